@@ -1,0 +1,88 @@
+# parallelformers: `make` builds the library, examples and tests into build/; `make test` runs the
+# suite. nvcc on the PATH turns on the CUDA backend (kernels.cu); `make CUDA=0` builds for the CPU
+# with nothing but a C compiler, pthreads and libm.
+
+CC       ?= cc
+CXX      ?= c++
+NVCC     ?= nvcc
+CUDA_HOME ?= /usr/local/cuda
+CUDA     ?= $(if $(shell command -v $(NVCC) 2>/dev/null),1,0)
+BUILD    ?= build
+
+CFLAGS   ?= -O2 -g
+WARN     := -Wall -Wextra
+BASE     := -std=c99 $(WARN) -pthread
+LDLIBS   := -lpthread -lm
+# The tests use POSIX calls (popen, mkdtemp) and a fault-injection hook in the library.
+TEST_DEFS := -D_POSIX_C_SOURCE=200809L -DPF_TESTING
+
+LIB_SRC  := parallelformers.c parallelformers.h policies.inc $(wildcard *.part.c) $(BUILD)/cuda-$(CUDA).stamp
+TESTS    := test/test_main.c test/test_models.c test/test_bad_input.c test/test_cli.c test/test_tokenizer.c
+
+ifeq ($(CUDA),1)
+CUDA_DEFS := -DPF_CUDA
+CUDA_OBJ  := $(BUILD)/kernels.o
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas -lnccl -lstdc++
+NVCCFLAGS ?= -O2 -std=c++17 -arch=sm_90 -Xcompiler -Wall,-Wextra
+endif
+
+.PHONY: all test test-asan test-tsan test-cuda test-cuda-sanitize clean bench
+
+all: $(BUILD)/libparallelformers.a $(BUILD)/generate $(BUILD)/test_parallelformers $(BUILD)/test_cuda \
+     $(BUILD)/header_cxx.o
+
+$(BUILD):
+	mkdir -p $(BUILD)
+
+# Switching CUDA=0/1 in one build directory rebuilds the library instead of reusing it.
+$(BUILD)/cuda-$(CUDA).stamp: | $(BUILD)
+	rm -f $(BUILD)/cuda-*.stamp
+	touch $@
+
+$(BUILD)/parallelformers.o: $(LIB_SRC) | $(BUILD)
+	$(CC) $(BASE) $(CFLAGS) $(CUDA_DEFS) -c parallelformers.c -o $@
+
+$(BUILD)/parallelformers_testing.o: $(LIB_SRC) | $(BUILD)
+	$(CC) $(BASE) $(CFLAGS) $(CUDA_DEFS) -DPF_TESTING -c parallelformers.c -o $@
+
+$(BUILD)/kernels.o: kernels.cu | $(BUILD)
+	$(NVCC) $(NVCCFLAGS) -c kernels.cu -o $@
+
+$(BUILD)/libparallelformers.a: $(BUILD)/parallelformers.o $(CUDA_OBJ)
+	ar rcs $@ $^
+
+$(BUILD)/generate: examples/generate.c $(BUILD)/libparallelformers.a
+	$(CC) $(BASE) $(CFLAGS) examples/generate.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
+
+$(BUILD)/test_parallelformers: $(TESTS) test/test.h $(BUILD)/parallelformers_testing.o $(CUDA_OBJ)
+	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) $(TESTS) $(BUILD)/parallelformers_testing.o $(CUDA_OBJ) -o $@ $(CUDA_LIBS) $(LDLIBS)
+
+# Every fixture on the CUDA backend against the CPU backend and transformers; prints that it
+# skipped where there is no GPU (or no CUDA in the build).
+$(BUILD)/test_cuda: test/test_cuda.c $(BUILD)/parallelformers_testing.o $(CUDA_OBJ)
+	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) test/test_cuda.c $(BUILD)/parallelformers_testing.o $(CUDA_OBJ) -o $@ $(CUDA_LIBS) $(LDLIBS)
+
+test-cuda: $(BUILD)/test_cuda
+	$(BUILD)/test_cuda test/fixtures
+
+test-cuda-sanitize: $(BUILD)/test_cuda
+	compute-sanitizer --tool memcheck --error-exitcode 1 $(BUILD)/test_cuda test/fixtures
+	compute-sanitizer --tool racecheck --error-exitcode 1 $(BUILD)/test_cuda test/fixtures
+
+# The public header must compile as C++ too.
+$(BUILD)/header_cxx.o: parallelformers.h | $(BUILD)
+	echo '#include "parallelformers.h"' | $(CXX) -Wall -Wextra -Werror -I. -x c++ -c - -o $@
+
+test: all
+	$(BUILD)/test_parallelformers test/fixtures $(BUILD)/generate
+
+# AddressSanitizer (with LeakSanitizer) and UndefinedBehaviorSanitizer, CPU build.
+test-asan:
+	$(MAKE) BUILD=build/asan CUDA=0 CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
+
+# ThreadSanitizer for the rank threads.
+test-tsan:
+	$(MAKE) BUILD=build/tsan CUDA=0 CFLAGS="-O1 -g -fsanitize=thread" test
+
+clean:
+	rm -rf build

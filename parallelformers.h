@@ -1,0 +1,170 @@
+/* parallelformers.h: load Hugging Face transformer checkpoints and run them for inference and
+   text generation, tensor-parallel over several devices with one host thread per device.
+
+   Build: compile parallelformers.c with your sources (cc -O2 -c parallelformers.c; link -lpthread
+   -lm). Add -DPF_CUDA and kernels.cu (nvcc; link cudart, cublas, nccl) for the CUDA backend.
+
+   Threads: unless a function says otherwise, calls on one pf_model must not overlap; calls on
+   different models may run on different threads at once. The library starts one thread per rank
+   in pf_parallelize and stops them in pf_to_cpu / pf_free. It never prints, exits or aborts:
+   every failure is a pf_result plus a message from pf_error_message(). */
+#ifndef PARALLELFORMERS_H
+#define PARALLELFORMERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum pf_result {
+    PF_OK = 0,
+    PF_ERROR_INVALID_ARGUMENT, /* a NULL pointer, an absurd option, a call in the wrong state */
+    PF_ERROR_IO,               /* a file could not be opened, read or mapped */
+    PF_ERROR_FORMAT,           /* a file is malformed: JSON, safetensors header, tensor shape */
+    PF_ERROR_UNSUPPORTED,      /* a model type, dtype or option this build does not support */
+    PF_ERROR_OUT_OF_MEMORY,    /* host or device allocation failed */
+    PF_ERROR_DEVICE,           /* a backend (CUDA, cuBLAS, NCCL) call failed on some rank */
+    PF_ERROR_BUFFER_TOO_SMALL  /* an output buffer is too small; the needed size is reported */
+} pf_result;
+
+/* A constant English name for a result code. Any thread. */
+const char *pf_result_string(pf_result result);
+
+typedef struct pf_model pf_model;
+typedef struct pf_tokenizer pf_tokenizer;
+
+/* Called with each log line when verbose output is asked for. */
+typedef void (*pf_log_callback)(void *user, const char *line);
+
+/* ---- loading ---------------------------------------------------------------------------------- */
+
+typedef struct pf_load_options {
+    pf_log_callback log; /* NULL: no log lines */
+    void *log_user;
+} pf_load_options;
+
+pf_load_options pf_load_options_init(void);
+
+/* Reads MODEL_DIR/config.json, picks the architecture for its model_type, memory-maps
+   model.safetensors (or the shards named by model.safetensors.index.json) and checks every tensor
+   the architecture needs. Also loads the tokenizer (tokenizer.json, or vocab.json + merges.txt)
+   when present. Weights are not copied yet.
+   Like sqlite3_open, *model is set even when loading fails (unless memory runs out), so that
+   pf_error_message(*model) explains the failure; pf_free it in both cases. options may be NULL. */
+pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_model **model);
+
+/* Frees everything the model holds, stopping its rank threads. NULL is fine. */
+void pf_free(pf_model *model);
+
+/* The detailed message of the last failure on this model ("" if none). Valid until the next call
+   on the model. */
+const char *pf_error_message(const pf_model *model);
+
+/* Hyperparameters read from config.json. Any thread, after pf_load succeeded. */
+typedef struct pf_model_info {
+    const char *model_type;
+    int vocab_size, hidden_size, num_layers, num_heads, max_positions;
+    int eos_token_id; /* -1 when the config names none */
+} pf_model_info;
+
+pf_model_info pf_get_info(const pf_model *model);
+
+/* ---- parallelism ------------------------------------------------------------------------------ */
+
+typedef enum pf_device {
+    PF_DEVICE_AUTO = 0, /* CUDA when this build has it and a GPU is present, else CPU */
+    PF_DEVICE_CPU,
+    PF_DEVICE_CUDA
+} pf_device;
+
+/* How weights are stored on the devices; compute accumulates in fp32 either way. */
+typedef enum pf_dtype {
+    PF_DTYPE_AUTO = 0, /* fp32 on the CPU, fp16 on CUDA */
+    PF_DTYPE_F32,
+    PF_DTYPE_F16,
+    PF_DTYPE_BF16
+} pf_dtype;
+
+typedef struct pf_parallel_options {
+    pf_device device;
+    pf_dtype dtype;          /* the CPU backend stores fp32 only */
+    const int *device_ids;   /* CUDA: the GPU of each rank (repeats share a GPU); NULL: rank i on
+                                GPU i modulo the GPUs visible. Never changes CUDA_VISIBLE_DEVICES. */
+    int num_device_ids;      /* entries in device_ids; must equal num_ranks when given */
+    int max_sequence_length; /* KV cache length per sequence; 0: the model's max positions */
+    int max_batch;           /* sequences per forward call; 0: 1 */
+    int verbose;             /* log a per-rank memory table through the load options' callback */
+} pf_parallel_options;
+
+pf_parallel_options pf_parallel_options_init(void);
+
+/* Splits the model over num_ranks rank threads, Megatron-style: each rank gets its heads of the
+   attention and its columns of the MLP; embeddings, norms and LM head are copied to every rank.
+   Heads need not divide by num_ranks: ranks then hold different head counts (a rank may hold
+   none). Weights are sliced straight from the memory map into each rank's memory. Calling it on
+   a model that is already parallel re-splits it. options may be NULL. */
+pf_result pf_parallelize(pf_model *model, int num_ranks, const pf_parallel_options *options);
+
+/* Gathers the slices back into one full model on one CPU rank and frees the others. */
+pf_result pf_to_cpu(pf_model *model);
+
+/* Number of ranks the model runs on now (1 after pf_load or pf_to_cpu). */
+int pf_num_ranks(const pf_model *model);
+
+/* Bytes the model holds on the memory of rank `rank` (weights, KV cache, scratch), exactly as
+   allocated by the library; 0 for a rank that does not exist. Before pf_parallelize, or for a
+   model that has not run yet, nothing is allocated and this is 0. */
+size_t pf_memory_allocated(const pf_model *model, int rank);
+
+/* ---- inference -------------------------------------------------------------------------------- */
+
+/* Logits for a batch of sequences of equal length, from scratch (the KV cache is reset).
+   ids: [batch][seq_len]; logits: [batch][seq_len][vocab_size] floats. Runs on one CPU rank if
+   the model was never parallelized. */
+pf_result pf_forward(pf_model *model, const int32_t *ids, int batch, int seq_len, float *logits);
+
+typedef struct pf_generate_options {
+    int max_new_tokens;   /* 0: bounded by max_length only */
+    int max_length;       /* prompt + new tokens; 0: the model's max positions */
+    int eos_token_id;     /* -1: the config's eos_token_id; -2: never stop early */
+} pf_generate_options;
+
+pf_generate_options pf_generate_options_init(void);
+
+/* Greedy generation from one prompt. Writes the new tokens only (including the eos token that
+   stopped it) to out, at most out_capacity of them, and their count to *num_out. */
+pf_result pf_generate(pf_model *model, const int32_t *prompt, int prompt_len,
+                      const pf_generate_options *options, int32_t *out, int out_capacity,
+                      int *num_out);
+
+/* ---- tokenizer -------------------------------------------------------------------------------- */
+
+/* The model's tokenizer, or NULL when the model directory had none. Owned by the model. */
+pf_tokenizer *pf_model_tokenizer(pf_model *model);
+
+/* Loads a tokenizer alone from a directory (tokenizer.json, or vocab.json + merges.txt). On
+   failure *tokenizer is NULL and, when error/error_size are given, the message is written there. */
+pf_result pf_tokenizer_load(const char *dir, pf_tokenizer **tokenizer, char *error,
+                            size_t error_size);
+void pf_tokenizer_free(pf_tokenizer *tokenizer);
+
+/* Text (UTF-8; invalid bytes are encoded as their byte tokens) to ids. Writes at most capacity
+   ids; *num_ids is the full count (PF_ERROR_BUFFER_TOO_SMALL if it exceeds capacity). Thread-safe
+   on a loaded tokenizer. */
+pf_result pf_tokenize(const pf_tokenizer *tokenizer, const char *text, size_t text_len,
+                      int32_t *ids, size_t capacity, size_t *num_ids);
+
+/* Ids to text bytes (not NUL-terminated unless room remains; *text_len is the full length).
+   Unknown ids are an error. Thread-safe on a loaded tokenizer. */
+pf_result pf_detokenize(const pf_tokenizer *tokenizer, const int32_t *ids, size_t num_ids,
+                        char *text, size_t capacity, size_t *text_len);
+
+/* Number of ids, added tokens included. */
+int pf_tokenizer_vocab_size(const pf_tokenizer *tokenizer);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PARALLELFORMERS_H */

@@ -1,0 +1,86 @@
+/* build/generate, as scripts use it: --ids with --dump-logits on 1 and 3 ranks must give
+   transformers' logits and greedy tokens for the hub-style checkpoint; errors exit non-zero. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define TOLERANCE_HF 1e-4f
+
+/* Runs a shell command, returning its exit status and its last stdout line. */
+static int run(const char *command, char *last_line, size_t cap) {
+    FILE *p = popen(command, "r");
+    if (!p) return -1;
+    char line[4096];
+    if (last_line) last_line[0] = 0;
+    while (fgets(line, sizeof line, p))
+        if (last_line) snprintf(last_line, cap, "%s", line);
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void check_ids_and_logits(const char *fixture, int ranks) {
+    char dir[1024], command[4096], last[4096], dump[64], ids[1024] = "";
+    test_reference ref;
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, fixture);
+    if (test_read_reference(dir, &ref)) {
+        CHECK_MSG(0, "%s: no reference", fixture);
+        return;
+    }
+    for (int i = 0; i < ref.num_prompt_ids; i++)
+        snprintf(ids + strlen(ids), sizeof ids - strlen(ids), "%s%d", i ? "," : "", ref.prompt_ids[i]);
+    snprintf(dump, sizeof dump, "/tmp/pf_cli_logits_%d.bin", (int)getpid());
+    snprintf(command, sizeof command, "%s %s --ids %s -n %d --gpus %d --device cpu --dump-logits %s",
+             test_generate_binary, dir, ids, ref.max_new_tokens, ranks, dump);
+    int status = run(command, last, sizeof last);
+    CHECK_MSG(status == 0, "%s exited with %d", command, status);
+    int got[64];
+    int n = test_parse_ids(last, got, 64);
+    int same = n == ref.num_greedy_ids;
+    for (int i = 0; same && i < n; i++) same = got[i] == ref.greedy_ids[i];
+    CHECK_MSG(same, "%s on %d ranks: printed ids \"%s\" are not transformers' greedy ids", fixture, ranks, last);
+
+    size_t count = 0, ref_count = 0;
+    float *logits = test_read_floats(dump, &count);
+    char ref_path[1100];
+    snprintf(ref_path, sizeof ref_path, "%s/reference_logits.bin", dir);
+    float *want = test_read_floats(ref_path, &ref_count);
+    CHECK_MSG(logits && want && count == ref_count, "%s: dumped %zu logits, want %zu", fixture, count, ref_count);
+    if (logits && want && count == ref_count) {
+        float diff = test_max_abs_diff(logits, want, count);
+        CHECK_MSG(diff <= TOLERANCE_HF, "%s on %d ranks: dumped logits differ by %g", fixture, ranks, diff);
+    }
+    free(logits);
+    free(want);
+    remove(dump);
+}
+
+void test_cli(void) {
+    check_ids_and_logits("gpt2-hub", 1);
+    check_ids_and_logits("gpt2-hub", 3);
+    check_ids_and_logits("gpt2-tiny", 2);
+
+    char command[2048], last[4096];
+    test_reference ref;
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/gpt2-tiny", test_fixtures);
+    if (test_read_reference(dir, &ref) == 0) {
+        /* A text prompt prints the prompt and its continuation. */
+        snprintf(command, sizeof command, "%s %s -n 5 --gpus 2 '%s'", test_generate_binary, dir, ref.prompt_text);
+        CHECK(run(command, last, sizeof last) == 0);
+        CHECK_MSG(strncmp(last, ref.prompt_text, strlen(ref.prompt_text)) == 0, "printed \"%s\"", last);
+    }
+    snprintf(command, sizeof command, "%s /nonexistent/dir --ids 1,2 2>/dev/null", test_generate_binary);
+    CHECK(run(command, NULL, 0) != 0);
+    snprintf(command, sizeof command, "%s %s --ids 1,x 2>/dev/null", test_generate_binary, dir);
+    CHECK(run(command, NULL, 0) != 0);
+    snprintf(command, sizeof command, "%s %s --ids 99999 2>/dev/null", test_generate_binary, dir);
+    CHECK(run(command, NULL, 0) != 0);
+    snprintf(command, sizeof command, "%s %s --gpus 0 --ids 1 2>/dev/null", test_generate_binary, dir);
+    CHECK(run(command, NULL, 0) != 0);
+    snprintf(command, sizeof command, "%s 2>/dev/null", test_generate_binary);
+    CHECK(run(command, NULL, 0) != 0);
+}

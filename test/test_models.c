@@ -1,0 +1,290 @@
+/* Model fixtures against the outputs transformers gave for them: prompt logits within 1e-4 and
+   identical greedy tokens, on 1 to 4 CPU ranks; plus pf_to_cpu, memory accounting, batches, a
+   failing rank, and absurd arguments. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../parallelformers.h"
+#include "test.h"
+
+#define TOLERANCE_HF 1e-4f       /* fp32 logits against transformers */
+#define TOLERANCE_RANKS 1e-5f    /* n ranks against one rank */
+
+#ifdef PF_TESTING
+extern int pf_testing_fail_rank, pf_testing_fail_countdown;
+#endif
+
+typedef struct fixture {
+    pf_model *model;
+    test_reference ref;
+    float *ref_logits;
+    size_t vocab;
+} fixture;
+
+/* These tests are about the CPU backend in fp32, even on a machine with a GPU. */
+static pf_parallel_options cpu_options(void) {
+    pf_parallel_options o = pf_parallel_options_init();
+    o.device = PF_DEVICE_CPU;
+    return o;
+}
+
+static int fixture_open(const char *name, fixture *f) {
+    char dir[1024], path[1100];
+    memset(f, 0, sizeof *f);
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
+    pf_result r = pf_load(dir, NULL, &f->model);
+    CHECK_MSG(r == PF_OK, "%s: %s", name, pf_error_message(f->model));
+    int ok = test_read_reference(dir, &f->ref) == 0;
+    CHECK_MSG(ok, "%s: reference.txt unreadable", name);
+    snprintf(path, sizeof path, "%s/reference_logits.bin", dir);
+    size_t count = 0;
+    f->ref_logits = test_read_floats(path, &count);
+    f->vocab = (size_t)f->ref.vocab_size;
+    CHECK_MSG(f->ref_logits && count == (size_t)f->ref.num_prompt_ids * f->vocab, "%s: reference logits", name);
+    if (r != PF_OK || !ok || !f->ref_logits) return -1;
+    CHECK_MSG(pf_get_info(f->model).vocab_size == f->ref.vocab_size, "%s: vocab size", name);
+    return 0;
+}
+
+static void fixture_close(fixture *f) {
+    pf_free(f->model);
+    free(f->ref_logits);
+}
+
+static float *prompt_logits(fixture *f) {
+    float *logits = (float *)malloc((size_t)f->ref.num_prompt_ids * f->vocab * sizeof(float));
+    int32_t ids[64];
+    for (int i = 0; i < f->ref.num_prompt_ids; i++) ids[i] = f->ref.prompt_ids[i];
+    pf_result r = pf_forward(f->model, ids, 1, f->ref.num_prompt_ids, logits);
+    CHECK_MSG(r == PF_OK, "pf_forward: %s", pf_error_message(f->model));
+    if (r != PF_OK) {
+        free(logits);
+        return NULL;
+    }
+    return logits;
+}
+
+static void check_greedy(fixture *f, const char *name, int ranks) {
+    int32_t prompt[64], out[64];
+    int n = 0;
+    for (int i = 0; i < f->ref.num_prompt_ids; i++) prompt[i] = f->ref.prompt_ids[i];
+    pf_generate_options o = pf_generate_options_init();
+    o.max_new_tokens = f->ref.max_new_tokens;
+    pf_result r = pf_generate(f->model, prompt, f->ref.num_prompt_ids, &o, out, 64, &n);
+    CHECK_MSG(r == PF_OK, "%s: pf_generate: %s", name, pf_error_message(f->model));
+    int same = n == f->ref.num_greedy_ids;
+    for (int i = 0; same && i < n; i++) same = out[i] == f->ref.greedy_ids[i];
+    CHECK_MSG(same, "%s on %d ranks: greedy tokens differ from transformers (got %d tokens, first %d; want %d, first %d)",
+              name, ranks, n, n ? out[0] : -1, f->ref.num_greedy_ids, f->ref.greedy_ids[0]);
+}
+
+/* Every rank count from 1 to 4 gives transformers' logits and tokens, and one rank's logits. */
+static void test_fixture(const char *name) {
+    fixture f;
+    if (fixture_open(name, &f)) {
+        fixture_close(&f);
+        return;
+    }
+    size_t n = (size_t)f.ref.num_prompt_ids * f.vocab;
+    float *one_rank = NULL;
+    pf_parallel_options cpu = cpu_options();
+    for (int ranks = 1; ranks <= 4; ranks++) {
+        pf_result r = pf_parallelize(f.model, ranks, &cpu);
+        CHECK_MSG(r == PF_OK, "%s: pf_parallelize(%d): %s", name, ranks, pf_error_message(f.model));
+        if (r) continue;
+        CHECK(pf_num_ranks(f.model) == ranks);
+        float *logits = prompt_logits(&f);
+        if (!logits) continue;
+        float diff = test_max_abs_diff(logits, f.ref_logits, n);
+        CHECK_MSG(diff <= TOLERANCE_HF, "%s on %d ranks: logits differ from transformers by %g", name, ranks, diff);
+        if (ranks == 1) {
+            one_rank = logits;
+        } else {
+            diff = test_max_abs_diff(logits, one_rank, n);
+            CHECK_MSG(diff <= TOLERANCE_RANKS, "%s: %d ranks differ from 1 rank by %g", name, ranks, diff);
+            free(logits);
+        }
+        check_greedy(&f, name, ranks);
+    }
+    free(one_rank);
+
+    /* The model's tokenizer gives the prompt transformers encoded. */
+    pf_tokenizer *tok = pf_model_tokenizer(f.model);
+    CHECK_MSG(tok != NULL, "%s: no tokenizer loaded", name);
+    if (tok) {
+        int32_t ids[64];
+        size_t num = 0;
+        pf_result r = pf_tokenize(tok, f.ref.prompt_text, strlen(f.ref.prompt_text), ids, 64, &num);
+        int same = r == PF_OK && (int)num == f.ref.num_prompt_ids;
+        for (size_t i = 0; same && i < num; i++) same = ids[i] == f.ref.prompt_ids[i];
+        CHECK_MSG(same, "%s: prompt_text does not encode to prompt_ids", name);
+    }
+    fixture_close(&f);
+}
+
+/* pf_to_cpu gathers the slices of 3 ranks into one model that computes exactly what one rank
+   sliced from the file computes; memory per rank falls when split. */
+static void test_to_cpu_and_memory(void) {
+    pf_parallel_options cpu = cpu_options();
+    fixture f;
+    if (fixture_open("gpt2-hub", &f)) {
+        fixture_close(&f);
+        return;
+    }
+    size_t n = (size_t)f.ref.num_prompt_ids * f.vocab;
+    CHECK(pf_memory_allocated(f.model, 0) == 0); /* nothing on any device before parallelizing */
+    CHECK(pf_parallelize(f.model, 1, &cpu) == PF_OK);
+    size_t one = pf_memory_allocated(f.model, 0);
+    float *base = prompt_logits(&f);
+    CHECK(pf_parallelize(f.model, 3, &cpu) == PF_OK);
+    size_t total = 0;
+    for (int i = 0; i < 3; i++) {
+        size_t bytes = pf_memory_allocated(f.model, i);
+        CHECK_MSG(bytes > 0 && bytes < one, "rank %d of 3 holds %zu bytes, one rank %zu", i, bytes, one);
+        total += bytes;
+    }
+    CHECK(pf_memory_allocated(f.model, 3) == 0);
+    CHECK(pf_memory_allocated(f.model, -1) == 0);
+    CHECK_MSG(total > one, "replicated embeddings make the sum larger than one rank (%zu vs %zu)", total, one);
+    CHECK_MSG(pf_to_cpu(f.model) == PF_OK, "pf_to_cpu: %s", pf_error_message(f.model));
+    CHECK(pf_num_ranks(f.model) == 1);
+    CHECK(pf_memory_allocated(f.model, 1) == 0);
+    CHECK_MSG(pf_memory_allocated(f.model, 0) == one, "after pf_to_cpu: %zu bytes, one rank had %zu",
+              pf_memory_allocated(f.model, 0), one);
+    float *gathered = prompt_logits(&f);
+    CHECK_MSG(base && gathered && memcmp(base, gathered, n * sizeof(float)) == 0,
+              "gathered model differs from the one-rank model");
+    check_greedy(&f, "gpt2-hub after pf_to_cpu", 1);
+    free(base);
+    free(gathered);
+    fixture_close(&f);
+}
+
+/* Two copies of the prompt in one batch give the reference logits for both rows. */
+static void test_batch(void) {
+    fixture f;
+    if (fixture_open("gpt2-tiny", &f)) {
+        fixture_close(&f);
+        return;
+    }
+    int T = f.ref.num_prompt_ids;
+    size_t n = (size_t)T * f.vocab;
+    pf_parallel_options o = cpu_options();
+    o.max_batch = 2;
+    o.max_sequence_length = 32;
+    CHECK(pf_parallelize(f.model, 2, &o) == PF_OK);
+    int32_t ids[128];
+    for (int b = 0; b < 2; b++)
+        for (int t = 0; t < T; t++) ids[b * T + t] = f.ref.prompt_ids[t];
+    float *logits = (float *)malloc(2 * n * sizeof(float));
+    pf_result r = pf_forward(f.model, ids, 2, T, logits);
+    CHECK_MSG(r == PF_OK, "batch forward: %s", pf_error_message(f.model));
+    if (r == PF_OK) {
+        CHECK(test_max_abs_diff(logits, f.ref_logits, n) <= TOLERANCE_HF);
+        CHECK(test_max_abs_diff(logits + n, f.ref_logits, n) <= TOLERANCE_HF);
+    }
+    /* Beyond what was sized: a clear error, not an overflow. */
+    CHECK(pf_forward(f.model, ids, 3, T, logits) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_forward(f.model, ids, 1, 33, logits) == PF_ERROR_INVALID_ARGUMENT);
+    /* Generation stops at the cache end instead of overflowing it. */
+    int32_t out[64];
+    int num = 0;
+    pf_generate_options g = pf_generate_options_init();
+    g.max_new_tokens = 60;
+    g.eos_token_id = -2;
+    CHECK(pf_generate(f.model, ids, T, &g, out, 64, &num) == PF_OK);
+    CHECK_MSG(num == 32 - T, "generated %d tokens into a cache of 32 after %d", num, T);
+    free(logits);
+    fixture_close(&f);
+}
+
+static void test_bad_arguments(void) {
+    fixture f;
+    if (fixture_open("gpt2-tiny", &f)) {
+        fixture_close(&f);
+        return;
+    }
+    pf_model *m = f.model;
+    pf_parallel_options o = cpu_options();
+    CHECK(pf_parallelize(m, 0, NULL) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(pf_error_message(m), "num_ranks") != NULL);
+    CHECK(pf_parallelize(m, 100000, NULL) == PF_ERROR_INVALID_ARGUMENT);
+    o.max_sequence_length = 1 << 20;
+    CHECK(pf_parallelize(m, 1, &o) == PF_ERROR_INVALID_ARGUMENT);
+    o = cpu_options();
+    o.max_batch = -1;
+    CHECK(pf_parallelize(m, 1, &o) == PF_ERROR_INVALID_ARGUMENT);
+    o = cpu_options();
+    o.device = (pf_device)42;
+    CHECK(pf_parallelize(m, 1, &o) == PF_ERROR_INVALID_ARGUMENT);
+    int32_t ids[4] = {1, 2, 3, 1 << 30}, out[8];
+    float logits[4 * 600];
+    int num;
+    CHECK(pf_forward(m, ids, 1, 4, logits) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(pf_error_message(m), "outside the vocabulary") != NULL);
+    ids[3] = -1;
+    CHECK(pf_forward(m, ids, 1, 4, logits) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_forward(m, NULL, 1, 4, logits) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_forward(m, ids, 0, 4, logits) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_generate(m, ids, 0, NULL, out, 8, &num) == PF_ERROR_INVALID_ARGUMENT);
+    pf_generate_options g = pf_generate_options_init();
+    g.max_new_tokens = -5;
+    ids[3] = 1;
+    CHECK(pf_generate(m, ids, 4, &g, out, 8, &num) == PF_ERROR_INVALID_ARGUMENT);
+    /* Output capacity bounds the tokens written. */
+    g = pf_generate_options_init();
+    g.max_new_tokens = 10;
+    g.eos_token_id = -2;
+    CHECK(pf_generate(m, ids, 4, &g, out, 3, &num) == PF_OK && num == 3);
+    /* transformers' default max_length of 20 counts the prompt. */
+    int32_t big[20];
+    CHECK(pf_generate(m, ids, 4, NULL, big, 20, &num) == PF_OK);
+    CHECK_MSG(num <= 16, "default max_length 20 with a 4-token prompt gave %d new tokens", num);
+    CHECK(pf_parallelize(NULL, 1, NULL) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_forward(NULL, ids, 1, 1, logits) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_memory_allocated(NULL, 0) == 0);
+    pf_free(NULL);
+    fixture_close(&f);
+}
+
+#ifdef PF_TESTING
+/* A rank that fails between two all-reduces must not leave the others waiting: the call returns
+   an error naming the rank, and the model works again afterwards. */
+static void test_failing_rank(void) {
+    pf_parallel_options cpu = cpu_options();
+    fixture f;
+    if (fixture_open("gpt2-hub", &f)) {
+        fixture_close(&f);
+        return;
+    }
+    size_t n = (size_t)f.ref.num_prompt_ids * f.vocab;
+    CHECK(pf_parallelize(f.model, 3, &cpu) == PF_OK);
+    for (int countdown = 1; countdown <= 7; countdown += 3) {
+        pf_testing_fail_rank = 2;
+        pf_testing_fail_countdown = countdown;
+        float *logits = (float *)malloc(n * sizeof(float));
+        int32_t ids[64];
+        for (int i = 0; i < f.ref.num_prompt_ids; i++) ids[i] = f.ref.prompt_ids[i];
+        pf_result r = pf_forward(f.model, ids, 1, f.ref.num_prompt_ids, logits);
+        CHECK_MSG(r == PF_ERROR_DEVICE, "injected failure gave %s", pf_result_string(r));
+        CHECK_MSG(strstr(pf_error_message(f.model), "rank 2") != NULL, "message: %s", pf_error_message(f.model));
+        pf_testing_fail_rank = -1;
+        free(logits);
+        logits = prompt_logits(&f);
+        CHECK(logits && test_max_abs_diff(logits, f.ref_logits, n) <= TOLERANCE_HF);
+        free(logits);
+    }
+    fixture_close(&f);
+}
+#endif
+
+void test_models(void) {
+    const char *fixtures[] = {"gpt2-tiny", "gpt2-hub", "gpt2-tiny-f16", "gpt2-tiny-bf16", "gpt2-sharded"};
+    for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_fixture(fixtures[i]);
+    test_to_cpu_and_memory();
+    test_batch();
+    test_bad_arguments();
+#ifdef PF_TESTING
+    test_failing_rank();
+#endif
+}
