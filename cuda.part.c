@@ -7,7 +7,14 @@
    handle), made on the rank's thread by rank_begin (cudaSetDevice first), and the scratch the
    CUDA ops need beyond the forward pass's buffers, allocated through pf__rank_alloc as
    PF__MEM_SCRATCH on the rank's first upload (during pf_parallelize), so pf_memory_allocated is
-   exact once pf_parallelize returns.
+   exact once pf_parallelize returns. The scratch includes device copies of the step's host
+   arrays: the rotary frequencies (pf__step.inv_freq), the left pads of a padded batch
+   (pf__step.pad) and beam search's row order (reorder_rows' src), each queued from a host copy
+   kept in the rank state whenever the step's differ from it; and, with max_batch > 1, the beam
+   reorder's buffer (one layer's K or V cache, as the CPU backend's).
+
+   Each op mirrors the CPU backend's (the reference): weights are in the group's dtype, except
+   CTRL's fp32 sinusoid table, so every weight passes its own dtype to kernels.cu.
 
    Per group (g->backend_state, a pf__cuda_group_state): ranks on distinct GPUs all-reduce with
    NCCL (ncclCommInitAll in group_begin, on the caller's thread). Ranks sharing a GPU (device ids
@@ -46,24 +53,34 @@ size_t pf_cuda_workspace_bytes(void);
 int pf_cuda_malloc(pf_cuda_rank *st, void **ptr, size_t bytes);
 int pf_cuda_free(pf_cuda_rank *st, void *ptr);
 int pf_cuda_upload(pf_cuda_rank *st, void *dst, const void *host, size_t bytes);
+int pf_cuda_upload_async(pf_cuda_rank *st, void *dst, const void *host, size_t bytes);
 int pf_cuda_download(pf_cuda_rank *st, void *host, const void *src, size_t bytes);
 int pf_cuda_copy_async(pf_cuda_rank *st, void *dst, const void *src, size_t bytes);
 int pf_cuda_copy_peer_async(pf_cuda_rank *st, void *dst, const void *src, int src_device, size_t bytes);
 int pf_cuda_stream_sync(pf_cuda_rank *st);
 int pf_cuda_stream_query(pf_cuda_rank *st, int *done);
-int pf_cuda_embed(pf_cuda_rank *st, float *out, const void *tokens, const void *positions, int dtype,
-                  const int32_t *ids_host, int32_t *ids_device, int batch, int T, int past, size_t d);
-int pf_cuda_layer_norm(pf_cuda_rank *st, float *out, const float *x, const void *weight, const void *bias, int dtype,
-                       size_t rows, size_t n, float eps);
-int pf_cuda_matmul(pf_cuda_rank *st, float *out, const float *x, const void *w, const void *bias, int dtype,
-                   size_t rows, size_t n_out, size_t k, void *x_scratch);
+int pf_cuda_embed(pf_cuda_rank *st, float *out, const void *tokens, int dtype, const int32_t *ids_host,
+                  int32_t *ids_device, size_t rows, size_t d, float scale);
+int pf_cuda_add_positions(pf_cuda_rank *st, float *x, const void *table, int dtype, const int *pad, int batch, int T,
+                          int past, size_t offset, size_t d);
+int pf_cuda_norm(pf_cuda_rank *st, float *out, const float *x, const void *weight, int weight_dtype, const void *bias,
+                 int bias_dtype, size_t rows, size_t n, float eps, int rms);
+int pf_cuda_matmul(pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const void *bias,
+                   int bias_dtype, size_t rows, size_t n_out, size_t k, void *x_scratch);
 int pf_cuda_activation(pf_cuda_rank *st, float *x, size_t count, int act);
+int pf_cuda_gated_activation(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act);
 int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype, size_t rows,
                          size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
+int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const float *inv_freq, const int *pad, int batch, int T, int past,
+                   int heads, int kv_heads, int head_dim, int rotary_dim, int pairs);
 size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim);
 int pf_cuda_attention(pf_cuda_rank *st, float *out, const float *qkv, float *k_cache, float *v_cache, float *partials,
-                      int batch, int T, int past, int heads, int head_dim, int cache_len, float scale);
+                      const float *alibi, const int *pad, int batch, int T, int past, int heads, int kv_heads,
+                      int head_dim, int head_begin, int kv_begin, int kv_group, int cache_len, int window,
+                      float scale);
+int pf_cuda_reorder_rows(pf_cuda_rank *st, float *cache, float *scratch, const int *src, int rows, size_t row_floats,
+                         size_t used_floats);
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);
 void pf_cuda_nccl_destroy(void *comm);
 void pf_cuda_nccl_abort(void *comm);
@@ -78,10 +95,20 @@ typedef struct pf__cuda_rank_state {
     int scratch_done;
     void *workspace;          /* cuBLAS workspace, pf_cuda_workspace_bytes() */
     int32_t *ids;             /* [max_tokens]: the step's token ids */
-    void *x16;                /* [max_tokens][max(hidden, heads*head_dim, mlp_width)] fp16/bf16: GEMM input */
-    float *partials;          /* decode attention partial sums */
+    void *x16;                /* [max_tokens][widest GEMM input] fp16/bf16: GEMM input */
+    float *partials;          /* decode attention partial sums, per local query head */
+    float *inv_freq;          /* [rotary_dim / 2]: the rotary frequencies on the device */
+    float *inv_freq_host;     /* [rotary_dim / 2], malloc'd: what inv_freq holds (or is queued to) */
+    int inv_freq_loaded;      /* inv_freq_host has been queued to inv_freq */
     float *reduce_sum;        /* [max_tokens * hidden]: device-memory all-reduce */
     float *reduce_tmp;        /* [max_tokens * hidden]: a peer's buffer copied from another GPU */
+    int *pad;                 /* [max_batch]: the step's left pads on the device */
+    int *pad_host;            /* [max_batch], malloc'd: what pad holds (or is queued to) */
+    int pad_count;            /* entries of pad_host queued to pad; 0: none yet */
+    int *src;                 /* [max_batch]: beam search's old row of each row, on the device */
+    int *src_host;            /* [max_batch], malloc'd: what src holds (or is queued to) */
+    int src_count;            /* entries of src_host queued to src */
+    float *reorder_tmp;       /* [max_batch * cache_len * kv_width]: beam reorder, when max_batch > 1 */
 } pf__cuda_rank_state;
 
 typedef struct pf__cuda_group_state {
@@ -156,15 +183,23 @@ static pf__cuda_rank_state *pf__cuda_begin(pf__rank *r, int need_scratch) {
     return rs;
 }
 
-/* Sized for the largest step pf_parallelize allows (g->max_tokens rows); allocated once. */
+/* Sized for the largest step pf_parallelize allows (g->max_tokens rows, g->max_batch sequences);
+   allocated once. The GEMM inputs (x16) are hidden wide (qkv, MLP in, project_out), embed_dim
+   (project_in, and the LM head after project_out), heads * head_dim (attention out) or mlp_width
+   (MLP down); the decode partials are per local query head (the kv heads they read do not
+   matter); the beam reorder's buffer holds one layer's K or V cache, as the CPU backend's. */
 static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     pf__group *g = r->group;
     const pf__config *c = &g->model->config;
     const pf__cuda_group_state *gs = (const pf__cuda_group_state *)g->backend_state;
     size_t T = g->max_tokens, hidden = (size_t)c->hidden_size;
     size_t width = (size_t)r->share.heads * c->head_dim, mlp = (size_t)r->share.mlp_width;
-    size_t k_max = hidden > width ? hidden : width;
+    size_t k_max = hidden;
+    if ((size_t)c->embed_dim > k_max) k_max = (size_t)c->embed_dim;
+    if (width > k_max) k_max = width;
     if (mlp > k_max) k_max = mlp;
+    size_t half = c->rotary_dim > 0 ? (size_t)c->rotary_dim / 2 : 0;
+    size_t batch = (size_t)g->max_batch, kv_width = (size_t)r->share.kv_heads * c->head_dim;
     pf__mem_kind kind = r->allocating;
     rs->scratch_done = 1; /* once, even if it fails: the failure is the rank's error */
     r->allocating = PF__MEM_SCRATCH;
@@ -175,10 +210,24 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     if (width)
         rs->partials = (float *)pf__rank_alloc(
             r, pf_cuda_attention_scratch_floats(g->max_batch, r->share.heads, c->head_dim) * sizeof(float));
+    if (half) {
+        rs->inv_freq = (float *)pf__rank_alloc(r, half * sizeof(float));
+        rs->inv_freq_host = (float *)malloc(half * sizeof(float));
+        if (!rs->inv_freq_host) pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    }
     if (g->num_ranks > 1 && !gs->use_nccl) {
         rs->reduce_sum = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
         if (gs->mixed) rs->reduce_tmp = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
     }
+    rs->pad = (int *)pf__rank_alloc(r, batch * sizeof(int));
+    rs->pad_host = (int *)malloc(batch * sizeof(int));
+    if (batch > 1) {
+        rs->src = (int *)pf__rank_alloc(r, batch * sizeof(int));
+        rs->src_host = (int *)malloc(batch * sizeof(int));
+        if (kv_width)
+            rs->reorder_tmp = (float *)pf__rank_alloc(r, batch * g->cache_len * kv_width * sizeof(float));
+    }
+    if (!rs->pad_host || (batch > 1 && !rs->src_host)) pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
     r->allocating = kind;
     return r->error ? -1 : 0;
 }
@@ -290,6 +339,9 @@ static void pf__cuda_rank_end(pf__rank *r) {
         if (pf__cuda_broken(r->group)) pf__cuda_abort_own_comm(r); /* cuBLAS's destroy waits for the device */
         pf_cuda_rank_destroy(rs->cu);
     }
+    free(rs->inv_freq_host);
+    free(rs->pad_host);
+    free(rs->src_host);
     free(rs);
     r->backend_state = NULL;
 }
@@ -323,20 +375,91 @@ static void pf__cuda_download(pf__rank *r, void *host, const void *src, size_t b
     pf__cuda_ok(r, pf_cuda_download(rs->cu, host, src, bytes));
 }
 
-static void pf__cuda_embed(pf__rank *r, float *out, const pf__weight *tokens, const pf__weight *positions,
-                           const pf__step *s) {
-    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
-    if (!rs) return;
-    pf__cuda_ok(r, pf_cuda_embed(rs->cu, out, tokens->data, positions->data, pf__cuda_dtype(tokens->dtype), s->ids,
-                                 rs->ids, s->batch, s->seq_len, s->past, tokens->cols));
+static void pf__cuda_copy(pf__rank *r, void *dst, const void *src, size_t bytes) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 0);
+    if (rs) pf__cuda_ok(r, pf_cuda_copy_async(rs->cu, dst, src, bytes));
 }
 
-static void pf__cuda_layer_norm(pf__rank *r, float *out, const float *x, const pf__weight *weight,
-                                const pf__weight *bias, size_t rows, size_t n, float eps) {
+/* Puts n ints of a host array (the caller's, changing from step to step) on the device at `device`
+   through the rank's own copy `host` ([max_batch], malloc'd): queued without a wait, and only when
+   they differ from what was queued last (*count entries). The runtime has read pageable memory by
+   the time pf_cuda_upload_async returns; and `host` is only rewritten by a later job, after the
+   device has run this one's copy (rank 0 waited for its logits, which need every rank's
+   all-reduces, queued after the copy). Returns 0, or -1 after recording the failure. */
+static int pf__cuda_stage_ints(pf__rank *r, pf__cuda_rank_state *rs, int *device, int *host, int *count,
+                               const int *values, int n) {
+    if (n < 0 || n > r->group->max_batch || !device || !host) {
+        pf__rank_fail(r, PF_ERROR_DEVICE, "%d rows for a group of max_batch %d", n, r->group->max_batch);
+        pf__cuda_break(r->group);
+        return -1;
+    }
+    if (*count == n && !memcmp(host, values, (size_t)n * sizeof(int))) return 0;
+    memcpy(host, values, (size_t)n * sizeof(int));
+    *count = 0;
+    if (!pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, device, host, (size_t)n * sizeof(int)))) return -1;
+    *count = n;
+    return 0;
+}
+
+/* The step's left pads on the device for add_positions, rotary and attention: NULL without pads
+   (none given, or all 0: the unpadded kernels' path) or after a failure (recorded on the rank:
+   check r->error). */
+static const int *pf__cuda_pads(pf__rank *r, pf__cuda_rank_state *rs, const pf__step *s) {
+    if (!s->pad) return NULL;
+    int any = 0;
+    for (int b = 0; b < s->batch; b++) {
+        if (s->pad[b] < 0) {
+            pf__rank_fail(r, PF_ERROR_DEVICE, "sequence %d has %d left pads", b, s->pad[b]);
+            pf__cuda_break(r->group);
+            return NULL;
+        }
+        any |= s->pad[b] > 0;
+    }
+    if (!any) return NULL;
+    if (pf__cuda_stage_ints(r, rs, rs->pad, rs->pad_host, &rs->pad_count, s->pad, s->batch)) return NULL;
+    return rs->pad;
+}
+
+static void pf__cuda_embed(pf__rank *r, float *out, const pf__weight *tokens, const pf__step *s, float scale) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
-    pf__cuda_ok(r, pf_cuda_layer_norm(rs->cu, out, x, weight->data, bias ? bias->data : NULL,
-                                      pf__cuda_dtype(weight->dtype), rows, n, eps));
+    pf__cuda_ok(r, pf_cuda_embed(rs->cu, out, tokens->data, pf__cuda_dtype(tokens->dtype), s->ids, rs->ids,
+                                 (size_t)s->batch * s->seq_len, tokens->cols, scale));
+}
+
+/* Row offset + position of the table for each token, position = past + t - pad[b] (0 at least). */
+static void pf__cuda_add_positions(pf__rank *r, float *x, const pf__weight *table, const pf__step *s, int offset) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs || !s->batch || !s->seq_len) return;
+    const int *pad = pf__cuda_pads(r, rs, s);
+    if (r->error) return;
+    long long least = -1, most = -1; /* the positions read: least..most */
+    for (int b = 0; b < s->batch; b++) {
+        long long p = s->pad ? s->pad[b] : 0, lo = s->past - p, hi = (long long)s->past + s->seq_len - 1 - p;
+        lo = lo > 0 ? lo : 0;
+        hi = hi > 0 ? hi : 0;
+        if (least < 0 || lo < least) least = lo;
+        if (hi > most) most = hi;
+    }
+    long long first = offset + least, last = offset + most;
+    if (first < 0 || (unsigned long long)last >= table->rows) {
+        pf__rank_fail(r, PF_ERROR_INVALID_ARGUMENT, "positions %lld..%lld are beyond the position table's %zu rows",
+                      first, last, table->rows);
+        pf__cuda_break(r->group); /* NCCL peers must not wait for this rank */
+        return;
+    }
+    pf__cuda_ok(r, pf_cuda_add_positions(rs->cu, x, table->data, pf__cuda_dtype(table->dtype), pad, s->batch,
+                                         s->seq_len, s->past, (size_t)offset, table->cols));
+}
+
+static void pf__cuda_norm(pf__rank *r, float *out, const float *x, const pf__weight *weight, const pf__weight *bias,
+                          size_t rows, size_t n, float eps, pf__norm kind) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_norm(rs->cu, out, x, weight ? weight->data : NULL,
+                                pf__cuda_dtype(weight ? weight->dtype : PF__DTYPE_F32), bias ? bias->data : NULL,
+                                pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows, n, eps,
+                                kind == PF__NORM_RMS));
 }
 
 static void pf__cuda_matmul(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__weight *bias,
@@ -350,21 +473,29 @@ static void pf__cuda_matmul(pf__rank *r, float *out, const float *x, const pf__w
 #endif
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
-    pf__cuda_ok(r, pf_cuda_matmul(rs->cu, out, x, w->data, bias ? bias->data : NULL, pf__cuda_dtype(w->dtype), rows,
-                                  w->rows, w->cols, rs->x16));
+    pf__cuda_ok(r, pf_cuda_matmul(rs->cu, out, x, w->data, pf__cuda_dtype(w->dtype), bias ? bias->data : NULL,
+                                  pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows, w->rows, w->cols, rs->x16));
+}
+
+static int pf__cuda_act(pf__activation act) {
+    switch (act) {
+    case PF__ACT_GELU_TANH: return PF__CUDA_GELU_TANH;
+    case PF__ACT_GELU_ERF: return PF__CUDA_GELU_ERF;
+    case PF__ACT_RELU: return PF__CUDA_RELU;
+    case PF__ACT_SILU: return PF__CUDA_SILU;
+    }
+    return PF__CUDA_GELU_TANH;
 }
 
 static void pf__cuda_activation(pf__rank *r, float *x, size_t count, pf__activation act) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
-    if (!rs) return;
-    int a = PF__CUDA_GELU_TANH;
-    switch (act) {
-    case PF__ACT_GELU_TANH: a = PF__CUDA_GELU_TANH; break;
-    case PF__ACT_GELU_ERF: a = PF__CUDA_GELU_ERF; break;
-    case PF__ACT_RELU: a = PF__CUDA_RELU; break;
-    case PF__ACT_SILU: a = PF__CUDA_SILU; break;
-    }
-    pf__cuda_ok(r, pf_cuda_activation(rs->cu, x, count, a));
+    if (rs) pf__cuda_ok(r, pf_cuda_activation(rs->cu, x, count, pf__cuda_act(act)));
+}
+
+static void pf__cuda_gated_activation(pf__rank *r, float *out, const float *in, size_t rows, size_t width,
+                                      pf__activation act) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (rs) pf__cuda_ok(r, pf_cuda_gated_activation(rs->cu, out, in, rows, width, pf__cuda_act(act)));
 }
 
 static void pf__cuda_add_residual(pf__rank *r, float *x, const float *y, const pf__weight *bias, size_t rows,
@@ -372,15 +503,74 @@ static void pf__cuda_add_residual(pf__rank *r, float *x, const float *y, const p
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
     pf__cuda_ok(r, pf_cuda_add_residual(rs->cu, x, y, bias ? bias->data : NULL,
-                                        bias ? pf__cuda_dtype(bias->dtype) : PF__CUDA_F32, rows, n));
+                                        pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows, n));
+}
+
+/* The step's frequencies (a host array the caller may rewrite between steps) go to the device
+   through inv_freq_host, queued without a wait whenever they differ from what was queued last:
+   once per step at most, and once per pf_parallelize without dynamic scaling. The copy is from
+   malloc'd (pageable) memory, which the runtime has read when pf_cuda_upload_async returns. */
+static void pf__cuda_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, int pairs) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    size_t half = a->rotary_dim > 0 ? (size_t)a->rotary_dim / 2 : 0;
+    if (!half || !s->batch || !s->seq_len) return;
+    if (!s->inv_freq || !rs->inv_freq || (size_t)a->rotary_dim != (size_t)r->group->model->config.rotary_dim) {
+        pf__rank_fail(r, PF_ERROR_DEVICE, "rotary positions without their frequencies (rotary_dim %d)", a->rotary_dim);
+        pf__cuda_break(r->group);
+        return;
+    }
+    if (!rs->inv_freq_loaded || memcmp(rs->inv_freq_host, s->inv_freq, half * sizeof(float))) {
+        memcpy(rs->inv_freq_host, s->inv_freq, half * sizeof(float));
+        rs->inv_freq_loaded = 0;
+        if (!pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->inv_freq, rs->inv_freq_host, half * sizeof(float)))) return;
+        rs->inv_freq_loaded = 1;
+    }
+    const int *pad = pf__cuda_pads(r, rs, s);
+    if (r->error) return;
+    pf__cuda_ok(r, pf_cuda_rotary(rs->cu, qkv, rs->inv_freq, pad, s->batch, s->seq_len, s->past, a->heads,
+                                  a->kv_heads, a->head_dim, a->rotary_dim, pairs));
 }
 
 static void pf__cuda_attention(pf__rank *r, float *out, const float *qkv, float *k_cache, float *v_cache,
-                               const pf__step *s, int heads, int head_dim, int cache_len, float scale) {
+                               const pf__step *s, const pf__attn_shape *a) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
-    pf__cuda_ok(r, pf_cuda_attention(rs->cu, out, qkv, k_cache, v_cache, rs->partials, s->batch, s->seq_len, s->past,
-                                     heads, head_dim, cache_len, scale));
+    const int *pad = a->heads > 0 ? pf__cuda_pads(r, rs, s) : NULL;
+    if (r->error) return;
+    pf__cuda_ok(r, pf_cuda_attention(rs->cu, out, qkv, k_cache, v_cache, rs->partials, a->alibi, pad, s->batch,
+                                     s->seq_len, s->past, a->heads, a->kv_heads, a->head_dim, a->head_begin,
+                                     a->kv_begin, a->kv_group, a->cache_len, a->window, a->scale));
+}
+
+/* Beam search, per layer for the K and V caches: row i of cache [rows][row_floats] becomes old row
+   src[i] (host), for the first used_floats of each row. Nothing moves when every row keeps its
+   own; otherwise src goes to the device (pf__cuda_stage_ints: once per reorder job, as every
+   layer has the same) and kernels.cu gathers into reorder_tmp and copies back. */
+static void pf__cuda_reorder_rows(pf__rank *r, float *cache, const int *src, int rows, size_t row_floats,
+                                  size_t used_floats) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs || rows <= 0 || !used_floats) return;
+    const pf__group *g = r->group;
+    int moved = 0;
+    for (int i = 0; i < rows; i++) {
+        if (src[i] < 0 || src[i] >= g->max_batch) {
+            pf__rank_fail(r, PF_ERROR_DEVICE, "beam reorder: row %d from row %d of %d", i, src[i], g->max_batch);
+            pf__cuda_break(r->group);
+            return;
+        }
+        moved |= src[i] != i;
+    }
+    if (!moved) return;
+    size_t room = (size_t)g->max_batch * g->cache_len * (size_t)r->share.kv_heads * g->model->config.head_dim;
+    if (rows > g->max_batch || used_floats > row_floats || (size_t)rows * used_floats > room || !rs->reorder_tmp) {
+        pf__rank_fail(r, PF_ERROR_DEVICE, "beam reorder of %d rows of %zu floats does not fit its buffer", rows,
+                      used_floats);
+        pf__cuda_break(r->group);
+        return;
+    }
+    if (pf__cuda_stage_ints(r, rs, rs->src, rs->src_host, &rs->src_count, src, rows)) return;
+    pf__cuda_ok(r, pf_cuda_reorder_rows(rs->cu, cache, rs->reorder_tmp, rs->src, rows, row_floats, used_floats));
 }
 
 /* NCCL between distinct GPUs. Otherwise every rank publishes its buffer, and after a barrier
@@ -425,13 +615,18 @@ static const pf__backend pf__cuda_table = {
     .free = pf__cuda_free,
     .upload = pf__cuda_upload,
     .download = pf__cuda_download,
+    .copy = pf__cuda_copy,
     .embed = pf__cuda_embed,
-    .layer_norm = pf__cuda_layer_norm,
+    .add_positions = pf__cuda_add_positions,
+    .norm = pf__cuda_norm,
     .matmul = pf__cuda_matmul,
     .activation = pf__cuda_activation,
+    .gated_activation = pf__cuda_gated_activation,
     .add_residual = pf__cuda_add_residual,
+    .rotary = pf__cuda_rotary,
     .attention = pf__cuda_attention,
     .all_reduce = pf__cuda_all_reduce,
+    .reorder_rows = pf__cuda_reorder_rows,
 };
 
 /* A device is present and the runtime works; quiet (0) when the driver or the device is missing. */

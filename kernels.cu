@@ -12,17 +12,30 @@
      functions without a rank write it to the (message, size) buffer they take.
    - Everything but pf_cuda_device_count, pf_cuda_nccl_create and pf_cuda_nccl_destroy runs on the
      rank's own thread, after pf_cuda_rank_create made its device current there.
-   - Work is queued on the rank's stream; only upload, download, stream_sync and the setup calls
-     wait for it. Activations are fp32; weights are fp32, fp16 or bf16 (PF_CUDA_F32/F16/BF16).
+   - Work is queued on the rank's stream; only upload (not upload_async), download, stream_sync
+     and the setup calls wait for it. Activations are fp32; weights are fp32, fp16 or bf16 (PF_CUDA_F32/F16/BF16).
    - Nothing here prints, exits or aborts.
 
-   Not yet run on a GPU (written and compiled on a machine without one): every kernel, the cuBLAS
+   Operations mirror the CPU backend's in parallelformers.c (same function for each op, fp32
+   activations, weights of any of the three dtypes wherever one is read: norms, biases, position
+   tables, embeddings): embed (times a scale), add_positions (learned table or CTRL's fp32
+   sinusoid), norm (LayerNorm or RMSNorm), matmul, activation, gated_activation, add_residual,
+   rotary (halves or pairs, angle = position * inv_freq in fp32 with cosf/sinf), attention (GQA
+   head mapping, sliding window, ALiBi, scale; prefill one block per (query, head), decode split
+   over up to PF_MAX_SPLITS blocks per head and combined), reorder_rows (beam search: a gather
+   into scratch and a 2D copy back), and the all-reduce pieces (sum, peer copies, NCCL).
+   Left-padded batches: add_positions, rotary and attention take the step's left pad counts (a
+   device array, or NULL); a token's position is past + t - pad[b] (0 at least), attention never
+   reads keys j < pad[b], ALiBi adds slope * (j - pad[b]), and a query with no key writes zeros.
+
+   Not yet run on a GPU (written and compiled on machines without one): every kernel, the cuBLAS
    GemmEx calls for all three dtypes, the NCCL all-reduce and its abort path, the peer copies of
    the reduction over mixed GPUs, compute-sanitizer (memcheck, racecheck), any timing. What was
-   checked without one: the attention kernels' indexing and online softmax, mirrored block by
-   block in numpy against plain softmax attention; and cuda.part.c plus test/test_cuda.c against
-   a host-memory stand-in for this ABI (same arithmetic, NaN-filled allocations) under ASan,
-   UBSan and TSan, with 1 to 4 ranks on one "GPU", {0, 0, 1}, and a two-"GPU" NCCL stand-in. */
+   checked without one: cuda.part.c plus test/test_cuda.c against a host-memory stand-in for this
+   ABI that mirrors each kernel's arithmetic (rounding of GEMM inputs to fp16/bf16, online softmax
+   over PF_CHUNK-key chunks, decode splits and their combination, NaN-filled allocations) under
+   ASan, UBSan and TSan, on every model fixture (12 families) with 1, 2 and 3 ranks on one "GPU",
+   {0, 0, 1}, and a two-"GPU" NCCL stand-in. */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -164,25 +177,57 @@ static unsigned pf_blocks(size_t n, unsigned threads) {
 
 /* ---- kernels --------------------------------------------------------------------------------- */
 
-/* out[row][c] = tokens[ids[row]][c] + positions[past + row % T][c] */
-__global__ void pf_embed_kernel(float *out, const void *tokens, const void *positions, int dtype,
-                                const int32_t *ids, size_t rows, int T, int past, size_t d) {
-    PF_GRID_STRIDE(i, rows * d) {
-        size_t row = i / d, c = i % d;
-        size_t t = row % (size_t)T;
-        out[i] = pf_load(tokens, dtype, (size_t)ids[row] * d + c) + pf_load(positions, dtype, ((size_t)past + t) * d + c);
+__device__ __forceinline__ float pf_act(float v, int act) {
+    switch (act) {
+    case PF_CUDA_GELU_TANH: return 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+    case PF_CUDA_GELU_ERF: return 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));
+    case PF_CUDA_RELU: return v > 0.0f ? v : 0.0f;
+    case PF_CUDA_SILU: return v / (1.0f + expf(-v));
+    default: return v;
     }
 }
 
-/* One block per row: out = (x - mean) / sqrt(var + eps) * w + b, all in fp32. */
-__global__ void pf_layer_norm_kernel(float *out, const float *x, const void *w, const void *b, int dtype, size_t n,
-                                     float eps) {
+/* out[row][c] = tokens[ids[row]][c] * scale */
+__global__ void pf_embed_kernel(float *out, const void *tokens, int dtype, const int32_t *ids, size_t rows, size_t d,
+                                float scale) {
+    PF_GRID_STRIDE(i, rows * d) {
+        size_t row = i / d, c = i % d;
+        out[i] = pf_load(tokens, dtype, (size_t)ids[row] * d + c) * scale;
+    }
+}
+
+/* The position of token t of sequence b in a step: past + t less the sequence's left pads
+   (pad: device [batch] or NULL), never below 0 (a pad's own position). */
+__device__ __forceinline__ int pf_position(const int *pad, int b, int past, int t) {
+    int position = past + t - (pad ? pad[b] : 0);
+    return position > 0 ? position : 0;
+}
+
+/* x[b*T+t][c] += table[offset + position(b, t)][c] */
+__global__ void pf_add_positions_kernel(float *x, const void *table, int dtype, const int *pad, size_t rows, int T,
+                                        int past, size_t offset, size_t d) {
+    PF_GRID_STRIDE(i, rows * d) {
+        size_t row = i / d, c = i % d;
+        int b = (int)(row / (size_t)T), t = (int)(row % (size_t)T);
+        x[i] += pf_load(table, dtype, (offset + (size_t)pf_position(pad, b, past, t)) * d + c);
+    }
+}
+
+/* One block per row, all in fp32. LayerNorm: (x - mean) / sqrt(var + eps) * w + b; RMSNorm (rms):
+   mean 0, x / sqrt(mean(x^2) + eps) * w + b. An absent weight is 1, an absent bias 0. out may be
+   x: every thread reads x[i] for the sums before any writes it (the block sums' barriers), then
+   reads and writes only its own elements. */
+__global__ void pf_norm_kernel(float *out, const float *x, const void *w, int w_dtype, const void *b, int b_dtype,
+                               size_t n, float eps, int rms) {
     __shared__ float red[32];
     const float *xr = x + (size_t)blockIdx.x * n;
     float *o = out + (size_t)blockIdx.x * n;
-    float s = 0.0f;
-    for (size_t i = threadIdx.x; i < n; i += blockDim.x) s += xr[i];
-    float mean = pf_block_sum(s, red) / (float)n;
+    float mean = 0.0f;
+    if (!rms) {
+        float s = 0.0f;
+        for (size_t i = threadIdx.x; i < n; i += blockDim.x) s += xr[i];
+        mean = pf_block_sum(s, red) / (float)n;
+    }
     float v = 0.0f;
     for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
         float dx = xr[i] - mean;
@@ -191,7 +236,7 @@ __global__ void pf_layer_norm_kernel(float *out, const float *x, const void *w, 
     float var = pf_block_sum(v, red) / (float)n;
     float inv = 1.0f / sqrtf(var + eps);
     for (size_t i = threadIdx.x; i < n; i += blockDim.x)
-        o[i] = (xr[i] - mean) * inv * pf_load(w, dtype, i) + pf_load(b, dtype, i);
+        o[i] = (xr[i] - mean) * inv * (w ? pf_load(w, w_dtype, i) : 1.0f) + pf_load(b, b_dtype, i);
 }
 
 /* dst (fp16 or bf16) = src (fp32), round to nearest even. */
@@ -208,22 +253,21 @@ __global__ void pf_add_bias_kernel(float *out, const void *bias, int dtype, size
 }
 
 __global__ void pf_activation_kernel(float *x, size_t count, int act) {
-    PF_GRID_STRIDE(i, count) {
-        float v = x[i];
-        switch (act) {
-        case PF_CUDA_GELU_TANH: v = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v))); break;
-        case PF_CUDA_GELU_ERF: v = 0.5f * v * (1.0f + erff(v * 0.7071067811865476f)); break;
-        case PF_CUDA_RELU: v = v > 0.0f ? v : 0.0f; break;
-        case PF_CUDA_SILU: v = v / (1.0f + expf(-v)); break;
-        default: break;
-        }
-        x[i] = v;
+    PF_GRID_STRIDE(i, count) x[i] = pf_act(x[i], act);
+}
+
+/* out[row][i] = act(in[row][i]) * in[row][width + i]; in rows are 2 * width wide. */
+__global__ void pf_gated_activation_kernel(float *out, const float *in, size_t rows, size_t width, int act) {
+    PF_GRID_STRIDE(k, rows * width) {
+        size_t row = k / width, i = k % width;
+        const float *r = in + row * 2 * width;
+        out[k] = pf_act(r[i], act) * r[width + i];
     }
 }
 
-/* x[row][c] += y[row][c] + bias[c] */
+/* x[row][c] += y[row][c] + bias[c]; y or bias may be NULL (0). */
 __global__ void pf_add_residual_kernel(float *x, const float *y, const void *bias, int dtype, size_t rows, size_t n) {
-    PF_GRID_STRIDE(i, rows * n) x[i] += y[i] + pf_load(bias, dtype, i % n);
+    PF_GRID_STRIDE(i, rows * n) x[i] += (y ? y[i] : 0.0f) + pf_load(bias, dtype, i % n);
 }
 
 /* sum = in (first) or sum += in */
@@ -231,44 +275,95 @@ __global__ void pf_sum_kernel(float *sum, const float *in, size_t n, int first) 
     PF_GRID_STRIDE(i, n) sum[i] = first ? in[i] : sum[i] + in[i];
 }
 
-/* Appends this step's k and v rows (parts 1 and 2 of each [q | k | v] row) to the caches
-   [batch][cache_len][width] at positions past..past+T-1. */
-__global__ void pf_kv_append_kernel(float *k_cache, float *v_cache, const float *qkv, int batch, int T, int past,
-                                    int cache_len, size_t width) {
-    size_t n = (size_t)batch * T * width;
-    PF_GRID_STRIDE(i, n) {
-        size_t row = i / width, c = i % width;
-        size_t b = row / (size_t)T, t = row % (size_t)T;
-        size_t dst = (b * (size_t)cache_len + (size_t)past + t) * width + c;
-        const float *src = qkv + row * 3 * width;
-        k_cache[dst] = src[width + c];
-        v_cache[dst] = src[2 * width + c];
+/* Rotates dims (i, i + half), or (2i, 2i + 1) when pairs, of the first `rotated_heads` heads of
+   each row (the q heads, then the k heads) by angle position * inv_freq[i]: one thread per
+   (row, head, i), so no two threads touch the same element. The angle, cosf and sinf are fp32 as
+   on the CPU; the rotation is rounded step by step (no fused multiply-add), as there. The
+   position is pf_position: left pads (pad, or NULL) shift it. */
+__global__ void pf_rotary_kernel(float *qkv, const float *inv_freq, const int *pad, size_t rows, int T, int past,
+                                 int rotated_heads, int hd, size_t row_width, int half, int pairs) {
+    size_t n = rows * (size_t)rotated_heads * (size_t)half;
+    PF_GRID_STRIDE(k, n) {
+        int i = (int)(k % (size_t)half);
+        size_t rest = k / (size_t)half;
+        int h = (int)(rest % (size_t)rotated_heads);
+        size_t row = rest / (size_t)rotated_heads;
+        int b = (int)(row / (size_t)T), t = (int)(row % (size_t)T);
+        float pos = (float)pf_position(pad, b, past, t);
+        float angle = __fmul_rn(pos, inv_freq[i]);
+        float c = cosf(angle), sn = sinf(angle);
+        float *x = qkv + row * row_width + (size_t)h * hd;
+        int i1 = pairs ? 2 * i : i, i2 = pairs ? i1 + 1 : i + half;
+        float x1 = x[i1], x2 = x[i2];
+        x[i1] = __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, sn));
+        x[i2] = __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, sn));
     }
 }
 
-/* One block per (query row b*T+t, head, key split): softmax(q k^T * scale) v over the keys
-   [begin, end) of this split, where the query sees keys 0..past+t and the split is that range
-   cut into gridDim.z near-equal parts. Scores are computed PF_CHUNK keys at a time (one warp per
-   key, lanes across head_dim), with a running max m and sum l (online softmax); acc holds
-   sum_j exp(s_j - m) v_j. With one split it writes out = acc / l; otherwise the partial
-   (m, l, acc) for pf_attention_combine_kernel.
-   Dynamic shared memory: q[hd] acc[hd] p[PF_CHUNK] red[32]. */
+/* Appends this step's k and v rows to the caches [batch][cache_len][kv_width] at positions
+   past..past+T-1. Each qkv row is [q (q_width) | k (kv_width) | v (kv_width)]. */
+__global__ void pf_kv_append_kernel(float *k_cache, float *v_cache, const float *qkv, int batch, int T, int past,
+                                    int cache_len, size_t q_width, size_t kv_width) {
+    size_t n = (size_t)batch * T * kv_width;
+    PF_GRID_STRIDE(i, n) {
+        size_t row = i / kv_width, c = i % kv_width;
+        size_t b = row / (size_t)T, t = row % (size_t)T;
+        size_t dst = (b * (size_t)cache_len + (size_t)past + t) * kv_width + c;
+        const float *src = qkv + row * (q_width + 2 * kv_width) + q_width;
+        k_cache[dst] = src[c];
+        v_cache[dst] = src[kv_width + c];
+    }
+}
+
+/* tmp[i][c] = cache[src[i]][c] for rows rows of `used` floats; cache rows are row_floats apart. */
+__global__ void pf_gather_rows_kernel(float *tmp, const float *cache, const int *src, size_t rows, size_t used,
+                                      size_t row_floats) {
+    PF_GRID_STRIDE(k, rows * used) {
+        size_t i = k / used, c = k % used;
+        tmp[k] = cache[(size_t)src[i] * row_floats + c];
+    }
+}
+
+/* The attention of one layer as the kernels see it (pf__attn_shape plus the step). */
+struct pf_attn_args {
+    int T, past;
+    int heads, kv_heads, hd;
+    int head_begin, kv_begin, kv_group;
+    int cache_len, window;
+    float scale;
+    const float *alibi; /* [heads] or NULL */
+    const int *pad;     /* [batch] left pads, or NULL */
+};
+
+/* One block per (query row b*T+t, local q head h, key split). The query at cache index
+   pos = past + t sees keys first..pos: first is the sequence's left pad count (pads are never
+   keys), or pos + 1 - window when a window starts later; the split is that range cut into
+   gridDim.z near-equal parts (some may be empty). q head h reads key/value head
+   (head_begin + h) / kv_group - kv_begin of the cache. Scores q.k * scale + alibi[h] * (j - pad)
+   are computed PF_CHUNK keys at a time (one warp per key, lanes across head_dim), with a running
+   max m and sum l (online softmax); acc holds sum_j exp(s_j - m) v_j. With one split it writes
+   out = acc / l (zeros for a query with no key: a pad's own); otherwise the partial (m, l, acc)
+   for pf_attention_combine_kernel. Dynamic shared memory: q[hd] acc[hd] p[PF_CHUNK] red[32]. */
 __global__ void pf_attention_kernel(float *out, float *partials, const float *qkv, const float *k_cache,
-                                    const float *v_cache, int T, int past, int heads, int hd, int cache_len,
-                                    float scale) {
+                                    const float *v_cache, pf_attn_args a) {
     extern __shared__ float shared[];
+    const int hd = a.hd;
     float *q = shared, *acc = q + hd, *p = acc + hd, *red = p + PF_CHUNK;
     size_t row = blockIdx.x; /* b * T + t */
     int h = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
-    int b = (int)(row / (size_t)T), t = (int)(row % (size_t)T);
+    int b = (int)(row / (size_t)a.T), t = (int)(row % (size_t)a.T);
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    size_t width = (size_t)heads * hd;
-    int len = past + t + 1;
+    size_t q_width = (size_t)a.heads * hd, kv_width = (size_t)a.kv_heads * hd, row_width = q_width + 2 * kv_width;
+    int pos = a.past + t, pad = a.pad ? a.pad[b] : 0;
+    int first = a.window > 0 && pos + 1 - a.window > pad ? pos + 1 - a.window : pad;
+    int len = first <= pos ? pos + 1 - first : 0;
     int per = (len + splits - 1) / splits;
-    int begin = split * per, end = begin + per < len ? begin + per : len;
-    const float *q_row = qkv + row * 3 * width + (size_t)h * hd;
-    const float *k_base = k_cache + (size_t)b * cache_len * width + (size_t)h * hd;
-    const float *v_base = v_cache + (size_t)b * cache_len * width + (size_t)h * hd;
+    int begin = first + split * per, end = begin + per < pos + 1 ? begin + per : pos + 1;
+    int kv = (a.head_begin + h) / a.kv_group - a.kv_begin;
+    float slope = a.alibi ? a.alibi[h] : 0.0f;
+    const float *q_row = qkv + row * row_width + (size_t)h * hd;
+    const float *k_base = k_cache + (size_t)b * a.cache_len * kv_width + (size_t)kv * hd;
+    const float *v_base = v_cache + (size_t)b * a.cache_len * kv_width + (size_t)kv * hd;
     for (int i = threadIdx.x; i < hd; i += blockDim.x) {
         q[i] = q_row[i];
         acc[i] = 0.0f;
@@ -278,11 +373,11 @@ __global__ void pf_attention_kernel(float *out, float *partials, const float *qk
     for (int j0 = begin; j0 < end; j0 += PF_CHUNK) {
         int n = end - j0 < PF_CHUNK ? end - j0 : PF_CHUNK;
         for (int jj = warp; jj < n; jj += warps) {
-            const float *k = k_base + (size_t)(j0 + jj) * width;
+            const float *k = k_base + (size_t)(j0 + jj) * kv_width;
             float s = 0.0f;
             for (int i = lane; i < hd; i += 32) s += q[i] * k[i];
             s = pf_warp_sum(s);
-            if (lane == 0) p[jj] = s * scale;
+            if (lane == 0) p[jj] = s * a.scale + slope * (float)(j0 + jj - pad);
         }
         __syncthreads();
         float chunk_max = -INFINITY;
@@ -299,18 +394,18 @@ __global__ void pf_attention_kernel(float *out, float *partials, const float *qk
         chunk_sum = pf_block_sum(chunk_sum, red); /* its barriers also publish p */
         l = l * alpha + chunk_sum;
         for (int i = threadIdx.x; i < hd; i += blockDim.x) {
-            float a = acc[i] * alpha;
-            for (int jj = 0; jj < n; jj++) a += p[jj] * v_base[(size_t)(j0 + jj) * width + i];
-            acc[i] = a;
+            float acc_i = acc[i] * alpha;
+            for (int jj = 0; jj < n; jj++) acc_i += p[jj] * v_base[(size_t)(j0 + jj) * kv_width + i];
+            acc[i] = acc_i;
         }
         m = m_new;
         __syncthreads(); /* p is rewritten by the next chunk */
     }
     if (splits == 1) {
-        float *o = out + row * width + (size_t)h * hd;
-        for (int i = threadIdx.x; i < hd; i += blockDim.x) o[i] = acc[i] / l;
+        float *o = out + row * q_width + (size_t)h * hd;
+        for (int i = threadIdx.x; i < hd; i += blockDim.x) o[i] = l > 0.0f ? acc[i] / l : 0.0f;
     } else {
-        float *part = partials + ((row * heads + h) * (size_t)splits + split) * (size_t)(hd + 2);
+        float *part = partials + ((row * a.heads + h) * (size_t)splits + split) * (size_t)(hd + 2);
         if (threadIdx.x == 0) {
             part[0] = m; /* -inf and l = 0 for an empty split */
             part[1] = l;
@@ -319,7 +414,8 @@ __global__ void pf_attention_kernel(float *out, float *partials, const float *qk
     }
 }
 
-/* One block per (head, query row): out = sum_s acc_s exp(m_s - M) / sum_s l_s exp(m_s - M). */
+/* One block per (head, query row): out = sum_s acc_s exp(m_s - M) / sum_s l_s exp(m_s - M), over
+   the splits that saw a key (l_s > 0); zeros when none did. */
 __global__ void pf_attention_combine_kernel(float *out, const float *partials, int heads, int hd, int splits) {
     int h = blockIdx.x;
     size_t row = blockIdx.y, width = (size_t)heads * hd;
@@ -333,12 +429,12 @@ __global__ void pf_attention_combine_kernel(float *out, const float *partials, i
     }
     float *o = out + row * width + (size_t)h * hd;
     for (int i = threadIdx.x; i < hd; i += blockDim.x) {
-        float a = 0.0f;
+        float acc = 0.0f;
         for (int s = 0; s < splits; s++) {
             const float *ps = part + (size_t)s * (hd + 2);
-            if (ps[1] > 0.0f) a += ps[2 + i] * expf(ps[0] - M);
+            if (ps[1] > 0.0f) acc += ps[2 + i] * expf(ps[0] - M);
         }
-        o[i] = a / L;
+        o[i] = L > 0.0f ? acc / L : 0.0f;
     }
 }
 
@@ -473,39 +569,63 @@ int pf_cuda_stream_query(struct pf_cuda_rank *st, int *done) {
                          __LINE__);
 }
 
-/* out[b*T+t][:] = tokens[ids[b][t]] + positions[past + t]; ids_host ([batch*T], host) is copied to
-   ids_device (room for batch*T int32) first. */
-int pf_cuda_embed(struct pf_cuda_rank *st, float *out, const void *tokens, const void *positions, int dtype,
-                  const int32_t *ids_host, int32_t *ids_device, int batch, int T, int past, size_t d) {
-    size_t rows = (size_t)batch * T;
+/* Host to device on the rank's stream without waiting. `host` must be pageable (malloc'd) memory,
+   which the runtime has read (staged) by the time this returns, so the caller may change it at
+   once; the device sees the data from the next operation queued on the stream on. */
+int pf_cuda_upload_async(struct pf_cuda_rank *st, void *dst, const void *host, size_t bytes) {
+    if (!bytes) return PF_CUDA_OK;
+    PF_CUDA_CHECK(st, cudaMemcpyAsync, (dst, host, bytes, cudaMemcpyHostToDevice, st->stream));
+    return PF_CUDA_OK;
+}
+
+/* out[row][:] = tokens[ids[row]][:] * scale for rows rows of d; ids_host ([rows], pageable host
+   memory) is first copied to ids_device (room for rows int32). */
+int pf_cuda_embed(struct pf_cuda_rank *st, float *out, const void *tokens, int dtype, const int32_t *ids_host,
+                  int32_t *ids_device, size_t rows, size_t d, float scale) {
     if (!rows || !d) return PF_CUDA_OK;
     PF_CUDA_CHECK(st, cudaMemcpyAsync, (ids_device, ids_host, rows * sizeof(int32_t), cudaMemcpyHostToDevice, st->stream));
-    pf_embed_kernel<<<pf_blocks(rows * d, PF_THREADS), PF_THREADS, 0, st->stream>>>(out, tokens, positions, dtype,
-                                                                                 ids_device, rows, T, past, d);
+    pf_embed_kernel<<<pf_blocks(rows * d, PF_THREADS), PF_THREADS, 0, st->stream>>>(out, tokens, dtype, ids_device,
+                                                                                 rows, d, scale);
     PF_CUDA_CHECK_LAUNCH(st, pf_embed_kernel);
     return PF_CUDA_OK;
 }
 
-/* out[rows][n] = layer norm of x[rows][n] with weight and bias (bias may be NULL). */
-int pf_cuda_layer_norm(struct pf_cuda_rank *st, float *out, const float *x, const void *weight, const void *bias,
-                       int dtype, size_t rows, size_t n, float eps) {
+/* x[b*T+t][:] += table[offset + position][:] for batch * T rows of d, position = past + t - pad[b]
+   (0 at least; pad: device [batch] left pad counts, or NULL for none); table [>= offset + past + T][d]
+   in dtype. */
+int pf_cuda_add_positions(struct pf_cuda_rank *st, float *x, const void *table, int dtype, const int *pad, int batch,
+                          int T, int past, size_t offset, size_t d) {
+    size_t rows = (size_t)batch * (size_t)T;
+    if (!rows || !d || T <= 0) return PF_CUDA_OK;
+    pf_add_positions_kernel<<<pf_blocks(rows * d, PF_THREADS), PF_THREADS, 0, st->stream>>>(x, table, dtype, pad,
+                                                                                         rows, T, past, offset, d);
+    PF_CUDA_CHECK_LAUNCH(st, pf_add_positions_kernel);
+    return PF_CUDA_OK;
+}
+
+/* out[rows][n] = LayerNorm (rms 0) or RMSNorm (rms 1) of x[rows][n] times weight plus bias, each
+   in its own dtype; weight NULL: 1, bias NULL: 0. out may equal x. */
+int pf_cuda_norm(struct pf_cuda_rank *st, float *out, const float *x, const void *weight, int weight_dtype,
+                 const void *bias, int bias_dtype, size_t rows, size_t n, float eps, int rms) {
     if (!rows || !n) return PF_CUDA_OK;
-    for (size_t first = 0; first < rows; first += 65535u * 1024u) { /* gridDim.x is ample; chunk anyway */
-        size_t count = rows - first < 65535u * 1024u ? rows - first : 65535u * 1024u;
-        pf_layer_norm_kernel<<<(unsigned)count, PF_THREADS, 0, st->stream>>>(out + first * n, x + first * n, weight,
-                                                                             bias, dtype, n, eps);
-        PF_CUDA_CHECK_LAUNCH(st, pf_layer_norm_kernel);
+    unsigned threads = n >= PF_THREADS ? PF_THREADS : (unsigned)((n + 31) / 32 * 32); /* a multiple of 32 */
+    const size_t most = (size_t)1 << 30; /* rows per launch, well within gridDim.x */
+    for (size_t first = 0; first < rows; first += most) {
+        size_t count = rows - first < most ? rows - first : most;
+        pf_norm_kernel<<<(unsigned)count, threads, 0, st->stream>>>(out + first * n, x + first * n, weight, weight_dtype,
+                                                                    bias, bias_dtype, n, eps, rms);
+        PF_CUDA_CHECK_LAUNCH(st, pf_norm_kernel);
     }
     return PF_CUDA_OK;
 }
 
-/* out[rows][n_out] = x[rows][k] w^T + bias, w [n_out][k] row-major in `dtype`, bias [n_out] or
-   NULL. Row-major out = x w^T is column-major out^T = w^T x^T: cuBLAS gets A = w (k x n_out,
-   transposed), B = x (k x rows). 16-bit weights: x is first rounded to that dtype into
-   x_scratch (room for rows * k of them); the GEMM accumulates in fp32 and writes fp32. fp32
+/* out[rows][n_out] = x[rows][k] w^T + bias, w [n_out][k] row-major in w_dtype, bias [n_out] in
+   bias_dtype or NULL. Row-major out = x w^T is column-major out^T = w^T x^T: cuBLAS gets A = w
+   (k x n_out, transposed), B = x (k x rows). 16-bit weights: x is first rounded to that dtype
+   into x_scratch (room for rows * k of them); the GEMM accumulates in fp32 and writes fp32. fp32
    weights: plain fp32 GEMM (no TF32). k = 0 gives out = bias (zeros without one). */
-int pf_cuda_matmul(struct pf_cuda_rank *st, float *out, const float *x, const void *w, const void *bias, int dtype,
-                   size_t rows, size_t n_out, size_t k, void *x_scratch) {
+int pf_cuda_matmul(struct pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const void *bias,
+                   int bias_dtype, size_t rows, size_t n_out, size_t k, void *x_scratch) {
     if (!rows || !n_out) return PF_CUDA_OK;
     if (rows > INT32_MAX || n_out > INT32_MAX || k > INT32_MAX)
         return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_matmul",
@@ -515,10 +635,13 @@ int pf_cuda_matmul(struct pf_cuda_rank *st, float *out, const float *x, const vo
     } else {
         const void *B = x;
         cudaDataType type = CUDA_R_32F;
-        if (dtype != PF_CUDA_F32) {
-            type = dtype == PF_CUDA_F16 ? CUDA_R_16F : CUDA_R_16BF;
+        if (w_dtype != PF_CUDA_F32) {
+            if (!x_scratch)
+                return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_matmul",
+                                     "16-bit weights need a conversion buffer", __LINE__);
+            type = w_dtype == PF_CUDA_F16 ? CUDA_R_16F : CUDA_R_16BF;
             pf_convert_kernel<<<pf_blocks(rows * k, PF_THREADS), PF_THREADS, 0, st->stream>>>(x_scratch, x, rows * k,
-                                                                                           dtype);
+                                                                                           w_dtype);
             PF_CUDA_CHECK_LAUNCH(st, pf_convert_kernel);
             B = x_scratch;
         }
@@ -528,8 +651,8 @@ int pf_cuda_matmul(struct pf_cuda_rank *st, float *out, const float *x, const vo
                          type, (int)k, &zero, out, CUDA_R_32F, (int)n_out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     }
     if (bias) {
-        pf_add_bias_kernel<<<pf_blocks(rows * n_out, PF_THREADS), PF_THREADS, 0, st->stream>>>(out, bias, dtype, rows,
-                                                                                            n_out);
+        pf_add_bias_kernel<<<pf_blocks(rows * n_out, PF_THREADS), PF_THREADS, 0, st->stream>>>(out, bias, bias_dtype,
+                                                                                            rows, n_out);
         PF_CUDA_CHECK_LAUNCH(st, pf_add_bias_kernel);
     }
     return PF_CUDA_OK;
@@ -543,10 +666,19 @@ int pf_cuda_activation(struct pf_cuda_rank *st, float *x, size_t count, int act)
     return PF_CUDA_OK;
 }
 
-/* x[rows][n] += y + bias (bias [n] or NULL). */
+/* out[rows][width] = act(in[row][i]) * in[row][width + i], in [rows][2 * width]. */
+int pf_cuda_gated_activation(struct pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act) {
+    if (!rows || !width) return PF_CUDA_OK;
+    pf_gated_activation_kernel<<<pf_blocks(rows * width, PF_THREADS), PF_THREADS, 0, st->stream>>>(out, in, rows,
+                                                                                                width, act);
+    PF_CUDA_CHECK_LAUNCH(st, pf_gated_activation_kernel);
+    return PF_CUDA_OK;
+}
+
+/* x[rows][n] += y + bias; y ([rows][n]) or bias ([n] in dtype) may be NULL. */
 int pf_cuda_add_residual(struct pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype, size_t rows,
                          size_t n) {
-    if (!rows || !n) return PF_CUDA_OK;
+    if (!rows || !n || (!y && !bias)) return PF_CUDA_OK;
     pf_add_residual_kernel<<<pf_blocks(rows * n, PF_THREADS), PF_THREADS, 0, st->stream>>>(x, y, bias, dtype, rows, n);
     PF_CUDA_CHECK_LAUNCH(st, pf_add_residual_kernel);
     return PF_CUDA_OK;
@@ -560,6 +692,27 @@ int pf_cuda_sum(struct pf_cuda_rank *st, float *sum, const float *in, size_t cou
     return PF_CUDA_OK;
 }
 
+/* Rotates the first rotary_dim dims of the heads q heads and kv_heads k heads of each of the
+   batch * T rows of qkv ([q heads | k heads | v heads] of head_dim each) by position
+   past + t - pad[b] (0 at least; pad: device [batch] left pad counts, or NULL): dims
+   (i, i + rotary_dim/2), or (2i, 2i + 1) when pairs, by angle position * inv_freq[i]; inv_freq
+   ([rotary_dim / 2] fp32) is in device memory. */
+int pf_cuda_rotary(struct pf_cuda_rank *st, float *qkv, const float *inv_freq, const int *pad, int batch, int T,
+                   int past, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs) {
+    int half = rotary_dim / 2, rotated = heads + kv_heads;
+    size_t rows = (size_t)batch * (size_t)T;
+    if (!rows || T <= 0 || half <= 0 || rotated <= 0) return PF_CUDA_OK;
+    if (rotary_dim > head_dim || !inv_freq)
+        return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_rotary",
+                             rotary_dim > head_dim ? "rotary_dim exceeds head_dim" : "no frequencies", __LINE__);
+    size_t row_width = (size_t)(heads + 2 * kv_heads) * head_dim;
+    size_t n = rows * (size_t)rotated * (size_t)half;
+    pf_rotary_kernel<<<pf_blocks(n, PF_THREADS), PF_THREADS, 0, st->stream>>>(qkv, inv_freq, pad, rows, T, past,
+                                                                           rotated, head_dim, row_width, half, pairs);
+    PF_CUDA_CHECK_LAUNCH(st, pf_rotary_kernel);
+    return PF_CUDA_OK;
+}
+
 /* Decode splits for a query that sees `len` keys: 16 keys a block or more, at most PF_MAX_SPLITS
    blocks per head (small enough that the tiny test fixtures use several). */
 static int pf_cuda__splits(int len) {
@@ -568,35 +721,63 @@ static int pf_cuda__splits(int len) {
 }
 
 /* Floats of the partials buffer pf_cuda_attention needs for decode steps of up to max_batch
-   sequences on `heads` heads. */
+   sequences on `heads` (local query) heads. */
 size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim) {
     return (size_t)max_batch * heads * PF_MAX_SPLITS * ((size_t)head_dim + 2);
 }
 
-/* Appends k and v of this step to the caches, then out[b*T+t] = softmax(q k^T * scale) v over
-   keys 0..past+t, per head. T > 1 (prefill): one block per (query, head). T == 1 (decode): the
-   keys are split over several blocks per head whose partial softmax sums are combined, using
-   `partials` (pf_cuda_attention_scratch_floats(batch, heads, head_dim) floats). */
+/* Appends k and v of this step to the caches ([batch][cache_len][kv_heads * head_dim]), then
+   out[b*T+t] (heads * head_dim wide) = softmax(q k^T * scale + alibi[h] * (j - pad[b])) v per
+   local query head h, over the keys j the query at cache index pos = past + t sees: pad[b] <= j
+   <= pos (left pads are never keys), and pos - j < window when window > 0; a query with no key
+   (a pad's own) gets zeros. pad: device [batch] left pad counts, or NULL for none. qkv rows are
+   [q (heads * head_dim) | k (kv_heads * head_dim) | v (same)]; q head h reads kv head
+   (head_begin + h) / kv_group - kv_begin. alibi: device [heads] or NULL. T > 1 (prefill): one
+   block per (query, head). T == 1 (decode): the keys are split over several blocks per head whose
+   partial softmax sums are combined, using `partials`
+   (pf_cuda_attention_scratch_floats(batch, heads, head_dim) floats). */
 int pf_cuda_attention(struct pf_cuda_rank *st, float *out, const float *qkv, float *k_cache, float *v_cache,
-                      float *partials, int batch, int T, int past, int heads, int head_dim, int cache_len,
-                      float scale) {
-    size_t width = (size_t)heads * head_dim;
-    if (!width || batch <= 0 || T <= 0) return PF_CUDA_OK;
-    if (batch > 65535 || heads > 65535 || (size_t)batch * T > 2147483647u) /* grid limits */
-        return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_attention",
-                             "batch, heads or tokens exceed the grid", __LINE__);
-    pf_kv_append_kernel<<<pf_blocks((size_t)batch * T * width, PF_THREADS), PF_THREADS, 0, st->stream>>>(
-        k_cache, v_cache, qkv, batch, T, past, cache_len, width);
+                      float *partials, const float *alibi, const int *pad, int batch, int T, int past, int heads,
+                      int kv_heads, int head_dim, int head_begin, int kv_begin, int kv_group, int cache_len,
+                      int window, float scale) {
+    if (heads <= 0 || head_dim <= 0 || batch <= 0 || T <= 0) return PF_CUDA_OK;
+    const char *bad = NULL;
+    if (kv_heads <= 0 || kv_group <= 0 || head_begin / kv_group - kv_begin < 0 ||
+        (head_begin + heads - 1) / kv_group - kv_begin >= kv_heads)
+        bad = "query heads map outside the rank's key/value heads";
+    else if (past < 0 || past + T > cache_len)
+        bad = "positions beyond the cache";
+    else if (batch > 65535 || heads > 65535 || (size_t)batch * T > 2147483647u) /* grid limits */
+        bad = "batch, heads or tokens exceed the grid";
+    if (bad) return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_attention", bad, __LINE__);
+    size_t q_width = (size_t)heads * head_dim, kv_width = (size_t)kv_heads * head_dim;
+    pf_kv_append_kernel<<<pf_blocks((size_t)batch * T * kv_width, PF_THREADS), PF_THREADS, 0, st->stream>>>(
+        k_cache, v_cache, qkv, batch, T, past, cache_len, q_width, kv_width);
     PF_CUDA_CHECK_LAUNCH(st, pf_kv_append_kernel);
     size_t shared = ((size_t)2 * head_dim + PF_CHUNK + 32) * sizeof(float);
-    int splits = T == 1 && partials ? pf_cuda__splits(past + 1) : 1;
+    /* Keys of the (one) decode query without pads: a padded sequence's splits have fewer each. */
+    int len = window > 0 && past + 1 > window ? window : past + 1;
+    int splits = T == 1 && partials ? pf_cuda__splits(len) : 1;
     if (shared > 48 * 1024) {
         PF_CUDA_CHECK(st, cudaFuncSetAttribute,
                       (pf_attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared));
     }
+    pf_attn_args a;
+    a.T = T;
+    a.past = past;
+    a.heads = heads;
+    a.kv_heads = kv_heads;
+    a.hd = head_dim;
+    a.head_begin = head_begin;
+    a.kv_begin = kv_begin;
+    a.kv_group = kv_group;
+    a.cache_len = cache_len;
+    a.window = window;
+    a.scale = scale;
+    a.alibi = alibi;
+    a.pad = pad;
     dim3 grid((unsigned)((size_t)batch * T), (unsigned)heads, (unsigned)splits);
-    pf_attention_kernel<<<grid, PF_ATTN_THREADS, shared, st->stream>>>(out, partials, qkv, k_cache, v_cache, T, past,
-                                                                       heads, head_dim, cache_len, scale);
+    pf_attention_kernel<<<grid, PF_ATTN_THREADS, shared, st->stream>>>(out, partials, qkv, k_cache, v_cache, a);
     PF_CUDA_CHECK_LAUNCH(st, pf_attention_kernel);
     if (splits > 1) {
         dim3 combine_grid((unsigned)heads, (unsigned)batch);
@@ -604,6 +785,26 @@ int pf_cuda_attention(struct pf_cuda_rank *st, float *out, const float *qkv, flo
                                                                                       splits);
         PF_CUDA_CHECK_LAUNCH(st, pf_attention_combine_kernel);
     }
+    return PF_CUDA_OK;
+}
+
+/* Beam search: row i of cache ([rows][row_floats] at least) becomes old row src[i] (src: device
+   [rows], each a row of cache, repeats allowed), for the first used_floats floats of each row. Gathered into
+   scratch (rows * used_floats floats), then copied back with one 2D copy. */
+int pf_cuda_reorder_rows(struct pf_cuda_rank *st, float *cache, float *scratch, const int *src, int rows,
+                         size_t row_floats, size_t used_floats) {
+    if (rows <= 0 || !used_floats) return PF_CUDA_OK;
+    if (used_floats > row_floats || !scratch || !src)
+        return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_reorder_rows",
+                             used_floats > row_floats ? "more floats than a row holds" : "no scratch or row indices",
+                             __LINE__);
+    size_t n = (size_t)rows * used_floats;
+    pf_gather_rows_kernel<<<pf_blocks(n, PF_THREADS), PF_THREADS, 0, st->stream>>>(scratch, cache, src, (size_t)rows,
+                                                                                used_floats, row_floats);
+    PF_CUDA_CHECK_LAUNCH(st, pf_gather_rows_kernel);
+    PF_CUDA_CHECK(st, cudaMemcpy2DAsync,
+                  (cache, row_floats * sizeof(float), scratch, used_floats * sizeof(float), used_floats * sizeof(float),
+                   (size_t)rows, cudaMemcpyDeviceToDevice, st->stream));
     return PF_CUDA_OK;
 }
 

@@ -43,6 +43,7 @@ typedef void (*pf_log_callback)(void *user, const char *line);
 typedef struct pf_load_options {
     pf_log_callback log; /* NULL: no log lines */
     void *log_user;
+    int skip_tokenizer;  /* 1: do not load the tokenizer (ids only; pf_model_tokenizer is NULL) */
 } pf_load_options;
 
 pf_load_options pf_load_options_init(void);
@@ -58,8 +59,8 @@ pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_mode
 /* Frees everything the model holds, stopping its rank threads. NULL is fine. */
 void pf_free(pf_model *model);
 
-/* The detailed message of the last failure on this model ("" if none). Valid until the next call
-   on the model. */
+/* The detailed message of the calling thread's last failure on this model ("" if none): threads
+   sharing a model each see their own. Valid until the thread's next call on the model. */
 const char *pf_error_message(const pf_model *model);
 
 /* Hyperparameters read from config.json. Any thread, after pf_load succeeded. */
@@ -125,19 +126,80 @@ size_t pf_memory_allocated(const pf_model *model, int rank);
    the model was never parallelized. */
 pf_result pf_forward(pf_model *model, const int32_t *ids, int batch, int seq_len, float *logits);
 
+/* Receives each new token as it is chosen (greedy and sampling, not beam search): the row of the
+   batch, the id, and the text it completes (whole UTF-8 characters; may be empty; NULL without
+   a tokenizer). Return nonzero to stop the whole generation. Called on the caller's thread. */
+typedef int (*pf_stream_callback)(void *user, int row, int32_t token, const char *text, size_t text_len);
+
+typedef enum pf_early_stopping {
+    PF_EARLY_STOPPING_HEURISTIC = 0, /* transformers' early_stopping=False */
+    PF_EARLY_STOPPING_ON,            /* early_stopping=True: stop when num_beams are finished */
+    PF_EARLY_STOPPING_NEVER          /* early_stopping="never" */
+} pf_early_stopping;
+
+/* A token sequence, for bad words and stop sequences. */
+typedef struct pf_token_sequence {
+    const int32_t *ids;
+    int length;
+} pf_token_sequence;
+
+/* Defaults equal transformers' GenerationConfig defaults. */
 typedef struct pf_generate_options {
-    int max_new_tokens;   /* 0: bounded by max_length only */
-    int max_length;       /* prompt + new tokens; 0: the model's max positions */
-    int eos_token_id;     /* -1: the config's eos_token_id; -2: never stop early */
+    int max_new_tokens;        /* 0: unset, max_length rules; wins over max_length when set */
+    int max_length;            /* prompt (padded) + new tokens; 20 */
+    int min_length;            /* eos is suppressed until the sequence is this long; 0 */
+    int min_new_tokens;        /* ... or until this many new tokens; 0 */
+    int num_beams;             /* 1: greedy or sampling */
+    float length_penalty;      /* beam scores divided by (new tokens)^length_penalty; 1.0 */
+    pf_early_stopping early_stopping;
+    int num_return_sequences;  /* per prompt; at most num_beams in beam search; 1 */
+    int no_repeat_ngram_size;  /* 0: off */
+    int do_sample;             /* 0: greedy / beam search */
+    float temperature;         /* 1.0 */
+    int top_k;                 /* 50 (sampling only); 0: off */
+    float top_p;               /* 1.0 (sampling only) */
+    float repetition_penalty;  /* 1.0: off */
+    uint64_t seed;             /* sampling: the same seed gives the same tokens, on any rank count */
+    const int32_t *eos_token_ids; /* NULL: the config's eos_token_id */
+    int num_eos_token_ids;
+    int ignore_eos;            /* 1: never stop at an eos token */
+    int pad_token_id;          /* fills finished rows; -1: the first eos id */
+    const pf_token_sequence *bad_words; /* these sequences are never completed */
+    int num_bad_words;
+    const pf_token_sequence *stop_sequences; /* a row ends once its new tokens end with one */
+    int num_stop_sequences;
+    pf_stream_callback stream; /* NULL: none */
+    void *stream_user;
 } pf_generate_options;
 
 pf_generate_options pf_generate_options_init(void);
 
-/* Greedy generation from one prompt. Writes the new tokens only (including the eos token that
-   stopped it) to out, at most out_capacity of them, and their count to *num_out. */
-pf_result pf_generate(pf_model *model, const int32_t *prompt, int prompt_len,
-                      const pf_generate_options *options, int32_t *out, int out_capacity,
-                      int *num_out);
+/* The result of pf_generate_batch: batch * num_return_sequences sequences, prompt-major. */
+typedef struct pf_generation {
+    int num_sequences;
+    int32_t **tokens;  /* [num_sequences][lengths[i]]: new tokens only, with the eos that ended it */
+    int *lengths;
+    float *scores;     /* beam search: transformers' sequences_scores; otherwise 0 */
+} pf_generation;
+
+/* Generation from a batch of prompts of any lengths (left-padded internally, each row giving
+   what it gives alone). The batch times num_beams (or num_return_sequences when sampling) must
+   fit the max_batch given to pf_parallelize. Several threads may call it (and pf_generate,
+   pf_forward) on one model at once: calls are queued and run one after another. */
+pf_result pf_generate_batch(pf_model *model, const int32_t *const *prompts, const int *prompt_lengths, int batch,
+                            const pf_generate_options *options, pf_generation *result);
+void pf_generation_free(pf_generation *result);
+
+/* One prompt, the first returned sequence's new tokens into out (at most out_capacity, which
+   also bounds the generation), their count into *num_out. */
+pf_result pf_generate(pf_model *model, const int32_t *prompt, int prompt_len, const pf_generate_options *options,
+                      int32_t *out, int out_capacity, int *num_out);
+
+/* Text in, text out with the model's tokenizer (special tokens added as transformers does): the
+   continuation of the first returned sequence, NUL-terminated, into *text (free it with
+   pf_string_free). */
+pf_result pf_generate_text(pf_model *model, const char *prompt, const pf_generate_options *options, char **text);
+void pf_string_free(char *text);
 
 /* ---- tokenizer -------------------------------------------------------------------------------- */
 
@@ -155,6 +217,12 @@ void pf_tokenizer_free(pf_tokenizer *tokenizer);
    on a loaded tokenizer. */
 pf_result pf_tokenize(const pf_tokenizer *tokenizer, const char *text, size_t text_len,
                       int32_t *ids, size_t capacity, size_t *num_ids);
+
+/* As pf_tokenize, plus the special tokens the tokenizer's post-processor adds by default (e.g.
+   LLaMA's <s>, OPT's </s>): what transformers' tokenizer(text) gives (add_special_tokens=True).
+   Use it for prompts. */
+pf_result pf_tokenize_special(const pf_tokenizer *tokenizer, const char *text, size_t text_len,
+                              int32_t *ids, size_t capacity, size_t *num_ids);
 
 /* Ids to text bytes (not NUL-terminated unless room remains; *text_len is the full length).
    Unknown ids are an error. Thread-safe on a loaded tokenizer. */

@@ -46,5 +46,6 @@ void test_tokenizer(void);
 void test_models(void);
 void test_bad_input(void);
 void test_cli(void);
+void test_generation(void);
 
 #endif

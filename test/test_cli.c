@@ -73,6 +73,30 @@ void test_cli(void) {
         CHECK(run(command, last, sizeof last) == 0);
         CHECK_MSG(strncmp(last, ref.prompt_text, strlen(ref.prompt_text)) == 0, "printed \"%s\"", last);
     }
+    /* The parallelformers README's beam search, as recorded from transformers (gpt2-tiny's
+       beam5_ngram4 case: 5 beams, no repeated 4-gram, max_length 15 = 4 new tokens). */
+    snprintf(command, sizeof command, "%s %s --ids 391,330,11,305,277,259,283,220,354,388,331 -n 4 --beams 5 "
+             "--no-repeat-ngram 4 --gpus 2", test_generate_binary, dir);
+    CHECK(run(command, last, sizeof last) == 0);
+    CHECK_MSG(!strcmp(last, "59,74,342,342\n"), "beam search printed \"%s\"", last);
+    /* A batch file of id lines: one output line per prompt, the last one's as its greedy_ids. */
+    FILE *f = fopen("/tmp/pf_cli_batch.txt", "w");
+    if (f) {
+        fprintf(f, "391,330\n");
+        for (int i = 0; i < ref.num_prompt_ids; i++) fprintf(f, "%s%d", i ? "," : "", ref.prompt_ids[i]);
+        fprintf(f, "\n");
+        fclose(f);
+    }
+    snprintf(command, sizeof command, "%s %s --batch-file /tmp/pf_cli_batch.txt --ids-lines -n %d", test_generate_binary,
+             dir, ref.max_new_tokens);
+    CHECK(run(command, last, sizeof last) == 0);
+    int got[64], n = test_parse_ids(last, got, 64), same = n == ref.num_greedy_ids;
+    for (int i = 0; same && i < n; i++) same = got[i] == ref.greedy_ids[i];
+    CHECK_MSG(same, "batch file: last line \"%s\" is not the greedy reference", last);
+    remove("/tmp/pf_cli_batch.txt");
+    snprintf(command, sizeof command, "%s %s --ids 1 --beams 0 2>/dev/null", test_generate_binary, dir);
+    CHECK(run(command, NULL, 0) != 0);
+
     snprintf(command, sizeof command, "%s /nonexistent/dir --ids 1,2 2>/dev/null", test_generate_binary);
     CHECK(run(command, NULL, 0) != 0);
     snprintf(command, sizeof command, "%s %s --ids 1,x 2>/dev/null", test_generate_binary, dir);

@@ -80,6 +80,7 @@ int main(int argc, char **argv) {
         {"tokenizer", test_tokenizer},
         {"models", test_models},
         {"bad input", test_bad_input},
+        {"generation", test_generation},
         {"cli", test_cli},
     };
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {

@@ -32,7 +32,9 @@ static int fixture_open(const char *name, fixture *f) {
     char dir[1024], path[1100];
     memset(f, 0, sizeof *f);
     snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
-    pf_result r = pf_load(dir, NULL, &f->model);
+    pf_load_options lo = pf_load_options_init();
+    lo.skip_tokenizer = 1; /* the tokenizer has tests of its own, below */
+    pf_result r = pf_load(dir, &lo, &f->model);
     CHECK_MSG(r == PF_OK, "%s: %s", name, pf_error_message(f->model));
     int ok = test_read_reference(dir, &f->ref) == 0;
     CHECK_MSG(ok, "%s: reference.txt unreadable", name);
@@ -87,9 +89,12 @@ static void test_fixture(const char *name) {
     }
     size_t n = (size_t)f.ref.num_prompt_ids * f.vocab;
     float *one_rank = NULL;
-    pf_parallel_options cpu = cpu_options();
+    /* Rotary models may run past max_position_embeddings (dynamic rope scaling is tested so). */
+    pf_parallel_options po = cpu_options();
+    int need = f.ref.num_prompt_ids + f.ref.max_new_tokens;
+    if (need > pf_get_info(f.model).max_positions) po.max_sequence_length = need;
     for (int ranks = 1; ranks <= 4; ranks++) {
-        pf_result r = pf_parallelize(f.model, ranks, &cpu);
+        pf_result r = pf_parallelize(f.model, ranks, &po);
         CHECK_MSG(r == PF_OK, "%s: pf_parallelize(%d): %s", name, ranks, pf_error_message(f.model));
         if (r) continue;
         CHECK(pf_num_ranks(f.model) == ranks);
@@ -108,17 +113,22 @@ static void test_fixture(const char *name) {
     }
     free(one_rank);
 
-    /* The model's tokenizer gives the prompt transformers encoded. */
-    pf_tokenizer *tok = pf_model_tokenizer(f.model);
-    CHECK_MSG(tok != NULL, "%s: no tokenizer loaded", name);
+    /* The model directory's tokenizer gives the prompt transformers encoded (with the special
+       tokens its post-processor adds, as tokenizer(text) does). */
+    char dir[1024], err[512] = "";
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
+    pf_tokenizer *tok = NULL;
+    pf_result tr = pf_tokenizer_load(dir, &tok, err, sizeof err);
+    CHECK_MSG(tr == PF_OK && tok, "%s: tokenizer: %s", name, err);
     if (tok) {
         int32_t ids[64];
         size_t num = 0;
-        pf_result r = pf_tokenize(tok, f.ref.prompt_text, strlen(f.ref.prompt_text), ids, 64, &num);
+        pf_result r = pf_tokenize_special(tok, f.ref.prompt_text, strlen(f.ref.prompt_text), ids, 64, &num);
         int same = r == PF_OK && (int)num == f.ref.num_prompt_ids;
         for (size_t i = 0; same && i < num; i++) same = ids[i] == f.ref.prompt_ids[i];
         CHECK_MSG(same, "%s: prompt_text does not encode to prompt_ids", name);
     }
+    pf_tokenizer_free(tok);
     fixture_close(&f);
 }
 
@@ -191,7 +201,7 @@ static void test_batch(void) {
     int num = 0;
     pf_generate_options g = pf_generate_options_init();
     g.max_new_tokens = 60;
-    g.eos_token_id = -2;
+    g.ignore_eos = 1;
     CHECK(pf_generate(f.model, ids, T, &g, out, 64, &num) == PF_OK);
     CHECK_MSG(num == 32 - T, "generated %d tokens into a cache of 32 after %d", num, T);
     free(logits);
@@ -234,12 +244,18 @@ static void test_bad_arguments(void) {
     /* Output capacity bounds the tokens written. */
     g = pf_generate_options_init();
     g.max_new_tokens = 10;
-    g.eos_token_id = -2;
+    g.ignore_eos = 1;
     CHECK(pf_generate(m, ids, 4, &g, out, 3, &num) == PF_OK && num == 3);
-    /* transformers' default max_length of 20 counts the prompt. */
-    int32_t big[20];
-    CHECK(pf_generate(m, ids, 4, NULL, big, 20, &num) == PF_OK);
-    CHECK_MSG(num <= 16, "default max_length 20 with a 4-token prompt gave %d new tokens", num);
+    /* transformers' defaults: 20 new tokens when no length is set; an explicit max_length
+       counts the prompt. */
+    int32_t big[40];
+    g = pf_generate_options_init();
+    g.ignore_eos = 1;
+    CHECK(pf_generate(m, ids, 4, &g, big, 40, &num) == PF_OK);
+    CHECK_MSG(num == 20, "default lengths with a 4-token prompt gave %d new tokens", num);
+    g.max_length = 20;
+    CHECK(pf_generate(m, ids, 4, &g, big, 40, &num) == PF_OK);
+    CHECK_MSG(num == 16, "max_length 20 with a 4-token prompt gave %d new tokens", num);
     CHECK(pf_parallelize(NULL, 1, NULL) == PF_ERROR_INVALID_ARGUMENT);
     CHECK(pf_forward(NULL, ids, 1, 1, logits) == PF_ERROR_INVALID_ARGUMENT);
     CHECK(pf_memory_allocated(NULL, 0) == 0);
@@ -279,7 +295,10 @@ static void test_failing_rank(void) {
 #endif
 
 void test_models(void) {
-    const char *fixtures[] = {"gpt2-tiny", "gpt2-hub", "gpt2-tiny-f16", "gpt2-tiny-bf16", "gpt2-sharded"};
+    const char *fixtures[] = {"gpt2-tiny", "gpt2-hub", "gpt2-tiny-f16", "gpt2-tiny-bf16", "gpt2-sharded",
+                              "gpt_neo", "gptj", "gpt_neox", "gpt_neox-seq", "opt", "opt-350m-style", "bloom",
+                              "llama", "llama-rope-linear", "llama-rope-dynamic", "llama3-rope", "mistral", "qwen2",
+                              "codegen", "openai-gpt", "ctrl"};
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_fixture(fixtures[i]);
     test_to_cpu_and_memory();
     test_batch();

@@ -1,9 +1,14 @@
-/* Tokenizer tests: ids exactly as HF tokenizers gives them (the fixtures' cases.txt), byte-exact
-   round trips (random bytes, invalid UTF-8 and NUL included), the vocab.json + merges.txt path,
-   HF's added-token rules on a hand-made tokenizer, concurrent encoding, and bad input. */
+/* Tokenizer tests: ids exactly as HF tokenizers gives them (every fixture dir's cases.txt, and
+   cases_special.txt with the post-processor's special tokens), decodes as HF's (the decodes
+   recorded in tokenizer_decode_cases.txt; byte-exact round trips for byte-level tokenizers, random
+   bytes, invalid UTF-8 and NUL included), every normalizer / pre-tokenizer / decoder style on
+   random strings against HF (tokenizer_style_cases.txt), the vocab.json + merges.txt path, HF's
+   added-token rules, model options and post-processors on hand-made tokenizers, concurrent
+   encoding, and bad input. The two .txt files are written by test/make_tokenizer_cases.py. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #endif
+#include <dirent.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -101,16 +106,36 @@ static pf_tokenizer *tt_load_fixture(const char *name) {
     return tt_load(dir);
 }
 
-/* Encodes into a malloc'd array (*n ids); NULL on failure. */
-static int32_t *tt_encode(const pf_tokenizer *t, const char *text, size_t len, size_t *n) {
-    size_t cap = len + 16;
+/* Encodes (with the post-processor's special tokens when `special`) into a malloc'd array (*n
+   ids); NULL on failure. */
+static int32_t *tt_encode_with(const pf_tokenizer *t, const char *text, size_t len, size_t *n, int special) {
+    size_t cap = 4 * len + 16;
     int32_t *ids = (int32_t *)malloc(cap * sizeof *ids);
     if (!ids) return NULL;
-    if (pf_tokenize(t, text, len, ids, cap, n) != PF_OK) {
+    if ((special ? pf_tokenize_special : pf_tokenize)(t, text, len, ids, cap, n) != PF_OK) {
         free(ids);
         return NULL;
     }
     return ids;
+}
+
+static int32_t *tt_encode(const pf_tokenizer *t, const char *text, size_t len, size_t *n) {
+    return tt_encode_with(t, text, len, n, 0);
+}
+
+/* Decodes into a malloc'd, NUL-terminated string (*len bytes); NULL on failure. */
+static char *tt_decode(const pf_tokenizer *t, const int32_t *ids, size_t n, size_t *len) {
+    size_t need = 0;
+    char *out;
+    pf_result r = pf_detokenize(t, ids, n, NULL, 0, &need);
+    if (r != PF_OK && r != PF_ERROR_BUFFER_TOO_SMALL) return NULL;
+    out = (char *)malloc(need + 1);
+    if (!out) return NULL;
+    if (pf_detokenize(t, ids, n, out, need + 1, len) != PF_OK || *len != need) {
+        free(out);
+        return NULL;
+    }
+    return out;
 }
 
 static void tt_format_ids(char *out, size_t size, const int32_t *ids, size_t n) {
@@ -219,30 +244,53 @@ bad:
     return NULL;
 }
 
-/* Encodes every case: ids exactly the expected ones, and decoding gives the input back. */
-static void tt_check_cases(const pf_tokenizer *t, const tt_case *cases, size_t n, const char *label) {
+/* What a case decodes to: `text` (len bytes), or the case's input when text is NULL. */
+typedef struct tt_text {
+    char *text;
+    size_t len;
+} tt_text;
+
+/* Encodes every case (with the post-processor's special tokens when `special`): ids exactly the
+   expected ones; and decoding the expected ids gives want[i] (NULL: every case's input). */
+static void tt_check_cases_with(const pf_tokenizer *t, const tt_case *cases, size_t n, const char *label, int special,
+                                const tt_text *want) {
     size_t i, bad_ids = 0, bad_trip = 0, first_ids = n, first_trip = n;
-    char hex[200], want[400], got[400];
+    char hex[200], want_s[400], got[400], dec_want[200], dec_got[200];
     for (i = 0; i < n; i++) {
-        size_t m = 0;
-        int32_t *ids = tt_encode(t, cases[i].text, cases[i].len, &m);
+        size_t m = 0, len = 0;
+        int32_t *ids = tt_encode_with(t, cases[i].text, cases[i].len, &m, special);
+        char *dec;
+        const char *w = want && want[i].text ? want[i].text : cases[i].text;
+        size_t wl = want && want[i].text ? want[i].len : cases[i].len;
         if (!ids || !tt_same_ids(ids, m, cases[i].ids, cases[i].num_ids)) {
             if (!bad_ids++) {
                 first_ids = i;
                 tt_format_hex(hex, sizeof hex, cases[i].text, cases[i].len);
-                tt_format_ids(want, sizeof want, cases[i].ids, cases[i].num_ids);
+                tt_format_ids(want_s, sizeof want_s, cases[i].ids, cases[i].num_ids);
                 tt_format_ids(got, sizeof got, ids, ids ? m : 0);
             }
         }
-        if (!tt_round_trips(t, cases[i].ids, cases[i].num_ids, cases[i].text, cases[i].len))
-            if (!bad_trip++) first_trip = i;
+        dec = tt_decode(t, cases[i].ids, cases[i].num_ids, &len);
+        if (!dec || len != wl || memcmp(dec, w, wl)) {
+            if (!bad_trip++) {
+                first_trip = i;
+                tt_format_hex(dec_want, sizeof dec_want, w, wl);
+                tt_format_hex(dec_got, sizeof dec_got, dec ? dec : "", dec ? len : 0);
+            }
+        }
+        free(dec);
         free(ids);
     }
     CHECK_MSG(n > 0, "%s: no cases", label);
     CHECK_MSG(bad_ids == 0, "%s: %zu of %zu cases encode differently; first, case %zu (input %s): want [%s], got [%s]",
-              label, bad_ids, n, first_ids + 1, hex, want, got);
-    CHECK_MSG(bad_trip == 0, "%s: %zu of %zu cases do not decode to their input; first, case %zu", label, bad_trip,
-              n, first_trip + 1);
+              label, bad_ids, n, first_ids + 1, hex, want_s, got);
+    CHECK_MSG(bad_trip == 0, "%s: %zu of %zu cases decode differently; first, case %zu: want %s, got %s", label,
+              bad_trip, n, first_trip + 1, dec_want, dec_got);
+}
+
+/* Encodes every case: ids exactly the expected ones, and decoding gives the input back. */
+static void tt_check_cases(const pf_tokenizer *t, const tt_case *cases, size_t n, const char *label) {
+    tt_check_cases_with(t, cases, n, label, 0, NULL);
 }
 
 /* ---- random byte strings ---- */
@@ -549,6 +597,433 @@ static void tt_test_rules(void) {
     tt_rmdir(dir);
 }
 
+/* ---- every fixture dir with cases: ids, special ids and decodes as HF's ---- */
+
+typedef struct tt_dec_dir { /* a dir of tokenizer_decode_cases.txt */
+    char name[128];
+    int byte_level;
+    tt_text *want; /* per case, cases.txt then cases_special.txt */
+    size_t n, cap;
+} tt_dec_dir;
+
+static void tt_free_dec_dirs(tt_dec_dir *dirs, size_t n) {
+    size_t i, j;
+    for (i = 0; i < n; i++) {
+        for (j = 0; j < dirs[i].n; j++) free(dirs[i].want[j].text);
+        free(dirs[i].want);
+    }
+    free(dirs);
+}
+
+/* Decodes hex into a malloc'd string; NULL when malformed. */
+static char *tt_unhex(const char *hex, size_t hex_len, size_t *len) {
+    size_t i;
+    char *out = (char *)malloc(hex_len / 2 + 1);
+    if (!out || hex_len % 2) {
+        free(out);
+        return NULL;
+    }
+    for (i = 0; i < hex_len / 2; i++) {
+        int hi = tt_hex(hex[2 * i]), lo = tt_hex(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0) {
+            free(out);
+            return NULL;
+        }
+        out[i] = (char)(hi * 16 + lo);
+    }
+    out[i] = 0;
+    *len = i;
+    return out;
+}
+
+/* Reads tokenizer_decode_cases.txt; NULL (and a failed check) when missing or malformed. */
+static tt_dec_dir *tt_read_decode_cases(const char *path, size_t *num) {
+    size_t len, n = 0, cap = 0, lineno = 0;
+    char *data = tt_read(path, &len), *line, *next;
+    tt_dec_dir *dirs = NULL;
+    CHECK_MSG(data != NULL, "cannot read %s", path);
+    if (!data) return NULL;
+    for (line = data; line < data + len; line = next) {
+        char *end = strchr(line, '\n');
+        if (!end) end = data + len;
+        next = end + 1;
+        *end = 0;
+        lineno++;
+        if (line == end) continue;
+        if (!strncmp(line, "dir\t", 4)) {
+            char *tab = strchr(line + 4, '\t');
+            if (!tab || (size_t)(tab - line - 4) >= sizeof dirs[0].name) goto bad;
+            if (n == cap) {
+                tt_dec_dir *q = (tt_dec_dir *)realloc(dirs, (cap = 2 * cap + 16) * sizeof *q);
+                if (!q) goto bad;
+                dirs = q;
+            }
+            memset(&dirs[n], 0, sizeof dirs[n]);
+            memcpy(dirs[n].name, line + 4, (size_t)(tab - line - 4));
+            dirs[n].byte_level = tab[1] == '1';
+            n++;
+        } else {
+            tt_dec_dir *d = n ? &dirs[n - 1] : NULL;
+            if (!d) goto bad;
+            if (d->n == d->cap) {
+                tt_text *q = (tt_text *)realloc(d->want, (d->cap = 2 * d->cap + 64) * sizeof *q);
+                if (!q) goto bad;
+                d->want = q;
+            }
+            d->want[d->n].text = NULL;
+            d->want[d->n].len = 0;
+            if (strcmp(line, "=") && !(d->want[d->n].text = tt_unhex(line, strcmp(line, "-") ? strlen(line) : 0,
+                                                                      &d->want[d->n].len)))
+                goto bad;
+            d->n++;
+        }
+    }
+    free(data);
+    *num = n;
+    return dirs;
+bad:
+    CHECK_MSG(0, "%s: line %zu is malformed", path, lineno);
+    free(data);
+    tt_free_dec_dirs(dirs, n);
+    return NULL;
+}
+
+static tt_case *tt_read_fixture_cases(const char *dir, const char *name, size_t *n) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/%s/%s", test_fixtures, dir, name);
+    if (access(path, R_OK) != 0) {
+        *n = 0;
+        return NULL;
+    }
+    return tt_read_cases(path, n);
+}
+
+/* Every fixture dir with a cases.txt is in tokenizer_decode_cases.txt, and gives HF's ids (with
+   pf_tokenize; cases_special.txt with pf_tokenize_special) and HF's decodes; byte-level ones
+   round-trip random bytes too. */
+static void tt_test_families(void) {
+    char path[1100], label[300];
+    size_t nd = 0, i;
+    tt_dec_dir *dirs;
+    DIR *dir;
+    struct dirent *e;
+    snprintf(path, sizeof path, "%s/../tokenizer_decode_cases.txt", test_fixtures);
+    dirs = tt_read_decode_cases(path, &nd);
+    if (!dirs) return;
+    if ((dir = opendir(test_fixtures)) != NULL) {
+        while ((e = readdir(dir)) != NULL) {
+            snprintf(path, sizeof path, "%s/%s/cases.txt", test_fixtures, e->d_name);
+            if (e->d_name[0] == '.' || access(path, R_OK) != 0) continue;
+            for (i = 0; i < nd && strcmp(dirs[i].name, e->d_name); i++) {}
+            CHECK_MSG(i < nd, "fixture %s has cases.txt but no decodes in tokenizer_decode_cases.txt "
+                      "(run test/make_tokenizer_cases.py)", e->d_name);
+        }
+        closedir(dir);
+    }
+    for (i = 0; i < nd; i++) {
+        size_t n = 0, ns = 0;
+        tt_case *cases = tt_read_fixture_cases(dirs[i].name, "cases.txt", &n);
+        tt_case *special = tt_read_fixture_cases(dirs[i].name, "cases_special.txt", &ns);
+        pf_tokenizer *t = tt_load_fixture(dirs[i].name);
+        CHECK_MSG(dirs[i].n == n + ns, "%s: %zu decodes for %zu cases", dirs[i].name, dirs[i].n, n + ns);
+        if (t && cases && dirs[i].n == n + ns) {
+            snprintf(label, sizeof label, "%s (cases.txt)", dirs[i].name);
+            tt_check_cases_with(t, cases, n, label, 0, dirs[i].want);
+            if (special) {
+                snprintf(label, sizeof label, "%s (cases_special.txt)", dirs[i].name);
+                tt_check_cases_with(t, special, ns, label, 1, dirs[i].want + n);
+            }
+            if (dirs[i].byte_level) tt_check_random_round_trips(t, dirs[i].name, 7 + i);
+        }
+        pf_tokenizer_free(t);
+        tt_free_cases(cases, n);
+        tt_free_cases(special, ns);
+    }
+    tt_free_dec_dirs(dirs, nd);
+}
+
+/* Every model fixture's tokenizer encodes its prompt_text to its prompt_ids with the special
+   tokens transformers adds (pf_tokenize_special). */
+static void tt_test_prompts(void) {
+    DIR *dir = opendir(test_fixtures);
+    struct dirent *e;
+    int checked = 0;
+    CHECK_MSG(dir != NULL, "cannot list %s", test_fixtures);
+    if (!dir) return;
+    while ((e = readdir(dir)) != NULL) {
+        char path[1100], tdir[1100], *data, *text, *ids_line, *p;
+        size_t len, n = 0, m = 0;
+        int32_t want[256], *got;
+        pf_tokenizer *t;
+        snprintf(path, sizeof path, "%s/%s/reference.txt", test_fixtures, e->d_name);
+        snprintf(tdir, sizeof tdir, "%s/%s/tokenizer.json", test_fixtures, e->d_name);
+        if (e->d_name[0] == '.' || access(path, R_OK) || access(tdir, R_OK)) continue;
+        if (!(data = tt_read(path, &len))) continue;
+        text = strstr(data, "prompt_text=");
+        ids_line = strstr(data, "prompt_ids=");
+        if (text && ids_line) {
+            text += 12;
+            *strchr(text, '\n') = 0;
+            for (p = ids_line + 11; *p && *p != '\n' && n < 256;) {
+                want[n++] = (int32_t)strtol(p, &p, 10);
+                if (*p == ',') p++;
+            }
+            snprintf(tdir, sizeof tdir, "%s/%s", test_fixtures, e->d_name);
+            if ((t = tt_load(tdir)) != NULL) {
+                char want_s[400], got_s[400];
+                got = tt_encode_with(t, text, strlen(text), &m, 1);
+                tt_format_ids(want_s, sizeof want_s, want, n);
+                tt_format_ids(got_s, sizeof got_s, got, got ? m : 0);
+                CHECK_MSG(got && tt_same_ids(got, m, want, n), "%s: prompt with special tokens: want [%s], got [%s]",
+                          e->d_name, want_s, got_s);
+                free(got);
+                pf_tokenizer_free(t);
+                checked++;
+            }
+        }
+        free(data);
+    }
+    closedir(dir);
+    CHECK_MSG(checked >= 10, "only %d fixture prompts checked", checked);
+}
+
+/* ---- styles: random strings through small tokenizers, against HF ---- */
+
+/* The probe vocab of make_tokenizer_cases.py as JSON: byte-level, GPT-2's byte characters (id =
+   byte) and each with "</w>" (256 + byte); else the byte-fallback tokens <0xXX> (id = byte). */
+static char *tt_style_vocab(int byte_level) {
+    char *out = (char *)malloc(256 * 40 + 8), *p = out;
+    int b, n = 0;
+    if (!out) return NULL;
+    *p++ = '{';
+    for (b = 0; b < 256; b++) {
+        int printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+        int ch = printable ? b : 256 + n++;
+        if (byte_level)
+            p += sprintf(p, "%s\"\\u%04x\":%d,\"\\u%04x</w>\":%d", b ? "," : "", ch, b, ch, 256 + b);
+        else
+            p += sprintf(p, "%s\"<0x%02X>\":%d", b ? "," : "", b, b);
+    }
+    strcpy(p, "}");
+    return out;
+}
+
+/* Writes a style's tokenizer.json (its "@VOCAB@" replaced) into a fresh dir and loads it. */
+static pf_tokenizer *tt_load_style(const char *json, char *dir, size_t dir_size) {
+    const char *at = strstr(json, "\"@VOCAB@\"");
+    char *vocab, *full;
+    pf_tokenizer *t = NULL;
+    size_t len;
+    if (!at || tt_mkdtemp(dir, dir_size)) return NULL;
+    vocab = tt_style_vocab(strstr(json, "\"byte_fallback\":true") == NULL);
+    full = vocab ? (char *)malloc(strlen(json) + strlen(vocab) + 1) : NULL;
+    if (full) {
+        len = (size_t)(at - json);
+        memcpy(full, json, len);
+        strcpy(full + len, vocab);
+        strcat(full, at + 9);
+        if (tt_write(dir, "tokenizer.json", full, strlen(full)) == 0) t = tt_load(dir);
+    }
+    free(vocab);
+    free(full);
+    tt_rmdir(dir);
+    return t;
+}
+
+/* tokenizer_style_cases.txt (or $PF_TOKENIZER_STYLE_CASES): for each style, every case's ids and
+   decode as HF's. */
+static void tt_test_styles(void) {
+    char path[1100], dir[256], *data, *line, *next, name[128] = "";
+    const char *env = getenv("PF_TOKENIZER_STYLE_CASES");
+    size_t len, n = 0, bad = 0, bad_dec = 0, styles = 0, total = 0;
+    pf_tokenizer *t = NULL;
+    char first[700] = "";
+    if (env && *env) snprintf(path, sizeof path, "%s", env);
+    else snprintf(path, sizeof path, "%s/../tokenizer_style_cases.txt", test_fixtures);
+    data = tt_read(path, &len);
+    CHECK_MSG(data != NULL, "cannot read %s", path);
+    if (!data) return;
+    for (line = data; line <= data + len; line = next) {
+        char *end = line < data + len ? strchr(line, '\n') : NULL;
+        if (!end) end = data + len;
+        next = end + 1;
+        *end = 0;
+        if (line == end || !strncmp(line, "style\t", 6)) { /* the end of a style */
+            if (name[0]) {
+                CHECK_MSG(t && n > 0 && bad == 0 && bad_dec == 0, "style %s: %s; %zu of %zu cases encode, %zu decode "
+                          "differently; first: %s", name, t ? "loaded" : "does not load", bad, n, bad_dec, first);
+                pf_tokenizer_free(t);
+                t = NULL;
+                name[0] = 0;
+            }
+            if (line == end) continue;
+        }
+        if (!strncmp(line, "style\t", 6)) {
+            char *tab = strchr(line + 6, '\t');
+            if (!tab) break;
+            snprintf(name, sizeof name, "%.*s", (int)(tab - line - 6), line + 6);
+            t = tt_load_style(tab + 1, dir, sizeof dir);
+            n = bad = bad_dec = 0;
+            first[0] = 0;
+            styles++;
+            continue;
+        }
+        if (t) { /* <hex input> \t <ids> \t <hex decode or => */
+            char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL, *p, *text = NULL, *dec = NULL, *want_dec;
+            size_t tl = 0, m = 0, nw = 0, dl = 0, wl = 0;
+            int32_t *want = NULL, *got = NULL;
+            n++;
+            total++;
+            if (t1 && t2) {
+                text = tt_unhex(line, (size_t)(t1 - line), &tl);
+                want = (int32_t *)malloc(((size_t)(t2 - t1) + 1) * sizeof *want);
+            }
+            if (!text || !want) {
+                bad++;
+                free(text);
+                free(want);
+                continue;
+            }
+            for (p = t1 + 1; p < t2;) {
+                want[nw++] = (int32_t)strtol(p, &p, 10);
+                if (*p == ',') p++;
+            }
+            got = tt_encode(t, text, tl, &m);
+            if (!got || !tt_same_ids(got, m, want, nw)) {
+                if (!bad++) {
+                    char h[200], ws[200], gs[200];
+                    tt_format_hex(h, sizeof h, text, tl);
+                    tt_format_ids(ws, sizeof ws, want, nw);
+                    tt_format_ids(gs, sizeof gs, got, got ? m : 0);
+                    snprintf(first, sizeof first, "input %s: want [%s], got [%s]", h, ws, gs);
+                }
+            }
+            want_dec = strcmp(t2 + 1, "=") ? tt_unhex(t2 + 1, strlen(t2 + 1), &wl) : NULL;
+            dec = tt_decode(t, want, nw, &dl);
+            if (!want_dec && strcmp(t2 + 1, "=") == 0) {
+                if (!dec || dl != tl || memcmp(dec, text, tl)) bad_dec++;
+            } else if (!want_dec || !dec || dl != wl || memcmp(dec, want_dec, wl)) {
+                if (!bad_dec++ && !first[0]) {
+                    char h[200], gs[200];
+                    tt_format_hex(h, sizeof h, text, tl);
+                    tt_format_hex(gs, sizeof gs, dec ? dec : "", dec ? dl : 0);
+                    snprintf(first, sizeof first, "decode of input %s: got %s", h, gs);
+                }
+            }
+            free(want_dec);
+            free(dec);
+            free(got);
+            free(want);
+            free(text);
+        }
+        if (end == data + len) break;
+    }
+    if (name[0]) {
+        CHECK_MSG(t && n > 0 && bad == 0 && bad_dec == 0, "style %s: %zu of %zu cases encode, %zu decode differently; "
+                  "first: %s", name, bad, n, bad_dec, first);
+        pf_tokenizer_free(t);
+    }
+    free(data);
+    CHECK_MSG(styles >= 20 && total >= 1000, "%s: only %zu styles, %zu cases", path, styles, total);
+}
+
+/* ---- model options, post-processors and decoders on hand-made tokenizers (ids from HF 0.23) ---- */
+
+typedef struct tt_hand_case {
+    const char *text;
+    int n, ns; /* ids without and with special tokens */
+    int32_t ids[8], special[8];
+    const char *decoded, *decoded_special; /* HF's decode of each */
+} tt_hand_case;
+
+static void tt_check_hand(const char *label, const char *json, const tt_hand_case *cases, size_t num) {
+    char dir[256], ws[200], gs[200];
+    pf_tokenizer *t;
+    size_t i, n, len;
+    if (tt_mkdtemp(dir, sizeof dir)) {
+        CHECK_MSG(0, "cannot make a temp dir");
+        return;
+    }
+    CHECK(tt_write(dir, "tokenizer.json", json, strlen(json)) == 0);
+    t = tt_load(dir);
+    tt_rmdir(dir);
+    if (!t) return;
+    for (i = 0; i < num; i++) {
+        int special;
+        for (special = 0; special < 2; special++) {
+            const int32_t *want = special ? cases[i].special : cases[i].ids;
+            int nw = special ? cases[i].ns : cases[i].n;
+            const char *want_dec = special ? cases[i].decoded_special : cases[i].decoded;
+            int32_t *ids = tt_encode_with(t, cases[i].text, strlen(cases[i].text), &n, special);
+            char *dec = tt_decode(t, want, (size_t)nw, &len);
+            tt_format_ids(ws, sizeof ws, want, (size_t)nw);
+            tt_format_ids(gs, sizeof gs, ids, ids ? n : 0);
+            CHECK_MSG(ids && tt_same_ids(ids, n, want, (size_t)nw), "%s: \"%s\"%s: want [%s], got [%s]", label,
+                      cases[i].text, special ? " with special tokens" : "", ws, gs);
+            CHECK_MSG(dec && len == strlen(want_dec) && !memcmp(dec, want_dec, len), "%s: decode of [%s]: want \"%s\", "
+                      "got \"%s\"", label, ws, want_dec, dec ? dec : "(failed)");
+            free(ids);
+            free(dec);
+        }
+    }
+    pf_tokenizer_free(t);
+}
+
+static void tt_test_components(void) {
+    /* continuing_subword_prefix: merges drop the prefix of their second token; BertProcessing;
+       no decoder: tokens joined with spaces */
+    static const char json_a[] =
+        "{\"version\":\"1.0\",\"added_tokens\":[],\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"WhitespaceSplit\"},"
+        "\"post_processor\":{\"type\":\"BertProcessing\",\"sep\":[\"[SEP]\",7],\"cls\":[\"[CLS]\",6]},\"decoder\":null,"
+        "\"model\":{\"type\":\"BPE\",\"continuing_subword_prefix\":\"##\",\"vocab\":{\"a\":0,\"b\":1,\"##b\":2,\"ab\":3,"
+        "\"##c\":4,\"c\":5,\"[CLS]\":6,\"[SEP]\":7,\"##a\":8},\"merges\":[[\"a\",\"##b\"]]}}";
+    static const tt_hand_case cases_a[] = {
+        {"abc", 2, 4, {3, 4}, {6, 3, 4, 7}, "ab ##c", "[CLS] ab ##c [SEP]"},
+        {"ab ab", 2, 4, {3, 3}, {6, 3, 3, 7}, "ab ab", "[CLS] ab ab [SEP]"},
+        {"cab", 3, 5, {5, 8, 2}, {6, 5, 8, 2, 7}, "c ##a ##b", "[CLS] c ##a ##b [SEP]"},
+        {"a", 1, 3, {0}, {6, 0, 7}, "a", "[CLS] a [SEP]"},
+    };
+    /* end_of_word_suffix; a Sequence post-processor (ByteLevel, then a template with a
+       two-id special token); BPEDecoder then Strip */
+    static const char json_b[] =
+        "{\"version\":\"1.0\",\"added_tokens\":[],\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"WhitespaceSplit\"},"
+        "\"post_processor\":{\"type\":\"Sequence\",\"processors\":[{\"type\":\"ByteLevel\",\"add_prefix_space\":true,"
+        "\"trim_offsets\":false,\"use_regex\":true},{\"type\":\"TemplateProcessing\",\"single\":[{\"SpecialToken\":{\"id\":"
+        "\"<s>\",\"type_id\":0}},{\"Sequence\":{\"id\":\"A\",\"type_id\":0}},{\"SpecialToken\":{\"id\":\"</s>\",\"type_id\":"
+        "0}}],\"pair\":[],\"special_tokens\":{\"<s>\":{\"id\":\"<s>\",\"ids\":[4],\"tokens\":[\"<s>\"]},\"</s>\":{\"id\":"
+        "\"</s>\",\"ids\":[5,5],\"tokens\":[\"</s>\",\"</s>\"]}}}]},\"decoder\":{\"type\":\"Sequence\",\"decoders\":[{\"type\":"
+        "\"BPEDecoder\",\"suffix\":\"</w>\"},{\"type\":\"Strip\",\"content\":\"a\",\"start\":2,\"stop\":0}]},"
+        "\"model\":{\"type\":\"BPE\",\"end_of_word_suffix\":\"</w>\",\"unk_token\":\"<unk>\",\"vocab\":{\"<unk>\":0,"
+        "\"a\":1,\"a</w>\":2,\"b</w>\":3,\"<s>\":4,\"</s>\":5,\"x\":6},\"merges\":[]}}";
+    static const tt_hand_case cases_b[] = {
+        {"a b", 2, 5, {2, 3}, {4, 2, 3, 5, 5}, " b", "<s> b </s></s>"},
+        {"aa ab", 4, 7, {1, 2, 1, 3}, {4, 1, 2, 1, 3, 5, 5}, " b", "<s> b </s></s>"},
+        {"b", 1, 4, {3}, {4, 3, 5, 5}, "b", "<s>b </s></s>"},
+        {"", 0, 3, {0}, {4, 5, 5}, "", "<s></s></s>"},
+        {"xa", 2, 5, {6, 2}, {4, 6, 2, 5, 5}, "x", "<s>x </s></s>"},
+    };
+    /* byte_fallback with some byte tokens missing, unk fused: HF puts the byte-fallback tokens of
+       a later character before a pending unk; ByteFallback, Fuse, Replace decoders (bytes that
+       are not valid UTF-8 are kept where HF writes U+FFFD) */
+    static const char json_c[] =
+        "{\"version\":\"1.0\",\"added_tokens\":[],\"normalizer\":null,\"pre_tokenizer\":null,\"post_processor\":null,"
+        "\"decoder\":{\"type\":\"Sequence\",\"decoders\":[{\"type\":\"ByteFallback\"},{\"type\":\"Fuse\"},{\"type\":"
+        "\"Replace\",\"pattern\":{\"String\":\"aa\"},\"content\":\"<A>\"}]},\"model\":{\"type\":\"BPE\",\"unk_token\":"
+        "\"<unk>\",\"fuse_unk\":true,\"byte_fallback\":true,\"vocab\":{\"<unk>\":0,\"<0xC3>\":1,\"<0xA9>\":2,\"a\":3,"
+        "\"<0x61>\":4,\"<0xE6>\":5,\"<0x9D>\":6,\"<0xB1>\":7},\"merges\":[]}}";
+    static const tt_hand_case cases_c[] = {
+        {"a\xc3\xa9" "a", 4, 4, {3, 1, 2, 3}, {3, 1, 2, 3}, "a\xc3\xa9" "a", "a\xc3\xa9" "a"},
+        {"zz\xc3\xa9", 3, 3, {1, 2, 0}, {1, 2, 0}, "\xc3\xa9<unk>", "\xc3\xa9<unk>"},
+        {"z\xc3\xa9za", 4, 4, {1, 2, 0, 3}, {1, 2, 0, 3}, "\xc3\xa9<unk>a", "\xc3\xa9<unk>a"},
+        {"aaa\xe6\x9d\xb1", 6, 6, {3, 3, 3, 5, 6, 7}, {3, 3, 3, 5, 6, 7}, "<A>a\xe6\x9d\xb1", "<A>a\xe6\x9d\xb1"},
+        {"\xe6\x9d\xb1z", 4, 4, {5, 6, 7, 0}, {5, 6, 7, 0}, "\xe6\x9d\xb1<unk>", "\xe6\x9d\xb1<unk>"},
+        {"\xc3" "a\xa9", 3, 3, {1, 3, 2}, {1, 3, 2}, "\xc3" "a\xa9", "\xc3" "a\xa9"},
+    };
+    tt_check_hand("continuing_subword_prefix", json_a, cases_a, sizeof cases_a / sizeof cases_a[0]);
+    tt_check_hand("end_of_word_suffix", json_b, cases_b, sizeof cases_b / sizeof cases_b[0]);
+    tt_check_hand("byte_fallback", json_c, cases_c, sizeof cases_c / sizeof cases_c[0]);
+}
+
 /* Writes `json` as tokenizer.json in a fresh dir and checks that loading fails with `want`, a
    NULL tokenizer, and a message holding `needle`. */
 static void tt_expect_json_error(const char *json, pf_result want, const char *needle) {
@@ -591,6 +1066,117 @@ static void tt_expect_files_error(const char *vocab, const char *merges, pf_resu
 #define TT_PRE "{\"pre_tokenizer\":{\"type\":\"ByteLevel\"},\"decoder\":{\"type\":\"ByteLevel\"},"
 #define TT_VOCAB "\"vocab\":{\"a\":0,\"b\":1,\"ab\":2}"
 
+/* Malformed or unsupported normalizers, pre-tokenizers, model options, decoders and
+   post-processors: each a clear error naming what is wrong (and no leak: see the sanitizer runs). */
+static void tt_test_bad_components(void) {
+#define TT_M "\"model\":{\"type\":\"BPE\"," TT_VOCAB ",\"merges\":[]}}"
+#define TT_N(x) "{\"normalizer\":" x "," TT_M
+#define TT_P(x) "{\"pre_tokenizer\":" x "," TT_M
+#define TT_D(x) "{\"decoder\":" x "," TT_M
+#define TT_Q(x) "{\"post_processor\":" x "," TT_M
+    static const struct {
+        const char *json;
+        pf_result want;
+        const char *needle;
+    } bad[] = {
+        {TT_N("{\"kind\":\"NFC\"}"), PF_ERROR_FORMAT, "normalizer has no \"type\""},
+        {TT_N("{\"type\":\"Sequence\",\"normalizers\":{}}"), PF_ERROR_FORMAT, "normalizers"},
+        {TT_N("{\"type\":\"Sequence\",\"normalizers\":[7]}"), PF_ERROR_FORMAT, "not an object"},
+        {TT_N("{\"type\":\"Replace\",\"pattern\":{\"Regex\":\" +\"},\"content\":\" \"}"), PF_ERROR_UNSUPPORTED, "Regex"},
+        {TT_N("{\"type\":\"Replace\",\"pattern\":\" \",\"content\":\" \"}"), PF_ERROR_FORMAT, "pattern"},
+        {TT_N("{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"}}"), PF_ERROR_FORMAT, "content"},
+        {TT_N("{\"type\":\"Prepend\"}"), PF_ERROR_FORMAT, "prepend"},
+        {TT_N("{\"type\":\"BertNormalizer\",\"lowercase\":\"yes\"}"), PF_ERROR_FORMAT, "BertNormalizer"},
+        {TT_N("{\"type\":\"Strip\",\"strip_left\":1}"), PF_ERROR_FORMAT, "Strip"},
+        {TT_N("{\"type\":\"Precompiled\",\"precompiled_charsmap\":\"\"}"), PF_ERROR_UNSUPPORTED, "Precompiled"},
+        {TT_N("{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Sequence\","
+              "\"normalizers\":[{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Sequence\",\"normalizers\":[{\"type\":"
+              "\"Sequence\",\"normalizers\":[]}]}]}]}]}]}"), PF_ERROR_FORMAT, "Sequence"},
+        {TT_N("{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"NFC\"},{\"type\":\"NFC\"},{\"type\":\"NFC\"},{\"type\":"
+              "\"NFC\"},{\"type\":\"NFC\"},{\"type\":\"NFC\"},{\"type\":\"NFC\"},{\"type\":\"NFC\"},{\"type\":\"NFC\"},{\"type\":"
+              "\"NFC\"},{\"type\":\"NFC\"},{\"type\":\"NFC\"},{\"type\":\"NFC\"},{\"type\":\"NFC\"},{\"type\":\"NFC\"},{\"type\":"
+              "\"NFC\"},{\"type\":\"NFC\"}]}"), PF_ERROR_UNSUPPORTED, "more than 16"},
+        {TT_P("{\"type\":\"Split\",\"pattern\":{\"Regex\":\"\\\\p{L}+\"},\"behavior\":\"Isolated\",\"invert\":false}"),
+         PF_ERROR_UNSUPPORTED, "Split pattern"},
+        {TT_P("{\"type\":\"Split\",\"pattern\":{\"Regex\":\"\\\\s+\"},\"invert\":false}"), PF_ERROR_FORMAT, "behavior"},
+        {TT_P("{\"type\":\"Split\",\"pattern\":{\"String\":\" \"},\"behavior\":\"Sideways\",\"invert\":false}"),
+         PF_ERROR_FORMAT, "behavior"},
+        {TT_P("{\"type\":\"Split\",\"pattern\":{\"String\":\" \"},\"behavior\":\"Removed\",\"invert\":\"no\"}"),
+         PF_ERROR_FORMAT, "invert"},
+        {TT_P("{\"type\":\"Split\",\"pattern\":[\" \"],\"behavior\":\"Removed\",\"invert\":false}"), PF_ERROR_FORMAT,
+         "pattern"},
+        {TT_P("{\"type\":\"Split\",\"pattern\":{\"String\":\"\"},\"behavior\":\"Removed\",\"invert\":false}"),
+         PF_ERROR_UNSUPPORTED, "empty"},
+        {TT_P("{\"type\":\"Metaspace\",\"replacement\":\"ab\"}"), PF_ERROR_FORMAT, "replacement"},
+        {TT_P("{\"type\":\"Metaspace\"}"), PF_ERROR_FORMAT, "replacement"},
+        {TT_P("{\"type\":\"Metaspace\",\"replacement\":\"_\",\"prepend_scheme\":\"sometimes\"}"), PF_ERROR_FORMAT,
+         "prepend_scheme"},
+        {TT_P("{\"type\":\"Metaspace\",\"replacement\":\"_\",\"add_prefix_space\":false}"), PF_ERROR_FORMAT,
+         "add_prefix_space"},
+        {TT_P("{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"ByteLevel\"},{\"type\":\"Metaspace\",\"replacement\":"
+              "\"_\"}]}"), PF_ERROR_UNSUPPORTED, "after ByteLevel"},
+        {TT_P("{\"type\":\"Punctuation\",\"behavior\":\"Sideways\"}"), PF_ERROR_FORMAT, "behavior"},
+        {TT_P("{\"type\":\"Digits\",\"individual_digits\":true}"), PF_ERROR_UNSUPPORTED, "Digits"},
+        {TT_D("{\"type\":\"Strip\",\"content\":\"ab\",\"start\":1,\"stop\":0}"), PF_ERROR_FORMAT, "content"},
+        {TT_D("{\"type\":\"Strip\",\"content\":\" \",\"start\":-1,\"stop\":0}"), PF_ERROR_FORMAT, "start"},
+        {TT_D("{\"type\":\"Replace\",\"pattern\":{\"Regex\":\"a\"},\"content\":\"b\"}"), PF_ERROR_UNSUPPORTED, "Regex"},
+        {TT_D("{\"type\":\"BPEDecoder\",\"suffix\":3}"), PF_ERROR_FORMAT, "suffix"},
+        {TT_D("{\"type\":\"Metaspace\",\"replacement\":\"\"}"), PF_ERROR_FORMAT, "replacement"},
+        {TT_D("{\"type\":\"CTC\"}"), PF_ERROR_UNSUPPORTED, "CTC"},
+        {TT_D("{\"type\":\"Sequence\",\"decoders\":[\"Fuse\"]}"), PF_ERROR_FORMAT, "not an object"},
+        {TT_Q("{\"type\":\"TemplateProcessing\",\"single\":[{\"SpecialToken\":{\"id\":\"<s>\",\"type_id\":0}},{\"Sequence\":"
+              "{\"id\":\"A\",\"type_id\":0}}],\"special_tokens\":{}}"), PF_ERROR_FORMAT, "<s>"},
+        {TT_Q("{\"type\":\"TemplateProcessing\",\"single\":[{\"Sequence\":{\"id\":\"B\",\"type_id\":0}}],"
+              "\"special_tokens\":{}}"), PF_ERROR_FORMAT, "single"},
+        {TT_Q("{\"type\":\"TemplateProcessing\",\"single\":\"$A\",\"special_tokens\":{}}"), PF_ERROR_FORMAT, "single"},
+        {TT_Q("{\"type\":\"TemplateProcessing\",\"single\":[{\"SpecialToken\":{\"id\":\"<s>\",\"type_id\":0}}],"
+              "\"special_tokens\":{\"<s>\":{\"id\":\"<s>\",\"ids\":[-1],\"tokens\":[\"<s>\"]}}}"), PF_ERROR_FORMAT, "bad id"},
+        {TT_Q("{\"type\":\"BertProcessing\",\"cls\":[\"[CLS]\",1]}"), PF_ERROR_FORMAT, "sep"},
+        {TT_Q("{\"type\":\"Sequence\",\"processors\":[{\"type\":\"Weird\"}]}"), PF_ERROR_UNSUPPORTED, "Weird"},
+        {"{\"model\":{\"type\":\"BPE\",\"continuing_subword_prefix\":5," TT_VOCAB ",\"merges\":[]}}", PF_ERROR_FORMAT,
+         "BPE option"},
+        {"{\"model\":{\"type\":\"BPE\",\"continuing_subword_prefix\":\"##\"," TT_VOCAB ",\"merges\":[\"a b\"]}}",
+         PF_ERROR_FORMAT, "continuing_subword_prefix"},
+        {"{\"model\":{\"type\":\"BPE\",\"byte_fallback\":\"yes\"," TT_VOCAB ",\"merges\":[]}}", PF_ERROR_FORMAT,
+         "BPE option"},
+    };
+    size_t i;
+    char dir[256], err[512];
+    pf_tokenizer *t;
+    pf_result r;
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) tt_expect_json_error(bad[i].json, bad[i].want, bad[i].needle);
+
+    /* a tokenizer without pre-tokenizer or decoder loads: BPE on the characters, ids joined by
+       spaces when decoded; a malformed tokenizer_config.json next to a tokenizer.json is an error */
+    if (tt_mkdtemp(dir, sizeof dir) == 0) {
+        static const char json[] = "{\"pre_tokenizer\":null,\"model\":{\"type\":\"BPE\"," TT_VOCAB ",\"merges\":[\"a b\"]}}";
+        int32_t ids[4];
+        size_t n = 0;
+        char text[16];
+        CHECK(tt_write(dir, "tokenizer.json", json, sizeof json - 1) == 0);
+        if ((t = tt_load(dir)) != NULL) {
+            r = pf_tokenize(t, "abba", 4, ids, 4, &n);
+            CHECK_MSG(r == PF_OK && n == 3 && ids[0] == 2 && ids[1] == 1 && ids[2] == 0, "\"abba\": %s, %zu ids",
+                      pf_result_string(r), n);
+            r = pf_detokenize(t, ids, n, text, sizeof text, &n);
+            CHECK_MSG(r == PF_OK && n == 6 && !memcmp(text, "ab b a", 6), "decode without a decoder: %s \"%.*s\"",
+                      pf_result_string(r), (int)n, text);
+            pf_tokenizer_free(t);
+        }
+        CHECK(tt_write(dir, "tokenizer_config.json", "{\"bos_token\": ", 14) == 0);
+        t = (pf_tokenizer *)&t;
+        r = pf_tokenizer_load(dir, &t, err, sizeof err);
+        CHECK_MSG(r == PF_ERROR_FORMAT && t == NULL && strstr(err, "tokenizer_config.json"), "bad config: %s (%s)",
+                  pf_result_string(r), err);
+        tt_rmdir(dir);
+    }
+#undef TT_M
+#undef TT_N
+#undef TT_P
+#undef TT_D
+#undef TT_Q
+}
+
 static void tt_test_bad_input(void) {
     char dir[1024], err[512] = "", small[8];
     pf_tokenizer *t = (pf_tokenizer *)&t;
@@ -627,16 +1213,15 @@ static void tt_test_bad_input(void) {
                          PF_ERROR_FORMAT, "sparse");
     tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"WordPiece\"," TT_VOCAB "}}", PF_ERROR_UNSUPPORTED, "WordPiece");
     tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"BPE\",\"byte_fallback\":true," TT_VOCAB ",\"merges\":[]}}",
-                         PF_ERROR_UNSUPPORTED, "byte_fallback");
+                         PF_ERROR_FORMAT, "byte_fallback");
     tt_expect_json_error("{\"pre_tokenizer\":{\"type\":\"Whitespace\"},\"model\":{\"type\":\"BPE\"," TT_VOCAB ",\"merges\":[]}}",
                          PF_ERROR_UNSUPPORTED, "Whitespace");
-    tt_expect_json_error("{\"pre_tokenizer\":null,\"model\":{\"type\":\"BPE\"," TT_VOCAB ",\"merges\":[]}}",
-                         PF_ERROR_UNSUPPORTED, "byte-level");
     tt_expect_json_error("{\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"Regex\":\"\\\\d+\"},\"behavior\":\"Isolated\","
                          "\"invert\":false},\"model\":{\"type\":\"BPE\"," TT_VOCAB ",\"merges\":[]}}",
                          PF_ERROR_UNSUPPORTED, "Split");
-    tt_expect_json_error(TT_PRE "\"normalizer\":{\"type\":\"NFC\"},\"model\":{\"type\":\"BPE\"," TT_VOCAB ",\"merges\":[]}}",
-                         PF_ERROR_UNSUPPORTED, "NFC");
+    tt_expect_json_error(TT_PRE "\"normalizer\":{\"type\":\"NFKC\"},\"model\":{\"type\":\"BPE\"," TT_VOCAB ",\"merges\":[]}}",
+                         PF_ERROR_UNSUPPORTED, "NFKC");
+    tt_test_bad_components();
     tt_expect_json_error("{\"pre_tokenizer\":{\"type\":\"ByteLevel\"},\"decoder\":{\"type\":\"WordPiece\"},"
                          "\"model\":{\"type\":\"BPE\"," TT_VOCAB ",\"merges\":[]}}",
                          PF_ERROR_UNSUPPORTED, "WordPiece");
@@ -653,5 +1238,9 @@ void test_tokenizer(void) {
     tt_test_gpt2();
     tt_test_tiny();
     tt_test_rules();
+    tt_test_families();
+    tt_test_prompts();
+    tt_test_styles();
+    tt_test_components();
     tt_test_bad_input();
 }

@@ -1,0 +1,1128 @@
+#!/usr/bin/env python3
+"""Regenerate the decoder-family test fixtures (issue 5) under test/fixtures/.
+
+Run as `python3 test/make_family_fixtures.py [dir ...]` (no argument: all of them). Deterministic
+(fixed seeds); it rewrites only the directories listed in FAMILIES below plus FAMILIES.md, and
+reuses the GPT-2 fixture script's constants and helpers (training text, hard strings, prompt,
+reference format).
+
+For every family a tiny random model is built with transformers (float32, eval, eager
+attention), with large weights and random norm weights / biases so that a wrong implementation
+gives clearly different logits, saved with save_pretrained (safetensors), and loaded back to
+write:
+
+  reference.txt          prompt_text, prompt_ids (as the dir's tokenizer encodes prompt_text by
+                         default, i.e. with BOS where the tokenizer adds one), max_new_tokens,
+                         greedy_ids (the new ids generate() returns, eos included if it stops),
+                         vocab_size
+  reference_logits.bin   float32 LE [n_prompt][vocab_size], logits of the prompt
+
+The seed of each model is the first from its base seed whose greedy steps all have a margin
+(top-1 minus top-2 logit) above MIN_GREEDY_MARGIN, whose greedy run is not short (eos), stuck on
+a few tokens or on padding ids, and whose generate() ids equal those of a cache-free argmax
+loop (except with dynamic NTK rope, where the two legitimately differ; see evaluate()).
+Each trait that a config switch can turn off (windows, rope scaling, parallel residual, rotary
+fraction) is checked to change the prompt logits by more than TRAIT_MIN_EFFECT.
+
+Each model dir gets a tokenizer trained here with `tokenizers` on make_fixtures.TRAINING_TEXT in
+its family's style, saved through the transformers tokenizer class of that family (so
+tokenizer.json / tokenizer_config.json are what transformers writes); the ids of
+AutoTokenizer.from_pretrained(dir) and of tokenizers.Tokenizer.from_file(dir/tokenizer.json)
+are checked to be equal on every hard string. One dir per tokenizer style gets cases.txt
+(`<hex utf-8>\t<ids>`, no special tokens added); those whose tokenizer adds a BOS (opt, llama,
+llama3-rope, mistral) also cases_special.txt (special tokens added). FAMILIES.md lists them all.
+"""
+
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+from transformers.utils import logging as hf_logging
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_fixtures import (  # noqa: E402
+    FIXTURES,
+    MAX_NEW_TOKENS,
+    MIN_GREEDY_MARGIN,
+    TOKENIZER_CASES,
+    TRAINING_TEXT,
+    ids_str,
+    reset_dir,
+)
+
+TRAIT_MIN_EFFECT = 1e-2  # max |logit difference| when a trait is switched off
+SEED_TRIES = 200
+MIN_NEW_TOKENS = 16  # a seed whose greedy run hits eos sooner is skipped
+MIN_DISTINCT = 8  # nor one whose greedy run settles into repeating a few tokens
+MAX_RUN = 3  # or repeats one token more than this many times in a row
+
+BLOOM_PATTERN = r" ?[^(\s|[.,!?…。，、।۔،])]+"
+LLAMA3_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+QWEN2_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+LLAMA3_SPECIALS = [
+    "<|begin_of_text|>",
+    "<|end_of_text|>",
+    "<|reserved_special_token_0|>",
+    "<|reserved_special_token_1|>",
+    "<|finetune_right_pad_id|>",
+    "<|reserved_special_token_2|>",
+    "<|start_header_id|>",
+    "<|end_header_id|>",
+    "<|eom_id|>",
+    "<|eot_id|>",
+    "<|python_tag|>",
+]
+QWEN2_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+# CodeGen's tokenizer adds runs of spaces and tabs as (non-special) added tokens after <|endoftext|>.
+CODEGEN_WHITESPACE = [" " * n for n in range(8, 1, -1)] + ["\t" * n for n in range(4, 1, -1)]
+
+PROMPTS = [
+    "Hello world, this is a test of 12 tokens",
+    "Hello world, this is a test",
+    "The quick brown fox jumps over the lazy dog",
+    "Hello again, world. Is this a test?",
+    "the dog is sleeping in the sun",
+    "A model is a function from tokens to logits",
+]
+
+
+# ----------------------------------------------------------------------------
+# tokenizers
+# ----------------------------------------------------------------------------
+
+
+def _trained_bpe(tok: Tokenizer, trainer, texts) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    tok.train_from_iterator(texts, trainer)
+    model = json.loads(tok.to_str())["model"]
+    merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
+    return dict(model["vocab"]), merges
+
+
+def _place(front: list[str], vocab: dict[str, int], back: list[str]) -> dict[str, int]:
+    """front tokens, then the trained vocab in its order, then back tokens."""
+    out = {t: i for i, t in enumerate(front)}
+    for t, _ in sorted(vocab.items(), key=lambda kv: kv[1]):
+        assert t not in out, t
+        out[t] = len(out)
+    for t in back:
+        assert t not in out, t
+        out[t] = len(out)
+    return out
+
+
+def train_byte_level(size: int, pre_tokenizer, front=(), back=(), normalizer=None):
+    """Byte-level BPE of `size` tokens in all (specials in front/back included)."""
+    tok = Tokenizer(models.BPE())
+    if normalizer is not None:
+        tok.normalizer = normalizer
+    tok.pre_tokenizer = pre_tokenizer
+    trainer = trainers.BpeTrainer(
+        vocab_size=size - len(front) - len(back),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=[],
+        show_progress=False,
+    )
+    vocab, merges = _trained_bpe(tok, trainer, TRAINING_TEXT.split("\n\n"))
+    assert len(vocab) == size - len(front) - len(back), f"trained only {len(vocab)} tokens"
+    return _place(list(front), vocab, list(back)), merges
+
+
+def split_then_byte_level(pattern: str):
+    return pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False),
+        ]
+    )
+
+
+def gpt2_style_tokenizer(size: int):
+    """GPT-Neo / GPT-J: the GPT-2 pipeline, <|endoftext|> last (bos = eos = unk)."""
+    from transformers import GPT2Tokenizer
+
+    eot = "<|endoftext|>"
+    vocab, merges = train_byte_level(size, pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True), back=[eot])
+    return GPT2Tokenizer(vocab=vocab, merges=merges, bos_token=eot, eos_token=eot, unk_token=eot)
+
+
+def codegen_tokenizer(size: int):
+    """CodeGen: GPT-2 vocab + <|endoftext|>, then runs of spaces/tabs as added tokens."""
+    from transformers import CodeGenTokenizer
+
+    eot = "<|endoftext|>"
+    vocab, merges = train_byte_level(size - len(CODEGEN_WHITESPACE), pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True), back=[eot])
+    tok = CodeGenTokenizer(vocab=vocab, merges=merges, bos_token=eot, eos_token=eot, unk_token=eot)
+    tok.add_tokens([AddedToken(w, special=False, normalized=True, lstrip=False, rstrip=False) for w in CODEGEN_WHITESPACE])
+    return tok
+
+
+def opt_tokenizer(size: int):
+    """OPT: GPT-2 pipeline, <s> <pad> </s> <unk> at 0..3, </s> prepended as BOS."""
+    from transformers import GPT2Tokenizer
+
+    front = ["<s>", "<pad>", "</s>", "<unk>"]
+    vocab, merges = train_byte_level(size, pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True), front=front)
+    return GPT2Tokenizer(
+        vocab=vocab,
+        merges=merges,
+        bos_token="</s>",
+        eos_token="</s>",
+        unk_token="</s>",
+        pad_token="<pad>",
+        add_bos_token=True,
+    )
+
+
+def neox_tokenizer(size: int):
+    """GPT-NeoX / Pythia: NFC, GPT-2 pre-tokenizer, <|endoftext|> = 0, <|padding|> = 1."""
+    from transformers import GPTNeoXTokenizer
+
+    front = ["<|endoftext|>", "<|padding|>"]
+    vocab, merges = train_byte_level(
+        size, pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True), front=front, normalizer=normalizers.NFC()
+    )
+    return GPTNeoXTokenizer(vocab=vocab, merges=merges, add_bos_token=False, add_eos_token=False)
+
+
+def bloom_tokenizer(size: int):
+    """BLOOM: Split on its own regex, then byte-level without regex; <unk> <s> </s> <pad> at 0..3.
+
+    transformers 5 has no BLOOM tokenizer class (tokenizer_class BloomTokenizerFast maps to
+    TokenizersBackend, which takes tokenizer.json as it is), so tokenizer.json is built here the
+    way bigscience/bloom's is."""
+    from transformers import TokenizersBackend
+
+    front = ["<unk>", "<s>", "</s>", "<pad>"]
+    pre = split_then_byte_level(BLOOM_PATTERN)
+    vocab, merges = train_byte_level(size, pre, front=front)
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, continuing_subword_prefix="", end_of_word_suffix="", fuse_unk=False))
+    tok.pre_tokenizer = pre
+    tok.post_processor = processors.ByteLevel(add_prefix_space=True, trim_offsets=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel(add_prefix_space=True, trim_offsets=True, use_regex=False)
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in front])
+    return TokenizersBackend(
+        tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<pad>", tokenizer_class="BloomTokenizerFast"
+    ), tok
+
+
+def llama3_tokenizer(size: int):
+    """LLaMA-3: byte-level BPE behind a Split on the LLaMA-3 regex, ignore_merges, specials at the
+    end, BOS added by a TemplateProcessing post-processor (as meta-llama/Llama-3.x ships it,
+    tokenizer_class PreTrainedTokenizerFast)."""
+    from transformers import TokenizersBackend
+
+    pre = split_then_byte_level(LLAMA3_PATTERN)
+    vocab, merges = train_byte_level(size, pre, back=LLAMA3_SPECIALS)
+    bos, eos = LLAMA3_SPECIALS[0], LLAMA3_SPECIALS[1]
+    tok = Tokenizer(
+        models.BPE(vocab=vocab, merges=merges, continuing_subword_prefix="", end_of_word_suffix="", fuse_unk=False, ignore_merges=True)
+    )
+    tok.pre_tokenizer = pre
+    tok.post_processor = processors.Sequence(
+        [
+            processors.ByteLevel(add_prefix_space=True, trim_offsets=False, use_regex=True),
+            processors.TemplateProcessing(
+                single=f"{bos}:0 $A:0", pair=f"{bos}:0 $A:0 {bos}:1 $B:1", special_tokens=[(bos, vocab[bos])]
+            ),
+        ]
+    )
+    tok.decoder = decoders.ByteLevel(add_prefix_space=True, trim_offsets=True, use_regex=True)
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in LLAMA3_SPECIALS])
+    return TokenizersBackend(
+        tokenizer_object=tok, bos_token=bos, eos_token=eos, tokenizer_class="PreTrainedTokenizerFast"
+    ), tok
+
+
+def qwen2_tokenizer(size: int):
+    """Qwen2: NFC, Split on Qwen2's regex (single digits), byte-level; specials at the end; no BOS."""
+    from transformers import Qwen2Tokenizer
+
+    vocab, merges = train_byte_level(size, split_then_byte_level(QWEN2_PATTERN), back=QWEN2_SPECIALS, normalizer=normalizers.NFC())
+    return Qwen2Tokenizer(
+        vocab=vocab,
+        merges=merges,
+        unk_token=None,
+        bos_token=None,
+        eos_token="<|endoftext|>",
+        pad_token="<|endoftext|>",
+        extra_special_tokens=QWEN2_SPECIALS[1:],
+    )
+
+
+def train_llama2_pieces(size: int):
+    """SentencePiece-style BPE: <unk> <s> </s>, the 256 byte tokens <0x00>..<0xFF>, then pieces
+    learnt on '▁'-joined words (no newline or tab pieces: those fall back to bytes)."""
+    front = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    tok = Tokenizer(models.BPE(byte_fallback=True, unk_token="<unk>", fuse_unk=True))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True)
+    trainer = trainers.BpeTrainer(vocab_size=size - len(front), special_tokens=[], show_progress=False)
+    lines = [line for line in TRAINING_TEXT.split("\n") if line.strip()]
+    vocab, merges = _trained_bpe(tok, trainer, lines)
+    assert len(vocab) == size - len(front), f"trained only {len(vocab)} pieces"
+    return _place(front, vocab, []), merges
+
+
+def llama2_tokenizer(size: int):
+    """LLaMA-2 as transformers 5 writes it: LlamaTokenizer (Metaspace pre-tokenizer, prepend
+    'first', no split; byte fallback; BOS by TemplateProcessing)."""
+    from transformers import LlamaTokenizer
+
+    vocab, merges = train_llama2_pieces(size)
+    return LlamaTokenizer(vocab=vocab, merges=merges, add_bos_token=True, add_eos_token=False, legacy=False)
+
+
+def mistral_tokenizer(size: int):
+    """Mistral-7B-v0.1 as the hub ships its tokenizer.json: normalizer Prepend('▁') + Replace(' ',
+    '▁'), no pre-tokenizer, BPE with byte fallback, BOS by TemplateProcessing, tokenizer_class
+    LlamaTokenizer (AutoTokenizer loads it for model_type mistral as TokenizersBackend, verbatim)."""
+    from transformers import TokenizersBackend
+
+    vocab, merges = train_llama2_pieces(size)
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>", fuse_unk=True, byte_fallback=True))
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+    tok.pre_tokenizer = None
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s>:0 $A:0", pair="<s>:0 $A:0 <s>:1 $B:1", special_tokens=[("<s>", 1)]
+    )
+    tok.decoder = decoders.Sequence(
+        [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0)]
+    )
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in ("<unk>", "<s>", "</s>")])
+    return TokenizersBackend(
+        tokenizer_object=tok,
+        unk_token="<unk>",
+        bos_token="<s>",
+        eos_token="</s>",
+        add_bos_token=True,
+        add_eos_token=False,
+        legacy=False,
+        tokenizer_class="LlamaTokenizer",
+    ), tok
+
+
+def train_suffix_bpe(tok: Tokenizer, texts, size: int):
+    """BPE with '</w>' on each word's last symbol, trained here in Python: the tokenizers trainer
+    orders the '</w>' alphabet and breaks ties between equal pair counts differently from run to
+    run. Ties go to the lexicographically smallest pair; vocab = sorted alphabet, then merges."""
+    from collections import Counter
+
+    freq = Counter()
+    for text in texts:
+        if tok.normalizer is not None:
+            text = tok.normalizer.normalize_str(text)
+        for word, _ in tok.pre_tokenizer.pre_tokenize_str(text):
+            freq[word] += 1
+    words = [[*w[:-1], w[-1] + "</w>"] for w in sorted(freq)]
+    counts = [freq[w] for w in sorted(freq)]
+    vocab = {t: i for i, t in enumerate(sorted({s for w in words for s in w}))}
+    merges = []
+    while len(vocab) < size:
+        pairs = Counter()
+        for w, c in zip(words, counts):
+            for pair in zip(w, w[1:]):
+                pairs[pair] += c
+        if not pairs:
+            break
+        best = min(pairs, key=lambda p: (-pairs[p], p))
+        merges.append(best)
+        joined = best[0] + best[1]
+        vocab.setdefault(joined, len(vocab))
+        for w in words:
+            i = 0
+            while i < len(w) - 1:
+                if (w[i], w[i + 1]) == best:
+                    w[i:i + 2] = [joined]
+                i += 1
+    assert len(vocab) == size, f"trained only {len(vocab)} tokens"
+    return vocab, merges
+
+
+def openai_tokenizer(size: int):
+    """OpenAI GPT: BertNormalizer (lowercase, accents stripped), BertPreTokenizer, BPE with '</w>'."""
+    from transformers import OpenAIGPTTokenizer
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>", end_of_word_suffix="</w>"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    vocab, merges = train_suffix_bpe(tok, TRAINING_TEXT.split("\n\n"), size - 1)
+    vocab = _place([], vocab, ["<unk>"])
+    return OpenAIGPTTokenizer(vocab=vocab, merges=merges, unk_token="<unk>")
+
+
+CTRL_WORD = r"\S+\n?"
+
+
+def ctrl_tokenizer(size: int, out: Path):
+    """CTRL: words are `\\S+\\n?` matches, BPE with '</w>' on the last symbol; vocab.json spells a
+    non-final piece 'xx@@' and a final one 'xx'. Writes vocab.json + merges.txt (what the hub
+    ships; CTRLTokenizer is a Python tokenizer) and a tokenizer.json equivalent to them: the same
+    BPE with end_of_word_suffix '</w>', its token strings renamed ('xx' = 'xx@@', 'xx</w>' = 'xx')
+    under the same ids, behind Split(`\\S+\\n?`, removed, invert)."""
+    from transformers import CTRLTokenizer
+
+    pre = pre_tokenizers.Split(Regex(CTRL_WORD), behavior="removed", invert=True)
+    tok = Tokenizer(models.BPE(unk_token="<unk>", end_of_word_suffix="</w>"))
+    tok.pre_tokenizer = pre
+    # Trained line by line: a merge with a newline in it could not be written to merges.txt, so
+    # a word's trailing newline is an unknown symbol (<unk>), as any other unseen character.
+    vocab, merges = train_suffix_bpe(tok, TRAINING_TEXT.split("\n"), size - 1)
+    assert not any("\n" in t for t in vocab)
+    vocab = _place([], vocab, ["<unk>"])
+    ctrl_vocab = {}
+    for t, i in vocab.items():
+        name = t if t == "<unk>" else (t[: -len("</w>")] if t.endswith("</w>") else t + "@@")
+        assert name not in ctrl_vocab, name
+        ctrl_vocab[name] = i
+    (out / "vocab.json").write_text(json.dumps(ctrl_vocab, ensure_ascii=False), encoding="utf-8")
+    (out / "merges.txt").write_text("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges), encoding="utf-8")
+    hf_tok = CTRLTokenizer(vocab_file=str(out / "vocab.json"), merges_file=str(out / "merges.txt"))
+    with tempfile.TemporaryDirectory() as tmp:
+        hf_logging.set_verbosity_error()  # it warns that merges.txt ranks "are not consecutive" (they are)
+        hf_tok.save_pretrained(tmp)
+        hf_logging.set_verbosity_warning()
+        for name in ("vocab.json", "merges.txt"):
+            assert json.loads(Path(tmp, name).read_text()) == ctrl_vocab if name == "vocab.json" else (
+                Path(tmp, name).read_text().splitlines()[1:] == (out / name).read_text().splitlines()[1:]
+            ), name
+        shutil.copy(Path(tmp, "tokenizer_config.json"), out)
+
+    fast = Tokenizer(
+        models.BPE(vocab=vocab, merges=merges, unk_token="<unk>", end_of_word_suffix="</w>", fuse_unk=False)
+    )
+    fast.pre_tokenizer = pre
+    fast.decoder = decoders.BPEDecoder(suffix="</w>")
+    fast.add_special_tokens([AddedToken("<unk>", special=True, normalized=False)])
+    fast.save(str(out / "tokenizer.json"), pretty=False)
+    return hf_tok
+
+
+def check_tokenizer_dir(out: Path, reference) -> None:
+    """AutoTokenizer from the dir, the tokenizer object we saved, and the raw tokenizer.json agree."""
+    auto = AutoTokenizer.from_pretrained(out)
+    raw = Tokenizer.from_file(str(out / "tokenizer.json"))
+    assert len(auto) == len(reference), (len(auto), len(reference))
+    for text in TOKENIZER_CASES + PROMPTS + [TRAINING_TEXT]:
+        for special in (False, True):
+            a = auto.encode(text, add_special_tokens=special)
+            b = raw.encode(text, add_special_tokens=special).ids
+            c = reference.encode(text, add_special_tokens=special)
+            assert a == b == c, (out.name, special, text, a, b, c)
+
+
+def write_cases(out: Path, tok, special: bool = False) -> None:
+    lines = []
+    for text in TOKENIZER_CASES:
+        ids = tok.encode(text, add_special_tokens=special)
+        lines.append(text.encode("utf-8").hex() + "\t" + ",".join(map(str, ids)))
+    name = "cases_special.txt" if special else "cases.txt"
+    (out / name).write_text("\n".join(lines) + "\n", encoding="ascii")
+
+
+# ----------------------------------------------------------------------------
+# models
+# ----------------------------------------------------------------------------
+
+
+def randomize(model: torch.nn.Module, seed: int) -> None:
+    """Norm weights 1 + 0.2 N(0,1), norm and linear biases 0.1 N(0,1) (they init to 1 / 0)."""
+    gen = torch.Generator().manual_seed(seed + 1)
+    with torch.no_grad():
+        for _, module in sorted(model.named_modules()):
+            is_norm = isinstance(module, torch.nn.LayerNorm) or "Norm" in type(module).__name__
+            for pname, p in sorted(module.named_parameters(recurse=False)):
+                if is_norm and pname == "weight":
+                    p.copy_(1.0 + 0.2 * torch.randn(p.shape, generator=gen))
+                elif pname == "bias":
+                    p.copy_(0.1 * torch.randn(p.shape, generator=gen))
+
+
+def build_model(config, seed: int, tweak=None):
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32, attn_implementation="eager").eval()
+    randomize(model, seed)
+    if tweak is not None:
+        with torch.no_grad():
+            tweak(model)
+    return model
+
+
+def scale_params(factors: dict[str, float]):
+    """Multiply the parameters whose name ends with a key by its factor. With tied embeddings a
+    token's own embedding can dominate the residual stream so that the model predicts the token
+    it was given, over and over; smaller embeddings and a larger last norm (to keep the logits
+    large) avoid that."""
+    def tweak(model):
+        for name, p in model.named_parameters():
+            for suffix, factor in factors.items():
+                if name.endswith(suffix):
+                    p.mul_(factor)
+    return tweak
+
+
+def load_model(path: Path, config=None):
+    kwargs = {} if config is None else {"config": config}
+    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation="eager", **kwargs).eval()
+
+
+def prompt_logits(model, prompt_ids) -> torch.Tensor:
+    with torch.no_grad():
+        return model(torch.tensor([prompt_ids])).logits[0].float()
+
+
+def greedy_generate(model, prompt_ids, eos, pad):
+    """generate()'s new ids (KV cache) and the top-1 minus top-2 margin of each step."""
+    x = torch.tensor([prompt_ids])
+    with torch.no_grad():
+        out = model.generate(
+            x,
+            attention_mask=torch.ones_like(x),
+            max_new_tokens=MAX_NEW_TOKENS,
+            do_sample=False,
+            num_beams=1,
+            eos_token_id=eos,
+            pad_token_id=pad,
+            output_logits=True,
+            return_dict_in_generate=True,
+        )
+    new_ids = out.sequences[0, len(prompt_ids):].tolist()
+    margins = []
+    for step in out.logits:
+        top2 = torch.topk(step[0].float(), 2).values
+        margins.append(float(top2[0] - top2[1]))
+    assert [int(s[0].argmax()) for s in out.logits] == new_ids
+    return new_ids, min(margins), torch.stack([s[0] for s in out.logits])
+
+
+def greedy_no_cache(model, prompt_ids, eos):
+    """Plain argmax loop re-running the whole sequence each step (no cache)."""
+    seq, new, last = list(prompt_ids), [], []
+    with torch.no_grad():
+        for _ in range(MAX_NEW_TOKENS):
+            logits = model(torch.tensor([seq])).logits[0, -1]
+            last.append(logits)
+            nxt = int(logits.argmax())
+            new.append(nxt)
+            seq.append(nxt)
+            if eos is not None and nxt == eos:
+                break
+    return new, torch.stack(last)
+
+
+# ----------------------------------------------------------------------------
+# the families
+# ----------------------------------------------------------------------------
+
+INIT_STD = 0.3
+
+
+def _ids(tok):
+    """bos / eos / pad ids of a transformers tokenizer (None where it has none)."""
+    return tok.bos_token_id, tok.eos_token_id, tok.pad_token_id
+
+
+def cfg_gpt_neo(v, tok):
+    from transformers import GPTNeoConfig
+
+    bos, eos, _ = _ids(tok)
+    return GPTNeoConfig(
+        vocab_size=v, max_position_embeddings=64, hidden_size=48, num_layers=2, num_heads=6, intermediate_size=96,
+        attention_types=[[["global", "local"], 1]], window_size=8, activation_function="gelu_new",
+        initializer_range=INIT_STD, bos_token_id=bos, eos_token_id=eos,
+    )
+
+
+def cfg_gptj(v, tok):
+    from transformers import GPTJConfig
+
+    bos, eos, _ = _ids(tok)
+    return GPTJConfig(
+        vocab_size=v, n_positions=64, n_embd=48, n_layer=2, n_head=6, rotary_dim=4, n_inner=96,
+        activation_function="gelu_new", initializer_range=INIT_STD, bos_token_id=bos, eos_token_id=eos,
+    )
+
+
+def cfg_gpt_neox(v, tok, hidden=96, rotary_pct=0.25, parallel=True):
+    from transformers import GPTNeoXConfig
+
+    bos, eos, pad = _ids(tok)
+    return GPTNeoXConfig(
+        vocab_size=v, max_position_embeddings=64, hidden_size=hidden, num_hidden_layers=2, num_attention_heads=6,
+        intermediate_size=64, hidden_act="gelu", rotary_pct=rotary_pct, rotary_emb_base=10000,
+        use_parallel_residual=parallel, initializer_range=INIT_STD, bos_token_id=bos, eos_token_id=eos,
+        pad_token_id=pad, tie_word_embeddings=False,
+    )
+
+
+def cfg_gpt_neox_seq(v, tok):
+    return cfg_gpt_neox(v, tok, hidden=48, rotary_pct=0.5, parallel=False)
+
+
+def cfg_opt(v, tok, proj=None, pre_norm=True):
+    from transformers import OPTConfig
+
+    bos, eos, pad = _ids(tok)
+    return OPTConfig(
+        vocab_size=v, hidden_size=48, num_hidden_layers=2, ffn_dim=96, num_attention_heads=6, max_position_embeddings=64,
+        do_layer_norm_before=pre_norm, word_embed_proj_dim=proj, activation_function="relu", init_std=INIT_STD,
+        bos_token_id=bos, eos_token_id=eos, pad_token_id=pad, dropout=0.0,
+    )
+
+
+def cfg_opt_350m(v, tok):
+    return cfg_opt(v, tok, proj=32, pre_norm=False)
+
+
+def cfg_bloom(v, tok):
+    from transformers import BloomConfig
+
+    bos, eos, pad = _ids(tok)
+    return BloomConfig(
+        vocab_size=v, hidden_size=48, n_layer=2, n_head=6, initializer_range=INIT_STD,
+        bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def cfg_llama(v, tok, rope=None, max_pos=64, kv=2):
+    from transformers import LlamaConfig
+
+    bos, eos, pad = _ids(tok)
+    return LlamaConfig(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=kv, max_position_embeddings=max_pos, rms_norm_eps=1e-5, initializer_range=INIT_STD,
+        rope_parameters=rope or {"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False,
+        bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def cfg_llama_linear(v, tok):
+    return cfg_llama(v, tok, rope={"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0})
+
+
+def cfg_llama_dynamic(v, tok, n_prompt):
+    # max_position_embeddings below the prompt length: NTK scaling is on for the prompt logits
+    # already and grows at every generated token.
+    return cfg_llama(v, tok, rope={"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}, max_pos=n_prompt - 4)
+
+
+def cfg_llama3(v, tok):
+    # head_dim 8, theta 5e5: wavelengths 6.3, 167, 4.4e3, 1.2e5 against 64 (high) and 256 (low):
+    # one kept, one smoothed, two divided by the factor.
+    rope = {
+        "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 256, "rope_theta": 500000.0,
+    }
+    return cfg_llama(v, tok, rope=rope, max_pos=2048)
+
+
+def cfg_mistral(v, tok):
+    from transformers import MistralConfig
+
+    bos, eos, pad = _ids(tok)
+    return MistralConfig(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=2, max_position_embeddings=128, sliding_window=8, rms_norm_eps=1e-5,
+        initializer_range=INIT_STD, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        tie_word_embeddings=False, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def cfg_qwen2(v, tok):
+    from transformers import Qwen2Config
+
+    bos, eos, pad = _ids(tok)
+    return Qwen2Config(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=1, max_position_embeddings=128, rms_norm_eps=1e-6, initializer_range=INIT_STD,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}, use_sliding_window=False,
+        tie_word_embeddings=True, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def cfg_codegen(v, tok):
+    from transformers import CodeGenConfig
+
+    bos, eos, _ = _ids(tok)
+    return CodeGenConfig(
+        vocab_size=v, n_positions=64, n_ctx=64, n_embd=72, n_layer=2, n_head=12, rotary_dim=4, n_inner=64,
+        activation_function="gelu_new", initializer_range=INIT_STD, bos_token_id=bos, eos_token_id=eos,
+        tie_word_embeddings=False,
+    )
+
+
+def cfg_openai(v, tok):
+    from transformers import OpenAIGPTConfig
+
+    return OpenAIGPTConfig(
+        vocab_size=v, n_positions=64, n_embd=48, n_layer=2, n_head=6, afn="gelu", initializer_range=INIT_STD,
+        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+    )
+
+
+def cfg_ctrl(v, tok):
+    from transformers import CTRLConfig
+
+    return CTRLConfig(
+        vocab_size=v, n_positions=64, n_embd=48, dff=96, n_layer=2, n_head=6, initializer_range=INIT_STD,
+        resid_pdrop=0.0, embd_pdrop=0.0,
+    )
+
+
+# --- ways to switch one trait off (applied to the config loaded from the dir) ---
+
+
+def set_attr(**kv):
+    def apply(cfg):
+        for k, v in kv.items():
+            setattr(cfg, k, v)
+    return apply
+
+
+def set_rope(**kv):
+    def apply(cfg):
+        cfg.rope_parameters = dict(cfg.rope_parameters, **kv)
+    return apply
+
+
+def plain_rope(cfg):
+    cfg.rope_parameters = {"rope_type": "default", "rope_theta": cfg.rope_parameters["rope_theta"]}
+
+
+# --- config.json as older hub checkpoints spell it (transformers 5 writes rope_parameters) ---
+
+
+def pythia_style_config(cfg: dict) -> dict:
+    rope = cfg.pop("rope_parameters")
+    assert rope["rope_type"] == "default", rope
+    cfg["rotary_pct"] = rope["partial_rotary_factor"]
+    cfg["rotary_emb_base"] = rope["rope_theta"]
+    return cfg
+
+
+def rope_scaling_style_config(type_key: str):
+    """rope_theta at the top and rope_scaling with the scaling keys; type_key "type" (Llama 2 era)
+    or "rope_type" (Llama 3.1)."""
+    def rewrite(cfg: dict) -> dict:
+        rope = dict(cfg.pop("rope_parameters"))
+        cfg["rope_theta"] = rope.pop("rope_theta")
+        scaling = {type_key: rope.pop("rope_type")}
+        scaling.update(rope)
+        cfg["rope_scaling"] = scaling
+        return cfg
+    return rewrite
+
+
+def save_tok(tok, out: Path, hub_class: str | None = None):
+    """save_pretrained; hub_class replaces the tokenizer_class it writes (TokenizersBackend) with
+    the one the family's hub repos name."""
+    tok.save_pretrained(out)
+    if hub_class:
+        path = out / "tokenizer_config.json"
+        cfg = json.loads(path.read_text(encoding="utf-8"))
+        cfg["tokenizer_class"] = hub_class
+        path.write_text(json.dumps(cfg, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return tok
+
+
+GPT2_REGEX_STYLE = "byte-level BPE, GPT-2 regex (ByteLevel use_regex)"
+LLAMA2_V5_STYLE = "LLaMA-2 SentencePiece-BPE, byte fallback; Metaspace pre-tokenizer (as transformers 5 writes it)"
+LLAMA2_HUB_STYLE = "LLaMA-2 SentencePiece-BPE, byte fallback; Prepend+Replace normalizer (as the hub ships Mistral/Llama-2)"
+
+FAMILIES = [
+    dict(
+        name="gpt_neo", config=cfg_gpt_neo, seed=100, vocab_pad=0, cases=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style=GPT2_REGEX_STYLE + ", <|endoftext|> last",
+        traits="learned positions; alternating global/local layers (window_size 8, current token included); "
+               "no 1/sqrt(d) attention scaling; separate q/k/v without bias, out_proj with bias; gelu_new; tied head",
+        ablations=[("local window off", set_attr(window_size=64))],
+    ),
+    dict(
+        name="gptj", config=cfg_gptj, seed=200, vocab_pad=16, cases=False,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style=GPT2_REGEX_STYLE + " (same as gpt_neo)",
+        traits="interleaved (every-two) rotary on rotary_dim 4 of head_dim 8; parallel residual with one ln_1; "
+               "no qkv/out bias; untied lm_head with bias; model vocab = tokenizer + 16",
+        ablations=[("rotary over the full head", set_attr(rotary_dim=8))],
+    ),
+    dict(
+        name="gpt_neox", config=cfg_gpt_neox, seed=300, vocab_pad=0, cases=True,
+        tokenizer=lambda out: save_tok(neox_tokenizer(320), out), tok_style="byte-level BPE, GPT-2 regex, NFC normalizer (GPTNeoXTokenizer)",
+        traits="fused query_key_value interleaved per head [q|k|v] of each head; rotary halves on 25% (4 of 16 dims); "
+               "use_parallel_residual true (two norms); qkv/dense bias; untied embed_out",
+        ablations=[("sequential residual", set_attr(use_parallel_residual=False)),
+                   ("rotary on 50%", set_rope(partial_rotary_factor=0.5))],
+    ),
+    dict(
+        name="gpt_neox-seq", config=cfg_gpt_neox_seq, seed=400, vocab_pad=0, cases=False,
+        tokenizer=lambda out: save_tok(neox_tokenizer(320), out), tok_style="as gpt_neox",
+        traits="as gpt_neox but use_parallel_residual false and rotary on 50% (4 of 8 dims); config.json in the "
+               "Pythia hub spelling (rotary_pct, rotary_emb_base; no rope_parameters)",
+        ablations=[("parallel residual", set_attr(use_parallel_residual=True)),
+                   ("rotary on 100%", set_rope(partial_rotary_factor=1.0))],
+        legacy=pythia_style_config,
+    ),
+    dict(
+        name="opt", config=cfg_opt, seed=500, vocab_pad=8, cases=True, cases_special=True,
+        tokenizer=lambda out: save_tok(opt_tokenizer(384), out),
+        tok_style="byte-level BPE, GPT-2 regex; <s> <pad> </s> <unk> = 0..3; </s> prepended as BOS (TemplateProcessing)",
+        traits="learned positions offset by 2; do_layer_norm_before true with final_layer_norm; relu; q/k/v/out bias; "
+               "tied head; model vocab = tokenizer + 8",
+        ablations=[],
+    ),
+    dict(
+        name="opt-350m-style", config=cfg_opt_350m, seed=600, vocab_pad=8, cases=False,
+        tokenizer=lambda out: save_tok(opt_tokenizer(384), out), tok_style="as opt",
+        traits="word_embed_proj_dim 32 != hidden 48 (project_in / project_out, no bias); do_layer_norm_before false "
+               "(post-norm, no final_layer_norm); positions offset by 2",
+        ablations=[],
+    ),
+    dict(
+        name="bloom", config=cfg_bloom, seed=700, vocab_pad=0, cases=True,
+        tokenizer=lambda out: save_tok(bloom_tokenizer(384)[0], out, "BloomTokenizerFast"),
+        tok_style="byte-level BPE behind Split on BLOOM's regex ` ?[^(\\s|[.,!?…。，、।۔،])]+` (also splits ( ) |); "
+                  "<unk> <s> </s> <pad> = 0..3; no BOS added (TokenizersBackend, tokenizer_class BloomTokenizerFast)",
+        traits="ALiBi with 6 heads (not a power of 2: extra interleaved slopes); word_embeddings_layernorm; fused "
+               "query_key_value interleaved per head; gelu (tanh form); tied head",
+        ablations=[],
+    ),
+    dict(
+        name="llama", config=cfg_llama, seed=800, vocab_pad=0, cases=True, cases_special=True,
+        tokenizer=lambda out: save_tok(llama2_tokenizer(512), out), tok_style=LLAMA2_V5_STYLE,
+        traits="RMSNorm; SwiGLU; rotary halves over the full head_dim 8; GQA 6 q heads / 2 kv heads; untied lm_head",
+        ablations=[],
+    ),
+    dict(
+        name="llama-rope-linear", config=cfg_llama_linear, seed=900, vocab_pad=0, cases=False,
+        tokenizer=lambda out: save_tok(llama2_tokenizer(512), out), tok_style="as llama",
+        traits="llama + rope_parameters linear, factor 2 (positions divided by 2)",
+        ablations=[("plain rope", plain_rope)],
+    ),
+    dict(
+        name="llama-rope-dynamic", config=cfg_llama_dynamic, seed=1000, vocab_pad=0, cases=False, dynamic=True,
+        tokenizer=lambda out: save_tok(llama2_tokenizer(512), out), tok_style="as llama",
+        traits="llama + dynamic NTK rope, factor 2, max_position_embeddings 4 below the prompt length (scaled "
+               "already for the prompt logits, rescaled at every generated token); config.json in the Llama-2 hub "
+               "spelling (rope_theta + rope_scaling {type: dynamic})",
+        ablations=[("plain rope", plain_rope)],
+        legacy=rope_scaling_style_config("type"),
+    ),
+    dict(
+        name="llama3-rope", config=cfg_llama3, seed=1100, vocab_pad=0, cases=True, cases_special=True,
+        tokenizer=lambda out: save_tok(llama3_tokenizer(384)[0], out, "PreTrainedTokenizerFast"),
+        tok_style="LLaMA-3 byte-level BPE: Split on the LLaMA-3 regex + ByteLevel(use_regex false), ignore_merges, "
+                  "11 specials at the end, <|begin_of_text|> added by TemplateProcessing (tokenizer_class "
+                  "PreTrainedTokenizerFast)",
+        traits="llama + rope llama3 (factor 8, low 1, high 4, original 256, theta 5e5: all three frequency bands "
+               "hit); config.json in the Llama-3.1 hub spelling (rope_theta + rope_scaling {rope_type: llama3})",
+        ablations=[("plain rope", plain_rope)],
+        legacy=rope_scaling_style_config("rope_type"),
+    ),
+    dict(
+        name="mistral", config=cfg_mistral, seed=1200, vocab_pad=0, cases=True, cases_special=True,
+        tokenizer=lambda out: save_tok(mistral_tokenizer(512)[0], out, "LlamaTokenizer"),
+        tok_style=LLAMA2_HUB_STYLE,
+        traits="sliding_window 8 (current token included) on every layer; GQA 6/2; RMSNorm; SwiGLU; rotary halves",
+        ablations=[("no sliding window", set_attr(sliding_window=None))],
+    ),
+    dict(
+        name="qwen2", config=cfg_qwen2, seed=1300, vocab_pad=0, cases=True,
+        tokenizer=lambda out: save_tok(qwen2_tokenizer(384), out),
+        tok_style="Qwen2 byte-level BPE: NFC, Split on Qwen2's regex (single digits) + ByteLevel; <|endoftext|> "
+                  "<|im_start|> <|im_end|> at the end; no BOS",
+        traits="q/k/v bias (no o bias); multi-query: 6 q heads / 1 kv head; tied embeddings; rope theta 1e6",
+        ablations=[],
+    ),
+    dict(
+        name="codegen", config=cfg_codegen, seed=1400, vocab_pad=12, cases=True,
+        tokenizer=lambda out: save_tok(codegen_tokenizer(320), out),
+        tok_style="byte-level BPE, GPT-2 regex; <|endoftext|> then added (non-special) tokens for 8..2 spaces and "
+                  "4..2 tabs (CodeGenTokenizer)",
+        traits="fused qkv_proj in mp_num=4 blocks, each [q|v|k] of 3 heads (12 heads do not align with the 4 blocks "
+               "on 3 ranks); interleaved rotary on rotary_dim 4 of head_dim 6; parallel residual; untied lm_head "
+               "with bias; model vocab = tokenizer + 12",
+        ablations=[("rotary over the full head", set_attr(rotary_dim=6))],
+    ),
+    dict(
+        name="openai-gpt", config=cfg_openai, seed=1500, vocab_pad=0, cases=True,
+        tweak=scale_params({"tokens_embed.weight": 0.3, "h.1.ln_2.weight": 3.0, "h.1.ln_2.bias": 3.0}),
+        tokenizer=lambda out: save_tok(openai_tokenizer(384), out),
+        tok_style="OpenAI GPT BPE with '</w>': BertNormalizer (lowercase, strip accents, CJK spacing), "
+                  "BertPreTokenizer; <unk> last; no eos",
+        traits="post-norm blocks (ln after each residual add), no final norm; learned positions; exact gelu; "
+               "Conv1D weights [in, out]; tied head; no eos (generation runs all 20 steps)",
+        ablations=[],
+    ),
+    dict(
+        name="ctrl", config=cfg_ctrl, seed=1600, vocab_pad=0, cases=True,
+        tweak=scale_params({"transformer.w.weight": 0.15, "transformer.layernorm.weight": 4.0, "transformer.layernorm.bias": 4.0}),
+        tokenizer=lambda out: ctrl_tokenizer(384, out),
+        tok_style="CTRL BPE: words `\\S+\\n?`, '@@' continuation in vocab.json/merges.txt (CTRLTokenizer, Python); "
+                  "tokenizer.json is an equivalent written here (HF ships none for CTRL); no eos",
+        traits="sinusoidal positions ([sin | cos] halves); embeddings scaled by sqrt(48); pre-norm with final "
+               "layernorm (block norms eps 1e-6 hard-coded); relu ffn; tied head with lm_head bias",
+        ablations=[],
+    ),
+]
+
+
+# ----------------------------------------------------------------------------
+# building one family
+# ----------------------------------------------------------------------------
+
+
+def pick_prompt(tok) -> tuple[str, list[int]]:
+    for text in PROMPTS:
+        ids = tok.encode(text)  # as the tokenizer encodes by default (BOS where it adds one)
+        if 8 <= len(ids) <= 16:
+            return text, ids
+    raise SystemExit("no prompt of 8..16 tokens")
+
+
+def evaluate(config, seed, prompt_ids, eos, pad, n_tok, cache_free_may_differ=False, tweak=None):
+    """Prompt logits, generate() ids and margin, and the cache-free ids, each on a fresh model.
+
+    With dynamic NTK rope the two legitimately differ: generate() keeps each cached key rotated
+    with the base of the step that computed it, while a cache-free run re-rotates every key with
+    the base of the current length."""
+    base = build_model(config, seed, tweak)
+    fresh = lambda: __import__("copy").deepcopy(base)  # noqa: E731  (dynamic rope keeps state)
+    logits = prompt_logits(fresh(), prompt_ids)
+    gen_ids, margin, gen_logits = greedy_generate(fresh(), prompt_ids, eos, pad)
+    loop_ids, loop_logits = greedy_no_cache(fresh(), prompt_ids, eos)
+    n = min(len(gen_logits), len(loop_logits))
+    cache_diff = float((gen_logits[:n] - loop_logits[:n]).abs().max())
+    ok = (
+        margin > MIN_GREEDY_MARGIN
+        and (gen_ids == loop_ids or cache_free_may_differ)
+        and all(i < n_tok for i in gen_ids)  # no padding ids: the output must detokenize
+        and len(gen_ids) >= MIN_NEW_TOKENS
+        and len(set(gen_ids)) >= MIN_DISTINCT
+        and not any(len(set(gen_ids[i:i + MAX_RUN + 1])) == 1 for i in range(len(gen_ids) - MAX_RUN))
+    )
+    diverge = next((i for i, (a, b) in enumerate(zip(gen_ids, loop_ids)) if a != b), None)
+    return base, logits, gen_ids, margin, cache_diff, diverge, ok
+
+
+def make_family(fam) -> dict:
+    name = fam["name"]
+    out = reset_dir(FIXTURES / name)
+    tok = fam["tokenizer"](out)  # the transformers tokenizer object that was saved
+    prompt_text, prompt_ids = pick_prompt(tok)
+    _, eos, pad = _ids(tok)
+    n_tok = len(tok)
+    vocab = n_tok + fam["vocab_pad"]
+    make_config = fam["config"]
+    config_of = (lambda: make_config(vocab, tok, len(prompt_ids))) if fam.get("dynamic") else (lambda: make_config(vocab, tok))
+
+    for seed in range(fam["seed"], fam["seed"] + SEED_TRIES):
+        model, logits, gen_ids, margin, cache_diff, diverge, ok = evaluate(
+            config_of(), seed, prompt_ids, eos, pad, n_tok, bool(fam.get("dynamic")), fam.get("tweak")
+        )
+        if ok:
+            break
+    else:
+        raise SystemExit(f"{name}: no seed in {SEED_TRIES} gives a decisive greedy run")
+
+    model.save_pretrained(out)
+    if fam.get("legacy"):
+        path = out / "config.json"
+        cfg = fam["legacy"](json.loads(path.read_text()))
+        path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    # With config.json there, AutoTokenizer takes the route it takes for a hub repo of this family.
+    check_tokenizer_dir(out, tok)
+    auto = AutoTokenizer.from_pretrained(out)
+    assert auto.encode(prompt_text) == prompt_ids and _ids(auto)[1:] == (eos, pad) and len(auto) == n_tok
+
+    # The reference is what transformers computes from the directory.
+    disk_logits = prompt_logits(load_model(out), prompt_ids)
+    assert torch.equal(disk_logits, logits), f"{name}: checkpoint did not round-trip"
+    disk_ids, disk_margin, _ = greedy_generate(load_model(out), prompt_ids, eos, pad)
+    assert disk_ids == gen_ids and abs(disk_margin - margin) < 1e-5, (name, disk_ids, gen_ids, disk_margin, margin)
+    assert disk_logits.shape == (len(prompt_ids), vocab)
+    lines = [
+        f"prompt_text={prompt_text}",
+        f"prompt_ids={ids_str(prompt_ids)}",
+        f"max_new_tokens={MAX_NEW_TOKENS}",
+        f"greedy_ids={ids_str(gen_ids)}",
+        f"vocab_size={vocab}",
+    ]
+    (out / "reference.txt").write_text("\n".join(lines) + "\n", encoding="ascii")
+    disk_logits.numpy().astype("<f4").tofile(out / "reference_logits.bin")
+
+    effects = []
+    for what, switch_off in fam.get("ablations", []):
+        cfg = AutoConfig.from_pretrained(out)
+        switch_off(cfg)
+        other = load_model(out, cfg)
+        diff = float((prompt_logits(other, prompt_ids) - disk_logits).abs().max())
+        other_ids, _, _ = greedy_generate(load_model(out, cfg), prompt_ids, eos, pad)
+        assert diff > TRAIT_MIN_EFFECT, f"{name}: '{what}' changes the logits by only {diff}"
+        effects.append(f"{what}: logits {diff:.3g}, greedy {'differs' if other_ids != gen_ids else 'same'}")
+
+    if fam.get("cases"):
+        write_cases(out, auto)
+    if fam.get("cases_special"):
+        write_cases(out, auto, special=True)
+
+    cfg = AutoConfig.from_pretrained(out)
+    info = dict(
+        name=name, model_type=cfg.model_type, seed=seed, n_prompt=len(prompt_ids), n_new=len(gen_ids),
+        stopped=eos is not None and gen_ids[-1] == eos, margin=margin, cache_diff=cache_diff, diverge=diverge,
+        logits_std=float(disk_logits.std()), vocab=vocab, n_tok=n_tok, effects=effects,
+        hidden=cfg.hidden_size, layers=cfg.num_hidden_layers, heads=cfg.num_attention_heads,
+        kv=getattr(cfg, "num_key_value_heads", cfg.num_attention_heads),
+        size=sum(p.stat().st_size for p in out.iterdir()),
+    )
+    print(
+        f"  {name}: seed {seed}, prompt {len(prompt_ids)}, new {len(gen_ids)}{' (eos)' if info['stopped'] else ''}, "
+        f"margin {margin:.3f}, logits std {info['logits_std']:.2f}, cache/no-cache {cache_diff:.2g}"
+        f"{'' if diverge is None else f' (cache-free ids differ from step {diverge})'}, "
+        f"{info['size'] // 1024} KiB, AutoTokenizer {type(auto).__name__}" + "".join(f"\n    {e}" for e in effects)
+    )
+    return info
+
+
+# ----------------------------------------------------------------------------
+# FAMILIES.md
+# ----------------------------------------------------------------------------
+
+
+def describe_positions(cfg) -> str:
+    mt = cfg.model_type
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    rope = getattr(cfg, "rope_parameters", None) or {}
+    if mt == "gpt_neo":
+        return f"learned; layers {'/'.join(cfg.attention_layers)}, local window {cfg.window_size}"
+    if mt in ("gptj", "codegen"):
+        return f"rotary interleaved on {cfg.rotary_dim} of {head_dim}"
+    if mt == "gpt_neox":
+        return f"rotary halves on {int(head_dim * rope['partial_rotary_factor'])} of {head_dim}, theta {rope['rope_theta']:g}"
+    if mt == "opt":
+        return "learned, offset 2"
+    if mt == "bloom":
+        return "ALiBi"
+    if mt == "openai-gpt":
+        return "learned"
+    if mt == "ctrl":
+        return "sinusoidal"
+    extra = {k: v for k, v in rope.items() if k not in ("rope_type", "type", "rope_theta")}
+    text = f"rotary halves on {head_dim}, theta {rope['rope_theta']:g}"
+    if rope.get("rope_type", "default") != "default":
+        text += f"; {rope['rope_type']} " + ", ".join(f"{k} {v:g}" for k, v in extra.items())
+        text += f"; max_position_embeddings {cfg.max_position_embeddings}"
+    if getattr(cfg, "sliding_window", None):
+        text += f"; sliding window {cfg.sliding_window}"
+    return text
+
+
+def write_families_md() -> None:
+    rows, total = [], 0
+    for fam in FAMILIES:
+        out = FIXTURES / fam["name"]
+        if not (out / "config.json").exists():
+            continue
+        cfg = AutoConfig.from_pretrained(out)
+        ref = dict(line.split("=", 1) for line in (out / "reference.txt").read_text().splitlines())
+        size = sum(p.stat().st_size for p in out.iterdir())
+        total += size
+        kv = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+        tok_files = [n for n in ("cases.txt", "cases_special.txt") if (out / n).exists()]
+        cells = [
+            f"`{fam['name']}`", cfg.model_type, fam["traits"], f"{cfg.num_attention_heads} / {kv}",
+            f"{cfg.hidden_size} / {cfg.num_hidden_layers}", describe_positions(cfg), str(cfg.vocab_size),
+            f"{len(ref['prompt_ids'].split(','))} + {len(ref['greedy_ids'].split(','))}", fam["tok_style"],
+            ", ".join(tok_files) or "-", str(size // 1024),
+        ]
+        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    text = f"""# Decoder-family fixtures (issue 5)
+
+Made by `python3 test/make_family_fixtures.py` (transformers 5.23, torch 2.15, tokenizers 0.23): tiny
+random models saved by `save_pretrained` (float32 safetensors) with tokenizers trained on
+`make_fixtures.TRAINING_TEXT`. Every dir has `config.json`, `generation_config.json`,
+`model.safetensors`, `tokenizer.json`, `tokenizer_config.json`, `reference.txt` and
+`reference_logits.bin` (float32 LE [n_prompt][vocab_size]: transformers' logits of the prompt,
+eager attention). `greedy_ids` are the new ids of `generate()` (KV cache, greedy,
+max_new_tokens 20, stopping after eos where the tokenizer has one); every greedy step has a
+top-1 / top-2 logit margin above {MIN_GREEDY_MARGIN}. `prompt_ids` are the prompt as the dir's tokenizer
+encodes it by default: with the BOS its post-processor adds (`opt`: `</s>` = 2; LLaMA-2 style:
+`<s>` = 1; `llama3-rope`: `<|begin_of_text|>`), without for the others.
+
+`cases.txt` lines are `<hex of UTF-8 input>\t<comma ids>` for make_fixtures' hard strings,
+encoded without special tokens; `cases_special.txt` the same with special tokens added.
+Transformers' ids (AutoTokenizer on the dir) equal tokenizers' on `tokenizer.json` for all of them.
+
+Heads are 6 (or 12) so that 1, 2 and 3 ranks split them evenly; kv heads 2 (GQA: fewer than 3
+ranks) and 1 (MQA) need replication. Windows (8) are shorter than the prompt, so the prompt
+logits and every generated token see them.
+
+| dir | model_type | traits | heads / kv | hidden / layers | positions | vocab | prompt + new | tokenizer | cases | KiB |
+|---|---|---|---|---|---|---|---|---|---|---|
+""" + "\n".join(rows) + f"""
+
+Total {total // 1024} KiB.
+
+Notes on transformers 5.23:
+
+- Windows count the current token: GPT-Neo's local layers and Mistral's sliding window both let
+  position i attend to keys i-w+1 .. i (w = window_size / sliding_window).
+- transformers 5 writes rope settings as `rope_parameters` (`rope_type`, `rope_theta`, scaling
+  keys, GPT-NeoX's `partial_rotary_factor`) and no `rope_theta` / `rope_scaling` / `rotary_pct` at the
+  top. It still reads the older spellings, which hub checkpoints use: `gpt_neox-seq` has Pythia's
+  `rotary_pct` + `rotary_emb_base`, `llama-rope-dynamic` Llama-2's `rope_theta` + `rope_scaling`
+  with `type`, `llama3-rope` Llama-3.1's `rope_theta` + `rope_scaling` with `rope_type` (each checked
+  to load to the same logits). A GPT-NeoX config with neither `rope_parameters.partial_rotary_factor`
+  nor `rotary_pct` means 0.25.
+- Dynamic NTK (`llama-rope-dynamic`, max_position_embeddings = prompt length - 4): the base is
+  recomputed from L = max position + 1 whenever L exceeds what was seen, i.e. for the whole prompt
+  at prefill (L = prompt length) and again at each generated token (L = its position + 1), with
+  base' = theta * (factor * L / max_pos - (factor - 1)) ^ (dim / (dim - 2)). Only the new token's q/k
+  get the new base; cached keys keep the rotation they were computed with. A cache-free loop that
+  re-rotates every key at the current L gives different logits (by ~10) and different greedy ids
+  from step 10: `greedy_ids` follow generate() (the cached behaviour).
+- CodeGen's qkv_proj output is 4 blocks (mp_num = 4, fixed) of 3 * hidden / 4 rows, each block
+  [q | v | k] (this order) of hidden / 4 rows = n_head / 4 heads; so n_head must be a multiple of 4.
+- GPT-NeoX's query_key_value output is per head [q | k | v] (head_dim each); BLOOM's likewise.
+- CTRL's block layer norms use eps 1e-6 whatever `layer_norm_epsilon` says (the final one uses it).
+- LLaMA-2 tokenizers: for a dir whose tokenizer_class is LlamaTokenizer and model_type llama,
+  AutoTokenizer keeps only the vocab, merges and post-processor of tokenizer.json and rebuilds the
+  rest: no normalizer, Metaspace(prepend_scheme "first", split false). That Metaspace adds no '▁'
+  when the text already starts with a space, so " Hello" is [▁Hello], where the hub's own
+  tokenizer.json (normalizer Prepend('▁') + Replace(' ', '▁'), like sentencepiece) gives [▁, ▁Hello].
+  The `llama*` dirs hold what transformers 5 writes and uses (Metaspace form); `mistral` holds the
+  hub form, which AutoTokenizer takes verbatim (TokenizersBackend) for model_type mistral when
+  mistral_common is not installed. Their cases.txt differ exactly on leading spaces.
+  transformers 5's LlamaTokenizer also writes model.unk_token null (byte fallback covers all).
+- TokenizersBackend.save_pretrained writes tokenizer_class "TokenizersBackend"; the `bloom`,
+  `llama3-rope` and `mistral` tokenizer_config.json carry the hub's names instead
+  (BloomTokenizerFast, PreTrainedTokenizerFast, LlamaTokenizer), which load the same.
+- OPT's tokenizer prepends `</s>` (id 2) as BOS; GPT-2 style, NeoX, BLOOM, Qwen2, CodeGen,
+  OpenAI GPT and CTRL add nothing.
+- `openai-gpt` and `ctrl` have their token embeddings scaled down (and the last norm up) after the
+  random init: with tied embeddings their greedy runs otherwise repeat the token they were given.
+"""
+    (FIXTURES / "FAMILIES.md").write_text(text, encoding="utf-8")
+    print(f"FAMILIES.md: {len(rows)} dirs, {total // 1024} KiB")
+
+
+def main() -> None:
+    torch.set_num_threads(1)  # avoid run-to-run float differences from threading
+    hf_logging.disable_progress_bar()
+    only = set(sys.argv[1:])
+    unknown = only - {f["name"] for f in FAMILIES}
+    if unknown:
+        raise SystemExit(f"unknown: {sorted(unknown)}")
+    for fam in FAMILIES:
+        if not only or fam["name"] in only:
+            make_family(fam)
+    write_families_md()
+
+
+if __name__ == "__main__":
+    main()
