@@ -2210,7 +2210,9 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
         /* q, k = rotate(q, k) by position */
         if (rotary) be->rotary(r, r->qkv, s, &shape, a->positions == PF__POS_ROTARY_PAIRS);
         /* attn = softmax(q k^T * scale + alibi) v over the cache, k and v appended to it */
-        be->attention(r, r->attn, r->qkv, r->k_cache + l * cache_stride, r->v_cache + l * cache_stride, s, &shape);
+        float *k_cache = r->k_cache ? r->k_cache + l * cache_stride : NULL; /* NULL: a rank without heads */
+        float *v_cache = r->v_cache ? r->v_cache + l * cache_stride : NULL;
+        be->attention(r, r->attn, r->qkv, k_cache, v_cache, s, &shape);
         /* part = attn Wo_r^T: this rank's share of the output projection */
         be->matmul(r, r->part, r->attn, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, N);
 

@@ -148,6 +148,7 @@ def lowercase():
                 runs[-1] = (s, n + 1, cp - s if n == 1 else st, dl)
                 continue
         runs.append((cp, 1, 1, d))
+    assert all(n < 1024 for _, n, _, _ in runs)  # 10 bits in the table
     return runs, maps
 
 

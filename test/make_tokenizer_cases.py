@@ -163,7 +163,7 @@ PIECES = [
 
 def random_text(rng):
     out = []
-    for _ in range(rng.randint(1, 8)):
+    for _ in range(rng.randint(1, 6)):
         r = rng.random()
         if r < 0.12:
             while True:  # any code point, assigned or not

@@ -346,6 +346,23 @@ static void tt_check_random_round_trips(const pf_tokenizer *t, const char *label
     CHECK_MSG(total_ids > 500, "%s: random strings gave only %zu ids", label, total_ids);
 }
 
+/* Random byte strings through a tokenizer that need not round-trip (a normalizer, unk tokens):
+   encoding and decoding succeed, with and without special tokens. */
+static void tt_check_random_strings(const pf_tokenizer *t, const char *label, uint64_t seed) {
+    char text[256];
+    size_t i, bad = 0;
+    uint64_t st = seed;
+    for (i = 0; i < 300; i++) {
+        size_t len = tt_random_text(&st, text, sizeof text), n = 0, dl = 0;
+        int32_t *ids = tt_encode_with(t, text, len, &n, (int)(i & 1));
+        char *dec = ids ? tt_decode(t, ids, n, &dl) : NULL;
+        bad += !ids || !dec;
+        free(ids);
+        free(dec);
+    }
+    CHECK_MSG(bad == 0, "%s: %zu of 300 random byte strings fail to encode or decode", label, bad);
+}
+
 /* ---- concurrent encoding ---- */
 
 typedef struct tt_thread_job {
@@ -734,6 +751,7 @@ static void tt_test_families(void) {
                 tt_check_cases_with(t, special, ns, label, 1, dirs[i].want + n);
             }
             if (dirs[i].byte_level) tt_check_random_round_trips(t, dirs[i].name, 7 + i);
+            else tt_check_random_strings(t, dirs[i].name, 7 + i);
         }
         pf_tokenizer_free(t);
         tt_free_cases(cases, n);
