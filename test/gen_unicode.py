@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Generates the Unicode tables of parallelformers' tokenizer (tokenizer.part.c).
+"""Generates the Unicode tables of parallelformers' tokenizer (parallelformers.c).
 
 Run from the repository root, with the `tokenizers` and `regex` wheels installed:
 
     python3 test/gen_unicode.py                     # prints the tables
-    python3 test/gen_unicode.py --write tokenizer.part.c
+    python3 test/gen_unicode.py --write parallelformers.c
                                                     # replaces the text between the markers
                                                     # "BEGIN GENERATED UNICODE TABLES" and
                                                     # "END GENERATED UNICODE TABLES" there
