@@ -1,5 +1,5 @@
 /* kernels.cu: the CUDA backend of parallelformers: kernels, cuBLAS GEMMs and NCCL communicators
-   behind a plain C ABI. parallelformers.c (through cuda.part.c) is the only caller; this file
+   behind a plain C ABI. parallelformers.c (its CUDA backend section) is the only caller; this file
    knows nothing of its structs.
 
    The C ABI
@@ -31,11 +31,15 @@
    Not yet run on a GPU (written and compiled on machines without one): every kernel, the cuBLAS
    GemmEx calls for all three dtypes, the NCCL all-reduce and its abort path, the peer copies of
    the reduction over mixed GPUs, compute-sanitizer (memcheck, racecheck), any timing. What was
-   checked without one: cuda.part.c plus test/test_cuda.c against a host-memory stand-in for this
+   checked without one: parallelformers.c's CUDA section plus test/test_cuda.c against a host-memory stand-in for this
    ABI that mirrors each kernel's arithmetic (rounding of GEMM inputs to fp16/bf16, online softmax
    over PF_CHUNK-key chunks, decode splits and their combination, NaN-filled allocations) under
    ASan, UBSan and TSan, on every model fixture (12 families) with 1, 2 and 3 ranks on one "GPU",
-   {0, 0, 1}, and a two-"GPU" NCCL stand-in. */
+   {0, 0, 1}, and a two-"GPU" NCCL stand-in; left-padded batches on every fixture against the CPU
+   backend, and transformers' recorded generate cases (beam search, padded batches) of gpt2-tiny
+   and gpt2-hub on 1 and 2 ranks. Note that dropping the pads from rotary or ALiBi alone changes
+   no test's tokens: both shift every score of a query by the same amount (rotary exactly up to
+   rounding), so only the masking and the learned/sinusoid positions are pinned down by tokens. */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
