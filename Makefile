@@ -26,7 +26,7 @@ CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcubla
 NVCCFLAGS ?= -O2 -std=c++17 -arch=sm_90 -Xcompiler -Wall,-Wextra
 endif
 
-.PHONY: all test test-asan test-tsan test-cuda test-cuda-sanitize clean bench
+.PHONY: all test test-asan test-tsan test-cuda test-cuda-sanitize test-cuda-standin clean bench
 
 all: $(BUILD)/libparallelformers.a $(BUILD)/generate $(BUILD)/test_parallelformers $(BUILD)/test_cuda \
      $(BUILD)/header_cxx.o
@@ -68,6 +68,23 @@ test-cuda: $(BUILD)/test_cuda
 test-cuda-sanitize: $(BUILD)/test_cuda
 	compute-sanitizer --tool memcheck --error-exitcode 1 $(BUILD)/test_cuda test/fixtures
 	compute-sanitizer --tool racecheck --error-exitcode 1 $(BUILD)/test_cuda test/fixtures
+
+# The CUDA section's host side (and test_cuda itself) against test/cuda_standin.c, a host-memory
+# stand-in for kernels.cu's ABI that mirrors each kernel's arithmetic: runs without a GPU, and
+# without nvcc. The ABI's declarations are cut from parallelformers.c so both sides must agree.
+STANDIN := $(BUILD)/standin
+$(STANDIN)/cuda_abi.h: parallelformers.c | $(BUILD)
+	mkdir -p $(STANDIN)
+	printf '#include <stddef.h>\n#include <stdint.h>\n' > $@
+	awk '/^typedef struct pf_cuda_rank pf_cuda_rank;/{p=1} /^\/\* ---- state ---- \*\//{p=0} p' parallelformers.c >> $@
+
+$(STANDIN)/test_cuda: test/test_cuda.c test/cuda_standin.c $(STANDIN)/cuda_abi.h $(LIB_SRC)
+	$(CC) $(BASE) $(CFLAGS) -DPF_CUDA -DPF_TESTING -c parallelformers.c -o $(STANDIN)/parallelformers.o
+	$(CC) -std=gnu11 $(WARN) -pthread $(CFLAGS) -D_GNU_SOURCE -include $(STANDIN)/cuda_abi.h -c test/cuda_standin.c -o $(STANDIN)/cuda_standin.o
+	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) test/test_cuda.c $(STANDIN)/parallelformers.o $(STANDIN)/cuda_standin.o -o $@ $(LDLIBS)
+
+test-cuda-standin: $(STANDIN)/test_cuda
+	$(STANDIN)/test_cuda test/fixtures
 
 # The public header must compile as C++ too.
 $(BUILD)/header_cxx.o: parallelformers.h | $(BUILD)

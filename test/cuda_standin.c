@@ -1,0 +1,546 @@
+/* A host-memory stand-in for kernels.cu's C ABI, to exercise parallelformers.c's CUDA section and
+   test_cuda.c on a machine without a GPU (make test-cuda-standin; CI runs it). Mirrors each kernel's arithmetic: fp32 throughout, GEMM inputs rounded
+   to fp16/bf16 for 16-bit weights, block sums in the kernels' order (per-thread partials, the
+   xor-butterfly warp sum as lane 0 sees it, warps in order), norms two-pass, the rotation without
+   fused multiply-adds, attention as online softmax over 32-key chunks with one warp per key,
+   decode split into up to 32 parts of >= 16 keys and combined. cuBLAS's summation order is not
+   mirrored (a plain sequential fp32 dot).
+
+   Device memory is malloc'd, NaN-filled and registered: every pointer a kernel would dereference
+   must lie, with the whole range it touches, inside a live registered allocation (else abort),
+   so host pointers handed to "kernels" and overruns are caught even where ASan would not.
+   MOCK_GPUS sets the device count (default 1). The Makefile compiles it with -include of
+   the ABI's declarations cut from parallelformers.c, so the definitions are checked against
+   them. */
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pf_cuda_rank {
+    int device;
+    char message[256];
+};
+
+/* ---- registered "device" allocations ---- */
+
+typedef struct { const char *p; size_t n; } mock_alloc;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static mock_alloc *allocs;
+static size_t num_allocs, cap_allocs;
+
+static void need_(const void *p, size_t bytes, const char *what, int line) {
+    if (!bytes) return;
+    const char *c = (const char *)p;
+    int ok = 0;
+    pthread_mutex_lock(&mu);
+    for (size_t i = 0; i < num_allocs && !ok; i++)
+        ok = c >= allocs[i].p && c < allocs[i].p + allocs[i].n && bytes <= (size_t)(allocs[i].p + allocs[i].n - c);
+    pthread_mutex_unlock(&mu);
+    if (!ok) {
+        fprintf(stderr, "mock:%d: %s: %zu bytes at %p are not inside one device allocation\n", line, what, bytes, p);
+        abort();
+    }
+}
+#define NEED(p, bytes) need_((p), (bytes), #p, __LINE__)
+
+static size_t dsize(int dtype) { return dtype == 0 ? 4 : 2; }
+
+static float ld(const void *p, int dtype, size_t i) {
+    if (!p) return 0.0f;
+    if (dtype == 1) return (float)((const _Float16 *)p)[i];
+    if (dtype == 2) {
+        uint32_t b = (uint32_t)((const uint16_t *)p)[i] << 16;
+        float f;
+        memcpy(&f, &b, 4);
+        return f;
+    }
+    return ((const float *)p)[i];
+}
+
+static uint16_t to_bf16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffff) > 0x7f800000) return (uint16_t)((x >> 16) | 0x40);
+    return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
+}
+
+/* pf_block_sum / pf_block_max of kernels.cu: v[threads] per-thread values; lane 0's butterfly
+   per warp, then warps in order. */
+static float warp_reduce(const float *v, int is_max) {
+    float lanes[32];
+    memcpy(lanes, v, sizeof lanes);
+    for (int o = 16; o > 0; o >>= 1) {
+        float next[32];
+        for (int l = 0; l < 32; l++) next[l] = is_max ? fmaxf(lanes[l], lanes[l ^ o]) : lanes[l] + lanes[l ^ o];
+        memcpy(lanes, next, sizeof lanes);
+    }
+    return lanes[0];
+}
+static float block_reduce(const float *v, int threads, int is_max) {
+    float total = is_max ? -INFINITY : 0.0f;
+    for (int w = 0; w < threads / 32; w++) {
+        float x = warp_reduce(v + 32 * w, is_max);
+        total = is_max ? fmaxf(total, x) : total + x;
+    }
+    return total;
+}
+
+/* ---- setup, memory, copies ---- */
+
+int pf_cuda_device_count(int *count, const char **reason) {
+    const char *e = getenv("MOCK_GPUS");
+    *count = e ? atoi(e) : 1;
+    if (reason) *reason = NULL;
+    return 0;
+}
+int pf_cuda_rank_create(int device, pf_cuda_rank **out, char *message, size_t size) {
+    int n;
+    pf_cuda_device_count(&n, NULL);
+    if (device >= n) {
+        snprintf(message, size, "cudaSetDevice failed: invalid device ordinal (mock)");
+        *out = NULL;
+        return 1;
+    }
+    *out = calloc(1, sizeof **out);
+    (*out)->device = device;
+    return 0;
+}
+void pf_cuda_rank_destroy(pf_cuda_rank *st) { free(st); }
+const char *pf_cuda_rank_message(const pf_cuda_rank *st) { return st->message; }
+size_t pf_cuda_workspace_bytes(void) { return (size_t)32 << 20; }
+int pf_cuda_set_workspace(pf_cuda_rank *st, void *w, size_t b) {
+    (void)st;
+    NEED(w, b);
+    return 0;
+}
+int pf_cuda_malloc(pf_cuda_rank *st, void **ptr, size_t bytes) {
+    (void)st;
+    *ptr = malloc(bytes);
+    if (!*ptr) return 2;
+    memset(*ptr, 0xff, bytes); /* NaN poison */
+    pthread_mutex_lock(&mu);
+    if (num_allocs == cap_allocs) {
+        cap_allocs = cap_allocs ? 2 * cap_allocs : 256;
+        allocs = realloc(allocs, cap_allocs * sizeof *allocs);
+    }
+    allocs[num_allocs].p = *ptr;
+    allocs[num_allocs++].n = bytes;
+    pthread_mutex_unlock(&mu);
+    return 0;
+}
+int pf_cuda_free(pf_cuda_rank *st, void *ptr) {
+    (void)st;
+    pthread_mutex_lock(&mu);
+    size_t i = 0;
+    while (i < num_allocs && allocs[i].p != ptr) i++;
+    if (i == num_allocs) {
+        fprintf(stderr, "mock: free of %p, no device allocation\n", ptr);
+        abort();
+    }
+    allocs[i] = allocs[--num_allocs];
+    pthread_mutex_unlock(&mu);
+    free(ptr);
+    return 0;
+}
+__attribute__((destructor)) static void report(void) {
+    if (num_allocs) fprintf(stderr, "mock: %zu device allocations leaked\n", num_allocs);
+    free(allocs);
+}
+int pf_cuda_upload(pf_cuda_rank *st, void *d, const void *h, size_t b) {
+    (void)st;
+    NEED(d, b);
+    if (b) memcpy(d, h, b);
+    return 0;
+}
+int pf_cuda_upload_async(pf_cuda_rank *st, void *d, const void *h, size_t b) { return pf_cuda_upload(st, d, h, b); }
+int pf_cuda_download(pf_cuda_rank *st, void *h, const void *s, size_t b) {
+    (void)st;
+    NEED(s, b);
+    if (b) memcpy(h, s, b);
+    return 0;
+}
+int pf_cuda_copy_async(pf_cuda_rank *st, void *d, const void *s, size_t b) {
+    (void)st;
+    NEED(d, b);
+    NEED(s, b);
+    if (b) memmove(d, s, b);
+    return 0;
+}
+int pf_cuda_copy_peer_async(pf_cuda_rank *st, void *d, const void *s, int dev, size_t b) {
+    (void)dev;
+    return pf_cuda_copy_async(st, d, s, b);
+}
+int pf_cuda_stream_sync(pf_cuda_rank *st) { (void)st; return 0; }
+int pf_cuda_stream_query(pf_cuda_rank *st, int *done) {
+    (void)st;
+    *done = 1;
+    return 0;
+}
+
+/* ---- kernels ---- */
+
+int pf_cuda_embed(pf_cuda_rank *st, float *out, const void *tok, int dtype, const int32_t *ids_host, int32_t *ids_dev,
+                  size_t rows, size_t d, float scale) {
+    (void)st;
+    if (!rows || !d) return 0;
+    NEED(ids_dev, rows * 4);
+    NEED(out, rows * d * 4);
+    memcpy(ids_dev, ids_host, rows * 4);
+    for (size_t row = 0; row < rows; row++) {
+        NEED((const char *)tok + (size_t)ids_dev[row] * d * dsize(dtype), d * dsize(dtype));
+        for (size_t c = 0; c < d; c++) out[row * d + c] = ld(tok, dtype, (size_t)ids_dev[row] * d + c) * scale;
+    }
+    return 0;
+}
+
+static int position(const int *pad, int b, int past, int t) {
+    int p = past + t - (pad ? pad[b] : 0);
+    return p > 0 ? p : 0;
+}
+
+int pf_cuda_add_positions(pf_cuda_rank *st, float *x, const void *table, int dtype, const int *pad, int batch, int T,
+                          int past, size_t offset, size_t d) {
+    (void)st;
+    size_t rows = (size_t)batch * T;
+    if (!rows || !d || T <= 0) return 0;
+    NEED(x, rows * d * 4);
+    if (pad) NEED(pad, (size_t)batch * 4);
+    for (size_t row = 0; row < rows; row++) {
+        size_t at = offset + (size_t)position(pad, (int)(row / T), past, (int)(row % T));
+        NEED((const char *)table + at * d * dsize(dtype), d * dsize(dtype));
+        for (size_t c = 0; c < d; c++) x[row * d + c] += ld(table, dtype, at * d + c);
+    }
+    return 0;
+}
+
+int pf_cuda_norm(pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const void *b, int b_dtype,
+                 size_t rows, size_t n, float eps, int rms) {
+    (void)st;
+    if (!rows || !n) return 0;
+    NEED(out, rows * n * 4);
+    NEED(x, rows * n * 4);
+    if (w) NEED(w, n * dsize(w_dtype));
+    if (b) NEED(b, n * dsize(b_dtype));
+    int threads = n >= 256 ? 256 : (int)((n + 31) / 32 * 32);
+    float part[256];
+    for (size_t r = 0; r < rows; r++) {
+        const float *xr = x + r * n;
+        float *o = out + r * n;
+        float mean = 0.0f;
+        if (!rms) {
+            for (int t = 0; t < threads; t++) {
+                float s = 0.0f;
+                for (size_t i = (size_t)t; i < n; i += (size_t)threads) s += xr[i];
+                part[t] = s;
+            }
+            mean = block_reduce(part, threads, 0) / (float)n;
+        }
+        for (int t = 0; t < threads; t++) {
+            float v = 0.0f;
+            for (size_t i = (size_t)t; i < n; i += (size_t)threads) {
+                float dx = xr[i] - mean;
+                v += dx * dx;
+            }
+            part[t] = v;
+        }
+        float var = block_reduce(part, threads, 0) / (float)n;
+        float inv = 1.0f / sqrtf(var + eps);
+        for (size_t i = 0; i < n; i++) o[i] = (xr[i] - mean) * inv * (w ? ld(w, w_dtype, i) : 1.0f) + ld(b, b_dtype, i);
+    }
+    return 0;
+}
+
+int pf_cuda_matmul(pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const void *bias,
+                   int bias_dtype, size_t rows, size_t n_out, size_t k, void *xs) {
+    if (!rows || !n_out) return 0;
+    NEED(out, rows * n_out * 4);
+    if (bias) NEED(bias, n_out * dsize(bias_dtype));
+    if (!k) {
+        memset(out, 0, rows * n_out * 4);
+    } else {
+        NEED(x, rows * k * 4);
+        NEED(w, n_out * k * dsize(w_dtype));
+        const void *B = x;
+        if (w_dtype) {
+            if (!xs) {
+                snprintf(st->message, sizeof st->message, "pf_cuda_matmul failed: no conversion buffer (mock)");
+                return 1;
+            }
+            NEED(xs, rows * k * 2);
+            for (size_t i = 0; i < rows * k; i++) {
+                if (w_dtype == 1) ((_Float16 *)xs)[i] = (_Float16)x[i];
+                else ((uint16_t *)xs)[i] = to_bf16(x[i]);
+            }
+            B = xs;
+        }
+        for (size_t r = 0; r < rows; r++)
+            for (size_t o = 0; o < n_out; o++) {
+                float s = 0;
+                for (size_t i = 0; i < k; i++) s += ld(B, w_dtype, r * k + i) * ld(w, w_dtype, o * k + i);
+                out[r * n_out + o] = s;
+            }
+    }
+    if (bias)
+        for (size_t i = 0; i < rows * n_out; i++) out[i] += ld(bias, bias_dtype, i % n_out);
+    return 0;
+}
+
+static float act_fn(float v, int act) {
+    switch (act) {
+    case 0: return 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+    case 1: return 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));
+    case 2: return v > 0.0f ? v : 0.0f;
+    case 3: return v / (1.0f + expf(-v));
+    default: return v;
+    }
+}
+
+int pf_cuda_activation(pf_cuda_rank *st, float *x, size_t count, int act) {
+    (void)st;
+    NEED(x, count * 4);
+    for (size_t i = 0; i < count; i++) x[i] = act_fn(x[i], act);
+    return 0;
+}
+
+int pf_cuda_gated_activation(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act) {
+    (void)st;
+    if (!rows || !width) return 0;
+    NEED(out, rows * width * 4);
+    NEED(in, rows * 2 * width * 4);
+    for (size_t row = 0; row < rows; row++)
+        for (size_t i = 0; i < width; i++)
+            out[row * width + i] = act_fn(in[row * 2 * width + i], act) * in[row * 2 * width + width + i];
+    return 0;
+}
+
+int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void *b, int dtype, size_t rows, size_t n) {
+    (void)st;
+    if (!rows || !n || (!y && !b)) return 0;
+    NEED(x, rows * n * 4);
+    if (y) NEED(y, rows * n * 4);
+    if (b) NEED(b, n * dsize(dtype));
+    for (size_t i = 0; i < rows * n; i++) x[i] += (y ? y[i] : 0.0f) + ld(b, dtype, i % n);
+    return 0;
+}
+
+int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first) {
+    (void)st;
+    NEED(sum, count * 4);
+    NEED(in, count * 4);
+    for (size_t i = 0; i < count; i++) sum[i] = first ? in[i] : sum[i] + in[i];
+    return 0;
+}
+
+int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const float *inv_freq, const int *pad, int batch, int T, int past,
+                   int heads, int kv_heads, int hd, int rotary_dim, int pairs) {
+    int half = rotary_dim / 2, rotated = heads + kv_heads;
+    size_t rows = (size_t)batch * T;
+    if (!rows || T <= 0 || half <= 0 || rotated <= 0) return 0;
+    if (rotary_dim > hd || !inv_freq) {
+        snprintf(st->message, sizeof st->message, "pf_cuda_rotary failed: bad arguments (mock)");
+        return 1;
+    }
+    size_t row_width = (size_t)(heads + 2 * kv_heads) * hd;
+    NEED(qkv, rows * row_width * 4);
+    NEED(inv_freq, (size_t)half * 4);
+    if (pad) NEED(pad, (size_t)batch * 4);
+    for (size_t row = 0; row < rows; row++)
+        for (int h = 0; h < rotated; h++)
+            for (int i = 0; i < half; i++) {
+                float pos = (float)position(pad, (int)(row / (size_t)T), past, (int)(row % (size_t)T));
+                float angle = pos * inv_freq[i];
+                float c = cosf(angle), sn = sinf(angle);
+                float *x = qkv + row * row_width + (size_t)h * hd;
+                int i1 = pairs ? 2 * i : i, i2 = pairs ? i1 + 1 : i + half;
+                float x1 = x[i1], x2 = x[i2];
+                float a1 = x1 * c, a2 = x2 * sn, b1 = x2 * c, b2 = x1 * sn;
+                x[i1] = a1 - a2;
+                x[i2] = b1 + b2;
+            }
+    return 0;
+}
+
+#define CHUNK 32
+#define MAXS 32
+#define ATTN_THREADS 128
+size_t pf_cuda_attention_scratch_floats(int mb, int heads, int hd) { return (size_t)mb * heads * MAXS * ((size_t)hd + 2); }
+
+int pf_cuda_attention(pf_cuda_rank *st, float *out, const float *qkv, float *kc, float *vc, float *partials,
+                      const float *alibi, const int *pad, int batch, int T, int past, int heads, int kv_heads, int hd,
+                      int head_begin, int kv_begin, int kv_group, int cache_len, int window, float scale) {
+    if (heads <= 0 || hd <= 0 || batch <= 0 || T <= 0) return 0;
+    if (kv_heads <= 0 || kv_group <= 0 || head_begin / kv_group - kv_begin < 0 ||
+        (head_begin + heads - 1) / kv_group - kv_begin >= kv_heads || past < 0 || past + T > cache_len) {
+        snprintf(st->message, sizeof st->message, "pf_cuda_attention failed: bad shape (mock)");
+        return 1;
+    }
+    size_t q_width = (size_t)heads * hd, kv_width = (size_t)kv_heads * hd, row_width = q_width + 2 * kv_width;
+    size_t rows = (size_t)batch * T;
+    NEED(qkv, rows * row_width * 4);
+    NEED(out, rows * q_width * 4);
+    NEED(kc, (size_t)batch * cache_len * kv_width * 4);
+    NEED(vc, (size_t)batch * cache_len * kv_width * 4);
+    if (alibi) NEED(alibi, (size_t)heads * 4);
+    if (pad) NEED(pad, (size_t)batch * 4);
+    for (size_t row = 0; row < rows; row++)
+        for (size_t c = 0; c < kv_width; c++) {
+            size_t b = row / T, t = row % T, dst = (b * cache_len + past + t) * kv_width + c;
+            kc[dst] = qkv[row * row_width + q_width + c];
+            vc[dst] = qkv[row * row_width + q_width + kv_width + c];
+        }
+    int len1 = window > 0 && past + 1 > window ? window : past + 1;
+    int splits = 1;
+    if (T == 1 && partials) {
+        splits = (len1 + 15) / 16;
+        if (splits > MAXS) splits = MAXS;
+        if (splits < 1) splits = 1;
+        NEED(partials, (size_t)batch * heads * splits * (hd + 2) * 4);
+    }
+    float *acc = malloc((size_t)hd * sizeof(float)), p[CHUNK], part[ATTN_THREADS];
+    for (size_t row = 0; row < rows; row++)
+        for (int h = 0; h < heads; h++)
+            for (int split = 0; split < splits; split++) {
+                int b = (int)(row / T), t = (int)(row % T), pos = past + t, pd = pad ? pad[b] : 0;
+                int first = window > 0 && pos + 1 - window > pd ? pos + 1 - window : pd;
+                int len = first <= pos ? pos + 1 - first : 0;
+                int per = (len + splits - 1) / splits, begin = first + split * per;
+                int end = begin + per < pos + 1 ? begin + per : pos + 1;
+                int kv = (head_begin + h) / kv_group - kv_begin;
+                float slope = alibi ? alibi[h] : 0.0f;
+                const float *q = qkv + row * row_width + (size_t)h * hd;
+                const float *kb = kc + (size_t)b * cache_len * kv_width + (size_t)kv * hd;
+                const float *vb = vc + (size_t)b * cache_len * kv_width + (size_t)kv * hd;
+                for (int i = 0; i < hd; i++) acc[i] = 0;
+                float m = -INFINITY, l = 0;
+                for (int j0 = begin; j0 < end; j0 += CHUNK) {
+                    int n = end - j0 < CHUNK ? end - j0 : CHUNK;
+                    for (int jj = 0; jj < n; jj++) { /* one warp: lane partials, butterfly */
+                        float lanes[32];
+                        for (int lane = 0; lane < 32; lane++) {
+                            float s = 0;
+                            for (int i = lane; i < hd; i += 32) s += q[i] * kb[(size_t)(j0 + jj) * kv_width + i];
+                            lanes[lane] = s;
+                        }
+                        p[jj] = warp_reduce(lanes, 0) * scale + slope * (float)(j0 + jj - pd);
+                    }
+                    for (int th = 0; th < ATTN_THREADS; th++) part[th] = th < n ? p[th] : -INFINITY;
+                    float mn = fmaxf(m, block_reduce(part, ATTN_THREADS, 1)), alpha = expf(m - mn);
+                    for (int th = 0; th < ATTN_THREADS; th++) part[th] = 0.0f;
+                    for (int jj = 0; jj < n; jj++) {
+                        p[jj] = expf(p[jj] - mn);
+                        part[jj] = p[jj];
+                    }
+                    l = l * alpha + block_reduce(part, ATTN_THREADS, 0);
+                    for (int i = 0; i < hd; i++) {
+                        float a = acc[i] * alpha;
+                        for (int jj = 0; jj < n; jj++) a += p[jj] * vb[(size_t)(j0 + jj) * kv_width + i];
+                        acc[i] = a;
+                    }
+                    m = mn;
+                }
+                if (splits == 1) {
+                    for (int i = 0; i < hd; i++) out[row * q_width + (size_t)h * hd + i] = l > 0 ? acc[i] / l : 0.0f;
+                } else {
+                    float *pt = partials + ((row * heads + h) * (size_t)splits + split) * (size_t)(hd + 2);
+                    pt[0] = m;
+                    pt[1] = l;
+                    for (int i = 0; i < hd; i++) pt[2 + i] = acc[i];
+                }
+            }
+    free(acc);
+    if (splits > 1)
+        for (int h = 0; h < heads; h++)
+            for (int row = 0; row < batch; row++) {
+                const float *pt = partials + ((size_t)row * heads + h) * (size_t)splits * (hd + 2);
+                float M = -INFINITY, L = 0;
+                for (int s = 0; s < splits; s++) M = fmaxf(M, pt[s * (hd + 2)]);
+                for (int s = 0; s < splits; s++)
+                    if (pt[s * (hd + 2) + 1] > 0) L += pt[s * (hd + 2) + 1] * expf(pt[s * (hd + 2)] - M);
+                for (int i = 0; i < hd; i++) {
+                    float a = 0;
+                    for (int s = 0; s < splits; s++)
+                        if (pt[s * (hd + 2) + 1] > 0) a += pt[s * (hd + 2) + 2 + i] * expf(pt[s * (hd + 2)] - M);
+                    out[(size_t)row * q_width + (size_t)h * hd + i] = L > 0 ? a / L : 0.0f;
+                }
+            }
+    return 0;
+}
+
+int pf_cuda_reorder_rows(pf_cuda_rank *st, float *cache, float *scratch, const int *src, int rows, size_t row_floats,
+                         size_t used) {
+    if (rows <= 0 || !used) return 0;
+    if (used > row_floats || !scratch || !src) {
+        snprintf(st->message, sizeof st->message, "pf_cuda_reorder_rows failed: bad arguments (mock)");
+        return 1;
+    }
+    NEED(src, (size_t)rows * 4);
+    NEED(scratch, (size_t)rows * used * 4);
+    for (int i = 0; i < rows; i++) {
+        NEED(cache + (size_t)src[i] * row_floats, used * 4);
+        memcpy(scratch + (size_t)i * used, cache + (size_t)src[i] * row_floats, used * 4);
+    }
+    for (int i = 0; i < rows; i++) {
+        NEED(cache + (size_t)i * row_floats, used * 4);
+        memcpy(cache + (size_t)i * row_floats, scratch + (size_t)i * used, used * 4);
+    }
+    return 0;
+}
+
+/* ---- NCCL stand-in: n ranks on distinct "GPUs" ---- */
+
+typedef struct mock_shared { int n; pthread_barrier_t bar; float *bufs[64]; int refs; pthread_mutex_t mu; } mock_shared;
+typedef struct mock_comm { mock_shared *sh; int rank; } mock_comm;
+int pf_cuda_nccl_create(int n, const int *d, void **comms, char *message, size_t size) {
+    (void)d;
+    (void)message;
+    (void)size;
+    mock_shared *sh = calloc(1, sizeof *sh);
+    sh->n = n;
+    sh->refs = n;
+    pthread_barrier_init(&sh->bar, NULL, (unsigned)n);
+    pthread_mutex_init(&sh->mu, NULL);
+    for (int i = 0; i < n; i++) {
+        mock_comm *c = calloc(1, sizeof *c);
+        c->sh = sh;
+        c->rank = i;
+        comms[i] = c;
+    }
+    return 0;
+}
+static void drop(void *p) {
+    mock_comm *c = p;
+    if (!c) return;
+    pthread_mutex_lock(&c->sh->mu);
+    int last = --c->sh->refs == 0;
+    pthread_mutex_unlock(&c->sh->mu);
+    if (last) {
+        pthread_barrier_destroy(&c->sh->bar);
+        pthread_mutex_destroy(&c->sh->mu);
+        free(c->sh);
+    }
+    free(c);
+}
+void pf_cuda_nccl_destroy(void *c) { drop(c); }
+void pf_cuda_nccl_abort(void *c) { drop(c); }
+int pf_cuda_nccl_all_reduce(pf_cuda_rank *st, void *cv, float *x, size_t n) {
+    (void)st;
+    NEED(x, n * 4);
+    mock_comm *c = cv;
+    mock_shared *sh = c->sh;
+    sh->bufs[c->rank] = x;
+    pthread_barrier_wait(&sh->bar);
+    float *t = malloc(n * 4);
+    for (size_t i = 0; i < n; i++) {
+        float s = 0;
+        for (int k = 0; k < sh->n; k++) s += sh->bufs[k][i];
+        t[i] = s;
+    }
+    pthread_barrier_wait(&sh->bar);
+    memcpy(x, t, n * 4);
+    free(t);
+    pthread_barrier_wait(&sh->bar);
+    return 0;
+}
