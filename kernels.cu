@@ -192,11 +192,13 @@ __device__ __forceinline__ float pf_act(float v, int act) {
 }
 
 /* out[row][c] = tokens[ids[row]][c] * scale */
+/* Rows of the table are the rank's vocabulary from `first`; other ids give zeros (another rank
+   holds them; the embedding is summed over ranks). */
 __global__ void pf_embed_kernel(float *out, const void *tokens, int dtype, const int32_t *ids, size_t rows, size_t d,
-                                float scale) {
+                                float scale, int first, size_t table_rows) {
     PF_GRID_STRIDE(i, rows * d) {
-        size_t row = i / d, c = i % d;
-        out[i] = pf_load(tokens, dtype, (size_t)ids[row] * d + c) * scale;
+        size_t row = i / d, c = i % d, id = (size_t)(ids[row] - first); /* wraps below first */
+        out[i] = id < table_rows ? pf_load(tokens, dtype, id * d + c) * scale : 0.0f;
     }
 }
 
@@ -542,6 +544,16 @@ int pf_cuda_download(struct pf_cuda_rank *st, void *host, const void *src, size_
     return PF_CUDA_OK;
 }
 
+/* Rows of row_bytes, strided on both sides (a rank's columns of the host logits); waits. */
+int pf_cuda_download_rows(struct pf_cuda_rank *st, void *host, size_t host_stride, const void *src, size_t src_stride,
+                          size_t row_bytes, size_t rows) {
+    if (!rows || !row_bytes) return PF_CUDA_OK;
+    PF_CUDA_CHECK(st, cudaMemcpy2DAsync,
+                  (host, host_stride, src, src_stride, row_bytes, rows, cudaMemcpyDeviceToHost, st->stream));
+    PF_CUDA_CHECK(st, cudaStreamSynchronize, (st->stream));
+    return PF_CUDA_OK;
+}
+
 /* Device to device on the rank's stream (no wait). */
 int pf_cuda_copy_async(struct pf_cuda_rank *st, void *dst, const void *src, size_t bytes) {
     if (!bytes) return PF_CUDA_OK;
@@ -585,11 +597,11 @@ int pf_cuda_upload_async(struct pf_cuda_rank *st, void *dst, const void *host, s
 /* out[row][:] = tokens[ids[row]][:] * scale for rows rows of d; ids_host ([rows], pageable host
    memory) is first copied to ids_device (room for rows int32). */
 int pf_cuda_embed(struct pf_cuda_rank *st, float *out, const void *tokens, int dtype, const int32_t *ids_host,
-                  int32_t *ids_device, size_t rows, size_t d, float scale) {
+                  int32_t *ids_device, size_t rows, size_t d, float scale, int first, size_t table_rows) {
     if (!rows || !d) return PF_CUDA_OK;
     PF_CUDA_CHECK(st, cudaMemcpyAsync, (ids_device, ids_host, rows * sizeof(int32_t), cudaMemcpyHostToDevice, st->stream));
     pf_embed_kernel<<<pf_blocks(rows * d, PF_THREADS), PF_THREADS, 0, st->stream>>>(out, tokens, dtype, ids_device,
-                                                                                 rows, d, scale);
+                                                                                 rows, d, scale, first, table_rows);
     PF_CUDA_CHECK_LAUNCH(st, pf_embed_kernel);
     return PF_CUDA_OK;
 }

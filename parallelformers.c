@@ -877,7 +877,8 @@ typedef enum {
     PF__SPLIT_KV_COLUMNS,
     PF__SPLIT_MLP_COLUMNS,
     PF__SPLIT_HEAD_ROWS,
-    PF__SPLIT_MLP_ROWS
+    PF__SPLIT_MLP_ROWS,
+    PF__SPLIT_VOCAB
 } pf__split;
 
 typedef enum { PF__OPTIONAL, PF__REQUIRED } pf__need;
@@ -5198,10 +5199,14 @@ typedef struct pf__backend {
     void (*free)(pf__rank *r, void *ptr);
     void (*upload)(pf__rank *r, void *dst, const void *host, size_t bytes);
     void (*download)(pf__rank *r, void *host, const void *src, size_t bytes);
+    /* rows of row_bytes each, strided on both sides (a rank's columns of the host logits) */
+    void (*download_rows)(pf__rank *r, void *host, size_t host_stride, const void *src, size_t src_stride,
+                          size_t row_bytes, size_t rows);
     /* device to device */
     void (*copy)(pf__rank *r, void *dst, const void *src, size_t bytes);
-    /* out[b*T+t] = tokens[ids[b][t]] * scale */
-    void (*embed)(pf__rank *r, float *out, const pf__weight *tokens, const pf__step *s, float scale);
+    /* out[b*T+t] = tokens[ids[b][t] - first] * scale for ids among the rank's tokens rows
+       (first..first + tokens->rows), zeros for the others' */
+    void (*embed)(pf__rank *r, float *out, const pf__weight *tokens, const pf__step *s, float scale, int first);
     /* x[b*T+t] += table[offset + past + t] */
     void (*add_positions)(pf__rank *r, float *x, const pf__weight *table, const pf__step *s, int offset);
     /* LayerNorm: (x - mean) / sqrt(var + eps) * weight + bias; RMSNorm: x / sqrt(mean(x^2) + eps)
@@ -5236,6 +5241,7 @@ typedef struct pf__share {
     int head_begin, heads;
     int kv_begin, kv_heads; /* the key/value heads its query heads read (replicated if shared) */
     int mlp_begin, mlp_width;
+    int vocab_begin, vocab_rows; /* token embedding and LM head rows */
 } pf__share;
 
 typedef struct pf__allocation {
@@ -5304,12 +5310,22 @@ static void pf__cpu_copy(pf__rank *r, void *dst, const void *src, size_t bytes) 
     if (bytes) memcpy(dst, src, bytes);
 }
 
-static void pf__cpu_embed(pf__rank *r, float *out, const pf__weight *tokens, const pf__step *s, float scale) {
+static void pf__cpu_embed(pf__rank *r, float *out, const pf__weight *tokens, const pf__step *s, float scale,
+                          int first) {
     (void)r;
     size_t d = tokens->cols, n = (size_t)s->batch * s->seq_len;
     const float *table = (const float *)tokens->data;
-    for (size_t row = 0; row < n; row++)
-        for (size_t i = 0; i < d; i++) out[row * d + i] = table[(size_t)s->ids[row] * d + i] * scale;
+    for (size_t row = 0; row < n; row++) {
+        size_t id = (size_t)(s->ids[row] - first); /* wraps for ids below first */
+        for (size_t i = 0; i < d; i++) out[row * d + i] = id < tokens->rows ? table[id * d + i] * scale : 0.0f;
+    }
+}
+
+static void pf__cpu_download_rows(pf__rank *r, void *host, size_t host_stride, const void *src, size_t src_stride,
+                                  size_t row_bytes, size_t rows) {
+    (void)r;
+    for (size_t i = 0; i < rows && row_bytes; i++)
+        memcpy((char *)host + i * host_stride, (const char *)src + i * src_stride, row_bytes);
 }
 
 static void pf__cpu_add_positions(pf__rank *r, float *x, const pf__weight *table, const pf__step *s, int offset) {
@@ -5495,7 +5511,7 @@ static void pf__cpu_all_reduce(pf__rank *r, float *x, size_t count);
 
 static const pf__backend pf__cpu_backend = {
     "cpu", 1, NULL, NULL, pf__cpu_rank_begin, pf__cpu_rank_end, pf__cpu_alloc, pf__cpu_free, pf__cpu_copy,
-    pf__cpu_copy, pf__cpu_copy, pf__cpu_embed, pf__cpu_add_positions, pf__cpu_norm, pf__cpu_matmul, pf__cpu_activation,
+    pf__cpu_copy, pf__cpu_download_rows, pf__cpu_copy, pf__cpu_embed, pf__cpu_add_positions, pf__cpu_norm, pf__cpu_matmul, pf__cpu_activation,
     pf__cpu_gated_activation, pf__cpu_add_residual, pf__cpu_rotary, pf__cpu_attention, pf__cpu_all_reduce,
     pf__cpu_reorder_rows,
 };
@@ -5747,6 +5763,8 @@ static pf__share pf__share_for(const pf__config *c, int r, int n) {
     s.kv_heads = s.heads ? (s.head_begin + s.heads - 1) / group + 1 - s.kv_begin : 0;
     s.mlp_begin = (int)((long long)r * c->intermediate_size / n);
     s.mlp_width = (int)((long long)(r + 1) * c->intermediate_size / n) - s.mlp_begin;
+    s.vocab_begin = (int)((long long)r * c->vocab_size / n);
+    s.vocab_rows = (int)((long long)(r + 1) * c->vocab_size / n) - s.vocab_begin;
     return s;
 }
 
@@ -5799,6 +5817,7 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
     case PF__SPLIT_MLP_COLUMNS: p->row_begin = (size_t)s->mlp_begin, p->rows = (size_t)s->mlp_width; break;
     case PF__SPLIT_HEAD_ROWS: p->col_begin = (size_t)s->head_begin * hd, p->cols = (size_t)s->heads * hd; break;
     case PF__SPLIT_MLP_ROWS: p->col_begin = (size_t)s->mlp_begin, p->cols = (size_t)s->mlp_width; break;
+    case PF__SPLIT_VOCAB: p->row_begin = (size_t)s->vocab_begin, p->rows = (size_t)s->vocab_rows; break;
     }
     return 0;
 }
@@ -6025,10 +6044,10 @@ static void pf__rank_setup(pf__rank *r) {
     r->attn = (float *)pf__rank_alloc(r, T * q_width * sizeof(float));
     r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
     if (a->mlp == PF__MLP_GATED) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
-    if (r->index == 0) r->logits = (float *)pf__rank_alloc(r, g->logit_rows * c->vocab_size * sizeof(float));
+    r->logits = (float *)pf__rank_alloc(r, g->logit_rows * r->share.vocab_rows * sizeof(float));
     if (r->backend == &pf__cpu_backend) {
         r->scores = (float *)pf__rank_alloc(r, (size_t)g->cache_len * sizeof(float));
-        if (g->num_ranks > 1) r->reduce_tmp = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
+        if (g->num_ranks > 1) r->reduce_tmp = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
         if (g->max_batch > 1) r->reorder_tmp = (float *)pf__rank_alloc(r, (size_t)g->max_batch * g->cache_len * kv_width * sizeof(float));
     }
 }
@@ -6096,14 +6115,14 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
 #define PF__HAS(w) ((w).data != NULL)
 #define PF__OR_NULL(w) (PF__HAS(w) ? &(w) : NULL)
 
-    /* x = token embedding (* sqrt(hidden)) (projected in) (+ position table) (normed) */
+    /* x = token embedding (* sqrt(hidden)) (projected in) (+ position table) (normed); each rank
+       holds some of the vocabulary's rows, so the embedding is summed over ranks (one term each) */
     float embed_scale = c->embed_scale_sqrt ? sqrtf((float)d) : 1.0f;
-    if (PF__HAS(W[PF__SLOT_PROJECT_IN])) {
-        be->embed(r, r->embed, &W[PF__SLOT_TOKEN_EMBED], s, embed_scale);
-        be->matmul(r, r->x, r->embed, &W[PF__SLOT_PROJECT_IN], NULL, N);
-    } else {
-        be->embed(r, r->x, &W[PF__SLOT_TOKEN_EMBED], s, embed_scale);
-    }
+    int vocab_split = g->num_ranks > 1 && W[PF__SLOT_TOKEN_EMBED].rows < (size_t)c->vocab_size;
+    float *embedded = PF__HAS(W[PF__SLOT_PROJECT_IN]) ? r->embed : r->x;
+    be->embed(r, embedded, &W[PF__SLOT_TOKEN_EMBED], s, embed_scale, r->share.vocab_begin);
+    if (vocab_split) be->all_reduce(r, embedded, N * (size_t)c->embed_dim);
+    if (PF__HAS(W[PF__SLOT_PROJECT_IN])) be->matmul(r, r->x, r->embed, &W[PF__SLOT_PROJECT_IN], NULL, N);
     if (PF__HAS(W[PF__SLOT_POSITION_EMBED])) be->add_positions(r, r->x, &W[PF__SLOT_POSITION_EMBED], s, c->position_offset);
     if (PF__HAS(W[PF__SLOT_EMBED_NORM_WEIGHT]))
         be->norm(r, r->x, r->x, &W[PF__SLOT_EMBED_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_EMBED_NORM_BIAS]), N, d, eps, a->norm);
@@ -6182,10 +6201,10 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
         be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), N, d);
         if (!c->pre_norm) be->norm(r, r->x, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
     }
-    if (r->index != 0 || pf__rank_failed(r)) return;
+    if (pf__rank_failed(r)) return;
 
-    /* Rank 0 alone: h = final norm(x) for the rows wanted (or x), projected out, then
-       logits = h Wlm^T (+ b), in chunks. */
+    /* h = final norm(x) for the rows wanted (or x), projected out; logits = h Wlm^T (+ b) for the
+       rank's vocabulary rows, written into its columns of the host logits, in chunks. */
     size_t rows = job->all_positions ? N : (size_t)s->batch;
     for (size_t b = 0; b < rows; b++) {
         const float *row = r->x + (job->all_positions ? b : b * s->seq_len + s->seq_len - 1) * d;
@@ -6195,8 +6214,8 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
         else
             be->copy(r, r->h + b * d, row, d * sizeof(float));
     }
-    size_t vocab = (size_t)c->vocab_size;
-    for (size_t first = 0; first < rows && !r->error; first += g->logit_rows) {
+    size_t vocab = (size_t)c->vocab_size, mine = W[PF__SLOT_LM_HEAD].rows;
+    for (size_t first = 0; first < rows && !r->error && mine; first += g->logit_rows) {
         size_t n = rows - first < g->logit_rows ? rows - first : g->logit_rows;
         const float *h = r->h + first * d;
         if (PF__HAS(W[PF__SLOT_PROJECT_OUT])) {
@@ -6204,7 +6223,8 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
             h = r->part;
         }
         be->matmul(r, r->logits, h, &W[PF__SLOT_LM_HEAD], PF__OR_NULL(W[PF__SLOT_LM_HEAD_BIAS]), n);
-        be->download(r, job->logits + first * vocab, r->logits, n * vocab * sizeof(float));
+        be->download_rows(r, job->logits + first * vocab + r->share.vocab_begin, vocab * sizeof(float), r->logits,
+                          mine * sizeof(float), mine * sizeof(float), n);
     }
 #undef PF__HAS
 #undef PF__OR_NULL
@@ -6287,8 +6307,10 @@ int pf_cuda_copy_async(pf_cuda_rank *st, void *dst, const void *src, size_t byte
 int pf_cuda_copy_peer_async(pf_cuda_rank *st, void *dst, const void *src, int src_device, size_t bytes);
 int pf_cuda_stream_sync(pf_cuda_rank *st);
 int pf_cuda_stream_query(pf_cuda_rank *st, int *done);
+int pf_cuda_download_rows(pf_cuda_rank *st, void *host, size_t host_stride, const void *src, size_t src_stride,
+                          size_t row_bytes, size_t rows);
 int pf_cuda_embed(pf_cuda_rank *st, float *out, const void *tokens, int dtype, const int32_t *ids_host,
-                  int32_t *ids_device, size_t rows, size_t d, float scale);
+                  int32_t *ids_device, size_t rows, size_t d, float scale, int first, size_t table_rows);
 int pf_cuda_add_positions(pf_cuda_rank *st, float *x, const void *table, int dtype, const int *pad, int batch, int T,
                           int past, size_t offset, size_t d);
 int pf_cuda_norm(pf_cuda_rank *st, float *out, const float *x, const void *weight, int weight_dtype, const void *bias,
@@ -6603,6 +6625,13 @@ static void pf__cuda_download(pf__rank *r, void *host, const void *src, size_t b
     pf__cuda_ok(r, pf_cuda_download(rs->cu, host, src, bytes));
 }
 
+static void pf__cuda_download_rows(pf__rank *r, void *host, size_t host_stride, const void *src, size_t src_stride,
+                                   size_t row_bytes, size_t rows) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 0);
+    if (!rs || pf__cuda_wait(r, rs)) return;
+    pf__cuda_ok(r, pf_cuda_download_rows(rs->cu, host, host_stride, src, src_stride, row_bytes, rows));
+}
+
 static void pf__cuda_copy(pf__rank *r, void *dst, const void *src, size_t bytes) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 0);
     if (rs) pf__cuda_ok(r, pf_cuda_copy_async(rs->cu, dst, src, bytes));
@@ -6648,11 +6677,12 @@ static const int *pf__cuda_pads(pf__rank *r, pf__cuda_rank_state *rs, const pf__
     return rs->pad;
 }
 
-static void pf__cuda_embed(pf__rank *r, float *out, const pf__weight *tokens, const pf__step *s, float scale) {
+static void pf__cuda_embed(pf__rank *r, float *out, const pf__weight *tokens, const pf__step *s, float scale,
+                           int first) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
     pf__cuda_ok(r, pf_cuda_embed(rs->cu, out, tokens->data, pf__cuda_dtype(tokens->dtype), s->ids, rs->ids,
-                                 (size_t)s->batch * s->seq_len, tokens->cols, scale));
+                                 (size_t)s->batch * s->seq_len, tokens->cols, scale, first, tokens->rows));
 }
 
 /* Row offset + position of the table for each token, position = past + t - pad[b] (0 at least). */
@@ -6843,6 +6873,7 @@ static const pf__backend pf__cuda_table = {
     .free = pf__cuda_free,
     .upload = pf__cuda_upload,
     .download = pf__cuda_download,
+    .download_rows = pf__cuda_download_rows,
     .copy = pf__cuda_copy,
     .embed = pf__cuda_embed,
     .add_positions = pf__cuda_add_positions,
@@ -6908,6 +6939,7 @@ static void pf__log_memory_table(const pf_model *m) {
 static const char *pf__backend_missing(const pf__backend *b) {
 #define PF__NEED(op) if (!b->op) return #op;
     PF__NEED(rank_begin) PF__NEED(rank_end) PF__NEED(alloc) PF__NEED(free) PF__NEED(upload) PF__NEED(download)
+    PF__NEED(download_rows)
     PF__NEED(copy) PF__NEED(embed) PF__NEED(add_positions) PF__NEED(norm) PF__NEED(matmul) PF__NEED(activation)
     PF__NEED(gated_activation) PF__NEED(add_residual) PF__NEED(rotary) PF__NEED(attention) PF__NEED(all_reduce)
     PF__NEED(reorder_rows)

@@ -162,6 +162,13 @@ int pf_cuda_download(pf_cuda_rank *st, void *h, const void *s, size_t b) {
     if (b) memcpy(h, s, b);
     return 0;
 }
+int pf_cuda_download_rows(pf_cuda_rank *st, void *h, size_t hs, const void *s, size_t ss, size_t row, size_t rows) {
+    (void)st;
+    if (!rows || !row) return 0;
+    NEED(s, (rows - 1) * ss + row);
+    for (size_t i = 0; i < rows; i++) memcpy((char *)h + i * hs, (const char *)s + i * ss, row);
+    return 0;
+}
 int pf_cuda_copy_async(pf_cuda_rank *st, void *d, const void *s, size_t b) {
     (void)st;
     NEED(d, b);
@@ -183,15 +190,16 @@ int pf_cuda_stream_query(pf_cuda_rank *st, int *done) {
 /* ---- kernels ---- */
 
 int pf_cuda_embed(pf_cuda_rank *st, float *out, const void *tok, int dtype, const int32_t *ids_host, int32_t *ids_dev,
-                  size_t rows, size_t d, float scale) {
+                  size_t rows, size_t d, float scale, int first, size_t table_rows) {
     (void)st;
     if (!rows || !d) return 0;
     NEED(ids_dev, rows * 4);
     NEED(out, rows * d * 4);
     memcpy(ids_dev, ids_host, rows * 4);
     for (size_t row = 0; row < rows; row++) {
-        NEED((const char *)tok + (size_t)ids_dev[row] * d * dsize(dtype), d * dsize(dtype));
-        for (size_t c = 0; c < d; c++) out[row * d + c] = ld(tok, dtype, (size_t)ids_dev[row] * d + c) * scale;
+        size_t id = (size_t)(ids_dev[row] - first); /* wraps below first: another rank's row */
+        if (id < table_rows) NEED((const char *)tok + id * d * dsize(dtype), d * dsize(dtype));
+        for (size_t c = 0; c < d; c++) out[row * d + c] = id < table_rows ? ld(tok, dtype, id * d + c) * scale : 0.0f;
     }
     return 0;
 }
