@@ -17,7 +17,7 @@ LDLIBS   := -lpthread -lm
 TEST_DEFS := -D_POSIX_C_SOURCE=200809L -DPF_TESTING
 
 LIB_SRC  := parallelformers.c parallelformers.h policies.inc $(wildcard *.part.c) $(BUILD)/cuda-$(CUDA).stamp
-TESTS    := test/test_main.c test/test_models.c test/test_bad_input.c test/test_cli.c test/test_tokenizer.c test/test_generation.c
+TESTS    := test/test_main.c test/test_util.c test/test_models.c test/test_bad_input.c test/test_cli.c test/test_tokenizer.c test/test_generation.c
 
 ifeq ($(CUDA),1)
 CUDA_DEFS := -DPF_CUDA
@@ -59,8 +59,8 @@ $(BUILD)/test_parallelformers: $(TESTS) test/test.h $(BUILD)/parallelformers_tes
 
 # Every fixture on the CUDA backend against the CPU backend and transformers; prints that it
 # skipped where there is no GPU (or no CUDA in the build).
-$(BUILD)/test_cuda: test/test_cuda.c $(BUILD)/parallelformers_testing.o $(CUDA_OBJ)
-	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) test/test_cuda.c $(BUILD)/parallelformers_testing.o $(CUDA_OBJ) -o $@ $(CUDA_LIBS) $(LDLIBS)
+$(BUILD)/test_cuda: test/test_cuda.c test/test_util.c test/test.h $(BUILD)/parallelformers_testing.o $(CUDA_OBJ)
+	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) test/test_cuda.c test/test_util.c $(BUILD)/parallelformers_testing.o $(CUDA_OBJ) -o $@ $(CUDA_LIBS) $(LDLIBS)
 
 test-cuda: $(BUILD)/test_cuda
 	$(BUILD)/test_cuda test/fixtures
@@ -78,10 +78,10 @@ $(STANDIN)/cuda_abi.h: parallelformers.c | $(BUILD)
 	printf '#include <stddef.h>\n#include <stdint.h>\n' > $@
 	awk '/^typedef struct pf_cuda_rank pf_cuda_rank;/{p=1} /^\/\* ---- state ---- \*\//{p=0} p' parallelformers.c >> $@
 
-$(STANDIN)/test_cuda: test/test_cuda.c test/cuda_standin.c $(STANDIN)/cuda_abi.h $(LIB_SRC)
+$(STANDIN)/test_cuda: test/test_cuda.c test/test_util.c test/test.h test/cuda_standin.c $(STANDIN)/cuda_abi.h $(LIB_SRC)
 	$(CC) $(BASE) $(CFLAGS) -DPF_CUDA -DPF_TESTING -c parallelformers.c -o $(STANDIN)/parallelformers.o
 	$(CC) -std=gnu11 $(WARN) -pthread $(CFLAGS) -D_GNU_SOURCE -include $(STANDIN)/cuda_abi.h -c test/cuda_standin.c -o $(STANDIN)/cuda_standin.o
-	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) test/test_cuda.c $(STANDIN)/parallelformers.o $(STANDIN)/cuda_standin.o -o $@ $(LDLIBS)
+	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) test/test_cuda.c test/test_util.c $(STANDIN)/parallelformers.o $(STANDIN)/cuda_standin.o -o $@ $(LDLIBS)
 
 test-cuda-standin: $(STANDIN)/test_cuda
 	$(STANDIN)/test_cuda test/fixtures

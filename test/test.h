@@ -1,14 +1,21 @@
-/* A tiny test framework shared by the test files: CHECK counts, reports failures with their
-   place, and never stops the run, so one summary line ends every suite. */
+/* A tiny test framework shared by the test programs (test_parallelformers and test_cuda): CHECK
+   counts, reports failures with their place, and never stops the run, so one summary line ends
+   every suite. The helpers are in test_util.c, linked into both programs. */
 #ifndef PF_TEST_H
 #define PF_TEST_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+
+#include "../parallelformers.h"
 
 extern int test_passed, test_failed;
 
-/* The directory holding the fixtures (test/fixtures), set by test_main from argv or default. */
+/* The directory holding the fixtures (test/fixtures), set by each program's main from argv. */
 extern const char *test_fixtures;
+/* The path of the generate binary, for the CLI tests. */
+extern const char *test_generate_binary;
 
 #define CHECK_MSG(cond, ...)                                                                     \
     do {                                                                                          \
@@ -24,11 +31,15 @@ extern const char *test_fixtures;
 
 #define CHECK(cond) CHECK_MSG(cond, "%s", "")
 
+#define TEST_MAX_IDS 64       /* ids in a reference's prompt or greedy tokens, or in a case's row */
+#define TEST_MAX_ROWS 8       /* prompts in a generation case; outputs up to 4 times as many */
+#define TEST_MAX_GEN_CASES 32 /* cases in a generation_cases.txt */
+
 /* A model fixture's reference.txt, as written by make_fixtures.py. */
 typedef struct test_reference {
     char prompt_text[256];
-    int prompt_ids[64], num_prompt_ids;
-    int greedy_ids[64], num_greedy_ids;
+    int prompt_ids[TEST_MAX_IDS], num_prompt_ids;
+    int greedy_ids[TEST_MAX_IDS], num_greedy_ids;
     int max_new_tokens, vocab_size;
 } test_reference;
 
@@ -38,10 +49,29 @@ float *test_read_floats(const char *path, size_t *count);
 /* Comma-separated ints into out (at most cap); returns the count, or -1 if malformed. */
 int test_parse_ids(const char *text, int *out, int cap);
 float test_max_abs_diff(const float *a, const float *b, size_t n);
-/* The path of the generate binary, for the CLI tests. */
-extern const char *test_generate_binary;
 
-/* Each test file provides one entry point, called from test_main.c. */
+/* One case of a fixture's generation_cases.txt (written by make_generation_fixtures.py):
+   transformers' generate kwargs, the prompts, and the sequences (and beam scores) it returned. */
+typedef struct test_gen_case {
+    char name[64];
+    pf_generate_options options; /* points into eos and bad */
+    int32_t eos[4];
+    int32_t bad_ids[8][4];
+    pf_token_sequence bad[8];
+    int prompts[TEST_MAX_ROWS][TEST_MAX_IDS], prompt_lengths[TEST_MAX_ROWS], num_prompts;
+    int outputs[TEST_MAX_ROWS * 4][TEST_MAX_IDS], output_lengths[TEST_MAX_ROWS * 4], num_outputs;
+    float scores[TEST_MAX_ROWS * 4];
+    int num_scores;
+} test_gen_case;
+
+/* Every case of test_fixtures/FIXTURE/generation_cases.txt (at most cap); the count, or -1 if
+   the file is missing or malformed. */
+int test_read_gen_cases(const char *fixture, test_gen_case *cases, int cap);
+/* One case on the model: the sequences token for token and the beam scores within 1e-4
+   relative, reported as "WHAT: case NAME: ..."; returns 1 if all matched. */
+int test_check_gen_case(pf_model *m, const char *what, const test_gen_case *c);
+
+/* Each test file of test_parallelformers provides one entry point, called from test_main.c. */
 void test_tokenizer(void);
 void test_models(void);
 void test_bad_input(void);

@@ -25,8 +25,8 @@
      first step whose CPU margin is under 1e-2.
    And transformers' recorded generate cases of gpt2-tiny and gpt2-hub (generation_cases.txt:
    beam search with length penalties, n-gram bans and several eos ids, padded batches, bad words,
-   repetition penalty; read as test/test_generation.c reads them) in F32 on 1 and 2 ranks
-   (device_ids {0, 0}) with max_batch 16, token for token.
+   repetition penalty; read by test/test_util.c, as test/test_generation.c reads them) in F32 on
+   1 and 2 ranks (device_ids {0, 0}) with max_batch 16, token for token.
    Also: pf_to_cpu from two CUDA ranks gives the CPU model exactly; a device id that is no GPU is
    a clear error; with two GPUs, NCCL between GPUs 0 and 1 and the peer-copy reduction over GPUs
    {0, 0, 1}; an injected failure on one rank (PF_TESTING builds) fails the call, names the rank,
@@ -48,102 +48,22 @@
 #include <string.h>
 
 #include "../parallelformers.h"
+#include "test.h"
 
 #define TOLERANCE_F32 1e-3f
 #define TOLERANCE_F16 0.1f
 #define TOLERANCE_BF16 1.0f
 #define MARGIN_F32 1e-2f /* decode steps closer to a tie than this are not compared */
-#define MAX_IDS 64
+#define MAX_IDS TEST_MAX_IDS /* the longest prompt, generation or cache */
 
 #ifdef PF_TESTING
 extern int pf_testing_fail_rank, pf_testing_fail_countdown;
 #endif
 
-static int passed, failed;
-static const char *fixtures_dir = "test/fixtures";
-
-#define CHECK_MSG(cond, ...)                                                                     \
-    do {                                                                                          \
-        if (cond) {                                                                               \
-            passed++;                                                                             \
-        } else {                                                                                  \
-            failed++;                                                                             \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                      \
-            fprintf(stderr, __VA_ARGS__);                                                         \
-            fputc('\n', stderr);                                                                  \
-        }                                                                                         \
-    } while (0)
-
-/* ---- fixtures ---- */
-
-typedef struct reference {
-    int prompt[MAX_IDS], num_prompt;
-    int greedy[MAX_IDS], num_greedy;
-    int max_new_tokens, vocab_size;
-} reference;
-
-static int parse_ids(const char *text, int *out, int cap) {
-    int n = 0;
-    const char *p = text;
-    while (*p && *p != '\n' && *p != '\r') {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || n >= cap) return -1;
-        out[n++] = (int)v;
-        p = end;
-        if (*p == ',') p++;
-    }
-    return n;
-}
-
-static int read_reference(const char *dir, reference *ref) {
-    char path[1200], line[4096];
-    memset(ref, 0, sizeof *ref);
-    snprintf(path, sizeof path, "%s/reference.txt", dir);
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    while (fgets(line, sizeof line, f)) {
-        char *value = strchr(line, '=');
-        if (!value) continue;
-        *value++ = 0;
-        if (!strcmp(line, "prompt_ids")) ref->num_prompt = parse_ids(value, ref->prompt, MAX_IDS);
-        else if (!strcmp(line, "greedy_ids")) ref->num_greedy = parse_ids(value, ref->greedy, MAX_IDS);
-        else if (!strcmp(line, "max_new_tokens")) ref->max_new_tokens = atoi(value);
-        else if (!strcmp(line, "vocab_size")) ref->vocab_size = atoi(value);
-    }
-    fclose(f);
-    return ref->num_prompt > 0 && ref->num_greedy > 0 && ref->vocab_size > 0 ? 0 : -1;
-}
-
-static float *read_floats(const char *path, size_t *count) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    float *data = NULL;
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-    if (size > 0 && fseek(f, 0, SEEK_SET) == 0) data = (float *)malloc((size_t)size);
-    if (data && fread(data, 1, (size_t)size, f) != (size_t)size) {
-        free(data);
-        data = NULL;
-    }
-    fclose(f);
-    if (data) *count = (size_t)size / sizeof(float);
-    return data;
-}
-
-static float max_abs_diff(const float *a, const float *b, size_t n) {
-    float worst = 0;
-    for (size_t i = 0; i < n; i++) {
-        float d = fabsf(a[i] - b[i]);
-        if (!(d <= worst)) worst = d; /* NaN counts as the worst */
-    }
-    return worst;
-}
-
 typedef struct fixture {
     const char *name;
     pf_model *model;
-    reference ref;
+    test_reference ref;
     float *ref_logits;      /* [num_prompt][vocab], transformers */
     size_t vocab;
     int positions;
@@ -180,8 +100,8 @@ static float *forward(pf_model *m, const int32_t *ids, int batch, int len, size_
    else 0 with every margin 0 (unknown); -1 if the forward failed. */
 static int replay_margins(fixture *f, int skip, const int32_t *tokens, int n, float *margins) {
     int32_t seq[2 * MAX_IDS];
-    int num_prompt = f->ref.num_prompt - skip, len = num_prompt + n - 1, replayed = 1;
-    for (int i = 0; i < num_prompt; i++) seq[i] = f->ref.prompt[skip + i];
+    int num_prompt = f->ref.num_prompt_ids - skip, len = num_prompt + n - 1, replayed = 1;
+    for (int i = 0; i < num_prompt; i++) seq[i] = f->ref.prompt_ids[skip + i];
     for (int i = 0; i + 1 < n; i++) seq[num_prompt + i] = tokens[i];
     float *all = forward(f->model, seq, 1, len, f->vocab, "CPU margins");
     if (!all) return -1;
@@ -210,12 +130,12 @@ static int replay_margins(fixture *f, int skip, const int32_t *tokens, int n, fl
 /* Greedy tokens to the end of the cache, never stopping at eos; returns the count or -1. */
 static int generate_long(fixture *f, int32_t *out, const char *what) {
     int32_t prompt[MAX_IDS];
-    for (int i = 0; i < f->ref.num_prompt; i++) prompt[i] = f->ref.prompt[i];
+    for (int i = 0; i < f->ref.num_prompt_ids; i++) prompt[i] = f->ref.prompt_ids[i];
     pf_generate_options o = pf_generate_options_init();
-    o.max_new_tokens = f->positions - f->ref.num_prompt;
+    o.max_new_tokens = f->positions - f->ref.num_prompt_ids;
     o.ignore_eos = 1;
     int n = 0;
-    pf_result r = pf_generate(f->model, prompt, f->ref.num_prompt, &o, out, MAX_IDS, &n);
+    pf_result r = pf_generate(f->model, prompt, f->ref.num_prompt_ids, &o, out, MAX_IDS, &n);
     CHECK_MSG(r == PF_OK, "%s: pf_generate to the end of the cache: %s", what, pf_error_message(f->model));
     return r == PF_OK ? n : -1;
 }
@@ -225,9 +145,9 @@ static int generate_long(fixture *f, int32_t *out, const char *what) {
    Returns 0, or -1 after reporting a failure. */
 static int generate_padded(fixture *f, int32_t out[2][MAX_IDS], int len[2], const char *what) {
     int32_t prompt[MAX_IDS];
-    for (int i = 0; i < f->ref.num_prompt; i++) prompt[i] = f->ref.prompt[i];
+    for (int i = 0; i < f->ref.num_prompt_ids; i++) prompt[i] = f->ref.prompt_ids[i];
     const int32_t *prompts[2] = {prompt, prompt + f->pad_skip};
-    int lengths[2] = {f->ref.num_prompt, f->ref.num_prompt - f->pad_skip};
+    int lengths[2] = {f->ref.num_prompt_ids, f->ref.num_prompt_ids - f->pad_skip};
     pf_generate_options o = pf_generate_options_init();
     o.max_new_tokens = f->ref.max_new_tokens;
     o.ignore_eos = 1;
@@ -247,35 +167,35 @@ static int generate_padded(fixture *f, int32_t out[2][MAX_IDS], int len[2], cons
     return ok ? 0 : -1;
 }
 
-/* Loads the fixture and computes the CPU backend's outputs once. */
-static int fixture_open(const char *name, fixture *f) {
+/* Loads the fixture and computes the CPU backend's outputs once; fixture_open below. */
+static int fixture_load(const char *name, fixture *f) {
     char dir[1024], path[1200];
     memset(f, 0, sizeof *f);
     f->name = name;
-    snprintf(dir, sizeof dir, "%s/%s", fixtures_dir, name);
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
     pf_load_options lo = pf_load_options_init();
     lo.skip_tokenizer = 1; /* ids only: not every fixture's tokenizer is supported */
     pf_result r = pf_load(dir, &lo, &f->model);
     CHECK_MSG(r == PF_OK, "%s: pf_load: %s", name, pf_error_message(f->model));
     if (r) return -1;
-    int ok = read_reference(dir, &f->ref) == 0;
+    int ok = test_read_reference(dir, &f->ref) == 0 && f->ref.vocab_size > 0;
     CHECK_MSG(ok, "%s: reference.txt unreadable", name);
     if (!ok) return -1;
     snprintf(path, sizeof path, "%s/reference_logits.bin", dir);
     size_t count = 0;
     f->vocab = (size_t)f->ref.vocab_size;
-    f->ref_logits = read_floats(path, &count);
-    CHECK_MSG(f->ref_logits && count == (size_t)f->ref.num_prompt * f->vocab, "%s: reference_logits.bin", name);
-    if (!f->ref_logits || count != (size_t)f->ref.num_prompt * f->vocab) return -1;
+    f->ref_logits = test_read_floats(path, &count);
+    CHECK_MSG(f->ref_logits && count == (size_t)f->ref.num_prompt_ids * f->vocab, "%s: reference_logits.bin", name);
+    if (!f->ref_logits || count != (size_t)f->ref.num_prompt_ids * f->vocab) return -1;
     /* The cache: the model's positions (at most MAX_IDS), and at least the prompt plus the
        generated tokens, which rotary models may take past max_position_embeddings. */
     pf_model_info info = pf_get_info(f->model);
-    int need = f->ref.num_prompt + f->ref.max_new_tokens;
+    int need = f->ref.num_prompt_ids + f->ref.max_new_tokens;
     f->positions = info.max_positions > 0 && info.max_positions < MAX_IDS ? info.max_positions : MAX_IDS;
     if (f->positions < need) f->positions = need;
-    CHECK_MSG(need <= MAX_IDS && f->ref.num_prompt < f->positions, "%s: prompt %d + %d new tokens exceed %d", name,
-              f->ref.num_prompt, f->ref.max_new_tokens, MAX_IDS);
-    if (need > MAX_IDS || f->ref.num_prompt >= f->positions) return -1;
+    CHECK_MSG(need <= MAX_IDS && f->ref.num_prompt_ids < f->positions, "%s: prompt %d + %d new tokens exceed %d", name,
+              f->ref.num_prompt_ids, f->ref.max_new_tokens, MAX_IDS);
+    if (need > MAX_IDS || f->ref.num_prompt_ids >= f->positions) return -1;
 
     pf_parallel_options o = pf_parallel_options_init();
     o.device = PF_DEVICE_CPU;
@@ -285,8 +205,8 @@ static int fixture_open(const char *name, fixture *f) {
     CHECK_MSG(r == PF_OK, "%s: CPU pf_parallelize: %s", name, pf_error_message(f->model));
     if (r) return -1;
     int32_t ids[MAX_IDS];
-    for (int i = 0; i < f->ref.num_prompt; i++) ids[i] = f->ref.prompt[i];
-    f->cpu_logits = forward(f->model, ids, 1, f->ref.num_prompt, f->vocab, "CPU prompt");
+    for (int i = 0; i < f->ref.num_prompt_ids; i++) ids[i] = f->ref.prompt_ids[i];
+    f->cpu_logits = forward(f->model, ids, 1, f->ref.num_prompt_ids, f->vocab, "CPU prompt");
     f->long_len = f->positions;
     for (int i = 0; i < f->long_len; i++) f->long_ids[i] = (int32_t)((i * 37 + 11) % f->ref.vocab_size);
     f->cpu_long_logits = forward(f->model, f->long_ids, 1, f->long_len, f->vocab, "CPU long sequence");
@@ -298,13 +218,13 @@ static int fixture_open(const char *name, fixture *f) {
        token with the frequencies of its own length), transformers' margins are unknown, and the
        CPU's steps that repeat transformers' tokens have at least the fixture's margin (above
        MARGIN_F32, as make_family_fixtures.py checked). */
-    if (replay_margins(f, 0, f->ref.greedy, f->ref.num_greedy, f->ref_margin) < 0) return -1;
+    if (replay_margins(f, 0, f->ref.greedy_ids, f->ref.num_greedy_ids, f->ref_margin) < 0) return -1;
     int replayed = replay_margins(f, 0, f->cpu_gen, f->cpu_gen_len, f->cpu_margin);
     if (replayed < 0) return -1;
     if (!replayed) {
         printf("  (a forward over the sequence is no replay of generation: margins from the reference)\n");
         for (int i = 0, same = 1; i < f->cpu_gen_len; i++) {
-            same = same && i < f->ref.num_greedy && f->cpu_gen[i] == f->ref.greedy[i];
+            same = same && i < f->ref.num_greedy_ids && f->cpu_gen[i] == f->ref.greedy_ids[i];
             f->cpu_margin[i] = same ? MARGIN_F32 : 0.0f;
         }
     }
@@ -312,7 +232,7 @@ static int fixture_open(const char *name, fixture *f) {
     /* A left-padded batch: the prompt, and its second half (padded). Row 0 is the prompt's
        greedy decoding (cpu_gen, with its margins); row 1's margins are those of its prompt alone
        (0 where that is no replay, as with dynamic rope scaling). */
-    f->pad_skip = f->ref.num_prompt / 2;
+    f->pad_skip = f->ref.num_prompt_ids / 2;
     if (f->pad_skip > 0) {
         if (generate_padded(f, f->cpu_pad, f->cpu_pad_len, "CPU")) return -1;
         int same = f->cpu_pad_len[0] <= f->cpu_gen_len && !memcmp(f->cpu_pad[0], f->cpu_gen, (size_t)f->cpu_pad_len[0] * 4);
@@ -328,6 +248,13 @@ static void fixture_close(fixture *f) {
     free(f->ref_logits);
     free(f->cpu_logits);
     free(f->cpu_long_logits);
+}
+
+/* fixture_load; on failure (reported) -1, with nothing left to close. */
+static int fixture_open(const char *name, fixture *f) {
+    if (fixture_load(name, f) == 0) return 0;
+    fixture_close(f);
+    return -1;
 }
 
 /* ---- checks on a CUDA-parallel model ---- */
@@ -350,21 +277,21 @@ static float tolerance(pf_dtype d) {
 static int check_greedy(fixture *f, pf_dtype dtype, float bound, const char *what) {
     int32_t prompt[MAX_IDS], out[MAX_IDS];
     int n = 0;
-    for (int i = 0; i < f->ref.num_prompt; i++) prompt[i] = f->ref.prompt[i];
+    for (int i = 0; i < f->ref.num_prompt_ids; i++) prompt[i] = f->ref.prompt_ids[i];
     pf_generate_options o = pf_generate_options_init();
     o.max_new_tokens = f->ref.max_new_tokens;
-    pf_result r = pf_generate(f->model, prompt, f->ref.num_prompt, &o, out, MAX_IDS, &n);
+    pf_result r = pf_generate(f->model, prompt, f->ref.num_prompt_ids, &o, out, MAX_IDS, &n);
     CHECK_MSG(r == PF_OK, "%s: pf_generate: %s", what, pf_error_message(f->model));
-    int limit = f->ref.num_greedy;
+    int limit = f->ref.num_greedy_ids;
     if (dtype != PF_DTYPE_F32)
-        for (limit = 0; limit < f->ref.num_greedy && f->ref_margin[limit] >= bound;) limit++;
+        for (limit = 0; limit < f->ref.num_greedy_ids && f->ref_margin[limit] >= bound;) limit++;
     int first_diff = -1;
     for (int i = 0; i < n && i < limit && first_diff < 0; i++)
-        if (out[i] != f->ref.greedy[i]) first_diff = i;
-    CHECK_MSG(r == PF_OK && (limit < f->ref.num_greedy ? n >= limit : n == f->ref.num_greedy) && first_diff < 0,
+        if (out[i] != f->ref.greedy_ids[i]) first_diff = i;
+    CHECK_MSG(r == PF_OK && (limit < f->ref.num_greedy_ids ? n >= limit : n == f->ref.num_greedy_ids) && first_diff < 0,
               "%s: greedy tokens differ from transformers' (got %d tokens, want %d; compared %d; first difference at "
               "%d)",
-              what, n, f->ref.num_greedy, limit, first_diff);
+              what, n, f->ref.num_greedy_ids, limit, first_diff);
     return limit;
 }
 
@@ -390,7 +317,8 @@ static int check_padded(fixture *f, const char *what) {
         CHECK_MSG(bad < 0, "%s: padded batch row %d (%d pads) differs from the CPU at step %d (margin %g)", what, b,
                   b ? f->pad_skip : 0, bad, bad < 0 ? 0.0 : (double)f->pad_margin[b][bad]);
     }
-    CHECK_MSG(compared >= f->ref.num_greedy / 2, "%s: padded batch: only %d steps had a clear margin", what, compared);
+    CHECK_MSG(compared >= f->ref.num_greedy_ids / 2, "%s: padded batch: only %d steps had a clear margin", what,
+              compared);
     return compared;
 }
 
@@ -398,7 +326,7 @@ static int check_padded(fixture *f, const char *what) {
    greedy steps compared with transformers' in *compared, and those of the padded batch (F32) in
    *pad_compared. */
 static float check_model(fixture *f, pf_dtype dtype, int ranks, const char *what, int *compared, int *pad_compared) {
-    size_t n = (size_t)f->ref.num_prompt * f->vocab;
+    size_t n = (size_t)f->ref.num_prompt_ids * f->vocab;
     float tol = tolerance(dtype), worst = -1;
     for (int i = 0; i < ranks; i++)
         CHECK_MSG(pf_memory_allocated(f->model, i) > 0, "%s: rank %d holds no memory", what, i);
@@ -406,13 +334,13 @@ static float check_model(fixture *f, pf_dtype dtype, int ranks, const char *what
 
     int32_t ids[2 * MAX_IDS];
     for (int b = 0; b < 2; b++)
-        for (int i = 0; i < f->ref.num_prompt; i++) ids[b * f->ref.num_prompt + i] = f->ref.prompt[i];
-    float *logits = forward(f->model, ids, 1, f->ref.num_prompt, f->vocab, what);
+        for (int i = 0; i < f->ref.num_prompt_ids; i++) ids[b * f->ref.num_prompt_ids + i] = f->ref.prompt_ids[i];
+    float *logits = forward(f->model, ids, 1, f->ref.num_prompt_ids, f->vocab, what);
     if (logits) {
-        worst = max_abs_diff(logits, f->ref_logits, n);
+        worst = test_max_abs_diff(logits, f->ref_logits, n);
         CHECK_MSG(worst <= tol, "%s: prompt logits differ from transformers' by %g (tolerance %g)", what, worst, tol);
         if (dtype == PF_DTYPE_F32) {
-            float d = max_abs_diff(logits, f->cpu_logits, n);
+            float d = test_max_abs_diff(logits, f->cpu_logits, n);
             CHECK_MSG(d <= TOLERANCE_F32, "%s: prompt logits differ from the CPU backend's by %g", what, d);
         }
         free(logits);
@@ -420,9 +348,9 @@ static float check_model(fixture *f, pf_dtype dtype, int ranks, const char *what
     *compared = check_greedy(f, dtype, worst >= 0 ? 2 * worst : INFINITY, what);
 
     /* Two sequences in one batch. */
-    logits = forward(f->model, ids, 2, f->ref.num_prompt, f->vocab, what);
+    logits = forward(f->model, ids, 2, f->ref.num_prompt_ids, f->vocab, what);
     if (logits) {
-        float d0 = max_abs_diff(logits, f->ref_logits, n), d1 = max_abs_diff(logits + n, f->ref_logits, n);
+        float d0 = test_max_abs_diff(logits, f->ref_logits, n), d1 = test_max_abs_diff(logits + n, f->ref_logits, n);
         CHECK_MSG(d0 <= tol && d1 <= tol, "%s: batch of 2: rows differ from transformers' by %g and %g", what, d0, d1);
         free(logits);
     }
@@ -430,7 +358,7 @@ static float check_model(fixture *f, pf_dtype dtype, int ranks, const char *what
     /* The whole cache: several attention chunks in prefill, several splits in decode. */
     logits = forward(f->model, f->long_ids, 1, f->long_len, f->vocab, what);
     if (logits && dtype == PF_DTYPE_F32) {
-        float d = max_abs_diff(logits, f->cpu_long_logits, (size_t)f->long_len * f->vocab);
+        float d = test_max_abs_diff(logits, f->cpu_long_logits, (size_t)f->long_len * f->vocab);
         CHECK_MSG(d <= TOLERANCE_F32, "%s: %d-token sequence differs from the CPU backend's by %g", what, f->long_len,
                   d);
     }
@@ -445,7 +373,7 @@ static float check_model(fixture *f, pf_dtype dtype, int ranks, const char *what
             if (gen[i] != f->cpu_gen[i]) first_diff = i;
         CHECK_MSG(first_diff < 0, "%s: decoding to the end of the cache differs from the CPU at step %d", what,
                   first_diff);
-        CHECK_MSG(compared >= f->ref.num_greedy / 2, "%s: only %d decode steps had a clear margin", what, compared);
+        CHECK_MSG(compared >= f->ref.num_greedy_ids / 2, "%s: only %d decode steps had a clear margin", what, compared);
     }
     *pad_compared = dtype == PF_DTYPE_F32 ? check_padded(f, what) : 0;
     return worst;
@@ -472,16 +400,14 @@ static void report(const fixture *f, pf_dtype dtype, const char *what, float wor
     if (dtype == PF_DTYPE_F32 && f->pad_skip)
         snprintf(padded, sizeof padded, "; padded batch %d/%d steps", pad_compared, 2 * f->ref.max_new_tokens);
     printf("  %-40s max |logit - HF| %.3g (tol %g); greedy steps compared with HF %d of %d%s%s\n", what, worst,
-           tolerance(dtype), compared, f->ref.num_greedy,
-           dtype == PF_DTYPE_F32 || compared == f->ref.num_greedy ? "" : " (then a margin < 2x the logit error)", padded);
+           tolerance(dtype), compared, f->ref.num_greedy_ids,
+           dtype == PF_DTYPE_F32 || compared == f->ref.num_greedy_ids ? "" : " (then a margin < 2x the logit error)",
+           padded);
 }
 
 static void test_fixture(const char *name) {
     fixture f;
-    if (fixture_open(name, &f)) {
-        fixture_close(&f);
-        return;
-    }
+    if (fixture_open(name, &f)) return;
     static const pf_dtype dtypes[] = {PF_DTYPE_F32, PF_DTYPE_F16, PF_DTYPE_BF16};
     static const int zeros[4] = {0, 0, 0, 0}, gpus01[2] = {0, 1};
     /* 1 and 2 ranks everywhere; 3 on llama's 6 heads / 2 KV heads replicate KV head 0 and 1 on
@@ -507,9 +433,10 @@ static void test_fixture(const char *name) {
                 r = pf_to_cpu(f.model);
                 CHECK_MSG(r == PF_OK, "%s: pf_to_cpu: %s", what, pf_error_message(f.model));
                 int32_t ids[MAX_IDS];
-                for (int i = 0; i < f.ref.num_prompt; i++) ids[i] = f.ref.prompt[i];
-                float *logits = r ? NULL : forward(f.model, ids, 1, f.ref.num_prompt, f.vocab, what);
-                CHECK_MSG(logits && !memcmp(logits, f.cpu_logits, (size_t)f.ref.num_prompt * f.vocab * sizeof(float)),
+                for (int i = 0; i < f.ref.num_prompt_ids; i++) ids[i] = f.ref.prompt_ids[i];
+                float *logits = r ? NULL : forward(f.model, ids, 1, f.ref.num_prompt_ids, f.vocab, what);
+                CHECK_MSG(logits &&
+                              !memcmp(logits, f.cpu_logits, (size_t)f.ref.num_prompt_ids * f.vocab * sizeof(float)),
                           "%s: after pf_to_cpu the logits are not the CPU model's", what);
                 free(logits);
             }
@@ -556,199 +483,18 @@ static void test_fixture(const char *name) {
 
 /* ---- transformers' generate: the recorded cases ---- */
 
-#define MAX_ROWS 8
-#define MAX_CASES 32
-
-typedef struct gen_case {
-    char name[64];
-    pf_generate_options options;
-    int32_t eos[4];
-    int32_t bad_ids[8][4];
-    pf_token_sequence bad[8];
-    int prompts[MAX_ROWS][MAX_IDS], prompt_lengths[MAX_ROWS], num_prompts;
-    int outputs[MAX_ROWS * 4][MAX_IDS], output_lengths[MAX_ROWS * 4], num_outputs;
-    float scores[MAX_ROWS * 4];
-    int num_scores;
-} gen_case;
-
-/* The one-line JSON of generate kwargs (as test/test_generation.c reads it). */
-static const char *skip_spaces(const char *p) {
-    while (*p == ' ') p++;
-    return p;
-}
-
-/* [1, 2, 3] into out; returns the count, p moved past the ']'. */
-static int read_int_list(const char **p, int32_t *out, int cap) {
-    int n = 0;
-    *p = skip_spaces(*p + 1);
-    while (**p && **p != ']') {
-        char *end;
-        long v = strtol(*p, &end, 10);
-        if (end == *p) return -1;
-        if (n < cap) out[n] = (int32_t)v;
-        n++;
-        *p = skip_spaces(end);
-        if (**p == ',') *p = skip_spaces(*p + 1);
-    }
-    if (**p == ']') (*p)++;
-    return n <= cap ? n : -1;
-}
-
-static int parse_options(const char *json, gen_case *c) {
-    pf_generate_options *o = &c->options;
-    *o = pf_generate_options_init();
-    const char *p = skip_spaces(json);
-    if (*p++ != '{') return -1;
-    while (*(p = skip_spaces(p)) && *p != '}') {
-        char key[64];
-        const char *q = strchr(p + 1, '"');
-        if (*p != '"' || !q || q - p - 1 >= (long)sizeof key) return -1;
-        memcpy(key, p + 1, (size_t)(q - p - 1));
-        key[q - p - 1] = 0;
-        p = skip_spaces(q + 1);
-        if (*p++ != ':') return -1;
-        p = skip_spaces(p);
-        if (!strcmp(key, "bad_words_ids")) {
-            p = skip_spaces(p + 1);
-            while (*p == '[') {
-                int n = o->num_bad_words;
-                if (n >= 8) return -1;
-                c->bad[n].length = read_int_list(&p, c->bad_ids[n], 4);
-                if (c->bad[n].length < 0) return -1;
-                c->bad[n].ids = c->bad_ids[n];
-                o->num_bad_words++;
-                p = skip_spaces(p);
-                if (*p == ',') p = skip_spaces(p + 1);
-            }
-            if (*p++ != ']') return -1;
-        } else if (!strcmp(key, "eos_token_id")) {
-            if (*p == '[') {
-                o->num_eos_token_ids = read_int_list(&p, c->eos, 4);
-            } else {
-                char *end;
-                c->eos[0] = (int32_t)strtol(p, &end, 10);
-                p = end;
-                o->num_eos_token_ids = 1;
-            }
-            if (o->num_eos_token_ids < 0) return -1;
-            o->eos_token_ids = c->eos;
-        } else if (!strncmp(p, "true", 4) || !strncmp(p, "false", 5)) {
-            int v = *p == 't';
-            p += v ? 4 : 5;
-            if (!strcmp(key, "early_stopping")) o->early_stopping = v ? PF_EARLY_STOPPING_ON : PF_EARLY_STOPPING_HEURISTIC;
-            else if (!strcmp(key, "do_sample")) o->do_sample = v;
-            else return -1;
-        } else if (*p == '"') {
-            if (strcmp(key, "early_stopping") || strncmp(p, "\"never\"", 7)) return -1;
-            o->early_stopping = PF_EARLY_STOPPING_NEVER;
-            p += 7;
-        } else {
-            char *end;
-            double v = strtod(p, &end);
-            if (end == p) return -1;
-            p = end;
-            if (!strcmp(key, "max_new_tokens")) o->max_new_tokens = (int)v;
-            else if (!strcmp(key, "max_length")) o->max_length = (int)v;
-            else if (!strcmp(key, "min_new_tokens")) o->min_new_tokens = (int)v;
-            else if (!strcmp(key, "min_length")) o->min_length = (int)v;
-            else if (!strcmp(key, "num_beams")) o->num_beams = (int)v;
-            else if (!strcmp(key, "num_return_sequences")) o->num_return_sequences = (int)v;
-            else if (!strcmp(key, "no_repeat_ngram_size")) o->no_repeat_ngram_size = (int)v;
-            else if (!strcmp(key, "length_penalty")) o->length_penalty = (float)v;
-            else if (!strcmp(key, "repetition_penalty")) o->repetition_penalty = (float)v;
-            else if (!strcmp(key, "pad_token_id")) o->pad_token_id = (int)v;
-            else return -1;
-        }
-        p = skip_spaces(p);
-        if (*p == ',') p++;
-    }
-    o->bad_words = c->bad;
-    return 0;
-}
-
-/* Every case of FIXTURES_DIR/fixture/generation_cases.txt; returns the count or -1. */
-static int read_cases(const char *fixture, gen_case *cases, int cap) {
-    char path[1200], line[4096];
-    snprintf(path, sizeof path, "%s/%s/generation_cases.txt", fixtures_dir, fixture);
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    int n = -1, bad = 0;
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\r\n")] = 0;
-        char *v = strchr(line, '=');
-        if (line[0] == '#' || !v) continue;
-        *v++ = 0;
-        if (!strcmp(line, "case")) {
-            if (++n >= cap) break;
-            memset(&cases[n], 0, sizeof cases[n]);
-            snprintf(cases[n].name, sizeof cases[n].name, "%s", v);
-        } else if (n < 0) {
-            bad = 1;
-        } else if (!strcmp(line, "options")) {
-            bad |= parse_options(v, &cases[n]) != 0;
-        } else if (!strcmp(line, "prompt") && cases[n].num_prompts < MAX_ROWS) {
-            gen_case *c = &cases[n];
-            c->prompt_lengths[c->num_prompts] = parse_ids(v, c->prompts[c->num_prompts], MAX_IDS);
-            bad |= c->prompt_lengths[c->num_prompts] < 1;
-            c->num_prompts++;
-        } else if (!strcmp(line, "output") && cases[n].num_outputs < MAX_ROWS * 4) {
-            gen_case *c = &cases[n];
-            c->output_lengths[c->num_outputs] = parse_ids(v, c->outputs[c->num_outputs], MAX_IDS);
-            bad |= c->output_lengths[c->num_outputs] < 0;
-            c->num_outputs++;
-        } else if (!strcmp(line, "score") && cases[n].num_scores < MAX_ROWS * 4) {
-            cases[n].scores[cases[n].num_scores++] = strtof(v, NULL);
-        }
-    }
-    fclose(f);
-    return bad ? -1 : (n >= cap ? cap : n + 1);
-}
-
-/* One case on the model, token for token (and beam scores within 1e-4 relative); 1 if it matched. */
-static int check_case(pf_model *m, const char *what, const gen_case *c) {
-    const int32_t *prompts[MAX_ROWS];
-    int32_t storage[MAX_ROWS][MAX_IDS];
-    for (int b = 0; b < c->num_prompts; b++) {
-        for (int t = 0; t < c->prompt_lengths[b]; t++) storage[b][t] = c->prompts[b][t];
-        prompts[b] = storage[b];
-    }
-    pf_generation g;
-    pf_result r = pf_generate_batch(m, prompts, c->prompt_lengths, c->num_prompts, &c->options, &g);
-    CHECK_MSG(r == PF_OK, "%s/%s: %s", what, c->name, pf_error_message(m));
-    if (r) return 0;
-    int matched = g.num_sequences == c->num_outputs;
-    CHECK_MSG(g.num_sequences == c->num_outputs, "%s/%s: %d sequences, want %d", what, c->name, g.num_sequences,
-              c->num_outputs);
-    for (int i = 0; i < g.num_sequences && i < c->num_outputs; i++) {
-        int same = g.lengths[i] == c->output_lengths[i], first_diff = -1;
-        for (int t = 0; t < g.lengths[i] && t < c->output_lengths[i] && first_diff < 0; t++)
-            if (g.tokens[i][t] != c->outputs[i][t]) first_diff = t;
-        same = same && first_diff < 0;
-        CHECK_MSG(same, "%s/%s: sequence %d differs from transformers' (%d tokens, want %d; first difference at %d)",
-                  what, c->name, i, g.lengths[i], c->output_lengths[i], first_diff);
-        matched = matched && same;
-        if (i < c->num_scores) {
-            int close = fabsf(g.scores[i] - c->scores[i]) <= 1e-4f * (1 + fabsf(c->scores[i]));
-            CHECK_MSG(close, "%s/%s: score %d is %.9g, transformers' %.9g", what, c->name, i, g.scores[i], c->scores[i]);
-            matched = matched && close;
-        }
-    }
-    pf_generation_free(&g);
-    return matched;
-}
-
 /* Every recorded case of gpt2-tiny and gpt2-hub (greedy and beam search with its options, padded
    batches, several eos ids, bad words) on CUDA in F32, 1 rank and 2 sharing GPU 0, max_batch 16. */
 static void test_generation_cases(void) {
-    static gen_case cases[MAX_CASES];
+    static test_gen_case cases[TEST_MAX_GEN_CASES];
     static const char *names[] = {"gpt2-tiny", "gpt2-hub"};
     static const int zeros[2] = {0, 0};
     for (int k = 0; k < 2; k++) {
-        int n = read_cases(names[k], cases, MAX_CASES);
+        int n = test_read_gen_cases(names[k], cases, TEST_MAX_GEN_CASES);
         CHECK_MSG(n >= 11, "%s: generation_cases.txt has %d readable cases", names[k], n);
         if (n < 1) continue;
         char dir[1024];
-        snprintf(dir, sizeof dir, "%s/%s", fixtures_dir, names[k]);
+        snprintf(dir, sizeof dir, "%s/%s", test_fixtures, names[k]);
         pf_load_options lo = pf_load_options_init();
         lo.skip_tokenizer = 1;
         pf_model *m = NULL;
@@ -767,7 +513,7 @@ static void test_generation_cases(void) {
             CHECK_MSG(pr == PF_OK, "%s: pf_parallelize: %s", what, pf_error_message(m));
             if (pr) continue;
             int matched = 0;
-            for (int i = 0; i < n; i++) matched += check_case(m, what, &cases[i]);
+            for (int i = 0; i < n; i++) matched += test_check_gen_case(m, what, &cases[i]);
             printf("  %-40s generation cases token for token: %d of %d\n", what, matched, n);
         }
         pf_free(m);
@@ -777,10 +523,7 @@ static void test_generation_cases(void) {
 /* A device id beyond the GPUs is a clear error; the model still works afterwards. */
 static void test_bad_device(void) {
     fixture f;
-    if (fixture_open("gpt2-tiny", &f)) {
-        fixture_close(&f);
-        return;
-    }
+    if (fixture_open("gpt2-tiny", &f)) return;
     static const int ids[2] = {0, 1024};
     pf_parallel_options o = cuda_options(PF_DTYPE_F32, &f, ids, 2);
     pf_result r = pf_parallelize(f.model, 2, &o);
@@ -791,9 +534,10 @@ static void test_bad_device(void) {
     CHECK_MSG(r == PF_OK, "after a bad device id: %s", pf_error_message(f.model));
     if (r == PF_OK) {
         int32_t prompt[MAX_IDS];
-        for (int i = 0; i < f.ref.num_prompt; i++) prompt[i] = f.ref.prompt[i];
-        float *logits = forward(f.model, prompt, 1, f.ref.num_prompt, f.vocab, "after a bad device id");
-        CHECK_MSG(logits && max_abs_diff(logits, f.ref_logits, (size_t)f.ref.num_prompt * f.vocab) <= TOLERANCE_F32,
+        for (int i = 0; i < f.ref.num_prompt_ids; i++) prompt[i] = f.ref.prompt_ids[i];
+        float *logits = forward(f.model, prompt, 1, f.ref.num_prompt_ids, f.vocab, "after a bad device id");
+        CHECK_MSG(logits &&
+                      test_max_abs_diff(logits, f.ref_logits, (size_t)f.ref.num_prompt_ids * f.vocab) <= TOLERANCE_F32,
                   "after a bad device id: logits");
         free(logits);
     }
@@ -804,28 +548,26 @@ static void test_bad_device(void) {
 /* A rank that fails between all-reduces leaves no rank waiting; the model works afterwards. */
 static void test_failing_rank(void) {
     fixture f;
-    if (fixture_open("gpt2-hub", &f)) {
-        fixture_close(&f);
-        return;
-    }
+    if (fixture_open("gpt2-hub", &f)) return;
     static const int zeros[3] = {0, 0, 0};
     pf_parallel_options o = cuda_options(PF_DTYPE_F32, &f, zeros, 3);
     pf_result r = pf_parallelize(f.model, 3, &o);
     CHECK_MSG(r == PF_OK, "failing rank: pf_parallelize: %s", pf_error_message(f.model));
-    size_t n = (size_t)f.ref.num_prompt * f.vocab;
+    size_t n = (size_t)f.ref.num_prompt_ids * f.vocab;
     int32_t ids[MAX_IDS];
-    for (int i = 0; i < f.ref.num_prompt; i++) ids[i] = f.ref.prompt[i];
+    for (int i = 0; i < f.ref.num_prompt_ids; i++) ids[i] = f.ref.prompt_ids[i];
     for (int countdown = 1; r == PF_OK && countdown <= 7; countdown += 3) {
         float *logits = (float *)malloc(n * sizeof(float));
         pf_testing_fail_rank = 2;
         pf_testing_fail_countdown = countdown;
-        pf_result fr = pf_forward(f.model, ids, 1, f.ref.num_prompt, logits);
+        pf_result fr = pf_forward(f.model, ids, 1, f.ref.num_prompt_ids, logits);
         pf_testing_fail_rank = -1;
         CHECK_MSG(fr == PF_ERROR_DEVICE && strstr(pf_error_message(f.model), "rank 2"),
                   "injected failure (countdown %d): %s: %s", countdown, pf_result_string(fr), pf_error_message(f.model));
         free(logits);
-        logits = forward(f.model, ids, 1, f.ref.num_prompt, f.vocab, "after an injected failure");
-        CHECK_MSG(logits && max_abs_diff(logits, f.ref_logits, n) <= TOLERANCE_F32, "after an injected failure: logits");
+        logits = forward(f.model, ids, 1, f.ref.num_prompt_ids, f.vocab, "after an injected failure");
+        CHECK_MSG(logits && test_max_abs_diff(logits, f.ref_logits, n) <= TOLERANCE_F32,
+                  "after an injected failure: logits");
         free(logits);
     }
     fixture_close(&f);
@@ -836,7 +578,7 @@ static void test_failing_rank(void) {
    -1 it failed otherwise (reported). */
 static int cuda_available(char *reason, size_t size) {
     char dir[1024];
-    snprintf(dir, sizeof dir, "%s/gpt2-tiny", fixtures_dir);
+    snprintf(dir, sizeof dir, "%s/gpt2-tiny", test_fixtures);
     pf_load_options lo = pf_load_options_init();
     lo.skip_tokenizer = 1;
     pf_model *m = NULL;
@@ -857,10 +599,10 @@ static int cuda_available(char *reason, size_t size) {
 
 static int compare_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* The subdirectories of fixtures_dir holding a reference.txt, sorted; NULL-terminated. */
+/* The subdirectories of test_fixtures holding a reference.txt, sorted; NULL-terminated. */
 static char **list_fixtures(int *count) {
     *count = 0;
-    DIR *d = opendir(fixtures_dir);
+    DIR *d = opendir(test_fixtures);
     if (!d) return NULL;
     char **names = NULL;
     int cap = 0;
@@ -868,7 +610,7 @@ static char **list_fixtures(int *count) {
     while ((e = readdir(d))) {
         char path[1200];
         if (e->d_name[0] == '.') continue;
-        snprintf(path, sizeof path, "%s/%s/reference.txt", fixtures_dir, e->d_name);
+        snprintf(path, sizeof path, "%s/%s/reference.txt", test_fixtures, e->d_name);
         FILE *f = fopen(path, "r");
         if (!f) continue;
         fclose(f);
@@ -893,7 +635,7 @@ static char **list_fixtures(int *count) {
 }
 
 int main(int argc, char **argv) {
-    if (argc > 1) fixtures_dir = argv[1];
+    if (argc > 1) test_fixtures = argv[1];
     setvbuf(stdout, NULL, _IOLBF, 0); /* progress lines in order with the FAIL lines on stderr */
     char reason[512] = "";
     int available = cuda_available(reason, sizeof reason);
@@ -905,7 +647,7 @@ int main(int argc, char **argv) {
     if (available == 1) {
         int count = 0;
         char **names = list_fixtures(&count);
-        CHECK_MSG(count > 0, "no fixtures with a reference.txt in %s", fixtures_dir);
+        CHECK_MSG(count > 0, "no fixtures with a reference.txt in %s", test_fixtures);
         for (int i = 0; i < count; i++) {
             printf("%s\n", names[i]);
             test_fixture(names[i]);
@@ -919,6 +661,6 @@ int main(int argc, char **argv) {
         test_failing_rank();
 #endif
     }
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    printf("%d passed, %d failed\n", test_passed, test_failed);
+    return test_failed ? 1 : 0;
 }

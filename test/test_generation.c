@@ -3,148 +3,12 @@
    penalty, min length, bad words, several eos ids, padded batches) token for token, on 1 and 2
    ranks; sampling reproducible for a seed and equal across rank counts; streaming; the text API;
    contradictory options; 8 threads x 20 concurrent calls equal to the same calls made in turn. */
-#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../parallelformers.h"
 #include "test.h"
-
-#define MAX_IDS 64
-#define MAX_ROWS 8
-
-typedef struct gen_case {
-    char name[64];
-    pf_generate_options options;
-    int32_t eos[4];
-    int32_t bad_ids[8][4];
-    pf_token_sequence bad[8];
-    int prompts[MAX_ROWS][MAX_IDS], prompt_lengths[MAX_ROWS], num_prompts;
-    int outputs[MAX_ROWS * 4][MAX_IDS], output_lengths[MAX_ROWS * 4], num_outputs;
-    float scores[MAX_ROWS * 4];
-    int num_scores;
-} gen_case;
-
-/* ---- a little reader for the one-line JSON of generate kwargs ---- */
-
-static const char *skip(const char *p) {
-    while (*p == ' ') p++;
-    return p;
-}
-
-/* [1, 2, 3] into out; returns the count, p moved past the ']'. */
-static int read_int_list(const char **p, int32_t *out, int cap) {
-    int n = 0;
-    *p = skip(*p + 1);
-    while (**p && **p != ']') {
-        char *end;
-        long v = strtol(*p, &end, 10);
-        if (n < cap) out[n] = (int32_t)v;
-        n++;
-        *p = skip(end);
-        if (**p == ',') *p = skip(*p + 1);
-    }
-    if (**p == ']') (*p)++;
-    return n;
-}
-
-static int parse_options(const char *json, gen_case *c) {
-    pf_generate_options *o = &c->options;
-    *o = pf_generate_options_init();
-    const char *p = skip(json);
-    if (*p++ != '{') return -1;
-    while (*(p = skip(p)) && *p != '}') {
-        char key[64];
-        const char *q = strchr(p + 1, '"');
-        if (*p != '"' || !q || q - p - 1 >= (long)sizeof key) return -1;
-        memcpy(key, p + 1, (size_t)(q - p - 1));
-        key[q - p - 1] = 0;
-        p = skip(q + 1);
-        if (*p++ != ':') return -1;
-        p = skip(p);
-        if (!strcmp(key, "bad_words_ids")) {
-            p = skip(p + 1);
-            while (*p == '[') {
-                int n = c->options.num_bad_words;
-                c->bad[n].length = read_int_list(&p, c->bad_ids[n], 4);
-                c->bad[n].ids = c->bad_ids[n];
-                c->options.num_bad_words++;
-                p = skip(p);
-                if (*p == ',') p = skip(p + 1);
-            }
-            p++; /* ] */
-        } else if (!strcmp(key, "eos_token_id")) {
-            o->num_eos_token_ids = *p == '[' ? read_int_list(&p, c->eos, 4) : (c->eos[0] = (int32_t)strtol(p, (char **)&p, 10), 1);
-            o->eos_token_ids = c->eos;
-        } else if (!strncmp(p, "true", 4) || !strncmp(p, "false", 5)) {
-            int v = *p == 't';
-            p += v ? 4 : 5;
-            if (!strcmp(key, "early_stopping")) o->early_stopping = v ? PF_EARLY_STOPPING_ON : PF_EARLY_STOPPING_HEURISTIC;
-            else if (!strcmp(key, "do_sample")) o->do_sample = v;
-            else return -1;
-        } else if (*p == '"') {
-            if (strcmp(key, "early_stopping") || strncmp(p, "\"never\"", 7)) return -1;
-            o->early_stopping = PF_EARLY_STOPPING_NEVER;
-            p += 7;
-        } else {
-            char *end;
-            double v = strtod(p, &end);
-            p = end;
-            if (!strcmp(key, "max_new_tokens")) o->max_new_tokens = (int)v;
-            else if (!strcmp(key, "max_length")) o->max_length = (int)v;
-            else if (!strcmp(key, "min_new_tokens")) o->min_new_tokens = (int)v;
-            else if (!strcmp(key, "min_length")) o->min_length = (int)v;
-            else if (!strcmp(key, "num_beams")) o->num_beams = (int)v;
-            else if (!strcmp(key, "num_return_sequences")) o->num_return_sequences = (int)v;
-            else if (!strcmp(key, "no_repeat_ngram_size")) o->no_repeat_ngram_size = (int)v;
-            else if (!strcmp(key, "length_penalty")) o->length_penalty = (float)v;
-            else if (!strcmp(key, "repetition_penalty")) o->repetition_penalty = (float)v;
-            else if (!strcmp(key, "pad_token_id")) o->pad_token_id = (int)v;
-            else return -1;
-        }
-        p = skip(p);
-        if (*p == ',') p++;
-    }
-    o->bad_words = c->bad;
-    return 0;
-}
-
-/* Reads every case of FIXTURE/generation_cases.txt; returns the count or -1. */
-static int read_cases(const char *fixture, gen_case *cases, int cap) {
-    char path[1024], line[4096];
-    snprintf(path, sizeof path, "%s/%s/generation_cases.txt", test_fixtures, fixture);
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    int n = -1, bad = 0;
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\r\n")] = 0;
-        char *v = strchr(line, '=');
-        if (line[0] == '#' || !v) continue;
-        *v++ = 0;
-        if (!strcmp(line, "case")) {
-            if (++n >= cap) break;
-            memset(&cases[n], 0, sizeof cases[n]);
-            snprintf(cases[n].name, sizeof cases[n].name, "%s", v);
-        } else if (n < 0) {
-            bad = 1;
-        } else if (!strcmp(line, "options")) {
-            bad |= parse_options(v, &cases[n]) != 0;
-        } else if (!strcmp(line, "prompt") && cases[n].num_prompts < MAX_ROWS) {
-            gen_case *c = &cases[n];
-            c->prompt_lengths[c->num_prompts] = test_parse_ids(v, c->prompts[c->num_prompts], MAX_IDS);
-            c->num_prompts++;
-        } else if (!strcmp(line, "output") && cases[n].num_outputs < MAX_ROWS * 4) {
-            gen_case *c = &cases[n];
-            c->output_lengths[c->num_outputs] = *v ? test_parse_ids(v, c->outputs[c->num_outputs], MAX_IDS) : 0;
-            c->num_outputs++;
-        } else if (!strcmp(line, "score") && cases[n].num_scores < MAX_ROWS * 4) {
-            cases[n].scores[cases[n].num_scores++] = strtof(v, NULL);
-        }
-    }
-    fclose(f);
-    return bad ? -1 : (n >= cap ? cap : n + 1);
-}
 
 static pf_model *open_model(const char *fixture, int ranks, int max_batch) {
     char dir[1024];
@@ -165,41 +29,17 @@ static pf_model *open_model(const char *fixture, int ranks, int max_batch) {
     return m;
 }
 
-static void check_case(pf_model *m, const char *fixture, int ranks, const gen_case *c) {
-    const int32_t *prompts[MAX_ROWS];
-    int32_t storage[MAX_ROWS][MAX_IDS];
-    for (int b = 0; b < c->num_prompts; b++) {
-        for (int t = 0; t < c->prompt_lengths[b]; t++) storage[b][t] = c->prompts[b][t];
-        prompts[b] = storage[b];
-    }
-    pf_generation g;
-    pf_result r = pf_generate_batch(m, prompts, c->prompt_lengths, c->num_prompts, &c->options, &g);
-    CHECK_MSG(r == PF_OK, "%s/%s on %d ranks: %s", fixture, c->name, ranks, pf_error_message(m));
-    if (r) return;
-    CHECK_MSG(g.num_sequences == c->num_outputs, "%s/%s: %d sequences, want %d", fixture, c->name, g.num_sequences,
-              c->num_outputs);
-    for (int i = 0; i < g.num_sequences && i < c->num_outputs; i++) {
-        int same = g.lengths[i] == c->output_lengths[i];
-        for (int t = 0; same && t < g.lengths[i]; t++) same = g.tokens[i][t] == c->outputs[i][t];
-        CHECK_MSG(same, "%s/%s on %d ranks: sequence %d differs from transformers (%d tokens, first %d; want %d, first %d)",
-                  fixture, c->name, ranks, i, g.lengths[i], g.lengths[i] ? g.tokens[i][0] : -1, c->output_lengths[i],
-                  c->output_lengths[i] ? c->outputs[i][0] : -1);
-        if (i < c->num_scores)
-            CHECK_MSG(fabsf(g.scores[i] - c->scores[i]) <= 1e-4f * (1 + fabsf(c->scores[i])),
-                      "%s/%s: score %d is %g, transformers %g", fixture, c->name, i, g.scores[i], c->scores[i]);
-    }
-    pf_generation_free(&g);
-}
-
 static void test_recorded_cases(void) {
-    static gen_case cases[32];
+    static test_gen_case cases[TEST_MAX_GEN_CASES];
     const char *fixtures[] = {"gpt2-tiny", "gpt2-hub"};
     for (int f = 0; f < 2; f++) {
-        int n = read_cases(fixtures[f], cases, 32);
+        int n = test_read_gen_cases(fixtures[f], cases, TEST_MAX_GEN_CASES);
         CHECK_MSG(n >= 11, "%s: generation_cases.txt has %d readable cases", fixtures[f], n);
         for (int ranks = 1; ranks <= 2; ranks++) {
+            char what[96];
+            snprintf(what, sizeof what, "%s on %d ranks", fixtures[f], ranks);
             pf_model *m = open_model(fixtures[f], ranks, 16);
-            for (int i = 0; m && i < n; i++) check_case(m, fixtures[f], ranks, &cases[i]);
+            for (int i = 0; m && i < n; i++) test_check_gen_case(m, what, &cases[i]);
             pf_free(m);
         }
     }

@@ -28,6 +28,13 @@ static pf_parallel_options cpu_options(void) {
     return o;
 }
 
+static void fixture_close(fixture *f) {
+    pf_free(f->model);
+    free(f->ref_logits);
+}
+
+/* The fixture's model (without its tokenizer) and reference; on failure (reported) -1, with
+   nothing left to close. */
 static int fixture_open(const char *name, fixture *f) {
     char dir[1024], path[1100];
     memset(f, 0, sizeof *f);
@@ -43,14 +50,12 @@ static int fixture_open(const char *name, fixture *f) {
     f->ref_logits = test_read_floats(path, &count);
     f->vocab = (size_t)f->ref.vocab_size;
     CHECK_MSG(f->ref_logits && count == (size_t)f->ref.num_prompt_ids * f->vocab, "%s: reference logits", name);
-    if (r != PF_OK || !ok || !f->ref_logits) return -1;
+    if (r != PF_OK || !ok || !f->ref_logits) {
+        fixture_close(f);
+        return -1;
+    }
     CHECK_MSG(pf_get_info(f->model).vocab_size == f->ref.vocab_size, "%s: vocab size", name);
     return 0;
-}
-
-static void fixture_close(fixture *f) {
-    pf_free(f->model);
-    free(f->ref_logits);
 }
 
 static float *prompt_logits(fixture *f) {
@@ -83,10 +88,7 @@ static void check_greedy(fixture *f, const char *name, int ranks) {
 /* Every rank count from 1 to 4 gives transformers' logits and tokens, and one rank's logits. */
 static void test_fixture(const char *name) {
     fixture f;
-    if (fixture_open(name, &f)) {
-        fixture_close(&f);
-        return;
-    }
+    if (fixture_open(name, &f)) return;
     size_t n = (size_t)f.ref.num_prompt_ids * f.vocab;
     float *one_rank = NULL;
     /* Rotary models may run past max_position_embeddings (dynamic rope scaling is tested so). */
@@ -137,10 +139,7 @@ static void test_fixture(const char *name) {
 static void test_to_cpu_and_memory(void) {
     pf_parallel_options cpu = cpu_options();
     fixture f;
-    if (fixture_open("gpt2-hub", &f)) {
-        fixture_close(&f);
-        return;
-    }
+    if (fixture_open("gpt2-hub", &f)) return;
     size_t n = (size_t)f.ref.num_prompt_ids * f.vocab;
     CHECK(pf_memory_allocated(f.model, 0) == 0); /* nothing on any device before parallelizing */
     CHECK(pf_parallelize(f.model, 1, &cpu) == PF_OK);
@@ -173,10 +172,7 @@ static void test_to_cpu_and_memory(void) {
 /* Two copies of the prompt in one batch give the reference logits for both rows. */
 static void test_batch(void) {
     fixture f;
-    if (fixture_open("gpt2-tiny", &f)) {
-        fixture_close(&f);
-        return;
-    }
+    if (fixture_open("gpt2-tiny", &f)) return;
     int T = f.ref.num_prompt_ids;
     size_t n = (size_t)T * f.vocab;
     pf_parallel_options o = cpu_options();
@@ -210,10 +206,7 @@ static void test_batch(void) {
 
 static void test_bad_arguments(void) {
     fixture f;
-    if (fixture_open("gpt2-tiny", &f)) {
-        fixture_close(&f);
-        return;
-    }
+    if (fixture_open("gpt2-tiny", &f)) return;
     pf_model *m = f.model;
     pf_parallel_options o = cpu_options();
     CHECK(pf_parallelize(m, 0, NULL) == PF_ERROR_INVALID_ARGUMENT);
@@ -269,10 +262,7 @@ static void test_bad_arguments(void) {
 static void test_failing_rank(void) {
     pf_parallel_options cpu = cpu_options();
     fixture f;
-    if (fixture_open("gpt2-hub", &f)) {
-        fixture_close(&f);
-        return;
-    }
+    if (fixture_open("gpt2-hub", &f)) return;
     size_t n = (size_t)f.ref.num_prompt_ids * f.vocab;
     CHECK(pf_parallelize(f.model, 3, &cpu) == PF_OK);
     for (int countdown = 1; countdown <= 7; countdown += 3) {

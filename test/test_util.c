@@ -1,0 +1,242 @@
+/* The helpers of test.h, shared by test_parallelformers (test_main.c and the test files) and
+   test_cuda: the counters, the fixtures' reference files, and generation_cases.txt. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+
+int test_passed, test_failed;
+const char *test_fixtures = "test/fixtures";
+const char *test_generate_binary = "build/generate";
+
+int test_parse_ids(const char *text, int *out, int cap) {
+    int n = 0;
+    const char *p = text;
+    while (*p && *p != '\n') {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || n >= cap) return -1;
+        out[n++] = (int)v;
+        p = end;
+        if (*p == ',') p++;
+        else if (*p && *p != '\n' && *p != '\r') return -1;
+    }
+    return n;
+}
+
+int test_read_reference(const char *model_dir, test_reference *ref) {
+    char path[1024], line[4096];
+    memset(ref, 0, sizeof *ref);
+    snprintf(path, sizeof path, "%s/reference.txt", model_dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    int fields = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = 0;
+        char *value = strchr(line, '=');
+        if (!value) continue;
+        *value++ = 0;
+        if (!strcmp(line, "prompt_text")) snprintf(ref->prompt_text, sizeof ref->prompt_text, "%s", value), fields++;
+        else if (!strcmp(line, "prompt_ids")) ref->num_prompt_ids = test_parse_ids(value, ref->prompt_ids, TEST_MAX_IDS), fields++;
+        else if (!strcmp(line, "greedy_ids")) ref->num_greedy_ids = test_parse_ids(value, ref->greedy_ids, TEST_MAX_IDS), fields++;
+        else if (!strcmp(line, "max_new_tokens")) ref->max_new_tokens = atoi(value), fields++;
+        else if (!strcmp(line, "vocab_size")) ref->vocab_size = atoi(value), fields++;
+    }
+    fclose(f);
+    return fields == 5 && ref->num_prompt_ids > 0 && ref->num_greedy_ids > 0 ? 0 : -1;
+}
+
+float *test_read_floats(const char *path, size_t *count) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    float *data = NULL;
+    long size = -1;
+    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
+    if (size > 0 && fseek(f, 0, SEEK_SET) == 0) data = (float *)malloc((size_t)size);
+    if (data && fread(data, 1, (size_t)size, f) != (size_t)size) {
+        free(data);
+        data = NULL;
+    }
+    fclose(f);
+    if (data) *count = (size_t)size / sizeof(float);
+    return data;
+}
+
+float test_max_abs_diff(const float *a, const float *b, size_t n) {
+    float worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        float d = fabsf(a[i] - b[i]);
+        if (!(d <= worst)) worst = d; /* NaN counts as the worst */
+    }
+    return worst;
+}
+
+/* ---- generation_cases.txt: the one-line JSON of generate kwargs ---- */
+
+static const char *skip_spaces(const char *p) {
+    while (*p == ' ') p++;
+    return p;
+}
+
+/* [1, 2, 3] into out; returns the count, p moved past the ']'. */
+static int read_int_list(const char **p, int32_t *out, int cap) {
+    int n = 0;
+    *p = skip_spaces(*p + 1);
+    while (**p && **p != ']') {
+        char *end;
+        long v = strtol(*p, &end, 10);
+        if (end == *p) return -1;
+        if (n < cap) out[n] = (int32_t)v;
+        n++;
+        *p = skip_spaces(end);
+        if (**p == ',') *p = skip_spaces(*p + 1);
+    }
+    if (**p == ']') (*p)++;
+    return n <= cap ? n : -1;
+}
+
+static int parse_options(const char *json, test_gen_case *c) {
+    pf_generate_options *o = &c->options;
+    *o = pf_generate_options_init();
+    const char *p = skip_spaces(json);
+    if (*p++ != '{') return -1;
+    while (*(p = skip_spaces(p)) && *p != '}') {
+        char key[64];
+        const char *q = strchr(p + 1, '"');
+        if (*p != '"' || !q || q - p - 1 >= (long)sizeof key) return -1;
+        memcpy(key, p + 1, (size_t)(q - p - 1));
+        key[q - p - 1] = 0;
+        p = skip_spaces(q + 1);
+        if (*p++ != ':') return -1;
+        p = skip_spaces(p);
+        if (!strcmp(key, "bad_words_ids")) {
+            p = skip_spaces(p + 1);
+            while (*p == '[') {
+                int n = o->num_bad_words;
+                if (n >= 8) return -1;
+                c->bad[n].length = read_int_list(&p, c->bad_ids[n], 4);
+                if (c->bad[n].length < 0) return -1;
+                c->bad[n].ids = c->bad_ids[n];
+                o->num_bad_words++;
+                p = skip_spaces(p);
+                if (*p == ',') p = skip_spaces(p + 1);
+            }
+            if (*p++ != ']') return -1;
+        } else if (!strcmp(key, "eos_token_id")) {
+            if (*p == '[') {
+                o->num_eos_token_ids = read_int_list(&p, c->eos, 4);
+            } else {
+                char *end;
+                c->eos[0] = (int32_t)strtol(p, &end, 10);
+                p = end;
+                o->num_eos_token_ids = 1;
+            }
+            if (o->num_eos_token_ids < 0) return -1;
+            o->eos_token_ids = c->eos;
+        } else if (!strncmp(p, "true", 4) || !strncmp(p, "false", 5)) {
+            int v = *p == 't';
+            p += v ? 4 : 5;
+            if (!strcmp(key, "early_stopping")) o->early_stopping = v ? PF_EARLY_STOPPING_ON : PF_EARLY_STOPPING_HEURISTIC;
+            else if (!strcmp(key, "do_sample")) o->do_sample = v;
+            else return -1;
+        } else if (*p == '"') {
+            if (strcmp(key, "early_stopping") || strncmp(p, "\"never\"", 7)) return -1;
+            o->early_stopping = PF_EARLY_STOPPING_NEVER;
+            p += 7;
+        } else {
+            char *end;
+            double v = strtod(p, &end);
+            if (end == p) return -1;
+            p = end;
+            if (!strcmp(key, "max_new_tokens")) o->max_new_tokens = (int)v;
+            else if (!strcmp(key, "max_length")) o->max_length = (int)v;
+            else if (!strcmp(key, "min_new_tokens")) o->min_new_tokens = (int)v;
+            else if (!strcmp(key, "min_length")) o->min_length = (int)v;
+            else if (!strcmp(key, "num_beams")) o->num_beams = (int)v;
+            else if (!strcmp(key, "num_return_sequences")) o->num_return_sequences = (int)v;
+            else if (!strcmp(key, "no_repeat_ngram_size")) o->no_repeat_ngram_size = (int)v;
+            else if (!strcmp(key, "length_penalty")) o->length_penalty = (float)v;
+            else if (!strcmp(key, "repetition_penalty")) o->repetition_penalty = (float)v;
+            else if (!strcmp(key, "pad_token_id")) o->pad_token_id = (int)v;
+            else return -1;
+        }
+        p = skip_spaces(p);
+        if (*p == ',') p++;
+    }
+    o->bad_words = c->bad;
+    return 0;
+}
+
+/* ---- generation_cases.txt: the cases ---- */
+
+int test_read_gen_cases(const char *fixture, test_gen_case *cases, int cap) {
+    char path[1200], line[4096];
+    snprintf(path, sizeof path, "%s/%s/generation_cases.txt", test_fixtures, fixture);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    int n = -1, bad = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = 0;
+        char *v = strchr(line, '=');
+        if (line[0] == '#' || !v) continue;
+        *v++ = 0;
+        if (!strcmp(line, "case")) {
+            if (++n >= cap) break;
+            memset(&cases[n], 0, sizeof cases[n]);
+            snprintf(cases[n].name, sizeof cases[n].name, "%s", v);
+        } else if (n < 0) {
+            bad = 1;
+        } else if (!strcmp(line, "options")) {
+            bad |= parse_options(v, &cases[n]) != 0;
+        } else if (!strcmp(line, "prompt") && cases[n].num_prompts < TEST_MAX_ROWS) {
+            test_gen_case *c = &cases[n];
+            c->prompt_lengths[c->num_prompts] = test_parse_ids(v, c->prompts[c->num_prompts], TEST_MAX_IDS);
+            bad |= c->prompt_lengths[c->num_prompts] < 1;
+            c->num_prompts++;
+        } else if (!strcmp(line, "output") && cases[n].num_outputs < TEST_MAX_ROWS * 4) {
+            test_gen_case *c = &cases[n];
+            c->output_lengths[c->num_outputs] = test_parse_ids(v, c->outputs[c->num_outputs], TEST_MAX_IDS);
+            bad |= c->output_lengths[c->num_outputs] < 0;
+            c->num_outputs++;
+        } else if (!strcmp(line, "score") && cases[n].num_scores < TEST_MAX_ROWS * 4) {
+            cases[n].scores[cases[n].num_scores++] = strtof(v, NULL);
+        }
+    }
+    fclose(f);
+    return bad ? -1 : (n >= cap ? cap : n + 1);
+}
+
+int test_check_gen_case(pf_model *m, const char *what, const test_gen_case *c) {
+    const int32_t *prompts[TEST_MAX_ROWS];
+    int32_t storage[TEST_MAX_ROWS][TEST_MAX_IDS];
+    for (int b = 0; b < c->num_prompts; b++) {
+        for (int t = 0; t < c->prompt_lengths[b]; t++) storage[b][t] = c->prompts[b][t];
+        prompts[b] = storage[b];
+    }
+    pf_generation g;
+    pf_result r = pf_generate_batch(m, prompts, c->prompt_lengths, c->num_prompts, &c->options, &g);
+    CHECK_MSG(r == PF_OK, "%s: case %s: %s", what, c->name, pf_error_message(m));
+    if (r) return 0;
+    int matched = g.num_sequences == c->num_outputs;
+    CHECK_MSG(g.num_sequences == c->num_outputs, "%s: case %s: %d sequences, want %d", what, c->name, g.num_sequences,
+              c->num_outputs);
+    for (int i = 0; i < g.num_sequences && i < c->num_outputs; i++) {
+        int same = g.lengths[i] == c->output_lengths[i], first_diff = -1;
+        for (int t = 0; t < g.lengths[i] && t < c->output_lengths[i] && first_diff < 0; t++)
+            if (g.tokens[i][t] != c->outputs[i][t]) first_diff = t;
+        same = same && first_diff < 0;
+        CHECK_MSG(same,
+                  "%s: case %s: sequence %d differs from transformers' (%d tokens, want %d; first difference at %d)",
+                  what, c->name, i, g.lengths[i], c->output_lengths[i], first_diff);
+        matched = matched && same;
+        if (i < c->num_scores) {
+            int close = fabsf(g.scores[i] - c->scores[i]) <= 1e-4f * (1 + fabsf(c->scores[i]));
+            CHECK_MSG(close, "%s: case %s: score %d is %.9g, transformers' %.9g", what, c->name, i, g.scores[i],
+                      c->scores[i]);
+            matched = matched && close;
+        }
+    }
+    pf_generation_free(&g);
+    return matched;
+}
