@@ -149,12 +149,15 @@ static void test_to_cpu_and_memory(void) {
     size_t total = 0;
     for (int i = 0; i < 3; i++) {
         size_t bytes = pf_memory_allocated(f.model, i);
-        CHECK_MSG(bytes > 0 && bytes < one, "rank %d of 3 holds %zu bytes, one rank %zu", i, bytes, one);
+        /* Memory falls close to 1/3: weights (the vocabulary included), KV cache and MLP scratch
+           are split; only norms, the position table and the d-wide scratch are whole on each
+           rank (with a replicated embedding and LM head a rank held 63% of one rank's bytes). */
+        CHECK_MSG(bytes > 0 && bytes < one * 45 / 100, "rank %d of 3 holds %zu bytes, one rank %zu", i, bytes, one);
         total += bytes;
     }
     CHECK(pf_memory_allocated(f.model, 3) == 0);
     CHECK(pf_memory_allocated(f.model, -1) == 0);
-    CHECK_MSG(total > one, "replicated embeddings make the sum larger than one rank (%zu vs %zu)", total, one);
+    CHECK_MSG(total > one, "what is replicated makes the sum larger than one rank (%zu vs %zu)", total, one);
     CHECK_MSG(pf_to_cpu(f.model) == PF_OK, "pf_to_cpu: %s", pf_error_message(f.model));
     CHECK(pf_num_ranks(f.model) == 1);
     CHECK(pf_memory_allocated(f.model, 1) == 0);
