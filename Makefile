@@ -24,12 +24,13 @@ CUDA_DEFS := -DPF_CUDA
 CUDA_OBJ  := $(BUILD)/kernels.o
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas -lnccl -lstdc++
 NVCCFLAGS ?= -O2 -std=c++17 -arch=sm_90 -Xcompiler -Wall,-Wextra
+BENCH_DEFS := -I$(CUDA_HOME)/include
 endif
 
 .PHONY: all test test-asan test-tsan test-cuda test-cuda-sanitize test-cuda-standin clean bench
 
 all: $(BUILD)/libparallelformers.a $(BUILD)/generate $(BUILD)/test_parallelformers $(BUILD)/test_cuda \
-     $(BUILD)/header_cxx.o
+     $(BUILD)/bench $(BUILD)/header_cxx.o
 
 $(BUILD):
 	mkdir -p $(BUILD)
@@ -85,6 +86,14 @@ $(STANDIN)/test_cuda: test/test_cuda.c test/test_util.c test/test.h test/cuda_st
 
 test-cuda-standin: $(STANDIN)/test_cuda
 	$(STANDIN)/test_cuda test/fixtures
+
+# Throughput on random-weight models of real shapes, against transformers when Python has it;
+# BENCH_ARGS passes options (build/bench --help).
+$(BUILD)/bench: examples/bench.c $(BUILD)/libparallelformers.a
+	$(CC) $(BASE) $(CFLAGS) $(CUDA_DEFS) $(BENCH_DEFS) -D_POSIX_C_SOURCE=200809L examples/bench.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
+
+bench: $(BUILD)/bench
+	$(BUILD)/bench $(BENCH_ARGS)
 
 # The public header must compile as C++ too.
 $(BUILD)/header_cxx.o: parallelformers.h | $(BUILD)

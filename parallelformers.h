@@ -4,10 +4,13 @@
    Build: compile parallelformers.c with your sources (cc -O2 -c parallelformers.c; link -lpthread
    -lm). Add -DPF_CUDA and kernels.cu (nvcc; link cudart, cublas, nccl) for the CUDA backend.
 
-   Threads: unless a function says otherwise, calls on one pf_model must not overlap; calls on
-   different models may run on different threads at once. The library starts one thread per rank
-   in pf_parallelize and stops them in pf_to_cpu / pf_free. It never prints, exits or aborts:
-   every failure is a pf_result plus a message from pf_error_message(). */
+   Threads: pf_parallelize, pf_to_cpu, pf_forward and the pf_generate calls may be made on one
+   model from several threads at once: they run one after another. pf_free must not overlap any
+   other call on the model; the getters (pf_get_info, pf_num_ranks, pf_memory_allocated) must not
+   overlap pf_parallelize or pf_to_cpu. A loaded tokenizer is read-only: any thread, any time.
+   Calls on different models are independent. The library starts one thread per rank in
+   pf_parallelize and stops them in pf_to_cpu / pf_free. It never prints, exits or aborts: every
+   failure is a pf_result plus a message from pf_error_message(). */
 #ifndef PARALLELFORMERS_H
 #define PARALLELFORMERS_H
 
@@ -102,10 +105,12 @@ typedef struct pf_parallel_options {
 pf_parallel_options pf_parallel_options_init(void);
 
 /* Splits the model over num_ranks rank threads, Megatron-style: each rank gets its heads of the
-   attention and its columns of the MLP; embeddings, norms and LM head are copied to every rank.
-   Heads need not divide by num_ranks: ranks then hold different head counts (a rank may hold
-   none). Weights are sliced straight from the memory map into each rank's memory. Calling it on
-   a model that is already parallel re-splits it. options may be NULL. */
+   attention (and the key/value heads they read, replicated where ranks outnumber them), its
+   columns of the MLP and its rows of the vocabulary (token embedding and LM head); norms and
+   position tables are copied to every rank. Heads need not divide by num_ranks: ranks then hold
+   different head counts (a rank may hold none). Weights are sliced straight from the memory map
+   into each rank's memory. Calling it on a model that is already parallel re-splits it; calls
+   from other threads wait for it. options may be NULL. */
 pf_result pf_parallelize(pf_model *model, int num_ranks, const pf_parallel_options *options);
 
 /* Gathers the slices back into one full model on one CPU rank and frees the others. */
@@ -122,8 +127,8 @@ size_t pf_memory_allocated(const pf_model *model, int rank);
 /* ---- inference -------------------------------------------------------------------------------- */
 
 /* Logits for a batch of sequences of equal length, from scratch (the KV cache is reset).
-   ids: [batch][seq_len]; logits: [batch][seq_len][vocab_size] floats. Runs on one CPU rank if
-   the model was never parallelized. */
+   ids: [batch][seq_len]; logits: [batch][seq_len][vocab_size] floats. batch and seq_len must fit
+   what pf_parallelize sized. Runs on one CPU rank if the model was never parallelized. */
 pf_result pf_forward(pf_model *model, const int32_t *ids, int batch, int seq_len, float *logits);
 
 /* Receives each new token as it is chosen (greedy and sampling, not beam search): the row of the

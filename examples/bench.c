@@ -1,0 +1,1162 @@
+/* bench: how fast parallelformers runs random-weight models of real shapes, next to another
+   engine (Hugging Face transformers + torch) run on the same machine in the same run.
+
+   build/bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16] [--models gpt2,gpt2-xl,llama-1b]
+               [--quick | --full] [--prompt N] [--new N] [--runs N] [--batch16 | --no-batch16]
+               [--dir DIR] [--seed N] [--reference SCRIPT | --no-reference]
+
+     --device     cpu or cuda (default: cuda when this build has it and a GPU is present)
+     --gpus N     the largest rank count: every model runs on 1 rank and on N ranks (default 2).
+                  CUDA: rank i uses GPU i modulo the GPUs visible, so N = 2 on one GPU is two
+                  ranks sharing it.
+     --dtype      how weights are stored on the device (default f32 on the CPU, f16 on CUDA)
+     --models     which shapes (default: gpt2 with --quick, all three with --full)
+     --quick      gpt2 only, prompt 128, 32 new tokens, 5 runs, no batch 16: the CPU default
+     --full       every model, prompt 512, 128 new tokens, 5 runs, batch 16: the default on CUDA
+     --prompt N, --new N, --runs N   override the prompt length, decode steps and timed runs
+     --batch16    also decode 16 sequences at once (pf_generate_batch); --no-batch16 skips it
+     --dir DIR    where the generated checkpoints live (default $TMPDIR/parallelformers-bench);
+                  a checkpoint is reused when its directory exists with the expected file size
+     --seed N     the weights' and prompts' seed (default 1234); part of the directory name
+     --reference SCRIPT   the comparison script (default bench/reference.py); --no-reference
+
+   What it measures, per model and rank count:
+     load s          pf_load + pf_parallelize, once, the file read through once beforehand (page cache)
+     prefill tok/s   prompt tokens / the time to the first new token (pf_generate, greedy)
+     decode tok/s    (new - 1) / the time from the first to the last new token, timed in the
+                     stream callback; batch 16: 16 times that, with 16 prompts in one batch
+     MiB/rank        the largest pf_memory_allocated over the ranks (weights, KV cache, scratch)
+     prefill GFLOP/s the prefill's matrix FLOPs / its time (CUDA: also as a share of a cuBLAS GEMM)
+     floor %         the batch-1 decode time per token that reading the weights once would take
+                     at the measured copy bandwidth, as a fraction of the measured time: the
+                     busiest rank's weight bytes read per token (its share of every layer and of
+                     the LM head) / per-rank bandwidth, times decode tok/s. The CPU bandwidth
+                     is memcpy's (bytes read + written) with as many threads copying at once as
+                     there are ranks, divided by the ranks (in brackets: a read-only pass); the
+                     CUDA one is cudaMemcpy device to device on GPU 0, divided by the ranks
+                     sharing a GPU.
+     tokens = 1 rank whether the greedy tokens on N ranks equal those on 1 rank
+   Every timing: a warm-up run first, then the median of --runs runs, CLOCK_MONOTONIC.
+
+   The checkpoints are written here, in C: config.json and one model.safetensors (8-byte
+   little-endian header length, a JSON header of dtype/shape/data_offsets, the data). Weight
+   matrices and embeddings are N(0, 0.02) from a seeded generator; norm weights are 1 and biases
+   0, as transformers initialises them. They are stored as F32 when the CPU runs in fp32 (the CPU
+   backend computes in fp32) and as F16 otherwise. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef PF_CUDA
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#endif
+
+#include "../parallelformers.h"
+
+#define MAX_RUNS 64
+#define PATH_CAP 1024 /* the checkpoint directory's path, at most */
+#define BATCH16 16
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+    if (n <= 0) return -1;
+    qsort(v, (size_t)n, sizeof *v, compare_doubles);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* =============================================================================================== */
+/* model shapes and their tensors                                                                  */
+/* =============================================================================================== */
+
+typedef enum { FAMILY_GPT2, FAMILY_LLAMA } model_family;
+
+typedef struct shape {
+    const char *name;
+    model_family family;
+    int hidden, layers, heads, kv_heads, intermediate, vocab, positions, tied;
+} shape;
+
+static const shape shapes[] = {
+    {"gpt2", FAMILY_GPT2, 768, 12, 12, 12, 3072, 50257, 1024, 1},
+    {"gpt2-xl", FAMILY_GPT2, 1600, 48, 25, 25, 6400, 50257, 1024, 1},
+    /* Llama 3.2 1B's body (2048 wide, 16 layers, 32 heads, 8 key/value heads, MLP 8192, tied
+       embeddings) with LLaMA 2's 32000-token vocabulary: 1.04 B parameters. */
+    {"llama-1b", FAMILY_LLAMA, 2048, 16, 32, 8, 8192, 32000, 2048, 1},
+};
+#define NUM_SHAPES (sizeof shapes / sizeof shapes[0])
+
+typedef enum { INIT_NORMAL, INIT_ONES, INIT_ZEROS } init_kind;
+
+typedef struct tensor {
+    char name[96];
+    int ndim;
+    size_t dims[2];
+    init_kind init;
+} tensor;
+
+static size_t tensor_numel(const tensor *t) { return t->ndim == 1 ? t->dims[0] : t->dims[0] * t->dims[1]; }
+
+/* Appends one tensor when out is not NULL; counts it either way. */
+static void add_tensor(tensor *out, size_t *n, init_kind init, size_t d0, size_t d1, const char *fmt, int layer) {
+    if (out) {
+        tensor *t = &out[*n];
+        snprintf(t->name, sizeof t->name, fmt, layer);
+        t->ndim = d1 ? 2 : 1;
+        t->dims[0] = d0;
+        t->dims[1] = d1;
+        t->init = init;
+    }
+    (*n)++;
+}
+
+/* The tensors of the checkpoint as transformers' save_pretrained names them (GPT-2's Conv1D
+   weights are [in, out], nn.Linear's [out, in]); out may be NULL to count them. */
+static size_t shape_tensors(const shape *s, tensor *out) {
+    size_t n = 0, d = (size_t)s->hidden, I = (size_t)s->intermediate, V = (size_t)s->vocab;
+    size_t hd = d / (size_t)s->heads, q = (size_t)s->heads * hd, kv = (size_t)s->kv_heads * hd;
+    if (s->family == FAMILY_GPT2) {
+        add_tensor(out, &n, INIT_NORMAL, V, d, "transformer.wte.weight", 0);
+        add_tensor(out, &n, INIT_NORMAL, (size_t)s->positions, d, "transformer.wpe.weight", 0);
+        for (int l = 0; l < s->layers; l++) {
+            add_tensor(out, &n, INIT_ONES, d, 0, "transformer.h.%d.ln_1.weight", l);
+            add_tensor(out, &n, INIT_ZEROS, d, 0, "transformer.h.%d.ln_1.bias", l);
+            add_tensor(out, &n, INIT_NORMAL, d, 3 * d, "transformer.h.%d.attn.c_attn.weight", l);
+            add_tensor(out, &n, INIT_ZEROS, 3 * d, 0, "transformer.h.%d.attn.c_attn.bias", l);
+            add_tensor(out, &n, INIT_NORMAL, d, d, "transformer.h.%d.attn.c_proj.weight", l);
+            add_tensor(out, &n, INIT_ZEROS, d, 0, "transformer.h.%d.attn.c_proj.bias", l);
+            add_tensor(out, &n, INIT_ONES, d, 0, "transformer.h.%d.ln_2.weight", l);
+            add_tensor(out, &n, INIT_ZEROS, d, 0, "transformer.h.%d.ln_2.bias", l);
+            add_tensor(out, &n, INIT_NORMAL, d, I, "transformer.h.%d.mlp.c_fc.weight", l);
+            add_tensor(out, &n, INIT_ZEROS, I, 0, "transformer.h.%d.mlp.c_fc.bias", l);
+            add_tensor(out, &n, INIT_NORMAL, I, d, "transformer.h.%d.mlp.c_proj.weight", l);
+            add_tensor(out, &n, INIT_ZEROS, d, 0, "transformer.h.%d.mlp.c_proj.bias", l);
+        }
+        add_tensor(out, &n, INIT_ONES, d, 0, "transformer.ln_f.weight", 0);
+        add_tensor(out, &n, INIT_ZEROS, d, 0, "transformer.ln_f.bias", 0);
+    } else {
+        add_tensor(out, &n, INIT_NORMAL, V, d, "model.embed_tokens.weight", 0);
+        for (int l = 0; l < s->layers; l++) {
+            add_tensor(out, &n, INIT_ONES, d, 0, "model.layers.%d.input_layernorm.weight", l);
+            add_tensor(out, &n, INIT_NORMAL, q, d, "model.layers.%d.self_attn.q_proj.weight", l);
+            add_tensor(out, &n, INIT_NORMAL, kv, d, "model.layers.%d.self_attn.k_proj.weight", l);
+            add_tensor(out, &n, INIT_NORMAL, kv, d, "model.layers.%d.self_attn.v_proj.weight", l);
+            add_tensor(out, &n, INIT_NORMAL, d, q, "model.layers.%d.self_attn.o_proj.weight", l);
+            add_tensor(out, &n, INIT_ONES, d, 0, "model.layers.%d.post_attention_layernorm.weight", l);
+            add_tensor(out, &n, INIT_NORMAL, I, d, "model.layers.%d.mlp.gate_proj.weight", l);
+            add_tensor(out, &n, INIT_NORMAL, I, d, "model.layers.%d.mlp.up_proj.weight", l);
+            add_tensor(out, &n, INIT_NORMAL, d, I, "model.layers.%d.mlp.down_proj.weight", l);
+        }
+        add_tensor(out, &n, INIT_ONES, d, 0, "model.norm.weight", 0);
+        if (!s->tied) add_tensor(out, &n, INIT_NORMAL, V, d, "lm_head.weight", 0);
+    }
+    return n;
+}
+
+static size_t shape_parameters(const shape *s) {
+    size_t n = shape_tensors(s, NULL), total = 0;
+    tensor *t = (tensor *)malloc(n * sizeof *t);
+    if (!t) return 0;
+    shape_tensors(s, t);
+    for (size_t i = 0; i < n; i++) total += tensor_numel(&t[i]);
+    free(t);
+    return total;
+}
+
+/* A rank's share of the heads and MLP columns: contiguous and as even as possible, key/value
+   heads following the query heads (the library's split, which the floor must match). */
+static void rank_share(const shape *s, int r, int n, size_t *heads, size_t *kv_heads, size_t *mlp) {
+    int group = s->heads / s->kv_heads;
+    int h0 = (int)((long long)r * s->heads / n), h1 = (int)((long long)(r + 1) * s->heads / n);
+    *heads = (size_t)(h1 - h0);
+    *kv_heads = h1 > h0 ? (size_t)((h1 - 1) / group - h0 / group + 1) : 0;
+    *mlp = (size_t)((long long)(r + 1) * s->intermediate / n - (long long)r * s->intermediate / n);
+}
+
+/* Elements of weights rank r reads to decode one token: its slice of every layer, the
+   replicated norms and biases, the final norm, and its rows of the LM head (split by vocabulary
+   like the token embedding). The token and position embeddings are read one row at a time and
+   are left out. */
+static size_t rank_decode_elements(const shape *s, int r, int n) {
+    size_t d = (size_t)s->hidden, hd = d / (size_t)s->heads, V = (size_t)s->vocab;
+    size_t hr, kvr, mr, layer;
+    rank_share(s, r, n, &hr, &kvr, &mr);
+    if (s->family == FAMILY_GPT2)
+        layer = 2 * d + (d + 1) * 3 * hr * hd + hr * hd * d + d + 2 * d + (d + 1) * mr + mr * d + d;
+    else
+        layer = d + d * hr * hd + 2 * d * kvr * hd + hr * hd * d + d + 2 * d * mr + mr * d;
+    size_t total = (size_t)s->layers * layer;
+    size_t vocab_rows = (size_t)((long long)(r + 1) * (long long)V / n - (long long)r * (long long)V / n);
+    total += (s->family == FAMILY_GPT2 ? 2 * d : d) + vocab_rows * d;
+    return total;
+}
+
+static size_t decode_elements_per_rank(const shape *s, int n) {
+    size_t most = 0;
+    for (int r = 0; r < n; r++) {
+        size_t e = rank_decode_elements(s, r, n);
+        if (e > most) most = e;
+    }
+    return most;
+}
+
+/* Matrix FLOPs of a prefill of T tokens on the whole model: the layers' projections, causal
+   attention (q k^T and p v over T^2 / 2 pairs), and the LM head on the last position. */
+static double prefill_flops(const shape *s, int T) {
+    double d = s->hidden, I = s->intermediate, hd = d / s->heads, q = s->heads * hd, kv = s->kv_heads * hd;
+    double per_token = s->family == FAMILY_GPT2 ? d * 3 * d + d * d + 2 * d * I : d * (q + 2 * kv) + q * d + 3 * d * I;
+    return 2.0 * T * s->layers * per_token + 2.0 * (double)T * T * q * s->layers + 2.0 * d * s->vocab;
+}
+
+/* =============================================================================================== */
+/* writing a random checkpoint                                                                     */
+/* =============================================================================================== */
+
+/* splitmix64: one 64-bit state, good enough for weights nobody reads for meaning. */
+static uint64_t next_random(uint64_t *state) {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t hash_name(const char *s, uint64_t seed) {
+    uint64_t h = 1469598103934665603ull ^ seed;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* n samples of N(0, sd) by Box-Muller, two per pair of uniforms. */
+static void fill_normal(float *out, size_t n, float sd, uint64_t *state) {
+    const float two_pi = 6.2831853071795864f;
+    for (size_t i = 0; i < n; i += 2) {
+        uint64_t a = next_random(state), b = next_random(state);
+        float u1 = ((float)(a >> 40) + 1.0f) * (1.0f / 16777216.0f); /* (0, 1] */
+        float u2 = (float)(b >> 40) * (1.0f / 16777216.0f);          /* [0, 1) */
+        float radius = sd * sqrtf(-2.0f * logf(u1));
+        out[i] = radius * cosf(two_pi * u2);
+        if (i + 1 < n) out[i + 1] = radius * sinf(two_pi * u2);
+    }
+}
+
+/* fp32 to IEEE half, rounding to nearest even; subnormals kept, overflow to infinity. */
+static uint16_t half_from_float(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint32_t sign = (x >> 16) & 0x8000u, exponent = (x >> 23) & 0xffu, mantissa = x & 0x7fffffu;
+    if (exponent == 0xffu) return (uint16_t)(sign | 0x7c00u | (mantissa ? 0x200u : 0u));
+    int e = (int)exponent - 127 + 15; /* the half's biased exponent */
+    if (e >= 31) return (uint16_t)(sign | 0x7c00u);
+    uint32_t bits, rest, halfway;
+    if (e <= 0) { /* subnormal half: count units of 2^-24 */
+        if (e < -10) return (uint16_t)sign;
+        uint32_t full = mantissa | 0x800000u;
+        int shift = 14 - e;
+        bits = full >> shift;
+        rest = full & ((1u << shift) - 1u);
+        halfway = 1u << (shift - 1);
+    } else {
+        bits = ((uint32_t)e << 10) | (mantissa >> 13);
+        rest = mantissa & 0x1fffu;
+        halfway = 0x1000u;
+    }
+    if (rest > halfway || (rest == halfway && (bits & 1u))) bits++; /* a carry into the exponent is right */
+    return (uint16_t)(sign | bits);
+}
+
+/* The safetensors header: {"__metadata__":..., "name":{"dtype","shape","data_offsets"}, ...},
+   padded with spaces to a multiple of 8 bytes. Returns a malloc'd string, its length in *len,
+   and the data size in *data_bytes. */
+static char *safetensors_header(const tensor *t, size_t n, const char *dtype, size_t esize, size_t *len,
+                                size_t *data_bytes) {
+    size_t cap = 256 + n * 200, used = 0, offset = 0;
+    char *h = (char *)malloc(cap);
+    if (!h) return NULL;
+    used += (size_t)snprintf(h + used, cap - used, "{\"__metadata__\":{\"format\":\"pt\"}");
+    for (size_t i = 0; i < n; i++) {
+        size_t bytes = tensor_numel(&t[i]) * esize;
+        if (t[i].ndim == 1)
+            used += (size_t)snprintf(h + used, cap - used, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[%zu],\"data_offsets\":[%zu,%zu]}",
+                                     t[i].name, dtype, t[i].dims[0], offset, offset + bytes);
+        else
+            used += (size_t)snprintf(h + used, cap - used,
+                                     ",\"%s\":{\"dtype\":\"%s\",\"shape\":[%zu,%zu],\"data_offsets\":[%zu,%zu]}", t[i].name,
+                                     dtype, t[i].dims[0], t[i].dims[1], offset, offset + bytes);
+        offset += bytes;
+    }
+    used += (size_t)snprintf(h + used, cap - used, "}");
+    while (used % 8) h[used++] = ' ';
+    h[used] = 0;
+    *len = used;
+    *data_bytes = offset;
+    return h;
+}
+
+static int write_config(const shape *s, const char *dir, const char *torch_dtype) {
+    char path[PATH_CAP + 32];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    if (s->family == FAMILY_GPT2)
+        fprintf(f,
+                "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n  \"vocab_size\": %d,\n"
+                "  \"n_positions\": %d,\n  \"n_ctx\": %d,\n  \"n_embd\": %d,\n  \"n_layer\": %d,\n  \"n_head\": %d,\n"
+                "  \"activation_function\": \"gelu_new\",\n  \"layer_norm_epsilon\": 1e-05,\n  \"initializer_range\": 0.02,\n"
+                "  \"bos_token_id\": %d,\n  \"eos_token_id\": %d,\n  \"tie_word_embeddings\": true,\n  \"torch_dtype\": \"%s\"\n}\n",
+                s->vocab, s->positions, s->positions, s->hidden, s->layers, s->heads, s->vocab - 1, s->vocab - 1,
+                torch_dtype);
+    else
+        fprintf(f,
+                "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n  \"vocab_size\": %d,\n"
+                "  \"hidden_size\": %d,\n  \"intermediate_size\": %d,\n  \"num_hidden_layers\": %d,\n"
+                "  \"num_attention_heads\": %d,\n  \"num_key_value_heads\": %d,\n  \"head_dim\": %d,\n"
+                "  \"max_position_embeddings\": %d,\n  \"rms_norm_eps\": 1e-05,\n  \"rope_theta\": 10000.0,\n"
+                "  \"hidden_act\": \"silu\",\n  \"attention_bias\": false,\n  \"mlp_bias\": false,\n"
+                "  \"initializer_range\": 0.02,\n  \"bos_token_id\": 1,\n  \"eos_token_id\": 2,\n"
+                "  \"tie_word_embeddings\": %s,\n  \"torch_dtype\": \"%s\"\n}\n",
+                s->vocab, s->hidden, s->intermediate, s->layers, s->heads, s->kv_heads, s->hidden / s->heads,
+                s->positions, s->tied ? "true" : "false", torch_dtype);
+    return fclose(f) ? -1 : 0;
+}
+
+static int make_dir(const char *path) { return mkdir(path, 0777) == 0 || errno == EEXIST ? 0 : -1; }
+
+/* pwrite all of it, or -1. */
+static int write_at(int fd, const void *data, size_t bytes, size_t offset) {
+    const char *p = (const char *)data;
+    while (bytes) {
+        ssize_t n = pwrite(fd, p, bytes, (off_t)offset);
+        if (n <= 0) return -1;
+        p += n, offset += (size_t)n, bytes -= (size_t)n;
+    }
+    return 0;
+}
+
+#define CHUNK ((size_t)1 << 20) /* elements drawn from one seed */
+
+/* One of the threads that fill the file: chunk j of the whole list goes to thread j % count,
+   each chunk from its own seed (tensor name, chunk index), so the file is the same whatever
+   the thread count. */
+typedef struct filler {
+    const tensor *tensors;
+    size_t num_tensors, data_start;
+    int fd, fp16, index, count, failed;
+    uint64_t seed;
+} filler;
+
+static void *fill_chunks(void *arg) {
+    filler *w = (filler *)arg;
+    float *values = (float *)malloc(CHUNK * sizeof *values);
+    uint16_t *halves = w->fp16 ? (uint16_t *)malloc(CHUNK * sizeof *halves) : NULL;
+    size_t esize = w->fp16 ? 2 : 4, offset = w->data_start, job = 0;
+    if (!values || (w->fp16 && !halves)) w->failed = 1;
+    for (size_t i = 0; i < w->num_tensors && !w->failed; i++) {
+        const tensor *t = &w->tensors[i];
+        size_t total = tensor_numel(t);
+        for (size_t done = 0; done < total && !w->failed; done += CHUNK, job++) {
+            size_t m = total - done < CHUNK ? total - done : CHUNK;
+            if (job % (size_t)w->count != (size_t)w->index) continue;
+            uint64_t state = hash_name(t->name, w->seed + 0x632BE59BD9B4E019ull * (done / CHUNK));
+            if (t->init == INIT_NORMAL) fill_normal(values, m, 0.02f, &state);
+            else for (size_t k = 0; k < m; k++) values[k] = t->init == INIT_ONES ? 1.0f : 0.0f;
+            if (w->fp16) {
+                for (size_t k = 0; k < m; k++) halves[k] = half_from_float(values[k]);
+                w->failed = write_at(w->fd, halves, m * 2, offset + done * esize);
+            } else {
+                w->failed = write_at(w->fd, values, m * 4, offset + done * esize); /* little-endian host, as the format */
+            }
+        }
+        offset += total * esize;
+    }
+    free(values);
+    free(halves);
+    return NULL;
+}
+
+/* Makes DIR/config.json and DIR/model.safetensors for shape s unless a file of the expected size
+   is there already (same directory name: same shape, dtype and seed). The data is drawn by one
+   thread per core (16 at most). */
+static int ensure_checkpoint(const shape *s, const char *dir, int fp16, uint64_t seed) {
+    enum { MAX_FILLERS = 16 };
+    size_t n = shape_tensors(s, NULL), header_len, data_bytes, esize = fp16 ? 2 : 4;
+    tensor *t = (tensor *)malloc(n * sizeof *t);
+    if (!t) return -1;
+    shape_tensors(s, t);
+    char *header = safetensors_header(t, n, fp16 ? "F16" : "F32", esize, &header_len, &data_bytes);
+    char path[PATH_CAP + 32], partial[PATH_CAP + 48];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    snprintf(partial, sizeof partial, "%s.partial", path);
+    struct stat st;
+    int rc = -1, fd = -1;
+    if (!header || make_dir(dir) || write_config(s, dir, fp16 ? "float16" : "float32")) goto done;
+    if (stat(path, &st) == 0 && (size_t)st.st_size == 8 + header_len + data_bytes) {
+        rc = 0;
+        goto done;
+    }
+    fprintf(stderr, "bench: writing %s (%.2f GB, once)\n", path, (double)(8 + header_len + data_bytes) / 1e9);
+    fd = open(partial, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) goto done;
+    unsigned char length[8];
+    for (int i = 0; i < 8; i++) length[i] = (unsigned char)((uint64_t)header_len >> (8 * i));
+    int failed = write_at(fd, length, 8, 0) || write_at(fd, header, header_len, 8);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int count = cores < 1 ? 1 : cores > MAX_FILLERS ? MAX_FILLERS : (int)cores, started = 0;
+    filler w[MAX_FILLERS];
+    pthread_t id[MAX_FILLERS];
+    for (; !failed && started < count; started++) {
+        w[started].tensors = t;
+        w[started].num_tensors = n;
+        w[started].data_start = 8 + header_len;
+        w[started].fd = fd;
+        w[started].fp16 = fp16;
+        w[started].index = started;
+        w[started].count = count;
+        w[started].failed = 0;
+        w[started].seed = seed;
+        if (pthread_create(&id[started], NULL, fill_chunks, &w[started])) break;
+    }
+    if (started < count) failed = 1; /* a chunk would be missing */
+    for (int i = 0; i < started; i++) {
+        pthread_join(id[i], NULL);
+        failed |= w[i].failed;
+    }
+    if (close(fd) || failed || rename(partial, path)) {
+        remove(partial);
+        goto done;
+    }
+    rc = 0;
+done:
+    free(header);
+    free(t);
+    return rc;
+}
+
+/* Reads the file once so that load times measure the library, not the disk. */
+static void warm_page_cache(const char *path) {
+    FILE *f = fopen(path, "rb");
+    char *buffer = (char *)malloc((size_t)8 << 20);
+    while (f && buffer && fread(buffer, 1, (size_t)8 << 20, f) > 0) {}
+    free(buffer);
+    if (f) fclose(f);
+}
+
+/* =============================================================================================== */
+/* the hardware's bandwidth (and GEMM throughput on CUDA)                                          */
+/* =============================================================================================== */
+
+typedef struct streamer {
+    char *src, *dst;
+    size_t bytes;
+    int reps;
+    uint64_t sink; /* the read loop's sum, so that it is not optimised away */
+} streamer;
+
+static void *copy_loop(void *arg) {
+    streamer *c = (streamer *)arg;
+    for (int i = 0; i < c->reps; i++) {
+        memcpy(c->dst, c->src, c->bytes);
+        c->src[i % c->bytes] ^= 1; /* a changed source each time */
+    }
+    return NULL;
+}
+
+/* Reads the buffer as decode reads weights: once, front to back; eight sums for parallelism. */
+static void *read_loop(void *arg) {
+    streamer *c = (streamer *)arg;
+    const uint64_t *p = (const uint64_t *)c->src;
+    size_t n = c->bytes / sizeof *p;
+    uint64_t sum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int r = 0; r < c->reps; r++)
+        for (size_t i = 0; i + 8 <= n; i += 8)
+            for (int k = 0; k < 8; k++) sum[k] += p[i + k];
+    c->sink = sum[0] + sum[1] + sum[2] + sum[3] + sum[4] + sum[5] + sum[6] + sum[7];
+    return NULL;
+}
+
+/* Aggregate host bandwidth in bytes/s with `threads` threads streaming their own 256 MiB at
+   once: memcpy (bytes read + written) or a read-only pass; the best of three tries. */
+static double host_bandwidth(int threads, int read_only) {
+    enum { MAX_THREADS = 64 };
+    size_t bytes = (size_t)256 << 20;
+    streamer c[MAX_THREADS];
+    pthread_t id[MAX_THREADS];
+    double best = 0;
+    if (threads > MAX_THREADS) threads = MAX_THREADS;
+    int ok = 1;
+    for (int i = 0; i < threads; i++) {
+        c[i].src = (char *)malloc(bytes);
+        c[i].dst = read_only ? NULL : (char *)malloc(bytes);
+        c[i].bytes = bytes;
+        c[i].reps = 4;
+        if (!c[i].src || (!read_only && !c[i].dst)) ok = 0;
+        else { /* fault the pages in now */
+            memset(c[i].src, i + 1, bytes);
+            if (c[i].dst) memset(c[i].dst, 0, bytes);
+        }
+    }
+    for (int trial = 0; ok && trial < 3; trial++) {
+        double t0 = now();
+        int started = 0;
+        for (; started < threads; started++)
+            if (pthread_create(&id[started], NULL, read_only ? read_loop : copy_loop, &c[started])) break;
+        for (int i = 0; i < started; i++) pthread_join(id[i], NULL);
+        double seconds = now() - t0, bw = (read_only ? 1.0 : 2.0) * (double)bytes * c[0].reps * started / seconds;
+        if (started == threads && bw > best) best = bw;
+    }
+    for (int i = 0; i < threads; i++) {
+        free(c[i].src);
+        free(c[i].dst);
+    }
+    return best;
+}
+
+static void cpu_model_name(char *out, size_t size) {
+    snprintf(out, size, "unknown CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10)) continue;
+        char *v = strchr(line, ':');
+        if (!v) continue;
+        v++;
+        while (*v == ' ' || *v == '\t') v++;
+        v[strcspn(v, "\n")] = 0;
+        snprintf(out, size, "%s", v);
+        break;
+    }
+    if (f) fclose(f);
+}
+
+#ifdef PF_CUDA
+/* cudaMemcpy device to device on one GPU, bytes read + written per second; 0 on failure. */
+static double cuda_copy_bandwidth(int device) {
+    size_t bytes = (size_t)1 << 30;
+    void *a = NULL, *b = NULL;
+    cudaEvent_t start = NULL, stop = NULL;
+    float ms = 0;
+    double bw = 0;
+    const int reps = 20;
+    if (cudaSetDevice(device) != cudaSuccess || cudaMalloc(&a, bytes) != cudaSuccess || cudaMalloc(&b, bytes) != cudaSuccess ||
+        cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess)
+        goto done;
+    cudaMemset(a, 1, bytes);
+    cudaMemset(b, 0, bytes);
+    cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice); /* warm-up */
+    cudaEventRecord(start, 0);
+    for (int i = 0; i < reps; i++) cudaMemcpyAsync(i % 2 ? a : b, i % 2 ? b : a, bytes, cudaMemcpyDeviceToDevice, 0);
+    cudaEventRecord(stop, 0);
+    if (cudaEventSynchronize(stop) == cudaSuccess && cudaEventElapsedTime(&ms, start, stop) == cudaSuccess && ms > 0)
+        bw = 2.0 * (double)bytes * reps / (ms * 1e-3);
+done:
+    if (start) cudaEventDestroy(start);
+    if (stop) cudaEventDestroy(stop);
+    cudaFree(a);
+    cudaFree(b);
+    cudaGetLastError();
+    return bw;
+}
+
+/* cuBLAS GEMM throughput in FLOP/s on one GPU for the bench's dtype (fp32 accumulation), an
+   8192-cubed product; 0 on failure. The yardstick for prefill. */
+static double cuda_gemm_flops(int device, pf_dtype dtype) {
+    const int n = 8192, reps = 10;
+    cudaDataType_t type = dtype == PF_DTYPE_F32 ? CUDA_R_32F : dtype == PF_DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    size_t bytes = (size_t)n * n * (dtype == PF_DTYPE_F32 ? 4 : 2);
+    void *a = NULL, *b = NULL, *c = NULL;
+    cublasHandle_t handle = NULL;
+    cudaEvent_t start = NULL, stop = NULL;
+    float alpha = 1.0f, beta = 0.0f, ms = 0;
+    double flops = 0;
+    if (cudaSetDevice(device) != cudaSuccess || cudaMalloc(&a, bytes) != cudaSuccess || cudaMalloc(&b, bytes) != cudaSuccess ||
+        cudaMalloc(&c, bytes) != cudaSuccess || cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS ||
+        cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess)
+        goto done;
+    cudaMemset(a, 0x3c, bytes); /* small nonzero values in every format */
+    cudaMemset(b, 0x3c, bytes);
+    for (int i = 0; i < reps + 2; i++) {
+        if (i == 2) cudaEventRecord(start, 0);
+        if (cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a, type, n, b, type, n, &beta, c, type, n,
+                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
+            goto done;
+    }
+    cudaEventRecord(stop, 0);
+    if (cudaEventSynchronize(stop) == cudaSuccess && cudaEventElapsedTime(&ms, start, stop) == cudaSuccess && ms > 0)
+        flops = 2.0 * n * (double)n * n * reps / (ms * 1e-3);
+done:
+    if (handle) cublasDestroy(handle);
+    if (start) cudaEventDestroy(start);
+    if (stop) cudaEventDestroy(stop);
+    cudaFree(a);
+    cudaFree(b);
+    cudaFree(c);
+    cudaGetLastError();
+    return flops;
+}
+#endif
+
+/* =============================================================================================== */
+/* measuring the library                                                                           */
+/* =============================================================================================== */
+
+typedef struct config {
+    pf_device device;
+    pf_dtype dtype;
+    int max_ranks, prompt_len, new_tokens, runs, batch16, num_gpus;
+} config;
+
+typedef struct result {
+    char error[512];
+    double load_s, prefill_s, decode_tok_s, decode16_tok_s; /* < 0: not measured */
+    size_t bytes_per_rank;
+    int32_t *tokens; /* the batch-1 greedy continuation */
+    int num_tokens, deterministic;
+} result;
+
+/* The stream callback's clock: when row 0 received each new token. */
+typedef struct stream_clock {
+    double times[4096];
+    int n;
+} stream_clock;
+
+static int on_token(void *user, int row, int32_t token, const char *text, size_t text_len) {
+    stream_clock *c = (stream_clock *)user;
+    (void)token, (void)text, (void)text_len;
+    if (row == 0 && c->n < (int)(sizeof c->times / sizeof c->times[0])) c->times[c->n++] = now();
+    return 0;
+}
+
+static void fail(result *res, const char *what, pf_result rc, const pf_model *m) {
+    snprintf(res->error, sizeof res->error, "%s: %s%s%s", what, pf_result_string(rc), m ? ": " : "",
+             m ? pf_error_message(m) : "");
+}
+
+/* One model on `ranks` ranks: load, batch-1 generations, then (maybe) batch 16. */
+static void measure(const char *dir, const config *cfg, int ranks, int32_t *const *prompts,
+                    result *res) {
+    memset(res, 0, sizeof *res);
+    res->decode16_tok_s = -1;
+    res->deterministic = 1;
+    int P = cfg->prompt_len, N = cfg->new_tokens;
+    int device_ids[256];
+    for (int i = 0; i < ranks && i < 256; i++) device_ids[i] = cfg->num_gpus > 0 ? i % cfg->num_gpus : i;
+
+    pf_load_options lo = pf_load_options_init();
+    lo.skip_tokenizer = 1;
+    pf_model *m = NULL;
+    double t0 = now();
+    pf_result rc = pf_load(dir, &lo, &m);
+    if (rc) {
+        fail(res, "pf_load", rc, m);
+        pf_free(m);
+        return;
+    }
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = cfg->device;
+    po.dtype = cfg->dtype;
+    po.max_sequence_length = P + N;
+    po.max_batch = 1;
+    if (cfg->device == PF_DEVICE_CUDA && cfg->num_gpus > 0 && ranks <= 256) {
+        po.device_ids = device_ids;
+        po.num_device_ids = ranks;
+    }
+    rc = pf_parallelize(m, ranks, &po);
+    res->load_s = now() - t0;
+    if (rc) {
+        fail(res, "pf_parallelize", rc, m);
+        pf_free(m);
+        return;
+    }
+
+    /* batch 1: a short warm-up, then the timed runs */
+    stream_clock *clock = (stream_clock *)calloc(1, sizeof *clock);
+    res->tokens = (int32_t *)calloc((size_t)N, sizeof *res->tokens);
+    int32_t *out = (int32_t *)calloc((size_t)N, sizeof *out);
+    double prefill[MAX_RUNS], decode[MAX_RUNS];
+    if (!clock || !res->tokens || !out) {
+        snprintf(res->error, sizeof res->error, "out of memory");
+        goto done;
+    }
+    pf_generate_options go = pf_generate_options_init();
+    go.ignore_eos = 1;
+    go.stream = on_token;
+    go.stream_user = clock;
+    for (int run = -1; run < cfg->runs; run++) {
+        int wanted = run < 0 ? (N < 8 ? N : 8) : N, got = 0;
+        go.max_new_tokens = wanted;
+        clock->n = 0;
+        double start = now();
+        rc = pf_generate(m, prompts[0], P, &go, out, N, &got);
+        if (rc) {
+            fail(res, "pf_generate", rc, m);
+            goto done;
+        }
+        if (got != wanted || clock->n != wanted) {
+            snprintf(res->error, sizeof res->error, "pf_generate gave %d tokens (%d streamed), not %d", got, clock->n, wanted);
+            goto done;
+        }
+        if (run < 0) continue;
+        prefill[run] = clock->times[0] - start;
+        decode[run] = N > 1 ? (N - 1) / (clock->times[N - 1] - clock->times[0]) : -1;
+        if (run == 0) memcpy(res->tokens, out, (size_t)N * sizeof *out);
+        else if (memcmp(res->tokens, out, (size_t)N * sizeof *out)) res->deterministic = 0;
+    }
+    res->num_tokens = N;
+    res->prefill_s = median(prefill, cfg->runs);
+    res->decode_tok_s = median(decode, cfg->runs);
+    for (int r = 0; r < ranks; r++) {
+        size_t b = pf_memory_allocated(m, r);
+        if (b > res->bytes_per_rank) res->bytes_per_rank = b;
+    }
+
+    /* batch 16: 16 prompts decoded together; the model is re-split with room for them */
+    if (cfg->batch16) {
+        po.max_batch = BATCH16;
+        rc = pf_parallelize(m, ranks, &po);
+        if (rc) {
+            fail(res, "pf_parallelize (batch 16)", rc, m);
+            goto done;
+        }
+        int lengths[BATCH16];
+        for (int b = 0; b < BATCH16; b++) lengths[b] = P;
+        for (int run = -1; run < cfg->runs; run++) {
+            pf_generation gen;
+            memset(&gen, 0, sizeof gen);
+            int wanted = run < 0 ? (N < 4 ? N : 4) : N;
+            go.max_new_tokens = wanted;
+            clock->n = 0;
+            rc = pf_generate_batch(m, (const int32_t *const *)prompts, lengths, BATCH16, &go, &gen);
+            pf_generation_free(&gen);
+            if (rc) {
+                fail(res, "pf_generate_batch", rc, m);
+                goto done;
+            }
+            if (clock->n != wanted) {
+                snprintf(res->error, sizeof res->error, "pf_generate_batch streamed %d tokens, not %d", clock->n, wanted);
+                goto done;
+            }
+            if (run >= 0) decode[run] = N > 1 ? BATCH16 * (N - 1) / (clock->times[N - 1] - clock->times[0]) : -1;
+        }
+        res->decode16_tok_s = median(decode, cfg->runs);
+    }
+done:
+    free(clock);
+    free(out);
+    pf_free(m);
+}
+
+/* =============================================================================================== */
+/* the reference engine                                                                            */
+/* =============================================================================================== */
+
+typedef struct reference {
+    int available;
+    char note[256];
+    int threads[8];
+    double prefill_tok_s[8], decode_tok_s[8];
+    int num;
+    int32_t *tokens;
+    int num_tokens;
+} reference;
+
+static void shell_quote(char *out, size_t size, const char *s) {
+    size_t n = 0;
+    if (size < 3) return;
+    out[n++] = '\'';
+    for (; *s && n + 5 < size; s++) {
+        if (*s == '\'') {
+            memcpy(out + n, "'\\''", 4);
+            n += 4;
+        } else {
+            out[n++] = *s;
+        }
+    }
+    out[n++] = '\'';
+    out[n] = 0;
+}
+
+/* Runs SCRIPT on the checkpoint (one process per model, every thread count in it). */
+static void run_reference(const char *script, const char *dir, const char *prompt_file, const config *cfg,
+                          const char *threads, reference *ref) {
+    char q_script[4 * PATH_CAP], q_dir[4 * PATH_CAP], q_prompt[4 * PATH_CAP + 128], command[16 * PATH_CAP], line[1 << 16];
+    shell_quote(q_script, sizeof q_script, script);
+    shell_quote(q_dir, sizeof q_dir, dir);
+    shell_quote(q_prompt, sizeof q_prompt, prompt_file);
+    const char *dtype = cfg->device == PF_DEVICE_CUDA ? (cfg->dtype == PF_DTYPE_F32 ? "f32" : cfg->dtype == PF_DTYPE_BF16 ? "bf16" : "f16") : "f32";
+    snprintf(command, sizeof command, "python3 %s %s --prompt-file %s --new %d --runs %d --threads %s --device %s --dtype %s 2>&1",
+             q_script, q_dir, q_prompt, cfg->new_tokens, cfg->runs, threads, cfg->device == PF_DEVICE_CUDA ? "cuda" : "cpu",
+             dtype);
+    memset(ref, 0, sizeof *ref);
+    FILE *p = popen(command, "r");
+    if (!p) {
+        snprintf(ref->note, sizeof ref->note, "cannot start python3");
+        return;
+    }
+    while (fgets(line, sizeof line, p)) {
+        int t;
+        double a, b;
+        if (sscanf(line, "threads %d prefill_tok_s %lf decode_tok_s %lf", &t, &a, &b) == 3 && ref->num < 8) {
+            ref->threads[ref->num] = t;
+            ref->prefill_tok_s[ref->num] = a;
+            ref->decode_tok_s[ref->num++] = b;
+        } else if (!strncmp(line, "tokens", 6)) {
+            free(ref->tokens);
+            ref->tokens = (int32_t *)malloc((size_t)cfg->new_tokens * sizeof *ref->tokens);
+            ref->num_tokens = 0;
+            char *s = line + 6, *end;
+            for (long v; ref->tokens && ref->num_tokens < cfg->new_tokens; s = end) {
+                v = strtol(s, &end, 10);
+                if (end == s) break;
+                ref->tokens[ref->num_tokens++] = (int32_t)v;
+            }
+        } else if (line[0]) {
+            line[strcspn(line, "\n")] = 0;
+            snprintf(ref->note, sizeof ref->note, "%.200s", line); /* the last other line: an error, if any */
+        }
+    }
+    int status = pclose(p);
+    ref->available = ref->num > 0;
+    if (!ref->available && !ref->note[0]) snprintf(ref->note, sizeof ref->note, "exit status %d", status);
+}
+
+static const reference *ref_for(const reference *ref, int threads, int *index) {
+    for (int i = 0; ref && ref->available && i < ref->num; i++)
+        if (ref->threads[i] == threads || ref->threads[i] == 0) return *index = i, ref;
+    return NULL;
+}
+
+/* =============================================================================================== */
+/* main                                                                                            */
+/* =============================================================================================== */
+
+static void usage(void) {
+    fprintf(stderr,
+            "usage: bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16] [--models gpt2,gpt2-xl,llama-1b]\n"
+            "             [--quick | --full] [--prompt N] [--new N] [--runs N] [--batch16 | --no-batch16]\n"
+            "             [--dir DIR] [--seed N] [--reference SCRIPT | --no-reference]\n");
+}
+
+static int parse_int(const char *text, int lo, int hi, int *out) {
+    char *end;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end || v < lo || v > hi) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static const char *dtype_name(pf_dtype d) { return d == PF_DTYPE_F32 ? "f32" : d == PF_DTYPE_BF16 ? "bf16" : "f16"; }
+
+static void print_rate(char *out, size_t size, double v) {
+    if (v < 0) snprintf(out, size, "-");
+    else if (v >= 100) snprintf(out, size, "%.0f", v);
+    else snprintf(out, size, "%.1f", v);
+}
+
+/* "yes", "no (from step k)" or "-" for two token lists. */
+static void compare_tokens(char *out, size_t size, const int32_t *a, int na, const int32_t *b, int nb) {
+    if (!a || !b || !na || !nb) {
+        snprintf(out, size, "-");
+        return;
+    }
+    int n = na < nb ? na : nb, k = 0;
+    while (k < n && a[k] == b[k]) k++;
+    if (k == n && na == nb) snprintf(out, size, "yes");
+    else snprintf(out, size, "no (step %d)", k + 1);
+}
+
+int main(int argc, char **argv) {
+    config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    const char *models = NULL, *dir_root = NULL, *script = "bench/reference.py";
+    int device_set = 0, quick = -1, prompt = 0, new_tokens = 0, runs = 0, batch16 = -1, use_reference = 1, seed = 1234;
+    cfg.max_ranks = 2;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int bad = 0;
+        if (!strcmp(a, "--device") && v) {
+            i++;
+            device_set = 1;
+            if (!strcmp(v, "cpu")) cfg.device = PF_DEVICE_CPU;
+            else if (!strcmp(v, "cuda")) cfg.device = PF_DEVICE_CUDA;
+            else bad = 1;
+        } else if (!strcmp(a, "--dtype") && v) {
+            i++;
+            if (!strcmp(v, "f32")) cfg.dtype = PF_DTYPE_F32;
+            else if (!strcmp(v, "f16")) cfg.dtype = PF_DTYPE_F16;
+            else if (!strcmp(v, "bf16")) cfg.dtype = PF_DTYPE_BF16;
+            else bad = 1;
+        } else if (!strcmp(a, "--gpus") && v) bad = parse_int(argv[++i], 1, 64, &cfg.max_ranks);
+        else if (!strcmp(a, "--models") && v) models = argv[++i];
+        else if (!strcmp(a, "--quick")) quick = 1;
+        else if (!strcmp(a, "--full")) quick = 0;
+        else if (!strcmp(a, "--prompt") && v) bad = parse_int(argv[++i], 1, 1 << 20, &prompt);
+        else if (!strcmp(a, "--new") && v) bad = parse_int(argv[++i], 2, 4000, &new_tokens);
+        else if (!strcmp(a, "--runs") && v) bad = parse_int(argv[++i], 1, MAX_RUNS, &runs);
+        else if (!strcmp(a, "--batch16")) batch16 = 1;
+        else if (!strcmp(a, "--no-batch16")) batch16 = 0;
+        else if (!strcmp(a, "--dir") && v) dir_root = argv[++i];
+        else if (!strcmp(a, "--seed") && v) bad = parse_int(argv[++i], 0, 0x7fffffff, &seed);
+        else if (!strcmp(a, "--reference") && v) script = argv[++i];
+        else if (!strcmp(a, "--no-reference")) use_reference = 0;
+        else bad = 1;
+        if (bad) return usage(), 2;
+    }
+
+    /* the device, and what it is */
+    int gpus = 0;
+    char device_name[1024], machine[512];
+#ifdef PF_CUDA
+    if (cudaGetDeviceCount(&gpus) != cudaSuccess) gpus = 0;
+    cudaGetLastError();
+#endif
+    if (!device_set) cfg.device = gpus > 0 ? PF_DEVICE_CUDA : PF_DEVICE_CPU;
+    if (cfg.device == PF_DEVICE_CUDA && gpus == 0) {
+        fprintf(stderr, "bench: --device cuda, but %s\n",
+#ifdef PF_CUDA
+                "no GPU is visible"
+#else
+                "this build has no CUDA backend (build with nvcc)"
+#endif
+        );
+        return 1;
+    }
+    int cuda = cfg.device == PF_DEVICE_CUDA;
+    cfg.num_gpus = cuda ? gpus : 0;
+    if (!cfg.dtype) cfg.dtype = cuda ? PF_DTYPE_F16 : PF_DTYPE_F32;
+    if (quick < 0) quick = !cuda;
+    cfg.prompt_len = prompt ? prompt : quick ? 128 : 512;
+    cfg.new_tokens = new_tokens ? new_tokens : quick ? 32 : 128;
+    cfg.runs = runs ? runs : 5;
+    cfg.batch16 = batch16 >= 0 ? batch16 : !quick;
+    if (!models) models = quick ? "gpt2" : "gpt2,gpt2-xl,llama-1b";
+    int fp16_file = !(cfg.device == PF_DEVICE_CPU && cfg.dtype == PF_DTYPE_F32);
+
+    cpu_model_name(machine, sizeof machine);
+    char load_average[64] = "unknown";
+    FILE *loadavg = fopen("/proc/loadavg", "r");
+    if (loadavg) {
+        if (fgets(load_average, sizeof load_average, loadavg)) load_average[strcspn(load_average, "\n")] = 0;
+        fclose(loadavg);
+    }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    snprintf(device_name, sizeof device_name, "%s, %ld cores", machine, cores);
+    double bandwidth[65] = {0}, read_bandwidth[65] = {0}; /* per rank, bytes/s, by rank count */
+    double gemm = 0;
+    int rank_counts[2] = {1, cfg.max_ranks}, num_counts = cfg.max_ranks > 1 ? 2 : 1;
+#ifdef PF_CUDA
+    if (cuda) {
+        struct cudaDeviceProp prop;
+        if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess)
+            snprintf(device_name, sizeof device_name, "%s (x%d visible; host: %s)", prop.name, gpus, machine);
+        double bw = cuda_copy_bandwidth(0);
+        for (int k = 0; k < num_counts; k++) {
+            int n = rank_counts[k], sharing = (n + gpus - 1) / gpus; /* ranks on the busiest GPU */
+            bandwidth[n] = bw / sharing;
+        }
+        gemm = cuda_gemm_flops(0, cfg.dtype);
+    }
+#endif
+    if (!cuda)
+        for (int k = 0; k < num_counts; k++) {
+            int n = rank_counts[k];
+            bandwidth[n] = host_bandwidth(n, 0) / n;
+            read_bandwidth[n] = host_bandwidth(n, 1) / n;
+        }
+
+    /* where the checkpoints go */
+    char root[PATH_CAP - 64];
+    if (dir_root && strlen(dir_root) >= sizeof root) {
+        fprintf(stderr, "bench: --dir is too long\n");
+        return 2;
+    }
+    if (dir_root) snprintf(root, sizeof root, "%s", dir_root);
+    else snprintf(root, sizeof root, "%s/parallelformers-bench", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (make_dir(root)) {
+        fprintf(stderr, "bench: cannot create %s: %s\n", root, strerror(errno));
+        return 1;
+    }
+
+    int reference_ok = use_reference && access(script, R_OK) == 0 &&
+                       system("python3 -c 'import torch, transformers' >/dev/null 2>&1") == 0;
+    char reference_why[128] = "";
+    if (!use_reference) snprintf(reference_why, sizeof reference_why, "--no-reference");
+    else if (!reference_ok) snprintf(reference_why, sizeof reference_why, "needs python3 with torch and transformers, and %s", script);
+
+    fprintf(stderr, "bench: %s; %s, prompt %d, %d new tokens, %d runs after a warm-up\n", device_name, dtype_name(cfg.dtype),
+            cfg.prompt_len, cfg.new_tokens, cfg.runs);
+
+    /* run every model */
+    char list[256];
+    snprintf(list, sizeof list, "%s", models);
+    const shape *chosen[NUM_SHAPES];
+    int num_chosen = 0;
+    for (char *name = strtok(list, ","); name; name = strtok(NULL, ",")) {
+        size_t k = 0;
+        while (k < NUM_SHAPES && strcmp(shapes[k].name, name)) k++;
+        if (k == NUM_SHAPES) {
+            fprintf(stderr, "bench: unknown model %s (gpt2, gpt2-xl, llama-1b)\n", name);
+            return 2;
+        }
+        if (num_chosen < (int)NUM_SHAPES) chosen[num_chosen++] = &shapes[k];
+    }
+    result results[NUM_SHAPES][2];
+    reference refs[NUM_SHAPES];
+    memset(results, 0, sizeof results);
+    memset(refs, 0, sizeof refs);
+    int status = 0;
+    for (int c = 0; c < num_chosen; c++) {
+        const shape *s = chosen[c];
+        char dir[PATH_CAP];
+        snprintf(dir, sizeof dir, "%s/%s-%s-seed%d", root, s->name, fp16_file ? "f16" : "f32", seed);
+        if (ensure_checkpoint(s, dir, fp16_file, (uint64_t)seed)) {
+            fprintf(stderr, "bench: cannot write the checkpoint in %s: %s\n", dir, strerror(errno));
+            return 1;
+        }
+        char file[PATH_CAP + 32];
+        snprintf(file, sizeof file, "%s/model.safetensors", dir);
+        warm_page_cache(file);
+        if (cfg.prompt_len + cfg.new_tokens > s->positions) {
+            fprintf(stderr, "bench: %s: prompt %d + %d new tokens exceed its %d positions\n", s->name, cfg.prompt_len,
+                    cfg.new_tokens, s->positions);
+            return 2;
+        }
+        /* the prompts: seeded random ids, the same for every rank count and for the reference */
+        int32_t *prompts[BATCH16];
+        uint64_t state = hash_name("prompt", (uint64_t)seed);
+        for (int b = 0; b < BATCH16; b++) {
+            prompts[b] = (int32_t *)malloc((size_t)cfg.prompt_len * sizeof *prompts[b]);
+            if (!prompts[b]) return 1;
+            for (int t = 0; t < cfg.prompt_len; t++) prompts[b][t] = (int32_t)(next_random(&state) % (uint64_t)s->vocab);
+        }
+        for (int k = 0; k < num_counts; k++) {
+            fprintf(stderr, "bench: %s on %d rank%s...\n", s->name, rank_counts[k], rank_counts[k] > 1 ? "s" : "");
+            measure(dir, &cfg, rank_counts[k], prompts, &results[c][k]);
+            if (results[c][k].error[0]) {
+                fprintf(stderr, "bench: %s, %d ranks: %s\n", s->name, rank_counts[k], results[c][k].error);
+                status = 1;
+            }
+        }
+        if (reference_ok) {
+            char prompt_file[PATH_CAP + 32], threads[64];
+            snprintf(prompt_file, sizeof prompt_file, "%s/prompt-%d.txt", dir, cfg.prompt_len);
+            FILE *f = fopen(prompt_file, "w");
+            for (int t = 0; f && t < cfg.prompt_len; t++) fprintf(f, "%d%c", (int)prompts[0][t], t + 1 < cfg.prompt_len ? ' ' : '\n');
+            if (f) fclose(f);
+            /* on the CPU the reference gets as many threads as we have ranks */
+            if (cuda) snprintf(threads, sizeof threads, "0");
+            else if (num_counts > 1) snprintf(threads, sizeof threads, "%d,%d", rank_counts[0], rank_counts[1]);
+            else snprintf(threads, sizeof threads, "%d", rank_counts[0]);
+            fprintf(stderr, "bench: %s with transformers...\n", s->name);
+            run_reference(script, dir, prompt_file, &cfg, threads, &refs[c]);
+            if (!refs[c].available) fprintf(stderr, "bench: reference for %s: %s\n", s->name, refs[c].note);
+        }
+        for (int b = 0; b < BATCH16; b++) free(prompts[b]);
+    }
+
+    /* the table, in Markdown */
+    time_t t = time(NULL);
+    char date[32];
+    strftime(date, sizeof date, "%Y-%m-%d", localtime(&t));
+    printf("\nparallelformers bench, %s\n", date);
+    printf("device: %s\n", device_name);
+    for (int k = 0; k < num_counts; k++)
+        printf("copy bandwidth per rank with %d rank%s: %.1f GB/s%s\n", rank_counts[k], rank_counts[k] > 1 ? "s" : "",
+               bandwidth[rank_counts[k]] / 1e9, cuda ? " (cudaMemcpy D2D, read + write)" : " (memcpy, read + write, all ranks copying)");
+    for (int k = 0; !cuda && k < num_counts; k++)
+        printf("read bandwidth per rank with %d rank%s: %.1f GB/s (a read-only pass, all ranks reading)\n", rank_counts[k],
+               rank_counts[k] > 1 ? "s" : "", read_bandwidth[rank_counts[k]] / 1e9);
+    printf("load average at the start: %s\n", load_average);
+    if (gemm > 0) printf("cuBLAS %s GEMM (8192^3): %.1f TFLOP/s\n", dtype_name(cfg.dtype), gemm / 1e12);
+    printf("weights: %s file, stored as %s; prompt %d tokens, %d new tokens (greedy, eos ignored), median of %d runs\n",
+           fp16_file ? "F16" : "F32", dtype_name(cfg.dtype), cfg.prompt_len, cfg.new_tokens, cfg.runs);
+    if (reference_ok)
+        printf("reference: transformers + torch, %s %s, greedy with use_cache (%s)\n", cuda ? "cuda" : "cpu",
+               cuda ? dtype_name(cfg.dtype) : "f32", cuda ? "one GPU" : "torch threads = our ranks");
+    else
+        printf("reference: not available (%s)\n", reference_why);
+    printf("\n| model | params | device | dtype | ranks | load s | prefill tok/s | prefill GFLOP/s%s | decode tok/s b1 | "
+           "decode tok/s b16 | MiB/rank | floor %% b1 | tokens = 1 rank | ref prefill tok/s | ref decode tok/s | "
+           "ours/ref prefill | ours/ref decode |\n",
+           gemm > 0 ? " (% of GEMM)" : "");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int c = 0; c < num_chosen; c++) {
+        const shape *s = chosen[c];
+        for (int k = 0; k < num_counts; k++) {
+            const result *r = &results[c][k];
+            int n = rank_counts[k];
+            char load[32], pre[32], flops[48], dec[32], dec16[32], mib[32], floor_pct[64], same[48], rp[32], rd[32],
+                rrp[32], rrd[32];
+            if (r->error[0] && r->num_tokens == 0) {
+                printf("| %s | %.2f B | %s | %s | %d | failed: %s | | | | | | | | | | | |\n", s->name, shape_parameters(s) / 1e9,
+                       cuda ? "cuda" : "cpu", dtype_name(cfg.dtype), n, r->error);
+                continue;
+            }
+            double prefill_tok_s = cfg.prompt_len / r->prefill_s;
+            double gflops = prefill_flops(s, cfg.prompt_len) / r->prefill_s / 1e9;
+            size_t esize = cfg.dtype == PF_DTYPE_F32 || !cuda ? 4 : 2;
+            double floor_s = (double)decode_elements_per_rank(s, n) * (double)esize / bandwidth[n];
+            snprintf(load, sizeof load, "%.2f", r->load_s);
+            print_rate(pre, sizeof pre, prefill_tok_s);
+            if (gemm > 0) snprintf(flops, sizeof flops, "%.0f (%.0f %%)", gflops, 100.0 * gflops * 1e9 / gemm);
+            else snprintf(flops, sizeof flops, "%.1f", gflops);
+            print_rate(dec, sizeof dec, r->decode_tok_s);
+            print_rate(dec16, sizeof dec16, r->decode16_tok_s);
+            snprintf(mib, sizeof mib, "%.0f", (double)r->bytes_per_rank / (1 << 20));
+            double bytes_read = (double)decode_elements_per_rank(s, n) * (double)esize;
+            if (bandwidth[n] > 0 && read_bandwidth[n] > 0)
+                snprintf(floor_pct, sizeof floor_pct, "%.0f %% (read: %.0f %%)", 100.0 * floor_s * r->decode_tok_s,
+                         100.0 * bytes_read / read_bandwidth[n] * r->decode_tok_s);
+            else if (bandwidth[n] > 0) snprintf(floor_pct, sizeof floor_pct, "%.0f %%", 100.0 * floor_s * r->decode_tok_s);
+            else snprintf(floor_pct, sizeof floor_pct, "-");
+            if (k == 0) snprintf(same, sizeof same, r->deterministic ? "(itself)" : "no: runs differ");
+            else compare_tokens(same, sizeof same, results[c][0].tokens, results[c][0].num_tokens, r->tokens, r->num_tokens);
+            int ri = 0;
+            const reference *ref = ref_for(&refs[c], cuda ? 0 : n, &ri);
+            snprintf(rp, sizeof rp, "-"), snprintf(rd, sizeof rd, "-"), snprintf(rrp, sizeof rrp, "-"), snprintf(rrd, sizeof rrd, "-");
+            if (ref) {
+                print_rate(rp, sizeof rp, ref->prefill_tok_s[ri]);
+                print_rate(rd, sizeof rd, ref->decode_tok_s[ri]);
+                snprintf(rrp, sizeof rrp, "%.2f", prefill_tok_s / ref->prefill_tok_s[ri]);
+                snprintf(rrd, sizeof rrd, "%.2f", r->decode_tok_s / ref->decode_tok_s[ri]);
+            }
+            printf("| %s | %.2f B | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", s->name,
+                   shape_parameters(s) / 1e9, cuda ? "cuda" : "cpu", dtype_name(cfg.dtype), n, load, pre, flops, dec, dec16,
+                   mib, floor_pct, same, rp, rd, rrp, rrd);
+        }
+    }
+    printf("\n");
+    for (int c = 0; c < num_chosen; c++) {
+        if (!refs[c].available) continue;
+        char same[48];
+        compare_tokens(same, sizeof same, results[c][0].tokens, results[c][0].num_tokens, refs[c].tokens, refs[c].num_tokens);
+        printf("%s: greedy tokens of 1 rank equal transformers': %s\n", chosen[c]->name, same);
+    }
+    if (!reference_ok) printf("reference: not available\n");
+    for (int c = 0; c < num_chosen; c++) {
+        for (int k = 0; k < num_counts; k++) free(results[c][k].tokens);
+        free(refs[c].tokens);
+    }
+    return status;
+}
