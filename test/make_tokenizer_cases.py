@@ -34,25 +34,17 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_fixtures import bytes_to_unicode  # noqa: E402  GPT-2's byte -> char map, defined once
+
 ROOT = Path(__file__).resolve().parent
 FIXTURES = ROOT / "fixtures"
-
-
-def byte_chars():
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
-    cs, n = bs[:], 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
 
 
 def vocab(kind):
     """The JSON text of the probe vocab (the C test builds the same)."""
     if kind == "bytelevel":
-        m = byte_chars()
+        m = bytes_to_unicode()
         items = [(m[b], b) for b in range(256)] + [(m[b] + "</w>", 256 + b) for b in range(256)]
     else:
         items = [("<0x%02X>" % b, b) for b in range(256)]
