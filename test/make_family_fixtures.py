@@ -2,7 +2,7 @@
 """Regenerate the decoder-family test fixtures (issue 5) under test/fixtures/.
 
 Run as `python3 test/make_family_fixtures.py [dir ...]` (no argument: all of them). Deterministic
-(fixed seeds); it rewrites only the directories listed in FAMILIES below plus FAMILIES.md, and
+(fixed seeds); it rewrites only the directories listed in FAMILIES and WIDE below plus FAMILIES.md, and
 reuses the GPT-2 fixture script's constants and helpers (training text, hard strings, prompt,
 reference format).
 
@@ -1008,7 +1008,7 @@ def describe_positions(cfg) -> str:
         return "learned, offset 2"
     if mt == "bloom":
         return "ALiBi"
-    if mt == "openai-gpt":
+    if mt in ("openai-gpt", "gpt2"):
         return "learned"
     if mt == "ctrl":
         return "sinusoidal"
@@ -1022,9 +1022,107 @@ def describe_positions(cfg) -> str:
     return text
 
 
+
+# ----------------------------------------------------------------------------
+# wide-margin fixtures (issue 3): every greedy step decisive enough for F16 / BF16
+# ----------------------------------------------------------------------------
+
+WIDE_MIN_MARGIN = 2.0  # top-1 minus top-2 logit at every greedy step, float32
+WIDE_TARGET_MARGIN = 2.5  # the final norm is scaled so that the smallest margin is about this
+WIDE_MIN_RELATIVE = 0.2  # smallest margin / that step's logit std, before scaling
+WIDE_MIN_DISTINCT = 6
+WIDE = [
+    dict(name="gpt2-wide", base="gpt2-tiny", seed=14, norm=("transformer.ln_f.weight", "transformer.ln_f.bias"),
+         tok_files=("tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt"),
+         config=lambda tok: __import__("make_fixtures").tiny_config(len(tok), tok.eos_token_id),
+         tok_style="as gpt2-tiny (copied)",
+         traits="gpt2-tiny's shape; head (tied wte) weights cubed (sign kept, std kept) for heavy-tailed logits; "
+                "ln_f scaled up; every greedy step has a margin >= 2 and the same greedy ids in torch float16 and bfloat16"),
+    dict(name="llama-wide", base="llama", seed=21, norm=("model.norm.weight",),
+         tok_files=("tokenizer.json", "tokenizer_config.json"),
+         config=lambda tok: cfg_llama(512, tok),
+         tok_style="as llama (copied)",
+         traits="llama's shape; lm_head weights cubed (sign kept, std kept) for heavy-tailed logits; final norm "
+                "scaled up; every greedy step has a margin >= 2 and the same greedy ids in torch float16 and bfloat16"),
+]
+
+
+def heavy_head(model) -> None:
+    """Output embedding w -> sign(w) |w|^3 at the same std: a few large weights make the top logit
+    stand out from the rest (Gaussian logits over 500 tokens leave top-1/top-2 gaps of ~1% of their
+    spread at some step of 20)."""
+    with torch.no_grad():
+        w = model.get_output_embeddings().weight
+        c = w.sign() * w.abs() ** 3
+        w.copy_(c * (w.std() / c.std()))
+
+
+def relative_margin(step_logits: torch.Tensor) -> float:
+    top2 = torch.topk(step_logits, 2, dim=-1).values
+    return float(((top2[:, 0] - top2[:, 1]) / step_logits.std(dim=-1)).min())
+
+
+def make_wide(spec) -> dict:
+    """A model with the shape and tokenizer of `spec['base']` whose greedy run is decisive at every
+    step: the first seed from spec['seed'] whose heavy-headed model has a smallest relative margin of
+    WIDE_MIN_RELATIVE, WIDE_MIN_DISTINCT distinct tokens and no early eos; then the final norm
+    (weight and bias) is scaled so that the smallest margin is WIDE_TARGET_MARGIN. Checked: margin
+    >= WIDE_MIN_MARGIN, generate() == cache-free loop, and the same greedy ids with the whole model
+    (weights and activations) in torch float16 and bfloat16 on the CPU."""
+    import copy
+
+    name, src = spec["name"], FIXTURES / spec["base"]
+    out = reset_dir(FIXTURES / name)
+    for f in spec["tok_files"]:
+        shutil.copy(src / f, out / f)
+    tok = AutoTokenizer.from_pretrained(out)
+    ref = dict(line.split("=", 1) for line in (src / "reference.txt").read_text().splitlines())
+    prompt_text, prompt_ids = ref["prompt_text"], [int(i) for i in ref["prompt_ids"].split(",")]
+    assert tok.encode(prompt_text) == prompt_ids, name
+    _, eos, pad = _ids(tok)
+    pad = eos if pad is None else pad
+
+    for seed in range(spec["seed"], spec["seed"] + SEED_TRIES):
+        model = build_model(spec["config"](tok), seed, heavy_head)
+        ids, margin, steps = greedy_generate(copy.deepcopy(model), prompt_ids, eos, pad)
+        if len(ids) == MAX_NEW_TOKENS and len(set(ids)) >= WIDE_MIN_DISTINCT and relative_margin(steps) >= WIDE_MIN_RELATIVE:
+            break
+    else:
+        raise SystemExit(f"{name}: no seed in {SEED_TRIES} gives wide margins")
+    factor = float(max(1, int(WIDE_TARGET_MARGIN / margin + 1)))
+    with torch.no_grad():
+        for pname, p in model.named_parameters():
+            if pname in spec["norm"]:
+                p.mul_(factor)
+
+    model.save_pretrained(out)
+    loaded = load_model(out)
+    logits = prompt_logits(loaded, prompt_ids)
+    ids2, margin2, steps2 = greedy_generate(copy.deepcopy(loaded), prompt_ids, eos, pad)
+    assert ids2 == ids and margin2 >= WIDE_MIN_MARGIN, (name, ids2, ids, margin2)
+    assert greedy_no_cache(copy.deepcopy(loaded), prompt_ids, eos)[0] == ids, name
+    for dtype in (torch.float16, torch.bfloat16):
+        low_ids, low_margin, _ = greedy_generate(copy.deepcopy(loaded).to(dtype), prompt_ids, eos, pad)
+        assert low_ids == ids, (name, dtype, low_ids, ids)
+    lines = [
+        f"prompt_text={prompt_text}",
+        f"prompt_ids={ids_str(prompt_ids)}",
+        f"max_new_tokens={MAX_NEW_TOKENS}",
+        f"greedy_ids={ids_str(ids)}",
+        f"vocab_size={loaded.config.vocab_size}",
+    ]
+    (out / "reference.txt").write_text("\n".join(lines) + "\n", encoding="ascii")
+    logits.numpy().astype("<f4").tofile(out / "reference_logits.bin")
+    top2 = torch.topk(steps2, 2, dim=-1).values
+    margins = (top2[:, 0] - top2[:, 1]).tolist()
+    print(f"  {name}: seed {seed}, norm x{factor:g}, min margin {margin2:.3f} (relative {relative_margin(steps2):.3f}), "
+          f"logits std {float(steps2.std()):.2f}, {len(set(ids))} distinct, margins {[round(m, 2) for m in margins]}")
+    return dict(seed=seed, factor=factor, margin=margin2, std=float(steps2.std()))
+
+
 def write_families_md() -> None:
     rows, total = [], 0
-    for fam in FAMILIES:
+    for fam in FAMILIES + WIDE:
         out = FIXTURES / fam["name"]
         if not (out / "config.json").exists():
             continue
@@ -1067,6 +1165,12 @@ logits and every generated token see them.
 """ + "\n".join(rows) + f"""
 
 Total {total // 1024} KiB.
+
+`gpt2-wide` and `llama-wide` (issue 3, `make_wide`) have gpt2-tiny's / llama's shape, prompt and
+copied tokenizer, heavy-tailed head weights and a final norm scaled up so that every greedy step
+has a float32 top-1 / top-2 margin of at least {WIDE_MIN_MARGIN} (smallest: gpt2-wide 2.80, llama-wide 2.52;
+logits std ~10), and the same greedy ids with the whole model (weights and activations) in torch
+float16 and bfloat16 on the CPU: test_cuda compares their F16 / BF16 greedy tokens at every step.
 
 Notes on transformers 5.23:
 
@@ -1115,12 +1219,15 @@ def main() -> None:
     torch.set_num_threads(1)  # avoid run-to-run float differences from threading
     hf_logging.disable_progress_bar()
     only = set(sys.argv[1:])
-    unknown = only - {f["name"] for f in FAMILIES}
+    unknown = only - {f["name"] for f in FAMILIES} - {w["name"] for w in WIDE}
     if unknown:
         raise SystemExit(f"unknown: {sorted(unknown)}")
     for fam in FAMILIES:
         if not only or fam["name"] in only:
             make_family(fam)
+    for spec in WIDE:
+        if not only or spec["name"] in only:
+            make_wide(spec)
     write_families_md()
 
 

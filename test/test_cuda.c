@@ -62,6 +62,7 @@ extern int pf_testing_fail_rank, pf_testing_fail_countdown;
 
 typedef struct fixture {
     const char *name;
+    int wide; /* name ends in "-wide": every greedy step has a margin >= 2 (see check_greedy) */
     pf_model *model;
     test_reference ref;
     float *ref_logits;      /* [num_prompt][vocab], transformers */
@@ -172,6 +173,8 @@ static int fixture_load(const char *name, fixture *f) {
     char dir[1024], path[1200];
     memset(f, 0, sizeof *f);
     f->name = name;
+    size_t name_len = strlen(name);
+    f->wide = name_len > 5 && strcmp(name + name_len - 5, "-wide") == 0;
     snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
     pf_load_options lo = pf_load_options_init();
     lo.skip_tokenizer = 1; /* ids only: not every fixture's tokenizer is supported */
@@ -263,8 +266,14 @@ static const char *dtype_name(pf_dtype d) {
     return d == PF_DTYPE_F32 ? "f32" : d == PF_DTYPE_F16 ? "f16" : d == PF_DTYPE_BF16 ? "bf16" : "auto";
 }
 
-static float tolerance(pf_dtype d) {
-    return d == PF_DTYPE_F16 ? TOLERANCE_F16 : d == PF_DTYPE_BF16 ? TOLERANCE_BF16 : TOLERANCE_F32;
+/* The -wide fixtures' final norm is scaled up 4x (gpt2-wide) and 5x (llama-wide), and their head
+   weights are heavy-tailed: logits (std ~10 instead of ~3) and so the F16/BF16 rounding errors on
+   them are about WIDE_TOLERANCE_SCALE times larger (host stand-in: 0.22 F16, 3.3 BF16). */
+#define WIDE_TOLERANCE_SCALE 5.0f
+
+static float tolerance(const fixture *f, pf_dtype d) {
+    float t = d == PF_DTYPE_F16 ? TOLERANCE_F16 : d == PF_DTYPE_BF16 ? TOLERANCE_BF16 : TOLERANCE_F32;
+    return f->wide && d != PF_DTYPE_F32 ? t * WIDE_TOLERANCE_SCALE : t;
 }
 
 /* Greedy tokens against transformers'. F32: every step (the fixtures' margins exceed 0.01).
@@ -273,7 +282,10 @@ static float tolerance(pf_dtype d) {
    most that on each of the top two logits cannot flip a larger margin. Smaller margins do flip
    in BF16 on these tiny random models (margins down to 0.01): the host stand-in for kernels.cu
    flipped 7 fixtures' greedy tokens in BF16, at margins of 0.08 to 0.63 times the worst prompt
-   error. Returns the steps compared. */
+   error. The "-wide" fixtures (gpt2-wide, llama-wide: make_family_fixtures.py's make_wide) have a
+   margin of at least 2 at every step and the same greedy ids in torch float16 and bfloat16, so
+   there F16 and BF16 must match transformers' at every step, with no cut-off. Returns the steps
+   compared. */
 static int check_greedy(fixture *f, pf_dtype dtype, float bound, const char *what) {
     int32_t prompt[MAX_IDS], out[MAX_IDS];
     int n = 0;
@@ -283,7 +295,7 @@ static int check_greedy(fixture *f, pf_dtype dtype, float bound, const char *wha
     pf_result r = pf_generate(f->model, prompt, f->ref.num_prompt_ids, &o, out, MAX_IDS, &n);
     CHECK_MSG(r == PF_OK, "%s: pf_generate: %s", what, pf_error_message(f->model));
     int limit = f->ref.num_greedy_ids;
-    if (dtype != PF_DTYPE_F32)
+    if (dtype != PF_DTYPE_F32 && !f->wide)
         for (limit = 0; limit < f->ref.num_greedy_ids && f->ref_margin[limit] >= bound;) limit++;
     int first_diff = -1;
     for (int i = 0; i < n && i < limit && first_diff < 0; i++)
@@ -327,7 +339,7 @@ static int check_padded(fixture *f, const char *what) {
    *pad_compared. */
 static float check_model(fixture *f, pf_dtype dtype, int ranks, const char *what, int *compared, int *pad_compared) {
     size_t n = (size_t)f->ref.num_prompt_ids * f->vocab;
-    float tol = tolerance(dtype), worst = -1;
+    float tol = tolerance(f, dtype), worst = -1;
     for (int i = 0; i < ranks; i++)
         CHECK_MSG(pf_memory_allocated(f->model, i) > 0, "%s: rank %d holds no memory", what, i);
     CHECK_MSG(pf_memory_allocated(f->model, ranks) == 0, "%s: memory on a rank that does not exist", what);
@@ -393,14 +405,15 @@ static pf_parallel_options cuda_options(pf_dtype dtype, const fixture *f, const 
 static int two_gpus = -1; /* unknown until tried */
 
 /* One line per configuration: the worst prompt-logit error, and how many of transformers' greedy
-   steps were compared (F32: all; F16/BF16: up to the first margin under twice that error), plus
+   steps were compared (F32 and the -wide fixtures: all; F16/BF16: up to the first margin under
+   twice that error), plus
    in F32 the padded batch's steps compared with the CPU's (both rows). */
 static void report(const fixture *f, pf_dtype dtype, const char *what, float worst, int compared, int pad_compared) {
     char padded[64] = "";
     if (dtype == PF_DTYPE_F32 && f->pad_skip)
         snprintf(padded, sizeof padded, "; padded batch %d/%d steps", pad_compared, 2 * f->ref.max_new_tokens);
     printf("  %-40s max |logit - HF| %.3g (tol %g); greedy steps compared with HF %d of %d%s%s\n", what, worst,
-           tolerance(dtype), compared, f->ref.num_greedy_ids,
+           tolerance(f, dtype), compared, f->ref.num_greedy_ids,
            dtype == PF_DTYPE_F32 || compared == f->ref.num_greedy_ids ? "" : " (then a margin < 2x the logit error)",
            padded);
 }
