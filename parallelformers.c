@@ -6203,21 +6203,25 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
     }
     if (pf__rank_failed(r)) return;
 
-    /* h = final norm(x) for the rows wanted (or x), projected out; logits = h Wlm^T (+ b) for the
-       rank's vocabulary rows, written into its columns of the host logits, in chunks. */
-    size_t rows = job->all_positions ? N : (size_t)s->batch;
-    for (size_t b = 0; b < rows; b++) {
-        const float *row = r->x + (job->all_positions ? b : b * s->seq_len + s->seq_len - 1) * d;
-        if (PF__HAS(W[PF__SLOT_FINAL_NORM_WEIGHT]))
-            be->norm(r, r->h + b * d, row, &W[PF__SLOT_FINAL_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_FINAL_NORM_BIAS]), 1, d,
-                     (float)c->final_norm_eps, a->norm);
-        else
-            be->copy(r, r->h + b * d, row, d * sizeof(float));
+    /* h = final norm(x) for the rows wanted (or x itself), projected out; logits = h Wlm^T (+ b)
+       for the rank's vocabulary rows, written into its columns of the host logits, in chunks. */
+    size_t rows = job->all_positions ? N : (size_t)s->batch, vocab = (size_t)c->vocab_size;
+    size_t mine = W[PF__SLOT_LM_HEAD].rows;
+    if (!mine) return; /* more ranks than vocabulary rows */
+    /* the wanted rows of x: all of them, or each sequence's last (contiguous when one per row) */
+    const float *wanted = r->x;
+    if (!job->all_positions && s->seq_len > 1) {
+        for (size_t b = 0; b < rows; b++) be->copy(r, r->h + b * d, r->x + (b * s->seq_len + s->seq_len - 1) * d, d * sizeof(float));
+        wanted = r->h;
     }
-    size_t vocab = (size_t)c->vocab_size, mine = W[PF__SLOT_LM_HEAD].rows;
-    for (size_t first = 0; first < rows && !r->error && mine; first += g->logit_rows) {
+    if (PF__HAS(W[PF__SLOT_FINAL_NORM_WEIGHT])) {
+        be->norm(r, r->h, wanted, &W[PF__SLOT_FINAL_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_FINAL_NORM_BIAS]), rows, d,
+                 (float)c->final_norm_eps, a->norm);
+        wanted = r->h;
+    }
+    for (size_t first = 0; first < rows && !r->error; first += g->logit_rows) {
         size_t n = rows - first < g->logit_rows ? rows - first : g->logit_rows;
-        const float *h = r->h + first * d;
+        const float *h = wanted + first * d;
         if (PF__HAS(W[PF__SLOT_PROJECT_OUT])) {
             be->matmul(r, r->part, h, &W[PF__SLOT_PROJECT_OUT], NULL, n);
             h = r->part;
@@ -7780,25 +7784,33 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
                     candidates[n++].token = t;
                 }
             }
-            /* the top K to the front, best first (or K drawn without replacement when sampling) */
-            float max = -INFINITY;
-            for (int c = 0; o->do_sample && c < n; c++)
-                if (candidates[c].score > max) max = candidates[c].score;
-            for (int c = 0; c < num_candidates; c++) {
-                int pick = c;
-                if (o->do_sample) {
+            /* the top K to the front, best first: one pass in which a candidate enters only if it
+               beats the K-th (a decode step must not sort beams x vocab); when sampling, K drawn
+               without replacement from the softmax instead */
+            if (o->do_sample) {
+                float max = -INFINITY;
+                for (int c = 0; c < n; c++)
+                    if (candidates[c].score > max) max = candidates[c].score;
+                for (int c = 0; c < num_candidates; c++) {
                     double total = 0, sum = 0, u;
+                    int pick;
                     for (int j = c; j < n; j++) total += exp((double)candidates[j].score - max);
                     u = pf__random_unit(&rng) * total;
                     for (pick = c; pick < n - 1; pick++)
                         if ((sum += exp((double)candidates[pick].score - max)) > u) break;
-                } else {
-                    for (int j = c + 1; j < n; j++)
-                        if (pf__candidate_cmp(&candidates[j], &candidates[pick]) < 0) pick = j;
+                    pf__candidate t = candidates[c];
+                    candidates[c] = candidates[pick];
+                    candidates[pick] = t;
                 }
-                pf__candidate t = candidates[c];
-                candidates[c] = candidates[pick];
-                candidates[pick] = t;
+            } else {
+                int top = 0; /* candidates[0..top) hold the best so far, in order */
+                for (int j = 0; j < n; j++) {
+                    if (top == num_candidates && pf__candidate_cmp(&candidates[j], &candidates[top - 1]) >= 0) continue;
+                    pf__candidate cand = candidates[j]; /* every slot it may overwrite is read already */
+                    int at = top < num_candidates ? top++ : num_candidates - 1;
+                    for (; at > 0 && pf__candidate_cmp(&cand, &candidates[at - 1]) < 0; at--) candidates[at] = candidates[at - 1];
+                    candidates[at] = cand;
+                }
             }
             int accept = open[b] && !(num_hyps[b] == beams && o->early_stopping == PF_EARLY_STOPPING_ON);
             float penalty = powf((float)(cur_len + 1 - width), o->length_penalty);
