@@ -5158,6 +5158,7 @@ typedef struct pf__weight {
     void *data; /* NULL when the slot is absent or the slice is empty */
     pf__dtype dtype;
     size_t rows, cols;
+    size_t col_begin; /* the slice's first column in the whole tensor (row-split weights) */
 } pf__weight;
 
 /* What one forward call computes, the same on every rank. */
@@ -5373,6 +5374,197 @@ static float pf__dot(const float *a, const float *b, size_t n) {
     return (float)sum;
 }
 
+/* The CPU matrix product, out[r][o] = sum_i x[r][i] w[o][i] + bias[o]. Products are summed in
+   fp32 over chunks of PF__CHUNK inputs, and the chunk sums in double. Chunk boundaries are fixed
+   in the whole tensor's columns (w->col_begin), so a rank holding columns a..b sums the very chunks
+   one rank sums there (except the one a boundary cuts), in the same lanes when the boundary is a
+   multiple of 8, and in the same order: a split sum then differs from the whole by
+   little more than each rank's rounding of its partial to fp32, which the 1e-5 bound between rank
+   counts needs; one fp32 sum per dot product missed it. Tiles of PF__TILE_ROWS rows of x by
+   PF__TILE_OUTS weight rows keep 12 accumulators in registers; blocks of PF__KBLOCK inputs,
+   PF__OBLOCK weight rows and PF__RBLOCK rows of x keep what a tile reads in cache. */
+#define PF__CHUNK 256
+#define PF__KBLOCK (4 * PF__CHUNK)
+#define PF__OBLOCK 96
+#define PF__RBLOCK 32
+#define PF__TILE_ROWS 4
+#define PF__TILE_OUTS 3
+
+#if defined(__GNUC__) || defined(__clang__)
+#define PF__UNROLL _Pragma("GCC unroll 8")
+#define PF__INLINE __attribute__((always_inline)) inline
+#else
+#define PF__UNROLL
+#define PF__INLINE
+#endif
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && !defined(PF_NO_AVX2)
+#define PF__AVX2 1
+#include <immintrin.h>
+#endif
+
+/* A tile adds sum over inputs [begin, end) of x[i][.] w[j][.] to acc[i * ld + j], for mr rows of x
+   (stride k) and nr weight rows (stride k); chunks end at first_end, then every PF__CHUNK. */
+typedef void (*pf__tile_fn)(double *acc, size_t ld, const float *x, const float *w, size_t k, size_t begin,
+                            size_t end, size_t first_end);
+
+/* Without AVX2 and FMA, the products are rounded to fp32 before an fp32 add, which makes the sums
+   across a split chunk drift further apart (1.2e-5 between rank counts on OPT-350m's shape):
+   this version sums exact products in double instead, so it needs no chunks. */
+static PF__INLINE void pf__tile_portable(double *acc, size_t ld, const float *x, const float *w, size_t k,
+                                         size_t begin, size_t end, size_t first_end, const int mr, const int nr) {
+    double lanes[PF__TILE_ROWS][4][4] = {{{0}}};
+    (void)first_end;
+    size_t p = begin;
+    for (; p + 4 <= end; p += 4)
+        PF__UNROLL for (int i = 0; i < mr; i++)
+            PF__UNROLL for (int j = 0; j < nr; j++)
+                PF__UNROLL for (int l = 0; l < 4; l++) lanes[i][j][l] += (double)x[i * k + p + l] * w[j * k + p + l];
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++) {
+            double sum = (lanes[i][j][0] + lanes[i][j][1]) + (lanes[i][j][2] + lanes[i][j][3]);
+            for (size_t q = p; q < end; q++) sum += (double)x[i * k + q] * w[j * k + q];
+            acc[i * ld + j] += sum;
+        }
+}
+
+#ifdef PF__AVX2
+/* The same sums with AVX2 and FMA: lane l of a chunk holds the products of inputs l, l + 8, ... */
+__attribute__((target("avx2,fma"))) static PF__INLINE void pf__tile_avx2(double *acc, size_t ld, const float *x,
+                                                                         const float *w, size_t k, size_t begin,
+                                                                         size_t end, size_t first_end, const int mr,
+                                                                         const int nr) {
+    __m256d sums[PF__TILE_ROWS][4];
+    PF__UNROLL for (int i = 0; i < mr; i++)
+        PF__UNROLL for (int j = 0; j < nr; j++) sums[i][j] = _mm256_setzero_pd();
+    for (size_t c0 = begin; c0 < end;) {
+        size_t c1 = c0 < first_end ? first_end : c0 + PF__CHUNK;
+        if (c1 > end) c1 = end;
+        __m256 lanes[PF__TILE_ROWS][4];
+        PF__UNROLL for (int i = 0; i < mr; i++)
+            PF__UNROLL for (int j = 0; j < nr; j++) lanes[i][j] = _mm256_setzero_ps();
+        size_t p = c0;
+        for (; p + 8 <= c1; p += 8) {
+            __m256 wv[4];
+            PF__UNROLL for (int j = 0; j < nr; j++) wv[j] = _mm256_loadu_ps(w + j * k + p);
+            PF__UNROLL for (int i = 0; i < mr; i++) {
+                __m256 xv = _mm256_loadu_ps(x + i * k + p);
+                PF__UNROLL for (int j = 0; j < nr; j++) lanes[i][j] = _mm256_fmadd_ps(xv, wv[j], lanes[i][j]);
+            }
+        }
+        if (p < c1) { /* the chunk's last few inputs: the lanes past them load zeros */
+            __m256 wv[4];
+            __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(c1 - p)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+            PF__UNROLL for (int j = 0; j < nr; j++) wv[j] = _mm256_maskload_ps(w + j * k + p, mask);
+            PF__UNROLL for (int i = 0; i < mr; i++) {
+                __m256 xv = _mm256_maskload_ps(x + i * k + p, mask);
+                PF__UNROLL for (int j = 0; j < nr; j++) lanes[i][j] = _mm256_fmadd_ps(xv, wv[j], lanes[i][j]);
+            }
+        }
+        PF__UNROLL for (int i = 0; i < mr; i++)
+            PF__UNROLL for (int j = 0; j < nr; j++) {
+                __m256d low = _mm256_cvtps_pd(_mm256_castps256_ps128(lanes[i][j]));
+                __m256d high = _mm256_cvtps_pd(_mm256_extractf128_ps(lanes[i][j], 1));
+                sums[i][j] = _mm256_add_pd(sums[i][j], _mm256_add_pd(low, high));
+            }
+        c0 = c1;
+    }
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++) {
+            double d[4];
+            _mm256_storeu_pd(d, sums[i][j]);
+            acc[i * ld + j] += (d[0] + d[1]) + (d[2] + d[3]);
+        }
+}
+#define PF__AVX2_TARGET __attribute__((target("avx2,fma")))
+#else
+#define PF__AVX2_TARGET
+#endif
+
+/* The tile shapes the blocked loop needs, for one instruction set: full tiles, then the weight
+   rows left at a panel's end, then the rows of x left at a block's end. */
+#define PF__TILE_SHAPES(isa, target)                                                                                     \
+    target static void pf__tile_##isa##_full(double *a, size_t ld, const float *x, const float *w, size_t k, size_t b,  \
+                                             size_t e, size_t f) {                                                     \
+        pf__tile_##isa(a, ld, x, w, k, b, e, f, PF__TILE_ROWS, PF__TILE_OUTS);                                         \
+    }                                                                                                                  \
+    target static void pf__tile_##isa##_rows(double *a, size_t ld, const float *x, const float *w, size_t k, size_t b,  \
+                                             size_t e, size_t f) {                                                     \
+        pf__tile_##isa(a, ld, x, w, k, b, e, f, PF__TILE_ROWS, 1);                                                     \
+    }                                                                                                                  \
+    target static void pf__tile_##isa##_outs(double *a, size_t ld, const float *x, const float *w, size_t k, size_t b,  \
+                                             size_t e, size_t f) {                                                     \
+        pf__tile_##isa(a, ld, x, w, k, b, e, f, 1, 4);                                                                 \
+    }                                                                                                                  \
+    target static void pf__tile_##isa##_one(double *a, size_t ld, const float *x, const float *w, size_t k, size_t b,   \
+                                            size_t e, size_t f) {                                                      \
+        pf__tile_##isa(a, ld, x, w, k, b, e, f, 1, 1);                                                                 \
+    }                                                                                                                  \
+    static const pf__tile_fn pf__tiles_##isa[4] = {pf__tile_##isa##_full, pf__tile_##isa##_rows,                      \
+                                                   pf__tile_##isa##_outs, pf__tile_##isa##_one};
+PF__TILE_SHAPES(portable, )
+#ifdef PF__AVX2
+PF__TILE_SHAPES(avx2, PF__AVX2_TARGET)
+#endif
+
+#ifdef PF_TESTING
+/* Test hook: nonzero makes the CPU matmul use its portable tiles even where AVX2 is present. */
+int pf_testing_portable_matmul = 0;
+#endif
+
+static const pf__tile_fn *pf__cpu_tiles(void) {
+#ifdef PF__AVX2
+#ifdef PF_TESTING
+    if (pf_testing_portable_matmul) return pf__tiles_portable;
+#endif
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return pf__tiles_avx2;
+#endif
+    return pf__tiles_portable;
+}
+
+/* out[rows][w->rows] = x[rows][w->cols] times w transposed, plus bias. */
+static void pf__cpu_matmul_rows(float *out, const float *x, const pf__weight *w, const float *bias, size_t rows) {
+    const pf__tile_fn *tiles = pf__cpu_tiles();
+    const float *W = (const float *)w->data;
+    size_t n_out = w->rows, k = w->cols, first_end = PF__CHUNK - w->col_begin % PF__CHUNK;
+    double acc[PF__RBLOCK * PF__OBLOCK];
+    for (size_t o0 = 0; o0 < n_out; o0 += PF__OBLOCK) {
+        size_t o1 = o0 + PF__OBLOCK < n_out ? o0 + PF__OBLOCK : n_out, ld = o1 - o0;
+        for (size_t r0 = 0; r0 < rows; r0 += PF__RBLOCK) {
+            size_t r1 = r0 + PF__RBLOCK < rows ? r0 + PF__RBLOCK : rows;
+            memset(acc, 0, sizeof acc);
+            for (size_t p0 = 0; p0 < k;) { /* blocks of whole chunks, fixed in the whole tensor too */
+                size_t p1 = ((w->col_begin + p0) / PF__KBLOCK + 1) * PF__KBLOCK - w->col_begin;
+                if (p1 > k) p1 = k;
+                size_t r = r0;
+                for (; r + PF__TILE_ROWS <= r1; r += PF__TILE_ROWS) {
+                    size_t o = o0;
+                    for (; o + PF__TILE_OUTS <= o1; o += PF__TILE_OUTS)
+                        tiles[0](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + o * k, k, p0, p1, first_end);
+                    for (; o < o1; o++) tiles[1](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + o * k, k, p0, p1, first_end);
+                }
+                for (; r < r1; r++) {
+                    size_t o = o0;
+                    for (; o + 4 <= o1; o += 4) tiles[2](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + o * k, k, p0, p1, first_end);
+                    for (; o < o1; o++) tiles[3](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + o * k, k, p0, p1, first_end);
+                }
+                p0 = p1;
+            }
+            for (size_t r = r0; r < r1; r++)
+                for (size_t o = o0; o < o1; o++)
+                    out[r * n_out + o] = (float)acc[(r - r0) * ld + (o - o0)] + (bias ? bias[o] : 0.0f);
+        }
+    }
+}
+
+#ifdef PF_TESTING
+/* Test hook: the CPU matmul on plain arrays (w is [n_out][k], columns col_begin.. of a whole). */
+void pf_testing_cpu_matmul(float *out, const float *x, const float *w, const float *bias, size_t rows, size_t n_out,
+                           size_t k, size_t col_begin) {
+    pf__weight weight = {(void *)w, PF__DTYPE_F32, n_out, k, col_begin};
+    pf__cpu_matmul_rows(out, x, &weight, bias, rows);
+}
+#endif
+
 static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__weight *bias,
                            size_t rows) {
 #ifdef PF_TESTING
@@ -5383,19 +5575,7 @@ static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__we
 #else
     (void)r;
 #endif
-    const float *W = (const float *)w->data, *bv = bias ? (const float *)bias->data : NULL;
-    size_t n_out = w->rows, k = w->cols;
-    /* Four rows of x at a time share each weight row while it is in cache. */
-    size_t row = 0;
-    for (; row + 4 <= rows; row += 4)
-        for (size_t o = 0; o < n_out; o++) {
-            const float *wr = W + o * k;
-            float b0 = bv ? bv[o] : 0.0f;
-            for (int j = 0; j < 4; j++) out[(row + j) * n_out + o] = pf__dot(x + (row + j) * k, wr, k) + b0;
-        }
-    for (; row < rows; row++)
-        for (size_t o = 0; o < n_out; o++)
-            out[row * n_out + o] = pf__dot(x + row * k, W + o * k, k) + (bv ? bv[o] : 0.0f);
+    pf__cpu_matmul_rows(out, x, w, bias ? (const float *)bias->data : NULL, rows);
 }
 
 static float pf__act(float v, pf__activation act) {
@@ -5981,6 +6161,7 @@ static void pf__rank_setup(pf__rank *r) {
                 member->dtype = g->dtype;
                 member->rows = p->rows;
                 member->cols = p->cols;
+                member->col_begin = p->col_begin;
                 member->data = w->data ? (char *)w->data + offset * cols * dsize : NULL;
                 if (member->data) pf__rank_fill(r, member->data, src, p, &staging, &staging_size);
                 offset += p->rows;
@@ -5998,6 +6179,7 @@ static void pf__rank_setup(pf__rank *r) {
         pf__weight *w = &r->weights[i];
         w->rows = p.rows;
         w->cols = p.cols;
+        w->col_begin = p.col_begin;
         w->dtype = g->dtype;
         w->data = pf__rank_alloc(r, p.rows * p.cols * dsize);
         if (w->data) pf__rank_fill(r, w->data, src, &p, &staging, &staging_size);

@@ -1,6 +1,7 @@
 /* Model fixtures against the outputs transformers gave for them: prompt logits within 1e-4 and
    identical greedy tokens, on 1 to 4 CPU ranks; plus pf_to_cpu, memory accounting, batches, a
    failing rank, and absurd arguments. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,8 +12,13 @@
 #define TOLERANCE_RANKS 1e-5f    /* n ranks against one rank */
 
 #ifdef PF_TESTING
-extern int pf_testing_fail_rank, pf_testing_fail_countdown;
+extern int pf_testing_fail_rank, pf_testing_fail_countdown, pf_testing_portable_matmul;
+void pf_testing_cpu_matmul(float *out, const float *x, const float *w, const float *bias, size_t rows, size_t n_out,
+                           size_t k, size_t col_begin);
 #endif
+
+/* Which CPU matmul the fixtures run on, for the messages: the one the machine picks, or portable. */
+static const char *matmul_kernel = "default matmul";
 
 typedef struct fixture {
     pf_model *model;
@@ -103,12 +109,14 @@ static void test_fixture(const char *name) {
         float *logits = prompt_logits(&f);
         if (!logits) continue;
         float diff = test_max_abs_diff(logits, f.ref_logits, n);
-        CHECK_MSG(diff <= TOLERANCE_HF, "%s on %d ranks: logits differ from transformers by %g", name, ranks, diff);
+        CHECK_MSG(diff <= TOLERANCE_HF, "%s on %d ranks (%s): logits differ from transformers by %g", name, ranks,
+                  matmul_kernel, diff);
         if (ranks == 1) {
             one_rank = logits;
         } else {
             diff = test_max_abs_diff(logits, one_rank, n);
-            CHECK_MSG(diff <= TOLERANCE_RANKS, "%s: %d ranks differ from 1 rank by %g", name, ranks, diff);
+            CHECK_MSG(diff <= TOLERANCE_RANKS, "%s (%s): %d ranks differ from 1 rank by %g", name, matmul_kernel, ranks,
+                      diff);
             free(logits);
         }
         check_greedy(&f, name, ranks);
@@ -287,12 +295,82 @@ static void test_failing_rank(void) {
 }
 #endif
 
+#ifdef PF_TESTING
+/* x[rows][k] w[n][k]: uniform in [-1, 1) and [-0.05, 0.05), from a fixed LCG. */
+static void random_fill(float *v, size_t n, float scale, uint64_t *state) {
+    for (size_t i = 0; i < n; i++) {
+        *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+        v[i] = scale * ((float)(*state >> 40) / (float)(1u << 24) * 2.0f - 1.0f);
+    }
+}
+
+/* The CPU matmul at a size the fixtures never reach (many fp32 chunks and cache blocks, ragged
+   tiles), on each kernel: close to the exact sum, and a slice of the columns (as a rank holds
+   after a row split) sums exactly what the whole sums over those columns. */
+static void test_cpu_matmul(void) {
+    enum { ROWS = 37, OUTS = 101, K = 3001 };
+    float *x = malloc(sizeof(float) * ROWS * K), *w = malloc(sizeof(float) * OUTS * K), bias[OUTS];
+    float *whole = malloc(sizeof(float) * ROWS * OUTS), *part = malloc(sizeof(float) * ROWS * OUTS);
+    float *x_slice = malloc(sizeof(float) * ROWS * K), *w_slice = malloc(sizeof(float) * OUTS * K);
+    float *w_zeroed = malloc(sizeof(float) * OUTS * K);
+    uint64_t state = 42;
+    random_fill(x, (size_t)ROWS * K, 1.0f, &state);
+    random_fill(w, (size_t)OUTS * K, 0.05f, &state);
+    random_fill(bias, OUTS, 0.5f, &state);
+    for (int portable = 0; portable <= 1; portable++) {
+        pf_testing_portable_matmul = portable;
+        const char *kernel = portable ? "portable" : "default";
+        pf_testing_cpu_matmul(whole, x, w, bias, ROWS, OUTS, K, 0);
+        /* Lanes of up to K / 8 / chunks products in fp32: well under 2^-18 of the sum of |products|. */
+        double worst = 0;
+        for (int r = 0; r < ROWS; r++)
+            for (int o = 0; o < OUTS; o++) {
+                double exact = bias[o], magnitude = fabs(bias[o]);
+                for (int i = 0; i < K; i++) {
+                    exact += (double)x[r * K + i] * w[o * K + i];
+                    magnitude += fabs((double)x[r * K + i] * w[o * K + i]);
+                }
+                double err = fabs(whole[r * OUTS + o] - exact) / magnitude;
+                if (err > worst) worst = err;
+            }
+        CHECK_MSG(worst < 1.0 / (1 << 18), "%s matmul: error %g of the sum of |products|", kernel, worst);
+        /* Columns [begin, end): boundaries on and off the chunk grid (multiples of the 8 lanes). */
+        static const size_t ranges[][2] = {{0, 1000}, {1000, 2104}, {2104, K}, {256, 2048}, {1024, 1032}, {8, K}};
+        for (size_t c = 0; c < sizeof ranges / sizeof ranges[0]; c++) {
+            size_t begin = ranges[c][0], width = ranges[c][1] - begin;
+            for (int r = 0; r < ROWS; r++) memcpy(x_slice + r * width, x + r * K + begin, width * sizeof(float));
+            memset(w_zeroed, 0, sizeof(float) * OUTS * K);
+            for (int o = 0; o < OUTS; o++) {
+                memcpy(w_slice + o * width, w + o * K + begin, width * sizeof(float));
+                memcpy(w_zeroed + o * K + begin, w + o * K + begin, width * sizeof(float));
+            }
+            pf_testing_cpu_matmul(part, x_slice, w_slice, bias, ROWS, OUTS, width, begin);
+            pf_testing_cpu_matmul(whole, x, w_zeroed, bias, ROWS, OUTS, K, 0);
+            CHECK_MSG(memcmp(part, whole, sizeof(float) * ROWS * OUTS) == 0,
+                      "%s matmul: columns %zu..%zu alone differ from the whole with the rest zeroed", kernel, begin,
+                      begin + width);
+        }
+    }
+    pf_testing_portable_matmul = 0;
+    free(x), free(w), free(whole), free(part), free(x_slice), free(w_slice), free(w_zeroed);
+}
+#endif
+
 void test_models(void) {
     const char *fixtures[] = {"gpt2-tiny", "gpt2-hub", "gpt2-tiny-f16", "gpt2-tiny-bf16", "gpt2-sharded",
                               "gpt_neo", "gptj", "gpt_neox", "gpt_neox-seq", "opt", "opt-350m-style", "bloom",
                               "llama", "llama-rope-linear", "llama-rope-dynamic", "llama3-rope", "mistral", "qwen2",
                               "codegen", "openai-gpt", "ctrl"};
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_fixture(fixtures[i]);
+#ifdef PF_TESTING
+    /* The same on the portable kernel, which machines without AVX2 run. */
+    pf_testing_portable_matmul = 1;
+    matmul_kernel = "portable matmul";
+    for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_fixture(fixtures[i]);
+    pf_testing_portable_matmul = 0;
+    matmul_kernel = "default matmul";
+    test_cpu_matmul();
+#endif
     test_to_cpu_and_memory();
     test_batch();
     test_bad_arguments();
