@@ -6004,30 +6004,54 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
 
 static size_t pf__plan_row(const pf__plan *p, size_t i) { return p->row_map ? p->row_map[i] : p->row_begin + i; }
 
-/* Element (row, col) of a logical [rows, cols] source, as fp32. */
-static float pf__source_get(const pf__source *src, size_t row, size_t col) {
-    size_t i = src->layout == PF__LAYOUT_IN_OUT ? col * src->rows + row : row * src->cols + col;
+/* n consecutive values of a source in file order, from element index first, as fp32. */
+static void pf__source_run(float *dst, const pf__source *src, size_t first, size_t n) {
+    const unsigned char *at = src->data + first * pf__dtype_size(src->dtype);
     switch (src->dtype) {
-    case PF__DTYPE_F32: {
-        float f;
-        memcpy(&f, src->data + 4 * i, 4);
-        return f;
-    }
-    case PF__DTYPE_F16: return pf__f16_to_f32((uint16_t)(src->data[2 * i] | (src->data[2 * i + 1] << 8)));
-    case PF__DTYPE_BF16: return pf__bf16_to_f32((uint16_t)(src->data[2 * i] | (src->data[2 * i + 1] << 8)));
-    default: return 0.0f;
+    case PF__DTYPE_F32: memcpy(dst, at, n * sizeof(float)); break;
+    case PF__DTYPE_F16:
+        for (size_t k = 0; k < n; k++) dst[k] = pf__f16_to_f32((uint16_t)(at[2 * k] | (at[2 * k + 1] << 8)));
+        break;
+    case PF__DTYPE_BF16:
+        for (size_t k = 0; k < n; k++) dst[k] = pf__bf16_to_f32((uint16_t)(at[2 * k] | (at[2 * k + 1] << 8)));
+        break;
+    default: memset(dst, 0, n * sizeof(float));
     }
 }
 
+/* How many plan rows from i on (at most max) are consecutive rows of the source. */
+static size_t pf__plan_run(const pf__plan *p, size_t i, size_t max) {
+    size_t n = 1;
+    if (!p->row_map) return max;
+    while (n < max && p->row_map[i + n] == p->row_map[i] + n) n++;
+    return n;
+}
+
+#define PF__TRANSPOSE_BLOCK 64
+
 /* Copies the rank's slice of src into dst ([plan rows, plan cols] fp32), converting dtype and
-   layout on the way, walking the file in its own order. */
+   layout on the way, in runs of consecutive file values. */
 static void pf__slice_copy(float *dst, const pf__source *src, const pf__plan *p) {
-    if (src->layout == PF__LAYOUT_IN_OUT) {
-        for (size_t c = 0; c < p->cols; c++)
-            for (size_t i = 0; i < p->rows; i++) dst[i * p->cols + c] = pf__source_get(src, pf__plan_row(p, i), p->col_begin + c);
-    } else {
+    if (src->layout != PF__LAYOUT_IN_OUT) {
         for (size_t i = 0; i < p->rows; i++)
-            for (size_t c = 0; c < p->cols; c++) dst[i * p->cols + c] = pf__source_get(src, pf__plan_row(p, i), p->col_begin + c);
+            pf__source_run(dst + i * p->cols, src, pf__plan_row(p, i) * src->cols + p->col_begin, p->cols);
+        return;
+    }
+    /* The file holds [cols][rows]: transpose through square blocks, so that reads and writes
+       both go along rows of the block. */
+    float block[PF__TRANSPOSE_BLOCK][PF__TRANSPOSE_BLOCK];
+    for (size_t c0 = 0; c0 < p->cols; c0 += PF__TRANSPOSE_BLOCK) {
+        size_t nc = p->cols - c0 < PF__TRANSPOSE_BLOCK ? p->cols - c0 : PF__TRANSPOSE_BLOCK;
+        for (size_t i0 = 0; i0 < p->rows; i0 += PF__TRANSPOSE_BLOCK) {
+            size_t ni = p->rows - i0 < PF__TRANSPOSE_BLOCK ? p->rows - i0 : PF__TRANSPOSE_BLOCK;
+            for (size_t c = 0; c < nc; c++)
+                for (size_t i = 0, run; i < ni; i += run) {
+                    run = pf__plan_run(p, i0 + i, ni - i);
+                    pf__source_run(&block[c][i], src, (p->col_begin + c0 + c) * src->rows + pf__plan_row(p, i0 + i), run);
+                }
+            for (size_t i = 0; i < ni; i++)
+                for (size_t c = 0; c < nc; c++) dst[(i0 + i) * p->cols + c0 + c] = block[c][i];
+        }
     }
 }
 
