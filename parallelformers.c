@@ -7765,21 +7765,41 @@ static int pf__hypothesis_cmp(const void *a, const void *b) {
     return x->score > y->score ? -1 : x->score < y->score;
 }
 
-/* Emits the text a row's new tokens complete since the last call: whole UTF-8 characters only. */
-static int pf__stream(pf_model *m, const pf_generate_options *o, int row_index, const pf__row *row, size_t *emitted,
-                      char **buffer, size_t *buffer_cap) {
-    int32_t token = row->tokens[row->length - 1];
-    const int32_t *fresh = row->tokens + row->pad + row->prompt;
-    size_t n = (size_t)(row->length - row->pad - row->prompt), len = 0;
-    if (!m->tokenizer) return o->stream(o->stream_user, row_index, token, NULL, 0);
-    pf_detokenize(m->tokenizer, fresh, n, *buffer, *buffer_cap, &len);
+/* A row's streaming state: its text is decoded from new token `window` on, of which `emitted`
+   bytes went out. Decoding a window rather than the whole output keeps each token's cost small;
+   the window keeps one token before the text still to come, so that what a decoder does to a
+   text's first token (Metaspace drops its space) happens to text already emitted. */
+typedef struct pf__stream_state {
+    int window;
+    size_t emitted;
+} pf__stream_state;
+
+#define PF__STREAM_WINDOW 8 /* tokens a window grows to before it moves up */
+
+/* Decodes new tokens [from, n) of a row into *buffer (grown as needed); the text's length, or
+   (size_t)-1 without memory. */
+static size_t pf__stream_decode(pf_model *m, const int32_t *fresh, int from, int n, char **buffer, size_t *buffer_cap) {
+    size_t len = 0;
+    pf_detokenize(m->tokenizer, fresh + from, (size_t)(n - from), *buffer, *buffer_cap, &len);
     if (len + 1 > *buffer_cap) {
         char *grown = (char *)realloc(*buffer, 2 * len + 64);
-        if (!grown) return o->stream(o->stream_user, row_index, token, NULL, 0);
+        if (!grown) return (size_t)-1;
         *buffer = grown;
         *buffer_cap = 2 * len + 64;
-        pf_detokenize(m->tokenizer, fresh, n, *buffer, *buffer_cap, &len);
+        pf_detokenize(m->tokenizer, fresh + from, (size_t)(n - from), *buffer, *buffer_cap, &len);
     }
+    return len;
+}
+
+/* Emits the text a row's new tokens complete since the last call: whole UTF-8 characters only. */
+static int pf__stream(pf_model *m, const pf_generate_options *o, int row_index, const pf__row *row,
+                      pf__stream_state *state, char **buffer, size_t *buffer_cap) {
+    int32_t token = row->tokens[row->length - 1];
+    const int32_t *fresh = row->tokens + row->pad + row->prompt;
+    int n = row->length - row->pad - row->prompt;
+    if (!m->tokenizer) return o->stream(o->stream_user, row_index, token, NULL, 0);
+    size_t len = pf__stream_decode(m, fresh, state->window, n, buffer, buffer_cap);
+    if (len == (size_t)-1) return o->stream(o->stream_user, row_index, token, NULL, 0);
     size_t end = len; /* hold back an incomplete trailing character */
     for (size_t back = 1; back <= 3 && back <= len; back++) {
         unsigned char c = (unsigned char)(*buffer)[len - back];
@@ -7788,9 +7808,14 @@ static int pf__stream(pf_model *m, const pf_generate_options *o, int row_index, 
         if (need > back) end = len - back;
         break;
     }
-    size_t from = *emitted < end ? *emitted : end;
-    *emitted = end > *emitted ? end : *emitted;
-    return o->stream(o->stream_user, row_index, token, *buffer + from, end - from);
+    size_t from = state->emitted < end ? state->emitted : end;
+    state->emitted = end > state->emitted ? end : state->emitted;
+    int stop = o->stream(o->stream_user, row_index, token, *buffer + from, end - from);
+    if (end == len && n - state->window > PF__STREAM_WINDOW) { /* all of it is out: move the window up */
+        size_t kept = pf__stream_decode(m, fresh, n - 1, n, buffer, buffer_cap);
+        if (kept != (size_t)-1) state->window = n - 1, state->emitted = kept;
+    }
+    return stop;
 }
 
 /* Checks options against each other and the model, as transformers does. */
@@ -7908,12 +7933,12 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
     int *num_hyps = (int *)calloc((size_t)batch, sizeof *num_hyps), *open = (int *)malloc((size_t)batch * sizeof *open);
     int32_t *next_tokens = (int32_t *)malloc((size_t)num_rows * sizeof *next_tokens);
     float *next_scores = (float *)malloc((size_t)num_rows * sizeof *next_scores);
-    size_t *emitted = (size_t *)calloc((size_t)num_rows, sizeof *emitted);
+    pf__stream_state *streams = (pf__stream_state *)calloc((size_t)num_rows, sizeof *streams);
     char *stream_text = NULL;
     size_t stream_cap = 0;
     int current = 0;
     if (!rows || !pool[0] || (beams > 1 && !pool[1]) || !candidates || !ids || !pads || !src || !seen ||
-        !hyps || !num_hyps || !open || !next_tokens || !next_scores || !emitted)
+        !hyps || !num_hyps || !open || !next_tokens || !next_scores || !streams)
         r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (int i = 0; !r && i < num_rows; i++) { /* left pads, then the prompt */
         int b = i / per_prompt;
@@ -7961,7 +7986,7 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
                 }
                 row->tokens[row->length++] = t;
                 if (!row->done) {
-                    if (o->stream && pf__stream(m, o, i, row, &emitted[i], &stream_text, &stream_cap)) stopped = 1;
+                    if (o->stream && pf__stream(m, o, i, row, &streams[i], &stream_text, &stream_cap)) stopped = 1;
                     int stop = pf__is_eos(o, eos, num_eos, t);
                     for (int k = 0; k < o->num_stop_sequences && !stop; k++)
                         stop = pf__ends_with(row, o->stop_sequences[k].ids, o->stop_sequences[k].length, 0);
@@ -8141,7 +8166,7 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
     }
     for (int i = 0; hyps && i < batch * beams; i++) free(hyps[i].tokens);
     free(rows), free(pool[0]), free(pool[1]), free(ids), free(pads), free(src), free(seen), free(candidates);
-    free(hyps), free(num_hyps), free(open), free(next_tokens), free(next_scores), free(emitted), free(stream_text);
+    free(hyps), free(num_hyps), free(open), free(next_tokens), free(next_scores), free(streams), free(stream_text);
     return r;
 }
 

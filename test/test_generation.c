@@ -122,6 +122,77 @@ static void test_streaming(void) {
     pf_free(m);
 }
 
+typedef struct stream_text {
+    char text[4096];
+    size_t length;
+    size_t ends[64]; /* where each piece ended */
+    int pieces;
+} stream_text;
+
+static int on_text(void *user, int row, int32_t token, const char *text, size_t len) {
+    stream_text *st = (stream_text *)user;
+    (void)row, (void)token;
+    if (!text || st->length + len >= sizeof st->text || st->pieces == 64) return 1;
+    memcpy(st->text + st->length, text, len);
+    st->length += len;
+    st->ends[st->pieces++] = st->length;
+    return 0;
+}
+
+/* Whether a piece ends inside a well-formed multi-byte UTF-8 character of the text (random
+   tokens also make ill-formed sequences, which may be cut anywhere). */
+static int splits_a_character(const stream_text *st) {
+    for (size_t i = 0; i < st->length;) {
+        unsigned char c = (unsigned char)st->text[i];
+        size_t need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1, k = 1;
+        while (k < need && i + k < st->length && ((unsigned char)st->text[i + k] & 0xc0) == 0x80) k++;
+        if (k == need && need > 1)
+            for (int p = 0; p < st->pieces; p++)
+                if (st->ends[p] > i && st->ends[p] < i + need) return 1;
+        i += k;
+    }
+    return 0;
+}
+
+/* Over 36 sampled tokens, the streamed pieces put together are the decoded output (less an
+   unfinished last character), for each decoder style: byte-level, Metaspace with byte fallback,
+   </w> suffixes, and BLOOM's, CTRL's and Qwen2's. */
+static void test_streamed_text(void) {
+    const char *fixtures[] = {"gpt2-hub", "llama", "openai-gpt", "bloom", "ctrl", "qwen2"};
+    for (size_t f = 0; f < sizeof fixtures / sizeof fixtures[0]; f++) {
+        char dir[1024];
+        pf_model *m = NULL;
+        snprintf(dir, sizeof dir, "%s/%s", test_fixtures, fixtures[f]);
+        pf_result r = pf_load(dir, NULL, &m);
+        CHECK_MSG(r == PF_OK && pf_model_tokenizer(m), "%s: %s", fixtures[f], pf_error_message(m));
+        if (r != PF_OK || !pf_model_tokenizer(m)) {
+            pf_free(m);
+            continue;
+        }
+        int32_t prompt[3] = {5, 6, 7}, out[64];
+        int n = 0;
+        static stream_text st;
+        memset(&st, 0, sizeof st);
+        pf_generate_options o = pf_generate_options_init();
+        o.max_new_tokens = 36; /* gpt2-hub has 40 positions */
+        o.ignore_eos = 1;
+        o.do_sample = 1;
+        o.temperature = 2.0f;
+        o.seed = 7;
+        o.stream = on_text;
+        o.stream_user = &st;
+        r = pf_generate(m, prompt, 3, &o, out, 64, &n);
+        CHECK_MSG(r == PF_OK && n == 36, "%s: pf_generate: %s", fixtures[f], pf_error_message(m));
+        char whole[4096];
+        size_t len = 0;
+        CHECK(pf_detokenize(pf_model_tokenizer(m), out, (size_t)n, whole, sizeof whole, &len) == PF_OK);
+        int same = st.length <= len && len - st.length <= 3 && !memcmp(st.text, whole, st.length);
+        CHECK_MSG(same && !splits_a_character(&st), "%s: streamed %zu bytes, decoded %zu: '%.*s' vs '%.*s'", fixtures[f], st.length,
+                  len, (int)st.length, st.text, (int)len, whole);
+        pf_free(m);
+    }
+}
+
 /* Options that contradict each other are refused with a message. */
 static void test_bad_options(void) {
     pf_model *m = open_model("gpt2-tiny", 1, 4);
@@ -268,6 +339,7 @@ void test_generation(void) {
     test_recorded_cases();
     test_sampling();
     test_streaming();
+    test_streamed_text();
     test_bad_options();
     test_concurrency();
     test_text();
