@@ -2971,17 +2971,9 @@ int pf_tokenizer_vocab_size(const pf_tokenizer *tokenizer) {
     return tokenizer ? (int)tokenizer->num_ids : 0;
 }
 
-/* The id of the tokenizer's "bos" or "eos" token (tokenizer_config.json's bos_token / eos_token),
-   or -1 when unknown. */
-#if defined(__GNUC__)
-__attribute__((unused))
-#endif
-static int pf__tokenizer_special_id(const pf_tokenizer *t, const char *role) {
-    if (!t || !role) return -1;
-    if (!strcmp(role, "bos")) return (int)t->bos_id;
-    if (!strcmp(role, "eos")) return (int)t->eos_id;
-    return -1;
-}
+int32_t pf_tokenizer_bos_id(const pf_tokenizer *tokenizer) { return tokenizer ? tokenizer->bos_id : -1; }
+
+int32_t pf_tokenizer_eos_id(const pf_tokenizer *tokenizer) { return tokenizer ? tokenizer->eos_id : -1; }
 
 /* FNV-1a, 32 bits. */
 static uint32_t pf__tok_hash(const char *s, size_t len) {

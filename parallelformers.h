@@ -237,6 +237,12 @@ pf_result pf_detokenize(const pf_tokenizer *tokenizer, const int32_t *ids, size_
 /* Number of ids, added tokens included. */
 int pf_tokenizer_vocab_size(const pf_tokenizer *tokenizer);
 
+/* The beginning- and end-of-sequence ids that tokenizer_config.json names (bos_token, eos_token),
+   as transformers' tokenizer.bos_token_id / eos_token_id; -1 where it names none. Generation
+   stops at the model's eos ids (config.json, generation_config.json), which may differ. */
+int32_t pf_tokenizer_bos_id(const pf_tokenizer *tokenizer);
+int32_t pf_tokenizer_eos_id(const pf_tokenizer *tokenizer);
+
 #ifdef __cplusplus
 }
 #endif

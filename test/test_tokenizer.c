@@ -1252,7 +1252,31 @@ static void tt_test_bad_input(void) {
     tt_expect_files_error("{\"a\": 0, \"b\": 1, \"ab\": 2}", NULL, PF_ERROR_IO, "merges.txt");
 }
 
+/* bos / eos ids as transformers' AutoTokenizer gives them for every fixture with a tokenizer
+   (test/fixtures/special_ids.txt, from make_special_ids.py): tokenizer.json with and without a
+   tokenizer_config.json, and vocab.json + merges.txt (gpt2-hub) where GPT-2's defaults apply. */
+static void tt_test_special_ids(void) {
+    char path[1100], name[256];
+    int bos, eos, lines = 0;
+    snprintf(path, sizeof path, "%s/special_ids.txt", test_fixtures);
+    FILE *f = fopen(path, "r");
+    CHECK_MSG(f, "%s: cannot open", path);
+    if (!f) return;
+    while (fscanf(f, "%255s %d %d", name, &bos, &eos) == 3) {
+        pf_tokenizer *t = tt_load_fixture(name);
+        lines++;
+        if (!t) continue;
+        CHECK_MSG(pf_tokenizer_bos_id(t) == bos && pf_tokenizer_eos_id(t) == eos, "%s: bos %d eos %d, want %d %d", name,
+                  (int)pf_tokenizer_bos_id(t), (int)pf_tokenizer_eos_id(t), bos, eos);
+        pf_tokenizer_free(t);
+    }
+    fclose(f);
+    CHECK_MSG(lines >= 20, "%s: %d lines", path, lines);
+    CHECK(pf_tokenizer_bos_id(NULL) == -1 && pf_tokenizer_eos_id(NULL) == -1);
+}
+
 void test_tokenizer(void) {
+    tt_test_special_ids();
     tt_test_gpt2();
     tt_test_tiny();
     tt_test_rules();
