@@ -22,7 +22,15 @@ TESTS    := test/test_main.c test/test_util.c test/test_models.c test/test_bad_i
 ifeq ($(CUDA),1)
 CUDA_DEFS := -DPF_CUDA
 CUDA_OBJ  := $(BUILD)/kernels.o
-CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas -lnccl -lstdc++
+# NCCL outside the toolkit (the nvidia-nccl wheel that comes with torch, say): NCCL_HOME holds
+# include/nccl.h and lib/libnccl.so.2.
+ifneq ($(NCCL_HOME),)
+NCCL_CFLAGS := -I$(NCCL_HOME)/include
+NCCL_LINK   := -L$(NCCL_HOME)/lib -Wl,-rpath,$(NCCL_HOME)/lib -l:libnccl.so.2
+else
+NCCL_LINK   := -lnccl
+endif
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas $(NCCL_LINK) -lstdc++
 NVCCFLAGS ?= -O2 -std=c++17 -arch=sm_90 -Xcompiler -Wall,-Wextra
 BENCH_DEFS := -I$(CUDA_HOME)/include
 endif
@@ -47,7 +55,7 @@ $(BUILD)/parallelformers_testing.o: $(LIB_SRC) | $(BUILD)
 	$(CC) $(BASE) $(CFLAGS) $(CUDA_DEFS) -DPF_TESTING -c parallelformers.c -o $@
 
 $(BUILD)/kernels.o: kernels.cu | $(BUILD)
-	$(NVCC) $(NVCCFLAGS) -c kernels.cu -o $@
+	$(NVCC) $(NVCCFLAGS) $(NCCL_CFLAGS) -c kernels.cu -o $@
 
 $(BUILD)/libparallelformers.a: $(BUILD)/parallelformers.o $(CUDA_OBJ)
 	ar rcs $@ $^

@@ -1,0 +1,54 @@
+#!/bin/sh
+# The GPU checks of issue 3, for a machine with an NVIDIA GPU (the device tool's H100/H200): builds
+# with CUDA and runs one stage, its log under $OUT (or ./gpu-logs). Each stage fits one 10-minute
+# device call.
+#   test/gpu_check.sh tests       make test (CPU suite) and make test-cuda
+#   test/gpu_check.sh sanitize    make test-cuda-sanitize (memcheck, then racecheck)
+#   test/gpu_check.sh bench ARGS  build/bench ARGS (e.g. --models gpt2-xl --dtype f16)
+set -u
+stage=${1:-tests}
+[ $# -gt 0 ] && shift
+out=${OUT:-gpu-logs}
+mkdir -p "$out"
+log="$out/$stage.log"
+nvidia-smi >"$out/nvidia-smi.txt" 2>&1
+
+# NCCL: the toolkit's if it has one, else the wheel torch brought (it lacks the libnccl.so link).
+cuda_home=${CUDA_HOME:-/usr/local/cuda}
+if [ ! -f "$cuda_home/include/cuda_runtime.h" ] && command -v nvcc >/dev/null; then
+    cuda_home=$(dirname "$(dirname "$(command -v nvcc)")")
+fi
+nccl=""
+if [ ! -f "$cuda_home/include/nccl.h" ] && [ ! -f /usr/include/nccl.h ] || [ -n "${PF_NCCL_FROM_WHEEL:-}" ]; then
+    nccl=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
+    if [ -z "$nccl" ] || [ ! -f "$nccl/include/nccl.h" ]; then
+        echo "gpu_check: no nccl.h in $cuda_home/include, /usr/include or python3's nvidia.nccl" | tee "$log"
+        exit 1
+    fi
+fi
+make_args="CUDA=1 CUDA_HOME=$cuda_home${nccl:+ NCCL_HOME=$nccl}"
+echo "gpu_check: make $make_args ($stage)" | tee "$log"
+# shellcheck disable=SC2086
+make -j"$(nproc)" $make_args all >>"$log" 2>&1 || { echo "gpu_check: build failed" | tee -a "$log"; tail -30 "$log"; exit 1; }
+
+status=0
+case $stage in
+tests)
+    make $make_args test >>"$log" 2>&1 || status=$?
+    make $make_args test-cuda >>"$log" 2>&1 || status=$?
+    ;;
+sanitize)
+    make $make_args test-cuda-sanitize >>"$log" 2>&1 || status=$?
+    ;;
+bench)
+    build/bench "$@" >>"$log" 2>&1 || status=$?
+    ;;
+*)
+    echo "gpu_check: unknown stage $stage (tests, sanitize, bench)" | tee -a "$log"
+    exit 2
+    ;;
+esac
+grep -a -E 'FAIL|passed,|skipped|ERROR SUMMARY|========= ' "$log" | head -60
+tail -25 "$log"
+echo "gpu_check: $stage exit $status"
+exit $status
