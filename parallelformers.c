@@ -5353,9 +5353,8 @@ static void pf__cpu_norm(pf__rank *r, float *out, const float *x, const pf__weig
     }
 }
 
-/* Dot product in double with four independent sums: fp32 products summed without fp32
-   rounding, so that a sum split over ranks differs from the whole by little more than the final
-   rounding, and the compiler can vectorise it without -ffast-math. */
+/* Attention's dot product where AVX2 is missing: in double with four independent sums, which
+   the compiler can vectorise without -ffast-math. */
 static float pf__dot(const float *a, const float *b, size_t n) {
     double s[4] = {0, 0, 0, 0};
     size_t i = 0;
@@ -5498,24 +5497,112 @@ PF__TILE_SHAPES(portable, )
 PF__TILE_SHAPES(avx2, PF__AVX2_TARGET)
 #endif
 
-#ifdef PF_TESTING
-/* Test hook: nonzero makes the CPU matmul use its portable tiles even where AVX2 is present. */
-int pf_testing_portable_matmul = 0;
+/* Attention's two loops: the scores of one query against `count` keys `stride` floats apart,
+   and the sum of `count` value rows weighted by w. Portable versions first. */
+static void pf__scores(float *out, const float *q, const float *keys, size_t stride, size_t count, size_t n) {
+    for (size_t j = 0; j < count; j++) out[j] = pf__dot(q, keys + j * stride, n);
+}
+
+static void pf__weighted_sum(float *out, const float *w, const float *values, size_t stride, size_t count, size_t n) {
+    memset(out, 0, n * sizeof(float));
+    for (size_t j = 0; j < count; j++)
+        for (size_t i = 0; i < n; i++) out[i] += w[j] * values[j * stride + i];
+}
+
+#ifdef PF__AVX2
+/* Lanes of a vector below `count`, as a maskload mask. */
+PF__AVX2_TARGET static __m256i pf__lanes_below(size_t count) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(count < 8 ? count : 8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* Four keys at a time, sharing each load of q; the four sums reduced together. */
+PF__AVX2_TARGET static void pf__scores_avx2(float *out, const float *q, const float *keys, size_t stride, size_t count,
+                                            size_t n) {
+    size_t full = n / 8 * 8;
+    __m256i tail = pf__lanes_below(n - full);
+    for (size_t j = 0; j < count; j += 4) {
+        const float *k[4];
+        __m256 acc[4];
+        int m = count - j < 4 ? (int)(count - j) : 4;
+        PF__UNROLL for (int t = 0; t < 4; t++) {
+            k[t] = keys + (j + (size_t)(t < m ? t : 0)) * stride; /* past the end: key j again, result unused */
+            acc[t] = _mm256_setzero_ps();
+        }
+        for (size_t i = 0; i < full; i += 8) {
+            __m256 qv = _mm256_loadu_ps(q + i);
+            PF__UNROLL for (int t = 0; t < 4; t++) acc[t] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k[t] + i), acc[t]);
+        }
+        if (full < n) {
+            __m256 qv = _mm256_maskload_ps(q + full, tail);
+            PF__UNROLL for (int t = 0; t < 4; t++) acc[t] = _mm256_fmadd_ps(qv, _mm256_maskload_ps(k[t] + full, tail), acc[t]);
+        }
+        __m256 pairs = _mm256_hadd_ps(_mm256_hadd_ps(acc[0], acc[1]), _mm256_hadd_ps(acc[2], acc[3]));
+        float sums[4];
+        _mm_storeu_ps(sums, _mm_add_ps(_mm256_castps256_ps128(pairs), _mm256_extractf128_ps(pairs, 1)));
+        for (int t = 0; t < m; t++) out[j + (size_t)t] = sums[t];
+    }
+}
+
+/* 64 outputs at a time in eight registers, over all the rows. */
+PF__AVX2_TARGET static void pf__weighted_sum_avx2(float *out, const float *w, const float *values, size_t stride,
+                                                  size_t count, size_t n) {
+    for (size_t i0 = 0; i0 < n; i0 += 64) {
+        size_t width = n - i0 < 64 ? n - i0 : 64;
+        __m256i mask[8];
+        __m256 acc[8];
+        PF__UNROLL for (int b = 0; b < 8; b++) {
+            mask[b] = pf__lanes_below(width > (size_t)b * 8 ? width - (size_t)b * 8 : 0);
+            acc[b] = _mm256_setzero_ps();
+        }
+        if (width == 64) {
+            for (size_t j = 0; j < count; j++) {
+                __m256 p = _mm256_set1_ps(w[j]);
+                const float *v = values + j * stride + i0;
+                PF__UNROLL for (int b = 0; b < 8; b++) acc[b] = _mm256_fmadd_ps(p, _mm256_loadu_ps(v + 8 * b), acc[b]);
+            }
+        } else {
+            for (size_t j = 0; j < count; j++) {
+                __m256 p = _mm256_set1_ps(w[j]);
+                const float *v = values + j * stride + i0;
+                PF__UNROLL for (int b = 0; b < 8; b++) acc[b] = _mm256_fmadd_ps(p, _mm256_maskload_ps(v + 8 * b, mask[b]), acc[b]);
+            }
+        }
+        PF__UNROLL for (int b = 0; b < 8; b++) _mm256_maskstore_ps(out + i0 + 8 * b, mask[b], acc[b]);
+    }
+}
 #endif
 
-static const pf__tile_fn *pf__cpu_tiles(void) {
+/* The CPU backend's inner loops, for one instruction set. Attention is computed whole on one rank,
+   so its sums need no care for rank counts: fp32 is enough there. */
+typedef struct pf__cpu_kernels {
+    const pf__tile_fn *tiles;
+    void (*scores)(float *out, const float *q, const float *keys, size_t stride, size_t count, size_t n);
+    void (*weighted_sum)(float *out, const float *w, const float *values, size_t stride, size_t count, size_t n);
+} pf__cpu_kernels;
+
+static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, pf__scores, pf__weighted_sum};
+#ifdef PF__AVX2
+static const pf__cpu_kernels pf__cpu_avx2 = {pf__tiles_avx2, pf__scores_avx2, pf__weighted_sum_avx2};
+#endif
+
+#ifdef PF_TESTING
+/* Test hook: nonzero makes the CPU backend use its portable kernels even where AVX2 is present. */
+int pf_testing_portable_cpu = 0;
+#endif
+
+static const pf__cpu_kernels *pf__cpu_kernels_here(void) {
 #ifdef PF__AVX2
 #ifdef PF_TESTING
-    if (pf_testing_portable_matmul) return pf__tiles_portable;
+    if (pf_testing_portable_cpu) return &pf__cpu_portable;
 #endif
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return pf__tiles_avx2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &pf__cpu_avx2;
 #endif
-    return pf__tiles_portable;
+    return &pf__cpu_portable;
 }
 
 /* out[rows][w->rows] = x[rows][w->cols] times w transposed, plus bias. */
 static void pf__cpu_matmul_rows(float *out, const float *x, const pf__weight *w, const float *bias, size_t rows) {
-    const pf__tile_fn *tiles = pf__cpu_tiles();
+    const pf__tile_fn *tiles = pf__cpu_kernels_here()->tiles;
     const float *W = (const float *)w->data;
     size_t n_out = w->rows, k = w->cols, first_end = PF__CHUNK - w->col_begin % PF__CHUNK;
     double acc[PF__RBLOCK * PF__OBLOCK];
@@ -5557,6 +5644,16 @@ void pf_testing_cpu_matmul(float *out, const float *x, const float *w, const flo
 }
 #endif
 
+#ifdef PF_TESTING
+/* Test hooks: attention's two loops, as the CPU backend picks them. */
+void pf_testing_cpu_scores(float *out, const float *q, const float *keys, size_t stride, size_t count, size_t n) {
+    pf__cpu_kernels_here()->scores(out, q, keys, stride, count, n);
+}
+void pf_testing_cpu_weighted_sum(float *out, const float *w, const float *values, size_t stride, size_t count, size_t n) {
+    pf__cpu_kernels_here()->weighted_sum(out, w, values, stride, count, n);
+}
+#endif
+
 static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__weight *bias,
                            size_t rows) {
 #ifdef PF_TESTING
@@ -5572,7 +5669,8 @@ static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__we
 
 static float pf__act(float v, pf__activation act) {
     switch (act) {
-    case PF__ACT_GELU_TANH: return 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+    case PF__ACT_GELU_TANH: /* 0.5 v (1 + tanh(u)) = v / (1 + exp(-2u)): one expf, cheaper than tanhf */
+        return v / (1.0f + expf(-2.0f * 0.7978845608028654f * (v + 0.044715f * v * v * v)));
     case PF__ACT_GELU_ERF: return 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));
     case PF__ACT_RELU: return v > 0 ? v : 0;
     case PF__ACT_SILU: return v / (1.0f + expf(-v));
@@ -5628,6 +5726,7 @@ static void pf__cpu_attention(pf__rank *r, float *out, const float *qkv, float *
                               const pf__step *s, const pf__attn_shape *a) {
     size_t hd = (size_t)a->head_dim, q_width = (size_t)a->heads * hd, kv_width = (size_t)a->kv_heads * hd;
     size_t row_width = q_width + 2 * kv_width, T = (size_t)s->seq_len;
+    const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
     if (!a->heads) return;
     for (int b = 0; b < s->batch; b++) {
         float *kc = k_cache + (size_t)b * a->cache_len * kv_width, *vc = v_cache + (size_t)b * a->cache_len * kv_width;
@@ -5649,24 +5748,20 @@ static void pf__cpu_attention(pf__rank *r, float *out, const float *qkv, float *
             for (int h = 0; h < a->heads; h++) {
                 const float *q = q_row + (size_t)h * hd;
                 size_t kv = (size_t)((a->head_begin + h) / a->kv_group - a->kv_begin) * hd;
-                float slope = a->alibi ? a->alibi[h] : 0.0f, max = -INFINITY;
-                for (size_t j = first; j <= pos; j++) {
-                    float score = pf__dot(q, kc + j * kv_width + kv, hd) * a->scale + slope * (float)(j - pad);
-                    r->scores[j] = score;
-                    if (score > max) max = score;
+                float slope = a->alibi ? a->alibi[h] : 0.0f, max = -INFINITY, *p = r->scores + first;
+                size_t count = pos + 1 - first;
+                kernels->scores(p, q, kc + first * kv_width + kv, kv_width, count, hd);
+                for (size_t j = 0; j < count; j++) {
+                    p[j] = p[j] * a->scale + slope * (float)(first + j - pad);
+                    if (p[j] > max) max = p[j];
                 }
                 double sum = 0;
-                for (size_t j = first; j <= pos; j++) {
-                    r->scores[j] = expf(r->scores[j] - max);
-                    sum += r->scores[j];
+                for (size_t j = 0; j < count; j++) {
+                    p[j] = expf(p[j] - max);
+                    sum += p[j];
                 }
-                float *o = o_row + (size_t)h * hd;
-                for (size_t i = 0; i < hd; i++) o[i] = 0;
-                for (size_t j = first; j <= pos; j++) {
-                    float p = (float)(r->scores[j] / sum);
-                    const float *v = vc + j * kv_width + kv;
-                    for (size_t i = 0; i < hd; i++) o[i] += p * v[i];
-                }
+                for (size_t j = 0; j < count; j++) p[j] = (float)(p[j] / sum);
+                kernels->weighted_sum(o_row + (size_t)h * hd, p, vc + first * kv_width + kv, kv_width, count, hd);
             }
         }
     }

@@ -12,13 +12,15 @@
 #define TOLERANCE_RANKS 1e-5f    /* n ranks against one rank */
 
 #ifdef PF_TESTING
-extern int pf_testing_fail_rank, pf_testing_fail_countdown, pf_testing_portable_matmul;
+extern int pf_testing_fail_rank, pf_testing_fail_countdown, pf_testing_portable_cpu;
 void pf_testing_cpu_matmul(float *out, const float *x, const float *w, const float *bias, size_t rows, size_t n_out,
                            size_t k, size_t col_begin);
+void pf_testing_cpu_scores(float *out, const float *q, const float *keys, size_t stride, size_t count, size_t n);
+void pf_testing_cpu_weighted_sum(float *out, const float *w, const float *values, size_t stride, size_t count, size_t n);
 #endif
 
-/* Which CPU matmul the fixtures run on, for the messages: the one the machine picks, or portable. */
-static const char *matmul_kernel = "default matmul";
+/* Which CPU kernels the fixtures run on, for the messages: the ones the machine picks, or portable. */
+static const char *cpu_kernels = "default kernels";
 
 typedef struct fixture {
     pf_model *model;
@@ -110,12 +112,12 @@ static void test_fixture(const char *name) {
         if (!logits) continue;
         float diff = test_max_abs_diff(logits, f.ref_logits, n);
         CHECK_MSG(diff <= TOLERANCE_HF, "%s on %d ranks (%s): logits differ from transformers by %g", name, ranks,
-                  matmul_kernel, diff);
+                  cpu_kernels, diff);
         if (ranks == 1) {
             one_rank = logits;
         } else {
             diff = test_max_abs_diff(logits, one_rank, n);
-            CHECK_MSG(diff <= TOLERANCE_RANKS, "%s (%s): %d ranks differ from 1 rank by %g", name, matmul_kernel, ranks,
+            CHECK_MSG(diff <= TOLERANCE_RANKS, "%s (%s): %d ranks differ from 1 rank by %g", name, cpu_kernels, ranks,
                       diff);
             free(logits);
         }
@@ -318,7 +320,7 @@ static void test_cpu_matmul(void) {
     random_fill(w, (size_t)OUTS * K, 0.05f, &state);
     random_fill(bias, OUTS, 0.5f, &state);
     for (int portable = 0; portable <= 1; portable++) {
-        pf_testing_portable_matmul = portable;
+        pf_testing_portable_cpu = portable;
         const char *kernel = portable ? "portable" : "default";
         pf_testing_cpu_matmul(whole, x, w, bias, ROWS, OUTS, K, 0);
         /* Lanes of up to K / 8 / chunks products in fp32: well under 2^-18 of the sum of |products|. */
@@ -351,8 +353,48 @@ static void test_cpu_matmul(void) {
                       begin + width);
         }
     }
-    pf_testing_portable_matmul = 0;
+    pf_testing_portable_cpu = 0;
     free(x), free(w), free(whole), free(part), free(x_slice), free(w_slice), free(w_zeroed);
+}
+
+/* Attention's scores and weighted sum for 0 to 9 rows of every width up to 140 (vector bodies,
+   ragged tails, several 64-wide blocks), rows 150 floats apart, on each kernel set, against
+   double arithmetic; outputs past the width stay untouched. */
+static void test_cpu_attention_kernels(void) {
+    enum { STRIDE = 150, ROWS = 9, WIDTH = 140 };
+    static float q[WIDTH], rows[ROWS * STRIDE], w[ROWS], out[WIDTH + 1];
+    uint64_t state = 7;
+    random_fill(q, WIDTH, 1.0f, &state);
+    random_fill(rows, ROWS * STRIDE, 1.0f, &state);
+    random_fill(w, ROWS, 1.0f, &state);
+    for (int portable = 0; portable <= 1; portable++) {
+        pf_testing_portable_cpu = portable;
+        int bad_scores = -1, bad_sum = -1;
+        for (size_t count = 0; count <= ROWS; count++)
+            for (size_t n = 1; n <= WIDTH; n++) {
+                out[count] = out[n] = 12345.0f;
+                pf_testing_cpu_scores(out, q, rows, STRIDE, count, n);
+                for (size_t j = 0; j < count; j++) {
+                    double exact = 0, magnitude = 0;
+                    for (size_t i = 0; i < n; i++) exact += (double)q[i] * rows[j * STRIDE + i], magnitude += fabs((double)q[i] * rows[j * STRIDE + i]);
+                    if (fabs(out[j] - exact) > magnitude / (1 << 20)) bad_scores = (int)(count * 1000 + n);
+                }
+                if (out[count] != 12345.0f) bad_scores = (int)(count * 1000 + n);
+                out[n] = 12345.0f;
+                pf_testing_cpu_weighted_sum(out, w, rows, STRIDE, count, n);
+                for (size_t i = 0; i < n; i++) {
+                    double exact = 0, magnitude = 0;
+                    for (size_t j = 0; j < count; j++) exact += (double)w[j] * rows[j * STRIDE + i], magnitude += fabs((double)w[j] * rows[j * STRIDE + i]);
+                    if (fabs(out[i] - exact) > magnitude / (1 << 20)) bad_sum = (int)(count * 1000 + n);
+                }
+                if (out[n] != 12345.0f) bad_sum = (int)(count * 1000 + n);
+            }
+        CHECK_MSG(bad_scores < 0, "%s scores wrong at %d rows of width %d", portable ? "portable" : "default",
+                  bad_scores / 1000, bad_scores % 1000);
+        CHECK_MSG(bad_sum < 0, "%s weighted sum wrong at %d rows of width %d", portable ? "portable" : "default",
+                  bad_sum / 1000, bad_sum % 1000);
+    }
+    pf_testing_portable_cpu = 0;
 }
 #endif
 
@@ -364,12 +406,13 @@ void test_models(void) {
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_fixture(fixtures[i]);
 #ifdef PF_TESTING
     /* The same on the portable kernel, which machines without AVX2 run. */
-    pf_testing_portable_matmul = 1;
-    matmul_kernel = "portable matmul";
+    pf_testing_portable_cpu = 1;
+    cpu_kernels = "portable kernels";
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_fixture(fixtures[i]);
-    pf_testing_portable_matmul = 0;
-    matmul_kernel = "default matmul";
+    pf_testing_portable_cpu = 0;
+    cpu_kernels = "default kernels";
     test_cpu_matmul();
+    test_cpu_attention_kernels();
 #endif
     test_to_cpu_and_memory();
     test_batch();
