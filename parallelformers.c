@@ -5391,6 +5391,14 @@ static float pf__dot(const float *a, const float *b, size_t n) {
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && !defined(PF_NO_AVX2)
 #define PF__AVX2 1
 #include <immintrin.h>
+#define PF__AVX2_TARGET __attribute__((target("avx2,fma")))
+
+/* Lanes of a vector below `count`, as a maskload mask. */
+PF__AVX2_TARGET static __m256i pf__lanes_below(size_t count) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(count < 8 ? count : 8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+#else
+#define PF__AVX2_TARGET
 #endif
 
 /* A tile adds sum over inputs [begin, end) of x[i][.] w[j][.] to acc[i * ld + j], for mr rows of x
@@ -5420,7 +5428,7 @@ static PF__INLINE void pf__tile_portable(double *acc, size_t ld, const float *x,
 
 #ifdef PF__AVX2
 /* The same sums with AVX2 and FMA: lane l of a chunk holds the products of inputs l, l + 8, ... */
-__attribute__((target("avx2,fma"))) static PF__INLINE void pf__tile_avx2(double *acc, size_t ld, const float *x,
+PF__AVX2_TARGET static PF__INLINE void pf__tile_avx2(double *acc, size_t ld, const float *x,
                                                                          const float *w, size_t k, size_t begin,
                                                                          size_t end, size_t first_end, const int mr,
                                                                          const int nr) {
@@ -5444,7 +5452,7 @@ __attribute__((target("avx2,fma"))) static PF__INLINE void pf__tile_avx2(double 
         }
         if (p < c1) { /* the chunk's last few inputs: the lanes past them load zeros */
             __m256 wv[4];
-            __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(c1 - p)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+            __m256i mask = pf__lanes_below(c1 - p);
             PF__UNROLL for (int j = 0; j < nr; j++) wv[j] = _mm256_maskload_ps(w + j * k + p, mask);
             PF__UNROLL for (int i = 0; i < mr; i++) {
                 __m256 xv = _mm256_maskload_ps(x + i * k + p, mask);
@@ -5466,9 +5474,6 @@ __attribute__((target("avx2,fma"))) static PF__INLINE void pf__tile_avx2(double 
             acc[i * ld + j] += (d[0] + d[1]) + (d[2] + d[3]);
         }
 }
-#define PF__AVX2_TARGET __attribute__((target("avx2,fma")))
-#else
-#define PF__AVX2_TARGET
 #endif
 
 /* The tile shapes the blocked loop needs, for one instruction set: full tiles, then the weight
@@ -5510,11 +5515,6 @@ static void pf__weighted_sum(float *out, const float *w, const float *values, si
 }
 
 #ifdef PF__AVX2
-/* Lanes of a vector below `count`, as a maskload mask. */
-PF__AVX2_TARGET static __m256i pf__lanes_below(size_t count) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(count < 8 ? count : 8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 /* Four keys at a time, sharing each load of q; the four sums reduced together. */
 PF__AVX2_TARGET static void pf__scores_avx2(float *out, const float *q, const float *keys, size_t stride, size_t count,
                                             size_t n) {
@@ -5642,9 +5642,7 @@ void pf_testing_cpu_matmul(float *out, const float *x, const float *w, const flo
     pf__weight weight = {(void *)w, PF__DTYPE_F32, n_out, k, col_begin};
     pf__cpu_matmul_rows(out, x, &weight, bias, rows);
 }
-#endif
 
-#ifdef PF_TESTING
 /* Test hooks: attention's two loops, as the CPU backend picks them. */
 void pf_testing_cpu_scores(float *out, const float *q, const float *keys, size_t stride, size_t count, size_t n) {
     pf__cpu_kernels_here()->scores(out, q, keys, stride, count, n);
