@@ -5303,14 +5303,22 @@ static void pf__cpu_copy(pf__rank *r, void *dst, const void *src, size_t bytes) 
     if (bytes) memcpy(dst, src, bytes);
 }
 
+/* Element i of a CPU weight, whatever its dtype (for the ops that read a row or two per token). */
+static float pf__weight_at(const pf__weight *w, size_t i) {
+    switch (w->dtype) {
+    case PF__DTYPE_F16: return pf__f16_to_f32(((const uint16_t *)w->data)[i]);
+    case PF__DTYPE_BF16: return pf__bf16_to_f32(((const uint16_t *)w->data)[i]);
+    default: return ((const float *)w->data)[i];
+    }
+}
+
 static void pf__cpu_embed(pf__rank *r, float *out, const pf__weight *tokens, const pf__step *s, float scale,
                           int first) {
     (void)r;
     size_t d = tokens->cols, n = (size_t)s->batch * s->seq_len;
-    const float *table = (const float *)tokens->data;
     for (size_t row = 0; row < n; row++) {
         size_t id = (size_t)(s->ids[row] - first); /* wraps for ids below first */
-        for (size_t i = 0; i < d; i++) out[row * d + i] = id < tokens->rows ? table[id * d + i] * scale : 0.0f;
+        for (size_t i = 0; i < d; i++) out[row * d + i] = id < tokens->rows ? pf__weight_at(tokens, id * d + i) * scale : 0.0f;
     }
 }
 
@@ -5324,13 +5332,12 @@ static void pf__cpu_download_rows(pf__rank *r, void *host, size_t host_stride, c
 static void pf__cpu_add_positions(pf__rank *r, float *x, const pf__weight *table, const pf__step *s, int offset) {
     (void)r;
     size_t d = table->cols;
-    const float *pos = (const float *)table->data;
     for (int b = 0; b < s->batch; b++)
         for (int t = 0; t < s->seq_len; t++) {
             float *row = x + ((size_t)b * s->seq_len + t) * d;
             int position = s->past + t - (s->pad ? s->pad[b] : 0);
-            const float *p = pos + (size_t)(offset + (position > 0 ? position : 0)) * d;
-            for (size_t i = 0; i < d; i++) row[i] += p[i];
+            size_t first = (size_t)(offset + (position > 0 ? position : 0)) * d;
+            for (size_t i = 0; i < d; i++) row[i] += pf__weight_at(table, first + i);
         }
 }
 
@@ -5393,8 +5400,9 @@ static float pf__dot(const float *a, const float *b, size_t n) {
 #endif
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && !defined(PF_NO_AVX2)
 #define PF__AVX2 1
+#include <cpuid.h>
 #include <immintrin.h>
-#define PF__AVX2_TARGET __attribute__((target("avx2,fma")))
+#define PF__AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
 
 /* Lanes of a vector below `count`, as a maskload mask. */
 PF__AVX2_TARGET static __m256i pf__lanes_below(size_t count) {
@@ -5405,36 +5413,61 @@ PF__AVX2_TARGET static __m256i pf__lanes_below(size_t count) {
 #endif
 
 /* A tile adds sum over inputs [begin, end) of x[i][.] w[j][.] to acc[i * ld + j], for mr rows of x
-   (stride k) and nr weight rows (stride k); chunks end at first_end, then every PF__CHUNK. */
-typedef void (*pf__tile_fn)(double *acc, size_t ld, const float *x, const float *w, size_t k, size_t begin,
+   (stride k) and nr weight rows (stride k) stored in one dtype; chunks end at first_end, then
+   every PF__CHUNK. */
+typedef void (*pf__tile_fn)(double *acc, size_t ld, const float *x, const void *w, size_t k, size_t begin,
                             size_t end, size_t first_end);
+
+/* Weight i of w, stored as wt, in fp32. */
+static PF__INLINE float pf__weight_value(const void *w, size_t i, const int wt) {
+    if (wt == PF__DTYPE_F16) return pf__f16_to_f32(((const uint16_t *)w)[i]);
+    if (wt == PF__DTYPE_BF16) return pf__bf16_to_f32(((const uint16_t *)w)[i]);
+    return ((const float *)w)[i];
+}
 
 /* Without AVX2 and FMA, the products are rounded to fp32 before an fp32 add, which makes the sums
    across a split chunk drift further apart (1.2e-5 between rank counts on OPT-350m's shape):
    this version sums exact products in double instead, so it needs no chunks. */
-static PF__INLINE void pf__tile_portable(double *acc, size_t ld, const float *x, const float *w, size_t k,
-                                         size_t begin, size_t end, size_t first_end, const int mr, const int nr) {
+static PF__INLINE void pf__tile_portable(double *acc, size_t ld, const float *x, const void *w, size_t k,
+                                         size_t begin, size_t end, size_t first_end, const int mr, const int nr,
+                                         const int wt) {
     double lanes[PF__TILE_ROWS][PF__MAX_OUTS][4] = {{{0}}};
     (void)first_end;
     size_t p = begin;
     for (; p + 4 <= end; p += 4)
         PF__UNROLL for (int i = 0; i < mr; i++)
             PF__UNROLL for (int j = 0; j < nr; j++)
-                PF__UNROLL for (int l = 0; l < 4; l++) lanes[i][j][l] += (double)x[i * k + p + l] * w[j * k + p + l];
+                PF__UNROLL for (int l = 0; l < 4; l++)
+                    lanes[i][j][l] += (double)x[i * k + p + l] * pf__weight_value(w, j * k + p + l, wt);
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < nr; j++) {
             double sum = (lanes[i][j][0] + lanes[i][j][1]) + (lanes[i][j][2] + lanes[i][j][3]);
-            for (size_t q = p; q < end; q++) sum += (double)x[i * k + q] * w[j * k + q];
+            for (size_t q = p; q < end; q++) sum += (double)x[i * k + q] * pf__weight_value(w, j * k + q, wt);
             acc[i * ld + j] += sum;
         }
 }
 
 #ifdef PF__AVX2
 /* The same sums with AVX2 and FMA: lane l of a chunk holds the products of inputs l, l + 8, ... */
-PF__AVX2_TARGET static PF__INLINE void pf__tile_avx2(double *acc, size_t ld, const float *x,
-                                                                         const float *w, size_t k, size_t begin,
-                                                                         size_t end, size_t first_end, const int mr,
-                                                                         const int nr) {
+/* Weights i.. of w, stored as wt, as eight fp32 lanes; with count < 8, lanes from count on are 0. */
+PF__AVX2_TARGET static PF__INLINE __m256 pf__load_weights_avx2(const void *w, size_t i, size_t count, const int wt) {
+    __m128i half;
+    if (wt == PF__DTYPE_F32)
+        return count >= 8 ? _mm256_loadu_ps((const float *)w + i) : _mm256_maskload_ps((const float *)w + i, pf__lanes_below(count));
+    if (count >= 8) {
+        half = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + i));
+    } else {
+        uint16_t part[8] = {0};
+        memcpy(part, (const uint16_t *)w + i, count * sizeof(uint16_t));
+        half = _mm_loadu_si128((const __m128i *)part);
+    }
+    if (wt == PF__DTYPE_BF16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(half), 16));
+    return _mm256_cvtph_ps(half);
+}
+
+PF__AVX2_TARGET static PF__INLINE void pf__tile_avx2(double *acc, size_t ld, const float *x, const void *w, size_t k,
+                                                     size_t begin, size_t end, size_t first_end, const int mr,
+                                                     const int nr, const int wt) {
     __m256d sums[PF__TILE_ROWS][PF__MAX_OUTS];
     PF__UNROLL for (int i = 0; i < mr; i++)
         PF__UNROLL for (int j = 0; j < nr; j++) sums[i][j] = _mm256_setzero_pd();
@@ -5445,9 +5478,37 @@ PF__AVX2_TARGET static PF__INLINE void pf__tile_avx2(double *acc, size_t ld, con
         PF__UNROLL for (int i = 0; i < mr; i++)
             PF__UNROLL for (int j = 0; j < nr; j++) lanes[i][j] = _mm256_setzero_ps();
         size_t p = c0;
+        /* 16-bit weights: one 32-byte load gives 16 inputs of a row (two steps of 8, in the same
+           order per lane as the loop below), half the loads per byte streamed. */
+        for (; wt != PF__DTYPE_F32 && p + 16 <= c1; p += 16) {
+            __m256 x_low[PF__TILE_ROWS], x_high[PF__TILE_ROWS];
+            PF__UNROLL for (int i = 0; i < mr; i++) {
+                x_low[i] = _mm256_loadu_ps(x + i * k + p);
+                x_high[i] = _mm256_loadu_ps(x + i * k + p + 8);
+            }
+            PF__UNROLL for (int j = 0; j < nr; j++) {
+                if (mr == 1) _mm_prefetch((const char *)((const uint16_t *)w + (j + nr) * k + p), _MM_HINT_T0);
+                __m256i both = _mm256_loadu_si256((const __m256i *)((const uint16_t *)w + j * k + p));
+                __m256 low, high;
+                if (wt == PF__DTYPE_BF16) {
+                    low = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(both)), 16));
+                    high = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(both, 1)), 16));
+                } else {
+                    low = _mm256_cvtph_ps(_mm256_castsi256_si128(both));
+                    high = _mm256_cvtph_ps(_mm256_extracti128_si256(both, 1));
+                }
+                PF__UNROLL for (int i = 0; i < mr; i++) {
+                    lanes[i][j] = _mm256_fmadd_ps(x_low[i], low, lanes[i][j]);
+                    lanes[i][j] = _mm256_fmadd_ps(x_high[i], high, lanes[i][j]);
+                }
+            }
+        }
         for (; p + 8 <= c1; p += 8) {
             __m256 wv[PF__MAX_OUTS];
-            PF__UNROLL for (int j = 0; j < nr; j++) wv[j] = _mm256_loadu_ps(w + j * k + p);
+            if (mr == 1) /* decode streams the weights: fetch the next tile's rows meanwhile */
+                PF__UNROLL for (int j = 0; j < nr; j++)
+                    _mm_prefetch((const char *)w + ((size_t)(j + nr) * k + p) * (wt == PF__DTYPE_F32 ? 4 : 2), _MM_HINT_T0);
+            PF__UNROLL for (int j = 0; j < nr; j++) wv[j] = pf__load_weights_avx2(w, j * k + p, 8, wt);
             PF__UNROLL for (int i = 0; i < mr; i++) {
                 __m256 xv = _mm256_loadu_ps(x + i * k + p);
                 PF__UNROLL for (int j = 0; j < nr; j++) lanes[i][j] = _mm256_fmadd_ps(xv, wv[j], lanes[i][j]);
@@ -5456,7 +5517,7 @@ PF__AVX2_TARGET static PF__INLINE void pf__tile_avx2(double *acc, size_t ld, con
         if (p < c1) { /* the chunk's last few inputs: the lanes past them load zeros */
             __m256 wv[PF__MAX_OUTS];
             __m256i mask = pf__lanes_below(c1 - p);
-            PF__UNROLL for (int j = 0; j < nr; j++) wv[j] = _mm256_maskload_ps(w + j * k + p, mask);
+            PF__UNROLL for (int j = 0; j < nr; j++) wv[j] = pf__load_weights_avx2(w, j * k + p, c1 - p, wt);
             PF__UNROLL for (int i = 0; i < mr; i++) {
                 __m256 xv = _mm256_maskload_ps(x + i * k + p, mask);
                 PF__UNROLL for (int j = 0; j < nr; j++) lanes[i][j] = _mm256_fmadd_ps(xv, wv[j], lanes[i][j]);
@@ -5479,27 +5540,35 @@ PF__AVX2_TARGET static PF__INLINE void pf__tile_avx2(double *acc, size_t ld, con
 }
 #endif
 
-/* The tile shapes the blocked loop needs, for one instruction set: full tiles, then the weight
-   rows left at a panel's end, then single rows of x (all of decode) against `outs` weight rows. */
-#define PF__TILE_SHAPES(isa, target, outs)                                                                               \
-    target static void pf__tile_##isa##_full(double *a, size_t ld, const float *x, const float *w, size_t k, size_t b,  \
-                                             size_t e, size_t f) {                                                     \
-        pf__tile_##isa(a, ld, x, w, k, b, e, f, PF__TILE_ROWS, PF__TILE_OUTS);                                         \
+/* The tile shapes the blocked loop needs, for one instruction set and weight dtype: full tiles,
+   then the weight rows left at a panel's end, then single rows of x (all of decode) against `outs`
+   weight rows. */
+#define PF__TILE_SHAPES_OF(isa, target, outs, dt, wt)                                                                  \
+    target static void pf__tile_##isa##_##dt##_full(double *a, size_t ld, const float *x, const void *w, size_t k,    \
+                                                    size_t b, size_t e, size_t f) {                                   \
+        pf__tile_##isa(a, ld, x, w, k, b, e, f, PF__TILE_ROWS, PF__TILE_OUTS, wt);                                    \
     }                                                                                                                  \
-    target static void pf__tile_##isa##_rows(double *a, size_t ld, const float *x, const float *w, size_t k, size_t b,  \
-                                             size_t e, size_t f) {                                                     \
-        pf__tile_##isa(a, ld, x, w, k, b, e, f, PF__TILE_ROWS, 1);                                                     \
+    target static void pf__tile_##isa##_##dt##_rows(double *a, size_t ld, const float *x, const void *w, size_t k,    \
+                                                    size_t b, size_t e, size_t f) {                                   \
+        pf__tile_##isa(a, ld, x, w, k, b, e, f, PF__TILE_ROWS, 1, wt);                                                \
     }                                                                                                                  \
-    target static void pf__tile_##isa##_outs(double *a, size_t ld, const float *x, const float *w, size_t k, size_t b,  \
-                                             size_t e, size_t f) {                                                     \
-        pf__tile_##isa(a, ld, x, w, k, b, e, f, 1, outs);                                                              \
+    target static void pf__tile_##isa##_##dt##_outs(double *a, size_t ld, const float *x, const void *w, size_t k,    \
+                                                    size_t b, size_t e, size_t f) {                                   \
+        pf__tile_##isa(a, ld, x, w, k, b, e, f, 1, outs, wt);                                                         \
     }                                                                                                                  \
-    target static void pf__tile_##isa##_one(double *a, size_t ld, const float *x, const float *w, size_t k, size_t b,   \
-                                            size_t e, size_t f) {                                                      \
-        pf__tile_##isa(a, ld, x, w, k, b, e, f, 1, 1);                                                                 \
+    target static void pf__tile_##isa##_##dt##_one(double *a, size_t ld, const float *x, const void *w, size_t k,     \
+                                                   size_t b, size_t e, size_t f) {                                    \
+        pf__tile_##isa(a, ld, x, w, k, b, e, f, 1, 1, wt);                                                            \
     }                                                                                                                  \
-    static const pf__tile_fn pf__tiles_##isa[4] = {pf__tile_##isa##_full, pf__tile_##isa##_rows,                      \
-                                                   pf__tile_##isa##_outs, pf__tile_##isa##_one};
+    static const pf__tile_fn pf__tiles_##isa##_##dt[4] = {pf__tile_##isa##_##dt##_full, pf__tile_##isa##_##dt##_rows, \
+                                                          pf__tile_##isa##_##dt##_outs, pf__tile_##isa##_##dt##_one};
+/* ... for each weight dtype, indexed by pf__dtype. */
+#define PF__TILE_SHAPES(isa, target, outs)                                                                             \
+    PF__TILE_SHAPES_OF(isa, target, outs, f32, PF__DTYPE_F32)                                                          \
+    PF__TILE_SHAPES_OF(isa, target, outs, f16, PF__DTYPE_F16)                                                          \
+    PF__TILE_SHAPES_OF(isa, target, outs, bf16, PF__DTYPE_BF16)                                                        \
+    static const pf__tile_fn *const pf__tiles_##isa[3] = {pf__tiles_##isa##_f32, pf__tiles_##isa##_f16,               \
+                                                          pf__tiles_##isa##_bf16};
 PF__TILE_SHAPES(portable, , PF__ROW_OUTS_PORTABLE)
 #ifdef PF__AVX2
 PF__TILE_SHAPES(avx2, PF__AVX2_TARGET, PF__ROW_OUTS_AVX2)
@@ -5578,7 +5647,7 @@ PF__AVX2_TARGET static void pf__weighted_sum_avx2(float *out, const float *w, co
 /* The CPU backend's inner loops, for one instruction set. Attention is computed whole on one rank,
    so its sums need no care for rank counts: fp32 is enough there. */
 typedef struct pf__cpu_kernels {
-    const pf__tile_fn *tiles;
+    const pf__tile_fn *const *tiles; /* [weight dtype][shape] */
     size_t row_outs; /* weight rows of the one-row tile, tiles[2] */
     void (*scores)(float *out, const float *q, const float *keys, size_t stride, size_t count, size_t n);
     void (*weighted_sum)(float *out, const float *w, const float *values, size_t stride, size_t count, size_t n);
@@ -5594,12 +5663,21 @@ static const pf__cpu_kernels pf__cpu_avx2 = {pf__tiles_avx2, PF__ROW_OUTS_AVX2, 
 int pf_testing_portable_cpu = 0;
 #endif
 
+#ifdef PF__AVX2
+/* F16C (fp16 conversions) comes with every AVX2 processor made, but is a flag of its own; clang
+   has no __builtin_cpu_supports name for it. */
+static int pf__cpu_has_f16c(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#endif
+
 static const pf__cpu_kernels *pf__cpu_kernels_here(void) {
 #ifdef PF__AVX2
 #ifdef PF_TESTING
     if (pf_testing_portable_cpu) return &pf__cpu_portable;
 #endif
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &pf__cpu_avx2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && pf__cpu_has_f16c()) return &pf__cpu_avx2;
 #endif
     return &pf__cpu_portable;
 }
@@ -5607,8 +5685,9 @@ static const pf__cpu_kernels *pf__cpu_kernels_here(void) {
 /* out[rows][w->rows] = x[rows][w->cols] times w transposed, plus bias. */
 static void pf__cpu_matmul_rows(float *out, const float *x, const pf__weight *w, const float *bias, size_t rows) {
     const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
-    const pf__tile_fn *tiles = kernels->tiles;
-    const float *W = (const float *)w->data;
+    const pf__tile_fn *tiles = kernels->tiles[w->dtype];
+    const char *W = (const char *)w->data;
+    size_t wsize = pf__dtype_size(w->dtype);
     size_t n_out = w->rows, k = w->cols, first_end = PF__CHUNK - w->col_begin % PF__CHUNK;
     double acc[PF__RBLOCK * PF__OBLOCK];
     for (size_t o0 = 0; o0 < n_out; o0 += PF__OBLOCK) {
@@ -5623,13 +5702,13 @@ static void pf__cpu_matmul_rows(float *out, const float *x, const pf__weight *w,
                 for (; r + PF__TILE_ROWS <= r1; r += PF__TILE_ROWS) {
                     size_t o = o0;
                     for (; o + PF__TILE_OUTS <= o1; o += PF__TILE_OUTS)
-                        tiles[0](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + o * k, k, p0, p1, first_end);
-                    for (; o < o1; o++) tiles[1](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + o * k, k, p0, p1, first_end);
+                        tiles[0](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + o * k * wsize, k, p0, p1, first_end);
+                    for (; o < o1; o++) tiles[1](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + o * k * wsize, k, p0, p1, first_end);
                 }
                 for (; r < r1; r++) {
                     size_t o = o0;
-                    for (; o + kernels->row_outs <= o1; o += kernels->row_outs) tiles[2](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + o * k, k, p0, p1, first_end);
-                    for (; o < o1; o++) tiles[3](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + o * k, k, p0, p1, first_end);
+                    for (; o + kernels->row_outs <= o1; o += kernels->row_outs) tiles[2](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + o * k * wsize, k, p0, p1, first_end);
+                    for (; o < o1; o++) tiles[3](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + o * k * wsize, k, p0, p1, first_end);
                 }
                 p0 = p1;
             }
@@ -5641,10 +5720,11 @@ static void pf__cpu_matmul_rows(float *out, const float *x, const pf__weight *w,
 }
 
 #ifdef PF_TESTING
-/* Test hook: the CPU matmul on plain arrays (w is [n_out][k], columns col_begin.. of a whole). */
-void pf_testing_cpu_matmul(float *out, const float *x, const float *w, const float *bias, size_t rows, size_t n_out,
-                           size_t k, size_t col_begin) {
-    pf__weight weight = {(void *)w, PF__DTYPE_F32, n_out, k, col_begin};
+/* Test hook: the CPU matmul on plain arrays (w is [n_out][k] of dtype 0 f32, 1 f16, 2 bf16, columns
+   col_begin.. of a whole). */
+void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
+                           size_t n_out, size_t k, size_t col_begin) {
+    pf__weight weight = {(void *)w, (pf__dtype)dtype, n_out, k, col_begin};
     pf__cpu_matmul_rows(out, x, &weight, bias, rows);
 }
 
@@ -6164,14 +6244,24 @@ static const struct pf__stack *pf__stack_of(pf__slot slot) {
     return NULL;
 }
 
-/* Slices one source into rank memory at dst ([plan rows, plan cols] in the group's dtype). */
+/* The dtype a source is stored in on the ranks: the group's, except that the CPU backend keeps
+   1-D tensors (norms, biases: a tiny share of the bytes) in fp32 for its ops to read as they are,
+   their values rounded to the group's dtype so that they are what the dtype would hold. */
+static pf__dtype pf__storage_dtype(const pf__group *g, const pf__source *src) {
+    return g->backend->host_memory && src->layout == PF__LAYOUT_VECTOR ? PF__DTYPE_F32 : g->dtype;
+}
+
+/* Slices one source into rank memory at dst ([plan rows, plan cols] in pf__storage_dtype). */
 static void pf__rank_fill(pf__rank *r, void *dst, const pf__source *src, const pf__plan *p, float **staging,
                           size_t *staging_size) {
-    pf__dtype dtype = r->group->dtype;
+    pf__dtype dtype = pf__storage_dtype(r->group, src), rounding = r->group->dtype;
     size_t numel = p->rows * p->cols;
     if (!numel) return;
     if (r->backend->host_memory && dtype == PF__DTYPE_F32) {
-        pf__slice_copy((float *)dst, src, p);
+        float *f = (float *)dst;
+        pf__slice_copy(f, src, p);
+        for (size_t k = 0; rounding != PF__DTYPE_F32 && k < numel; k++)
+            f[k] = rounding == PF__DTYPE_F16 ? pf__f16_to_f32(pf__f32_to_f16(f[k])) : pf__bf16_to_f32(pf__f32_to_bf16(f[k]));
         return;
     }
     if (numel * sizeof(float) > *staging_size) { /* one slice at a time: never a second full copy */
@@ -6231,7 +6321,7 @@ static void pf__rank_setup(pf__rank *r) {
     const pf_model *m = g->model;
     const pf__config *c = &m->config;
     const pf__arch *a = &pf__archs[c->arch];
-    size_t num_slots = pf__num_slots(c), dsize = pf__dtype_size(g->dtype);
+    size_t num_slots = pf__num_slots(c);
     r->weights = (pf__weight *)calloc(num_slots, sizeof *r->weights);
     if (!r->weights) {
         pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
@@ -6250,9 +6340,11 @@ static void pf__rank_setup(pf__rank *r) {
             pf__plan plans[4];
             size_t rows = 0, cols = 0;
             int n = 0;
+            pf__dtype dtype = g->dtype; /* the members' (all matrices, or all vectors) */
             for (int k = 0; k < stack->num_members; k++) {
                 const pf__source *src = &m->sources[layer_base + stack->members[k]];
                 if (!src->data) continue;
+                dtype = pf__storage_dtype(g, src);
                 if (pf__plan_for(c, &r->share, src, &plans[n])) {
                     pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
                     break;
@@ -6260,8 +6352,9 @@ static void pf__rank_setup(pf__rank *r) {
                 rows += plans[n].rows;
                 cols = plans[n++].cols;
             }
+            size_t dsize = pf__dtype_size(dtype);
             pf__weight *w = &r->weights[i];
-            w->dtype = g->dtype;
+            w->dtype = dtype;
             w->rows = rows;
             w->cols = cols;
             w->data = r->error ? NULL : pf__rank_alloc(r, rows * cols * dsize);
@@ -6272,7 +6365,7 @@ static void pf__rank_setup(pf__rank *r) {
                 if (!src->data) continue;
                 pf__plan *p = &plans[n++];
                 pf__weight *member = &r->weights[layer_base + stack->members[k]];
-                member->dtype = g->dtype;
+                member->dtype = dtype;
                 member->rows = p->rows;
                 member->cols = p->cols;
                 member->col_begin = p->col_begin;
@@ -6294,8 +6387,8 @@ static void pf__rank_setup(pf__rank *r) {
         w->rows = p.rows;
         w->cols = p.cols;
         w->col_begin = p.col_begin;
-        w->dtype = g->dtype;
-        w->data = pf__rank_alloc(r, p.rows * p.cols * dsize);
+        w->dtype = pf__storage_dtype(g, src);
+        w->data = pf__rank_alloc(r, p.rows * p.cols * pf__dtype_size(w->dtype));
         if (w->data) pf__rank_fill(r, w->data, src, &p, &staging, &staging_size);
         free(p.row_map);
     }
@@ -7530,8 +7623,6 @@ static pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf_par
     }
     static const pf__dtype dtypes[] = {PF__DTYPE_F32, PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16};
     pf__dtype dtype = o.dtype == PF_DTYPE_AUTO && backend != &pf__cpu_backend ? PF__DTYPE_F16 : dtypes[o.dtype];
-    if (backend == &pf__cpu_backend && dtype != PF__DTYPE_F32)
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "the CPU backend stores weights in fp32 only");
     if (backend == &pf__cpu_backend) o.device_ids = NULL; /* CPU ranks have no device to pick */
     pf__group_destroy(m->group);
     m->group = NULL;

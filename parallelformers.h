@@ -83,7 +83,9 @@ typedef enum pf_device {
     PF_DEVICE_CUDA
 } pf_device;
 
-/* How weights are stored on the devices; compute accumulates in fp32 either way. */
+/* How weights are stored on the devices; compute accumulates in fp32 either way. On the CPU, fp16
+   and bf16 halve the memory (norms and biases stay fp32, rounded to the dtype) and speed decode
+   up; compute stays fp32 there. */
 typedef enum pf_dtype {
     PF_DTYPE_AUTO = 0, /* fp32 on the CPU, fp16 on CUDA */
     PF_DTYPE_F32,
@@ -93,7 +95,7 @@ typedef enum pf_dtype {
 
 typedef struct pf_parallel_options {
     pf_device device;
-    pf_dtype dtype;          /* the CPU backend stores fp32 only */
+    pf_dtype dtype;          /* weight storage on the ranks (see pf_dtype) */
     const int *device_ids;   /* CUDA: the GPU of each rank (repeats share a GPU); NULL: rank i on
                                 GPU i modulo the GPUs visible. Never changes CUDA_VISIBLE_DEVICES. */
     int num_device_ids;      /* entries in device_ids; must equal num_ranks when given */

@@ -8,6 +8,8 @@
      -n N                    max new tokens (default 20)
      --gpus N                number of ranks (devices) (default 1)
      --device D              cpu, cuda or auto (default auto)
+     --dtype T               how ranks store weights: f32, f16 or bf16 (default f32 on the CPU,
+                             f16 on CUDA); compute is fp32 on the CPU either way
      --dump-logits F         write the prompt's logits, float32 little-endian, [n_prompt][vocab]
      --beams N               beam search with N beams
      --return N              sequences returned per prompt (beams or sampling)
@@ -25,8 +27,9 @@
 static void usage(void) {
     fprintf(stderr,
             "usage: generate MODEL_DIR [--ids 1,2,3 | --batch-file FILE [--ids-lines]] [-n N] [--gpus N]\n"
-            "                [--device cpu|cuda|auto] [--dump-logits FILE] [--beams N] [--return N]\n"
-            "                [--no-repeat-ngram N] [--sample] [--temperature T] [--top-k K] [--top-p P]\n"
+            "                [--device cpu|cuda|auto] [--dtype f32|f16|bf16] [--dump-logits FILE] [--beams N]\n"
+            "                [--return N]"
+            " [--no-repeat-ngram N] [--sample] [--temperature T] [--top-k K] [--top-p P]\n"
             "                [--repetition-penalty R] [--seed S] [-v] [PROMPT]\n");
 }
 
@@ -92,6 +95,7 @@ int main(int argc, char **argv) {
     const char *dir = NULL, *prompt = NULL, *ids_text = NULL, *dump = NULL, *batch_file = NULL;
     int ranks = 1, verbose = 0, ids_lines = 0;
     pf_device device = PF_DEVICE_AUTO;
+    pf_dtype dtype = PF_DTYPE_AUTO;
     pf_generate_options go = pf_generate_options_init();
     go.max_new_tokens = 20;
     for (int i = 1; i < argc; i++) {
@@ -118,6 +122,12 @@ int main(int argc, char **argv) {
             if (!strcmp(d, "cpu")) device = PF_DEVICE_CPU;
             else if (!strcmp(d, "cuda")) device = PF_DEVICE_CUDA;
             else if (!strcmp(d, "auto")) device = PF_DEVICE_AUTO;
+            else return usage(), 2;
+        } else if (!strcmp(a, "--dtype") && has_value) {
+            const char *t = argv[++i];
+            if (!strcmp(t, "f32")) dtype = PF_DTYPE_F32;
+            else if (!strcmp(t, "f16")) dtype = PF_DTYPE_F16;
+            else if (!strcmp(t, "bf16")) dtype = PF_DTYPE_BF16;
             else return usage(), 2;
         } else if (!strcmp(a, "--dump-logits") && has_value) dump = argv[++i];
         else if (!strcmp(a, "-v")) verbose = 1;
@@ -206,6 +216,7 @@ int main(int argc, char **argv) {
 
     pf_parallel_options po = pf_parallel_options_init();
     po.device = device;
+    po.dtype = dtype;
     po.verbose = verbose;
     po.max_batch = batch * (go.num_beams > 1 ? go.num_beams : go.num_return_sequences);
     if ((r = pf_parallelize(model, ranks, &po))) {

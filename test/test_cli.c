@@ -22,7 +22,8 @@ static int run(const char *command, char *last_line, size_t cap) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-static void check_ids_and_logits(const char *fixture, int ranks) {
+/* dtype: NULL, or the --dtype value (the fixture's own, so nothing is lost). */
+static void check_ids_and_logits(const char *fixture, int ranks, const char *dtype) {
     char dir[1024], command[4096], last[4096], dump[64], ids[1024] = "";
     test_reference ref;
     snprintf(dir, sizeof dir, "%s/%s", test_fixtures, fixture);
@@ -33,8 +34,8 @@ static void check_ids_and_logits(const char *fixture, int ranks) {
     for (int i = 0; i < ref.num_prompt_ids; i++)
         snprintf(ids + strlen(ids), sizeof ids - strlen(ids), "%s%d", i ? "," : "", ref.prompt_ids[i]);
     snprintf(dump, sizeof dump, "/tmp/pf_cli_logits_%d.bin", (int)getpid());
-    snprintf(command, sizeof command, "%s %s --ids %s -n %d --gpus %d --device cpu --dump-logits %s",
-             test_generate_binary, dir, ids, ref.max_new_tokens, ranks, dump);
+    snprintf(command, sizeof command, "%s %s --ids %s -n %d --gpus %d --device cpu --dump-logits %s%s%s",
+             test_generate_binary, dir, ids, ref.max_new_tokens, ranks, dump, dtype ? " --dtype " : "", dtype ? dtype : "");
     int status = run(command, last, sizeof last);
     CHECK_MSG(status == 0, "%s exited with %d", command, status);
     int got[64];
@@ -59,9 +60,11 @@ static void check_ids_and_logits(const char *fixture, int ranks) {
 }
 
 void test_cli(void) {
-    check_ids_and_logits("gpt2-hub", 1);
-    check_ids_and_logits("gpt2-hub", 3);
-    check_ids_and_logits("gpt2-tiny", 2);
+    check_ids_and_logits("gpt2-hub", 1, NULL);
+    check_ids_and_logits("gpt2-hub", 3, NULL);
+    check_ids_and_logits("gpt2-tiny", 2, NULL);
+    check_ids_and_logits("gpt2-tiny-bf16", 2, "bf16");
+    check_ids_and_logits("gpt2-tiny-f16", 1, "f16");
 
     char command[2048], last[4096];
     test_reference ref;

@@ -13,8 +13,8 @@
 
 #ifdef PF_TESTING
 extern int pf_testing_fail_rank, pf_testing_fail_countdown, pf_testing_portable_cpu;
-void pf_testing_cpu_matmul(float *out, const float *x, const float *w, const float *bias, size_t rows, size_t n_out,
-                           size_t k, size_t col_begin);
+void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
+                           size_t n_out, size_t k, size_t col_begin);
 void pf_testing_cpu_scores(float *out, const float *q, const float *keys, size_t stride, size_t count, size_t n);
 void pf_testing_cpu_weighted_sum(float *out, const float *w, const float *values, size_t stride, size_t count, size_t n);
 #endif
@@ -93,14 +93,16 @@ static void check_greedy(fixture *f, const char *name, int ranks) {
               name, ranks, n, n ? out[0] : -1, f->ref.num_greedy_ids, f->ref.greedy_ids[0]);
 }
 
-/* Every rank count from 1 to 4 gives transformers' logits and tokens, and one rank's logits. */
-static void test_fixture(const char *name) {
+/* Every rank count from 1 to 4 gives transformers' logits and tokens, and one rank's logits, with
+   the weights stored as `dtype` on the ranks. */
+static void test_fixture_stored(const char *name, pf_dtype dtype) {
     fixture f;
     if (fixture_open(name, &f)) return;
     size_t n = (size_t)f.ref.num_prompt_ids * f.vocab;
     float *one_rank = NULL;
     /* Rotary models may run past max_position_embeddings (dynamic rope scaling is tested so). */
     pf_parallel_options po = cpu_options();
+    po.dtype = dtype;
     int need = f.ref.num_prompt_ids + f.ref.max_new_tokens;
     if (need > pf_get_info(f.model).max_positions) po.max_sequence_length = need;
     for (int ranks = 1; ranks <= 4; ranks++) {
@@ -143,6 +145,8 @@ static void test_fixture(const char *name) {
     pf_tokenizer_free(tok);
     fixture_close(&f);
 }
+
+static void test_fixture(const char *name) { test_fixture_stored(name, PF_DTYPE_F32); }
 
 /* pf_to_cpu gathers the slices of 3 ranks into one model that computes exactly what one rank
    sliced from the file computes; memory per rank falls when split. */
@@ -322,7 +326,7 @@ static void test_cpu_matmul(void) {
     for (int portable = 0; portable <= 1; portable++) {
         pf_testing_portable_cpu = portable;
         const char *kernel = portable ? "portable" : "default";
-        pf_testing_cpu_matmul(whole, x, w, bias, ROWS, OUTS, K, 0);
+        pf_testing_cpu_matmul(whole, x, w, 0, bias, ROWS, OUTS, K, 0);
         /* Lanes of up to K / 8 / chunks products in fp32: well under 2^-18 of the sum of |products|. */
         double worst = 0;
         for (int r = 0; r < ROWS; r++)
@@ -346,8 +350,8 @@ static void test_cpu_matmul(void) {
                 memcpy(w_slice + o * width, w + o * K + begin, width * sizeof(float));
                 memcpy(w_zeroed + o * K + begin, w + o * K + begin, width * sizeof(float));
             }
-            pf_testing_cpu_matmul(part, x_slice, w_slice, bias, ROWS, OUTS, width, begin);
-            pf_testing_cpu_matmul(whole, x, w_zeroed, bias, ROWS, OUTS, K, 0);
+            pf_testing_cpu_matmul(part, x_slice, w_slice, 0, bias, ROWS, OUTS, width, begin);
+            pf_testing_cpu_matmul(whole, x, w_zeroed, 0, bias, ROWS, OUTS, K, 0);
             CHECK_MSG(memcmp(part, whole, sizeof(float) * ROWS * OUTS) == 0,
                       "%s matmul: columns %zu..%zu alone differ from the whole with the rest zeroed", kernel, begin,
                       begin + width);
@@ -398,6 +402,93 @@ static void test_cpu_attention_kernels(void) {
 }
 #endif
 
+/* Prompt logits of a fixture on `ranks` CPU ranks with weights stored as dtype; NULL on failure
+   (reported). The caller frees them. */
+static float *stored_logits(const char *name, pf_dtype dtype, int ranks, size_t *count, size_t *bytes) {
+    fixture f;
+    if (fixture_open(name, &f)) return NULL;
+    pf_parallel_options po = cpu_options();
+    po.dtype = dtype;
+    pf_result r = pf_parallelize(f.model, ranks, &po);
+    CHECK_MSG(r == PF_OK, "%s: pf_parallelize(%d ranks, dtype %d): %s", name, ranks, (int)dtype, pf_error_message(f.model));
+    float *logits = r == PF_OK ? prompt_logits(&f) : NULL;
+    *count = (size_t)f.ref.num_prompt_ids * f.vocab;
+    if (bytes) *bytes = pf_memory_allocated(f.model, 0);
+    fixture_close(&f);
+    return logits;
+}
+
+/* Log callback: the weights column of rank 0's row of the memory table. */
+static void note_rank0_weights(void *user, const char *line) {
+    int rank = -1;
+    char device[16];
+    int heads, mlp;
+    size_t bytes;
+    if (sscanf(line, "%d %15s %d %d %zu", &rank, device, &heads, &mlp, &bytes) == 5 && rank == 0) *(size_t *)user = bytes;
+}
+
+/* The CPU ranks store weights in fp16 or bf16 when asked (half the bytes) and compute in fp32:
+   an fp32 file stored so computes exactly what transformers' own rounding of it (the -f16 and
+   -bf16 fixtures, saved by model.to(dtype)) computes stored in fp32; those fixtures stored in
+   their own dtype lose nothing, so they meet the fp32 bounds (test_models' loop); the stored
+   weights gather back into an fp32 model that computes the same. */
+static void test_cpu_storage_dtypes(void) {
+    static const struct {
+        const char *rounded;
+        pf_dtype dtype;
+    } cases[] = {{"gpt2-tiny-f16", PF_DTYPE_F16}, {"gpt2-tiny-bf16", PF_DTYPE_BF16}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (int ranks = 1; ranks <= 3; ranks += 2)
+            for (int portable = 0; portable <= 1; portable++) {
+                size_t n1 = 0, n2 = 0;
+                pf_testing_portable_cpu = portable;
+                float *stored = stored_logits("gpt2-tiny", cases[c].dtype, ranks, &n1, NULL);
+                float *rounded = stored_logits(cases[c].rounded, PF_DTYPE_F32, ranks, &n2, NULL);
+                CHECK_MSG(stored && rounded && n1 == n2 && memcmp(stored, rounded, n1 * sizeof(float)) == 0,
+                          "gpt2-tiny stored as %s on %d ranks (%s kernels) differs from %s stored as fp32 by %g",
+                          cases[c].rounded + 10, ranks, portable ? "portable" : "default", cases[c].rounded,
+                          stored && rounded && n1 == n2 ? test_max_abs_diff(stored, rounded, n1) : -1.0f);
+                free(stored);
+                free(rounded);
+            }
+    pf_testing_portable_cpu = 0;
+
+    /* Weight bytes (from the verbose memory table): the matrices halve; norms and biases, 1.5% of
+       gpt2-hub's weights, stay fp32, which leaves 50.8% of the bytes. */
+    size_t weights[2] = {0, 0};
+    for (int half = 0; half <= 1; half++) {
+        char dir[1024];
+        pf_model *m = NULL;
+        snprintf(dir, sizeof dir, "%s/gpt2-hub", test_fixtures);
+        pf_load_options lo = pf_load_options_init();
+        lo.skip_tokenizer = 1;
+        lo.log = note_rank0_weights;
+        lo.log_user = &weights[half];
+        pf_parallel_options po = cpu_options();
+        po.dtype = half ? PF_DTYPE_BF16 : PF_DTYPE_F32;
+        po.verbose = 1;
+        CHECK(pf_load(dir, &lo, &m) == PF_OK && pf_parallelize(m, 1, &po) == PF_OK);
+        pf_free(m);
+    }
+    CHECK_MSG(weights[0] > 0 && weights[1] * 100 <= weights[0] * 52, "weight bytes: %zu in fp32, %zu in bf16",
+              weights[0], weights[1]);
+
+    /* pf_to_cpu gathers bf16-stored slices into fp32 that compute the same logits. */
+    fixture f;
+    if (fixture_open("gpt2-hub", &f)) return;
+    pf_parallel_options po = cpu_options();
+    po.dtype = PF_DTYPE_BF16;
+    CHECK(pf_parallelize(f.model, 3, &po) == PF_OK);
+    float *split = prompt_logits(&f);
+    CHECK_MSG(pf_to_cpu(f.model) == PF_OK, "pf_to_cpu: %s", pf_error_message(f.model));
+    float *gathered = prompt_logits(&f);
+    CHECK_MSG(split && gathered && test_max_abs_diff(split, gathered, (size_t)f.ref.num_prompt_ids * f.vocab) <= TOLERANCE_RANKS,
+              "gathered fp32 model differs from the bf16-stored one it came from");
+    free(split);
+    free(gathered);
+    fixture_close(&f);
+}
+
 void test_models(void) {
     const char *fixtures[] = {"gpt2-tiny", "gpt2-hub", "gpt2-tiny-f16", "gpt2-tiny-bf16", "gpt2-sharded",
                               "gpt_neo", "gptj", "gpt_neox", "gpt_neox-seq", "opt", "opt-350m-style", "bloom",
@@ -412,6 +503,9 @@ void test_models(void) {
     pf_testing_portable_cpu = 0;
     cpu_kernels = "default kernels";
     test_cpu_matmul();
+    test_cpu_storage_dtypes();
+    test_fixture_stored("gpt2-tiny-f16", PF_DTYPE_F16);
+    test_fixture_stored("gpt2-tiny-bf16", PF_DTYPE_BF16);
     test_cpu_attention_kernels();
 #endif
     test_to_cpu_and_memory();
