@@ -5664,11 +5664,16 @@ int pf_testing_portable_cpu = 0;
 #endif
 
 #ifdef PF__AVX2
-/* F16C (fp16 conversions) comes with every AVX2 processor made, but is a flag of its own; clang
-   has no __builtin_cpu_supports name for it. */
-static int pf__cpu_has_f16c(void) {
+/* Whether this processor runs the AVX2 kernels. F16C (fp16 conversions) comes with every AVX2
+   processor made, but is a flag of its own, which clang's __builtin_cpu_supports cannot name; the
+   cpuid instruction costs microseconds in a virtual machine, so the answer is kept. */
+static int pf__cpu_avx2_usable;
+static pthread_once_t pf__cpu_probe_once = PTHREAD_ONCE_INIT;
+
+static void pf__cpu_probe(void) {
     unsigned a, b, c, d;
-    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+    pf__cpu_avx2_usable = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                          __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
 }
 #endif
 
@@ -5677,7 +5682,8 @@ static const pf__cpu_kernels *pf__cpu_kernels_here(void) {
 #ifdef PF_TESTING
     if (pf_testing_portable_cpu) return &pf__cpu_portable;
 #endif
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && pf__cpu_has_f16c()) return &pf__cpu_avx2;
+    pthread_once(&pf__cpu_probe_once, pf__cpu_probe);
+    if (pf__cpu_avx2_usable) return &pf__cpu_avx2;
 #endif
     return &pf__cpu_portable;
 }
