@@ -5449,6 +5449,11 @@ static PF__INLINE void pf__tile_portable(double *acc, size_t ld, const float *x,
 
 #ifdef PF__AVX2
 /* The same sums with AVX2 and FMA: lane l of a chunk holds the products of inputs l, l + 8, ... */
+/* Where weight i of w, stored as wt, is (for prefetching: it may be past the end). */
+static PF__INLINE const char *pf__weight_address(const void *w, size_t i, const int wt) {
+    return (const char *)w + i * (wt == PF__DTYPE_F32 ? sizeof(float) : sizeof(uint16_t));
+}
+
 /* Weights i.. of w, stored as wt, as eight fp32 lanes; with count < 8, lanes from count on are 0. */
 PF__AVX2_TARGET static PF__INLINE __m256 pf__load_weights_avx2(const void *w, size_t i, size_t count, const int wt) {
     __m128i half;
@@ -5478,16 +5483,17 @@ PF__AVX2_TARGET static PF__INLINE void pf__tile_avx2(double *acc, size_t ld, con
         PF__UNROLL for (int i = 0; i < mr; i++)
             PF__UNROLL for (int j = 0; j < nr; j++) lanes[i][j] = _mm256_setzero_ps();
         size_t p = c0;
-        /* 16-bit weights: one 32-byte load gives 16 inputs of a row (two steps of 8, in the same
-           order per lane as the loop below), half the loads per byte streamed. */
-        for (; wt != PF__DTYPE_F32 && p + 16 <= c1; p += 16) {
+        /* One row of x against 16-bit weights (decode): one 32-byte load gives 16 inputs of a row
+           (two steps of 8, in the same order per lane as the loop below), half the loads per byte
+           streamed. With more rows of x, their registers would not fit. */
+        for (; wt != PF__DTYPE_F32 && mr == 1 && p + 16 <= c1; p += 16) {
             __m256 x_low[PF__TILE_ROWS], x_high[PF__TILE_ROWS];
             PF__UNROLL for (int i = 0; i < mr; i++) {
                 x_low[i] = _mm256_loadu_ps(x + i * k + p);
                 x_high[i] = _mm256_loadu_ps(x + i * k + p + 8);
             }
             PF__UNROLL for (int j = 0; j < nr; j++) {
-                if (mr == 1) _mm_prefetch((const char *)((const uint16_t *)w + (j + nr) * k + p), _MM_HINT_T0);
+                _mm_prefetch(pf__weight_address(w, (size_t)(j + nr) * k + p, wt), _MM_HINT_T0);
                 __m256i both = _mm256_loadu_si256((const __m256i *)((const uint16_t *)w + j * k + p));
                 __m256 low, high;
                 if (wt == PF__DTYPE_BF16) {
@@ -5507,7 +5513,7 @@ PF__AVX2_TARGET static PF__INLINE void pf__tile_avx2(double *acc, size_t ld, con
             __m256 wv[PF__MAX_OUTS];
             if (mr == 1) /* decode streams the weights: fetch the next tile's rows meanwhile */
                 PF__UNROLL for (int j = 0; j < nr; j++)
-                    _mm_prefetch((const char *)w + ((size_t)(j + nr) * k + p) * (wt == PF__DTYPE_F32 ? 4 : 2), _MM_HINT_T0);
+                    _mm_prefetch(pf__weight_address(w, (size_t)(j + nr) * k + p, wt), _MM_HINT_T0);
             PF__UNROLL for (int j = 0; j < nr; j++) wv[j] = pf__load_weights_avx2(w, j * k + p, 8, wt);
             PF__UNROLL for (int i = 0; i < mr; i++) {
                 __m256 xv = _mm256_loadu_ps(x + i * k + p);
