@@ -7669,21 +7669,23 @@ static pf_result pf__to_cpu_locked(pf_model *m) {
         gathered[i] = m->sources[i];
         gathered[i].data = (const uint8_t *)full[i];
         gathered[i].dtype = PF__DTYPE_F32;
-        gathered[i].layout = PF__LAYOUT_OUT_IN;
+        if (gathered[i].layout == PF__LAYOUT_IN_OUT) gathered[i].layout = PF__LAYOUT_OUT_IN; /* gathered as [rows][cols] */
     }
     if (!r) {
         g->gather = full;
         r = pf__group_run(g, PF__JOB_GATHER, NULL);
     }
     if (!r) {
+        /* The CPU rank stores the weights as the ranks did (its fp16/bf16 lose nothing more). */
+        pf__dtype dtype = g->dtype;
         pf__group_destroy(g);
         m->group = NULL;
         pf__source *mapped = m->sources;
         m->sources = gathered;
         pf_parallel_options o = m->parallel_options;
         o.device = PF_DEVICE_CPU;
-        o.dtype = PF_DTYPE_F32;
-        r = pf__group_create(m, 1, &o, &pf__cpu_backend, PF__DTYPE_F32);
+        o.dtype = dtype == PF__DTYPE_F16 ? PF_DTYPE_F16 : dtype == PF__DTYPE_BF16 ? PF_DTYPE_BF16 : PF_DTYPE_F32;
+        r = pf__group_create(m, 1, &o, &pf__cpu_backend, dtype);
         m->sources = mapped; /* a later pf_parallelize slices from the map again */
         m->parallel_options = o;
     }

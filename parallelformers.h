@@ -115,7 +115,8 @@ pf_parallel_options pf_parallel_options_init(void);
    from other threads wait for it. options may be NULL. */
 pf_result pf_parallelize(pf_model *model, int num_ranks, const pf_parallel_options *options);
 
-/* Gathers the slices back into one full model on one CPU rank and frees the others. */
+/* Gathers the slices back into one full model on one CPU rank, stored in the dtype the ranks
+   used, and frees the others. */
 pf_result pf_to_cpu(pf_model *model);
 
 /* Number of ranks the model runs on now (1 after pf_load or pf_to_cpu). */

@@ -452,6 +452,28 @@ static void test_fixture(const char *name) {
                               !memcmp(logits, f.cpu_logits, (size_t)f.ref.num_prompt_ids * f.vocab * sizeof(float)),
                           "%s: after pf_to_cpu the logits are not the CPU model's", what);
                 free(logits);
+            } else if (ranks == 2) {
+                /* Gathered back from fp16/bf16 ranks, the CPU rank keeps that dtype: it computes
+                   exactly what a CPU rank storing that dtype from the file computes. */
+                r = pf_to_cpu(f.model);
+                CHECK_MSG(r == PF_OK, "%s: pf_to_cpu: %s", what, pf_error_message(f.model));
+                int32_t ids[MAX_IDS];
+                for (int i = 0; i < f.ref.num_prompt_ids; i++) ids[i] = f.ref.prompt_ids[i];
+                float *gathered = r ? NULL : forward(f.model, ids, 1, f.ref.num_prompt_ids, f.vocab, what);
+                pf_parallel_options c = pf_parallel_options_init();
+                c.device = PF_DEVICE_CPU;
+                c.dtype = dtypes[d];
+                c.max_batch = 2;
+                c.max_sequence_length = f.positions;
+                r = pf_parallelize(f.model, 1, &c);
+                CHECK_MSG(r == PF_OK, "%s: CPU pf_parallelize: %s", what, pf_error_message(f.model));
+                float *direct = r ? NULL : forward(f.model, ids, 1, f.ref.num_prompt_ids, f.vocab, what);
+                CHECK_MSG(gathered && direct &&
+                              !memcmp(gathered, direct, (size_t)f.ref.num_prompt_ids * f.vocab * sizeof(float)),
+                          "%s: after pf_to_cpu the logits are not those of a CPU rank storing %s", what,
+                          dtype_name(dtypes[d]));
+                free(gathered);
+                free(direct);
             }
         }
         /* Ranks on GPUs 0 and 1 with two sharing GPU 0: the device-memory all-reduce with peer

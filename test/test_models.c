@@ -473,7 +473,8 @@ static void test_cpu_storage_dtypes(void) {
     CHECK_MSG(weights[0] > 0 && weights[1] * 100 <= weights[0] * 52, "weight bytes: %zu in fp32, %zu in bf16",
               weights[0], weights[1]);
 
-    /* pf_to_cpu gathers bf16-stored slices into fp32 that compute the same logits. */
+    /* pf_to_cpu gathers bf16-stored slices into one bf16-stored rank that computes the same
+       logits, in half the bytes of fp32. */
     fixture f;
     if (fixture_open("gpt2-hub", &f)) return;
     pf_parallel_options po = cpu_options();
@@ -483,7 +484,11 @@ static void test_cpu_storage_dtypes(void) {
     CHECK_MSG(pf_to_cpu(f.model) == PF_OK, "pf_to_cpu: %s", pf_error_message(f.model));
     float *gathered = prompt_logits(&f);
     CHECK_MSG(split && gathered && test_max_abs_diff(split, gathered, (size_t)f.ref.num_prompt_ids * f.vocab) <= TOLERANCE_RANKS,
-              "gathered fp32 model differs from the bf16-stored one it came from");
+              "gathered model differs from the bf16-stored one it came from");
+    size_t count = 0, one_rank = 0;
+    free(stored_logits("gpt2-hub", PF_DTYPE_BF16, 1, &count, &one_rank));
+    CHECK_MSG(pf_memory_allocated(f.model, 0) == one_rank, "after pf_to_cpu: %zu bytes; one bf16 rank holds %zu",
+              pf_memory_allocated(f.model, 0), one_rank);
     free(split);
     free(gathered);
     fixture_close(&f);
