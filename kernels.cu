@@ -478,14 +478,20 @@ int pf_cuda_rank_create(int device, struct pf_cuda_rank **out, char *message, si
     } else if ((e = cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking)) != cudaSuccess) {
         code = pf_cuda__fail(message, size, pf_cuda__code(e), "cudaStreamCreateWithFlags", cudaGetErrorString(e), __LINE__);
     } else {
-        cublasStatus_t s = cublasCreate(&st->blas);
-        if (s == CUBLAS_STATUS_SUCCESS) s = cublasSetStream(st->blas, st->stream);
+        cublasHandle_t blas = NULL; /* kept only once created: a failed create leaves nothing to destroy */
+        const char *call = "cublasCreate";
+        cublasStatus_t s = cublasCreate(&blas);
+        if (s == CUBLAS_STATUS_SUCCESS) {
+            st->blas = blas;
+            call = "cublasSetStream";
+            s = cublasSetStream(st->blas, st->stream);
+        }
         /* Plain fp32 math in the fp32 mode: no TF32 (the tests hold it to 1e-3). */
-        if (s == CUBLAS_STATUS_SUCCESS) s = cublasSetMathMode(st->blas, CUBLAS_DEFAULT_MATH);
+        if (s == CUBLAS_STATUS_SUCCESS) call = "cublasSetMathMode", s = cublasSetMathMode(st->blas, CUBLAS_DEFAULT_MATH);
         if (s != CUBLAS_STATUS_SUCCESS)
             code = pf_cuda__fail(message, size,
                                  s == CUBLAS_STATUS_ALLOC_FAILED ? PF_CUDA_ERROR_OUT_OF_MEMORY : PF_CUDA_ERROR_DEVICE,
-                                 "cublasCreate", cublasGetStatusString(s), __LINE__);
+                                 call, cublasGetStatusString(s), __LINE__);
     }
     if (code) {
         if (st->blas) cublasDestroy(st->blas);

@@ -6870,9 +6870,10 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
         rs->inv_freq_host = (float *)malloc(half * sizeof(float));
         if (!rs->inv_freq_host) pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
     }
-    if (g->num_ranks > 1 && !gs->use_nccl) {
-        rs->reduce_sum = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
-        if (gs->mixed) rs->reduce_tmp = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
+    if (g->num_ranks > 1 && !gs->use_nccl) { /* all-reduces sum hidden-wide rows, or embed_dim-wide ones */
+        size_t wide = hidden > (size_t)c->embed_dim ? hidden : (size_t)c->embed_dim;
+        rs->reduce_sum = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
+        if (gs->mixed) rs->reduce_tmp = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
     }
     rs->pad = (int *)pf__rank_alloc(r, batch * sizeof(int));
     rs->pad_host = (int *)malloc(batch * sizeof(int));
