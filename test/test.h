@@ -44,6 +44,9 @@ typedef struct test_reference {
 } test_reference;
 
 int test_read_reference(const char *model_dir, test_reference *ref);
+/* A whole file, with a NUL after its size bytes; NULL on failure. The caller frees it. */
+char *test_read_file(const char *path, size_t *size);
+int test_write_file(const char *path, const void *data, size_t size); /* 0 on success */
 /* A whole little-endian float32 file; NULL on failure. The caller frees it. */
 float *test_read_floats(const char *path, size_t *count);
 /* Comma-separated ints into out (at most cap); returns the count, or -1 if malformed. */

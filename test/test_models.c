@@ -2,8 +2,10 @@
    identical greedy tokens, on 1 to 4 CPU ranks; plus pf_to_cpu, memory accounting, batches, a
    failing rank, and absurd arguments. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../parallelformers.h"
 #include "test.h"
@@ -418,6 +420,118 @@ static float *stored_logits(const char *name, pf_dtype dtype, int ranks, size_t 
     return logits;
 }
 
+/* x rounded to the nearest value with `bits` bits after the leading one and no bit below 2^lowest
+   (ties to even): fp16 is (10, -24), bf16 (7, -133). Exact: scaling by powers of two. */
+static float round_to_format(float x, int bits, int lowest) {
+    int e;
+    if (x == 0.0f || !isfinite(x)) return x;
+    frexpf(x, &e); /* the leading bit is 2^(e - 1) */
+    int last = e - 1 - bits < lowest ? lowest : e - 1 - bits;
+    return ldexpf(nearbyintf(ldexpf(x, -last)), last);
+}
+
+/* Writes to dir the fixture's config.json and its model.safetensors with every value rounded to
+   fp16 or bf16 (still stored F32); -1 if the fixture is not one all-F32 file. */
+static int write_rounded_copy(const char *name, pf_dtype dtype, const char *dir) {
+    char from[1100], to[1100];
+    size_t size = 0, config_size = 0;
+    snprintf(from, sizeof from, "%s/%s/model.safetensors", test_fixtures, name);
+    char *file = test_read_file(from, &size);
+    snprintf(from, sizeof from, "%s/%s/config.json", test_fixtures, name);
+    char *config = test_read_file(from, &config_size);
+    uint64_t header = 0;
+    int ok = file && config && size >= 8;
+    for (int i = 0; ok && i < 8; i++) header |= (uint64_t)(unsigned char)file[i] << (8 * i);
+    ok = ok && header <= size - 8 && (size - 8 - header) % 4 == 0;
+    if (ok) { /* every tensor F32: the data is one run of floats */
+        char saved = file[8 + header];
+        file[8 + header] = 0;
+        ok = !strstr(file + 8, "F16") && !strstr(file + 8, "I64") && !strstr(file + 8, "BOOL") && !strstr(file + 8, "U8");
+        file[8 + header] = saved;
+    }
+    for (size_t at = 8 + header; ok && at < size; at += 4) {
+        float v;
+        memcpy(&v, file + at, 4);
+        v = dtype == PF_DTYPE_F16 ? round_to_format(v, 10, -24) : round_to_format(v, 7, -133);
+        memcpy(file + at, &v, 4);
+    }
+    snprintf(to, sizeof to, "%s/model.safetensors", dir);
+    ok = ok && test_write_file(to, file, size) == 0;
+    snprintf(to, sizeof to, "%s/config.json", dir);
+    ok = ok && test_write_file(to, config, config_size) == 0;
+    free(file);
+    free(config);
+    return ok ? 0 : -1;
+}
+
+/* Prompt logits of a model directory on `ranks` CPU ranks storing dtype; NULL on failure. */
+static float *dir_logits(const char *dir, const int *prompt, int num_prompt, pf_dtype dtype, int ranks, size_t *count) {
+    pf_model *m = NULL;
+    pf_load_options lo = pf_load_options_init();
+    lo.skip_tokenizer = 1;
+    pf_parallel_options po = cpu_options();
+    po.dtype = dtype;
+    pf_result r = pf_load(dir, &lo, &m);
+    if (r == PF_OK && num_prompt > pf_get_info(m).max_positions) po.max_sequence_length = num_prompt; /* dynamic rope */
+    if (r == PF_OK) r = pf_parallelize(m, ranks, &po);
+    CHECK_MSG(r == PF_OK, "%s: %s", dir, pf_error_message(m));
+    float *logits = NULL;
+    if (r == PF_OK) {
+        int32_t ids[64];
+        *count = (size_t)num_prompt * (size_t)pf_get_info(m).vocab_size;
+        logits = (float *)malloc(*count * sizeof(float));
+        for (int i = 0; i < num_prompt; i++) ids[i] = prompt[i];
+        if (logits && pf_forward(m, ids, 1, num_prompt, logits) != PF_OK) {
+            CHECK_MSG(0, "%s: pf_forward: %s", dir, pf_error_message(m));
+            free(logits);
+            logits = NULL;
+        }
+    }
+    pf_free(m);
+    return logits;
+}
+
+/* Every family stored in fp16 and bf16 on 1 and 2 CPU ranks computes bit for bit what the same
+   checkpoint with its values rounded to that format computes stored in fp32: the stacked and
+   fused projections, embeddings, norms and biases of each architecture are stored and read back
+   right. */
+static void test_cpu_storage_all_families(const char *const *fixtures, size_t num_fixtures) {
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/pf_test_round_XXXXXX");
+    if (!mkdtemp(dir)) {
+        CHECK_MSG(0, "mkdtemp failed");
+        return;
+    }
+    static const pf_dtype dtypes[] = {PF_DTYPE_F16, PF_DTYPE_BF16};
+    int compared = 0;
+    for (size_t i = 0; i < num_fixtures; i++)
+        for (size_t d = 0; d < 2; d++) {
+            char fixture_dir[1024];
+            test_reference ref;
+            snprintf(fixture_dir, sizeof fixture_dir, "%s/%s", test_fixtures, fixtures[i]);
+            if (write_rounded_copy(fixtures[i], dtypes[d], dir) || test_read_reference(fixture_dir, &ref)) continue;
+            for (int ranks = 1; ranks <= 2; ranks++) {
+                size_t n1 = 0, n2 = 0;
+                float *stored = dir_logits(fixture_dir, ref.prompt_ids, ref.num_prompt_ids, dtypes[d], ranks, &n1);
+                float *rounded = dir_logits(dir, ref.prompt_ids, ref.num_prompt_ids, PF_DTYPE_F32, ranks, &n2);
+                CHECK_MSG(stored && rounded && n1 == n2 && !memcmp(stored, rounded, n1 * sizeof(float)),
+                          "%s stored as %s on %d ranks differs from its rounded copy stored as fp32 by %g", fixtures[i],
+                          dtypes[d] == PF_DTYPE_F16 ? "fp16" : "bf16", ranks,
+                          stored && rounded && n1 == n2 ? test_max_abs_diff(stored, rounded, n1) : -1.0f);
+                free(stored);
+                free(rounded);
+                compared++;
+            }
+        }
+    CHECK_MSG(compared >= 4 * 18, "only %d fixture comparisons ran", compared);
+    char path[128];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
 /* Log callback: the weights column of rank 0's row of the memory table. */
 static void note_rank0_weights(void *user, const char *line) {
     int rank = -1;
@@ -509,6 +623,7 @@ void test_models(void) {
     cpu_kernels = "default kernels";
     test_cpu_matmul();
     test_cpu_storage_dtypes();
+    test_cpu_storage_all_families(fixtures, sizeof fixtures / sizeof fixtures[0]);
     test_fixture_stored("gpt2-tiny-f16", PF_DTYPE_F16);
     test_fixture_stored("gpt2-tiny-bf16", PF_DTYPE_BF16);
     test_cpu_attention_kernels();

@@ -21,44 +21,10 @@
 
 /* ---- helpers ---- */
 
-static char *tt_read(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    if (!f) return NULL;
-    for (;;) {
-        if (n + 4096 + 1 > cap) {
-            char *p;
-            cap = 2 * cap + 8192;
-            p = (char *)realloc(buf, cap);
-            if (!p) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = p;
-        }
-        size_t got = fread(buf + n, 1, 4096, f);
-        n += got;
-        if (got < 4096) break;
-    }
-    fclose(f);
-    buf[n] = 0;
-    *len = n;
-    return buf;
-}
-
 static int tt_write(const char *dir, const char *name, const char *data, size_t len) {
     char path[1024];
-    FILE *f;
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    f = fopen(path, "wb");
-    if (!f) return -1;
-    if (fwrite(data, 1, len, f) != len) {
-        fclose(f);
-        return -1;
-    }
-    return fclose(f);
+    return test_write_file(path, data, len);
 }
 
 static int tt_copy(const char *from_dir, const char *name, const char *to_dir) {
@@ -67,7 +33,7 @@ static int tt_copy(const char *from_dir, const char *name, const char *to_dir) {
     char *data;
     int r;
     snprintf(path, sizeof path, "%s/%s", from_dir, name);
-    data = tt_read(path, &len);
+    data = test_read_file(path, &len);
     if (!data) return -1;
     r = tt_write(to_dir, name, data, len);
     free(data);
@@ -192,7 +158,7 @@ static int tt_hex(int c) {
 /* Parses a cases.txt; NULL (and a failed check) when it is missing or malformed. */
 static tt_case *tt_read_cases(const char *path, size_t *num) {
     size_t len, n = 0, cap = 0, lineno = 0;
-    char *data = tt_read(path, &len), *line, *next;
+    char *data = test_read_file(path, &len), *line, *next;
     tt_case *cases = NULL;
     CHECK_MSG(data != NULL, "cannot read %s", path);
     if (!data) return NULL;
@@ -656,7 +622,7 @@ static char *tt_unhex(const char *hex, size_t hex_len, size_t *len) {
 /* Reads tokenizer_decode_cases.txt; NULL (and a failed check) when missing or malformed. */
 static tt_dec_dir *tt_read_decode_cases(const char *path, size_t *num) {
     size_t len, n = 0, cap = 0, lineno = 0;
-    char *data = tt_read(path, &len), *line, *next;
+    char *data = test_read_file(path, &len), *line, *next;
     tt_dec_dir *dirs = NULL;
     CHECK_MSG(data != NULL, "cannot read %s", path);
     if (!data) return NULL;
@@ -776,7 +742,7 @@ static void tt_test_prompts(void) {
         snprintf(path, sizeof path, "%s/%s/reference.txt", test_fixtures, e->d_name);
         snprintf(tdir, sizeof tdir, "%s/%s/tokenizer.json", test_fixtures, e->d_name);
         if (e->d_name[0] == '.' || access(path, R_OK) || access(tdir, R_OK)) continue;
-        if (!(data = tt_read(path, &len))) continue;
+        if (!(data = test_read_file(path, &len))) continue;
         text = strstr(data, "prompt_text=");
         ids_line = strstr(data, "prompt_ids=");
         if (text && ids_line) {
@@ -858,7 +824,7 @@ static void tt_test_styles(void) {
     char first[700] = "";
     if (env && *env) snprintf(path, sizeof path, "%s", env);
     else snprintf(path, sizeof path, "%s/../tokenizer_style_cases.txt", test_fixtures);
-    data = tt_read(path, &len);
+    data = test_read_file(path, &len);
     CHECK_MSG(data != NULL, "cannot read %s", path);
     if (!data) return;
     for (line = data; line <= data + len; line = next) {

@@ -47,20 +47,52 @@ int test_read_reference(const char *model_dir, test_reference *ref) {
     return fields == 5 && ref->num_prompt_ids > 0 && ref->num_greedy_ids > 0 ? 0 : -1;
 }
 
-float *test_read_floats(const char *path, size_t *count) {
+char *test_read_file(const char *path, size_t *size) {
     FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
     if (!f) return NULL;
-    float *data = NULL;
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-    if (size > 0 && fseek(f, 0, SEEK_SET) == 0) data = (float *)malloc((size_t)size);
-    if (data && fread(data, 1, (size_t)size, f) != (size_t)size) {
+    for (;;) {
+        if (n + 4096 + 1 > cap) {
+            char *p;
+            cap = 2 * cap + 8192;
+            p = (char *)realloc(buf, cap);
+            if (!p) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = p;
+        }
+        size_t got = fread(buf + n, 1, 4096, f);
+        n += got;
+        if (got < 4096) break;
+    }
+    fclose(f);
+    buf[n] = 0;
+    *size = n;
+    return buf;
+}
+
+int test_write_file(const char *path, const void *data, size_t size) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    if (fwrite(data, 1, size, f) != size) {
+        fclose(f);
+        return -1;
+    }
+    return fclose(f);
+}
+
+float *test_read_floats(const char *path, size_t *count) {
+    size_t size = 0;
+    char *data = test_read_file(path, &size);
+    if (data && size == 0) {
         free(data);
         data = NULL;
     }
-    fclose(f);
-    if (data) *count = (size_t)size / sizeof(float);
-    return data;
+    if (data) *count = size / sizeof(float);
+    return (float *)data;
 }
 
 float test_max_abs_diff(const float *a, const float *b, size_t n) {
