@@ -312,6 +312,19 @@ static void random_fill(float *v, size_t n, float scale, uint64_t *state) {
     }
 }
 
+static float round_to_format(float x, int bits, int lowest);
+
+/* The fp16 bits of a value fp16 holds exactly. */
+static uint16_t fp16_bits(float v) {
+    uint32_t x;
+    memcpy(&x, &v, 4);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+    float a = fabsf(v);
+    if (a == 0.0f) return sign;
+    if (a < 6.103515625e-05f) return (uint16_t)(sign | (uint16_t)(a * 16777216.0f)); /* subnormal: units of 2^-24 */
+    return (uint16_t)(sign | (((x >> 23 & 0xff) - 112) << 10) | ((x >> 13) & 0x3ff));
+}
+
 /* The CPU matmul at a size the fixtures never reach (many fp32 chunks and cache blocks, ragged
    tiles), on each kernel: close to the exact sum, and a slice of the columns (as a rank holds
    after a row split) sums exactly what the whole sums over those columns. */
@@ -329,7 +342,8 @@ static void test_cpu_matmul(void) {
         pf_testing_portable_cpu = portable;
         const char *kernel = portable ? "portable" : "default";
         pf_testing_cpu_matmul(whole, x, w, 0, bias, ROWS, OUTS, K, 0);
-        /* Lanes of up to K / 8 / chunks products in fp32: well under 2^-18 of the sum of |products|. */
+        /* An fp32 lane sums at most 32 products (a 256-input chunk over 8 lanes) before the sum
+           goes to double: its error stays well under 2^-18 of the sum of |products|. */
         double worst = 0;
         for (int r = 0; r < ROWS; r++)
             for (int o = 0; o < OUTS; o++) {
@@ -359,7 +373,36 @@ static void test_cpu_matmul(void) {
                       begin + width);
         }
     }
+    /* fp16 and bf16 weights, whole and sliced: bit for bit the fp32 product of the values they
+       hold (the 16-input steps, chunk ends and tails of the 16-bit tiles at this size). */
+    uint16_t *w16 = malloc(sizeof(uint16_t) * OUTS * K);
+    for (int portable = 0; portable <= 1; portable++)
+        for (int dtype = 1; dtype <= 2; dtype++) { /* 1 fp16, 2 bf16 */
+            pf_testing_portable_cpu = portable;
+            for (size_t i = 0; i < (size_t)OUTS * K; i++) {
+                float v = dtype == 1 ? round_to_format(w[i], 10, -24) : round_to_format(w[i], 7, -133);
+                uint32_t bits;
+                memcpy(&bits, &v, 4);
+                w_zeroed[i] = v;
+                w16[i] = dtype == 1 ? fp16_bits(v) : (uint16_t)(bits >> 16);
+            }
+            for (size_t begin = 0; begin <= 1000; begin += 1000) { /* whole, then a slice off the 16-grid
+                                                                      (w16 refilled per dtype above) */
+                size_t width = K - begin;
+                for (int o = 0; o < OUTS; o++) {
+                    memcpy(w_slice + o * width, w_zeroed + o * K + begin, width * sizeof(float));
+                    memmove(w16 + o * width, w16 + o * K + begin, width * sizeof(uint16_t)); /* rows packed in place */
+                }
+                for (int r = 0; r < ROWS; r++) memcpy(x_slice + r * width, x + r * K + begin, width * sizeof(float));
+                pf_testing_cpu_matmul(part, x_slice, w16, dtype, bias, ROWS, OUTS, width, begin);
+                pf_testing_cpu_matmul(whole, x_slice, w_slice, 0, bias, ROWS, OUTS, width, begin);
+                CHECK_MSG(memcmp(part, whole, sizeof(float) * ROWS * OUTS) == 0,
+                          "%s matmul: %s weights (columns %zu..) differ from fp32 ones of the same values",
+                          portable ? "portable" : "default", dtype == 1 ? "fp16" : "bf16", begin);
+            }
+        }
     pf_testing_portable_cpu = 0;
+    free(w16);
     free(x), free(w), free(whole), free(part), free(x_slice), free(w_slice), free(w_zeroed);
 }
 
