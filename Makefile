@@ -30,7 +30,9 @@ NCCL_LINK   := -L$(NCCL_HOME)/lib -Wl,-rpath,$(NCCL_HOME)/lib -l:libnccl.so.2
 else
 NCCL_LINK   := -lnccl
 endif
-CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lcublas $(NCCL_LINK) -lstdc++
+# Toolkits put their libraries in lib64 or lib.
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib -Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib \
+             -lcudart -lcublas $(NCCL_LINK) -lstdc++
 NVCCFLAGS ?= -O2 -std=c++17 -arch=sm_90 -Xcompiler -Wall,-Wextra
 BENCH_DEFS := -I$(CUDA_HOME)/include
 endif

@@ -11,7 +11,14 @@ stage=${1:-tests}
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
 log="$out/$stage.log"
-nvidia-smi >"$out/nvidia-smi.txt" 2>&1
+# What the machine has, for when the build below cannot find a library.
+{
+    nvidia-smi
+    command -v nvcc && nvcc --version
+    python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)'
+    find /usr/local /usr/lib /usr/include /opt -maxdepth 7 \( -name 'libcublas.so*' -o -name 'cublas_v2.h' \
+        -o -name 'libnccl.so*' -o -name 'nccl.h' -o -name 'libcudart.so*' -o -name 'cuda_runtime.h' \) 2>/dev/null | head -40
+} >"$out/machine.txt" 2>&1
 
 # NCCL: the toolkit's if it has one, else the wheel torch brought (it lacks the libnccl.so link).
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
@@ -29,7 +36,12 @@ fi
 make_args="CUDA=1 CUDA_HOME=$cuda_home${nccl:+ NCCL_HOME=$nccl}"
 echo "gpu_check: make $make_args ($stage)" | tee "$log"
 # shellcheck disable=SC2086
-make -j"$(nproc)" $make_args all >>"$log" 2>&1 || { echo "gpu_check: build failed" | tee -a "$log"; tail -30 "$log"; exit 1; }
+make -j"$(nproc)" $make_args all >>"$log" 2>&1 || {
+    echo "gpu_check: build failed; what the machine has ($out/machine.txt):" | tee -a "$log"
+    tail -30 "$log"
+    cat "$out/machine.txt"
+    exit 1
+}
 
 status=0
 case $stage in
