@@ -464,6 +464,23 @@ int pf_cuda_device_count(int *count, const char **reason) {
     return PF_CUDA_OK;
 }
 
+/* Free and total memory of a device, from any thread: the calling thread's current device is put
+   back afterwards. */
+int pf_cuda_device_memory(int device, size_t *free_bytes, size_t *total_bytes) {
+    int previous = 0;
+    cudaError_t e = cudaGetDevice(&previous);
+    if (e == cudaSuccess) e = cudaSetDevice(device);
+    if (e == cudaSuccess) {
+        e = cudaMemGetInfo(free_bytes, total_bytes);
+        cudaSetDevice(previous);
+    }
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return pf_cuda__code(e);
+    }
+    return PF_CUDA_OK;
+}
+
 /* Makes `device` current on the calling thread (first), then creates the rank's stream and cuBLAS
    handle on it. On failure *out is NULL and the message is in (message, size). */
 int pf_cuda_rank_create(int device, struct pf_cuda_rank **out, char *message, size_t size) {

@@ -5227,6 +5227,9 @@ typedef struct pf__backend {
     /* Beam search: row i of a cache [rows][row_floats] becomes old row src[i] (host array), for
        the first used_floats of each row. */
     void (*reorder_rows)(pf__rank *r, float *cache, const int *src, int rows, size_t row_floats, size_t used_floats);
+    /* The whole device's memory in use and in all, as the system reports it; from any thread.
+       -1 when it cannot say. */
+    int (*device_memory)(int device, size_t *used, size_t *total);
 } pf__backend;
 
 /* A share of the split dimensions held by one rank. */
@@ -5871,11 +5874,25 @@ static void pf__cpu_reorder_rows(pf__rank *r, float *cache, const int *src, int 
 static int pf__barrier(pf__group *g);
 static void pf__cpu_all_reduce(pf__rank *r, float *x, size_t count);
 
+/* The host's memory: physical pages, less the free ones. */
+static int pf__cpu_device_memory(int device, size_t *used, size_t *total) {
+    (void)device;
+#if defined(_SC_PHYS_PAGES) && defined(_SC_AVPHYS_PAGES) && defined(_SC_PAGESIZE)
+    long pages = sysconf(_SC_PHYS_PAGES), free_pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && free_pages >= 0 && free_pages <= pages && page > 0) {
+        *total = (size_t)pages * (size_t)page;
+        *used = (size_t)(pages - free_pages) * (size_t)page;
+        return 0;
+    }
+#endif
+    return -1;
+}
+
 static const pf__backend pf__cpu_backend = {
     "cpu", 1, NULL, NULL, pf__cpu_rank_begin, pf__cpu_rank_end, pf__cpu_alloc, pf__cpu_free, pf__cpu_copy,
     pf__cpu_copy, pf__cpu_download_rows, pf__cpu_copy, pf__cpu_embed, pf__cpu_add_positions, pf__cpu_norm, pf__cpu_matmul, pf__cpu_activation,
     pf__cpu_gated_activation, pf__cpu_add_residual, pf__cpu_rotary, pf__cpu_attention, pf__cpu_all_reduce,
-    pf__cpu_reorder_rows,
+    pf__cpu_reorder_rows, pf__cpu_device_memory,
 };
 
 /* =============================================================================================== */
@@ -6698,6 +6715,7 @@ typedef struct pf_cuda_rank pf_cuda_rank;
 #define PF__CUDA_SILU 3
 
 int pf_cuda_device_count(int *count, const char **reason);
+int pf_cuda_device_memory(int device, size_t *free_bytes, size_t *total_bytes);
 int pf_cuda_rank_create(int device, pf_cuda_rank **out, char *message, size_t size);
 void pf_cuda_rank_destroy(pf_cuda_rank *st);
 const char *pf_cuda_rank_message(const pf_cuda_rank *st);
@@ -7268,6 +7286,13 @@ static void pf__cuda_all_reduce(pf__rank *r, float *x, size_t count) {
     pf__cuda_ok(r, pf_cuda_copy_async(rs->cu, x, rs->reduce_sum, count * sizeof(float)));
 }
 
+static int pf__cuda_device_memory(int device, size_t *used, size_t *total) {
+    size_t free_bytes = 0;
+    if (pf_cuda_device_memory(device, &free_bytes, total) != PF__CUDA_OK || free_bytes > *total) return -1;
+    *used = *total - free_bytes;
+    return 0;
+}
+
 static const pf__backend pf__cuda_table = {
     .name = "cuda",
     .host_memory = 0,
@@ -7292,6 +7317,7 @@ static const pf__backend pf__cuda_table = {
     .attention = pf__cuda_attention,
     .all_reduce = pf__cuda_all_reduce,
     .reorder_rows = pf__cuda_reorder_rows,
+    .device_memory = pf__cuda_device_memory,
 };
 
 /* A device is present and the runtime works; quiet (0) when the driver or the device is missing. */
@@ -7330,13 +7356,14 @@ static void pf__log(const pf_model *m, const char *fmt, ...) {
 
 static void pf__log_memory_table(const pf_model *m) {
     const pf__group *g = m->group;
-    pf__log(m, "rank  device  heads  mlp    weights(B)   kv-cache(B)  scratch(B)   total(B)");
+    pf__log(m, "rank  device  heads  mlp    weights(B)   kv-cache(B)  scratch(B)   total(B)     device used/total(B)");
     for (int i = 0; i < g->num_ranks; i++) {
         const pf__rank *r = &g->ranks[i];
-        size_t total = r->bytes[PF__MEM_WEIGHTS] + r->bytes[PF__MEM_CACHE] + r->bytes[PF__MEM_SCRATCH];
-        pf__log(m, "%-5d %-7s %-6d %-6d %-12zu %-12zu %-12zu %zu", i, r->backend->name, r->share.heads,
-                r->share.mlp_width, r->bytes[PF__MEM_WEIGHTS], r->bytes[PF__MEM_CACHE], r->bytes[PF__MEM_SCRATCH],
-                total);
+        pf_memory_info info;
+        pf_get_memory_info(m, i, &info);
+        pf__log(m, "%-5d %-7s %-6d %-6d %-12zu %-12zu %-12zu %-12zu %zu/%zu", i, r->backend->name, r->share.heads,
+                r->share.mlp_width, info.weights, info.kv_cache, info.scratch, info.allocated, info.device_used,
+                info.device_total);
     }
 }
 
@@ -7348,7 +7375,7 @@ static const char *pf__backend_missing(const pf__backend *b) {
     PF__NEED(download_rows)
     PF__NEED(copy) PF__NEED(embed) PF__NEED(add_positions) PF__NEED(norm) PF__NEED(matmul) PF__NEED(activation)
     PF__NEED(gated_activation) PF__NEED(add_residual) PF__NEED(rotary) PF__NEED(attention) PF__NEED(all_reduce)
-    PF__NEED(reorder_rows)
+    PF__NEED(reorder_rows) PF__NEED(device_memory)
 #undef PF__NEED
     return NULL;
 }
@@ -7710,6 +7737,22 @@ size_t pf_memory_allocated(const pf_model *m, int rank) {
     if (!m || !m->group || rank < 0 || rank >= m->group->num_ranks) return 0;
     const pf__rank *r = &m->group->ranks[rank];
     return r->bytes[PF__MEM_WEIGHTS] + r->bytes[PF__MEM_CACHE] + r->bytes[PF__MEM_SCRATCH];
+}
+
+pf_result pf_get_memory_info(const pf_model *m, int rank, pf_memory_info *info) {
+    if (info) memset(info, 0, sizeof *info);
+    if (!m || !info) return PF_ERROR_INVALID_ARGUMENT;
+    if (!m->group || rank < 0 || rank >= m->group->num_ranks)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "rank %d: the model runs on %d rank(s)", rank,
+                        m->group ? m->group->num_ranks : 0);
+    const pf__rank *r = &m->group->ranks[rank];
+    info->weights = r->bytes[PF__MEM_WEIGHTS];
+    info->kv_cache = r->bytes[PF__MEM_CACHE];
+    info->scratch = r->bytes[PF__MEM_SCRATCH];
+    info->allocated = info->weights + info->kv_cache + info->scratch;
+    if (r->backend->device_memory(r->device, &info->device_used, &info->device_total))
+        info->device_used = info->device_total = 0;
+    return PF_OK;
 }
 
 /* Requests on a model that was never parallelized run on one CPU rank. */

@@ -127,6 +127,20 @@ int pf_num_ranks(const pf_model *model);
    model that has not run yet, nothing is allocated and this is 0. */
 size_t pf_memory_allocated(const pf_model *model, int rank);
 
+/* The memory of one rank, in bytes: what the model holds on its device by use (exact, as
+   pf_memory_allocated) and the whole device as the system reports it (a GPU: in use by every
+   process, CUDA contexts and libraries' own buffers included, and its capacity; a CPU rank: the
+   host's memory less its free pages, and its total). */
+typedef struct pf_memory_info {
+    size_t weights, kv_cache, scratch;
+    size_t allocated;                 /* weights + kv_cache + scratch */
+    size_t device_used, device_total; /* 0 where the system does not say */
+} pf_memory_info;
+
+/* Fills *info for rank `rank` of a parallelized model; PF_ERROR_INVALID_ARGUMENT (info zeroed)
+   for a rank that does not exist or before the model ran anywhere. */
+pf_result pf_get_memory_info(const pf_model *model, int rank, pf_memory_info *info);
+
 /* ---- inference -------------------------------------------------------------------------------- */
 
 /* Logits for a batch of sequences of equal length, from scratch (the KV cache is reset).

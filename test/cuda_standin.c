@@ -96,6 +96,17 @@ int pf_cuda_device_count(int *count, const char **reason) {
     if (reason) *reason = NULL;
     return 0;
 }
+/* A mock device of 80 GiB whose used memory is what the mock has allocated (on any device). */
+int pf_cuda_device_memory(int device, size_t *free_bytes, size_t *total_bytes) {
+    (void)device;
+    size_t used = 0;
+    pthread_mutex_lock(&mu);
+    for (size_t i = 0; i < num_allocs; i++) used += allocs[i].n;
+    pthread_mutex_unlock(&mu);
+    *total_bytes = (size_t)80 << 30;
+    *free_bytes = *total_bytes - used;
+    return 0;
+}
 int pf_cuda_rank_create(int device, pf_cuda_rank **out, char *message, size_t size) {
     int n;
     pf_cuda_device_count(&n, NULL);

@@ -340,8 +340,19 @@ static int check_padded(fixture *f, const char *what) {
 static float check_model(fixture *f, pf_dtype dtype, int ranks, const char *what, int *compared, int *pad_compared) {
     size_t n = (size_t)f->ref.num_prompt_ids * f->vocab;
     float tol = tolerance(f, dtype), worst = -1;
-    for (int i = 0; i < ranks; i++)
+    for (int i = 0; i < ranks; i++) {
         CHECK_MSG(pf_memory_allocated(f->model, i) > 0, "%s: rank %d holds no memory", what, i);
+        /* The device's own figures: what it has in use includes what this rank holds. */
+        pf_memory_info info;
+        pf_result r = pf_get_memory_info(f->model, i, &info);
+        CHECK_MSG(r == PF_OK && info.allocated == pf_memory_allocated(f->model, i) &&
+                      info.weights + info.kv_cache + info.scratch == info.allocated && info.weights > 0,
+                  "%s: rank %d memory info (%zu weights, %zu cache, %zu scratch, %zu allocated)", what, i,
+                  info.weights, info.kv_cache, info.scratch, info.allocated);
+        CHECK_MSG(info.device_total > 0 && info.device_used >= info.allocated && info.device_used <= info.device_total,
+                  "%s: rank %d device memory %zu used of %zu, %zu allocated", what, i, info.device_used,
+                  info.device_total, info.allocated);
+    }
     CHECK_MSG(pf_memory_allocated(f->model, ranks) == 0, "%s: memory on a rank that does not exist", what);
 
     int32_t ids[2 * MAX_IDS];

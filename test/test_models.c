@@ -158,6 +158,8 @@ static void test_to_cpu_and_memory(void) {
     if (fixture_open("gpt2-hub", &f)) return;
     size_t n = (size_t)f.ref.num_prompt_ids * f.vocab;
     CHECK(pf_memory_allocated(f.model, 0) == 0); /* nothing on any device before parallelizing */
+    pf_memory_info before;
+    CHECK(pf_get_memory_info(f.model, 0, &before) == PF_ERROR_INVALID_ARGUMENT && before.allocated == 0);
     CHECK(pf_parallelize(f.model, 1, &cpu) == PF_OK);
     size_t one = pf_memory_allocated(f.model, 0);
     float *base = prompt_logits(&f);
@@ -173,6 +175,22 @@ static void test_to_cpu_and_memory(void) {
     }
     CHECK(pf_memory_allocated(f.model, 3) == 0);
     CHECK(pf_memory_allocated(f.model, -1) == 0);
+    /* The same by use, and the host's memory as the system reports it. */
+    for (int i = 0; i < 3; i++) {
+        pf_memory_info info;
+        CHECK(pf_get_memory_info(f.model, i, &info) == PF_OK);
+        CHECK_MSG(info.allocated == pf_memory_allocated(f.model, i) && info.weights > 0 && info.kv_cache > 0 &&
+                      info.scratch > 0 && info.weights + info.kv_cache + info.scratch == info.allocated,
+                  "rank %d: %zu weights + %zu cache + %zu scratch, %zu allocated", i, info.weights, info.kv_cache,
+                  info.scratch, info.allocated);
+        CHECK_MSG(info.device_total > 0 && info.device_used >= info.allocated && info.device_used <= info.device_total,
+                  "rank %d: host memory %zu used of %zu", i, info.device_used, info.device_total);
+    }
+    pf_memory_info none;
+    CHECK(pf_get_memory_info(f.model, 3, &none) == PF_ERROR_INVALID_ARGUMENT && none.allocated == 0 &&
+          none.device_total == 0 && strstr(pf_error_message(f.model), "rank 3"));
+    CHECK(pf_get_memory_info(f.model, 0, NULL) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_get_memory_info(NULL, 0, &none) == PF_ERROR_INVALID_ARGUMENT);
     CHECK_MSG(total > one, "what is replicated makes the sum larger than one rank (%zu vs %zu)", total, one);
     CHECK_MSG(pf_to_cpu(f.model) == PF_OK, "pf_to_cpu: %s", pf_error_message(f.model));
     CHECK(pf_num_ranks(f.model) == 1);
