@@ -76,9 +76,10 @@ $(BUILD)/test_cuda: test/test_cuda.c test/test_util.c test/test.h $(BUILD)/paral
 test-cuda: $(BUILD)/test_cuda
 	$(BUILD)/test_cuda test/fixtures
 
+# SANITIZE_FIXTURES="gpt2-tiny llama" limits the (slow) sanitizer runs to those fixtures.
 test-cuda-sanitize: $(BUILD)/test_cuda
-	compute-sanitizer --tool memcheck --error-exitcode 1 $(BUILD)/test_cuda test/fixtures
-	compute-sanitizer --tool racecheck --error-exitcode 1 $(BUILD)/test_cuda test/fixtures
+	compute-sanitizer --tool memcheck --error-exitcode 1 $(BUILD)/test_cuda test/fixtures $(SANITIZE_FIXTURES)
+	compute-sanitizer --tool racecheck --error-exitcode 1 $(BUILD)/test_cuda test/fixtures $(SANITIZE_FIXTURES)
 
 # The CUDA section's host side (and test_cuda itself) against test/cuda_standin.c, a host-memory
 # stand-in for kernels.cu's ABI that mirrors each kernel's arithmetic: runs without a GPU, and

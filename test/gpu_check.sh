@@ -3,7 +3,9 @@
 # with CUDA and runs one stage, its log under $OUT (or ./gpu-logs). Each stage fits one 10-minute
 # device call.
 #   test/gpu_check.sh tests       make test (CPU suite) and make test-cuda
-#   test/gpu_check.sh sanitize    make test-cuda-sanitize (memcheck, then racecheck)
+#   test/gpu_check.sh sanitize [FIXTURE...]
+#                                 make test-cuda-sanitize (memcheck, then racecheck), on the named
+#                                 fixtures only if any (the whole run may not fit 10 minutes)
 #   test/gpu_check.sh bench ARGS  build/bench ARGS (e.g. --models gpt2-xl --dtype f16)
 set -u
 stage=${1:-tests}
@@ -50,7 +52,7 @@ tests)
     make $make_args test-cuda >>"$log" 2>&1 || status=$?
     ;;
 sanitize)
-    make $make_args test-cuda-sanitize >>"$log" 2>&1 || status=$?
+    make $make_args test-cuda-sanitize SANITIZE_FIXTURES="$*" >>"$log" 2>&1 || status=$?
     ;;
 bench)
     build/bench "$@" >>"$log" 2>&1 || status=$?
