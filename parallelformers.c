@@ -5583,10 +5583,14 @@ PF__TILE_SHAPES(portable, , PF__ROW_OUTS_PORTABLE)
 PF__TILE_SHAPES(avx2, PF__AVX2_TARGET, PF__ROW_OUTS_AVX2)
 #endif
 
-/* Attention's two loops: the scores of one query against `count` keys `stride` floats apart,
-   and the sum of `count` value rows weighted by w. Portable versions first. */
-static void pf__scores(float *out, const float *q, const float *keys, size_t stride, size_t count, size_t n) {
-    for (size_t j = 0; j < count; j++) out[j] = pf__dot(q, keys + j * stride, n);
+/* Attention's two loops: the scores of nq (1 to PF__QUERY_BLOCK) queries against `count` keys
+   `stride` floats apart (out[i * ld + j] = q[i] . key j), and the sum of `count` value rows
+   weighted by w. Portable versions first. */
+#define PF__QUERY_BLOCK 4
+static void pf__scores(float *out, size_t ld, const float *const *q, int nq, const float *keys, size_t stride,
+                       size_t count, size_t n) {
+    for (int i = 0; i < nq; i++)
+        for (size_t j = 0; j < count; j++) out[(size_t)i * ld + j] = pf__dot(q[i], keys + j * stride, n);
 }
 
 static void pf__weighted_sum(float *out, const float *w, const float *values, size_t stride, size_t count, size_t n) {
@@ -5596,31 +5600,57 @@ static void pf__weighted_sum(float *out, const float *w, const float *values, si
 }
 
 #ifdef PF__AVX2
-/* Four keys at a time, sharing each load of q; the four sums reduced together. */
-PF__AVX2_TARGET static void pf__scores_avx2(float *out, const float *q, const float *keys, size_t stride, size_t count,
-                                            size_t n) {
+/* The four sums of acc[0..3], each as ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)). */
+PF__AVX2_TARGET static PF__INLINE __m128 pf__sum4_avx2(const __m256 *acc) {
+    __m256 pairs = _mm256_hadd_ps(_mm256_hadd_ps(acc[0], acc[1]), _mm256_hadd_ps(acc[2], acc[3]));
+    return _mm_add_ps(_mm256_castps256_ps128(pairs), _mm256_extractf128_ps(pairs, 1));
+}
+
+/* One query: four keys at a time, sharing each load of q. Several: each key's load serves every
+   query. Either way a score is summed in the same lanes and order. */
+PF__AVX2_TARGET static void pf__scores_avx2(float *out, size_t ld, const float *const *q, int nq, const float *keys,
+                                            size_t stride, size_t count, size_t n) {
     size_t full = n / 8 * 8;
     __m256i tail = pf__lanes_below(n - full);
-    for (size_t j = 0; j < count; j += 4) {
-        const float *k[4];
-        __m256 acc[4];
-        int m = count - j < 4 ? (int)(count - j) : 4;
-        PF__UNROLL for (int t = 0; t < 4; t++) {
-            k[t] = keys + (j + (size_t)(t < m ? t : 0)) * stride; /* past the end: key j again, result unused */
-            acc[t] = _mm256_setzero_ps();
+    float sums[4];
+    if (nq == 1) {
+        for (size_t j = 0; j < count; j += 4) {
+            const float *k[4];
+            __m256 acc[4];
+            int m = count - j < 4 ? (int)(count - j) : 4;
+            PF__UNROLL for (int t = 0; t < 4; t++) {
+                k[t] = keys + (j + (size_t)(t < m ? t : 0)) * stride; /* past the end: key j again, result unused */
+                acc[t] = _mm256_setzero_ps();
+            }
+            for (size_t i = 0; i < full; i += 8) {
+                __m256 qv = _mm256_loadu_ps(q[0] + i);
+                PF__UNROLL for (int t = 0; t < 4; t++) acc[t] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k[t] + i), acc[t]);
+            }
+            if (full < n) {
+                __m256 qv = _mm256_maskload_ps(q[0] + full, tail);
+                PF__UNROLL for (int t = 0; t < 4; t++) acc[t] = _mm256_fmadd_ps(qv, _mm256_maskload_ps(k[t] + full, tail), acc[t]);
+            }
+            _mm_storeu_ps(sums, pf__sum4_avx2(acc));
+            for (int t = 0; t < m; t++) out[j + (size_t)t] = sums[t];
         }
-        for (size_t i = 0; i < full; i += 8) {
-            __m256 qv = _mm256_loadu_ps(q + i);
-            PF__UNROLL for (int t = 0; t < 4; t++) acc[t] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k[t] + i), acc[t]);
+        return;
+    }
+    const float *qs[4];
+    for (int i = 0; i < 4; i++) qs[i] = q[i < nq ? i : 0]; /* past nq: query 0 again, result unused */
+    for (size_t j = 0; j < count; j++) {
+        const float *k = keys + j * stride;
+        __m256 acc[4];
+        PF__UNROLL for (int i = 0; i < 4; i++) acc[i] = _mm256_setzero_ps();
+        for (size_t x = 0; x < full; x += 8) {
+            __m256 kv = _mm256_loadu_ps(k + x);
+            PF__UNROLL for (int i = 0; i < 4; i++) acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(qs[i] + x), kv, acc[i]);
         }
         if (full < n) {
-            __m256 qv = _mm256_maskload_ps(q + full, tail);
-            PF__UNROLL for (int t = 0; t < 4; t++) acc[t] = _mm256_fmadd_ps(qv, _mm256_maskload_ps(k[t] + full, tail), acc[t]);
+            __m256 kv = _mm256_maskload_ps(k + full, tail);
+            PF__UNROLL for (int i = 0; i < 4; i++) acc[i] = _mm256_fmadd_ps(_mm256_maskload_ps(qs[i] + full, tail), kv, acc[i]);
         }
-        __m256 pairs = _mm256_hadd_ps(_mm256_hadd_ps(acc[0], acc[1]), _mm256_hadd_ps(acc[2], acc[3]));
-        float sums[4];
-        _mm_storeu_ps(sums, _mm_add_ps(_mm256_castps256_ps128(pairs), _mm256_extractf128_ps(pairs, 1)));
-        for (int t = 0; t < m; t++) out[j + (size_t)t] = sums[t];
+        _mm_storeu_ps(sums, pf__sum4_avx2(acc));
+        for (int i = 0; i < nq; i++) out[(size_t)i * ld + j] = sums[i];
     }
 }
 
@@ -5658,7 +5688,8 @@ PF__AVX2_TARGET static void pf__weighted_sum_avx2(float *out, const float *w, co
 typedef struct pf__cpu_kernels {
     const pf__tile_fn *const *tiles; /* [weight dtype][shape] */
     size_t row_outs; /* weight rows of the one-row tile, tiles[2] */
-    void (*scores)(float *out, const float *q, const float *keys, size_t stride, size_t count, size_t n);
+    void (*scores)(float *out, size_t ld, const float *const *q, int nq, const float *keys, size_t stride, size_t count,
+                   size_t n);
     void (*weighted_sum)(float *out, const float *w, const float *values, size_t stride, size_t count, size_t n);
 } pf__cpu_kernels;
 
@@ -5744,8 +5775,9 @@ void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype,
 }
 
 /* Test hooks: attention's two loops, as the CPU backend picks them. */
-void pf_testing_cpu_scores(float *out, const float *q, const float *keys, size_t stride, size_t count, size_t n) {
-    pf__cpu_kernels_here()->scores(out, q, keys, stride, count, n);
+void pf_testing_cpu_scores(float *out, size_t ld, const float *const *q, int nq, const float *keys, size_t stride,
+                           size_t count, size_t n) {
+    pf__cpu_kernels_here()->scores(out, ld, q, nq, keys, stride, count, n);
 }
 void pf_testing_cpu_weighted_sum(float *out, const float *w, const float *values, size_t stride, size_t count, size_t n) {
     pf__cpu_kernels_here()->weighted_sum(out, w, values, stride, count, n);
@@ -5834,32 +5866,47 @@ static void pf__cpu_attention(pf__rank *r, float *out, const float *qkv, float *
             memcpy(vc + (s->past + t) * kv_width, row + q_width + kv_width, kv_width * sizeof(float));
         }
         size_t pad = s->pad ? (size_t)s->pad[b] : 0; /* left pads are never keys */
-        for (size_t t = 0; t < T; t++) {
-            size_t pos = (size_t)s->past + t, first = pad; /* keys first..pos */
-            if (a->window && pos + 1 > (size_t)a->window && pos + 1 - (size_t)a->window > first) first = pos + 1 - (size_t)a->window;
-            const float *q_row = qkv + ((size_t)b * T + t) * row_width;
-            float *o_row = out + ((size_t)b * T + t) * q_width;
-            if (first > pos) { /* a pad's own query: nothing to see, and nobody reads it */
-                memset(o_row, 0, q_width * sizeof(float));
-                continue;
+        /* Queries in blocks that share each key's load for their scores; each query then takes
+           the keys it may see (first..pos) out of the block's range (lo..hi). */
+        for (size_t t0 = 0; t0 < T; t0 += PF__QUERY_BLOCK) {
+            int nq = T - t0 < PF__QUERY_BLOCK ? (int)(T - t0) : PF__QUERY_BLOCK;
+            size_t first[PF__QUERY_BLOCK], pos[PF__QUERY_BLOCK], lo = SIZE_MAX, hi = 0;
+            for (int i = 0; i < nq; i++) {
+                pos[i] = (size_t)s->past + t0 + (size_t)i;
+                first[i] = pad;
+                if (a->window && pos[i] + 1 > (size_t)a->window && pos[i] + 1 - (size_t)a->window > first[i])
+                    first[i] = pos[i] + 1 - (size_t)a->window;
+                if (first[i] > pos[i]) { /* a pad's own query: nothing to see, and nobody reads it */
+                    memset(out + ((size_t)b * T + t0 + (size_t)i) * q_width, 0, q_width * sizeof(float));
+                    continue;
+                }
+                if (first[i] < lo) lo = first[i];
+                hi = pos[i];
             }
+            if (lo > hi) continue;
             for (int h = 0; h < a->heads; h++) {
-                const float *q = q_row + (size_t)h * hd;
+                const float *q[PF__QUERY_BLOCK];
+                for (int i = 0; i < nq; i++) q[i] = qkv + ((size_t)b * T + t0 + (size_t)i) * row_width + (size_t)h * hd;
                 size_t kv = (size_t)((a->head_begin + h) / a->kv_group - a->kv_begin) * hd;
-                float slope = a->alibi ? a->alibi[h] : 0.0f, max = -INFINITY, *p = r->scores + first;
-                size_t count = pos + 1 - first;
-                kernels->scores(p, q, kc + first * kv_width + kv, kv_width, count, hd);
-                for (size_t j = 0; j < count; j++) {
-                    p[j] = p[j] * a->scale + slope * (float)(first + j - pad);
-                    if (p[j] > max) max = p[j];
+                kernels->scores(r->scores, (size_t)a->cache_len, q, nq, kc + lo * kv_width + kv, kv_width, hi + 1 - lo, hd);
+                float slope = a->alibi ? a->alibi[h] : 0.0f;
+                for (int i = 0; i < nq; i++) {
+                    if (first[i] > pos[i]) continue;
+                    float max = -INFINITY, *p = r->scores + (size_t)i * a->cache_len + (first[i] - lo);
+                    size_t count = pos[i] + 1 - first[i];
+                    for (size_t j = 0; j < count; j++) {
+                        p[j] = p[j] * a->scale + slope * (float)(first[i] + j - pad);
+                        if (p[j] > max) max = p[j];
+                    }
+                    double sum = 0;
+                    for (size_t j = 0; j < count; j++) {
+                        p[j] = expf(p[j] - max);
+                        sum += p[j];
+                    }
+                    for (size_t j = 0; j < count; j++) p[j] = (float)(p[j] / sum);
+                    float *o = out + ((size_t)b * T + t0 + (size_t)i) * q_width + (size_t)h * hd;
+                    kernels->weighted_sum(o, p, vc + first[i] * kv_width + kv, kv_width, count, hd);
                 }
-                double sum = 0;
-                for (size_t j = 0; j < count; j++) {
-                    p[j] = expf(p[j] - max);
-                    sum += p[j];
-                }
-                for (size_t j = 0; j < count; j++) p[j] = (float)(p[j] / sum);
-                kernels->weighted_sum(o_row + (size_t)h * hd, p, vc + first * kv_width + kv, kv_width, count, hd);
             }
         }
     }
@@ -6464,7 +6511,7 @@ static void pf__rank_setup(pf__rank *r) {
     if (a->mlp == PF__MLP_GATED) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
     r->logits = (float *)pf__rank_alloc(r, g->logit_rows * r->share.vocab_rows * sizeof(float));
     if (r->backend == &pf__cpu_backend) {
-        r->scores = (float *)pf__rank_alloc(r, (size_t)g->cache_len * sizeof(float));
+        r->scores = (float *)pf__rank_alloc(r, PF__QUERY_BLOCK * (size_t)g->cache_len * sizeof(float));
         if (g->num_ranks > 1) r->reduce_tmp = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
         if (g->max_batch > 1) r->reorder_tmp = (float *)pf__rank_alloc(r, (size_t)g->max_batch * g->cache_len * kv_width * sizeof(float));
     }

@@ -17,7 +17,8 @@
 extern int pf_testing_fail_rank, pf_testing_fail_countdown, pf_testing_portable_cpu;
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
                            size_t n_out, size_t k, size_t col_begin);
-void pf_testing_cpu_scores(float *out, const float *q, const float *keys, size_t stride, size_t count, size_t n);
+void pf_testing_cpu_scores(float *out, size_t ld, const float *const *q, int nq, const float *keys, size_t stride,
+                           size_t count, size_t n);
 void pf_testing_cpu_weighted_sum(float *out, const float *w, const float *values, size_t stride, size_t count, size_t n);
 #endif
 
@@ -424,14 +425,14 @@ static void test_cpu_matmul(void) {
     free(x), free(w), free(whole), free(part), free(x_slice), free(w_slice), free(w_zeroed);
 }
 
-/* Attention's scores and weighted sum for 0 to 9 rows of every width up to 140 (vector bodies,
-   ragged tails, several 64-wide blocks), rows 150 floats apart, on each kernel set, against
-   double arithmetic; outputs past the width stay untouched. */
+/* Attention's scores (for 1 to 4 queries at once) and weighted sum for 0 to 9 rows of every width
+   up to 140 (vector bodies, ragged tails, several 64-wide blocks), rows 150 floats apart, on each
+   kernel set, against double arithmetic; outputs past the count or width stay untouched. */
 static void test_cpu_attention_kernels(void) {
-    enum { STRIDE = 150, ROWS = 9, WIDTH = 140 };
-    static float q[WIDTH], rows[ROWS * STRIDE], w[ROWS], out[WIDTH + 1];
+    enum { STRIDE = 150, ROWS = 9, WIDTH = 140, QUERIES = 4, LD = 16 };
+    static float queries[QUERIES][WIDTH], rows[ROWS * STRIDE], w[ROWS], out[QUERIES * LD + WIDTH + 1];
     uint64_t state = 7;
-    random_fill(q, WIDTH, 1.0f, &state);
+    random_fill(&queries[0][0], QUERIES * WIDTH, 1.0f, &state);
     random_fill(rows, ROWS * STRIDE, 1.0f, &state);
     random_fill(w, ROWS, 1.0f, &state);
     for (int portable = 0; portable <= 1; portable++) {
@@ -439,14 +440,22 @@ static void test_cpu_attention_kernels(void) {
         int bad_scores = -1, bad_sum = -1;
         for (size_t count = 0; count <= ROWS; count++)
             for (size_t n = 1; n <= WIDTH; n++) {
-                out[count] = out[n] = 12345.0f;
-                pf_testing_cpu_scores(out, q, rows, STRIDE, count, n);
-                for (size_t j = 0; j < count; j++) {
-                    double exact = 0, magnitude = 0;
-                    for (size_t i = 0; i < n; i++) exact += (double)q[i] * rows[j * STRIDE + i], magnitude += fabs((double)q[i] * rows[j * STRIDE + i]);
-                    if (fabs(out[j] - exact) > magnitude / (1 << 20)) bad_scores = (int)(count * 1000 + n);
+                for (int nq = 1; nq <= QUERIES; nq++) {
+                    const float *q[QUERIES] = {queries[0], queries[1], queries[2], queries[3]};
+                    for (int i = 0; i < QUERIES; i++) out[(size_t)i * LD + count] = 12345.0f;
+                    pf_testing_cpu_scores(out, LD, q, nq, rows, STRIDE, count, n);
+                    for (int k = 0; k < nq; k++)
+                        for (size_t j = 0; j < count; j++) {
+                            double exact = 0, magnitude = 0;
+                            for (size_t i = 0; i < n; i++) {
+                                exact += (double)q[k][i] * rows[j * STRIDE + i];
+                                magnitude += fabs((double)q[k][i] * rows[j * STRIDE + i]);
+                            }
+                            if (fabs(out[(size_t)k * LD + j] - exact) > magnitude / (1 << 20)) bad_scores = (int)(count * 1000 + n);
+                        }
+                    for (int i = 0; i < QUERIES; i++)
+                        if (out[(size_t)i * LD + count] != 12345.0f) bad_scores = (int)(count * 1000 + n);
                 }
-                if (out[count] != 12345.0f) bad_scores = (int)(count * 1000 + n);
                 out[n] = 12345.0f;
                 pf_testing_cpu_weighted_sum(out, w, rows, STRIDE, count, n);
                 for (size_t i = 0; i < n; i++) {
