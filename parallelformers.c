@@ -5306,13 +5306,19 @@ static void pf__cpu_copy(pf__rank *r, void *dst, const void *src, size_t bytes) 
     if (bytes) memcpy(dst, src, bytes);
 }
 
-/* Element i of a CPU weight, whatever its dtype (for the ops that read a row or two per token). */
-static float pf__weight_at(const pf__weight *w, size_t i) {
-    switch (w->dtype) {
-    case PF__DTYPE_F16: return pf__f16_to_f32(((const uint16_t *)w->data)[i]);
-    case PF__DTYPE_BF16: return pf__bf16_to_f32(((const uint16_t *)w->data)[i]);
-    default: return ((const float *)w->data)[i];
-    }
+#if defined(__GNUC__) || defined(__clang__)
+#define PF__UNROLL _Pragma("GCC unroll 8")
+#define PF__INLINE __attribute__((always_inline)) inline
+#else
+#define PF__UNROLL
+#define PF__INLINE
+#endif
+
+/* Weight i of w, stored as wt, in fp32 (wt a constant in the kernels, which then need no branch). */
+static PF__INLINE float pf__weight_value(const void *w, size_t i, const int wt) {
+    if (wt == PF__DTYPE_F16) return pf__f16_to_f32(((const uint16_t *)w)[i]);
+    if (wt == PF__DTYPE_BF16) return pf__bf16_to_f32(((const uint16_t *)w)[i]);
+    return ((const float *)w)[i];
 }
 
 static void pf__cpu_embed(pf__rank *r, float *out, const pf__weight *tokens, const pf__step *s, float scale,
@@ -5321,7 +5327,7 @@ static void pf__cpu_embed(pf__rank *r, float *out, const pf__weight *tokens, con
     size_t d = tokens->cols, n = (size_t)s->batch * s->seq_len;
     for (size_t row = 0; row < n; row++) {
         size_t id = (size_t)(s->ids[row] - first); /* wraps for ids below first */
-        for (size_t i = 0; i < d; i++) out[row * d + i] = id < tokens->rows ? pf__weight_at(tokens, id * d + i) * scale : 0.0f;
+        for (size_t i = 0; i < d; i++) out[row * d + i] = id < tokens->rows ? pf__weight_value(tokens->data, id * d + i, tokens->dtype) * scale : 0.0f;
     }
 }
 
@@ -5340,7 +5346,7 @@ static void pf__cpu_add_positions(pf__rank *r, float *x, const pf__weight *table
             float *row = x + ((size_t)b * s->seq_len + t) * d;
             int position = s->past + t - (s->pad ? s->pad[b] : 0);
             size_t first = (size_t)(offset + (position > 0 ? position : 0)) * d;
-            for (size_t i = 0; i < d; i++) row[i] += pf__weight_at(table, first + i);
+            for (size_t i = 0; i < d; i++) row[i] += pf__weight_value(table->data, first + i, table->dtype);
         }
 }
 
@@ -5394,13 +5400,6 @@ static float pf__dot(const float *a, const float *b, size_t n) {
 #define PF__ROW_OUTS_PORTABLE 4 /* its double lanes spill beyond 4 */
 #define PF__MAX_OUTS 8
 
-#if defined(__GNUC__) || defined(__clang__)
-#define PF__UNROLL _Pragma("GCC unroll 8")
-#define PF__INLINE __attribute__((always_inline)) inline
-#else
-#define PF__UNROLL
-#define PF__INLINE
-#endif
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && !defined(PF_NO_AVX2)
 #define PF__AVX2 1
 #include <cpuid.h>
@@ -5421,12 +5420,6 @@ PF__AVX2_TARGET static __m256i pf__lanes_below(size_t count) {
 typedef void (*pf__tile_fn)(double *acc, size_t ld, const float *x, const void *w, size_t k, size_t begin,
                             size_t end, size_t first_end);
 
-/* Weight i of w, stored as wt, in fp32. */
-static PF__INLINE float pf__weight_value(const void *w, size_t i, const int wt) {
-    if (wt == PF__DTYPE_F16) return pf__f16_to_f32(((const uint16_t *)w)[i]);
-    if (wt == PF__DTYPE_BF16) return pf__bf16_to_f32(((const uint16_t *)w)[i]);
-    return ((const float *)w)[i];
-}
 
 /* Without AVX2 and FMA, the products are rounded to fp32 before an fp32 add, which makes the sums
    across a split chunk drift further apart (1.2e-5 between rank counts on OPT-350m's shape):
@@ -6549,9 +6542,7 @@ static void pf__rank_gather(pf__rank *r) {
         if (numel) {
             r->backend->download(r, slice, w.data, numel * pf__dtype_size(w.dtype));
             if (w.dtype != PF__DTYPE_F32) { /* widen in place, from the back */
-                const uint16_t *half = (const uint16_t *)slice;
-                for (size_t k = numel; k-- > 0;)
-                    slice[k] = w.dtype == PF__DTYPE_F16 ? pf__f16_to_f32(half[k]) : pf__bf16_to_f32(half[k]);
+                for (size_t k = numel; k-- > 0;) slice[k] = pf__weight_value(slice, k, w.dtype);
             }
             pf__slice_scatter(g->gather[i], src->cols, slice, &p);
         }
