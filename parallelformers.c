@@ -950,7 +950,9 @@ typedef struct pf__config {
     double final_norm_eps;          /* 0: norm_eps */
     int scale_attn_weights;         /* 0: scores are q.k unscaled (GPT-Neo) */
     int scale_attn_by_inverse_layer_idx;
-    int eos_token_id;
+    int32_t *eos_ids;               /* [num_eos_ids]: config.json's and generation_config.json's; owned */
+    int num_eos_ids;
+    int bos_token_id, pad_token_id, decoder_start_token_id; /* -1: none */
     int pre_norm;                   /* 0: post-norm blocks (OpenAI GPT, OPT-350m) */
     int parallel_residual;          /* x + attn(norm(x)) + mlp(norm'(x)) */
     int position_offset;            /* OPT's learned positions start at 2 */
@@ -975,7 +977,7 @@ static void pf__config_defaults(pf__config *c) {
     c->pre_norm = 1;
     c->rotary_pct = 1.0;
     c->rope_theta = 10000.0;
-    c->eos_token_id = -1;
+    c->bos_token_id = c->pad_token_id = c->decoder_start_token_id = -1;
     c->rope_factor = 1.0;
     c->use_sliding_window = 1;
 }
@@ -1023,8 +1025,6 @@ static int pf__json_number(const pf__json *v, double *out) {
     if (!v || v->type == PF__JSON_NULL) return 0;
     if (v->type == PF__JSON_NUMBER) *out = v->number;
     else if (v->type == PF__JSON_BOOL) *out = v->boolean;
-    else if (v->type == PF__JSON_ARRAY && v->count && v->first->type == PF__JSON_NUMBER)
-        *out = v->first->number; /* e.g. several eos ids: the first one stops generation here */
     else return -1;
     return 1;
 }
@@ -1085,6 +1085,151 @@ static pf_result pf__config_layer_windows(const pf__json *json, const pf__arch *
         if (c->layer_window[l] < 0)
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: layer %d has a negative window", path, l);
     }
+    return PF_OK;
+}
+
+/* ---- token ids and generate() defaults (config.json, generation_config.json) ---- */
+
+/* A token id from JSON: 1 if set (an integer >= 0), 0 if absent, null or negative (some configs
+   write -1 for "none"), -1 if not an integer. */
+static int pf__json_token_id(const pf__json *v, int *out) {
+    if (!v || v->type == PF__JSON_NULL) return 0;
+    if (v->type != PF__JSON_NUMBER || v->number != floor(v->number) || v->number > 2147483647.0) return -1;
+    if (v->number < 0) return 0;
+    *out = (int)v->number;
+    return 1;
+}
+
+/* Adds eos ids (one id or a list, as transformers accepts both) that the list lacks. */
+static pf_result pf__config_add_eos(pf__config *c, const pf__json *v, const char *path, char *message, size_t size) {
+    if (!v || v->type == PF__JSON_NULL) return PF_OK;
+    const pf__json *first = v->type == PF__JSON_ARRAY ? v->first : v;
+    size_t count = v->type == PF__JSON_ARRAY ? v->count : 1;
+    if (count > 4096) return pf__format(message, size, PF_ERROR_FORMAT, "%s: %zu eos ids", path, count);
+    int32_t *grown = (int32_t *)realloc(c->eos_ids, ((size_t)c->num_eos_ids + count + 1) * sizeof(int32_t));
+    if (!grown) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    c->eos_ids = grown;
+    for (const pf__json *e = first; count--; e = e->next) {
+        int id, seen = 0, found = pf__json_token_id(e, &id);
+        if (found < 0) return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"eos_token_id\" holds a non-integer", path);
+        for (int i = 0; found && i < c->num_eos_ids; i++) seen |= c->eos_ids[i] == id;
+        if (found && !seen) c->eos_ids[c->num_eos_ids++] = id;
+    }
+    return PF_OK;
+}
+
+/* bos, pad, decoder start and eos ids from config.json or generation_config.json: a later file's
+   ids replace the earlier ones, except eos ids, which are joined (generation stops on any). */
+static pf_result pf__config_token_ids(pf__config *c, const pf__json *json, const char *path, char *message, size_t size) {
+    static const struct { const char *key; size_t offset; } ids[] = {
+        {"bos_token_id", offsetof(pf__config, bos_token_id)},
+        {"pad_token_id", offsetof(pf__config, pad_token_id)},
+        {"decoder_start_token_id", offsetof(pf__config, decoder_start_token_id)},
+    };
+    for (size_t i = 0; i < PF__COUNT(ids); i++)
+        if (pf__json_token_id(pf__json_get(json, ids[i].key), (int *)((char *)c + ids[i].offset)) < 0)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is not a token id", path, ids[i].key);
+    return pf__config_add_eos(c, pf__json_get(json, "eos_token_id"), path, message, size);
+}
+
+/* generation_config.json keys that generate() takes as defaults and pf_generate_options holds. */
+static const struct pf__generation_key {
+    const char *key;
+    size_t offset; /* in pf_generate_options */
+    char kind;     /* 'i' int, 'f' float, 'b' bool as int, 'e' early_stopping (true, false, "never") */
+    double low, high;
+} pf__generation_keys[] = {
+    {"max_length", offsetof(pf_generate_options, max_length), 'i', 0, 1e9},
+    {"max_new_tokens", offsetof(pf_generate_options, max_new_tokens), 'i', 0, 1e9},
+    {"min_length", offsetof(pf_generate_options, min_length), 'i', 0, 1e9},
+    {"min_new_tokens", offsetof(pf_generate_options, min_new_tokens), 'i', 0, 1e9},
+    {"num_beams", offsetof(pf_generate_options, num_beams), 'i', 1, 1e6},
+    {"num_return_sequences", offsetof(pf_generate_options, num_return_sequences), 'i', 1, 1e6},
+    {"no_repeat_ngram_size", offsetof(pf_generate_options, no_repeat_ngram_size), 'i', 0, 1e9},
+    {"top_k", offsetof(pf_generate_options, top_k), 'i', 0, 1e9},
+    {"do_sample", offsetof(pf_generate_options, do_sample), 'b', 0, 1},
+    {"temperature", offsetof(pf_generate_options, temperature), 'f', 1e-30, 1e30},
+    {"top_p", offsetof(pf_generate_options, top_p), 'f', 1e-30, 1},
+    {"repetition_penalty", offsetof(pf_generate_options, repetition_penalty), 'f', 1e-30, 1e30},
+    {"length_penalty", offsetof(pf_generate_options, length_penalty), 'f', -1e30, 1e30},
+    {"early_stopping", offsetof(pf_generate_options, early_stopping), 'e', 0, 0},
+};
+
+/* generation_config.json keys that change what generate() does and that we do not implement,
+   with the value that leaves generation as ours (null always does): any other value is refused. */
+static const struct { const char *key; double neutral; } pf__generation_unsupported[] = {
+    {"typical_p", 1}, {"epsilon_cutoff", 0}, {"eta_cutoff", 0}, {"min_p", 0}, {"top_h", 0},
+    {"diversity_penalty", 0}, {"num_beam_groups", 1}, {"penalty_alpha", 0}, {"encoder_repetition_penalty", 1},
+    {"encoder_no_repeat_ngram_size", 0}, {"guidance_scale", 1}, {"renormalize_logits", 0},
+    {"exponential_decay_length_penalty", NAN}, {"suppress_tokens", NAN}, {"begin_suppress_tokens", NAN},
+    {"forced_bos_token_id", NAN}, {"forced_eos_token_id", NAN}, {"forced_decoder_ids", NAN},
+    {"sequence_bias", NAN}, {"bad_words_ids", NAN}, {"force_words_ids", NAN}, {"constraints", NAN},
+    {"stop_strings", NAN}, {"watermarking_config", NAN}, {"max_time", NAN}, {"token_healing", 0},
+    {"dola_layers", NAN}, {"prompt_lookup_num_tokens", NAN}, {"assistant_early_exit", NAN},
+};
+
+/* One generate() default into o; 1 if the value is not what the key allows. */
+static int pf__generation_set(pf_generate_options *o, const struct pf__generation_key *k, const pf__json *v) {
+    void *field = (char *)o + k->offset;
+    if (k->kind == 'e') {
+        if (v->type == PF__JSON_STRING && !strcmp(v->string, "never")) *(pf_early_stopping *)field = PF_EARLY_STOPPING_NEVER;
+        else if (v->type == PF__JSON_BOOL) *(pf_early_stopping *)field = v->boolean ? PF_EARLY_STOPPING_ON : PF_EARLY_STOPPING_HEURISTIC;
+        else return 1;
+        return 0;
+    }
+    double x;
+    if (pf__json_number(v, &x) != 1 || v->type == PF__JSON_ARRAY || !(x >= k->low && x <= k->high)) return 1;
+    if (k->kind == 'f') *(float *)field = (float)x;
+    else if (x != floor(x)) return 1;
+    else *(int *)field = (int)x;
+    return 0;
+}
+
+/* Reads DIR/generation_config.json when present: its token ids into c (see pf__config_token_ids)
+   and the generate() defaults it sets into *defaults (which starts as pf_generate_options_init()). */
+static pf_result pf__generation_config_read(const char *dir, pf__config *c, pf_generate_options *defaults,
+                                            char *message, size_t size) {
+    char path[PF__PATH_SIZE];
+    pf__json *json;
+    if (pf__path_join(path, sizeof path, dir, "generation_config.json"))
+        return pf__format(message, size, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", dir);
+    if (!pf__file_exists(path)) return PF_OK;
+    pf_result r = pf__json_load(path, &json, message, size);
+    if (r) return r;
+    if (json->type != PF__JSON_OBJECT) r = pf__format(message, size, PF_ERROR_FORMAT, "%s: not a JSON object", path);
+    if (!r) r = pf__config_token_ids(c, json, path, message, size);
+    for (size_t i = 0; !r && i < PF__COUNT(pf__generation_keys); i++) {
+        const pf__json *v = pf__json_get(json, pf__generation_keys[i].key);
+        if (v && v->type != PF__JSON_NULL && pf__generation_set(defaults, &pf__generation_keys[i], v))
+            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" has a value generate() does not accept", path,
+                           pf__generation_keys[i].key);
+    }
+    for (size_t i = 0; !r && i < PF__COUNT(pf__generation_unsupported); i++) {
+        const pf__json *v = pf__json_get(json, pf__generation_unsupported[i].key);
+        double x;
+        if (!v || v->type == PF__JSON_NULL) continue;
+        if (pf__json_number(v, &x) == 1 && v->type != PF__JSON_ARRAY && x == pf__generation_unsupported[i].neutral) continue;
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED,
+                       "%s: \"%s\" is set, and generation with it is not supported (load with skip_generation_config "
+                       "to generate without it)", path, pf__generation_unsupported[i].key);
+    }
+    pf__json_free(json);
+    if (!r && c->pad_token_id >= 0) defaults->pad_token_id = c->pad_token_id;
+    return r;
+}
+
+/* Token ids must name rows of the vocabulary: finished rows are fed the pad id. */
+static pf_result pf__config_check_token_ids(const pf__config *c, const char *dir, char *message, size_t size) {
+    int ids[] = {c->bos_token_id, c->pad_token_id, c->decoder_start_token_id};
+    static const char *names[] = {"bos_token_id", "pad_token_id", "decoder_start_token_id"};
+    for (int i = 0; i < 3; i++)
+        if (ids[i] >= c->vocab_size)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s %d is outside the vocabulary (%d)", dir, names[i],
+                              ids[i], c->vocab_size);
+    for (int i = 0; i < c->num_eos_ids; i++)
+        if (c->eos_ids[i] >= c->vocab_size)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: eos_token_id %d is outside the vocabulary (%d)", dir,
+                              (int)c->eos_ids[i], c->vocab_size);
     return PF_OK;
 }
 
@@ -1157,6 +1302,7 @@ static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message
             r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: activation \"%s\" is not supported", path, act_name);
     }
     if (!r) r = pf__config_rope(json, cfg, path, message, size);
+    if (!r) r = pf__config_token_ids(cfg, json, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_windows(json, a, cfg, path, message, size);
     pf__json_free(json);
     if (r) return r;
@@ -5996,6 +6142,7 @@ struct pf_model {
     pf_parallel_options parallel_options;
     float *logits;        /* host: [max_batch][vocab], the last positions' logits */
     float *inv_freq;      /* host: [rotary_dim / 2], the rotary frequencies of the current step */
+    pf_generate_options generate_defaults; /* pf_generate_options_init() + generation_config.json */
     int rope_cached_len;  /* dynamic rope: the longest sequence its frequencies were grown for */
     pthread_mutex_t request_lock; /* requests from several threads run one after another */
 };
@@ -7514,6 +7661,10 @@ pf_generate_options pf_generate_options_init(void) {
     return o;
 }
 
+pf_generate_options pf_model_generate_options(const pf_model *m) {
+    return m && m->loaded ? m->generate_defaults : pf_generate_options_init();
+}
+
 const char *pf_error_message(const pf_model *m) {
     if (!m) return "no model";
     return pf__error_model == (const void *)m ? pf__error_text : "";
@@ -7613,6 +7764,10 @@ pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_mode
     m->dir = strdup(model_dir);
     if (!m->dir) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     pf_result r = pf__config_read(model_dir, &m->config, pf__error_buffer(m), PF__MESSAGE_SIZE);
+    m->generate_defaults = pf_generate_options_init();
+    if (!r && !m->load_options.skip_generation_config)
+        r = pf__generation_config_read(model_dir, &m->config, &m->generate_defaults, pf__error_buffer(m), PF__MESSAGE_SIZE);
+    if (!r) r = pf__config_check_token_ids(&m->config, model_dir, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r) r = pf__st_open(model_dir, &m->st, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r) r = pf__resolve_sources(m);
     if (!r) {
@@ -7641,6 +7796,7 @@ void pf_free(pf_model *m) {
     free(m->logits);
     free(m->inv_freq);
     free(m->config.layer_window);
+    free(m->config.eos_ids);
     free(m->dir);
     pthread_mutex_destroy(&m->request_lock);
     free(m);
@@ -7649,7 +7805,7 @@ void pf_free(pf_model *m) {
 pf_model_info pf_get_info(const pf_model *m) {
     pf_model_info info;
     memset(&info, 0, sizeof info);
-    info.eos_token_id = -1;
+    info.eos_token_id = info.bos_token_id = info.pad_token_id = info.decoder_start_token_id = -1;
     if (!m || !m->loaded) return info;
     info.model_type = pf__archs[m->config.arch].model_type;
     info.vocab_size = m->config.vocab_size;
@@ -7657,7 +7813,13 @@ pf_model_info pf_get_info(const pf_model *m) {
     info.num_layers = m->config.num_layers;
     info.num_heads = m->config.num_heads;
     info.max_positions = m->config.max_positions;
-    info.eos_token_id = m->config.eos_token_id;
+    const pf__config *c = &m->config;
+    info.eos_token_ids = c->eos_ids;
+    info.num_eos_token_ids = c->num_eos_ids;
+    info.eos_token_id = c->num_eos_ids ? c->eos_ids[0] : -1;
+    info.bos_token_id = c->bos_token_id;
+    info.pad_token_id = c->pad_token_id;
+    info.decoder_start_token_id = c->decoder_start_token_id;
     return info;
 }
 
@@ -8185,9 +8347,8 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the prompt (%d tokens) leaves no room in the KV cache (%d)", width,
                         g->cache_len);
     /* Lengths as transformers resolves them (20 new tokens by default); the cache bounds them. */
-    int32_t config_eos = (int32_t)m->config.eos_token_id;
-    const int32_t *eos = o->num_eos_token_ids ? o->eos_token_ids : &config_eos;
-    int num_eos = o->num_eos_token_ids ? o->num_eos_token_ids : (config_eos >= 0 && config_eos < vocab);
+    const int32_t *eos = o->num_eos_token_ids ? o->eos_token_ids : m->config.eos_ids;
+    int num_eos = o->num_eos_token_ids ? o->num_eos_token_ids : m->config.num_eos_ids;
     int32_t pad_token = o->pad_token_id >= 0 ? o->pad_token_id : num_eos ? eos[0] : 0;
     long long max_length = o->max_new_tokens ? (long long)width + o->max_new_tokens
                            : o->max_length   ? o->max_length
@@ -8462,7 +8623,7 @@ pf_result pf_generate_batch(pf_model *m, const int32_t *const *prompts, const in
     if (result) memset(result, 0, sizeof *result);
     if (!prompts || !prompt_lengths || batch < 1 || !result)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_generate_batch needs prompts, their lengths, batch >= 1 and a result");
-    pf_generate_options o = options ? *options : pf_generate_options_init();
+    pf_generate_options o = options ? *options : m->generate_defaults;
     pthread_mutex_lock(&m->request_lock);
     pf_result r = pf__generate_locked(m, prompts, prompt_lengths, batch, &o, result);
     pthread_mutex_unlock(&m->request_lock);
@@ -8475,7 +8636,7 @@ pf_result pf_generate(pf_model *m, const int32_t *prompt, int prompt_len, const 
     if (num_out) *num_out = 0;
     if (!prompt || prompt_len < 1 || !out || out_capacity < 0 || !num_out)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_generate needs a prompt of at least one id, out and num_out");
-    pf_generate_options o = options ? *options : pf_generate_options_init();
+    pf_generate_options o = options ? *options : m->generate_defaults;
     if (o.max_new_tokens < 0 || o.max_length < 0)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "generate options: negative lengths");
     if (out_capacity == 0) return PF_OK;

@@ -47,6 +47,8 @@ typedef struct pf_load_options {
     pf_log_callback log; /* NULL: no log lines */
     void *log_user;
     int skip_tokenizer;  /* 1: do not load the tokenizer (ids only; pf_model_tokenizer is NULL) */
+    int skip_generation_config; /* 1: do not read generation_config.json (token ids from config.json,
+                                   generate defaults from pf_generate_options_init) */
 } pf_load_options;
 
 pf_load_options pf_load_options_init(void);
@@ -66,11 +68,16 @@ void pf_free(pf_model *model);
    sharing a model each see their own. Valid until the thread's next call on the model. */
 const char *pf_error_message(const pf_model *model);
 
-/* Hyperparameters read from config.json. Any thread, after pf_load succeeded. */
+/* Hyperparameters read from config.json, and the special token ids of config.json and
+   generation_config.json (the latter's bos/pad/decoder start ids win; eos ids are joined). Any
+   thread, after pf_load succeeded. */
 typedef struct pf_model_info {
     const char *model_type;
     int vocab_size, hidden_size, num_layers, num_heads, max_positions;
-    int eos_token_id; /* -1 when the config names none */
+    int eos_token_id;              /* the first eos id; -1 when none is named */
+    const int32_t *eos_token_ids;  /* every eos id: generation stops on any; owned by the model */
+    int num_eos_token_ids;
+    int bos_token_id, pad_token_id, decoder_start_token_id; /* -1 when not named */
 } pf_model_info;
 
 pf_model_info pf_get_info(const pf_model *model);
@@ -182,7 +189,7 @@ typedef struct pf_generate_options {
     float top_p;               /* 1.0 (sampling only) */
     float repetition_penalty;  /* 1.0: off */
     uint64_t seed;             /* sampling: the same seed gives the same tokens, on any rank count */
-    const int32_t *eos_token_ids; /* NULL: the config's eos_token_id */
+    const int32_t *eos_token_ids; /* NULL: the model's (pf_model_info's eos_token_ids) */
     int num_eos_token_ids;
     int ignore_eos;            /* 1: never stop at an eos token */
     int pad_token_id;          /* fills finished rows; -1: the first eos id */
@@ -195,6 +202,15 @@ typedef struct pf_generate_options {
 } pf_generate_options;
 
 pf_generate_options pf_generate_options_init(void);
+
+/* The options this model generates with when the pf_generate calls get NULL options:
+   pf_generate_options_init() with the defaults its generation_config.json sets, as transformers'
+   generate() takes them (max_length / max_new_tokens, min lengths, do_sample, temperature, top_k,
+   top_p, repetition_penalty, num_beams, num_return_sequences, no_repeat_ngram_size,
+   length_penalty, early_stopping, pad_token_id). Start from these and change what you want.
+   pf_load refuses a generation_config.json that sets a generation feature we lack (typical_p,
+   forced_bos_token_id, ...) unless skip_generation_config is set. Any thread. */
+pf_generate_options pf_model_generate_options(const pf_model *model);
 
 /* The result of pf_generate_batch: batch * num_return_sequences sequences, prompt-major. */
 typedef struct pf_generation {
