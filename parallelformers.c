@@ -562,6 +562,7 @@ typedef struct pf__st_tensor {
     const uint8_t *data;          /* inside the file map */
     size_t bytes;
     const pf__file_map *file;
+    int used;                     /* consumed by a slot or a known buffer (see pf__account_tensors) */
 } pf__st_tensor;
 
 /* All tensors of a checkpoint (one file or shards), sorted by name. */
@@ -726,6 +727,34 @@ static const pf__st_tensor *pf__st_find(const pf__st_index *index, const char *n
     return (const pf__st_tensor *)bsearch(&key, index->tensors, index->num_tensors, sizeof key, pf__tensor_cmp);
 }
 
+/* pf__st_find, marking the tensor as consumed. */
+static const pf__st_tensor *pf__st_take(pf__st_index *index, const char *name) {
+    pf__st_tensor *t = (pf__st_tensor *)pf__st_find(index, name);
+    if (t) t->used = 1;
+    return t;
+}
+
+/* Without model.safetensors: a directory holding weights in another format gets a message that
+   says which, and how to convert. PyTorch pickles are not read: unpickling runs code from the file,
+   and a reader restricted to tensor storages would be a second parser to keep safe for a format the
+   hub has replaced (nearly every checkpoint there has safetensors). */
+static pf_result pf__st_other_formats(const char *dir, char *message, size_t size) {
+    static const struct { const char *file, *format; } others[] = {
+        {"pytorch_model.bin", "a PyTorch pickle"}, {"pytorch_model.bin.index.json", "sharded PyTorch pickles"},
+        {"model.pt", "a PyTorch pickle"}, {"tf_model.h5", "TensorFlow HDF5"}, {"flax_model.msgpack", "Flax msgpack"},
+    };
+    char path[PF__PATH_SIZE];
+    if (pf__path_join(path, sizeof path, dir, "model.safetensors") == 0 && pf__file_exists(path)) return PF_OK;
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
+        if (pf__path_join(path, sizeof path, dir, others[i].file) == 0 && pf__file_exists(path))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED,
+                              "%s holds %s (%s), which parallelformers does not read; it reads safetensors. Convert "
+                              "once with transformers: python -c \"import transformers as t; "
+                              "t.AutoModelForCausalLM.from_pretrained('%s').save_pretrained('%s')\" (writes model.safetensors)",
+                              dir, others[i].file, others[i].format, dir, dir);
+    return PF_OK;
+}
+
 /* Opens model.safetensors, or the shards listed by model.safetensors.index.json. */
 static pf_result pf__st_open(const char *dir, pf__st_index *index, char *message, size_t size) {
     memset(index, 0, sizeof *index);
@@ -760,6 +789,7 @@ static pf_result pf__st_open(const char *dir, pf__st_index *index, char *message
             if (!seen) names[num_names++] = e->string;
         }
     } else {
+        if ((r = pf__st_other_formats(dir, message, size))) return r;
         names = &single;
         num_names = 1;
     }
@@ -881,7 +911,9 @@ typedef enum {
     PF__SPLIT_VOCAB
 } pf__split;
 
-typedef enum { PF__OPTIONAL, PF__REQUIRED } pf__need;
+/* Whether a tensor must be in the file: the bias needs follow the config's attention_bias and
+   mlp_bias fields (present exactly when they are true). */
+typedef enum { PF__OPTIONAL, PF__REQUIRED, PF__IF_ATTENTION_BIAS, PF__IF_MLP_BIAS } pf__need;
 typedef enum { PF__NORM_LAYER, PF__NORM_RMS } pf__norm;
 typedef enum {
     PF__POS_LEARNED,
@@ -913,11 +945,12 @@ typedef struct pf__arch {
     const char *activation_key, *activation_default;
     int tied_lm_head;
     const char *layer_types_key;
+    int layer_types_needed;
 } pf__arch;
 
 static const pf__arch pf__archs[PF__ARCH_COUNT] = {
-#define PF_ARCH(id, model_type, norm, positions, qkv, mlp, mlp_ratio, act_key, act_default, tied, layer_types) \
-    {model_type, norm, positions, qkv, mlp, mlp_ratio, act_key, act_default, tied, layer_types},
+#define PF_ARCH(id, model_type, norm, positions, qkv, mlp, mlp_ratio, act_key, act_default, tied, layer_types, layer_types_needed) \
+    {model_type, norm, positions, qkv, mlp, mlp_ratio, act_key, act_default, tied, layer_types, layer_types_needed},
 #include "policies.inc"
 };
 
@@ -940,6 +973,19 @@ static const pf__arch_tensor pf__arch_tensors[] = {
 #include "policies.inc"
 };
 
+/* Config keys whose other values we do not implement: refused unless absent, null or `value`. */
+typedef struct pf__arch_require { pf__arch_id arch; const char *key; double value; } pf__arch_require;
+static const pf__arch_require pf__arch_requires[] = {
+#define PF_ARCH_REQUIRE(id, key, value) {PF__ARCH_##id, key, value},
+#include "policies.inc"
+};
+
+typedef struct pf__arch_buffer { pf__arch_id arch; const char *pattern; } pf__arch_buffer;
+static const pf__arch_buffer pf__arch_buffers[] = {
+#define PF_ARCH_BUFFER(id, pattern) {PF__ARCH_##id, pattern},
+#include "policies.inc"
+};
+
 /* Hyperparameters, whatever the config.json keys are called. */
 typedef struct pf__config {
     pf__arch_id arch;
@@ -954,6 +1000,10 @@ typedef struct pf__config {
     int num_eos_ids;
     int bos_token_id, pad_token_id, decoder_start_token_id; /* -1: none */
     int pre_norm;                   /* 0: post-norm blocks (OpenAI GPT, OPT-350m) */
+    int tie_word_embeddings;        /* 1: the LM head is the token embedding */
+    int residual_from_norm;         /* 1: each block's residual is its norm's output (BLOOM's
+                                       apply_residual_connection_post_layernorm) */
+    int attention_bias, mlp_bias;   /* 1: the projections of attention (of the MLP) have biases */
     int parallel_residual;          /* x + attn(norm(x)) + mlp(norm'(x)) */
     int position_offset;            /* OPT's learned positions start at 2 */
     int embed_scale_sqrt;           /* token embeddings times sqrt(hidden) (CTRL) */
@@ -963,6 +1013,8 @@ typedef struct pf__config {
     int sliding_window;             /* keys within this distance of the query; 0: all */
     int use_sliding_window;         /* 0: the config's sliding_window is only informative (Qwen2) */
     int local_window;               /* GPT-Neo's window for its "local" layers */
+    int first_window_layer;         /* without a per-layer list: layers from this one on use the
+                                       sliding window (Qwen2's max_window_layers) */
     pf__activation activation;
     pf__rope_type rope_type;
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
@@ -980,6 +1032,7 @@ static void pf__config_defaults(pf__config *c) {
     c->bos_token_id = c->pad_token_id = c->decoder_start_token_id = -1;
     c->rope_factor = 1.0;
     c->use_sliding_window = 1;
+    c->attention_bias = c->mlp_bias = -1;
 }
 
 typedef struct pf__arch_config {
@@ -1068,22 +1121,59 @@ static pf_result pf__config_layer_windows(const pf__json *json, const pf__arch *
     if (!c->layer_window) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     const pf__json *types = a->layer_types_key ? pf__json_get(json, a->layer_types_key) : NULL;
     if (!types || types->type != PF__JSON_ARRAY) {
-        for (int l = 0; l < c->num_layers; l++) c->layer_window[l] = c->sliding_window;
+        if (a->layer_types_needed)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is missing", path, a->layer_types_key);
+        for (int l = 0; l < c->num_layers; l++) c->layer_window[l] = l >= c->first_window_layer ? c->sliding_window : 0;
         return PF_OK;
     }
-    if ((int)types->count != c->num_layers)
-        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" lists %zu layers, the model has %d", path,
-                          a->layer_types_key, types->count, c->num_layers);
+    /* Either one kind per layer, or GPT-Neo's runs [[kinds], repeats] that transformers expands
+       into attention_layers (the attention_layers key itself is derived, so never read). */
     int l = 0;
-    for (const pf__json *t = types->first; t; t = t->next, l++) {
-        if (t->type != PF__JSON_STRING)
-            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" holds a non-string", path, a->layer_types_key);
-        if (!strcmp(t->string, "local")) c->layer_window[l] = c->local_window;
-        else if (!strcmp(t->string, "sliding_attention")) c->layer_window[l] = c->sliding_window;
-        else if (strcmp(t->string, "global") && strcmp(t->string, "full_attention"))
-            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: attention kind \"%s\" is not supported", path, t->string);
-        if (c->layer_window[l] < 0)
-            return pf__format(message, size, PF_ERROR_FORMAT, "%s: layer %d has a negative window", path, l);
+    for (const pf__json *t = types->first; t; t = t->next) {
+        const pf__json *kinds = t, *repeats = NULL;
+        double times = 1;
+        if (t->type == PF__JSON_ARRAY) {
+            kinds = t->first;
+            repeats = kinds ? kinds->next : NULL;
+            if (t->count != 2 || kinds->type != PF__JSON_ARRAY || pf__json_number(repeats, &times) != 1 ||
+                !(times >= 0 && times <= c->num_layers) || times != floor(times))
+                return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is not a list of [[kinds], repeats]", path,
+                                  a->layer_types_key);
+        }
+        for (int k = 0; k < (int)times; k++)
+            for (const pf__json *kind = kinds->type == PF__JSON_ARRAY ? kinds->first : kinds; kind;
+                 kind = kinds->type == PF__JSON_ARRAY ? kind->next : NULL, l++) {
+                if (kind->type != PF__JSON_STRING)
+                    return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" holds a non-string", path, a->layer_types_key);
+                if (l >= c->num_layers) continue; /* too many: counted, refused below */
+                if (!strcmp(kind->string, "local")) c->layer_window[l] = c->local_window;
+                else if (!strcmp(kind->string, "sliding_attention")) c->layer_window[l] = c->sliding_window;
+                else if (strcmp(kind->string, "global") && strcmp(kind->string, "full_attention"))
+                    return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: attention kind \"%s\" is not supported", path,
+                                      kind->string);
+                if (c->layer_window[l] < 0)
+                    return pf__format(message, size, PF_ERROR_FORMAT, "%s: layer %d has a negative window", path, l);
+            }
+    }
+    if (l != c->num_layers)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" gives %d layers, the model has %d", path,
+                          a->layer_types_key, l, c->num_layers);
+    return PF_OK;
+}
+
+/* Keys we implement for one value only (PF_ARCH_REQUIRE): any other is refused by name. */
+static pf_result pf__config_requires(const pf__json *json, pf__arch_id arch, const char *path, char *message, size_t size) {
+    for (size_t i = 0; i < PF__COUNT(pf__arch_requires); i++) {
+        const pf__arch_require *q = &pf__arch_requires[i];
+        const pf__json *v = q->arch == arch ? pf__json_get(json, q->key) : NULL;
+        double x = 0;
+        if (!v || v->type == PF__JSON_NULL) continue;
+        if (pf__json_number(v, &x) == 1 && x == q->value) continue;
+        char shown[64] = "a non-number";
+        if (v->type == PF__JSON_NUMBER || v->type == PF__JSON_BOOL) snprintf(shown, sizeof shown, "%g", x);
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED,
+                          "%s: \"%s\" = %s is not supported for model_type \"%s\" (only %g is implemented)", path,
+                          q->key, shown, pf__archs[arch].model_type, q->value);
     }
     return PF_OK;
 }
@@ -1303,6 +1393,13 @@ static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message
     }
     if (!r) r = pf__config_rope(json, cfg, path, message, size);
     if (!r) r = pf__config_token_ids(cfg, json, path, message, size);
+    if (!r) {
+        double tie = a->tied_lm_head;
+        if (pf__json_number(pf__json_get(json, "tie_word_embeddings"), &tie) < 0)
+            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: \"tie_word_embeddings\" is not a boolean", path);
+        cfg->tie_word_embeddings = tie != 0;
+    }
+    if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_windows(json, a, cfg, path, message, size);
     pf__json_free(json);
     if (r) return r;
@@ -6783,13 +6880,16 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
             if (PF__HAS(L[PF__SLOT_MLP_DOWN_BIAS])) be->add_residual(r, r->x, NULL, &L[PF__SLOT_MLP_DOWN_BIAS], N, d);
             continue;
         }
-        /* x += sum over ranks of part, + bo once; post-norm: x = norm1(x) */
+        /* x += sum over ranks of part, + bo once; post-norm: x = norm1(x); BLOOM's
+           residual-from-norm: x = h + ... */
+        if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
         be->all_reduce(r, r->part, N * d);
         be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), N, d);
         const float *mlp_in = r->x;
         if (c->pre_norm) {
             be->norm(r, r->h, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
             mlp_in = r->h;
+            if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
         } else {
             be->norm(r, r->x, r->x, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b, N, d, eps, a->norm);
         }
@@ -7672,6 +7772,30 @@ const char *pf_error_message(const pf_model *m) {
 
 #define PF__FAIL(m, code, ...) pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, code, __VA_ARGS__)
 
+/* Every tensor of the checkpoint must be consumed by a slot or be a known buffer (a causal mask,
+   rotary frequencies): a tensor we do not compute with is a model we would compute wrongly. */
+static pf_result pf__account_tensors(pf_model *m, const char *prefix) {
+    const pf__config *c = &m->config;
+    for (size_t i = 0; i < PF__COUNT(pf__arch_buffers); i++) {
+        if (pf__arch_buffers[i].arch != c->arch) continue;
+        const char *pattern = pf__arch_buffers[i].pattern;
+        int layers = strstr(pattern, "%d") ? c->num_layers : 1;
+        for (int l = 0; l < layers; l++) {
+            char bare[256], name[300];
+            snprintf(bare, sizeof bare, pattern, l);
+            snprintf(name, sizeof name, "%s%s", prefix, bare);
+            if (!pf__st_take(&m->st, name)) pf__st_take(&m->st, bare);
+        }
+    }
+    for (size_t i = 0; i < m->st.num_tensors; i++)
+        if (!m->st.tensors[i].used)
+            return PF__FAIL(m, PF_ERROR_UNSUPPORTED,
+                            "%s: tensor '%s' is not used by model_type \"%s\" as its config.json describes it (a "
+                            "checkpoint with weights we would not compute with is refused)",
+                            m->st.tensors[i].file->path, m->st.tensors[i].name, pf__archs[c->arch].model_type);
+    return PF_OK;
+}
+
 /* Finds the source tensor of every slot, checking presence, dtype and shape. */
 static pf_result pf__resolve_sources(pf_model *m) {
     const pf__config *c = &m->config;
@@ -7697,10 +7821,18 @@ static pf_result pf__resolve_sources(pf_model *m) {
             char pattern[256], name[300];
             snprintf(pattern, sizeof pattern, t->pattern, l);
             snprintf(name, sizeof name, "%s%s", prefix, pattern);
-            const pf__st_tensor *st = pf__st_find(&m->st, name);
-            if (!st) st = pf__st_find(&m->st, pattern); /* e.g. lm_head.weight sits outside the prefix */
+            const pf__st_tensor *st = pf__st_take(&m->st, name);
+            if (!st) st = pf__st_take(&m->st, pattern); /* e.g. lm_head.weight sits outside the prefix */
+            const char *bias_key = t->need == PF__IF_ATTENTION_BIAS ? "attention_bias" : "mlp_bias";
+            int bias_flag = t->need == PF__IF_ATTENTION_BIAS ? c->attention_bias : c->mlp_bias;
+            int by_config = t->need == PF__IF_ATTENTION_BIAS || t->need == PF__IF_MLP_BIAS;
+            if (by_config && st && !bias_flag)
+                return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is in the checkpoint but config.json's %s is false",
+                                m->dir, st->name, bias_key);
             if (!st) {
-                if (t->need == PF__OPTIONAL) continue;
+                if (t->need == PF__OPTIONAL || (by_config && !bias_flag)) continue;
+                if (by_config)
+                    return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s' (config.json's %s is true)", m->dir, name, bias_key);
                 return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s'", m->dir, name);
             }
             if (st->dtype == PF__DTYPE_OTHER)
@@ -7726,8 +7858,19 @@ static pf_result pf__resolve_sources(pf_model *m) {
             src->split = t->split;
         }
     }
-    if (!m->sources[PF__SLOT_LM_HEAD].data && !pf__archs[c->arch].tied_lm_head)
-        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing the LM head", m->dir);
+    /* Tied: the head is the embedding, and a head in the file too must hold the same values. */
+    pf__source *head = &m->sources[PF__SLOT_LM_HEAD];
+    const pf__source *embed_src = &m->sources[PF__SLOT_TOKEN_EMBED];
+    if (c->tie_word_embeddings && head->data) {
+        if (head->dtype != embed_src->dtype || head->rows != embed_src->rows || head->cols != embed_src->cols ||
+            memcmp(head->data, embed_src->data, head->rows * head->cols * pf__dtype_size(head->dtype)))
+            return PF__FAIL(m, PF_ERROR_FORMAT,
+                            "%s: config.json's tie_word_embeddings is true, but the checkpoint's LM head differs from its "
+                            "token embedding", m->dir);
+        head->data = NULL;
+    }
+    if (!head->data && !c->tie_word_embeddings)
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing the LM head (config.json's tie_word_embeddings is false)", m->dir);
     /* Each layer's stacked biases must line up with its stacked weights. */
     for (int l = 0; l < c->num_layers; l++) {
         size_t base = pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
@@ -7746,6 +7889,8 @@ static pf_result pf__resolve_sources(pf_model *m) {
         if (!m->sources[base + PF__SLOT_QKV_FUSED_WEIGHT].data && !m->sources[base + PF__SLOT_Q_WEIGHT].data)
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has no attention projection", m->dir, l);
     }
+    pf_result r = pf__account_tensors(m, prefix);
+    if (r) return r;
     if (c->num_kv_heads != c->num_heads && pf__arch_tensor_for(c->arch, PF__SLOT_QKV_FUSED_WEIGHT))
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: grouped-query attention with a fused QKV tensor", m->dir);
     if (pf__archs[c->arch].qkv_layout == PF__QKV_CODEGEN && c->num_heads % 4)

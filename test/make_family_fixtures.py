@@ -679,6 +679,54 @@ def cfg_ctrl(v, tok):
 # --- ways to switch one trait off (applied to the config loaded from the dir) ---
 
 
+# --- issue 9: config keys that change the math, and older spellings of them ---
+
+
+def cfg_gpt_neo_types(v, tok):
+    # local first, so that the default ("global", "local") order and the all-global reading differ
+    cfg = cfg_gpt_neo(v, tok)
+    cfg.attention_types = [[["local", "global"], 1]]
+    cfg.attention_layers = ["local", "global"]
+    return cfg
+
+
+def cfg_bloom_post_ln(v, tok):
+    cfg = cfg_bloom(v, tok)
+    cfg.apply_residual_connection_post_layernorm = True
+    return cfg
+
+
+def cfg_llama_biases(v, tok):
+    cfg = cfg_llama(v, tok)
+    cfg.mlp_bias = True
+    cfg.attention_bias = True
+    return cfg
+
+
+def cfg_qwen2_window_layers(v, tok):
+    from transformers import Qwen2Config
+
+    bos, eos, pad = _ids(tok)
+    # 3 layers, the window (8, shorter than the prompt) from layer 1 on: transformers derives
+    # layer_types [full, sliding, sliding] from use_sliding_window and max_window_layers
+    return Qwen2Config(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=3, num_attention_heads=6,
+        num_key_value_heads=2, max_position_embeddings=128, rms_norm_eps=1e-6, initializer_range=INIT_STD,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, use_sliding_window=True,
+        sliding_window=8, max_window_layers=1, tie_word_embeddings=False, bos_token_id=bos, eos_token_id=eos,
+        pad_token_id=pad,
+    )
+
+
+def drop_keys(*keys):
+    """config.json as hub checkpoints older than the derived key spell it: the derived key left out."""
+    def rewrite(cfg: dict) -> dict:
+        for k in keys:
+            cfg.pop(k)
+        return cfg
+    return rewrite
+
+
 def set_attr(**kv):
     def apply(cfg):
         for k, v in kv.items():
@@ -730,6 +778,10 @@ def save_tok(tok, out: Path, hub_class: str | None = None):
         cfg["tokenizer_class"] = hub_class
         path.write_text(json.dumps(cfg, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return tok
+
+
+def windows_everywhere(cfg):
+    cfg.layer_types = ["sliding_attention"] * cfg.num_hidden_layers
 
 
 GPT2_REGEX_STYLE = "byte-level BPE, GPT-2 regex (ByteLevel use_regex)"
@@ -868,6 +920,35 @@ FAMILIES = [
         traits="sinusoidal positions ([sin | cos] halves); embeddings scaled by sqrt(48); pre-norm with final "
                "layernorm (block norms eps 1e-6 hard-coded); relu ffn; tied head with lm_head bias",
         ablations=[],
+    ),
+    dict(
+        name="gpt_neo-attention-types", config=cfg_gpt_neo_types, seed=1700, vocab_pad=0, cases=False,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="gpt_neo with attention_types [[[local, global], 1]] and no attention_layers in config.json (hub "
+               "configs before transformers wrote the derived list): layers local, global",
+        ablations=[("global, local", set_attr(attention_layers=["global", "local"]))],
+        legacy=drop_keys("attention_layers"),
+    ),
+    dict(
+        name="bloom-post-ln-residual", config=cfg_bloom_post_ln, seed=1800, vocab_pad=0, cases=False,
+        tokenizer=lambda out: save_tok(bloom_tokenizer(384)[0], out, "BloomTokenizerFast"), tok_style="as bloom",
+        traits="bloom with apply_residual_connection_post_layernorm true: each block's residual is its "
+               "layernorm's output",
+        ablations=[("residual from the block input", set_attr(apply_residual_connection_post_layernorm=False))],
+    ),
+    dict(
+        name="llama-biases", config=cfg_llama_biases, seed=1900, vocab_pad=0, cases=False,
+        tokenizer=lambda out: save_tok(llama2_tokenizer(512), out), tok_style="as llama",
+        traits="llama with mlp_bias and attention_bias true: gate/up/down and q/k/v/o biases",
+        ablations=[],
+    ),
+    dict(
+        name="qwen2-window-layers", config=cfg_qwen2_window_layers, seed=2000, vocab_pad=0, cases=False,
+        tokenizer=lambda out: save_tok(qwen2_tokenizer(384), out), tok_style="as qwen2",
+        traits="3 layers, use_sliding_window true, sliding_window 8, max_window_layers 1, config.json without "
+               "layer_types (the Qwen2 hub spelling): layers full, sliding, sliding; GQA 6/2",
+        ablations=[("window on every layer", windows_everywhere)],
+        legacy=drop_keys("layer_types"),
     ),
 ]
 
@@ -1120,9 +1201,84 @@ def make_wide(spec) -> dict:
     return dict(seed=seed, factor=factor, margin=margin2, std=float(steps2.std()))
 
 
+# ----------------------------------------------------------------------------
+# token-id fixtures (issue 9): llama's weights with eos ids and generate() defaults moved around
+# ----------------------------------------------------------------------------
+
+TOKEN_ID_BASE = "llama"
+GENERATION_DEFAULTS = dict(num_beams=2, no_repeat_ngram_size=3, repetition_penalty=1.3, max_new_tokens=12,
+                           length_penalty=0.7)
+
+
+def first_new_token_at(ids: list[int], at: int) -> int:
+    """ids[k] for the first k >= at whose token did not occur earlier (so that eos = it stops there)."""
+    return next(ids[k] for k in range(at, len(ids)) if ids[k] not in ids[:k])
+
+
+def make_token_ids(name: str) -> dict:
+    """`llama-eos-list`: config.json's eos_token_id a list [2, X] and no generation_config.json
+    (transformers then takes the list from config.json); X is a token of llama's greedy run, so
+    generation stops there. `llama-generation-config`: config.json's single eos 2, while
+    generation_config.json lists [2, Y] (as LLaMA-3 instruct checkpoints list end-of-turn ids only
+    there) and sets GENERATION_DEFAULTS; reference.txt's default_ids are generate(prompt) with no
+    arguments (the defaults taken from the file), greedy_ids an explicit greedy run."""
+    src = FIXTURES / TOKEN_ID_BASE
+    out = reset_dir(FIXTURES / name)
+    for f in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(src / f, out / f)
+    ref = dict(line.split("=", 1) for line in (src / "reference.txt").read_text().splitlines())
+    prompt_ids = [int(i) for i in ref["prompt_ids"].split(",")]
+    base_ids = [int(i) for i in ref["greedy_ids"].split(",")]
+    cfg = json.loads((out / "config.json").read_text())
+    extra = {}
+    if name == "llama-eos-list":
+        stop = first_new_token_at(base_ids, 8)
+        cfg["eos_token_id"] = [cfg["eos_token_id"], stop]
+    else:
+        stop = first_new_token_at(base_ids, 5)
+        gen = dict(bos_token_id=cfg["bos_token_id"], eos_token_id=[cfg["eos_token_id"], stop],
+                   pad_token_id=0, **GENERATION_DEFAULTS)
+        (out / "generation_config.json").write_text(json.dumps(gen, indent=2, sort_keys=True) + "\n")
+    (out / "config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+
+    model = load_model(out)
+    x = torch.tensor([prompt_ids])
+    neutral = dict(num_beams=1, no_repeat_ngram_size=0, repetition_penalty=1.0, length_penalty=1.0)
+    with torch.no_grad():
+        greedy = model.generate(x, attention_mask=torch.ones_like(x), do_sample=False, max_new_tokens=MAX_NEW_TOKENS,
+                                **neutral)[0, len(prompt_ids):].tolist()
+        if name == "llama-generation-config":
+            defaults = model.generate(x, attention_mask=torch.ones_like(x))[0, len(prompt_ids):].tolist()
+            extra["default_ids"] = ids_str(defaults)
+    assert greedy == base_ids[:base_ids.index(stop) + 1], (name, greedy, base_ids, stop)
+    logits = prompt_logits(model, prompt_ids)
+    lines = [
+        f"prompt_text={ref['prompt_text']}",
+        f"prompt_ids={ids_str(prompt_ids)}",
+        f"max_new_tokens={MAX_NEW_TOKENS}",
+        f"greedy_ids={ids_str(greedy)}",
+        f"vocab_size={ref['vocab_size']}",
+    ] + [f"{k}={v}" for k, v in extra.items()]
+    (out / "reference.txt").write_text("\n".join(lines) + "\n", encoding="ascii")
+    logits.numpy().astype("<f4").tofile(out / "reference_logits.bin")
+    print(f"  {name}: stops at {stop} after {len(greedy)} tokens; " + ", ".join(f"{k} {v}" for k, v in extra.items()))
+    return {}
+
+
+TOKEN_IDS = [
+    dict(name="llama-eos-list", tok_style="as llama (copied)",
+         traits="llama's weights; config.json eos_token_id [2, X] (a list), no generation_config.json: greedy "
+                "generation stops at X, a token of llama's greedy run"),
+    dict(name="llama-generation-config", tok_style="as llama (copied)",
+         traits="llama's weights; config.json eos 2, generation_config.json eos [2, Y] and defaults num_beams 2, "
+                "no_repeat_ngram_size 3, repetition_penalty 1.3, max_new_tokens 12, length_penalty 0.7: greedy "
+                "stops at Y; generate() without arguments uses the defaults (default_ids)"),
+]
+
+
 def write_families_md() -> None:
     rows, total = [], 0
-    for fam in FAMILIES + WIDE:
+    for fam in FAMILIES + WIDE + TOKEN_IDS:
         out = FIXTURES / fam["name"]
         if not (out / "config.json").exists():
             continue
@@ -1219,7 +1375,7 @@ def main() -> None:
     torch.set_num_threads(1)  # avoid run-to-run float differences from threading
     hf_logging.disable_progress_bar()
     only = set(sys.argv[1:])
-    unknown = only - {f["name"] for f in FAMILIES} - {w["name"] for w in WIDE}
+    unknown = only - {f["name"] for f in FAMILIES + WIDE + TOKEN_IDS}
     if unknown:
         raise SystemExit(f"unknown: {sorted(unknown)}")
     for fam in FAMILIES:
@@ -1228,6 +1384,9 @@ def main() -> None:
     for spec in WIDE:
         if not only or spec["name"] in only:
             make_wide(spec)
+    for spec in TOKEN_IDS:
+        if not only or spec["name"] in only:
+            make_token_ids(spec["name"])
     write_families_md()
 
 

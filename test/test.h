@@ -78,6 +78,7 @@ int test_check_gen_case(pf_model *m, const char *what, const test_gen_case *c);
 void test_tokenizer(void);
 void test_models(void);
 void test_bad_input(void);
+void test_config(void);
 void test_cli(void);
 void test_generation(void);
 

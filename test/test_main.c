@@ -9,6 +9,7 @@ int main(int argc, char **argv) {
         {"tokenizer", test_tokenizer},
         {"models", test_models},
         {"bad input", test_bad_input},
+        {"config", test_config},
         {"generation", test_generation},
         {"cli", test_cli},
     };
