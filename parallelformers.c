@@ -516,11 +516,24 @@ static pf__json *pf__json_parse(const char *text, size_t len, char *err, size_t 
     return root;
 }
 
+/* A key's value; of duplicates the last, as Python's json module keeps it. */
 static const pf__json *pf__json_get(const pf__json *obj, const char *key) {
+    const pf__json *found = NULL;
     if (!obj || obj->type != PF__JSON_OBJECT) return NULL;
     for (const pf__json *c = obj->first; c; c = c->next)
-        if (strcmp(c->key, key) == 0) return c;
-    return NULL;
+        if (strcmp(c->key, key) == 0) found = c;
+    return found;
+}
+
+/* "a.b": key b of the object under key a (one level, as policies.inc's keys need). */
+static const pf__json *pf__json_get_path(const pf__json *obj, const char *path) {
+    const char *dot = strchr(path, '.');
+    char outer[64];
+    if (!dot) return pf__json_get(obj, path);
+    if ((size_t)(dot - path) >= sizeof outer) return NULL;
+    memcpy(outer, path, (size_t)(dot - path));
+    outer[dot - path] = 0;
+    return pf__json_get(pf__json_get(obj, outer), dot + 1);
 }
 
 /* Reads and parses a JSON file; on failure writes "FILE: what" into message. */
@@ -911,9 +924,9 @@ typedef enum {
     PF__SPLIT_VOCAB
 } pf__split;
 
-/* Whether a tensor must be in the file: the bias needs follow the config's attention_bias and
-   mlp_bias fields (present exactly when they are true). */
-typedef enum { PF__OPTIONAL, PF__REQUIRED, PF__IF_ATTENTION_BIAS, PF__IF_MLP_BIAS } pf__need;
+/* Whether a tensor must be in the file: the PF__IF_ needs follow a config field (present exactly
+   when it is true). */
+typedef enum { PF__OPTIONAL, PF__REQUIRED, PF__IF_ATTENTION_BIAS, PF__IF_MLP_BIAS, PF__IF_FINAL_NORM } pf__need;
 typedef enum { PF__NORM_LAYER, PF__NORM_RMS } pf__norm;
 typedef enum {
     PF__POS_LEARNED,
@@ -944,13 +957,29 @@ typedef struct pf__arch {
     int mlp_ratio;
     const char *activation_key, *activation_default;
     int tied_lm_head;
-    const char *layer_types_key;
-    int layer_types_needed;
 } pf__arch;
 
 static const pf__arch pf__archs[PF__ARCH_COUNT] = {
-#define PF_ARCH(id, model_type, norm, positions, qkv, mlp, mlp_ratio, act_key, act_default, tied, layer_types, layer_types_needed) \
-    {model_type, norm, positions, qkv, mlp, mlp_ratio, act_key, act_default, tied, layer_types, layer_types_needed},
+#define PF_ARCH(id, model_type, norm, positions, qkv, mlp, mlp_ratio, act_key, act_default, tied) \
+    {model_type, norm, positions, qkv, mlp, mlp_ratio, act_key, act_default, tied},
+#include "policies.inc"
+};
+
+typedef struct pf__arch_activation { pf__arch_id arch; const char *name; pf__activation activation; } pf__arch_activation;
+static const pf__arch_activation pf__arch_activations[] = {
+#define PF_ARCH_ACTIVATION(id, name, activation) {PF__ARCH_##id, name, activation},
+#include "policies.inc"
+};
+
+typedef struct pf__arch_layer_types { pf__arch_id arch; const char *key; int needed; } pf__arch_layer_types;
+static const pf__arch_layer_types pf__arch_layer_types_keys[] = {
+#define PF_ARCH_LAYER_TYPES(id, key, needed) {PF__ARCH_##id, key, needed},
+#include "policies.inc"
+};
+
+typedef struct pf__arch_null { pf__arch_id arch; const char *key; double value; } pf__arch_null;
+static const pf__arch_null pf__arch_nulls[] = {
+#define PF_ARCH_NULL(id, key, value) {PF__ARCH_##id, key, value},
 #include "policies.inc"
 };
 
@@ -999,7 +1028,8 @@ typedef struct pf__config {
     int32_t *eos_ids;               /* [num_eos_ids]: config.json's and generation_config.json's; owned */
     int num_eos_ids;
     int bos_token_id, pad_token_id, decoder_start_token_id; /* -1: none */
-    int pre_norm;                   /* 0: post-norm blocks (OpenAI GPT, OPT-350m) */
+    int pre_norm;                   /* 0: post-norm blocks (OpenAI GPT, OPT-350m), without a final norm */
+    int remove_final_norm;          /* 1: pre-norm blocks without a final norm (OPT's _remove_final_layer_norm) */
     int tie_word_embeddings;        /* 1: the LM head is the token embedding */
     int residual_from_norm;         /* 1: each block's residual is its norm's output (BLOOM's
                                        apply_residual_connection_post_layernorm) */
@@ -1010,6 +1040,7 @@ typedef struct pf__config {
     int rotary_dim;                 /* rotated dims per head; 0: rotary_pct * head_dim */
     double rotary_pct;
     double rope_theta;
+    int reads_rope_dict;            /* 1: rope_scaling / rope_parameters apply (else transformers ignores them) */
     int sliding_window;             /* keys within this distance of the query; 0: all */
     int use_sliding_window;         /* 0: the config's sliding_window is only informative (Qwen2) */
     int local_window;               /* GPT-Neo's window for its "local" layers */
@@ -1057,8 +1088,19 @@ static const pf__arch_tensor *pf__arch_tensor_for(pf__arch_id arch, pf__slot slo
     return NULL;
 }
 
-/* HF activation names (transformers' ACT2FN) to the function we compute. */
-static int pf__activation_from_name(const char *name, pf__activation *out) {
+/* HF activation names to the function we compute: the family's own table (PF_ARCH_ACTIVATION)
+   where it has one, else transformers' ACT2FN. */
+static int pf__activation_from_name(pf__arch_id arch, const char *name, pf__activation *out) {
+    int family_table = 0;
+    for (size_t i = 0; i < PF__COUNT(pf__arch_activations); i++) {
+        if (pf__arch_activations[i].arch != arch) continue;
+        family_table = 1;
+        if (strcmp(pf__arch_activations[i].name, name) == 0) {
+            *out = pf__arch_activations[i].activation;
+            return 0;
+        }
+    }
+    if (family_table) return -1;
     static const struct { const char *name; pf__activation act; } names[] = {
         {"gelu_new", PF__ACT_GELU_TANH}, {"gelu_pytorch_tanh", PF__ACT_GELU_TANH},
         {"gelu_fast", PF__ACT_GELU_TANH}, {"bloom_gelu", PF__ACT_GELU_TANH}, {"gelu", PF__ACT_GELU_ERF},
@@ -1083,10 +1125,13 @@ static int pf__json_number(const pf__json *v, double *out) {
 }
 
 /* transformers' rope scaling: "rope_scaling" (v4) or "rope_parameters" (v5), either naming the
-   type as "rope_type" or "type"; v5 may keep rope_theta there too. */
+   type as "rope_type" or "type"; rope_scaling wins when both are given (transformers 5 converts
+   it), and rope_theta there wins over the top-level one. Families whose modeling code has a fixed
+   rotary base (GPT-J, CodeGen) ignore both, as transformers does. */
 static pf_result pf__config_rope(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
-    const pf__json *rope = pf__json_get(json, "rope_parameters");
-    if (!rope || rope->type != PF__JSON_OBJECT) rope = pf__json_get(json, "rope_scaling");
+    if (!c->reads_rope_dict) return PF_OK;
+    const pf__json *rope = pf__json_get(json, "rope_scaling");
+    if (!rope || rope->type != PF__JSON_OBJECT) rope = pf__json_get(json, "rope_parameters");
     if (!rope || rope->type != PF__JSON_OBJECT) return PF_OK;
     const pf__json *type = pf__json_get(rope, "rope_type");
     if (!type) type = pf__json_get(rope, "type");
@@ -1114,20 +1159,30 @@ static pf_result pf__config_rope(const pf__json *json, pf__config *c, const char
 
 /* The window of each layer: from a per-layer list when the architecture names one, else the
    sliding window (if any) everywhere. */
-static pf_result pf__config_layer_windows(const pf__json *json, const pf__arch *a, pf__config *c, const char *path,
-                                          char *message, size_t size) {
+static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, const char *path, char *message,
+                                          size_t size) {
     if (!c->use_sliding_window) c->sliding_window = 0;
     c->layer_window = (int *)calloc((size_t)c->num_layers, sizeof(int));
     if (!c->layer_window) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    const pf__json *types = a->layer_types_key ? pf__json_get(json, a->layer_types_key) : NULL;
-    if (!types || types->type != PF__JSON_ARRAY) {
-        if (a->layer_types_needed)
-            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is missing", path, a->layer_types_key);
+    const pf__json *types = NULL;
+    const char *key = NULL;
+    int needed = 0;
+    for (size_t i = 0; i < PF__COUNT(pf__arch_layer_types_keys) && !types; i++) {
+        if (pf__arch_layer_types_keys[i].arch != c->arch) continue;
+        key = pf__arch_layer_types_keys[i].key;
+        needed |= pf__arch_layer_types_keys[i].needed;
+        types = pf__json_get(json, key);
+        if (types && types->type == PF__JSON_NULL) types = NULL;
+        if (types && types->type != PF__JSON_ARRAY)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is not a list", path, key);
+    }
+    if (!types) {
+        if (needed) return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is missing", path, key);
         for (int l = 0; l < c->num_layers; l++) c->layer_window[l] = l >= c->first_window_layer ? c->sliding_window : 0;
         return PF_OK;
     }
     /* Either one kind per layer, or GPT-Neo's runs [[kinds], repeats] that transformers expands
-       into attention_layers (the attention_layers key itself is derived, so never read). */
+       into attention_layers. */
     int l = 0;
     for (const pf__json *t = types->first; t; t = t->next) {
         const pf__json *kinds = t, *repeats = NULL;
@@ -1138,13 +1193,13 @@ static pf_result pf__config_layer_windows(const pf__json *json, const pf__arch *
             if (t->count != 2 || kinds->type != PF__JSON_ARRAY || pf__json_number(repeats, &times) != 1 ||
                 !(times >= 0 && times <= c->num_layers) || times != floor(times))
                 return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is not a list of [[kinds], repeats]", path,
-                                  a->layer_types_key);
+                                  key);
         }
         for (int k = 0; k < (int)times; k++)
             for (const pf__json *kind = kinds->type == PF__JSON_ARRAY ? kinds->first : kinds; kind;
                  kind = kinds->type == PF__JSON_ARRAY ? kind->next : NULL, l++) {
                 if (kind->type != PF__JSON_STRING)
-                    return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" holds a non-string", path, a->layer_types_key);
+                    return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" holds a non-string", path, key);
                 if (l >= c->num_layers) continue; /* too many: counted, refused below */
                 if (!strcmp(kind->string, "local")) c->layer_window[l] = c->local_window;
                 else if (!strcmp(kind->string, "sliding_attention")) c->layer_window[l] = c->sliding_window;
@@ -1157,7 +1212,7 @@ static pf_result pf__config_layer_windows(const pf__json *json, const pf__arch *
     }
     if (l != c->num_layers)
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" gives %d layers, the model has %d", path,
-                          a->layer_types_key, l, c->num_layers);
+                          key, l, c->num_layers);
     return PF_OK;
 }
 
@@ -1165,7 +1220,7 @@ static pf_result pf__config_layer_windows(const pf__json *json, const pf__arch *
 static pf_result pf__config_requires(const pf__json *json, pf__arch_id arch, const char *path, char *message, size_t size) {
     for (size_t i = 0; i < PF__COUNT(pf__arch_requires); i++) {
         const pf__arch_require *q = &pf__arch_requires[i];
-        const pf__json *v = q->arch == arch ? pf__json_get(json, q->key) : NULL;
+        const pf__json *v = q->arch == arch ? pf__json_get_path(json, q->key) : NULL;
         double x = 0;
         if (!v || v->type == PF__JSON_NULL) continue;
         if (pf__json_number(v, &x) == 1 && x == q->value) continue;
@@ -1363,7 +1418,13 @@ static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message
         for (size_t j = i + 1; j < PF__COUNT(pf__arch_configs); j++)
             if (pf__arch_configs[j].arch == cfg->arch && pf__arch_configs[j].offset == c->offset) last_alias = 0;
         double value = c->fallback;
-        int found = c->key ? pf__json_number(pf__json_get(json, c->key), &value) : 0;
+        const pf__json *v = c->key ? pf__json_get(json, c->key) : NULL;
+        int found = pf__json_number(v, &value);
+        for (size_t j = 0; v && v->type == PF__JSON_NULL && j < PF__COUNT(pf__arch_nulls); j++)
+            if (pf__arch_nulls[j].arch == cfg->arch && !strcmp(pf__arch_nulls[j].key, c->key)) {
+                value = pf__arch_nulls[j].value;
+                found = 1;
+            }
         if (found < 0) {
             r = pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is not a number", path, c->key);
             break;
@@ -1388,7 +1449,7 @@ static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message
     if (!r) {
         const pf__json *act = a->activation_key ? pf__json_get(json, a->activation_key) : NULL;
         const char *act_name = act && act->type == PF__JSON_STRING ? act->string : a->activation_default;
-        if (pf__activation_from_name(act_name, &cfg->activation))
+        if (pf__activation_from_name(cfg->arch, act_name, &cfg->activation))
             r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: activation \"%s\" is not supported", path, act_name);
     }
     if (!r) r = pf__config_rope(json, cfg, path, message, size);
@@ -1400,7 +1461,7 @@ static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message
         cfg->tie_word_embeddings = tie != 0;
     }
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
-    if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_windows(json, a, cfg, path, message, size);
+    if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_windows(json, cfg, path, message, size);
     pf__json_free(json);
     if (r) return r;
 
@@ -7796,6 +7857,24 @@ static pf_result pf__account_tensors(pf_model *m, const char *prefix) {
     return PF_OK;
 }
 
+/* For a PF__IF_ need: 1 if the config wants the tensor, 0 if it rules it out, with *why the
+   config's say in words; -1 for the needs that do not follow the config. */
+static int pf__need_by_config(const pf__config *c, pf__need need, const char **why) {
+    switch (need) {
+    case PF__IF_ATTENTION_BIAS:
+        *why = c->attention_bias ? "attention_bias is true" : "attention_bias is false";
+        return c->attention_bias != 0;
+    case PF__IF_MLP_BIAS:
+        *why = c->mlp_bias ? "mlp_bias is true" : "mlp_bias is false";
+        return c->mlp_bias != 0;
+    case PF__IF_FINAL_NORM:
+        *why = !c->pre_norm ? "the blocks are post-norm (do_layer_norm_before false), without a final norm"
+               : c->remove_final_norm ? "_remove_final_layer_norm is true" : "the blocks are pre-norm, with a final norm";
+        return c->pre_norm && !c->remove_final_norm;
+    default: return -1;
+    }
+}
+
 /* Finds the source tensor of every slot, checking presence, dtype and shape. */
 static pf_result pf__resolve_sources(pf_model *m) {
     const pf__config *c = &m->config;
@@ -7823,16 +7902,15 @@ static pf_result pf__resolve_sources(pf_model *m) {
             snprintf(name, sizeof name, "%s%s", prefix, pattern);
             const pf__st_tensor *st = pf__st_take(&m->st, name);
             if (!st) st = pf__st_take(&m->st, pattern); /* e.g. lm_head.weight sits outside the prefix */
-            const char *bias_key = t->need == PF__IF_ATTENTION_BIAS ? "attention_bias" : "mlp_bias";
-            int bias_flag = t->need == PF__IF_ATTENTION_BIAS ? c->attention_bias : c->mlp_bias;
-            int by_config = t->need == PF__IF_ATTENTION_BIAS || t->need == PF__IF_MLP_BIAS;
-            if (by_config && st && !bias_flag)
-                return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is in the checkpoint but config.json's %s is false",
-                                m->dir, st->name, bias_key);
+            const char *why = NULL;
+            int by_config = pf__need_by_config(c, t->need, &why), wanted = by_config > 0;
+            if (by_config >= 0 && st && !wanted)
+                return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is in the checkpoint but config.json says %s",
+                                m->dir, st->name, why);
             if (!st) {
-                if (t->need == PF__OPTIONAL || (by_config && !bias_flag)) continue;
-                if (by_config)
-                    return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s' (config.json's %s is true)", m->dir, name, bias_key);
+                if (t->need == PF__OPTIONAL || (by_config >= 0 && !wanted)) continue;
+                if (by_config >= 0)
+                    return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s' (config.json says %s)", m->dir, name, why);
                 return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s'", m->dir, name);
             }
             if (st->dtype == PF__DTYPE_OTHER)

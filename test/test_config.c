@@ -129,6 +129,17 @@ static void test_tensor_accounting(void) {
     pf_free(expect_load("a known buffer", NULL, PF_OK, NULL));
     add_tensor("transformer.h.1.attn.c_attn.lora_A");
     expect_load("a second unknown tensor", NULL, PF_ERROR_UNSUPPORTED, "lora_A");
+    /* Buffers that older transformers versions saved, per family. */
+    static const char *const buffers[][2] = {
+        {"gpt_neo", "transformer.h.1.attn.attention.masked_bias"}, {"gptj", "transformer.h.0.attn.bias"},
+        {"codegen", "transformer.h.1.attn.causal_mask"}, {"gpt_neox", "gpt_neox.layers.0.attention.rotary_emb.inv_freq"},
+        {"llama", "model.layers.1.self_attn.rotary_emb.inv_freq"}, {"openai-gpt", "h.0.attn.bias"},
+    };
+    for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++) {
+        if (copy_fixture(buffers[i][0])) return;
+        add_tensor(buffers[i][1]);
+        pf_free(expect_load(buffers[i][1], NULL, PF_OK, NULL));
+    }
 
     /* Biases follow attention_bias / mlp_bias both ways. */
     if (copy_fixture("llama-biases")) return;
@@ -159,6 +170,115 @@ static void test_refused_keys(void) {
     if (copy_fixture("gpt_neo-attention-types")) return;
     edit_file("config.json", "1\n    ]\n  ]", "2\n    ]\n  ]"); /* [[["local", "global"], 2]]: 4 layers for 2 */
     expect_load("GPT-Neo attention_types for 4 layers", NULL, PF_ERROR_FORMAT, "gives 4 layers");
+}
+
+/* The logits of work_dir (a fixture's copy, edited) on 1 to 3 ranks against the fixture's
+   transformers reference for its prompt: the same within 1e-4 when `same`, else clearly apart
+   (the edit changed the math). */
+static void check_work_logits(const char *what, const char *fixture, int same) {
+    char dir[1024], path[1100];
+    test_reference ref;
+    size_t count = 0;
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, fixture);
+    snprintf(path, sizeof path, "%s/reference_logits.bin", dir);
+    float *want = test_read_floats(path, &count);
+    if (test_read_reference(dir, &ref) || !want) {
+        CHECK_MSG(0, "%s: reading %s", what, dir);
+        free(want);
+        return;
+    }
+    pf_model *m = NULL;
+    pf_load_options lo = pf_load_options_init();
+    lo.skip_tokenizer = 1;
+    pf_result r = pf_load(work_dir, &lo, &m);
+    CHECK_MSG(r == PF_OK, "%s: %s", what, pf_error_message(m));
+    float *got = r == PF_OK ? (float *)malloc(count * sizeof(float)) : NULL;
+    for (int ranks = 1; got && ranks <= 3; ranks++) {
+        pf_parallel_options po = pf_parallel_options_init();
+        po.device = PF_DEVICE_CPU;
+        int32_t ids[TEST_MAX_IDS];
+        for (int i = 0; i < ref.num_prompt_ids; i++) ids[i] = ref.prompt_ids[i];
+        r = pf_parallelize(m, ranks, &po);
+        if (r == PF_OK && count == (size_t)ref.num_prompt_ids * (size_t)pf_get_info(m).vocab_size)
+            r = pf_forward(m, ids, 1, ref.num_prompt_ids, got);
+        CHECK_MSG(r == PF_OK, "%s on %d ranks: %s", what, ranks, pf_error_message(m));
+        float diff = r == PF_OK ? test_max_abs_diff(got, want, count) : 0;
+        if (r == PF_OK && same) CHECK_MSG(diff <= 1e-4f, "%s on %d ranks: logits differ from transformers' by %g", what, ranks, diff);
+        if (r == PF_OK && !same) CHECK_MSG(diff > 1e-2f, "%s on %d ranks: the edit changed the logits by only %g", what, ranks, diff);
+    }
+    free(got);
+    free(want);
+    pf_free(m);
+}
+
+/* Spellings of older transformers versions, and keys transformers reads in a particular order,
+   give the math transformers gives them (each was checked against transformers 5.23). */
+static void test_hub_spellings(void) {
+    /* attribute_map aliases are set after the canonical keys, so they win. */
+    if (copy_fixture("gpt2-tiny")) return;
+    edit_file("config.json", "\"n_head\": 4", "\"n_head\": 2, \"num_attention_heads\": 4");
+    edit_file("config.json", "\"n_embd\": 32", "\"n_embd\": 16, \"hidden_size\": 32");
+    check_work_logits("GPT-2 with num_attention_heads and hidden_size over n_head and n_embd", "gpt2-tiny", 1);
+    /* Of duplicate keys the last counts, as Python's json reads them. */
+    if (copy_fixture("gpt2-tiny")) return;
+    edit_file("config.json", "{", "{\"n_layer\": 7, \"n_embd\": 8,");
+    check_work_logits("GPT-2 with earlier duplicate keys", "gpt2-tiny", 1);
+    /* BLOOM's older n_embed wins over hidden_size. */
+    if (copy_fixture("bloom")) return;
+    edit_file("config.json", "\"hidden_size\": 48", "\"hidden_size\": 24, \"n_embed\": 48");
+    check_work_logits("BLOOM with n_embed", "bloom", 1);
+    /* GPT-Neo: a saved attention_layers wins over the expansion of attention_types. */
+    if (copy_fixture("gpt_neo-attention-types")) return;
+    edit_file("config.json", "\"local\",\n        \"global\"", "\"global\", \"local\"");
+    edit_file("config.json", "{", "{\"attention_layers\": [\"local\", \"global\"],");
+    check_work_logits("GPT-Neo with attention_layers over attention_types", "gpt_neo-attention-types", 1);
+    edit_file("config.json", "[\"local\", \"global\"]", "[\"global\", \"local\"]");
+    check_work_logits("GPT-Neo with attention_layers swapped", "gpt_neo-attention-types", 0);
+    /* GPT-NeoX as transformers 4 wrote it: rotary_pct and rotary_emb_base; a top-level rope_theta
+       is not read by its modeling code. */
+    if (copy_fixture("gpt_neox")) return;
+    edit_file("config.json",
+              "\"rope_parameters\": {\n    \"partial_rotary_factor\": 0.25,\n    \"rope_theta\": 10000,\n    \"rope_type\": \"default\"\n  }",
+              "\"rotary_pct\": 0.25, \"rotary_emb_base\": 10000, \"rope_theta\": 500");
+    check_work_logits("GPT-NeoX in transformers 4's spelling, with a top-level rope_theta", "gpt_neox", 1);
+    edit_file("config.json", "\"rotary_emb_base\": 10000", "\"rotary_emb_base\": 500");
+    check_work_logits("GPT-NeoX with another rotary_emb_base", "gpt_neox", 0);
+    /* rope_scaling (transformers 4) wins over rope_parameters when a config has both. */
+    if (copy_fixture("llama-rope-linear")) return;
+    edit_file("config.json", "\"rope_parameters\"", "\"rope_parameters\": {\"rope_type\": \"dynamic\", \"factor\": 5.0}, \"rope_scaling\"");
+    check_work_logits("LLaMA with rope_scaling and rope_parameters", "llama-rope-linear", 1);
+    /* Mistral's sliding window: absent is transformers' default 4096, null is none; either way
+       wider than this prompt, unlike the fixture's 8. */
+    if (copy_fixture("mistral")) return;
+    edit_file("config.json", "\"sliding_window\": 8,", "");
+    check_work_logits("Mistral without sliding_window", "mistral", 0);
+    if (copy_fixture("mistral")) return;
+    edit_file("config.json", "\"sliding_window\": 8", "\"sliding_window\": null");
+    check_work_logits("Mistral with a null sliding_window", "mistral", 0);
+}
+
+/* Values transformers computes differently from what we implement, or cannot compute, are
+   refused by name. */
+static void test_refused_values(void) {
+    /* GPT-J's rotary_dim defaults to 64, wider than these heads: transformers fails too. */
+    if (copy_fixture("gptj")) return;
+    edit_file("config.json", "\"rotary_dim\": 4,", "");
+    expect_load("GPT-J without rotary_dim", NULL, PF_ERROR_FORMAT, "rotary dims 64");
+    /* LLaMA's rotate-half spans whole heads. */
+    if (copy_fixture("llama-rope-linear")) return;
+    edit_file("config.json", "\"factor\": 2.0,", "\"factor\": 2.0, \"partial_rotary_factor\": 0.5,");
+    expect_load("LLaMA with a partial_rotary_factor", NULL, PF_ERROR_UNSUPPORTED, "rope_parameters.partial_rotary_factor");
+    /* OPT's final norm exists exactly for pre-norm blocks that keep it. */
+    if (copy_fixture("opt")) return;
+    edit_file("config.json", "\"_remove_final_layer_norm\": false", "\"_remove_final_layer_norm\": true");
+    expect_load("OPT with _remove_final_layer_norm and its norm", NULL, PF_ERROR_FORMAT, "_remove_final_layer_norm is true");
+    if (copy_fixture("opt-350m-style")) return;
+    add_tensor("model.decoder.final_layer_norm.weight");
+    expect_load("post-norm OPT with a final norm", NULL, PF_ERROR_FORMAT, "post-norm");
+    /* OpenAI GPT's activations are its own table. */
+    if (copy_fixture("openai-gpt")) return;
+    edit_file("config.json", "\"afn\": \"gelu\"", "\"afn\": \"gelu_new\"");
+    expect_load("OpenAI GPT with an ACT2FN name", NULL, PF_ERROR_UNSUPPORTED, "gelu_new");
 }
 
 /* Weights in a format we do not read get a message naming it and the conversion. */
@@ -256,6 +376,8 @@ void test_config(void) {
     }
     test_tensor_accounting();
     test_refused_keys();
+    test_hub_spellings();
+    test_refused_values();
     test_other_formats();
     test_generation_config();
     empty_work_dir();
