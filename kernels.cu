@@ -336,6 +336,7 @@ struct pf_attn_args {
     int heads, kv_heads, hd;
     int head_begin, kv_begin, kv_group;
     int cache_len, window;
+    int causal; /* 0: every key of the sequence (encoders) */
     float scale;
     const float *alibi; /* [heads] or NULL */
     const int *pad;     /* [batch] left pads, or NULL */
@@ -360,11 +361,11 @@ __global__ void pf_attention_kernel(float *out, float *partials, const float *qk
     int b = (int)(row / (size_t)a.T), t = (int)(row % (size_t)a.T);
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     size_t q_width = (size_t)a.heads * hd, kv_width = (size_t)a.kv_heads * hd, row_width = q_width + 2 * kv_width;
-    int pos = a.past + t, pad = a.pad ? a.pad[b] : 0;
+    int pos = a.past + t, pad = a.pad ? a.pad[b] : 0, last = a.causal ? pos : a.past + a.T - 1;
     int first = a.window > 0 && pos + 1 - a.window > pad ? pos + 1 - a.window : pad;
-    int len = first <= pos ? pos + 1 - first : 0;
+    int len = first <= last ? last + 1 - first : 0;
     int per = (len + splits - 1) / splits;
-    int begin = first + split * per, end = begin + per < pos + 1 ? begin + per : pos + 1;
+    int begin = first + split * per, end = begin + per < last + 1 ? begin + per : last + 1;
     int kv = (a.head_begin + h) / a.kv_group - a.kv_begin;
     float slope = a.alibi ? a.alibi[h] : 0.0f;
     const float *q_row = qkv + row * row_width + (size_t)h * hd;
@@ -768,7 +769,8 @@ size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim) 
 /* Appends k and v of this step to the caches ([batch][cache_len][kv_heads * head_dim]), then
    out[b*T+t] (heads * head_dim wide) = softmax(q k^T * scale + alibi[h] * (j - pad[b])) v per
    local query head h, over the keys j the query at cache index pos = past + t sees: pad[b] <= j
-   <= pos (left pads are never keys), and pos - j < window when window > 0; a query with no key
+   <= pos (left pads are never keys; j <= past + T - 1 instead when not causal: encoders), and
+   pos - j < window when window > 0; a query with no key
    (a pad's own) gets zeros. pad: device [batch] left pad counts, or NULL for none. qkv rows are
    [q (heads * head_dim) | k (kv_heads * head_dim) | v (same)]; q head h reads kv head
    (head_begin + h) / kv_group - kv_begin. alibi: device [heads] or NULL. T > 1 (prefill): one
@@ -778,7 +780,7 @@ size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim) 
 int pf_cuda_attention(struct pf_cuda_rank *st, float *out, const float *qkv, float *k_cache, float *v_cache,
                       float *partials, const float *alibi, const int *pad, int batch, int T, int past, int heads,
                       int kv_heads, int head_dim, int head_begin, int kv_begin, int kv_group, int cache_len,
-                      int window, float scale) {
+                      int window, int causal, float scale) {
     if (heads <= 0 || head_dim <= 0 || batch <= 0 || T <= 0) return PF_CUDA_OK;
     const char *bad = NULL;
     if (kv_heads <= 0 || kv_group <= 0 || head_begin / kv_group - kv_begin < 0 ||
@@ -812,6 +814,7 @@ int pf_cuda_attention(struct pf_cuda_rank *st, float *out, const float *qkv, flo
     a.kv_group = kv_group;
     a.cache_len = cache_len;
     a.window = window;
+    a.causal = causal;
     a.scale = scale;
     a.alibi = alibi;
     a.pad = pad;

@@ -927,6 +927,7 @@ typedef enum {
 /* Whether a tensor must be in the file: the PF__IF_ needs follow a config field (present exactly
    when it is true). */
 typedef enum { PF__OPTIONAL, PF__REQUIRED, PF__IF_ATTENTION_BIAS, PF__IF_MLP_BIAS, PF__IF_FINAL_NORM } pf__need;
+typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER } pf__kind;
 typedef enum { PF__NORM_LAYER, PF__NORM_RMS } pf__norm;
 typedef enum {
     PF__POS_LEARNED,
@@ -950,6 +951,7 @@ typedef enum {
 
 typedef struct pf__arch {
     const char *model_type;
+    pf__kind kind;
     pf__norm norm;
     pf__positions positions;
     pf__qkv_layout qkv_layout;
@@ -960,8 +962,8 @@ typedef struct pf__arch {
 } pf__arch;
 
 static const pf__arch pf__archs[PF__ARCH_COUNT] = {
-#define PF_ARCH(id, model_type, norm, positions, qkv, mlp, mlp_ratio, act_key, act_default, tied) \
-    {model_type, norm, positions, qkv, mlp, mlp_ratio, act_key, act_default, tied},
+#define PF_ARCH(id, model_type, kind, norm, positions, qkv, mlp, mlp_ratio, act_key, act_default, tied) \
+    {model_type, kind, norm, positions, qkv, mlp, mlp_ratio, act_key, act_default, tied},
 #include "policies.inc"
 };
 
@@ -5474,6 +5476,8 @@ typedef struct pf__attn_shape {
     int head_begin, kv_begin, kv_group;
     int cache_len;
     int window;             /* keys j with pos - j < window; 0: all earlier keys */
+    int causal;             /* 1: a query sees keys up to its own position (decoders); 0: every
+                               key of its sequence (encoders), left pads excepted */
     int rotary_dim;         /* for the rotary op */
     float scale;
     const float *alibi;     /* device, [heads]: score += slope * key position; NULL: none */
@@ -6164,21 +6168,22 @@ static void pf__cpu_attention(pf__rank *r, float *out, const float *qkv, float *
         }
         size_t pad = s->pad ? (size_t)s->pad[b] : 0; /* left pads are never keys */
         /* Queries in blocks that share each key's load for their scores; each query then takes
-           the keys it may see (first..pos) out of the block's range (lo..hi). */
+           the keys it may see (first..last) out of the block's range (lo..hi). */
         for (size_t t0 = 0; t0 < T; t0 += PF__QUERY_BLOCK) {
             int nq = T - t0 < PF__QUERY_BLOCK ? (int)(T - t0) : PF__QUERY_BLOCK;
-            size_t first[PF__QUERY_BLOCK], pos[PF__QUERY_BLOCK], lo = SIZE_MAX, hi = 0;
+            size_t first[PF__QUERY_BLOCK], last[PF__QUERY_BLOCK], lo = SIZE_MAX, hi = 0;
             for (int i = 0; i < nq; i++) {
-                pos[i] = (size_t)s->past + t0 + (size_t)i;
+                size_t pos = (size_t)s->past + t0 + (size_t)i;
+                last[i] = a->causal ? pos : (size_t)s->past + T - 1;
                 first[i] = pad;
-                if (a->window && pos[i] + 1 > (size_t)a->window && pos[i] + 1 - (size_t)a->window > first[i])
-                    first[i] = pos[i] + 1 - (size_t)a->window;
-                if (first[i] > pos[i]) { /* a pad's own query: nothing to see, and nobody reads it */
+                if (a->window && pos + 1 > (size_t)a->window && pos + 1 - (size_t)a->window > first[i])
+                    first[i] = pos + 1 - (size_t)a->window;
+                if (first[i] > last[i]) { /* a pad's own query: nothing to see, and nobody reads it */
                     memset(out + ((size_t)b * T + t0 + (size_t)i) * q_width, 0, q_width * sizeof(float));
                     continue;
                 }
                 if (first[i] < lo) lo = first[i];
-                hi = pos[i];
+                if (last[i] > hi) hi = last[i];
             }
             if (lo > hi) continue;
             for (int h = 0; h < a->heads; h++) {
@@ -6188,9 +6193,9 @@ static void pf__cpu_attention(pf__rank *r, float *out, const float *qkv, float *
                 kernels->scores(r->scores, (size_t)a->cache_len, q, nq, kc + lo * kv_width + kv, kv_width, hi + 1 - lo, hd);
                 float slope = a->alibi ? a->alibi[h] : 0.0f;
                 for (int i = 0; i < nq; i++) {
-                    if (first[i] > pos[i]) continue;
+                    if (first[i] > last[i]) continue;
                     float max = -INFINITY, *p = r->scores + (size_t)i * a->cache_len + (first[i] - lo);
-                    size_t count = pos[i] + 1 - first[i];
+                    size_t count = last[i] + 1 - first[i];
                     for (size_t j = 0; j < count; j++) {
                         p[j] = p[j] * a->scale + slope * (float)(first[i] + j - pad);
                         if (p[j] > max) max = p[j];
@@ -6898,6 +6903,7 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
     shape.cache_len = g->cache_len;
     shape.rotary_dim = c->rotary_dim;
     shape.alibi = r->alibi;
+    shape.causal = a->kind == PF__KIND_DECODER;
     size_t mlp_width = (size_t)r->share.mlp_width;
 
     for (int l = 0; l < c->num_layers && !pf__rank_failed(r); l++) {
@@ -7097,7 +7103,7 @@ size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim);
 int pf_cuda_attention(pf_cuda_rank *st, float *out, const float *qkv, float *k_cache, float *v_cache, float *partials,
                       const float *alibi, const int *pad, int batch, int T, int past, int heads, int kv_heads,
                       int head_dim, int head_begin, int kv_begin, int kv_group, int cache_len, int window,
-                      float scale);
+                      int causal, float scale);
 int pf_cuda_reorder_rows(pf_cuda_rank *st, float *cache, float *scratch, const int *src, int rows, size_t row_floats,
                          size_t used_floats);
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);
@@ -7568,7 +7574,7 @@ static void pf__cuda_attention(pf__rank *r, float *out, const float *qkv, float 
     if (r->error) return;
     pf__cuda_ok(r, pf_cuda_attention(rs->cu, out, qkv, k_cache, v_cache, rs->partials, a->alibi, pad, s->batch,
                                      s->seq_len, s->past, a->heads, a->kv_heads, a->head_dim, a->head_begin,
-                                     a->kv_begin, a->kv_group, a->cache_len, a->window, a->scale));
+                                     a->kv_begin, a->kv_group, a->cache_len, a->window, a->causal, a->scale));
 }
 
 /* Beam search, per layer for the K and V caches: row i of cache [rows][row_floats] becomes old row

@@ -389,7 +389,7 @@ size_t pf_cuda_attention_scratch_floats(int mb, int heads, int hd) { return (siz
 
 int pf_cuda_attention(pf_cuda_rank *st, float *out, const float *qkv, float *kc, float *vc, float *partials,
                       const float *alibi, const int *pad, int batch, int T, int past, int heads, int kv_heads, int hd,
-                      int head_begin, int kv_begin, int kv_group, int cache_len, int window, float scale) {
+                      int head_begin, int kv_begin, int kv_group, int cache_len, int window, int causal, float scale) {
     if (heads <= 0 || hd <= 0 || batch <= 0 || T <= 0) return 0;
     if (kv_heads <= 0 || kv_group <= 0 || head_begin / kv_group - kv_begin < 0 ||
         (head_begin + heads - 1) / kv_group - kv_begin >= kv_heads || past < 0 || past + T > cache_len) {
@@ -423,10 +423,11 @@ int pf_cuda_attention(pf_cuda_rank *st, float *out, const float *qkv, float *kc,
         for (int h = 0; h < heads; h++)
             for (int split = 0; split < splits; split++) {
                 int b = (int)(row / T), t = (int)(row % T), pos = past + t, pd = pad ? pad[b] : 0;
+                int last = causal ? pos : past + T - 1;
                 int first = window > 0 && pos + 1 - window > pd ? pos + 1 - window : pd;
-                int len = first <= pos ? pos + 1 - first : 0;
+                int len = first <= last ? last + 1 - first : 0;
                 int per = (len + splits - 1) / splits, begin = first + split * per;
-                int end = begin + per < pos + 1 ? begin + per : pos + 1;
+                int end = begin + per < last + 1 ? begin + per : last + 1;
                 int kv = (head_begin + h) / kv_group - kv_begin;
                 float slope = alibi ? alibi[h] : 0.0f;
                 const float *q = qkv + row * row_width + (size_t)h * hd;
