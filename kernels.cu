@@ -64,6 +64,7 @@
 #define PF_CUDA_GELU_ERF 1
 #define PF_CUDA_RELU 2
 #define PF_CUDA_SILU 3
+#define PF_CUDA_TANH 4
 
 /* Attention: keys are scored PF_CHUNK at a time by a block of PF_ATTN_THREADS (4 warps), with an
    online softmax across chunks; decode splits the keys over at most PF_MAX_SPLITS blocks per
@@ -187,6 +188,7 @@ __device__ __forceinline__ float pf_act(float v, int act) {
     case PF_CUDA_GELU_ERF: return 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));
     case PF_CUDA_RELU: return v > 0.0f ? v : 0.0f;
     case PF_CUDA_SILU: return v / (1.0f + expf(-v));
+    case PF_CUDA_TANH: return tanhf(v);
     default: return v;
     }
 }

@@ -868,6 +868,17 @@ typedef enum {
     PF__SLOT_FINAL_NORM_BIAS,  /* [hidden] */
     PF__SLOT_LM_HEAD,          /* [vocab, E] */
     PF__SLOT_LM_HEAD_BIAS,     /* [vocab] */
+    PF__SLOT_TOKEN_TYPE_EMBED, /* [type_vocab, hidden]: BERT's segment embeddings */
+    PF__SLOT_POOLER_WEIGHT,    /* [hidden, hidden]: dense + tanh on each sequence's first token */
+    PF__SLOT_POOLER_BIAS,      /* [hidden] */
+    PF__SLOT_HEAD_TRANSFORM_WEIGHT, /* [hidden, hidden]: the masked-LM head's dense + act + norm */
+    PF__SLOT_HEAD_TRANSFORM_BIAS,   /* [hidden] */
+    PF__SLOT_HEAD_NORM_WEIGHT, /* [hidden] */
+    PF__SLOT_HEAD_NORM_BIAS,   /* [hidden] */
+    PF__SLOT_CLASSIFIER_WEIGHT,/* [num_labels, hidden]: sequence or token classification */
+    PF__SLOT_CLASSIFIER_BIAS,  /* [num_labels] */
+    PF__SLOT_SPAN_WEIGHT,      /* [2, hidden]: question answering's start and end logits */
+    PF__SLOT_SPAN_BIAS,        /* [2] */
     PF__SLOT_FIRST_LAYER,
     PF__SLOT_ATTN_NORM_WEIGHT = PF__SLOT_FIRST_LAYER, /* [hidden] */
     PF__SLOT_ATTN_NORM_BIAS,   /* [hidden] */
@@ -938,7 +949,7 @@ typedef enum {
 } pf__positions;
 typedef enum { PF__QKV_BLOCKS, PF__QKV_PER_HEAD, PF__QKV_CODEGEN } pf__qkv_layout;
 typedef enum { PF__MLP_PLAIN, PF__MLP_GATED } pf__mlp;
-typedef enum { PF__ACT_GELU_TANH, PF__ACT_GELU_ERF, PF__ACT_RELU, PF__ACT_SILU } pf__activation;
+typedef enum { PF__ACT_GELU_TANH, PF__ACT_GELU_ERF, PF__ACT_RELU, PF__ACT_SILU, PF__ACT_TANH } pf__activation;
 typedef enum { PF__ROPE_DEFAULT, PF__ROPE_LINEAR, PF__ROPE_DYNAMIC, PF__ROPE_LLAMA3 } pf__rope_type;
 
 #define PF__NEEDED (-1e300)
@@ -1053,6 +1064,9 @@ typedef struct pf__config {
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
     int rope_original_max_positions;
     int *layer_window;              /* [num_layers]: each layer's window, 0 for global; owned */
+    int type_vocab_size;            /* rows of the token type (segment) embedding */
+    pf_head head;                   /* what the output stage computes */
+    int num_labels;                 /* classification heads' outputs */
 } pf__config;
 
 /* Neutral values for fields an architecture's rows do not name. */
@@ -1380,6 +1394,42 @@ static pf_result pf__config_check_token_ids(const pf__config *c, const char *dir
     return PF_OK;
 }
 
+/* The output head: a decoder's LM head, or for an encoder what the class named first in
+   "architectures" computes (transformers' naming: BertModel, BertForMaskedLM, ...); and the
+   classifiers' label count (id2label's size, else num_labels, else transformers' 2). */
+static pf_result pf__config_head(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
+    static const struct { const char *suffix; pf_head head; } heads[] = {
+        {"ForMaskedLM", PF_HEAD_MASKED_LM}, {"ForSequenceClassification", PF_HEAD_SEQUENCE_CLASSIFICATION},
+        {"ForTokenClassification", PF_HEAD_TOKEN_CLASSIFICATION}, {"ForQuestionAnswering", PF_HEAD_QUESTION_ANSWERING},
+        {"Model", PF_HEAD_NONE},
+    };
+    const pf__json *labels = pf__json_get(json, "id2label");
+    double count = 2;
+    if (labels && labels->type == PF__JSON_OBJECT) count = (double)labels->count;
+    else if (pf__json_number(pf__json_get(json, "num_labels"), &count) < 0 || !(count >= 1 && count <= 1e6) || count != floor(count))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"num_labels\" is not a count", path);
+    c->num_labels = count >= 1 ? (int)count : 1;
+    if (pf__archs[c->arch].kind == PF__KIND_DECODER) {
+        c->head = PF_HEAD_CAUSAL_LM;
+        return PF_OK;
+    }
+    const pf__json *names = pf__json_get(json, "architectures");
+    const pf__json *first = names && names->type == PF__JSON_ARRAY ? names->first : NULL;
+    c->head = PF_HEAD_NONE;
+    if (!first || first->type != PF__JSON_STRING) return PF_OK; /* the tensors must then be the bare encoder's */
+    size_t len = strlen(first->string);
+    for (size_t i = 0; i < PF__COUNT(heads); i++) {
+        size_t n = strlen(heads[i].suffix);
+        if (len >= n && !strcmp(first->string + len - n, heads[i].suffix)) {
+            c->head = heads[i].head;
+            return PF_OK;
+        }
+    }
+    return pf__format(message, size, PF_ERROR_UNSUPPORTED,
+                      "%s: architecture \"%s\" is not supported (its head; the encoder alone, ForMaskedLM, "
+                      "ForSequenceClassification, ForTokenClassification and ForQuestionAnswering are)", path, first->string);
+}
+
 /* Reads config.json into cfg, choosing the architecture row by model_type. */
 static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message, size_t size) {
     char path[PF__PATH_SIZE];
@@ -1456,6 +1506,7 @@ static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message
     }
     if (!r) r = pf__config_rope(json, cfg, path, message, size);
     if (!r) r = pf__config_token_ids(cfg, json, path, message, size);
+    if (!r) r = pf__config_head(json, cfg, path, message, size);
     if (!r) {
         double tie = a->tied_lm_head;
         if (pf__json_number(pf__json_get(json, "tie_word_embeddings"), &tie) < 0)
@@ -1513,6 +1564,12 @@ static void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, siz
     case PF__SLOT_MLP_GATE_WEIGHT: case PF__SLOT_MLP_UP_WEIGHT: *rows = in; *cols = h; break;
     case PF__SLOT_MLP_GATE_BIAS: case PF__SLOT_MLP_UP_BIAS: *rows = in; break;
     case PF__SLOT_MLP_DOWN_WEIGHT: *rows = h; *cols = in; break;
+    case PF__SLOT_TOKEN_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = h; break;
+    case PF__SLOT_POOLER_WEIGHT: case PF__SLOT_HEAD_TRANSFORM_WEIGHT: *rows = h; *cols = h; break;
+    case PF__SLOT_CLASSIFIER_WEIGHT: *rows = (size_t)c->num_labels; *cols = h; break;
+    case PF__SLOT_CLASSIFIER_BIAS: *rows = (size_t)c->num_labels; break;
+    case PF__SLOT_SPAN_WEIGHT: *rows = 2; *cols = h; break;
+    case PF__SLOT_SPAN_BIAS: *rows = 2; break;
     default: *rows = h; break; /* norms and the remaining biases */
     }
 }
@@ -5467,6 +5524,8 @@ typedef struct pf__step {
     const float *inv_freq;  /* host, [rotary_dim / 2]: rotary frequencies for this step, or NULL */
     const int *pad;         /* host, [batch]: left pads of each sequence (masked keys; positions
                                count from the first real token), or NULL */
+    const int32_t *type_ids;/* host, [batch][seq_len]: token type (segment) ids; set whenever the
+                               model has a token type table */
 } pf__step;
 
 /* The attention of one layer on one rank. Local query head h reads key/value head
@@ -5574,6 +5633,7 @@ struct pf__rank {
     float *mlp;               /* width mlp_width (times 2 when gated) */
     float *mlp_act;           /* width mlp_width, when gated */
     float *logits;            /* rank 0 only: [logit_rows][vocab] */
+    float *head_out;          /* rank 0, classification heads: [max_tokens][num_labels or 2] */
     float *scores;            /* CPU attention: [cache_len] */
     float *reduce_tmp;        /* CPU all-reduce: [max_tokens * hidden] */
     float *reorder_tmp;       /* CPU beam reorder: one layer's cache, when max_batch > 1 */
@@ -6105,6 +6165,7 @@ static float pf__act(float v, pf__activation act) {
     case PF__ACT_GELU_ERF: return 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));
     case PF__ACT_RELU: return v > 0 ? v : 0;
     case PF__ACT_SILU: return v / (1.0f + expf(-v));
+    case PF__ACT_TANH: return tanhf(v);
     }
     return v;
 }
@@ -6255,6 +6316,9 @@ typedef struct pf__job {
     pf__step step;        /* FORWARD */
     float *logits;        /* FORWARD: host, rank 0 writes [batch][seq_len or 1][vocab] */
     int all_positions;    /* FORWARD: logits of every position, else of each sequence's last */
+    float *hidden;        /* FORWARD, encoders: host [batch][seq_len][hidden], rank 0 writes the
+                             last hidden state; or NULL */
+    float *pooled;        /* FORWARD, encoders with a pooler: host [batch][hidden], or NULL */
     const int *reorder;   /* REORDER: host [step.batch], the old cache row of each row; the
                              first step.past positions move */
 } pf__job;
@@ -6813,6 +6877,8 @@ static void pf__rank_setup(pf__rank *r) {
     r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
     if (a->mlp == PF__MLP_GATED) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
     r->logits = (float *)pf__rank_alloc(r, g->logit_rows * r->share.vocab_rows * sizeof(float));
+    if (r->index == 0 && (m->sources[PF__SLOT_CLASSIFIER_WEIGHT].data || m->sources[PF__SLOT_SPAN_WEIGHT].data))
+        r->head_out = (float *)pf__rank_alloc(r, T * (size_t)(c->num_labels > 2 ? c->num_labels : 2) * sizeof(float));
     if (r->backend == &pf__cpu_backend) {
         r->scores = (float *)pf__rank_alloc(r, PF__QUERY_BLOCK * (size_t)g->cache_len * sizeof(float));
         if (g->num_ranks > 1) r->reduce_tmp = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
@@ -6865,6 +6931,12 @@ static void pf__rank_gather(pf__rank *r) {
 /* forward pass                                                                                    */
 /* =============================================================================================== */
 
+static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *h_rows, size_t rows);
+static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job);
+
+#define PF__HAS(w) ((w).data != NULL)
+#define PF__OR_NULL(w) (PF__HAS(w) ? &(w) : NULL)
+
 /* Runs on every rank's thread with the same step; rank 0 also computes the logits. */
 static void pf__rank_forward(pf__rank *r, const pf__job *job) {
     const pf__group *g = r->group;
@@ -6878,8 +6950,6 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
     size_t kv_width = (size_t)r->share.kv_heads * c->head_dim;
     size_t cache_stride = (size_t)g->max_batch * g->cache_len * kv_width; /* one layer's cache */
     int rotary = a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS;
-#define PF__HAS(w) ((w).data != NULL)
-#define PF__OR_NULL(w) (PF__HAS(w) ? &(w) : NULL)
 
     /* x = token embedding (* sqrt(hidden)) (projected in) (+ position table) (normed); each rank
        holds some of the vocabulary's rows, so the embedding is summed over ranks (one term each) */
@@ -6890,6 +6960,12 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
     if (vocab_split) be->all_reduce(r, embedded, N * (size_t)c->embed_dim);
     if (PF__HAS(W[PF__SLOT_PROJECT_IN])) be->matmul(r, r->x, r->embed, &W[PF__SLOT_PROJECT_IN], NULL, N);
     if (PF__HAS(W[PF__SLOT_POSITION_EMBED])) be->add_positions(r, r->x, &W[PF__SLOT_POSITION_EMBED], s, c->position_offset);
+    if (PF__HAS(W[PF__SLOT_TOKEN_TYPE_EMBED])) { /* the segment table is whole on every rank */
+        pf__step types = *s;
+        types.ids = s->type_ids; /* the callers give zeros when the user gives none */
+        be->embed(r, r->h, &W[PF__SLOT_TOKEN_TYPE_EMBED], &types, 1.0f, 0);
+        be->add_residual(r, r->x, r->h, NULL, N, d);
+    }
     if (PF__HAS(W[PF__SLOT_EMBED_NORM_WEIGHT]))
         be->norm(r, r->x, r->x, &W[PF__SLOT_EMBED_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_EMBED_NORM_BIAS]), N, d, eps, a->norm);
 
@@ -6972,12 +7048,14 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
         if (!c->pre_norm) be->norm(r, r->x, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
     }
     if (pf__rank_failed(r)) return;
+    if (a->kind == PF__KIND_ENCODER) {
+        pf__rank_encoder_outputs(r, job);
+        return;
+    }
 
-    /* h = final norm(x) for the rows wanted (or x itself), projected out; logits = h Wlm^T (+ b)
-       for the rank's vocabulary rows, written into its columns of the host logits, in chunks. */
-    size_t rows = job->all_positions ? N : (size_t)s->batch, vocab = (size_t)c->vocab_size;
-    size_t mine = W[PF__SLOT_LM_HEAD].rows;
-    if (!mine) return; /* more ranks than vocabulary rows */
+    /* h = final norm(x) for the rows wanted (or x itself); then the vocabulary logits */
+    size_t rows = job->all_positions ? N : (size_t)s->batch;
+    if (!W[PF__SLOT_LM_HEAD].rows) return; /* more ranks than vocabulary rows */
     /* the wanted rows of x: all of them, or each sequence's last (contiguous when one per row) */
     const float *wanted = r->x;
     if (!job->all_positions && s->seq_len > 1) {
@@ -6989,20 +7067,75 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
                  (float)c->final_norm_eps, a->norm);
         wanted = r->h;
     }
+    pf__rank_vocab_logits(r, job, wanted, rows);
+}
+
+/* logits = h (projected out) Wlm^T (+ b) for the rank's vocabulary rows, written into its columns
+   of the host logits, in chunks of logit_rows. */
+static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *h_rows, size_t rows) {
+    const pf__group *g = r->group;
+    const pf__config *c = &g->model->config;
+    const pf__weight *W = r->weights;
+    size_t d = (size_t)c->hidden_size, vocab = (size_t)c->vocab_size, mine = W[PF__SLOT_LM_HEAD].rows;
+    if (!mine) return; /* more ranks than vocabulary rows */
     for (size_t first = 0; first < rows && !r->error; first += g->logit_rows) {
         size_t n = rows - first < g->logit_rows ? rows - first : g->logit_rows;
-        const float *h = wanted + first * d;
+        const float *h = h_rows + first * d;
         if (PF__HAS(W[PF__SLOT_PROJECT_OUT])) {
-            be->matmul(r, r->part, h, &W[PF__SLOT_PROJECT_OUT], NULL, n);
+            r->backend->matmul(r, r->part, h, &W[PF__SLOT_PROJECT_OUT], NULL, n);
             h = r->part;
         }
-        be->matmul(r, r->logits, h, &W[PF__SLOT_LM_HEAD], PF__OR_NULL(W[PF__SLOT_LM_HEAD_BIAS]), n);
-        be->download_rows(r, job->logits + first * vocab + r->share.vocab_begin, vocab * sizeof(float), r->logits,
-                          mine * sizeof(float), mine * sizeof(float), n);
+        r->backend->matmul(r, r->logits, h, &W[PF__SLOT_LM_HEAD], PF__OR_NULL(W[PF__SLOT_LM_HEAD_BIAS]), n);
+        r->backend->download_rows(r, job->logits + first * vocab + r->share.vocab_begin, vocab * sizeof(float),
+                                  r->logits, mine * sizeof(float), mine * sizeof(float), n);
     }
+}
+
+/* An encoder's outputs from its last hidden state x: x itself, the pooler's dense + tanh of each
+   sequence's first token, and the head. The masked-LM head (dense + act + norm, then the
+   vocabulary rows) runs on every rank; the small replicated ones (pooler, classifiers) on rank 0
+   alone, after the last collective. */
+static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job) {
+    const pf__group *g = r->group;
+    const pf__config *c = &g->model->config;
+    const pf__arch *a = &pf__archs[c->arch];
+    const pf__backend *be = r->backend;
+    const pf__step *s = &job->step;
+    const pf__weight *W = r->weights;
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size, B = (size_t)s->batch;
+    if (c->head == PF_HEAD_MASKED_LM) {
+        be->matmul(r, r->h, r->x, &W[PF__SLOT_HEAD_TRANSFORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_HEAD_TRANSFORM_BIAS]), N);
+        be->activation(r, r->h, N * d, c->activation);
+        be->norm(r, r->h, r->h, &W[PF__SLOT_HEAD_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_HEAD_NORM_BIAS]), N, d,
+                 (float)c->norm_eps, a->norm);
+        if (job->logits) pf__rank_vocab_logits(r, job, r->h, N);
+    }
+    if (r->index != 0 || r->error) return;
+    if (job->hidden) be->download(r, job->hidden, r->x, N * d * sizeof(float));
+    float *pooled = r->part; /* [batch][hidden] */
+    if (PF__HAS(W[PF__SLOT_POOLER_WEIGHT])) {
+        for (size_t b = 0; b < B; b++) { /* the first real token: after the left pads */
+            size_t first = b * (size_t)s->seq_len + (size_t)(s->pad ? s->pad[b] : 0);
+            be->copy(r, r->h + b * d, r->x + first * d, d * sizeof(float));
+        }
+        be->matmul(r, pooled, r->h, &W[PF__SLOT_POOLER_WEIGHT], PF__OR_NULL(W[PF__SLOT_POOLER_BIAS]), B);
+        be->activation(r, pooled, B * d, PF__ACT_TANH);
+        if (job->pooled) be->download(r, job->pooled, pooled, B * d * sizeof(float));
+    }
+    if (!job->logits) return;
+    if (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION) {
+        be->matmul(r, r->head_out, pooled, &W[PF__SLOT_CLASSIFIER_WEIGHT], PF__OR_NULL(W[PF__SLOT_CLASSIFIER_BIAS]), B);
+        be->download(r, job->logits, r->head_out, B * (size_t)c->num_labels * sizeof(float));
+    } else if (c->head == PF_HEAD_TOKEN_CLASSIFICATION) {
+        be->matmul(r, r->head_out, r->x, &W[PF__SLOT_CLASSIFIER_WEIGHT], PF__OR_NULL(W[PF__SLOT_CLASSIFIER_BIAS]), N);
+        be->download(r, job->logits, r->head_out, N * (size_t)c->num_labels * sizeof(float));
+    } else if (c->head == PF_HEAD_QUESTION_ANSWERING) {
+        be->matmul(r, r->head_out, r->x, &W[PF__SLOT_SPAN_WEIGHT], PF__OR_NULL(W[PF__SLOT_SPAN_BIAS]), N);
+        be->download(r, job->logits, r->head_out, N * 2 * sizeof(float));
+    }
+}
 #undef PF__HAS
 #undef PF__OR_NULL
-}
 
 /* Runs on every rank's thread: reorders every layer's cache rows for beam search. */
 static void pf__rank_reorder(pf__rank *r, const pf__job *job) {
@@ -7065,6 +7198,7 @@ typedef struct pf_cuda_rank pf_cuda_rank;
 #define PF__CUDA_GELU_ERF 1
 #define PF__CUDA_RELU 2
 #define PF__CUDA_SILU 3
+#define PF__CUDA_TANH 4
 
 int pf_cuda_device_count(int *count, const char **reason);
 int pf_cuda_device_memory(int device, size_t *free_bytes, size_t *total_bytes);
@@ -7517,6 +7651,7 @@ static int pf__cuda_act(pf__activation act) {
     case PF__ACT_GELU_ERF: return PF__CUDA_GELU_ERF;
     case PF__ACT_RELU: return PF__CUDA_RELU;
     case PF__ACT_SILU: return PF__CUDA_SILU;
+    case PF__ACT_TANH: return PF__CUDA_TANH;
     }
     return PF__CUDA_GELU_TANH;
 }
@@ -7881,6 +8016,58 @@ static int pf__need_by_config(const pf__config *c, pf__need need, const char **w
     }
 }
 
+/* The slots of each output head: those it needs, and those that belong to some head. A head's
+   tensors in a checkpoint whose "architectures" names another head would go unused: refused. */
+static const struct pf__head_slots {
+    pf_head head;
+    pf__slot needs[3];
+    int num_needs;
+} pf__head_slots[] = {
+    {PF_HEAD_MASKED_LM, {PF__SLOT_HEAD_TRANSFORM_WEIGHT, PF__SLOT_HEAD_NORM_WEIGHT}, 2},
+    {PF_HEAD_SEQUENCE_CLASSIFICATION, {PF__SLOT_POOLER_WEIGHT, PF__SLOT_CLASSIFIER_WEIGHT}, 2},
+    {PF_HEAD_TOKEN_CLASSIFICATION, {PF__SLOT_CLASSIFIER_WEIGHT}, 1},
+    {PF_HEAD_QUESTION_ANSWERING, {PF__SLOT_SPAN_WEIGHT}, 1},
+};
+static const pf__slot pf__head_only_slots[] = {
+    PF__SLOT_HEAD_TRANSFORM_WEIGHT, PF__SLOT_HEAD_TRANSFORM_BIAS, PF__SLOT_HEAD_NORM_WEIGHT, PF__SLOT_HEAD_NORM_BIAS,
+    PF__SLOT_CLASSIFIER_WEIGHT, PF__SLOT_CLASSIFIER_BIAS, PF__SLOT_SPAN_WEIGHT, PF__SLOT_SPAN_BIAS,
+};
+
+static const char *pf__head_name(pf_head head) {
+    switch (head) {
+    case PF_HEAD_NONE: return "the bare encoder";
+    case PF_HEAD_CAUSAL_LM: return "a causal LM";
+    case PF_HEAD_MASKED_LM: return "a masked LM";
+    case PF_HEAD_SEQUENCE_CLASSIFICATION: return "sequence classification";
+    case PF_HEAD_TOKEN_CLASSIFICATION: return "token classification";
+    case PF_HEAD_QUESTION_ANSWERING: return "question answering";
+    }
+    return "?";
+}
+
+static pf_result pf__check_head_slots(pf_model *m) {
+    const pf__config *c = &m->config;
+    const struct pf__head_slots *mine = NULL;
+    for (size_t i = 0; i < PF__COUNT(pf__head_slots); i++)
+        if (pf__head_slots[i].head == c->head) mine = &pf__head_slots[i];
+    for (int i = 0; mine && i < mine->num_needs; i++) {
+        const pf__arch_tensor *t = pf__arch_tensor_for(c->arch, mine->needs[i]);
+        if (!m->sources[mine->needs[i]].data)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: config.json's architectures names %s, but tensor '%s' is missing",
+                            m->dir, pf__head_name(c->head), t ? t->pattern : "?");
+    }
+    for (size_t i = 0; i < PF__COUNT(pf__head_only_slots); i++) {
+        pf__slot slot = pf__head_only_slots[i];
+        int used = 0;
+        for (int j = 0; mine && j < mine->num_needs; j++)
+            used |= mine->needs[j] == slot || mine->needs[j] + 1 == slot; /* a weight's bias follows it */
+        if (m->sources[slot].data && !used)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' belongs to a head that config.json's architectures (%s) "
+                            "does not use", m->dir, pf__arch_tensor_for(c->arch, slot)->pattern, pf__head_name(c->head));
+    }
+    return PF_OK;
+}
+
 /* Finds the source tensor of every slot, checking presence, dtype and shape. */
 static pf_result pf__resolve_sources(pf_model *m) {
     const pf__config *c = &m->config;
@@ -7942,9 +8129,15 @@ static pf_result pf__resolve_sources(pf_model *m) {
             src->split = t->split;
         }
     }
+    pf_result r = pf__check_head_slots(m);
+    if (r) return r;
     /* Tied: the head is the embedding, and a head in the file too must hold the same values. */
     pf__source *head = &m->sources[PF__SLOT_LM_HEAD];
     const pf__source *embed_src = &m->sources[PF__SLOT_TOKEN_EMBED];
+    int vocab_logits = c->head == PF_HEAD_CAUSAL_LM || c->head == PF_HEAD_MASKED_LM;
+    if (!vocab_logits && (head->data || m->sources[PF__SLOT_LM_HEAD_BIAS].data))
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: the checkpoint has an LM head that config.json's architectures (%s) does "
+                        "not use", m->dir, pf__head_name(c->head));
     if (c->tie_word_embeddings && head->data) {
         if (head->dtype != embed_src->dtype || head->rows != embed_src->rows || head->cols != embed_src->cols ||
             memcmp(head->data, embed_src->data, head->rows * head->cols * pf__dtype_size(head->dtype)))
@@ -7953,7 +8146,7 @@ static pf_result pf__resolve_sources(pf_model *m) {
                             "token embedding", m->dir);
         head->data = NULL;
     }
-    if (!head->data && !c->tie_word_embeddings)
+    if (vocab_logits && !head->data && !c->tie_word_embeddings)
         return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing the LM head (config.json's tie_word_embeddings is false)", m->dir);
     /* Each layer's stacked biases must line up with its stacked weights. */
     for (int l = 0; l < c->num_layers; l++) {
@@ -7973,7 +8166,7 @@ static pf_result pf__resolve_sources(pf_model *m) {
         if (!m->sources[base + PF__SLOT_QKV_FUSED_WEIGHT].data && !m->sources[base + PF__SLOT_Q_WEIGHT].data)
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has no attention projection", m->dir, l);
     }
-    pf_result r = pf__account_tensors(m, prefix);
+    r = pf__account_tensors(m, prefix);
     if (r) return r;
     if (c->num_kv_heads != c->num_heads && pf__arch_tensor_for(c->arch, PF__SLOT_QKV_FUSED_WEIGHT))
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: grouped-query attention with a fused QKV tensor", m->dir);
@@ -8043,6 +8236,9 @@ pf_model_info pf_get_info(const pf_model *m) {
     info.num_heads = m->config.num_heads;
     info.max_positions = m->config.max_positions;
     const pf__config *c = &m->config;
+    info.is_encoder = pf__archs[c->arch].kind == PF__KIND_ENCODER;
+    info.head = c->head;
+    info.num_labels = c->num_labels;
     info.eos_token_ids = c->eos_ids;
     info.num_eos_token_ids = c->num_eos_ids;
     info.eos_token_id = c->num_eos_ids ? c->eos_ids[0] : -1;
@@ -8238,11 +8434,32 @@ static const float *pf__rope_frequencies(pf_model *m, int length) {
 
 static void pf__rope_reset(pf_model *m) { m->rope_cached_len = m->config.max_positions; }
 
+static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const int32_t *const *types,
+                                   const int *lengths, int batch, pf_encoding **out);
+
 static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, int seq_len, float *logits) {
     if (!ids || !logits || batch < 1 || seq_len < 1)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_forward needs ids, logits, batch >= 1 and seq_len >= 1");
     pf_result r = pf__ensure_group(m);
     if (r) return r;
+    if (m->config.head != PF_HEAD_CAUSAL_LM && m->config.head != PF_HEAD_MASKED_LM)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "pf_forward gives vocabulary logits; this model computes %s (pf_encode runs it)",
+                        pf__head_name(m->config.head));
+    if (m->config.head == PF_HEAD_MASKED_LM) { /* rows of equal length: the encoding's logits are the array */
+        pf_encoding *e = NULL;
+        const int32_t **rows = (const int32_t **)malloc((size_t)batch * sizeof *rows);
+        int *lengths = (int *)malloc((size_t)batch * sizeof(int));
+        r = rows && lengths ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        for (int b = 0; !r && b < batch; b++) {
+            rows[b] = ids + (size_t)b * seq_len;
+            lengths[b] = seq_len;
+        }
+        if (!r) r = pf__encode_locked(m, rows, NULL, lengths, batch, &e);
+        if (!r) memcpy(logits, e->logits, (size_t)batch * seq_len * m->config.vocab_size * sizeof(float));
+        pf_encoding_free(e);
+        free(rows), free(lengths);
+        return r;
+    }
     const pf__group *g = m->group;
     if (batch > g->max_batch || seq_len > g->cache_len)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT,
@@ -8259,6 +8476,113 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
     job.logits = logits;
     job.all_positions = 1;
     return pf__group_run(m->group, PF__JOB_FORWARD, &job);
+}
+
+void pf_encoding_free(pf_encoding *e) {
+    if (!e) return;
+    free(e->offsets);
+    free(e->last_hidden_state);
+    free(e->pooled);
+    free(e->logits);
+    free(e);
+}
+
+/* Fills the host arrays of one encoder request: rows left-padded to the longest (pads are
+   masked and take positions from the first real token, so every row computes what it would
+   alone), and its outputs compacted into e. */
+static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const int32_t *const *types,
+                                   const int *lengths, int batch, pf_encoding **out) {
+    const pf__config *c = &m->config;
+    *out = NULL;
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    if (pf__archs[c->arch].kind != PF__KIND_ENCODER)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is a decoder: pf_forward and pf_generate run it",
+                        pf__archs[c->arch].model_type);
+    if (!ids || !lengths || batch < 1) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode needs ids, lengths and batch >= 1");
+    const pf__group *g = m->group;
+    if (batch > g->max_batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, g->max_batch);
+    int T = 0;
+    for (int b = 0; b < batch; b++) {
+        if (!ids[b] || lengths[b] < 1 || lengths[b] > g->cache_len)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d tokens (1 to %d fit)", b, ids[b] ? lengths[b] : 0, g->cache_len);
+        if ((r = pf__check_ids(m, ids[b], (size_t)lengths[b]))) return r;
+        for (int t = 0; types && types[b] && t < lengths[b]; t++)
+            if (types[b][t] < 0 || types[b][t] >= (c->type_vocab_size > 0 ? c->type_vocab_size : 1))
+                return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: token type %d is outside 0..%d", b, (int)types[b][t],
+                                (c->type_vocab_size > 0 ? c->type_vocab_size : 1) - 1);
+        if (lengths[b] > T) T = lengths[b];
+    }
+    size_t N = (size_t)batch * T, d = (size_t)c->hidden_size;
+    int per_token = c->head != PF_HEAD_SEQUENCE_CLASSIFICATION;
+    int num_logits = c->head == PF_HEAD_MASKED_LM ? c->vocab_size
+                     : c->head == PF_HEAD_QUESTION_ANSWERING ? 2
+                     : c->head == PF_HEAD_NONE ? 0 : c->num_labels;
+    int32_t *padded = (int32_t *)calloc(N, sizeof(int32_t)), *padded_types = (int32_t *)calloc(N, sizeof(int32_t));
+    int *pads = (int *)calloc((size_t)batch, sizeof(int));
+    float *hidden = (float *)malloc(N * d * sizeof(float));
+    float *logits = num_logits ? (float *)malloc((per_token ? N : (size_t)batch) * (size_t)num_logits * sizeof(float)) : NULL;
+    pf_encoding *e = (pf_encoding *)calloc(1, sizeof *e);
+    if (e) {
+        e->offsets = (int *)calloc((size_t)batch + 1, sizeof(int));
+        e->pooled = m->sources[PF__SLOT_POOLER_WEIGHT].data ? (float *)malloc((size_t)batch * d * sizeof(float)) : NULL;
+    }
+    if (!padded || !padded_types || !pads || !hidden || (num_logits && !logits) || !e || !e->offsets ||
+        (m->sources[PF__SLOT_POOLER_WEIGHT].data && !e->pooled))
+        r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (int b = 0; !r && b < batch; b++) {
+        pads[b] = T - lengths[b];
+        memcpy(padded + (size_t)b * T + pads[b], ids[b], (size_t)lengths[b] * sizeof(int32_t));
+        if (types && types[b]) memcpy(padded_types + (size_t)b * T + pads[b], types[b], (size_t)lengths[b] * sizeof(int32_t));
+    }
+    if (!r) {
+        pf__job job;
+        memset(&job, 0, sizeof job);
+        job.step.ids = padded;
+        job.step.type_ids = padded_types;
+        job.step.batch = batch;
+        job.step.seq_len = T;
+        job.step.pad = pads;
+        pf__rope_reset(m);
+        job.step.inv_freq = pf__rope_frequencies(m, T);
+        job.all_positions = 1;
+        job.hidden = hidden;
+        job.pooled = e->pooled;
+        job.logits = logits;
+        r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
+    }
+    if (!r) { /* drop the pads: row b's real tokens are its last lengths[b] */
+        e->batch = batch;
+        e->hidden_size = (int)d;
+        e->head = c->head;
+        e->num_logits = num_logits;
+        e->logits_per_token = num_logits ? per_token : 0;
+        for (int b = 0; b < batch; b++) e->offsets[b + 1] = e->offsets[b] + lengths[b];
+        e->last_hidden_state = hidden;
+        for (int b = 0; b < batch; b++)
+            memmove(hidden + (size_t)e->offsets[b] * d, hidden + ((size_t)b * T + pads[b]) * d, (size_t)lengths[b] * d * sizeof(float));
+        hidden = NULL;
+        if (logits && per_token)
+            for (int b = 0; b < batch; b++)
+                memmove(logits + (size_t)e->offsets[b] * num_logits, logits + ((size_t)b * T + pads[b]) * num_logits,
+                        (size_t)lengths[b] * num_logits * sizeof(float));
+        e->logits = logits;
+        logits = NULL;
+        *out = e;
+        e = NULL;
+    }
+    pf_encoding_free(e);
+    free(padded), free(padded_types), free(pads), free(hidden), free(logits);
+    return r;
+}
+
+pf_result pf_encode(pf_model *m, const int32_t *const *ids, const int32_t *const *token_type_ids, const int *lengths,
+                    int batch, pf_encoding **out) {
+    if (!m || !out) return PF_ERROR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&m->request_lock);
+    pf_result r = pf__encode_locked(m, ids, token_type_ids, lengths, batch, out);
+    pthread_mutex_unlock(&m->request_lock);
+    return r;
 }
 
 pf_result pf_forward(pf_model *m, const int32_t *ids, int batch, int seq_len, float *logits) {
@@ -8564,7 +8888,11 @@ static pf_result pf__reorder_rows(pf_model *m, const int *src, int num_rows, int
 static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts, const int *lengths, int batch,
                                      const pf_generate_options *o, pf_generation *result) {
     pf_result r = pf__ensure_group(m);
-    if (r || (r = pf__check_generate_options(m, o, batch))) return r;
+    if (r) return r;
+    if (m->config.head != PF_HEAD_CAUSAL_LM)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder: it does not generate (pf_encode runs it)",
+                        pf__archs[m->config.arch].model_type);
+    if ((r = pf__check_generate_options(m, o, batch))) return r;
     const pf__group *g = m->group;
     int vocab = m->config.vocab_size, width = 0;
     for (int b = 0; b < batch; b++) {

@@ -71,8 +71,21 @@ const char *pf_error_message(const pf_model *model);
 /* Hyperparameters read from config.json, and the special token ids of config.json and
    generation_config.json (the latter's bos/pad/decoder start ids win; eos ids are joined). Any
    thread, after pf_load succeeded. */
+/* What a model's output head computes (from config.json's "architectures": BertForMaskedLM, ...). */
+typedef enum pf_head {
+    PF_HEAD_NONE = 0,                /* the bare encoder (BertModel): hidden states (and the pooler's) */
+    PF_HEAD_CAUSAL_LM,               /* a decoder's next-token logits: pf_forward, pf_generate */
+    PF_HEAD_MASKED_LM,               /* vocabulary logits for every token */
+    PF_HEAD_SEQUENCE_CLASSIFICATION, /* num_labels logits per sequence, from the pooled output */
+    PF_HEAD_TOKEN_CLASSIFICATION,    /* num_labels logits per token */
+    PF_HEAD_QUESTION_ANSWERING       /* 2 logits per token: answer start, answer end */
+} pf_head;
+
 typedef struct pf_model_info {
     const char *model_type;
+    int is_encoder;                /* 1: bidirectional attention, run with pf_encode */
+    pf_head head;
+    int num_labels;                /* classification heads' outputs (config.json's id2label) */
     int vocab_size, hidden_size, num_layers, num_heads, max_positions;
     int eos_token_id;              /* the first eos id; -1 when none is named */
     const int32_t *eos_token_ids;  /* every eos id: generation stops on any; owned by the model */
@@ -154,6 +167,34 @@ pf_result pf_get_memory_info(const pf_model *model, int rank, pf_memory_info *in
    ids: [batch][seq_len]; logits: [batch][seq_len][vocab_size] floats. batch and seq_len must fit
    what pf_parallelize sized. Runs on one CPU rank if the model was never parallelized. */
 pf_result pf_forward(pf_model *model, const int32_t *ids, int batch, int seq_len, float *logits);
+
+/* ---- encoders (BERT and its kin) ------------------------------------------------------------- */
+
+/* What pf_encode returns for a batch; every array belongs to it (pf_encoding_free). Per-token
+   arrays hold the batch's rows one after another, without padding: row b's tokens are
+   offsets[b] .. offsets[b + 1] - 1. */
+typedef struct pf_encoding {
+    int batch, hidden_size;
+    int *offsets;             /* [batch + 1] */
+    float *last_hidden_state; /* [offsets[batch]][hidden_size] */
+    float *pooled;            /* [batch][hidden_size]: the pooler (dense + tanh on the first token),
+                                 NULL when the model has none */
+    pf_head head;             /* as pf_get_info's */
+    int num_logits;           /* logits per token (masked LM: vocab_size, token classification:
+                                 num_labels, question answering: 2, start then end) or per
+                                 sequence (sequence classification: num_labels); 0 without a head */
+    int logits_per_token;     /* 1: logits is [offsets[batch]][num_logits]; 0: [batch][num_logits] */
+    float *logits;            /* NULL without a head */
+} pf_encoding;
+
+/* Runs an encoder model on `batch` rows of token ids of any lengths (each at least 1 and within
+   what pf_parallelize sized; the padding is the library's and never attends or is attended to):
+   ids[b] holds lengths[b] ids; token_type_ids[b] likewise (segment ids; NULL for all zero). On
+   success *out holds the results (free with pf_encoding_free). PF_ERROR_UNSUPPORTED for a
+   decoder. Any thread; requests on one model run one after another. */
+pf_result pf_encode(pf_model *model, const int32_t *const *ids, const int32_t *const *token_type_ids,
+                    const int *lengths, int batch, pf_encoding **out);
+void pf_encoding_free(pf_encoding *encoding);
 
 /* Receives each new token as it is chosen (greedy and sampling, not beam search): the row of the
    batch, the id, and the text it completes (whole UTF-8 characters; may be empty; NULL without

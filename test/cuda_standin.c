@@ -313,6 +313,7 @@ static float act_fn(float v, int act) {
     case 1: return 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));
     case 2: return v > 0.0f ? v : 0.0f;
     case 3: return v / (1.0f + expf(-v));
+    case 4: return tanhf(v);
     default: return v;
     }
 }

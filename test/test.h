@@ -79,6 +79,7 @@ void test_tokenizer(void);
 void test_models(void);
 void test_bad_input(void);
 void test_config(void);
+void test_encoders(void);
 void test_cli(void);
 void test_generation(void);
 

@@ -10,6 +10,7 @@ int main(int argc, char **argv) {
         {"models", test_models},
         {"bad input", test_bad_input},
         {"config", test_config},
+        {"encoders", test_encoders},
         {"generation", test_generation},
         {"cli", test_cli},
     };

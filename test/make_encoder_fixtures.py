@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Writes the encoder fixtures that test_encoders.c checks (issue 10): tiny BERT models saved by
+transformers' save_pretrained, one per output head, with what transformers computes for a batch
+of rows of different lengths.
+
+Run from the repository root (transformers 5, torch 2):
+
+    python3 test/make_encoder_fixtures.py
+
+Each dir test/fixtures/<name>/ holds config.json, model.safetensors and
+    reference.txt       rows=<n>, then per row ids<i>=<comma ids> and types<i>=<comma type ids>
+    hidden.bin          float32 LE [sum of lengths][hidden]: last_hidden_state of the real tokens
+    pooled.bin          float32 LE [rows][hidden]: the pooler's output (dirs whose model has one)
+    logits.bin          float32 LE: the head's logits, per real token [sum of lengths][n] or per
+                        row [rows][n] (sequence classification)
+transformers pads the rows on the right and masks the pads (attention_mask); the library pads on
+the left; both give every row what it gives alone.
+"""
+import json
+import sys
+from pathlib import Path
+
+import torch
+import transformers
+
+ROOT = Path(__file__).resolve().parent
+FIXTURES = ROOT / "fixtures"
+
+# Heads 6 so that 1, 2 and 3 ranks split them evenly; weights larger than transformers' default
+# init so that a wrong trait moves the outputs well beyond the tests' 1e-4.
+BERT_SHAPE = dict(vocab_size=120, hidden_size=48, num_hidden_layers=2, num_attention_heads=6, intermediate_size=96,
+                  max_position_embeddings=32, type_vocab_size=2, initializer_range=0.2, hidden_act="gelu",
+                  hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+ROWS = [  # (ids, token types): lengths 7, 12, 4; the second row is a pair of segments
+    ([2, 17, 45, 88, 9, 63, 3], [0] * 7),
+    ([2, 5, 77, 31, 101, 3, 54, 12, 96, 40, 8, 3], [0] * 6 + [1] * 6),
+    ([2, 119, 64, 3], [0] * 4),
+]
+FIXTURE_HEADS = [  # dir, transformers class, label count
+    ("bert", "BertModel", None),
+    ("bert-mlm", "BertForMaskedLM", None),
+    ("bert-cls", "BertForSequenceClassification", 3),
+    ("bert-tok", "BertForTokenClassification", 5),
+    ("bert-qa", "BertForQuestionAnswering", None),
+]
+
+
+def run_rows(model, rows):
+    """transformers' outputs for the right-padded batch, as float32 arrays of the real tokens."""
+    width = max(len(ids) for ids, _ in rows)
+    ids = torch.tensor([r + [0] * (width - len(r)) for r, _ in rows])
+    types = torch.tensor([t + [0] * (width - len(t)) for _, t in rows])
+    mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r, _ in rows])
+    base = getattr(model, "bert", model)  # the classifier's pooled output is not among its outputs
+    with torch.no_grad():
+        out = model(input_ids=ids, token_type_ids=types, attention_mask=mask, output_hidden_states=True)
+        pooled = base.pooler(out.hidden_states[-1]) if getattr(base, "pooler", None) is not None else None
+    real = mask.bool()
+    hidden = out.hidden_states[-1][real]
+    if hasattr(out, "start_logits"):
+        logits = torch.stack([out.start_logits, out.end_logits], dim=-1)[real]
+    elif hasattr(out, "logits"):
+        logits = out.logits if out.logits.dim() == 2 else out.logits[real]
+    else:
+        logits = None
+    return hidden, pooled, logits
+
+
+def make(name, class_name, labels, seed):
+    torch.manual_seed(seed)
+    kwargs = dict(BERT_SHAPE)
+    if labels:
+        kwargs["num_labels"] = labels
+    config = transformers.BertConfig(**kwargs)
+    model = getattr(transformers, class_name)(config).eval()
+    out = FIXTURES / name
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.iterdir():
+        stale.unlink()
+    model.save_pretrained(out)
+    reloaded = getattr(transformers, class_name).from_pretrained(out, attn_implementation="eager").eval()
+    hidden, pooled, logits = run_rows(reloaded, ROWS)
+    alone = [run_rows(reloaded, [row])[0] for row in ROWS]  # each row by itself: padding changes nothing
+    assert torch.allclose(torch.cat(alone), hidden, atol=1e-5), f"{name}: padding changed the outputs"
+    lines = [f"rows={len(ROWS)}"]
+    for i, (ids, types) in enumerate(ROWS):
+        lines += [f"ids{i}=" + ",".join(map(str, ids)), f"types{i}=" + ",".join(map(str, types))]
+    (out / "reference.txt").write_text("\n".join(lines) + "\n", encoding="ascii")
+    hidden.numpy().astype("<f4").tofile(out / "hidden.bin")
+    if pooled is not None:
+        pooled.numpy().astype("<f4").tofile(out / "pooled.bin")
+    if logits is not None:
+        logits.numpy().astype("<f4").tofile(out / "logits.bin")
+    arch = json.loads((out / "config.json").read_text())["architectures"]
+    print(f"  {name}: {arch[0]}, hidden std {float(hidden.std()):.2f}"
+          + (f", logits {tuple(logits.shape)} std {float(logits.std()):.2f}" if logits is not None else ""))
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    only = set(sys.argv[1:])
+    for i, (name, class_name, labels) in enumerate(FIXTURE_HEADS):
+        if not only or name in only:
+            make(name, class_name, labels, seed=2000 + i)
+
+
+if __name__ == "__main__":
+    main()

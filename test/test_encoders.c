@@ -1,0 +1,174 @@
+/* Encoders (issue 10): BERT with each output head, against what transformers computed for a batch
+   of rows of different lengths (test/make_encoder_fixtures.py): the last hidden state, the
+   pooled output and the head's logits within 1e-4 on 1, 2 and 3 ranks; and the calls that do not
+   fit an encoder refused. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../parallelformers.h"
+#include "test.h"
+
+#define TOLERANCE 1e-4f
+#define MAX_ROWS 4
+
+typedef struct encoder_reference {
+    int rows;
+    int32_t ids[MAX_ROWS][TEST_MAX_IDS], types[MAX_ROWS][TEST_MAX_IDS];
+    int lengths[MAX_ROWS];
+} encoder_reference;
+
+static int read_encoder_reference(const char *dir, encoder_reference *ref) {
+    char path[1100], line[4096];
+    snprintf(path, sizeof path, "%s/reference.txt", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    memset(ref, 0, sizeof *ref);
+    while (fgets(line, sizeof line, f)) {
+        int row, values[TEST_MAX_IDS], n;
+        char *eq = strchr(line, '=');
+        if (!eq) continue;
+        if (!strncmp(line, "rows=", 5)) ref->rows = atoi(line + 5);
+        else if (sscanf(line, "ids%d=", &row) == 1 && row >= 0 && row < MAX_ROWS &&
+                 (n = test_parse_ids(eq + 1, values, TEST_MAX_IDS)) > 0) {
+            ref->lengths[row] = n;
+            for (int i = 0; i < n; i++) ref->ids[row][i] = values[i];
+        } else if (sscanf(line, "types%d=", &row) == 1 && row >= 0 && row < MAX_ROWS &&
+                   (n = test_parse_ids(eq + 1, values, TEST_MAX_IDS)) > 0) {
+            for (int i = 0; i < n; i++) ref->types[row][i] = values[i];
+        }
+    }
+    fclose(f);
+    return ref->rows > 0 && ref->rows <= MAX_ROWS ? 0 : -1;
+}
+
+/* One output array against the fixture's file of it; a missing file must mean a missing array. */
+static void check_array(const char *what, const char *dir, const char *file, const float *got, size_t count) {
+    char path[1100];
+    size_t n = 0;
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    float *want = test_read_floats(path, &n);
+    CHECK_MSG(!want == !got, "%s: %s is %s, the output %s", what, file, want ? "there" : "absent", got ? "too" : "not");
+    if (want && got) {
+        CHECK_MSG(n == count, "%s: %s holds %zu floats, the output %zu", what, file, n, count);
+        if (n == count) {
+            float diff = test_max_abs_diff(got, want, n);
+            CHECK_MSG(diff <= TOLERANCE, "%s: %s differs from transformers by %g", what, file, diff);
+        }
+    }
+    free(want);
+}
+
+static void test_encoder_fixture(const char *name, pf_head head, int num_logits, int per_token) {
+    char dir[1024];
+    encoder_reference ref;
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
+    if (read_encoder_reference(dir, &ref)) {
+        CHECK_MSG(0, "reading %s/reference.txt", dir);
+        return;
+    }
+    pf_model *m = NULL;
+    pf_result r = pf_load(dir, NULL, &m);
+    CHECK_MSG(r == PF_OK, "loading %s: %s", name, pf_error_message(m));
+    if (r) {
+        pf_free(m);
+        return;
+    }
+    pf_model_info info = pf_get_info(m);
+    CHECK_MSG(info.is_encoder && info.head == head, "%s: encoder %d, head %d", name, info.is_encoder, (int)info.head);
+    const int32_t *ids[MAX_ROWS], *types[MAX_ROWS];
+    size_t tokens = 0;
+    for (int b = 0; b < ref.rows; b++) {
+        ids[b] = ref.ids[b];
+        types[b] = ref.types[b];
+        tokens += (size_t)ref.lengths[b];
+    }
+    for (int ranks = 1; ranks <= 3; ranks++) {
+        char what[128];
+        snprintf(what, sizeof what, "%s on %d ranks", name, ranks);
+        pf_parallel_options po = pf_parallel_options_init();
+        po.device = PF_DEVICE_CPU;
+        po.max_batch = ref.rows;
+        pf_encoding *e = NULL;
+        r = pf_parallelize(m, ranks, &po);
+        if (r == PF_OK) r = pf_encode(m, ids, types, ref.lengths, ref.rows, &e);
+        CHECK_MSG(r == PF_OK, "%s: %s", what, pf_error_message(m));
+        if (r) continue;
+        CHECK(e->batch == ref.rows && e->hidden_size == info.hidden_size && e->offsets[ref.rows] == (int)tokens);
+        CHECK(e->head == head && e->num_logits == num_logits && e->logits_per_token == per_token);
+        check_array(what, dir, "hidden.bin", e->last_hidden_state, tokens * (size_t)e->hidden_size);
+        check_array(what, dir, "pooled.bin", e->pooled, (size_t)ref.rows * (size_t)e->hidden_size);
+        check_array(what, dir, "logits.bin", e->logits, (per_token ? tokens : (size_t)ref.rows) * (size_t)num_logits);
+        pf_encoding_free(e);
+    }
+    /* A masked LM gives pf_forward's logits too (one row: its segments all 0, as row 0's are). */
+    if (head == PF_HEAD_MASKED_LM) {
+        size_t count = (size_t)ref.lengths[0] * (size_t)info.vocab_size, n = 0;
+        float *logits = (float *)malloc(count * sizeof(float));
+        char path[1100];
+        snprintf(path, sizeof path, "%s/logits.bin", dir);
+        float *want = test_read_floats(path, &n);
+        r = pf_forward(m, ref.ids[0], 1, ref.lengths[0], logits);
+        CHECK_MSG(r == PF_OK, "%s: pf_forward: %s", name, pf_error_message(m));
+        if (r == PF_OK && want && n >= count)
+            CHECK_MSG(test_max_abs_diff(logits, want, count) <= TOLERANCE, "%s: pf_forward's logits differ", name);
+        free(logits);
+        free(want);
+    } else {
+        float logit;
+        CHECK(pf_forward(m, ref.ids[0], 1, 1, &logit) == PF_ERROR_UNSUPPORTED);
+    }
+    int32_t out[4];
+    int n = 0;
+    CHECK(pf_generate(m, ref.ids[0], ref.lengths[0], NULL, out, 4, &n) == PF_ERROR_UNSUPPORTED);
+    CHECK(strstr(pf_error_message(m), "encoder") != NULL);
+    pf_free(m);
+}
+
+/* Bad requests get a message; a decoder is not an encoder. */
+static void test_encode_refusals(void) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/bert", test_fixtures);
+    pf_model *m = NULL;
+    if (pf_load(dir, NULL, &m) != PF_OK) {
+        CHECK_MSG(0, "loading %s: %s", dir, pf_error_message(m));
+        pf_free(m);
+        return;
+    }
+    int32_t ids[3] = {2, 500, 3}, bad_types[3] = {0, 2, 0};
+    const int32_t *rows[1] = {ids}, *type_rows[1] = {bad_types};
+    int length = 3;
+    pf_encoding *e = NULL;
+    CHECK(pf_encode(m, rows, NULL, &length, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+    CHECK(strstr(pf_error_message(m), "outside the vocabulary") != NULL);
+    ids[1] = 7;
+    CHECK(pf_encode(m, rows, type_rows, &length, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+    CHECK(strstr(pf_error_message(m), "token type 2") != NULL);
+    length = 0;
+    CHECK(pf_encode(m, rows, NULL, &length, 1, &e) == PF_ERROR_INVALID_ARGUMENT);
+    length = 33; /* beyond max_position_embeddings */
+    CHECK(pf_encode(m, rows, NULL, &length, 1, &e) == PF_ERROR_INVALID_ARGUMENT);
+    length = 3;
+    CHECK(pf_encode(m, rows, NULL, &length, 2, &e) == PF_ERROR_INVALID_ARGUMENT); /* beyond max_batch */
+    CHECK(pf_encode(m, rows, NULL, &length, 1, &e) == PF_OK && e && e->offsets[1] == 3 && e->pooled && !e->logits);
+    pf_encoding_free(e);
+    pf_encoding_free(NULL);
+    pf_free(m);
+
+    snprintf(dir, sizeof dir, "%s/gpt2-tiny", test_fixtures);
+    if (pf_load(dir, NULL, &m) == PF_OK) {
+        e = NULL;
+        CHECK(pf_encode(m, rows, NULL, &length, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
+        CHECK(pf_get_info(m).head == PF_HEAD_CAUSAL_LM && !pf_get_info(m).is_encoder);
+    }
+    pf_free(m);
+}
+
+void test_encoders(void) {
+    test_encoder_fixture("bert", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("bert-mlm", PF_HEAD_MASKED_LM, 120, 1);
+    test_encoder_fixture("bert-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
+    test_encoder_fixture("bert-tok", PF_HEAD_TOKEN_CLASSIFICATION, 5, 1);
+    test_encoder_fixture("bert-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
+    test_encode_refusals();
+}
