@@ -74,6 +74,15 @@ int test_read_gen_cases(const char *fixture, test_gen_case *cases, int cap);
    relative, reported as "WHAT: case NAME: ..."; returns 1 if all matched. */
 int test_check_gen_case(pf_model *m, const char *what, const test_gen_case *c);
 
+/* An encoder fixture's reference.txt (make_encoder_fixtures.py): rows of ids and token types. */
+#define TEST_ENCODER_ROWS 4
+typedef struct test_encoder_reference {
+    int rows;
+    int32_t ids[TEST_ENCODER_ROWS][TEST_MAX_IDS], types[TEST_ENCODER_ROWS][TEST_MAX_IDS];
+    int lengths[TEST_ENCODER_ROWS];
+} test_encoder_reference;
+int test_read_encoder_reference(const char *dir, test_encoder_reference *ref); /* 0 on success */
+
 /* Each test file of test_parallelformers provides one entry point, called from test_main.c. */
 void test_tokenizer(void);
 void test_models(void);

@@ -645,8 +645,60 @@ static int cuda_available(char *reason, size_t size) {
 
 static int compare_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* The subdirectories of test_fixtures holding a reference.txt, sorted; NULL-terminated. */
-static char **list_fixtures(int *count) {
+/* An encoder fixture (make_encoder_fixtures.py) on the GPU in fp32, 1 and 2 ranks, against the
+   CPU backend's encoding of the same rows: hidden states, pooled output and head logits. */
+static void test_encoder(const char *name) {
+    char dir[1024];
+    test_encoder_reference ref;
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
+    if (test_read_encoder_reference(dir, &ref)) {
+        CHECK_MSG(0, "%s: reference.txt unreadable", name);
+        return;
+    }
+    const int32_t *ids[TEST_ENCODER_ROWS], *types[TEST_ENCODER_ROWS];
+    for (int b = 0; b < ref.rows; b++) ids[b] = ref.ids[b], types[b] = ref.types[b];
+    pf_encoding *want = NULL;
+    pf_model *m = NULL;
+    pf_result r = pf_load(dir, NULL, &m);
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.max_batch = ref.rows;
+    if (r == PF_OK) r = pf_parallelize(m, 1, &po);
+    if (r == PF_OK) r = pf_encode(m, ids, types, ref.lengths, ref.rows, &want);
+    CHECK_MSG(r == PF_OK, "%s on the CPU: %s", name, pf_error_message(m));
+    for (int ranks = 1; r == PF_OK && ranks <= 2; ranks++) {
+        pf_encoding *got = NULL;
+        po = pf_parallel_options_init();
+        po.device = PF_DEVICE_CUDA;
+        po.dtype = PF_DTYPE_F32;
+        po.max_batch = ref.rows;
+        pf_result rr = pf_parallelize(m, ranks, &po);
+        if (rr == PF_OK) rr = pf_encode(m, ids, types, ref.lengths, ref.rows, &got);
+        CHECK_MSG(rr == PF_OK, "%s on %d GPU ranks: %s", name, ranks, pf_error_message(m));
+        if (rr) continue;
+        size_t tokens = (size_t)want->offsets[want->batch], d = (size_t)want->hidden_size;
+        size_t logits = (want->logits_per_token ? tokens : (size_t)want->batch) * (size_t)want->num_logits;
+        float worst = test_max_abs_diff(got->last_hidden_state, want->last_hidden_state, tokens * d);
+        if (want->pooled && got->pooled) {
+            float diff = test_max_abs_diff(got->pooled, want->pooled, (size_t)want->batch * d);
+            if (diff > worst) worst = diff;
+        }
+        if (want->logits && got->logits) {
+            float diff = test_max_abs_diff(got->logits, want->logits, logits);
+            if (diff > worst) worst = diff;
+        }
+        CHECK_MSG(!want->pooled == !got->pooled && !want->logits == !got->logits, "%s: outputs differ in kind", name);
+        CHECK_MSG(worst <= 1e-3f, "%s on %d GPU ranks: differs from the CPU by %g", name, ranks, worst);
+        printf("  %-10s f32 %d rank%s on the GPU          max |output - CPU| %.3g (tol 0.001)\n", name, ranks,
+               ranks > 1 ? "s" : " ", worst);
+        pf_encoding_free(got);
+    }
+    pf_encoding_free(want);
+    pf_free(m);
+}
+
+/* The subdirectories of test_fixtures holding FILE, sorted; NULL-terminated. */
+static char **list_fixtures(const char *file, int *count) {
     *count = 0;
     DIR *d = opendir(test_fixtures);
     if (!d) return NULL;
@@ -656,7 +708,7 @@ static char **list_fixtures(int *count) {
     while ((e = readdir(d))) {
         char path[1200];
         if (e->d_name[0] == '.') continue;
-        snprintf(path, sizeof path, "%s/%s/reference.txt", test_fixtures, e->d_name);
+        snprintf(path, sizeof path, "%s/%s/%s", test_fixtures, e->d_name, file);
         FILE *f = fopen(path, "r");
         if (!f) continue;
         fclose(f);
@@ -700,11 +752,19 @@ int main(int argc, char **argv) {
             }
         } else {
             int count = 0;
-            char **names = list_fixtures(&count);
-            CHECK_MSG(count > 0, "no fixtures with a reference.txt in %s", test_fixtures);
+            char **names = list_fixtures("reference_logits.bin", &count);
+            CHECK_MSG(count > 0, "no decoder fixtures (reference_logits.bin) in %s", test_fixtures);
             for (int i = 0; i < count; i++) {
                 printf("%s\n", names[i]);
                 test_fixture(names[i]);
+                free(names[i]);
+            }
+            free(names);
+            names = list_fixtures("hidden.bin", &count);
+            CHECK_MSG(count > 0, "no encoder fixtures (hidden.bin) in %s", test_fixtures);
+            for (int i = 0; i < count; i++) {
+                printf("%s\n", names[i]);
+                test_encoder(names[i]);
                 free(names[i]);
             }
             free(names);

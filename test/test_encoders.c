@@ -10,38 +10,6 @@
 #include "test.h"
 
 #define TOLERANCE 1e-4f
-#define MAX_ROWS 4
-
-typedef struct encoder_reference {
-    int rows;
-    int32_t ids[MAX_ROWS][TEST_MAX_IDS], types[MAX_ROWS][TEST_MAX_IDS];
-    int lengths[MAX_ROWS];
-} encoder_reference;
-
-static int read_encoder_reference(const char *dir, encoder_reference *ref) {
-    char path[1100], line[4096];
-    snprintf(path, sizeof path, "%s/reference.txt", dir);
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    memset(ref, 0, sizeof *ref);
-    while (fgets(line, sizeof line, f)) {
-        int row, values[TEST_MAX_IDS], n;
-        char *eq = strchr(line, '=');
-        if (!eq) continue;
-        if (!strncmp(line, "rows=", 5)) ref->rows = atoi(line + 5);
-        else if (sscanf(line, "ids%d=", &row) == 1 && row >= 0 && row < MAX_ROWS &&
-                 (n = test_parse_ids(eq + 1, values, TEST_MAX_IDS)) > 0) {
-            ref->lengths[row] = n;
-            for (int i = 0; i < n; i++) ref->ids[row][i] = values[i];
-        } else if (sscanf(line, "types%d=", &row) == 1 && row >= 0 && row < MAX_ROWS &&
-                   (n = test_parse_ids(eq + 1, values, TEST_MAX_IDS)) > 0) {
-            for (int i = 0; i < n; i++) ref->types[row][i] = values[i];
-        }
-    }
-    fclose(f);
-    return ref->rows > 0 && ref->rows <= MAX_ROWS ? 0 : -1;
-}
-
 /* One output array against the fixture's file of it; a missing file must mean a missing array. */
 static void check_array(const char *what, const char *dir, const char *file, const float *got, size_t count) {
     char path[1100];
@@ -61,9 +29,9 @@ static void check_array(const char *what, const char *dir, const char *file, con
 
 static void test_encoder_fixture(const char *name, pf_head head, int num_logits, int per_token) {
     char dir[1024];
-    encoder_reference ref;
+    test_encoder_reference ref;
     snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
-    if (read_encoder_reference(dir, &ref)) {
+    if (test_read_encoder_reference(dir, &ref)) {
         CHECK_MSG(0, "reading %s/reference.txt", dir);
         return;
     }
@@ -76,7 +44,7 @@ static void test_encoder_fixture(const char *name, pf_head head, int num_logits,
     }
     pf_model_info info = pf_get_info(m);
     CHECK_MSG(info.is_encoder && info.head == head, "%s: encoder %d, head %d", name, info.is_encoder, (int)info.head);
-    const int32_t *ids[MAX_ROWS], *types[MAX_ROWS];
+    const int32_t *ids[TEST_ENCODER_ROWS], *types[TEST_ENCODER_ROWS];
     size_t tokens = 0;
     for (int b = 0; b < ref.rows; b++) {
         ids[b] = ref.ids[b];

@@ -272,3 +272,27 @@ int test_check_gen_case(pf_model *m, const char *what, const test_gen_case *c) {
     pf_generation_free(&g);
     return matched;
 }
+
+int test_read_encoder_reference(const char *dir, test_encoder_reference *ref) {
+    char path[1100], line[4096];
+    snprintf(path, sizeof path, "%s/reference.txt", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    memset(ref, 0, sizeof *ref);
+    while (fgets(line, sizeof line, f)) {
+        int row, values[TEST_MAX_IDS], n;
+        char *eq = strchr(line, '=');
+        if (!eq) continue;
+        if (!strncmp(line, "rows=", 5)) ref->rows = atoi(line + 5);
+        else if (sscanf(line, "ids%d=", &row) == 1 && row >= 0 && row < TEST_ENCODER_ROWS &&
+                 (n = test_parse_ids(eq + 1, values, TEST_MAX_IDS)) > 0) {
+            ref->lengths[row] = n;
+            for (int i = 0; i < n; i++) ref->ids[row][i] = values[i];
+        } else if (sscanf(line, "types%d=", &row) == 1 && row >= 0 && row < TEST_ENCODER_ROWS &&
+                   (n = test_parse_ids(eq + 1, values, TEST_MAX_IDS)) > 0) {
+            for (int i = 0; i < n; i++) ref->types[row][i] = values[i];
+        }
+    }
+    fclose(f);
+    return ref->rows > 0 && ref->rows <= TEST_ENCODER_ROWS ? 0 : -1;
+}
