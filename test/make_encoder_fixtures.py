@@ -3,7 +3,7 @@
 transformers' save_pretrained, one per output head, with what transformers computes for a batch
 of rows of different lengths.
 
-Run from the repository root (transformers 5, torch 2):
+Run from the repository root (transformers 5, torch 2, sentence-transformers 6):
 
     python3 test/make_encoder_fixtures.py
 
@@ -13,6 +13,9 @@ Each dir test/fixtures/<name>/ holds config.json, model.safetensors and
     pooled.bin          float32 LE [rows][hidden]: the pooler's output (dirs whose model has one)
     logits.bin          float32 LE: the head's logits, per real token [sum of lengths][n] or per
                         row [rows][n] (sequence classification)
+    embed_<mode>.bin    (bert only) float32 LE [rows][hidden]: sentence-transformers' Pooling of
+                        the last hidden state in that mode (cls, max, mean, mean_sqrt_len_tokens,
+                        weightedmean, lasttoken), not normalised, token types all 0
 transformers pads the rows on the right and masks the pads (attention_mask); the library pads on
 the left; both give every row what it gives alone.
 """
@@ -66,6 +69,25 @@ def run_rows(model, rows):
     return hidden, pooled, logits
 
 
+POOLING_MODES = ["cls", "max", "mean", "mean_sqrt_len_tokens", "weightedmean", "lasttoken"]
+
+
+def write_poolings(out, model):
+    """sentence-transformers' Pooling in each mode on the right-padded batch's hidden states, the
+    token types all 0 as for single sentences."""
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    width = max(len(ids) for ids, _ in ROWS)
+    ids = torch.tensor([r + [0] * (width - len(r)) for r, _ in ROWS])
+    mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r, _ in ROWS])
+    with torch.no_grad():
+        hidden = model(input_ids=ids, token_type_ids=torch.zeros_like(ids), attention_mask=mask).last_hidden_state
+        for mode in POOLING_MODES:
+            pooling = Pooling(hidden.shape[-1], pooling_mode=mode)
+            pooled = pooling({"token_embeddings": hidden, "attention_mask": mask})["sentence_embedding"]
+            pooled.numpy().astype("<f4").tofile(out / f"embed_{mode}.bin")
+
+
 def make(name, class_name, labels, seed):
     torch.manual_seed(seed)
     kwargs = dict(BERT_SHAPE)
@@ -91,6 +113,8 @@ def make(name, class_name, labels, seed):
         pooled.numpy().astype("<f4").tofile(out / "pooled.bin")
     if logits is not None:
         logits.numpy().astype("<f4").tofile(out / "logits.bin")
+    if name == "bert":
+        write_poolings(out, reloaded)
     arch = json.loads((out / "config.json").read_text())["architectures"]
     print(f"  {name}: {arch[0]}, hidden std {float(hidden.std()):.2f}"
           + (f", logits {tuple(logits.shape)} std {float(logits.std()):.2f}" if logits is not None else ""))

@@ -2,6 +2,7 @@
    of rows of different lengths (test/make_encoder_fixtures.py): the last hidden state, the
    pooled output and the head's logits within 1e-4 on 1, 2 and 3 ranks; and the calls that do not
    fit an encoder refused. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,66 @@ static void test_encoder_fixture(const char *name, pf_head head, int num_logits,
     pf_free(m);
 }
 
+/* Sentence embeddings in every pooling mode against sentence-transformers' Pooling, on 1 to 3
+   ranks, with max_batch 2 so the rows run in two batches; and normalised. */
+static void test_embed_poolings(void) {
+    static const struct { pf_pooling pooling; const char *file; } modes[] = {
+        {PF_POOLING_CLS, "embed_cls.bin"}, {PF_POOLING_MAX, "embed_max.bin"}, {PF_POOLING_MEAN, "embed_mean.bin"},
+        {PF_POOLING_MEAN_SQRT_LEN, "embed_mean_sqrt_len_tokens.bin"}, {PF_POOLING_WEIGHTED_MEAN, "embed_weightedmean.bin"},
+        {PF_POOLING_LAST_TOKEN, "embed_lasttoken.bin"}, {PF_POOLING_MODEL, "embed_mean.bin"}, /* no modules.json: mean */
+    };
+    char dir[1024];
+    test_encoder_reference ref;
+    snprintf(dir, sizeof dir, "%s/bert", test_fixtures);
+    pf_model *m = NULL;
+    if (test_read_encoder_reference(dir, &ref) || pf_load(dir, NULL, &m) != PF_OK) {
+        CHECK_MSG(0, "loading %s: %s", dir, pf_error_message(m));
+        pf_free(m);
+        return;
+    }
+    const int32_t *ids[TEST_ENCODER_ROWS];
+    for (int b = 0; b < ref.rows; b++) ids[b] = ref.ids[b];
+    size_t d = (size_t)pf_get_info(m).hidden_size;
+    float got[TEST_ENCODER_ROWS * 64];
+    for (int ranks = 1; ranks <= 3 && d <= 64; ranks++) {
+        pf_parallel_options po = pf_parallel_options_init();
+        po.device = PF_DEVICE_CPU;
+        po.max_batch = 2;
+        CHECK(pf_parallelize(m, ranks, &po) == PF_OK);
+        for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+            char what[160];
+            snprintf(what, sizeof what, "pf_embed pooling %d on %d ranks", (int)modes[i].pooling, ranks);
+            pf_embed_options o = pf_embed_options_init();
+            o.pooling = modes[i].pooling;
+            pf_result r = pf_embed(m, ids, ref.lengths, ref.rows, &o, got);
+            CHECK_MSG(r == PF_OK, "%s: %s", what, pf_error_message(m));
+            if (r == PF_OK) check_array(what, dir, modes[i].file, got, (size_t)ref.rows * d);
+        }
+        /* normalised: mean pooling over the unit length */
+        pf_embed_options o = pf_embed_options_init();
+        o.normalize = 1;
+        char path[1100];
+        size_t n = 0;
+        snprintf(path, sizeof path, "%s/embed_mean.bin", dir);
+        float *want = test_read_floats(path, &n);
+        if (want && n == (size_t)ref.rows * d && pf_embed(m, ids, ref.lengths, ref.rows, &o, got) == PF_OK) {
+            for (int b = 0; b < ref.rows; b++) {
+                double norm = 0;
+                for (size_t i = 0; i < d; i++) norm += (double)want[b * d + i] * want[b * d + i];
+                for (size_t i = 0; i < d; i++) want[b * d + i] = (float)(want[b * d + i] / sqrt(norm));
+            }
+            CHECK_MSG(test_max_abs_diff(got, want, n) <= TOLERANCE, "normalised mean pooling on %d ranks", ranks);
+        } else {
+            CHECK_MSG(0, "normalised mean pooling on %d ranks: %s", ranks, pf_error_message(m));
+        }
+        free(want);
+    }
+    pf_embed_options bad = pf_embed_options_init();
+    bad.pooling = (pf_pooling)42;
+    CHECK(pf_embed(m, ids, ref.lengths, ref.rows, &bad, got) == PF_ERROR_INVALID_ARGUMENT);
+    pf_free(m);
+}
+
 /* Bad requests get a message; a decoder is not an encoder. */
 static void test_encode_refusals(void) {
     char dir[1024];
@@ -138,5 +199,6 @@ void test_encoders(void) {
     test_encoder_fixture("bert-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
     test_encoder_fixture("bert-tok", PF_HEAD_TOKEN_CLASSIFICATION, 5, 1);
     test_encoder_fixture("bert-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
+    test_embed_poolings();
     test_encode_refusals();
 }
