@@ -978,6 +978,12 @@ static const pf__arch pf__archs[PF__ARCH_COUNT] = {
 #include "policies.inc"
 };
 
+typedef struct pf__arch_alias { pf__arch_id arch; const char *model_type; } pf__arch_alias;
+static const pf__arch_alias pf__arch_aliases[] = {
+#define PF_ARCH_ALIAS(id, model_type) {PF__ARCH_##id, model_type},
+#include "policies.inc"
+};
+
 typedef struct pf__arch_activation { pf__arch_id arch; const char *name; pf__activation activation; } pf__arch_activation;
 static const pf__arch_activation pf__arch_activations[] = {
 #define PF_ARCH_ACTIVATION(id, name, activation) {PF__ARCH_##id, name, activation},
@@ -1031,6 +1037,7 @@ static const pf__arch_buffer pf__arch_buffers[] = {
 /* Hyperparameters, whatever the config.json keys are called. */
 typedef struct pf__config {
     pf__arch_id arch;
+    char model_type[64];            /* config.json's: the row's, or one of its aliases */
     int hidden_size, num_heads, num_kv_heads, num_layers, vocab_size, max_positions, intermediate_size;
     int head_dim;                   /* 0 in the file: hidden_size / num_heads */
     int embed_dim;                  /* OPT's word_embed_proj_dim; 0: hidden_size */
@@ -1065,6 +1072,10 @@ typedef struct pf__config {
     int rope_original_max_positions;
     int *layer_window;              /* [num_layers]: each layer's window, 0 for global; owned */
     int type_vocab_size;            /* rows of the token type (segment) embedding */
+    int position_offset_from_pad;   /* 1: position_offset was read as the pad id, positions start
+                                       after it and the table's rows include them (RoBERTa) */
+    int pooler_activation;          /* a pf__activation: tanh (BERT), relu (DistilBERT) */
+    int head_activation;            /* the masked-LM head's pf__activation; -1: the model's */
     pf_head head;                   /* what the output stage computes */
     int num_labels;                 /* classification heads' outputs */
 } pf__config;
@@ -1080,6 +1091,8 @@ static void pf__config_defaults(pf__config *c) {
     c->rope_factor = 1.0;
     c->use_sliding_window = 1;
     c->attention_bias = c->mlp_bias = -1;
+    c->pooler_activation = PF__ACT_TANH;
+    c->head_activation = -1;
 }
 
 typedef struct pf__arch_config {
@@ -1447,11 +1460,17 @@ static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message
     int arch = -1;
     for (int a = 0; a < PF__ARCH_COUNT; a++)
         if (strcmp(pf__archs[a].model_type, type->string) == 0) arch = a;
+    for (size_t i = 0; i < PF__COUNT(pf__arch_aliases); i++)
+        if (strcmp(pf__arch_aliases[i].model_type, type->string) == 0) arch = (int)pf__arch_aliases[i].arch;
     if (arch < 0) {
-        char supported[512] = "";
+        char supported[1024] = "";
         for (int a = 0; a < PF__ARCH_COUNT; a++) {
             size_t used = strlen(supported);
             snprintf(supported + used, sizeof supported - used, "%s%s", a ? ", " : "", pf__archs[a].model_type);
+        }
+        for (size_t i = 0; i < PF__COUNT(pf__arch_aliases); i++) {
+            size_t used = strlen(supported);
+            snprintf(supported + used, sizeof supported - used, ", %s", pf__arch_aliases[i].model_type);
         }
         r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: model_type \"%s\" is not supported (supported: %s)",
                        path, type->string, supported);
@@ -1459,6 +1478,7 @@ static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message
         return r;
     }
     cfg->arch = (pf__arch_id)arch;
+    snprintf(cfg->model_type, sizeof cfg->model_type, "%s", type->string);
     const pf__arch *a = &pf__archs[arch];
 
     /* Each field: the first alias present wins; later rows for the same field are aliases. */
@@ -1518,6 +1538,10 @@ static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message
     pf__json_free(json);
     if (r) return r;
 
+    if (cfg->position_offset_from_pad) { /* RoBERTa's positions: pad_token_id + 1 + index */
+        cfg->position_offset += 1;
+        cfg->max_positions -= cfg->position_offset;
+    }
     if (cfg->intermediate_size == 0) cfg->intermediate_size = a->mlp_ratio * cfg->hidden_size;
     if (cfg->num_kv_heads == 0) cfg->num_kv_heads = cfg->num_heads;
     if (cfg->head_dim == 0 && cfg->num_heads > 0 && cfg->hidden_size % cfg->num_heads == 0)
@@ -7111,7 +7135,7 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job) {
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size, B = (size_t)s->batch;
     if (c->head == PF_HEAD_MASKED_LM) {
         be->matmul(r, r->h, r->x, &W[PF__SLOT_HEAD_TRANSFORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_HEAD_TRANSFORM_BIAS]), N);
-        be->activation(r, r->h, N * d, c->activation);
+        be->activation(r, r->h, N * d, c->head_activation < 0 ? c->activation : (pf__activation)c->head_activation);
         be->norm(r, r->h, r->h, &W[PF__SLOT_HEAD_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_HEAD_NORM_BIAS]), N, d,
                  (float)c->norm_eps, a->norm);
         if (job->logits) pf__rank_vocab_logits(r, job, r->h, N);
@@ -7125,7 +7149,7 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job) {
             be->copy(r, r->h + b * d, r->x + first * d, d * sizeof(float));
         }
         be->matmul(r, pooled, r->h, &W[PF__SLOT_POOLER_WEIGHT], PF__OR_NULL(W[PF__SLOT_POOLER_BIAS]), B);
-        be->activation(r, pooled, B * d, PF__ACT_TANH);
+        be->activation(r, pooled, B * d, (pf__activation)c->pooler_activation);
         if (job->pooled) be->download(r, job->pooled, pooled, B * d * sizeof(float));
     }
     if (!job->logits) return;
@@ -8000,7 +8024,7 @@ static pf_result pf__account_tensors(pf_model *m, const char *prefix) {
             return PF__FAIL(m, PF_ERROR_UNSUPPORTED,
                             "%s: tensor '%s' is not used by model_type \"%s\" as its config.json describes it (a "
                             "checkpoint with weights we would not compute with is refused)",
-                            m->st.tensors[i].file->path, m->st.tensors[i].name, pf__archs[c->arch].model_type);
+                            m->st.tensors[i].file->path, m->st.tensors[i].name, c->model_type);
     return PF_OK;
 }
 
@@ -8074,6 +8098,34 @@ static pf_result pf__check_head_slots(pf_model *m) {
     return PF_OK;
 }
 
+/* The tensor of one slot and layer: the first of the slot's rows (alternative spellings, in
+   table order) present under the prefix, or bare (lm_head.weight sits outside it). *row is the
+   row that matched (the first row when none did) and name its full name; a second spelling
+   present too is *other. */
+static const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, pf__slot slot, int layer,
+                                          const pf__arch_tensor **row, char *name, size_t name_size,
+                                          const pf__st_tensor **other) {
+    const pf__st_tensor *found = NULL;
+    *row = NULL;
+    *other = NULL;
+    for (size_t i = 0; i < PF__COUNT(pf__arch_tensors) && !*other; i++) {
+        const pf__arch_tensor *t = &pf__arch_tensors[i];
+        char pattern[256], full[300];
+        if (t->arch != m->config.arch || t->slot != slot) continue;
+        snprintf(pattern, sizeof pattern, t->pattern, layer);
+        snprintf(full, sizeof full, "%s%s", prefix, pattern);
+        const pf__st_tensor *st = pf__st_take(&m->st, full);
+        if (!st) st = pf__st_take(&m->st, pattern);
+        if (!*row || (st && !found)) {
+            *row = t;
+            snprintf(name, name_size, "%s", full);
+        }
+        if (st && found) *other = st;
+        else if (st) found = st;
+    }
+    return found;
+}
+
 /* Finds the source tensor of every slot, checking presence, dtype and shape. */
 static pf_result pf__resolve_sources(pf_model *m) {
     const pf__config *c = &m->config;
@@ -8092,15 +8144,15 @@ static pf_result pf__resolve_sources(pf_model *m) {
     if (!prefix) return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s' (under any known prefix)", m->dir, embed->pattern);
 
     for (int slot = 0; slot < PF__SLOT_COUNT; slot++) {
-        const pf__arch_tensor *t = pf__arch_tensor_for(c->arch, (pf__slot)slot);
-        if (!t) continue;
+        if (!pf__arch_tensor_for(c->arch, (pf__slot)slot)) continue;
         int layers = slot < PF__SLOT_FIRST_LAYER ? 1 : c->num_layers;
         for (int l = 0; l < layers; l++) {
-            char pattern[256], name[300];
-            snprintf(pattern, sizeof pattern, t->pattern, l);
-            snprintf(name, sizeof name, "%s%s", prefix, pattern);
-            const pf__st_tensor *st = pf__st_take(&m->st, name);
-            if (!st) st = pf__st_take(&m->st, pattern); /* e.g. lm_head.weight sits outside the prefix */
+            char name[300];
+            const pf__arch_tensor *t = NULL;
+            const pf__st_tensor *other = NULL, *st = pf__take_slot(m, prefix, (pf__slot)slot, l, &t, name, sizeof name, &other);
+            if (other)
+                return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensors '%s' and '%s' are two spellings of one weight", m->dir,
+                                st->name, other->name);
             const char *why = NULL;
             int by_config = pf__need_by_config(c, t->need, &why), wanted = by_config > 0;
             if (by_config >= 0 && st && !wanted)
@@ -8307,7 +8359,7 @@ pf_model_info pf_get_info(const pf_model *m) {
     memset(&info, 0, sizeof info);
     info.eos_token_id = info.bos_token_id = info.pad_token_id = info.decoder_start_token_id = -1;
     if (!m || !m->loaded) return info;
-    info.model_type = pf__archs[m->config.arch].model_type;
+    info.model_type = m->config.model_type;
     info.vocab_size = m->config.vocab_size;
     info.hidden_size = m->config.hidden_size;
     info.num_layers = m->config.num_layers;
@@ -8576,7 +8628,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     if (r) return r;
     if (pf__archs[c->arch].kind != PF__KIND_ENCODER)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is a decoder: pf_forward and pf_generate run it",
-                        pf__archs[c->arch].model_type);
+                        c->model_type);
     if (!ids || !lengths || batch < 1) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode needs ids, lengths and batch >= 1");
     const pf__group *g = m->group;
     if (batch > g->max_batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, g->max_batch);
@@ -9042,7 +9094,7 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
     if (r) return r;
     if (m->config.head != PF_HEAD_CAUSAL_LM)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder: it does not generate (pf_encode runs it)",
-                        pf__archs[m->config.arch].model_type);
+                        m->config.model_type);
     if ((r = pf__check_generate_options(m, o, batch))) return r;
     const pf__group *g = m->group;
     int vocab = m->config.vocab_size, width = 0;

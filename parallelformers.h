@@ -177,8 +177,10 @@ typedef struct pf_encoding {
     int batch, hidden_size;
     int *offsets;             /* [batch + 1] */
     float *last_hidden_state; /* [offsets[batch]][hidden_size] */
-    float *pooled;            /* [batch][hidden_size]: the pooler (dense + tanh on the first token),
-                                 NULL when the model has none */
+    float *pooled;            /* [batch][hidden_size]: the first token through BERT's pooler (dense +
+                                 tanh), or through the dense and activation of a classification head
+                                 that pools the same way (RoBERTa's tanh, DistilBERT's ReLU); NULL
+                                 when the model has neither */
     pf_head head;             /* as pf_get_info's */
     int num_logits;           /* logits per token (masked LM: vocab_size, token classification:
                                  num_labels, question answering: 2, start then end) or per

@@ -39,25 +39,43 @@ ROWS = [  # (ids, token types): lengths 7, 12, 4; the second row is a pair of se
     ([2, 5, 77, 31, 101, 3, 54, 12, 96, 40, 8, 3], [0] * 6 + [1] * 6),
     ([2, 119, 64, 3], [0] * 4),
 ]
-FIXTURE_HEADS = [  # dir, transformers class, label count
-    ("bert", "BertModel", None),
-    ("bert-mlm", "BertForMaskedLM", None),
-    ("bert-cls", "BertForSequenceClassification", 3),
-    ("bert-tok", "BertForTokenClassification", 5),
-    ("bert-qa", "BertForQuestionAnswering", None),
+ROBERTA_SHAPE = dict(BERT_SHAPE, max_position_embeddings=34, pad_token_id=1)  # positions start after the pad id
+DISTILBERT_SHAPE = dict(vocab_size=120, dim=48, n_layers=2, n_heads=6, hidden_dim=96, max_position_embeddings=32,
+                        initializer_range=0.2, activation="gelu", dropout=0.0, attention_dropout=0.0)
+FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
+    ("bert", "BertConfig", BERT_SHAPE, "BertModel", None),
+    ("bert-mlm", "BertConfig", BERT_SHAPE, "BertForMaskedLM", None),
+    ("bert-cls", "BertConfig", BERT_SHAPE, "BertForSequenceClassification", 3),
+    ("bert-tok", "BertConfig", BERT_SHAPE, "BertForTokenClassification", 5),
+    ("bert-qa", "BertConfig", BERT_SHAPE, "BertForQuestionAnswering", None),
+    ("roberta", "RobertaConfig", ROBERTA_SHAPE, "RobertaModel", None),
+    ("roberta-mlm", "RobertaConfig", ROBERTA_SHAPE, "RobertaForMaskedLM", None),
+    ("roberta-cls", "RobertaConfig", ROBERTA_SHAPE, "RobertaForSequenceClassification", 3),
+    ("xlm-roberta-tok", "XLMRobertaConfig", ROBERTA_SHAPE, "XLMRobertaForTokenClassification", 4),
+    ("distilbert-mlm", "DistilBertConfig", DISTILBERT_SHAPE, "DistilBertForMaskedLM", None),
+    ("distilbert-cls", "DistilBertConfig", DISTILBERT_SHAPE, "DistilBertForSequenceClassification", 3),
+    ("distilbert-qa", "DistilBertConfig", DISTILBERT_SHAPE, "DistilBertForQuestionAnswering", None),
 ]
+
+
+def segments(model) -> bool:
+    return getattr(model.config, "type_vocab_size", 0) > 1
 
 
 def run_rows(model, rows):
     """transformers' outputs for the right-padded batch, as float32 arrays of the real tokens."""
     width = max(len(ids) for ids, _ in rows)
-    ids = torch.tensor([r + [0] * (width - len(r)) for r, _ in rows])
+    pad = model.config.pad_token_id or 0
+    ids = torch.tensor([r + [pad] * (width - len(r)) for r, _ in rows])
     types = torch.tensor([t + [0] * (width - len(t)) for _, t in rows])
     mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r, _ in rows])
-    base = getattr(model, "bert", model)  # the classifier's pooled output is not among its outputs
+    kwargs = dict(input_ids=ids, attention_mask=mask, output_hidden_states=True)
+    if segments(model):
+        kwargs["token_type_ids"] = types
+    base = getattr(model, model.base_model_prefix, model)  # a classifier's pooled features are not among its outputs
     with torch.no_grad():
-        out = model(input_ids=ids, token_type_ids=types, attention_mask=mask, output_hidden_states=True)
-        pooled = base.pooler(out.hidden_states[-1]) if getattr(base, "pooler", None) is not None else None
+        out = model(**kwargs)
+        pooled = pooled_features(model, base, out.hidden_states[-1])
     real = mask.bool()
     hidden = out.hidden_states[-1][real]
     if hasattr(out, "start_logits"):
@@ -88,12 +106,25 @@ def write_poolings(out, model):
             pooled.numpy().astype("<f4").tofile(out / f"embed_{mode}.bin")
 
 
-def make(name, class_name, labels, seed):
+def pooled_features(model, base, hidden):
+    """What the library returns as pooled: BERT's pooler, or the first token through a
+    classification head's dense and activation (RoBERTa's tanh, DistilBERT's ReLU)."""
+    if getattr(base, "pooler", None) is not None:
+        return base.pooler(hidden)
+    head = getattr(model, "classifier", None)
+    if head is not None and hasattr(head, "dense"):
+        return torch.tanh(head.dense(hidden[:, 0]))
+    if getattr(model, "pre_classifier", None) is not None:
+        return torch.relu(model.pre_classifier(hidden[:, 0]))
+    return None
+
+
+def make(name, config_class, shape, class_name, labels, seed):
     torch.manual_seed(seed)
-    kwargs = dict(BERT_SHAPE)
+    kwargs = dict(shape)
     if labels:
         kwargs["num_labels"] = labels
-    config = transformers.BertConfig(**kwargs)
+    config = getattr(transformers, config_class)(**kwargs)
     model = getattr(transformers, class_name)(config).eval()
     out = FIXTURES / name
     out.mkdir(parents=True, exist_ok=True)
@@ -101,12 +132,14 @@ def make(name, class_name, labels, seed):
         stale.unlink()
     model.save_pretrained(out)
     reloaded = getattr(transformers, class_name).from_pretrained(out, attn_implementation="eager").eval()
-    hidden, pooled, logits = run_rows(reloaded, ROWS)
-    alone = [run_rows(reloaded, [row])[0] for row in ROWS]  # each row by itself: padding changes nothing
+    rows = ROWS if segments(reloaded) else [(ids, [0] * len(ids)) for ids, _ in ROWS]
+    hidden, pooled, logits = run_rows(reloaded, rows)
+    alone = [run_rows(reloaded, [row])[0] for row in rows]  # each row by itself: padding changes nothing
     assert torch.allclose(torch.cat(alone), hidden, atol=1e-5), f"{name}: padding changed the outputs"
     lines = [f"rows={len(ROWS)}"]
-    for i, (ids, types) in enumerate(ROWS):
+    for i, (ids, types) in enumerate(rows):
         lines += [f"ids{i}=" + ",".join(map(str, ids)), f"types{i}=" + ",".join(map(str, types))]
+    # types are what the model was given: all 0 without segment embeddings
     (out / "reference.txt").write_text("\n".join(lines) + "\n", encoding="ascii")
     hidden.numpy().astype("<f4").tofile(out / "hidden.bin")
     if pooled is not None:
@@ -123,9 +156,9 @@ def make(name, class_name, labels, seed):
 def main() -> None:
     torch.set_num_threads(1)
     only = set(sys.argv[1:])
-    for i, (name, class_name, labels) in enumerate(FIXTURE_HEADS):
+    for i, (name, config_class, shape, class_name, labels) in enumerate(FIXTURE_HEADS):
         if not only or name in only:
-            make(name, class_name, labels, seed=2000 + i)
+            make(name, config_class, shape, class_name, labels, seed=2000 + i)
 
 
 if __name__ == "__main__":
