@@ -937,7 +937,14 @@ typedef enum {
 
 /* Whether a tensor must be in the file: the PF__IF_ needs follow a config field (present exactly
    when it is true). */
-typedef enum { PF__OPTIONAL, PF__REQUIRED, PF__IF_ATTENTION_BIAS, PF__IF_MLP_BIAS, PF__IF_FINAL_NORM } pf__need;
+typedef enum {
+    PF__OPTIONAL,
+    PF__REQUIRED,
+    PF__IF_ATTENTION_BIAS,
+    PF__IF_MLP_BIAS,
+    PF__IF_FINAL_NORM,
+    PF__IF_PROJECTION
+} pf__need;
 typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER } pf__kind;
 typedef enum { PF__NORM_LAYER, PF__NORM_RMS } pf__norm;
 typedef enum {
@@ -1061,6 +1068,8 @@ typedef struct pf__config {
     double rotary_pct;
     double rope_theta;
     int reads_rope_dict;            /* 1: rope_scaling / rope_parameters apply (else transformers ignores them) */
+    int partial_rotary_ignored;     /* 1: a partial_rotary_factor does not change the rotation (LLaMA) */
+    int rope_head_dim;              /* GPT-NeoX's head_dim key: the rotary width's base; 0: head_dim */
     int sliding_window;             /* keys within this distance of the query; 0: all */
     int use_sliding_window;         /* 0: the config's sliding_window is only informative (Qwen2) */
     int local_window;               /* GPT-Neo's window for its "local" layers */
@@ -1154,31 +1163,45 @@ static int pf__json_number(const pf__json *v, double *out) {
 }
 
 /* transformers' rope scaling: "rope_scaling" (v4) or "rope_parameters" (v5), either naming the
-   type as "rope_type" or "type"; rope_scaling wins when both are given (transformers 5 converts
-   it), and rope_theta there wins over the top-level one. Families whose modeling code has a fixed
-   rotary base (GPT-J, CodeGen) ignore both, as transformers does. */
+   type as "rope_type" or "type"; a non-empty rope_scaling wins when both are given (transformers 5
+   converts it), and rope_theta there wins over the top-level one. Families whose modeling code has
+   a fixed rotary base (GPT-J, CodeGen) ignore both, as transformers does. */
 static pf_result pf__config_rope(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
     if (!c->reads_rope_dict) return PF_OK;
     const pf__json *rope = pf__json_get(json, "rope_scaling");
-    if (!rope || rope->type != PF__JSON_OBJECT) rope = pf__json_get(json, "rope_parameters");
-    if (!rope || rope->type != PF__JSON_OBJECT) return PF_OK;
+    if (!rope || rope->type != PF__JSON_OBJECT || !rope->count) rope = pf__json_get(json, "rope_parameters");
+    if (rope && rope->type != PF__JSON_OBJECT) rope = NULL;
     const pf__json *type = pf__json_get(rope, "rope_type");
     if (!type) type = pf__json_get(rope, "type");
-    double v;
+    double v, partial = 1;
     if (pf__json_number(pf__json_get(rope, "rope_theta"), &v) == 1) c->rope_theta = v;
-    if (pf__json_number(pf__json_get(rope, "partial_rotary_factor"), &v) == 1) c->rotary_pct = v;
-    if (!type || type->type != PF__JSON_STRING || strcmp(type->string, "default") == 0) return PF_OK;
-    if (strcmp(type->string, "linear") == 0) c->rope_type = PF__ROPE_LINEAR;
-    else if (strcmp(type->string, "dynamic") == 0) c->rope_type = PF__ROPE_DYNAMIC;
-    else if (strcmp(type->string, "llama3") == 0) c->rope_type = PF__ROPE_LLAMA3;
-    else return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: rope type \"%s\" is not supported", path, type->string);
+    int has_partial = pf__json_number(pf__json_get(rope, "partial_rotary_factor"), &partial) == 1;
+    if (!has_partial && c->partial_rotary_ignored) /* transformers 5 moves a top-level one into the dict */
+        has_partial = pf__json_number(pf__json_get(json, "partial_rotary_factor"), &partial) == 1;
+    if (has_partial && !c->partial_rotary_ignored) c->rotary_pct = partial;
+    if (type && type->type == PF__JSON_STRING && strcmp(type->string, "default") != 0) {
+        if (strcmp(type->string, "linear") == 0) c->rope_type = PF__ROPE_LINEAR;
+        else if (strcmp(type->string, "dynamic") == 0) c->rope_type = PF__ROPE_DYNAMIC;
+        else if (strcmp(type->string, "llama3") == 0) c->rope_type = PF__ROPE_LLAMA3;
+        else return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: rope type \"%s\" is not supported", path, type->string);
+    }
+    /* LLaMA's default rope rotates whole heads whatever the factor; its scaled ropes shorten the
+       frequencies and then fail in transformers */
+    if (has_partial && c->partial_rotary_ignored && partial != 1 && c->rope_type != PF__ROPE_DEFAULT)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED,
+                          "%s: \"partial_rotary_factor\" = %g with rope type \"%s\" is not supported (transformers "
+                          "cannot run it either)", path, partial, type->string);
+    if (c->rope_type == PF__ROPE_DEFAULT) return PF_OK;
     if (pf__json_number(pf__json_get(rope, "factor"), &c->rope_factor) != 1 || !(c->rope_factor >= 1 && c->rope_factor < 1e6))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: rope scaling needs a factor >= 1", path);
     if (c->rope_type == PF__ROPE_LLAMA3) {
         double original = 0;
+        /* a top-level original_max_position_embeddings overrides the dict's when transformers
+           builds the frequencies */
+        int found = pf__json_number(pf__json_get(json, "original_max_position_embeddings"), &original) == 1 ||
+                    pf__json_number(pf__json_get(rope, "original_max_position_embeddings"), &original) == 1;
         if (pf__json_number(pf__json_get(rope, "low_freq_factor"), &c->rope_low_freq_factor) != 1 ||
-            pf__json_number(pf__json_get(rope, "high_freq_factor"), &c->rope_high_freq_factor) != 1 ||
-            pf__json_number(pf__json_get(rope, "original_max_position_embeddings"), &original) != 1 ||
+            pf__json_number(pf__json_get(rope, "high_freq_factor"), &c->rope_high_freq_factor) != 1 || !found ||
             !(c->rope_high_freq_factor > c->rope_low_freq_factor) || !(original >= 1 && original < 1e9))
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: llama3 rope scaling needs low_freq_factor < high_freq_factor and original_max_position_embeddings", path);
         c->rope_original_max_positions = (int)original;
@@ -1232,7 +1255,8 @@ static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, c
                 if (l >= c->num_layers) continue; /* too many: counted, refused below */
                 if (!strcmp(kind->string, "local")) c->layer_window[l] = c->local_window;
                 else if (!strcmp(kind->string, "sliding_attention")) c->layer_window[l] = c->sliding_window;
-                else if (strcmp(kind->string, "global") && strcmp(kind->string, "full_attention"))
+                else if (strcmp(kind->string, "global") && strcmp(kind->string, "full_attention") &&
+                         strcmp(kind->string, "attention")) /* Qwen2's older name of full_attention */
                     return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: attention kind \"%s\" is not supported", path,
                                       kind->string);
                 if (c->layer_window[l] < 0)
@@ -1258,6 +1282,26 @@ static pf_result pf__config_requires(const pf__json *json, pf__arch_id arch, con
         return pf__format(message, size, PF_ERROR_UNSUPPORTED,
                           "%s: \"%s\" = %s is not supported for model_type \"%s\" (only %g is implemented)", path,
                           q->key, shown, pf__archs[arch].model_type, q->value);
+    }
+    return PF_OK;
+}
+
+/* A sliding_window or attention_chunk_size in the config of a decoder whose row does not read it:
+   transformers' generation cache then keeps only that many keys (the prompt's logits ignore it,
+   generated tokens do not), which we do not implement: refused when it would bind. */
+static pf_result pf__config_stray_windows(const pf__json *json, const pf__config *c, const char *path, char *message,
+                                          size_t size) {
+    static const char *const keys[] = {"sliding_window", "attention_chunk_size"};
+    if (pf__archs[c->arch].kind != PF__KIND_DECODER) return PF_OK;
+    for (size_t k = 0; k < PF__COUNT(keys); k++) {
+        int read = 0;
+        for (size_t i = 0; i < PF__COUNT(pf__arch_configs); i++)
+            read |= pf__arch_configs[i].arch == c->arch && pf__arch_configs[i].key && !strcmp(pf__arch_configs[i].key, keys[k]);
+        double window = 0;
+        if (!read && pf__json_number(pf__json_get(json, keys[k]), &window) == 1 && window > 0 && window < c->max_positions)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED,
+                              "%s: \"%s\" = %g: model_type \"%s\" has no such window, but transformers' generation cache "
+                              "would keep only that many keys; not supported", path, keys[k], window, c->model_type);
     }
     return PF_OK;
 }
@@ -1387,6 +1431,11 @@ static pf_result pf__generation_config_read(const char *dir, pf__config *c, pf_g
                        "%s: \"%s\" is set, and generation with it is not supported (load with skip_generation_config "
                        "to generate without it)", path, pf__generation_unsupported[i].key);
     }
+    const pf__json *cache = pf__json_get(json, "cache_implementation"); /* a quantized cache changes the numbers */
+    if (!r && cache && cache->type == PF__JSON_STRING && !strcmp(cache->string, "quantized"))
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED,
+                       "%s: \"cache_implementation\" is \"quantized\", and generation with it is not supported (load "
+                       "with skip_generation_config to generate without it)", path);
     pf__json_free(json);
     if (!r && c->pad_token_id >= 0) defaults->pad_token_id = c->pad_token_id;
     return r;
@@ -1497,6 +1546,10 @@ static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message
                 value = pf__arch_nulls[j].value;
                 found = 1;
             }
+        if (found && value == PF__NEEDED) {
+            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is null", path, c->key);
+            break;
+        }
         if (found < 0) {
             r = pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is not a number", path, c->key);
             break;
@@ -1534,6 +1587,7 @@ static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message
         cfg->tie_word_embeddings = tie != 0;
     }
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
+    if (!r) r = pf__config_stray_windows(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_windows(json, cfg, path, message, size);
     pf__json_free(json);
     if (r) return r;
@@ -1559,7 +1613,8 @@ static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message
     if (!(cfg->norm_eps > 0 && cfg->norm_eps < 1) || !(cfg->final_norm_eps > 0 && cfg->final_norm_eps < 1))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: norm epsilon %g is not in (0, 1)", path, cfg->norm_eps);
     if (a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS) {
-        if (cfg->rotary_dim == 0) cfg->rotary_dim = (int)(cfg->head_dim * cfg->rotary_pct);
+        if (cfg->rotary_dim == 0)
+            cfg->rotary_dim = (int)((cfg->rope_head_dim ? cfg->rope_head_dim : cfg->head_dim) * cfg->rotary_pct);
         if (cfg->rotary_dim <= 0 || cfg->rotary_dim > cfg->head_dim || cfg->rotary_dim % 2 || !(cfg->rope_theta > 0))
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: rotary dims %d do not fit heads of %d", path,
                               cfg->rotary_dim, cfg->head_dim);
@@ -8042,6 +8097,10 @@ static int pf__need_by_config(const pf__config *c, pf__need need, const char **w
         *why = !c->pre_norm ? "the blocks are post-norm (do_layer_norm_before false), without a final norm"
                : c->remove_final_norm ? "_remove_final_layer_norm is true" : "the blocks are pre-norm, with a final norm";
         return c->pre_norm && !c->remove_final_norm;
+    case PF__IF_PROJECTION:
+        *why = c->embed_dim != c->hidden_size ? "word_embed_proj_dim differs from hidden_size"
+                                              : "word_embed_proj_dim equals hidden_size";
+        return c->embed_dim != c->hidden_size;
     default: return -1;
     }
 }

@@ -134,6 +134,7 @@ static void test_tensor_accounting(void) {
         {"gpt_neo", "transformer.h.1.attn.attention.masked_bias"}, {"gptj", "transformer.h.0.attn.bias"},
         {"codegen", "transformer.h.1.attn.causal_mask"}, {"gpt_neox", "gpt_neox.layers.0.attention.rotary_emb.inv_freq"},
         {"llama", "model.layers.1.self_attn.rotary_emb.inv_freq"}, {"openai-gpt", "h.0.attn.bias"},
+        {"openai-gpt", "transformer.position_ids"},
     };
     for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++) {
         if (copy_fixture(buffers[i][0])) return;
@@ -247,6 +248,29 @@ static void test_hub_spellings(void) {
     if (copy_fixture("llama-rope-linear")) return;
     edit_file("config.json", "\"rope_parameters\"", "\"rope_parameters\": {\"rope_type\": \"dynamic\", \"factor\": 5.0}, \"rope_scaling\"");
     check_work_logits("LLaMA with rope_scaling and rope_parameters", "llama-rope-linear", 1);
+    /* LLaMA's default rope rotates whole heads whatever partial_rotary_factor says. */
+    if (copy_fixture("llama")) return;
+    edit_file("config.json", "\"rope_parameters\"", "\"partial_rotary_factor\": 0.5, \"rope_parameters\"");
+    check_work_logits("LLaMA's default rope with a partial_rotary_factor", "llama", 1);
+    /* An empty rope_scaling falls through to rope_parameters. */
+    if (copy_fixture("llama-rope-linear")) return;
+    edit_file("config.json", "\"rope_parameters\"", "\"rope_scaling\": {}, \"rope_parameters\"");
+    check_work_logits("LLaMA with an empty rope_scaling", "llama-rope-linear", 1);
+    /* llama3: a top-level original_max_position_embeddings overrides the dict's. */
+    if (copy_fixture("llama3-rope")) return;
+    edit_file("config.json", "\"original_max_position_embeddings\": 256", "\"original_max_position_embeddings\": 64");
+    edit_file("config.json", "{", "{\"original_max_position_embeddings\": 256,");
+    check_work_logits("llama3 rope with a top-level original_max_position_embeddings", "llama3-rope", 1);
+    /* Qwen2's older name of a full-attention layer. */
+    if (copy_fixture("qwen2")) return;
+    edit_file("config.json", "\"full_attention\"", "\"attention\"");
+    check_work_logits("Qwen2 with an \"attention\" layer type", "qwen2", 1);
+    /* GPT-NeoX's head_dim sizes the rotary width only. */
+    if (copy_fixture("gpt_neox")) return;
+    edit_file("config.json", "{", "{\"head_dim\": 16,");
+    check_work_logits("GPT-NeoX with head_dim = hidden / heads", "gpt_neox", 1);
+    edit_file("config.json", "\"head_dim\": 16", "\"head_dim\": 64");
+    check_work_logits("GPT-NeoX with a wider head_dim", "gpt_neox", 0);
     /* Mistral's sliding window: absent is transformers' default 4096, null is none; either way
        wider than this prompt, unlike the fixture's 8. */
     if (copy_fixture("mistral")) return;
@@ -267,7 +291,31 @@ static void test_refused_values(void) {
     /* LLaMA's rotate-half spans whole heads. */
     if (copy_fixture("llama-rope-linear")) return;
     edit_file("config.json", "\"factor\": 2.0,", "\"factor\": 2.0, \"partial_rotary_factor\": 0.5,");
-    expect_load("LLaMA with a partial_rotary_factor", NULL, PF_ERROR_UNSUPPORTED, "rope_parameters.partial_rotary_factor");
+    expect_load("LLaMA with a partial_rotary_factor and linear rope", NULL, PF_ERROR_UNSUPPORTED,
+                "\"partial_rotary_factor\" = 0.5 with rope type \"linear\"");
+    /* GPT-J's rotary_dim may not be null (transformers 5 refuses it too). */
+    if (copy_fixture("gptj")) return;
+    edit_file("config.json", "\"rotary_dim\": 4", "\"rotary_dim\": null");
+    expect_load("GPT-J with a null rotary_dim", NULL, PF_ERROR_FORMAT, "\"rotary_dim\" is null");
+    /* OPT's projections exist exactly when word_embed_proj_dim differs from hidden_size. */
+    if (copy_fixture("opt")) return;
+    add_tensor("model.decoder.project_in.weight");
+    expect_load("OPT with a projection it does not use", NULL, PF_ERROR_FORMAT, "word_embed_proj_dim equals hidden_size");
+    /* A window that only transformers' generation cache would apply. */
+    if (copy_fixture("llama")) return;
+    edit_file("config.json", "{", "{\"sliding_window\": 4,");
+    expect_load("LLaMA with a stray sliding_window", NULL, PF_ERROR_UNSUPPORTED, "\"sliding_window\" = 4");
+    if (copy_fixture("gpt_neox")) return;
+    edit_file("config.json", "{", "{\"attention_chunk_size\": 8, \"sliding_window\": null,");
+    expect_load("GPT-NeoX with a stray attention_chunk_size", NULL, PF_ERROR_UNSUPPORTED, "attention_chunk_size");
+    /* BLOOM's slow_but_exact (with pretraining_tp > 1 transformers drops two biases). */
+    if (copy_fixture("bloom")) return;
+    edit_file("config.json", "\"slow_but_exact\": false", "\"slow_but_exact\": true");
+    expect_load("BLOOM with slow_but_exact", NULL, PF_ERROR_UNSUPPORTED, "slow_but_exact");
+    /* generation_config.json's quantized cache changes transformers' numbers. */
+    if (copy_fixture("llama-generation-config")) return;
+    edit_file("generation_config.json", "{", "{\"cache_implementation\": \"quantized\",");
+    expect_load("a quantized generation cache", NULL, PF_ERROR_UNSUPPORTED, "cache_implementation");
     /* OPT's final norm exists exactly for pre-norm blocks that keep it. */
     if (copy_fixture("opt")) return;
     edit_file("config.json", "\"_remove_final_layer_norm\": false", "\"_remove_final_layer_norm\": true");
