@@ -7794,6 +7794,46 @@ static pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_
 /* public API                                                                                      */
 /* =============================================================================================== */
 
+/* Features as compiled, as flags and as words; PF__AVX2 (and PF__AVX512, once there are AVX-512
+   kernels) come from the CPU backend's section. */
+#ifdef PF_CUDA
+#define PF__HAS_CUDA 1
+#define PF__CUDA_WORD " +cuda"
+#else
+#define PF__HAS_CUDA 0
+#define PF__CUDA_WORD " -cuda"
+#endif
+#ifdef PF__AVX2
+#define PF__HAS_AVX2 1
+#define PF__AVX2_WORD " +avx2"
+#else
+#define PF__HAS_AVX2 0
+#define PF__AVX2_WORD " -avx2"
+#endif
+#ifdef PF__AVX512
+#define PF__HAS_AVX512 1
+#define PF__AVX512_WORD " +avx512"
+#else
+#define PF__HAS_AVX512 0
+#define PF__AVX512_WORD " -avx512"
+#endif
+
+pf_build_info pf_get_build_info(void) {
+    pf_build_info info;
+    memset(&info, 0, sizeof info);
+    info.version_major = PF_VERSION_MAJOR;
+    info.version_minor = PF_VERSION_MINOR;
+    info.version_patch = PF_VERSION_PATCH;
+    info.cuda = PF__HAS_CUDA;
+    info.avx2 = PF__HAS_AVX2;
+    info.avx512 = PF__HAS_AVX512;
+    return info;
+}
+
+const char *pf_version_string(void) {
+    return PF_VERSION_STRING PF__CUDA_WORD PF__AVX2_WORD PF__AVX512_WORD;
+}
+
 pf_load_options pf_load_options_init(void) {
     pf_load_options o;
     memset(&o, 0, sizeof o);

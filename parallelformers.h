@@ -17,6 +17,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The version of this header, the one place it is written (the Makefile and CMakeLists.txt read
+   it from here). A program linked against a shared library asks pf_get_build_info() for the
+   library's own, which may differ. */
+#define PF_VERSION_MAJOR 0
+#define PF_VERSION_MINOR 1
+#define PF_VERSION_PATCH 0
+#define PF__STRINGIFY(x) #x
+#define PF__VERSION_TEXT(major, minor, patch) PF__STRINGIFY(major) "." PF__STRINGIFY(minor) "." PF__STRINGIFY(patch)
+#define PF_VERSION_STRING PF__VERSION_TEXT(PF_VERSION_MAJOR, PF_VERSION_MINOR, PF_VERSION_PATCH) /* "0.1.0" */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -34,6 +44,21 @@ typedef enum pf_result {
 
 /* A constant English name for a result code. Any thread. */
 const char *pf_result_string(pf_result result);
+
+/* What the library was compiled with. */
+typedef struct pf_build_info {
+    int version_major, version_minor, version_patch; /* the library's PF_VERSION_* */
+    int cuda;   /* the CUDA backend is compiled in (-DPF_CUDA); a GPU is looked for at pf_parallelize */
+    int avx2;   /* the AVX2/FMA CPU kernels are compiled in; they run where the processor has them */
+    int avx512; /* AVX-512 CPU kernels are compiled in */
+} pf_build_info;
+
+/* The library's version and features. Any thread. */
+pf_build_info pf_get_build_info(void);
+
+/* The same as one constant string: the version, then each feature with + (compiled in) or -
+   (not), e.g. "0.1.0 +cuda +avx2 -avx512". Any thread. */
+const char *pf_version_string(void);
 
 typedef struct pf_model pf_model;
 typedef struct pf_tokenizer pf_tokenizer;

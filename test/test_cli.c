@@ -59,7 +59,23 @@ static void check_ids_and_logits(const char *fixture, int ranks, const char *dty
     remove(dump);
 }
 
+/* The version and features the library reports agree with the header and with each other. */
+static void check_build_info(void) {
+    pf_build_info info = pf_get_build_info();
+    const char *text = pf_version_string();
+    CHECK_MSG(info.version_major == PF_VERSION_MAJOR && info.version_minor == PF_VERSION_MINOR &&
+                  info.version_patch == PF_VERSION_PATCH,
+              "library %d.%d.%d, header %s", info.version_major, info.version_minor, info.version_patch, PF_VERSION_STRING);
+    CHECK_MSG(!strncmp(text, PF_VERSION_STRING " ", strlen(PF_VERSION_STRING) + 1), "version string \"%s\"", text);
+    static const char *const words[3][2] = {{"-cuda", "+cuda"}, {"-avx2", "+avx2"}, {"-avx512", "+avx512"}};
+    int flags[3] = {info.cuda, info.avx2, info.avx512};
+    for (int i = 0; i < 3; i++)
+        CHECK_MSG((flags[i] == 0 || flags[i] == 1) && strstr(text, words[i][flags[i] != 0]) && !strstr(text, words[i][flags[i] == 0]),
+                  "version string \"%s\" disagrees with the build info's %s = %d", text, words[i][1] + 1, flags[i]);
+}
+
 void test_cli(void) {
+    check_build_info();
     check_ids_and_logits("gpt2-hub", 1, NULL);
     check_ids_and_logits("gpt2-hub", 3, NULL);
     check_ids_and_logits("gpt2-tiny", 2, NULL);
