@@ -2,7 +2,8 @@
    text generation, tensor-parallel over several devices with one host thread per device.
 
    Build: compile parallelformers.c with your sources (cc -O2 -c parallelformers.c; link -lpthread
-   -lm). Add -DPF_CUDA and kernels.cu (nvcc; link cudart, cublas, nccl) for the CUDA backend.
+   -lm). Add -DPF_CUDA and kernels.cu (nvcc; link cudart, cublas, nccl, stdc++) for the CUDA
+   backend. Installed by make install: pkg-config --cflags --libs parallelformers.
 
    Threads: pf_parallelize, pf_to_cpu, pf_forward and the pf_generate calls may be made on one
    model from several threads at once: they run one after another. pf_free must not overlap any
