@@ -7,8 +7,8 @@
 
    Threads: pf_parallelize, pf_to_cpu, pf_forward and the pf_generate calls may be made on one
    model from several threads at once: they run one after another. pf_free must not overlap any
-   other call on the model; the getters (pf_get_info, pf_num_ranks, pf_memory_allocated) must not
-   overlap pf_parallelize or pf_to_cpu. A loaded tokenizer is read-only: any thread, any time.
+   other call on the model; the getters (pf_get_info, pf_num_ranks, pf_model_device, pf_model_dtype,
+   pf_memory_allocated) must not overlap pf_parallelize or pf_to_cpu. A loaded tokenizer is read-only: any thread, any time.
    Calls on different models are independent. The library starts one thread per rank in
    pf_parallelize and stops them in pf_to_cpu / pf_free. It never prints, exits or aborts: every
    failure is a pf_result plus a message from pf_error_message(). */
@@ -154,6 +154,12 @@ pf_result pf_to_cpu(pf_model *model);
 
 /* Number of ranks the model runs on now (1 after pf_load or pf_to_cpu). */
 int pf_num_ranks(const pf_model *model);
+
+/* The kind of device the ranks run on now, PF_DEVICE_CPU or PF_DEVICE_CUDA (what PF_DEVICE_AUTO
+   chose), and how they store the weights, PF_DTYPE_F32, _F16 or _BF16 (what PF_DTYPE_AUTO chose).
+   Before the model first runs: the CPU and fp32 that pf_forward would use. */
+pf_device pf_model_device(const pf_model *model);
+pf_dtype pf_model_dtype(const pf_model *model);
 
 /* Bytes the model holds on the memory of rank `rank` (weights, KV cache, scratch), exactly as
    allocated by the library; 0 for a rank that does not exist. Before pf_parallelize, or for a
@@ -301,6 +307,12 @@ int pf_tokenizer_vocab_size(const pf_tokenizer *tokenizer);
    stops at the model's eos ids (config.json, generation_config.json), which may differ. */
 int32_t pf_tokenizer_bos_id(const pf_tokenizer *tokenizer);
 int32_t pf_tokenizer_eos_id(const pf_tokenizer *tokenizer);
+
+/* 1 when id is a special token: an added token marked "special" (<|endoftext|>, <s>, ...) or the
+   bos / eos token of tokenizer_config.json; 0 for any other id. Special tokens are what
+   transformers' decode(ids, skip_special_tokens=True) leaves out: drop them from the ids before
+   pf_detokenize to print text as it does. Thread-safe on a loaded tokenizer. */
+int pf_tokenizer_is_special(const pf_tokenizer *tokenizer, int32_t id);
 
 #ifdef __cplusplus
 }
