@@ -7,11 +7,12 @@
 
    Threads: pf_parallelize, pf_to_cpu, pf_forward and the pf_generate calls may be made on one
    model from several threads at once: they run one after another. pf_free must not overlap any
-   other call on the model; the getters (pf_get_info, pf_num_ranks, pf_model_device, pf_model_dtype,
-   pf_memory_allocated) must not overlap pf_parallelize or pf_to_cpu. A loaded tokenizer is read-only: any thread, any time.
-   Calls on different models are independent. The library starts one thread per rank in
-   pf_parallelize and stops them in pf_to_cpu / pf_free. It never prints, exits or aborts: every
-   failure is a pf_result plus a message from pf_error_message(). */
+   other call on the model; the getters (pf_get_info, pf_num_ranks, pf_model_device,
+   pf_model_dtype, pf_memory_allocated) must not overlap pf_parallelize or pf_to_cpu. A loaded
+   tokenizer is read-only: any thread, any time. Calls on different models are independent. The
+   library starts one thread per rank in pf_parallelize and stops them in pf_to_cpu / pf_free. It
+   never prints, exits or aborts: every failure is a pf_result plus a message from
+   pf_error_message(). */
 #ifndef PARALLELFORMERS_H
 #define PARALLELFORMERS_H
 
