@@ -13,6 +13,20 @@ CFLAGS   ?= -O2 -g
 WARN     := -Wall -Wextra
 BASE     := -std=c99 $(WARN) -pthread
 LDLIBS   := -lpthread -lm
+
+# The version lives in the header alone; the shared library's soname carries its major number.
+# ('.define' matches '#define': make would read a '#' as a comment.)
+version_part = $(shell sed -n 's/^.define PF_VERSION_$(1) *\([0-9][0-9]*\).*/\1/p' parallelformers.h)
+VERSION_MAJOR := $(call version_part,MAJOR)
+VERSION  := $(VERSION_MAJOR).$(call version_part,MINOR).$(call version_part,PATCH)
+SONAME   := libparallelformers.so.$(VERSION_MAJOR)
+SHARED   := libparallelformers.so.$(VERSION)
+
+# make install PREFIX=... [DESTDIR=...]: the header, both libraries, pkg-config files
+# (parallelformers.pc; parallelformers-static.pc links the static library) and a CMake package config.
+PREFIX     ?= /usr/local
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
 # The tests use POSIX calls (popen, mkdtemp) and a fault-injection hook in the library.
 TEST_DEFS := -D_POSIX_C_SOURCE=200809L -DPF_TESTING
 
@@ -36,10 +50,12 @@ CUDA_LIBS := -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib -Wl,-rpath,$(CUDA_HOME)/lib
 NVCCFLAGS ?= -O2 -std=c++17 -arch=sm_90 -Xcompiler -Wall,-Wextra
 BENCH_DEFS := -I$(CUDA_HOME)/include
 endif
+# What a program linking the static library needs besides it (pkg-config's Libs.private).
+PRIVATE_LIBS := $(CUDA_LIBS) $(LDLIBS)
 
-.PHONY: all test test-asan test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm clean bench
+.PHONY: all test test-asan test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm test-install install uninstall clean bench
 
-all: $(BUILD)/libparallelformers.a $(BUILD)/generate $(BUILD)/test_parallelformers $(BUILD)/test_cuda \
+all: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate $(BUILD)/test_parallelformers $(BUILD)/test_cuda \
      $(BUILD)/bench $(BUILD)/header_cxx.o
 
 $(BUILD):
@@ -50,17 +66,27 @@ $(BUILD)/cuda-$(CUDA).stamp: | $(BUILD)
 	rm -f $(BUILD)/cuda-*.stamp
 	touch $@
 
-$(BUILD)/parallelformers.o: $(LIB_SRC) | $(BUILD)
-	$(CC) $(BASE) $(CFLAGS) $(CUDA_DEFS) -c parallelformers.c -o $@
+# Position-independent, so that one object serves the static and the shared library (and a
+# program's own shared library may take in the static one); rebuilt when the Makefile's flags change.
+$(BUILD)/parallelformers.o: $(LIB_SRC) Makefile | $(BUILD)
+	$(CC) $(BASE) $(CFLAGS) $(CUDA_DEFS) -fPIC -c parallelformers.c -o $@
 
 $(BUILD)/parallelformers_testing.o: $(LIB_SRC) | $(BUILD)
 	$(CC) $(BASE) $(CFLAGS) $(CUDA_DEFS) -DPF_TESTING -c parallelformers.c -o $@
 
-$(BUILD)/kernels.o: kernels.cu | $(BUILD)
-	$(NVCC) $(NVCCFLAGS) $(NCCL_CFLAGS) -c kernels.cu -o $@
+$(BUILD)/kernels.o: kernels.cu Makefile | $(BUILD)
+	$(NVCC) $(NVCCFLAGS) -Xcompiler -fPIC $(NCCL_CFLAGS) -c kernels.cu -o $@
 
+# Written afresh: ar would keep a kernels.o from an earlier CUDA=1 build in a CUDA=0 one.
 $(BUILD)/libparallelformers.a: $(BUILD)/parallelformers.o $(CUDA_OBJ)
+	rm -f $@
 	ar rcs $@ $^
+
+# The shared library records what it needs (the CUDA libraries too), so programs link it alone.
+$(BUILD)/$(SHARED): $(BUILD)/parallelformers.o $(CUDA_OBJ)
+	$(CC) -shared -Wl,-soname,$(SONAME) $(CFLAGS) $^ -o $@ $(PRIVATE_LIBS)
+	ln -sf $(SHARED) $(BUILD)/$(SONAME)
+	ln -sf $(SONAME) $(BUILD)/libparallelformers.so
 
 $(BUILD)/generate: examples/generate.c $(BUILD)/libparallelformers.a
 	$(CC) $(BASE) $(CFLAGS) examples/generate.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
@@ -121,6 +147,37 @@ bench: $(BUILD)/bench
 # The public header must compile as C++ too.
 $(BUILD)/header_cxx.o: parallelformers.h | $(BUILD)
 	echo '#include "parallelformers.h"' | $(CXX) -Wall -Wextra -Werror -I. -x c++ -c - -o $@
+
+# The files that describe the installed library, written with this build's paths and libraries.
+INSTALL_SUBST = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@VERSION_MAJOR@|$(VERSION_MAJOR)|g' \
+                    -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
+                    -e 's|@PRIVATE_LIBS@|$(strip $(PRIVATE_LIBS))|g'
+CMAKE_DIR = $(LIBDIR)/cmake/parallelformers
+
+install: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED)
+	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(CMAKE_DIR)
+	install -m 644 parallelformers.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 $(BUILD)/libparallelformers.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(BUILD)/$(SHARED) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(SHARED) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libparallelformers.so
+	$(INSTALL_SUBST) packaging/parallelformers.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/parallelformers.pc
+	$(INSTALL_SUBST) packaging/parallelformers-static.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/parallelformers-static.pc
+	$(INSTALL_SUBST) packaging/parallelformers-config.cmake.in > $(DESTDIR)$(CMAKE_DIR)/parallelformers-config.cmake
+	$(INSTALL_SUBST) packaging/parallelformers-config-version.cmake.in > $(DESTDIR)$(CMAKE_DIR)/parallelformers-config-version.cmake
+
+uninstall:
+	rm -f $(DESTDIR)$(INCLUDEDIR)/parallelformers.h $(DESTDIR)$(LIBDIR)/libparallelformers.a \
+	      $(DESTDIR)$(LIBDIR)/$(SHARED) $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libparallelformers.so \
+	      $(DESTDIR)$(LIBDIR)/pkgconfig/parallelformers.pc $(DESTDIR)$(LIBDIR)/pkgconfig/parallelformers-static.pc \
+	      $(DESTDIR)$(CMAKE_DIR)/parallelformers-config.cmake \
+	      $(DESTDIR)$(CMAKE_DIR)/parallelformers-config-version.cmake
+	-rmdir $(DESTDIR)$(CMAKE_DIR)
+
+# Installs into a temporary prefix and builds a small program against it with pkg-config (shared
+# and static) and with CMake (find_package, and add_subdirectory of this tree).
+test-install: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate
+	MAKE="$(MAKE)" CC="$(CC)" BUILD="$(BUILD)" CUDA="$(CUDA)" test/install/run.sh
 
 test: all
 	$(BUILD)/test_parallelformers test/fixtures $(BUILD)/generate

@@ -3417,6 +3417,14 @@ int32_t pf_tokenizer_bos_id(const pf_tokenizer *tokenizer) { return tokenizer ? 
 
 int32_t pf_tokenizer_eos_id(const pf_tokenizer *tokenizer) { return tokenizer ? tokenizer->eos_id : -1; }
 
+int pf_tokenizer_is_special(const pf_tokenizer *tokenizer, int32_t id) {
+    if (!tokenizer || id < 0) return 0;
+    if (id == tokenizer->bos_id || id == tokenizer->eos_id) return 1;
+    for (size_t i = 0; i < tokenizer->num_added; i++) /* a few added tokens, rarely hundreds */
+        if (tokenizer->added[i].id == id) return tokenizer->added[i].special;
+    return 0;
+}
+
 /* FNV-1a, 32 bits. */
 static uint32_t pf__tok_hash(const char *s, size_t len) {
     uint32_t h = 2166136261u;
@@ -8020,6 +8028,46 @@ static pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_
 /* public API                                                                                      */
 /* =============================================================================================== */
 
+/* Features as compiled, as flags and as words; PF__AVX2 (and PF__AVX512, once there are AVX-512
+   kernels) come from the CPU backend's section. */
+#ifdef PF_CUDA
+#define PF__HAS_CUDA 1
+#define PF__CUDA_WORD " +cuda"
+#else
+#define PF__HAS_CUDA 0
+#define PF__CUDA_WORD " -cuda"
+#endif
+#ifdef PF__AVX2
+#define PF__HAS_AVX2 1
+#define PF__AVX2_WORD " +avx2"
+#else
+#define PF__HAS_AVX2 0
+#define PF__AVX2_WORD " -avx2"
+#endif
+#ifdef PF__AVX512
+#define PF__HAS_AVX512 1
+#define PF__AVX512_WORD " +avx512"
+#else
+#define PF__HAS_AVX512 0
+#define PF__AVX512_WORD " -avx512"
+#endif
+
+pf_build_info pf_get_build_info(void) {
+    pf_build_info info;
+    memset(&info, 0, sizeof info);
+    info.version_major = PF_VERSION_MAJOR;
+    info.version_minor = PF_VERSION_MINOR;
+    info.version_patch = PF_VERSION_PATCH;
+    info.cuda = PF__HAS_CUDA;
+    info.avx2 = PF__HAS_AVX2;
+    info.avx512 = PF__HAS_AVX512;
+    return info;
+}
+
+const char *pf_version_string(void) {
+    return PF_VERSION_STRING PF__CUDA_WORD PF__AVX2_WORD PF__AVX512_WORD;
+}
+
 pf_load_options pf_load_options_init(void) {
     pf_load_options o;
     memset(&o, 0, sizeof o);
@@ -8520,13 +8568,13 @@ static pf_result pf__to_cpu_locked(pf_model *m) {
     if (!r) {
         /* The CPU rank stores the weights as the ranks did (its fp16/bf16 lose nothing more). */
         pf__dtype dtype = g->dtype;
+        pf_parallel_options o = m->parallel_options;
+        o.device = PF_DEVICE_CPU;
+        o.dtype = pf_model_dtype(m);
         pf__group_destroy(g);
         m->group = NULL;
         pf__source *mapped = m->sources;
         m->sources = gathered;
-        pf_parallel_options o = m->parallel_options;
-        o.device = PF_DEVICE_CPU;
-        o.dtype = dtype == PF__DTYPE_F16 ? PF_DTYPE_F16 : dtype == PF__DTYPE_BF16 ? PF_DTYPE_BF16 : PF_DTYPE_F32;
         r = pf__group_create(m, 1, &o, &pf__cpu_backend, dtype);
         m->sources = mapped; /* a later pf_parallelize slices from the map again */
         m->parallel_options = o;
@@ -8546,6 +8594,15 @@ pf_result pf_to_cpu(pf_model *m) {
 }
 
 int pf_num_ranks(const pf_model *m) { return m && m->group ? m->group->num_ranks : 1; }
+
+pf_device pf_model_device(const pf_model *m) {
+    return m && m->group && m->group->backend != &pf__cpu_backend ? PF_DEVICE_CUDA : PF_DEVICE_CPU;
+}
+
+pf_dtype pf_model_dtype(const pf_model *m) {
+    pf__dtype dtype = m && m->group ? m->group->dtype : PF__DTYPE_F32;
+    return dtype == PF__DTYPE_F16 ? PF_DTYPE_F16 : dtype == PF__DTYPE_BF16 ? PF_DTYPE_BF16 : PF_DTYPE_F32;
+}
 
 size_t pf_memory_allocated(const pf_model *m, int rank) {
     if (!m || !m->group || rank < 0 || rank >= m->group->num_ranks) return 0;

@@ -2,20 +2,32 @@
    text generation, tensor-parallel over several devices with one host thread per device.
 
    Build: compile parallelformers.c with your sources (cc -O2 -c parallelformers.c; link -lpthread
-   -lm). Add -DPF_CUDA and kernels.cu (nvcc; link cudart, cublas, nccl) for the CUDA backend.
+   -lm). Add -DPF_CUDA and kernels.cu (nvcc; link cudart, cublas, nccl, stdc++) for the CUDA
+   backend. Installed by make install: pkg-config --cflags --libs parallelformers.
 
    Threads: pf_parallelize, pf_to_cpu, pf_forward and the pf_generate calls may be made on one
    model from several threads at once: they run one after another. pf_free must not overlap any
-   other call on the model; the getters (pf_get_info, pf_num_ranks, pf_memory_allocated) must not
-   overlap pf_parallelize or pf_to_cpu. A loaded tokenizer is read-only: any thread, any time.
-   Calls on different models are independent. The library starts one thread per rank in
-   pf_parallelize and stops them in pf_to_cpu / pf_free. It never prints, exits or aborts: every
-   failure is a pf_result plus a message from pf_error_message(). */
+   other call on the model; the getters (pf_get_info, pf_num_ranks, pf_model_device,
+   pf_model_dtype, pf_memory_allocated) must not overlap pf_parallelize or pf_to_cpu. A loaded
+   tokenizer is read-only: any thread, any time. Calls on different models are independent. The
+   library starts one thread per rank in pf_parallelize and stops them in pf_to_cpu / pf_free. It
+   never prints, exits or aborts: every failure is a pf_result plus a message from
+   pf_error_message(). */
 #ifndef PARALLELFORMERS_H
 #define PARALLELFORMERS_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* The version of this header, the one place it is written (the Makefile and CMakeLists.txt read
+   it from here). A program linked against a shared library asks pf_get_build_info() for the
+   library's own, which may differ. */
+#define PF_VERSION_MAJOR 0
+#define PF_VERSION_MINOR 1
+#define PF_VERSION_PATCH 0
+#define PF__STRINGIFY(x) #x
+#define PF__VERSION_TEXT(major, minor, patch) PF__STRINGIFY(major) "." PF__STRINGIFY(minor) "." PF__STRINGIFY(patch)
+#define PF_VERSION_STRING PF__VERSION_TEXT(PF_VERSION_MAJOR, PF_VERSION_MINOR, PF_VERSION_PATCH) /* "0.1.0" */
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,6 +46,21 @@ typedef enum pf_result {
 
 /* A constant English name for a result code. Any thread. */
 const char *pf_result_string(pf_result result);
+
+/* What the library was compiled with. */
+typedef struct pf_build_info {
+    int version_major, version_minor, version_patch; /* the library's PF_VERSION_* */
+    int cuda;   /* the CUDA backend is compiled in (-DPF_CUDA); a GPU is looked for at pf_parallelize */
+    int avx2;   /* the AVX2/FMA CPU kernels are compiled in; they run where the processor has them */
+    int avx512; /* AVX-512 CPU kernels are compiled in */
+} pf_build_info;
+
+/* The library's version and features. Any thread. */
+pf_build_info pf_get_build_info(void);
+
+/* The same as one constant string: the version, then each feature with + (compiled in) or -
+   (not), e.g. "0.1.0 +cuda +avx2 -avx512". Any thread. */
+const char *pf_version_string(void);
 
 typedef struct pf_model pf_model;
 typedef struct pf_tokenizer pf_tokenizer;
@@ -141,6 +168,12 @@ pf_result pf_to_cpu(pf_model *model);
 
 /* Number of ranks the model runs on now (1 after pf_load or pf_to_cpu). */
 int pf_num_ranks(const pf_model *model);
+
+/* The kind of device the ranks run on now, PF_DEVICE_CPU or PF_DEVICE_CUDA (what PF_DEVICE_AUTO
+   chose), and how they store the weights, PF_DTYPE_F32, _F16 or _BF16 (what PF_DTYPE_AUTO chose).
+   Before the model first runs: the CPU and fp32 that pf_forward would use. */
+pf_device pf_model_device(const pf_model *model);
+pf_dtype pf_model_dtype(const pf_model *model);
 
 /* Bytes the model holds on the memory of rank `rank` (weights, KV cache, scratch), exactly as
    allocated by the library; 0 for a rank that does not exist. Before pf_parallelize, or for a
@@ -346,6 +379,12 @@ int pf_tokenizer_vocab_size(const pf_tokenizer *tokenizer);
    stops at the model's eos ids (config.json, generation_config.json), which may differ. */
 int32_t pf_tokenizer_bos_id(const pf_tokenizer *tokenizer);
 int32_t pf_tokenizer_eos_id(const pf_tokenizer *tokenizer);
+
+/* 1 when id is a special token: an added token marked "special" (<|endoftext|>, <s>, ...) or the
+   bos / eos token of tokenizer_config.json; 0 for any other id. Special tokens are what
+   transformers' decode(ids, skip_special_tokens=True) leaves out: drop them from the ids before
+   pf_detokenize to print text as it does. Thread-safe on a loaded tokenizer. */
+int pf_tokenizer_is_special(const pf_tokenizer *tokenizer, int32_t id);
 
 #ifdef __cplusplus
 }

@@ -1,46 +1,279 @@
 /* generate: continue a prompt with a Hugging Face model directory, on N ranks.
 
-   build/generate MODEL_DIR [options] [PROMPT]
-     --ids 17,523,4          token ids instead of a text prompt; the last line printed is then
-                             the generated ids, comma-separated (the new ids only)
-     --batch-file F          one prompt per line (text, or ids with --ids-lines); one output line
-                             per returned sequence
-     -n N                    max new tokens (default 20)
-     --gpus N                number of ranks (devices) (default 1)
-     --device D              cpu, cuda or auto (default auto)
-     --dtype T               how ranks store weights: f32, f16 or bf16 (default f32 on the CPU,
-                             f16 on CUDA); compute is fp32 on the CPU either way
-     --dump-logits F         write the prompt's logits, float32 little-endian, [n_prompt][vocab]
-     --beams N               beam search with N beams
-     --return N              sequences returned per prompt (beams or sampling)
-     --no-repeat-ngram N     never repeat an n-gram of this size
-     --sample                sample instead of choosing the most likely token
-     --temperature T, --top-k K, --top-p P, --repetition-penalty R, --seed S
-     -v                      print the per-rank memory table
-   With a text prompt and no beams, tokens are printed as they are chosen. */
+   build/generate MODEL_DIR [options] PROMPT | --ids 1,2,3 | --batch-file FILE
+   build/generate --help lists the options (the table below); --version says the library's version
+   and features. With a text prompt and no beams, tokens are printed as they are chosen; special
+   tokens (<|endoftext|>, </s>, ...) are left out of the text unless --special is given, as
+   transformers' decode(..., skip_special_tokens=True) does. Errors go to stderr, and exit with 2
+   for a wrong command line, 1 for a failure after it. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, getpid */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "../parallelformers.h"
 
-static void usage(void) {
-    fprintf(stderr,
-            "usage: generate MODEL_DIR [--ids 1,2,3 | --batch-file FILE [--ids-lines]] [-n N] [--gpus N]\n"
-            "                [--device cpu|cuda|auto] [--dtype f32|f16|bf16] [--dump-logits FILE] [--beams N]\n"
-            "                [--return N]"
-            " [--no-repeat-ngram N] [--sample] [--temperature T] [--top-k K] [--top-p P]\n"
-            "                [--repetition-penalty R] [--seed S] [-v] [PROMPT]\n");
+/* ---- the command line ---- */
+
+typedef enum value_kind { FLAG, INTEGER, NUMBER, TEXT, CHOICE } value_kind;
+
+/* One option: how it is written, the value it takes and its line in --help. The parser, its
+   error messages and --help all read this table, so that they cannot disagree. */
+typedef struct cli_option {
+    const char *short_name, *name; /* "-n" (or NULL), "--max-new-tokens" */
+    value_kind kind;
+    const char *value; /* the value's name in --help ("N", "FILE"); CHOICE: the choices, "a|b|c" */
+    double lo, hi;     /* INTEGER, NUMBER: the values allowed */
+    int above_lo;      /* NUMBER: lo itself is not allowed */
+    const char *help;
+} cli_option;
+
+enum {
+    OPT_IDS, OPT_BATCH_FILE, OPT_IDS_LINES, OPT_MAX_NEW_TOKENS, OPT_GPUS, OPT_DEVICE, OPT_DTYPE, OPT_DUMP_LOGITS,
+    OPT_BEAMS, OPT_RETURN, OPT_NO_REPEAT_NGRAM, OPT_SAMPLE, OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P,
+    OPT_REPETITION_PENALTY, OPT_SEED, OPT_SPECIAL, OPT_VERBOSE, OPT_HELP, OPT_VERSION, OPT_COUNT
+};
+
+#define MAX_SEED 9007199254740991.0 /* 2^53 - 1: every seed is exact in a double */
+
+static const cli_option cli_options[OPT_COUNT] = {
+    [OPT_IDS] = {NULL, "--ids", TEXT, "1,2,3", 0, 0, 0,
+                 "token ids instead of a text prompt; prints the new ids"},
+    [OPT_BATCH_FILE] = {NULL, "--batch-file", TEXT, "FILE", 0, 0, 0,
+                        "one prompt per line; one output line per returned sequence"},
+    [OPT_IDS_LINES] = {NULL, "--ids-lines", FLAG, NULL, 0, 0, 0, "the batch file's lines are ids (1,2,3), not text"},
+    [OPT_MAX_NEW_TOKENS] = {"-n", "--max-new-tokens", INTEGER, "N", 1, 1e6, 0, "new tokens at most (default 20)"},
+    [OPT_GPUS] = {NULL, "--gpus", INTEGER, "N", 1, 64, 0, "ranks (devices) to split the model over (default 1)"},
+    [OPT_DEVICE] = {NULL, "--device", CHOICE, "cpu|cuda|auto", 0, 0, 0, "where ranks run (default auto: CUDA if there is a GPU)"},
+    [OPT_DTYPE] = {NULL, "--dtype", CHOICE, "f32|f16|bf16", 0, 0, 0,
+                   "how ranks store weights (default f32 on the CPU, f16 on CUDA)"},
+    [OPT_DUMP_LOGITS] = {NULL, "--dump-logits", TEXT, "FILE", 0, 0, 0,
+                         "write the prompt's logits as float32 [n_prompt][vocab]"},
+    [OPT_BEAMS] = {NULL, "--beams", INTEGER, "N", 1, 1e4, 0, "beam search with N beams (default 1)"},
+    [OPT_RETURN] = {NULL, "--return", INTEGER, "N", 1, 1e4, 0, "sequences per prompt, with --beams or --sample (default 1)"},
+    [OPT_NO_REPEAT_NGRAM] = {NULL, "--no-repeat-ngram", INTEGER, "N", 0, 1e6, 0, "never repeat an n-gram of this size (default 0: off)"},
+    [OPT_SAMPLE] = {NULL, "--sample", FLAG, NULL, 0, 0, 0, "sample tokens instead of taking the most likely"},
+    [OPT_TEMPERATURE] = {NULL, "--temperature", NUMBER, "T", 0, 1e6, 0, "sampling temperature (default 1); 0 means greedy"},
+    [OPT_TOP_K] = {NULL, "--top-k", INTEGER, "K", 0, 1e9, 0, "sample among the K most likely tokens (default 50; 0: all)"},
+    [OPT_TOP_P] = {NULL, "--top-p", NUMBER, "P", 0, 1, 1, "sample among the likeliest tokens whose sum is P (default 1)"},
+    [OPT_REPETITION_PENALTY] = {NULL, "--repetition-penalty", NUMBER, "R", 0, 1e6, 1,
+                                "penalize tokens already present by R (default 1: off)"},
+    [OPT_SEED] = {NULL, "--seed", INTEGER, "S", 0, MAX_SEED, 0,
+                  "sampling seed, the same text on any rank count (default: fresh)"},
+    [OPT_SPECIAL] = {NULL, "--special", FLAG, NULL, 0, 0, 0, "print special tokens (<|endoftext|>, </s>, ...) too"},
+    [OPT_VERBOSE] = {"-v", "--verbose", FLAG, NULL, 0, 0, 0,
+                     "the seed, backend, ranks, dtype, tokens/s, memory (MiB)"},
+    [OPT_HELP] = {"-h", "--help", FLAG, NULL, 0, 0, 0, "print this help and exit"},
+    [OPT_VERSION] = {NULL, "--version", FLAG, NULL, 0, 0, 0, "print the version and features compiled in, and exit"},
+};
+
+/* What the command line asked for: each option's value as given (TEXT), parsed (INTEGER,
+   NUMBER) or as the index of its choice (CHOICE). */
+typedef struct cli_args {
+    const char *dir, *prompt;
+    int given[OPT_COUNT];
+    const char *text[OPT_COUNT];
+    double number[OPT_COUNT];
+} cli_args;
+
+static void print_help(void) {
+    printf("usage: generate MODEL_DIR [options] PROMPT\n"
+           "       generate MODEL_DIR [options] --ids 1,2,3\n"
+           "       generate MODEL_DIR [options] --batch-file FILE\n"
+           "Continues a prompt with the model in MODEL_DIR (config.json, *.safetensors, tokenizer.json),\n"
+           "split over --gpus ranks.\n\noptions:\n");
+    for (int i = 0; i < OPT_COUNT; i++) {
+        const cli_option *o = &cli_options[i];
+        char left[64];
+        snprintf(left, sizeof left, "%s%s%s%s%s", o->short_name ? o->short_name : "", o->short_name ? ", " : "    ",
+                 o->name, o->value ? " " : "", o->value ? o->value : "");
+        printf("  %-30s %s\n", left, o->help);
+    }
 }
+
+/* What an option's value may be, in words: "an integer from 1 to 10000", "cpu, cuda or auto". */
+static void describe_value(const cli_option *o, char *out, size_t cap) {
+    switch (o->kind) {
+    case INTEGER: snprintf(out, cap, "an integer from %.16g to %.16g", o->lo, o->hi); break;
+    case NUMBER:
+        snprintf(out, cap, o->above_lo ? "a number above %.16g, at most %.16g" : "a number from %.16g to %.16g", o->lo, o->hi);
+        break;
+    case CHOICE: {
+        size_t n = 0;
+        const char *choice = o->value;
+        out[0] = 0;
+        while (*choice && n < cap) {
+            size_t len = strcspn(choice, "|");
+            const char *next = choice + len + (choice[len] == '|');
+            n += (size_t)snprintf(out + n, cap - n, "%s%.*s", n == 0 ? "" : *next ? ", " : " or ", (int)len, choice);
+            choice = next;
+        }
+        break;
+    }
+    default: snprintf(out, cap, "%s", o->value ? o->value : "nothing"); break;
+    }
+}
+
+/* Reads option o's value from text into args; prints why not, naming the option as written, and
+   returns -1 when it is not one the option allows. */
+static int parse_value(const cli_option *o, const char *written, int index, const char *text, cli_args *args) {
+    char *end = NULL;
+    double v = 0;
+    args->text[index] = text;
+    switch (o->kind) {
+    case INTEGER: /* digits only: strtoull would take "-1" and " 5" */
+        if (text[0] >= '0' && text[0] <= '9') v = (double)strtoull(text, &end, 10);
+        if (end && !*end && v >= o->lo && v <= o->hi) return args->number[index] = v, 0;
+        break;
+    case NUMBER:
+        v = strtod(text, &end);
+        if (end != text && !*end && isfinite(v) && (o->above_lo ? v > o->lo : v >= o->lo) && v <= o->hi)
+            return args->number[index] = v, 0;
+        break;
+    case CHOICE: {
+        int k = 0;
+        for (const char *choice = o->value; *choice; k++) {
+            size_t len = strcspn(choice, "|");
+            if (strlen(text) == len && !strncmp(text, choice, len)) return args->number[index] = k, 0;
+            choice += len + (choice[len] == '|');
+        }
+        break;
+    }
+    default: return 0;
+    }
+    char allowed[160];
+    describe_value(o, allowed, sizeof allowed);
+    fprintf(stderr, "generate: %s wants %s, not \"%s\"\n", written, allowed, text);
+    return -1;
+}
+
+/* Fills args from argv. Returns -1 to go on, or the status to exit with: 0 after --help or
+   --version, 2 after a message naming what was wrong. */
+static int parse_command_line(int argc, char **argv, cli_args *args) {
+    int options_end = 0; /* after "--", everything is a positional argument */
+    memset(args, 0, sizeof *args);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *inline_value = NULL;
+        if (options_end || a[0] != '-' || !a[1]) {
+            if (!args->dir) args->dir = a;
+            else if (!args->prompt) args->prompt = a;
+            else {
+                fprintf(stderr, "generate: unexpected argument \"%s\": MODEL_DIR and PROMPT are given already "
+                                "(quote a prompt that has spaces)\n", a);
+                return 2;
+            }
+            continue;
+        }
+        if (!strcmp(a, "--")) {
+            options_end = 1;
+            continue;
+        }
+        size_t name_len = strcspn(a, "=");
+        if (a[name_len] == '=' && a[1] == '-') inline_value = a + name_len + 1; /* --name=value */
+        else name_len = strlen(a);
+        int index = -1;
+        for (int k = 0; k < OPT_COUNT && index < 0; k++) {
+            const cli_option *o = &cli_options[k];
+            if ((strlen(o->name) == name_len && !strncmp(a, o->name, name_len)) ||
+                (o->short_name && !inline_value && !strcmp(a, o->short_name)))
+                index = k;
+        }
+        if (index < 0) {
+            fprintf(stderr, "generate: unknown option \"%.*s\" (generate --help lists them)\n", (int)name_len, a);
+            return 2;
+        }
+        const cli_option *o = &cli_options[index];
+        const char *written = inline_value ? o->name : a;
+        args->given[index] = 1;
+        if (index == OPT_HELP) return print_help(), 0;
+        if (index == OPT_VERSION) return printf("generate, parallelformers %s\n", pf_version_string()), 0;
+        if (o->kind == FLAG) {
+            if (inline_value) {
+                fprintf(stderr, "generate: %s takes no value\n", written);
+                return 2;
+            }
+            continue;
+        }
+        if (!inline_value && i + 1 == argc) {
+            char allowed[160];
+            describe_value(o, allowed, sizeof allowed);
+            fprintf(stderr, "generate: %s needs a value: %s\n", written, allowed);
+            return 2;
+        }
+        if (parse_value(o, written, index, inline_value ? inline_value : argv[++i], args)) return 2;
+    }
+
+    /* What the options mean together. */
+    int prompts = !!args->prompt + args->given[OPT_IDS] + args->given[OPT_BATCH_FILE];
+    const char *wrong = !args->dir     ? "no MODEL_DIR (generate --help shows the usage)"
+                        : prompts == 0 ? "nothing to continue: give a PROMPT, --ids or --batch-file"
+                        : prompts > 1  ? "give one of PROMPT, --ids and --batch-file, not several"
+                        : args->given[OPT_IDS_LINES] && !args->given[OPT_BATCH_FILE] ? "--ids-lines goes with --batch-file"
+                                                                                      : NULL;
+    if (wrong) {
+        fprintf(stderr, "generate: %s\n", wrong);
+        return 2;
+    }
+    int returns = args->given[OPT_RETURN] ? (int)args->number[OPT_RETURN] : 1;
+    int beams = args->given[OPT_BEAMS] ? (int)args->number[OPT_BEAMS] : 1;
+    if (returns > 1 && beams == 1 && !args->given[OPT_SAMPLE]) {
+        fprintf(stderr, "generate: --return %d needs --sample or --beams: greedy search returns one sequence\n", returns);
+        return 2;
+    }
+    if (beams > 1 && returns > beams) {
+        fprintf(stderr, "generate: --return %d is more than the %d beams of --beams\n", returns, beams);
+        return 2;
+    }
+    /* Sampling's options do nothing without it: said, not refused (transformers warns too). */
+    static const int sampling_only[] = {OPT_TOP_K, OPT_TOP_P, OPT_SEED};
+    for (size_t k = 0; k < sizeof sampling_only / sizeof sampling_only[0]; k++)
+        if (args->given[sampling_only[k]] && !args->given[OPT_SAMPLE])
+            fprintf(stderr, "generate: %s only matters with --sample\n", cli_options[sampling_only[k]].name);
+    if (args->given[OPT_TEMPERATURE] && args->number[OPT_TEMPERATURE] > 0 && !args->given[OPT_SAMPLE])
+        fprintf(stderr, "generate: --temperature only matters with --sample (--temperature 0 is greedy)\n");
+    return -1;
+}
+
+/* ---- running ---- */
 
 static void print_log(void *user, const char *line) {
     (void)user;
     fprintf(stderr, "%s\n", line);
 }
 
+static double seconds_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* A seed for sampling when none is given: from the system's entropy, else the clock and pid. */
+static uint64_t fresh_seed(void) {
+    uint64_t seed = 0;
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (!f || fread(&seed, sizeof seed, 1, f) != 1) {
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        seed = ((uint64_t)t.tv_sec * 1000000007u) ^ (uint64_t)t.tv_nsec ^ ((uint64_t)getpid() << 32);
+    }
+    if (f) fclose(f);
+    return seed % ((uint64_t)MAX_SEED + 1); /* within --seed's range, so that it can be given back */
+}
+
+typedef struct stream_state {
+    pf_tokenizer *tokenizer;
+    int show_special;
+    double first_token_time; /* 0 until the first token */
+} stream_state;
+
 static int print_piece(void *user, int row, int32_t token, const char *text, size_t len) {
-    (void)user, (void)row, (void)token;
-    if (text) fwrite(text, 1, len, stdout);
+    stream_state *s = (stream_state *)user;
+    (void)row;
+    if (!s->first_token_time) s->first_token_time = seconds_now();
+    if (text && (s->show_special || !pf_tokenizer_is_special(s->tokenizer, token))) fwrite(text, 1, len, stdout);
     fflush(stdout);
     return 0;
 }
@@ -72,14 +305,6 @@ static int parse_ids(const char *text, int32_t **out) {
     return n;
 }
 
-static int number(const char *text, double lo, double hi, double *out) {
-    char *end;
-    double v = strtod(text, &end);
-    if (*end || !(v >= lo && v <= hi)) return -1;
-    *out = v;
-    return 0;
-}
-
 /* Tokenizes a text prompt as transformers' tokenizer(text) would. */
 static int tokenize(pf_model *model, const char *text, int32_t **out) {
     pf_tokenizer *tok = pf_model_tokenizer(model);
@@ -91,56 +316,82 @@ static int tokenize(pf_model *model, const char *text, int32_t **out) {
     return (int)n;
 }
 
-int main(int argc, char **argv) {
-    const char *dir = NULL, *prompt = NULL, *ids_text = NULL, *dump = NULL, *batch_file = NULL;
-    int ranks = 1, verbose = 0, ids_lines = 0;
-    pf_device device = PF_DEVICE_AUTO;
-    pf_dtype dtype = PF_DTYPE_AUTO;
-    pf_generate_options go = pf_generate_options_init();
-    go.max_new_tokens = 20;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        double v = 0;
-        int has_value = i + 1 < argc;
-#define VALUE(lo, hi) (has_value && number(argv[++i], lo, hi, &v) == 0)
-        if (!strcmp(a, "--ids") && has_value) ids_text = argv[++i];
-        else if (!strcmp(a, "--batch-file") && has_value) batch_file = argv[++i];
-        else if (!strcmp(a, "--ids-lines")) ids_lines = 1;
-        else if (!strcmp(a, "-n") && VALUE(1, 1e6)) go.max_new_tokens = (int)v;
-        else if (!strcmp(a, "--gpus") && VALUE(1, 1e6)) ranks = (int)v;
-        else if (!strcmp(a, "--beams") && VALUE(1, 1e4)) go.num_beams = (int)v;
-        else if (!strcmp(a, "--return") && VALUE(1, 1e4)) go.num_return_sequences = (int)v;
-        else if (!strcmp(a, "--no-repeat-ngram") && VALUE(0, 1e6)) go.no_repeat_ngram_size = (int)v;
-        else if (!strcmp(a, "--sample")) go.do_sample = 1;
-        else if (!strcmp(a, "--temperature") && VALUE(1e-6, 1e6)) go.temperature = (float)v;
-        else if (!strcmp(a, "--top-k") && VALUE(0, 1e9)) go.top_k = (int)v;
-        else if (!strcmp(a, "--top-p") && VALUE(1e-9, 1)) go.top_p = (float)v;
-        else if (!strcmp(a, "--repetition-penalty") && VALUE(1e-6, 1e6)) go.repetition_penalty = (float)v;
-        else if (!strcmp(a, "--seed") && VALUE(0, 9007199254740992.0)) go.seed = (uint64_t)v;
-        else if (!strcmp(a, "--device") && has_value) {
-            const char *d = argv[++i];
-            if (!strcmp(d, "cpu")) device = PF_DEVICE_CPU;
-            else if (!strcmp(d, "cuda")) device = PF_DEVICE_CUDA;
-            else if (!strcmp(d, "auto")) device = PF_DEVICE_AUTO;
-            else return usage(), 2;
-        } else if (!strcmp(a, "--dtype") && has_value) {
-            const char *t = argv[++i];
-            if (!strcmp(t, "f32")) dtype = PF_DTYPE_F32;
-            else if (!strcmp(t, "f16")) dtype = PF_DTYPE_F16;
-            else if (!strcmp(t, "bf16")) dtype = PF_DTYPE_BF16;
-            else return usage(), 2;
-        } else if (!strcmp(a, "--dump-logits") && has_value) dump = argv[++i];
-        else if (!strcmp(a, "-v")) verbose = 1;
-        else if (a[0] == '-' && a[1]) return usage(), 2;
-        else if (!dir) dir = a;
-        else if (!prompt) prompt = a;
-        else return usage(), 2;
-#undef VALUE
+/* One sequence's text, special tokens left out unless show_special; NULL without memory or for
+   an id the tokenizer does not know. The caller frees it. */
+static char *sequence_text(pf_tokenizer *tok, const int32_t *ids, int n, int show_special) {
+    int32_t *kept = (int32_t *)malloc((size_t)(n ? n : 1) * sizeof *kept);
+    size_t num_kept = 0, len = 0;
+    char *text = NULL;
+    if (!kept) return NULL;
+    for (int i = 0; i < n; i++)
+        if (show_special || !pf_tokenizer_is_special(tok, ids[i])) kept[num_kept++] = ids[i];
+    pf_result sized = pf_detokenize(tok, kept, num_kept, NULL, 0, &len); /* the length first */
+    if ((sized == PF_OK || sized == PF_ERROR_BUFFER_TOO_SMALL) && (text = (char *)malloc(len + 1)) &&
+        pf_detokenize(tok, kept, num_kept, text, len + 1, &len) == PF_OK) {
+        text[len] = 0;
+    } else {
+        free(text);
+        text = NULL;
     }
-    if (!dir || (!!prompt + !!ids_text + !!batch_file) != 1) return usage(), 2;
+    free(kept);
+    return text;
+}
+
+static const char *device_name(pf_device device) { return device == PF_DEVICE_CUDA ? "cuda" : "cpu"; }
+
+static const char *dtype_name(pf_dtype dtype) {
+    return dtype == PF_DTYPE_F16 ? "f16" : dtype == PF_DTYPE_BF16 ? "bf16" : "f32";
+}
+
+/* -v's report at the end: what ran where, how fast, and each rank's memory in MiB. */
+static void print_run_summary(pf_model *model, int new_tokens, double seconds, double first_token_seconds) {
+    const double mib = 1024.0 * 1024.0;
+    int ranks = pf_num_ranks(model);
+    fprintf(stderr, "rank  weights    kv-cache   scratch    total      device used / total (MiB)\n");
+    for (int i = 0; i < ranks; i++) {
+        pf_memory_info m;
+        if (pf_get_memory_info(model, i, &m)) continue;
+        fprintf(stderr, "%-5d %-10.1f %-10.1f %-10.1f %-10.1f ", i, m.weights / mib, m.kv_cache / mib, m.scratch / mib,
+                m.allocated / mib);
+        if (m.device_total) fprintf(stderr, "%.1f / %.1f\n", m.device_used / mib, m.device_total / mib);
+        else fprintf(stderr, "-\n");
+    }
+    fprintf(stderr, "generate: %s backend, %d rank%s, %s weights: %d new tokens in %.3g s, %.1f tokens/s", device_name(pf_model_device(model)),
+            ranks, ranks == 1 ? "" : "s", dtype_name(pf_model_dtype(model)), new_tokens, seconds,
+            seconds > 0 ? new_tokens / seconds : 0.0);
+    if (first_token_seconds > 0) fprintf(stderr, " (the first after %.3g s)", first_token_seconds);
+    fprintf(stderr, "\n");
+}
+
+int main(int argc, char **argv) {
+    cli_args args;
+    int parsed = parse_command_line(argc, argv, &args);
+    if (parsed >= 0) return parsed;
+    const char *dir = args.dir, *prompt = args.prompt, *ids_text = args.text[OPT_IDS], *batch_file = args.text[OPT_BATCH_FILE];
+    int ranks = args.given[OPT_GPUS] ? (int)args.number[OPT_GPUS] : 1, verbose = args.given[OPT_VERBOSE];
+    int ids_lines = args.given[OPT_IDS_LINES], show_special = args.given[OPT_SPECIAL];
+    static const pf_device devices[] = {PF_DEVICE_CPU, PF_DEVICE_CUDA, PF_DEVICE_AUTO};     /* --device's order */
+    static const pf_dtype dtypes[] = {PF_DTYPE_F32, PF_DTYPE_F16, PF_DTYPE_BF16};             /* --dtype's order */
+    pf_generate_options go = pf_generate_options_init();
+    go.max_new_tokens = args.given[OPT_MAX_NEW_TOKENS] ? (int)args.number[OPT_MAX_NEW_TOKENS] : 20;
+    if (args.given[OPT_BEAMS]) go.num_beams = (int)args.number[OPT_BEAMS];
+    if (args.given[OPT_RETURN]) go.num_return_sequences = (int)args.number[OPT_RETURN];
+    if (args.given[OPT_NO_REPEAT_NGRAM]) go.no_repeat_ngram_size = (int)args.number[OPT_NO_REPEAT_NGRAM];
+    if (args.given[OPT_TOP_K]) go.top_k = (int)args.number[OPT_TOP_K];
+    if (args.given[OPT_TOP_P]) go.top_p = (float)args.number[OPT_TOP_P];
+    if (args.given[OPT_REPETITION_PENALTY]) go.repetition_penalty = (float)args.number[OPT_REPETITION_PENALTY];
+    go.do_sample = args.given[OPT_SAMPLE];
+    if (args.given[OPT_TEMPERATURE]) {
+        if (args.number[OPT_TEMPERATURE] == 0) go.do_sample = 0; /* the limit of sampling as T falls: the most likely token */
+        else go.temperature = (float)args.number[OPT_TEMPERATURE];
+    }
+    if (go.do_sample) {
+        go.seed = args.given[OPT_SEED] ? (uint64_t)args.number[OPT_SEED] : fresh_seed();
+        if (verbose) fprintf(stderr, "generate: seed %llu\n", (unsigned long long)go.seed);
+    }
 
     pf_load_options lo = pf_load_options_init();
-    lo.log = print_log;
+    if (verbose) lo.log = print_log;
     pf_model *model = NULL;
     int status = 1, batch = 0, text_mode = !ids_text && !(batch_file && ids_lines);
     int32_t **prompts = NULL;
@@ -215,16 +466,16 @@ int main(int argc, char **argv) {
     free(file_text);
 
     pf_parallel_options po = pf_parallel_options_init();
-    po.device = device;
-    po.dtype = dtype;
-    po.verbose = verbose;
+    po.device = args.given[OPT_DEVICE] ? devices[(int)args.number[OPT_DEVICE]] : PF_DEVICE_AUTO;
+    po.dtype = args.given[OPT_DTYPE] ? dtypes[(int)args.number[OPT_DTYPE]] : PF_DTYPE_AUTO;
     po.max_batch = batch * (go.num_beams > 1 ? go.num_beams : go.num_return_sequences);
     if ((r = pf_parallelize(model, ranks, &po))) {
         fprintf(stderr, "generate: %s: %s\n", pf_result_string(r), pf_error_message(model));
         goto done;
     }
     pf_model_info info = pf_get_info(model);
-    if (dump) {
+    if (args.given[OPT_DUMP_LOGITS]) {
+        const char *dump = args.text[OPT_DUMP_LOGITS];
         logits = (float *)malloc((size_t)lengths[0] * info.vocab_size * sizeof *logits);
         if (!logits || (r = pf_forward(model, prompts[0], 1, lengths[0], logits))) {
             fprintf(stderr, "generate: %s: %s\n", pf_result_string(r), pf_error_message(model));
@@ -237,38 +488,51 @@ int main(int argc, char **argv) {
             goto done;
         }
     }
+    stream_state stream = {pf_model_tokenizer(model), show_special, 0};
     int streaming = text_mode && !batch_file && go.num_beams == 1 && go.num_return_sequences == 1;
     if (streaming) {
         go.stream = print_piece;
+        go.stream_user = &stream;
         fputs(prompt, stdout);
     }
+    double start = seconds_now();
     if ((r = pf_generate_batch(model, (const int32_t *const *)prompts, lengths, batch, &go, &result))) {
         fprintf(stderr, "generate: %s: %s\n", pf_result_string(r), pf_error_message(model));
         goto done;
     }
+    double seconds = seconds_now() - start;
+    int new_tokens = 0, longest_prompt = 0, cut_short = 0;
+    for (int b = 0; b < batch; b++) longest_prompt = lengths[b] > longest_prompt ? lengths[b] : longest_prompt;
+    int room = info.max_positions - longest_prompt; /* the KV cache holds max_positions tokens */
     for (int i = 0; i < result.num_sequences; i++) {
+        int n = result.lengths[i];
+        new_tokens += n;
+        int ended_by_eos = 0;
+        for (int k = 0; n > 0 && k < info.num_eos_token_ids; k++) ended_by_eos |= result.tokens[i][n - 1] == info.eos_token_ids[k];
+        if (room < go.max_new_tokens && n >= room && !ended_by_eos) cut_short = 1;
         if (streaming) {
             printf("\n");
         } else if (!text_mode) {
-            for (int t = 0; t < result.lengths[i]; t++) printf("%s%d", t ? "," : "", (int)result.tokens[i][t]);
+            for (int t = 0; t < n; t++) printf("%s%d", t ? "," : "", (int)result.tokens[i][t]);
             printf("\n");
         } else {
-            pf_tokenizer *tok = pf_model_tokenizer(model);
-            size_t len = 0;
-            pf_detokenize(tok, result.tokens[i], (size_t)result.lengths[i], NULL, 0, &len);
-            char *text = (char *)malloc(len + 1);
-            if (!text || pf_detokenize(tok, result.tokens[i], (size_t)result.lengths[i], text, len + 1, &len)) {
-                free(text);
+            char *text = sequence_text(pf_model_tokenizer(model), result.tokens[i], n, show_special);
+            if (!text) {
                 fprintf(stderr, "generate: cannot decode the output\n");
                 goto done;
             }
-            text[len] = 0;
             for (char *c = text; *c; c++) /* one line per sequence */
                 if (*c == '\n') *c = ' ';
             printf("%s%s\n", batch_file ? "" : prompt, text);
             free(text);
         }
     }
+    fflush(stdout);
+    if (cut_short)
+        fprintf(stderr, "generate: the context length cut the generation short: %d tokens after the %d-token prompt%s "
+                        "fill the model's %d positions (-n asked for %d)\n",
+                room, longest_prompt, batch > 1 ? " (the longest)" : "", info.max_positions, go.max_new_tokens);
+    if (verbose) print_run_summary(model, new_tokens, seconds, stream.first_token_time ? stream.first_token_time - start : 0);
     status = 0;
 done:
     for (int i = 0; prompts && i < batch; i++) free(prompts[i]);

@@ -1,5 +1,6 @@
 /* build/generate, as scripts use it: --ids with --dump-logits on 1 and 3 ranks must give
-   transformers' logits and greedy tokens for the hub-style checkpoint; errors exit non-zero. */
+   transformers' logits and greedy tokens for the hub-style checkpoint; errors exit non-zero. And
+   as people use it: --help, --version, messages that name the wrong flag, what it prints. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,137 @@ static int run(const char *command, char *last_line, size_t cap) {
         if (last_line) snprintf(last_line, cap, "%s", line);
     int status = pclose(p);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Runs a shell command, returning its exit status and all it printed to stdout (add 2>&1 for
+   stderr too), cut to cap. */
+static int run_output(const char *command, char *out, size_t cap) {
+    FILE *p = popen(command, "r");
+    size_t n = 0, got;
+    if (!p) return -1;
+    while (n + 1 < cap && (got = fread(out + n, 1, cap - 1 - n, p)) > 0) n += got;
+    out[n] = 0;
+    char rest[256];
+    while (fread(rest, 1, sizeof rest, p) > 0) {} /* the command must not die of a closed pipe */
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The CLI explains itself: --help has a line for every option, --version says the library's,
+   and a wrong flag or value is named with what is allowed (exit status 2). */
+static void check_cli_help(const char *dir) {
+    static const char *const options[] = {"--ids", "--batch-file", "--ids-lines", "-n, --max-new-tokens", "--gpus",
+                                          "--device", "--dtype", "--dump-logits", "--beams", "--return",
+                                          "--no-repeat-ngram", "--sample", "--temperature", "--top-k", "--top-p",
+                                          "--repetition-penalty", "--seed", "--special", "-v, --verbose", "-h, --help",
+                                          "--version"};
+    char command[2048], out[16384];
+    snprintf(command, sizeof command, "%s --help", test_generate_binary);
+    CHECK(run_output(command, out, sizeof out) == 0);
+    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) { /* "  -n, --max-new-tokens N  ...", "      --ids ..." */
+        char line_start[64];
+        snprintf(line_start, sizeof line_start, options[i][1] == '-' ? "\n      %s " : "\n  %s ", options[i]);
+        CHECK_MSG(strstr(out, line_start), "--help has no line for %s", options[i]);
+    }
+    snprintf(command, sizeof command, "%s --version", test_generate_binary);
+    CHECK(run_output(command, out, sizeof out) == 0);
+    CHECK_MSG(strstr(out, pf_version_string()) != NULL, "--version printed \"%s\"", out);
+
+    static const struct {
+        const char *arguments, *said[2]; /* what the message must name */
+    } wrong[] = {
+        {"--ids 1 --beams 0", {"--beams", "an integer from 1 to 10000, not \"0\""}},
+        {"--ids 1 -n 2.5", {"-n ", "an integer from 1 to 1000000"}},
+        {"--ids 1 --device gpu", {"--device", "cpu, cuda or auto"}},
+        {"--ids 1 --dtype fp8", {"--dtype", "f32, f16 or bf16"}},
+        {"--ids 1 --top-p=0", {"--top-p", "above 0, at most 1"}},
+        {"--ids 1 --temperature -1", {"--temperature", "from 0 to"}},
+        {"--ids 1 --seed", {"--seed needs a value", "an integer from 0"}},
+        {"--ids 1 --frobnicate", {"unknown option", "--frobnicate"}},
+        {"--ids 1 --sample=yes", {"--sample", "takes no value"}},
+        {"--ids 1 --return 2", {"--return", "--sample or --beams"}},
+        {"--ids 1 'a prompt'", {"PROMPT", "--ids"}},
+        {"", {"PROMPT", "--batch-file"}},
+    };
+    for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
+        snprintf(command, sizeof command, "%s %s %s 2>&1", test_generate_binary, dir, wrong[i].arguments);
+        int status = run_output(command, out, sizeof out);
+        CHECK_MSG(status == 2 && strstr(out, wrong[i].said[0]) && strstr(out, wrong[i].said[1]),
+                  "generate %s: exit %d, said \"%s\"", wrong[i].arguments, status, out);
+    }
+    snprintf(command, sizeof command, "%s 2>&1", test_generate_binary);
+    CHECK(run_output(command, out, sizeof out) == 2 && strstr(out, "MODEL_DIR"));
+}
+
+/* What it prints: --temperature 0 is greedy; special tokens only with --special; a fresh seed
+   without --seed, shown by -v and repeatable with --seed; a note when the context length ends
+   the generation; -v's summary and memory table. */
+static void check_cli_output(const char *dir, const test_reference *ref) {
+    char command[4096], out[16384], ids[1024] = "", greedy[1024] = "";
+    for (int i = 0; i < ref->num_prompt_ids; i++) snprintf(ids + strlen(ids), sizeof ids - strlen(ids), "%s%d", i ? "," : "", ref->prompt_ids[i]);
+    for (int i = 0; i < ref->num_greedy_ids; i++) snprintf(greedy + strlen(greedy), sizeof greedy - strlen(greedy), "%s%d", i ? "," : "", ref->greedy_ids[i]);
+
+    snprintf(command, sizeof command, "%s %s --ids %s -n %d --sample --temperature 0", test_generate_binary, dir, ids,
+             ref->max_new_tokens);
+    CHECK(run_output(command, out, sizeof out) == 0);
+    CHECK_MSG(!strcmp(out, greedy) || (!strncmp(out, greedy, strlen(greedy)) && !strcmp(out + strlen(greedy), "\n")),
+              "--temperature 0 printed \"%s\", not the greedy ids %s", out, greedy);
+
+    /* gpt2-tiny's greedy continuation of its prompt ends with <|endoftext|> (id 499) before 60
+       tokens: left out of the text unless --special, streamed or not (a batch file). */
+    FILE *f = fopen("/tmp/pf_cli_special.txt", "w");
+    if (f) fprintf(f, "%s\n", ref->prompt_text), fclose(f);
+    snprintf(command, sizeof command, "%s %s --ids %s -n 60", test_generate_binary, dir, ids);
+    CHECK(run_output(command, out, sizeof out) == 0);
+    CHECK_MSG(strlen(out) > 5 && !strcmp(out + strlen(out) - 5, ",499\n"), "greedy -n 60 no longer ends with eos: %s", out);
+    for (int special = 0; special <= 1; special++)
+        for (int batch_file = 0; batch_file <= 1; batch_file++) {
+            if (batch_file)
+                snprintf(command, sizeof command, "%s %s -n 60 --batch-file /tmp/pf_cli_special.txt%s", test_generate_binary,
+                         dir, special ? " --special" : "");
+            else
+                snprintf(command, sizeof command, "%s %s -n 60 '%s'%s", test_generate_binary, dir, ref->prompt_text,
+                         special ? " --special" : "");
+            CHECK(run_output(command, out, sizeof out) == 0);
+            CHECK_MSG(!strstr(out, "<|endoftext|>") == !special, "%s printed \"%s\"", command, out);
+        }
+    remove("/tmp/pf_cli_special.txt");
+
+    /* Sampling without --seed: a fresh seed each run, which -v shows and --seed repeats. */
+    unsigned long long seeds[2] = {0, 0};
+    char sampled[2][1024];
+    for (int i = 0; i < 2; i++) {
+        snprintf(command, sizeof command, "%s %s --ids %s -n 8 --sample -v 2>&1", test_generate_binary, dir, ids);
+        CHECK(run_output(command, out, sizeof out) == 0);
+        const char *seed = strstr(out, "seed ");
+        CHECK_MSG(seed && sscanf(seed, "seed %llu", &seeds[i]) == 1, "-v printed no seed: %s", out);
+        const char *last = strrchr(out, '\n'), *line = out; /* the ids: the only line of digits and commas */
+        sampled[i][0] = 0;
+        for (; line && line < last; line = strchr(line, '\n') + 1)
+            if (line[0] >= '0' && line[0] <= '9' && strspn(line, "0123456789,") == strcspn(line, "\n"))
+                snprintf(sampled[i], sizeof sampled[i], "%.*s", (int)strcspn(line, "\n"), line);
+    }
+    CHECK_MSG(seeds[0] != seeds[1], "two runs sampled with the same seed %llu", seeds[0]);
+    snprintf(command, sizeof command, "%s %s --ids %s -n 8 --sample --seed %llu", test_generate_binary, dir, ids, seeds[1]);
+    CHECK(run_output(command, out, sizeof out) == 0);
+    CHECK_MSG(sampled[1][0] && !strncmp(out, sampled[1], strlen(sampled[1])), "--seed %llu printed %s; -v's run printed %s",
+              seeds[1], out, sampled[1]);
+
+    /* Prompt id 2's greedy continuation meets no eos before the 64 positions end. */
+    snprintf(command, sizeof command, "%s %s --ids 2 -n 70 2>&1", test_generate_binary, dir);
+    CHECK(run_output(command, out, sizeof out) == 0);
+    CHECK_MSG(strstr(out, "context length cut the generation short: 63 tokens"), "-n 70 after 1 token of 64: %s", out);
+    snprintf(command, sizeof command, "%s %s --ids 2 -n 63 2>&1", test_generate_binary, dir);
+    CHECK(run_output(command, out, sizeof out) == 0);
+    CHECK_MSG(!strstr(out, "context"), "-n 63 after 1 token of 64: %s", out);
+
+    snprintf(command, sizeof command, "%s %s -n 4 --gpus 2 --dtype bf16 -v '%s' 2>&1 >/dev/null", test_generate_binary, dir,
+             ref->prompt_text);
+    CHECK(run_output(command, out, sizeof out) == 0);
+    CHECK_MSG(strstr(out, "cpu backend, 2 ranks, bf16 weights: 4 new tokens in ") && strstr(out, " tokens/s") &&
+                  strstr(out, "(MiB)") && strstr(out, "\n0 ") && strstr(out, "\n1 ") && !strstr(out, "\n2 ") &&
+                  !strstr(out, "seed"),
+              "-v printed \"%s\"", out);
 }
 
 /* dtype: NULL, or the --dtype value (the fixture's own, so nothing is lost). */
@@ -59,7 +191,23 @@ static void check_ids_and_logits(const char *fixture, int ranks, const char *dty
     remove(dump);
 }
 
+/* The version and features the library reports agree with the header and with each other. */
+static void check_build_info(void) {
+    pf_build_info info = pf_get_build_info();
+    const char *text = pf_version_string();
+    CHECK_MSG(info.version_major == PF_VERSION_MAJOR && info.version_minor == PF_VERSION_MINOR &&
+                  info.version_patch == PF_VERSION_PATCH,
+              "library %d.%d.%d, header %s", info.version_major, info.version_minor, info.version_patch, PF_VERSION_STRING);
+    CHECK_MSG(!strncmp(text, PF_VERSION_STRING " ", strlen(PF_VERSION_STRING) + 1), "version string \"%s\"", text);
+    static const char *const words[3][2] = {{"-cuda", "+cuda"}, {"-avx2", "+avx2"}, {"-avx512", "+avx512"}};
+    int flags[3] = {info.cuda, info.avx2, info.avx512};
+    for (int i = 0; i < 3; i++)
+        CHECK_MSG((flags[i] == 0 || flags[i] == 1) && strstr(text, words[i][flags[i] != 0]) && !strstr(text, words[i][flags[i] == 0]),
+                  "version string \"%s\" disagrees with the build info's %s = %d", text, words[i][1] + 1, flags[i]);
+}
+
 void test_cli(void) {
+    check_build_info();
     check_ids_and_logits("gpt2-hub", 1, NULL);
     check_ids_and_logits("gpt2-hub", 3, NULL);
     check_ids_and_logits("gpt2-tiny", 2, NULL);
@@ -75,7 +223,9 @@ void test_cli(void) {
         snprintf(command, sizeof command, "%s %s -n 5 --gpus 2 '%s'", test_generate_binary, dir, ref.prompt_text);
         CHECK(run(command, last, sizeof last) == 0);
         CHECK_MSG(strncmp(last, ref.prompt_text, strlen(ref.prompt_text)) == 0, "printed \"%s\"", last);
+        check_cli_output(dir, &ref);
     }
+    check_cli_help(dir);
     /* The parallelformers README's beam search, as recorded from transformers (gpt2-tiny's
        beam5_ngram4 case: 5 beams, no repeated 4-gram, max_length 15 = 4 new tokens). */
     snprintf(command, sizeof command, "%s %s --ids 391,330,11,305,277,259,283,220,354,388,331 -n 4 --beams 5 "

@@ -449,6 +449,8 @@ static void test_fixture(const char *name) {
             pf_result r = pf_parallelize(f.model, ranks, &o);
             CHECK_MSG(r == PF_OK, "%s: pf_parallelize: %s", what, pf_error_message(f.model));
             if (r) continue;
+            CHECK_MSG(pf_model_device(f.model) == PF_DEVICE_CUDA && pf_model_dtype(f.model) == dtypes[d],
+                      "%s: runs on device %d, dtype %d", what, (int)pf_model_device(f.model), (int)pf_model_dtype(f.model));
             int compared = 0, pad_compared = 0;
             float worst = check_model(&f, dtypes[d], ranks, what, &compared, &pad_compared);
             report(&f, dtypes[d], what, worst, compared, pad_compared);

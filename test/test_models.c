@@ -661,11 +661,14 @@ static void test_cpu_storage_dtypes(void) {
        logits, in half the bytes of fp32. */
     fixture f;
     if (fixture_open("gpt2-hub", &f)) return;
+    CHECK(pf_model_device(f.model) == PF_DEVICE_CPU && pf_model_dtype(f.model) == PF_DTYPE_F32); /* before it runs */
     pf_parallel_options po = cpu_options();
     po.dtype = PF_DTYPE_BF16;
     CHECK(pf_parallelize(f.model, 3, &po) == PF_OK);
+    CHECK(pf_model_device(f.model) == PF_DEVICE_CPU && pf_model_dtype(f.model) == PF_DTYPE_BF16);
     float *split = prompt_logits(&f);
     CHECK_MSG(pf_to_cpu(f.model) == PF_OK, "pf_to_cpu: %s", pf_error_message(f.model));
+    CHECK(pf_model_device(f.model) == PF_DEVICE_CPU && pf_model_dtype(f.model) == PF_DTYPE_BF16 && pf_num_ranks(f.model) == 1);
     float *gathered = prompt_logits(&f);
     CHECK_MSG(split && gathered && test_max_abs_diff(split, gathered, (size_t)f.ref.num_prompt_ids * f.vocab) <= TOLERANCE_RANKS,
               "gathered model differs from the bf16-stored one it came from");

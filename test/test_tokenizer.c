@@ -1241,8 +1241,40 @@ static void tt_test_special_ids(void) {
     CHECK(pf_tokenizer_bos_id(NULL) == -1 && pf_tokenizer_eos_id(NULL) == -1);
 }
 
+/* The ids transformers' decode(skip_special_tokens=True) leaves out, for every fixture with a
+   tokenizer (test/fixtures/skipped_special_ids.txt, from make_special_ids.py), are the ids
+   pf_tokenizer_is_special names, and no others. */
+static void tt_test_skipped_special(void) {
+    char path[1100], name[256], list[4096];
+    int lines = 0;
+    snprintf(path, sizeof path, "%s/skipped_special_ids.txt", test_fixtures);
+    FILE *f = fopen(path, "r");
+    CHECK_MSG(f, "%s: cannot open", path);
+    if (!f) return;
+    while (fscanf(f, "%255s %4095s", name, list) == 2) {
+        pf_tokenizer *t = tt_load_fixture(name);
+        int want[TEST_MAX_IDS], num_want = test_parse_ids(list, want, TEST_MAX_IDS), wrong = -1, count = 0;
+        lines++;
+        if (!t) continue;
+        CHECK_MSG(num_want > 0, "%s: \"%s\"", path, list);
+        for (int32_t id = -1; id <= pf_tokenizer_vocab_size(t); id++) {
+            int is_wanted = 0;
+            for (int i = 0; i < num_want; i++) is_wanted |= want[i] == id;
+            count += pf_tokenizer_is_special(t, id);
+            if (pf_tokenizer_is_special(t, id) != is_wanted && wrong < 0) wrong = id;
+        }
+        CHECK_MSG(wrong < 0 && count == num_want, "%s: id %d is%s special; transformers skips %s", name, wrong,
+                  wrong >= 0 && pf_tokenizer_is_special(t, wrong) ? "" : " not", list);
+        pf_tokenizer_free(t);
+    }
+    fclose(f);
+    CHECK_MSG(lines >= 20, "%s: %d lines", path, lines);
+    CHECK(pf_tokenizer_is_special(NULL, 0) == 0);
+}
+
 void test_tokenizer(void) {
     tt_test_special_ids();
+    tt_test_skipped_special();
     tt_test_gpt2();
     tt_test_tiny();
     tt_test_rules();
