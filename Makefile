@@ -55,7 +55,7 @@ PRIVATE_LIBS := $(CUDA_LIBS) $(LDLIBS)
 
 .PHONY: all test test-asan test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm test-install install uninstall clean bench
 
-all: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate $(BUILD)/test_parallelformers $(BUILD)/test_cuda \
+all: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate $(BUILD)/embed $(BUILD)/test_parallelformers $(BUILD)/test_cuda \
      $(BUILD)/bench $(BUILD)/header_cxx.o
 
 $(BUILD):
@@ -90,6 +90,9 @@ $(BUILD)/$(SHARED): $(BUILD)/parallelformers.o $(CUDA_OBJ)
 
 $(BUILD)/generate: examples/generate.c $(BUILD)/libparallelformers.a
 	$(CC) $(BASE) $(CFLAGS) examples/generate.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
+
+$(BUILD)/embed: examples/embed.c $(BUILD)/libparallelformers.a
+	$(CC) $(BASE) $(CFLAGS) -D_POSIX_C_SOURCE=200809L examples/embed.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
 
 $(BUILD)/test_parallelformers: $(TESTS) test/test.h $(BUILD)/parallelformers_testing.o $(CUDA_OBJ)
 	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) $(TESTS) $(BUILD)/parallelformers_testing.o $(CUDA_OBJ) -o $@ $(CUDA_LIBS) $(LDLIBS)

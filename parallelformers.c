@@ -8895,6 +8895,66 @@ static pf_result pf__embed_locked(pf_model *m, const int32_t *const *ids, const 
     return r;
 }
 
+/* text's ids with the post-processor's special tokens, the words cut so that all fit in max:
+   the specials are what pf_tokenize_special adds around pf_tokenize's ids (a prefix and a
+   suffix), kept whole, as transformers truncates before adding them. *ids is malloc'ed. */
+static pf_result pf__tokenize_truncated(pf_model *m, const char *text, int max, int32_t **ids, int *count) {
+    size_t len = strlen(text), n_plain = 0, n_special = 0;
+    pf_result r = pf_tokenize(m->tokenizer, text, len, NULL, 0, &n_plain);
+    if (r && r != PF_ERROR_BUFFER_TOO_SMALL) return PF__FAIL(m, r, "tokenizing: %s", pf_result_string(r));
+    r = pf_tokenize_special(m->tokenizer, text, len, NULL, 0, &n_special);
+    if (r && r != PF_ERROR_BUFFER_TOO_SMALL) return PF__FAIL(m, r, "tokenizing: %s", pf_result_string(r));
+    int32_t *plain = (int32_t *)malloc((n_plain + 1) * sizeof(int32_t)), *all = (int32_t *)malloc((n_special + 1) * sizeof(int32_t));
+    if (!plain || !all || n_special < n_plain) {
+        free(plain), free(all);
+        return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    pf_tokenize(m->tokenizer, text, len, plain, n_plain, &n_plain);
+    pf_tokenize_special(m->tokenizer, text, len, all, n_special, &n_special);
+    size_t added = n_special - n_plain, prefix = 0;
+    while (prefix < added && n_plain && memcmp(all + prefix, plain, n_plain * sizeof(int32_t))) prefix++;
+    if (n_plain == 0) prefix = 0;
+    size_t keep = (size_t)max > added ? (size_t)max - added : 0;
+    if (n_plain > keep) { /* words cut, the suffix moved up after them */
+        memmove(all + prefix + keep, all + prefix + n_plain, (added - prefix) * sizeof(int32_t));
+        n_special = added + keep;
+    }
+    free(plain);
+    *ids = all;
+    *count = (int)n_special;
+    return PF_OK;
+}
+
+static pf_result pf__embed_texts_locked(pf_model *m, const char *const *texts, int count, const pf_embed_options *o,
+                                        float *out) {
+    if (!texts || count < 1 || !out) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_embed_texts needs texts, count >= 1 and embeddings");
+    if (!m->tokenizer) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the model has no tokenizer (pf_embed takes ids)");
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    int max = m->group->cache_len;
+    if (m->sentence.max_seq_length > 0 && m->sentence.max_seq_length < max) max = m->sentence.max_seq_length;
+    int32_t **rows = (int32_t **)calloc((size_t)count, sizeof *rows);
+    int *lengths = (int *)calloc((size_t)count, sizeof(int));
+    if (!rows || !lengths) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (int i = 0; !r && i < count; i++) {
+        if (!texts[i]) r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "text %d is NULL", i);
+        else r = pf__tokenize_truncated(m, texts[i], max, &rows[i], &lengths[i]);
+        if (!r && lengths[i] < 1) r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "text %d has no tokens", i);
+    }
+    if (!r) r = pf__embed_locked(m, (const int32_t *const *)rows, lengths, count, o, out);
+    for (int i = 0; rows && i < count; i++) free(rows[i]);
+    free(rows), free(lengths);
+    return r;
+}
+
+pf_result pf_embed_texts(pf_model *m, const char *const *texts, int count, const pf_embed_options *o, float *embeddings) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&m->request_lock);
+    pf_result r = pf__embed_texts_locked(m, texts, count, o, embeddings);
+    pthread_mutex_unlock(&m->request_lock);
+    return r;
+}
+
 pf_result pf_embed(pf_model *m, const int32_t *const *ids, const int *lengths, int batch, const pf_embed_options *o,
                    float *embeddings) {
     if (!m) return PF_ERROR_INVALID_ARGUMENT;

@@ -259,6 +259,12 @@ pf_embed_options pf_embed_options_init(void); /* the model's pooling and normali
 pf_result pf_embed(pf_model *model, const int32_t *const *ids, const int *lengths, int batch,
                    const pf_embed_options *options, float *embeddings);
 
+/* As pf_embed, for texts: each is tokenized with the model's tokenizer and its special tokens
+   ([CLS] ... [SEP]), its words cut to fit the model's sentence-transformers max_seq_length (else
+   its positions) as sentence-transformers truncates them. */
+pf_result pf_embed_texts(pf_model *model, const char *const *texts, int count, const pf_embed_options *options,
+                         float *embeddings);
+
 /* Receives each new token as it is chosen (greedy and sampling, not beam search): the row of the
    batch, the id, and the text it completes (whole UTF-8 characters; may be empty; NULL without
    a tokenizer). Return nonzero to stop the whole generation. Called on the caller's thread. */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../parallelformers.h"
 #include "test.h"
@@ -154,6 +155,53 @@ static void test_embed_poolings(void) {
     pf_free(m);
 }
 
+/* build/embed (beside build/generate) on id lines: its --raw embeddings are the normalised mean
+   pooling; a bad flag is named. */
+static void test_embed_cli(void) {
+    char embed[1024], dir[1024], ids_path[] = "/tmp/pf_embed_XXXXXX", raw[64], command[4096];
+    const char *slash = strrchr(test_generate_binary, '/');
+    snprintf(embed, sizeof embed, "%.*sembed", slash ? (int)(slash - test_generate_binary + 1) : 0, test_generate_binary);
+    snprintf(dir, sizeof dir, "%s/bert", test_fixtures);
+    test_encoder_reference ref;
+    int fd = mkstemp(ids_path);
+    if (fd < 0 || test_read_encoder_reference(dir, &ref)) {
+        CHECK_MSG(0, "embed CLI: setting up");
+        return;
+    }
+    FILE *f = fdopen(fd, "w");
+    for (int b = 0; b < ref.rows; b++)
+        for (int t = 0; t < ref.lengths[b]; t++) fprintf(f, "%d%s", (int)ref.ids[b][t], t + 1 < ref.lengths[b] ? "," : "\n");
+    fclose(f);
+    snprintf(raw, sizeof raw, "%s.raw", ids_path);
+    snprintf(command, sizeof command, "%s %s --gpus 2 --file %s --ids-lines --raw %s >/dev/null 2>&1", embed, dir, ids_path, raw);
+    CHECK_MSG(system(command) == 0, "%s", command);
+    size_t n = 0, m = 0;
+    float *got = test_read_floats(raw, &n);
+    char path[1100];
+    snprintf(path, sizeof path, "%s/embed_mean.bin", dir);
+    float *want = test_read_floats(path, &m);
+    CHECK_MSG(got && want && n == m && n % (size_t)ref.rows == 0, "embed CLI: %zu floats, want %zu", n, m);
+    if (got && want && n == m && n % (size_t)ref.rows == 0) {
+        size_t d = n / (size_t)ref.rows;
+        for (int b = 0; b < ref.rows; b++) {
+            double norm = 0;
+            for (size_t i = 0; i < d; i++) norm += (double)want[b * d + i] * want[b * d + i];
+            for (size_t i = 0; i < d; i++) want[b * d + i] = (float)(want[b * d + i] / sqrt(norm));
+        }
+        CHECK_MSG(test_max_abs_diff(got, want, n) <= TOLERANCE, "embed CLI: embeddings differ");
+    }
+    free(got), free(want);
+    snprintf(command, sizeof command, "%s %s --pooling median x 2>&1", embed, dir);
+    FILE *p = popen(command, "r");
+    char out[512] = "";
+    size_t len = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[len] = 0;
+    int status = p ? pclose(p) : -1;
+    CHECK_MSG(status != 0 && strstr(out, "--pooling") && strstr(out, "median"), "embed CLI: bad pooling: %s", out);
+    unlink(ids_path);
+    unlink(raw);
+}
+
 /* Bad requests get a message; a decoder is not an encoder. */
 static void test_encode_refusals(void) {
     char dir[1024];
@@ -207,5 +255,6 @@ void test_encoders(void) {
     test_encoder_fixture("distilbert-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
     test_encoder_fixture("distilbert-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
     test_embed_poolings();
+    test_embed_cli();
     test_encode_refusals();
 }
