@@ -8086,7 +8086,8 @@ size_t pf_memory_allocated(const pf_model *m, int rank) {
 
 pf_result pf_get_memory_info(const pf_model *m, int rank, pf_memory_info *info) {
     if (info) memset(info, 0, sizeof *info);
-    if (!m || !info) return PF_ERROR_INVALID_ARGUMENT;
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    if (!info) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_get_memory_info: info (the output) is NULL");
     if (!m->group || rank < 0 || rank >= m->group->num_ranks)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "rank %d: the model runs on %d rank(s)", rank,
                         m->group ? m->group->num_ranks : 0);

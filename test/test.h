@@ -81,5 +81,6 @@ void test_bad_input(void);
 void test_config(void);
 void test_cli(void);
 void test_generation(void);
+void test_fuzz(void);
 
 #endif
