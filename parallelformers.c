@@ -1057,6 +1057,14 @@ static const pf__arch_tensor *pf__arch_tensor_for(pf__arch_id arch, pf__slot slo
     return NULL;
 }
 
+/* The config.json key an architecture reads a field from (its first alias), for messages. */
+static const char *pf__config_key(pf__arch_id arch, size_t offset) {
+    for (size_t i = 0; i < PF__COUNT(pf__arch_configs); i++)
+        if (pf__arch_configs[i].arch == arch && pf__arch_configs[i].offset == offset && pf__arch_configs[i].key)
+            return pf__arch_configs[i].key;
+    return "(derived)";
+}
+
 /* HF activation names (transformers' ACT2FN) to the function we compute. */
 static int pf__activation_from_name(const char *name, pf__activation *out) {
     static const struct { const char *name; pf__activation act; } names[] = {
@@ -7871,6 +7879,20 @@ static pf_result pf__resolve_sources(pf_model *m) {
     }
     if (!head->data && !c->tie_word_embeddings)
         return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing the LM head (config.json's tie_word_embeddings is false)", m->dir);
+    /* Embeddings narrower or wider than the blocks must be projected in and out: without both
+       projections, rows of the embedding width would land in buffers of the hidden width. */
+    if (c->embed_dim != c->hidden_size &&
+        (!m->sources[PF__SLOT_PROJECT_IN].data || !m->sources[PF__SLOT_PROJECT_OUT].data)) {
+        const pf__arch_tensor *in = pf__arch_tensor_for(c->arch, PF__SLOT_PROJECT_IN);
+        const pf__arch_tensor *out = pf__arch_tensor_for(c->arch, PF__SLOT_PROJECT_OUT);
+        int lacks_in = !m->sources[PF__SLOT_PROJECT_IN].data, lacks_out = !m->sources[PF__SLOT_PROJECT_OUT].data;
+        return PF__FAIL(m, PF_ERROR_FORMAT,
+                        "%s: config.json's %s %d differs from hidden_size %d, which needs projection tensors in and out; "
+                        "missing %s%s%s",
+                        m->dir, pf__config_key(c->arch, offsetof(pf__config, embed_dim)), c->embed_dim, c->hidden_size,
+                        lacks_in ? (in ? in->pattern : "a projection in") : "", lacks_in && lacks_out ? " and " : "",
+                        lacks_out ? (out ? out->pattern : "a projection out") : "");
+    }
     /* Each layer's stacked biases must line up with its stacked weights. */
     for (int l = 0; l < c->num_layers; l++) {
         size_t base = pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;

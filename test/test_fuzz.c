@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -56,6 +57,110 @@ static void clean_dir(void) {
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) remove_in_dir(names[i]);
 }
 
+static void write_text(const char *name, const char *text) {
+    char path[512];
+    dir_path(path, sizeof path, name);
+    CHECK_MSG(test_write_file(path, text, strlen(text)) == 0, "cannot write %s", path);
+}
+
+/* A seed of test/fuzz_seeds (next to the fixtures directory) as DIR/NAME. */
+static int write_seed(const char *seed, const char *name) {
+    char path[1024];
+    size_t size;
+    snprintf(path, sizeof path, "%s/../fuzz_seeds/%s", test_fixtures, seed);
+    char *text = test_read_file(path, &size);
+    CHECK_MSG(text != NULL, "cannot read the seed %s", path);
+    if (!text) return -1;
+    write_text(name, text);
+    free(text);
+    return 0;
+}
+
+typedef struct tensor_spec {
+    char name[96];
+    size_t rows, cols; /* cols 0: a vector */
+} tensor_spec;
+
+typedef struct model_spec {
+    tensor_spec tensors[64];
+    int count;
+} model_spec;
+
+static void add_tensor(model_spec *s, size_t rows, size_t cols, const char *fmt, int layer) {
+    if (s->count == (int)(sizeof s->tensors / sizeof s->tensors[0])) return;
+    tensor_spec *t = &s->tensors[s->count++];
+    snprintf(t->name, sizeof t->name, fmt, layer);
+    t->rows = rows;
+    t->cols = cols;
+}
+
+/* DIR/model.safetensors holding s's tensors as F32 with small, varied values. */
+static void write_safetensors(const model_spec *s) {
+    size_t cap = 16384, len = 0, offset = 0;
+    char *header = (char *)malloc(cap);
+    if (!header) return;
+    len += (size_t)snprintf(header, cap, "{");
+    for (int i = 0; i < s->count; i++) {
+        const tensor_spec *t = &s->tensors[i];
+        size_t bytes = t->rows * (t->cols ? t->cols : 1) * 4;
+        char shape[64];
+        if (t->cols) snprintf(shape, sizeof shape, "[%zu, %zu]", t->rows, t->cols);
+        else snprintf(shape, sizeof shape, "[%zu]", t->rows);
+        len += (size_t)snprintf(header + len, cap - len, "%s\"%s\": {\"dtype\": \"F32\", \"shape\": %s, \"data_offsets\": [%zu, %zu]}",
+                                i ? ", " : "", t->name, shape, offset, offset + bytes);
+        offset += bytes;
+    }
+    len += (size_t)snprintf(header + len, cap - len, "}");
+    char path[512];
+    dir_path(path, sizeof path, "model.safetensors");
+    FILE *f = fopen(path, "wb");
+    CHECK_MSG(f != NULL && len < cap, "cannot write %s", path);
+    if (f && len < cap) {
+        unsigned char le[8];
+        for (int i = 0; i < 8; i++) le[i] = (unsigned char)((unsigned long long)len >> (8 * i));
+        fwrite(le, 1, 8, f);
+        fwrite(header, 1, len, f);
+        for (size_t i = 0; i < offset / 4; i++) {
+            float v = (float)((i * 7919) % 13) * 0.05f - 0.3f;
+            fwrite(&v, 4, 1, f);
+        }
+    }
+    if (f) fclose(f);
+    free(header);
+}
+
+/* An OPT checkpoint of one layer whose embeddings are `embed` wide, with the projections in and
+   out when asked for (tied LM head). */
+static void write_opt(int hidden, int ffn, int positions, int vocab, int embed, int project_in, int project_out) {
+    model_spec s;
+    size_t h = (size_t)hidden;
+    s.count = 0;
+    add_tensor(&s, (size_t)vocab, (size_t)embed, "model.decoder.embed_tokens.weight", 0);
+    add_tensor(&s, (size_t)positions + 2, h, "model.decoder.embed_positions.weight", 0);
+    if (project_in) add_tensor(&s, h, (size_t)embed, "model.decoder.project_in.weight", 0);
+    if (project_out) add_tensor(&s, (size_t)embed, h, "model.decoder.project_out.weight", 0);
+    const char *vectors[] = {"self_attn_layer_norm.weight", "self_attn_layer_norm.bias", "self_attn.q_proj.bias",
+                             "self_attn.k_proj.bias", "self_attn.v_proj.bias", "self_attn.out_proj.bias",
+                             "final_layer_norm.weight", "final_layer_norm.bias", "fc2.bias"};
+    const char *squares[] = {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+                             "self_attn.out_proj.weight"};
+    char name[96];
+    for (size_t i = 0; i < sizeof vectors / sizeof vectors[0]; i++) {
+        snprintf(name, sizeof name, "model.decoder.layers.%%d.%s", vectors[i]);
+        add_tensor(&s, h, 0, name, 0);
+    }
+    for (size_t i = 0; i < sizeof squares / sizeof squares[0]; i++) {
+        snprintf(name, sizeof name, "model.decoder.layers.%%d.%s", squares[i]);
+        add_tensor(&s, h, h, name, 0);
+    }
+    add_tensor(&s, (size_t)ffn, h, "model.decoder.layers.%d.fc1.weight", 0);
+    add_tensor(&s, (size_t)ffn, 0, "model.decoder.layers.%d.fc1.bias", 0);
+    add_tensor(&s, h, (size_t)ffn, "model.decoder.layers.%d.fc2.weight", 0);
+    add_tensor(&s, h, 0, "model.decoder.final_layer_norm.weight", 0);
+    add_tensor(&s, h, 0, "model.decoder.final_layer_norm.bias", 0);
+    write_safetensors(&s);
+}
+
 /* A fixture loaded from test/fixtures, or NULL (a failed check) when it does not load. */
 static pf_model *load_fixture(const char *name) {
     char dir[1024];
@@ -83,6 +188,51 @@ static void case_memory_info_null(void) {
     end_case();
 }
 
+/* Issue 17.1: word_embed_proj_dim wider than hidden_size without project_in / project_out wrote
+   embedding rows into hidden-wide buffers (a heap overflow; SIGSEGV in the CLI). */
+static void case_opt_projection(void) {
+    const int with[3][2] = {{0, 0}, {1, 0}, {0, 1}};
+    for (int k = 0; k < 3; k++) {
+        char name[96];
+        snprintf(name, sizeof name, "OPT embed 64 > hidden 8, project_in %d, project_out %d", with[k][0], with[k][1]);
+        begin_case(name);
+        clean_dir();
+        if (write_seed("config/opt-embed-wider-than-hidden.json", "config.json")) return;
+        write_opt(8, 16, 8, 10, 64, with[k][0], with[k][1]);
+        pf_model *m = NULL;
+        pf_result r = pf_load(tmp_dir, NULL, &m);
+        CHECK_FAILS(m, r, PF_ERROR_FORMAT, "word_embed_proj_dim 64");
+        pf_free(m);
+        end_case();
+    }
+    /* The release CLI on the same directory: an error exit, not a signal. */
+    begin_case("OPT embed 64 > hidden 8, CLI");
+    char command[1024];
+    snprintf(command, sizeof command, "%s %s --ids 1,2,3 -n 2 --gpus 2 2>/dev/null >/dev/null", test_generate_binary, tmp_dir);
+    int status = system(command);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) != 0, "%s: status %d", command, status);
+    end_case();
+    /* With both projections the same config is a valid model, which must run on 2 ranks (the
+       case above then fails for the reason it names). */
+    begin_case("OPT embed 64 > hidden 8 with both projections");
+    clean_dir();
+    if (write_seed("config/opt-embed-wider-than-hidden.json", "config.json")) return;
+    write_opt(8, 16, 8, 10, 64, 1, 1);
+    pf_model *m = NULL;
+    pf_result r = pf_load(tmp_dir, NULL, &m);
+    CHECK_MSG(r == PF_OK, "%s: %s", current_case, pf_error_message(m));
+    if (r == PF_OK) {
+        int32_t ids[3] = {1, 2, 3}, out[4];
+        float logits[3 * 10];
+        int n = 0;
+        CHECK(pf_parallelize(m, 2, NULL) == PF_OK);
+        CHECK_MSG(pf_forward(m, ids, 1, 3, logits) == PF_OK, "%s", pf_error_message(m));
+        CHECK_MSG(pf_generate(m, ids, 3, NULL, out, 4, &n) == PF_OK && n > 0, "%s", pf_error_message(m));
+    }
+    pf_free(m);
+    end_case();
+}
+
 void test_fuzz(void) {
     snprintf(tmp_dir, sizeof tmp_dir, "/tmp/pf_fuzz_XXXXXX");
     if (!mkdtemp(tmp_dir)) {
@@ -91,6 +241,7 @@ void test_fuzz(void) {
     }
     signal(SIGALRM, on_alarm);
     case_memory_info_null();
+    case_opt_projection();
     signal(SIGALRM, SIG_DFL);
     clean_dir();
     rmdir(tmp_dir);
