@@ -6233,6 +6233,9 @@ struct pf__group {
     int max_batch, cache_len;
     size_t max_tokens, logit_rows;
     float **gather;      /* PF__JOB_GATHER: host arrays, one per slot, filled by the ranks */
+#ifdef PF_TESTING
+    struct pf__collective { const char *site; size_t count; } *collectives; /* [num_ranks] (pf__collective_check) */
+#endif
 };
 
 struct pf_model {
@@ -6305,6 +6308,47 @@ static void pf__cpu_all_reduce(pf__rank *r, float *x, size_t count) {
     memcpy(x, sum, count * sizeof(float));
 }
 
+#ifdef PF_TESTING
+/* Test hook: rank pf_testing_skip_reduce_rank skips its pf_testing_skip_reduce_countdown-th
+   all-reduce, so that the tests can see pf__collective_check catch a rank that does. */
+int pf_testing_skip_reduce_rank = -1, pf_testing_skip_reduce_countdown = 0;
+
+/* Every rank must enter the same collectives in the same order with the same sizes, decided from
+   facts all ranks share: a rank that enters one the others skip pairs its all-reduce with a
+   different one (wrong sums, reads past the smaller buffer), and waits forever for the last.
+   Test builds check it before each collective and at the end of each job (which counts as one,
+   so an extra collective on one rank meets the others' end): each rank publishes what it enters,
+   and after a barrier compares every rank's entry with its own. */
+static void pf__collective_check(pf__rank *r, const char *site, size_t count) {
+    pf__group *g = r->group;
+    if (g->num_ranks == 1) return;
+    g->collectives[r->index].site = site;
+    g->collectives[r->index].count = count;
+    if (pf__barrier(g)) return;
+    for (int k = 0; k < g->num_ranks; k++) {
+        const struct pf__collective *other = &g->collectives[k];
+        if (strcmp(other->site, site) != 0 || other->count != count) {
+            pf__rank_fail(r, PF_ERROR_DEVICE, "collective mismatch: rank %d enters %s (%zu floats) while rank %d enters %s (%zu floats)",
+                          r->index, site, count, k, other->site, other->count);
+            return;
+        }
+    }
+    pf__barrier(g); /* the entries stay until every rank has compared them */
+}
+#endif
+
+/* x = the sum of x over all ranks. Every rank calls it at the same point of the forward pass;
+   site names that point for pf__collective_check. */
+static void pf__all_reduce(pf__rank *r, float *x, size_t count, const char *site) {
+#ifdef PF_TESTING
+    if (r->index == pf_testing_skip_reduce_rank && --pf_testing_skip_reduce_countdown == 0) return;
+    pf__collective_check(r, site, count);
+#else
+    (void)site;
+#endif
+    r->backend->all_reduce(r, x, count);
+}
+
 static int pf__rank_failed(pf__rank *r) {
     if (r->error) return 1;
     pthread_mutex_lock(&r->group->mutex);
@@ -6370,6 +6414,9 @@ static void *pf__rank_main(void *arg) {
         else if (job.kind == PF__JOB_FORWARD) pf__rank_forward(r, &job);
         else if (job.kind == PF__JOB_GATHER) pf__rank_gather(r);
         else if (job.kind == PF__JOB_REORDER) pf__rank_reorder(r, &job);
+#ifdef PF_TESTING
+        pf__collective_check(r, "the end of the job", 0);
+#endif
         pthread_mutex_lock(&g->mutex);
         if (++g->jobs_done == g->num_ranks) pthread_cond_signal(&g->done);
         pthread_mutex_unlock(&g->mutex);
@@ -6419,6 +6466,9 @@ static void pf__group_destroy(pf__group *g) {
     pthread_cond_destroy(&g->barrier_cond);
     free(g->ranks);
     free(g->reduce_in);
+#ifdef PF_TESTING
+    free(g->collectives);
+#endif
     free(g);
 }
 
@@ -6824,12 +6874,14 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
 #define PF__OR_NULL(w) (PF__HAS(w) ? &(w) : NULL)
 
     /* x = token embedding (* sqrt(hidden)) (projected in) (+ position table) (normed); each rank
-       holds some of the vocabulary's rows, so the embedding is summed over ranks (one term each) */
+       holds some of the vocabulary's rows, so the embedding is summed over ranks (one term each).
+       Whether it is split is a fact of the model and the rank count, the same on every rank: a
+       rank's own row count is not (with fewer rows than ranks, one holds all and another none). */
     float embed_scale = c->embed_scale_sqrt ? sqrtf((float)d) : 1.0f;
-    int vocab_split = g->num_ranks > 1 && W[PF__SLOT_TOKEN_EMBED].rows < (size_t)c->vocab_size;
+    int vocab_split = g->num_ranks > 1 && g->model->sources[PF__SLOT_TOKEN_EMBED].split == PF__SPLIT_VOCAB;
     float *embedded = PF__HAS(W[PF__SLOT_PROJECT_IN]) ? r->embed : r->x;
     be->embed(r, embedded, &W[PF__SLOT_TOKEN_EMBED], s, embed_scale, r->share.vocab_begin);
-    if (vocab_split) be->all_reduce(r, embedded, N * (size_t)c->embed_dim);
+    if (vocab_split) pf__all_reduce(r, embedded, N * (size_t)c->embed_dim, "the token embedding's all-reduce");
     if (PF__HAS(W[PF__SLOT_PROJECT_IN])) be->matmul(r, r->x, r->embed, &W[PF__SLOT_PROJECT_IN], NULL, N);
     if (PF__HAS(W[PF__SLOT_POSITION_EMBED])) be->add_positions(r, r->x, &W[PF__SLOT_POSITION_EMBED], s, c->position_offset);
     if (PF__HAS(W[PF__SLOT_EMBED_NORM_WEIGHT]))
@@ -6883,7 +6935,7 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
             else be->activation(r, r->mlp, N * mlp_width, c->activation);
             be->matmul(r, r->h, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
             be->add_residual(r, r->part, r->h, NULL, N, d);
-            be->all_reduce(r, r->part, N * d);
+            pf__all_reduce(r, r->part, N * d, "the parallel block's all-reduce");
             be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), N, d);
             if (PF__HAS(L[PF__SLOT_MLP_DOWN_BIAS])) be->add_residual(r, r->x, NULL, &L[PF__SLOT_MLP_DOWN_BIAS], N, d);
             continue;
@@ -6891,7 +6943,7 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
         /* x += sum over ranks of part, + bo once; post-norm: x = norm1(x); BLOOM's
            residual-from-norm: x = h + ... */
         if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
-        be->all_reduce(r, r->part, N * d);
+        pf__all_reduce(r, r->part, N * d, "the attention output's all-reduce");
         be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), N, d);
         const float *mlp_in = r->x;
         if (c->pre_norm) {
@@ -6908,7 +6960,7 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
         else be->activation(r, r->mlp, N * mlp_width, c->activation);
         /* part = mlp Wdown_r^T, summed over ranks; x += part + bdown; post-norm: x = norm2(x) */
         be->matmul(r, r->part, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
-        be->all_reduce(r, r->part, N * d);
+        pf__all_reduce(r, r->part, N * d, "the MLP output's all-reduce");
         be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), N, d);
         if (!c->pre_norm) be->norm(r, r->x, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
     }
@@ -7697,6 +7749,13 @@ static pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_
     g->logit_rows = g->max_tokens < 64 ? g->max_tokens : (g->max_batch > 64 ? (size_t)g->max_batch : 64);
     g->ranks = (pf__rank *)calloc((size_t)num_ranks, sizeof *g->ranks);
     g->reduce_in = (float **)calloc((size_t)num_ranks, sizeof *g->reduce_in);
+#ifdef PF_TESTING
+    g->collectives = (struct pf__collective *)calloc((size_t)num_ranks, sizeof *g->collectives);
+    if (!g->collectives) {
+        pf__group_destroy(g);
+        return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+#endif
     float *logits = (float *)realloc(m->logits, (size_t)g->max_batch * c->vocab_size * sizeof(float));
     if (logits) m->logits = logits;
     if (!g->ranks || !g->reduce_in || !logits) {

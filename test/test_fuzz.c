@@ -129,6 +129,29 @@ static void write_safetensors(const model_spec *s) {
     free(header);
 }
 
+/* A GPT-2 checkpoint of one layer (Conv1D weights are [in, out]). */
+static void write_gpt2(int embd, int positions, int vocab) {
+    model_spec s;
+    s.count = 0;
+    add_tensor(&s, (size_t)vocab, (size_t)embd, "transformer.wte.weight", 0);
+    add_tensor(&s, (size_t)positions, (size_t)embd, "transformer.wpe.weight", 0);
+    add_tensor(&s, (size_t)embd, 0, "transformer.h.%d.ln_1.weight", 0);
+    add_tensor(&s, (size_t)embd, 0, "transformer.h.%d.ln_1.bias", 0);
+    add_tensor(&s, (size_t)embd, 3 * (size_t)embd, "transformer.h.%d.attn.c_attn.weight", 0);
+    add_tensor(&s, 3 * (size_t)embd, 0, "transformer.h.%d.attn.c_attn.bias", 0);
+    add_tensor(&s, (size_t)embd, (size_t)embd, "transformer.h.%d.attn.c_proj.weight", 0);
+    add_tensor(&s, (size_t)embd, 0, "transformer.h.%d.attn.c_proj.bias", 0);
+    add_tensor(&s, (size_t)embd, 0, "transformer.h.%d.ln_2.weight", 0);
+    add_tensor(&s, (size_t)embd, 0, "transformer.h.%d.ln_2.bias", 0);
+    add_tensor(&s, (size_t)embd, 4 * (size_t)embd, "transformer.h.%d.mlp.c_fc.weight", 0);
+    add_tensor(&s, 4 * (size_t)embd, 0, "transformer.h.%d.mlp.c_fc.bias", 0);
+    add_tensor(&s, 4 * (size_t)embd, (size_t)embd, "transformer.h.%d.mlp.c_proj.weight", 0);
+    add_tensor(&s, (size_t)embd, 0, "transformer.h.%d.mlp.c_proj.bias", 0);
+    add_tensor(&s, (size_t)embd, 0, "transformer.ln_f.weight", 0);
+    add_tensor(&s, (size_t)embd, 0, "transformer.ln_f.bias", 0);
+    write_safetensors(&s);
+}
+
 /* An OPT checkpoint of one layer whose embeddings are `embed` wide, with the projections in and
    out when asked for (tied LM head). */
 static void write_opt(int hidden, int ffn, int positions, int vocab, int embed, int project_in, int project_out) {
@@ -233,6 +256,64 @@ static void case_opt_projection(void) {
     end_case();
 }
 
+/* Issue 17.2: with fewer vocabulary rows than ranks, each rank decided on its own whether to
+   all-reduce the embedding (by its own row count), so ranks paired different all-reduces and the
+   caller waited forever. Logits must equal one rank's. */
+static void case_vocab_smaller_than_ranks(void) {
+    const struct { const char *seed; int vocab, ranks; } cases[] = {
+        {"config/gpt2-vocab-1.json", 1, 2}, {"config/gpt2-vocab-1.json", 1, 3}, {"config/gpt2-vocab-3.json", 3, 4}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char name[96];
+        snprintf(name, sizeof name, "vocab %d on %d ranks", cases[k].vocab, cases[k].ranks);
+        begin_case(name);
+        clean_dir();
+        if (write_seed(cases[k].seed, "config.json")) return;
+        write_gpt2(8, 8, cases[k].vocab);
+        pf_model *m = NULL;
+        pf_result r = pf_load(tmp_dir, NULL, &m);
+        CHECK_MSG(r == PF_OK, "%s: %s", name, pf_error_message(m));
+        if (r == PF_OK) {
+            int32_t ids[4] = {0, 0, 0, 0}, out[3];
+            if (cases[k].vocab > 2) ids[1] = 2, ids[3] = 1;
+            float one[4 * 3], many[4 * 3];
+            int n = 0;
+            CHECK(pf_forward(m, ids, 1, 4, one) == PF_OK);
+            CHECK_MSG(pf_parallelize(m, cases[k].ranks, NULL) == PF_OK, "%s", pf_error_message(m));
+            CHECK_MSG(pf_forward(m, ids, 1, 4, many) == PF_OK, "%s: %s", name, pf_error_message(m));
+            float diff = test_max_abs_diff(one, many, (size_t)4 * cases[k].vocab);
+            CHECK_MSG(diff < 1e-5f, "%s: logits differ from one rank's by %g", name, diff);
+            CHECK_MSG(pf_generate(m, ids, 4, NULL, out, 3, &n) == PF_OK && n == 3, "%s: %s", name, pf_error_message(m));
+        }
+        pf_free(m);
+        end_case();
+    }
+}
+
+extern int pf_testing_skip_reduce_rank, pf_testing_skip_reduce_countdown;
+
+/* The check that ranks enter the same collectives must itself catch a rank that skips one (else
+   the case above proves nothing about the next such decision): an error naming both, not a hang
+   and not wrong sums; the next request runs normally. */
+static void case_collective_check(void) {
+    begin_case("a rank skips an all-reduce");
+    pf_model *m = load_fixture("gpt2-tiny");
+    if (m) {
+        int32_t ids[3] = {1, 2, 3};
+        float logits[3 * 500];
+        CHECK(pf_parallelize(m, 2, NULL) == PF_OK);
+        for (int countdown = 1; countdown <= 3; countdown++) { /* the embedding's, attention's, MLP's */
+            pf_testing_skip_reduce_rank = 1;
+            pf_testing_skip_reduce_countdown = countdown;
+            pf_result r = pf_forward(m, ids, 1, 3, logits);
+            pf_testing_skip_reduce_rank = -1;
+            CHECK_FAILS(m, r, PF_ERROR_DEVICE, "collective mismatch");
+        }
+        CHECK_MSG(pf_forward(m, ids, 1, 3, logits) == PF_OK, "after the mismatch: %s", pf_error_message(m));
+    }
+    pf_free(m);
+    end_case();
+}
+
 void test_fuzz(void) {
     snprintf(tmp_dir, sizeof tmp_dir, "/tmp/pf_fuzz_XXXXXX");
     if (!mkdtemp(tmp_dir)) {
@@ -242,6 +323,8 @@ void test_fuzz(void) {
     signal(SIGALRM, on_alarm);
     case_memory_info_null();
     case_opt_projection();
+    case_vocab_smaller_than_ranks();
+    case_collective_check();
     signal(SIGALRM, SIG_DFL);
     clean_dir();
     rmdir(tmp_dir);
