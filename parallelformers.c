@@ -8584,7 +8584,10 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
     int min_length = o->min_new_tokens ? width + o->min_new_tokens : o->min_length;
     int beams = o->num_beams, per_prompt = beams > 1 ? beams : o->num_return_sequences, num_rows = batch * per_prompt;
     size_t capacity = (size_t)(max_length > width ? max_length : width) + 1;
-    int num_candidates = (num_eos + 1 > 2 ? num_eos + 1 : 2) * beams;
+    /* Beam search keeps transformers' top K of beams x vocab: 2 per beam, or one more than the eos
+       ids so that num_beams of them do not end; never more than the beams x vocab that exist. */
+    long long per_beam = num_eos + 1LL > 2 ? num_eos + 1LL : 2;
+    int num_candidates = (int)((per_beam < vocab ? per_beam : vocab) * beams);
 
     pf__row *rows = (pf__row *)calloc((size_t)num_rows, sizeof *rows);
     int32_t *pool[2]; /* token rows, swapped when beams are reordered */

@@ -314,6 +314,43 @@ static void case_collective_check(void) {
     end_case();
 }
 
+/* Issue 17.3: beam search's top K is max(2, eos ids + 1) x beams, which many eos ids made larger
+   than the vocab x beams candidates that exist (a heap over-read). */
+static void case_beam_many_eos(void) {
+    static int32_t eos[5000];
+    for (int i = 0; i < 5000; i++) eos[i] = i % 500;
+    const struct { int num_eos, beams, sample; } cases[] = {{500, 2, 0}, {5000, 2, 0}, {500, 3, 1}, {5000, 4, 0}};
+    pf_model *m = load_fixture("gpt2-tiny");
+    if (!m) return;
+    pf_parallel_options po = pf_parallel_options_init();
+    po.max_batch = 4;
+    CHECK(pf_parallelize(m, 2, &po) == PF_OK);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char name[96];
+        snprintf(name, sizeof name, "%d beams%s, %d eos ids, vocab 500", cases[k].beams, cases[k].sample ? " sampled" : "",
+                 cases[k].num_eos);
+        begin_case(name);
+        pf_generate_options o = pf_generate_options_init();
+        o.num_beams = cases[k].beams;
+        o.num_return_sequences = cases[k].beams;
+        o.do_sample = cases[k].sample;
+        o.max_new_tokens = 3;
+        o.eos_token_ids = eos;
+        o.num_eos_token_ids = cases[k].num_eos;
+        int32_t prompt[3] = {1, 2, 3};
+        const int32_t *prompts[1] = {prompt};
+        int length = 3;
+        pf_generation g;
+        pf_result r = pf_generate_batch(m, prompts, &length, 1, &o, &g);
+        CHECK_MSG(r == PF_OK && g.num_sequences == cases[k].beams, "%s: %s", name, pf_error_message(m));
+        /* every token is an eos: each hypothesis is one token long */
+        for (int i = 0; r == PF_OK && i < g.num_sequences; i++) CHECK_MSG(g.lengths[i] == 1, "%s: length %d", name, g.lengths[i]);
+        if (r == PF_OK) pf_generation_free(&g);
+        end_case();
+    }
+    pf_free(m);
+}
+
 void test_fuzz(void) {
     snprintf(tmp_dir, sizeof tmp_dir, "/tmp/pf_fuzz_XXXXXX");
     if (!mkdtemp(tmp_dir)) {
@@ -325,6 +362,7 @@ void test_fuzz(void) {
     case_opt_projection();
     case_vocab_smaller_than_ranks();
     case_collective_check();
+    case_beam_many_eos();
     signal(SIGALRM, SIG_DFL);
     clean_dir();
     rmdir(tmp_dir);
