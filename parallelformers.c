@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -8521,10 +8522,11 @@ static pf_result pf__check_generate_options(pf_model *m, const pf_generate_optio
             if (r) return r;
         }
     }
-    int rows = batch * (o->num_beams > 1 ? o->num_beams : o->num_return_sequences);
+    /* in long long: an int product wraps for large counts and would pass the check */
+    long long rows = (long long)batch * (o->num_beams > 1 ? o->num_beams : o->num_return_sequences);
     if (rows > m->group->max_batch)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT,
-                        "%d prompts x %d beams or samples need max_batch %d in pf_parallelize (it is %d)", batch,
+                        "%d prompts x %d beams or samples need max_batch %lld in pf_parallelize (it is %d)", batch,
                         o->num_beams > 1 ? o->num_beams : o->num_return_sequences, rows, m->group->max_batch);
     return PF_OK;
 }
@@ -8581,7 +8583,8 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
                            : o->max_length   ? o->max_length
                                              : (width + 20 < m->config.max_positions ? width + 20 : m->config.max_positions);
     if (max_length > g->cache_len) max_length = g->cache_len;
-    int min_length = o->min_new_tokens ? width + o->min_new_tokens : o->min_length;
+    long long min_new = o->min_new_tokens ? (long long)width + o->min_new_tokens : o->min_length;
+    int min_length = min_new < INT_MAX ? (int)min_new : INT_MAX; /* longer than any row can grow */
     int beams = o->num_beams, per_prompt = beams > 1 ? beams : o->num_return_sequences, num_rows = batch * per_prompt;
     size_t capacity = (size_t)(max_length > width ? max_length : width) + 1;
     /* Beam search keeps transformers' top K of beams x vocab: 2 per beam, or one more than the eos

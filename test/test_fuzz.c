@@ -3,6 +3,7 @@
    Every case runs under alarm(), so a case that hangs fails the run with its name instead of
    blocking it. The model directories are written by the test itself; the configs that are
    parser inputs come from test/fuzz_seeds, the seed corpus of later fuzz targets. */
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -351,6 +352,51 @@ static void case_beam_many_eos(void) {
     pf_free(m);
 }
 
+/* Issue 17.4: batch x num_return_sequences (or x num_beams) in int wrapped past the max_batch
+   check (then a heap overflow), and min_new_tokens = INT_MAX overflowed the minimum length. */
+static void case_count_overflow(void) {
+    const struct { int batch, beams, returns, sample; } cases[] = {
+        {2, 1, 1 << 30, 1},       /* 2^31: negative in int */
+        {4, 1, (1 << 30) + 1, 1}, /* 2^32 + 4: 4 in int */
+        {4, (1 << 30) + 1, 1, 0}, /* the same through num_beams */
+        {2, INT_MAX, INT_MAX, 0},
+    };
+    pf_model *m = load_fixture("gpt2-tiny");
+    if (!m) return;
+    pf_parallel_options po = pf_parallel_options_init();
+    po.max_batch = 4;
+    CHECK(pf_parallelize(m, 2, &po) == PF_OK);
+    int32_t prompt[3] = {1, 2, 3};
+    const int32_t *prompts[4] = {prompt, prompt, prompt, prompt};
+    int lengths[4] = {3, 3, 3, 3};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char name[128];
+        snprintf(name, sizeof name, "batch %d x beams %d x returns %d", cases[k].batch, cases[k].beams, cases[k].returns);
+        begin_case(name);
+        pf_generate_options o = pf_generate_options_init();
+        o.num_beams = cases[k].beams;
+        o.num_return_sequences = cases[k].returns;
+        o.do_sample = cases[k].sample;
+        o.max_new_tokens = 2;
+        pf_generation g;
+        pf_result r = pf_generate_batch(m, prompts, lengths, cases[k].batch, &o, &g);
+        CHECK_FAILS(m, r, PF_ERROR_INVALID_ARGUMENT, "max_batch");
+        if (r == PF_OK) pf_generation_free(&g);
+        end_case();
+    }
+    begin_case("min_new_tokens INT_MAX");
+    pf_generate_options o = pf_generate_options_init();
+    o.min_new_tokens = INT_MAX;
+    o.max_new_tokens = 3;
+    int32_t out[8];
+    int n = 0;
+    pf_result r = pf_generate(m, prompt, 3, &o, out, 8, &n);
+    CHECK_MSG(r == PF_OK && n == 3, "%s: %s, %d tokens", current_case, pf_error_message(m), n);
+    for (int i = 0; i < n; i++) CHECK_MSG(out[i] != 499, "%s: eos before the minimum", current_case);
+    end_case();
+    pf_free(m);
+}
+
 void test_fuzz(void) {
     snprintf(tmp_dir, sizeof tmp_dir, "/tmp/pf_fuzz_XXXXXX");
     if (!mkdtemp(tmp_dir)) {
@@ -363,6 +409,7 @@ void test_fuzz(void) {
     case_vocab_smaller_than_ranks();
     case_collective_check();
     case_beam_many_eos();
+    case_count_overflow();
     signal(SIGALRM, SIG_DFL);
     clean_dir();
     rmdir(tmp_dir);
