@@ -88,46 +88,102 @@ static int pf__path_join(char *out, size_t cap, const char *dir, const char *nam
     return (n < 0 || (size_t)n >= cap) ? -1 : 0;
 }
 
+/* Whether something is at path, of any type: a FIFO or a device where a file should be is then
+   refused by pf__open_regular with a message saying what it is, rather than taken as missing. */
 static int pf__file_exists(const char *path) {
     struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    return stat(path, &st) == 0;
 }
 
-static int pf__read_file(const char *path, char **data, size_t *len) {
+/* Opens path for reading if it is a regular file, *fd and its size out. O_NONBLOCK so that
+   opening a FIFO does not wait for a writer that never comes; fstat then refuses FIFOs, devices
+   (/dev/zero never ends) and directories; reads block again afterwards. */
+static pf_result pf__open_regular(const char *path, int *fd, size_t *file_size, char *message, size_t size) {
+    *fd = -1;
+    *file_size = 0;
+    int f = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (f < 0) return pf__format(message, size, PF_ERROR_IO, "%s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(f, &st) != 0) {
+        pf_result r = pf__format(message, size, PF_ERROR_IO, "%s: %s", path, strerror(errno));
+        close(f);
+        return r;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        const char *kind = S_ISFIFO(st.st_mode)  ? "a FIFO"
+                           : S_ISCHR(st.st_mode) ? "a character device"
+                           : S_ISBLK(st.st_mode) ? "a block device"
+                           : S_ISDIR(st.st_mode) ? "a directory"
+                                                 : "a special file";
+        close(f);
+        return pf__format(message, size, PF_ERROR_IO, "%s: not a regular file (%s)", path, kind);
+    }
+    int flags = fcntl(f, F_GETFL);
+    if (flags < 0 || fcntl(f, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+        pf_result r = pf__format(message, size, PF_ERROR_IO, "%s: %s", path, strerror(errno));
+        close(f);
+        return r;
+    }
+    *fd = f;
+    *file_size = (size_t)st.st_size;
+    return PF_OK;
+}
+
+/* The JSON and text files we read whole (config, tokenizer, merges): the largest real ones are
+   tens of MiB; more is a mistake or an attack, refused before it takes the memory. */
+#define PF__MAX_TEXT_FILE ((size_t)256 << 20)
+
+/* Reads a whole regular file of at most max_bytes into *data (NUL-terminated; free it); on failure
+   writes "FILE: what" into message. The bound also holds for a file that grows while read. */
+static pf_result pf__read_file(const char *path, size_t max_bytes, char **data, size_t *len, char *message, size_t size) {
+    int fd;
+    size_t file_size, used = 0;
     *data = NULL;
     *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return -1;
-    char *buf = NULL;
-    size_t size = 0, cap = 0;
+    pf_result r = pf__open_regular(path, &fd, &file_size, message, size);
+    if (r) return r;
+    if (file_size > max_bytes) {
+        close(fd);
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %zu bytes, more than the %zu such a file may hold", path,
+                          file_size, max_bytes);
+    }
+    size_t cap = file_size + 4096 < max_bytes + 1 ? file_size + 4096 : max_bytes + 1; /* room to see the end */
+    char *buf = (char *)malloc(cap + 1);
+    if (!buf) {
+        close(fd);
+        return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
+    }
     for (;;) {
-        if (cap - size < 65536) {
-            size_t new_cap = cap ? cap * 2 : 65536 + 1;
-            char *grown = (char *)realloc(buf, new_cap);
+        if (used == cap) { /* the file grew: read on, up to one byte past the bound */
+            size_t grown_cap = cap * 2 < max_bytes + 1 ? cap * 2 : max_bytes + 1;
+            char *grown = grown_cap > cap ? (char *)realloc(buf, grown_cap + 1) : NULL;
             if (!grown) {
-                free(buf);
-                fclose(f);
-                errno = ENOMEM;
-                return -1;
+                r = grown_cap > cap ? pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path)
+                                    : pf__format(message, size, PF_ERROR_FORMAT, "%s: more than the %zu bytes such a file may hold",
+                                                 path, max_bytes);
+                break;
             }
             buf = grown;
-            cap = new_cap;
+            cap = grown_cap;
         }
-        size_t got = fread(buf + size, 1, cap - size - 1, f);
-        size += got;
+        ssize_t got = read(fd, buf + used, cap - used);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            r = pf__format(message, size, PF_ERROR_IO, "%s: %s", path, strerror(errno));
+            break;
+        }
         if (got == 0) break;
+        used += (size_t)got;
     }
-    int failed = ferror(f);
-    fclose(f);
-    if (failed) {
+    close(fd);
+    if (r) {
         free(buf);
-        errno = EIO;
-        return -1;
+        return r;
     }
-    buf[size] = 0;
+    buf[used] = 0;
     *data = buf;
-    *len = size;
-    return 0;
+    *len = used;
+    return PF_OK;
 }
 
 /* Overflow-checked size arithmetic for anything derived from a file. */
@@ -529,8 +585,8 @@ static pf_result pf__json_load(const char *path, pf__json **out, char *message, 
     char *text;
     size_t len;
     *out = NULL;
-    if (pf__read_file(path, &text, &len))
-        return pf__format(message, size, PF_ERROR_IO, "%s: %s", path, strerror(errno));
+    pf_result r = pf__read_file(path, PF__MAX_TEXT_FILE, &text, &len, message, size);
+    if (r) return r;
     char err[256];
     *out = pf__json_parse(text, len, err, sizeof err);
     free(text);
@@ -579,14 +635,9 @@ static size_t pf__dtype_size(pf__dtype t) { return t == PF__DTYPE_F32 ? 4 : 2; }
 
 static pf_result pf__map_file(const char *path, pf__file_map *map, char *message, size_t size) {
     memset(map, 0, sizeof *map);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return pf__format(message, size, PF_ERROR_IO, "%s: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return pf__format(message, size, PF_ERROR_IO, "%s: not a regular file", path);
-    }
-    map->size = (size_t)st.st_size;
+    int fd;
+    pf_result r = pf__open_regular(path, &fd, &map->size, message, size);
+    if (r) return r;
     if (map->size > 0) {
         void *p = mmap(NULL, map->size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (p == MAP_FAILED) {
@@ -5174,10 +5225,8 @@ static pf_result pf__tok_read_json(const char *path, int optional, pf__json **ro
     size_t len;
     *root = NULL;
     if (optional && !pf__file_exists(path)) return PF_OK;
-    if (pf__read_file(path, &data, &len)) {
-        snprintf(err, err_size, "%s: %s", path, strerror(errno));
-        return errno == ENOMEM ? PF_ERROR_OUT_OF_MEMORY : PF_ERROR_IO;
-    }
+    pf_result r = pf__read_file(path, PF__MAX_TEXT_FILE, &data, &len, err, err_size);
+    if (r) return r;
     jerr[0] = 0;
     *root = pf__json_parse(data, len, jerr, sizeof jerr);
     free(data);
@@ -5206,11 +5255,7 @@ static pf_result pf__tok_from_files(pf_tokenizer *t, const char *dir, char *err,
     if ((r = pf__tok_set_vocab(t, vocab, NULL, path, err, err_size)) != PF_OK) goto done;
 
     if (pf__path_join(path, sizeof path, dir, "merges.txt")) goto too_long;
-    if (pf__read_file(path, &text, &len)) {
-        snprintf(err, err_size, "%s: %s", path, strerror(errno));
-        r = errno == ENOMEM ? PF_ERROR_OUT_OF_MEMORY : PF_ERROR_IO;
-        goto done;
-    }
+    if ((r = pf__read_file(path, PF__MAX_TEXT_FILE, &text, &len, err, err_size)) != PF_OK) goto done;
     for (i = 0; i < len;) { /* lines; "#version" lines and blank ones are skipped */
         size_t end = i, l;
         const char *s = text + i;

@@ -8,13 +8,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "test.h"
 
 /* Generous for the sanitizer and valgrind builds; a healthy case takes well under a second. */
+#ifndef CASE_SECONDS
 #define CASE_SECONDS 120
+#endif
 
 static const char *current_case = "";
 
@@ -54,7 +57,8 @@ static void remove_in_dir(const char *name) {
 }
 
 static void clean_dir(void) {
-    const char *names[] = {"config.json", "model.safetensors", "generation_config.json", "tokenizer.json"};
+    const char *names[] = {"config.json", "model.safetensors", "generation_config.json", "tokenizer.json",
+                           "model.safetensors.index.json"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) remove_in_dir(names[i]);
 }
 
@@ -397,6 +401,59 @@ static void case_count_overflow(void) {
     pf_free(m);
 }
 
+/* Issue 17.5: a FIFO where a file should be blocked pf_load forever (open waits for a writer), and
+   config.json pointing at /dev/zero read until memory ran out; a huge JSON file is refused
+   before it is read. */
+static void case_special_files(void) {
+    const struct { const char *file, *kind; int fifo; } cases[] = {
+        {"config.json", "FIFO", 1}, {"config.json", "character device", 0},
+        {"model.safetensors", "FIFO", 1}, {"model.safetensors", "character device", 0},
+        {"generation_config.json", "FIFO", 1}, {"tokenizer.json", "FIFO", 1},
+        {"tokenizer.json", "character device", 0}, {"model.safetensors.index.json", "FIFO", 1},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char name[128], path[512];
+        snprintf(name, sizeof name, "%s is a %s", cases[k].file, cases[k].fifo ? "FIFO" : "link to /dev/zero");
+        begin_case(name);
+        clean_dir();
+        if (write_seed("config/gpt2-vocab-3.json", "config.json")) return;
+        write_gpt2(8, 8, 3);
+        dir_path(path, sizeof path, cases[k].file);
+        unlink(path);
+        int made = cases[k].fifo ? mkfifo(path, 0600) : symlink("/dev/zero", path);
+        CHECK_MSG(made == 0, "%s: cannot make %s", name, path);
+        pf_model *m = NULL;
+        pf_result r = pf_load(tmp_dir, NULL, &m);
+        CHECK_FAILS(m, r, PF_ERROR_IO, cases[k].kind);
+        CHECK_FAILS(m, r, PF_ERROR_IO, cases[k].file);
+        pf_free(m);
+        if (!strcmp(cases[k].file, "tokenizer.json")) { /* and the tokenizer alone */
+            pf_tokenizer *t = NULL;
+            char error[512] = "";
+            r = pf_tokenizer_load(tmp_dir, &t, error, sizeof error);
+            CHECK_MSG(r == PF_ERROR_IO && t == NULL && strstr(error, cases[k].kind), "%s: pf_tokenizer_load: %s (%s)", name,
+                      pf_result_string(r), error);
+            pf_tokenizer_free(t);
+        }
+        end_case();
+    }
+    begin_case("config.json of 300 MiB");
+    clean_dir();
+    char path[512];
+    dir_path(path, sizeof path, "config.json");
+    FILE *f = fopen(path, "wb");
+    if (f) { /* sparse: the size is what counts */
+        fputc('{', f);
+        CHECK(ftruncate(fileno(f), (off_t)300 << 20) == 0);
+        fclose(f);
+    }
+    pf_model *m = NULL;
+    pf_result r = pf_load(tmp_dir, NULL, &m);
+    CHECK_FAILS(m, r, PF_ERROR_FORMAT, "more than the 268435456");
+    pf_free(m);
+    end_case();
+}
+
 void test_fuzz(void) {
     snprintf(tmp_dir, sizeof tmp_dir, "/tmp/pf_fuzz_XXXXXX");
     if (!mkdtemp(tmp_dir)) {
@@ -410,6 +467,7 @@ void test_fuzz(void) {
     case_collective_check();
     case_beam_many_eos();
     case_count_overflow();
+    case_special_files();
     signal(SIGALRM, SIG_DFL);
     clean_dir();
     rmdir(tmp_dir);
