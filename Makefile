@@ -37,7 +37,7 @@ NVCCFLAGS ?= -O2 -std=c++17 -arch=sm_90 -Xcompiler -Wall,-Wextra
 BENCH_DEFS := -I$(CUDA_HOME)/include
 endif
 
-.PHONY: all test test-asan test-tsan test-cuda test-cuda-sanitize test-cuda-standin clean bench
+.PHONY: all test test-asan test-tsan test-cuda test-cuda-sanitize test-cuda-standin valgrind clean bench
 
 all: $(BUILD)/libparallelformers.a $(BUILD)/generate $(BUILD)/test_parallelformers $(BUILD)/test_cuda \
      $(BUILD)/bench $(BUILD)/header_cxx.o
@@ -120,6 +120,16 @@ test-asan:
 # ThreadSanitizer for the rank threads.
 test-tsan:
 	$(MAKE) BUILD=build/tsan CUDA=0 CFLAGS="-O1 -g -fsanitize=thread" test
+
+# valgrind over 20 cycles of load, every request kind (beam search first, on fresh buffers) and
+# free, CPU build: any error or leak fails it.
+VALGRIND_FIXTURES ?= test/fixtures/gpt2-tiny test/fixtures/llama
+$(BUILD)/valgrind_cycles: test/valgrind_cycles.c $(LIB_SRC) | $(BUILD)
+	$(CC) $(BASE) -O1 -g -D_POSIX_C_SOURCE=200809L test/valgrind_cycles.c parallelformers.c -o $@ $(LDLIBS)
+
+valgrind: $(BUILD)/valgrind_cycles
+	valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	    $(BUILD)/valgrind_cycles $(VALGRIND_FIXTURES) -n 20
 
 clean:
 	rm -rf build

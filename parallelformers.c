@@ -7803,7 +7803,7 @@ static pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_
     }
 #endif
     float *logits = (float *)realloc(m->logits, (size_t)g->max_batch * c->vocab_size * sizeof(float));
-    if (logits) m->logits = logits;
+    if (logits) m->logits = logits, memset(logits, 0, (size_t)g->max_batch * c->vocab_size * sizeof(float));
     if (!g->ranks || !g->reduce_in || !logits) {
         pf__group_destroy(g);
         return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -8605,6 +8605,22 @@ static pf_result pf__reorder_rows(pf_model *m, const int *src, int num_rows, int
     return pf__group_run(m->group, PF__JOB_REORDER, &job);
 }
 
+#ifdef PF_TESTING
+/* Test builds poison the logits before each generation and check every row it scores: a row no
+   forward wrote (read uninitialised in a release build, where only valgrind would see it) fails
+   the request instead. */
+static void pf__testing_poison_logits(pf_model *m) {
+    size_t count = (size_t)m->group->max_batch * m->config.vocab_size;
+    for (size_t i = 0; i < count; i++) m->logits[i] = NAN;
+}
+
+static int pf__testing_unwritten(const float *row, int vocab) {
+    for (int i = 0; i < vocab; i++)
+        if (isnan(row[i])) return 1;
+    return 0;
+}
+#endif
+
 /* The generation itself, with the model's request lock held. */
 static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts, const int *lengths, int batch,
                                      const pf_generate_options *o, pf_generation *result) {
@@ -8670,16 +8686,23 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
     for (int b = 0; !r && b < batch; b++) open[b] = 1;
     uint64_t rng = o->seed;
     pf__rope_reset(m);
+#ifdef PF_TESTING
+    if (!r) pf__testing_poison_logits(m);
+#endif
     if (!r && beams > 1) {
         /* Beams share their prompt: prefill beam 0 of each prompt into cache rows 0..batch-1, then
-           copy each into its beams' rows and move its logits to beam 0's place. */
+           copy each into its beams' rows, and its logits to each beam's place (the first step
+           reads every beam's, which are the same: unwritten rows would be read uninitialised). */
         pf__row *firsts = (pf__row *)malloc((size_t)batch * sizeof *firsts);
         if (!firsts) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
         for (int b = 0; !r && b < batch; b++) firsts[b] = rows[b * beams];
         if (!r) r = pf__generate_step(m, firsts, batch, 1, ids, pads);
         free(firsts);
-        for (int b = batch - 1; !r && b > 0; b--)
-            memmove(m->logits + (size_t)b * beams * vocab, m->logits + (size_t)b * vocab, (size_t)vocab * sizeof(float));
+        for (int b = batch - 1; !r && b >= 0; b--) {
+            float *first = m->logits + (size_t)b * beams * vocab;
+            if (b > 0) memmove(first, m->logits + (size_t)b * vocab, (size_t)vocab * sizeof(float));
+            for (int k = 1; k < beams; k++) memcpy(first + (size_t)k * vocab, first, (size_t)vocab * sizeof(float));
+        }
         for (int i = 0; i < num_rows; i++) src[i] = i / beams;
         if (!r) r = pf__reorder_rows(m, src, num_rows, width);
     } else if (!r) {
@@ -8696,6 +8719,12 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
                 pf__row *row = &rows[i];
                 float *s = m->logits + (size_t)i * vocab;
                 int32_t t = pad_token;
+#ifdef PF_TESTING
+                if (!row->done && pf__testing_unwritten(s, vocab)) {
+                    r = PF__FAIL(m, PF_ERROR_DEVICE, "generation read logits row %d, which no forward wrote", i);
+                    break;
+                }
+#endif
                 if (!row->done) {
                     pf__process_scores(o, row, s, vocab, eos, num_eos, min_length, seen);
                     t = o->do_sample ? pf__sample(o, s, vocab, &rng, candidates) : pf__argmax(s, vocab);
@@ -8710,7 +8739,7 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
                 }
                 all_done &= row->done;
             }
-            if (all_done || stopped) break;
+            if (r || all_done || stopped) break;
             r = pf__generate_step(m, rows, num_rows, 0, ids, pads);
             continue;
         }
@@ -8723,6 +8752,12 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
             for (int k = 0; k < beams; k++) {
                 int i = b * beams + k;
                 float *s = m->logits + (size_t)i * vocab;
+#ifdef PF_TESTING
+                if (pf__testing_unwritten(s, vocab)) {
+                    r = PF__FAIL(m, PF_ERROR_DEVICE, "beam search read logits row %d, which no forward wrote", i);
+                    break;
+                }
+#endif
                 pf__log_softmax(s, vocab);
                 pf__process_scores(o, &rows[i], s, vocab, eos, num_eos, min_length, seen);
                 for (int t = 0; t < vocab; t++) {
@@ -8731,6 +8766,7 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
                     candidates[n++].token = t;
                 }
             }
+            if (r) break;
             /* the top K to the front, best first: one pass in which a candidate enters only if it
                beats the K-th (a decode step must not sort beams x vocab); when sampling, K drawn
                without replacement from the softmax instead */
