@@ -1152,7 +1152,11 @@ static pf_result pf__config_rope(const pf__json *json, pf__config *c, const char
     if (!type) type = pf__json_get(rope, "type");
     double v;
     if (pf__json_number(pf__json_get(rope, "rope_theta"), &v) == 1) c->rope_theta = v;
-    if (pf__json_number(pf__json_get(rope, "partial_rotary_factor"), &v) == 1) c->rotary_pct = v;
+    if (pf__json_number(pf__json_get(rope, "partial_rotary_factor"), &v) == 1) {
+        if (!(v > 0 && v <= 1)) /* NaN included: the rotary width is head_dim times it, as an int */
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"partial_rotary_factor\" %g is not in (0, 1]", path, v);
+        c->rotary_pct = v;
+    }
     if (!type || type->type != PF__JSON_STRING || strcmp(type->string, "default") == 0) return PF_OK;
     if (strcmp(type->string, "linear") == 0) c->rope_type = PF__ROPE_LINEAR;
     else if (strcmp(type->string, "dynamic") == 0) c->rope_type = PF__ROPE_DYNAMIC;
@@ -1481,6 +1485,9 @@ static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message
     if (!(cfg->norm_eps > 0 && cfg->norm_eps < 1) || !(cfg->final_norm_eps > 0 && cfg->final_norm_eps < 1))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: norm epsilon %g is not in (0, 1)", path, cfg->norm_eps);
     if (a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS) {
+        if (!(cfg->rotary_pct > 0 && cfg->rotary_pct <= 1)) /* NaN included: converted to an int below */
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" %g is not in (0, 1]", path,
+                              pf__config_key(cfg->arch, offsetof(pf__config, rotary_pct)), cfg->rotary_pct);
         if (cfg->rotary_dim == 0) cfg->rotary_dim = (int)(cfg->head_dim * cfg->rotary_pct);
         if (cfg->rotary_dim <= 0 || cfg->rotary_dim > cfg->head_dim || cfg->rotary_dim % 2 || !(cfg->rope_theta > 0))
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: rotary dims %d do not fit heads of %d", path,
@@ -6123,6 +6130,7 @@ static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf_
     (void)r;
     size_t hd = (size_t)a->head_dim, width = (size_t)(a->heads + 2 * a->kv_heads) * hd;
     int half = a->rotary_dim / 2, rotated_heads = a->heads + a->kv_heads; /* q heads, then k heads */
+    if (!rotated_heads) return; /* a rank without heads has no qkv buffer to point into */
     for (int b = 0; b < s->batch; b++)
         for (int t = 0; t < s->seq_len; t++) {
             float *row = qkv + ((size_t)b * s->seq_len + t) * width;

@@ -481,6 +481,42 @@ static void case_beam_first_step(void) {
     end_case();
 }
 
+/* Issue 17.7: a rank that holds no heads (6 heads on 7 ranks) rotated `qkv + offset` on its NULL
+   buffer, and a partial rotary factor of 1e10 or NaN overflowed the float-to-int conversion of
+   the rotary width (both undefined behaviour, seen by UBSan). */
+static void case_rotary(void) {
+    begin_case("LLaMA (6 heads) on 7 ranks");
+    pf_model *m = load_fixture("llama");
+    if (m) {
+        int32_t ids[5] = {1, 5, 9, 13, 17}, out[4];
+        static float one[5 * 512], many[5 * 512];
+        int n = 0;
+        CHECK(pf_forward(m, ids, 1, 5, one) == PF_OK);
+        CHECK_MSG(pf_parallelize(m, 7, NULL) == PF_OK, "%s", pf_error_message(m));
+        CHECK_MSG(pf_forward(m, ids, 1, 5, many) == PF_OK, "%s: %s", current_case, pf_error_message(m));
+        float diff = test_max_abs_diff(one, many, 5 * 512);
+        CHECK_MSG(diff < 1e-4f, "%s: logits differ from one rank's by %g", current_case, diff);
+        CHECK_MSG(pf_generate(m, ids, 5, NULL, out, 4, &n) == PF_OK && n > 0, "%s: %s", current_case, pf_error_message(m));
+    }
+    pf_free(m);
+    end_case();
+    const struct { const char *seed, *key; } configs[] = {
+        {"config/llama-partial-rotary-1e10.json", "partial_rotary_factor"},
+        {"config/llama-partial-rotary-nan.json", "partial_rotary_factor"},
+        {"config/gpt_neox-rotary-pct-nan.json", "rotary_pct"},
+    };
+    for (size_t k = 0; k < sizeof configs / sizeof configs[0]; k++) {
+        begin_case(configs[k].seed);
+        clean_dir();
+        if (write_seed(configs[k].seed, "config.json")) return;
+        m = NULL;
+        pf_result r = pf_load(tmp_dir, NULL, &m);
+        CHECK_FAILS(m, r, PF_ERROR_FORMAT, configs[k].key);
+        pf_free(m);
+        end_case();
+    }
+}
+
 void test_fuzz(void) {
     snprintf(tmp_dir, sizeof tmp_dir, "/tmp/pf_fuzz_XXXXXX");
     if (!mkdtemp(tmp_dir)) {
@@ -496,6 +532,7 @@ void test_fuzz(void) {
     case_count_overflow();
     case_special_files();
     case_beam_first_step();
+    case_rotary();
     signal(SIGALRM, SIG_DFL);
     clean_dir();
     rmdir(tmp_dir);
