@@ -6362,6 +6362,14 @@ static void pf__cpu_all_reduce(pf__rank *r, float *x, size_t count) {
     memcpy(x, sum, count * sizeof(float));
 }
 
+static int pf__rank_failed(pf__rank *r) {
+    if (r->error) return 1;
+    pthread_mutex_lock(&r->group->mutex);
+    int aborted = r->group->aborted;
+    pthread_mutex_unlock(&r->group->mutex);
+    return aborted;
+}
+
 #ifdef PF_TESTING
 /* Test hook: rank pf_testing_skip_reduce_rank skips its pf_testing_skip_reduce_countdown-th
    all-reduce, so that the tests can see pf__collective_check catch a rank that does. */
@@ -6375,7 +6383,8 @@ int pf_testing_skip_reduce_rank = -1, pf_testing_skip_reduce_countdown = 0;
    and after a barrier compares every rank's entry with its own. */
 static void pf__collective_check(pf__rank *r, const char *site, size_t count) {
     pf__group *g = r->group;
-    if (g->num_ranks == 1) return;
+    /* after a failure, entries are no longer fenced by barriers: leave them */
+    if (g->num_ranks == 1 || pf__rank_failed(r)) return;
     g->collectives[r->index].site = site;
     g->collectives[r->index].count = count;
     if (pf__barrier(g)) return;
@@ -6401,14 +6410,6 @@ static void pf__all_reduce(pf__rank *r, float *x, size_t count, const char *site
     (void)site;
 #endif
     r->backend->all_reduce(r, x, count);
-}
-
-static int pf__rank_failed(pf__rank *r) {
-    if (r->error) return 1;
-    pthread_mutex_lock(&r->group->mutex);
-    int aborted = r->group->aborted;
-    pthread_mutex_unlock(&r->group->mutex);
-    return aborted;
 }
 
 /* Allocations go through here so that pf_memory_allocated is exact. Zero bytes give NULL. */
