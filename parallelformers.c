@@ -6306,7 +6306,9 @@ struct pf_model {
     float *inv_freq;      /* host: [rotary_dim / 2], the rotary frequencies of the current step */
     pf_generate_options generate_defaults; /* pf_generate_options_init() + generation_config.json */
     int rope_cached_len;  /* dynamic rope: the longest sequence its frequencies were grown for */
-    pthread_mutex_t request_lock; /* requests from several threads run one after another */
+    pthread_mutex_t request_lock; /* requests from several threads run one after another; error
+                                     checking, so that a request made from inside one (a stream
+                                     callback) is refused instead of waiting for itself */
 };
 
 static size_t pf__num_slots(const pf__config *c) {
@@ -7894,6 +7896,18 @@ const char *pf_error_message(const pf_model *m) {
 
 #define PF__FAIL(m, code, ...) pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, code, __VA_ARGS__)
 
+/* Takes the model's request lock. The thread that holds it already is inside a request on this
+   model (calling from a stream callback): refused, since it would wait for itself forever. */
+static pf_result pf__request_lock(pf_model *m, const char *call) {
+    int e = pthread_mutex_lock(&m->request_lock);
+    if (e == EDEADLK)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT,
+                        "%s was called from inside a request on the same model (a stream callback?); it would wait "
+                        "for that request forever", call);
+    if (e) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s: cannot take the model's request lock: %s", call, strerror(e));
+    return PF_OK;
+}
+
 /* Every tensor of the checkpoint must be consumed by a slot or be a known buffer (a causal mask,
    rotary frequencies): a tensor we do not compute with is a model we would compute wrongly. */
 static pf_result pf__account_tensors(pf_model *m, const char *prefix) {
@@ -8039,7 +8053,11 @@ pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_mode
     pf_model *m = (pf_model *)calloc(1, sizeof *m);
     *model = m;
     if (!m) return PF_ERROR_OUT_OF_MEMORY;
-    pthread_mutex_init(&m->request_lock, NULL);
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
+    pthread_mutex_init(&m->request_lock, &attr);
+    pthread_mutexattr_destroy(&attr);
     m->load_options = options ? *options : pf_load_options_init();
     if (!model_dir) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "model_dir is NULL");
     m->dir = strdup(model_dir);
@@ -8154,8 +8172,9 @@ static pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf_par
 
 pf_result pf_parallelize(pf_model *m, int num_ranks, const pf_parallel_options *options) {
     if (!m) return PF_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&m->request_lock);
-    pf_result r = pf__parallelize_locked(m, num_ranks, options);
+    pf_result r = pf__request_lock(m, "pf_parallelize");
+    if (r) return r;
+    r = pf__parallelize_locked(m, num_ranks, options);
     pthread_mutex_unlock(&m->request_lock);
     return r;
 }
@@ -8206,8 +8225,9 @@ static pf_result pf__to_cpu_locked(pf_model *m) {
 
 pf_result pf_to_cpu(pf_model *m) {
     if (!m) return PF_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&m->request_lock);
-    pf_result r = pf__to_cpu_locked(m);
+    pf_result r = pf__request_lock(m, "pf_to_cpu");
+    if (r) return r;
+    r = pf__to_cpu_locked(m);
     pthread_mutex_unlock(&m->request_lock);
     return r;
 }
@@ -8316,8 +8336,9 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
 
 pf_result pf_forward(pf_model *m, const int32_t *ids, int batch, int seq_len, float *logits) {
     if (!m) return PF_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&m->request_lock);
-    pf_result r = pf__forward_locked(m, ids, batch, seq_len, logits);
+    pf_result r = pf__request_lock(m, "pf_forward");
+    if (r) return r;
+    r = pf__forward_locked(m, ids, batch, seq_len, logits);
     pthread_mutex_unlock(&m->request_lock);
     return r;
 }
@@ -8947,8 +8968,9 @@ pf_result pf_generate_batch(pf_model *m, const int32_t *const *prompts, const in
     if (!prompts || !prompt_lengths || batch < 1 || !result)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_generate_batch needs prompts, their lengths, batch >= 1 and a result");
     pf_generate_options o = options ? *options : m->generate_defaults;
-    pthread_mutex_lock(&m->request_lock);
-    pf_result r = pf__generate_locked(m, prompts, prompt_lengths, batch, &o, result);
+    pf_result r = pf__request_lock(m, "pf_generate");
+    if (r) return r;
+    r = pf__generate_locked(m, prompts, prompt_lengths, batch, &o, result);
     pthread_mutex_unlock(&m->request_lock);
     return r;
 }

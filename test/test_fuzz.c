@@ -517,6 +517,66 @@ static void case_rotary(void) {
     }
 }
 
+/* Issue 17.8: a stream callback that calls back into its own model waited forever for the
+   request lock its own generation holds. Each such call is refused with a message; the
+   generation goes on. */
+typedef struct reentry {
+    pf_model *model;
+    int calls;
+    pf_result results[5];
+    char messages[5][256];
+} reentry;
+
+static int reentering_stream(void *user, int row, int32_t token, const char *text, size_t text_len) {
+    (void)row, (void)token, (void)text, (void)text_len;
+    reentry *e = (reentry *)user;
+    if (e->calls) return 0; /* once is enough */
+    int32_t ids[2] = {1, 2}, out[2];
+    float logits[2 * 500];
+    int n;
+    pf_generation g;
+    const int32_t *prompts[1] = {ids};
+    int length = 2;
+    e->results[0] = pf_forward(e->model, ids, 1, 2, logits);
+    snprintf(e->messages[0], sizeof e->messages[0], "%s", pf_error_message(e->model));
+    e->results[1] = pf_generate(e->model, ids, 2, NULL, out, 2, &n);
+    snprintf(e->messages[1], sizeof e->messages[1], "%s", pf_error_message(e->model));
+    e->results[2] = pf_generate_batch(e->model, prompts, &length, 1, NULL, &g);
+    snprintf(e->messages[2], sizeof e->messages[2], "%s", pf_error_message(e->model));
+    e->results[3] = pf_parallelize(e->model, 1, NULL);
+    snprintf(e->messages[3], sizeof e->messages[3], "%s", pf_error_message(e->model));
+    e->results[4] = pf_to_cpu(e->model);
+    snprintf(e->messages[4], sizeof e->messages[4], "%s", pf_error_message(e->model));
+    e->calls++;
+    return 0;
+}
+
+static void case_reentry(void) {
+    begin_case("a stream callback calls its own model");
+    pf_model *m = load_fixture("gpt2-tiny");
+    if (!m) return;
+    CHECK(pf_parallelize(m, 2, NULL) == PF_OK);
+    reentry e;
+    memset(&e, 0, sizeof e);
+    e.model = m;
+    pf_generate_options o = pf_generate_options_init();
+    o.max_new_tokens = 3;
+    o.stream = reentering_stream;
+    o.stream_user = &e;
+    int32_t prompt[3] = {1, 2, 3}, out[3];
+    int n = 0;
+    pf_result r = pf_generate(m, prompt, 3, &o, out, 3, &n);
+    CHECK_MSG(r == PF_OK && n == 3, "%s: the generation itself: %s", current_case, pf_error_message(m));
+    CHECK(e.calls == 1);
+    for (int i = 0; i < 5; i++)
+        CHECK_MSG(e.results[i] == PF_ERROR_INVALID_ARGUMENT && strstr(e.messages[i], "inside"),
+                  "%s: call %d gave %s (\"%s\")", current_case, i, pf_result_string(e.results[i]), e.messages[i]);
+    /* and the model serves the next request */
+    CHECK_MSG(pf_generate(m, prompt, 3, NULL, out, 3, &n) == PF_OK, "%s: after: %s", current_case, pf_error_message(m));
+    pf_free(m);
+    end_case();
+}
+
 void test_fuzz(void) {
     snprintf(tmp_dir, sizeof tmp_dir, "/tmp/pf_fuzz_XXXXXX");
     if (!mkdtemp(tmp_dir)) {
@@ -533,6 +593,7 @@ void test_fuzz(void) {
     case_special_files();
     case_beam_first_step();
     case_rotary();
+    case_reentry();
     signal(SIGALRM, SIG_DFL);
     clean_dir();
     rmdir(tmp_dir);
