@@ -354,6 +354,40 @@ static void case_beam_many_eos(void) {
         end_case();
     }
     pf_free(m);
+
+    /* The same through generation_config.json: gpt2-tiny's config and weights, the seed's
+       defaults (2 beams, 500 eos ids), generated with NULL options. */
+    begin_case("generation_config.json: 2 beams, 500 eos ids");
+    clean_dir();
+    char fixture[1024], path[512], cwd[512];
+    if (test_fixtures[0] == '/' || !getcwd(cwd, sizeof cwd)) cwd[0] = 0;
+    snprintf(fixture, sizeof fixture, "%s%s%s/gpt2-tiny/model.safetensors", cwd, cwd[0] ? "/" : "", test_fixtures);
+    dir_path(path, sizeof path, "model.safetensors");
+    CHECK_MSG(symlink(fixture, path) == 0, "cannot link %s", fixture);
+    size_t size;
+    snprintf(fixture, sizeof fixture, "%s/gpt2-tiny/config.json", test_fixtures);
+    char *config = test_read_file(fixture, &size);
+    CHECK_MSG(config != NULL, "cannot read %s", fixture);
+    if (config) write_text("config.json", config);
+    free(config);
+    if (write_seed("generation_config/beams-2-eos-ids-500.json", "generation_config.json")) return;
+    m = NULL;
+    pf_result r = pf_load(tmp_dir, NULL, &m);
+    CHECK_MSG(r == PF_OK, "%s: %s", current_case, pf_error_message(m));
+    pf_parallel_options two = pf_parallel_options_init();
+    two.max_batch = 2;
+    if (r == PF_OK) r = pf_parallelize(m, 2, &two);
+    if (r == PF_OK) {
+        int32_t prompt[3] = {1, 2, 3};
+        const int32_t *prompts[1] = {prompt};
+        int length = 3;
+        pf_generation g;
+        r = pf_generate_batch(m, prompts, &length, 1, NULL, &g);
+        CHECK_MSG(r == PF_OK && g.num_sequences == 2, "%s: %s", current_case, pf_error_message(m));
+        if (r == PF_OK) pf_generation_free(&g);
+    }
+    pf_free(m);
+    end_case();
 }
 
 /* Issue 17.4: batch x num_return_sequences (or x num_beams) in int wrapped past the max_batch
