@@ -7813,8 +7813,12 @@ static pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_
         return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }
 #endif
-    float *logits = (float *)realloc(m->logits, (size_t)g->max_batch * c->vocab_size * sizeof(float));
-    if (logits) m->logits = logits, memset(logits, 0, (size_t)g->max_batch * c->vocab_size * sizeof(float));
+    size_t logit_floats = (size_t)g->max_batch * c->vocab_size;
+    float *logits = (float *)realloc(m->logits, logit_floats * sizeof(float));
+    if (logits) { /* zeros rather than garbage for a row read before a forward writes it */
+        m->logits = logits;
+        memset(logits, 0, logit_floats * sizeof(float));
+    }
     if (!g->ranks || !g->reduce_in || !logits) {
         pf__group_destroy(g);
         return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -8751,7 +8755,7 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
                 int32_t t = pad_token;
 #ifdef PF_TESTING
                 if (!row->done && pf__testing_unwritten(s, vocab)) {
-                    r = PF__FAIL(m, PF_ERROR_DEVICE, "generation read logits row %d, which no forward wrote", i);
+                    r = PF__FAIL(m, PF_ERROR_DEVICE, "generation read logits row %d holding NaN: no forward wrote it (or the model computed NaN)", i);
                     break;
                 }
 #endif
@@ -8784,7 +8788,7 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
                 float *s = m->logits + (size_t)i * vocab;
 #ifdef PF_TESTING
                 if (pf__testing_unwritten(s, vocab)) {
-                    r = PF__FAIL(m, PF_ERROR_DEVICE, "beam search read logits row %d, which no forward wrote", i);
+                    r = PF__FAIL(m, PF_ERROR_DEVICE, "beam search read logits row %d holding NaN: no forward wrote it (or the model computed NaN)", i);
                     break;
                 }
 #endif
