@@ -31,7 +31,7 @@ INCLUDEDIR ?= $(PREFIX)/include
 TEST_DEFS := -D_POSIX_C_SOURCE=200809L -DPF_TESTING
 
 LIB_SRC  := parallelformers.c parallelformers.h policies.inc $(wildcard *.part.c) $(BUILD)/cuda-$(CUDA).stamp
-TESTS    := test/test_main.c test/test_util.c test/test_models.c test/test_bad_input.c test/test_config.c test/test_encoders.c test/test_cli.c test/test_tokenizer.c test/test_generation.c
+TESTS    := test/test_main.c test/test_util.c test/test_models.c test/test_bad_input.c test/test_config.c test/test_encoders.c test/test_cli.c test/test_tokenizer.c test/test_generation.c test/test_fuzz.c
 
 ifeq ($(CUDA),1)
 CUDA_DEFS := -DPF_CUDA
@@ -53,7 +53,7 @@ endif
 # What a program linking the static library needs besides it (pkg-config's Libs.private).
 PRIVATE_LIBS := $(CUDA_LIBS) $(LDLIBS)
 
-.PHONY: all test test-asan test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm test-install install uninstall clean bench
+.PHONY: all test test-asan test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm valgrind test-install install uninstall clean bench
 
 all: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate $(BUILD)/embed $(BUILD)/test_parallelformers $(BUILD)/test_cuda \
      $(BUILD)/bench $(BUILD)/header_cxx.o
@@ -185,13 +185,24 @@ test-install: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate
 test: all
 	$(BUILD)/test_parallelformers test/fixtures $(BUILD)/generate
 
-# AddressSanitizer (with LeakSanitizer) and UndefinedBehaviorSanitizer, CPU build.
+# AddressSanitizer (with LeakSanitizer) and UndefinedBehaviorSanitizer, CPU build; float-to-int
+# overflow is not part of "undefined" and is asked for by name.
 test-asan:
-	$(MAKE) BUILD=build/asan CUDA=0 CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
+	$(MAKE) BUILD=build/asan CUDA=0 CFLAGS="-O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=all" test
 
 # ThreadSanitizer for the rank threads.
 test-tsan:
 	$(MAKE) BUILD=build/tsan CUDA=0 CFLAGS="-O1 -g -fsanitize=thread" test
+
+# valgrind over 20 cycles of load, every request kind (beam search first, on fresh buffers) and
+# free, CPU build: any error or leak fails it.
+VALGRIND_FIXTURES ?= test/fixtures/gpt2-tiny test/fixtures/llama
+$(BUILD)/valgrind_cycles: test/valgrind_cycles.c $(LIB_SRC) | $(BUILD)
+	$(CC) $(BASE) -O1 -g -D_POSIX_C_SOURCE=200809L test/valgrind_cycles.c parallelformers.c -o $@ $(LDLIBS)
+
+valgrind: $(BUILD)/valgrind_cycles
+	valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+	    $(BUILD)/valgrind_cycles $(VALGRIND_FIXTURES) -n 20
 
 clean:
 	rm -rf build

@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -87,46 +88,102 @@ static int pf__path_join(char *out, size_t cap, const char *dir, const char *nam
     return (n < 0 || (size_t)n >= cap) ? -1 : 0;
 }
 
+/* Whether something is at path, of any type: a FIFO or a device where a file should be is then
+   refused by pf__open_regular with a message saying what it is, rather than taken as missing. */
 static int pf__file_exists(const char *path) {
     struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    return stat(path, &st) == 0;
 }
 
-static int pf__read_file(const char *path, char **data, size_t *len) {
+/* Opens path for reading if it is a regular file, *fd and its size out. O_NONBLOCK so that
+   opening a FIFO does not wait for a writer that never comes; fstat then refuses FIFOs, devices
+   (/dev/zero never ends) and directories; reads block again afterwards. */
+static pf_result pf__open_regular(const char *path, int *fd, size_t *file_size, char *message, size_t size) {
+    *fd = -1;
+    *file_size = 0;
+    int f = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (f < 0) return pf__format(message, size, PF_ERROR_IO, "%s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(f, &st) != 0) {
+        pf_result r = pf__format(message, size, PF_ERROR_IO, "%s: %s", path, strerror(errno));
+        close(f);
+        return r;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        const char *kind = S_ISFIFO(st.st_mode)  ? "a FIFO"
+                           : S_ISCHR(st.st_mode) ? "a character device"
+                           : S_ISBLK(st.st_mode) ? "a block device"
+                           : S_ISDIR(st.st_mode) ? "a directory"
+                                                 : "a special file";
+        close(f);
+        return pf__format(message, size, PF_ERROR_IO, "%s: not a regular file (%s)", path, kind);
+    }
+    int flags = fcntl(f, F_GETFL);
+    if (flags < 0 || fcntl(f, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+        pf_result r = pf__format(message, size, PF_ERROR_IO, "%s: %s", path, strerror(errno));
+        close(f);
+        return r;
+    }
+    *fd = f;
+    *file_size = (size_t)st.st_size;
+    return PF_OK;
+}
+
+/* The JSON and text files we read whole (config, tokenizer, merges): the largest real ones are
+   tens of MiB; more is a mistake or an attack, refused before it takes the memory. */
+#define PF__MAX_TEXT_FILE ((size_t)256 << 20)
+
+/* Reads a whole regular file of at most max_bytes into *data (NUL-terminated; free it); on failure
+   writes "FILE: what" into message. The bound also holds for a file that grows while read. */
+static pf_result pf__read_file(const char *path, size_t max_bytes, char **data, size_t *len, char *message, size_t size) {
+    int fd;
+    size_t file_size, used = 0;
     *data = NULL;
     *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return -1;
-    char *buf = NULL;
-    size_t size = 0, cap = 0;
+    pf_result r = pf__open_regular(path, &fd, &file_size, message, size);
+    if (r) return r;
+    if (file_size > max_bytes) {
+        close(fd);
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %zu bytes, more than the %zu such a file may hold", path,
+                          file_size, max_bytes);
+    }
+    size_t cap = file_size + 4096 < max_bytes + 1 ? file_size + 4096 : max_bytes + 1; /* room to see the end */
+    char *buf = (char *)malloc(cap + 1);
+    if (!buf) {
+        close(fd);
+        return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
+    }
     for (;;) {
-        if (cap - size < 65536) {
-            size_t new_cap = cap ? cap * 2 : 65536 + 1;
-            char *grown = (char *)realloc(buf, new_cap);
+        if (used == cap) { /* the file grew: read on, up to one byte past the bound */
+            size_t grown_cap = cap * 2 < max_bytes + 1 ? cap * 2 : max_bytes + 1;
+            char *grown = grown_cap > cap ? (char *)realloc(buf, grown_cap + 1) : NULL;
             if (!grown) {
-                free(buf);
-                fclose(f);
-                errno = ENOMEM;
-                return -1;
+                r = grown_cap > cap ? pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path)
+                                    : pf__format(message, size, PF_ERROR_FORMAT, "%s: more than the %zu bytes such a file may hold",
+                                                 path, max_bytes);
+                break;
             }
             buf = grown;
-            cap = new_cap;
+            cap = grown_cap;
         }
-        size_t got = fread(buf + size, 1, cap - size - 1, f);
-        size += got;
+        ssize_t got = read(fd, buf + used, cap - used);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            r = pf__format(message, size, PF_ERROR_IO, "%s: %s", path, strerror(errno));
+            break;
+        }
         if (got == 0) break;
+        used += (size_t)got;
     }
-    int failed = ferror(f);
-    fclose(f);
-    if (failed) {
+    close(fd);
+    if (r) {
         free(buf);
-        errno = EIO;
-        return -1;
+        return r;
     }
-    buf[size] = 0;
+    buf[used] = 0;
     *data = buf;
-    *len = size;
-    return 0;
+    *len = used;
+    return PF_OK;
 }
 
 /* Overflow-checked size arithmetic for anything derived from a file. */
@@ -541,8 +598,8 @@ static pf_result pf__json_load(const char *path, pf__json **out, char *message, 
     char *text;
     size_t len;
     *out = NULL;
-    if (pf__read_file(path, &text, &len))
-        return pf__format(message, size, PF_ERROR_IO, "%s: %s", path, strerror(errno));
+    pf_result r = pf__read_file(path, PF__MAX_TEXT_FILE, &text, &len, message, size);
+    if (r) return r;
     char err[256];
     *out = pf__json_parse(text, len, err, sizeof err);
     free(text);
@@ -591,14 +648,9 @@ static size_t pf__dtype_size(pf__dtype t) { return t == PF__DTYPE_F32 ? 4 : 2; }
 
 static pf_result pf__map_file(const char *path, pf__file_map *map, char *message, size_t size) {
     memset(map, 0, sizeof *map);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return pf__format(message, size, PF_ERROR_IO, "%s: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return pf__format(message, size, PF_ERROR_IO, "%s: not a regular file", path);
-    }
-    map->size = (size_t)st.st_size;
+    int fd;
+    pf_result r = pf__open_regular(path, &fd, &map->size, message, size);
+    if (r) return r;
     if (map->size > 0) {
         void *p = mmap(NULL, map->size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (p == MAP_FAILED) {
@@ -1126,6 +1178,14 @@ static const pf__arch_tensor *pf__arch_tensor_for(pf__arch_id arch, pf__slot slo
     return NULL;
 }
 
+/* The config.json key an architecture reads a field from (its first alias), for messages. */
+static const char *pf__config_key(pf__arch_id arch, size_t offset) {
+    for (size_t i = 0; i < PF__COUNT(pf__arch_configs); i++)
+        if (pf__arch_configs[i].arch == arch && pf__arch_configs[i].offset == offset && pf__arch_configs[i].key)
+            return pf__arch_configs[i].key;
+    return "(derived)";
+}
+
 /* HF activation names to the function we compute: the family's own table (PF_ARCH_ACTIVATION)
    where it has one, else transformers' ACT2FN. */
 static int pf__activation_from_name(pf__arch_id arch, const char *name, pf__activation *out) {
@@ -1178,6 +1238,8 @@ static pf_result pf__config_rope(const pf__json *json, pf__config *c, const char
     int has_partial = pf__json_number(pf__json_get(rope, "partial_rotary_factor"), &partial) == 1;
     if (!has_partial && c->partial_rotary_ignored) /* transformers 5 moves a top-level one into the dict */
         has_partial = pf__json_number(pf__json_get(json, "partial_rotary_factor"), &partial) == 1;
+    if (has_partial && !(partial > 0 && partial <= 1)) /* NaN included: the rotary width is head_dim times it */
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"partial_rotary_factor\" %g is not in (0, 1]", path, partial);
     if (has_partial && !c->partial_rotary_ignored) c->rotary_pct = partial;
     if (type && type->type == PF__JSON_STRING && strcmp(type->string, "default") != 0) {
         if (strcmp(type->string, "linear") == 0) c->rope_type = PF__ROPE_LINEAR;
@@ -1613,6 +1675,9 @@ static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message
     if (!(cfg->norm_eps > 0 && cfg->norm_eps < 1) || !(cfg->final_norm_eps > 0 && cfg->final_norm_eps < 1))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: norm epsilon %g is not in (0, 1)", path, cfg->norm_eps);
     if (a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS) {
+        if (!(cfg->rotary_pct > 0 && cfg->rotary_pct <= 1)) /* NaN included: converted to an int below */
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" %g is not in (0, 1]", path,
+                              pf__config_key(cfg->arch, offsetof(pf__config, rotary_pct)), cfg->rotary_pct);
         if (cfg->rotary_dim == 0)
             cfg->rotary_dim = (int)((cfg->rope_head_dim ? cfg->rope_head_dim : cfg->head_dim) * cfg->rotary_pct);
         if (cfg->rotary_dim <= 0 || cfg->rotary_dim > cfg->head_dim || cfg->rotary_dim % 2 || !(cfg->rope_theta > 0))
@@ -5372,10 +5437,8 @@ static pf_result pf__tok_read_json(const char *path, int optional, pf__json **ro
     size_t len;
     *root = NULL;
     if (optional && !pf__file_exists(path)) return PF_OK;
-    if (pf__read_file(path, &data, &len)) {
-        snprintf(err, err_size, "%s: %s", path, strerror(errno));
-        return errno == ENOMEM ? PF_ERROR_OUT_OF_MEMORY : PF_ERROR_IO;
-    }
+    pf_result r = pf__read_file(path, PF__MAX_TEXT_FILE, &data, &len, err, err_size);
+    if (r) return r;
     jerr[0] = 0;
     *root = pf__json_parse(data, len, jerr, sizeof jerr);
     free(data);
@@ -5404,11 +5467,7 @@ static pf_result pf__tok_from_files(pf_tokenizer *t, const char *dir, char *err,
     if ((r = pf__tok_set_vocab(t, vocab, NULL, path, err, err_size)) != PF_OK) goto done;
 
     if (pf__path_join(path, sizeof path, dir, "merges.txt")) goto too_long;
-    if (pf__read_file(path, &text, &len)) {
-        snprintf(err, err_size, "%s: %s", path, strerror(errno));
-        r = errno == ENOMEM ? PF_ERROR_OUT_OF_MEMORY : PF_ERROR_IO;
-        goto done;
-    }
+    if ((r = pf__read_file(path, PF__MAX_TEXT_FILE, &text, &len, err, err_size)) != PF_OK) goto done;
     for (i = 0; i < len;) { /* lines; "#version" lines and blank ones are skipped */
         size_t end = i, l;
         const char *s = text + i;
@@ -6282,6 +6341,7 @@ static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf_
     (void)r;
     size_t hd = (size_t)a->head_dim, width = (size_t)(a->heads + 2 * a->kv_heads) * hd;
     int half = a->rotary_dim / 2, rotated_heads = a->heads + a->kv_heads; /* q heads, then k heads */
+    if (!rotated_heads) return; /* a rank without heads has no qkv buffer to point into */
     for (int b = 0; b < s->batch; b++)
         for (int t = 0; t < s->seq_len; t++) {
             float *row = qkv + ((size_t)b * s->seq_len + t) * width;
@@ -6442,6 +6502,9 @@ struct pf__group {
     int max_batch, cache_len;
     size_t max_tokens, logit_rows;
     float **gather;      /* PF__JOB_GATHER: host arrays, one per slot, filled by the ranks */
+#ifdef PF_TESTING
+    struct pf__collective { const char *site; size_t count; } *collectives; /* [num_ranks] (pf__collective_check) */
+#endif
 };
 
 struct pf_model {
@@ -6458,7 +6521,9 @@ struct pf_model {
     float *inv_freq;      /* host: [rotary_dim / 2], the rotary frequencies of the current step */
     pf_generate_options generate_defaults; /* pf_generate_options_init() + generation_config.json */
     int rope_cached_len;  /* dynamic rope: the longest sequence its frequencies were grown for */
-    pthread_mutex_t request_lock; /* requests from several threads run one after another */
+    pthread_mutex_t request_lock; /* requests from several threads run one after another; error
+                                     checking, so that a request made from inside one (a stream
+                                     callback) is refused instead of waiting for itself */
     struct pf__sentence {         /* sentence-transformers' modules (modules.json), for pf_embed */
         pf_pooling pooling;       /* never PF_POOLING_MODEL */
         int normalize;
@@ -6528,6 +6593,48 @@ static int pf__rank_failed(pf__rank *r) {
     return aborted;
 }
 
+#ifdef PF_TESTING
+/* Test hook: rank pf_testing_skip_reduce_rank skips its pf_testing_skip_reduce_countdown-th
+   all-reduce, so that the tests can see pf__collective_check catch a rank that does. */
+int pf_testing_skip_reduce_rank = -1, pf_testing_skip_reduce_countdown = 0;
+
+/* Every rank must enter the same collectives in the same order with the same sizes, decided from
+   facts all ranks share: a rank that enters one the others skip pairs its all-reduce with a
+   different one (wrong sums, reads past the smaller buffer), and waits forever for the last.
+   Test builds check it before each collective and at the end of each job (which counts as one,
+   so an extra collective on one rank meets the others' end): each rank publishes what it enters,
+   and after a barrier compares every rank's entry with its own. */
+static void pf__collective_check(pf__rank *r, const char *site, size_t count) {
+    pf__group *g = r->group;
+    /* after a failure, entries are no longer fenced by barriers: leave them */
+    if (g->num_ranks == 1 || pf__rank_failed(r)) return;
+    g->collectives[r->index].site = site;
+    g->collectives[r->index].count = count;
+    if (pf__barrier(g)) return;
+    for (int k = 0; k < g->num_ranks; k++) {
+        const struct pf__collective *other = &g->collectives[k];
+        if (strcmp(other->site, site) != 0 || other->count != count) {
+            pf__rank_fail(r, PF_ERROR_DEVICE, "collective mismatch: rank %d enters %s (%zu floats) while rank %d enters %s (%zu floats)",
+                          r->index, site, count, k, other->site, other->count);
+            return;
+        }
+    }
+    pf__barrier(g); /* the entries stay until every rank has compared them */
+}
+#endif
+
+/* x = the sum of x over all ranks. Every rank calls it at the same point of the forward pass;
+   site names that point for pf__collective_check. */
+static void pf__all_reduce(pf__rank *r, float *x, size_t count, const char *site) {
+#ifdef PF_TESTING
+    if (r->index == pf_testing_skip_reduce_rank && --pf_testing_skip_reduce_countdown == 0) return;
+    pf__collective_check(r, site, count);
+#else
+    (void)site;
+#endif
+    r->backend->all_reduce(r, x, count);
+}
+
 /* Allocations go through here so that pf_memory_allocated is exact. Zero bytes give NULL. */
 static void *pf__rank_alloc(pf__rank *r, size_t bytes) {
     if (!bytes || r->error) return NULL;
@@ -6585,6 +6692,9 @@ static void *pf__rank_main(void *arg) {
         else if (job.kind == PF__JOB_FORWARD) pf__rank_forward(r, &job);
         else if (job.kind == PF__JOB_GATHER) pf__rank_gather(r);
         else if (job.kind == PF__JOB_REORDER) pf__rank_reorder(r, &job);
+#ifdef PF_TESTING
+        pf__collective_check(r, "the end of the job", 0);
+#endif
         pthread_mutex_lock(&g->mutex);
         if (++g->jobs_done == g->num_ranks) pthread_cond_signal(&g->done);
         pthread_mutex_unlock(&g->mutex);
@@ -6634,6 +6744,9 @@ static void pf__group_destroy(pf__group *g) {
     pthread_cond_destroy(&g->barrier_cond);
     free(g->ranks);
     free(g->reduce_in);
+#ifdef PF_TESTING
+    free(g->collectives);
+#endif
     free(g);
 }
 
@@ -7045,12 +7158,14 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
     int rotary = a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS;
 
     /* x = token embedding (* sqrt(hidden)) (projected in) (+ position table) (normed); each rank
-       holds some of the vocabulary's rows, so the embedding is summed over ranks (one term each) */
+       holds some of the vocabulary's rows, so the embedding is summed over ranks (one term each).
+       Whether it is split is a fact of the model and the rank count, the same on every rank: a
+       rank's own row count is not (with fewer rows than ranks, one holds all and another none). */
     float embed_scale = c->embed_scale_sqrt ? sqrtf((float)d) : 1.0f;
-    int vocab_split = g->num_ranks > 1 && W[PF__SLOT_TOKEN_EMBED].rows < (size_t)c->vocab_size;
+    int vocab_split = g->num_ranks > 1 && g->model->sources[PF__SLOT_TOKEN_EMBED].split == PF__SPLIT_VOCAB;
     float *embedded = PF__HAS(W[PF__SLOT_PROJECT_IN]) ? r->embed : r->x;
     be->embed(r, embedded, &W[PF__SLOT_TOKEN_EMBED], s, embed_scale, r->share.vocab_begin);
-    if (vocab_split) be->all_reduce(r, embedded, N * (size_t)c->embed_dim);
+    if (vocab_split) pf__all_reduce(r, embedded, N * (size_t)c->embed_dim, "the token embedding's all-reduce");
     if (PF__HAS(W[PF__SLOT_PROJECT_IN])) be->matmul(r, r->x, r->embed, &W[PF__SLOT_PROJECT_IN], NULL, N);
     if (PF__HAS(W[PF__SLOT_POSITION_EMBED])) be->add_positions(r, r->x, &W[PF__SLOT_POSITION_EMBED], s, c->position_offset);
     if (PF__HAS(W[PF__SLOT_TOKEN_TYPE_EMBED])) { /* the segment table is whole on every rank */
@@ -7111,7 +7226,7 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
             else be->activation(r, r->mlp, N * mlp_width, c->activation);
             be->matmul(r, r->h, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
             be->add_residual(r, r->part, r->h, NULL, N, d);
-            be->all_reduce(r, r->part, N * d);
+            pf__all_reduce(r, r->part, N * d, "the parallel block's all-reduce");
             be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), N, d);
             if (PF__HAS(L[PF__SLOT_MLP_DOWN_BIAS])) be->add_residual(r, r->x, NULL, &L[PF__SLOT_MLP_DOWN_BIAS], N, d);
             continue;
@@ -7119,7 +7234,7 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
         /* x += sum over ranks of part, + bo once; post-norm: x = norm1(x); BLOOM's
            residual-from-norm: x = h + ... */
         if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
-        be->all_reduce(r, r->part, N * d);
+        pf__all_reduce(r, r->part, N * d, "the attention output's all-reduce");
         be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), N, d);
         const float *mlp_in = r->x;
         if (c->pre_norm) {
@@ -7136,7 +7251,7 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
         else be->activation(r, r->mlp, N * mlp_width, c->activation);
         /* part = mlp Wdown_r^T, summed over ranks; x += part + bdown; post-norm: x = norm2(x) */
         be->matmul(r, r->part, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
-        be->all_reduce(r, r->part, N * d);
+        pf__all_reduce(r, r->part, N * d, "the MLP output's all-reduce");
         be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), N, d);
         if (!c->pre_norm) be->norm(r, r->x, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
     }
@@ -7984,8 +8099,19 @@ static pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_
     g->logit_rows = g->max_tokens < 64 ? g->max_tokens : (g->max_batch > 64 ? (size_t)g->max_batch : 64);
     g->ranks = (pf__rank *)calloc((size_t)num_ranks, sizeof *g->ranks);
     g->reduce_in = (float **)calloc((size_t)num_ranks, sizeof *g->reduce_in);
-    float *logits = (float *)realloc(m->logits, (size_t)g->max_batch * c->vocab_size * sizeof(float));
-    if (logits) m->logits = logits;
+#ifdef PF_TESTING
+    g->collectives = (struct pf__collective *)calloc((size_t)num_ranks, sizeof *g->collectives);
+    if (!g->collectives) {
+        pf__group_destroy(g);
+        return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+#endif
+    size_t logit_floats = (size_t)g->max_batch * c->vocab_size;
+    float *logits = (float *)realloc(m->logits, logit_floats * sizeof(float));
+    if (logits) { /* zeros rather than garbage for a row read before a forward writes it */
+        m->logits = logits;
+        memset(logits, 0, logit_floats * sizeof(float));
+    }
     if (!g->ranks || !g->reduce_in || !logits) {
         pf__group_destroy(g);
         return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -8106,6 +8232,18 @@ const char *pf_error_message(const pf_model *m) {
 }
 
 #define PF__FAIL(m, code, ...) pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, code, __VA_ARGS__)
+
+/* Takes the model's request lock. The thread that holds it already is inside a request on this
+   model (calling from a stream callback): refused, since it would wait for itself forever. */
+static pf_result pf__request_lock(pf_model *m, const char *call) {
+    int e = pthread_mutex_lock(&m->request_lock);
+    if (e == EDEADLK)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT,
+                        "%s was called from inside a request on the same model (a stream callback?); it would wait "
+                        "for that request forever", call);
+    if (e) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s: cannot take the model's request lock: %s", call, strerror(e));
+    return PF_OK;
+}
 
 /* Every tensor of the checkpoint must be consumed by a slot or be a known buffer (a causal mask,
    rotary frequencies): a tensor we do not compute with is a model we would compute wrongly. */
@@ -8415,7 +8553,11 @@ pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_mode
     pf_model *m = (pf_model *)calloc(1, sizeof *m);
     *model = m;
     if (!m) return PF_ERROR_OUT_OF_MEMORY;
-    pthread_mutex_init(&m->request_lock, NULL);
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
+    pthread_mutex_init(&m->request_lock, &attr);
+    pthread_mutexattr_destroy(&attr);
     m->load_options = options ? *options : pf_load_options_init();
     if (!model_dir) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "model_dir is NULL");
     m->dir = strdup(model_dir);
@@ -8535,8 +8677,9 @@ static pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf_par
 
 pf_result pf_parallelize(pf_model *m, int num_ranks, const pf_parallel_options *options) {
     if (!m) return PF_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&m->request_lock);
-    pf_result r = pf__parallelize_locked(m, num_ranks, options);
+    pf_result r = pf__request_lock(m, "pf_parallelize");
+    if (r) return r;
+    r = pf__parallelize_locked(m, num_ranks, options);
     pthread_mutex_unlock(&m->request_lock);
     return r;
 }
@@ -8587,8 +8730,9 @@ static pf_result pf__to_cpu_locked(pf_model *m) {
 
 pf_result pf_to_cpu(pf_model *m) {
     if (!m) return PF_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&m->request_lock);
-    pf_result r = pf__to_cpu_locked(m);
+    pf_result r = pf__request_lock(m, "pf_to_cpu");
+    if (r) return r;
+    r = pf__to_cpu_locked(m);
     pthread_mutex_unlock(&m->request_lock);
     return r;
 }
@@ -8612,7 +8756,8 @@ size_t pf_memory_allocated(const pf_model *m, int rank) {
 
 pf_result pf_get_memory_info(const pf_model *m, int rank, pf_memory_info *info) {
     if (info) memset(info, 0, sizeof *info);
-    if (!m || !info) return PF_ERROR_INVALID_ARGUMENT;
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    if (!info) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_get_memory_info: info (the output) is NULL");
     if (!m->group || rank < 0 || rank >= m->group->num_ranks)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "rank %d: the model runs on %d rank(s)", rank,
                         m->group ? m->group->num_ranks : 0);
@@ -8825,8 +8970,9 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
 pf_result pf_encode(pf_model *m, const int32_t *const *ids, const int32_t *const *token_type_ids, const int *lengths,
                     int batch, pf_encoding **out) {
     if (!m || !out) return PF_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&m->request_lock);
-    pf_result r = pf__encode_locked(m, ids, token_type_ids, lengths, batch, out);
+    pf_result r = pf__request_lock(m, "pf_encode");
+    if (r) return r;
+    r = pf__encode_locked(m, ids, token_type_ids, lengths, batch, out);
     pthread_mutex_unlock(&m->request_lock);
     return r;
 }
@@ -8949,8 +9095,9 @@ static pf_result pf__embed_texts_locked(pf_model *m, const char *const *texts, i
 
 pf_result pf_embed_texts(pf_model *m, const char *const *texts, int count, const pf_embed_options *o, float *embeddings) {
     if (!m) return PF_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&m->request_lock);
-    pf_result r = pf__embed_texts_locked(m, texts, count, o, embeddings);
+    pf_result r = pf__request_lock(m, "pf_embed_texts");
+    if (r) return r;
+    r = pf__embed_texts_locked(m, texts, count, o, embeddings);
     pthread_mutex_unlock(&m->request_lock);
     return r;
 }
@@ -8958,16 +9105,18 @@ pf_result pf_embed_texts(pf_model *m, const char *const *texts, int count, const
 pf_result pf_embed(pf_model *m, const int32_t *const *ids, const int *lengths, int batch, const pf_embed_options *o,
                    float *embeddings) {
     if (!m) return PF_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&m->request_lock);
-    pf_result r = pf__embed_locked(m, ids, lengths, batch, o, embeddings);
+    pf_result r = pf__request_lock(m, "pf_embed");
+    if (r) return r;
+    r = pf__embed_locked(m, ids, lengths, batch, o, embeddings);
     pthread_mutex_unlock(&m->request_lock);
     return r;
 }
 
 pf_result pf_forward(pf_model *m, const int32_t *ids, int batch, int seq_len, float *logits) {
     if (!m) return PF_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&m->request_lock);
-    pf_result r = pf__forward_locked(m, ids, batch, seq_len, logits);
+    pf_result r = pf__request_lock(m, "pf_forward");
+    if (r) return r;
+    r = pf__forward_locked(m, ids, batch, seq_len, logits);
     pthread_mutex_unlock(&m->request_lock);
     return r;
 }
@@ -9226,10 +9375,11 @@ static pf_result pf__check_generate_options(pf_model *m, const pf_generate_optio
             if (r) return r;
         }
     }
-    int rows = batch * (o->num_beams > 1 ? o->num_beams : o->num_return_sequences);
+    /* in long long: an int product wraps for large counts and would pass the check */
+    long long rows = (long long)batch * (o->num_beams > 1 ? o->num_beams : o->num_return_sequences);
     if (rows > m->group->max_batch)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT,
-                        "%d prompts x %d beams or samples need max_batch %d in pf_parallelize (it is %d)", batch,
+                        "%d prompts x %d beams or samples need max_batch %lld in pf_parallelize (it is %d)", batch,
                         o->num_beams > 1 ? o->num_beams : o->num_return_sequences, rows, m->group->max_batch);
     return PF_OK;
 }
@@ -9263,6 +9413,22 @@ static pf_result pf__reorder_rows(pf_model *m, const int *src, int num_rows, int
     return pf__group_run(m->group, PF__JOB_REORDER, &job);
 }
 
+#ifdef PF_TESTING
+/* Test builds poison the logits before each generation and check every row it scores: a row no
+   forward wrote (read uninitialised in a release build, where only valgrind would see it) fails
+   the request instead. */
+static void pf__testing_poison_logits(pf_model *m) {
+    size_t count = (size_t)m->group->max_batch * m->config.vocab_size;
+    for (size_t i = 0; i < count; i++) m->logits[i] = NAN;
+}
+
+static int pf__testing_unwritten(const float *row, int vocab) {
+    for (int i = 0; i < vocab; i++)
+        if (isnan(row[i])) return 1;
+    return 0;
+}
+#endif
+
 /* The generation itself, with the model's request lock held. */
 static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts, const int *lengths, int batch,
                                      const pf_generate_options *o, pf_generation *result) {
@@ -9290,10 +9456,14 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
                            : o->max_length   ? o->max_length
                                              : (width + 20 < m->config.max_positions ? width + 20 : m->config.max_positions);
     if (max_length > g->cache_len) max_length = g->cache_len;
-    int min_length = o->min_new_tokens ? width + o->min_new_tokens : o->min_length;
+    long long min_new = o->min_new_tokens ? (long long)width + o->min_new_tokens : o->min_length;
+    int min_length = min_new < INT_MAX ? (int)min_new : INT_MAX; /* longer than any row can grow */
     int beams = o->num_beams, per_prompt = beams > 1 ? beams : o->num_return_sequences, num_rows = batch * per_prompt;
     size_t capacity = (size_t)(max_length > width ? max_length : width) + 1;
-    int num_candidates = (num_eos + 1 > 2 ? num_eos + 1 : 2) * beams;
+    /* Beam search keeps transformers' top K of beams x vocab: 2 per beam, or one more than the eos
+       ids so that num_beams of them do not end; never more than the beams x vocab that exist. */
+    long long per_beam = num_eos + 1LL > 2 ? num_eos + 1LL : 2;
+    int num_candidates = (int)((per_beam < vocab ? per_beam : vocab) * beams);
 
     pf__row *rows = (pf__row *)calloc((size_t)num_rows, sizeof *rows);
     int32_t *pool[2]; /* token rows, swapped when beams are reordered */
@@ -9328,16 +9498,23 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
     for (int b = 0; !r && b < batch; b++) open[b] = 1;
     uint64_t rng = o->seed;
     pf__rope_reset(m);
+#ifdef PF_TESTING
+    if (!r) pf__testing_poison_logits(m);
+#endif
     if (!r && beams > 1) {
         /* Beams share their prompt: prefill beam 0 of each prompt into cache rows 0..batch-1, then
-           copy each into its beams' rows and move its logits to beam 0's place. */
+           copy each into its beams' rows, and its logits to each beam's place (the first step
+           reads every beam's, which are the same: unwritten rows would be read uninitialised). */
         pf__row *firsts = (pf__row *)malloc((size_t)batch * sizeof *firsts);
         if (!firsts) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
         for (int b = 0; !r && b < batch; b++) firsts[b] = rows[b * beams];
         if (!r) r = pf__generate_step(m, firsts, batch, 1, ids, pads);
         free(firsts);
-        for (int b = batch - 1; !r && b > 0; b--)
-            memmove(m->logits + (size_t)b * beams * vocab, m->logits + (size_t)b * vocab, (size_t)vocab * sizeof(float));
+        for (int b = batch - 1; !r && b >= 0; b--) {
+            float *first = m->logits + (size_t)b * beams * vocab;
+            if (b > 0) memmove(first, m->logits + (size_t)b * vocab, (size_t)vocab * sizeof(float));
+            for (int k = 1; k < beams; k++) memcpy(first + (size_t)k * vocab, first, (size_t)vocab * sizeof(float));
+        }
         for (int i = 0; i < num_rows; i++) src[i] = i / beams;
         if (!r) r = pf__reorder_rows(m, src, num_rows, width);
     } else if (!r) {
@@ -9354,6 +9531,12 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
                 pf__row *row = &rows[i];
                 float *s = m->logits + (size_t)i * vocab;
                 int32_t t = pad_token;
+#ifdef PF_TESTING
+                if (!row->done && pf__testing_unwritten(s, vocab)) {
+                    r = PF__FAIL(m, PF_ERROR_DEVICE, "generation read logits row %d holding NaN: no forward wrote it (or the model computed NaN)", i);
+                    break;
+                }
+#endif
                 if (!row->done) {
                     pf__process_scores(o, row, s, vocab, eos, num_eos, min_length, seen);
                     t = o->do_sample ? pf__sample(o, s, vocab, &rng, candidates) : pf__argmax(s, vocab);
@@ -9368,7 +9551,7 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
                 }
                 all_done &= row->done;
             }
-            if (all_done || stopped) break;
+            if (r || all_done || stopped) break;
             r = pf__generate_step(m, rows, num_rows, 0, ids, pads);
             continue;
         }
@@ -9381,6 +9564,12 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
             for (int k = 0; k < beams; k++) {
                 int i = b * beams + k;
                 float *s = m->logits + (size_t)i * vocab;
+#ifdef PF_TESTING
+                if (pf__testing_unwritten(s, vocab)) {
+                    r = PF__FAIL(m, PF_ERROR_DEVICE, "beam search read logits row %d holding NaN: no forward wrote it (or the model computed NaN)", i);
+                    break;
+                }
+#endif
                 pf__log_softmax(s, vocab);
                 pf__process_scores(o, &rows[i], s, vocab, eos, num_eos, min_length, seen);
                 for (int t = 0; t < vocab; t++) {
@@ -9389,6 +9578,7 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
                     candidates[n++].token = t;
                 }
             }
+            if (r) break;
             /* the top K to the front, best first: one pass in which a candidate enters only if it
                beats the K-th (a decode step must not sort beams x vocab); when sampling, K drawn
                without replacement from the softmax instead */
@@ -9560,8 +9750,9 @@ pf_result pf_generate_batch(pf_model *m, const int32_t *const *prompts, const in
     if (!prompts || !prompt_lengths || batch < 1 || !result)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_generate_batch needs prompts, their lengths, batch >= 1 and a result");
     pf_generate_options o = options ? *options : m->generate_defaults;
-    pthread_mutex_lock(&m->request_lock);
-    pf_result r = pf__generate_locked(m, prompts, prompt_lengths, batch, &o, result);
+    pf_result r = pf__request_lock(m, "pf_generate");
+    if (r) return r;
+    r = pf__generate_locked(m, prompts, prompt_lengths, batch, &o, result);
     pthread_mutex_unlock(&m->request_lock);
     return r;
 }

@@ -91,5 +91,6 @@ void test_config(void);
 void test_encoders(void);
 void test_cli(void);
 void test_generation(void);
+void test_fuzz(void);
 
 #endif

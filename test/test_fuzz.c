@@ -1,0 +1,635 @@
+/* Crashes, hangs and over-reads found by fuzzing and by abusing the API (issue 17): each minimised
+   input is a case here, and must end in a pf_result with a message (or in the right answer).
+   Every case runs under alarm(), so a case that hangs fails the run with its name instead of
+   blocking it. The model directories are written by the test itself; the configs that are
+   parser inputs come from test/fuzz_seeds, the seed corpus of later fuzz targets. */
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test.h"
+
+/* Generous for the sanitizer and valgrind builds; a healthy case takes well under a second. */
+#ifndef CASE_SECONDS
+#define CASE_SECONDS 120
+#endif
+
+static const char *current_case = "";
+
+static void on_alarm(int sig) {
+    (void)sig;
+    static const char prefix[] = "FAIL test_fuzz.c: hung (alarm): ";
+    ssize_t ignored = write(2, prefix, sizeof prefix - 1);
+    ignored = write(2, current_case, strlen(current_case));
+    ignored = write(2, "\n", 1);
+    (void)ignored;
+    _exit(1);
+}
+
+static void begin_case(const char *name) {
+    current_case = name;
+    alarm(CASE_SECONDS);
+}
+
+static void end_case(void) { alarm(0); }
+
+/* Checks a result code and that the model's message holds `needle`. */
+#define CHECK_FAILS(m, got, want, needle)                                                           \
+    CHECK_MSG((got) == (want) && strstr(pf_error_message(m), (needle)) != NULL,                    \
+              "%s: got %s (\"%s\"), want %s mentioning \"%s\"", current_case, pf_result_string(got), \
+              pf_error_message(m), pf_result_string(want), (needle))
+
+/* ---- writing model directories ---- */
+
+static char tmp_dir[256];
+
+static void dir_path(char *out, size_t cap, const char *name) { snprintf(out, cap, "%s/%s", tmp_dir, name); }
+
+static void remove_in_dir(const char *name) {
+    char path[512];
+    dir_path(path, sizeof path, name);
+    unlink(path);
+}
+
+static void clean_dir(void) {
+    const char *names[] = {"config.json", "model.safetensors", "generation_config.json", "tokenizer.json",
+                           "model.safetensors.index.json"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) remove_in_dir(names[i]);
+}
+
+static void write_text(const char *name, const char *text) {
+    char path[512];
+    dir_path(path, sizeof path, name);
+    CHECK_MSG(test_write_file(path, text, strlen(text)) == 0, "cannot write %s", path);
+}
+
+/* A seed of test/fuzz_seeds (next to the fixtures directory) as DIR/NAME. */
+static int write_seed(const char *seed, const char *name) {
+    char path[1024];
+    size_t size;
+    snprintf(path, sizeof path, "%s/../fuzz_seeds/%s", test_fixtures, seed);
+    char *text = test_read_file(path, &size);
+    CHECK_MSG(text != NULL, "cannot read the seed %s", path);
+    if (!text) return -1;
+    write_text(name, text);
+    free(text);
+    return 0;
+}
+
+typedef struct tensor_spec {
+    char name[96];
+    size_t rows, cols; /* cols 0: a vector */
+} tensor_spec;
+
+typedef struct model_spec {
+    tensor_spec tensors[64];
+    int count;
+} model_spec;
+
+static void add_tensor(model_spec *s, size_t rows, size_t cols, const char *fmt, int layer) {
+    if (s->count == (int)(sizeof s->tensors / sizeof s->tensors[0])) return;
+    tensor_spec *t = &s->tensors[s->count++];
+    snprintf(t->name, sizeof t->name, fmt, layer);
+    t->rows = rows;
+    t->cols = cols;
+}
+
+/* DIR/model.safetensors holding s's tensors as F32 with small, varied values. */
+static void write_safetensors(const model_spec *s) {
+    size_t cap = 16384, len = 0, offset = 0;
+    char *header = (char *)malloc(cap);
+    if (!header) return;
+    len += (size_t)snprintf(header, cap, "{");
+    for (int i = 0; i < s->count; i++) {
+        const tensor_spec *t = &s->tensors[i];
+        size_t bytes = t->rows * (t->cols ? t->cols : 1) * 4;
+        char shape[64];
+        if (t->cols) snprintf(shape, sizeof shape, "[%zu, %zu]", t->rows, t->cols);
+        else snprintf(shape, sizeof shape, "[%zu]", t->rows);
+        len += (size_t)snprintf(header + len, cap - len, "%s\"%s\": {\"dtype\": \"F32\", \"shape\": %s, \"data_offsets\": [%zu, %zu]}",
+                                i ? ", " : "", t->name, shape, offset, offset + bytes);
+        offset += bytes;
+    }
+    len += (size_t)snprintf(header + len, cap - len, "}");
+    char path[512];
+    dir_path(path, sizeof path, "model.safetensors");
+    FILE *f = fopen(path, "wb");
+    CHECK_MSG(f != NULL && len < cap, "cannot write %s", path);
+    if (f && len < cap) {
+        unsigned char le[8];
+        for (int i = 0; i < 8; i++) le[i] = (unsigned char)((unsigned long long)len >> (8 * i));
+        fwrite(le, 1, 8, f);
+        fwrite(header, 1, len, f);
+        for (size_t i = 0; i < offset / 4; i++) {
+            float v = (float)((i * 7919) % 13) * 0.05f - 0.3f;
+            fwrite(&v, 4, 1, f);
+        }
+    }
+    if (f) fclose(f);
+    free(header);
+}
+
+/* A GPT-2 checkpoint of one layer (Conv1D weights are [in, out]). */
+static void write_gpt2(int embd, int positions, int vocab) {
+    model_spec s;
+    s.count = 0;
+    add_tensor(&s, (size_t)vocab, (size_t)embd, "transformer.wte.weight", 0);
+    add_tensor(&s, (size_t)positions, (size_t)embd, "transformer.wpe.weight", 0);
+    add_tensor(&s, (size_t)embd, 0, "transformer.h.%d.ln_1.weight", 0);
+    add_tensor(&s, (size_t)embd, 0, "transformer.h.%d.ln_1.bias", 0);
+    add_tensor(&s, (size_t)embd, 3 * (size_t)embd, "transformer.h.%d.attn.c_attn.weight", 0);
+    add_tensor(&s, 3 * (size_t)embd, 0, "transformer.h.%d.attn.c_attn.bias", 0);
+    add_tensor(&s, (size_t)embd, (size_t)embd, "transformer.h.%d.attn.c_proj.weight", 0);
+    add_tensor(&s, (size_t)embd, 0, "transformer.h.%d.attn.c_proj.bias", 0);
+    add_tensor(&s, (size_t)embd, 0, "transformer.h.%d.ln_2.weight", 0);
+    add_tensor(&s, (size_t)embd, 0, "transformer.h.%d.ln_2.bias", 0);
+    add_tensor(&s, (size_t)embd, 4 * (size_t)embd, "transformer.h.%d.mlp.c_fc.weight", 0);
+    add_tensor(&s, 4 * (size_t)embd, 0, "transformer.h.%d.mlp.c_fc.bias", 0);
+    add_tensor(&s, 4 * (size_t)embd, (size_t)embd, "transformer.h.%d.mlp.c_proj.weight", 0);
+    add_tensor(&s, (size_t)embd, 0, "transformer.h.%d.mlp.c_proj.bias", 0);
+    add_tensor(&s, (size_t)embd, 0, "transformer.ln_f.weight", 0);
+    add_tensor(&s, (size_t)embd, 0, "transformer.ln_f.bias", 0);
+    write_safetensors(&s);
+}
+
+/* An OPT checkpoint of one layer whose embeddings are `embed` wide, with the projections in and
+   out when asked for (tied LM head). */
+static void write_opt(int hidden, int ffn, int positions, int vocab, int embed, int project_in, int project_out) {
+    model_spec s;
+    size_t h = (size_t)hidden;
+    s.count = 0;
+    add_tensor(&s, (size_t)vocab, (size_t)embed, "model.decoder.embed_tokens.weight", 0);
+    add_tensor(&s, (size_t)positions + 2, h, "model.decoder.embed_positions.weight", 0);
+    if (project_in) add_tensor(&s, h, (size_t)embed, "model.decoder.project_in.weight", 0);
+    if (project_out) add_tensor(&s, (size_t)embed, h, "model.decoder.project_out.weight", 0);
+    const char *vectors[] = {"self_attn_layer_norm.weight", "self_attn_layer_norm.bias", "self_attn.q_proj.bias",
+                             "self_attn.k_proj.bias", "self_attn.v_proj.bias", "self_attn.out_proj.bias",
+                             "final_layer_norm.weight", "final_layer_norm.bias", "fc2.bias"};
+    const char *squares[] = {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+                             "self_attn.out_proj.weight"};
+    char name[96];
+    for (size_t i = 0; i < sizeof vectors / sizeof vectors[0]; i++) {
+        snprintf(name, sizeof name, "model.decoder.layers.%%d.%s", vectors[i]);
+        add_tensor(&s, h, 0, name, 0);
+    }
+    for (size_t i = 0; i < sizeof squares / sizeof squares[0]; i++) {
+        snprintf(name, sizeof name, "model.decoder.layers.%%d.%s", squares[i]);
+        add_tensor(&s, h, h, name, 0);
+    }
+    add_tensor(&s, (size_t)ffn, h, "model.decoder.layers.%d.fc1.weight", 0);
+    add_tensor(&s, (size_t)ffn, 0, "model.decoder.layers.%d.fc1.bias", 0);
+    add_tensor(&s, h, (size_t)ffn, "model.decoder.layers.%d.fc2.weight", 0);
+    add_tensor(&s, h, 0, "model.decoder.final_layer_norm.weight", 0);
+    add_tensor(&s, h, 0, "model.decoder.final_layer_norm.bias", 0);
+    write_safetensors(&s);
+}
+
+/* A fixture loaded from test/fixtures, or NULL (a failed check) when it does not load. */
+static pf_model *load_fixture(const char *name) {
+    char dir[1024];
+    pf_model *m = NULL;
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
+    pf_result r = pf_load(dir, NULL, &m);
+    CHECK_MSG(r == PF_OK, "%s: %s", dir, pf_error_message(m));
+    if (r == PF_OK) return m;
+    pf_free(m);
+    return NULL;
+}
+
+/* ---- the cases ---- */
+
+/* Issue 17.9: a NULL output gets a message naming it, not an empty one. */
+static void case_memory_info_null(void) {
+    begin_case("pf_get_memory_info(m, 0, NULL)");
+    pf_model *m = load_fixture("gpt2-tiny");
+    if (m) {
+        CHECK(pf_parallelize(m, 1, NULL) == PF_OK);
+        pf_result r = pf_get_memory_info(m, 0, NULL);
+        CHECK_FAILS(m, r, PF_ERROR_INVALID_ARGUMENT, "info");
+    }
+    pf_free(m);
+    end_case();
+}
+
+/* Issue 17.1: word_embed_proj_dim wider than hidden_size without project_in / project_out wrote
+   embedding rows into hidden-wide buffers (a heap overflow; SIGSEGV in the CLI). */
+static void case_opt_projection(void) {
+    const int with[3][2] = {{0, 0}, {1, 0}, {0, 1}};
+    for (int k = 0; k < 3; k++) {
+        char name[96];
+        snprintf(name, sizeof name, "OPT embed 64 > hidden 8, project_in %d, project_out %d", with[k][0], with[k][1]);
+        begin_case(name);
+        clean_dir();
+        if (write_seed("config/opt-embed-wider-than-hidden.json", "config.json")) return;
+        write_opt(8, 16, 8, 10, 64, with[k][0], with[k][1]);
+        pf_model *m = NULL;
+        pf_result r = pf_load(tmp_dir, NULL, &m);
+        CHECK_FAILS(m, r, PF_ERROR_FORMAT, "word_embed_proj_dim differs from hidden_size");
+        pf_free(m);
+        end_case();
+    }
+    /* The release CLI on the same directory: an error exit, not a signal. */
+    begin_case("OPT embed 64 > hidden 8, CLI");
+    char command[1024];
+    snprintf(command, sizeof command, "%s %s --ids 1,2,3 -n 2 --gpus 2 2>/dev/null >/dev/null", test_generate_binary, tmp_dir);
+    int status = system(command);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) != 0, "%s: status %d", command, status);
+    end_case();
+    /* With both projections the same config is a valid model, which must run on 2 ranks (the
+       case above then fails for the reason it names). */
+    begin_case("OPT embed 64 > hidden 8 with both projections");
+    clean_dir();
+    if (write_seed("config/opt-embed-wider-than-hidden.json", "config.json")) return;
+    write_opt(8, 16, 8, 10, 64, 1, 1);
+    pf_model *m = NULL;
+    pf_result r = pf_load(tmp_dir, NULL, &m);
+    CHECK_MSG(r == PF_OK, "%s: %s", current_case, pf_error_message(m));
+    if (r == PF_OK) {
+        int32_t ids[3] = {1, 2, 3}, out[4];
+        float logits[3 * 10];
+        int n = 0;
+        CHECK(pf_parallelize(m, 2, NULL) == PF_OK);
+        CHECK_MSG(pf_forward(m, ids, 1, 3, logits) == PF_OK, "%s", pf_error_message(m));
+        CHECK_MSG(pf_generate(m, ids, 3, NULL, out, 4, &n) == PF_OK && n > 0, "%s", pf_error_message(m));
+    }
+    pf_free(m);
+    end_case();
+}
+
+/* Issue 17.2: with fewer vocabulary rows than ranks, each rank decided on its own whether to
+   all-reduce the embedding (by its own row count), so ranks paired different all-reduces and the
+   caller waited forever. Logits must equal one rank's. */
+static void case_vocab_smaller_than_ranks(void) {
+    const struct { const char *seed; int vocab, ranks; } cases[] = {
+        {"config/gpt2-vocab-1.json", 1, 2}, {"config/gpt2-vocab-1.json", 1, 3}, {"config/gpt2-vocab-3.json", 3, 4}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char name[96];
+        snprintf(name, sizeof name, "vocab %d on %d ranks", cases[k].vocab, cases[k].ranks);
+        begin_case(name);
+        clean_dir();
+        if (write_seed(cases[k].seed, "config.json")) return;
+        write_gpt2(8, 8, cases[k].vocab);
+        pf_model *m = NULL;
+        pf_result r = pf_load(tmp_dir, NULL, &m);
+        CHECK_MSG(r == PF_OK, "%s: %s", name, pf_error_message(m));
+        if (r == PF_OK) {
+            int32_t ids[4] = {0, 0, 0, 0}, out[3];
+            if (cases[k].vocab > 2) ids[1] = 2, ids[3] = 1;
+            float one[4 * 3], many[4 * 3];
+            int n = 0;
+            CHECK(pf_forward(m, ids, 1, 4, one) == PF_OK);
+            CHECK_MSG(pf_parallelize(m, cases[k].ranks, NULL) == PF_OK, "%s", pf_error_message(m));
+            CHECK_MSG(pf_forward(m, ids, 1, 4, many) == PF_OK, "%s: %s", name, pf_error_message(m));
+            float diff = test_max_abs_diff(one, many, (size_t)4 * cases[k].vocab);
+            CHECK_MSG(diff < 1e-5f, "%s: logits differ from one rank's by %g", name, diff);
+            CHECK_MSG(pf_generate(m, ids, 4, NULL, out, 3, &n) == PF_OK && n == 3, "%s: %s", name, pf_error_message(m));
+        }
+        pf_free(m);
+        end_case();
+    }
+}
+
+extern int pf_testing_skip_reduce_rank, pf_testing_skip_reduce_countdown;
+
+/* The check that ranks enter the same collectives must itself catch a rank that skips one (else
+   the case above proves nothing about the next such decision): an error naming both, not a hang
+   and not wrong sums; the next request runs normally. */
+static void case_collective_check(void) {
+    begin_case("a rank skips an all-reduce");
+    pf_model *m = load_fixture("gpt2-tiny");
+    if (m) {
+        int32_t ids[3] = {1, 2, 3};
+        float logits[3 * 500];
+        CHECK(pf_parallelize(m, 2, NULL) == PF_OK);
+        for (int countdown = 1; countdown <= 3; countdown++) { /* the embedding's, attention's, MLP's */
+            pf_testing_skip_reduce_rank = 1;
+            pf_testing_skip_reduce_countdown = countdown;
+            pf_result r = pf_forward(m, ids, 1, 3, logits);
+            pf_testing_skip_reduce_rank = -1;
+            CHECK_FAILS(m, r, PF_ERROR_DEVICE, "collective mismatch");
+        }
+        CHECK_MSG(pf_forward(m, ids, 1, 3, logits) == PF_OK, "after the mismatch: %s", pf_error_message(m));
+    }
+    pf_free(m);
+    end_case();
+}
+
+/* Issue 17.3: beam search's top K is max(2, eos ids + 1) x beams, which many eos ids made larger
+   than the vocab x beams candidates that exist (a heap over-read). */
+static void case_beam_many_eos(void) {
+    static int32_t eos[5000];
+    for (int i = 0; i < 5000; i++) eos[i] = i % 500;
+    const struct { int num_eos, beams, sample; } cases[] = {{500, 2, 0}, {5000, 2, 0}, {500, 3, 1}, {5000, 4, 0}};
+    pf_model *m = load_fixture("gpt2-tiny");
+    if (!m) return;
+    pf_parallel_options po = pf_parallel_options_init();
+    po.max_batch = 4;
+    CHECK(pf_parallelize(m, 2, &po) == PF_OK);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char name[96];
+        snprintf(name, sizeof name, "%d beams%s, %d eos ids, vocab 500", cases[k].beams, cases[k].sample ? " sampled" : "",
+                 cases[k].num_eos);
+        begin_case(name);
+        pf_generate_options o = pf_generate_options_init();
+        o.num_beams = cases[k].beams;
+        o.num_return_sequences = cases[k].beams;
+        o.do_sample = cases[k].sample;
+        o.max_new_tokens = 3;
+        o.eos_token_ids = eos;
+        o.num_eos_token_ids = cases[k].num_eos;
+        int32_t prompt[3] = {1, 2, 3};
+        const int32_t *prompts[1] = {prompt};
+        int length = 3;
+        pf_generation g;
+        pf_result r = pf_generate_batch(m, prompts, &length, 1, &o, &g);
+        CHECK_MSG(r == PF_OK && g.num_sequences == cases[k].beams, "%s: %s", name, pf_error_message(m));
+        /* every token is an eos: each hypothesis is one token long */
+        for (int i = 0; r == PF_OK && i < g.num_sequences; i++) CHECK_MSG(g.lengths[i] == 1, "%s: length %d", name, g.lengths[i]);
+        if (r == PF_OK) pf_generation_free(&g);
+        end_case();
+    }
+    pf_free(m);
+
+    /* The same through generation_config.json: gpt2-tiny's config and weights, the seed's
+       defaults (2 beams, 500 eos ids), generated with NULL options. */
+    begin_case("generation_config.json: 2 beams, 500 eos ids");
+    clean_dir();
+    char fixture[1024], path[512], cwd[512];
+    if (test_fixtures[0] == '/' || !getcwd(cwd, sizeof cwd)) cwd[0] = 0;
+    snprintf(fixture, sizeof fixture, "%s%s%s/gpt2-tiny/model.safetensors", cwd, cwd[0] ? "/" : "", test_fixtures);
+    dir_path(path, sizeof path, "model.safetensors");
+    CHECK_MSG(symlink(fixture, path) == 0, "cannot link %s", fixture);
+    size_t size;
+    snprintf(fixture, sizeof fixture, "%s/gpt2-tiny/config.json", test_fixtures);
+    char *config = test_read_file(fixture, &size);
+    CHECK_MSG(config != NULL, "cannot read %s", fixture);
+    if (config) write_text("config.json", config);
+    free(config);
+    if (write_seed("generation_config/beams-2-eos-ids-500.json", "generation_config.json")) return;
+    m = NULL;
+    pf_result r = pf_load(tmp_dir, NULL, &m);
+    CHECK_MSG(r == PF_OK, "%s: %s", current_case, pf_error_message(m));
+    pf_parallel_options two = pf_parallel_options_init();
+    two.max_batch = 2;
+    if (r == PF_OK) r = pf_parallelize(m, 2, &two);
+    if (r == PF_OK) {
+        int32_t prompt[3] = {1, 2, 3};
+        const int32_t *prompts[1] = {prompt};
+        int length = 3;
+        pf_generation g;
+        r = pf_generate_batch(m, prompts, &length, 1, NULL, &g);
+        CHECK_MSG(r == PF_OK && g.num_sequences == 2, "%s: %s", current_case, pf_error_message(m));
+        if (r == PF_OK) pf_generation_free(&g);
+    }
+    pf_free(m);
+    end_case();
+}
+
+/* Issue 17.4: batch x num_return_sequences (or x num_beams) in int wrapped past the max_batch
+   check (then a heap overflow), and min_new_tokens = INT_MAX overflowed the minimum length. */
+static void case_count_overflow(void) {
+    const struct { int batch, beams, returns, sample; } cases[] = {
+        {2, 1, 1 << 30, 1},       /* 2^31: negative in int */
+        {4, 1, (1 << 30) + 1, 1}, /* 2^32 + 4: 4 in int */
+        {4, (1 << 30) + 1, 1, 0}, /* the same through num_beams */
+        {2, INT_MAX, INT_MAX, 0},
+    };
+    pf_model *m = load_fixture("gpt2-tiny");
+    if (!m) return;
+    pf_parallel_options po = pf_parallel_options_init();
+    po.max_batch = 4;
+    CHECK(pf_parallelize(m, 2, &po) == PF_OK);
+    int32_t prompt[3] = {1, 2, 3};
+    const int32_t *prompts[4] = {prompt, prompt, prompt, prompt};
+    int lengths[4] = {3, 3, 3, 3};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char name[128];
+        snprintf(name, sizeof name, "batch %d x beams %d x returns %d", cases[k].batch, cases[k].beams, cases[k].returns);
+        begin_case(name);
+        pf_generate_options o = pf_generate_options_init();
+        o.num_beams = cases[k].beams;
+        o.num_return_sequences = cases[k].returns;
+        o.do_sample = cases[k].sample;
+        o.max_new_tokens = 2;
+        pf_generation g;
+        pf_result r = pf_generate_batch(m, prompts, lengths, cases[k].batch, &o, &g);
+        CHECK_FAILS(m, r, PF_ERROR_INVALID_ARGUMENT, "max_batch");
+        if (r == PF_OK) pf_generation_free(&g);
+        end_case();
+    }
+    begin_case("min_new_tokens INT_MAX");
+    pf_generate_options o = pf_generate_options_init();
+    o.min_new_tokens = INT_MAX;
+    o.max_new_tokens = 3;
+    int32_t out[8];
+    int n = 0;
+    pf_result r = pf_generate(m, prompt, 3, &o, out, 8, &n);
+    CHECK_MSG(r == PF_OK && n == 3, "%s: %s, %d tokens", current_case, pf_error_message(m), n);
+    for (int i = 0; i < n; i++) CHECK_MSG(out[i] != 499, "%s: eos before the minimum", current_case);
+    end_case();
+    pf_free(m);
+}
+
+/* Issue 17.5: a FIFO where a file should be blocked pf_load forever (open waits for a writer), and
+   config.json pointing at /dev/zero read until memory ran out; a huge JSON file is refused
+   before it is read. */
+static void case_special_files(void) {
+    const struct { const char *file, *kind; int fifo; } cases[] = {
+        {"config.json", "FIFO", 1}, {"config.json", "character device", 0},
+        {"model.safetensors", "FIFO", 1}, {"model.safetensors", "character device", 0},
+        {"generation_config.json", "FIFO", 1}, {"tokenizer.json", "FIFO", 1},
+        {"tokenizer.json", "character device", 0}, {"model.safetensors.index.json", "FIFO", 1},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char name[128], path[512];
+        snprintf(name, sizeof name, "%s is a %s", cases[k].file, cases[k].fifo ? "FIFO" : "link to /dev/zero");
+        begin_case(name);
+        clean_dir();
+        if (write_seed("config/gpt2-vocab-3.json", "config.json")) return;
+        write_gpt2(8, 8, 3);
+        dir_path(path, sizeof path, cases[k].file);
+        unlink(path);
+        int made = cases[k].fifo ? mkfifo(path, 0600) : symlink("/dev/zero", path);
+        CHECK_MSG(made == 0, "%s: cannot make %s", name, path);
+        pf_model *m = NULL;
+        pf_result r = pf_load(tmp_dir, NULL, &m);
+        CHECK_FAILS(m, r, PF_ERROR_IO, cases[k].kind);
+        CHECK_FAILS(m, r, PF_ERROR_IO, cases[k].file);
+        pf_free(m);
+        if (!strcmp(cases[k].file, "tokenizer.json")) { /* and the tokenizer alone */
+            pf_tokenizer *t = NULL;
+            char error[512] = "";
+            r = pf_tokenizer_load(tmp_dir, &t, error, sizeof error);
+            CHECK_MSG(r == PF_ERROR_IO && t == NULL && strstr(error, cases[k].kind), "%s: pf_tokenizer_load: %s (%s)", name,
+                      pf_result_string(r), error);
+            pf_tokenizer_free(t);
+        }
+        end_case();
+    }
+    begin_case("config.json of 300 MiB");
+    clean_dir();
+    char path[512];
+    dir_path(path, sizeof path, "config.json");
+    FILE *f = fopen(path, "wb");
+    if (f) { /* sparse: the size is what counts */
+        fputc('{', f);
+        CHECK(ftruncate(fileno(f), (off_t)300 << 20) == 0);
+        fclose(f);
+    }
+    pf_model *m = NULL;
+    pf_result r = pf_load(tmp_dir, NULL, &m);
+    CHECK_FAILS(m, r, PF_ERROR_FORMAT, "more than the 268435456");
+    pf_free(m);
+    end_case();
+}
+
+/* Issue 17.6: beam search's first step read the logits rows of beams 1..K-1, which the prefill
+   (of beam 0 alone) never wrote: uninitialised reads, 263k valgrind errors in 20 cycles. Test
+   builds poison the logits and fail a generation that scores an unwritten row; `make valgrind`
+   runs the release build. */
+static void case_beam_first_step(void) {
+    begin_case("beam search first on a fresh model");
+    pf_model *m = load_fixture("gpt2-tiny");
+    if (!m) return;
+    pf_parallel_options po = pf_parallel_options_init();
+    po.max_batch = 6;
+    CHECK(pf_parallelize(m, 2, &po) == PF_OK);
+    int32_t first[4] = {1, 2, 3, 4}, second[2] = {5, 6};
+    const int32_t *prompts[2] = {first, second};
+    int lengths[2] = {4, 2};
+    for (int beams = 2; beams <= 3; beams++) {
+        pf_generate_options o = pf_generate_options_init();
+        o.num_beams = beams;
+        o.max_new_tokens = 3;
+        pf_generation g;
+        pf_result r = pf_generate_batch(m, prompts, lengths, 2, &o, &g);
+        CHECK_MSG(r == PF_OK, "%s, %d beams: %s", current_case, beams, pf_error_message(m));
+        if (r == PF_OK) pf_generation_free(&g);
+    }
+    pf_free(m);
+    end_case();
+}
+
+/* Issue 17.7: a rank that holds no heads (6 heads on 7 ranks) rotated `qkv + offset` on its NULL
+   buffer, and a partial rotary factor of 1e10 or NaN overflowed the float-to-int conversion of
+   the rotary width (both undefined behaviour, seen by UBSan). */
+static void case_rotary(void) {
+    begin_case("LLaMA (6 heads) on 7 ranks");
+    pf_model *m = load_fixture("llama");
+    if (m) {
+        int32_t ids[5] = {1, 5, 9, 13, 17}, out[4];
+        static float one[5 * 512], many[5 * 512];
+        int n = 0;
+        CHECK(pf_forward(m, ids, 1, 5, one) == PF_OK);
+        CHECK_MSG(pf_parallelize(m, 7, NULL) == PF_OK, "%s", pf_error_message(m));
+        CHECK_MSG(pf_forward(m, ids, 1, 5, many) == PF_OK, "%s: %s", current_case, pf_error_message(m));
+        float diff = test_max_abs_diff(one, many, 5 * 512);
+        CHECK_MSG(diff < 1e-4f, "%s: logits differ from one rank's by %g", current_case, diff);
+        CHECK_MSG(pf_generate(m, ids, 5, NULL, out, 4, &n) == PF_OK && n > 0, "%s: %s", current_case, pf_error_message(m));
+    }
+    pf_free(m);
+    end_case();
+    const struct { const char *seed, *key; } configs[] = {
+        {"config/llama-partial-rotary-1e10.json", "partial_rotary_factor"},
+        {"config/llama-partial-rotary-nan.json", "partial_rotary_factor"},
+        {"config/gpt_neox-rotary-pct-nan.json", "rotary_pct"},
+    };
+    for (size_t k = 0; k < sizeof configs / sizeof configs[0]; k++) {
+        begin_case(configs[k].seed);
+        clean_dir();
+        if (write_seed(configs[k].seed, "config.json")) return;
+        m = NULL;
+        pf_result r = pf_load(tmp_dir, NULL, &m);
+        CHECK_FAILS(m, r, PF_ERROR_FORMAT, configs[k].key);
+        pf_free(m);
+        end_case();
+    }
+}
+
+/* Issue 17.8: a stream callback that calls back into its own model waited forever for the
+   request lock its own generation holds. Each such call is refused with a message; the
+   generation goes on. */
+typedef struct reentry {
+    pf_model *model;
+    int calls;
+    pf_result results[5];
+    char messages[5][256];
+} reentry;
+
+static int reentering_stream(void *user, int row, int32_t token, const char *text, size_t text_len) {
+    (void)row, (void)token, (void)text, (void)text_len;
+    reentry *e = (reentry *)user;
+    if (e->calls) return 0; /* once is enough */
+    int32_t ids[2] = {1, 2}, out[2];
+    float logits[2 * 500];
+    int n;
+    pf_generation g;
+    const int32_t *prompts[1] = {ids};
+    int length = 2;
+    e->results[0] = pf_forward(e->model, ids, 1, 2, logits);
+    snprintf(e->messages[0], sizeof e->messages[0], "%s", pf_error_message(e->model));
+    e->results[1] = pf_generate(e->model, ids, 2, NULL, out, 2, &n);
+    snprintf(e->messages[1], sizeof e->messages[1], "%s", pf_error_message(e->model));
+    e->results[2] = pf_generate_batch(e->model, prompts, &length, 1, NULL, &g);
+    snprintf(e->messages[2], sizeof e->messages[2], "%s", pf_error_message(e->model));
+    e->results[3] = pf_parallelize(e->model, 1, NULL);
+    snprintf(e->messages[3], sizeof e->messages[3], "%s", pf_error_message(e->model));
+    e->results[4] = pf_to_cpu(e->model);
+    snprintf(e->messages[4], sizeof e->messages[4], "%s", pf_error_message(e->model));
+    e->calls++;
+    return 0;
+}
+
+static void case_reentry(void) {
+    begin_case("a stream callback calls its own model");
+    pf_model *m = load_fixture("gpt2-tiny");
+    if (!m) return;
+    CHECK(pf_parallelize(m, 2, NULL) == PF_OK);
+    reentry e;
+    memset(&e, 0, sizeof e);
+    e.model = m;
+    pf_generate_options o = pf_generate_options_init();
+    o.max_new_tokens = 3;
+    o.stream = reentering_stream;
+    o.stream_user = &e;
+    int32_t prompt[3] = {1, 2, 3}, out[3];
+    int n = 0;
+    pf_result r = pf_generate(m, prompt, 3, &o, out, 3, &n);
+    CHECK_MSG(r == PF_OK && n == 3, "%s: the generation itself: %s", current_case, pf_error_message(m));
+    CHECK(e.calls == 1);
+    for (int i = 0; i < 5; i++)
+        CHECK_MSG(e.results[i] == PF_ERROR_INVALID_ARGUMENT && strstr(e.messages[i], "inside"),
+                  "%s: call %d gave %s (\"%s\")", current_case, i, pf_result_string(e.results[i]), e.messages[i]);
+    /* and the model serves the next request */
+    CHECK_MSG(pf_generate(m, prompt, 3, NULL, out, 3, &n) == PF_OK, "%s: after: %s", current_case, pf_error_message(m));
+    pf_free(m);
+    end_case();
+}
+
+void test_fuzz(void) {
+    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/pf_fuzz_XXXXXX");
+    if (!mkdtemp(tmp_dir)) {
+        CHECK_MSG(0, "cannot create a temporary directory");
+        return;
+    }
+    signal(SIGALRM, on_alarm);
+    case_memory_info_null();
+    case_opt_projection();
+    case_vocab_smaller_than_ranks();
+    case_collective_check();
+    case_beam_many_eos();
+    case_count_overflow();
+    case_special_files();
+    case_beam_first_step();
+    case_rotary();
+    case_reentry();
+    alarm(0); /* a case that returned early left its alarm set */
+    signal(SIGALRM, SIG_DFL);
+    clean_dir();
+    rmdir(tmp_dir);
+}
