@@ -9430,6 +9430,363 @@ static int pf__testing_unwritten(const float *row, int vocab) {
 #endif
 
 /* The generation itself, with the model's request lock held. */
+/* Whether a row whose tokens are tokens[0..length) followed by next ends at next: an eos id, or
+   the last token of a stop sequence. The one test of where a row ends, for every search. */
+static int pf__ends_here(const pf_generate_options *o, const int32_t *eos, int num_eos, const int32_t *tokens,
+                         int length, int32_t next) {
+    if (pf__is_eos(o, eos, num_eos, next)) return 1;
+    for (int k = 0; k < o->num_stop_sequences; k++) {
+        const pf_token_sequence *q = &o->stop_sequences[k];
+        int before = q->length - 1; /* the ids before its last */
+        if (q->ids[before] == next && length >= before &&
+            !memcmp(tokens + length - before, q->ids, (size_t)before * sizeof(int32_t)))
+            return 1;
+    }
+    return 0;
+}
+
+/* One generate request: its resolved lengths and ids, the running rows, and (beam search) the
+   candidates and finished hypotheses of each prompt. */
+typedef struct pf__generation_state {
+    pf_model *m;
+    const pf_generate_options *o;
+    int batch, vocab, width;      /* width: the longest prompt, every row left-padded to it */
+    const int32_t *eos;
+    int num_eos;
+    int32_t pad_token;
+    long long max_length;
+    int min_length;
+    int beams, per_prompt, num_rows, num_candidates;
+    size_t capacity;              /* tokens a row can hold */
+    pf__row *rows;
+    int32_t *pool[2];             /* the rows' tokens; beam search swaps them when beams move */
+    int current;                  /* the pool the rows point into */
+    int32_t *ids;                 /* scratch for pf__generate_step */
+    int *pads, *src;              /* src: beam search's parent row of each row */
+    unsigned char *seen;
+    pf__candidate *candidates;
+    pf__hypothesis *hyps;         /* [batch][beams] */
+    int *num_hyps, *open;         /* open: the prompt's search goes on */
+    int32_t *next_tokens;
+    float *next_scores;
+    pf__stream_state *streams;
+    char *stream_text;
+    size_t stream_cap;
+    uint64_t rng;
+} pf__generation_state;
+
+/* Phase 1: the prompts fit the model and the cache; the lengths as transformers resolves them
+   (20 new tokens by default), bounded by the cache. */
+static pf_result pf__generation_resolve(pf__generation_state *st, const int32_t *const *prompts, const int *lengths) {
+    pf_model *m = st->m;
+    const pf_generate_options *o = st->o;
+    const pf__group *g = m->group;
+    pf_result r;
+    for (int b = 0; b < st->batch; b++) {
+        if (!prompts[b] || lengths[b] < 1) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "prompt %d is empty", b);
+        if ((r = pf__check_ids(m, prompts[b], (size_t)lengths[b]))) return r;
+        if (lengths[b] > st->width) st->width = lengths[b];
+    }
+    if (st->width >= g->cache_len)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the prompt (%d tokens) leaves no room in the KV cache (%d)", st->width,
+                        g->cache_len);
+    int width = st->width;
+    st->vocab = m->config.vocab_size;
+    st->eos = o->num_eos_token_ids ? o->eos_token_ids : m->config.eos_ids;
+    st->num_eos = o->num_eos_token_ids ? o->num_eos_token_ids : m->config.num_eos_ids;
+    st->pad_token = o->pad_token_id >= 0 ? o->pad_token_id : st->num_eos ? st->eos[0] : 0;
+    st->max_length = o->max_new_tokens ? (long long)width + o->max_new_tokens
+                     : o->max_length   ? o->max_length
+                                       : (width + 20 < m->config.max_positions ? width + 20 : m->config.max_positions);
+    if (st->max_length > g->cache_len) st->max_length = g->cache_len;
+    long long min_new = o->min_new_tokens ? (long long)width + o->min_new_tokens : o->min_length;
+    st->min_length = min_new < INT_MAX ? (int)min_new : INT_MAX; /* longer than any row can grow */
+    st->beams = o->num_beams;
+    st->per_prompt = st->beams > 1 ? st->beams : o->num_return_sequences;
+    st->num_rows = st->batch * st->per_prompt;
+    st->capacity = (size_t)(st->max_length > width ? st->max_length : width) + 1;
+    /* Beam search keeps transformers' top K of beams x vocab: 2 per beam, or one more than the eos
+       ids so that num_beams of them do not end; never more than the beams x vocab that exist. */
+    long long per_beam = st->num_eos + 1LL > 2 ? st->num_eos + 1LL : 2;
+    st->num_candidates = (int)((per_beam < st->vocab ? per_beam : st->vocab) * st->beams);
+    st->rng = o->seed;
+    return PF_OK;
+}
+
+/* Phase 2: the buffers, and every row as left pads then its prompt. */
+static pf_result pf__generation_alloc(pf__generation_state *st, const int32_t *const *prompts, const int *lengths) {
+    size_t rows = (size_t)st->num_rows, batch = (size_t)st->batch, beams = (size_t)st->beams;
+    st->rows = (pf__row *)calloc(rows, sizeof *st->rows);
+    st->pool[0] = (int32_t *)malloc(rows * st->capacity * sizeof(int32_t));
+    st->pool[1] = beams > 1 ? (int32_t *)malloc(rows * st->capacity * sizeof(int32_t)) : NULL;
+    st->ids = (int32_t *)malloc(rows * (size_t)st->width * sizeof *st->ids);
+    st->pads = (int *)malloc(rows * sizeof *st->pads);
+    st->src = (int *)malloc(rows * sizeof *st->src);
+    st->seen = (unsigned char *)malloc((size_t)st->vocab);
+    st->candidates = (pf__candidate *)malloc((size_t)st->vocab * beams * sizeof *st->candidates);
+    st->hyps = (pf__hypothesis *)calloc(batch * beams, sizeof *st->hyps);
+    st->num_hyps = (int *)calloc(batch, sizeof *st->num_hyps);
+    st->open = (int *)malloc(batch * sizeof *st->open);
+    st->next_tokens = (int32_t *)malloc(rows * sizeof *st->next_tokens);
+    st->next_scores = (float *)malloc(rows * sizeof *st->next_scores);
+    st->streams = (pf__stream_state *)calloc(rows, sizeof *st->streams);
+    if (!st->rows || !st->pool[0] || (beams > 1 && !st->pool[1]) || !st->candidates || !st->ids || !st->pads ||
+        !st->src || !st->seen || !st->hyps || !st->num_hyps || !st->open || !st->next_tokens || !st->next_scores ||
+        !st->streams)
+        return PF__FAIL(st->m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (int i = 0; i < st->num_rows; i++) {
+        int b = i / st->per_prompt;
+        pf__row *row = &st->rows[i];
+        row->tokens = st->pool[0] + (size_t)i * st->capacity;
+        row->pad = st->width - lengths[b];
+        row->prompt = lengths[b];
+        row->length = st->width;
+        for (int t = 0; t < row->pad; t++) row->tokens[t] = st->pad_token;
+        memcpy(row->tokens + row->pad, prompts[b], (size_t)lengths[b] * sizeof(int32_t));
+        row->score = st->beams == 1 || i % st->beams == 0 ? 0.0f : -1e9f; /* beam 0 alone starts live */
+    }
+    for (int b = 0; b < st->batch; b++) st->open[b] = 1;
+    return PF_OK;
+}
+
+/* Phase 3: the prompts through the model. Beams share their prompt: beam 0 of each prompt is
+   prefilled into cache rows 0..batch-1, then copied into its beams' rows, and its logits to each
+   beam's place (the first step reads every beam's, which are the same: unwritten rows would be
+   read uninitialised). */
+static pf_result pf__generation_prefill(pf__generation_state *st) {
+    pf_model *m = st->m;
+    int beams = st->beams, vocab = st->vocab;
+    if (beams == 1) return pf__generate_step(m, st->rows, st->num_rows, 1, st->ids, st->pads);
+    pf__row *firsts = (pf__row *)malloc((size_t)st->batch * sizeof *firsts);
+    if (!firsts) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (int b = 0; b < st->batch; b++) firsts[b] = st->rows[b * beams];
+    pf_result r = pf__generate_step(m, firsts, st->batch, 1, st->ids, st->pads);
+    free(firsts);
+    for (int b = st->batch - 1; !r && b >= 0; b--) {
+        float *first = m->logits + (size_t)b * beams * vocab;
+        if (b > 0) memmove(first, m->logits + (size_t)b * vocab, (size_t)vocab * sizeof(float));
+        for (int k = 1; k < beams; k++) memcpy(first + (size_t)k * vocab, first, (size_t)vocab * sizeof(float));
+    }
+    for (int i = 0; i < st->num_rows; i++) st->src[i] = i / beams;
+    return r ? r : pf__reorder_rows(m, st->src, st->num_rows, st->width);
+}
+
+/* Phase 4a, greedy or sampling: one token per row (finished rows are fed the pad token); *finished
+   when every row has ended or a stream callback stopped the request. */
+static pf_result pf__generation_sample_step(pf__generation_state *st, int *finished) {
+    pf_model *m = st->m;
+    const pf_generate_options *o = st->o;
+    int last_step = st->rows[0].length + 1 >= st->max_length, all_done = 1, stopped = 0;
+    for (int i = 0; i < st->num_rows; i++) {
+        pf__row *row = &st->rows[i];
+        float *s = m->logits + (size_t)i * st->vocab;
+        int32_t t = st->pad_token;
+#ifdef PF_TESTING
+        if (!row->done && pf__testing_unwritten(s, st->vocab))
+            return PF__FAIL(m, PF_ERROR_DEVICE, "generation read logits row %d holding NaN: no forward wrote it (or the model computed NaN)", i);
+#endif
+        int live = !row->done, ends = 0;
+        if (live) {
+            pf__process_scores(o, row, s, st->vocab, st->eos, st->num_eos, st->min_length, st->seen);
+            t = o->do_sample ? pf__sample(o, s, st->vocab, &st->rng, st->candidates) : pf__argmax(s, st->vocab);
+            ends = last_step || pf__ends_here(o, st->eos, st->num_eos, row->tokens, row->length, t);
+        }
+        row->tokens[row->length++] = t;
+        if (live && o->stream && pf__stream(m, o, i, row, &st->streams[i], &st->stream_text, &st->stream_cap)) stopped = 1;
+        if (ends) row->done = 1;
+        all_done &= row->done;
+    }
+    *finished = all_done || stopped;
+    return PF_OK;
+}
+/* Beam search, one prompt's candidates: every live beam's log-probabilities (processed) plus its
+   score, and the top K of them to the front, best first, in one pass in which a candidate enters
+   only if it beats the K-th (a decode step must not sort beams x vocab); when sampling, K drawn
+   without replacement from their softmax instead. */
+static pf_result pf__beam_candidates(pf__generation_state *st, int b) {
+    const pf_generate_options *o = st->o;
+    pf__candidate *candidates = st->candidates;
+    int n = 0, vocab = st->vocab, K = st->num_candidates;
+    for (int k = 0; k < st->beams; k++) {
+        int i = b * st->beams + k;
+        float *s = st->m->logits + (size_t)i * vocab;
+#ifdef PF_TESTING
+        if (pf__testing_unwritten(s, vocab))
+            return PF__FAIL(st->m, PF_ERROR_DEVICE, "beam search read logits row %d holding NaN: no forward wrote it (or the model computed NaN)", i);
+#endif
+        pf__log_softmax(s, vocab);
+        pf__process_scores(o, &st->rows[i], s, vocab, st->eos, st->num_eos, st->min_length, st->seen);
+        for (int t = 0; t < vocab; t++) {
+            candidates[n].score = s[t] + st->rows[i].score;
+            candidates[n].beam = k;
+            candidates[n++].token = t;
+        }
+    }
+    if (o->do_sample) {
+        float max = -INFINITY;
+        for (int c = 0; c < n; c++)
+            if (candidates[c].score > max) max = candidates[c].score;
+        for (int c = 0; c < K; c++) {
+            double total = 0, sum = 0, u;
+            int pick;
+            for (int j = c; j < n; j++) total += exp((double)candidates[j].score - max);
+            u = pf__random_unit(&st->rng) * total;
+            for (pick = c; pick < n - 1; pick++)
+                if ((sum += exp((double)candidates[pick].score - max)) > u) break;
+            pf__candidate t = candidates[c];
+            candidates[c] = candidates[pick];
+            candidates[pick] = t;
+        }
+        return PF_OK;
+    }
+    int top = 0; /* candidates[0..top) hold the best so far, in order */
+    for (int j = 0; j < n; j++) {
+        if (top == K && pf__candidate_cmp(&candidates[j], &candidates[top - 1]) >= 0) continue;
+        pf__candidate cand = candidates[j]; /* every slot it may overwrite is read already */
+        int at = top < K ? top++ : K - 1;
+        for (; at > 0 && pf__candidate_cmp(&cand, &candidates[at - 1]) < 0; at--) candidates[at] = candidates[at - 1];
+        candidates[at] = cand;
+    }
+    return PF_OK;
+}
+
+/* A finished beam (parent's new tokens and `token`) with its length-penalised score into the
+   prompt's hypotheses: a free slot, or over the worst when better. */
+static pf_result pf__beam_hypothesis(pf__generation_state *st, int b, const pf__row *parent, int32_t token, float score) {
+    pf__hypothesis *hyps = st->hyps + (size_t)b * st->beams, *slot = NULL;
+    if (st->num_hyps[b] < st->beams) {
+        slot = &hyps[st->num_hyps[b]++];
+    } else {
+        slot = &hyps[0];
+        for (int h = 1; h < st->beams; h++)
+            if (hyps[h].score < slot->score) slot = &hyps[h];
+        if (!(score > slot->score)) return PF_OK;
+    }
+    int new_len = parent->length - st->width;
+    int32_t *tokens = (int32_t *)realloc(slot->tokens, (size_t)(new_len + 1) * sizeof(int32_t));
+    if (!tokens) return PF__FAIL(st->m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    memcpy(tokens, parent->tokens + st->width, (size_t)new_len * sizeof(int32_t));
+    tokens[new_len] = token;
+    slot->tokens = tokens;
+    slot->length = new_len + 1;
+    slot->score = score;
+    return PF_OK;
+}
+
+/* Beam search, one prompt's choice among its top K as transformers 5 makes it: those of the
+   first num_beams that end become hypotheses (kept best num_beams), and the best num_beams that
+   do not end run on (src, next_tokens, next_scores); then whether the best running beam can
+   still beat the worst hypothesis (open, sticky per prompt). */
+static pf_result pf__beam_choose(pf__generation_state *st, int b, int cur_len, int last_step) {
+    const pf_generate_options *o = st->o;
+    int beams = st->beams, kept = 0, base = b * beams;
+    int accept = st->open[b] && !(st->num_hyps[b] == beams && o->early_stopping == PF_EARLY_STOPPING_ON);
+    float penalty = powf((float)(cur_len + 1 - st->width), o->length_penalty);
+    for (int c = 0; c < st->num_candidates; c++) {
+        const pf__candidate *cand = &st->candidates[c];
+        const pf__row *parent = &st->rows[base + cand->beam];
+        if (!last_step && !pf__ends_here(o, st->eos, st->num_eos, parent->tokens, parent->length, cand->token)) {
+            if (kept < beams) { /* runs on */
+                st->src[base + kept] = base + cand->beam;
+                st->next_tokens[base + kept] = cand->token;
+                st->next_scores[base + kept++] = cand->score;
+            }
+            continue;
+        }
+        if (c >= beams || !accept) continue;
+        pf_result r = pf__beam_hypothesis(st, b, parent, cand->token, cand->score / penalty);
+        if (r) return r;
+    }
+    for (; kept < beams; kept++) { /* every candidate ended: placeholders nobody reads */
+        st->src[base + kept] = base;
+        st->next_tokens[base + kept] = st->pad_token;
+        st->next_scores[base + kept] = -1e9f;
+    }
+    if (st->open[b] && st->num_hyps[b] == beams) {
+        int length = o->early_stopping == PF_EARLY_STOPPING_NEVER && o->length_penalty > 0 ? (int)st->max_length - st->width
+                                                                                            : cur_len + 1 - st->width;
+        float best = st->next_scores[base] / powf((float)length, o->length_penalty), worst = INFINITY;
+        for (int h = 0; h < beams; h++)
+            if (st->hyps[base + h].score < worst) worst = st->hyps[base + h].score;
+        if (!(best > worst)) st->open[b] = 0;
+    }
+    return PF_OK;
+}
+
+/* Phase 4b, beam search: each prompt's candidates and choice, then the running beams (their
+   parents' tokens plus the new one) into the other pool; *finished when the search is over,
+   else the cache rows follow their beams. */
+static pf_result pf__generation_beam_step(pf__generation_state *st, int *finished) {
+    int cur_len = st->rows[0].length, last_step = cur_len + 1 >= st->max_length, any_open = 0, all_full = 1;
+    pf_result r = PF_OK;
+    for (int b = 0; b < st->batch && !r; b++) {
+        r = pf__beam_candidates(st, b);
+        if (!r) r = pf__beam_choose(st, b, cur_len, last_step);
+        any_open |= st->open[b];
+        all_full &= st->num_hyps[b] == st->beams;
+    }
+    if (r) return r;
+    int32_t *next = st->pool[!st->current];
+    for (int i = 0; i < st->num_rows; i++) {
+        int32_t *dst = next + (size_t)i * st->capacity;
+        memcpy(dst, st->rows[st->src[i]].tokens, (size_t)cur_len * sizeof(int32_t));
+        dst[cur_len] = st->next_tokens[i];
+    }
+    st->current = !st->current;
+    for (int i = 0; i < st->num_rows; i++) {
+        st->rows[i].tokens = next + (size_t)i * st->capacity;
+        st->rows[i].length = cur_len + 1;
+        st->rows[i].score = st->next_scores[i];
+    }
+    *finished = last_step || !any_open || (st->o->early_stopping == PF_EARLY_STOPPING_ON && all_full);
+    return *finished ? PF_OK : pf__reorder_rows(st->m, st->src, st->num_rows, cur_len);
+}
+
+/* Phase 5: each prompt's hypotheses best first (beam search), or each row's new tokens up to
+   where it ended. */
+static pf_result pf__generation_results(pf__generation_state *st, pf_generation *result) {
+    const pf_generate_options *o = st->o;
+    int n = st->batch * o->num_return_sequences, beams = st->beams;
+    result->tokens = (int32_t **)calloc((size_t)n, sizeof(int32_t *));
+    result->lengths = (int *)calloc((size_t)n, sizeof(int));
+    result->scores = (float *)calloc((size_t)n, sizeof(float));
+    if (!result->tokens || !result->lengths || !result->scores) return PF__FAIL(st->m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    result->num_sequences = n;
+    for (int b = 0; b < st->batch; b++) {
+        if (beams > 1) qsort(st->hyps + b * beams, (size_t)st->num_hyps[b], sizeof *st->hyps, pf__hypothesis_cmp);
+        for (int k = 0; k < o->num_return_sequences; k++) {
+            int out = b * o->num_return_sequences + k, length = 0;
+            const int32_t *tokens = NULL;
+            if (beams > 1 && k < st->num_hyps[b]) {
+                tokens = st->hyps[b * beams + k].tokens;
+                length = st->hyps[b * beams + k].length;
+                result->scores[out] = st->hyps[b * beams + k].score;
+            } else if (beams == 1) {
+                const pf__row *row = &st->rows[b * st->per_prompt + k];
+                tokens = row->tokens + st->width;
+                length = row->length - st->width;
+                for (int t = 0; t < length; t++) /* cut the pad tokens after its end */
+                    if (pf__ends_here(o, st->eos, st->num_eos, row->tokens, st->width + t, tokens[t])) {
+                        length = t + 1;
+                        break;
+                    }
+            }
+            result->lengths[out] = length;
+            result->tokens[out] = (int32_t *)malloc((size_t)(length ? length : 1) * sizeof(int32_t));
+            if (!result->tokens[out]) return PF__FAIL(st->m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+            if (length) memcpy(result->tokens[out], tokens, (size_t)length * sizeof(int32_t));
+        }
+    }
+    return PF_OK;
+}
+
+static void pf__generation_free(pf__generation_state *st) {
+    for (int i = 0; st->hyps && i < st->batch * st->beams; i++) free(st->hyps[i].tokens);
+    free(st->rows), free(st->pool[0]), free(st->pool[1]), free(st->ids), free(st->pads), free(st->src), free(st->seen);
+    free(st->candidates), free(st->hyps), free(st->num_hyps), free(st->open), free(st->next_tokens), free(st->next_scores);
+    free(st->streams), free(st->stream_text);
+}
+
 static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts, const int *lengths, int batch,
                                      const pf_generate_options *o, pf_generation *result) {
     pf_result r = pf__ensure_group(m);
@@ -9438,299 +9795,26 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder: it does not generate (pf_encode runs it)",
                         m->config.model_type);
     if ((r = pf__check_generate_options(m, o, batch))) return r;
-    const pf__group *g = m->group;
-    int vocab = m->config.vocab_size, width = 0;
-    for (int b = 0; b < batch; b++) {
-        if (!prompts[b] || lengths[b] < 1) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "prompt %d is empty", b);
-        if ((r = pf__check_ids(m, prompts[b], (size_t)lengths[b]))) return r;
-        if (lengths[b] > width) width = lengths[b];
-    }
-    if (width >= g->cache_len)
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the prompt (%d tokens) leaves no room in the KV cache (%d)", width,
-                        g->cache_len);
-    /* Lengths as transformers resolves them (20 new tokens by default); the cache bounds them. */
-    const int32_t *eos = o->num_eos_token_ids ? o->eos_token_ids : m->config.eos_ids;
-    int num_eos = o->num_eos_token_ids ? o->num_eos_token_ids : m->config.num_eos_ids;
-    int32_t pad_token = o->pad_token_id >= 0 ? o->pad_token_id : num_eos ? eos[0] : 0;
-    long long max_length = o->max_new_tokens ? (long long)width + o->max_new_tokens
-                           : o->max_length   ? o->max_length
-                                             : (width + 20 < m->config.max_positions ? width + 20 : m->config.max_positions);
-    if (max_length > g->cache_len) max_length = g->cache_len;
-    long long min_new = o->min_new_tokens ? (long long)width + o->min_new_tokens : o->min_length;
-    int min_length = min_new < INT_MAX ? (int)min_new : INT_MAX; /* longer than any row can grow */
-    int beams = o->num_beams, per_prompt = beams > 1 ? beams : o->num_return_sequences, num_rows = batch * per_prompt;
-    size_t capacity = (size_t)(max_length > width ? max_length : width) + 1;
-    /* Beam search keeps transformers' top K of beams x vocab: 2 per beam, or one more than the eos
-       ids so that num_beams of them do not end; never more than the beams x vocab that exist. */
-    long long per_beam = num_eos + 1LL > 2 ? num_eos + 1LL : 2;
-    int num_candidates = (int)((per_beam < vocab ? per_beam : vocab) * beams);
-
-    pf__row *rows = (pf__row *)calloc((size_t)num_rows, sizeof *rows);
-    int32_t *pool[2]; /* token rows, swapped when beams are reordered */
-    pool[0] = (int32_t *)malloc((size_t)num_rows * capacity * sizeof(int32_t));
-    pool[1] = beams > 1 ? (int32_t *)malloc((size_t)num_rows * capacity * sizeof(int32_t)) : NULL;
-    int32_t *ids = (int32_t *)malloc((size_t)num_rows * width * sizeof *ids);
-    int *pads = (int *)malloc((size_t)num_rows * sizeof *pads), *src = (int *)malloc((size_t)num_rows * sizeof *src);
-    unsigned char *seen = (unsigned char *)malloc((size_t)vocab);
-    pf__candidate *candidates = (pf__candidate *)malloc((size_t)vocab * beams * sizeof *candidates);
-    pf__hypothesis *hyps = (pf__hypothesis *)calloc((size_t)batch * beams, sizeof *hyps);
-    int *num_hyps = (int *)calloc((size_t)batch, sizeof *num_hyps), *open = (int *)malloc((size_t)batch * sizeof *open);
-    int32_t *next_tokens = (int32_t *)malloc((size_t)num_rows * sizeof *next_tokens);
-    float *next_scores = (float *)malloc((size_t)num_rows * sizeof *next_scores);
-    pf__stream_state *streams = (pf__stream_state *)calloc((size_t)num_rows, sizeof *streams);
-    char *stream_text = NULL;
-    size_t stream_cap = 0;
-    int current = 0;
-    if (!rows || !pool[0] || (beams > 1 && !pool[1]) || !candidates || !ids || !pads || !src || !seen ||
-        !hyps || !num_hyps || !open || !next_tokens || !next_scores || !streams)
-        r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    for (int i = 0; !r && i < num_rows; i++) { /* left pads, then the prompt */
-        int b = i / per_prompt;
-        pf__row *row = &rows[i];
-        row->tokens = pool[0] + (size_t)i * capacity;
-        row->pad = width - lengths[b];
-        row->prompt = lengths[b];
-        row->length = width;
-        for (int t = 0; t < row->pad; t++) row->tokens[t] = pad_token;
-        memcpy(row->tokens + row->pad, prompts[b], (size_t)lengths[b] * sizeof(int32_t));
-        row->score = beams == 1 || i % beams == 0 ? 0.0f : -1e9f; /* beam 0 alone starts live */
-    }
-    for (int b = 0; !r && b < batch; b++) open[b] = 1;
-    uint64_t rng = o->seed;
+    pf__generation_state st;
+    memset(&st, 0, sizeof st);
+    st.m = m;
+    st.o = o;
+    st.batch = batch;
+    memset(result, 0, sizeof *result);
+    r = pf__generation_resolve(&st, prompts, lengths);
+    if (!r) r = pf__generation_alloc(&st, prompts, lengths);
     pf__rope_reset(m);
 #ifdef PF_TESTING
     if (!r) pf__testing_poison_logits(m);
 #endif
-    if (!r && beams > 1) {
-        /* Beams share their prompt: prefill beam 0 of each prompt into cache rows 0..batch-1, then
-           copy each into its beams' rows, and its logits to each beam's place (the first step
-           reads every beam's, which are the same: unwritten rows would be read uninitialised). */
-        pf__row *firsts = (pf__row *)malloc((size_t)batch * sizeof *firsts);
-        if (!firsts) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-        for (int b = 0; !r && b < batch; b++) firsts[b] = rows[b * beams];
-        if (!r) r = pf__generate_step(m, firsts, batch, 1, ids, pads);
-        free(firsts);
-        for (int b = batch - 1; !r && b >= 0; b--) {
-            float *first = m->logits + (size_t)b * beams * vocab;
-            if (b > 0) memmove(first, m->logits + (size_t)b * vocab, (size_t)vocab * sizeof(float));
-            for (int k = 1; k < beams; k++) memcpy(first + (size_t)k * vocab, first, (size_t)vocab * sizeof(float));
-        }
-        for (int i = 0; i < num_rows; i++) src[i] = i / beams;
-        if (!r) r = pf__reorder_rows(m, src, num_rows, width);
-    } else if (!r) {
-        r = pf__generate_step(m, rows, num_rows, 1, ids, pads);
+    if (!r) r = pf__generation_prefill(&st);
+    for (int finished = 0; !r && !finished;) {
+        r = st.beams > 1 ? pf__generation_beam_step(&st, &finished) : pf__generation_sample_step(&st, &finished);
+        if (!r && !finished) r = pf__generate_step(m, st.rows, st.num_rows, 0, st.ids, st.pads);
     }
-
-    int stopped = 0;
-    while (!r && !stopped) {
-        int cur_len = rows[0].length, last_step = cur_len + 1 >= max_length;
-        if (beams == 1) {
-            /* greedy or sampling: one token per row; finished rows are fed the pad token */
-            int all_done = 1;
-            for (int i = 0; i < num_rows; i++) {
-                pf__row *row = &rows[i];
-                float *s = m->logits + (size_t)i * vocab;
-                int32_t t = pad_token;
-#ifdef PF_TESTING
-                if (!row->done && pf__testing_unwritten(s, vocab)) {
-                    r = PF__FAIL(m, PF_ERROR_DEVICE, "generation read logits row %d holding NaN: no forward wrote it (or the model computed NaN)", i);
-                    break;
-                }
-#endif
-                if (!row->done) {
-                    pf__process_scores(o, row, s, vocab, eos, num_eos, min_length, seen);
-                    t = o->do_sample ? pf__sample(o, s, vocab, &rng, candidates) : pf__argmax(s, vocab);
-                }
-                row->tokens[row->length++] = t;
-                if (!row->done) {
-                    if (o->stream && pf__stream(m, o, i, row, &streams[i], &stream_text, &stream_cap)) stopped = 1;
-                    int stop = pf__is_eos(o, eos, num_eos, t);
-                    for (int k = 0; k < o->num_stop_sequences && !stop; k++)
-                        stop = pf__ends_with(row, o->stop_sequences[k].ids, o->stop_sequences[k].length, 0);
-                    if (stop || last_step) row->done = 1;
-                }
-                all_done &= row->done;
-            }
-            if (r || all_done || stopped) break;
-            r = pf__generate_step(m, rows, num_rows, 0, ids, pads);
-            continue;
-        }
-        /* Beam search as transformers 5 does it: per prompt, the top K of beams x vocab by
-           accumulated log-probability; those of the first num_beams that end become hypotheses
-           (kept best num_beams), and the best num_beams that do not end run on. */
-        int any_open = 0, all_full = 1;
-        for (int b = 0; b < batch && !r; b++) {
-            int n = 0;
-            for (int k = 0; k < beams; k++) {
-                int i = b * beams + k;
-                float *s = m->logits + (size_t)i * vocab;
-#ifdef PF_TESTING
-                if (pf__testing_unwritten(s, vocab)) {
-                    r = PF__FAIL(m, PF_ERROR_DEVICE, "beam search read logits row %d holding NaN: no forward wrote it (or the model computed NaN)", i);
-                    break;
-                }
-#endif
-                pf__log_softmax(s, vocab);
-                pf__process_scores(o, &rows[i], s, vocab, eos, num_eos, min_length, seen);
-                for (int t = 0; t < vocab; t++) {
-                    candidates[n].score = s[t] + rows[i].score;
-                    candidates[n].beam = k;
-                    candidates[n++].token = t;
-                }
-            }
-            if (r) break;
-            /* the top K to the front, best first: one pass in which a candidate enters only if it
-               beats the K-th (a decode step must not sort beams x vocab); when sampling, K drawn
-               without replacement from the softmax instead */
-            if (o->do_sample) {
-                float max = -INFINITY;
-                for (int c = 0; c < n; c++)
-                    if (candidates[c].score > max) max = candidates[c].score;
-                for (int c = 0; c < num_candidates; c++) {
-                    double total = 0, sum = 0, u;
-                    int pick;
-                    for (int j = c; j < n; j++) total += exp((double)candidates[j].score - max);
-                    u = pf__random_unit(&rng) * total;
-                    for (pick = c; pick < n - 1; pick++)
-                        if ((sum += exp((double)candidates[pick].score - max)) > u) break;
-                    pf__candidate t = candidates[c];
-                    candidates[c] = candidates[pick];
-                    candidates[pick] = t;
-                }
-            } else {
-                int top = 0; /* candidates[0..top) hold the best so far, in order */
-                for (int j = 0; j < n; j++) {
-                    if (top == num_candidates && pf__candidate_cmp(&candidates[j], &candidates[top - 1]) >= 0) continue;
-                    pf__candidate cand = candidates[j]; /* every slot it may overwrite is read already */
-                    int at = top < num_candidates ? top++ : num_candidates - 1;
-                    for (; at > 0 && pf__candidate_cmp(&cand, &candidates[at - 1]) < 0; at--) candidates[at] = candidates[at - 1];
-                    candidates[at] = cand;
-                }
-            }
-            int accept = open[b] && !(num_hyps[b] == beams && o->early_stopping == PF_EARLY_STOPPING_ON);
-            float penalty = powf((float)(cur_len + 1 - width), o->length_penalty);
-            int kept = 0;
-            for (int c = 0; c < num_candidates; c++) {
-                const pf__candidate *cand = &candidates[c];
-                const pf__row *parent = &rows[b * beams + cand->beam];
-                int ends = last_step || pf__is_eos(o, eos, num_eos, cand->token);
-                for (int k = 0; k < o->num_stop_sequences && !ends; k++) { /* parent + token ends with it? */
-                    const pf_token_sequence *q = &o->stop_sequences[k];
-                    ends = q->ids[q->length - 1] == cand->token && pf__ends_with(parent, q->ids, q->length - 1, 0);
-                }
-                if (!ends) {
-                    if (kept < beams) { /* runs on */
-                        src[b * beams + kept] = b * beams + cand->beam;
-                        next_tokens[b * beams + kept] = cand->token;
-                        next_scores[b * beams + kept++] = cand->score;
-                    }
-                    continue;
-                }
-                if (c >= beams || !accept) continue;
-                /* a hypothesis: into a free slot, or over the worst if better */
-                float score = cand->score / penalty;
-                pf__hypothesis *slot = NULL;
-                if (num_hyps[b] < beams) {
-                    slot = &hyps[b * beams + num_hyps[b]++];
-                } else {
-                    slot = &hyps[b * beams];
-                    for (int h = 1; h < beams; h++)
-                        if (hyps[b * beams + h].score < slot->score) slot = &hyps[b * beams + h];
-                    if (!(score > slot->score)) slot = NULL;
-                }
-                if (!slot) continue;
-                int new_len = parent->length - width;
-                int32_t *tokens = (int32_t *)realloc(slot->tokens, (size_t)(new_len + 1) * sizeof(int32_t));
-                if (!tokens) {
-                    r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-                    break;
-                }
-                memcpy(tokens, parent->tokens + width, (size_t)new_len * sizeof(int32_t));
-                tokens[new_len] = cand->token;
-                slot->tokens = tokens;
-                slot->length = new_len + 1;
-                slot->score = score;
-            }
-            for (; kept < beams; kept++) { /* every candidate ended: placeholders nobody reads */
-                src[b * beams + kept] = b * beams;
-                next_tokens[b * beams + kept] = pad_token;
-                next_scores[b * beams + kept] = -1e9f;
-            }
-            /* can the best running beam still beat the worst hypothesis? (sticky per prompt) */
-            if (open[b] && num_hyps[b] == beams) {
-                int length = o->early_stopping == PF_EARLY_STOPPING_NEVER && o->length_penalty > 0
-                                 ? (int)max_length - width : cur_len + 1 - width;
-                float best = next_scores[b * beams] / powf((float)length, o->length_penalty), worst = INFINITY;
-                for (int h = 0; h < beams; h++)
-                    if (hyps[b * beams + h].score < worst) worst = hyps[b * beams + h].score;
-                if (!(best > worst)) open[b] = 0;
-            }
-            any_open |= open[b];
-            all_full &= num_hyps[b] == beams;
-        }
-        if (r) break;
-        /* the running beams: their parents' tokens plus the new one, into the other pool */
-        for (int i = 0; i < num_rows; i++) {
-            int32_t *dst = pool[!current] + (size_t)i * capacity;
-            memcpy(dst, rows[src[i]].tokens, (size_t)cur_len * sizeof(int32_t));
-            dst[cur_len] = next_tokens[i];
-        }
-        current = !current;
-        for (int i = 0; i < num_rows; i++) {
-            rows[i].tokens = pool[current] + (size_t)i * capacity;
-            rows[i].length = cur_len + 1;
-            rows[i].score = next_scores[i];
-        }
-        if (last_step || !any_open || (o->early_stopping == PF_EARLY_STOPPING_ON && all_full)) break;
-        if ((r = pf__reorder_rows(m, src, num_rows, cur_len))) break;
-        r = pf__generate_step(m, rows, num_rows, 0, ids, pads);
-    }
-
-    /* Results: each prompt's hypotheses best first, or each row's new tokens up to its end. */
-    memset(result, 0, sizeof *result);
-    if (!r) {
-        int n = batch * o->num_return_sequences;
-        result->tokens = (int32_t **)calloc((size_t)n, sizeof(int32_t *));
-        result->lengths = (int *)calloc((size_t)n, sizeof(int));
-        result->scores = (float *)calloc((size_t)n, sizeof(float));
-        if (!result->tokens || !result->lengths || !result->scores) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-        else result->num_sequences = n;
-        for (int b = 0; !r && b < batch; b++) {
-            if (beams > 1) qsort(hyps + b * beams, (size_t)num_hyps[b], sizeof *hyps, pf__hypothesis_cmp);
-            for (int k = 0; k < o->num_return_sequences && !r; k++) {
-                int out = b * o->num_return_sequences + k, length = 0;
-                const int32_t *tokens = NULL;
-                if (beams > 1 && k < num_hyps[b]) {
-                    tokens = hyps[b * beams + k].tokens;
-                    length = hyps[b * beams + k].length;
-                    result->scores[out] = hyps[b * beams + k].score;
-                } else if (beams == 1) {
-                    const pf__row *row = &rows[b * per_prompt + k];
-                    tokens = row->tokens + width;
-                    length = row->length - width;
-                    for (int t = 0; t < length; t++) { /* cut the pad tokens after its end */
-                        pf__row prefix = *row;
-                        prefix.length = width + t + 1;
-                        int end = pf__is_eos(o, eos, num_eos, tokens[t]);
-                        for (int q = 0; q < o->num_stop_sequences && !end; q++)
-                            end = pf__ends_with(&prefix, o->stop_sequences[q].ids, o->stop_sequences[q].length, 0);
-                        if (end) {
-                            length = t + 1;
-                            break;
-                        }
-                    }
-                }
-                result->lengths[out] = length;
-                result->tokens[out] = (int32_t *)malloc((size_t)(length ? length : 1) * sizeof(int32_t));
-                if (!result->tokens[out]) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-                else if (length) memcpy(result->tokens[out], tokens, (size_t)length * sizeof(int32_t));
-            }
-        }
-        if (r) pf_generation_free(result);
-    }
-    for (int i = 0; hyps && i < batch * beams; i++) free(hyps[i].tokens);
-    free(rows), free(pool[0]), free(pool[1]), free(ids), free(pads), free(src), free(seen), free(candidates);
-    free(hyps), free(num_hyps), free(open), free(next_tokens), free(next_scores), free(streams), free(stream_text);
+    if (!r) r = pf__generation_results(&st, result);
+    if (r) pf_generation_free(result);
+    pf__generation_free(&st);
     return r;
 }
 
