@@ -915,6 +915,7 @@ typedef enum {
     PF__SLOT_EMBED_NORM_WEIGHT,/* [hidden] BLOOM's norm right after the embedding */
     PF__SLOT_EMBED_NORM_BIAS,  /* [hidden] */
     PF__SLOT_PROJECT_IN,       /* [hidden, E] */
+    PF__SLOT_PROJECT_IN_BIAS,  /* [hidden] */
     PF__SLOT_PROJECT_OUT,      /* [E, hidden] */
     PF__SLOT_FINAL_NORM_WEIGHT,/* [hidden] */
     PF__SLOT_FINAL_NORM_BIAS,  /* [hidden] */
@@ -1133,6 +1134,9 @@ typedef struct pf__config {
     int rope_original_max_positions;
     int *layer_window;              /* [num_layers]: each layer's window, 0 for global; owned */
     int type_vocab_size;            /* rows of the token type (segment) embedding */
+    int embed_norm_before_project;  /* 1: positions, segments and the embedding norm at the
+                                       embedding's width E, then project_in with its bias (ELECTRA,
+                                       ALBERT); 0: they follow the projection (OPT) */
     int position_offset_from_pad;   /* 1: position_offset was read as the pad id, positions start
                                        after it and the table's rows include them (RoBERTa) */
     int pooler_activation;          /* a pf__activation: tanh (BERT), relu (DistilBERT) */
@@ -1695,7 +1699,8 @@ static void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, siz
     switch (slot) {
     case PF__SLOT_TOKEN_EMBED: case PF__SLOT_LM_HEAD: *rows = (size_t)c->vocab_size; *cols = e; break;
     case PF__SLOT_LM_HEAD_BIAS: *rows = (size_t)c->vocab_size; break;
-    case PF__SLOT_POSITION_EMBED: *rows = (size_t)c->max_positions + c->position_offset; *cols = h; break;
+    case PF__SLOT_POSITION_EMBED: *rows = (size_t)c->max_positions + c->position_offset; *cols = c->embed_norm_before_project ? e : h; break;
+    case PF__SLOT_EMBED_NORM_WEIGHT: case PF__SLOT_EMBED_NORM_BIAS: *rows = c->embed_norm_before_project ? e : h; break;
     case PF__SLOT_PROJECT_IN: *rows = h; *cols = e; break;
     case PF__SLOT_PROJECT_OUT: *rows = e; *cols = h; break;
     case PF__SLOT_QKV_FUSED_WEIGHT: *rows = q + 2 * kv; *cols = h; break;
@@ -1708,8 +1713,12 @@ static void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, siz
     case PF__SLOT_MLP_GATE_WEIGHT: case PF__SLOT_MLP_UP_WEIGHT: *rows = in; *cols = h; break;
     case PF__SLOT_MLP_GATE_BIAS: case PF__SLOT_MLP_UP_BIAS: *rows = in; break;
     case PF__SLOT_MLP_DOWN_WEIGHT: *rows = h; *cols = in; break;
-    case PF__SLOT_TOKEN_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = h; break;
-    case PF__SLOT_POOLER_WEIGHT: case PF__SLOT_HEAD_TRANSFORM_WEIGHT: *rows = h; *cols = h; break;
+    case PF__SLOT_TOKEN_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = c->embed_norm_before_project ? e : h; break;
+    case PF__SLOT_HEAD_TRANSFORM_WEIGHT: *rows = c->embed_norm_before_project ? e : h; *cols = h; break;
+    case PF__SLOT_HEAD_TRANSFORM_BIAS: case PF__SLOT_HEAD_NORM_WEIGHT: case PF__SLOT_HEAD_NORM_BIAS:
+        *rows = c->embed_norm_before_project ? e : h;
+        break;
+    case PF__SLOT_POOLER_WEIGHT: *rows = h; *cols = h; break;
     case PF__SLOT_CLASSIFIER_WEIGHT: *rows = (size_t)c->num_labels; *cols = h; break;
     case PF__SLOT_CLASSIFIER_BIAS: *rows = (size_t)c->num_labels; break;
     case PF__SLOT_SPAN_WEIGHT: *rows = 2; *cols = h; break;
@@ -7137,7 +7146,26 @@ static void pf__rank_gather(pf__rank *r) {
 /* forward pass                                                                                    */
 /* =============================================================================================== */
 
-static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *h_rows, size_t rows);
+static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *h_rows, size_t rows, size_t width);
+
+/* x (rows of `width`) += position table row + token type row, then the embedding norm: what
+   follows the token embedding, each where the model has it. */
+static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, float *x, size_t width) {
+    const pf__config *c = &r->group->model->config;
+    const pf__weight *W = r->weights;
+    const pf__backend *be = r->backend;
+    size_t N = (size_t)s->batch * s->seq_len;
+    if (W[PF__SLOT_POSITION_EMBED].data) be->add_positions(r, x, &W[PF__SLOT_POSITION_EMBED], s, c->position_offset);
+    if (W[PF__SLOT_TOKEN_TYPE_EMBED].data) { /* the segment table is whole on every rank */
+        pf__step types = *s;
+        types.ids = s->type_ids; /* the callers give zeros when the user gives none */
+        be->embed(r, r->part, &W[PF__SLOT_TOKEN_TYPE_EMBED], &types, 1.0f, 0);
+        be->add_residual(r, x, r->part, NULL, N, width);
+    }
+    if (W[PF__SLOT_EMBED_NORM_WEIGHT].data)
+        be->norm(r, x, x, &W[PF__SLOT_EMBED_NORM_WEIGHT], W[PF__SLOT_EMBED_NORM_BIAS].data ? &W[PF__SLOT_EMBED_NORM_BIAS] : NULL,
+                 N, width, (float)c->norm_eps, pf__archs[c->arch].norm);
+}
 static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job);
 
 #define PF__HAS(w) ((w).data != NULL)
@@ -7166,16 +7194,13 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
     float *embedded = PF__HAS(W[PF__SLOT_PROJECT_IN]) ? r->embed : r->x;
     be->embed(r, embedded, &W[PF__SLOT_TOKEN_EMBED], s, embed_scale, r->share.vocab_begin);
     if (vocab_split) pf__all_reduce(r, embedded, N * (size_t)c->embed_dim, "the token embedding's all-reduce");
-    if (PF__HAS(W[PF__SLOT_PROJECT_IN])) be->matmul(r, r->x, r->embed, &W[PF__SLOT_PROJECT_IN], NULL, N);
-    if (PF__HAS(W[PF__SLOT_POSITION_EMBED])) be->add_positions(r, r->x, &W[PF__SLOT_POSITION_EMBED], s, c->position_offset);
-    if (PF__HAS(W[PF__SLOT_TOKEN_TYPE_EMBED])) { /* the segment table is whole on every rank */
-        pf__step types = *s;
-        types.ids = s->type_ids; /* the callers give zeros when the user gives none */
-        be->embed(r, r->h, &W[PF__SLOT_TOKEN_TYPE_EMBED], &types, 1.0f, 0);
-        be->add_residual(r, r->x, r->h, NULL, N, d);
+    if (c->embed_norm_before_project && PF__HAS(W[PF__SLOT_PROJECT_IN])) { /* ELECTRA, ALBERT: the embedding stage at its own width */
+        pf__rank_embed_extras(r, s, embedded, (size_t)c->embed_dim);
+        be->matmul(r, r->x, embedded, &W[PF__SLOT_PROJECT_IN], PF__OR_NULL(W[PF__SLOT_PROJECT_IN_BIAS]), N);
+    } else {
+        if (PF__HAS(W[PF__SLOT_PROJECT_IN])) be->matmul(r, r->x, r->embed, &W[PF__SLOT_PROJECT_IN], NULL, N);
+        pf__rank_embed_extras(r, s, r->x, d);
     }
-    if (PF__HAS(W[PF__SLOT_EMBED_NORM_WEIGHT]))
-        be->norm(r, r->x, r->x, &W[PF__SLOT_EMBED_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_EMBED_NORM_BIAS]), N, d, eps, a->norm);
 
     pf__attn_shape shape;
     shape.heads = r->share.heads;
@@ -7275,20 +7300,20 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
                  (float)c->final_norm_eps, a->norm);
         wanted = r->h;
     }
-    pf__rank_vocab_logits(r, job, wanted, rows);
+    pf__rank_vocab_logits(r, job, wanted, rows, d);
 }
 
 /* logits = h (projected out) Wlm^T (+ b) for the rank's vocabulary rows, written into its columns
-   of the host logits, in chunks of logit_rows. */
-static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *h_rows, size_t rows) {
+   of the host logits, in chunks of logit_rows; h_rows are `width` apart. */
+static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *h_rows, size_t rows, size_t width) {
     const pf__group *g = r->group;
     const pf__config *c = &g->model->config;
     const pf__weight *W = r->weights;
-    size_t d = (size_t)c->hidden_size, vocab = (size_t)c->vocab_size, mine = W[PF__SLOT_LM_HEAD].rows;
+    size_t vocab = (size_t)c->vocab_size, mine = W[PF__SLOT_LM_HEAD].rows;
     if (!mine) return; /* more ranks than vocabulary rows */
     for (size_t first = 0; first < rows && !r->error; first += g->logit_rows) {
         size_t n = rows - first < g->logit_rows ? rows - first : g->logit_rows;
-        const float *h = h_rows + first * d;
+        const float *h = h_rows + first * width;
         if (PF__HAS(W[PF__SLOT_PROJECT_OUT])) {
             r->backend->matmul(r, r->part, h, &W[PF__SLOT_PROJECT_OUT], NULL, n);
             h = r->part;
@@ -7311,12 +7336,14 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job) {
     const pf__step *s = &job->step;
     const pf__weight *W = r->weights;
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size, B = (size_t)s->batch;
-    if (c->head == PF_HEAD_MASKED_LM) {
-        be->matmul(r, r->h, r->x, &W[PF__SLOT_HEAD_TRANSFORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_HEAD_TRANSFORM_BIAS]), N);
-        be->activation(r, r->h, N * d, c->head_activation < 0 ? c->activation : (pf__activation)c->head_activation);
-        be->norm(r, r->h, r->h, &W[PF__SLOT_HEAD_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_HEAD_NORM_BIAS]), N, d,
+    if (c->head == PF_HEAD_MASKED_LM) { /* to the head's width: hidden, or the embedding's (ELECTRA, ALBERT) */
+        size_t width = W[PF__SLOT_HEAD_TRANSFORM_WEIGHT].rows;
+        float *h = width <= d ? r->h : r->part;
+        be->matmul(r, h, r->x, &W[PF__SLOT_HEAD_TRANSFORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_HEAD_TRANSFORM_BIAS]), N);
+        be->activation(r, h, N * width, c->head_activation < 0 ? c->activation : (pf__activation)c->head_activation);
+        be->norm(r, h, h, &W[PF__SLOT_HEAD_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_HEAD_NORM_BIAS]), N, width,
                  (float)c->norm_eps, a->norm);
-        if (job->logits) pf__rank_vocab_logits(r, job, r->h, N);
+        if (job->logits) pf__rank_vocab_logits(r, job, h, N, width);
     }
     if (r->index != 0 || r->error) return;
     if (job->hidden) be->download(r, job->hidden, r->x, N * d * sizeof(float));
@@ -8284,8 +8311,8 @@ static int pf__need_by_config(const pf__config *c, pf__need need, const char **w
                : c->remove_final_norm ? "_remove_final_layer_norm is true" : "the blocks are pre-norm, with a final norm";
         return c->pre_norm && !c->remove_final_norm;
     case PF__IF_PROJECTION:
-        *why = c->embed_dim != c->hidden_size ? "word_embed_proj_dim differs from hidden_size"
-                                              : "word_embed_proj_dim equals hidden_size";
+        *why = c->embed_dim != c->hidden_size ? "the embedding width differs from hidden_size"
+                                              : "the embedding width equals hidden_size";
         return c->embed_dim != c->hidden_size;
     default: return -1;
     }

@@ -40,6 +40,7 @@ ROWS = [  # (ids, token types): lengths 7, 12, 4; the second row is a pair of se
     ([2, 119, 64, 3], [0] * 4),
 ]
 ROBERTA_SHAPE = dict(BERT_SHAPE, max_position_embeddings=34, pad_token_id=1)  # positions start after the pad id
+ELECTRA_SHAPE = dict(BERT_SHAPE, embedding_size=32)  # narrower embeddings, projected in
 DISTILBERT_SHAPE = dict(vocab_size=120, dim=48, n_layers=2, n_heads=6, hidden_dim=96, max_position_embeddings=32,
                         initializer_range=0.2, activation="gelu", dropout=0.0, attention_dropout=0.0)
 FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
@@ -52,6 +53,9 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("roberta-mlm", "RobertaConfig", ROBERTA_SHAPE, "RobertaForMaskedLM", None),
     ("roberta-cls", "RobertaConfig", ROBERTA_SHAPE, "RobertaForSequenceClassification", 3),
     ("xlm-roberta-tok", "XLMRobertaConfig", ROBERTA_SHAPE, "XLMRobertaForTokenClassification", 4),
+    ("electra", "ElectraConfig", ELECTRA_SHAPE, "ElectraModel", None),
+    ("electra-mlm", "ElectraConfig", ELECTRA_SHAPE, "ElectraForMaskedLM", None),
+    ("electra-cls", "ElectraConfig", ELECTRA_SHAPE, "ElectraForSequenceClassification", 3),
     ("distilbert-mlm", "DistilBertConfig", DISTILBERT_SHAPE, "DistilBertForMaskedLM", None),
     ("distilbert-cls", "DistilBertConfig", DISTILBERT_SHAPE, "DistilBertForSequenceClassification", 3),
     ("distilbert-qa", "DistilBertConfig", DISTILBERT_SHAPE, "DistilBertForQuestionAnswering", None),
@@ -108,12 +112,13 @@ def write_poolings(out, model):
 
 def pooled_features(model, base, hidden):
     """What the library returns as pooled: BERT's pooler, or the first token through a
-    classification head's dense and activation (RoBERTa's tanh, DistilBERT's ReLU)."""
+    classification head's dense and activation (RoBERTa's tanh, ELECTRA's gelu, DistilBERT's
+    ReLU)."""
     if getattr(base, "pooler", None) is not None:
         return base.pooler(hidden)
     head = getattr(model, "classifier", None)
-    if head is not None and hasattr(head, "dense"):
-        return torch.tanh(head.dense(hidden[:, 0]))
+    if head is not None and hasattr(head, "dense"):  # RoBERTa's tanh, ELECTRA's gelu
+        return getattr(head, "activation", torch.tanh)(head.dense(hidden[:, 0]))
     if getattr(model, "pre_classifier", None) is not None:
         return torch.relu(model.pre_classifier(hidden[:, 0]))
     return None

@@ -300,7 +300,7 @@ static void test_refused_values(void) {
     /* OPT's projections exist exactly when word_embed_proj_dim differs from hidden_size. */
     if (copy_fixture("opt")) return;
     add_tensor("model.decoder.project_in.weight");
-    expect_load("OPT with a projection it does not use", NULL, PF_ERROR_FORMAT, "word_embed_proj_dim equals hidden_size");
+    expect_load("OPT with a projection it does not use", NULL, PF_ERROR_FORMAT, "the embedding width equals hidden_size");
     /* A window that only transformers' generation cache would apply. */
     if (copy_fixture("llama")) return;
     edit_file("config.json", "{", "{\"sliding_window\": 4,");

@@ -229,7 +229,7 @@ static void case_opt_projection(void) {
         write_opt(8, 16, 8, 10, 64, with[k][0], with[k][1]);
         pf_model *m = NULL;
         pf_result r = pf_load(tmp_dir, NULL, &m);
-        CHECK_FAILS(m, r, PF_ERROR_FORMAT, "word_embed_proj_dim differs from hidden_size");
+        CHECK_FAILS(m, r, PF_ERROR_FORMAT, "the embedding width differs from hidden_size");
         pf_free(m);
         end_case();
     }
