@@ -41,6 +41,7 @@ ROWS = [  # (ids, token types): lengths 7, 12, 4; the second row is a pair of se
 ]
 ROBERTA_SHAPE = dict(BERT_SHAPE, max_position_embeddings=34, pad_token_id=1)  # positions start after the pad id
 ELECTRA_SHAPE = dict(BERT_SHAPE, embedding_size=32)  # narrower embeddings, projected in
+ALBERT_SHAPE = dict(BERT_SHAPE, embedding_size=32, num_hidden_layers=3, hidden_act="gelu_new")  # 3 layers, one weight set
 DISTILBERT_SHAPE = dict(vocab_size=120, dim=48, n_layers=2, n_heads=6, hidden_dim=96, max_position_embeddings=32,
                         initializer_range=0.2, activation="gelu", dropout=0.0, attention_dropout=0.0)
 FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
@@ -56,6 +57,9 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("electra", "ElectraConfig", ELECTRA_SHAPE, "ElectraModel", None),
     ("electra-mlm", "ElectraConfig", ELECTRA_SHAPE, "ElectraForMaskedLM", None),
     ("electra-cls", "ElectraConfig", ELECTRA_SHAPE, "ElectraForSequenceClassification", 3),
+    ("albert", "AlbertConfig", ALBERT_SHAPE, "AlbertModel", None),
+    ("albert-mlm", "AlbertConfig", ALBERT_SHAPE, "AlbertForMaskedLM", None),
+    ("albert-cls", "AlbertConfig", ALBERT_SHAPE, "AlbertForSequenceClassification", 3),
     ("distilbert-mlm", "DistilBertConfig", DISTILBERT_SHAPE, "DistilBertForMaskedLM", None),
     ("distilbert-cls", "DistilBertConfig", DISTILBERT_SHAPE, "DistilBertForSequenceClassification", 3),
     ("distilbert-qa", "DistilBertConfig", DISTILBERT_SHAPE, "DistilBertForQuestionAnswering", None),
@@ -114,6 +118,8 @@ def pooled_features(model, base, hidden):
     """What the library returns as pooled: BERT's pooler, or the first token through a
     classification head's dense and activation (RoBERTa's tanh, ELECTRA's gelu, DistilBERT's
     ReLU)."""
+    if getattr(base, "pooler_activation", None) is not None:  # ALBERT's pooler is a bare Linear
+        return base.pooler_activation(base.pooler(hidden[:, 0]))
     if getattr(base, "pooler", None) is not None:
         return base.pooler(hidden)
     head = getattr(model, "classifier", None)
