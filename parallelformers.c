@@ -1139,7 +1139,7 @@ typedef struct pf__config {
                                        ALBERT); 0: they follow the projection (OPT) */
     int position_offset_from_pad;   /* 1: position_offset was read as the pad id, positions start
                                        after it and the table's rows include them (RoBERTa) */
-    int pooler_activation;          /* a pf__activation: tanh (BERT), relu (DistilBERT) */
+    int pooler_activation;          /* a pf__activation: tanh (BERT), relu (DistilBERT); -1: the model's */
     int head_activation;            /* the masked-LM head's pf__activation; -1: the model's */
     pf_head head;                   /* what the output stage computes */
     int num_labels;                 /* classification heads' outputs */
@@ -7354,7 +7354,7 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job) {
             be->copy(r, r->h + b * d, r->x + first * d, d * sizeof(float));
         }
         be->matmul(r, pooled, r->h, &W[PF__SLOT_POOLER_WEIGHT], PF__OR_NULL(W[PF__SLOT_POOLER_BIAS]), B);
-        be->activation(r, pooled, B * d, (pf__activation)c->pooler_activation);
+        be->activation(r, pooled, B * d, c->pooler_activation < 0 ? c->activation : (pf__activation)c->pooler_activation);
         if (job->pooled) be->download(r, job->pooled, pooled, B * d * sizeof(float));
     }
     if (!job->logits) return;

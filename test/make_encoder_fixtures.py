@@ -42,6 +42,7 @@ ROWS = [  # (ids, token types): lengths 7, 12, 4; the second row is a pair of se
 ROBERTA_SHAPE = dict(BERT_SHAPE, max_position_embeddings=34, pad_token_id=1)  # positions start after the pad id
 ELECTRA_SHAPE = dict(BERT_SHAPE, embedding_size=32)  # narrower embeddings, projected in
 ALBERT_SHAPE = dict(BERT_SHAPE, embedding_size=32, num_hidden_layers=3, hidden_act="gelu_new")  # 3 layers, one weight set
+ROFORMER_SHAPE = dict(BERT_SHAPE, hidden_act="gelu_new")  # rotary instead of a position table
 DISTILBERT_SHAPE = dict(vocab_size=120, dim=48, n_layers=2, n_heads=6, hidden_dim=96, max_position_embeddings=32,
                         initializer_range=0.2, activation="gelu", dropout=0.0, attention_dropout=0.0)
 FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
@@ -60,6 +61,9 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("albert", "AlbertConfig", ALBERT_SHAPE, "AlbertModel", None),
     ("albert-mlm", "AlbertConfig", ALBERT_SHAPE, "AlbertForMaskedLM", None),
     ("albert-cls", "AlbertConfig", ALBERT_SHAPE, "AlbertForSequenceClassification", 3),
+    ("roformer", "RoFormerConfig", ROFORMER_SHAPE, "RoFormerModel", None),
+    ("roformer-mlm", "RoFormerConfig", ROFORMER_SHAPE, "RoFormerForMaskedLM", None),
+    ("roformer-cls", "RoFormerConfig", ROFORMER_SHAPE, "RoFormerForSequenceClassification", 3),
     ("distilbert-mlm", "DistilBertConfig", DISTILBERT_SHAPE, "DistilBertForMaskedLM", None),
     ("distilbert-cls", "DistilBertConfig", DISTILBERT_SHAPE, "DistilBertForSequenceClassification", 3),
     ("distilbert-qa", "DistilBertConfig", DISTILBERT_SHAPE, "DistilBertForQuestionAnswering", None),
@@ -123,7 +127,9 @@ def pooled_features(model, base, hidden):
     if getattr(base, "pooler", None) is not None:
         return base.pooler(hidden)
     head = getattr(model, "classifier", None)
-    if head is not None and hasattr(head, "dense"):  # RoBERTa's tanh, ELECTRA's gelu
+    if head is not None and hasattr(head, "dense"):  # RoBERTa's tanh, ELECTRA's gelu, RoFormer's hidden_act
+        if model.config.model_type == "roformer":
+            return transformers.activations.ACT2FN[model.config.hidden_act](head.dense(hidden[:, 0]))
         return getattr(head, "activation", torch.tanh)(head.dense(hidden[:, 0]))
     if getattr(model, "pre_classifier", None) is not None:
         return torch.relu(model.pre_classifier(hidden[:, 0]))
