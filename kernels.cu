@@ -341,6 +341,8 @@ struct pf_attn_args {
     int causal; /* 0: every key of the sequence (encoders) */
     float scale;
     const float *alibi; /* [heads] or NULL */
+    const float *rel_bias; /* [heads][rel_rows] or NULL: T5's bucketed relative bias */
+    int rel_rows, rel_buckets, rel_max_distance;
     const int *pad;     /* [batch] left pads, or NULL */
 };
 
@@ -353,6 +355,17 @@ struct pf_attn_args {
    max m and sum l (online softmax); acc holds sum_j exp(s_j - m) v_j. With one split it writes
    out = acc / l (zeros for a query with no key: a pad's own); otherwise the partial (m, l, acc)
    for pf_attention_combine_kernel. Dynamic shared memory: q[hd] acc[hd] p[PF_CHUNK] red[32]. */
+/* T5's bidirectional bucket of a relative distance (key position - query position), in fp32 as
+   transformers computes it. */
+__device__ int pf_relative_bucket(int distance, int num_buckets, int max_distance) {
+    int half = num_buckets / 2, bucket = distance > 0 ? half : 0, n = distance < 0 ? -distance : distance;
+    int max_exact = half / 2;
+    if (n < max_exact) return bucket + n;
+    float scaled = logf((float)n / (float)max_exact) / (float)log((double)max_distance / max_exact) * (float)(half - max_exact);
+    int large = max_exact + (int)scaled;
+    return bucket + (large < half - 1 ? large : half - 1);
+}
+
 __global__ void pf_attention_kernel(float *out, float *partials, const float *qkv, const float *k_cache,
                                     const float *v_cache, pf_attn_args a) {
     extern __shared__ float shared[];
@@ -386,7 +399,11 @@ __global__ void pf_attention_kernel(float *out, float *partials, const float *qk
             float s = 0.0f;
             for (int i = lane; i < hd; i += 32) s += q[i] * k[i];
             s = pf_warp_sum(s);
-            if (lane == 0) p[jj] = s * a.scale + slope * (float)(j0 + jj - pad);
+            if (lane == 0) {
+                p[jj] = s * a.scale + slope * (float)(j0 + jj - pad);
+                if (a.rel_bias)
+                    p[jj] += a.rel_bias[(size_t)h * a.rel_rows + pf_relative_bucket(j0 + jj - pos, a.rel_buckets, a.rel_max_distance)];
+            }
         }
         __syncthreads();
         float chunk_max = -INFINITY;
@@ -782,7 +799,8 @@ size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim) 
 int pf_cuda_attention(struct pf_cuda_rank *st, float *out, const float *qkv, float *k_cache, float *v_cache,
                       float *partials, const float *alibi, const int *pad, int batch, int T, int past, int heads,
                       int kv_heads, int head_dim, int head_begin, int kv_begin, int kv_group, int cache_len,
-                      int window, int causal, float scale) {
+                      int window, int causal, float scale, const float *rel_bias, int rel_rows, int rel_buckets,
+                      int rel_max_distance) {
     if (heads <= 0 || head_dim <= 0 || batch <= 0 || T <= 0) return PF_CUDA_OK;
     const char *bad = NULL;
     if (kv_heads <= 0 || kv_group <= 0 || head_begin / kv_group - kv_begin < 0 ||
@@ -819,6 +837,10 @@ int pf_cuda_attention(struct pf_cuda_rank *st, float *out, const float *qkv, flo
     a.causal = causal;
     a.scale = scale;
     a.alibi = alibi;
+    a.rel_bias = rel_bias;
+    a.rel_rows = rel_rows;
+    a.rel_buckets = rel_buckets;
+    a.rel_max_distance = rel_max_distance;
     a.pad = pad;
     dim3 grid((unsigned)((size_t)batch * T), (unsigned)heads, (unsigned)splits);
     pf_attention_kernel<<<grid, PF_ATTN_THREADS, shared, st->stream>>>(out, partials, qkv, k_cache, v_cache, a);

@@ -932,6 +932,8 @@ typedef enum {
     PF__SLOT_CLASSIFIER_BIAS,  /* [num_labels] */
     PF__SLOT_SPAN_WEIGHT,      /* [2, hidden]: question answering's start and end logits */
     PF__SLOT_SPAN_BIAS,        /* [2] */
+    PF__SLOT_REL_BIAS,         /* [rel_table_rows, heads]: a learned score bias per head and bucket
+                                  of relative distance, shared by the layers (MPNet, T5) */
     PF__SLOT_FIRST_LAYER,
     PF__SLOT_ATTN_NORM_WEIGHT = PF__SLOT_FIRST_LAYER, /* [hidden] */
     PF__SLOT_ATTN_NORM_BIAS,   /* [hidden] */
@@ -1134,6 +1136,8 @@ typedef struct pf__config {
     int rope_original_max_positions;
     int *layer_window;              /* [num_layers]: each layer's window, 0 for global; owned */
     int type_vocab_size;            /* rows of the token type (segment) embedding */
+    int rel_table_rows;             /* rows of the relative bias table (its config key) */
+    int rel_buckets, rel_max_distance; /* the bucketing: T5's function with these; bidirectional */
     int embed_norm_before_project;  /* 1: positions, segments and the embedding norm at the
                                        embedding's width E, then project_in with its bias (ELECTRA,
                                        ALBERT); 0: they follow the projection (OPT) */
@@ -1723,6 +1727,7 @@ static void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, siz
     case PF__SLOT_CLASSIFIER_BIAS: *rows = (size_t)c->num_labels; break;
     case PF__SLOT_SPAN_WEIGHT: *rows = 2; *cols = h; break;
     case PF__SLOT_SPAN_BIAS: *rows = 2; break;
+    case PF__SLOT_REL_BIAS: *rows = (size_t)c->rel_table_rows; *cols = (size_t)c->num_heads; break;
     default: *rows = h; break; /* norms and the remaining biases */
     }
 }
@@ -5695,6 +5700,9 @@ typedef struct pf__attn_shape {
     int rotary_dim;         /* for the rotary op */
     float scale;
     const float *alibi;     /* device, [heads]: score += slope * key position; NULL: none */
+    const float *rel_bias;  /* device, [heads][rel_rows]: score += rel_bias[h][bucket(key - query)],
+                               bucketed as T5 does (bidirectional); NULL: none */
+    int rel_rows, rel_buckets, rel_max_distance;
 } pf__attn_shape;
 
 /* Operations a backend provides. All run on the rank's own thread, in order; activations are
@@ -5779,6 +5787,7 @@ struct pf__rank {
     pf__share share;
     pf__weight *weights;      /* [pf__num_slots(config)] */
     float *alibi;             /* [heads]: the rank's ALiBi slopes, or NULL */
+    float *rel_bias;          /* [heads][rel rows]: the rank's heads of the relative bias table, or NULL */
     float *k_cache, *v_cache; /* [layers][max_batch][cache_len][kv_heads * head_dim] */
     /* scratch, [max_tokens][width] */
     float *x, *h, *part;      /* width hidden */
@@ -6370,6 +6379,18 @@ static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf_
         }
 }
 
+/* T5's bidirectional bucket of a relative distance (key position - query position): half the
+   buckets for keys after the query; exact below a quarter of them, then logarithmic up to
+   max_distance, computed in fp32 as transformers does. */
+static int pf__relative_bucket(int distance, int num_buckets, int max_distance) {
+    int half = num_buckets / 2, bucket = distance > 0 ? half : 0, n = distance < 0 ? -distance : distance;
+    int max_exact = half / 2;
+    if (n < max_exact) return bucket + n;
+    float scaled = logf((float)n / (float)max_exact) / (float)log((double)max_distance / max_exact) * (float)(half - max_exact);
+    int large = max_exact + (int)scaled;
+    return bucket + (large < half - 1 ? large : half - 1);
+}
+
 static void pf__cpu_attention(pf__rank *r, float *out, const float *qkv, float *k_cache, float *v_cache,
                               const pf__step *s, const pf__attn_shape *a) {
     size_t hd = (size_t)a->head_dim, q_width = (size_t)a->heads * hd, kv_width = (size_t)a->kv_heads * hd;
@@ -6409,12 +6430,14 @@ static void pf__cpu_attention(pf__rank *r, float *out, const float *qkv, float *
                 size_t kv = (size_t)((a->head_begin + h) / a->kv_group - a->kv_begin) * hd;
                 kernels->scores(r->scores, (size_t)a->cache_len, q, nq, kc + lo * kv_width + kv, kv_width, hi + 1 - lo, hd);
                 float slope = a->alibi ? a->alibi[h] : 0.0f;
+                const float *rel = a->rel_bias ? a->rel_bias + (size_t)h * a->rel_rows : NULL;
                 for (int i = 0; i < nq; i++) {
                     if (first[i] > last[i]) continue;
                     float max = -INFINITY, *p = r->scores + (size_t)i * a->cache_len + (first[i] - lo);
-                    size_t count = last[i] + 1 - first[i];
+                    size_t count = last[i] + 1 - first[i], pos = (size_t)s->past + t0 + (size_t)i;
                     for (size_t j = 0; j < count; j++) {
                         p[j] = p[j] * a->scale + slope * (float)(first[i] + j - pad);
+                        if (rel) p[j] += rel[pf__relative_bucket((int)(first[i] + j) - (int)pos, a->rel_buckets, a->rel_max_distance)];
                         if (p[j] > max) max = p[j];
                     }
                     double sum = 0;
@@ -7035,7 +7058,7 @@ static void pf__rank_setup(pf__rank *r) {
             continue;
         }
         const pf__source *src = &m->sources[i];
-        if (!src->data || pf__stack_of(slot)) continue;
+        if (!src->data || pf__stack_of(slot) || slot == PF__SLOT_REL_BIAS) continue; /* the bias: a table below */
         pf__plan p;
         if (pf__plan_for(c, &r->share, src, &p)) {
             pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
@@ -7074,6 +7097,20 @@ static void pf__rank_setup(pf__rank *r) {
         r->alibi = (float *)pf__rank_upload_table(r, table, table_size);
     }
     free(table);
+    const pf__source *rel = &m->sources[PF__SLOT_REL_BIAS];
+    if (rel->data && r->share.heads) { /* the rank's heads, transposed to [head][bucket], in fp32 */
+        size_t rows = rel->rows, count = (size_t)r->share.heads * rows;
+        float *bias = (float *)malloc(count * sizeof(float));
+        if (!bias) {
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+            return;
+        }
+        for (int h = 0; h < r->share.heads; h++)
+            for (size_t k = 0; k < rows; k++)
+                bias[(size_t)h * rows + k] = pf__weight_value(rel->data, k * rel->cols + (size_t)(r->share.head_begin + h), rel->dtype);
+        r->rel_bias = (float *)pf__rank_upload_table(r, bias, count);
+        free(bias);
+    }
 
     size_t q_width = (size_t)r->share.heads * hd, kv_width = (size_t)r->share.kv_heads * hd;
     size_t mlp_in = (size_t)r->share.mlp_width * (a->mlp == PF__MLP_GATED ? 2 : 1);
@@ -7203,6 +7240,7 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
     }
 
     pf__attn_shape shape;
+    memset(&shape, 0, sizeof shape);
     shape.heads = r->share.heads;
     shape.kv_heads = r->share.kv_heads;
     shape.head_dim = c->head_dim;
@@ -7212,6 +7250,10 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
     shape.cache_len = g->cache_len;
     shape.rotary_dim = c->rotary_dim;
     shape.alibi = r->alibi;
+    shape.rel_bias = r->rel_bias;
+    shape.rel_rows = c->rel_table_rows;
+    shape.rel_buckets = c->rel_buckets;
+    shape.rel_max_distance = c->rel_max_distance;
     shape.causal = a->kind == PF__KIND_DECODER;
     size_t mlp_width = (size_t)r->share.mlp_width;
 
@@ -7472,7 +7514,8 @@ size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim);
 int pf_cuda_attention(pf_cuda_rank *st, float *out, const float *qkv, float *k_cache, float *v_cache, float *partials,
                       const float *alibi, const int *pad, int batch, int T, int past, int heads, int kv_heads,
                       int head_dim, int head_begin, int kv_begin, int kv_group, int cache_len, int window,
-                      int causal, float scale);
+                      int causal, float scale, const float *rel_bias, int rel_rows, int rel_buckets,
+                      int rel_max_distance);
 int pf_cuda_reorder_rows(pf_cuda_rank *st, float *cache, float *scratch, const int *src, int rows, size_t row_floats,
                          size_t used_floats);
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);
@@ -7944,7 +7987,8 @@ static void pf__cuda_attention(pf__rank *r, float *out, const float *qkv, float 
     if (r->error) return;
     pf__cuda_ok(r, pf_cuda_attention(rs->cu, out, qkv, k_cache, v_cache, rs->partials, a->alibi, pad, s->batch,
                                      s->seq_len, s->past, a->heads, a->kv_heads, a->head_dim, a->head_begin,
-                                     a->kv_begin, a->kv_group, a->cache_len, a->window, a->causal, a->scale));
+                                     a->kv_begin, a->kv_group, a->cache_len, a->window, a->causal, a->scale,
+                                     a->rel_bias, a->rel_rows, a->rel_buckets, a->rel_max_distance));
 }
 
 /* Beam search, per layer for the K and V caches: row i of cache [rows][row_floats] becomes old row

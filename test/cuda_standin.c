@@ -388,9 +388,20 @@ int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const float *inv_freq, const in
 #define ATTN_THREADS 128
 size_t pf_cuda_attention_scratch_floats(int mb, int heads, int hd) { return (size_t)mb * heads * MAXS * ((size_t)hd + 2); }
 
+/* kernels.cu's pf_relative_bucket */
+static int relative_bucket(int distance, int num_buckets, int max_distance) {
+    int half = num_buckets / 2, bucket = distance > 0 ? half : 0, n = distance < 0 ? -distance : distance;
+    int max_exact = half / 2;
+    if (n < max_exact) return bucket + n;
+    float scaled = logf((float)n / (float)max_exact) / (float)log((double)max_distance / max_exact) * (float)(half - max_exact);
+    int large = max_exact + (int)scaled;
+    return bucket + (large < half - 1 ? large : half - 1);
+}
+
 int pf_cuda_attention(pf_cuda_rank *st, float *out, const float *qkv, float *kc, float *vc, float *partials,
                       const float *alibi, const int *pad, int batch, int T, int past, int heads, int kv_heads, int hd,
-                      int head_begin, int kv_begin, int kv_group, int cache_len, int window, int causal, float scale) {
+                      int head_begin, int kv_begin, int kv_group, int cache_len, int window, int causal, float scale,
+                      const float *rel_bias, int rel_rows, int rel_buckets, int rel_max_distance) {
     if (heads <= 0 || hd <= 0 || batch <= 0 || T <= 0) return 0;
     if (kv_heads <= 0 || kv_group <= 0 || head_begin / kv_group - kv_begin < 0 ||
         (head_begin + heads - 1) / kv_group - kv_begin >= kv_heads || past < 0 || past + T > cache_len) {
@@ -404,6 +415,7 @@ int pf_cuda_attention(pf_cuda_rank *st, float *out, const float *qkv, float *kc,
     NEED(kc, (size_t)batch * cache_len * kv_width * 4);
     NEED(vc, (size_t)batch * cache_len * kv_width * 4);
     if (alibi) NEED(alibi, (size_t)heads * 4);
+    if (rel_bias) NEED(rel_bias, (size_t)heads * rel_rows * 4);
     if (pad) NEED(pad, (size_t)batch * 4);
     for (size_t row = 0; row < rows; row++)
         for (size_t c = 0; c < kv_width; c++) {
@@ -446,6 +458,7 @@ int pf_cuda_attention(pf_cuda_rank *st, float *out, const float *qkv, float *kc,
                             lanes[lane] = s;
                         }
                         p[jj] = warp_reduce(lanes, 0) * scale + slope * (float)(j0 + jj - pd);
+                        if (rel_bias) p[jj] += rel_bias[(size_t)h * rel_rows + relative_bucket(j0 + jj - pos, rel_buckets, rel_max_distance)];
                     }
                     for (int th = 0; th < ATTN_THREADS; th++) part[th] = th < n ? p[th] : -INFINITY;
                     float mn = fmaxf(m, block_reduce(part, ATTN_THREADS, 1)), alpha = expf(m - mn);

@@ -43,6 +43,7 @@ ROBERTA_SHAPE = dict(BERT_SHAPE, max_position_embeddings=34, pad_token_id=1)  # 
 ELECTRA_SHAPE = dict(BERT_SHAPE, embedding_size=32)  # narrower embeddings, projected in
 ALBERT_SHAPE = dict(BERT_SHAPE, embedding_size=32, num_hidden_layers=3, hidden_act="gelu_new")  # 3 layers, one weight set
 ROFORMER_SHAPE = dict(BERT_SHAPE, hidden_act="gelu_new")  # rotary instead of a position table
+MPNET_SHAPE = dict((k, v) for k, v in ROBERTA_SHAPE.items() if k != "type_vocab_size")  # relative bias, no segments
 DISTILBERT_SHAPE = dict(vocab_size=120, dim=48, n_layers=2, n_heads=6, hidden_dim=96, max_position_embeddings=32,
                         initializer_range=0.2, activation="gelu", dropout=0.0, attention_dropout=0.0)
 FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
@@ -64,6 +65,9 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("roformer", "RoFormerConfig", ROFORMER_SHAPE, "RoFormerModel", None),
     ("roformer-mlm", "RoFormerConfig", ROFORMER_SHAPE, "RoFormerForMaskedLM", None),
     ("roformer-cls", "RoFormerConfig", ROFORMER_SHAPE, "RoFormerForSequenceClassification", 3),
+    ("mpnet", "MPNetConfig", MPNET_SHAPE, "MPNetModel", None),
+    ("mpnet-mlm", "MPNetConfig", MPNET_SHAPE, "MPNetForMaskedLM", None),
+    ("mpnet-cls", "MPNetConfig", MPNET_SHAPE, "MPNetForSequenceClassification", 3),
     ("distilbert-mlm", "DistilBertConfig", DISTILBERT_SHAPE, "DistilBertForMaskedLM", None),
     ("distilbert-cls", "DistilBertConfig", DISTILBERT_SHAPE, "DistilBertForSequenceClassification", 3),
     ("distilbert-qa", "DistilBertConfig", DISTILBERT_SHAPE, "DistilBertForQuestionAnswering", None),
