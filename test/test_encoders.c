@@ -71,6 +71,18 @@ static void test_encoder_fixture(const char *name, pf_head head, int num_logits,
         check_array(what, dir, "logits.bin", e->logits, (per_token ? tokens : (size_t)ref.rows) * (size_t)num_logits);
         pf_encoding_free(e);
     }
+    /* gathered back onto one CPU rank, the same outputs */
+    pf_encoding *e = NULL;
+    r = pf_to_cpu(m);
+    if (r == PF_OK) r = pf_encode(m, ids, types, ref.lengths, ref.rows, &e);
+    CHECK_MSG(r == PF_OK, "%s after pf_to_cpu: %s", name, pf_error_message(m));
+    if (r == PF_OK) {
+        char what[160];
+        snprintf(what, sizeof what, "%s after pf_to_cpu", name);
+        check_array(what, dir, "hidden.bin", e->last_hidden_state, tokens * (size_t)e->hidden_size);
+        check_array(what, dir, "logits.bin", e->logits, (per_token ? tokens : (size_t)ref.rows) * (size_t)num_logits);
+    }
+    pf_encoding_free(e);
     /* A masked LM gives pf_forward's logits too (one row: its segments all 0, as row 0's are). */
     if (head == PF_HEAD_MASKED_LM) {
         size_t count = (size_t)ref.lengths[0] * (size_t)info.vocab_size, n = 0;

@@ -1,5 +1,6 @@
 /* Load, parallelize, run and free a model over and over, for valgrind (make valgrind): every
-   request kind (forward, greedy, sampling, beam search) on 1 and 2 ranks, so that an
+   request kind (forward, greedy, sampling, beam search; an encoder's pf_encode and pf_embed) on
+   1 and 2 ranks, so that an
    uninitialised read, an invalid access or a leak anywhere on those paths is an error.
    Usage: valgrind_cycles MODEL_DIR [MODEL_DIR...] [-n CYCLES] (20 by default). Cycles go round
    the directories. Exits non-zero when a call fails. */
@@ -15,12 +16,34 @@ static int failed(pf_model *m, const char *what, pf_result r) {
     return 1;
 }
 
+/* An encoder's requests: rows of different lengths with segments, and sentence embeddings. */
+static int encoder_requests(pf_model *m) {
+    int32_t first[5] = {2, 7, 9, 11, 3}, second[3] = {2, 5, 3}, types[5] = {0, 0, 1, 1, 1};
+    const int32_t *rows[2] = {first, second}, *type_rows[2] = {types, NULL};
+    if (pf_get_info(m).model_type && strcmp(pf_get_info(m).model_type, "bert")) type_rows[0] = NULL; /* segments: BERT's */
+    int lengths[2] = {5, 3};
+    pf_encoding *e = NULL;
+    float embeddings[2 * 1024];
+    int bad = failed(m, "pf_encode", pf_encode(m, rows, type_rows, lengths, 2, &e));
+    pf_encoding_free(e);
+    if (pf_get_info(m).hidden_size <= 1024) bad = bad || failed(m, "pf_embed", pf_embed(m, rows, lengths, 2, NULL, embeddings));
+    return bad;
+}
+
 static int one_cycle(const char *dir, int ranks) {
     pf_model *m = NULL;
     pf_result r = pf_load(dir, NULL, &m);
     if (failed(m, "pf_load", r)) {
         pf_free(m);
         return 1;
+    }
+    if (pf_get_info(m).is_encoder) {
+        pf_parallel_options po = pf_parallel_options_init();
+        po.max_batch = 2;
+        int bad = failed(m, "pf_parallelize", pf_parallelize(m, ranks, &po)) || encoder_requests(m);
+        bad = bad || failed(m, "pf_to_cpu", pf_to_cpu(m)) || encoder_requests(m);
+        pf_free(m);
+        return bad;
     }
     int vocab = pf_get_info(m).vocab_size;
     pf_parallel_options po = pf_parallel_options_init();
