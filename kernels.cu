@@ -785,8 +785,23 @@ size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim) 
     return (size_t)max_batch * heads * PF_MAX_SPLITS * ((size_t)head_dim + 2);
 }
 
-/* Appends k and v of this step to the caches ([batch][cache_len][kv_heads * head_dim]), then
-   out[b*T+t] (heads * head_dim wide) = softmax(q k^T * scale + alibi[h] * (j - pad[b])) v per
+/* Appends k and v of this step (from the qkv rows [q (heads * head_dim) | k (kv_heads *
+   head_dim) | v (same)]) to the caches ([batch][cache_len][kv_heads * head_dim]) at positions
+   past..past+T-1. */
+int pf_cuda_kv_append(struct pf_cuda_rank *st, float *k_cache, float *v_cache, const float *qkv, int batch, int T,
+                      int past, int heads, int kv_heads, int head_dim, int cache_len) {
+    if (kv_heads <= 0 || head_dim <= 0 || batch <= 0 || T <= 0) return PF_CUDA_OK;
+    if (past < 0 || past + T > cache_len)
+        return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_kv_append",
+                             "positions beyond the cache", __LINE__);
+    size_t q_width = (size_t)heads * head_dim, kv_width = (size_t)kv_heads * head_dim;
+    pf_kv_append_kernel<<<pf_blocks((size_t)batch * T * kv_width, PF_THREADS), PF_THREADS, 0, st->stream>>>(
+        k_cache, v_cache, qkv, batch, T, past, cache_len, q_width, kv_width);
+    PF_CUDA_CHECK_LAUNCH(st, pf_kv_append_kernel);
+    return PF_CUDA_OK;
+}
+
+/* out[b*T+t] (heads * head_dim wide) = softmax(q k^T * scale + alibi[h] * (j - pad[b])) v per
    local query head h, over the keys j the query at cache index pos = past + t sees: pad[b] <= j
    <= pos (left pads are never keys; j <= past + T - 1 instead when not causal: encoders), and
    pos - j < window when window > 0; a query with no key
@@ -796,7 +811,7 @@ size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim) 
    block per (query, head). T == 1 (decode): the keys are split over several blocks per head whose
    partial softmax sums are combined, using `partials`
    (pf_cuda_attention_scratch_floats(batch, heads, head_dim) floats). */
-int pf_cuda_attention(struct pf_cuda_rank *st, float *out, const float *qkv, float *k_cache, float *v_cache,
+int pf_cuda_attend(struct pf_cuda_rank *st, float *out, const float *qkv, const float *k_cache, const float *v_cache,
                       float *partials, const float *alibi, const int *pad, int batch, int T, int past, int heads,
                       int kv_heads, int head_dim, int head_begin, int kv_begin, int kv_group, int cache_len,
                       int window, int causal, float scale, const float *rel_bias, int rel_rows, int rel_buckets,
@@ -810,11 +825,7 @@ int pf_cuda_attention(struct pf_cuda_rank *st, float *out, const float *qkv, flo
         bad = "positions beyond the cache";
     else if (batch > 65535 || heads > 65535 || (size_t)batch * T > 2147483647u) /* grid limits */
         bad = "batch, heads or tokens exceed the grid";
-    if (bad) return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_attention", bad, __LINE__);
-    size_t q_width = (size_t)heads * head_dim, kv_width = (size_t)kv_heads * head_dim;
-    pf_kv_append_kernel<<<pf_blocks((size_t)batch * T * kv_width, PF_THREADS), PF_THREADS, 0, st->stream>>>(
-        k_cache, v_cache, qkv, batch, T, past, cache_len, q_width, kv_width);
-    PF_CUDA_CHECK_LAUNCH(st, pf_kv_append_kernel);
+    if (bad) return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_attend", bad, __LINE__);
     size_t shared = ((size_t)2 * head_dim + PF_CHUNK + 32) * sizeof(float);
     /* Keys of the (one) decode query without pads: a padded sequence's splits have fewer each. */
     int len = window > 0 && past + 1 > window ? window : past + 1;

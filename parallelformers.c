@@ -5747,11 +5747,14 @@ typedef struct pf__backend {
     /* Rotates the first a->rotary_dim dims of every q and k head in the qkv rows by position
        past + t: dims (i, i + rotary_dim/2), or (2i, 2i + 1) when pairs. */
     void (*rotary)(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, int pairs);
-    /* Appends this step's k, v to the caches [batch][cache_len][kv_heads*head_dim] and writes
-       out[b*T+t] = softmax(q k^T * scale + alibi) v over the keys the query may see.
-       qkv rows are [q (heads*head_dim) | k (kv_heads*head_dim) | v (kv_heads*head_dim)]. */
-    void (*attention)(pf__rank *r, float *out, const float *qkv, float *k_cache, float *v_cache,
-                      const pf__step *s, const pf__attn_shape *a);
+    /* Appends this step's k, v to the caches [batch][cache_len][kv_heads*head_dim] at positions
+       past..past+T-1. qkv rows are [q (heads*head_dim) | k (kv_heads*head_dim) | v (same)]. */
+    void (*kv_append)(pf__rank *r, float *k_cache, float *v_cache, const float *qkv, const pf__step *s,
+                      const pf__attn_shape *a);
+    /* out[b*T+t] = softmax(q k^T * scale + alibi + relative bias) v over the cached keys the
+       query may see (a->causal, a->window, left pads), q from the qkv rows. */
+    void (*attend)(pf__rank *r, float *out, const float *qkv, const float *k_cache, const float *v_cache,
+                   const pf__step *s, const pf__attn_shape *a);
     /* x = sum of x over all ranks, identical on every rank afterwards */
     void (*all_reduce)(pf__rank *r, float *x, size_t count);
     /* Beam search: row i of a cache [rows][row_floats] becomes old row src[i] (host array), for
@@ -6391,11 +6394,11 @@ static int pf__relative_bucket(int distance, int num_buckets, int max_distance) 
     return bucket + (large < half - 1 ? large : half - 1);
 }
 
-static void pf__cpu_attention(pf__rank *r, float *out, const float *qkv, float *k_cache, float *v_cache,
-                              const pf__step *s, const pf__attn_shape *a) {
+static void pf__cpu_kv_append(pf__rank *r, float *k_cache, float *v_cache, const float *qkv, const pf__step *s,
+                              const pf__attn_shape *a) {
     size_t hd = (size_t)a->head_dim, q_width = (size_t)a->heads * hd, kv_width = (size_t)a->kv_heads * hd;
     size_t row_width = q_width + 2 * kv_width, T = (size_t)s->seq_len;
-    const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
+    (void)r;
     if (!a->heads) return;
     for (int b = 0; b < s->batch; b++) {
         float *kc = k_cache + (size_t)b * a->cache_len * kv_width, *vc = v_cache + (size_t)b * a->cache_len * kv_width;
@@ -6404,6 +6407,17 @@ static void pf__cpu_attention(pf__rank *r, float *out, const float *qkv, float *
             memcpy(kc + (s->past + t) * kv_width, row + q_width, kv_width * sizeof(float));
             memcpy(vc + (s->past + t) * kv_width, row + q_width + kv_width, kv_width * sizeof(float));
         }
+    }
+}
+
+static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const float *k_cache, const float *v_cache,
+                           const pf__step *s, const pf__attn_shape *a) {
+    size_t hd = (size_t)a->head_dim, q_width = (size_t)a->heads * hd, kv_width = (size_t)a->kv_heads * hd;
+    size_t row_width = q_width + 2 * kv_width, T = (size_t)s->seq_len;
+    const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
+    if (!a->heads) return;
+    for (int b = 0; b < s->batch; b++) {
+        const float *kc = k_cache + (size_t)b * a->cache_len * kv_width, *vc = v_cache + (size_t)b * a->cache_len * kv_width;
         size_t pad = s->pad ? (size_t)s->pad[b] : 0; /* left pads are never keys */
         /* Queries in blocks that share each key's load for their scores; each query then takes
            the keys it may see (first..last) out of the block's range (lo..hi). */
@@ -6480,7 +6494,7 @@ static int pf__cpu_device_memory(int device, size_t *used, size_t *total) {
 static const pf__backend pf__cpu_backend = {
     "cpu", 1, NULL, NULL, pf__cpu_rank_begin, pf__cpu_rank_end, pf__cpu_alloc, pf__cpu_free, pf__cpu_copy,
     pf__cpu_copy, pf__cpu_download_rows, pf__cpu_copy, pf__cpu_embed, pf__cpu_add_positions, pf__cpu_norm, pf__cpu_matmul, pf__cpu_activation,
-    pf__cpu_gated_activation, pf__cpu_add_residual, pf__cpu_rotary, pf__cpu_attention, pf__cpu_all_reduce,
+    pf__cpu_gated_activation, pf__cpu_add_residual, pf__cpu_rotary, pf__cpu_kv_append, pf__cpu_attend, pf__cpu_all_reduce,
     pf__cpu_reorder_rows, pf__cpu_device_memory,
 };
 
@@ -7278,7 +7292,8 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
         /* attn = softmax(q k^T * scale + alibi) v over the cache, k and v appended to it */
         float *k_cache = r->k_cache ? r->k_cache + l * cache_stride : NULL; /* NULL: a rank without heads */
         float *v_cache = r->v_cache ? r->v_cache + l * cache_stride : NULL;
-        be->attention(r, r->attn, r->qkv, k_cache, v_cache, s, &shape);
+        be->kv_append(r, k_cache, v_cache, r->qkv, s, &shape);
+        be->attend(r, r->attn, r->qkv, k_cache, v_cache, s, &shape);
         /* part = attn Wo_r^T: this rank's share of the output projection */
         be->matmul(r, r->part, r->attn, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, N);
 
@@ -7511,7 +7526,9 @@ int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int
 int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const float *inv_freq, const int *pad, int batch, int T, int past,
                    int heads, int kv_heads, int head_dim, int rotary_dim, int pairs);
 size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim);
-int pf_cuda_attention(pf_cuda_rank *st, float *out, const float *qkv, float *k_cache, float *v_cache, float *partials,
+int pf_cuda_kv_append(pf_cuda_rank *st, float *k_cache, float *v_cache, const float *qkv, int batch, int T, int past,
+                      int heads, int kv_heads, int head_dim, int cache_len);
+int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const float *k_cache, const float *v_cache, float *partials,
                       const float *alibi, const int *pad, int batch, int T, int past, int heads, int kv_heads,
                       int head_dim, int head_begin, int kv_begin, int kv_group, int cache_len, int window,
                       int causal, float scale, const float *rel_bias, int rel_rows, int rel_buckets,
@@ -7979,13 +7996,21 @@ static void pf__cuda_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf
                                   a->kv_heads, a->head_dim, a->rotary_dim, pairs));
 }
 
-static void pf__cuda_attention(pf__rank *r, float *out, const float *qkv, float *k_cache, float *v_cache,
-                               const pf__step *s, const pf__attn_shape *a) {
+static void pf__cuda_kv_append(pf__rank *r, float *k_cache, float *v_cache, const float *qkv, const pf__step *s,
+                               const pf__attn_shape *a) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs || !a->heads) return;
+    pf__cuda_ok(r, pf_cuda_kv_append(rs->cu, k_cache, v_cache, qkv, s->batch, s->seq_len, s->past, a->heads,
+                                     a->kv_heads, a->head_dim, a->cache_len));
+}
+
+static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const float *k_cache, const float *v_cache,
+                            const pf__step *s, const pf__attn_shape *a) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
     const int *pad = a->heads > 0 ? pf__cuda_pads(r, rs, s) : NULL;
     if (r->error) return;
-    pf__cuda_ok(r, pf_cuda_attention(rs->cu, out, qkv, k_cache, v_cache, rs->partials, a->alibi, pad, s->batch,
+    pf__cuda_ok(r, pf_cuda_attend(rs->cu, out, qkv, k_cache, v_cache, rs->partials, a->alibi, pad, s->batch,
                                      s->seq_len, s->past, a->heads, a->kv_heads, a->head_dim, a->head_begin,
                                      a->kv_begin, a->kv_group, a->cache_len, a->window, a->causal, a->scale,
                                      a->rel_bias, a->rel_rows, a->rel_buckets, a->rel_max_distance));
@@ -8080,7 +8105,8 @@ static const pf__backend pf__cuda_table = {
     .gated_activation = pf__cuda_gated_activation,
     .add_residual = pf__cuda_add_residual,
     .rotary = pf__cuda_rotary,
-    .attention = pf__cuda_attention,
+    .kv_append = pf__cuda_kv_append,
+    .attend = pf__cuda_attend,
     .all_reduce = pf__cuda_all_reduce,
     .reorder_rows = pf__cuda_reorder_rows,
     .device_memory = pf__cuda_device_memory,
@@ -8140,7 +8166,7 @@ static const char *pf__backend_missing(const pf__backend *b) {
     PF__NEED(rank_begin) PF__NEED(rank_end) PF__NEED(alloc) PF__NEED(free) PF__NEED(upload) PF__NEED(download)
     PF__NEED(download_rows)
     PF__NEED(copy) PF__NEED(embed) PF__NEED(add_positions) PF__NEED(norm) PF__NEED(matmul) PF__NEED(activation)
-    PF__NEED(gated_activation) PF__NEED(add_residual) PF__NEED(rotary) PF__NEED(attention) PF__NEED(all_reduce)
+    PF__NEED(gated_activation) PF__NEED(add_residual) PF__NEED(rotary) PF__NEED(kv_append) PF__NEED(attend) PF__NEED(all_reduce)
     PF__NEED(reorder_rows) PF__NEED(device_memory)
 #undef PF__NEED
     return NULL;

@@ -398,14 +398,35 @@ static int relative_bucket(int distance, int num_buckets, int max_distance) {
     return bucket + (large < half - 1 ? large : half - 1);
 }
 
-int pf_cuda_attention(pf_cuda_rank *st, float *out, const float *qkv, float *kc, float *vc, float *partials,
-                      const float *alibi, const int *pad, int batch, int T, int past, int heads, int kv_heads, int hd,
-                      int head_begin, int kv_begin, int kv_group, int cache_len, int window, int causal, float scale,
-                      const float *rel_bias, int rel_rows, int rel_buckets, int rel_max_distance) {
+int pf_cuda_kv_append(pf_cuda_rank *st, float *kc, float *vc, const float *qkv, int batch, int T, int past, int heads,
+                      int kv_heads, int hd, int cache_len) {
+    if (kv_heads <= 0 || hd <= 0 || batch <= 0 || T <= 0) return 0;
+    if (past < 0 || past + T > cache_len) {
+        snprintf(st->message, sizeof st->message, "pf_cuda_kv_append failed: positions beyond the cache (mock)");
+        return 1;
+    }
+    size_t q_width = (size_t)heads * hd, kv_width = (size_t)kv_heads * hd, row_width = q_width + 2 * kv_width;
+    size_t rows = (size_t)batch * T;
+    NEED(qkv, rows * row_width * 4);
+    NEED(kc, (size_t)batch * cache_len * kv_width * 4);
+    NEED(vc, (size_t)batch * cache_len * kv_width * 4);
+    for (size_t row = 0; row < rows; row++)
+        for (size_t c = 0; c < kv_width; c++) {
+            size_t b = row / T, t = row % T, dst = (b * cache_len + past + t) * kv_width + c;
+            kc[dst] = qkv[row * row_width + q_width + c];
+            vc[dst] = qkv[row * row_width + q_width + kv_width + c];
+        }
+    return 0;
+}
+
+int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const float *kc, const float *vc, float *partials,
+                   const float *alibi, const int *pad, int batch, int T, int past, int heads, int kv_heads, int hd,
+                   int head_begin, int kv_begin, int kv_group, int cache_len, int window, int causal, float scale,
+                   const float *rel_bias, int rel_rows, int rel_buckets, int rel_max_distance) {
     if (heads <= 0 || hd <= 0 || batch <= 0 || T <= 0) return 0;
     if (kv_heads <= 0 || kv_group <= 0 || head_begin / kv_group - kv_begin < 0 ||
         (head_begin + heads - 1) / kv_group - kv_begin >= kv_heads || past < 0 || past + T > cache_len) {
-        snprintf(st->message, sizeof st->message, "pf_cuda_attention failed: bad shape (mock)");
+        snprintf(st->message, sizeof st->message, "pf_cuda_attend failed: bad shape (mock)");
         return 1;
     }
     size_t q_width = (size_t)heads * hd, kv_width = (size_t)kv_heads * hd, row_width = q_width + 2 * kv_width;
@@ -417,12 +438,6 @@ int pf_cuda_attention(pf_cuda_rank *st, float *out, const float *qkv, float *kc,
     if (alibi) NEED(alibi, (size_t)heads * 4);
     if (rel_bias) NEED(rel_bias, (size_t)heads * rel_rows * 4);
     if (pad) NEED(pad, (size_t)batch * 4);
-    for (size_t row = 0; row < rows; row++)
-        for (size_t c = 0; c < kv_width; c++) {
-            size_t b = row / T, t = row % T, dst = (b * cache_len + past + t) * kv_width + c;
-            kc[dst] = qkv[row * row_width + q_width + c];
-            vc[dst] = qkv[row * row_width + q_width + kv_width + c];
-        }
     int len1 = window > 0 && past + 1 > window ? window : past + 1;
     int splits = 1;
     if (T == 1 && partials) {
