@@ -1519,7 +1519,7 @@ static void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, siz
 /* tokenizer                                                                                       */
 /* =============================================================================================== */
 
-/* BPE tokenizers as Hugging Face tokenizers runs them.
+/* Tokenizers as Hugging Face tokenizers runs them.
 
    A tokenizer.json is read component by component, each implemented once and driven by the
    file (nothing here is per model family):
@@ -1530,7 +1530,9 @@ static void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, siz
                     BertPreTokenizer, WhitespaceSplit, Punctuation, Sequence
      model          BPE: byte-level or on characters; byte_fallback, unk_token with fuse_unk,
                     continuing_subword_prefix, end_of_word_suffix, ignore_merges
-     decoder        ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip, BPEDecoder, Sequence
+                    WordPiece: unk_token, continuing_subword_prefix, max_input_chars_per_word
+     decoder        ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip, BPEDecoder, WordPiece,
+                    Sequence
      post_processor TemplateProcessing, BertProcessing, RobertaProcessing, ByteLevel (no-op for
                     ids), Sequence: applied by pf_tokenize_special only
    Anything else is PF_ERROR_UNSUPPORTED naming it; a malformed component PF_ERROR_FORMAT.
@@ -1543,9 +1545,10 @@ static void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, siz
       found in the normalized text (their content normalized too, as HF does).
    3. the pre-tokenizer cuts each remaining piece into words; split patterns are matched by hand
       on code points (the regexes HF's tokenizer.json files use are recognised by their source).
-   4. the model turns each word into ids: its characters (or, byte-level, its bytes' characters
-      in GPT-2's byte-to-unicode map) merged pair by pair, lowest merge rank first (leftmost on
-      ties), as HF's Word::merge_all.
+   4. the model turns each word into ids. BPE: its characters (or, byte-level, its bytes'
+      characters in GPT-2's byte-to-unicode map) merged pair by pair, lowest merge rank first
+      (leftmost on ties), as HF's Word::merge_all. WordPiece: the longest vocab piece at each
+      place, greedily from the left.
    Invalid UTF-8 never fails: each invalid byte is a unit of its own that is neither letter,
    number nor space and that normalizers leave alone; byte-level, it is encoded by its byte
    token, so that decode(encode(bytes)) == bytes for any bytes the vocab covers; with
@@ -3147,15 +3150,17 @@ typedef struct pf__tok_pre {
 
 typedef enum pf__tok_dec_kind {
     PF__DEC_BYTELEVEL, PF__DEC_REPLACE, PF__DEC_BYTEFALLBACK, PF__DEC_FUSE, PF__DEC_STRIP, PF__DEC_METASPACE,
-    PF__DEC_BPE
+    PF__DEC_BPE, PF__DEC_WORDPIECE
 } pf__tok_dec_kind;
 
 typedef struct pf__tok_dec {
     pf__tok_dec_kind kind;
-    char *a, *b; /* Replace: pattern a, content b; Metaspace, Strip: the character a; BPE: suffix a */
+    char *a, *b; /* Replace: pattern a, content b; Metaspace, Strip: the character a; BPE: suffix a;
+                    WordPiece: prefix a */
     size_t a_len, b_len;
     size_t start, stop;      /* Strip */
     pf__tok_prepend prepend; /* Metaspace */
+    int cleanup;             /* WordPiece */
 } pf__tok_dec;
 
 #define PF__TOK_MAX_NORMS 16
@@ -3171,6 +3176,8 @@ typedef struct pf__tok_added {
     int32_t id;
     unsigned char special, normalized, lstrip, rstrip, single_word;
 } pf__tok_added;
+
+typedef enum pf__tok_model_kind { PF__MODEL_BPE, PF__MODEL_WORDPIECE } pf__tok_model_kind;
 
 /* Vocab hash slot: a token string (in vocab_text) and its id; id -1 marks an empty slot. */
 typedef struct pf__tok_vocab_slot {
@@ -3200,11 +3207,15 @@ struct pf_tokenizer {
     size_t merges_mask;
 
     /* model options */
+    pf__tok_model_kind model;
     int byte_level;    /* the model sees each byte as its character in GPT-2's byte map */
-    int32_t unk_id;    /* -1: characters without a token are dropped, as HF does without unk_token */
+    int32_t unk_id;    /* -1: none. BPE drops characters without a token then, as HF does; WordPiece
+                          fails the encoding where it needs one, as HF does */
     int fuse_unk, ignore_merges, byte_fallback;
     char *prefix, *suffix; /* continuing_subword_prefix, end_of_word_suffix; NULL: none */
     size_t prefix_len, suffix_len;
+    size_t max_word_chars; /* WordPiece: max_input_chars_per_word (a longer word is unk) */
+    size_t max_token_len;  /* the longest vocab string, in bytes: no longer piece is looked up */
 
     /* byte-level: the character standing for each byte (UTF-8), the id of its one-character token
        (-1 when the vocab lacks it), and the inverse map */
@@ -3336,8 +3347,10 @@ typedef struct pf__tok_cand { /* a possible merge of the symbols at pos and its 
 
 typedef struct pf__tok_ctx {
     const pf_tokenizer *t;
-    int32_t *ids;
-    size_t capacity, count;
+    int32_t *ids;       /* [ids_cap]: the ids so far, count of them */
+    size_t ids_cap, count;
+    int out_of_memory;  /* an id could not be stored */
+    int needs_unk;      /* a word needed the unk token the model lacks (HF fails too) */
     pf__tok_sym *sym;   /* [sym_cap] */
     pf__tok_cand *heap; /* [heap_cap]: a merge adds at most one candidate net */
     size_t sym_cap, heap_cap;
@@ -3350,6 +3363,7 @@ typedef struct pf__tok_ctx {
 
 static void pf__tok_ctx_free(pf__tok_ctx *c) {
     int k;
+    free(c->ids);
     free(c->sym);
     free(c->heap);
     free(c->norm[0].p);
@@ -3361,9 +3375,13 @@ static void pf__tok_ctx_free(pf__tok_ctx *c) {
     free(c->mapped.p);
 }
 
+/* Appends an id; running out of memory is reported once the encoding ends. */
 static void pf__tok_emit(pf__tok_ctx *c, int32_t id) {
-    if (c->count < c->capacity) c->ids[c->count] = id;
-    c->count++;
+    if (pf__tok_grow((void **)&c->ids, &c->ids_cap, c->count + 1, sizeof *c->ids)) {
+        c->out_of_memory = 1;
+        return;
+    }
+    c->ids[c->count++] = id;
 }
 
 /* ---- normalizers ---- */
@@ -3653,6 +3671,70 @@ static int pf__tok_bpe(pf__tok_ctx *c, const unsigned char *s, size_t len) {
     return 0;
 }
 
+/* ---- the WordPiece model ---- */
+
+/* The end of the longest run of whole units from s[i] that is at most `room` bytes long. */
+static size_t pf__tok_units_within(const unsigned char *s, size_t i, size_t len, size_t room) {
+    size_t end = i, k;
+    uint32_t cp;
+    while (end < len) {
+        k = pf__utf8_decode(s + end, len - end, &cp);
+        if (end + k - i > room) break;
+        end += k;
+    }
+    return end;
+}
+
+/* The vocab id of prefix + s[0 .. len) (prefix_len 0: s alone), or -1. unit is scratch. */
+static int32_t pf__tok_find_prefixed(pf__tok_ctx *c, const char *prefix, size_t prefix_len, const unsigned char *s,
+                                     size_t len) {
+    if (!prefix_len) return pf__tok_vocab_find(c->t, (const char *)s, len);
+    c->unit.len = 0;
+    if (pf__buf_put(&c->unit, prefix, prefix_len) || pf__buf_put(&c->unit, s, len)) {
+        c->out_of_memory = 1;
+        return -1;
+    }
+    return pf__tok_vocab_find(c->t, (const char *)c->unit.p, c->unit.len);
+}
+
+/* The WordPiece model on one word, as HF's WordPiece::tokenize: the longest vocab piece at its
+   start, then the longest with the continuing_subword_prefix at each later place; a word with
+   a place no piece starts, or longer than max_input_chars_per_word characters, is unk alone. */
+static void pf__tok_wordpiece(pf__tok_ctx *c, const unsigned char *s, size_t len) {
+    const pf_tokenizer *t = c->t;
+    size_t start = 0, chars = 0, mark = c->count, k;
+    uint32_t cp;
+    for (k = 0; k < len && chars <= t->max_word_chars; k += pf__utf8_decode(s + k, len - k, &cp)) chars++;
+    while (chars <= t->max_word_chars && start < len) {
+        size_t prefix_len = start ? t->prefix_len : 0;
+        /* no piece is longer than the longest token: start below that */
+        size_t end = t->max_token_len < prefix_len ? start
+                     : pf__tok_units_within(s, start, len, t->max_token_len - prefix_len);
+        int32_t id = -1;
+        while (end > start && (id = pf__tok_find_prefixed(c, t->prefix, prefix_len, s + start, end - start)) < 0) {
+            pf__utf8_decode_before(s, start, end, &k);
+            end -= k;
+        }
+        if (id < 0) break;
+        pf__tok_emit(c, id);
+        start = end;
+    }
+    if (start == len && chars <= t->max_word_chars) return;
+    c->count = mark; /* the word is unk as a whole */
+    if (t->unk_id < 0) c->needs_unk = 1;
+    else pf__tok_emit(c, t->unk_id);
+}
+
+/* The model on one pre-tokenized word: emits its ids. 0, or -1 when out of memory. */
+static int pf__tok_model(pf__tok_ctx *c, const unsigned char *s, size_t len) {
+    if (len == 0) return 0;
+    if (c->t->model == PF__MODEL_WORDPIECE) {
+        pf__tok_wordpiece(c, s, len);
+        return 0;
+    }
+    return pf__tok_bpe(c, s, len);
+}
+
 /* ---- split patterns ---- */
 
 /* L, N or S of a code point; 0 for the rest ("other": neither letter, number nor space). */
@@ -3909,7 +3991,7 @@ static int pf__tok_pre_run(pf__tok_ctx *c, int stage, const unsigned char *s, si
     const pf__tok_pre *p;
     pf__tok_buf *b;
     if (len == 0) return 0;
-    if (stage == t->num_pres) return pf__tok_bpe(c, s, len);
+    if (stage == t->num_pres) return pf__tok_model(c, s, len);
     p = &t->pres[stage];
     b = &c->pre[stage];
     switch (p->kind) {
@@ -4027,25 +4109,33 @@ static pf_result pf__tok_encode(const pf_tokenizer *tokenizer, const char *text,
                                 size_t capacity, size_t *num_ids, int special) {
     pf__tok_ctx c;
     int rc = 0;
-    size_t k;
+    size_t k, n = 0, i;
+    pf_result result = PF_OK;
     if (num_ids) *num_ids = 0;
     if (!tokenizer || !num_ids || (!text && text_len) || (!ids && capacity)) return PF_ERROR_INVALID_ARGUMENT;
     memset(&c, 0, sizeof c);
     c.t = tokenizer;
-    c.ids = ids;
-    c.capacity = capacity;
-    if (!special || !tokenizer->post) {
-        rc = text_len ? pf__tok_encode_added(&c, 0, (const unsigned char *)text, 0, text_len, 1) : 0;
+    rc = text_len ? pf__tok_encode_added(&c, 0, (const unsigned char *)text, 0, text_len, 1) : 0;
+    if (rc || c.out_of_memory) result = PF_ERROR_OUT_OF_MEMORY;
+    else if (c.needs_unk) result = PF_ERROR_INVALID_ARGUMENT;
+    else if (!special || !tokenizer->post) {
+        for (i = 0; i < c.count && i < capacity; i++) ids[i] = c.ids[i];
+        n = c.count;
     } else {
-        for (k = 0; k < tokenizer->post_len && !rc; k++) {
-            if (tokenizer->post[k] != PF__TOK_SEQ_A) pf__tok_emit(&c, tokenizer->post[k]);
-            else if (text_len) rc = pf__tok_encode_added(&c, 0, (const unsigned char *)text, 0, text_len, 1);
+        for (k = 0; k < tokenizer->post_len; k++) {
+            if (tokenizer->post[k] != PF__TOK_SEQ_A) {
+                if (n < capacity) ids[n] = tokenizer->post[k];
+                n++;
+                continue;
+            }
+            for (i = 0; i < c.count; i++, n++)
+                if (n < capacity) ids[n] = c.ids[i];
         }
     }
     pf__tok_ctx_free(&c);
-    if (rc) return PF_ERROR_OUT_OF_MEMORY;
-    *num_ids = c.count;
-    return c.count > capacity ? PF_ERROR_BUFFER_TOO_SMALL : PF_OK;
+    if (result != PF_OK) return result;
+    *num_ids = n;
+    return n > capacity ? PF_ERROR_BUFFER_TOO_SMALL : PF_OK;
 }
 
 pf_result pf_tokenize(const pf_tokenizer *tokenizer, const char *text, size_t text_len, int32_t *ids,
@@ -4064,6 +4154,7 @@ typedef struct pf__tok_list { /* a list of token strings */
     pf__tok_buf text;
     size_t *off, *len;
     size_t n, cap;
+    pf__tok_buf scratch[2]; /* for steps that rewrite a token in several passes */
 } pf__tok_list;
 
 /* Ends the token that began at text offset `start`. */
@@ -4086,6 +4177,8 @@ static int pf__list_push(pf__tok_list *l, size_t start) {
 }
 
 static void pf__list_free(pf__tok_list *l) {
+    free(l->scratch[0].p);
+    free(l->scratch[1].p);
     free(l->text.p);
     free(l->off);
     free(l->len);
@@ -4117,6 +4210,29 @@ static int pf__tok_byte_token(const unsigned char *s, size_t n) {
     if (s[3] == '+') return lo;
     hi = s[3] >= '0' && s[3] <= '9' ? s[3] - '0' : (s[3] | 0x20) >= 'a' && (s[3] | 0x20) <= 'f' ? (s[3] | 0x20) - 'a' + 10 : -1;
     return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
+}
+
+/* The WordPiece decoder's cleanup of a token (HF's decoders::wordpiece::cleanup): spaces before
+   punctuation and contractions go, one replacement after the other; rewrites out->text from
+   `start` on. */
+static int pf__tok_wordpiece_cleanup(pf__tok_list *out, size_t start) {
+    static const char *const rules[][2] = {
+        {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"}, {" 'm", "'m"},
+        {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+    size_t r;
+    pf__tok_buf *from = &out->scratch[0], *to = &out->scratch[1], *swap;
+    from->len = 0;
+    if (pf__buf_put(from, out->text.p + start, out->text.len - start)) return -1;
+    for (r = 0; r < PF__TOK_LEN(rules); r++) {
+        to->len = 0;
+        if (pf__buf_replace(to, from->p, from->len, rules[r][0], strlen(rules[r][0]), rules[r][1], strlen(rules[r][1])))
+            return -1;
+        swap = from;
+        from = to;
+        to = swap;
+    }
+    out->text.len = start;
+    return pf__buf_put(&out->text, from->p, from->len);
 }
 
 /* One decoder step: the tokens of `in` -> `out` (emptied first). */
@@ -4168,6 +4284,15 @@ static int pf__tok_dec_step(const pf_tokenizer *t, const pf__tok_dec *d, const p
                     return -1;
                 }
             }
+            break;
+        case PF__DEC_WORDPIECE: /* a token after the first loses the prefix, or gets a space before it */
+            start = out->text.len;
+            if (i > 0 && n >= d->a_len && !memcmp(s, d->a, d->a_len)) {
+                if (pf__buf_put(&out->text, s + d->a_len, n - d->a_len)) return -1;
+            } else if ((i > 0 && pf__buf_put(&out->text, " ", 1)) || pf__buf_put(&out->text, s, n)) {
+                return -1;
+            }
+            if (d->cleanup && pf__tok_wordpiece_cleanup(out, start)) return -1;
             break;
         case PF__DEC_STRIP: { /* up to `start` of the character at the start, `stop` at the end */
             size_t lo = 0, hi = n, m;
@@ -4316,6 +4441,7 @@ static pf_result pf__tok_set_vocab(pf_tokenizer *t, const pf__json *vocab, const
                 break;
         }
         t->vocab[i].id = id;
+        if (m->key_len > t->max_token_len) t->max_token_len = m->key_len;
     }
     return PF_OK;
 }
@@ -4875,6 +5001,19 @@ static pf_result pf__tok_read_decoder(pf_tokenizer *t, const pf__json *j, int de
         d->a_len = v ? v->string_len : 4;
         return PF_OK;
     }
+    if (!strcmp(name, "WordPiece")) { /* prefix "##" and cleanup true where absent */
+        int cleanup = pf__tok_json_bool(j, "cleanup", 1);
+        v = pf__tok_json_str(j, "prefix", &bad);
+        if (bad || cleanup < 0) {
+            snprintf(err, err_size, "%s: decoder WordPiece's \"prefix\" or \"cleanup\" has the wrong type", path);
+            return PF_ERROR_FORMAT;
+        }
+        if (!(d = pf__tok_add_dec(t, PF__DEC_WORDPIECE))) return pf__tok_too_many(path, "decoder", err, err_size);
+        d->cleanup = cleanup;
+        if (!(d->a = pf__tok_dup(v ? v->string : "##", v ? v->string_len : 2))) goto oom;
+        d->a_len = v ? v->string_len : 2;
+        return PF_OK;
+    }
     if (!strcmp(name, "Metaspace") || !strcmp(name, "Strip")) {
         int meta = name[0] == 'M', scheme = meta ? pf__tok_json_prepend(j) : 0;
         long start = meta ? 0 : pf__tok_json_count(j, "start", 0), stop = meta ? 0 : pf__tok_json_count(j, "stop", 0);
@@ -5131,23 +5270,14 @@ static int pf__tok_json_affix(const pf__json *model, const char *key, char **out
     return 0;
 }
 
-/* tokenizer.json: model BPE, added_tokens, normalizer, pre_tokenizer, decoder, post_processor. */
-static pf_result pf__tok_from_json(pf_tokenizer *t, const pf__json *root, const char *path, char *err,
-                                   size_t err_size) {
-    const pf__json *model = pf__json_get(root, "model"), *merges, *added, *e, *v;
+/* model BPE: vocab, merges and options. */
+static pf_result pf__tok_read_bpe(pf_tokenizer *t, const pf__json *model, const char *path, char *err,
+                                  size_t err_size) {
+    const pf__json *merges, *e, *v;
     pf__tok_merge_text *mt;
     size_t n;
     int bad = 0, rc;
     pf_result r;
-    if (!root || root->type != PF__JSON_OBJECT || !model || model->type != PF__JSON_OBJECT) {
-        snprintf(err, err_size, "%s: no \"model\" object", path);
-        return PF_ERROR_FORMAT;
-    }
-    v = pf__tok_json_str(model, "type", &bad);
-    if (v && strcmp(v->string, "BPE")) {
-        snprintf(err, err_size, "%s: model type %.40s is not supported (only BPE)", path, v->string);
-        return PF_ERROR_UNSUPPORTED;
-    }
     v = pf__json_get(model, "dropout");
     if (v && v->type != PF__JSON_NULL && !(v->type == PF__JSON_NUMBER && v->number == 0)) {
         snprintf(err, err_size, "%s: BPE dropout is not supported", path);
@@ -5201,6 +5331,53 @@ static pf_result pf__tok_from_json(pf_tokenizer *t, const pf__json *root, const 
     /* an unk_token missing from the vocab is no unk token: HF fails only when it is needed */
     v = pf__tok_json_str(model, "unk_token", &bad);
     t->unk_id = v ? pf__tok_vocab_find(t, v->string, v->string_len) : -1;
+    return PF_OK;
+}
+
+/* model WordPiece: vocab, unk_token ("[UNK]"), continuing_subword_prefix ("##"),
+   max_input_chars_per_word (100); HF's defaults where absent. */
+static pf_result pf__tok_read_wordpiece(pf_tokenizer *t, const pf__json *model, const char *path, char *err,
+                                        size_t err_size) {
+    int bad = 0;
+    const pf__json *unk = pf__tok_json_str(model, "unk_token", &bad), *prefix;
+    long max_chars = pf__tok_json_count(model, "max_input_chars_per_word", 100);
+    pf_result r;
+    prefix = pf__tok_json_str(model, "continuing_subword_prefix", &bad);
+    if (bad || max_chars < 0) {
+        snprintf(err, err_size, "%s: a WordPiece option of the model has the wrong type", path);
+        return PF_ERROR_FORMAT;
+    }
+    t->model = PF__MODEL_WORDPIECE;
+    t->max_word_chars = (size_t)max_chars;
+    if (!(t->prefix = pf__tok_dup(prefix ? prefix->string : "##", prefix ? prefix->string_len : 2))) {
+        snprintf(err, err_size, "%s: out of memory", path);
+        return PF_ERROR_OUT_OF_MEMORY;
+    }
+    t->prefix_len = prefix ? prefix->string_len : 2;
+    if ((r = pf__tok_set_vocab(t, pf__json_get(model, "vocab"), "model.vocab", path, err, err_size)) != PF_OK)
+        return r;
+    t->unk_id = pf__tok_vocab_find(t, unk ? unk->string : "[UNK]", unk ? unk->string_len : 5);
+    return PF_OK;
+}
+
+/* tokenizer.json: model, added_tokens, normalizer, pre_tokenizer, decoder, post_processor. */
+static pf_result pf__tok_from_json(pf_tokenizer *t, const pf__json *root, const char *path, char *err,
+                                   size_t err_size) {
+    const pf__json *model = pf__json_get(root, "model"), *added, *e, *v;
+    int bad = 0;
+    pf_result r;
+    if (!root || root->type != PF__JSON_OBJECT || !model || model->type != PF__JSON_OBJECT) {
+        snprintf(err, err_size, "%s: no \"model\" object", path);
+        return PF_ERROR_FORMAT;
+    }
+    v = pf__tok_json_str(model, "type", &bad);
+    if (!v || !strcmp(v->string, "BPE")) r = pf__tok_read_bpe(t, model, path, err, err_size);
+    else if (!strcmp(v->string, "WordPiece")) r = pf__tok_read_wordpiece(t, model, path, err, err_size);
+    else {
+        snprintf(err, err_size, "%s: model type %.40s is not supported (only BPE and WordPiece)", path, v->string);
+        return PF_ERROR_UNSUPPORTED;
+    }
+    if (r != PF_OK) return r;
 
     added = pf__json_get(root, "added_tokens");
     if (added && added->type != PF__JSON_NULL) {

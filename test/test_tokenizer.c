@@ -1003,6 +1003,49 @@ static void tt_test_components(void) {
         {"\xe6\x9d\xb1z", 4, 4, {5, 6, 7, 0}, {5, 6, 7, 0}, "\xe6\x9d\xb1<unk>", "\xe6\x9d\xb1<unk>"},
         {"\xc3" "a\xa9", 3, 3, {1, 3, 2}, {1, 3, 2}, "\xc3" "a\xa9", "\xc3" "a\xa9"},
     };
+    /* WordPiece with its own prefix: the longest piece first, a word with a place no piece starts
+       or longer than max_input_chars_per_word is unk; the decoder's prefix and cleanup */
+    static const char json_d[] =
+        "{\"version\":\"1.0\",\"added_tokens\":[],\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"WhitespaceSplit\"},"
+        "\"post_processor\":null,\"decoder\":{\"type\":\"WordPiece\",\"prefix\":\"@@\",\"cleanup\":true},\"model\":{"
+        "\"type\":\"WordPiece\",\"unk_token\":\"<unk>\",\"continuing_subword_prefix\":\"@@\",\"max_input_chars_per_word\":6,"
+        "\"vocab\":{\"<unk>\":0,\"a\":1,\"ab\":2,\"@@b\":3,\"@@c\":4,\"abc\":5,\"'\":6,\"@@'\":7,\"n't\":8,\"do\":9,"
+        "\"not\":10,\".\":11,\"@@.\":12,\"\\u00e9\":13,\"@@\\u00e9\":14,\"x\":15}}}";
+    static const tt_hand_case cases_d[] = {
+        {"abc", 1, 1, {5}, {5}, "abc", "abc"},
+        {"abbc", 3, 3, {2, 3, 4}, {2, 3, 4}, "abbc", "abbc"},
+        {"ab ac", 3, 3, {2, 1, 4}, {2, 1, 4}, "ab ac", "ab ac"},
+        {"abcabc", 1, 1, {0}, {0}, "<unk>", "<unk>"},
+        {"aaaaaaa", 1, 1, {0}, {0}, "<unk>", "<unk>"},
+        {"do not", 2, 2, {9, 10}, {9, 10}, "do not", "do not"},
+        {"a ' n't", 3, 3, {1, 6, 8}, {1, 6, 8}, "a 'n't", "a 'n't"},
+        {"a .", 2, 2, {1, 11}, {1, 11}, "a.", "a."},
+        {"a.", 2, 2, {1, 12}, {1, 12}, "a.", "a."},
+        {"a\xc3\xa9", 2, 2, {1, 14}, {1, 14}, "a\xc3\xa9", "a\xc3\xa9"},
+        {"x. abd", 3, 3, {15, 12, 0}, {15, 12, 0}, "x. <unk>", "x. <unk>"},
+    };
+    /* WordPiece without its unk token: a word that needs it fails the encoding, as in HF */
+    static const char json_e[] =
+        "{\"pre_tokenizer\":{\"type\":\"WhitespaceSplit\"},\"model\":{\"type\":\"WordPiece\",\"vocab\":{\"a\":0,\"##b\":1}}}";
+    char dir[256];
+    tt_check_hand("wordpiece", json_d, cases_d, sizeof cases_d / sizeof cases_d[0]);
+    if (tt_mkdtemp(dir, sizeof dir) == 0) {
+        pf_tokenizer *t;
+        int32_t ids[4];
+        size_t n = 0;
+        pf_result r;
+        CHECK(tt_write(dir, "tokenizer.json", json_e, sizeof json_e - 1) == 0);
+        if ((t = tt_load(dir)) != NULL) {
+            r = pf_tokenize(t, "ab a", 4, ids, 4, &n);
+            CHECK_MSG(r == PF_OK && n == 3 && ids[0] == 0 && ids[1] == 1 && ids[2] == 0, "wordpiece \"ab a\": %s, %zu ids",
+                      pf_result_string(r), n);
+            r = pf_tokenize(t, "ab c", 4, ids, 4, &n);
+            CHECK_MSG(r == PF_ERROR_INVALID_ARGUMENT && n == 0, "wordpiece without [UNK] on \"ab c\": %s",
+                      pf_result_string(r));
+            pf_tokenizer_free(t);
+        }
+        tt_rmdir(dir);
+    }
     tt_check_hand("continuing_subword_prefix", json_a, cases_a, sizeof cases_a / sizeof cases_a[0]);
     tt_check_hand("end_of_word_suffix", json_b, cases_b, sizeof cases_b / sizeof cases_b[0]);
     tt_check_hand("byte_fallback", json_c, cases_c, sizeof cases_c / sizeof cases_c[0]);
@@ -1195,7 +1238,12 @@ static void tt_test_bad_input(void) {
                          PF_ERROR_FORMAT, "added token");
     tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":2000000000},\"merges\":[]}}",
                          PF_ERROR_FORMAT, "sparse");
-    tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"WordPiece\"," TT_VOCAB "}}", PF_ERROR_UNSUPPORTED, "WordPiece");
+    tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"WordLevel\"," TT_VOCAB "}}", PF_ERROR_UNSUPPORTED, "WordLevel");
+    tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"WordPiece\",\"max_input_chars_per_word\":-1," TT_VOCAB "}}",
+                         PF_ERROR_FORMAT, "WordPiece option");
+    tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"WordPiece\",\"continuing_subword_prefix\":[]," TT_VOCAB "}}",
+                         PF_ERROR_FORMAT, "WordPiece option");
+    tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"WordPiece\",\"vocab\":[]}}", PF_ERROR_FORMAT, "model.vocab");
     tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"BPE\",\"byte_fallback\":true," TT_VOCAB ",\"merges\":[]}}",
                          PF_ERROR_FORMAT, "byte_fallback");
     tt_expect_json_error("{\"pre_tokenizer\":{\"type\":\"Whitespace\"},\"model\":{\"type\":\"BPE\"," TT_VOCAB ",\"merges\":[]}}",
@@ -1206,9 +1254,9 @@ static void tt_test_bad_input(void) {
     tt_expect_json_error(TT_PRE "\"normalizer\":{\"type\":\"NFKC\"},\"model\":{\"type\":\"BPE\"," TT_VOCAB ",\"merges\":[]}}",
                          PF_ERROR_UNSUPPORTED, "NFKC");
     tt_test_bad_components();
-    tt_expect_json_error("{\"pre_tokenizer\":{\"type\":\"ByteLevel\"},\"decoder\":{\"type\":\"WordPiece\"},"
+    tt_expect_json_error("{\"pre_tokenizer\":{\"type\":\"ByteLevel\"},\"decoder\":{\"type\":\"WordPiece\",\"cleanup\":1},"
                          "\"model\":{\"type\":\"BPE\"," TT_VOCAB ",\"merges\":[]}}",
-                         PF_ERROR_UNSUPPORTED, "WordPiece");
+                         PF_ERROR_FORMAT, "WordPiece");
 
     tt_expect_files_error("{\"a\": 0, \"b\": 1", "a b\n", PF_ERROR_FORMAT, "vocab.json");
     tt_expect_files_error("[\"a\", \"b\"]", "a b\n", PF_ERROR_FORMAT, "vocab.json");
