@@ -1534,7 +1534,8 @@ static void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, siz
      decoder        ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip, BPEDecoder, WordPiece,
                     Sequence
      post_processor TemplateProcessing, BertProcessing, RobertaProcessing, ByteLevel (no-op for
-                    ids), Sequence: applied by pf_tokenize_special only
+                    ids), Sequence: a template for one text and one for a pair, with token type
+                    ids; applied by pf_tokenize_special and pf_tokenize_pair, after HF's truncation
    Anything else is PF_ERROR_UNSUPPORTED naming it; a malformed component PF_ERROR_FORMAT.
    vocab.json + merges.txt (+ tokenizer_config.json) load as transformers' GPT-2 tokenizer.
 
@@ -3166,7 +3167,13 @@ typedef struct pf__tok_dec {
 #define PF__TOK_MAX_NORMS 16
 #define PF__TOK_MAX_PRE 16
 #define PF__TOK_MAX_DECS 16
-#define PF__TOK_SEQ_A (-1) /* in the post-processor template: the encoded text */
+#define PF__TOK_SEQ_A (-1) /* in a post-processor template: the first text's ids */
+#define PF__TOK_SEQ_B (-2) /* ... and the second's */
+
+typedef struct pf__tok_post_item { /* a piece of a post-processor template */
+    int32_t id;       /* a special token's id, or PF__TOK_SEQ_A / PF__TOK_SEQ_B */
+    uint32_t type_id; /* the token type id of its ids */
+} pf__tok_post_item;
 
 typedef struct pf__tok_added {
     char *content; /* malloc'd, NUL-terminated: what it decodes to */
@@ -3245,9 +3252,11 @@ struct pf_tokenizer {
     int num_decs;
     int has_decoder; /* 0: tokens are joined with spaces, as HF does without a decoder */
 
-    /* post-processor for a single sequence: ids and PF__TOK_SEQ_A */
-    int32_t *post;
-    size_t post_len;
+    /* the post-processor's templates, [0] for one text, [1] for a pair (without one: A, and A
+       then B of type id 1, as HF's default), and the special ids each adds */
+    pf__tok_post_item *post[2];
+    size_t post_len[2], post_added[2];
+    int has_post; /* a post-processor that adds tokens or sets type ids was read */
 
     int32_t bos_id, eos_id; /* tokenizer_config.json's bos_token / eos_token; -1: unknown */
 };
@@ -3278,7 +3287,8 @@ void pf_tokenizer_free(pf_tokenizer *tokenizer) {
     free(tokenizer->id_len);
     free(tokenizer->prefix);
     free(tokenizer->suffix);
-    free(tokenizer->post);
+    free(tokenizer->post[0]);
+    free(tokenizer->post[1]);
     free(tokenizer);
 }
 
@@ -4104,32 +4114,85 @@ static int pf__tok_encode_added(pf__tok_ctx *c, int pass, const unsigned char *s
     return 0;
 }
 
-/* Encodes text; with `special`, inside the post-processor's template. */
-static pf_result pf__tok_encode(const pf_tokenizer *tokenizer, const char *text, size_t text_len, int32_t *ids,
-                                size_t capacity, size_t *num_ids, int special) {
+pf_tokenize_options pf_tokenize_options_init(void) {
+    pf_tokenize_options o;
+    memset(&o, 0, sizeof o);
+    o.truncation = PF_TRUNCATION_LONGEST_FIRST;
+    return o;
+}
+
+/* Cuts the encoded texts (*na ids, and *nb of the pair) to max_length ids in all, as HF's
+   truncate_encodings; -1 where HF fails (the text to cut is too short, or there is no pair). */
+static int pf__tok_truncate(size_t max_length, pf_truncation strategy, int pair, size_t *na, size_t *nb) {
+    size_t total = *na + (pair ? *nb : 0), n1, n2, *target;
+    if (max_length == 0) { /* HF empties both, whatever the strategy */
+        *na = *nb = 0;
+        return 0;
+    }
+    if (total <= max_length) return 0;
+    if (strategy == PF_TRUNCATION_LONGEST_FIRST) {
+        if (!pair) {
+            *na = max_length;
+            return 0;
+        }
+        /* the shorter keeps its length when the longer can take the rest; else both get about half,
+           the longer the odd one */
+        n1 = *na < *nb ? *na : *nb;
+        n2 = n1 > max_length ? n1 : (n1 > max_length - n1 ? n1 : max_length - n1);
+        if (n1 + n2 > max_length) {
+            n1 = max_length / 2;
+            n2 = n1 + max_length % 2;
+        }
+        if (*na > *nb) {
+            size_t swap = n1;
+            n1 = n2;
+            n2 = swap;
+        }
+        if (*na > n1) *na = n1;
+        if (*nb > n2) *nb = n2;
+        return 0;
+    }
+    if (strategy == PF_TRUNCATION_ONLY_SECOND && !pair) return -1;
+    target = strategy == PF_TRUNCATION_ONLY_FIRST ? na : nb;
+    if (*target <= total - max_length) return -1;
+    *target -= total - max_length;
+    return 0;
+}
+
+/* Encodes a text, or a pair (pair_text non-NULL), laid out by the post-processor's template
+   (with its special tokens unless the options say not), after truncation. */
+static pf_result pf__tok_encode(const pf_tokenizer *tokenizer, const char *text, size_t text_len, const char *pair_text,
+                                size_t pair_len, const pf_tokenize_options *options, int32_t *ids, int32_t *type_ids,
+                                size_t capacity, size_t *num_ids) {
+    pf_tokenize_options o = options ? *options : pf_tokenize_options_init();
     pf__tok_ctx c;
-    int rc = 0;
-    size_t k, n = 0, i;
+    int rc = 0, pair = pair_text != NULL, special = !o.no_special_tokens;
+    size_t k, n = 0, i, na = 0, nb = 0, b_start = 0;
     pf_result result = PF_OK;
     if (num_ids) *num_ids = 0;
-    if (!tokenizer || !num_ids || (!text && text_len) || (!ids && capacity)) return PF_ERROR_INVALID_ARGUMENT;
+    if (!tokenizer || !num_ids || (!text && text_len) || (!ids && capacity) ||
+        (unsigned)o.truncation > PF_TRUNCATION_ONLY_SECOND)
+        return PF_ERROR_INVALID_ARGUMENT;
+    if (o.max_length && special && o.max_length < tokenizer->post_added[pair]) return PF_ERROR_INVALID_ARGUMENT;
     memset(&c, 0, sizeof c);
     c.t = tokenizer;
     rc = text_len ? pf__tok_encode_added(&c, 0, (const unsigned char *)text, 0, text_len, 1) : 0;
+    na = b_start = c.count;
+    if (!rc && pair && pair_len) rc = pf__tok_encode_added(&c, 0, (const unsigned char *)pair_text, 0, pair_len, 1);
+    nb = c.count - b_start;
     if (rc || c.out_of_memory) result = PF_ERROR_OUT_OF_MEMORY;
     else if (c.needs_unk) result = PF_ERROR_INVALID_ARGUMENT;
-    else if (!special || !tokenizer->post) {
-        for (i = 0; i < c.count && i < capacity; i++) ids[i] = c.ids[i];
-        n = c.count;
-    } else {
-        for (k = 0; k < tokenizer->post_len; k++) {
-            if (tokenizer->post[k] != PF__TOK_SEQ_A) {
-                if (n < capacity) ids[n] = tokenizer->post[k];
-                n++;
-                continue;
-            }
-            for (i = 0; i < c.count; i++, n++)
-                if (n < capacity) ids[n] = c.ids[i];
+    else if (o.max_length &&
+             pf__tok_truncate(o.max_length - (special ? tokenizer->post_added[pair] : 0), o.truncation, pair, &na, &nb))
+        result = PF_ERROR_INVALID_ARGUMENT;
+    for (k = 0; result == PF_OK && k < tokenizer->post_len[pair]; k++) {
+        const pf__tok_post_item *item = &tokenizer->post[pair][k];
+        const int32_t *from = item->id == PF__TOK_SEQ_A ? c.ids : c.ids + b_start;
+        size_t count = item->id >= 0 ? (size_t)special : item->id == PF__TOK_SEQ_A ? na : nb;
+        for (i = 0; i < count; i++, n++) {
+            if (n >= capacity) continue;
+            ids[n] = item->id >= 0 ? item->id : from[i];
+            if (type_ids) type_ids[n] = (int32_t)item->type_id;
         }
     }
     pf__tok_ctx_free(&c);
@@ -4140,12 +4203,24 @@ static pf_result pf__tok_encode(const pf_tokenizer *tokenizer, const char *text,
 
 pf_result pf_tokenize(const pf_tokenizer *tokenizer, const char *text, size_t text_len, int32_t *ids,
                       size_t capacity, size_t *num_ids) {
-    return pf__tok_encode(tokenizer, text, text_len, ids, capacity, num_ids, 0);
+    pf_tokenize_options o = pf_tokenize_options_init();
+    o.no_special_tokens = 1;
+    return pf__tok_encode(tokenizer, text, text_len, NULL, 0, &o, ids, NULL, capacity, num_ids);
 }
 
 pf_result pf_tokenize_special(const pf_tokenizer *tokenizer, const char *text, size_t text_len, int32_t *ids,
                               size_t capacity, size_t *num_ids) {
-    return pf__tok_encode(tokenizer, text, text_len, ids, capacity, num_ids, 1);
+    return pf__tok_encode(tokenizer, text, text_len, NULL, 0, NULL, ids, NULL, capacity, num_ids);
+}
+
+pf_result pf_tokenize_pair(const pf_tokenizer *tokenizer, const char *text, size_t text_len, const char *pair,
+                           size_t pair_len, const pf_tokenize_options *options, int32_t *ids, int32_t *type_ids,
+                           size_t capacity, size_t *num_ids) {
+    if (!pair && pair_len) {
+        if (num_ids) *num_ids = 0;
+        return PF_ERROR_INVALID_ARGUMENT;
+    }
+    return pf__tok_encode(tokenizer, text, text_len, pair, pair_len, options, ids, type_ids, capacity, num_ids);
 }
 
 /* ---- decoding ---- */
@@ -5041,28 +5116,21 @@ oom:
     return PF_ERROR_OUT_OF_MEMORY;
 }
 
-/* Wraps the post-processor template around what it holds so far (PF__TOK_SEQ_A in tpl stands for
-   it). */
-static pf_result pf__tok_post_wrap(pf_tokenizer *t, const int32_t *tpl, size_t n, const char *path, char *err,
-                                   size_t err_size) {
-    size_t i, len = 0, old_len = t->post_len;
-    int32_t *old = t->post, *p;
-    for (i = 0; i < n; i++) len += tpl[i] == PF__TOK_SEQ_A ? old_len : 1;
-    if (len > 1024 || !(p = (int32_t *)malloc((len ? len : 1) * sizeof *p))) {
-        snprintf(err, err_size, len > 1024 ? "%s: the post_processor adds too many tokens" : "%s: out of memory", path);
-        return len > 1024 ? PF_ERROR_UNSUPPORTED : PF_ERROR_OUT_OF_MEMORY;
+/* Sets one post-processor template (which: 0 one text, 1 a pair) from n items. */
+static pf_result pf__tok_set_post(pf_tokenizer *t, int which, const pf__tok_post_item *items, size_t n,
+                                  const char *path, char *err, size_t err_size) {
+    size_t i;
+    pf__tok_post_item *p;
+    if (n > 1024 || !(p = (pf__tok_post_item *)malloc((n ? n : 1) * sizeof *p))) {
+        snprintf(err, err_size, n > 1024 ? "%s: the post_processor adds too many tokens" : "%s: out of memory", path);
+        return n > 1024 ? PF_ERROR_UNSUPPORTED : PF_ERROR_OUT_OF_MEMORY;
     }
-    for (len = 0, i = 0; i < n; i++) {
-        if (tpl[i] != PF__TOK_SEQ_A) {
-            p[len++] = tpl[i];
-        } else {
-            memcpy(p + len, old, old_len * sizeof *p);
-            len += old_len;
-        }
-    }
-    free(t->post);
-    t->post = p;
-    t->post_len = len;
+    if (n) memcpy(p, items, n * sizeof *p);
+    free(t->post[which]);
+    t->post[which] = p;
+    t->post_len[which] = n;
+    t->post_added[which] = 0;
+    for (i = 0; i < n; i++) t->post_added[which] += items[i].id >= 0;
     return PF_OK;
 }
 
@@ -5073,13 +5141,77 @@ static int32_t pf__tok_json_pair_id(const pf__json *o, const char *key) {
     return pf__tok_json_id(v->first->next);
 }
 
-/* Reads a post_processor object: the template of a single sequence. */
+/* One of TemplateProcessing's templates (which: 0 "single", 1 "pair") into t->post[which]. */
+static pf_result pf__tok_read_template(pf_tokenizer *t, const pf__json *j, int which, const char *path, char *err,
+                                       size_t err_size) {
+    const char *key = which ? "pair" : "single";
+    const pf__json *list = pf__json_get(j, key), *specials = pf__json_get(j, "special_tokens"), *e;
+    pf__tok_post_item *items;
+    size_t n = 0;
+    int bad = 0;
+    pf_result r;
+    if (which && (!list || list->type == PF__JSON_NULL)) { /* leniency: A, then B of type id 1 */
+        static const pf__tok_post_item plain[2] = {{PF__TOK_SEQ_A, 0}, {PF__TOK_SEQ_B, 1}};
+        return pf__tok_set_post(t, 1, plain, 2, path, err, err_size);
+    }
+    if (!list || list->type != PF__JSON_ARRAY ||
+        (specials && specials->type != PF__JSON_OBJECT && specials->type != PF__JSON_NULL)) {
+        snprintf(err, err_size, "%s: post_processor TemplateProcessing needs a \"%s\" array", path, key);
+        return PF_ERROR_FORMAT;
+    }
+    items = (pf__tok_post_item *)malloc((list->count + 1) * 64 * sizeof *items);
+    if (!items) {
+        snprintf(err, err_size, "%s: out of memory", path);
+        return PF_ERROR_OUT_OF_MEMORY;
+    }
+    for (e = list->first; e; e = e->next) {
+        const pf__json *seq = pf__json_get(e, "Sequence"), *sp = pf__json_get(e, "SpecialToken");
+        const pf__json *piece = seq ? seq : sp, *id = pf__tok_json_str(piece, "id", &bad), *tok, *ids, *x;
+        long type_id = pf__tok_json_count(piece, "type_id", 0);
+        if (!id || (seq && sp) || type_id < 0 ||
+            (seq && strcmp(id->string, "A") && (strcmp(id->string, "B") || !which))) {
+            snprintf(err, err_size, "%s: post_processor TemplateProcessing: a \"%s\" item is not {\"Sequence\": "
+                     "{\"id\": %s, \"type_id\": n}} or {\"SpecialToken\": {\"id\": ..., \"type_id\": n}}", path, key,
+                     which ? "\"A\" or \"B\"" : "\"A\"");
+            free(items);
+            return PF_ERROR_FORMAT;
+        }
+        if (seq) {
+            items[n].id = id->string[0] == 'A' ? PF__TOK_SEQ_A : PF__TOK_SEQ_B;
+            items[n++].type_id = (uint32_t)type_id;
+            continue;
+        }
+        tok = pf__json_get(specials, id->string);
+        ids = pf__json_get(tok, "ids");
+        if (!ids || ids->type != PF__JSON_ARRAY || ids->count > 64) {
+            snprintf(err, err_size, "%s: post_processor TemplateProcessing: special token \"%.40s\" has no \"ids\" in "
+                     "special_tokens", path, id->string);
+            free(items);
+            return PF_ERROR_FORMAT;
+        }
+        for (x = ids->first; x; x = x->next) {
+            items[n].type_id = (uint32_t)type_id;
+            if ((items[n++].id = pf__tok_json_id(x)) < 0) {
+                snprintf(err, err_size, "%s: post_processor TemplateProcessing: special token \"%.40s\" has a bad id",
+                         path, id->string);
+                free(items);
+                return PF_ERROR_FORMAT;
+            }
+        }
+    }
+    r = pf__tok_set_post(t, which, items, n, path, err, err_size);
+    free(items);
+    return r;
+}
+
+/* Reads a post_processor object: its templates for one text and for a pair. A Sequence may
+   hold one processor that adds tokens (HF applies a second one to the pieces the first made,
+   which works only by accident) and any number of ByteLevel ones, which change offsets only. */
 static pf_result pf__tok_read_post(pf_tokenizer *t, const pf__json *j, int depth, const char *path, char *err,
                                    size_t err_size) {
     int bad = 0;
     const pf__json *type = pf__tok_json_str(j, "type", &bad);
     const char *name;
-    int32_t tpl[3];
     pf_result r;
     if (!j || j->type == PF__JSON_NULL) return PF_OK;
     if (!type) {
@@ -5087,14 +5219,6 @@ static pf_result pf__tok_read_post(pf_tokenizer *t, const pf__json *j, int depth
         return PF_ERROR_FORMAT;
     }
     name = type->string;
-    if (!t->post) { /* the template so far: the text alone */
-        if (!(t->post = (int32_t *)malloc(sizeof *t->post))) {
-            snprintf(err, err_size, "%s: out of memory", path);
-            return PF_ERROR_OUT_OF_MEMORY;
-        }
-        t->post[0] = PF__TOK_SEQ_A;
-        t->post_len = 1;
-    }
     if (!strcmp(name, "Sequence")) {
         const pf__json *list = pf__json_get(j, "processors"), *e;
         if (!list || list->type != PF__JSON_ARRAY || depth > 4) {
@@ -5106,66 +5230,44 @@ static pf_result pf__tok_read_post(pf_tokenizer *t, const pf__json *j, int depth
         return PF_OK;
     }
     if (!strcmp(name, "ByteLevel")) return PF_OK; /* it changes offsets only */
-    if (!strcmp(name, "BertProcessing") || !strcmp(name, "RobertaProcessing")) {
-        tpl[0] = pf__tok_json_pair_id(j, "cls");
-        tpl[1] = PF__TOK_SEQ_A;
-        tpl[2] = pf__tok_json_pair_id(j, "sep");
-        if (tpl[0] < 0 || tpl[2] < 0) {
+    if (strcmp(name, "BertProcessing") && strcmp(name, "RobertaProcessing") && strcmp(name, "TemplateProcessing")) {
+        snprintf(err, err_size, "%s: post_processor %.40s is not supported", path, name);
+        return PF_ERROR_UNSUPPORTED;
+    }
+    if (t->has_post) {
+        snprintf(err, err_size, "%s: a post_processor Sequence with two processors that add tokens (%.40s the second) "
+                 "is not supported", path, name);
+        return PF_ERROR_UNSUPPORTED;
+    }
+    t->has_post = 1;
+    if (name[0] == 'B' || name[0] == 'R') {
+        /* Bert: [CLS] A [SEP] B:1 [SEP]:1; Roberta: <s> A </s> </s> B </s>, every type id 0 */
+        int32_t cls = pf__tok_json_pair_id(j, "cls"), sep = pf__tok_json_pair_id(j, "sep");
+        uint32_t b = name[0] == 'B';
+        pf__tok_post_item single[3], pair[6];
+        if (cls < 0 || sep < 0) {
             snprintf(err, err_size, "%s: post_processor %s needs \"cls\" and \"sep\" as [token, id]", path, name);
             return PF_ERROR_FORMAT;
         }
-        return pf__tok_post_wrap(t, tpl, 3, path, err, err_size);
+        single[0].id = pair[0].id = cls;
+        single[1].id = pair[1].id = PF__TOK_SEQ_A;
+        single[2].id = pair[2].id = sep;
+        single[0].type_id = single[1].type_id = single[2].type_id = pair[0].type_id = pair[1].type_id = pair[2].type_id = 0;
+        if (b) {
+            pair[3].id = PF__TOK_SEQ_B;
+            pair[4].id = sep;
+            pair[3].type_id = pair[4].type_id = 1;
+        } else {
+            pair[3].id = sep;
+            pair[4].id = PF__TOK_SEQ_B;
+            pair[5].id = sep;
+            pair[3].type_id = pair[4].type_id = pair[5].type_id = 0;
+        }
+        if ((r = pf__tok_set_post(t, 0, single, 3, path, err, err_size)) != PF_OK) return r;
+        return pf__tok_set_post(t, 1, pair, b ? 5 : 6, path, err, err_size);
     }
-    if (!strcmp(name, "TemplateProcessing")) {
-        const pf__json *single = pf__json_get(j, "single"), *specials = pf__json_get(j, "special_tokens"), *e;
-        int32_t *ids;
-        size_t n = 0;
-        if (!single || single->type != PF__JSON_ARRAY ||
-            (specials && specials->type != PF__JSON_OBJECT && specials->type != PF__JSON_NULL)) {
-            snprintf(err, err_size, "%s: post_processor TemplateProcessing needs a \"single\" array", path);
-            return PF_ERROR_FORMAT;
-        }
-        ids = (int32_t *)malloc((single->count + 1) * 64 * sizeof *ids);
-        if (!ids) {
-            snprintf(err, err_size, "%s: out of memory", path);
-            return PF_ERROR_OUT_OF_MEMORY;
-        }
-        for (e = single->first; e; e = e->next) {
-            const pf__json *seq = pf__json_get(e, "Sequence"), *sp = pf__json_get(e, "SpecialToken");
-            const pf__json *id = pf__tok_json_str(seq ? seq : sp, "id", &bad), *tok, *list, *x;
-            if (!id || (seq && sp) || (seq && strcmp(id->string, "A"))) {
-                snprintf(err, err_size, "%s: post_processor TemplateProcessing: a \"single\" item is not {\"Sequence\": "
-                         "{\"id\": \"A\"}} or {\"SpecialToken\": {\"id\": ...}}", path);
-                free(ids);
-                return PF_ERROR_FORMAT;
-            }
-            if (seq) {
-                ids[n++] = PF__TOK_SEQ_A;
-                continue;
-            }
-            tok = pf__json_get(specials, id->string);
-            list = pf__json_get(tok, "ids");
-            if (!list || list->type != PF__JSON_ARRAY || list->count > 64) {
-                snprintf(err, err_size, "%s: post_processor TemplateProcessing: special token \"%.40s\" has no \"ids\" in "
-                         "special_tokens", path, id->string);
-                free(ids);
-                return PF_ERROR_FORMAT;
-            }
-            for (x = list->first; x; x = x->next) {
-                if ((ids[n++] = pf__tok_json_id(x)) < 0) {
-                    snprintf(err, err_size, "%s: post_processor TemplateProcessing: special token \"%.40s\" has a bad id",
-                             path, id->string);
-                    free(ids);
-                    return PF_ERROR_FORMAT;
-                }
-            }
-        }
-        r = pf__tok_post_wrap(t, ids, n, path, err, err_size);
-        free(ids);
-        return r;
-    }
-    snprintf(err, err_size, "%s: post_processor %.40s is not supported", path, name);
-    return PF_ERROR_UNSUPPORTED;
+    if ((r = pf__tok_read_template(t, j, 0, path, err, err_size)) != PF_OK) return r;
+    return pf__tok_read_template(t, j, 1, path, err, err_size);
 }
 
 /* After vocab, merges, components and added tokens are in: the id range, the id strings, the byte
@@ -5187,6 +5289,13 @@ static pf_result pf__tok_finish(pf_tokenizer *t, const char *path, char *err, si
         return PF_ERROR_FORMAT;
     }
     t->num_ids = max_id + 1;
+    if (!t->has_post) { /* HF's default: the texts as they are, the second of type id 1 */
+        static const pf__tok_post_item plain[2] = {{PF__TOK_SEQ_A, 0}, {PF__TOK_SEQ_B, 1}};
+        pf_result r;
+        if ((r = pf__tok_set_post(t, 0, plain, 1, path, err, err_size)) != PF_OK ||
+            (r = pf__tok_set_post(t, 1, plain, 2, path, err, err_size)) != PF_OK)
+            return r;
+    }
     t->id_str = (const char **)malloc((size_t)(t->num_ids ? t->num_ids : 1) * sizeof *t->id_str);
     t->id_len = (int32_t *)malloc((size_t)(t->num_ids ? t->num_ids : 1) * sizeof *t->id_len);
     if (!t->id_str || !t->id_len) goto oom;

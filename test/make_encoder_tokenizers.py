@@ -10,13 +10,16 @@ Run from the repository root (tokenizers 0.23, transformers 5, sentencepiece ins
 Each tokenizer is trained here on a small corpus (deterministic), then saved the way
 transformers saves it (save_pretrained: tokenizer.json, tokenizer_config.json):
 
-  tokenizer-bert        WordPiece (tokenizers' WordPieceTrainer), as transformers' BertTokenizer
+  tokenizer-bert        WordPiece (tokenizers' WordPieceTrainer, kept in vocab.txt: the trainer is
+                        not deterministic), as transformers' BertTokenizer
                         builds it: BertNormalizer (lowercase, strip_accents following it),
                         BertPreTokenizer, TemplateProcessing "[CLS] $A [SEP]" / "... $B:1 [SEP]:1",
                         WordPiece decoder
   tokenizer-bert-cased  the same vocab cased, accents stripped anyway, no CJK spacing,
                         BertProcessing, max_input_chars_per_word 12, WordPiece decoder without
                         cleanup
+  tokenizer-roberta     a byte-level BPE as transformers' RobertaTokenizer builds it:
+                        RobertaProcessing "<s> A </s></s> B </s>" (every type id 0)
 
 Every dir gets, from the hard strings of make_fixtures.py and random strings of the pieces of
 make_tokenizer_cases.py:
@@ -33,7 +36,7 @@ import sys
 from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-from transformers import AutoTokenizer, BertTokenizer
+from transformers import AutoTokenizer, BertTokenizer, RobertaTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_fixtures import TOKENIZER_CASES, TRAINING_TEXT  # noqa: E402  the hard strings, defined once
@@ -101,11 +104,15 @@ def write_cases(out: Path):
                     tok.enable_truncation(max_length, strategy=strategy)
                 else:
                     tok.no_truncation()
+                added = tok.post_processor.num_special_tokens_to_add(b is not None) if tok.post_processor else 0
                 try:
                     enc = tok.encode(a, b, add_special_tokens=special) if b is not None else \
                         tok.encode(a, add_special_tokens=special)
                     ids, types = ",".join(map(str, enc.ids)), ",".join(map(str, enc.type_ids))
                 except Exception:  # a truncation HF refuses (sequence too short, no second one)
+                    ids = types = "error"
+                if special and 0 < max_length < added:
+                    # HF's max_length - added wraps around (usize): no truncation at all. We refuse.
                     ids = types = "error"
                 lines.append("\t".join([hexs(a), "-" if b is None else hexs(b), str(int(special)), str(max_length),
                                         strategy, ids, types]))
@@ -129,6 +136,12 @@ def keep_tokenizer_files(out: Path):
 
 
 def train_wordpiece() -> dict:
+    """The WordPiece vocab, trained once: tokenizers' WordPieceTrainer breaks ties differently from
+    run to run, so the vocab is kept (tokenizer-bert/vocab.txt, as BERT checkpoints ship it) and
+    trained again only when that file is missing."""
+    kept = FIXTURES / "tokenizer-bert" / "vocab.txt"
+    if kept.exists():
+        return {t: i for i, t in enumerate(kept.read_text(encoding="utf-8").split("\n")[:-1])}
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
@@ -141,6 +154,8 @@ def make_bert(vocab: dict):
     out = reset("tokenizer-bert")
     BertTokenizer(vocab=vocab).save_pretrained(str(out))
     keep_tokenizer_files(out)
+    (out / "vocab.txt").write_text("".join(t + "\n" for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])),
+                                   encoding="utf-8")
     write_cases(out)
 
 
@@ -158,10 +173,26 @@ def make_bert_cased(vocab: dict):
     write_cases(out)
 
 
+def make_roberta():
+    """A byte-level BPE as transformers' RobertaTokenizer builds it: RobertaProcessing."""
+    out = reset("tokenizer-roberta")
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(vocab_size=420, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(CORPUS, trainer)
+    spec = json.loads(tok.to_str())
+    RobertaTokenizer(vocab=spec["model"]["vocab"], merges=[tuple(m) for m in spec["model"]["merges"]]).save_pretrained(
+        str(out))
+    keep_tokenizer_files(out)
+    write_cases(out)
+
+
 def main():
     vocab = train_wordpiece()
     make_bert(vocab)
     make_bert_cased(vocab)
+    make_roberta()
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 /* Tokenizer tests: ids exactly as HF tokenizers gives them (every fixture dir's cases.txt, and
-   cases_special.txt with the post-processor's special tokens), decodes as HF's (the decodes
+   cases_special.txt with the post-processor's special tokens; cases_pair.txt: pairs, type ids
+   and truncation through pf_tokenize_pair), decodes as HF's (the decodes
    recorded in tokenizer_decode_cases.txt; byte-exact round trips for byte-level tokenizers, random
    bytes, invalid UTF-8 and NUL included), every normalizer / pre-tokenizer / decoder style on
    random strings against HF (tokenizer_style_cases.txt), the vocab.json + merges.txt path, HF's
    added-token rules, model options and post-processors on hand-made tokenizers, concurrent
-   encoding, and bad input. The two .txt files are written by test/make_tokenizer_cases.py. */
+   encoding, and bad input. The two .txt files are written by test/make_tokenizer_cases.py; the
+   encoder tokenizers' fixtures (tokenizer-bert, ...) by test/make_encoder_tokenizers.py. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #endif
@@ -726,6 +728,178 @@ static void tt_test_families(void) {
     tt_free_dec_dirs(dirs, nd);
 }
 
+/* Parses comma-separated ids into out (at most cap); their count, or -1 when malformed. */
+static long tt_parse_ids(const char *s, int32_t *out, size_t cap) {
+    size_t n = 0;
+    char *e;
+    while (*s) {
+        long v = strtol(s, &e, 10);
+        if (e == s || n == cap || (*e && *e != ',')) return -1;
+        out[n++] = (int32_t)v;
+        s = *e ? e + 1 : e;
+    }
+    return (long)n;
+}
+
+/* Every fixture dir's cases_pair.txt: pf_tokenize_pair gives HF's ids and type ids for texts and
+   pairs, with and without special tokens, under every truncation strategy (and fails where HF
+   does). Line: hex a, hex b or -, special, max_length, strategy, ids or "error", type ids. */
+static void tt_test_pairs(void) {
+    DIR *dir = opendir(test_fixtures);
+    struct dirent *e;
+    size_t dirs = 0;
+    CHECK_MSG(dir != NULL, "cannot list %s", test_fixtures);
+    if (!dir) return;
+    while ((e = readdir(dir)) != NULL) {
+        char path[1100], *data, *line, *next, first[1200] = "";
+        size_t len, n = 0, bad = 0;
+        pf_tokenizer *t;
+        snprintf(path, sizeof path, "%s/%s/cases_pair.txt", test_fixtures, e->d_name);
+        if (e->d_name[0] == '.' || access(path, R_OK)) continue;
+        if (!(data = test_read_file(path, &len))) continue;
+        if (!(t = tt_load_fixture(e->d_name))) {
+            free(data);
+            continue;
+        }
+        dirs++;
+        for (line = data; line < data + len; line = next) {
+            char *f[7], *end = strchr(line, '\n'), *a = NULL, *b = NULL;
+            int k, err;
+            size_t la = 0, lb = 0, got_n = 0;
+            int32_t want[2048], want_types[2048], got[2048], got_types[2048];
+            long nw = 0, nt = 0;
+            pf_tokenize_options o = pf_tokenize_options_init();
+            pf_result r;
+            if (!end) end = data + len;
+            next = end + 1;
+            *end = 0;
+            if (line == end) continue;
+            n++;
+            f[0] = line;
+            for (k = 1; k < 7 && f[k - 1]; k++) {
+                f[k] = strchr(f[k - 1], '\t');
+                if (f[k]) *f[k]++ = 0;
+            }
+            if (!f[6] || !(a = tt_unhex(f[0], strlen(f[0]), &la)) ||
+                (strcmp(f[1], "-") && !(b = tt_unhex(f[1], strlen(f[1]), &lb)))) {
+                bad++;
+                free(a);
+                continue;
+            }
+            err = !strcmp(f[5], "error");
+            if (!err) {
+                nw = tt_parse_ids(f[5], want, 2048);
+                nt = tt_parse_ids(f[6], want_types, 2048);
+            }
+            o.no_special_tokens = f[2][0] == '0';
+            o.max_length = (size_t)strtoul(f[3], NULL, 10);
+            o.truncation = !strcmp(f[4], "only_first") ? PF_TRUNCATION_ONLY_FIRST
+                           : !strcmp(f[4], "only_second") ? PF_TRUNCATION_ONLY_SECOND : PF_TRUNCATION_LONGEST_FIRST;
+            r = pf_tokenize_pair(t, a, la, b, lb, &o, got, got_types, 2048, &got_n);
+            if (err ? r != PF_ERROR_INVALID_ARGUMENT
+                    : r != PF_OK || nw < 0 || nt != nw || !tt_same_ids(got, got_n, want, (size_t)nw) ||
+                          !tt_same_ids(got_types, got_n, want_types, (size_t)nt)) {
+                if (!bad++) {
+                    char ws[200], gs[200], wt[200], gt[200];
+                    tt_format_ids(ws, sizeof ws, want, nw > 0 ? (size_t)nw : 0);
+                    tt_format_ids(gs, sizeof gs, got, r == PF_OK ? got_n : 0);
+                    tt_format_ids(wt, sizeof wt, want_types, nt > 0 ? (size_t)nt : 0);
+                    tt_format_ids(gt, sizeof gt, got_types, r == PF_OK ? got_n : 0);
+                    snprintf(first, sizeof first, "line %zu (special %s, max_length %s, %s): %s; want [%s] types [%s], "
+                             "got [%s] types [%s]", n, f[2], f[3], f[4], pf_result_string(r), err ? "error" : ws, wt, gs, gt);
+                }
+            }
+            free(a);
+            free(b);
+        }
+        CHECK_MSG(n > 0 && bad == 0, "%s: %zu of %zu pair cases differ; first, %s", e->d_name, bad, n, first);
+        pf_tokenizer_free(t);
+        free(data);
+    }
+    closedir(dir);
+    CHECK_MSG(dirs >= 2, "only %zu fixture dirs with cases_pair.txt", dirs);
+}
+
+/* pf_tokenize_pair on a hand-made template (the second text first, type ids on every piece, a
+   two-id special token; ids from HF 0.23), truncation around it, and bad arguments. */
+static void tt_test_pair_api(void) {
+    static const char json[] =
+        "{\"pre_tokenizer\":{\"type\":\"WhitespaceSplit\"},\"post_processor\":{\"type\":\"TemplateProcessing\","
+        "\"single\":[{\"Sequence\":{\"id\":\"A\",\"type_id\":3}},{\"SpecialToken\":{\"id\":\"<e>\",\"type_id\":4}}],"
+        "\"pair\":[{\"SpecialToken\":{\"id\":\"<e>\",\"type_id\":2}},{\"Sequence\":{\"id\":\"B\",\"type_id\":1}},"
+        "{\"SpecialToken\":{\"id\":\"<x>\",\"type_id\":0}},{\"Sequence\":{\"id\":\"A\",\"type_id\":5}}],"
+        "\"special_tokens\":{\"<e>\":{\"id\":\"<e>\",\"ids\":[4,5],\"tokens\":[\"<e>\",\"<f>\"]},\"<x>\":{\"id\":\"<x>\","
+        "\"ids\":[6],\"tokens\":[\"<x>\"]}}},\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"c\":2,\"<unk>\":3,"
+        "\"<e>\":4,\"<f>\":5,\"<x>\":6},\"merges\":[]}}";
+    static const struct {
+        const char *a, *b;
+        int special;
+        size_t max_length;
+        pf_truncation truncation;
+        int n;
+        int32_t ids[8], types[8];
+    } want[] = {
+        {"a b", "c", 1, 0, PF_TRUNCATION_LONGEST_FIRST, 6, {4, 5, 2, 6, 0, 1}, {2, 2, 1, 0, 5, 5}},
+        {"a b", "c", 0, 0, PF_TRUNCATION_LONGEST_FIRST, 3, {2, 0, 1}, {1, 5, 5}},
+        {"a b", NULL, 1, 0, PF_TRUNCATION_LONGEST_FIRST, 4, {0, 1, 4, 5}, {3, 3, 4, 4}},
+        {"a b c a", "b c", 1, 5, PF_TRUNCATION_LONGEST_FIRST, 5, {4, 5, 1, 6, 0}, {2, 2, 1, 0, 5}},
+        {"a b c a", "b c", 1, 3, PF_TRUNCATION_ONLY_SECOND, 3, {4, 5, 6}, {2, 2, 0}},
+        {"a b c a", "b c", 0, 3, PF_TRUNCATION_ONLY_FIRST, 3, {1, 2, 0}, {1, 1, 5}},
+        {"a b c a", NULL, 1, 3, PF_TRUNCATION_LONGEST_FIRST, 3, {0, 4, 5}, {3, 4, 4}},
+    };
+    char dir[256], ws[200], gs[200];
+    pf_tokenizer *t;
+    size_t i, n = 0;
+    int32_t ids[16], types[16];
+    pf_tokenize_options o = pf_tokenize_options_init();
+    pf_result r;
+    CHECK(o.no_special_tokens == 0 && o.max_length == 0 && o.truncation == PF_TRUNCATION_LONGEST_FIRST);
+    if (tt_mkdtemp(dir, sizeof dir)) {
+        CHECK_MSG(0, "cannot make a temp dir");
+        return;
+    }
+    CHECK(tt_write(dir, "tokenizer.json", json, sizeof json - 1) == 0);
+    t = tt_load(dir);
+    tt_rmdir(dir);
+    if (!t) return;
+    for (i = 0; i < sizeof want / sizeof want[0]; i++) {
+        o.no_special_tokens = !want[i].special;
+        o.max_length = want[i].max_length;
+        o.truncation = want[i].truncation;
+        r = pf_tokenize_pair(t, want[i].a, strlen(want[i].a), want[i].b, want[i].b ? strlen(want[i].b) : 0, &o, ids,
+                             types, 16, &n);
+        tt_format_ids(ws, sizeof ws, want[i].ids, (size_t)want[i].n);
+        tt_format_ids(gs, sizeof gs, ids, r == PF_OK ? n : 0);
+        CHECK_MSG(r == PF_OK && tt_same_ids(ids, n, want[i].ids, (size_t)want[i].n) &&
+                  tt_same_ids(types, n, want[i].types, (size_t)want[i].n), "pair case %zu: %s, want [%s], got [%s]",
+                  i + 1, pf_result_string(r), ws, gs);
+    }
+    /* too small a buffer: the count, and ids and type ids up to the capacity */
+    ids[2] = types[2] = -7;
+    r = pf_tokenize_pair(t, "a b", 3, "c", 1, NULL, ids, types, 2, &n);
+    CHECK_MSG(r == PF_ERROR_BUFFER_TOO_SMALL && n == 6 && ids[0] == 4 && ids[1] == 5 && types[1] == 2 && ids[2] == -7 &&
+              types[2] == -7, "pair into 2 entries: %s, %zu ids", pf_result_string(r), n);
+    r = pf_tokenize_pair(t, "a b", 3, "", 0, NULL, NULL, NULL, 0, &n);
+    CHECK_MSG(r == PF_ERROR_BUFFER_TOO_SMALL && n == 5, "counting a pair with an empty second text: %s, %zu",
+              pf_result_string(r), n);
+    /* refusals: max_length below the special tokens, a cut longer than the text, ONLY_SECOND alone */
+    o = pf_tokenize_options_init();
+    o.max_length = 2;
+    CHECK(pf_tokenize_pair(t, "a", 1, "b", 1, &o, ids, types, 16, &n) == PF_ERROR_INVALID_ARGUMENT && n == 0);
+    o.max_length = 4;
+    o.truncation = PF_TRUNCATION_ONLY_FIRST;
+    CHECK(pf_tokenize_pair(t, "a", 1, "b c", 3, &o, ids, types, 16, &n) == PF_ERROR_INVALID_ARGUMENT);
+    o.truncation = PF_TRUNCATION_ONLY_SECOND;
+    CHECK(pf_tokenize_pair(t, "a b c", 5, NULL, 0, &o, ids, types, 16, &n) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_tokenize_pair(t, "a", 1, NULL, 0, &o, ids, types, 16, &n) == PF_OK && n == 3);
+    o.truncation = (pf_truncation)7;
+    CHECK(pf_tokenize_pair(t, "a", 1, NULL, 0, &o, ids, types, 16, &n) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_tokenize_pair(t, "a", 1, NULL, 1, NULL, ids, types, 16, &n) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_tokenize_pair(NULL, "a", 1, "b", 1, NULL, ids, types, 16, &n) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_tokenize_pair(t, "a", 1, "b", 1, NULL, ids, types, 16, NULL) == PF_ERROR_INVALID_ARGUMENT);
+    pf_tokenizer_free(t);
+}
+
 /* Every model fixture's tokenizer encodes its prompt_text to its prompt_ids with the special
    tokens transformers adds (pf_tokenize_special). */
 static void tt_test_prompts(void) {
@@ -1160,6 +1334,13 @@ static void tt_test_bad_components(void) {
               "\"special_tokens\":{\"<s>\":{\"id\":\"<s>\",\"ids\":[-1],\"tokens\":[\"<s>\"]}}}"), PF_ERROR_FORMAT, "bad id"},
         {TT_Q("{\"type\":\"BertProcessing\",\"cls\":[\"[CLS]\",1]}"), PF_ERROR_FORMAT, "sep"},
         {TT_Q("{\"type\":\"Sequence\",\"processors\":[{\"type\":\"Weird\"}]}"), PF_ERROR_UNSUPPORTED, "Weird"},
+        {TT_Q("{\"type\":\"Sequence\",\"processors\":[{\"type\":\"BertProcessing\",\"cls\":[\"a\",0],\"sep\":[\"b\",1]},"
+              "{\"type\":\"ByteLevel\"},{\"type\":\"RobertaProcessing\",\"cls\":[\"a\",0],\"sep\":[\"b\",1]}]}"),
+         PF_ERROR_UNSUPPORTED, "two processors"},
+        {TT_Q("{\"type\":\"TemplateProcessing\",\"single\":[],\"pair\":[{\"Sequence\":{\"id\":\"C\",\"type_id\":0}}],"
+              "\"special_tokens\":{}}"), PF_ERROR_FORMAT, "pair"},
+        {TT_Q("{\"type\":\"TemplateProcessing\",\"single\":[{\"Sequence\":{\"id\":\"A\",\"type_id\":-1}}],"
+              "\"special_tokens\":{}}"), PF_ERROR_FORMAT, "single"},
         {"{\"model\":{\"type\":\"BPE\",\"continuing_subword_prefix\":5," TT_VOCAB ",\"merges\":[]}}", PF_ERROR_FORMAT,
          "BPE option"},
         {"{\"model\":{\"type\":\"BPE\",\"continuing_subword_prefix\":\"##\"," TT_VOCAB ",\"merges\":[\"a b\"]}}",
@@ -1296,6 +1477,8 @@ void test_tokenizer(void) {
     tt_test_rules();
     tt_test_families();
     tt_test_prompts();
+    tt_test_pairs();
+    tt_test_pair_api();
     tt_test_styles();
     tt_test_components();
     tt_test_bad_input();
