@@ -1531,6 +1531,7 @@ static void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, siz
      model          BPE: byte-level or on characters; byte_fallback, unk_token with fuse_unk,
                     continuing_subword_prefix, end_of_word_suffix, ignore_merges
                     WordPiece: unk_token, continuing_subword_prefix, max_input_chars_per_word
+                    Unigram: [piece, score] vocab, unk_id, byte_fallback
      decoder        ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip, BPEDecoder, WordPiece,
                     Sequence
      post_processor TemplateProcessing, BertProcessing, RobertaProcessing, ByteLevel (no-op for
@@ -1549,7 +1550,7 @@ static void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, siz
    4. the model turns each word into ids. BPE: its characters (or, byte-level, its bytes'
       characters in GPT-2's byte-to-unicode map) merged pair by pair, lowest merge rank first
       (leftmost on ties), as HF's Word::merge_all. WordPiece: the longest vocab piece at each
-      place, greedily from the left.
+      place, greedily from the left. Unigram: the segmentation with the highest total score.
    Invalid UTF-8 never fails: each invalid byte is a unit of its own that is neither letter,
    number nor space and that normalizers leave alone; byte-level, it is encoded by its byte
    token, so that decode(encode(bytes)) == bytes for any bytes the vocab covers; with
@@ -3184,7 +3185,13 @@ typedef struct pf__tok_added {
     unsigned char special, normalized, lstrip, rstrip, single_word;
 } pf__tok_added;
 
-typedef enum pf__tok_model_kind { PF__MODEL_BPE, PF__MODEL_WORDPIECE } pf__tok_model_kind;
+typedef enum pf__tok_model_kind { PF__MODEL_BPE, PF__MODEL_WORDPIECE, PF__MODEL_UNIGRAM } pf__tok_model_kind;
+
+typedef struct pf__tok_piece { /* a Unigram piece: its string in vocab_text, and its score */
+    size_t offset;
+    uint32_t len;
+    double score;
+} pf__tok_piece;
 
 /* Vocab hash slot: a token string (in vocab_text) and its id; id -1 marks an empty slot. */
 typedef struct pf__tok_vocab_slot {
@@ -3222,6 +3229,10 @@ struct pf_tokenizer {
     char *prefix, *suffix; /* continuing_subword_prefix, end_of_word_suffix; NULL: none */
     size_t prefix_len, suffix_len;
     size_t max_word_chars; /* WordPiece: max_input_chars_per_word (a longer word is unk) */
+    pf__tok_piece *pieces; /* Unigram: [num_pieces], by id (a string listed twice maps to its
+                              last id, as HF's token map does, and both ids decode to it) */
+    size_t num_pieces;
+    double unk_score;      /* Unigram: what an unknown character costs: HF's lowest score less 10 */
     size_t max_token_len;  /* the longest vocab string, in bytes: no longer piece is looked up */
 
     /* byte-level: the character standing for each byte (UTF-8), the id of its one-character token
@@ -3287,6 +3298,7 @@ void pf_tokenizer_free(pf_tokenizer *tokenizer) {
     free(tokenizer->id_len);
     free(tokenizer->prefix);
     free(tokenizer->suffix);
+    free(tokenizer->pieces);
     free(tokenizer->post[0]);
     free(tokenizer->post[1]);
     free(tokenizer);
@@ -3314,9 +3326,8 @@ static size_t pf__tok_pow2_at_least(size_t n) {
     return c;
 }
 
-/* The vocab id of a token string, or -1. */
-static int32_t pf__tok_vocab_find(const pf_tokenizer *t, const char *s, size_t len) {
-    uint32_t h = pf__tok_hash(s, len);
+/* The vocab id of a token string whose pf__tok_hash is h, or -1. */
+static int32_t pf__tok_vocab_find_hashed(const pf_tokenizer *t, const char *s, size_t len, uint32_t h) {
     size_t i = h & t->vocab_mask;
     if (!t->vocab) return -1;
     for (;; i = (i + 1) & t->vocab_mask) {
@@ -3325,6 +3336,11 @@ static int32_t pf__tok_vocab_find(const pf_tokenizer *t, const char *s, size_t l
         if (slot->hash == h && slot->len == len && !memcmp(t->vocab_text + slot->offset, s, len))
             return slot->id;
     }
+}
+
+/* The vocab id of a token string, or -1. */
+static int32_t pf__tok_vocab_find(const pf_tokenizer *t, const char *s, size_t len) {
+    return pf__tok_vocab_find_hashed(t, s, len, pf__tok_hash(s, len));
 }
 
 static size_t pf__tok_pair_slot(uint64_t pair, size_t mask) {
@@ -3369,6 +3385,9 @@ typedef struct pf__tok_ctx {
     pf__tok_buf pre[PF__TOK_MAX_PRE]; /* pre-tokenizer stages that rewrite text */
     pf__tok_buf unit;               /* a BPE unit with prefix / suffix */
     pf__tok_buf mapped;             /* a word as byte-level characters (ignore_merges) */
+    struct pf__tok_node *lattice;   /* Unigram: [lattice_cap] */
+    size_t *path;                   /* Unigram: [path_cap], the best path's piece ends */
+    size_t lattice_cap, path_cap;
 } pf__tok_ctx;
 
 static void pf__tok_ctx_free(pf__tok_ctx *c) {
@@ -3383,6 +3402,8 @@ static void pf__tok_ctx_free(pf__tok_ctx *c) {
     for (k = 0; k < PF__TOK_MAX_PRE; k++) free(c->pre[k].p);
     free(c->unit.p);
     free(c->mapped.p);
+    free(c->lattice);
+    free(c->path);
 }
 
 /* Appends an id; running out of memory is reported once the encoding ends. */
@@ -3735,6 +3756,95 @@ static void pf__tok_wordpiece(pf__tok_ctx *c, const unsigned char *s, size_t len
     else pf__tok_emit(c, t->unk_id);
 }
 
+/* ---- the Unigram model ---- */
+
+typedef struct pf__tok_node { /* the best segmentation of a word's bytes up to here */
+    double score;  /* the sum of its pieces' scores */
+    size_t start;  /* where its last piece starts */
+    int32_t id;    /* its last piece */
+    int reached;
+} pf__tok_node;
+
+/* Emits the ids of an unknown run s[0 .. len) (HF's fused unk pieces, looked up again as a whole):
+   its own id if the vocab has it, else its bytes' <0xXX> tokens (byte_fallback, all of them
+   there), else unk. */
+static void pf__tok_unigram_unknown(pf__tok_ctx *c, const unsigned char *s, size_t len) {
+    const pf_tokenizer *t = c->t;
+    int32_t id = pf__tok_vocab_find(t, (const char *)s, len);
+    size_t i;
+    if (id < 0 && t->byte_fallback) {
+        for (i = 0; i < len && t->fallback_id[s[i]] >= 0; i++) {}
+        if (i == len) {
+            for (i = 0; i < len; i++) pf__tok_emit(c, t->fallback_id[s[i]]);
+            return;
+        }
+    }
+    pf__tok_emit(c, id >= 0 ? id : t->unk_id);
+}
+
+/* The Unigram model on one word: the segmentation with the highest total score (Viterbi, as HF's
+   Unigram::encode_optimized: pieces at each character, ties kept by the piece found first, a
+   character no piece covers alone scored as unk), its runs of unk fused into one. -1 when out of
+   memory. */
+static int pf__tok_unigram(pf__tok_ctx *c, const unsigned char *s, size_t len) {
+    const pf_tokenizer *t = c->t;
+    size_t start, end, k, n_path = 0;
+    pf__tok_node *nodes;
+    uint32_t cp;
+    if (pf__tok_grow((void **)&c->lattice, &c->lattice_cap, len + 1, sizeof *c->lattice) ||
+        pf__tok_grow((void **)&c->path, &c->path_cap, len + 1, sizeof *c->path))
+        return -1;
+    nodes = c->lattice;
+    memset(nodes, 0, (len + 1) * sizeof *nodes);
+    nodes[0].reached = 1;
+    for (start = 0; start < len; start += k) {
+        double base = nodes[start].score;
+        uint32_t h = 2166136261u; /* pf__tok_hash, a byte at a time */
+        int single = 0;
+        size_t j = start, unit;
+        k = pf__utf8_decode(s + start, len - start, &cp);
+        if (!nodes[start].reached) continue; /* only after a character HF refuses (needs_unk) */
+        for (end = start; end < len && end - start < t->max_token_len; end += unit) {
+            int32_t id;
+            unit = pf__utf8_decode(s + end, len - end, &cp);
+            if (end + unit - start > t->max_token_len) break;
+            for (; j < end + unit; j++) h = (h ^ s[j]) * 16777619u;
+            if (cp == PF__UTF8_INVALID) break; /* no piece holds a byte that is not UTF-8 */
+            if ((id = pf__tok_vocab_find_hashed(t, (const char *)s + start, end + unit - start, h)) < 0) continue;
+            if (!nodes[end + unit].reached || base + t->pieces[id].score > nodes[end + unit].score) {
+                nodes[end + unit].score = base + t->pieces[id].score;
+                nodes[end + unit].start = start;
+                nodes[end + unit].id = id;
+                nodes[end + unit].reached = 1;
+            }
+            if (end == start) single = 1;
+        }
+        if (single) continue;
+        if (t->unk_id < 0) {
+            c->needs_unk = 1;
+            continue;
+        }
+        if (!nodes[start + k].reached || base + t->unk_score > nodes[start + k].score) {
+            nodes[start + k].score = base + t->unk_score;
+            nodes[start + k].start = start;
+            nodes[start + k].id = t->unk_id;
+            nodes[start + k].reached = 1;
+        }
+    }
+    if (c->needs_unk || !nodes[len].reached) return 0;
+    for (end = len; end > 0; end = nodes[end].start) c->path[n_path++] = end;
+    for (start = 0; n_path > 0; start = end) {
+        end = c->path[--n_path];
+        if (nodes[end].id != t->unk_id) {
+            pf__tok_emit(c, nodes[end].id);
+            continue;
+        }
+        while (n_path > 0 && nodes[c->path[n_path - 1]].id == t->unk_id) end = c->path[--n_path];
+        pf__tok_unigram_unknown(c, s + start, end - start);
+    }
+    return 0;
+}
+
 /* The model on one pre-tokenized word: emits its ids. 0, or -1 when out of memory. */
 static int pf__tok_model(pf__tok_ctx *c, const unsigned char *s, size_t len) {
     if (len == 0) return 0;
@@ -3742,6 +3852,7 @@ static int pf__tok_model(pf__tok_ctx *c, const unsigned char *s, size_t len) {
         pf__tok_wordpiece(c, s, len);
         return 0;
     }
+    if (c->t->model == PF__MODEL_UNIGRAM) return pf__tok_unigram(c, s, len);
     return pf__tok_bpe(c, s, len);
 }
 
@@ -4465,30 +4576,60 @@ static int pf__tok_show_len(size_t len) {
     return len > 40 ? 40 : (int)len;
 }
 
+/* Makes room for a vocab of `count` tokens whose strings take text_len bytes (NULs included). */
+static pf_result pf__tok_vocab_alloc(pf_tokenizer *t, size_t count, size_t text_len, const char *path, char *err,
+                                     size_t err_size) {
+    size_t cap = pf__tok_pow2_at_least(2 * count);
+    t->vocab = (pf__tok_vocab_slot *)malloc(cap * sizeof *t->vocab);
+    t->vocab_text = (char *)malloc(text_len ? text_len : 1);
+    if (!t->vocab || !t->vocab_text) {
+        snprintf(err, err_size, "%s: out of memory for %zu tokens", path, count);
+        return PF_ERROR_OUT_OF_MEMORY;
+    }
+    t->vocab_mask = cap - 1;
+    memset(t->vocab, 0xFF, cap * sizeof *t->vocab); /* id -1 everywhere */
+    return PF_OK;
+}
+
+/* Maps a token string to id (a string already there takes the new id, as a later duplicate key
+   does in serde); the string is copied to vocab_text either way, and its offset returned. */
+static size_t pf__tok_vocab_insert(pf_tokenizer *t, const char *s, size_t len, int32_t id) {
+    uint32_t h = pf__tok_hash(s, len);
+    size_t i, offset = t->vocab_text_len;
+    memcpy(t->vocab_text + offset, s, len);
+    t->vocab_text[offset + len] = 0;
+    t->vocab_text_len += len + 1;
+    for (i = h & t->vocab_mask;; i = (i + 1) & t->vocab_mask) {
+        pf__tok_vocab_slot *slot = &t->vocab[i];
+        if (slot->id < 0) {
+            slot->hash = h;
+            slot->len = (uint32_t)len;
+            slot->offset = offset;
+            t->vocab_count++;
+            break;
+        }
+        if (slot->hash == h && slot->len == len && !memcmp(t->vocab_text + slot->offset, s, len)) break;
+    }
+    t->vocab[i].id = id;
+    if (len > t->max_token_len) t->max_token_len = len;
+    return offset;
+}
+
 /* Fills the vocab from a JSON object token -> id. A later duplicate key wins, as in serde. */
 static pf_result pf__tok_set_vocab(pf_tokenizer *t, const pf__json *vocab, const char *what,
                                    const char *path, char *err, size_t err_size) {
     const pf__json *m;
-    size_t text_len = 0, cap;
+    size_t text_len = 0;
+    pf_result r;
     if (!vocab || vocab->type != PF__JSON_OBJECT) {
         snprintf(err, err_size, "%s: %s is %s, not an object of token -> id", path, what ? what : "the vocab",
                  vocab ? "of another type" : "missing");
         return PF_ERROR_FORMAT;
     }
     for (m = vocab->first; m; m = m->next) text_len += m->key_len + 1;
-    cap = pf__tok_pow2_at_least(2 * vocab->count);
-    t->vocab = (pf__tok_vocab_slot *)malloc(cap * sizeof *t->vocab);
-    t->vocab_text = (char *)malloc(text_len ? text_len : 1);
-    if (!t->vocab || !t->vocab_text) {
-        snprintf(err, err_size, "%s: out of memory for %zu tokens", path, vocab->count);
-        return PF_ERROR_OUT_OF_MEMORY;
-    }
-    t->vocab_mask = cap - 1;
-    memset(t->vocab, 0xFF, cap * sizeof *t->vocab); /* id -1 everywhere */
+    if ((r = pf__tok_vocab_alloc(t, vocab->count, text_len, path, err, err_size)) != PF_OK) return r;
     for (m = vocab->first; m; m = m->next) {
         int32_t id = pf__tok_json_id(m);
-        uint32_t h;
-        size_t i;
         if (id < 0) {
             snprintf(err, err_size, "%s: %s%sthe id of token \"%.*s\" is not an integer in 0..%d", path,
                      what ? what : "", what ? ": " : "", pf__tok_show_len(m->key_len), m->key, INT32_MAX - 1);
@@ -4498,25 +4639,7 @@ static pf_result pf__tok_set_vocab(pf_tokenizer *t, const pf__json *vocab, const
             snprintf(err, err_size, "%s: a token is too long", path);
             return PF_ERROR_FORMAT;
         }
-        h = pf__tok_hash(m->key, m->key_len);
-        for (i = h & t->vocab_mask;; i = (i + 1) & t->vocab_mask) {
-            pf__tok_vocab_slot *slot = &t->vocab[i];
-            if (slot->id < 0) {
-                slot->hash = h;
-                slot->len = (uint32_t)m->key_len;
-                slot->offset = t->vocab_text_len;
-                memcpy(t->vocab_text + t->vocab_text_len, m->key, m->key_len);
-                t->vocab_text[t->vocab_text_len + m->key_len] = 0;
-                t->vocab_text_len += m->key_len + 1;
-                t->vocab_count++;
-                break;
-            }
-            if (slot->hash == h && slot->len == m->key_len &&
-                !memcmp(t->vocab_text + slot->offset, m->key, m->key_len))
-                break;
-        }
-        t->vocab[i].id = id;
-        if (m->key_len > t->max_token_len) t->max_token_len = m->key_len;
+        pf__tok_vocab_insert(t, m->key, m->key_len, id);
     }
     return PF_OK;
 }
@@ -5306,6 +5429,10 @@ static pf_result pf__tok_finish(pf_tokenizer *t, const char *path, char *err, si
         t->id_str[slot->id] = t->vocab_text + slot->offset;
         t->id_len[slot->id] = (int32_t)slot->len;
     }
+    for (i = 0; i < t->num_pieces; i++) { /* a repeated Unigram piece: both ids */
+        t->id_str[i] = t->vocab_text + t->pieces[i].offset;
+        t->id_len[i] = (int32_t)t->pieces[i].len;
+    }
 
     pf__tok_byte_map(t->byte_char);
     for (i = 0; i < 512; i++) t->char_byte[i] = -1;
@@ -5318,7 +5445,7 @@ static pf_result pf__tok_finish(pf_tokenizer *t, const char *path, char *err, si
         t->fallback_id[b] = t->byte_fallback ? pf__tok_vocab_find(t, name, 6) : -1;
         found += t->fallback_id[b] >= 0;
     }
-    if (t->byte_fallback && !found) {
+    if (t->byte_fallback && !found && t->model == PF__MODEL_BPE) {
         snprintf(err, err_size, "%s: BPE byte_fallback is set but the vocab has none of the byte tokens <0x00> .. <0xFF>",
                  path);
         return PF_ERROR_FORMAT;
@@ -5469,6 +5596,55 @@ static pf_result pf__tok_read_wordpiece(pf_tokenizer *t, const pf__json *model, 
     return PF_OK;
 }
 
+/* model Unigram: vocab as [piece, score] pairs (ids in order), unk_id, byte_fallback. */
+static pf_result pf__tok_read_unigram(pf_tokenizer *t, const pf__json *model, const char *path, char *err,
+                                      size_t err_size) {
+    const pf__json *vocab = pf__json_get(model, "vocab"), *unk = pf__json_get(model, "unk_id"), *e;
+    size_t text_len = 0, i;
+    double min_score = INFINITY;
+    pf_result r;
+    t->model = PF__MODEL_UNIGRAM;
+    t->byte_fallback = pf__tok_json_bool(model, "byte_fallback", 0);
+    t->unk_id = unk && unk->type != PF__JSON_NULL ? pf__tok_json_id(unk) : -1;
+    if (!vocab || vocab->type != PF__JSON_ARRAY || t->byte_fallback < 0 || (unk && unk->type != PF__JSON_NULL && t->unk_id < 0)) {
+        snprintf(err, err_size, "%s: model Unigram needs a \"vocab\" array of [piece, score], an integer or null "
+                 "\"unk_id\" and a boolean \"byte_fallback\"", path);
+        return PF_ERROR_FORMAT;
+    }
+    if (t->unk_id >= 0 && (size_t)t->unk_id >= vocab->count) {
+        snprintf(err, err_size, "%s: model Unigram's unk_id %d is not in its vocab of %zu pieces", path, (int)t->unk_id,
+                 vocab->count);
+        return PF_ERROR_FORMAT;
+    }
+    for (i = 0, e = vocab->first; e; e = e->next, i++) {
+        if (e->type != PF__JSON_ARRAY || e->count != 2 || e->first->type != PF__JSON_STRING ||
+            e->first->next->type != PF__JSON_NUMBER || e->first->string_len > UINT32_MAX - 1) {
+            snprintf(err, err_size, "%s: model Unigram: vocab entry %zu is not [piece, score]", path, i);
+            return PF_ERROR_FORMAT;
+        }
+        text_len += e->first->string_len + 1;
+    }
+    if (vocab->count >= INT32_MAX) {
+        snprintf(err, err_size, "%s: model Unigram has too many pieces", path);
+        return PF_ERROR_FORMAT;
+    }
+    if ((r = pf__tok_vocab_alloc(t, vocab->count, text_len, path, err, err_size)) != PF_OK) return r;
+    if (!(t->pieces = (pf__tok_piece *)malloc((vocab->count ? vocab->count : 1) * sizeof *t->pieces))) {
+        snprintf(err, err_size, "%s: out of memory", path);
+        return PF_ERROR_OUT_OF_MEMORY;
+    }
+    for (i = 0, e = vocab->first; e; e = e->next, i++) {
+        pf__tok_piece *p = &t->pieces[i];
+        p->len = (uint32_t)e->first->string_len;
+        p->score = e->first->next->number;
+        p->offset = pf__tok_vocab_insert(t, e->first->string, p->len, (int32_t)i);
+        if (p->score < min_score) min_score = p->score;
+    }
+    t->num_pieces = i;
+    t->unk_score = min_score - 10.0;
+    return PF_OK;
+}
+
 /* tokenizer.json: model, added_tokens, normalizer, pre_tokenizer, decoder, post_processor. */
 static pf_result pf__tok_from_json(pf_tokenizer *t, const pf__json *root, const char *path, char *err,
                                    size_t err_size) {
@@ -5482,8 +5658,10 @@ static pf_result pf__tok_from_json(pf_tokenizer *t, const pf__json *root, const 
     v = pf__tok_json_str(model, "type", &bad);
     if (!v || !strcmp(v->string, "BPE")) r = pf__tok_read_bpe(t, model, path, err, err_size);
     else if (!strcmp(v->string, "WordPiece")) r = pf__tok_read_wordpiece(t, model, path, err, err_size);
+    else if (!strcmp(v->string, "Unigram")) r = pf__tok_read_unigram(t, model, path, err, err_size);
     else {
-        snprintf(err, err_size, "%s: model type %.40s is not supported (only BPE and WordPiece)", path, v->string);
+        snprintf(err, err_size, "%s: model type %.40s is not supported (only BPE, WordPiece and Unigram)", path,
+                 v->string);
         return PF_ERROR_UNSUPPORTED;
     }
     if (r != PF_OK) return r;
@@ -5494,7 +5672,8 @@ static pf_result pf__tok_from_json(pf_tokenizer *t, const pf__json *root, const 
             snprintf(err, err_size, "%s: added_tokens is not an array", path);
             return PF_ERROR_FORMAT;
         }
-        int32_t next_id = (int32_t)t->vocab_count; /* HF: the model's vocab size */
+        /* HF: the model's vocab size (a Unigram's counts its pieces, repeated ones too) */
+        int32_t next_id = (int32_t)(t->model == PF__MODEL_UNIGRAM ? t->num_pieces : t->vocab_count);
         for (e = added->first; e; e = e->next)
             if ((r = pf__tok_read_added(t, e, -1, &next_id, path, err, err_size)) != PF_OK) return r;
     }

@@ -253,7 +253,8 @@ void pf_tokenizer_free(pf_tokenizer *tokenizer);
 /* Text (UTF-8; invalid bytes are encoded as their byte tokens) to ids. Writes at most capacity
    ids; *num_ids is the full count (PF_ERROR_BUFFER_TOO_SMALL if it exceeds capacity). Thread-safe
    on a loaded tokenizer. PF_ERROR_INVALID_ARGUMENT (and no ids) where HF tokenizers fails too: a
-   WordPiece word that needs an unk token the vocab lacks. */
+   WordPiece word that needs an unk token the vocab lacks, a character a Unigram model without
+   unk_id has no piece for. */
 pf_result pf_tokenize(const pf_tokenizer *tokenizer, const char *text, size_t text_len,
                       int32_t *ids, size_t capacity, size_t *num_ids);
 

@@ -20,6 +20,11 @@ transformers saves it (save_pretrained: tokenizer.json, tokenizer_config.json):
                         cleanup
   tokenizer-roberta     a byte-level BPE as transformers' RobertaTokenizer builds it:
                         RobertaProcessing "<s> A </s></s> B </s>" (every type id 0)
+  tokenizer-unigram     Unigram (tokenizers' UnigramTrainer, kept like the WordPiece vocab) in T5's layout: Lowercase,
+                        WhitespaceSplit + Metaspace, TemplateProcessing "$A </s>" / "$A </s> $B:1
+                        </s>:1", Metaspace decoder
+  tokenizer-unigram-fallback  its pieces with byte_fallback and the <0xXX> pieces, Metaspace
+                        prepend_scheme "first" without split, LLaMA's decoder chain
 
 Every dir gets, from the hard strings of make_fixtures.py and random strings of the pieces of
 make_tokenizer_cases.py:
@@ -188,11 +193,68 @@ def make_roberta():
     write_cases(out)
 
 
+def train_unigram() -> Tokenizer:
+    """Lowercase, WhitespaceSplit + Metaspace, and Unigram pieces trained once: like the WordPiece
+    trainer, tokenizers' UnigramTrainer differs from run to run, so the pieces are kept (those of
+    tokenizer-unigram/tokenizer.json) and trained again only when that file is missing."""
+    tok = Tokenizer(models.Unigram())
+    tok.normalizer = normalizers.Lowercase()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(),
+                                                 pre_tokenizers.Metaspace(prepend_scheme="always")])
+    kept = FIXTURES / "tokenizer-unigram" / "tokenizer.json"
+    if kept.exists():
+        model = json.loads(kept.read_text(encoding="utf-8"))["model"]
+        tok.model = models.Unigram([tuple(p) for p in model["vocab"]], model["unk_id"], False)
+        tok.add_special_tokens(["<pad>", "</s>", "<unk>"])
+        return tok
+    trainer = trainers.UnigramTrainer(vocab_size=300, special_tokens=["<pad>", "</s>", "<unk>"], unk_token="<unk>",
+                                      show_progress=False)
+    tok.train_from_iterator(CORPUS, trainer)
+    return tok
+
+
+def make_unigram():
+    """T5's layout on a Unigram trained by tokenizers: WhitespaceSplit then Metaspace, "$A </s>"."""
+    tok = train_unigram()
+    out = reset("tokenizer-unigram")
+    eos = tok.token_to_id("</s>")
+    tok.post_processor = processors.TemplateProcessing(single="$A </s>", pair="$A </s> $B:1 </s>:1",
+                                                       special_tokens=[("</s>", eos)])
+    tok.decoder = decoders.Metaspace(prepend_scheme="always")
+    tok.save(str(out / "tokenizer.json"))
+    (out / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "PreTrainedTokenizerFast",
+                                                           "eos_token": "</s>", "unk_token": "<unk>",
+                                                           "pad_token": "<pad>"}, indent=2) + "\n")
+    write_cases(out)
+
+
+def make_unigram_fallback():
+    """The same pieces with byte_fallback (<0x00> .. <0xFF> scored below every piece), Metaspace
+    prepending to the first piece only and not splitting, LLaMA's decoder chain."""
+    out = reset("tokenizer-unigram-fallback")
+    tok = train_unigram()
+    spec = json.loads(tok.to_str())
+    low = min(score for _, score in spec["model"]["vocab"])
+    spec["model"]["vocab"] += [["<0x%02X>" % b, low - 1.0] for b in range(256)]
+    spec["model"]["byte_fallback"] = True
+    spec["normalizer"] = None
+    spec["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": False}
+    spec["decoder"] = json.loads(
+        '{"type":"Sequence","decoders":[{"type":"Replace","pattern":{"String":"\u2581"},"content":" "},'
+        '{"type":"ByteFallback"},{"type":"Fuse"},{"type":"Strip","content":" ","start":1,"stop":0}]}')
+    Tokenizer.from_str(json.dumps(spec)).save(str(out / "tokenizer.json"))
+    (out / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "PreTrainedTokenizerFast",
+                                                           "unk_token": "<unk>"}, indent=2) + "\n")
+    write_cases(out)
+
+
 def main():
     vocab = train_wordpiece()
     make_bert(vocab)
     make_bert_cased(vocab)
     make_roberta()
+    make_unigram()
+    make_unigram_fallback()
 
 
 if __name__ == "__main__":

@@ -1198,10 +1198,47 @@ static void tt_test_components(void) {
         {"a\xc3\xa9", 2, 2, {1, 14}, {1, 14}, "a\xc3\xa9", "a\xc3\xa9"},
         {"x. abd", 3, 3, {15, 12, 0}, {15, 12, 0}, "x. <unk>", "x. <unk>"},
     };
-    /* WordPiece without its unk token: a word that needs it fails the encoding, as in HF */
+    /* WordPiece without its unk token, and Unigram without unk_id: a word that needs it fails the
+       encoding, as in HF */
     static const char json_e[] =
         "{\"pre_tokenizer\":{\"type\":\"WhitespaceSplit\"},\"model\":{\"type\":\"WordPiece\",\"vocab\":{\"a\":0,\"##b\":1}}}";
+    static const char json_h[] =
+        "{\"pre_tokenizer\":{\"type\":\"WhitespaceSplit\"},\"model\":{\"type\":\"Unigram\",\"unk_id\":null,\"vocab\":"
+        "[[\"a\",-1],[\"b\",-1],[\"ab\",-1.5]]}}";
+    /* Unigram: positive scores (an unknown character costs the lowest score less 10), ties kept
+       by the first path found, a repeated piece (its last id and score), byte_fallback with a
+       byte token missing (unk then), a piece after fallback bytes */
+    static const char json_f[] =
+        "{\"pre_tokenizer\":{\"type\":\"WhitespaceSplit\"},\"decoder\":{\"type\":\"Sequence\",\"decoders\":[{\"type\":"
+        "\"ByteFallback\"},{\"type\":\"Fuse\"}]},\"model\":{\"type\":\"Unigram\",\"unk_id\":0,\"byte_fallback\":true,"
+        "\"vocab\":[[\"<unk>\",0.0],[\"a\",5.0],[\"c\",5.0],[\"abc\",1.0],[\"x\",-1.0],[\"y\",-1.0],[\"xy\",-2.0],"
+        "[\"yz\",-2.0],[\"z\",-1.0],[\"qq\",-100.0],[\"<0xC3>\",-3.0],[\"<0xA9>\",-3.0],[\"<0x71>\",-3.0],[\"d\",-1.0],"
+        "[\"d\",-4.0],[\"\\u00e9e\",-2.0]]}}";
+    static const tt_hand_case cases_f[] = {
+        {"abc", 1, 1, {3}, {3}, "abc", "abc"},
+        {"ab", 2, 2, {1, 0}, {1, 0}, "a<unk>", "a<unk>"},
+        {"bb", 1, 1, {0}, {0}, "<unk>", "<unk>"},
+        {"xyzxyz", 4, 4, {4, 7, 4, 7}, {4, 7, 4, 7}, "xyzxyz", "xyzxyz"},
+        {"qq q", 2, 2, {9, 12}, {9, 12}, "qqq", "qqq"},
+        {"\xc3\xa9q", 3, 3, {10, 11, 12}, {10, 11, 12}, "\xc3\xa9q", "\xc3\xa9q"},
+        {"\xc3\xa9\xc3\xa9" "e", 3, 3, {10, 11, 15}, {10, 11, 15}, "\xc3\xa9\xc3\xa9" "e", "\xc3\xa9\xc3\xa9" "e"},
+        {"ddd", 3, 3, {14, 14, 14}, {14, 14, 14}, "ddd", "ddd"},
+        {"bqb a b c", 4, 4, {0, 1, 0, 2}, {0, 1, 0, 2}, "<unk>a<unk>c", "<unk>a<unk>c"},
+    };
+    /* Unigram: an unknown character costs the lowest score (30) less 10: two of them beat "qq",
+       and the run is looked up again as a whole; "aqc" (125) beats a, unk, c (120) */
+    static const char json_g[] =
+        "{\"pre_tokenizer\":{\"type\":\"WhitespaceSplit\"},\"model\":{\"type\":\"Unigram\",\"unk_id\":0,\"vocab\":["
+        "[\"<unk>\",50.0],[\"a\",50.0],[\"qq\",30.0],[\"b\",40.0],[\"c\",50.0],[\"aqc\",125.0]]}}";
+    static const tt_hand_case cases_g[] = {
+        {"qq", 1, 1, {2}, {2}, "qq", "qq"},
+        {"aqqa", 3, 3, {1, 2, 1}, {1, 2, 1}, "a qq a", "a qq a"},
+        {"qqq bqb", 4, 4, {0, 3, 0, 3}, {0, 3, 0, 3}, "<unk> b <unk> b", "<unk> b <unk> b"},
+        {"aqc aqqc", 4, 4, {5, 1, 2, 4}, {5, 1, 2, 4}, "aqc a qq c", "aqc a qq c"},
+    };
     char dir[256];
+    tt_check_hand("unigram", json_f, cases_f, sizeof cases_f / sizeof cases_f[0]);
+    tt_check_hand("unigram unknown runs", json_g, cases_g, sizeof cases_g / sizeof cases_g[0]);
     tt_check_hand("wordpiece", json_d, cases_d, sizeof cases_d / sizeof cases_d[0]);
     if (tt_mkdtemp(dir, sizeof dir) == 0) {
         pf_tokenizer *t;
@@ -1215,6 +1252,16 @@ static void tt_test_components(void) {
                       pf_result_string(r), n);
             r = pf_tokenize(t, "ab c", 4, ids, 4, &n);
             CHECK_MSG(r == PF_ERROR_INVALID_ARGUMENT && n == 0, "wordpiece without [UNK] on \"ab c\": %s",
+                      pf_result_string(r));
+            pf_tokenizer_free(t);
+        }
+        CHECK(tt_write(dir, "tokenizer.json", json_h, sizeof json_h - 1) == 0);
+        if ((t = tt_load(dir)) != NULL) {
+            r = pf_tokenize(t, "ab ba", 5, ids, 4, &n);
+            CHECK_MSG(r == PF_OK && n == 3 && ids[0] == 2 && ids[1] == 1 && ids[2] == 0, "unigram \"ab ba\": %s, %zu ids",
+                      pf_result_string(r), n);
+            r = pf_tokenize(t, "ab c", 4, ids, 4, &n);
+            CHECK_MSG(r == PF_ERROR_INVALID_ARGUMENT && n == 0, "unigram without unk_id on \"ab c\": %s",
                       pf_result_string(r));
             pf_tokenizer_free(t);
         }
@@ -1425,6 +1472,17 @@ static void tt_test_bad_input(void) {
     tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"WordPiece\",\"continuing_subword_prefix\":[]," TT_VOCAB "}}",
                          PF_ERROR_FORMAT, "WordPiece option");
     tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"WordPiece\",\"vocab\":[]}}", PF_ERROR_FORMAT, "model.vocab");
+    tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"Unigram\",\"vocab\":{\"a\":0}}}", PF_ERROR_FORMAT, "Unigram");
+    tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"Unigram\",\"vocab\":[[\"a\",-1],[\"b\"]]}}", PF_ERROR_FORMAT,
+                         "vocab entry 1");
+    tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"Unigram\",\"vocab\":[[\"a\",\"-1\"]]}}", PF_ERROR_FORMAT,
+                         "vocab entry 0");
+    tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"Unigram\",\"unk_id\":1,\"vocab\":[[\"a\",-1]]}}", PF_ERROR_FORMAT,
+                         "unk_id 1");
+    tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"Unigram\",\"unk_id\":-1,\"vocab\":[[\"a\",-1]]}}", PF_ERROR_FORMAT,
+                         "unk_id");
+    tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"Unigram\",\"byte_fallback\":1,\"vocab\":[[\"a\",-1]]}}",
+                         PF_ERROR_FORMAT, "byte_fallback");
     tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"BPE\",\"byte_fallback\":true," TT_VOCAB ",\"merges\":[]}}",
                          PF_ERROR_FORMAT, "byte_fallback");
     tt_expect_json_error("{\"pre_tokenizer\":{\"type\":\"Whitespace\"},\"model\":{\"type\":\"BPE\"," TT_VOCAB ",\"merges\":[]}}",
