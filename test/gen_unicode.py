@@ -24,6 +24,8 @@ by code point, because its pieces use different Unicode versions:
     U+FFFD), strip_accents (drops Mn of that crate after NFD) and BertPreTokenizer's punctuation:
     probed through BertNormalizer / BertPreTokenizer.
   - Lowercase (Rust's char::to_lowercase, Unicode 16): probed through the Lowercase normalizer.
+  - NFKD / NFKC: HF's NFKD of every code point where it differs from its NFD, taken as it is;
+    StripAccents: the code points it drops, probed one by one.
   - NFC / NFD (the unicode-normalization-alignments crate: older Unicode than Python's
     unicodedata 14.0 -- its combining classes stop at Unicode 9, and it lacks U+11938's
     decomposition). The decompositions, combining classes and compositions are taken from Python's
@@ -42,6 +44,12 @@ Output tables (C99):
   pf__unicode_decomp   cp << 42 | first << 21 | second (0: a singleton), sorted by cp; one level
                        (apply recursively); Hangul syllables are algorithmic and not listed
   pf__unicode_comp     first << 42 | second << 21 | composite, sorted by (first, second)
+  pf__unicode_compat_runs     NFKD where it differs from NFD, one code point: start << 43 | count << 33 |
+                       delta (uint32 two's complement): start + k (k < count) maps to itself + delta
+  pf__unicode_compat_multi    ... several: cp << 32 | offset << 8 | length into pf__unicode_compat_chars
+                       (HF's full NFKD of the code point, ordered)
+  pf__unicode_mark_runs       start << 1 | 1 where StripAccents drops code points from start on (the
+                       normalization crate's is_combining_mark), | 0 where it keeps them
   pf__unicode_grapheme_runs  start << 8 | Grapheme_Cluster_Break (0-13, the order of GCB_NAMES)
                        | 0x10 Extended_Pictographic | Indic_Conjunct_Break << 5 (1 Consonant, 2
                        Linker, 3 Extend), sorted; Hangul syllables are algorithmic and not listed.
@@ -285,6 +293,63 @@ def check_normalization(ccc, decomp, comp):
         assert nfc.normalize_str(s) == ref_nfc(s, ccc, decomp, comp), ("NFC", s)
 
 
+# ---- compatibility decomposition (NFKD / NFKC) and StripAccents ----
+
+def compat_and_marks(ccc, decomp, comp):
+    """What HF's NFKD gives for each code point where it differs from its NFD (the full, ordered
+    decomposition), checked on random strings for NFKD and NFKC; and the code points HF's
+    StripAccents removes (the normalization crate's is_combining_mark)."""
+    nfkd, nfd, nfkc, strip = normalizers.NFKD(), normalizers.NFD(), normalizers.NFKC(), normalizers.StripAccents()
+    compat, marks = {}, set()
+    for cp in ALL:
+        c = chr(cp)
+        k = nfkd.normalize_str(c)
+        if k != nfd.normalize_str(c):
+            compat[cp] = [ord(x) for x in k]
+        if strip.normalize_str(c) == "":
+            marks.add(cp)
+        else:
+            assert strip.normalize_str(c) == c, hex(cp)
+    pool = sorted(set(compat) | set(ccc) | set(decomp) | {b for _, b in comp} | {0x61, 0x20, 0x3099, 0x309A})
+    rng = random.Random(2)
+    for _ in range(200000):
+        s = "".join(chr(rng.choice(pool)) for _ in range(rng.randint(1, 8)))
+        assert nfkd.normalize_str(s) == ref_nfkd(s, ccc, decomp, compat), ("NFKD", s)
+        assert nfkc.normalize_str(s) == ref_nfkc(s, ccc, decomp, comp, compat), ("NFKC", s)
+    return compat, marks
+
+
+def ref_nfkd_list(s, ccc, decomp, compat):
+    return ref_nfd_list("".join("".join(map(chr, compat[ord(c)])) if ord(c) in compat else c for c in s), ccc, decomp)
+
+
+def ref_nfkd(s, ccc, decomp, compat):
+    return "".join(map(chr, ref_nfkd_list(s, ccc, decomp, compat)))
+
+
+def ref_nfkc(s, ccc, decomp, comp, compat):
+    return ref_nfc(ref_nfkd(s, ccc, decomp, compat), ccc, decomp, comp)
+
+
+def compat_tables(compat):
+    """Single code point results as runs (start, count, delta); the others as (cp, offset, length)
+    into one list of code points."""
+    runs, multi, chars = [], [], []
+    for cp in sorted(compat):
+        d = compat[cp]
+        if len(d) == 1:
+            delta = d[0] - cp
+            if runs and runs[-1][0] + runs[-1][1] == cp and runs[-1][2] == delta and runs[-1][1] < 1023:
+                runs[-1][1] += 1
+            else:
+                runs.append([cp, 1, delta])
+        else:
+            multi.append((cp, len(chars), len(d)))
+            chars += d
+    assert len(chars) < 1 << 24 and all(n < 256 for _, _, n in multi)
+    return runs, multi, chars
+
+
 # ---- grapheme clusters ----
 
 GCB_NAMES = ["Other", "CR", "LF", "Control", "Extend", "ZWJ", "Regional_Indicator", "Prepend", "SpacingMark", "L",
@@ -437,6 +502,9 @@ def main():
     comp = compositions(ccc, decomp)
     check_normalization(ccc, decomp, comp)
     ccc_runs = runs_of(ccc)
+    compat, marks = compat_and_marks(ccc, decomp, comp)
+    compat_runs, compat_multi, compat_chars = compat_tables(compat)
+    mark_runs = runs_of({cp: 1 for cp in marks})
     gprops, gfixed = grapheme_props()
     check_graphemes(gprops)
     # Hangul syllables (LV, LVT) are computed in C
@@ -454,6 +522,11 @@ def main():
                    [cp << 42 | d[0] << 21 | (d[1] if len(d) > 1 else 0) for cp, d in sorted(decomp.items())], 16, 4)
     out += c_array("uint64_t", "pf__unicode_comp",
                    [a << 42 | b << 21 | x for (a, b), x in sorted(comp.items())], 16, 4)
+    out += c_array("uint64_t", "pf__unicode_compat_runs",
+                   [s << 43 | n << 33 | (d & 0xFFFFFFFF) for s, n, d in compat_runs], 16, 4)
+    out += c_array("uint64_t", "pf__unicode_compat_multi", [cp << 32 | o << 8 | n for cp, o, n in compat_multi], 16, 4)
+    out += c_array("uint32_t", "pf__unicode_compat_chars", compat_chars, 5, 12)
+    out += c_array("uint32_t", "pf__unicode_mark_runs", [s << 1 | v for s, v in mark_runs], 6, 10)
     out += c_array("uint32_t", "pf__unicode_grapheme_runs", [s << 8 | v for s, v in grapheme_runs], 8, 8)
     out.append(END)
     text = "\n".join(out) + "\n"
@@ -464,7 +537,8 @@ def main():
         i, j = src.index(BEGIN), src.index(END) + len(END) + 1
         open(path, "w", encoding="utf-8").write(src[:i] + text + src[j:])
         print(f"{path}: {len(class_runs)} class runs, {len(low_runs)} lowercase runs, {len(ccc_runs)} ccc runs, "
-              f"{len(decomp)} decompositions, {len(comp)} compositions, {len(grapheme_runs)} grapheme runs "
+              f"{len(decomp)} decompositions, {len(comp)} compositions, {len(compat_runs)} + {len(compat_multi)} "
+              f"compatibility decompositions, {len(mark_runs)} mark runs, {len(grapheme_runs)} grapheme runs "
               f"({gfixed} code points corrected to HF's)")
     elif len(sys.argv) == 1:
         sys.stdout.write(text)

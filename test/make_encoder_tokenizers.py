@@ -33,6 +33,8 @@ transformers saves it (save_pretrained: tokenizer.json, tokenizer_config.json):
   tokenizer-t5          T5's layout on a charsmap built here (spm_charsmap.py) that shows grapheme
                         clusters in the ids, with Strip and Replace " {2,}" after it; its cases
                         add random strings of GRAPHEME_POOL
+  tokenizer-albert      ALBERT's chain as transformers' AlbertTokenizer builds it: Replace, NFKD,
+                        StripAccents, Lowercase, Precompiled (the same grapheme charsmap)
 
 Every dir gets, from the hard strings of make_fixtures.py and random strings of the pieces of
 make_tokenizer_cases.py:
@@ -51,7 +53,8 @@ from pathlib import Path
 import tempfile
 
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-from transformers import AutoTokenizer, BertTokenizer, RobertaTokenizer, T5Tokenizer, XLMRobertaTokenizer
+from transformers import (AlbertTokenizer, AutoTokenizer, BertTokenizer, RobertaTokenizer, T5Tokenizer,
+                          XLMRobertaTokenizer)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_fixtures import TOKENIZER_CASES, TRAINING_TEXT  # noqa: E402  the hard strings, defined once
@@ -332,6 +335,18 @@ def make_t5():
     write_cases(out, grapheme_cases=True)
 
 
+def make_albert():
+    """ALBERT's normalizer chain as transformers' AlbertTokenizer builds it (Replace `` and '' by ",
+    NFKD, StripAccents, Lowercase, Precompiled), on the grapheme charsmap; "[CLS] $A [SEP]"."""
+    pieces, _, _ = read_model(train_spm(pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, normalization_rule_name="identity",
+                                        control_symbols=["[CLS]", "[SEP]", "[MASK]"]))
+    out = reset("tokenizer-albert")
+    AlbertTokenizer(vocab=[(p, sc) for p, sc, _ in pieces], _spm_precompiled_charsmap=build_charsmap(grapheme_rules())
+                    ).save_pretrained(str(out))
+    keep_tokenizer_files(out)
+    write_cases(out, grapheme_cases=True)
+
+
 def main():
     vocab = train_wordpiece()
     make_bert(vocab)
@@ -341,6 +356,7 @@ def main():
     make_unigram_fallback()
     make_xlmr()
     make_t5()
+    make_albert()
 
 
 if __name__ == "__main__":

@@ -1551,8 +1551,8 @@ static void tt_test_bad_input(void) {
     tt_expect_json_error("{\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"Regex\":\"\\\\d+\"},\"behavior\":\"Isolated\","
                          "\"invert\":false},\"model\":{\"type\":\"BPE\"," TT_VOCAB ",\"merges\":[]}}",
                          PF_ERROR_UNSUPPORTED, "Split");
-    tt_expect_json_error(TT_PRE "\"normalizer\":{\"type\":\"NFKC\"},\"model\":{\"type\":\"BPE\"," TT_VOCAB ",\"merges\":[]}}",
-                         PF_ERROR_UNSUPPORTED, "NFKC");
+    tt_expect_json_error(TT_PRE "\"normalizer\":{\"type\":\"Nmt\"},\"model\":{\"type\":\"BPE\"," TT_VOCAB ",\"merges\":[]}}",
+                         PF_ERROR_UNSUPPORTED, "Nmt");
     tt_test_bad_components();
     tt_expect_json_error("{\"pre_tokenizer\":{\"type\":\"ByteLevel\"},\"decoder\":{\"type\":\"WordPiece\",\"cleanup\":1},"
                          "\"model\":{\"type\":\"BPE\"," TT_VOCAB ",\"merges\":[]}}",
