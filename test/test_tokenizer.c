@@ -720,6 +720,9 @@ static void tt_test_families(void) {
             }
             if (dirs[i].byte_level) tt_check_random_round_trips(t, dirs[i].name, 7 + i);
             else tt_check_random_strings(t, dirs[i].name, 7 + i);
+            /* the WordPiece and the Unigram (Precompiled) tokenizers from several threads at once */
+            if (!strcmp(dirs[i].name, "tokenizer-bert") || !strcmp(dirs[i].name, "tokenizer-xlmr"))
+                tt_check_threads(t, cases, n);
         }
         pf_tokenizer_free(t);
         tt_free_cases(cases, n);
