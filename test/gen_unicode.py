@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Generates the Unicode tables of parallelformers' tokenizer (parallelformers.c).
 
-Run from the repository root, with the `tokenizers` and `regex` wheels installed:
+Run from the repository root, with the `tokenizers` and `regex` wheels installed (it probes
+every code point several times: about 10 minutes):
 
     python3 test/gen_unicode.py                     # prints the tables
     python3 test/gen_unicode.py --write parallelformers.c
