@@ -364,7 +364,9 @@ void pf_tokenizer_free(pf_tokenizer *tokenizer);
 
 /* Text (UTF-8; invalid bytes are encoded as their byte tokens) to ids. Writes at most capacity
    ids; *num_ids is the full count (PF_ERROR_BUFFER_TOO_SMALL if it exceeds capacity). Thread-safe
-   on a loaded tokenizer. */
+   on a loaded tokenizer. PF_ERROR_INVALID_ARGUMENT (and no ids) where HF tokenizers fails too: a
+   WordPiece word that needs an unk token the vocab lacks, a character a Unigram model without
+   unk_id has no piece for. */
 pf_result pf_tokenize(const pf_tokenizer *tokenizer, const char *text, size_t text_len,
                       int32_t *ids, size_t capacity, size_t *num_ids);
 
@@ -373,6 +375,37 @@ pf_result pf_tokenize(const pf_tokenizer *tokenizer, const char *text, size_t te
    Use it for prompts. */
 pf_result pf_tokenize_special(const pf_tokenizer *tokenizer, const char *text, size_t text_len,
                               int32_t *ids, size_t capacity, size_t *num_ids);
+
+/* How pf_tokenize_pair cuts texts that do not fit max_length (HF's truncation strategies; the
+   ids are cut from the end). */
+typedef enum pf_truncation {
+    PF_TRUNCATION_LONGEST_FIRST = 0, /* the shorter text keeps its ids if the longer can take the
+                                        rest; else each gets half (the longer the odd one) */
+    PF_TRUNCATION_ONLY_FIRST,        /* only the first text is cut */
+    PF_TRUNCATION_ONLY_SECOND        /* only the second */
+} pf_truncation;
+
+typedef struct pf_tokenize_options {
+    int no_special_tokens;    /* 1: the texts' ids alone, as add_special_tokens=False */
+    size_t max_length;        /* 0: no truncation; else at most this many ids in all, special
+                                 tokens included (at least as many as the template adds) */
+    pf_truncation truncation; /* which text loses ids when they do not fit */
+} pf_tokenize_options;
+
+pf_tokenize_options pf_tokenize_options_init(void);
+
+/* A text, or a pair of texts (pair non-NULL; "" is an empty second text), as transformers'
+   tokenizer(text, pair, truncation=..., max_length=...): both encoded, cut to max_length, then
+   laid out by the tokenizer's post-processor ([CLS] A [SEP] B [SEP] for BERT, <s> A </s></s> B
+   </s> for RoBERTa, ...). type_ids (may be NULL) gets each id's token type id (BERT: 0 for the
+   first text and its special tokens, 1 for the second). ids and type_ids hold capacity entries;
+   *num_ids is the full count (PF_ERROR_BUFFER_TOO_SMALL if it exceeds capacity). options may be
+   NULL (special tokens, no truncation). PF_ERROR_INVALID_ARGUMENT where HF fails: the text to cut
+   is too short, ONLY_SECOND without a pair, a max_length below the special tokens' count.
+   Thread-safe on a loaded tokenizer. */
+pf_result pf_tokenize_pair(const pf_tokenizer *tokenizer, const char *text, size_t text_len, const char *pair,
+                           size_t pair_len, const pf_tokenize_options *options, int32_t *ids, int32_t *type_ids,
+                           size_t capacity, size_t *num_ids);
 
 /* Ids to text bytes (not NUL-terminated unless room remains; *text_len is the full length).
    Unknown ids are an error. Thread-safe on a loaded tokenizer. */

@@ -1,10 +1,12 @@
 /* Tokenizer tests: ids exactly as HF tokenizers gives them (every fixture dir's cases.txt, and
-   cases_special.txt with the post-processor's special tokens), decodes as HF's (the decodes
+   cases_special.txt with the post-processor's special tokens; cases_pair.txt: pairs, type ids
+   and truncation through pf_tokenize_pair), decodes as HF's (the decodes
    recorded in tokenizer_decode_cases.txt; byte-exact round trips for byte-level tokenizers, random
    bytes, invalid UTF-8 and NUL included), every normalizer / pre-tokenizer / decoder style on
    random strings against HF (tokenizer_style_cases.txt), the vocab.json + merges.txt path, HF's
    added-token rules, model options and post-processors on hand-made tokenizers, concurrent
-   encoding, and bad input. The two .txt files are written by test/make_tokenizer_cases.py. */
+   encoding, and bad input. The two .txt files are written by test/make_tokenizer_cases.py; the
+   encoder tokenizers' fixtures (tokenizer-bert, ...) by test/make_encoder_tokenizers.py. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #endif
@@ -718,12 +720,187 @@ static void tt_test_families(void) {
             }
             if (dirs[i].byte_level) tt_check_random_round_trips(t, dirs[i].name, 7 + i);
             else tt_check_random_strings(t, dirs[i].name, 7 + i);
+            /* the WordPiece and the Unigram (Precompiled) tokenizers from several threads at once */
+            if (!strcmp(dirs[i].name, "tokenizer-bert") || !strcmp(dirs[i].name, "tokenizer-xlmr"))
+                tt_check_threads(t, cases, n);
         }
         pf_tokenizer_free(t);
         tt_free_cases(cases, n);
         tt_free_cases(special, ns);
     }
     tt_free_dec_dirs(dirs, nd);
+}
+
+/* Parses comma-separated ids into out (at most cap); their count, or -1 when malformed. */
+static long tt_parse_ids(const char *s, int32_t *out, size_t cap) {
+    size_t n = 0;
+    char *e;
+    while (*s) {
+        long v = strtol(s, &e, 10);
+        if (e == s || n == cap || (*e && *e != ',')) return -1;
+        out[n++] = (int32_t)v;
+        s = *e ? e + 1 : e;
+    }
+    return (long)n;
+}
+
+/* Every fixture dir's cases_pair.txt: pf_tokenize_pair gives HF's ids and type ids for texts and
+   pairs, with and without special tokens, under every truncation strategy (and fails where HF
+   does). Line: hex a, hex b or -, special, max_length, strategy, ids or "error", type ids. */
+static void tt_test_pairs(void) {
+    DIR *dir = opendir(test_fixtures);
+    struct dirent *e;
+    size_t dirs = 0;
+    CHECK_MSG(dir != NULL, "cannot list %s", test_fixtures);
+    if (!dir) return;
+    while ((e = readdir(dir)) != NULL) {
+        char path[1100], *data, *line, *next, first[1200] = "";
+        size_t len, n = 0, bad = 0;
+        pf_tokenizer *t;
+        snprintf(path, sizeof path, "%s/%s/cases_pair.txt", test_fixtures, e->d_name);
+        if (e->d_name[0] == '.' || access(path, R_OK)) continue;
+        if (!(data = test_read_file(path, &len))) continue;
+        if (!(t = tt_load_fixture(e->d_name))) {
+            free(data);
+            continue;
+        }
+        dirs++;
+        for (line = data; line < data + len; line = next) {
+            char *f[7], *end = strchr(line, '\n'), *a = NULL, *b = NULL;
+            int k, err;
+            size_t la = 0, lb = 0, got_n = 0;
+            int32_t want[2048], want_types[2048], got[2048], got_types[2048];
+            long nw = 0, nt = 0;
+            pf_tokenize_options o = pf_tokenize_options_init();
+            pf_result r;
+            if (!end) end = data + len;
+            next = end + 1;
+            *end = 0;
+            if (line == end) continue;
+            n++;
+            f[0] = line;
+            for (k = 1; k < 7 && f[k - 1]; k++) {
+                f[k] = strchr(f[k - 1], '\t');
+                if (f[k]) *f[k]++ = 0;
+            }
+            if (!f[6] || !(a = tt_unhex(f[0], strlen(f[0]), &la)) ||
+                (strcmp(f[1], "-") && !(b = tt_unhex(f[1], strlen(f[1]), &lb)))) {
+                bad++;
+                free(a);
+                continue;
+            }
+            err = !strcmp(f[5], "error");
+            if (!err) {
+                nw = tt_parse_ids(f[5], want, 2048);
+                nt = tt_parse_ids(f[6], want_types, 2048);
+            }
+            o.no_special_tokens = f[2][0] == '0';
+            o.max_length = (size_t)strtoul(f[3], NULL, 10);
+            o.truncation = !strcmp(f[4], "only_first") ? PF_TRUNCATION_ONLY_FIRST
+                           : !strcmp(f[4], "only_second") ? PF_TRUNCATION_ONLY_SECOND : PF_TRUNCATION_LONGEST_FIRST;
+            r = pf_tokenize_pair(t, a, la, b, lb, &o, got, got_types, 2048, &got_n);
+            if (err ? r != PF_ERROR_INVALID_ARGUMENT
+                    : r != PF_OK || nw < 0 || nt != nw || !tt_same_ids(got, got_n, want, (size_t)nw) ||
+                          !tt_same_ids(got_types, got_n, want_types, (size_t)nt)) {
+                if (!bad++) {
+                    char ws[200], gs[200], wt[200], gt[200];
+                    tt_format_ids(ws, sizeof ws, want, nw > 0 ? (size_t)nw : 0);
+                    tt_format_ids(gs, sizeof gs, got, r == PF_OK ? got_n : 0);
+                    tt_format_ids(wt, sizeof wt, want_types, nt > 0 ? (size_t)nt : 0);
+                    tt_format_ids(gt, sizeof gt, got_types, r == PF_OK ? got_n : 0);
+                    snprintf(first, sizeof first, "line %zu (special %s, max_length %s, %s): %s; want [%s] types [%s], "
+                             "got [%s] types [%s]", n, f[2], f[3], f[4], pf_result_string(r), err ? "error" : ws, wt, gs, gt);
+                }
+            }
+            free(a);
+            free(b);
+        }
+        CHECK_MSG(n > 0 && bad == 0, "%s: %zu of %zu pair cases differ; first, %s", e->d_name, bad, n, first);
+        pf_tokenizer_free(t);
+        free(data);
+    }
+    closedir(dir);
+    CHECK_MSG(dirs >= 2, "only %zu fixture dirs with cases_pair.txt", dirs);
+}
+
+/* pf_tokenize_pair on a hand-made template (the second text first, type ids on every piece, a
+   two-id special token; ids from HF 0.23), truncation around it, and bad arguments. */
+static void tt_test_pair_api(void) {
+    static const char json[] =
+        "{\"pre_tokenizer\":{\"type\":\"WhitespaceSplit\"},\"post_processor\":{\"type\":\"TemplateProcessing\","
+        "\"single\":[{\"Sequence\":{\"id\":\"A\",\"type_id\":3}},{\"SpecialToken\":{\"id\":\"<e>\",\"type_id\":4}}],"
+        "\"pair\":[{\"SpecialToken\":{\"id\":\"<e>\",\"type_id\":2}},{\"Sequence\":{\"id\":\"B\",\"type_id\":1}},"
+        "{\"SpecialToken\":{\"id\":\"<x>\",\"type_id\":0}},{\"Sequence\":{\"id\":\"A\",\"type_id\":5}}],"
+        "\"special_tokens\":{\"<e>\":{\"id\":\"<e>\",\"ids\":[4,5],\"tokens\":[\"<e>\",\"<f>\"]},\"<x>\":{\"id\":\"<x>\","
+        "\"ids\":[6],\"tokens\":[\"<x>\"]}}},\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"c\":2,\"<unk>\":3,"
+        "\"<e>\":4,\"<f>\":5,\"<x>\":6},\"merges\":[]}}";
+    static const struct {
+        const char *a, *b;
+        int special;
+        size_t max_length;
+        pf_truncation truncation;
+        int n;
+        int32_t ids[8], types[8];
+    } want[] = {
+        {"a b", "c", 1, 0, PF_TRUNCATION_LONGEST_FIRST, 6, {4, 5, 2, 6, 0, 1}, {2, 2, 1, 0, 5, 5}},
+        {"a b", "c", 0, 0, PF_TRUNCATION_LONGEST_FIRST, 3, {2, 0, 1}, {1, 5, 5}},
+        {"a b", NULL, 1, 0, PF_TRUNCATION_LONGEST_FIRST, 4, {0, 1, 4, 5}, {3, 3, 4, 4}},
+        {"a b c a", "b c", 1, 5, PF_TRUNCATION_LONGEST_FIRST, 5, {4, 5, 1, 6, 0}, {2, 2, 1, 0, 5}},
+        {"a b c a", "b c", 1, 3, PF_TRUNCATION_ONLY_SECOND, 3, {4, 5, 6}, {2, 2, 0}},
+        {"a b c a", "b c", 0, 3, PF_TRUNCATION_ONLY_FIRST, 3, {1, 2, 0}, {1, 1, 5}},
+        {"a b c a", NULL, 1, 3, PF_TRUNCATION_LONGEST_FIRST, 3, {0, 4, 5}, {3, 4, 4}},
+    };
+    char dir[256], ws[200], gs[200];
+    pf_tokenizer *t;
+    size_t i, n = 0;
+    int32_t ids[16], types[16];
+    pf_tokenize_options o = pf_tokenize_options_init();
+    pf_result r;
+    CHECK(o.no_special_tokens == 0 && o.max_length == 0 && o.truncation == PF_TRUNCATION_LONGEST_FIRST);
+    if (tt_mkdtemp(dir, sizeof dir)) {
+        CHECK_MSG(0, "cannot make a temp dir");
+        return;
+    }
+    CHECK(tt_write(dir, "tokenizer.json", json, sizeof json - 1) == 0);
+    t = tt_load(dir);
+    tt_rmdir(dir);
+    if (!t) return;
+    for (i = 0; i < sizeof want / sizeof want[0]; i++) {
+        o.no_special_tokens = !want[i].special;
+        o.max_length = want[i].max_length;
+        o.truncation = want[i].truncation;
+        r = pf_tokenize_pair(t, want[i].a, strlen(want[i].a), want[i].b, want[i].b ? strlen(want[i].b) : 0, &o, ids,
+                             types, 16, &n);
+        tt_format_ids(ws, sizeof ws, want[i].ids, (size_t)want[i].n);
+        tt_format_ids(gs, sizeof gs, ids, r == PF_OK ? n : 0);
+        CHECK_MSG(r == PF_OK && tt_same_ids(ids, n, want[i].ids, (size_t)want[i].n) &&
+                  tt_same_ids(types, n, want[i].types, (size_t)want[i].n), "pair case %zu: %s, want [%s], got [%s]",
+                  i + 1, pf_result_string(r), ws, gs);
+    }
+    /* too small a buffer: the count, and ids and type ids up to the capacity */
+    ids[2] = types[2] = -7;
+    r = pf_tokenize_pair(t, "a b", 3, "c", 1, NULL, ids, types, 2, &n);
+    CHECK_MSG(r == PF_ERROR_BUFFER_TOO_SMALL && n == 6 && ids[0] == 4 && ids[1] == 5 && types[1] == 2 && ids[2] == -7 &&
+              types[2] == -7, "pair into 2 entries: %s, %zu ids", pf_result_string(r), n);
+    r = pf_tokenize_pair(t, "a b", 3, "", 0, NULL, NULL, NULL, 0, &n);
+    CHECK_MSG(r == PF_ERROR_BUFFER_TOO_SMALL && n == 5, "counting a pair with an empty second text: %s, %zu",
+              pf_result_string(r), n);
+    /* refusals: max_length below the special tokens, a cut longer than the text, ONLY_SECOND alone */
+    o = pf_tokenize_options_init();
+    o.max_length = 2;
+    CHECK(pf_tokenize_pair(t, "a", 1, "b", 1, &o, ids, types, 16, &n) == PF_ERROR_INVALID_ARGUMENT && n == 0);
+    o.max_length = 4;
+    o.truncation = PF_TRUNCATION_ONLY_FIRST;
+    CHECK(pf_tokenize_pair(t, "a", 1, "b c", 3, &o, ids, types, 16, &n) == PF_ERROR_INVALID_ARGUMENT);
+    o.truncation = PF_TRUNCATION_ONLY_SECOND;
+    CHECK(pf_tokenize_pair(t, "a b c", 5, NULL, 0, &o, ids, types, 16, &n) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_tokenize_pair(t, "a", 1, NULL, 0, &o, ids, types, 16, &n) == PF_OK && n == 3);
+    o.truncation = (pf_truncation)7;
+    CHECK(pf_tokenize_pair(t, "a", 1, NULL, 0, &o, ids, types, 16, &n) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_tokenize_pair(t, "a", 1, NULL, 1, NULL, ids, types, 16, &n) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_tokenize_pair(NULL, "a", 1, "b", 1, NULL, ids, types, 16, &n) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_tokenize_pair(t, "a", 1, "b", 1, NULL, ids, types, 16, NULL) == PF_ERROR_INVALID_ARGUMENT);
+    pf_tokenizer_free(t);
 }
 
 /* Every model fixture's tokenizer encodes its prompt_text to its prompt_ids with the special
@@ -1003,9 +1180,153 @@ static void tt_test_components(void) {
         {"\xe6\x9d\xb1z", 4, 4, {5, 6, 7, 0}, {5, 6, 7, 0}, "\xe6\x9d\xb1<unk>", "\xe6\x9d\xb1<unk>"},
         {"\xc3" "a\xa9", 3, 3, {1, 3, 2}, {1, 3, 2}, "\xc3" "a\xa9", "\xc3" "a\xa9"},
     };
+    /* WordPiece with its own prefix: the longest piece first, a word with a place no piece starts
+       or longer than max_input_chars_per_word is unk; the decoder's prefix and cleanup */
+    static const char json_d[] =
+        "{\"version\":\"1.0\",\"added_tokens\":[],\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"WhitespaceSplit\"},"
+        "\"post_processor\":null,\"decoder\":{\"type\":\"WordPiece\",\"prefix\":\"@@\",\"cleanup\":true},\"model\":{"
+        "\"type\":\"WordPiece\",\"unk_token\":\"<unk>\",\"continuing_subword_prefix\":\"@@\",\"max_input_chars_per_word\":6,"
+        "\"vocab\":{\"<unk>\":0,\"a\":1,\"ab\":2,\"@@b\":3,\"@@c\":4,\"abc\":5,\"'\":6,\"@@'\":7,\"n't\":8,\"do\":9,"
+        "\"not\":10,\".\":11,\"@@.\":12,\"\\u00e9\":13,\"@@\\u00e9\":14,\"x\":15}}}";
+    static const tt_hand_case cases_d[] = {
+        {"abc", 1, 1, {5}, {5}, "abc", "abc"},
+        {"abbc", 3, 3, {2, 3, 4}, {2, 3, 4}, "abbc", "abbc"},
+        {"ab ac", 3, 3, {2, 1, 4}, {2, 1, 4}, "ab ac", "ab ac"},
+        {"abcabc", 1, 1, {0}, {0}, "<unk>", "<unk>"},
+        {"aaaaaaa", 1, 1, {0}, {0}, "<unk>", "<unk>"},
+        {"do not", 2, 2, {9, 10}, {9, 10}, "do not", "do not"},
+        {"a ' n't", 3, 3, {1, 6, 8}, {1, 6, 8}, "a 'n't", "a 'n't"},
+        {"a .", 2, 2, {1, 11}, {1, 11}, "a.", "a."},
+        {"a.", 2, 2, {1, 12}, {1, 12}, "a.", "a."},
+        {"a\xc3\xa9", 2, 2, {1, 14}, {1, 14}, "a\xc3\xa9", "a\xc3\xa9"},
+        {"x. abd", 3, 3, {15, 12, 0}, {15, 12, 0}, "x. <unk>", "x. <unk>"},
+    };
+    /* WordPiece without its unk token, and Unigram without unk_id: a word that needs it fails the
+       encoding, as in HF */
+    static const char json_e[] =
+        "{\"pre_tokenizer\":{\"type\":\"WhitespaceSplit\"},\"model\":{\"type\":\"WordPiece\",\"vocab\":{\"a\":0,\"##b\":1}}}";
+    static const char json_h[] =
+        "{\"pre_tokenizer\":{\"type\":\"WhitespaceSplit\"},\"model\":{\"type\":\"Unigram\",\"unk_id\":null,\"vocab\":"
+        "[[\"a\",-1],[\"b\",-1],[\"ab\",-1.5]]}}";
+    /* Unigram: positive scores (an unknown character costs the lowest score less 10), ties kept
+       by the first path found, a repeated piece (its last id and score), byte_fallback with a
+       byte token missing (unk then), a piece after fallback bytes */
+    static const char json_f[] =
+        "{\"pre_tokenizer\":{\"type\":\"WhitespaceSplit\"},\"decoder\":{\"type\":\"Sequence\",\"decoders\":[{\"type\":"
+        "\"ByteFallback\"},{\"type\":\"Fuse\"}]},\"model\":{\"type\":\"Unigram\",\"unk_id\":0,\"byte_fallback\":true,"
+        "\"vocab\":[[\"<unk>\",0.0],[\"a\",5.0],[\"c\",5.0],[\"abc\",1.0],[\"x\",-1.0],[\"y\",-1.0],[\"xy\",-2.0],"
+        "[\"yz\",-2.0],[\"z\",-1.0],[\"qq\",-100.0],[\"<0xC3>\",-3.0],[\"<0xA9>\",-3.0],[\"<0x71>\",-3.0],[\"d\",-1.0],"
+        "[\"d\",-4.0],[\"\\u00e9e\",-2.0]]}}";
+    static const tt_hand_case cases_f[] = {
+        {"abc", 1, 1, {3}, {3}, "abc", "abc"},
+        {"ab", 2, 2, {1, 0}, {1, 0}, "a<unk>", "a<unk>"},
+        {"bb", 1, 1, {0}, {0}, "<unk>", "<unk>"},
+        {"xyzxyz", 4, 4, {4, 7, 4, 7}, {4, 7, 4, 7}, "xyzxyz", "xyzxyz"},
+        {"qq q", 2, 2, {9, 12}, {9, 12}, "qqq", "qqq"},
+        {"\xc3\xa9q", 3, 3, {10, 11, 12}, {10, 11, 12}, "\xc3\xa9q", "\xc3\xa9q"},
+        {"\xc3\xa9\xc3\xa9" "e", 3, 3, {10, 11, 15}, {10, 11, 15}, "\xc3\xa9\xc3\xa9" "e", "\xc3\xa9\xc3\xa9" "e"},
+        {"ddd", 3, 3, {14, 14, 14}, {14, 14, 14}, "ddd", "ddd"},
+        {"bqb a b c", 4, 4, {0, 1, 0, 2}, {0, 1, 0, 2}, "<unk>a<unk>c", "<unk>a<unk>c"},
+    };
+    /* Unigram: an unknown character costs the lowest score (30) less 10: two of them beat "qq",
+       and the run is looked up again as a whole; "aqc" (125) beats a, unk, c (120) */
+    static const char json_g[] =
+        "{\"pre_tokenizer\":{\"type\":\"WhitespaceSplit\"},\"model\":{\"type\":\"Unigram\",\"unk_id\":0,\"vocab\":["
+        "[\"<unk>\",50.0],[\"a\",50.0],[\"qq\",30.0],[\"b\",40.0],[\"c\",50.0],[\"aqc\",125.0]]}}";
+    static const tt_hand_case cases_g[] = {
+        {"qq", 1, 1, {2}, {2}, "qq", "qq"},
+        {"aqqa", 3, 3, {1, 2, 1}, {1, 2, 1}, "a qq a", "a qq a"},
+        {"qqq bqb", 4, 4, {0, 3, 0, 3}, {0, 3, 0, 3}, "<unk> b <unk> b", "<unk> b <unk> b"},
+        {"aqc aqqc", 4, 4, {5, 1, 2, 4}, {5, 1, 2, 4}, "aqc a qq c", "aqc a qq c"},
+    };
+    char dir[256];
+    tt_check_hand("unigram", json_f, cases_f, sizeof cases_f / sizeof cases_f[0]);
+    tt_check_hand("unigram unknown runs", json_g, cases_g, sizeof cases_g / sizeof cases_g[0]);
+    tt_check_hand("wordpiece", json_d, cases_d, sizeof cases_d / sizeof cases_d[0]);
+    if (tt_mkdtemp(dir, sizeof dir) == 0) {
+        pf_tokenizer *t;
+        int32_t ids[4];
+        size_t n = 0;
+        pf_result r;
+        CHECK(tt_write(dir, "tokenizer.json", json_e, sizeof json_e - 1) == 0);
+        if ((t = tt_load(dir)) != NULL) {
+            r = pf_tokenize(t, "ab a", 4, ids, 4, &n);
+            CHECK_MSG(r == PF_OK && n == 3 && ids[0] == 0 && ids[1] == 1 && ids[2] == 0, "wordpiece \"ab a\": %s, %zu ids",
+                      pf_result_string(r), n);
+            r = pf_tokenize(t, "ab c", 4, ids, 4, &n);
+            CHECK_MSG(r == PF_ERROR_INVALID_ARGUMENT && n == 0, "wordpiece without [UNK] on \"ab c\": %s",
+                      pf_result_string(r));
+            pf_tokenizer_free(t);
+        }
+        CHECK(tt_write(dir, "tokenizer.json", json_h, sizeof json_h - 1) == 0);
+        if ((t = tt_load(dir)) != NULL) {
+            r = pf_tokenize(t, "ab ba", 5, ids, 4, &n);
+            CHECK_MSG(r == PF_OK && n == 3 && ids[0] == 2 && ids[1] == 1 && ids[2] == 0, "unigram \"ab ba\": %s, %zu ids",
+                      pf_result_string(r), n);
+            r = pf_tokenize(t, "ab c", 4, ids, 4, &n);
+            CHECK_MSG(r == PF_ERROR_INVALID_ARGUMENT && n == 0, "unigram without unk_id on \"ab c\": %s",
+                      pf_result_string(r));
+            pf_tokenizer_free(t);
+        }
+        tt_rmdir(dir);
+    }
     tt_check_hand("continuing_subword_prefix", json_a, cases_a, sizeof cases_a / sizeof cases_a[0]);
     tt_check_hand("end_of_word_suffix", json_b, cases_b, sizeof cases_b / sizeof cases_b[0]);
     tt_check_hand("byte_fallback", json_c, cases_c, sizeof cases_c / sizeof cases_c[0]);
+}
+
+/* Standard base64 of data[0 .. n) into out (4 * ((n + 2) / 3) + 1 bytes). */
+static void tt_base64(const unsigned char *data, size_t n, char *out) {
+    static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t i;
+    for (i = 0; i < n; i += 3, out += 4) {
+        uint32_t v = (uint32_t)data[i] << 16 | (i + 1 < n ? (uint32_t)data[i + 1] << 8 : 0) | (i + 2 < n ? data[i + 2] : 0);
+        out[0] = digits[v >> 18];
+        out[1] = digits[v >> 12 & 63];
+        out[2] = i + 1 < n ? digits[v >> 6 & 63] : '=';
+        out[3] = i + 2 < n ? digits[v & 63] : '=';
+    }
+    *out = 0;
+}
+
+/* A Precompiled charsmap whose trie points outside itself (HF would panic): "a" leads to a value
+   past the units, "b" to one past the replacements; "c" has no key. Loading works and encoding
+   keeps to the data: "a" stays, "b" becomes "", "c" stays. */
+static void tt_test_hostile_charsmap(void) {
+    unsigned char blob[4 + 4 * 256 + 2];
+    char b64[4 * ((sizeof blob + 2) / 3) + 1], json[4 * ((sizeof blob + 2) / 3) + 400], dir[256];
+    uint32_t units[256];
+    size_t i, n = 0;
+    int32_t ids[8];
+    pf_tokenizer *t;
+    pf_result r;
+    memset(units, 0, sizeof units);
+    units[0x61] = 0x61 | 1u << 8 | 0x400u << 10;
+    units[0x62] = 0x62 | 1u << 8 | (uint32_t)(0x62 ^ 0x10) << 10;
+    units[0x10] = 0x80000000u | 1000;
+    blob[0] = 0x00;
+    blob[1] = 0x04;
+    blob[2] = blob[3] = 0;
+    for (i = 0; i < 256; i++) {
+        blob[4 + 4 * i] = (unsigned char)units[i];
+        blob[5 + 4 * i] = (unsigned char)(units[i] >> 8);
+        blob[6 + 4 * i] = (unsigned char)(units[i] >> 16);
+        blob[7 + 4 * i] = (unsigned char)(units[i] >> 24);
+    }
+    blob[4 + 4 * 256] = 'x';
+    blob[5 + 4 * 256] = 0;
+    tt_base64(blob, sizeof blob, b64);
+    snprintf(json, sizeof json, "{\"normalizer\":{\"type\":\"Precompiled\",\"precompiled_charsmap\":\"%s\"},"
+             "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"c\":2},\"merges\":[]}}", b64);
+    if (tt_mkdtemp(dir, sizeof dir)) return;
+    CHECK(tt_write(dir, "tokenizer.json", json, strlen(json)) == 0);
+    if ((t = tt_load(dir)) != NULL) {
+        r = pf_tokenize(t, "abcab", 5, ids, 8, &n);
+        CHECK_MSG(r == PF_OK && n == 3 && ids[0] == 0 && ids[1] == 2 && ids[2] == 0, "hostile charsmap: %s, %zu ids",
+                  pf_result_string(r), n);
+        pf_tokenizer_free(t);
+    }
+    tt_rmdir(dir);
 }
 
 /* Writes `json` as tokenizer.json in a fresh dir and checks that loading fails with `want`, a
@@ -1072,7 +1393,14 @@ static void tt_test_bad_components(void) {
         {TT_N("{\"type\":\"Prepend\"}"), PF_ERROR_FORMAT, "prepend"},
         {TT_N("{\"type\":\"BertNormalizer\",\"lowercase\":\"yes\"}"), PF_ERROR_FORMAT, "BertNormalizer"},
         {TT_N("{\"type\":\"Strip\",\"strip_left\":1}"), PF_ERROR_FORMAT, "Strip"},
-        {TT_N("{\"type\":\"Precompiled\",\"precompiled_charsmap\":\"\"}"), PF_ERROR_UNSUPPORTED, "Precompiled"},
+        {TT_N("{\"type\":\"Precompiled\",\"precompiled_charsmap\":\"\"}"), PF_ERROR_FORMAT, "precompiled_charsmap"},
+        {TT_N("{\"type\":\"Precompiled\",\"precompiled_charsmap\":null}"), PF_ERROR_FORMAT, "precompiled_charsmap"},
+        {TT_N("{\"type\":\"Precompiled\",\"precompiled_charsmap\":\"EAAAAAAAAAAAAAAA\"}"), PF_ERROR_FORMAT, "charsmap"},
+        {TT_N("{\"type\":\"Precompiled\",\"precompiled_charsmap\":\"BAAAAAAAAAA*\"}"), PF_ERROR_FORMAT, "charsmap"},
+        {TT_N("{\"type\":\"Precompiled\",\"precompiled_charsmap\":\"BAAAAAAAAAB=\"}"), PF_ERROR_FORMAT, "charsmap"},
+        {TT_N("{\"type\":\"Precompiled\",\"precompiled_charsmap\":\"BAAAAAAAAAA\"}"), PF_ERROR_FORMAT, "charsmap"},
+        {TT_N("{\"type\":\"Precompiled\",\"precompiled_charsmap\":\"BAAAAAAAAAD/\"}"), PF_ERROR_FORMAT, "UTF-8"},
+        {TT_N("{\"type\":\"Replace\",\"pattern\":{\"Regex\":\" {3,}\"},\"content\":\" \"}"), PF_ERROR_UNSUPPORTED, " {3,}"},
         {TT_N("{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Sequence\","
               "\"normalizers\":[{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Sequence\",\"normalizers\":[{\"type\":"
               "\"Sequence\",\"normalizers\":[]}]}]}]}]}]}"), PF_ERROR_FORMAT, "Sequence"},
@@ -1117,6 +1445,13 @@ static void tt_test_bad_components(void) {
               "\"special_tokens\":{\"<s>\":{\"id\":\"<s>\",\"ids\":[-1],\"tokens\":[\"<s>\"]}}}"), PF_ERROR_FORMAT, "bad id"},
         {TT_Q("{\"type\":\"BertProcessing\",\"cls\":[\"[CLS]\",1]}"), PF_ERROR_FORMAT, "sep"},
         {TT_Q("{\"type\":\"Sequence\",\"processors\":[{\"type\":\"Weird\"}]}"), PF_ERROR_UNSUPPORTED, "Weird"},
+        {TT_Q("{\"type\":\"Sequence\",\"processors\":[{\"type\":\"BertProcessing\",\"cls\":[\"a\",0],\"sep\":[\"b\",1]},"
+              "{\"type\":\"ByteLevel\"},{\"type\":\"RobertaProcessing\",\"cls\":[\"a\",0],\"sep\":[\"b\",1]}]}"),
+         PF_ERROR_UNSUPPORTED, "two processors"},
+        {TT_Q("{\"type\":\"TemplateProcessing\",\"single\":[],\"pair\":[{\"Sequence\":{\"id\":\"C\",\"type_id\":0}}],"
+              "\"special_tokens\":{}}"), PF_ERROR_FORMAT, "pair"},
+        {TT_Q("{\"type\":\"TemplateProcessing\",\"single\":[{\"Sequence\":{\"id\":\"A\",\"type_id\":-1}}],"
+              "\"special_tokens\":{}}"), PF_ERROR_FORMAT, "single"},
         {"{\"model\":{\"type\":\"BPE\",\"continuing_subword_prefix\":5," TT_VOCAB ",\"merges\":[]}}", PF_ERROR_FORMAT,
          "BPE option"},
         {"{\"model\":{\"type\":\"BPE\",\"continuing_subword_prefix\":\"##\"," TT_VOCAB ",\"merges\":[\"a b\"]}}",
@@ -1195,7 +1530,23 @@ static void tt_test_bad_input(void) {
                          PF_ERROR_FORMAT, "added token");
     tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":2000000000},\"merges\":[]}}",
                          PF_ERROR_FORMAT, "sparse");
-    tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"WordPiece\"," TT_VOCAB "}}", PF_ERROR_UNSUPPORTED, "WordPiece");
+    tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"WordLevel\"," TT_VOCAB "}}", PF_ERROR_UNSUPPORTED, "WordLevel");
+    tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"WordPiece\",\"max_input_chars_per_word\":-1," TT_VOCAB "}}",
+                         PF_ERROR_FORMAT, "WordPiece option");
+    tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"WordPiece\",\"continuing_subword_prefix\":[]," TT_VOCAB "}}",
+                         PF_ERROR_FORMAT, "WordPiece option");
+    tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"WordPiece\",\"vocab\":[]}}", PF_ERROR_FORMAT, "model.vocab");
+    tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"Unigram\",\"vocab\":{\"a\":0}}}", PF_ERROR_FORMAT, "Unigram");
+    tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"Unigram\",\"vocab\":[[\"a\",-1],[\"b\"]]}}", PF_ERROR_FORMAT,
+                         "vocab entry 1");
+    tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"Unigram\",\"vocab\":[[\"a\",\"-1\"]]}}", PF_ERROR_FORMAT,
+                         "vocab entry 0");
+    tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"Unigram\",\"unk_id\":1,\"vocab\":[[\"a\",-1]]}}", PF_ERROR_FORMAT,
+                         "unk_id 1");
+    tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"Unigram\",\"unk_id\":-1,\"vocab\":[[\"a\",-1]]}}", PF_ERROR_FORMAT,
+                         "unk_id");
+    tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"Unigram\",\"byte_fallback\":1,\"vocab\":[[\"a\",-1]]}}",
+                         PF_ERROR_FORMAT, "byte_fallback");
     tt_expect_json_error(TT_PRE "\"model\":{\"type\":\"BPE\",\"byte_fallback\":true," TT_VOCAB ",\"merges\":[]}}",
                          PF_ERROR_FORMAT, "byte_fallback");
     tt_expect_json_error("{\"pre_tokenizer\":{\"type\":\"Whitespace\"},\"model\":{\"type\":\"BPE\"," TT_VOCAB ",\"merges\":[]}}",
@@ -1203,12 +1554,12 @@ static void tt_test_bad_input(void) {
     tt_expect_json_error("{\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"Regex\":\"\\\\d+\"},\"behavior\":\"Isolated\","
                          "\"invert\":false},\"model\":{\"type\":\"BPE\"," TT_VOCAB ",\"merges\":[]}}",
                          PF_ERROR_UNSUPPORTED, "Split");
-    tt_expect_json_error(TT_PRE "\"normalizer\":{\"type\":\"NFKC\"},\"model\":{\"type\":\"BPE\"," TT_VOCAB ",\"merges\":[]}}",
-                         PF_ERROR_UNSUPPORTED, "NFKC");
+    tt_expect_json_error(TT_PRE "\"normalizer\":{\"type\":\"Nmt\"},\"model\":{\"type\":\"BPE\"," TT_VOCAB ",\"merges\":[]}}",
+                         PF_ERROR_UNSUPPORTED, "Nmt");
     tt_test_bad_components();
-    tt_expect_json_error("{\"pre_tokenizer\":{\"type\":\"ByteLevel\"},\"decoder\":{\"type\":\"WordPiece\"},"
+    tt_expect_json_error("{\"pre_tokenizer\":{\"type\":\"ByteLevel\"},\"decoder\":{\"type\":\"WordPiece\",\"cleanup\":1},"
                          "\"model\":{\"type\":\"BPE\"," TT_VOCAB ",\"merges\":[]}}",
-                         PF_ERROR_UNSUPPORTED, "WordPiece");
+                         PF_ERROR_FORMAT, "WordPiece");
 
     tt_expect_files_error("{\"a\": 0, \"b\": 1", "a b\n", PF_ERROR_FORMAT, "vocab.json");
     tt_expect_files_error("[\"a\", \"b\"]", "a b\n", PF_ERROR_FORMAT, "vocab.json");
@@ -1280,7 +1631,10 @@ void test_tokenizer(void) {
     tt_test_rules();
     tt_test_families();
     tt_test_prompts();
+    tt_test_pairs();
+    tt_test_pair_api();
     tt_test_styles();
     tt_test_components();
     tt_test_bad_input();
+    tt_test_hostile_charsmap();
 }
