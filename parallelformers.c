@@ -10986,33 +10986,19 @@ static pf_result pf__embed_locked(pf_model *m, const int32_t *const *ids, const 
     return r;
 }
 
-/* text's ids with the post-processor's special tokens, the words cut so that all fit in max:
-   the specials are what pf_tokenize_special adds around pf_tokenize's ids (a prefix and a
-   suffix), kept whole, as transformers truncates before adding them. *ids is malloc'ed. */
+/* text's ids with the post-processor's special tokens, cut to max as transformers truncates
+   (the words, before the specials are added). *ids is malloc'ed. */
 static pf_result pf__tokenize_truncated(pf_model *m, const char *text, int max, int32_t **ids, int *count) {
-    size_t len = strlen(text), n_plain = 0, n_special = 0;
-    pf_result r = pf_tokenize(m->tokenizer, text, len, NULL, 0, &n_plain);
+    pf_tokenize_options to = pf_tokenize_options_init();
+    to.max_length = (size_t)max;
+    size_t n = 0, len = strlen(text);
+    pf_result r = pf_tokenize_pair(m->tokenizer, text, len, NULL, 0, &to, NULL, NULL, 0, &n);
     if (r && r != PF_ERROR_BUFFER_TOO_SMALL) return PF__FAIL(m, r, "tokenizing: %s", pf_result_string(r));
-    r = pf_tokenize_special(m->tokenizer, text, len, NULL, 0, &n_special);
-    if (r && r != PF_ERROR_BUFFER_TOO_SMALL) return PF__FAIL(m, r, "tokenizing: %s", pf_result_string(r));
-    int32_t *plain = (int32_t *)malloc((n_plain + 1) * sizeof(int32_t)), *all = (int32_t *)malloc((n_special + 1) * sizeof(int32_t));
-    if (!plain || !all || n_special < n_plain) {
-        free(plain), free(all);
-        return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    }
-    pf_tokenize(m->tokenizer, text, len, plain, n_plain, &n_plain);
-    pf_tokenize_special(m->tokenizer, text, len, all, n_special, &n_special);
-    size_t added = n_special - n_plain, prefix = 0;
-    while (prefix < added && n_plain && memcmp(all + prefix, plain, n_plain * sizeof(int32_t))) prefix++;
-    if (n_plain == 0) prefix = 0;
-    size_t keep = (size_t)max > added ? (size_t)max - added : 0;
-    if (n_plain > keep) { /* words cut, the suffix moved up after them */
-        memmove(all + prefix + keep, all + prefix + n_plain, (added - prefix) * sizeof(int32_t));
-        n_special = added + keep;
-    }
-    free(plain);
-    *ids = all;
-    *count = (int)n_special;
+    *ids = (int32_t *)malloc((n ? n : 1) * sizeof(int32_t));
+    if (!*ids) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    r = pf_tokenize_pair(m->tokenizer, text, len, NULL, 0, &to, *ids, NULL, n, &n);
+    if (r) return PF__FAIL(m, r, "tokenizing: %s", pf_result_string(r));
+    *count = (int)n;
     return PF_OK;
 }
 
