@@ -998,7 +998,8 @@ typedef enum {
     PF__IF_ATTENTION_BIAS,
     PF__IF_MLP_BIAS,
     PF__IF_FINAL_NORM,
-    PF__IF_PROJECTION
+    PF__IF_PROJECTION,
+    PF__IF_GATED
 } pf__need;
 typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER } pf__kind;
 typedef enum { PF__NORM_LAYER, PF__NORM_RMS } pf__norm;
@@ -1007,10 +1008,11 @@ typedef enum {
     PF__POS_ROTARY_HALVES,
     PF__POS_ROTARY_PAIRS,
     PF__POS_ALIBI,
-    PF__POS_SINUSOIDAL
+    PF__POS_SINUSOIDAL,
+    PF__POS_RELATIVE
 } pf__positions;
 typedef enum { PF__QKV_BLOCKS, PF__QKV_PER_HEAD, PF__QKV_CODEGEN } pf__qkv_layout;
-typedef enum { PF__MLP_PLAIN, PF__MLP_GATED } pf__mlp;
+typedef enum { PF__MLP_PLAIN, PF__MLP_GATED, PF__MLP_GATED_IF_NAMED } pf__mlp;
 typedef enum { PF__ACT_GELU_TANH, PF__ACT_GELU_ERF, PF__ACT_RELU, PF__ACT_SILU, PF__ACT_TANH } pf__activation;
 typedef enum { PF__ROPE_DEFAULT, PF__ROPE_LINEAR, PF__ROPE_DYNAMIC, PF__ROPE_LLAMA3 } pf__rope_type;
 
@@ -1136,6 +1138,7 @@ typedef struct pf__config {
     int rope_original_max_positions;
     int *layer_window;              /* [num_layers]: each layer's window, 0 for global; owned */
     int type_vocab_size;            /* rows of the token type (segment) embedding */
+    int gated_mlp;                  /* 1: act(x W_gate) * x W_up (the row's mlp, or T5's "gated-" activations) */
     int rel_table_rows;             /* rows of the relative bias table (its config key) */
     int rel_buckets, rel_max_distance; /* the bucketing: T5's function with these; bidirectional */
     int embed_norm_before_project;  /* 1: positions, segments and the embedding norm at the
@@ -1646,6 +1649,7 @@ static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message
         const char *act_name = act && act->type == PF__JSON_STRING ? act->string : a->activation_default;
         if (pf__activation_from_name(cfg->arch, act_name, &cfg->activation))
             r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: activation \"%s\" is not supported", path, act_name);
+        cfg->gated_mlp = a->mlp == PF__MLP_GATED || (a->mlp == PF__MLP_GATED_IF_NAMED && !strncmp(act_name, "gated-", 6));
     }
     if (!r) r = pf__config_rope(json, cfg, path, message, size);
     if (!r) r = pf__config_token_ids(cfg, json, path, message, size);
@@ -8972,7 +8976,7 @@ static void pf__rank_setup(pf__rank *r) {
     }
 
     size_t q_width = (size_t)r->share.heads * hd, kv_width = (size_t)r->share.kv_heads * hd;
-    size_t mlp_in = (size_t)r->share.mlp_width * (a->mlp == PF__MLP_GATED ? 2 : 1);
+    size_t mlp_in = (size_t)r->share.mlp_width * (c->gated_mlp ? 2 : 1);
     size_t cache = (size_t)c->num_layers * g->max_batch * g->cache_len * kv_width * sizeof(float);
     r->allocating = PF__MEM_CACHE;
     r->k_cache = (float *)pf__rank_alloc(r, cache);
@@ -8986,7 +8990,7 @@ static void pf__rank_setup(pf__rank *r) {
     r->qkv = (float *)pf__rank_alloc(r, T * (q_width + 2 * kv_width) * sizeof(float));
     r->attn = (float *)pf__rank_alloc(r, T * q_width * sizeof(float));
     r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
-    if (a->mlp == PF__MLP_GATED) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
+    if (c->gated_mlp) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
     r->logits = (float *)pf__rank_alloc(r, g->logit_rows * r->share.vocab_rows * sizeof(float));
     if (r->index == 0 && (m->sources[PF__SLOT_CLASSIFIER_WEIGHT].data || m->sources[PF__SLOT_SPAN_WEIGHT].data))
         r->head_out = (float *)pf__rank_alloc(r, T * (size_t)(c->num_labels > 2 ? c->num_labels : 2) * sizeof(float));
@@ -9149,7 +9153,7 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
                 be->norm(r, r->h, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
             be->matmul(r, r->mlp, r->h, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N);
             const float *act = r->mlp;
-            if (a->mlp == PF__MLP_GATED) be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;
+            if (c->gated_mlp) be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;
             else be->activation(r, r->mlp, N * mlp_width, c->activation);
             be->matmul(r, r->h, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
             be->add_residual(r, r->part, r->h, NULL, N, d);
@@ -9174,7 +9178,7 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
         /* mlp = act(h Win_r^T + bin_r), or act(gate) * up: this rank's columns */
         be->matmul(r, r->mlp, mlp_in, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N);
         const float *act = r->mlp;
-        if (a->mlp == PF__MLP_GATED) be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;
+        if (c->gated_mlp) be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;
         else be->activation(r, r->mlp, N * mlp_width, c->activation);
         /* part = mlp Wdown_r^T, summed over ranks; x += part + bdown; post-norm: x = norm2(x) */
         be->matmul(r, r->part, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
@@ -9238,6 +9242,9 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job) {
     const pf__step *s = &job->step;
     const pf__weight *W = r->weights;
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size, B = (size_t)s->batch;
+    if (PF__HAS(W[PF__SLOT_FINAL_NORM_WEIGHT])) /* pre-norm encoders (T5) end with a norm */
+        be->norm(r, r->x, r->x, &W[PF__SLOT_FINAL_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_FINAL_NORM_BIAS]), N, d,
+                 (float)c->final_norm_eps, a->norm);
     if (c->head == PF_HEAD_MASKED_LM) { /* to the head's width: hidden, or the embedding's (ELECTRA, ALBERT) */
         size_t width = W[PF__SLOT_HEAD_TRANSFORM_WEIGHT].rows;
         float *h = width <= d ? r->h : r->part;
@@ -10225,6 +10232,9 @@ static int pf__need_by_config(const pf__config *c, pf__need need, const char **w
         *why = !c->pre_norm ? "the blocks are post-norm (do_layer_norm_before false), without a final norm"
                : c->remove_final_norm ? "_remove_final_layer_norm is true" : "the blocks are pre-norm, with a final norm";
         return c->pre_norm && !c->remove_final_norm;
+    case PF__IF_GATED:
+        *why = c->gated_mlp ? "the MLP is gated" : "the MLP is not gated";
+        return c->gated_mlp;
     case PF__IF_PROJECTION:
         *why = c->embed_dim != c->hidden_size ? "the embedding width differs from hidden_size"
                                               : "the embedding width equals hidden_size";

@@ -44,6 +44,8 @@ ELECTRA_SHAPE = dict(BERT_SHAPE, embedding_size=32)  # narrower embeddings, proj
 ALBERT_SHAPE = dict(BERT_SHAPE, embedding_size=32, num_hidden_layers=3, hidden_act="gelu_new")  # 3 layers, one weight set
 ROFORMER_SHAPE = dict(BERT_SHAPE, hidden_act="gelu_new")  # rotary instead of a position table
 MPNET_SHAPE = dict((k, v) for k, v in ROBERTA_SHAPE.items() if k != "type_vocab_size")  # relative bias, no segments
+T5_SHAPE = dict(vocab_size=120, d_model=48, d_kv=8, d_ff=96, num_layers=2, num_heads=6, feed_forward_proj="relu",
+                initializer_factor=1.0, dropout_rate=0.0)
 DISTILBERT_SHAPE = dict(vocab_size=120, dim=48, n_layers=2, n_heads=6, hidden_dim=96, max_position_embeddings=32,
                         initializer_range=0.2, activation="gelu", dropout=0.0, attention_dropout=0.0)
 FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
@@ -68,6 +70,8 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("mpnet", "MPNetConfig", MPNET_SHAPE, "MPNetModel", None),
     ("mpnet-mlm", "MPNetConfig", MPNET_SHAPE, "MPNetForMaskedLM", None),
     ("mpnet-cls", "MPNetConfig", MPNET_SHAPE, "MPNetForSequenceClassification", 3),
+    ("t5-encoder", "T5Config", T5_SHAPE, "T5EncoderModel", None),
+    ("t5-encoder-gated", "T5Config", dict(T5_SHAPE, feed_forward_proj="gated-gelu"), "T5EncoderModel", None),
     ("distilbert-mlm", "DistilBertConfig", DISTILBERT_SHAPE, "DistilBertForMaskedLM", None),
     ("distilbert-cls", "DistilBertConfig", DISTILBERT_SHAPE, "DistilBertForSequenceClassification", 3),
     ("distilbert-qa", "DistilBertConfig", DISTILBERT_SHAPE, "DistilBertForQuestionAnswering", None),

@@ -275,6 +275,8 @@ void test_encoders(void) {
     test_encoder_fixture("mpnet", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("mpnet-mlm", PF_HEAD_MASKED_LM, 120, 1);
     test_encoder_fixture("mpnet-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
+    test_encoder_fixture("t5-encoder", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("t5-encoder-gated", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("distilbert-mlm", PF_HEAD_MASKED_LM, 120, 1);
     test_encoder_fixture("distilbert-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
     test_encoder_fixture("distilbert-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
