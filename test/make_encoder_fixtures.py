@@ -54,6 +54,8 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("bert-cls", "BertConfig", BERT_SHAPE, "BertForSequenceClassification", 3),
     ("bert-tok", "BertConfig", BERT_SHAPE, "BertForTokenClassification", 5),
     ("bert-qa", "BertConfig", BERT_SHAPE, "BertForQuestionAnswering", None),
+    ("megatron-bert", "MegatronBertConfig", BERT_SHAPE, "MegatronBertModel", None),
+    ("megatron-bert-mlm", "MegatronBertConfig", BERT_SHAPE, "MegatronBertForMaskedLM", None),
     ("roberta", "RobertaConfig", ROBERTA_SHAPE, "RobertaModel", None),
     ("roberta-mlm", "RobertaConfig", ROBERTA_SHAPE, "RobertaForMaskedLM", None),
     ("roberta-cls", "RobertaConfig", ROBERTA_SHAPE, "RobertaForSequenceClassification", 3),

@@ -259,6 +259,8 @@ void test_encoders(void) {
     test_encoder_fixture("bert-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
     test_encoder_fixture("bert-tok", PF_HEAD_TOKEN_CLASSIFICATION, 5, 1);
     test_encoder_fixture("bert-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
+    test_encoder_fixture("megatron-bert", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("megatron-bert-mlm", PF_HEAD_MASKED_LM, 120, 1);
     test_encoder_fixture("roberta", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("roberta-mlm", PF_HEAD_MASKED_LM, 120, 1);
     test_encoder_fixture("roberta-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
