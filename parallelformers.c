@@ -8397,6 +8397,10 @@ struct pf__group {
     int max_batch, cache_len;
     size_t max_tokens, logit_rows;
     float **gather;      /* PF__JOB_GATHER: host arrays, one per slot, filled by the ranks */
+    /* PF__JOB_SETUP: weight bytes copied, of about progress_total (under mutex) */
+    pf_progress_callback progress;
+    void *progress_user;
+    uint64_t progress_done, progress_total;
 #ifdef PF_TESTING
     struct pf__collective { const char *site; size_t count; } *collectives; /* [num_ranks] (pf__collective_check) */
 #endif
@@ -8611,7 +8615,26 @@ static pf_result pf__group_run(pf__group *g, pf__job_kind kind, const pf__job *j
     for (int i = 0; i < g->num_ranks; i++) g->ranks[i].error = PF_OK;
     g->job_seq++;
     pthread_cond_broadcast(&g->work);
-    while (g->jobs_done < g->threads_started) pthread_cond_wait(&g->done, &g->mutex);
+    uint64_t reported = UINT64_MAX;
+    while (g->jobs_done < g->threads_started) {
+        if (kind != PF__JOB_SETUP || !g->progress) {
+            pthread_cond_wait(&g->done, &g->mutex);
+            continue;
+        }
+        /* weights being copied: report on this thread, five times a second */
+        uint64_t done = g->progress_done, total = g->progress_total;
+        if (done != reported) {
+            reported = done;
+            pthread_mutex_unlock(&g->mutex);
+            g->progress(g->progress_user, done, total);
+            pthread_mutex_lock(&g->mutex);
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 200 * 1000000L;
+        if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&g->done, &g->mutex, &until);
+    }
     pthread_mutex_unlock(&g->mutex);
     for (int i = 0; i < g->num_ranks; i++) {
         pf__rank *r = &g->ranks[i];
@@ -8796,6 +8819,15 @@ static pf__dtype pf__storage_dtype(const pf__group *g, const pf__source *src) {
 }
 
 /* Slices one source into rank memory at dst ([plan rows, plan cols] in pf__storage_dtype). */
+/* A rank copied `bytes` of checkpoint data: counted for the progress callback. */
+static void pf__progress_add(pf__group *g, uint64_t bytes) {
+    if (!g->progress) return;
+    pthread_mutex_lock(&g->mutex);
+    g->progress_done += bytes;
+    if (g->progress_done > g->progress_total) g->progress_done = g->progress_total;
+    pthread_mutex_unlock(&g->mutex);
+}
+
 static void pf__rank_fill(pf__rank *r, void *dst, const pf__source *src, const pf__plan *p, float **staging,
                           size_t *staging_size) {
     pf__dtype dtype = pf__storage_dtype(r->group, src), rounding = r->group->dtype;
@@ -8806,6 +8838,7 @@ static void pf__rank_fill(pf__rank *r, void *dst, const pf__source *src, const p
         pf__slice_copy(f, src, p);
         for (size_t k = 0; rounding != PF__DTYPE_F32 && k < numel; k++)
             f[k] = rounding == PF__DTYPE_F16 ? pf__f16_to_f32(pf__f32_to_f16(f[k])) : pf__bf16_to_f32(pf__f32_to_bf16(f[k]));
+        pf__progress_add(r->group, numel * pf__dtype_size(src->dtype));
         return;
     }
     if (numel * sizeof(float) > *staging_size) { /* one slice at a time: never a second full copy */
@@ -8825,6 +8858,7 @@ static void pf__rank_fill(pf__rank *r, void *dst, const pf__source *src, const p
         for (size_t k = 0; k < numel; k++) half[k] = dtype == PF__DTYPE_F16 ? pf__f32_to_f16(f[k]) : pf__f32_to_bf16(f[k]);
     }
     r->backend->upload(r, dst, f, numel * pf__dtype_size(dtype));
+    pf__progress_add(r->group, numel * pf__dtype_size(src->dtype));
 }
 
 /* Host tables a rank needs besides the checkpoint's tensors: uploaded into rank memory. */
@@ -9988,24 +10022,24 @@ static const pf__backend *pf__cuda_backend(void) { return NULL; }
 /* parallel groups                                                                                 */
 /* =============================================================================================== */
 
-static void pf__log(const pf_model *m, const char *fmt, ...) {
-    if (!m->load_options.log) return;
+static void pf__log(const pf_model *m, pf_log_level level, const char *fmt, ...) {
+    if (!m->load_options.log || level > m->load_options.log_level) return;
     char line[256];
     va_list args;
     va_start(args, fmt);
     vsnprintf(line, sizeof line, fmt, args);
     va_end(args);
-    m->load_options.log(m->load_options.log_user, line);
+    m->load_options.log(m->load_options.log_user, level, line);
 }
 
-static void pf__log_memory_table(const pf_model *m) {
+static void pf__log_memory_table(const pf_model *m, pf_log_level level) {
     const pf__group *g = m->group;
-    pf__log(m, "rank  device  heads  mlp    weights(B)   kv-cache(B)  scratch(B)   total(B)     device used/total(B)");
+    pf__log(m, level, "rank  device  heads  mlp    weights(B)   kv-cache(B)  scratch(B)   total(B)     device used/total(B)");
     for (int i = 0; i < g->num_ranks; i++) {
         const pf__rank *r = &g->ranks[i];
         pf_memory_info info;
         pf_get_memory_info(m, i, &info);
-        pf__log(m, "%-5d %-7s %-6d %-6d %-12zu %-12zu %-12zu %-12zu %zu/%zu", i, r->backend->name, r->share.heads,
+        pf__log(m, level, "%-5d %-7s %-6d %-6d %-12zu %-12zu %-12zu %-12zu %zu/%zu", i, r->backend->name, r->share.heads,
                 r->share.mlp_width, info.weights, info.kv_cache, info.scratch, info.allocated, info.device_used,
                 info.device_total);
     }
@@ -10046,6 +10080,14 @@ static pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_
     g->cache_len = o->max_sequence_length ? o->max_sequence_length : c->max_positions;
     g->max_tokens = (size_t)g->max_batch * g->cache_len;
     g->logit_rows = g->max_tokens < 64 ? g->max_tokens : (g->max_batch > 64 ? (size_t)g->max_batch : 64);
+    g->progress = o->progress ? o->progress : m->load_options.progress;
+    g->progress_user = o->progress ? o->progress_user : m->load_options.progress_user;
+    for (size_t i = 0; i < pf__num_slots(c); i++) { /* split tensors read once, replicated ones by every rank */
+        const pf__source *src = &m->sources[i];
+        if (src->data)
+            g->progress_total += (uint64_t)src->rows * src->cols * pf__dtype_size(src->dtype) *
+                                 (src->split == PF__SPLIT_NONE ? (uint64_t)num_ranks : 1);
+    }
     g->ranks = (pf__rank *)calloc((size_t)num_ranks, sizeof *g->ranks);
     g->reduce_in = (float **)calloc((size_t)num_ranks, sizeof *g->reduce_in);
 #ifdef PF_TESTING
@@ -10095,7 +10137,14 @@ static pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_
         pf__group_destroy(g);
         return res;
     }
-    if (o->verbose) pf__log_memory_table(m);
+    if (g->progress) g->progress(g->progress_user, g->progress_total, g->progress_total);
+    pf__log_memory_table(m, o->verbose ? PF_LOG_INFO : PF_LOG_DEBUG);
+    if (num_ranks > c->num_kv_heads)
+        pf__log(m, PF_LOG_INFO, "%d ranks outnumber the %d key/value heads: ranks share them, each holding a copy",
+                num_ranks, c->num_kv_heads);
+    if (c->num_heads % num_ranks)
+        pf__log(m, PF_LOG_INFO, "%d heads do not divide by %d ranks: the ranks hold different head counts", c->num_heads,
+                num_ranks);
     return PF_OK;
 }
 
@@ -10146,6 +10195,7 @@ const char *pf_version_string(void) {
 pf_load_options pf_load_options_init(void) {
     pf_load_options o;
     memset(&o, 0, sizeof o);
+    o.log_level = PF_LOG_INFO;
     return o;
 }
 

@@ -65,14 +65,32 @@ const char *pf_version_string(void);
 typedef struct pf_model pf_model;
 typedef struct pf_tokenizer pf_tokenizer;
 
-/* Called with each log line when verbose output is asked for. */
-typedef void (*pf_log_callback)(void *user, const char *line);
+/* How much a log line matters. */
+typedef enum pf_log_level {
+    PF_LOG_ERROR = 0, /* a request failed (the pf_result says so too) */
+    PF_LOG_WARNING,   /* it works, but likely not as meant */
+    PF_LOG_INFO,      /* what a user should know: "ranks outnumber key/value heads: replicated" */
+    PF_LOG_DEBUG      /* details: the per-rank memory table */
+} pf_log_level;
+
+/* Receives each log line of a level up to the load options' log_level (the library never prints).
+   Called from the thread of the call that logs (pf_load, pf_parallelize, ...). */
+typedef void (*pf_log_callback)(void *user, pf_log_level level, const char *line);
+
+/* Receives progress while weights are copied to the ranks: bytes done of an estimated total
+   (done never exceeds it; the last call has done == total). Called on the caller's thread of
+   pf_parallelize (or of the request that parallelizes implicitly), a few times a second. */
+typedef void (*pf_progress_callback)(void *user, uint64_t done, uint64_t total);
 
 /* ---- loading ---------------------------------------------------------------------------------- */
 
 typedef struct pf_load_options {
     pf_log_callback log; /* NULL: no log lines */
     void *log_user;
+    pf_log_level log_level; /* the least important level delivered; pf_load_options_init: INFO */
+    pf_progress_callback progress; /* weight copying when the model is parallelized (unless the
+                                      parallel options give their own); NULL: none */
+    void *progress_user;
     int skip_tokenizer;  /* 1: do not load the tokenizer (ids only; pf_model_tokenizer is NULL) */
     int skip_generation_config; /* 1: do not read generation_config.json (token ids from config.json,
                                    generate defaults from pf_generate_options_init) */
@@ -148,7 +166,10 @@ typedef struct pf_parallel_options {
     int num_device_ids;      /* entries in device_ids; must equal num_ranks when given */
     int max_sequence_length; /* KV cache length per sequence; 0: the model's max positions */
     int max_batch;           /* sequences per forward call; 0: 1 */
-    int verbose;             /* log a per-rank memory table through the load options' callback */
+    int verbose;             /* log a per-rank memory table through the load options' callback
+                                (at PF_LOG_INFO; without verbose, at PF_LOG_DEBUG) */
+    pf_progress_callback progress; /* weight copying; NULL: the load options' */
+    void *progress_user;
 } pf_parallel_options;
 
 pf_parallel_options pf_parallel_options_init(void);

@@ -239,9 +239,18 @@ static int parse_command_line(int argc, char **argv, cli_args *args) {
 
 /* ---- running ---- */
 
-static void print_log(void *user, const char *line) {
+static void print_log(void *user, pf_log_level level, const char *line) {
     (void)user;
-    fprintf(stderr, "%s\n", line);
+    fprintf(stderr, "%s%s\n", level == PF_LOG_ERROR ? "error: " : level == PF_LOG_WARNING ? "warning: " : "", line);
+}
+
+/* A progress bar on a terminal while the weights are copied to the ranks. */
+static void print_progress(void *user, uint64_t done, uint64_t total) {
+    (void)user;
+    int percent = total ? (int)(done * 100 / total) : 100;
+    fprintf(stderr, "\rloading weights %3d%% (%llu of %llu MiB)%s", percent, (unsigned long long)(done >> 20),
+            (unsigned long long)(total >> 20), done == total ? "\n" : "");
+    fflush(stderr);
 }
 
 static double seconds_now(void) {
@@ -391,7 +400,9 @@ int main(int argc, char **argv) {
     }
 
     pf_load_options lo = pf_load_options_init();
-    if (verbose) lo.log = print_log;
+    lo.log = print_log; /* warnings always; what a user should know with -v */
+    lo.log_level = verbose ? PF_LOG_INFO : PF_LOG_WARNING;
+    if (isatty(2)) lo.progress = print_progress;
     pf_model *model = NULL;
     int status = 1, batch = 0, text_mode = !ids_text && !(batch_file && ids_lines);
     int32_t **prompts = NULL;

@@ -603,7 +603,8 @@ static void test_cpu_storage_all_families(const char *const *fixtures, size_t nu
 }
 
 /* Log callback: the weights column of rank 0's row of the memory table. */
-static void note_rank0_weights(void *user, const char *line) {
+static void note_rank0_weights(void *user, pf_log_level level, const char *line) {
+    (void)level;
     int rank = -1;
     char device[16];
     int heads, mlp;
@@ -681,7 +682,69 @@ static void test_cpu_storage_dtypes(void) {
     fixture_close(&f);
 }
 
+/* What a log callback saw: lines at each level, and whether one said the kv heads are shared. */
+typedef struct log_seen {
+    int lines[PF_LOG_DEBUG + 1];
+    int kv_shared_at; /* the level of the "key/value heads" line, -1 if none */
+} log_seen;
+
+static void note_log(void *user, pf_log_level level, const char *line) {
+    log_seen *seen = (log_seen *)user;
+    if (level >= PF_LOG_ERROR && level <= PF_LOG_DEBUG) seen->lines[level]++;
+    if (strstr(line, "key/value heads")) seen->kv_shared_at = (int)level;
+}
+
+typedef struct progress_seen {
+    int calls, backwards;
+    uint64_t last_done, last_total;
+} progress_seen;
+
+static void note_progress(void *user, uint64_t done, uint64_t total) {
+    progress_seen *seen = (progress_seen *)user;
+    if (seen->calls && (done < seen->last_done || total != seen->last_total)) seen->backwards++;
+    if (done > total) seen->backwards++;
+    seen->calls++;
+    seen->last_done = done;
+    seen->last_total = total;
+}
+
+/* Log lines by level (a user should know that 3 ranks share 2 kv heads; the memory table is a
+   detail), and the weight-copy progress: monotonic, ending at its total. */
+static void test_logging_and_progress(void) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/llama", test_fixtures);
+    for (int quiet = 0; quiet <= 1; quiet++) {
+        log_seen seen;
+        progress_seen progress;
+        memset(&seen, 0, sizeof seen);
+        memset(&progress, 0, sizeof progress);
+        seen.kv_shared_at = -1;
+        pf_load_options lo = pf_load_options_init();
+        lo.log = note_log;
+        lo.log_user = &seen;
+        lo.log_level = quiet ? PF_LOG_WARNING : PF_LOG_DEBUG;
+        lo.progress = note_progress;
+        lo.progress_user = &progress;
+        pf_model *m = NULL;
+        pf_parallel_options po = cpu_options();
+        CHECK(pf_load(dir, &lo, &m) == PF_OK && pf_parallelize(m, 3, &po) == PF_OK);
+        if (quiet) {
+            CHECK_MSG(seen.kv_shared_at == -1 && !seen.lines[PF_LOG_INFO] && !seen.lines[PF_LOG_DEBUG],
+                      "log_level WARNING delivered %d info and %d debug lines", seen.lines[PF_LOG_INFO], seen.lines[PF_LOG_DEBUG]);
+        } else {
+            CHECK_MSG(seen.kv_shared_at == PF_LOG_INFO, "the kv heads line came at level %d", seen.kv_shared_at);
+            CHECK_MSG(seen.lines[PF_LOG_DEBUG] >= 4, "%d debug lines (the memory table)", seen.lines[PF_LOG_DEBUG]);
+        }
+        CHECK_MSG(progress.calls >= 1 && !progress.backwards && progress.last_total > 0 &&
+                      progress.last_done == progress.last_total,
+                  "progress: %d calls, %d backwards, last %llu of %llu", progress.calls, progress.backwards,
+                  (unsigned long long)progress.last_done, (unsigned long long)progress.last_total);
+        pf_free(m);
+    }
+}
+
 void test_models(void) {
+    test_logging_and_progress();
     const char *fixtures[] = {"gpt2-tiny", "gpt2-hub", "gpt2-tiny-f16", "gpt2-tiny-bf16", "gpt2-sharded",
                               "gpt_neo", "gptj", "gpt_neox", "gpt_neox-seq", "opt", "opt-350m-style", "bloom",
                               "llama", "llama-rope-linear", "llama-rope-dynamic", "llama3-rope", "mistral", "qwen2",
