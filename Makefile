@@ -47,7 +47,12 @@ endif
 # Toolkits put their libraries in lib64 or lib.
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -L$(CUDA_HOME)/lib -Wl,-rpath,$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib \
              -lcudart -lcublas $(NCCL_LINK) -lstdc++
-NVCCFLAGS ?= -O2 -std=c++17 -arch=sm_90 -Xcompiler -Wall,-Wextra
+# Ampere (80, 86), Ada (89) and Hopper (90) code, plus PTX of the newest for later GPUs;
+# CUDA_ARCHS=90 narrows it (a faster build).
+CUDA_ARCHS ?= 80 86 89 90
+NVCC_ARCHS := $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+              -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
+NVCCFLAGS ?= -O2 -std=c++17 $(NVCC_ARCHS) -Xcompiler -Wall,-Wextra
 BENCH_DEFS := -I$(CUDA_HOME)/include
 endif
 # What a program linking the static library needs besides it (pkg-config's Libs.private).

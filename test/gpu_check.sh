@@ -49,10 +49,10 @@ status=0
 case $stage in
 tests)
     make $make_args test >>"$log" 2>&1 || status=$?
-    make $make_args test-cuda >>"$log" 2>&1 || status=$?
+    PF_REQUIRE_CUDA=1 make $make_args test-cuda >>"$log" 2>&1 || status=$?
     ;;
 sanitize)
-    make $make_args test-cuda-sanitize SANITIZE_FIXTURES="$*" >>"$log" 2>&1 || status=$?
+    PF_REQUIRE_CUDA=1 make $make_args test-cuda-sanitize SANITIZE_FIXTURES="$*" >>"$log" 2>&1 || status=$?
     ;;
 bench)
     build/bench "$@" >>"$log" 2>&1 || status=$?

@@ -740,8 +740,12 @@ int main(int argc, char **argv) {
     char reason[512] = "";
     int available = cuda_available(reason, sizeof reason);
     if (available == 0) {
-        printf("test-cuda: skipped (%s)\n", reason[0] ? reason : "no CUDA device");
-        return 0;
+        /* asked to run on a GPU (PF_REQUIRE_CUDA=1, as gpu_check.sh does), not finding one fails */
+        const char *require = getenv("PF_REQUIRE_CUDA");
+        int required = require && *require && strcmp(require, "0");
+        printf("test-cuda: %s (%s)\n", required ? "FAILED: PF_REQUIRE_CUDA is set but CUDA does not run" : "skipped",
+               reason[0] ? reason : "no CUDA device");
+        return required ? 1 : 0;
     }
     CHECK_MSG(available == 1, "the CUDA backend does not start (see above)");
     if (available == 1) {
