@@ -7517,6 +7517,11 @@ pf_result pf_tokenizer_load(const char *dir, pf_tokenizer **tokenizer, char *err
 typedef struct pf__rank pf__rank;
 typedef struct pf__group pf__group;
 
+/* Flags the ranks read between operations (a failure, aborted communicators): atomic loads and
+   stores (GCC's and Clang's builtins), so that readers need no lock. */
+#define PF__LOAD_FLAG(flag) __atomic_load_n(&(flag), __ATOMIC_ACQUIRE)
+#define PF__STORE_FLAG(flag, value) __atomic_store_n(&(flag), (value), __ATOMIC_RELEASE)
+
 /* A weight on a rank's device, logical [rows (out), cols (in)] row-major; vectors have cols 1. */
 typedef struct pf__weight {
     void *data; /* NULL when the slot is absent or the slice is empty */
@@ -8442,7 +8447,7 @@ static size_t pf__slot_index(pf__slot slot, int layer) {
 
 static void pf__group_abort(pf__group *g) {
     pthread_mutex_lock(&g->mutex);
-    g->aborted = 1;
+    PF__STORE_FLAG(g->aborted, 1);
     pthread_cond_broadcast(&g->barrier_cond);
     pthread_mutex_unlock(&g->mutex);
 }
@@ -8484,12 +8489,10 @@ static void pf__cpu_all_reduce(pf__rank *r, float *x, size_t count) {
     memcpy(x, sum, count * sizeof(float));
 }
 
+/* Read between operations and in spin loops: an atomic load, not the group mutex, so that ranks
+   that wait do not contend with the ones that work. */
 static int pf__rank_failed(pf__rank *r) {
-    if (r->error) return 1;
-    pthread_mutex_lock(&r->group->mutex);
-    int aborted = r->group->aborted;
-    pthread_mutex_unlock(&r->group->mutex);
-    return aborted;
+    return r->error || PF__LOAD_FLAG(r->group->aborted);
 }
 
 #ifdef PF_TESTING
@@ -8610,7 +8613,7 @@ static pf_result pf__group_run(pf__group *g, pf__job_kind kind, const pf__job *j
     if (job) g->job = *job;
     g->job.kind = kind;
     g->jobs_done = 0;
-    g->aborted = 0;
+    PF__STORE_FLAG(g->aborted, 0);
     g->barrier_count = 0;
     for (int i = 0; i < g->num_ranks; i++) g->ranks[i].error = PF_OK;
     g->job_seq++;
@@ -9471,18 +9474,13 @@ static int pf__cuda_dtype(pf__dtype t) {
 static int pf__cuda_broken(pf__group *g) {
     pf__cuda_group_state *gs = (pf__cuda_group_state *)g->backend_state;
     if (!gs || !gs->use_nccl) return 0;
-    pthread_mutex_lock(&g->mutex);
-    int broken = gs->broken;
-    pthread_mutex_unlock(&g->mutex);
-    return broken;
+    return PF__LOAD_FLAG(gs->broken); /* every op asks: no lock */
 }
 
 static void pf__cuda_break(pf__group *g) {
     pf__cuda_group_state *gs = (pf__cuda_group_state *)g->backend_state;
     if (!gs || !gs->use_nccl) return;
-    pthread_mutex_lock(&g->mutex);
-    gs->broken = 1;
-    pthread_mutex_unlock(&g->mutex);
+    PF__STORE_FLAG(gs->broken, 1);
 }
 
 /* On rank r's thread: ends whatever its communicator still waits for. */
@@ -9651,7 +9649,7 @@ static void pf__cuda_group_end(pf__group *g) {
     if (!gs) return;
     for (int i = 0; gs->comms && i < g->num_ranks; i++) {
         if (gs->comm_gone[i]) continue;
-        if (gs->broken) pf_cuda_nccl_abort(gs->comms[i]);
+        if (PF__LOAD_FLAG(gs->broken)) pf_cuda_nccl_abort(gs->comms[i]);
         else pf_cuda_nccl_destroy(gs->comms[i]);
     }
     free(gs->comms);
