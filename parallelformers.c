@@ -10076,7 +10076,13 @@ static pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_
     g->num_ranks = num_ranks;
     g->max_batch = o->max_batch ? o->max_batch : 1;
     g->cache_len = o->max_sequence_length ? o->max_sequence_length : c->max_positions;
+    /* Scratch for the tokens of one step: a whole batch of full sequences for an encoder (its
+       attention needs every position at once), a chunk of positions for a decoder (longer prompts
+       run in chunks, pf__forward_in_chunks), never less than one token per sequence. */
     g->max_tokens = (size_t)g->max_batch * g->cache_len;
+    size_t chunk = o->prefill_chunk > 0 ? (size_t)o->prefill_chunk : 512;
+    if (chunk < (size_t)g->max_batch) chunk = (size_t)g->max_batch;
+    if (pf__archs[c->arch].kind == PF__KIND_DECODER && g->max_tokens > chunk) g->max_tokens = chunk;
     g->logit_rows = g->max_tokens < 64 ? g->max_tokens : (g->max_batch > 64 ? (size_t)g->max_batch : 64);
     g->progress = o->progress ? o->progress : m->load_options.progress;
     g->progress_user = o->progress ? o->progress_user : m->load_options.progress_user;
@@ -10830,6 +10836,7 @@ static void pf__rope_reset(pf_model *m) { m->rope_cached_len = m->config.max_pos
 
 static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const int32_t *const *types,
                                    const int *lengths, int batch, pf_encoding **out);
+static pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job);
 
 static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, int seq_len, float *logits) {
     if (!ids || !logits || batch < 1 || seq_len < 1)
@@ -10869,7 +10876,7 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
     job.step.inv_freq = pf__rope_frequencies(m, seq_len);
     job.logits = logits;
     job.all_positions = 1;
-    return pf__group_run(m->group, PF__JOB_FORWARD, &job);
+    return pf__forward_in_chunks(m, &job);
 }
 
 void pf_encoding_free(pf_encoding *e) {
@@ -11375,6 +11382,38 @@ static pf_result pf__check_generate_options(pf_model *m, const pf_generate_optio
 
 /* Runs one forward step for all rows: the prefill (step == NULL rows' whole padded prompts) or
    one new token per row. Leaves each row's last-position logits in m->logits. */
+/* A decoder's forward step, in chunks of positions when batch x length exceeds the tokens the
+   ranks' scratch holds (a long prompt): each chunk appends to the KV cache after the one before,
+   with the step's rotary frequencies (as transformers computes the whole prompt's), and the
+   logits of its positions (all of them, or each row's last, which the last chunk writes). */
+static pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job) {
+    const pf__group *g = m->group;
+    const pf__step *s = &job->step;
+    size_t per_chunk = g->max_tokens / (size_t)s->batch;
+    if ((size_t)s->batch * s->seq_len <= g->max_tokens) return pf__group_run(m->group, PF__JOB_FORWARD, job);
+    size_t vocab = (size_t)m->config.vocab_size;
+    int32_t *ids = (int32_t *)malloc((size_t)s->batch * per_chunk * sizeof(int32_t));
+    float *logits = job->all_positions ? (float *)malloc((size_t)s->batch * per_chunk * vocab * sizeof(float)) : NULL;
+    pf_result r = ids && (logits || !job->all_positions) ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (int first = 0; !r && first < s->seq_len; first += (int)per_chunk) {
+        int len = s->seq_len - first < (int)per_chunk ? s->seq_len - first : (int)per_chunk;
+        pf__job chunk = *job;
+        for (int b = 0; b < s->batch; b++)
+            memcpy(ids + (size_t)b * len, s->ids + (size_t)b * s->seq_len + first, (size_t)len * sizeof(int32_t));
+        chunk.step.ids = ids;
+        chunk.step.seq_len = len;
+        chunk.step.past = s->past + first;
+        if (logits) chunk.logits = logits;
+        r = pf__group_run(m->group, PF__JOB_FORWARD, &chunk);
+        for (int b = 0; !r && logits && b < s->batch; b++) /* [batch][len] rows into [batch][seq_len] */
+            memcpy(job->logits + ((size_t)b * s->seq_len + first) * vocab, logits + (size_t)b * len * vocab,
+                   (size_t)len * vocab * sizeof(float));
+    }
+    free(ids);
+    free(logits);
+    return r;
+}
+
 static pf_result pf__generate_step(pf_model *m, pf__row *rows, int num_rows, int prefill, int32_t *ids, int *pads) {
     pf__job job;
     memset(&job, 0, sizeof job);
@@ -11390,7 +11429,7 @@ static pf_result pf__generate_step(pf_model *m, pf__row *rows, int num_rows, int
     job.step.pad = pads;
     job.step.inv_freq = pf__rope_frequencies(m, rows[0].length);
     job.logits = m->logits;
-    return pf__group_run(m->group, PF__JOB_FORWARD, &job);
+    return pf__forward_in_chunks(m, &job);
 }
 
 static pf_result pf__reorder_rows(pf_model *m, const int *src, int num_rows, int length) {

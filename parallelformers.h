@@ -168,6 +168,9 @@ typedef struct pf_parallel_options {
     int max_batch;           /* sequences per forward call; 0: 1 */
     int verbose;             /* log a per-rank memory table through the load options' callback
                                 (at PF_LOG_INFO; without verbose, at PF_LOG_DEBUG) */
+    int prefill_chunk;       /* decoders: tokens one forward step holds (batch x positions; longer
+                                prompts run in chunks of positions, which bounds the activation
+                                memory); 0: 512 */
     pf_progress_callback progress; /* weight copying; NULL: the load options' */
     void *progress_user;
 } pf_parallel_options;
