@@ -484,15 +484,15 @@ int pf_cuda_device_count(int *count, const char **reason) {
     return PF_CUDA_OK;
 }
 
-/* Free and total memory of a device, from any thread: the calling thread's current device is put
-   back afterwards. */
+/* Free and total memory of a device. The library asks on the rank thread that owns the device
+   (nothing to switch); from another thread, its current device is put back afterwards. */
 int pf_cuda_device_memory(int device, size_t *free_bytes, size_t *total_bytes) {
     int previous = 0;
     cudaError_t e = cudaGetDevice(&previous);
-    if (e == cudaSuccess) e = cudaSetDevice(device);
+    if (e == cudaSuccess && previous != device) e = cudaSetDevice(device);
     if (e == cudaSuccess) {
         e = cudaMemGetInfo(free_bytes, total_bytes);
-        cudaSetDevice(previous);
+        if (previous != device) cudaSetDevice(previous);
     }
     if (e != cudaSuccess) {
         (void)cudaGetLastError();

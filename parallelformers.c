@@ -7662,6 +7662,7 @@ struct pf__rank {
     size_t num_allocations, allocations_cap;
     size_t bytes[PF__MEM_KINDS];
     pf__mem_kind allocating;  /* the kind new allocations count under */
+    size_t device_used, device_total; /* the device's memory after the last job (group mutex) */
     pf_result error;
     char message[PF__MESSAGE_SIZE];
 };
@@ -8597,7 +8598,13 @@ static void *pf__rank_main(void *arg) {
 #ifdef PF_TESTING
         pf__collective_check(r, "the end of the job", 0);
 #endif
+        /* the device's memory, asked on this thread (whose device is current: asking from the
+           caller's would make a CUDA context there) */
+        size_t used = 0, total = 0;
+        int known = began && r->backend->device_memory(r->device, &used, &total) == 0;
         pthread_mutex_lock(&g->mutex);
+        r->device_used = known ? used : 0;
+        r->device_total = known ? total : 0;
         if (++g->jobs_done == g->num_ranks) pthread_cond_signal(&g->done);
         pthread_mutex_unlock(&g->mutex);
     }
@@ -10775,8 +10782,10 @@ pf_result pf_get_memory_info(const pf_model *m, int rank, pf_memory_info *info) 
     info->kv_cache = r->bytes[PF__MEM_CACHE];
     info->scratch = r->bytes[PF__MEM_SCRATCH];
     info->allocated = info->weights + info->kv_cache + info->scratch;
-    if (r->backend->device_memory(r->device, &info->device_used, &info->device_total))
-        info->device_used = info->device_total = 0;
+    pthread_mutex_lock(&m->group->mutex); /* as the rank read it after its last job */
+    info->device_used = r->device_used;
+    info->device_total = r->device_total;
+    pthread_mutex_unlock(&m->group->mutex);
     return PF_OK;
 }
 
