@@ -53,10 +53,10 @@ endif
 # What a program linking the static library needs besides it (pkg-config's Libs.private).
 PRIVATE_LIBS := $(CUDA_LIBS) $(LDLIBS)
 
-.PHONY: all test test-asan test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm valgrind test-install install uninstall clean bench
+.PHONY: all server test-server fuzz test test-asan test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm valgrind test-install install uninstall clean bench
 
 all: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate $(BUILD)/embed $(BUILD)/test_parallelformers $(BUILD)/test_cuda \
-     $(BUILD)/bench $(BUILD)/header_cxx.o
+     $(BUILD)/bench $(BUILD)/header_cxx.o server
 
 $(BUILD):
 	mkdir -p $(BUILD)
@@ -146,6 +146,25 @@ $(BUILD)/bench: examples/bench.c $(BUILD)/libparallelformers.a
 
 bench: $(BUILD)/bench
 	$(BUILD)/bench $(BENCH_ARGS)
+
+# examples/server.c: an HTTP server on libmicrohttpd, with jansson for the JSON. Built when
+# pkg-config finds both; skipped with a message otherwise (the library itself needs neither).
+SERVER_PKGS := libmicrohttpd jansson
+SERVER_FOUND := $(shell pkg-config --exists $(SERVER_PKGS) 2>/dev/null && echo 1)
+SERVER_SRC := examples/server.c examples/server_request.c examples/server_request.h
+ifeq ($(SERVER_FOUND),1)
+server: $(BUILD)/server
+$(BUILD)/server: $(SERVER_SRC) $(BUILD)/libparallelformers.a
+	$(CC) $(BASE) $(CFLAGS) $(shell pkg-config --cflags $(SERVER_PKGS)) examples/server.c examples/server_request.c \
+	    $(BUILD)/libparallelformers.a -o $@ $(shell pkg-config --libs $(SERVER_PKGS)) $(CUDA_LIBS) $(LDLIBS)
+else
+server:
+	@echo "make: skipping build/server: pkg-config finds no $(SERVER_PKGS) (apt-get install libmicrohttpd-dev libjansson-dev pkg-config)"
+endif
+
+# Starts build/server on a free port with a fixture and calls every route with curl (test/test_server.sh).
+test-server: server $(BUILD)/generate
+	BUILD="$(BUILD)" test/test_server.sh
 
 # The public header must compile as C++ too.
 $(BUILD)/header_cxx.o: parallelformers.h | $(BUILD)
