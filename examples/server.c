@@ -722,6 +722,8 @@ int main(int argc, char **argv) {
         pf_free(s->model);
         return 1;
     }
+    const union MHD_DaemonInfo *bound = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+    if (bound && bound->port) port = bound->port; /* --port 0 asks the system for a free one */
     log_line("serving %s on http://%s:%d (%d rank%s)", s->model_name, host, port, ranks, ranks == 1 ? "" : "s");
     while (!stop_requested) pause();
     log_line("stopping");

@@ -7,35 +7,38 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The length of the valid UTF-8 character at s (at most `left` bytes), or 0 when it is not one:
-   overlong forms, surrogates and code points past U+10FFFF are invalid too. */
-static size_t utf8_char_length(const unsigned char *s, size_t left) {
-    if (s[0] < 0x80) return 1;
-    size_t need = s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : s[0] >= 0xe0 && s[0] <= 0xef ? 3 : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
-    if (!need || need > left) return 0;
-    for (size_t i = 1; i < need; i++)
-        if ((s[i] & 0xc0) != 0x80) return 0;
-    if (s[0] == 0xe0 && s[1] < 0xa0) return 0; /* overlong */
-    if (s[0] == 0xed && s[1] >= 0xa0) return 0; /* surrogate */
-    if (s[0] == 0xf0 && s[1] < 0x90) return 0; /* overlong */
-    if (s[0] == 0xf4 && s[1] >= 0x90) return 0; /* past U+10FFFF */
-    return need;
+/* At s (left bytes): the length of a valid UTF-8 character (*valid = 1), or of the maximal part of
+   one that is invalid or cut short (*valid = 0, at least 1 byte), which Unicode's recommended
+   practice, Python's errors="replace" and jq each turn into one U+FFFD. */
+static size_t utf8_step(const unsigned char *s, size_t left, int *valid) {
+    unsigned char c = s[0], lo = 0x80, hi = 0xbf;
+    size_t need = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 1;
+    if (c == 0xe0) lo = 0xa0;      /* overlong below */
+    else if (c == 0xed) hi = 0x9f; /* surrogates */
+    else if (c == 0xf0) lo = 0x90; /* overlong below */
+    else if (c == 0xf4) hi = 0x8f; /* past U+10FFFF */
+    *valid = c > 0 && c < 0x80;    /* a NUL too is replaced: C strings cannot carry it */
+    if (c < 0x80 || need == 1) return 1;
+    size_t i = 1;
+    for (; i < need && i < left; i++) {
+        if (s[i] < lo || s[i] > hi) return i;
+        lo = 0x80, hi = 0xbf;
+    }
+    *valid = i == need;
+    return i;
 }
 
 json_t *json_text(const char *bytes, size_t length) {
     const unsigned char *s = (const unsigned char *)bytes;
-    char *clean = (char *)malloc(3 * length + 1); /* each bad byte grows to three */
+    char *clean = (char *)malloc(3 * length + 1); /* a replaced byte grows to three */
     size_t n = 0;
     if (!clean) return NULL;
     for (size_t i = 0; i < length;) {
-        size_t len = s[i] ? utf8_char_length(s + i, length - i) : 0;
-        if (len) {
-            memcpy(clean + n, s + i, len);
-            n += len, i += len;
-        } else {
-            memcpy(clean + n, "\xef\xbf\xbd", 3); /* U+FFFD; a NUL byte too, which JSON could carry but C strings cannot */
-            n += 3, i++;
-        }
+        int valid;
+        size_t step = utf8_step(s + i, length - i, &valid);
+        if (valid) memcpy(clean + n, s + i, step), n += step;
+        else memcpy(clean + n, "\xef\xbf\xbd", 3), n += 3; /* U+FFFD */
+        i += step;
     }
     json_t *string = json_stringn(clean, n);
     free(clean);
