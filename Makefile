@@ -58,10 +58,10 @@ endif
 # What a program linking the static library needs besides it (pkg-config's Libs.private).
 PRIVATE_LIBS := $(CUDA_LIBS) $(LDLIBS)
 
-.PHONY: all test test-asan test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm valgrind test-install install uninstall clean bench
+.PHONY: all server test-server fuzz test test-asan test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm valgrind test-install install uninstall clean bench
 
 all: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate $(BUILD)/embed $(BUILD)/test_parallelformers $(BUILD)/test_cuda \
-     $(BUILD)/bench $(BUILD)/header_cxx.o
+     $(BUILD)/bench $(BUILD)/header_cxx.o server
 
 $(BUILD):
 	mkdir -p $(BUILD)
@@ -151,6 +151,57 @@ $(BUILD)/bench: examples/bench.c $(BUILD)/libparallelformers.a
 
 bench: $(BUILD)/bench
 	$(BUILD)/bench $(BENCH_ARGS)
+
+# examples/server.c: an HTTP server on libmicrohttpd, with jansson for the JSON. Built when
+# pkg-config finds both; skipped with a message otherwise (the library itself needs neither).
+SERVER_PKGS := libmicrohttpd jansson
+SERVER_FOUND := $(shell pkg-config --exists $(SERVER_PKGS) 2>/dev/null && echo 1)
+SERVER_SRC := examples/server.c examples/server_request.c examples/server_request.h
+ifeq ($(SERVER_FOUND),1)
+server: $(BUILD)/server
+$(BUILD)/server: $(SERVER_SRC) $(BUILD)/libparallelformers.a
+	$(CC) $(BASE) $(CFLAGS) $(shell pkg-config --cflags $(SERVER_PKGS)) examples/server.c examples/server_request.c \
+	    $(BUILD)/libparallelformers.a -o $@ $(shell pkg-config --libs $(SERVER_PKGS)) $(CUDA_LIBS) $(LDLIBS)
+else
+server:
+	@echo "make: skipping build/server: pkg-config finds no $(SERVER_PKGS) (apt-get install libmicrohttpd-dev libjansson-dev pkg-config)"
+endif
+
+# Starts build/server on a free port with a fixture and calls every route with curl (test/test_server.sh).
+test-server: server $(BUILD)/generate
+	BUILD="$(BUILD)" test/test_server.sh
+
+# libFuzzer targets (test/fuzz), built with clang, AddressSanitizer and UBSan: make fuzz runs each
+# for FUZZ_SECONDS from its seeds in test/fuzz_seeds/<target> (new inputs go to build/fuzz/corpus).
+# Installs clang with apt-get when it is missing and we may; skips with a message otherwise.
+FUZZ_SECONDS ?= 10
+FUZZ_CC      ?= clang
+FUZZ_TARGETS := safetensors config generation_config shard_index tokenizer_json tokenizer server_request
+FUZZ_DIR     := $(BUILD)/fuzz
+FUZZ_FLAGS   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_SERVER_FLAGS = $(shell pkg-config --cflags --libs jansson 2>/dev/null)
+
+$(FUZZ_DIR)/parallelformers.o: $(LIB_SRC)
+	mkdir -p $(FUZZ_DIR)
+	$(FUZZ_CC) $(BASE) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c parallelformers.c -o $@
+
+$(FUZZ_DIR)/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz.h $(FUZZ_DIR)/parallelformers.o examples/server_request.c examples/server_request.h
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -DFUZZ_FIXTURES='"$(CURDIR)/test/fixtures"' $< \
+	    $(if $(filter fuzz_server_request,$(notdir $@)),examples/server_request.c $(FUZZ_SERVER_FLAGS)) \
+	    $(FUZZ_DIR)/parallelformers.o -o $@ $(LDLIBS)
+
+fuzz:
+	@command -v $(FUZZ_CC) >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y --no-install-recommends clang >/dev/null; } || true
+	@if ! command -v $(FUZZ_CC) >/dev/null; then echo "make fuzz: skipped: no $(FUZZ_CC) (apt-get install clang)"; \
+	 elif ! pkg-config --exists jansson; then echo "make fuzz: skipped: no jansson for the server target (apt-get install libjansson-dev)"; \
+	 else $(MAKE) --no-print-directory $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_TARGETS)) && \
+	  for t in $(FUZZ_TARGETS); do \
+	    mkdir -p $(FUZZ_DIR)/corpus/$$t; \
+	    $(FUZZ_DIR)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=4096 -max_len=65536 \
+	        -print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/$$t- $(FUZZ_DIR)/corpus/$$t test/fuzz_seeds/$$t > $(FUZZ_DIR)/$$t.log 2>&1 \
+	      || { echo "make fuzz: fuzz_$$t found a problem:"; tail -40 $(FUZZ_DIR)/$$t.log; exit 1; }; \
+	    echo "make fuzz: fuzz_$$t: $$(sed -n 's/^stat::number_of_executed_units: *//p' $(FUZZ_DIR)/$$t.log) runs in $(FUZZ_SECONDS) s, no crash"; \
+	  done; fi
 
 # The public header must compile as C++ too.
 $(BUILD)/header_cxx.o: parallelformers.h | $(BUILD)

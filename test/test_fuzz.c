@@ -611,6 +611,64 @@ static void case_reentry(void) {
     end_case();
 }
 
+
+/* Abuse of the public API that the other cases leave out: NULL pointers, ids outside the
+   vocabulary, empty and over-long prompts, absurd options and rank counts, a request before
+   pf_parallelize. Each must end in a pf_result other than PF_OK, not a crash. */
+static void case_api_abuse(void) {
+    begin_case("api abuse");
+    pf_model *m = load_fixture("gpt2-tiny");
+    if (!m) return end_case();
+    pf_tokenizer *tok = pf_model_tokenizer(m);
+    int32_t out[8], prompt[1] = {1};
+    int n = 0;
+    size_t count = 0;
+    char *text = NULL;
+    pf_generate_options o = pf_generate_options_init();
+    o.max_new_tokens = 2;
+    /* before pf_parallelize: runs on one CPU rank */
+    CHECK_MSG(pf_generate(m, prompt, 1, &o, out, 8, &n) == PF_OK, "%s", pf_error_message(m));
+    CHECK(pf_generate(NULL, prompt, 1, &o, out, 8, &n) != PF_OK);
+    CHECK(pf_generate(m, NULL, 1, &o, out, 8, &n) != PF_OK);
+    CHECK(pf_generate(m, prompt, 1, &o, NULL, 8, &n) != PF_OK);
+    CHECK(pf_generate(m, prompt, 1, &o, out, 8, NULL) != PF_OK);
+    CHECK(pf_generate_text(m, NULL, &o, &text) != PF_OK);
+    CHECK(pf_generate_text(m, "a", &o, NULL) != PF_OK);
+    CHECK(pf_tokenize(NULL, "a", 1, NULL, 0, &count) != PF_OK);
+    CHECK(pf_tokenize(tok, NULL, 1, NULL, 0, &count) != PF_OK);
+    CHECK(pf_detokenize(NULL, prompt, 1, NULL, 0, &count) != PF_OK);
+    CHECK(pf_detokenize(tok, NULL, 1, NULL, 0, &count) != PF_OK);
+    CHECK(pf_forward(m, NULL, 1, 1, NULL) != PF_OK);
+    CHECK(pf_parallelize(NULL, 1, NULL) != PF_OK);
+    CHECK(pf_parallelize(m, -1, NULL) != PF_OK);
+    CHECK(pf_parallelize(m, 10000, NULL) != PF_OK);
+    CHECK_MSG(pf_parallelize(m, 2, NULL) == PF_OK, "%s", pf_error_message(m));
+    /* ids outside the vocabulary, empty and over-long prompts */
+    int32_t bad_ids[2][1] = {{-1}, {1 << 30}};
+    for (int k = 0; k < 2; k++) CHECK(pf_generate(m, bad_ids[k], 1, &o, out, 8, &n) != PF_OK);
+    CHECK(pf_generate(m, prompt, 0, &o, out, 8, &n) != PF_OK);
+    CHECK(pf_generate(m, prompt, -1, &o, out, 8, &n) != PF_OK);
+    CHECK(pf_generate_text(m, "", &o, &text) != PF_OK || (pf_string_free(text), 1));
+    text = NULL;
+    static int32_t long_prompt[4096];
+    CHECK(pf_generate(m, long_prompt, 4096, &o, out, 8, &n) != PF_OK);
+    /* absurd options */
+    pf_generate_options bad = o;
+    bad.num_beams = 0;
+    CHECK(pf_generate(m, prompt, 1, &bad, out, 8, &n) == PF_ERROR_INVALID_ARGUMENT);
+    bad = o, bad.num_beams = 1000000;
+    CHECK(pf_generate(m, prompt, 1, &bad, out, 8, &n) != PF_OK);
+    bad = o, bad.do_sample = 1, bad.top_p = 2;
+    CHECK(pf_generate(m, prompt, 1, &bad, out, 8, &n) == PF_ERROR_INVALID_ARGUMENT);
+    bad = o, bad.do_sample = 1, bad.temperature = -1;
+    CHECK(pf_generate(m, prompt, 1, &bad, out, 8, &n) == PF_ERROR_INVALID_ARGUMENT);
+    bad = o, bad.max_new_tokens = -5;
+    CHECK(pf_generate(m, prompt, 1, &bad, out, 8, &n) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK_MSG(pf_generate(m, prompt, 1, &o, out, 8, &n) == PF_OK, "still usable: %s", pf_error_message(m));
+    pf_free(m);
+    end_case();
+}
+
 void test_fuzz(void) {
     snprintf(tmp_dir, sizeof tmp_dir, "/tmp/pf_fuzz_XXXXXX");
     if (!mkdtemp(tmp_dir)) {
@@ -628,6 +686,7 @@ void test_fuzz(void) {
     case_beam_first_step();
     case_rotary();
     case_reentry();
+    case_api_abuse();
     alarm(0); /* a case that returned early left its alarm set */
     signal(SIGALRM, SIG_DFL);
     clean_dir();

@@ -1,0 +1,22 @@
+/* examples/server's request parsing: the first byte picks completions or chat, the rest is the
+   body; and its UTF-8 repair on the same bytes, which must give a string jansson accepts. */
+#include "fuzz.h"
+#include "../../examples/server_request.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size == 0) return 0;
+    request_limits limits = {512, 8};
+    completion_request request;
+    char error[512];
+    if (parse_completion_request((const char *)data + 1, size - 1, data[0] & 1, &limits, &request, error, sizeof error) == 0) {
+        if (!request.prompt || request.max_tokens < 1 || request.max_tokens > 512 || request.n < 1 || request.n > 8) abort();
+        completion_request_free(&request);
+    }
+    json_t *text = json_text((const char *)data, size);
+    if (!text) abort(); /* the repaired text must be valid UTF-8 */
+    char *dumped = json_dumps(text, JSON_ENCODE_ANY);
+    if (!dumped) abort();
+    free(dumped);
+    json_decref(text);
+    return 0;
+}

@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# make test-server: starts build/server on a free 127.0.0.1 port with the gpt2-tiny fixture, calls
+# every route with curl, checks greedy outputs against build/generate's, the error cases, streaming
+# (and a client leaving mid-stream), and 16 concurrent clients. Ends with "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+FIXTURE=test/fixtures/gpt2-tiny
+SERVER_DELAY_MS=20 # per streamed token: long enough for a client to leave mid-stream
+
+if [ ! -x "$BUILD/server" ]; then
+    echo "test-server: skipped: no $BUILD/server (make needs libmicrohttpd and jansson via pkg-config)"
+    exit 0
+fi
+for tool in curl jq timeout; do
+    command -v "$tool" >/dev/null || { echo "test-server: needs $tool (apt-get install $tool)"; exit 1; }
+done
+
+work=$(mktemp -d)
+server_pid=
+cleanup() {
+    if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null; fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# The whole run is bounded: the server dies after 300 s whatever happens.
+timeout 300 "$BUILD/server" "$FIXTURE" --port 0 --max-body-bytes 4096 --token-delay-ms $SERVER_DELAY_MS \
+    2>"$work/server.log" &
+server_pid=$!
+port=
+for _ in $(seq 100); do
+    port=$(sed -n 's|.*serving .* on http://127.0.0.1:\([0-9]*\) .*|\1|p' "$work/server.log")
+    [ -n "$port" ] && break
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+done
+if [ -z "$port" ]; then
+    echo "test-server: the server did not start:"; cat "$work/server.log"; exit 1
+fi
+base=http://127.0.0.1:$port
+
+passed=0 failed=0
+check() { # check NAME CONDITION-COMMAND...
+    local name=$1; shift
+    if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL test_server.sh: $name"; fi
+}
+# call METHOD PATH [BODY]: the body to $work/out, the status on stdout.
+call() {
+    if [ $# -ge 3 ]; then
+        curl -s --max-time 30 -o "$work/out" -w '%{http_code}' -X "$1" -H 'Content-Type: application/json' \
+            --data-binary "$3" "$base$2"
+    else
+        curl -s --max-time 30 -o "$work/out" -w '%{http_code}' -X "$1" "$base$2"
+    fi
+}
+json() { jq -j "$1" "$work/out" 2>/dev/null; }
+equal() { [ "$1" = "$2" ] || { echo "  got:  $(printf %q "$1")"; echo "  want: $(printf %q "$2")"; return 1; }; }
+is_error_json() { jq -e '.error.message | type == "string"' "$work/out" >/dev/null 2>&1; }
+
+# ---- /health, /v1/models ----
+check "GET /health" equal "$(call GET /health) $(json .status)" "200 ok"
+check "GET /v1/models" equal "$(call GET /v1/models) $(json '.data[0].id')" "200 gpt2-tiny"
+
+# ---- greedy outputs equal build/generate's ----
+# The server replaces bytes that are not UTF-8 with U+FFFD as Python's errors="replace" does; so
+# does jq on raw input, which puts build/generate's bytes the same way.
+utf8() { jq -Rsj .; }
+greedy_text() { # greedy_text PROMPT N: build/generate's continuation (it prints the prompt first)
+    local out; out=$("$BUILD/generate" "$FIXTURE" -n "$2" "$1"); printf '%s' "${out#"$1"}" | utf8
+}
+for prompt in a "hello there" "The"; do
+    body=$(jq -cn --arg p "$prompt" '{prompt: $p, max_tokens: 20, temperature: 0}')
+    status=$(call POST /v1/completions "$body")
+    check "completions '$prompt' equals build/generate" equal "$status $(json '.choices[0].text')" "200 $(greedy_text "$prompt" 20)"
+    text=$(json '.choices[0].text')
+    stream=$(curl -sN --max-time 30 -d "$(jq -cn --arg p "$prompt" '{prompt: $p, max_tokens: 20, temperature: 0, stream: true}')" \
+        "$base/v1/completions")
+    pieces=$(printf '%s\n' "$stream" | sed -n 's/^data: //p' | grep -v '^\[DONE\]$' | jq -j '.choices[0].text')
+    check "streamed '$prompt' equals the whole response" equal "$pieces" "$text"
+    check "stream '$prompt' ends with [DONE]" equal "$(printf '%s\n' "$stream" | grep -v '^$' | tail -1)" "data: [DONE]"
+    check "stream '$prompt' says why it finished" equal "$(printf '%s\n' "$stream" | sed -n 's/^data: {/{/p' | tail -1 | jq -r '.choices[0].finish_reason')" "$(json '.choices[0].finish_reason')"
+done
+
+# The chat format: "role: content" lines, then "assistant:".
+chat_prompt=$'system: be brief\nuser: hi\nassistant:'
+status=$(call POST /v1/chat/completions '{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}],"max_tokens":12,"temperature":0}')
+check "chat equals build/generate on the role-prefixed prompt" equal "$status $(json '.choices[0].message.content')" "200 $(greedy_text "$chat_prompt" 12)"
+check "chat usage" equal "$(json '.usage.completion_tokens') $(json '.choices[0].message.role')" "12 assistant"
+stream=$(curl -sN --max-time 30 -d '{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}],"max_tokens":12,"temperature":0,"stream":true}' "$base/v1/chat/completions")
+pieces=$(printf '%s\n' "$stream" | sed -n 's/^data: {/{/p' | jq -j '.choices[0].delta.content // empty')
+check "chat stream equals the whole response" equal "$pieces" "$(json '.choices[0].message.content')"
+check "chat stream starts with the role, ends with [DONE]" equal \
+    "$(printf '%s\n' "$stream" | sed -n 's/^data: {/{/p' | head -1 | jq -r '.choices[0].delta.role') $(printf '%s\n' "$stream" | grep -v '^$' | tail -1)" \
+    "assistant data: [DONE]"
+
+# GET /generate_text/<text>: beam search, 5 beams, no-repeat 4-grams, max_length 15; the prompt's
+# text and its continuation, as build/generate prints them (its newlines as spaces).
+for prompt in a "hello there"; do
+    call POST /v1/completions "$(jq -cn --arg p "$prompt" '{prompt: $p, max_tokens: 1, temperature: 0}')" >/dev/null
+    prompt_tokens=$(json .usage.prompt_tokens)
+    want=$("$BUILD/generate" "$FIXTURE" --beams 5 --no-repeat-ngram 4 -n $((15 - prompt_tokens)) "$prompt" | utf8)
+    status=$(call GET "/generate_text/$(jq -rn --arg p "$prompt" '$p | @uri')")
+    check "generate_text '$prompt' equals build/generate --beams 5" equal "$status $(json .inputs) $(json .outputs | tr '\n' ' ')" "200 $prompt $want"
+done
+check "generate_text ?max_length" equal "$(call GET '/generate_text/a?max_length=4') $(jq -r .outputs "$work/out" | wc -c)" "200 $(($("$BUILD/generate" "$FIXTURE" --beams 5 --no-repeat-ngram 4 -n 3 a | wc -c)))"
+
+# ---- JSON escaping: quotes, backslashes, control characters, UTF-8, invalid bytes ----
+status=$(call GET '/generate_text/%22q%22%5C%01%09%0Acaf%C3%A9%20%F0%9F%98%80')
+check "escaping of inputs" equal "$status $(jq -c .inputs "$work/out")" '200 "\"q\"\\\u0001\t\ncafé 😀"'
+status=$(call GET '/generate_text/x%FFy%C3')
+check "invalid UTF-8 becomes U+FFFD" equal "$status $(json .inputs)" "200 x�y�"
+# A continuation with bytes that are not UTF-8 on their own still makes valid JSON.
+status=$(call POST /v1/completions '{"prompt":"Hello world","max_tokens":20,"temperature":0}')
+check "output escaping is valid JSON" equal "$status $(jq -e '.choices[0].text | length > 0' "$work/out")" "200 true"
+
+# ---- sampling: seeds, n, stop ----
+sampled=$(call POST /v1/completions '{"prompt":"a","max_tokens":10,"seed":7,"n":3}'; echo; cat "$work/out")
+again=$(call POST /v1/completions '{"prompt":"a","max_tokens":10,"seed":7,"n":3}'; echo; cat "$work/out")
+check "the same seed gives the same text" equal "$(printf '%s' "$sampled" | tail -1 | jq -c '[.choices[].text]')" "$(jq -c '[.choices[].text]' "$work/out")"
+check "n=3 gives 3 choices" equal "$(json '.choices | length')" 3
+check "greedy n=2 gives 2 equal choices" equal \
+    "$(call POST /v1/completions '{"prompt":"a","max_tokens":5,"temperature":0,"n":2}') $(json '[.choices[].text] | unique | length') $(json '.choices | length')" "200 1 2"
+call POST /v1/completions '{"prompt":"a","max_tokens":20,"temperature":0}' >/dev/null
+full=$(json '.choices[0].text')
+stop=${full:5:3}
+before=${full%%"$stop"*}
+body=$(jq -cn --arg s "$stop" '{prompt: "a", max_tokens: 20, temperature: 0, stop: [$s]}')
+check "stop cuts the text before the stop string" equal "$(call POST /v1/completions "$body") $(json '.choices[0].text') $(json '.choices[0].finish_reason')" "200 $before stop"
+stream=$(curl -sN --max-time 30 -d "$(jq -cn --arg s "$stop" '{prompt: "a", max_tokens: 20, temperature: 0, stop: $s, stream: true}')" "$base/v1/completions")
+check "stop while streaming" equal "$(printf '%s\n' "$stream" | sed -n 's/^data: {/{/p' | jq -j '.choices[0].text')" "$before"
+
+# ---- errors: 4xx with a JSON error ----
+expect_error() { # expect_error NAME STATUS METHOD PATH [BODY]
+    local name=$1 want=$2; shift 2
+    local status; status=$(call "$@")
+    check "$name -> $want" equal "$status" "$want"
+    check "$name has a JSON error" is_error_json
+}
+expect_error "malformed JSON" 400 POST /v1/completions '{"prompt": "a",'
+expect_error "not an object" 400 POST /v1/completions '["a"]'
+expect_error "empty body" 400 POST /v1/completions ''
+expect_error "no prompt" 400 POST /v1/completions '{"max_tokens": 3}'
+expect_error "prompt of the wrong type" 400 POST /v1/completions '{"prompt": 3}'
+expect_error "max_tokens as a string" 400 POST /v1/completions '{"prompt": "a", "max_tokens": "5"}'
+expect_error "max_tokens 0" 400 POST /v1/completions '{"prompt": "a", "max_tokens": 0}'
+expect_error "max_tokens too large" 400 POST /v1/completions '{"prompt": "a", "max_tokens": 100000000}'
+expect_error "temperature as a string" 400 POST /v1/completions '{"prompt": "a", "temperature": "hot"}'
+expect_error "negative temperature" 400 POST /v1/completions '{"prompt": "a", "temperature": -1}'
+expect_error "top_p 2" 400 POST /v1/completions '{"prompt": "a", "top_p": 2}'
+expect_error "n 1000" 400 POST /v1/completions '{"prompt": "a", "n": 1000}'
+expect_error "stream as a string" 400 POST /v1/completions '{"prompt": "a", "stream": "yes"}'
+expect_error "stop as a number" 400 POST /v1/completions '{"prompt": "a", "stop": 5}'
+expect_error "five stop strings" 400 POST /v1/completions '{"prompt": "a", "stop": ["a","b","c","d","e"]}'
+expect_error "empty prompt" 400 POST /v1/completions '{"prompt": ""}'
+expect_error "prompt longer than the model" 400 POST /v1/completions "{\"prompt\": \"$(printf 'word %.0s' $(seq 200))\"}"
+expect_error "messages as a string" 400 POST /v1/chat/completions '{"messages": "hi"}'
+expect_error "a message without content" 400 POST /v1/chat/completions '{"messages": [{"role": "user"}]}'
+expect_error "an empty message list" 400 POST /v1/chat/completions '{"messages": []}'
+expect_error "over-long body" 413 POST /v1/completions "{\"prompt\": \"$(head -c 8000 /dev/zero | tr '\0' a)\"}"
+expect_error "unknown route" 404 GET /nope
+expect_error "unknown POST route" 404 POST /v1/embeddings '{}'
+expect_error "GET on a POST route" 405 GET /v1/completions
+expect_error "generate_text with a bad max_length" 400 GET '/generate_text/a?max_length=zero'
+check "the server is still healthy after the errors" equal "$(call GET /health)" 200
+
+# ---- a client that leaves mid-stream stops its generation ----
+curl -sN --max-time 0.3 -d '{"prompt":"a","max_tokens":50,"temperature":0,"stream":true}' "$base/v1/completions" >/dev/null
+for _ in $(seq 50); do grep -q 'went away' "$work/server.log" && break; sleep 0.1; done
+check "a client leaving mid-stream stops the generation" grep -q 'the client went away; generation stopped after' "$work/server.log"
+grep 'went away' "$work/server.log" | sed 's/^/  /'
+
+# ---- 16 concurrent clients x 4 requests: no errors, the sequential outputs ----
+prompts=(a "hello there" The "Hello world")
+for i in "${!prompts[@]}"; do
+    call POST /v1/completions "$(jq -cn --arg p "${prompts[$i]}" '{prompt: $p, max_tokens: 16, temperature: 0}')" >/dev/null
+    jq -c '.choices[0].text' "$work/out" > "$work/want.$i"
+    jq -cn --arg p "${prompts[$i]}" '{prompt: $p, max_tokens: 16, temperature: 0}' > "$work/body.$i"
+done
+one_client() { # one_client K: request K of 64, prompt K % 4; "status seconds prompt-index" to stdout
+    local k=$1 i=$(($1 % 4))
+    curl -s --max-time 60 -o "$work/got.$k" -w "%{http_code} %{time_total} $i\n" -d "@$work/body.$i" "$base/v1/completions"
+}
+export -f one_client; export work base
+start=$(date +%s.%N)
+seq 0 63 | xargs -P 16 -I{} bash -c 'one_client {}' > "$work/timings"
+end=$(date +%s.%N)
+errors=$(awk '$1 != 200' "$work/timings" | wc -l)
+mismatches=0
+for k in $(seq 0 63); do
+    [ "$(jq -c '.choices[0].text' "$work/got.$k" 2>/dev/null)" = "$(cat "$work/want.$((k % 4))")" ] || mismatches=$((mismatches + 1))
+done
+check "64 concurrent requests: no errors" equal "$errors" 0
+check "64 concurrent requests: the sequential outputs" equal "$mismatches" 0
+awk '{ print $2 }' "$work/timings" | sort -g | awk -v start="$start" -v end="$end" '
+    { t[NR] = $1 } END {
+        p50 = t[int((NR - 1) * 0.50) + 1]; p99 = t[int((NR - 1) * 0.99) + 1]
+        printf "test-server: 16 clients x 4 requests: %.1f requests/s, latency p50 %.0f ms, p99 %.0f ms\n", NR / (end - start), 1000 * p50, 1000 * p99
+    }'
+
+check "the server is still running" kill -0 "$server_pid"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
