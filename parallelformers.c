@@ -5808,7 +5808,7 @@ static pf_result pf__tok_encode(const pf_tokenizer *tokenizer, const char *text,
         result = PF_ERROR_INVALID_ARGUMENT;
     for (k = 0; result == PF_OK && k < tokenizer->post_len[pair]; k++) {
         const pf__tok_post_item *item = &tokenizer->post[pair][k];
-        const int32_t *from = item->id == PF__TOK_SEQ_A ? c.ids : c.ids + b_start;
+        const int32_t *from = item->id == PF__TOK_SEQ_A || !c.ids ? c.ids : c.ids + b_start; /* no ids: NULL, no offset */
         size_t count = item->id >= 0 ? (size_t)special : item->id == PF__TOK_SEQ_A ? na : nb;
         for (i = 0; i < count; i++, n++) {
             if (n >= capacity) continue;

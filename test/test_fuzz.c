@@ -669,7 +669,28 @@ static void case_api_abuse(void) {
     end_case();
 }
 
+/* Found by make fuzz (fuzz_tokenizer, seed test/fuzz_seeds/tokenizer/invalid-byte-no-ids): an
+   empty text through a post-processor that adds special tokens pointed past a NULL id buffer
+   (UBSan: zero offset on a null pointer). The special tokens alone come back. */
+static void test_empty_text_with_specials(void) {
+    static const char *const dirs[] = {"llama", "bloom", "tokenizer-bert", "tokenizer-roberta"};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        char dir[1024];
+        pf_tokenizer *t = NULL;
+        snprintf(dir, sizeof dir, "%s/%s", test_fixtures, dirs[i]);
+        begin_case(dirs[i]);
+        int32_t ids[8];
+        size_t n = 99;
+        pf_result r = pf_tokenizer_load(dir, &t, NULL, 0);
+        if (r == PF_OK) r = pf_tokenize_special(t, "", 0, ids, 8, &n);
+        CHECK_MSG(r == PF_OK && n <= 4, "%s: empty text with special tokens: %s, %zu ids", dirs[i], pf_result_string(r), n);
+        pf_tokenizer_free(t);
+        end_case();
+    }
+}
+
 void test_fuzz(void) {
+    test_empty_text_with_specials();
     snprintf(tmp_dir, sizeof tmp_dir, "/tmp/pf_fuzz_XXXXXX");
     if (!mkdtemp(tmp_dir)) {
         CHECK_MSG(0, "cannot create a temporary directory");
