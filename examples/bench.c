@@ -665,6 +665,15 @@ static double cpu_fma_peak(int threads) {
 #endif
 }
 
+/* /proc/loadavg's line: other work on a shared machine shows here. */
+static void read_load_average(char *out, size_t size) {
+    snprintf(out, size, "unknown");
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f) return;
+    if (fgets(out, (int)size, f)) out[strcspn(out, "\n")] = 0;
+    fclose(f);
+}
+
 static void cpu_model_name(char *out, size_t size) {
     snprintf(out, size, "unknown CPU");
     FILE *f = fopen("/proc/cpuinfo", "r");
@@ -1362,12 +1371,8 @@ int main(int argc, char **argv) {
     int fp16_file = !(cfg.device == PF_DEVICE_CPU && cfg.dtype == PF_DTYPE_F32);
 
     cpu_model_name(machine, sizeof machine);
-    char load_average[64] = "unknown";
-    FILE *loadavg = fopen("/proc/loadavg", "r");
-    if (loadavg) {
-        if (fgets(load_average, sizeof load_average, loadavg)) load_average[strcspn(load_average, "\n")] = 0;
-        fclose(loadavg);
-    }
+    char load_average[64], load_average_end[64];
+    read_load_average(load_average, sizeof load_average);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     snprintf(device_name, sizeof device_name, "%s, %ld cores", machine, cores);
     double bandwidth[65] = {0}, read_bandwidth[65] = {0}; /* per rank, bytes/s, by rank count */
@@ -1497,6 +1502,7 @@ int main(int argc, char **argv) {
     }
 
     /* the table, in Markdown */
+    read_load_average(load_average_end, sizeof load_average_end);
     time_t t = time(NULL);
     char date[32];
     strftime(date, sizeof date, "%Y-%m-%d", localtime(&t));
@@ -1508,7 +1514,7 @@ int main(int argc, char **argv) {
     for (int k = 0; !cuda && k < num_counts; k++)
         printf("read bandwidth per rank with %d rank%s: %.1f GB/s (a read-only pass, all ranks reading)\n", rank_counts[k],
                rank_counts[k] > 1 ? "s" : "", read_bandwidth[rank_counts[k]] / 1e9);
-    printf("load average at the start: %s\n", load_average);
+    printf("load average at the start: %s; at the end: %s\n", load_average, load_average_end);
     if (gemm > 0) printf("cuBLAS %s GEMM (8192^3): %.1f TFLOP/s\n", dtype_name(cfg.dtype), gemm / 1e12);
     for (int k = 0; !cuda && k < num_counts; k++)
         if (fma_peak[rank_counts[k]] > 0)
