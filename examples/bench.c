@@ -600,7 +600,10 @@ static double host_bandwidth(int threads, int read_only) {
 /* The CPU's fp32 multiply-add peak as the library's kernels can reach it: AVX2 FMA (the widest
    the CPU backend uses), 12 independent chains per thread so that both FMA pipes stay full
    through their latency. The yardstick for encoder GFLOP/s on the CPU, as cuBLAS's GEMM is on
-   CUDA. Without AVX2 and FMA (or on another architecture) the probe reports 0. */
+   CUDA. Each thread is timed by its own CPU time, so that another process taking a core for a
+   moment does not lower what the cores can do (the threads still run at once, so cores that
+   share an FMA unit show it). Without AVX2 and FMA (or on another architecture) the probe
+   reports 0. */
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #include <immintrin.h>
 #define FMA_PROBE 1
@@ -608,13 +611,21 @@ static double host_bandwidth(int threads, int read_only) {
 #define FMA_STEPS 20000000L
 
 typedef struct fma_worker {
-    float start;  /* the first chain's value; the others differ, so that none is merged with another */
-    float sink;   /* the chains' sum, so that they are not optimised away */
+    float start;    /* the first chain's value; the others differ, so that none is merged with another */
+    float sink;     /* the chains' sum, so that they are not optimised away */
+    double seconds; /* the thread's CPU time in the loop */
 } fma_worker;
+
+static double thread_cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 __attribute__((target("avx2,fma"))) static void *fma_loop(void *arg) {
     fma_worker *w = (fma_worker *)arg;
     const __m256 scale = _mm256_set1_ps(0.999999f), step = _mm256_set1_ps(1e-6f);
+    double t0 = thread_cpu_seconds();
     const __m256 apart = _mm256_set1_ps(0.01f);
     __m256 a0 = _mm256_set1_ps(w->start), a1 = _mm256_add_ps(a0, apart), a2 = _mm256_add_ps(a1, apart),
            a3 = _mm256_add_ps(a2, apart), a4 = _mm256_add_ps(a3, apart), a5 = _mm256_add_ps(a4, apart),
@@ -634,11 +645,13 @@ __attribute__((target("avx2,fma"))) static void *fma_loop(void *arg) {
     float lanes[8];
     _mm256_storeu_ps(lanes, sum);
     w->sink = lanes[0] + lanes[7];
+    w->seconds = thread_cpu_seconds() - t0;
     return NULL;
 }
 #endif
 
-/* Aggregate FLOP/s of `threads` threads running the FMA loop at once; the best of three tries. */
+/* Aggregate FLOP/s of `threads` threads running the FMA loop at once (the sum of each one's
+   rate over its CPU time); the best of three tries. */
 static double cpu_fma_peak(int threads) {
 #ifdef FMA_PROBE
     enum { MAX_THREADS = 64 };
@@ -648,14 +661,16 @@ static double cpu_fma_peak(int threads) {
     pthread_t id[MAX_THREADS];
     double best = 0;
     for (int trial = 0; trial < 3; trial++) {
-        double t0 = now();
         int started = 0;
         for (; started < threads; started++) {
             w[started].start = 1.0f + 0.5f * (float)started;
             if (pthread_create(&id[started], NULL, fma_loop, &w[started])) break;
         }
-        for (int i = 0; i < started; i++) pthread_join(id[i], NULL);
-        double flops = 2.0 * 8 * FMA_CHAINS * (double)FMA_STEPS * started / (now() - t0);
+        double flops = 0;
+        for (int i = 0; i < started; i++) {
+            pthread_join(id[i], NULL);
+            flops += 2.0 * 8 * FMA_CHAINS * (double)FMA_STEPS / w[i].seconds;
+        }
         if (started == threads && flops > best) best = flops;
     }
     return best;
@@ -1518,7 +1533,7 @@ int main(int argc, char **argv) {
     if (gemm > 0) printf("cuBLAS %s GEMM (8192^3): %.1f TFLOP/s\n", dtype_name(cfg.dtype), gemm / 1e12);
     for (int k = 0; !cuda && k < num_counts; k++)
         if (fma_peak[rank_counts[k]] > 0)
-            printf("fp32 FMA peak with %d rank%s: %.1f GFLOP/s (AVX2 FMA, one thread per rank, all at once)\n", rank_counts[k],
+            printf("fp32 FMA peak with %d rank%s: %.1f GFLOP/s (AVX2 FMA, one thread per rank, all at once, each timed by its CPU time)\n", rank_counts[k],
                    rank_counts[k] > 1 ? "s" : "", fma_peak[rank_counts[k]] / 1e9);
     if (num_decoders)
         printf("weights: %s file, stored as %s; prompt %d tokens, %d new tokens (greedy, eos ignored), median of %d runs\n",
