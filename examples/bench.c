@@ -67,6 +67,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -687,6 +688,28 @@ static void read_load_average(char *out, size_t size) {
     if (!f) return;
     if (fgets(out, (int)size, f)) out[strcspn(out, "\n")] = 0;
     fclose(f);
+}
+
+/* CPU seconds the whole machine has spent busy since boot (/proc/stat's first line: user, nice,
+   system, irq and softirq; not idle, iowait or steal), and steal time apart; -1 where unknown. */
+static double machine_busy_seconds(double *steal) {
+    unsigned long long user, nice, system, idle, iowait, irq, softirq, stolen = 0;
+    FILE *f = fopen("/proc/stat", "r");
+    int n = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &user, &nice, &system, &idle, &iowait, &irq, &softirq, &stolen) : 0;
+    if (f) fclose(f);
+    double tick = (double)sysconf(_SC_CLK_TCK);
+    if (n < 7 || tick <= 0) return -1;
+    *steal = (double)stolen / tick;
+    return (double)(user + nice + system + irq + softirq) / tick;
+}
+
+/* CPU seconds of this process and of the children it waited for (the reference's python3). */
+static double own_cpu_seconds(void) {
+    struct rusage self, children;
+    getrusage(RUSAGE_SELF, &self);
+    getrusage(RUSAGE_CHILDREN, &children);
+    return (double)(self.ru_utime.tv_sec + self.ru_stime.tv_sec + children.ru_utime.tv_sec + children.ru_stime.tv_sec) +
+           1e-6 * (double)(self.ru_utime.tv_usec + self.ru_stime.tv_usec + children.ru_utime.tv_usec + children.ru_stime.tv_usec);
 }
 
 static void cpu_model_name(char *out, size_t size) {
@@ -1388,6 +1411,9 @@ int main(int argc, char **argv) {
     cpu_model_name(machine, sizeof machine);
     char load_average[64], load_average_end[64];
     read_load_average(load_average, sizeof load_average);
+    /* what other processes take during the run: the machine's busy time less ours */
+    double steal_start = 0, steal_end = 0, busy_start = machine_busy_seconds(&steal_start), own_start = own_cpu_seconds();
+    double wall_start = now();
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     snprintf(device_name, sizeof device_name, "%s, %ld cores", machine, cores);
     double bandwidth[65] = {0}, read_bandwidth[65] = {0}; /* per rank, bytes/s, by rank count */
@@ -1518,6 +1544,8 @@ int main(int argc, char **argv) {
 
     /* the table, in Markdown */
     read_load_average(load_average_end, sizeof load_average_end);
+    double busy_end = machine_busy_seconds(&steal_end), wall = now() - wall_start;
+    double others_cores = (busy_end - busy_start - (own_cpu_seconds() - own_start)) / wall;
     time_t t = time(NULL);
     char date[32];
     strftime(date, sizeof date, "%Y-%m-%d", localtime(&t));
@@ -1530,6 +1558,10 @@ int main(int argc, char **argv) {
         printf("read bandwidth per rank with %d rank%s: %.1f GB/s (a read-only pass, all ranks reading)\n", rank_counts[k],
                rank_counts[k] > 1 ? "s" : "", read_bandwidth[rank_counts[k]] / 1e9);
     printf("load average at the start: %s; at the end: %s\n", load_average, load_average_end);
+    if (busy_start >= 0 && busy_end >= 0)
+        printf("other processes used %.2f cores on average during the run's %.0f s (busy time in /proc/stat less the "
+               "bench's and its children's); the hypervisor's steal: %.2f cores\n",
+               others_cores < 0 ? 0 : others_cores, wall, (steal_end - steal_start) / wall);
     if (gemm > 0) printf("cuBLAS %s GEMM (8192^3): %.1f TFLOP/s\n", dtype_name(cfg.dtype), gemm / 1e12);
     for (int k = 0; !cuda && k < num_counts; k++)
         if (fma_peak[rank_counts[k]] > 0)
