@@ -49,7 +49,9 @@
      hidden = 1 rank whether last_hidden_state on N ranks equals the 1-rank one (else the max diff)
      ref             transformers' AutoModel (BertModel) on the same batch, per attention
                      implementation; our 1-rank last_hidden_state is compared with its first one's
-   Every timing: a warm-up run first, then the median of --runs runs, CLOCK_MONOTONIC.
+   Every timing: a warm-up run first, then the median of --runs runs, CLOCK_MONOTONIC. Above the
+   tables: the load average at the start and the end, and the cores other processes used during
+   the run, to judge a run on a shared machine by.
 
    The checkpoints are written here, in C: config.json and one model.safetensors (8-byte
    little-endian header length, a JSON header of dtype/shape/data_offsets, the data). Weight
