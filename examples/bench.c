@@ -1,17 +1,20 @@
 /* bench: how fast parallelformers runs random-weight models of real shapes, next to another
    engine (Hugging Face transformers + torch) run on the same machine in the same run.
 
-   build/bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16] [--models gpt2,gpt2-xl,llama-1b]
-               [--quick | --full] [--prompt N] [--new N] [--runs N] [--batch16 | --no-batch16]
-               [--dir DIR] [--seed N] [--reference SCRIPT | --no-reference]
+   build/bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16]
+               [--models gpt2,gpt2-xl,llama-1b,bert-base] [--quick | --full] [--prompt N] [--new N]
+               [--runs N] [--batch16 | --no-batch16] [--dir DIR] [--seed N]
+               [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]
 
      --device     cpu or cuda (default: cuda when this build has it and a GPU is present)
      --gpus N     the largest rank count: every model runs on 1 rank and on N ranks (default 2).
                   CUDA: rank i uses GPU i modulo the GPUs visible, so N = 2 on one GPU is two
                   ranks sharing it.
      --dtype      how weights are stored on the device (default f32 on the CPU, f16 on CUDA)
-     --models     which shapes (default: gpt2 with --quick, all three with --full)
-     --quick      gpt2 only, prompt 128, 32 new tokens, 5 runs, no batch 16: the CPU default
+     --models     which shapes (default: gpt2 and bert-base with --quick, all four with --full);
+                  bert-base is an encoder, measured in a table of its own (below)
+     --quick      gpt2 and bert-base, prompt 128, 32 new tokens, 5 runs (bert-base: 3), no batch 16:
+                  the CPU default
      --full       every model, prompt 512, 128 new tokens, 5 runs, batch 16: the default on CUDA
      --prompt N, --new N, --runs N   override the prompt length, decode steps and timed runs
      --batch16    also decode 16 sequences at once (pf_generate_batch); --no-batch16 skips it
@@ -19,6 +22,8 @@
                   a checkpoint is reused when its directory exists with the expected file size
      --seed N     the weights' and prompts' seed (default 1234); part of the directory name
      --reference SCRIPT   the comparison script (default bench/reference.py); --no-reference
+     --ref-attention LIST the encoder reference's attn_implementation values, e.g. sdpa,eager
+                          (default sdpa, what transformers picks for BertModel)
 
    What it measures, per model and rank count:
      load s          pf_load + pf_parallelize, once, the file read through once beforehand (page cache)
@@ -36,7 +41,17 @@
                      CUDA one is cudaMemcpy device to device on GPU 0, divided by the ranks
                      sharing a GPU.
      tokens = 1 rank whether the greedy tokens on N ranks equal those on 1 rank
-   Every timing: a warm-up run first, then the median of --runs runs, CLOCK_MONOTONIC.
+   The encoder (bert-base), per rank count:
+     sentences/s     32 / the time of one pf_encode of 32 sentences of 128 tokens (sentence pairs:
+                     segment ids 0 then 1), parallelized with max_batch 32, max_sequence_length 128
+     GFLOP/s         encoder_flops / that time, as a share of the CPU's fp32 FMA peak measured at
+                     start-up with one thread per rank (CUDA: of the cuBLAS GEMM)
+     hidden = 1 rank whether last_hidden_state on N ranks equals the 1-rank one (else the max diff)
+     ref             transformers' AutoModel (BertModel) on the same batch, per attention
+                     implementation; our 1-rank last_hidden_state is compared with its first one's
+   Every timing: a warm-up run first, then the median of --runs runs, CLOCK_MONOTONIC. Above the
+   tables: the load average at the start and the end, and the cores other processes used during
+   the run, to judge a run on a shared machine by.
 
    The checkpoints are written here, in C: config.json and one model.safetensors (8-byte
    little-endian header length, a JSON header of dtype/shape/data_offsets, the data). Weight
@@ -54,6 +69,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -69,6 +85,8 @@
 #define MAX_RUNS 64
 #define PATH_CAP 1024 /* the checkpoint directory's path, at most */
 #define BATCH16 16
+#define ENCODER_BATCH 32   /* sentences per pf_encode */
+#define ENCODER_TOKENS 128 /* tokens per sentence */
 
 static double now(void) {
     struct timespec ts;
@@ -91,7 +109,7 @@ static double median(double *v, int n) {
 /* model shapes and their tensors                                                                  */
 /* =============================================================================================== */
 
-typedef enum { FAMILY_GPT2, FAMILY_LLAMA } model_family;
+typedef enum { FAMILY_GPT2, FAMILY_LLAMA, FAMILY_BERT } model_family;
 
 typedef struct shape {
     const char *name;
@@ -105,8 +123,14 @@ static const shape shapes[] = {
     /* Llama 3.2 1B's body (2048 wide, 16 layers, 32 heads, 8 key/value heads, MLP 8192, tied
        embeddings) with LLaMA 2's 32000-token vocabulary: 1.04 B parameters. */
     {"llama-1b", FAMILY_LLAMA, 2048, 16, 32, 8, 8192, 32000, 2048, 1},
+    /* BERT-base (bert-base-uncased's shape) as transformers' BertModel saves it: an encoder,
+       run through pf_encode rather than pf_generate. */
+    {"bert-base", FAMILY_BERT, 768, 12, 12, 12, 3072, 30522, 512, 0},
 };
 #define NUM_SHAPES (sizeof shapes / sizeof shapes[0])
+#define BERT_TYPE_VOCAB 2 /* segment ids 0 and 1: sentence A and sentence B */
+
+static int is_encoder(const shape *s) { return s->family == FAMILY_BERT; }
 
 typedef enum { INIT_NORMAL, INIT_ONES, INIT_ZEROS } init_kind;
 
@@ -156,6 +180,32 @@ static size_t shape_tensors(const shape *s, tensor *out) {
         }
         add_tensor(out, &n, INIT_ONES, d, 0, "transformer.ln_f.weight", 0);
         add_tensor(out, &n, INIT_ZEROS, d, 0, "transformer.ln_f.bias", 0);
+    } else if (s->family == FAMILY_BERT) {
+        add_tensor(out, &n, INIT_NORMAL, V, d, "embeddings.word_embeddings.weight", 0);
+        add_tensor(out, &n, INIT_NORMAL, (size_t)s->positions, d, "embeddings.position_embeddings.weight", 0);
+        add_tensor(out, &n, INIT_NORMAL, BERT_TYPE_VOCAB, d, "embeddings.token_type_embeddings.weight", 0);
+        add_tensor(out, &n, INIT_ONES, d, 0, "embeddings.LayerNorm.weight", 0);
+        add_tensor(out, &n, INIT_ZEROS, d, 0, "embeddings.LayerNorm.bias", 0);
+        for (int l = 0; l < s->layers; l++) {
+            add_tensor(out, &n, INIT_NORMAL, d, d, "encoder.layer.%d.attention.self.query.weight", l);
+            add_tensor(out, &n, INIT_ZEROS, d, 0, "encoder.layer.%d.attention.self.query.bias", l);
+            add_tensor(out, &n, INIT_NORMAL, d, d, "encoder.layer.%d.attention.self.key.weight", l);
+            add_tensor(out, &n, INIT_ZEROS, d, 0, "encoder.layer.%d.attention.self.key.bias", l);
+            add_tensor(out, &n, INIT_NORMAL, d, d, "encoder.layer.%d.attention.self.value.weight", l);
+            add_tensor(out, &n, INIT_ZEROS, d, 0, "encoder.layer.%d.attention.self.value.bias", l);
+            add_tensor(out, &n, INIT_NORMAL, d, d, "encoder.layer.%d.attention.output.dense.weight", l);
+            add_tensor(out, &n, INIT_ZEROS, d, 0, "encoder.layer.%d.attention.output.dense.bias", l);
+            add_tensor(out, &n, INIT_ONES, d, 0, "encoder.layer.%d.attention.output.LayerNorm.weight", l);
+            add_tensor(out, &n, INIT_ZEROS, d, 0, "encoder.layer.%d.attention.output.LayerNorm.bias", l);
+            add_tensor(out, &n, INIT_NORMAL, I, d, "encoder.layer.%d.intermediate.dense.weight", l);
+            add_tensor(out, &n, INIT_ZEROS, I, 0, "encoder.layer.%d.intermediate.dense.bias", l);
+            add_tensor(out, &n, INIT_NORMAL, d, I, "encoder.layer.%d.output.dense.weight", l);
+            add_tensor(out, &n, INIT_ZEROS, d, 0, "encoder.layer.%d.output.dense.bias", l);
+            add_tensor(out, &n, INIT_ONES, d, 0, "encoder.layer.%d.output.LayerNorm.weight", l);
+            add_tensor(out, &n, INIT_ZEROS, d, 0, "encoder.layer.%d.output.LayerNorm.bias", l);
+        }
+        add_tensor(out, &n, INIT_NORMAL, d, d, "pooler.dense.weight", 0);
+        add_tensor(out, &n, INIT_ZEROS, d, 0, "pooler.dense.bias", 0);
     } else {
         add_tensor(out, &n, INIT_NORMAL, V, d, "model.embed_tokens.weight", 0);
         for (int l = 0; l < s->layers; l++) {
@@ -228,6 +278,16 @@ static double prefill_flops(const shape *s, int T) {
     double d = s->hidden, I = s->intermediate, hd = d / s->heads, q = s->heads * hd, kv = s->kv_heads * hd;
     double per_token = s->family == FAMILY_GPT2 ? d * 3 * d + d * d + 2 * d * I : d * (q + 2 * kv) + q * d + 3 * d * I;
     return 2.0 * T * s->layers * per_token + 2.0 * (double)T * T * q * s->layers + 2.0 * d * s->vocab;
+}
+
+/* Matrix FLOPs of one encoder pass over `batch` sequences of T tokens: every weight matrix of
+   the layers once per token (a multiply and an add per weight), and bidirectional attention
+   (q k^T and p v over all T^2 pairs: 4 T^2 hidden per layer and sequence). The embeddings, norms,
+   biases and the pooler's one row per sequence are left out. */
+static double encoder_flops(const shape *s, int batch, int T) {
+    double d = s->hidden, I = s->intermediate;
+    double layer_weights = 4 * d * d + 2 * d * I;
+    return 2.0 * layer_weights * s->layers * batch * T + 4.0 * (double)T * T * d * s->layers * batch;
 }
 
 /* =============================================================================================== */
@@ -327,6 +387,14 @@ static int write_config(const shape *s, const char *dir, const char *torch_dtype
                 "  \"bos_token_id\": %d,\n  \"eos_token_id\": %d,\n  \"tie_word_embeddings\": true,\n  \"torch_dtype\": \"%s\"\n}\n",
                 s->vocab, s->positions, s->positions, s->hidden, s->layers, s->heads, s->vocab - 1, s->vocab - 1,
                 torch_dtype);
+    else if (s->family == FAMILY_BERT)
+        fprintf(f,
+                "{\n  \"architectures\": [\"BertModel\"],\n  \"model_type\": \"bert\",\n  \"vocab_size\": %d,\n"
+                "  \"hidden_size\": %d,\n  \"num_hidden_layers\": %d,\n  \"num_attention_heads\": %d,\n"
+                "  \"intermediate_size\": %d,\n  \"max_position_embeddings\": %d,\n  \"type_vocab_size\": %d,\n"
+                "  \"layer_norm_eps\": 1e-12,\n  \"hidden_act\": \"gelu\",\n"
+                "  \"initializer_range\": 0.02,\n  \"pad_token_id\": 0,\n  \"torch_dtype\": \"%s\"\n}\n",
+                s->vocab, s->hidden, s->layers, s->heads, s->intermediate, s->positions, BERT_TYPE_VOCAB, torch_dtype);
     else
         fprintf(f,
                 "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n  \"vocab_size\": %d,\n"
@@ -532,6 +600,120 @@ static double host_bandwidth(int threads, int read_only) {
     return best;
 }
 
+/* The CPU's fp32 multiply-add peak as the library's kernels can reach it: AVX2 FMA (the widest
+   the CPU backend uses), 12 independent chains per thread so that both FMA pipes stay full
+   through their latency. The yardstick for encoder GFLOP/s on the CPU, as cuBLAS's GEMM is on
+   CUDA. Each thread is timed by its own CPU time, so that another process taking a core for a
+   moment does not lower what the cores can do (the threads still run at once, so cores that
+   share an FMA unit show it). Without AVX2 and FMA (or on another architecture) the probe
+   reports 0. */
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#include <immintrin.h>
+#define FMA_PROBE 1
+#define FMA_CHAINS 12
+#define FMA_STEPS 20000000L
+
+typedef struct fma_worker {
+    float start;    /* the first chain's value; the others differ, so that none is merged with another */
+    float sink;     /* the chains' sum, so that they are not optimised away */
+    double seconds; /* the thread's CPU time in the loop */
+} fma_worker;
+
+static double thread_cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+__attribute__((target("avx2,fma"))) static void *fma_loop(void *arg) {
+    fma_worker *w = (fma_worker *)arg;
+    const __m256 scale = _mm256_set1_ps(0.999999f), step = _mm256_set1_ps(1e-6f);
+    double t0 = thread_cpu_seconds();
+    const __m256 apart = _mm256_set1_ps(0.01f);
+    __m256 a0 = _mm256_set1_ps(w->start), a1 = _mm256_add_ps(a0, apart), a2 = _mm256_add_ps(a1, apart),
+           a3 = _mm256_add_ps(a2, apart), a4 = _mm256_add_ps(a3, apart), a5 = _mm256_add_ps(a4, apart),
+           a6 = _mm256_add_ps(a5, apart), a7 = _mm256_add_ps(a6, apart), a8 = _mm256_add_ps(a7, apart),
+           a9 = _mm256_add_ps(a8, apart), a10 = _mm256_add_ps(a9, apart), a11 = _mm256_add_ps(a10, apart);
+    for (long i = 0; i < FMA_STEPS; i++) {
+        a0 = _mm256_fmadd_ps(a0, scale, step), a1 = _mm256_fmadd_ps(a1, scale, step);
+        a2 = _mm256_fmadd_ps(a2, scale, step), a3 = _mm256_fmadd_ps(a3, scale, step);
+        a4 = _mm256_fmadd_ps(a4, scale, step), a5 = _mm256_fmadd_ps(a5, scale, step);
+        a6 = _mm256_fmadd_ps(a6, scale, step), a7 = _mm256_fmadd_ps(a7, scale, step);
+        a8 = _mm256_fmadd_ps(a8, scale, step), a9 = _mm256_fmadd_ps(a9, scale, step);
+        a10 = _mm256_fmadd_ps(a10, scale, step), a11 = _mm256_fmadd_ps(a11, scale, step);
+    }
+    __m256 sum = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+                               _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
+    sum = _mm256_add_ps(sum, _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
+    float lanes[8];
+    _mm256_storeu_ps(lanes, sum);
+    w->sink = lanes[0] + lanes[7];
+    w->seconds = thread_cpu_seconds() - t0;
+    return NULL;
+}
+#endif
+
+/* Aggregate FLOP/s of `threads` threads running the FMA loop at once (the sum of each one's
+   rate over its CPU time); the best of three tries. */
+static double cpu_fma_peak(int threads) {
+#ifdef FMA_PROBE
+    enum { MAX_THREADS = 64 };
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return 0;
+    if (threads > MAX_THREADS) threads = MAX_THREADS;
+    fma_worker w[MAX_THREADS];
+    pthread_t id[MAX_THREADS];
+    double best = 0;
+    for (int trial = 0; trial < 3; trial++) {
+        int started = 0;
+        for (; started < threads; started++) {
+            w[started].start = 1.0f + 0.5f * (float)started;
+            if (pthread_create(&id[started], NULL, fma_loop, &w[started])) break;
+        }
+        double flops = 0;
+        for (int i = 0; i < started; i++) {
+            pthread_join(id[i], NULL);
+            flops += 2.0 * 8 * FMA_CHAINS * (double)FMA_STEPS / w[i].seconds;
+        }
+        if (started == threads && flops > best) best = flops;
+    }
+    return best;
+#else
+    (void)threads;
+    return 0;
+#endif
+}
+
+/* /proc/loadavg's line: other work on a shared machine shows here. */
+static void read_load_average(char *out, size_t size) {
+    snprintf(out, size, "unknown");
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f) return;
+    if (fgets(out, (int)size, f)) out[strcspn(out, "\n")] = 0;
+    fclose(f);
+}
+
+/* CPU seconds the whole machine has spent busy since boot (/proc/stat's first line: user, nice,
+   system, irq and softirq; not idle, iowait or steal), and steal time apart; -1 where unknown. */
+static double machine_busy_seconds(double *steal) {
+    unsigned long long user, nice, system, idle, iowait, irq, softirq, stolen = 0;
+    FILE *f = fopen("/proc/stat", "r");
+    int n = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &user, &nice, &system, &idle, &iowait, &irq, &softirq, &stolen) : 0;
+    if (f) fclose(f);
+    double tick = (double)sysconf(_SC_CLK_TCK);
+    if (n < 7 || tick <= 0) return -1;
+    *steal = (double)stolen / tick;
+    return (double)(user + nice + system + irq + softirq) / tick;
+}
+
+/* CPU seconds of this process and of the children it waited for (the reference's python3). */
+static double own_cpu_seconds(void) {
+    struct rusage self, children;
+    getrusage(RUSAGE_SELF, &self);
+    getrusage(RUSAGE_CHILDREN, &children);
+    return (double)(self.ru_utime.tv_sec + self.ru_stime.tv_sec + children.ru_utime.tv_sec + children.ru_stime.tv_sec) +
+           1e-6 * (double)(self.ru_utime.tv_usec + self.ru_stime.tv_usec + children.ru_utime.tv_usec + children.ru_stime.tv_usec);
+}
+
 static void cpu_model_name(char *out, size_t size) {
     snprintf(out, size, "unknown CPU");
     FILE *f = fopen("/proc/cpuinfo", "r");
@@ -624,6 +806,7 @@ typedef struct config {
     pf_device device;
     pf_dtype dtype;
     int max_ranks, prompt_len, new_tokens, runs, batch16, num_gpus;
+    int encoder_runs; /* an encoder pass of the whole batch takes seconds on a CPU: fewer runs by default */
 } config;
 
 typedef struct result {
@@ -632,6 +815,9 @@ typedef struct result {
     size_t bytes_per_rank;
     int32_t *tokens; /* the batch-1 greedy continuation */
     int num_tokens, deterministic;
+    double encode_s;   /* encoders: one pf_encode of the whole batch */
+    float *hidden;     /* encoders: last_hidden_state [batch * tokens][hidden] of the first timed run */
+    size_t num_hidden; /* floats in hidden */
 } result;
 
 /* The stream callback's clock: when row 0 received each new token. */
@@ -766,6 +952,88 @@ done:
     pf_free(m);
 }
 
+/* An encoder on `ranks` ranks: load, then pf_encode of the batch (ENCODER_BATCH rows of
+   ENCODER_TOKENS ids, segment ids as given), a warm-up and the timed runs. */
+static void measure_encoder(const char *dir, const config *cfg, int ranks, int32_t *const *ids, int32_t *const *types,
+                            result *res) {
+    memset(res, 0, sizeof *res);
+    res->deterministic = 1;
+    res->decode_tok_s = res->decode16_tok_s = -1;
+    int device_ids[256], lengths[ENCODER_BATCH];
+    for (int i = 0; i < ranks && i < 256; i++) device_ids[i] = cfg->num_gpus > 0 ? i % cfg->num_gpus : i;
+    for (int b = 0; b < ENCODER_BATCH; b++) lengths[b] = ENCODER_TOKENS;
+
+    pf_load_options lo = pf_load_options_init();
+    lo.skip_tokenizer = 1;
+    pf_model *m = NULL;
+    double t0 = now();
+    pf_result rc = pf_load(dir, &lo, &m);
+    if (rc) {
+        fail(res, "pf_load", rc, m);
+        pf_free(m);
+        return;
+    }
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = cfg->device;
+    po.dtype = cfg->dtype;
+    po.max_sequence_length = ENCODER_TOKENS;
+    po.max_batch = ENCODER_BATCH;
+    if (cfg->device == PF_DEVICE_CUDA && cfg->num_gpus > 0 && ranks <= 256) {
+        po.device_ids = device_ids;
+        po.num_device_ids = ranks;
+    }
+    rc = pf_parallelize(m, ranks, &po);
+    res->load_s = now() - t0;
+    if (rc) {
+        fail(res, "pf_parallelize", rc, m);
+        pf_free(m);
+        return;
+    }
+    double seconds[MAX_RUNS];
+    for (int run = -1; run < cfg->encoder_runs; run++) {
+        pf_encoding *e = NULL;
+        double start = now();
+        rc = pf_encode(m, (const int32_t *const *)ids, (const int32_t *const *)types, lengths, ENCODER_BATCH, &e);
+        double elapsed = now() - start;
+        if (rc) {
+            fail(res, "pf_encode", rc, m);
+            goto done;
+        }
+        size_t count = (size_t)e->offsets[e->batch] * (size_t)e->hidden_size;
+        if (run == 0) {
+            res->hidden = (float *)malloc(count * sizeof *res->hidden);
+            if (!res->hidden) {
+                pf_encoding_free(e);
+                snprintf(res->error, sizeof res->error, "out of memory");
+                goto done;
+            }
+            memcpy(res->hidden, e->last_hidden_state, count * sizeof *res->hidden);
+            res->num_hidden = count;
+        } else if (run > 0 && (count != res->num_hidden || memcmp(res->hidden, e->last_hidden_state, count * sizeof(float)))) {
+            res->deterministic = 0;
+        }
+        pf_encoding_free(e);
+        if (run >= 0) seconds[run] = elapsed;
+    }
+    res->encode_s = median(seconds, cfg->encoder_runs);
+    for (int r = 0; r < ranks; r++) {
+        size_t b = pf_memory_allocated(m, r);
+        if (b > res->bytes_per_rank) res->bytes_per_rank = b;
+    }
+done:
+    pf_free(m);
+}
+
+/* The largest |a - b| over n floats (infinity where a value is not finite). */
+static double max_abs_diff(const float *a, const float *b, size_t n) {
+    double most = 0;
+    for (size_t i = 0; i < n; i++) {
+        double diff = fabs((double)a[i] - (double)b[i]);
+        if (!(diff <= most)) most = diff == diff ? diff : INFINITY;
+    }
+    return most;
+}
+
 /* =============================================================================================== */
 /* the reference engine                                                                            */
 /* =============================================================================================== */
@@ -778,6 +1046,11 @@ typedef struct reference {
     int num;
     int32_t *tokens;
     int num_tokens;
+    /* encoders: one entry per (thread count, attention implementation) */
+    int encoder_threads[8];
+    char encoder_attention[8][16];
+    double sentences_s[8];
+    int num_encoder;
 } reference;
 
 static void shell_quote(char *out, size_t size, const char *s) {
@@ -796,17 +1069,20 @@ static void shell_quote(char *out, size_t size, const char *s) {
     out[n] = 0;
 }
 
-/* Runs SCRIPT on the checkpoint (one process per model, every thread count in it). */
-static void run_reference(const char *script, const char *dir, const char *prompt_file, const config *cfg,
-                          const char *threads, reference *ref) {
-    char q_script[4 * PATH_CAP], q_dir[4 * PATH_CAP], q_prompt[4 * PATH_CAP + 128], command[16 * PATH_CAP], line[1 << 16];
+/* The dtype the reference runs in: the bench's on CUDA; fp32 on the CPU, where the library
+   computes in fp32 whatever it stores. */
+static const char *reference_dtype(const config *cfg) {
+    if (cfg->device != PF_DEVICE_CUDA) return "f32";
+    return cfg->dtype == PF_DTYPE_F32 ? "f32" : cfg->dtype == PF_DTYPE_BF16 ? "bf16" : "f16";
+}
+
+/* Runs `python3 SCRIPT DIR ARGUMENTS` (one process per model, every thread count in it) and
+   reads its lines: decoder timings and tokens, encoder timings, or an error. */
+static void run_reference(const char *script, const char *dir, const char *arguments, int max_tokens, reference *ref) {
+    char q_script[4 * PATH_CAP], q_dir[4 * PATH_CAP], command[24 * PATH_CAP], line[1 << 16];
     shell_quote(q_script, sizeof q_script, script);
     shell_quote(q_dir, sizeof q_dir, dir);
-    shell_quote(q_prompt, sizeof q_prompt, prompt_file);
-    const char *dtype = cfg->device == PF_DEVICE_CUDA ? (cfg->dtype == PF_DTYPE_F32 ? "f32" : cfg->dtype == PF_DTYPE_BF16 ? "bf16" : "f16") : "f32";
-    snprintf(command, sizeof command, "python3 %s %s --prompt-file %s --new %d --runs %d --threads %s --device %s --dtype %s 2>&1",
-             q_script, q_dir, q_prompt, cfg->new_tokens, cfg->runs, threads, cfg->device == PF_DEVICE_CUDA ? "cuda" : "cpu",
-             dtype);
+    snprintf(command, sizeof command, "python3 %s %s %s 2>&1", q_script, q_dir, arguments);
     memset(ref, 0, sizeof *ref);
     FILE *p = popen(command, "r");
     if (!p) {
@@ -816,16 +1092,21 @@ static void run_reference(const char *script, const char *dir, const char *promp
     while (fgets(line, sizeof line, p)) {
         int t;
         double a, b;
+        char attention[16];
         if (sscanf(line, "threads %d prefill_tok_s %lf decode_tok_s %lf", &t, &a, &b) == 3 && ref->num < 8) {
             ref->threads[ref->num] = t;
             ref->prefill_tok_s[ref->num] = a;
             ref->decode_tok_s[ref->num++] = b;
-        } else if (!strncmp(line, "tokens", 6)) {
+        } else if (sscanf(line, "threads %d attention %15s sentences_s %lf", &t, attention, &a) == 3 && ref->num_encoder < 8) {
+            ref->encoder_threads[ref->num_encoder] = t;
+            snprintf(ref->encoder_attention[ref->num_encoder], sizeof ref->encoder_attention[0], "%s", attention);
+            ref->sentences_s[ref->num_encoder++] = a;
+        } else if (!strncmp(line, "tokens", 6) && max_tokens > 0) {
             free(ref->tokens);
-            ref->tokens = (int32_t *)malloc((size_t)cfg->new_tokens * sizeof *ref->tokens);
+            ref->tokens = (int32_t *)malloc((size_t)max_tokens * sizeof *ref->tokens);
             ref->num_tokens = 0;
             char *s = line + 6, *end;
-            for (long v; ref->tokens && ref->num_tokens < cfg->new_tokens; s = end) {
+            for (long v; ref->tokens && ref->num_tokens < max_tokens; s = end) {
                 v = strtol(s, &end, 10);
                 if (end == s) break;
                 ref->tokens[ref->num_tokens++] = (int32_t)v;
@@ -836,8 +1117,28 @@ static void run_reference(const char *script, const char *dir, const char *promp
         }
     }
     int status = pclose(p);
-    ref->available = ref->num > 0;
+    ref->available = ref->num > 0 || ref->num_encoder > 0;
     if (!ref->available && !ref->note[0]) snprintf(ref->note, sizeof ref->note, "exit status %d", status);
+}
+
+/* The reference's encoder rate for a thread count (0 on CUDA matches any) and attention; < 0 when
+   it was not measured. */
+static double ref_sentences(const reference *ref, int threads, const char *attention) {
+    for (int i = 0; ref && i < ref->num_encoder; i++)
+        if ((ref->encoder_threads[i] == threads || ref->encoder_threads[i] == 0) && !strcmp(ref->encoder_attention[i], attention))
+            return ref->sentences_s[i];
+    return -1;
+}
+
+/* Reads n floats (float32, little-endian, as the reference writes them) from path; NULL when the
+   file is missing or of another size. */
+static float *read_floats(const char *path, size_t n) {
+    FILE *f = fopen(path, "rb");
+    float *v = f ? (float *)malloc(n * sizeof *v) : NULL;
+    int ok = v && fread(v, sizeof *v, n, f) == n && fgetc(f) == EOF;
+    if (f) fclose(f);
+    if (!ok) free(v);
+    return ok ? v : NULL;
 }
 
 static const reference *ref_for(const reference *ref, int threads, int *index) {
@@ -852,9 +1153,10 @@ static const reference *ref_for(const reference *ref, int threads, int *index) {
 
 static void usage(void) {
     fprintf(stderr,
-            "usage: bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16] [--models gpt2,gpt2-xl,llama-1b]\n"
-            "             [--quick | --full] [--prompt N] [--new N] [--runs N] [--batch16 | --no-batch16]\n"
-            "             [--dir DIR] [--seed N] [--reference SCRIPT | --no-reference]\n");
+            "usage: bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16]\n"
+            "             [--models gpt2,gpt2-xl,llama-1b,bert-base] [--quick | --full] [--prompt N] [--new N]\n"
+            "             [--runs N] [--batch16 | --no-batch16] [--dir DIR] [--seed N]\n"
+            "             [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]\n");
 }
 
 static int parse_int(const char *text, int lo, int hi, int *out) {
@@ -885,10 +1187,160 @@ static void compare_tokens(char *out, size_t size, const int32_t *a, int na, con
     else snprintf(out, size, "no (step %d)", k + 1);
 }
 
+/* Writes rows of ints, one row a line, space-separated (the reference's input). */
+static int write_rows(const char *path, int32_t *const *rows, int count, int length) {
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    for (int b = 0; b < count; b++)
+        for (int t = 0; t < length; t++) fprintf(f, "%d%c", (int)rows[b][t], t + 1 < length ? ' ' : '\n');
+    return fclose(f) ? -1 : 0;
+}
+
+/* An encoder on every rank count, then (when script is given) transformers on the same batch.
+   The batch: seeded random ids, sentence pairs (segment 0 for the first half of each row, 1 for
+   the second), the same for every rank count and for the reference. Returns the reference's
+   last_hidden_state (malloc'd; NULL when there is none). */
+static float *run_encoder(const shape *s, const char *dir, const config *cfg, const int *rank_counts, int num_counts,
+                          uint64_t seed, const char *script, const char *attention, result *results, reference *ref) {
+    int32_t *ids[ENCODER_BATCH], *types[ENCODER_BATCH];
+    int32_t id_data[ENCODER_BATCH][ENCODER_TOKENS], type_data[ENCODER_BATCH][ENCODER_TOKENS];
+    uint64_t state = hash_name("sentences", seed);
+    for (int b = 0; b < ENCODER_BATCH; b++) {
+        ids[b] = id_data[b], types[b] = type_data[b];
+        for (int t = 0; t < ENCODER_TOKENS; t++) {
+            id_data[b][t] = (int32_t)(next_random(&state) % (uint64_t)s->vocab);
+            type_data[b][t] = t >= ENCODER_TOKENS / 2;
+        }
+    }
+    for (int k = 0; k < num_counts; k++) {
+        fprintf(stderr, "bench: %s on %d rank%s...\n", s->name, rank_counts[k], rank_counts[k] > 1 ? "s" : "");
+        measure_encoder(dir, cfg, rank_counts[k], ids, types, &results[k]);
+        if (results[k].error[0]) fprintf(stderr, "bench: %s, %d ranks: %s\n", s->name, rank_counts[k], results[k].error);
+    }
+    if (!script) return NULL;
+    char ids_file[PATH_CAP + 32], types_file[PATH_CAP + 32], dump_file[PATH_CAP + 32];
+    char q_ids[4 * PATH_CAP + 128], q_types[4 * PATH_CAP + 128], q_dump[4 * PATH_CAP + 128], q_attention[256];
+    char threads[64], arguments[16 * PATH_CAP];
+    snprintf(ids_file, sizeof ids_file, "%s/sentences-%dx%d.txt", dir, ENCODER_BATCH, ENCODER_TOKENS);
+    snprintf(types_file, sizeof types_file, "%s/segments-%dx%d.txt", dir, ENCODER_BATCH, ENCODER_TOKENS);
+    snprintf(dump_file, sizeof dump_file, "%s/reference-hidden.f32", dir);
+    remove(dump_file); /* a stale file must not pass for this run's */
+    if (write_rows(ids_file, ids, ENCODER_BATCH, ENCODER_TOKENS) || write_rows(types_file, types, ENCODER_BATCH, ENCODER_TOKENS)) {
+        snprintf(ref->note, sizeof ref->note, "cannot write the sentences into %.200s", dir);
+        return NULL;
+    }
+    shell_quote(q_ids, sizeof q_ids, ids_file);
+    shell_quote(q_types, sizeof q_types, types_file);
+    shell_quote(q_dump, sizeof q_dump, dump_file);
+    shell_quote(q_attention, sizeof q_attention, attention);
+    /* on the CPU the reference gets as many threads as we have ranks */
+    if (cfg->device == PF_DEVICE_CUDA) snprintf(threads, sizeof threads, "0");
+    else if (num_counts > 1) snprintf(threads, sizeof threads, "%d,%d", rank_counts[0], rank_counts[1]);
+    else snprintf(threads, sizeof threads, "%d", rank_counts[0]);
+    snprintf(arguments, sizeof arguments,
+             "--encode --ids-file %s --token-types-file %s --dump-hidden %s --attention %s --runs %d --threads %s "
+             "--device %s --dtype %s",
+             q_ids, q_types, q_dump, q_attention, cfg->encoder_runs, threads, cfg->device == PF_DEVICE_CUDA ? "cuda" : "cpu",
+             reference_dtype(cfg));
+    fprintf(stderr, "bench: %s with transformers (attention %s)...\n", s->name, attention);
+    run_reference(script, dir, arguments, 0, ref);
+    if (!ref->available) fprintf(stderr, "bench: reference for %s: %s\n", s->name, ref->note);
+    return ref->available ? read_floats(dump_file, (size_t)ENCODER_BATCH * ENCODER_TOKENS * (size_t)s->hidden) : NULL;
+}
+
+/* The encoders' table: one row per rank count, a pair of reference columns per attention
+   implementation in the comma-separated list; then how close our last_hidden_state is to
+   transformers'. */
+static void print_encoder_table(const shape *const *chosen, int num_chosen, result (*results)[2], const reference *refs,
+                                float *const *ref_hidden, const config *cfg, const int *rank_counts, int num_counts,
+                                const char *attention_list, double gemm, const double *fma_peak) {
+    char attentions[8][16], list[128];
+    int num_attentions = 0, cuda = cfg->device == PF_DEVICE_CUDA;
+    snprintf(list, sizeof list, "%s", attention_list);
+    for (char *a = strtok(list, ","); a && num_attentions < 8; a = strtok(NULL, ","))
+        snprintf(attentions[num_attentions++], sizeof attentions[0], "%s", a);
+    printf("\n| model | params | device | dtype | ranks | load s | sentences/s | tokens/s | GFLOP/s%s | MiB/rank | "
+           "hidden = 1 rank |",
+           cuda && gemm > 0 ? " (% of GEMM)" : !cuda && fma_peak[rank_counts[0]] > 0 ? " (% of FMA peak)" : "");
+    for (int a = 0; a < num_attentions; a++) printf(" ref sentences/s (%s) |", attentions[a]);
+    for (int a = 0; a < num_attentions; a++) printf(" ours/ref (%s) |", attentions[a]);
+    printf("\n|---|---|---|---|---|---|---|---|---|---|---|");
+    for (int a = 0; a < 2 * num_attentions; a++) printf("---|");
+    printf("\n");
+    for (int c = 0; c < num_chosen; c++) {
+        const shape *s = chosen[c];
+        if (!is_encoder(s)) continue;
+        for (int k = 0; k < num_counts; k++) {
+            const result *r = &results[c][k];
+            int n = rank_counts[k];
+            printf("| %s | %.2f B | %s | %s | %d |", s->name, shape_parameters(s) / 1e9, cuda ? "cuda" : "cpu",
+                   dtype_name(cfg->dtype), n);
+            if (r->error[0] && !r->hidden) {
+                printf(" failed: %s | | | | | |", r->error);
+                for (int a = 0; a < 2 * num_attentions; a++) printf(" |");
+                printf("\n");
+                continue;
+            }
+            double sentences_s = ENCODER_BATCH / r->encode_s;
+            double gflops = encoder_flops(s, ENCODER_BATCH, ENCODER_TOKENS) / r->encode_s / 1e9;
+            double peak = cuda ? gemm : fma_peak[n];
+            char rate[32], flops[48], same[64];
+            print_rate(rate, sizeof rate, sentences_s);
+            if (peak > 0) snprintf(flops, sizeof flops, "%.1f (%.0f %%)", gflops, 100.0 * gflops * 1e9 / peak);
+            else snprintf(flops, sizeof flops, "%.1f", gflops);
+            const result *one = &results[c][0];
+            if (!r->deterministic) snprintf(same, sizeof same, "no: runs differ");
+            else if (k == 0) snprintf(same, sizeof same, "(itself)");
+            else if (!one->hidden || one->num_hidden != r->num_hidden) snprintf(same, sizeof same, "-");
+            else {
+                double diff = max_abs_diff(one->hidden, r->hidden, r->num_hidden);
+                if (diff == 0) snprintf(same, sizeof same, "yes (identical)");
+                else snprintf(same, sizeof same, "max diff %.1e", diff);
+            }
+            printf(" %.2f | %s | %.0f | %s | %.0f | %s |", r->load_s, rate, sentences_s * ENCODER_TOKENS, flops,
+                   (double)r->bytes_per_rank / (1 << 20), same);
+            for (int a = 0; a < num_attentions; a++) {
+                double ref = ref_sentences(&refs[c], cuda ? 0 : n, attentions[a]);
+                if (ref > 0) print_rate(rate, sizeof rate, ref);
+                else snprintf(rate, sizeof rate, "-");
+                printf(" %s |", rate);
+            }
+            for (int a = 0; a < num_attentions; a++) {
+                double ref = ref_sentences(&refs[c], cuda ? 0 : n, attentions[a]);
+                if (ref > 0) printf(" %.2f |", sentences_s / ref);
+                else printf(" - |");
+            }
+            printf("\n");
+        }
+    }
+    printf("\n");
+    for (int c = 0; c < num_chosen; c++) {
+        const shape *s = chosen[c];
+        const result *one = &results[c][0];
+        if (!is_encoder(s) || !refs[c].available) continue;
+        size_t count = (size_t)ENCODER_BATCH * ENCODER_TOKENS * (size_t)s->hidden;
+        if (!ref_hidden[c] || !one->hidden || one->num_hidden != count) {
+            printf("%s: last_hidden_state against transformers: not compared (%s)\n", s->name,
+                   ref_hidden[c] ? "our 1-rank run failed" : "the reference wrote none");
+            continue;
+        }
+        double diff = max_abs_diff(one->hidden, ref_hidden[c], count);
+        char threads[32];
+        if (cuda) snprintf(threads, sizeof threads, "one GPU");
+        else snprintf(threads, sizeof threads, "%d thread%s", rank_counts[0], rank_counts[0] > 1 ? "s" : "");
+        /* fp32 on both sides agrees to rounding; 16-bit storage is compared for the record only */
+        printf("%s: last_hidden_state of 1 rank against transformers (%s, %s), all %d x %d x %d values: max abs diff %.2e%s\n",
+               s->name, attentions[0], threads, ENCODER_BATCH, ENCODER_TOKENS, s->hidden, diff,
+               cfg->dtype != PF_DTYPE_F32 ? " (16-bit weights: not held to 1e-3)"
+               : diff < 1e-3                ? " (agrees: below 1e-3)"
+                                            : " (DIFFERS: 1e-3 or more)");
+    }
+}
+
 int main(int argc, char **argv) {
     config cfg;
     memset(&cfg, 0, sizeof cfg);
-    const char *models = NULL, *dir_root = NULL, *script = "bench/reference.py";
+    const char *models = NULL, *dir_root = NULL, *script = "bench/reference.py", *ref_attention = "sdpa";
     int device_set = 0, quick = -1, prompt = 0, new_tokens = 0, runs = 0, batch16 = -1, use_reference = 1, seed = 1234;
     cfg.max_ranks = 2;
     for (int i = 1; i < argc; i++) {
@@ -920,6 +1372,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--seed") && v) bad = parse_int(argv[++i], 0, 0x7fffffff, &seed);
         else if (!strcmp(a, "--reference") && v) script = argv[++i];
         else if (!strcmp(a, "--no-reference")) use_reference = 0;
+        else if (!strcmp(a, "--ref-attention") && v) {
+            ref_attention = argv[++i];
+            bad = strspn(ref_attention, "abcdefghijklmnopqrstuvwxyz_,") != strlen(ref_attention) || !*ref_attention;
+        }
         else bad = 1;
         if (bad) return usage(), 2;
     }
@@ -949,21 +1405,21 @@ int main(int argc, char **argv) {
     cfg.prompt_len = prompt ? prompt : quick ? 128 : 512;
     cfg.new_tokens = new_tokens ? new_tokens : quick ? 32 : 128;
     cfg.runs = runs ? runs : 5;
+    cfg.encoder_runs = runs ? runs : quick ? 3 : 5;
     cfg.batch16 = batch16 >= 0 ? batch16 : !quick;
-    if (!models) models = quick ? "gpt2" : "gpt2,gpt2-xl,llama-1b";
+    if (!models) models = quick ? "gpt2,bert-base" : "gpt2,gpt2-xl,llama-1b,bert-base";
     int fp16_file = !(cfg.device == PF_DEVICE_CPU && cfg.dtype == PF_DTYPE_F32);
 
     cpu_model_name(machine, sizeof machine);
-    char load_average[64] = "unknown";
-    FILE *loadavg = fopen("/proc/loadavg", "r");
-    if (loadavg) {
-        if (fgets(load_average, sizeof load_average, loadavg)) load_average[strcspn(load_average, "\n")] = 0;
-        fclose(loadavg);
-    }
+    char load_average[64], load_average_end[64];
+    read_load_average(load_average, sizeof load_average);
+    /* what other processes take during the run: the machine's busy time less ours */
+    double steal_start = 0, steal_end = 0, busy_start = machine_busy_seconds(&steal_start), own_start = own_cpu_seconds();
+    double wall_start = now();
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     snprintf(device_name, sizeof device_name, "%s, %ld cores", machine, cores);
     double bandwidth[65] = {0}, read_bandwidth[65] = {0}; /* per rank, bytes/s, by rank count */
-    double gemm = 0;
+    double gemm = 0, fma_peak[65] = {0}; /* fma_peak: the CPU's, all ranks' threads at once, by rank count */
     int rank_counts[2] = {1, cfg.max_ranks}, num_counts = cfg.max_ranks > 1 ? 2 : 1;
 #ifdef PF_CUDA
     if (cuda) {
@@ -983,6 +1439,7 @@ int main(int argc, char **argv) {
             int n = rank_counts[k];
             bandwidth[n] = host_bandwidth(n, 0) / n;
             read_bandwidth[n] = host_bandwidth(n, 1) / n;
+            fma_peak[n] = cpu_fma_peak(n);
         }
 
     /* where the checkpoints go */
@@ -1016,7 +1473,7 @@ int main(int argc, char **argv) {
         size_t k = 0;
         while (k < NUM_SHAPES && strcmp(shapes[k].name, name)) k++;
         if (k == NUM_SHAPES) {
-            fprintf(stderr, "bench: unknown model %s (gpt2, gpt2-xl, llama-1b)\n", name);
+            fprintf(stderr, "bench: unknown model %s (gpt2, gpt2-xl, llama-1b, bert-base)\n", name);
             return 2;
         }
         if (num_chosen < (int)NUM_SHAPES) chosen[num_chosen++] = &shapes[k];
@@ -1025,7 +1482,9 @@ int main(int argc, char **argv) {
     reference refs[NUM_SHAPES];
     memset(results, 0, sizeof results);
     memset(refs, 0, sizeof refs);
-    int status = 0;
+    int status = 0, num_decoders = 0, num_encoders = 0;
+    for (int c = 0; c < num_chosen; c++) is_encoder(chosen[c]) ? num_encoders++ : num_decoders++;
+    float *ref_hidden[NUM_SHAPES] = {NULL}; /* the reference's last_hidden_state of each encoder */
     for (int c = 0; c < num_chosen; c++) {
         const shape *s = chosen[c];
         char dir[PATH_CAP];
@@ -1037,6 +1496,12 @@ int main(int argc, char **argv) {
         char file[PATH_CAP + 32];
         snprintf(file, sizeof file, "%s/model.safetensors", dir);
         warm_page_cache(file);
+        if (is_encoder(s)) {
+            ref_hidden[c] = run_encoder(s, dir, &cfg, rank_counts, num_counts, (uint64_t)seed,
+                                        reference_ok ? script : NULL, ref_attention, results[c], &refs[c]);
+            for (int k = 0; k < num_counts; k++) status |= results[c][k].error[0] != 0;
+            continue;
+        }
         if (cfg.prompt_len + cfg.new_tokens > s->positions) {
             fprintf(stderr, "bench: %s: prompt %d + %d new tokens exceed its %d positions\n", s->name, cfg.prompt_len,
                     cfg.new_tokens, s->positions);
@@ -1069,13 +1534,20 @@ int main(int argc, char **argv) {
             else if (num_counts > 1) snprintf(threads, sizeof threads, "%d,%d", rank_counts[0], rank_counts[1]);
             else snprintf(threads, sizeof threads, "%d", rank_counts[0]);
             fprintf(stderr, "bench: %s with transformers...\n", s->name);
-            run_reference(script, dir, prompt_file, &cfg, threads, &refs[c]);
+            char q_prompt[4 * PATH_CAP + 128], arguments[8 * PATH_CAP];
+            shell_quote(q_prompt, sizeof q_prompt, prompt_file);
+            snprintf(arguments, sizeof arguments, "--prompt-file %s --new %d --runs %d --threads %s --device %s --dtype %s",
+                     q_prompt, cfg.new_tokens, cfg.runs, threads, cuda ? "cuda" : "cpu", reference_dtype(&cfg));
+            run_reference(script, dir, arguments, cfg.new_tokens, &refs[c]);
             if (!refs[c].available) fprintf(stderr, "bench: reference for %s: %s\n", s->name, refs[c].note);
         }
         for (int b = 0; b < BATCH16; b++) free(prompts[b]);
     }
 
     /* the table, in Markdown */
+    read_load_average(load_average_end, sizeof load_average_end);
+    double busy_end = machine_busy_seconds(&steal_end), wall = now() - wall_start;
+    double others_cores = (busy_end - busy_start - (own_cpu_seconds() - own_start)) / wall;
     time_t t = time(NULL);
     char date[32];
     strftime(date, sizeof date, "%Y-%m-%d", localtime(&t));
@@ -1087,22 +1559,41 @@ int main(int argc, char **argv) {
     for (int k = 0; !cuda && k < num_counts; k++)
         printf("read bandwidth per rank with %d rank%s: %.1f GB/s (a read-only pass, all ranks reading)\n", rank_counts[k],
                rank_counts[k] > 1 ? "s" : "", read_bandwidth[rank_counts[k]] / 1e9);
-    printf("load average at the start: %s\n", load_average);
+    printf("load average at the start: %s; at the end: %s\n", load_average, load_average_end);
+    if (busy_start >= 0 && busy_end >= 0)
+        printf("other processes used %.2f cores on average during the run's %.0f s (busy time in /proc/stat less the "
+               "bench's and its children's); the hypervisor's steal: %.2f cores\n",
+               others_cores < 0 ? 0 : others_cores, wall, (steal_end - steal_start) / wall);
     if (gemm > 0) printf("cuBLAS %s GEMM (8192^3): %.1f TFLOP/s\n", dtype_name(cfg.dtype), gemm / 1e12);
-    printf("weights: %s file, stored as %s; prompt %d tokens, %d new tokens (greedy, eos ignored), median of %d runs\n",
-           fp16_file ? "F16" : "F32", dtype_name(cfg.dtype), cfg.prompt_len, cfg.new_tokens, cfg.runs);
-    if (reference_ok)
+    for (int k = 0; !cuda && k < num_counts; k++)
+        if (fma_peak[rank_counts[k]] > 0)
+            printf("fp32 FMA peak with %d rank%s: %.1f GFLOP/s (AVX2 FMA, one thread per rank, all at once, each timed by its CPU time)\n", rank_counts[k],
+                   rank_counts[k] > 1 ? "s" : "", fma_peak[rank_counts[k]] / 1e9);
+    if (num_decoders)
+        printf("weights: %s file, stored as %s; prompt %d tokens, %d new tokens (greedy, eos ignored), median of %d runs\n",
+               fp16_file ? "F16" : "F32", dtype_name(cfg.dtype), cfg.prompt_len, cfg.new_tokens, cfg.runs);
+    if (num_encoders)
+        printf("encoder: %s file, stored as %s; pf_encode of %d sentences x %d tokens (sentence pairs), median of %d runs\n",
+               fp16_file ? "F16" : "F32", dtype_name(cfg.dtype), ENCODER_BATCH, ENCODER_TOKENS, cfg.encoder_runs);
+    if (reference_ok && num_decoders)
         printf("reference: transformers + torch, %s %s, greedy with use_cache (%s)\n", cuda ? "cuda" : "cpu",
                cuda ? dtype_name(cfg.dtype) : "f32", cuda ? "one GPU" : "torch threads = our ranks");
-    else
-        printf("reference: not available (%s)\n", reference_why);
-    printf("\n| model | params | device | dtype | ranks | load s | prefill tok/s | prefill GFLOP/s%s | decode tok/s b1 | "
-           "decode tok/s b16 | MiB/rank | floor %% b1 | tokens = 1 rank | ref prefill tok/s | ref decode tok/s | "
-           "ours/ref prefill | ours/ref decode |\n",
-           gemm > 0 ? " (% of GEMM)" : "");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    if (reference_ok && num_encoders)
+        printf("encoder reference: transformers AutoModel (BertModel) + torch, %s %s, attention %s, same ids, segments and "
+               "an all-ones attention mask (%s)\n",
+               cuda ? "cuda" : "cpu", cuda ? dtype_name(cfg.dtype) : "f32", ref_attention,
+               cuda ? "one GPU" : "torch threads = our ranks");
+    if (!reference_ok) printf("reference: not available (%s)\n", reference_why);
+    if (num_decoders) {
+        printf("\n| model | params | device | dtype | ranks | load s | prefill tok/s | prefill GFLOP/s%s | decode tok/s b1 | "
+               "decode tok/s b16 | MiB/rank | floor %% b1 | tokens = 1 rank | ref prefill tok/s | ref decode tok/s | "
+               "ours/ref prefill | ours/ref decode |\n",
+               gemm > 0 ? " (% of GEMM)" : "");
+        printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    }
     for (int c = 0; c < num_chosen; c++) {
         const shape *s = chosen[c];
+        if (is_encoder(s)) continue;
         for (int k = 0; k < num_counts; k++) {
             const result *r = &results[c][k];
             int n = rank_counts[k];
@@ -1146,17 +1637,20 @@ int main(int argc, char **argv) {
                    mib, floor_pct, same, rp, rd, rrp, rrd);
         }
     }
+    if (num_encoders) print_encoder_table(chosen, num_chosen, results, refs, ref_hidden, &cfg, rank_counts, num_counts,
+                                          ref_attention, gemm, fma_peak);
     printf("\n");
     for (int c = 0; c < num_chosen; c++) {
-        if (!refs[c].available) continue;
+        if (!refs[c].available || is_encoder(chosen[c])) continue;
         char same[48];
         compare_tokens(same, sizeof same, results[c][0].tokens, results[c][0].num_tokens, refs[c].tokens, refs[c].num_tokens);
         printf("%s: greedy tokens of 1 rank equal transformers': %s\n", chosen[c]->name, same);
     }
     if (!reference_ok) printf("reference: not available\n");
     for (int c = 0; c < num_chosen; c++) {
-        for (int k = 0; k < num_counts; k++) free(results[c][k].tokens);
+        for (int k = 0; k < num_counts; k++) free(results[c][k].tokens), free(results[c][k].hidden);
         free(refs[c].tokens);
+        free(ref_hidden[c]);
     }
     return status;
 }
