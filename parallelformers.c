@@ -7783,12 +7783,13 @@ static float pf__dot(const float *a, const float *b, size_t n) {
 #define PF__CHUNK 256
 #define PF__KBLOCK (4 * PF__CHUNK)
 #define PF__OBLOCK 96
-#define PF__RBLOCK 32
+#define PF__RBLOCK 48 /* whole tiles of 4, 6 or 8 rows */
 #define PF__TILE_ROWS 4
 #define PF__TILE_OUTS 3
 #define PF__ROW_OUTS_AVX2 8     /* one row of x (decode): more weight rows in flight, 10% faster */
 #define PF__ROW_OUTS_PORTABLE 4 /* its double lanes spill beyond 4 */
 #define PF__MAX_OUTS 8
+#define PF__MAX_ROWS 8
 
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && !defined(PF_NO_AVX2)
 #define PF__AVX2 1
@@ -7859,13 +7860,13 @@ PF__AVX2_TARGET static PF__INLINE __m256 pf__load_weights_avx2(const void *w, si
 PF__AVX2_TARGET static PF__INLINE void pf__tile_avx2(double *acc, size_t ld, const float *x, const void *w, size_t k,
                                                      size_t begin, size_t end, size_t first_end, const int mr,
                                                      const int nr, const int wt) {
-    __m256d sums[PF__TILE_ROWS][PF__MAX_OUTS];
+    __m256d sums[PF__MAX_ROWS][PF__MAX_OUTS];
     PF__UNROLL for (int i = 0; i < mr; i++)
         PF__UNROLL for (int j = 0; j < nr; j++) sums[i][j] = _mm256_setzero_pd();
     for (size_t c0 = begin; c0 < end;) {
         size_t c1 = c0 < first_end ? first_end : c0 + PF__CHUNK;
         if (c1 > end) c1 = end;
-        __m256 lanes[PF__TILE_ROWS][PF__MAX_OUTS];
+        __m256 lanes[PF__MAX_ROWS][PF__MAX_OUTS];
         PF__UNROLL for (int i = 0; i < mr; i++)
             PF__UNROLL for (int j = 0; j < nr; j++) lanes[i][j] = _mm256_setzero_ps();
         size_t p = c0;
@@ -7873,7 +7874,7 @@ PF__AVX2_TARGET static PF__INLINE void pf__tile_avx2(double *acc, size_t ld, con
            (two steps of 8, in the same order per lane as the loop below), half the loads per byte
            streamed. With more rows of x, their registers would not fit. */
         for (; wt != PF__DTYPE_F32 && mr == 1 && p + 16 <= c1; p += 16) {
-            __m256 x_low[PF__TILE_ROWS], x_high[PF__TILE_ROWS];
+            __m256 x_low[PF__MAX_ROWS], x_high[PF__MAX_ROWS];
             PF__UNROLL for (int i = 0; i < mr; i++) {
                 x_low[i] = _mm256_loadu_ps(x + i * k + p);
                 x_high[i] = _mm256_loadu_ps(x + i * k + p + 8);
@@ -7964,6 +7965,36 @@ PF__AVX2_TARGET static PF__INLINE void pf__tile_avx2(double *acc, size_t ld, con
 PF__TILE_SHAPES(portable, , PF__ROW_OUTS_PORTABLE)
 #ifdef PF__AVX2
 PF__TILE_SHAPES(avx2, PF__AVX2_TARGET, PF__ROW_OUTS_AVX2)
+#endif
+
+#if defined(PF__AVX2) && !defined(PF_NO_AVX512) && (defined(__clang__) || __GNUC__ >= 5)
+#define PF__AVX512 1
+#define PF__AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+/* AVX-512VL gives the 256-bit code 32 registers: the AVX2 tile, the same sums bit for bit, in 4
+   rows of x by 6 weight rows (24 accumulators; each step loads 10 vectors for 24 FMAs, the 4x3
+   tile 7 for 12), 5-13% faster alone on Zen 4. 512-bit lanes were slower there (Zen 4 splits them
+   in two, and converting 16 lanes to double at a chunk's end cost a quarter of the time), and so
+   was a packed outer-product GEMM: to stay within 1e-5 between rank counts it must move its sums
+   to double every 8-16 inputs (see BENCHMARKS.md). */
+#define PF__TILE_ROWS_AVX512 4
+#define PF__TILE_OUTS_AVX512 6
+
+/* Many rows take the wider tiles; single rows (decode, bandwidth-bound) keep the AVX2 ones. */
+#define PF__TILE_SHAPES_AVX512(dt, wt)                                                                                 \
+    PF__AVX512_TARGET static void pf__tile_avx512_##dt##_full(double *a, size_t ld, const float *x, const void *w,     \
+                                                              size_t k, size_t b, size_t e, size_t f) {                \
+        pf__tile_avx2(a, ld, x, w, k, b, e, f, PF__TILE_ROWS_AVX512, PF__TILE_OUTS_AVX512, wt);                      \
+    }                                                                                                                  \
+    PF__AVX512_TARGET static void pf__tile_avx512_##dt##_rows(double *a, size_t ld, const float *x, const void *w,     \
+                                                              size_t k, size_t b, size_t e, size_t f) {                \
+        pf__tile_avx2(a, ld, x, w, k, b, e, f, PF__TILE_ROWS_AVX512, 1, wt);                                         \
+    }                                                                                                                  \
+    static const pf__tile_fn pf__tiles_avx512_##dt[4] = {pf__tile_avx512_##dt##_full, pf__tile_avx512_##dt##_rows,    \
+                                                         pf__tile_avx2_##dt##_outs, pf__tile_avx2_##dt##_one};
+PF__TILE_SHAPES_AVX512(f32, PF__DTYPE_F32)
+PF__TILE_SHAPES_AVX512(f16, PF__DTYPE_F16)
+PF__TILE_SHAPES_AVX512(bf16, PF__DTYPE_BF16)
+static const pf__tile_fn *const pf__tiles_avx512[3] = {pf__tiles_avx512_f32, pf__tiles_avx512_f16, pf__tiles_avx512_bf16};
 #endif
 
 /* Attention's two loops: the scores of nq (1 to PF__QUERY_BLOCK) queries against `count` keys
@@ -8070,33 +8101,48 @@ PF__AVX2_TARGET static void pf__weighted_sum_avx2(float *out, const float *w, co
    so its sums need no care for rank counts: fp32 is enough there. */
 typedef struct pf__cpu_kernels {
     const pf__tile_fn *const *tiles; /* [weight dtype][shape] */
+    size_t tile_rows, tile_outs;     /* of the full tile, tiles[0] */
     size_t row_outs; /* weight rows of the one-row tile, tiles[2] */
     void (*scores)(float *out, size_t ld, const float *const *q, int nq, const float *keys, size_t stride, size_t count,
                    size_t n);
     void (*weighted_sum)(float *out, const float *w, const float *values, size_t stride, size_t count, size_t n);
 } pf__cpu_kernels;
 
-static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__ROW_OUTS_PORTABLE, pf__scores, pf__weighted_sum};
+static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_ROWS, PF__TILE_OUTS, PF__ROW_OUTS_PORTABLE,
+                                                 pf__scores, pf__weighted_sum};
 #ifdef PF__AVX2
-static const pf__cpu_kernels pf__cpu_avx2 = {pf__tiles_avx2, PF__ROW_OUTS_AVX2, pf__scores_avx2, pf__weighted_sum_avx2};
+static const pf__cpu_kernels pf__cpu_avx2 = {pf__tiles_avx2, PF__TILE_ROWS, PF__TILE_OUTS, PF__ROW_OUTS_AVX2,
+                                             pf__scores_avx2, pf__weighted_sum_avx2};
+#endif
+#ifdef PF__AVX512
+static const pf__cpu_kernels pf__cpu_avx512 = {pf__tiles_avx512, PF__TILE_ROWS_AVX512, PF__TILE_OUTS_AVX512,
+                                               PF__ROW_OUTS_AVX2, pf__scores_avx2, pf__weighted_sum_avx2};
 #endif
 
 #ifdef PF_TESTING
 /* Test hook: nonzero makes the CPU backend use its portable kernels even where AVX2 is present. */
 int pf_testing_portable_cpu = 0;
+/* Test hook: nonzero makes it use the AVX2 kernels even where AVX-512 is present. */
+int pf_testing_avx2_cpu = 0;
+#define PF__AVX2_ASKED pf_testing_avx2_cpu
+#else
+#define PF__AVX2_ASKED 0
 #endif
 
 #ifdef PF__AVX2
 /* Whether this processor runs the AVX2 kernels. F16C (fp16 conversions) comes with every AVX2
    processor made, but is a flag of its own, which clang's __builtin_cpu_supports cannot name; the
    cpuid instruction costs microseconds in a virtual machine, so the answer is kept. */
-static int pf__cpu_avx2_usable;
+static int pf__cpu_avx2_usable, pf__cpu_avx512_usable;
 static pthread_once_t pf__cpu_probe_once = PTHREAD_ONCE_INIT;
 
 static void pf__cpu_probe(void) {
     unsigned a, b, c, d;
     pf__cpu_avx2_usable = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                           __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+    /* __builtin_cpu_supports also asks the OS (XGETBV) whether it saves the zmm registers */
+    pf__cpu_avx512_usable = pf__cpu_avx2_usable && __builtin_cpu_supports("avx512f") &&
+                            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
 }
 #endif
 
@@ -8106,6 +8152,9 @@ static const pf__cpu_kernels *pf__cpu_kernels_here(void) {
     if (pf_testing_portable_cpu) return &pf__cpu_portable;
 #endif
     pthread_once(&pf__cpu_probe_once, pf__cpu_probe);
+#ifdef PF__AVX512
+    if (pf__cpu_avx512_usable && !PF__AVX2_ASKED) return &pf__cpu_avx512;
+#endif
     if (pf__cpu_avx2_usable) return &pf__cpu_avx2;
 #endif
     return &pf__cpu_portable;
@@ -8128,9 +8177,9 @@ static void pf__cpu_matmul_rows(float *out, const float *x, const pf__weight *w,
                 size_t p1 = ((w->col_begin + p0) / PF__KBLOCK + 1) * PF__KBLOCK - w->col_begin;
                 if (p1 > k) p1 = k;
                 size_t r = r0;
-                for (; r + PF__TILE_ROWS <= r1; r += PF__TILE_ROWS) {
+                for (; r + kernels->tile_rows <= r1; r += kernels->tile_rows) {
                     size_t o = o0;
-                    for (; o + PF__TILE_OUTS <= o1; o += PF__TILE_OUTS)
+                    for (; o + kernels->tile_outs <= o1; o += kernels->tile_outs)
                         tiles[0](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + o * k * wsize, k, p0, p1, first_end);
                     for (; o < o1; o++) tiles[1](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + o * k * wsize, k, p0, p1, first_end);
                 }
@@ -10163,8 +10212,8 @@ static pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_
 /* public API                                                                                      */
 /* =============================================================================================== */
 
-/* Features as compiled, as flags and as words; PF__AVX2 (and PF__AVX512, once there are AVX-512
-   kernels) come from the CPU backend's section. */
+/* Features as compiled, as flags and as words; PF__AVX2 and PF__AVX512 come from the CPU
+   backend's section (compiled in; the processor picks at run time). */
 #ifdef PF_CUDA
 #define PF__HAS_CUDA 1
 #define PF__CUDA_WORD " +cuda"

@@ -31,7 +31,8 @@
      decode tok/s    (new - 1) / the time from the first to the last new token, timed in the
                      stream callback; batch 16: 16 times that, with 16 prompts in one batch
      MiB/rank        the largest pf_memory_allocated over the ranks (weights, KV cache, scratch)
-     prefill GFLOP/s the prefill's matrix FLOPs / its time (CUDA: also as a share of a cuBLAS GEMM)
+     prefill GFLOP/s the prefill's matrix FLOPs / its time (CUDA: also as a share of a cuBLAS GEMM;
+                     CPU: of the AVX2 FMA peak of as many threads as ranks)
      floor %         the batch-1 decode time per token that reading the weights once would take
                      at the measured copy bandwidth, as a fraction of the measured time: the
                      busiest rank's weight bytes read per token (its share of every layer and of
@@ -1588,7 +1589,7 @@ int main(int argc, char **argv) {
         printf("\n| model | params | device | dtype | ranks | load s | prefill tok/s | prefill GFLOP/s%s | decode tok/s b1 | "
                "decode tok/s b16 | MiB/rank | floor %% b1 | tokens = 1 rank | ref prefill tok/s | ref decode tok/s | "
                "ours/ref prefill | ours/ref decode |\n",
-               gemm > 0 ? " (% of GEMM)" : "");
+               gemm > 0 ? " (% of GEMM)" : fma_peak[rank_counts[0]] > 0 ? " (% of FMA peak)" : "");
         printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     }
     for (int c = 0; c < num_chosen; c++) {
@@ -1611,6 +1612,7 @@ int main(int argc, char **argv) {
             snprintf(load, sizeof load, "%.2f", r->load_s);
             print_rate(pre, sizeof pre, prefill_tok_s);
             if (gemm > 0) snprintf(flops, sizeof flops, "%.0f (%.0f %%)", gflops, 100.0 * gflops * 1e9 / gemm);
+            else if (fma_peak[n] > 0) snprintf(flops, sizeof flops, "%.1f (%.0f %%)", gflops, 100.0 * gflops * 1e9 / fma_peak[n]);
             else snprintf(flops, sizeof flops, "%.1f", gflops);
             print_rate(dec, sizeof dec, r->decode_tok_s);
             print_rate(dec16, sizeof dec16, r->decode16_tok_s);

@@ -14,7 +14,7 @@
 #define TOLERANCE_RANKS 1e-5f    /* n ranks against one rank */
 
 #ifdef PF_TESTING
-extern int pf_testing_fail_rank, pf_testing_fail_countdown, pf_testing_portable_cpu;
+extern int pf_testing_fail_rank, pf_testing_fail_countdown, pf_testing_portable_cpu, pf_testing_avx2_cpu;
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
                            size_t n_out, size_t k, size_t col_begin);
 void pf_testing_cpu_scores(float *out, size_t ld, const float *const *q, int nq, const float *keys, size_t stride,
@@ -425,6 +425,57 @@ static void test_cpu_matmul(void) {
     free(x), free(w), free(whole), free(part), free(x_slice), free(w_slice), free(w_zeroed);
 }
 
+/* Small odd shapes (rows, weight rows and inputs off every tile and chunk size, slices off the
+   8-input grid) in each weight dtype: the default kernels (AVX-512's wider tiles where present)
+   equal the AVX2 ones bit for bit, and the portable ones to 2^-18 of the sum of |products|. */
+static void test_cpu_matmul_shapes(void) {
+    static const size_t rows_list[] = {1, 2, 3, 5, 7, 9, 13, 50}, outs_list[] = {1, 5, 7, 13, 97};
+    static const size_t k_list[][2] = {{1, 0}, {7, 0}, {17, 3}, {300, 250}, {600, 9}}; /* inputs, col_begin */
+    enum { MAX = 50 * 600 + 97 * 600 };
+    float *x = malloc(sizeof(float) * MAX), *w = malloc(sizeof(float) * MAX), bias[97];
+    float *out[3] = {malloc(sizeof(float) * 50 * 97), malloc(sizeof(float) * 50 * 97), malloc(sizeof(float) * 50 * 97)};
+    uint16_t *w16 = malloc(sizeof(uint16_t) * MAX);
+    uint64_t state = 7;
+    random_fill(x, MAX, 1.0f, &state);
+    random_fill(w, MAX, 0.05f, &state);
+    random_fill(bias, 97, 0.5f, &state);
+    int failures = 0;
+    for (int dtype = 0; dtype <= 2; dtype++) {
+        for (size_t i = 0; i < MAX && dtype; i++) {
+            float v = dtype == 1 ? round_to_format(w[i], 10, -24) : round_to_format(w[i], 7, -133);
+            uint32_t bits;
+            memcpy(&bits, &v, 4);
+            w16[i] = dtype == 1 ? fp16_bits(v) : (uint16_t)(bits >> 16);
+        }
+        const void *weights = dtype ? (const void *)w16 : (const void *)w;
+        for (size_t a = 0; a < sizeof rows_list / sizeof rows_list[0]; a++)
+            for (size_t b = 0; b < sizeof outs_list / sizeof outs_list[0]; b++)
+                for (size_t c = 0; c < sizeof k_list / sizeof k_list[0]; c++) {
+                    size_t rows = rows_list[a], outs = outs_list[b], k = k_list[c][0], begin = k_list[c][1];
+                    for (int kind = 0; kind < 3; kind++) { /* default, AVX2, portable */
+                        pf_testing_avx2_cpu = kind == 1;
+                        pf_testing_portable_cpu = kind == 2;
+                        pf_testing_cpu_matmul(out[kind], x, weights, dtype, bias, rows, outs, k, begin);
+                    }
+                    pf_testing_avx2_cpu = pf_testing_portable_cpu = 0;
+                    double worst = 0;
+                    for (size_t r = 0; r < rows; r++)
+                        for (size_t o = 0; o < outs; o++) {
+                            double magnitude = fabs(bias[o]);
+                            for (size_t i = 0; i < k; i++) magnitude += fabs((double)x[r * k + i] * w[o * k + i]);
+                            double err = fabs(out[0][r * outs + o] - out[2][r * outs + o]) / magnitude;
+                            if (err > worst) worst = err;
+                        }
+                    int same = memcmp(out[0], out[1], sizeof(float) * rows * outs) == 0;
+                    if ((!same || worst >= 1.0 / (1 << 18)) && failures++ < 5)
+                        CHECK_MSG(0, "matmul %zux%zux%zu (columns %zu..) dtype %d: %s, %g from portable", rows, outs, k,
+                                  begin, dtype, same ? "AVX2 equal" : "differs from AVX2", worst);
+                }
+    }
+    CHECK(failures == 0);
+    free(x), free(w), free(w16), free(out[0]), free(out[1]), free(out[2]);
+}
+
 /* Attention's scores (for 1 to 4 queries at once) and weighted sum for 0 to 9 rows of every width
    up to 140 (vector bodies, ragged tails, several 64-wide blocks), rows 150 floats apart, on each
    kernel set, against double arithmetic; outputs past the count or width stay untouched. */
@@ -803,6 +854,7 @@ void test_models(void) {
     pf_testing_portable_cpu = 0;
     cpu_kernels = "default kernels";
     test_cpu_matmul();
+    test_cpu_matmul_shapes();
     test_cpu_storage_dtypes();
     test_cpu_storage_all_families(fixtures, sizeof fixtures / sizeof fixtures[0]);
     test_fixture_stored("gpt2-tiny-f16", PF_DTYPE_F16);
