@@ -338,7 +338,8 @@ struct pf_attn_args {
     int heads, kv_heads, hd;
     int head_begin, kv_begin, kv_group;
     int cache_len, window;
-    int causal; /* 0: every key of the sequence (encoders) */
+    int mask;   /* 0: every key of the sequence (encoders); 1: keys up to the query (decoders); 2: all
+                   cache_len keys, q rows packed (cross-attention over an encoder's output) */
     float scale;
     const float *alibi; /* [heads] or NULL */
     const float *rel_bias; /* [heads][rel_rows] or NULL: T5's bucketed relative bias */
@@ -355,15 +356,21 @@ struct pf_attn_args {
    max m and sum l (online softmax); acc holds sum_j exp(s_j - m) v_j. With one split it writes
    out = acc / l (zeros for a query with no key: a pad's own); otherwise the partial (m, l, acc)
    for pf_attention_combine_kernel. Dynamic shared memory: q[hd] acc[hd] p[PF_CHUNK] red[32]. */
-/* T5's bidirectional bucket of a relative distance (key position - query position), in fp32 as
-   transformers computes it. */
-__device__ int pf_relative_bucket(int distance, int num_buckets, int max_distance) {
-    int half = num_buckets / 2, bucket = distance > 0 ? half : 0, n = distance < 0 ? -distance : distance;
-    int max_exact = half / 2;
+/* T5's bucket of a relative distance (key position - query position), in fp32 as transformers
+   computes it: both ways, or towards the past only (decoders). */
+__device__ int pf_relative_bucket(int distance, int num_buckets, int max_distance, int bidirectional) {
+    int bucket = 0, n = distance < 0 ? -distance : 0;
+    if (bidirectional) {
+        num_buckets /= 2;
+        bucket = distance > 0 ? num_buckets : 0;
+        n = distance < 0 ? -distance : distance;
+    }
+    int max_exact = num_buckets / 2;
     if (n < max_exact) return bucket + n;
-    float scaled = logf((float)n / (float)max_exact) / (float)log((double)max_distance / max_exact) * (float)(half - max_exact);
+    float scaled = logf((float)n / (float)max_exact) / (float)log((double)max_distance / max_exact) *
+                   (float)(num_buckets - max_exact);
     int large = max_exact + (int)scaled;
-    return bucket + (large < half - 1 ? large : half - 1);
+    return bucket + (large < num_buckets - 1 ? large : num_buckets - 1);
 }
 
 __global__ void pf_attention_kernel(float *out, float *partials, const float *qkv, const float *k_cache,
@@ -375,8 +382,10 @@ __global__ void pf_attention_kernel(float *out, float *partials, const float *qk
     int h = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
     int b = (int)(row / (size_t)a.T), t = (int)(row % (size_t)a.T);
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    size_t q_width = (size_t)a.heads * hd, kv_width = (size_t)a.kv_heads * hd, row_width = q_width + 2 * kv_width;
-    int pos = a.past + t, pad = a.pad ? a.pad[b] : 0, last = a.causal ? pos : a.past + a.T - 1;
+    size_t q_width = (size_t)a.heads * hd, kv_width = (size_t)a.kv_heads * hd;
+    size_t row_width = a.mask == 2 ? q_width : q_width + 2 * kv_width;
+    int pos = a.past + t, pad = a.pad ? a.pad[b] : 0;
+    int last = a.mask == 1 ? pos : a.mask == 2 ? a.cache_len - 1 : a.past + a.T - 1;
     int first = a.window > 0 && pos + 1 - a.window > pad ? pos + 1 - a.window : pad;
     int len = first <= last ? last + 1 - first : 0;
     int per = (len + splits - 1) / splits;
@@ -402,7 +411,7 @@ __global__ void pf_attention_kernel(float *out, float *partials, const float *qk
             if (lane == 0) {
                 p[jj] = s * a.scale + slope * (float)(j0 + jj - pad);
                 if (a.rel_bias)
-                    p[jj] += a.rel_bias[(size_t)h * a.rel_rows + pf_relative_bucket(j0 + jj - pos, a.rel_buckets, a.rel_max_distance)];
+                    p[jj] += a.rel_bias[(size_t)h * a.rel_rows + pf_relative_bucket(j0 + jj - pos, a.rel_buckets, a.rel_max_distance, a.mask != 1)];
             }
         }
         __syncthreads();
@@ -803,7 +812,8 @@ int pf_cuda_kv_append(struct pf_cuda_rank *st, float *k_cache, float *v_cache, c
 
 /* out[b*T+t] (heads * head_dim wide) = softmax(q k^T * scale + alibi[h] * (j - pad[b])) v per
    local query head h, over the keys j the query at cache index pos = past + t sees: pad[b] <= j
-   <= pos (left pads are never keys; j <= past + T - 1 instead when not causal: encoders), and
+   <= pos (left pads are never keys; mask 0, encoders: j <= past + T - 1 instead; mask 2,
+   cross-attention: j < cache_len, q rows packed [heads * head_dim]), and
    pos - j < window when window > 0; a query with no key
    (a pad's own) gets zeros. pad: device [batch] left pad counts, or NULL for none. qkv rows are
    [q (heads * head_dim) | k (kv_heads * head_dim) | v (same)]; q head h reads kv head
@@ -814,21 +824,21 @@ int pf_cuda_kv_append(struct pf_cuda_rank *st, float *k_cache, float *v_cache, c
 int pf_cuda_attend(struct pf_cuda_rank *st, float *out, const float *qkv, const float *k_cache, const float *v_cache,
                       float *partials, const float *alibi, const int *pad, int batch, int T, int past, int heads,
                       int kv_heads, int head_dim, int head_begin, int kv_begin, int kv_group, int cache_len,
-                      int window, int causal, float scale, const float *rel_bias, int rel_rows, int rel_buckets,
+                      int window, int mask, float scale, const float *rel_bias, int rel_rows, int rel_buckets,
                       int rel_max_distance) {
     if (heads <= 0 || head_dim <= 0 || batch <= 0 || T <= 0) return PF_CUDA_OK;
     const char *bad = NULL;
     if (kv_heads <= 0 || kv_group <= 0 || head_begin / kv_group - kv_begin < 0 ||
         (head_begin + heads - 1) / kv_group - kv_begin >= kv_heads)
         bad = "query heads map outside the rank's key/value heads";
-    else if (past < 0 || past + T > cache_len)
+    else if (past < 0 || (mask != 2 && past + T > cache_len))
         bad = "positions beyond the cache";
     else if (batch > 65535 || heads > 65535 || (size_t)batch * T > 2147483647u) /* grid limits */
         bad = "batch, heads or tokens exceed the grid";
     if (bad) return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_attend", bad, __LINE__);
     size_t shared = ((size_t)2 * head_dim + PF_CHUNK + 32) * sizeof(float);
     /* Keys of the (one) decode query without pads: a padded sequence's splits have fewer each. */
-    int len = window > 0 && past + 1 > window ? window : past + 1;
+    int len = mask == 2 ? cache_len : window > 0 && past + 1 > window ? window : past + 1;
     int splits = T == 1 && partials ? pf_cuda__splits(len) : 1;
     if (shared > 48 * 1024) {
         PF_CUDA_CHECK(st, cudaFuncSetAttribute,
@@ -845,7 +855,7 @@ int pf_cuda_attend(struct pf_cuda_rank *st, float *out, const float *qkv, const 
     a.kv_group = kv_group;
     a.cache_len = cache_len;
     a.window = window;
-    a.causal = causal;
+    a.mask = mask;
     a.scale = scale;
     a.alibi = alibi;
     a.rel_bias = rel_bias;

@@ -934,6 +934,13 @@ typedef enum {
     PF__SLOT_SPAN_BIAS,        /* [2] */
     PF__SLOT_REL_BIAS,         /* [rel_table_rows, heads]: a learned score bias per head and bucket
                                   of relative distance, shared by the layers (MPNet, T5) */
+    /* An encoder-decoder's encoder tower has its own (the slots above being the decoder's): */
+    PF__SLOT_ENC_POSITION_EMBED,    /* as PF__SLOT_POSITION_EMBED */
+    PF__SLOT_ENC_EMBED_NORM_WEIGHT, /* [hidden] BART's layernorm_embedding */
+    PF__SLOT_ENC_EMBED_NORM_BIAS,
+    PF__SLOT_ENC_FINAL_NORM_WEIGHT, /* [hidden] */
+    PF__SLOT_ENC_FINAL_NORM_BIAS,
+    PF__SLOT_ENC_REL_BIAS,          /* as PF__SLOT_REL_BIAS, bucketed both ways */
     PF__SLOT_FIRST_LAYER,
     PF__SLOT_ATTN_NORM_WEIGHT = PF__SLOT_FIRST_LAYER, /* [hidden] */
     PF__SLOT_ATTN_NORM_BIAS,   /* [hidden] */
@@ -955,6 +962,17 @@ typedef enum {
     PF__SLOT_MLP_UP_BIAS,      /* [I] */
     PF__SLOT_MLP_DOWN_WEIGHT,  /* [hidden, I] */
     PF__SLOT_MLP_DOWN_BIAS,    /* [hidden] */
+    /* A decoder block's attention over the encoder's output (encoder-decoders): */
+    PF__SLOT_CROSS_NORM_WEIGHT,/* [hidden] */
+    PF__SLOT_CROSS_NORM_BIAS,  /* [hidden] */
+    PF__SLOT_CROSS_Q_WEIGHT,   /* [Q, hidden] */
+    PF__SLOT_CROSS_Q_BIAS,     /* [Q] */
+    PF__SLOT_CROSS_K_WEIGHT,   /* [KV, hidden] */
+    PF__SLOT_CROSS_K_BIAS,     /* [KV] */
+    PF__SLOT_CROSS_V_WEIGHT,   /* [KV, hidden] */
+    PF__SLOT_CROSS_V_BIAS,     /* [KV] */
+    PF__SLOT_CROSS_OUT_WEIGHT, /* [hidden, Q] */
+    PF__SLOT_CROSS_OUT_BIAS,   /* [hidden] */
     /* Built on each rank by stacking the slices above (see pf__stacks), never read from files: */
     PF__SLOT_QKV_WEIGHT,       /* [q_r | k_r | v_r, hidden]: one matmul for the rank's heads */
     PF__SLOT_QKV_BIAS,
@@ -977,7 +995,8 @@ static const struct pf__stack {
     {PF__SLOT_MLP_IN_BIAS, {PF__SLOT_MLP_GATE_BIAS, PF__SLOT_MLP_UP_BIAS}, 2},
 };
 
-typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR } pf__layout;
+/* PF__LAYOUT_ROW: a vector stored as [1, n] (BART's final_logits_bias); read as PF__LAYOUT_VECTOR. */
+typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW } pf__layout;
 
 typedef enum {
     PF__SPLIT_NONE,
@@ -999,9 +1018,10 @@ typedef enum {
     PF__IF_MLP_BIAS,
     PF__IF_FINAL_NORM,
     PF__IF_PROJECTION,
-    PF__IF_GATED
+    PF__IF_GATED,
+    PF__IF_DECODER      /* present exactly when an encoder-decoder has its decoder (not "...EncoderModel") */
 } pf__need;
-typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER } pf__kind;
+typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ } pf__kind;
 typedef enum { PF__NORM_LAYER, PF__NORM_RMS } pf__norm;
 typedef enum {
     PF__POS_LEARNED,
@@ -1079,9 +1099,11 @@ typedef struct pf__arch_tensor {
     pf__layout layout;
     pf__split split;
     pf__need need;
+    int encoder; /* 1: a block of an encoder-decoder's encoder tower (PF_ARCH_ENCODER_TENSOR) */
 } pf__arch_tensor;
 static const pf__arch_tensor pf__arch_tensors[] = {
-#define PF_ARCH_TENSOR(id, slot, pattern, layout, split, need) {PF__ARCH_##id, slot, pattern, layout, split, need},
+#define PF_ARCH_TENSOR(id, slot, pattern, layout, split, need) {PF__ARCH_##id, slot, pattern, layout, split, need, 0},
+#define PF_ARCH_ENCODER_TENSOR(id, slot, pattern, layout, split, need) {PF__ARCH_##id, slot, pattern, layout, split, need, 1},
 #include "policies.inc"
 };
 
@@ -1103,6 +1125,11 @@ typedef struct pf__config {
     pf__arch_id arch;
     char model_type[64];            /* config.json's: the row's, or one of its aliases */
     int hidden_size, num_heads, num_kv_heads, num_layers, vocab_size, max_positions, intermediate_size;
+    int encoder_layers;             /* encoder-decoders: blocks 0..encoder_layers-1 are the encoder
+                                       tower's, the rest (num_layers in all) the decoder's */
+    int decoder_layers;             /* encoder-decoders, as read; 0: as many as the encoder (T5) */
+    int scale_decoder_outputs;      /* 1: the decoder's output times hidden^-0.5 before the LM head
+                                       (T5); -1 in the table: as tie_word_embeddings */
     int head_dim;                   /* 0 in the file: hidden_size / num_heads */
     int embed_dim;                  /* OPT's word_embed_proj_dim; 0: hidden_size */
     double norm_eps;
@@ -1532,6 +1559,30 @@ static pf_result pf__config_check_token_ids(const pf__config *c, const char *dir
 /* The output head: a decoder's LM head, or for an encoder what the class named first in
    "architectures" computes (transformers' naming: BertModel, BertForMaskedLM, ...); and the
    classifiers' label count (id2label's size, else num_labels, else transformers' 2). */
+/* An encoder-decoder's towers by its class: ...ForConditionalGeneration (or no architectures) has
+   both and the LM head; ...EncoderModel the encoder alone, as pf_encode's bare encoder. */
+static pf_result pf__config_seq2seq_head(const pf__json *first, pf__config *c, const char *path, char *message,
+                                         size_t size) {
+    const char *name = first && first->type == PF__JSON_STRING ? first->string : NULL;
+    size_t len = name ? strlen(name) : 0;
+    if (c->decoder_layers == 0) c->decoder_layers = c->encoder_layers; /* T5: num_decoder_layers absent or null */
+    if (name && len >= 12 && !strcmp(name + len - 12, "EncoderModel")) {
+        c->head = PF_HEAD_NONE;
+        c->decoder_layers = 0;
+    } else if (!name || (len >= 24 && !strcmp(name + len - 24, "ForConditionalGeneration"))) {
+        c->head = PF_HEAD_CAUSAL_LM;
+    } else {
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED,
+                          "%s: architecture \"%s\" is not supported (its head; ...ForConditionalGeneration and "
+                          "...EncoderModel are)", path, name);
+    }
+    if (c->encoder_layers <= 0 || c->encoder_layers > 100000 || c->decoder_layers < 0 || c->decoder_layers > 100000)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %d encoder and %d decoder layers", path, c->encoder_layers,
+                          c->decoder_layers);
+    c->num_layers = c->encoder_layers + c->decoder_layers;
+    return PF_OK;
+}
+
 static pf_result pf__config_head(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
     static const struct { const char *suffix; pf_head head; } heads[] = {
         {"ForMaskedLM", PF_HEAD_MASKED_LM}, {"ForSequenceClassification", PF_HEAD_SEQUENCE_CLASSIFICATION},
@@ -1550,6 +1601,7 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
     }
     const pf__json *names = pf__json_get(json, "architectures");
     const pf__json *first = names && names->type == PF__JSON_ARRAY ? names->first : NULL;
+    if (pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ) return pf__config_seq2seq_head(first, c, path, message, size);
     c->head = PF_HEAD_NONE;
     if (!first || first->type != PF__JSON_STRING) return PF_OK; /* the tensors must then be the bare encoder's */
     size_t len = strlen(first->string);
@@ -1659,6 +1711,7 @@ static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message
         if (pf__json_number(pf__json_get(json, "tie_word_embeddings"), &tie) < 0)
             r = pf__format(message, size, PF_ERROR_FORMAT, "%s: \"tie_word_embeddings\" is not a boolean", path);
         cfg->tie_word_embeddings = tie != 0;
+        if (cfg->scale_decoder_outputs < 0) cfg->scale_decoder_outputs = cfg->tie_word_embeddings;
     }
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
     if (!r) r = pf__config_stray_windows(json, cfg, path, message, size);
@@ -1707,17 +1760,23 @@ static void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, siz
     switch (slot) {
     case PF__SLOT_TOKEN_EMBED: case PF__SLOT_LM_HEAD: *rows = (size_t)c->vocab_size; *cols = e; break;
     case PF__SLOT_LM_HEAD_BIAS: *rows = (size_t)c->vocab_size; break;
-    case PF__SLOT_POSITION_EMBED: *rows = (size_t)c->max_positions + c->position_offset; *cols = c->embed_norm_before_project ? e : h; break;
+    case PF__SLOT_POSITION_EMBED: case PF__SLOT_ENC_POSITION_EMBED:
+        *rows = (size_t)c->max_positions + c->position_offset;
+        *cols = c->embed_norm_before_project ? e : h;
+        break;
     case PF__SLOT_EMBED_NORM_WEIGHT: case PF__SLOT_EMBED_NORM_BIAS: *rows = c->embed_norm_before_project ? e : h; break;
     case PF__SLOT_PROJECT_IN: *rows = h; *cols = e; break;
     case PF__SLOT_PROJECT_OUT: *rows = e; *cols = h; break;
     case PF__SLOT_QKV_FUSED_WEIGHT: *rows = q + 2 * kv; *cols = h; break;
     case PF__SLOT_QKV_FUSED_BIAS: *rows = q + 2 * kv; break;
-    case PF__SLOT_Q_WEIGHT: *rows = q; *cols = h; break;
-    case PF__SLOT_Q_BIAS: *rows = q; break;
-    case PF__SLOT_K_WEIGHT: case PF__SLOT_V_WEIGHT: *rows = kv; *cols = h; break;
-    case PF__SLOT_K_BIAS: case PF__SLOT_V_BIAS: *rows = kv; break;
-    case PF__SLOT_ATTN_OUT_WEIGHT: *rows = h; *cols = q; break;
+    case PF__SLOT_Q_WEIGHT: case PF__SLOT_CROSS_Q_WEIGHT: *rows = q; *cols = h; break;
+    case PF__SLOT_Q_BIAS: case PF__SLOT_CROSS_Q_BIAS: *rows = q; break;
+    case PF__SLOT_K_WEIGHT: case PF__SLOT_V_WEIGHT: case PF__SLOT_CROSS_K_WEIGHT: case PF__SLOT_CROSS_V_WEIGHT:
+        *rows = kv;
+        *cols = h;
+        break;
+    case PF__SLOT_K_BIAS: case PF__SLOT_V_BIAS: case PF__SLOT_CROSS_K_BIAS: case PF__SLOT_CROSS_V_BIAS: *rows = kv; break;
+    case PF__SLOT_ATTN_OUT_WEIGHT: case PF__SLOT_CROSS_OUT_WEIGHT: *rows = h; *cols = q; break;
     case PF__SLOT_MLP_GATE_WEIGHT: case PF__SLOT_MLP_UP_WEIGHT: *rows = in; *cols = h; break;
     case PF__SLOT_MLP_GATE_BIAS: case PF__SLOT_MLP_UP_BIAS: *rows = in; break;
     case PF__SLOT_MLP_DOWN_WEIGHT: *rows = h; *cols = in; break;
@@ -1731,7 +1790,7 @@ static void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, siz
     case PF__SLOT_CLASSIFIER_BIAS: *rows = (size_t)c->num_labels; break;
     case PF__SLOT_SPAN_WEIGHT: *rows = 2; *cols = h; break;
     case PF__SLOT_SPAN_BIAS: *rows = 2; break;
-    case PF__SLOT_REL_BIAS: *rows = (size_t)c->rel_table_rows; *cols = (size_t)c->num_heads; break;
+    case PF__SLOT_REL_BIAS: case PF__SLOT_ENC_REL_BIAS: *rows = (size_t)c->rel_table_rows; *cols = (size_t)c->num_heads; break;
     default: *rows = h; break; /* norms and the remaining biases */
     }
 }
@@ -7540,7 +7599,18 @@ typedef struct pf__step {
                                count from the first real token), or NULL */
     const int32_t *type_ids;/* host, [batch][seq_len]: token type (segment) ids; set whenever the
                                model has a token type table */
+    int cross_len;          /* an encoder-decoder's decoder step: the encoder's positions per row
+                               (its output's keys and values are in the ranks' cross caches) */
+    const int *cross_pad;   /* host, [batch]: the encoder input's left pads, or NULL */
 } pf__step;
+
+/* Which keys a query sees (pf__attn_shape.mask). */
+enum {
+    PF__MASK_BIDIRECTIONAL, /* every key of its sequence (encoders); a relative bias bucketed both ways */
+    PF__MASK_CAUSAL,        /* keys up to its own position (decoders); a relative bias towards the past */
+    PF__MASK_CROSS          /* all cache_len keys of its row, the step's left pads excepted, q rows
+                               packed [heads * head_dim] (a decoder's attention over the encoder) */
+};
 
 /* The attention of one layer on one rank. Local query head h reads key/value head
    (head_begin + h) / kv_group - kv_begin of the rank's cache. */
@@ -7549,8 +7619,7 @@ typedef struct pf__attn_shape {
     int head_begin, kv_begin, kv_group;
     int cache_len;
     int window;             /* keys j with pos - j < window; 0: all earlier keys */
-    int causal;             /* 1: a query sees keys up to its own position (decoders); 0: every
-                               key of its sequence (encoders), left pads excepted */
+    int mask;               /* PF__MASK_*: the keys a query sees, left pads always excepted */
     int rotary_dim;         /* for the rotary op */
     float scale;
     const float *alibi;     /* device, [heads]: score += slope * key position; NULL: none */
@@ -7606,7 +7675,8 @@ typedef struct pf__backend {
     void (*kv_append)(pf__rank *r, float *k_cache, float *v_cache, const float *qkv, const pf__step *s,
                       const pf__attn_shape *a);
     /* out[b*T+t] = softmax(q k^T * scale + alibi + relative bias) v over the cached keys the
-       query may see (a->causal, a->window, left pads), q from the qkv rows. */
+       query may see (a->mask, a->window, left pads), q from the qkv rows (a q row for
+       PF__MASK_CROSS). */
     void (*attend)(pf__rank *r, float *out, const float *qkv, const float *k_cache, const float *v_cache,
                    const pf__step *s, const pf__attn_shape *a);
     /* x = sum of x over all ranks, identical on every rank afterwards */
@@ -7645,7 +7715,10 @@ struct pf__rank {
     pf__weight *weights;      /* [pf__num_slots(config)] */
     float *alibi;             /* [heads]: the rank's ALiBi slopes, or NULL */
     float *rel_bias;          /* [heads][rel rows]: the rank's heads of the relative bias table, or NULL */
-    float *k_cache, *v_cache; /* [layers][max_batch][cache_len][kv_heads * head_dim] */
+    float *enc_rel_bias;      /* the same of an encoder-decoder's encoder tower */
+    float *k_cache, *v_cache; /* [pf__cache_layers][max_batch][cache_len][kv_heads * head_dim] */
+    float *cross_k, *cross_v; /* encoder-decoders: [decoder blocks][max_batch][cache_len][kv width], each
+                                 row's encoder keys (values) packed by the request's cross_len */
     /* scratch, [max_tokens][width] */
     float *x, *h, *part;      /* width hidden */
     float *embed;             /* width embed_dim, when the embedding is projected in */
@@ -8289,13 +8362,22 @@ static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf_
 /* T5's bidirectional bucket of a relative distance (key position - query position): half the
    buckets for keys after the query; exact below a quarter of them, then logarithmic up to
    max_distance, computed in fp32 as transformers does. */
-static int pf__relative_bucket(int distance, int num_buckets, int max_distance) {
-    int half = num_buckets / 2, bucket = distance > 0 ? half : 0, n = distance < 0 ? -distance : distance;
-    int max_exact = half / 2;
+/* T5's bucket of a relative distance (key position - query position), in fp32 as transformers
+   computes it: both ways (half the buckets for keys after the query), or towards the past only
+   (later keys share bucket 0). */
+static int pf__relative_bucket(int distance, int num_buckets, int max_distance, int bidirectional) {
+    int bucket = 0, n = distance < 0 ? -distance : 0;
+    if (bidirectional) {
+        num_buckets /= 2;
+        bucket = distance > 0 ? num_buckets : 0;
+        n = distance < 0 ? -distance : distance;
+    }
+    int max_exact = num_buckets / 2;
     if (n < max_exact) return bucket + n;
-    float scaled = logf((float)n / (float)max_exact) / (float)log((double)max_distance / max_exact) * (float)(half - max_exact);
+    float scaled = logf((float)n / (float)max_exact) / (float)log((double)max_distance / max_exact) *
+                   (float)(num_buckets - max_exact);
     int large = max_exact + (int)scaled;
-    return bucket + (large < half - 1 ? large : half - 1);
+    return bucket + (large < num_buckets - 1 ? large : num_buckets - 1);
 }
 
 static void pf__cpu_kv_append(pf__rank *r, float *k_cache, float *v_cache, const float *qkv, const pf__step *s,
@@ -8317,7 +8399,7 @@ static void pf__cpu_kv_append(pf__rank *r, float *k_cache, float *v_cache, const
 static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const float *k_cache, const float *v_cache,
                            const pf__step *s, const pf__attn_shape *a) {
     size_t hd = (size_t)a->head_dim, q_width = (size_t)a->heads * hd, kv_width = (size_t)a->kv_heads * hd;
-    size_t row_width = q_width + 2 * kv_width, T = (size_t)s->seq_len;
+    size_t row_width = a->mask == PF__MASK_CROSS ? q_width : q_width + 2 * kv_width, T = (size_t)s->seq_len;
     const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
     if (!a->heads) return;
     for (int b = 0; b < s->batch; b++) {
@@ -8330,7 +8412,8 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const floa
             size_t first[PF__QUERY_BLOCK], last[PF__QUERY_BLOCK], lo = SIZE_MAX, hi = 0;
             for (int i = 0; i < nq; i++) {
                 size_t pos = (size_t)s->past + t0 + (size_t)i;
-                last[i] = a->causal ? pos : (size_t)s->past + T - 1;
+                last[i] = a->mask == PF__MASK_CAUSAL ? pos
+                          : a->mask == PF__MASK_CROSS ? (size_t)a->cache_len - 1 : (size_t)s->past + T - 1;
                 first[i] = pad;
                 if (a->window && pos + 1 > (size_t)a->window && pos + 1 - (size_t)a->window > first[i])
                     first[i] = pos + 1 - (size_t)a->window;
@@ -8355,7 +8438,9 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const floa
                     size_t count = last[i] + 1 - first[i], pos = (size_t)s->past + t0 + (size_t)i;
                     for (size_t j = 0; j < count; j++) {
                         p[j] = p[j] * a->scale + slope * (float)(first[i] + j - pad);
-                        if (rel) p[j] += rel[pf__relative_bucket((int)(first[i] + j) - (int)pos, a->rel_buckets, a->rel_max_distance)];
+                        if (rel)
+                            p[j] += rel[pf__relative_bucket((int)(first[i] + j) - (int)pos, a->rel_buckets,
+                                                            a->rel_max_distance, a->mask != PF__MASK_CAUSAL)];
                         if (p[j] > max) max = p[j];
                     }
                     double sum = 0;
@@ -8416,8 +8501,11 @@ typedef struct pf__job {
     float *hidden;        /* FORWARD, encoders: host [batch][seq_len][hidden], rank 0 writes the
                              last hidden state; or NULL */
     float *pooled;        /* FORWARD, encoders with a pooler: host [batch][hidden], or NULL */
+    int encoder_pass;     /* FORWARD, encoder-decoders: the encoder tower on step's ids, its output
+                             into the cross caches (rows 0..batch-1) and `hidden` */
     const int *reorder;   /* REORDER: host [step.batch], the old cache row of each row; the
                              first step.past positions move */
+    int reorder_cross;    /* REORDER: the cross caches' first step.cross_len positions move too */
 } pf__job;
 
 /* A weight source: a tensor in the memory map, or (after pf_to_cpu gathered them) a host array. */
@@ -8468,6 +8556,8 @@ struct pf_model {
     pf__config config;
     pf__st_index st;
     pf__source *sources;  /* [pf__num_slots] */
+    float *scaled_final_norm; /* T5's final norm weight times hidden^-0.5 (scale_decoder_outputs),
+                                 the source of that slot; owned */
     pf_tokenizer *tokenizer;
     pf__group *group;
     pf_parallel_options parallel_options;
@@ -8951,6 +9041,43 @@ static void pf__sinusoid_table(float *out, size_t positions, size_t d) {
         }
 }
 
+/* Blocks by tower: an encoder-decoder's encoder blocks come first; an encoder's are all encoder
+   blocks, a decoder's all decoder blocks. */
+static int pf__encoder_blocks(const pf__config *c) {
+    pf__kind kind = pf__archs[c->arch].kind;
+    return kind == PF__KIND_ENCODER ? c->num_layers : kind == PF__KIND_SEQ2SEQ ? c->encoder_layers : 0;
+}
+
+/* Cache layers: one per decoder block (its keys stay for the next steps), and one that every
+   encoder block reuses (its keys live for the block only). */
+static int pf__cache_layers(const pf__config *c) {
+    int encoder = pf__encoder_blocks(c);
+    return c->num_layers - encoder + (encoder > 0);
+}
+
+static int pf__cache_layer(const pf__config *c, int block) {
+    int encoder = pf__encoder_blocks(c);
+    return block < encoder ? c->num_layers - encoder : block - encoder;
+}
+
+/* A relative bias table's rank heads, transposed to [head][bucket] in fp32, on the rank; NULL
+   without one (or without heads). */
+static float *pf__rank_rel_table(pf__rank *r, const pf__source *rel) {
+    if (!rel->data || !r->share.heads) return NULL;
+    size_t rows = rel->rows, count = (size_t)r->share.heads * rows;
+    float *bias = (float *)malloc(count * sizeof(float));
+    if (!bias) {
+        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        return NULL;
+    }
+    for (int h = 0; h < r->share.heads; h++)
+        for (size_t k = 0; k < rows; k++)
+            bias[(size_t)h * rows + k] = pf__weight_value(rel->data, k * rel->cols + (size_t)(r->share.head_begin + h), rel->dtype);
+    float *table = (float *)pf__rank_upload_table(r, bias, count);
+    free(bias);
+    return table;
+}
+
 /* Runs on the rank's thread: slices every weight into the rank's memory (stacked slots as one
    allocation with their members as views into it), then the KV cache and scratch. */
 static void pf__rank_setup(pf__rank *r) {
@@ -9014,7 +9141,8 @@ static void pf__rank_setup(pf__rank *r) {
             continue;
         }
         const pf__source *src = &m->sources[i];
-        if (!src->data || pf__stack_of(slot) || slot == PF__SLOT_REL_BIAS) continue; /* the bias: a table below */
+        if (!src->data || pf__stack_of(slot) || slot == PF__SLOT_REL_BIAS || slot == PF__SLOT_ENC_REL_BIAS)
+            continue; /* the biases: tables below */
         pf__plan p;
         if (pf__plan_for(c, &r->share, src, &p)) {
             pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
@@ -9053,27 +9181,20 @@ static void pf__rank_setup(pf__rank *r) {
         r->alibi = (float *)pf__rank_upload_table(r, table, table_size);
     }
     free(table);
-    const pf__source *rel = &m->sources[PF__SLOT_REL_BIAS];
-    if (rel->data && r->share.heads) { /* the rank's heads, transposed to [head][bucket], in fp32 */
-        size_t rows = rel->rows, count = (size_t)r->share.heads * rows;
-        float *bias = (float *)malloc(count * sizeof(float));
-        if (!bias) {
-            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
-            return;
-        }
-        for (int h = 0; h < r->share.heads; h++)
-            for (size_t k = 0; k < rows; k++)
-                bias[(size_t)h * rows + k] = pf__weight_value(rel->data, k * rel->cols + (size_t)(r->share.head_begin + h), rel->dtype);
-        r->rel_bias = (float *)pf__rank_upload_table(r, bias, count);
-        free(bias);
-    }
+    r->rel_bias = pf__rank_rel_table(r, &m->sources[PF__SLOT_REL_BIAS]);
+    r->enc_rel_bias = pf__rank_rel_table(r, &m->sources[PF__SLOT_ENC_REL_BIAS]);
+    if (r->error) return;
 
     size_t q_width = (size_t)r->share.heads * hd, kv_width = (size_t)r->share.kv_heads * hd;
     size_t mlp_in = (size_t)r->share.mlp_width * (c->gated_mlp ? 2 : 1);
-    size_t cache = (size_t)c->num_layers * g->max_batch * g->cache_len * kv_width * sizeof(float);
+    size_t layer_cache = (size_t)g->max_batch * g->cache_len * kv_width * sizeof(float);
     r->allocating = PF__MEM_CACHE;
-    r->k_cache = (float *)pf__rank_alloc(r, cache);
-    r->v_cache = (float *)pf__rank_alloc(r, cache);
+    r->k_cache = (float *)pf__rank_alloc(r, (size_t)pf__cache_layers(c) * layer_cache);
+    r->v_cache = (float *)pf__rank_alloc(r, (size_t)pf__cache_layers(c) * layer_cache);
+    if (a->kind == PF__KIND_SEQ2SEQ && c->num_layers > c->encoder_layers) {
+        r->cross_k = (float *)pf__rank_alloc(r, (size_t)(c->num_layers - c->encoder_layers) * layer_cache);
+        r->cross_v = (float *)pf__rank_alloc(r, (size_t)(c->num_layers - c->encoder_layers) * layer_cache);
+    }
     r->allocating = PF__MEM_SCRATCH;
     size_t wide = hidden > (size_t)c->embed_dim ? hidden : (size_t)c->embed_dim; /* OPT's project_out */
     r->x = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
@@ -9141,60 +9262,83 @@ static void pf__rank_gather(pf__rank *r) {
 
 static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *h_rows, size_t rows, size_t width);
 
+/* The blocks and the embedding, norm and bias slots of one tower: a decoder's or an encoder's
+   whole model, or one side of an encoder-decoder. */
+typedef struct pf__tower {
+    int first_block, end_block;
+    int mask;                /* its self-attention's PF__MASK_CAUSAL or PF__MASK_BIDIRECTIONAL */
+    int cross;               /* 1: its blocks attend to the encoder's output after their own attention */
+    pf__slot positions, embed_norm, final_norm; /* norms: the weight, its bias the slot after */
+    const float *rel_bias;   /* the rank's table, or NULL */
+} pf__tower;
+
+static pf__tower pf__tower_of(const pf__rank *r, int encoder) {
+    const pf__config *c = &r->group->model->config;
+    pf__tower t;
+    int split = pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ;
+    int enc_blocks = pf__encoder_blocks(c);
+    t.first_block = encoder ? 0 : enc_blocks;
+    t.end_block = encoder ? enc_blocks : c->num_layers;
+    t.mask = encoder ? PF__MASK_BIDIRECTIONAL : PF__MASK_CAUSAL;
+    t.cross = split && !encoder;
+    t.positions = split && encoder ? PF__SLOT_ENC_POSITION_EMBED : PF__SLOT_POSITION_EMBED;
+    t.embed_norm = split && encoder ? PF__SLOT_ENC_EMBED_NORM_WEIGHT : PF__SLOT_EMBED_NORM_WEIGHT;
+    t.final_norm = split && encoder ? PF__SLOT_ENC_FINAL_NORM_WEIGHT : PF__SLOT_FINAL_NORM_WEIGHT;
+    t.rel_bias = split && encoder ? r->enc_rel_bias : r->rel_bias;
+    return t;
+}
+
+static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *h_rows, size_t rows, size_t width);
+
+#define PF__HAS(w) ((w).data != NULL)
+#define PF__OR_NULL(w) (PF__HAS(w) ? &(w) : NULL)
+
 /* x (rows of `width`) += position table row + token type row, then the embedding norm: what
    follows the token embedding, each where the model has it. */
-static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, float *x, size_t width) {
+static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__tower *t, float *x, size_t width) {
     const pf__config *c = &r->group->model->config;
     const pf__weight *W = r->weights;
     const pf__backend *be = r->backend;
     size_t N = (size_t)s->batch * s->seq_len;
-    if (W[PF__SLOT_POSITION_EMBED].data) be->add_positions(r, x, &W[PF__SLOT_POSITION_EMBED], s, c->position_offset);
-    if (W[PF__SLOT_TOKEN_TYPE_EMBED].data) { /* the segment table is whole on every rank */
+    if (PF__HAS(W[t->positions])) be->add_positions(r, x, &W[t->positions], s, c->position_offset);
+    if (PF__HAS(W[PF__SLOT_TOKEN_TYPE_EMBED])) { /* the segment table is whole on every rank */
         pf__step types = *s;
         types.ids = s->type_ids; /* the callers give zeros when the user gives none */
         be->embed(r, r->part, &W[PF__SLOT_TOKEN_TYPE_EMBED], &types, 1.0f, 0);
         be->add_residual(r, x, r->part, NULL, N, width);
     }
-    if (W[PF__SLOT_EMBED_NORM_WEIGHT].data)
-        be->norm(r, x, x, &W[PF__SLOT_EMBED_NORM_WEIGHT], W[PF__SLOT_EMBED_NORM_BIAS].data ? &W[PF__SLOT_EMBED_NORM_BIAS] : NULL,
-                 N, width, (float)c->norm_eps, pf__archs[c->arch].norm);
+    if (PF__HAS(W[t->embed_norm]))
+        be->norm(r, x, x, &W[t->embed_norm], PF__OR_NULL(W[t->embed_norm + 1]), N, width, (float)c->norm_eps,
+                 pf__archs[c->arch].norm);
 }
-static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job);
 
-#define PF__HAS(w) ((w).data != NULL)
-#define PF__OR_NULL(w) (PF__HAS(w) ? &(w) : NULL)
-
-/* Runs on every rank's thread with the same step; rank 0 also computes the logits. */
-static void pf__rank_forward(pf__rank *r, const pf__job *job) {
+/* x = token embedding (* sqrt(hidden)) (projected in) (+ position table) (normed); each rank
+   holds some of the vocabulary's rows, so the embedding is summed over ranks (one term each).
+   Whether it is split is a fact of the model and the rank count, the same on every rank: a
+   rank's own row count is not (with fewer rows than ranks, one holds all and another none). */
+static void pf__rank_embed(pf__rank *r, const pf__step *s, const pf__tower *t) {
     const pf__group *g = r->group;
     const pf__config *c = &g->model->config;
-    const pf__arch *a = &pf__archs[c->arch];
     const pf__backend *be = r->backend;
-    const pf__step *s = &job->step;
     const pf__weight *W = r->weights;
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
-    float eps = (float)c->norm_eps;
-    size_t kv_width = (size_t)r->share.kv_heads * c->head_dim;
-    size_t cache_stride = (size_t)g->max_batch * g->cache_len * kv_width; /* one layer's cache */
-    int rotary = a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS;
-
-    /* x = token embedding (* sqrt(hidden)) (projected in) (+ position table) (normed); each rank
-       holds some of the vocabulary's rows, so the embedding is summed over ranks (one term each).
-       Whether it is split is a fact of the model and the rank count, the same on every rank: a
-       rank's own row count is not (with fewer rows than ranks, one holds all and another none). */
     float embed_scale = c->embed_scale_sqrt ? sqrtf((float)d) : 1.0f;
     int vocab_split = g->num_ranks > 1 && g->model->sources[PF__SLOT_TOKEN_EMBED].split == PF__SPLIT_VOCAB;
     float *embedded = PF__HAS(W[PF__SLOT_PROJECT_IN]) ? r->embed : r->x;
     be->embed(r, embedded, &W[PF__SLOT_TOKEN_EMBED], s, embed_scale, r->share.vocab_begin);
     if (vocab_split) pf__all_reduce(r, embedded, N * (size_t)c->embed_dim, "the token embedding's all-reduce");
     if (c->embed_norm_before_project && PF__HAS(W[PF__SLOT_PROJECT_IN])) { /* ELECTRA, ALBERT: the embedding stage at its own width */
-        pf__rank_embed_extras(r, s, embedded, (size_t)c->embed_dim);
+        pf__rank_embed_extras(r, s, t, embedded, (size_t)c->embed_dim);
         be->matmul(r, r->x, embedded, &W[PF__SLOT_PROJECT_IN], PF__OR_NULL(W[PF__SLOT_PROJECT_IN_BIAS]), N);
     } else {
         if (PF__HAS(W[PF__SLOT_PROJECT_IN])) be->matmul(r, r->x, r->embed, &W[PF__SLOT_PROJECT_IN], NULL, N);
-        pf__rank_embed_extras(r, s, r->x, d);
+        pf__rank_embed_extras(r, s, t, r->x, d);
     }
+}
 
+/* The attention shape every block of a tower shares on this rank; scale and window are set per block. */
+static pf__attn_shape pf__rank_attn_shape(const pf__rank *r, const pf__tower *t) {
+    const pf__config *c = &r->group->model->config;
     pf__attn_shape shape;
     memset(&shape, 0, sizeof shape);
     shape.heads = r->share.heads;
@@ -9203,85 +9347,189 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
     shape.head_begin = r->share.head_begin;
     shape.kv_begin = r->share.kv_begin;
     shape.kv_group = c->num_heads / c->num_kv_heads;
-    shape.cache_len = g->cache_len;
+    shape.cache_len = r->group->cache_len;
     shape.rotary_dim = c->rotary_dim;
     shape.alibi = r->alibi;
-    shape.rel_bias = r->rel_bias;
+    shape.rel_bias = t->rel_bias;
     shape.rel_rows = c->rel_table_rows;
     shape.rel_buckets = c->rel_buckets;
     shape.rel_max_distance = c->rel_max_distance;
-    shape.causal = a->kind == PF__KIND_DECODER;
+    shape.mask = t->mask;
+    return shape;
+}
+
+/* A decoder block's attention over the encoder's output: x += sum over ranks of
+   attend(norm(x) Wq_r, the cached encoder keys and values) Wo_r, + bo once (post-norm: then
+   x = norm(x)). Block l's cross keys and values are in the rank's cross caches, packed by the
+   step's cross_len. */
+static void pf__rank_cross_attention(pf__rank *r, const pf__step *s, const pf__weight *L, int decoder_block,
+                                     const pf__attn_shape *self_shape) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
+    size_t layer = (size_t)r->group->max_batch * r->group->cache_len * r->share.kv_heads * c->head_dim;
+    pf__norm kind = pf__archs[c->arch].norm;
+    float eps = (float)c->norm_eps;
+    const pf__weight *norm_b = PF__OR_NULL(L[PF__SLOT_CROSS_NORM_BIAS]);
+    pf__attn_shape shape = *self_shape;
+    shape.mask = PF__MASK_CROSS;
+    shape.cache_len = s->cross_len;
+    shape.window = 0;
+    shape.alibi = NULL;
+    shape.rel_bias = NULL;
+    pf__step keys = *s; /* the encoder's left pads are the keys to skip */
+    keys.pad = s->cross_pad;
+    const float *in = r->x;
+    if (c->pre_norm) {
+        be->norm(r, r->h, r->x, &L[PF__SLOT_CROSS_NORM_WEIGHT], norm_b, N, d, eps, kind);
+        in = r->h;
+    }
+    be->matmul(r, r->qkv, in, &L[PF__SLOT_CROSS_Q_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_Q_BIAS]), N);
+    if (r->cross_k)
+        be->attend(r, r->attn, r->qkv, r->cross_k + decoder_block * layer, r->cross_v + decoder_block * layer, &keys, &shape);
+    be->matmul(r, r->part, r->attn, &L[PF__SLOT_CROSS_OUT_WEIGHT], NULL, N);
+    pf__all_reduce(r, r->part, N * d, "the cross-attention output's all-reduce");
+    be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_CROSS_OUT_BIAS]), N, d);
+    if (!c->pre_norm) be->norm(r, r->x, r->x, &L[PF__SLOT_CROSS_NORM_WEIGHT], norm_b, N, d, eps, kind);
+}
+
+/* One block l of a tower on x: attention over the cache (appending this step's keys), the
+   encoder's output for a decoder tower of an encoder-decoder, then the MLP. */
+static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, int l, pf__attn_shape *shape) {
+    const pf__group *g = r->group;
+    const pf__config *c = &g->model->config;
+    const pf__arch *a = &pf__archs[c->arch];
+    const pf__backend *be = r->backend;
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
+    float eps = (float)c->norm_eps;
+    size_t cache_stride = (size_t)g->max_batch * g->cache_len * r->share.kv_heads * c->head_dim; /* one layer's cache */
+    int rotary = a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS;
     size_t mlp_width = (size_t)r->share.mlp_width;
+    const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+    shape->scale = c->scale_attn_weights ? 1.0f / sqrtf((float)c->head_dim) : 1.0f;
+    if (c->scale_attn_by_inverse_layer_idx) shape->scale /= (float)(l + 1);
+    shape->window = c->layer_window[l];
+    const pf__weight *attn_norm_b = PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]);
+    const pf__weight *mlp_norm_b = PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]);
 
-    for (int l = 0; l < c->num_layers && !pf__rank_failed(r); l++) {
-        const pf__weight *L = W + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
-        shape.scale = c->scale_attn_weights ? 1.0f / sqrtf((float)c->head_dim) : 1.0f;
-        if (c->scale_attn_by_inverse_layer_idx) shape.scale /= (float)(l + 1);
-        shape.window = c->layer_window[l];
-        const pf__weight *attn_norm_b = PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]);
-        const pf__weight *mlp_norm_b = PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]);
+    /* h = norm1(x) (pre-norm), or x itself (post-norm) */
+    const float *attn_in = r->x;
+    if (c->pre_norm) {
+        be->norm(r, r->h, r->x, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b, N, d, eps, a->norm);
+        attn_in = r->h;
+    }
+    /* qkv = h Wqkv_r^T + bqkv_r: this rank's query and key/value heads only */
+    be->matmul(r, r->qkv, attn_in, &L[PF__SLOT_QKV_WEIGHT], PF__OR_NULL(L[PF__SLOT_QKV_BIAS]), N);
+    /* q, k = rotate(q, k) by position */
+    if (rotary) be->rotary(r, r->qkv, s, shape, a->positions == PF__POS_ROTARY_PAIRS);
+    /* attn = softmax(q k^T * scale + alibi + relative bias) v over the cache, k and v appended to it */
+    size_t cache_layer = (size_t)pf__cache_layer(c, l);
+    float *k_cache = r->k_cache ? r->k_cache + cache_layer * cache_stride : NULL; /* NULL: a rank without heads */
+    float *v_cache = r->v_cache ? r->v_cache + cache_layer * cache_stride : NULL;
+    be->kv_append(r, k_cache, v_cache, r->qkv, s, shape);
+    be->attend(r, r->attn, r->qkv, k_cache, v_cache, s, shape);
+    /* part = attn Wo_r^T: this rank's share of the output projection */
+    be->matmul(r, r->part, r->attn, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, N);
 
-        /* h = norm1(x) (pre-norm), or x itself (post-norm) */
-        const float *attn_in = r->x;
-        if (c->pre_norm) {
-            be->norm(r, r->h, r->x, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b, N, d, eps, a->norm);
-            attn_in = r->h;
-        }
-        /* qkv = h Wqkv_r^T + bqkv_r: this rank's query and key/value heads only */
-        be->matmul(r, r->qkv, attn_in, &L[PF__SLOT_QKV_WEIGHT], PF__OR_NULL(L[PF__SLOT_QKV_BIAS]), N);
-        /* q, k = rotate(q, k) by position */
-        if (rotary) be->rotary(r, r->qkv, s, &shape, a->positions == PF__POS_ROTARY_PAIRS);
-        /* attn = softmax(q k^T * scale + alibi) v over the cache, k and v appended to it */
-        float *k_cache = r->k_cache ? r->k_cache + l * cache_stride : NULL; /* NULL: a rank without heads */
-        float *v_cache = r->v_cache ? r->v_cache + l * cache_stride : NULL;
-        be->kv_append(r, k_cache, v_cache, r->qkv, s, &shape);
-        be->attend(r, r->attn, r->qkv, k_cache, v_cache, s, &shape);
-        /* part = attn Wo_r^T: this rank's share of the output projection */
-        be->matmul(r, r->part, r->attn, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, N);
-
-        if (c->parallel_residual) {
-            /* part += act(norm2(x) Win_r^T) Wdown_r^T, with GPT-J's single norm reused; then
-               x += sum over ranks of part + bo + bdown: one all-reduce for both sublayers */
-            if (PF__HAS(L[PF__SLOT_MLP_NORM_WEIGHT])) /* h = norm2(x); norm1's h is spent */
-                be->norm(r, r->h, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
-            be->matmul(r, r->mlp, r->h, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N);
-            const float *act = r->mlp;
-            if (c->gated_mlp) be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;
-            else be->activation(r, r->mlp, N * mlp_width, c->activation);
-            be->matmul(r, r->h, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
-            be->add_residual(r, r->part, r->h, NULL, N, d);
-            pf__all_reduce(r, r->part, N * d, "the parallel block's all-reduce");
-            be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), N, d);
-            if (PF__HAS(L[PF__SLOT_MLP_DOWN_BIAS])) be->add_residual(r, r->x, NULL, &L[PF__SLOT_MLP_DOWN_BIAS], N, d);
-            continue;
-        }
-        /* x += sum over ranks of part, + bo once; post-norm: x = norm1(x); BLOOM's
-           residual-from-norm: x = h + ... */
-        if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
-        pf__all_reduce(r, r->part, N * d, "the attention output's all-reduce");
-        be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), N, d);
-        const float *mlp_in = r->x;
-        if (c->pre_norm) {
+    if (c->parallel_residual) {
+        /* part += act(norm2(x) Win_r^T) Wdown_r^T, with GPT-J's single norm reused; then
+           x += sum over ranks of part + bo + bdown: one all-reduce for both sublayers */
+        if (PF__HAS(L[PF__SLOT_MLP_NORM_WEIGHT])) /* h = norm2(x); norm1's h is spent */
             be->norm(r, r->h, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
-            mlp_in = r->h;
-            if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
-        } else {
-            be->norm(r, r->x, r->x, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b, N, d, eps, a->norm);
-        }
-        /* mlp = act(h Win_r^T + bin_r), or act(gate) * up: this rank's columns */
-        be->matmul(r, r->mlp, mlp_in, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N);
+        be->matmul(r, r->mlp, r->h, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N);
         const float *act = r->mlp;
         if (c->gated_mlp) be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;
         else be->activation(r, r->mlp, N * mlp_width, c->activation);
-        /* part = mlp Wdown_r^T, summed over ranks; x += part + bdown; post-norm: x = norm2(x) */
-        be->matmul(r, r->part, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
-        pf__all_reduce(r, r->part, N * d, "the MLP output's all-reduce");
-        be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), N, d);
-        if (!c->pre_norm) be->norm(r, r->x, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
+        be->matmul(r, r->h, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
+        be->add_residual(r, r->part, r->h, NULL, N, d);
+        pf__all_reduce(r, r->part, N * d, "the parallel block's all-reduce");
+        be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), N, d);
+        if (PF__HAS(L[PF__SLOT_MLP_DOWN_BIAS])) be->add_residual(r, r->x, NULL, &L[PF__SLOT_MLP_DOWN_BIAS], N, d);
+        return;
     }
+    /* x += sum over ranks of part, + bo once; post-norm: x = norm1(x); BLOOM's
+       residual-from-norm: x = h + ... */
+    if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
+    pf__all_reduce(r, r->part, N * d, "the attention output's all-reduce");
+    be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), N, d);
+    if (!c->pre_norm) be->norm(r, r->x, r->x, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b, N, d, eps, a->norm);
+    if (t->cross) pf__rank_cross_attention(r, s, L, l - t->first_block, shape);
+    const float *mlp_in = r->x;
+    if (c->pre_norm) {
+        be->norm(r, r->h, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
+        mlp_in = r->h;
+        if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
+    }
+    /* mlp = act(h Win_r^T + bin_r), or act(gate) * up: this rank's columns */
+    be->matmul(r, r->mlp, mlp_in, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N);
+    const float *act = r->mlp;
+    if (c->gated_mlp) be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;
+    else be->activation(r, r->mlp, N * mlp_width, c->activation);
+    /* part = mlp Wdown_r^T, summed over ranks; x += part + bdown; post-norm: x = norm2(x) */
+    be->matmul(r, r->part, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
+    pf__all_reduce(r, r->part, N * d, "the MLP output's all-reduce");
+    be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), N, d);
+    if (!c->pre_norm) be->norm(r, r->x, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
+}
+
+/* A tower's stages on the step's tokens: the embedding, then its blocks; x holds the result. */
+static void pf__rank_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
+    pf__rank_embed(r, s, t);
+    pf__attn_shape shape = pf__rank_attn_shape(r, t);
+    for (int l = t->first_block; l < t->end_block && !pf__rank_failed(r); l++) pf__rank_block(r, s, t, l, &shape);
+}
+
+/* x = the tower's final norm of x, where it has one (pre-norm towers). */
+static void pf__rank_final_norm(pf__rank *r, const pf__tower *t, float *out, const float *x, size_t rows) {
+    const pf__config *c = &r->group->model->config;
+    const pf__weight *W = r->weights;
+    if (PF__HAS(W[t->final_norm]))
+        r->backend->norm(r, out, x, &W[t->final_norm], PF__OR_NULL(W[t->final_norm + 1]), rows, (size_t)c->hidden_size,
+                         (float)c->final_norm_eps, pf__archs[c->arch].norm);
+    else if (out != x)
+        r->backend->copy(r, out, x, rows * c->hidden_size * sizeof(float));
+}
+
+/* An encoder-decoder's encoder pass: the encoder tower on the step's rows, its output (rank 0
+   downloads it when asked), and each decoder block's keys and values of it into the cross caches
+   (rows 0..batch-1, packed by the step's seq_len) for the decoder steps that follow. */
+static void pf__rank_encoder_pass(pf__rank *r, const pf__job *job) {
+    const pf__config *c = &r->group->model->config;
+    const pf__step *s = &job->step;
+    pf__tower t = pf__tower_of(r, 1);
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
+    size_t layer = (size_t)r->group->max_batch * r->group->cache_len * r->share.kv_heads * c->head_dim;
+    pf__rank_tower(r, s, &t);
+    if (pf__rank_failed(r)) return;
+    pf__rank_final_norm(r, &t, r->x, r->x, N);
+    for (int l = c->encoder_layers; l < c->num_layers && r->cross_k; l++) {
+        const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+        size_t k = (size_t)(l - c->encoder_layers);
+        r->backend->matmul(r, r->cross_k + k * layer, r->x, &L[PF__SLOT_CROSS_K_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_K_BIAS]), N);
+        r->backend->matmul(r, r->cross_v + k * layer, r->x, &L[PF__SLOT_CROSS_V_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_V_BIAS]), N);
+    }
+    if (r->index == 0 && job->hidden && !r->error) r->backend->download(r, job->hidden, r->x, N * d * sizeof(float));
+}
+
+static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__tower *t);
+
+/* Runs on every rank's thread with the same step; rank 0 also computes the logits. */
+static void pf__rank_forward(pf__rank *r, const pf__job *job) {
+    const pf__group *g = r->group;
+    const pf__config *c = &g->model->config;
+    const pf__arch *a = &pf__archs[c->arch];
+    const pf__step *s = &job->step;
+    const pf__weight *W = r->weights;
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
+    if (job->encoder_pass) {
+        pf__rank_encoder_pass(r, job);
+        return;
+    }
+    pf__tower t = pf__tower_of(r, a->kind == PF__KIND_ENCODER);
+    pf__rank_tower(r, s, &t);
     if (pf__rank_failed(r)) return;
     if (a->kind == PF__KIND_ENCODER) {
-        pf__rank_encoder_outputs(r, job);
+        pf__rank_encoder_outputs(r, job, &t);
         return;
     }
 
@@ -9291,12 +9539,11 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
     /* the wanted rows of x: all of them, or each sequence's last (contiguous when one per row) */
     const float *wanted = r->x;
     if (!job->all_positions && s->seq_len > 1) {
-        for (size_t b = 0; b < rows; b++) be->copy(r, r->h + b * d, r->x + (b * s->seq_len + s->seq_len - 1) * d, d * sizeof(float));
+        for (size_t b = 0; b < rows; b++) r->backend->copy(r, r->h + b * d, r->x + (b * s->seq_len + s->seq_len - 1) * d, d * sizeof(float));
         wanted = r->h;
     }
-    if (PF__HAS(W[PF__SLOT_FINAL_NORM_WEIGHT])) {
-        be->norm(r, r->h, wanted, &W[PF__SLOT_FINAL_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_FINAL_NORM_BIAS]), rows, d,
-                 (float)c->final_norm_eps, a->norm);
+    if (PF__HAS(W[t.final_norm])) {
+        pf__rank_final_norm(r, &t, r->h, wanted, rows);
         wanted = r->h;
     }
     pf__rank_vocab_logits(r, job, wanted, rows, d);
@@ -9327,7 +9574,7 @@ static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *
    sequence's first token, and the head. The masked-LM head (dense + act + norm, then the
    vocabulary rows) runs on every rank; the small replicated ones (pooler, classifiers) on rank 0
    alone, after the last collective. */
-static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job) {
+static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__tower *t) {
     const pf__group *g = r->group;
     const pf__config *c = &g->model->config;
     const pf__arch *a = &pf__archs[c->arch];
@@ -9335,9 +9582,7 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job) {
     const pf__step *s = &job->step;
     const pf__weight *W = r->weights;
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size, B = (size_t)s->batch;
-    if (PF__HAS(W[PF__SLOT_FINAL_NORM_WEIGHT])) /* pre-norm encoders (T5) end with a norm */
-        be->norm(r, r->x, r->x, &W[PF__SLOT_FINAL_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_FINAL_NORM_BIAS]), N, d,
-                 (float)c->final_norm_eps, a->norm);
+    pf__rank_final_norm(r, t, r->x, r->x, N); /* pre-norm encoders end with a norm */
     if (c->head == PF_HEAD_MASKED_LM) { /* to the head's width: hidden, or the embedding's (ELECTRA, ALBERT) */
         size_t width = W[PF__SLOT_HEAD_TRANSFORM_WEIGHT].rows;
         float *h = width <= d ? r->h : r->part;
@@ -9374,15 +9619,22 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job) {
 #undef PF__HAS
 #undef PF__OR_NULL
 
-/* Runs on every rank's thread: reorders every layer's cache rows for beam search. */
+/* Runs on every rank's thread: reorders the decoder blocks' cache rows for beam search, and the
+   cross caches too when asked (a prompt's encoder output copied to its beams, once). */
 static void pf__rank_reorder(pf__rank *r, const pf__job *job) {
     const pf__group *g = r->group;
-    size_t kv_width = (size_t)r->share.kv_heads * g->model->config.head_dim;
+    const pf__config *c = &g->model->config;
+    size_t kv_width = (size_t)r->share.kv_heads * c->head_dim;
     size_t row = (size_t)g->cache_len * kv_width, layer = (size_t)g->max_batch * row;
+    size_t used = (size_t)job->step.past * kv_width, cross = (size_t)job->step.cross_len * kv_width;
+    int decoder_blocks = c->num_layers - pf__encoder_blocks(c);
     if (!kv_width) return;
-    for (int l = 0; l < g->model->config.num_layers && !pf__rank_failed(r); l++) {
-        r->backend->reorder_rows(r, r->k_cache + l * layer, job->reorder, job->step.batch, row, (size_t)job->step.past * kv_width);
-        r->backend->reorder_rows(r, r->v_cache + l * layer, job->reorder, job->step.batch, row, (size_t)job->step.past * kv_width);
+    for (int l = 0; l < decoder_blocks && !pf__rank_failed(r); l++) {
+        r->backend->reorder_rows(r, r->k_cache + l * layer, job->reorder, job->step.batch, row, used);
+        r->backend->reorder_rows(r, r->v_cache + l * layer, job->reorder, job->step.batch, row, used);
+        if (!job->reorder_cross || !r->cross_k) continue;
+        r->backend->reorder_rows(r, r->cross_k + l * layer, job->reorder, job->step.batch, cross, cross);
+        r->backend->reorder_rows(r, r->cross_v + l * layer, job->reorder, job->step.batch, cross, cross);
     }
 }
 
@@ -9476,7 +9728,7 @@ int pf_cuda_kv_append(pf_cuda_rank *st, float *k_cache, float *v_cache, const fl
 int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const float *k_cache, const float *v_cache, float *partials,
                       const float *alibi, const int *pad, int batch, int T, int past, int heads, int kv_heads,
                       int head_dim, int head_begin, int kv_begin, int kv_group, int cache_len, int window,
-                      int causal, float scale, const float *rel_bias, int rel_rows, int rel_buckets,
+                      int mask, float scale, const float *rel_bias, int rel_rows, int rel_buckets,
                       int rel_max_distance);
 int pf_cuda_reorder_rows(pf_cuda_rank *st, float *cache, float *scratch, const int *src, int rows, size_t row_floats,
                          size_t used_floats);
@@ -9952,7 +10204,7 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const flo
     if (r->error) return;
     pf__cuda_ok(r, pf_cuda_attend(rs->cu, out, qkv, k_cache, v_cache, rs->partials, a->alibi, pad, s->batch,
                                      s->seq_len, s->past, a->heads, a->kv_heads, a->head_dim, a->head_begin,
-                                     a->kv_begin, a->kv_group, a->cache_len, a->window, a->causal, a->scale,
+                                     a->kv_begin, a->kv_group, a->cache_len, a->window, a->mask, a->scale,
                                      a->rel_bias, a->rel_rows, a->rel_buckets, a->rel_max_distance));
 }
 
@@ -10349,6 +10601,10 @@ static int pf__need_by_config(const pf__config *c, pf__need need, const char **w
         *why = c->embed_dim != c->hidden_size ? "the embedding width differs from hidden_size"
                                               : "the embedding width equals hidden_size";
         return c->embed_dim != c->hidden_size;
+    case PF__IF_DECODER:
+        *why = c->num_layers > c->encoder_layers ? "architectures names an encoder-decoder"
+                                                 : "architectures names the encoder alone";
+        return c->num_layers > c->encoder_layers;
     default: return -1;
     }
 }
@@ -10413,13 +10669,16 @@ static const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, pf__s
                                           const pf__arch_tensor **row, char *name, size_t name_size,
                                           const pf__st_tensor **other) {
     const pf__st_tensor *found = NULL;
+    /* an encoder-decoder's encoder blocks come first, each tower counting its own from 0 */
+    int encoder = slot >= PF__SLOT_FIRST_LAYER && layer < m->config.encoder_layers;
+    int index = encoder || slot < PF__SLOT_FIRST_LAYER ? layer : layer - m->config.encoder_layers;
     *row = NULL;
     *other = NULL;
     for (size_t i = 0; i < PF__COUNT(pf__arch_tensors) && !*other; i++) {
         const pf__arch_tensor *t = &pf__arch_tensors[i];
         char pattern[256], full[300];
-        if (t->arch != m->config.arch || t->slot != slot) continue;
-        snprintf(pattern, sizeof pattern, t->pattern, layer);
+        if (t->arch != m->config.arch || t->slot != slot || t->encoder != encoder) continue;
+        snprintf(pattern, sizeof pattern, t->pattern, index);
         snprintf(full, sizeof full, "%s%s", prefix, pattern);
         const pf__st_tensor *st = pf__st_take(&m->st, full);
         if (!st) st = pf__st_take(&m->st, pattern);
@@ -10431,6 +10690,23 @@ static const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, pf__s
         else if (st) found = st;
     }
     return found;
+}
+
+/* T5's decoder output times hidden^-0.5 before the LM head, folded into the final norm's weight
+   (an fp32 copy that becomes the slot's source): the norm's output is scaled by it, which the
+   logits of every backend then inherit. */
+static pf_result pf__scale_final_norm(pf_model *m) {
+    pf__source *norm = &m->sources[PF__SLOT_FINAL_NORM_WEIGHT];
+    size_t n = norm->rows;
+    if (!norm->data || m->sources[PF__SLOT_FINAL_NORM_BIAS].data)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: scale_decoder_outputs needs a final norm without bias", m->dir);
+    m->scaled_final_norm = (float *)malloc(n * sizeof(float));
+    if (!m->scaled_final_norm) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    float scale = 1.0f / sqrtf((float)m->config.hidden_size);
+    for (size_t i = 0; i < n; i++) m->scaled_final_norm[i] = pf__weight_value(norm->data, i, norm->dtype) * scale;
+    norm->data = (const uint8_t *)m->scaled_final_norm;
+    norm->dtype = PF__DTYPE_F32;
+    return PF_OK;
 }
 
 /* Finds the source tensor of every slot, checking presence, dtype and shape. */
@@ -10457,6 +10733,7 @@ static pf_result pf__resolve_sources(pf_model *m) {
             char name[300];
             const pf__arch_tensor *t = NULL;
             const pf__st_tensor *other = NULL, *st = pf__take_slot(m, prefix, (pf__slot)slot, l, &t, name, sizeof name, &other);
+            if (!t) continue; /* a slot of the other tower only */
             if (other)
                 return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensors '%s' and '%s' are two spellings of one weight", m->dir,
                                 st->name, other->name);
@@ -10479,6 +10756,10 @@ static pf_result pf__resolve_sources(pf_model *m) {
             size_t want[2] = {src->rows, src->cols};
             int want_dims = 2;
             if (t->layout == PF__LAYOUT_VECTOR) want_dims = 1;
+            if (t->layout == PF__LAYOUT_ROW) { /* [1, n] */
+                want[1] = want[0];
+                want[0] = 1;
+            }
             if (t->layout == PF__LAYOUT_IN_OUT) {
                 want[0] = src->cols;
                 want[1] = src->rows;
@@ -10490,7 +10771,7 @@ static pf_result pf__resolve_sources(pf_model *m) {
                                 want_dims > 1 ? want[1] : 0);
             src->data = st->data;
             src->dtype = st->dtype;
-            src->layout = t->layout;
+            src->layout = t->layout == PF__LAYOUT_ROW ? PF__LAYOUT_VECTOR : t->layout;
             src->split = t->split;
         }
     }
@@ -10533,6 +10814,8 @@ static pf_result pf__resolve_sources(pf_model *m) {
     }
     r = pf__account_tensors(m, prefix);
     if (r) return r;
+    if (c->scale_decoder_outputs && c->num_layers > c->encoder_layers && pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ)
+        if ((r = pf__scale_final_norm(m))) return r;
     if (c->num_kv_heads != c->num_heads && pf__arch_tensor_for(c->arch, PF__SLOT_QKV_FUSED_WEIGHT))
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: grouped-query attention with a fused QKV tensor", m->dir);
     if (pf__archs[c->arch].qkv_layout == PF__QKV_CODEGEN && c->num_heads % 4)
@@ -10656,6 +10939,7 @@ void pf_free(pf_model *m) {
     pf_tokenizer_free(m->tokenizer);
     pf__st_close(&m->st);
     free(m->sources);
+    free(m->scaled_final_norm);
     free(m->logits);
     free(m->inv_freq);
     free(m->config.layer_window);
@@ -10677,7 +10961,10 @@ pf_model_info pf_get_info(const pf_model *m) {
     info.num_heads = m->config.num_heads;
     info.max_positions = m->config.max_positions;
     const pf__config *c = &m->config;
-    info.is_encoder = pf__archs[c->arch].kind == PF__KIND_ENCODER;
+    pf__kind kind = pf__archs[c->arch].kind;
+    info.is_encoder_decoder = kind == PF__KIND_SEQ2SEQ && c->num_layers > c->encoder_layers;
+    info.is_encoder = kind == PF__KIND_ENCODER || (kind == PF__KIND_SEQ2SEQ && !info.is_encoder_decoder);
+    info.num_encoder_layers = kind == PF__KIND_SEQ2SEQ ? c->encoder_layers : 0;
     info.head = c->head;
     info.num_labels = c->num_labels;
     info.eos_token_ids = c->eos_ids;
@@ -10765,7 +11052,7 @@ static pf_result pf__to_cpu_locked(pf_model *m) {
         gathered[i].data = (const uint8_t *)full[i];
         gathered[i].dtype = PF__DTYPE_F32;
         if (gathered[i].layout == PF__LAYOUT_IN_OUT) gathered[i].layout = PF__LAYOUT_OUT_IN; /* gathered as [rows][cols] */
-        if (i == PF__SLOT_REL_BIAS && full[i]) /* no rank holds it as a weight (each has a table): from the source */
+        if ((i == PF__SLOT_REL_BIAS || i == PF__SLOT_ENC_REL_BIAS) && full[i]) /* no rank holds it as a weight (each has a table): from the source */
             for (size_t k = 0; k < m->sources[i].rows * m->sources[i].cols; k++)
                 full[i][k] = pf__weight_value(m->sources[i].data, k, m->sources[i].dtype);
     }
@@ -10955,7 +11242,8 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     *out = NULL;
     pf_result r = pf__ensure_group(m);
     if (r) return r;
-    if (pf__archs[c->arch].kind != PF__KIND_ENCODER)
+    int seq2seq = pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ; /* its encoder tower's output */
+    if (pf__archs[c->arch].kind == PF__KIND_DECODER)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is a decoder: pf_forward and pf_generate run it",
                         c->model_type);
     if (!ids || !lengths || batch < 1) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode needs ids, lengths and batch >= 1");
@@ -10974,7 +11262,8 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     }
     size_t N = (size_t)batch * T, d = (size_t)c->hidden_size;
     int per_token = c->head != PF_HEAD_SEQUENCE_CLASSIFICATION;
-    int num_logits = c->head == PF_HEAD_MASKED_LM ? c->vocab_size
+    int num_logits = seq2seq ? 0
+                     : c->head == PF_HEAD_MASKED_LM ? c->vocab_size
                      : c->head == PF_HEAD_QUESTION_ANSWERING ? 2
                      : c->head == PF_HEAD_NONE ? 0 : c->num_labels;
     int32_t *padded = (int32_t *)calloc(N, sizeof(int32_t)), *padded_types = (int32_t *)calloc(N, sizeof(int32_t));
@@ -11008,12 +11297,13 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         job.hidden = hidden;
         job.pooled = e->pooled;
         job.logits = logits;
+        job.encoder_pass = seq2seq;
         r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
     }
     if (!r) { /* drop the pads: row b's real tokens are its last lengths[b] */
         e->batch = batch;
         e->hidden_size = (int)d;
-        e->head = c->head;
+        e->head = seq2seq ? PF_HEAD_NONE : c->head;
         e->num_logits = num_logits;
         e->logits_per_token = num_logits ? per_token : 0;
         for (int b = 0; b < batch; b++) e->offsets[b + 1] = e->offsets[b] + lengths[b];

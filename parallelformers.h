@@ -129,6 +129,10 @@ typedef enum pf_head {
 typedef struct pf_model_info {
     const char *model_type;
     int is_encoder;                /* 1: bidirectional attention, run with pf_encode */
+    int is_encoder_decoder;        /* 1: an encoder tower and a decoder attending to its output (T5,
+                                      BART...): pf_generate's prompt is the source text, pf_encode
+                                      gives the encoder's output, pf_forward_seq2seq the logits */
+    int num_encoder_layers;        /* encoder-decoders: the encoder's blocks (num_layers counts both) */
     pf_head head;
     int num_labels;                /* classification heads' outputs (config.json's id2label) */
     int vocab_size, hidden_size, num_layers, num_heads, max_positions;

@@ -389,13 +389,19 @@ int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const float *inv_freq, const in
 size_t pf_cuda_attention_scratch_floats(int mb, int heads, int hd) { return (size_t)mb * heads * MAXS * ((size_t)hd + 2); }
 
 /* kernels.cu's pf_relative_bucket */
-static int relative_bucket(int distance, int num_buckets, int max_distance) {
-    int half = num_buckets / 2, bucket = distance > 0 ? half : 0, n = distance < 0 ? -distance : distance;
-    int max_exact = half / 2;
+static int relative_bucket(int distance, int num_buckets, int max_distance, int bidirectional) {
+    int bucket = 0, n = distance < 0 ? -distance : 0;
+    if (bidirectional) {
+        num_buckets /= 2;
+        bucket = distance > 0 ? num_buckets : 0;
+        n = distance < 0 ? -distance : distance;
+    }
+    int max_exact = num_buckets / 2;
     if (n < max_exact) return bucket + n;
-    float scaled = logf((float)n / (float)max_exact) / (float)log((double)max_distance / max_exact) * (float)(half - max_exact);
+    float scaled = logf((float)n / (float)max_exact) / (float)log((double)max_distance / max_exact) *
+                   (float)(num_buckets - max_exact);
     int large = max_exact + (int)scaled;
-    return bucket + (large < half - 1 ? large : half - 1);
+    return bucket + (large < num_buckets - 1 ? large : num_buckets - 1);
 }
 
 int pf_cuda_kv_append(pf_cuda_rank *st, float *kc, float *vc, const float *qkv, int batch, int T, int past, int heads,
@@ -421,16 +427,16 @@ int pf_cuda_kv_append(pf_cuda_rank *st, float *kc, float *vc, const float *qkv, 
 
 int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const float *kc, const float *vc, float *partials,
                    const float *alibi, const int *pad, int batch, int T, int past, int heads, int kv_heads, int hd,
-                   int head_begin, int kv_begin, int kv_group, int cache_len, int window, int causal, float scale,
+                   int head_begin, int kv_begin, int kv_group, int cache_len, int window, int mask, float scale,
                    const float *rel_bias, int rel_rows, int rel_buckets, int rel_max_distance) {
     if (heads <= 0 || hd <= 0 || batch <= 0 || T <= 0) return 0;
     if (kv_heads <= 0 || kv_group <= 0 || head_begin / kv_group - kv_begin < 0 ||
-        (head_begin + heads - 1) / kv_group - kv_begin >= kv_heads || past < 0 || past + T > cache_len) {
+        (head_begin + heads - 1) / kv_group - kv_begin >= kv_heads || past < 0 || (mask != 2 && past + T > cache_len)) {
         snprintf(st->message, sizeof st->message, "pf_cuda_attend failed: bad shape (mock)");
         return 1;
     }
-    size_t q_width = (size_t)heads * hd, kv_width = (size_t)kv_heads * hd, row_width = q_width + 2 * kv_width;
-    size_t rows = (size_t)batch * T;
+    size_t q_width = (size_t)heads * hd, kv_width = (size_t)kv_heads * hd;
+    size_t row_width = mask == 2 ? q_width : q_width + 2 * kv_width, rows = (size_t)batch * T;
     NEED(qkv, rows * row_width * 4);
     NEED(out, rows * q_width * 4);
     NEED(kc, (size_t)batch * cache_len * kv_width * 4);
@@ -438,7 +444,7 @@ int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const float *
     if (alibi) NEED(alibi, (size_t)heads * 4);
     if (rel_bias) NEED(rel_bias, (size_t)heads * rel_rows * 4);
     if (pad) NEED(pad, (size_t)batch * 4);
-    int len1 = window > 0 && past + 1 > window ? window : past + 1;
+    int len1 = mask == 2 ? cache_len : window > 0 && past + 1 > window ? window : past + 1;
     int splits = 1;
     if (T == 1 && partials) {
         splits = (len1 + 15) / 16;
@@ -451,7 +457,7 @@ int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const float *
         for (int h = 0; h < heads; h++)
             for (int split = 0; split < splits; split++) {
                 int b = (int)(row / T), t = (int)(row % T), pos = past + t, pd = pad ? pad[b] : 0;
-                int last = causal ? pos : past + T - 1;
+                int last = mask == 1 ? pos : mask == 2 ? cache_len - 1 : past + T - 1;
                 int first = window > 0 && pos + 1 - window > pd ? pos + 1 - window : pd;
                 int len = first <= last ? last + 1 - first : 0;
                 int per = (len + splits - 1) / splits, begin = first + split * per;
@@ -473,7 +479,7 @@ int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const float *
                             lanes[lane] = s;
                         }
                         p[jj] = warp_reduce(lanes, 0) * scale + slope * (float)(j0 + jj - pd);
-                        if (rel_bias) p[jj] += rel_bias[(size_t)h * rel_rows + relative_bucket(j0 + jj - pos, rel_buckets, rel_max_distance)];
+                        if (rel_bias) p[jj] += rel_bias[(size_t)h * rel_rows + relative_bucket(j0 + jj - pos, rel_buckets, rel_max_distance, mask != 1)];
                     }
                     for (int th = 0; th < ATTN_THREADS; th++) part[th] = th < n ? p[th] : -INFINITY;
                     float mn = fmaxf(m, block_reduce(part, ATTN_THREADS, 1)), alpha = expf(m - mn);
