@@ -1128,6 +1128,8 @@ typedef struct pf__config {
     int encoder_layers;             /* encoder-decoders: blocks 0..encoder_layers-1 are the encoder
                                        tower's, the rest (num_layers in all) the decoder's */
     int decoder_layers;             /* encoder-decoders, as read; 0: as many as the encoder (T5) */
+    int decoder_num_heads, decoder_intermediate_size; /* the decoder's, where the config names them
+                                       apart (BART); they must equal the encoder's; 0: unnamed */
     int scale_decoder_outputs;      /* 1: the decoder's output times hidden^-0.5 before the LM head
                                        (T5); -1 in the table: as tie_word_embeddings */
     int head_dim;                   /* 0 in the file: hidden_size / num_heads */
@@ -1471,6 +1473,9 @@ static const struct pf__generation_key {
     {"repetition_penalty", offsetof(pf_generate_options, repetition_penalty), 'f', 1e-30, 1e30},
     {"length_penalty", offsetof(pf_generate_options, length_penalty), 'f', -1e30, 1e30},
     {"early_stopping", offsetof(pf_generate_options, early_stopping), 'e', 0, 0},
+    {"forced_bos_token_id", offsetof(pf_generate_options, forced_bos_token_id), 'i', 0, 1e9},
+    {"forced_eos_token_id", offsetof(pf_generate_options, forced_eos_token_id), 'i', 0, 1e9}, /* one id, not a list */
+    {"decoder_start_token_id", offsetof(pf_generate_options, decoder_start_token_id), 'i', 0, 1e9},
 };
 
 /* generation_config.json keys that change what generate() does and that we do not implement,
@@ -1480,7 +1485,7 @@ static const struct { const char *key; double neutral; } pf__generation_unsuppor
     {"diversity_penalty", 0}, {"num_beam_groups", 1}, {"penalty_alpha", 0}, {"encoder_repetition_penalty", 1},
     {"encoder_no_repeat_ngram_size", 0}, {"guidance_scale", 1}, {"renormalize_logits", 0},
     {"exponential_decay_length_penalty", NAN}, {"suppress_tokens", NAN}, {"begin_suppress_tokens", NAN},
-    {"forced_bos_token_id", NAN}, {"forced_eos_token_id", NAN}, {"forced_decoder_ids", NAN},
+    {"forced_decoder_ids", NAN},
     {"sequence_bias", NAN}, {"bad_words_ids", NAN}, {"force_words_ids", NAN}, {"constraints", NAN},
     {"stop_strings", NAN}, {"watermarking_config", NAN}, {"max_time", NAN}, {"token_healing", 0},
     {"dola_layers", NAN}, {"prompt_lookup_num_tokens", NAN}, {"assistant_early_exit", NAN},
@@ -1576,6 +1581,11 @@ static pf_result pf__config_seq2seq_head(const pf__json *first, pf__config *c, c
                           "%s: architecture \"%s\" is not supported (its head; ...ForConditionalGeneration and "
                           "...EncoderModel are)", path, name);
     }
+    if ((c->decoder_num_heads && c->decoder_num_heads != c->num_heads) ||
+        (c->decoder_intermediate_size && c->decoder_intermediate_size != c->intermediate_size))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED,
+                          "%s: the decoder's heads (%d) or MLP width (%d) differ from the encoder's (%d, %d): not supported",
+                          path, c->decoder_num_heads, c->decoder_intermediate_size, c->num_heads, c->intermediate_size);
     if (c->encoder_layers <= 0 || c->encoder_layers > 100000 || c->decoder_layers < 0 || c->decoder_layers > 100000)
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: %d encoder and %d decoder layers", path, c->encoder_layers,
                           c->decoder_layers);
@@ -10530,6 +10540,7 @@ pf_generate_options pf_generate_options_init(void) {
     o.top_p = 1.0f;
     o.repetition_penalty = 1.0f;
     o.pad_token_id = -1;
+    o.forced_bos_token_id = o.forced_eos_token_id = o.decoder_start_token_id = -1;
     return o;
 }
 
@@ -11191,6 +11202,9 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
     if (m->config.head != PF_HEAD_CAUSAL_LM && m->config.head != PF_HEAD_MASKED_LM)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "pf_forward gives vocabulary logits; this model computes %s (pf_encode runs it)",
                         pf__head_name(m->config.head));
+    if (pf__archs[m->config.arch].kind == PF__KIND_SEQ2SEQ)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder-decoder: pf_forward_seq2seq gives its "
+                        "logits for a source and decoder inputs", m->config.model_type);
     if (m->config.head == PF_HEAD_MASKED_LM) { /* rows of equal length: the encoding's logits are the array */
         pf_encoding *e = NULL;
         const int32_t **rows = (const int32_t **)malloc((size_t)batch * sizeof *rows);
@@ -11465,6 +11479,97 @@ pf_result pf_forward(pf_model *m, const int32_t *ids, int batch, int seq_len, fl
     return r;
 }
 
+/* Left-pads rows of ids to the longest: *width, ids [batch][width] and pads [batch] (malloc'd,
+   the caller frees both); checks the ids and that each row fits the cache. */
+static pf_result pf__pad_rows(pf_model *m, const char *what, const int32_t *const *rows, const int *lengths, int batch,
+                              int *width, int32_t **ids, int **pads) {
+    *ids = NULL;
+    *pads = NULL;
+    *width = 0;
+    pf_result r;
+    if (batch < 1) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "no %s rows", what);
+    for (int b = 0; b < batch; b++) {
+        if (!rows[b] || lengths[b] < 1 || lengths[b] > m->group->cache_len)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s %d: %d tokens (1 to %d fit)", what, b, rows[b] ? lengths[b] : 0,
+                            m->group->cache_len);
+        if ((r = pf__check_ids(m, rows[b], (size_t)lengths[b]))) return r;
+        if (lengths[b] > *width) *width = lengths[b];
+    }
+    *ids = (int32_t *)calloc((size_t)batch * *width, sizeof(int32_t));
+    *pads = (int *)calloc((size_t)batch, sizeof(int));
+    if (!*ids || !*pads) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (int b = 0; b < batch; b++) {
+        (*pads)[b] = *width - lengths[b];
+        memcpy(*ids + (size_t)b * *width + (*pads)[b], rows[b], (size_t)lengths[b] * sizeof(int32_t));
+    }
+    return PF_OK;
+}
+
+/* An encoder-decoder's encoder over rows of sources [batch][width] (left pads): its output's keys
+   and values in every decoder block's cross cache, rows 0..batch-1. */
+static pf_result pf__encoder_pass(pf_model *m, const int32_t *sources, const int *pads, int batch, int width) {
+    pf__job job;
+    memset(&job, 0, sizeof job);
+    job.step.ids = sources;
+    job.step.batch = batch;
+    job.step.seq_len = width;
+    job.step.pad = pads;
+    job.encoder_pass = 1;
+    return pf__group_run(m->group, PF__JOB_FORWARD, &job);
+}
+
+static pf_result pf__forward_seq2seq_locked(pf_model *m, const int32_t *const *sources, const int *source_lengths,
+                                            const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
+                                            float *logits) {
+    if (!sources || !source_lengths || !decoder_ids || !decoder_lengths || !logits || batch < 1)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_forward_seq2seq needs sources, decoder inputs, their lengths, "
+                        "logits and batch >= 1");
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    if (!pf_get_info(m).is_encoder_decoder)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" (as loaded) is not an encoder-decoder",
+                        m->config.model_type);
+    if (batch > m->group->max_batch)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, m->group->max_batch);
+    int32_t *src = NULL, *dec = NULL;
+    int *src_pads = NULL, *dec_pads = NULL, src_width, dec_width;
+    size_t vocab = (size_t)m->config.vocab_size;
+    float *all = NULL;
+    r = pf__pad_rows(m, "source", sources, source_lengths, batch, &src_width, &src, &src_pads);
+    if (!r) r = pf__pad_rows(m, "decoder input", decoder_ids, decoder_lengths, batch, &dec_width, &dec, &dec_pads);
+    if (!r && !(all = (float *)malloc((size_t)batch * dec_width * vocab * sizeof(float))))
+        r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r) r = pf__encoder_pass(m, src, src_pads, batch, src_width);
+    if (!r) {
+        pf__job job;
+        memset(&job, 0, sizeof job);
+        job.step.ids = dec;
+        job.step.batch = batch;
+        job.step.seq_len = dec_width;
+        job.step.pad = dec_pads;
+        job.step.cross_len = src_width;
+        job.step.cross_pad = src_pads;
+        job.logits = all;
+        job.all_positions = 1;
+        r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
+    }
+    for (int b = 0, row = 0; !r && b < batch; row += decoder_lengths[b++]) /* drop the pads */
+        memcpy(logits + (size_t)row * vocab, all + ((size_t)b * dec_width + dec_pads[b]) * vocab,
+               (size_t)decoder_lengths[b] * vocab * sizeof(float));
+    free(src), free(src_pads), free(dec), free(dec_pads), free(all);
+    return r;
+}
+
+pf_result pf_forward_seq2seq(pf_model *m, const int32_t *const *source_ids, const int *source_lengths,
+                             const int32_t *const *decoder_ids, const int *decoder_lengths, int batch, float *logits) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    pf_result r = pf__request_lock(m, "pf_forward_seq2seq");
+    if (r) return r;
+    r = pf__forward_seq2seq_locked(m, source_ids, source_lengths, decoder_ids, decoder_lengths, batch, logits);
+    pthread_mutex_unlock(&m->request_lock);
+    return r;
+}
+
 /* =============================================================================================== */
 /* generation                                                                                      */
 /* =============================================================================================== */
@@ -11551,6 +11656,16 @@ static void pf__process_scores(const pf_generate_options *o, const pf__row *row,
     /* minimum length: no eos before it */
     if (row->length < min_length || row->length - row->pad - row->prompt < o->min_new_tokens)
         for (int i = 0; i < num_eos; i++) scores[eos[i]] = -INFINITY;
+}
+
+/* forced_bos_token_id at the first generated position of a one-token prompt (an encoder-decoder's
+   start token), forced_eos_token_id at the last one max_length allows: every other token -inf,
+   the forced one 0, after the other processors, as transformers orders them. */
+static void pf__force_tokens(const pf_generate_options *o, const pf__row *row, float *scores, int vocab, long long max_length) {
+    int32_t forced = row->length == 1 ? o->forced_bos_token_id : row->length == max_length - 1 ? o->forced_eos_token_id : -1;
+    if (forced < 0 || forced >= vocab) return;
+    for (int i = 0; i < vocab; i++) scores[i] = -INFINITY;
+    scores[forced] = 0.0f;
 }
 
 static int pf__candidate_cmp(const void *a, const void *b);
@@ -11762,7 +11877,10 @@ static pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job) {
     return r;
 }
 
-static pf_result pf__generate_step(pf_model *m, pf__row *rows, int num_rows, int prefill, int32_t *ids, int *pads) {
+/* cross_pads, cross_len: an encoder-decoder's source pads of each row and the sources' width
+   (the cross caches hold the rows' encoder outputs); NULL, 0 for a decoder. */
+static pf_result pf__generate_step(pf_model *m, pf__row *rows, int num_rows, int prefill, int32_t *ids, int *pads,
+                                   const int *cross_pads, int cross_len) {
     pf__job job;
     memset(&job, 0, sizeof job);
     int width = prefill ? rows[0].length : 1;
@@ -11776,16 +11894,22 @@ static pf_result pf__generate_step(pf_model *m, pf__row *rows, int num_rows, int
     job.step.past = rows[0].length - width;
     job.step.pad = pads;
     job.step.inv_freq = pf__rope_frequencies(m, rows[0].length);
+    job.step.cross_pad = cross_pads;
+    job.step.cross_len = cross_len;
     job.logits = m->logits;
     return pf__forward_in_chunks(m, &job);
 }
 
-static pf_result pf__reorder_rows(pf_model *m, const int *src, int num_rows, int length) {
+/* Row i of the caches becomes old row src[i]: the first `length` positions of the decoder's, and
+   the first cross_len of the cross caches when cross_len > 0. */
+static pf_result pf__reorder_rows(pf_model *m, const int *src, int num_rows, int length, int cross_len) {
     pf__job job;
     memset(&job, 0, sizeof job);
     job.reorder = src;
     job.step.batch = num_rows;
     job.step.past = length;
+    job.step.cross_len = cross_len;
+    job.reorder_cross = cross_len > 0;
     return pf__group_run(m->group, PF__JOB_REORDER, &job);
 }
 
@@ -11849,6 +11973,11 @@ typedef struct pf__generation_state {
     char *stream_text;
     size_t stream_cap;
     uint64_t rng;
+    /* encoder-decoders: the prompts are the sources, each row's decoder starts at the start token */
+    int32_t *sources;             /* [batch][source_width], left-padded; NULL for a decoder */
+    int *source_pads;             /* [batch] */
+    int *cross_pads;              /* [num_rows]: the source pads of each row's prompt */
+    int source_width;
 } pf__generation_state;
 
 /* Phase 1: the prompts fit the model and the cache; the lengths as transformers resolves them
@@ -11925,6 +12054,20 @@ static pf_result pf__generation_alloc(pf__generation_state *st, const int32_t *c
     return PF_OK;
 }
 
+/* Phase 3 of an encoder-decoder: the sources through the encoder once per prompt, its output's
+   keys and values copied to the prompt's rows (beams or samples), then the start tokens through
+   the decoder. */
+static pf_result pf__generation_prefill_seq2seq(pf__generation_state *st) {
+    pf_model *m = st->m;
+    pf_result r = pf__encoder_pass(m, st->sources, st->source_pads, st->batch, st->source_width);
+    for (int i = 0; i < st->num_rows; i++) {
+        st->src[i] = i / st->per_prompt;
+        st->cross_pads[i] = st->source_pads[i / st->per_prompt];
+    }
+    if (!r && st->per_prompt > 1) r = pf__reorder_rows(m, st->src, st->num_rows, 0, st->source_width);
+    return r ? r : pf__generate_step(m, st->rows, st->num_rows, 1, st->ids, st->pads, st->cross_pads, st->source_width);
+}
+
 /* Phase 3: the prompts through the model. Beams share their prompt: beam 0 of each prompt is
    prefilled into cache rows 0..batch-1, then copied into its beams' rows, and its logits to each
    beam's place (the first step reads every beam's, which are the same: unwritten rows would be
@@ -11932,11 +12075,12 @@ static pf_result pf__generation_alloc(pf__generation_state *st, const int32_t *c
 static pf_result pf__generation_prefill(pf__generation_state *st) {
     pf_model *m = st->m;
     int beams = st->beams, vocab = st->vocab;
-    if (beams == 1) return pf__generate_step(m, st->rows, st->num_rows, 1, st->ids, st->pads);
+    if (st->sources) return pf__generation_prefill_seq2seq(st);
+    if (beams == 1) return pf__generate_step(m, st->rows, st->num_rows, 1, st->ids, st->pads, NULL, 0);
     pf__row *firsts = (pf__row *)malloc((size_t)st->batch * sizeof *firsts);
     if (!firsts) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (int b = 0; b < st->batch; b++) firsts[b] = st->rows[b * beams];
-    pf_result r = pf__generate_step(m, firsts, st->batch, 1, st->ids, st->pads);
+    pf_result r = pf__generate_step(m, firsts, st->batch, 1, st->ids, st->pads, NULL, 0);
     free(firsts);
     for (int b = st->batch - 1; !r && b >= 0; b--) {
         float *first = m->logits + (size_t)b * beams * vocab;
@@ -11944,7 +12088,7 @@ static pf_result pf__generation_prefill(pf__generation_state *st) {
         for (int k = 1; k < beams; k++) memcpy(first + (size_t)k * vocab, first, (size_t)vocab * sizeof(float));
     }
     for (int i = 0; i < st->num_rows; i++) st->src[i] = i / beams;
-    return r ? r : pf__reorder_rows(m, st->src, st->num_rows, st->width);
+    return r ? r : pf__reorder_rows(m, st->src, st->num_rows, st->width, 0);
 }
 
 /* Phase 4a, greedy or sampling: one token per row (finished rows are fed the pad token); *finished
@@ -11964,6 +12108,7 @@ static pf_result pf__generation_sample_step(pf__generation_state *st, int *finis
         int live = !row->done, ends = 0;
         if (live) {
             pf__process_scores(o, row, s, st->vocab, st->eos, st->num_eos, st->min_length, st->seen);
+            pf__force_tokens(o, row, s, st->vocab, st->max_length);
             t = o->do_sample ? pf__sample(o, s, st->vocab, &st->rng, st->candidates) : pf__argmax(s, st->vocab);
             ends = last_step || pf__ends_here(o, st->eos, st->num_eos, row->tokens, row->length, t);
         }
@@ -11992,6 +12137,7 @@ static pf_result pf__beam_candidates(pf__generation_state *st, int b) {
 #endif
         pf__log_softmax(s, vocab);
         pf__process_scores(o, &st->rows[i], s, vocab, st->eos, st->num_eos, st->min_length, st->seen);
+        pf__force_tokens(o, &st->rows[i], s, vocab, st->max_length);
         for (int t = 0; t < vocab; t++) {
             candidates[n].score = s[t] + st->rows[i].score;
             candidates[n].beam = k;
@@ -12115,7 +12261,7 @@ static pf_result pf__generation_beam_step(pf__generation_state *st, int *finishe
         st->rows[i].score = st->next_scores[i];
     }
     *finished = last_step || !any_open || (st->o->early_stopping == PF_EARLY_STOPPING_ON && all_full);
-    return *finished ? PF_OK : pf__reorder_rows(st->m, st->src, st->num_rows, cur_len);
+    return *finished ? PF_OK : pf__reorder_rows(st->m, st->src, st->num_rows, cur_len, 0);
 }
 
 /* Phase 5: each prompt's hypotheses best first (beam search), or each row's new tokens up to
@@ -12161,6 +12307,7 @@ static void pf__generation_free(pf__generation_state *st) {
     free(st->rows), free(st->pool[0]), free(st->pool[1]), free(st->ids), free(st->pads), free(st->src), free(st->seen);
     free(st->candidates), free(st->hyps), free(st->num_hyps), free(st->open), free(st->next_tokens), free(st->next_scores);
     free(st->streams), free(st->stream_text);
+    free(st->sources), free(st->source_pads), free(st->cross_pads);
 }
 
 static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts, const int *lengths, int batch,
@@ -12177,8 +12324,24 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
     st.o = o;
     st.batch = batch;
     memset(result, 0, sizeof *result);
-    r = pf__generation_resolve(&st, prompts, lengths);
+    int32_t start = o->decoder_start_token_id >= 0 ? o->decoder_start_token_id : m->config.decoder_start_token_id;
+    const int32_t **starts = NULL; /* an encoder-decoder's decoder prompts: its start token */
+    int *start_lengths = NULL;
+    if (pf__archs[m->config.arch].kind == PF__KIND_SEQ2SEQ) {
+        if (start < 0 || start >= m->config.vocab_size)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the decoder start token %d is not in the vocabulary (config.json's "
+                            "decoder_start_token_id, or the options')", (int)start);
+        r = pf__pad_rows(m, "prompt", prompts, lengths, batch, &st.source_width, &st.sources, &st.source_pads);
+        starts = (const int32_t **)malloc((size_t)batch * sizeof *starts);
+        start_lengths = (int *)malloc((size_t)batch * sizeof *start_lengths);
+        if (!r && (!starts || !start_lengths)) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        for (int b = 0; !r && b < batch; b++) starts[b] = &start, start_lengths[b] = 1;
+        if (!r) prompts = starts, lengths = start_lengths;
+    }
+    if (!r) r = pf__generation_resolve(&st, prompts, lengths);
     if (!r) r = pf__generation_alloc(&st, prompts, lengths);
+    if (!r && st.sources && !(st.cross_pads = (int *)malloc((size_t)st.num_rows * sizeof(int))))
+        r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     pf__rope_reset(m);
 #ifdef PF_TESTING
     if (!r) pf__testing_poison_logits(m);
@@ -12186,11 +12349,13 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
     if (!r) r = pf__generation_prefill(&st);
     for (int finished = 0; !r && !finished;) {
         r = st.beams > 1 ? pf__generation_beam_step(&st, &finished) : pf__generation_sample_step(&st, &finished);
-        if (!r && !finished) r = pf__generate_step(m, st.rows, st.num_rows, 0, st.ids, st.pads);
+        if (!r && !finished)
+            r = pf__generate_step(m, st.rows, st.num_rows, 0, st.ids, st.pads, st.cross_pads, st.source_width);
     }
     if (!r) r = pf__generation_results(&st, result);
     if (r) pf_generation_free(result);
     pf__generation_free(&st);
+    free(starts), free(start_lengths);
     return r;
 }
 

@@ -229,6 +229,15 @@ pf_result pf_get_memory_info(const pf_model *model, int rank, pf_memory_info *in
    what pf_parallelize sized. Runs on one CPU rank if the model was never parallelized. */
 pf_result pf_forward(pf_model *model, const int32_t *ids, int batch, int seq_len, float *logits);
 
+/* An encoder-decoder's logits for given decoder inputs (teacher forcing): row b's source
+   source_ids[b] (source_lengths[b] tokens) through the encoder, then its decoder input
+   decoder_ids[b] (decoder_lengths[b] tokens, starting with the decoder start token) through the
+   decoder. logits: [sum of decoder_lengths][vocab_size], row b's positions after row b-1's; the
+   caller's. Rows of any lengths up to max_sequence_length, batch up to max_batch.
+   PF_ERROR_UNSUPPORTED for a model that is not an encoder-decoder. Threads: as pf_forward. */
+pf_result pf_forward_seq2seq(pf_model *model, const int32_t *const *source_ids, const int *source_lengths,
+                             const int32_t *const *decoder_ids, const int *decoder_lengths, int batch, float *logits);
+
 /* ---- encoders (BERT and its kin) ------------------------------------------------------------- */
 
 /* What pf_encode returns for a batch; every array belongs to it (pf_encoding_free). Per-token
@@ -339,6 +348,10 @@ typedef struct pf_generate_options {
     int num_stop_sequences;
     pf_stream_callback stream; /* NULL: none */
     void *stream_user;
+    int forced_bos_token_id;   /* the first new token of a one-token prompt (an encoder-decoder's
+                                  start token: mBART's, M2M100's target language); -1: none */
+    int forced_eos_token_id;   /* the last new token max_length allows; -1: none */
+    int decoder_start_token_id;/* encoder-decoders: the decoder's first token; -1: the model's */
 } pf_generate_options;
 
 pf_generate_options pf_generate_options_init(void);

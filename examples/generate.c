@@ -500,11 +500,14 @@ int main(int argc, char **argv) {
         }
     }
     stream_state stream = {pf_model_tokenizer(model), show_special, 0};
+    /* an encoder-decoder's output is a text of its own (a translation, a summary), not the
+       prompt's continuation: the prompt is not echoed, and the decoder's positions bound it */
+    const char *echo = info.is_encoder_decoder ? "" : prompt;
     int streaming = text_mode && !batch_file && go.num_beams == 1 && go.num_return_sequences == 1;
     if (streaming) {
         go.stream = print_piece;
         go.stream_user = &stream;
-        fputs(prompt, stdout);
+        fputs(echo, stdout);
     }
     double start = seconds_now();
     if ((r = pf_generate_batch(model, (const int32_t *const *)prompts, lengths, batch, &go, &result))) {
@@ -514,7 +517,9 @@ int main(int argc, char **argv) {
     double seconds = seconds_now() - start;
     int new_tokens = 0, longest_prompt = 0, cut_short = 0;
     for (int b = 0; b < batch; b++) longest_prompt = lengths[b] > longest_prompt ? lengths[b] : longest_prompt;
-    int room = info.max_positions - longest_prompt; /* the KV cache holds max_positions tokens */
+    /* the KV cache holds max_positions tokens: the prompt's and the new ones, or (an
+       encoder-decoder) the decoder's start token and the new ones */
+    int room = info.max_positions - (info.is_encoder_decoder ? 1 : longest_prompt);
     for (int i = 0; i < result.num_sequences; i++) {
         int n = result.lengths[i];
         new_tokens += n;
@@ -534,7 +539,7 @@ int main(int argc, char **argv) {
             }
             for (char *c = text; *c; c++) /* one line per sequence */
                 if (*c == '\n') *c = ' ';
-            printf("%s%s\n", batch_file ? "" : prompt, text);
+            printf("%s%s\n", batch_file ? "" : echo, text);
             free(text);
         }
     }

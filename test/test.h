@@ -89,6 +89,7 @@ void test_models(void);
 void test_bad_input(void);
 void test_config(void);
 void test_encoders(void);
+void test_seq2seq(void);
 void test_cli(void);
 void test_generation(void);
 void test_fuzz(void);

@@ -699,6 +699,70 @@ static void test_encoder(const char *name) {
     pf_free(m);
 }
 
+/* An encoder-decoder fixture (make_seq2seq_fixtures.py) on the GPU in fp32, 1 and 2 ranks: the
+   decoder's logits of the fixture's rows against the CPU backend's, and its recorded generate()
+   cases token for token. */
+static void test_seq2seq_fixture(const char *name) {
+    char dir[1024], path[1100], line[4096];
+    int32_t rows[2][8][TEST_MAX_IDS];
+    int lengths[2][8] = {{0}}, batch = 0;
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
+    snprintf(path, sizeof path, "%s/reference.txt", dir);
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f)) { /* src<i>= and dec<i>= rows */
+        int i, ids[TEST_MAX_IDS], n, kind = !strncmp(line, "src", 3) ? 0 : !strncmp(line, "dec", 3) ? 1 : -1;
+        char *eq = strchr(line, '=');
+        if (kind < 0 || !eq || sscanf(line + 3, "%d", &i) != 1 || i < 0 || i >= 8) continue;
+        if ((n = test_parse_ids(eq + 1, ids, TEST_MAX_IDS)) <= 0) continue;
+        for (int t = 0; t < n; t++) rows[kind][i][t] = ids[t];
+        lengths[kind][i] = n;
+        if (i + 1 > batch) batch = i + 1;
+    }
+    if (f) fclose(f);
+    const int32_t *src[8], *dec[8];
+    size_t tokens = 0;
+    int ok = batch > 0;
+    for (int b = 0; b < batch; b++) {
+        src[b] = rows[0][b], dec[b] = rows[1][b];
+        tokens += (size_t)lengths[1][b];
+        ok &= lengths[0][b] > 0 && lengths[1][b] > 0;
+    }
+    CHECK_MSG(ok, "%s: reference.txt unreadable", name);
+    if (!ok) return;
+    static test_gen_case cases[TEST_MAX_GEN_CASES];
+    int num_cases = test_read_gen_cases(name, cases, TEST_MAX_GEN_CASES);
+    pf_model *m = NULL;
+    pf_result r = pf_load(dir, NULL, &m);
+    size_t vocab = r == PF_OK ? (size_t)pf_get_info(m).vocab_size : 0;
+    float *want = (float *)malloc(tokens * vocab * sizeof(float)), *got = (float *)malloc(tokens * vocab * sizeof(float));
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.max_batch = 8;
+    if (r == PF_OK) r = want && got ? pf_parallelize(m, 1, &po) : PF_ERROR_OUT_OF_MEMORY;
+    if (r == PF_OK) r = pf_forward_seq2seq(m, src, lengths[0], dec, lengths[1], batch, want);
+    CHECK_MSG(r == PF_OK, "%s on the CPU: %s", name, pf_error_message(m));
+    for (int ranks = 1; r == PF_OK && ranks <= 2; ranks++) {
+        char what[160];
+        snprintf(what, sizeof what, "%s f32 %d rank%s on the GPU", name, ranks, ranks > 1 ? "s" : "");
+        po = pf_parallel_options_init();
+        po.device = PF_DEVICE_CUDA;
+        po.dtype = PF_DTYPE_F32;
+        po.max_batch = 8;
+        pf_result rr = pf_parallelize(m, ranks, &po);
+        if (rr == PF_OK) rr = pf_forward_seq2seq(m, src, lengths[0], dec, lengths[1], batch, got);
+        CHECK_MSG(rr == PF_OK, "%s: %s", what, pf_error_message(m));
+        if (rr) continue;
+        float worst = test_max_abs_diff(got, want, tokens * vocab);
+        CHECK_MSG(worst <= 1e-3f, "%s: logits differ from the CPU by %g", what, worst);
+        int matched = 0;
+        for (int i = 0; i < num_cases; i++) matched += test_check_gen_case(m, what, &cases[i]);
+        printf("  %-36s max |logits - CPU| %.3g (tol 0.001), generation cases %d of %d\n", what, worst, matched, num_cases);
+    }
+    free(want);
+    free(got);
+    pf_free(m);
+}
+
 /* The subdirectories of test_fixtures holding FILE, sorted; NULL-terminated. */
 static char **list_fixtures(const char *file, int *count) {
     *count = 0;
@@ -771,6 +835,14 @@ int main(int argc, char **argv) {
             for (int i = 0; i < count; i++) {
                 printf("%s\n", names[i]);
                 test_encoder(names[i]);
+                free(names[i]);
+            }
+            free(names);
+            names = list_fixtures("decoder_logits.bin", &count);
+            CHECK_MSG(count > 0, "no encoder-decoder fixtures (decoder_logits.bin) in %s", test_fixtures);
+            for (int i = 0; i < count; i++) {
+                printf("%s\n", names[i]);
+                test_seq2seq_fixture(names[i]);
                 free(names[i]);
             }
             free(names);

@@ -11,6 +11,7 @@ int main(int argc, char **argv) {
         {"bad input", test_bad_input},
         {"config", test_config},
         {"encoders", test_encoders},
+        {"seq2seq", test_seq2seq},
         {"generation", test_generation},
         {"cli", test_cli},
         {"fuzz", test_fuzz},

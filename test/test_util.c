@@ -191,6 +191,9 @@ static int parse_options(const char *json, test_gen_case *c) {
             else if (!strcmp(key, "length_penalty")) o->length_penalty = (float)v;
             else if (!strcmp(key, "repetition_penalty")) o->repetition_penalty = (float)v;
             else if (!strcmp(key, "pad_token_id")) o->pad_token_id = (int)v;
+            else if (!strcmp(key, "forced_bos_token_id")) o->forced_bos_token_id = (int)v;
+            else if (!strcmp(key, "forced_eos_token_id")) o->forced_eos_token_id = (int)v;
+            else if (!strcmp(key, "decoder_start_token_id")) o->decoder_start_token_id = (int)v;
             else return -1;
         }
         p = skip_spaces(p);

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Encoder-decoder fixtures for test/test_seq2seq.c and test_cuda (issue 11): tiny
+XForConditionalGeneration models saved by transformers, with what transformers computes.
+
+Run from the repository root: python3 test/make_seq2seq_fixtures.py
+
+Each dir test/fixtures/<name>/ holds config.json, generation_config.json, model.safetensors and
+    reference.txt          rows=<n>, src<i>=<comma ids> (encoder input), dec<i>=<comma ids> (decoder
+                           input, starting with decoder_start_token_id)
+    encoder_hidden.bin     float32 LE [sum of src lengths][d_model]: the encoder's last_hidden_state
+    decoder_logits.bin     float32 LE [sum of dec lengths][vocab]: the LM logits of every decoder position
+    generation_cases.txt   generate() cases in make_generation_fixtures.py's format; prompt= is the
+                           encoder input, output= the new decoder tokens (after the start token)
+Each row runs alone (no padding); the library pads on the left and must give the same.
+T5 has as many decoder as encoder layers: transformers 5.23's cache breaks on T5 with
+num_decoder_layers != num_layers, so generate() could not record such a model.
+"""
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+import transformers
+
+FIXTURES = Path(__file__).resolve().parent / 'fixtures'
+torch.manual_seed(0)
+def make(name, cfg_cls, model_cls, kw, scale=0.2):
+    cfg = getattr(transformers, cfg_cls)(**kw)
+    m = getattr(transformers, model_cls)(cfg).eval()
+    with torch.no_grad():
+        for n, p in m.named_parameters():
+            if p.dim() >= 1: p.normal_(0, scale) if p.dim() > 1 else p.normal_(1.0 if 'norm' in n else 0.0, 0.1)
+        if hasattr(m, 'final_logits_bias'): m.final_logits_bias.normal_(0, 0.5)
+    d = FIXTURES / name
+    m.save_pretrained(d)
+    V = cfg.vocab_size
+    src = [[5, 17, 45, 88, 9, 63, 2], [5, 77, 31, 101, 3, 54, 12, 96, 40, 8, 33, 2], [19, 64, 3, 2]]
+    start = cfg.decoder_start_token_id
+    dec = [[start, 7, 9, 11, 13], [start, 21, 22], [start, 30, 31, 32, 33, 34]]
+    hid, log = [], []
+    for s, t in zip(src, dec):
+        with torch.no_grad():
+            enc = m.get_encoder()(input_ids=torch.tensor([s])).last_hidden_state[0]
+            out = m(input_ids=torch.tensor([s]), decoder_input_ids=torch.tensor([t])).logits[0]
+        hid.append(enc.numpy()); log.append(out.numpy())
+    np.concatenate(hid).astype('<f4').tofile(d / 'encoder_hidden.bin')
+    np.concatenate(log).astype('<f4').tofile(d / 'decoder_logits.bin')
+    with open(d / 'reference.txt', 'w') as f:
+        f.write(f"rows={len(src)}\n")
+        for i, s in enumerate(src): f.write(f"src{i}=" + ",".join(map(str, s)) + "\n")
+        for i, s in enumerate(dec): f.write(f"dec{i}=" + ",".join(map(str, s)) + "\n")
+T5 = dict(vocab_size=120, d_model=48, d_kv=8, d_ff=96, num_layers=2, num_decoder_layers=2, num_heads=6, dropout_rate=0.0, decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
+make('t5-s2s', 'T5Config', 'T5ForConditionalGeneration', dict(T5, feed_forward_proj='relu'))
+make('t5v11-s2s', 'T5Config', 'T5ForConditionalGeneration', dict(T5, feed_forward_proj='gated-gelu', tie_word_embeddings=False))
+BART = dict(vocab_size=120, d_model=48, encoder_layers=2, decoder_layers=3, encoder_attention_heads=6, decoder_attention_heads=6, encoder_ffn_dim=96, decoder_ffn_dim=96, max_position_embeddings=64, dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2, forced_eos_token_id=None)
+make('bart-s2s', 'BartConfig', 'BartForConditionalGeneration', BART)
+
+
+def cases(name, model_cls):
+    d = FIXTURES / name
+    m = getattr(transformers, model_cls).from_pretrained(d).eval()
+    P = [[5, 17, 45, 88, 9, 63, 2], [5, 77, 31, 101, 3, 54, 12, 96, 40, 8, 33, 2], [19, 64, 3, 2]]
+    out = []
+    def run(case, prompts, opts):
+        L = max(map(len, prompts)); pad = m.config.pad_token_id
+        ids = torch.tensor([p + [pad] * (L - len(p)) for p in prompts]); mask = torch.tensor([[1]*len(p) + [0]*(L-len(p)) for p in prompts])
+        with torch.no_grad():
+            g = m.generate(ids, attention_mask=mask, return_dict_in_generate=True, output_scores=True, **opts)
+        eos = m.generation_config.eos_token_id
+        lines = [f"case={case}", "options=" + json.dumps(opts)] + ["prompt=" + ",".join(map(str, p)) for p in prompts]
+        for i, seq in enumerate(g.sequences.tolist()):
+            new = seq[1:]
+            if eos in new: new = new[:new.index(eos) + 1]
+            lines.append("output=" + ",".join(map(str, new)))
+        if opts.get("num_beams", 1) > 1:
+            for sc in g.sequences_scores.tolist(): lines.append(f"score={sc:.6f}")
+        out.append("\n".join(lines))
+    run("greedy", P[:1], dict(max_new_tokens=12, do_sample=False, num_beams=1))
+    run("batch3", P, dict(max_new_tokens=10, do_sample=False, num_beams=1))
+    run("beam4", P[:1], dict(max_new_tokens=10, do_sample=False, num_beams=4, length_penalty=1.0, early_stopping=True))
+    run("beam3_ngram", P[1:2], dict(max_new_tokens=10, do_sample=False, num_beams=3, no_repeat_ngram_size=2))
+    run("beam3_batch2", P[:2], dict(max_new_tokens=8, do_sample=False, num_beams=3, num_return_sequences=2))
+    run("forced", P[2:], dict(max_new_tokens=6, do_sample=False, num_beams=1, forced_bos_token_id=7, forced_eos_token_id=m.generation_config.eos_token_id))
+    (d / 'generation_cases.txt').write_text("\n\n".join(out) + "\n")
+for n, c in (('t5-s2s', 'T5ForConditionalGeneration'), ('t5v11-s2s', 'T5ForConditionalGeneration'), ('bart-s2s', 'BartForConditionalGeneration')): cases(n, c)
