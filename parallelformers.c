@@ -1019,10 +1019,14 @@ typedef enum {
     PF__IF_FINAL_NORM,
     PF__IF_PROJECTION,
     PF__IF_GATED,
-    PF__IF_DECODER      /* present exactly when an encoder-decoder has its decoder (not "...EncoderModel") */
+    PF__IF_DECODER,     /* present exactly when an encoder-decoder has its decoder (not "...EncoderModel") */
+    PF__IF_EMBED_NORM,  /* present exactly when the config field embed_norm is 1 (BART's layernorm_embedding) */
+    PF__POSITION_TABLE  /* required with learned positions; with sinusoidal ones optional (a saved copy
+                           of the sinusoid, used as it is; computed when absent) */
 } pf__need;
 typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ } pf__kind;
 typedef enum { PF__NORM_LAYER, PF__NORM_RMS } pf__norm;
+typedef enum { PF__SINUSOID_F32, PF__SINUSOID_F64, PF__SINUSOID_T2T } pf__sinusoid_kind; /* pf__sinusoid_table */
 typedef enum {
     PF__POS_LEARNED,
     PF__POS_ROTARY_HALVES,
@@ -1107,6 +1111,22 @@ static const pf__arch_tensor pf__arch_tensors[] = {
 #include "policies.inc"
 };
 
+/* Rows whose tensor names (PF_ARCH_TENSOR, PF_ARCH_ENCODER_TENSOR, PF_ARCH_PREFIX, PF_ARCH_BUFFER)
+   are another row's: families with the same tensor names, whose differences are config traits. */
+typedef struct pf__arch_tensors_of { pf__arch_id arch, base; } pf__arch_tensors_of;
+static const pf__arch_tensors_of pf__arch_tensors_ofs[] = {
+#define PF_ARCH_TENSORS_OF(id, base) {PF__ARCH_##id, PF__ARCH_##base},
+#include "policies.inc"
+    {PF__ARCH_COUNT, PF__ARCH_COUNT} /* keeps the array non-empty */
+};
+
+/* The row whose tensor names an architecture uses. */
+static pf__arch_id pf__tensor_rows(pf__arch_id arch) {
+    for (size_t i = 0; i < sizeof pf__arch_tensors_ofs / sizeof pf__arch_tensors_ofs[0]; i++)
+        if (pf__arch_tensors_ofs[i].arch == arch) return pf__arch_tensors_ofs[i].base;
+    return arch;
+}
+
 /* Config keys whose other values we do not implement: refused unless absent, null or `value`. */
 typedef struct pf__arch_require { pf__arch_id arch; const char *key; double value; } pf__arch_require;
 static const pf__arch_require pf__arch_requires[] = {
@@ -1130,6 +1150,10 @@ typedef struct pf__config {
     int decoder_layers;             /* encoder-decoders, as read; 0: as many as the encoder (T5) */
     int decoder_num_heads, decoder_intermediate_size; /* the decoder's, where the config names them
                                        apart (BART); they must equal the encoder's; 0: unnamed */
+    int embed_norm;                 /* 1: a norm after the embedding (PF__IF_EMBED_NORM tensors) */
+    int decoder_norm_before_positions; /* 1: the decoder tower norms its token embeddings before it
+                                       adds the positions (Blenderbot-small) */
+    int sinusoid;                   /* the computed sinusoid table: PF__SINUSOID_* */
     int scale_decoder_outputs;      /* 1: the decoder's output times hidden^-0.5 before the LM head
                                        (T5); -1 in the table: as tie_word_embeddings */
     int head_dim;                   /* 0 in the file: hidden_size / num_heads */
@@ -1214,7 +1238,7 @@ static const pf__arch_config pf__arch_configs[] = {
 
 static const pf__arch_tensor *pf__arch_tensor_for(pf__arch_id arch, pf__slot slot) {
     for (size_t i = 0; i < PF__COUNT(pf__arch_tensors); i++)
-        if (pf__arch_tensors[i].arch == arch && pf__arch_tensors[i].slot == slot) return &pf__arch_tensors[i];
+        if (pf__arch_tensors[i].arch == pf__tensor_rows(arch) && pf__arch_tensors[i].slot == slot) return &pf__arch_tensors[i];
     return NULL;
 }
 
@@ -1574,12 +1598,13 @@ static pf_result pf__config_seq2seq_head(const pf__json *first, pf__config *c, c
     if (name && len >= 12 && !strcmp(name + len - 12, "EncoderModel")) {
         c->head = PF_HEAD_NONE;
         c->decoder_layers = 0;
-    } else if (!name || (len >= 24 && !strcmp(name + len - 24, "ForConditionalGeneration"))) {
+    } else if (!name || (len >= 24 && !strcmp(name + len - 24, "ForConditionalGeneration")) ||
+               (len >= 7 && !strcmp(name + len - 7, "MTModel"))) { /* MarianMTModel */
         c->head = PF_HEAD_CAUSAL_LM;
     } else {
         return pf__format(message, size, PF_ERROR_UNSUPPORTED,
-                          "%s: architecture \"%s\" is not supported (its head; ...ForConditionalGeneration and "
-                          "...EncoderModel are)", path, name);
+                          "%s: architecture \"%s\" is not supported (its head; ...ForConditionalGeneration, "
+                          "MarianMTModel and ...EncoderModel are)", path, name);
     }
     if ((c->decoder_num_heads && c->decoder_num_heads != c->num_heads) ||
         (c->decoder_intermediate_size && c->decoder_intermediate_size != c->intermediate_size))
@@ -9041,13 +9066,24 @@ static void pf__alibi_slopes(int n, int first, int count, float *out) {
 
 /* CTRL's sinusoid: row pos holds sin(pos * rate(2k)) for k < d/2, then cos(pos * rate(2k + 1)),
    rate(i) = 1 / 10000^(2 (i / 2) / d), in fp32 as transformers computes it. */
-static void pf__sinusoid_table(float *out, size_t positions, size_t d) {
+/* Row p: the sines of p * rate_k, then the cosines, k < d/2, with each family's rates and
+   precision: CTRL's 10000^(-2k/d) in fp32, Marian's and Pegasus' the same in fp64,
+   tensor2tensor's (M2M100) exp(-k ln(10000) / (d/2 - 1)) in fp32. */
+static void pf__sinusoid_table(float *out, size_t positions, size_t d, int kind) {
     for (size_t pos = 0; pos < positions; pos++)
         for (size_t k = 0; k < d / 2; k++) {
-            float rate = 1.0f / powf(10000.0f, (float)(2 * k) / (float)d);
-            float angle = (float)pos * rate;
-            out[pos * d + k] = sinf(angle);
-            out[pos * d + d / 2 + k] = cosf(angle);
+            float sine, cosine;
+            if (kind == PF__SINUSOID_F64) {
+                double angle = (double)pos / pow(10000.0, (double)(2 * k) / (double)d);
+                sine = (float)sin(angle), cosine = (float)cos(angle);
+            } else {
+                float rate = kind == PF__SINUSOID_T2T ? expf((float)k * -(float)(log(10000.0) / (double)(d / 2 - 1)))
+                                                      : 1.0f / powf(10000.0f, (float)(2 * k) / (float)d);
+                float angle = (float)pos * rate;
+                sine = sinf(angle), cosine = cosf(angle);
+            }
+            out[pos * d + k] = sine;
+            out[pos * d + d / 2 + k] = cosine;
         }
 }
 
@@ -9172,20 +9208,25 @@ static void pf__rank_setup(pf__rank *r) {
     if (pf__slot_tied(m, PF__SLOT_LM_HEAD)) r->weights[PF__SLOT_LM_HEAD] = r->weights[PF__SLOT_TOKEN_EMBED];
 
     size_t hd = (size_t)c->head_dim, hidden = (size_t)c->hidden_size, T = g->max_tokens;
-    /* Tables computed here rather than read: the sinusoid and the ALiBi slopes, in fp32. */
-    size_t table_size = a->positions == PF__POS_SINUSOIDAL ? (size_t)g->cache_len * hidden : (size_t)r->share.heads;
+    /* Tables computed here rather than read: the sinusoid (where the file has no copy of it; one
+       per tower) and the ALiBi slopes, in fp32. */
+    size_t sinusoid_rows = (size_t)g->cache_len + (size_t)c->position_offset;
+    size_t table_size = a->positions == PF__POS_SINUSOIDAL ? sinusoid_rows * hidden : (size_t)r->share.heads;
     float *table = table_size ? (float *)malloc(table_size * sizeof(float)) : NULL;
     if (table_size && !table) {
         pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
         return;
     }
     if (a->positions == PF__POS_SINUSOIDAL) {
-        pf__sinusoid_table(table, (size_t)g->cache_len, hidden);
-        pf__weight *w = &r->weights[PF__SLOT_POSITION_EMBED];
-        w->dtype = PF__DTYPE_F32;
-        w->rows = (size_t)g->cache_len;
-        w->cols = hidden;
-        w->data = pf__rank_upload_table(r, table, table_size);
+        pf__sinusoid_table(table, sinusoid_rows, hidden, c->sinusoid);
+        for (int k = 0; k < (a->kind == PF__KIND_SEQ2SEQ ? 2 : 1); k++) {
+            pf__weight *w = &r->weights[k ? PF__SLOT_ENC_POSITION_EMBED : PF__SLOT_POSITION_EMBED];
+            if (w->data) continue; /* read from the file */
+            w->dtype = PF__DTYPE_F32;
+            w->rows = sinusoid_rows;
+            w->cols = hidden;
+            w->data = pf__rank_upload_table(r, table, table_size);
+        }
     } else if (a->positions == PF__POS_ALIBI && r->share.heads) {
         pf__alibi_slopes(c->num_heads, r->share.head_begin, r->share.heads, table);
         r->alibi = (float *)pf__rank_upload_table(r, table, table_size);
@@ -9310,6 +9351,10 @@ static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__towe
     const pf__weight *W = r->weights;
     const pf__backend *be = r->backend;
     size_t N = (size_t)s->batch * s->seq_len;
+    int norm_first = c->decoder_norm_before_positions && t->mask == PF__MASK_CAUSAL;
+    if (norm_first && PF__HAS(W[t->embed_norm]))
+        be->norm(r, x, x, &W[t->embed_norm], PF__OR_NULL(W[t->embed_norm + 1]), N, width, (float)c->norm_eps,
+                 pf__archs[c->arch].norm);
     if (PF__HAS(W[t->positions])) be->add_positions(r, x, &W[t->positions], s, c->position_offset);
     if (PF__HAS(W[PF__SLOT_TOKEN_TYPE_EMBED])) { /* the segment table is whole on every rank */
         pf__step types = *s;
@@ -9317,7 +9362,7 @@ static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__towe
         be->embed(r, r->part, &W[PF__SLOT_TOKEN_TYPE_EMBED], &types, 1.0f, 0);
         be->add_residual(r, x, r->part, NULL, N, width);
     }
-    if (PF__HAS(W[t->embed_norm]))
+    if (!norm_first && PF__HAS(W[t->embed_norm]))
         be->norm(r, x, x, &W[t->embed_norm], PF__OR_NULL(W[t->embed_norm + 1]), N, width, (float)c->norm_eps,
                  pf__archs[c->arch].norm);
 }
@@ -10572,7 +10617,7 @@ static pf_result pf__request_lock(pf_model *m, const char *call) {
 static pf_result pf__account_tensors(pf_model *m, const char *prefix) {
     const pf__config *c = &m->config;
     for (size_t i = 0; i < PF__COUNT(pf__arch_buffers); i++) {
-        if (pf__arch_buffers[i].arch != c->arch) continue;
+        if (pf__arch_buffers[i].arch != pf__tensor_rows(c->arch)) continue;
         const char *pattern = pf__arch_buffers[i].pattern;
         int layers = strstr(pattern, "%d") ? c->num_layers : 1;
         for (int l = 0; l < layers; l++) {
@@ -10612,6 +10657,12 @@ static int pf__need_by_config(const pf__config *c, pf__need need, const char **w
         *why = c->embed_dim != c->hidden_size ? "the embedding width differs from hidden_size"
                                               : "the embedding width equals hidden_size";
         return c->embed_dim != c->hidden_size;
+    case PF__IF_EMBED_NORM:
+        *why = c->embed_norm ? "the family norms its embeddings" : "the family does not norm its embeddings";
+        return c->embed_norm;
+    case PF__POSITION_TABLE:
+        *why = "the positions are learned";
+        return pf__archs[c->arch].positions == PF__POS_LEARNED ? 1 : -2;
     case PF__IF_DECODER:
         *why = c->num_layers > c->encoder_layers ? "architectures names an encoder-decoder"
                                                  : "architectures names the encoder alone";
@@ -10688,7 +10739,7 @@ static const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, pf__s
     for (size_t i = 0; i < PF__COUNT(pf__arch_tensors) && !*other; i++) {
         const pf__arch_tensor *t = &pf__arch_tensors[i];
         char pattern[256], full[300];
-        if (t->arch != m->config.arch || t->slot != slot || t->encoder != encoder) continue;
+        if (t->arch != pf__tensor_rows(m->config.arch) || t->slot != slot || t->encoder != encoder) continue;
         snprintf(pattern, sizeof pattern, t->pattern, index);
         snprintf(full, sizeof full, "%s%s", prefix, pattern);
         const pf__st_tensor *st = pf__st_take(&m->st, full);
@@ -10731,7 +10782,7 @@ static pf_result pf__resolve_sources(pf_model *m) {
     const pf__arch_tensor *embed = pf__arch_tensor_for(c->arch, PF__SLOT_TOKEN_EMBED);
     for (size_t i = 0; i < PF__COUNT(pf__arch_prefixes) && !prefix; i++) {
         char name[256];
-        if (pf__arch_prefixes[i].arch != c->arch) continue;
+        if (pf__arch_prefixes[i].arch != pf__tensor_rows(c->arch)) continue;
         snprintf(name, sizeof name, "%s%s", pf__arch_prefixes[i].prefix, embed->pattern);
         if (pf__st_find(&m->st, name)) prefix = pf__arch_prefixes[i].prefix;
     }
@@ -10754,7 +10805,7 @@ static pf_result pf__resolve_sources(pf_model *m) {
                 return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is in the checkpoint but config.json says %s",
                                 m->dir, st->name, why);
             if (!st) {
-                if (t->need == PF__OPTIONAL || (by_config >= 0 && !wanted)) continue;
+                if (t->need == PF__OPTIONAL || by_config == -2 || (by_config >= 0 && !wanted)) continue;
                 if (by_config >= 0)
                     return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s' (config.json says %s)", m->dir, name, why);
                 return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s'", m->dir, name);

@@ -30,8 +30,14 @@ def make(name, cfg_cls, model_cls, kw, scale=0.2):
     m = getattr(transformers, model_cls)(cfg).eval()
     with torch.no_grad():
         for n, p in m.named_parameters():
-            if p.dim() >= 1: p.normal_(0, scale) if p.dim() > 1 else p.normal_(1.0 if 'norm' in n else 0.0, 0.1)
-        if hasattr(m, 'final_logits_bias'): m.final_logits_bias.normal_(0, 0.5)
+            if not p.requires_grad:  # frozen: a computed sinusoid
+                continue
+            if p.dim() > 1:
+                p.normal_(0, scale)
+            else:
+                p.normal_(1.0 if 'norm' in n else 0.0, 0.1)
+        if hasattr(m, 'final_logits_bias'):
+            m.final_logits_bias.normal_(0, 0.5)
     d = FIXTURES / name
     m.save_pretrained(d)
     V = cfg.vocab_size
@@ -55,6 +61,12 @@ make('t5-s2s', 'T5Config', 'T5ForConditionalGeneration', dict(T5, feed_forward_p
 make('t5v11-s2s', 'T5Config', 'T5ForConditionalGeneration', dict(T5, feed_forward_proj='gated-gelu', tie_word_embeddings=False))
 BART = dict(vocab_size=120, d_model=48, encoder_layers=2, decoder_layers=3, encoder_attention_heads=6, decoder_attention_heads=6, encoder_ffn_dim=96, decoder_ffn_dim=96, max_position_embeddings=64, dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2, forced_eos_token_id=None)
 make('bart-s2s', 'BartConfig', 'BartForConditionalGeneration', BART)
+KIN = dict(BART, max_position_embeddings=64)
+make('mbart-s2s', 'MBartConfig', 'MBartForConditionalGeneration', dict(KIN, forced_eos_token_id=2))
+make('blenderbot-s2s', 'BlenderbotConfig', 'BlenderbotForConditionalGeneration', dict(KIN, decoder_start_token_id=0, encoder_no_repeat_ngram_size=0))
+make('blenderbot-small-s2s', 'BlenderbotSmallConfig', 'BlenderbotSmallForConditionalGeneration', dict(KIN, decoder_start_token_id=0))
+make('marian-s2s', 'MarianConfig', 'MarianMTModel', dict(KIN, scale_embedding=True, pad_token_id=1, decoder_start_token_id=1, activation_function='swish'))
+make('pegasus-s2s', 'PegasusConfig', 'PegasusForConditionalGeneration', dict(KIN, scale_embedding=True, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0, activation_function='relu'))
 
 
 def cases(name, model_cls):
@@ -83,4 +95,9 @@ def cases(name, model_cls):
     run("beam3_batch2", P[:2], dict(max_new_tokens=8, do_sample=False, num_beams=3, num_return_sequences=2))
     run("forced", P[2:], dict(max_new_tokens=6, do_sample=False, num_beams=1, forced_bos_token_id=7, forced_eos_token_id=m.generation_config.eos_token_id))
     (d / 'generation_cases.txt').write_text("\n\n".join(out) + "\n")
-for n, c in (('t5-s2s', 'T5ForConditionalGeneration'), ('t5v11-s2s', 'T5ForConditionalGeneration'), ('bart-s2s', 'BartForConditionalGeneration')): cases(n, c)
+for n, c in (('t5-s2s', 'T5ForConditionalGeneration'), ('t5v11-s2s', 'T5ForConditionalGeneration'),
+             ('bart-s2s', 'BartForConditionalGeneration'), ('mbart-s2s', 'MBartForConditionalGeneration'),
+             ('blenderbot-s2s', 'BlenderbotForConditionalGeneration'),
+             ('blenderbot-small-s2s', 'BlenderbotSmallForConditionalGeneration'), ('marian-s2s', 'MarianMTModel'),
+             ('pegasus-s2s', 'PegasusForConditionalGeneration')):
+    cases(n, c)

@@ -73,6 +73,9 @@ int test_read_gen_cases(const char *fixture, test_gen_case *cases, int cap);
 /* One case on the model: the sequences token for token and the beam scores within 1e-4
    relative, reported as "WHAT: case NAME: ..."; returns 1 if all matched. */
 int test_check_gen_case(pf_model *m, const char *what, const test_gen_case *c);
+/* What generate() takes from generation_config.json when its kwargs leave it unset (the forced
+   tokens, the decoder start token), as pf_model_generate_options(m) has it, into each case. */
+void test_gen_cases_with_model_defaults(const pf_model *m, test_gen_case *cases, int count);
 
 /* An encoder fixture's reference.txt (make_encoder_fixtures.py): rows of ids and token types. */
 #define TEST_ENCODER_ROWS 4

@@ -734,6 +734,7 @@ static void test_seq2seq_fixture(const char *name) {
     pf_model *m = NULL;
     pf_result r = pf_load(dir, NULL, &m);
     size_t vocab = r == PF_OK ? (size_t)pf_get_info(m).vocab_size : 0;
+    if (r == PF_OK) test_gen_cases_with_model_defaults(m, cases, num_cases);
     float *want = (float *)malloc(tokens * vocab * sizeof(float)), *got = (float *)malloc(tokens * vocab * sizeof(float));
     pf_parallel_options po = pf_parallel_options_init();
     po.device = PF_DEVICE_CPU;

@@ -102,6 +102,7 @@ static void test_seq2seq_fixture(const char *name) {
         pf_free(m);
         return;
     }
+    test_gen_cases_with_model_defaults(m, cases, num_cases);
     pf_model_info info = pf_get_info(m);
     CHECK_MSG(info.is_encoder_decoder && !info.is_encoder && info.head == PF_HEAD_CAUSAL_LM, "%s: encoder-decoder %d, head %d",
               name, info.is_encoder_decoder, (int)info.head);
@@ -142,6 +143,6 @@ static void test_seq2seq_fixture(const char *name) {
 }
 
 void test_seq2seq(void) {
-    static const char *const fixtures[] = {"t5-s2s", "t5v11-s2s", "bart-s2s"};
+    static const char *const fixtures[] = {"t5-s2s", "t5v11-s2s", "bart-s2s", "mbart-s2s", "blenderbot-s2s", "blenderbot-small-s2s", "marian-s2s", "pegasus-s2s"};
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_seq2seq_fixture(fixtures[i]);
 }

@@ -299,3 +299,15 @@ int test_read_encoder_reference(const char *dir, test_encoder_reference *ref) {
     fclose(f);
     return ref->rows > 0 && ref->rows <= TEST_ENCODER_ROWS ? 0 : -1;
 }
+
+/* generate() takes what its kwargs leave unset from generation_config.json: the forced tokens
+   (mBART's forced_eos_token_id, say) and the start token, as pf_model_generate_options has them. */
+void test_gen_cases_with_model_defaults(const pf_model *m, test_gen_case *cases, int count) {
+    pf_generate_options d = pf_model_generate_options(m);
+    for (int k = 0; k < count; k++) {
+        pf_generate_options *o = &cases[k].options;
+        if (o->forced_bos_token_id < 0) o->forced_bos_token_id = d.forced_bos_token_id;
+        if (o->forced_eos_token_id < 0) o->forced_eos_token_id = d.forced_eos_token_id;
+        if (o->decoder_start_token_id < 0) o->decoder_start_token_id = d.decoder_start_token_id;
+    }
+}
