@@ -1500,6 +1500,7 @@ static const struct pf__generation_key {
     {"forced_bos_token_id", offsetof(pf_generate_options, forced_bos_token_id), 'i', 0, 1e9},
     {"forced_eos_token_id", offsetof(pf_generate_options, forced_eos_token_id), 'i', 0, 1e9}, /* one id, not a list */
     {"decoder_start_token_id", offsetof(pf_generate_options, decoder_start_token_id), 'i', 0, 1e9},
+    {"encoder_no_repeat_ngram_size", offsetof(pf_generate_options, encoder_no_repeat_ngram_size), 'i', 0, 1e9},
 };
 
 /* generation_config.json keys that change what generate() does and that we do not implement,
@@ -1507,7 +1508,7 @@ static const struct pf__generation_key {
 static const struct { const char *key; double neutral; } pf__generation_unsupported[] = {
     {"typical_p", 1}, {"epsilon_cutoff", 0}, {"eta_cutoff", 0}, {"min_p", 0}, {"top_h", 0},
     {"diversity_penalty", 0}, {"num_beam_groups", 1}, {"penalty_alpha", 0}, {"encoder_repetition_penalty", 1},
-    {"encoder_no_repeat_ngram_size", 0}, {"guidance_scale", 1}, {"renormalize_logits", 0},
+    {"guidance_scale", 1}, {"renormalize_logits", 0},
     {"exponential_decay_length_penalty", NAN}, {"suppress_tokens", NAN}, {"begin_suppress_tokens", NAN},
     {"forced_decoder_ids", NAN},
     {"sequence_bias", NAN}, {"bad_words_ids", NAN}, {"force_words_ids", NAN}, {"constraints", NAN},
@@ -11863,6 +11864,9 @@ static pf_result pf__check_generate_options(pf_model *m, const pf_generate_optio
     else if (!(o->repetition_penalty > 0)) bad = "repetition_penalty must be positive";
     else if (!isfinite(o->length_penalty)) bad = "length_penalty must be finite";
     else if (o->no_repeat_ngram_size < 0) bad = "no_repeat_ngram_size must not be negative";
+    else if (o->encoder_no_repeat_ngram_size < 0) bad = "encoder_no_repeat_ngram_size must not be negative";
+    else if (o->encoder_no_repeat_ngram_size > 0 && pf__archs[m->config.arch].kind != PF__KIND_SEQ2SEQ)
+        bad = "encoder_no_repeat_ngram_size needs an encoder-decoder";
     else if (o->early_stopping < PF_EARLY_STOPPING_HEURISTIC || o->early_stopping > PF_EARLY_STOPPING_NEVER) bad = "unknown early_stopping";
     else if (o->stream && o->num_beams > 1) bad = "streaming needs greedy search or sampling, not beam search";
     else if (o->num_eos_token_ids < 0 || (o->num_eos_token_ids > 0 && !o->eos_token_ids)) bad = "eos_token_ids and their count disagree";
@@ -12105,6 +12109,18 @@ static pf_result pf__generation_alloc(pf__generation_state *st, const int32_t *c
     return PF_OK;
 }
 
+/* encoder_no_repeat_ngram_size: row i never completes an n-gram of its prompt's source (its
+   last n - 1 tokens followed by the banned one), as transformers' encoder n-gram processor. */
+static void pf__ban_source_ngrams(const pf__generation_state *st, int i, float *scores) {
+    int n = st->o->encoder_no_repeat_ngram_size;
+    const pf__row *row = &st->rows[i];
+    if (n <= 0 || !st->sources || row->length < n - 1) return;
+    int b = i / st->per_prompt, pad = st->source_pads[b];
+    const int32_t *source = st->sources + (size_t)b * st->source_width + pad, *tail = row->tokens + row->length - (n - 1);
+    for (int start = 0; start + n <= st->source_width - pad; start++)
+        if (!memcmp(source + start, tail, (size_t)(n - 1) * sizeof(int32_t))) scores[source[start + n - 1]] = -INFINITY;
+}
+
 /* Phase 3 of an encoder-decoder: the sources through the encoder once per prompt, its output's
    keys and values copied to the prompt's rows (beams or samples), then the start tokens through
    the decoder. */
@@ -12159,6 +12175,7 @@ static pf_result pf__generation_sample_step(pf__generation_state *st, int *finis
         int live = !row->done, ends = 0;
         if (live) {
             pf__process_scores(o, row, s, st->vocab, st->eos, st->num_eos, st->min_length, st->seen);
+            pf__ban_source_ngrams(st, i, s);
             pf__force_tokens(o, row, s, st->vocab, st->max_length);
             t = o->do_sample ? pf__sample(o, s, st->vocab, &st->rng, st->candidates) : pf__argmax(s, st->vocab);
             ends = last_step || pf__ends_here(o, st->eos, st->num_eos, row->tokens, row->length, t);
@@ -12188,6 +12205,7 @@ static pf_result pf__beam_candidates(pf__generation_state *st, int b) {
 #endif
         pf__log_softmax(s, vocab);
         pf__process_scores(o, &st->rows[i], s, vocab, st->eos, st->num_eos, st->min_length, st->seen);
+        pf__ban_source_ngrams(st, i, s);
         pf__force_tokens(o, &st->rows[i], s, vocab, st->max_length);
         for (int t = 0; t < vocab; t++) {
             candidates[n].score = s[t] + st->rows[i].score;

@@ -352,6 +352,8 @@ typedef struct pf_generate_options {
                                   start token: mBART's, M2M100's target language); -1: none */
     int forced_eos_token_id;   /* the last new token max_length allows; -1: none */
     int decoder_start_token_id;/* encoder-decoders: the decoder's first token; -1: the model's */
+    int encoder_no_repeat_ngram_size; /* encoder-decoders: never repeat an n-gram of the source
+                                  (Blenderbot's default 3); 0: off */
 } pf_generate_options;
 
 pf_generate_options pf_generate_options_init(void);

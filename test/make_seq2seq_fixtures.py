@@ -63,7 +63,7 @@ BART = dict(vocab_size=120, d_model=48, encoder_layers=2, decoder_layers=3, enco
 make('bart-s2s', 'BartConfig', 'BartForConditionalGeneration', BART)
 KIN = dict(BART, max_position_embeddings=64)
 make('mbart-s2s', 'MBartConfig', 'MBartForConditionalGeneration', dict(KIN, forced_eos_token_id=2))
-make('blenderbot-s2s', 'BlenderbotConfig', 'BlenderbotForConditionalGeneration', dict(KIN, decoder_start_token_id=0, encoder_no_repeat_ngram_size=0))
+make('blenderbot-s2s', 'BlenderbotConfig', 'BlenderbotForConditionalGeneration', dict(KIN, decoder_start_token_id=0, encoder_no_repeat_ngram_size=3))
 make('blenderbot-small-s2s', 'BlenderbotSmallConfig', 'BlenderbotSmallForConditionalGeneration', dict(KIN, decoder_start_token_id=0))
 make('marian-s2s', 'MarianConfig', 'MarianMTModel', dict(KIN, scale_embedding=True, pad_token_id=1, decoder_start_token_id=1, activation_function='swish'))
 make('pegasus-s2s', 'PegasusConfig', 'PegasusForConditionalGeneration', dict(KIN, scale_embedding=True, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0, activation_function='relu'))
@@ -94,6 +94,22 @@ def cases(name, model_cls):
     run("beam3_ngram", P[1:2], dict(max_new_tokens=10, do_sample=False, num_beams=3, no_repeat_ngram_size=2))
     run("beam3_batch2", P[:2], dict(max_new_tokens=8, do_sample=False, num_beams=3, num_return_sequences=2))
     run("forced", P[2:], dict(max_new_tokens=6, do_sample=False, num_beams=1, forced_bos_token_id=7, forced_eos_token_id=m.generation_config.eos_token_id))
+    if getattr(m.generation_config, 'encoder_no_repeat_ngram_size', 0):
+        # a source holding the start of its own unbanned output, so that the ban changes the result
+        for extra in range(1, 40):
+            source = P[0][:-1] + [(extra * 7 + k) % 100 + 3 for k in range(extra % 5)]
+            ids = torch.tensor([source])
+            with torch.no_grad():
+                free = m.generate(ids, max_new_tokens=10, do_sample=False, num_beams=1, encoder_no_repeat_ngram_size=0)[0, 1:].tolist()
+                source = source + free[:4] + [P[0][-1]]
+                a = m.generate(torch.tensor([source]), max_new_tokens=10, do_sample=False, num_beams=1, encoder_no_repeat_ngram_size=0)[0].tolist()
+                b = m.generate(torch.tensor([source]), max_new_tokens=10, do_sample=False, num_beams=1, encoder_no_repeat_ngram_size=3)[0].tolist()
+            if a != b:
+                run("encoder_ngram", [source], dict(max_new_tokens=10, do_sample=False, num_beams=1, encoder_no_repeat_ngram_size=3))
+                run("encoder_ngram_beam", [source], dict(max_new_tokens=10, do_sample=False, num_beams=3, encoder_no_repeat_ngram_size=3))
+                break
+        else:
+            raise SystemExit(name + ": no source found on which the encoder n-gram ban matters")
     (d / 'generation_cases.txt').write_text("\n\n".join(out) + "\n")
 for n, c in (('t5-s2s', 'T5ForConditionalGeneration'), ('t5v11-s2s', 'T5ForConditionalGeneration'),
              ('bart-s2s', 'BartForConditionalGeneration'), ('mbart-s2s', 'MBartForConditionalGeneration'),

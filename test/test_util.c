@@ -194,6 +194,7 @@ static int parse_options(const char *json, test_gen_case *c) {
             else if (!strcmp(key, "forced_bos_token_id")) o->forced_bos_token_id = (int)v;
             else if (!strcmp(key, "forced_eos_token_id")) o->forced_eos_token_id = (int)v;
             else if (!strcmp(key, "decoder_start_token_id")) o->decoder_start_token_id = (int)v;
+            else if (!strcmp(key, "encoder_no_repeat_ngram_size")) o->encoder_no_repeat_ngram_size = (int)v;
             else return -1;
         }
         p = skip_spaces(p);
@@ -309,5 +310,6 @@ void test_gen_cases_with_model_defaults(const pf_model *m, test_gen_case *cases,
         if (o->forced_bos_token_id < 0) o->forced_bos_token_id = d.forced_bos_token_id;
         if (o->forced_eos_token_id < 0) o->forced_eos_token_id = d.forced_eos_token_id;
         if (o->decoder_start_token_id < 0) o->decoder_start_token_id = d.decoder_start_token_id;
+        if (!o->encoder_no_repeat_ngram_size) o->encoder_no_repeat_ngram_size = d.encoder_no_repeat_ngram_size;
     }
 }
