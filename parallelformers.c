@@ -1198,7 +1198,8 @@ typedef struct pf__config {
                                        embedding's width E, then project_in with its bias (ELECTRA,
                                        ALBERT); 0: they follow the projection (OPT) */
     int position_offset_from_pad;   /* 1: position_offset was read as the pad id, positions start
-                                       after it and the table's rows include them (RoBERTa) */
+                                       after it and the table's rows include them (RoBERTa); 2: the
+                                       same over a computed table, the bound kept (M2M100) */
     int pooler_activation;          /* a pf__activation: tanh (BERT), relu (DistilBERT); -1: the model's */
     int head_activation;            /* the masked-LM head's pf__activation; -1: the model's */
     pf_head head;                   /* what the output stage computes */
@@ -1755,9 +1756,9 @@ static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message
     pf__json_free(json);
     if (r) return r;
 
-    if (cfg->position_offset_from_pad) { /* RoBERTa's positions: pad_token_id + 1 + index */
+    if (cfg->position_offset_from_pad) { /* RoBERTa's and M2M100's positions: pad_token_id + 1 + index */
         cfg->position_offset += 1;
-        cfg->max_positions -= cfg->position_offset;
+        if (cfg->position_offset_from_pad == 1) cfg->max_positions -= cfg->position_offset;
     }
     if (cfg->intermediate_size == 0) cfg->intermediate_size = a->mlp_ratio * cfg->hidden_size;
     if (cfg->num_kv_heads == 0) cfg->num_kv_heads = cfg->num_heads;

@@ -66,6 +66,8 @@ make('mbart-s2s', 'MBartConfig', 'MBartForConditionalGeneration', dict(KIN, forc
 make('blenderbot-s2s', 'BlenderbotConfig', 'BlenderbotForConditionalGeneration', dict(KIN, decoder_start_token_id=0, encoder_no_repeat_ngram_size=3))
 make('blenderbot-small-s2s', 'BlenderbotSmallConfig', 'BlenderbotSmallForConditionalGeneration', dict(KIN, decoder_start_token_id=0))
 make('marian-s2s', 'MarianConfig', 'MarianMTModel', dict(KIN, scale_embedding=True, pad_token_id=1, decoder_start_token_id=1, activation_function='swish'))
+make('m2m100-s2s', 'M2M100Config', 'M2M100ForConditionalGeneration', dict(KIN, pad_token_id=1, decoder_start_token_id=2))
+make('mt5-s2s', 'MT5Config', 'MT5ForConditionalGeneration', dict(T5, feed_forward_proj='gated-gelu'))
 make('pegasus-s2s', 'PegasusConfig', 'PegasusForConditionalGeneration', dict(KIN, scale_embedding=True, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0, activation_function='relu'))
 
 
@@ -115,5 +117,6 @@ for n, c in (('t5-s2s', 'T5ForConditionalGeneration'), ('t5v11-s2s', 'T5ForCondi
              ('bart-s2s', 'BartForConditionalGeneration'), ('mbart-s2s', 'MBartForConditionalGeneration'),
              ('blenderbot-s2s', 'BlenderbotForConditionalGeneration'),
              ('blenderbot-small-s2s', 'BlenderbotSmallForConditionalGeneration'), ('marian-s2s', 'MarianMTModel'),
-             ('pegasus-s2s', 'PegasusForConditionalGeneration')):
+             ('pegasus-s2s', 'PegasusForConditionalGeneration'), ('m2m100-s2s', 'M2M100ForConditionalGeneration'),
+             ('mt5-s2s', 'MT5ForConditionalGeneration')):
     cases(n, c)
