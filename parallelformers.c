@@ -1745,7 +1745,7 @@ static void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, siz
    A tokenizer.json is read component by component, each implemented once and driven by the
    file (nothing here is per model family):
      normalizer     NFC, NFD, NFKC, NFKD, Lowercase, StripAccents, Prepend, Replace (a string
-                    pattern, or the regex " {2,}"), Strip, BertNormalizer (clean_text,
+                    pattern, a regex that is a literal, or the regex " {2,}"), Strip, BertNormalizer (clean_text,
                     handle_chinese_chars, strip_accents, lowercase), Precompiled (SentencePiece's
                     charsmap, on grapheme clusters as HF's spm_precompiled), Sequence
      pre_tokenizer  ByteLevel (add_prefix_space, use_regex), Split (a known regex, or a string;
@@ -1762,6 +1762,9 @@ static void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, siz
                     ids; applied by pf_tokenize_special and pf_tokenize_pair, after HF's truncation
    Anything else is PF_ERROR_UNSUPPORTED naming it; a malformed component PF_ERROR_FORMAT.
    vocab.json + merges.txt (+ tokenizer_config.json) load as transformers' GPT-2 tokenizer.
+   Without tokenizer.json, tokenizer_config.json's tokenizer_class "ByT5Tokenizer" loads ByT5's
+   bytes (pf__tok_from_byt5); the classes transformers has in Python only (Marian, M2M100, ...:
+   pf__tok_slow_only) are PF_ERROR_UNSUPPORTED naming what they need.
 
    Encoding, step by step (the order of HF's Tokenizer::encode):
    1. added tokens with normalized = false are found in the raw text (leftmost, longest first;

@@ -1796,6 +1796,26 @@ static void tt_test_seq2seq(void) {
         }
         pf_tokenizer_free(t);
     }
+    { /* bad ByT5 configs: a clear PF_ERROR_FORMAT */
+        static const char *const bad_configs[] = {
+            "{\"tokenizer_class\":\"ByT5Tokenizer\",\"extra_ids\":-1}",
+            "{\"tokenizer_class\":\"ByT5Tokenizer\",\"eos_token\":\"<nope>\"}",
+            "{\"tokenizer_class\":\"ByT5Tokenizer\",\"additional_special_tokens\":[1]}",
+            "{\"tokenizer_class\":\"ByT5Tokenizer\",\"added_tokens_decoder\":{\"x\":{\"content\":\"a\"}}}",
+        };
+        char dir[256], err[512];
+        for (i = 0; i < sizeof bad_configs / sizeof bad_configs[0] && tt_mkdtemp(dir, sizeof dir) == 0; i++) {
+            pf_tokenizer *t = NULL;
+            pf_result r;
+            CHECK(tt_write(dir, "tokenizer_config.json", bad_configs[i], strlen(bad_configs[i])) == 0);
+            err[0] = 0;
+            r = pf_tokenizer_load(dir, &t, err, sizeof err);
+            CHECK_MSG(r == PF_ERROR_FORMAT && t == NULL && strstr(err, "tokenizer_config.json"), "%s: %s, \"%s\"",
+                      bad_configs[i], pf_result_string(r), err);
+            pf_tokenizer_free(t);
+            tt_rmdir(dir);
+        }
+    }
     for (i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         char path[1100], err[512] = "";
         pf_tokenizer *t = NULL;
