@@ -1841,7 +1841,7 @@ static void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, siz
    A tokenizer.json is read component by component, each implemented once and driven by the
    file (nothing here is per model family):
      normalizer     NFC, NFD, NFKC, NFKD, Lowercase, StripAccents, Prepend, Replace (a string
-                    pattern, or the regex " {2,}"), Strip, BertNormalizer (clean_text,
+                    pattern, a regex that is a literal, or the regex " {2,}"), Strip, BertNormalizer (clean_text,
                     handle_chinese_chars, strip_accents, lowercase), Precompiled (SentencePiece's
                     charsmap, on grapheme clusters as HF's spm_precompiled), Sequence
      pre_tokenizer  ByteLevel (add_prefix_space, use_regex), Split (a known regex, or a string;
@@ -1858,6 +1858,9 @@ static void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, siz
                     ids; applied by pf_tokenize_special and pf_tokenize_pair, after HF's truncation
    Anything else is PF_ERROR_UNSUPPORTED naming it; a malformed component PF_ERROR_FORMAT.
    vocab.json + merges.txt (+ tokenizer_config.json) load as transformers' GPT-2 tokenizer.
+   Without tokenizer.json, tokenizer_config.json's tokenizer_class "ByT5Tokenizer" loads ByT5's
+   bytes (pf__tok_from_byt5); the classes transformers has in Python only (Marian, M2M100, ...:
+   pf__tok_slow_only) are PF_ERROR_UNSUPPORTED naming what they need.
 
    Encoding, step by step (the order of HF's Tokenizer::encode):
    1. added tokens with normalized = false are found in the raw text (leftmost, longest first;
@@ -4671,7 +4674,8 @@ typedef struct pf__tok_pre {
 
 typedef enum pf__tok_dec_kind {
     PF__DEC_BYTELEVEL, PF__DEC_REPLACE, PF__DEC_BYTEFALLBACK, PF__DEC_FUSE, PF__DEC_STRIP, PF__DEC_METASPACE,
-    PF__DEC_BPE, PF__DEC_WORDPIECE
+    PF__DEC_BPE, PF__DEC_WORDPIECE,
+    PF__DEC_UTF8_IGNORE /* ByT5: the tokens' bytes as one token, less the bytes that are not valid UTF-8 */
 } pf__tok_dec_kind;
 
 typedef struct pf__tok_dec {
@@ -4704,7 +4708,9 @@ typedef struct pf__tok_added {
     unsigned char special, normalized, lstrip, rstrip, single_word;
 } pf__tok_added;
 
-typedef enum pf__tok_model_kind { PF__MODEL_BPE, PF__MODEL_WORDPIECE, PF__MODEL_UNIGRAM } pf__tok_model_kind;
+/* PF__MODEL_BYTES: ByT5, each byte of the text is id byte + PF__BYTES_OFFSET (no vocab file) */
+typedef enum pf__tok_model_kind { PF__MODEL_BPE, PF__MODEL_WORDPIECE, PF__MODEL_UNIGRAM, PF__MODEL_BYTES } pf__tok_model_kind;
+#define PF__BYTES_OFFSET 3 /* ByT5's <pad> <eos> <unk> come first */
 
 typedef struct pf__tok_piece { /* a Unigram piece: its string in vocab_text, and its score */
     size_t offset;
@@ -4787,6 +4793,8 @@ struct pf_tokenizer {
     pf__tok_post_item *post[2];
     size_t post_len[2], post_added[2];
     int has_post; /* a post-processor that adds tokens or sets type ids was read */
+    int eos_once;  /* ByT5: a text whose ids end with the template's special token does not get it
+                      again (its _add_eos_if_not_present) */
 
     int32_t bos_id, eos_id; /* tokenizer_config.json's bos_token / eos_token; -1: unknown */
 };
@@ -4869,6 +4877,16 @@ static int32_t pf__tok_vocab_find_hashed(const pf_tokenizer *t, const char *s, s
 /* The vocab id of a token string, or -1. */
 static int32_t pf__tok_vocab_find(const pf_tokenizer *t, const char *s, size_t len) {
     return pf__tok_vocab_find_hashed(t, s, len, pf__tok_hash(s, len));
+}
+
+int32_t pf_tokenizer_token_id(const pf_tokenizer *tokenizer, const char *token) {
+    size_t i, len;
+    if (!tokenizer || !token) return -1;
+    len = strlen(token);
+    for (i = 0; i < tokenizer->num_added; i++) /* an added token wins, as in HF's convert_tokens_to_ids */
+        if (tokenizer->added[i].len == len && !memcmp(tokenizer->added[i].content, token, len))
+            return tokenizer->added[i].id;
+    return len ? pf__tok_vocab_find(tokenizer, token, len) : -1;
 }
 
 static size_t pf__tok_pair_slot(uint64_t pair, size_t mask) {
@@ -5453,7 +5471,12 @@ static int pf__tok_unigram(pf__tok_ctx *c, const unsigned char *s, size_t len) {
 
 /* The model on one pre-tokenized word: emits its ids. 0, or -1 when out of memory. */
 static int pf__tok_model(pf__tok_ctx *c, const unsigned char *s, size_t len) {
+    size_t i;
     if (len == 0) return 0;
+    if (c->t->model == PF__MODEL_BYTES) {
+        for (i = 0; i < len; i++) pf__tok_emit(c, (int32_t)s[i] + PF__BYTES_OFFSET);
+        return 0;
+    }
     if (c->t->model == PF__MODEL_WORDPIECE) {
         pf__tok_wordpiece(c, s, len);
         return 0;
@@ -5906,6 +5929,12 @@ static pf_result pf__tok_encode(const pf_tokenizer *tokenizer, const char *text,
         const pf__tok_post_item *item = &tokenizer->post[pair][k];
         const int32_t *from = item->id == PF__TOK_SEQ_A || !c.ids ? c.ids : c.ids + b_start; /* no ids: NULL, no offset */
         size_t count = item->id >= 0 ? (size_t)special : item->id == PF__TOK_SEQ_A ? na : nb;
+        if (tokenizer->eos_once && item->id >= 0 && k > 0 && tokenizer->post[pair][k - 1].id < 0) {
+            const pf__tok_post_item *prev = &tokenizer->post[pair][k - 1];
+            size_t prev_n = prev->id == PF__TOK_SEQ_A ? na : nb;
+            const int32_t *prev_ids = prev->id == PF__TOK_SEQ_A ? c.ids : c.ids + b_start;
+            if (prev_n && prev_ids[prev_n - 1] == item->id) count = 0;
+        }
         for (i = 0; i < count; i++, n++) {
             if (n >= capacity) continue;
             ids[n] = item->id >= 0 ? item->id : from[i];
@@ -6039,6 +6068,7 @@ static int pf__tok_dec_step(const pf_tokenizer *t, const pf__tok_dec *d, const p
         switch (d->kind) {
         case PF__DEC_BYTELEVEL: /* one token in the end */
         case PF__DEC_FUSE:
+        case PF__DEC_UTF8_IGNORE:
             if (d->kind == PF__DEC_BYTELEVEL ? pf__tok_unbyte(t, &out->text, s, n) : pf__buf_put(&out->text, s, n))
                 return -1;
             continue;
@@ -6099,7 +6129,19 @@ static int pf__tok_dec_step(const pf_tokenizer *t, const pf__tok_dec *d, const p
         }
         if (pf__list_push(out, start)) return -1;
     }
-    if (d->kind == PF__DEC_BYTELEVEL || d->kind == PF__DEC_FUSE) return pf__list_push(out, 0);
+    if (d->kind == PF__DEC_UTF8_IGNORE) { /* as Python's bytes.decode("utf-8", errors="ignore") */
+        size_t j, k, kept = 0;
+        uint32_t cp;
+        for (j = 0; j < out->text.len; j += k) {
+            k = pf__utf8_decode(out->text.p + j, out->text.len - j, &cp);
+            if (cp == PF__UTF8_INVALID) continue;
+            memmove(out->text.p + kept, out->text.p + j, k);
+            kept += k;
+        }
+        out->text.len = kept;
+    }
+    if (d->kind == PF__DEC_BYTELEVEL || d->kind == PF__DEC_FUSE || d->kind == PF__DEC_UTF8_IGNORE)
+        return pf__list_push(out, 0);
     if (run != (size_t)-1 && pf__list_push(out, run)) return -1;
     return 0;
 }
@@ -6468,15 +6510,49 @@ static long pf__tok_json_count(const pf__json *o, const char *key, long def) {
     return (long)v->number;
 }
 
-/* A Replace's pattern {"String": s} (a literal, copied into *out); Regex patterns are not
-   supported. */
+/* The text a regex matches when it is a literal: characters without a meaning in a regex, and
+   escapes of punctuation or of \n \r \t (Pegasus' Replace "\n"). Written into out (the regex's
+   length at most); its length, or -1 when the regex is not a literal. */
+static long pf__tok_regex_literal(const char *re, size_t len, char *out) {
+    size_t i, n = 0;
+    for (i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)re[i];
+        if (c == '\\') {
+            if (++i == len) return -1;
+            c = (unsigned char)re[i];
+            if (c == 'n') c = '\n';
+            else if (c == 'r') c = '\r';
+            else if (c == 't') c = '\t';
+            else if (!strchr(".^$*+?()[]{}|\\/-", c)) return -1; /* \s, \d, \p{..}, ...: classes */
+        } else if (strchr(".^$*+?()[]{}|", c)) {
+            return -1;
+        }
+        out[n++] = (char)c;
+    }
+    return n ? (long)n : -1; /* an empty regex matches between characters: not a literal */
+}
+
+/* A Replace's pattern {"String": s}, or a Regex that is a literal (copied into *out); other
+   Regex patterns are not supported. */
 static pf_result pf__tok_json_pattern(const pf__json *o, const char *what, char **out, size_t *len, const char *path,
                                       char *err, size_t err_size) {
     int bad = 0;
-    const pf__json *pattern = pf__json_get(o, "pattern"), *v = pf__tok_json_str(pattern, "String", &bad);
-    if (!v && !bad && pf__tok_json_str(pattern, "Regex", &bad)) {
-        snprintf(err, err_size, "%s: %s with the Regex pattern \"%.40s\" is not supported (only String, and \" {2,}\" in "
-                 "a normalizer)", path, what, pf__tok_json_str(pattern, "Regex", &bad)->string);
+    const pf__json *pattern = pf__json_get(o, "pattern"), *v = pf__tok_json_str(pattern, "String", &bad), *re;
+    if (!v && !bad && (re = pf__tok_json_str(pattern, "Regex", &bad)) != NULL) {
+        long n;
+        if (!(*out = (char *)malloc(re->string_len + 1))) {
+            snprintf(err, err_size, "%s: out of memory", path);
+            return PF_ERROR_OUT_OF_MEMORY;
+        }
+        if ((n = pf__tok_regex_literal(re->string, re->string_len, *out)) >= 0) {
+            (*out)[n] = 0;
+            *len = (size_t)n;
+            return PF_OK;
+        }
+        free(*out);
+        *out = NULL;
+        snprintf(err, err_size, "%s: %s with the Regex pattern \"%.40s\" is not supported (only String, a literal "
+                 "Regex, and \" {2,}\" in a normalizer)", path, what, re->string);
         return PF_ERROR_UNSUPPORTED;
     }
     if (!v) {
@@ -7408,6 +7484,30 @@ static pf_result pf__tok_read_json(const char *path, int optional, pf__json **ro
     return PF_OK;
 }
 
+/* The added tokens of a tokenizer_config.json's added_tokens_decoder ({"id": {"content": ...}});
+   PF_OK when it has none. */
+static pf_result pf__tok_read_added_decoder(pf_tokenizer *t, const pf__json *config, const char *path, char *err,
+                                            size_t err_size) {
+    const pf__json *atd = pf__json_get(config, "added_tokens_decoder"), *e;
+    pf_result r;
+    if (atd && atd->type != PF__JSON_OBJECT && atd->type != PF__JSON_NULL) {
+        snprintf(err, err_size, "%s: added_tokens_decoder is not an object", path);
+        return PF_ERROR_FORMAT;
+    }
+    for (e = atd && atd->type == PF__JSON_OBJECT ? atd->first : NULL; e; e = e->next) {
+        char *endp;
+        long id;
+        errno = 0;
+        id = strtol(e->key, &endp, 10);
+        if (!e->key_len || *endp || errno || id < 0 || id >= INT32_MAX) {
+            snprintf(err, err_size, "%s: added_tokens_decoder key \"%.40s\" is not an id", path, e->key);
+            return PF_ERROR_FORMAT;
+        }
+        if ((r = pf__tok_read_added(t, e, (int32_t)id, NULL, path, err, err_size)) != PF_OK) return r;
+    }
+    return PF_OK;
+}
+
 /* vocab.json + merges.txt (+ tokenizer_config.json), as transformers builds a GPT-2 tokenizer from
    them: ByteLevel pre-tokenizer and decoder, add_prefix_space from the config (default false),
    added tokens from the config's added_tokens_decoder, and <|endoftext|> special when in the vocab. */
@@ -7459,26 +7559,13 @@ static pf_result pf__tok_from_files(pf_tokenizer *t, const char *dir, char *err,
     if (pf__path_join(path, sizeof path, dir, "tokenizer_config.json")) goto too_long;
     if ((r = pf__tok_read_json(path, 1, &config, err, err_size)) != PF_OK) goto done;
     if (config) {
-        const pf__json *atd = pf__json_get(config, "added_tokens_decoder"), *e;
         add_prefix_space = pf__tok_json_bool(config, "add_prefix_space", 0);
-        if (add_prefix_space < 0 || config->type != PF__JSON_OBJECT ||
-            (atd && atd->type != PF__JSON_OBJECT && atd->type != PF__JSON_NULL)) {
-            snprintf(err, err_size, "%s: add_prefix_space or added_tokens_decoder has the wrong type", path);
+        if (add_prefix_space < 0 || config->type != PF__JSON_OBJECT) {
+            snprintf(err, err_size, "%s: add_prefix_space has the wrong type", path);
             r = PF_ERROR_FORMAT;
             goto done;
         }
-        for (e = atd && atd->type == PF__JSON_OBJECT ? atd->first : NULL; e; e = e->next) {
-            char *endp;
-            long id;
-            errno = 0;
-            id = strtol(e->key, &endp, 10);
-            if (!e->key_len || *endp || errno || id < 0 || id >= INT32_MAX) {
-                snprintf(err, err_size, "%s: added_tokens_decoder key \"%.40s\" is not an id", path, e->key);
-                r = PF_ERROR_FORMAT;
-                goto done;
-            }
-            if ((r = pf__tok_read_added(t, e, (int32_t)id, NULL, path, err, err_size)) != PF_OK) goto done;
-        }
+        if ((r = pf__tok_read_added_decoder(t, config, path, err, err_size)) != PF_OK) goto done;
     }
     {
         int32_t id = pf__tok_vocab_find(t, eot, sizeof eot - 1);
@@ -7524,6 +7611,104 @@ static int32_t pf__tok_config_token(const pf_tokenizer *t, const pf__json *confi
         if (t->added[i].len == v->string_len && !memcmp(t->added[i].content, v->string, v->string_len))
             return t->added[i].id;
     return pf__tok_vocab_find(t, v->string, v->string_len);
+}
+
+/* ByT5 (tokenizer_config.json's tokenizer_class "ByT5Tokenizer", no tokenizer.json), as
+   transformers' ByT5Tokenizer: each UTF-8 byte is id byte + 3, after <pad> <eos> <unk> (which
+   strip the spaces around them); the extra ids and other added tokens from added_tokens_decoder,
+   or, in configs older than it, additional_special_tokens (else <extra_id_0> .. extra_ids - 1) from
+   id 259 on; "$A </s>" and "$A </s> $B </s>" (type ids 0), without a second </s> when the text's
+   ids end with one; decode drops the bytes that are not valid UTF-8. The tokens the config names
+   (pad_token, eos_token, ...) are special, as transformers' decode(skip_special_tokens=True) skips them. */
+static pf_result pf__tok_from_byt5(pf_tokenizer *t, const pf__json *config, const char *path, char *err,
+                                   size_t err_size) {
+    static const char *const named[] = {"pad_token", "eos_token", "unk_token", "bos_token",
+                                        "sep_token", "cls_token", "mask_token"};
+    static const char *const first[PF__BYTES_OFFSET] = {"<pad>", "</s>", "<unk>"};
+    pf__tok_post_item single[2] = {{PF__TOK_SEQ_A, 0}, {-1, 0}}, pair[4] = {{PF__TOK_SEQ_A, 0}, {-1, 0},
+                                                                          {PF__TOK_SEQ_B, 0}, {-1, 0}};
+    int32_t eos;
+    size_t i, k;
+    pf_result r;
+    t->model = PF__MODEL_BYTES;
+    if ((r = pf__tok_vocab_alloc(t, 256, 2 * 256, path, err, err_size)) != PF_OK) return r;
+    for (i = 0; i < 256; i++) {
+        char byte = (char)(unsigned char)i;
+        pf__tok_vocab_insert(t, &byte, 1, (int32_t)i + PF__BYTES_OFFSET);
+    }
+    if (pf__json_get(config, "added_tokens_decoder")) {
+        if ((r = pf__tok_read_added_decoder(t, config, path, err, err_size)) != PF_OK) return r;
+    } else {
+        const pf__json *list = pf__json_get(config, "additional_special_tokens"), *e;
+        long extra = pf__tok_json_count(config, "extra_ids", 125);
+        int32_t id = 256 + PF__BYTES_OFFSET;
+        if (!list) list = pf__json_get(config, "extra_special_tokens");
+        if (extra < 0 || extra > 65536 || (list && list->type != PF__JSON_ARRAY)) {
+            snprintf(err, err_size, "%s: extra_ids or additional_special_tokens has the wrong type", path);
+            return PF_ERROR_FORMAT;
+        }
+        for (i = 0; i < PF__BYTES_OFFSET; i++)
+            if (pf__tok_add_token(t, first[i], strlen(first[i]), (int32_t)i, 0, 1, 1, 1, 0)) goto oom;
+        for (e = list ? list->first : NULL; e; e = e->next) {
+            if (e->type != PF__JSON_STRING) {
+                snprintf(err, err_size, "%s: additional_special_tokens holds a non-string", path);
+                return PF_ERROR_FORMAT;
+            }
+            if (pf__tok_add_token(t, e->string, e->string_len, id++, 1, 0, 0, 0, 0)) goto oom;
+        }
+        for (k = 0; !list && k < (size_t)extra; k++) {
+            char name[32];
+            snprintf(name, sizeof name, "<extra_id_%zu>", k);
+            if (pf__tok_add_token(t, name, strlen(name), id++, 1, 0, 0, 0, 0)) goto oom;
+        }
+    }
+    for (k = 0; k < sizeof named / sizeof named[0]; k++) {
+        int32_t id = pf__tok_config_token(t, config, named[k]);
+        for (i = 0; id >= 0 && i < t->num_added; i++)
+            if (t->added[i].id == id) t->added[i].special = 1;
+    }
+    eos = pf__json_get(config, "eos_token") ? pf__tok_config_token(t, config, "eos_token") : 1;
+    if (eos < 0) {
+        snprintf(err, err_size, "%s: ByT5Tokenizer's eos_token is not one of its tokens", path);
+        return PF_ERROR_FORMAT;
+    }
+    single[1].id = pair[1].id = pair[3].id = eos;
+    if ((r = pf__tok_set_post(t, 0, single, 2, path, err, err_size)) != PF_OK ||
+        (r = pf__tok_set_post(t, 1, pair, 4, path, err, err_size)) != PF_OK)
+        return r;
+    t->has_post = 1;
+    t->eos_once = 1;
+    t->unk_id = -1; /* every byte has its id */
+    t->has_decoder = 1;
+    t->num_decs = 1;
+    t->decs[0].kind = PF__DEC_UTF8_IGNORE;
+    return pf__tok_finish(t, path, err, err_size);
+oom:
+    snprintf(err, err_size, "%s: out of memory", path);
+    return PF_ERROR_OUT_OF_MEMORY;
+}
+
+/* Tokenizers transformers has in Python only (no tokenizer.json) that are not ByT5's: each
+   tokenizer_class and what it would need. */
+static const struct {
+    const char *name, *needs;
+} pf__tok_slow_only[] = {
+    {"MarianTokenizer", "SentencePiece models source.spm / target.spm mapped through vocab.json"},
+    {"M2M100Tokenizer", "a SentencePiece model sentencepiece.bpe.model mapped through vocab.json, with __xx__ "
+                        "language tokens"},
+    {"BlenderbotSmallTokenizer", "its own lowercasing BPE with \"@@\" continuations in vocab.json + merges.txt"},
+    {"FSMTTokenizer", "Moses tokenization and BPE in vocab-src.json / vocab-tgt.json + merges.txt"},
+    {"XLMTokenizer", "Moses tokenization and BPE in vocab.json + merges.txt"},
+    {"CTRLTokenizer", "its own BPE with \"@@\" continuations in vocab.json + merges.txt"},
+    {"OpenAIGPTTokenizer", "BERT-style splitting and BPE with </w> in vocab.json + merges.txt"},
+};
+
+/* The index of tokenizer_class in pf__tok_slow_only, or its count when it is not there. */
+static size_t pf__tok_slow_index(const char *tokenizer_class) {
+    size_t i, n = sizeof pf__tok_slow_only / sizeof pf__tok_slow_only[0];
+    for (i = 0; i < n; i++)
+        if (!strcmp(tokenizer_class, pf__tok_slow_only[i].name)) break;
+    return i;
 }
 
 /* bos / eos from dir's tokenizer_config.json, when there is one; from vocab.json + merges.txt,
@@ -7580,11 +7765,27 @@ static pf_result pf__tokenizer_load_dir(const char *dir, pf_tokenizer **out, cha
         if (r == PF_OK) r = pf__tok_from_json(t, root, path, err, err_size);
         pf__json_free(root);
     } else {
-        char vocab[4096], merges[4096];
+        char vocab[4096], merges[4096], config_path[4096];
+        pf__json *config = NULL;
+        const pf__json *cls = NULL;
+        size_t i, n_slow = sizeof pf__tok_slow_only / sizeof pf__tok_slow_only[0];
         if (pf__path_join(vocab, sizeof vocab, dir, "vocab.json") ||
-            pf__path_join(merges, sizeof merges, dir, "merges.txt")) {
+            pf__path_join(merges, sizeof merges, dir, "merges.txt") ||
+            pf__path_join(config_path, sizeof config_path, dir, "tokenizer_config.json")) {
             snprintf(err, err_size, "%.200s: the path is too long", dir);
             r = PF_ERROR_INVALID_ARGUMENT;
+        } else if ((r = pf__tok_read_json(config_path, 1, &config, err, err_size)) != PF_OK) {
+            /* the message names the config */
+        } else if ((cls = pf__json_get(config, "tokenizer_class")) != NULL && cls->type == PF__JSON_STRING &&
+                   !strcmp(cls->string, "ByT5Tokenizer")) {
+            r = pf__tok_from_byt5(t, config, config_path, err, err_size);
+        } else if (cls && cls->type == PF__JSON_STRING &&
+                   (i = pf__tok_slow_index(cls->string)) < n_slow) {
+            snprintf(err, err_size, "%s: %s has no tokenizer.json (transformers has no fast version of it) and is "
+                     "not supported: it needs %s. Supported without tokenizer.json: vocab.json + merges.txt of a "
+                     "byte-level BPE (GPT-2, RoBERTa, BART, ...) and ByT5Tokenizer", dir, pf__tok_slow_only[i].name,
+                     pf__tok_slow_only[i].needs);
+            r = PF_ERROR_UNSUPPORTED;
         } else if (pf__file_exists(vocab) && pf__file_exists(merges)) {
             from_files = 1;
             r = pf__tok_from_files(t, dir, err, err_size);
@@ -7592,6 +7793,7 @@ static pf_result pf__tokenizer_load_dir(const char *dir, pf_tokenizer **out, cha
             snprintf(err, err_size, "%s: no tokenizer.json, nor vocab.json and merges.txt", dir);
             r = PF_ERROR_IO;
         }
+        pf__json_free(config);
     }
     if (r == PF_OK) r = pf__tok_read_specials(t, dir, from_files, err, err_size);
     if (r != PF_OK) {

@@ -399,7 +399,10 @@ void pf_string_free(char *text);
 /* The model's tokenizer, or NULL when the model directory had none. Owned by the model. */
 pf_tokenizer *pf_model_tokenizer(pf_model *model);
 
-/* Loads a tokenizer alone from a directory (tokenizer.json, or vocab.json + merges.txt). On
+/* Loads a tokenizer alone from a directory: tokenizer.json; else vocab.json + merges.txt (a
+   byte-level BPE, as GPT-2's); else, where tokenizer_config.json's tokenizer_class is
+   "ByT5Tokenizer", ByT5's bytes. Tokenizers transformers has in Python only (Marian, M2M100,
+   Blenderbot-small, FSMT, ...) are PF_ERROR_UNSUPPORTED with a message naming the class. On
    failure *tokenizer is NULL and, when error/error_size are given, the message is written there. */
 pf_result pf_tokenizer_load(const char *dir, pf_tokenizer **tokenizer, char *error,
                             size_t error_size);
@@ -463,6 +466,13 @@ int pf_tokenizer_vocab_size(const pf_tokenizer *tokenizer);
    stops at the model's eos ids (config.json, generation_config.json), which may differ. */
 int32_t pf_tokenizer_bos_id(const pf_tokenizer *tokenizer);
 int32_t pf_tokenizer_eos_id(const pf_tokenizer *tokenizer);
+
+/* The id of a token given by its text, NUL-terminated: an added token's (language codes such as
+   mBART's "en_XX" or M2M100's "__en__", T5's "<extra_id_0>", "</s>", ...), else the model vocab's
+   (as stored: "\u2581Hello" for a SentencePiece piece, "\u0120Hello" for a byte-level one); -1 when
+   the tokenizer has no such token, or on NULL. As transformers' convert_tokens_to_ids, e.g. for
+   forced_bos_token_id. Thread-safe on a loaded tokenizer. */
+int32_t pf_tokenizer_token_id(const pf_tokenizer *tokenizer, const char *token);
 
 /* 1 when id is a special token: an added token marked "special" (<|endoftext|>, <s>, ...) or the
    bos / eos token of tokenizer_config.json; 0 for any other id. Special tokens are what

@@ -119,16 +119,16 @@ def case_texts(grapheme_cases=False):
     return texts
 
 
-def write_cases(out: Path, grapheme_cases=False):
+def write_cases(out: Path, grapheme_cases=False, extra_texts=()):
     """cases.txt, cases_special.txt and cases_pair.txt from tokenizers' encodings of the saved
     tokenizer.json (transformers' AutoTokenizer is compared: the cases it encodes differently are
-    counted on stdout); with grapheme_cases, random strings of GRAPHEME_POOL too."""
+    counted on stdout); with grapheme_cases, random strings of GRAPHEME_POOL too; extra_texts last."""
     tok = Tokenizer.from_file(str(out / "tokenizer.json"))
     auto = AutoTokenizer.from_pretrained(str(out))
     differ = 0
     for name, special in (("cases.txt", False), ("cases_special.txt", True)):
         lines = []
-        for text in case_texts(grapheme_cases):
+        for text in case_texts(grapheme_cases) + list(extra_texts):
             ids = tok.encode(text, add_special_tokens=special).ids
             differ += ids != auto(text, add_special_tokens=special)["input_ids"]
             lines.append(hexs(text) + "\t" + ",".join(map(str, ids)))

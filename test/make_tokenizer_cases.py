@@ -11,10 +11,11 @@ Run from the repository root (tokenizers 0.23 and transformers 5 installed):
 test/tokenizer_decode_cases.txt: for every fixture dir with cases.txt / cases_special.txt, what
 HF's decode gives for each case's ids, a line per case in the order of cases.txt then
 cases_special.txt:
-    dir <TAB> <name> <TAB> <1 if byte-level without a normalizer (decode is a byte-exact round trip), else 0>
+    dir <TAB> <name> <TAB> <1 if byte-level without a normalizer nor a prefix space (decode is a byte-exact round trip),
+    else 0>
     <hex of the decoded UTF-8; = when it is the case's input, - when empty>
 The decodes are tokenizers' (Tokenizer.from_file(tokenizer.json).decode(ids), special tokens
-kept); transformers' AutoTokenizer decodes the same except for CTRL, whose Python tokenizer
+kept; transformers' decode where there is no tokenizer.json, as for ByT5); transformers' AutoTokenizer decodes the same except for CTRL, whose Python tokenizer
 joins tokens with spaces around <unk> (tokenizer.json's BPEDecoder does not): those cases are
 counted on stdout.
 
@@ -203,12 +204,16 @@ def decode_cases():
     from transformers import AutoTokenizer
 
     lines = []
-    for d in sorted(p for p in FIXTURES.iterdir() if (p / "cases.txt").exists() and (p / "tokenizer.json").exists()):
-        tok = Tokenizer.from_file(str(d / "tokenizer.json"))
-        spec = json.loads((d / "tokenizer.json").read_text(encoding="utf-8"))
-        pre, dec = json.dumps(spec.get("pre_tokenizer")), spec.get("decoder") or {}
-        byte_level = int('"ByteLevel"' in pre and dec.get("type") == "ByteLevel" and not spec.get("normalizer"))
+    for d in sorted(p for p in FIXTURES.iterdir() if (p / "cases.txt").exists()):
         auto = AutoTokenizer.from_pretrained(str(d))
+        if (d / "tokenizer.json").exists():
+            tok = Tokenizer.from_file(str(d / "tokenizer.json"))
+            spec = json.loads((d / "tokenizer.json").read_text(encoding="utf-8"))
+            pre, dec = json.dumps(spec.get("pre_tokenizer")), spec.get("decoder") or {}
+            byte_level = int('"ByteLevel"' in pre and '"add_prefix_space": true' not in pre and
+                             dec.get("type") == "ByteLevel" and not spec.get("normalizer"))
+        else:  # a tokenizer without a fast version (ByT5): transformers' own decode
+            tok, byte_level = auto, 0
         lines.append(f"dir\t{d.name}\t{byte_level}")
         differ = 0
         for fn in ("cases.txt", "cases_special.txt"):

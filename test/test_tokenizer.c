@@ -1273,6 +1273,21 @@ static void tt_test_components(void) {
     tt_check_hand("continuing_subword_prefix", json_a, cases_a, sizeof cases_a / sizeof cases_a[0]);
     tt_check_hand("end_of_word_suffix", json_b, cases_b, sizeof cases_b / sizeof cases_b[0]);
     tt_check_hand("byte_fallback", json_c, cases_c, sizeof cases_c / sizeof cases_c[0]);
+    {
+        /* Replace with a Regex that is a literal (Pegasus' normalizer: "\\n" -> " "), in a
+           normalizer and a decoder */
+        static const char json_r[] =
+            "{\"version\":\"1.0\",\"added_tokens\":[],\"normalizer\":{\"type\":\"Replace\",\"pattern\":{\"Regex\":"
+            "\"\\\\n\"},\"content\":\" \"},\"pre_tokenizer\":null,\"post_processor\":null,\"decoder\":{\"type\":"
+            "\"Sequence\",\"decoders\":[{\"type\":\"Replace\",\"pattern\":{\"Regex\":\"\\\\.\"},\"content\":\"x\"},"
+            "{\"type\":\"Fuse\"}]},\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\" \":2,\".\":3,\"x\":4},"
+            "\"merges\":[]}}";
+        static const tt_hand_case cases_r[] = {
+            {"a\nb.", 4, 4, {0, 2, 1, 3}, {0, 2, 1, 3}, "a bx", "a bx"},
+            {".\n\n.a", 5, 5, {3, 2, 2, 3, 0}, {3, 2, 2, 3, 0}, "x  xa", "x  xa"},
+        };
+        tt_check_hand("literal Regex", json_r, cases_r, sizeof cases_r / sizeof cases_r[0]);
+    }
 }
 
 /* Standard base64 of data[0 .. n) into out (4 * ((n + 2) / 3) + 1 bytes). */
@@ -1431,7 +1446,9 @@ static void tt_test_bad_components(void) {
         {TT_P("{\"type\":\"Digits\",\"individual_digits\":true}"), PF_ERROR_UNSUPPORTED, "Digits"},
         {TT_D("{\"type\":\"Strip\",\"content\":\"ab\",\"start\":1,\"stop\":0}"), PF_ERROR_FORMAT, "content"},
         {TT_D("{\"type\":\"Strip\",\"content\":\" \",\"start\":-1,\"stop\":0}"), PF_ERROR_FORMAT, "start"},
-        {TT_D("{\"type\":\"Replace\",\"pattern\":{\"Regex\":\"a\"},\"content\":\"b\"}"), PF_ERROR_UNSUPPORTED, "Regex"},
+        {TT_D("{\"type\":\"Replace\",\"pattern\":{\"Regex\":\"a|b\"},\"content\":\"b\"}"), PF_ERROR_UNSUPPORTED, "Regex"},
+        {TT_D("{\"type\":\"Replace\",\"pattern\":{\"Regex\":\"\\\\s\"},\"content\":\"b\"}"), PF_ERROR_UNSUPPORTED, "Regex"},
+        {TT_D("{\"type\":\"Replace\",\"pattern\":{\"Regex\":\"\"},\"content\":\"b\"}"), PF_ERROR_UNSUPPORTED, "Regex"},
         {TT_D("{\"type\":\"BPEDecoder\",\"suffix\":3}"), PF_ERROR_FORMAT, "suffix"},
         {TT_D("{\"type\":\"Metaspace\",\"replacement\":\"\"}"), PF_ERROR_FORMAT, "replacement"},
         {TT_D("{\"type\":\"CTC\"}"), PF_ERROR_UNSUPPORTED, "CTC"},
@@ -1596,31 +1613,219 @@ static void tt_test_special_ids(void) {
    tokenizer (test/fixtures/skipped_special_ids.txt, from make_special_ids.py), are the ids
    pf_tokenizer_is_special names, and no others. */
 static void tt_test_skipped_special(void) {
-    char path[1100], name[256], list[4096];
+    static char list[16384];
+    char path[1100], name[256];
     int lines = 0;
     snprintf(path, sizeof path, "%s/skipped_special_ids.txt", test_fixtures);
     FILE *f = fopen(path, "r");
     CHECK_MSG(f, "%s: cannot open", path);
     if (!f) return;
-    while (fscanf(f, "%255s %4095s", name, list) == 2) {
+    while (fscanf(f, "%255s %16383s", name, list) == 2) {
         pf_tokenizer *t = tt_load_fixture(name);
-        int want[TEST_MAX_IDS], num_want = test_parse_ids(list, want, TEST_MAX_IDS), wrong = -1, count = 0;
+        int32_t want[2048];
+        long num_want = tt_parse_ids(list, want, 2048);
+        int wrong = -1, count = 0;
         lines++;
         if (!t) continue;
         CHECK_MSG(num_want > 0, "%s: \"%s\"", path, list);
         for (int32_t id = -1; id <= pf_tokenizer_vocab_size(t); id++) {
             int is_wanted = 0;
-            for (int i = 0; i < num_want; i++) is_wanted |= want[i] == id;
+            for (long i = 0; i < num_want; i++) is_wanted |= want[i] == id;
             count += pf_tokenizer_is_special(t, id);
             if (pf_tokenizer_is_special(t, id) != is_wanted && wrong < 0) wrong = id;
         }
-        CHECK_MSG(wrong < 0 && count == num_want, "%s: id %d is%s special; transformers skips %s", name, wrong,
+        CHECK_MSG(wrong < 0 && count == num_want, "%s: id %d is%s special; transformers skips %.300s", name, wrong,
                   wrong >= 0 && pf_tokenizer_is_special(t, wrong) ? "" : " not", list);
         pf_tokenizer_free(t);
     }
     fclose(f);
     CHECK_MSG(lines >= 20, "%s: %d lines", path, lines);
     CHECK(pf_tokenizer_is_special(NULL, 0) == 0);
+}
+
+/* ---- encoder-decoder tokenizers (test/make_seq2seq_tokenizers.py) ---- */
+
+/* Reads a fixture file of tab-separated lines; the lines (NUL-terminated in place) and their
+   count; NULL when the file is missing. */
+static char **tt_read_lines(const char *dir, const char *name, char **data, size_t *num) {
+    char path[1100], **lines = NULL, *line, *next;
+    size_t len, n = 0, cap = 0;
+    snprintf(path, sizeof path, "%s/%s/%s", test_fixtures, dir, name);
+    *num = 0;
+    if (access(path, R_OK) != 0 || !(*data = test_read_file(path, &len))) return NULL;
+    for (line = *data; line < *data + len; line = next) {
+        char *end = strchr(line, '\n');
+        if (!end) end = *data + len;
+        next = end + 1;
+        *end = 0;
+        if (line == end) continue;
+        if (n == cap) {
+            char **q = (char **)realloc(lines, (cap = 2 * cap + 64) * sizeof *q);
+            if (!q) break;
+            lines = q;
+        }
+        lines[n++] = line;
+    }
+    *num = n;
+    return lines;
+}
+
+/* Decodes ids as transformers' decode(ids, skip_special_tokens=skip): pf_tokenizer_is_special's
+   ids left out, then pf_detokenize. */
+static char *tt_decode_skipping(const pf_tokenizer *t, const int32_t *ids, size_t n, int skip, size_t *len) {
+    int32_t kept[2048];
+    size_t i, m = 0;
+    for (i = 0; i < n && m < 2048; i++)
+        if (!skip || !pf_tokenizer_is_special(t, ids[i])) kept[m++] = ids[i];
+    return tt_decode(t, kept, m, len);
+}
+
+/* decode_skip.txt: the skip-special decode of every cases_special.txt case; decode_random.txt:
+   random ids decoded with and without the special tokens; token_ids.txt: pf_tokenizer_token_id
+   as transformers' convert_tokens_to_ids. */
+static void tt_check_seq2seq_dir(const char *name) {
+    char *skip_data = NULL, *random_data = NULL, *token_data = NULL, **skip, **random, **tokens;
+    size_t n = 0, nskip, nrandom, ntokens, i, len;
+    tt_case *cases = tt_read_fixture_cases(name, "cases_special.txt", &n);
+    pf_tokenizer *t = tt_load_fixture(name);
+    skip = tt_read_lines(name, "decode_skip.txt", &skip_data, &nskip);
+    random = tt_read_lines(name, "decode_random.txt", &random_data, &nrandom);
+    tokens = tt_read_lines(name, "token_ids.txt", &token_data, &ntokens);
+    CHECK_MSG(t && cases && skip && nskip == n && random && nrandom >= 50 && tokens && ntokens > 0,
+              "%s: the tokenizer, cases_special.txt (%zu), decode_skip.txt (%zu), decode_random.txt (%zu), "
+              "token_ids.txt (%zu)", name, n, nskip, nrandom, ntokens);
+    for (i = 0; t && cases && skip && i < n && i < nskip; i++) {
+        size_t want_len = 0;
+        char *want = !strcmp(skip[i], "=") ? NULL : tt_unhex(skip[i], strcmp(skip[i], "-") ? strlen(skip[i]) : 0,
+                                                              &want_len);
+        const char *w = want ? want : cases[i].text;
+        char *got = tt_decode_skipping(t, cases[i].ids, cases[i].num_ids, 1, &len), hex[400];
+        if (!want) want_len = cases[i].len;
+        tt_format_hex(hex, sizeof hex, cases[i].text, cases[i].len);
+        CHECK_MSG(got && len == want_len && !memcmp(got, w, len),
+                  "%s: skip-special decode of case %zu (%s) differs from transformers'", name, i, hex);
+        free(want);
+        free(got);
+    }
+    for (i = 0; t && random && i < nrandom; i++) {
+        char *f1 = strchr(random[i], '\t'), *f2 = f1 ? strchr(f1 + 1, '\t') : NULL;
+        int32_t ids[64];
+        long nid;
+        int skip_special;
+        if (!f2) {
+            CHECK_MSG(0, "%s/decode_random.txt: line %zu is malformed", name, i + 1);
+            break;
+        }
+        *f1++ = 0;
+        *f2++ = 0;
+        nid = tt_parse_ids(random[i], ids, 64);
+        for (skip_special = 0; skip_special < 2 && nid > 0; skip_special++) {
+            const char *h = skip_special ? f2 : f1;
+            size_t want_len = 0;
+            char *want = tt_unhex(h, strcmp(h, "-") ? strlen(h) : 0, &want_len);
+            char *got = tt_decode_skipping(t, ids, (size_t)nid, skip_special, &len);
+            CHECK_MSG(want && got && len == want_len && !memcmp(got, want, len),
+                      "%s: decode%s of [%s] differs from transformers'", name, skip_special ? " (skipping specials)" : "",
+                      random[i]);
+            free(want);
+            free(got);
+        }
+    }
+    for (i = 0; t && tokens && i < ntokens; i++) {
+        char *tab = strchr(tokens[i], '\t'), *text;
+        size_t text_len;
+        if (!tab || !(text = tt_unhex(tokens[i], (size_t)(tab - tokens[i]), &text_len))) {
+            CHECK_MSG(0, "%s/token_ids.txt: line %zu is malformed", name, i + 1);
+            break;
+        }
+        CHECK_MSG(pf_tokenizer_token_id(t, text) == atoi(tab + 1), "%s: pf_tokenizer_token_id(\"%s\") = %d, "
+                  "transformers: %s", name, text, (int)pf_tokenizer_token_id(t, text), tab + 1);
+        free(text);
+    }
+    CHECK(pf_tokenizer_token_id(t, "no such token, surely") == -1 && pf_tokenizer_token_id(t, "") == -1 &&
+          pf_tokenizer_token_id(t, NULL) == -1 && pf_tokenizer_token_id(NULL, "</s>") == -1);
+    free(skip);
+    free(random);
+    free(tokens);
+    free(skip_data);
+    free(random_data);
+    free(token_data);
+    tt_free_cases(cases, n);
+    pf_tokenizer_free(t);
+}
+
+/* Encoder-decoder tokenizers: their ids and decodes are checked with every fixture's
+   (tt_test_families, tt_test_pairs); here what only they have. */
+static void tt_test_seq2seq(void) {
+    static const char *const dirs[] = {"tokenizer-t5s", "tokenizer-mbart", "tokenizer-mbart50", "tokenizer-pegasus",
+                                       "tokenizer-bart", "tokenizer-blenderbot", "tokenizer-byt5", "tokenizer-byt5-old"};
+    static const struct {
+        const char *dir, *tokenizer_class;
+    } refused[] = {{"tokenizer-marian", "MarianTokenizer"}, {"tokenizer-m2m100", "M2M100Tokenizer"},
+                   {"tokenizer-blenderbot-small", "BlenderbotSmallTokenizer"}};
+    size_t i;
+    for (i = 0; i < sizeof dirs / sizeof dirs[0]; i++) tt_check_seq2seq_dir(dirs[i]);
+    /* the language codes are addressable, and mBART's post-processor appends </s> then the source
+       language; mBART-50's puts the language first */
+    {
+        pf_tokenizer *mbart = tt_load_fixture("tokenizer-mbart"), *mbart50 = tt_load_fixture("tokenizer-mbart50");
+        int32_t ids[16];
+        size_t n = 0;
+        if (mbart && mbart50) {
+            int32_t ro = pf_tokenizer_token_id(mbart, "ro_RO"), en = pf_tokenizer_token_id(mbart50, "en_XX");
+            CHECK(ro > 0 && en > 0 && pf_tokenizer_is_special(mbart, ro) && pf_tokenizer_is_special(mbart50, en));
+            CHECK(pf_tokenize_special(mbart, "a", 1, ids, 16, &n) == PF_OK && n >= 3 && ids[n - 1] == ro &&
+                  ids[n - 2] == pf_tokenizer_eos_id(mbart));
+            CHECK(pf_tokenize_special(mbart50, "a", 1, ids, 16, &n) == PF_OK && n >= 3 && ids[0] == en &&
+                  ids[n - 1] == pf_tokenizer_eos_id(mbart50));
+        }
+        pf_tokenizer_free(mbart);
+        pf_tokenizer_free(mbart50);
+    }
+    /* ByT5: a text ending with </s> gets no second one; bytes that are not UTF-8 are dropped */
+    {
+        pf_tokenizer *t = tt_load_fixture("tokenizer-byt5");
+        int32_t ids[16];
+        size_t n = 0, len = 0;
+        char text[16];
+        static const int32_t bad[] = {0xE6 + 3, 0x97 + 3, 'a' + 3, 0xFF + 3, 0xC3 + 3, 0xA9 + 3, 0xA9 + 3};
+        if (t) {
+            CHECK(pf_tokenize_special(t, "a</s>", 5, ids, 16, &n) == PF_OK && n == 2 && ids[0] == 'a' + 3 && ids[1] == 1);
+            CHECK(pf_detokenize(t, bad, sizeof bad / sizeof bad[0], text, sizeof text, &len) == PF_OK && len == 3 &&
+                  !memcmp(text, "a\xC3\xA9", 3));
+        }
+        pf_tokenizer_free(t);
+    }
+    { /* bad ByT5 configs: a clear PF_ERROR_FORMAT */
+        static const char *const bad_configs[] = {
+            "{\"tokenizer_class\":\"ByT5Tokenizer\",\"extra_ids\":-1}",
+            "{\"tokenizer_class\":\"ByT5Tokenizer\",\"eos_token\":\"<nope>\"}",
+            "{\"tokenizer_class\":\"ByT5Tokenizer\",\"additional_special_tokens\":[1]}",
+            "{\"tokenizer_class\":\"ByT5Tokenizer\",\"added_tokens_decoder\":{\"x\":{\"content\":\"a\"}}}",
+        };
+        char dir[256], err[512];
+        for (i = 0; i < sizeof bad_configs / sizeof bad_configs[0] && tt_mkdtemp(dir, sizeof dir) == 0; i++) {
+            pf_tokenizer *t = NULL;
+            pf_result r;
+            CHECK(tt_write(dir, "tokenizer_config.json", bad_configs[i], strlen(bad_configs[i])) == 0);
+            err[0] = 0;
+            r = pf_tokenizer_load(dir, &t, err, sizeof err);
+            CHECK_MSG(r == PF_ERROR_FORMAT && t == NULL && strstr(err, "tokenizer_config.json"), "%s: %s, \"%s\"",
+                      bad_configs[i], pf_result_string(r), err);
+            pf_tokenizer_free(t);
+            tt_rmdir(dir);
+        }
+    }
+    for (i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char path[1100], err[512] = "";
+        pf_tokenizer *t = NULL;
+        pf_result r;
+        snprintf(path, sizeof path, "%s/%s", test_fixtures, refused[i].dir);
+        r = pf_tokenizer_load(path, &t, err, sizeof err);
+        CHECK_MSG(r == PF_ERROR_UNSUPPORTED && t == NULL && strstr(err, refused[i].tokenizer_class) &&
+                  strstr(err, "tokenizer.json"), "%s: %s, \"%s\"", refused[i].dir, pf_result_string(r), err);
+        pf_tokenizer_free(t);
+    }
 }
 
 void test_tokenizer(void) {
@@ -1637,4 +1842,5 @@ void test_tokenizer(void) {
     tt_test_components();
     tt_test_bad_input();
     tt_test_hostile_charsmap();
+    tt_test_seq2seq();
 }
