@@ -12697,6 +12697,10 @@ pf_result pf_generate_text(pf_model *m, const char *prompt, const pf_generate_op
     r = pf_generate_batch(m, prompts, &length, 1, options, &g);
     free(ids);
     if (r) return r;
+    size_t kept = 0; /* special tokens left out, as transformers' decode(skip_special_tokens=True) */
+    for (int i = 0; i < g.lengths[0]; i++)
+        if (!pf_tokenizer_is_special(m->tokenizer, g.tokens[0][i])) g.tokens[0][kept++] = g.tokens[0][i];
+    g.lengths[0] = (int)kept;
     pf_detokenize(m->tokenizer, g.tokens[0], (size_t)g.lengths[0], NULL, 0, &len);
     *text = (char *)malloc(len + 1);
     if (!*text) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");

@@ -389,7 +389,9 @@ pf_result pf_generate(pf_model *model, const int32_t *prompt, int prompt_len, co
                       int32_t *out, int out_capacity, int *num_out);
 
 /* Text in, text out with the model's tokenizer (special tokens added as transformers does): the
-   continuation of the first returned sequence, NUL-terminated, into *text (free it with
+   new text of the first returned sequence (a decoder's continuation, an encoder-decoder's output
+   for the prompt as its source), special tokens left out as transformers'
+   decode(skip_special_tokens=True) does, NUL-terminated, into *text (free it with
    pf_string_free). */
 pf_result pf_generate_text(pf_model *model, const char *prompt, const pf_generate_options *options, char **text);
 void pf_string_free(char *text);

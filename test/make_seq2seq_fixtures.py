@@ -120,3 +120,34 @@ for n, c in (('t5-s2s', 'T5ForConditionalGeneration'), ('t5v11-s2s', 'T5ForCondi
              ('pegasus-s2s', 'PegasusForConditionalGeneration'), ('m2m100-s2s', 'M2M100ForConditionalGeneration'),
              ('mt5-s2s', 'MT5ForConditionalGeneration')):
     cases(n, c)
+
+
+def make_text(name, cfg_cls, model_cls, kw, tokenizer_dir):
+    """A model whose vocabulary is a tokenizer fixture's, saved with it, and text_cases.txt: per
+    case a source= line (the text) and an output= line, transformers' decode of greedy generate()
+    (12 new tokens) with skip_special_tokens=True; the library's pf_generate_text and
+    build/generate must print the same."""
+    tok = transformers.AutoTokenizer.from_pretrained(ROOT / 'fixtures' / tokenizer_dir)
+    make(name, cfg_cls, model_cls, dict(kw, vocab_size=len(tok)))
+    d = FIXTURES / name
+    m = getattr(transformers, model_cls).from_pretrained(d).eval()
+    if hasattr(m, 'final_logits_bias'):  # no lone bytes of a character: their text is U+FFFD in HF, the bytes in ours
+        with torch.no_grad():
+            for i in range(len(tok)):
+                if '\ufffd' in tok.decode([i]):
+                    m.final_logits_bias[0, i] -= 100.0
+    for f in ('encoder_hidden.bin', 'decoder_logits.bin', 'reference.txt', 'generation_cases.txt'):
+        (d / f).unlink(missing_ok=True)  # the outputs of the model before the change; these dirs test text alone
+    m.save_pretrained(d)
+    tok.save_pretrained(d)
+    lines = []
+    for text in ("Hello world", "The house is wonderful.", "Caf\u00e9 na\u00efve \u6771\u4eac", "a b c d e f g"):
+        with torch.no_grad():
+            out = m.generate(torch.tensor([tok(text).input_ids]), max_new_tokens=12, do_sample=False, num_beams=1)
+        lines += ["source=" + text, "output=" + tok.decode(out[0], skip_special_tokens=True).replace("\n", " ")]
+    (d / 'text_cases.txt').write_text("\n".join(lines) + "\n")
+
+
+ROOT = Path(__file__).resolve().parent
+make_text('t5-text-s2s', 'T5Config', 'T5ForConditionalGeneration', dict(T5, feed_forward_proj='relu'), 'tokenizer-t5s')
+make_text('bart-text-s2s', 'BartConfig', 'BartForConditionalGeneration', BART, 'tokenizer-bart')

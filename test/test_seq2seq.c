@@ -4,8 +4,10 @@
    (pf_forward_seq2seq) within 1e-4, rows of different lengths in one batch; every recorded
    generate() case (greedy, beams, n-gram bans, batches, forced tokens) token for token; and the
    calls that do not fit an encoder-decoder refused. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../parallelformers.h"
 #include "test.h"
@@ -142,8 +144,61 @@ static void test_seq2seq_fixture(const char *name) {
     pf_free(m);
 }
 
+/* Text in, text out: pf_generate_text and build/generate (a batch file of the sources) print
+   transformers' decode(generate(tokenizer(source)), skip_special_tokens=True) (text_cases.txt),
+   the prompt not echoed. */
+static void test_text_fixture(const char *name) {
+    char dir[1024], path[1100], line[1024], sources[8][1024], outputs[8][1024];
+    int count = 0;
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
+    snprintf(path, sizeof path, "%s/text_cases.txt", dir);
+    FILE *f = fopen(path, "r");
+    while (f && count < 8 && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        if (!strncmp(line, "source=", 7)) snprintf(sources[count], sizeof sources[count], "%s", line + 7);
+        else if (!strncmp(line, "output=", 7)) snprintf(outputs[count++], sizeof outputs[0], "%s", line + 7);
+    }
+    if (f) fclose(f);
+    CHECK_MSG(count >= 3, "%s: text_cases.txt has %d cases", name, count);
+    pf_model *m = NULL;
+    pf_result r = pf_load(dir, NULL, &m);
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    if (r == PF_OK) r = pf_parallelize(m, 2, &po);
+    CHECK_MSG(r == PF_OK, "%s: %s", name, pf_error_message(m));
+    pf_generate_options o = pf_model_generate_options(m);
+    o.max_new_tokens = 12;
+    char batch_path[] = "/tmp/pf_seq2seq_XXXXXX";
+    int fd = mkstemp(batch_path);
+    FILE *batch = fd >= 0 ? fdopen(fd, "w") : NULL;
+    for (int k = 0; r == PF_OK && k < count; k++) {
+        char *text = NULL;
+        pf_result g = pf_generate_text(m, sources[k], &o, &text);
+        CHECK_MSG(g == PF_OK && text && !strcmp(text, outputs[k]), "%s: \"%s\" gave \"%s\", transformers \"%s\"", name,
+                  sources[k], text ? text : pf_error_message(m), outputs[k]);
+        pf_string_free(text);
+        if (batch) fprintf(batch, "%s\n", sources[k]);
+    }
+    pf_free(m);
+    if (batch) fclose(batch);
+    char command[2400], out[8192], want[8192] = "";
+    for (int k = 0; k < count; k++) {
+        strncat(want, outputs[k], sizeof want - strlen(want) - 2);
+        strcat(want, "\n");
+    }
+    snprintf(command, sizeof command, "%s %s -n 12 --device cpu --gpus 2 --batch-file %s", test_generate_binary, dir, batch_path);
+    FILE *p = popen(command, "r");
+    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = 0;
+    int status = p ? pclose(p) : -1;
+    CHECK_MSG(status == 0 && !strcmp(out, want), "%s: build/generate printed \"%s\", want \"%s\"", name, out, want);
+    unlink(batch_path);
+}
+
 void test_seq2seq(void) {
     static const char *const fixtures[] = {"t5-s2s", "t5v11-s2s", "bart-s2s", "mbart-s2s", "blenderbot-s2s", "blenderbot-small-s2s", "marian-s2s", "pegasus-s2s",
                                               "m2m100-s2s", "mt5-s2s"};
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_seq2seq_fixture(fixtures[i]);
+    test_text_fixture("t5-text-s2s");
+    test_text_fixture("bart-text-s2s");
 }
