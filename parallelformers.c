@@ -8798,6 +8798,7 @@ struct pf_model {
     float *scaled_final_norm; /* T5's final norm weight times hidden^-0.5 (scale_decoder_outputs),
                                  the source of that slot; owned */
     pf_tokenizer *tokenizer;
+    char tokenizer_missing[PF__MESSAGE_SIZE]; /* why a tokenizer the directory has is not loaded, or "" */
     pf__group *group;
     pf_parallel_options parallel_options;
     float *logits;        /* host: [max_batch][vocab], the last positions' logits */
@@ -11159,6 +11160,29 @@ static pf_result pf__sentence_config_read(const char *dir, struct pf__sentence *
     return r;
 }
 
+/* The model's tokenizer, where its directory has one (tokenizer.json, vocab.json, or a
+   tokenizer_config.json naming a class without them, such as ByT5's). A tokenizer of a kind we
+   do not read (Marian's SentencePiece files, say) leaves the model without one: ids still run,
+   and the text calls say why there is no tokenizer. */
+static pf_result pf__load_tokenizer(pf_model *m, const char *dir) {
+    static const char *const files[] = {"tokenizer.json", "vocab.json", "tokenizer_config.json"};
+    int present[3];
+    for (size_t i = 0; i < PF__COUNT(files); i++) {
+        char path[PF__PATH_SIZE];
+        if (pf__path_join(path, sizeof path, dir, files[i])) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", dir);
+        present[i] = pf__file_exists(path);
+    }
+    if (m->load_options.skip_tokenizer || !(present[0] || present[1] || present[2])) return PF_OK;
+    pf_result r = pf__tokenizer_load_dir(dir, &m->tokenizer, m->tokenizer_missing, sizeof m->tokenizer_missing);
+    if (r == PF_ERROR_UNSUPPORTED || (r && !present[0] && !present[1])) { /* a kind we lack, or no vocabulary files */
+        pf__log(m, PF_LOG_WARNING, "no tokenizer: %s", m->tokenizer_missing);
+        return PF_OK;
+    }
+    if (r) r = PF__FAIL(m, r, "%s", m->tokenizer_missing);
+    m->tokenizer_missing[0] = 0;
+    return r;
+}
+
 pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_model **model) {
     if (!model) return PF_ERROR_INVALID_ARGUMENT;
     pf_model *m = (pf_model *)calloc(1, sizeof *m);
@@ -11182,14 +11206,7 @@ pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_mode
     if (!r) r = pf__resolve_sources(m);
     if (!r && pf__archs[m->config.arch].kind == PF__KIND_ENCODER)
         r = pf__sentence_config_read(model_dir, &m->sentence, pf__error_buffer(m), PF__MESSAGE_SIZE);
-    if (!r) {
-        char path[PF__PATH_SIZE], vocab[PF__PATH_SIZE];
-        if (pf__path_join(path, sizeof path, model_dir, "tokenizer.json") ||
-            pf__path_join(vocab, sizeof vocab, model_dir, "vocab.json"))
-            r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", model_dir);
-        else if (!m->load_options.skip_tokenizer && (pf__file_exists(path) || pf__file_exists(vocab)))
-            r = pf__tokenizer_load_dir(model_dir, &m->tokenizer, pf__error_buffer(m), PF__MESSAGE_SIZE);
-    }
+    if (!r) r = pf__load_tokenizer(m, model_dir);
     if (!r && m->config.rotary_dim) {
         m->inv_freq = (float *)malloc((size_t)m->config.rotary_dim / 2 * sizeof(float));
         if (!m->inv_freq) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -12681,7 +12698,9 @@ pf_result pf_generate_text(pf_model *m, const char *prompt, const pf_generate_op
     if (!m) return PF_ERROR_INVALID_ARGUMENT;
     if (text) *text = NULL;
     if (!prompt || !text) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_generate_text needs a prompt and text");
-    if (!m->tokenizer) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the model has no tokenizer");
+    if (!m->tokenizer)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the model has no tokenizer%s%s", m->tokenizer_missing[0] ? ": " : "",
+                        m->tokenizer_missing);
     size_t n = 0, len = 0, plen = strlen(prompt);
     pf_tokenize_special(m->tokenizer, prompt, plen, NULL, 0, &n);
     int32_t *ids = (int32_t *)malloc((n ? n : 1) * sizeof *ids);
