@@ -416,6 +416,28 @@ static void test_generation_config(void) {
     expect_load("pad id outside the vocabulary", NULL, PF_ERROR_FORMAT, "pad_token_id 512 is outside");
 }
 
+/* Encoder-decoders: what a file or config describes that we would run wrong is refused, naming it. */
+static void test_seq2seq_refusals(void) {
+    if (copy_fixture("bart-s2s")) return;
+    edit_file("config.json", "\"decoder_attention_heads\": 6", "\"decoder_attention_heads\": 3");
+    expect_load("towers with different heads", NULL, PF_ERROR_UNSUPPORTED, "decoder's heads");
+    if (copy_fixture("bart-s2s")) return;
+    edit_file("config.json", "\"is_decoder\": false", "\"is_decoder\": true");
+    expect_load("BART as a decoder", NULL, PF_ERROR_UNSUPPORTED, "is_decoder");
+    if (copy_fixture("bart-s2s")) return;
+    add_tensor("model.decoder.layers.1.encoder_attn.rotary.weight");
+    expect_load("an unknown cross-attention tensor", NULL, PF_ERROR_UNSUPPORTED, "encoder_attn.rotary");
+    if (copy_fixture("marian-s2s")) return;
+    edit_file("config.json", "\"share_encoder_decoder_embeddings\": true", "\"share_encoder_decoder_embeddings\": false");
+    expect_load("Marian with separate vocabularies", NULL, PF_ERROR_UNSUPPORTED, "share_encoder_decoder_embeddings");
+    if (copy_fixture("t5-s2s")) return;
+    edit_file("config.json", "\"T5ForConditionalGeneration\"", "\"T5ForQuestionAnswering\"");
+    expect_load("a T5 head we lack", NULL, PF_ERROR_UNSUPPORTED, "T5ForQuestionAnswering");
+    if (copy_fixture("t5-s2s")) return;
+    edit_file("config.json", "\"T5ForConditionalGeneration\"", "\"T5EncoderModel\"");
+    expect_load("the decoder's tensors under T5EncoderModel", NULL, PF_ERROR_FORMAT, "decoder.");
+}
+
 void test_config(void) {
     snprintf(work_dir, sizeof work_dir, "/tmp/pf_config_XXXXXX");
     if (!mkdtemp(work_dir)) {
@@ -428,6 +450,7 @@ void test_config(void) {
     test_refused_values();
     test_other_formats();
     test_generation_config();
+    test_seq2seq_refusals();
     empty_work_dir();
     rmdir(work_dir);
 }
