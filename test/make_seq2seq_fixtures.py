@@ -82,6 +82,14 @@ def cases(name, model_cls):
         with torch.no_grad():
             g = m.generate(ids, attention_mask=mask, return_dict_in_generate=True, output_scores=True, **opts)
         eos = m.generation_config.eos_token_id
+        if opts.get("num_beams", 1) == 1:  # each greedy choice decisive, as make_generation_fixtures.py asks
+            for step, scores in enumerate(g.scores):
+                for row, seq in enumerate(g.sequences.tolist()):
+                    if eos in seq[1:step + 1]:
+                        continue  # the row had ended: its pads are not choices
+                    top = torch.topk(scores[row].float(), 2).values
+                    if top[0] - top[1] <= 1e-3 and torch.isfinite(top[1]):
+                        raise SystemExit(f"{name} {case}: step {step} row {row} is a near tie ({float(top[0] - top[1]):.2e})")
         lines = [f"case={case}", "options=" + json.dumps(opts)] + ["prompt=" + ",".join(map(str, p)) for p in prompts]
         for i, seq in enumerate(g.sequences.tolist()):
             new = seq[1:]
