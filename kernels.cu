@@ -22,8 +22,8 @@
    sinusoid), norm (LayerNorm or RMSNorm), matmul, activation, gated_activation, add_residual,
    rotary (halves or pairs, angle = position * inv_freq in fp32 with cosf/sinf), attention (GQA
    head mapping, sliding window, ALiBi, scale; prefill one block per (query, head), decode split
-   over up to PF_MAX_SPLITS blocks per head and combined), reorder_rows (beam search: a gather
-   into scratch and a 2D copy back), and the all-reduce pieces (sum, peer copies, NCCL).
+   over up to PF_MAX_SPLITS blocks per head and combined), reorder_rows (beam search: the rows that
+   change gathered into scratch and scattered back), and the all-reduce pieces (sum, peer copies, NCCL).
    Left-padded batches: add_positions, rotary and attention take the step's left pad counts (a
    device array, or NULL); a token's position is past + t - pad[b] (0 at least), attention never
    reads keys j < pad[b], ALiBi adds slope * (j - pad[b]), and a query with no key writes zeros.
@@ -329,6 +329,14 @@ __global__ void pf_gather_rows_kernel(float *tmp, const float *cache, const int 
     PF_GRID_STRIDE(k, rows * used) {
         size_t i = k / used, c = k % used;
         tmp[k] = cache[(size_t)src[i] * row_floats + c];
+    }
+}
+
+__global__ void pf_scatter_rows_kernel(float *cache, const float *tmp, const int *dst, size_t rows, size_t used,
+                                       size_t row_floats) {
+    PF_GRID_STRIDE(k, rows * used) {
+        size_t i = k / used, c = k % used;
+        cache[(size_t)dst[i] * row_floats + c] = tmp[k];
     }
 }
 
@@ -875,13 +883,14 @@ int pf_cuda_attend(struct pf_cuda_rank *st, float *out, const float *qkv, const 
     return PF_CUDA_OK;
 }
 
-/* Beam search: row i of cache ([rows][row_floats] at least) becomes old row src[i] (src: device
-   [rows], each a row of cache, repeats allowed), for the first used_floats floats of each row. Gathered into
-   scratch (rows * used_floats floats), then copied back with one 2D copy. */
-int pf_cuda_reorder_rows(struct pf_cuda_rank *st, float *cache, float *scratch, const int *src, int rows,
-                         size_t row_floats, size_t used_floats) {
+/* Beam search: row dst[k] of cache becomes old row src[k], k < count (dst, src: device arrays,
+   the rows that change; sources may repeat), for the first used_floats floats of each row.
+   Gathered into scratch (count * used_floats floats), then scattered back. */
+int pf_cuda_reorder_rows(struct pf_cuda_rank *st, float *cache, float *scratch, const int *dst, const int *src,
+                         int count, size_t row_floats, size_t used_floats) {
+    int rows = count;
     if (rows <= 0 || !used_floats) return PF_CUDA_OK;
-    if (used_floats > row_floats || !scratch || !src)
+    if (used_floats > row_floats || !scratch || !src || !dst)
         return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_reorder_rows",
                              used_floats > row_floats ? "more floats than a row holds" : "no scratch or row indices",
                              __LINE__);
@@ -889,9 +898,9 @@ int pf_cuda_reorder_rows(struct pf_cuda_rank *st, float *cache, float *scratch, 
     pf_gather_rows_kernel<<<pf_blocks(n, PF_THREADS), PF_THREADS, 0, st->stream>>>(scratch, cache, src, (size_t)rows,
                                                                                 used_floats, row_floats);
     PF_CUDA_CHECK_LAUNCH(st, pf_gather_rows_kernel);
-    PF_CUDA_CHECK(st, cudaMemcpy2DAsync,
-                  (cache, row_floats * sizeof(float), scratch, used_floats * sizeof(float), used_floats * sizeof(float),
-                   (size_t)rows, cudaMemcpyDeviceToDevice, st->stream));
+    pf_scatter_rows_kernel<<<pf_blocks(n, PF_THREADS), PF_THREADS, 0, st->stream>>>(cache, scratch, dst, (size_t)rows,
+                                                                                 used_floats, row_floats);
+    PF_CUDA_CHECK_LAUNCH(st, pf_scatter_rows_kernel);
     return PF_CUDA_OK;
 }
 

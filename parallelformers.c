@@ -7920,9 +7920,10 @@ typedef struct pf__backend {
                    const pf__step *s, const pf__attn_shape *a);
     /* x = sum of x over all ranks, identical on every rank afterwards */
     void (*all_reduce)(pf__rank *r, float *x, size_t count);
-    /* Beam search: row i of a cache [rows][row_floats] becomes old row src[i] (host array), for
-       the first used_floats of each row. */
-    void (*reorder_rows)(pf__rank *r, float *cache, const int *src, int rows, size_t row_floats, size_t used_floats);
+    /* Beam search: row dst[k] of a cache [rows][row_floats] becomes old row src[k], k < count
+       (host arrays; the rows that change only), for the first used_floats of each row. */
+    void (*reorder_rows)(pf__rank *r, float *cache, const int *dst, const int *src, int count, size_t row_floats,
+                         size_t used_floats);
     /* The whole device's memory in use and in all, as the system reports it; from any thread.
        -1 when it cannot say. */
     int (*device_memory)(int device, size_t *used, size_t *total);
@@ -8696,10 +8697,12 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const floa
     }
 }
 
-static void pf__cpu_reorder_rows(pf__rank *r, float *cache, const int *src, int rows, size_t row_floats,
+static void pf__cpu_reorder_rows(pf__rank *r, float *cache, const int *dst, const int *src, int count, size_t row_floats,
                                  size_t used_floats) {
-    for (int i = 0; i < rows; i++) memcpy(r->reorder_tmp + i * used_floats, cache + src[i] * row_floats, used_floats * sizeof(float));
-    for (int i = 0; i < rows; i++) memcpy(cache + i * row_floats, r->reorder_tmp + i * used_floats, used_floats * sizeof(float));
+    for (int k = 0; k < count; k++) /* every source read before any row is written */
+        memcpy(r->reorder_tmp + k * used_floats, cache + src[k] * row_floats, used_floats * sizeof(float));
+    for (int k = 0; k < count; k++)
+        memcpy(cache + dst[k] * row_floats, r->reorder_tmp + k * used_floats, used_floats * sizeof(float));
 }
 
 static int pf__barrier(pf__group *g);
@@ -8742,8 +8745,10 @@ typedef struct pf__job {
     float *pooled;        /* FORWARD, encoders with a pooler: host [batch][hidden], or NULL */
     int encoder_pass;     /* FORWARD, encoder-decoders: the encoder tower on step's ids, its output
                              into the cross caches (rows 0..batch-1) and `hidden` */
-    const int *reorder;   /* REORDER: host [step.batch], the old cache row of each row; the
-                             first step.past positions move */
+    const int *reorder_dst, *reorder_src; /* REORDER: host [reorder_count]: cache row reorder_dst[k]
+                             becomes old row reorder_src[k] (the rows that change); the first
+                             step.past positions move */
+    int reorder_count;
     int reorder_cross;    /* REORDER: the cross caches' first step.cross_len positions move too */
 } pf__job;
 
@@ -9888,13 +9893,15 @@ static void pf__rank_reorder(pf__rank *r, const pf__job *job) {
     size_t row = (size_t)g->cache_len * kv_width, layer = (size_t)g->max_batch * row;
     size_t used = (size_t)job->step.past * kv_width, cross = (size_t)job->step.cross_len * kv_width;
     int decoder_blocks = c->num_layers - pf__encoder_blocks(c);
+    const int *dst = job->reorder_dst, *src = job->reorder_src;
+    int n = job->reorder_count;
     if (!kv_width) return;
     for (int l = 0; l < decoder_blocks && !pf__rank_failed(r); l++) {
-        r->backend->reorder_rows(r, r->k_cache + l * layer, job->reorder, job->step.batch, row, used);
-        r->backend->reorder_rows(r, r->v_cache + l * layer, job->reorder, job->step.batch, row, used);
+        r->backend->reorder_rows(r, r->k_cache + l * layer, dst, src, n, row, used);
+        r->backend->reorder_rows(r, r->v_cache + l * layer, dst, src, n, row, used);
         if (!job->reorder_cross || !r->cross_k) continue;
-        r->backend->reorder_rows(r, r->cross_k + l * layer, job->reorder, job->step.batch, cross, cross);
-        r->backend->reorder_rows(r, r->cross_v + l * layer, job->reorder, job->step.batch, cross, cross);
+        r->backend->reorder_rows(r, r->cross_k + l * layer, dst, src, n, cross, cross);
+        r->backend->reorder_rows(r, r->cross_v + l * layer, dst, src, n, cross, cross);
     }
 }
 
@@ -9990,8 +9997,8 @@ int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const float *
                       int head_dim, int head_begin, int kv_begin, int kv_group, int cache_len, int window,
                       int mask, float scale, const float *rel_bias, int rel_rows, int rel_buckets,
                       int rel_max_distance);
-int pf_cuda_reorder_rows(pf_cuda_rank *st, float *cache, float *scratch, const int *src, int rows, size_t row_floats,
-                         size_t used_floats);
+int pf_cuda_reorder_rows(pf_cuda_rank *st, float *cache, float *scratch, const int *dst, const int *src, int count,
+                         size_t row_floats, size_t used_floats);
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);
 void pf_cuda_nccl_destroy(void *comm);
 void pf_cuda_nccl_abort(void *comm);
@@ -10016,8 +10023,8 @@ typedef struct pf__cuda_rank_state {
     int *pad;                 /* [max_batch]: the step's left pads on the device */
     int *pad_host;            /* [max_batch], malloc'd: what pad holds (or is queued to) */
     int pad_count;            /* entries of pad_host queued to pad; 0: none yet */
-    int *src;                 /* [max_batch]: beam search's old row of each row, on the device */
-    int *src_host;            /* [max_batch], malloc'd: what src holds (or is queued to) */
+    int *src;                 /* [2 max_batch]: a beam reorder's rows that change, then their old rows, on the device */
+    int *src_host;            /* [2 max_batch], malloc'd: what src holds (or is queued to) */
     int src_count;            /* entries of src_host queued to src */
     float *reorder_tmp;       /* [max_batch * cache_len * kv_width]: beam reorder, when max_batch > 1 */
 } pf__cuda_rank_state;
@@ -10129,8 +10136,8 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     rs->pad = (int *)pf__rank_alloc(r, batch * sizeof(int));
     rs->pad_host = (int *)malloc(batch * sizeof(int));
     if (batch > 1) {
-        rs->src = (int *)pf__rank_alloc(r, batch * sizeof(int));
-        rs->src_host = (int *)malloc(batch * sizeof(int));
+        rs->src = (int *)pf__rank_alloc(r, 2 * batch * sizeof(int)); /* a reorder's rows: dst, then src */
+        rs->src_host = (int *)malloc(2 * batch * sizeof(int));
         if (kv_width)
             rs->reorder_tmp = (float *)pf__rank_alloc(r, batch * g->cache_len * kv_width * sizeof(float));
     }
@@ -10302,7 +10309,7 @@ static void pf__cuda_copy(pf__rank *r, void *dst, const void *src, size_t bytes)
    all-reduces, queued after the copy). Returns 0, or -1 after recording the failure. */
 static int pf__cuda_stage_ints(pf__rank *r, pf__cuda_rank_state *rs, int *device, int *host, int *count,
                                const int *values, int n) {
-    if (n < 0 || n > r->group->max_batch || !device || !host) {
+    if (n < 0 || n > 2 * r->group->max_batch || !device || !host) { /* a reorder stages 2 per row */
         pf__rank_fail(r, PF_ERROR_DEVICE, "%d rows for a group of max_batch %d", n, r->group->max_batch);
         pf__cuda_break(r->group);
         return -1;
@@ -10472,30 +10479,38 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const flo
    src[i] (host), for the first used_floats of each row. Nothing moves when every row keeps its
    own; otherwise src goes to the device (pf__cuda_stage_ints: once per reorder job, as every
    layer has the same) and kernels.cu gathers into reorder_tmp and copies back. */
-static void pf__cuda_reorder_rows(pf__rank *r, float *cache, const int *src, int rows, size_t row_floats,
-                                  size_t used_floats) {
+static void pf__cuda_reorder_rows(pf__rank *r, float *cache, const int *dst, const int *src, int count,
+                                  size_t row_floats, size_t used_floats) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
-    if (!rs || rows <= 0 || !used_floats) return;
+    if (!rs || count <= 0 || !used_floats) return;
     const pf__group *g = r->group;
-    int moved = 0;
-    for (int i = 0; i < rows; i++) {
-        if (src[i] < 0 || src[i] >= g->max_batch) {
-            pf__rank_fail(r, PF_ERROR_DEVICE, "beam reorder: row %d from row %d of %d", i, src[i], g->max_batch);
+    for (int k = 0; k < count; k++) {
+        if (src[k] < 0 || src[k] >= g->max_batch || dst[k] < 0 || dst[k] >= g->max_batch) {
+            pf__rank_fail(r, PF_ERROR_DEVICE, "beam reorder: row %d from row %d of %d", dst[k], src[k], g->max_batch);
             pf__cuda_break(r->group);
             return;
         }
-        moved |= src[i] != i;
     }
-    if (!moved) return;
     size_t room = (size_t)g->max_batch * g->cache_len * (size_t)r->share.kv_heads * g->model->config.head_dim;
-    if (rows > g->max_batch || used_floats > row_floats || (size_t)rows * used_floats > room || !rs->reorder_tmp) {
-        pf__rank_fail(r, PF_ERROR_DEVICE, "beam reorder of %d rows of %zu floats does not fit its buffer", rows,
+    if (count > g->max_batch || used_floats > row_floats || (size_t)count * used_floats > room || !rs->reorder_tmp) {
+        pf__rank_fail(r, PF_ERROR_DEVICE, "beam reorder of %d rows of %zu floats does not fit its buffer", count,
                       used_floats);
         pf__cuda_break(r->group);
         return;
     }
-    if (pf__cuda_stage_ints(r, rs, rs->src, rs->src_host, &rs->src_count, src, rows)) return;
-    pf__cuda_ok(r, pf_cuda_reorder_rows(rs->cu, cache, rs->reorder_tmp, rs->src, rows, row_floats, used_floats));
+    int *moves = (int *)malloc(2 * (size_t)count * sizeof(int)); /* dst then src, staged as one array */
+    if (!moves) {
+        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        pf__cuda_break(r->group);
+        return;
+    }
+    memcpy(moves, dst, (size_t)count * sizeof(int));
+    memcpy(moves + count, src, (size_t)count * sizeof(int));
+    int staged = pf__cuda_stage_ints(r, rs, rs->src, rs->src_host, &rs->src_count, moves, 2 * count);
+    free(moves);
+    if (staged) return;
+    pf__cuda_ok(r, pf_cuda_reorder_rows(rs->cu, cache, rs->reorder_tmp, rs->src, rs->src + count, count, row_floats,
+                                        used_floats));
 }
 
 /* NCCL between distinct GPUs. Otherwise every rank publishes its buffer, and after a barrier
@@ -12180,12 +12195,20 @@ static pf_result pf__generate_step(pf_model *m, pf__row *rows, int num_rows, int
 static pf_result pf__reorder_rows(pf_model *m, const int *src, int num_rows, int length, int cross_len) {
     pf__job job;
     memset(&job, 0, sizeof job);
-    job.reorder = src;
+    int *moves = (int *)malloc(2 * (size_t)num_rows * sizeof(int)); /* the rows that change: dst, then src */
+    if (!moves) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (int i = 0; i < num_rows; i++)
+        if (src[i] != i) moves[job.reorder_count] = i, moves[num_rows + job.reorder_count++] = src[i];
+    memmove(moves + job.reorder_count, moves + num_rows, (size_t)job.reorder_count * sizeof(int));
+    job.reorder_dst = moves;
+    job.reorder_src = moves + job.reorder_count;
     job.step.batch = num_rows;
     job.step.past = length;
     job.step.cross_len = cross_len;
     job.reorder_cross = cross_len > 0;
-    return pf__group_run(m->group, PF__JOB_REORDER, &job);
+    pf_result r = job.reorder_count ? pf__group_run(m->group, PF__JOB_REORDER, &job) : PF_OK;
+    free(moves);
+    return r;
 }
 
 #ifdef PF_TESTING

@@ -524,22 +524,23 @@ int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const float *
     return 0;
 }
 
-int pf_cuda_reorder_rows(pf_cuda_rank *st, float *cache, float *scratch, const int *src, int rows, size_t row_floats,
-                         size_t used) {
+int pf_cuda_reorder_rows(pf_cuda_rank *st, float *cache, float *scratch, const int *dst, const int *src, int rows,
+                         size_t row_floats, size_t used) {
     if (rows <= 0 || !used) return 0;
-    if (used > row_floats || !scratch || !src) {
+    if (used > row_floats || !scratch || !src || !dst) {
         snprintf(st->message, sizeof st->message, "pf_cuda_reorder_rows failed: bad arguments (mock)");
         return 1;
     }
     NEED(src, (size_t)rows * 4);
+    NEED(dst, (size_t)rows * 4);
     NEED(scratch, (size_t)rows * used * 4);
     for (int i = 0; i < rows; i++) {
         NEED(cache + (size_t)src[i] * row_floats, used * 4);
         memcpy(scratch + (size_t)i * used, cache + (size_t)src[i] * row_floats, used * 4);
     }
     for (int i = 0; i < rows; i++) {
-        NEED(cache + (size_t)i * row_floats, used * 4);
-        memcpy(cache + (size_t)i * row_floats, scratch + (size_t)i * used, used * 4);
+        NEED(cache + (size_t)dst[i] * row_floats, used * 4);
+        memcpy(cache + (size_t)dst[i] * row_floats, scratch + (size_t)i * used, used * 4);
     }
     return 0;
 }
