@@ -940,6 +940,17 @@ void pf_cuda_nccl_abort(void *comm) {
     if (comm) (void)ncclCommAbort((ncclComm_t)comm);
 }
 
+/* The communicator's asynchronous error (a peer's failure seen by NCCL, a network error):
+   PF_CUDA_OK while there is none (or its operations are still in progress). Any thread. */
+int pf_cuda_nccl_async_error(void *comm, char *message, size_t size) {
+    ncclResult_t async = ncclSuccess, r = ncclCommGetAsyncError((ncclComm_t)comm, &async);
+    if (r != ncclSuccess)
+        return pf_cuda__fail(message, size, PF_CUDA_ERROR_DEVICE, "ncclCommGetAsyncError", ncclGetErrorString(r), __LINE__);
+    if (async != ncclSuccess && async != ncclInProgress)
+        return pf_cuda__fail(message, size, PF_CUDA_ERROR_DEVICE, "NCCL", ncclGetErrorString(async), __LINE__);
+    return PF_CUDA_OK;
+}
+
 /* x = sum of x over the communicator's ranks, in place, queued on the rank's stream. */
 int pf_cuda_nccl_all_reduce(struct pf_cuda_rank *st, void *comm, float *x, size_t count) {
     if (!count) return PF_CUDA_OK;

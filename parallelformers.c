@@ -9334,6 +9334,17 @@ static float *pf__rank_rel_table(pf__rank *r, const pf__source *rel) {
     return table;
 }
 
+/* One all-reduce of a single float at the end of setup, waited for: NCCL connects its
+   communicators lazily at the first collective, and a rank that fails then (or before) is seen
+   during pf_parallelize rather than inside a forward's collectives. */
+static void pf__rank_warm_up(pf__rank *r) {
+    float value = 0;
+    if (r->group->num_ranks < 2 || r->error || !r->x) return;
+    r->backend->upload(r, r->x, &value, sizeof value);
+    pf__all_reduce(r, r->x, 1, "the communicators' warm-up");
+    r->backend->download(r, &value, r->x, sizeof value);
+}
+
 /* Runs on the rank's thread: slices every weight into the rank's memory (stacked slots as one
    allocation with their members as views into it), then the KV cache and scratch. */
 static void pf__rank_setup(pf__rank *r) {
@@ -9474,6 +9485,7 @@ static void pf__rank_setup(pf__rank *r) {
         if (g->num_ranks > 1) r->reduce_tmp = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
         if (g->max_batch > 1) r->reorder_tmp = (float *)pf__rank_alloc(r, (size_t)g->max_batch * g->cache_len * kv_width * sizeof(float));
     }
+    pf__rank_warm_up(r);
 }
 
 /* Runs on the rank's thread: writes its slices into the group's full host arrays. */
@@ -10002,6 +10014,7 @@ int pf_cuda_reorder_rows(pf_cuda_rank *st, float *cache, float *scratch, const i
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);
 void pf_cuda_nccl_destroy(void *comm);
 void pf_cuda_nccl_abort(void *comm);
+int pf_cuda_nccl_async_error(void *comm, char *message, size_t size);
 int pf_cuda_nccl_all_reduce(pf_cuda_rank *st, void *comm, float *x, size_t count);
 
 /* ---- state ---- */
@@ -10147,7 +10160,8 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
 }
 
 /* Waits for the rank's stream. With NCCL it polls, and gives up when another rank failed (its
-   collectives would never finish), aborting this rank's communicator. */
+   collectives would never finish) or NCCL reports an asynchronous error, aborting this rank's
+   communicator. */
 static int pf__cuda_wait(pf__rank *r, pf__cuda_rank_state *rs) {
     pf__cuda_group_state *gs = (pf__cuda_group_state *)r->group->backend_state;
     if (!gs->use_nccl) return pf__cuda_ok(r, pf_cuda_stream_sync(rs->cu)) ? 0 : -1;
@@ -10155,6 +10169,13 @@ static int pf__cuda_wait(pf__rank *r, pf__cuda_rank_state *rs) {
         int done = 0;
         if (!pf__cuda_ok(r, pf_cuda_stream_query(rs->cu, &done))) return -1;
         if (done) return 0;
+        char message[256];
+        if (spins % 256 == 255 && pf_cuda_nccl_async_error(gs->comms[r->index], message, sizeof message)) {
+            pf__rank_fail(r, PF_ERROR_DEVICE, "rank %d: %s", r->index, message);
+            pf__cuda_break(r->group);
+            pf__cuda_abort_own_comm(r);
+            return -1;
+        }
         if (pf__rank_failed(r)) { /* not this rank's error: the failing rank reports it */
             pf__cuda_break(r->group);
             pf__cuda_abort_own_comm(r);

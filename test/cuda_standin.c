@@ -581,6 +581,10 @@ static void drop(void *p) {
 }
 void pf_cuda_nccl_destroy(void *c) { drop(c); }
 void pf_cuda_nccl_abort(void *c) { drop(c); }
+int pf_cuda_nccl_async_error(void *c, char *message, size_t size) {
+    (void)c, (void)message, (void)size;
+    return 0;
+}
 int pf_cuda_nccl_all_reduce(pf_cuda_rank *st, void *cv, float *x, size_t n) {
     (void)st;
     NEED(x, n * 4);
