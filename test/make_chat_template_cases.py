@@ -403,6 +403,11 @@ FALCON = (
     "'Falcon:' }}{% endif %}"
 )
 
+SHORT = (
+    "{% for message in messages %}{{ message['role'][0] + ': ' + message['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}{{ 'a:' }}{% endif %}"
+)
+
 BLOOM = "{% for message in messages %}{{ message.content }}{{ eos_token }}{% endfor %}"
 
 # Not a checkpoint's: the constructs of the subset the templates above leave out, in one place.
@@ -456,6 +461,7 @@ TEMPLATES = [
     ("smollm2", SMOLLM2, "<|im_start|>", "<|im_end|>"),
     ("falcon", FALCON, "<|endoftext|>", "<|endoftext|>"),
     ("bloom", BLOOM, "<s>", "</s>"),
+    ("short", SHORT, "<s>", "</s>"),
     ("constructs", CONSTRUCTS, "<s>", "</s>"),
 ]
 
@@ -525,8 +531,8 @@ def main():
         with open(os.path.join(seeds, name + ".jinja"), "w", encoding="utf-8") as f:
             f.write(template)
 
-    # a model directory with a chat template, for the CLI and server tests: gpt2-tiny's files, a
-    # ChatML template in tokenizer_config.json
+    # a model directory with a chat template, for the CLI and server tests: gpt2-tiny's files and a
+    # short template in tokenizer_config.json (its 64 positions hold no ChatML conversation)
     src, dst = os.path.join(here, "fixtures", "gpt2-tiny"), os.path.join(here, "fixtures", "gpt2-tiny-chat")
     os.makedirs(dst, exist_ok=True)
     for f in os.listdir(src):
@@ -537,7 +543,7 @@ def main():
         os.symlink("../gpt2-tiny/model.safetensors", link)
     config_path = os.path.join(src, "tokenizer_config.json")
     config = json.load(open(config_path)) if os.path.exists(config_path) else {}
-    config["chat_template"] = CHATML
+    config["chat_template"] = SHORT
     with open(os.path.join(dst, "tokenizer_config.json"), "w") as f:
         json.dump(config, f, indent=2)
     print(f"{len(TEMPLATES)} templates, {counts['expected']} renderings, {counts['error']} errors")
