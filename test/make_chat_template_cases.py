@@ -6,7 +6,7 @@ What the C test checks is that our interpreter renders each template string exac
 does through transformers, whatever the string. Also writes the templates as fuzz seeds
 (test/fuzz_seeds/chat_template) and the chat fixture directory for the CLI test.
 
-Format of cases.txt, one record after another (lengths in bytes; the bytes follow the header
+Format of chat_cases.txt, one record after another (lengths in bytes; the bytes follow the header
 line, then one newline):
   template NAME BOS_LEN EOS_LEN TEMPLATE_LEN\\n BOS EOS TEMPLATE \\n
   case NAME ADD_GENERATION_PROMPT DATE NUM_MESSAGES\\n
