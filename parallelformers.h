@@ -482,6 +482,53 @@ int32_t pf_tokenizer_token_id(const pf_tokenizer *tokenizer, const char *token);
    pf_detokenize to print text as it does. Thread-safe on a loaded tokenizer. */
 int pf_tokenizer_is_special(const pf_tokenizer *tokenizer, int32_t id);
 
+/* ---- chat templates ---------------------------------------------------------------------------- */
+
+/* One turn of a conversation. role: "system", "user", "assistant" or what the template knows;
+   content: UTF-8 text, or NULL for a message without content (left out, as transformers drops
+   None values). Both are read during the call only. */
+typedef struct pf_chat_message {
+    const char *role;
+    const char *content;
+} pf_chat_message;
+
+typedef struct pf_chat_options {
+    int add_generation_prompt; /* 1 (the default): end with what opens the assistant's reply */
+    const char *date;          /* the date strftime_now() formats, "YYYY-MM-DD" or "YYYY-MM-DD HH:MM[:SS]"
+                                  (reproducible output); NULL: the local time now, as transformers */
+    const char *chat_template; /* a Jinja template to use instead of the tokenizer's; NULL: the tokenizer's */
+    const char *bos_token, *eos_token; /* the template's bos_token / eos_token; NULL: the tokenizer's
+                                          (tokenizer_config.json's), undefined without one */
+} pf_chat_options;
+
+pf_chat_options pf_chat_options_init(void);
+
+/* The tokenizer's chat template: chat_template.jinja beside tokenizer_config.json, else the
+   config's chat_template (a string, or the entry named "default" of a list of named templates),
+   as transformers picks it. NULL when it has none. Owned by the tokenizer. Any thread. */
+const char *pf_tokenizer_chat_template(const pf_tokenizer *tokenizer);
+
+/* Renders messages[0 .. count) through the chat template (options->chat_template, else the
+   tokenizer's) into *text, as transformers' tokenizer.apply_chat_template(messages,
+   tokenize=False, add_generation_prompt=...) does, byte for byte: a Jinja subset interpreter with
+   jinja2's trim_blocks and lstrip_blocks, the variables messages, add_generation_prompt,
+   bos_token, eos_token, tools and documents (None), and the globals raise_exception,
+   strftime_now, namespace, dict and range. The text holds the special tokens as text: tokenize it
+   with pf_tokenize (not pf_tokenize_special, which would add a second bos).
+   tokenizer may be NULL when options->chat_template is given. options may be NULL (the defaults).
+   On success *text is a NUL-terminated string to free with pf_string_free. On failure *text is
+   NULL and error (when error_size > 0) holds the message; results:
+   PF_ERROR_INVALID_ARGUMENT: NULL arguments, no template, a message without a role, the template
+     raised an exception (raise_exception("...")'s message is the error), or a runtime error (an
+     undefined value used, a type mismatch, past the limits on steps, memory or output size);
+   PF_ERROR_FORMAT: the template is not valid Jinja;
+   PF_ERROR_UNSUPPORTED: the template uses Jinja we do not implement (macros, a filter, test or
+     method outside the subset, ...): the message names it;
+   PF_ERROR_OUT_OF_MEMORY.
+   Any thread, at any time (the tokenizer is only read). */
+pf_result pf_apply_chat_template(const pf_tokenizer *tokenizer, const pf_chat_message *messages, int count,
+                                 const pf_chat_options *options, char **text, char *error, size_t error_size);
+
 #ifdef __cplusplus
 }
 #endif

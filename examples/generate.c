@@ -1,6 +1,8 @@
 /* generate: continue a prompt with a Hugging Face model directory, on N ranks.
 
    build/generate MODEL_DIR [options] PROMPT | --ids 1,2,3 | --batch-file FILE
+   build/generate MODEL_DIR --chat [--system TEXT] PROMPT    (the model's chat template)
+   build/generate MODEL_DIR -i [--system TEXT]                 (a conversation, a turn per line of stdin)
    build/generate --help lists the options (the table below); --version says the library's version
    and features. With a text prompt and no beams, tokens are printed as they are chosen; special
    tokens (<|endoftext|>, </s>, ...) are left out of the text unless --special is given, as
@@ -34,7 +36,8 @@ typedef struct cli_option {
 enum {
     OPT_IDS, OPT_BATCH_FILE, OPT_IDS_LINES, OPT_MAX_NEW_TOKENS, OPT_GPUS, OPT_DEVICE, OPT_DTYPE, OPT_DUMP_LOGITS,
     OPT_BEAMS, OPT_RETURN, OPT_NO_REPEAT_NGRAM, OPT_SAMPLE, OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P,
-    OPT_REPETITION_PENALTY, OPT_SEED, OPT_SPECIAL, OPT_VERBOSE, OPT_HELP, OPT_VERSION, OPT_COUNT
+    OPT_REPETITION_PENALTY, OPT_SEED, OPT_SPECIAL, OPT_CHAT, OPT_SYSTEM, OPT_INTERACTIVE, OPT_VERBOSE, OPT_HELP, OPT_VERSION,
+    OPT_COUNT
 };
 
 #define MAX_SEED 9007199254740991.0 /* 2^53 - 1: every seed is exact in a double */
@@ -64,6 +67,10 @@ static const cli_option cli_options[OPT_COUNT] = {
     [OPT_SEED] = {NULL, "--seed", INTEGER, "S", 0, MAX_SEED, 0,
                   "sampling seed, the same text on any rank count (default: fresh)"},
     [OPT_SPECIAL] = {NULL, "--special", FLAG, NULL, 0, 0, 0, "print special tokens (<|endoftext|>, </s>, ...) too"},
+    [OPT_CHAT] = {NULL, "--chat", FLAG, NULL, 0, 0, 0, "PROMPT is a user message, put through the model's chat template"},
+    [OPT_SYSTEM] = {NULL, "--system", TEXT, "TEXT", 0, 0, 0, "a system message first, with --chat or -i"},
+    [OPT_INTERACTIVE] = {"-i", "--interactive", FLAG, NULL, 0, 0, 0,
+                         "chat: each line of stdin is a user turn, answered in the conversation so far"},
     [OPT_VERBOSE] = {"-v", "--verbose", FLAG, NULL, 0, 0, 0,
                      "the seed, backend, ranks, dtype, tokens/s, memory (MiB)"},
     [OPT_HELP] = {"-h", "--help", FLAG, NULL, 0, 0, 0, "print this help and exit"},
@@ -83,6 +90,8 @@ static void print_help(void) {
     printf("usage: generate MODEL_DIR [options] PROMPT\n"
            "       generate MODEL_DIR [options] --ids 1,2,3\n"
            "       generate MODEL_DIR [options] --batch-file FILE\n"
+           "       generate MODEL_DIR [options] --chat [--system TEXT] PROMPT\n"
+           "       generate MODEL_DIR [options] -i [--system TEXT]\n"
            "Continues a prompt with the model in MODEL_DIR (config.json, *.safetensors, tokenizer.json),\n"
            "split over --gpus ranks.\n\noptions:\n");
     for (int i = 0; i < OPT_COUNT; i++) {
@@ -208,9 +217,14 @@ static int parse_command_line(int argc, char **argv, cli_args *args) {
 
     /* What the options mean together. */
     int prompts = !!args->prompt + args->given[OPT_IDS] + args->given[OPT_BATCH_FILE];
+    int interactive = args->given[OPT_INTERACTIVE], chat = args->given[OPT_CHAT] || interactive;
     const char *wrong = !args->dir     ? "no MODEL_DIR (generate --help shows the usage)"
-                        : prompts == 0 ? "nothing to continue: give a PROMPT, --ids or --batch-file"
+                        : interactive && prompts ? "-i reads the prompts from stdin: give no PROMPT, --ids or --batch-file"
+                        : prompts == 0 && !interactive ? "nothing to continue: give a PROMPT, --ids or --batch-file (or -i)"
                         : prompts > 1  ? "give one of PROMPT, --ids and --batch-file, not several"
+                        : chat && prompts && !args->prompt ? "--chat takes a text PROMPT, not --ids or --batch-file"
+                        : args->given[OPT_SYSTEM] && !chat ? "--system goes with --chat or -i"
+                        : interactive && (args->given[OPT_BEAMS] || args->given[OPT_RETURN]) ? "-i answers with one sequence: no --beams or --return"
                         : args->given[OPT_IDS_LINES] && !args->given[OPT_BATCH_FILE] ? "--ids-lines goes with --batch-file"
                                                                                       : NULL;
     if (wrong) {
@@ -314,15 +328,112 @@ static int parse_ids(const char *text, int32_t **out) {
     return n;
 }
 
-/* Tokenizes a text prompt as transformers' tokenizer(text) would. */
-static int tokenize(pf_model *model, const char *text, int32_t **out) {
+/* Tokenizes a text prompt as transformers' tokenizer(text) would; a chat template's text, which
+   holds its special tokens already, as apply_chat_template does (add_special_tokens=False). */
+static int tokenize(pf_model *model, const char *text, int templated, int32_t **out) {
     pf_tokenizer *tok = pf_model_tokenizer(model);
+    pf_result (*encode)(const pf_tokenizer *, const char *, size_t, int32_t *, size_t, size_t *) =
+        templated ? pf_tokenize : pf_tokenize_special;
     size_t n = 0;
     if (!tok) return -1;
-    pf_tokenize_special(tok, text, strlen(text), NULL, 0, &n);
+    encode(tok, text, strlen(text), NULL, 0, &n);
     *out = (int32_t *)malloc((n ? n : 1) * sizeof **out);
-    if (!*out || pf_tokenize_special(tok, text, strlen(text), *out, n, &n) || n == 0) return -1;
+    if (!*out || encode(tok, text, strlen(text), *out, n, &n) || n == 0) return -1;
     return (int)n;
+}
+
+static char *sequence_text(pf_tokenizer *tok, const int32_t *ids, int n, int show_special);
+
+/* ---- chat ---- */
+
+/* A conversation: its messages own their text. */
+typedef struct conversation {
+    pf_chat_message *messages;
+    int count, cap;
+} conversation;
+
+static int conversation_add(conversation *c, const char *role, const char *content) {
+    if (c->count == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 8;
+        pf_chat_message *grown = (pf_chat_message *)realloc(c->messages, (size_t)cap * sizeof *grown);
+        if (!grown) return -1;
+        c->messages = grown;
+        c->cap = cap;
+    }
+    char *copy = (char *)malloc(strlen(content) + 1);
+    if (!copy) return -1;
+    strcpy(copy, content);
+    c->messages[c->count].role = role;
+    c->messages[c->count++].content = copy;
+    return 0;
+}
+
+static void conversation_free(conversation *c) {
+    for (int i = 0; i < c->count; i++) free((char *)c->messages[i].content);
+    free(c->messages);
+}
+
+/* The conversation through the model's chat template, ending with the assistant's turn opened;
+   NULL (with a message) on failure. The caller frees it with pf_string_free. */
+static char *chat_prompt(pf_model *model, const conversation *c, int verbose) {
+    char *text = NULL, error[512];
+    pf_result r = pf_apply_chat_template(pf_model_tokenizer(model), c->messages, c->count, NULL, &text, error, sizeof error);
+    if (r) {
+        fprintf(stderr, "generate: %s: %s\n", pf_result_string(r), error);
+        return NULL;
+    }
+    if (verbose) fprintf(stderr, "generate: the chat template gives:\n%s\n", text);
+    return text;
+}
+
+/* -i: each line of stdin is a user turn; the reply streams to stdout, ends with a newline and
+   joins the conversation (as its text without special tokens, as transformers' chat pipelines
+   keep it). Returns the exit status. */
+static int run_interactive(pf_model *model, pf_generate_options *go, conversation *c, int verbose, int show_special) {
+    char *line = NULL;
+    size_t line_cap = 0;
+    int status = 0, prompt_on_tty = isatty(0) && isatty(2);
+    for (;;) {
+        if (prompt_on_tty) fputs("> ", stderr);
+        ssize_t len = getline(&line, &line_cap, stdin);
+        if (len < 0) break;
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
+        if (!len) continue;
+        if (conversation_add(c, "user", line)) {
+            fprintf(stderr, "generate: out of memory\n");
+            status = 1;
+            break;
+        }
+        char *text = chat_prompt(model, c, verbose);
+        int32_t *ids = NULL;
+        int n = text ? tokenize(model, text, 1, &ids) : -1;
+        pf_string_free(text);
+        pf_generation result;
+        memset(&result, 0, sizeof result);
+        pf_result r = PF_OK;
+        if (n < 0 || (r = pf_generate_batch(model, (const int32_t *const *)&ids, &n, 1, go, &result))) {
+            if (n >= 0) fprintf(stderr, "generate: %s: %s\n", pf_result_string(r), pf_error_message(model));
+            else fprintf(stderr, "generate: cannot tokenize the conversation\n");
+            free(ids);
+            status = 1;
+            break;
+        }
+        free(ids);
+        char *reply = sequence_text(pf_model_tokenizer(model), result.tokens[0], result.lengths[0], 0);
+        printf("\n");
+        fflush(stdout);
+        pf_generation_free(&result);
+        if (!reply || conversation_add(c, "assistant", reply)) {
+            fprintf(stderr, "generate: cannot keep the reply\n");
+            free(reply);
+            status = 1;
+            break;
+        }
+        free(reply);
+    }
+    (void)show_special;
+    free(line);
+    return status;
 }
 
 /* One sequence's text, special tokens left out unless show_special; NULL without memory or for
@@ -379,6 +490,10 @@ int main(int argc, char **argv) {
     const char *dir = args.dir, *prompt = args.prompt, *ids_text = args.text[OPT_IDS], *batch_file = args.text[OPT_BATCH_FILE];
     int ranks = args.given[OPT_GPUS] ? (int)args.number[OPT_GPUS] : 1, verbose = args.given[OPT_VERBOSE];
     int ids_lines = args.given[OPT_IDS_LINES], show_special = args.given[OPT_SPECIAL];
+    int interactive = args.given[OPT_INTERACTIVE], chat = args.given[OPT_CHAT] || interactive;
+    conversation conv;
+    char *chat_text = NULL;
+    memset(&conv, 0, sizeof conv);
     static const pf_device devices[] = {PF_DEVICE_CPU, PF_DEVICE_CUDA, PF_DEVICE_AUTO};     /* --device's order */
     static const pf_dtype dtypes[] = {PF_DTYPE_F32, PF_DTYPE_F16, PF_DTYPE_BF16};             /* --dtype's order */
     pf_generate_options go = pf_generate_options_init();
@@ -419,6 +534,34 @@ int main(int argc, char **argv) {
         fprintf(stderr, "generate: %s has no tokenizer; use --ids\n", dir);
         goto done;
     }
+    if (chat) {
+        if (!pf_tokenizer_chat_template(pf_model_tokenizer(model))) {
+            fprintf(stderr, "generate: %s has no chat template (tokenizer_config.json's chat_template, or chat_template.jinja): "
+                            "give the prompt without --chat / -i\n", dir);
+            goto done;
+        }
+        if ((args.given[OPT_SYSTEM] && conversation_add(&conv, "system", args.text[OPT_SYSTEM])) ||
+            (!interactive && conversation_add(&conv, "user", prompt))) {
+            fprintf(stderr, "generate: out of memory\n");
+            goto done;
+        }
+        if (interactive) {
+            pf_parallel_options po = pf_parallel_options_init();
+            po.device = args.given[OPT_DEVICE] ? devices[(int)args.number[OPT_DEVICE]] : PF_DEVICE_AUTO;
+            po.dtype = args.given[OPT_DTYPE] ? dtypes[(int)args.number[OPT_DTYPE]] : PF_DTYPE_AUTO;
+            if ((r = pf_parallelize(model, ranks, &po))) {
+                fprintf(stderr, "generate: %s: %s\n", pf_result_string(r), pf_error_message(model));
+                goto done;
+            }
+            stream_state stream = {pf_model_tokenizer(model), show_special, 0};
+            go.stream = print_piece;
+            go.stream_user = &stream;
+            status = run_interactive(model, &go, &conv, verbose, show_special);
+            goto done;
+        }
+        if (!(chat_text = chat_prompt(model, &conv, verbose))) goto done;
+        prompt = chat_text;
+    }
 
     /* the prompts: one from the command line, or one per line of the batch file */
     char *file_text = NULL;
@@ -449,7 +592,7 @@ int main(int argc, char **argv) {
                     if (!copy) break;
                     memcpy(copy, line, len);
                     copy[len] = 0;
-                    lengths[n] = text_mode ? tokenize(model, copy, &prompts[n]) : parse_ids(copy, &prompts[n]);
+                    lengths[n] = text_mode ? tokenize(model, copy, chat, &prompts[n]) : parse_ids(copy, &prompts[n]);
                     free(copy);
                     if (lengths[n] < 0) {
                         fprintf(stderr, "generate: prompt %d: %s\n", n + 1,
@@ -507,7 +650,7 @@ int main(int argc, char **argv) {
     if (streaming) {
         go.stream = print_piece;
         go.stream_user = &stream;
-        fputs(echo, stdout);
+        if (!chat) fputs(echo, stdout); /* a chat prints the reply alone */
     }
     double start = seconds_now();
     if ((r = pf_generate_batch(model, (const int32_t *const *)prompts, lengths, batch, &go, &result))) {
@@ -539,7 +682,7 @@ int main(int argc, char **argv) {
             }
             for (char *c = text; *c; c++) /* one line per sequence */
                 if (*c == '\n') *c = ' ';
-            printf("%s%s\n", batch_file ? "" : echo, text);
+            printf("%s%s\n", batch_file || chat ? "" : echo, text);
             free(text);
         }
     }
@@ -557,5 +700,7 @@ done:
     free(logits);
     pf_generation_free(&result);
     pf_free(model);
+    pf_string_free(chat_text);
+    conversation_free(&conv);
     return status;
 }

@@ -8,8 +8,9 @@
                                  no-repeat 4-grams, max_length 15; ?max_length=&num_beams=
                                  &no_repeat_ngram_size= change them), {"inputs", "outputs"}
      POST /v1/completions        OpenAI's body: prompt, max_tokens, temperature, top_p, n, stop,
-     POST /v1/chat/completions   seed, stream (server-sent events); chat messages become
-                                 "role: content" lines then "assistant:" (no model chat template)
+     POST /v1/chat/completions   seed, stream (server-sent events); chat messages go through the
+                                 model's chat template, or without one become "role: content"
+                                 lines then "assistant:"
      GET  /health, GET /v1/models
    Requests run one after another: the library queues calls on one model (no continuous batching
    yet). Each connection has its own thread, so a long generation only delays the others. */
@@ -105,16 +106,19 @@ static MHD_Result send_error(struct MHD_Connection *connection, unsigned status,
 
 /* ---- text ---- */
 
-/* A prompt's ids as transformers' tokenizer(text) gives them; NULL (reason in error) when empty,
+/* A prompt's ids as transformers' tokenizer(text) gives them (a chat template's text, which holds
+   its special tokens already, without adding any: templated); NULL (reason in error) when empty,
    too long or not tokenizable. */
-static int32_t *tokenize_prompt(const char *text, int *count, char *error, size_t error_size) {
+static int32_t *tokenize_prompt(const char *text, int templated, int *count, char *error, size_t error_size) {
     size_t n = 0, length = strlen(text);
-    pf_tokenize_special(the_server.tokenizer, text, length, NULL, 0, &n);
+    pf_result (*encode)(const pf_tokenizer *, const char *, size_t, int32_t *, size_t, size_t *) =
+        templated ? pf_tokenize : pf_tokenize_special;
+    encode(the_server.tokenizer, text, length, NULL, 0, &n);
     if (n == 0) return snprintf(error, error_size, "the prompt is empty"), NULL;
     if (n > (size_t)the_server.max_prompt_tokens)
         return snprintf(error, error_size, "the prompt is %zu tokens; at most %d", n, the_server.max_prompt_tokens), NULL;
     int32_t *ids = (int32_t *)malloc(n * sizeof *ids);
-    if (!ids || pf_tokenize_special(the_server.tokenizer, text, length, ids, n, &n)) {
+    if (!ids || encode(the_server.tokenizer, text, length, ids, n, &n)) {
         free(ids);
         return snprintf(error, error_size, "cannot tokenize the prompt"), NULL;
     }
@@ -497,8 +501,22 @@ static MHD_Result completions(struct MHD_Connection *connection, int chat, const
     char error[512];
     int status = parse_completion_request(body, length, chat, &the_server.limits, &request, error, sizeof error);
     if (status) return send_error(connection, (unsigned)status, error);
+    int templated = chat && pf_tokenizer_chat_template(the_server.tokenizer) != NULL;
+    if (templated) { /* the model's chat template replaces the plain "role: content" prompt */
+        char *text = NULL, *copy = NULL;
+        pf_result r = pf_apply_chat_template(the_server.tokenizer, request.messages, request.num_messages, NULL, &text, error,
+                                             sizeof error);
+        if (r == PF_OK && !(copy = strdup(text))) r = PF_ERROR_OUT_OF_MEMORY, snprintf(error, sizeof error, "out of memory");
+        pf_string_free(text);
+        if (r) {
+            completion_request_free(&request);
+            return send_error(connection, r == PF_ERROR_INVALID_ARGUMENT ? 400 : 500, error);
+        }
+        free(request.prompt);
+        request.prompt = copy;
+    }
     int prompt_length = 0;
-    int32_t *prompt = tokenize_prompt(request.prompt, &prompt_length, error, sizeof error);
+    int32_t *prompt = tokenize_prompt(request.prompt, templated, &prompt_length, error, sizeof error);
     if (!prompt) {
         completion_request_free(&request);
         return send_error(connection, 400, error);
@@ -534,7 +552,7 @@ static MHD_Result generate_text(struct MHD_Connection *connection, const char *t
         query_integer(connection, "no_repeat_ngram_size", 0, 64, &o.no_repeat_ngram_size))
         return send_error(connection, 400, "max_length, num_beams (at most --max-n) and no_repeat_ngram_size want integers");
     int prompt_length = 0;
-    int32_t *prompt = tokenize_prompt(text, &prompt_length, error, sizeof error);
+    int32_t *prompt = tokenize_prompt(text, 0, &prompt_length, error, sizeof error);
     if (!prompt) return send_error(connection, 400, error);
     int32_t *out = (int32_t *)malloc((size_t)(prompt_length + o.max_length + 1) * sizeof *out);
     int new_tokens = 0;

@@ -73,20 +73,33 @@ static int append(char **buffer, size_t *length, const char *text) {
     return 0;
 }
 
-/* Chat messages as one plain prompt: "role: content" lines, then "assistant:" for the model to
-   continue. No model-specific chat template: the fixtures and many base models have none. */
-static int format_messages(json_t *messages, char **prompt, char *error, size_t error_size) {
+/* Chat messages kept for the model's chat template, and as one plain prompt for a model without
+   one: "role: content" lines, then "assistant:" for the model to continue. */
+static int format_messages(json_t *messages, completion_request *out, char *error, size_t error_size) {
     size_t length = 0, index;
     json_t *message;
+    char **prompt = &out->prompt;
     if (!json_is_array(messages) || json_array_size(messages) == 0)
         return fail(error, error_size, "'messages' must be a non-empty array");
     *prompt = NULL;
+    out->messages = (pf_chat_message *)calloc(json_array_size(messages), sizeof *out->messages);
+    if (!out->messages) return fail(error, error_size, "out of memory");
     json_array_foreach(messages, index, message) {
         json_t *role = json_object_get(message, "role"), *content = json_object_get(message, "content");
         if (!json_is_object(message)) return fail(error, error_size, "messages[%zu] must be an object", index);
         if (!json_is_string(role) || json_string_length(role) == 0)
             return fail(error, error_size, "messages[%zu].role must be a non-empty string", index);
+        if (json_is_array(content))
+            return fail(error, error_size, "messages[%zu].content is a list of parts: only text content (a string) is supported", index);
         if (!json_is_string(content)) return fail(error, error_size, "messages[%zu].content must be a string", index);
+        if (strlen(json_string_value(role)) != json_string_length(role) || strlen(json_string_value(content)) != json_string_length(content))
+            return fail(error, error_size, "messages[%zu] holds a NUL character", index);
+        pf_chat_message *m = &out->messages[out->num_messages];
+        if (!(m->role = strdup(json_string_value(role))) || !(m->content = strdup(json_string_value(content)))) {
+            free((char *)m->role);
+            return fail(error, error_size, "out of memory");
+        }
+        out->num_messages++;
         if (append(prompt, &length, json_string_value(role)) || append(prompt, &length, ": ") ||
             append(prompt, &length, json_string_value(content)) || append(prompt, &length, "\n"))
             return fail(error, error_size, "out of memory");
@@ -168,7 +181,7 @@ int parse_completion_request(const char *body, size_t length, int chat, const re
     if (!json_is_object(root)) {
         status = fail(error, error_size, "the body must be a JSON object");
     } else if (chat) {
-        status = format_messages(json_object_get(root, "messages"), &out->prompt, error, error_size);
+        status = format_messages(json_object_get(root, "messages"), out, error, error_size);
     } else {
         json_t *prompt = json_object_get(root, "prompt");
         if (json_is_array(prompt) && json_array_size(prompt) == 1) prompt = json_array_get(prompt, 0);
@@ -201,6 +214,11 @@ int parse_completion_request(const char *body, size_t length, int chat, const re
 
 void completion_request_free(completion_request *request) {
     free(request->prompt);
+    for (int i = 0; i < request->num_messages; i++) {
+        free((char *)request->messages[i].role);
+        free((char *)request->messages[i].content);
+    }
+    free(request->messages);
     for (int i = 0; i < request->num_stop; i++) free(request->stop[i]);
     memset(request, 0, sizeof *request);
 }

@@ -9,6 +9,8 @@
 
 #include <jansson.h>
 
+#include "../parallelformers.h"
+
 #define MAX_STOP_STRINGS 4     /* as OpenAI's API */
 #define MAX_STOP_STRING_BYTES 256
 
@@ -18,10 +20,13 @@ typedef struct request_limits {
     int max_n;      /* choices per request */
 } request_limits;
 
-/* A completion request, chat messages already formatted into one prompt. */
+/* A completion request. Chat messages are kept as they came (for the model's chat template) and
+   also formatted into one plain prompt (for models without one). */
 typedef struct completion_request {
     int chat;           /* 1: /v1/chat/completions */
     char *prompt;       /* UTF-8, NUL-terminated; owned */
+    pf_chat_message *messages; /* chat: role and content strings, owned */
+    int num_messages;
     int max_tokens;
     double temperature; /* 0: greedy */
     double top_p;

@@ -94,6 +94,7 @@ void test_config(void);
 void test_encoders(void);
 void test_seq2seq(void);
 void test_cli(void);
+void test_chat(void);
 void test_generation(void);
 void test_fuzz(void);
 

@@ -43,7 +43,8 @@ static void check_cli_help(const char *dir) {
     static const char *const options[] = {"--ids", "--batch-file", "--ids-lines", "-n, --max-new-tokens", "--gpus",
                                           "--device", "--dtype", "--dump-logits", "--beams", "--return",
                                           "--no-repeat-ngram", "--sample", "--temperature", "--top-k", "--top-p",
-                                          "--repetition-penalty", "--seed", "--special", "-v, --verbose", "-h, --help",
+                                          "--repetition-penalty", "--seed", "--special", "--chat", "--system",
+                                          "-i, --interactive", "-v, --verbose", "-h, --help",
                                           "--version"};
     char command[2048], out[16384];
     snprintf(command, sizeof command, "%s --help", test_generate_binary);
@@ -206,7 +207,59 @@ static void check_build_info(void) {
                   "version string \"%s\" disagrees with the build info's %s = %d", text, words[i][1] + 1, flags[i]);
 }
 
+/* Runs generate on FIXTURE with the text in prompt_file as its PROMPT argument (bytes as they
+   are, newlines included: "$(cat)" would drop the last ones) and extra options; its stdout in out. */
+static int run_with_prompt_file(const char *dir, const char *prompt_file, const char *extra, char *out, size_t cap) {
+    char command[2048];
+    snprintf(command, sizeof command, "p=\"$(cat %s; printf x)\"; %s %s %s \"${p%%x}\"", prompt_file, test_generate_binary, dir, extra);
+    return run_output(command, out, cap);
+}
+
+/* --chat and -i put the prompt through the model's chat template (gpt2-tiny-chat's, a short one): the
+   reply must be what the plain command gives for the templated text, and -i's second turn what
+   it gives for the whole conversation, the first reply included. */
+static void check_cli_chat(void) {
+    char dir[1024], command[2048], reply1[4096], reply2[4096], plain[8192], expected[8192], file[64];
+    static const char *const turn1 = "s: Be brief.\nu: Hi\na:";
+    snprintf(dir, sizeof dir, "%s/gpt2-tiny-chat", test_fixtures);
+    snprintf(file, sizeof file, "/tmp/pf_cli_chat_%d.txt", (int)getpid());
+
+    snprintf(command, sizeof command, "%s %s -n 3 --chat --system 'Be brief.' Hi", test_generate_binary, dir);
+    CHECK(run_output(command, reply1, sizeof reply1) == 0);
+    size_t len1 = strlen(reply1);
+    CHECK_MSG(len1 > 0 && reply1[len1 - 1] == '\n', "--chat printed \"%s\"", reply1);
+    CHECK(test_write_file(file, turn1, strlen(turn1)) == 0);
+    CHECK(run_with_prompt_file(dir, file, "-n 3", plain, sizeof plain) == 0);
+    snprintf(expected, sizeof expected, "%s%s", turn1, reply1);
+    CHECK_MSG(!strcmp(plain, expected), "--chat replied \"%s\", the templated prompt gives \"%s\"", reply1, plain);
+
+    /* -i: two turns; the second prompt is the conversation with the first reply */
+    snprintf(command, sizeof command, "printf 'Hi\\nOk\\n' | %s %s -n 3 -i --system 'Be brief.'", test_generate_binary, dir);
+    char both[8192];
+    CHECK(run_output(command, both, sizeof both) == 0);
+    CHECK_MSG(!strncmp(both, reply1, len1), "-i's first reply \"%s\" is not --chat's \"%s\"", both, reply1);
+    snprintf(reply2, sizeof reply2, "%s", strncmp(both, reply1, len1) ? "" : both + len1);
+    char turn2[4096];
+    snprintf(turn2, sizeof turn2, "s: Be brief.\nu: Hi\na: %.*s\nu: Ok\na:", (int)len1 - 1, reply1);
+    CHECK(test_write_file(file, turn2, strlen(turn2)) == 0);
+    CHECK(run_with_prompt_file(dir, file, "-n 3", plain, sizeof plain) == 0);
+    snprintf(expected, sizeof expected, "%s%s", turn2, reply2);
+    CHECK_MSG(reply2[0] && !strcmp(plain, expected), "-i's second reply \"%s\", the conversation gives \"%s\"", reply2, plain);
+    remove(file);
+
+    /* a model without a template, and options that do not go together */
+    snprintf(command, sizeof command, "%s %s/gpt2-tiny --chat Hi 2>&1", test_generate_binary, test_fixtures);
+    CHECK(run_output(command, plain, sizeof plain) == 1 && strstr(plain, "no chat template"));
+    snprintf(command, sizeof command, "%s %s -i Hi 2>&1", test_generate_binary, dir);
+    CHECK(run_output(command, plain, sizeof plain) == 2 && strstr(plain, "-i reads the prompts from stdin"));
+    snprintf(command, sizeof command, "%s %s --system x Hi 2>&1", test_generate_binary, dir);
+    CHECK(run_output(command, plain, sizeof plain) == 2 && strstr(plain, "--system goes with --chat"));
+    snprintf(command, sizeof command, "%s %s --chat --ids 1,2 2>&1", test_generate_binary, dir);
+    CHECK(run_output(command, plain, sizeof plain) == 2 && strstr(plain, "--chat takes a text PROMPT"));
+}
+
 void test_cli(void) {
+    check_cli_chat();
     check_build_info();
     check_ids_and_logits("gpt2-hub", 1, NULL);
     check_ids_and_logits("gpt2-hub", 3, NULL);

@@ -7,6 +7,7 @@ int main(int argc, char **argv) {
     if (argc > 2) test_generate_binary = argv[2];
     struct { const char *name; void (*run)(void); } groups[] = {
         {"tokenizer", test_tokenizer},
+        {"chat", test_chat},
         {"models", test_models},
         {"bad input", test_bad_input},
         {"config", test_config},

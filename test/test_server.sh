@@ -158,6 +158,7 @@ expect_error "prompt longer than the model" 400 POST /v1/completions "{\"prompt\
 expect_error "messages as a string" 400 POST /v1/chat/completions '{"messages": "hi"}'
 expect_error "a message without content" 400 POST /v1/chat/completions '{"messages": [{"role": "user"}]}'
 expect_error "an empty message list" 400 POST /v1/chat/completions '{"messages": []}'
+expect_error "content as a list of parts" 400 POST /v1/chat/completions '{"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}'
 expect_error "over-long body" 413 POST /v1/completions "{\"prompt\": \"$(head -c 8000 /dev/zero | tr '\0' a)\"}"
 expect_error "unknown route" 404 GET /nope
 expect_error "unknown POST route" 404 POST /v1/embeddings '{}'
@@ -198,6 +199,27 @@ awk '{ print $2 }' "$work/timings" | sort -g | awk -v start="$start" -v end="$en
         p50 = t[int((NR - 1) * 0.50) + 1]; p99 = t[int((NR - 1) * 0.99) + 1]
         printf "test-server: 16 clients x 4 requests: %.1f requests/s, latency p50 %.0f ms, p99 %.0f ms\n", NR / (end - start), 1000 * p50, 1000 * p99
     }'
+
+# ---- a model with a chat template: the chat route uses it, as build/generate --chat does ----
+chat_fixture=test/fixtures/gpt2-tiny-chat
+timeout 120 "$BUILD/server" "$chat_fixture" --port 0 2>"$work/chat_server.log" &
+chat_pid=$!
+chat_port=
+for _ in $(seq 100); do
+    chat_port=$(sed -n 's|.*serving .* on http://127.0.0.1:\([0-9]*\) .*|\1|p' "$work/chat_server.log")
+    [ -n "$chat_port" ] && break
+    kill -0 "$chat_pid" 2>/dev/null || break
+    sleep 0.1
+done
+if [ -n "$chat_port" ]; then
+    curl -s --max-time 30 -o "$work/out" -d '{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}],"max_tokens":6,"temperature":0}' \
+        "http://127.0.0.1:$chat_port/v1/chat/completions"
+    want=$("$BUILD/generate" "$chat_fixture" -n 6 --chat --system "be brief" hi | utf8)
+    check "chat through the model's template equals build/generate --chat" equal "$(json '.choices[0].message.content')" "${want%$'\n'}"
+else
+    check "the chat-template server starts" false
+fi
+kill "$chat_pid" 2>/dev/null; wait "$chat_pid" 2>/dev/null
 
 check "the server is still running" kill -0 "$server_pid"
 echo "$passed passed, $failed failed"
