@@ -10624,6 +10624,10 @@ typedef struct pf__backend {
     /* The whole device's memory in use and in all, as the system reports it; from any thread.
        -1 when it cannot say. */
     int (*device_memory)(int device, size_t *used, size_t *total);
+    /* Before a forward's first operation (NULL: nothing to do): the step's host arrays the ops
+       read (left pads, the sources' pads, rotary frequencies) to the device, so that no upload
+       happens between the forward's collectives. */
+    void (*prepare)(pf__rank *r, const pf__step *s);
 } pf__backend;
 
 /* A share of the split dimensions held by one rank. */
@@ -11423,7 +11427,7 @@ static const pf__backend pf__cpu_backend = {
     "cpu", 1, NULL, NULL, pf__cpu_rank_begin, pf__cpu_rank_end, pf__cpu_alloc, pf__cpu_free, pf__cpu_copy,
     pf__cpu_copy, pf__cpu_download_rows, pf__cpu_copy, pf__cpu_embed, pf__cpu_add_positions, pf__cpu_norm, pf__cpu_matmul, pf__cpu_activation,
     pf__cpu_gated_activation, pf__cpu_add_residual, pf__cpu_rotary, pf__cpu_kv_append, pf__cpu_attend, pf__cpu_all_reduce,
-    pf__cpu_reorder_rows, pf__cpu_device_memory,
+    pf__cpu_reorder_rows, pf__cpu_device_memory, NULL,
 };
 
 /* =============================================================================================== */
@@ -12495,6 +12499,7 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
     const pf__step *s = &job->step;
     const pf__weight *W = r->weights;
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
+    if (r->backend->prepare) r->backend->prepare(r, s);
     if (job->encoder_pass) {
         pf__rank_encoder_pass(r, job);
         return;
@@ -12733,6 +12738,7 @@ typedef struct pf__cuda_rank_state {
     int *pad;                 /* [max_batch]: the step's left pads on the device */
     int *pad_host;            /* [max_batch], malloc'd: what pad holds (or is queued to) */
     int pad_count;            /* entries of pad_host queued to pad; 0: none yet */
+    int *cross_pad, *cross_pad_host, cross_pad_count; /* the same of the sources' pads (encoder-decoders) */
     int *src;                 /* [2 max_batch]: a beam reorder's rows that change, then their old rows, on the device */
     int *src_host;            /* [2 max_batch], malloc'd: what src holds (or is queued to) */
     int src_count;            /* entries of src_host queued to src */
@@ -12845,6 +12851,11 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     }
     rs->pad = (int *)pf__rank_alloc(r, batch * sizeof(int));
     rs->pad_host = (int *)malloc(batch * sizeof(int));
+    if (g->model->config.num_layers > g->model->config.encoder_layers && g->model->config.encoder_layers) {
+        rs->cross_pad = (int *)pf__rank_alloc(r, batch * sizeof(int));
+        rs->cross_pad_host = (int *)malloc(batch * sizeof(int));
+        if (!rs->cross_pad_host) pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    }
     if (batch > 1) {
         rs->src = (int *)pf__rank_alloc(r, 2 * batch * sizeof(int)); /* a reorder's rows: dst, then src */
         rs->src_host = (int *)malloc(2 * batch * sizeof(int));
@@ -12973,6 +12984,7 @@ static void pf__cuda_rank_end(pf__rank *r) {
     }
     free(rs->inv_freq_host);
     free(rs->pad_host);
+    free(rs->cross_pad_host);
     free(rs->src_host);
     free(rs);
     r->backend_state = NULL;
@@ -13055,6 +13067,10 @@ static const int *pf__cuda_pads(pf__rank *r, pf__cuda_rank_state *rs, const pf__
         any |= s->pad[b] > 0;
     }
     if (!any) return NULL;
+    if (s->pad == s->cross_pad && rs->cross_pad) { /* the sources' pads, kept apart from the decoder's */
+        if (pf__cuda_stage_ints(r, rs, rs->cross_pad, rs->cross_pad_host, &rs->cross_pad_count, s->pad, s->batch)) return NULL;
+        return rs->cross_pad;
+    }
     if (pf__cuda_stage_ints(r, rs, rs->pad, rs->pad_host, &rs->pad_count, s->pad, s->batch)) return NULL;
     return rs->pad;
 }
@@ -13147,6 +13163,30 @@ static void pf__cuda_add_residual(pf__rank *r, float *x, const float *y, const p
                                         pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows, n));
 }
 
+static int pf__cuda_stage_inv_freq(pf__rank *r, pf__cuda_rank_state *rs, const pf__step *s, size_t half) {
+    if (rs->inv_freq_loaded && !memcmp(rs->inv_freq_host, s->inv_freq, half * sizeof(float))) return 0;
+    memcpy(rs->inv_freq_host, s->inv_freq, half * sizeof(float));
+    rs->inv_freq_loaded = 0;
+    if (!pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->inv_freq, rs->inv_freq_host, half * sizeof(float)))) return -1;
+    rs->inv_freq_loaded = 1;
+    return 0;
+}
+
+/* Stages what the ops will read before the first collective (pf__backend.prepare): the step's
+   pads, the sources' pads and the rotary frequencies; the ops then find them staged. */
+static void pf__cuda_prepare(pf__rank *r, const pf__step *s) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs || !r->share.heads) return; /* without heads, no attention or rotary reads them */
+    pf__cuda_pads(r, rs, s);
+    if (s->cross_pad) {
+        pf__step keys = *s;
+        keys.pad = s->cross_pad;
+        pf__cuda_pads(r, rs, &keys);
+    }
+    size_t half = (size_t)r->group->model->config.rotary_dim / 2;
+    if (half && s->inv_freq && rs->inv_freq) pf__cuda_stage_inv_freq(r, rs, s, half);
+}
+
 /* The step's frequencies (a host array the caller may rewrite between steps) go to the device
    through inv_freq_host, queued without a wait whenever they differ from what was queued last:
    once per step at most, and once per pf_parallelize without dynamic scaling. The copy is from
@@ -13161,12 +13201,7 @@ static void pf__cuda_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf
         pf__cuda_break(r->group);
         return;
     }
-    if (!rs->inv_freq_loaded || memcmp(rs->inv_freq_host, s->inv_freq, half * sizeof(float))) {
-        memcpy(rs->inv_freq_host, s->inv_freq, half * sizeof(float));
-        rs->inv_freq_loaded = 0;
-        if (!pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->inv_freq, rs->inv_freq_host, half * sizeof(float)))) return;
-        rs->inv_freq_loaded = 1;
-    }
+    if (pf__cuda_stage_inv_freq(r, rs, s, half)) return;
     const int *pad = pf__cuda_pads(r, rs, s);
     if (r->error) return;
     pf__cuda_ok(r, pf_cuda_rotary(rs->cu, qkv, rs->inv_freq, pad, s->batch, s->seq_len, s->past, a->heads,
@@ -13295,6 +13330,7 @@ static const pf__backend pf__cuda_table = {
     .all_reduce = pf__cuda_all_reduce,
     .reorder_rows = pf__cuda_reorder_rows,
     .device_memory = pf__cuda_device_memory,
+    .prepare = pf__cuda_prepare,
 };
 
 /* A device is present and the runtime works; quiet (0) when the driver or the device is missing. */
