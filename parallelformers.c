@@ -942,6 +942,8 @@ typedef enum {
     PF__SLOT_ENC_FINAL_NORM_WEIGHT, /* [hidden] */
     PF__SLOT_ENC_FINAL_NORM_BIAS,
     PF__SLOT_ENC_REL_BIAS,          /* as PF__SLOT_REL_BIAS, bucketed both ways */
+    PF__SLOT_ENC_TOKEN_EMBED,       /* [src_vocab, E]: an encoder vocabulary of its own (FSMT), whole on
+                                       every rank; absent: the towers share PF__SLOT_TOKEN_EMBED */
     PF__SLOT_FIRST_LAYER,
     PF__SLOT_ATTN_NORM_WEIGHT = PF__SLOT_FIRST_LAYER, /* [hidden] */
     PF__SLOT_ATTN_NORM_BIAS,   /* [hidden] */
@@ -1149,6 +1151,7 @@ typedef struct pf__config {
     int encoder_layers;             /* encoder-decoders: blocks 0..encoder_layers-1 are the encoder
                                        tower's, the rest (num_layers in all) the decoder's */
     int decoder_layers;             /* encoder-decoders, as read; 0: as many as the encoder (T5) */
+    int src_vocab_size;             /* an encoder vocabulary of its own (FSMT's src_vocab_size); 0: vocab_size */
     int decoder_num_heads, decoder_intermediate_size; /* the decoder's, where the config names them
                                        apart (BART); they must equal the encoder's; 0: unnamed */
     int embed_norm;                 /* 1: a norm after the embedding (PF__IF_EMBED_NORM tensors) */
@@ -1797,6 +1800,7 @@ static void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, siz
     *cols = 1;
     switch (slot) {
     case PF__SLOT_TOKEN_EMBED: case PF__SLOT_LM_HEAD: *rows = (size_t)c->vocab_size; *cols = e; break;
+    case PF__SLOT_ENC_TOKEN_EMBED: *rows = (size_t)(c->src_vocab_size ? c->src_vocab_size : c->vocab_size); *cols = e; break;
     case PF__SLOT_LM_HEAD_BIAS: *rows = (size_t)c->vocab_size; break;
     case PF__SLOT_POSITION_EMBED: case PF__SLOT_ENC_POSITION_EMBED:
         *rows = (size_t)c->max_positions + c->position_offset;
@@ -12242,7 +12246,7 @@ typedef struct pf__tower {
     int first_block, end_block;
     int mask;                /* its self-attention's PF__MASK_CAUSAL or PF__MASK_BIDIRECTIONAL */
     int cross;               /* 1: its blocks attend to the encoder's output after their own attention */
-    pf__slot positions, embed_norm, final_norm; /* norms: the weight, its bias the slot after */
+    pf__slot token_embed, positions, embed_norm, final_norm; /* norms: the weight, its bias the slot after */
     const float *rel_bias;   /* the rank's table, or NULL */
 } pf__tower;
 
@@ -12255,6 +12259,7 @@ static pf__tower pf__tower_of(const pf__rank *r, int encoder) {
     t.end_block = encoder ? enc_blocks : c->num_layers;
     t.mask = encoder ? PF__MASK_BIDIRECTIONAL : PF__MASK_CAUSAL;
     t.cross = split && !encoder;
+    t.token_embed = split && encoder && r->weights[PF__SLOT_ENC_TOKEN_EMBED].data ? PF__SLOT_ENC_TOKEN_EMBED : PF__SLOT_TOKEN_EMBED;
     t.positions = split && encoder ? PF__SLOT_ENC_POSITION_EMBED : PF__SLOT_POSITION_EMBED;
     t.embed_norm = split && encoder ? PF__SLOT_ENC_EMBED_NORM_WEIGHT : PF__SLOT_EMBED_NORM_WEIGHT;
     t.final_norm = split && encoder ? PF__SLOT_ENC_FINAL_NORM_WEIGHT : PF__SLOT_FINAL_NORM_WEIGHT;
@@ -12301,9 +12306,9 @@ static void pf__rank_embed(pf__rank *r, const pf__step *s, const pf__tower *t) {
     const pf__weight *W = r->weights;
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
     float embed_scale = c->embed_scale_sqrt ? sqrtf((float)d) : 1.0f;
-    int vocab_split = g->num_ranks > 1 && g->model->sources[PF__SLOT_TOKEN_EMBED].split == PF__SPLIT_VOCAB;
+    int vocab_split = g->num_ranks > 1 && g->model->sources[t->token_embed].split == PF__SPLIT_VOCAB;
     float *embedded = PF__HAS(W[PF__SLOT_PROJECT_IN]) ? r->embed : r->x;
-    be->embed(r, embedded, &W[PF__SLOT_TOKEN_EMBED], s, embed_scale, r->share.vocab_begin);
+    be->embed(r, embedded, &W[t->token_embed], s, embed_scale, vocab_split ? r->share.vocab_begin : 0);
     if (vocab_split) pf__all_reduce(r, embedded, N * (size_t)c->embed_dim, "the token embedding's all-reduce");
     if (c->embed_norm_before_project && PF__HAS(W[PF__SLOT_PROJECT_IN])) { /* ELECTRA, ALBERT: the embedding stage at its own width */
         pf__rank_embed_extras(r, s, t, embedded, (size_t)c->embed_dim);
@@ -14186,12 +14191,21 @@ static pf_result pf__ensure_group(pf_model *m) {
     return pf__parallelize_locked(m, 1, &o);
 }
 
-static pf_result pf__check_ids(pf_model *m, const int32_t *ids, size_t n) {
+static pf_result pf__check_ids_below(pf_model *m, const int32_t *ids, size_t n, int vocab) {
     for (size_t i = 0; i < n; i++)
-        if (ids[i] < 0 || ids[i] >= m->config.vocab_size)
+        if (ids[i] < 0 || ids[i] >= vocab)
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "token id %d at index %zu is outside the vocabulary (0..%d)",
-                            (int)ids[i], i, m->config.vocab_size - 1);
+                            (int)ids[i], i, vocab - 1);
     return PF_OK;
+}
+
+static pf_result pf__check_ids(pf_model *m, const int32_t *ids, size_t n) {
+    return pf__check_ids_below(m, ids, n, m->config.vocab_size);
+}
+
+/* An encoder-decoder's source ids: its encoder's vocabulary (FSMT's src_vocab_size). */
+static pf_result pf__check_source_ids(pf_model *m, const int32_t *ids, size_t n) {
+    return pf__check_ids_below(m, ids, n, m->config.src_vocab_size ? m->config.src_vocab_size : m->config.vocab_size);
 }
 
 /* The rotary frequencies for a step whose sequences reach `length` tokens, as transformers
@@ -14308,7 +14322,8 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     for (int b = 0; b < batch; b++) {
         if (!ids[b] || lengths[b] < 1 || lengths[b] > g->cache_len)
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d tokens (1 to %d fit)", b, ids[b] ? lengths[b] : 0, g->cache_len);
-        if ((r = pf__check_ids(m, ids[b], (size_t)lengths[b]))) return r;
+        if ((r = seq2seq ? pf__check_source_ids(m, ids[b], (size_t)lengths[b]) : pf__check_ids(m, ids[b], (size_t)lengths[b])))
+            return r;
         for (int t = 0; types && types[b] && t < lengths[b]; t++)
             if (types[b][t] < 0 || types[b][t] >= (c->type_vocab_size > 0 ? c->type_vocab_size : 1))
                 return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: token type %d is outside 0..%d", b, (int)types[b][t],
@@ -14523,7 +14538,7 @@ pf_result pf_forward(pf_model *m, const int32_t *ids, int batch, int seq_len, fl
 /* Left-pads rows of ids to the longest: *width, ids [batch][width] and pads [batch] (malloc'd,
    the caller frees both); checks the ids and that each row fits the cache. */
 static pf_result pf__pad_rows(pf_model *m, const char *what, const int32_t *const *rows, const int *lengths, int batch,
-                              int *width, int32_t **ids, int **pads) {
+                              int source, int *width, int32_t **ids, int **pads) {
     *ids = NULL;
     *pads = NULL;
     *width = 0;
@@ -14533,7 +14548,8 @@ static pf_result pf__pad_rows(pf_model *m, const char *what, const int32_t *cons
         if (!rows[b] || lengths[b] < 1 || lengths[b] > m->group->cache_len)
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s %d: %d tokens (1 to %d fit)", what, b, rows[b] ? lengths[b] : 0,
                             m->group->cache_len);
-        if ((r = pf__check_ids(m, rows[b], (size_t)lengths[b]))) return r;
+        if ((r = source ? pf__check_source_ids(m, rows[b], (size_t)lengths[b]) : pf__check_ids(m, rows[b], (size_t)lengths[b])))
+            return r;
         if (lengths[b] > *width) *width = lengths[b];
     }
     *ids = (int32_t *)calloc((size_t)batch * *width, sizeof(int32_t));
@@ -14576,8 +14592,8 @@ static pf_result pf__forward_seq2seq_locked(pf_model *m, const int32_t *const *s
     int *src_pads = NULL, *dec_pads = NULL, src_width, dec_width;
     size_t vocab = (size_t)m->config.vocab_size;
     float *all = NULL;
-    r = pf__pad_rows(m, "source", sources, source_lengths, batch, &src_width, &src, &src_pads);
-    if (!r) r = pf__pad_rows(m, "decoder input", decoder_ids, decoder_lengths, batch, &dec_width, &dec, &dec_pads);
+    r = pf__pad_rows(m, "source", sources, source_lengths, batch, 1, &src_width, &src, &src_pads);
+    if (!r) r = pf__pad_rows(m, "decoder input", decoder_ids, decoder_lengths, batch, 0, &dec_width, &dec, &dec_pads);
     if (!r && !(all = (float *)malloc((size_t)batch * dec_width * vocab * sizeof(float))))
         r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     if (!r) r = pf__encoder_pass(m, src, src_pads, batch, src_width);
@@ -15397,7 +15413,7 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
         if (start < 0 || start >= m->config.vocab_size)
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the decoder start token %d is not in the vocabulary (config.json's "
                             "decoder_start_token_id, or the options')", (int)start);
-        r = pf__pad_rows(m, "prompt", prompts, lengths, batch, &st.source_width, &st.sources, &st.source_pads);
+        r = pf__pad_rows(m, "prompt", prompts, lengths, batch, 1, &st.source_width, &st.sources, &st.source_pads);
         starts = (const int32_t **)malloc((size_t)batch * sizeof *starts);
         start_lengths = (int *)malloc((size_t)batch * sizeof *start_lengths);
         if (!r && (!starts || !start_lengths)) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");

@@ -48,7 +48,7 @@ def make(name, cfg_cls, model_cls, kw, scale=0.2):
     for s, t in zip(src, dec):
         with torch.no_grad():
             enc = m.get_encoder()(input_ids=torch.tensor([s])).last_hidden_state[0]
-            out = m(input_ids=torch.tensor([s]), decoder_input_ids=torch.tensor([t])).logits[0]
+            out = m(input_ids=torch.tensor([s]), decoder_input_ids=torch.tensor([t]), use_cache=False).logits[0]  # FSMT masks causally only without the cache
         hid.append(enc.numpy()); log.append(out.numpy())
     np.concatenate(hid).astype('<f4').tofile(d / 'encoder_hidden.bin')
     np.concatenate(log).astype('<f4').tofile(d / 'decoder_logits.bin')
@@ -67,6 +67,9 @@ make('blenderbot-s2s', 'BlenderbotConfig', 'BlenderbotForConditionalGeneration',
 make('blenderbot-small-s2s', 'BlenderbotSmallConfig', 'BlenderbotSmallForConditionalGeneration', dict(KIN, decoder_start_token_id=0))
 make('marian-s2s', 'MarianConfig', 'MarianMTModel', dict(KIN, scale_embedding=True, pad_token_id=1, decoder_start_token_id=1, activation_function='swish'))
 make('m2m100-s2s', 'M2M100Config', 'M2M100ForConditionalGeneration', dict(KIN, pad_token_id=1, decoder_start_token_id=2))
+make('fsmt-s2s', 'FSMTConfig', 'FSMTForConditionalGeneration',
+     dict({k: v for k, v in KIN.items() if k != 'vocab_size'}, langs=['en', 'de'], src_vocab_size=130, tgt_vocab_size=110, decoder_start_token_id=2,
+          forced_eos_token_id=None))
 make('mt5-s2s', 'MT5Config', 'MT5ForConditionalGeneration', dict(T5, feed_forward_proj='gated-gelu'))
 make('pegasus-s2s', 'PegasusConfig', 'PegasusForConditionalGeneration', dict(KIN, scale_embedding=True, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0, activation_function='relu'))
 
@@ -126,7 +129,7 @@ for n, c in (('t5-s2s', 'T5ForConditionalGeneration'), ('t5v11-s2s', 'T5ForCondi
              ('blenderbot-s2s', 'BlenderbotForConditionalGeneration'),
              ('blenderbot-small-s2s', 'BlenderbotSmallForConditionalGeneration'), ('marian-s2s', 'MarianMTModel'),
              ('pegasus-s2s', 'PegasusForConditionalGeneration'), ('m2m100-s2s', 'M2M100ForConditionalGeneration'),
-             ('mt5-s2s', 'MT5ForConditionalGeneration')):
+             ('mt5-s2s', 'MT5ForConditionalGeneration'), ('fsmt-s2s', 'FSMTForConditionalGeneration')):
     cases(n, c)
 
 

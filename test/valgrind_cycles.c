@@ -1,6 +1,7 @@
 /* Load, parallelize, run and free a model over and over, for valgrind (make valgrind): every
-   request kind (forward, greedy, sampling, beam search; an encoder's pf_encode and pf_embed) on
-   1 and 2 ranks, so that an
+   request kind (forward, greedy, sampling, beam search; an encoder's pf_encode and pf_embed; an
+   encoder-decoder's pf_forward_seq2seq and encoder output) on 1 and 2 ranks, then pf_to_cpu and
+   the other rank count again, so that an
    uninitialised read, an invalid access or a leak anywhere on those paths is an error.
    Usage: valgrind_cycles MODEL_DIR [MODEL_DIR...] [-n CYCLES] (20 by default). Cycles go round
    the directories. Exits non-zero when a call fails. */
@@ -74,9 +75,25 @@ static int one_cycle(const char *dir, int ranks) {
     o.num_return_sequences = 2;
     o.seed = 7;
     if (!bad && !failed(m, "sampling", pf_generate_batch(m, prompts, lengths, 2, &o, &g))) pf_generation_free(&g);
-    bad = bad || failed(m, "pf_forward", pf_forward(m, prompt, 1, 4, logits));
+    if (pf_get_info(m).is_encoder_decoder) { /* teacher-forced logits and the encoder's output */
+        int32_t start[2] = {pf_get_info(m).decoder_start_token_id, 7};
+        const int32_t *decoder[2] = {start, start};
+        int decoder_lengths[2] = {2, 1};
+        bad = bad || failed(m, "pf_forward_seq2seq", pf_forward_seq2seq(m, prompts, lengths, decoder, decoder_lengths, 2, logits));
+        pf_encoding *e = NULL;
+        bad = bad || failed(m, "pf_encode", pf_encode(m, prompts, NULL, lengths, 2, &e));
+        pf_encoding_free(e);
+    } else {
+        bad = bad || failed(m, "pf_forward", pf_forward(m, prompt, 1, 4, logits));
+    }
 
     bad = bad || failed(m, "pf_to_cpu", pf_to_cpu(m));
+    bad = bad || failed(m, "pf_parallelize again", pf_parallelize(m, 3 - ranks, &po));
+    o = pf_generate_options_init();
+    o.max_new_tokens = 4;
+    o.ignore_eos = 1;
+    if (!bad && !failed(m, "greedy on the other rank count", pf_generate_batch(m, prompts, lengths, 2, &o, &g)))
+        pf_generation_free(&g);
     free(logits);
     pf_free(m);
     return bad;
