@@ -944,6 +944,13 @@ typedef enum {
     PF__SLOT_ENC_REL_BIAS,          /* as PF__SLOT_REL_BIAS, bucketed both ways */
     PF__SLOT_ENC_TOKEN_EMBED,       /* [src_vocab, E]: an encoder vocabulary of its own (FSMT), whole on
                                        every rank; absent: the towers share PF__SLOT_TOKEN_EMBED */
+    /* Image encoders (ViT): patches instead of token ids */
+    PF__SLOT_PATCH_WEIGHT,          /* [hidden, channels * patch^2]: the patch embedding (a strided conv) */
+    PF__SLOT_PATCH_BIAS,            /* [hidden] */
+    PF__SLOT_CLS_TOKEN,             /* [1, hidden]: the class token before the patches */
+    PF__SLOT_DIST_TOKEN,            /* [1, hidden]: DeiT's distillation token after it */
+    PF__SLOT_DIST_CLASSIFIER_WEIGHT,/* [num_labels, hidden]: DeiT's head on the distillation token */
+    PF__SLOT_DIST_CLASSIFIER_BIAS,  /* [num_labels] */
     PF__SLOT_FIRST_LAYER,
     PF__SLOT_ATTN_NORM_WEIGHT = PF__SLOT_FIRST_LAYER, /* [hidden] */
     PF__SLOT_ATTN_NORM_BIAS,   /* [hidden] */
@@ -998,8 +1005,10 @@ static const struct pf__stack {
     {PF__SLOT_MLP_IN_BIAS, {PF__SLOT_MLP_GATE_BIAS, PF__SLOT_MLP_UP_BIAS}, 2},
 };
 
-/* PF__LAYOUT_ROW: a vector stored as [1, n] (BART's final_logits_bias); read as PF__LAYOUT_VECTOR. */
-typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW } pf__layout;
+/* PF__LAYOUT_ROW: a vector stored as [1, n] (BART's final_logits_bias); read as PF__LAYOUT_VECTOR.
+   PF__LAYOUT_SQUEEZED: [1, ..., 1, rows, cols] (ViT's class token, position table); read as OUT_IN.
+   PF__LAYOUT_CONV: [out, channels, kh, kw] (ViT's patch embedding); read as OUT_IN [out, c kh kw]. */
+typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV } pf__layout;
 
 typedef enum {
     PF__SPLIT_NONE,
@@ -1024,8 +1033,9 @@ typedef enum {
     PF__IF_GATED,
     PF__IF_DECODER,     /* present exactly when an encoder-decoder has its decoder (not "...EncoderModel") */
     PF__IF_EMBED_NORM,  /* present exactly when the config field embed_norm is 1 (BART's layernorm_embedding) */
-    PF__POSITION_TABLE  /* required with learned positions; with sinusoidal ones optional (a saved copy
+    PF__POSITION_TABLE, /* required with learned positions; with sinusoidal ones optional (a saved copy
                            of the sinusoid, used as it is; computed when absent) */
+    PF__IF_DISTILLATION /* present exactly when the family has a distillation token (DeiT) */
 } pf__need;
 typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ } pf__kind;
 typedef enum { PF__NORM_LAYER, PF__NORM_RMS } pf__norm;
@@ -1152,6 +1162,10 @@ typedef struct pf__config {
                                        tower's, the rest (num_layers in all) the decoder's */
     int decoder_layers;             /* encoder-decoders, as read; 0: as many as the encoder (T5) */
     int src_vocab_size;             /* an encoder vocabulary of its own (FSMT's src_vocab_size); 0: vocab_size */
+    int image_size, patch_size, num_channels; /* image encoders: max_positions follows from them */
+    int distillation;               /* 1: a distillation token after the class token (DeiT) */
+    int teacher_head;               /* 1: the mean of the class and distillation tokens' heads (DeiT
+                                       ...WithTeacher) */
     int decoder_num_heads, decoder_intermediate_size; /* the decoder's, where the config names them
                                        apart (BART); they must equal the encoder's; 0: unnamed */
     int embed_norm;                 /* 1: a norm after the embedding (PF__IF_EMBED_NORM tensors) */
@@ -1628,6 +1642,7 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
     static const struct { const char *suffix; pf_head head; } heads[] = {
         {"ForMaskedLM", PF_HEAD_MASKED_LM}, {"ForSequenceClassification", PF_HEAD_SEQUENCE_CLASSIFICATION},
         {"ForTokenClassification", PF_HEAD_TOKEN_CLASSIFICATION}, {"ForQuestionAnswering", PF_HEAD_QUESTION_ANSWERING},
+        {"ForImageClassification", PF_HEAD_IMAGE_CLASSIFICATION}, {"ForImageClassificationWithTeacher", PF_HEAD_IMAGE_CLASSIFICATION},
         {"Model", PF_HEAD_NONE},
     };
     const pf__json *labels = pf__json_get(json, "id2label");
@@ -1646,6 +1661,11 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
     c->head = PF_HEAD_NONE;
     if (!first || first->type != PF__JSON_STRING) return PF_OK; /* the tensors must then be the bare encoder's */
     size_t len = strlen(first->string);
+    c->teacher_head = len >= 11 && !strcmp(first->string + len - 11, "WithTeacher");
+    const pf__json *pooler_act = pf__json_get(json, "pooler_act"); /* ViT's pooler activation */
+    if (pooler_act && pooler_act->type == PF__JSON_STRING && strcmp(pooler_act->string, "tanh"))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"pooler_act\" = \"%s\" is not supported (tanh is)", path,
+                          pooler_act->string);
     for (size_t i = 0; i < PF__COUNT(heads); i++) {
         size_t n = strlen(heads[i].suffix);
         if (len >= n && !strcmp(first->string + len - n, heads[i].suffix)) {
@@ -1764,6 +1784,14 @@ static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message
         cfg->position_offset += 1;
         if (cfg->position_offset_from_pad == 1) cfg->max_positions -= cfg->position_offset;
     }
+    if (cfg->patch_size) { /* an image encoder: the class (and distillation) token, then the patches */
+        if (cfg->patch_size < 1 || cfg->image_size < cfg->patch_size || cfg->image_size % cfg->patch_size ||
+            cfg->image_size > 65536 || cfg->num_channels < 1 || cfg->num_channels > 64)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: image_size %d, patch_size %d, num_channels %d do not fit",
+                              path, cfg->image_size, cfg->patch_size, cfg->num_channels);
+        int side = cfg->image_size / cfg->patch_size;
+        cfg->max_positions = side * side + 1 + cfg->distillation;
+    }
     if (cfg->intermediate_size == 0) cfg->intermediate_size = a->mlp_ratio * cfg->hidden_size;
     if (cfg->num_kv_heads == 0) cfg->num_kv_heads = cfg->num_heads;
     if (cfg->head_dim == 0 && cfg->num_heads > 0 && cfg->hidden_size % cfg->num_heads == 0)
@@ -1801,6 +1829,10 @@ static void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, siz
     switch (slot) {
     case PF__SLOT_TOKEN_EMBED: case PF__SLOT_LM_HEAD: *rows = (size_t)c->vocab_size; *cols = e; break;
     case PF__SLOT_ENC_TOKEN_EMBED: *rows = (size_t)(c->src_vocab_size ? c->src_vocab_size : c->vocab_size); *cols = e; break;
+    case PF__SLOT_PATCH_WEIGHT: *rows = h; *cols = (size_t)c->num_channels * c->patch_size * c->patch_size; break;
+    case PF__SLOT_CLS_TOKEN: case PF__SLOT_DIST_TOKEN: *rows = 1; *cols = h; break;
+    case PF__SLOT_DIST_CLASSIFIER_WEIGHT: *rows = (size_t)c->num_labels; *cols = h; break;
+    case PF__SLOT_DIST_CLASSIFIER_BIAS: *rows = (size_t)c->num_labels; break;
     case PF__SLOT_LM_HEAD_BIAS: *rows = (size_t)c->vocab_size; break;
     case PF__SLOT_POSITION_EMBED: case PF__SLOT_ENC_POSITION_EMBED:
         *rows = (size_t)c->max_positions + c->position_offset;
@@ -10542,6 +10574,8 @@ typedef struct pf__step {
     int cross_len;          /* an encoder-decoder's decoder step: the encoder's positions per row
                                (its output's keys and values are in the ranks' cross caches) */
     const int *cross_pad;   /* host, [batch]: the encoder input's left pads, or NULL */
+    const float *patches;   /* host, [batch][patches][channels * patch^2]: an image encoder's input
+                               (its positions after the class and distillation tokens), or NULL */
 } pf__step;
 
 /* Which keys a query sees (pf__attn_shape.mask). */
@@ -10673,6 +10707,7 @@ struct pf__rank {
     float *mlp_act;           /* width mlp_width, when gated */
     float *logits;            /* rank 0 only: [logit_rows][vocab] */
     float *head_out;          /* rank 0, classification heads: [max_tokens][num_labels or 2] */
+    float *patch_in;          /* image encoders: [max_batch][patches][channels * patch^2] */
     float *scores;            /* CPU attention: [cache_len] */
     float *reduce_tmp;        /* CPU all-reduce: [max_tokens * hidden] */
     float *reorder_tmp;       /* CPU beam reorder: one layer's cache, when max_batch > 1 */
@@ -11487,6 +11522,7 @@ struct pf__group {
     float **reduce_in;
     /* sizes every rank shares */
     int max_batch, cache_len;
+    int32_t *zero_ids;    /* [max_batch] zeros: row 0 of a one-row table for every sequence */
     size_t max_tokens, logit_rows;
     float **gather;      /* PF__JOB_GATHER: host arrays, one per slot, filled by the ranks */
     /* PF__JOB_SETUP: weight bytes copied, of about progress_total (under mutex) */
@@ -11505,8 +11541,8 @@ struct pf_model {
     pf__config config;
     pf__st_index st;
     pf__source *sources;  /* [pf__num_slots] */
-    float *scaled_final_norm; /* T5's final norm weight times hidden^-0.5 (scale_decoder_outputs),
-                                 the source of that slot; owned */
+    float *scaled[6];     /* sources scaled at load (pf__scale_source), owned */
+    int num_scaled;
     pf_tokenizer *tokenizer;
     char tokenizer_missing[PF__MESSAGE_SIZE]; /* why a tokenizer the directory has is not loaded, or "" */
     pf__group *group;
@@ -11761,6 +11797,7 @@ static void pf__group_destroy(pf__group *g) {
     pthread_cond_destroy(&g->barrier_cond);
     free(g->ranks);
     free(g->reduce_in);
+    free(g->zero_ids);
 #ifdef PF_TESTING
     free(g->collectives);
 #endif
@@ -12183,6 +12220,9 @@ static void pf__rank_setup(pf__rank *r) {
     r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
     if (c->gated_mlp) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
     r->logits = (float *)pf__rank_alloc(r, g->logit_rows * r->share.vocab_rows * sizeof(float));
+    if (m->sources[PF__SLOT_PATCH_WEIGHT].data)
+        r->patch_in = (float *)pf__rank_alloc(r, (size_t)g->max_batch * (size_t)(c->max_positions - 1 - c->distillation) *
+                                                     m->sources[PF__SLOT_PATCH_WEIGHT].cols * sizeof(float));
     if (r->index == 0 && (m->sources[PF__SLOT_CLASSIFIER_WEIGHT].data || m->sources[PF__SLOT_SPAN_WEIGHT].data))
         r->head_out = (float *)pf__rank_alloc(r, T * (size_t)(c->num_labels > 2 ? c->num_labels : 2) * sizeof(float));
     if (r->backend == &pf__cpu_backend) {
@@ -12299,8 +12339,37 @@ static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__towe
    holds some of the vocabulary's rows, so the embedding is summed over ranks (one term each).
    Whether it is split is a fact of the model and the rank count, the same on every rank: a
    rank's own row count is not (with fewer rows than ranks, one holds all and another none). */
+/* An image encoder's embedding stage: x = [class token, (distillation token,) patches W^T + b]
+   per image, plus the position table. The patch projection is whole on every rank (a small
+   matrix); the tokens are one-row tables read through the embed op. */
+static void pf__rank_embed_patches(pf__rank *r, const pf__step *s, const pf__tower *t) {
+    const pf__group *g = r->group;
+    const pf__config *c = &g->model->config;
+    const pf__backend *be = r->backend;
+    const pf__weight *W = r->weights;
+    size_t d = (size_t)c->hidden_size, S = (size_t)s->seq_len, B = (size_t)s->batch;
+    size_t prefix = 1 + (size_t)c->distillation, n = S - prefix, in = W[PF__SLOT_PATCH_WEIGHT].cols;
+    be->upload(r, r->patch_in, s->patches, B * n * in * sizeof(float));
+    be->matmul(r, r->h, r->patch_in, &W[PF__SLOT_PATCH_WEIGHT], PF__OR_NULL(W[PF__SLOT_PATCH_BIAS]), B * n);
+    for (size_t b = 0; b < B; b++) be->copy(r, r->x + (b * S + prefix) * d, r->h + b * n * d, n * d * sizeof(float));
+    pf__step one;
+    memset(&one, 0, sizeof one);
+    one.ids = g->zero_ids;
+    one.batch = s->batch;
+    one.seq_len = 1;
+    for (size_t k = 0; k < prefix; k++) {
+        be->embed(r, r->part, &W[k ? PF__SLOT_DIST_TOKEN : PF__SLOT_CLS_TOKEN], &one, 1.0f, 0);
+        for (size_t b = 0; b < B; b++) be->copy(r, r->x + (b * S + k) * d, r->part + b * d, d * sizeof(float));
+    }
+    pf__rank_embed_extras(r, s, t, r->x, d);
+}
+
 static void pf__rank_embed(pf__rank *r, const pf__step *s, const pf__tower *t) {
     const pf__group *g = r->group;
+    if (s->patches) {
+        pf__rank_embed_patches(r, s, t);
+        return;
+    }
     const pf__config *c = &g->model->config;
     const pf__backend *be = r->backend;
     const pf__weight *W = r->weights;
@@ -12598,6 +12667,17 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
     } else if (c->head == PF_HEAD_QUESTION_ANSWERING) {
         be->matmul(r, r->head_out, r->x, &W[PF__SLOT_SPAN_WEIGHT], PF__OR_NULL(W[PF__SLOT_SPAN_BIAS]), N);
         be->download(r, job->logits, r->head_out, N * 2 * sizeof(float));
+    } else if (c->head == PF_HEAD_IMAGE_CLASSIFICATION) { /* the class token's head (+ the distillation token's) */
+        size_t labels = (size_t)c->num_labels;
+        for (size_t b = 0; b < B; b++) be->copy(r, r->h + b * d, r->x + b * (size_t)s->seq_len * d, d * sizeof(float));
+        be->matmul(r, r->head_out, r->h, &W[PF__SLOT_CLASSIFIER_WEIGHT], PF__OR_NULL(W[PF__SLOT_CLASSIFIER_BIAS]), B);
+        if (PF__HAS(W[PF__SLOT_DIST_CLASSIFIER_WEIGHT])) { /* both heads were halved at load: their sum is the mean */
+            for (size_t b = 0; b < B; b++)
+                be->copy(r, r->h + b * d, r->x + (b * (size_t)s->seq_len + 1) * d, d * sizeof(float));
+            be->matmul(r, r->part, r->h, &W[PF__SLOT_DIST_CLASSIFIER_WEIGHT], PF__OR_NULL(W[PF__SLOT_DIST_CLASSIFIER_BIAS]), B);
+            be->add_residual(r, r->head_out, r->part, NULL, B, labels);
+        }
+        be->download(r, job->logits, r->head_out, B * labels * sizeof(float));
     }
 }
 #undef PF__HAS
@@ -13449,7 +13529,8 @@ static pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_
         m->logits = logits;
         memset(logits, 0, logit_floats * sizeof(float));
     }
-    if (!g->ranks || !g->reduce_in || !logits) {
+    g->zero_ids = (int32_t *)calloc((size_t)g->max_batch, sizeof(int32_t));
+    if (!g->ranks || !g->reduce_in || !logits || !g->zero_ids) {
         pf__group_destroy(g);
         return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }
@@ -13642,6 +13723,9 @@ static int pf__need_by_config(const pf__config *c, pf__need need, const char **w
     case PF__POSITION_TABLE:
         *why = "the positions are learned";
         return pf__archs[c->arch].positions == PF__POS_LEARNED ? 1 : -2;
+    case PF__IF_DISTILLATION:
+        *why = c->distillation ? "the family has a distillation token" : "the family has no distillation token";
+        return c->distillation;
     case PF__IF_DECODER:
         *why = c->num_layers > c->encoder_layers ? "architectures names an encoder-decoder"
                                                  : "architectures names the encoder alone";
@@ -13661,10 +13745,12 @@ static const struct pf__head_slots {
     {PF_HEAD_SEQUENCE_CLASSIFICATION, {PF__SLOT_POOLER_WEIGHT, PF__SLOT_CLASSIFIER_WEIGHT}, 2},
     {PF_HEAD_TOKEN_CLASSIFICATION, {PF__SLOT_CLASSIFIER_WEIGHT}, 1},
     {PF_HEAD_QUESTION_ANSWERING, {PF__SLOT_SPAN_WEIGHT}, 1},
+    {PF_HEAD_IMAGE_CLASSIFICATION, {PF__SLOT_CLASSIFIER_WEIGHT}, 1},
 };
 static const pf__slot pf__head_only_slots[] = {
     PF__SLOT_HEAD_TRANSFORM_WEIGHT, PF__SLOT_HEAD_TRANSFORM_BIAS, PF__SLOT_HEAD_NORM_WEIGHT, PF__SLOT_HEAD_NORM_BIAS,
     PF__SLOT_CLASSIFIER_WEIGHT, PF__SLOT_CLASSIFIER_BIAS, PF__SLOT_SPAN_WEIGHT, PF__SLOT_SPAN_BIAS,
+    PF__SLOT_DIST_CLASSIFIER_WEIGHT, PF__SLOT_DIST_CLASSIFIER_BIAS,
 };
 
 static const char *pf__head_name(pf_head head) {
@@ -13675,6 +13761,7 @@ static const char *pf__head_name(pf_head head) {
     case PF_HEAD_SEQUENCE_CLASSIFICATION: return "sequence classification";
     case PF_HEAD_TOKEN_CLASSIFICATION: return "token classification";
     case PF_HEAD_QUESTION_ANSWERING: return "question answering";
+    case PF_HEAD_IMAGE_CLASSIFICATION: return "image classification";
     }
     return "?";
 }
@@ -13690,11 +13777,15 @@ static pf_result pf__check_head_slots(pf_model *m) {
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: config.json's architectures names %s, but tensor '%s' is missing",
                             m->dir, pf__head_name(c->head), t ? t->pattern : "?");
     }
+    if (c->teacher_head && !m->sources[PF__SLOT_DIST_CLASSIFIER_WEIGHT].data)
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: config.json's architectures names a head with teacher, but the "
+                        "distillation classifier is missing", m->dir);
     for (size_t i = 0; i < PF__COUNT(pf__head_only_slots); i++) {
         pf__slot slot = pf__head_only_slots[i];
         int used = 0;
         for (int j = 0; mine && j < mine->num_needs; j++)
             used |= mine->needs[j] == slot || mine->needs[j] + 1 == slot; /* a weight's bias follows it */
+        if (slot == PF__SLOT_DIST_CLASSIFIER_WEIGHT || slot == PF__SLOT_DIST_CLASSIFIER_BIAS) used = c->teacher_head;
         if (m->sources[slot].data && !used)
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' belongs to a head that config.json's architectures (%s) "
                             "does not use", m->dir, pf__arch_tensor_for(c->arch, slot)->pattern, pf__head_name(c->head));
@@ -13733,21 +13824,28 @@ static const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, pf__s
     return found;
 }
 
-/* T5's decoder output times hidden^-0.5 before the LM head, folded into the final norm's weight
-   (an fp32 copy that becomes the slot's source): the norm's output is scaled by it, which the
-   logits of every backend then inherit. */
-static pf_result pf__scale_final_norm(pf_model *m) {
-    pf__source *norm = &m->sources[PF__SLOT_FINAL_NORM_WEIGHT];
-    size_t n = norm->rows;
-    if (!norm->data || m->sources[PF__SLOT_FINAL_NORM_BIAS].data)
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: scale_decoder_outputs needs a final norm without bias", m->dir);
-    m->scaled_final_norm = (float *)malloc(n * sizeof(float));
-    if (!m->scaled_final_norm) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    float scale = 1.0f / sqrtf((float)m->config.hidden_size);
-    for (size_t i = 0; i < n; i++) m->scaled_final_norm[i] = pf__weight_value(norm->data, i, norm->dtype) * scale;
-    norm->data = (const uint8_t *)m->scaled_final_norm;
-    norm->dtype = PF__DTYPE_F32;
+/* A slot's source times a constant: an fp32 copy (owned by the model) becomes its source. A
+   scale of what a linear op reads, folded in rather than computed on every backend. */
+static pf_result pf__scale_source(pf_model *m, pf__slot slot, float scale) {
+    pf__source *src = &m->sources[slot];
+    size_t n = src->rows * src->cols;
+    if (!src->data) return PF_OK;
+    if (m->num_scaled == PF__COUNT(m->scaled)) return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "too many scaled tensors");
+    float *copy = (float *)malloc(n * sizeof(float));
+    if (!copy) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; i < n; i++) copy[i] = pf__weight_value(src->data, i, src->dtype) * scale;
+    m->scaled[m->num_scaled++] = copy;
+    src->data = (const uint8_t *)copy;
+    src->dtype = PF__DTYPE_F32; /* the layout stays: the copy keeps the file's order */
     return PF_OK;
+}
+
+/* T5's decoder output times hidden^-0.5 before the LM head, folded into the final norm's weight:
+   the norm's output is scaled by it, which the logits of every backend then inherit. */
+static pf_result pf__scale_final_norm(pf_model *m) {
+    if (!m->sources[PF__SLOT_FINAL_NORM_WEIGHT].data || m->sources[PF__SLOT_FINAL_NORM_BIAS].data)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: scale_decoder_outputs needs a final norm without bias", m->dir);
+    return pf__scale_source(m, PF__SLOT_FINAL_NORM_WEIGHT, 1.0f / sqrtf((float)m->config.hidden_size));
 }
 
 /* Finds the source tensor of every slot, checking presence, dtype and shape. */
@@ -13758,7 +13856,8 @@ static pf_result pf__resolve_sources(pf_model *m) {
     if (!m->sources) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
 
     const char *prefix = NULL;
-    const pf__arch_tensor *embed = pf__arch_tensor_for(c->arch, PF__SLOT_TOKEN_EMBED);
+    const pf__arch_tensor *embed = pf__arch_tensor_for(c->arch, PF__SLOT_TOKEN_EMBED); /* anchors the prefix */
+    if (!embed) embed = pf__arch_tensor_for(c->arch, PF__SLOT_PATCH_WEIGHT);
     for (size_t i = 0; i < PF__COUNT(pf__arch_prefixes) && !prefix; i++) {
         char name[256];
         if (pf__arch_prefixes[i].arch != pf__tensor_rows(c->arch)) continue;
@@ -13805,14 +13904,27 @@ static pf_result pf__resolve_sources(pf_model *m) {
                 want[0] = src->cols;
                 want[1] = src->rows;
             }
-            if (st->ndim != want_dims || st->shape[0] != want[0] || (want_dims == 2 && st->shape[1] != want[1]))
+            pf__st_tensor flat = *st; /* SQUEEZED and CONV tensors checked as the 2-D [out, in] they are read as */
+            if (t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV) {
+                int leading_ones = t->layout == PF__LAYOUT_SQUEEZED, ok = st->ndim >= 2;
+                for (int k = 0; ok && leading_ones && k < st->ndim - 2; k++) ok = st->shape[k] == 1;
+                if (t->layout == PF__LAYOUT_CONV && st->ndim != 4) ok = 0;
+                flat.ndim = ok ? 2 : 0;
+                if (ok) {
+                    flat.shape[0] = leading_ones ? st->shape[st->ndim - 2] : st->shape[0];
+                    flat.shape[1] = leading_ones ? st->shape[st->ndim - 1] : (st->shape[0] ? st->numel / st->shape[0] : 0);
+                }
+            }
+            if (flat.ndim != want_dims || flat.shape[0] != want[0] || (want_dims == 2 && flat.shape[1] != want[1]))
                 return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' has shape [%zu%s%zu] but the config needs [%zu%s%zu]",
                                 st->file->path, st->name, st->shape[0], st->ndim > 1 ? ", " : "",
                                 st->ndim > 1 ? st->shape[1] : 0, want[0], want_dims > 1 ? ", " : "",
                                 want_dims > 1 ? want[1] : 0);
             src->data = st->data;
             src->dtype = st->dtype;
-            src->layout = t->layout == PF__LAYOUT_ROW ? PF__LAYOUT_VECTOR : t->layout;
+            src->layout = t->layout == PF__LAYOUT_ROW                                       ? PF__LAYOUT_VECTOR
+                          : t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV ? PF__LAYOUT_OUT_IN
+                                                                                            : t->layout;
             src->split = t->split;
         }
     }
@@ -13857,6 +13969,10 @@ static pf_result pf__resolve_sources(pf_model *m) {
     if (r) return r;
     if (c->scale_decoder_outputs && c->num_layers > c->encoder_layers && pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ)
         if ((r = pf__scale_final_norm(m))) return r;
+    static const pf__slot teacher_heads[] = {PF__SLOT_CLASSIFIER_WEIGHT, PF__SLOT_CLASSIFIER_BIAS,
+                                             PF__SLOT_DIST_CLASSIFIER_WEIGHT, PF__SLOT_DIST_CLASSIFIER_BIAS};
+    for (size_t i = 0; c->teacher_head && i < PF__COUNT(teacher_heads); i++) /* DeiT: the mean of two heads */
+        if ((r = pf__scale_source(m, teacher_heads[i], 0.5f))) return r;
     if (c->num_kv_heads != c->num_heads && pf__arch_tensor_for(c->arch, PF__SLOT_QKV_FUSED_WEIGHT))
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: grouped-query attention with a fused QKV tensor", m->dir);
     if (pf__archs[c->arch].qkv_layout == PF__QKV_CODEGEN && c->num_heads % 4)
@@ -13996,7 +14112,7 @@ void pf_free(pf_model *m) {
     pf_tokenizer_free(m->tokenizer);
     pf__st_close(&m->st);
     free(m->sources);
-    free(m->scaled_final_norm);
+    for (int i = 0; i < m->num_scaled; i++) free(m->scaled[i]);
     free(m->logits);
     free(m->inv_freq);
     free(m->config.layer_window);
@@ -14022,6 +14138,7 @@ pf_model_info pf_get_info(const pf_model *m) {
     info.is_encoder_decoder = kind == PF__KIND_SEQ2SEQ && c->num_layers > c->encoder_layers;
     info.is_encoder = kind == PF__KIND_ENCODER || (kind == PF__KIND_SEQ2SEQ && !info.is_encoder_decoder);
     info.num_encoder_layers = kind == PF__KIND_SEQ2SEQ ? c->encoder_layers : 0;
+    if (c->patch_size) info.image_size = c->image_size, info.patch_size = c->patch_size, info.num_channels = c->num_channels;
     info.head = c->head;
     info.num_labels = c->num_labels;
     info.eos_token_ids = c->eos_ids;
@@ -14312,6 +14429,8 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     pf_result r = pf__ensure_group(m);
     if (r) return r;
     int seq2seq = pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ; /* its encoder tower's output */
+    if (m->sources[PF__SLOT_PATCH_WEIGHT].data)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an image encoder: pf_encode_images runs it", c->model_type);
     if (pf__archs[c->arch].kind == PF__KIND_DECODER)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is a decoder: pf_forward and pf_generate run it",
                         c->model_type);
@@ -14392,6 +14511,86 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     }
     pf_encoding_free(e);
     free(padded), free(padded_types), free(pads), free(hidden), free(logits);
+    return r;
+}
+
+/* An image encoder's request: each image [channels][size][size] cut into patches (row-major,
+   each patch's values channel-major as the patch convolution's weight is), then the encoder. */
+static pf_result pf__encode_images_locked(pf_model *m, const float *pixels, int batch, pf_encoding **out) {
+    const pf__config *c = &m->config;
+    *out = NULL;
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    if (!m->sources[PF__SLOT_PATCH_WEIGHT].data)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes token ids, not images", c->model_type);
+    if (!pixels || batch < 1) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_images needs pixels and batch >= 1");
+    const pf__group *g = m->group;
+    if (batch > g->max_batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, g->max_batch);
+    int p = c->patch_size, side = c->image_size / p, S = c->max_positions, channels = c->num_channels;
+    if (S > g->cache_len)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "an image's %d positions exceed max_sequence_length %d", S, g->cache_len);
+    size_t n = (size_t)side * side, in = (size_t)channels * p * p, d = (size_t)c->hidden_size, B = (size_t)batch;
+    size_t image = (size_t)channels * c->image_size * c->image_size;
+    int num_logits = c->head == PF_HEAD_IMAGE_CLASSIFICATION ? c->num_labels : 0;
+    float *patches = (float *)malloc(B * n * in * sizeof(float));
+    float *hidden = (float *)malloc(B * (size_t)S * d * sizeof(float));
+    float *logits = num_logits ? (float *)malloc(B * (size_t)num_logits * sizeof(float)) : NULL;
+    pf_encoding *e = (pf_encoding *)calloc(1, sizeof *e);
+    if (e) {
+        e->offsets = (int *)calloc(B + 1, sizeof(int));
+        e->pooled = m->sources[PF__SLOT_POOLER_WEIGHT].data ? (float *)malloc(B * d * sizeof(float)) : NULL;
+    }
+    if (!patches || !hidden || (num_logits && !logits) || !e || !e->offsets || (m->sources[PF__SLOT_POOLER_WEIGHT].data && !e->pooled))
+        r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (size_t b = 0; !r && b < B; b++)
+        for (size_t py = 0; py < (size_t)side; py++)
+            for (size_t px = 0; px < (size_t)side; px++) {
+                float *patch = patches + ((b * side + py) * side + px) * in;
+                for (int ch = 0; ch < channels; ch++)
+                    for (int ky = 0; ky < p; ky++)
+                        memcpy(patch + ((size_t)ch * p + ky) * p,
+                               pixels + b * image + ((size_t)ch * c->image_size + py * p + ky) * c->image_size + px * p,
+                               (size_t)p * sizeof(float));
+            }
+    for (size_t i = 0; !r && i < B * n * in; i++)
+        if (!isfinite(patches[i])) r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pixel values must be finite");
+    if (!r) {
+        pf__job job;
+        memset(&job, 0, sizeof job);
+        job.step.patches = patches;
+        job.step.batch = batch;
+        job.step.seq_len = S;
+        job.all_positions = 1;
+        job.hidden = hidden;
+        job.pooled = e->pooled;
+        job.logits = logits;
+        r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
+    }
+    if (!r) {
+        e->batch = batch;
+        e->hidden_size = (int)d;
+        e->head = c->head;
+        e->num_logits = num_logits;
+        for (int b = 0; b < batch; b++) e->offsets[b + 1] = e->offsets[b] + S;
+        e->last_hidden_state = hidden;
+        e->logits = logits;
+        hidden = logits = NULL;
+        *out = e;
+        e = NULL;
+    }
+    pf_encoding_free(e);
+    free(patches), free(hidden), free(logits);
+    return r;
+}
+
+pf_result pf_encode_images(pf_model *m, const float *pixels, int batch, pf_encoding **out) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    if (out) *out = NULL;
+    if (!out) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_images needs an output");
+    pf_result r = pf__request_lock(m, "pf_encode_images");
+    if (r) return r;
+    r = pf__encode_images_locked(m, pixels, batch, out);
+    pthread_mutex_unlock(&m->request_lock);
     return r;
 }
 

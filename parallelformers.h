@@ -123,7 +123,9 @@ typedef enum pf_head {
     PF_HEAD_MASKED_LM,               /* vocabulary logits for every token */
     PF_HEAD_SEQUENCE_CLASSIFICATION, /* num_labels logits per sequence, from the pooled output */
     PF_HEAD_TOKEN_CLASSIFICATION,    /* num_labels logits per token */
-    PF_HEAD_QUESTION_ANSWERING       /* 2 logits per token: answer start, answer end */
+    PF_HEAD_QUESTION_ANSWERING,      /* 2 logits per token: answer start, answer end */
+    PF_HEAD_IMAGE_CLASSIFICATION     /* num_labels logits per image, from its class token (DeiT with
+                                        teacher: the mean of the class and distillation tokens' heads) */
 } pf_head;
 
 typedef struct pf_model_info {
@@ -133,6 +135,7 @@ typedef struct pf_model_info {
                                       BART...): pf_generate's prompt is the source text, pf_encode
                                       gives the encoder's output, pf_forward_seq2seq the logits */
     int num_encoder_layers;        /* encoder-decoders: the encoder's blocks (num_layers counts both) */
+    int image_size, patch_size, num_channels; /* image encoders (pf_encode_images); 0 otherwise */
     pf_head head;
     int num_labels;                /* classification heads' outputs (config.json's id2label) */
     int vocab_size, hidden_size, num_layers, num_heads, max_positions;
@@ -267,6 +270,15 @@ typedef struct pf_encoding {
 pf_result pf_encode(pf_model *model, const int32_t *const *ids, const int32_t *const *token_type_ids,
                     const int *lengths, int batch, pf_encoding **out);
 void pf_encoding_free(pf_encoding *encoding);
+
+/* An image encoder (ViT, DeiT): images already preprocessed as the model's image processor does
+   (resized, rescaled, normalised), pixels [batch][num_channels][image_size][image_size] floats
+   (pf_model_info's image fields give the sizes). The encoding has, per image, the class token
+   (DeiT: then the distillation token), then the patches row by row: last_hidden_state
+   [batch][tokens][hidden]; pooled [batch][hidden] where the model has a pooler; logits
+   [batch][num_labels] for PF_HEAD_IMAGE_CLASSIFICATION. *encoding is the caller's
+   (pf_encoding_free). PF_ERROR_UNSUPPORTED for a model that takes token ids. Threads: as pf_encode. */
+pf_result pf_encode_images(pf_model *model, const float *pixels, int batch, pf_encoding **encoding);
 
 /* Sentence embeddings, as sentence-transformers computes them: the encoder's last hidden state
    pooled over each row's tokens, then optionally L2-normalised. */

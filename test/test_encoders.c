@@ -253,7 +253,58 @@ static void test_encode_refusals(void) {
     pf_free(m);
 }
 
+/* An image encoder (test/make_vision_fixtures.py: ViT, DeiT) on three images: the hidden states,
+   pooled output and logits transformers computed, within 1e-4, on 1, 2 and 3 ranks and after
+   pf_to_cpu; token ids refused. */
+static void test_image_fixture(const char *name, pf_head head, int num_logits, int tokens) {
+    char dir[1024], path[1100];
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
+    snprintf(path, sizeof path, "%s/pixels.bin", dir);
+    size_t n = 0;
+    float *pixels = test_read_floats(path, &n);
+    pf_model *m = NULL;
+    pf_result r = pf_load(dir, NULL, &m);
+    CHECK_MSG(r == PF_OK && pixels, "loading %s: %s", name, pf_error_message(m));
+    pf_model_info info = pf_get_info(m);
+    int batch = 3;
+    CHECK_MSG(r != PF_OK || (info.is_encoder && info.head == head && info.image_size == 32 && info.patch_size == 8 &&
+                             n == (size_t)batch * 3 * 32 * 32),
+              "%s: head %d, image %d, patch %d, %zu pixels", name, (int)info.head, info.image_size, info.patch_size, n);
+    for (int ranks = 1; r == PF_OK && pixels && ranks <= 4; ranks++) { /* 4: a rank after pf_to_cpu */
+        char what[128];
+        snprintf(what, sizeof what, ranks < 4 ? "%s on %d ranks" : "%s after pf_to_cpu", name, ranks);
+        pf_parallel_options po = pf_parallel_options_init();
+        po.device = PF_DEVICE_CPU;
+        po.max_batch = batch;
+        pf_encoding *e = NULL;
+        pf_result rr = ranks < 4 ? pf_parallelize(m, ranks, &po) : pf_to_cpu(m);
+        if (rr == PF_OK) rr = pf_encode_images(m, pixels, batch, &e);
+        CHECK_MSG(rr == PF_OK, "%s: %s", what, pf_error_message(m));
+        if (rr) continue;
+        CHECK(e->batch == batch && e->offsets[batch] == batch * tokens && e->num_logits == num_logits);
+        check_array(what, dir, "image_hidden.bin", e->last_hidden_state, (size_t)batch * tokens * info.hidden_size);
+        check_array(what, dir, "image_pooled.bin", e->pooled, (size_t)batch * info.hidden_size);
+        check_array(what, dir, "image_logits.bin", e->logits, (size_t)batch * num_logits);
+        pf_encoding_free(e);
+    }
+    if (r == PF_OK) {
+        int32_t ids[2] = {0, 0};
+        const int32_t *rows[1] = {ids};
+        int length = 2;
+        pf_encoding *e = NULL;
+        CHECK(pf_encode(m, rows, NULL, &length, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
+        CHECK(pf_encode_images(m, NULL, 1, &e) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(pf_encode_images(m, pixels, 0, &e) == PF_ERROR_INVALID_ARGUMENT);
+    }
+    free(pixels);
+    pf_free(m);
+}
+
 void test_encoders(void) {
+    test_image_fixture("vit", PF_HEAD_NONE, 0, 17);
+    test_image_fixture("vit-cls", PF_HEAD_IMAGE_CLASSIFICATION, 5, 17);
+    test_image_fixture("deit-cls", PF_HEAD_IMAGE_CLASSIFICATION, 5, 18);
+    test_image_fixture("deit-teacher", PF_HEAD_IMAGE_CLASSIFICATION, 5, 18);
     test_encoder_fixture("bert", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("bert-mlm", PF_HEAD_MASKED_LM, 120, 1);
     test_encoder_fixture("bert-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);

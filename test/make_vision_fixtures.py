@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Image encoder fixtures for test_encoders.c (issue 16): tiny ViT / DeiT models saved by
+transformers 5.23 (save_pretrained: its tensor names) with what transformers computes for a
+batch of three preprocessed images.
+
+Run from the repository root: python3 test/make_vision_fixtures.py
+
+Each dir test/fixtures/<name>/ holds config.json, model.safetensors and
+    pixels.bin    float32 LE [3][3][32][32]: the images (pixel_values, already normalised)
+    image_hidden.bin float32 LE [3][tokens][48]: last_hidden_state (class token, (distillation
+                  token,) then the 16 patches row by row)
+    image_pooled.bin float32 LE [3][48]: the pooler's output (vit only)
+    image_logits.bin float32 LE [3][5]: the classification logits (the -cls and -teacher dirs)
+"""
+from pathlib import Path
+
+import numpy as np
+import torch
+import transformers
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SHAPE = dict(hidden_size=48, num_hidden_layers=2, num_attention_heads=6, intermediate_size=96, image_size=32,
+             patch_size=8, num_labels=5, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+FIXTURE_CLASSES = [  # dir, config class, model class
+    ("vit", "ViTConfig", "ViTModel"),
+    ("vit-cls", "ViTConfig", "ViTForImageClassification"),
+    ("deit-cls", "DeiTConfig", "DeiTForImageClassification"),
+    ("deit-teacher", "DeiTConfig", "DeiTForImageClassificationWithTeacher"),
+]
+
+
+def main():
+    torch.manual_seed(0)
+    pixels = torch.randn(3, 3, 32, 32)
+    for name, config_class, model_class in FIXTURE_CLASSES:
+        config = getattr(transformers, config_class)(**SHAPE)
+        model = getattr(transformers, model_class)(config).eval()
+        with torch.no_grad():  # weights larger than the default init, so a wrong trait shows far above 1e-4
+            for key, p in model.named_parameters():
+                if p.dim() > 1 or "token" in key or "position" in key:
+                    p.normal_(0, 0.2)
+                else:
+                    p.normal_(1.0 if "layernorm" in key else 0.0, 0.1)
+        out_dir = FIXTURES / name
+        model.save_pretrained(out_dir)
+        with torch.no_grad():
+            if model_class.endswith("Model"):
+                out = model(pixel_values=pixels)
+                hidden, pooled, logits = out.last_hidden_state, out.pooler_output, None
+            else:
+                base = model.vit if hasattr(model, "vit") else model.deit
+                hidden = base(pixel_values=pixels).last_hidden_state
+                pooled, logits = None, model(pixel_values=pixels).logits
+        pixels.numpy().astype("<f4").tofile(out_dir / "pixels.bin")
+        hidden.numpy().astype("<f4").tofile(out_dir / "image_hidden.bin")
+        if pooled is not None:
+            pooled.numpy().astype("<f4").tofile(out_dir / "image_pooled.bin")
+        if logits is not None:
+            logits.numpy().astype("<f4").tofile(out_dir / "image_logits.bin")
+
+
+if __name__ == "__main__":
+    main()
