@@ -374,9 +374,10 @@ pf_generate_options pf_generate_options_init(void);
    pf_generate_options_init() with the defaults its generation_config.json sets, as transformers'
    generate() takes them (max_length / max_new_tokens, min lengths, do_sample, temperature, top_k,
    top_p, repetition_penalty, num_beams, num_return_sequences, no_repeat_ngram_size,
-   length_penalty, early_stopping, pad_token_id). Start from these and change what you want.
-   pf_load refuses a generation_config.json that sets a generation feature we lack (typical_p,
-   forced_bos_token_id, ...) unless skip_generation_config is set. Any thread. */
+   length_penalty, early_stopping, pad_token_id, forced_bos_token_id, forced_eos_token_id,
+   decoder_start_token_id, encoder_no_repeat_ngram_size). Start from these and change what you
+   want. pf_load refuses a generation_config.json that sets a generation feature we lack
+   (typical_p, suppress_tokens, ...) unless skip_generation_config is set. Any thread. */
 pf_generate_options pf_model_generate_options(const pf_model *model);
 
 /* The result of pf_generate_batch: batch * num_return_sequences sequences, prompt-major. */
