@@ -96,17 +96,22 @@ typedef struct pf_load_options {
                                    generate defaults from pf_generate_options_init) */
 } pf_load_options;
 
-pf_load_options pf_load_options_init(void);
+pf_load_options pf_load_options_init(void); /* the defaults described above; any thread */
 
 /* Reads MODEL_DIR/config.json, picks the architecture for its model_type, memory-maps
    model.safetensors (or the shards named by model.safetensors.index.json) and checks every tensor
    the architecture needs. Also loads the tokenizer (tokenizer.json, or vocab.json + merges.txt)
    when present. Weights are not copied yet.
    Like sqlite3_open, *model is set even when loading fails (unless memory runs out), so that
-   pf_error_message(*model) explains the failure; pf_free it in both cases. options may be NULL. */
+   pf_error_message(*model) explains the failure; pf_free it in both cases. options may be NULL.
+   Results: PF_ERROR_INVALID_ARGUMENT (NULL model or model_dir), PF_ERROR_IO (a file cannot be
+   read), PF_ERROR_FORMAT (malformed JSON, safetensors, a missing or misshapen tensor),
+   PF_ERROR_UNSUPPORTED (a model_type, config value, dtype or tensor we do not run: the message
+   names it), PF_ERROR_OUT_OF_MEMORY. Any thread; the new model is the caller's. */
 pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_model **model);
 
-/* Frees everything the model holds, stopping its rank threads. NULL is fine. */
+/* Frees everything the model holds, stopping its rank threads. NULL is fine. Must not overlap
+   any other call on the model (see Threads above). */
 void pf_free(pf_model *model);
 
 /* The detailed message of the calling thread's last failure on this model ("" if none): threads
@@ -145,6 +150,8 @@ typedef struct pf_model_info {
     int bos_token_id, pad_token_id, decoder_start_token_id; /* -1 when not named */
 } pf_model_info;
 
+/* The model's facts; its pointers (model_type, eos_token_ids) belong to the model and live until
+   pf_free. A model that failed to load (or NULL) gives zeros and -1 ids. Any thread. */
 pf_model_info pf_get_info(const pf_model *model);
 
 /* ---- parallelism ------------------------------------------------------------------------------ */
@@ -182,7 +189,7 @@ typedef struct pf_parallel_options {
     void *progress_user;
 } pf_parallel_options;
 
-pf_parallel_options pf_parallel_options_init(void);
+pf_parallel_options pf_parallel_options_init(void); /* the defaults described above; any thread */
 
 /* Splits the model over num_ranks rank threads, Megatron-style: each rank gets its heads of the
    attention (and the key/value heads they read, replicated where ranks outnumber them), its
@@ -190,14 +197,19 @@ pf_parallel_options pf_parallel_options_init(void);
    position tables are copied to every rank. Heads need not divide by num_ranks: ranks then hold
    different head counts (a rank may hold none). Weights are sliced straight from the memory map
    into each rank's memory. Calling it on a model that is already parallel re-splits it; calls
-   from other threads wait for it. options may be NULL. */
+   from other threads wait for it. options may be NULL. Results: PF_ERROR_INVALID_ARGUMENT (a
+   rank count outside 1..64, absurd options, a device id that is not a device, called from a
+   stream callback), PF_ERROR_UNSUPPORTED (CUDA asked for where there is none, a dtype the
+   backend lacks), PF_ERROR_OUT_OF_MEMORY, PF_ERROR_DEVICE (a backend call failed on a rank: the
+   message names the rank); after a failure the model runs again once parallelized anew. */
 pf_result pf_parallelize(pf_model *model, int num_ranks, const pf_parallel_options *options);
 
 /* Gathers the slices back into one full model on one CPU rank, stored in the dtype the ranks
-   used, and frees the others. */
+   used, and frees the others. Results: as pf_parallelize's. Threads: as pf_parallelize. */
 pf_result pf_to_cpu(pf_model *model);
 
-/* Number of ranks the model runs on now (1 after pf_load or pf_to_cpu). */
+/* Number of ranks the model runs on now (1 after pf_load or pf_to_cpu). The getters below must
+   not overlap pf_parallelize or pf_to_cpu on the model (see Threads above). */
 int pf_num_ranks(const pf_model *model);
 
 /* The kind of device the ranks run on now, PF_DEVICE_CPU or PF_DEVICE_CUDA (what PF_DEVICE_AUTO
@@ -229,7 +241,11 @@ pf_result pf_get_memory_info(const pf_model *model, int rank, pf_memory_info *in
 
 /* Logits for a batch of sequences of equal length, from scratch (the KV cache is reset).
    ids: [batch][seq_len]; logits: [batch][seq_len][vocab_size] floats. batch and seq_len must fit
-   what pf_parallelize sized. Runs on one CPU rank if the model was never parallelized. */
+   what pf_parallelize sized. Runs on one CPU rank if the model was never parallelized.
+   Results: PF_ERROR_INVALID_ARGUMENT (NULLs, sizes beyond what pf_parallelize sized, an id outside
+   the vocabulary, called from a stream callback), PF_ERROR_UNSUPPORTED (an encoder without a
+   masked-LM head, an encoder-decoder: pf_forward_seq2seq), PF_ERROR_OUT_OF_MEMORY,
+   PF_ERROR_DEVICE. Threads: any; requests on one model run one after another. */
 pf_result pf_forward(pf_model *model, const int32_t *ids, int batch, int seq_len, float *logits);
 
 /* An encoder-decoder's logits for given decoder inputs (teacher forcing): row b's source
@@ -265,11 +281,14 @@ typedef struct pf_encoding {
 /* Runs an encoder model on `batch` rows of token ids of any lengths (each at least 1 and within
    what pf_parallelize sized; the padding is the library's and never attends or is attended to):
    ids[b] holds lengths[b] ids; token_type_ids[b] likewise (segment ids; NULL for all zero). On
-   success *out holds the results (free with pf_encoding_free). PF_ERROR_UNSUPPORTED for a
-   decoder. Any thread; requests on one model run one after another. */
+   success *out holds the results (free with pf_encoding_free). An encoder-decoder gives its
+   encoder's last hidden state. Results: PF_ERROR_INVALID_ARGUMENT (NULLs, a row empty or longer
+   than max_sequence_length, a batch above max_batch, an id or segment id out of range),
+   PF_ERROR_UNSUPPORTED (a decoder; an image encoder: pf_encode_images), PF_ERROR_OUT_OF_MEMORY,
+   PF_ERROR_DEVICE. Any thread; requests on one model run one after another. */
 pf_result pf_encode(pf_model *model, const int32_t *const *ids, const int32_t *const *token_type_ids,
                     const int *lengths, int batch, pf_encoding **out);
-void pf_encoding_free(pf_encoding *encoding);
+void pf_encoding_free(pf_encoding *encoding); /* NULL is fine; any thread */
 
 /* An image encoder (ViT, DeiT): images already preprocessed as the model's image processor does
    (resized, rescaled, normalised), pixels [batch][num_channels][image_size][image_size] floats
@@ -304,13 +323,15 @@ pf_embed_options pf_embed_options_init(void); /* the model's pooling and normali
 /* One embedding of hidden_size floats per row of ids (as pf_encode takes them; any batch: the
    rows run max_batch at a time) into embeddings [batch][hidden_size]. A model whose
    sentence-transformers modules include one we do not run (a Dense projection, say) is refused
-   with a message naming it. */
+   with a message naming it. embeddings is the caller's; options may be NULL (the model's).
+   Results: as pf_encode's. Any thread; requests on one model run one after another. */
 pf_result pf_embed(pf_model *model, const int32_t *const *ids, const int *lengths, int batch,
                    const pf_embed_options *options, float *embeddings);
 
 /* As pf_embed, for texts: each is tokenized with the model's tokenizer and its special tokens
    ([CLS] ... [SEP]), its words cut to fit the model's sentence-transformers max_seq_length (else
-   its positions) as sentence-transformers truncates them. */
+   its positions) as sentence-transformers truncates them. Results: as pf_embed's, and
+   PF_ERROR_INVALID_ARGUMENT for a model without a tokenizer (the message says why). */
 pf_result pf_embed_texts(pf_model *model, const char *const *texts, int count, const pf_embed_options *options,
                          float *embeddings);
 
@@ -391,13 +412,19 @@ typedef struct pf_generation {
 /* Generation from a batch of prompts of any lengths (left-padded internally, each row giving
    what it gives alone). The batch times num_beams (or num_return_sequences when sampling) must
    fit the max_batch given to pf_parallelize. Several threads may call it (and pf_generate,
-   pf_forward) on one model at once: calls are queued and run one after another. */
+   pf_forward) on one model at once: calls are queued and run one after another. options may be
+   NULL (pf_model_generate_options). On success *result holds arrays the caller frees with
+   pf_generation_free; on failure it is empty. Results: PF_ERROR_INVALID_ARGUMENT (NULLs, an empty
+   prompt, an id outside the vocabulary, options transformers refuses too (the message names
+   which), more rows than max_batch, a prompt that fills the KV cache, called from a stream
+   callback), PF_ERROR_UNSUPPORTED (an encoder), PF_ERROR_OUT_OF_MEMORY, PF_ERROR_DEVICE. */
 pf_result pf_generate_batch(pf_model *model, const int32_t *const *prompts, const int *prompt_lengths, int batch,
                             const pf_generate_options *options, pf_generation *result);
-void pf_generation_free(pf_generation *result);
+void pf_generation_free(pf_generation *result); /* empties it; an empty one is fine; any thread */
 
 /* One prompt, the first returned sequence's new tokens into out (at most out_capacity, which
-   also bounds the generation), their count into *num_out. */
+   also bounds the generation), their count into *num_out. Results and threads: as
+   pf_generate_batch's. */
 pf_result pf_generate(pf_model *model, const int32_t *prompt, int prompt_len, const pf_generate_options *options,
                       int32_t *out, int out_capacity, int *num_out);
 
@@ -405,13 +432,15 @@ pf_result pf_generate(pf_model *model, const int32_t *prompt, int prompt_len, co
    new text of the first returned sequence (a decoder's continuation, an encoder-decoder's output
    for the prompt as its source), special tokens left out as transformers'
    decode(skip_special_tokens=True) does, NUL-terminated, into *text (free it with
-   pf_string_free). */
+   pf_string_free; NULL on failure). Results: as pf_generate_batch's, and
+   PF_ERROR_INVALID_ARGUMENT for a model without a tokenizer (the message says why). */
 pf_result pf_generate_text(pf_model *model, const char *prompt, const pf_generate_options *options, char **text);
-void pf_string_free(char *text);
+void pf_string_free(char *text); /* NULL is fine; any thread */
 
 /* ---- tokenizer -------------------------------------------------------------------------------- */
 
-/* The model's tokenizer, or NULL when the model directory had none. Owned by the model. */
+/* The model's tokenizer, or NULL when the model directory had none (or one we do not read: the
+   text calls' messages say why). Owned by the model, valid until pf_free. Any thread. */
 pf_tokenizer *pf_model_tokenizer(pf_model *model);
 
 /* Loads a tokenizer alone from a directory: tokenizer.json; else vocab.json + merges.txt (a
@@ -421,7 +450,7 @@ pf_tokenizer *pf_model_tokenizer(pf_model *model);
    failure *tokenizer is NULL and, when error/error_size are given, the message is written there. */
 pf_result pf_tokenizer_load(const char *dir, pf_tokenizer **tokenizer, char *error,
                             size_t error_size);
-void pf_tokenizer_free(pf_tokenizer *tokenizer);
+void pf_tokenizer_free(pf_tokenizer *tokenizer); /* one from pf_tokenizer_load; NULL is fine */
 
 /* Text (UTF-8; invalid bytes are encoded as their byte tokens) to ids. Writes at most capacity
    ids; *num_ids is the full count (PF_ERROR_BUFFER_TOO_SMALL if it exceeds capacity). Thread-safe
@@ -473,7 +502,7 @@ pf_result pf_tokenize_pair(const pf_tokenizer *tokenizer, const char *text, size
 pf_result pf_detokenize(const pf_tokenizer *tokenizer, const int32_t *ids, size_t num_ids,
                         char *text, size_t capacity, size_t *text_len);
 
-/* Number of ids, added tokens included. */
+/* Number of ids, added tokens included; 0 for NULL. Thread-safe on a loaded tokenizer. */
 int pf_tokenizer_vocab_size(const pf_tokenizer *tokenizer);
 
 /* The beginning- and end-of-sequence ids that tokenizer_config.json names (bos_token, eos_token),
