@@ -4,6 +4,7 @@
    blocking it. The model directories are written by the test itself; the configs that are
    parser inputs come from test/fuzz_seeds, the seed corpus of later fuzz targets. */
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -669,6 +670,61 @@ static void case_api_abuse(void) {
     end_case();
 }
 
+/* An encoder-decoder's and an image encoder's calls abused: a clear result each, the model still
+   usable afterwards. */
+static void case_seq2seq_and_image_abuse(void) {
+    begin_case("encoder-decoder and image encoder abuse");
+    pf_model *m = load_fixture("fsmt-s2s");
+    if (!m) return end_case();
+    int32_t source[3] = {5, 17, 2}, start[1] = {2}, out[4], wide[1] = {125}; /* 125: a source id, not a target one */
+    const int32_t *sources[1] = {source}, *decoders[1] = {start}, *nulls[1] = {NULL};
+    int three = 3, one = 1, zero = 0, n = 0;
+    float logits[110];
+    pf_generate_options o = pf_generate_options_init();
+    o.max_new_tokens = 2;
+    CHECK(pf_forward_seq2seq(m, NULL, &three, decoders, &one, 1, logits) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_forward_seq2seq(m, sources, &three, decoders, &one, 1, NULL) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_forward_seq2seq(m, nulls, &three, decoders, &one, 1, logits) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_forward_seq2seq(m, sources, &zero, decoders, &one, 1, logits) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_forward_seq2seq(m, sources, &three, decoders, &one, 0, logits) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_forward_seq2seq(m, sources, &three, decoders, &one, 2, logits) == PF_ERROR_INVALID_ARGUMENT); /* max_batch 1 */
+    const int32_t *target_only[1] = {wide};
+    CHECK_MSG(pf_forward_seq2seq(m, target_only, &one, decoders, &one, 1, logits) == PF_OK, "%s", pf_error_message(m));
+    CHECK(pf_forward_seq2seq(m, sources, &three, target_only, &one, 1, logits) == PF_ERROR_INVALID_ARGUMENT);
+    pf_generate_options bad = o;
+    bad.decoder_start_token_id = 1 << 30;
+    CHECK(pf_generate(m, source, 3, &bad, out, 4, &n) == PF_ERROR_INVALID_ARGUMENT);
+    bad = o, bad.encoder_no_repeat_ngram_size = -1;
+    CHECK(pf_generate(m, source, 3, &bad, out, 4, &n) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK_MSG(pf_generate(m, source, 3, &o, out, 4, &n) == PF_OK && n == 2, "still usable: %s", pf_error_message(m));
+    pf_free(m);
+    m = load_fixture("gpt2-tiny");
+    if (m) {
+        int32_t prompt[1] = {1};
+        pf_generate_options ngram = o;
+        ngram.encoder_no_repeat_ngram_size = 2; /* a decoder has no source */
+        CHECK(pf_generate(m, prompt, 1, &ngram, out, 4, &n) == PF_ERROR_INVALID_ARGUMENT);
+        float pixel = 0;
+        pf_encoding *e = NULL;
+        CHECK(pf_encode_images(m, &pixel, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
+        pf_free(m);
+    }
+    m = load_fixture("vit-cls");
+    if (m) {
+        static float pixels[3 * 32 * 32];
+        pf_encoding *e = NULL;
+        pixels[5] = NAN;
+        CHECK(pf_encode_images(m, pixels, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+        CHECK(pf_encode_images(m, pixels, -1, &e) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(pf_encode_images(m, pixels, 1, NULL) == PF_ERROR_INVALID_ARGUMENT);
+        pixels[5] = 0;
+        CHECK_MSG(pf_encode_images(m, pixels, 1, &e) == PF_OK && e && e->num_logits == 5, "%s", pf_error_message(m));
+        pf_encoding_free(e);
+        pf_free(m);
+    }
+    end_case();
+}
+
 /* Found by make fuzz (fuzz_tokenizer, seed test/fuzz_seeds/tokenizer/invalid-byte-no-ids): an
    empty text through a post-processor that adds special tokens pointed past a NULL id buffer
    (UBSan: zero offset on a null pointer). The special tokens alone come back. */
@@ -708,6 +764,7 @@ void test_fuzz(void) {
     case_rotary();
     case_reentry();
     case_api_abuse();
+    case_seq2seq_and_image_abuse();
     alarm(0); /* a case that returned early left its alarm set */
     signal(SIGALRM, SIG_DFL);
     clean_dir();
