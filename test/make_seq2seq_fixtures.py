@@ -163,3 +163,42 @@ ROOT = Path(__file__).resolve().parent
 make_text('t5-text-s2s', 'T5Config', 'T5ForConditionalGeneration', dict(T5, feed_forward_proj='relu'), 'tokenizer-t5s')
 make_text('bart-text-s2s', 'BartConfig', 'BartForConditionalGeneration', BART, 'tokenizer-bart')
 make_text('byt5-text-s2s', 'T5Config', 'T5ForConditionalGeneration', dict(T5, feed_forward_proj='gated-gelu', pad_token_id=0, eos_token_id=1), 'tokenizer-byt5')
+
+
+def make_untied_t5():
+    """t5v11-untied-s2s: a T5 v1.1 file as the hub has them (transformers 4 wrote them): its own
+    lm_head.weight, tie_word_embeddings false and no scale_decoder_outputs key. transformers 5.23
+    ties the head to the embedding whatever the file says; the math of these checkpoints (and of
+    transformers 4) is the untied head on the unscaled decoder output, which the reference here
+    computes from the decoder's last hidden state: decoder_logits.bin = hidden @ lm_head^T."""
+    import json
+    import shutil
+    from safetensors.torch import load_file, save_file
+    src, dst = FIXTURES / 't5v11-s2s', FIXTURES / 't5v11-untied-s2s'
+    if dst.exists():
+        shutil.rmtree(dst)
+    dst.mkdir()
+    m = transformers.T5ForConditionalGeneration.from_pretrained(src).eval()
+    tensors = load_file(src / 'model.safetensors')
+    generator = torch.Generator().manual_seed(11)
+    head = torch.randn(m.config.vocab_size, m.config.d_model, generator=generator) * 0.2
+    tensors['lm_head.weight'] = head
+    save_file(tensors, dst / 'model.safetensors', metadata={'format': 'pt'})
+    config = json.loads((src / 'config.json').read_text())
+    config['tie_word_embeddings'] = False
+    config.pop('scale_decoder_outputs', None)
+    (dst / 'config.json').write_text(json.dumps(config, indent=2) + "\n")
+    shutil.copy(src / 'reference.txt', dst / 'reference.txt')
+    shutil.copy(src / 'encoder_hidden.bin', dst / 'encoder_hidden.bin')
+    rows = [line.split('=', 1) for line in (src / 'reference.txt').read_text().split('\n') if '=' in line]
+    ref = {k: [int(x) for x in v.split(',')] for k, v in rows if k != 'rows'}
+    logits = []
+    for i in range(int(dict(rows)['rows'])):
+        with torch.no_grad():
+            out = m(input_ids=torch.tensor([ref[f'src{i}']]), decoder_input_ids=torch.tensor([ref[f'dec{i}']]),
+                    use_cache=False, output_hidden_states=True)
+        logits.append((out.decoder_hidden_states[-1][0] @ head.T).numpy())
+    np.concatenate(logits).astype('<f4').tofile(dst / 'decoder_logits.bin')
+
+
+make_untied_t5()

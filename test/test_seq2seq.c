@@ -224,6 +224,28 @@ static void test_unread_tokenizer(void) {
     CHECK(system(command) == 0);
 }
 
+/* A hub-era T5 v1.1 file (its own lm_head.weight, tie_word_embeddings false, no
+   scale_decoder_outputs): the untied head on the unscaled decoder output, on 1 and 2 ranks. */
+static void test_untied_t5(void) {
+    char dir[1024];
+    seq2seq_reference ref;
+    snprintf(dir, sizeof dir, "%s/t5v11-untied-s2s", test_fixtures);
+    pf_model *m = NULL;
+    pf_result r = read_reference(dir, &ref) ? PF_ERROR_IO : pf_load(dir, NULL, &m);
+    CHECK_MSG(r == PF_OK, "t5v11-untied-s2s: %s", pf_error_message(m));
+    for (int ranks = 1; r == PF_OK && ranks <= 2; ranks++) {
+        char what[64];
+        snprintf(what, sizeof what, "t5v11-untied-s2s on %d ranks", ranks);
+        pf_parallel_options po = pf_parallel_options_init();
+        po.device = PF_DEVICE_CPU;
+        po.max_batch = 4;
+        r = pf_parallelize(m, ranks, &po);
+        CHECK_MSG(r == PF_OK, "%s: %s", what, pf_error_message(m));
+        if (r == PF_OK) check_outputs(m, what, dir, &ref);
+    }
+    pf_free(m);
+}
+
 void test_seq2seq(void) {
     static const char *const fixtures[] = {"t5-s2s", "t5v11-s2s", "bart-s2s", "mbart-s2s", "blenderbot-s2s", "blenderbot-small-s2s", "marian-s2s", "pegasus-s2s",
                                               "m2m100-s2s", "mt5-s2s", "fsmt-s2s"};
@@ -232,4 +254,5 @@ void test_seq2seq(void) {
     test_text_fixture("bart-text-s2s");
     test_text_fixture("byt5-text-s2s");
     test_unread_tokenizer();
+    test_untied_t5();
 }
