@@ -310,13 +310,13 @@ __global__ void pf_rotary_kernel(float *qkv, const float *inv_freq, const int *p
 
 /* Appends this step's k and v rows to the caches [batch][cache_len][kv_width] at positions
    past..past+T-1. Each qkv row is [q (q_width) | k (kv_width) | v (kv_width)]. */
-__global__ void pf_kv_append_kernel(float *k_cache, float *v_cache, const float *qkv, int batch, int T, int past,
-                                    int cache_len, size_t q_width, size_t kv_width) {
+__global__ void pf_kv_append_kernel(float *k_cache, float *v_cache, const float *qkv, const int *rows, int batch, int T,
+                                    int past, int cache_len, size_t q_width, size_t kv_width) {
     size_t n = (size_t)batch * T * kv_width;
     PF_GRID_STRIDE(i, n) {
         size_t row = i / kv_width, c = i % kv_width;
-        size_t b = row / (size_t)T, t = row % (size_t)T;
-        size_t dst = (b * (size_t)cache_len + (size_t)past + t) * kv_width + c;
+        size_t b = row / (size_t)T, t = row % (size_t)T, cache_row = rows ? (size_t)rows[b] : b;
+        size_t dst = (cache_row * (size_t)cache_len + (size_t)past + t) * kv_width + c;
         const float *src = qkv + row * (q_width + 2 * kv_width) + q_width;
         k_cache[dst] = src[c];
         v_cache[dst] = src[kv_width + c];
@@ -353,6 +353,7 @@ struct pf_attn_args {
     const float *rel_bias; /* [heads][rel_rows] or NULL: T5's bucketed relative bias */
     int rel_rows, rel_buckets, rel_max_distance;
     const int *pad;     /* [batch] left pads, or NULL */
+    const int *rows;    /* [batch] the cache row of each sequence, or NULL: row b */
 };
 
 /* One block per (query row b*T+t, local q head h, key split). The query at cache index
@@ -401,8 +402,9 @@ __global__ void pf_attention_kernel(float *out, float *partials, const float *qk
     int kv = (a.head_begin + h) / a.kv_group - a.kv_begin;
     float slope = a.alibi ? a.alibi[h] : 0.0f;
     const float *q_row = qkv + row * row_width + (size_t)h * hd;
-    const float *k_base = k_cache + (size_t)b * a.cache_len * kv_width + (size_t)kv * hd;
-    const float *v_base = v_cache + (size_t)b * a.cache_len * kv_width + (size_t)kv * hd;
+    size_t cache_row = a.rows ? (size_t)a.rows[b] : (size_t)b;
+    const float *k_base = k_cache + cache_row * a.cache_len * kv_width + (size_t)kv * hd;
+    const float *v_base = v_cache + cache_row * a.cache_len * kv_width + (size_t)kv * hd;
     for (int i = threadIdx.x; i < hd; i += blockDim.x) {
         q[i] = q_row[i];
         acc[i] = 0.0f;
@@ -803,17 +805,17 @@ size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim) 
 }
 
 /* Appends k and v of this step (from the qkv rows [q (heads * head_dim) | k (kv_heads *
-   head_dim) | v (same)]) to the caches ([batch][cache_len][kv_heads * head_dim]) at positions
-   past..past+T-1. */
-int pf_cuda_kv_append(struct pf_cuda_rank *st, float *k_cache, float *v_cache, const float *qkv, int batch, int T,
-                      int past, int heads, int kv_heads, int head_dim, int cache_len) {
+   head_dim) | v (same)]) to the caches ([rows][cache_len][kv_heads * head_dim]) at positions
+   past..past+T-1, sequence b in cache row rows[b] (device [batch]; NULL: row b). */
+int pf_cuda_kv_append(struct pf_cuda_rank *st, float *k_cache, float *v_cache, const float *qkv, const int *rows,
+                      int batch, int T, int past, int heads, int kv_heads, int head_dim, int cache_len) {
     if (kv_heads <= 0 || head_dim <= 0 || batch <= 0 || T <= 0) return PF_CUDA_OK;
     if (past < 0 || past + T > cache_len)
         return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_kv_append",
                              "positions beyond the cache", __LINE__);
     size_t q_width = (size_t)heads * head_dim, kv_width = (size_t)kv_heads * head_dim;
     pf_kv_append_kernel<<<pf_blocks((size_t)batch * T * kv_width, PF_THREADS), PF_THREADS, 0, st->stream>>>(
-        k_cache, v_cache, qkv, batch, T, past, cache_len, q_width, kv_width);
+        k_cache, v_cache, qkv, rows, batch, T, past, cache_len, q_width, kv_width);
     PF_CUDA_CHECK_LAUNCH(st, pf_kv_append_kernel);
     return PF_CUDA_OK;
 }
@@ -823,14 +825,15 @@ int pf_cuda_kv_append(struct pf_cuda_rank *st, float *k_cache, float *v_cache, c
    <= pos (left pads are never keys; mask 0, encoders: j <= past + T - 1 instead; mask 2,
    cross-attention: j < cache_len, q rows packed [heads * head_dim]), and
    pos - j < window when window > 0; a query with no key
-   (a pad's own) gets zeros. pad: device [batch] left pad counts, or NULL for none. qkv rows are
+   (a pad's own) gets zeros. pad: device [batch] left pad counts, or NULL for none; rows: device
+   [batch], the cache row of each sequence, or NULL for row b. qkv rows are
    [q (heads * head_dim) | k (kv_heads * head_dim) | v (same)]; q head h reads kv head
    (head_begin + h) / kv_group - kv_begin. alibi: device [heads] or NULL. T > 1 (prefill): one
    block per (query, head). T == 1 (decode): the keys are split over several blocks per head whose
    partial softmax sums are combined, using `partials`
    (pf_cuda_attention_scratch_floats(batch, heads, head_dim) floats). */
 int pf_cuda_attend(struct pf_cuda_rank *st, float *out, const float *qkv, const float *k_cache, const float *v_cache,
-                      float *partials, const float *alibi, const int *pad, int batch, int T, int past, int heads,
+                      float *partials, const float *alibi, const int *pad, const int *rows, int batch, int T, int past, int heads,
                       int kv_heads, int head_dim, int head_begin, int kv_begin, int kv_group, int cache_len,
                       int window, int mask, float scale, const float *rel_bias, int rel_rows, int rel_buckets,
                       int rel_max_distance) {
@@ -871,6 +874,7 @@ int pf_cuda_attend(struct pf_cuda_rank *st, float *out, const float *qkv, const 
     a.rel_buckets = rel_buckets;
     a.rel_max_distance = rel_max_distance;
     a.pad = pad;
+    a.rows = rows;
     dim3 grid((unsigned)((size_t)batch * T), (unsigned)heads, (unsigned)splits);
     pf_attention_kernel<<<grid, PF_ATTN_THREADS, shared, st->stream>>>(out, partials, qkv, k_cache, v_cache, a);
     PF_CUDA_CHECK_LAUNCH(st, pf_attention_kernel);

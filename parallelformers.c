@@ -10576,6 +10576,8 @@ typedef struct pf__step {
     const int *cross_pad;   /* host, [batch]: the encoder input's left pads, or NULL */
     const float *patches;   /* host, [batch][patches][channels * patch^2]: an image encoder's input
                                (its positions after the class and distillation tokens), or NULL */
+    const int *cache_rows;  /* host, [batch]: the KV cache row of each sequence (continuous
+                               batching places requests in free rows), or NULL: row b */
 } pf__step;
 
 /* Which keys a query sees (pf__attn_shape.mask). */
@@ -10644,8 +10646,9 @@ typedef struct pf__backend {
     /* Rotates the first a->rotary_dim dims of every q and k head in the qkv rows by position
        past + t: dims (i, i + rotary_dim/2), or (2i, 2i + 1) when pairs. */
     void (*rotary)(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, int pairs);
-    /* Appends this step's k, v to the caches [batch][cache_len][kv_heads*head_dim] at positions
-       past..past+T-1. qkv rows are [q (heads*head_dim) | k (kv_heads*head_dim) | v (same)]. */
+    /* Appends this step's k, v to the caches [rows][cache_len][kv_heads*head_dim] at positions
+       past..past+T-1, sequence b in row s->cache_rows[b] (or b). qkv rows are [q (heads*head_dim)
+       | k (kv_heads*head_dim) | v (same)]. */
     void (*kv_append)(pf__rank *r, float *k_cache, float *v_cache, const float *qkv, const pf__step *s,
                       const pf__attn_shape *a);
     /* out[b*T+t] = softmax(q k^T * scale + alibi + relative bias) v over the cached keys the
@@ -11367,7 +11370,8 @@ static void pf__cpu_kv_append(pf__rank *r, float *k_cache, float *v_cache, const
     (void)r;
     if (!a->heads) return;
     for (int b = 0; b < s->batch; b++) {
-        float *kc = k_cache + (size_t)b * a->cache_len * kv_width, *vc = v_cache + (size_t)b * a->cache_len * kv_width;
+        size_t cache_row = s->cache_rows ? (size_t)s->cache_rows[b] : (size_t)b;
+        float *kc = k_cache + cache_row * a->cache_len * kv_width, *vc = v_cache + cache_row * a->cache_len * kv_width;
         for (size_t t = 0; t < T; t++) {
             const float *row = qkv + ((size_t)b * T + t) * row_width;
             memcpy(kc + (s->past + t) * kv_width, row + q_width, kv_width * sizeof(float));
@@ -11383,7 +11387,8 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const floa
     const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
     if (!a->heads) return;
     for (int b = 0; b < s->batch; b++) {
-        const float *kc = k_cache + (size_t)b * a->cache_len * kv_width, *vc = v_cache + (size_t)b * a->cache_len * kv_width;
+        size_t cache_row = s->cache_rows ? (size_t)s->cache_rows[b] : (size_t)b;
+        const float *kc = k_cache + cache_row * a->cache_len * kv_width, *vc = v_cache + cache_row * a->cache_len * kv_width;
         size_t pad = s->pad ? (size_t)s->pad[b] : 0; /* left pads are never keys */
         /* Queries in blocks that share each key's load for their scores; each query then takes
            the keys it may see (first..last) out of the block's range (lo..hi). */
@@ -12789,10 +12794,10 @@ int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int
 int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const float *inv_freq, const int *pad, int batch, int T, int past,
                    int heads, int kv_heads, int head_dim, int rotary_dim, int pairs);
 size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim);
-int pf_cuda_kv_append(pf_cuda_rank *st, float *k_cache, float *v_cache, const float *qkv, int batch, int T, int past,
+int pf_cuda_kv_append(pf_cuda_rank *st, float *k_cache, float *v_cache, const float *qkv, const int *rows, int batch, int T, int past,
                       int heads, int kv_heads, int head_dim, int cache_len);
 int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const float *k_cache, const float *v_cache, float *partials,
-                      const float *alibi, const int *pad, int batch, int T, int past, int heads, int kv_heads,
+                      const float *alibi, const int *pad, const int *rows, int batch, int T, int past, int heads, int kv_heads,
                       int head_dim, int head_begin, int kv_begin, int kv_group, int cache_len, int window,
                       int mask, float scale, const float *rel_bias, int rel_rows, int rel_buckets,
                       int rel_max_distance);
@@ -12824,6 +12829,7 @@ typedef struct pf__cuda_rank_state {
     int *pad_host;            /* [max_batch], malloc'd: what pad holds (or is queued to) */
     int pad_count;            /* entries of pad_host queued to pad; 0: none yet */
     int *cross_pad, *cross_pad_host, cross_pad_count; /* the same of the sources' pads (encoder-decoders) */
+    int *cache_rows, *cache_rows_host, cache_rows_count; /* the step's KV cache rows (pf__step.cache_rows) */
     int *src;                 /* [2 max_batch]: a beam reorder's rows that change, then their old rows, on the device */
     int *src_host;            /* [2 max_batch], malloc'd: what src holds (or is queued to) */
     int src_count;            /* entries of src_host queued to src */
@@ -12936,6 +12942,9 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     }
     rs->pad = (int *)pf__rank_alloc(r, batch * sizeof(int));
     rs->pad_host = (int *)malloc(batch * sizeof(int));
+    rs->cache_rows = (int *)pf__rank_alloc(r, batch * sizeof(int));
+    rs->cache_rows_host = (int *)malloc(batch * sizeof(int));
+    if (!rs->cache_rows_host) pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
     if (g->model->config.num_layers > g->model->config.encoder_layers && g->model->config.encoder_layers) {
         rs->cross_pad = (int *)pf__rank_alloc(r, batch * sizeof(int));
         rs->cross_pad_host = (int *)malloc(batch * sizeof(int));
@@ -13070,6 +13079,7 @@ static void pf__cuda_rank_end(pf__rank *r) {
     free(rs->inv_freq_host);
     free(rs->pad_host);
     free(rs->cross_pad_host);
+    free(rs->cache_rows_host);
     free(rs->src_host);
     free(rs);
     r->backend_state = NULL;
@@ -13158,6 +13168,20 @@ static const int *pf__cuda_pads(pf__rank *r, pf__cuda_rank_state *rs, const pf__
     }
     if (pf__cuda_stage_ints(r, rs, rs->pad, rs->pad_host, &rs->pad_count, s->pad, s->batch)) return NULL;
     return rs->pad;
+}
+
+/* The step's cache rows on the device (NULL without a mapping, or after a failure: check r->error). */
+static const int *pf__cuda_cache_rows(pf__rank *r, pf__cuda_rank_state *rs, const pf__step *s) {
+    if (!s->cache_rows) return NULL;
+    for (int b = 0; b < s->batch; b++)
+        if (s->cache_rows[b] < 0 || s->cache_rows[b] >= r->group->max_batch) {
+            pf__rank_fail(r, PF_ERROR_DEVICE, "sequence %d in cache row %d of %d", b, s->cache_rows[b], r->group->max_batch);
+            pf__cuda_break(r->group);
+            return NULL;
+        }
+    if (pf__cuda_stage_ints(r, rs, rs->cache_rows, rs->cache_rows_host, &rs->cache_rows_count, s->cache_rows, s->batch))
+        return NULL;
+    return rs->cache_rows;
 }
 
 static void pf__cuda_embed(pf__rank *r, float *out, const pf__weight *tokens, const pf__step *s, float scale,
@@ -13263,6 +13287,7 @@ static void pf__cuda_prepare(pf__rank *r, const pf__step *s) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs || !r->share.heads) return; /* without heads, no attention or rotary reads them */
     pf__cuda_pads(r, rs, s);
+    pf__cuda_cache_rows(r, rs, s);
     if (s->cross_pad) {
         pf__step keys = *s;
         keys.pad = s->cross_pad;
@@ -13297,7 +13322,9 @@ static void pf__cuda_kv_append(pf__rank *r, float *k_cache, float *v_cache, cons
                                const pf__attn_shape *a) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs || !a->heads) return;
-    pf__cuda_ok(r, pf_cuda_kv_append(rs->cu, k_cache, v_cache, qkv, s->batch, s->seq_len, s->past, a->heads,
+    const int *rows = pf__cuda_cache_rows(r, rs, s);
+    if (r->error) return;
+    pf__cuda_ok(r, pf_cuda_kv_append(rs->cu, k_cache, v_cache, qkv, rows, s->batch, s->seq_len, s->past, a->heads,
                                      a->kv_heads, a->head_dim, a->cache_len));
 }
 
@@ -13306,8 +13333,9 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const flo
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
     const int *pad = a->heads > 0 ? pf__cuda_pads(r, rs, s) : NULL;
+    const int *rows = a->heads > 0 && a->mask != PF__MASK_CROSS ? pf__cuda_cache_rows(r, rs, s) : NULL;
     if (r->error) return;
-    pf__cuda_ok(r, pf_cuda_attend(rs->cu, out, qkv, k_cache, v_cache, rs->partials, a->alibi, pad, s->batch,
+    pf__cuda_ok(r, pf_cuda_attend(rs->cu, out, qkv, k_cache, v_cache, rs->partials, a->alibi, pad, rows, s->batch,
                                      s->seq_len, s->past, a->heads, a->kv_heads, a->head_dim, a->head_begin,
                                      a->kv_begin, a->kv_group, a->cache_len, a->window, a->mask, a->scale,
                                      a->rel_bias, a->rel_rows, a->rel_buckets, a->rel_max_distance));

@@ -404,8 +404,19 @@ static int relative_bucket(int distance, int num_buckets, int max_distance, int 
     return bucket + (large < num_buckets - 1 ? large : num_buckets - 1);
 }
 
-int pf_cuda_kv_append(pf_cuda_rank *st, float *kc, float *vc, const float *qkv, int batch, int T, int past, int heads,
-                      int kv_heads, int hd, int cache_len) {
+/* The cache rows a step's sequences use: rows[b], or b; the count of rows the caches must hold. */
+static size_t cache_rows_needed(const int *rows, int batch) {
+    size_t most = (size_t)batch;
+    if (rows) {
+        NEED(rows, (size_t)batch * 4);
+        for (int b = 0; b < batch; b++)
+            if ((size_t)rows[b] + 1 > most) most = (size_t)rows[b] + 1;
+    }
+    return most;
+}
+
+int pf_cuda_kv_append(pf_cuda_rank *st, float *kc, float *vc, const float *qkv, const int *cache_rows, int batch, int T,
+                      int past, int heads, int kv_heads, int hd, int cache_len) {
     if (kv_heads <= 0 || hd <= 0 || batch <= 0 || T <= 0) return 0;
     if (past < 0 || past + T > cache_len) {
         snprintf(st->message, sizeof st->message, "pf_cuda_kv_append failed: positions beyond the cache (mock)");
@@ -414,11 +425,12 @@ int pf_cuda_kv_append(pf_cuda_rank *st, float *kc, float *vc, const float *qkv, 
     size_t q_width = (size_t)heads * hd, kv_width = (size_t)kv_heads * hd, row_width = q_width + 2 * kv_width;
     size_t rows = (size_t)batch * T;
     NEED(qkv, rows * row_width * 4);
-    NEED(kc, (size_t)batch * cache_len * kv_width * 4);
-    NEED(vc, (size_t)batch * cache_len * kv_width * 4);
+    NEED(kc, cache_rows_needed(cache_rows, batch) * cache_len * kv_width * 4);
+    NEED(vc, cache_rows_needed(cache_rows, batch) * cache_len * kv_width * 4);
     for (size_t row = 0; row < rows; row++)
         for (size_t c = 0; c < kv_width; c++) {
-            size_t b = row / T, t = row % T, dst = (b * cache_len + past + t) * kv_width + c;
+            size_t b = row / T, t = row % T, cache_row = cache_rows ? (size_t)cache_rows[b] : b;
+            size_t dst = (cache_row * cache_len + past + t) * kv_width + c;
             kc[dst] = qkv[row * row_width + q_width + c];
             vc[dst] = qkv[row * row_width + q_width + kv_width + c];
         }
@@ -426,7 +438,7 @@ int pf_cuda_kv_append(pf_cuda_rank *st, float *kc, float *vc, const float *qkv, 
 }
 
 int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const float *kc, const float *vc, float *partials,
-                   const float *alibi, const int *pad, int batch, int T, int past, int heads, int kv_heads, int hd,
+                   const float *alibi, const int *pad, const int *cache_rows, int batch, int T, int past, int heads, int kv_heads, int hd,
                    int head_begin, int kv_begin, int kv_group, int cache_len, int window, int mask, float scale,
                    const float *rel_bias, int rel_rows, int rel_buckets, int rel_max_distance) {
     if (heads <= 0 || hd <= 0 || batch <= 0 || T <= 0) return 0;
@@ -439,8 +451,8 @@ int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const float *
     size_t row_width = mask == 2 ? q_width : q_width + 2 * kv_width, rows = (size_t)batch * T;
     NEED(qkv, rows * row_width * 4);
     NEED(out, rows * q_width * 4);
-    NEED(kc, (size_t)batch * cache_len * kv_width * 4);
-    NEED(vc, (size_t)batch * cache_len * kv_width * 4);
+    NEED(kc, cache_rows_needed(cache_rows, batch) * cache_len * kv_width * 4);
+    NEED(vc, cache_rows_needed(cache_rows, batch) * cache_len * kv_width * 4);
     if (alibi) NEED(alibi, (size_t)heads * 4);
     if (rel_bias) NEED(rel_bias, (size_t)heads * rel_rows * 4);
     if (pad) NEED(pad, (size_t)batch * 4);
@@ -465,8 +477,9 @@ int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const float *
                 int kv = (head_begin + h) / kv_group - kv_begin;
                 float slope = alibi ? alibi[h] : 0.0f;
                 const float *q = qkv + row * row_width + (size_t)h * hd;
-                const float *kb = kc + (size_t)b * cache_len * kv_width + (size_t)kv * hd;
-                const float *vb = vc + (size_t)b * cache_len * kv_width + (size_t)kv * hd;
+                size_t cache_row = cache_rows ? (size_t)cache_rows[b] : (size_t)b;
+                const float *kb = kc + cache_row * cache_len * kv_width + (size_t)kv * hd;
+                const float *vb = vc + cache_row * cache_len * kv_width + (size_t)kv * hd;
                 for (int i = 0; i < hd; i++) acc[i] = 0;
                 float m = -INFINITY, l = 0;
                 for (int j0 = begin; j0 < end; j0 += CHUNK) {
