@@ -49,6 +49,7 @@ const char *pf_result_string(pf_result result) {
     case PF_ERROR_OUT_OF_MEMORY: return "out of memory";
     case PF_ERROR_DEVICE: return "device error";
     case PF_ERROR_BUFFER_TOO_SMALL: return "buffer too small";
+    case PF_ERROR_BUSY: return "busy";
     }
     return "unknown result";
 }
@@ -65,6 +66,7 @@ const char *pf_result_string(pf_result result) {
 #endif
 static PF__THREAD_LOCAL const void *pf__error_model;
 static PF__THREAD_LOCAL char pf__error_text[PF__MESSAGE_SIZE];
+static PF__THREAD_LOCAL const void *pf__lock_holder; /* the model whose request lock this thread holds */
 
 /* The buffer a failure on `model` is written into (cleared). */
 static char *pf__error_buffer(const void *model) {
@@ -11539,6 +11541,8 @@ struct pf__group {
 #endif
 };
 
+typedef struct pf__batcher pf__batcher;
+
 struct pf_model {
     char *dir;
     pf_load_options load_options;
@@ -11549,6 +11553,9 @@ struct pf_model {
     float *scaled[6];     /* sources scaled at load (pf__scale_source), owned */
     int num_scaled;
     pf_tokenizer *tokenizer;
+    struct pf__batcher *batcher;  /* continuous batching's scheduler, from the first batched request */
+    pthread_mutex_t batcher_start;
+    int exclusive_waiting;        /* calls waiting for the request lock (atomic): no admissions then */
     char tokenizer_missing[PF__MESSAGE_SIZE]; /* why a tokenizer the directory has is not loaded, or "" */
     pf__group *group;
     pf_parallel_options parallel_options;
@@ -13691,13 +13698,21 @@ const char *pf_error_message(const pf_model *m) {
 /* Takes the model's request lock. The thread that holds it already is inside a request on this
    model (calling from a stream callback): refused, since it would wait for itself forever. */
 static pf_result pf__request_lock(pf_model *m, const char *call) {
+    __atomic_add_fetch(&m->exclusive_waiting, 1, __ATOMIC_ACQ_REL); /* the batcher stops admitting */
     int e = pthread_mutex_lock(&m->request_lock);
+    __atomic_sub_fetch(&m->exclusive_waiting, 1, __ATOMIC_ACQ_REL);
+    if (!e) pf__lock_holder = m;
     if (e == EDEADLK)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT,
                         "%s was called from inside a request on the same model (a stream callback?); it would wait "
                         "for that request forever", call);
     if (e) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s: cannot take the model's request lock: %s", call, strerror(e));
     return PF_OK;
+}
+
+static void pf__request_unlock(pf_model *m) {
+    pf__lock_holder = NULL;
+    pthread_mutex_unlock(&m->request_lock);
 }
 
 /* Every tensor of the checkpoint must be consumed by a slot or be a known buffer (a causal mask,
@@ -14110,6 +14125,7 @@ pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_mode
     pthread_mutexattr_init(&attr);
     pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
     pthread_mutex_init(&m->request_lock, &attr);
+    pthread_mutex_init(&m->batcher_start, NULL);
     pthread_mutexattr_destroy(&attr);
     m->load_options = options ? *options : pf_load_options_init();
     if (!model_dir) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "model_dir is NULL");
@@ -14134,8 +14150,11 @@ pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_mode
     return PF_OK;
 }
 
+static void pf__batcher_stop(pf_model *m);
+
 void pf_free(pf_model *m) {
     if (!m) return;
+    pf__batcher_stop(m);
     pf__group_destroy(m->group);
     pf_tokenizer_free(m->tokenizer);
     pf__st_close(&m->st);
@@ -14147,6 +14166,7 @@ void pf_free(pf_model *m) {
     free(m->config.eos_ids);
     free(m->dir);
     pthread_mutex_destroy(&m->request_lock);
+    pthread_mutex_destroy(&m->batcher_start);
     free(m);
 }
 
@@ -14231,7 +14251,7 @@ pf_result pf_parallelize(pf_model *m, int num_ranks, const pf_parallel_options *
     pf_result r = pf__request_lock(m, "pf_parallelize");
     if (r) return r;
     r = pf__parallelize_locked(m, num_ranks, options);
-    pthread_mutex_unlock(&m->request_lock);
+    pf__request_unlock(m);
     return r;
 }
 
@@ -14287,7 +14307,7 @@ pf_result pf_to_cpu(pf_model *m) {
     pf_result r = pf__request_lock(m, "pf_to_cpu");
     if (r) return r;
     r = pf__to_cpu_locked(m);
-    pthread_mutex_unlock(&m->request_lock);
+    pf__request_unlock(m);
     return r;
 }
 
@@ -14618,7 +14638,7 @@ pf_result pf_encode_images(pf_model *m, const float *pixels, int batch, pf_encod
     pf_result r = pf__request_lock(m, "pf_encode_images");
     if (r) return r;
     r = pf__encode_images_locked(m, pixels, batch, out);
-    pthread_mutex_unlock(&m->request_lock);
+    pf__request_unlock(m);
     return r;
 }
 
@@ -14628,7 +14648,7 @@ pf_result pf_encode(pf_model *m, const int32_t *const *ids, const int32_t *const
     pf_result r = pf__request_lock(m, "pf_encode");
     if (r) return r;
     r = pf__encode_locked(m, ids, token_type_ids, lengths, batch, out);
-    pthread_mutex_unlock(&m->request_lock);
+    pf__request_unlock(m);
     return r;
 }
 
@@ -14739,7 +14759,7 @@ pf_result pf_embed_texts(pf_model *m, const char *const *texts, int count, const
     pf_result r = pf__request_lock(m, "pf_embed_texts");
     if (r) return r;
     r = pf__embed_texts_locked(m, texts, count, o, embeddings);
-    pthread_mutex_unlock(&m->request_lock);
+    pf__request_unlock(m);
     return r;
 }
 
@@ -14749,7 +14769,7 @@ pf_result pf_embed(pf_model *m, const int32_t *const *ids, const int *lengths, i
     pf_result r = pf__request_lock(m, "pf_embed");
     if (r) return r;
     r = pf__embed_locked(m, ids, lengths, batch, o, embeddings);
-    pthread_mutex_unlock(&m->request_lock);
+    pf__request_unlock(m);
     return r;
 }
 
@@ -14758,7 +14778,7 @@ pf_result pf_forward(pf_model *m, const int32_t *ids, int batch, int seq_len, fl
     pf_result r = pf__request_lock(m, "pf_forward");
     if (r) return r;
     r = pf__forward_locked(m, ids, batch, seq_len, logits);
-    pthread_mutex_unlock(&m->request_lock);
+    pf__request_unlock(m);
     return r;
 }
 
@@ -14850,7 +14870,7 @@ pf_result pf_forward_seq2seq(pf_model *m, const int32_t *const *source_ids, cons
     pf_result r = pf__request_lock(m, "pf_forward_seq2seq");
     if (r) return r;
     r = pf__forward_seq2seq_locked(m, source_ids, source_lengths, decoder_ids, decoder_lengths, batch, logits);
-    pthread_mutex_unlock(&m->request_lock);
+    pf__request_unlock(m);
     return r;
 }
 
@@ -15256,6 +15276,8 @@ typedef struct pf__generation_state {
     pf__row *rows;
     int32_t *pool[2];             /* the rows' tokens; beam search swaps them when beams move */
     int current;                  /* the pool the rows point into */
+    float *logits;                /* [num_rows][vocab]: the step's logits of the rows (m->logits, or
+                                     a batched request's part of it) */
     int32_t *ids;                 /* scratch for pf__generate_step */
     int *pads, *src;              /* src: beam search's parent row of each row */
     unsigned char *seen;
@@ -15406,7 +15428,7 @@ static pf_result pf__generation_sample_step(pf__generation_state *st, int *finis
     int last_step = st->rows[0].length + 1 >= st->max_length, all_done = 1, stopped = 0;
     for (int i = 0; i < st->num_rows; i++) {
         pf__row *row = &st->rows[i];
-        float *s = m->logits + (size_t)i * st->vocab;
+        float *s = st->logits + (size_t)i * st->vocab;
         int32_t t = st->pad_token;
 #ifdef PF_TESTING
         if (!row->done && pf__testing_unwritten(s, st->vocab))
@@ -15438,7 +15460,7 @@ static pf_result pf__beam_candidates(pf__generation_state *st, int b) {
     int n = 0, vocab = st->vocab, K = st->num_candidates;
     for (int k = 0; k < st->beams; k++) {
         int i = b * st->beams + k;
-        float *s = st->m->logits + (size_t)i * vocab;
+        float *s = st->logits + (size_t)i * vocab;
 #ifdef PF_TESTING
         if (pf__testing_unwritten(s, vocab))
             return PF__FAIL(st->m, PF_ERROR_DEVICE, "beam search read logits row %d holding NaN: no forward wrote it (or the model computed NaN)", i);
@@ -15632,6 +15654,7 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
     st.m = m;
     st.o = o;
     st.batch = batch;
+    st.logits = m->logits;
     memset(result, 0, sizeof *result);
     int32_t start = o->decoder_start_token_id >= 0 ? o->decoder_start_token_id : m->config.decoder_start_token_id;
     const int32_t **starts = NULL; /* an encoder-decoder's decoder prompts: its start token */
@@ -15668,6 +15691,387 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
     return r;
 }
 
+/* =============================================================================================== */
+/* continuous batching                                                                             */
+/* =============================================================================================== */
+
+/* Greedy and sampling requests from any threads share the forward steps: a scheduler thread
+   (started at a model's first such request) admits queued requests into free KV cache rows,
+   prefills them, and then runs one decode step for every running row of every admitted request
+   at a time; each request samples its own rows with its own options and seed, and leaves when
+   they end. All running rows share a clock: the cache position of the next token. A request of
+   prompt width W admitted at clock C puts its prompt at positions C - W .. C - 1, the positions
+   before as left pads (tokens count their positions from the first real token), so each row
+   computes exactly what it would alone; it is admitted only while that holds (W <= C, and its
+   max_length fits from C - W) and otherwise waits for the running requests to end (the clock
+   starts again at 0 when none runs). While it has requests to run, the scheduler holds the
+   model's request lock: the other calls (beam search, streaming, encoder-decoders, pf_forward,
+   pf_parallelize, ...) run in between, and a waiting one stops new admissions. */
+
+typedef enum { PF__BATCH_QUEUED, PF__BATCH_RUNNING, PF__BATCH_DONE } pf__batch_state;
+
+typedef struct pf__batch_request {
+    pf__generation_state st;
+    const int32_t *const *prompts;
+    const int *lengths;
+    pf_generate_options options;
+    pf_generation *result;
+    int *cache_rows;               /* [num_rows]: the rows' KV cache rows */
+    int *pads;                     /* [num_rows]: their left pads, in cache positions */
+    float *prefill_logits;         /* [num_rows][vocab] */
+    int32_t *prefill_ids;          /* [num_rows][width] */
+    pf__batch_state state;
+    pf_result error;
+    char message[PF__MESSAGE_SIZE];
+    struct pf__batch_request *next;
+} pf__batch_request;
+
+struct pf__batcher {
+    pthread_mutex_t mutex;
+    pthread_cond_t work, done;
+    pthread_t thread;
+    int stopping;
+    pf__batch_request *queue, *running;
+    int queued;
+    unsigned char *row_used;       /* [max_batch of the busy period's group] */
+    int clock;
+    int32_t *ids;                  /* a decode step's: [max_batch] */
+    int *pads, *cache_rows;        /* [max_batch] */
+};
+
+#define PF__BATCH_QUEUE_MAX 1024   /* requests waiting at once; more get PF_ERROR_BUSY */
+#ifdef PF_TESTING
+int pf_testing_batch_rows; /* test hook: the most rows one batched decode step ran */
+#endif
+
+/* Whether a request shares the steps: greedy or sampling on a decoder, without a stream callback
+   (called on the caller's thread, inside its request) and without dynamic rope frequencies (they
+   follow the longest sequence of a step). */
+static int pf__batchable(const pf_model *m, const pf_generate_options *o) {
+    return pf__archs[m->config.arch].kind == PF__KIND_DECODER && o->num_beams == 1 && !o->stream &&
+           m->config.rope_type != PF__ROPE_DYNAMIC;
+}
+
+static void pf__batch_request_free(pf__batch_request *q) {
+    pf__generation_free(&q->st);
+    free(q->cache_rows), free(q->pads), free(q->prefill_logits), free(q->prefill_ids);
+}
+
+/* Ends a request: its result (or failure), its rows given back, its caller woken. The batcher's
+   mutex is held. */
+static void pf__batch_finish(pf__batcher *b, pf__batch_request *q, pf_result r, const char *message) {
+    for (int i = 0; q->cache_rows && i < q->st.num_rows; i++)
+        if (q->cache_rows[i] >= 0) b->row_used[q->cache_rows[i]] = 0;
+    q->error = r;
+    if (r) snprintf(q->message, sizeof q->message, "%s", message);
+    q->state = PF__BATCH_DONE;
+    pthread_cond_broadcast(&b->done);
+}
+
+/* A request's set-up (the checks and lengths of an exclusive request), on the scheduler's thread
+   with the request lock held. */
+static pf_result pf__batch_prepare(pf_model *m, pf__batch_request *q) {
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    if (m->config.head != PF_HEAD_CAUSAL_LM)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder: it does not generate (pf_encode runs it)",
+                        m->config.model_type);
+    if ((r = pf__check_generate_options(m, &q->options, q->st.batch))) return r;
+    q->st.m = m;
+    q->st.o = &q->options;
+    if ((r = pf__generation_resolve(&q->st, q->prompts, q->lengths))) return r;
+    if ((r = pf__generation_alloc(&q->st, q->prompts, q->lengths))) return r;
+    size_t rows = (size_t)q->st.num_rows, width = (size_t)q->st.width;
+    q->cache_rows = (int *)malloc(rows * sizeof(int));
+    q->pads = (int *)malloc(rows * sizeof(int));
+    q->prefill_logits = (float *)malloc(rows * (size_t)q->st.vocab * sizeof(float));
+    q->prefill_ids = (int32_t *)malloc(rows * width * sizeof(int32_t));
+    if (!q->cache_rows || !q->pads || !q->prefill_logits || !q->prefill_ids)
+        return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; i < rows; i++) q->cache_rows[i] = -1;
+    return PF_OK;
+}
+
+/* Whether the queue's head fits now: free rows for it, and (with requests running) its prompt
+   and its whole generation inside the cache at the running clock. */
+static int pf__batch_fits(const pf__batcher *b, const pf__group *g, const pf__batch_request *q) {
+    int free_rows = 0;
+    for (int i = 0; i < g->max_batch; i++) free_rows += !b->row_used[i];
+    if (free_rows < q->st.num_rows) return 0;
+    if (!b->running) return 1;
+    return q->st.width <= b->clock && (long long)b->clock - q->st.width + q->st.max_length <= g->cache_len;
+}
+
+/* The prefill of an admitted request at the clock, and its first tokens. */
+static pf_result pf__batch_prefill(pf_model *m, pf__batcher *b, pf__batch_request *q) {
+    pf__generation_state *st = &q->st;
+    int delta = b->clock - st->width;
+    for (int i = 0, k = 0; i < st->num_rows; i++) {
+        while (b->row_used[k]) k++;
+        b->row_used[k] = 1;
+        q->cache_rows[i] = k;
+        q->pads[i] = delta + st->rows[i].pad;
+        memcpy(q->prefill_ids + (size_t)i * st->width, st->rows[i].tokens, (size_t)st->width * sizeof(int32_t));
+    }
+    pf__job job;
+    memset(&job, 0, sizeof job);
+    job.step.ids = q->prefill_ids;
+    job.step.batch = st->num_rows;
+    job.step.seq_len = st->width;
+    job.step.past = delta;
+    job.step.pad = q->pads;
+    job.step.cache_rows = q->cache_rows;
+    job.step.inv_freq = pf__rope_frequencies(m, st->width);
+    job.logits = q->prefill_logits;
+    pf_result r = pf__forward_in_chunks(m, &job);
+    if (r) return r;
+    int finished = 0;
+    st->logits = q->prefill_logits;
+    return pf__generation_sample_step(st, &finished);
+}
+
+/* One decode step of every running row at the clock, then each request's sampling. Requests that
+   end are finished (the batcher's mutex is taken for that). */
+static pf_result pf__batch_step(pf_model *m, pf__batcher *b) {
+    int n = 0, vocab = m->config.vocab_size;
+    for (pf__batch_request *q = b->running; q; q = q->next)
+        for (int i = 0; i < q->st.num_rows; i++, n++) {
+            const pf__row *row = &q->st.rows[i];
+            b->ids[n] = row->tokens[row->length - 1];
+            b->pads[n] = q->pads[i];
+            b->cache_rows[n] = q->cache_rows[i];
+        }
+    pf__job job;
+    memset(&job, 0, sizeof job);
+    job.step.ids = b->ids;
+    job.step.batch = n;
+    job.step.seq_len = 1;
+    job.step.past = b->clock;
+    job.step.pad = b->pads;
+    job.step.cache_rows = b->cache_rows;
+    job.step.inv_freq = pf__rope_frequencies(m, b->clock + 1);
+    job.logits = m->logits;
+    pf_result r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
+    if (r) return r;
+#ifdef PF_TESTING
+    if (n > pf_testing_batch_rows) pf_testing_batch_rows = n;
+#endif
+    b->clock++;
+    int offset = 0;
+    for (pf__batch_request *q = b->running, **link = &b->running; q;) {
+        pf__batch_request *next = q->next;
+        int finished = 0;
+        q->st.logits = m->logits + (size_t)offset * vocab;
+        offset += q->st.num_rows;
+        pf_result qr = pf__generation_sample_step(&q->st, &finished);
+        if (!qr && finished) qr = pf__generation_results(&q->st, q->result);
+        if (qr || finished) {
+            pthread_mutex_lock(&b->mutex);
+            *link = next;
+            pf__batch_finish(b, q, qr, qr ? pf_error_message(m) : "");
+            pthread_mutex_unlock(&b->mutex);
+        } else {
+            link = &q->next;
+        }
+        q = next;
+    }
+    return PF_OK;
+}
+
+/* Admits what fits from the queue's head (none while an exclusive call waits for the request
+   lock: the running requests then drain), prefilling each. */
+static void pf__batch_admit(pf_model *m, pf__batcher *b) {
+    for (;;) {
+        pthread_mutex_lock(&b->mutex);
+        pf__batch_request *q = b->queue;
+        if (!q || PF__LOAD_FLAG(m->exclusive_waiting)) {
+            pthread_mutex_unlock(&b->mutex);
+            return;
+        }
+        b->queue = q->next;
+        b->queued--;
+        pthread_mutex_unlock(&b->mutex);
+        pf_result r = pf__batch_prepare(m, q);
+        if (!r && !pf__batch_fits(b, m->group, q)) { /* back to the head, prepared anew when it fits */
+            int batch = q->st.batch;
+            pf__batch_request_free(q);
+            memset(&q->st, 0, sizeof q->st);
+            q->st.batch = batch;
+            q->cache_rows = q->pads = NULL;
+            q->prefill_logits = NULL;
+            q->prefill_ids = NULL;
+            pthread_mutex_lock(&b->mutex);
+            q->next = b->queue;
+            b->queue = q;
+            b->queued++;
+            pthread_mutex_unlock(&b->mutex);
+            return;
+        }
+        if (!b->running) b->clock = q->st.width;
+        int finished = 0;
+        if (!r) r = pf__batch_prefill(m, b, q);
+        if (!r) { /* a request whose rows all end at their first token is done already */
+            finished = 1;
+            for (int i = 0; i < q->st.num_rows; i++) finished &= q->st.rows[i].done;
+            if (finished) r = pf__generation_results(&q->st, q->result);
+        }
+        pthread_mutex_lock(&b->mutex);
+        if (r || finished) {
+            pf__batch_finish(b, q, r, r ? pf_error_message(m) : "");
+        } else {
+            q->state = PF__BATCH_RUNNING;
+            q->next = b->running;
+            b->running = q;
+        }
+        pthread_mutex_unlock(&b->mutex);
+    }
+}
+
+/* Fails every running request with r (a forward step failed: their caches are no longer known). */
+static void pf__batch_fail_running(pf_model *m, pf__batcher *b, pf_result r) {
+    pthread_mutex_lock(&b->mutex);
+    for (pf__batch_request *q = b->running, *next; q; q = next) {
+        next = q->next;
+        pf__batch_finish(b, q, r, pf_error_message(m));
+    }
+    b->running = NULL;
+    pthread_mutex_unlock(&b->mutex);
+}
+
+/* The scheduler: waits for requests, takes the request lock for a busy period, admits, steps,
+   and gives the lock back whenever nothing runs. */
+static void *pf__batcher_main(void *arg) {
+    pf_model *m = (pf_model *)arg;
+    pf__batcher *b = m->batcher;
+    int holding = 0;
+    pthread_mutex_lock(&b->mutex);
+    for (;;) {
+        while (!b->stopping && !b->queue && !b->running) pthread_cond_wait(&b->work, &b->mutex);
+        if (b->stopping && !b->queue && !b->running) break;
+        pthread_mutex_unlock(&b->mutex);
+        if (!holding) {
+            pthread_mutex_lock(&m->request_lock);
+            holding = 1;
+            pf_result r = pf__ensure_group(m);
+            int cap = m->group ? m->group->max_batch : 0;
+            free(b->row_used), free(b->ids), free(b->pads), free(b->cache_rows);
+            b->row_used = (unsigned char *)calloc((size_t)(cap ? cap : 1), 1);
+            b->ids = (int32_t *)malloc((size_t)(cap ? cap : 1) * sizeof(int32_t));
+            b->pads = (int *)malloc((size_t)(cap ? cap : 1) * sizeof(int));
+            b->cache_rows = (int *)malloc((size_t)(cap ? cap : 1) * sizeof(int));
+            if (!r && (!b->row_used || !b->ids || !b->pads || !b->cache_rows))
+                r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+            if (r) { /* every queued request fails with it */
+                pthread_mutex_lock(&b->mutex);
+                for (pf__batch_request *q = b->queue, *next; q; q = next) {
+                    next = q->next;
+                    q->error = r;
+                    snprintf(q->message, sizeof q->message, "%s", pf_error_message(m));
+                    q->state = PF__BATCH_DONE;
+                }
+                b->queue = NULL;
+                b->queued = 0;
+                pthread_cond_broadcast(&b->done);
+                pthread_mutex_unlock(&m->request_lock);
+                holding = 0;
+                continue; /* with the batcher's mutex held */
+            }
+        }
+        pf__batch_admit(m, b);
+        if (b->running) {
+            pf_result r = pf__batch_step(m, b);
+            if (r) pf__batch_fail_running(m, b, r);
+        }
+        pthread_mutex_lock(&b->mutex);
+        if (!b->running) { /* idle: the exclusive calls may run */
+            b->clock = 0;
+            pthread_mutex_unlock(&b->mutex);
+            pthread_mutex_unlock(&m->request_lock);
+            holding = 0;
+            pthread_mutex_lock(&b->mutex);
+        }
+    }
+    pthread_mutex_unlock(&b->mutex);
+    if (holding) pthread_mutex_unlock(&m->request_lock);
+    return NULL;
+}
+
+/* The model's batcher, started at its first batched request (under m->batcher_start). */
+static pf__batcher *pf__batcher_get(pf_model *m) {
+    pthread_mutex_lock(&m->batcher_start);
+    if (!m->batcher) {
+        pf__batcher *b = (pf__batcher *)calloc(1, sizeof *b);
+        if (b) {
+            pthread_mutex_init(&b->mutex, NULL);
+            pthread_cond_init(&b->work, NULL);
+            pthread_cond_init(&b->done, NULL);
+            m->batcher = b;
+            if (pthread_create(&b->thread, NULL, pf__batcher_main, m)) {
+                m->batcher = NULL;
+                pthread_mutex_destroy(&b->mutex);
+                pthread_cond_destroy(&b->work);
+                pthread_cond_destroy(&b->done);
+                free(b);
+            }
+        }
+    }
+    pthread_mutex_unlock(&m->batcher_start);
+    return m->batcher;
+}
+
+/* Stops the scheduler (pf_free: no request can be waiting then). */
+static void pf__batcher_stop(pf_model *m) {
+    pf__batcher *b = m->batcher;
+    if (!b) return;
+    pthread_mutex_lock(&b->mutex);
+    b->stopping = 1;
+    pthread_cond_broadcast(&b->work);
+    pthread_mutex_unlock(&b->mutex);
+    pthread_join(b->thread, NULL);
+    pthread_mutex_destroy(&b->mutex);
+    pthread_cond_destroy(&b->work);
+    pthread_cond_destroy(&b->done);
+    free(b->row_used), free(b->ids), free(b->pads), free(b->cache_rows);
+    free(b);
+    m->batcher = NULL;
+}
+
+/* A batched request from the caller's thread: queued, then waited for. */
+static pf_result pf__generate_batched(pf_model *m, const int32_t *const *prompts, const int *lengths, int batch,
+                                      const pf_generate_options *o, pf_generation *result) {
+    if (pf__lock_holder == m) /* a stream callback of an exclusive request: the scheduler would wait for it */
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_generate was called from inside a request on the same model (a "
+                        "stream callback?); it would wait for that request forever");
+    pf__batcher *b = pf__batcher_get(m);
+    if (!b) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "cannot start the batching thread");
+    pf__batch_request q;
+    memset(&q, 0, sizeof q);
+    q.prompts = prompts;
+    q.lengths = lengths;
+    q.options = *o;
+    q.result = result;
+    q.st.batch = batch;
+    pthread_mutex_lock(&b->mutex);
+    if (b->queued >= PF__BATCH_QUEUE_MAX) {
+        pthread_mutex_unlock(&b->mutex);
+        return PF__FAIL(m, PF_ERROR_BUSY, "%d requests are waiting already: try again later", PF__BATCH_QUEUE_MAX);
+    }
+    pf__batch_request **tail = &b->queue;
+    while (*tail) tail = &(*tail)->next;
+    *tail = &q;
+    b->queued++;
+    pthread_cond_signal(&b->work);
+    while (q.state != PF__BATCH_DONE) pthread_cond_wait(&b->done, &b->mutex);
+    pthread_mutex_unlock(&b->mutex);
+    pf_result r = q.error;
+    if (r) {
+        pf_generation_free(result);
+        PF__FAIL(m, r, "%s", q.message);
+    }
+    pf__batch_request_free(&q);
+    return r;
+}
+
 void pf_generation_free(pf_generation *g) {
     if (!g) return;
     for (int i = 0; g->tokens && i < g->num_sequences; i++) free(g->tokens[i]);
@@ -15684,10 +16088,11 @@ pf_result pf_generate_batch(pf_model *m, const int32_t *const *prompts, const in
     if (!prompts || !prompt_lengths || batch < 1 || !result)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_generate_batch needs prompts, their lengths, batch >= 1 and a result");
     pf_generate_options o = options ? *options : m->generate_defaults;
+    if (pf__batchable(m, &o)) return pf__generate_batched(m, prompts, prompt_lengths, batch, &o, result);
     pf_result r = pf__request_lock(m, "pf_generate");
     if (r) return r;
     r = pf__generate_locked(m, prompts, prompt_lengths, batch, &o, result);
-    pthread_mutex_unlock(&m->request_lock);
+    pf__request_unlock(m);
     return r;
 }
 

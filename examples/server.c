@@ -1,7 +1,7 @@
 /* server: an HTTP server for a model directory, with libmicrohttpd.
 
    build/server MODEL_DIR [--host 127.0.0.1] [--port 8000] [--gpus N] [--max-tokens N] [--max-n N]
-                          [--max-body-bytes N] [--max-prompt-tokens N]
+                          [--max-body-bytes N] [--max-prompt-tokens N] [--max-batch N]
 
    Routes:
      GET  /generate_text/<text>  the Python parallelformers example: beam search (5 beams,
@@ -12,8 +12,9 @@
                                  model's chat template, or without one become "role: content"
                                  lines then "assistant:"
      GET  /health, GET /v1/models
-   Requests run one after another: the library queues calls on one model (no continuous batching
-   yet). Each connection has its own thread, so a long generation only delays the others. */
+   Each connection has its own thread. Greedy and sampling completions that are not streamed share
+   the model's decode steps (the library's continuous batching, up to --max-batch rows, 16 by
+   default); beam search and streamed requests run one at a time between them. */
 #define _POSIX_C_SOURCE 200809L
 #include <arpa/inet.h>
 #include <errno.h>
@@ -44,6 +45,7 @@ typedef struct server {
     char model_name[256];
     request_limits limits;
     int max_prompt_tokens;
+    int max_batch;          /* --max-batch: KV cache rows for concurrent requests */
     size_t max_body_bytes;
     int token_delay_ms; /* tests: a pause per streamed token, so that a client can leave mid-stream */
     time_t started;
@@ -651,7 +653,7 @@ static void on_signal(int sig) { (void)sig, stop_requested = 1; }
 
 static void usage(void) {
     fprintf(stderr, "usage: server MODEL_DIR [--host ADDRESS] [--port N] [--gpus N] [--max-tokens N] [--max-n N]\n"
-                    "              [--max-body-bytes N] [--max-prompt-tokens N]\n"
+                    "              [--max-body-bytes N] [--max-prompt-tokens N] [--max-batch N]\n"
                     "Serves the model over HTTP on ADDRESS:N (default 127.0.0.1:8000); README.md lists the routes.\n");
 }
 
@@ -674,6 +676,7 @@ int main(int argc, char **argv) {
     s->limits.max_n = 8;
     s->max_body_bytes = 1 << 20;
     s->max_prompt_tokens = 0; /* 0: the model's positions less one */
+    s->max_batch = 16;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
         int takes_value = 1;
@@ -685,6 +688,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--max-n")) s->limits.max_n = (int)option_number(a, value, 1, 64);
         else if (!strcmp(a, "--max-body-bytes")) s->max_body_bytes = (size_t)option_number(a, value, 64, 1L << 30);
         else if (!strcmp(a, "--max-prompt-tokens")) s->max_prompt_tokens = (int)option_number(a, value, 1, 1 << 20);
+        else if (!strcmp(a, "--max-batch")) s->max_batch = (int)option_number(a, value, 1, 4096);
         else if (!strcmp(a, "--token-delay-ms")) s->token_delay_ms = (int)option_number(a, value, 0, 1000);
         else if (a[0] == '-' || dir) return usage(), 2;
         else dir = a, takes_value = 0;
@@ -700,7 +704,10 @@ int main(int argc, char **argv) {
         return 1;
     }
     pf_parallel_options po = pf_parallel_options_init();
-    po.max_batch = s->limits.max_n > 5 ? s->limits.max_n : 5; /* n choices, or /generate_text's 5 beams */
+    /* rows of the KV cache: concurrent greedy and sampling requests share the decode steps
+       (the library's continuous batching); at least n choices, or /generate_text's 5 beams */
+    po.max_batch = s->max_batch > s->limits.max_n ? s->max_batch : s->limits.max_n;
+    if (po.max_batch < 5) po.max_batch = 5;
     if (!r) r = pf_parallelize(s->model, ranks, &po);
     if (r) {
         fprintf(stderr, "server: %s: %s\n", pf_result_string(r), pf_error_message(s->model));

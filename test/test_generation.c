@@ -307,6 +307,88 @@ static void test_concurrency(void) {
     pf_free(m);
 }
 
+static int no_stream(void *user, int row, int32_t token, const char *text, size_t text_len) {
+    (void)user, (void)row, (void)token, (void)text, (void)text_len;
+    return 0;
+}
+
+extern int pf_testing_batch_rows;
+
+/* Continuous batching: greedy and seeded sampling requests of different prompt lengths and
+   generation lengths, from 6 threads at once, merged into shared decode steps (some steps run
+   several requests' rows), each equal to the same request run alone (a stream callback makes a
+   request run by itself), on rotary (llama), ALiBi (bloom) and windowed (mistral) models, 1 and 2
+   ranks. */
+typedef struct batch_worker {
+    pf_model *model;
+    int index;
+    int32_t results[6][40];
+    int lengths[6];
+    int failures;
+} batch_worker;
+
+static void batch_call(int worker, int call, int32_t *prompt, int *prompt_len, pf_generate_options *o) {
+    *prompt_len = 2 + (worker * 3 + call * 5) % 9;
+    for (int i = 0; i < *prompt_len; i++) prompt[i] = (int32_t)(17 + worker * 31 + call * 7 + i * 13) % 250;
+    *o = pf_generate_options_init();
+    o->max_new_tokens = 3 + (worker + call) % 8;
+    o->ignore_eos = 1;
+    o->do_sample = (worker + call) % 2;
+    o->temperature = 1.3f;
+    o->seed = (uint64_t)(worker * 100 + call);
+    o->num_return_sequences = o->do_sample && call % 3 == 0 ? 2 : 1;
+}
+
+static void *batch_worker_main(void *arg) {
+    batch_worker *w = (batch_worker *)arg;
+    for (int call = 0; call < 6; call++) {
+        int32_t prompt[16];
+        int len;
+        pf_generate_options o;
+        batch_call(w->index, call, prompt, &len, &o);
+        if (pf_generate(w->model, prompt, len, &o, w->results[call], 40, &w->lengths[call]) != PF_OK) w->failures++;
+    }
+    return NULL;
+}
+
+static void test_continuous_batching(void) {
+    static const char *const fixtures[] = {"llama", "bloom", "mistral"};
+    for (size_t f = 0; f < sizeof fixtures / sizeof fixtures[0]; f++)
+        for (int ranks = 1; ranks <= 2; ranks++) {
+            pf_model *m = open_model(fixtures[f], ranks, 6);
+            if (!m) continue;
+            static batch_worker workers[6];
+            pthread_t threads[6];
+            pf_testing_batch_rows = 0;
+            for (int i = 0; i < 6; i++) {
+                memset(&workers[i], 0, sizeof workers[i]);
+                workers[i].model = m;
+                workers[i].index = i;
+                pthread_create(&threads[i], NULL, batch_worker_main, &workers[i]);
+            }
+            for (int i = 0; i < 6; i++) pthread_join(threads[i], NULL);
+            int merged = pf_testing_batch_rows, mismatches = 0, failures = 0;
+            for (int i = 0; i < 6; i++) {
+                failures += workers[i].failures;
+                for (int call = 0; call < 6; call++) { /* alone: a stream callback runs it by itself */
+                    int32_t prompt[16], out[40];
+                    int len, n = 0;
+                    pf_generate_options o;
+                    batch_call(i, call, prompt, &len, &o);
+                    o.stream = no_stream;
+                    pf_result r = pf_generate(m, prompt, len, &o, out, 40, &n);
+                    mismatches += r != PF_OK || n != workers[i].lengths[call] || memcmp(out, workers[i].results[call], (size_t)n * 4);
+                }
+            }
+            CHECK_MSG(failures == 0, "%s on %d ranks: %d batched calls failed", fixtures[f], ranks, failures);
+            CHECK_MSG(mismatches == 0, "%s on %d ranks: %d of 36 batched calls differ from the same call alone",
+                      fixtures[f], ranks, mismatches);
+            CHECK_MSG(merged > 1, "%s on %d ranks: no decode step ran more than one request's rows (%d)", fixtures[f], ranks,
+                      merged);
+            pf_free(m);
+        }
+}
+
 /* Prompt text in, continuation text out, with the model's tokenizer. */
 static void test_text(void) {
     char dir[1024];
@@ -342,5 +424,6 @@ void test_generation(void) {
     test_streamed_text();
     test_bad_options();
     test_concurrency();
+    test_continuous_batching();
     test_text();
 }
