@@ -150,8 +150,14 @@ test-minilm: $(BUILD)/test_minilm $(MINILM_DIR)/model.safetensors
 $(BUILD)/bench: examples/bench.c $(BUILD)/libparallelformers.a
 	$(CC) $(BASE) $(CFLAGS) $(CUDA_DEFS) $(BENCH_DEFS) -D_POSIX_C_SOURCE=200809L examples/bench.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
 
-bench: $(BUILD)/bench
+$(BUILD)/bench_batching: examples/bench_batching.c $(BUILD)/libparallelformers.a
+	$(CC) $(BASE) $(CFLAGS) examples/bench_batching.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
+
+# Then continuous batching's throughput: 16 clients against one, on the GPT-2 checkpoint the bench
+# wrote (BATCHING_ARGS passes options: build/bench_batching --help).
+bench: $(BUILD)/bench $(BUILD)/bench_batching
 	$(BUILD)/bench $(BENCH_ARGS)
+	$(BUILD)/bench_batching $$(ls -d $${TMPDIR:-/tmp}/parallelformers-bench/gpt2-f32-seed* | head -1) $(BATCHING_ARGS)
 
 # examples/server.c: an HTTP server on libmicrohttpd, with jansson for the JSON. Built when
 # pkg-config finds both; skipped with a message otherwise (the library itself needs neither).

@@ -15792,42 +15792,81 @@ static pf_result pf__batch_prepare(pf_model *m, pf__batch_request *q) {
     return PF_OK;
 }
 
-/* Whether the queue's head fits now: free rows for it, and (with requests running) its prompt
-   and its whole generation inside the cache at the running clock. */
-static int pf__batch_fits(const pf__batcher *b, const pf__group *g, const pf__batch_request *q) {
+/* Whether the queue's head fits now: free rows for it, and (with requests running or admitted
+   with it) its prompt and its whole generation inside the cache at the clock. */
+static int pf__batch_fits(const pf__batcher *b, const pf__group *g, const pf__batch_request *q, int busy) {
     int free_rows = 0;
     for (int i = 0; i < g->max_batch; i++) free_rows += !b->row_used[i];
     if (free_rows < q->st.num_rows) return 0;
-    if (!b->running) return 1;
+    if (!busy) return 1;
     return q->st.width <= b->clock && (long long)b->clock - q->st.width + q->st.max_length <= g->cache_len;
 }
 
-/* The prefill of an admitted request at the clock, and its first tokens. */
-static pf_result pf__batch_prefill(pf_model *m, pf__batcher *b, pf__batch_request *q) {
-    pf__generation_state *st = &q->st;
-    int delta = b->clock - st->width;
-    for (int i = 0, k = 0; i < st->num_rows; i++) {
+/* Gives a request free cache rows, its prompt at the clock's positions. */
+static void pf__batch_place(pf__batcher *b, pf__batch_request *q) {
+    for (int i = 0, k = 0; i < q->st.num_rows; i++) {
         while (b->row_used[k]) k++;
         b->row_used[k] = 1;
         q->cache_rows[i] = k;
-        q->pads[i] = delta + st->rows[i].pad;
-        memcpy(q->prefill_ids + (size_t)i * st->width, st->rows[i].tokens, (size_t)st->width * sizeof(int32_t));
+        q->pads[i] = b->clock - q->st.width + q->st.rows[i].pad;
     }
-    pf__job job;
-    memset(&job, 0, sizeof job);
-    job.step.ids = q->prefill_ids;
-    job.step.batch = st->num_rows;
-    job.step.seq_len = st->width;
-    job.step.past = delta;
-    job.step.pad = q->pads;
-    job.step.cache_rows = q->cache_rows;
-    job.step.inv_freq = pf__rope_frequencies(m, st->width);
-    job.logits = q->prefill_logits;
-    pf_result r = pf__forward_in_chunks(m, &job);
-    if (r) return r;
-    int finished = 0;
-    st->logits = q->prefill_logits;
-    return pf__generation_sample_step(st, &finished);
+}
+
+/* The prefill of the requests admitted together (one forward over all their rows, prompts
+   right-aligned at the clock), and their first tokens. A request that ends there, or fails, is
+   finished; the others run. */
+static void pf__batch_prefill(pf_model *m, pf__batcher *b, pf__batch_request *admitted) {
+    int rows = 0, width = 0, vocab = m->config.vocab_size;
+    for (pf__batch_request *q = admitted; q; q = q->next) {
+        rows += q->st.num_rows;
+        if (q->st.width > width) width = q->st.width;
+    }
+    int32_t *ids = (int32_t *)malloc((size_t)rows * width * sizeof(int32_t));
+    int *pads = (int *)malloc((size_t)rows * sizeof(int)), *cache_rows = (int *)malloc((size_t)rows * sizeof(int));
+    pf_result r = ids && pads && cache_rows ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    int n = 0;
+    for (pf__batch_request *q = admitted; !r && q; q = q->next)
+        for (int i = 0; i < q->st.num_rows; i++, n++) { /* each row's tokens end at the clock */
+            const pf__row *row = &q->st.rows[i];
+            int32_t *dst = ids + (size_t)n * width;
+            for (int t = 0; t < width - q->st.width; t++) dst[t] = q->st.pad_token;
+            memcpy(dst + width - q->st.width, row->tokens, (size_t)q->st.width * sizeof(int32_t));
+            pads[n] = q->pads[i];
+            cache_rows[n] = q->cache_rows[i];
+        }
+    if (!r) {
+        pf__job job;
+        memset(&job, 0, sizeof job);
+        job.step.ids = ids;
+        job.step.batch = rows;
+        job.step.seq_len = width;
+        job.step.past = b->clock - width;
+        job.step.pad = pads;
+        job.step.cache_rows = cache_rows;
+        job.step.inv_freq = pf__rope_frequencies(m, width);
+        job.logits = m->logits;
+        r = pf__forward_in_chunks(m, &job);
+    }
+    free(ids), free(pads), free(cache_rows);
+    int offset = 0;
+    for (pf__batch_request *q = admitted, *next; q; q = next) {
+        next = q->next;
+        int finished = 0;
+        pf_result qr = r;
+        q->st.logits = m->logits + (size_t)offset * vocab;
+        offset += q->st.num_rows;
+        if (!qr) qr = pf__generation_sample_step(&q->st, &finished);
+        if (!qr && finished) qr = pf__generation_results(&q->st, q->result);
+        pthread_mutex_lock(&b->mutex);
+        if (qr || finished) {
+            pf__batch_finish(b, q, qr, qr ? pf_error_message(m) : "");
+        } else {
+            q->state = PF__BATCH_RUNNING;
+            q->next = b->running;
+            b->running = q;
+        }
+        pthread_mutex_unlock(&b->mutex);
+    }
 }
 
 /* One decode step of every running row at the clock, then each request's sampling. Requests that
@@ -15879,52 +15918,48 @@ static pf_result pf__batch_step(pf_model *m, pf__batcher *b) {
 }
 
 /* Admits what fits from the queue's head (none while an exclusive call waits for the request
-   lock: the running requests then drain), prefilling each. */
+   lock: the running requests then drain) and prefills them together. */
 static void pf__batch_admit(pf_model *m, pf__batcher *b) {
+    pf__batch_request *admitted = NULL, **tail = &admitted;
+    int busy = b->running != NULL;
     for (;;) {
         pthread_mutex_lock(&b->mutex);
         pf__batch_request *q = b->queue;
         if (!q || PF__LOAD_FLAG(m->exclusive_waiting)) {
             pthread_mutex_unlock(&b->mutex);
-            return;
+            break;
         }
         b->queue = q->next;
         b->queued--;
         pthread_mutex_unlock(&b->mutex);
         pf_result r = pf__batch_prepare(m, q);
-        if (!r && !pf__batch_fits(b, m->group, q)) { /* back to the head, prepared anew when it fits */
+        if (r) {
+            pthread_mutex_lock(&b->mutex);
+            pf__batch_finish(b, q, r, pf_error_message(m));
+            pthread_mutex_unlock(&b->mutex);
+            continue;
+        }
+        if (!pf__batch_fits(b, m->group, q, busy)) { /* back to the head, prepared anew when it fits */
             int batch = q->st.batch;
             pf__batch_request_free(q);
             memset(&q->st, 0, sizeof q->st);
             q->st.batch = batch;
             q->cache_rows = q->pads = NULL;
-            q->prefill_logits = NULL;
-            q->prefill_ids = NULL;
             pthread_mutex_lock(&b->mutex);
             q->next = b->queue;
             b->queue = q;
             b->queued++;
             pthread_mutex_unlock(&b->mutex);
-            return;
+            break;
         }
-        if (!b->running) b->clock = q->st.width;
-        int finished = 0;
-        if (!r) r = pf__batch_prefill(m, b, q);
-        if (!r) { /* a request whose rows all end at their first token is done already */
-            finished = 1;
-            for (int i = 0; i < q->st.num_rows; i++) finished &= q->st.rows[i].done;
-            if (finished) r = pf__generation_results(&q->st, q->result);
-        }
-        pthread_mutex_lock(&b->mutex);
-        if (r || finished) {
-            pf__batch_finish(b, q, r, r ? pf_error_message(m) : "");
-        } else {
-            q->state = PF__BATCH_RUNNING;
-            q->next = b->running;
-            b->running = q;
-        }
-        pthread_mutex_unlock(&b->mutex);
+        if (!busy) b->clock = q->st.width;
+        busy = 1;
+        pf__batch_place(b, q);
+        q->next = NULL;
+        *tail = q;
+        tail = &q->next;
     }
+    if (admitted) pf__batch_prefill(m, b, admitted);
 }
 
 /* Fails every running request with r (a forward step failed: their caches are no longer known). */
