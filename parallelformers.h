@@ -572,6 +572,90 @@ const char *pf_tokenizer_chat_template(const pf_tokenizer *tokenizer);
 pf_result pf_apply_chat_template(const pf_tokenizer *tokenizer, const pf_chat_message *messages, int count,
                                  const pf_chat_options *options, char **text, char *error, size_t error_size);
 
+/* ---- preprocessing: images and audio -------------------------------------------------------- */
+
+/* A model's image preprocessing, read from its preprocessor_config.json: what transformers'
+   ViTImageProcessor, DeiTImageProcessor and CLIPImageProcessor (and their *Fast / *Pil variants'
+   saved configs) do to an image: resize (size as height and width, or shortest_edge; resample 2
+   bilinear or 3 bicubic, antialiased as PIL does), centre crop (crop_size, zero padding where the
+   image is smaller), rescale (rescale_factor) and normalise (image_mean, image_std). Keys and
+   values it does not implement (another resample filter, do_pad, an unknown key) are refused at
+   load with a message naming them. Read-only once loaded: any thread, any time. */
+typedef struct pf_image_processor pf_image_processor;
+
+/* The two ways transformers 5 computes the same config; their resized pixels differ by one unit
+   of 255 here and there (fixed-point precision), and their centre crops of an image smaller than
+   the crop by a row or column of padding. */
+typedef enum pf_image_backend {
+    PF_IMAGE_BACKEND_TORCHVISION = 0, /* what AutoImageProcessor picks where torchvision is installed
+                                         (ViTImageProcessor etc.: torch's uint8 antialiased resize) */
+    PF_IMAGE_BACKEND_PIL              /* backend="pil" (ViTImageProcessorPil etc., and the default
+                                         without torchvision): Pillow 13's resize */
+} pf_image_backend;
+
+/* Loads DIR/preprocessor_config.json; the class comes from its image_processor_type (else
+   feature_extractor_type, else config.json's model_type), whose defaults fill the keys it leaves
+   out. On failure *processor is NULL and error (when error_size > 0) holds the message:
+   PF_ERROR_IO (no file), PF_ERROR_FORMAT (malformed JSON, a value of the wrong type or range),
+   PF_ERROR_UNSUPPORTED (a class, key or value not implemented), PF_ERROR_INVALID_ARGUMENT (NULL).
+   Free with pf_image_processor_free (NULL is fine). */
+pf_result pf_image_processor_load(const char *dir, pf_image_backend backend, pf_image_processor **processor,
+                                  char *error, size_t error_size);
+void pf_image_processor_free(pf_image_processor *processor);
+
+/* The model input's width and height for an image of width x height pixels (each side 1 .. 32768):
+   the crop size, else the resized size (CLIP's shortest_edge resize keeps the aspect ratio). */
+pf_result pf_image_output_size(const pf_image_processor *processor, int width, int height, int *out_width,
+                               int *out_height, char *error, size_t error_size);
+
+/* Preprocesses one 8-bit RGB image: rgb holds height rows of width pixels, each 3 bytes (R, G, B),
+   rows one after another without padding. Writes the model input, float [3][out_height][out_width]
+   (pf_image_output_size), channel-major as transformers' pixel_values of one image, into out,
+   which has room for out_capacity floats (PF_ERROR_BUFFER_TOO_SMALL, nothing written, if too
+   small). Bad sizes and NULLs are PF_ERROR_INVALID_ARGUMENT. Any thread; rgb is only read. */
+pf_result pf_image_preprocess(const pf_image_processor *processor, const uint8_t *rgb, int width, int height,
+                              float *out, size_t out_capacity, char *error, size_t error_size);
+
+/* A model's audio feature extractor, read from its preprocessor_config.json. Read-only once
+   loaded: any thread, any time. */
+typedef struct pf_audio_processor pf_audio_processor;
+
+typedef enum pf_audio_kind {
+    PF_AUDIO_WAVEFORM = 0, /* Wav2Vec2FeatureExtractor (Wav2Vec2, Hubert, XLSR): the samples,
+                              zero-mean unit-variance per utterance when do_normalize */
+    PF_AUDIO_LOG_MEL,      /* WhisperFeatureExtractor: log-mel spectrogram of the utterance padded
+                              with silence (or cut) to chunk_length seconds */
+    PF_AUDIO_FBANK         /* Speech2TextFeatureExtractor: Kaldi-style log-mel filter banks (25 ms
+                              frames, 10 ms hops), utterance CMVN when do_ceptral_normalize */
+} pf_audio_kind;
+
+typedef struct pf_audio_processor_info {
+    pf_audio_kind kind;
+    int sampling_rate;     /* the samples' rate the model expects, in Hz: resample before */
+    int num_mel_bins;      /* mel bins per frame; 0 for PF_AUDIO_WAVEFORM */
+    size_t padded_samples; /* PF_AUDIO_LOG_MEL: the samples every input is padded or cut to */
+} pf_audio_processor_info;
+
+/* Loads DIR/preprocessor_config.json (its feature_extractor_type names the class). Errors as
+   pf_image_processor_load's; dither other than 0 is refused (random noise). */
+pf_result pf_audio_processor_load(const char *dir, pf_audio_processor **processor, char *error, size_t error_size);
+void pf_audio_processor_free(pf_audio_processor *processor);
+pf_audio_processor_info pf_audio_processor_get_info(const pf_audio_processor *processor);
+
+/* The features of num_samples samples as a rows x columns matrix of floats, laid out as
+   transformers' features of one utterance: WAVEFORM 1 x num_samples; LOG_MEL num_mel_bins x
+   frames (chunk_length * sampling_rate / hop_length frames, e.g. 80 x 3000); FBANK frames x
+   num_mel_bins (1 + (num_samples - 400) / 160 frames). PF_ERROR_INVALID_ARGUMENT for no samples,
+   more than 2^31, or (FBANK) fewer than one frame's 400. */
+pf_result pf_audio_features_size(const pf_audio_processor *processor, size_t num_samples, size_t *rows,
+                                 size_t *columns, char *error, size_t error_size);
+
+/* Computes the features of mono float samples (in [-1, 1], at the info's sampling_rate) into
+   out, room for out_capacity floats (PF_ERROR_BUFFER_TOO_SMALL, nothing written, if fewer than
+   rows x columns). A sample that is not finite is PF_ERROR_INVALID_ARGUMENT. Any thread. */
+pf_result pf_audio_features(const pf_audio_processor *processor, const float *samples, size_t num_samples,
+                            float *out, size_t out_capacity, char *error, size_t error_size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -97,5 +97,6 @@ void test_cli(void);
 void test_chat(void);
 void test_generation(void);
 void test_fuzz(void);
+void test_preprocessing(void);
 
 #endif

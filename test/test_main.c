@@ -8,6 +8,7 @@ int main(int argc, char **argv) {
     struct { const char *name; void (*run)(void); } groups[] = {
         {"tokenizer", test_tokenizer},
         {"chat", test_chat},
+        {"preprocess", test_preprocessing},
         {"models", test_models},
         {"bad input", test_bad_input},
         {"config", test_config},
