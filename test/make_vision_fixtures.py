@@ -11,6 +11,11 @@ Each dir test/fixtures/<name>/ holds config.json, model.safetensors and
                   token,) then the 16 patches row by row)
     image_pooled.bin float32 LE [3][48]: the pooler's output (vit only)
     image_logits.bin float32 LE [3][5]: the classification logits (the -cls and -teacher dirs)
+vit-cls also holds preprocessor_config.json (a ViT image processor for 32 x 32 images), image.ppm
+(a 45 x 37 binary PPM) and image.txt: transformers' logits for that image through that processor
+(the torchvision backend AutoImageProcessor picks), for examples/classify_image.c. The processor
+needs Pillow and torchvision: pip install --target DIR pillow torchvision --no-deps, then
+PYTHONPATH=DIR python3 test/make_vision_fixtures.py.
 """
 from pathlib import Path
 
@@ -57,6 +62,24 @@ def main():
             pooled.numpy().astype("<f4").tofile(out_dir / "image_pooled.bin")
         if logits is not None:
             logits.numpy().astype("<f4").tofile(out_dir / "image_logits.bin")
+        if name == "vit-cls":
+            classify_example(model, out_dir)
+
+
+def classify_example(model, out_dir):
+    """An image file and what transformers says of it, end to end."""
+    from PIL import Image
+    processor = transformers.ViTImageProcessor(size={"height": 32, "width": 32})
+    processor.save_pretrained(out_dir)
+    rng = np.random.default_rng(5)
+    x, y = np.meshgrid(np.arange(45), np.arange(37))
+    rgb = np.stack([(x * 5) % 256, (y * 7) % 256, rng.integers(0, 256, x.shape)], axis=-1).astype(np.uint8)
+    (out_dir / "image.ppm").write_bytes(b"P6\n45 37\n255\n" + rgb.tobytes())
+    auto = transformers.AutoImageProcessor.from_pretrained(out_dir)
+    pixels = auto(images=Image.fromarray(rgb), return_tensors="pt").pixel_values
+    with torch.no_grad():
+        logits = model(pixel_values=pixels).logits[0]
+    (out_dir / "image.txt").write_text(" ".join(f"{v:.6f}" for v in logits.tolist()) + "\n")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
    pooled output and the head's logits within 1e-4 on 1, 2 and 3 ranks; and the calls that do not
    fit an encoder refused. */
 #include <math.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -300,7 +301,43 @@ static void test_image_fixture(const char *name, pf_head head, int num_logits, i
     pf_free(m);
 }
 
+/* build/classify_image end to end: an image file through the model's image processor and the
+   classifier, on 2 ranks, gives transformers' logits for it (image.txt: the processor and model in
+   Python); a file that is not a PPM is a clear error. */
+static void test_classify_cli(void) {
+    char binary[1024], command[4096], out[1024];
+    const char *slash = strrchr(test_generate_binary, '/');
+    snprintf(binary, sizeof binary, "%.*sclassify_image", slash ? (int)(slash - test_generate_binary + 1) : 0,
+             test_generate_binary);
+    snprintf(command, sizeof command, "%s %s/vit-cls %s/vit-cls/image.ppm --device cpu --gpus 2 --logits 2>&1", binary,
+             test_fixtures, test_fixtures);
+    FILE *p = popen(command, "r");
+    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = 0;
+    int status = p ? pclose(p) : -1;
+    char path[1100];
+    snprintf(path, sizeof path, "%s/vit-cls/image.txt", test_fixtures);
+    size_t size = 0;
+    char *want = test_read_file(path, &size);
+    float worst = -1;
+    int count = 0;
+    for (char *a = out, *b = want; status == 0 && want && count < 5; count++) { /* five logits each */
+        char *a_end, *b_end;
+        float x = strtof(a, &a_end), y = strtof(b, &b_end);
+        if (a_end == a || b_end == b) break;
+        if (fabsf(x - y) > worst) worst = fabsf(x - y);
+        a = a_end, b = b_end;
+    }
+    CHECK_MSG(status == 0 && count == 5 && worst >= 0 && worst <= TOLERANCE, "classify_image printed \"%s\" (want %s)", out,
+              want ? want : "?");
+    free(want);
+    snprintf(command, sizeof command, "%s %s/vit-cls %s/vit-cls/config.json --device cpu >/dev/null 2>&1", binary,
+             test_fixtures, test_fixtures);
+    CHECK_MSG(WEXITSTATUS(system(command)) == 1, "classify_image on a file that is not a PPM must fail");
+}
+
 void test_encoders(void) {
+    test_classify_cli();
     test_image_fixture("vit", PF_HEAD_NONE, 0, 17);
     test_image_fixture("vit-cls", PF_HEAD_IMAGE_CLASSIFICATION, 5, 17);
     test_image_fixture("deit-cls", PF_HEAD_IMAGE_CLASSIFICATION, 5, 18);

@@ -1,0 +1,130 @@
+/* classify_image: an image classifier (ViT, DeiT) on an image file, on N ranks.
+
+   build/classify_image MODEL_DIR IMAGE.ppm [--gpus N] [--device cpu|cuda|auto] [--top K] [--logits]
+
+   The image is a binary PPM (P6, 8-bit RGB: `convert photo.jpg photo.ppm` makes one); it goes
+   through the model's image processor (preprocessor_config.json: resize, crop, rescale, normalise
+   as transformers' processor does), then the model. Prints the K best classes, "index logit" per
+   line, or with --logits every logit on one line. Errors go to stderr (exit 1; 2 for the command
+   line). */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../parallelformers.h"
+
+/* A binary PPM's pixels (malloc'd [height][width][3]); NULL when it is not one we read. */
+static unsigned char *read_ppm(const char *path, int *width, int *height) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char magic[3] = "";
+    int maxval = 0;
+    unsigned char *rgb = NULL;
+    if (fscanf(f, "%2s", magic) == 1 && !strcmp(magic, "P6")) {
+        int fields[3], got = 0;
+        while (got < 3) { /* width, height, maxval, with comments allowed between them */
+            int c = fgetc(f);
+            if (c == '#') {
+                while (c != '\n' && c != EOF) c = fgetc(f);
+            } else if (c >= '0' && c <= '9') {
+                ungetc(c, f);
+                if (fscanf(f, "%d", &fields[got++]) != 1) break;
+            } else if (c == EOF) {
+                break;
+            }
+        }
+        *width = fields[0], *height = fields[1], maxval = fields[2];
+        if (got == 3 && maxval == 255 && *width > 0 && *height > 0 && *width <= 32768 && *height <= 32768 && fgetc(f) != EOF) {
+            size_t bytes = (size_t)*width * (size_t)*height * 3;
+            rgb = (unsigned char *)malloc(bytes);
+            if (rgb && fread(rgb, 1, bytes, f) != bytes) {
+                free(rgb);
+                rgb = NULL;
+            }
+        }
+    }
+    fclose(f);
+    return rgb;
+}
+
+static int usage(void) {
+    fprintf(stderr, "usage: classify_image MODEL_DIR IMAGE.ppm [--gpus N] [--device cpu|cuda|auto] [--top K] [--logits]\n");
+    return 2;
+}
+
+int main(int argc, char **argv) {
+    const char *dir = NULL, *image = NULL;
+    int gpus = 1, top = 5, all_logits = 0;
+    pf_device device = PF_DEVICE_AUTO;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--gpus") && v) gpus = atoi(argv[++i]);
+        else if (!strcmp(a, "--top") && v) top = atoi(argv[++i]);
+        else if (!strcmp(a, "--logits")) all_logits = 1;
+        else if (!strcmp(a, "--device") && v) {
+            device = !strcmp(v, "cpu") ? PF_DEVICE_CPU : !strcmp(v, "cuda") ? PF_DEVICE_CUDA : PF_DEVICE_AUTO;
+            if (strcmp(v, "cpu") && strcmp(v, "cuda") && strcmp(v, "auto")) return usage();
+            i++;
+        } else if (a[0] != '-' && !dir) dir = a;
+        else if (a[0] != '-' && !image) image = a;
+        else return usage();
+    }
+    if (!dir || !image || gpus < 1 || top < 1) return usage();
+    int width = 0, height = 0;
+    unsigned char *rgb = read_ppm(image, &width, &height);
+    if (!rgb) {
+        fprintf(stderr, "classify_image: %s is not a binary 8-bit PPM (P6, maxval 255)\n", image);
+        return 1;
+    }
+    char error[512];
+    pf_image_processor *processor = NULL;
+    pf_model *model = NULL;
+    float *pixels = NULL;
+    pf_encoding *e = NULL;
+    int status = 1, out_width = 0, out_height = 0;
+    pf_result r = pf_image_processor_load(dir, PF_IMAGE_BACKEND_TORCHVISION, &processor, error, sizeof error);
+    if (!r) r = pf_image_output_size(processor, width, height, &out_width, &out_height, error, sizeof error);
+    size_t count = (size_t)3 * out_width * out_height;
+    if (!r && !(pixels = (float *)malloc(count * sizeof(float)))) r = PF_ERROR_OUT_OF_MEMORY;
+    if (!r) r = pf_image_preprocess(processor, rgb, width, height, pixels, count, error, sizeof error);
+    if (r) {
+        fprintf(stderr, "classify_image: %s: %s\n", pf_result_string(r), error);
+        goto done;
+    }
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = device;
+    if ((r = pf_load(dir, NULL, &model)) || (r = pf_parallelize(model, gpus, &po)) ||
+        (r = pf_encode_images(model, pixels, 1, &e))) {
+        fprintf(stderr, "classify_image: %s: %s\n", pf_result_string(r), pf_error_message(model));
+        goto done;
+    }
+    if (!e->logits) {
+        fprintf(stderr, "classify_image: %s has no classification head\n", dir);
+        goto done;
+    }
+    if (all_logits) {
+        for (int k = 0; k < e->num_logits; k++) printf("%s%.6f", k ? " " : "", e->logits[k]);
+        printf("\n");
+    } else {
+        int *order = (int *)malloc((size_t)e->num_logits * sizeof(int));
+        if (!order) goto done;
+        for (int k = 0; k < e->num_logits; k++) order[k] = k;
+        for (int i = 1; i < e->num_logits; i++) /* insertion sort, best first; classes are few */
+            for (int j = i; j > 0 && e->logits[order[j]] > e->logits[order[j - 1]]; j--) {
+                int t = order[j];
+                order[j] = order[j - 1];
+                order[j - 1] = t;
+            }
+        for (int k = 0; k < top && k < e->num_logits; k++) printf("%d %.6f\n", order[k], e->logits[order[k]]);
+        free(order);
+    }
+    status = 0;
+done:
+    pf_encoding_free(e);
+    pf_free(model);
+    pf_image_processor_free(processor);
+    free(pixels);
+    free(rgb);
+    return status;
+}
