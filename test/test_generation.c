@@ -158,7 +158,7 @@ static int splits_a_character(const stream_text *st) {
    unfinished last character), for each decoder style: byte-level, Metaspace with byte fallback,
    </w> suffixes, and BLOOM's, CTRL's and Qwen2's. */
 static void test_streamed_text(void) {
-    const char *fixtures[] = {"gpt2-hub", "llama", "openai-gpt", "bloom", "ctrl", "qwen2"};
+    const char *fixtures[] = {"gpt2-hub", "llama", "openai-gpt", "bloom", "ctrl", "qwen2", "t5-text-s2s", "bart-text-s2s"};
     for (size_t f = 0; f < sizeof fixtures / sizeof fixtures[0]; f++) {
         char dir[1024];
         pf_model *m = NULL;
