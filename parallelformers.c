@@ -1184,6 +1184,9 @@ typedef struct pf__config {
     int scale_attn_by_inverse_layer_idx;
     int32_t *eos_ids;               /* [num_eos_ids]: config.json's and generation_config.json's; owned */
     int num_eos_ids;
+    int32_t *suppress_ids, *begin_suppress_ids; /* generation_config.json's suppress_tokens and
+                                       begin_suppress_tokens (the defaults point at them); owned */
+    int num_suppress_ids, num_begin_suppress_ids;
     int bos_token_id, pad_token_id, decoder_start_token_id; /* -1: none */
     int pre_norm;                   /* 0: post-norm blocks (OpenAI GPT, OPT-350m), without a final norm */
     int remove_final_norm;          /* 1: pre-norm blocks without a final norm (OPT's _remove_final_layer_norm) */
@@ -1530,7 +1533,7 @@ static const struct { const char *key; double neutral; } pf__generation_unsuppor
     {"typical_p", 1}, {"epsilon_cutoff", 0}, {"eta_cutoff", 0}, {"min_p", 0}, {"top_h", 0},
     {"diversity_penalty", 0}, {"num_beam_groups", 1}, {"penalty_alpha", 0}, {"encoder_repetition_penalty", 1},
     {"guidance_scale", 1}, {"renormalize_logits", 0},
-    {"exponential_decay_length_penalty", NAN}, {"suppress_tokens", NAN}, {"begin_suppress_tokens", NAN},
+    {"exponential_decay_length_penalty", NAN},
     {"forced_decoder_ids", NAN},
     {"sequence_bias", NAN}, {"bad_words_ids", NAN}, {"force_words_ids", NAN}, {"constraints", NAN},
     {"stop_strings", NAN}, {"watermarking_config", NAN}, {"max_time", NAN}, {"token_healing", 0},
@@ -1581,6 +1584,30 @@ static pf_result pf__generation_config_read(const char *dir, pf__config *c, pf_g
         r = pf__format(message, size, PF_ERROR_UNSUPPORTED,
                        "%s: \"%s\" is set, and generation with it is not supported (load with skip_generation_config "
                        "to generate without it)", path, pf__generation_unsupported[i].key);
+    }
+    static const char *const suppress_keys[2] = {"suppress_tokens", "begin_suppress_tokens"};
+    for (int k = 0; !r && k < 2; k++) { /* lists of ids (null: none) the defaults point at */
+        const pf__json *v = pf__json_get(json, suppress_keys[k]), *e;
+        int32_t **ids = k ? &c->begin_suppress_ids : &c->suppress_ids;
+        int *count = k ? &c->num_begin_suppress_ids : &c->num_suppress_ids;
+        if (!v || v->type == PF__JSON_NULL) continue;
+        if (v->type != PF__JSON_ARRAY || v->count > 1000000) {
+            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is not a list of token ids", path, suppress_keys[k]);
+            break;
+        }
+        *ids = (int32_t *)malloc((v->count ? v->count : 1) * sizeof(int32_t));
+        if (!*ids) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        for (e = v->first; !r && e; e = e->next) {
+            int id = -1;
+            if (pf__json_token_id(e, &id) != 1)
+                r = pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" holds a value that is not a token id", path,
+                               suppress_keys[k]);
+            else (*ids)[(*count)++] = id;
+        }
+    }
+    if (!r) {
+        defaults->suppress_tokens = c->suppress_ids, defaults->num_suppress_tokens = c->num_suppress_ids;
+        defaults->begin_suppress_tokens = c->begin_suppress_ids, defaults->num_begin_suppress_tokens = c->num_begin_suppress_ids;
     }
     const pf__json *cache = pf__json_get(json, "cache_implementation"); /* a quantized cache changes the numbers */
     if (!r && cache && cache->type == PF__JSON_STRING && !strcmp(cache->string, "quantized"))
@@ -15155,6 +15182,8 @@ void pf_free(pf_model *m) {
     free(m->inv_freq);
     free(m->config.layer_window);
     free(m->config.eos_ids);
+    free(m->config.suppress_ids);
+    free(m->config.begin_suppress_ids);
     free(m->dir);
     pthread_mutex_destroy(&m->request_lock);
     pthread_mutex_destroy(&m->batcher_start);
@@ -15951,6 +15980,10 @@ static void pf__process_scores(const pf_generate_options *o, const pf__row *row,
     /* minimum length: no eos before it */
     if (row->length < min_length || row->length - row->pad - row->prompt < o->min_new_tokens)
         for (int i = 0; i < num_eos; i++) scores[eos[i]] = -INFINITY;
+    /* suppressed tokens, and at the first new token the begin-suppressed ones */
+    for (int i = 0; i < o->num_suppress_tokens; i++) scores[o->suppress_tokens[i]] = -INFINITY;
+    if (row->length == row->pad + row->prompt)
+        for (int i = 0; i < o->num_begin_suppress_tokens; i++) scores[o->begin_suppress_tokens[i]] = -INFINITY;
 }
 
 /* forced_bos_token_id at the first generated position of a one-token prompt (an encoder-decoder's
@@ -16115,8 +16148,16 @@ static pf_result pf__check_generate_options(pf_model *m, const pf_generate_optio
     else if (o->num_eos_token_ids < 0 || (o->num_eos_token_ids > 0 && !o->eos_token_ids)) bad = "eos_token_ids and their count disagree";
     else if (o->num_bad_words < 0 || (o->num_bad_words > 0 && !o->bad_words)) bad = "bad_words and their count disagree";
     else if (o->num_stop_sequences < 0 || (o->num_stop_sequences > 0 && !o->stop_sequences)) bad = "stop_sequences and their count disagree";
+    else if (o->num_suppress_tokens < 0 || (o->num_suppress_tokens > 0 && !o->suppress_tokens) ||
+             o->num_begin_suppress_tokens < 0 || (o->num_begin_suppress_tokens > 0 && !o->begin_suppress_tokens))
+        bad = "suppress_tokens (or begin_suppress_tokens) and their count disagree";
     if (bad) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "generate options: %s", bad);
     int vocab = m->config.vocab_size;
+    for (int i = 0; i < o->num_suppress_tokens + o->num_begin_suppress_tokens; i++) {
+        int32_t id = i < o->num_suppress_tokens ? o->suppress_tokens[i] : o->begin_suppress_tokens[i - o->num_suppress_tokens];
+        if (id < 0 || id >= vocab)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "suppressed token id %d is outside the vocabulary", (int)id);
+    }
     for (int i = 0; i < o->num_eos_token_ids; i++)
         if (o->eos_token_ids[i] < 0 || o->eos_token_ids[i] >= vocab)
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "eos token id %d is outside the vocabulary", (int)o->eos_token_ids[i]);

@@ -388,6 +388,10 @@ typedef struct pf_generate_options {
     int decoder_start_token_id;/* encoder-decoders: the decoder's first token; -1: the model's */
     int encoder_no_repeat_ngram_size; /* encoder-decoders: never repeat an n-gram of the source
                                   (Blenderbot's default 3); 0: off */
+    const int32_t *suppress_tokens; /* never generated (transformers' suppress_tokens); NULL: none */
+    int num_suppress_tokens;
+    const int32_t *begin_suppress_tokens; /* not generated as the first new token */
+    int num_begin_suppress_tokens;
 } pf_generate_options;
 
 pf_generate_options pf_generate_options_init(void);
@@ -397,9 +401,10 @@ pf_generate_options pf_generate_options_init(void);
    generate() takes them (max_length / max_new_tokens, min lengths, do_sample, temperature, top_k,
    top_p, repetition_penalty, num_beams, num_return_sequences, no_repeat_ngram_size,
    length_penalty, early_stopping, pad_token_id, forced_bos_token_id, forced_eos_token_id,
-   decoder_start_token_id, encoder_no_repeat_ngram_size). Start from these and change what you
-   want. pf_load refuses a generation_config.json that sets a generation feature we lack
-   (typical_p, suppress_tokens, ...) unless skip_generation_config is set. Any thread. */
+   decoder_start_token_id, encoder_no_repeat_ngram_size, suppress_tokens, begin_suppress_tokens:
+   the lists owned by the model). Start from these and change what you want. pf_load refuses a
+   generation_config.json that sets a generation feature we lack (typical_p, sequence_bias, ...)
+   unless skip_generation_config is set. Any thread. */
 pf_generate_options pf_model_generate_options(const pf_model *model);
 
 /* The result of pf_generate_batch: batch * num_return_sequences sequences, prompt-major. */

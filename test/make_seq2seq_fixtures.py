@@ -106,6 +106,8 @@ def cases(name, model_cls):
     run("beam4", P[:1], dict(max_new_tokens=10, do_sample=False, num_beams=4, length_penalty=1.0, early_stopping=True))
     run("beam3_ngram", P[1:2], dict(max_new_tokens=10, do_sample=False, num_beams=3, no_repeat_ngram_size=2))
     run("beam3_batch2", P[:2], dict(max_new_tokens=8, do_sample=False, num_beams=3, num_return_sequences=2))
+    run("suppress", P[:2], dict(max_new_tokens=8, do_sample=False, num_beams=1, suppress_tokens=[4, 85],
+                                begin_suppress_tokens=[43]))
     run("forced", P[2:], dict(max_new_tokens=6, do_sample=False, num_beams=1, forced_bos_token_id=7, forced_eos_token_id=m.generation_config.eos_token_id))
     if getattr(m.generation_config, 'encoder_no_repeat_ngram_size', 0):
         # a source holding the start of its own unbanned output, so that the ban changes the result

@@ -59,6 +59,7 @@ typedef struct test_gen_case {
     char name[64];
     pf_generate_options options; /* points into eos and bad */
     int32_t eos[4];
+    int32_t suppress[16], begin_suppress[16];
     int32_t bad_ids[8][4];
     pf_token_sequence bad[8];
     int prompts[TEST_MAX_ROWS][TEST_MAX_IDS], prompt_lengths[TEST_MAX_ROWS], num_prompts;

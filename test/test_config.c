@@ -416,6 +416,27 @@ static void test_generation_config(void) {
     expect_load("pad id outside the vocabulary", NULL, PF_ERROR_FORMAT, "pad_token_id 512 is outside");
 }
 
+/* generation_config.json's suppress_tokens and begin_suppress_tokens become the model's generate
+   defaults; a value that is not a list of ids is refused naming the key. */
+static void test_suppress_lists(void) {
+    if (copy_fixture("gpt2-tiny")) return;
+    write_work_file("generation_config.json", "{\"suppress_tokens\": [3, 5], \"begin_suppress_tokens\": [7]}");
+    pf_model *m = expect_load("suppress lists", NULL, PF_OK, NULL);
+    if (m) {
+        pf_generate_options o = pf_model_generate_options(m);
+        CHECK(o.num_suppress_tokens == 2 && o.suppress_tokens[0] == 3 && o.suppress_tokens[1] == 5);
+        CHECK(o.num_begin_suppress_tokens == 1 && o.begin_suppress_tokens[0] == 7);
+        int32_t prompt[1] = {1}, out[4];
+        int n = 0;
+        o.max_new_tokens = 4;
+        CHECK_MSG(pf_generate(m, prompt, 1, &o, out, 4, &n) == PF_OK, "%s", pf_error_message(m));
+        for (int i = 0; i < n; i++) CHECK_MSG(out[i] != 3 && out[i] != 5 && (i || out[i] != 7), "token %d: %d", i, (int)out[i]);
+        pf_free(m);
+    }
+    write_work_file("generation_config.json", "{\"suppress_tokens\": \"3\"}");
+    expect_load("a suppress list that is a string", NULL, PF_ERROR_FORMAT, "suppress_tokens");
+}
+
 /* Encoder-decoders: what a file or config describes that we would run wrong is refused, naming it. */
 static void test_seq2seq_refusals(void) {
     if (copy_fixture("bart-s2s")) return;
@@ -451,6 +472,7 @@ void test_config(void) {
     test_other_formats();
     test_generation_config();
     test_seq2seq_refusals();
+    test_suppress_lists();
     empty_work_dir();
     rmdir(work_dir);
 }

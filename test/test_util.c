@@ -155,6 +155,11 @@ static int parse_options(const char *json, test_gen_case *c) {
                 if (*p == ',') p = skip_spaces(p + 1);
             }
             if (*p++ != ']') return -1;
+        } else if (!strcmp(key, "suppress_tokens") || !strcmp(key, "begin_suppress_tokens")) {
+            int begin = key[0] == 'b', n = read_int_list(&p, begin ? c->begin_suppress : c->suppress, 16);
+            if (n < 0) return -1;
+            if (begin) o->begin_suppress_tokens = c->begin_suppress, o->num_begin_suppress_tokens = n;
+            else o->suppress_tokens = c->suppress, o->num_suppress_tokens = n;
         } else if (!strcmp(key, "eos_token_id")) {
             if (*p == '[') {
                 o->num_eos_token_ids = read_int_list(&p, c->eos, 4);
@@ -311,5 +316,9 @@ void test_gen_cases_with_model_defaults(const pf_model *m, test_gen_case *cases,
         if (o->forced_eos_token_id < 0) o->forced_eos_token_id = d.forced_eos_token_id;
         if (o->decoder_start_token_id < 0) o->decoder_start_token_id = d.decoder_start_token_id;
         if (!o->encoder_no_repeat_ngram_size) o->encoder_no_repeat_ngram_size = d.encoder_no_repeat_ngram_size;
+        if (!o->suppress_tokens)
+            o->suppress_tokens = d.suppress_tokens, o->num_suppress_tokens = d.num_suppress_tokens;
+        if (!o->begin_suppress_tokens)
+            o->begin_suppress_tokens = d.begin_suppress_tokens, o->num_begin_suppress_tokens = d.num_begin_suppress_tokens;
     }
 }
