@@ -26,11 +26,17 @@ class of the family, and saved with save_pretrained (tokenizer.json, tokenizer_c
   tokenizer-byt5       ByT5Tokenizer (no tokenizer.json: UTF-8 bytes + 3, 125 extra ids, "$A </s>")
   tokenizer-byt5-old   the same from a tokenizer_config.json without added_tokens_decoder
 
-Tokenizers transformers has no fast (tokenizer.json) version of, which parallelformers refuses
-with a message naming the class (test_tokenizer.c checks it): tokenizer-marian (MarianTokenizer:
-source.spm, target.spm, vocab.json), tokenizer-m2m100 (M2M100Tokenizer: sentencepiece.bpe.model,
-vocab.json), tokenizer-blenderbot-small (BlenderbotSmallTokenizer: its own BPE with "@@ "
-continuations in vocab.json + merges.txt).
+Tokenizers transformers has no fast (tokenizer.json) version of, saved as their checkpoints ship
+them, with cases from the slow tokenizer itself (write_slow: no pairs, texts() + SLOW_TEXTS):
+  tokenizer-marian     MarianTokenizer: source.spm = target.spm (a Unigram whose charsmap is
+                       compiled from MARIAN_RULES), vocab.json without "\u2581a" and with two
+                       strings the model lacks
+  tokenizer-m2m100     M2M100Tokenizer: sentencepiece.bpe.model a SentencePiece BPE, as saved by
+                       transformers 5 (language codes not special); tokenizer-m2m100-listed: the
+                       same with the codes listed in additional_special_tokens, src_lang fr
+  tokenizer-blenderbot-small  BlenderbotSmallTokenizer (its own BPE with "@@ " continuations in
+                       vocab.json + merges.txt), which parallelformers refuses with a message
+                       naming the class (test_tokenizer.c checks it)
 
 Each supported dir gets cases.txt, cases_special.txt and cases_pair.txt as
 make_encoder_tokenizers.write_cases writes them (ByT5: from ByT5Tokenizer itself, no pairs), and

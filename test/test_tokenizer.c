@@ -1831,6 +1831,7 @@ static void tt_test_seq2seq(void) {
 /* Marian's source.spm cut short at many lengths and with a byte changed, and SentencePiece models
    that lie or ask for what is not implemented: a clear error naming the file (or a tokenizer that
    works), never a crash; separate_vocabs refused by name. */
+#define TT_PROTO(bytes) bytes, sizeof bytes - 1
 static void tt_test_spm_bad(void) {
     static const struct {
         const char *proto;
@@ -1838,17 +1839,17 @@ static void tt_test_spm_bad(void) {
         pf_result want;
         const char *says;
     } cases[] = {
-        {"\x0A\x09\x0A\x05<unk>\x18\x02\x12\x02\x18\x03", 15, PF_ERROR_UNSUPPORTED, "model_type"},
-        {"\x0A\x09\x0A\x05<unk>\x18\x02\x12\x03\x98\x02\x01", 16, PF_ERROR_UNSUPPORTED, "byte_fallback"},
-        {"\x0A\x09\x0A\x05<unk>\x18\x02\x0A\x05\x0A\x01x\x18\x04", 18, PF_ERROR_UNSUPPORTED, "USER_DEFINED"},
-        {"\x0A\x09\x0A\x05<unk>\x18\x02\x2A\x04\x12\x02\x01\x02", 17, PF_ERROR_UNSUPPORTED, "denormalizer"},
-        {"\x0A\x03\x0A\x01" "a", 5, PF_ERROR_FORMAT, "UNKNOWN"},
-        {"\x0A\x09\x0A\x05<unk>\x18\x02\x0A\x09\x0A\x05<unk>\x18\x02", 22, PF_ERROR_FORMAT, "twice"},
-        {"\x0A\x02\x18\x02", 4, PF_ERROR_FORMAT, "empty"},
-        {"\x0A\xFF\x01\x0A", 4, PF_ERROR_FORMAT, "malformed"},
-        {"\x0A\x09\x0A\x05<unk>\x18\x02\x1A\x03\x12\x01\x00", 16, PF_ERROR_FORMAT, "charsmap"},
-        {"\x0B\x0C", 2, PF_ERROR_FORMAT, "malformed"},
-        {"\x0A\x09\x0A\x05<unk>\x15\x02", 13, PF_ERROR_FORMAT, "malformed"},
+        {TT_PROTO("\x0A\x09\x0A\x05<unk>\x18\x02\x12\x02\x18\x03"), PF_ERROR_UNSUPPORTED, "model_type"},
+        {TT_PROTO("\x0A\x09\x0A\x05<unk>\x18\x02\x12\x03\x98\x02\x01"), PF_ERROR_UNSUPPORTED, "byte_fallback"},
+        {TT_PROTO("\x0A\x09\x0A\x05<unk>\x18\x02\x0A\x05\x0A\x01x\x18\x04"), PF_ERROR_UNSUPPORTED, "USER_DEFINED"},
+        {TT_PROTO("\x0A\x09\x0A\x05<unk>\x18\x02\x2A\x04\x12\x02\x01\x02"), PF_ERROR_UNSUPPORTED, "denormalizer"},
+        {TT_PROTO("\x0A\x03\x0A\x01" "a"), PF_ERROR_FORMAT, "UNKNOWN"},
+        {TT_PROTO("\x0A\x09\x0A\x05<unk>\x18\x02\x0A\x09\x0A\x05<unk>\x18\x02"), PF_ERROR_FORMAT, "twice"},
+        {TT_PROTO("\x0A\x02\x18\x02"), PF_ERROR_FORMAT, "empty"},
+        {TT_PROTO("\x0A\xFF\x01\x0A"), PF_ERROR_FORMAT, "malformed"},
+        {TT_PROTO("\x0A\x09\x0A\x05<unk>\x18\x02\x1A\x03\x12\x01\x00"), PF_ERROR_FORMAT, "charsmap"},
+        {TT_PROTO("\x0B\x0C"), PF_ERROR_FORMAT, "malformed"},
+        {TT_PROTO("\x0A\x09\x0A\x05<unk>\x15\x02"), PF_ERROR_FORMAT, "malformed"},
     };
     static const char config[] = "{\"tokenizer_class\": \"MarianTokenizer\"}";
     static const char separate[] = "{\"tokenizer_class\": \"MarianTokenizer\", \"separate_vocabs\": true}";
@@ -1883,7 +1884,8 @@ static void tt_test_spm_bad(void) {
             size_t m = 0, out_len = 0;
             char text[256];
             loaded++;
-            CHECK(pf_tokenize_special(t, "Hello w\xC3\xB6rld \xF0\x9F\x98\x80 \xFF", 21, ids, 64, &m) == PF_OK &&
+            static const char sample[] = "Hello w\xC3\xB6rld \xF0\x9F\x98\x80 \xFF";
+            CHECK(pf_tokenize_special(t, sample, sizeof sample - 1, ids, 64, &m) == PF_OK &&
                   pf_detokenize(t, ids, m, text, sizeof text, &out_len) == PF_OK);
         } else {
             CHECK_MSG((r == PF_ERROR_FORMAT || r == PF_ERROR_UNSUPPORTED) && t == NULL && strstr(err, "source.spm"),
