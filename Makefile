@@ -187,7 +187,7 @@ test-server: server $(BUILD)/generate
 # Installs clang with apt-get when it is missing and we may; skips with a message otherwise.
 FUZZ_SECONDS ?= 10
 FUZZ_CC      ?= clang
-FUZZ_TARGETS := safetensors config generation_config shard_index tokenizer_json tokenizer server_request chat_template
+FUZZ_TARGETS := safetensors config generation_config shard_index tokenizer_json tokenizer spm server_request chat_template
 FUZZ_DIR     := $(BUILD)/fuzz
 FUZZ_FLAGS   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_SERVER_FLAGS = $(shell pkg-config --cflags --libs jansson 2>/dev/null)

@@ -1925,8 +1925,11 @@ static void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, siz
    Anything else is PF_ERROR_UNSUPPORTED naming it; a malformed component PF_ERROR_FORMAT.
    vocab.json + merges.txt (+ tokenizer_config.json) load as transformers' GPT-2 tokenizer.
    Without tokenizer.json, tokenizer_config.json's tokenizer_class "ByT5Tokenizer" loads ByT5's
-   bytes (pf__tok_from_byt5); the classes transformers has in Python only (Marian, M2M100, ...:
-   pf__tok_slow_only) are PF_ERROR_UNSUPPORTED naming what they need.
+   bytes (pf__tok_from_byt5); "MarianTokenizer" and "M2M100Tokenizer" load their SentencePiece
+   .model files (a bounds-checked protobuf reader), run as SentencePiece itself does (its
+   normalizer, Unigram or BPE on the whole text between added tokens) with the pieces mapped
+   through vocab.json (pf__tok_from_spm_files); the other classes transformers has in Python only
+   (pf__tok_slow_only) are PF_ERROR_UNSUPPORTED naming what they need.
 
    Encoding, step by step (the order of HF's Tokenizer::encode):
    1. added tokens with normalized = false are found in the raw text (leftmost, longest first;
@@ -4711,7 +4714,9 @@ typedef enum pf__tok_norm_kind {
     PF__NORM_STRIP_MARKS,    /* StripAccents: combining marks dropped (BertNormalizer's strip_accents is
                                 NFD then its own marks: PF__NORM_STRIP_ACCENTS) */
     PF__NORM_REPLACE_SPACES, /* Replace with the regex " {2,}": runs of two or more spaces */
-    PF__NORM_PRECOMPILED     /* SentencePiece's precompiled_charsmap */
+    PF__NORM_PRECOMPILED,    /* SentencePiece's precompiled_charsmap */
+    PF__NORM_SPM             /* SentencePiece's own Normalizer: its charsmap (longest key first) and its
+                                whitespace rules (flags in spm), for its .model files */
 } pf__tok_norm_kind;
 
 typedef struct pf__tok_norm {
@@ -4721,7 +4726,16 @@ typedef struct pf__tok_norm {
     int left, right; /* Strip */
     uint32_t *units; /* Precompiled: the double-array trie of the keys [num_units] (malloc'd) */
     size_t num_units;
+    unsigned spm;    /* PF__NORM_SPM: PF__SPM_DUMMY_PREFIX | PF__SPM_REMOVE_SPACES | PF__SPM_ESCAPE */
 } pf__tok_norm;
+
+#define PF__SPM_DUMMY_PREFIX 1u  /* normalizer_spec.add_dummy_prefix */
+#define PF__SPM_REMOVE_SPACES 2u /* normalizer_spec.remove_extra_whitespaces */
+#define PF__SPM_ESCAPE 4u        /* normalizer_spec.escape_whitespaces */
+
+/* SentencePiece's piece types and model types (sentencepiece_model.proto) */
+enum { PF__SPM_NORMAL = 1, PF__SPM_UNKNOWN, PF__SPM_CONTROL, PF__SPM_USER_DEFINED, PF__SPM_UNUSED, PF__SPM_BYTE };
+enum { PF__SPM_UNIGRAM = 1, PF__SPM_BPE, PF__SPM_WORD, PF__SPM_CHAR };
 
 /* Pre-tokenizer stages (a ByteLevel is a prefix-space stage and a GPT2 split) */
 typedef enum pf__tok_pre_kind { PF__PRE_SPLIT, PF__PRE_PREFIX_SPACE, PF__PRE_METASPACE } pf__tok_pre_kind;
@@ -4741,7 +4755,9 @@ typedef struct pf__tok_pre {
 typedef enum pf__tok_dec_kind {
     PF__DEC_BYTELEVEL, PF__DEC_REPLACE, PF__DEC_BYTEFALLBACK, PF__DEC_FUSE, PF__DEC_STRIP, PF__DEC_METASPACE,
     PF__DEC_BPE, PF__DEC_WORDPIECE,
-    PF__DEC_UTF8_IGNORE /* ByT5: the tokens' bytes as one token, less the bytes that are not valid UTF-8 */
+    PF__DEC_UTF8_IGNORE, /* ByT5: the tokens' bytes as one token, less the bytes that are not valid UTF-8 */
+    PF__DEC_SPM          /* Marian's and M2M100's convert_tokens_to_string: runs between special tokens
+                            decoded by SentencePiece (t->spm), then stripped */
 } pf__tok_dec_kind;
 
 typedef struct pf__tok_dec {
@@ -4772,6 +4788,8 @@ typedef struct pf__tok_added {
     size_t match_len;
     int32_t id;
     unsigned char special, normalized, lstrip, rstrip, single_word;
+    unsigned char unmatched; /* addressable by id and string, never looked for in a text (M2M100's
+                                language codes when the config does not list them as special) */
 } pf__tok_added;
 
 /* PF__MODEL_BYTES: ByT5, each byte of the text is id byte + PF__BYTES_OFFSET (no vocab file) */
@@ -4866,6 +4884,20 @@ struct pf_tokenizer {
     char *bos_token, *eos_token; /* their text, for chat templates; NULL: not named */
     char *chat_template;      /* chat_template.jinja, else tokenizer_config.json's; NULL: none */
     char *chat_template_note; /* why there is none when the config's list names no "default" */
+
+    /* SentencePiece files without tokenizer.json (Marian, M2M100): spm is the .model's own
+       tokenizer (pieces by SentencePiece id, their scores or merges), this one's model step;
+       spm_ids maps its ids to this vocab's (vocab.json), and a run of unknown characters is looked
+       up here by its text, as the slow tokenizers map pieces through vocab.json */
+    struct pf_tokenizer *spm;
+    int32_t *spm_ids;           /* [spm->num_pieces] */
+    int spm_marian;             /* decode: a space after each special token, "▁" replaced (Marian) */
+    int spm_cleanup;            /* decode: clean_up_tokenization_spaces */
+    /* in spm itself: */
+    unsigned char *spm_types;   /* [num_pieces]: each piece's SentencePiece type */
+    unsigned spm_flags;         /* PF__SPM_DUMMY_PREFIX | ... of its normalizer_spec */
+    char *spm_unk_surface;      /* what <unk> decodes to (trainer_spec.unk_surface) */
+    size_t spm_unk_surface_len;
 };
 
 void pf_tokenizer_free(pf_tokenizer *tokenizer) {
@@ -4902,6 +4934,10 @@ void pf_tokenizer_free(pf_tokenizer *tokenizer) {
     free(tokenizer->eos_token);
     free(tokenizer->chat_template);
     free(tokenizer->chat_template_note);
+    pf_tokenizer_free(tokenizer->spm);
+    free(tokenizer->spm_ids);
+    free(tokenizer->spm_types);
+    free(tokenizer->spm_unk_surface);
     free(tokenizer);
 }
 
@@ -4992,6 +5028,8 @@ typedef struct pf__tok_cand { /* a possible merge of the symbols at pos and its 
 
 typedef struct pf__tok_ctx {
     const pf_tokenizer *t;
+    const pf_tokenizer *outer; /* while a SentencePiece model (t = outer->spm) runs: the tokenizer whose
+                                  ids it emits */
     int32_t *ids;       /* [ids_cap]: the ids so far, count of them */
     size_t ids_cap, count;
     int out_of_memory;  /* an id could not be stored */
@@ -5032,6 +5070,22 @@ static void pf__tok_emit(pf__tok_ctx *c, int32_t id) {
         return;
     }
     c->ids[c->count++] = id;
+}
+
+/* The id of a token string as the slow tokenizers' convert_tokens_to_ids: an added token's, else
+   the vocab's, else unk's. */
+static int32_t pf__tok_spm_lookup(const pf_tokenizer *t, const unsigned char *s, size_t len) {
+    size_t i;
+    int32_t id;
+    for (i = 0; i < t->num_added; i++)
+        if (t->added[i].len == len && !memcmp(t->added[i].content, s, len)) return t->added[i].id;
+    id = len ? pf__tok_vocab_find(t, (const char *)s, len) : -1;
+    return id >= 0 ? id : t->unk_id;
+}
+
+/* Emits a model's piece: its id, or, for a SentencePiece model, the id its string has outside. */
+static void pf__tok_emit_piece(pf__tok_ctx *c, int32_t id) {
+    pf__tok_emit(c, c->outer ? c->outer->spm_ids[id] : id);
 }
 
 /* ---- normalizers ---- */
@@ -5082,6 +5136,71 @@ static int pf__charsmap_find(const pf__tok_norm *nm, const unsigned char *s, siz
         *rep_len = end - value;
         return 1;
     }
+    return 0;
+}
+
+/* SentencePiece's own charsmap lookup (its Normalizer::NormalizePrefix): the replacement of the
+   longest key the charsmap holds at the start of s, into *rep; that key's length, 0 when none. */
+static size_t pf__charsmap_longest(const pf__tok_norm *nm, const unsigned char *s, size_t n, const char **rep,
+                                   size_t *rep_len) {
+    const uint32_t *u = nm->units;
+    size_t pos = pf__charsmap_offset(u[0]), i, value, end, best = 0;
+    for (i = 0; i < n && s[i]; i++) {
+        uint32_t unit;
+        pos ^= s[i];
+        if (pos >= nm->num_units || ((unit = u[pos]) & 0x800000FFu) != s[i]) break;
+        pos ^= pf__charsmap_offset(unit);
+        if (!(unit & (1u << 8))) continue;
+        if (pos >= nm->num_units) break; /* a malformed trie */
+        value = u[pos] & 0x7FFFFFFFu;
+        if (value > nm->b_len) value = nm->b_len;
+        for (end = value; end < nm->b_len && nm->b[end]; end++) {}
+        *rep = nm->b + value;
+        *rep_len = end - value;
+        best = i + 1;
+    }
+    return best;
+}
+
+/* What SentencePiece's normalizer makes of the start of s: the charsmap's replacement, else the
+   character itself, U+FFFD for a byte that is not UTF-8; *used: the bytes it takes. */
+static void pf__spm_prefix(const pf__tok_norm *nm, const unsigned char *s, size_t n, const char **rep, size_t *rep_len,
+                           size_t *used) {
+    uint32_t cp;
+    if (nm->units && (*used = pf__charsmap_longest(nm, s, n, rep, rep_len)) > 0) return;
+    *used = pf__utf8_decode(s, n, &cp);
+    *rep = cp == PF__UTF8_INVALID ? "\xEF\xBF\xBD" : (const char *)s;
+    *rep_len = cp == PF__UTF8_INVALID ? 3 : *used;
+}
+
+/* SentencePiece's Normalizer::Normalize: each character through the charsmap; with
+   remove_extra_whitespaces, the spaces at the start and end go and runs of them become one; with
+   add_dummy_prefix, a space in front of a text that has anything left; with escape_whitespaces,
+   spaces become U+2581. */
+static int pf__tok_spm_normalize(const pf__tok_norm *nm, const unsigned char *s, size_t n, pf__tok_buf *out) {
+    static const char meta[] = "\xE2\x96\x81";
+    int remove = (nm->spm & PF__SPM_REMOVE_SPACES) != 0, escape = (nm->spm & PF__SPM_ESCAPE) != 0, prev_space;
+    const char *space = escape ? meta : " ", *rep;
+    size_t space_len = escape ? 3 : 1, rep_len, used, i = 0, k;
+    out->len = 0;
+    for (; remove && i < n; i += used) {
+        pf__spm_prefix(nm, s + i, n - i, &rep, &rep_len, &used);
+        if (rep_len != 1 || rep[0] != ' ') break;
+    }
+    if (i == n) return 0;
+    if ((nm->spm & PF__SPM_DUMMY_PREFIX) && pf__buf_put(out, space, space_len)) return -1;
+    for (prev_space = remove; i < n; i += used) {
+        pf__spm_prefix(nm, s + i, n - i, &rep, &rep_len, &used);
+        for (k = 0; prev_space && k < rep_len && rep[k] == ' '; k++) {}
+        if (k < rep_len) {
+            for (; k < rep_len; k++)
+                if (rep[k] == ' ' ? pf__buf_put(out, space, space_len) : pf__buf_put(out, rep + k, 1)) return -1;
+            prev_space = rep[rep_len - 1] == ' ';
+        }
+        prev_space = prev_space && remove;
+    }
+    while (remove && out->len >= space_len && !memcmp(out->p + out->len - space_len, space, space_len))
+        out->len -= space_len;
     return 0;
 }
 
@@ -5194,6 +5313,8 @@ static int pf__tok_norm_step(pf__tok_ctx *c, const pf__tok_norm *nm, const unsig
             }
         }
         return 0;
+    case PF__NORM_SPM:
+        return pf__tok_spm_normalize(nm, s, n, out);
     case PF__NORM_PRECOMPILED:
         /* HF's Precompiled: a grapheme cluster shorter than 6 bytes goes whole to the charsmap;
            otherwise (or when it has nothing for it) each character does */
@@ -5298,6 +5419,28 @@ static int pf__tok_sym_add(pf__tok_ctx *c, size_t *n, int32_t id) {
     return 0;
 }
 
+/* A SentencePiece BPE's symbols (each unknown character an unk of its own) as SentencePiece gives
+   them: a run of unknown characters is one piece, mapped by its text. */
+static int pf__tok_bpe_emit_spm(pf__tok_ctx *c, const unsigned char *s, size_t len) {
+    const pf_tokenizer *t = c->t;
+    size_t off = 0, run = (size_t)-1;
+    uint32_t pos, cp;
+    for (pos = 0; pos != UINT32_MAX; pos = c->sym[pos].next) {
+        int32_t id = c->sym[pos].id;
+        if (id == t->unk_id) {
+            if (run == (size_t)-1) run = off;
+            off += pf__utf8_decode(s + off, len - off, &cp);
+            continue;
+        }
+        if (run != (size_t)-1) pf__tok_emit(c, pf__tok_spm_lookup(c->outer, s + run, off - run));
+        run = (size_t)-1;
+        pf__tok_emit_piece(c, id);
+        off += t->pieces[id].len;
+    }
+    if (run != (size_t)-1) pf__tok_emit(c, pf__tok_spm_lookup(c->outer, s + run, off - run));
+    return 0;
+}
+
 /* The BPE model on one word, s[0 .. len): emits its ids. 0, or -1 when out of memory. As HF's
    BPE::merge_word: each unit (a byte's character when byte-level, else a character), with the
    continuing_subword_prefix when not first and the end_of_word_suffix when last, is its token;
@@ -5349,6 +5492,7 @@ static int pf__tok_bpe(pf__tok_ctx *c, const unsigned char *s, size_t len) {
             ulen = c->unit.len;
         }
         id = !affixed && t->byte_level ? t->byte_id[s[i]] : pf__tok_vocab_find(t, (const char *)u, ulen);
+        if (id >= 0 && t->spm_types && t->spm_types[id] != PF__SPM_NORMAL) id = -1;
         if (id >= 0) {
             if (unk >= 0 && pf__tok_sym_add(c, &nsym, unk)) return -1;
             unk = -1;
@@ -5395,6 +5539,7 @@ static int pf__tok_bpe(pf__tok_ctx *c, const unsigned char *s, size_t len) {
         if (left->prev != UINT32_MAX) pf__tok_push_pair(t, c, &nheap, left->prev);
         pf__tok_push_pair(t, c, &nheap, top.pos);
     }
+    if (c->outer) return pf__tok_bpe_emit_spm(c, s, len);
     for (pos = 0; pos != UINT32_MAX; pos = c->sym[pos].next) pf__tok_emit(c, c->sym[pos].id);
     return 0;
 }
@@ -5467,8 +5612,13 @@ typedef struct pf__tok_node { /* the best segmentation of a word's bytes up to h
    there), else unk. */
 static void pf__tok_unigram_unknown(pf__tok_ctx *c, const unsigned char *s, size_t len) {
     const pf_tokenizer *t = c->t;
-    int32_t id = pf__tok_vocab_find(t, (const char *)s, len);
+    int32_t id;
     size_t i;
+    if (c->outer) { /* SentencePiece's merged unknown piece, mapped by its text */
+        pf__tok_emit(c, pf__tok_spm_lookup(c->outer, s, len));
+        return;
+    }
+    id = pf__tok_vocab_find(t, (const char *)s, len);
     if (id < 0 && t->byte_fallback) {
         for (i = 0; i < len && t->fallback_id[s[i]] >= 0; i++) {}
         if (i == len) {
@@ -5495,7 +5645,7 @@ static int pf__tok_unigram(pf__tok_ctx *c, const unsigned char *s, size_t len) {
     memset(nodes, 0, (len + 1) * sizeof *nodes);
     nodes[0].reached = 1;
     for (start = 0; start < len; start += k) {
-        double base = nodes[start].score;
+        double base = nodes[start].score, score;
         uint32_t h = 2166136261u; /* pf__tok_hash, a byte at a time */
         int single = 0;
         size_t j = start, unit;
@@ -5508,8 +5658,10 @@ static int pf__tok_unigram(pf__tok_ctx *c, const unsigned char *s, size_t len) {
             for (; j < end + unit; j++) h = (h ^ s[j]) * 16777619u;
             if (cp == PF__UTF8_INVALID) break; /* no piece holds a byte that is not UTF-8 */
             if ((id = pf__tok_vocab_find_hashed(t, (const char *)s + start, end + unit - start, h)) < 0) continue;
-            if (!nodes[end + unit].reached || base + t->pieces[id].score > nodes[end + unit].score) {
-                nodes[end + unit].score = base + t->pieces[id].score;
+            if (t->spm_types && t->spm_types[id] != PF__SPM_NORMAL) continue; /* SentencePiece matches no other */
+            score = t->spm_types ? (double)((float)base + (float)t->pieces[id].score) : base + t->pieces[id].score;
+            if (!nodes[end + unit].reached || score > nodes[end + unit].score) {
+                nodes[end + unit].score = score;
                 nodes[end + unit].start = start;
                 nodes[end + unit].id = id;
                 nodes[end + unit].reached = 1;
@@ -5521,8 +5673,9 @@ static int pf__tok_unigram(pf__tok_ctx *c, const unsigned char *s, size_t len) {
             c->needs_unk = 1;
             continue;
         }
-        if (!nodes[start + k].reached || base + t->unk_score > nodes[start + k].score) {
-            nodes[start + k].score = base + t->unk_score;
+        score = t->spm_types ? (double)((float)base + (float)t->unk_score) : base + t->unk_score;
+        if (!nodes[start + k].reached || score > nodes[start + k].score) {
+            nodes[start + k].score = score;
             nodes[start + k].start = start;
             nodes[start + k].id = t->unk_id;
             nodes[start + k].reached = 1;
@@ -5533,7 +5686,7 @@ static int pf__tok_unigram(pf__tok_ctx *c, const unsigned char *s, size_t len) {
     for (start = 0; n_path > 0; start = end) {
         end = c->path[--n_path];
         if (nodes[end].id != t->unk_id) {
-            pf__tok_emit(c, nodes[end].id);
+            pf__tok_emit_piece(c, nodes[end].id);
             continue;
         }
         while (n_path > 0 && nodes[c->path[n_path - 1]].id == t->unk_id) end = c->path[--n_path];
@@ -5546,6 +5699,16 @@ static int pf__tok_unigram(pf__tok_ctx *c, const unsigned char *s, size_t len) {
 static int pf__tok_model(pf__tok_ctx *c, const unsigned char *s, size_t len) {
     size_t i;
     if (len == 0) return 0;
+    if (c->t->spm) { /* the SentencePiece model on the whole normalized text, as SentencePiece runs it */
+        const pf_tokenizer *outer = c->t;
+        int rc;
+        c->t = outer->spm;
+        c->outer = outer;
+        rc = c->t->model == PF__MODEL_UNIGRAM ? pf__tok_unigram(c, s, len) : pf__tok_bpe(c, s, len);
+        c->t = outer;
+        c->outer = NULL;
+        return rc;
+    }
     if (c->t->model == PF__MODEL_BYTES) {
         for (i = 0; i < len; i++) pf__tok_emit(c, (int32_t)s[i] + PF__BYTES_OFFSET);
         return 0;
@@ -5869,6 +6032,15 @@ static int pf__tok_encode_segment(pf__tok_ctx *c, const unsigned char *s, size_t
     const unsigned char *n;
     size_t len;
     int first = lo == 0;
+    if (c->t->spm_marian && hi - lo > 2 && s[lo] == '>' && s[lo + 1] == '>') {
+        /* Marian's remove_language_code: a piece that starts with ">>xx<<" has that as its first token */
+        size_t e;
+        for (e = lo + 2; e + 1 < hi && (s[e] != '<' || s[e + 1] != '<'); e++) {}
+        if (e + 1 < hi) {
+            pf__tok_emit(c, pf__tok_spm_lookup(c->t, s + lo, e + 2 - lo));
+            if ((lo = e + 2) == hi) return 0;
+        }
+    }
     if (c->t->num_norms == 0) return pf__tok_encode_added(c, 1, s, lo, hi, first);
     if (pf__tok_normalize(c, s + lo, hi - lo, &n, &len, &first)) return -1;
     return pf__tok_encode_added(c, 1, n, 0, len, first);
@@ -6109,7 +6281,7 @@ static int pf__tok_byte_token(const unsigned char *s, size_t n) {
 /* The WordPiece decoder's cleanup of a token (HF's decoders::wordpiece::cleanup): spaces before
    punctuation and contractions go, one replacement after the other; rewrites out->text from
    `start` on. */
-static int pf__tok_wordpiece_cleanup(pf__tok_list *out, size_t start) {
+static int pf__tok_wordpiece_cleanup(pf__tok_list *out, size_t start, int do_not) {
     static const char *const rules[][2] = {
         {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"}, {" 'm", "'m"},
         {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
@@ -6118,6 +6290,7 @@ static int pf__tok_wordpiece_cleanup(pf__tok_list *out, size_t start) {
     from->len = 0;
     if (pf__buf_put(from, out->text.p + start, out->text.len - start)) return -1;
     for (r = 0; r < PF__TOK_LEN(rules); r++) {
+        if (r == 7 && !do_not) continue; /* transformers' clean_up_tokenization has no " do not" */
         to->len = 0;
         if (pf__buf_replace(to, from->p, from->len, rules[r][0], strlen(rules[r][0]), rules[r][1], strlen(rules[r][1])))
             return -1;
@@ -6129,16 +6302,101 @@ static int pf__tok_wordpiece_cleanup(pf__tok_list *out, size_t start) {
     return pf__buf_put(&out->text, from->p, from->len);
 }
 
+/* Is s[0 .. n) the text of a special added token (transformers' all_special_tokens)? */
+static int pf__tok_special_text(const pf_tokenizer *t, const unsigned char *s, size_t n) {
+    size_t i;
+    for (i = 0; i < t->num_added; i++)
+        if (t->added[i].special && t->added[i].len == n && !memcmp(t->added[i].content, s, n)) return 1;
+    return 0;
+}
+
+/* SentencePiece's Decode of pieces in[from .. to) with the model sp, appended to out: a control
+   piece is nothing, <unk> its unk_surface, a piece it does not know itself; otherwise U+2581 is a
+   space, and while nothing is written yet a piece loses the one it starts with (with
+   add_dummy_prefix or remove_extra_whitespaces; the latter for every such piece). */
+static int pf__spm_decode(const pf_tokenizer *sp, const pf__tok_list *in, size_t from, size_t to, pf__tok_buf *out) {
+    size_t i, start = out->len;
+    int bos_ws_seen = 0, is_bos_ws = 1;
+    for (i = from; i < to; i++) {
+        const unsigned char *s = in->text.p + in->off[i];
+        size_t n = in->len[i];
+        int32_t id = n ? pf__tok_vocab_find(sp, (const char *)s, n) : -1;
+        int type = id >= 0 ? sp->spm_types[id] : PF__SPM_UNKNOWN;
+        if (bos_ws_seen || out->len > start) is_bos_ws = 0;
+        bos_ws_seen = 0;
+        if (type == PF__SPM_CONTROL) continue;
+        if (type == PF__SPM_UNKNOWN) {
+            int is_unk = id >= 0 && id == sp->unk_id;
+            if (is_unk ? pf__buf_put(out, sp->spm_unk_surface, sp->spm_unk_surface_len) : pf__buf_put(out, s, n)) return -1;
+            continue;
+        }
+        if (is_bos_ws && (sp->spm_flags & (PF__SPM_DUMMY_PREFIX | PF__SPM_REMOVE_SPACES)) && n >= 3 &&
+            !memcmp(s, "\xE2\x96\x81", 3)) {
+            s += 3;
+            n -= 3;
+            bos_ws_seen = !(sp->spm_flags & PF__SPM_REMOVE_SPACES);
+        }
+        if (pf__buf_replace(out, s, n, "\xE2\x96\x81", 3, " ", 1)) return -1;
+    }
+    return 0;
+}
+
+/* Python's str.isspace for one code point (what str.strip() removes). */
+static int pf__py_space(uint32_t cp) {
+    return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+           (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
+}
+
+/* Marian's and M2M100's convert_tokens_to_string: the runs between special tokens decoded by
+   SentencePiece, each special token as it is (Marian: and a space); Marian then turns U+2581 into
+   spaces; the whole stripped as Python's str.strip(); clean_up_tokenization_spaces last. One token. */
+static int pf__tok_dec_spm(const pf_tokenizer *t, const pf__tok_list *in, pf__tok_list *out) {
+    pf__tok_buf *b = &out->text;
+    size_t i, from = 0, lo = 0, hi, k;
+    uint32_t cp;
+    for (i = 0; i <= in->n; i++) {
+        const unsigned char *s = i < in->n ? in->text.p + in->off[i] : NULL;
+        if (i < in->n && !pf__tok_special_text(t, s, in->len[i])) continue;
+        if (pf__spm_decode(t->spm, in, from, i, b)) return -1;
+        if (i < in->n && (pf__buf_put(b, s, in->len[i]) || (t->spm_marian && pf__buf_put(b, " ", 1)))) return -1;
+        from = i + 1;
+    }
+    if (t->spm_marian) {
+        pf__tok_buf *tmp = &out->scratch[0];
+        tmp->len = 0;
+        if (pf__buf_replace(tmp, b->p, b->len, "\xE2\x96\x81", 3, " ", 1)) return -1;
+        b->len = 0;
+        if (pf__buf_put(b, tmp->p, tmp->len)) return -1;
+    }
+    for (hi = b->len; lo < hi; lo += k) {
+        k = pf__utf8_decode(b->p + lo, hi - lo, &cp);
+        if (!pf__py_space(cp)) break;
+    }
+    while (hi > lo) {
+        size_t m = hi - 1;
+        while (m > lo && (b->p[m] & 0xC0) == 0x80) m--;
+        if (pf__utf8_decode(b->p + m, hi - m, &cp) != hi - m || !pf__py_space(cp)) break;
+        hi = m;
+    }
+    if (lo) memmove(b->p, b->p + lo, hi - lo);
+    b->len = hi - lo;
+    if (t->spm_cleanup && pf__tok_wordpiece_cleanup(out, 0, 0)) return -1;
+    return pf__list_push(out, 0);
+}
+
 /* One decoder step: the tokens of `in` -> `out` (emptied first). */
 static int pf__tok_dec_step(const pf_tokenizer *t, const pf__tok_dec *d, const pf__tok_list *in, pf__tok_list *out) {
     size_t i, start = 0, run = (size_t)-1;
     out->text.len = 0;
     out->n = 0;
+    if (d->kind == PF__DEC_SPM) return pf__tok_dec_spm(t, in, out);
     for (i = 0; i < in->n; i++) {
         const unsigned char *s = in->text.p + in->off[i];
         size_t n = in->len[i], j, k;
         uint32_t cp;
         switch (d->kind) {
+        case PF__DEC_SPM: /* whole, above */
+            continue;
         case PF__DEC_BYTELEVEL: /* one token in the end */
         case PF__DEC_FUSE:
         case PF__DEC_UTF8_IGNORE:
@@ -6187,7 +6445,7 @@ static int pf__tok_dec_step(const pf_tokenizer *t, const pf__tok_dec *d, const p
             } else if ((i > 0 && pf__buf_put(&out->text, " ", 1)) || pf__buf_put(&out->text, s, n)) {
                 return -1;
             }
-            if (d->cleanup && pf__tok_wordpiece_cleanup(out, start)) return -1;
+            if (d->cleanup && pf__tok_wordpiece_cleanup(out, start, 1)) return -1;
             break;
         case PF__DEC_STRIP: { /* up to `start` of the character at the start, `stop` at the end */
             size_t lo = 0, hi = n, m;
@@ -6381,6 +6639,17 @@ static int pf__tok_split_merge_line(const char *s, size_t len, pf__tok_merge_tex
     return 0;
 }
 
+/* Sets the merge of the pair (a, b) into ab, with its rank (a pair set before is overwritten). */
+static void pf__tok_merge_put(pf_tokenizer *t, int32_t a, int32_t b, uint32_t rank, int32_t ab) {
+    uint64_t pair = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
+    size_t i;
+    for (i = pf__tok_pair_slot(pair, t->merges_mask);; i = (i + 1) & t->merges_mask)
+        if (t->merges[i].rank == UINT32_MAX || t->merges[i].pair == pair) break;
+    t->merges[i].pair = pair;
+    t->merges[i].rank = rank;
+    t->merges[i].new_id = ab;
+}
+
 /* Resolves merge rules to ids; the rank is the index. Every token, and each pair's concatenation
    (less the continuing_subword_prefix's length at the start of the second, as HF does), must be
    in the vocab. A repeated pair keeps its last rank, as HF's hash map does. */
@@ -6403,8 +6672,6 @@ static pf_result pf__tok_set_merges(pf_tokenizer *t, const pf__tok_merge_text *m
     for (r = 0; r < n; r++) {
         const pf__tok_merge_text *m = &merges[r];
         int32_t a = pf__tok_vocab_find(t, m->a, m->a_len), b = pf__tok_vocab_find(t, m->b, m->b_len), ab;
-        uint64_t pair;
-        size_t i;
         const char *missing = a < 0 ? m->a : b < 0 ? m->b : NULL;
         size_t missing_len = a < 0 ? m->a_len : m->b_len;
         size_t skip = t->prefix_len, b_len = m->b_len - skip;
@@ -6441,13 +6708,7 @@ static pf_result pf__tok_set_merges(pf_tokenizer *t, const pf__tok_merge_text *m
             res = PF_ERROR_FORMAT;
             break;
         }
-        pair = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
-        for (i = pf__tok_pair_slot(pair, t->merges_mask);; i = (i + 1) & t->merges_mask) {
-            if (t->merges[i].rank == UINT32_MAX || t->merges[i].pair == pair) break;
-        }
-        t->merges[i].pair = pair;
-        t->merges[i].rank = (uint32_t)r;
-        t->merges[i].new_id = ab;
+        pf__tok_merge_put(t, a, b, (uint32_t)r, ab);
     }
     free(buf);
     return res;
@@ -6475,6 +6736,7 @@ static pf_result pf__tok_add_token(pf_tokenizer *t, const char *content, size_t 
         memcpy(a->content, content, len);
         a->content[len] = 0;
         a->len = len;
+        a->unmatched = 0;
         t->num_added++;
     }
     a = &t->added[i];
@@ -6682,23 +6944,17 @@ static int pf__base64_decode(const char *s, size_t n, unsigned char **out, size_
     return 0;
 }
 
-/* Reads a Precompiled normalizer's precompiled_charsmap (base64 of: the trie's size in bytes, u32
-   little-endian; the trie's u32 units; the replacements, each ended by a NUL) into n. */
-static pf_result pf__tok_read_charsmap(pf__tok_norm *n, const pf__json *j, const char *path, char *err, size_t err_size) {
-    int bad = 0, rc;
-    const pf__json *v = pf__tok_json_str(j, "precompiled_charsmap", &bad);
-    unsigned char *data = NULL;
-    size_t len = 0, trie_bytes, i;
+/* A SentencePiece charsmap (the trie's size in bytes, u32 little-endian; the trie's u32 units;
+   the replacements, each ended by a NUL) into n; `what` names it in messages. */
+static pf_result pf__tok_set_charsmap(pf__tok_norm *n, const unsigned char *data, size_t len, const char *what,
+                                      const char *path, char *err, size_t err_size) {
+    size_t trie_bytes, i;
     uint32_t cp;
-    if (!v || (rc = pf__base64_decode(v->string, v->string_len, &data, &len)) == -1 || len < 4 ||
-        (trie_bytes = (size_t)data[0] | (size_t)data[1] << 8 | (size_t)data[2] << 16 | (size_t)data[3] << 24) / 4 == 0 ||
+    if (len < 4 || (trie_bytes = (size_t)data[0] | (size_t)data[1] << 8 | (size_t)data[2] << 16 | (size_t)data[3] << 24) / 4 == 0 ||
         trie_bytes > len - 4) {
-        free(data);
-        snprintf(err, err_size, "%s: normalizer Precompiled: \"precompiled_charsmap\" is not the base64 of a "
-                 "SentencePiece charsmap", path);
+        snprintf(err, err_size, "%s: %s is not a SentencePiece charsmap", path, what);
         return PF_ERROR_FORMAT;
     }
-    if (rc == -2) goto oom;
     n->num_units = trie_bytes / 4;
     if (!(n->units = (uint32_t *)malloc(n->num_units * sizeof *n->units))) goto oom;
     for (i = 0; i < n->num_units; i++)
@@ -6706,17 +6962,36 @@ static pf_result pf__tok_read_charsmap(pf__tok_norm *n, const pf__json *j, const
                       (uint32_t)data[7 + 4 * i] << 24;
     n->b_len = len - 4 - 4 * n->num_units; /* what follows the whole units, as HF reads it */
     if (!(n->b = pf__tok_dup((const char *)data + 4 + 4 * n->num_units, n->b_len))) goto oom;
-    free(data);
     for (i = 0; i < n->b_len; i += pf__utf8_decode((const unsigned char *)n->b + i, n->b_len - i, &cp))
         if (pf__utf8_decode((const unsigned char *)n->b + i, n->b_len - i, &cp) == 1 && cp == PF__UTF8_INVALID) {
-            snprintf(err, err_size, "%s: normalizer Precompiled: the charsmap's replacements are not UTF-8", path);
+            snprintf(err, err_size, "%s: %s: the charsmap's replacements are not UTF-8", path, what);
             return PF_ERROR_FORMAT;
         }
     return PF_OK;
 oom:
-    free(data);
     snprintf(err, err_size, "%s: out of memory", path);
     return PF_ERROR_OUT_OF_MEMORY;
+}
+
+/* Reads a Precompiled normalizer's precompiled_charsmap (base64 of a SentencePiece charsmap) into n. */
+static pf_result pf__tok_read_charsmap(pf__tok_norm *n, const pf__json *j, const char *path, char *err, size_t err_size) {
+    int bad = 0, rc = -1;
+    const pf__json *v = pf__tok_json_str(j, "precompiled_charsmap", &bad);
+    unsigned char *data = NULL;
+    size_t len = 0;
+    pf_result r;
+    if (v && (rc = pf__base64_decode(v->string, v->string_len, &data, &len)) == -2) {
+        snprintf(err, err_size, "%s: out of memory", path);
+        return PF_ERROR_OUT_OF_MEMORY;
+    }
+    if (rc) {
+        snprintf(err, err_size, "%s: normalizer Precompiled: \"precompiled_charsmap\" is not the base64 of a "
+                 "SentencePiece charsmap", path);
+        return PF_ERROR_FORMAT;
+    }
+    r = pf__tok_set_charsmap(n, data, len, "normalizer Precompiled's \"precompiled_charsmap\"", path, err, err_size);
+    free(data);
+    return r;
 }
 
 static pf__tok_norm *pf__tok_add_norm(pf_tokenizer *t, pf__tok_norm_kind kind) {
@@ -7329,7 +7604,8 @@ static pf_result pf__tok_finish(pf_tokenizer *t, const char *path, char *err, si
     if (!t->added_order) goto oom;
     memset(t->added_first, 0, sizeof t->added_first);
     for (i = 0; i < t->num_added; i++)
-        if (t->added[i].match_len) t->added_first[t->added[i].normalized][(unsigned char)t->added[i].match[0] + 1]++;
+        if (t->added[i].match_len && !t->added[i].unmatched)
+            t->added_first[t->added[i].normalized][(unsigned char)t->added[i].match[0] + 1]++;
     for (b = 0; b < 2; b++) {
         uint32_t base = b ? t->added_first[0][256] : 0;
         t->added_first[b][0] = base;
@@ -7339,7 +7615,7 @@ static pf_result pf__tok_finish(pf_tokenizer *t, const char *path, char *err, si
         uint32_t fill[2][256];
         for (b = 0; b < 2; b++) memcpy(fill[b], t->added_first[b], sizeof fill[b]);
         for (i = 0; i < t->num_added; i++)
-            if (t->added[i].match_len)
+            if (t->added[i].match_len && !t->added[i].unmatched)
                 t->added_order[fill[t->added[i].normalized][(unsigned char)t->added[i].match[0]]++] = (uint32_t)i;
     }
     return PF_OK;
@@ -7761,14 +8037,513 @@ oom:
     return PF_ERROR_OUT_OF_MEMORY;
 }
 
+/* ---- SentencePiece model files (Marian's source.spm, M2M100's sentencepiece.bpe.model) ---- */
+
+typedef struct pf__spm_piece { /* a piece of a ModelProto; its string points into the file's bytes */
+    const unsigned char *s;
+    size_t len;
+    float score;
+    int type;
+} pf__spm_piece;
+
+typedef struct pf__spm_model { /* what of a ModelProto changes the tokens (the rest is skipped) */
+    pf__spm_piece *pieces; /* [num_pieces] (malloc'd) */
+    size_t num_pieces, cap;
+    int model_type, byte_fallback, treat_whitespace_as_suffix;
+    unsigned flags; /* PF__SPM_DUMMY_PREFIX | PF__SPM_REMOVE_SPACES | PF__SPM_ESCAPE */
+    const unsigned char *charsmap, *unk_surface;
+    size_t charsmap_len, unk_surface_len;
+    int has_unk_surface, denormalizer;
+} pf__spm_model;
+
+typedef struct pf__pb { /* a protobuf message being read */
+    const unsigned char *p, *end;
+} pf__pb;
+
+/* A varint; -1 when it runs past the message or past 10 bytes. */
+static int pf__pb_varint(pf__pb *b, uint64_t *v) {
+    int shift;
+    *v = 0;
+    for (shift = 0; shift < 70 && b->p < b->end; shift += 7) {
+        unsigned char c = *b->p++;
+        if (shift < 64) *v |= (uint64_t)(c & 0x7F) << shift;
+        if (!(c & 0x80)) return 0;
+    }
+    return -1;
+}
+
+/* The next field of a message: its number and wire type, its value in *v (varint, fixed32,
+   fixed64) or its bytes in *s, *n (length-delimited). 1 at the message's end, -1 when malformed
+   (a length past the end, a group, an unknown wire type). */
+static int pf__pb_field(pf__pb *b, uint32_t *field, int *wire, uint64_t *v, const unsigned char **s, size_t *n) {
+    uint64_t key;
+    int k;
+    if (b->p == b->end) return 1;
+    if (pf__pb_varint(b, &key) || (key >> 3) == 0 || (key >> 3) > 0x1FFFFFFF) return -1;
+    *field = (uint32_t)(key >> 3);
+    *wire = (int)(key & 7);
+    *v = 0;
+    switch (*wire) {
+    case 0:
+        return pf__pb_varint(b, v);
+    case 1:
+    case 5:
+        k = *wire == 1 ? 8 : 4;
+        if (b->end - b->p < k) return -1;
+        while (k--) *v = *v << 8 | b->p[k];
+        b->p += *wire == 1 ? 8 : 4;
+        return 0;
+    case 2:
+        if (pf__pb_varint(b, v) || *v > (uint64_t)(b->end - b->p)) return -1;
+        *s = b->p;
+        *n = (size_t)*v;
+        b->p += *n;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+/* Reads a ModelProto message `which` (1 a piece, 2 trainer_spec, 3 normalizer_spec, 5
+   denormalizer_spec) from s[0 .. n) into m; -1 when malformed, -2 out of memory. */
+static int pf__spm_read_message(pf__spm_model *m, int which, const unsigned char *s, size_t n) {
+    pf__pb b;
+    uint32_t field;
+    int wire, rc;
+    uint64_t v;
+    const unsigned char *bytes = NULL;
+    size_t len = 0;
+    pf__spm_piece piece = {NULL, 0, 0.0f, PF__SPM_NORMAL};
+    b.p = s;
+    b.end = s + n;
+    while ((rc = pf__pb_field(&b, &field, &wire, &v, &bytes, &len)) == 0) {
+        /* a known field of the wrong wire type is malformed; unknown fields are skipped */
+        int want = which == 1 ? (field == 1 ? 2 : field == 2 ? 5 : field == 3 ? 0 : -1)
+                 : which == 2 ? (field == 3 || field == 24 || field == 35 ? 0 : field == 44 ? 2 : -1)
+                              : (field == 2 ? 2 : field >= 3 && field <= 5 ? 0 : -1);
+        if (want < 0) continue;
+        if (wire != want) return -1;
+        if (which == 1) {
+            if (field == 1) piece.s = bytes, piece.len = len;
+            else if (field == 3) piece.type = v >= PF__SPM_NORMAL && v <= PF__SPM_BYTE ? (int)v : 0;
+            else {
+                uint32_t bits = (uint32_t)v;
+                memcpy(&piece.score, &bits, sizeof piece.score);
+            }
+        } else if (which == 2) {
+            if (field == 3) m->model_type = v <= PF__SPM_CHAR ? (int)v : 0;
+            else if (field == 24) m->treat_whitespace_as_suffix = v != 0;
+            else if (field == 35) m->byte_fallback = v != 0;
+            else m->unk_surface = bytes, m->unk_surface_len = len, m->has_unk_surface = 1;
+        } else if (field == 2) {
+            if (which == 5) m->denormalizer = len > 0;
+            else m->charsmap = bytes, m->charsmap_len = len;
+        } else if (which == 3) {
+            unsigned flag = field == 3 ? PF__SPM_DUMMY_PREFIX : field == 4 ? PF__SPM_REMOVE_SPACES : PF__SPM_ESCAPE;
+            m->flags = v ? m->flags | flag : m->flags & ~flag;
+        }
+    }
+    if (rc < 0) return -1;
+    if (which == 1) {
+        if (m->num_pieces == m->cap) {
+            size_t cap = m->cap ? 2 * m->cap : 1024;
+            pf__spm_piece *p = (pf__spm_piece *)realloc(m->pieces, cap * sizeof *p);
+            if (!p) return -2;
+            m->pieces = p;
+            m->cap = cap;
+        }
+        m->pieces[m->num_pieces++] = piece;
+    }
+    return 0;
+}
+
+/* Parses a SentencePiece ModelProto (sentencepiece_model.proto) from data[0 .. len), every length
+   checked against the buffer; the pieces point into data. */
+static pf_result pf__spm_parse(const unsigned char *data, size_t len, pf__spm_model *m, const char *path, char *err,
+                               size_t err_size) {
+    pf__pb b;
+    uint32_t field;
+    int wire, rc = 0;
+    uint64_t v;
+    const unsigned char *s = NULL;
+    size_t n = 0;
+    memset(m, 0, sizeof *m);
+    m->model_type = PF__SPM_UNIGRAM;
+    m->flags = PF__SPM_DUMMY_PREFIX | PF__SPM_REMOVE_SPACES | PF__SPM_ESCAPE;
+    b.p = data;
+    b.end = data + len;
+    while ((rc = pf__pb_field(&b, &field, &wire, &v, &s, &n)) == 0) {
+        if (field != 1 && field != 2 && field != 3 && field != 5) continue; /* self_test_data, ... */
+        if (wire != 2) {
+            rc = -1;
+            break;
+        }
+        if ((rc = pf__spm_read_message(m, (int)field, s, n)) != 0) break;
+        if (m->num_pieces >= INT32_MAX) {
+            rc = -1;
+            break;
+        }
+    }
+    if (rc == -2) {
+        snprintf(err, err_size, "%s: out of memory", path);
+        return PF_ERROR_OUT_OF_MEMORY;
+    }
+    if (rc < 0) {
+        snprintf(err, err_size, "%s: not a SentencePiece model: the protobuf is malformed near byte %zu of %zu", path,
+                 (size_t)(b.p - data), len);
+        return PF_ERROR_FORMAT;
+    }
+    return PF_OK;
+}
+
+/* Orders piece ids by score, highest first (ties by id). */
+typedef struct pf__spm_rank {
+    float score;
+    int32_t id;
+} pf__spm_rank;
+
+static int pf__spm_rank_cmp(const void *a, const void *b) {
+    const pf__spm_rank *x = (const pf__spm_rank *)a, *y = (const pf__spm_rank *)b;
+    if (x->score != y->score) return x->score > y->score ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* SentencePiece BPE as merges: a normal piece is the merge of any two normal pieces it splits
+   into, ranked by its score (higher first; equal scores, equal ranks: then the leftmost pair, as
+   SentencePiece's agenda). */
+static pf_result pf__spm_set_merges(pf_tokenizer *sp, const pf__spm_model *m, const char *path, char *err,
+                                    size_t err_size) {
+    size_t i, k, splits = 0, n = 0;
+    uint32_t rank = 0;
+    uint32_t *ranks = (uint32_t *)malloc((m->num_pieces ? m->num_pieces : 1) * sizeof *ranks);
+    pf__spm_rank *order = (pf__spm_rank *)malloc((m->num_pieces ? m->num_pieces : 1) * sizeof *order);
+    if (!ranks || !order) goto oom;
+    for (i = 0; i < m->num_pieces; i++)
+        if (m->pieces[i].type == PF__SPM_NORMAL) {
+            order[n].score = m->pieces[i].score;
+            order[n++].id = (int32_t)i;
+            splits += m->pieces[i].len;
+        }
+    qsort(order, n, sizeof *order, pf__spm_rank_cmp);
+    for (i = 0; i < n; i++) {
+        if (i > 0 && order[i].score != order[i - 1].score) rank++;
+        ranks[order[i].id] = rank;
+    }
+    sp->merges_mask = pf__tok_pow2_at_least(2 * splits + 1) - 1;
+    if (!(sp->merges = (pf__tok_merge_slot *)malloc((sp->merges_mask + 1) * sizeof *sp->merges))) goto oom;
+    memset(sp->merges, 0xFF, (sp->merges_mask + 1) * sizeof *sp->merges);
+    for (i = 0; i < m->num_pieces; i++) {
+        const pf__spm_piece *p = &m->pieces[i];
+        uint32_t cp;
+        if (p->type != PF__SPM_NORMAL) continue;
+        for (k = pf__utf8_decode(p->s, p->len, &cp); k < p->len; k += pf__utf8_decode(p->s + k, p->len - k, &cp)) {
+            int32_t a = pf__tok_vocab_find(sp, (const char *)p->s, k), b = pf__tok_vocab_find(sp, (const char *)p->s + k, p->len - k);
+            if (a >= 0 && b >= 0 && sp->spm_types[a] == PF__SPM_NORMAL && sp->spm_types[b] == PF__SPM_NORMAL)
+                pf__tok_merge_put(sp, a, b, ranks[i], (int32_t)i);
+        }
+    }
+    free(ranks);
+    free(order);
+    return PF_OK;
+oom:
+    free(ranks);
+    free(order);
+    snprintf(err, err_size, "%s: out of memory", path);
+    return PF_ERROR_OUT_OF_MEMORY;
+}
+
+/* The tokenizer of a SentencePiece model: its pieces by id (a Unigram's with their scores, a
+   BPE's as merges), its unk piece; what SentencePiece would do differently from what is
+   implemented here is refused, naming it. */
+static pf_result pf__spm_build(const pf__spm_model *m, pf_tokenizer **out, const char *path, char *err, size_t err_size) {
+    static const char default_unk_surface[] = " \xE2\x81\x87 ";
+    pf_tokenizer *sp;
+    size_t i, text_len = 0;
+    float min_score = 3.40282347e38f; /* FLT_MAX, as SentencePiece starts */
+    const char *refused = NULL;
+    pf_result r;
+    *out = NULL;
+    if (m->model_type != PF__SPM_UNIGRAM && m->model_type != PF__SPM_BPE)
+        refused = "trainer_spec.model_type other than UNIGRAM and BPE";
+    else if (m->byte_fallback) refused = "trainer_spec.byte_fallback";
+    else if (m->treat_whitespace_as_suffix) refused = "trainer_spec.treat_whitespace_as_suffix";
+    else if (m->denormalizer) refused = "a denormalizer_spec with rules";
+    for (i = 0; !refused && i < m->num_pieces; i++) {
+        int type = m->pieces[i].type;
+        if (type == PF__SPM_USER_DEFINED) refused = "USER_DEFINED pieces";
+        else if (type == PF__SPM_BYTE) refused = "BYTE pieces";
+        else if (type == PF__SPM_UNUSED && m->model_type == PF__SPM_BPE) refused = "UNUSED pieces in a BPE model";
+    }
+    if (refused) {
+        snprintf(err, err_size, "%s: this SentencePiece model has %s, which is not supported", path, refused);
+        return PF_ERROR_UNSUPPORTED;
+    }
+    if (!(sp = (pf_tokenizer *)calloc(1, sizeof *sp))) goto oom;
+    *out = sp;
+    sp->unk_id = sp->bos_id = sp->eos_id = -1;
+    sp->model = m->model_type == PF__SPM_BPE ? PF__MODEL_BPE : PF__MODEL_UNIGRAM;
+    sp->spm_flags = m->flags;
+    for (i = 0; i < m->num_pieces; i++) {
+        const pf__spm_piece *p = &m->pieces[i];
+        if (!p->len || !p->type || p->len > UINT32_MAX - 1) {
+            snprintf(err, err_size, "%s: SentencePiece piece %zu is %s", path, i, p->len ? "of an unknown type" : "empty");
+            return PF_ERROR_FORMAT;
+        }
+        text_len += p->len + 1;
+    }
+    if ((r = pf__tok_vocab_alloc(sp, m->num_pieces, text_len, path, err, err_size)) != PF_OK) return r;
+    sp->pieces = (pf__tok_piece *)malloc((m->num_pieces ? m->num_pieces : 1) * sizeof *sp->pieces);
+    sp->spm_types = (unsigned char *)malloc(m->num_pieces ? m->num_pieces : 1);
+    if (!sp->pieces || !sp->spm_types) goto oom;
+    for (i = 0; i < m->num_pieces; i++) {
+        const pf__spm_piece *p = &m->pieces[i];
+        if (pf__tok_vocab_find(sp, (const char *)p->s, p->len) >= 0) {
+            snprintf(err, err_size, "%s: SentencePiece piece \"%.*s\" is there twice", path, pf__tok_show_len(p->len),
+                     (const char *)p->s);
+            return PF_ERROR_FORMAT;
+        }
+        if (p->type == PF__SPM_UNKNOWN) {
+            if (sp->unk_id >= 0) {
+                snprintf(err, err_size, "%s: the SentencePiece model has two UNKNOWN pieces", path);
+                return PF_ERROR_FORMAT;
+            }
+            sp->unk_id = (int32_t)i;
+        }
+        if (p->type == PF__SPM_NORMAL && p->score < min_score) min_score = p->score;
+        sp->pieces[i].offset = pf__tok_vocab_insert(sp, (const char *)p->s, p->len, (int32_t)i);
+        sp->pieces[i].len = (uint32_t)p->len;
+        sp->pieces[i].score = p->score;
+        sp->spm_types[i] = (unsigned char)p->type;
+    }
+    sp->num_pieces = m->num_pieces;
+    if (sp->unk_id < 0) {
+        snprintf(err, err_size, "%s: the SentencePiece model has no UNKNOWN piece", path);
+        return PF_ERROR_FORMAT;
+    }
+    sp->unk_score = (double)(min_score - 10.0f); /* SentencePiece's kUnkPenalty, in float as it computes */
+    sp->spm_unk_surface = pf__tok_dup(m->has_unk_surface ? (const char *)m->unk_surface : default_unk_surface,
+                                      m->has_unk_surface ? m->unk_surface_len : sizeof default_unk_surface - 1);
+    if (!sp->spm_unk_surface) goto oom;
+    sp->spm_unk_surface_len = m->has_unk_surface ? m->unk_surface_len : sizeof default_unk_surface - 1;
+    if (sp->model == PF__MODEL_BPE && (r = pf__spm_set_merges(sp, m, path, err, err_size)) != PF_OK) return r;
+    return pf__tok_finish(sp, path, err, err_size);
+oom:
+    snprintf(err, err_size, "%s: out of memory", path);
+    return PF_ERROR_OUT_OF_MEMORY;
+}
+
+/* M2M100Tokenizer's language codes (transformers' FAIRSEQ_LANGUAGE_CODES), each the token __xx__
+   with the id len(vocab.json) + its index. */
+static const char *const pf__m2m100_langs[] = {
+    "af", "am", "ar", "ast", "az", "ba", "be", "bg", "bn", "br", "bs", "ca", "ceb", "cs", "cy", "da", "de", "el", "en",
+    "es", "et", "fa", "ff", "fi", "fr", "fy", "ga", "gd", "gl", "gu", "ha", "he", "hi", "hr", "ht", "hu", "hy", "id",
+    "ig", "ilo", "is", "it", "ja", "jv", "ka", "kk", "km", "kn", "ko", "lb", "lg", "ln", "lo", "lt", "lv", "mg", "mk",
+    "ml", "mn", "mr", "ms", "my", "ne", "nl", "no", "ns", "oc", "or", "pa", "pl", "ps", "pt", "ro", "ru", "sd", "si",
+    "sk", "sl", "so", "sq", "sr", "ss", "su", "sv", "sw", "ta", "th", "tl", "tn", "tr", "uk", "ur", "uz", "vi", "wo",
+    "xh", "yi", "yo", "zh", "zu"};
+static const char *const pf__wmt21_langs[] = {"en", "ha", "is", "ja", "cs", "ru", "zh", "de"};
+
+/* A special token of tokenizer_config.json ("key": a string or {"content": ...}; def when absent)
+   made a special added token with its vocab.json id, unless it is one already; the token's id, or
+   -1 when the vocab lacks it. */
+static int32_t pf__spm_named_special(pf_tokenizer *t, const pf__json *config, const char *key, const char *def,
+                                     int *oom) {
+    const pf__json *v = pf__json_get(config, key);
+    const char *s = def;
+    size_t len = strlen(def), i;
+    int32_t id;
+    if (v && v->type == PF__JSON_OBJECT) v = pf__json_get(v, "content");
+    if (v && v->type == PF__JSON_STRING) s = v->string, len = v->string_len;
+    for (i = 0; i < t->num_added; i++)
+        if (t->added[i].len == len && !memcmp(t->added[i].content, s, len)) return t->added[i].id;
+    if ((id = len ? pf__tok_vocab_find(t, s, len) : -1) >= 0 && pf__tok_add_token(t, s, len, id, 1, 0, 0, 0, 0)) *oom = 1;
+    return id;
+}
+
+/* SentencePiece files mapped through vocab.json, as transformers' slow MarianTokenizer (m2m 0:
+   source.spm for the text and for decode, as transformers 5 decodes with a shared vocab; a leading
+   ">>xx<<" its own token) and M2M100Tokenizer (m2m 1: sentencepiece.bpe.model; "__src__ $A </s>";
+   its language codes addressable, special when the config lists them) read them. The pieces go
+   through vocab.json (unknown ones to unk), the model runs on the whole text between added tokens
+   as SentencePiece does, and decode is their convert_tokens_to_string. */
+static pf_result pf__tok_from_spm_files(pf_tokenizer *t, const char *dir, const pf__json *config, int m2m,
+                                        const char *config_path, char *err, size_t err_size) {
+    char path[4096];
+    pf__json *vocab = NULL;
+    char *data = NULL;
+    size_t len = 0, i, num_langs = 0;
+    const char *const *langs = NULL;
+    const char *src_lang = "en";
+    pf__spm_model m;
+    pf__tok_post_item single[3], pair[4];
+    pf__tok_norm *nm;
+    const pf__json *list, *e;
+    int32_t eos, next_id;
+    int oom = 0, bad = 0, cleanup = pf__tok_json_bool(config, "clean_up_tokenization_spaces", 0);
+    pf_result r;
+    memset(&m, 0, sizeof m);
+    if (cleanup < 0) {
+        snprintf(err, err_size, "%s: clean_up_tokenization_spaces is not a boolean", config_path);
+        return PF_ERROR_FORMAT;
+    }
+    if (!m2m) {
+        int separate = pf__tok_json_bool(config, "separate_vocabs", 0);
+        if (separate) {
+            snprintf(err, err_size, separate < 0 ? "%s: separate_vocabs is not a boolean" : "%s: MarianTokenizer with "
+                     "separate_vocabs (a target vocabulary of its own) is not supported", config_path);
+            return separate < 0 ? PF_ERROR_FORMAT : PF_ERROR_UNSUPPORTED;
+        }
+    } else {
+        const pf__json *codes = pf__tok_json_str(config, "language_codes", &bad), *src = pf__tok_json_str(config, "src_lang", &bad);
+        langs = pf__m2m100_langs;
+        num_langs = PF__TOK_LEN(pf__m2m100_langs);
+        if (codes && !strcmp(codes->string, "wmt21")) {
+            langs = pf__wmt21_langs;
+            num_langs = PF__TOK_LEN(pf__wmt21_langs);
+        } else if (bad || (codes && strcmp(codes->string, "m2m100"))) {
+            snprintf(err, err_size, "%s: M2M100Tokenizer's language_codes must be \"m2m100\" or \"wmt21\"", config_path);
+            return bad ? PF_ERROR_FORMAT : PF_ERROR_UNSUPPORTED;
+        }
+        if (src) src_lang = src->string;
+    }
+    if (pf__path_join(path, sizeof path, dir, "vocab.json")) goto too_long;
+    if ((r = pf__tok_read_json(path, 0, &vocab, err, err_size)) != PF_OK ||
+        (r = pf__tok_set_vocab(t, vocab, NULL, path, err, err_size)) != PF_OK)
+        goto done;
+    /* the added tokens: the config's, the language codes, the named special tokens, the listed ones */
+    if ((r = pf__tok_read_added_decoder(t, config, config_path, err, err_size)) != PF_OK) goto done;
+    for (i = 0; i < num_langs; i++) {
+        char name[16];
+        size_t k, n = (size_t)snprintf(name, sizeof name, "__%s__", langs[i]);
+        for (k = 0; k < t->num_added && (t->added[k].len != n || memcmp(t->added[k].content, name, n)); k++) {}
+        if (k < t->num_added) continue;
+        if (pf__tok_add_token(t, name, n, (int32_t)(t->vocab_count + i), 0, 0, 0, 0, 0)) goto oom;
+        t->added[t->num_added - 1].unmatched = 1;
+    }
+    pf__spm_named_special(t, config, "eos_token", "</s>", &oom);
+    pf__spm_named_special(t, config, "pad_token", "<pad>", &oom);
+    if (m2m) {
+        pf__spm_named_special(t, config, "bos_token", "<s>", &oom);
+        pf__spm_named_special(t, config, "sep_token", "</s>", &oom);
+    }
+    if ((t->unk_id = pf__spm_named_special(t, config, "unk_token", "<unk>", &oom)) < 0 && !oom) {
+        snprintf(err, err_size, "%s: the unk_token is not in vocab.json", dir);
+        r = PF_ERROR_FORMAT;
+        goto done;
+    }
+    if (oom) goto oom;
+    list = pf__json_get(config, "additional_special_tokens");
+    if (!list || list->type == PF__JSON_NULL) list = pf__json_get(config, "extra_special_tokens");
+    if (list && list->type != PF__JSON_ARRAY && list->type != PF__JSON_NULL) {
+        snprintf(err, err_size, "%s: additional_special_tokens is not a list", config_path);
+        r = PF_ERROR_FORMAT;
+        goto done;
+    }
+    next_id = (int32_t)(t->vocab_count + num_langs);
+    for (i = 0; i < t->num_added; i++)
+        if (t->added[i].id >= next_id) next_id = t->added[i].id + 1;
+    for (e = list && list->type == PF__JSON_ARRAY ? list->first : NULL; e; e = e->next) {
+        const pf__json *c = e->type == PF__JSON_OBJECT ? pf__json_get(e, "content") : e;
+        size_t k;
+        int32_t id;
+        if (!c || c->type != PF__JSON_STRING || !c->string_len) {
+            snprintf(err, err_size, "%s: additional_special_tokens holds a non-string", config_path);
+            r = PF_ERROR_FORMAT;
+            goto done;
+        }
+        for (k = 0; k < t->num_added && (t->added[k].len != c->string_len || memcmp(t->added[k].content, c->string, c->string_len)); k++) {}
+        if (k < t->num_added) {
+            t->added[k].special = 1;
+            t->added[k].unmatched = 0;
+            continue;
+        }
+        if ((id = pf__tok_vocab_find(t, c->string, c->string_len)) < 0) id = next_id++;
+        if (pf__tok_add_token(t, c->string, c->string_len, id, 1, 0, 0, 0, 0)) goto oom;
+    }
+
+    /* the SentencePiece model, its pieces' ids here */
+    if (pf__path_join(path, sizeof path, dir, m2m ? "sentencepiece.bpe.model" : "source.spm")) goto too_long;
+    if ((r = pf__read_file(path, PF__MAX_TEXT_FILE, &data, &len, err, err_size)) != PF_OK ||
+        (r = pf__spm_parse((const unsigned char *)data, len, &m, path, err, err_size)) != PF_OK ||
+        (r = pf__spm_build(&m, &t->spm, path, err, err_size)) != PF_OK)
+        goto done;
+    if (!(t->spm_ids = (int32_t *)malloc((m.num_pieces ? m.num_pieces : 1) * sizeof *t->spm_ids))) goto oom;
+    for (i = 0; i < m.num_pieces; i++) t->spm_ids[i] = pf__tok_spm_lookup(t, m.pieces[i].s, m.pieces[i].len);
+    if (!(nm = pf__tok_add_norm(t, PF__NORM_SPM))) goto oom;
+    nm->spm = m.flags;
+    if (m.charsmap_len) {
+        size_t trie_bytes = m.charsmap_len >= 4 ? (size_t)m.charsmap[0] | (size_t)m.charsmap[1] << 8 |
+                                                  (size_t)m.charsmap[2] << 16 | (size_t)m.charsmap[3] << 24 : 1;
+        if (trie_bytes % 4) { /* SentencePiece reads the replacements from its end, HF from the last whole unit */
+            snprintf(err, err_size, "%s: normalizer_spec.precompiled_charsmap is not a SentencePiece charsmap", path);
+            r = PF_ERROR_FORMAT;
+            goto done;
+        }
+        if ((r = pf__tok_set_charsmap(nm, m.charsmap, m.charsmap_len, "normalizer_spec.precompiled_charsmap", path, err,
+                                      err_size)) != PF_OK)
+            goto done;
+    }
+
+    /* "$A </s>" (M2M100: the source language first), a pair "$A $B </s>"; decode as the class does */
+    if ((eos = pf__spm_named_special(t, config, "eos_token", "</s>", &oom)) < 0) {
+        snprintf(err, err_size, "%s: the eos_token is not in vocab.json", dir);
+        r = oom ? PF_ERROR_OUT_OF_MEMORY : PF_ERROR_FORMAT;
+        goto done;
+    }
+    {
+        size_t n = 0, k;
+        if (m2m) {
+            char name[64];
+            int32_t lang = -1;
+            snprintf(name, sizeof name, "__%.40s__", src_lang);
+            for (k = 0; k < t->num_added; k++)
+                if (!strcmp(t->added[k].content, name)) lang = t->added[k].id;
+            for (k = 0; k < num_langs && strcmp(langs[k], src_lang); k++) {}
+            if (k == num_langs || lang < 0) {
+                snprintf(err, err_size, "%s: src_lang \"%.40s\" is not one of M2M100Tokenizer's language codes", config_path,
+                         src_lang);
+                r = PF_ERROR_FORMAT;
+                goto done;
+            }
+            single[n].id = pair[n].id = lang;
+            single[n].type_id = pair[n].type_id = 0;
+            n++;
+        }
+        single[n].id = pair[n].id = PF__TOK_SEQ_A;
+        pair[n + 1].id = PF__TOK_SEQ_B;
+        single[n + 1].id = pair[n + 2].id = eos;
+        single[n].type_id = single[n + 1].type_id = pair[n].type_id = pair[n + 1].type_id = pair[n + 2].type_id = 0;
+        if ((r = pf__tok_set_post(t, 0, single, n + 2, path, err, err_size)) != PF_OK ||
+            (r = pf__tok_set_post(t, 1, pair, n + 3, path, err, err_size)) != PF_OK)
+            goto done;
+        t->has_post = 1;
+    }
+    t->model = t->spm->model;
+    t->spm_marian = !m2m;
+    t->spm_cleanup = cleanup;
+    t->has_decoder = 1;
+    if (!pf__tok_add_dec(t, PF__DEC_SPM)) goto oom;
+    r = pf__tok_finish(t, path, err, err_size);
+    goto done;
+too_long:
+    snprintf(err, err_size, "%.200s: the path is too long", dir);
+    r = PF_ERROR_INVALID_ARGUMENT;
+    goto done;
+oom:
+    snprintf(err, err_size, "%s: out of memory", dir);
+    r = PF_ERROR_OUT_OF_MEMORY;
+done:
+    pf__json_free(vocab);
+    free(m.pieces);
+    free(data);
+    return r;
+}
+
 /* Tokenizers transformers has in Python only (no tokenizer.json) that are not ByT5's: each
    tokenizer_class and what it would need. */
 static const struct {
     const char *name, *needs;
 } pf__tok_slow_only[] = {
-    {"MarianTokenizer", "SentencePiece models source.spm / target.spm mapped through vocab.json"},
-    {"M2M100Tokenizer", "a SentencePiece model sentencepiece.bpe.model mapped through vocab.json, with __xx__ "
-                        "language tokens"},
     {"BlenderbotSmallTokenizer", "its own lowercasing BPE with \"@@\" continuations in vocab.json + merges.txt"},
     {"FSMTTokenizer", "Moses tokenization and BPE in vocab-src.json / vocab-tgt.json + merges.txt"},
     {"XLMTokenizer", "Moses tokenization and BPE in vocab.json + merges.txt"},
@@ -7929,6 +8704,10 @@ static pf_result pf__tokenizer_load_dir(const char *dir, pf_tokenizer **out, cha
         } else if ((cls = pf__json_get(config, "tokenizer_class")) != NULL && cls->type == PF__JSON_STRING &&
                    !strcmp(cls->string, "ByT5Tokenizer")) {
             r = pf__tok_from_byt5(t, config, config_path, err, err_size);
+        } else if (cls && cls->type == PF__JSON_STRING &&
+                   (!strcmp(cls->string, "MarianTokenizer") || !strcmp(cls->string, "M2M100Tokenizer"))) {
+            r = pf__tok_from_spm_files(t, dir, config, cls->string[0] == 'M' && cls->string[1] == '2', config_path, err,
+                                       err_size);
         } else if (cls && cls->type == PF__JSON_STRING &&
                    (i = pf__tok_slow_index(cls->string)) < n_slow) {
             snprintf(err, err_size, "%s: %s has no tokenizer.json (transformers has no fast version of it) and is "

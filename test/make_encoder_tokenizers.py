@@ -281,15 +281,15 @@ def make_unigram_fallback():
     write_cases(out)
 
 
-def train_spm(**options) -> Path:
-    """A SentencePiece Unigram model of the corpus (and of the random strings' pieces, so that most of
+def train_spm(model_type="unigram", **options) -> Path:
+    """A SentencePiece model (Unigram unless asked) of the corpus (and of the random strings' pieces, so that most of
     their characters are pieces), deterministic with one thread; its path."""
     import sentencepiece as spm
     lines = CORPUS + ["".join(PIECES), "".join(chr(cp) for cp in GRAPHEME_POOL)]
     path = Path(tempfile.mkdtemp()) / "spm.model"
     with open(path, "wb") as f:
         spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_writer=f, vocab_size=360,
-                                       model_type="unigram", character_coverage=1.0, num_threads=1, minloglevel=2,
+                                       model_type=model_type, character_coverage=1.0, num_threads=1, minloglevel=2,
                                        hard_vocab_limit=False, **options)
     return path
 

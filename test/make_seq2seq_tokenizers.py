@@ -5,7 +5,7 @@ each with the ids and decodes transformers gives.
 Run from the repository root (transformers 5, tokenizers, sentencepiece installed), then the
 decodes and special ids of every fixture:
 
-    python3 test/make_seq2seq_tokenizers.py
+    python3 test/make_seq2seq_tokenizers.py        # or only some: ... marian m2m100 refused
     python3 test/make_tokenizer_cases.py
     python3 test/make_special_ids.py
 
@@ -26,11 +26,17 @@ class of the family, and saved with save_pretrained (tokenizer.json, tokenizer_c
   tokenizer-byt5       ByT5Tokenizer (no tokenizer.json: UTF-8 bytes + 3, 125 extra ids, "$A </s>")
   tokenizer-byt5-old   the same from a tokenizer_config.json without added_tokens_decoder
 
-Tokenizers transformers has no fast (tokenizer.json) version of, which parallelformers refuses
-with a message naming the class (test_tokenizer.c checks it): tokenizer-marian (MarianTokenizer:
-source.spm, target.spm, vocab.json), tokenizer-m2m100 (M2M100Tokenizer: sentencepiece.bpe.model,
-vocab.json), tokenizer-blenderbot-small (BlenderbotSmallTokenizer: its own BPE with "@@ "
-continuations in vocab.json + merges.txt).
+Tokenizers transformers has no fast (tokenizer.json) version of, saved as their checkpoints ship
+them, with cases from the slow tokenizer itself (write_slow: no pairs, texts() + SLOW_TEXTS):
+  tokenizer-marian     MarianTokenizer: source.spm = target.spm (a Unigram whose charsmap is
+                       compiled from MARIAN_RULES), vocab.json without "\u2581a" and with two
+                       strings the model lacks
+  tokenizer-m2m100     M2M100Tokenizer: sentencepiece.bpe.model a SentencePiece BPE, as saved by
+                       transformers 5 (language codes not special); tokenizer-m2m100-listed: the
+                       same with the codes listed in additional_special_tokens, src_lang fr
+  tokenizer-blenderbot-small  BlenderbotSmallTokenizer (its own BPE with "@@ " continuations in
+                       vocab.json + merges.txt), which parallelformers refuses with a message
+                       naming the class (test_tokenizer.c checks it)
 
 Each supported dir gets cases.txt, cases_special.txt and cases_pair.txt as
 make_encoder_tokenizers.write_cases writes them (ByT5: from ByT5Tokenizer itself, no pairs), and
@@ -189,30 +195,82 @@ def make_byt5(name="tokenizer-byt5", old_config=False):
     write_decodes(out, vocab_tokens=False)  # its vocab's byte tokens are chr(byte), not the byte
 
 
-def make_refused():
-    """The slow-only tokenizers, saved as their checkpoints ship them (no tokenizer.json)."""
-    out = reset("tokenizer-marian")
-    model = spm_model(pad_id=-1, eos_id=0, unk_id=1, bos_id=-1)
+# Marian's and M2M100's texts: what only they do (a leading >>xx<< code, __xx__ codes, runs of
+# characters the model lacks, one of them in vocab.json, the charsmap's keys with a longer key).
+SLOW_TEXTS = [">>fr<< bonjour", ">>fr<<", ">>de<<x", ">> nope", "__fr__ hi __en__", "xᚠᚢy ᚠ",
+              "①② x①", "a​b ​", "Ａ　　b", "\r\n x \r", "ends with </s>",
+              " a ", "▁ a ▁", "▁▁x", "<unk>", "a<unk>b"]
+# Rules compiled into Marian's SentencePiece model: a key that is the start of a longer one
+# (SentencePiece takes the longest), a deletion, spaces, a key of two characters.
+MARIAN_RULES = {"①": "(1)", "①②": "[12]", "​": "", "Ａ": "A", "\r": " ", "　": " ",
+                "é": "é", "▁": "_"}
+
+
+def write_slow(out: Path, auto):
+    """cases.txt and cases_special.txt from a slow (Python-only) tokenizer, and its decodes."""
+    for name, special in (("cases.txt", False), ("cases_special.txt", True)):
+        lines = [hexs(t) + "\t" + ",".join(map(str, auto(t, add_special_tokens=special)["input_ids"]))
+                 for t in texts() + SLOW_TEXTS]
+        (out / name).write_text("\n".join(lines) + "\n", encoding="ascii")
+    write_decodes(out)
+
+
+def slow_vocab(model: Path, first: list, drop=(), extra=()) -> dict:
+    """vocab.json of a SentencePiece model: the fairseq-style tokens first, then the pieces (less
+    `drop`: they map to unk), then `extra` (strings the model does not have, as Marian's joint
+    vocabularies of two languages hold)."""
     pieces, _, _ = read_model(model)
-    vocab = {"</s>": 0, "<unk>": 1, "<pad>": 2}
-    for p, _, _ in pieces:
+    vocab = {t: i for i, t in enumerate(first)}
+    for p in [p for p, _, _ in pieces if p not in drop] + list(extra):
         vocab.setdefault(p, len(vocab))
+    return vocab
+
+
+def make_marian():
+    """MarianTokenizer: source.spm (= target.spm) a Unigram with a rule charsmap; vocab.json
+    without one piece and with a run of characters the model does not know."""
+    out = reset("tokenizer-marian")
+    rules = Path(tempfile.mkdtemp()) / "rules.tsv"
+    rules.write_text("".join(" ".join("%X" % ord(c) for c in k) + "\t" + " ".join("%X" % ord(c) for c in v) + "\n"
+                             for k, v in MARIAN_RULES.items()), encoding="utf-8")
+    model = train_spm(pad_id=-1, eos_id=0, unk_id=1, bos_id=-1, normalization_rule_tsv=str(rules))
+    vocab = slow_vocab(model, ["</s>", "<unk>", "<pad>"], drop=("▁a",), extra=("ᚠᚢ", ">>fr<<"))
     (out / "vocab.src.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
     MarianTokenizer(str(model), str(model), str(out / "vocab.src.json")).save_pretrained(str(out))
     (out / "vocab.src.json").unlink()
     keep(out)
+    write_slow(out, AutoTokenizer.from_pretrained(str(out)))
 
+
+def make_m2m100():
+    """M2M100Tokenizer on a SentencePiece BPE, src_lang en: as transformers 5 saves it (its
+    tokenizer_config.json lists no language codes, which then are not special: transformers 5
+    neither looks for them in a text nor skips them), and with them listed as
+    additional_special_tokens, as the hub's checkpoints have them (tokenizer-m2m100-listed)."""
+    from transformers.models.m2m_100.tokenization_m2m_100 import FAIRSEQ_LANGUAGE_CODES
     out = reset("tokenizer-m2m100")
-    model = spm_model()
-    pieces, _, _ = read_model(model)
-    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
-    for p, _, _ in pieces:
-        vocab.setdefault(p, len(vocab))
+    model = train_spm("bpe", normalization_rule_name="identity")
+    vocab = slow_vocab(model, ["<s>", "<pad>", "</s>", "<unk>"], extra=("ᚠᚢ",))
     (out / "vocab.src.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
     M2M100Tokenizer(str(out / "vocab.src.json"), str(model), src_lang="en", tgt_lang="fr").save_pretrained(str(out))
     (out / "vocab.src.json").unlink()
     keep(out)
+    listed = reset("tokenizer-m2m100-listed")
+    for f in ("vocab.json", "sentencepiece.bpe.model"):
+        shutil.copy(out / f, listed / f)
+    config = json.loads((out / "tokenizer_config.json").read_text(encoding="utf-8"))
+    config.pop("extra_special_tokens", None)
+    config["additional_special_tokens"] = [f"__{c}__" for c in FAIRSEQ_LANGUAGE_CODES["m2m100"]]
+    config["src_lang"] = "fr"
+    (listed / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    for d in (out, listed):
+        auto = AutoTokenizer.from_pretrained(str(d))
+        assert type(auto).__name__ == "M2M100Tokenizer", type(auto)
+        write_slow(d, auto)
 
+
+def make_refused():
+    """The slow-only tokenizer parallelformers refuses, saved as its checkpoints ship it."""
     out = reset("tokenizer-blenderbot-small")
     vocab = {"__start__": 0, "__end__": 1, "__unk__": 2, "__null__": 3, "hel@@": 4, "lo": 5, "hello": 6, "h@@": 7,
              "el@@": 8}
@@ -244,8 +302,14 @@ def main():
     make_blenderbot(vocab, merges)
     make_byt5()
     make_byt5("tokenizer-byt5-old", old_config=True)
+    make_marian()
+    make_m2m100()
     make_refused()
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:]:  # some of them: marian m2m100 refused
+        for name in sys.argv[1:]:
+            globals()["make_" + name]()
+    else:
+        main()

@@ -50,7 +50,7 @@ static int tt_mkdtemp(char *dir, size_t size) {
 
 /* Empties a directory made by tt_mkdtemp (of the files these tests write) and removes it. */
 static void tt_rmdir(const char *dir) {
-    static const char *names[] = {"tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.json"};
+    static const char *names[] = {"tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.json", "source.spm"};
     char path[1024];
     size_t i;
     for (i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -1758,11 +1758,11 @@ static void tt_check_seq2seq_dir(const char *name) {
    (tt_test_families, tt_test_pairs); here what only they have. */
 static void tt_test_seq2seq(void) {
     static const char *const dirs[] = {"tokenizer-t5s", "tokenizer-mbart", "tokenizer-mbart50", "tokenizer-pegasus",
-                                       "tokenizer-bart", "tokenizer-blenderbot", "tokenizer-byt5", "tokenizer-byt5-old"};
+                                       "tokenizer-bart", "tokenizer-blenderbot", "tokenizer-byt5", "tokenizer-byt5-old",
+                                       "tokenizer-marian", "tokenizer-m2m100", "tokenizer-m2m100-listed"};
     static const struct {
         const char *dir, *tokenizer_class;
-    } refused[] = {{"tokenizer-marian", "MarianTokenizer"}, {"tokenizer-m2m100", "M2M100Tokenizer"},
-                   {"tokenizer-blenderbot-small", "BlenderbotSmallTokenizer"}};
+    } refused[] = {{"tokenizer-blenderbot-small", "BlenderbotSmallTokenizer"}};
     size_t i;
     for (i = 0; i < sizeof dirs / sizeof dirs[0]; i++) tt_check_seq2seq_dir(dirs[i]);
     /* the language codes are addressable, and mBART's post-processor appends </s> then the source
@@ -1828,7 +1828,127 @@ static void tt_test_seq2seq(void) {
     }
 }
 
+/* Marian's source.spm cut short at many lengths and with a byte changed, and SentencePiece models
+   that lie or ask for what is not implemented: a clear error naming the file (or a tokenizer that
+   works), never a crash; separate_vocabs refused by name. */
+#define TT_PROTO(bytes) bytes, sizeof bytes - 1
+static void tt_test_spm_bad(void) {
+    static const struct {
+        const char *proto;
+        size_t len;
+        pf_result want;
+        const char *says;
+    } cases[] = {
+        {TT_PROTO("\x0A\x09\x0A\x05<unk>\x18\x02\x12\x02\x18\x03"), PF_ERROR_UNSUPPORTED, "model_type"},
+        {TT_PROTO("\x0A\x09\x0A\x05<unk>\x18\x02\x12\x03\x98\x02\x01"), PF_ERROR_UNSUPPORTED, "byte_fallback"},
+        {TT_PROTO("\x0A\x09\x0A\x05<unk>\x18\x02\x0A\x05\x0A\x01x\x18\x04"), PF_ERROR_UNSUPPORTED, "USER_DEFINED"},
+        {TT_PROTO("\x0A\x09\x0A\x05<unk>\x18\x02\x2A\x04\x12\x02\x01\x02"), PF_ERROR_UNSUPPORTED, "denormalizer"},
+        {TT_PROTO("\x0A\x03\x0A\x01" "a"), PF_ERROR_FORMAT, "UNKNOWN"},
+        {TT_PROTO("\x0A\x09\x0A\x05<unk>\x18\x02\x0A\x09\x0A\x05<unk>\x18\x02"), PF_ERROR_FORMAT, "twice"},
+        {TT_PROTO("\x0A\x02\x18\x02"), PF_ERROR_FORMAT, "empty"},
+        {TT_PROTO("\x0A\xFF\x01\x0A"), PF_ERROR_FORMAT, "malformed"},
+        {TT_PROTO("\x0A\x09\x0A\x05<unk>\x18\x02\x1A\x03\x12\x01\x00"), PF_ERROR_FORMAT, "charsmap"},
+        {TT_PROTO("\x0B\x0C"), PF_ERROR_FORMAT, "malformed"},
+        {TT_PROTO("\x0A\x09\x0A\x05<unk>\x15\x02"), PF_ERROR_FORMAT, "malformed"},
+    };
+    static const char config[] = "{\"tokenizer_class\": \"MarianTokenizer\"}";
+    static const char separate[] = "{\"tokenizer_class\": \"MarianTokenizer\", \"separate_vocabs\": true}";
+    char fixture[1100], path[1200], dir[256], err[512];
+    size_t len = 0, cut, i, loaded = 0;
+    char *spm;
+    snprintf(fixture, sizeof fixture, "%s/tokenizer-marian", test_fixtures);
+    snprintf(path, sizeof path, "%s/source.spm", fixture);
+    spm = test_read_file(path, &len);
+    if (!spm || tt_mkdtemp(dir, sizeof dir) || tt_copy(fixture, "vocab.json", dir) ||
+        tt_write(dir, "tokenizer_config.json", config, sizeof config - 1)) {
+        CHECK_MSG(0, "setting up the SentencePiece bad-input directory");
+        free(spm);
+        return;
+    }
+    for (cut = 0; cut <= len + 1; cut += cut < 96 ? 1 : 37) { /* cut short; then the whole with a byte changed */
+        pf_tokenizer *t = NULL;
+        pf_result r;
+        size_t n = cut <= len ? cut : len;
+        char saved = 0;
+        if (cut > len) {
+            saved = spm[len / 3];
+            spm[len / 3] = (char)0xFF;
+        }
+        if (cut == len + 1) n = len;
+        CHECK(tt_write(dir, "source.spm", spm, n) == 0);
+        err[0] = 0;
+        r = pf_tokenizer_load(dir, &t, err, sizeof err);
+        if (cut > len) spm[len / 3] = saved;
+        if (r == PF_OK) {
+            int32_t ids[64];
+            size_t m = 0, out_len = 0;
+            char text[256];
+            loaded++;
+            static const char sample[] = "Hello w\xC3\xB6rld \xF0\x9F\x98\x80 \xFF";
+            CHECK(pf_tokenize_special(t, sample, sizeof sample - 1, ids, 64, &m) == PF_OK &&
+                  pf_detokenize(t, ids, m, text, sizeof text, &out_len) == PF_OK);
+        } else {
+            CHECK_MSG((r == PF_ERROR_FORMAT || r == PF_ERROR_UNSUPPORTED) && t == NULL && strstr(err, "source.spm"),
+                      "source.spm cut to %zu of %zu bytes: %s, \"%s\"", n, len, pf_result_string(r), err);
+        }
+        pf_tokenizer_free(t);
+    }
+    CHECK_MSG(loaded >= 1, "the whole source.spm loads");
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pf_tokenizer *t = NULL;
+        pf_result r;
+        CHECK(tt_write(dir, "source.spm", cases[i].proto, cases[i].len) == 0);
+        err[0] = 0;
+        r = pf_tokenizer_load(dir, &t, err, sizeof err);
+        CHECK_MSG(r == cases[i].want && t == NULL && strstr(err, "source.spm") && strstr(err, cases[i].says),
+                  "SentencePiece case %zu: %s, \"%s\" (want %s naming %s)", i, pf_result_string(r), err,
+                  pf_result_string(cases[i].want), cases[i].says);
+        pf_tokenizer_free(t);
+    }
+    {
+        pf_tokenizer *t = NULL;
+        pf_result r;
+        CHECK(tt_write(dir, "source.spm", spm, len) == 0 &&
+              tt_write(dir, "tokenizer_config.json", separate, sizeof separate - 1) == 0);
+        r = pf_tokenizer_load(dir, &t, err, sizeof err);
+        CHECK_MSG(r == PF_ERROR_UNSUPPORTED && !t && strstr(err, "separate_vocabs"), "separate_vocabs: %s, \"%s\"",
+                  pf_result_string(r), err);
+        pf_tokenizer_free(t);
+    }
+    free(spm);
+    tt_rmdir(dir);
+}
+
+/* Marian's ">>xx<<" at the start of a text is its own token (unk when vocab.json lacks it), and
+   M2M100's language codes are addressable, first in a text's ids with specials, special only
+   where the config lists them. */
+static void tt_test_spm_specials(void) {
+    pf_tokenizer *marian = tt_load_fixture("tokenizer-marian"), *m2m = tt_load_fixture("tokenizer-m2m100"),
+                 *listed = tt_load_fixture("tokenizer-m2m100-listed");
+    int32_t ids[32];
+    size_t n = 0;
+    if (marian) {
+        int32_t fr = pf_tokenizer_token_id(marian, ">>fr<<");
+        CHECK(fr > 2 && pf_tokenize(marian, ">>fr<< a", 8, ids, 32, &n) == PF_OK && n >= 2 && ids[0] == fr);
+        CHECK(pf_tokenize(marian, ">>de<< a", 8, ids, 32, &n) == PF_OK && n >= 2 && ids[0] == pf_tokenizer_token_id(marian, "<unk>"));
+        CHECK(pf_tokenize_special(marian, "a", 1, ids, 32, &n) == PF_OK && n >= 2 && ids[n - 1] == pf_tokenizer_eos_id(marian));
+    }
+    if (m2m && listed) {
+        int32_t en = pf_tokenizer_token_id(m2m, "__en__"), fr = pf_tokenizer_token_id(listed, "__fr__");
+        CHECK(en > 0 && !pf_tokenizer_is_special(m2m, en) && fr > 0 && pf_tokenizer_is_special(listed, fr));
+        CHECK(pf_tokenize_special(m2m, "a", 1, ids, 32, &n) == PF_OK && n >= 3 && ids[0] == en &&
+              ids[n - 1] == pf_tokenizer_eos_id(m2m));
+        CHECK(pf_tokenize(listed, "__fr__", 6, ids, 32, &n) == PF_OK && n == 1 && ids[0] == fr);
+        CHECK(pf_tokenize(m2m, "__fr__", 6, ids, 32, &n) == PF_OK && n > 1);
+    }
+    pf_tokenizer_free(marian);
+    pf_tokenizer_free(m2m);
+    pf_tokenizer_free(listed);
+}
+
 void test_tokenizer(void) {
+    tt_test_spm_bad();
+    tt_test_spm_specials();
     tt_test_special_ids();
     tt_test_skipped_special();
     tt_test_gpt2();
