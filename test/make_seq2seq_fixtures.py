@@ -164,6 +164,9 @@ def make_text(name, cfg_cls, model_cls, kw, tokenizer_dir):
 ROOT = Path(__file__).resolve().parent
 make_text('t5-text-s2s', 'T5Config', 'T5ForConditionalGeneration', dict(T5, feed_forward_proj='relu'), 'tokenizer-t5s')
 make_text('bart-text-s2s', 'BartConfig', 'BartForConditionalGeneration', BART, 'tokenizer-bart')
+make_text('marian-text-s2s', 'MarianConfig', 'MarianMTModel',
+          dict(KIN, scale_embedding=True, pad_token_id=2, eos_token_id=0, decoder_start_token_id=2, activation_function='swish'),
+          'tokenizer-marian')
 make_text('byt5-text-s2s', 'T5Config', 'T5ForConditionalGeneration', dict(T5, feed_forward_proj='gated-gelu', pad_token_id=0, eos_token_id=1), 'tokenizer-byt5')
 
 

@@ -254,6 +254,7 @@ void test_seq2seq(void) {
     test_text_fixture("t5-text-s2s");
     test_text_fixture("bart-text-s2s");
     test_text_fixture("byt5-text-s2s");
+    test_text_fixture("marian-text-s2s");
     test_unread_tokenizer();
     test_untied_t5();
 }
