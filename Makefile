@@ -157,11 +157,19 @@ $(BUILD)/bench: examples/bench.c $(BUILD)/libparallelformers.a
 $(BUILD)/bench_batching: examples/bench_batching.c $(BUILD)/libparallelformers.a
 	$(CC) $(BASE) $(CFLAGS) examples/bench_batching.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
 
+$(BUILD)/bench_seq2seq: examples/bench_seq2seq.c $(BUILD)/libparallelformers.a
+	$(CC) $(BASE) $(CFLAGS) examples/bench_seq2seq.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
+
 # Then continuous batching's throughput: 16 clients against one, on the GPT-2 checkpoint the bench
-# wrote (BATCHING_ARGS passes options: build/bench_batching --help).
-bench: $(BUILD)/bench $(BUILD)/bench_batching
+# wrote (BATCHING_ARGS passes options: build/bench_batching --help); and an encoder-decoder
+# (T5-base's shape, a 512-token source, 64 new tokens) against transformers, whose script writes
+# the checkpoint (python3 with torch and transformers).
+SEQ2SEQ_DIR ?= $${TMPDIR:-/tmp}/parallelformers-bench/t5-base
+bench: $(BUILD)/bench $(BUILD)/bench_batching $(BUILD)/bench_seq2seq
 	$(BUILD)/bench $(BENCH_ARGS)
 	$(BUILD)/bench_batching $$(ls -d $${TMPDIR:-/tmp}/parallelformers-bench/gpt2-f32-seed* | head -1) $(BATCHING_ARGS)
+	python3 bench/seq2seq_reference.py --dir $(SEQ2SEQ_DIR) > $(BUILD)/seq2seq_reference.jsonl
+	$(BUILD)/bench_seq2seq $(SEQ2SEQ_DIR) --reference $(BUILD)/seq2seq_reference.jsonl
 
 # examples/server.c: an HTTP server on libmicrohttpd, with jansson for the JSON. Built when
 # pkg-config finds both; skipped with a message otherwise (the library itself needs neither).
