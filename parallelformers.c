@@ -16008,6 +16008,8 @@ static pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf_par
     const pf__config *c = &m->config;
     if (num_ranks < 1 || num_ranks > PF__MAX_RANKS)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "num_ranks %d is not in 1..%d", num_ranks, PF__MAX_RANKS);
+    if (o.max_queued_requests < 0)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "max_queued_requests %d is negative", o.max_queued_requests);
     if (o.max_batch < 0 || o.max_batch > 4096)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "max_batch %d is not in 0..4096", o.max_batch);
     /* A learned position table bounds the sequence; rotary and ALiBi positions do not. */
@@ -17550,9 +17552,18 @@ struct pf__batcher {
     int *pads, *cache_rows;        /* [max_batch] */
 };
 
-#define PF__BATCH_QUEUE_MAX 1024   /* requests waiting at once; more get PF_ERROR_BUSY */
+#define PF__BATCH_QUEUE_MAX 1024   /* requests waiting at once by default; more get PF_ERROR_BUSY */
 #ifdef PF_TESTING
 int pf_testing_batch_rows; /* test hook: the most rows one batched decode step ran */
+int pf_testing_batch_queued(pf_model *m); /* test hook: requests waiting in the batcher's queue */
+int pf_testing_batch_queued(pf_model *m) {
+    pf__batcher *b = m->batcher;
+    if (!b) return 0;
+    pthread_mutex_lock(&b->mutex);
+    int n = b->queued;
+    pthread_mutex_unlock(&b->mutex);
+    return n;
+}
 #endif
 
 /* Whether a request shares the steps: greedy or sampling on a decoder, without a stream callback
@@ -17897,10 +17908,11 @@ static pf_result pf__generate_batched(pf_model *m, const int32_t *const *prompts
     q.options = *o;
     q.result = result;
     q.st.batch = batch;
+    int most = m->parallel_options.max_queued_requests > 0 ? m->parallel_options.max_queued_requests : PF__BATCH_QUEUE_MAX;
     pthread_mutex_lock(&b->mutex);
-    if (b->queued >= PF__BATCH_QUEUE_MAX) {
+    if (b->queued >= most) {
         pthread_mutex_unlock(&b->mutex);
-        return PF__FAIL(m, PF_ERROR_BUSY, "%d requests are waiting already: try again later", PF__BATCH_QUEUE_MAX);
+        return PF__FAIL(m, PF_ERROR_BUSY, "%d requests are waiting already (max_queued_requests): try again later", most);
     }
     pf__batch_request **tail = &b->queue;
     while (*tail) tail = &(*tail)->next;

@@ -188,6 +188,8 @@ typedef struct pf_parallel_options {
                                 memory); 0: 512 */
     pf_progress_callback progress; /* weight copying; NULL: the load options' */
     void *progress_user;
+    int max_queued_requests; /* generation requests that may wait for room in the batch (continuous
+                                batching) before further ones get PF_ERROR_BUSY; 0: 1024 */
 } pf_parallel_options;
 
 pf_parallel_options pf_parallel_options_init(void); /* the defaults described above; any thread */

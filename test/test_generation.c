@@ -389,6 +389,95 @@ static void test_continuous_batching(void) {
         }
 }
 
+/* The batcher's queue is bounded: while a streaming request holds the model (its callback waits
+   here), batched requests queue up to max_queued_requests; the next one gets PF_ERROR_BUSY at once
+   with a message saying so; once the stream ends, the queued ones run and succeed. */
+typedef struct gate {
+    pthread_mutex_t mutex;
+    pthread_cond_t cond;
+    int inside, open;
+} gate;
+
+static int wait_at_gate(void *user, int row, int32_t token, const char *text, size_t text_len) {
+    gate *g = (gate *)user;
+    (void)row, (void)token, (void)text, (void)text_len;
+    pthread_mutex_lock(&g->mutex);
+    g->inside = 1;
+    pthread_cond_broadcast(&g->cond);
+    while (!g->open) pthread_cond_wait(&g->cond, &g->mutex);
+    pthread_mutex_unlock(&g->mutex);
+    return 0;
+}
+
+typedef struct gated_call {
+    pf_model *model;
+    pf_generate_options options;
+    pf_result result;
+} gated_call;
+
+static void *gated_call_main(void *arg) {
+    gated_call *c = (gated_call *)arg;
+    int32_t prompt[2] = {391, 330}, out[8];
+    int n = 0;
+    c->result = pf_generate(c->model, prompt, 2, &c->options, out, 8, &n);
+    return NULL;
+}
+
+extern int pf_testing_batch_queued(pf_model *m);
+
+static void test_busy_queue(void) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/gpt2-tiny", test_fixtures);
+    pf_load_options lo = pf_load_options_init();
+    lo.skip_tokenizer = 1;
+    pf_model *m = NULL;
+    pf_result r = pf_load(dir, &lo, &m);
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.max_batch = 2;
+    po.max_queued_requests = 2;
+    if (!r) r = pf_parallelize(m, 1, &po);
+    CHECK_MSG(r == PF_OK, "gpt2-tiny: %s", pf_error_message(m));
+    if (r) {
+        pf_free(m);
+        return;
+    }
+    static gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    gated_call calls[3];
+    pthread_t threads[3];
+    for (int i = 0; i < 3; i++) {
+        calls[i].model = m;
+        calls[i].options = pf_generate_options_init();
+        calls[i].options.max_new_tokens = 3;
+    }
+    calls[0].options.stream = wait_at_gate; /* streaming: runs alone, holding the model */
+    calls[0].options.stream_user = &g;
+    pthread_create(&threads[0], NULL, gated_call_main, &calls[0]);
+    pthread_mutex_lock(&g.mutex);
+    while (!g.inside) pthread_cond_wait(&g.cond, &g.mutex);
+    pthread_mutex_unlock(&g.mutex);
+    for (int i = 1; i < 3; i++) pthread_create(&threads[i], NULL, gated_call_main, &calls[i]);
+    for (int tries = 0; pf_testing_batch_queued(m) < 2 && tries < 20000; tries++) {
+        struct timespec pause = {0, 100000};
+        nanosleep(&pause, NULL);
+    }
+    CHECK_MSG(pf_testing_batch_queued(m) == 2, "%d requests queued, want 2", pf_testing_batch_queued(m));
+    int32_t prompt[2] = {391, 330}, out[8];
+    int n = 0;
+    pf_generate_options o = pf_generate_options_init();
+    o.max_new_tokens = 3;
+    pf_result busy = pf_generate(m, prompt, 2, &o, out, 8, &n);
+    CHECK_MSG(busy == PF_ERROR_BUSY && strstr(pf_error_message(m), "max_queued_requests"), "a third request: %s (%s)",
+              pf_result_string(busy), pf_error_message(m));
+    pthread_mutex_lock(&g.mutex);
+    g.open = 1;
+    pthread_cond_broadcast(&g.cond);
+    pthread_mutex_unlock(&g.mutex);
+    for (int i = 0; i < 3; i++) pthread_join(threads[i], NULL);
+    for (int i = 0; i < 3; i++) CHECK_MSG(calls[i].result == PF_OK, "call %d: %s", i, pf_result_string(calls[i].result));
+    pf_free(m);
+}
+
 /* Prompt text in, continuation text out, with the model's tokenizer. */
 static void test_text(void) {
     char dir[1024];
@@ -425,5 +514,6 @@ void test_generation(void) {
     test_bad_options();
     test_concurrency();
     test_continuous_batching();
+    test_busy_queue();
     test_text();
 }
