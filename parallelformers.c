@@ -17557,7 +17557,9 @@ struct pf__batcher {
 int pf_testing_batch_rows; /* test hook: the most rows one batched decode step ran */
 int pf_testing_batch_queued(pf_model *m); /* test hook: requests waiting in the batcher's queue */
 int pf_testing_batch_queued(pf_model *m) {
+    pthread_mutex_lock(&m->batcher_start); /* the batcher may be starting on another thread */
     pf__batcher *b = m->batcher;
+    pthread_mutex_unlock(&m->batcher_start);
     if (!b) return 0;
     pthread_mutex_lock(&b->mutex);
     int n = b->queued;
