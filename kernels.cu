@@ -657,11 +657,13 @@ int pf_cuda_upload_async(struct pf_cuda_rank *st, void *dst, const void *host, s
 }
 
 /* out[row][:] = tokens[ids[row]][:] * scale for rows rows of d; ids_host ([rows], pageable host
-   memory) is first copied to ids_device (room for rows int32). */
+   memory) is first copied to ids_device (room for rows int32), or, NULL, ids_device holds them
+   already (staged earlier). */
 int pf_cuda_embed(struct pf_cuda_rank *st, float *out, const void *tokens, int dtype, const int32_t *ids_host,
                   int32_t *ids_device, size_t rows, size_t d, float scale, int first, size_t table_rows) {
     if (!rows || !d) return PF_CUDA_OK;
-    PF_CUDA_CHECK(st, cudaMemcpyAsync, (ids_device, ids_host, rows * sizeof(int32_t), cudaMemcpyHostToDevice, st->stream));
+    if (ids_host)
+        PF_CUDA_CHECK(st, cudaMemcpyAsync, (ids_device, ids_host, rows * sizeof(int32_t), cudaMemcpyHostToDevice, st->stream));
     pf_embed_kernel<<<pf_blocks(rows * d, PF_THREADS), PF_THREADS, 0, st->stream>>>(out, tokens, dtype, ids_device,
                                                                                  rows, d, scale, first, table_rows);
     PF_CUDA_CHECK_LAUNCH(st, pf_embed_kernel);

@@ -14634,6 +14634,8 @@ typedef struct pf__cuda_rank_state {
     int pad_count;            /* entries of pad_host queued to pad; 0: none yet */
     int *cross_pad, *cross_pad_host, cross_pad_count; /* the same of the sources' pads (encoder-decoders) */
     int *cache_rows, *cache_rows_host, cache_rows_count; /* the step's KV cache rows (pf__step.cache_rows) */
+    int32_t *type_ids;        /* [max_tokens]: the step's segment ids, staged by prepare */
+    const int32_t *type_ids_from; /* the host array they were staged from this step, or NULL */
     int *src;                 /* [2 max_batch]: a beam reorder's rows that change, then their old rows, on the device */
     int *src_host;            /* [2 max_batch], malloc'd: what src holds (or is queued to) */
     int src_count;            /* entries of src_host queued to src */
@@ -14747,6 +14749,8 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     rs->pad = (int *)pf__rank_alloc(r, batch * sizeof(int));
     rs->pad_host = (int *)malloc(batch * sizeof(int));
     rs->cache_rows = (int *)pf__rank_alloc(r, batch * sizeof(int));
+    if (g->model->sources[PF__SLOT_TOKEN_TYPE_EMBED].data)
+        rs->type_ids = (int32_t *)pf__rank_alloc(r, T * sizeof(int32_t));
     rs->cache_rows_host = (int *)malloc(batch * sizeof(int));
     if (!rs->cache_rows_host) pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
     if (g->model->config.num_layers > g->model->config.encoder_layers && g->model->config.encoder_layers) {
@@ -14992,8 +14996,10 @@ static void pf__cuda_embed(pf__rank *r, float *out, const pf__weight *tokens, co
                            int first) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
-    pf__cuda_ok(r, pf_cuda_embed(rs->cu, out, tokens->data, pf__cuda_dtype(tokens->dtype), s->ids, rs->ids,
-                                 (size_t)s->batch * s->seq_len, tokens->cols, scale, first, tokens->rows));
+    int staged = s->ids && s->ids == rs->type_ids_from; /* the segment ids prepare uploaded */
+    pf__cuda_ok(r, pf_cuda_embed(rs->cu, out, tokens->data, pf__cuda_dtype(tokens->dtype), staged ? NULL : s->ids,
+                                 staged ? rs->type_ids : rs->ids, (size_t)s->batch * s->seq_len, tokens->cols, scale,
+                                 first, tokens->rows));
 }
 
 /* Row offset + position of the table for each token, position = past + t - pad[b] (0 at least). */
@@ -15089,7 +15095,13 @@ static int pf__cuda_stage_inv_freq(pf__rank *r, pf__cuda_rank_state *rs, const p
    pads, the sources' pads and the rotary frequencies; the ops then find them staged. */
 static void pf__cuda_prepare(pf__rank *r, const pf__step *s) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
-    if (!rs || !r->share.heads) return; /* without heads, no attention or rotary reads them */
+    if (!rs) return;
+    rs->type_ids_from = NULL; /* segment ids: every rank embeds them, heads or not */
+    size_t tokens = (size_t)s->batch * s->seq_len;
+    if (s->type_ids && rs->type_ids && tokens <= r->group->max_tokens &&
+        pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->type_ids, s->type_ids, tokens * sizeof(int32_t))))
+        rs->type_ids_from = s->type_ids;
+    if (!r->share.heads) return; /* without heads, no attention or rotary reads the rest */
     pf__cuda_pads(r, rs, s);
     pf__cuda_cache_rows(r, rs, s);
     if (s->cross_pad) {

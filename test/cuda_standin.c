@@ -206,7 +206,7 @@ int pf_cuda_embed(pf_cuda_rank *st, float *out, const void *tok, int dtype, cons
     if (!rows || !d) return 0;
     NEED(ids_dev, rows * 4);
     NEED(out, rows * d * 4);
-    memcpy(ids_dev, ids_host, rows * 4);
+    if (ids_host) memcpy(ids_dev, ids_host, rows * 4); /* NULL: staged earlier */
     for (size_t row = 0; row < rows; row++) {
         size_t id = (size_t)(ids_dev[row] - first); /* wraps below first: another rank's row */
         if (id < table_rows) NEED((const char *)tok + id * d * dsize(dtype), d * dsize(dtype));
