@@ -17543,8 +17543,6 @@ typedef struct pf__batch_request {
     pf_generation *result;
     int *cache_rows;               /* [num_rows]: the rows' KV cache rows */
     int *pads;                     /* [num_rows]: their left pads, in cache positions */
-    float *prefill_logits;         /* [num_rows][vocab] */
-    int32_t *prefill_ids;          /* [num_rows][width] */
     pf__batch_state state;
     pf_result error;
     char message[PF__MESSAGE_SIZE];
@@ -17590,7 +17588,7 @@ static int pf__batchable(const pf_model *m, const pf_generate_options *o) {
 
 static void pf__batch_request_free(pf__batch_request *q) {
     pf__generation_free(&q->st);
-    free(q->cache_rows), free(q->pads), free(q->prefill_logits), free(q->prefill_ids);
+    free(q->cache_rows), free(q->pads);
 }
 
 /* Ends a request: its result (or failure), its rows given back, its caller woken. The batcher's
@@ -17617,12 +17615,10 @@ static pf_result pf__batch_prepare(pf_model *m, pf__batch_request *q) {
     q->st.o = &q->options;
     if ((r = pf__generation_resolve(&q->st, q->prompts, q->lengths))) return r;
     if ((r = pf__generation_alloc(&q->st, q->prompts, q->lengths))) return r;
-    size_t rows = (size_t)q->st.num_rows, width = (size_t)q->st.width;
+    size_t rows = (size_t)q->st.num_rows;
     q->cache_rows = (int *)malloc(rows * sizeof(int));
     q->pads = (int *)malloc(rows * sizeof(int));
-    q->prefill_logits = (float *)malloc(rows * (size_t)q->st.vocab * sizeof(float));
-    q->prefill_ids = (int32_t *)malloc(rows * width * sizeof(int32_t));
-    if (!q->cache_rows || !q->pads || !q->prefill_logits || !q->prefill_ids)
+    if (!q->cache_rows || !q->pads)
         return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (size_t i = 0; i < rows; i++) q->cache_rows[i] = -1;
     return PF_OK;
