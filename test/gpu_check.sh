@@ -7,6 +7,9 @@
 #                                 make test-cuda-sanitize (memcheck, then racecheck), on the named
 #                                 fixtures only if any (the whole run may not fit 10 minutes)
 #   test/gpu_check.sh bench ARGS  build/bench ARGS (e.g. --models gpt2-xl --dtype f16)
+#   test/gpu_check.sh session     one lease's worth in one call: test_cuda on every fixture, memcheck
+#                                 on two small fixtures, then the GPT-2 bench in fp16 against torch;
+#                                 each under its own timeout (SESSION_* seconds), logs apart under $OUT
 set -u
 stage=${1:-tests}
 [ $# -gt 0 ] && shift
@@ -57,8 +60,22 @@ sanitize)
 bench)
     build/bench "$@" >>"$log" 2>&1 || status=$?
     ;;
+session)
+    # Each step in its own log so that one that times out leaves the others readable.
+    PF_REQUIRE_CUDA=1 timeout "${SESSION_TEST_S:-180}" build/test_cuda test/fixtures >"$out/test_cuda.log" 2>&1 || status=$?
+    echo "gpu_check: test_cuda exit $status" | tee -a "$log"
+    grep -a -E 'FAIL|passed,' "$out/test_cuda.log" | head -40
+    PF_REQUIRE_CUDA=1 timeout "${SESSION_SANITIZE_S:-120}" compute-sanitizer --tool memcheck --error-exitcode 1 \
+        build/test_cuda test/fixtures gpt2-tiny llama >"$out/memcheck.log" 2>&1 || status=$?
+    echo "gpu_check: memcheck exit $status" | tee -a "$log"
+    grep -a -E 'ERROR SUMMARY|passed,|========= ' "$out/memcheck.log" | head -20
+    timeout "${SESSION_BENCH_S:-240}" build/bench --device cuda --dtype f16 --models ${SESSION_MODELS:-gpt2} \
+        --prompt 512 --new 128 --runs 3 >"$out/bench.log" 2>&1 || status=$?
+    echo "gpu_check: bench exit $status" | tee -a "$log"
+    tail -40 "$out/bench.log"
+    ;;
 *)
-    echo "gpu_check: unknown stage $stage (tests, sanitize, bench)" | tee -a "$log"
+    echo "gpu_check: unknown stage $stage (tests, sanitize, bench, session)" | tee -a "$log"
     exit 2
     ;;
 esac
