@@ -13,7 +13,8 @@
    - Everything but pf_cuda_device_count, pf_cuda_nccl_create and pf_cuda_nccl_destroy runs on the
      rank's own thread, after pf_cuda_rank_create made its device current there.
    - Work is queued on the rank's stream; only upload (not upload_async), download, stream_sync
-     and the setup calls wait for it. Activations are fp32; weights are fp32, fp16 or bf16 (PF_CUDA_F32/F16/BF16).
+     and the setup calls wait for it. Activations are fp32; weights are fp32, fp16 or bf16
+     (PF_CUDA_F32/F16/BF16); the KV cache is fp32 or the 16-bit weights' dtype (cache_dtype).
    - Nothing here prints, exits or aborts.
 
    Operations mirror the CPU backend's in parallelformers.c (same function for each op, fp32
@@ -28,18 +29,16 @@
    device array, or NULL); a token's position is past + t - pad[b] (0 at least), attention never
    reads keys j < pad[b], ALiBi adds slope * (j - pad[b]), and a query with no key writes zeros.
 
-   Not yet run on a GPU (written and compiled on machines without one): every kernel, the cuBLAS
-   GemmEx calls for all three dtypes, the NCCL all-reduce and its abort path, the peer copies of
-   the reduction over mixed GPUs, compute-sanitizer (memcheck, racecheck), any timing. What was
-   checked without one: parallelformers.c's CUDA section plus test/test_cuda.c against a host-memory stand-in for this
-   ABI that mirrors each kernel's arithmetic (rounding of GEMM inputs to fp16/bf16, online softmax
-   over PF_CHUNK-key chunks, decode splits and their combination, NaN-filled allocations) under
-   ASan, UBSan and TSan, on every model fixture (12 families) with 1, 2 and 3 ranks on one "GPU",
-   {0, 0, 1}, and a two-"GPU" NCCL stand-in; left-padded batches on every fixture against the CPU
-   backend, and transformers' recorded generate cases (beam search, padded batches) of gpt2-tiny
-   and gpt2-hub on 1 and 2 ranks. Note that dropping the pads from rotary or ALiBi alone changes
-   no test's tokens: both shift every score of a query by the same amount (rotary exactly up to
-   rounding), so only the masking and the learned/sinusoid positions are pinned down by tokens. */
+   Run on a GPU first on 2026-11-26 (one H200, sm_90 build): test_cuda passed on every fixture, and
+   compute-sanitizer's memcheck and racecheck found nothing (BENCHMARKS.md). The NCCL all-reduce
+   between distinct GPUs, its abort path and the peer copies of the reduction over mixed GPUs have
+   still only run against the stand-in. Without a GPU, parallelformers.c's CUDA section and
+   test/test_cuda.c run against a host-memory stand-in for this ABI (test/cuda_standin.c) that
+   mirrors each kernel's arithmetic (rounding of GEMM inputs and of cached keys and values to
+   fp16/bf16, online softmax over PF_CHUNK-key chunks, decode splits and their combination,
+   NaN-filled allocations) under ASan, UBSan and TSan, with 1-4 ranks on one "GPU" and a two-"GPU"
+   NCCL stand-in. Note that dropping the pads from rotary or ALiBi alone changes no test's tokens:
+   both shift every score of a query by the same amount (rotary exactly up to rounding), so only the masking and the learned/sinusoid positions are pinned down by tokens. */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -136,6 +135,14 @@ __device__ __forceinline__ float pf_load(const void *p, int dtype, size_t i) {
     if (dtype == PF_CUDA_BF16) return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
     return ((const float *)p)[i];
 }
+
+/* The KV cache's element types: fp32, or the 16-bit weights' dtype (rounded to nearest on store). */
+__device__ __forceinline__ float pf_cache_load(const float *p, size_t i) { return p[i]; }
+__device__ __forceinline__ float pf_cache_load(const __half *p, size_t i) { return __half2float(p[i]); }
+__device__ __forceinline__ float pf_cache_load(const __nv_bfloat16 *p, size_t i) { return __bfloat162float(p[i]); }
+__device__ __forceinline__ void pf_cache_store(float *p, size_t i, float v) { p[i] = v; }
+__device__ __forceinline__ void pf_cache_store(__half *p, size_t i, float v) { p[i] = __float2half_rn(v); }
+__device__ __forceinline__ void pf_cache_store(__nv_bfloat16 *p, size_t i, float v) { p[i] = __float2bfloat16_rn(v); }
 
 __device__ __forceinline__ float pf_warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -310,7 +317,8 @@ __global__ void pf_rotary_kernel(float *qkv, const float *inv_freq, const int *p
 
 /* Appends this step's k and v rows to the caches [batch][cache_len][kv_width] at positions
    past..past+T-1. Each qkv row is [q (q_width) | k (kv_width) | v (kv_width)]. */
-__global__ void pf_kv_append_kernel(float *k_cache, float *v_cache, const float *qkv, const int *rows, int batch, int T,
+template <typename C>
+__global__ void pf_kv_append_kernel(C *k_cache, C *v_cache, const float *qkv, const int *rows, int batch, int T,
                                     int past, int cache_len, size_t q_width, size_t kv_width) {
     size_t n = (size_t)batch * T * kv_width;
     PF_GRID_STRIDE(i, n) {
@@ -318,25 +326,26 @@ __global__ void pf_kv_append_kernel(float *k_cache, float *v_cache, const float 
         size_t b = row / (size_t)T, t = row % (size_t)T, cache_row = rows ? (size_t)rows[b] : b;
         size_t dst = (cache_row * (size_t)cache_len + (size_t)past + t) * kv_width + c;
         const float *src = qkv + row * (q_width + 2 * kv_width) + q_width;
-        k_cache[dst] = src[c];
-        v_cache[dst] = src[kv_width + c];
+        pf_cache_store(k_cache, dst, src[c]);
+        pf_cache_store(v_cache, dst, src[kv_width + c]);
     }
 }
 
-/* tmp[i][c] = cache[src[i]][c] for rows rows of `used` floats; cache rows are row_floats apart. */
-__global__ void pf_gather_rows_kernel(float *tmp, const float *cache, const int *src, size_t rows, size_t used,
-                                      size_t row_floats) {
+/* tmp[i][c] = cache[src[i]][c] for rows rows of `used` units (4 or 2 bytes each); cache rows are
+   row_units apart. */
+template <typename U>
+__global__ void pf_gather_rows_kernel(U *tmp, const U *cache, const int *src, size_t rows, size_t used, size_t row_units) {
     PF_GRID_STRIDE(k, rows * used) {
         size_t i = k / used, c = k % used;
-        tmp[k] = cache[(size_t)src[i] * row_floats + c];
+        tmp[k] = cache[(size_t)src[i] * row_units + c];
     }
 }
 
-__global__ void pf_scatter_rows_kernel(float *cache, const float *tmp, const int *dst, size_t rows, size_t used,
-                                       size_t row_floats) {
+template <typename U>
+__global__ void pf_scatter_rows_kernel(U *cache, const U *tmp, const int *dst, size_t rows, size_t used, size_t row_units) {
     PF_GRID_STRIDE(k, rows * used) {
         size_t i = k / used, c = k % used;
-        cache[(size_t)dst[i] * row_floats + c] = tmp[k];
+        cache[(size_t)dst[i] * row_units + c] = tmp[k];
     }
 }
 
@@ -382,8 +391,9 @@ __device__ int pf_relative_bucket(int distance, int num_buckets, int max_distanc
     return bucket + (large < num_buckets - 1 ? large : num_buckets - 1);
 }
 
-__global__ void pf_attention_kernel(float *out, float *partials, const float *qkv, const float *k_cache,
-                                    const float *v_cache, pf_attn_args a) {
+template <typename C>
+__global__ void pf_attention_kernel(float *out, float *partials, const float *qkv, const C *k_cache, const C *v_cache,
+                                    pf_attn_args a) {
     extern __shared__ float shared[];
     const int hd = a.hd;
     float *q = shared, *acc = q + hd, *p = acc + hd, *red = p + PF_CHUNK;
@@ -403,8 +413,8 @@ __global__ void pf_attention_kernel(float *out, float *partials, const float *qk
     float slope = a.alibi ? a.alibi[h] : 0.0f;
     const float *q_row = qkv + row * row_width + (size_t)h * hd;
     size_t cache_row = a.rows ? (size_t)a.rows[b] : (size_t)b;
-    const float *k_base = k_cache + cache_row * a.cache_len * kv_width + (size_t)kv * hd;
-    const float *v_base = v_cache + cache_row * a.cache_len * kv_width + (size_t)kv * hd;
+    const C *k_base = k_cache + cache_row * a.cache_len * kv_width + (size_t)kv * hd;
+    const C *v_base = v_cache + cache_row * a.cache_len * kv_width + (size_t)kv * hd;
     for (int i = threadIdx.x; i < hd; i += blockDim.x) {
         q[i] = q_row[i];
         acc[i] = 0.0f;
@@ -414,9 +424,9 @@ __global__ void pf_attention_kernel(float *out, float *partials, const float *qk
     for (int j0 = begin; j0 < end; j0 += PF_CHUNK) {
         int n = end - j0 < PF_CHUNK ? end - j0 : PF_CHUNK;
         for (int jj = warp; jj < n; jj += warps) {
-            const float *k = k_base + (size_t)(j0 + jj) * kv_width;
+            const C *k = k_base + (size_t)(j0 + jj) * kv_width;
             float s = 0.0f;
-            for (int i = lane; i < hd; i += 32) s += q[i] * k[i];
+            for (int i = lane; i < hd; i += 32) s += q[i] * pf_cache_load(k, i);
             s = pf_warp_sum(s);
             if (lane == 0) {
                 p[jj] = s * a.scale + slope * (float)(j0 + jj - pad);
@@ -440,7 +450,7 @@ __global__ void pf_attention_kernel(float *out, float *partials, const float *qk
         l = l * alpha + chunk_sum;
         for (int i = threadIdx.x; i < hd; i += blockDim.x) {
             float acc_i = acc[i] * alpha;
-            for (int jj = 0; jj < n; jj++) acc_i += p[jj] * v_base[(size_t)(j0 + jj) * kv_width + i];
+            for (int jj = 0; jj < n; jj++) acc_i += p[jj] * pf_cache_load(v_base, (size_t)(j0 + jj) * kv_width + i);
             acc[i] = acc_i;
         }
         m = m_new;
@@ -481,6 +491,33 @@ __global__ void pf_attention_combine_kernel(float *out, const float *partials, i
         }
         o[i] = L > 0.0f ? acc / L : 0.0f;
     }
+}
+
+/* Launches pf_attention_kernel over caches of element type C. */
+template <typename C>
+static int pf_cuda__attention(struct pf_cuda_rank *st, dim3 grid, size_t shared, float *out, float *partials,
+                              const float *qkv, const C *k_cache, const C *v_cache, const pf_attn_args &a) {
+    if (shared > 48 * 1024) {
+        PF_CUDA_CHECK(st, cudaFuncSetAttribute,
+                      (pf_attention_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared));
+    }
+    pf_attention_kernel<C><<<grid, PF_ATTN_THREADS, shared, st->stream>>>(out, partials, qkv, k_cache, v_cache, a);
+    PF_CUDA_CHECK_LAUNCH(st, pf_attention_kernel);
+    return PF_CUDA_OK;
+}
+
+/* Beam search's row moves in units U (4 or 2 bytes): gathered into scratch, then scattered back. */
+template <typename U>
+static int pf_cuda__move_rows(struct pf_cuda_rank *st, U *cache, U *scratch, const int *dst, const int *src, size_t rows,
+                              size_t row_units, size_t used_units) {
+    size_t n = rows * used_units;
+    pf_gather_rows_kernel<U><<<pf_blocks(n, PF_THREADS), PF_THREADS, 0, st->stream>>>(scratch, cache, src, rows,
+                                                                                   used_units, row_units);
+    PF_CUDA_CHECK_LAUNCH(st, pf_gather_rows_kernel);
+    pf_scatter_rows_kernel<U><<<pf_blocks(n, PF_THREADS), PF_THREADS, 0, st->stream>>>(cache, scratch, dst, rows,
+                                                                                    used_units, row_units);
+    PF_CUDA_CHECK_LAUNCH(st, pf_scatter_rows_kernel);
+    return PF_CUDA_OK;
 }
 
 /* ---- the C ABI ------------------------------------------------------------------------------- */
@@ -807,17 +844,26 @@ size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim) 
 }
 
 /* Appends k and v of this step (from the qkv rows [q (heads * head_dim) | k (kv_heads *
-   head_dim) | v (same)]) to the caches ([rows][cache_len][kv_heads * head_dim]) at positions
-   past..past+T-1, sequence b in cache row rows[b] (device [batch]; NULL: row b). */
-int pf_cuda_kv_append(struct pf_cuda_rank *st, float *k_cache, float *v_cache, const float *qkv, const int *rows,
-                      int batch, int T, int past, int heads, int kv_heads, int head_dim, int cache_len) {
+   head_dim) | v (same)]) to the caches ([rows][cache_len][kv_heads * head_dim] of cache_dtype,
+   rounded to nearest) at positions past..past+T-1, sequence b in cache row rows[b] (device
+   [batch]; NULL: row b). */
+int pf_cuda_kv_append(struct pf_cuda_rank *st, void *k_cache, void *v_cache, int cache_dtype, const float *qkv,
+                      const int *rows, int batch, int T, int past, int heads, int kv_heads, int head_dim, int cache_len) {
     if (kv_heads <= 0 || head_dim <= 0 || batch <= 0 || T <= 0) return PF_CUDA_OK;
     if (past < 0 || past + T > cache_len)
         return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_kv_append",
                              "positions beyond the cache", __LINE__);
     size_t q_width = (size_t)heads * head_dim, kv_width = (size_t)kv_heads * head_dim;
-    pf_kv_append_kernel<<<pf_blocks((size_t)batch * T * kv_width, PF_THREADS), PF_THREADS, 0, st->stream>>>(
-        k_cache, v_cache, qkv, rows, batch, T, past, cache_len, q_width, kv_width);
+    unsigned blocks = pf_blocks((size_t)batch * T * kv_width, PF_THREADS);
+    if (cache_dtype == PF_CUDA_F16)
+        pf_kv_append_kernel<<<blocks, PF_THREADS, 0, st->stream>>>((__half *)k_cache, (__half *)v_cache, qkv, rows,
+                                                                 batch, T, past, cache_len, q_width, kv_width);
+    else if (cache_dtype == PF_CUDA_BF16)
+        pf_kv_append_kernel<<<blocks, PF_THREADS, 0, st->stream>>>((__nv_bfloat16 *)k_cache, (__nv_bfloat16 *)v_cache,
+                                                                 qkv, rows, batch, T, past, cache_len, q_width, kv_width);
+    else
+        pf_kv_append_kernel<<<blocks, PF_THREADS, 0, st->stream>>>((float *)k_cache, (float *)v_cache, qkv, rows, batch,
+                                                                 T, past, cache_len, q_width, kv_width);
     PF_CUDA_CHECK_LAUNCH(st, pf_kv_append_kernel);
     return PF_CUDA_OK;
 }
@@ -830,12 +876,12 @@ int pf_cuda_kv_append(struct pf_cuda_rank *st, float *k_cache, float *v_cache, c
    (a pad's own) gets zeros. pad: device [batch] left pad counts, or NULL for none; rows: device
    [batch], the cache row of each sequence, or NULL for row b. qkv rows are
    [q (heads * head_dim) | k (kv_heads * head_dim) | v (same)]; q head h reads kv head
-   (head_begin + h) / kv_group - kv_begin. alibi: device [heads] or NULL. T > 1 (prefill): one
+   (head_begin + h) / kv_group - kv_begin; the caches hold cache_dtype. alibi: device [heads] or NULL. T > 1 (prefill): one
    block per (query, head). T == 1 (decode): the keys are split over several blocks per head whose
    partial softmax sums are combined, using `partials`
    (pf_cuda_attention_scratch_floats(batch, heads, head_dim) floats). */
-int pf_cuda_attend(struct pf_cuda_rank *st, float *out, const float *qkv, const float *k_cache, const float *v_cache,
-                      float *partials, const float *alibi, const int *pad, const int *rows, int batch, int T, int past, int heads,
+int pf_cuda_attend(struct pf_cuda_rank *st, float *out, const float *qkv, const void *k_cache, const void *v_cache,
+                      int cache_dtype, float *partials, const float *alibi, const int *pad, const int *rows, int batch, int T, int past, int heads,
                       int kv_heads, int head_dim, int head_begin, int kv_begin, int kv_group, int cache_len,
                       int window, int mask, float scale, const float *rel_bias, int rel_rows, int rel_buckets,
                       int rel_max_distance) {
@@ -853,10 +899,6 @@ int pf_cuda_attend(struct pf_cuda_rank *st, float *out, const float *qkv, const 
     /* Keys of the (one) decode query without pads: a padded sequence's splits have fewer each. */
     int len = mask == 2 ? cache_len : window > 0 && past + 1 > window ? window : past + 1;
     int splits = T == 1 && partials ? pf_cuda__splits(len) : 1;
-    if (shared > 48 * 1024) {
-        PF_CUDA_CHECK(st, cudaFuncSetAttribute,
-                      (pf_attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared));
-    }
     pf_attn_args a;
     a.T = T;
     a.past = past;
@@ -878,8 +920,15 @@ int pf_cuda_attend(struct pf_cuda_rank *st, float *out, const float *qkv, const 
     a.pad = pad;
     a.rows = rows;
     dim3 grid((unsigned)((size_t)batch * T), (unsigned)heads, (unsigned)splits);
-    pf_attention_kernel<<<grid, PF_ATTN_THREADS, shared, st->stream>>>(out, partials, qkv, k_cache, v_cache, a);
-    PF_CUDA_CHECK_LAUNCH(st, pf_attention_kernel);
+    int status = cache_dtype == PF_CUDA_F16
+                     ? pf_cuda__attention(st, grid, shared, out, partials, qkv, (const __half *)k_cache,
+                                          (const __half *)v_cache, a)
+                 : cache_dtype == PF_CUDA_BF16
+                     ? pf_cuda__attention(st, grid, shared, out, partials, qkv, (const __nv_bfloat16 *)k_cache,
+                                          (const __nv_bfloat16 *)v_cache, a)
+                     : pf_cuda__attention(st, grid, shared, out, partials, qkv, (const float *)k_cache,
+                                          (const float *)v_cache, a);
+    if (status != PF_CUDA_OK) return status;
     if (splits > 1) {
         dim3 combine_grid((unsigned)heads, (unsigned)batch);
         pf_attention_combine_kernel<<<combine_grid, PF_ATTN_THREADS, 0, st->stream>>>(out, partials, heads, head_dim,
@@ -890,24 +939,22 @@ int pf_cuda_attend(struct pf_cuda_rank *st, float *out, const float *qkv, const 
 }
 
 /* Beam search: row dst[k] of cache becomes old row src[k], k < count (dst, src: device arrays,
-   the rows that change; sources may repeat), for the first used_floats floats of each row.
-   Gathered into scratch (count * used_floats floats), then scattered back. */
-int pf_cuda_reorder_rows(struct pf_cuda_rank *st, float *cache, float *scratch, const int *dst, const int *src,
-                         int count, size_t row_floats, size_t used_floats) {
-    int rows = count;
-    if (rows <= 0 || !used_floats) return PF_CUDA_OK;
-    if (used_floats > row_floats || !scratch || !src || !dst)
-        return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_reorder_rows",
-                             used_floats > row_floats ? "more floats than a row holds" : "no scratch or row indices",
-                             __LINE__);
-    size_t n = (size_t)rows * used_floats;
-    pf_gather_rows_kernel<<<pf_blocks(n, PF_THREADS), PF_THREADS, 0, st->stream>>>(scratch, cache, src, (size_t)rows,
-                                                                                used_floats, row_floats);
-    PF_CUDA_CHECK_LAUNCH(st, pf_gather_rows_kernel);
-    pf_scatter_rows_kernel<<<pf_blocks(n, PF_THREADS), PF_THREADS, 0, st->stream>>>(cache, scratch, dst, (size_t)rows,
-                                                                                 used_floats, row_floats);
-    PF_CUDA_CHECK_LAUNCH(st, pf_scatter_rows_kernel);
-    return PF_CUDA_OK;
+   the rows that change; sources may repeat), for the first used_bytes of each row (rows
+   row_bytes apart; both even: caches of 2- or 4-byte elements). Gathered into scratch
+   (count * used_bytes), then scattered back. */
+int pf_cuda_reorder_rows(struct pf_cuda_rank *st, void *cache, void *scratch, const int *dst, const int *src, int count,
+                         size_t row_bytes, size_t used_bytes) {
+    if (count <= 0 || !used_bytes) return PF_CUDA_OK;
+    const char *bad = used_bytes > row_bytes           ? "more bytes than a row holds"
+                      : !scratch || !src || !dst       ? "no scratch or row indices"
+                      : (row_bytes | used_bytes) & 1u ? "an odd byte count"
+                                                       : NULL;
+    if (bad) return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_reorder_rows", bad, __LINE__);
+    if (((row_bytes | used_bytes) & 3u) == 0)
+        return pf_cuda__move_rows(st, (uint32_t *)cache, (uint32_t *)scratch, dst, src, (size_t)count, row_bytes / 4,
+                                  used_bytes / 4);
+    return pf_cuda__move_rows(st, (uint16_t *)cache, (uint16_t *)scratch, dst, src, (size_t)count, row_bytes / 2,
+                              used_bytes / 2);
 }
 
 /* ---- NCCL ------------------------------------------------------------------------------------ */

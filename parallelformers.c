@@ -12396,6 +12396,7 @@ typedef struct pf__attn_shape {
     int window;             /* keys j with pos - j < window; 0: all earlier keys */
     int mask;               /* PF__MASK_*: the keys a query sees, left pads always excepted */
     int rotary_dim;         /* for the rotary op */
+    pf__dtype cache_dtype;  /* how the cache read (and appended to) stores keys and values */
     float scale;
     const float *alibi;     /* device, [heads]: score += slope * key position; NULL: none */
     const float *rel_bias;  /* device, [heads][rel_rows]: score += rel_bias[h][bucket(key - query)],
@@ -12448,19 +12449,19 @@ typedef struct pf__backend {
     /* Appends this step's k, v to the caches [rows][cache_len][kv_heads*head_dim] at positions
        past..past+T-1, sequence b in row s->cache_rows[b] (or b). qkv rows are [q (heads*head_dim)
        | k (kv_heads*head_dim) | v (same)]. */
-    void (*kv_append)(pf__rank *r, float *k_cache, float *v_cache, const float *qkv, const pf__step *s,
+    void (*kv_append)(pf__rank *r, void *k_cache, void *v_cache, const float *qkv, const pf__step *s,
                       const pf__attn_shape *a);
     /* out[b*T+t] = softmax(q k^T * scale + alibi + relative bias) v over the cached keys the
        query may see (a->mask, a->window, left pads), q from the qkv rows (a q row for
        PF__MASK_CROSS). */
-    void (*attend)(pf__rank *r, float *out, const float *qkv, const float *k_cache, const float *v_cache,
+    void (*attend)(pf__rank *r, float *out, const float *qkv, const void *k_cache, const void *v_cache,
                    const pf__step *s, const pf__attn_shape *a);
     /* x = sum of x over all ranks, identical on every rank afterwards */
     void (*all_reduce)(pf__rank *r, float *x, size_t count);
-    /* Beam search: row dst[k] of a cache [rows][row_floats] becomes old row src[k], k < count
-       (host arrays; the rows that change only), for the first used_floats of each row. */
-    void (*reorder_rows)(pf__rank *r, float *cache, const int *dst, const int *src, int count, size_t row_floats,
-                         size_t used_floats);
+    /* Beam search: row dst[k] of a cache [rows][row_bytes] becomes old row src[k], k < count
+       (host arrays; the rows that change only), for the first used_bytes of each row. */
+    void (*reorder_rows)(pf__rank *r, void *cache, const int *dst, const int *src, int count, size_t row_bytes,
+                         size_t used_bytes);
     /* The whole device's memory in use and in all, as the system reports it; from any thread.
        -1 when it cannot say. */
     int (*device_memory)(int device, size_t *used, size_t *total);
@@ -12468,6 +12469,9 @@ typedef struct pf__backend {
        read (left pads, the sources' pads, rotary frequencies) to the device, so that no upload
        happens between the forward's collectives. */
     void (*prepare)(pf__rank *r, const pf__step *s);
+    /* Keys and values cached in the weights' dtype when that is 16-bit (half the memory and the
+       bytes a decode step reads); 0: always fp32. Cross caches stay fp32 either way. */
+    int cache_in_weight_dtype;
 } pf__backend;
 
 /* A share of the split dimensions held by one rank. */
@@ -12497,7 +12501,8 @@ struct pf__rank {
     float *alibi;             /* [heads]: the rank's ALiBi slopes, or NULL */
     float *rel_bias;          /* [heads][rel rows]: the rank's heads of the relative bias table, or NULL */
     float *enc_rel_bias;      /* the same of an encoder-decoder's encoder tower */
-    float *k_cache, *v_cache; /* [pf__cache_layers][max_batch][cache_len][kv_heads * head_dim] */
+    void *k_cache, *v_cache;  /* [pf__cache_layers][max_batch][cache_len][kv_heads * head_dim] in cache_dtype */
+    pf__dtype cache_dtype;
     float *cross_k, *cross_v; /* encoder-decoders: [decoder blocks][max_batch][cache_len][kv width], each
                                  row's encoder keys (values) packed by the request's cross_len */
     /* scratch, [max_tokens][width] */
@@ -13162,7 +13167,7 @@ static int pf__relative_bucket(int distance, int num_buckets, int max_distance, 
     return bucket + (large < num_buckets - 1 ? large : num_buckets - 1);
 }
 
-static void pf__cpu_kv_append(pf__rank *r, float *k_cache, float *v_cache, const float *qkv, const pf__step *s,
+static void pf__cpu_kv_append(pf__rank *r, void *k_cache, void *v_cache, const float *qkv, const pf__step *s,
                               const pf__attn_shape *a) {
     size_t hd = (size_t)a->head_dim, q_width = (size_t)a->heads * hd, kv_width = (size_t)a->kv_heads * hd;
     size_t row_width = q_width + 2 * kv_width, T = (size_t)s->seq_len;
@@ -13170,7 +13175,8 @@ static void pf__cpu_kv_append(pf__rank *r, float *k_cache, float *v_cache, const
     if (!a->heads) return;
     for (int b = 0; b < s->batch; b++) {
         size_t cache_row = s->cache_rows ? (size_t)s->cache_rows[b] : (size_t)b;
-        float *kc = k_cache + cache_row * a->cache_len * kv_width, *vc = v_cache + cache_row * a->cache_len * kv_width;
+        float *kc = (float *)k_cache + cache_row * a->cache_len * kv_width;
+        float *vc = (float *)v_cache + cache_row * a->cache_len * kv_width;
         for (size_t t = 0; t < T; t++) {
             const float *row = qkv + ((size_t)b * T + t) * row_width;
             memcpy(kc + (s->past + t) * kv_width, row + q_width, kv_width * sizeof(float));
@@ -13179,7 +13185,7 @@ static void pf__cpu_kv_append(pf__rank *r, float *k_cache, float *v_cache, const
     }
 }
 
-static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const float *k_cache, const float *v_cache,
+static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void *k_cache, const void *v_cache,
                            const pf__step *s, const pf__attn_shape *a) {
     size_t hd = (size_t)a->head_dim, q_width = (size_t)a->heads * hd, kv_width = (size_t)a->kv_heads * hd;
     size_t row_width = a->mask == PF__MASK_CROSS ? q_width : q_width + 2 * kv_width, T = (size_t)s->seq_len;
@@ -13187,7 +13193,8 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const floa
     if (!a->heads) return;
     for (int b = 0; b < s->batch; b++) {
         size_t cache_row = s->cache_rows ? (size_t)s->cache_rows[b] : (size_t)b;
-        const float *kc = k_cache + cache_row * a->cache_len * kv_width, *vc = v_cache + cache_row * a->cache_len * kv_width;
+        const float *kc = (const float *)k_cache + cache_row * a->cache_len * kv_width;
+        const float *vc = (const float *)v_cache + cache_row * a->cache_len * kv_width;
         size_t pad = s->pad ? (size_t)s->pad[b] : 0; /* left pads are never keys */
         /* Queries in blocks that share each key's load for their scores; each query then takes
            the keys it may see (first..last) out of the block's range (lo..hi). */
@@ -13241,12 +13248,13 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const floa
     }
 }
 
-static void pf__cpu_reorder_rows(pf__rank *r, float *cache, const int *dst, const int *src, int count, size_t row_floats,
-                                 size_t used_floats) {
+static void pf__cpu_reorder_rows(pf__rank *r, void *cache, const int *dst, const int *src, int count, size_t row_bytes,
+                                 size_t used_bytes) {
+    unsigned char *rows = (unsigned char *)cache, *tmp = (unsigned char *)r->reorder_tmp;
     for (int k = 0; k < count; k++) /* every source read before any row is written */
-        memcpy(r->reorder_tmp + k * used_floats, cache + src[k] * row_floats, used_floats * sizeof(float));
+        memcpy(tmp + k * used_bytes, rows + src[k] * row_bytes, used_bytes);
     for (int k = 0; k < count; k++)
-        memcpy(cache + dst[k] * row_floats, r->reorder_tmp + k * used_floats, used_floats * sizeof(float));
+        memcpy(rows + dst[k] * row_bytes, tmp + k * used_bytes, used_bytes);
 }
 
 static int pf__barrier(pf__group *g);
@@ -13270,7 +13278,7 @@ static const pf__backend pf__cpu_backend = {
     "cpu", 1, NULL, NULL, pf__cpu_rank_begin, pf__cpu_rank_end, pf__cpu_alloc, pf__cpu_free, pf__cpu_copy,
     pf__cpu_copy, pf__cpu_download_rows, pf__cpu_copy, pf__cpu_embed, pf__cpu_add_positions, pf__cpu_norm, pf__cpu_matmul, pf__cpu_activation,
     pf__cpu_gated_activation, pf__cpu_add_residual, pf__cpu_rotary, pf__cpu_kv_append, pf__cpu_attend, pf__cpu_all_reduce,
-    pf__cpu_reorder_rows, pf__cpu_device_memory, NULL,
+    pf__cpu_reorder_rows, pf__cpu_device_memory, NULL, 0,
 };
 
 /* =============================================================================================== */
@@ -14011,9 +14019,11 @@ static void pf__rank_setup(pf__rank *r) {
     size_t q_width = (size_t)r->share.heads * hd, kv_width = (size_t)r->share.kv_heads * hd;
     size_t mlp_in = (size_t)r->share.mlp_width * (c->gated_mlp ? 2 : 1);
     size_t layer_cache = (size_t)g->max_batch * g->cache_len * kv_width * sizeof(float);
+    r->cache_dtype = r->backend->cache_in_weight_dtype ? g->dtype : PF__DTYPE_F32;
+    size_t self_layer_cache = layer_cache / sizeof(float) * pf__dtype_size(r->cache_dtype);
     r->allocating = PF__MEM_CACHE;
-    r->k_cache = (float *)pf__rank_alloc(r, (size_t)pf__cache_layers(c) * layer_cache);
-    r->v_cache = (float *)pf__rank_alloc(r, (size_t)pf__cache_layers(c) * layer_cache);
+    r->k_cache = pf__rank_alloc(r, (size_t)pf__cache_layers(c) * self_layer_cache);
+    r->v_cache = pf__rank_alloc(r, (size_t)pf__cache_layers(c) * self_layer_cache);
     if (a->kind == PF__KIND_SEQ2SEQ && c->num_layers > c->encoder_layers) {
         r->cross_k = (float *)pf__rank_alloc(r, (size_t)(c->num_layers - c->encoder_layers) * layer_cache);
         r->cross_v = (float *)pf__rank_alloc(r, (size_t)(c->num_layers - c->encoder_layers) * layer_cache);
@@ -14210,6 +14220,7 @@ static pf__attn_shape pf__rank_attn_shape(const pf__rank *r, const pf__tower *t)
     shape.kv_group = c->num_heads / c->num_kv_heads;
     shape.cache_len = r->group->cache_len;
     shape.rotary_dim = c->rotary_dim;
+    shape.cache_dtype = r->cache_dtype;
     shape.alibi = r->alibi;
     shape.rel_bias = t->rel_bias;
     shape.rel_rows = c->rel_table_rows;
@@ -14234,6 +14245,7 @@ static void pf__rank_cross_attention(pf__rank *r, const pf__step *s, const pf__w
     const pf__weight *norm_b = PF__OR_NULL(L[PF__SLOT_CROSS_NORM_BIAS]);
     pf__attn_shape shape = *self_shape;
     shape.mask = PF__MASK_CROSS;
+    shape.cache_dtype = PF__DTYPE_F32; /* written by a matmul, once per request */
     shape.cache_len = s->cross_len;
     shape.window = 0;
     shape.alibi = NULL;
@@ -14263,7 +14275,8 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     const pf__backend *be = r->backend;
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
     float eps = (float)c->norm_eps;
-    size_t cache_stride = (size_t)g->max_batch * g->cache_len * r->share.kv_heads * c->head_dim; /* one layer's cache */
+    size_t cache_stride = (size_t)g->max_batch * g->cache_len * r->share.kv_heads * c->head_dim *
+                          pf__dtype_size(r->cache_dtype); /* one layer's cache, in bytes */
     int rotary = a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS;
     size_t mlp_width = (size_t)r->share.mlp_width;
     const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
@@ -14285,8 +14298,8 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     if (rotary) be->rotary(r, r->qkv, s, shape, a->positions == PF__POS_ROTARY_PAIRS);
     /* attn = softmax(q k^T * scale + alibi + relative bias) v over the cache, k and v appended to it */
     size_t cache_layer = (size_t)pf__cache_layer(c, l);
-    float *k_cache = r->k_cache ? r->k_cache + cache_layer * cache_stride : NULL; /* NULL: a rank without heads */
-    float *v_cache = r->v_cache ? r->v_cache + cache_layer * cache_stride : NULL;
+    void *k_cache = r->k_cache ? (char *)r->k_cache + cache_layer * cache_stride : NULL; /* NULL: a rank without heads */
+    void *v_cache = r->v_cache ? (char *)r->v_cache + cache_layer * cache_stride : NULL;
     be->kv_append(r, k_cache, v_cache, r->qkv, s, shape);
     be->attend(r, r->attn, r->qkv, k_cache, v_cache, s, shape);
     /* part = attn Wo_r^T: this rank's share of the output projection */
@@ -14497,19 +14510,21 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
 static void pf__rank_reorder(pf__rank *r, const pf__job *job) {
     const pf__group *g = r->group;
     const pf__config *c = &g->model->config;
-    size_t kv_width = (size_t)r->share.kv_heads * c->head_dim;
-    size_t row = (size_t)g->cache_len * kv_width, layer = (size_t)g->max_batch * row;
+    size_t kv_width = (size_t)r->share.kv_heads * c->head_dim, self_size = pf__dtype_size(r->cache_dtype);
+    size_t row = (size_t)g->cache_len * kv_width, layer = (size_t)g->max_batch * row; /* in elements */
     size_t used = (size_t)job->step.past * kv_width, cross = (size_t)job->step.cross_len * kv_width;
     int decoder_blocks = c->num_layers - pf__encoder_blocks(c);
     const int *dst = job->reorder_dst, *src = job->reorder_src;
     int n = job->reorder_count;
     if (!kv_width) return;
     for (int l = 0; l < decoder_blocks && !pf__rank_failed(r); l++) {
-        r->backend->reorder_rows(r, r->k_cache + l * layer, dst, src, n, row, used);
-        r->backend->reorder_rows(r, r->v_cache + l * layer, dst, src, n, row, used);
-        if (!job->reorder_cross || !r->cross_k) continue;
-        r->backend->reorder_rows(r, r->cross_k + l * layer, dst, src, n, cross, cross);
-        r->backend->reorder_rows(r, r->cross_v + l * layer, dst, src, n, cross, cross);
+        size_t self_layer = l * layer * self_size;
+        r->backend->reorder_rows(r, (char *)r->k_cache + self_layer, dst, src, n, row * self_size, used * self_size);
+        r->backend->reorder_rows(r, (char *)r->v_cache + self_layer, dst, src, n, row * self_size, used * self_size);
+        if (!job->reorder_cross || !r->cross_k) continue; /* cross caches: fp32 */
+        size_t f = sizeof(float);
+        r->backend->reorder_rows(r, r->cross_k + l * layer, dst, src, n, cross * f, cross * f);
+        r->backend->reorder_rows(r, r->cross_v + l * layer, dst, src, n, cross * f, cross * f);
     }
 }
 
@@ -14598,15 +14613,16 @@ int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int
 int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const float *inv_freq, const int *pad, int batch, int T, int past,
                    int heads, int kv_heads, int head_dim, int rotary_dim, int pairs);
 size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim);
-int pf_cuda_kv_append(pf_cuda_rank *st, float *k_cache, float *v_cache, const float *qkv, const int *rows, int batch, int T, int past,
-                      int heads, int kv_heads, int head_dim, int cache_len);
-int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const float *k_cache, const float *v_cache, float *partials,
+int pf_cuda_kv_append(pf_cuda_rank *st, void *k_cache, void *v_cache, int cache_dtype, const float *qkv, const int *rows,
+                      int batch, int T, int past, int heads, int kv_heads, int head_dim, int cache_len);
+int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const void *k_cache, const void *v_cache,
+                      int cache_dtype, float *partials,
                       const float *alibi, const int *pad, const int *rows, int batch, int T, int past, int heads, int kv_heads,
                       int head_dim, int head_begin, int kv_begin, int kv_group, int cache_len, int window,
                       int mask, float scale, const float *rel_bias, int rel_rows, int rel_buckets,
                       int rel_max_distance);
-int pf_cuda_reorder_rows(pf_cuda_rank *st, float *cache, float *scratch, const int *dst, const int *src, int count,
-                         size_t row_floats, size_t used_floats);
+int pf_cuda_reorder_rows(pf_cuda_rank *st, void *cache, void *scratch, const int *dst, const int *src, int count,
+                         size_t row_bytes, size_t used_bytes);
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);
 void pf_cuda_nccl_destroy(void *comm);
 void pf_cuda_nccl_abort(void *comm);
@@ -15134,37 +15150,38 @@ static void pf__cuda_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf
                                   a->kv_heads, a->head_dim, a->rotary_dim, pairs));
 }
 
-static void pf__cuda_kv_append(pf__rank *r, float *k_cache, float *v_cache, const float *qkv, const pf__step *s,
+static void pf__cuda_kv_append(pf__rank *r, void *k_cache, void *v_cache, const float *qkv, const pf__step *s,
                                const pf__attn_shape *a) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs || !a->heads) return;
     const int *rows = pf__cuda_cache_rows(r, rs, s);
     if (r->error) return;
-    pf__cuda_ok(r, pf_cuda_kv_append(rs->cu, k_cache, v_cache, qkv, rows, s->batch, s->seq_len, s->past, a->heads,
-                                     a->kv_heads, a->head_dim, a->cache_len));
+    pf__cuda_ok(r, pf_cuda_kv_append(rs->cu, k_cache, v_cache, pf__cuda_dtype(a->cache_dtype), qkv, rows, s->batch,
+                                     s->seq_len, s->past, a->heads, a->kv_heads, a->head_dim, a->cache_len));
 }
 
-static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const float *k_cache, const float *v_cache,
+static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const void *k_cache, const void *v_cache,
                             const pf__step *s, const pf__attn_shape *a) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
     const int *pad = a->heads > 0 ? pf__cuda_pads(r, rs, s) : NULL;
     const int *rows = a->heads > 0 && a->mask != PF__MASK_CROSS ? pf__cuda_cache_rows(r, rs, s) : NULL;
     if (r->error) return;
-    pf__cuda_ok(r, pf_cuda_attend(rs->cu, out, qkv, k_cache, v_cache, rs->partials, a->alibi, pad, rows, s->batch,
+    pf__cuda_ok(r, pf_cuda_attend(rs->cu, out, qkv, k_cache, v_cache, pf__cuda_dtype(a->cache_dtype), rs->partials,
+                                     a->alibi, pad, rows, s->batch,
                                      s->seq_len, s->past, a->heads, a->kv_heads, a->head_dim, a->head_begin,
                                      a->kv_begin, a->kv_group, a->cache_len, a->window, a->mask, a->scale,
                                      a->rel_bias, a->rel_rows, a->rel_buckets, a->rel_max_distance));
 }
 
-/* Beam search, per layer for the K and V caches: row i of cache [rows][row_floats] becomes old row
-   src[i] (host), for the first used_floats of each row. Nothing moves when every row keeps its
+/* Beam search, per layer for the K and V caches: row i of cache [rows][row_bytes] becomes old row
+   src[i] (host), for the first used_bytes of each row. Nothing moves when every row keeps its
    own; otherwise src goes to the device (pf__cuda_stage_ints: once per reorder job, as every
    layer has the same) and kernels.cu gathers into reorder_tmp and copies back. */
-static void pf__cuda_reorder_rows(pf__rank *r, float *cache, const int *dst, const int *src, int count,
-                                  size_t row_floats, size_t used_floats) {
+static void pf__cuda_reorder_rows(pf__rank *r, void *cache, const int *dst, const int *src, int count,
+                                  size_t row_bytes, size_t used_bytes) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
-    if (!rs || count <= 0 || !used_floats) return;
+    if (!rs || count <= 0 || !used_bytes) return;
     const pf__group *g = r->group;
     for (int k = 0; k < count; k++) {
         if (src[k] < 0 || src[k] >= g->max_batch || dst[k] < 0 || dst[k] >= g->max_batch) {
@@ -15173,10 +15190,11 @@ static void pf__cuda_reorder_rows(pf__rank *r, float *cache, const int *dst, con
             return;
         }
     }
-    size_t room = (size_t)g->max_batch * g->cache_len * (size_t)r->share.kv_heads * g->model->config.head_dim;
-    if (count > g->max_batch || used_floats > row_floats || (size_t)count * used_floats > room || !rs->reorder_tmp) {
-        pf__rank_fail(r, PF_ERROR_DEVICE, "beam reorder of %d rows of %zu floats does not fit its buffer", count,
-                      used_floats);
+    size_t room = (size_t)g->max_batch * g->cache_len * (size_t)r->share.kv_heads * g->model->config.head_dim *
+                  sizeof(float); /* reorder_tmp's bytes: one fp32 layer */
+    if (count > g->max_batch || used_bytes > row_bytes || (size_t)count * used_bytes > room || !rs->reorder_tmp) {
+        pf__rank_fail(r, PF_ERROR_DEVICE, "beam reorder of %d rows of %zu bytes does not fit its buffer", count,
+                      used_bytes);
         pf__cuda_break(r->group);
         return;
     }
@@ -15191,8 +15209,8 @@ static void pf__cuda_reorder_rows(pf__rank *r, float *cache, const int *dst, con
     int staged = pf__cuda_stage_ints(r, rs, rs->src, rs->src_host, &rs->src_count, moves, 2 * count);
     free(moves);
     if (staged) return;
-    pf__cuda_ok(r, pf_cuda_reorder_rows(rs->cu, cache, rs->reorder_tmp, rs->src, rs->src + count, count, row_floats,
-                                        used_floats));
+    pf__cuda_ok(r, pf_cuda_reorder_rows(rs->cu, cache, rs->reorder_tmp, rs->src, rs->src + count, count, row_bytes,
+                                        used_bytes));
 }
 
 /* NCCL between distinct GPUs. Otherwise every rank publishes its buffer, and after a barrier
@@ -15260,6 +15278,7 @@ static const pf__backend pf__cuda_table = {
     .reorder_rows = pf__cuda_reorder_rows,
     .device_memory = pf__cuda_device_memory,
     .prepare = pf__cuda_prepare,
+    .cache_in_weight_dtype = 1,
 };
 
 /* A device is present and the runtime works; quiet (0) when the driver or the device is missing. */

@@ -415,8 +415,16 @@ static size_t cache_rows_needed(const int *rows, int batch) {
     return most;
 }
 
-int pf_cuda_kv_append(pf_cuda_rank *st, float *kc, float *vc, const float *qkv, const int *cache_rows, int batch, int T,
-                      int past, int heads, int kv_heads, int hd, int cache_len) {
+/* Element i of a cache of dtype (0 fp32, 1 fp16, 2 bf16) set to v rounded to nearest, as
+   kernels.cu's __float2half_rn / __float2bfloat16_rn store it. */
+static void cache_store(void *p, int dtype, size_t i, float v) {
+    if (dtype == 1) ((_Float16 *)p)[i] = (_Float16)v;
+    else if (dtype == 2) ((uint16_t *)p)[i] = to_bf16(v);
+    else ((float *)p)[i] = v;
+}
+
+int pf_cuda_kv_append(pf_cuda_rank *st, void *kc, void *vc, int cache_dtype, const float *qkv, const int *cache_rows,
+                      int batch, int T, int past, int heads, int kv_heads, int hd, int cache_len) {
     if (kv_heads <= 0 || hd <= 0 || batch <= 0 || T <= 0) return 0;
     if (past < 0 || past + T > cache_len) {
         snprintf(st->message, sizeof st->message, "pf_cuda_kv_append failed: positions beyond the cache (mock)");
@@ -425,19 +433,19 @@ int pf_cuda_kv_append(pf_cuda_rank *st, float *kc, float *vc, const float *qkv, 
     size_t q_width = (size_t)heads * hd, kv_width = (size_t)kv_heads * hd, row_width = q_width + 2 * kv_width;
     size_t rows = (size_t)batch * T;
     NEED(qkv, rows * row_width * 4);
-    NEED(kc, cache_rows_needed(cache_rows, batch) * cache_len * kv_width * 4);
-    NEED(vc, cache_rows_needed(cache_rows, batch) * cache_len * kv_width * 4);
+    NEED(kc, cache_rows_needed(cache_rows, batch) * cache_len * kv_width * dsize(cache_dtype));
+    NEED(vc, cache_rows_needed(cache_rows, batch) * cache_len * kv_width * dsize(cache_dtype));
     for (size_t row = 0; row < rows; row++)
         for (size_t c = 0; c < kv_width; c++) {
             size_t b = row / T, t = row % T, cache_row = cache_rows ? (size_t)cache_rows[b] : b;
             size_t dst = (cache_row * cache_len + past + t) * kv_width + c;
-            kc[dst] = qkv[row * row_width + q_width + c];
-            vc[dst] = qkv[row * row_width + q_width + kv_width + c];
+            cache_store(kc, cache_dtype, dst, qkv[row * row_width + q_width + c]);
+            cache_store(vc, cache_dtype, dst, qkv[row * row_width + q_width + kv_width + c]);
         }
     return 0;
 }
 
-int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const float *kc, const float *vc, float *partials,
+int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const void *kc, const void *vc, int cache_dtype, float *partials,
                    const float *alibi, const int *pad, const int *cache_rows, int batch, int T, int past, int heads, int kv_heads, int hd,
                    int head_begin, int kv_begin, int kv_group, int cache_len, int window, int mask, float scale,
                    const float *rel_bias, int rel_rows, int rel_buckets, int rel_max_distance) {
@@ -451,8 +459,8 @@ int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const float *
     size_t row_width = mask == 2 ? q_width : q_width + 2 * kv_width, rows = (size_t)batch * T;
     NEED(qkv, rows * row_width * 4);
     NEED(out, rows * q_width * 4);
-    NEED(kc, cache_rows_needed(cache_rows, batch) * cache_len * kv_width * 4);
-    NEED(vc, cache_rows_needed(cache_rows, batch) * cache_len * kv_width * 4);
+    NEED(kc, cache_rows_needed(cache_rows, batch) * cache_len * kv_width * dsize(cache_dtype));
+    NEED(vc, cache_rows_needed(cache_rows, batch) * cache_len * kv_width * dsize(cache_dtype));
     if (alibi) NEED(alibi, (size_t)heads * 4);
     if (rel_bias) NEED(rel_bias, (size_t)heads * rel_rows * 4);
     if (pad) NEED(pad, (size_t)batch * 4);
@@ -478,8 +486,7 @@ int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const float *
                 float slope = alibi ? alibi[h] : 0.0f;
                 const float *q = qkv + row * row_width + (size_t)h * hd;
                 size_t cache_row = cache_rows ? (size_t)cache_rows[b] : (size_t)b;
-                const float *kb = kc + cache_row * cache_len * kv_width + (size_t)kv * hd;
-                const float *vb = vc + cache_row * cache_len * kv_width + (size_t)kv * hd;
+                size_t base = cache_row * cache_len * kv_width + (size_t)kv * hd; /* in elements */
                 for (int i = 0; i < hd; i++) acc[i] = 0;
                 float m = -INFINITY, l = 0;
                 for (int j0 = begin; j0 < end; j0 += CHUNK) {
@@ -488,7 +495,8 @@ int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const float *
                         float lanes[32];
                         for (int lane = 0; lane < 32; lane++) {
                             float s = 0;
-                            for (int i = lane; i < hd; i += 32) s += q[i] * kb[(size_t)(j0 + jj) * kv_width + i];
+                            for (int i = lane; i < hd; i += 32)
+                                s += q[i] * ld(kc, cache_dtype, base + (size_t)(j0 + jj) * kv_width + i);
                             lanes[lane] = s;
                         }
                         p[jj] = warp_reduce(lanes, 0) * scale + slope * (float)(j0 + jj - pd);
@@ -504,7 +512,7 @@ int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const float *
                     l = l * alpha + block_reduce(part, ATTN_THREADS, 0);
                     for (int i = 0; i < hd; i++) {
                         float a = acc[i] * alpha;
-                        for (int jj = 0; jj < n; jj++) a += p[jj] * vb[(size_t)(j0 + jj) * kv_width + i];
+                        for (int jj = 0; jj < n; jj++) a += p[jj] * ld(vc, cache_dtype, base + (size_t)(j0 + jj) * kv_width + i);
                         acc[i] = a;
                     }
                     m = mn;
@@ -537,23 +545,24 @@ int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const float *
     return 0;
 }
 
-int pf_cuda_reorder_rows(pf_cuda_rank *st, float *cache, float *scratch, const int *dst, const int *src, int rows,
-                         size_t row_floats, size_t used) {
+int pf_cuda_reorder_rows(pf_cuda_rank *st, void *cache_, void *scratch_, const int *dst, const int *src, int rows,
+                         size_t row_bytes, size_t used) {
+    char *cache = cache_, *scratch = scratch_;
     if (rows <= 0 || !used) return 0;
-    if (used > row_floats || !scratch || !src || !dst) {
+    if (used > row_bytes || !scratch || !src || !dst || ((row_bytes | used) & 1u)) {
         snprintf(st->message, sizeof st->message, "pf_cuda_reorder_rows failed: bad arguments (mock)");
         return 1;
     }
     NEED(src, (size_t)rows * 4);
     NEED(dst, (size_t)rows * 4);
-    NEED(scratch, (size_t)rows * used * 4);
+    NEED(scratch, (size_t)rows * used);
     for (int i = 0; i < rows; i++) {
-        NEED(cache + (size_t)src[i] * row_floats, used * 4);
-        memcpy(scratch + (size_t)i * used, cache + (size_t)src[i] * row_floats, used * 4);
+        NEED(cache + (size_t)src[i] * row_bytes, used);
+        memcpy(scratch + (size_t)i * used, cache + (size_t)src[i] * row_bytes, used);
     }
     for (int i = 0; i < rows; i++) {
-        NEED(cache + (size_t)dst[i] * row_floats, used * 4);
-        memcpy(cache + (size_t)dst[i] * row_floats, scratch + (size_t)i * used, used * 4);
+        NEED(cache + (size_t)dst[i] * row_bytes, used);
+        memcpy(cache + (size_t)dst[i] * row_bytes, scratch + (size_t)i * used, used);
     }
     return 0;
 }

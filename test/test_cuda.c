@@ -82,6 +82,7 @@ typedef struct fixture {
     int32_t cpu_pad[2][MAX_IDS];
     int cpu_pad_len[2];
     float pad_margin[2][MAX_IDS]; /* the CPU's margins at each step of each row (0: unknown) */
+    size_t f32_kv_cache[5][4];    /* [ranks][rank]: KV cache bytes of the F32 run (checked against 16-bit runs) */
 } fixture;
 
 static float *forward(pf_model *m, const int32_t *ids, int batch, int len, size_t vocab, const char *what) {
@@ -352,6 +353,15 @@ static float check_model(fixture *f, pf_dtype dtype, int ranks, const char *what
         CHECK_MSG(info.device_total > 0 && info.device_used >= info.allocated && info.device_used <= info.device_total,
                   "%s: rank %d device memory %zu used of %zu, %zu allocated", what, i, info.device_used,
                   info.device_total, info.allocated);
+        /* 16-bit ranks cache keys and values in their dtype: half the F32 run's bytes (the
+           decoder fixtures here have no fp32 cross caches). */
+        if (r == PF_OK && ranks < 5 && i < 4) {
+            if (dtype == PF_DTYPE_F32) f->f32_kv_cache[ranks][i] = info.kv_cache;
+            else
+                CHECK_MSG(2 * info.kv_cache == f->f32_kv_cache[ranks][i],
+                          "%s: rank %d caches %zu bytes of keys and values, the F32 run %zu", what, i, info.kv_cache,
+                          f->f32_kv_cache[ranks][i]);
+        }
     }
     CHECK_MSG(pf_memory_allocated(f->model, ranks) == 0, "%s: memory on a rank that does not exist", what);
 
