@@ -38,7 +38,8 @@
    fp16/bf16, online softmax over PF_CHUNK-key chunks, decode splits and their combination,
    NaN-filled allocations) under ASan, UBSan and TSan, with 1-4 ranks on one "GPU" and a two-"GPU"
    NCCL stand-in. Note that dropping the pads from rotary or ALiBi alone changes no test's tokens:
-   both shift every score of a query by the same amount (rotary exactly up to rounding), so only the masking and the learned/sinusoid positions are pinned down by tokens. */
+   both shift every score of a query by the same amount (rotary exactly up to rounding), so only
+   the masking and the learned/sinusoid positions are pinned down by tokens. */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
