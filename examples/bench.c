@@ -2,8 +2,8 @@
    engine (Hugging Face transformers + torch) run on the same machine in the same run.
 
    build/bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16]
-               [--models gpt2,gpt2-xl,llama-1b,bert-base] [--quick | --full] [--prompt N] [--new N]
-               [--runs N] [--batch16 | --no-batch16] [--dir DIR] [--seed N]
+               [--models gpt2,gpt2-xl,llama-1b,llama-8b,bert-base] [--quick | --full] [--prompt N]
+               [--new N] [--runs N] [--batch16 | --no-batch16] [--default-cache] [--dir DIR] [--seed N]
                [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]
 
      --device     cpu or cuda (default: cuda when this build has it and a GPU is present)
@@ -18,6 +18,8 @@
      --full       every model, prompt 512, 128 new tokens, 5 runs, batch 16: the default on CUDA
      --prompt N, --new N, --runs N   override the prompt length, decode steps and timed runs
      --batch16    also decode 16 sequences at once (pf_generate_batch); --no-batch16 skips it
+     --default-cache  leave max_sequence_length 0, so the KV cache holds the model's maximum
+                  positions as with pf_parallelize's defaults (else prompt + new tokens)
      --dir DIR    where the generated checkpoints live (default $TMPDIR/parallelformers-bench);
                   a checkpoint is reused when its directory exists with the expected file size
      --seed N     the weights' and prompts' seed (default 1234); part of the directory name
@@ -124,6 +126,11 @@ static const shape shapes[] = {
     /* Llama 3.2 1B's body (2048 wide, 16 layers, 32 heads, 8 key/value heads, MLP 8192, tied
        embeddings) with LLaMA 2's 32000-token vocabulary: 1.04 B parameters. */
     {"llama-1b", FAMILY_LLAMA, 2048, 16, 32, 8, 8192, 32000, 2048, 1},
+    /* Llama 3.1 8B's shape (4096 wide, 32 layers, 32 heads, 8 key/value heads, MLP 14336, a
+       128256-token vocabulary, untied, 131072 positions): 8.0 B parameters, 16 GB in F16. Only
+       when asked for (--models llama-8b): with --default-cache it checks that a 7-8B model fits
+       one GPU with pf_parallelize's defaults. */
+    {"llama-8b", FAMILY_LLAMA, 4096, 32, 32, 8, 14336, 128256, 131072, 0},
     /* BERT-base (bert-base-uncased's shape) as transformers' BertModel saves it: an encoder,
        run through pf_encode rather than pf_generate. */
     {"bert-base", FAMILY_BERT, 768, 12, 12, 12, 3072, 30522, 512, 0},
@@ -807,6 +814,7 @@ typedef struct config {
     pf_device device;
     pf_dtype dtype;
     int max_ranks, prompt_len, new_tokens, runs, batch16, num_gpus;
+    int default_cache; /* max_sequence_length 0: the KV cache for the model's maximum positions */
     int encoder_runs; /* an encoder pass of the whole batch takes seconds on a CPU: fewer runs by default */
 } config;
 
@@ -862,7 +870,7 @@ static void measure(const char *dir, const config *cfg, int ranks, int32_t *cons
     pf_parallel_options po = pf_parallel_options_init();
     po.device = cfg->device;
     po.dtype = cfg->dtype;
-    po.max_sequence_length = P + N;
+    po.max_sequence_length = cfg->default_cache ? 0 : P + N;
     po.max_batch = 1;
     if (cfg->device == PF_DEVICE_CUDA && cfg->num_gpus > 0 && ranks <= 256) {
         po.device_ids = device_ids;
@@ -920,6 +928,7 @@ static void measure(const char *dir, const config *cfg, int ranks, int32_t *cons
     /* batch 16: 16 prompts decoded together; the model is re-split with room for them */
     if (cfg->batch16) {
         po.max_batch = BATCH16;
+        po.max_sequence_length = P + N; /* --default-cache is about batch 1: 16 full-length rows need not fit */
         rc = pf_parallelize(m, ranks, &po);
         if (rc) {
             fail(res, "pf_parallelize (batch 16)", rc, m);
@@ -1155,8 +1164,8 @@ static const reference *ref_for(const reference *ref, int threads, int *index) {
 static void usage(void) {
     fprintf(stderr,
             "usage: bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16]\n"
-            "             [--models gpt2,gpt2-xl,llama-1b,bert-base] [--quick | --full] [--prompt N] [--new N]\n"
-            "             [--runs N] [--batch16 | --no-batch16] [--dir DIR] [--seed N]\n"
+            "             [--models gpt2,gpt2-xl,llama-1b,llama-8b,bert-base] [--quick | --full] [--prompt N]\n"
+            "             [--new N] [--runs N] [--batch16 | --no-batch16] [--default-cache] [--dir DIR] [--seed N]\n"
             "             [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]\n");
 }
 
@@ -1369,6 +1378,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--runs") && v) bad = parse_int(argv[++i], 1, MAX_RUNS, &runs);
         else if (!strcmp(a, "--batch16")) batch16 = 1;
         else if (!strcmp(a, "--no-batch16")) batch16 = 0;
+        else if (!strcmp(a, "--default-cache")) cfg.default_cache = 1;
         else if (!strcmp(a, "--dir") && v) dir_root = argv[++i];
         else if (!strcmp(a, "--seed") && v) bad = parse_int(argv[++i], 0, 0x7fffffff, &seed);
         else if (!strcmp(a, "--reference") && v) script = argv[++i];
@@ -1474,7 +1484,7 @@ int main(int argc, char **argv) {
         size_t k = 0;
         while (k < NUM_SHAPES && strcmp(shapes[k].name, name)) k++;
         if (k == NUM_SHAPES) {
-            fprintf(stderr, "bench: unknown model %s (gpt2, gpt2-xl, llama-1b, bert-base)\n", name);
+            fprintf(stderr, "bench: unknown model %s (gpt2, gpt2-xl, llama-1b, llama-8b, bert-base)\n", name);
             return 2;
         }
         if (num_chosen < (int)NUM_SHAPES) chosen[num_chosen++] = &shapes[k];
