@@ -301,6 +301,178 @@ static void test_image_fixture(const char *name, pf_head head, int num_logits, i
     pf_free(m);
 }
 
+/* CLIP (test/make_clip_fixtures.py): a text tower of 32 wide, 4 heads, 2 layers and a vision
+   tower of 48 wide, 6 heads, 3 layers. Four texts of different lengths and two images: each
+   tower's last hidden state and pooled output, the projected embeddings and logits_per_image
+   within 1e-4 of transformers on 1, 2 and 3 ranks and after pf_to_cpu. */
+#define CLIP_TEXTS 4
+#define CLIP_IMAGES 2
+#define CLIP_PROJECTION 24
+
+static int clip_read_texts(const char *dir, int32_t ids[CLIP_TEXTS][TEST_MAX_IDS], int lengths[CLIP_TEXTS]) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/text_ids.txt", dir);
+    size_t size = 0;
+    char *text = test_read_file(path, &size), *line = text;
+    int rows = 0;
+    for (; text && line && *line && rows < CLIP_TEXTS; rows++) {
+        char *end = strchr(line, '\n');
+        if (end) *end = 0;
+        int parsed[TEST_MAX_IDS];
+        lengths[rows] = test_parse_ids(line, parsed, TEST_MAX_IDS);
+        for (int t = 0; t < lengths[rows]; t++) ids[rows][t] = parsed[t];
+        line = end ? end + 1 : NULL;
+    }
+    free(text);
+    return rows;
+}
+
+/* The text tower's outputs for the fixture's texts against the files of them. */
+static void clip_check_texts(const char *what, pf_model *m, const char *dir, const char *pooled_file) {
+    int32_t ids[CLIP_TEXTS][TEST_MAX_IDS];
+    int lengths[CLIP_TEXTS], total = 0;
+    const int32_t *rows[CLIP_TEXTS];
+    CHECK_MSG(clip_read_texts(dir, ids, lengths) == CLIP_TEXTS, "%s: text_ids.txt", what);
+    for (int b = 0; b < CLIP_TEXTS; b++) rows[b] = ids[b], total += lengths[b];
+    pf_encoding *e = NULL;
+    pf_result r = pf_encode(m, rows, NULL, lengths, CLIP_TEXTS, &e);
+    CHECK_MSG(r == PF_OK, "%s: pf_encode: %s", what, pf_error_message(m));
+    if (r) return;
+    CHECK(e->hidden_size == 32 && e->offsets[CLIP_TEXTS] == total && e->projection_dim == CLIP_PROJECTION);
+    check_array(what, dir, "text_hidden.bin", e->last_hidden_state, (size_t)total * 32);
+    check_array(what, dir, pooled_file, e->pooled, (size_t)CLIP_TEXTS * 32);
+    if (!strcmp(pooled_file, "text_pooled.bin")) check_array(what, dir, "text_embeds.bin", e->embeds, (size_t)CLIP_TEXTS * CLIP_PROJECTION);
+    pf_encoding_free(e);
+}
+
+static void test_clip_fixture(void) {
+    char dir[1024], path[1100];
+    snprintf(dir, sizeof dir, "%s/clip", test_fixtures);
+    snprintf(path, sizeof path, "%s/pixels.bin", dir);
+    size_t n = 0;
+    float *pixels = test_read_floats(path, &n);
+    pf_model *m = NULL;
+    pf_result r = pf_load(dir, NULL, &m);
+    CHECK_MSG(r == PF_OK && pixels && n == CLIP_IMAGES * 3 * 32 * 32, "loading clip: %s", pf_error_message(m));
+    pf_model_info info = pf_get_info(m);
+    CHECK(r != PF_OK || (info.is_encoder && !strcmp(info.model_type, "clip") && info.hidden_size == 32 &&
+                         info.image_size == 32 && info.patch_size == 8 && info.vocab_size == 99));
+    int32_t ids[CLIP_TEXTS][TEST_MAX_IDS];
+    int lengths[CLIP_TEXTS];
+    const int32_t *rows[CLIP_TEXTS];
+    clip_read_texts(dir, ids, lengths);
+    for (int b = 0; b < CLIP_TEXTS; b++) rows[b] = ids[b];
+    for (int ranks = 1; r == PF_OK && pixels && ranks <= 4; ranks++) { /* 4: a rank after pf_to_cpu */
+        char what[128];
+        snprintf(what, sizeof what, ranks < 4 ? "clip on %d ranks" : "clip after pf_to_cpu", ranks);
+        pf_parallel_options po = pf_parallel_options_init();
+        po.device = PF_DEVICE_CPU;
+        po.max_batch = CLIP_TEXTS;
+        pf_result rr = ranks < 4 ? pf_parallelize(m, ranks, &po) : pf_to_cpu(m);
+        CHECK_MSG(rr == PF_OK, "%s: %s", what, pf_error_message(m));
+        if (rr) continue;
+        CHECK(pf_num_ranks(m) == (ranks < 4 ? ranks : 1) && pf_memory_allocated(m, 0) > 0);
+        pf_encoding *e = NULL;
+        rr = pf_encode_images(m, pixels, CLIP_IMAGES, &e);
+        CHECK_MSG(rr == PF_OK, "%s: pf_encode_images: %s", what, pf_error_message(m));
+        if (rr == PF_OK) {
+            CHECK(e->hidden_size == 48 && e->offsets[CLIP_IMAGES] == CLIP_IMAGES * 17 && e->projection_dim == CLIP_PROJECTION);
+            check_array(what, dir, "image_hidden.bin", e->last_hidden_state, (size_t)CLIP_IMAGES * 17 * 48);
+            check_array(what, dir, "image_pooled.bin", e->pooled, (size_t)CLIP_IMAGES * 48);
+            check_array(what, dir, "image_embeds.bin", e->embeds, (size_t)CLIP_IMAGES * CLIP_PROJECTION);
+        }
+        pf_encoding_free(e);
+        clip_check_texts(what, m, dir, "text_pooled.bin");
+        po.max_batch = 3; /* below the texts' count: pf_image_text_logits runs them in two batches (3 ranks
+                             keep 4, which pf_to_cpu then keeps) */
+        if (ranks < 3 && pf_parallelize(m, ranks, &po) != PF_OK) continue;
+        float logits[CLIP_IMAGES * CLIP_TEXTS];
+        rr = pf_image_text_logits(m, rows, lengths, CLIP_TEXTS, pixels, CLIP_IMAGES, logits);
+        CHECK_MSG(rr == PF_OK, "%s: pf_image_text_logits: %s", what, pf_error_message(m));
+        if (rr == PF_OK) check_array(what, dir, "logits_per_image.bin", logits, CLIP_IMAGES * CLIP_TEXTS);
+    }
+    if (r == PF_OK) { /* bad input */
+        float logits[CLIP_IMAGES * CLIP_TEXTS];
+        pf_encoding *e = NULL;
+        CHECK(pf_image_text_logits(m, NULL, lengths, CLIP_TEXTS, pixels, CLIP_IMAGES, logits) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(pf_image_text_logits(m, rows, lengths, CLIP_TEXTS, NULL, CLIP_IMAGES, logits) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(pf_image_text_logits(m, rows, lengths, CLIP_TEXTS, pixels, CLIP_IMAGES, NULL) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(pf_image_text_logits(m, rows, lengths, 0, pixels, CLIP_IMAGES, logits) == PF_ERROR_INVALID_ARGUMENT);
+        int too_long[CLIP_TEXTS] = {5, 8, 17, 10}; /* beyond the 16 positions */
+        CHECK(pf_image_text_logits(m, rows, too_long, CLIP_TEXTS, pixels, CLIP_IMAGES, logits) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(strstr(pf_error_message(m), "row 2") != NULL);
+        ids[0][1] = 99; /* outside the vocabulary */
+        CHECK(pf_image_text_logits(m, rows, lengths, CLIP_TEXTS, pixels, CLIP_IMAGES, logits) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(strstr(pf_error_message(m), "outside the vocabulary") != NULL);
+        ids[0][1] = 5;
+        pixels[7] = NAN;
+        CHECK(pf_image_text_logits(m, rows, lengths, CLIP_TEXTS, pixels, CLIP_IMAGES, logits) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(strstr(pf_error_message(m), "finite") != NULL);
+        CHECK(pf_encode_images(m, NULL, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+        CHECK(pf_encode(m, rows, NULL, lengths, 0, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+        int32_t prompt[2] = {0, 5};
+        float vocab_logits[99];
+        CHECK(pf_forward(m, prompt, 1, 2, vocab_logits) == PF_ERROR_UNSUPPORTED);
+        CHECK(strstr(pf_error_message(m), "dual encoder") != NULL);
+    }
+    pf_free(m);
+    free(pixels);
+
+    /* a model that is not CLIP has no similarity */
+    snprintf(path, sizeof path, "%s/vit", test_fixtures);
+    if (pf_load(path, NULL, &m) == PF_OK) {
+        float logits[1], pixel[3 * 32 * 32] = {0};
+        int32_t one[1] = {0};
+        const int32_t *one_row[1] = {one};
+        int one_length = 1;
+        CHECK(pf_image_text_logits(m, one_row, &one_length, 1, pixel, 1, logits) == PF_ERROR_UNSUPPORTED);
+    }
+    pf_free(m);
+}
+
+/* The same checkpoint with transformers' older spellings: text_config_dict (which wins whole over
+   text_config) with eos_token_id 2, under which the text tower pools each text's largest id (the
+   rule of configs before transformers 4.31). */
+static void test_clip_old_config(void) {
+    char dir[1024], path[1100], tmp[] = "/tmp/pf_clip_XXXXXX";
+    snprintf(dir, sizeof dir, "%s/clip", test_fixtures);
+    if (!mkdtemp(tmp)) {
+        CHECK_MSG(0, "mkdtemp");
+        return;
+    }
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    size_t size = 0;
+    char *config = test_read_file(path, &size), *text = config ? strstr(config, "\"text_config\"") : NULL;
+    char *eos = text ? strstr(text, "\"eos_token_id\": 40") : NULL;
+    CHECK(eos != NULL);
+    if (eos) {
+        eos[16] = ' ', eos[17] = '2'; /* 40 -> " 2" */
+        memmove(text + 1 + 16, text + 1 + 11, strlen(text + 1 + 11) + 1); /* "text_config" -> "text_config_dict" */
+        memcpy(text + 1 + 11, "_dict", 5);
+        char copy[1200], source[1200], written[1200];
+        snprintf(written, sizeof written, "%s/config.json", tmp);
+        snprintf(copy, sizeof copy, "%s/model.safetensors", tmp);
+        snprintf(source, sizeof source, "%s/model.safetensors", dir);
+        size_t bytes = 0;
+        char *weights = test_read_file(source, &bytes);
+        CHECK(weights && test_write_file(written, config, strlen(config)) == 0 && test_write_file(copy, weights, bytes) == 0);
+        free(weights);
+        pf_model *m = NULL;
+        pf_result r = pf_load(tmp, NULL, &m);
+        pf_parallel_options po = pf_parallel_options_init();
+        po.device = PF_DEVICE_CPU;
+        po.max_batch = CLIP_TEXTS;
+        if (r == PF_OK) r = pf_parallelize(m, 2, &po);
+        CHECK_MSG(r == PF_OK, "old clip config: %s", pf_error_message(m));
+        if (r == PF_OK) clip_check_texts("clip with eos_token_id 2", m, dir, "text_pooled_argmax.bin");
+        pf_free(m);
+        unlink(copy);
+        unlink(written);
+    }
+    free(config);
+    rmdir(tmp);
+}
+
 /* build/classify_image end to end: an image file through the model's image processor and the
    classifier, on 2 ranks, gives transformers' logits for it (image.txt: the processor and model in
    Python); a file that is not a PPM is a clear error. */
@@ -338,6 +510,8 @@ static void test_classify_cli(void) {
 
 void test_encoders(void) {
     test_classify_cli();
+    test_clip_fixture();
+    test_clip_old_config();
     test_image_fixture("vit", PF_HEAD_NONE, 0, 17);
     test_image_fixture("vit-cls", PF_HEAD_IMAGE_CLASSIFICATION, 5, 17);
     test_image_fixture("deit-cls", PF_HEAD_IMAGE_CLASSIFICATION, 5, 18);
