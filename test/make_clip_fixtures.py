@@ -20,6 +20,10 @@ test/fixtures/clip/ holds config.json, model.safetensors and
 The texts' end-of-text id (eos_token_id 40) is not their largest id, so the pooled token differs
 from the one configs with eos_token_id 2 pool (the largest id's position): text_pooled_argmax.bin
 holds the pooled output under that rule, for the same texts.
+
+The towers saved alone with the same weights (so clip/'s references are theirs):
+test/fixtures/clip-text (CLIPTextModel: no projection) and test/fixtures/clip-vision
+(CLIPVisionModelWithProjection), config.json and model.safetensors each.
 """
 from pathlib import Path
 
@@ -83,6 +87,22 @@ def main():
     save("image_pooled.bin", vision_out.pooler_output)
     save("image_embeds.bin", image_embeds)
     save("logits_per_image.bin", out.logits_per_image)
+    save_towers(model, config)
+
+
+def save_towers(model, config):
+    """Each tower alone, as transformers saves it, with the CLIPModel's weights."""
+    text_config, vision_config = config.text_config, config.vision_config
+    vision_config.projection_dim = config.projection_dim
+    text = transformers.CLIPTextModel(text_config).eval()
+    vision = transformers.CLIPVisionModelWithProjection(vision_config).eval()
+    weights = model.state_dict()
+    for tower, prefix in ((text, "text_model."), (vision, "vision_model.")):
+        # transformers 5's CLIPTextModel holds the tower's modules itself (its names lack the prefix)
+        mine = {k: weights[k if k in weights else prefix + k] for k in tower.state_dict()}
+        tower.load_state_dict(mine)
+    text.save_pretrained(FIXTURES / "clip-text")
+    vision.save_pretrained(FIXTURES / "clip-vision")
 
 
 if __name__ == "__main__":

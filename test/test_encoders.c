@@ -327,8 +327,10 @@ static int clip_read_texts(const char *dir, int32_t ids[CLIP_TEXTS][TEST_MAX_IDS
     return rows;
 }
 
-/* The text tower's outputs for the fixture's texts against the files of them. */
-static void clip_check_texts(const char *what, pf_model *m, const char *dir, const char *pooled_file) {
+/* The text tower's outputs for the fixture's texts against the files of them; the projection's
+   (embeds_file, NULL: not compared) where the model has it (projected). */
+static void clip_check_texts(const char *what, pf_model *m, const char *dir, const char *pooled_file,
+                             const char *embeds_file, int projected) {
     int32_t ids[CLIP_TEXTS][TEST_MAX_IDS];
     int lengths[CLIP_TEXTS], total = 0;
     const int32_t *rows[CLIP_TEXTS];
@@ -338,10 +340,11 @@ static void clip_check_texts(const char *what, pf_model *m, const char *dir, con
     pf_result r = pf_encode(m, rows, NULL, lengths, CLIP_TEXTS, &e);
     CHECK_MSG(r == PF_OK, "%s: pf_encode: %s", what, pf_error_message(m));
     if (r) return;
-    CHECK(e->hidden_size == 32 && e->offsets[CLIP_TEXTS] == total && e->projection_dim == CLIP_PROJECTION);
+    CHECK_MSG(e->hidden_size == 32 && e->offsets[CLIP_TEXTS] == total && e->projection_dim == (projected ? CLIP_PROJECTION : 0) &&
+                  !e->embeds == !projected, "%s: encoding's sizes", what);
     check_array(what, dir, "text_hidden.bin", e->last_hidden_state, (size_t)total * 32);
     check_array(what, dir, pooled_file, e->pooled, (size_t)CLIP_TEXTS * 32);
-    if (!strcmp(pooled_file, "text_pooled.bin")) check_array(what, dir, "text_embeds.bin", e->embeds, (size_t)CLIP_TEXTS * CLIP_PROJECTION);
+    if (embeds_file) check_array(what, dir, embeds_file, e->embeds, (size_t)CLIP_TEXTS * CLIP_PROJECTION);
     pf_encoding_free(e);
 }
 
@@ -382,7 +385,7 @@ static void test_clip_fixture(void) {
             check_array(what, dir, "image_embeds.bin", e->embeds, (size_t)CLIP_IMAGES * CLIP_PROJECTION);
         }
         pf_encoding_free(e);
-        clip_check_texts(what, m, dir, "text_pooled.bin");
+        clip_check_texts(what, m, dir, "text_pooled.bin", "text_embeds.bin", 1);
         po.max_batch = 3; /* below the texts' count: pf_image_text_logits runs them in two batches (3 ranks
                              keep 4, which pf_to_cpu then keeps) */
         if (ranks < 3 && pf_parallelize(m, ranks, &po) != PF_OK) continue;
@@ -430,47 +433,120 @@ static void test_clip_fixture(void) {
     pf_free(m);
 }
 
+/* Loads a copy of fixture NAME whose config.json has each edits[2k] replaced by edits[2k + 1] (the
+   first occurrence after the previous edit; NULL ends the list). 0 and *m on success (a load that
+   fails too: its message is the test's), -1 if the copy could not be made. */
+static int clip_load_edited(const char *name, const char *const *edits, pf_model **m) {
+    char dir[1024], path[1100], tmp[] = "/tmp/pf_clip_XXXXXX", written[1200], copy[1200];
+    *m = NULL;
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    size_t size = 0, bytes = 0;
+    char *config = test_read_file(path, &size), *edited = config ? (char *)malloc(size + 4096) : NULL;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    char *weights = test_read_file(path, &bytes);
+    int ok = config && edited && weights && mkdtemp(tmp) != NULL;
+    if (ok) strcpy(edited, config);
+    char *at = edited;
+    for (int k = 0; ok && edits[k]; k += 2) {
+        char *found = strstr(at, edits[k]);
+        size_t from = strlen(edits[k]), to = strlen(edits[k + 1]);
+        CHECK_MSG(found != NULL, "%s/config.json has no %s", name, edits[k]);
+        if (!found || strlen(edited) + to >= size + 4096) {
+            ok = 0;
+            break;
+        }
+        memmove(found + to, found + from, strlen(found + from) + 1);
+        memcpy(found, edits[k + 1], to);
+        at = found + to;
+    }
+    snprintf(written, sizeof written, "%s/config.json", tmp);
+    snprintf(copy, sizeof copy, "%s/model.safetensors", tmp);
+    if (ok) ok = test_write_file(written, edited, strlen(edited)) == 0 && test_write_file(copy, weights, bytes) == 0;
+    if (ok) pf_load(tmp, NULL, m);
+    free(config), free(edited), free(weights);
+    unlink(copy), unlink(written), rmdir(tmp); /* the model maps its file: mapped pages outlive the name */
+    return ok ? 0 : -1;
+}
+
 /* The same checkpoint with transformers' older spellings: text_config_dict (which wins whole over
    text_config) with eos_token_id 2, under which the text tower pools each text's largest id (the
-   rule of configs before transformers 4.31). */
-static void test_clip_old_config(void) {
-    char dir[1024], path[1100], tmp[] = "/tmp/pf_clip_XXXXXX";
+   rule of configs before transformers 4.31); the towers saved alone (CLIPTextModel,
+   CLIPVisionModelWithProjection) as models of their own; and architectures that do not match the
+   tensors, refused. */
+static void test_clip_variants(void) {
+    char dir[1024];
     snprintf(dir, sizeof dir, "%s/clip", test_fixtures);
-    if (!mkdtemp(tmp)) {
-        CHECK_MSG(0, "mkdtemp");
-        return;
-    }
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    size_t size = 0;
-    char *config = test_read_file(path, &size), *text = config ? strstr(config, "\"text_config\"") : NULL;
-    char *eos = text ? strstr(text, "\"eos_token_id\": 40") : NULL;
-    CHECK(eos != NULL);
-    if (eos) {
-        eos[16] = ' ', eos[17] = '2'; /* 40 -> " 2" */
-        memmove(text + 1 + 16, text + 1 + 11, strlen(text + 1 + 11) + 1); /* "text_config" -> "text_config_dict" */
-        memcpy(text + 1 + 11, "_dict", 5);
-        char copy[1200], source[1200], written[1200];
-        snprintf(written, sizeof written, "%s/config.json", tmp);
-        snprintf(copy, sizeof copy, "%s/model.safetensors", tmp);
-        snprintf(source, sizeof source, "%s/model.safetensors", dir);
-        size_t bytes = 0;
-        char *weights = test_read_file(source, &bytes);
-        CHECK(weights && test_write_file(written, config, strlen(config)) == 0 && test_write_file(copy, weights, bytes) == 0);
-        free(weights);
-        pf_model *m = NULL;
-        pf_result r = pf_load(tmp, NULL, &m);
-        pf_parallel_options po = pf_parallel_options_init();
-        po.device = PF_DEVICE_CPU;
-        po.max_batch = CLIP_TEXTS;
-        if (r == PF_OK) r = pf_parallelize(m, 2, &po);
+    static const char *const old_spelling[] = {"\"text_config\"", "\"text_config_dict\"", "\"eos_token_id\": 40",
+                                               "\"eos_token_id\": 2", NULL};
+    pf_model *m = NULL;
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.max_batch = CLIP_TEXTS;
+    if (clip_load_edited("clip", old_spelling, &m) == 0) {
+        pf_result r = pf_get_info(m).model_type ? pf_parallelize(m, 2, &po) : PF_ERROR_FORMAT;
         CHECK_MSG(r == PF_OK, "old clip config: %s", pf_error_message(m));
-        if (r == PF_OK) clip_check_texts("clip with eos_token_id 2", m, dir, "text_pooled_argmax.bin");
-        pf_free(m);
-        unlink(copy);
-        unlink(written);
+        if (r == PF_OK) clip_check_texts("clip with eos_token_id 2", m, dir, "text_pooled_argmax.bin", NULL, 1);
     }
-    free(config);
-    rmdir(tmp);
+    pf_free(m);
+
+    char path[1100];
+    snprintf(path, sizeof path, "%s/clip-text", test_fixtures);
+    pf_result r = pf_load(path, NULL, &m);
+    if (r == PF_OK) r = pf_parallelize(m, 3, &po);
+    CHECK_MSG(r == PF_OK, "clip-text: %s", pf_error_message(m));
+    if (r == PF_OK) {
+        CHECK(!strcmp(pf_get_info(m).model_type, "clip_text_model"));
+        clip_check_texts("clip-text on 3 ranks", m, dir, "text_pooled.bin", NULL, 0);
+        float logits[1], pixel[3 * 32 * 32] = {0};
+        int32_t one[1] = {0};
+        const int32_t *one_row[1] = {one};
+        int one_length = 1;
+        pf_encoding *e = NULL;
+        CHECK(pf_encode_images(m, pixel, 1, &e) == PF_ERROR_UNSUPPORTED && !e); /* images for a text tower */
+        CHECK(strstr(pf_error_message(m), "takes token ids") != NULL);
+        CHECK(pf_image_text_logits(m, one_row, &one_length, 1, pixel, 1, logits) == PF_ERROR_UNSUPPORTED);
+    }
+    pf_free(m);
+
+    snprintf(path, sizeof path, "%s/clip/pixels.bin", test_fixtures);
+    size_t n = 0;
+    float *pixels = test_read_floats(path, &n);
+    snprintf(path, sizeof path, "%s/clip-vision", test_fixtures);
+    r = pixels ? pf_load(path, NULL, &m) : PF_ERROR_IO;
+    po.max_batch = CLIP_IMAGES;
+    if (r == PF_OK) r = pf_parallelize(m, 2, &po);
+    CHECK_MSG(r == PF_OK, "clip-vision: %s", pf_error_message(m));
+    pf_encoding *e = NULL;
+    if (r == PF_OK) r = pf_encode_images(m, pixels, CLIP_IMAGES, &e);
+    CHECK_MSG(r == PF_OK, "clip-vision: %s", pf_error_message(m));
+    if (r == PF_OK) {
+        check_array("clip-vision on 2 ranks", dir, "image_hidden.bin", e->last_hidden_state, (size_t)CLIP_IMAGES * 17 * 48);
+        check_array("clip-vision on 2 ranks", dir, "image_pooled.bin", e->pooled, (size_t)CLIP_IMAGES * 48);
+        check_array("clip-vision on 2 ranks", dir, "image_embeds.bin", e->embeds, (size_t)CLIP_IMAGES * CLIP_PROJECTION);
+    }
+    pf_encoding_free(e);
+    pf_free(m);
+    free(pixels);
+
+    static const struct {
+        const char *fixture, *from, *to, *message;
+    } refused[] = {
+        {"clip", "\"CLIPModel\"", "\"CLIPForImageClassification\"", "architecture \"CLIPForImageClassification\" is not supported"},
+        {"clip", "\"vision_config\": {", "\"vision_config\": 7, \"unused\": {", "\"vision_config\" is not an object"},
+        {"clip", "\"hidden_act\": \"quick_gelu\"", "\"hidden_act\": \"gelu_10\"", "activation \"gelu_10\" is not supported"},
+        {"clip", "\"eos_token_id\": 40", "\"eos_token_id\": null", "\"eos_token_id\" is null"},
+        {"clip", "\"projection_dim\": 24", "\"projection_dim\": 20", "text_projection.weight' has shape [24, 32] but the config needs [20, 32]"},
+        {"clip-text", "\"CLIPTextModel\"", "\"CLIPTextModelWithProjection\"", "missing tensor 'text_projection.weight'"},
+        {"clip-vision", "\"CLIPVisionModelWithProjection\"", "\"CLIPVisionModel\"", "'visual_projection.weight' is in the checkpoint"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        const char *edits[] = {refused[i].from, refused[i].to, NULL};
+        if (clip_load_edited(refused[i].fixture, edits, &m) == 0)
+            CHECK_MSG(!pf_get_info(m).model_type && strstr(pf_error_message(m), refused[i].message),
+                      "%s with %s: %s", refused[i].fixture, refused[i].to, pf_error_message(m));
+        pf_free(m);
+    }
 }
 
 /* build/classify_image end to end: an image file through the model's image processor and the
@@ -511,7 +587,7 @@ static void test_classify_cli(void) {
 void test_encoders(void) {
     test_classify_cli();
     test_clip_fixture();
-    test_clip_old_config();
+    test_clip_variants();
     test_image_fixture("vit", PF_HEAD_NONE, 0, 17);
     test_image_fixture("vit-cls", PF_HEAD_IMAGE_CLASSIFICATION, 5, 17);
     test_image_fixture("deit-cls", PF_HEAD_IMAGE_CLASSIFICATION, 5, 18);
