@@ -16339,6 +16339,15 @@ pf_result pf_get_memory_info(const pf_model *m, int rank, pf_memory_info *info) 
     if (info) memset(info, 0, sizeof *info);
     if (!m) return PF_ERROR_INVALID_ARGUMENT;
     if (!info) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_get_memory_info: info (the output) is NULL");
+    if (m->towers[0]) { /* a dual model: its towers' bytes on the rank together, the device as the text tower saw it */
+        pf_memory_info vision;
+        pf_result r = pf_get_memory_info(m->towers[0], rank, info);
+        if (!r) r = pf_get_memory_info(m->towers[1], rank, &vision);
+        if (r) return pf__fail_from((pf_model *)m, r, m->towers[0]->group ? m->towers[1] : m->towers[0]);
+        info->weights += vision.weights, info->kv_cache += vision.kv_cache, info->scratch += vision.scratch;
+        info->allocated += vision.allocated;
+        return PF_OK;
+    }
     if (!m->group || rank < 0 || rank >= m->group->num_ranks)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "rank %d: the model runs on %d rank(s)", rank,
                         m->group ? m->group->num_ranks : 0);

@@ -417,6 +417,15 @@ static void test_clip_fixture(void) {
         float vocab_logits[99];
         CHECK(pf_forward(m, prompt, 1, 2, vocab_logits) == PF_ERROR_UNSUPPORTED);
         CHECK(strstr(pf_error_message(m), "dual encoder") != NULL);
+        const int32_t *prompts[1] = {prompt};
+        int prompt_length = 2, generated_length = 0;
+        int32_t generated[8];
+        float embedding[32];
+        CHECK(pf_forward_seq2seq(m, prompts, &prompt_length, prompts, &prompt_length, 1, vocab_logits) != PF_OK);
+        CHECK(pf_embed(m, prompts, &prompt_length, 1, NULL, embedding) == PF_ERROR_UNSUPPORTED);
+        CHECK(pf_generate(m, prompt, 2, NULL, generated, 8, &generated_length) != PF_OK && generated_length == 0);
+        pf_memory_info memory;
+        CHECK(pf_get_memory_info(m, 0, &memory) == PF_OK && memory.weights > 0 && memory.allocated == pf_memory_allocated(m, 0));
     }
     pf_free(m);
     free(pixels);
