@@ -313,7 +313,10 @@ pf_result pf_encode_images(pf_model *model, const float *pixels, int batch, pf_e
    get_text_features gives them) and pf_encode_images its vision tower (pooled: the class token
    through post_layernorm; embeds: image_embeds), each row as transformers computes it alone. The
    towers (widths, heads, layers of their own) are each split over pf_parallelize's ranks by
-   their own heads. A tower saved alone (CLIPTextModel, CLIPVisionModel and their
+   their own heads. pf_get_info gives the text tower's sizes and the vision tower's image fields;
+   pf_memory_allocated and pf_get_memory_info the two towers' bytes on the rank together. The
+   calls of decoders and sentence embeddings (pf_forward, pf_generate..., pf_embed) are refused
+   (PF_ERROR_UNSUPPORTED). A tower saved alone (CLIPTextModel, CLIPVisionModel and their
    ...WithProjection) loads as a model of its own. */
 
 /* The similarity of every image to every text, as CLIPModel's logits_per_image:
