@@ -3,6 +3,7 @@
    pooled output and the head's logits within 1e-4 on 1, 2 and 3 ranks; and the calls that do not
    fit an encoder refused. */
 #include <math.h>
+#include <stdint.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -442,10 +443,35 @@ static void test_clip_fixture(void) {
     pf_free(m);
 }
 
+/* A copy of a safetensors file (bytes long) with an I64 [1, 16] tensor of each name in extra
+   (NULL-terminated) added, as transformers 4 saved CLIP's position_ids buffers; NULL on failure. */
+static char *clip_add_tensors(const char *weights, size_t bytes, const char *const *extra, size_t *out_bytes) {
+    uint64_t header = 0;
+    for (int i = 7; bytes >= 8 && i >= 0; i--) header = header << 8 | (unsigned char)weights[i];
+    if (bytes < 8 || header > bytes - 8 || weights[8] != '{') return NULL;
+    size_t data = bytes - 8 - (size_t)header, added = 0, entries_cap = 4096, used = 0;
+    char *entries = (char *)malloc(entries_cap);
+    for (int k = 0; entries && extra[k]; k++, added += 16 * 8)
+        used += (size_t)snprintf(entries + used, entries_cap - used, "\"%s\":{\"dtype\":\"I64\",\"shape\":[1,16],"
+                                 "\"data_offsets\":[%zu,%zu]},", extra[k], data + added, data + added + 16 * 8);
+    char *copy = entries && used < entries_cap ? (char *)calloc(1, bytes + used + added) : NULL;
+    if (copy) {
+        uint64_t grown = header + used;
+        for (int i = 0; i < 8; i++) copy[i] = (char)(grown >> (8 * i) & 0xff);
+        copy[8] = '{';
+        memcpy(copy + 9, entries, used);
+        memcpy(copy + 9 + used, weights + 9, bytes - 9); /* the rest of the header, the data; then zeros */
+        *out_bytes = bytes + used + added;
+    }
+    free(entries);
+    return copy;
+}
+
 /* Loads a copy of fixture NAME whose config.json has each edits[2k] replaced by edits[2k + 1] (the
-   first occurrence after the previous edit; NULL ends the list). 0 and *m on success (a load that
-   fails too: its message is the test's), -1 if the copy could not be made. */
-static int clip_load_edited(const char *name, const char *const *edits, pf_model **m) {
+   first occurrence after the previous edit; NULL ends the list), and whose weights have the
+   tensors named in extra added (NULL: none; see clip_add_tensors). 0 and *m on success (a load
+   that fails too: its message is the test's), -1 if the copy could not be made. */
+static int clip_load_edited(const char *name, const char *const *edits, const char *const *extra, pf_model **m) {
     char dir[1024], path[1100], tmp[] = "/tmp/pf_clip_XXXXXX", written[1200], copy[1200];
     *m = NULL;
     snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
@@ -454,6 +480,11 @@ static int clip_load_edited(const char *name, const char *const *edits, pf_model
     char *config = test_read_file(path, &size), *edited = config ? (char *)malloc(size + 4096) : NULL;
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     char *weights = test_read_file(path, &bytes);
+    if (weights && extra) {
+        char *grown = clip_add_tensors(weights, bytes, extra, &bytes);
+        free(weights);
+        weights = grown;
+    }
     int ok = config && edited && weights && mkdtemp(tmp) != NULL;
     if (ok) strcpy(edited, config);
     char *at = edited;
@@ -492,7 +523,21 @@ static void test_clip_variants(void) {
     pf_parallel_options po = pf_parallel_options_init();
     po.device = PF_DEVICE_CPU;
     po.max_batch = CLIP_TEXTS;
-    if (clip_load_edited("clip", old_spelling, &m) == 0) {
+    /* transformers 4 saved the towers' position_ids buffers: read by no slot, and accepted */
+    static const char *const no_edits[] = {NULL};
+    static const char *const buffers[] = {"text_model.embeddings.position_ids", "vision_model.embeddings.position_ids", NULL};
+    static const char *const stray[] = {"text_model.embeddings.position_ids", "vision_model.embeddings.extra", NULL};
+    if (clip_load_edited("clip", no_edits, buffers, &m) == 0) {
+        pf_result r = pf_get_info(m).model_type ? pf_parallelize(m, 1, &po) : PF_ERROR_FORMAT;
+        CHECK_MSG(r == PF_OK, "clip with position_ids: %s", pf_error_message(m));
+        if (r == PF_OK) clip_check_texts("clip with position_ids", m, dir, "text_pooled.bin", "text_embeds.bin", 1);
+    }
+    pf_free(m);
+    if (clip_load_edited("clip", no_edits, stray, &m) == 0)
+        CHECK_MSG(!pf_get_info(m).model_type && strstr(pf_error_message(m), "tensor 'vision_model.embeddings.extra' is not used"),
+                  "clip with a stray tensor: %s", pf_error_message(m));
+    pf_free(m);
+    if (clip_load_edited("clip", old_spelling, NULL, &m) == 0) {
         pf_result r = pf_get_info(m).model_type ? pf_parallelize(m, 2, &po) : PF_ERROR_FORMAT;
         CHECK_MSG(r == PF_OK, "old clip config: %s", pf_error_message(m));
         if (r == PF_OK) clip_check_texts("clip with eos_token_id 2", m, dir, "text_pooled_argmax.bin", NULL, 1);
@@ -551,7 +596,7 @@ static void test_clip_variants(void) {
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         const char *edits[] = {refused[i].from, refused[i].to, NULL};
-        if (clip_load_edited(refused[i].fixture, edits, &m) == 0)
+        if (clip_load_edited(refused[i].fixture, edits, NULL, &m) == 0)
             CHECK_MSG(!pf_get_info(m).model_type && strstr(pf_error_message(m), refused[i].message),
                       "%s with %s: %s", refused[i].fixture, refused[i].to, pf_error_message(m));
         pf_free(m);
