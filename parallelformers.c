@@ -1013,7 +1013,8 @@ static const struct pf__stack {
 };
 
 /* PF__LAYOUT_ROW: a vector stored as [1, n] (BART's final_logits_bias); read as PF__LAYOUT_VECTOR.
-   PF__LAYOUT_SQUEEZED: [1, ..., 1, rows, cols] (ViT's class token, position table); read as OUT_IN.
+   PF__LAYOUT_SQUEEZED: [1, ..., 1, rows, cols] (ViT's class token, position table), or [cols] for
+   one row (CLIP's class_embedding); read as OUT_IN.
    PF__LAYOUT_CONV: [out, channels, kh, kw] (ViT's patch embedding); read as OUT_IN [out, c kh kw]. */
 typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV } pf__layout;
 
