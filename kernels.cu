@@ -65,6 +65,7 @@
 #define PF_CUDA_RELU 2
 #define PF_CUDA_SILU 3
 #define PF_CUDA_TANH 4
+#define PF_CUDA_QUICK_GELU 5
 
 /* Attention: keys are scored PF_CHUNK at a time by a block of PF_ATTN_THREADS (4 warps), with an
    online softmax across chunks; decode splits the keys over at most PF_MAX_SPLITS blocks per
@@ -197,6 +198,7 @@ __device__ __forceinline__ float pf_act(float v, int act) {
     case PF_CUDA_RELU: return v > 0.0f ? v : 0.0f;
     case PF_CUDA_SILU: return v / (1.0f + expf(-v));
     case PF_CUDA_TANH: return tanhf(v);
+    case PF_CUDA_QUICK_GELU: return v / (1.0f + expf(-1.702f * v));
     default: return v;
     }
 }
@@ -776,7 +778,7 @@ int pf_cuda_matmul(struct pf_cuda_rank *st, float *out, const float *x, const vo
     return PF_CUDA_OK;
 }
 
-/* x = act(x) elementwise (PF_CUDA_GELU_TANH, _GELU_ERF, _RELU, _SILU). */
+/* x = act(x) elementwise (PF_CUDA_GELU_TANH, _GELU_ERF, _RELU, _SILU, _TANH, _QUICK_GELU). */
 int pf_cuda_activation(struct pf_cuda_rank *st, float *x, size_t count, int act) {
     if (!count) return PF_CUDA_OK;
     pf_activation_kernel<<<pf_blocks(count, PF_THREADS), PF_THREADS, 0, st->stream>>>(x, count, act);

@@ -953,6 +953,11 @@ typedef enum {
     PF__SLOT_DIST_TOKEN,            /* [1, hidden]: DeiT's distillation token after it */
     PF__SLOT_DIST_CLASSIFIER_WEIGHT,/* [num_labels, hidden]: DeiT's head on the distillation token */
     PF__SLOT_DIST_CLASSIFIER_BIAS,  /* [num_labels] */
+    /* Dual encoders (CLIP): */
+    PF__SLOT_POOLER_NORM_WEIGHT,    /* [hidden]: a norm of the pooled token (CLIP vision's post_layernorm) */
+    PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */
+    PF__SLOT_PROJECTION,            /* [projection_dim, hidden]: the pooled output into the shared space, no bias */
+    PF__SLOT_LOGIT_SCALE,           /* [1]: the dual model's log temperature (read at load, never on a rank) */
     PF__SLOT_FIRST_LAYER,
     PF__SLOT_ATTN_NORM_WEIGHT = PF__SLOT_FIRST_LAYER, /* [hidden] */
     PF__SLOT_ATTN_NORM_BIAS,   /* [hidden] */
@@ -1008,7 +1013,8 @@ static const struct pf__stack {
 };
 
 /* PF__LAYOUT_ROW: a vector stored as [1, n] (BART's final_logits_bias); read as PF__LAYOUT_VECTOR.
-   PF__LAYOUT_SQUEEZED: [1, ..., 1, rows, cols] (ViT's class token, position table); read as OUT_IN.
+   PF__LAYOUT_SQUEEZED: [1, ..., 1, rows, cols] (ViT's class token, position table), or [cols] for
+   one row (CLIP's class_embedding); read as OUT_IN.
    PF__LAYOUT_CONV: [out, channels, kh, kw] (ViT's patch embedding); read as OUT_IN [out, c kh kw]. */
 typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV } pf__layout;
 
@@ -1037,9 +1043,10 @@ typedef enum {
     PF__IF_EMBED_NORM,  /* present exactly when the config field embed_norm is 1 (BART's layernorm_embedding) */
     PF__POSITION_TABLE, /* required with learned positions; with sinusoidal ones optional (a saved copy
                            of the sinusoid, used as it is; computed when absent) */
-    PF__IF_DISTILLATION /* present exactly when the family has a distillation token (DeiT) */
+    PF__IF_DISTILLATION, /* present exactly when the family has a distillation token (DeiT) */
+    PF__IF_WITH_PROJECTION /* present exactly when the config field with_projection is 1 (CLIP's towers) */
 } pf__need;
-typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ } pf__kind;
+typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ, PF__KIND_DUAL } pf__kind;
 typedef enum { PF__NORM_LAYER, PF__NORM_RMS } pf__norm;
 typedef enum { PF__SINUSOID_F32, PF__SINUSOID_F64, PF__SINUSOID_T2T } pf__sinusoid_kind; /* pf__sinusoid_table */
 typedef enum {
@@ -1052,7 +1059,7 @@ typedef enum {
 } pf__positions;
 typedef enum { PF__QKV_BLOCKS, PF__QKV_PER_HEAD, PF__QKV_CODEGEN } pf__qkv_layout;
 typedef enum { PF__MLP_PLAIN, PF__MLP_GATED, PF__MLP_GATED_IF_NAMED } pf__mlp;
-typedef enum { PF__ACT_GELU_TANH, PF__ACT_GELU_ERF, PF__ACT_RELU, PF__ACT_SILU, PF__ACT_TANH } pf__activation;
+typedef enum { PF__ACT_GELU_TANH, PF__ACT_GELU_ERF, PF__ACT_RELU, PF__ACT_SILU, PF__ACT_TANH, PF__ACT_QUICK_GELU } pf__activation;
 typedef enum { PF__ROPE_DEFAULT, PF__ROPE_LINEAR, PF__ROPE_DYNAMIC, PF__ROPE_LLAMA3 } pf__rope_type;
 
 #define PF__NEEDED (-1e300)
@@ -1166,6 +1173,12 @@ typedef struct pf__config {
     int src_vocab_size;             /* an encoder vocabulary of its own (FSMT's src_vocab_size); 0: vocab_size */
     int image_size, patch_size, num_channels; /* image encoders: max_positions follows from them */
     int distillation;               /* 1: a distillation token after the class token (DeiT) */
+    int causal_encoder;             /* 1: an encoder whose tokens attend to earlier ones only (CLIP's text) */
+    int pool_eos_id;                /* >= 0: the pooled output is the token at the first of this id
+                                       (2: at the largest id, as configs before transformers 4.31
+                                       meant it; CLIP's text); -1: the first token */
+    int projection_dim;             /* PF__SLOT_PROJECTION's rows (CLIP) */
+    int with_projection;            /* 1: the tower has its projection (PF__IF_WITH_PROJECTION) */
     int teacher_head;               /* 1: the mean of the class and distillation tokens' heads (DeiT
                                        ...WithTeacher) */
     int decoder_num_heads, decoder_intermediate_size; /* the decoder's, where the config names them
@@ -1242,6 +1255,7 @@ static void pf__config_defaults(pf__config *c) {
     c->attention_bias = c->mlp_bias = -1;
     c->pooler_activation = PF__ACT_TANH;
     c->head_activation = -1;
+    c->pool_eos_id = -1;
 }
 
 typedef struct pf__arch_config {
@@ -1290,7 +1304,7 @@ static int pf__activation_from_name(pf__arch_id arch, const char *name, pf__acti
     static const struct { const char *name; pf__activation act; } names[] = {
         {"gelu_new", PF__ACT_GELU_TANH}, {"gelu_pytorch_tanh", PF__ACT_GELU_TANH},
         {"gelu_fast", PF__ACT_GELU_TANH}, {"bloom_gelu", PF__ACT_GELU_TANH}, {"gelu", PF__ACT_GELU_ERF},
-        {"relu", PF__ACT_RELU}, {"silu", PF__ACT_SILU}, {"swish", PF__ACT_SILU},
+        {"relu", PF__ACT_RELU}, {"silu", PF__ACT_SILU}, {"swish", PF__ACT_SILU}, {"quick_gelu", PF__ACT_QUICK_GELU},
     };
     for (size_t i = 0; i < PF__COUNT(names); i++)
         if (strcmp(names[i].name, name) == 0) {
@@ -1672,7 +1686,7 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
         {"ForMaskedLM", PF_HEAD_MASKED_LM}, {"ForSequenceClassification", PF_HEAD_SEQUENCE_CLASSIFICATION},
         {"ForTokenClassification", PF_HEAD_TOKEN_CLASSIFICATION}, {"ForQuestionAnswering", PF_HEAD_QUESTION_ANSWERING},
         {"ForImageClassification", PF_HEAD_IMAGE_CLASSIFICATION}, {"ForImageClassificationWithTeacher", PF_HEAD_IMAGE_CLASSIFICATION},
-        {"Model", PF_HEAD_NONE},
+        {"Model", PF_HEAD_NONE}, {"ModelWithProjection", PF_HEAD_NONE}, /* CLIP's towers, with their projection */
     };
     const pf__json *labels = pf__json_get(json, "id2label");
     double count = 2;
@@ -1691,6 +1705,7 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
     if (!first || first->type != PF__JSON_STRING) return PF_OK; /* the tensors must then be the bare encoder's */
     size_t len = strlen(first->string);
     c->teacher_head = len >= 11 && !strcmp(first->string + len - 11, "WithTeacher");
+    if (len >= 14 && !strcmp(first->string + len - 14, "WithProjection")) c->with_projection = 1;
     const pf__json *pooler_act = pf__json_get(json, "pooler_act"); /* ViT's pooler activation */
     if (pooler_act && pooler_act->type == PF__JSON_STRING && strcmp(pooler_act->string, "tanh"))
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"pooler_act\" = \"%s\" is not supported (tanh is)", path,
@@ -1707,6 +1722,9 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
                       "ForSequenceClassification, ForTokenClassification and ForQuestionAnswering are)", path, first->string);
 }
 
+static pf_result pf__config_parse(const pf__json *json, const char *path, int arch, pf__config *cfg, char *message,
+                                  size_t size);
+
 /* Reads config.json into cfg, choosing the architecture row by model_type. */
 static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message, size_t size) {
     char path[PF__PATH_SIZE];
@@ -1716,15 +1734,25 @@ static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message
         return pf__format(message, size, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", dir);
     pf_result r = pf__json_load(path, &json, message, size);
     if (r) return r;
+    r = pf__config_parse(json, path, -1, cfg, message, size);
+    pf__json_free(json);
+    return r;
+}
+
+/* A config.json object (the file's, or a dual model's tower's) into cfg: the row of arch, or of
+   its model_type when arch is -1. path names it in messages. */
+static pf_result pf__config_parse(const pf__json *json, const char *path, int arch, pf__config *cfg, char *message,
+                                  size_t size) {
+    pf_result r = PF_OK;
+    pf__config_defaults(cfg);
     const pf__json *type = pf__json_get(json, "model_type");
-    if (!type || type->type != PF__JSON_STRING) {
-        pf__json_free(json);
+    if (arch < 0 && (!type || type->type != PF__JSON_STRING))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: no \"model_type\" string", path);
-    }
-    int arch = -1;
-    for (int a = 0; a < PF__ARCH_COUNT; a++)
+    int by_type = arch < 0; /* else the caller's row, whatever the object says */
+    snprintf(cfg->model_type, sizeof cfg->model_type, "%s", by_type ? type->string : pf__archs[arch].model_type);
+    for (int a = 0; by_type && a < PF__ARCH_COUNT; a++)
         if (strcmp(pf__archs[a].model_type, type->string) == 0) arch = a;
-    for (size_t i = 0; i < PF__COUNT(pf__arch_aliases); i++)
+    for (size_t i = 0; by_type && i < PF__COUNT(pf__arch_aliases); i++)
         if (strcmp(pf__arch_aliases[i].model_type, type->string) == 0) arch = (int)pf__arch_aliases[i].arch;
     if (arch < 0) {
         char supported[1024] = "";
@@ -1736,13 +1764,10 @@ static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message
             size_t used = strlen(supported);
             snprintf(supported + used, sizeof supported - used, ", %s", pf__arch_aliases[i].model_type);
         }
-        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: model_type \"%s\" is not supported (supported: %s)",
-                       path, type->string, supported);
-        pf__json_free(json);
-        return r;
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: model_type \"%s\" is not supported (supported: %s)",
+                          path, type->string, supported);
     }
     cfg->arch = (pf__arch_id)arch;
-    snprintf(cfg->model_type, sizeof cfg->model_type, "%s", type->string);
     const pf__arch *a = &pf__archs[arch];
 
     /* Each field: the first alias present wins; later rows for the same field are aliases. */
@@ -1786,6 +1811,7 @@ static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message
             *(int *)((char *)cfg + c->offset) = (int)value;
         }
     }
+    if (!r && a->kind == PF__KIND_DUAL) return pf__config_requires(json, cfg->arch, path, message, size); /* its towers have the rest */
     if (!r) {
         const pf__json *act = a->activation_key ? pf__json_get(json, a->activation_key) : NULL;
         const char *act_name = act && act->type == PF__JSON_STRING ? act->string : a->activation_default;
@@ -1806,7 +1832,6 @@ static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
     if (!r) r = pf__config_stray_windows(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_windows(json, cfg, path, message, size);
-    pf__json_free(json);
     if (r) return r;
 
     if (cfg->position_offset_from_pad) { /* RoBERTa's and M2M100's positions: pad_token_id + 1 + index */
@@ -1892,6 +1917,8 @@ static void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, siz
     case PF__SLOT_CLASSIFIER_WEIGHT: *rows = (size_t)c->num_labels; *cols = h; break;
     case PF__SLOT_CLASSIFIER_BIAS: *rows = (size_t)c->num_labels; break;
     case PF__SLOT_SPAN_WEIGHT: *rows = 2; *cols = h; break;
+    case PF__SLOT_PROJECTION: *rows = (size_t)c->projection_dim; *cols = h; break;
+    case PF__SLOT_LOGIT_SCALE: *rows = 1; break;
     case PF__SLOT_SPAN_BIAS: *rows = 2; break;
     case PF__SLOT_REL_BIAS: case PF__SLOT_ENC_REL_BIAS: *rows = (size_t)c->rel_table_rows; *cols = (size_t)c->num_heads; break;
     default: *rows = h; break; /* norms and the remaining biases */
@@ -12514,6 +12541,7 @@ struct pf__rank {
     float *mlp_act;           /* width mlp_width, when gated */
     float *logits;            /* rank 0 only: [logit_rows][vocab] */
     float *head_out;          /* rank 0, classification heads: [max_tokens][num_labels or 2] */
+    float *projected;         /* rank 0, with a projection: [max_batch][projection_dim] */
     float *patch_in;          /* image encoders: [max_batch][patches][channels * patch^2] */
     float *scores;            /* CPU attention: [cache_len] */
     float *reduce_tmp;        /* CPU all-reduce: [max_tokens * hidden] */
@@ -13097,6 +13125,7 @@ static float pf__act(float v, pf__activation act) {
     case PF__ACT_RELU: return v > 0 ? v : 0;
     case PF__ACT_SILU: return v / (1.0f + expf(-v));
     case PF__ACT_TANH: return tanhf(v);
+    case PF__ACT_QUICK_GELU: return v / (1.0f + expf(-1.702f * v));
     }
     return v;
 }
@@ -13295,6 +13324,9 @@ typedef struct pf__job {
     float *hidden;        /* FORWARD, encoders: host [batch][seq_len][hidden], rank 0 writes the
                              last hidden state; or NULL */
     float *pooled;        /* FORWARD, encoders with a pooler: host [batch][hidden], or NULL */
+    const int *pool_at;   /* FORWARD, encoders: host [batch], the pooled token of each row (after
+                             its left pads); NULL: the first */
+    float *embeds;        /* FORWARD, encoders with a projection: host [batch][projection_dim], or NULL */
     int encoder_pass;     /* FORWARD, encoder-decoders: the encoder tower on step's ids, its output
                              into the cross caches (rows 0..batch-1) and `hidden` */
     const int *reorder_dst, *reorder_src; /* REORDER: host [reorder_count]: cache row reorder_dst[k]
@@ -13377,6 +13409,10 @@ struct pf_model {
         int max_seq_length;       /* sentence_bert_config.json's; 0: the model's positions */
         char unsupported[PF__PATH_SIZE + 160]; /* a module or mode we do not run, or "" */
     } sentence;
+    struct pf_model *towers[2];   /* a dual model (CLIP): its text and vision towers, each a model of
+                                     its own (own widths, own rank group), reached only through this
+                                     one and under its request lock; NULL otherwise */
+    float logit_scale;            /* a dual model's exp(logit_scale): the similarity's temperature */
 };
 
 static size_t pf__num_slots(const pf__config *c) {
@@ -14042,6 +14078,8 @@ static void pf__rank_setup(pf__rank *r) {
     if (m->sources[PF__SLOT_PATCH_WEIGHT].data)
         r->patch_in = (float *)pf__rank_alloc(r, (size_t)g->max_batch * (size_t)(c->max_positions - 1 - c->distillation) *
                                                      m->sources[PF__SLOT_PATCH_WEIGHT].cols * sizeof(float));
+    if (r->index == 0 && m->sources[PF__SLOT_PROJECTION].data)
+        r->projected = (float *)pf__rank_alloc(r, (size_t)g->max_batch * c->projection_dim * sizeof(float));
     if (r->index == 0 && (m->sources[PF__SLOT_CLASSIFIER_WEIGHT].data || m->sources[PF__SLOT_SPAN_WEIGHT].data))
         r->head_out = (float *)pf__rank_alloc(r, T * (size_t)(c->num_labels > 2 ? c->num_labels : 2) * sizeof(float));
     if (r->backend == &pf__cpu_backend) {
@@ -14116,7 +14154,7 @@ static pf__tower pf__tower_of(const pf__rank *r, int encoder) {
     int enc_blocks = pf__encoder_blocks(c);
     t.first_block = encoder ? 0 : enc_blocks;
     t.end_block = encoder ? enc_blocks : c->num_layers;
-    t.mask = encoder ? PF__MASK_BIDIRECTIONAL : PF__MASK_CAUSAL;
+    t.mask = encoder && !c->causal_encoder ? PF__MASK_BIDIRECTIONAL : PF__MASK_CAUSAL;
     t.cross = split && !encoder;
     t.token_embed = split && encoder && r->weights[PF__SLOT_ENC_TOKEN_EMBED].data ? PF__SLOT_ENC_TOKEN_EMBED : PF__SLOT_TOKEN_EMBED;
     t.positions = split && encoder ? PF__SLOT_ENC_POSITION_EMBED : PF__SLOT_POSITION_EMBED;
@@ -14470,14 +14508,25 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
     if (r->index != 0 || r->error) return;
     if (job->hidden) be->download(r, job->hidden, r->x, N * d * sizeof(float));
     float *pooled = r->part; /* [batch][hidden] */
-    if (PF__HAS(W[PF__SLOT_POOLER_WEIGHT])) {
-        for (size_t b = 0; b < B; b++) { /* the first real token: after the left pads */
-            size_t first = b * (size_t)s->seq_len + (size_t)(s->pad ? s->pad[b] : 0);
+    if (PF__HAS(W[PF__SLOT_POOLER_WEIGHT]) || PF__HAS(W[PF__SLOT_POOLER_NORM_WEIGHT]) || job->pool_at) {
+        for (size_t b = 0; b < B; b++) { /* the first real token (after the left pads), or the one named */
+            size_t first = b * (size_t)s->seq_len + (size_t)(s->pad ? s->pad[b] : 0) + (size_t)(job->pool_at ? job->pool_at[b] : 0);
             be->copy(r, r->h + b * d, r->x + first * d, d * sizeof(float));
         }
-        be->matmul(r, pooled, r->h, &W[PF__SLOT_POOLER_WEIGHT], PF__OR_NULL(W[PF__SLOT_POOLER_BIAS]), B);
-        be->activation(r, pooled, B * d, c->pooler_activation < 0 ? c->activation : (pf__activation)c->pooler_activation);
+        if (PF__HAS(W[PF__SLOT_POOLER_NORM_WEIGHT])) /* CLIP vision's post_layernorm */
+            be->norm(r, r->h, r->h, &W[PF__SLOT_POOLER_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_POOLER_NORM_BIAS]), B, d,
+                     (float)c->norm_eps, a->norm);
+        if (PF__HAS(W[PF__SLOT_POOLER_WEIGHT])) {
+            be->matmul(r, pooled, r->h, &W[PF__SLOT_POOLER_WEIGHT], PF__OR_NULL(W[PF__SLOT_POOLER_BIAS]), B);
+            be->activation(r, pooled, B * d, c->pooler_activation < 0 ? c->activation : (pf__activation)c->pooler_activation);
+        } else {
+            pooled = r->h;
+        }
         if (job->pooled) be->download(r, job->pooled, pooled, B * d * sizeof(float));
+        if (PF__HAS(W[PF__SLOT_PROJECTION])) { /* CLIP: into the space shared with the other tower */
+            be->matmul(r, r->projected, pooled, &W[PF__SLOT_PROJECTION], NULL, B);
+            if (job->embeds) be->download(r, job->embeds, r->projected, B * (size_t)c->projection_dim * sizeof(float));
+        }
     }
     if (!job->logits) return;
     if (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION) {
@@ -14578,6 +14627,7 @@ typedef struct pf_cuda_rank pf_cuda_rank;
 #define PF__CUDA_RELU 2
 #define PF__CUDA_SILU 3
 #define PF__CUDA_TANH 4
+#define PF__CUDA_QUICK_GELU 5
 
 int pf_cuda_device_count(int *count, const char **reason);
 int pf_cuda_device_memory(int device, size_t *free_bytes, size_t *total_bytes);
@@ -15075,6 +15125,7 @@ static int pf__cuda_act(pf__activation act) {
     case PF__ACT_RELU: return PF__CUDA_RELU;
     case PF__ACT_SILU: return PF__CUDA_SILU;
     case PF__ACT_TANH: return PF__CUDA_TANH;
+    case PF__ACT_QUICK_GELU: return PF__CUDA_QUICK_GELU;
     }
     return PF__CUDA_GELU_TANH;
 }
@@ -15523,6 +15574,13 @@ const char *pf_error_message(const pf_model *m) {
 
 #define PF__FAIL(m, code, ...) pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, code, __VA_ARGS__)
 
+/* A dual model's failure as its tower's: the tower's message (in the same per-thread buffer) copied first. */
+static pf_result pf__fail_from(pf_model *m, pf_result r, const pf_model *tower) {
+    char message[PF__MESSAGE_SIZE];
+    snprintf(message, sizeof message, "%s", pf_error_message(tower));
+    return PF__FAIL(m, r, "%s", message);
+}
+
 /* Takes the model's request lock. The thread that holds it already is inside a request on this
    model (calling from a stream callback): refused, since it would wait for itself forever. */
 static pf_result pf__request_lock(pf_model *m, const char *call) {
@@ -15597,6 +15655,11 @@ static int pf__need_by_config(const pf__config *c, pf__need need, const char **w
     case PF__IF_DISTILLATION:
         *why = c->distillation ? "the family has a distillation token" : "the family has no distillation token";
         return c->distillation;
+    case PF__IF_WITH_PROJECTION:
+        *why = c->with_projection ? "the model has its projection (architectures names ...WithProjection, or the "
+                                    "tower is part of a dual model)"
+                                  : "architectures names the tower without its projection";
+        return c->with_projection;
     case PF__IF_DECODER:
         *why = c->num_layers > c->encoder_layers ? "architectures names an encoder-decoder"
                                                  : "architectures names the encoder alone";
@@ -15777,11 +15840,15 @@ static pf_result pf__resolve_sources(pf_model *m) {
             }
             pf__st_tensor flat = *st; /* SQUEEZED and CONV tensors checked as the 2-D [out, in] they are read as */
             if (t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV) {
-                int leading_ones = t->layout == PF__LAYOUT_SQUEEZED, ok = st->ndim >= 2;
+                /* a 1-D SQUEEZED tensor is one row (CLIP's class_embedding) */
+                int leading_ones = t->layout == PF__LAYOUT_SQUEEZED, ok = st->ndim >= 2 || (leading_ones && st->ndim == 1);
                 for (int k = 0; ok && leading_ones && k < st->ndim - 2; k++) ok = st->shape[k] == 1;
                 if (t->layout == PF__LAYOUT_CONV && st->ndim != 4) ok = 0;
                 flat.ndim = ok ? 2 : 0;
-                if (ok) {
+                if (ok && st->ndim == 1) {
+                    flat.shape[1] = st->shape[0];
+                    flat.shape[0] = 1;
+                } else if (ok) {
                     flat.shape[0] = leading_ones ? st->shape[st->ndim - 2] : st->shape[0];
                     flat.shape[1] = leading_ones ? st->shape[st->ndim - 1] : (st->shape[0] ? st->numel / st->shape[0] : 0);
                 }
@@ -15921,6 +15988,108 @@ static pf_result pf__sentence_config_read(const char *dir, struct pf__sentence *
     return r;
 }
 
+/* A model with its locks and options, before anything is read. */
+static pf_model *pf__model_new(const pf_load_options *options) {
+    pf_model *m = (pf_model *)calloc(1, sizeof *m);
+    if (!m) return NULL;
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
+    pthread_mutex_init(&m->request_lock, &attr);
+    pthread_mutex_init(&m->batcher_start, NULL);
+    pthread_mutexattr_destroy(&attr);
+    m->load_options = options ? *options : pf_load_options_init();
+    m->generate_defaults = pf_generate_options_init();
+    return m;
+}
+
+/* The tensors of a dual model's checkpoint that are not this tower's: under the other tower's
+   prefix, its bare names (its projection) and the dual row's own. Marked as consumed here so that
+   the tower's accounting sees its own; the other tower accounts for its tensors. */
+static void pf__mark_foreign_tensors(pf__st_index *st, pf__arch_id dual, pf__arch_id other) {
+    for (size_t i = 0; i < st->num_tensors; i++) {
+        pf__st_tensor *t = &st->tensors[i];
+        for (size_t k = 0; k < PF__COUNT(pf__arch_prefixes) && !t->used; k++)
+            if (pf__arch_prefixes[k].arch == other && pf__arch_prefixes[k].prefix[0] &&
+                !strncmp(t->name, pf__arch_prefixes[k].prefix, strlen(pf__arch_prefixes[k].prefix)))
+                t->used = 1;
+        for (size_t k = 0; k < PF__COUNT(pf__arch_tensors) && !t->used; k++)
+            if ((pf__arch_tensors[k].arch == other || pf__arch_tensors[k].arch == dual) && !strcmp(t->name, pf__arch_tensors[k].pattern))
+                t->used = 1;
+    }
+}
+
+/* A dual model (CLIP): each tower is loaded as a model of its own from config.json's
+   text_config / vision_config (transformers' older text_config_dict / vision_config_dict win
+   whole, as its CLIPConfig lets them), with its projection, over the same checkpoint; the
+   similarity's temperature is read here. */
+static pf_result pf__load_dual(pf_model *m) {
+    static const char *const keys[2][2] = {{"text_config_dict", "text_config"}, {"vision_config_dict", "vision_config"}};
+    static const char *const suffixes[2] = {"_text_model", "_vision_model"};
+    char path[PF__PATH_SIZE];
+    pf__json *json = NULL;
+    if (pf__path_join(path, sizeof path, m->dir, "config.json")) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", m->dir);
+    pf_result r = pf__json_load(path, &json, pf__error_buffer(m), PF__MESSAGE_SIZE);
+    if (r) return r;
+    const pf__json *names = pf__json_get(json, "architectures");
+    const pf__json *first = names && names->type == PF__JSON_ARRAY ? names->first : NULL;
+    if (first && (first->type != PF__JSON_STRING || strlen(first->string) < 5 ||
+                  strcmp(first->string + strlen(first->string) - 5, "Model")))
+        r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported (model_type \"%s\": the two towers "
+                     "and their similarity, an architecture named ...Model, are)", path,
+                     first->type == PF__JSON_STRING ? first->string : "?", m->config.model_type);
+    int tower_arch[2] = {-1, -1};
+    for (int k = 0; k < 2 && !r; k++) {
+        char type[80];
+        snprintf(type, sizeof type, "%s%s", pf__archs[m->config.arch].model_type, suffixes[k]);
+        for (int a = 0; a < PF__ARCH_COUNT; a++)
+            if (!strcmp(pf__archs[a].model_type, type)) tower_arch[k] = a;
+        if (tower_arch[k] < 0) r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: no row for the tower \"%s\"", path, type);
+    }
+    for (int k = 0; k < 2 && !r; k++) {
+        pf_model *t = m->towers[k] = pf__model_new(&m->load_options);
+        if (!t || !(t->dir = strdup(m->dir))) {
+            r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+            break;
+        }
+        const pf__json *sub = pf__json_get(json, keys[k][0]);
+        const char *key = keys[k][0];
+        if (!sub || sub->type == PF__JSON_NULL) sub = pf__json_get(json, key = keys[k][1]);
+        if (sub && sub->type == PF__JSON_NULL) sub = NULL; /* transformers' defaults */
+        if (sub && sub->type != PF__JSON_OBJECT) {
+            r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: \"%s\" is not an object", path, key);
+            break;
+        }
+        char where[PF__PATH_SIZE + 32];
+        snprintf(where, sizeof where, "%s: %s", path, key);
+        r = pf__config_parse(sub, where, tower_arch[k], &t->config, pf__error_buffer(t), PF__MESSAGE_SIZE);
+        t->config.with_projection = 1;
+        t->config.projection_dim = m->config.projection_dim; /* CLIPModel projects to the top-level width */
+        if (!r && pf__archs[t->config.arch].kind != PF__KIND_ENCODER)
+            r = PF__FAIL(t, PF_ERROR_UNSUPPORTED, "%s: the tower is not an encoder", where);
+        if (!r) r = pf__config_check_token_ids(&t->config, where, pf__error_buffer(t), PF__MESSAGE_SIZE);
+        if (!r) r = pf__st_open(m->dir, &t->st, pf__error_buffer(t), PF__MESSAGE_SIZE);
+        if (!r) pf__mark_foreign_tensors(&t->st, m->config.arch, (pf__arch_id)tower_arch[1 - k]);
+        if (!r) r = pf__resolve_sources(t);
+        if (r) {
+            r = pf__fail_from(m, r, t);
+            break;
+        }
+        t->loaded = 1;
+    }
+    const pf__arch_tensor *scale_row = pf__arch_tensor_for(m->config.arch, PF__SLOT_LOGIT_SCALE);
+    const pf__st_tensor *scale = !r && scale_row ? pf__st_find(&m->towers[0]->st, scale_row->pattern) : NULL;
+    if (!r && scale_row && !scale) r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s'", m->dir, scale_row->pattern);
+    if (!r && scale && (scale->numel != 1 || scale->ndim > 1 || scale->dtype == PF__DTYPE_OTHER))
+        r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is not one F32, F16 or BF16 number", m->dir, scale->name);
+    if (!r && scale) {
+        m->logit_scale = expf(pf__weight_value(scale->data, 0, scale->dtype));
+        if (!isfinite(m->logit_scale)) r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' overflows when exponentiated", m->dir, scale->name);
+    }
+    pf__json_free(json);
+    return r;
+}
+
 /* The model's tokenizer, where its directory has one (tokenizer.json, vocab.json, or a
    tokenizer_config.json naming a class without them, such as ByT5's). A tokenizer of a kind we
    do not read (Marian's SentencePiece files, say) leaves the model without one: ids still run,
@@ -15944,23 +16113,22 @@ static pf_result pf__load_tokenizer(pf_model *m, const char *dir) {
     return r;
 }
 
+static pf_result pf__load_dual(pf_model *m);
+
 pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_model **model) {
     if (!model) return PF_ERROR_INVALID_ARGUMENT;
-    pf_model *m = (pf_model *)calloc(1, sizeof *m);
+    pf_model *m = pf__model_new(options);
     *model = m;
     if (!m) return PF_ERROR_OUT_OF_MEMORY;
-    pthread_mutexattr_t attr;
-    pthread_mutexattr_init(&attr);
-    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
-    pthread_mutex_init(&m->request_lock, &attr);
-    pthread_mutex_init(&m->batcher_start, NULL);
-    pthread_mutexattr_destroy(&attr);
-    m->load_options = options ? *options : pf_load_options_init();
     if (!model_dir) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "model_dir is NULL");
     m->dir = strdup(model_dir);
     if (!m->dir) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     pf_result r = pf__config_read(model_dir, &m->config, pf__error_buffer(m), PF__MESSAGE_SIZE);
-    m->generate_defaults = pf_generate_options_init();
+    if (!r && pf__archs[m->config.arch].kind == PF__KIND_DUAL) {
+        if (!(r = pf__load_dual(m))) r = pf__load_tokenizer(m, model_dir);
+        m->loaded = !r;
+        return r;
+    }
     if (!r && !m->load_options.skip_generation_config)
         r = pf__generation_config_read(model_dir, &m->config, &m->generate_defaults, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r) r = pf__config_check_token_ids(&m->config, model_dir, pf__error_buffer(m), PF__MESSAGE_SIZE);
@@ -15982,6 +16150,8 @@ static void pf__batcher_stop(pf_model *m);
 
 void pf_free(pf_model *m) {
     if (!m) return;
+    pf_free(m->towers[0]);
+    pf_free(m->towers[1]);
     pf__batcher_stop(m);
     pf__group_destroy(m->group);
     pf_tokenizer_free(m->tokenizer);
@@ -16025,6 +16195,12 @@ pf_model_info pf_get_info(const pf_model *m) {
     info.bos_token_id = c->bos_token_id;
     info.pad_token_id = c->pad_token_id;
     info.decoder_start_token_id = c->decoder_start_token_id;
+    if (m->towers[0]) { /* a dual model: the text tower's sizes, the vision tower's image */
+        pf_model_info text = pf_get_info(m->towers[0]), vision = pf_get_info(m->towers[1]);
+        text.model_type = info.model_type;
+        text.image_size = vision.image_size, text.patch_size = vision.patch_size, text.num_channels = vision.num_channels;
+        info = text;
+    }
     return info;
 }
 
@@ -16082,7 +16258,15 @@ pf_result pf_parallelize(pf_model *m, int num_ranks, const pf_parallel_options *
     if (!m) return PF_ERROR_INVALID_ARGUMENT;
     pf_result r = pf__request_lock(m, "pf_parallelize");
     if (r) return r;
-    r = pf__parallelize_locked(m, num_ranks, options);
+    if (m->towers[0]) { /* a dual model: each tower on num_ranks ranks of its own, its heads split its way */
+        for (int k = 0; k < 2 && !r; k++) {
+            pf_parallel_options o = options ? *options : pf_parallel_options_init();
+            if (k == 1) o.max_sequence_length = 0; /* an image's positions are fixed */
+            if ((r = pf__parallelize_locked(m->towers[k], num_ranks, &o))) r = pf__fail_from(m, r, m->towers[k]);
+        }
+    } else {
+        r = pf__parallelize_locked(m, num_ranks, options);
+    }
     pf__request_unlock(m);
     return r;
 }
@@ -16138,23 +16322,34 @@ pf_result pf_to_cpu(pf_model *m) {
     if (!m) return PF_ERROR_INVALID_ARGUMENT;
     pf_result r = pf__request_lock(m, "pf_to_cpu");
     if (r) return r;
-    r = pf__to_cpu_locked(m);
+    for (int k = 0; k < 2 && !r && m->towers[k]; k++)
+        if ((r = pf__to_cpu_locked(m->towers[k]))) r = pf__fail_from(m, r, m->towers[k]);
+    if (!r && !m->towers[0]) r = pf__to_cpu_locked(m);
     pf__request_unlock(m);
     return r;
 }
 
-int pf_num_ranks(const pf_model *m) { return m && m->group ? m->group->num_ranks : 1; }
+/* A dual model's group questions are its text tower's (the towers share rank count and device). */
+static const pf_model *pf__ranked(const pf_model *m) { return m && m->towers[0] ? m->towers[0] : m; }
+
+int pf_num_ranks(const pf_model *m) {
+    m = pf__ranked(m);
+    return m && m->group ? m->group->num_ranks : 1;
+}
 
 pf_device pf_model_device(const pf_model *m) {
+    m = pf__ranked(m);
     return m && m->group && m->group->backend != &pf__cpu_backend ? PF_DEVICE_CUDA : PF_DEVICE_CPU;
 }
 
 pf_dtype pf_model_dtype(const pf_model *m) {
+    m = pf__ranked(m);
     pf__dtype dtype = m && m->group ? m->group->dtype : PF__DTYPE_F32;
     return dtype == PF__DTYPE_F16 ? PF_DTYPE_F16 : dtype == PF__DTYPE_BF16 ? PF_DTYPE_BF16 : PF_DTYPE_F32;
 }
 
 size_t pf_memory_allocated(const pf_model *m, int rank) {
+    if (m && m->towers[0]) return pf_memory_allocated(m->towers[0], rank) + pf_memory_allocated(m->towers[1], rank);
     if (!m || !m->group || rank < 0 || rank >= m->group->num_ranks) return 0;
     const pf__rank *r = &m->group->ranks[rank];
     return r->bytes[PF__MEM_WEIGHTS] + r->bytes[PF__MEM_CACHE] + r->bytes[PF__MEM_SCRATCH];
@@ -16164,6 +16359,15 @@ pf_result pf_get_memory_info(const pf_model *m, int rank, pf_memory_info *info) 
     if (info) memset(info, 0, sizeof *info);
     if (!m) return PF_ERROR_INVALID_ARGUMENT;
     if (!info) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_get_memory_info: info (the output) is NULL");
+    if (m->towers[0]) { /* a dual model: its towers' bytes on the rank together, the device as the text tower saw it */
+        pf_memory_info vision;
+        pf_result r = pf_get_memory_info(m->towers[0], rank, info);
+        if (!r) r = pf_get_memory_info(m->towers[1], rank, &vision);
+        if (r) return pf__fail_from((pf_model *)m, r, m->towers[0]->group ? m->towers[1] : m->towers[0]);
+        info->weights += vision.weights, info->kv_cache += vision.kv_cache, info->scratch += vision.scratch;
+        info->allocated += vision.allocated;
+        return PF_OK;
+    }
     if (!m->group || rank < 0 || rank >= m->group->num_ranks)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "rank %d: the model runs on %d rank(s)", rank,
                         m->group ? m->group->num_ranks : 0);
@@ -16182,6 +16386,9 @@ pf_result pf_get_memory_info(const pf_model *m, int rank, pf_memory_info *info) 
 /* Requests on a model that was never parallelized run on one CPU rank. */
 static pf_result pf__ensure_group(pf_model *m) {
     if (!m->loaded) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the model did not load");
+    if (m->towers[0])
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is a dual encoder: pf_encode runs its texts, "
+                        "pf_encode_images its images, pf_image_text_logits both", m->config.model_type);
     if (m->group) return PF_OK;
     pf_parallel_options o = pf_parallel_options_init();
     o.device = PF_DEVICE_CPU;
@@ -16295,8 +16502,36 @@ void pf_encoding_free(pf_encoding *e) {
     free(e->offsets);
     free(e->last_hidden_state);
     free(e->pooled);
+    free(e->embeds);
     free(e->logits);
     free(e);
+}
+
+/* The pooled output and the projection of an encoding, where the model has them. */
+static pf_result pf__encoding_pooled(pf_model *m, pf_encoding *e, int batch) {
+    const pf__config *c = &m->config;
+    int pools = m->sources[PF__SLOT_POOLER_WEIGHT].data || m->sources[PF__SLOT_POOLER_NORM_WEIGHT].data || c->pool_eos_id >= 0;
+    if (pools) e->pooled = (float *)malloc((size_t)batch * c->hidden_size * sizeof(float));
+    if (m->sources[PF__SLOT_PROJECTION].data) {
+        e->projection_dim = c->projection_dim;
+        e->embeds = (float *)malloc((size_t)batch * c->projection_dim * sizeof(float));
+    }
+    if ((pools && !e->pooled) || (e->projection_dim && !e->embeds)) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    return PF_OK;
+}
+
+/* The token CLIP's text tower pools, as transformers picks it: the first of the end-of-text id,
+   or (eos_token_id 2, configs before transformers 4.31) the first of the row's largest id; the
+   first token when the row has no end-of-text. */
+static int pf__eos_position(const pf__config *c, const int32_t *ids, int length) {
+    int at = 0;
+    for (int t = 0; t < length; t++) {
+        if (c->pool_eos_id == 2 ? ids[t] > ids[at] : ids[t] == c->pool_eos_id) {
+            at = t;
+            if (c->pool_eos_id != 2) break;
+        }
+    }
+    return c->pool_eos_id != 2 && (length < 1 || ids[at] != c->pool_eos_id) ? 0 : at;
 }
 
 /* Fills the host arrays of one encoder request: rows left-padded to the longest (pads are
@@ -16342,11 +16577,13 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     pf_encoding *e = (pf_encoding *)calloc(1, sizeof *e);
     if (e) {
         e->offsets = (int *)calloc((size_t)batch + 1, sizeof(int));
-        e->pooled = m->sources[PF__SLOT_POOLER_WEIGHT].data ? (float *)malloc((size_t)batch * d * sizeof(float)) : NULL;
+        r = pf__encoding_pooled(m, e, batch);
     }
-    if (!padded || !padded_types || !pads || !hidden || (num_logits && !logits) || !e || !e->offsets ||
-        (m->sources[PF__SLOT_POOLER_WEIGHT].data && !e->pooled))
+    int *pool_at = c->pool_eos_id >= 0 ? (int *)calloc((size_t)batch, sizeof(int)) : NULL;
+    if (!r && (!padded || !padded_types || !pads || !hidden || (num_logits && !logits) || !e || !e->offsets ||
+               (c->pool_eos_id >= 0 && !pool_at)))
         r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (int b = 0; !r && pool_at && b < batch; b++) pool_at[b] = pf__eos_position(c, ids[b], lengths[b]);
     for (int b = 0; !r && b < batch; b++) {
         pads[b] = T - lengths[b];
         memcpy(padded + (size_t)b * T + pads[b], ids[b], (size_t)lengths[b] * sizeof(int32_t));
@@ -16365,6 +16602,8 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         job.all_positions = 1;
         job.hidden = hidden;
         job.pooled = e->pooled;
+        job.embeds = e->embeds;
+        job.pool_at = pool_at;
         job.logits = logits;
         job.encoder_pass = seq2seq;
         r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
@@ -16390,7 +16629,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         e = NULL;
     }
     pf_encoding_free(e);
-    free(padded), free(padded_types), free(pads), free(hidden), free(logits);
+    free(padded), free(padded_types), free(pads), free(hidden), free(logits), free(pool_at);
     return r;
 }
 
@@ -16418,9 +16657,9 @@ static pf_result pf__encode_images_locked(pf_model *m, const float *pixels, int 
     pf_encoding *e = (pf_encoding *)calloc(1, sizeof *e);
     if (e) {
         e->offsets = (int *)calloc(B + 1, sizeof(int));
-        e->pooled = m->sources[PF__SLOT_POOLER_WEIGHT].data ? (float *)malloc(B * d * sizeof(float)) : NULL;
+        r = pf__encoding_pooled(m, e, batch);
     }
-    if (!patches || !hidden || (num_logits && !logits) || !e || !e->offsets || (m->sources[PF__SLOT_POOLER_WEIGHT].data && !e->pooled))
+    if (!r && (!patches || !hidden || (num_logits && !logits) || !e || !e->offsets))
         r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (size_t b = 0; !r && b < B; b++)
         for (size_t py = 0; py < (size_t)side; py++)
@@ -16443,6 +16682,7 @@ static pf_result pf__encode_images_locked(pf_model *m, const float *pixels, int 
         job.all_positions = 1;
         job.hidden = hidden;
         job.pooled = e->pooled;
+        job.embeds = e->embeds;
         job.logits = logits;
         r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
     }
@@ -16469,7 +16709,9 @@ pf_result pf_encode_images(pf_model *m, const float *pixels, int batch, pf_encod
     if (!out) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_images needs an output");
     pf_result r = pf__request_lock(m, "pf_encode_images");
     if (r) return r;
-    r = pf__encode_images_locked(m, pixels, batch, out);
+    pf_model *tower = m->loaded && m->towers[1] ? m->towers[1] : m; /* a dual model's vision tower */
+    r = pf__encode_images_locked(tower, pixels, batch, out);
+    if (r && tower != m) r = pf__fail_from(m, r, tower);
     pf__request_unlock(m);
     return r;
 }
@@ -16479,7 +16721,70 @@ pf_result pf_encode(pf_model *m, const int32_t *const *ids, const int32_t *const
     if (!m || !out) return PF_ERROR_INVALID_ARGUMENT;
     pf_result r = pf__request_lock(m, "pf_encode");
     if (r) return r;
-    r = pf__encode_locked(m, ids, token_type_ids, lengths, batch, out);
+    pf_model *tower = m->loaded && m->towers[0] ? m->towers[0] : m; /* a dual model's text tower */
+    r = pf__encode_locked(tower, ids, token_type_ids, lengths, batch, out);
+    if (r && tower != m) r = pf__fail_from(m, r, tower);
+    pf__request_unlock(m);
+    return r;
+}
+
+/* Rows of one tower's projected embeddings, each scaled to unit length, max_batch at a time:
+   texts (ids, lengths) or images (pixels). */
+static pf_result pf__unit_embeds(pf_model *tower, const int32_t *const *ids, const int *lengths, const float *pixels,
+                                 int count, float *out) {
+    pf_result r = pf__ensure_group(tower);
+    const pf__config *c = &tower->config;
+    size_t image = (size_t)c->num_channels * c->image_size * c->image_size, dim = (size_t)c->projection_dim;
+    for (int first = 0; !r && first < count; first += tower->group->max_batch) {
+        int n = count - first < tower->group->max_batch ? count - first : tower->group->max_batch;
+        pf_encoding *e = NULL;
+        r = pixels ? pf__encode_images_locked(tower, pixels + (size_t)first * image, n, &e)
+                   : pf__encode_locked(tower, ids + first, NULL, lengths + first, n, &e);
+        for (int b = 0; !r && b < n; b++) { /* x / |x|, as transformers normalises (no epsilon) */
+            const float *x = e->embeds + (size_t)b * dim;
+            float sum = 0, *row = out + (size_t)(first + b) * dim;
+            for (size_t i = 0; i < dim; i++) sum += x[i] * x[i];
+            float norm = sqrtf(sum);
+            for (size_t i = 0; i < dim; i++) row[i] = x[i] / norm;
+        }
+        pf_encoding_free(e);
+    }
+    return r;
+}
+
+static pf_result pf__image_text_logits_locked(pf_model *m, const int32_t *const *ids, const int *lengths, int num_texts,
+                                              const float *pixels, int num_images, float *logits) {
+    if (!m->loaded) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the model did not load");
+    if (!m->towers[0])
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is not a dual encoder (CLIP): it has no image-text "
+                        "similarity", m->config.model_type);
+    if (!ids || !lengths || !pixels || !logits || num_texts < 1 || num_images < 1)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_image_text_logits needs ids, lengths, pixels, logits, "
+                        "num_texts >= 1 and num_images >= 1");
+    size_t dim = (size_t)m->config.projection_dim;
+    float *texts = (float *)malloc((size_t)num_texts * dim * sizeof(float));
+    float *images = (float *)malloc((size_t)num_images * dim * sizeof(float));
+    pf_result r = texts && images ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r && (r = pf__unit_embeds(m->towers[0], ids, lengths, NULL, num_texts, texts)))
+        r = pf__fail_from(m, r, m->towers[0]);
+    if (!r && (r = pf__unit_embeds(m->towers[1], NULL, NULL, pixels, num_images, images)))
+        r = pf__fail_from(m, r, m->towers[1]);
+    for (int i = 0; !r && i < num_images; i++) /* logit_scale.exp() * image . text, both of unit length */
+        for (int t = 0; t < num_texts; t++) {
+            float dot = 0;
+            for (size_t k = 0; k < dim; k++) dot += images[(size_t)i * dim + k] * texts[(size_t)t * dim + k];
+            logits[(size_t)i * num_texts + t] = m->logit_scale * dot;
+        }
+    free(texts), free(images);
+    return r;
+}
+
+pf_result pf_image_text_logits(pf_model *m, const int32_t *const *ids, const int *lengths, int num_texts,
+                               const float *pixels, int num_images, float *logits_per_image) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    pf_result r = pf__request_lock(m, "pf_image_text_logits");
+    if (r) return r;
+    r = pf__image_text_logits_locked(m, ids, lengths, num_texts, pixels, num_images, logits_per_image);
     pf__request_unlock(m);
     return r;
 }

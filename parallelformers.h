@@ -271,14 +271,20 @@ typedef struct pf_encoding {
     float *last_hidden_state; /* [offsets[batch]][hidden_size] */
     float *pooled;            /* [batch][hidden_size]: the first token through BERT's pooler (dense +
                                  tanh), or through the dense and activation of a classification head
-                                 that pools the same way (RoBERTa's tanh, DistilBERT's ReLU); NULL
-                                 when the model has neither */
+                                 that pools the same way (RoBERTa's tanh, DistilBERT's ReLU); CLIP's
+                                 pooler_output (the text tower's end-of-text token, the vision
+                                 tower's class token through its post_layernorm); NULL when the
+                                 model has none of them */
     pf_head head;             /* as pf_get_info's */
     int num_logits;           /* logits per token (masked LM: vocab_size, token classification:
                                  num_labels, question answering: 2, start then end) or per
                                  sequence (sequence classification: num_labels); 0 without a head */
     int logits_per_token;     /* 1: logits is [offsets[batch]][num_logits]; 0: [batch][num_logits] */
     float *logits;            /* NULL without a head */
+    int projection_dim;       /* embeds' width; 0 without a projection */
+    float *embeds;            /* [batch][projection_dim]: pooled through the model's projection
+                                 (CLIP's get_text_features / get_image_features: text_embeds,
+                                 image_embeds before normalisation); NULL without one */
 } pf_encoding;
 
 /* Runs an encoder model on `batch` rows of token ids of any lengths (each at least 1 and within
@@ -301,6 +307,28 @@ void pf_encoding_free(pf_encoding *encoding); /* NULL is fine; any thread */
    [batch][num_labels] for PF_HEAD_IMAGE_CLASSIFICATION. *encoding is the caller's
    (pf_encoding_free). PF_ERROR_UNSUPPORTED for a model that takes token ids. Threads: as pf_encode. */
 pf_result pf_encode_images(pf_model *model, const float *pixels, int batch, pf_encoding **encoding);
+
+/* A dual encoder (model_type "clip", architectures CLIPModel): pf_encode runs its text tower
+   (causal attention; pooled at each row's end-of-text token; embeds: text_embeds as
+   get_text_features gives them) and pf_encode_images its vision tower (pooled: the class token
+   through post_layernorm; embeds: image_embeds), each row as transformers computes it alone. The
+   towers (widths, heads, layers of their own) are each split over pf_parallelize's ranks by
+   their own heads. pf_get_info gives the text tower's sizes and the vision tower's image fields;
+   pf_memory_allocated and pf_get_memory_info the two towers' bytes on the rank together. The
+   calls of decoders and sentence embeddings (pf_forward, pf_generate..., pf_embed) are refused
+   (PF_ERROR_UNSUPPORTED). A tower saved alone (CLIPTextModel, CLIPVisionModel and their
+   ...WithProjection) loads as a model of its own. */
+
+/* The similarity of every image to every text, as CLIPModel's logits_per_image:
+   logit_scale.exp() * (image_embeds / |image_embeds|) . (text_embeds / |text_embeds|).
+   Texts as pf_encode takes them (ids[t] holds lengths[t] ids, each text with its end-of-text
+   token; any count: they run max_batch at a time); pixels [num_images][num_channels][image_size]
+   [image_size] as pf_encode_images takes them. logits_per_image [num_images][num_texts] is the
+   caller's (logits_per_text is its transpose). Results: PF_ERROR_INVALID_ARGUMENT (NULLs, counts
+   below 1, and what pf_encode and pf_encode_images refuse), PF_ERROR_UNSUPPORTED (a model that is
+   not a dual encoder), PF_ERROR_OUT_OF_MEMORY, PF_ERROR_DEVICE. Threads: as pf_encode. */
+pf_result pf_image_text_logits(pf_model *model, const int32_t *const *ids, const int *lengths, int num_texts,
+                               const float *pixels, int num_images, float *logits_per_image);
 
 /* Sentence embeddings, as sentence-transformers computes them: the encoder's last hidden state
    pooled over each row's tokens, then optionally L2-normalised. */

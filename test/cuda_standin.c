@@ -314,6 +314,7 @@ static float act_fn(float v, int act) {
     case 2: return v > 0.0f ? v : 0.0f;
     case 3: return v / (1.0f + expf(-v));
     case 4: return tanhf(v);
+    case 5: return v / (1.0f + expf(-1.702f * v));
     default: return v;
     }
 }

@@ -709,18 +709,35 @@ static void test_encoder(const char *name) {
     pf_free(m);
 }
 
-/* An image encoder fixture (make_vision_fixtures.py) on the GPU in fp32, 1 and 2 ranks, against
-   the CPU backend's encoding of its images. */
+/* The largest difference of two encodings' pooled outputs and projected embeddings (0 where
+   neither has them). */
+static float pooled_and_embeds_diff(const pf_encoding *got, const pf_encoding *want) {
+    float worst = 0;
+    if (want->pooled && got->pooled)
+        worst = test_max_abs_diff(got->pooled, want->pooled, (size_t)want->batch * want->hidden_size);
+    if (want->embeds && got->embeds) {
+        float diff = test_max_abs_diff(got->embeds, want->embeds, (size_t)want->batch * want->projection_dim);
+        if (diff > worst) worst = diff;
+    }
+    CHECK_MSG(!want->pooled == !got->pooled && !want->embeds == !got->embeds, "pooled outputs or embeds differ in kind");
+    return worst;
+}
+
+/* An image encoder fixture (make_vision_fixtures.py, make_clip_fixtures.py) on the GPU in fp32, 1
+   and 2 ranks, against the CPU backend's encoding of its images. */
 static void test_image_encoder(const char *name) {
     char dir[1024], path[1100];
     snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
     snprintf(path, sizeof path, "%s/pixels.bin", dir);
     size_t n = 0;
     float *pixels = test_read_floats(path, &n);
-    int batch = 3;
     pf_encoding *want = NULL;
     pf_model *m = NULL;
     pf_result r = pixels ? pf_load(dir, NULL, &m) : PF_ERROR_IO;
+    pf_model_info info = pf_get_info(m);
+    size_t image = (size_t)info.num_channels * info.image_size * info.image_size;
+    int batch = image ? (int)(n / image) : 0; /* the file's images */
+    if (r == PF_OK && batch < 1) r = PF_ERROR_FORMAT;
     pf_parallel_options po = pf_parallel_options_init();
     po.device = PF_DEVICE_CPU;
     po.max_batch = batch;
@@ -741,9 +758,72 @@ static void test_image_encoder(const char *name) {
             float diff = test_max_abs_diff(got->logits, want->logits, (size_t)batch * want->num_logits);
             if (diff > worst) worst = diff;
         }
-        CHECK_MSG(!want->logits == !got->logits && !want->pooled == !got->pooled, "%s: outputs differ in kind", name);
+        float pooled = pooled_and_embeds_diff(got, want);
+        if (pooled > worst) worst = pooled;
+        CHECK_MSG(!want->logits == !got->logits, "%s: outputs differ in kind", name);
         CHECK_MSG(worst <= 1e-3f, "%s on %d GPU ranks: differs from the CPU by %g", name, ranks, worst);
         printf("  %-12s f32 %d rank%s on the GPU        max |output - CPU| %.3g (tol 0.001)\n", name, ranks,
+               ranks > 1 ? "s" : " ", worst);
+        pf_encoding_free(got);
+    }
+    pf_encoding_free(want);
+    pf_free(m);
+    free(pixels);
+}
+
+/* CLIP's text tower and image-text logits (make_clip_fixtures.py) on the GPU in fp32, 1 and 2
+   ranks, against the CPU backend's (its vision tower: test_image_encoder). */
+static void test_clip(void) {
+    char dir[1024], path[1100];
+    snprintf(dir, sizeof dir, "%s/clip", test_fixtures);
+    snprintf(path, sizeof path, "%s/pixels.bin", dir);
+    size_t n = 0;
+    float *pixels = test_read_floats(path, &n);
+    snprintf(path, sizeof path, "%s/text_ids.txt", dir);
+    size_t size = 0;
+    char *text = test_read_file(path, &size), *line = text;
+    int32_t ids[4][TEST_MAX_IDS];
+    int lengths[4], texts = 0, images = (int)(n / (3 * 32 * 32));
+    const int32_t *rows[4];
+    for (; line && *line && texts < 4; texts++) { /* comma-separated ids, a text a line */
+        int parsed[TEST_MAX_IDS];
+        lengths[texts] = test_parse_ids(line, parsed, TEST_MAX_IDS);
+        for (int t = 0; t < lengths[texts]; t++) ids[texts][t] = parsed[t];
+        rows[texts] = ids[texts];
+        line = strchr(line, '\n');
+        if (line) line++;
+    }
+    free(text);
+    pf_model *m = NULL;
+    pf_result r = pixels && texts == 4 && images == 2 ? pf_load(dir, NULL, &m) : PF_ERROR_IO;
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.max_batch = texts;
+    pf_encoding *want = NULL;
+    float want_logits[8], got_logits[8];
+    if (r == PF_OK) r = pf_parallelize(m, 1, &po);
+    if (r == PF_OK) r = pf_encode(m, rows, NULL, lengths, texts, &want);
+    if (r == PF_OK) r = pf_image_text_logits(m, rows, lengths, texts, pixels, images, want_logits);
+    CHECK_MSG(r == PF_OK, "clip on the CPU: %s", pf_error_message(m));
+    for (int ranks = 1; r == PF_OK && ranks <= 2; ranks++) {
+        pf_encoding *got = NULL;
+        po.device = PF_DEVICE_CUDA;
+        po.dtype = PF_DTYPE_F32;
+        pf_result rr = pf_parallelize(m, ranks, &po);
+        if (rr == PF_OK) rr = pf_encode(m, rows, NULL, lengths, texts, &got);
+        if (rr == PF_OK) rr = pf_image_text_logits(m, rows, lengths, texts, pixels, images, got_logits);
+        CHECK_MSG(rr == PF_OK, "clip on %d GPU ranks: %s", ranks, pf_error_message(m));
+        if (rr) {
+            pf_encoding_free(got);
+            continue;
+        }
+        float worst = test_max_abs_diff(got->last_hidden_state, want->last_hidden_state,
+                                        (size_t)want->offsets[texts] * want->hidden_size);
+        float pooled = pooled_and_embeds_diff(got, want), logits = test_max_abs_diff(got_logits, want_logits, 8);
+        if (pooled > worst) worst = pooled;
+        if (logits > worst) worst = logits;
+        CHECK_MSG(worst <= 1e-3f, "clip texts and logits on %d GPU ranks: differ from the CPU by %g", ranks, worst);
+        printf("  %-12s f32 %d rank%s on the GPU        max |texts, logits - CPU| %.3g (tol 0.001)\n", "clip", ranks,
                ranks > 1 ? "s" : " ", worst);
         pf_encoding_free(got);
     }
@@ -901,6 +981,8 @@ int main(int argc, char **argv) {
                 free(names[i]);
             }
             free(names);
+            printf("clip\n");
+            test_clip();
             names = list_fixtures("decoder_logits.bin", &count);
             CHECK_MSG(count > 0, "no encoder-decoder fixtures (decoder_logits.bin) in %s", test_fixtures);
             for (int i = 0; i < count; i++) {

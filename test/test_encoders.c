@@ -3,6 +3,7 @@
    pooled output and the head's logits within 1e-4 on 1, 2 and 3 ranks; and the calls that do not
    fit an encoder refused. */
 #include <math.h>
+#include <stdint.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -301,6 +302,307 @@ static void test_image_fixture(const char *name, pf_head head, int num_logits, i
     pf_free(m);
 }
 
+/* CLIP (test/make_clip_fixtures.py): a text tower of 32 wide, 4 heads, 2 layers and a vision
+   tower of 48 wide, 6 heads, 3 layers. Four texts of different lengths and two images: each
+   tower's last hidden state and pooled output, the projected embeddings and logits_per_image
+   within 1e-4 of transformers on 1, 2 and 3 ranks and after pf_to_cpu. */
+#define CLIP_TEXTS 4
+#define CLIP_IMAGES 2
+#define CLIP_PROJECTION 24
+
+static int clip_read_texts(const char *dir, int32_t ids[CLIP_TEXTS][TEST_MAX_IDS], int lengths[CLIP_TEXTS]) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/text_ids.txt", dir);
+    size_t size = 0;
+    char *text = test_read_file(path, &size), *line = text;
+    int rows = 0;
+    for (; text && line && *line && rows < CLIP_TEXTS; rows++) {
+        char *end = strchr(line, '\n');
+        if (end) *end = 0;
+        int parsed[TEST_MAX_IDS];
+        lengths[rows] = test_parse_ids(line, parsed, TEST_MAX_IDS);
+        for (int t = 0; t < lengths[rows]; t++) ids[rows][t] = parsed[t];
+        line = end ? end + 1 : NULL;
+    }
+    free(text);
+    return rows;
+}
+
+/* The text tower's outputs for the fixture's texts against the files of them; the projection's
+   (embeds_file, NULL: not compared) where the model has it (projected). */
+static void clip_check_texts(const char *what, pf_model *m, const char *dir, const char *pooled_file,
+                             const char *embeds_file, int projected) {
+    int32_t ids[CLIP_TEXTS][TEST_MAX_IDS];
+    int lengths[CLIP_TEXTS], total = 0;
+    const int32_t *rows[CLIP_TEXTS];
+    CHECK_MSG(clip_read_texts(dir, ids, lengths) == CLIP_TEXTS, "%s: text_ids.txt", what);
+    for (int b = 0; b < CLIP_TEXTS; b++) rows[b] = ids[b], total += lengths[b];
+    pf_encoding *e = NULL;
+    pf_result r = pf_encode(m, rows, NULL, lengths, CLIP_TEXTS, &e);
+    CHECK_MSG(r == PF_OK, "%s: pf_encode: %s", what, pf_error_message(m));
+    if (r) return;
+    CHECK_MSG(e->hidden_size == 32 && e->offsets[CLIP_TEXTS] == total && e->projection_dim == (projected ? CLIP_PROJECTION : 0) &&
+                  !e->embeds == !projected, "%s: encoding's sizes", what);
+    check_array(what, dir, "text_hidden.bin", e->last_hidden_state, (size_t)total * 32);
+    check_array(what, dir, pooled_file, e->pooled, (size_t)CLIP_TEXTS * 32);
+    if (embeds_file) check_array(what, dir, embeds_file, e->embeds, (size_t)CLIP_TEXTS * CLIP_PROJECTION);
+    pf_encoding_free(e);
+}
+
+static void test_clip_fixture(void) {
+    char dir[1024], path[1100];
+    snprintf(dir, sizeof dir, "%s/clip", test_fixtures);
+    snprintf(path, sizeof path, "%s/pixels.bin", dir);
+    size_t n = 0;
+    float *pixels = test_read_floats(path, &n);
+    pf_model *m = NULL;
+    pf_result r = pf_load(dir, NULL, &m);
+    CHECK_MSG(r == PF_OK && pixels && n == CLIP_IMAGES * 3 * 32 * 32, "loading clip: %s", pf_error_message(m));
+    pf_model_info info = pf_get_info(m);
+    CHECK(r != PF_OK || (info.is_encoder && !strcmp(info.model_type, "clip") && info.hidden_size == 32 &&
+                         info.image_size == 32 && info.patch_size == 8 && info.vocab_size == 99));
+    int32_t ids[CLIP_TEXTS][TEST_MAX_IDS];
+    int lengths[CLIP_TEXTS];
+    const int32_t *rows[CLIP_TEXTS];
+    clip_read_texts(dir, ids, lengths);
+    for (int b = 0; b < CLIP_TEXTS; b++) rows[b] = ids[b];
+    for (int ranks = 1; r == PF_OK && pixels && ranks <= 4; ranks++) { /* 4: a rank after pf_to_cpu */
+        char what[128];
+        snprintf(what, sizeof what, ranks < 4 ? "clip on %d ranks" : "clip after pf_to_cpu", ranks);
+        pf_parallel_options po = pf_parallel_options_init();
+        po.device = PF_DEVICE_CPU;
+        po.max_batch = CLIP_TEXTS;
+        pf_result rr = ranks < 4 ? pf_parallelize(m, ranks, &po) : pf_to_cpu(m);
+        CHECK_MSG(rr == PF_OK, "%s: %s", what, pf_error_message(m));
+        if (rr) continue;
+        CHECK(pf_num_ranks(m) == (ranks < 4 ? ranks : 1) && pf_memory_allocated(m, 0) > 0);
+        pf_encoding *e = NULL;
+        rr = pf_encode_images(m, pixels, CLIP_IMAGES, &e);
+        CHECK_MSG(rr == PF_OK, "%s: pf_encode_images: %s", what, pf_error_message(m));
+        if (rr == PF_OK) {
+            CHECK(e->hidden_size == 48 && e->offsets[CLIP_IMAGES] == CLIP_IMAGES * 17 && e->projection_dim == CLIP_PROJECTION);
+            check_array(what, dir, "image_hidden.bin", e->last_hidden_state, (size_t)CLIP_IMAGES * 17 * 48);
+            check_array(what, dir, "image_pooled.bin", e->pooled, (size_t)CLIP_IMAGES * 48);
+            check_array(what, dir, "image_embeds.bin", e->embeds, (size_t)CLIP_IMAGES * CLIP_PROJECTION);
+        }
+        pf_encoding_free(e);
+        clip_check_texts(what, m, dir, "text_pooled.bin", "text_embeds.bin", 1);
+        po.max_batch = 3; /* below the texts' count: pf_image_text_logits runs them in two batches (3 ranks
+                             keep 4, which pf_to_cpu then keeps) */
+        if (ranks < 3 && pf_parallelize(m, ranks, &po) != PF_OK) continue;
+        float logits[CLIP_IMAGES * CLIP_TEXTS];
+        rr = pf_image_text_logits(m, rows, lengths, CLIP_TEXTS, pixels, CLIP_IMAGES, logits);
+        CHECK_MSG(rr == PF_OK, "%s: pf_image_text_logits: %s", what, pf_error_message(m));
+        if (rr == PF_OK) check_array(what, dir, "logits_per_image.bin", logits, CLIP_IMAGES * CLIP_TEXTS);
+    }
+    if (r == PF_OK) { /* bad input */
+        float logits[CLIP_IMAGES * CLIP_TEXTS];
+        pf_encoding *e = NULL;
+        CHECK(pf_image_text_logits(m, NULL, lengths, CLIP_TEXTS, pixels, CLIP_IMAGES, logits) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(pf_image_text_logits(m, rows, lengths, CLIP_TEXTS, NULL, CLIP_IMAGES, logits) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(pf_image_text_logits(m, rows, lengths, CLIP_TEXTS, pixels, CLIP_IMAGES, NULL) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(pf_image_text_logits(m, rows, lengths, 0, pixels, CLIP_IMAGES, logits) == PF_ERROR_INVALID_ARGUMENT);
+        int too_long[CLIP_TEXTS] = {5, 8, 17, 10}; /* beyond the 16 positions */
+        CHECK(pf_image_text_logits(m, rows, too_long, CLIP_TEXTS, pixels, CLIP_IMAGES, logits) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(strstr(pf_error_message(m), "row 2") != NULL);
+        ids[0][1] = 99; /* outside the vocabulary */
+        CHECK(pf_image_text_logits(m, rows, lengths, CLIP_TEXTS, pixels, CLIP_IMAGES, logits) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(strstr(pf_error_message(m), "outside the vocabulary") != NULL);
+        ids[0][1] = 5;
+        pixels[7] = NAN;
+        CHECK(pf_image_text_logits(m, rows, lengths, CLIP_TEXTS, pixels, CLIP_IMAGES, logits) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(strstr(pf_error_message(m), "finite") != NULL);
+        CHECK(pf_encode_images(m, NULL, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+        CHECK(pf_encode(m, rows, NULL, lengths, 0, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+        int32_t prompt[2] = {0, 5};
+        float vocab_logits[99];
+        CHECK(pf_forward(m, prompt, 1, 2, vocab_logits) == PF_ERROR_UNSUPPORTED);
+        CHECK(strstr(pf_error_message(m), "dual encoder") != NULL);
+        const int32_t *prompts[1] = {prompt};
+        int prompt_length = 2, generated_length = 0;
+        int32_t generated[8];
+        float embedding[32];
+        CHECK(pf_forward_seq2seq(m, prompts, &prompt_length, prompts, &prompt_length, 1, vocab_logits) != PF_OK);
+        CHECK(pf_embed(m, prompts, &prompt_length, 1, NULL, embedding) == PF_ERROR_UNSUPPORTED);
+        CHECK(pf_generate(m, prompt, 2, NULL, generated, 8, &generated_length) != PF_OK && generated_length == 0);
+        pf_memory_info memory;
+        CHECK(pf_get_memory_info(m, 0, &memory) == PF_OK && memory.weights > 0 && memory.allocated == pf_memory_allocated(m, 0));
+    }
+    pf_free(m);
+    free(pixels);
+
+    /* a model that is not CLIP has no similarity */
+    snprintf(path, sizeof path, "%s/vit", test_fixtures);
+    if (pf_load(path, NULL, &m) == PF_OK) {
+        float logits[1], pixel[3 * 32 * 32] = {0};
+        int32_t one[1] = {0};
+        const int32_t *one_row[1] = {one};
+        int one_length = 1;
+        CHECK(pf_image_text_logits(m, one_row, &one_length, 1, pixel, 1, logits) == PF_ERROR_UNSUPPORTED);
+    }
+    pf_free(m);
+}
+
+/* A copy of a safetensors file (bytes long) with an I64 [1, 16] tensor of each name in extra
+   (NULL-terminated) added, as transformers 4 saved CLIP's position_ids buffers; NULL on failure. */
+static char *clip_add_tensors(const char *weights, size_t bytes, const char *const *extra, size_t *out_bytes) {
+    uint64_t header = 0;
+    for (int i = 7; bytes >= 8 && i >= 0; i--) header = header << 8 | (unsigned char)weights[i];
+    if (bytes < 8 || header > bytes - 8 || weights[8] != '{') return NULL;
+    size_t data = bytes - 8 - (size_t)header, added = 0, entries_cap = 4096, used = 0;
+    char *entries = (char *)malloc(entries_cap);
+    for (int k = 0; entries && extra[k]; k++, added += 16 * 8)
+        used += (size_t)snprintf(entries + used, entries_cap - used, "\"%s\":{\"dtype\":\"I64\",\"shape\":[1,16],"
+                                 "\"data_offsets\":[%zu,%zu]},", extra[k], data + added, data + added + 16 * 8);
+    char *copy = entries && used < entries_cap ? (char *)calloc(1, bytes + used + added) : NULL;
+    if (copy) {
+        uint64_t grown = header + used;
+        for (int i = 0; i < 8; i++) copy[i] = (char)(grown >> (8 * i) & 0xff);
+        copy[8] = '{';
+        memcpy(copy + 9, entries, used);
+        memcpy(copy + 9 + used, weights + 9, bytes - 9); /* the rest of the header, the data; then zeros */
+        *out_bytes = bytes + used + added;
+    }
+    free(entries);
+    return copy;
+}
+
+/* Loads a copy of fixture NAME whose config.json has each edits[2k] replaced by edits[2k + 1] (the
+   first occurrence after the previous edit; NULL ends the list), and whose weights have the
+   tensors named in extra added (NULL: none; see clip_add_tensors). 0 and *m on success (a load
+   that fails too: its message is the test's), -1 if the copy could not be made. */
+static int clip_load_edited(const char *name, const char *const *edits, const char *const *extra, pf_model **m) {
+    char dir[1024], path[1100], tmp[] = "/tmp/pf_clip_XXXXXX", written[1200], copy[1200];
+    *m = NULL;
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    size_t size = 0, bytes = 0;
+    char *config = test_read_file(path, &size), *edited = config ? (char *)malloc(size + 4096) : NULL;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    char *weights = test_read_file(path, &bytes);
+    if (weights && extra) {
+        char *grown = clip_add_tensors(weights, bytes, extra, &bytes);
+        free(weights);
+        weights = grown;
+    }
+    int ok = config && edited && weights && mkdtemp(tmp) != NULL;
+    if (ok) strcpy(edited, config);
+    char *at = edited;
+    for (int k = 0; ok && edits[k]; k += 2) {
+        char *found = strstr(at, edits[k]);
+        size_t from = strlen(edits[k]), to = strlen(edits[k + 1]);
+        CHECK_MSG(found != NULL, "%s/config.json has no %s", name, edits[k]);
+        if (!found || strlen(edited) + to >= size + 4096) {
+            ok = 0;
+            break;
+        }
+        memmove(found + to, found + from, strlen(found + from) + 1);
+        memcpy(found, edits[k + 1], to);
+        at = found + to;
+    }
+    snprintf(written, sizeof written, "%s/config.json", tmp);
+    snprintf(copy, sizeof copy, "%s/model.safetensors", tmp);
+    if (ok) ok = test_write_file(written, edited, strlen(edited)) == 0 && test_write_file(copy, weights, bytes) == 0;
+    if (ok) pf_load(tmp, NULL, m);
+    free(config), free(edited), free(weights);
+    unlink(copy), unlink(written), rmdir(tmp); /* the model maps its file: mapped pages outlive the name */
+    return ok ? 0 : -1;
+}
+
+/* The same checkpoint with transformers' older spellings: text_config_dict (which wins whole over
+   text_config) with eos_token_id 2, under which the text tower pools each text's largest id (the
+   rule of configs before transformers 4.31); the towers saved alone (CLIPTextModel,
+   CLIPVisionModelWithProjection) as models of their own; and architectures that do not match the
+   tensors, refused. */
+static void test_clip_variants(void) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/clip", test_fixtures);
+    static const char *const old_spelling[] = {"\"text_config\"", "\"text_config_dict\"", "\"eos_token_id\": 40",
+                                               "\"eos_token_id\": 2", NULL};
+    pf_model *m = NULL;
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.max_batch = CLIP_TEXTS;
+    /* transformers 4 saved the towers' position_ids buffers: read by no slot, and accepted */
+    static const char *const no_edits[] = {NULL};
+    static const char *const buffers[] = {"text_model.embeddings.position_ids", "vision_model.embeddings.position_ids", NULL};
+    static const char *const stray[] = {"text_model.embeddings.position_ids", "vision_model.embeddings.extra", NULL};
+    if (clip_load_edited("clip", no_edits, buffers, &m) == 0) {
+        pf_result r = pf_get_info(m).model_type ? pf_parallelize(m, 1, &po) : PF_ERROR_FORMAT;
+        CHECK_MSG(r == PF_OK, "clip with position_ids: %s", pf_error_message(m));
+        if (r == PF_OK) clip_check_texts("clip with position_ids", m, dir, "text_pooled.bin", "text_embeds.bin", 1);
+    }
+    pf_free(m);
+    if (clip_load_edited("clip", no_edits, stray, &m) == 0)
+        CHECK_MSG(!pf_get_info(m).model_type && strstr(pf_error_message(m), "tensor 'vision_model.embeddings.extra' is not used"),
+                  "clip with a stray tensor: %s", pf_error_message(m));
+    pf_free(m);
+    if (clip_load_edited("clip", old_spelling, NULL, &m) == 0) {
+        pf_result r = pf_get_info(m).model_type ? pf_parallelize(m, 2, &po) : PF_ERROR_FORMAT;
+        CHECK_MSG(r == PF_OK, "old clip config: %s", pf_error_message(m));
+        if (r == PF_OK) clip_check_texts("clip with eos_token_id 2", m, dir, "text_pooled_argmax.bin", NULL, 1);
+    }
+    pf_free(m);
+
+    char path[1100];
+    snprintf(path, sizeof path, "%s/clip-text", test_fixtures);
+    pf_result r = pf_load(path, NULL, &m);
+    if (r == PF_OK) r = pf_parallelize(m, 3, &po);
+    CHECK_MSG(r == PF_OK, "clip-text: %s", pf_error_message(m));
+    if (r == PF_OK) {
+        CHECK(!strcmp(pf_get_info(m).model_type, "clip_text_model"));
+        clip_check_texts("clip-text on 3 ranks", m, dir, "text_pooled.bin", NULL, 0);
+        float logits[1], pixel[3 * 32 * 32] = {0};
+        int32_t one[1] = {0};
+        const int32_t *one_row[1] = {one};
+        int one_length = 1;
+        pf_encoding *e = NULL;
+        CHECK(pf_encode_images(m, pixel, 1, &e) == PF_ERROR_UNSUPPORTED && !e); /* images for a text tower */
+        CHECK(strstr(pf_error_message(m), "takes token ids") != NULL);
+        CHECK(pf_image_text_logits(m, one_row, &one_length, 1, pixel, 1, logits) == PF_ERROR_UNSUPPORTED);
+    }
+    pf_free(m);
+
+    snprintf(path, sizeof path, "%s/clip/pixels.bin", test_fixtures);
+    size_t n = 0;
+    float *pixels = test_read_floats(path, &n);
+    snprintf(path, sizeof path, "%s/clip-vision", test_fixtures);
+    r = pixels ? pf_load(path, NULL, &m) : PF_ERROR_IO;
+    po.max_batch = CLIP_IMAGES;
+    if (r == PF_OK) r = pf_parallelize(m, 2, &po);
+    CHECK_MSG(r == PF_OK, "clip-vision: %s", pf_error_message(m));
+    pf_encoding *e = NULL;
+    if (r == PF_OK) r = pf_encode_images(m, pixels, CLIP_IMAGES, &e);
+    CHECK_MSG(r == PF_OK, "clip-vision: %s", pf_error_message(m));
+    if (r == PF_OK) {
+        check_array("clip-vision on 2 ranks", dir, "image_hidden.bin", e->last_hidden_state, (size_t)CLIP_IMAGES * 17 * 48);
+        check_array("clip-vision on 2 ranks", dir, "image_pooled.bin", e->pooled, (size_t)CLIP_IMAGES * 48);
+        check_array("clip-vision on 2 ranks", dir, "image_embeds.bin", e->embeds, (size_t)CLIP_IMAGES * CLIP_PROJECTION);
+    }
+    pf_encoding_free(e);
+    pf_free(m);
+    free(pixels);
+
+    static const struct {
+        const char *fixture, *from, *to, *message;
+    } refused[] = {
+        {"clip", "\"CLIPModel\"", "\"CLIPForImageClassification\"", "architecture \"CLIPForImageClassification\" is not supported"},
+        {"clip", "\"vision_config\": {", "\"vision_config\": 7, \"unused\": {", "\"vision_config\" is not an object"},
+        {"clip", "\"hidden_act\": \"quick_gelu\"", "\"hidden_act\": \"gelu_10\"", "activation \"gelu_10\" is not supported"},
+        {"clip", "\"eos_token_id\": 40", "\"eos_token_id\": null", "\"eos_token_id\" is null"},
+        {"clip", "\"projection_dim\": 24", "\"projection_dim\": 20", "text_projection.weight' has shape [24, 32] but the config needs [20, 32]"},
+        {"clip-text", "\"CLIPTextModel\"", "\"CLIPTextModelWithProjection\"", "missing tensor 'text_projection.weight'"},
+        {"clip-vision", "\"CLIPVisionModelWithProjection\"", "\"CLIPVisionModel\"", "'visual_projection.weight' is in the checkpoint"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        const char *edits[] = {refused[i].from, refused[i].to, NULL};
+        if (clip_load_edited(refused[i].fixture, edits, NULL, &m) == 0)
+            CHECK_MSG(!pf_get_info(m).model_type && strstr(pf_error_message(m), refused[i].message),
+                      "%s with %s: %s", refused[i].fixture, refused[i].to, pf_error_message(m));
+        pf_free(m);
+    }
+}
+
 /* build/classify_image end to end: an image file through the model's image processor and the
    classifier, on 2 ranks, gives transformers' logits for it (image.txt: the processor and model in
    Python); a file that is not a PPM is a clear error. */
@@ -338,6 +640,8 @@ static void test_classify_cli(void) {
 
 void test_encoders(void) {
     test_classify_cli();
+    test_clip_fixture();
+    test_clip_variants();
     test_image_fixture("vit", PF_HEAD_NONE, 0, 17);
     test_image_fixture("vit-cls", PF_HEAD_IMAGE_CLASSIFICATION, 5, 17);
     test_image_fixture("deit-cls", PF_HEAD_IMAGE_CLASSIFICATION, 5, 18);
