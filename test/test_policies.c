@@ -1,0 +1,426 @@
+/* Policies registered at run time (issue 15 item 2): test/fixtures/my-llama is the llama fixture
+   under other tensor names, config keys and model_type (test/make_policy_fixture.py); registered
+   from C and from its policy.json, it loads and matches transformers' logits and greedy tokens on
+   1 and 2 ranks. Plus refusals (twice, built-in names, unknown names, bad JSON, absurd values),
+   unregistering while a model is alive, and registration from several threads at once. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+
+#define TOLERANCE_HF 1e-4f /* fp32 logits against transformers, as test_models.c */
+
+static const pf_policy_config my_llama_config[] = {
+    {"hidden_size", "d_model", PF_POLICY_NEEDED},
+    {"num_heads", "n_heads", PF_POLICY_NEEDED},
+    {"num_kv_heads", "n_kv_heads", 0},
+    {"head_dim", "head_dim", 0},
+    {"num_layers", "n_layers", PF_POLICY_NEEDED},
+    {"vocab_size", "vocab_size", PF_POLICY_NEEDED},
+    {"max_positions", "max_seq_len", PF_POLICY_NEEDED},
+    {"intermediate_size", "ffn_dim", PF_POLICY_NEEDED},
+    {"norm_eps", "norm_eps", 1e-6},
+    {"rope_theta", "rope_base", 10000},
+};
+
+static const pf_policy_tensor my_llama_tensors[] = {
+    {"token_embed", "embed.weight", "out_in", "vocab", "required", 0},
+    {"attn_norm_weight", "blocks.%d.norm1.scale", "vector", "none", "required", 0},
+    {"q_weight", "blocks.%d.attn.query", "out_in", "head_columns", "required", 0},
+    {"k_weight", "blocks.%d.attn.key", "out_in", "kv_columns", "required", 0},
+    {"v_weight", "blocks.%d.attn.value", "out_in", "kv_columns", "required", 0},
+    {"attn_out_weight", "blocks.%d.attn.out", "out_in", "head_rows", "required", 0},
+    {"mlp_norm_weight", "blocks.%d.norm2.scale", "vector", "none", "required", 0},
+    {"mlp_gate_weight", "blocks.%d.ffn.gate", "out_in", "mlp_columns", "required", 0},
+    {"mlp_up_weight", "blocks.%d.ffn.up", "out_in", "mlp_columns", "required", 0},
+    {"mlp_down_weight", "blocks.%d.ffn.down", "out_in", "mlp_rows", "required", 0},
+    {"final_norm_weight", "final_norm.scale", "vector", "none", "required", 0},
+    {"lm_head", "head.weight", "out_in", "vocab", "optional", 0},
+};
+
+static const char *const my_llama_prefixes[] = {"net."};
+
+/* The policy of policy.json, as a program would write it in C. */
+static pf_policy my_llama_policy(void) {
+    pf_policy p;
+    memset(&p, 0, sizeof p);
+    p.model_type = "my-llama";
+    p.kind = "decoder";
+    p.norm = "rms";
+    p.positions = "rotary_halves";
+    p.mlp = "gated";
+    p.activation_key = "act";
+    p.activation_default = "silu";
+    p.prefixes = my_llama_prefixes;
+    p.num_prefixes = 1;
+    p.config = my_llama_config;
+    p.num_config = (int)(sizeof my_llama_config / sizeof my_llama_config[0]);
+    p.tensors = my_llama_tensors;
+    p.num_tensors = (int)(sizeof my_llama_tensors / sizeof my_llama_tensors[0]);
+    return p;
+}
+
+static void fixture_dir(char *out, size_t cap) { snprintf(out, cap, "%s/my-llama", test_fixtures); }
+
+static pf_result load_my_llama(pf_model **m) {
+    char dir[1024];
+    fixture_dir(dir, sizeof dir);
+    pf_load_options lo = pf_load_options_init();
+    lo.skip_tokenizer = 1;
+    return pf_load(dir, &lo, m);
+}
+
+/* my-llama against transformers' reference on 1 and 2 CPU ranks: prompt logits and greedy ids. */
+static void check_my_llama(const char *how) {
+    char dir[1024], path[1100];
+    fixture_dir(dir, sizeof dir);
+    test_reference ref;
+    CHECK_MSG(test_read_reference(dir, &ref) == 0, "%s: reference.txt", how);
+    snprintf(path, sizeof path, "%s/reference_logits.bin", dir);
+    size_t count = 0;
+    float *want = test_read_floats(path, &count);
+    pf_model *m = NULL;
+    pf_result r = load_my_llama(&m);
+    CHECK_MSG(r == PF_OK, "%s: pf_load: %s", how, pf_error_message(m));
+    size_t n = (size_t)ref.num_prompt_ids * (size_t)ref.vocab_size;
+    float *logits = (float *)malloc(n * sizeof(float));
+    CHECK_MSG(want && count == n && logits, "%s: reference logits", how);
+    for (int ranks = 1; r == PF_OK && want && count == n && logits && ranks <= 2; ranks++) {
+        pf_parallel_options po = pf_parallel_options_init();
+        po.device = PF_DEVICE_CPU;
+        pf_result pr = pf_parallelize(m, ranks, &po);
+        CHECK_MSG(pr == PF_OK, "%s: pf_parallelize(%d): %s", how, ranks, pf_error_message(m));
+        if (pr) continue;
+        int32_t ids[TEST_MAX_IDS], out[TEST_MAX_IDS];
+        for (int i = 0; i < ref.num_prompt_ids; i++) ids[i] = ref.prompt_ids[i];
+        pr = pf_forward(m, ids, 1, ref.num_prompt_ids, logits);
+        CHECK_MSG(pr == PF_OK, "%s: pf_forward: %s", how, pf_error_message(m));
+        float diff = pr == PF_OK ? test_max_abs_diff(logits, want, n) : INFINITY;
+        CHECK_MSG(diff <= TOLERANCE_HF, "%s on %d ranks: logits differ from transformers by %g", how, ranks, diff);
+        pf_generate_options go = pf_generate_options_init();
+        go.max_new_tokens = ref.max_new_tokens;
+        int got = 0;
+        pr = pf_generate(m, ids, ref.num_prompt_ids, &go, out, TEST_MAX_IDS, &got);
+        int same = pr == PF_OK && got == ref.num_greedy_ids;
+        for (int i = 0; same && i < got; i++) same = out[i] == ref.greedy_ids[i];
+        CHECK_MSG(same, "%s on %d ranks: greedy tokens differ from transformers (%s)", how, ranks, pf_error_message(m));
+    }
+    CHECK(strcmp(pf_get_info(m).model_type, "my-llama") == 0);
+    free(logits);
+    free(want);
+    pf_free(m);
+}
+
+/* Registered from C: loads and matches; a second registration, and unregistering while models
+   are alive, are refused; after pf_free it unregisters and the model_type is unknown again. */
+static void test_policy_from_c(void) {
+    char err[512] = "";
+    pf_model *m = NULL;
+    pf_result r = load_my_llama(&m);
+    CHECK_MSG(r == PF_ERROR_UNSUPPORTED && strstr(pf_error_message(m), "my-llama"), "unregistered: %s", pf_error_message(m));
+    pf_free(m);
+
+    pf_policy p = my_llama_policy();
+    r = pf_register_policy(&p, err, sizeof err);
+    CHECK_MSG(r == PF_OK, "pf_register_policy: %s", err);
+    check_my_llama("my-llama (C policy)");
+
+    r = pf_register_policy(&p, err, sizeof err);
+    CHECK_MSG(r == PF_ERROR_INVALID_ARGUMENT && strstr(err, "registered already"), "twice: %s", err);
+
+    pf_model *a = NULL, *b = NULL;
+    CHECK(load_my_llama(&a) == PF_OK);
+    CHECK(load_my_llama(&b) == PF_OK);
+    r = pf_unregister_policy("my-llama", err, sizeof err);
+    CHECK_MSG(r == PF_ERROR_BUSY && strstr(err, "2 models"), "busy with two: %s", err);
+    pf_free(a);
+    r = pf_unregister_policy("my-llama", err, sizeof err);
+    CHECK_MSG(r == PF_ERROR_BUSY && strstr(err, "1 model "), "busy with one: %s", err);
+    /* the model still runs: its policy stays */
+    CHECK(pf_parallelize(b, 1, NULL) == PF_OK);
+    pf_free(b);
+    r = pf_unregister_policy("my-llama", err, sizeof err);
+    CHECK_MSG(r == PF_OK, "unregister: %s", err);
+    r = pf_unregister_policy("my-llama", err, sizeof err);
+    CHECK_MSG(r == PF_ERROR_INVALID_ARGUMENT && strstr(err, "my-llama"), "unregister twice: %s", err);
+    r = load_my_llama(&m);
+    CHECK_MSG(r == PF_ERROR_UNSUPPORTED, "after unregistering: %s", pf_error_message(m));
+    pf_free(m);
+}
+
+/* The same policy from the policy.json committed beside the fixture. */
+static void test_policy_from_json(void) {
+    char dir[1024], path[1100], err[512] = "";
+    fixture_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/policy.json", dir);
+    pf_result r = pf_register_policy_file(path, err, sizeof err);
+    CHECK_MSG(r == PF_OK, "pf_register_policy_file: %s", err);
+    check_my_llama("my-llama (policy.json)");
+    /* the C spelling collides with the JSON one */
+    pf_policy p = my_llama_policy();
+    r = pf_register_policy(&p, err, sizeof err);
+    CHECK_MSG(r == PF_ERROR_INVALID_ARGUMENT && strstr(err, "registered already"), "C after JSON: %s", err);
+    CHECK(pf_unregister_policy("my-llama", err, sizeof err) == PF_OK);
+
+    r = pf_register_policy_file("/nonexistent/policy.json", err, sizeof err);
+    CHECK_MSG(r == PF_ERROR_IO && strstr(err, "/nonexistent/policy.json"), "missing file: %s", err);
+}
+
+/* A C policy changed by one field is refused with a message holding `needle`. */
+#define CHECK_REFUSED(p, want, needle)                                                                         \
+    do {                                                                                                       \
+        char e_[1024] = "";                                                                                    \
+        pf_result r_ = pf_register_policy(&(p), e_, sizeof e_);                                                \
+        CHECK_MSG(r_ == (want) && strstr(e_, (needle)), "got %s (\"%s\"), want %s naming \"%s\"",              \
+                  pf_result_string(r_), e_, pf_result_string(want), (needle));                                 \
+        if (r_ == PF_OK) pf_unregister_policy((p).model_type, NULL, 0);                                        \
+    } while (0)
+
+static void test_policy_refusals(void) {
+    pf_policy p = my_llama_policy();
+    p.norm = "group";
+    CHECK_REFUSED(p, PF_ERROR_INVALID_ARGUMENT, "norm: unknown name \"group\" (known: layer, rms)");
+    p = my_llama_policy();
+    p.positions = "RoTaRy_halves"; /* one spelling: lower case */
+    CHECK_REFUSED(p, PF_ERROR_INVALID_ARGUMENT, "positions: unknown name \"RoTaRy_halves\"");
+    p = my_llama_policy();
+    p.kind = "diffusion";
+    CHECK_REFUSED(p, PF_ERROR_INVALID_ARGUMENT, "kind: unknown name \"diffusion\" (known: decoder, encoder, seq2seq)");
+    p = my_llama_policy();
+    p.model_type = "llama";
+    CHECK_REFUSED(p, PF_ERROR_INVALID_ARGUMENT, "\"llama\" is compiled in");
+    p.model_type = "xlm-roberta"; /* an alias */
+    CHECK_REFUSED(p, PF_ERROR_INVALID_ARGUMENT, "compiled in");
+    p.model_type = "";
+    CHECK_REFUSED(p, PF_ERROR_INVALID_ARGUMENT, "model_type is missing");
+    p.model_type = NULL;
+    CHECK_REFUSED(p, PF_ERROR_INVALID_ARGUMENT, "model_type is missing");
+    p = my_llama_policy();
+    p.activation_default = "swiglu-ish";
+    CHECK_REFUSED(p, PF_ERROR_INVALID_ARGUMENT, "\"swiglu-ish\" is not an activation");
+    p = my_llama_policy();
+    p.mlp_ratio = 1000;
+    CHECK_REFUSED(p, PF_ERROR_INVALID_ARGUMENT, "mlp_ratio = 1000");
+    p = my_llama_policy();
+    p.num_tensors = -1;
+    CHECK_REFUSED(p, PF_ERROR_INVALID_ARGUMENT, "num_tensors = -1");
+    p = my_llama_policy();
+    p.config = NULL;
+    CHECK_REFUSED(p, PF_ERROR_INVALID_ARGUMENT, "num_config = 10 but config is NULL");
+
+    pf_policy_tensor tensors[sizeof my_llama_tensors / sizeof my_llama_tensors[0]];
+    struct { int row; const char *slot, *pattern, *layout, *split, *need; const char *needle; } bad_rows[] = {
+        {2, "query_weight", NULL, NULL, NULL, NULL, "tensors[2].slot: unknown name \"query_weight\""},
+        {2, "qkv_weight", NULL, NULL, NULL, NULL, "unknown name \"qkv_weight\""}, /* built on the ranks only */
+        {2, NULL, NULL, "sideways", NULL, NULL, "tensors[2].layout: unknown name \"sideways\""},
+        {2, NULL, NULL, NULL, "diagonal", NULL, "tensors[2].split: unknown name \"diagonal\""},
+        {2, NULL, NULL, NULL, NULL, "sometimes", "tensors[2].need: unknown name \"sometimes\""},
+        {2, NULL, NULL, NULL, "vocab", NULL, "slot \"q_weight\" with split \"vocab\""},
+        {1, NULL, NULL, "in_out", NULL, NULL, "slot \"attn_norm_weight\" with layout \"in_out\""},
+        {2, NULL, "blocks.attn.query", NULL, NULL, NULL, "needs one \"%d\""},
+        {2, NULL, "blocks.%d.%d.query", NULL, NULL, NULL, "needs one \"%d\""},
+        {2, NULL, "blocks.%s.query", NULL, NULL, NULL, "needs one \"%d\""},
+        {0, NULL, "embed.%d", NULL, NULL, NULL, "takes no '%'"},
+        {0, NULL, "", NULL, NULL, NULL, "tensors[0].pattern is missing"},
+        {0, "lm_head", NULL, NULL, NULL, NULL, "no tensor row has the slot \"token_embed\""},
+    };
+    for (size_t i = 0; i < sizeof bad_rows / sizeof bad_rows[0]; i++) {
+        memcpy(tensors, my_llama_tensors, sizeof tensors);
+        pf_policy_tensor *t = &tensors[bad_rows[i].row];
+        if (bad_rows[i].slot) t->slot = bad_rows[i].slot;
+        if (bad_rows[i].pattern) t->pattern = bad_rows[i].pattern;
+        if (bad_rows[i].layout) t->layout = bad_rows[i].layout;
+        if (bad_rows[i].split) t->split = bad_rows[i].split;
+        if (bad_rows[i].need) t->need = bad_rows[i].need;
+        p = my_llama_policy();
+        p.tensors = tensors;
+        CHECK_REFUSED(p, PF_ERROR_INVALID_ARGUMENT, bad_rows[i].needle);
+    }
+    memcpy(tensors, my_llama_tensors, sizeof tensors);
+    tensors[3].encoder = 1;
+    p = my_llama_policy();
+    p.tensors = tensors;
+    CHECK_REFUSED(p, PF_ERROR_INVALID_ARGUMENT, "seq2seq");
+
+    pf_policy_config config[sizeof my_llama_config / sizeof my_llama_config[0]];
+    struct { int row; const char *field, *key; double fallback; const char *needle; } bad_config[] = {
+        {0, "hidden_dims", NULL, 0, "config[0].field: unknown field \"hidden_dims\""},
+        {0, "hidden_size", "", 0, "config[0].key is missing"},
+        {0, "layer_window", NULL, 0, "unknown field \"layer_window\""}, /* a pointer: no row names it */
+        {2, NULL, NULL, 0.5, "config[2].fallback = 0.5 is absurd for field \"num_kv_heads\""},
+        {2, NULL, NULL, NAN, "config[2].fallback = nan"},
+        {8, NULL, NULL, INFINITY, "config[8].fallback = inf"},
+        {3, NULL, NULL, 2e9, "is absurd"},
+    };
+    for (size_t i = 0; i < sizeof bad_config / sizeof bad_config[0]; i++) {
+        memcpy(config, my_llama_config, sizeof config);
+        pf_policy_config *c = &config[bad_config[i].row];
+        if (bad_config[i].field) c->field = bad_config[i].field;
+        if (bad_config[i].key) c->key = bad_config[i].key;
+        if (!bad_config[i].field && !bad_config[i].key) c->fallback = bad_config[i].fallback;
+        p = my_llama_policy();
+        p.config = config;
+        CHECK_REFUSED(p, PF_ERROR_INVALID_ARGUMENT, bad_config[i].needle);
+    }
+    memcpy(config, my_llama_config, sizeof config);
+    config[0].key = NULL; /* fixed, with no value to fix it to */
+    p = my_llama_policy();
+    p.config = config;
+    CHECK_REFUSED(p, PF_ERROR_INVALID_ARGUMENT, "no key and no fallback");
+
+    const char *prefixes[] = {"net.%s"};
+    p = my_llama_policy();
+    p.prefixes = prefixes;
+    CHECK_REFUSED(p, PF_ERROR_INVALID_ARGUMENT, "prefixes[0] \"net.%s\" holds a '%'");
+    const char *buffers[] = {"blocks.%d.mask.%d"};
+    p = my_llama_policy();
+    p.buffers = buffers;
+    p.num_buffers = 1;
+    CHECK_REFUSED(p, PF_ERROR_INVALID_ARGUMENT, "more than one \"%d\"");
+
+    char err[256];
+    CHECK(pf_register_policy(NULL, err, sizeof err) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_unregister_policy(NULL, err, sizeof err) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_unregister_policy("llama", err, sizeof err) == PF_ERROR_INVALID_ARGUMENT && strstr(err, "compiled-in"));
+    CHECK(pf_register_policy_json(NULL, 0, err, sizeof err) == PF_ERROR_INVALID_ARGUMENT);
+
+    /* A policy that registers but does not fit the checkpoint fails at load, naming the tensor. */
+    memcpy(tensors, my_llama_tensors, sizeof tensors);
+    tensors[2].pattern = "blocks.%d.attn.q";
+    p = my_llama_policy();
+    p.tensors = tensors;
+    CHECK(pf_register_policy(&p, err, sizeof err) == PF_OK);
+    pf_model *m = NULL;
+    pf_result r = load_my_llama(&m);
+    CHECK_MSG(r == PF_ERROR_FORMAT && strstr(pf_error_message(m), "net.blocks.0.attn.q'"), "misfit: %s", pf_error_message(m));
+    pf_free(m);
+    CHECK(pf_unregister_policy("my-llama", err, sizeof err) == PF_OK);
+
+    /* At most 64 at once. */
+    char names[65][32];
+    int registered = 0;
+    for (int i = 0; i < 65; i++) {
+        snprintf(names[i], sizeof names[i], "many-%d", i);
+        p = my_llama_policy();
+        p.model_type = names[i];
+        pf_result ri = pf_register_policy(&p, err, sizeof err);
+        if (i < 64) registered += ri == PF_OK;
+        else CHECK_MSG(ri == PF_ERROR_UNSUPPORTED && strstr(err, "64 policies"), "65th: %s", err);
+    }
+    CHECK(registered == 64);
+    for (int i = 0; i < 64; i++) CHECK(pf_unregister_policy(names[i], err, sizeof err) == PF_OK);
+}
+
+/* JSON text refused with a message holding needle. */
+static void check_json_refused(const char *json, pf_result want, const char *needle) {
+    char err[1024] = "";
+    pf_result r = pf_register_policy_json(json, strlen(json), err, sizeof err);
+    CHECK_MSG(r == want && strstr(err, needle), "%s: got %s (\"%s\"), want %s naming \"%s\"", json, pf_result_string(r), err,
+              pf_result_string(want), needle);
+    if (r == PF_OK) pf_unregister_policy("j", NULL, 0);
+}
+
+#define J_TENSOR "{\"slot\": \"token_embed\", \"pattern\": \"embed.weight\", \"split\": \"vocab\"}"
+#define J_HEAD "\"model_type\": \"j\", \"activation_default\": \"silu\", "
+
+static void test_policy_json_refusals(void) {
+    check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "]}", PF_OK, "");
+    check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "]", PF_ERROR_FORMAT, "policy JSON: ");
+    check_json_refused("[]", PF_ERROR_FORMAT, "the policy is not an object");
+    check_json_refused("", PF_ERROR_FORMAT, "policy JSON: ");
+    check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "], \"colour\": 1}", PF_ERROR_FORMAT,
+                       "the policy: unknown key \"colour\"");
+    check_json_refused("{" J_HEAD "\"norm\": \"batch\", \"tensors\": [" J_TENSOR "]}", PF_ERROR_INVALID_ARGUMENT,
+                       "norm: unknown name \"batch\"");
+    check_json_refused("{" J_HEAD "\"norm\": 3, \"tensors\": [" J_TENSOR "]}", PF_ERROR_FORMAT, "\"norm\" is not a string");
+    check_json_refused("{\"model_type\": null, \"activation_default\": \"silu\", \"tensors\": [" J_TENSOR "]}",
+                       PF_ERROR_FORMAT, "\"model_type\" is not a string");
+    check_json_refused("{\"model_type\": \"j\\u0000k\", \"activation_default\": \"silu\", \"tensors\": [" J_TENSOR "]}",
+                       PF_ERROR_FORMAT, "holds a NUL");
+    check_json_refused("{" J_HEAD "\"mlp_ratio\": 1e9, \"tensors\": [" J_TENSOR "]}", PF_ERROR_FORMAT, "\"mlp_ratio\" is not an integer");
+    check_json_refused("{" J_HEAD "\"tied_lm_head\": 2, \"tensors\": [" J_TENSOR "]}", PF_ERROR_FORMAT, "\"tied_lm_head\"");
+    check_json_refused("{" J_HEAD "\"tensors\": {}}", PF_ERROR_FORMAT, "\"tensors\" is not a list");
+    check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR ", 7]}", PF_ERROR_FORMAT, "tensors[1] is not an object");
+    check_json_refused("{" J_HEAD "\"tensors\": [{\"slot\": \"token_embed\", \"pattern\": \"e\", \"shape\": 1}]}",
+                       PF_ERROR_FORMAT, "tensors[0]: unknown key \"shape\"");
+    check_json_refused("{" J_HEAD "\"tensors\": [{\"slot\": \"token_embed\", \"pattern\": \"e\", \"encoder\": 2}]}",
+                       PF_ERROR_FORMAT, "\"tensors[0].encoder\" is not an integer in 0..1");
+    check_json_refused("{" J_HEAD "\"tensors\": [{\"slot\": \"token_embed\", \"split\": \"vocab\"}]}",
+                       PF_ERROR_INVALID_ARGUMENT, "tensors[0].pattern is missing");
+    check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "], \"config\": [{\"field\": \"hidden_size\"}]}",
+                       PF_ERROR_FORMAT, "config[0].key is missing");
+    check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "], \"config\": [{\"field\": \"hidden_size\", \"key\": \"d\", "
+                       "\"fallback\": \"big\"}]}", PF_ERROR_FORMAT, "config[0].fallback is not a number");
+    check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "], \"config\": [{\"field\": \"depth\", \"key\": \"d\"}]}",
+                       PF_ERROR_INVALID_ARGUMENT, "unknown field \"depth\"");
+    check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "], \"config\": [{\"field\": \"hidden_size\", \"key\": null}]}",
+                       PF_ERROR_INVALID_ARGUMENT, "no key and no fallback");
+    check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "], \"prefixes\": [1]}", PF_ERROR_FORMAT,
+                       "\"prefixes[0]\" is not a string");
+    check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "], \"model_type\": \"gpt2\"}", PF_ERROR_INVALID_ARGUMENT,
+                       "compiled in");
+    /* the JSON text need not end in NUL: only len bytes are read */
+    const char text[] = "{" J_HEAD "\"tensors\": [" J_TENSOR "]}garbage";
+    char err[256];
+    CHECK(pf_register_policy_json(text, sizeof text - 1 - 7, err, sizeof err) == PF_OK);
+    CHECK(pf_unregister_policy("j", err, sizeof err) == PF_OK);
+}
+
+/* Threads register, collide and unregister at once: every name ends registered once, every
+   collision is refused, and nothing is left behind. */
+#define POLICY_THREADS 8
+#define POLICIES_PER_THREAD 6
+
+static int shared_wins[POLICY_THREADS];
+static int own_failures[POLICY_THREADS];
+
+static void *register_many(void *arg) {
+    int id = (int)(intptr_t)arg;
+    char names[POLICIES_PER_THREAD][32], err[256];
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < POLICIES_PER_THREAD; i++) {
+            snprintf(names[i], sizeof names[i], "thread-%d-%d", id, i);
+            pf_policy p = my_llama_policy();
+            p.model_type = names[i];
+            own_failures[id] += pf_register_policy(&p, err, sizeof err) != PF_OK;
+            p.model_type = "shared-name";
+            if (pf_register_policy(&p, err, sizeof err) == PF_OK) shared_wins[id]++;
+        }
+        for (int i = 0; i < POLICIES_PER_THREAD; i++) own_failures[id] += pf_unregister_policy(names[i], err, sizeof err) != PF_OK;
+    }
+    return NULL;
+}
+
+static void test_policy_threads(void) {
+    pthread_t threads[POLICY_THREADS];
+    for (int i = 0; i < POLICY_THREADS; i++) pthread_create(&threads[i], NULL, register_many, (void *)(intptr_t)i);
+    for (int i = 0; i < POLICY_THREADS; i++) pthread_join(threads[i], NULL);
+    int wins = 0, failures = 0;
+    for (int i = 0; i < POLICY_THREADS; i++) {
+        wins += shared_wins[i];
+        failures += own_failures[i];
+    }
+    CHECK_MSG(wins == 1, "\"shared-name\" registered %d times", wins);
+    CHECK_MSG(failures == 0, "%d registrations or unregistrations of a thread's own names failed", failures);
+    char err[256];
+    CHECK(pf_unregister_policy("shared-name", err, sizeof err) == PF_OK);
+    CHECK(pf_unregister_policy("thread-0-0", err, sizeof err) == PF_ERROR_INVALID_ARGUMENT);
+    /* and the registry is whole again: the fixture loads through a fresh registration */
+    pf_policy p = my_llama_policy();
+    CHECK(pf_register_policy(&p, err, sizeof err) == PF_OK);
+    pf_model *m = NULL;
+    CHECK(load_my_llama(&m) == PF_OK);
+    pf_free(m);
+    CHECK(pf_unregister_policy("my-llama", err, sizeof err) == PF_OK);
+}
+
+void test_policies(void) {
+    test_policy_from_c();
+    test_policy_from_json();
+    test_policy_refusals();
+    test_policy_json_refusals();
+    test_policy_threads();
+}
