@@ -2124,7 +2124,7 @@ static void pf__draft_free(pf__policy_draft *d) {
 
 /* "policy \"my-llama\": what", the message of every refusal. */
 static pf_result pf__draft_fail(pf__policy_draft *d, pf_result code, const char *fmt, ...) {
-    char what[900];
+    char what[2048]; /* room for the names a trait has */
     va_list args;
     va_start(args, fmt);
     vsnprintf(what, sizeof what, fmt, args);
@@ -2173,7 +2173,7 @@ static int pf__draft_trait(pf__policy_draft *d, const char *what, const char *te
     }
     int v = pf__trait_value(name_of, text);
     if (v < 0) {
-        char known[700];
+        char known[1500];
         pf__trait_names(name_of, NULL, NULL, known, sizeof known);
         *r = pf__draft_fail(d, PF_ERROR_INVALID_ARGUMENT, "%s: unknown name \"%.100s\" (known: %s)", what, text, known);
     }
