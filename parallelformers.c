@@ -2206,6 +2206,7 @@ static pf_result pf__draft_tensors(pf__policy_draft *d, const pf_policy *p) {
     d->tensors = (pf__arch_tensor *)calloc((size_t)p->num_tensors + 1, sizeof *d->tensors);
     if (!d->tensors) return pf__draft_fail(d, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     int anchored = 0; /* a token embedding or patch embedding row anchors the prefix (pf__resolve_sources) */
+    int position_table = 0;
     for (int i = 0; i < p->num_tensors && !r; i++) {
         const pf_policy_tensor *in = &p->tensors[i];
         pf__arch_tensor *t = &d->tensors[d->num_tensors++];
@@ -2248,9 +2249,13 @@ static pf_result pf__draft_tensors(pf__policy_draft *d, const pf_policy *p) {
         t->need = (pf__need)need;
         t->encoder = in->encoder;
         anchored |= slot == PF__SLOT_TOKEN_EMBED || slot == PF__SLOT_PATCH_WEIGHT;
+        position_table |= slot == PF__SLOT_POSITION_EMBED || slot == PF__SLOT_ENC_POSITION_EMBED;
     }
     if (!r && !anchored)
         r = pf__draft_fail(d, PF_ERROR_INVALID_ARGUMENT, "no tensor row has the slot \"token_embed\" (or \"patch_weight\")");
+    /* without a table, learned positions would silently be none */
+    if (!r && d->arch.positions == PF__POS_LEARNED && !position_table)
+        r = pf__draft_fail(d, PF_ERROR_INVALID_ARGUMENT, "positions \"learned\" needs a tensor row with the slot \"position_embed\"");
     return r;
 }
 

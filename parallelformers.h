@@ -42,7 +42,8 @@ typedef enum pf_result {
     PF_ERROR_OUT_OF_MEMORY,    /* host or device allocation failed */
     PF_ERROR_DEVICE,           /* a backend (CUDA, cuBLAS, NCCL) call failed on some rank */
     PF_ERROR_BUFFER_TOO_SMALL, /* an output buffer is too small; the needed size is reported */
-    PF_ERROR_BUSY              /* too many generation requests are waiting on the model: try again */
+    PF_ERROR_BUSY              /* too many generation requests are waiting on the model: try again;
+                                  a registered policy is in use (pf_unregister_policy) */
 } pf_result;
 
 /* A constant English name for a result code. Any thread. */

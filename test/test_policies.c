@@ -199,6 +199,9 @@ static void test_policy_refusals(void) {
     p.model_type = NULL;
     CHECK_REFUSED(p, PF_ERROR_INVALID_ARGUMENT, "model_type is missing");
     p = my_llama_policy();
+    p.positions = NULL; /* learned, without a position table */
+    CHECK_REFUSED(p, PF_ERROR_INVALID_ARGUMENT, "positions \"learned\" needs a tensor row with the slot \"position_embed\"");
+    p = my_llama_policy();
     p.activation_default = "swiglu-ish";
     CHECK_REFUSED(p, PF_ERROR_INVALID_ARGUMENT, "\"swiglu-ish\" is not an activation");
     p = my_llama_policy();
@@ -324,7 +327,7 @@ static void check_json_refused(const char *json, pf_result want, const char *nee
 }
 
 #define J_TENSOR "{\"slot\": \"token_embed\", \"pattern\": \"embed.weight\", \"split\": \"vocab\"}"
-#define J_HEAD "\"model_type\": \"j\", \"activation_default\": \"silu\", "
+#define J_HEAD "\"model_type\": \"j\", \"activation_default\": \"silu\", \"positions\": \"rotary_halves\", "
 
 static void test_policy_json_refusals(void) {
     check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "]}", PF_OK, "");
