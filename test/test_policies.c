@@ -108,7 +108,8 @@ static void check_my_llama(const char *how) {
         for (int i = 0; same && i < got; i++) same = out[i] == ref.greedy_ids[i];
         CHECK_MSG(same, "%s on %d ranks: greedy tokens differ from transformers (%s)", how, ranks, pf_error_message(m));
     }
-    CHECK(strcmp(pf_get_info(m).model_type, "my-llama") == 0);
+    const char *model_type = pf_get_info(m).model_type; /* NULL when the load failed */
+    CHECK(model_type && strcmp(model_type, "my-llama") == 0);
     free(logits);
     free(want);
     pf_free(m);
