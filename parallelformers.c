@@ -1976,6 +1976,13 @@ static const char *pf__mlp_name(int v) {
     switch ((pf__mlp)v) { PF__NAME(PF__MLP_, PLAIN) PF__NAME(PF__MLP_, GATED) PF__NAME(PF__MLP_, GATED_IF_NAMED) }
     return NULL;
 }
+static const char *pf__activation_name(int v) {
+    switch ((pf__activation)v) {
+        PF__NAME(PF__ACT_, GELU_TANH) PF__NAME(PF__ACT_, GELU_ERF) PF__NAME(PF__ACT_, RELU) PF__NAME(PF__ACT_, SILU)
+        PF__NAME(PF__ACT_, TANH)
+    }
+    return NULL;
+}
 static const char *pf__layout_name(int v) {
     switch ((pf__layout)v) {
         PF__NAME(PF__LAYOUT_, OUT_IN) PF__NAME(PF__LAYOUT_, IN_OUT) PF__NAME(PF__LAYOUT_, VECTOR)
@@ -2105,7 +2112,11 @@ typedef struct pf__policy_draft {
     pf__arch_config *configs;
     pf__arch_prefix *prefixes;
     pf__arch_buffer *buffers;
-    size_t num_tensors, num_configs, num_prefixes, num_buffers;
+    pf__arch_require *requires;
+    pf__arch_null *nulls;
+    pf__arch_layer_types *layer_types;
+    pf__arch_activation *activations;
+    size_t num_tensors, num_configs, num_prefixes, num_buffers, num_requires, num_nulls, num_layer_types, num_activations;
     char **strings;
     size_t num_strings;
     const char *model_type; /* for messages: the caller's until copied */
@@ -2120,6 +2131,10 @@ static void pf__draft_free(pf__policy_draft *d) {
     free(d->configs);
     free(d->prefixes);
     free(d->buffers);
+    free(d->requires);
+    free(d->nulls);
+    free(d->layer_types);
+    free(d->activations);
 }
 
 /* "policy \"my-llama\": what", the message of every refusal. */
@@ -2222,10 +2237,12 @@ static pf_result pf__draft_tensors(pf__policy_draft *d, const pf_policy *p) {
         snprintf(what, sizeof what, "tensors[%d].pattern", i);
         t->pattern = pf__draft_text(d, what, in->pattern, PF__POLICY_MAX_PATTERN, &r);
         if (r) break;
+        /* a per-layer pattern without "%d" is one tensor all layers share (ALBERT) */
         int per_layer = slot >= PF__SLOT_FIRST_LAYER, layers = pf__pattern_layers(t->pattern);
-        if (layers != per_layer)
+        if (layers < 0 || layers > per_layer)
             return pf__draft_fail(d, PF_ERROR_INVALID_ARGUMENT, "%s \"%s\": %s", what, t->pattern,
-                                  per_layer ? "a per-layer slot's pattern needs one \"%d\" (the layer) and no other '%'"
+                                  per_layer ? "a per-layer slot's pattern takes one \"%d\" (the layer) at most, and no "
+                                              "other '%'"
                                             : "a slot outside the layers takes no '%' in its pattern");
         for (int column = 0; column < 2; column++) {
             pf__slot_column c = {(pf__slot)slot, column};
@@ -2323,6 +2340,54 @@ static pf_result pf__draft_names(pf__policy_draft *d, const pf_policy *p) {
     return r;
 }
 
+/* Requires, nulls, layer types and the family's activation names. */
+static pf_result pf__draft_keyed_rows(pf__policy_draft *d, const pf_policy *p) {
+    pf_result r = pf__draft_count(d, "requires", p->requires, p->num_requires);
+    if (!r) r = pf__draft_count(d, "nulls", p->nulls, p->num_nulls);
+    if (!r) r = pf__draft_count(d, "layer_types", p->layer_types, p->num_layer_types);
+    if (!r) r = pf__draft_count(d, "activations", p->activations, p->num_activations);
+    if (r) return r;
+    d->requires = (pf__arch_require *)calloc((size_t)p->num_requires + 1, sizeof *d->requires);
+    d->nulls = (pf__arch_null *)calloc((size_t)p->num_nulls + 1, sizeof *d->nulls);
+    d->layer_types = (pf__arch_layer_types *)calloc((size_t)p->num_layer_types + 1, sizeof *d->layer_types);
+    d->activations = (pf__arch_activation *)calloc((size_t)p->num_activations + 1, sizeof *d->activations);
+    if (!d->requires || !d->nulls || !d->layer_types || !d->activations)
+        return pf__draft_fail(d, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    char what[64];
+    for (int i = 0; i < p->num_requires && !r; i++) {
+        pf__arch_require *q = &d->requires[d->num_requires++];
+        snprintf(what, sizeof what, "requires[%d].key", i);
+        q->key = pf__draft_text(d, what, p->requires[i].key, PF__POLICY_MAX_NAME, &r);
+        q->value = p->requires[i].value;
+        if (!r && !isfinite(q->value))
+            r = pf__draft_fail(d, PF_ERROR_INVALID_ARGUMENT, "requires[%d].value = %g is not a number", i, q->value);
+    }
+    for (int i = 0; i < p->num_nulls && !r; i++) {
+        pf__arch_null *n = &d->nulls[d->num_nulls++];
+        snprintf(what, sizeof what, "nulls[%d].key", i);
+        n->key = pf__draft_text(d, what, p->nulls[i].key, PF__POLICY_MAX_NAME, &r);
+        n->value = p->nulls[i].value;
+        if (!r && n->value != PF__NEEDED && !(isfinite(n->value) && fabs(n->value) <= 1e12))
+            r = pf__draft_fail(d, PF_ERROR_INVALID_ARGUMENT, "nulls[%d].value = %g is absurd", i, n->value);
+    }
+    for (int i = 0; i < p->num_layer_types && !r; i++) {
+        pf__arch_layer_types *t = &d->layer_types[d->num_layer_types++];
+        snprintf(what, sizeof what, "layer_types[%d].key", i);
+        t->key = pf__draft_text(d, what, p->layer_types[i].key, PF__POLICY_MAX_NAME, &r);
+        t->needed = p->layer_types[i].needed;
+        if (!r && t->needed != 0 && t->needed != 1)
+            r = pf__draft_fail(d, PF_ERROR_INVALID_ARGUMENT, "layer_types[%d].needed = %d is not 0 or 1", i, t->needed);
+    }
+    for (int i = 0; i < p->num_activations && !r; i++) {
+        pf__arch_activation *a = &d->activations[d->num_activations++];
+        snprintf(what, sizeof what, "activations[%d].name", i);
+        a->name = pf__draft_text(d, what, p->activations[i].name, PF__POLICY_MAX_NAME, &r);
+        snprintf(what, sizeof what, "activations[%d].activation", i);
+        a->activation = (pf__activation)pf__draft_trait(d, what, p->activations[i].activation, NULL, pf__activation_name, &r);
+    }
+    return r;
+}
+
 /* The row's traits. */
 static pf_result pf__draft_arch(pf__policy_draft *d, const pf_policy *p) {
     pf_result r = PF_OK;
@@ -2336,10 +2401,6 @@ static pf_result pf__draft_arch(pf__policy_draft *d, const pf_policy *p) {
     a->activation_key = p->activation_key ? pf__draft_text(d, "activation_key", p->activation_key, PF__POLICY_MAX_NAME, &r) : NULL;
     a->activation_default = pf__draft_text(d, "activation_default", p->activation_default, PF__POLICY_MAX_NAME, &r);
     if (r) return r;
-    pf__activation act;
-    if (pf__activation_from_hf_name(a->activation_default, &act))
-        return pf__draft_fail(d, PF_ERROR_INVALID_ARGUMENT, "activation_default \"%s\" is not an activation we compute",
-                              a->activation_default);
     a->mlp_ratio = p->mlp_ratio ? p->mlp_ratio : 4;
     if (a->mlp_ratio < 1 || a->mlp_ratio > 64)
         return pf__draft_fail(d, PF_ERROR_INVALID_ARGUMENT, "mlp_ratio = %d is not in 1..64", p->mlp_ratio);
@@ -2372,6 +2433,15 @@ pf_result pf_register_policy(const pf_policy *policy, char *error, size_t error_
     if (!r) r = pf__draft_tensors(&d, policy);
     if (!r) r = pf__draft_configs(&d, policy);
     if (!r) r = pf__draft_names(&d, policy);
+    if (!r) r = pf__draft_keyed_rows(&d, policy);
+    if (!r) { /* the default activation: in the family's table when it has one, else an HF name */
+        pf__activation act;
+        int known = d.num_activations ? 0 : !pf__activation_from_hf_name(d.arch.activation_default, &act);
+        for (size_t i = 0; i < d.num_activations; i++) known |= !strcmp(d.activations[i].name, d.arch.activation_default);
+        if (!known)
+            r = pf__draft_fail(&d, PF_ERROR_INVALID_ARGUMENT, "activation_default \"%s\" is not an activation we compute%s",
+                               d.arch.activation_default, d.num_activations ? " (not in the policy's activations)" : "");
+    }
     if (r) {
         pf__draft_free(&d);
         return r;
@@ -2393,6 +2463,10 @@ pf_result pf_register_policy(const pf_policy *policy, char *error, size_t error_
         for (size_t i = 0; i < d.num_configs; i++) d.configs[i].arch = id;
         for (size_t i = 0; i < d.num_prefixes; i++) d.prefixes[i].arch = id;
         for (size_t i = 0; i < d.num_buffers; i++) d.buffers[i].arch = id;
+        for (size_t i = 0; i < d.num_requires; i++) d.requires[i].arch = id;
+        for (size_t i = 0; i < d.num_nulls; i++) d.nulls[i].arch = id;
+        for (size_t i = 0; i < d.num_layer_types; i++) d.layer_types[i].arch = id;
+        for (size_t i = 0; i < d.num_activations; i++) d.activations[i].arch = id;
         pf__registered *e = &pf__registered_policies[free_index];
         memset(e, 0, sizeof *e);
         e->in_use = 1;
@@ -2404,6 +2478,14 @@ pf_result pf_register_policy(const pf_policy *policy, char *error, size_t error_
         e->rows.num_prefixes = d.num_prefixes;
         e->rows.buffers = d.buffers;
         e->rows.num_buffers = d.num_buffers;
+        e->rows.requires = d.requires;
+        e->rows.num_requires = d.num_requires;
+        e->rows.nulls = d.nulls;
+        e->rows.num_nulls = d.num_nulls;
+        e->rows.layer_types = d.layer_types;
+        e->rows.num_layer_types = d.num_layer_types;
+        e->rows.activations = d.activations;
+        e->rows.num_activations = d.num_activations;
         e->strings = d.strings;
         e->num_strings = d.num_strings;
         pf__archs[id] = d.arch;
@@ -2436,6 +2518,10 @@ pf_result pf_unregister_policy(const char *model_type, char *error, size_t error
         d.configs = (pf__arch_config *)e->rows.configs;
         d.prefixes = (pf__arch_prefix *)e->rows.prefixes;
         d.buffers = (pf__arch_buffer *)e->rows.buffers;
+        d.requires = (pf__arch_require *)e->rows.requires;
+        d.nulls = (pf__arch_null *)e->rows.nulls;
+        d.layer_types = (pf__arch_layer_types *)e->rows.layer_types;
+        d.activations = (pf__arch_activation *)e->rows.activations;
         d.strings = e->strings;
         d.num_strings = e->num_strings;
         pf__draft_free(&d);
@@ -2507,7 +2593,7 @@ static pf_result pf__policy_json_list(const pf__json *v, const char *key, int *c
 pf_result pf_register_policy_json(const char *text, size_t len, char *error, size_t size) {
     static const char *const keys[] = {"model_type", "kind", "norm", "positions", "qkv_layout", "mlp", "mlp_ratio",
                                        "activation_key", "activation_default", "tied_lm_head", "prefixes", "config",
-                                       "tensors", "buffers"};
+                                       "tensors", "buffers", "requires", "nulls", "layer_types", "activations"};
     static const char *const config_keys[] = {"field", "key", "fallback"};
     static const char *const tensor_keys[] = {"slot", "pattern", "layout", "split", "need", "encoder"};
     if (error && size) error[0] = 0;
@@ -2520,6 +2606,9 @@ pf_result pf_register_policy_json(const char *text, size_t len, char *error, siz
     const char **prefixes = NULL, **buffers = NULL;
     pf_policy_config *config = NULL;
     pf_policy_tensor *tensors = NULL;
+    pf_policy_key_value *requires = NULL, *nulls = NULL;
+    pf_policy_layer_types *layer_types = NULL;
+    pf_policy_activation *activations = NULL;
     pf_result r = pf__policy_json_keys(json, "the policy", keys, PF__COUNT(keys), error, size);
     const char **texts[] = {&p.model_type, &p.kind, &p.norm, &p.positions, &p.qkv_layout, &p.mlp};
     for (size_t i = 0; i < PF__COUNT(texts) && !r; i++) /* keys[0..5] */
@@ -2532,12 +2621,21 @@ pf_result pf_register_policy_json(const char *text, size_t len, char *error, siz
     if (!r) r = pf__policy_json_list(pf__json_get(json, "buffers"), "buffers", &p.num_buffers, error, size);
     if (!r) r = pf__policy_json_list(pf__json_get(json, "config"), "config", &p.num_config, error, size);
     if (!r) r = pf__policy_json_list(pf__json_get(json, "tensors"), "tensors", &p.num_tensors, error, size);
+    if (!r) r = pf__policy_json_list(pf__json_get(json, "requires"), "requires", &p.num_requires, error, size);
+    if (!r) r = pf__policy_json_list(pf__json_get(json, "nulls"), "nulls", &p.num_nulls, error, size);
+    if (!r) r = pf__policy_json_list(pf__json_get(json, "layer_types"), "layer_types", &p.num_layer_types, error, size);
+    if (!r) r = pf__policy_json_list(pf__json_get(json, "activations"), "activations", &p.num_activations, error, size);
     if (!r) {
         prefixes = (const char **)calloc((size_t)p.num_prefixes + 1, sizeof *prefixes);
         buffers = (const char **)calloc((size_t)p.num_buffers + 1, sizeof *buffers);
         config = (pf_policy_config *)calloc((size_t)p.num_config + 1, sizeof *config);
         tensors = (pf_policy_tensor *)calloc((size_t)p.num_tensors + 1, sizeof *tensors);
-        if (!prefixes || !buffers || !config || !tensors) r = pf__format(error, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        requires = (pf_policy_key_value *)calloc((size_t)p.num_requires + 1, sizeof *requires);
+        nulls = (pf_policy_key_value *)calloc((size_t)p.num_nulls + 1, sizeof *nulls);
+        layer_types = (pf_policy_layer_types *)calloc((size_t)p.num_layer_types + 1, sizeof *layer_types);
+        activations = (pf_policy_activation *)calloc((size_t)p.num_activations + 1, sizeof *activations);
+        if (!prefixes || !buffers || !config || !tensors || !requires || !nulls || !layer_types || !activations)
+            r = pf__format(error, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }
     char what[64];
     const pf__json *e = r ? NULL : pf__json_get(json, "prefixes");
@@ -2581,17 +2679,65 @@ pf_result pf_register_policy_json(const char *text, size_t len, char *error, siz
         snprintf(what, sizeof what, "tensors[%d].encoder", i);
         if (!r) r = pf__policy_json_int(pf__json_get(e, "encoder"), what, 0, 1, &tensors[i].encoder, error, size);
     }
+    static const char *const key_value_keys[] = {"key", "value"};
+    for (int list = 0; list < 2; list++) { /* requires, nulls: a null row without a value refuses null */
+        const char *name = list ? "nulls" : "requires";
+        pf_policy_key_value *rows = list ? nulls : requires;
+        e = r ? NULL : pf__json_get(json, name);
+        for (int i = 0; !r && i < (list ? p.num_nulls : p.num_requires); i++, e = e->next) {
+            if (!i) e = e->first;
+            snprintf(what, sizeof what, "%s[%d]", name, i);
+            r = pf__policy_json_keys(e, what, key_value_keys, PF__COUNT(key_value_keys), error, size);
+            snprintf(what, sizeof what, "%s[%d].key", name, i);
+            if (!r) r = pf__policy_json_text(pf__json_get(e, "key"), what, 0, &rows[i].key, error, size);
+            const pf__json *value = r ? NULL : pf__json_get(e, "value");
+            rows[i].value = PF_POLICY_NEEDED;
+            if (!r && (value || !list) && pf__json_number(value, &rows[i].value) != 1)
+                r = pf__format(error, size, PF_ERROR_FORMAT, "policy JSON: %s[%d].value is %s", name, i,
+                               value ? "not a number" : "missing");
+        }
+    }
+    static const char *const layer_types_keys[] = {"key", "needed"};
+    e = r ? NULL : pf__json_get(json, "layer_types");
+    for (int i = 0; !r && i < p.num_layer_types; i++, e = e->next) {
+        if (!i) e = e->first;
+        snprintf(what, sizeof what, "layer_types[%d]", i);
+        r = pf__policy_json_keys(e, what, layer_types_keys, PF__COUNT(layer_types_keys), error, size);
+        snprintf(what, sizeof what, "layer_types[%d].key", i);
+        if (!r) r = pf__policy_json_text(pf__json_get(e, "key"), what, 0, &layer_types[i].key, error, size);
+        snprintf(what, sizeof what, "layer_types[%d].needed", i);
+        if (!r) r = pf__policy_json_int(pf__json_get(e, "needed"), what, 0, 1, &layer_types[i].needed, error, size);
+    }
+    static const char *const activation_keys[] = {"name", "activation"};
+    e = r ? NULL : pf__json_get(json, "activations");
+    for (int i = 0; !r && i < p.num_activations; i++, e = e->next) {
+        if (!i) e = e->first;
+        snprintf(what, sizeof what, "activations[%d]", i);
+        r = pf__policy_json_keys(e, what, activation_keys, PF__COUNT(activation_keys), error, size);
+        snprintf(what, sizeof what, "activations[%d].name", i);
+        if (!r) r = pf__policy_json_text(pf__json_get(e, "name"), what, 0, &activations[i].name, error, size);
+        snprintf(what, sizeof what, "activations[%d].activation", i);
+        if (!r) r = pf__policy_json_text(pf__json_get(e, "activation"), what, 0, &activations[i].activation, error, size);
+    }
     if (!r) {
         p.prefixes = prefixes;
         p.buffers = buffers;
         p.config = config;
         p.tensors = tensors;
+        p.requires = requires;
+        p.nulls = nulls;
+        p.layer_types = layer_types;
+        p.activations = activations;
         r = pf_register_policy(&p, error, size);
     }
     free(prefixes);
     free(buffers);
     free(config);
     free(tensors);
+    free(requires);
+    free(nulls);
+    free(layer_types);
+    free(activations);
     pf__json_free(json);
     return r;
 }
@@ -2612,6 +2758,204 @@ pf_result pf_register_policy_file(const char *path, char *error, size_t size) {
     }
     return r;
 }
+
+/* ---- a policy as JSON: the rows of a compiled-in or registered architecture ---- */
+
+/* A growing text; on a failed allocation it stays failed and the result is refused. */
+typedef struct pf__text { char *data; size_t len, cap; int failed; } pf__text;
+
+static void pf__text_add(pf__text *t, const char *fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    char small[256];
+    int n = vsnprintf(small, sizeof small, fmt, args);
+    va_end(args);
+    if (n < 0 || t->failed) {
+        t->failed = 1;
+        return;
+    }
+    if (t->len + (size_t)n + 1 > t->cap) {
+        size_t cap = 2 * t->cap + (size_t)n + 4096;
+        char *grown = (char *)realloc(t->data, cap);
+        if (!grown) {
+            t->failed = 1;
+            return;
+        }
+        t->data = grown;
+        t->cap = cap;
+    }
+    if ((size_t)n < sizeof small) memcpy(t->data + t->len, small, (size_t)n + 1);
+    else {
+        va_start(args, fmt);
+        vsnprintf(t->data + t->len, (size_t)n + 1, fmt, args);
+        va_end(args);
+    }
+    t->len += (size_t)n;
+}
+
+/* A JSON string (null for NULL): our strings hold no control characters, so only " and \ need escapes. */
+static void pf__text_string(pf__text *t, const char *s) {
+    if (!s) {
+        pf__text_add(t, "null");
+        return;
+    }
+    pf__text_add(t, "\"");
+    for (const char *p = s; *p; p++) pf__text_add(t, *p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
+    pf__text_add(t, "\"");
+}
+
+/* A trait's name in lower case, as policies spell it. */
+static void pf__text_trait(pf__text *t, pf__name_of name_of, int value) {
+    const char *name = name_of(value);
+    char lower[64];
+    size_t i = 0;
+    for (; name && name[i] && i + 1 < sizeof lower; i++) lower[i] = (char)tolower((unsigned char)name[i]);
+    lower[i] = 0;
+    pf__text_string(t, lower);
+}
+
+static const char *pf__config_field_at(size_t offset) {
+    for (size_t i = 0; i < PF__COUNT(pf__config_fields); i++)
+        if (pf__config_fields[i].offset == offset) return pf__config_fields[i].name;
+    return NULL;
+}
+
+/* Writes arch's rows under model_type (its own traits; the tensor names of the architecture whose
+   names it uses). */
+static void pf__policy_write(pf__text *t, pf__arch_id arch, const char *model_type) {
+    const pf__arch *a = &pf__archs[arch];
+    pf__arch_id named = pf__tensor_rows(arch);
+    const pf__policy_rows *rows = pf__rows(arch), *names = pf__rows(named);
+    pf__text_add(t, "{\"model_type\": ");
+    pf__text_string(t, model_type);
+    pf__text_add(t, ",\n \"kind\": ");
+    pf__text_trait(t, pf__kind_name, a->kind);
+    pf__text_add(t, ", \"norm\": ");
+    pf__text_trait(t, pf__norm_name, a->norm);
+    pf__text_add(t, ", \"positions\": ");
+    pf__text_trait(t, pf__positions_name, a->positions);
+    pf__text_add(t, ", \"qkv_layout\": ");
+    pf__text_trait(t, pf__qkv_layout_name, a->qkv_layout);
+    pf__text_add(t, ", \"mlp\": ");
+    pf__text_trait(t, pf__mlp_name, a->mlp);
+    pf__text_add(t, ",\n \"mlp_ratio\": %d, \"activation_key\": ", a->mlp_ratio);
+    pf__text_string(t, a->activation_key);
+    pf__text_add(t, ", \"activation_default\": ");
+    pf__text_string(t, a->activation_default);
+    pf__text_add(t, ", \"tied_lm_head\": %d,\n \"prefixes\": [", a->tied_lm_head);
+    int n = 0;
+    for (size_t i = 0; i < names->num_prefixes; i++) {
+        if (names->prefixes[i].arch != named) continue;
+        pf__text_add(t, n++ ? ", " : "");
+        pf__text_string(t, names->prefixes[i].prefix);
+    }
+    pf__text_add(t, "],\n \"config\": [");
+    n = 0;
+    for (size_t i = 0; i < rows->num_configs; i++) {
+        const pf__arch_config *c = &rows->configs[i];
+        if (c->arch != arch) continue;
+        pf__text_add(t, n++ ? ",\n  {\"field\": " : "\n  {\"field\": ");
+        pf__text_string(t, pf__config_field_at(c->offset));
+        pf__text_add(t, ", \"key\": ");
+        pf__text_string(t, c->key);
+        if (c->fallback != PF__NEEDED) pf__text_add(t, ", \"fallback\": %.17g", c->fallback);
+        pf__text_add(t, "}");
+    }
+    pf__text_add(t, "],\n \"tensors\": [");
+    n = 0;
+    for (size_t i = 0; i < names->num_tensors; i++) {
+        const pf__arch_tensor *r = &names->tensors[i];
+        if (r->arch != named) continue;
+        pf__text_add(t, n++ ? ",\n  {\"slot\": " : "\n  {\"slot\": ");
+        pf__text_trait(t, pf__slot_name, r->slot);
+        pf__text_add(t, ", \"pattern\": ");
+        pf__text_string(t, r->pattern);
+        pf__text_add(t, ", \"layout\": ");
+        pf__text_trait(t, pf__layout_name, r->layout);
+        pf__text_add(t, ", \"split\": ");
+        pf__text_trait(t, pf__split_name, r->split);
+        pf__text_add(t, ", \"need\": ");
+        pf__text_trait(t, pf__need_name, r->need);
+        pf__text_add(t, r->encoder ? ", \"encoder\": 1}" : "}");
+    }
+    pf__text_add(t, "],\n \"buffers\": [");
+    n = 0;
+    for (size_t i = 0; i < names->num_buffers; i++) {
+        if (names->buffers[i].arch != named) continue;
+        pf__text_add(t, n++ ? ", " : "");
+        pf__text_string(t, names->buffers[i].pattern);
+    }
+    pf__text_add(t, "],\n \"requires\": [");
+    n = 0;
+    for (size_t i = 0; i < rows->num_requires; i++) {
+        if (rows->requires[i].arch != arch) continue;
+        pf__text_add(t, n++ ? ", {\"key\": " : "{\"key\": ");
+        pf__text_string(t, rows->requires[i].key);
+        pf__text_add(t, ", \"value\": %.17g}", rows->requires[i].value);
+    }
+    pf__text_add(t, "],\n \"nulls\": [");
+    n = 0;
+    for (size_t i = 0; i < rows->num_nulls; i++) {
+        if (rows->nulls[i].arch != arch) continue;
+        pf__text_add(t, n++ ? ", {\"key\": " : "{\"key\": ");
+        pf__text_string(t, rows->nulls[i].key);
+        if (rows->nulls[i].value != PF__NEEDED) pf__text_add(t, ", \"value\": %.17g", rows->nulls[i].value);
+        pf__text_add(t, "}");
+    }
+    pf__text_add(t, "],\n \"layer_types\": [");
+    n = 0;
+    for (size_t i = 0; i < rows->num_layer_types; i++) {
+        if (rows->layer_types[i].arch != arch) continue;
+        pf__text_add(t, n++ ? ", {\"key\": " : "{\"key\": ");
+        pf__text_string(t, rows->layer_types[i].key);
+        pf__text_add(t, ", \"needed\": %d}", rows->layer_types[i].needed);
+    }
+    pf__text_add(t, "],\n \"activations\": [");
+    n = 0;
+    for (size_t i = 0; i < rows->num_activations; i++) {
+        if (rows->activations[i].arch != arch) continue;
+        pf__text_add(t, n++ ? ", {\"name\": " : "{\"name\": ");
+        pf__text_string(t, rows->activations[i].name);
+        pf__text_add(t, ", \"activation\": ");
+        pf__text_trait(t, pf__activation_name, rows->activations[i].activation);
+        pf__text_add(t, "}");
+    }
+    pf__text_add(t, "]}\n");
+}
+
+pf_result pf_policy_to_json(const char *model_type, char *json, size_t capacity, size_t *length) {
+    if (length) *length = 0;
+    if (!model_type || (!json && capacity)) return PF_ERROR_INVALID_ARGUMENT;
+    int arch = -1;
+    for (int a = 0; a < PF__ARCH_COUNT && arch < 0; a++)
+        if (!strcmp(pf__archs[a].model_type, model_type)) arch = a;
+    for (size_t i = 0; i < PF__COUNT(pf__arch_aliases) && arch < 0; i++)
+        if (!strcmp(pf__arch_aliases[i].model_type, model_type)) arch = (int)pf__arch_aliases[i].arch;
+    pf__text t;
+    memset(&t, 0, sizeof t);
+    pthread_mutex_lock(&pf__policy_lock); /* a registered one stays while it is written */
+    for (int i = 0; i < PF__MAX_REGISTERED && arch < 0; i++)
+        if (pf__registered_policies[i].in_use && !strcmp(pf__archs[PF__ARCH_COUNT + i].model_type, model_type))
+            arch = PF__ARCH_COUNT + i;
+    if (arch >= 0) pf__policy_write(&t, (pf__arch_id)arch, model_type); /* an alias's as its own */
+    pthread_mutex_unlock(&pf__policy_lock);
+    pf_result r = arch < 0 ? PF_ERROR_INVALID_ARGUMENT : t.failed ? PF_ERROR_OUT_OF_MEMORY : PF_OK;
+    if (!r && length) *length = t.len;
+    if (!r && capacity < t.len + 1) r = PF_ERROR_BUFFER_TOO_SMALL;
+    if (!r) memcpy(json, t.data, t.len + 1);
+    free(t.data);
+    return r;
+}
+
+#ifdef PF_TESTING
+/* Test hook: the i-th compiled-in model_type (rows, then aliases); NULL past the last. */
+const char *pf_testing_builtin_model_type(int i);
+const char *pf_testing_builtin_model_type(int i) {
+    if (i >= 0 && i < PF__ARCH_COUNT) return pf__archs[i].model_type;
+    i -= PF__ARCH_COUNT;
+    return i >= 0 && (size_t)i < PF__COUNT(pf__arch_aliases) ? pf__arch_aliases[i].model_type : NULL;
+}
+#endif
 
 /* Logical [rows (out), cols (in)] of a slot; cols 1 for vectors. */
 static void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, size_t *cols) {

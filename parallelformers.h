@@ -194,6 +194,28 @@ typedef struct pf_policy_tensor {
     int encoder;         /* 1: a block of an encoder-decoder's encoder tower */
 } pf_policy_tensor;
 
+/* PF_ARCH_REQUIRE (a config key implemented for this value only: any other is refused at load;
+   "a.b" is key b of the object under key a) and PF_ARCH_NULL (a key whose explicit null means
+   value, PF_POLICY_NEEDED: null is refused). */
+typedef struct pf_policy_key_value {
+    const char *key;
+    double value;
+} pf_policy_key_value;
+
+/* PF_ARCH_LAYER_TYPES: a config key with each layer's attention kind ("full_attention",
+   "sliding_attention", "global", "local"); rows are tried in order. */
+typedef struct pf_policy_layer_types {
+    const char *key;
+    int needed; /* 1: a config with none of the keys is refused */
+} pf_policy_layer_types;
+
+/* PF_ARCH_ACTIVATION: the family's own table of activation names; with rows, no other name is
+   accepted. */
+typedef struct pf_policy_activation {
+    const char *name;       /* as config.json writes it */
+    const char *activation; /* what we compute: "gelu_tanh", "gelu_erf", "relu", "silu", "tanh" */
+} pf_policy_activation;
+
 /* A whole policy: the PF_ARCH row's traits, then its other rows. Zero fields take the defaults
    named; strings and arrays are read during the registration call only (the library keeps
    copies). */
@@ -219,6 +241,14 @@ typedef struct pf_policy {
     const char *const *buffers;     /* PF_ARCH_BUFFER: tensors the checkpoint may hold unread (a
                                        causal mask, rotary frequencies), "%d" the layer */
     int num_buffers;
+    const pf_policy_key_value *requires; /* PF_ARCH_REQUIRE rows */
+    int num_requires;
+    const pf_policy_key_value *nulls;    /* PF_ARCH_NULL rows */
+    int num_nulls;
+    const pf_policy_layer_types *layer_types; /* PF_ARCH_LAYER_TYPES rows */
+    int num_layer_types;
+    const pf_policy_activation *activations; /* PF_ARCH_ACTIVATION rows */
+    int num_activations;
 } pf_policy;
 
 /* Registers an architecture: pf_load then loads checkpoints whose config.json names its
@@ -232,9 +262,9 @@ typedef struct pf_policy {
 pf_result pf_register_policy(const pf_policy *policy, char *error, size_t error_size);
 
 /* The same from JSON text (len bytes; it need not end in NUL): an object whose keys are
-   pf_policy's fields (without num_ ones; "prefixes", "buffers" lists of strings, "config" and
-   "tensors" lists of objects with their structs' keys; a config row without "fallback" is
-   needed, "key": null fixes the field), e.g.
+   pf_policy's fields (without num_ ones; "prefixes", "buffers" lists of strings, the other
+   tables lists of objects with their structs' keys; a config row without "fallback", a null row
+   without "value", is PF_POLICY_NEEDED; "key": null fixes a config field), e.g.
      {"model_type": "my-llama", "norm": "rms", "positions": "rotary_halves", "mlp": "gated",
       "activation_key": "hidden_act", "activation_default": "silu",
       "config": [{"field": "hidden_size", "key": "hidden_size"}, ...],
@@ -245,6 +275,14 @@ pf_result pf_register_policy_json(const char *json, size_t len, char *error, siz
 
 /* The same from a JSON file; PF_ERROR_IO when it cannot be read. Any thread. */
 pf_result pf_register_policy_file(const char *path, char *error, size_t error_size);
+
+/* A compiled-in (or alias, or registered) architecture's policy as the JSON that
+   pf_register_policy_json reads: a starting point for one's own (change model_type and the
+   names). Writes it NUL-terminated into json (capacity bytes); *length (may be NULL) is its
+   length without the NUL. Results: PF_ERROR_INVALID_ARGUMENT (NULL model_type, or one not known),
+   PF_ERROR_BUFFER_TOO_SMALL (*length says how much is needed; json(NULL, 0) asks),
+   PF_ERROR_OUT_OF_MEMORY. Any thread. */
+pf_result pf_policy_to_json(const char *model_type, char *json, size_t capacity, size_t *length);
 
 /* Undoes a registration. Results: PF_ERROR_INVALID_ARGUMENT (NULL, or no registered policy has
    this model_type: compiled-in ones cannot be removed), PF_ERROR_BUSY while models loaded through

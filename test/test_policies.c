@@ -3,11 +3,13 @@
    from C and from its policy.json, it loads and matches transformers' logits and greedy tokens on
    1 and 2 ranks. Plus refusals (twice, built-in names, unknown names, bad JSON, absurd values),
    unregistering while a model is alive, and registration from several threads at once. */
+#include <dirent.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test.h"
 
@@ -224,9 +226,9 @@ static void test_policy_refusals(void) {
         {2, NULL, NULL, NULL, NULL, "sometimes", "tensors[2].need: unknown name \"sometimes\""},
         {2, NULL, NULL, NULL, "vocab", NULL, "slot \"q_weight\" with split \"vocab\""},
         {1, NULL, NULL, "in_out", NULL, NULL, "slot \"attn_norm_weight\" with layout \"in_out\""},
-        {2, NULL, "blocks.attn.query", NULL, NULL, NULL, "needs one \"%d\""},
-        {2, NULL, "blocks.%d.%d.query", NULL, NULL, NULL, "needs one \"%d\""},
-        {2, NULL, "blocks.%s.query", NULL, NULL, NULL, "needs one \"%d\""},
+        {2, NULL, "blocks.%d.%d.query", NULL, NULL, NULL, "takes one \"%d\" (the layer) at most"},
+        {2, NULL, "blocks.%s.query", NULL, NULL, NULL, "takes one \"%d\" (the layer) at most"},
+        {2, NULL, "blocks.%d.query%", NULL, NULL, NULL, "takes one \"%d\" (the layer) at most"},
         {0, NULL, "embed.%d", NULL, NULL, NULL, "takes no '%'"},
         {0, NULL, "", NULL, NULL, NULL, "tensors[0].pattern is missing"},
         {0, "lm_head", NULL, NULL, NULL, NULL, "no tensor row has the slot \"token_embed\""},
@@ -303,6 +305,24 @@ static void test_policy_refusals(void) {
     pf_free(m);
     CHECK(pf_unregister_policy("my-llama", err, sizeof err) == PF_OK);
 
+    /* A requires row refuses a config whose value differs, naming the key. */
+    pf_policy_key_value requires[] = {{"n_heads", 6}};
+    p = my_llama_policy();
+    p.requires = requires;
+    p.num_requires = 1;
+    CHECK(pf_register_policy(&p, err, sizeof err) == PF_OK);
+    r = load_my_llama(&m);
+    CHECK_MSG(r == PF_OK, "requires n_heads = 6: %s", pf_error_message(m));
+    pf_free(m);
+    CHECK(pf_unregister_policy("my-llama", err, sizeof err) == PF_OK);
+    requires[0].value = 8;
+    CHECK(pf_register_policy(&p, err, sizeof err) == PF_OK);
+    r = load_my_llama(&m);
+    CHECK_MSG(r == PF_ERROR_UNSUPPORTED && strstr(pf_error_message(m), "\"n_heads\" = 6 is not supported for model_type \"my-llama\""),
+              "requires n_heads = 8: %s", pf_error_message(m));
+    pf_free(m);
+    CHECK(pf_unregister_policy("my-llama", err, sizeof err) == PF_OK);
+
     /* At most 64 at once. */
     char names[65][32];
     int registered = 0;
@@ -366,6 +386,21 @@ static void test_policy_json_refusals(void) {
                        "\"prefixes[0]\" is not a string");
     check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "], \"model_type\": \"gpt2\"}", PF_ERROR_INVALID_ARGUMENT,
                        "compiled in");
+    check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "], \"requires\": [{\"key\": \"x\"}]}", PF_ERROR_FORMAT,
+                       "requires[0].value is missing");
+    check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "], \"nulls\": [{\"key\": \"x\", \"value\": \"none\"}]}",
+                       PF_ERROR_FORMAT, "nulls[0].value is not a number");
+    check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "], \"nulls\": [{\"key\": \"x\"}]}", PF_OK, "");
+    check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "], \"layer_types\": [{\"key\": \"x\", \"needed\": 2}]}",
+                       PF_ERROR_FORMAT, "\"layer_types[0].needed\" is not an integer in 0..1");
+    check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "], \"activations\": [{\"name\": \"silu\", \"activation\": "
+                       "\"swish\"}]}", PF_ERROR_INVALID_ARGUMENT, "activations[0].activation: unknown name \"swish\" (known: "
+                       "gelu_tanh, gelu_erf, relu, silu, tanh)");
+    check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "], \"activations\": [{\"name\": \"fast\", \"activation\": "
+                       "\"relu\"}]}", PF_ERROR_INVALID_ARGUMENT, "\"silu\" is not an activation we compute (not in the policy's activations)");
+    check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "], \"activations\": [{\"name\": \"silu\", \"activation\": "
+                       "\"relu\"}], \"layer_types\": [{\"key\": \"kinds\", \"needed\": true}], \"requires\": [{\"key\": \"a.b\", "
+                       "\"value\": 0}]}", PF_OK, "");
     /* the JSON text need not end in NUL: only len bytes are read */
     const char text[] = "{" J_HEAD "\"tensors\": [" J_TENSOR "]}garbage";
     char err[256];
@@ -421,10 +456,179 @@ static void test_policy_threads(void) {
     CHECK(pf_unregister_policy("my-llama", err, sizeof err) == PF_OK);
 }
 
+/* ---- every compiled-in policy, exported and registered again ---- */
+
+#ifdef PF_TESTING
+const char *pf_testing_builtin_model_type(int i);
+#endif
+
+/* text with the first `"model_type": "OLD"` made `"model_type": "copy-OLD"`; NULL when it has
+   none. *old gets OLD. The caller frees the result. */
+static char *renamed_model_type(const char *text, char *old, size_t old_size) {
+    static const char key[] = "\"model_type\": \"";
+    const char *at = strstr(text, key), *end = at ? strchr(at + sizeof key - 1, '"') : NULL;
+    if (!end || (size_t)(end - at) >= old_size + sizeof key) return NULL;
+    size_t head = (size_t)(at - text) + sizeof key - 1, len = strlen(text);
+    snprintf(old, old_size, "%.*s", (int)(end - text - (ptrdiff_t)head), text + head);
+    char *out = (char *)malloc(len + 6);
+    if (!out) return NULL;
+    memcpy(out, text, head);
+    memcpy(out + head, "copy-", 5);
+    memcpy(out + head + 5, text + head, len - head + 1);
+    return out;
+}
+
+/* A directory like the fixture, its files linked, its config.json naming copy-MODEL_TYPE. */
+static int copy_fixture(const char *name, char *dir, size_t dir_size) {
+    char cwd[512] = "", src[1024], path[1400], target[1400], old[128];
+    if (test_fixtures[0] != '/' && !getcwd(cwd, sizeof cwd)) return -1; /* links are read from /tmp */
+    snprintf(src, sizeof src, "%s%s%s/%s", cwd, cwd[0] ? "/" : "", test_fixtures, name);
+    snprintf(dir, dir_size, "/tmp/pf_policy_XXXXXX");
+    if (!mkdtemp(dir)) return -1;
+    DIR *d = opendir(src);
+    struct dirent *e;
+    int ok = d != NULL;
+    while (ok && (e = readdir(d))) {
+        if (e->d_name[0] == '.' || !strcmp(e->d_name, "config.json")) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        snprintf(target, sizeof target, "%s/%s", src, e->d_name);
+        ok = symlink(target, path) == 0;
+    }
+    if (d) closedir(d);
+    snprintf(path, sizeof path, "%s/config.json", src);
+    size_t size = 0;
+    char *config = ok ? test_read_file(path, &size) : NULL;
+    char *renamed = config ? renamed_model_type(config, old, sizeof old) : NULL;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    ok = renamed && test_write_file(path, renamed, strlen(renamed)) == 0;
+    free(config);
+    free(renamed);
+    return ok ? 0 : -1;
+}
+
+static void remove_copy(const char *dir) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[400];
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    if (d) closedir(d);
+    rmdir(dir);
+}
+
+/* The numbers a model computes for a fixed request of its kind, on 2 ranks; NULL on failure. */
+static float *kind_outputs(const char *dir, size_t *count) {
+    pf_model *m = NULL;
+    pf_load_options lo = pf_load_options_init();
+    lo.skip_tokenizer = 1;
+    float *out = NULL;
+    *count = 0;
+    pf_result r = pf_load(dir, &lo, &m);
+    CHECK_MSG(r == PF_OK, "%s: pf_load: %s", dir, pf_error_message(m));
+    if (!r) r = pf_parallelize(m, 2, NULL);
+    pf_model_info info = pf_get_info(m);
+    int32_t ids[5] = {2, 5, 7, 9, 3}, decoder[2] = {info.decoder_start_token_id, 5};
+    const int32_t *rows[1] = {ids}, *decoder_rows[1] = {decoder};
+    int lengths[1] = {5}, decoder_lengths[1] = {2};
+    if (!r && info.is_encoder_decoder) {
+        out = (float *)malloc(2 * (size_t)info.vocab_size * sizeof(float));
+        r = out ? pf_forward_seq2seq(m, rows, lengths, decoder_rows, decoder_lengths, 1, out) : PF_ERROR_OUT_OF_MEMORY;
+        *count = 2 * (size_t)info.vocab_size;
+    } else if (!r && info.is_encoder) {
+        pf_encoding *e = NULL;
+        r = pf_encode(m, rows, NULL, lengths, 1, &e);
+        size_t hidden = r ? 0 : (size_t)e->offsets[1] * (size_t)e->hidden_size;
+        size_t logits = r || !e->logits ? 0 : (size_t)(e->logits_per_token ? e->offsets[1] : 1) * (size_t)e->num_logits;
+        out = r ? NULL : (float *)malloc((hidden + logits + 1) * sizeof(float));
+        if (out) {
+            memcpy(out, e->last_hidden_state, hidden * sizeof(float));
+            if (logits) memcpy(out + hidden, e->logits, logits * sizeof(float));
+            *count = hidden + logits;
+        }
+        pf_encoding_free(e);
+    } else if (!r) {
+        out = (float *)malloc(5 * (size_t)info.vocab_size * sizeof(float));
+        r = out ? pf_forward(m, ids, 1, 5, out) : PF_ERROR_OUT_OF_MEMORY;
+        *count = 5 * (size_t)info.vocab_size;
+    }
+    CHECK_MSG(r == PF_OK, "%s: %s", dir, pf_error_message(m));
+    pf_free(m);
+    if (r) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+static void test_policy_round_trip(void) {
+#ifdef PF_TESTING
+    /* every compiled-in model_type (aliases too) as JSON registers again under another name */
+    char *json = (char *)malloc(1 << 20), err[1024];
+    int exported = 0;
+    for (int i = 0; json && pf_testing_builtin_model_type(i); i++) {
+        const char *model_type = pf_testing_builtin_model_type(i);
+        size_t len = 0, needed = 0;
+        CHECK(pf_policy_to_json(model_type, NULL, 0, &needed) == PF_ERROR_BUFFER_TOO_SMALL && needed > 100);
+        pf_result r = pf_policy_to_json(model_type, json, 1 << 20, &len);
+        CHECK_MSG(r == PF_OK && len == needed && strlen(json) == len, "%s: pf_policy_to_json: %s", model_type, pf_result_string(r));
+        char old[128], *copy = r ? NULL : renamed_model_type(json, old, sizeof old);
+        CHECK_MSG(copy && !strcmp(old, model_type), "%s: its JSON names model_type \"%s\"", model_type, copy ? old : "");
+        r = copy ? pf_register_policy_json(copy, strlen(copy), err, sizeof err) : PF_ERROR_FORMAT;
+        CHECK_MSG(r == PF_OK, "%s: its own policy does not register again: %s", model_type, err);
+        /* and the registered one exports the same rows */
+        size_t again_len = 0;
+        char name[160], *again = (char *)malloc(len + 64);
+        snprintf(name, sizeof name, "copy-%s", model_type);
+        CHECK(r || (again && pf_policy_to_json(name, again, len + 64, &again_len) == PF_OK && !strcmp(again, copy)));
+        free(again);
+        free(copy);
+        exported += r == PF_OK;
+    }
+    free(json);
+    CHECK_MSG(exported > 30, "%d compiled-in policies exported", exported);
+
+    /* fixtures of every kind compute through the copies what they compute through the compiled-in rows */
+    static const char *const fixtures[] = {"gpt2-hub", "gpt_neo", "gptj", "gpt_neox", "opt-350m-style", "bloom", "llama",
+                                           "mistral", "qwen2-window-layers", "codegen", "openai-gpt", "ctrl", "bert-mlm",
+                                           "roberta-cls", "albert-mlm", "mpnet-mlm", "electra", "distilbert-qa",
+                                           "megatron-bert", "roformer-mlm", "t5-encoder-gated", "t5-s2s", "bart-s2s",
+                                           "marian-s2s", "fsmt-s2s", "mbart-s2s", "m2m100-s2s", "pegasus-s2s"};
+    for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) {
+        char src[1024], dir[64];
+        snprintf(src, sizeof src, "%s/%s", test_fixtures, fixtures[i]);
+        if (copy_fixture(fixtures[i], dir, sizeof dir)) {
+            CHECK_MSG(0, "%s: cannot copy the fixture", fixtures[i]);
+            continue;
+        }
+        size_t n_builtin = 0, n_copy = 0;
+        float *builtin = kind_outputs(src, &n_builtin), *copy = kind_outputs(dir, &n_copy);
+        CHECK_MSG(builtin && copy && n_builtin == n_copy && n_copy > 0 && !memcmp(builtin, copy, n_copy * sizeof(float)),
+                  "%s: the registered copy computes other numbers than the compiled-in policy", fixtures[i]);
+        free(builtin);
+        free(copy);
+        remove_copy(dir);
+    }
+    for (int i = 0; pf_testing_builtin_model_type(i); i++) {
+        char name[160];
+        snprintf(name, sizeof name, "copy-%s", pf_testing_builtin_model_type(i));
+        CHECK(pf_unregister_policy(name, err, sizeof err) == PF_OK);
+    }
+#endif
+    char buffer[16];
+    size_t len = 0;
+    CHECK(pf_policy_to_json("no-such-type", buffer, sizeof buffer, &len) == PF_ERROR_INVALID_ARGUMENT && len == 0);
+    CHECK(pf_policy_to_json(NULL, buffer, sizeof buffer, &len) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_policy_to_json("gpt2", buffer, sizeof buffer, &len) == PF_ERROR_BUFFER_TOO_SMALL && len > sizeof buffer);
+}
+
 void test_policies(void) {
     test_policy_from_c();
     test_policy_from_json();
     test_policy_refusals();
     test_policy_json_refusals();
     test_policy_threads();
+    test_policy_round_trip();
 }
