@@ -1286,8 +1286,8 @@ typedef struct pf__policy_rows {
     size_t num_layer_types;
     const pf__arch_null *nulls;
     size_t num_nulls;
-    const pf__arch_require *requires;
-    size_t num_requires;
+    const pf__arch_require *required_values;
+    size_t num_required_values;
 } pf__policy_rows;
 
 static const pf__policy_rows pf__builtin_rows = {
@@ -1508,8 +1508,8 @@ static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, c
 /* Keys we implement for one value only (PF_ARCH_REQUIRE): any other is refused by name. */
 static pf_result pf__config_requires(const pf__json *json, pf__arch_id arch, const char *path, char *message, size_t size) {
     const pf__policy_rows *rows = pf__rows(arch);
-    for (size_t i = 0; i < rows->num_requires; i++) {
-        const pf__arch_require *q = &rows->requires[i];
+    for (size_t i = 0; i < rows->num_required_values; i++) {
+        const pf__arch_require *q = &rows->required_values[i];
         const pf__json *v = q->arch == arch ? pf__json_get_path(json, q->key) : NULL;
         double x = 0;
         if (!v || v->type == PF__JSON_NULL) continue;
@@ -2112,11 +2112,11 @@ typedef struct pf__policy_draft {
     pf__arch_config *configs;
     pf__arch_prefix *prefixes;
     pf__arch_buffer *buffers;
-    pf__arch_require *requires;
+    pf__arch_require *required_values;
     pf__arch_null *nulls;
     pf__arch_layer_types *layer_types;
     pf__arch_activation *activations;
-    size_t num_tensors, num_configs, num_prefixes, num_buffers, num_requires, num_nulls, num_layer_types, num_activations;
+    size_t num_tensors, num_configs, num_prefixes, num_buffers, num_required_values, num_nulls, num_layer_types, num_activations;
     char **strings;
     size_t num_strings;
     const char *model_type; /* for messages: the caller's until copied */
@@ -2131,7 +2131,7 @@ static void pf__draft_free(pf__policy_draft *d) {
     free(d->configs);
     free(d->prefixes);
     free(d->buffers);
-    free(d->requires);
+    free(d->required_values);
     free(d->nulls);
     free(d->layer_types);
     free(d->activations);
@@ -2342,25 +2342,25 @@ static pf_result pf__draft_names(pf__policy_draft *d, const pf_policy *p) {
 
 /* Requires, nulls, layer types and the family's activation names. */
 static pf_result pf__draft_keyed_rows(pf__policy_draft *d, const pf_policy *p) {
-    pf_result r = pf__draft_count(d, "requires", p->requires, p->num_requires);
+    pf_result r = pf__draft_count(d, "required_values", p->required_values, p->num_required_values);
     if (!r) r = pf__draft_count(d, "nulls", p->nulls, p->num_nulls);
     if (!r) r = pf__draft_count(d, "layer_types", p->layer_types, p->num_layer_types);
     if (!r) r = pf__draft_count(d, "activations", p->activations, p->num_activations);
     if (r) return r;
-    d->requires = (pf__arch_require *)calloc((size_t)p->num_requires + 1, sizeof *d->requires);
+    d->required_values = (pf__arch_require *)calloc((size_t)p->num_required_values + 1, sizeof *d->required_values);
     d->nulls = (pf__arch_null *)calloc((size_t)p->num_nulls + 1, sizeof *d->nulls);
     d->layer_types = (pf__arch_layer_types *)calloc((size_t)p->num_layer_types + 1, sizeof *d->layer_types);
     d->activations = (pf__arch_activation *)calloc((size_t)p->num_activations + 1, sizeof *d->activations);
-    if (!d->requires || !d->nulls || !d->layer_types || !d->activations)
+    if (!d->required_values || !d->nulls || !d->layer_types || !d->activations)
         return pf__draft_fail(d, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     char what[64];
-    for (int i = 0; i < p->num_requires && !r; i++) {
-        pf__arch_require *q = &d->requires[d->num_requires++];
-        snprintf(what, sizeof what, "requires[%d].key", i);
-        q->key = pf__draft_text(d, what, p->requires[i].key, PF__POLICY_MAX_NAME, &r);
-        q->value = p->requires[i].value;
+    for (int i = 0; i < p->num_required_values && !r; i++) {
+        pf__arch_require *q = &d->required_values[d->num_required_values++];
+        snprintf(what, sizeof what, "required_values[%d].key", i);
+        q->key = pf__draft_text(d, what, p->required_values[i].key, PF__POLICY_MAX_NAME, &r);
+        q->value = p->required_values[i].value;
         if (!r && !isfinite(q->value))
-            r = pf__draft_fail(d, PF_ERROR_INVALID_ARGUMENT, "requires[%d].value = %g is not a number", i, q->value);
+            r = pf__draft_fail(d, PF_ERROR_INVALID_ARGUMENT, "required_values[%d].value = %g is not a number", i, q->value);
     }
     for (int i = 0; i < p->num_nulls && !r; i++) {
         pf__arch_null *n = &d->nulls[d->num_nulls++];
@@ -2463,7 +2463,7 @@ pf_result pf_register_policy(const pf_policy *policy, char *error, size_t error_
         for (size_t i = 0; i < d.num_configs; i++) d.configs[i].arch = id;
         for (size_t i = 0; i < d.num_prefixes; i++) d.prefixes[i].arch = id;
         for (size_t i = 0; i < d.num_buffers; i++) d.buffers[i].arch = id;
-        for (size_t i = 0; i < d.num_requires; i++) d.requires[i].arch = id;
+        for (size_t i = 0; i < d.num_required_values; i++) d.required_values[i].arch = id;
         for (size_t i = 0; i < d.num_nulls; i++) d.nulls[i].arch = id;
         for (size_t i = 0; i < d.num_layer_types; i++) d.layer_types[i].arch = id;
         for (size_t i = 0; i < d.num_activations; i++) d.activations[i].arch = id;
@@ -2478,8 +2478,8 @@ pf_result pf_register_policy(const pf_policy *policy, char *error, size_t error_
         e->rows.num_prefixes = d.num_prefixes;
         e->rows.buffers = d.buffers;
         e->rows.num_buffers = d.num_buffers;
-        e->rows.requires = d.requires;
-        e->rows.num_requires = d.num_requires;
+        e->rows.required_values = d.required_values;
+        e->rows.num_required_values = d.num_required_values;
         e->rows.nulls = d.nulls;
         e->rows.num_nulls = d.num_nulls;
         e->rows.layer_types = d.layer_types;
@@ -2518,7 +2518,7 @@ pf_result pf_unregister_policy(const char *model_type, char *error, size_t error
         d.configs = (pf__arch_config *)e->rows.configs;
         d.prefixes = (pf__arch_prefix *)e->rows.prefixes;
         d.buffers = (pf__arch_buffer *)e->rows.buffers;
-        d.requires = (pf__arch_require *)e->rows.requires;
+        d.required_values = (pf__arch_require *)e->rows.required_values;
         d.nulls = (pf__arch_null *)e->rows.nulls;
         d.layer_types = (pf__arch_layer_types *)e->rows.layer_types;
         d.activations = (pf__arch_activation *)e->rows.activations;
@@ -2593,7 +2593,7 @@ static pf_result pf__policy_json_list(const pf__json *v, const char *key, int *c
 pf_result pf_register_policy_json(const char *text, size_t len, char *error, size_t size) {
     static const char *const keys[] = {"model_type", "kind", "norm", "positions", "qkv_layout", "mlp", "mlp_ratio",
                                        "activation_key", "activation_default", "tied_lm_head", "prefixes", "config",
-                                       "tensors", "buffers", "requires", "nulls", "layer_types", "activations"};
+                                       "tensors", "buffers", "required_values", "nulls", "layer_types", "activations"};
     static const char *const config_keys[] = {"field", "key", "fallback"};
     static const char *const tensor_keys[] = {"slot", "pattern", "layout", "split", "need", "encoder"};
     if (error && size) error[0] = 0;
@@ -2606,7 +2606,7 @@ pf_result pf_register_policy_json(const char *text, size_t len, char *error, siz
     const char **prefixes = NULL, **buffers = NULL;
     pf_policy_config *config = NULL;
     pf_policy_tensor *tensors = NULL;
-    pf_policy_key_value *requires = NULL, *nulls = NULL;
+    pf_policy_key_value *required_values = NULL, *nulls = NULL;
     pf_policy_layer_types *layer_types = NULL;
     pf_policy_activation *activations = NULL;
     pf_result r = pf__policy_json_keys(json, "the policy", keys, PF__COUNT(keys), error, size);
@@ -2621,7 +2621,7 @@ pf_result pf_register_policy_json(const char *text, size_t len, char *error, siz
     if (!r) r = pf__policy_json_list(pf__json_get(json, "buffers"), "buffers", &p.num_buffers, error, size);
     if (!r) r = pf__policy_json_list(pf__json_get(json, "config"), "config", &p.num_config, error, size);
     if (!r) r = pf__policy_json_list(pf__json_get(json, "tensors"), "tensors", &p.num_tensors, error, size);
-    if (!r) r = pf__policy_json_list(pf__json_get(json, "requires"), "requires", &p.num_requires, error, size);
+    if (!r) r = pf__policy_json_list(pf__json_get(json, "required_values"), "required_values", &p.num_required_values, error, size);
     if (!r) r = pf__policy_json_list(pf__json_get(json, "nulls"), "nulls", &p.num_nulls, error, size);
     if (!r) r = pf__policy_json_list(pf__json_get(json, "layer_types"), "layer_types", &p.num_layer_types, error, size);
     if (!r) r = pf__policy_json_list(pf__json_get(json, "activations"), "activations", &p.num_activations, error, size);
@@ -2630,11 +2630,11 @@ pf_result pf_register_policy_json(const char *text, size_t len, char *error, siz
         buffers = (const char **)calloc((size_t)p.num_buffers + 1, sizeof *buffers);
         config = (pf_policy_config *)calloc((size_t)p.num_config + 1, sizeof *config);
         tensors = (pf_policy_tensor *)calloc((size_t)p.num_tensors + 1, sizeof *tensors);
-        requires = (pf_policy_key_value *)calloc((size_t)p.num_requires + 1, sizeof *requires);
+        required_values = (pf_policy_key_value *)calloc((size_t)p.num_required_values + 1, sizeof *required_values);
         nulls = (pf_policy_key_value *)calloc((size_t)p.num_nulls + 1, sizeof *nulls);
         layer_types = (pf_policy_layer_types *)calloc((size_t)p.num_layer_types + 1, sizeof *layer_types);
         activations = (pf_policy_activation *)calloc((size_t)p.num_activations + 1, sizeof *activations);
-        if (!prefixes || !buffers || !config || !tensors || !requires || !nulls || !layer_types || !activations)
+        if (!prefixes || !buffers || !config || !tensors || !required_values || !nulls || !layer_types || !activations)
             r = pf__format(error, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }
     char what[64];
@@ -2680,11 +2680,11 @@ pf_result pf_register_policy_json(const char *text, size_t len, char *error, siz
         if (!r) r = pf__policy_json_int(pf__json_get(e, "encoder"), what, 0, 1, &tensors[i].encoder, error, size);
     }
     static const char *const key_value_keys[] = {"key", "value"};
-    for (int list = 0; list < 2; list++) { /* requires, nulls: a null row without a value refuses null */
-        const char *name = list ? "nulls" : "requires";
-        pf_policy_key_value *rows = list ? nulls : requires;
+    for (int list = 0; list < 2; list++) { /* required_values, nulls: a null row without a value refuses null */
+        const char *name = list ? "nulls" : "required_values";
+        pf_policy_key_value *rows = list ? nulls : required_values;
         e = r ? NULL : pf__json_get(json, name);
-        for (int i = 0; !r && i < (list ? p.num_nulls : p.num_requires); i++, e = e->next) {
+        for (int i = 0; !r && i < (list ? p.num_nulls : p.num_required_values); i++, e = e->next) {
             if (!i) e = e->first;
             snprintf(what, sizeof what, "%s[%d]", name, i);
             r = pf__policy_json_keys(e, what, key_value_keys, PF__COUNT(key_value_keys), error, size);
@@ -2724,7 +2724,7 @@ pf_result pf_register_policy_json(const char *text, size_t len, char *error, siz
         p.buffers = buffers;
         p.config = config;
         p.tensors = tensors;
-        p.requires = requires;
+        p.required_values = required_values;
         p.nulls = nulls;
         p.layer_types = layer_types;
         p.activations = activations;
@@ -2734,7 +2734,7 @@ pf_result pf_register_policy_json(const char *text, size_t len, char *error, siz
     free(buffers);
     free(config);
     free(tensors);
-    free(requires);
+    free(required_values);
     free(nulls);
     free(layer_types);
     free(activations);
@@ -2885,13 +2885,13 @@ static void pf__policy_write(pf__text *t, pf__arch_id arch, const char *model_ty
         pf__text_add(t, n++ ? ", " : "");
         pf__text_string(t, names->buffers[i].pattern);
     }
-    pf__text_add(t, "],\n \"requires\": [");
+    pf__text_add(t, "],\n \"required_values\": [");
     n = 0;
-    for (size_t i = 0; i < rows->num_requires; i++) {
-        if (rows->requires[i].arch != arch) continue;
+    for (size_t i = 0; i < rows->num_required_values; i++) {
+        if (rows->required_values[i].arch != arch) continue;
         pf__text_add(t, n++ ? ", {\"key\": " : "{\"key\": ");
-        pf__text_string(t, rows->requires[i].key);
-        pf__text_add(t, ", \"value\": %.17g}", rows->requires[i].value);
+        pf__text_string(t, rows->required_values[i].key);
+        pf__text_add(t, ", \"value\": %.17g}", rows->required_values[i].value);
     }
     pf__text_add(t, "],\n \"nulls\": [");
     n = 0;

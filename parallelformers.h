@@ -182,8 +182,8 @@ typedef struct pf_policy_config {
    in the checkpoint, and how ranks share it. */
 typedef struct pf_policy_tensor {
     const char *slot;    /* "token_embed", "attn_norm_weight", "q_weight", "mlp_down_weight", ... */
-    const char *pattern; /* its name after the prefix; per-layer slots have one "%d" (the layer),
-                            others none */
+    const char *pattern; /* its name after the prefix; a per-layer slot's has one "%d" (the layer;
+                            without it the layers share one tensor, as ALBERT's), others none */
     const char *layout;  /* "out_in" (nn.Linear), "in_out" (Conv1D), "vector", "row", ...;
                             NULL: "out_in" */
     const char *split;   /* "none", "vocab", "qkv_columns", "head_columns", "kv_columns",
@@ -241,8 +241,8 @@ typedef struct pf_policy {
     const char *const *buffers;     /* PF_ARCH_BUFFER: tensors the checkpoint may hold unread (a
                                        causal mask, rotary frequencies), "%d" the layer */
     int num_buffers;
-    const pf_policy_key_value *requires; /* PF_ARCH_REQUIRE rows */
-    int num_requires;
+    const pf_policy_key_value *required_values; /* PF_ARCH_REQUIRE rows */
+    int num_required_values;
     const pf_policy_key_value *nulls;    /* PF_ARCH_NULL rows */
     int num_nulls;
     const pf_policy_layer_types *layer_types; /* PF_ARCH_LAYER_TYPES rows */
@@ -253,7 +253,7 @@ typedef struct pf_policy {
 
 /* Registers an architecture: pf_load then loads checkpoints whose config.json names its
    model_type, as it loads a compiled-in one. Each row is checked here: a name we do not have, a
-   pattern without its "%d", a slot with a split no compiled-in row gives it, absurd numbers, ...
+   pattern with a '%' other than one "%d", a slot with a split no compiled-in row gives it, absurd numbers, ...
    are refused, the message naming the row and the value. Results: PF_ERROR_INVALID_ARGUMENT (a
    NULL policy, a model_type compiled in or registered already, a row it refuses),
    PF_ERROR_UNSUPPORTED (more than 64 registered at once), PF_ERROR_OUT_OF_MEMORY. On failure,

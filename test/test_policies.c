@@ -305,21 +305,21 @@ static void test_policy_refusals(void) {
     pf_free(m);
     CHECK(pf_unregister_policy("my-llama", err, sizeof err) == PF_OK);
 
-    /* A requires row refuses a config whose value differs, naming the key. */
-    pf_policy_key_value requires[] = {{"n_heads", 6}};
+    /* A required_values row refuses a config whose value differs, naming the key. */
+    pf_policy_key_value required_values[] = {{"n_heads", 6}};
     p = my_llama_policy();
-    p.requires = requires;
-    p.num_requires = 1;
+    p.required_values = required_values;
+    p.num_required_values = 1;
     CHECK(pf_register_policy(&p, err, sizeof err) == PF_OK);
     r = load_my_llama(&m);
-    CHECK_MSG(r == PF_OK, "requires n_heads = 6: %s", pf_error_message(m));
+    CHECK_MSG(r == PF_OK, "required_values n_heads = 6: %s", pf_error_message(m));
     pf_free(m);
     CHECK(pf_unregister_policy("my-llama", err, sizeof err) == PF_OK);
-    requires[0].value = 8;
+    required_values[0].value = 8;
     CHECK(pf_register_policy(&p, err, sizeof err) == PF_OK);
     r = load_my_llama(&m);
     CHECK_MSG(r == PF_ERROR_UNSUPPORTED && strstr(pf_error_message(m), "\"n_heads\" = 6 is not supported for model_type \"my-llama\""),
-              "requires n_heads = 8: %s", pf_error_message(m));
+              "required_values n_heads = 8: %s", pf_error_message(m));
     pf_free(m);
     CHECK(pf_unregister_policy("my-llama", err, sizeof err) == PF_OK);
 
@@ -386,8 +386,8 @@ static void test_policy_json_refusals(void) {
                        "\"prefixes[0]\" is not a string");
     check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "], \"model_type\": \"gpt2\"}", PF_ERROR_INVALID_ARGUMENT,
                        "compiled in");
-    check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "], \"requires\": [{\"key\": \"x\"}]}", PF_ERROR_FORMAT,
-                       "requires[0].value is missing");
+    check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "], \"required_values\": [{\"key\": \"x\"}]}", PF_ERROR_FORMAT,
+                       "required_values[0].value is missing");
     check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "], \"nulls\": [{\"key\": \"x\", \"value\": \"none\"}]}",
                        PF_ERROR_FORMAT, "nulls[0].value is not a number");
     check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "], \"nulls\": [{\"key\": \"x\"}]}", PF_OK, "");
@@ -399,7 +399,7 @@ static void test_policy_json_refusals(void) {
     check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "], \"activations\": [{\"name\": \"fast\", \"activation\": "
                        "\"relu\"}]}", PF_ERROR_INVALID_ARGUMENT, "\"silu\" is not an activation we compute (not in the policy's activations)");
     check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "], \"activations\": [{\"name\": \"silu\", \"activation\": "
-                       "\"relu\"}], \"layer_types\": [{\"key\": \"kinds\", \"needed\": true}], \"requires\": [{\"key\": \"a.b\", "
+                       "\"relu\"}], \"layer_types\": [{\"key\": \"kinds\", \"needed\": true}], \"required_values\": [{\"key\": \"a.b\", "
                        "\"value\": 0}]}", PF_OK, "");
     /* the JSON text need not end in NUL: only len bytes are read */
     const char text[] = "{" J_HEAD "\"tensors\": [" J_TENSOR "]}garbage";
