@@ -2,7 +2,9 @@
    under other tensor names, config keys and model_type (test/make_policy_fixture.py); registered
    from C and from its policy.json, it loads and matches transformers' logits and greedy tokens on
    1 and 2 ranks. Plus refusals (twice, built-in names, unknown names, bad JSON, absurd values),
-   unregistering while a model is alive, and registration from several threads at once. */
+   unregistering while a model is alive, registration from several threads at once, and every
+   compiled-in policy exported as JSON and registered again, fixtures of every kind computing the
+   same numbers through the copies. */
 #include <dirent.h>
 #include <math.h>
 #include <pthread.h>
