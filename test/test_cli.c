@@ -103,7 +103,9 @@ static void check_cli_output(const char *dir, const test_reference *ref) {
 
     /* gpt2-tiny's greedy continuation of its prompt ends with <|endoftext|> (id 499) before 60
        tokens: left out of the text unless --special, streamed or not (a batch file). */
-    FILE *f = fopen("/tmp/pf_cli_special.txt", "w");
+    char batch_path[64]; /* per process: suites of other checkouts may run at the same time */
+    snprintf(batch_path, sizeof batch_path, "/tmp/pf_cli_special_%d.txt", (int)getpid());
+    FILE *f = fopen(batch_path, "w");
     if (f) fprintf(f, "%s\n", ref->prompt_text), fclose(f);
     snprintf(command, sizeof command, "%s %s --ids %s -n 60", test_generate_binary, dir, ids);
     CHECK(run_output(command, out, sizeof out) == 0);
@@ -111,15 +113,15 @@ static void check_cli_output(const char *dir, const test_reference *ref) {
     for (int special = 0; special <= 1; special++)
         for (int batch_file = 0; batch_file <= 1; batch_file++) {
             if (batch_file)
-                snprintf(command, sizeof command, "%s %s -n 60 --batch-file /tmp/pf_cli_special.txt%s", test_generate_binary,
-                         dir, special ? " --special" : "");
+                snprintf(command, sizeof command, "%s %s -n 60 --batch-file %s%s", test_generate_binary, dir, batch_path,
+                         special ? " --special" : "");
             else
                 snprintf(command, sizeof command, "%s %s -n 60 '%s'%s", test_generate_binary, dir, ref->prompt_text,
                          special ? " --special" : "");
             CHECK(run_output(command, out, sizeof out) == 0);
             CHECK_MSG(!strstr(out, "<|endoftext|>") == !special, "%s printed \"%s\"", command, out);
         }
-    remove("/tmp/pf_cli_special.txt");
+    remove(batch_path);
 
     /* Sampling without --seed: a fresh seed each run, which -v shows and --seed repeats. */
     unsigned long long seeds[2] = {0, 0};
