@@ -31,7 +31,7 @@ INCLUDEDIR ?= $(PREFIX)/include
 TEST_DEFS := -D_POSIX_C_SOURCE=200809L -DPF_TESTING
 
 LIB_SRC  := parallelformers.c parallelformers.h policies.inc $(wildcard *.part.c) $(BUILD)/cuda-$(CUDA).stamp
-TESTS    := test/test_main.c test/test_util.c test/test_models.c test/test_bad_input.c test/test_config.c test/test_encoders.c test/test_seq2seq.c test/test_cli.c test/test_tokenizer.c test/test_chat.c test/test_generation.c test/test_fuzz.c test/test_preprocessing.c
+TESTS    := test/test_main.c test/test_util.c test/test_models.c test/test_bad_input.c test/test_config.c test/test_encoders.c test/test_seq2seq.c test/test_cli.c test/test_tokenizer.c test/test_chat.c test/test_generation.c test/test_fuzz.c test/test_preprocessing.c test/test_policies.c
 
 ifeq ($(CUDA),1)
 CUDA_DEFS := -DPF_CUDA
@@ -195,7 +195,7 @@ test-server: server $(BUILD)/generate
 # Installs clang with apt-get when it is missing and we may; skips with a message otherwise.
 FUZZ_SECONDS ?= 10
 FUZZ_CC      ?= clang
-FUZZ_TARGETS := safetensors config generation_config shard_index tokenizer_json tokenizer spm server_request chat_template
+FUZZ_TARGETS := safetensors config generation_config shard_index tokenizer_json tokenizer spm server_request chat_template policy
 FUZZ_DIR     := $(BUILD)/fuzz
 FUZZ_FLAGS   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_SERVER_FLAGS = $(shell pkg-config --cflags --libs jansson 2>/dev/null)
@@ -270,8 +270,9 @@ test-tsan:
 	$(MAKE) BUILD=build/tsan CUDA=0 CFLAGS="-O1 -g -fsanitize=thread" test
 
 # valgrind over 20 cycles of load, every request kind (beam search first, on fresh buffers) and
-# free, CPU build: any error or leak fails it.
-VALGRIND_FIXTURES ?= test/fixtures/gpt2-tiny test/fixtures/llama test/fixtures/bert test/fixtures/mpnet-mlm test/fixtures/bart-s2s test/fixtures/t5-s2s
+# free, CPU build: any error or leak fails it. my-llama loads through its registered policy.json.
+VALGRIND_FIXTURES ?= test/fixtures/gpt2-tiny test/fixtures/llama test/fixtures/bert test/fixtures/mpnet-mlm test/fixtures/bart-s2s test/fixtures/t5-s2s \
+                     test/fixtures/my-llama
 $(BUILD)/valgrind_cycles: test/valgrind_cycles.c $(LIB_SRC) | $(BUILD)
 	$(CC) $(BASE) -O1 -g -D_POSIX_C_SOURCE=200809L test/valgrind_cycles.c parallelformers.c -o $@ $(LDLIBS)
 

@@ -42,7 +42,8 @@ typedef enum pf_result {
     PF_ERROR_OUT_OF_MEMORY,    /* host or device allocation failed */
     PF_ERROR_DEVICE,           /* a backend (CUDA, cuBLAS, NCCL) call failed on some rank */
     PF_ERROR_BUFFER_TOO_SMALL, /* an output buffer is too small; the needed size is reported */
-    PF_ERROR_BUSY              /* too many generation requests are waiting on the model: try again */
+    PF_ERROR_BUSY              /* too many generation requests are waiting on the model: try again;
+                                  a registered policy is in use (pf_unregister_policy) */
 } pf_result;
 
 /* A constant English name for a result code. Any thread. */
@@ -154,6 +155,140 @@ typedef struct pf_model_info {
 /* The model's facts; its pointers (model_type, eos_token_ids) belong to the model and live until
    pf_free. A model that failed to load (or NULL) gives zeros and -1 ids. Any thread. */
 pf_model_info pf_get_info(const pf_model *model);
+
+/* ---- custom policies -------------------------------------------------------------------------- */
+
+/* An architecture that is not compiled in, registered at run time in the vocabulary of a
+   policies.inc row (see the comment at its top for what each column means). Every trait is a
+   name: an enumerator of policies.inc without its prefix, in lower case ("rms" for
+   PF__NORM_RMS, "q_weight" for PF__SLOT_Q_WEIGHT, "head_columns" for PF__SPLIT_HEAD_COLUMNS),
+   so a policy from C and one from JSON say the same thing in the same words. A name we do not
+   have is refused with a message naming it and the names we do. */
+
+/* A config row's fallback that means "config.json must have the key" (PF__NEEDED). */
+#define PF_POLICY_NEEDED (-1e300)
+
+/* PF_ARCH_CONFIG: a hyperparameter and the config.json key it is read from. Several rows for one
+   field are aliases, tried in order. */
+typedef struct pf_policy_config {
+    const char *field;  /* a hyperparameter as policies.inc's PF_ARCH_CONFIG rows name it:
+                           "hidden_size", "num_heads", "num_kv_heads", "num_layers", "vocab_size",
+                           "max_positions", "intermediate_size", "norm_eps", "rope_theta", ... */
+    const char *key;    /* config.json's key; NULL: the field is fixed to fallback */
+    double fallback;    /* when the key is absent or null; PF_POLICY_NEEDED: the key must exist */
+} pf_policy_config;
+
+/* PF_ARCH_TENSOR (PF_ARCH_ENCODER_TENSOR with encoder = 1): where a tensor of the forward pass is
+   in the checkpoint, and how ranks share it. */
+typedef struct pf_policy_tensor {
+    const char *slot;    /* "token_embed", "attn_norm_weight", "q_weight", "mlp_down_weight", ... */
+    const char *pattern; /* its name after the prefix; a per-layer slot's has one "%d" (the layer;
+                            without it the layers share one tensor, as ALBERT's), others none */
+    const char *layout;  /* "out_in" (nn.Linear), "in_out" (Conv1D), "vector", "row", ...;
+                            NULL: "out_in" */
+    const char *split;   /* "none", "vocab", "qkv_columns", "head_columns", "kv_columns",
+                            "mlp_columns", "head_rows", "mlp_rows"; NULL: "none". A slot takes
+                            the layouts and splits some compiled-in row gives it. */
+    const char *need;    /* "required", "optional", "if_attention_bias", "if_mlp_bias", ...;
+                            NULL: "required" */
+    int encoder;         /* 1: a block of an encoder-decoder's encoder tower */
+} pf_policy_tensor;
+
+/* PF_ARCH_REQUIRE (a config key implemented for this value only: any other is refused at load;
+   "a.b" is key b of the object under key a) and PF_ARCH_NULL (a key whose explicit null means
+   value, PF_POLICY_NEEDED: null is refused). */
+typedef struct pf_policy_key_value {
+    const char *key;
+    double value;
+} pf_policy_key_value;
+
+/* PF_ARCH_LAYER_TYPES: a config key with each layer's attention kind ("full_attention",
+   "sliding_attention", "global", "local"); rows are tried in order. */
+typedef struct pf_policy_layer_types {
+    const char *key;
+    int needed; /* 1: a config with none of the keys is refused */
+} pf_policy_layer_types;
+
+/* PF_ARCH_ACTIVATION: the family's own table of activation names; with rows, no other name is
+   accepted. */
+typedef struct pf_policy_activation {
+    const char *name;       /* as config.json writes it */
+    const char *activation; /* what we compute: "gelu_tanh", "gelu_erf", "relu", "silu", "tanh" */
+} pf_policy_activation;
+
+/* A whole policy: the PF_ARCH row's traits, then its other rows. Zero fields take the defaults
+   named; strings and arrays are read during the registration call only (the library keeps
+   copies). */
+typedef struct pf_policy {
+    const char *model_type;         /* config.json's "model_type"; not one compiled in or registered */
+    const char *kind;               /* "decoder" (NULL), "encoder", "seq2seq" */
+    const char *norm;               /* "layer" (NULL: LayerNorm), "rms" */
+    const char *positions;          /* "learned" (NULL), "rotary_halves", "rotary_pairs", "alibi",
+                                       "sinusoidal", "relative" */
+    const char *qkv_layout;         /* a fused QKV tensor's rows: "blocks" (NULL), "per_head", "codegen" */
+    const char *mlp;                /* "plain" (NULL), "gated", "gated_if_named" */
+    int mlp_ratio;                  /* MLP width / hidden when the config gives none; 0: 4 */
+    const char *activation_key;     /* config.json's key naming the activation; NULL: none */
+    const char *activation_default; /* an HF activation name ("silu", "gelu_new", ...); required */
+    int tied_lm_head;               /* 1: the LM head is the token embedding unless config.json's
+                                       tie_word_embeddings says otherwise */
+    const char *const *prefixes;    /* tensor-name prefixes tried in order; none: "" */
+    int num_prefixes;
+    const pf_policy_config *config; /* hyperparameters */
+    int num_config;
+    const pf_policy_tensor *tensors; /* one row needs the slot "token_embed" (or "patch_weight") */
+    int num_tensors;
+    const char *const *buffers;     /* PF_ARCH_BUFFER: tensors the checkpoint may hold unread (a
+                                       causal mask, rotary frequencies), "%d" the layer */
+    int num_buffers;
+    const pf_policy_key_value *required_values; /* PF_ARCH_REQUIRE rows */
+    int num_required_values;
+    const pf_policy_key_value *nulls;    /* PF_ARCH_NULL rows */
+    int num_nulls;
+    const pf_policy_layer_types *layer_types; /* PF_ARCH_LAYER_TYPES rows */
+    int num_layer_types;
+    const pf_policy_activation *activations; /* PF_ARCH_ACTIVATION rows */
+    int num_activations;
+} pf_policy;
+
+/* Registers an architecture: pf_load then loads checkpoints whose config.json names its
+   model_type, as it loads a compiled-in one. Each row is checked here: a name we do not have, a
+   pattern with a '%' other than one "%d", a slot with a split no compiled-in row gives it, absurd numbers, ...
+   are refused, the message naming the row and the value. Results: PF_ERROR_INVALID_ARGUMENT (a
+   NULL policy, a model_type compiled in or registered already, a row it refuses),
+   PF_ERROR_UNSUPPORTED (more than 64 registered at once), PF_ERROR_OUT_OF_MEMORY. On failure,
+   when error/error_size are given, the message is written there. Any thread, at any time; models
+   loaded already are not affected. */
+pf_result pf_register_policy(const pf_policy *policy, char *error, size_t error_size);
+
+/* The same from JSON text (len bytes; it need not end in NUL): an object whose keys are
+   pf_policy's fields (without num_ ones; "prefixes", "buffers" lists of strings, the other
+   tables lists of objects with their structs' keys; a config row without "fallback", a null row
+   without "value", is PF_POLICY_NEEDED; "key": null fixes a config field), e.g.
+     {"model_type": "my-llama", "norm": "rms", "positions": "rotary_halves", "mlp": "gated",
+      "activation_key": "hidden_act", "activation_default": "silu",
+      "config": [{"field": "hidden_size", "key": "hidden_size"}, ...],
+      "tensors": [{"slot": "token_embed", "pattern": "embed.weight", "split": "vocab"}, ...]}
+   Results: as pf_register_policy's, and PF_ERROR_FORMAT for malformed JSON, a key it does not
+   know or a value of the wrong type (the message names it). Any thread. */
+pf_result pf_register_policy_json(const char *json, size_t len, char *error, size_t error_size);
+
+/* The same from a JSON file; PF_ERROR_IO when it cannot be read. Any thread. */
+pf_result pf_register_policy_file(const char *path, char *error, size_t error_size);
+
+/* A compiled-in (or alias, or registered) architecture's policy as the JSON that
+   pf_register_policy_json reads: a starting point for one's own (change model_type and the
+   names). Writes it NUL-terminated into json (capacity bytes); *length (may be NULL) is its
+   length without the NUL. Results: PF_ERROR_INVALID_ARGUMENT (NULL model_type, or one not known),
+   PF_ERROR_UNSUPPORTED (a two-tower model such as CLIP: its towers' model_types export),
+   PF_ERROR_BUFFER_TOO_SMALL (*length says how much is needed; json(NULL, 0) asks),
+   PF_ERROR_OUT_OF_MEMORY. Any thread. */
+pf_result pf_policy_to_json(const char *model_type, char *json, size_t capacity, size_t *length);
+
+/* Undoes a registration. Results: PF_ERROR_INVALID_ARGUMENT (NULL, or no registered policy has
+   this model_type: compiled-in ones cannot be removed), PF_ERROR_BUSY while models loaded through
+   it are alive (pf_free them first; the message counts them). Any thread. */
+pf_result pf_unregister_policy(const char *model_type, char *error, size_t error_size);
 
 /* ---- parallelism ------------------------------------------------------------------------------ */
 

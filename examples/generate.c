@@ -35,7 +35,7 @@ typedef struct cli_option {
 
 enum {
     OPT_IDS, OPT_BATCH_FILE, OPT_IDS_LINES, OPT_MAX_NEW_TOKENS, OPT_GPUS, OPT_DEVICE, OPT_DTYPE, OPT_DUMP_LOGITS,
-    OPT_BEAMS, OPT_RETURN, OPT_NO_REPEAT_NGRAM, OPT_SAMPLE, OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P,
+    OPT_POLICY, OPT_BEAMS, OPT_RETURN, OPT_NO_REPEAT_NGRAM, OPT_SAMPLE, OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P,
     OPT_REPETITION_PENALTY, OPT_SEED, OPT_SPECIAL, OPT_CHAT, OPT_SYSTEM, OPT_INTERACTIVE, OPT_VERBOSE, OPT_HELP, OPT_VERSION,
     OPT_COUNT
 };
@@ -55,6 +55,8 @@ static const cli_option cli_options[OPT_COUNT] = {
                    "how ranks store weights (default f32 on the CPU, f16 on CUDA)"},
     [OPT_DUMP_LOGITS] = {NULL, "--dump-logits", TEXT, "FILE", 0, 0, 0,
                          "write the prompt's logits as float32 [n_prompt][vocab]"},
+    [OPT_POLICY] = {NULL, "--policy", TEXT, "FILE", 0, 0, 0,
+                    "register this policy JSON first: an architecture that is not compiled in"},
     [OPT_BEAMS] = {NULL, "--beams", INTEGER, "N", 1, 1e4, 0, "beam search with N beams (default 1)"},
     [OPT_RETURN] = {NULL, "--return", INTEGER, "N", 1, 1e4, 0, "sequences per prompt, with --beams or --sample (default 1)"},
     [OPT_NO_REPEAT_NGRAM] = {NULL, "--no-repeat-ngram", INTEGER, "N", 0, 1e6, 0, "never repeat an n-gram of this size (default 0: off)"},
@@ -525,7 +527,13 @@ int main(int argc, char **argv) {
     float *logits = NULL;
     pf_generation result;
     memset(&result, 0, sizeof result);
-    pf_result r = pf_load(dir, &lo, &model);
+    char policy_error[1024];
+    pf_result r = args.given[OPT_POLICY] ? pf_register_policy_file(args.text[OPT_POLICY], policy_error, sizeof policy_error) : PF_OK;
+    if (r) {
+        fprintf(stderr, "generate: %s: %s\n", pf_result_string(r), policy_error);
+        goto done;
+    }
+    r = pf_load(dir, &lo, &model);
     if (r) {
         fprintf(stderr, "generate: %s: %s\n", pf_result_string(r), pf_error_message(model));
         goto done;

@@ -49,6 +49,9 @@ char *test_read_file(const char *path, size_t *size);
 int test_write_file(const char *path, const void *data, size_t size); /* 0 on success */
 /* A whole little-endian float32 file; NULL on failure. The caller frees it. */
 float *test_read_floats(const char *path, size_t *count);
+/* Registers the policy.json of every fixture that has one (architectures not compiled in, such
+   as my-llama), for programs that load every fixture; the count registered. */
+int test_register_fixture_policies(void);
 /* Comma-separated ints into out (at most cap); returns the count, or -1 if malformed. */
 int test_parse_ids(const char *text, int *out, int cap);
 float test_max_abs_diff(const float *a, const float *b, size_t n);
@@ -98,6 +101,7 @@ void test_cli(void);
 void test_chat(void);
 void test_generation(void);
 void test_fuzz(void);
+void test_policies(void);
 void test_preprocessing(void);
 
 #endif

@@ -41,7 +41,7 @@ static int run_output(const char *command, char *out, size_t cap) {
    and a wrong flag or value is named with what is allowed (exit status 2). */
 static void check_cli_help(const char *dir) {
     static const char *const options[] = {"--ids", "--batch-file", "--ids-lines", "-n, --max-new-tokens", "--gpus",
-                                          "--device", "--dtype", "--dump-logits", "--beams", "--return",
+                                          "--device", "--dtype", "--dump-logits", "--policy", "--beams", "--return",
                                           "--no-repeat-ngram", "--sample", "--temperature", "--top-k", "--top-p",
                                           "--repetition-penalty", "--seed", "--special", "--chat", "--system",
                                           "-i, --interactive", "-v, --verbose", "-h, --help",
@@ -82,6 +82,9 @@ static void check_cli_help(const char *dir) {
     }
     snprintf(command, sizeof command, "%s 2>&1", test_generate_binary);
     CHECK(run_output(command, out, sizeof out) == 2 && strstr(out, "MODEL_DIR"));
+    /* a policy that cannot be registered stops it before the model is read */
+    snprintf(command, sizeof command, "%s %s --ids 1 --policy /nonexistent/policy.json 2>&1", test_generate_binary, dir);
+    CHECK_MSG(run_output(command, out, sizeof out) == 1 && strstr(out, "/nonexistent/policy.json"), "--policy: \"%s\"", out);
 }
 
 /* What it prints: --temperature 0 is greedy; special tokens only with --special; a fresh seed
@@ -100,7 +103,9 @@ static void check_cli_output(const char *dir, const test_reference *ref) {
 
     /* gpt2-tiny's greedy continuation of its prompt ends with <|endoftext|> (id 499) before 60
        tokens: left out of the text unless --special, streamed or not (a batch file). */
-    FILE *f = fopen("/tmp/pf_cli_special.txt", "w");
+    char batch_path[64]; /* per process: suites of other checkouts may run at the same time */
+    snprintf(batch_path, sizeof batch_path, "/tmp/pf_cli_special_%d.txt", (int)getpid());
+    FILE *f = fopen(batch_path, "w");
     if (f) fprintf(f, "%s\n", ref->prompt_text), fclose(f);
     snprintf(command, sizeof command, "%s %s --ids %s -n 60", test_generate_binary, dir, ids);
     CHECK(run_output(command, out, sizeof out) == 0);
@@ -108,15 +113,15 @@ static void check_cli_output(const char *dir, const test_reference *ref) {
     for (int special = 0; special <= 1; special++)
         for (int batch_file = 0; batch_file <= 1; batch_file++) {
             if (batch_file)
-                snprintf(command, sizeof command, "%s %s -n 60 --batch-file /tmp/pf_cli_special.txt%s", test_generate_binary,
-                         dir, special ? " --special" : "");
+                snprintf(command, sizeof command, "%s %s -n 60 --batch-file %s%s", test_generate_binary, dir, batch_path,
+                         special ? " --special" : "");
             else
                 snprintf(command, sizeof command, "%s %s -n 60 '%s'%s", test_generate_binary, dir, ref->prompt_text,
                          special ? " --special" : "");
             CHECK(run_output(command, out, sizeof out) == 0);
             CHECK_MSG(!strstr(out, "<|endoftext|>") == !special, "%s printed \"%s\"", command, out);
         }
-    remove("/tmp/pf_cli_special.txt");
+    remove(batch_path);
 
     /* Sampling without --seed: a fresh seed each run, which -v shows and --seed repeats. */
     unsigned long long seeds[2] = {0, 0};
@@ -167,8 +172,12 @@ static void check_ids_and_logits(const char *fixture, int ranks, const char *dty
     for (int i = 0; i < ref.num_prompt_ids; i++)
         snprintf(ids + strlen(ids), sizeof ids - strlen(ids), "%s%d", i ? "," : "", ref.prompt_ids[i]);
     snprintf(dump, sizeof dump, "/tmp/pf_cli_logits_%d.bin", (int)getpid());
-    snprintf(command, sizeof command, "%s %s --ids %s -n %d --gpus %d --device cpu --dump-logits %s%s%s",
-             test_generate_binary, dir, ids, ref.max_new_tokens, ranks, dump, dtype ? " --dtype " : "", dtype ? dtype : "");
+    char policy[1100], policy_option[1200] = ""; /* an architecture not compiled in: its policy.json */
+    snprintf(policy, sizeof policy, "%s/policy.json", dir);
+    if (access(policy, R_OK) == 0) snprintf(policy_option, sizeof policy_option, " --policy %s", policy);
+    snprintf(command, sizeof command, "%s %s --ids %s -n %d --gpus %d --device cpu --dump-logits %s%s%s%s",
+             test_generate_binary, dir, ids, ref.max_new_tokens, ranks, dump, dtype ? " --dtype " : "", dtype ? dtype : "",
+             policy_option);
     int status = run(command, last, sizeof last);
     CHECK_MSG(status == 0, "%s exited with %d", command, status);
     int got[64];
@@ -266,6 +275,7 @@ void test_cli(void) {
     check_ids_and_logits("gpt2-tiny", 2, NULL);
     check_ids_and_logits("gpt2-tiny-bf16", 2, "bf16");
     check_ids_and_logits("gpt2-tiny-f16", 1, "f16");
+    check_ids_and_logits("my-llama", 2, NULL); /* through --policy */
 
     char command[2048], last[4096];
     test_reference ref;

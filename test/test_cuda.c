@@ -948,6 +948,7 @@ int main(int argc, char **argv) {
     }
     CHECK_MSG(available == 1, "the CUDA backend does not start (see above)");
     if (available == 1) {
+        test_register_fixture_policies(); /* my-llama loads through its policy.json */
         /* Fixture names after the directory run those alone (compute-sanitizer is slow); with
            none, every fixture and then the generation, device and failure tests. */
         if (argc > 2) {

@@ -1,5 +1,6 @@
 /* The helpers of test.h, shared by test_parallelformers (test_main.c and the test files) and
    test_cuda: the counters, the fixtures' reference files, and generation_cases.txt. */
+#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,25 @@
 int test_passed, test_failed;
 const char *test_fixtures = "test/fixtures";
 const char *test_generate_binary = "build/generate";
+
+int test_register_fixture_policies(void) {
+    DIR *d = opendir(test_fixtures);
+    struct dirent *e;
+    int registered = 0;
+    while (d && (e = readdir(d))) {
+        char path[1200], err[512];
+        if (e->d_name[0] == '.') continue;
+        snprintf(path, sizeof path, "%s/%s/policy.json", test_fixtures, e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        fclose(f);
+        pf_result r = pf_register_policy_file(path, err, sizeof err);
+        CHECK_MSG(r == PF_OK, "%s", err);
+        registered += r == PF_OK;
+    }
+    if (d) closedir(d);
+    return registered;
+}
 
 int test_parse_ids(const char *text, int *out, int cap) {
     int n = 0;

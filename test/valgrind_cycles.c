@@ -31,19 +31,38 @@ static int encoder_requests(pf_model *m) {
     return bad;
 }
 
+static int requests(pf_model *m, int ranks);
+
+/* A directory with a policy.json (an architecture not compiled in, as test/fixtures/my-llama) is
+   loaded through that policy, registered for the cycle and unregistered after it. */
 static int one_cycle(const char *dir, int ranks) {
-    pf_model *m = NULL;
-    pf_result r = pf_load(dir, NULL, &m);
-    if (failed(m, "pf_load", r)) {
-        pf_free(m);
+    char policy[1024], model_type[128] = "", error[512];
+    snprintf(policy, sizeof policy, "%s/policy.json", dir);
+    FILE *f = fopen(policy, "r");
+    if (f) fclose(f);
+    if (f && pf_register_policy_file(policy, error, sizeof error) != PF_OK) {
+        fprintf(stderr, "pf_register_policy_file: %s\n", error);
         return 1;
     }
+    pf_model *m = NULL;
+    pf_result r = pf_load(dir, NULL, &m);
+    if (!r && f) snprintf(model_type, sizeof model_type, "%s", pf_get_info(m).model_type);
+    int bad = failed(m, "pf_load", r) || requests(m, ranks);
+    pf_free(m);
+    if (model_type[0] && pf_unregister_policy(model_type, error, sizeof error) != PF_OK) {
+        fprintf(stderr, "pf_unregister_policy: %s\n", error);
+        bad = 1;
+    }
+    return bad;
+}
+
+/* Every request kind of the model's kind, on `ranks` ranks and after pf_to_cpu; the caller frees m. */
+static int requests(pf_model *m, int ranks) {
     if (pf_get_info(m).is_encoder) {
         pf_parallel_options po = pf_parallel_options_init();
         po.max_batch = 2;
         int bad = failed(m, "pf_parallelize", pf_parallelize(m, ranks, &po)) || encoder_requests(m);
         bad = bad || failed(m, "pf_to_cpu", pf_to_cpu(m)) || encoder_requests(m);
-        pf_free(m);
         return bad;
     }
     int vocab = pf_get_info(m).vocab_size;
@@ -95,7 +114,6 @@ static int one_cycle(const char *dir, int ranks) {
     if (!bad && !failed(m, "greedy on the other rank count", pf_generate_batch(m, prompts, lengths, 2, &o, &g)))
         pf_generation_free(&g);
     free(logits);
-    pf_free(m);
     return bad;
 }
 
