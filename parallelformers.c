@@ -12881,6 +12881,14 @@ static void pf__q8_rows_portable(float *out, const int8_t *qx, const float *dx, 
 }
 
 #ifdef PF__AVX2
+/* A block's scale by F16C: calling the portable pf__f16_to_f32 (SSE code) from these loops cost
+   20x, SSE instructions stalling on the dirty upper halves of the ymm registers. */
+PF__AVX2_TARGET static PF__INLINE float pf__q8_scale_f16c(const unsigned char *block) {
+    uint16_t d;
+    memcpy(&d, block, 2);
+    return _cvtsh_ss(d);
+}
+
 /* Eight int32 sums of products of 32 int8 pairs: maddubs wants one unsigned operand, so x's sign
    moves onto w (|x| <= 127 and |w| <= 127: no pair sum saturates 16 bits). */
 PF__AVX2_TARGET static PF__INLINE __m256i pf__q8_dot_avx2(__m256i x, __m256i w) {
@@ -12907,7 +12915,7 @@ PF__AVX2_TARGET static void pf__q8_rows_avx2(float *out, const int8_t *qx, const
             PF__UNROLL for (int j = 0; j < 4; j++) {
                 const unsigned char *block = rows[j] + b * PF__Q8_BYTES;
                 __m256i dot = pf__q8_dot_avx2(x, _mm256_loadu_si256((const __m256i *)(block + 2)));
-                acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(dx[b] * pf__q8_scale(block)), acc[j]);
+                acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(dx[b] * pf__q8_scale_f16c(block)), acc[j]);
             }
         }
         PF__UNROLL for (int j = 0; j < 4; j++) out[o + j] = pf__hsum_avx2(acc[j]);
@@ -12919,7 +12927,7 @@ PF__AVX2_TARGET static void pf__q8_rows_avx2(float *out, const int8_t *qx, const
             const unsigned char *block = row + b * PF__Q8_BYTES;
             __m256i dot = pf__q8_dot_avx2(_mm256_loadu_si256((const __m256i *)(qx + b * PF__Q8_BLOCK)),
                                           _mm256_loadu_si256((const __m256i *)(block + 2)));
-            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(dx[b] * pf__q8_scale(block)), acc);
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(dx[b] * pf__q8_scale_f16c(block)), acc);
         }
         out[o] = pf__hsum_avx2(acc);
     }
@@ -12992,8 +13000,8 @@ PF__AVX512_VNNI_TARGET static void pf__q8_rows_vnni(float *out, const int8_t *qx
                 __m512i wv = pf__q8_pair(block);
                 __m512i signed_w = _mm512_mask_sub_epi8(wv, negative, zero, wv);
                 __m512i dot = _mm512_dpbusd_epi32(zero, magnitude, signed_w);
-                __m512 scale = pf__q8_pair_scale(dx[b] * pf__q8_scale(block),
-                                                 dx[b + 1] * pf__q8_scale(block + PF__Q8_BYTES));
+                __m512 scale = pf__q8_pair_scale(dx[b] * pf__q8_scale_f16c(block),
+                                                 dx[b + 1] * pf__q8_scale_f16c(block + PF__Q8_BYTES));
                 acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[j]);
             }
         }
@@ -13004,7 +13012,7 @@ PF__AVX512_VNNI_TARGET static void pf__q8_rows_vnni(float *out, const int8_t *qx
                 const unsigned char *block = rows[j] + b * PF__Q8_BYTES;
                 __m256i dot = pf__q8_dot_avx2(_mm256_loadu_si256((const __m256i *)(qx + b * PF__Q8_BLOCK)),
                                               _mm256_loadu_si256((const __m256i *)(block + 2)));
-                sum += pf__hsum_avx2(_mm256_cvtepi32_ps(dot)) * (dx[b] * pf__q8_scale(block));
+                sum += pf__hsum_avx2(_mm256_cvtepi32_ps(dot)) * (dx[b] * pf__q8_scale_f16c(block));
             }
             out[o + (size_t)j] = sum;
         }
