@@ -12853,10 +12853,11 @@ PF__TILE_SHAPES(avx2, PF__AVX2_TARGET, PF__ROW_OUTS_AVX2)
 
 /* Q8 matrix products. The activations are quantized like the weights, per block of PF__Q8_BLOCK
    inputs (an fp32 scale dx and int8 values in -127..127), so each block's product is an exact
-   int32 dot of 32 int8 pairs; out[o] sums the blocks' dots times dx[b] * d_o[b] in fp32. A
-   pf__q8_rows_fn computes that for one row of x (qx, dx; nb blocks) against n_out weight rows. */
-typedef void pf__q8_rows_fn(float *out, const int8_t *qx, const float *dx, const unsigned char *w, size_t nb,
-                            size_t n_out);
+   int32 dot of 32 int8 pairs; out[r][o] sums the blocks' dots times dx[r][b] * d_o[b] in fp32. A
+   pf__q8_rows_fn computes that for `rows` rows of x (qx [rows][nb * 32], dx [rows][nb]) against
+   n_out weight rows, into out (rows ld apart). */
+typedef void pf__q8_rows_fn(float *out, size_t ld, const int8_t *qx, const float *dx, size_t rows,
+                            const unsigned char *w, size_t nb, size_t n_out);
 
 static float pf__q8_scale(const unsigned char *block) {
     uint16_t d;
@@ -12864,20 +12865,21 @@ static float pf__q8_scale(const unsigned char *block) {
     return pf__f16_to_f32(d);
 }
 
-static void pf__q8_rows_portable(float *out, const int8_t *qx, const float *dx, const unsigned char *w, size_t nb,
-                                 size_t n_out) {
-    size_t row_bytes = nb * PF__Q8_BYTES;
-    for (size_t o = 0; o < n_out; o++) {
-        const unsigned char *row = w + o * row_bytes;
-        float sum = 0;
-        for (size_t b = 0; b < nb; b++) {
-            const unsigned char *block = row + b * PF__Q8_BYTES;
-            int32_t dot = 0;
-            for (int i = 0; i < PF__Q8_BLOCK; i++) dot += (int32_t)qx[b * PF__Q8_BLOCK + i] * (int8_t)block[2 + i];
-            sum += (float)dot * (dx[b] * pf__q8_scale(block));
+static void pf__q8_rows_portable(float *out, size_t ld, const int8_t *qx, const float *dx, size_t rows,
+                                 const unsigned char *w, size_t nb, size_t n_out) {
+    size_t row_bytes = nb * PF__Q8_BYTES, k = nb * PF__Q8_BLOCK;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t o = 0; o < n_out; o++) {
+            const unsigned char *row = w + o * row_bytes;
+            float sum = 0;
+            for (size_t b = 0; b < nb; b++) {
+                const unsigned char *block = row + b * PF__Q8_BYTES;
+                int32_t dot = 0;
+                for (int i = 0; i < PF__Q8_BLOCK; i++) dot += (int32_t)qx[r * k + b * PF__Q8_BLOCK + i] * (int8_t)block[2 + i];
+                sum += (float)dot * (dx[r * nb + b] * pf__q8_scale(block));
+            }
+            out[r * ld + o] = sum;
         }
-        out[o] = sum;
-    }
 }
 
 #ifdef PF__AVX2
@@ -12902,36 +12904,47 @@ PF__AVX2_TARGET static float pf__hsum_avx2(__m256 v) {
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
-/* Four weight rows at a time share each block of x. */
-PF__AVX2_TARGET static void pf__q8_rows_avx2(float *out, const int8_t *qx, const float *dx, const unsigned char *w,
-                                             size_t nb, size_t n_out) {
-    size_t row_bytes = nb * PF__Q8_BYTES, o = 0;
-    for (; o + 4 <= n_out; o += 4) {
-        const unsigned char *rows[4] = {w + o * row_bytes, w + (o + 1) * row_bytes, w + (o + 2) * row_bytes,
-                                        w + (o + 3) * row_bytes};
-        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-        for (size_t b = 0; b < nb; b++) {
-            __m256i x = _mm256_loadu_si256((const __m256i *)(qx + b * PF__Q8_BLOCK));
-            PF__UNROLL for (int j = 0; j < 4; j++) {
-                const unsigned char *block = rows[j] + b * PF__Q8_BYTES;
-                __m256i dot = pf__q8_dot_avx2(x, _mm256_loadu_si256((const __m256i *)(block + 2)));
-                acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(dx[b] * pf__q8_scale_f16c(block)), acc[j]);
-            }
-        }
-        PF__UNROLL for (int j = 0; j < 4; j++) out[o + j] = pf__hsum_avx2(acc[j]);
+/* The tile of both SIMD kernels: R rows of x by 4 weight rows, each weight block loaded once for
+   the R rows; dot() is the block's int8 dot product (maddubs on AVX2, vpdpbusd with VNNI). R is a
+   constant where it is inlined, so acc stays in registers (4 x 4 needs AVX-512VL's 32). */
+#define PF__Q8_AHEAD 8 /* blocks: the weight rows stream from memory (decode) */
+#define PF__Q8_TILE(name, target, R, dot)                                                                              \
+    target static void name(float *out, size_t ld, const int8_t *qx, const float *dx, size_t rows,                   \
+                            const unsigned char *w, size_t nb, size_t n_out) {                                       \
+        size_t row_bytes = nb * PF__Q8_BYTES, k = nb * PF__Q8_BLOCK;                                                \
+        for (size_t r0 = 0; r0 < rows; r0 += R) {                                                                   \
+            size_t nr = rows - r0 < R ? rows - r0 : R;                                                              \
+            for (size_t o = 0; o < n_out; o += 4) {                                                                 \
+                size_t no = n_out - o < 4 ? n_out - o : 4;                                                          \
+                const unsigned char *wr[4];                                                                         \
+                __m256 acc[R][4];                                                                                   \
+                PF__UNROLL for (int j = 0; j < 4; j++) wr[j] = w + (o + ((size_t)j < no ? (size_t)j : 0)) * row_bytes; \
+                PF__UNROLL for (int r = 0; r < R; r++) PF__UNROLL for (int j = 0; j < 4; j++) acc[r][j] = _mm256_setzero_ps(); \
+                for (size_t b = 0; b < nb; b++) {                                                                   \
+                    __m256i wv[4];                                                                                  \
+                    float dw[4];                                                                                    \
+                    PF__UNROLL for (int j = 0; j < 4; j++) {                                                        \
+                        _mm_prefetch((const char *)(wr[j] + (b + PF__Q8_AHEAD) * PF__Q8_BYTES), _MM_HINT_T0);      \
+                        wv[j] = _mm256_loadu_si256((const __m256i *)(wr[j] + b * PF__Q8_BYTES + 2));                \
+                        dw[j] = pf__q8_scale_f16c(wr[j] + b * PF__Q8_BYTES);                                       \
+                    }                                                                                               \
+                    PF__UNROLL for (int r = 0; r < R; r++) {                                                        \
+                        size_t rr = r0 + ((size_t)r < nr ? (size_t)r : 0);                                          \
+                        __m256i xv = _mm256_loadu_si256((const __m256i *)(qx + rr * k + b * PF__Q8_BLOCK));         \
+                        float xd = dx[rr * nb + b];                                                                 \
+                        PF__UNROLL for (int j = 0; j < 4; j++)                                                      \
+                            acc[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot(xv, wv[j])), _mm256_set1_ps(xd * dw[j]), \
+                                                        acc[r][j]);                                                 \
+                    }                                                                                               \
+                }                                                                                                   \
+                for (size_t r = 0; r < nr; r++)                                                                     \
+                    for (size_t j = 0; j < no; j++) out[(r0 + r) * ld + o + j] = pf__hsum_avx2(acc[r][j]);          \
+            }                                                                                                       \
+        }                                                                                                           \
     }
-    for (; o < n_out; o++) {
-        const unsigned char *row = w + o * row_bytes;
-        __m256 acc = _mm256_setzero_ps();
-        for (size_t b = 0; b < nb; b++) {
-            const unsigned char *block = row + b * PF__Q8_BYTES;
-            __m256i dot = pf__q8_dot_avx2(_mm256_loadu_si256((const __m256i *)(qx + b * PF__Q8_BLOCK)),
-                                          _mm256_loadu_si256((const __m256i *)(block + 2)));
-            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(dx[b] * pf__q8_scale_f16c(block)), acc);
-        }
-        out[o] = pf__hsum_avx2(acc);
-    }
-}
+
+PF__Q8_TILE(pf__q8_rows_avx2, PF__AVX2_TARGET, 2, pf__q8_dot_avx2)
+PF__Q8_TILE(pf__q8_row_avx2, PF__AVX2_TARGET, 1, pf__q8_dot_avx2) /* decode: one row, no idle lanes of the tile */
 #endif
 
 #if defined(PF__AVX2) && !defined(PF_NO_AVX512) && (defined(__clang__) || __GNUC__ >= 5)
@@ -12963,61 +12976,17 @@ PF__TILE_SHAPES_AVX512(f16, PF__DTYPE_F16)
 PF__TILE_SHAPES_AVX512(bf16, PF__DTYPE_BF16)
 static const pf__tile_fn *const pf__tiles_avx512[3] = {pf__tiles_avx512_f32, pf__tiles_avx512_f16, pf__tiles_avx512_bf16};
 
-/* AVX512-VNNI: vpdpbusd sums 4 u8 x s8 products into each int32 lane, two blocks a 512-bit
-   register (lanes 0-7 the first, 8-15 the second, each scaled by its own dx * d). */
+/* AVX512-VNNI (256-bit, with AVX-512VL): vpdpbusd sums 4 u8 x s8 products into each int32
+   lane in one instruction, where AVX2 takes maddubs and madd; the 32 ymm registers hold a 4 x 4
+   tile. */
 #define PF__AVX512_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 
-PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__q8_pair(const unsigned char *block) {
-    __m256i first = _mm256_loadu_si256((const __m256i *)(block + 2));
-    __m256i second = _mm256_loadu_si256((const __m256i *)(block + PF__Q8_BYTES + 2));
-    return _mm512_inserti64x4(_mm512_castsi256_si512(first), second, 1);
+PF__AVX512_VNNI_TARGET static PF__INLINE __m256i pf__q8_dot_vnni(__m256i x, __m256i w) {
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(x, x), _mm256_sign_epi8(w, x));
 }
 
-PF__AVX512_VNNI_TARGET static PF__INLINE __m512 pf__q8_pair_scale(float first, float second) {
-    __m512d low = _mm512_castps_pd(_mm512_set1_ps(first));
-    return _mm512_castpd_ps(_mm512_insertf64x4(low, _mm256_castps_pd(_mm256_set1_ps(second)), 1));
-}
-
-PF__AVX512_VNNI_TARGET static void pf__q8_rows_vnni(float *out, const int8_t *qx, const float *dx,
-                                                    const unsigned char *w, size_t nb, size_t n_out) {
-    size_t row_bytes = nb * PF__Q8_BYTES, o = 0, pairs = nb / 2;
-    const __m512i zero = _mm512_setzero_si512();
-    for (; o < n_out; o += 4) {
-        int n = n_out - o < 4 ? (int)(n_out - o) : 4;
-        const unsigned char *rows[4];
-        __m512 acc[4];
-        for (int j = 0; j < 4; j++) {
-            rows[j] = w + (o + (size_t)(j < n ? j : 0)) * row_bytes;
-            acc[j] = _mm512_setzero_ps();
-        }
-        for (size_t p = 0; p < pairs; p++) {
-            size_t b = 2 * p;
-            __m512i x = _mm512_loadu_si512((const void *)(qx + b * PF__Q8_BLOCK));
-            __m512i magnitude = _mm512_abs_epi8(x);
-            __mmask64 negative = _mm512_movepi8_mask(x);
-            PF__UNROLL for (int j = 0; j < 4; j++) {
-                const unsigned char *block = rows[j] + b * PF__Q8_BYTES;
-                __m512i wv = pf__q8_pair(block);
-                __m512i signed_w = _mm512_mask_sub_epi8(wv, negative, zero, wv);
-                __m512i dot = _mm512_dpbusd_epi32(zero, magnitude, signed_w);
-                __m512 scale = pf__q8_pair_scale(dx[b] * pf__q8_scale_f16c(block),
-                                                 dx[b + 1] * pf__q8_scale_f16c(block + PF__Q8_BYTES));
-                acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[j]);
-            }
-        }
-        for (int j = 0; j < n; j++) {
-            float sum = _mm512_reduce_add_ps(acc[j]);
-            if (nb % 2) { /* the odd last block */
-                size_t b = nb - 1;
-                const unsigned char *block = rows[j] + b * PF__Q8_BYTES;
-                __m256i dot = pf__q8_dot_avx2(_mm256_loadu_si256((const __m256i *)(qx + b * PF__Q8_BLOCK)),
-                                              _mm256_loadu_si256((const __m256i *)(block + 2)));
-                sum += pf__hsum_avx2(_mm256_cvtepi32_ps(dot)) * (dx[b] * pf__q8_scale_f16c(block));
-            }
-            out[o + (size_t)j] = sum;
-        }
-    }
-}
+PF__Q8_TILE(pf__q8_rows_vnni, PF__AVX512_VNNI_TARGET, 4, pf__q8_dot_vnni)
+PF__Q8_TILE(pf__q8_row_vnni, PF__AVX512_VNNI_TARGET, 1, pf__q8_dot_vnni)
 #endif
 
 /* Attention's two loops: the scores of nq (1 to PF__QUERY_BLOCK) queries against `count` keys
@@ -13129,22 +13098,24 @@ typedef struct pf__cpu_kernels {
     void (*scores)(float *out, size_t ld, const float *const *q, int nq, const float *keys, size_t stride, size_t count,
                    size_t n);
     void (*weighted_sum)(float *out, const float *w, const float *values, size_t stride, size_t count, size_t n);
-    pf__q8_rows_fn *q8_rows;
+    pf__q8_rows_fn *q8_rows, *q8_row; /* many rows of x; one (decode) */
 } pf__cpu_kernels;
 
 static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_ROWS, PF__TILE_OUTS, PF__ROW_OUTS_PORTABLE,
-                                                 pf__scores, pf__weighted_sum, pf__q8_rows_portable};
+                                                 pf__scores, pf__weighted_sum, pf__q8_rows_portable,
+                                                 pf__q8_rows_portable};
 #ifdef PF__AVX2
 static const pf__cpu_kernels pf__cpu_avx2 = {pf__tiles_avx2, PF__TILE_ROWS, PF__TILE_OUTS, PF__ROW_OUTS_AVX2,
-                                             pf__scores_avx2, pf__weighted_sum_avx2, pf__q8_rows_avx2};
+                                             pf__scores_avx2, pf__weighted_sum_avx2, pf__q8_rows_avx2,
+                                             pf__q8_row_avx2};
 #endif
 #ifdef PF__AVX512
 static const pf__cpu_kernels pf__cpu_avx512 = {pf__tiles_avx512, PF__TILE_ROWS_AVX512, PF__TILE_OUTS_AVX512,
                                                PF__ROW_OUTS_AVX2, pf__scores_avx2, pf__weighted_sum_avx2,
-                                               pf__q8_rows_avx2};
+                                               pf__q8_rows_avx2, pf__q8_row_avx2};
 static const pf__cpu_kernels pf__cpu_avx512_vnni = {pf__tiles_avx512, PF__TILE_ROWS_AVX512, PF__TILE_OUTS_AVX512,
                                                     PF__ROW_OUTS_AVX2, pf__scores_avx2, pf__weighted_sum_avx2,
-                                                    pf__q8_rows_vnni};
+                                                    pf__q8_rows_vnni, pf__q8_row_vnni};
 #endif
 
 #ifdef PF_TESTING
@@ -13211,11 +13182,12 @@ static void pf__cpu_matmul_q8(float *out, const float *x, const pf__weight *w, c
         dx[b] = d;
         for (int i = 0; i < PF__Q8_BLOCK; i++) qx[b * PF__Q8_BLOCK + i] = (int8_t)roundf(v[i] * inverse);
     }
-    pf__q8_rows_fn *kernel = pf__cpu_kernels_here()->q8_rows;
+    const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
+    pf__q8_rows_fn *kernel = rows == 1 ? kernels->q8_row : kernels->q8_rows;
     const unsigned char *W = (const unsigned char *)w->data;
     for (size_t o0 = 0; o0 < n_out; o0 += PF__Q8_GROUP) {
         size_t n = n_out - o0 < PF__Q8_GROUP ? n_out - o0 : PF__Q8_GROUP;
-        for (size_t r = 0; r < rows; r++) kernel(out + r * n_out + o0, qx + r * k, dx + r * nb, W + o0 * row_bytes, nb, n);
+        kernel(out + o0, n_out, qx, dx, rows, W + o0 * row_bytes, nb, n);
     }
     if (bias)
         for (size_t r = 0; r < rows; r++)
