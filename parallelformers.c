@@ -614,7 +614,8 @@ static pf_result pf__json_load(const char *path, pf__json **out, char *message, 
 /* safetensors (memory-mapped)                                                                     */
 /* =============================================================================================== */
 
-typedef enum { PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_OTHER } pf__dtype;
+/* PF__DTYPE_Q8 is a rank storage format only (no checkpoint holds it): see PF__Q8_BLOCK. */
+typedef enum { PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8, PF__DTYPE_OTHER } pf__dtype;
 
 #define PF__MAX_DIMS 8
 /* A header larger than this is a lie or an attack; real checkpoints stay far below it. */
@@ -648,6 +649,21 @@ typedef struct pf__st_index {
 } pf__st_index;
 
 static size_t pf__dtype_size(pf__dtype t) { return t == PF__DTYPE_F32 ? 4 : 2; }
+
+/* Q8 weights (PF_DTYPE_Q8_0): each row in blocks of PF__Q8_BLOCK inputs, a block being an fp16
+   scale d then PF__Q8_BLOCK int8 values q in -127..127 (weight = d * q), the layout of
+   llama.cpp's Q8_0: 34 bytes for 32 weights. Blocks start at multiples of PF__Q8_BLOCK in the
+   whole tensor's columns, so a split at such a column quantizes every rank's share as one rank. */
+#define PF__Q8_BLOCK 32
+#define PF__Q8_BYTES (2 + PF__Q8_BLOCK)
+
+static void pf__q8_quantize(void *data, size_t rows, size_t cols);
+
+/* Bytes of a [rows][cols] weight stored as t (Q8: cols a multiple of PF__Q8_BLOCK). */
+static size_t pf__weight_bytes(pf__dtype t, size_t rows, size_t cols) {
+    if (t == PF__DTYPE_Q8) return rows * (cols / PF__Q8_BLOCK) * PF__Q8_BYTES;
+    return rows * cols * pf__dtype_size(t);
+}
 
 static pf_result pf__map_file(const char *path, pf__file_map *map, char *message, size_t size) {
     memset(map, 0, sizeof *map);
@@ -13706,8 +13722,15 @@ static void pf__cpu_copy(pf__rank *r, void *dst, const void *src, size_t bytes) 
 #define PF__INLINE
 #endif
 
-/* Weight i of w, stored as wt, in fp32 (wt a constant in the kernels, which then need no branch). */
+/* Weight i of w, stored as wt, in fp32 (wt a constant in the kernels, which then need no branch).
+   Q8: i counts the values of whole rows of whole blocks. */
 static PF__INLINE float pf__weight_value(const void *w, size_t i, const int wt) {
+    if (wt == PF__DTYPE_Q8) {
+        const unsigned char *block = (const unsigned char *)w + i / PF__Q8_BLOCK * PF__Q8_BYTES;
+        uint16_t d;
+        memcpy(&d, block, 2);
+        return pf__f16_to_f32(d) * (float)(int8_t)block[2 + i % PF__Q8_BLOCK];
+    }
     if (wt == PF__DTYPE_F16) return pf__f16_to_f32(((const uint16_t *)w)[i]);
     if (wt == PF__DTYPE_BF16) return pf__bf16_to_f32(((const uint16_t *)w)[i]);
     return ((const float *)w)[i];
@@ -13969,6 +13992,103 @@ PF__TILE_SHAPES(portable, , PF__ROW_OUTS_PORTABLE)
 PF__TILE_SHAPES(avx2, PF__AVX2_TARGET, PF__ROW_OUTS_AVX2)
 #endif
 
+
+/* Q8 matrix products. The activations are quantized like the weights, per block of PF__Q8_BLOCK
+   inputs (an fp32 scale dx and int8 values in -127..127), so each block's product is an exact
+   int32 dot of 32 int8 pairs; out[r][o] sums the blocks' dots times dx[r][b] * d_o[b] in fp32. A
+   pf__q8_rows_fn computes that for `rows` rows of x (qx [rows][nb * 32], dx [rows][nb]) against
+   n_out weight rows, into out (rows ld apart). */
+typedef void pf__q8_rows_fn(float *out, size_t ld, const int8_t *qx, const float *dx, size_t rows,
+                            const unsigned char *w, size_t nb, size_t n_out);
+
+static float pf__q8_scale(const unsigned char *block) {
+    uint16_t d;
+    memcpy(&d, block, 2);
+    return pf__f16_to_f32(d);
+}
+
+static void pf__q8_rows_portable(float *out, size_t ld, const int8_t *qx, const float *dx, size_t rows,
+                                 const unsigned char *w, size_t nb, size_t n_out) {
+    size_t row_bytes = nb * PF__Q8_BYTES, k = nb * PF__Q8_BLOCK;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t o = 0; o < n_out; o++) {
+            const unsigned char *row = w + o * row_bytes;
+            float sum = 0;
+            for (size_t b = 0; b < nb; b++) {
+                const unsigned char *block = row + b * PF__Q8_BYTES;
+                int32_t dot = 0;
+                for (int i = 0; i < PF__Q8_BLOCK; i++) dot += (int32_t)qx[r * k + b * PF__Q8_BLOCK + i] * (int8_t)block[2 + i];
+                sum += (float)dot * (dx[r * nb + b] * pf__q8_scale(block));
+            }
+            out[r * ld + o] = sum;
+        }
+}
+
+#ifdef PF__AVX2
+/* A block's scale by F16C: calling the portable pf__f16_to_f32 (SSE code) from these loops cost
+   20x, SSE instructions stalling on the dirty upper halves of the ymm registers. */
+PF__AVX2_TARGET static PF__INLINE float pf__q8_scale_f16c(const unsigned char *block) {
+    uint16_t d;
+    memcpy(&d, block, 2);
+    return _cvtsh_ss(d);
+}
+
+/* Eight int32 sums of products of 32 int8 pairs: maddubs wants one unsigned operand, so x's sign
+   moves onto w (|x| <= 127 and |w| <= 127: no pair sum saturates 16 bits). */
+PF__AVX2_TARGET static PF__INLINE __m256i pf__q8_dot_avx2(__m256i x, __m256i w) {
+    __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(w, x));
+    return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+}
+
+PF__AVX2_TARGET static float pf__hsum_avx2(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
+/* The tile of both SIMD kernels: R rows of x by 4 weight rows, each weight block loaded once for
+   the R rows; dot() is the block's int8 dot product (maddubs on AVX2, vpdpbusd with VNNI). R is a
+   constant where it is inlined, so acc stays in registers (4 x 4 needs AVX-512VL's 32). */
+#define PF__Q8_AHEAD 8 /* blocks: the weight rows stream from memory (decode) */
+#define PF__Q8_TILE(name, target, R, dot)                                                                              \
+    target static void name(float *out, size_t ld, const int8_t *qx, const float *dx, size_t rows,                   \
+                            const unsigned char *w, size_t nb, size_t n_out) {                                       \
+        size_t row_bytes = nb * PF__Q8_BYTES, k = nb * PF__Q8_BLOCK;                                                \
+        for (size_t r0 = 0; r0 < rows; r0 += R) {                                                                   \
+            size_t nr = rows - r0 < R ? rows - r0 : R;                                                              \
+            for (size_t o = 0; o < n_out; o += 4) {                                                                 \
+                size_t no = n_out - o < 4 ? n_out - o : 4;                                                          \
+                const unsigned char *wr[4];                                                                         \
+                __m256 acc[R][4];                                                                                   \
+                PF__UNROLL for (int j = 0; j < 4; j++) wr[j] = w + (o + ((size_t)j < no ? (size_t)j : 0)) * row_bytes; \
+                PF__UNROLL for (int r = 0; r < R; r++) PF__UNROLL for (int j = 0; j < 4; j++) acc[r][j] = _mm256_setzero_ps(); \
+                for (size_t b = 0; b < nb; b++) {                                                                   \
+                    __m256i wv[4];                                                                                  \
+                    float dw[4];                                                                                    \
+                    PF__UNROLL for (int j = 0; j < 4; j++) {                                                        \
+                        _mm_prefetch((const char *)(wr[j] + (b + PF__Q8_AHEAD) * PF__Q8_BYTES), _MM_HINT_T0);      \
+                        wv[j] = _mm256_loadu_si256((const __m256i *)(wr[j] + b * PF__Q8_BYTES + 2));                \
+                        dw[j] = pf__q8_scale_f16c(wr[j] + b * PF__Q8_BYTES);                                       \
+                    }                                                                                               \
+                    PF__UNROLL for (int r = 0; r < R; r++) {                                                        \
+                        size_t rr = r0 + ((size_t)r < nr ? (size_t)r : 0);                                          \
+                        __m256i xv = _mm256_loadu_si256((const __m256i *)(qx + rr * k + b * PF__Q8_BLOCK));         \
+                        float xd = dx[rr * nb + b];                                                                 \
+                        PF__UNROLL for (int j = 0; j < 4; j++)                                                      \
+                            acc[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot(xv, wv[j])), _mm256_set1_ps(xd * dw[j]), \
+                                                        acc[r][j]);                                                 \
+                    }                                                                                               \
+                }                                                                                                   \
+                for (size_t r = 0; r < nr; r++)                                                                     \
+                    for (size_t j = 0; j < no; j++) out[(r0 + r) * ld + o + j] = pf__hsum_avx2(acc[r][j]);          \
+            }                                                                                                       \
+        }                                                                                                           \
+    }
+
+PF__Q8_TILE(pf__q8_rows_avx2, PF__AVX2_TARGET, 2, pf__q8_dot_avx2)
+PF__Q8_TILE(pf__q8_row_avx2, PF__AVX2_TARGET, 1, pf__q8_dot_avx2) /* decode: one row, no idle lanes of the tile */
+#endif
+
 #if defined(PF__AVX2) && !defined(PF_NO_AVX512) && (defined(__clang__) || __GNUC__ >= 5)
 #define PF__AVX512 1
 #define PF__AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
@@ -13997,6 +14117,18 @@ PF__TILE_SHAPES_AVX512(f32, PF__DTYPE_F32)
 PF__TILE_SHAPES_AVX512(f16, PF__DTYPE_F16)
 PF__TILE_SHAPES_AVX512(bf16, PF__DTYPE_BF16)
 static const pf__tile_fn *const pf__tiles_avx512[3] = {pf__tiles_avx512_f32, pf__tiles_avx512_f16, pf__tiles_avx512_bf16};
+
+/* AVX512-VNNI (256-bit, with AVX-512VL): vpdpbusd sums 4 u8 x s8 products into each int32
+   lane in one instruction, where AVX2 takes maddubs and madd; the 32 ymm registers hold a 4 x 4
+   tile. */
+#define PF__AVX512_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+
+PF__AVX512_VNNI_TARGET static PF__INLINE __m256i pf__q8_dot_vnni(__m256i x, __m256i w) {
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(x, x), _mm256_sign_epi8(w, x));
+}
+
+PF__Q8_TILE(pf__q8_rows_vnni, PF__AVX512_VNNI_TARGET, 4, pf__q8_dot_vnni)
+PF__Q8_TILE(pf__q8_row_vnni, PF__AVX512_VNNI_TARGET, 1, pf__q8_dot_vnni)
 #endif
 
 /* Attention's two loops: the scores of nq (1 to PF__QUERY_BLOCK) queries against `count` keys
@@ -14108,17 +14240,24 @@ typedef struct pf__cpu_kernels {
     void (*scores)(float *out, size_t ld, const float *const *q, int nq, const float *keys, size_t stride, size_t count,
                    size_t n);
     void (*weighted_sum)(float *out, const float *w, const float *values, size_t stride, size_t count, size_t n);
+    pf__q8_rows_fn *q8_rows, *q8_row; /* many rows of x; one (decode) */
 } pf__cpu_kernels;
 
 static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_ROWS, PF__TILE_OUTS, PF__ROW_OUTS_PORTABLE,
-                                                 pf__scores, pf__weighted_sum};
+                                                 pf__scores, pf__weighted_sum, pf__q8_rows_portable,
+                                                 pf__q8_rows_portable};
 #ifdef PF__AVX2
 static const pf__cpu_kernels pf__cpu_avx2 = {pf__tiles_avx2, PF__TILE_ROWS, PF__TILE_OUTS, PF__ROW_OUTS_AVX2,
-                                             pf__scores_avx2, pf__weighted_sum_avx2};
+                                             pf__scores_avx2, pf__weighted_sum_avx2, pf__q8_rows_avx2,
+                                             pf__q8_row_avx2};
 #endif
 #ifdef PF__AVX512
 static const pf__cpu_kernels pf__cpu_avx512 = {pf__tiles_avx512, PF__TILE_ROWS_AVX512, PF__TILE_OUTS_AVX512,
-                                               PF__ROW_OUTS_AVX2, pf__scores_avx2, pf__weighted_sum_avx2};
+                                               PF__ROW_OUTS_AVX2, pf__scores_avx2, pf__weighted_sum_avx2,
+                                               pf__q8_rows_avx2, pf__q8_row_avx2};
+static const pf__cpu_kernels pf__cpu_avx512_vnni = {pf__tiles_avx512, PF__TILE_ROWS_AVX512, PF__TILE_OUTS_AVX512,
+                                                    PF__ROW_OUTS_AVX2, pf__scores_avx2, pf__weighted_sum_avx2,
+                                                    pf__q8_rows_vnni, pf__q8_row_vnni};
 #endif
 
 #ifdef PF_TESTING
@@ -14135,7 +14274,7 @@ int pf_testing_avx2_cpu = 0;
 /* Whether this processor runs the AVX2 kernels. F16C (fp16 conversions) comes with every AVX2
    processor made, but is a flag of its own, which clang's __builtin_cpu_supports cannot name; the
    cpuid instruction costs microseconds in a virtual machine, so the answer is kept. */
-static int pf__cpu_avx2_usable, pf__cpu_avx512_usable;
+static int pf__cpu_avx2_usable, pf__cpu_avx512_usable, pf__cpu_vnni_usable;
 static pthread_once_t pf__cpu_probe_once = PTHREAD_ONCE_INIT;
 
 static void pf__cpu_probe(void) {
@@ -14145,6 +14284,7 @@ static void pf__cpu_probe(void) {
     /* __builtin_cpu_supports also asks the OS (XGETBV) whether it saves the zmm registers */
     pf__cpu_avx512_usable = pf__cpu_avx2_usable && __builtin_cpu_supports("avx512f") &&
                             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+    pf__cpu_vnni_usable = pf__cpu_avx512_usable && __builtin_cpu_supports("avx512vnni");
 }
 #endif
 
@@ -14155,15 +14295,55 @@ static const pf__cpu_kernels *pf__cpu_kernels_here(void) {
 #endif
     pthread_once(&pf__cpu_probe_once, pf__cpu_probe);
 #ifdef PF__AVX512
-    if (pf__cpu_avx512_usable && !PF__AVX2_ASKED) return &pf__cpu_avx512;
+    if (pf__cpu_avx512_usable && !PF__AVX2_ASKED) return pf__cpu_vnni_usable ? &pf__cpu_avx512_vnni : &pf__cpu_avx512;
 #endif
     if (pf__cpu_avx2_usable) return &pf__cpu_avx2;
 #endif
     return &pf__cpu_portable;
 }
 
+
+/* out[rows][w->rows] = x w^T + bias for Q8 weights: x quantized per block (pf__q8_rows_fn), then
+   weight rows in groups that stay in the cache while every row of x passes over them. */
+#define PF__Q8_GROUP 64
+static void pf__cpu_matmul_q8(float *out, const float *x, const pf__weight *w, const float *bias, size_t rows) {
+    size_t n_out = w->rows, k = w->cols, nb = k / PF__Q8_BLOCK, row_bytes = nb * PF__Q8_BYTES;
+    int8_t *qx = (int8_t *)malloc(rows * k + 1);
+    float *dx = (float *)malloc((rows * nb + 1) * sizeof(float));
+    if (!qx || !dx) { /* no memory for a few KB: zeros rather than a crash (the caller cannot fail here) */
+        free(qx);
+        free(dx);
+        memset(out, 0, rows * n_out * sizeof(float));
+        return;
+    }
+    for (size_t b = 0; b < rows * nb; b++) {
+        const float *v = x + b * PF__Q8_BLOCK; /* rows are whole blocks: block b of the whole x */
+        float largest = 0;
+        for (int i = 0; i < PF__Q8_BLOCK; i++) largest = fabsf(v[i]) > largest ? fabsf(v[i]) : largest;
+        float d = largest / 127.0f, inverse = d > 0 ? 1.0f / d : 0.0f;
+        dx[b] = d;
+        for (int i = 0; i < PF__Q8_BLOCK; i++) qx[b * PF__Q8_BLOCK + i] = (int8_t)roundf(v[i] * inverse);
+    }
+    const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
+    pf__q8_rows_fn *kernel = rows == 1 ? kernels->q8_row : kernels->q8_rows;
+    const unsigned char *W = (const unsigned char *)w->data;
+    for (size_t o0 = 0; o0 < n_out; o0 += PF__Q8_GROUP) {
+        size_t n = n_out - o0 < PF__Q8_GROUP ? n_out - o0 : PF__Q8_GROUP;
+        kernel(out + o0, n_out, qx, dx, rows, W + o0 * row_bytes, nb, n);
+    }
+    if (bias)
+        for (size_t r = 0; r < rows; r++)
+            for (size_t o = 0; o < n_out; o++) out[r * n_out + o] += bias[o];
+    free(qx);
+    free(dx);
+}
+
 /* out[rows][w->rows] = x[rows][w->cols] times w transposed, plus bias. */
 static void pf__cpu_matmul_rows(float *out, const float *x, const pf__weight *w, const float *bias, size_t rows) {
+    if (w->dtype == PF__DTYPE_Q8) {
+        pf__cpu_matmul_q8(out, x, w, bias, rows);
+        return;
+    }
     const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
     const pf__tile_fn *tiles = kernels->tiles[w->dtype];
     const char *W = (const char *)w->data;
@@ -14200,13 +14380,16 @@ static void pf__cpu_matmul_rows(float *out, const float *x, const pf__weight *w,
 }
 
 #ifdef PF_TESTING
-/* Test hook: the CPU matmul on plain arrays (w is [n_out][k] of dtype 0 f32, 1 f16, 2 bf16, columns
-   col_begin.. of a whole). */
+/* Test hook: the CPU matmul on plain arrays (w is [n_out][k] of dtype 0 f32, 1 f16, 2 bf16, 3 Q8
+   blocks, columns col_begin.. of a whole). */
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
                            size_t n_out, size_t k, size_t col_begin) {
     pf__weight weight = {(void *)w, (pf__dtype)dtype, n_out, k, col_begin};
     pf__cpu_matmul_rows(out, x, &weight, bias, rows);
 }
+
+/* Test hook: pf__q8_quantize on plain arrays (rows x cols fp32 in place into Q8 blocks). */
+void pf_testing_q8_quantize(float *data, size_t rows, size_t cols) { pf__q8_quantize(data, rows, cols); }
 
 /* Test hooks: attention's two loops, as the CPU backend picks them. */
 void pf_testing_cpu_scores(float *out, size_t ld, const float *const *q, int nq, const float *keys, size_t stride,
@@ -14914,11 +15097,21 @@ static const struct pf__stack *pf__stack_of(pf__slot slot) {
     return NULL;
 }
 
+/* Whether a rank's slice of a source can be stored as Q8: a matrix (or embedding) whose slice
+   starts and ends at block boundaries of the whole tensor's columns. */
+static int pf__q8_fits(const pf__source *src, const pf__plan *p) {
+    return (src->layout == PF__LAYOUT_OUT_IN || src->layout == PF__LAYOUT_IN_OUT) && p->cols % PF__Q8_BLOCK == 0 &&
+           p->col_begin % PF__Q8_BLOCK == 0;
+}
+
 /* The dtype a source is stored in on the ranks: the group's, except that the CPU backend keeps
    1-D tensors (norms, biases: a tiny share of the bytes) in fp32 for its ops to read as they are,
-   their values rounded to the group's dtype so that they are what the dtype would hold. */
-static pf__dtype pf__storage_dtype(const pf__group *g, const pf__source *src) {
-    return g->backend->host_memory && src->layout == PF__LAYOUT_VECTOR ? PF__DTYPE_F32 : g->dtype;
+   their values rounded to the group's dtype so that they are what the dtype would hold; and
+   that a Q8 group keeps in fp16 the slices Q8 cannot hold (pf__q8_fits). */
+static pf__dtype pf__storage_dtype(const pf__group *g, const pf__source *src, const pf__plan *p) {
+    if (g->backend->host_memory && src->layout == PF__LAYOUT_VECTOR) return PF__DTYPE_F32;
+    if (g->dtype == PF__DTYPE_Q8) return pf__q8_fits(src, p) ? PF__DTYPE_Q8 : PF__DTYPE_F16;
+    return g->dtype;
 }
 
 /* Slices one source into rank memory at dst ([plan rows, plan cols] in pf__storage_dtype). */
@@ -14931,9 +15124,31 @@ static void pf__progress_add(pf__group *g, uint64_t bytes) {
     pthread_mutex_unlock(&g->mutex);
 }
 
-static void pf__rank_fill(pf__rank *r, void *dst, const pf__source *src, const pf__plan *p, float **staging,
-                          size_t *staging_size) {
-    pf__dtype dtype = pf__storage_dtype(r->group, src), rounding = r->group->dtype;
+/* Quantizes rows [rows][cols] of fp32 values in place into Q8 blocks (cols a multiple of
+   PF__Q8_BLOCK). The scale is rounded to fp16 before the values are divided by it, so that
+   quantizing the dequantized weights again gives them back (pf_to_cpu then pf_parallelize). */
+static void pf__q8_quantize(void *data, size_t rows, size_t cols) {
+    const float *in = (const float *)data;
+    unsigned char *out = (unsigned char *)data; /* block b written at 34b, read from 128b: behind */
+    for (size_t b = 0; b < rows * cols / PF__Q8_BLOCK; b++) {
+        float v[PF__Q8_BLOCK], largest = 0;
+        memcpy(v, in + b * PF__Q8_BLOCK, sizeof v);
+        for (int i = 0; i < PF__Q8_BLOCK; i++) largest = fabsf(v[i]) > largest ? fabsf(v[i]) : largest;
+        uint16_t d16 = pf__f32_to_f16(largest / 127.0f);
+        float d = pf__f16_to_f32(d16), inverse = d > 0 ? 1.0f / d : 0.0f;
+        unsigned char *block = out + b * PF__Q8_BYTES;
+        memcpy(block, &d16, 2);
+        for (int i = 0; i < PF__Q8_BLOCK; i++) {
+            float q = roundf(v[i] * inverse);
+            block[2 + i] = (unsigned char)(int8_t)(q > 127 ? 127 : q < -127 ? -127 : q);
+        }
+    }
+}
+
+static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__source *src, const pf__plan *p,
+                          float **staging, size_t *staging_size) {
+    /* vectors kept in fp32 hold what the group's dtype would (Q8 groups keep them as they are) */
+    pf__dtype rounding = r->group->dtype == PF__DTYPE_Q8 ? PF__DTYPE_F32 : r->group->dtype;
     size_t numel = p->rows * p->cols;
     if (!numel) return;
     if (r->backend->host_memory && dtype == PF__DTYPE_F32) {
@@ -14956,11 +15171,13 @@ static void pf__rank_fill(pf__rank *r, void *dst, const pf__source *src, const p
     }
     float *f = *staging;
     pf__slice_copy(f, src, p);
-    if (dtype != PF__DTYPE_F32) { /* convert in place: 2-byte values behind the 4-byte ones */
+    if (dtype == PF__DTYPE_Q8) {
+        pf__q8_quantize(f, p->rows, p->cols);
+    } else if (dtype != PF__DTYPE_F32) { /* convert in place: 2-byte values behind the 4-byte ones */
         uint16_t *half = (uint16_t *)f;
         for (size_t k = 0; k < numel; k++) half[k] = dtype == PF__DTYPE_F16 ? pf__f32_to_f16(f[k]) : pf__f32_to_bf16(f[k]);
     }
-    r->backend->upload(r, dst, f, numel * pf__dtype_size(dtype));
+    r->backend->upload(r, dst, f, pf__weight_bytes(dtype, p->rows, p->cols));
     pf__progress_add(r->group, numel * pf__dtype_size(src->dtype));
 }
 
@@ -15084,20 +15301,20 @@ static void pf__rank_setup(pf__rank *r) {
             for (int k = 0; k < stack->num_members; k++) {
                 const pf__source *src = &m->sources[layer_base + stack->members[k]];
                 if (!src->data) continue;
-                dtype = pf__storage_dtype(g, src);
                 if (pf__plan_for(c, &r->share, src, &plans[n])) {
                     pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
                     break;
                 }
+                pf__dtype own = pf__storage_dtype(g, src, &plans[n]);
+                if (n == 0 || own != PF__DTYPE_Q8) dtype = own; /* Q8 only if every member fits it */
                 rows += plans[n].rows;
                 cols = plans[n++].cols;
             }
-            size_t dsize = pf__dtype_size(dtype);
             pf__weight *w = &r->weights[i];
             w->dtype = dtype;
             w->rows = rows;
             w->cols = cols;
-            w->data = r->error ? NULL : pf__rank_alloc(r, rows * cols * dsize);
+            w->data = r->error ? NULL : pf__rank_alloc(r, pf__weight_bytes(dtype, rows, cols));
             size_t offset = 0;
             n = 0;
             for (int k = 0; k < stack->num_members; k++) {
@@ -15109,8 +15326,8 @@ static void pf__rank_setup(pf__rank *r) {
                 member->rows = p->rows;
                 member->cols = p->cols;
                 member->col_begin = p->col_begin;
-                member->data = w->data ? (char *)w->data + offset * cols * dsize : NULL;
-                if (member->data) pf__rank_fill(r, member->data, src, p, &staging, &staging_size);
+                member->data = w->data ? (char *)w->data + pf__weight_bytes(dtype, offset, cols) : NULL;
+                if (member->data) pf__rank_fill(r, member->data, dtype, src, p, &staging, &staging_size);
                 offset += p->rows;
                 free(p->row_map);
             }
@@ -15128,9 +15345,9 @@ static void pf__rank_setup(pf__rank *r) {
         w->rows = p.rows;
         w->cols = p.cols;
         w->col_begin = p.col_begin;
-        w->dtype = pf__storage_dtype(g, src);
-        w->data = pf__rank_alloc(r, p.rows * p.cols * pf__dtype_size(w->dtype));
-        if (w->data) pf__rank_fill(r, w->data, src, &p, &staging, &staging_size);
+        w->dtype = pf__storage_dtype(g, src, &p);
+        w->data = pf__rank_alloc(r, pf__weight_bytes(w->dtype, p.rows, p.cols));
+        if (w->data) pf__rank_fill(r, w->data, w->dtype, src, &p, &staging, &staging_size);
         free(p.row_map);
     }
     free(staging);
@@ -15222,7 +15439,7 @@ static void pf__rank_gather(pf__rank *r) {
             /* Its first key/value head belongs to the rank before, which writes it. */
             size_t hd = (size_t)m->config.head_dim;
             w.rows -= hd;
-            w.data = (char *)w.data + hd * w.cols * pf__dtype_size(w.dtype);
+            w.data = (char *)w.data + pf__weight_bytes(w.dtype, hd, w.cols);
             p.row_begin += hd;
             p.rows -= hd;
         }
@@ -15234,8 +15451,8 @@ static void pf__rank_gather(pf__rank *r) {
             return;
         }
         if (numel) {
-            r->backend->download(r, slice, w.data, numel * pf__dtype_size(w.dtype));
-            if (w.dtype != PF__DTYPE_F32) { /* widen in place, from the back */
+            r->backend->download(r, slice, w.data, pf__weight_bytes(w.dtype, w.rows, w.cols));
+            if (w.dtype != PF__DTYPE_F32) { /* widen in place, from the back (Q8 too: a value's block lies before it) */
                 for (size_t k = numel; k-- > 0;) slice[k] = pf__weight_value(slice, k, w.dtype);
             }
             pf__slice_scatter(g->gather[i], src->cols, slice, &p);
@@ -17351,7 +17568,7 @@ static pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf_par
     for (int i = 0; o.device_ids && i < num_ranks; i++)
         if (o.device_ids[i] < 0 || o.device_ids[i] > 1024)
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "device id %d is not a device", o.device_ids[i]);
-    if (o.dtype < PF_DTYPE_AUTO || o.dtype > PF_DTYPE_BF16)
+    if (o.dtype < PF_DTYPE_AUTO || o.dtype > PF_DTYPE_Q8_0)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "unknown dtype %d", (int)o.dtype);
 
     const pf__backend *backend = NULL;
@@ -17365,8 +17582,10 @@ static pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf_par
         break;
     default: return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "unknown device %d", (int)o.device);
     }
-    static const pf__dtype dtypes[] = {PF__DTYPE_F32, PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16};
+    static const pf__dtype dtypes[] = {PF__DTYPE_F32, PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8};
     pf__dtype dtype = o.dtype == PF_DTYPE_AUTO && backend != &pf__cpu_backend ? PF__DTYPE_F16 : dtypes[o.dtype];
+    if (dtype == PF__DTYPE_Q8 && backend != &pf__cpu_backend)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "dtype q8_0 runs on CPU ranks only (the CUDA backend has no int8 kernels)");
     if (backend == &pf__cpu_backend) o.device_ids = NULL; /* CPU ranks have no device to pick */
     pf__group_destroy(m->group);
     m->group = NULL;
@@ -17466,7 +17685,10 @@ pf_device pf_model_device(const pf_model *m) {
 pf_dtype pf_model_dtype(const pf_model *m) {
     m = pf__ranked(m);
     pf__dtype dtype = m && m->group ? m->group->dtype : PF__DTYPE_F32;
-    return dtype == PF__DTYPE_F16 ? PF_DTYPE_F16 : dtype == PF__DTYPE_BF16 ? PF_DTYPE_BF16 : PF_DTYPE_F32;
+    return dtype == PF__DTYPE_F16    ? PF_DTYPE_F16
+           : dtype == PF__DTYPE_BF16 ? PF_DTYPE_BF16
+           : dtype == PF__DTYPE_Q8   ? PF_DTYPE_Q8_0
+                                     : PF_DTYPE_F32;
 }
 
 size_t pf_memory_allocated(const pf_model *m, int rank) {

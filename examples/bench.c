@@ -1,7 +1,7 @@
 /* bench: how fast parallelformers runs random-weight models of real shapes, next to another
    engine (Hugging Face transformers + torch) run on the same machine in the same run.
 
-   build/bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16]
+   build/bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16|q8]
                [--models gpt2,gpt2-xl,llama-1b,llama-8b,bert-base] [--quick | --full] [--prompt N]
                [--new N] [--runs N] [--batch16 | --no-batch16] [--default-cache] [--dir DIR] [--seed N]
                [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]
@@ -10,7 +10,7 @@
      --gpus N     the largest rank count: every model runs on 1 rank and on N ranks (default 2).
                   CUDA: rank i uses GPU i modulo the GPUs visible, so N = 2 on one GPU is two
                   ranks sharing it.
-     --dtype      how weights are stored on the device (default f32 on the CPU, f16 on CUDA)
+     --dtype      how weights are stored on the device (default f32 on the CPU, f16 on CUDA; q8: CPU only)
      --models     which shapes (default: gpt2 and bert-base with --quick, all four with --full);
                   bert-base is an encoder, measured in a table of its own (below)
      --quick      gpt2 and bert-base, prompt 128, 32 new tokens, 5 runs (bert-base: 3), no batch 16:
@@ -1083,7 +1083,7 @@ static void shell_quote(char *out, size_t size, const char *s) {
    computes in fp32 whatever it stores. */
 static const char *reference_dtype(const config *cfg) {
     if (cfg->device != PF_DEVICE_CUDA) return "f32";
-    return cfg->dtype == PF_DTYPE_F32 ? "f32" : cfg->dtype == PF_DTYPE_BF16 ? "bf16" : "f16";
+    return cfg->dtype == PF_DTYPE_F32 ? "f32" : cfg->dtype == PF_DTYPE_BF16 ? "bf16" : "f16"; /* q8: CPU only */
 }
 
 /* Runs `python3 SCRIPT DIR ARGUMENTS` (one process per model, every thread count in it) and
@@ -1163,7 +1163,7 @@ static const reference *ref_for(const reference *ref, int threads, int *index) {
 
 static void usage(void) {
     fprintf(stderr,
-            "usage: bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16]\n"
+            "usage: bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16|q8]\n"
             "             [--models gpt2,gpt2-xl,llama-1b,llama-8b,bert-base] [--quick | --full] [--prompt N]\n"
             "             [--new N] [--runs N] [--batch16 | --no-batch16] [--default-cache] [--dir DIR] [--seed N]\n"
             "             [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]\n");
@@ -1177,7 +1177,12 @@ static int parse_int(const char *text, int lo, int hi, int *out) {
     return 0;
 }
 
-static const char *dtype_name(pf_dtype d) { return d == PF_DTYPE_F32 ? "f32" : d == PF_DTYPE_BF16 ? "bf16" : "f16"; }
+static const char *dtype_name(pf_dtype d) {
+    return d == PF_DTYPE_F32 ? "f32" : d == PF_DTYPE_BF16 ? "bf16" : d == PF_DTYPE_Q8_0 ? "q8" : "f16";
+}
+
+/* Bytes a rank stores per weight of the big matrices in dtype d (Q8_0: 34 bytes per 32). */
+static double weight_bytes(pf_dtype d) { return d == PF_DTYPE_F32 ? 4.0 : d == PF_DTYPE_Q8_0 ? 34.0 / 32.0 : 2.0; }
 
 static void print_rate(char *out, size_t size, double v) {
     if (v < 0) snprintf(out, size, "-");
@@ -1368,6 +1373,7 @@ int main(int argc, char **argv) {
             if (!strcmp(v, "f32")) cfg.dtype = PF_DTYPE_F32;
             else if (!strcmp(v, "f16")) cfg.dtype = PF_DTYPE_F16;
             else if (!strcmp(v, "bf16")) cfg.dtype = PF_DTYPE_BF16;
+            else if (!strcmp(v, "q8")) cfg.dtype = PF_DTYPE_Q8_0;
             else bad = 1;
         } else if (!strcmp(a, "--gpus") && v) bad = parse_int(argv[++i], 1, 64, &cfg.max_ranks);
         else if (!strcmp(a, "--models") && v) models = argv[++i];
@@ -1419,7 +1425,12 @@ int main(int argc, char **argv) {
     cfg.encoder_runs = runs ? runs : quick ? 3 : 5;
     cfg.batch16 = batch16 >= 0 ? batch16 : !quick;
     if (!models) models = quick ? "gpt2,bert-base" : "gpt2,gpt2-xl,llama-1b,bert-base";
-    int fp16_file = !(cfg.device == PF_DEVICE_CPU && cfg.dtype == PF_DTYPE_F32);
+    if (cuda && cfg.dtype == PF_DTYPE_Q8_0) {
+        fprintf(stderr, "bench: --dtype q8 runs on CPU ranks only (--device cpu)\n");
+        return 2;
+    }
+    /* q8 is quantized from the F32 file, as a user quantizes a full-precision checkpoint */
+    int fp16_file = !(cfg.device == PF_DEVICE_CPU && (cfg.dtype == PF_DTYPE_F32 || cfg.dtype == PF_DTYPE_Q8_0));
 
     cpu_model_name(machine, sizeof machine);
     char load_average[64], load_average_end[64];
@@ -1617,7 +1628,7 @@ int main(int argc, char **argv) {
             }
             double prefill_tok_s = cfg.prompt_len / r->prefill_s;
             double gflops = prefill_flops(s, cfg.prompt_len) / r->prefill_s / 1e9;
-            size_t esize = cfg.dtype == PF_DTYPE_F32 || !cuda ? 4 : 2;
+            double esize = weight_bytes(cfg.dtype);
             double floor_s = (double)decode_elements_per_rank(s, n) * (double)esize / bandwidth[n];
             snprintf(load, sizeof load, "%.2f", r->load_s);
             print_rate(pre, sizeof pre, prefill_tok_s);

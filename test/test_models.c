@@ -15,6 +15,7 @@
 
 #ifdef PF_TESTING
 extern int pf_testing_fail_rank, pf_testing_fail_countdown, pf_testing_portable_cpu, pf_testing_avx2_cpu;
+void pf_testing_q8_quantize(float *data, size_t rows, size_t cols);
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
                            size_t n_out, size_t k, size_t col_begin);
 void pf_testing_cpu_scores(float *out, size_t ld, const float *const *q, int nq, const float *keys, size_t stride,
@@ -476,6 +477,144 @@ static void test_cpu_matmul_shapes(void) {
     free(x), free(w), free(w16), free(out[0]), free(out[1]), free(out[2]);
 }
 
+
+/* Q8 weights, built here as llama.cpp lays out Q8_0 (an fp16 scale d = max|w| / 127 rounded to
+   fp16, then round(w / d) in -127..127): the library's quantizer writes the same bytes, and every
+   kernel set's Q8 product (the activations quantized per 32-input block the same way, int8 dot
+   products) is the exact sum of the blocks' integer dots times their scales, within fp32
+   rounding, at tile tails (1-9 weight rows, 4 at a time) and odd block counts (VNNI takes two). */
+static void test_cpu_q8_kernels(void) {
+    static const size_t rows_list[] = {1, 2, 5}, outs_list[] = {1, 3, 4, 5, 9, 67}, blocks_list[] = {1, 2, 3, 24};
+    enum { MAXR = 5, MAXO = 67, MAXK = 24 * 32, BYTES = 34 };
+    float *x = malloc(sizeof(float) * MAXR * MAXK), *w = malloc(sizeof(float) * MAXO * MAXK), bias[MAXO];
+    float *out = malloc(sizeof(float) * MAXR * MAXO), *copy = malloc(sizeof(float) * MAXO * MAXK);
+    unsigned char *q8 = malloc((size_t)MAXO * (MAXK / 32) * BYTES);
+    int8_t *qx = malloc(MAXR * MAXK);
+    float *dx = malloc(sizeof(float) * MAXR * (MAXK / 32)), *dw = malloc(sizeof(float) * MAXO * (MAXK / 32));
+    uint64_t state = 11;
+    random_fill(x, MAXR * MAXK, 1.0f, &state);
+    random_fill(w, MAXO * MAXK, 0.05f, &state);
+    random_fill(bias, MAXO, 0.5f, &state);
+    x[3] = 0; /* a block of zeros in the activations' last row: scale 0 */
+    for (size_t i = 0; i < 32; i++) x[(MAXR - 1) * MAXK + i] = 0.0f;
+    int failures = 0;
+    for (size_t c = 0; c < sizeof blocks_list / sizeof blocks_list[0]; c++) {
+        size_t nb = blocks_list[c], k = nb * 32;
+        /* the weights [MAXO][k] as Q8 blocks, by the layout's definition */
+        for (size_t o = 0; o < MAXO; o++)
+            for (size_t b = 0; b < nb; b++) {
+                const float *v = w + o * MAXK + b * 32;
+                float largest = 0;
+                for (int i = 0; i < 32; i++) largest = fmaxf(largest, fabsf(v[i]));
+                float d = round_to_format(largest / 127.0f, 10, -24);
+                uint16_t bits = fp16_bits(d);
+                unsigned char *block = q8 + (o * nb + b) * BYTES;
+                memcpy(block, &bits, 2);
+                dw[o * nb + b] = d;
+                for (int i = 0; i < 32; i++) block[2 + i] = (unsigned char)(int8_t)roundf(v[i] / d);
+                memcpy(copy + (o * nb + b) * 32, v, sizeof(float) * 32);
+            }
+        pf_testing_q8_quantize(copy, MAXO, k);
+        if (memcmp(copy, q8, (size_t)MAXO * nb * BYTES) && failures++ < 5)
+            CHECK_MSG(0, "Q8 quantizer: %zu blocks a row differ from the layout's definition", nb);
+        for (size_t r = 0; r < MAXR; r++) /* the activations as the product quantizes them */
+            for (size_t b = 0; b < nb; b++) {
+                const float *v = x + r * MAXK + b * 32;
+                float largest = 0;
+                for (int i = 0; i < 32; i++) largest = fmaxf(largest, fabsf(v[i]));
+                float d = largest / 127.0f, inverse = d > 0 ? 1.0f / d : 0.0f;
+                dx[r * nb + b] = d;
+                for (int i = 0; i < 32; i++) qx[r * k + b * 32 + i] = (int8_t)roundf(v[i] * inverse);
+            }
+        for (size_t a = 0; a < sizeof rows_list / sizeof rows_list[0]; a++)
+            for (size_t e = 0; e < sizeof outs_list / sizeof outs_list[0]; e++)
+                for (int kind = 0; kind < 3; kind++) { /* default (VNNI where present), AVX2, portable */
+                    size_t rows = rows_list[a], outs = outs_list[e];
+                    float xs[MAXR * MAXK];
+                    for (size_t r = 0; r < rows; r++) /* the last rows, so the zero block takes part */
+                        memcpy(xs + r * k, x + (MAXR - rows + r) * MAXK, sizeof(float) * k);
+                    pf_testing_avx2_cpu = kind == 1;
+                    pf_testing_portable_cpu = kind == 2;
+                    pf_testing_cpu_matmul(out, xs, q8, 3, bias, rows, outs, k, 0);
+                    pf_testing_avx2_cpu = pf_testing_portable_cpu = 0;
+                    double worst = 0;
+                    for (size_t r = 0; r < rows; r++)
+                        for (size_t o = 0; o < outs; o++) {
+                            size_t row = MAXR - rows + r;
+                            double exact = bias[o], magnitude = fabs(bias[o]);
+                            for (size_t b = 0; b < nb; b++) {
+                                long dot = 0;
+                                for (int i = 0; i < 32; i++)
+                                    dot += (long)qx[row * k + b * 32 + i] * (int8_t)q8[(o * nb + b) * BYTES + 2 + i];
+                                double term = (double)dot * dx[row * nb + b] * dw[o * nb + b];
+                                exact += term;
+                                magnitude += fabs(term);
+                            }
+                            double err = fabs(out[r * outs + o] - exact) / magnitude;
+                            if (err > worst) worst = err;
+                        }
+                    if (worst > 1e-5 && failures++ < 5)
+                        CHECK_MSG(0, "Q8 matmul %zux%zux%zu (%s kernels): %g of the sum of |terms| from exact", rows,
+                                  outs, k, kind == 0 ? "default" : kind == 1 ? "AVX2" : "portable", worst);
+                }
+    }
+    CHECK(failures == 0);
+    free(x), free(w), free(out), free(copy), free(q8), free(qx), free(dx), free(dw);
+}
+
+
+/* Q8_0 weights on CPU ranks against transformers running the same arithmetic
+   (test/make_q8_references.py: every matrix and embedding quantized per 32-input block, every
+   matrix product's input too): llama-q8 on 1 and 2 ranks and gpt2-wide on 1 (where every matrix
+   slice lies on the 32-column grid) give its prompt logits within Q8_TOLERANCE and its greedy
+   tokens (each step's margin there is 0.06 or more). The distance to the fp32 logits is the
+   format's own error, printed, and bounded loosely. */
+#define Q8_TOLERANCE 1e-4
+static void test_cpu_q8(void) {
+    static const struct {
+        const char *name;
+        int max_ranks;
+    } cases[] = {{"llama-q8", 2}, {"gpt2-wide", 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fixture f;
+        if (fixture_open(cases[i].name, &f)) continue;
+        char dir[1024], path[1100];
+        snprintf(dir, sizeof dir, "%s/%s/q8", test_fixtures, cases[i].name);
+        snprintf(path, sizeof path, "%s/reference_logits.bin", dir);
+        test_reference q8_ref;
+        size_t n = (size_t)f.ref.num_prompt_ids * f.vocab, count = 0;
+        float *q8_logits = test_read_floats(path, &count);
+        int ok = test_read_reference(dir, &q8_ref) == 0 && q8_logits && count == n &&
+                 q8_ref.num_prompt_ids == f.ref.num_prompt_ids;
+        CHECK_MSG(ok, "%s: the Q8 reference", dir);
+        float largest = 0;
+        for (size_t k = 0; ok && k < n; k++) largest = fmaxf(largest, fabsf(f.ref_logits[k]));
+        for (int ranks = 1; ok && ranks <= cases[i].max_ranks; ranks++) {
+            pf_parallel_options po = cpu_options();
+            po.dtype = PF_DTYPE_Q8_0;
+            pf_result r = pf_parallelize(f.model, ranks, &po);
+            CHECK_MSG(r == PF_OK, "%s: q8_0 on %d ranks: %s", cases[i].name, ranks, pf_error_message(f.model));
+            if (r) continue;
+            CHECK(pf_model_dtype(f.model) == PF_DTYPE_Q8_0);
+            float *logits = prompt_logits(&f);
+            if (!logits) continue;
+            float diff = test_max_abs_diff(logits, q8_logits, n), format = test_max_abs_diff(logits, f.ref_logits, n);
+            CHECK_MSG(diff <= Q8_TOLERANCE, "%s q8_0 on %d ranks: logits differ from transformers' Q8_0 arithmetic by %g",
+                      cases[i].name, ranks, diff);
+            CHECK_MSG(format <= 0.1f * largest, "%s q8_0 on %d ranks: %g from the fp32 logits (largest %g)",
+                      cases[i].name, ranks, format, largest);
+            printf("  %s q8_0 on %d rank%s: %.2g from transformers' Q8_0 arithmetic, %.3g from fp32 (largest |logit| %.3g)\n",
+                   cases[i].name, ranks, ranks > 1 ? "s" : "", diff, format, largest);
+            free(logits);
+            fixture q8_view = f; /* its greedy tokens are the Q8 reference's */
+            q8_view.ref = q8_ref;
+            check_greedy(&q8_view, cases[i].name, ranks);
+        }
+        free(q8_logits);
+        fixture_close(&f);
+    }
+}
+
 /* Attention's scores (for 1 to 4 queries at once) and weighted sum for 0 to 9 rows of every width
    up to 140 (vector bodies, ragged tails, several 64-wide blocks), rows 150 floats apart, on each
    kernel set, against double arithmetic; outputs past the count or width stay untouched. */
@@ -860,6 +999,8 @@ void test_models(void) {
     test_fixture_stored("gpt2-tiny-f16", PF_DTYPE_F16);
     test_fixture_stored("gpt2-tiny-bf16", PF_DTYPE_BF16);
     test_cpu_attention_kernels();
+    test_cpu_q8_kernels();
+    test_cpu_q8();
 #endif
     test_to_cpu_and_memory();
     test_batch();
