@@ -130,8 +130,10 @@ typedef enum pf_head {
     PF_HEAD_SEQUENCE_CLASSIFICATION, /* num_labels logits per sequence, from the pooled output */
     PF_HEAD_TOKEN_CLASSIFICATION,    /* num_labels logits per token */
     PF_HEAD_QUESTION_ANSWERING,      /* 2 logits per token: answer start, answer end */
-    PF_HEAD_IMAGE_CLASSIFICATION     /* num_labels logits per image, from its class token (DeiT with
+    PF_HEAD_IMAGE_CLASSIFICATION,    /* num_labels logits per image, from its class token (DeiT with
                                         teacher: the mean of the class and distillation tokens' heads) */
+    PF_HEAD_CTC                      /* a speech encoder's vocab_size logits per frame (Wav2Vec2ForCTC,
+                                        HubertForCTC): pf_ctc_decode turns them into text */
 } pf_head;
 
 typedef struct pf_model_info {
@@ -142,6 +144,9 @@ typedef struct pf_model_info {
                                       gives the encoder's output, pf_forward_seq2seq the logits */
     int num_encoder_layers;        /* encoder-decoders: the encoder's blocks (num_layers counts both) */
     int image_size, patch_size, num_channels; /* image encoders (pf_encode_images); 0 otherwise */
+    int audio_stride;              /* speech encoders (pf_encode_audio): input samples per output frame
+                                      (the convolutions' strides multiplied); 0 otherwise */
+    int audio_min_samples;         /* speech encoders: the fewest samples that make one frame */
     pf_head head;
     int num_labels;                /* classification heads' outputs (config.json's id2label) */
     int vocab_size, hidden_size, num_layers, num_heads, max_positions;
@@ -301,6 +306,39 @@ void pf_encoding_free(pf_encoding *encoding); /* NULL is fine; any thread */
    [batch][num_labels] for PF_HEAD_IMAGE_CLASSIFICATION. *encoding is the caller's
    (pf_encoding_free). PF_ERROR_UNSUPPORTED for a model that takes token ids. Threads: as pf_encode. */
 pf_result pf_encode_images(pf_model *model, const float *pixels, int batch, pf_encoding **encoding);
+
+/* A speech encoder (Wav2Vec2, XLSR, HuBERT): `batch` waveforms of num_samples floats each,
+   samples [batch][num_samples], as the model's feature extractor gives them (16 kHz mono,
+   normalised where preprocessor_config.json says do_normalize: pf_audio_processor does it). The
+   convolutional front end runs on the host, the transformer blocks split over the ranks. The
+   encoding has frames = pf_encode_audio_frames(model, num_samples) rows per waveform:
+   last_hidden_state [batch][frames][hidden]; for PF_HEAD_CTC, logits [batch][frames][vocab_size]
+   (logits_per_token 1). There is no attention mask: every waveform is used whole, as transformers
+   runs these models without one (Wav2Vec2 base's feature extractor returns none). A batch of
+   shorter waveforms padded with zeros equals transformers' output for the padded batch; models whose
+   feature extractor returns an attention mask (return_attention_mask, XLSR and the large models)
+   give per-waveform results only when each is run alone. *encoding is the caller's
+   (pf_encoding_free). Results: PF_ERROR_INVALID_ARGUMENT (NULLs, batch < 1 or above max_batch,
+   fewer samples than audio_min_samples, more frames than max_sequence_length, samples not finite),
+   PF_ERROR_UNSUPPORTED (a model that is not a speech encoder), PF_ERROR_OUT_OF_MEMORY,
+   PF_ERROR_DEVICE. Threads: as pf_encode. */
+pf_result pf_encode_audio(pf_model *model, const float *samples, int batch, int num_samples, pf_encoding **encoding);
+/* Frames a speech encoder makes of num_samples samples (0: too few, or not a speech encoder). */
+int pf_encode_audio_frames(const pf_model *model, int num_samples);
+
+/* Greedy CTC decoding of row `row` of a PF_HEAD_CTC encoding, as transformers' Wav2Vec2CTCTokenizer
+   batch_decode does with its defaults: the argmax of each frame (the first on ties), runs of one id
+   collapsed, the pad token (CTC's blank) dropped, the word delimiter token ("|") turned into a
+   space, the tokens' strings joined and stripped of surrounding spaces; lower-cased (ASCII) where
+   tokenizer_config.json says do_lower_case, and its clean_up_tokenization_spaces applied where it
+   says so. Special tokens other than the pad are kept, as batch_decode keeps them. The tokens come
+   from the model directory's vocab.json, the pad and delimiter from tokenizer_config.json
+   (defaults "<pad>" and "|"); read on the first call. On success *text is a NUL-terminated UTF-8
+   string to free with pf_string_free. Results: PF_ERROR_INVALID_ARGUMENT (NULLs, an encoding
+   without CTC logits, a row out of range, logits of another vocabulary's size), PF_ERROR_IO /
+   PF_ERROR_FORMAT (vocab.json or tokenizer_config.json missing or malformed),
+   PF_ERROR_OUT_OF_MEMORY. Any thread; calls on one model run one after another. */
+pf_result pf_ctc_decode(pf_model *model, const pf_encoding *encoding, int row, char **text);
 
 /* Sentence embeddings, as sentence-transformers computes them: the encoder's last hidden state
    pooled over each row's tokens, then optionally L2-normalised. */

@@ -301,6 +301,110 @@ static void test_image_fixture(const char *name, pf_head head, int num_logits, i
     pf_free(m);
 }
 
+/* Speech encoders (issue 16): tiny Wav2Vec2ForCTC / HubertForCTC (test/make_audio_fixtures.py)
+   against transformers on two waveforms: the last hidden state and the CTC logits within 1e-4,
+   and the greedy CTC text equal to Wav2Vec2CTCTokenizer.batch_decode's, on 1-3 ranks and after
+   pf_to_cpu; then the calls that do not fit refused. */
+static void test_audio_fixture(const char *name) {
+    char dir[1024], path[1100];
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
+    snprintf(path, sizeof path, "%s/samples.bin", dir);
+    size_t n = 0, text_size = 0;
+    float *samples = test_read_floats(path, &n);
+    snprintf(path, sizeof path, "%s/ctc_text.txt", dir);
+    char *want_text = test_read_file(path, &text_size);
+    pf_model *m = NULL;
+    pf_result r = pf_load(dir, NULL, &m);
+    CHECK_MSG(r == PF_OK && samples && want_text, "loading %s: %s", name, pf_error_message(m));
+    pf_model_info info = pf_get_info(m);
+    int batch = 2, num_samples = (int)(n / 2), frames = pf_encode_audio_frames(m, num_samples);
+    CHECK_MSG(r != PF_OK || (info.is_encoder && info.head == PF_HEAD_CTC && info.audio_stride == 20 &&
+                             info.audio_min_samples == 40 && frames == 119 && info.vocab_size == 13),
+              "%s: head %d, stride %d, min samples %d, %d frames", name, (int)info.head, info.audio_stride,
+              info.audio_min_samples, frames);
+    for (int ranks = 1; r == PF_OK && samples && want_text && ranks <= 4; ranks++) { /* 4: a rank after pf_to_cpu */
+        char what[128];
+        snprintf(what, sizeof what, ranks < 4 ? "%s on %d ranks" : "%s after pf_to_cpu", name, ranks);
+        pf_parallel_options po = pf_parallel_options_init();
+        po.device = PF_DEVICE_CPU;
+        po.max_batch = batch;
+        pf_encoding *e = NULL;
+        pf_result rr = ranks < 4 ? pf_parallelize(m, ranks, &po) : pf_to_cpu(m);
+        if (rr == PF_OK) rr = pf_encode_audio(m, samples, batch, num_samples, &e);
+        CHECK_MSG(rr == PF_OK, "%s: %s", what, pf_error_message(m));
+        if (rr) continue;
+        CHECK(e->batch == batch && e->offsets[batch] == batch * frames && e->num_logits == 13 && e->logits_per_token);
+        check_array(what, dir, "audio_hidden.bin", e->last_hidden_state, (size_t)batch * frames * info.hidden_size);
+        check_array(what, dir, "audio_logits.bin", e->logits, (size_t)batch * frames * 13);
+        const char *line = want_text;
+        for (int b = 0; b < batch; b++) {
+            char *text = NULL;
+            const char *end = strchr(line, '\n');
+            size_t len = end ? (size_t)(end - line) : strlen(line);
+            CHECK_MSG(pf_ctc_decode(m, e, b, &text) == PF_OK, "%s: %s", what, pf_error_message(m));
+            CHECK_MSG(text && strlen(text) == len && !strncmp(text, line, len), "%s row %d: \"%s\", want \"%.*s\"", what, b,
+                      text ? text : "", (int)len, line);
+            pf_string_free(text);
+            line = end ? end + 1 : line + len;
+        }
+        pf_encoding_free(e);
+    }
+    if (r == PF_OK) {
+        int32_t ids[2] = {0, 0};
+        const int32_t *rows[1] = {ids};
+        int length = 2;
+        pf_encoding *e = NULL;
+        char *text = NULL;
+        float pixels[3] = {0};
+        CHECK(pf_encode(m, rows, NULL, &length, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
+        CHECK(strstr(pf_error_message(m), "pf_encode_audio"));
+        CHECK(pf_encode_images(m, pixels, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
+        CHECK(pf_generate_text(m, "a", NULL, &text) != PF_OK && !text);
+        CHECK(pf_encode_audio(m, NULL, 1, 100, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+        CHECK(pf_encode_audio(m, samples, 1, 100, NULL) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(pf_encode_audio(m, samples, 0, 100, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+        CHECK(pf_encode_audio(m, samples, 3, 100, &e) == PF_ERROR_INVALID_ARGUMENT && !e); /* above max_batch */
+        CHECK(pf_encode_audio(m, samples, 1, 39, &e) == PF_ERROR_INVALID_ARGUMENT && !e);  /* below one frame */
+        CHECK_MSG(strstr(pf_error_message(m), "at least 40"), "%s", pf_error_message(m));
+        CHECK(pf_encode_audio(m, samples, 1, -5, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+        CHECK(pf_encode_audio_frames(m, 39) == 0 && pf_encode_audio_frames(m, 40) == 1 && pf_encode_audio_frames(NULL, 40) == 0);
+        CHECK(pf_encode_audio(m, samples, 1, 40, &e) == PF_OK && e && e->offsets[1] == 1); /* exactly one frame */
+        CHECK(pf_ctc_decode(m, e, 1, &text) == PF_ERROR_INVALID_ARGUMENT && !text);
+        CHECK(pf_ctc_decode(m, e, -1, &text) == PF_ERROR_INVALID_ARGUMENT && !text);
+        CHECK(pf_ctc_decode(m, NULL, 0, &text) == PF_ERROR_INVALID_ARGUMENT && !text);
+        CHECK(pf_ctc_decode(m, e, 0, NULL) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(pf_ctc_decode(NULL, e, 0, &text) == PF_ERROR_INVALID_ARGUMENT);
+        pf_encoding_free(e);
+        float nan_samples[64];
+        for (int i = 0; i < 64; i++) nan_samples[i] = i == 7 ? NAN : 0.0f;
+        CHECK(pf_encode_audio(m, nan_samples, 1, 64, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+    }
+    free(samples);
+    free(want_text);
+    pf_free(m);
+}
+
+/* Audio into models that take something else, and CTC decoding of another model's encoding. */
+static void test_audio_refusals(void) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/bert", test_fixtures);
+    pf_model *m = NULL;
+    float samples[400] = {0};
+    pf_encoding *e = NULL;
+    char *text = NULL;
+    CHECK(pf_load(dir, NULL, &m) == PF_OK);
+    CHECK(pf_encode_audio(m, samples, 1, 400, &e) == PF_ERROR_UNSUPPORTED && !e);
+    CHECK(pf_encode_audio_frames(m, 400) == 0);
+    int32_t ids[2] = {1, 2};
+    const int32_t *rows[1] = {ids};
+    int length = 2;
+    CHECK(pf_encode(m, rows, NULL, &length, 1, &e) == PF_OK);
+    CHECK(pf_ctc_decode(m, e, 0, &text) == PF_ERROR_INVALID_ARGUMENT && !text);
+    pf_encoding_free(e);
+    pf_free(m);
+    CHECK(pf_encode_audio(NULL, samples, 1, 400, &e) == PF_ERROR_INVALID_ARGUMENT);
+}
+
 /* build/classify_image end to end: an image file through the model's image processor and the
    classifier, on 2 ranks, gives transformers' logits for it (image.txt: the processor and model in
    Python); a file that is not a PPM is a clear error. */
@@ -337,6 +441,10 @@ static void test_classify_cli(void) {
 }
 
 void test_encoders(void) {
+    test_audio_fixture("wav2vec2-ctc");
+    test_audio_fixture("xlsr-ctc");
+    test_audio_fixture("hubert-ctc");
+    test_audio_refusals();
     test_classify_cli();
     test_image_fixture("vit", PF_HEAD_NONE, 0, 17);
     test_image_fixture("vit-cls", PF_HEAD_IMAGE_CLASSIFICATION, 5, 17);
