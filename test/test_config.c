@@ -459,6 +459,50 @@ static void test_seq2seq_refusals(void) {
     expect_load("the decoder's tensors under T5EncoderModel", NULL, PF_ERROR_FORMAT, "decoder.");
 }
 
+/* Speech encoders: the config keys that change the front end's math, read or refused by name, and
+   the tensors checked against them. */
+static void test_speech_refusals(void) {
+    static const struct { const char *fixture, *from, *to, *what, *needle; pf_result want; } cases[] = {
+        {"wav2vec2-ctc", "\"add_adapter\": false", "\"add_adapter\": true", "adapter layers", "add_adapter", PF_ERROR_UNSUPPORTED},
+        {"hubert-ctc", "\"conv_pos_batch_norm\": false", "\"conv_pos_batch_norm\": true", "a batch norm before the positional conv",
+         "conv_pos_batch_norm", PF_ERROR_UNSUPPORTED},
+        {"wav2vec2-ctc", "\"adapter_attn_dim\": null", "\"adapter_attn_dim\": 16", "attention adapters", "adapter_attn_dim",
+         PF_ERROR_UNSUPPORTED},
+        {"wav2vec2-ctc", "\"feat_extract_norm\": \"group\"", "\"feat_extract_norm\": \"batch\"", "another conv norm",
+         "feat_extract_norm", PF_ERROR_UNSUPPORTED},
+        {"wav2vec2-ctc", "\"feat_extract_activation\": \"gelu\"", "\"feat_extract_activation\": \"relu\"",
+         "another front-end activation", "feat_extract_activation", PF_ERROR_UNSUPPORTED},
+        {"wav2vec2-ctc", "\"Wav2Vec2ForCTC\"", "\"Wav2Vec2ForSequenceClassification\"", "a classification head",
+         "CTC head", PF_ERROR_UNSUPPORTED},
+        {"wav2vec2-ctc", "\"Wav2Vec2ForCTC\"", "\"Wav2Vec2ForXVector\"", "the x-vector head", "Wav2Vec2ForXVector",
+         PF_ERROR_UNSUPPORTED},
+        {"wav2vec2-ctc", "\"Wav2Vec2ForCTC\"", "\"Wav2Vec2Model\"", "the CTC head under the bare model", "LM head",
+         PF_ERROR_FORMAT},
+        {"wav2vec2-ctc", "\"conv_dim\": [\n    16,", "\"conv_dim\": [", "lists of different lengths", "conv_dim", PF_ERROR_FORMAT},
+        {"wav2vec2-ctc", "\"conv_bias\": false", "\"conv_bias\": true", "conv biases the checkpoint lacks", "conv.bias",
+         PF_ERROR_FORMAT},
+        {"hubert-ctc", "\"conv_bias\": true", "\"conv_bias\": false", "conv biases the config denies", "conv_bias is false",
+         PF_ERROR_FORMAT},
+        {"hubert-ctc", "\"feat_proj_layer_norm\": false", "\"feat_proj_layer_norm\": true", "a projection norm the checkpoint lacks",
+         "feature_projection.layer_norm", PF_ERROR_FORMAT},
+        {"wav2vec2-ctc", "\"num_conv_pos_embedding_groups\": 4", "\"num_conv_pos_embedding_groups\": 5",
+         "groups that do not divide hidden_size", "num_conv_pos_embedding_groups", PF_ERROR_FORMAT},
+        {"wav2vec2-ctc", "\"num_conv_pos_embedding_groups\": 4", "\"num_conv_pos_embedding_groups\": 2",
+         "another positional conv shape", "pos_conv_embed", PF_ERROR_FORMAT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (copy_fixture(cases[i].fixture)) return;
+        edit_file("config.json", cases[i].from, cases[i].to);
+        expect_load(cases[i].what, NULL, cases[i].want, cases[i].needle);
+    }
+    if (copy_fixture("wav2vec2-ctc")) return;
+    add_tensor("wav2vec2.quantizer.codevectors"); /* a pretraining checkpoint's quantizer */
+    expect_load("a quantizer's tensor", NULL, PF_ERROR_UNSUPPORTED, "quantizer.codevectors");
+    if (copy_fixture("wav2vec2-ctc")) return;
+    add_tensor("wav2vec2.feature_extractor.conv_layers.3.conv.weight"); /* a conv layer conv_dim does not list */
+    expect_load("a fourth conv layer", NULL, PF_ERROR_UNSUPPORTED, "conv_layers.3");
+}
+
 void test_config(void) {
     snprintf(work_dir, sizeof work_dir, "/tmp/pf_config_XXXXXX");
     if (!mkdtemp(work_dir)) {
@@ -473,6 +517,7 @@ void test_config(void) {
     test_generation_config();
     test_seq2seq_refusals();
     test_suppress_lists();
+    test_speech_refusals();
     empty_work_dir();
     rmdir(work_dir);
 }
