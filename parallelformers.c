@@ -15994,7 +15994,10 @@ static pf_result pf__speech_load(pf_model *m, const char *prefix) {
     if (!r) r = pf__speech_tensor(m, prefix, "encoder.pos_conv_embed.conv.bias", hvec, 1, 1, &sp->pos_bias);
     /* encoder.layer_norm fills two optional slots: keep the one the config means */
     pf__slot unused = c->pre_norm ? PF__SLOT_EMBED_NORM_WEIGHT : PF__SLOT_FINAL_NORM_WEIGHT;
+    pf__slot kept = c->pre_norm ? PF__SLOT_FINAL_NORM_WEIGHT : PF__SLOT_EMBED_NORM_WEIGHT;
     m->sources[unused].data = m->sources[unused + 1].data = NULL;
+    if (!r && (!m->sources[kept].data || !m->sources[kept + 1].data))
+        r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%sencoder.layer_norm.weight' or its bias", m->dir, prefix);
     return r;
 }
 

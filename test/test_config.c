@@ -459,6 +459,23 @@ static void test_seq2seq_refusals(void) {
     expect_load("the decoder's tensors under T5EncoderModel", NULL, PF_ERROR_FORMAT, "decoder.");
 }
 
+/* Renames a tensor in work_dir/model.safetensors to a name of the same length (its header's
+   offsets hold): the file is binary, so the name is searched byte by byte. */
+static void rename_tensor(const char *from, const char *to) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/model.safetensors", work_dir);
+    size_t size = 0, n = strlen(from);
+    char *file = test_read_file(path, &size);
+    size_t at = 0;
+    while (file && at + n <= size && memcmp(file + at, from, n)) at++;
+    CHECK_MSG(file && at + n <= size && strlen(to) == n, "model.safetensors lacks \"%s\" (or \"%s\" differs in length)", from, to);
+    if (file && at + n <= size && strlen(to) == n) {
+        memcpy(file + at, to, n);
+        test_write_file(path, file, size);
+    }
+    free(file);
+}
+
 /* Speech encoders: the config keys that change the front end's math, read or refused by name, and
    the tensors checked against them. */
 static void test_speech_refusals(void) {
@@ -495,6 +512,12 @@ static void test_speech_refusals(void) {
         edit_file("config.json", cases[i].from, cases[i].to);
         expect_load(cases[i].what, NULL, cases[i].want, cases[i].needle);
     }
+    if (copy_fixture("xlsr-ctc")) return;
+    rename_tensor("wav2vec2.encoder.layer_norm.weight", "wav2vec2.encoder.layer_norm.wexght");
+    expect_load("no final norm", NULL, PF_ERROR_FORMAT, "encoder.layer_norm.weight");
+    if (copy_fixture("wav2vec2-ctc")) return;
+    rename_tensor("parametrizations.weight.original0", "parametrizations.weight.originalX");
+    expect_load("the weight norm's g missing", NULL, PF_ERROR_FORMAT, "original0");
     if (copy_fixture("wav2vec2-ctc")) return;
     add_tensor("wav2vec2.quantizer.codevectors"); /* a pretraining checkpoint's quantizer */
     expect_load("a quantizer's tensor", NULL, PF_ERROR_UNSUPPORTED, "quantizer.codevectors");
