@@ -405,6 +405,51 @@ static void test_audio_refusals(void) {
     CHECK(pf_encode_audio(NULL, samples, 1, 400, &e) == PF_ERROR_INVALID_ARGUMENT);
 }
 
+/* build/transcribe end to end: a WAV file through the model's feature extractor, the model and the
+   CTC decoding, on 2 ranks, prints the text transformers' processor and model give for it
+   (speech.txt); a file that is not a WAV, and one cut after its header, are clear errors. */
+static void test_transcribe_cli(void) {
+    char binary[1024], command[4096], out[4096], path[1100];
+    const char *slash = strrchr(test_generate_binary, '/');
+    snprintf(binary, sizeof binary, "%.*stranscribe", slash ? (int)(slash - test_generate_binary + 1) : 0,
+             test_generate_binary);
+    snprintf(command, sizeof command, "%s %s/wav2vec2-ctc %s/wav2vec2-ctc/speech.wav --device cpu --gpus 2 2>&1", binary,
+             test_fixtures, test_fixtures);
+    FILE *p = popen(command, "r");
+    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = 0;
+    int status = p ? pclose(p) : -1;
+    snprintf(path, sizeof path, "%s/wav2vec2-ctc/speech.txt", test_fixtures);
+    size_t size = 0;
+    char *want = test_read_file(path, &size);
+    CHECK_MSG(status == 0 && want && !strcmp(out, want), "transcribe printed \"%s\" (want \"%s\")", out, want ? want : "?");
+    free(want);
+    snprintf(command, sizeof command, "%s %s/wav2vec2-ctc %s/wav2vec2-ctc/config.json --device cpu 2>&1", binary, test_fixtures,
+             test_fixtures);
+    p = popen(command, "r");
+    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = 0;
+    status = p ? pclose(p) : -1;
+    CHECK_MSG(WEXITSTATUS(status) == 1 && strstr(out, "not a RIFF/WAVE"), "transcribe on a JSON file: %d, \"%s\"",
+              WEXITSTATUS(status), out);
+    char cut[] = "/tmp/pf_transcribe_XXXXXX";
+    int fd = mkstemp(cut);
+    snprintf(path, sizeof path, "%s/wav2vec2-ctc/speech.wav", test_fixtures);
+    char *wav = test_read_file(path, &size);
+    if (fd >= 0 && wav && size > 44) {
+        CHECK(write(fd, wav, 44) == 44); /* the header alone: a data chunk that claims samples it lacks */
+        snprintf(command, sizeof command, "%s %s/wav2vec2-ctc %s --device cpu 2>&1", binary, test_fixtures, cut);
+        p = popen(command, "r");
+        n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+        out[n] = 0;
+        status = p ? pclose(p) : -1;
+        CHECK_MSG(WEXITSTATUS(status) == 1 && strstr(out, "no samples"), "transcribe on a WAV header: %d, \"%s\"",
+                  WEXITSTATUS(status), out);
+    }
+    if (fd >= 0) close(fd), unlink(cut);
+    free(wav);
+}
+
 /* build/classify_image end to end: an image file through the model's image processor and the
    classifier, on 2 ranks, gives transformers' logits for it (image.txt: the processor and model in
    Python); a file that is not a PPM is a clear error. */
@@ -445,6 +490,7 @@ void test_encoders(void) {
     test_audio_fixture("xlsr-ctc");
     test_audio_fixture("hubert-ctc");
     test_audio_refusals();
+    test_transcribe_cli();
     test_classify_cli();
     test_image_fixture("vit", PF_HEAD_NONE, 0, 17);
     test_image_fixture("vit-cls", PF_HEAD_IMAGE_CLASSIFICATION, 5, 17);
