@@ -15902,7 +15902,13 @@ static pf_result pf__speech_tensor(pf_model *m, const char *prefix, const char *
     }
     *out = (float *)malloc((st->numel ? st->numel : 1) * sizeof(float));
     if (!*out) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    for (size_t i = 0; i < st->numel; i++) (*out)[i] = pf__weight_value(st->data, i, st->dtype);
+    size_t width = pf__dtype_size(st->dtype);
+    for (size_t i = 0; i < st->numel; i++) { /* memcpy: a file's header need not leave the data aligned */
+        uint32_t f32 = 0;
+        uint16_t half = 0;
+        if (st->dtype == PF__DTYPE_F32) memcpy(&f32, st->data + i * width, 4), memcpy(&(*out)[i], &f32, 4);
+        else memcpy(&half, st->data + i * width, 2), (*out)[i] = st->dtype == PF__DTYPE_F16 ? pf__f16_to_f32(half) : pf__bf16_to_f32(half);
+    }
     return PF_OK;
 }
 
@@ -16015,76 +16021,98 @@ static void pf__speech_norm(float *x, size_t n, size_t step, const float *weight
         x[i * step] = (float)(x[i * step] - mean) * inv * weight[wi + i * wstep] + bias[wi + i * wstep];
 }
 
+/* Frames the front end's convolutions gather at a time (im2col), for the CPU backend's matmul. */
+#define PF__SPEECH_BLOCK 64
+
+/* The columns of the front end's im2col blocks: the widest of in * kernel over the convs and the
+   positional convolution's group width * kernel. */
+static size_t pf__speech_col_width(const pf__config *c) {
+    const struct pf__speech_config *sc = &c->speech_config;
+    size_t widest = (size_t)c->hidden_size / (size_t)sc->pos_groups * (size_t)sc->pos_kernel, in = 1;
+    for (int l = 0; l < sc->num_convs; l++) {
+        if (in * (size_t)sc->conv_kernel[l] > widest) widest = in * (size_t)sc->conv_kernel[l];
+        in = (size_t)sc->conv_dim[l];
+    }
+    return widest;
+}
+
+/* The float matrix w [rows][cols] as the CPU backend's matmul reads weights. */
+static pf__weight pf__speech_weight(const float *w, size_t rows, size_t cols) {
+    pf__weight weight;
+    memset(&weight, 0, sizeof weight);
+    weight.data = (void *)w;
+    weight.dtype = PF__DTYPE_F32;
+    weight.rows = rows;
+    weight.cols = cols;
+    return weight;
+}
+
 /* One waveform's frames, out [frames][hidden]: the conv stack, the feature projection, plus the
-   positional convolution. work holds two buffers of the largest conv output (channels x frames)
-   and one of frames x hidden. */
+   positional convolution. Every convolution gathers PF__SPEECH_BLOCK frames' inputs (im2col, in
+   the weight's [in][kernel] order) and multiplies them by its weight with the CPU backend's
+   matmul. work_a and work_b hold the largest conv output (frames x channels), work_h frames x
+   hidden, col PF__SPEECH_BLOCK x pf__speech_col_width. */
 static void pf__speech_frontend(const pf_model *m, const float *samples, int num_samples, float *out, float *work_a,
-                                float *work_b, float *work_h) {
+                                float *work_b, float *work_h, float *col) {
     const pf__config *c = &m->config;
     const struct pf__speech_config *sc = &c->speech_config;
     const pf__speech *sp = m->speech;
-    const float *x = samples; /* [channels][length] */
+    const float *x = samples; /* [length][in] */
     size_t in = 1, length = (size_t)num_samples;
     float *y = work_a;
     for (int l = 0; l < sc->num_convs; l++) {
         size_t outc = (size_t)sc->conv_dim[l], K = (size_t)sc->conv_kernel[l], S = (size_t)sc->conv_stride[l];
-        size_t frames = (length - K) / S + 1;
-        const float *w = sp->conv_weight[l];
-        for (size_t o = 0; o < outc; o++) {
-            float *row = y + o * frames;
-            float b = sp->conv_bias[l] ? sp->conv_bias[l][o] : 0.0f;
-            for (size_t t = 0; t < frames; t++) row[t] = b;
-            for (size_t i = 0; i < in; i++)
-                for (size_t k = 0; k < K; k++) {
-                    float wk = w[(o * in + i) * K + k];
-                    const float *src = x + i * length + k;
-                    for (size_t t = 0; t < frames; t++) row[t] += wk * src[t * S];
-                }
+        size_t frames = (length - K) / S + 1, width = in * K;
+        pf__weight w = pf__speech_weight(sp->conv_weight[l], outc, width);
+        for (size_t t0 = 0; t0 < frames; t0 += PF__SPEECH_BLOCK) {
+            size_t n = frames - t0 < PF__SPEECH_BLOCK ? frames - t0 : PF__SPEECH_BLOCK;
+            for (size_t j = 0; j < n; j++)
+                for (size_t i = 0; i < in; i++)
+                    for (size_t k = 0; k < K; k++) col[j * width + i * K + k] = x[((t0 + j) * S + k) * in + i];
+            pf__cpu_matmul_rows(y + t0 * outc, col, &w, sp->conv_bias[l], n);
         }
         if (sp->conv_norm_weight[l] && sc->layer_norm_convs) /* LayerNorm over the channels of each frame */
             for (size_t t = 0; t < frames; t++)
-                pf__speech_norm(y + t, outc, frames, sp->conv_norm_weight[l], sp->conv_norm_bias[l], 0, 1, 1e-5);
+                pf__speech_norm(y + t * outc, outc, 1, sp->conv_norm_weight[l], sp->conv_norm_bias[l], 0, 1, 1e-5);
         else if (sp->conv_norm_weight[l]) /* GroupNorm, a group per channel: over the frames of each channel */
-            for (size_t o = 0; o < outc; o++) {
-                float *row = y + o * frames;
-                pf__speech_norm(row, frames, 1, sp->conv_norm_weight[l], sp->conv_norm_bias[l], o, 0, 1e-5);
-            }
+            for (size_t o = 0; o < outc; o++)
+                pf__speech_norm(y + o, frames, outc, sp->conv_norm_weight[l], sp->conv_norm_bias[l], o, 0, 1e-5);
         for (size_t i = 0; i < outc * frames; i++) y[i] = pf__speech_gelu(y[i]);
         x = y;
         y = y == work_a ? work_b : work_a;
         in = outc;
         length = frames;
     }
-    /* features [frames][channels]: normed, projected to hidden */
+    /* features [frames][channels]: normed (in place: the buffer is ours), projected to hidden */
     size_t T = length, C = in, H = (size_t)c->hidden_size;
-    float *features = y; /* the buffer x is not */
-    for (size_t t = 0; t < T; t++)
-        for (size_t ch = 0; ch < C; ch++) features[t * C + ch] = x[ch * T + t];
+    float *features = (float *)x;
     if (sp->projection_norm_weight)
         for (size_t t = 0; t < T; t++)
             pf__speech_norm(features + t * C, C, 1, sp->projection_norm_weight, sp->projection_norm_bias, 0, 1, c->norm_eps);
-    for (size_t t = 0; t < T; t++)
-        for (size_t o = 0; o < H; o++) {
-            const float *w = sp->projection_weight + o * C, *f = features + t * C;
-            float sum = sp->projection_bias[o];
-            for (size_t ch = 0; ch < C; ch++) sum += w[ch] * f[ch];
-            work_h[t * H + o] = sum;
+    pf__weight projection = pf__speech_weight(sp->projection_weight, H, C);
+    pf__cpu_matmul_rows(work_h, features, &projection, sp->projection_bias, T);
+    /* + GELU(grouped conv over the frames, zero-padded by kernel / 2 on both sides; an even kernel
+       makes one frame too many, the last, never computed), group by group into y */
+    size_t K = (size_t)sc->pos_kernel, per_group = H / (size_t)sc->pos_groups, pad = K / 2, width = per_group * K;
+    float *pos = y; /* [PF__SPEECH_BLOCK][per_group] */
+    for (size_t g = 0; g < (size_t)sc->pos_groups; g++) {
+        pf__weight w = pf__speech_weight(sp->pos_weight + g * per_group * width, per_group, width);
+        for (size_t t0 = 0; t0 < T; t0 += PF__SPEECH_BLOCK) {
+            size_t n = T - t0 < PF__SPEECH_BLOCK ? T - t0 : PF__SPEECH_BLOCK;
+            for (size_t j = 0; j < n; j++)
+                for (size_t k = 0; k < K; k++) {
+                    size_t t = t0 + j + k; /* the input frame, plus pad */
+                    const float *h = t >= pad && t - pad < T ? work_h + (t - pad) * H + g * per_group : NULL;
+                    for (size_t i = 0; i < per_group; i++) col[j * width + i * K + k] = h ? h[i] : 0.0f;
+                }
+            pf__cpu_matmul_rows(pos, col, &w, sp->pos_bias + g * per_group, n);
+            for (size_t j = 0; j < n; j++)
+                for (size_t i = 0; i < per_group; i++) {
+                    size_t at = (t0 + j) * H + g * per_group + i;
+                    out[at] = work_h[at] + pf__speech_gelu(pos[j * per_group + i]);
+                }
         }
-    /* + GELU(grouped conv over the frames, padded by kernel / 2 on both sides; an even kernel
-       makes one frame too many, the last, dropped) */
-    size_t K = (size_t)sc->pos_kernel, per_group = H / (size_t)sc->pos_groups, pad = K / 2;
-    for (size_t t = 0; t < T; t++)
-        for (size_t o = 0; o < H; o++) {
-            size_t first = (o / per_group) * per_group;
-            float sum = sp->pos_bias[o];
-            for (size_t k = 0; k < K; k++) {
-                if (t + k < pad || t + k - pad >= T) continue;
-                const float *h = work_h + (t + k - pad) * H + first;
-                const float *w = sp->pos_weight + o * per_group * K + k;
-                for (size_t i = 0; i < per_group; i++) sum += w[i * K] * h[i];
-            }
-            out[t * H + o] = work_h[t * H + o] + pf__speech_gelu(sum);
-        }
+    }
 }
 
 /* Finds the source tensor of every slot, checking presence, dtype and shape. */
@@ -16876,7 +16904,9 @@ static pf_result pf__encode_audio_locked(pf_model *m, const float *samples, int 
         if ((size_t)sc->conv_dim[l] * length > widest) widest = (size_t)sc->conv_dim[l] * length;
     }
     int num_logits = c->head == PF_HEAD_CTC ? c->vocab_size : 0;
-    float *work = (float *)malloc((2 * widest + frames * d) * sizeof(float));
+    size_t col = (size_t)PF__SPEECH_BLOCK * pf__speech_col_width(c);
+    if (widest < (size_t)PF__SPEECH_BLOCK * d) widest = (size_t)PF__SPEECH_BLOCK * d; /* y holds the positional block too */
+    float *work = (float *)malloc((2 * widest + frames * d + col) * sizeof(float));
     float *features = (float *)malloc(B * frames * d * sizeof(float));
     float *hidden = (float *)malloc(B * frames * d * sizeof(float));
     float *logits = num_logits ? (float *)malloc(B * frames * (size_t)num_logits * sizeof(float)) : NULL;
@@ -16885,7 +16915,8 @@ static pf_result pf__encode_audio_locked(pf_model *m, const float *samples, int 
     if (!work || !features || !hidden || (num_logits && !logits) || !e || !e->offsets)
         r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (size_t b = 0; !r && b < B; b++)
-        pf__speech_frontend(m, samples + b * N, num_samples, features + b * frames * d, work, work + widest, work + 2 * widest);
+        pf__speech_frontend(m, samples + b * N, num_samples, features + b * frames * d, work, work + widest, work + 2 * widest,
+                            work + 2 * widest + frames * d);
     if (!r) {
         pf__job job;
         memset(&job, 0, sizeof job);
