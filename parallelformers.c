@@ -15425,6 +15425,7 @@ static void pf__log(const pf_model *m, pf_log_level level, const char *fmt, ...)
     m->load_options.log(m->load_options.log_user, level, line);
 }
 
+static size_t pf__speech_bytes(const struct pf__speech *sp);
 static void pf__log_memory_table(const pf_model *m, pf_log_level level) {
     const pf__group *g = m->group;
     pf__log(m, level, "rank  device  heads  mlp    weights(B)   kv-cache(B)  scratch(B)   total(B)     device used/total(B)");
@@ -15436,6 +15437,7 @@ static void pf__log_memory_table(const pf_model *m, pf_log_level level) {
                 r->share.mlp_width, info.weights, info.kv_cache, info.scratch, info.allocated, info.device_used,
                 info.device_total);
     }
+    if (m->speech) pf__log(m, level, "host  the speech front end (on the calling thread) %zu", pf__speech_bytes(m->speech));
 }
 
 /* The name of the first operation a backend lacks, or NULL: a table that grew an entry its
@@ -15849,6 +15851,7 @@ typedef struct pf__speech {
     float *projection_bias;      /* [hidden] */
     float *pos_weight;           /* [hidden][hidden / groups][pos_kernel]: the effective weight */
     float *pos_bias;             /* [hidden] */
+    size_t bytes;                /* the arrays above: host memory outside every rank's */
     /* CTC decoding, read by the first pf_ctc_decode */
     int vocab_read;
     char **tokens;               /* [num_tokens]: vocab.json's strings by id; NULL for an id it lacks */
@@ -15856,6 +15859,8 @@ typedef struct pf__speech {
     char *pad, *delimiter, *unk; /* tokenizer_config.json's pad (CTC blank), word delimiter, unk */
     int lower, clean_up;         /* do_lower_case, clean_up_tokenization_spaces */
 } pf__speech;
+
+static size_t pf__speech_bytes(const pf__speech *sp) { return sp->bytes; }
 
 static void pf__speech_free(pf__speech *sp) {
     if (!sp) return;
@@ -15903,6 +15908,7 @@ static pf_result pf__speech_tensor(pf_model *m, const char *prefix, const char *
     *out = (float *)malloc((st->numel ? st->numel : 1) * sizeof(float));
     if (!*out) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     size_t width = pf__dtype_size(st->dtype);
+    m->speech->bytes += st->numel * sizeof(float);
     for (size_t i = 0; i < st->numel; i++) { /* memcpy: a file's header need not leave the data aligned */
         uint32_t f32 = 0;
         uint16_t half = 0;
@@ -15953,6 +15959,7 @@ static pf_result pf__speech_pos_weight(pf_model *m, const char *prefix, size_t h
         }
         sp->pos_weight = v;
         v = NULL;
+        sp->bytes -= kernel * sizeof(float); /* g, folded in */
     }
     free(g), free(v), free(plain);
     return r;

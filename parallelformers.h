@@ -323,7 +323,8 @@ pf_result pf_encode_images(pf_model *model, const float *pixels, int batch, pf_e
    PF_ERROR_UNSUPPORTED (a model that is not a speech encoder), PF_ERROR_OUT_OF_MEMORY,
    PF_ERROR_DEVICE. Threads: as pf_encode. */
 pf_result pf_encode_audio(pf_model *model, const float *samples, int batch, int num_samples, pf_encoding **encoding);
-/* Frames a speech encoder makes of num_samples samples (0: too few, or not a speech encoder). */
+/* Frames a speech encoder makes of num_samples samples (0: too few, or not a speech encoder). Any
+   thread, after pf_load succeeded. */
 int pf_encode_audio_frames(const pf_model *model, int num_samples);
 
 /* Greedy CTC decoding of row `row` of a PF_HEAD_CTC encoding, as transformers' Wav2Vec2CTCTokenizer
