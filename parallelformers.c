@@ -16340,7 +16340,8 @@ static pf_result pf__load_tokenizer(pf_model *m, const char *dir) {
     }
     if (m->load_options.skip_tokenizer || !(present[0] || present[1] || present[2])) return PF_OK;
     pf_result r = pf__tokenizer_load_dir(dir, &m->tokenizer, m->tokenizer_missing, sizeof m->tokenizer_missing);
-    if (r == PF_ERROR_UNSUPPORTED || (r && !present[0] && !present[1])) { /* a kind we lack, or no vocabulary files */
+    /* a kind we lack, no vocabulary files, or a speech model's CTC vocabulary (pf_ctc_decode reads it) */
+    if (r == PF_ERROR_UNSUPPORTED || (r && !present[0] && !present[1]) || (r && m->config.speech)) {
         pf__log(m, PF_LOG_WARNING, "no tokenizer: %s", m->tokenizer_missing);
         return PF_OK;
     }
@@ -16968,9 +16969,11 @@ int pf_encode_audio_frames(const pf_model *m, int num_samples) {
     return m && m->loaded && m->config.speech && num_samples > 0 ? pf__speech_frames(&m->config, num_samples) : 0;
 }
 
-/* A token string of tokenizer_config.json: a string, or an added token's {"content": ...}. */
-static char *pf__speech_token_string(const pf__json *config, const char *key, const char *fallback) {
+/* A token string of tokenizer_config.json, else of special_tokens_map.json (older checkpoints):
+   a string, or an added token's {"content": ...}. */
+static char *pf__speech_token_string(const pf__json *config, const pf__json *special, const char *key, const char *fallback) {
     const pf__json *v = config ? pf__json_get(config, key) : NULL;
+    if ((!v || v->type == PF__JSON_NULL) && special) v = pf__json_get(special, key);
     if (v && v->type == PF__JSON_OBJECT) v = pf__json_get(v, "content");
     return strdup(v && v->type == PF__JSON_STRING ? v->string : fallback);
 }
@@ -16979,7 +16982,7 @@ static char *pf__speech_token_string(const pf__json *config, const char *key, co
 static pf_result pf__speech_read_vocab(pf_model *m) {
     pf__speech *sp = m->speech;
     char path[PF__PATH_SIZE];
-    pf__json *vocab = NULL, *config = NULL;
+    pf__json *vocab = NULL, *config = NULL, *special = NULL;
     char *message = pf__error_buffer(m);
     if (pf__path_join(path, sizeof path, m->dir, "vocab.json"))
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", m->dir);
@@ -17002,10 +17005,12 @@ static pf_result pf__speech_read_vocab(pf_model *m) {
     }
     if (!r && pf__path_join(path, sizeof path, m->dir, "tokenizer_config.json") == 0 && pf__file_exists(path))
         r = pf__json_load(path, &config, message, PF__MESSAGE_SIZE);
+    if (!r && pf__path_join(path, sizeof path, m->dir, "special_tokens_map.json") == 0 && pf__file_exists(path))
+        r = pf__json_load(path, &special, message, PF__MESSAGE_SIZE);
     if (!r) {
-        sp->pad = pf__speech_token_string(config, "pad_token", "<pad>");
-        sp->delimiter = pf__speech_token_string(config, "word_delimiter_token", "|");
-        sp->unk = pf__speech_token_string(config, "unk_token", "<unk>");
+        sp->pad = pf__speech_token_string(config, special, "pad_token", "<pad>");
+        sp->delimiter = pf__speech_token_string(config, special, "word_delimiter_token", "|");
+        sp->unk = pf__speech_token_string(config, special, "unk_token", "<unk>");
         double flag = 0;
         sp->lower = config && pf__json_number(pf__json_get(config, "do_lower_case"), &flag) == 1 && flag != 0;
         flag = 0;
@@ -17014,6 +17019,7 @@ static pf_result pf__speech_read_vocab(pf_model *m) {
     }
     pf__json_free(vocab);
     pf__json_free(config);
+    pf__json_free(special);
     if (!r) sp->vocab_read = 1;
     else { /* read again on the next call */
         for (int i = 0; i < sp->num_tokens; i++) free(sp->tokens[i]);

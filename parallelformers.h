@@ -333,8 +333,9 @@ int pf_encode_audio_frames(const pf_model *model, int num_samples);
    space, the tokens' strings joined and stripped of surrounding spaces; lower-cased (ASCII) where
    tokenizer_config.json says do_lower_case, and its clean_up_tokenization_spaces applied where it
    says so. Special tokens other than the pad are kept, as batch_decode keeps them. The tokens come
-   from the model directory's vocab.json, the pad and delimiter from tokenizer_config.json
-   (defaults "<pad>" and "|"); read on the first call. On success *text is a NUL-terminated UTF-8
+   from the model directory's vocab.json (an id it lacks: the unk token), the pad, delimiter and unk
+   from tokenizer_config.json, else special_tokens_map.json (defaults "<pad>", "|", "<unk>"); read
+   on the first call. On success *text is a NUL-terminated UTF-8
    string to free with pf_string_free. Results: PF_ERROR_INVALID_ARGUMENT (NULLs, an encoding
    without CTC logits, a row out of range, logits of another vocabulary's size), PF_ERROR_IO /
    PF_ERROR_FORMAT (vocab.json or tokenizer_config.json missing or malformed),

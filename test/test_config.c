@@ -526,6 +526,76 @@ static void test_speech_refusals(void) {
     expect_load("a fourth conv layer", NULL, PF_ERROR_UNSUPPORTED, "conv_layers.3");
 }
 
+/* The text of CTC decoding row `row` of the work dir's model on the fixture's first waveform (NULL
+   on failure, *result the failing call's). */
+static char *work_ctc_text(pf_result *result) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/wav2vec2-ctc/samples.bin", test_fixtures);
+    size_t n = 0;
+    float *samples = test_read_floats(path, &n);
+    pf_model *m = NULL;
+    pf_encoding *e = NULL;
+    char *text = NULL;
+    pf_result r = samples ? pf_load(work_dir, NULL, &m) : PF_ERROR_IO;
+    if (!r) r = pf_encode_audio(m, samples, 1, (int)(n / 2), &e);
+    if (!r) r = pf_ctc_decode(m, e, 0, &text);
+    *result = r;
+    pf_encoding_free(e);
+    pf_free(m);
+    free(samples);
+    return text;
+}
+
+/* CTC decoding's vocabulary: special tokens from special_tokens_map.json where tokenizer_config.json
+   is absent, do_lower_case, and vocab.json missing or malformed. Each spelling keeps transformers'
+   text of the fixture (ctc_text.txt's first line). */
+static void test_ctc_vocabulary(void) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/wav2vec2-ctc/ctc_text.txt", test_fixtures);
+    size_t size = 0;
+    char *want = test_read_file(path, &size);
+    if (!want || !strchr(want, '\n')) {
+        CHECK_MSG(0, "reading %s", path);
+        free(want);
+        return;
+    }
+    *strchr(want, '\n') = '\0';
+    pf_result r = PF_OK;
+    char *text = NULL;
+    if (copy_fixture("wav2vec2-ctc")) return;
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", work_dir);
+    unlink(path);
+    edit_file("vocab.json", "\"<pad>\"", "\"<blank>\"");
+    edit_file("vocab.json", "\"|\"", "\"#\"");
+    write_work_file("special_tokens_map.json", "{\"pad_token\": {\"content\": \"<blank>\"}, \"word_delimiter_token\": \"#\"}");
+    text = work_ctc_text(&r);
+    CHECK_MSG(r == PF_OK && text && !strcmp(text, want), "special_tokens_map.json's blank and delimiter: %s \"%s\"",
+              pf_result_string(r), text ? text : "");
+    pf_string_free(text);
+    if (copy_fixture("wav2vec2-ctc")) return;
+    static const char *const letters[][2] = {{"\"a\"", "\"A\""}, {"\"b\"", "\"B\""}, {"\"c\"", "\"C\""}, {"\"d\"", "\"D\""},
+                                             {"\"e\"", "\"E\""}, {"\"x\"", "\"X\""}, {"\"y\"", "\"Y\""}};
+    for (size_t i = 0; i < sizeof letters / sizeof letters[0]; i++) edit_file("vocab.json", letters[i][0], letters[i][1]);
+    edit_file("tokenizer_config.json", "\"do_lower_case\": false", "\"do_lower_case\": true");
+    text = work_ctc_text(&r);
+    CHECK_MSG(r == PF_OK && text && !strcmp(text, want), "do_lower_case: %s \"%s\"", pf_result_string(r), text ? text : "");
+    pf_string_free(text);
+    if (copy_fixture("wav2vec2-ctc")) return;
+    snprintf(path, sizeof path, "%s/vocab.json", work_dir);
+    unlink(path);
+    text = work_ctc_text(&r);
+    CHECK_MSG(r == PF_ERROR_IO && !text, "no vocab.json: %s", pf_result_string(r));
+    if (copy_fixture("wav2vec2-ctc")) return;
+    edit_file("vocab.json", "\"a\": 5", "\"a\": 6");
+    text = work_ctc_text(&r);
+    CHECK_MSG(r == PF_ERROR_FORMAT && !text, "two tokens of one id: %s", pf_result_string(r));
+    if (copy_fixture("wav2vec2-ctc")) return;
+    edit_file("vocab.json", "\"a\": 5", "\"a\": \"5\"");
+    text = work_ctc_text(&r);
+    CHECK_MSG(r == PF_ERROR_FORMAT && !text, "an id that is a string: %s", pf_result_string(r));
+    free(want);
+}
+
 void test_config(void) {
     snprintf(work_dir, sizeof work_dir, "/tmp/pf_config_XXXXXX");
     if (!mkdtemp(work_dir)) {
@@ -541,6 +611,7 @@ void test_config(void) {
     test_seq2seq_refusals();
     test_suppress_lists();
     test_speech_refusals();
+    test_ctc_vocabulary();
     empty_work_dir();
     rmdir(work_dir);
 }

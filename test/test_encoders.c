@@ -360,6 +360,8 @@ static void test_audio_fixture(const char *name) {
         CHECK(strstr(pf_error_message(m), "pf_encode_audio"));
         CHECK(pf_encode_images(m, pixels, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
         CHECK(pf_generate_text(m, "a", NULL, &text) != PF_OK && !text);
+        float embedding[48];
+        CHECK(pf_embed(m, rows, &length, 1, NULL, embedding) == PF_ERROR_UNSUPPORTED);
         CHECK(pf_encode_audio(m, NULL, 1, 100, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
         CHECK(pf_encode_audio(m, samples, 1, 100, NULL) == PF_ERROR_INVALID_ARGUMENT);
         CHECK(pf_encode_audio(m, samples, 0, 100, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
