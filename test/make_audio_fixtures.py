@@ -18,6 +18,9 @@ The three variants:
                   pre-norm blocks and a final norm, an odd positional kernel, no masked_spec_embed
     hubert-ctc    HubertForCTC without the feature projection's norm, conv_bias, and the
                   positional conv saved under the old weight_g / weight_v names
+hubert-ctc also holds model.bf16.safetensors (its tensors rounded to bfloat16) and
+audio_logits.bf16.bin (the logits transformers computes in float32 from those rounded weights): the
+16-bit checkpoint path, front end included.
 wav2vec2-ctc also holds speech.wav (16 kHz mono 16-bit PCM), preprocessor_config.json and
 speech.txt: the text transformers transcribes from that file through Wav2Vec2Processor (for
 examples/transcribe.c).
@@ -86,6 +89,17 @@ def write_wav(path, pcm):
     path.write_bytes(header + b"data" + struct.pack("<I", len(data)) + data)
 
 
+def bf16_example(model, samples, out_dir):
+    """The checkpoint in bfloat16, and the float32 logits of its rounded weights."""
+    tensors = load_file(out_dir / "model.safetensors")
+    save_file({k: v.to(torch.bfloat16) for k, v in tensors.items()}, out_dir / "model.bf16.safetensors",
+              metadata={"format": "pt"})
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(p.to(torch.bfloat16).float())
+        model(samples).logits.numpy().astype("<f4").tofile(out_dir / "audio_logits.bf16.bin")
+
+
 def transcribe_example(model, tokenizer, out_dir):
     """A WAV file, and the text transformers makes of it through the processor."""
     extractor = transformers.Wav2Vec2FeatureExtractor(feature_size=1, sampling_rate=16000, padding_value=0.0,
@@ -136,6 +150,8 @@ def main():
         print(name, tuple(hidden.shape), tuple(logits.shape), texts)
         if name == "wav2vec2-ctc":
             transcribe_example(model, tokenizer, out_dir)
+        if name == "hubert-ctc":
+            bf16_example(model, samples, out_dir)
 
 
 if __name__ == "__main__":

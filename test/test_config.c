@@ -596,6 +596,37 @@ static void test_ctc_vocabulary(void) {
     free(want);
 }
 
+/* A bfloat16 checkpoint (hubert-ctc's model.bf16.safetensors): the front end and the blocks read
+   16-bit tensors; the logits equal transformers' float32 logits of the rounded weights. */
+static void test_speech_bf16(void) {
+    char path[1100], dst[1100];
+    if (copy_fixture("hubert-ctc")) return;
+    snprintf(path, sizeof path, "%s/model.bf16.safetensors", work_dir);
+    snprintf(dst, sizeof dst, "%s/model.safetensors", work_dir);
+    CHECK(rename(path, dst) == 0);
+    snprintf(path, sizeof path, "%s/hubert-ctc/samples.bin", test_fixtures);
+    size_t n = 0, count = 0;
+    float *samples = test_read_floats(path, &n);
+    snprintf(path, sizeof path, "%s/hubert-ctc/audio_logits.bf16.bin", test_fixtures);
+    float *want = test_read_floats(path, &count);
+    pf_model *m = expect_load("a bfloat16 speech checkpoint", NULL, PF_OK, NULL);
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.max_batch = 2;
+    pf_encoding *e = NULL;
+    pf_result r = m && samples && want ? pf_parallelize(m, 2, &po) : PF_ERROR_IO;
+    if (!r) r = pf_encode_audio(m, samples, 2, (int)(n / 2), &e);
+    CHECK_MSG(r == PF_OK && e->offsets[2] * (size_t)13 == count, "bf16 hubert: %s", pf_error_message(m));
+    if (!r && e->offsets[2] * (size_t)13 == count) {
+        float diff = test_max_abs_diff(e->logits, want, count);
+        CHECK_MSG(diff <= 1e-4f, "bf16 hubert: logits differ from transformers' by %g", diff);
+    }
+    pf_encoding_free(e);
+    pf_free(m);
+    free(samples);
+    free(want);
+}
+
 void test_config(void) {
     snprintf(work_dir, sizeof work_dir, "/tmp/pf_config_XXXXXX");
     if (!mkdtemp(work_dir)) {
@@ -612,6 +643,7 @@ void test_config(void) {
     test_suppress_lists();
     test_speech_refusals();
     test_ctc_vocabulary();
+    test_speech_bf16();
     empty_work_dir();
     rmdir(work_dir);
 }
