@@ -1795,8 +1795,8 @@ static pf_result pf__config_speech(const pf__json *json, pf__config *c, const ch
                           "supported", path);
     /* One frame needs kernel samples of the last conv, each of those stride apart, and so on down. */
     long long need = 1, stride = 1;
-    for (int l = sc->num_convs - 1; l >= 0; l--) need = (need - 1) * sc->conv_stride[l] + sc->conv_kernel[l];
-    for (int l = 0; l < sc->num_convs; l++) stride *= sc->conv_stride[l];
+    for (int l = sc->num_convs - 1; l >= 0 && need <= 1 << 24; l--) need = (need - 1) * sc->conv_stride[l] + sc->conv_kernel[l];
+    for (int l = 0; l < sc->num_convs && stride <= 1 << 24; l++) stride *= sc->conv_stride[l]; /* each factor <= 1e6 */
     if (need > 1 << 24 || stride > 1 << 24)
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: the feature encoder's kernels and strides are absurd", path);
     sc->min_samples = (int)need;

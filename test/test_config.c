@@ -496,6 +496,8 @@ static void test_speech_refusals(void) {
         {"wav2vec2-ctc", "\"Wav2Vec2ForCTC\"", "\"Wav2Vec2Model\"", "the CTC head under the bare model", "LM head",
          PF_ERROR_FORMAT},
         {"wav2vec2-ctc", "\"conv_dim\": [\n    16,", "\"conv_dim\": [", "lists of different lengths", "conv_dim", PF_ERROR_FORMAT},
+        {"wav2vec2-ctc", "\"conv_stride\": [\n    5,\n    2,\n    2\n  ]", "\"conv_stride\": [1000000, 1000000, 1000000]",
+         "absurd strides", "absurd", PF_ERROR_FORMAT},
         {"wav2vec2-ctc", "\"conv_bias\": false", "\"conv_bias\": true", "conv biases the checkpoint lacks", "conv.bias",
          PF_ERROR_FORMAT},
         {"hubert-ctc", "\"conv_bias\": true", "\"conv_bias\": false", "conv biases the config denies", "conv_bias is false",
