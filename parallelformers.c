@@ -16886,27 +16886,34 @@ pf_result pf_encode_images(pf_model *m, const float *pixels, int batch, pf_encod
 
 /* A speech encoder's request: each waveform through the host front end, then the blocks on the
    ranks (and the CTC head's vocabulary rows, split like an LM head). */
-static pf_result pf__encode_audio_locked(pf_model *m, const float *samples, int batch, int num_samples, pf_encoding **out) {
+static pf_result pf__encode_audio_locked(pf_model *m, const float *const *samples, const int *num_samples, int batch,
+                                         pf_encoding **out) {
     const pf__config *c = &m->config;
     *out = NULL;
     pf_result r = pf__ensure_group(m);
     if (r) return r;
     if (!c->speech) return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is not a speech encoder", c->model_type);
-    if (!samples || batch < 1) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio needs samples and batch >= 1");
+    if (!samples || !num_samples || batch < 1)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio needs samples, their counts and batch >= 1");
     const pf__group *g = m->group;
     if (batch > g->max_batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, g->max_batch);
     const struct pf__speech_config *sc = &c->speech_config;
-    int T = num_samples > 0 ? pf__speech_frames(c, num_samples) : 0;
-    if (T < 1)
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%d samples are too few: the feature encoder needs at least %d for a "
-                        "frame", num_samples, sc->min_samples);
-    if (T > g->cache_len)
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%d samples make %d frames, above max_sequence_length %d", num_samples,
-                        T, g->cache_len);
-    size_t B = (size_t)batch, N = (size_t)num_samples, d = (size_t)c->hidden_size, frames = (size_t)T;
-    for (size_t i = 0; i < B * N; i++)
-        if (!isfinite(samples[i])) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "samples must be finite");
-    size_t widest = 0, length = N; /* the largest conv output, and the projection's input */
+    int T = 0, longest = 0;
+    for (int b = 0; b < batch; b++) {
+        int n = num_samples[b], frames = n > 0 ? pf__speech_frames(c, n) : 0;
+        if (!samples[b] || frames < 1)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d samples are too few: the feature encoder needs at "
+                            "least %d for a frame", b, samples[b] ? n : 0, sc->min_samples);
+        if (frames > g->cache_len)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d samples make %d frames, above max_sequence_length %d",
+                            b, n, frames, g->cache_len);
+        for (int i = 0; i < n; i++)
+            if (!isfinite(samples[b][i])) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: samples must be finite", b);
+        if (frames > T) T = frames;
+        if (n > longest) longest = n;
+    }
+    size_t B = (size_t)batch, d = (size_t)c->hidden_size, frames = (size_t)T;
+    size_t widest = 0, length = (size_t)longest; /* the largest conv output, and the projection's input */
     for (int l = 0; l < sc->num_convs; l++) {
         length = (length - (size_t)sc->conv_kernel[l]) / (size_t)sc->conv_stride[l] + 1;
         if ((size_t)sc->conv_dim[l] * length > widest) widest = (size_t)sc->conv_dim[l] * length;
@@ -16915,34 +16922,46 @@ static pf_result pf__encode_audio_locked(pf_model *m, const float *samples, int 
     size_t col = (size_t)PF__SPEECH_BLOCK * pf__speech_col_width(c);
     if (widest < (size_t)PF__SPEECH_BLOCK * d) widest = (size_t)PF__SPEECH_BLOCK * d; /* y holds the positional block too */
     float *work = (float *)malloc((2 * widest + frames * d + col) * sizeof(float));
-    float *features = (float *)malloc(B * frames * d * sizeof(float));
+    float *features = (float *)calloc(B * frames * d, sizeof(float)); /* pads: zeros, never attended to */
     float *hidden = (float *)malloc(B * frames * d * sizeof(float));
     float *logits = num_logits ? (float *)malloc(B * frames * (size_t)num_logits * sizeof(float)) : NULL;
+    int *pads = (int *)calloc(B, sizeof(int)), *lengths = (int *)calloc(B, sizeof(int));
     pf_encoding *e = (pf_encoding *)calloc(1, sizeof *e);
     if (e) e->offsets = (int *)calloc(B + 1, sizeof(int));
-    if (!work || !features || !hidden || (num_logits && !logits) || !e || !e->offsets)
+    if (!work || !features || !hidden || (num_logits && !logits) || !pads || !lengths || !e || !e->offsets)
         r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    for (size_t b = 0; !r && b < B; b++)
-        pf__speech_frontend(m, samples + b * N, num_samples, features + b * frames * d, work, work + widest, work + 2 * widest,
-                            work + 2 * widest + frames * d);
+    for (size_t b = 0; !r && b < B; b++) { /* each row's frames alone, after its left pads (as pf_encode's rows) */
+        lengths[b] = pf__speech_frames(c, num_samples[b]);
+        pads[b] = T - lengths[b];
+        pf__speech_frontend(m, samples[b], num_samples[b], features + (b * frames + (size_t)pads[b]) * d, work, work + widest,
+                            work + 2 * widest, work + 2 * widest + frames * d);
+    }
     if (!r) {
         pf__job job;
         memset(&job, 0, sizeof job);
         job.step.features = features;
         job.step.batch = batch;
         job.step.seq_len = T;
+        job.step.pad = pads;
         job.all_positions = 1;
         job.hidden = hidden;
         job.logits = logits;
         r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
     }
-    if (!r) {
+    if (!r) { /* drop the pads: row b's frames are its last lengths[b] */
         e->batch = batch;
         e->hidden_size = (int)d;
         e->head = c->head;
         e->num_logits = num_logits;
         e->logits_per_token = 1;
-        for (int b = 0; b < batch; b++) e->offsets[b + 1] = e->offsets[b] + T;
+        for (size_t b = 0; b < B; b++) {
+            e->offsets[b + 1] = e->offsets[b] + lengths[b];
+            memmove(hidden + (size_t)e->offsets[b] * d, hidden + (b * frames + (size_t)pads[b]) * d,
+                    (size_t)lengths[b] * d * sizeof(float));
+            if (logits)
+                memmove(logits + (size_t)e->offsets[b] * num_logits, logits + (b * frames + (size_t)pads[b]) * num_logits,
+                        (size_t)lengths[b] * num_logits * sizeof(float));
+        }
         e->last_hidden_state = hidden;
         e->logits = logits;
         hidden = logits = NULL;
@@ -16950,17 +16969,17 @@ static pf_result pf__encode_audio_locked(pf_model *m, const float *samples, int 
         e = NULL;
     }
     pf_encoding_free(e);
-    free(work), free(features), free(hidden), free(logits);
+    free(work), free(features), free(hidden), free(logits), free(pads), free(lengths);
     return r;
 }
 
-pf_result pf_encode_audio(pf_model *m, const float *samples, int batch, int num_samples, pf_encoding **out) {
+pf_result pf_encode_audio(pf_model *m, const float *const *samples, const int *num_samples, int batch, pf_encoding **out) {
     if (!m) return PF_ERROR_INVALID_ARGUMENT;
     if (out) *out = NULL;
     if (!out) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio needs an output");
     pf_result r = pf__request_lock(m, "pf_encode_audio");
     if (r) return r;
-    r = pf__encode_audio_locked(m, samples, batch, num_samples, out);
+    r = pf__encode_audio_locked(m, samples, num_samples, batch, out);
     pf__request_unlock(m);
     return r;
 }

@@ -307,22 +307,24 @@ void pf_encoding_free(pf_encoding *encoding); /* NULL is fine; any thread */
    (pf_encoding_free). PF_ERROR_UNSUPPORTED for a model that takes token ids. Threads: as pf_encode. */
 pf_result pf_encode_images(pf_model *model, const float *pixels, int batch, pf_encoding **encoding);
 
-/* A speech encoder (Wav2Vec2, XLSR, HuBERT): `batch` waveforms of num_samples floats each,
-   samples [batch][num_samples], as the model's feature extractor gives them (16 kHz mono,
-   normalised where preprocessor_config.json says do_normalize: pf_audio_processor does it). The
-   convolutional front end runs on the host, the transformer blocks split over the ranks. The
-   encoding has frames = pf_encode_audio_frames(model, num_samples) rows per waveform:
-   last_hidden_state [batch][frames][hidden]; for PF_HEAD_CTC, logits [batch][frames][vocab_size]
-   (logits_per_token 1). There is no attention mask: every waveform is used whole, as transformers
-   runs these models without one (Wav2Vec2 base's feature extractor returns none). A batch of
-   shorter waveforms padded with zeros equals transformers' output for the padded batch; models whose
-   feature extractor returns an attention mask (return_attention_mask, XLSR and the large models)
-   give per-waveform results only when each is run alone. *encoding is the caller's
-   (pf_encoding_free). Results: PF_ERROR_INVALID_ARGUMENT (NULLs, batch < 1 or above max_batch,
-   fewer samples than audio_min_samples, more frames than max_sequence_length, samples not finite),
+/* A speech encoder (Wav2Vec2, XLSR, HuBERT) on `batch` waveforms of any lengths: samples[b] holds
+   num_samples[b] floats as the model's feature extractor gives them (16 kHz mono, normalised where
+   preprocessor_config.json says do_normalize: pf_audio_processor does it). The convolutional front
+   end runs on the calling thread, each waveform alone; the transformer blocks are split over the
+   ranks, the shorter rows' frames padded where nothing attends to them (as pf_encode's rows).
+   Row b has pf_encode_audio_frames(model, num_samples[b]) frames: last_hidden_state [frames of
+   all rows][hidden] (offsets: where each row starts); for PF_HEAD_CTC, logits [frames of all
+   rows][vocab_size] (logits_per_token 1). Each row equals transformers' output for that waveform
+   alone, and for a padded batch with the attention mask the feature extractor returns where it
+   returns one (return_attention_mask: XLSR, the large models); the base models' extractor
+   returns none, and transformers then computes a padded batch with the padding (its GroupNorm
+   sees it): pass waveforms unpadded. *encoding is the caller's (pf_encoding_free). Results:
+   PF_ERROR_INVALID_ARGUMENT (NULLs, batch < 1 or above max_batch, a row with fewer samples than
+   audio_min_samples or more frames than max_sequence_length, samples not finite),
    PF_ERROR_UNSUPPORTED (a model that is not a speech encoder), PF_ERROR_OUT_OF_MEMORY,
    PF_ERROR_DEVICE. Threads: as pf_encode. */
-pf_result pf_encode_audio(pf_model *model, const float *samples, int batch, int num_samples, pf_encoding **encoding);
+pf_result pf_encode_audio(pf_model *model, const float *const *samples, const int *num_samples, int batch,
+                          pf_encoding **encoding);
 /* Frames a speech encoder makes of num_samples samples (0: too few, or not a speech encoder). Any
    thread, after pf_load succeeded. */
 int pf_encode_audio_frames(const pf_model *model, int num_samples);

@@ -131,7 +131,7 @@ int main(int argc, char **argv) {
     float *features = NULL;
     pf_encoding *e = NULL;
     char *text = NULL;
-    int status = 1;
+    int status = 1, count = 0;
     size_t rows = 0, columns = 0;
     pf_result r = pf_audio_processor_load(dir, &processor, error, sizeof error);
     if (!r && pf_audio_processor_get_info(processor).kind != PF_AUDIO_WAVEFORM) {
@@ -150,10 +150,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "transcribe: %s: %s\n", pf_result_string(r), error);
         goto done;
     }
+    count = (int)(rows * columns); /* a waveform's features: 1 x num_samples */
+    const float *waves[1] = {features};
     pf_parallel_options po = pf_parallel_options_init();
     po.device = device;
     if ((r = pf_load(dir, NULL, &model)) || (r = pf_parallelize(model, gpus, &po)) ||
-        (r = pf_encode_audio(model, features, 1, (int)(rows * columns), &e)) || (r = pf_ctc_decode(model, e, 0, &text))) {
+        (r = pf_encode_audio(model, waves, &count, 1, &e)) || (r = pf_ctc_decode(model, e, 0, &text))) {
         fprintf(stderr, "transcribe: %s: %s\n", pf_result_string(r), pf_error_message(model));
         goto done;
     }

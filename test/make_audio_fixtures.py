@@ -18,6 +18,9 @@ The three variants:
                   pre-norm blocks and a final norm, an odd positional kernel, no masked_spec_embed
     hubert-ctc    HubertForCTC without the feature projection's norm, conv_bias, and the
                   positional conv saved under the old weight_g / weight_v names
+xlsr-ctc also holds audio_masked_hidden.bin: float32 LE [89][48], last_hidden_state of the second
+waveform cut to its first 1800 samples, in a batch padded with zeros to 2400 and run with the
+attention mask (as XLSR's feature extractor returns one): the frames of its 1800 samples.
 hubert-ctc also holds model.bf16.safetensors (its tensors rounded to bfloat16) and
 audio_logits.bf16.bin (the logits transformers computes in float32 from those rounded weights): the
 16-bit checkpoint path, front end included.
@@ -89,6 +92,18 @@ def write_wav(path, pcm):
     path.write_bytes(header + b"data" + struct.pack("<I", len(data)) + data)
 
 
+def masked_example(base, samples, out_dir):
+    """A padded batch with its attention mask: the shorter row's own frames."""
+    padded = samples.clone()
+    padded[1, 1800:] = 0
+    mask = torch.ones(2, 2400, dtype=torch.long)
+    mask[1, 1800:] = 0
+    frames = int(base._get_feat_extract_output_lengths(torch.tensor(1800)))
+    with torch.no_grad():
+        hidden = base(padded, attention_mask=mask).last_hidden_state[1, :frames]
+    hidden.numpy().astype("<f4").tofile(out_dir / "audio_masked_hidden.bin")
+
+
 def bf16_example(model, samples, out_dir):
     """The checkpoint in bfloat16, and the float32 logits of its rounded weights."""
     tensors = load_file(out_dir / "model.safetensors")
@@ -150,6 +165,8 @@ def main():
         print(name, tuple(hidden.shape), tuple(logits.shape), texts)
         if name == "wav2vec2-ctc":
             transcribe_example(model, tokenizer, out_dir)
+        if name == "xlsr-ctc":
+            masked_example(base, samples, out_dir)
         if name == "hubert-ctc":
             bf16_example(model, samples, out_dir)
 

@@ -539,7 +539,9 @@ static char *work_ctc_text(pf_result *result) {
     pf_encoding *e = NULL;
     char *text = NULL;
     pf_result r = samples ? pf_load(work_dir, NULL, &m) : PF_ERROR_IO;
-    if (!r) r = pf_encode_audio(m, samples, 1, (int)(n / 2), &e);
+    const float *rows[1] = {samples};
+    int counts[1] = {(int)(n / 2)};
+    if (!r) r = pf_encode_audio(m, rows, counts, 1, &e);
     if (!r) r = pf_ctc_decode(m, e, 0, &text);
     *result = r;
     pf_encoding_free(e);
@@ -617,7 +619,9 @@ static void test_speech_bf16(void) {
     po.max_batch = 2;
     pf_encoding *e = NULL;
     pf_result r = m && samples && want ? pf_parallelize(m, 2, &po) : PF_ERROR_IO;
-    if (!r) r = pf_encode_audio(m, samples, 2, (int)(n / 2), &e);
+    const float *rows[2] = {samples, samples ? samples + n / 2 : NULL};
+    int counts[2] = {(int)(n / 2), (int)(n / 2)};
+    if (!r) r = pf_encode_audio(m, rows, counts, 2, &e);
     CHECK_MSG(r == PF_OK && e->offsets[2] * (size_t)13 == count, "bf16 hubert: %s", pf_error_message(m));
     if (!r && e->offsets[2] * (size_t)13 == count) {
         float diff = test_max_abs_diff(e->logits, want, count);

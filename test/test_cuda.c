@@ -760,7 +760,8 @@ static void test_speech_encoder(const char *name) {
     snprintf(path, sizeof path, "%s/samples.bin", dir);
     size_t n = 0;
     float *samples = test_read_floats(path, &n);
-    int batch = 2, num_samples = (int)(n / 2);
+    int batch = 2, num_samples = (int)(n / 2), counts[2] = {num_samples, 1800}; /* rows of two lengths */
+    const float *waves[2] = {samples, samples ? samples + num_samples : NULL};
     pf_encoding *want = NULL;
     pf_model *m = NULL;
     pf_result r = samples ? pf_load(dir, NULL, &m) : PF_ERROR_IO;
@@ -768,14 +769,14 @@ static void test_speech_encoder(const char *name) {
     po.device = PF_DEVICE_CPU;
     po.max_batch = batch;
     if (r == PF_OK) r = pf_parallelize(m, 1, &po);
-    if (r == PF_OK) r = pf_encode_audio(m, samples, batch, num_samples, &want);
+    if (r == PF_OK) r = pf_encode_audio(m, waves, counts, batch, &want);
     CHECK_MSG(r == PF_OK, "%s on the CPU: %s", name, pf_error_message(m));
     for (int ranks = 1; r == PF_OK && ranks <= 2; ranks++) {
         pf_encoding *got = NULL;
         po.device = PF_DEVICE_CUDA;
         po.dtype = PF_DTYPE_F32;
         pf_result rr = pf_parallelize(m, ranks, &po);
-        if (rr == PF_OK) rr = pf_encode_audio(m, samples, batch, num_samples, &got);
+        if (rr == PF_OK) rr = pf_encode_audio(m, waves, counts, batch, &got);
         CHECK_MSG(rr == PF_OK, "%s on %d GPU ranks: %s", name, ranks, pf_error_message(m));
         if (rr) continue;
         size_t frames = (size_t)want->offsets[batch], d = (size_t)want->hidden_size;
