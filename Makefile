@@ -60,7 +60,7 @@ PRIVATE_LIBS := $(CUDA_LIBS) $(LDLIBS)
 
 .PHONY: all server test-server fuzz test test-asan test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm valgrind test-install install uninstall clean bench
 
-all: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate $(BUILD)/embed $(BUILD)/classify_image \
+all: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate $(BUILD)/embed $(BUILD)/classify_image $(BUILD)/transcribe \
      $(BUILD)/test_parallelformers $(BUILD)/test_cuda \
      $(BUILD)/bench $(BUILD)/header_cxx.o server
 
@@ -102,6 +102,9 @@ $(BUILD)/embed: examples/embed.c $(BUILD)/libparallelformers.a
 
 $(BUILD)/classify_image: examples/classify_image.c $(BUILD)/libparallelformers.a
 	$(CC) $(BASE) $(CFLAGS) examples/classify_image.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
+
+$(BUILD)/transcribe: examples/transcribe.c $(BUILD)/libparallelformers.a
+	$(CC) $(BASE) $(CFLAGS) examples/transcribe.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
 
 $(BUILD)/test_parallelformers: $(TESTS) test/test.h $(BUILD)/parallelformers_testing.o $(CUDA_OBJ)
 	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) $(TESTS) $(BUILD)/parallelformers_testing.o $(CUDA_OBJ) -o $@ $(CUDA_LIBS) $(LDLIBS)

@@ -1201,6 +1201,18 @@ typedef struct pf__config {
                                        meant it; CLIP's text); -1: the first token */
     int projection_dim;             /* PF__SLOT_PROJECTION's rows (CLIP) */
     int with_projection;            /* 1: the tower has its projection (PF__IF_WITH_PROJECTION) */
+    int speech;                     /* 1: a speech encoder (Wav2Vec2, HuBERT): waveforms through the
+                                       host front end of the speech section, then the blocks */
+    struct pf__speech_config {      /* the front end's shape, from config.json (pf__config_speech) */
+        int num_convs;              /* feature encoder layers: conv_dim, conv_kernel, conv_stride */
+        int conv_dim[16], conv_kernel[16], conv_stride[16];
+        int conv_bias;              /* the convolutions have biases */
+        int layer_norm_convs;       /* feat_extract_norm "layer": a LayerNorm over channels after every
+                                       conv; 0 ("group"): a GroupNorm (one group a channel) after the first */
+        int projection_norm;        /* a LayerNorm before the feature projection (HuBERT: feat_proj_layer_norm) */
+        int pos_kernel, pos_groups; /* the positional convolution: num_conv_pos_embeddings, ..._groups */
+        int stride, min_samples;    /* samples per frame; the fewest samples that make one frame */
+    } speech_config;
     int teacher_head;               /* 1: the mean of the class and distillation tokens' heads (DeiT
                                        ...WithTeacher) */
     int decoder_num_heads, decoder_intermediate_size; /* the decoder's, where the config names them
@@ -1790,6 +1802,7 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
         {"ForMaskedLM", PF_HEAD_MASKED_LM}, {"ForSequenceClassification", PF_HEAD_SEQUENCE_CLASSIFICATION},
         {"ForTokenClassification", PF_HEAD_TOKEN_CLASSIFICATION}, {"ForQuestionAnswering", PF_HEAD_QUESTION_ANSWERING},
         {"ForImageClassification", PF_HEAD_IMAGE_CLASSIFICATION}, {"ForImageClassificationWithTeacher", PF_HEAD_IMAGE_CLASSIFICATION},
+        {"ForCTC", PF_HEAD_CTC},
         {"Model", PF_HEAD_NONE}, {"ModelWithProjection", PF_HEAD_NONE}, /* CLIP's towers, with their projection */
     };
     const pf__json *labels = pf__json_get(json, "id2label");
@@ -1828,6 +1841,90 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
 
 static pf_result pf__config_parse(const pf__json *json, const char *path, int arch, pf__config *cfg, char *message,
                                   size_t size);
+/* A list of positive ints (conv_dim, ...): *count of them into out[max]; 1 if present. */
+static int pf__config_int_list(const pf__json *json, const char *key, int *out, int max, int *count) {
+    const pf__json *list = pf__json_get(json, key);
+    if (!list) return 0;
+    if (list->type != PF__JSON_ARRAY || list->count < 1 || list->count > (size_t)max) return -1;
+    int n = 0;
+    for (const pf__json *v = list->first; v; v = v->next) {
+        double x = 0;
+        if (pf__json_number(v, &x) != 1 || !(x >= 1 && x <= 1e6) || x != floor(x)) return -1;
+        out[n++] = (int)x;
+    }
+    *count = n;
+    return 1;
+}
+
+/* A speech encoder's front end (Wav2Vec2, HuBERT): the keys that change its math, each read or
+   refused by name. Keys that only matter in training are safe to ignore: apply_spec_augment and
+   mask_time_* / mask_feature_* (SpecAugment masks frames only when the model trains, or when a
+   caller passes mask_time_indices), the dropouts and layerdrop, ctc_loss_reduction and
+   ctc_zero_infinity (the loss). Heads other than CTC are refused, and so are adapters. */
+static pf_result pf__config_speech(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
+    struct pf__speech_config *sc = &c->speech_config;
+    static const int base_dims[] = {512, 512, 512, 512, 512, 512, 512}, base_kernels[] = {10, 3, 3, 3, 3, 2, 2},
+                     base_strides[] = {5, 2, 2, 2, 2, 2, 2};
+    if (!c->speech)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: a CTC head on model_type \"%s\", which is not a "
+                          "speech encoder", path, c->model_type);
+    if (c->head != PF_HEAD_NONE && c->head != PF_HEAD_CTC)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: model_type \"%s\" runs as the bare encoder (...Model) "
+                          "or with its CTC head (...ForCTC); config.json's architectures names another head", path,
+                          c->model_type);
+    memcpy(sc->conv_dim, base_dims, sizeof base_dims);
+    memcpy(sc->conv_kernel, base_kernels, sizeof base_kernels);
+    memcpy(sc->conv_stride, base_strides, sizeof base_strides);
+    int dims = 7, kernels = 7, strides = 7;
+    if (pf__config_int_list(json, "conv_dim", sc->conv_dim, 16, &dims) < 0 ||
+        pf__config_int_list(json, "conv_kernel", sc->conv_kernel, 16, &kernels) < 0 ||
+        pf__config_int_list(json, "conv_stride", sc->conv_stride, 16, &strides) < 0 || dims != kernels || dims != strides)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: conv_dim, conv_kernel and conv_stride must be lists of "
+                          "one length (1 to 16) of positive integers", path);
+    sc->num_convs = dims;
+    double x = 0;
+    const pf__json *v = pf__json_get(json, "conv_bias");
+    if (pf__json_number(v, &x) < 0) return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"conv_bias\" is not a boolean", path);
+    sc->conv_bias = v && x != 0;
+    const pf__json *norm = pf__json_get(json, "feat_extract_norm");
+    const char *norm_name = norm && norm->type == PF__JSON_STRING ? norm->string : norm ? "?" : "group";
+    if (strcmp(norm_name, "group") && strcmp(norm_name, "layer"))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"feat_extract_norm\" = \"%s\" (\"group\" and "
+                          "\"layer\" are implemented)", path, norm_name);
+    sc->layer_norm_convs = !strcmp(norm_name, "layer");
+    const pf__json *act = pf__json_get(json, "feat_extract_activation");
+    if (act && (act->type != PF__JSON_STRING || strcmp(act->string, "gelu")))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"feat_extract_activation\" = \"%s\" (\"gelu\" is "
+                          "implemented)", path, act->type == PF__JSON_STRING ? act->string : "?");
+    sc->projection_norm = 1; /* Wav2Vec2 always; HuBERT as feat_proj_layer_norm says (default true) */
+    v = pf__json_get(json, "feat_proj_layer_norm");
+    if (pf__json_number(v, &x) < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"feat_proj_layer_norm\" is not a boolean", path);
+    if (v && v->type != PF__JSON_NULL && c->arch == PF__ARCH_HUBERT) sc->projection_norm = x != 0;
+    double kernel = 128, groups = 16;
+    if (pf__json_number(pf__json_get(json, "num_conv_pos_embeddings"), &kernel) < 0 ||
+        pf__json_number(pf__json_get(json, "num_conv_pos_embedding_groups"), &groups) < 0 || !(kernel >= 1 && kernel <= 65536) ||
+        kernel != floor(kernel) || !(groups >= 1 && groups <= 65536) || groups != floor(groups) || c->hidden_size <= 0 ||
+        c->hidden_size % (int)groups)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: num_conv_pos_embeddings %g and num_conv_pos_embedding_groups "
+                          "%g do not fit hidden_size %d", path, kernel, groups, c->hidden_size);
+    sc->pos_kernel = (int)kernel;
+    sc->pos_groups = (int)groups;
+    v = pf__json_get(json, "adapter_attn_dim"); /* MMS's per-language adapters in every block */
+    if (v && v->type != PF__JSON_NULL)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"adapter_attn_dim\" (attention adapters) is not "
+                          "supported", path);
+    /* One frame needs kernel samples of the last conv, each of those stride apart, and so on down. */
+    long long need = 1, stride = 1;
+    for (int l = sc->num_convs - 1; l >= 0 && need <= 1 << 24; l--) need = (need - 1) * sc->conv_stride[l] + sc->conv_kernel[l];
+    for (int l = 0; l < sc->num_convs && stride <= 1 << 24; l++) stride *= sc->conv_stride[l]; /* each factor <= 1e6 */
+    if (need > 1 << 24 || stride > 1 << 24)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: the feature encoder's kernels and strides are absurd", path);
+    sc->min_samples = (int)need;
+    sc->stride = (int)stride;
+    c->embed_norm = !c->pre_norm; /* encoder.layer_norm: after the positions, or the final norm */
+    return PF_OK;
+}
 
 /* Reads config.json into cfg, choosing the architecture row by model_type. */
 static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message, size_t size) {
@@ -1935,6 +2032,7 @@ static pf_result pf__config_parse(const pf__json *json, const char *path, int ar
     if (!r) r = pf__config_rope(json, cfg, path, message, size);
     if (!r) r = pf__config_token_ids(cfg, json, path, message, size);
     if (!r) r = pf__config_head(json, cfg, path, message, size);
+    if (!r && (cfg->speech || cfg->head == PF_HEAD_CTC)) r = pf__config_speech(json, cfg, path, message, size);
     if (!r) {
         double tie = a->tied_lm_head;
         if (pf__json_number(pf__json_get(json, "tie_word_embeddings"), &tie) < 0)
@@ -2341,6 +2439,9 @@ static pf_result pf__draft_configs(pf__policy_draft *d, const pf_policy *p) {
             return pf__draft_fail(d, PF_ERROR_INVALID_ARGUMENT, "config[%d].field: %s%.100s%s (known: %s)", i,
                                   in->field ? "unknown field \"" : "missing", in->field ? in->field : "", in->field ? "\"" : "", known);
         }
+        if (field->offset == offsetof(pf__config, speech)) /* the front end's tensors are named in code */
+            return pf__draft_fail(d, PF_ERROR_UNSUPPORTED, "config[%d].field: \"speech\": a speech front end "
+                                  "(Wav2Vec2, HuBERT) is compiled in, not a policy's", i);
         char what[64];
         snprintf(what, sizeof what, "config[%d].key", i);
         c->key = in->key ? pf__draft_text(d, what, in->key, PF__POLICY_MAX_NAME, &r) : NULL;
@@ -2970,6 +3071,16 @@ static void pf__policy_write(pf__text *t, pf__arch_id arch, const char *model_ty
     pf__text_add(t, "]}\n");
 }
 
+/* Whether a row's config sets the speech front end (PF_ARCH_CONFIG(id, speech, NULL, 1)). */
+static int pf__arch_is_speech(pf__arch_id arch) {
+    const pf__policy_rows *rows = pf__rows(arch);
+    for (size_t i = 0; i < rows->num_configs; i++)
+        if (rows->configs[i].arch == arch && rows->configs[i].offset == offsetof(pf__config, speech) &&
+            rows->configs[i].fallback != 0)
+            return 1;
+    return 0;
+}
+
 pf_result pf_policy_to_json(const char *model_type, char *json, size_t capacity, size_t *length) {
     if (length) *length = 0;
     if (!model_type || (!json && capacity)) return PF_ERROR_INVALID_ARGUMENT;
@@ -2984,7 +3095,8 @@ pf_result pf_policy_to_json(const char *model_type, char *json, size_t capacity,
     for (int i = 0; i < PF__MAX_REGISTERED && arch < 0; i++)
         if (pf__registered_policies[i].in_use && !strcmp(pf__archs[PF__ARCH_COUNT + i].model_type, model_type))
             arch = PF__ARCH_COUNT + i;
-    int dual = arch >= 0 && pf__archs[arch].kind == PF__KIND_DUAL;
+    /* a dual model's loader names its towers' rows, a speech model's front end its tensors: in code */
+    int dual = arch >= 0 && (pf__archs[arch].kind == PF__KIND_DUAL || pf__arch_is_speech((pf__arch_id)arch));
     if (arch >= 0 && !dual) pf__policy_write(&t, (pf__arch_id)arch, model_type); /* an alias's as its own */
     pthread_mutex_unlock(&pf__policy_lock);
     pf_result r = arch < 0 ? PF_ERROR_INVALID_ARGUMENT : dual ? PF_ERROR_UNSUPPORTED : t.failed ? PF_ERROR_OUT_OF_MEMORY : PF_OK;
@@ -9706,6 +9818,7 @@ static const struct {
     {"XLMTokenizer", "Moses tokenization and BPE in vocab.json + merges.txt"},
     {"CTRLTokenizer", "its own BPE with \"@@\" continuations in vocab.json + merges.txt"},
     {"OpenAIGPTTokenizer", "BERT-style splitting and BPE with </w> in vocab.json + merges.txt"},
+    {"Wav2Vec2CTCTokenizer", "a character vocabulary for CTC output (pf_ctc_decode reads its vocab.json)"},
 };
 
 /* The index of tokenizer_class in pf__tok_slow_only, or its count when it is not there. */
@@ -13530,6 +13643,8 @@ typedef struct pf__step {
     int cross_len;          /* an encoder-decoder's decoder step: the encoder's positions per row
                                (its output's keys and values are in the ranks' cross caches) */
     const int *cross_pad;   /* host, [batch]: the encoder input's left pads, or NULL */
+    const float *features;  /* host, [batch][seq_len][hidden]: a speech encoder's frames from its
+                               front end (the blocks' input), or NULL */
     const float *patches;   /* host, [batch][patches][channels * patch^2]: an image encoder's input
                                (its positions after the class and distillation tokens), or NULL */
     const int *cache_rows;  /* host, [batch]: the KV cache row of each sequence (continuous
@@ -14685,6 +14800,7 @@ struct pf_model {
     pf__st_index st;
     pf__source *sources;  /* [pf__num_slots] */
     float *scaled[6];     /* sources scaled at load (pf__scale_source), owned */
+    struct pf__speech *speech; /* a speech encoder's front end and CTC vocabulary, owned; else NULL */
     int num_scaled;
     pf_tokenizer *tokenizer;
     struct pf__batcher *batcher;  /* continuous batching's scheduler, from the first batched request */
@@ -15558,6 +15674,12 @@ static void pf__rank_embed(pf__rank *r, const pf__step *s, const pf__tower *t) {
         pf__rank_embed_patches(r, s, t);
         return;
     }
+    if (s->features) { /* a speech encoder's frames: (normed, when its blocks are post-norm) */
+        size_t n = (size_t)s->batch * s->seq_len * g->model->config.hidden_size;
+        r->backend->upload(r, r->x, s->features, n * sizeof(float));
+        pf__rank_embed_extras(r, s, t, r->x, (size_t)g->model->config.hidden_size);
+        return;
+    }
     const pf__config *c = &g->model->config;
     const pf__backend *be = r->backend;
     const pf__weight *W = r->weights;
@@ -15836,6 +15958,7 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
                  (float)c->norm_eps, a->norm);
         if (job->logits) pf__rank_vocab_logits(r, job, h, N, width);
     }
+    if (c->head == PF_HEAD_CTC && job->logits) pf__rank_vocab_logits(r, job, r->x, N, d); /* every rank its rows */
     if (r->index != 0 || r->error) return;
     if (job->hidden) be->download(r, job->hidden, r->x, N * d * sizeof(float));
     float *pooled = r->part; /* [batch][hidden] */
@@ -16697,6 +16820,7 @@ static void pf__log(const pf_model *m, pf_log_level level, const char *fmt, ...)
     m->load_options.log(m->load_options.log_user, level, line);
 }
 
+static size_t pf__speech_bytes(const struct pf__speech *sp);
 static void pf__log_memory_table(const pf_model *m, pf_log_level level) {
     const pf__group *g = m->group;
     pf__log(m, level, "rank  device  heads  mlp    weights(B)   kv-cache(B)  scratch(B)   total(B)     device used/total(B)");
@@ -16708,6 +16832,7 @@ static void pf__log_memory_table(const pf_model *m, pf_log_level level) {
                 r->share.mlp_width, info.weights, info.kv_cache, info.scratch, info.allocated, info.device_used,
                 info.device_total);
     }
+    if (m->speech) pf__log(m, level, "host  the speech front end (on the calling thread) %zu", pf__speech_bytes(m->speech));
 }
 
 /* The name of the first operation a backend lacks, or NULL: a table that grew an entry its
@@ -17029,6 +17154,7 @@ static const char *pf__head_name(pf_head head) {
     case PF_HEAD_TOKEN_CLASSIFICATION: return "token classification";
     case PF_HEAD_QUESTION_ANSWERING: return "question answering";
     case PF_HEAD_IMAGE_CLASSIFICATION: return "image classification";
+    case PF_HEAD_CTC: return "CTC";
     }
     return "?";
 }
@@ -17117,6 +17243,296 @@ static pf_result pf__scale_final_norm(pf_model *m) {
     return pf__scale_source(m, PF__SLOT_FINAL_NORM_WEIGHT, 1.0f / sqrtf((float)m->config.hidden_size));
 }
 
+/* ---- speech encoders' front end (Wav2Vec2, XLSR, HuBERT) ---- */
+
+/* The convolutional front end runs on the host, once per request, before the blocks: the feature
+   encoder (a stack of strided 1-D convolutions over the waveform), the feature projection (a
+   LayerNorm over the last conv's channels, then a linear map to hidden_size) and the positional
+   convolution (grouped, weight-normalised, GELU) added to the projected frames. Its tensors are
+   named here rather than in policies.inc: there is one of each per conv layer, a count conv_dim
+   gives, where the table's %d counts transformer blocks. They are read once at load into fp32
+   copies the model owns (the weight norm g * v / ||v|| folded in). */
+typedef struct pf__speech {
+    float *conv_weight[16];      /* [out][in][kernel] */
+    float *conv_bias[16];        /* [out], or NULL (conv_bias false) */
+    float *conv_norm_weight[16]; /* [out]: the GroupNorm (first layer) or LayerNorm (every layer), or NULL */
+    float *conv_norm_bias[16];
+    float *projection_norm_weight, *projection_norm_bias; /* [conv_dim[-1]], or NULL (HuBERT without it) */
+    float *projection_weight;    /* [hidden][conv_dim[-1]] */
+    float *projection_bias;      /* [hidden] */
+    float *pos_weight;           /* [hidden][hidden / groups][pos_kernel]: the effective weight */
+    float *pos_bias;             /* [hidden] */
+    size_t bytes;                /* the arrays above: host memory outside every rank's */
+    /* CTC decoding, read by the first pf_ctc_decode */
+    int vocab_read;
+    char **tokens;               /* [num_tokens]: vocab.json's strings by id; NULL for an id it lacks */
+    int num_tokens;
+    char *pad, *delimiter, *unk; /* tokenizer_config.json's pad (CTC blank), word delimiter, unk */
+    int lower, clean_up;         /* do_lower_case, clean_up_tokenization_spaces */
+} pf__speech;
+
+static size_t pf__speech_bytes(const pf__speech *sp) { return sp->bytes; }
+
+static void pf__speech_free(pf__speech *sp) {
+    if (!sp) return;
+    for (int l = 0; l < 16; l++) free(sp->conv_weight[l]), free(sp->conv_bias[l]), free(sp->conv_norm_weight[l]), free(sp->conv_norm_bias[l]);
+    free(sp->projection_norm_weight), free(sp->projection_norm_bias), free(sp->projection_weight), free(sp->projection_bias);
+    free(sp->pos_weight), free(sp->pos_bias);
+    for (int i = 0; i < sp->num_tokens; i++) free(sp->tokens[i]);
+    free(sp->tokens), free(sp->pad), free(sp->delimiter), free(sp->unk);
+    free(sp);
+}
+
+/* Frames a waveform of n samples makes: each conv keeps (n - kernel) / stride + 1; 0 if too few. */
+static int pf__speech_frames(const pf__config *c, long long n) {
+    const struct pf__speech_config *sc = &c->speech_config;
+    for (int l = 0; l < sc->num_convs; l++) {
+        if (n < sc->conv_kernel[l]) return 0;
+        n = (n - sc->conv_kernel[l]) / sc->conv_stride[l] + 1;
+    }
+    return n > INT_MAX ? INT_MAX : (int)n;
+}
+
+/* Tensor prefix + name as an fp32 copy into *out, its shape checked (dims in shape[ndim]);
+   absent: *out NULL, an error where required. The tensor counts as consumed. */
+static pf_result pf__speech_tensor(pf_model *m, const char *prefix, const char *name, const size_t *shape, int ndim,
+                                   int required, float **out) {
+    char full[300];
+    *out = NULL;
+    snprintf(full, sizeof full, "%s%s", prefix, name);
+    const pf__st_tensor *st = pf__st_take(&m->st, full);
+    if (!st) return required ? PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s'", m->dir, full) : PF_OK;
+    if (st->dtype == PF__DTYPE_OTHER)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' has an unsupported dtype (F32, F16 and BF16 are)",
+                        st->file->path, st->name);
+    int ok = st->ndim == ndim;
+    for (int k = 0; ok && k < ndim; k++) ok = st->shape[k] == shape[k];
+    if (!ok) {
+        char want[96] = "", got[96] = "";
+        for (int k = 0; k < ndim; k++)
+            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%zu", k ? ", " : "", shape[k]);
+        for (int k = 0; k < st->ndim && k < 6; k++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%zu", k ? ", " : "", st->shape[k]);
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' has shape [%s] but the config needs [%s]", st->file->path,
+                        st->name, got, want);
+    }
+    *out = (float *)malloc((st->numel ? st->numel : 1) * sizeof(float));
+    if (!*out) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    size_t width = pf__dtype_size(st->dtype);
+    m->speech->bytes += st->numel * sizeof(float);
+    for (size_t i = 0; i < st->numel; i++) { /* memcpy: a file's header need not leave the data aligned */
+        uint32_t f32 = 0;
+        uint16_t half = 0;
+        if (st->dtype == PF__DTYPE_F32) memcpy(&f32, st->data + i * width, 4), memcpy(&(*out)[i], &f32, 4);
+        else memcpy(&half, st->data + i * width, 2), (*out)[i] = st->dtype == PF__DTYPE_F16 ? pf__f16_to_f32(half) : pf__bf16_to_f32(half);
+    }
+    return PF_OK;
+}
+
+/* The positional convolution's weight: saved weight-normalised (torch's weight_norm with dim=2,
+   under its old names weight_g / weight_v or its parametrizations' original0 / original1), or
+   plain. Effective weight = g[k] * v[o][i][k] / ||v[:][:][k]||. */
+static pf_result pf__speech_pos_weight(pf_model *m, const char *prefix, size_t hidden, size_t per_group, size_t kernel) {
+    static const char *const spellings[][2] = {
+        {"encoder.pos_conv_embed.conv.weight_g", "encoder.pos_conv_embed.conv.weight_v"},
+        {"encoder.pos_conv_embed.conv.parametrizations.weight.original0",
+         "encoder.pos_conv_embed.conv.parametrizations.weight.original1"},
+    };
+    pf__speech *sp = m->speech;
+    size_t g_shape[3] = {1, 1, kernel}, v_shape[3] = {hidden, per_group, kernel};
+    float *g = NULL, *v = NULL, *plain = NULL;
+    pf_result r = pf__speech_tensor(m, prefix, "encoder.pos_conv_embed.conv.weight", v_shape, 3, 0, &plain);
+    int found = plain != NULL;
+    for (size_t i = 0; !r && i < PF__COUNT(spellings); i++) {
+        float *gi = NULL, *vi = NULL;
+        r = pf__speech_tensor(m, prefix, spellings[i][0], g_shape, 3, 0, &gi);
+        if (!r) r = pf__speech_tensor(m, prefix, spellings[i][1], v_shape, 3, 0, &vi);
+        if (!r && (!gi) != (!vi))
+            r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s%s' without '%s%s'", m->dir, prefix, spellings[i][gi ? 0 : 1],
+                         prefix, spellings[i][gi ? 1 : 0]);
+        if (!r && gi && found)
+            r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: two spellings of the positional convolution's weight", m->dir);
+        if (!r && gi) found = 1, g = gi, v = vi, gi = vi = NULL;
+        free(gi), free(vi);
+    }
+    if (!r && !found)
+        r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s%s' (or weight_g and weight_v)", m->dir, prefix,
+                     spellings[1][0]);
+    if (!r && plain) {
+        sp->pos_weight = plain;
+        plain = NULL;
+    } else if (!r) {
+        for (size_t k = 0; k < kernel; k++) {
+            double sum = 0;
+            for (size_t j = 0; j < hidden * per_group; j++) sum += (double)v[j * kernel + k] * v[j * kernel + k];
+            float scale = sum > 0 ? (float)(g[k] / sqrt(sum)) : 0.0f;
+            for (size_t j = 0; j < hidden * per_group; j++) v[j * kernel + k] *= scale;
+        }
+        sp->pos_weight = v;
+        v = NULL;
+        sp->bytes -= kernel * sizeof(float); /* g, folded in */
+    }
+    free(g), free(v), free(plain);
+    return r;
+}
+
+/* Reads the front end's tensors (under the prefix the blocks' tensors have). */
+static pf_result pf__speech_load(pf_model *m, const char *prefix) {
+    const pf__config *c = &m->config;
+    const struct pf__speech_config *sc = &c->speech_config;
+    m->speech = (pf__speech *)calloc(1, sizeof *m->speech);
+    if (!m->speech) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    pf__speech *sp = m->speech;
+    pf_result r = PF_OK;
+    size_t in = 1;
+    for (int l = 0; l < sc->num_convs && !r; l++) {
+        size_t out = (size_t)sc->conv_dim[l], weight[3] = {out, in, (size_t)sc->conv_kernel[l]}, vec[1] = {out};
+        char name[128];
+        int normed = sc->layer_norm_convs || l == 0;
+        snprintf(name, sizeof name, "feature_extractor.conv_layers.%d.conv.weight", l);
+        r = pf__speech_tensor(m, prefix, name, weight, 3, 1, &sp->conv_weight[l]);
+        snprintf(name, sizeof name, "feature_extractor.conv_layers.%d.conv.bias", l);
+        if (!r) r = pf__speech_tensor(m, prefix, name, vec, 1, sc->conv_bias, &sp->conv_bias[l]);
+        if (!r && sp->conv_bias[l] && !sc->conv_bias)
+            r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s%s' is in the checkpoint but config.json says conv_bias is "
+                         "false", m->dir, prefix, name);
+        snprintf(name, sizeof name, "feature_extractor.conv_layers.%d.layer_norm.weight", l);
+        if (!r) r = pf__speech_tensor(m, prefix, name, vec, 1, normed, &sp->conv_norm_weight[l]);
+        snprintf(name, sizeof name, "feature_extractor.conv_layers.%d.layer_norm.bias", l);
+        if (!r) r = pf__speech_tensor(m, prefix, name, vec, 1, normed, &sp->conv_norm_bias[l]);
+        if (!r && !normed && (sp->conv_norm_weight[l] || sp->conv_norm_bias[l]))
+            r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: conv layer %d has a norm but config.json's feat_extract_norm is "
+                         "\"group\" (a norm on the first layer only)", m->dir, l);
+        in = out;
+    }
+    size_t hidden = (size_t)c->hidden_size, vec[1] = {in}, projection[2] = {hidden, in}, hvec[1] = {hidden};
+    int norm = sc->projection_norm;
+    if (!r) r = pf__speech_tensor(m, prefix, "feature_projection.layer_norm.weight", vec, 1, norm, &sp->projection_norm_weight);
+    if (!r) r = pf__speech_tensor(m, prefix, "feature_projection.layer_norm.bias", vec, 1, norm, &sp->projection_norm_bias);
+    if (!r && !norm && (sp->projection_norm_weight || sp->projection_norm_bias))
+        r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: the feature projection has a norm but config.json's feat_proj_layer_norm is "
+                     "false", m->dir);
+    if (!r) r = pf__speech_tensor(m, prefix, "feature_projection.projection.weight", projection, 2, 1, &sp->projection_weight);
+    if (!r) r = pf__speech_tensor(m, prefix, "feature_projection.projection.bias", hvec, 1, 1, &sp->projection_bias);
+    if (!r) r = pf__speech_pos_weight(m, prefix, hidden, hidden / (size_t)sc->pos_groups, (size_t)sc->pos_kernel);
+    if (!r) r = pf__speech_tensor(m, prefix, "encoder.pos_conv_embed.conv.bias", hvec, 1, 1, &sp->pos_bias);
+    /* encoder.layer_norm fills two optional slots: keep the one the config means */
+    pf__slot unused = c->pre_norm ? PF__SLOT_EMBED_NORM_WEIGHT : PF__SLOT_FINAL_NORM_WEIGHT;
+    pf__slot kept = c->pre_norm ? PF__SLOT_FINAL_NORM_WEIGHT : PF__SLOT_EMBED_NORM_WEIGHT;
+    m->sources[unused].data = m->sources[unused + 1].data = NULL;
+    if (!r && (!m->sources[kept].data || !m->sources[kept + 1].data))
+        r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%sencoder.layer_norm.weight' or its bias", m->dir, prefix);
+    return r;
+}
+
+static float pf__speech_gelu(float v) { return 0.5f * v * (1.0f + erff(v * 0.7071067811865476f)); }
+
+/* y = (x - mean) / sqrt(var + eps) * weight + bias over n values `step` apart. */
+static void pf__speech_norm(float *x, size_t n, size_t step, const float *weight, const float *bias, size_t wi, size_t wstep,
+                            double eps) {
+    double mean = 0, var = 0;
+    for (size_t i = 0; i < n; i++) mean += x[i * step];
+    mean /= (double)n;
+    for (size_t i = 0; i < n; i++) var += (x[i * step] - mean) * (x[i * step] - mean);
+    float inv = (float)(1.0 / sqrt(var / (double)n + eps));
+    for (size_t i = 0; i < n; i++)
+        x[i * step] = (float)(x[i * step] - mean) * inv * weight[wi + i * wstep] + bias[wi + i * wstep];
+}
+
+/* Frames the front end's convolutions gather at a time (im2col), for the CPU backend's matmul. */
+#define PF__SPEECH_BLOCK 64
+
+/* The columns of the front end's im2col blocks: the widest of in * kernel over the convs and the
+   positional convolution's group width * kernel. */
+static size_t pf__speech_col_width(const pf__config *c) {
+    const struct pf__speech_config *sc = &c->speech_config;
+    size_t widest = (size_t)c->hidden_size / (size_t)sc->pos_groups * (size_t)sc->pos_kernel, in = 1;
+    for (int l = 0; l < sc->num_convs; l++) {
+        if (in * (size_t)sc->conv_kernel[l] > widest) widest = in * (size_t)sc->conv_kernel[l];
+        in = (size_t)sc->conv_dim[l];
+    }
+    return widest;
+}
+
+/* The float matrix w [rows][cols] as the CPU backend's matmul reads weights. */
+static pf__weight pf__speech_weight(const float *w, size_t rows, size_t cols) {
+    pf__weight weight;
+    memset(&weight, 0, sizeof weight);
+    weight.data = (void *)w;
+    weight.dtype = PF__DTYPE_F32;
+    weight.rows = rows;
+    weight.cols = cols;
+    return weight;
+}
+
+/* One waveform's frames, out [frames][hidden]: the conv stack, the feature projection, plus the
+   positional convolution. Every convolution gathers PF__SPEECH_BLOCK frames' inputs (im2col, in
+   the weight's [in][kernel] order) and multiplies them by its weight with the CPU backend's
+   matmul. work_a and work_b hold the largest conv output (frames x channels), work_h frames x
+   hidden, col PF__SPEECH_BLOCK x pf__speech_col_width. */
+static void pf__speech_frontend(const pf_model *m, const float *samples, int num_samples, float *out, float *work_a,
+                                float *work_b, float *work_h, float *col) {
+    const pf__config *c = &m->config;
+    const struct pf__speech_config *sc = &c->speech_config;
+    const pf__speech *sp = m->speech;
+    const float *x = samples; /* [length][in] */
+    size_t in = 1, length = (size_t)num_samples;
+    float *y = work_a;
+    for (int l = 0; l < sc->num_convs; l++) {
+        size_t outc = (size_t)sc->conv_dim[l], K = (size_t)sc->conv_kernel[l], S = (size_t)sc->conv_stride[l];
+        size_t frames = (length - K) / S + 1, width = in * K;
+        pf__weight w = pf__speech_weight(sp->conv_weight[l], outc, width);
+        for (size_t t0 = 0; t0 < frames; t0 += PF__SPEECH_BLOCK) {
+            size_t n = frames - t0 < PF__SPEECH_BLOCK ? frames - t0 : PF__SPEECH_BLOCK;
+            for (size_t j = 0; j < n; j++)
+                for (size_t i = 0; i < in; i++)
+                    for (size_t k = 0; k < K; k++) col[j * width + i * K + k] = x[((t0 + j) * S + k) * in + i];
+            pf__cpu_matmul_rows(y + t0 * outc, col, &w, sp->conv_bias[l], n);
+        }
+        if (sp->conv_norm_weight[l] && sc->layer_norm_convs) /* LayerNorm over the channels of each frame */
+            for (size_t t = 0; t < frames; t++)
+                pf__speech_norm(y + t * outc, outc, 1, sp->conv_norm_weight[l], sp->conv_norm_bias[l], 0, 1, 1e-5);
+        else if (sp->conv_norm_weight[l]) /* GroupNorm, a group per channel: over the frames of each channel */
+            for (size_t o = 0; o < outc; o++)
+                pf__speech_norm(y + o, frames, outc, sp->conv_norm_weight[l], sp->conv_norm_bias[l], o, 0, 1e-5);
+        for (size_t i = 0; i < outc * frames; i++) y[i] = pf__speech_gelu(y[i]);
+        x = y;
+        y = y == work_a ? work_b : work_a;
+        in = outc;
+        length = frames;
+    }
+    /* features [frames][channels]: normed (in place: the buffer is ours), projected to hidden */
+    size_t T = length, C = in, H = (size_t)c->hidden_size;
+    float *features = (float *)x;
+    if (sp->projection_norm_weight)
+        for (size_t t = 0; t < T; t++)
+            pf__speech_norm(features + t * C, C, 1, sp->projection_norm_weight, sp->projection_norm_bias, 0, 1, c->norm_eps);
+    pf__weight projection = pf__speech_weight(sp->projection_weight, H, C);
+    pf__cpu_matmul_rows(work_h, features, &projection, sp->projection_bias, T);
+    /* + GELU(grouped conv over the frames, zero-padded by kernel / 2 on both sides; an even kernel
+       makes one frame too many, the last, never computed), group by group into y */
+    size_t K = (size_t)sc->pos_kernel, per_group = H / (size_t)sc->pos_groups, pad = K / 2, width = per_group * K;
+    float *pos = y; /* [PF__SPEECH_BLOCK][per_group] */
+    for (size_t g = 0; g < (size_t)sc->pos_groups; g++) {
+        pf__weight w = pf__speech_weight(sp->pos_weight + g * per_group * width, per_group, width);
+        for (size_t t0 = 0; t0 < T; t0 += PF__SPEECH_BLOCK) {
+            size_t n = T - t0 < PF__SPEECH_BLOCK ? T - t0 : PF__SPEECH_BLOCK;
+            for (size_t j = 0; j < n; j++)
+                for (size_t k = 0; k < K; k++) {
+                    size_t t = t0 + j + k; /* the input frame, plus pad */
+                    const float *h = t >= pad && t - pad < T ? work_h + (t - pad) * H + g * per_group : NULL;
+                    for (size_t i = 0; i < per_group; i++) col[j * width + i * K + k] = h ? h[i] : 0.0f;
+                }
+            pf__cpu_matmul_rows(pos, col, &w, sp->pos_bias + g * per_group, n);
+            for (size_t j = 0; j < n; j++)
+                for (size_t i = 0; i < per_group; i++) {
+                    size_t at = (t0 + j) * H + g * per_group + i;
+                    out[at] = work_h[at] + pf__speech_gelu(pos[j * per_group + i]);
+                }
+        }
+    }
+}
+
 /* Finds the source tensor of every slot, checking presence, dtype and shape. */
 static pf_result pf__resolve_sources(pf_model *m) {
     const pf__config *c = &m->config;
@@ -17127,15 +17543,16 @@ static pf_result pf__resolve_sources(pf_model *m) {
     const char *prefix = NULL;
     const pf__arch_tensor *embed = pf__arch_tensor_for(c->arch, PF__SLOT_TOKEN_EMBED); /* anchors the prefix */
     if (!embed) embed = pf__arch_tensor_for(c->arch, PF__SLOT_PATCH_WEIGHT);
+    const char *anchor = embed ? embed->pattern : "feature_projection.projection.weight"; /* speech: the front end's */
     pf__arch_id named = pf__tensor_rows(c->arch);
     const pf__policy_rows *rows = pf__rows(named);
     for (size_t i = 0; i < rows->num_prefixes && !prefix; i++) {
         char name[256];
         if (rows->prefixes[i].arch != named) continue;
-        snprintf(name, sizeof name, "%s%s", rows->prefixes[i].prefix, embed->pattern);
+        snprintf(name, sizeof name, "%s%s", rows->prefixes[i].prefix, anchor);
         if (pf__st_find(&m->st, name)) prefix = rows->prefixes[i].prefix;
     }
-    if (!prefix) return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s' (under any known prefix)", m->dir, embed->pattern);
+    if (!prefix) return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s' (under any known prefix)", m->dir, anchor);
 
     for (int slot = 0; slot < PF__SLOT_COUNT; slot++) {
         if (!pf__arch_tensor_for(c->arch, (pf__slot)slot)) continue;
@@ -17208,7 +17625,7 @@ static pf_result pf__resolve_sources(pf_model *m) {
     /* Tied: the head is the embedding, and a head in the file too must hold the same values. */
     pf__source *head = &m->sources[PF__SLOT_LM_HEAD];
     const pf__source *embed_src = &m->sources[PF__SLOT_TOKEN_EMBED];
-    int vocab_logits = c->head == PF_HEAD_CAUSAL_LM || c->head == PF_HEAD_MASKED_LM;
+    int vocab_logits = c->head == PF_HEAD_CAUSAL_LM || c->head == PF_HEAD_MASKED_LM || c->head == PF_HEAD_CTC;
     if (!vocab_logits && (head->data || m->sources[PF__SLOT_LM_HEAD_BIAS].data))
         return PF__FAIL(m, PF_ERROR_FORMAT, "%s: the checkpoint has an LM head that config.json's architectures (%s) does "
                         "not use", m->dir, pf__head_name(c->head));
@@ -17240,6 +17657,7 @@ static pf_result pf__resolve_sources(pf_model *m) {
         if (!m->sources[base + PF__SLOT_QKV_FUSED_WEIGHT].data && !m->sources[base + PF__SLOT_Q_WEIGHT].data)
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has no attention projection", m->dir, l);
     }
+    if (c->speech && (r = pf__speech_load(m, prefix))) return r;
     r = pf__account_tensors(m, prefix);
     if (r) return r;
     if (c->scale_decoder_outputs && c->num_layers > c->encoder_layers && pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ)
@@ -17441,7 +17859,8 @@ static pf_result pf__load_tokenizer(pf_model *m, const char *dir) {
     }
     if (m->load_options.skip_tokenizer || !(present[0] || present[1] || present[2])) return PF_OK;
     pf_result r = pf__tokenizer_load_dir(dir, &m->tokenizer, m->tokenizer_missing, sizeof m->tokenizer_missing);
-    if (r == PF_ERROR_UNSUPPORTED || (r && !present[0] && !present[1])) { /* a kind we lack, or no vocabulary files */
+    /* a kind we lack, no vocabulary files, or a speech model's CTC vocabulary (pf_ctc_decode reads it) */
+    if (r == PF_ERROR_UNSUPPORTED || (r && !present[0] && !present[1]) || (r && m->config.speech)) {
         pf__log(m, PF_LOG_WARNING, "no tokenizer: %s", m->tokenizer_missing);
         return PF_OK;
     }
@@ -17495,6 +17914,7 @@ void pf_free(pf_model *m) {
     pf__st_close(&m->st);
     free(m->sources);
     for (int i = 0; i < m->num_scaled; i++) free(m->scaled[i]);
+    pf__speech_free(m->speech);
     free(m->logits);
     free(m->inv_freq);
     free(m->config.layer_window);
@@ -17525,6 +17945,7 @@ pf_model_info pf_get_info(const pf_model *m) {
     info.is_encoder = kind == PF__KIND_ENCODER || (kind == PF__KIND_SEQ2SEQ && !info.is_encoder_decoder);
     info.num_encoder_layers = kind == PF__KIND_SEQ2SEQ ? c->encoder_layers : 0;
     if (c->patch_size) info.image_size = c->image_size, info.patch_size = c->patch_size, info.num_channels = c->num_channels;
+    if (c->speech) info.audio_stride = c->speech_config.stride, info.audio_min_samples = c->speech_config.min_samples;
     info.head = c->head;
     info.num_labels = c->num_labels;
     info.eos_token_ids = c->eos_ids;
@@ -17889,6 +18310,8 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     int seq2seq = pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ; /* its encoder tower's output */
     if (m->sources[PF__SLOT_PATCH_WEIGHT].data)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an image encoder: pf_encode_images runs it", c->model_type);
+    if (c->speech)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is a speech encoder: pf_encode_audio runs it", c->model_type);
     if (pf__archs[c->arch].kind == PF__KIND_DECODER)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is a decoder: pf_forward and pf_generate run it",
                         c->model_type);
@@ -18055,6 +18478,247 @@ pf_result pf_encode_images(pf_model *m, const float *pixels, int batch, pf_encod
     pf_model *tower = m->loaded && m->towers[1] ? m->towers[1] : m; /* a dual model's vision tower */
     r = pf__encode_images_locked(tower, pixels, batch, out);
     if (r && tower != m) r = pf__fail_from(m, r, tower);
+    pf__request_unlock(m);
+    return r;
+}
+
+/* A speech encoder's request: each waveform through the host front end, then the blocks on the
+   ranks (and the CTC head's vocabulary rows, split like an LM head). */
+static pf_result pf__encode_audio_locked(pf_model *m, const float *const *samples, const int *num_samples, int batch,
+                                         pf_encoding **out) {
+    const pf__config *c = &m->config;
+    *out = NULL;
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    if (!c->speech) return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is not a speech encoder", c->model_type);
+    if (!samples || !num_samples || batch < 1)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio needs samples, their counts and batch >= 1");
+    const pf__group *g = m->group;
+    if (batch > g->max_batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, g->max_batch);
+    const struct pf__speech_config *sc = &c->speech_config;
+    int T = 0, longest = 0;
+    for (int b = 0; b < batch; b++) {
+        int n = num_samples[b], frames = n > 0 ? pf__speech_frames(c, n) : 0;
+        if (!samples[b] || frames < 1)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d samples are too few: the feature encoder needs at "
+                            "least %d for a frame", b, samples[b] ? n : 0, sc->min_samples);
+        if (frames > g->cache_len)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d samples make %d frames, above max_sequence_length %d",
+                            b, n, frames, g->cache_len);
+        for (int i = 0; i < n; i++)
+            if (!isfinite(samples[b][i])) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: samples must be finite", b);
+        if (frames > T) T = frames;
+        if (n > longest) longest = n;
+    }
+    size_t B = (size_t)batch, d = (size_t)c->hidden_size, frames = (size_t)T;
+    size_t widest = 0, length = (size_t)longest; /* the largest conv output, and the projection's input */
+    for (int l = 0; l < sc->num_convs; l++) {
+        length = (length - (size_t)sc->conv_kernel[l]) / (size_t)sc->conv_stride[l] + 1;
+        if ((size_t)sc->conv_dim[l] * length > widest) widest = (size_t)sc->conv_dim[l] * length;
+    }
+    int num_logits = c->head == PF_HEAD_CTC ? c->vocab_size : 0;
+    size_t col = (size_t)PF__SPEECH_BLOCK * pf__speech_col_width(c);
+    if (widest < (size_t)PF__SPEECH_BLOCK * d) widest = (size_t)PF__SPEECH_BLOCK * d; /* y holds the positional block too */
+    float *work = (float *)malloc((2 * widest + frames * d + col) * sizeof(float));
+    float *features = (float *)calloc(B * frames * d, sizeof(float)); /* pads: zeros, never attended to */
+    float *hidden = (float *)malloc(B * frames * d * sizeof(float));
+    float *logits = num_logits ? (float *)malloc(B * frames * (size_t)num_logits * sizeof(float)) : NULL;
+    int *pads = (int *)calloc(B, sizeof(int)), *lengths = (int *)calloc(B, sizeof(int));
+    pf_encoding *e = (pf_encoding *)calloc(1, sizeof *e);
+    if (e) e->offsets = (int *)calloc(B + 1, sizeof(int));
+    if (!work || !features || !hidden || (num_logits && !logits) || !pads || !lengths || !e || !e->offsets)
+        r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (size_t b = 0; !r && b < B; b++) { /* each row's frames alone, after its left pads (as pf_encode's rows) */
+        lengths[b] = pf__speech_frames(c, num_samples[b]);
+        pads[b] = T - lengths[b];
+        pf__speech_frontend(m, samples[b], num_samples[b], features + (b * frames + (size_t)pads[b]) * d, work, work + widest,
+                            work + 2 * widest, work + 2 * widest + frames * d);
+    }
+    if (!r) {
+        pf__job job;
+        memset(&job, 0, sizeof job);
+        job.step.features = features;
+        job.step.batch = batch;
+        job.step.seq_len = T;
+        job.step.pad = pads;
+        job.all_positions = 1;
+        job.hidden = hidden;
+        job.logits = logits;
+        r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
+    }
+    if (!r) { /* drop the pads: row b's frames are its last lengths[b] */
+        e->batch = batch;
+        e->hidden_size = (int)d;
+        e->head = c->head;
+        e->num_logits = num_logits;
+        e->logits_per_token = 1;
+        for (size_t b = 0; b < B; b++) {
+            e->offsets[b + 1] = e->offsets[b] + lengths[b];
+            memmove(hidden + (size_t)e->offsets[b] * d, hidden + (b * frames + (size_t)pads[b]) * d,
+                    (size_t)lengths[b] * d * sizeof(float));
+            if (logits)
+                memmove(logits + (size_t)e->offsets[b] * num_logits, logits + (b * frames + (size_t)pads[b]) * num_logits,
+                        (size_t)lengths[b] * num_logits * sizeof(float));
+        }
+        e->last_hidden_state = hidden;
+        e->logits = logits;
+        hidden = logits = NULL;
+        *out = e;
+        e = NULL;
+    }
+    pf_encoding_free(e);
+    free(work), free(features), free(hidden), free(logits), free(pads), free(lengths);
+    return r;
+}
+
+pf_result pf_encode_audio(pf_model *m, const float *const *samples, const int *num_samples, int batch, pf_encoding **out) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    if (out) *out = NULL;
+    if (!out) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio needs an output");
+    pf_result r = pf__request_lock(m, "pf_encode_audio");
+    if (r) return r;
+    r = pf__encode_audio_locked(m, samples, num_samples, batch, out);
+    pf__request_unlock(m);
+    return r;
+}
+
+int pf_encode_audio_frames(const pf_model *m, int num_samples) {
+    return m && m->loaded && m->config.speech && num_samples > 0 ? pf__speech_frames(&m->config, num_samples) : 0;
+}
+
+/* A token string of tokenizer_config.json, else of special_tokens_map.json (older checkpoints):
+   a string, or an added token's {"content": ...}. */
+static char *pf__speech_token_string(const pf__json *config, const pf__json *special, const char *key, const char *fallback) {
+    const pf__json *v = config ? pf__json_get(config, key) : NULL;
+    if ((!v || v->type == PF__JSON_NULL) && special) v = pf__json_get(special, key);
+    if (v && v->type == PF__JSON_OBJECT) v = pf__json_get(v, "content");
+    return strdup(v && v->type == PF__JSON_STRING ? v->string : fallback);
+}
+
+/* vocab.json (token -> id) and tokenizer_config.json's special tokens, read once. */
+static pf_result pf__speech_read_vocab(pf_model *m) {
+    pf__speech *sp = m->speech;
+    char path[PF__PATH_SIZE];
+    pf__json *vocab = NULL, *config = NULL, *special = NULL;
+    char *message = pf__error_buffer(m);
+    if (pf__path_join(path, sizeof path, m->dir, "vocab.json"))
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", m->dir);
+    pf_result r = pf__json_load(path, &vocab, message, PF__MESSAGE_SIZE);
+    if (!r && vocab->type != PF__JSON_OBJECT) r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: not an object of tokens", path);
+    int most = -1;
+    for (const pf__json *v = r ? NULL : vocab->first; v && !r; v = v->next) {
+        double id = -1;
+        if (pf__json_number(v, &id) != 1 || !(id >= 0 && id < 1e7) || id != floor(id))
+            r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: token \"%s\" has no id", path, v->key);
+        else if (id > most) most = (int)id;
+    }
+    if (!r && (sp->tokens = (char **)calloc((size_t)most + 1, sizeof(char *))) == NULL && most >= 0)
+        r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r) sp->num_tokens = most + 1;
+    for (const pf__json *v = r ? NULL : vocab->first; v && !r; v = v->next) {
+        int id = (int)v->number;
+        if (sp->tokens[id]) r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: id %d names two tokens", path, id);
+        else if (!(sp->tokens[id] = strdup(v->key))) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    if (!r && pf__path_join(path, sizeof path, m->dir, "tokenizer_config.json") == 0 && pf__file_exists(path))
+        r = pf__json_load(path, &config, message, PF__MESSAGE_SIZE);
+    if (!r && pf__path_join(path, sizeof path, m->dir, "special_tokens_map.json") == 0 && pf__file_exists(path))
+        r = pf__json_load(path, &special, message, PF__MESSAGE_SIZE);
+    if (!r) {
+        sp->pad = pf__speech_token_string(config, special, "pad_token", "<pad>");
+        sp->delimiter = pf__speech_token_string(config, special, "word_delimiter_token", "|");
+        sp->unk = pf__speech_token_string(config, special, "unk_token", "<unk>");
+        double flag = 0;
+        sp->lower = config && pf__json_number(pf__json_get(config, "do_lower_case"), &flag) == 1 && flag != 0;
+        flag = 0;
+        sp->clean_up = config && pf__json_number(pf__json_get(config, "clean_up_tokenization_spaces"), &flag) == 1 && flag != 0;
+        if (!sp->pad || !sp->delimiter || !sp->unk) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    pf__json_free(vocab);
+    pf__json_free(config);
+    pf__json_free(special);
+    if (!r) sp->vocab_read = 1;
+    else { /* read again on the next call */
+        for (int i = 0; i < sp->num_tokens; i++) free(sp->tokens[i]);
+        free(sp->tokens), free(sp->pad), free(sp->delimiter), free(sp->unk);
+        sp->tokens = NULL, sp->num_tokens = 0, sp->pad = sp->delimiter = sp->unk = NULL;
+    }
+    return r;
+}
+
+/* Replaces every `from` in text (NUL-terminated, in place: `to` is never longer). */
+static void pf__speech_replace(char *text, const char *from, const char *to) {
+    size_t nf = strlen(from), nt = strlen(to);
+    char *w = text;
+    for (const char *p = text; *p;) {
+        if (!strncmp(p, from, nf)) {
+            memmove(w, to, nt);
+            w += nt, p += nf;
+        } else {
+            *w++ = *p++;
+        }
+    }
+    *w = '\0';
+}
+
+static pf_result pf__ctc_decode_locked(pf_model *m, const pf_encoding *e, int row, char **text) {
+    const pf__config *c = &m->config;
+    if (!m->speech || c->head != PF_HEAD_CTC)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "model_type \"%s\" has no CTC head", c->model_type);
+    if (!e || e->head != PF_HEAD_CTC || !e->logits || !e->offsets || !e->logits_per_token || e->num_logits != c->vocab_size)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_ctc_decode needs an encoding with this model's CTC logits");
+    if (row < 0 || row >= e->batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d of %d", row, e->batch);
+    pf__speech *sp = m->speech;
+    pf_result r = sp->vocab_read ? PF_OK : pf__speech_read_vocab(m);
+    if (r) return r;
+    int first = e->offsets[row], frames = e->offsets[row + 1] - first;
+    size_t V = (size_t)e->num_logits, cap = 1, used = 0;
+    for (int i = 0; i < sp->num_tokens; i++) /* the longest token, frames times: an upper bound */
+        if (sp->tokens[i] && strlen(sp->tokens[i]) + 1 > cap) cap = strlen(sp->tokens[i]) + 1;
+    if (strlen(sp->unk) + 1 > cap) cap = strlen(sp->unk) + 1;
+    cap = cap * (size_t)(frames > 0 ? frames : 0) + 1;
+    char *out = (char *)malloc(cap);
+    if (!out) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    const char *previous = NULL;
+    for (int t = 0; t < frames; t++) {
+        const float *l = e->logits + (size_t)(first + t) * V;
+        size_t best = 0;
+        for (size_t v = 1; v < V; v++)
+            if (l[v] > l[best]) best = v; /* the first maximum, as torch's argmax */
+        const char *token = best < (size_t)sp->num_tokens && sp->tokens[best] ? sp->tokens[best] : sp->unk;
+        if (previous && !strcmp(token, previous)) continue; /* a run of one token is one */
+        previous = token;
+        if (!strcmp(token, sp->pad)) continue;              /* the blank */
+        if (!strcmp(token, sp->delimiter)) token = " ";
+        size_t n = strlen(token);
+        memcpy(out + used, token, n);
+        used += n;
+    }
+    out[used] = '\0';
+    size_t begin = 0; /* Python's strip(), for the ASCII spaces a token can hold */
+    while (out[begin] && strchr(" \t\n\r\v\f", out[begin])) begin++;
+    while (used > begin && strchr(" \t\n\r\v\f", out[used - 1])) used--;
+    memmove(out, out + begin, used - begin);
+    out[used - begin] = '\0';
+    if (sp->lower)
+        for (char *p = out; *p; p++)
+            if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
+    if (sp->clean_up) { /* transformers' clean_up_tokenization */
+        static const char *const pairs[][2] = {{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
+                                               {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+        for (size_t i = 0; i < PF__COUNT(pairs); i++) pf__speech_replace(out, pairs[i][0], pairs[i][1]);
+    }
+    *text = out;
+    return PF_OK;
+}
+
+pf_result pf_ctc_decode(pf_model *m, const pf_encoding *encoding, int row, char **text) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    if (text) *text = NULL;
+    if (!text) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_ctc_decode needs an output");
+    pf_result r = pf__request_lock(m, "pf_ctc_decode");
+    if (r) return r;
+    r = pf__ctc_decode_locked(m, encoding, row, text);
     pf__request_unlock(m);
     return r;
 }

@@ -131,8 +131,10 @@ typedef enum pf_head {
     PF_HEAD_SEQUENCE_CLASSIFICATION, /* num_labels logits per sequence, from the pooled output */
     PF_HEAD_TOKEN_CLASSIFICATION,    /* num_labels logits per token */
     PF_HEAD_QUESTION_ANSWERING,      /* 2 logits per token: answer start, answer end */
-    PF_HEAD_IMAGE_CLASSIFICATION     /* num_labels logits per image, from its class token (DeiT with
+    PF_HEAD_IMAGE_CLASSIFICATION,    /* num_labels logits per image, from its class token (DeiT with
                                         teacher: the mean of the class and distillation tokens' heads) */
+    PF_HEAD_CTC                      /* a speech encoder's vocab_size logits per frame (Wav2Vec2ForCTC,
+                                        HubertForCTC): pf_ctc_decode turns them into text */
 } pf_head;
 
 typedef struct pf_model_info {
@@ -143,6 +145,9 @@ typedef struct pf_model_info {
                                       gives the encoder's output, pf_forward_seq2seq the logits */
     int num_encoder_layers;        /* encoder-decoders: the encoder's blocks (num_layers counts both) */
     int image_size, patch_size, num_channels; /* image encoders (pf_encode_images); 0 otherwise */
+    int audio_stride;              /* speech encoders (pf_encode_audio): input samples per output frame
+                                      (the convolutions' strides multiplied); 0 otherwise */
+    int audio_min_samples;         /* speech encoders: the fewest samples that make one frame */
     pf_head head;
     int num_labels;                /* classification heads' outputs (config.json's id2label) */
     int vocab_size, hidden_size, num_layers, num_heads, max_positions;
@@ -280,7 +285,8 @@ pf_result pf_register_policy_file(const char *path, char *error, size_t error_si
    pf_register_policy_json reads: a starting point for one's own (change model_type and the
    names). Writes it NUL-terminated into json (capacity bytes); *length (may be NULL) is its
    length without the NUL. Results: PF_ERROR_INVALID_ARGUMENT (NULL model_type, or one not known),
-   PF_ERROR_UNSUPPORTED (a two-tower model such as CLIP: its towers' model_types export),
+   PF_ERROR_UNSUPPORTED (a two-tower model such as CLIP: its towers' model_types export; a speech
+   encoder, whose front end's tensors the library names in code),
    PF_ERROR_BUFFER_TOO_SMALL (*length says how much is needed; json(NULL, 0) asks),
    PF_ERROR_OUT_OF_MEMORY. Any thread. */
 pf_result pf_policy_to_json(const char *model_type, char *json, size_t capacity, size_t *length);
@@ -470,6 +476,42 @@ pf_result pf_encode_images(pf_model *model, const float *pixels, int batch, pf_e
    not a dual encoder), PF_ERROR_OUT_OF_MEMORY, PF_ERROR_DEVICE. Threads: as pf_encode. */
 pf_result pf_image_text_logits(pf_model *model, const int32_t *const *ids, const int *lengths, int num_texts,
                                const float *pixels, int num_images, float *logits_per_image);
+/* A speech encoder (Wav2Vec2, XLSR, HuBERT) on `batch` waveforms of any lengths: samples[b] holds
+   num_samples[b] floats as the model's feature extractor gives them (16 kHz mono, normalised where
+   preprocessor_config.json says do_normalize: pf_audio_processor does it). The convolutional front
+   end runs on the calling thread, each waveform alone; the transformer blocks are split over the
+   ranks, the shorter rows' frames padded where nothing attends to them (as pf_encode's rows).
+   Row b has pf_encode_audio_frames(model, num_samples[b]) frames: last_hidden_state [frames of
+   all rows][hidden] (offsets: where each row starts); for PF_HEAD_CTC, logits [frames of all
+   rows][vocab_size] (logits_per_token 1). Each row equals transformers' output for that waveform
+   alone, and for a padded batch with the attention mask the feature extractor returns where it
+   returns one (return_attention_mask: XLSR, the large models); the base models' extractor
+   returns none, and transformers then computes a padded batch with the padding (its GroupNorm
+   sees it): pass waveforms unpadded. *encoding is the caller's (pf_encoding_free). Results:
+   PF_ERROR_INVALID_ARGUMENT (NULLs, batch < 1 or above max_batch, a row with fewer samples than
+   audio_min_samples or more frames than max_sequence_length, samples not finite),
+   PF_ERROR_UNSUPPORTED (a model that is not a speech encoder), PF_ERROR_OUT_OF_MEMORY,
+   PF_ERROR_DEVICE. Threads: as pf_encode. */
+pf_result pf_encode_audio(pf_model *model, const float *const *samples, const int *num_samples, int batch,
+                          pf_encoding **encoding);
+/* Frames a speech encoder makes of num_samples samples (0: too few, or not a speech encoder). Any
+   thread, after pf_load succeeded. */
+int pf_encode_audio_frames(const pf_model *model, int num_samples);
+
+/* Greedy CTC decoding of row `row` of a PF_HEAD_CTC encoding, as transformers' Wav2Vec2CTCTokenizer
+   batch_decode does with its defaults: the argmax of each frame (the first on ties), runs of one id
+   collapsed, the pad token (CTC's blank) dropped, the word delimiter token ("|") turned into a
+   space, the tokens' strings joined and stripped of surrounding spaces; lower-cased (ASCII) where
+   tokenizer_config.json says do_lower_case, and its clean_up_tokenization_spaces applied where it
+   says so. Special tokens other than the pad are kept, as batch_decode keeps them. The tokens come
+   from the model directory's vocab.json (an id it lacks: the unk token), the pad, delimiter and unk
+   from tokenizer_config.json, else special_tokens_map.json (defaults "<pad>", "|", "<unk>"); read
+   on the first call. On success *text is a NUL-terminated UTF-8
+   string to free with pf_string_free. Results: PF_ERROR_INVALID_ARGUMENT (NULLs, an encoding
+   without CTC logits, a row out of range, logits of another vocabulary's size), PF_ERROR_IO /
+   PF_ERROR_FORMAT (vocab.json or tokenizer_config.json missing or malformed),
+   PF_ERROR_OUT_OF_MEMORY. Any thread; calls on one model run one after another. */
+pf_result pf_ctc_decode(pf_model *model, const pf_encoding *encoding, int row, char **text);
 
 /* Sentence embeddings, as sentence-transformers computes them: the encoder's last hidden state
    pooled over each row's tokens, then optionally L2-normalised. */

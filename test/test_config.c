@@ -459,6 +459,180 @@ static void test_seq2seq_refusals(void) {
     expect_load("the decoder's tensors under T5EncoderModel", NULL, PF_ERROR_FORMAT, "decoder.");
 }
 
+/* Renames a tensor in work_dir/model.safetensors to a name of the same length (its header's
+   offsets hold): the file is binary, so the name is searched byte by byte. */
+static void rename_tensor(const char *from, const char *to) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/model.safetensors", work_dir);
+    size_t size = 0, n = strlen(from);
+    char *file = test_read_file(path, &size);
+    size_t at = 0;
+    while (file && at + n <= size && memcmp(file + at, from, n)) at++;
+    CHECK_MSG(file && at + n <= size && strlen(to) == n, "model.safetensors lacks \"%s\" (or \"%s\" differs in length)", from, to);
+    if (file && at + n <= size && strlen(to) == n) {
+        memcpy(file + at, to, n);
+        test_write_file(path, file, size);
+    }
+    free(file);
+}
+
+/* Speech encoders: the config keys that change the front end's math, read or refused by name, and
+   the tensors checked against them. */
+static void test_speech_refusals(void) {
+    static const struct { const char *fixture, *from, *to, *what, *needle; pf_result want; } cases[] = {
+        {"wav2vec2-ctc", "\"add_adapter\": false", "\"add_adapter\": true", "adapter layers", "add_adapter", PF_ERROR_UNSUPPORTED},
+        {"hubert-ctc", "\"conv_pos_batch_norm\": false", "\"conv_pos_batch_norm\": true", "a batch norm before the positional conv",
+         "conv_pos_batch_norm", PF_ERROR_UNSUPPORTED},
+        {"wav2vec2-ctc", "\"adapter_attn_dim\": null", "\"adapter_attn_dim\": 16", "attention adapters", "adapter_attn_dim",
+         PF_ERROR_UNSUPPORTED},
+        {"wav2vec2-ctc", "\"feat_extract_norm\": \"group\"", "\"feat_extract_norm\": \"batch\"", "another conv norm",
+         "feat_extract_norm", PF_ERROR_UNSUPPORTED},
+        {"wav2vec2-ctc", "\"feat_extract_activation\": \"gelu\"", "\"feat_extract_activation\": \"relu\"",
+         "another front-end activation", "feat_extract_activation", PF_ERROR_UNSUPPORTED},
+        {"wav2vec2-ctc", "\"Wav2Vec2ForCTC\"", "\"Wav2Vec2ForSequenceClassification\"", "a classification head",
+         "CTC head", PF_ERROR_UNSUPPORTED},
+        {"wav2vec2-ctc", "\"Wav2Vec2ForCTC\"", "\"Wav2Vec2ForXVector\"", "the x-vector head", "Wav2Vec2ForXVector",
+         PF_ERROR_UNSUPPORTED},
+        {"wav2vec2-ctc", "\"Wav2Vec2ForCTC\"", "\"Wav2Vec2Model\"", "the CTC head under the bare model", "LM head",
+         PF_ERROR_FORMAT},
+        {"wav2vec2-ctc", "\"conv_dim\": [\n    16,", "\"conv_dim\": [", "lists of different lengths", "conv_dim", PF_ERROR_FORMAT},
+        {"wav2vec2-ctc", "\"conv_stride\": [\n    5,\n    2,\n    2\n  ]", "\"conv_stride\": [1000000, 1000000, 1000000]",
+         "absurd strides", "absurd", PF_ERROR_FORMAT},
+        {"wav2vec2-ctc", "\"conv_bias\": false", "\"conv_bias\": true", "conv biases the checkpoint lacks", "conv.bias",
+         PF_ERROR_FORMAT},
+        {"hubert-ctc", "\"conv_bias\": true", "\"conv_bias\": false", "conv biases the config denies", "conv_bias is false",
+         PF_ERROR_FORMAT},
+        {"hubert-ctc", "\"feat_proj_layer_norm\": false", "\"feat_proj_layer_norm\": true", "a projection norm the checkpoint lacks",
+         "feature_projection.layer_norm", PF_ERROR_FORMAT},
+        {"wav2vec2-ctc", "\"num_conv_pos_embedding_groups\": 4", "\"num_conv_pos_embedding_groups\": 5",
+         "groups that do not divide hidden_size", "num_conv_pos_embedding_groups", PF_ERROR_FORMAT},
+        {"wav2vec2-ctc", "\"num_conv_pos_embedding_groups\": 4", "\"num_conv_pos_embedding_groups\": 2",
+         "another positional conv shape", "pos_conv_embed", PF_ERROR_FORMAT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (copy_fixture(cases[i].fixture)) return;
+        edit_file("config.json", cases[i].from, cases[i].to);
+        expect_load(cases[i].what, NULL, cases[i].want, cases[i].needle);
+    }
+    if (copy_fixture("xlsr-ctc")) return;
+    rename_tensor("wav2vec2.encoder.layer_norm.weight", "wav2vec2.encoder.layer_norm.wexght");
+    expect_load("no final norm", NULL, PF_ERROR_FORMAT, "encoder.layer_norm.weight");
+    if (copy_fixture("wav2vec2-ctc")) return;
+    rename_tensor("parametrizations.weight.original0", "parametrizations.weight.originalX");
+    expect_load("the weight norm's g missing", NULL, PF_ERROR_FORMAT, "original0");
+    if (copy_fixture("wav2vec2-ctc")) return;
+    add_tensor("wav2vec2.quantizer.codevectors"); /* a pretraining checkpoint's quantizer */
+    expect_load("a quantizer's tensor", NULL, PF_ERROR_UNSUPPORTED, "quantizer.codevectors");
+    if (copy_fixture("wav2vec2-ctc")) return;
+    add_tensor("wav2vec2.feature_extractor.conv_layers.3.conv.weight"); /* a conv layer conv_dim does not list */
+    expect_load("a fourth conv layer", NULL, PF_ERROR_UNSUPPORTED, "conv_layers.3");
+}
+
+/* The text of CTC decoding row `row` of the work dir's model on the fixture's first waveform (NULL
+   on failure, *result the failing call's). */
+static char *work_ctc_text(pf_result *result) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/wav2vec2-ctc/samples.bin", test_fixtures);
+    size_t n = 0;
+    float *samples = test_read_floats(path, &n);
+    pf_model *m = NULL;
+    pf_encoding *e = NULL;
+    char *text = NULL;
+    pf_result r = samples ? pf_load(work_dir, NULL, &m) : PF_ERROR_IO;
+    const float *rows[1] = {samples};
+    int counts[1] = {(int)(n / 2)};
+    if (!r) r = pf_encode_audio(m, rows, counts, 1, &e);
+    if (!r) r = pf_ctc_decode(m, e, 0, &text);
+    *result = r;
+    pf_encoding_free(e);
+    pf_free(m);
+    free(samples);
+    return text;
+}
+
+/* CTC decoding's vocabulary: special tokens from special_tokens_map.json where tokenizer_config.json
+   is absent, do_lower_case, and vocab.json missing or malformed. Each spelling keeps transformers'
+   text of the fixture (ctc_text.txt's first line). */
+static void test_ctc_vocabulary(void) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/wav2vec2-ctc/ctc_text.txt", test_fixtures);
+    size_t size = 0;
+    char *want = test_read_file(path, &size);
+    if (!want || !strchr(want, '\n')) {
+        CHECK_MSG(0, "reading %s", path);
+        free(want);
+        return;
+    }
+    *strchr(want, '\n') = '\0';
+    pf_result r = PF_OK;
+    char *text = NULL;
+    if (copy_fixture("wav2vec2-ctc")) return;
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", work_dir);
+    unlink(path);
+    edit_file("vocab.json", "\"<pad>\"", "\"<blank>\"");
+    edit_file("vocab.json", "\"|\"", "\"#\"");
+    write_work_file("special_tokens_map.json", "{\"pad_token\": {\"content\": \"<blank>\"}, \"word_delimiter_token\": \"#\"}");
+    text = work_ctc_text(&r);
+    CHECK_MSG(r == PF_OK && text && !strcmp(text, want), "special_tokens_map.json's blank and delimiter: %s \"%s\"",
+              pf_result_string(r), text ? text : "");
+    pf_string_free(text);
+    if (copy_fixture("wav2vec2-ctc")) return;
+    static const char *const letters[][2] = {{"\"a\"", "\"A\""}, {"\"b\"", "\"B\""}, {"\"c\"", "\"C\""}, {"\"d\"", "\"D\""},
+                                             {"\"e\"", "\"E\""}, {"\"x\"", "\"X\""}, {"\"y\"", "\"Y\""}};
+    for (size_t i = 0; i < sizeof letters / sizeof letters[0]; i++) edit_file("vocab.json", letters[i][0], letters[i][1]);
+    edit_file("tokenizer_config.json", "\"do_lower_case\": false", "\"do_lower_case\": true");
+    text = work_ctc_text(&r);
+    CHECK_MSG(r == PF_OK && text && !strcmp(text, want), "do_lower_case: %s \"%s\"", pf_result_string(r), text ? text : "");
+    pf_string_free(text);
+    if (copy_fixture("wav2vec2-ctc")) return;
+    snprintf(path, sizeof path, "%s/vocab.json", work_dir);
+    unlink(path);
+    text = work_ctc_text(&r);
+    CHECK_MSG(r == PF_ERROR_IO && !text, "no vocab.json: %s", pf_result_string(r));
+    if (copy_fixture("wav2vec2-ctc")) return;
+    edit_file("vocab.json", "\"a\": 5", "\"a\": 6");
+    text = work_ctc_text(&r);
+    CHECK_MSG(r == PF_ERROR_FORMAT && !text, "two tokens of one id: %s", pf_result_string(r));
+    if (copy_fixture("wav2vec2-ctc")) return;
+    edit_file("vocab.json", "\"a\": 5", "\"a\": \"5\"");
+    text = work_ctc_text(&r);
+    CHECK_MSG(r == PF_ERROR_FORMAT && !text, "an id that is a string: %s", pf_result_string(r));
+    free(want);
+}
+
+/* A bfloat16 checkpoint (hubert-ctc's model.bf16.safetensors): the front end and the blocks read
+   16-bit tensors; the logits equal transformers' float32 logits of the rounded weights. */
+static void test_speech_bf16(void) {
+    char path[1100], dst[1100];
+    if (copy_fixture("hubert-ctc")) return;
+    snprintf(path, sizeof path, "%s/model.bf16.safetensors", work_dir);
+    snprintf(dst, sizeof dst, "%s/model.safetensors", work_dir);
+    CHECK(rename(path, dst) == 0);
+    snprintf(path, sizeof path, "%s/hubert-ctc/samples.bin", test_fixtures);
+    size_t n = 0, count = 0;
+    float *samples = test_read_floats(path, &n);
+    snprintf(path, sizeof path, "%s/hubert-ctc/audio_logits.bf16.bin", test_fixtures);
+    float *want = test_read_floats(path, &count);
+    pf_model *m = expect_load("a bfloat16 speech checkpoint", NULL, PF_OK, NULL);
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.max_batch = 2;
+    pf_encoding *e = NULL;
+    pf_result r = m && samples && want ? pf_parallelize(m, 2, &po) : PF_ERROR_IO;
+    const float *rows[2] = {samples, samples ? samples + n / 2 : NULL};
+    int counts[2] = {(int)(n / 2), (int)(n / 2)};
+    if (!r) r = pf_encode_audio(m, rows, counts, 2, &e);
+    CHECK_MSG(r == PF_OK && e->offsets[2] * (size_t)13 == count, "bf16 hubert: %s", pf_error_message(m));
+    if (!r && e->offsets[2] * (size_t)13 == count) {
+        float diff = test_max_abs_diff(e->logits, want, count);
+        CHECK_MSG(diff <= 1e-4f, "bf16 hubert: logits differ from transformers' by %g", diff);
+    }
+    pf_encoding_free(e);
+    pf_free(m);
+    free(samples);
+    free(want);
+}
+
 void test_config(void) {
     snprintf(work_dir, sizeof work_dir, "/tmp/pf_config_XXXXXX");
     if (!mkdtemp(work_dir)) {
@@ -473,6 +647,9 @@ void test_config(void) {
     test_generation_config();
     test_seq2seq_refusals();
     test_suppress_lists();
+    test_speech_refusals();
+    test_ctc_vocabulary();
+    test_speech_bf16();
     empty_work_dir();
     rmdir(work_dir);
 }

@@ -771,6 +771,58 @@ static void test_image_encoder(const char *name) {
     free(pixels);
 }
 
+/* A speech encoder fixture (make_audio_fixtures.py) on the GPU in fp32, 1 and 2 ranks: its
+   hidden states and CTC logits against the CPU backend's, and the CTC text equal. */
+static void test_speech_encoder(const char *name) {
+    char dir[1024], path[1100];
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
+    snprintf(path, sizeof path, "%s/samples.bin", dir);
+    size_t n = 0;
+    float *samples = test_read_floats(path, &n);
+    int batch = 2, num_samples = (int)(n / 2), counts[2] = {num_samples, 1800}; /* rows of two lengths */
+    const float *waves[2] = {samples, samples ? samples + num_samples : NULL};
+    pf_encoding *want = NULL;
+    pf_model *m = NULL;
+    pf_result r = samples ? pf_load(dir, NULL, &m) : PF_ERROR_IO;
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.max_batch = batch;
+    if (r == PF_OK) r = pf_parallelize(m, 1, &po);
+    if (r == PF_OK) r = pf_encode_audio(m, waves, counts, batch, &want);
+    CHECK_MSG(r == PF_OK, "%s on the CPU: %s", name, pf_error_message(m));
+    for (int ranks = 1; r == PF_OK && ranks <= 2; ranks++) {
+        pf_encoding *got = NULL;
+        po.device = PF_DEVICE_CUDA;
+        po.dtype = PF_DTYPE_F32;
+        pf_result rr = pf_parallelize(m, ranks, &po);
+        if (rr == PF_OK) rr = pf_encode_audio(m, waves, counts, batch, &got);
+        CHECK_MSG(rr == PF_OK, "%s on %d GPU ranks: %s", name, ranks, pf_error_message(m));
+        if (rr) continue;
+        size_t frames = (size_t)want->offsets[batch], d = (size_t)want->hidden_size;
+        float worst = test_max_abs_diff(got->last_hidden_state, want->last_hidden_state, frames * d);
+        if (want->logits && got->logits) {
+            float diff = test_max_abs_diff(got->logits, want->logits, frames * want->num_logits);
+            if (diff > worst) worst = diff;
+        }
+        CHECK_MSG(!want->logits == !got->logits, "%s: outputs differ in kind", name);
+        CHECK_MSG(worst <= 1e-3f, "%s on %d GPU ranks: differs from the CPU by %g", name, ranks, worst);
+        for (int b = 0; want->logits && b < batch; b++) {
+            char *want_text = NULL, *got_text = NULL;
+            CHECK(pf_ctc_decode(m, want, b, &want_text) == PF_OK && pf_ctc_decode(m, got, b, &got_text) == PF_OK);
+            CHECK_MSG(want_text && got_text && !strcmp(want_text, got_text), "%s row %d: CTC text \"%s\" on the GPU, "
+                      "\"%s\" on the CPU", name, b, got_text ? got_text : "", want_text ? want_text : "");
+            pf_string_free(want_text);
+            pf_string_free(got_text);
+        }
+        printf("  %-12s f32 %d rank%s on the GPU        max |output - CPU| %.3g (tol 0.001)\n", name, ranks,
+               ranks > 1 ? "s" : " ", worst);
+        pf_encoding_free(got);
+    }
+    pf_encoding_free(want);
+    pf_free(m);
+    free(samples);
+}
+
 /* CLIP's text tower and image-text logits (make_clip_fixtures.py) on the GPU in fp32, 1 and 2
    ranks, against the CPU backend's (its vision tower: test_image_encoder). */
 static void test_clip(void) {
@@ -984,6 +1036,14 @@ int main(int argc, char **argv) {
             free(names);
             printf("clip\n");
             test_clip();
+            names = list_fixtures("samples.bin", &count);
+            CHECK_MSG(count > 0, "no speech fixtures (samples.bin) in %s", test_fixtures);
+            for (int i = 0; i < count; i++) {
+                printf("%s\n", names[i]);
+                test_speech_encoder(names[i]);
+                free(names[i]);
+            }
+            free(names);
             names = list_fixtures("decoder_logits.bin", &count);
             CHECK_MSG(count > 0, "no encoder-decoder fixtures (decoder_logits.bin) in %s", test_fixtures);
             for (int i = 0; i < count; i++) {

@@ -302,6 +302,204 @@ static void test_image_fixture(const char *name, pf_head head, int num_logits, i
     pf_free(m);
 }
 
+/* Rows of different lengths: the second waveform cut to 1800 samples beside the whole first. The
+   first equals transformers' (the fixture's row 0), the second its own run alone, and for XLSR
+   transformers' on the batch padded with the attention mask (audio_masked_hidden.bin). */
+static void test_audio_lengths(pf_model *m, const char *what, const char *dir, const float *const *rows, int num_samples,
+                               int frames, int hidden) {
+    int counts[2] = {num_samples, 1800}, short_frames = pf_encode_audio_frames(m, 1800);
+    pf_encoding *both = NULL, *alone = NULL;
+    CHECK_MSG(pf_encode_audio(m, rows, counts, 2, &both) == PF_OK && pf_encode_audio(m, rows + 1, counts + 1, 1, &alone) == PF_OK,
+              "%s, rows of two lengths: %s", what, pf_error_message(m));
+    if (both && alone) {
+        size_t d = (size_t)hidden, first = (size_t)frames * d;
+        CHECK(short_frames == 89 && both->offsets[1] == frames && both->offsets[2] == frames + short_frames);
+        char path[1100];
+        size_t n = 0;
+        snprintf(path, sizeof path, "%s/audio_hidden.bin", dir);
+        float *want = test_read_floats(path, &n);
+        CHECK_MSG(want && n >= first && test_max_abs_diff(both->last_hidden_state, want, first) <= TOLERANCE,
+                  "%s: the longer row of two lengths differs from transformers'", what);
+        free(want);
+        float diff = test_max_abs_diff(both->last_hidden_state + first, alone->last_hidden_state, (size_t)short_frames * d);
+        CHECK_MSG(diff <= 1e-5f, "%s: the shorter row differs from its run alone by %g", what, diff);
+        diff = test_max_abs_diff(both->logits + (size_t)frames * 13, alone->logits, (size_t)short_frames * 13);
+        CHECK_MSG(diff <= 1e-5f, "%s: the shorter row's logits differ from its run alone by %g", what, diff);
+        snprintf(path, sizeof path, "%s/audio_masked_hidden.bin", dir);
+        want = test_read_floats(path, &n);
+        CHECK_MSG(!want || (n == (size_t)short_frames * d &&
+                            test_max_abs_diff(both->last_hidden_state + first, want, n) <= TOLERANCE),
+                  "%s: the shorter row differs from transformers' with the attention mask", what);
+        free(want);
+    }
+    pf_encoding_free(both);
+    pf_encoding_free(alone);
+}
+
+/* Speech encoders (issue 16): tiny Wav2Vec2ForCTC / HubertForCTC (test/make_audio_fixtures.py)
+   against transformers on two waveforms: the last hidden state and the CTC logits within 1e-4,
+   and the greedy CTC text equal to Wav2Vec2CTCTokenizer.batch_decode's, on 1-3 ranks and after
+   pf_to_cpu; then the calls that do not fit refused. */
+static void test_audio_fixture(const char *name) {
+    char dir[1024], path[1100];
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
+    snprintf(path, sizeof path, "%s/samples.bin", dir);
+    size_t n = 0, text_size = 0;
+    float *samples = test_read_floats(path, &n);
+    snprintf(path, sizeof path, "%s/ctc_text.txt", dir);
+    char *want_text = test_read_file(path, &text_size);
+    pf_model *m = NULL;
+    pf_result r = pf_load(dir, NULL, &m);
+    CHECK_MSG(r == PF_OK && samples && want_text, "loading %s: %s", name, pf_error_message(m));
+    pf_model_info info = pf_get_info(m);
+    int batch = 2, num_samples = (int)(n / 2), frames = pf_encode_audio_frames(m, num_samples);
+    const float *waves[2] = {samples, samples ? samples + num_samples : NULL};
+    int counts[2] = {num_samples, num_samples};
+    CHECK_MSG(r != PF_OK || (info.is_encoder && info.head == PF_HEAD_CTC && info.audio_stride == 20 &&
+                             info.audio_min_samples == 40 && frames == 119 && info.vocab_size == 13),
+              "%s: head %d, stride %d, min samples %d, %d frames", name, (int)info.head, info.audio_stride,
+              info.audio_min_samples, frames);
+    for (int ranks = 1; r == PF_OK && samples && want_text && ranks <= 4; ranks++) { /* 4: a rank after pf_to_cpu */
+        char what[128];
+        snprintf(what, sizeof what, ranks < 4 ? "%s on %d ranks" : "%s after pf_to_cpu", name, ranks);
+        pf_parallel_options po = pf_parallel_options_init();
+        po.device = PF_DEVICE_CPU;
+        po.max_batch = batch;
+        pf_encoding *e = NULL;
+        pf_result rr = ranks < 4 ? pf_parallelize(m, ranks, &po) : pf_to_cpu(m);
+        if (rr == PF_OK) rr = pf_encode_audio(m, waves, counts, batch, &e);
+        CHECK_MSG(rr == PF_OK, "%s: %s", what, pf_error_message(m));
+        if (rr) continue;
+        CHECK(e->batch == batch && e->offsets[batch] == batch * frames && e->num_logits == 13 && e->logits_per_token);
+        check_array(what, dir, "audio_hidden.bin", e->last_hidden_state, (size_t)batch * frames * info.hidden_size);
+        check_array(what, dir, "audio_logits.bin", e->logits, (size_t)batch * frames * 13);
+        const char *line = want_text;
+        for (int b = 0; b < batch; b++) {
+            char *text = NULL;
+            const char *end = strchr(line, '\n');
+            size_t len = end ? (size_t)(end - line) : strlen(line);
+            CHECK_MSG(pf_ctc_decode(m, e, b, &text) == PF_OK, "%s: %s", what, pf_error_message(m));
+            CHECK_MSG(text && strlen(text) == len && !strncmp(text, line, len), "%s row %d: \"%s\", want \"%.*s\"", what, b,
+                      text ? text : "", (int)len, line);
+            pf_string_free(text);
+            line = end ? end + 1 : line + len;
+        }
+        pf_encoding_free(e);
+        test_audio_lengths(m, what, dir, waves, num_samples, frames, info.hidden_size);
+    }
+    if (r == PF_OK) {
+        int32_t ids[2] = {0, 0};
+        const int32_t *rows[1] = {ids};
+        int length = 2;
+        pf_encoding *e = NULL;
+        char *text = NULL;
+        float pixels[3] = {0};
+        CHECK(pf_encode(m, rows, NULL, &length, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
+        CHECK(strstr(pf_error_message(m), "pf_encode_audio"));
+        CHECK(pf_encode_images(m, pixels, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
+        CHECK(pf_generate_text(m, "a", NULL, &text) != PF_OK && !text);
+        float embedding[48];
+        CHECK(pf_embed(m, rows, &length, 1, NULL, embedding) == PF_ERROR_UNSUPPORTED);
+        const float *none[2] = {samples, NULL};
+        int three[3] = {100, 100, 100}, few[2] = {100, 39}, negative[1] = {-5}, one_frame[1] = {40};
+        const float *many[3] = {samples, samples, samples};
+        CHECK(pf_encode_audio(m, NULL, three, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+        CHECK(pf_encode_audio(m, waves, NULL, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+        CHECK(pf_encode_audio(m, none, three, 2, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+        CHECK(pf_encode_audio(m, waves, three, 1, NULL) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(pf_encode_audio(m, waves, three, 0, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+        CHECK(pf_encode_audio(m, many, three, 3, &e) == PF_ERROR_INVALID_ARGUMENT && !e); /* above max_batch */
+        CHECK(pf_encode_audio(m, waves, few, 2, &e) == PF_ERROR_INVALID_ARGUMENT && !e);   /* below one frame */
+        CHECK_MSG(strstr(pf_error_message(m), "row 1: 39 samples") && strstr(pf_error_message(m), "at least 40"), "%s",
+                  pf_error_message(m));
+        CHECK(pf_encode_audio(m, waves, negative, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+        CHECK(pf_encode_audio_frames(m, 39) == 0 && pf_encode_audio_frames(m, 40) == 1 && pf_encode_audio_frames(NULL, 40) == 0);
+        CHECK(pf_encode_audio(m, waves, one_frame, 1, &e) == PF_OK && e && e->offsets[1] == 1); /* exactly one frame */
+        CHECK(pf_ctc_decode(m, e, 1, &text) == PF_ERROR_INVALID_ARGUMENT && !text);
+        CHECK(pf_ctc_decode(m, e, -1, &text) == PF_ERROR_INVALID_ARGUMENT && !text);
+        CHECK(pf_ctc_decode(m, NULL, 0, &text) == PF_ERROR_INVALID_ARGUMENT && !text);
+        CHECK(pf_ctc_decode(m, e, 0, NULL) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(pf_ctc_decode(NULL, e, 0, &text) == PF_ERROR_INVALID_ARGUMENT);
+        pf_encoding_free(e);
+        float nan_samples[64];
+        for (int i = 0; i < 64; i++) nan_samples[i] = i == 7 ? NAN : 0.0f;
+        const float *nan_rows[1] = {nan_samples};
+        int count64[1] = {64};
+        CHECK(pf_encode_audio(m, nan_rows, count64, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+    }
+    free(samples);
+    free(want_text);
+    pf_free(m);
+}
+
+/* Audio into models that take something else, and CTC decoding of another model's encoding. */
+static void test_audio_refusals(void) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/bert", test_fixtures);
+    pf_model *m = NULL;
+    float samples[400] = {0};
+    const float *waves[1] = {samples};
+    int count[1] = {400};
+    pf_encoding *e = NULL;
+    char *text = NULL;
+    CHECK(pf_load(dir, NULL, &m) == PF_OK);
+    CHECK(pf_encode_audio(m, waves, count, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
+    CHECK(pf_encode_audio_frames(m, 400) == 0);
+    int32_t ids[2] = {1, 2};
+    const int32_t *rows[1] = {ids};
+    int length = 2;
+    CHECK(pf_encode(m, rows, NULL, &length, 1, &e) == PF_OK);
+    CHECK(pf_ctc_decode(m, e, 0, &text) == PF_ERROR_INVALID_ARGUMENT && !text);
+    pf_encoding_free(e);
+    pf_free(m);
+    CHECK(pf_encode_audio(NULL, waves, count, 1, &e) == PF_ERROR_INVALID_ARGUMENT);
+}
+
+/* build/transcribe end to end: a WAV file through the model's feature extractor, the model and the
+   CTC decoding, on 2 ranks, prints the text transformers' processor and model give for it
+   (speech.txt); a file that is not a WAV, and one cut after its header, are clear errors. */
+static void test_transcribe_cli(void) {
+    char binary[1024], command[4096], out[4096], path[1100];
+    const char *slash = strrchr(test_generate_binary, '/');
+    snprintf(binary, sizeof binary, "%.*stranscribe", slash ? (int)(slash - test_generate_binary + 1) : 0,
+             test_generate_binary);
+    snprintf(command, sizeof command, "%s %s/wav2vec2-ctc %s/wav2vec2-ctc/speech.wav --device cpu --gpus 2 2>&1", binary,
+             test_fixtures, test_fixtures);
+    FILE *p = popen(command, "r");
+    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = 0;
+    int status = p ? pclose(p) : -1;
+    snprintf(path, sizeof path, "%s/wav2vec2-ctc/speech.txt", test_fixtures);
+    size_t size = 0;
+    char *want = test_read_file(path, &size);
+    CHECK_MSG(status == 0 && want && !strcmp(out, want), "transcribe printed \"%s\" (want \"%s\")", out, want ? want : "?");
+    free(want);
+    snprintf(command, sizeof command, "%s %s/wav2vec2-ctc %s/wav2vec2-ctc/config.json --device cpu 2>&1", binary, test_fixtures,
+             test_fixtures);
+    p = popen(command, "r");
+    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = 0;
+    status = p ? pclose(p) : -1;
+    CHECK_MSG(WEXITSTATUS(status) == 1 && strstr(out, "not a RIFF/WAVE"), "transcribe on a JSON file: %d, \"%s\"",
+              WEXITSTATUS(status), out);
+    char cut[] = "/tmp/pf_transcribe_XXXXXX";
+    int fd = mkstemp(cut);
+    snprintf(path, sizeof path, "%s/wav2vec2-ctc/speech.wav", test_fixtures);
+    char *wav = test_read_file(path, &size);
+    if (fd >= 0 && wav && size > 44) {
+        CHECK(write(fd, wav, 44) == 44); /* the header alone: a data chunk that claims samples it lacks */
+        snprintf(command, sizeof command, "%s %s/wav2vec2-ctc %s --device cpu 2>&1", binary, test_fixtures, cut);
+        p = popen(command, "r");
+        n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+        out[n] = 0;
+        status = p ? pclose(p) : -1;
+        CHECK_MSG(WEXITSTATUS(status) == 1 && strstr(out, "no samples"), "transcribe on a WAV header: %d, \"%s\"",
+                  WEXITSTATUS(status), out);
+    }
+    if (fd >= 0) close(fd), unlink(cut);
+    free(wav);
+}
+
 /* CLIP (test/make_clip_fixtures.py): a text tower of 32 wide, 4 heads, 2 layers and a vision
    tower of 48 wide, 6 heads, 3 layers. Four texts of different lengths and two images: each
    tower's last hidden state and pooled output, the projected embeddings and logits_per_image
@@ -639,6 +837,11 @@ static void test_classify_cli(void) {
 }
 
 void test_encoders(void) {
+    test_audio_fixture("wav2vec2-ctc");
+    test_audio_fixture("xlsr-ctc");
+    test_audio_fixture("hubert-ctc");
+    test_audio_refusals();
+    test_transcribe_cli();
     test_classify_cli();
     test_clip_fixture();
     test_clip_variants();

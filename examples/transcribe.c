@@ -1,0 +1,172 @@
+/* transcribe: speech to text with a CTC model (Wav2Vec2ForCTC, HubertForCTC) on N ranks.
+
+   build/transcribe MODEL_DIR SPEECH.wav [--gpus N] [--device cpu|cuda|auto]
+
+   The WAV file holds mono PCM (16-bit integers or 32-bit floats) at the rate the model's feature
+   extractor expects (preprocessor_config.json's sampling_rate, 16 kHz for these models: resample
+   before, `sox in.wav -r 16000 -c 1 out.wav`). It goes through the feature extractor
+   (normalisation as transformers' Wav2Vec2FeatureExtractor), the model and greedy CTC decoding
+   (as Wav2Vec2Processor.batch_decode), and the text is printed on one line. Errors go to stderr
+   (exit 1; 2 for the command line). */
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../parallelformers.h"
+
+/* Larger WAV files than this are refused rather than read into memory (about 5.5 hours of 16 kHz
+   16-bit audio). */
+#define MAX_WAV_BYTES ((size_t)1 << 30)
+
+static uint32_t le32(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint16_t le16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
+
+/* The whole file (malloc'd), or NULL. */
+static unsigned char *read_all(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    unsigned char *data = NULL;
+    size_t cap = 0, n = 0;
+    if (!f) return NULL;
+    for (;;) {
+        if (n == cap) {
+            size_t grown = cap ? 2 * cap : 65536;
+            unsigned char *p = cap >= MAX_WAV_BYTES ? NULL : (unsigned char *)realloc(data, grown);
+            if (!p) {
+                free(data);
+                fclose(f);
+                return NULL;
+            }
+            data = p, cap = grown;
+        }
+        size_t got = fread(data + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    fclose(f);
+    *size = n;
+    return data;
+}
+
+/* The samples of a mono PCM WAV file as floats in [-1, 1] (malloc'd), or NULL with *why set.
+   Every chunk's size is checked against the bytes left before it is read. */
+static float *read_wav(const char *path, int *num_samples, int *rate, const char **why) {
+    size_t size = 0;
+    unsigned char *file = read_all(path, &size);
+    float *samples = NULL;
+    *why = "cannot be read (or is over 1 GiB)";
+    if (!file) return NULL;
+    const unsigned char *data = NULL;
+    size_t data_bytes = 0;
+    int format = 0, channels = 0, bits = 0;
+    *why = "is not a RIFF/WAVE file";
+    if (size >= 12 && !memcmp(file, "RIFF", 4) && !memcmp(file + 8, "WAVE", 4)) {
+        *why = "has no fmt and data chunks";
+        for (size_t at = 12; at + 8 <= size;) {
+            size_t chunk = le32(file + at + 4), body = at + 8;
+            if (chunk > size - body) chunk = size - body; /* a data chunk cut short: what is there */
+            if (!memcmp(file + at, "fmt ", 4) && chunk >= 16) {
+                format = le16(file + body), channels = le16(file + body + 2), bits = le16(file + body + 14);
+                *rate = (int)le32(file + body + 4);
+                if (format == 0xFFFE && chunk >= 26) format = le16(file + body + 24); /* extensible: its subformat */
+            } else if (!memcmp(file + at, "data", 4)) {
+                data = file + body;
+                data_bytes = chunk;
+            }
+            at = body + chunk + (chunk & 1); /* chunks are padded to even sizes */
+        }
+    }
+    if (data && format) {
+        int pcm16 = format == 1 && bits == 16, float32 = format == 3 && bits == 32;
+        size_t width = pcm16 ? 2 : 4, count = data_bytes / width;
+        if (channels != 1 || !(pcm16 || float32)) *why = "is not mono 16-bit PCM or 32-bit float";
+        else if (count == 0 || count > 0x7fffffff) *why = "has no samples (or too many)";
+        else if (!(samples = (float *)malloc(count * sizeof(float)))) *why = "is too large for memory";
+        for (size_t i = 0; samples && i < count; i++) {
+            const unsigned char *p = data + i * width;
+            if (pcm16) {
+                samples[i] = (float)(int16_t)le16(p) / 32768.0f;
+            } else {
+                uint32_t bitsv = le32(p);
+                memcpy(&samples[i], &bitsv, sizeof bitsv);
+            }
+        }
+        *num_samples = (int)count;
+    }
+    free(file);
+    return samples;
+}
+
+static int usage(void) {
+    fprintf(stderr, "usage: transcribe MODEL_DIR SPEECH.wav [--gpus N] [--device cpu|cuda|auto]\n");
+    return 2;
+}
+
+int main(int argc, char **argv) {
+    const char *dir = NULL, *wav = NULL, *why = "";
+    int gpus = 1;
+    pf_device device = PF_DEVICE_AUTO;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--gpus") && v) gpus = atoi(argv[++i]);
+        else if (!strcmp(a, "--device") && v) {
+            device = !strcmp(v, "cpu") ? PF_DEVICE_CPU : !strcmp(v, "cuda") ? PF_DEVICE_CUDA : PF_DEVICE_AUTO;
+            if (strcmp(v, "cpu") && strcmp(v, "cuda") && strcmp(v, "auto")) return usage();
+            i++;
+        } else if (a[0] != '-' && !dir) dir = a;
+        else if (a[0] != '-' && !wav) wav = a;
+        else return usage();
+    }
+    if (!dir || !wav || gpus < 1) return usage();
+    int num_samples = 0, rate = 0;
+    float *samples = read_wav(wav, &num_samples, &rate, &why);
+    if (!samples) {
+        fprintf(stderr, "transcribe: %s %s\n", wav, why);
+        return 1;
+    }
+    char error[512];
+    pf_audio_processor *processor = NULL;
+    pf_model *model = NULL;
+    float *features = NULL;
+    pf_encoding *e = NULL;
+    char *text = NULL;
+    int status = 1, count = 0;
+    size_t rows = 0, columns = 0;
+    pf_result r = pf_audio_processor_load(dir, &processor, error, sizeof error);
+    if (!r && pf_audio_processor_get_info(processor).kind != PF_AUDIO_WAVEFORM) {
+        snprintf(error, sizeof error, "%s: the feature extractor is not Wav2Vec2's (raw waveforms)", dir);
+        r = PF_ERROR_UNSUPPORTED;
+    }
+    if (!r && pf_audio_processor_get_info(processor).sampling_rate != rate) {
+        snprintf(error, sizeof error, "%s is at %d Hz, the model wants %d Hz: resample it first", wav, rate,
+                 pf_audio_processor_get_info(processor).sampling_rate);
+        r = PF_ERROR_INVALID_ARGUMENT;
+    }
+    if (!r) r = pf_audio_features_size(processor, (size_t)num_samples, &rows, &columns, error, sizeof error);
+    if (!r && !(features = (float *)malloc(rows * columns * sizeof(float)))) r = PF_ERROR_OUT_OF_MEMORY;
+    if (!r) r = pf_audio_features(processor, samples, (size_t)num_samples, features, rows * columns, error, sizeof error);
+    if (r) {
+        fprintf(stderr, "transcribe: %s: %s\n", pf_result_string(r), error);
+        goto done;
+    }
+    count = (int)(rows * columns); /* a waveform's features: 1 x num_samples */
+    const float *waves[1] = {features};
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = device;
+    if ((r = pf_load(dir, NULL, &model)) || (r = pf_parallelize(model, gpus, &po)) ||
+        (r = pf_encode_audio(model, waves, &count, 1, &e)) || (r = pf_ctc_decode(model, e, 0, &text))) {
+        fprintf(stderr, "transcribe: %s: %s\n", pf_result_string(r), pf_error_message(model));
+        goto done;
+    }
+    printf("%s\n", text);
+    status = 0;
+done:
+    pf_string_free(text);
+    pf_encoding_free(e);
+    pf_free(model);
+    pf_audio_processor_free(processor);
+    free(features);
+    free(samples);
+    return status;
+}
