@@ -614,8 +614,8 @@ static pf_result pf__json_load(const char *path, pf__json **out, char *message, 
 /* safetensors (memory-mapped)                                                                     */
 /* =============================================================================================== */
 
-/* PF__DTYPE_Q8 is a rank storage format only (no checkpoint holds it): see PF__Q8_BLOCK. */
-typedef enum { PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8, PF__DTYPE_OTHER } pf__dtype;
+/* PF__DTYPE_Q8 and _Q4 are rank storage formats only (no checkpoint holds them): see PF__Q8_BLOCK. */
+typedef enum { PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8, PF__DTYPE_Q4, PF__DTYPE_OTHER } pf__dtype;
 
 #define PF__MAX_DIMS 8
 /* A header larger than this is a lie or an attack; real checkpoints stay far below it. */
@@ -656,12 +656,19 @@ static size_t pf__dtype_size(pf__dtype t) { return t == PF__DTYPE_F32 ? 4 : 2; }
    whole tensor's columns, so a split at such a column quantizes every rank's share as one rank. */
 #define PF__Q8_BLOCK 32
 #define PF__Q8_BYTES (2 + PF__Q8_BLOCK)
+/* Q4 weights (PF_DTYPE_Q4_0), llama.cpp's Q4_0: blocks of the same 32 inputs, an fp16 scale d then
+   16 bytes whose low nibbles are values 0..15 and high nibbles values 16..31, each q in 0..15
+   standing for d * (q - 8): 18 bytes for 32 weights. */
+#define PF__Q4_BYTES (2 + PF__Q8_BLOCK / 2)
+#define PF__QUANTIZED(t) ((t) == PF__DTYPE_Q8 || (t) == PF__DTYPE_Q4)
 
 static void pf__q8_quantize(void *data, size_t rows, size_t cols);
+static void pf__q4_quantize(void *data, size_t rows, size_t cols);
 
 /* Bytes of a [rows][cols] weight stored as t (Q8: cols a multiple of PF__Q8_BLOCK). */
 static size_t pf__weight_bytes(pf__dtype t, size_t rows, size_t cols) {
     if (t == PF__DTYPE_Q8) return rows * (cols / PF__Q8_BLOCK) * PF__Q8_BYTES;
+    if (t == PF__DTYPE_Q4) return rows * (cols / PF__Q8_BLOCK) * PF__Q4_BYTES;
     return rows * cols * pf__dtype_size(t);
 }
 
@@ -13846,6 +13853,14 @@ static PF__INLINE float pf__weight_value(const void *w, size_t i, const int wt) 
         memcpy(&d, block, 2);
         return pf__f16_to_f32(d) * (float)(int8_t)block[2 + i % PF__Q8_BLOCK];
     }
+    if (wt == PF__DTYPE_Q4) {
+        const unsigned char *block = (const unsigned char *)w + i / PF__Q8_BLOCK * PF__Q4_BYTES;
+        size_t j = i % PF__Q8_BLOCK;
+        uint16_t d;
+        memcpy(&d, block, 2);
+        int q = j < PF__Q8_BLOCK / 2 ? block[2 + j] & 15 : block[2 + j - PF__Q8_BLOCK / 2] >> 4;
+        return pf__f16_to_f32(d) * (float)(q - 8);
+    }
     if (wt == PF__DTYPE_F16) return pf__f16_to_f32(((const uint16_t *)w)[i]);
     if (wt == PF__DTYPE_BF16) return pf__bf16_to_f32(((const uint16_t *)w)[i]);
     return ((const float *)w)[i];
@@ -14112,8 +14127,9 @@ PF__TILE_SHAPES(avx2, PF__AVX2_TARGET, PF__ROW_OUTS_AVX2)
    inputs (an fp32 scale dx and int8 values in -127..127), so each block's product is an exact
    int32 dot of 32 int8 pairs; out[r][o] sums the blocks' dots times dx[r][b] * d_o[b] in fp32. A
    pf__q8_rows_fn computes that for `rows` rows of x (qx [rows][nb * 32], dx [rows][nb]) against
-   n_out weight rows, into out (rows ld apart). */
-typedef void pf__q8_rows_fn(float *out, size_t ld, const int8_t *qx, const float *dx, size_t rows,
+   n_out weight rows, into out (rows ld apart). Q4 weights take the same form: their blocks' dot
+   is sum q x - 8 sum x, sx [rows][nb] holding each block's sum of x's int8 values. */
+typedef void pf__q8_rows_fn(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx, size_t rows,
                             const unsigned char *w, size_t nb, size_t n_out);
 
 static float pf__q8_scale(const unsigned char *block) {
@@ -14122,8 +14138,9 @@ static float pf__q8_scale(const unsigned char *block) {
     return pf__f16_to_f32(d);
 }
 
-static void pf__q8_rows_portable(float *out, size_t ld, const int8_t *qx, const float *dx, size_t rows,
-                                 const unsigned char *w, size_t nb, size_t n_out) {
+static void pf__q8_rows_portable(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx,
+                                 size_t rows, const unsigned char *w, size_t nb, size_t n_out) {
+    (void)sx;
     size_t row_bytes = nb * PF__Q8_BYTES, k = nb * PF__Q8_BLOCK;
     for (size_t r = 0; r < rows; r++)
         for (size_t o = 0; o < n_out; o++) {
@@ -14134,6 +14151,24 @@ static void pf__q8_rows_portable(float *out, size_t ld, const int8_t *qx, const 
                 int32_t dot = 0;
                 for (int i = 0; i < PF__Q8_BLOCK; i++) dot += (int32_t)qx[r * k + b * PF__Q8_BLOCK + i] * (int8_t)block[2 + i];
                 sum += (float)dot * (dx[r * nb + b] * pf__q8_scale(block));
+            }
+            out[r * ld + o] = sum;
+        }
+}
+
+static void pf__q4_rows_portable(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx,
+                                 size_t rows, const unsigned char *w, size_t nb, size_t n_out) {
+    size_t row_bytes = nb * PF__Q4_BYTES, k = nb * PF__Q8_BLOCK, half = PF__Q8_BLOCK / 2;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t o = 0; o < n_out; o++) {
+            const unsigned char *row = w + o * row_bytes;
+            float sum = 0;
+            for (size_t b = 0; b < nb; b++) {
+                const unsigned char *block = row + b * PF__Q4_BYTES;
+                const int8_t *x = qx + r * k + b * PF__Q8_BLOCK;
+                int32_t dot = 0;
+                for (size_t i = 0; i < half; i++) dot += (block[2 + i] & 15) * x[i] + (block[2 + i] >> 4) * x[i + half];
+                sum += (float)(dot - 8 * sx[r * nb + b]) * (dx[r * nb + b] * pf__q8_scale(block));
             }
             out[r * ld + o] = sum;
         }
@@ -14165,10 +14200,10 @@ PF__AVX2_TARGET static float pf__hsum_avx2(__m256 v) {
    the R rows; dot() is the block's int8 dot product (maddubs on AVX2, vpdpbusd with VNNI). R is a
    constant where it is inlined, so acc stays in registers (4 x 4 needs AVX-512VL's 32). */
 #define PF__Q8_AHEAD 8 /* blocks: the weight rows stream from memory (decode) */
-#define PF__Q8_TILE(name, target, R, dot)                                                                              \
-    target static void name(float *out, size_t ld, const int8_t *qx, const float *dx, size_t rows,                   \
+#define PF__Q8_TILE(name, target, R, BYTES, load, dot)                                                                 \
+    target static void name(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx, size_t rows,\
                             const unsigned char *w, size_t nb, size_t n_out) {                                       \
-        size_t row_bytes = nb * PF__Q8_BYTES, k = nb * PF__Q8_BLOCK;                                                \
+        size_t row_bytes = nb * BYTES, k = nb * PF__Q8_BLOCK;                                                       \
         for (size_t r0 = 0; r0 < rows; r0 += R) {                                                                   \
             size_t nr = rows - r0 < R ? rows - r0 : R;                                                              \
             for (size_t o = 0; o < n_out; o += 4) {                                                                 \
@@ -14181,16 +14216,17 @@ PF__AVX2_TARGET static float pf__hsum_avx2(__m256 v) {
                     __m256i wv[4];                                                                                  \
                     float dw[4];                                                                                    \
                     PF__UNROLL for (int j = 0; j < 4; j++) {                                                        \
-                        _mm_prefetch((const char *)(wr[j] + (b + PF__Q8_AHEAD) * PF__Q8_BYTES), _MM_HINT_T0);      \
-                        wv[j] = _mm256_loadu_si256((const __m256i *)(wr[j] + b * PF__Q8_BYTES + 2));                \
-                        dw[j] = pf__q8_scale_f16c(wr[j] + b * PF__Q8_BYTES);                                       \
+                        _mm_prefetch((const char *)(wr[j] + (b + PF__Q8_AHEAD) * BYTES), _MM_HINT_T0);             \
+                        wv[j] = load(wr[j] + b * BYTES + 2);                                                        \
+                        dw[j] = pf__q8_scale_f16c(wr[j] + b * BYTES);                                              \
                     }                                                                                               \
                     PF__UNROLL for (int r = 0; r < R; r++) {                                                        \
                         size_t rr = r0 + ((size_t)r < nr ? (size_t)r : 0);                                          \
                         __m256i xv = _mm256_loadu_si256((const __m256i *)(qx + rr * k + b * PF__Q8_BLOCK));         \
                         float xd = dx[rr * nb + b];                                                                 \
+                        int32_t xs = sx ? sx[rr * nb + b] : 0;                                                      \
                         PF__UNROLL for (int j = 0; j < 4; j++)                                                      \
-                            acc[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot(xv, wv[j])), _mm256_set1_ps(xd * dw[j]), \
+                            acc[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot(xv, wv[j], xs)), _mm256_set1_ps(xd * dw[j]), \
                                                         acc[r][j]);                                                 \
                     }                                                                                               \
                 }                                                                                                   \
@@ -14200,8 +14236,30 @@ PF__AVX2_TARGET static float pf__hsum_avx2(__m256 v) {
         }                                                                                                           \
     }
 
-PF__Q8_TILE(pf__q8_rows_avx2, PF__AVX2_TARGET, 2, pf__q8_dot_avx2)
-PF__Q8_TILE(pf__q8_row_avx2, PF__AVX2_TARGET, 1, pf__q8_dot_avx2) /* decode: one row, no idle lanes of the tile */
+/* A Q8 block's 32 values; a Q4 block's, unpacked to 0..15 (low nibbles first, as the layout). */
+PF__AVX2_TARGET static PF__INLINE __m256i pf__q8_load(const unsigned char *q) { return _mm256_loadu_si256((const __m256i *)q); }
+PF__AVX2_TARGET static PF__INLINE __m256i pf__q4_load(const unsigned char *q) {
+    __m128i packed = _mm_loadu_si128((const __m128i *)q);
+    __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
+    return _mm256_and_si256(both, _mm256_set1_epi8(15));
+}
+
+PF__AVX2_TARGET static PF__INLINE __m256i pf__q8_dot_avx2_tile(__m256i x, __m256i w, int32_t xs) {
+    (void)xs;
+    return pf__q8_dot_avx2(x, w);
+}
+
+/* q (0..15) is maddubs' unsigned operand as it is; each of the 8 lanes then takes away x's block
+   sum, so the lanes add up to sum q x - 8 sum x. */
+PF__AVX2_TARGET static PF__INLINE __m256i pf__q4_dot_avx2(__m256i x, __m256i q, int32_t xs) {
+    __m256i pairs = _mm256_maddubs_epi16(q, x);
+    return _mm256_sub_epi32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)), _mm256_set1_epi32(xs));
+}
+
+PF__Q8_TILE(pf__q8_rows_avx2, PF__AVX2_TARGET, 2, PF__Q8_BYTES, pf__q8_load, pf__q8_dot_avx2_tile)
+PF__Q8_TILE(pf__q8_row_avx2, PF__AVX2_TARGET, 1, PF__Q8_BYTES, pf__q8_load, pf__q8_dot_avx2_tile) /* decode: one row */
+PF__Q8_TILE(pf__q4_rows_avx2, PF__AVX2_TARGET, 2, PF__Q4_BYTES, pf__q4_load, pf__q4_dot_avx2)
+PF__Q8_TILE(pf__q4_row_avx2, PF__AVX2_TARGET, 1, PF__Q4_BYTES, pf__q4_load, pf__q4_dot_avx2)
 #endif
 
 #if defined(PF__AVX2) && !defined(PF_NO_AVX512) && (defined(__clang__) || __GNUC__ >= 5)
@@ -14238,12 +14296,19 @@ static const pf__tile_fn *const pf__tiles_avx512[3] = {pf__tiles_avx512_f32, pf_
    tile. */
 #define PF__AVX512_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 
-PF__AVX512_VNNI_TARGET static PF__INLINE __m256i pf__q8_dot_vnni(__m256i x, __m256i w) {
+PF__AVX512_VNNI_TARGET static PF__INLINE __m256i pf__q8_dot_vnni(__m256i x, __m256i w, int32_t xs) {
+    (void)xs;
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(x, x), _mm256_sign_epi8(w, x));
 }
 
-PF__Q8_TILE(pf__q8_rows_vnni, PF__AVX512_VNNI_TARGET, 4, pf__q8_dot_vnni)
-PF__Q8_TILE(pf__q8_row_vnni, PF__AVX512_VNNI_TARGET, 1, pf__q8_dot_vnni)
+PF__AVX512_VNNI_TARGET static PF__INLINE __m256i pf__q4_dot_vnni(__m256i x, __m256i q, int32_t xs) {
+    return _mm256_dpbusd_epi32(_mm256_set1_epi32(-xs), q, x); /* starts from -sum x in every lane */
+}
+
+PF__Q8_TILE(pf__q8_rows_vnni, PF__AVX512_VNNI_TARGET, 4, PF__Q8_BYTES, pf__q8_load, pf__q8_dot_vnni)
+PF__Q8_TILE(pf__q8_row_vnni, PF__AVX512_VNNI_TARGET, 1, PF__Q8_BYTES, pf__q8_load, pf__q8_dot_vnni)
+PF__Q8_TILE(pf__q4_rows_vnni, PF__AVX512_VNNI_TARGET, 4, PF__Q4_BYTES, pf__q4_load, pf__q4_dot_vnni)
+PF__Q8_TILE(pf__q4_row_vnni, PF__AVX512_VNNI_TARGET, 1, PF__Q4_BYTES, pf__q4_load, pf__q4_dot_vnni)
 #endif
 
 /* Attention's two loops: the scores of nq (1 to PF__QUERY_BLOCK) queries against `count` keys
@@ -14356,23 +14421,25 @@ typedef struct pf__cpu_kernels {
                    size_t n);
     void (*weighted_sum)(float *out, const float *w, const float *values, size_t stride, size_t count, size_t n);
     pf__q8_rows_fn *q8_rows, *q8_row; /* many rows of x; one (decode) */
+    pf__q8_rows_fn *q4_rows, *q4_row;
 } pf__cpu_kernels;
 
 static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_ROWS, PF__TILE_OUTS, PF__ROW_OUTS_PORTABLE,
                                                  pf__scores, pf__weighted_sum, pf__q8_rows_portable,
-                                                 pf__q8_rows_portable};
+                                                 pf__q8_rows_portable, pf__q4_rows_portable, pf__q4_rows_portable};
 #ifdef PF__AVX2
 static const pf__cpu_kernels pf__cpu_avx2 = {pf__tiles_avx2, PF__TILE_ROWS, PF__TILE_OUTS, PF__ROW_OUTS_AVX2,
                                              pf__scores_avx2, pf__weighted_sum_avx2, pf__q8_rows_avx2,
-                                             pf__q8_row_avx2};
+                                             pf__q8_row_avx2, pf__q4_rows_avx2, pf__q4_row_avx2};
 #endif
 #ifdef PF__AVX512
 static const pf__cpu_kernels pf__cpu_avx512 = {pf__tiles_avx512, PF__TILE_ROWS_AVX512, PF__TILE_OUTS_AVX512,
                                                PF__ROW_OUTS_AVX2, pf__scores_avx2, pf__weighted_sum_avx2,
-                                               pf__q8_rows_avx2, pf__q8_row_avx2};
+                                               pf__q8_rows_avx2, pf__q8_row_avx2, pf__q4_rows_avx2, pf__q4_row_avx2};
 static const pf__cpu_kernels pf__cpu_avx512_vnni = {pf__tiles_avx512, PF__TILE_ROWS_AVX512, PF__TILE_OUTS_AVX512,
                                                     PF__ROW_OUTS_AVX2, pf__scores_avx2, pf__weighted_sum_avx2,
-                                                    pf__q8_rows_vnni, pf__q8_row_vnni};
+                                                    pf__q8_rows_vnni, pf__q8_row_vnni, pf__q4_rows_vnni,
+                                                    pf__q4_row_vnni};
 #endif
 
 #ifdef PF_TESTING
@@ -14418,16 +14485,19 @@ static const pf__cpu_kernels *pf__cpu_kernels_here(void) {
 }
 
 
-/* out[rows][w->rows] = x w^T + bias for Q8 weights: x quantized per block (pf__q8_rows_fn), then
-   weight rows in groups that stay in the cache while every row of x passes over them. */
+/* out[rows][w->rows] = x w^T + bias for Q8 or Q4 weights: x quantized per block (pf__q8_rows_fn),
+   then weight rows in groups that stay in the cache while every row of x passes over them. */
 #define PF__Q8_GROUP 64
-static void pf__cpu_matmul_q8(float *out, const float *x, const pf__weight *w, const float *bias, size_t rows) {
-    size_t n_out = w->rows, k = w->cols, nb = k / PF__Q8_BLOCK, row_bytes = nb * PF__Q8_BYTES;
+static void pf__cpu_matmul_quantized(float *out, const float *x, const pf__weight *w, const float *bias, size_t rows) {
+    int q4 = w->dtype == PF__DTYPE_Q4;
+    size_t n_out = w->rows, k = w->cols, nb = k / PF__Q8_BLOCK, row_bytes = nb * (q4 ? PF__Q4_BYTES : PF__Q8_BYTES);
     int8_t *qx = (int8_t *)malloc(rows * k + 1);
     float *dx = (float *)malloc((rows * nb + 1) * sizeof(float));
-    if (!qx || !dx) { /* no memory for a few KB: zeros rather than a crash (the caller cannot fail here) */
+    int32_t *sx = (int32_t *)malloc((rows * nb + 1) * sizeof(int32_t));
+    if (!qx || !dx || !sx) { /* no memory for a few KB: zeros rather than a crash (the caller cannot fail here) */
         free(qx);
         free(dx);
+        free(sx);
         memset(out, 0, rows * n_out * sizeof(float));
         return;
     }
@@ -14436,27 +14506,31 @@ static void pf__cpu_matmul_q8(float *out, const float *x, const pf__weight *w, c
         float largest = 0;
         for (int i = 0; i < PF__Q8_BLOCK; i++) largest = fabsf(v[i]) > largest ? fabsf(v[i]) : largest;
         float d = largest / 127.0f, inverse = d > 0 ? 1.0f / d : 0.0f;
+        int32_t sum = 0;
+        for (int i = 0; i < PF__Q8_BLOCK; i++) sum += qx[b * PF__Q8_BLOCK + i] = (int8_t)roundf(v[i] * inverse);
         dx[b] = d;
-        for (int i = 0; i < PF__Q8_BLOCK; i++) qx[b * PF__Q8_BLOCK + i] = (int8_t)roundf(v[i] * inverse);
+        sx[b] = sum;
     }
     const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
-    pf__q8_rows_fn *kernel = rows == 1 ? kernels->q8_row : kernels->q8_rows;
+    pf__q8_rows_fn *kernel = q4 ? (rows == 1 ? kernels->q4_row : kernels->q4_rows)
+                                : (rows == 1 ? kernels->q8_row : kernels->q8_rows);
     const unsigned char *W = (const unsigned char *)w->data;
     for (size_t o0 = 0; o0 < n_out; o0 += PF__Q8_GROUP) {
         size_t n = n_out - o0 < PF__Q8_GROUP ? n_out - o0 : PF__Q8_GROUP;
-        kernel(out + o0, n_out, qx, dx, rows, W + o0 * row_bytes, nb, n);
+        kernel(out + o0, n_out, qx, dx, sx, rows, W + o0 * row_bytes, nb, n);
     }
     if (bias)
         for (size_t r = 0; r < rows; r++)
             for (size_t o = 0; o < n_out; o++) out[r * n_out + o] += bias[o];
     free(qx);
     free(dx);
+    free(sx);
 }
 
 /* out[rows][w->rows] = x[rows][w->cols] times w transposed, plus bias. */
 static void pf__cpu_matmul_rows(float *out, const float *x, const pf__weight *w, const float *bias, size_t rows) {
-    if (w->dtype == PF__DTYPE_Q8) {
-        pf__cpu_matmul_q8(out, x, w, bias, rows);
+    if (PF__QUANTIZED(w->dtype)) {
+        pf__cpu_matmul_quantized(out, x, w, bias, rows);
         return;
     }
     const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
@@ -14496,15 +14570,16 @@ static void pf__cpu_matmul_rows(float *out, const float *x, const pf__weight *w,
 
 #ifdef PF_TESTING
 /* Test hook: the CPU matmul on plain arrays (w is [n_out][k] of dtype 0 f32, 1 f16, 2 bf16, 3 Q8
-   blocks, columns col_begin.. of a whole). */
+   blocks, 4 Q4 blocks, columns col_begin.. of a whole). */
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
                            size_t n_out, size_t k, size_t col_begin) {
     pf__weight weight = {(void *)w, (pf__dtype)dtype, n_out, k, col_begin};
     pf__cpu_matmul_rows(out, x, &weight, bias, rows);
 }
 
-/* Test hook: pf__q8_quantize on plain arrays (rows x cols fp32 in place into Q8 blocks). */
+/* Test hooks: pf__q8_quantize and pf__q4_quantize on plain arrays (rows x cols fp32 in place into blocks). */
 void pf_testing_q8_quantize(float *data, size_t rows, size_t cols) { pf__q8_quantize(data, rows, cols); }
+void pf_testing_q4_quantize(float *data, size_t rows, size_t cols) { pf__q4_quantize(data, rows, cols); }
 
 /* Test hooks: attention's two loops, as the CPU backend picks them. */
 void pf_testing_cpu_scores(float *out, size_t ld, const float *const *q, int nq, const float *keys, size_t stride,
@@ -15223,10 +15298,10 @@ static int pf__q8_fits(const pf__source *src, const pf__plan *p) {
 /* The dtype a source is stored in on the ranks: the group's, except that the CPU backend keeps
    1-D tensors (norms, biases: a tiny share of the bytes) in fp32 for its ops to read as they are,
    their values rounded to the group's dtype so that they are what the dtype would hold; and
-   that a Q8 group keeps in fp16 the slices Q8 cannot hold (pf__q8_fits). */
+   that a Q8 or Q4 group keeps in fp16 the slices the blocks cannot hold (pf__q8_fits). */
 static pf__dtype pf__storage_dtype(const pf__group *g, const pf__source *src, const pf__plan *p) {
     if (g->backend->host_memory && src->layout == PF__LAYOUT_VECTOR) return PF__DTYPE_F32;
-    if (g->dtype == PF__DTYPE_Q8) return pf__q8_fits(src, p) ? PF__DTYPE_Q8 : PF__DTYPE_F16;
+    if (PF__QUANTIZED(g->dtype)) return pf__q8_fits(src, p) ? g->dtype : PF__DTYPE_F16;
     return g->dtype;
 }
 
@@ -15261,10 +15336,31 @@ static void pf__q8_quantize(void *data, size_t rows, size_t cols) {
     }
 }
 
+/* The same into Q4 blocks, as llama.cpp's Q4_0 rounds: d = m / -8 for the value m of largest
+   magnitude (so m is q = 0), rounded to fp16 first like Q8's, then q = min(15, floor(w / d + 8.5)). */
+static void pf__q4_quantize(void *data, size_t rows, size_t cols) {
+    const float *in = (const float *)data;
+    unsigned char *out = (unsigned char *)data; /* block b written at 18b, read from 128b: behind */
+    for (size_t b = 0; b < rows * cols / PF__Q8_BLOCK; b++) {
+        float v[PF__Q8_BLOCK], extreme = 0;
+        memcpy(v, in + b * PF__Q8_BLOCK, sizeof v);
+        for (int i = 0; i < PF__Q8_BLOCK; i++) extreme = fabsf(v[i]) > fabsf(extreme) ? v[i] : extreme;
+        uint16_t d16 = pf__f32_to_f16(extreme / -8.0f);
+        float d = pf__f16_to_f32(d16), inverse = d != 0 ? 1.0f / d : 0.0f;
+        unsigned char *block = out + b * PF__Q4_BYTES, q[PF__Q8_BLOCK];
+        for (int i = 0; i < PF__Q8_BLOCK; i++) {
+            float t = floorf(v[i] * inverse + 8.5f);
+            q[i] = (unsigned char)(t < 0 ? 0 : t > 15 ? 15 : t);
+        }
+        memcpy(block, &d16, 2);
+        for (int i = 0; i < PF__Q8_BLOCK / 2; i++) block[2 + i] = (unsigned char)(q[i] | q[i + PF__Q8_BLOCK / 2] << 4);
+    }
+}
+
 static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__source *src, const pf__plan *p,
                           float **staging, size_t *staging_size) {
     /* vectors kept in fp32 hold what the group's dtype would (Q8 groups keep them as they are) */
-    pf__dtype rounding = r->group->dtype == PF__DTYPE_Q8 ? PF__DTYPE_F32 : r->group->dtype;
+    pf__dtype rounding = PF__QUANTIZED(r->group->dtype) ? PF__DTYPE_F32 : r->group->dtype;
     size_t numel = p->rows * p->cols;
     if (!numel) return;
     if (r->backend->host_memory && dtype == PF__DTYPE_F32) {
@@ -15289,6 +15385,8 @@ static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__sou
     pf__slice_copy(f, src, p);
     if (dtype == PF__DTYPE_Q8) {
         pf__q8_quantize(f, p->rows, p->cols);
+    } else if (dtype == PF__DTYPE_Q4) {
+        pf__q4_quantize(f, p->rows, p->cols);
     } else if (dtype != PF__DTYPE_F32) { /* convert in place: 2-byte values behind the 4-byte ones */
         uint16_t *half = (uint16_t *)f;
         for (size_t k = 0; k < numel; k++) half[k] = dtype == PF__DTYPE_F16 ? pf__f32_to_f16(f[k]) : pf__f32_to_bf16(f[k]);
@@ -15422,7 +15520,7 @@ static void pf__rank_setup(pf__rank *r) {
                     break;
                 }
                 pf__dtype own = pf__storage_dtype(g, src, &plans[n]);
-                if (n == 0 || own != PF__DTYPE_Q8) dtype = own; /* Q8 only if every member fits it */
+                if (n == 0 || !PF__QUANTIZED(own)) dtype = own; /* blocks only if every member fits them */
                 rows += plans[n].rows;
                 cols = plans[n++].cols;
             }
@@ -17989,7 +18087,7 @@ static pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf_par
     for (int i = 0; o.device_ids && i < num_ranks; i++)
         if (o.device_ids[i] < 0 || o.device_ids[i] > 1024)
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "device id %d is not a device", o.device_ids[i]);
-    if (o.dtype < PF_DTYPE_AUTO || o.dtype > PF_DTYPE_Q8_0)
+    if (o.dtype < PF_DTYPE_AUTO || o.dtype > PF_DTYPE_Q4_0)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "unknown dtype %d", (int)o.dtype);
 
     const pf__backend *backend = NULL;
@@ -18003,10 +18101,12 @@ static pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf_par
         break;
     default: return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "unknown device %d", (int)o.device);
     }
-    static const pf__dtype dtypes[] = {PF__DTYPE_F32, PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8};
+    static const pf__dtype dtypes[] = {PF__DTYPE_F32, PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8,
+                                       PF__DTYPE_Q4};
     pf__dtype dtype = o.dtype == PF_DTYPE_AUTO && backend != &pf__cpu_backend ? PF__DTYPE_F16 : dtypes[o.dtype];
-    if (dtype == PF__DTYPE_Q8 && backend != &pf__cpu_backend)
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "dtype q8_0 runs on CPU ranks only (the CUDA backend has no int8 kernels)");
+    if (PF__QUANTIZED(dtype) && backend != &pf__cpu_backend)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "dtype %s runs on CPU ranks only (the CUDA backend has no integer kernels)",
+                        dtype == PF__DTYPE_Q8 ? "q8_0" : "q4_0");
     if (backend == &pf__cpu_backend) o.device_ids = NULL; /* CPU ranks have no device to pick */
     pf__group_destroy(m->group);
     m->group = NULL;
@@ -18109,6 +18209,7 @@ pf_dtype pf_model_dtype(const pf_model *m) {
     return dtype == PF__DTYPE_F16    ? PF_DTYPE_F16
            : dtype == PF__DTYPE_BF16 ? PF_DTYPE_BF16
            : dtype == PF__DTYPE_Q8   ? PF_DTYPE_Q8_0
+           : dtype == PF__DTYPE_Q4   ? PF_DTYPE_Q4_0
                                      : PF_DTYPE_F32;
 }
 

@@ -310,13 +310,15 @@ typedef enum pf_device {
    pf_parallelize into blocks of 32 inputs with one fp16 scale each (llama.cpp's Q8_0 layout, 8.5
    bits a weight) and multiplies them with int8 dot products against the activations quantized
    the same way per block; norms and biases stay fp32, and a matrix whose rank slice does not
-   start and end at a multiple of 32 columns is kept in fp16. */
+   start and end at a multiple of 32 columns is kept in fp16. PF_DTYPE_Q4_0 (CPU ranks only) is
+   llama.cpp's Q4_0 the same way: 32 weights in 16 bytes and an fp16 scale (4.5 bits a weight). */
 typedef enum pf_dtype {
     PF_DTYPE_AUTO = 0, /* fp32 on the CPU, fp16 on CUDA */
     PF_DTYPE_F32,
     PF_DTYPE_F16,
     PF_DTYPE_BF16,
-    PF_DTYPE_Q8_0
+    PF_DTYPE_Q8_0,
+    PF_DTYPE_Q4_0
 } pf_dtype;
 
 typedef struct pf_parallel_options {
@@ -362,8 +364,8 @@ pf_result pf_to_cpu(pf_model *model);
 int pf_num_ranks(const pf_model *model);
 
 /* The kind of device the ranks run on now, PF_DEVICE_CPU or PF_DEVICE_CUDA (what PF_DEVICE_AUTO
-   chose), and how they store the weights, PF_DTYPE_F32, _F16, _BF16 or _Q8_0 (what PF_DTYPE_AUTO
-   chose).
+   chose), and how they store the weights, PF_DTYPE_F32, _F16, _BF16, _Q8_0 or _Q4_0 (what
+   PF_DTYPE_AUTO chose).
    Before the model first runs: the CPU and fp32 that pf_forward would use. */
 pf_device pf_model_device(const pf_model *model);
 pf_dtype pf_model_dtype(const pf_model *model);

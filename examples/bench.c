@@ -1,7 +1,7 @@
 /* bench: how fast parallelformers runs random-weight models of real shapes, next to another
    engine (Hugging Face transformers + torch) run on the same machine in the same run.
 
-   build/bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16|q8]
+   build/bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16|q8|q4]
                [--models gpt2,gpt2-xl,llama-1b,llama-8b,bert-base] [--quick | --full] [--prompt N]
                [--new N] [--runs N] [--batch16 | --no-batch16] [--default-cache] [--dir DIR] [--seed N]
                [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]
@@ -10,7 +10,7 @@
      --gpus N     the largest rank count: every model runs on 1 rank and on N ranks (default 2).
                   CUDA: rank i uses GPU i modulo the GPUs visible, so N = 2 on one GPU is two
                   ranks sharing it.
-     --dtype      how weights are stored on the device (default f32 on the CPU, f16 on CUDA; q8: CPU only)
+     --dtype      how weights are stored on the device (default f32 on the CPU, f16 on CUDA; q8, q4: CPU only)
      --models     which shapes (default: gpt2 and bert-base with --quick, all four with --full);
                   bert-base is an encoder, measured in a table of its own (below)
      --quick      gpt2 and bert-base, prompt 128, 32 new tokens, 5 runs (bert-base: 3), no batch 16:
@@ -1163,7 +1163,7 @@ static const reference *ref_for(const reference *ref, int threads, int *index) {
 
 static void usage(void) {
     fprintf(stderr,
-            "usage: bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16|q8]\n"
+            "usage: bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16|q8|q4]\n"
             "             [--models gpt2,gpt2-xl,llama-1b,llama-8b,bert-base] [--quick | --full] [--prompt N]\n"
             "             [--new N] [--runs N] [--batch16 | --no-batch16] [--default-cache] [--dir DIR] [--seed N]\n"
             "             [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]\n");
@@ -1178,11 +1178,13 @@ static int parse_int(const char *text, int lo, int hi, int *out) {
 }
 
 static const char *dtype_name(pf_dtype d) {
-    return d == PF_DTYPE_F32 ? "f32" : d == PF_DTYPE_BF16 ? "bf16" : d == PF_DTYPE_Q8_0 ? "q8" : "f16";
+    return d == PF_DTYPE_F32 ? "f32" : d == PF_DTYPE_BF16 ? "bf16" : d == PF_DTYPE_Q8_0 ? "q8" : d == PF_DTYPE_Q4_0 ? "q4" : "f16";
 }
 
-/* Bytes a rank stores per weight of the big matrices in dtype d (Q8_0: 34 bytes per 32). */
-static double weight_bytes(pf_dtype d) { return d == PF_DTYPE_F32 ? 4.0 : d == PF_DTYPE_Q8_0 ? 34.0 / 32.0 : 2.0; }
+/* Bytes a rank stores per weight of the big matrices in dtype d (Q8_0: 34 bytes per 32, Q4_0 18). */
+static double weight_bytes(pf_dtype d) {
+    return d == PF_DTYPE_F32 ? 4.0 : d == PF_DTYPE_Q8_0 ? 34.0 / 32.0 : d == PF_DTYPE_Q4_0 ? 18.0 / 32.0 : 2.0;
+}
 
 static void print_rate(char *out, size_t size, double v) {
     if (v < 0) snprintf(out, size, "-");
@@ -1374,6 +1376,7 @@ int main(int argc, char **argv) {
             else if (!strcmp(v, "f16")) cfg.dtype = PF_DTYPE_F16;
             else if (!strcmp(v, "bf16")) cfg.dtype = PF_DTYPE_BF16;
             else if (!strcmp(v, "q8")) cfg.dtype = PF_DTYPE_Q8_0;
+            else if (!strcmp(v, "q4")) cfg.dtype = PF_DTYPE_Q4_0;
             else bad = 1;
         } else if (!strcmp(a, "--gpus") && v) bad = parse_int(argv[++i], 1, 64, &cfg.max_ranks);
         else if (!strcmp(a, "--models") && v) models = argv[++i];
@@ -1425,12 +1428,13 @@ int main(int argc, char **argv) {
     cfg.encoder_runs = runs ? runs : quick ? 3 : 5;
     cfg.batch16 = batch16 >= 0 ? batch16 : !quick;
     if (!models) models = quick ? "gpt2,bert-base" : "gpt2,gpt2-xl,llama-1b,bert-base";
-    if (cuda && cfg.dtype == PF_DTYPE_Q8_0) {
-        fprintf(stderr, "bench: --dtype q8 runs on CPU ranks only (--device cpu)\n");
+    int quantized = cfg.dtype == PF_DTYPE_Q8_0 || cfg.dtype == PF_DTYPE_Q4_0;
+    if (cuda && quantized) {
+        fprintf(stderr, "bench: --dtype %s runs on CPU ranks only (--device cpu)\n", dtype_name(cfg.dtype));
         return 2;
     }
-    /* q8 is quantized from the F32 file, as a user quantizes a full-precision checkpoint */
-    int fp16_file = !(cfg.device == PF_DEVICE_CPU && (cfg.dtype == PF_DTYPE_F32 || cfg.dtype == PF_DTYPE_Q8_0));
+    /* q8 and q4 are quantized from the F32 file, as a user quantizes a full-precision checkpoint */
+    int fp16_file = !(cfg.device == PF_DEVICE_CPU && (cfg.dtype == PF_DTYPE_F32 || quantized));
 
     cpu_model_name(machine, sizeof machine);
     char load_average[64], load_average_end[64];

@@ -51,8 +51,8 @@ static const cli_option cli_options[OPT_COUNT] = {
     [OPT_MAX_NEW_TOKENS] = {"-n", "--max-new-tokens", INTEGER, "N", 1, 1e6, 0, "new tokens at most (default 20)"},
     [OPT_GPUS] = {NULL, "--gpus", INTEGER, "N", 1, 64, 0, "ranks (devices) to split the model over (default 1)"},
     [OPT_DEVICE] = {NULL, "--device", CHOICE, "cpu|cuda|auto", 0, 0, 0, "where ranks run (default auto: CUDA if there is a GPU)"},
-    [OPT_DTYPE] = {NULL, "--dtype", CHOICE, "f32|f16|bf16|q8", 0, 0, 0,
-                   "how ranks store weights (default f32 on the CPU, f16 on CUDA; q8: int8, CPU only)"},
+    [OPT_DTYPE] = {NULL, "--dtype", CHOICE, "f32|f16|bf16|q8|q4", 0, 0, 0,
+                   "how ranks store weights (default f32 on the CPU, f16 on CUDA; q8, q4: CPU only)"},
     [OPT_DUMP_LOGITS] = {NULL, "--dump-logits", TEXT, "FILE", 0, 0, 0,
                          "write the prompt's logits as float32 [n_prompt][vocab]"},
     [OPT_POLICY] = {NULL, "--policy", TEXT, "FILE", 0, 0, 0,
@@ -462,7 +462,8 @@ static char *sequence_text(pf_tokenizer *tok, const int32_t *ids, int n, int sho
 static const char *device_name(pf_device device) { return device == PF_DEVICE_CUDA ? "cuda" : "cpu"; }
 
 static const char *dtype_name(pf_dtype dtype) {
-    return dtype == PF_DTYPE_F16 ? "f16" : dtype == PF_DTYPE_BF16 ? "bf16" : dtype == PF_DTYPE_Q8_0 ? "q8" : "f32";
+    return dtype == PF_DTYPE_F16 ? "f16" : dtype == PF_DTYPE_BF16 ? "bf16" : dtype == PF_DTYPE_Q8_0 ? "q8"
+           : dtype == PF_DTYPE_Q4_0 ? "q4" : "f32";
 }
 
 /* -v's report at the end: what ran where, how fast, and each rank's memory in MiB. */
@@ -497,7 +498,8 @@ int main(int argc, char **argv) {
     char *chat_text = NULL;
     memset(&conv, 0, sizeof conv);
     static const pf_device devices[] = {PF_DEVICE_CPU, PF_DEVICE_CUDA, PF_DEVICE_AUTO};     /* --device's order */
-    static const pf_dtype dtypes[] = {PF_DTYPE_F32, PF_DTYPE_F16, PF_DTYPE_BF16, PF_DTYPE_Q8_0}; /* --dtype's order */
+    static const pf_dtype dtypes[] = {PF_DTYPE_F32, PF_DTYPE_F16, PF_DTYPE_BF16, PF_DTYPE_Q8_0,
+                                      PF_DTYPE_Q4_0}; /* --dtype's order */
     pf_generate_options go = pf_generate_options_init();
     go.max_new_tokens = args.given[OPT_MAX_NEW_TOKENS] ? (int)args.number[OPT_MAX_NEW_TOKENS] : 20;
     if (args.given[OPT_BEAMS]) go.num_beams = (int)args.number[OPT_BEAMS];

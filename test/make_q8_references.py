@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""References for the Q8_0 weight format (PF_DTYPE_Q8_0, `--dtype q8`) of the CPU ranks.
+"""References for the Q8_0 and Q4_0 weight formats (PF_DTYPE_Q8_0 / _Q4_0, `--dtype q8|q4`) of the CPU ranks.
 
 Run as `python3 test/make_q8_references.py`. Deterministic (fixed seeds). It writes
 
@@ -10,12 +10,15 @@ Run as `python3 test/make_q8_references.py`. Deterministic (fixed seeds). It wri
                                  (transformers in fp32)
   <fixture>/q8/reference.txt     for llama-q8 and gpt2-wide: the prompt, and the greedy ids of the
   <fixture>/q8/reference_logits.bin   same model run with Q8_0 arithmetic, and its prompt logits
+  <fixture>/q4/...               the same with Q4_0 weights
 
 "Q8_0 arithmetic" is what the library computes, simulated in torch: every weight matrix and
 embedding table quantized in blocks of 32 along its input dimension (an fp16 scale
 d = max|w| / 127, then round(w / d) in -127..127, used as d * q), and the input of every matrix
 product quantized per block of 32 the same way with an fp32 scale; norms, biases, attention and
-everything else in fp32. The C test compares the library's q8 ranks with these logits and
+everything else in fp32. Q4_0 is the same with the weights as llama.cpp's Q4_0 (d = m / -8 for
+the value m of largest magnitude, rounded to fp16, then q = min(15, floor(w / d + 8.5)), used as
+d * (q - 8)); the inputs stay Q8 blocks. The C test compares the library's q8 ranks with these logits and
 greedy ids (which it can match only if it quantizes what and how this says), and reports the
 distance to the fp32 logits, which is the format's own error.
 """
@@ -45,6 +48,15 @@ def quantize_weight(w: torch.Tensor) -> torch.Tensor:
     return (torch.round(blocks * inverse).clamp(-127, 127) * d).reshape(w.shape)
 
 
+def quantize_weight_q4(w: torch.Tensor) -> torch.Tensor:
+    blocks = w.reshape(-1, BLOCK)
+    extreme = torch.gather(blocks, 1, blocks.abs().argmax(1, keepdim=True))
+    d = (extreme / -8).half().float()
+    inverse = torch.where(d != 0, 1 / d, torch.zeros_like(d))
+    q = torch.floor(blocks * inverse + 8.5).clamp(0, 15)
+    return ((q - 8) * d).reshape(w.shape)
+
+
 def quantize_input(x: torch.Tensor) -> torch.Tensor:
     blocks = x.reshape(-1, BLOCK)
     d = blocks.abs().amax(1, keepdim=True) / 127
@@ -52,8 +64,8 @@ def quantize_input(x: torch.Tensor) -> torch.Tensor:
     return (torch.round(blocks * inverse) * d).reshape(x.shape)
 
 
-def make_q8(model) -> None:
-    """Turns the model's matrix products and embeddings into Q8_0 arithmetic, in place."""
+def make_quantized(model, quantize=quantize_weight) -> None:
+    """Turns the model's matrix products and embeddings into Q8_0 (or Q4_0) arithmetic, in place."""
     seen = set()
     for module in model.modules():
         conv1d = isinstance(module, hf_utils.Conv1D)  # GPT-2's [in][out] matrices
@@ -64,7 +76,7 @@ def make_q8(model) -> None:
         assert inputs % BLOCK == 0, f"{module}: {inputs} inputs"
         if id(w) not in seen:  # a tied head shares the embedding's (already quantized) table
             seen.add(id(w))
-            w.data = quantize_weight(w.data.t().contiguous()).t().contiguous() if conv1d else quantize_weight(w.data)
+            w.data = quantize(w.data.t().contiguous()).t().contiguous() if conv1d else quantize(w.data)
         if not isinstance(module, torch.nn.Embedding):
             module.register_forward_pre_hook(lambda _, args: (quantize_input(args[0]),))
 
@@ -109,31 +121,34 @@ def llama_q8(seed: int) -> LlamaForCausalLM:
 def main() -> None:
     torch.set_grad_enabled(False)
     # llama-q8: the first seed whose Q8 greedy steps all have a clear margin
+    # llama-q8: the first seed whose Q8 and Q4 greedy steps all have a clear margin
     for seed in range(100):
-        model = llama_q8(seed)
-        q8 = llama_q8(seed)
-        make_q8(q8)
-        _, margins = greedy(q8, PROMPT_IDS)
-        if min(margins) >= MIN_MARGIN:
+        model, q8, q4 = llama_q8(seed), llama_q8(seed), llama_q8(seed)
+        make_quantized(q8)
+        make_quantized(q4, quantize_weight_q4)
+        if min(greedy(q8, PROMPT_IDS)[1]) >= MIN_MARGIN and min(greedy(q4, PROMPT_IDS)[1]) >= MIN_MARGIN:
             break
     else:
-        raise SystemExit("no seed gives clear Q8 margins")
+        raise SystemExit("no seed gives clear Q8 and Q4 margins")
     out = reset_dir(FIXTURES / "llama-q8")
     model.save_pretrained(out, safe_serialization=True)
     (out / "generation_config.json").unlink(missing_ok=True)
     write_reference(model, out, PROMPT_IDS, 512)
-    margins = write_reference(q8, out / "q8", PROMPT_IDS, 512)
-    print(f"llama-q8: seed {seed}, smallest Q8 greedy margin {min(margins):.3f}")
+    for name, quantized in (("q8", q8), ("q4", q4)):
+        margins = write_reference(quantized, out / name, PROMPT_IDS, 512)
+        print(f"llama-q8: seed {seed}, smallest {name} greedy margin {min(margins):.3f}")
 
     # gpt2-wide: the existing fixture (32 wide: every matrix on the grid at 1 rank)
     path = FIXTURES / "gpt2-wide"
     prompt = [int(v) for v in
               next(l for l in (path / "reference.txt").read_text().splitlines() if l.startswith("prompt_ids="))
               .split("=", 1)[1].split(",")]
-    q8 = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
-    make_q8(q8)
-    margins = write_reference(q8, path / "q8", prompt, json.loads((path / "config.json").read_text())["vocab_size"])
-    print(f"gpt2-wide: smallest Q8 greedy margin {min(margins):.3f}")
+    for name, quantize in (("q8", quantize_weight), ("q4", quantize_weight_q4)):
+        quantized = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+        make_quantized(quantized, quantize)
+        vocab = json.loads((path / "config.json").read_text())["vocab_size"]
+        margins = write_reference(quantized, path / name, prompt, vocab)
+        print(f"gpt2-wide: smallest {name} greedy margin {min(margins):.3f}")
 
 
 if __name__ == "__main__":

@@ -64,7 +64,7 @@ static void check_cli_help(const char *dir) {
         {"--ids 1 --beams 0", {"--beams", "an integer from 1 to 10000, not \"0\""}},
         {"--ids 1 -n 2.5", {"-n ", "an integer from 1 to 1000000"}},
         {"--ids 1 --device gpu", {"--device", "cpu, cuda or auto"}},
-        {"--ids 1 --dtype fp8", {"--dtype", "f32, f16, bf16 or q8"}},
+        {"--ids 1 --dtype fp8", {"--dtype", "f32, f16, bf16, q8 or q4"}},
         {"--ids 1 --top-p=0", {"--top-p", "above 0, at most 1"}},
         {"--ids 1 --temperature -1", {"--temperature", "from 0 to"}},
         {"--ids 1 --seed", {"--seed needs a value", "an integer from 0"}},
