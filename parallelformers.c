@@ -14488,18 +14488,17 @@ static const pf__cpu_kernels *pf__cpu_kernels_here(void) {
 /* out[rows][w->rows] = x w^T + bias for Q8 or Q4 weights: x quantized per block (pf__q8_rows_fn),
    then weight rows in groups that stay in the cache while every row of x passes over them. */
 #define PF__Q8_GROUP 64
-static void pf__cpu_matmul_quantized(float *out, const float *x, const pf__weight *w, const float *bias, size_t rows) {
+static int pf__cpu_matmul_quantized(float *out, const float *x, const pf__weight *w, const float *bias, size_t rows) {
     int q4 = w->dtype == PF__DTYPE_Q4;
     size_t n_out = w->rows, k = w->cols, nb = k / PF__Q8_BLOCK, row_bytes = nb * (q4 ? PF__Q4_BYTES : PF__Q8_BYTES);
     int8_t *qx = (int8_t *)malloc(rows * k + 1);
     float *dx = (float *)malloc((rows * nb + 1) * sizeof(float));
     int32_t *sx = (int32_t *)malloc((rows * nb + 1) * sizeof(int32_t));
-    if (!qx || !dx || !sx) { /* no memory for a few KB: zeros rather than a crash (the caller cannot fail here) */
+    if (!qx || !dx || !sx) {
         free(qx);
         free(dx);
         free(sx);
-        memset(out, 0, rows * n_out * sizeof(float));
-        return;
+        return -1;
     }
     for (size_t b = 0; b < rows * nb; b++) {
         const float *v = x + b * PF__Q8_BLOCK; /* rows are whole blocks: block b of the whole x */
@@ -14525,14 +14524,11 @@ static void pf__cpu_matmul_quantized(float *out, const float *x, const pf__weigh
     free(qx);
     free(dx);
     free(sx);
+    return 0;
 }
 
 /* out[rows][w->rows] = x[rows][w->cols] times w transposed, plus bias. */
 static void pf__cpu_matmul_rows(float *out, const float *x, const pf__weight *w, const float *bias, size_t rows) {
-    if (PF__QUANTIZED(w->dtype)) {
-        pf__cpu_matmul_quantized(out, x, w, bias, rows);
-        return;
-    }
     const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
     const pf__tile_fn *tiles = kernels->tiles[w->dtype];
     const char *W = (const char *)w->data;
@@ -14574,6 +14570,10 @@ static void pf__cpu_matmul_rows(float *out, const float *x, const pf__weight *w,
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
                            size_t n_out, size_t k, size_t col_begin) {
     pf__weight weight = {(void *)w, (pf__dtype)dtype, n_out, k, col_begin};
+    if (PF__QUANTIZED(weight.dtype)) {
+        if (pf__cpu_matmul_quantized(out, x, &weight, bias, rows)) memset(out, 0xff, rows * n_out * sizeof(float)); /* NaN */
+        return;
+    }
     pf__cpu_matmul_rows(out, x, &weight, bias, rows);
 }
 
@@ -14598,10 +14598,11 @@ static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__we
         pf__rank_fail(r, PF_ERROR_DEVICE, "injected failure (test)");
         return;
     }
-#else
-    (void)r;
 #endif
-    pf__cpu_matmul_rows(out, x, w, bias ? (const float *)bias->data : NULL, rows);
+    const float *b = bias ? (const float *)bias->data : NULL;
+    if (!PF__QUANTIZED(w->dtype)) pf__cpu_matmul_rows(out, x, w, b, rows);
+    else if (pf__cpu_matmul_quantized(out, x, w, b, rows))
+        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory for %zu rows of quantized activations", rows);
 }
 
 static float pf__act(float v, pf__activation act) {
