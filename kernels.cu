@@ -29,7 +29,8 @@
    device array, or NULL); a token's position is past + t - pad[b] (0 at least), attention never
    reads keys j < pad[b], ALiBi adds slope * (j - pad[b]), and a query with no key writes zeros.
 
-   Run on a GPU first on 2026-11-26 (one H200, sm_90 build): test_cuda passed on every fixture, and
+   Run on a GPU first on 2026-11-26 (one H200, sm_90 build): test_cuda passed on every fixture it
+   had then (not yet CLIP's quick_gelu or the speech encoders, added later that day), and
    compute-sanitizer's memcheck and racecheck found nothing (BENCHMARKS.md). The NCCL all-reduce
    between distinct GPUs, its abort path and the peer copies of the reduction over mixed GPUs have
    still only run against the stand-in. Without a GPU, parallelformers.c's CUDA section and
