@@ -665,6 +665,13 @@ static size_t pf__dtype_size(pf__dtype t) { return t == PF__DTYPE_F32 ? 4 : 2; }
 static void pf__q8_quantize(void *data, size_t rows, size_t cols);
 static void pf__q4_quantize(void *data, size_t rows, size_t cols);
 
+/* A Q8 or Q4 block's scale (its first two bytes, fp16). */
+static float pf__q8_scale(const unsigned char *block) {
+    uint16_t d;
+    memcpy(&d, block, 2);
+    return pf__f16_to_f32(d);
+}
+
 /* Bytes of a [rows][cols] weight stored as t (Q8: cols a multiple of PF__Q8_BLOCK). */
 static size_t pf__weight_bytes(pf__dtype t, size_t rows, size_t cols) {
     if (t == PF__DTYPE_Q8) return rows * (cols / PF__Q8_BLOCK) * PF__Q8_BYTES;
@@ -13798,6 +13805,9 @@ struct pf__rank {
     float *scores;            /* CPU attention: [cache_len] */
     float *reduce_tmp;        /* CPU all-reduce: [max_tokens * hidden] */
     float *reorder_tmp;       /* CPU beam reorder: one layer's cache, when max_batch > 1 */
+    void *quantized_x;        /* CPU Q8/Q4 products: x's int8 values, scales and block sums (grown on
+                                 demand and kept, so a decode step allocates nothing) */
+    size_t quantized_x_bytes;
     pf__allocation *allocations;
     size_t num_allocations, allocations_cap;
     size_t bytes[PF__MEM_KINDS];
@@ -13849,17 +13859,13 @@ static void pf__cpu_copy(pf__rank *r, void *dst, const void *src, size_t bytes) 
 static PF__INLINE float pf__weight_value(const void *w, size_t i, const int wt) {
     if (wt == PF__DTYPE_Q8) {
         const unsigned char *block = (const unsigned char *)w + i / PF__Q8_BLOCK * PF__Q8_BYTES;
-        uint16_t d;
-        memcpy(&d, block, 2);
-        return pf__f16_to_f32(d) * (float)(int8_t)block[2 + i % PF__Q8_BLOCK];
+        return pf__q8_scale(block) * (float)(int8_t)block[2 + i % PF__Q8_BLOCK];
     }
     if (wt == PF__DTYPE_Q4) {
         const unsigned char *block = (const unsigned char *)w + i / PF__Q8_BLOCK * PF__Q4_BYTES;
         size_t j = i % PF__Q8_BLOCK;
-        uint16_t d;
-        memcpy(&d, block, 2);
         int q = j < PF__Q8_BLOCK / 2 ? block[2 + j] & 15 : block[2 + j - PF__Q8_BLOCK / 2] >> 4;
-        return pf__f16_to_f32(d) * (float)(q - 8);
+        return pf__q8_scale(block) * (float)(q - 8);
     }
     if (wt == PF__DTYPE_F16) return pf__f16_to_f32(((const uint16_t *)w)[i]);
     if (wt == PF__DTYPE_BF16) return pf__bf16_to_f32(((const uint16_t *)w)[i]);
@@ -14131,12 +14137,6 @@ PF__TILE_SHAPES(avx2, PF__AVX2_TARGET, PF__ROW_OUTS_AVX2)
    is sum q x - 8 sum x, sx [rows][nb] holding each block's sum of x's int8 values. */
 typedef void pf__q8_rows_fn(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx, size_t rows,
                             const unsigned char *w, size_t nb, size_t n_out);
-
-static float pf__q8_scale(const unsigned char *block) {
-    uint16_t d;
-    memcpy(&d, block, 2);
-    return pf__f16_to_f32(d);
-}
 
 static void pf__q8_rows_portable(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx,
                                  size_t rows, const unsigned char *w, size_t nb, size_t n_out) {
@@ -14485,21 +14485,23 @@ static const pf__cpu_kernels *pf__cpu_kernels_here(void) {
 }
 
 
-/* out[rows][w->rows] = x w^T + bias for Q8 or Q4 weights: x quantized per block (pf__q8_rows_fn),
-   then weight rows in groups that stay in the cache while every row of x passes over them. */
+/* Bytes pf__cpu_matmul_quantized needs for `rows` rows of x of `k` inputs: per block its scale and
+   sum (4 bytes each, first, so they stay aligned), then the int8 values. */
+static size_t pf__quantized_x_bytes(size_t rows, size_t k) {
+    return rows * (k / PF__Q8_BLOCK) * (sizeof(float) + sizeof(int32_t)) + rows * k;
+}
+
+/* out[rows][w->rows] = x w^T + bias for Q8 or Q4 weights: x quantized per block into scratch
+   (pf__quantized_x_bytes of it; pf__q8_rows_fn), then weight rows in groups that stay in the cache
+   while every row of x passes over them. */
 #define PF__Q8_GROUP 64
-static int pf__cpu_matmul_quantized(float *out, const float *x, const pf__weight *w, const float *bias, size_t rows) {
+static void pf__cpu_matmul_quantized(float *out, const float *x, const pf__weight *w, const float *bias, size_t rows,
+                                     void *scratch) {
     int q4 = w->dtype == PF__DTYPE_Q4;
     size_t n_out = w->rows, k = w->cols, nb = k / PF__Q8_BLOCK, row_bytes = nb * (q4 ? PF__Q4_BYTES : PF__Q8_BYTES);
-    int8_t *qx = (int8_t *)malloc(rows * k + 1);
-    float *dx = (float *)malloc((rows * nb + 1) * sizeof(float));
-    int32_t *sx = (int32_t *)malloc((rows * nb + 1) * sizeof(int32_t));
-    if (!qx || !dx || !sx) {
-        free(qx);
-        free(dx);
-        free(sx);
-        return -1;
-    }
+    float *dx = (float *)scratch;
+    int32_t *sx = (int32_t *)(dx + rows * nb);
+    int8_t *qx = (int8_t *)(sx + rows * nb);
     for (size_t b = 0; b < rows * nb; b++) {
         const float *v = x + b * PF__Q8_BLOCK; /* rows are whole blocks: block b of the whole x */
         float largest = 0;
@@ -14521,10 +14523,6 @@ static int pf__cpu_matmul_quantized(float *out, const float *x, const pf__weight
     if (bias)
         for (size_t r = 0; r < rows; r++)
             for (size_t o = 0; o < n_out; o++) out[r * n_out + o] += bias[o];
-    free(qx);
-    free(dx);
-    free(sx);
-    return 0;
 }
 
 /* out[rows][w->rows] = x[rows][w->cols] times w transposed, plus bias. */
@@ -14571,7 +14569,10 @@ void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype,
                            size_t n_out, size_t k, size_t col_begin) {
     pf__weight weight = {(void *)w, (pf__dtype)dtype, n_out, k, col_begin};
     if (PF__QUANTIZED(weight.dtype)) {
-        if (pf__cpu_matmul_quantized(out, x, &weight, bias, rows)) memset(out, 0xff, rows * n_out * sizeof(float)); /* NaN */
+        void *scratch = malloc(pf__quantized_x_bytes(rows, k));
+        if (scratch) pf__cpu_matmul_quantized(out, x, &weight, bias, rows, scratch);
+        else memset(out, 0xff, rows * n_out * sizeof(float)); /* NaN */
+        free(scratch);
         return;
     }
     pf__cpu_matmul_rows(out, x, &weight, bias, rows);
@@ -14600,9 +14601,21 @@ static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__we
     }
 #endif
     const float *b = bias ? (const float *)bias->data : NULL;
-    if (!PF__QUANTIZED(w->dtype)) pf__cpu_matmul_rows(out, x, w, b, rows);
-    else if (pf__cpu_matmul_quantized(out, x, w, b, rows))
-        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory for %zu rows of quantized activations", rows);
+    if (!PF__QUANTIZED(w->dtype)) {
+        pf__cpu_matmul_rows(out, x, w, b, rows);
+        return;
+    }
+    size_t need = pf__quantized_x_bytes(rows, w->cols);
+    if (need > r->quantized_x_bytes) { /* the first product of its size; kept for the next */
+        void *grown = realloc(r->quantized_x, need);
+        if (!grown) {
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory for %zu rows of quantized activations", rows);
+            return;
+        }
+        r->quantized_x = grown;
+        r->quantized_x_bytes = need;
+    }
+    pf__cpu_matmul_quantized(out, x, w, b, rows, r->quantized_x);
 }
 
 static float pf__act(float v, pf__activation act) {
@@ -15032,6 +15045,9 @@ static void *pf__rank_alloc(pf__rank *r, size_t bytes) {
 
 static void pf__rank_free_all(pf__rank *r) {
     for (size_t i = 0; i < r->num_allocations; i++) r->backend->free(r, r->allocations[i].ptr);
+    free(r->quantized_x);
+    r->quantized_x = NULL;
+    r->quantized_x_bytes = 0;
     free(r->allocations);
     free(r->weights);
     r->allocations = NULL;
@@ -15486,6 +15502,12 @@ static void pf__rank_warm_up(pf__rank *r) {
     r->backend->download(r, &value, r->x, sizeof value);
 }
 
+/* Values in one layer's K (or V) cache of the rank, self or cross: [max_batch][cache_len][kv width]. */
+static size_t pf__rank_cache_layer(const pf__rank *r) {
+    const pf__group *g = r->group;
+    return (size_t)g->max_batch * g->cache_len * r->share.kv_heads * g->model->config.head_dim;
+}
+
 /* Runs on the rank's thread: slices every weight into the rank's memory (stacked slots as one
    allocation with their members as views into it), then the KV cache and scratch. */
 static void pf__rank_setup(pf__rank *r) {
@@ -15600,15 +15622,15 @@ static void pf__rank_setup(pf__rank *r) {
 
     size_t q_width = (size_t)r->share.heads * hd, kv_width = (size_t)r->share.kv_heads * hd;
     size_t mlp_in = (size_t)r->share.mlp_width * (c->gated_mlp ? 2 : 1);
-    size_t layer_cache = (size_t)g->max_batch * g->cache_len * kv_width * sizeof(float);
     r->cache_dtype = r->backend->cache_in_weight_dtype ? g->dtype : PF__DTYPE_F32;
-    size_t self_layer_cache = layer_cache / sizeof(float) * pf__dtype_size(r->cache_dtype);
+    size_t self_layer = pf__rank_cache_layer(r) * pf__dtype_size(r->cache_dtype);
+    size_t cross_layer = pf__rank_cache_layer(r) * sizeof(float);
     r->allocating = PF__MEM_CACHE;
-    r->k_cache = pf__rank_alloc(r, (size_t)pf__cache_layers(c) * self_layer_cache);
-    r->v_cache = pf__rank_alloc(r, (size_t)pf__cache_layers(c) * self_layer_cache);
+    r->k_cache = pf__rank_alloc(r, (size_t)pf__cache_layers(c) * self_layer);
+    r->v_cache = pf__rank_alloc(r, (size_t)pf__cache_layers(c) * self_layer);
     if (a->kind == PF__KIND_SEQ2SEQ && c->num_layers > c->encoder_layers) {
-        r->cross_k = (float *)pf__rank_alloc(r, (size_t)(c->num_layers - c->encoder_layers) * layer_cache);
-        r->cross_v = (float *)pf__rank_alloc(r, (size_t)(c->num_layers - c->encoder_layers) * layer_cache);
+        r->cross_k = (float *)pf__rank_alloc(r, (size_t)(c->num_layers - c->encoder_layers) * cross_layer);
+        r->cross_v = (float *)pf__rank_alloc(r, (size_t)(c->num_layers - c->encoder_layers) * cross_layer);
     }
     r->allocating = PF__MEM_SCRATCH;
     size_t wide = hidden > (size_t)c->embed_dim ? hidden : (size_t)c->embed_dim; /* OPT's project_out */
@@ -15829,7 +15851,7 @@ static void pf__rank_cross_attention(pf__rank *r, const pf__step *s, const pf__w
     const pf__config *c = &r->group->model->config;
     const pf__backend *be = r->backend;
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
-    size_t layer = (size_t)r->group->max_batch * r->group->cache_len * r->share.kv_heads * c->head_dim;
+    size_t layer = pf__rank_cache_layer(r);
     pf__norm kind = pf__archs[c->arch].norm;
     float eps = (float)c->norm_eps;
     const pf__weight *norm_b = PF__OR_NULL(L[PF__SLOT_CROSS_NORM_BIAS]);
@@ -15865,8 +15887,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     const pf__backend *be = r->backend;
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
     float eps = (float)c->norm_eps;
-    size_t cache_stride = (size_t)g->max_batch * g->cache_len * r->share.kv_heads * c->head_dim *
-                          pf__dtype_size(r->cache_dtype); /* one layer's cache, in bytes */
+    size_t cache_stride = pf__rank_cache_layer(r) * pf__dtype_size(r->cache_dtype); /* one layer's cache, in bytes */
     int rotary = a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS;
     size_t mlp_width = (size_t)r->share.mlp_width;
     const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
@@ -15962,7 +15983,7 @@ static void pf__rank_encoder_pass(pf__rank *r, const pf__job *job) {
     const pf__step *s = &job->step;
     pf__tower t = pf__tower_of(r, 1);
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
-    size_t layer = (size_t)r->group->max_batch * r->group->cache_len * r->share.kv_heads * c->head_dim;
+    size_t layer = pf__rank_cache_layer(r);
     pf__rank_tower(r, s, &t);
     if (pf__rank_failed(r)) return;
     pf__rank_final_norm(r, &t, r->x, r->x, N);
@@ -16113,7 +16134,7 @@ static void pf__rank_reorder(pf__rank *r, const pf__job *job) {
     const pf__group *g = r->group;
     const pf__config *c = &g->model->config;
     size_t kv_width = (size_t)r->share.kv_heads * c->head_dim, self_size = pf__dtype_size(r->cache_dtype);
-    size_t row = (size_t)g->cache_len * kv_width, layer = (size_t)g->max_batch * row; /* in elements */
+    size_t row = (size_t)g->cache_len * kv_width, layer = pf__rank_cache_layer(r); /* in elements */
     size_t used = (size_t)job->step.past * kv_width, cross = (size_t)job->step.cross_len * kv_width;
     int decoder_blocks = c->num_layers - pf__encoder_blocks(c);
     const int *dst = job->reorder_dst, *src = job->reorder_src;
