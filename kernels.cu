@@ -497,6 +497,16 @@ __global__ void pf_attention_combine_kernel(float *out, const float *partials, i
     }
 }
 
+/* Launches pf_kv_append_kernel into caches of element type C. */
+template <typename C>
+static int pf_cuda__kv_append(struct pf_cuda_rank *st, C *k_cache, C *v_cache, const float *qkv, const int *rows,
+                              int batch, int T, int past, int cache_len, size_t q_width, size_t kv_width) {
+    pf_kv_append_kernel<C><<<pf_blocks((size_t)batch * T * kv_width, PF_THREADS), PF_THREADS, 0, st->stream>>>(
+        k_cache, v_cache, qkv, rows, batch, T, past, cache_len, q_width, kv_width);
+    PF_CUDA_CHECK_LAUNCH(st, pf_kv_append_kernel);
+    return PF_CUDA_OK;
+}
+
 /* Launches pf_attention_kernel over caches of element type C. */
 template <typename C>
 static int pf_cuda__attention(struct pf_cuda_rank *st, dim3 grid, size_t shared, float *out, float *partials,
@@ -858,18 +868,14 @@ int pf_cuda_kv_append(struct pf_cuda_rank *st, void *k_cache, void *v_cache, int
         return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_kv_append",
                              "positions beyond the cache", __LINE__);
     size_t q_width = (size_t)heads * head_dim, kv_width = (size_t)kv_heads * head_dim;
-    unsigned blocks = pf_blocks((size_t)batch * T * kv_width, PF_THREADS);
     if (cache_dtype == PF_CUDA_F16)
-        pf_kv_append_kernel<<<blocks, PF_THREADS, 0, st->stream>>>((__half *)k_cache, (__half *)v_cache, qkv, rows,
-                                                                 batch, T, past, cache_len, q_width, kv_width);
-    else if (cache_dtype == PF_CUDA_BF16)
-        pf_kv_append_kernel<<<blocks, PF_THREADS, 0, st->stream>>>((__nv_bfloat16 *)k_cache, (__nv_bfloat16 *)v_cache,
-                                                                 qkv, rows, batch, T, past, cache_len, q_width, kv_width);
-    else
-        pf_kv_append_kernel<<<blocks, PF_THREADS, 0, st->stream>>>((float *)k_cache, (float *)v_cache, qkv, rows, batch,
-                                                                 T, past, cache_len, q_width, kv_width);
-    PF_CUDA_CHECK_LAUNCH(st, pf_kv_append_kernel);
-    return PF_CUDA_OK;
+        return pf_cuda__kv_append(st, (__half *)k_cache, (__half *)v_cache, qkv, rows, batch, T, past, cache_len,
+                                  q_width, kv_width);
+    if (cache_dtype == PF_CUDA_BF16)
+        return pf_cuda__kv_append(st, (__nv_bfloat16 *)k_cache, (__nv_bfloat16 *)v_cache, qkv, rows, batch, T, past,
+                                  cache_len, q_width, kv_width);
+    return pf_cuda__kv_append(st, (float *)k_cache, (float *)v_cache, qkv, rows, batch, T, past, cache_len, q_width,
+                              kv_width);
 }
 
 /* out[b*T+t] (heads * head_dim wide) = softmax(q k^T * scale + alibi[h] * (j - pad[b])) v per
