@@ -1217,13 +1217,13 @@ typedef struct pf__config {
     int with_projection;            /* 1: the tower has its projection (PF__IF_WITH_PROJECTION) */
     int speech;                     /* 1: a speech encoder (Wav2Vec2, HuBERT): waveforms through the
                                        host front end of the speech section, then the blocks */
+    int feature_projection_norm;    /* speech: a LayerNorm before the feature projection (policies.inc) */
     struct pf__speech_config {      /* the front end's shape, from config.json (pf__config_speech) */
         int num_convs;              /* feature encoder layers: conv_dim, conv_kernel, conv_stride */
         int conv_dim[16], conv_kernel[16], conv_stride[16];
         int conv_bias;              /* the convolutions have biases */
         int layer_norm_convs;       /* feat_extract_norm "layer": a LayerNorm over channels after every
                                        conv; 0 ("group"): a GroupNorm (one group a channel) after the first */
-        int projection_norm;        /* a LayerNorm before the feature projection (HuBERT: feat_proj_layer_norm) */
         int pos_kernel, pos_groups; /* the positional convolution: num_conv_pos_embeddings, ..._groups */
         int stride, min_samples;    /* samples per frame; the fewest samples that make one frame */
     } speech_config;
@@ -1910,11 +1910,6 @@ static pf_result pf__config_speech(const pf__json *json, pf__config *c, const ch
     if (act && (act->type != PF__JSON_STRING || strcmp(act->string, "gelu")))
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"feat_extract_activation\" = \"%s\" (\"gelu\" is "
                           "implemented)", path, act->type == PF__JSON_STRING ? act->string : "?");
-    sc->projection_norm = 1; /* Wav2Vec2 always; HuBERT as feat_proj_layer_norm says (default true) */
-    v = pf__json_get(json, "feat_proj_layer_norm");
-    if (pf__json_number(v, &x) < 0)
-        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"feat_proj_layer_norm\" is not a boolean", path);
-    if (v && v->type != PF__JSON_NULL && c->arch == PF__ARCH_HUBERT) sc->projection_norm = x != 0;
     double kernel = 128, groups = 16;
     if (pf__json_number(pf__json_get(json, "num_conv_pos_embeddings"), &kernel) < 0 ||
         pf__json_number(pf__json_get(json, "num_conv_pos_embedding_groups"), &groups) < 0 || !(kernel >= 1 && kernel <= 65536) ||
@@ -17526,7 +17521,7 @@ static pf_result pf__speech_load(pf_model *m, const char *prefix) {
         in = out;
     }
     size_t hidden = (size_t)c->hidden_size, vec[1] = {in}, projection[2] = {hidden, in}, hvec[1] = {hidden};
-    int norm = sc->projection_norm;
+    int norm = c->feature_projection_norm;
     if (!r) r = pf__speech_tensor(m, prefix, "feature_projection.layer_norm.weight", vec, 1, norm, &sp->projection_norm_weight);
     if (!r) r = pf__speech_tensor(m, prefix, "feature_projection.layer_norm.bias", vec, 1, norm, &sp->projection_norm_bias);
     if (!r && !norm && (sp->projection_norm_weight || sp->projection_norm_bias))
