@@ -985,6 +985,19 @@ static char **list_fixtures(const char *file, int *count) {
     return names;
 }
 
+/* Runs test on every fixture holding FILE (at least one must). */
+static void run_fixtures(const char *file, const char *kind, void (*test)(const char *)) {
+    int count = 0;
+    char **names = list_fixtures(file, &count);
+    CHECK_MSG(count > 0, "no %s fixtures (%s) in %s", kind, file, test_fixtures);
+    for (int i = 0; i < count; i++) {
+        printf("%s\n", names[i]);
+        test(names[i]);
+        free(names[i]);
+    }
+    free(names);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) test_fixtures = argv[1];
     setvbuf(stdout, NULL, _IOLBF, 0); /* progress lines in order with the FAIL lines on stderr */
@@ -1009,49 +1022,13 @@ int main(int argc, char **argv) {
                 test_fixture(argv[i]);
             }
         } else {
-            int count = 0;
-            char **names = list_fixtures("reference_logits.bin", &count);
-            CHECK_MSG(count > 0, "no decoder fixtures (reference_logits.bin) in %s", test_fixtures);
-            for (int i = 0; i < count; i++) {
-                printf("%s\n", names[i]);
-                test_fixture(names[i]);
-                free(names[i]);
-            }
-            free(names);
-            names = list_fixtures("hidden.bin", &count);
-            CHECK_MSG(count > 0, "no encoder fixtures (hidden.bin) in %s", test_fixtures);
-            for (int i = 0; i < count; i++) {
-                printf("%s\n", names[i]);
-                test_encoder(names[i]);
-                free(names[i]);
-            }
-            free(names);
-            names = list_fixtures("pixels.bin", &count);
-            CHECK_MSG(count > 0, "no image fixtures (pixels.bin) in %s", test_fixtures);
-            for (int i = 0; i < count; i++) {
-                printf("%s\n", names[i]);
-                test_image_encoder(names[i]);
-                free(names[i]);
-            }
-            free(names);
+            run_fixtures("reference_logits.bin", "decoder", test_fixture);
+            run_fixtures("hidden.bin", "encoder", test_encoder);
+            run_fixtures("pixels.bin", "image", test_image_encoder);
             printf("clip\n");
             test_clip();
-            names = list_fixtures("samples.bin", &count);
-            CHECK_MSG(count > 0, "no speech fixtures (samples.bin) in %s", test_fixtures);
-            for (int i = 0; i < count; i++) {
-                printf("%s\n", names[i]);
-                test_speech_encoder(names[i]);
-                free(names[i]);
-            }
-            free(names);
-            names = list_fixtures("decoder_logits.bin", &count);
-            CHECK_MSG(count > 0, "no encoder-decoder fixtures (decoder_logits.bin) in %s", test_fixtures);
-            for (int i = 0; i < count; i++) {
-                printf("%s\n", names[i]);
-                test_seq2seq_fixture(names[i]);
-                free(names[i]);
-            }
-            free(names);
+            run_fixtures("samples.bin", "speech", test_speech_encoder);
+            run_fixtures("decoder_logits.bin", "encoder-decoder", test_seq2seq_fixture);
             printf("generation cases\n");
             test_generation_cases();
             test_bad_device();
