@@ -13934,8 +13934,9 @@ static float pf__dot(const float *a, const float *b, size_t n) {
    multiple of 8, and in the same order: a split sum then differs from the whole by
    little more than each rank's rounding of its partial to fp32, which the 1e-5 bound between rank
    counts needs; one fp32 sum per dot product missed it. Tiles of PF__TILE_ROWS rows of x by
-   PF__TILE_OUTS weight rows keep 12 accumulators in registers; blocks of PF__KBLOCK inputs,
-   PF__OBLOCK weight rows and PF__RBLOCK rows of x keep what a tile reads in cache. */
+   PF__TILE_OUTS weight rows keep 12 accumulators in registers (the AVX-512 tiles: 16 lanes, 24
+   accumulators, chunks of PF__CHUNK_AVX512); blocks of PF__KBLOCK inputs, PF__OBLOCK weight rows
+   and PF__RBLOCK rows of x keep what a tile reads in cache. */
 #define PF__CHUNK 256
 #define PF__KBLOCK (4 * PF__CHUNK)
 #define PF__OBLOCK 96
@@ -14089,17 +14090,17 @@ PF__AVX2_TARGET static PF__INLINE void pf__tile_avx2(double *acc, size_t ld, con
 }
 #endif
 
-/* The tile shapes the blocked loop needs, for one instruction set and weight dtype: full tiles,
-   then the weight rows left at a panel's end, then single rows of x (all of decode) against `outs`
-   weight rows. */
-#define PF__TILE_SHAPES_OF(isa, target, outs, dt, wt)                                                                  \
+/* The tile shapes the blocked loop needs, for one instruction set and weight dtype: full tiles
+   (`rows` rows of x by `cols` weight rows), then the weight rows left at a panel's end, then
+   single rows of x (all of decode) against `outs` weight rows. */
+#define PF__TILE_SHAPES_OF(isa, target, rows, cols, outs, dt, wt)                                                      \
     target static void pf__tile_##isa##_##dt##_full(double *a, size_t ld, const float *x, const void *w, size_t k,    \
                                                     size_t b, size_t e, size_t f) {                                   \
-        pf__tile_##isa(a, ld, x, w, k, b, e, f, PF__TILE_ROWS, PF__TILE_OUTS, wt);                                    \
+        pf__tile_##isa(a, ld, x, w, k, b, e, f, rows, cols, wt);                                                       \
     }                                                                                                                  \
     target static void pf__tile_##isa##_##dt##_rows(double *a, size_t ld, const float *x, const void *w, size_t k,    \
                                                     size_t b, size_t e, size_t f) {                                   \
-        pf__tile_##isa(a, ld, x, w, k, b, e, f, PF__TILE_ROWS, 1, wt);                                                \
+        pf__tile_##isa(a, ld, x, w, k, b, e, f, rows, 1, wt);                                                          \
     }                                                                                                                  \
     target static void pf__tile_##isa##_##dt##_outs(double *a, size_t ld, const float *x, const void *w, size_t k,    \
                                                     size_t b, size_t e, size_t f) {                                   \
@@ -14112,15 +14113,15 @@ PF__AVX2_TARGET static PF__INLINE void pf__tile_avx2(double *acc, size_t ld, con
     static const pf__tile_fn pf__tiles_##isa##_##dt[4] = {pf__tile_##isa##_##dt##_full, pf__tile_##isa##_##dt##_rows, \
                                                           pf__tile_##isa##_##dt##_outs, pf__tile_##isa##_##dt##_one};
 /* ... for each weight dtype, indexed by pf__dtype. */
-#define PF__TILE_SHAPES(isa, target, outs)                                                                             \
-    PF__TILE_SHAPES_OF(isa, target, outs, f32, PF__DTYPE_F32)                                                          \
-    PF__TILE_SHAPES_OF(isa, target, outs, f16, PF__DTYPE_F16)                                                          \
-    PF__TILE_SHAPES_OF(isa, target, outs, bf16, PF__DTYPE_BF16)                                                        \
+#define PF__TILE_SHAPES(isa, target, rows, cols, outs)                                                                 \
+    PF__TILE_SHAPES_OF(isa, target, rows, cols, outs, f32, PF__DTYPE_F32)                                              \
+    PF__TILE_SHAPES_OF(isa, target, rows, cols, outs, f16, PF__DTYPE_F16)                                              \
+    PF__TILE_SHAPES_OF(isa, target, rows, cols, outs, bf16, PF__DTYPE_BF16)                                            \
     static const pf__tile_fn *const pf__tiles_##isa[3] = {pf__tiles_##isa##_f32, pf__tiles_##isa##_f16,               \
                                                           pf__tiles_##isa##_bf16};
-PF__TILE_SHAPES(portable, , PF__ROW_OUTS_PORTABLE)
+PF__TILE_SHAPES(portable, , PF__TILE_ROWS, PF__TILE_OUTS, PF__ROW_OUTS_PORTABLE)
 #ifdef PF__AVX2
-PF__TILE_SHAPES(avx2, PF__AVX2_TARGET, PF__ROW_OUTS_AVX2)
+PF__TILE_SHAPES(avx2, PF__AVX2_TARGET, PF__TILE_ROWS, PF__TILE_OUTS, PF__ROW_OUTS_AVX2)
 #endif
 
 
@@ -14260,31 +14261,82 @@ PF__Q8_TILE(pf__q4_row_avx2, PF__AVX2_TARGET, 1, PF__Q4_BYTES, pf__q4_load, pf__
 #if defined(PF__AVX2) && !defined(PF_NO_AVX512) && (defined(__clang__) || __GNUC__ >= 5)
 #define PF__AVX512 1
 #define PF__AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
-/* AVX-512VL gives the 256-bit code 32 registers: the AVX2 tile, the same sums bit for bit, in 4
-   rows of x by 6 weight rows (24 accumulators; each step loads 10 vectors for 24 FMAs, the 4x3
-   tile 7 for 12), 5-13% faster alone on Zen 4. 512-bit lanes were slower there (Zen 4 splits them
-   in two, and converting 16 lanes to double at a chunk's end cost a quarter of the time), and so
-   was a packed outer-product GEMM: to stay within 1e-5 between rank counts it must move its sums
-   to double every 8-16 inputs (see BENCHMARKS.md). */
+/* 512-bit lanes, where the processor has AVX-512 F/BW/VL: the same chunks as the AVX2 tile, each
+   summed in 16 fp32 lanes (lane l holds the products of inputs l, l + 16, ... of the chunk), then
+   lanes l and l + 8 added in fp32 and the 8 pair sums moved to double. A slice that starts 8
+   inputs off the 16-grid swaps lanes l and l + 8, and the pair sum is the same either way, so a
+   row-split rank still sums what one rank sums there wherever the boundary is a multiple of 8.
+   Every tile shape, single rows included, sums this way, so that an output never depends on
+   which tile computed it (rank counts, batch composition). 4 rows of x by 6 weight rows keep 24
+   accumulators of the 32 zmm registers; a 16-input step loads 10 vectors for 24 FMAs. Where a
+   core has two 512-bit FMA units (Intel Xeon since Skylake-SP), this doubles the AVX2 tile's
+   peak; Zen 4 splits 512-bit work in two, and measured the AVX2 tile faster (BENCHMARKS.md). */
 #define PF__TILE_ROWS_AVX512 4
 #define PF__TILE_OUTS_AVX512 6
+#define PF__ROW_OUTS_AVX512 8
+#define PF__CHUNK_AVX512 (2 * PF__CHUNK) /* 32 products a lane, as the AVX2 chunk; half the chunk ends */
 
-/* Many rows take the wider tiles; single rows (decode, bandwidth-bound) keep the AVX2 ones. */
-#define PF__TILE_SHAPES_AVX512(dt, wt)                                                                                 \
-    PF__AVX512_TARGET static void pf__tile_avx512_##dt##_full(double *a, size_t ld, const float *x, const void *w,     \
-                                                              size_t k, size_t b, size_t e, size_t f) {                \
-        pf__tile_avx2(a, ld, x, w, k, b, e, f, PF__TILE_ROWS_AVX512, PF__TILE_OUTS_AVX512, wt);                      \
-    }                                                                                                                  \
-    PF__AVX512_TARGET static void pf__tile_avx512_##dt##_rows(double *a, size_t ld, const float *x, const void *w,     \
-                                                              size_t k, size_t b, size_t e, size_t f) {                \
-        pf__tile_avx2(a, ld, x, w, k, b, e, f, PF__TILE_ROWS_AVX512, 1, wt);                                         \
-    }                                                                                                                  \
-    static const pf__tile_fn pf__tiles_avx512_##dt[4] = {pf__tile_avx512_##dt##_full, pf__tile_avx512_##dt##_rows,    \
-                                                         pf__tile_avx2_##dt##_outs, pf__tile_avx2_##dt##_one};
-PF__TILE_SHAPES_AVX512(f32, PF__DTYPE_F32)
-PF__TILE_SHAPES_AVX512(f16, PF__DTYPE_F16)
-PF__TILE_SHAPES_AVX512(bf16, PF__DTYPE_BF16)
-static const pf__tile_fn *const pf__tiles_avx512[3] = {pf__tiles_avx512_f32, pf__tiles_avx512_f16, pf__tiles_avx512_bf16};
+/* Weights i.. of w, stored as wt, as sixteen fp32 lanes; lanes outside `mask` are 0. */
+PF__AVX512_TARGET static PF__INLINE __m512 pf__load_weights_avx512(const void *w, size_t i, __mmask16 mask,
+                                                                   const int wt) {
+    int whole = mask == (__mmask16)0xffff; /* a constant where inlined: plain loads */
+    if (wt == PF__DTYPE_F32)
+        return whole ? _mm512_loadu_ps((const float *)w + i) : _mm512_maskz_loadu_ps(mask, (const float *)w + i);
+    __m256i half = whole ? _mm256_loadu_si256((const __m256i *)((const uint16_t *)w + i))
+                         : _mm256_maskz_loadu_epi16(mask, (const uint16_t *)w + i);
+    if (wt == PF__DTYPE_BF16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
+    return _mm512_cvtph_ps(half);
+}
+
+PF__AVX512_TARGET static PF__INLINE void pf__tile_avx512(double *acc, size_t ld, const float *x, const void *w,
+                                                         size_t k, size_t begin, size_t end, size_t first_end,
+                                                         const int mr, const int nr, const int wt) {
+    __m512d sums[PF__MAX_ROWS][PF__MAX_OUTS];
+    PF__UNROLL for (int i = 0; i < mr; i++)
+        PF__UNROLL for (int j = 0; j < nr; j++) sums[i][j] = _mm512_setzero_pd();
+    for (size_t c0 = begin; c0 < end;) {
+        size_t c1 = c0 < first_end ? first_end : c0 + PF__CHUNK_AVX512;
+        if (c1 > end) c1 = end;
+        __m512 lanes[PF__MAX_ROWS][PF__MAX_OUTS];
+        PF__UNROLL for (int i = 0; i < mr; i++)
+            PF__UNROLL for (int j = 0; j < nr; j++) lanes[i][j] = _mm512_setzero_ps();
+        size_t p = c0;
+        for (; p + 16 <= c1; p += 16) {
+            __m512 xv[PF__MAX_ROWS];
+            PF__UNROLL for (int i = 0; i < mr; i++) xv[i] = _mm512_loadu_ps(x + i * k + p);
+            PF__UNROLL for (int j = 0; j < nr; j++) {
+                if (mr == 1) /* decode streams the weights: fetch the next tile's rows meanwhile */
+                    _mm_prefetch(pf__weight_address(w, (size_t)(j + nr) * k + p, wt), _MM_HINT_T0);
+                __m512 wv = pf__load_weights_avx512(w, j * k + p, (__mmask16)0xffff, wt);
+                PF__UNROLL for (int i = 0; i < mr; i++) lanes[i][j] = _mm512_fmadd_ps(xv[i], wv, lanes[i][j]);
+            }
+        }
+        if (p < c1) { /* the chunk's last few inputs: the lanes past them load zeros */
+            __mmask16 mask = (__mmask16)((1u << (c1 - p)) - 1);
+            __m512 xv[PF__MAX_ROWS];
+            PF__UNROLL for (int i = 0; i < mr; i++) xv[i] = _mm512_maskz_loadu_ps(mask, x + i * k + p);
+            PF__UNROLL for (int j = 0; j < nr; j++) {
+                __m512 wv = pf__load_weights_avx512(w, j * k + p, mask, wt);
+                PF__UNROLL for (int i = 0; i < mr; i++) lanes[i][j] = _mm512_fmadd_ps(xv[i], wv, lanes[i][j]);
+            }
+        }
+        PF__UNROLL for (int i = 0; i < mr; i++)
+            PF__UNROLL for (int j = 0; j < nr; j++) {
+                __m256 low = _mm512_castps512_ps256(lanes[i][j]);
+                __m256 high = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(lanes[i][j]), 1));
+                sums[i][j] = _mm512_add_pd(sums[i][j], _mm512_cvtps_pd(_mm256_add_ps(low, high)));
+            }
+        c0 = c1;
+    }
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++) {
+            double d[8];
+            _mm512_storeu_pd(d, sums[i][j]);
+            acc[i * ld + j] += ((d[0] + d[1]) + (d[2] + d[3])) + ((d[4] + d[5]) + (d[6] + d[7]));
+        }
+}
+
+PF__TILE_SHAPES(avx512, PF__AVX512_TARGET, PF__TILE_ROWS_AVX512, PF__TILE_OUTS_AVX512, PF__ROW_OUTS_AVX512)
 
 /* AVX512-VNNI (256-bit, with AVX-512VL): vpdpbusd sums 4 u8 x s8 products into each int32
    lane in one instruction, where AVX2 takes maddubs and madd; the 32 ymm registers hold a 4 x 4
@@ -14411,6 +14463,7 @@ PF__AVX2_TARGET static void pf__weighted_sum_avx2(float *out, const float *w, co
 typedef struct pf__cpu_kernels {
     const pf__tile_fn *const *tiles; /* [weight dtype][shape] */
     size_t tile_rows, tile_outs;     /* of the full tile, tiles[0] */
+    size_t chunk;                    /* inputs summed in fp32 lanes before double (a divisor of PF__KBLOCK) */
     size_t row_outs; /* weight rows of the one-row tile, tiles[2] */
     void (*scores)(float *out, size_t ld, const float *const *q, int nq, const float *keys, size_t stride, size_t count,
                    size_t n);
@@ -14419,22 +14472,23 @@ typedef struct pf__cpu_kernels {
     pf__q8_rows_fn *q4_rows, *q4_row;
 } pf__cpu_kernels;
 
-static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_ROWS, PF__TILE_OUTS, PF__ROW_OUTS_PORTABLE,
+static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_PORTABLE,
                                                  pf__scores, pf__weighted_sum, pf__q8_rows_portable,
                                                  pf__q8_rows_portable, pf__q4_rows_portable, pf__q4_rows_portable};
 #ifdef PF__AVX2
-static const pf__cpu_kernels pf__cpu_avx2 = {pf__tiles_avx2, PF__TILE_ROWS, PF__TILE_OUTS, PF__ROW_OUTS_AVX2,
+static const pf__cpu_kernels pf__cpu_avx2 = {pf__tiles_avx2, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_AVX2,
                                              pf__scores_avx2, pf__weighted_sum_avx2, pf__q8_rows_avx2,
                                              pf__q8_row_avx2, pf__q4_rows_avx2, pf__q4_row_avx2};
 #endif
 #ifdef PF__AVX512
-static const pf__cpu_kernels pf__cpu_avx512 = {pf__tiles_avx512, PF__TILE_ROWS_AVX512, PF__TILE_OUTS_AVX512,
-                                               PF__ROW_OUTS_AVX2, pf__scores_avx2, pf__weighted_sum_avx2,
-                                               pf__q8_rows_avx2, pf__q8_row_avx2, pf__q4_rows_avx2, pf__q4_row_avx2};
-static const pf__cpu_kernels pf__cpu_avx512_vnni = {pf__tiles_avx512, PF__TILE_ROWS_AVX512, PF__TILE_OUTS_AVX512,
-                                                    PF__ROW_OUTS_AVX2, pf__scores_avx2, pf__weighted_sum_avx2,
-                                                    pf__q8_rows_vnni, pf__q8_row_vnni, pf__q4_rows_vnni,
-                                                    pf__q4_row_vnni};
+/* Where 512-bit FMAs run at half rate (Zen 4), AVX-512VL's 32 ymm registers still hold a wider
+   AVX2 tile: its lanes and sums, 4 rows by 6 weight rows, 5-13 % faster than 4x3 there. */
+PF__AVX512_TARGET static PF__INLINE void pf__tile_ymm32(double *acc, size_t ld, const float *x, const void *w,
+                                                        size_t k, size_t begin, size_t end, size_t first_end,
+                                                        const int mr, const int nr, const int wt) {
+    pf__tile_avx2(acc, ld, x, w, k, begin, end, first_end, mr, nr, wt);
+}
+PF__TILE_SHAPES(ymm32, PF__AVX512_TARGET, PF__TILE_ROWS_AVX512, PF__TILE_OUTS_AVX512, PF__ROW_OUTS_AVX2)
 #endif
 
 #ifdef PF_TESTING
@@ -14452,6 +14506,11 @@ int pf_testing_avx2_cpu = 0;
    processor made, but is a flag of its own, which clang's __builtin_cpu_supports cannot name; the
    cpuid instruction costs microseconds in a virtual machine, so the answer is kept. */
 static int pf__cpu_avx2_usable, pf__cpu_avx512_usable, pf__cpu_vnni_usable;
+static int pf__cpu_wide_fma; /* AVX-512 with 512-bit FMA at full rate: the 16-lane tiles pay */
+#ifdef PF__AVX512
+/* The AVX2 set with what this processor's AVX-512 adds (tiles, VNNI), made by the probe. */
+static pf__cpu_kernels pf__cpu_avx512;
+#endif
 static pthread_once_t pf__cpu_probe_once = PTHREAD_ONCE_INIT;
 
 static void pf__cpu_probe(void) {
@@ -14462,6 +14521,27 @@ static void pf__cpu_probe(void) {
     pf__cpu_avx512_usable = pf__cpu_avx2_usable && __builtin_cpu_supports("avx512f") &&
                             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
     pf__cpu_vnni_usable = pf__cpu_avx512_usable && __builtin_cpu_supports("avx512vnni");
+    /* AMD before Zen 5 (family 0x1a) runs a 512-bit FMA as two 256-bit halves: the 16-lane
+       tiles gain nothing there, and lost to the AVX2 ones on Zen 4 (BENCHMARKS.md). */
+    unsigned vendor[3] = {0, 0, 0}, family = 0;
+    if (__get_cpuid(0, &a, &vendor[0], &vendor[2], &vendor[1]) && __get_cpuid(1, &a, &b, &c, &d))
+        family = ((a >> 8) & 15) == 15 ? 15 + ((a >> 20) & 255) : (a >> 8) & 15;
+    int amd = memcmp(vendor, "AuthenticAMD", 12) == 0;
+    pf__cpu_wide_fma = pf__cpu_avx512_usable && !(amd && family < 0x1a);
+#ifdef PF__AVX512
+    pf__cpu_avx512 = pf__cpu_avx2;
+    pf__cpu_avx512.tiles = pf__cpu_wide_fma ? pf__tiles_avx512 : pf__tiles_ymm32;
+    pf__cpu_avx512.tile_rows = PF__TILE_ROWS_AVX512;
+    pf__cpu_avx512.tile_outs = PF__TILE_OUTS_AVX512;
+    if (pf__cpu_wide_fma) {
+        pf__cpu_avx512.chunk = PF__CHUNK_AVX512;
+        pf__cpu_avx512.row_outs = PF__ROW_OUTS_AVX512;
+    }
+    if (pf__cpu_vnni_usable) {
+        pf__cpu_avx512.q8_rows = pf__q8_rows_vnni, pf__cpu_avx512.q8_row = pf__q8_row_vnni;
+        pf__cpu_avx512.q4_rows = pf__q4_rows_vnni, pf__cpu_avx512.q4_row = pf__q4_row_vnni;
+    }
+#endif
 }
 #endif
 
@@ -14472,11 +14552,20 @@ static const pf__cpu_kernels *pf__cpu_kernels_here(void) {
 #endif
     pthread_once(&pf__cpu_probe_once, pf__cpu_probe);
 #ifdef PF__AVX512
-    if (pf__cpu_avx512_usable && !PF__AVX2_ASKED) return pf__cpu_vnni_usable ? &pf__cpu_avx512_vnni : &pf__cpu_avx512;
+    if (pf__cpu_avx512_usable && !PF__AVX2_ASKED) return &pf__cpu_avx512;
 #endif
     if (pf__cpu_avx2_usable) return &pf__cpu_avx2;
 #endif
     return &pf__cpu_portable;
+}
+
+/* The width of the vectors the CPU backend's matrix products use on this processor. */
+int pf_cpu_vector_bits(void) {
+    const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
+#ifdef PF__AVX512
+    if (kernels == &pf__cpu_avx512 && pf__cpu_wide_fma) return 512;
+#endif
+    return kernels == &pf__cpu_portable ? 0 : 256;
 }
 
 
@@ -14526,7 +14615,7 @@ static void pf__cpu_matmul_rows(float *out, const float *x, const pf__weight *w,
     const pf__tile_fn *tiles = kernels->tiles[w->dtype];
     const char *W = (const char *)w->data;
     size_t wsize = pf__dtype_size(w->dtype);
-    size_t n_out = w->rows, k = w->cols, first_end = PF__CHUNK - w->col_begin % PF__CHUNK;
+    size_t n_out = w->rows, k = w->cols, first_end = kernels->chunk - w->col_begin % kernels->chunk;
     double acc[PF__RBLOCK * PF__OBLOCK];
     for (size_t o0 = 0; o0 < n_out; o0 += PF__OBLOCK) {
         size_t o1 = o0 + PF__OBLOCK < n_out ? o0 + PF__OBLOCK : n_out, ld = o1 - o0;
@@ -14536,14 +14625,16 @@ static void pf__cpu_matmul_rows(float *out, const float *x, const pf__weight *w,
             for (size_t p0 = 0; p0 < k;) { /* blocks of whole chunks, fixed in the whole tensor too */
                 size_t p1 = ((w->col_begin + p0) / PF__KBLOCK + 1) * PF__KBLOCK - w->col_begin;
                 if (p1 > k) p1 = k;
-                size_t r = r0;
-                for (; r + kernels->tile_rows <= r1; r += kernels->tile_rows) {
-                    size_t o = o0;
-                    for (; o + kernels->tile_outs <= o1; o += kernels->tile_outs)
+                /* Full tiles with the rows of x innermost: a tile's weight rows stay in L1 while
+                   the rows of x stream from L2 (fewer bytes a step than the weights' rows). */
+                size_t r_tiled = r0 + (r1 - r0) / kernels->tile_rows * kernels->tile_rows, o = o0, r;
+                for (; o + kernels->tile_outs <= o1; o += kernels->tile_outs)
+                    for (r = r0; r < r_tiled; r += kernels->tile_rows)
                         tiles[0](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + o * k * wsize, k, p0, p1, first_end);
-                    for (; o < o1; o++) tiles[1](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + o * k * wsize, k, p0, p1, first_end);
-                }
-                for (; r < r1; r++) {
+                for (; o < o1; o++)
+                    for (r = r0; r < r_tiled; r += kernels->tile_rows)
+                        tiles[1](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + o * k * wsize, k, p0, p1, first_end);
+                for (r = r_tiled; r < r1; r++) {
                     size_t o = o0;
                     for (; o + kernels->row_outs <= o1; o += kernels->row_outs) tiles[2](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + o * k * wsize, k, p0, p1, first_end);
                     for (; o < o1; o++) tiles[3](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + o * k * wsize, k, p0, p1, first_end);

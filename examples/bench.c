@@ -34,7 +34,8 @@
                      stream callback; batch 16: 16 times that, with 16 prompts in one batch
      MiB/rank        the largest pf_memory_allocated over the ranks (weights, KV cache, scratch)
      prefill GFLOP/s the prefill's matrix FLOPs / its time (CUDA: also as a share of a cuBLAS GEMM;
-                     CPU: of the AVX2 FMA peak of as many threads as ranks)
+                     CPU: of the FMA peak of as many threads as ranks, in the vectors the
+                     library's kernels use here: pf_cpu_vector_bits)
      floor %         the batch-1 decode time per token that reading the weights once would take
                      at the measured copy bandwidth, as a fraction of the measured time: the
                      busiest rank's weight bytes read per token (its share of every layer and of
@@ -608,13 +609,13 @@ static double host_bandwidth(int threads, int read_only) {
     return best;
 }
 
-/* The CPU's fp32 multiply-add peak as the library's kernels can reach it: AVX2 FMA (the widest
-   the CPU backend uses), 12 independent chains per thread so that both FMA pipes stay full
-   through their latency. The yardstick for encoder GFLOP/s on the CPU, as cuBLAS's GEMM is on
-   CUDA. Each thread is timed by its own CPU time, so that another process taking a core for a
-   moment does not lower what the cores can do (the threads still run at once, so cores that
-   share an FMA unit show it). Without AVX2 and FMA (or on another architecture) the probe
-   reports 0. */
+/* The CPU's fp32 multiply-add peak as the library's kernels can reach it: FMAs on the vectors
+   they use on this processor (512-bit where pf_cpu_vector_bits says so, else AVX2's 256-bit), 12
+   independent chains per thread so that both FMA pipes stay full through their latency. The
+   yardstick for GFLOP/s on the CPU, as cuBLAS's GEMM is on CUDA. Each thread is timed by its own
+   CPU time, so that another process taking a core for a moment does not lower what the cores can
+   do (the threads still run at once, so cores that share an FMA unit show it). Without AVX2 and
+   FMA (or on another architecture) the probe reports 0. */
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #include <immintrin.h>
 #define FMA_PROBE 1
@@ -624,6 +625,7 @@ static double host_bandwidth(int threads, int read_only) {
 typedef struct fma_worker {
     float start;    /* the first chain's value; the others differ, so that none is merged with another */
     float sink;     /* the chains' sum, so that they are not optimised away */
+    int lanes;      /* 16 (512-bit vectors) or 8 */
     double seconds; /* the thread's CPU time in the loop */
 } fma_worker;
 
@@ -633,30 +635,36 @@ static double thread_cpu_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-__attribute__((target("avx2,fma"))) static void *fma_loop(void *arg) {
+/* FMA_CHAINS chains of FMA_STEPS multiply-adds on one vector type (VEC, its set1, fmadd, add). */
+#define FMA_CHAINS_LOOP(VEC, SET1, FMADD, ADD, w)                                                                      \
+    do {                                                                                                               \
+        const VEC scale = SET1(0.999999f), step = SET1(1e-6f), apart = SET1(0.01f);                                   \
+        VEC a[FMA_CHAINS];                                                                                             \
+        a[0] = SET1((w)->start);                                                                                       \
+        for (int c = 1; c < FMA_CHAINS; c++) a[c] = ADD(a[c - 1], apart);                                              \
+        double t0 = thread_cpu_seconds();                                                                              \
+        for (long i = 0; i < FMA_STEPS; i++)                                                                           \
+            _Pragma("GCC unroll 12") for (int c = 0; c < FMA_CHAINS; c++) a[c] = FMADD(a[c], scale, step);            \
+        (w)->seconds = thread_cpu_seconds() - t0;                                                                      \
+        VEC sum = a[0];                                                                                                \
+        for (int c = 1; c < FMA_CHAINS; c++) sum = ADD(sum, a[c]);                                                     \
+        float first;                                                                                                   \
+        memcpy(&first, &sum, sizeof first);                                                                            \
+        (w)->sink = first;                                                                                             \
+    } while (0)
+
+__attribute__((target("avx2,fma"))) static void fma_loop_256(fma_worker *w) {
+    FMA_CHAINS_LOOP(__m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, w);
+}
+
+__attribute__((target("avx512f"))) static void fma_loop_512(fma_worker *w) {
+    FMA_CHAINS_LOOP(__m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, w);
+}
+
+static void *fma_loop(void *arg) {
     fma_worker *w = (fma_worker *)arg;
-    const __m256 scale = _mm256_set1_ps(0.999999f), step = _mm256_set1_ps(1e-6f);
-    double t0 = thread_cpu_seconds();
-    const __m256 apart = _mm256_set1_ps(0.01f);
-    __m256 a0 = _mm256_set1_ps(w->start), a1 = _mm256_add_ps(a0, apart), a2 = _mm256_add_ps(a1, apart),
-           a3 = _mm256_add_ps(a2, apart), a4 = _mm256_add_ps(a3, apart), a5 = _mm256_add_ps(a4, apart),
-           a6 = _mm256_add_ps(a5, apart), a7 = _mm256_add_ps(a6, apart), a8 = _mm256_add_ps(a7, apart),
-           a9 = _mm256_add_ps(a8, apart), a10 = _mm256_add_ps(a9, apart), a11 = _mm256_add_ps(a10, apart);
-    for (long i = 0; i < FMA_STEPS; i++) {
-        a0 = _mm256_fmadd_ps(a0, scale, step), a1 = _mm256_fmadd_ps(a1, scale, step);
-        a2 = _mm256_fmadd_ps(a2, scale, step), a3 = _mm256_fmadd_ps(a3, scale, step);
-        a4 = _mm256_fmadd_ps(a4, scale, step), a5 = _mm256_fmadd_ps(a5, scale, step);
-        a6 = _mm256_fmadd_ps(a6, scale, step), a7 = _mm256_fmadd_ps(a7, scale, step);
-        a8 = _mm256_fmadd_ps(a8, scale, step), a9 = _mm256_fmadd_ps(a9, scale, step);
-        a10 = _mm256_fmadd_ps(a10, scale, step), a11 = _mm256_fmadd_ps(a11, scale, step);
-    }
-    __m256 sum = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
-                               _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
-    sum = _mm256_add_ps(sum, _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
-    float lanes[8];
-    _mm256_storeu_ps(lanes, sum);
-    w->sink = lanes[0] + lanes[7];
-    w->seconds = thread_cpu_seconds() - t0;
+    if (w->lanes == 16) fma_loop_512(w);
+    else fma_loop_256(w);
     return NULL;
 }
 #endif
@@ -667,6 +675,7 @@ static double cpu_fma_peak(int threads) {
 #ifdef FMA_PROBE
     enum { MAX_THREADS = 64 };
     if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return 0;
+    int lanes = pf_cpu_vector_bits() == 512 ? 16 : 8;
     if (threads > MAX_THREADS) threads = MAX_THREADS;
     fma_worker w[MAX_THREADS];
     pthread_t id[MAX_THREADS];
@@ -675,12 +684,13 @@ static double cpu_fma_peak(int threads) {
         int started = 0;
         for (; started < threads; started++) {
             w[started].start = 1.0f + 0.5f * (float)started;
+            w[started].lanes = lanes;
             if (pthread_create(&id[started], NULL, fma_loop, &w[started])) break;
         }
         double flops = 0;
         for (int i = 0; i < started; i++) {
             pthread_join(id[i], NULL);
-            flops += 2.0 * 8 * FMA_CHAINS * (double)FMA_STEPS / w[i].seconds;
+            flops += 2.0 * lanes * FMA_CHAINS * (double)FMA_STEPS / w[i].seconds;
         }
         if (started == threads && flops > best) best = flops;
     }
@@ -1593,8 +1603,8 @@ int main(int argc, char **argv) {
     if (gemm > 0) printf("cuBLAS %s GEMM (8192^3): %.1f TFLOP/s\n", dtype_name(cfg.dtype), gemm / 1e12);
     for (int k = 0; !cuda && k < num_counts; k++)
         if (fma_peak[rank_counts[k]] > 0)
-            printf("fp32 FMA peak with %d rank%s: %.1f GFLOP/s (AVX2 FMA, one thread per rank, all at once, each timed by its CPU time)\n", rank_counts[k],
-                   rank_counts[k] > 1 ? "s" : "", fma_peak[rank_counts[k]] / 1e9);
+            printf("fp32 FMA peak with %d rank%s: %.1f GFLOP/s (%d-bit FMA, one thread per rank, all at once, each timed by its CPU time)\n", rank_counts[k],
+                   rank_counts[k] > 1 ? "s" : "", fma_peak[rank_counts[k]] / 1e9, pf_cpu_vector_bits() == 512 ? 512 : 256);
     if (num_decoders)
         printf("weights: %s file, stored as %s; prompt %d tokens, %d new tokens (greedy, eos ignored), median of %d runs\n",
                fp16_file ? "F16" : "F32", dtype_name(cfg.dtype), cfg.prompt_len, cfg.new_tokens, cfg.runs);

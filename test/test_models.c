@@ -359,12 +359,14 @@ static void test_cpu_matmul(void) {
     random_fill(x, (size_t)ROWS * K, 1.0f, &state);
     random_fill(w, (size_t)OUTS * K, 0.05f, &state);
     random_fill(bias, OUTS, 0.5f, &state);
-    for (int portable = 0; portable <= 1; portable++) {
-        pf_testing_portable_cpu = portable;
-        const char *kernel = portable ? "portable" : "default";
+    for (int kind = 0; kind < 3; kind++) { /* default, AVX2, portable */
+        pf_testing_avx2_cpu = kind == 1;
+        pf_testing_portable_cpu = kind == 2;
+        const char *kernel = kind == 2 ? "portable" : kind == 1 ? "AVX2" : "default";
         pf_testing_cpu_matmul(whole, x, w, 0, bias, ROWS, OUTS, K, 0);
-        /* An fp32 lane sums at most 32 products (a 256-input chunk over 8 lanes) before the sum
-           goes to double: its error stays well under 2^-18 of the sum of |products|. */
+        /* An fp32 lane sums at most 32 products (a 256-input chunk over 8 lanes, a 512-input one
+           over 16) before the sum goes to double: its error stays well under 2^-18 of the sum of
+           |products|. */
         double worst = 0;
         for (int r = 0; r < ROWS; r++)
             for (int o = 0; o < OUTS; o++) {
@@ -397,9 +399,10 @@ static void test_cpu_matmul(void) {
     /* fp16 and bf16 weights, whole and sliced: bit for bit the fp32 product of the values they
        hold (the 16-input steps, chunk ends and tails of the 16-bit tiles at this size). */
     uint16_t *w16 = malloc(sizeof(uint16_t) * OUTS * K);
-    for (int portable = 0; portable <= 1; portable++)
+    for (int kind = 0; kind < 3; kind++) /* default, AVX2, portable */
         for (int dtype = 1; dtype <= 2; dtype++) { /* 1 fp16, 2 bf16 */
-            pf_testing_portable_cpu = portable;
+            pf_testing_avx2_cpu = kind == 1;
+            pf_testing_portable_cpu = kind == 2;
             for (size_t i = 0; i < (size_t)OUTS * K; i++) {
                 float v = dtype == 1 ? round_to_format(w[i], 10, -24) : round_to_format(w[i], 7, -133);
                 uint32_t bits;
@@ -419,23 +422,27 @@ static void test_cpu_matmul(void) {
                 pf_testing_cpu_matmul(whole, x_slice, w_slice, 0, bias, ROWS, OUTS, width, begin);
                 CHECK_MSG(memcmp(part, whole, sizeof(float) * ROWS * OUTS) == 0,
                           "%s matmul: %s weights (columns %zu..) differ from fp32 ones of the same values",
-                          portable ? "portable" : "default", dtype == 1 ? "fp16" : "bf16", begin);
+                          kind == 2 ? "portable" : kind == 1 ? "AVX2" : "default", dtype == 1 ? "fp16" : "bf16", begin);
             }
         }
-    pf_testing_portable_cpu = 0;
+    pf_testing_avx2_cpu = pf_testing_portable_cpu = 0;
     free(w16);
     free(x), free(w), free(whole), free(part), free(x_slice), free(w_slice), free(w_zeroed);
 }
 
 /* Small odd shapes (rows, weight rows and inputs off every tile and chunk size, slices off the
-   8-input grid) in each weight dtype: the default kernels (AVX-512's wider tiles where present)
-   equal the AVX2 ones bit for bit, and the portable ones to 2^-18 of the sum of |products|. */
+   8-input grid) in each weight dtype, on each kernel set (the default one: AVX-512's 16-lane tiles
+   where present; AVX2; portable): within 2^-18 of the sum of |products| of the portable sums, and
+   an output the same bit for bit whichever tile computed it: a row of x alone (decode's tiles) as
+   in the batch, and the last weight rows alone (a rank's share of a column split) as among all. */
 static void test_cpu_matmul_shapes(void) {
     static const size_t rows_list[] = {1, 2, 3, 5, 7, 9, 13, 50}, outs_list[] = {1, 5, 7, 13, 97};
     static const size_t k_list[][2] = {{1, 0}, {7, 0}, {17, 3}, {300, 250}, {600, 9}}; /* inputs, col_begin */
+    static const char *const kernel_names[] = {"default", "AVX2", "portable"};
     enum { MAX = 50 * 600 + 97 * 600 };
     float *x = malloc(sizeof(float) * MAX), *w = malloc(sizeof(float) * MAX), bias[97];
     float *out[3] = {malloc(sizeof(float) * 50 * 97), malloc(sizeof(float) * 50 * 97), malloc(sizeof(float) * 50 * 97)};
+    float *part = malloc(sizeof(float) * 50 * 97);
     uint16_t *w16 = malloc(sizeof(uint16_t) * MAX);
     uint64_t state = 7;
     random_fill(x, MAX, 1.0f, &state);
@@ -450,32 +457,48 @@ static void test_cpu_matmul_shapes(void) {
             w16[i] = dtype == 1 ? fp16_bits(v) : (uint16_t)(bits >> 16);
         }
         const void *weights = dtype ? (const void *)w16 : (const void *)w;
+        size_t wsize = dtype ? sizeof(uint16_t) : sizeof(float);
         for (size_t a = 0; a < sizeof rows_list / sizeof rows_list[0]; a++)
             for (size_t b = 0; b < sizeof outs_list / sizeof outs_list[0]; b++)
                 for (size_t c = 0; c < sizeof k_list / sizeof k_list[0]; c++) {
                     size_t rows = rows_list[a], outs = outs_list[b], k = k_list[c][0], begin = k_list[c][1];
-                    for (int kind = 0; kind < 3; kind++) { /* default, AVX2, portable */
+                    for (int kind = 0; kind < 3; kind++) {
                         pf_testing_avx2_cpu = kind == 1;
                         pf_testing_portable_cpu = kind == 2;
                         pf_testing_cpu_matmul(out[kind], x, weights, dtype, bias, rows, outs, k, begin);
+                        int row_alone_same = 1, outs_alone_same = 1;
+                        for (size_t r = 0; r < rows; r++) {
+                            pf_testing_cpu_matmul(part, x + r * k, weights, dtype, bias, 1, outs, k, begin);
+                            row_alone_same &= memcmp(part, out[kind] + r * outs, sizeof(float) * outs) == 0;
+                        }
+                        size_t first = outs / 2, n = outs - first;
+                        pf_testing_cpu_matmul(part, x, (const char *)weights + first * k * wsize, dtype, bias + first,
+                                              rows, n, k, begin);
+                        for (size_t r = 0; r < rows; r++)
+                            outs_alone_same &= memcmp(part + r * n, out[kind] + r * outs + first, sizeof(float) * n) == 0;
+                        if ((!row_alone_same || !outs_alone_same) && failures++ < 5)
+                            CHECK_MSG(0, "%s matmul %zux%zux%zu (columns %zu..) dtype %d: %s differ", kernel_names[kind],
+                                      rows, outs, k, begin, dtype,
+                                      !row_alone_same ? "rows alone and in the batch" : "weight rows alone and among all");
                     }
                     pf_testing_avx2_cpu = pf_testing_portable_cpu = 0;
-                    double worst = 0;
-                    for (size_t r = 0; r < rows; r++)
-                        for (size_t o = 0; o < outs; o++) {
-                            double magnitude = fabs(bias[o]);
-                            for (size_t i = 0; i < k; i++) magnitude += fabs((double)x[r * k + i] * w[o * k + i]);
-                            double err = fabs(out[0][r * outs + o] - out[2][r * outs + o]) / magnitude;
-                            if (err > worst) worst = err;
-                        }
-                    int same = memcmp(out[0], out[1], sizeof(float) * rows * outs) == 0;
-                    if ((!same || worst >= 1.0 / (1 << 18)) && failures++ < 5)
-                        CHECK_MSG(0, "matmul %zux%zux%zu (columns %zu..) dtype %d: %s, %g from portable", rows, outs, k,
-                                  begin, dtype, same ? "AVX2 equal" : "differs from AVX2", worst);
+                    for (int kind = 0; kind < 2; kind++) {
+                        double worst = 0;
+                        for (size_t r = 0; r < rows; r++)
+                            for (size_t o = 0; o < outs; o++) {
+                                double magnitude = fabs(bias[o]);
+                                for (size_t i = 0; i < k; i++) magnitude += fabs((double)x[r * k + i] * w[o * k + i]);
+                                double err = fabs(out[kind][r * outs + o] - out[2][r * outs + o]) / magnitude;
+                                if (err > worst) worst = err;
+                            }
+                        if (worst >= 1.0 / (1 << 18) && failures++ < 5)
+                            CHECK_MSG(0, "%s matmul %zux%zux%zu (columns %zu..) dtype %d: %g from portable",
+                                      kernel_names[kind], rows, outs, k, begin, dtype, worst);
+                    }
                 }
     }
     CHECK(failures == 0);
-    free(x), free(w), free(w16), free(out[0]), free(out[1]), free(out[2]);
+    free(x), free(w), free(w16), free(part), free(out[0]), free(out[1]), free(out[2]);
 }
 
 
