@@ -58,7 +58,7 @@ endif
 # What a program linking the static library needs besides it (pkg-config's Libs.private).
 PRIVATE_LIBS := $(CUDA_LIBS) $(LDLIBS)
 
-.PHONY: all server test-server fuzz test test-asan test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm valgrind test-install install uninstall clean bench
+.PHONY: all llama-cpp server test-server fuzz test test-asan test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm valgrind test-install install uninstall clean bench
 
 all: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate $(BUILD)/embed $(BUILD)/classify_image $(BUILD)/transcribe \
      $(BUILD)/test_parallelformers $(BUILD)/test_cuda \
@@ -169,10 +169,27 @@ $(BUILD)/bench_seq2seq: examples/bench_seq2seq.c $(BUILD)/libparallelformers.a
 # the checkpoint (python3 with torch and transformers).
 SEQ2SEQ_DIR ?= $${TMPDIR:-/tmp}/parallelformers-bench/t5-base
 bench: $(BUILD)/bench $(BUILD)/bench_batching $(BUILD)/bench_seq2seq
-	$(BUILD)/bench $(BENCH_ARGS)
+	-$(MAKE) llama-cpp
+	$(BUILD)/bench --llama-cpp $(BUILD)/llama.cpp $(BENCH_ARGS)
 	$(BUILD)/bench_batching $$(ls -d $${TMPDIR:-/tmp}/parallelformers-bench/gpt2-f32-seed* | head -1) $(BATCHING_ARGS)
 	python3 bench/seq2seq_reference.py --dir $(SEQ2SEQ_DIR) > $(BUILD)/seq2seq_reference.jsonl
 	$(BUILD)/bench_seq2seq $(SEQ2SEQ_DIR) --reference $(BUILD)/seq2seq_reference.jsonl
+
+# llama.cpp for the bench's side-by-side columns: the tree that the PyPI package llama-cpp-python
+# ships (its source, fetched with pip download), llama-bench and llama-quantize built with cmake
+# into $(BUILD)/llama.cpp; never committed. `make bench` tries it first and goes on without it.
+LLAMA_CPP_PYPI ?= llama-cpp-python==0.3.36
+LLAMA_CPP_BIN  := $(BUILD)/llama.cpp/build/bin
+llama-cpp: $(LLAMA_CPP_BIN)/llama-bench
+$(LLAMA_CPP_BIN)/llama-bench:
+	rm -rf $(BUILD)/llama.cpp-src && mkdir -p $(BUILD)/llama.cpp-src
+	python3 -m pip download --quiet --no-deps --no-binary :all: $(LLAMA_CPP_PYPI) -d $(BUILD)/llama.cpp-src
+	tar xzf $(BUILD)/llama.cpp-src/*.tar.gz -C $(BUILD)/llama.cpp-src
+	rm -rf $(BUILD)/llama.cpp && mv $(BUILD)/llama.cpp-src/llama_cpp_python-*/vendor/llama.cpp $(BUILD)/llama.cpp
+	rm -rf $(BUILD)/llama.cpp-src
+	cmake -S $(BUILD)/llama.cpp -B $(BUILD)/llama.cpp/build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+	    -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_EXAMPLES=OFF
+	cmake --build $(BUILD)/llama.cpp/build -j2 --target llama-bench llama-quantize
 
 # examples/server.c: an HTTP server on libmicrohttpd, with jansson for the JSON. Built when
 # pkg-config finds both; skipped with a message otherwise (the library itself needs neither).

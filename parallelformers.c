@@ -14328,11 +14328,12 @@ PF__AVX512_TARGET static PF__INLINE void pf__tile_avx512(double *acc, size_t ld,
             }
         c0 = c1;
     }
-    for (int i = 0; i < mr; i++)
-        for (int j = 0; j < nr; j++) {
-            double d[8];
-            _mm512_storeu_pd(d, sums[i][j]);
-            acc[i * ld + j] += ((d[0] + d[1]) + (d[2] + d[3])) + ((d[4] + d[5]) + (d[6] + d[7]));
+    /* each output's 8 double lanes as ((d0 + d4) + (d2 + d6)) + ((d1 + d5) + (d3 + d7)), in registers */
+    PF__UNROLL for (int i = 0; i < mr; i++)
+        PF__UNROLL for (int j = 0; j < nr; j++) {
+            __m256d quad = _mm256_add_pd(_mm512_castpd512_pd256(sums[i][j]), _mm512_extractf64x4_pd(sums[i][j], 1));
+            __m128d pair = _mm_add_pd(_mm256_castpd256_pd128(quad), _mm256_extractf128_pd(quad, 1));
+            acc[i * ld + j] += _mm_cvtsd_f64(_mm_add_sd(pair, _mm_unpackhi_pd(pair, pair)));
         }
 }
 

@@ -5,6 +5,7 @@
                [--models gpt2,gpt2-xl,llama-1b,llama-8b,bert-base] [--quick | --full] [--prompt N]
                [--new N] [--runs N] [--batch16 | --no-batch16] [--default-cache] [--dir DIR] [--seed N]
                [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]
+               [--llama-cpp DIR | --no-llama-cpp]
 
      --device     cpu or cuda (default: cuda when this build has it and a GPU is present)
      --gpus N     the largest rank count: every model runs on 1 rank and on N ranks (default 2).
@@ -26,6 +27,10 @@
      --reference SCRIPT   the comparison script (default bench/reference.py); --no-reference
      --ref-attention LIST the encoder reference's attn_implementation values, e.g. sdpa,eager
                           (default sdpa, what transformers picks for BertModel)
+     --llama-cpp DIR      on the CPU, also llama.cpp's llama-bench on the same checkpoint, as a GGUF in
+                          the bench's dtype, same thread counts (bench/llamacpp_reference.py; DIR is a
+                          llama.cpp tree built by `make llama-cpp`: the default build/llama.cpp, used
+                          when its llama-bench exists); --no-llama-cpp skips it
 
    What it measures, per model and rank count:
      load s          pf_load + pf_parallelize, once, the file read through once beforehand (page cache)
@@ -1167,6 +1172,7 @@ static const reference *ref_for(const reference *ref, int threads, int *index) {
     return NULL;
 }
 
+
 /* =============================================================================================== */
 /* main                                                                                            */
 /* =============================================================================================== */
@@ -1176,7 +1182,8 @@ static void usage(void) {
             "usage: bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16|q8|q4]\n"
             "             [--models gpt2,gpt2-xl,llama-1b,llama-8b,bert-base] [--quick | --full] [--prompt N]\n"
             "             [--new N] [--runs N] [--batch16 | --no-batch16] [--default-cache] [--dir DIR] [--seed N]\n"
-            "             [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]\n");
+            "             [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]\n"
+            "             [--llama-cpp DIR | --no-llama-cpp]\n");
 }
 
 static int parse_int(const char *text, int lo, int hi, int *out) {
@@ -1200,6 +1207,20 @@ static void print_rate(char *out, size_t size, double v) {
     if (v < 0) snprintf(out, size, "-");
     else if (v >= 100) snprintf(out, size, "%.0f", v);
     else snprintf(out, size, "%.1f", v);
+}
+
+/* A reference's four cells for a thread count: its prefill and decode tok/s, and ours over them
+   ("-" where it did not run). Each cell holds 32 bytes. */
+static void reference_cells(const reference *refs, int threads, double prefill_tok_s, double decode_tok_s, char *prefill,
+                            char *decode, char *prefill_ratio, char *decode_ratio) {
+    int i = 0;
+    const reference *ref = ref_for(refs, threads, &i);
+    snprintf(prefill, 32, "-"), snprintf(decode, 32, "-"), snprintf(prefill_ratio, 32, "-"), snprintf(decode_ratio, 32, "-");
+    if (!ref) return;
+    print_rate(prefill, 32, ref->prefill_tok_s[i]);
+    print_rate(decode, 32, ref->decode_tok_s[i]);
+    snprintf(prefill_ratio, 32, "%.2f", prefill_tok_s / ref->prefill_tok_s[i]);
+    snprintf(decode_ratio, 32, "%.2f", decode_tok_s / ref->decode_tok_s[i]);
 }
 
 /* "yes", "no (from step k)" or "-" for two token lists. */
@@ -1368,6 +1389,8 @@ int main(int argc, char **argv) {
     config cfg;
     memset(&cfg, 0, sizeof cfg);
     const char *models = NULL, *dir_root = NULL, *script = "bench/reference.py", *ref_attention = "sdpa";
+    const char *llama_cpp = "build/llama.cpp", *llama_script = "bench/llamacpp_reference.py";
+    int use_llama_cpp = -1; /* -1: when the default tree has llama-bench */
     int device_set = 0, quick = -1, prompt = 0, new_tokens = 0, runs = 0, batch16 = -1, use_reference = 1, seed = 1234;
     cfg.max_ranks = 2;
     for (int i = 1; i < argc; i++) {
@@ -1402,6 +1425,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--seed") && v) bad = parse_int(argv[++i], 0, 0x7fffffff, &seed);
         else if (!strcmp(a, "--reference") && v) script = argv[++i];
         else if (!strcmp(a, "--no-reference")) use_reference = 0;
+        else if (!strcmp(a, "--llama-cpp") && v) llama_cpp = argv[++i], use_llama_cpp = 1;
+        else if (!strcmp(a, "--no-llama-cpp")) use_llama_cpp = 0;
         else if (!strcmp(a, "--ref-attention") && v) {
             ref_attention = argv[++i];
             bad = strspn(ref_attention, "abcdefghijklmnopqrstuvwxyz_,") != strlen(ref_attention) || !*ref_attention;
@@ -1497,6 +1522,14 @@ int main(int argc, char **argv) {
     if (!use_reference) snprintf(reference_why, sizeof reference_why, "--no-reference");
     else if (!reference_ok) snprintf(reference_why, sizeof reference_why, "needs python3 with torch and transformers, and %s", script);
 
+    char llama_bench[PATH_CAP + 32];
+    snprintf(llama_bench, sizeof llama_bench, "%s/build/bin/llama-bench", llama_cpp);
+    if (use_llama_cpp < 0) use_llama_cpp = access(llama_bench, X_OK) == 0;
+    int llama_ok = use_llama_cpp && !cuda && access(llama_script, R_OK) == 0;
+    char llama_why[2 * PATH_CAP + 128] = "";
+    if (use_llama_cpp < 1) snprintf(llama_why, sizeof llama_why, "no %s (make llama-cpp), or --no-llama-cpp", llama_bench);
+    else if (!llama_ok) snprintf(llama_why, sizeof llama_why, cuda ? "CPU only here" : "no %s", llama_script);
+
     fprintf(stderr, "bench: %s; %s, prompt %d, %d new tokens, %d runs after a warm-up\n", device_name, dtype_name(cfg.dtype),
             cfg.prompt_len, cfg.new_tokens, cfg.runs);
 
@@ -1515,9 +1548,10 @@ int main(int argc, char **argv) {
         if (num_chosen < (int)NUM_SHAPES) chosen[num_chosen++] = &shapes[k];
     }
     result results[NUM_SHAPES][2];
-    reference refs[NUM_SHAPES];
+    reference refs[NUM_SHAPES], llama_refs[NUM_SHAPES];
     memset(results, 0, sizeof results);
     memset(refs, 0, sizeof refs);
+    memset(llama_refs, 0, sizeof llama_refs);
     int status = 0, num_decoders = 0, num_encoders = 0;
     for (int c = 0; c < num_chosen; c++) is_encoder(chosen[c]) ? num_encoders++ : num_decoders++;
     float *ref_hidden[NUM_SHAPES] = {NULL}; /* the reference's last_hidden_state of each encoder */
@@ -1559,16 +1593,25 @@ int main(int argc, char **argv) {
                 status = 1;
             }
         }
+        char threads[64]; /* on the CPU the references get as many threads as we have ranks */
+        if (cuda) snprintf(threads, sizeof threads, "0");
+        else if (num_counts > 1) snprintf(threads, sizeof threads, "%d,%d", rank_counts[0], rank_counts[1]);
+        else snprintf(threads, sizeof threads, "%d", rank_counts[0]);
+        if (llama_ok) {
+            fprintf(stderr, "bench: %s with llama.cpp...\n", s->name);
+            char q_tree[4 * PATH_CAP], arguments[8 * PATH_CAP];
+            shell_quote(q_tree, sizeof q_tree, llama_cpp);
+            snprintf(arguments, sizeof arguments, "--llama-cpp %s --prompt %d --new %d --runs %d --threads %s --dtype %s",
+                     q_tree, cfg.prompt_len, cfg.new_tokens, cfg.runs, threads, dtype_name(cfg.dtype));
+            run_reference(llama_script, dir, arguments, 0, &llama_refs[c]);
+            if (!llama_refs[c].available) fprintf(stderr, "bench: llama.cpp for %s: %s\n", s->name, llama_refs[c].note);
+        }
         if (reference_ok) {
-            char prompt_file[PATH_CAP + 32], threads[64];
+            char prompt_file[PATH_CAP + 32];
             snprintf(prompt_file, sizeof prompt_file, "%s/prompt-%d.txt", dir, cfg.prompt_len);
             FILE *f = fopen(prompt_file, "w");
             for (int t = 0; f && t < cfg.prompt_len; t++) fprintf(f, "%d%c", (int)prompts[0][t], t + 1 < cfg.prompt_len ? ' ' : '\n');
             if (f) fclose(f);
-            /* on the CPU the reference gets as many threads as we have ranks */
-            if (cuda) snprintf(threads, sizeof threads, "0");
-            else if (num_counts > 1) snprintf(threads, sizeof threads, "%d,%d", rank_counts[0], rank_counts[1]);
-            else snprintf(threads, sizeof threads, "%d", rank_counts[0]);
             fprintf(stderr, "bench: %s with transformers...\n", s->name);
             char q_prompt[4 * PATH_CAP + 128], arguments[8 * PATH_CAP];
             shell_quote(q_prompt, sizeof q_prompt, prompt_file);
@@ -1620,12 +1663,17 @@ int main(int argc, char **argv) {
                cuda ? "cuda" : "cpu", cuda ? dtype_name(cfg.dtype) : "f32", ref_attention,
                cuda ? "one GPU" : "torch threads = our ranks");
     if (!reference_ok) printf("reference: not available (%s)\n", reference_why);
+    if (llama_ok && num_decoders)
+        printf("llama.cpp: llama-bench on the same weights as a GGUF (%s), threads = our ranks, no GPU layers; prefill "
+               "-p PROMPT -n 0, decode -n NEW at depth PROMPT\n", dtype_name(cfg.dtype));
+    else if (num_decoders && !cuda) printf("llama.cpp: not run (%s)\n", llama_why);
     if (num_decoders) {
         printf("\n| model | params | device | dtype | ranks | load s | prefill tok/s | prefill GFLOP/s%s | decode tok/s b1 | "
                "decode tok/s b16 | MiB/rank | floor %% b1 | tokens = 1 rank | ref prefill tok/s | ref decode tok/s | "
-               "ours/ref prefill | ours/ref decode |\n",
+               "ours/ref prefill | ours/ref decode | llama.cpp prefill tok/s | llama.cpp decode tok/s | "
+               "ours/llama.cpp prefill | ours/llama.cpp decode |\n",
                gemm > 0 ? " (% of GEMM)" : fma_peak[rank_counts[0]] > 0 ? " (% of FMA peak)" : "");
-        printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     }
     for (int c = 0; c < num_chosen; c++) {
         const shape *s = chosen[c];
@@ -1636,7 +1684,7 @@ int main(int argc, char **argv) {
             char load[32], pre[32], flops[48], dec[32], dec16[32], mib[32], floor_pct[64], same[48], rp[32], rd[32],
                 rrp[32], rrd[32];
             if (r->error[0] && r->num_tokens == 0) {
-                printf("| %s | %.2f B | %s | %s | %d | failed: %s | | | | | | | | | | | |\n", s->name, shape_parameters(s) / 1e9,
+                printf("| %s | %.2f B | %s | %s | %d | failed: %s | | | | | | | | | | | | | | | |\n", s->name, shape_parameters(s) / 1e9,
                        cuda ? "cuda" : "cpu", dtype_name(cfg.dtype), n, r->error);
                 continue;
             }
@@ -1660,18 +1708,12 @@ int main(int argc, char **argv) {
             else snprintf(floor_pct, sizeof floor_pct, "-");
             if (k == 0) snprintf(same, sizeof same, r->deterministic ? "(itself)" : "no: runs differ");
             else compare_tokens(same, sizeof same, results[c][0].tokens, results[c][0].num_tokens, r->tokens, r->num_tokens);
-            int ri = 0;
-            const reference *ref = ref_for(&refs[c], cuda ? 0 : n, &ri);
-            snprintf(rp, sizeof rp, "-"), snprintf(rd, sizeof rd, "-"), snprintf(rrp, sizeof rrp, "-"), snprintf(rrd, sizeof rrd, "-");
-            if (ref) {
-                print_rate(rp, sizeof rp, ref->prefill_tok_s[ri]);
-                print_rate(rd, sizeof rd, ref->decode_tok_s[ri]);
-                snprintf(rrp, sizeof rrp, "%.2f", prefill_tok_s / ref->prefill_tok_s[ri]);
-                snprintf(rrd, sizeof rrd, "%.2f", r->decode_tok_s / ref->decode_tok_s[ri]);
-            }
-            printf("| %s | %.2f B | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", s->name,
-                   shape_parameters(s) / 1e9, cuda ? "cuda" : "cpu", dtype_name(cfg.dtype), n, load, pre, flops, dec, dec16,
-                   mib, floor_pct, same, rp, rd, rrp, rrd);
+            reference_cells(&refs[c], cuda ? 0 : n, prefill_tok_s, r->decode_tok_s, rp, rd, rrp, rrd);
+            char lp[32], ld[32], lrp[32], lrd[32];
+            reference_cells(&llama_refs[c], n, prefill_tok_s, r->decode_tok_s, lp, ld, lrp, lrd);
+            printf("| %s | %.2f B | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+                   s->name, shape_parameters(s) / 1e9, cuda ? "cuda" : "cpu", dtype_name(cfg.dtype), n, load, pre, flops, dec,
+                   dec16, mib, floor_pct, same, rp, rd, rrp, rrd, lp, ld, lrp, lrd);
         }
     }
     if (num_encoders) print_encoder_table(chosen, num_chosen, results, refs, ref_hidden, &cfg, rank_counts, num_counts,
@@ -1686,7 +1728,7 @@ int main(int argc, char **argv) {
     if (!reference_ok) printf("reference: not available\n");
     for (int c = 0; c < num_chosen; c++) {
         for (int k = 0; k < num_counts; k++) free(results[c][k].tokens), free(results[c][k].hidden);
-        free(refs[c].tokens);
+        free(refs[c].tokens), free(llama_refs[c].tokens);
         free(ref_hidden[c]);
     }
     return status;
