@@ -5,7 +5,7 @@
                [--models gpt2,gpt2-xl,llama-1b,llama-8b,bert-base] [--quick | --full] [--prompt N]
                [--new N] [--runs N] [--batch16 | --no-batch16] [--default-cache] [--dir DIR] [--seed N]
                [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]
-               [--llama-cpp DIR | --no-llama-cpp]
+               [--llama-cpp DIR | --no-llama-cpp] [--perplexity MODEL [--text FILE]]
 
      --device     cpu or cuda (default: cuda when this build has it and a GPU is present)
      --gpus N     the largest rank count: every model runs on 1 rank and on N ranks (default 2).
@@ -31,6 +31,11 @@
                           the bench's dtype, same thread counts (bench/llamacpp_reference.py; DIR is a
                           llama.cpp tree built by `make llama-cpp`: the default build/llama.cpp, used
                           when its llama-bench exists); --no-llama-cpp skips it
+     --perplexity MODEL   also the perplexity of a fixed text (--text, default bench/perplexity.txt)
+                          under a real pretrained MODEL (a directory or a .gguf file with its
+                          tokenizer), stored in the bench's dtype and in f32, on 1 rank: what the
+                          weight format costs in accuracy (random-weight models cannot show it).
+                          `make bench` passes SmolLM2-135M-Instruct when make test-smollm2 fetched it
 
    What it measures, per model and rank count:
      load s          pf_load + pf_parallelize, once, the file read through once beforehand (page cache)
@@ -862,6 +867,71 @@ static void fail(result *res, const char *what, pf_result rc, const pf_model *m)
              m ? pf_error_message(m) : "");
 }
 
+/* The perplexity of a text under a model stored as `dtype` on one rank of `device`: exp of the mean
+   negative log-likelihood of each token given those before it, from one pf_forward over the
+   text's first PERPLEXITY_TOKENS tokens, or as many as the model has positions (log-softmax in
+   double). 0 and a message on failure. */
+#define PERPLEXITY_TOKENS 512
+static double perplexity(const char *model_path, const char *text_path, pf_device device, pf_dtype dtype, int *tokens,
+                         char *error, size_t error_size) {
+    double result = 0;
+    pf_model *m = NULL;
+    float *logits = NULL;
+    char *text = NULL;
+    int32_t ids[PERPLEXITY_TOKENS];
+    size_t n = 0, text_len = 0;
+    FILE *f = fopen(text_path, "rb");
+    if (!f) {
+        snprintf(error, error_size, "cannot open %s", text_path);
+        return 0;
+    }
+    text = (char *)malloc(1 << 20);
+    if (text) text_len = fread(text, 1, (1 << 20) - 1, f);
+    fclose(f);
+    pf_load_options lo = pf_load_options_init();
+    pf_result rc = text ? pf_load(model_path, &lo, &m) : PF_ERROR_OUT_OF_MEMORY;
+    if (rc) {
+        snprintf(error, error_size, "pf_load %s: %s%s%s", model_path, pf_result_string(rc), m ? ": " : "", m ? pf_error_message(m) : "");
+        goto done;
+    }
+    rc = pf_model_tokenizer(m) ? pf_tokenize(pf_model_tokenizer(m), text, text_len, ids, PERPLEXITY_TOKENS, &n)
+                               : PF_ERROR_INVALID_ARGUMENT;
+    if (rc && rc != PF_ERROR_BUFFER_TOO_SMALL) { /* a longer text: its first PERPLEXITY_TOKENS tokens */
+        snprintf(error, error_size, "%s: cannot tokenize the text (%s)", model_path, pf_result_string(rc));
+        goto done;
+    }
+    if (n > PERPLEXITY_TOKENS) n = PERPLEXITY_TOKENS;
+    if (pf_get_info(m).max_positions > 0 && n > (size_t)pf_get_info(m).max_positions) n = (size_t)pf_get_info(m).max_positions;
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = device;
+    po.dtype = dtype;
+    po.max_sequence_length = (int)n;
+    po.max_batch = 1;
+    int vocab = pf_get_info(m).vocab_size;
+    logits = (float *)malloc(n * (size_t)vocab * sizeof(float));
+    rc = logits ? pf_parallelize(m, 1, &po) : PF_ERROR_OUT_OF_MEMORY;
+    if (!rc) rc = pf_forward(m, ids, 1, (int)n, logits);
+    if (rc) {
+        snprintf(error, error_size, "%s: %s%s%s", model_path, pf_result_string(rc), m ? ": " : "", m ? pf_error_message(m) : "");
+        goto done;
+    }
+    double nll = 0;
+    for (size_t t = 0; t + 1 < n; t++) {
+        const float *row = logits + t * (size_t)vocab;
+        double largest = row[0], sum = 0;
+        for (int v = 1; v < vocab; v++) largest = row[v] > largest ? row[v] : largest;
+        for (int v = 0; v < vocab; v++) sum += exp(row[v] - largest);
+        nll += largest + log(sum) - row[ids[t + 1]];
+    }
+    *tokens = (int)n;
+    result = n > 1 ? exp(nll / (double)(n - 1)) : 0;
+done:
+    free(text);
+    free(logits);
+    pf_free(m);
+    return result;
+}
+
 /* One model on `ranks` ranks: load, batch-1 generations, then (maybe) batch 16. */
 static void measure(const char *dir, const config *cfg, int ranks, int32_t *const *prompts,
                     result *res) {
@@ -1183,7 +1253,7 @@ static void usage(void) {
             "             [--models gpt2,gpt2-xl,llama-1b,llama-8b,bert-base] [--quick | --full] [--prompt N]\n"
             "             [--new N] [--runs N] [--batch16 | --no-batch16] [--default-cache] [--dir DIR] [--seed N]\n"
             "             [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]\n"
-            "             [--llama-cpp DIR | --no-llama-cpp]\n");
+            "             [--llama-cpp DIR | --no-llama-cpp] [--perplexity MODEL [--text FILE]]\n");
 }
 
 static int parse_int(const char *text, int lo, int hi, int *out) {
@@ -1391,6 +1461,7 @@ int main(int argc, char **argv) {
     const char *models = NULL, *dir_root = NULL, *script = "bench/reference.py", *ref_attention = "sdpa";
     const char *llama_cpp = "build/llama.cpp", *llama_script = "bench/llamacpp_reference.py";
     int use_llama_cpp = -1; /* -1: when the default tree has llama-bench */
+    const char *perplexity_model = NULL, *perplexity_text = "bench/perplexity.txt";
     int device_set = 0, quick = -1, prompt = 0, new_tokens = 0, runs = 0, batch16 = -1, use_reference = 1, seed = 1234;
     cfg.max_ranks = 2;
     for (int i = 1; i < argc; i++) {
@@ -1427,6 +1498,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--no-reference")) use_reference = 0;
         else if (!strcmp(a, "--llama-cpp") && v) llama_cpp = argv[++i], use_llama_cpp = 1;
         else if (!strcmp(a, "--no-llama-cpp")) use_llama_cpp = 0;
+        else if (!strcmp(a, "--perplexity") && v) perplexity_model = argv[++i];
+        else if (!strcmp(a, "--text") && v) perplexity_text = argv[++i];
         else if (!strcmp(a, "--ref-attention") && v) {
             ref_attention = argv[++i];
             bad = strspn(ref_attention, "abcdefghijklmnopqrstuvwxyz_,") != strlen(ref_attention) || !*ref_attention;
@@ -1719,6 +1792,20 @@ int main(int argc, char **argv) {
     if (num_encoders) print_encoder_table(chosen, num_chosen, results, refs, ref_hidden, &cfg, rank_counts, num_counts,
                                           ref_attention, gemm, fma_peak);
     printf("\n");
+    if (perplexity_model) {
+        char error[1024] = "", error_f32[1024] = "";
+        int tokens = 0, tokens_f32 = 0;
+        double ppl = perplexity(perplexity_model, perplexity_text, cfg.device, cfg.dtype, &tokens, error, sizeof error);
+        double ppl_f32 = cfg.dtype == PF_DTYPE_F32 ? ppl
+                                                   : perplexity(perplexity_model, perplexity_text, cfg.device, PF_DTYPE_F32,
+                                                                &tokens_f32, error_f32, sizeof error_f32);
+        if (ppl > 0 && ppl_f32 > 0)
+            printf("perplexity of %s (%d tokens) under %s: %s %.4f, f32 %.4f (%+.2f %%)\n", perplexity_text, tokens,
+                   perplexity_model, dtype_name(cfg.dtype), ppl, ppl_f32, 100.0 * (ppl / ppl_f32 - 1));
+        else
+            printf("perplexity: not measured (%s)\n", error[0] ? error : error_f32);
+        status |= !(ppl > 0 && ppl_f32 > 0);
+    }
     for (int c = 0; c < num_chosen; c++) {
         if (!refs[c].available || is_encoder(chosen[c])) continue;
         char same[48];
