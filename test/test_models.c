@@ -580,7 +580,17 @@ static void test_cpu_q8_kernels(int q4) {
                     pf_testing_avx2_cpu = kind == 1;
                     pf_testing_portable_cpu = kind == 2;
                     pf_testing_cpu_matmul(out, xs, q8, q4 ? 4 : 3, bias, rows, outs, k, 0);
+                    /* a row alone (decode's kernel) gives what it gives in the batch, bit for bit */
+                    float alone[MAXO];
+                    int row_alone_same = 1;
+                    for (size_t r = 0; r < rows; r++) {
+                        pf_testing_cpu_matmul(alone, xs + r * k, q8, q4 ? 4 : 3, bias, 1, outs, k, 0);
+                        row_alone_same &= memcmp(alone, out + r * outs, sizeof(float) * outs) == 0;
+                    }
                     pf_testing_avx2_cpu = pf_testing_portable_cpu = 0;
+                    if (!row_alone_same && failures++ < 5)
+                        CHECK_MSG(0, "%s matmul %zux%zux%zu (%s kernels): a row alone differs from the batch's",
+                                  q4 ? "Q4" : "Q8", rows, outs, k, kind == 0 ? "default" : kind == 1 ? "AVX2" : "portable");
                     double worst = 0;
                     for (size_t r = 0; r < rows; r++)
                         for (size_t o = 0; o < outs; o++) {
