@@ -180,6 +180,9 @@ bench: $(BUILD)/bench $(BUILD)/bench_batching $(BUILD)/bench_seq2seq
 # into $(BUILD)/llama.cpp; never committed. `make bench` tries it first and goes on without it.
 LLAMA_CPP_PYPI ?= llama-cpp-python==0.3.36
 LLAMA_CPP_BIN  := $(BUILD)/llama.cpp/build/bin
+# Its AMX kernels (which -march=native turns on where the CPU has AMX) die of SIGILL at their first
+# tile instruction in llama-bench on our Xeon guest (ours may use AMX there); built without them.
+LLAMA_CPP_FLAGS ?= $(shell grep -q amx_tile /proc/cpuinfo 2>/dev/null && echo -mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
 llama-cpp: $(LLAMA_CPP_BIN)/llama-bench
 $(LLAMA_CPP_BIN)/llama-bench:
 	rm -rf $(BUILD)/llama.cpp-src && mkdir -p $(BUILD)/llama.cpp-src
@@ -188,7 +191,8 @@ $(LLAMA_CPP_BIN)/llama-bench:
 	rm -rf $(BUILD)/llama.cpp && mv $(BUILD)/llama.cpp-src/llama_cpp_python-*/vendor/llama.cpp $(BUILD)/llama.cpp
 	rm -rf $(BUILD)/llama.cpp-src
 	cmake -S $(BUILD)/llama.cpp -B $(BUILD)/llama.cpp/build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
-	    -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_EXAMPLES=OFF
+	    -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+	    "-DCMAKE_C_FLAGS=$(LLAMA_CPP_FLAGS)" "-DCMAKE_CXX_FLAGS=$(LLAMA_CPP_FLAGS)"
 	cmake --build $(BUILD)/llama.cpp/build -j2 --target llama-bench llama-quantize
 
 # examples/server.c: an HTTP server on libmicrohttpd, with jansson for the JSON. Built when

@@ -37,7 +37,7 @@ def fail(message):
 
 def stand_in_vocab(gguf, writer, model_type, vocab_size):
     """Token strings llama.cpp accepts for a vocabulary of vocab_size: SentencePiece style for
-    LLaMA (byte tokens, then filler), byte-level BPE style for GPT-2 (no merges needed to time)."""
+    LLaMA (byte tokens, then filler), byte-level BPE style for GPT-2 (a single merge: the timing never tokenizes)."""
     if model_type == "llama":
         tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
         types = [gguf.TokenType.UNKNOWN, gguf.TokenType.CONTROL, gguf.TokenType.CONTROL] + [gguf.TokenType.BYTE] * 256
@@ -51,12 +51,12 @@ def stand_in_vocab(gguf, writer, model_type, vocab_size):
         writer.add_eos_token_id(2)
         writer.add_unk_token_id(0)
     else:
-        tokens = [f"t{i}" for i in range(vocab_size)]
+        tokens = ["t", "0"] + [f"t{i}" for i in range(vocab_size - 2)]
         writer.add_tokenizer_model("gpt2")
         writer.add_tokenizer_pre("gpt-2")
         writer.add_token_list(tokens)
         writer.add_token_types([gguf.TokenType.NORMAL] * vocab_size)
-        writer.add_token_merges([])
+        writer.add_token_merges(["t 0"])  # llama.cpp wants the key; one merge, "t0", is in the list
         writer.add_bos_token_id(vocab_size - 1)
         writer.add_eos_token_id(vocab_size - 1)
 
