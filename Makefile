@@ -181,7 +181,8 @@ bench: $(BUILD)/bench $(BUILD)/bench_batching $(BUILD)/bench_seq2seq
 LLAMA_CPP_PYPI ?= llama-cpp-python==0.3.36
 LLAMA_CPP_BIN  := $(BUILD)/llama.cpp/build/bin
 # Its AMX kernels (which -march=native turns on where the CPU has AMX) die of SIGILL at their first
-# tile instruction in llama-bench on our Xeon guest (ours may use AMX there); built without them.
+# tile instruction in llama-bench on our Xeon guest (where a small program of ours runs AMX tiles
+# fine after arch_prctl); built without them, its AVX-512/VNNI kernels do the work.
 LLAMA_CPP_FLAGS ?= $(shell grep -q amx_tile /proc/cpuinfo 2>/dev/null && echo -mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
 llama-cpp: $(LLAMA_CPP_BIN)/llama-bench
 $(LLAMA_CPP_BIN)/llama-bench:
