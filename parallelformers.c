@@ -20476,6 +20476,29 @@ pf_result pf_generate_text(pf_model *m, const char *prompt, const pf_generate_op
     return r;
 }
 
+/* ---- speech encoder-decoders: generation from audio features ---- */
+
+pf_result pf_generate_audio(pf_model *m, const float *const *features, const int *num_frames, int batch,
+                            const pf_generate_options *options, pf_generation *result) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    if (result) memset(result, 0, sizeof *result);
+    (void)options;
+    if (!features || !num_frames || batch < 1 || !result)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_generate_audio needs features, their frame counts, batch >= 1 "
+                        "and a result");
+    return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is not a speech encoder-decoder", m->config.model_type);
+}
+
+pf_result pf_encode_audio_features(pf_model *m, const float *const *features, const int *num_frames, int batch,
+                                   pf_encoding **out) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    if (out) *out = NULL;
+    if (!features || !num_frames || batch < 1 || !out)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio_features needs features, their frame counts, "
+                        "batch >= 1 and an output");
+    return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is not a speech encoder-decoder", m->config.model_type);
+}
+
 void pf_string_free(char *text) { free(text); }
 
 pf_tokenizer *pf_model_tokenizer(pf_model *m) { return m ? m->tokenizer : NULL; }
