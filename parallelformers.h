@@ -695,6 +695,14 @@ void pf_string_free(char *text); /* NULL is fine; any thread */
 pf_result pf_generate_audio(pf_model *model, const float *const *features, const int *num_frames, int batch,
                             const pf_generate_options *options, pf_generation *result);
 
+/* A speech encoder-decoder's logits for given decoder inputs (teacher forcing), as
+   pf_forward_seq2seq's with features as pf_generate_audio takes them in place of source ids: row
+   b's decoder input decoder_ids[b] (decoder_lengths[b] tokens, up to the decoder's max_positions)
+   after its features through the encoder. logits: [sum of decoder_lengths][vocab_size], the
+   caller's. Results: as pf_generate_audio's. Threads: as pf_forward. */
+pf_result pf_forward_audio(pf_model *model, const float *const *features, const int *num_frames,
+                           const int32_t *const *decoder_ids, const int *decoder_lengths, int batch, float *logits);
+
 /* The encoder's last hidden state of a speech encoder-decoder for features as pf_generate_audio
    takes them: last_hidden_state [frames of all rows][hidden] (offsets: where each row starts; a
    Whisper row has max_source_positions frames). *encoding is the caller's (pf_encoding_free).
