@@ -501,7 +501,10 @@ pf_result pf_image_text_logits(pf_model *model, const int32_t *const *ids, const
    PF_ERROR_INVALID_ARGUMENT (NULLs, batch < 1 or above max_batch, a row with fewer samples than
    audio_min_samples or more frames than max_sequence_length, samples not finite),
    PF_ERROR_UNSUPPORTED (a model that is not a speech encoder), PF_ERROR_OUT_OF_MEMORY,
-   PF_ERROR_DEVICE. Threads: as pf_encode. */
+   PF_ERROR_DEVICE. Threads: as pf_encode.
+   A speech encoder-decoder (Whisper) gives its encoder's last hidden state: each waveform through
+   the feature extractor of the model directory's preprocessor_config.json (padded or cut to its
+   chunk, pf_encode_audio_frames frames: max_source_positions), then as pf_encode_audio_features. */
 pf_result pf_encode_audio(pf_model *model, const float *const *samples, const int *num_samples, int batch,
                           pf_encoding **encoding);
 /* Frames a speech encoder makes of num_samples samples (0: too few, or not a speech encoder). Any
