@@ -20172,11 +20172,12 @@ static void pf__generation_free(pf__generation_state *st) {
     free(st->sources), free(st->source_pads), free(st->cross_pads);
 }
 
-/* features, feature_width: a speech encoder-decoder's front end output [batch][feature_width][hidden]
-   in place of the prompts (NULL for text). */
+/* features, feature_pads, feature_width: a speech encoder-decoder's front end output
+   [batch][feature_width][hidden] and its rows' left pads, in place of the prompts (NULL for text);
+   prompts, when given with them, are each row's decoder prompt. */
 static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts, const int *lengths, int batch,
                                      const pf_generate_options *o, pf_generation *result, const float *features,
-                                     int feature_width) {
+                                     const int *feature_pads, int feature_width) {
     pf_result r = pf__ensure_group(m);
     if (r) return r;
     if (m->config.head != PF_HEAD_CAUSAL_LM)
@@ -20209,7 +20210,8 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
         if (features) {
             st.source_features = features;
             st.source_width = feature_width;
-            if (!(st.source_pads = (int *)calloc((size_t)batch, sizeof(int)))) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+            if (!(st.source_pads = (int *)malloc((size_t)batch * sizeof(int)))) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+            else memcpy(st.source_pads, feature_pads, (size_t)batch * sizeof(int));
         } else {
             r = pf__pad_rows(m, "prompt", prompts, lengths, batch, 1, &st.source_width, &st.sources, &st.source_pads);
         }
@@ -20684,7 +20686,7 @@ pf_result pf_generate_batch(pf_model *m, const int32_t *const *prompts, const in
     if (pf__batchable(m, &o)) return pf__generate_batched(m, prompts, prompt_lengths, batch, &o, result);
     pf_result r = pf__request_lock(m, "pf_generate");
     if (r) return r;
-    r = pf__generate_locked(m, prompts, prompt_lengths, batch, &o, result, NULL, 0);
+    r = pf__generate_locked(m, prompts, prompt_lengths, batch, &o, result, NULL, NULL, 0);
     pf__request_unlock(m);
     return r;
 }
@@ -20755,12 +20757,15 @@ pf_result pf_generate_text(pf_model *m, const char *prompt, const pf_generate_op
 /* ---- speech encoder-decoders: generation from audio features ---- */
 
 /* Checks a batch of feature rows and runs each through the host front end: *out [batch][*width]
-   [hidden], the caller's to free. */
+   [hidden] and *pads [batch], each row's frames after its left pads (never attended to; Whisper's
+   rows are all one length), both the caller's to free. A front end for rows of other lengths
+   (Speech2Text's subsampler) fits here. */
 static pf_result pf__audio_source_rows(pf_model *m, const char *call, const float *const *features, const int *num_frames,
-                                       int batch, float **out, int *width) {
+                                       int batch, float **out, int *width, int **pads) {
     const pf__config *c = &m->config;
     *out = NULL;
     *width = 0;
+    *pads = NULL;
     if (!c->mel_frontend)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is not a speech encoder-decoder (%s takes audio "
                         "features)", c->model_type, call);
@@ -20783,8 +20788,10 @@ static pf_result pf__audio_source_rows(pf_model *m, const char *call, const floa
     size_t widest = M > d ? M : d;
     float *rows = (float *)malloc((size_t)batch * T * d * sizeof(float));
     float *work = (float *)malloc(((size_t)frames * d + (size_t)PF__SPEECH_BLOCK * widest * 3) * sizeof(float));
-    if (!rows || !work) {
-        free(rows), free(work);
+    *pads = (int *)calloc((size_t)batch, sizeof(int));
+    if (!rows || !work || !*pads) {
+        free(rows), free(work), free(*pads);
+        *pads = NULL;
         return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }
     for (int b = 0; b < batch; b++)
@@ -20800,20 +20807,23 @@ static pf_result pf__encode_audio_features_locked(pf_model *m, const float *cons
     pf_result r = pf__ensure_group(m);
     if (r) return r;
     float *rows = NULL, *hidden = NULL;
-    int T = 0;
+    int T = 0, *pads = NULL;
     size_t d = (size_t)m->config.hidden_size;
-    if ((r = pf__audio_source_rows(m, "pf_encode_audio_features", features, num_frames, batch, &rows, &T))) return r;
+    if ((r = pf__audio_source_rows(m, "pf_encode_audio_features", features, num_frames, batch, &rows, &T, &pads))) return r;
     pf_encoding *e = (pf_encoding *)calloc(1, sizeof *e);
-    int *pads = (int *)calloc((size_t)batch, sizeof(int));
     hidden = (float *)malloc((size_t)batch * T * d * sizeof(float));
     if (e) e->offsets = (int *)calloc((size_t)batch + 1, sizeof(int));
-    if (!e || !e->offsets || !pads || !hidden) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!e || !e->offsets || !hidden) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     if (!r) r = pf__encoder_pass(m, NULL, rows, pads, batch, T, hidden);
-    if (!r) {
+    if (!r) { /* drop the pads: row b's frames are its last T - pads[b] */
         e->batch = batch;
         e->hidden_size = (int)d;
         e->head = PF_HEAD_NONE;
-        for (int b = 0; b < batch; b++) e->offsets[b + 1] = e->offsets[b] + T;
+        for (int b = 0; b < batch; b++) {
+            e->offsets[b + 1] = e->offsets[b] + T - pads[b];
+            memmove(hidden + (size_t)e->offsets[b] * d, hidden + ((size_t)b * T + pads[b]) * d,
+                    (size_t)(T - pads[b]) * d * sizeof(float));
+        }
         e->last_hidden_state = hidden;
         hidden = NULL;
         *out = e;
@@ -20851,10 +20861,9 @@ static pf_result pf__forward_audio_locked(pf_model *m, const float *const *featu
     int32_t *dec = NULL;
     int *dec_pads = NULL, *src_pads = NULL, T = 0, dec_width = 0;
     size_t vocab = (size_t)m->config.vocab_size;
-    if ((r = pf__audio_source_rows(m, "pf_forward_audio", features, num_frames, batch, &rows, &T))) return r;
+    if ((r = pf__audio_source_rows(m, "pf_forward_audio", features, num_frames, batch, &rows, &T, &src_pads))) return r;
     r = pf__pad_rows(m, "decoder input", decoder_ids, decoder_lengths, batch, 0, &dec_width, &dec, &dec_pads);
-    if (!r && (!(src_pads = (int *)calloc((size_t)batch, sizeof(int))) ||
-               !(all = (float *)malloc((size_t)batch * dec_width * vocab * sizeof(float)))))
+    if (!r && !(all = (float *)malloc((size_t)batch * dec_width * vocab * sizeof(float))))
         r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     if (!r) r = pf__encoder_pass(m, NULL, rows, src_pads, batch, T, NULL);
     if (!r) {
@@ -20889,15 +20898,16 @@ pf_result pf_forward_audio(pf_model *m, const float *const *features, const int 
 
 /* Whisper's language detection, row by row: the decoder's logits after the start token alone, the
    likeliest of the language tokens (the lowest id on ties, as torch's argmax) into langs[b]. */
-static pf_result pf__detect_languages(pf_model *m, const float *rows, int batch, int width, int32_t *langs) {
+static pf_result pf__detect_languages(pf_model *m, const float *rows, const int *source_pads, int batch, int width,
+                                      int32_t *langs) {
     const pf__config *c = &m->config;
     size_t vocab = (size_t)c->vocab_size;
     int32_t *starts = (int32_t *)malloc((size_t)batch * sizeof(int32_t));
-    int *pads = (int *)calloc((size_t)batch, sizeof(int));
+    int *pads = (int *)calloc((size_t)batch, sizeof(int)); /* the decoder's: none */
     float *logits = (float *)malloc((size_t)batch * vocab * sizeof(float));
     pf_result r = starts && pads && logits ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (int b = 0; !r && b < batch; b++) starts[b] = c->decoder_start_token_id;
-    if (!r) r = pf__encoder_pass(m, NULL, rows, pads, batch, width, NULL);
+    if (!r) r = pf__encoder_pass(m, NULL, rows, source_pads, batch, width, NULL);
     if (!r) {
         pf__job job;
         memset(&job, 0, sizeof job);
@@ -20906,7 +20916,7 @@ static pf_result pf__detect_languages(pf_model *m, const float *rows, int batch,
         job.step.seq_len = 1;
         job.step.pad = pads;
         job.step.cross_len = width;
-        job.step.cross_pad = pads;
+        job.step.cross_pad = source_pads;
         job.logits = logits;
         job.all_positions = 1;
         r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
@@ -20929,8 +20939,8 @@ static pf_result pf__generate_audio_locked(pf_model *m, const float *const *feat
     pf_result r = pf__ensure_group(m);
     if (r) return r;
     float *rows = NULL;
-    int T = 0;
-    if ((r = pf__audio_source_rows(m, "pf_generate_audio", features, num_frames, batch, &rows, &T))) return r;
+    int T = 0, *pads = NULL;
+    if ((r = pf__audio_source_rows(m, "pf_generate_audio", features, num_frames, batch, &rows, &T, &pads))) return r;
     /* the model's prompt, which names no language: each row's detected language token after its start token */
     int detect = c->detect_language && c->num_decoder_prompt_ids > 0 && o->decoder_prompt == c->decoder_prompt_ids &&
                  o->decoder_prompt_length == c->num_decoder_prompt_ids;
@@ -20943,7 +20953,7 @@ static pf_result pf__generate_audio_locked(pf_model *m, const float *const *feat
         rows_prompts = (const int32_t **)malloc((size_t)batch * sizeof *rows_prompts);
         lengths = (int *)malloc((size_t)batch * sizeof(int));
         if (!langs || !prompts || !rows_prompts || !lengths) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-        if (!r) r = pf__detect_languages(m, rows, batch, T, langs);
+        if (!r) r = pf__detect_languages(m, rows, pads, batch, T, langs);
         for (int b = 0; !r && b < batch; b++) {
             int32_t *p = prompts + (size_t)b * n;
             p[0] = c->decoder_prompt_ids[0];
@@ -20953,8 +20963,8 @@ static pf_result pf__generate_audio_locked(pf_model *m, const float *const *feat
             lengths[b] = n;
         }
     }
-    if (!r) r = pf__generate_locked(m, rows_prompts, lengths, batch, o, result, rows, T);
-    free(rows), free(langs), free(prompts), free(rows_prompts), free(lengths);
+    if (!r) r = pf__generate_locked(m, rows_prompts, lengths, batch, o, result, rows, pads, T);
+    free(rows), free(pads), free(langs), free(prompts), free(rows_prompts), free(lengths);
     return r;
 }
 
