@@ -19849,6 +19849,10 @@ static pf_result pf__generation_resolve(pf__generation_state *st, const int32_t 
                                        : (width + 20 < m->config.max_positions ? width + 20 : m->config.max_positions);
     if (m->config.whisper_prompt && !o->max_new_tokens && o->max_length) /* Whisper's generate(): max_length new tokens */
         st->max_length = (long long)o->max_length + width;
+    if (m->config.whisper_prompt && o->max_new_tokens && (long long)width + o->max_new_tokens > m->config.max_positions)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the decoder prompt (%d tokens) and max_new_tokens %d exceed the "
+                        "decoder's %d positions (max_target_positions), as Whisper's generate() refuses", width,
+                        o->max_new_tokens, m->config.max_positions);
     if (st->max_length > g->cache_len) st->max_length = g->cache_len;
     if (m->config.encoder_max_positions && st->max_length > m->config.max_positions) /* the cache outgrows the decoder's table */
         st->max_length = m->config.max_positions;

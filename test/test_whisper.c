@@ -211,6 +211,21 @@ static void check_refusals(pf_model *m, const float *const *rows) {
     CHECK(pf_generate_audio(m, rows, frames, 1, &o, &g) == PF_ERROR_INVALID_ARGUMENT);
     o.decoder_prompt_length = 0;
     CHECK(pf_generate_audio(m, rows, frames, 1, &o, &g) == PF_ERROR_INVALID_ARGUMENT);
+    o = pf_model_generate_options(m);
+    o.max_new_tokens = 37; /* with the 4 prompt tokens, past the decoder's 40 positions */
+    CHECK(pf_generate_audio(m, rows, frames, 1, &o, &g) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(pf_error_message(m), "max_target_positions"), "%s", pf_error_message(m));
+    o.max_new_tokens = 36;
+    o.ignore_eos = 1;
+    CHECK(pf_generate_audio(m, rows, frames, 1, &o, &g) == PF_OK && g.num_sequences == 1 && g.lengths[0] == 36);
+    pf_generation_free(&g);
+    o.max_new_tokens = 0; /* max_length counts new tokens (Whisper's generate()), up to the decoder's positions */
+    o.max_length = 30;
+    CHECK(pf_generate_audio(m, rows, frames, 1, &o, &g) == PF_OK && g.num_sequences == 1 && g.lengths[0] == 30);
+    pf_generation_free(&g);
+    o.max_length = 40;
+    CHECK(pf_generate_audio(m, rows, frames, 1, &o, &g) == PF_OK && g.num_sequences == 1 && g.lengths[0] == 36);
+    pf_generation_free(&g);
     /* the calls that take token ids: the encoder takes features */
     char *text = NULL;
     CHECK(pf_generate_text(m, "a", NULL, &text) == PF_ERROR_UNSUPPORTED && !text);
