@@ -414,6 +414,26 @@ static void check_transcribe_cli(void) {
     CHECK_MSG(status == 0 && want && strlen(want) > 4 && !strcmp(out, want), "transcribe printed \"%s\" (want \"%s\")", out,
               want ? want : "?");
     free(want);
+    /* --language fr --task translate: generate(language="fr", task="translate") (speech_fr.txt) */
+    snprintf(command, sizeof command, "%s %s/whisper %s/whisper/speech.wav --device cpu --gpus 3 -n 12 --language fr "
+             "--task translate 2>&1", binary, test_fixtures, test_fixtures);
+    p = popen(command, "r");
+    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = 0;
+    status = p ? pclose(p) : -1;
+    snprintf(path, sizeof path, "%s/whisper/speech_fr.txt", test_fixtures);
+    want = test_read_file(path, &size);
+    CHECK_MSG(status == 0 && want && strlen(want) > 4 && !strcmp(out, want), "transcribe --language fr printed \"%s\" (want "
+              "\"%s\")", out, want ? want : "?");
+    free(want);
+    snprintf(command, sizeof command, "%s %s/whisper %s/whisper/speech.wav --device cpu --language xx 2>&1", binary,
+             test_fixtures, test_fixtures);
+    p = popen(command, "r");
+    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = 0;
+    status = p ? pclose(p) : -1;
+    CHECK_MSG(WEXITSTATUS(status) == 1 && strstr(out, "<|xx|>"), "transcribe --language xx: %d, \"%s\"", WEXITSTATUS(status),
+              out);
     snprintf(command, sizeof command, "%s %s/whisper %s/whisper/speech.wav --device cpu -n -3 2>&1", binary, test_fixtures,
              test_fixtures);
     p = popen(command, "r");
