@@ -1815,6 +1815,10 @@ static pf_result pf__generation_config_read(const char *dir, pf__config *c, pf_g
     pf__json *json;
     if (pf__path_join(path, sizeof path, dir, "generation_config.json"))
         return pf__format(message, size, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", dir);
+    /* Whisper without the file: transformers makes its generation config from config.json's keys
+       (from_model_config: suppress_tokens, begin_suppress_tokens, forced_decoder_ids, ...) */
+    if (!pf__file_exists(path) && c->whisper_prompt && pf__path_join(path, sizeof path, dir, "config.json"))
+        return pf__format(message, size, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", dir);
     if (!pf__file_exists(path)) return PF_OK;
     pf_result r = pf__json_load(path, &json, message, size);
     if (r) return r;
