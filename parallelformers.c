@@ -18545,8 +18545,9 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "pf_forward gives vocabulary logits; this model computes %s (pf_encode runs it)",
                         pf__head_name(m->config.head));
     if (pf__archs[m->config.arch].kind == PF__KIND_SEQ2SEQ)
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder-decoder: pf_forward_seq2seq gives its "
-                        "logits for a source and decoder inputs", m->config.model_type);
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder-decoder: %s gives its logits for a "
+                        "source and decoder inputs", m->config.model_type,
+                        m->config.mel_frontend ? "pf_forward_audio" : "pf_forward_seq2seq");
     if (m->config.head == PF_HEAD_MASKED_LM) { /* rows of equal length: the encoding's logits are the array */
         pf_encoding *e = NULL;
         const int32_t **rows = (const int32_t **)malloc((size_t)batch * sizeof *rows);

@@ -268,6 +268,7 @@ static void check_refusals(pf_model *m, const float *const *rows) {
     CHECK(pf_generate_text(m, "a", NULL, &text) == PF_ERROR_UNSUPPORTED && !text);
     CHECK(pf_encode(m, decoder, NULL, &one, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
     CHECK(pf_forward_seq2seq(m, decoder, lengths, decoder, lengths, 1, logits) == PF_ERROR_UNSUPPORTED);
+    CHECK(pf_forward(m, ids, 1, 2, logits) == PF_ERROR_UNSUPPORTED && strstr(pf_error_message(m), "pf_forward_audio"));
 }
 
 /* Audio features into a text model. */
