@@ -153,6 +153,14 @@ typedef struct pf_model_info {
     int audio_stride;              /* speech encoders (pf_encode_audio): input samples per output frame
                                       (the convolutions' strides multiplied); 0 otherwise */
     int audio_min_samples;         /* speech encoders: the fewest samples that make one frame */
+    int num_mel_bins;              /* speech encoder-decoders (pf_generate_audio): mel bins per feature
+                                      frame; 0 otherwise */
+    int mel_major;                 /* speech encoder-decoders: 1 when a row of features is
+                                      [num_mel_bins][frames] (Whisper's log-mel), 0 when it is
+                                      [frames][num_mel_bins] (Speech2Text's filter banks): the layout
+                                      pf_audio_features gives for the model's feature extractor */
+    int audio_frames;              /* speech encoder-decoders that take a fixed number of feature
+                                      frames (Whisper: 2 * max_source_positions, 3000 for 30 s); 0: any */
     pf_head head;
     int num_labels;                /* classification heads' outputs (config.json's id2label) */
     int vocab_size, hidden_size, num_layers, num_heads, max_positions;
@@ -498,7 +506,10 @@ pf_result pf_image_text_logits(pf_model *model, const int32_t *const *ids, const
    PF_ERROR_INVALID_ARGUMENT (NULLs, batch < 1 or above max_batch, a row with fewer samples than
    audio_min_samples or more frames than max_sequence_length, samples not finite),
    PF_ERROR_UNSUPPORTED (a model that is not a speech encoder), PF_ERROR_OUT_OF_MEMORY,
-   PF_ERROR_DEVICE. Threads: as pf_encode. */
+   PF_ERROR_DEVICE. Threads: as pf_encode.
+   A speech encoder-decoder (Whisper) gives its encoder's last hidden state: each waveform through
+   the feature extractor of the model directory's preprocessor_config.json (padded or cut to its
+   chunk, pf_encode_audio_frames frames: max_source_positions), then as pf_encode_audio_features. */
 pf_result pf_encode_audio(pf_model *model, const float *const *samples, const int *num_samples, int batch,
                           pf_encoding **encoding);
 /* Frames a speech encoder makes of num_samples samples (0: too few, or not a speech encoder). Any
@@ -612,6 +623,12 @@ typedef struct pf_generate_options {
     int num_suppress_tokens;
     const int32_t *begin_suppress_tokens; /* not generated as the first new token */
     int num_begin_suppress_tokens;
+    const int32_t *decoder_prompt; /* encoder-decoders: the decoder's first tokens, which the new
+                                  tokens follow (transformers' decoder_input_ids); NULL: the decoder
+                                  start token alone. Whisper's model options (pf_model_generate_options)
+                                  hold its prompt from generation_config.json: <|startoftranscript|>
+                                  <|language|> <|task|> <|notimestamps|> */
+    int decoder_prompt_length;
 } pf_generate_options;
 
 pf_generate_options pf_generate_options_init(void);
@@ -621,8 +638,8 @@ pf_generate_options pf_generate_options_init(void);
    generate() takes them (max_length / max_new_tokens, min lengths, do_sample, temperature, top_k,
    top_p, repetition_penalty, num_beams, num_return_sequences, no_repeat_ngram_size,
    length_penalty, early_stopping, pad_token_id, forced_bos_token_id, forced_eos_token_id,
-   decoder_start_token_id, encoder_no_repeat_ngram_size, suppress_tokens, begin_suppress_tokens:
-   the lists owned by the model). Start from these and change what you want. pf_load refuses a
+   decoder_start_token_id, encoder_no_repeat_ngram_size, suppress_tokens, begin_suppress_tokens,
+   Whisper's decoder_prompt (see pf_generate_audio): the lists owned by the model). Start from these and change what you want. pf_load refuses a
    generation_config.json that sets a generation feature we lack (typical_p, sequence_bias, ...)
    unless skip_generation_config is set. Any thread. */
 pf_generate_options pf_model_generate_options(const pf_model *model);
@@ -662,6 +679,47 @@ pf_result pf_generate(pf_model *model, const int32_t *prompt, int prompt_len, co
    PF_ERROR_INVALID_ARGUMENT for a model without a tokenizer (the message says why). */
 pf_result pf_generate_text(pf_model *model, const char *prompt, const pf_generate_options *options, char **text);
 void pf_string_free(char *text); /* NULL is fine; any thread */
+
+/* Generation from audio by a speech encoder-decoder (Whisper; Speech2Text): row b's features,
+   features[b], exactly as pf_audio_features computes them with the model's preprocessor_config.json
+   (pf_audio_processor_load on the model directory), num_frames[b] frames of pf_model_info's
+   num_mel_bins each, laid out as pf_audio_features lays them out: mel-major [num_mel_bins]
+   [num_frames[b]] where pf_model_info's mel_major is 1 (Whisper's log-mel spectrogram: num_frames
+   must be its audio_frames, 3000 for 30 s, as pf_audio_features pads or cuts every input),
+   frame-major [num_frames[b]][num_mel_bins] where it is 0 (Speech2Text's filter banks, rows of any
+   length). The convolutional front end runs on the calling thread, each row alone; the encoder and
+   the decoder are split over the ranks as pf_generate_batch's encoder-decoders are. The decoder
+   starts from options->decoder_prompt (Whisper's model options: its generation_config.json's
+   <|startoftranscript|> <|language|> <|task|> <|notimestamps|>; NULL options: the model's; where
+   generation_config.json names no language (forced_decoder_ids' [1, null], or none) and has
+   lang_to_id, the model's prompt has none, and with that prompt each row's language is detected
+   as transformers does: the likeliest language token after the start token alone, put after the
+   start token), and
+   generates as pf_generate_batch does (greedy, sampling or beam search, suppress_tokens and
+   begin_suppress_tokens applied at the first token after the prompt). *result holds, per row, the
+   tokens after the decoder prompt, with the eos that ended them (pf_generation_free). Results:
+   PF_ERROR_INVALID_ARGUMENT (NULLs, batch < 1 or above max_batch, a row of the wrong number of
+   frames, features not finite, options as pf_generate_batch refuses them), PF_ERROR_UNSUPPORTED (a
+   model that is not a speech encoder-decoder), PF_ERROR_OUT_OF_MEMORY, PF_ERROR_DEVICE. Whisper's
+   timestamps (generation_config.json's return_timestamps true) are refused by pf_load. Threads: as
+   pf_generate_batch. */
+pf_result pf_generate_audio(pf_model *model, const float *const *features, const int *num_frames, int batch,
+                            const pf_generate_options *options, pf_generation *result);
+
+/* A speech encoder-decoder's logits for given decoder inputs (teacher forcing), as
+   pf_forward_seq2seq's with features as pf_generate_audio takes them in place of source ids: row
+   b's decoder input decoder_ids[b] (decoder_lengths[b] tokens, up to the decoder's max_positions)
+   after its features through the encoder. logits: [sum of decoder_lengths][vocab_size], the
+   caller's. Results: as pf_generate_audio's. Threads: as pf_forward. */
+pf_result pf_forward_audio(pf_model *model, const float *const *features, const int *num_frames,
+                           const int32_t *const *decoder_ids, const int *decoder_lengths, int batch, float *logits);
+
+/* The encoder's last hidden state of a speech encoder-decoder for features as pf_generate_audio
+   takes them: last_hidden_state [frames of all rows][hidden] (offsets: where each row starts; a
+   Whisper row has max_source_positions frames). *encoding is the caller's (pf_encoding_free).
+   Results: as pf_generate_audio's. Threads: as pf_encode. */
+pf_result pf_encode_audio_features(pf_model *model, const float *const *features, const int *num_frames, int batch,
+                                   pf_encoding **encoding);
 
 /* ---- tokenizer -------------------------------------------------------------------------------- */
 
