@@ -1218,6 +1218,9 @@ typedef struct pf__config {
     int speech;                     /* 1: a speech encoder (Wav2Vec2, HuBERT): waveforms through the
                                        host front end of the speech section, then the blocks */
     int feature_projection_norm;    /* speech: a LayerNorm before the feature projection (policies.inc) */
+    int conv_subsampler;            /* 1: an encoder-decoder whose encoder takes filter-bank frames
+                                       through Speech2Text's convolutional subsampler on the host
+                                       (pf__config_subsampler; speech_config holds its shape) */
     struct pf__speech_config {      /* the front end's shape, from config.json (pf__config_speech) */
         int num_convs;              /* feature encoder layers: conv_dim, conv_kernel, conv_stride */
         int conv_dim[16], conv_kernel[16], conv_stride[16];
@@ -1225,7 +1228,10 @@ typedef struct pf__config {
         int layer_norm_convs;       /* feat_extract_norm "layer": a LayerNorm over channels after every
                                        conv; 0 ("group"): a GroupNorm (one group a channel) after the first */
         int pos_kernel, pos_groups; /* the positional convolution: num_conv_pos_embeddings, ..._groups */
-        int stride, min_samples;    /* samples per frame; the fewest samples that make one frame */
+        int stride, min_samples;    /* samples per frame; the fewest samples that make one frame
+                                       (conv_subsampler: input frames per encoder frame, and 1) */
+        int feature_width;          /* conv_subsampler: features per input frame (input_feat_per_channel
+                                       * input_channels), the first convolution's input channels */
     } speech_config;
     int teacher_head;               /* 1: the mean of the class and distillation tokens' heads (DeiT
                                        ...WithTeacher) */
@@ -1935,6 +1941,51 @@ static pf_result pf__config_speech(const pf__json *json, pf__config *c, const ch
     return PF_OK;
 }
 
+/* Speech2Text's convolutional subsampler: num_conv_layers convolutions of stride 2 over the
+   frames, kernel conv_kernel_sizes[l] zero-padded by its half, conv_channels out (the last:
+   2 * d_model), each followed by a GLU that halves the channels. An even kernel is refused: it
+   makes one frame more than transformers' attention mask counts (_get_feat_extract_output_lengths). */
+static pf_result pf__config_subsampler(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
+    struct pf__speech_config *sc = &c->speech_config;
+    double layers = 2, channels = 1024, per_channel = 80, input_channels = 1;
+    int kernels = 2;
+    sc->conv_kernel[0] = sc->conv_kernel[1] = 5;
+    if (pf__json_number(pf__json_get(json, "num_conv_layers"), &layers) < 0 || !(layers >= 1 && layers <= 16) ||
+        layers != floor(layers))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"num_conv_layers\" is not in 1..16", path);
+    if (pf__config_int_list(json, "conv_kernel_sizes", sc->conv_kernel, 16, &kernels) < 0 || kernels != (int)layers)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"conv_kernel_sizes\" must list num_conv_layers (%d) "
+                          "positive integers", path, (int)layers);
+    for (int l = 0; l < kernels; l++)
+        if (sc->conv_kernel[l] % 2 == 0 || sc->conv_kernel[l] > 1023)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"conv_kernel_sizes\" [%d] = %d: odd kernels up to "
+                              "1023 are supported", path, l, sc->conv_kernel[l]);
+    if (pf__json_number(pf__json_get(json, "conv_channels"), &channels) < 0 || !(channels >= 2 && channels <= 1e6) ||
+        channels != floor(channels) || (int)channels % 2)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"conv_channels\" is not an even count", path);
+    if (pf__json_number(pf__json_get(json, "input_feat_per_channel"), &per_channel) < 0 ||
+        pf__json_number(pf__json_get(json, "input_channels"), &input_channels) < 0 ||
+        !(per_channel >= 1 && per_channel <= 65536) || per_channel != floor(per_channel) ||
+        !(input_channels >= 1 && input_channels <= 64) || input_channels != floor(input_channels))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"input_feat_per_channel\" or \"input_channels\" is not a "
+                          "count", path);
+    if (c->position_offset <= 0) /* read from pad_token_id: 0 would give every frame position 0, as transformers does */
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"pad_token_id\" 0 (the encoder's positions would all "
+                          "be the padding row) is not supported", path);
+    if (c->hidden_size <= 0 || c->hidden_size > (1 << 20))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: d_model %d", path, c->hidden_size);
+    sc->num_convs = (int)layers;
+    for (int l = 0; l < sc->num_convs; l++) {
+        sc->conv_stride[l] = 2;
+        sc->conv_dim[l] = l + 1 < sc->num_convs ? (int)channels : 2 * c->hidden_size;
+    }
+    sc->conv_bias = 1;
+    sc->feature_width = (int)(per_channel * input_channels);
+    sc->stride = 1 << sc->num_convs;
+    sc->min_samples = 1;
+    return PF_OK;
+}
+
 /* Reads config.json into cfg, choosing the architecture row by model_type. */
 static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message, size_t size) {
     char path[PF__PATH_SIZE];
@@ -2042,6 +2093,7 @@ static pf_result pf__config_parse(const pf__json *json, const char *path, int ar
     if (!r) r = pf__config_token_ids(cfg, json, path, message, size);
     if (!r) r = pf__config_head(json, cfg, path, message, size);
     if (!r && (cfg->speech || cfg->head == PF_HEAD_CTC)) r = pf__config_speech(json, cfg, path, message, size);
+    if (!r && cfg->conv_subsampler) r = pf__config_subsampler(json, cfg, path, message, size);
     if (!r) {
         double tie = a->tied_lm_head;
         if (pf__json_number(pf__json_get(json, "tie_word_embeddings"), &tie) < 0)
@@ -17648,6 +17700,93 @@ static void pf__speech_frontend(const pf_model *m, const float *samples, int num
     }
 }
 
+/* ---- Speech2Text's convolutional subsampler ---- */
+
+/* Its weights, [out][in][kernel] and [out] per layer, as fp32 copies in the speech struct (the
+   front end's home; its other arrays stay NULL). */
+static pf_result pf__subsampler_load(pf_model *m, const char *prefix) {
+    const struct pf__speech_config *sc = &m->config.speech_config;
+    m->speech = (pf__speech *)calloc(1, sizeof *m->speech);
+    if (!m->speech) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    pf_result r = PF_OK;
+    size_t in = (size_t)sc->feature_width;
+    for (int l = 0; l < sc->num_convs && !r; l++) {
+        size_t out = (size_t)sc->conv_dim[l], weight[3] = {out, in, (size_t)sc->conv_kernel[l]}, bias[1] = {out};
+        char name[96];
+        snprintf(name, sizeof name, "encoder.conv.conv_layers.%d.weight", l);
+        r = pf__speech_tensor(m, prefix, name, weight, 3, 1, &m->speech->conv_weight[l]);
+        snprintf(name, sizeof name, "encoder.conv.conv_layers.%d.bias", l);
+        if (!r) r = pf__speech_tensor(m, prefix, name, bias, 1, 1, &m->speech->conv_bias[l]);
+        in = out / 2; /* the GLU's */
+    }
+    return r;
+}
+
+/* Encoder frames of n input frames: each convolution keeps (n - 1) / 2 + 1 (odd kernels, padded
+   by half of one), as transformers' _get_feat_extract_output_lengths counts them. */
+static int pf__subsampler_frames(const pf__config *c, int n) {
+    for (int l = 0; l < c->speech_config.num_convs; l++) n = (n - 1) / 2 + 1;
+    return n;
+}
+
+/* The widest activation (frames x channels) of the subsampler on `frames` input frames, and its
+   widest im2col row (in * kernel). */
+static void pf__subsampler_sizes(const pf__config *c, size_t frames, size_t *widest, size_t *col_width) {
+    const struct pf__speech_config *sc = &c->speech_config;
+    size_t in = (size_t)sc->feature_width;
+    *widest = frames * in;
+    *col_width = 0;
+    for (int l = 0; l < sc->num_convs; l++) {
+        frames = (frames - 1) / 2 + 1;
+        if (frames * (size_t)sc->conv_dim[l] > *widest) *widest = frames * (size_t)sc->conv_dim[l];
+        if (in * (size_t)sc->conv_kernel[l] > *col_width) *col_width = in * (size_t)sc->conv_kernel[l];
+        in = (size_t)sc->conv_dim[l] / 2;
+    }
+}
+
+/* One row's encoder input, out [keep][hidden]: its features [n][feature_width] followed by zeros
+   up to `frames` (the batch's longest row: transformers runs the convolutions over the padded
+   batch, so a shorter row's last frames see the padding's convolved biases), each convolution
+   (stride 2, zero-padded by kernel / 2, im2col blocks through the CPU backend's matmul) then
+   GLU(a, b) = a * sigmoid(b) over its channel halves; the first `keep` frames times embed_scale.
+   work_a and work_b hold the widest activation, col PF__SPEECH_BLOCK im2col rows. */
+static void pf__subsampler_frontend(const pf_model *m, const float *features, size_t n, size_t frames, size_t keep,
+                                    float *out, float *work_a, float *work_b, float *col) {
+    const pf__config *c = &m->config;
+    const struct pf__speech_config *sc = &c->speech_config;
+    size_t in = (size_t)sc->feature_width, length = frames;
+    memcpy(work_a, features, n * in * sizeof(float));
+    memset(work_a + n * in, 0, (frames - n) * in * sizeof(float));
+    float *x = work_a, *y = work_b;
+    for (int l = 0; l < sc->num_convs; l++) {
+        size_t outc = (size_t)sc->conv_dim[l], half = outc / 2, K = (size_t)sc->conv_kernel[l], pad = K / 2;
+        size_t produced = (length - 1) / 2 + 1, width = in * K;
+        pf__weight w = pf__speech_weight(m->speech->conv_weight[l], outc, width);
+        for (size_t t0 = 0; t0 < produced; t0 += PF__SPEECH_BLOCK) {
+            size_t rows = produced - t0 < PF__SPEECH_BLOCK ? produced - t0 : PF__SPEECH_BLOCK;
+            for (size_t j = 0; j < rows; j++)
+                for (size_t k = 0; k < K; k++) {
+                    size_t t = (t0 + j) * 2 + k; /* the input frame, plus pad */
+                    const float *src = t >= pad && t - pad < length ? x + (t - pad) * in : NULL;
+                    for (size_t i = 0; i < in; i++) col[j * width + i * K + k] = src ? src[i] : 0.0f;
+                }
+            pf__cpu_matmul_rows(y + t0 * outc, col, &w, m->speech->conv_bias[l], rows);
+        }
+        for (size_t t = 0; t < produced; t++) /* GLU, in place: row t's halves into its first half-width */
+            for (size_t i = 0; i < half; i++) {
+                float a = y[t * outc + i], b = y[t * outc + half + i];
+                y[t * half + i] = a / (1.0f + expf(-b));
+            }
+        float *spent = x;
+        x = y;
+        y = spent;
+        in = half;
+        length = produced;
+    }
+    float scale = c->embed_scale_sqrt ? sqrtf((float)c->hidden_size) : 1.0f;
+    for (size_t i = 0; i < keep * in; i++) out[i] = x[i] * scale;
+}
+
 /* Finds the source tensor of every slot, checking presence, dtype and shape. */
 static pf_result pf__resolve_sources(pf_model *m) {
     const pf__config *c = &m->config;
@@ -17773,6 +17912,7 @@ static pf_result pf__resolve_sources(pf_model *m) {
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has no attention projection", m->dir, l);
     }
     if (c->speech && (r = pf__speech_load(m, prefix))) return r;
+    if (c->conv_subsampler && (r = pf__subsampler_load(m, prefix))) return r;
     r = pf__account_tensors(m, prefix);
     if (r) return r;
     if (c->scale_decoder_outputs && c->num_layers > c->encoder_layers && pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ)
@@ -18060,7 +18200,8 @@ pf_model_info pf_get_info(const pf_model *m) {
     info.is_encoder = kind == PF__KIND_ENCODER || (kind == PF__KIND_SEQ2SEQ && !info.is_encoder_decoder);
     info.num_encoder_layers = kind == PF__KIND_SEQ2SEQ ? c->encoder_layers : 0;
     if (c->patch_size) info.image_size = c->image_size, info.patch_size = c->patch_size, info.num_channels = c->num_channels;
-    if (c->speech) info.audio_stride = c->speech_config.stride, info.audio_min_samples = c->speech_config.min_samples;
+    if (c->speech || c->conv_subsampler)
+        info.audio_stride = c->speech_config.stride, info.audio_min_samples = c->speech_config.min_samples;
     info.head = c->head;
     info.num_labels = c->num_labels;
     info.eos_token_ids = c->eos_ids;
@@ -18291,6 +18432,9 @@ static pf_result pf__check_ids(pf_model *m, const int32_t *ids, size_t n) {
 
 /* An encoder-decoder's source ids: its encoder's vocabulary (FSMT's src_vocab_size). */
 static pf_result pf__check_source_ids(pf_model *m, const int32_t *ids, size_t n) {
+    if (m->config.conv_subsampler)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\"'s encoder takes filter-bank features, not token ids "
+                        "(pf_encode_audio, pf_forward_seq2seq_audio)", m->config.model_type);
     return pf__check_ids_below(m, ids, n, m->config.src_vocab_size ? m->config.src_vocab_size : m->config.vocab_size);
 }
 
@@ -18600,6 +18744,99 @@ pf_result pf_encode_images(pf_model *m, const float *pixels, int batch, pf_encod
     return r;
 }
 
+/* A Speech2Text encoder pass: rows of filter-bank features (features[b]: num_frames[b] frames of
+   feature_width) through the host subsampler, left-padded to the longest row's encoder frames
+   (*width; (*pads)[b] each, malloc'd, the caller frees them), then the encoder tower on the ranks,
+   its output's keys and values into the decoder blocks' cross caches, and (hidden not NULL) its
+   last hidden state into hidden [batch][*width][hidden]. */
+static pf_result pf__subsampled_encoder_pass(pf_model *m, const char *what, const float *const *features,
+                                             const int *num_frames, int batch, float *hidden, int *width, int **pads) {
+    const pf__config *c = &m->config;
+    *pads = NULL;
+    *width = 0;
+    if (!features || !num_frames || batch < 1)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s needs features, their frame counts and batch >= 1", what);
+    const pf__group *g = m->group;
+    if (batch > g->max_batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, g->max_batch);
+    size_t feature_width = (size_t)c->speech_config.feature_width, longest = 0;
+    for (int b = 0; b < batch; b++) {
+        int n = num_frames[b];
+        if (!features[b] || n < 1)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d feature frames (at least 1)", b, features[b] ? n : 0);
+        if (pf__subsampler_frames(c, n) > g->cache_len)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d feature frames make %d encoder frames, above "
+                            "max_sequence_length %d", b, n, pf__subsampler_frames(c, n), g->cache_len);
+        for (size_t i = 0; i < (size_t)n * feature_width; i++)
+            if (!isfinite(features[b][i])) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: features must be finite", b);
+        if ((size_t)n > longest) longest = (size_t)n;
+    }
+    int T = pf__subsampler_frames(c, (int)longest);
+    size_t B = (size_t)batch, d = (size_t)c->hidden_size, widest, col_width;
+    pf__subsampler_sizes(c, longest, &widest, &col_width);
+    float *work = (float *)malloc((2 * widest + (size_t)PF__SPEECH_BLOCK * col_width) * sizeof(float));
+    float *input = (float *)calloc(B * (size_t)T * d, sizeof(float)); /* pads: zeros, never attended to */
+    *pads = (int *)calloc(B, sizeof(int));
+    if (!work || !input || !*pads) {
+        free(work), free(input);
+        return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (size_t b = 0; b < B; b++) {
+        int frames = pf__subsampler_frames(c, num_frames[b]);
+        (*pads)[b] = T - frames;
+        pf__subsampler_frontend(m, features[b], (size_t)num_frames[b], longest, (size_t)frames,
+                                input + (b * (size_t)T + (size_t)(*pads)[b]) * d, work, work + widest, work + 2 * widest);
+    }
+    pf__job job;
+    memset(&job, 0, sizeof job);
+    job.step.features = input;
+    job.step.batch = batch;
+    job.step.seq_len = T;
+    job.step.pad = *pads;
+    job.encoder_pass = 1;
+    job.hidden = hidden;
+    pf_result r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
+    free(work), free(input);
+    *width = T;
+    return r;
+}
+
+/* Speech2Text's pf_encode_audio: the encoder's last hidden state of each row's own frames. */
+static pf_result pf__encode_subsampled_locked(pf_model *m, const float *const *features, const int *num_frames, int batch,
+                                              pf_encoding **out) {
+    const pf__config *c = &m->config;
+    size_t d = (size_t)c->hidden_size;
+    if (!features || !num_frames || batch < 1 || batch > m->group->max_batch)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio needs features, their frame counts and batch in "
+                        "1..%d", m->group->max_batch);
+    int longest = 0, width = 0, *pads = NULL;
+    for (int b = 0; b < batch; b++) longest = num_frames[b] > longest ? num_frames[b] : longest;
+    int T = longest > 0 ? pf__subsampler_frames(c, longest) : 0; /* larger than the cache: the pass refuses it */
+    float *hidden = T > 0 && T <= m->group->cache_len ? (float *)malloc((size_t)batch * (size_t)T * d * sizeof(float)) : NULL;
+    pf_encoding *e = (pf_encoding *)calloc(1, sizeof *e);
+    if (e) e->offsets = (int *)calloc((size_t)batch + 1, sizeof(int));
+    pf_result r = !e || !e->offsets || (T > 0 && T <= m->group->cache_len && !hidden)
+                      ? PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory")
+                      : pf__subsampled_encoder_pass(m, "pf_encode_audio", features, num_frames, batch, hidden, &width, &pads);
+    if (!r) { /* drop the pads: row b's frames are its last */
+        e->batch = batch;
+        e->hidden_size = (int)d;
+        e->head = PF_HEAD_NONE;
+        for (int b = 0; b < batch; b++) {
+            int frames = width - pads[b];
+            e->offsets[b + 1] = e->offsets[b] + frames;
+            memmove(hidden + (size_t)e->offsets[b] * d, hidden + ((size_t)b * width + (size_t)pads[b]) * d,
+                    (size_t)frames * d * sizeof(float));
+        }
+        e->last_hidden_state = hidden;
+        hidden = NULL;
+        *out = e;
+        e = NULL;
+    }
+    pf_encoding_free(e);
+    free(hidden), free(pads);
+    return r;
+}
+
 /* A speech encoder's request: each waveform through the host front end, then the blocks on the
    ranks (and the CTC head's vocabulary rows, split like an LM head). */
 static pf_result pf__encode_audio_locked(pf_model *m, const float *const *samples, const int *num_samples, int batch,
@@ -18608,6 +18845,7 @@ static pf_result pf__encode_audio_locked(pf_model *m, const float *const *sample
     *out = NULL;
     pf_result r = pf__ensure_group(m);
     if (r) return r;
+    if (c->conv_subsampler) return pf__encode_subsampled_locked(m, samples, num_samples, batch, out);
     if (!c->speech) return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is not a speech encoder", c->model_type);
     if (!samples || !num_samples || batch < 1)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio needs samples, their counts and batch >= 1");
@@ -18701,6 +18939,7 @@ pf_result pf_encode_audio(pf_model *m, const float *const *samples, const int *n
 }
 
 int pf_encode_audio_frames(const pf_model *m, int num_samples) {
+    if (m && m->loaded && m->config.conv_subsampler && num_samples > 0) return pf__subsampler_frames(&m->config, num_samples);
     return m && m->loaded && m->config.speech && num_samples > 0 ? pf__speech_frames(&m->config, num_samples) : 0;
 }
 
@@ -19084,28 +19323,18 @@ static pf_result pf__encoder_pass(pf_model *m, const int32_t *sources, const int
     return pf__group_run(m->group, PF__JOB_FORWARD, &job);
 }
 
-static pf_result pf__forward_seq2seq_locked(pf_model *m, const int32_t *const *sources, const int *source_lengths,
-                                            const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
-                                            float *logits) {
-    if (!sources || !source_lengths || !decoder_ids || !decoder_lengths || !logits || batch < 1)
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_forward_seq2seq needs sources, decoder inputs, their lengths, "
-                        "logits and batch >= 1");
-    pf_result r = pf__ensure_group(m);
-    if (r) return r;
-    if (!pf_get_info(m).is_encoder_decoder)
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" (as loaded) is not an encoder-decoder",
-                        m->config.model_type);
-    if (batch > m->group->max_batch)
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, m->group->max_batch);
-    int32_t *src = NULL, *dec = NULL;
-    int *src_pads = NULL, *dec_pads = NULL, src_width, dec_width;
+/* The decoder's teacher-forced logits after an encoder pass (its output in the cross caches, rows
+   of src_width positions after src_pads): logits [sum of decoder_lengths][vocab], row b's after
+   row b-1's. */
+static pf_result pf__decoder_logits(pf_model *m, int src_width, const int *src_pads, const int32_t *const *decoder_ids,
+                                    const int *decoder_lengths, int batch, float *logits) {
+    int32_t *dec = NULL;
+    int *dec_pads = NULL, dec_width;
     size_t vocab = (size_t)m->config.vocab_size;
     float *all = NULL;
-    r = pf__pad_rows(m, "source", sources, source_lengths, batch, 1, &src_width, &src, &src_pads);
-    if (!r) r = pf__pad_rows(m, "decoder input", decoder_ids, decoder_lengths, batch, 0, &dec_width, &dec, &dec_pads);
+    pf_result r = pf__pad_rows(m, "decoder input", decoder_ids, decoder_lengths, batch, 0, &dec_width, &dec, &dec_pads);
     if (!r && !(all = (float *)malloc((size_t)batch * dec_width * vocab * sizeof(float))))
         r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    if (!r) r = pf__encoder_pass(m, src, src_pads, batch, src_width);
     if (!r) {
         pf__job job;
         memset(&job, 0, sizeof job);
@@ -19122,7 +19351,65 @@ static pf_result pf__forward_seq2seq_locked(pf_model *m, const int32_t *const *s
     for (int b = 0, row = 0; !r && b < batch; row += decoder_lengths[b++]) /* drop the pads */
         memcpy(logits + (size_t)row * vocab, all + ((size_t)b * dec_width + dec_pads[b]) * vocab,
                (size_t)decoder_lengths[b] * vocab * sizeof(float));
-    free(src), free(src_pads), free(dec), free(dec_pads), free(all);
+    free(dec), free(dec_pads), free(all);
+    return r;
+}
+
+/* What pf_forward_seq2seq and pf_forward_seq2seq_audio check before their encoder pass. */
+static pf_result pf__seq2seq_request(pf_model *m, const char *what, const void *sources, const void *source_lengths,
+                                     const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
+                                     const float *logits) {
+    if (!sources || !source_lengths || !decoder_ids || !decoder_lengths || !logits || batch < 1)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s needs sources, decoder inputs, their lengths, logits and batch >= 1",
+                        what);
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    if (!pf_get_info(m).is_encoder_decoder)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" (as loaded) is not an encoder-decoder",
+                        m->config.model_type);
+    if (batch > m->group->max_batch)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, m->group->max_batch);
+    return PF_OK;
+}
+
+static pf_result pf__forward_seq2seq_locked(pf_model *m, const int32_t *const *sources, const int *source_lengths,
+                                            const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
+                                            float *logits) {
+    pf_result r = pf__seq2seq_request(m, "pf_forward_seq2seq", sources, source_lengths, decoder_ids, decoder_lengths,
+                                      batch, logits);
+    if (r) return r;
+    int32_t *src = NULL;
+    int *src_pads = NULL, src_width;
+    r = pf__pad_rows(m, "source", sources, source_lengths, batch, 1, &src_width, &src, &src_pads);
+    if (!r) r = pf__encoder_pass(m, src, src_pads, batch, src_width);
+    if (!r) r = pf__decoder_logits(m, src_width, src_pads, decoder_ids, decoder_lengths, batch, logits);
+    free(src), free(src_pads);
+    return r;
+}
+
+static pf_result pf__forward_seq2seq_audio_locked(pf_model *m, const float *const *features, const int *num_frames,
+                                                  const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
+                                                  float *logits) {
+    pf_result r = pf__seq2seq_request(m, "pf_forward_seq2seq_audio", features, num_frames, decoder_ids, decoder_lengths,
+                                      batch, logits);
+    if (r) return r;
+    if (!m->config.conv_subsampler)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\"'s encoder takes token ids (pf_forward_seq2seq)",
+                        m->config.model_type);
+    int *src_pads = NULL, src_width = 0;
+    r = pf__subsampled_encoder_pass(m, "pf_forward_seq2seq_audio", features, num_frames, batch, NULL, &src_width, &src_pads);
+    if (!r) r = pf__decoder_logits(m, src_width, src_pads, decoder_ids, decoder_lengths, batch, logits);
+    free(src_pads);
+    return r;
+}
+
+pf_result pf_forward_seq2seq_audio(pf_model *m, const float *const *features, const int *num_frames,
+                                   const int32_t *const *decoder_ids, const int *decoder_lengths, int batch, float *logits) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    pf_result r = pf__request_lock(m, "pf_forward_seq2seq_audio");
+    if (r) return r;
+    r = pf__forward_seq2seq_audio_locked(m, features, num_frames, decoder_ids, decoder_lengths, batch, logits);
+    pf__request_unlock(m);
     return r;
 }
 

@@ -146,8 +146,10 @@ typedef struct pf_model_info {
     int num_encoder_layers;        /* encoder-decoders: the encoder's blocks (num_layers counts both) */
     int image_size, patch_size, num_channels; /* image encoders (pf_encode_images); 0 otherwise */
     int audio_stride;              /* speech encoders (pf_encode_audio): input samples per output frame
-                                      (the convolutions' strides multiplied); 0 otherwise */
-    int audio_min_samples;         /* speech encoders: the fewest samples that make one frame */
+                                      (the convolutions' strides multiplied; Speech2Text: feature
+                                      frames per encoder frame); 0 otherwise */
+    int audio_min_samples;         /* speech encoders: the fewest samples (Speech2Text: feature
+                                      frames) that make one frame */
     pf_head head;
     int num_labels;                /* classification heads' outputs (config.json's id2label) */
     int vocab_size, hidden_size, num_layers, num_heads, max_positions;
@@ -409,6 +411,17 @@ pf_result pf_forward(pf_model *model, const int32_t *ids, int batch, int seq_len
 pf_result pf_forward_seq2seq(pf_model *model, const int32_t *const *source_ids, const int *source_lengths,
                              const int32_t *const *decoder_ids, const int *decoder_lengths, int batch, float *logits);
 
+/* A speech encoder-decoder's logits for given decoder inputs (teacher forcing), as
+   pf_forward_seq2seq's with filter-bank features for sources (Speech2Text): row b's features[b]
+   ([num_frames[b]][num_mel_bins] floats, as pf_audio_features gives them) through the encoder
+   (as pf_encode_audio runs it: rows of different lengths as transformers' padded batch with its
+   attention mask), then decoder_ids[b] (decoder_lengths[b] tokens) through the decoder. logits:
+   [sum of decoder_lengths][vocab_size], the caller's. PF_ERROR_UNSUPPORTED for a model whose
+   encoder takes token ids; otherwise errors as pf_forward_seq2seq's and pf_encode_audio's.
+   Threads: as pf_forward. */
+pf_result pf_forward_seq2seq_audio(pf_model *model, const float *const *features, const int *num_frames,
+                                   const int32_t *const *decoder_ids, const int *decoder_lengths, int batch, float *logits);
+
 /* ---- encoders (BERT and its kin) ------------------------------------------------------------- */
 
 /* What pf_encode returns for a batch; every array belongs to it (pf_encoding_free). Per-token
@@ -496,8 +509,15 @@ pf_result pf_image_text_logits(pf_model *model, const int32_t *const *ids, const
    PF_ERROR_DEVICE. Threads: as pf_encode. */
 pf_result pf_encode_audio(pf_model *model, const float *const *samples, const int *num_samples, int batch,
                           pf_encoding **encoding);
-/* Frames a speech encoder makes of num_samples samples (0: too few, or not a speech encoder). Any
-   thread, after pf_load succeeded. */
+/* Speech2Text (an encoder-decoder whose encoder takes filter-bank features): samples[b] holds the
+   features of pf_audio_features (PF_AUDIO_FBANK, [frames][num_mel_bins]) and num_samples[b] counts
+   their frames; the convolutional subsampler (stride 2 per layer) runs on the calling thread, over
+   every row padded with zero frames to the batch's longest as transformers' padded batch is (so a
+   shorter row's last frames see the padding, exactly as in transformers with the extractor's
+   attention mask; alone, a row equals transformers' output for it alone). last_hidden_state holds
+   each row's pf_encode_audio_frames(model, num_samples[b]) encoder frames; no logits. */
+/* Frames a speech encoder makes of num_samples samples (Speech2Text: of num_samples feature
+   frames; 0: too few, or not a speech encoder). Any thread, after pf_load succeeded. */
 int pf_encode_audio_frames(const pf_model *model, int num_samples);
 
 /* Greedy CTC decoding of row `row` of a PF_HEAD_CTC encoding, as transformers' Wav2Vec2CTCTokenizer
