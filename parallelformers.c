@@ -18200,8 +18200,8 @@ pf_model_info pf_get_info(const pf_model *m) {
     info.is_encoder = kind == PF__KIND_ENCODER || (kind == PF__KIND_SEQ2SEQ && !info.is_encoder_decoder);
     info.num_encoder_layers = kind == PF__KIND_SEQ2SEQ ? c->encoder_layers : 0;
     if (c->patch_size) info.image_size = c->image_size, info.patch_size = c->patch_size, info.num_channels = c->num_channels;
-    if (c->speech || c->conv_subsampler)
-        info.audio_stride = c->speech_config.stride, info.audio_min_samples = c->speech_config.min_samples;
+    if (c->speech) info.audio_stride = c->speech_config.stride, info.audio_min_samples = c->speech_config.min_samples;
+    if (c->conv_subsampler) info.num_mel_bins = c->speech_config.feature_width; /* frame-major, any length */
     info.head = c->head;
     info.num_labels = c->num_labels;
     info.eos_token_ids = c->eos_ids;
@@ -18434,7 +18434,7 @@ static pf_result pf__check_ids(pf_model *m, const int32_t *ids, size_t n) {
 static pf_result pf__check_source_ids(pf_model *m, const int32_t *ids, size_t n) {
     if (m->config.conv_subsampler)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\"'s encoder takes filter-bank features, not token ids "
-                        "(pf_encode_audio, pf_forward_seq2seq_audio)", m->config.model_type);
+                        "(pf_encode_audio_features, pf_forward_seq2seq_audio, pf_generate_audio)", m->config.model_type);
     return pf__check_ids_below(m, ids, n, m->config.src_vocab_size ? m->config.src_vocab_size : m->config.vocab_size);
 }
 
@@ -18800,23 +18800,25 @@ static pf_result pf__subsampled_encoder_pass(pf_model *m, const char *what, cons
     return r;
 }
 
-/* Speech2Text's pf_encode_audio: the encoder's last hidden state of each row's own frames. */
+/* Speech2Text's pf_encode_audio_features: the encoder's last hidden state of each row's own frames. */
 static pf_result pf__encode_subsampled_locked(pf_model *m, const float *const *features, const int *num_frames, int batch,
                                               pf_encoding **out) {
     const pf__config *c = &m->config;
     size_t d = (size_t)c->hidden_size;
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
     if (!features || !num_frames || batch < 1 || batch > m->group->max_batch)
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio needs features, their frame counts and batch in "
-                        "1..%d", m->group->max_batch);
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio_features needs features, their frame counts and "
+                        "batch in 1..%d", m->group->max_batch);
     int longest = 0, width = 0, *pads = NULL;
     for (int b = 0; b < batch; b++) longest = num_frames[b] > longest ? num_frames[b] : longest;
     int T = longest > 0 ? pf__subsampler_frames(c, longest) : 0; /* larger than the cache: the pass refuses it */
     float *hidden = T > 0 && T <= m->group->cache_len ? (float *)malloc((size_t)batch * (size_t)T * d * sizeof(float)) : NULL;
     pf_encoding *e = (pf_encoding *)calloc(1, sizeof *e);
     if (e) e->offsets = (int *)calloc((size_t)batch + 1, sizeof(int));
-    pf_result r = !e || !e->offsets || (T > 0 && T <= m->group->cache_len && !hidden)
-                      ? PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory")
-                      : pf__subsampled_encoder_pass(m, "pf_encode_audio", features, num_frames, batch, hidden, &width, &pads);
+    r = !e || !e->offsets || (T > 0 && T <= m->group->cache_len && !hidden)
+            ? PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory")
+            : pf__subsampled_encoder_pass(m, "pf_encode_audio_features", features, num_frames, batch, hidden, &width, &pads);
     if (!r) { /* drop the pads: row b's frames are its last */
         e->batch = batch;
         e->hidden_size = (int)d;
@@ -18845,7 +18847,9 @@ static pf_result pf__encode_audio_locked(pf_model *m, const float *const *sample
     *out = NULL;
     pf_result r = pf__ensure_group(m);
     if (r) return r;
-    if (c->conv_subsampler) return pf__encode_subsampled_locked(m, samples, num_samples, batch, out);
+    if (c->conv_subsampler)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes filter-bank features: pf_encode_audio_features "
+                        "runs its encoder", c->model_type);
     if (!c->speech) return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is not a speech encoder", c->model_type);
     if (!samples || !num_samples || batch < 1)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio needs samples, their counts and batch >= 1");
@@ -18939,7 +18943,6 @@ pf_result pf_encode_audio(pf_model *m, const float *const *samples, const int *n
 }
 
 int pf_encode_audio_frames(const pf_model *m, int num_samples) {
-    if (m && m->loaded && m->config.conv_subsampler && num_samples > 0) return pf__subsampler_frames(&m->config, num_samples);
     return m && m->loaded && m->config.speech && num_samples > 0 ? pf__speech_frames(&m->config, num_samples) : 0;
 }
 
@@ -20760,6 +20763,35 @@ pf_result pf_generate_text(pf_model *m, const char *prompt, const pf_generate_op
         (*text)[len] = 0;
     }
     pf_generation_free(&g);
+    return r;
+}
+
+/* ---- speech encoder-decoders: generation from audio features ---- */
+
+pf_result pf_generate_audio(pf_model *m, const float *const *features, const int *num_frames, int batch,
+                            const pf_generate_options *options, pf_generation *result) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    if (result) memset(result, 0, sizeof *result);
+    (void)options;
+    if (!features || !num_frames || batch < 1 || !result)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_generate_audio needs features, their frame counts, batch >= 1 "
+                        "and a result");
+    return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is not a speech encoder-decoder", m->config.model_type);
+}
+
+pf_result pf_encode_audio_features(pf_model *m, const float *const *features, const int *num_frames, int batch,
+                                   pf_encoding **out) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    if (out) *out = NULL;
+    if (!features || !num_frames || batch < 1 || !out)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio_features needs features, their frame counts, "
+                        "batch >= 1 and an output");
+    if (!m->loaded || !m->config.conv_subsampler)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is not a speech encoder-decoder", m->config.model_type);
+    pf_result r = pf__request_lock(m, "pf_encode_audio_features");
+    if (r) return r;
+    r = pf__encode_subsampled_locked(m, features, num_frames, batch, out);
+    pf__request_unlock(m);
     return r;
 }
 

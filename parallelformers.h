@@ -146,10 +146,16 @@ typedef struct pf_model_info {
     int num_encoder_layers;        /* encoder-decoders: the encoder's blocks (num_layers counts both) */
     int image_size, patch_size, num_channels; /* image encoders (pf_encode_images); 0 otherwise */
     int audio_stride;              /* speech encoders (pf_encode_audio): input samples per output frame
-                                      (the convolutions' strides multiplied; Speech2Text: feature
-                                      frames per encoder frame); 0 otherwise */
-    int audio_min_samples;         /* speech encoders: the fewest samples (Speech2Text: feature
-                                      frames) that make one frame */
+                                      (the convolutions' strides multiplied); 0 otherwise */
+    int audio_min_samples;         /* speech encoders: the fewest samples that make one frame */
+    int num_mel_bins;              /* speech encoder-decoders (pf_generate_audio): mel bins per feature
+                                      frame; 0 otherwise */
+    int mel_major;                 /* speech encoder-decoders: 1 when a row of features is
+                                      [num_mel_bins][frames] (Whisper's log-mel), 0 when it is
+                                      [frames][num_mel_bins] (Speech2Text's filter banks): the layout
+                                      pf_audio_features gives for the model's feature extractor */
+    int audio_frames;              /* speech encoder-decoders that take a fixed number of feature
+                                      frames (Whisper: 2 * max_source_positions, 3000 for 30 s); 0: any */
     pf_head head;
     int num_labels;                /* classification heads' outputs (config.json's id2label) */
     int vocab_size, hidden_size, num_layers, num_heads, max_positions;
@@ -414,10 +420,10 @@ pf_result pf_forward_seq2seq(pf_model *model, const int32_t *const *source_ids, 
 /* A speech encoder-decoder's logits for given decoder inputs (teacher forcing), as
    pf_forward_seq2seq's with filter-bank features for sources (Speech2Text): row b's features[b]
    ([num_frames[b]][num_mel_bins] floats, as pf_audio_features gives them) through the encoder
-   (as pf_encode_audio runs it: rows of different lengths as transformers' padded batch with its
-   attention mask), then decoder_ids[b] (decoder_lengths[b] tokens) through the decoder. logits:
-   [sum of decoder_lengths][vocab_size], the caller's. PF_ERROR_UNSUPPORTED for a model whose
-   encoder takes token ids; otherwise errors as pf_forward_seq2seq's and pf_encode_audio's.
+   (as pf_encode_audio_features runs it), then decoder_ids[b] (decoder_lengths[b] tokens) through
+   the decoder. logits: [sum of decoder_lengths][vocab_size], the caller's. PF_ERROR_UNSUPPORTED
+   for a model whose encoder takes token ids; otherwise errors as pf_forward_seq2seq's and
+   pf_encode_audio_features'.
    Threads: as pf_forward. */
 pf_result pf_forward_seq2seq_audio(pf_model *model, const float *const *features, const int *num_frames,
                                    const int32_t *const *decoder_ids, const int *decoder_lengths, int batch, float *logits);
@@ -509,15 +515,8 @@ pf_result pf_image_text_logits(pf_model *model, const int32_t *const *ids, const
    PF_ERROR_DEVICE. Threads: as pf_encode. */
 pf_result pf_encode_audio(pf_model *model, const float *const *samples, const int *num_samples, int batch,
                           pf_encoding **encoding);
-/* Speech2Text (an encoder-decoder whose encoder takes filter-bank features): samples[b] holds the
-   features of pf_audio_features (PF_AUDIO_FBANK, [frames][num_mel_bins]) and num_samples[b] counts
-   their frames; the convolutional subsampler (stride 2 per layer) runs on the calling thread, over
-   every row padded with zero frames to the batch's longest as transformers' padded batch is (so a
-   shorter row's last frames see the padding, exactly as in transformers with the extractor's
-   attention mask; alone, a row equals transformers' output for it alone). last_hidden_state holds
-   each row's pf_encode_audio_frames(model, num_samples[b]) encoder frames; no logits. */
-/* Frames a speech encoder makes of num_samples samples (Speech2Text: of num_samples feature
-   frames; 0: too few, or not a speech encoder). Any thread, after pf_load succeeded. */
+/* Frames a speech encoder makes of num_samples samples (0: too few, or not a speech encoder). Any
+   thread, after pf_load succeeded. */
 int pf_encode_audio_frames(const pf_model *model, int num_samples);
 
 /* Greedy CTC decoding of row `row` of a PF_HEAD_CTC encoding, as transformers' Wav2Vec2CTCTokenizer
@@ -627,6 +626,12 @@ typedef struct pf_generate_options {
     int num_suppress_tokens;
     const int32_t *begin_suppress_tokens; /* not generated as the first new token */
     int num_begin_suppress_tokens;
+    const int32_t *decoder_prompt; /* encoder-decoders: the decoder's first tokens, which the new
+                                  tokens follow (transformers' decoder_input_ids); NULL: the decoder
+                                  start token alone. Whisper's model options (pf_model_generate_options)
+                                  hold its prompt from generation_config.json: <|startoftranscript|>
+                                  <|language|> <|task|> <|notimestamps|> */
+    int decoder_prompt_length;
 } pf_generate_options;
 
 pf_generate_options pf_generate_options_init(void);
@@ -677,6 +682,38 @@ pf_result pf_generate(pf_model *model, const int32_t *prompt, int prompt_len, co
    PF_ERROR_INVALID_ARGUMENT for a model without a tokenizer (the message says why). */
 pf_result pf_generate_text(pf_model *model, const char *prompt, const pf_generate_options *options, char **text);
 void pf_string_free(char *text); /* NULL is fine; any thread */
+
+/* Generation from audio by a speech encoder-decoder (Whisper; Speech2Text): row b's features,
+   features[b], exactly as pf_audio_features computes them with the model's preprocessor_config.json
+   (pf_audio_processor_load on the model directory), num_frames[b] frames of pf_model_info's
+   num_mel_bins each, laid out as pf_audio_features lays them out: mel-major [num_mel_bins]
+   [num_frames[b]] where pf_model_info's mel_major is 1 (Whisper's log-mel spectrogram: num_frames
+   must be its audio_frames, 3000 for 30 s, as pf_audio_features pads or cuts every input),
+   frame-major [num_frames[b]][num_mel_bins] where it is 0 (Speech2Text's filter banks, rows of any
+   length). The convolutional front end runs on the calling thread, each row alone (Speech2Text's: each
+   row zero-padded to the batch's longest, as transformers runs a padded batch with the extractor's
+   attention mask, so that a shorter row's last frames see the padding as they do there); the encoder and
+   the decoder are split over the ranks as pf_generate_batch's encoder-decoders are. The decoder
+   starts from options->decoder_prompt (Whisper's model options: its generation_config.json's
+   <|startoftranscript|> <|language|> <|task|> <|notimestamps|>; NULL options: the model's), and
+   generates as pf_generate_batch does (greedy, sampling or beam search, suppress_tokens and
+   begin_suppress_tokens applied at the first token after the prompt). *result holds, per row, the
+   tokens after the decoder prompt, with the eos that ended them (pf_generation_free). Results:
+   PF_ERROR_INVALID_ARGUMENT (NULLs, batch < 1 or above max_batch, a row of the wrong number of
+   frames, features not finite, options as pf_generate_batch refuses them), PF_ERROR_UNSUPPORTED (a
+   model that is not a speech encoder-decoder; Whisper's language detection, which a
+   generation_config.json without a language asks for: name the language in its forced_decoder_ids
+   or language, or give a decoder_prompt; timestamps), PF_ERROR_OUT_OF_MEMORY, PF_ERROR_DEVICE.
+   Threads: as pf_generate_batch. */
+pf_result pf_generate_audio(pf_model *model, const float *const *features, const int *num_frames, int batch,
+                            const pf_generate_options *options, pf_generation *result);
+
+/* The encoder's last hidden state of a speech encoder-decoder for features as pf_generate_audio
+   takes them: last_hidden_state [frames of all rows][hidden] (offsets: where each row starts; a
+   Whisper row has max_source_positions frames). *encoding is the caller's (pf_encoding_free).
+   Results: as pf_generate_audio's. Threads: as pf_encode. */
+pf_result pf_encode_audio_features(pf_model *model, const float *const *features, const int *num_frames, int batch,
+                                   pf_encoding **encoding);
 
 /* ---- tokenizer -------------------------------------------------------------------------------- */
 

@@ -288,8 +288,8 @@ static void s2t_check_outputs(pf_model *m, const char *what, const char *dir, co
                               const float *const *features) {
     pf_model_info info = pf_get_info(m);
     pf_encoding *e = NULL;
-    pf_result r = pf_encode_audio(m, features, ref->feature_frames, S2T_ROWS, &e);
-    CHECK_MSG(r == PF_OK, "%s: pf_encode_audio: %s", what, pf_error_message(m));
+    pf_result r = pf_encode_audio_features(m, features, ref->feature_frames, S2T_ROWS, &e);
+    CHECK_MSG(r == PF_OK, "%s: pf_encode_audio_features: %s", what, pf_error_message(m));
     int frames = ref->encoder_frames[0] + ref->encoder_frames[1];
     if (r == PF_OK) {
         CHECK(e->batch == S2T_ROWS && e->offsets[1] == ref->encoder_frames[0] && e->offsets[2] == frames && !e->logits);
@@ -298,8 +298,8 @@ static void s2t_check_outputs(pf_model *m, const char *what, const char *dir, co
     }
     pf_encoding_free(e);
     e = NULL;
-    r = pf_encode_audio(m, features + 1, ref->feature_frames + 1, 1, &e);
-    CHECK_MSG(r == PF_OK, "%s: pf_encode_audio alone: %s", what, pf_error_message(m));
+    r = pf_encode_audio_features(m, features + 1, ref->feature_frames + 1, 1, &e);
+    CHECK_MSG(r == PF_OK, "%s: pf_encode_audio_features alone: %s", what, pf_error_message(m));
     if (r == PF_OK && e->offsets[1] == ref->encoder_frames[1])
         check_floats(what, dir, "encoder_alone.bin", e->last_hidden_state, (size_t)ref->encoder_frames[1] * info.hidden_size);
     pf_encoding_free(e);
@@ -422,23 +422,26 @@ static void s2t_test_bad_calls(pf_model *m, const s2t_reference *ref, const floa
     int one = 1, zero = 0, huge = 1 << 20;
     float logits[60 * 8], nan_frame[20];
     pf_encoding *e = NULL;
-    CHECK(pf_encode(m, ids, NULL, &one, 1, &e) == PF_ERROR_UNSUPPORTED && !e && strstr(pf_error_message(m), "pf_encode_audio"));
+    CHECK(pf_encode(m, ids, NULL, &one, 1, &e) == PF_ERROR_UNSUPPORTED && !e &&
+          strstr(pf_error_message(m), "pf_encode_audio_features"));
+    const float *wave[1] = {features[0]};
+    CHECK(pf_encode_audio(m, wave, &huge, 1, &e) == PF_ERROR_UNSUPPORTED && !e); /* samples: a waveform encoder's */
     CHECK(pf_forward_seq2seq(m, ids, &one, ids, &one, 1, logits) == PF_ERROR_UNSUPPORTED);
-    CHECK(pf_encode_audio(m, NULL, ref->feature_frames, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
-    CHECK(pf_encode_audio(m, features, NULL, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
-    CHECK(pf_encode_audio(m, features, ref->feature_frames, 0, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
-    CHECK(pf_encode_audio(m, features, &zero, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
-    CHECK(pf_encode_audio(m, features, &huge, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e); /* beyond the cache */
+    CHECK(pf_encode_audio_features(m, NULL, ref->feature_frames, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+    CHECK(pf_encode_audio_features(m, features, NULL, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+    CHECK(pf_encode_audio_features(m, features, ref->feature_frames, 0, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+    CHECK(pf_encode_audio_features(m, features, &zero, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+    CHECK(pf_encode_audio_features(m, features, &huge, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e); /* beyond the cache */
     for (int i = 0; i < 20; i++) nan_frame[i] = i == 7 ? 0.0f / 0.0f : 0.5f;
     const float *nan_rows[1] = {nan_frame};
-    CHECK(pf_encode_audio(m, nan_rows, &one, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+    CHECK(pf_encode_audio_features(m, nan_rows, &one, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
     CHECK(pf_forward_seq2seq_audio(m, features, ref->feature_frames, NULL, ref->decoder_lengths, 1, logits) ==
           PF_ERROR_INVALID_ARGUMENT);
     CHECK(pf_forward_seq2seq_audio(NULL, features, ref->feature_frames, ids, &one, 1, logits) == PF_ERROR_INVALID_ARGUMENT);
     int32_t outside[1] = {60};
     const int32_t *bad[1] = {outside};
     CHECK(pf_forward_seq2seq_audio(m, features, ref->feature_frames, bad, &one, 1, logits) == PF_ERROR_INVALID_ARGUMENT);
-    CHECK(pf_encode_audio(m, features, &one, 1, &e) == PF_OK && e && e->offsets[1] == 1); /* one frame makes one */
+    CHECK(pf_encode_audio_features(m, features, &one, 1, &e) == PF_OK && e && e->offsets[1] == 1); /* one frame makes one */
     pf_encoding_free(e);
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/m2m100-s2s", test_fixtures);
@@ -470,12 +473,10 @@ static void test_speech2text(void) {
     pf_result r = pf_load(dir, NULL, &m);
     CHECK_MSG(r == PF_OK, "loading speech2text-s2s: %s", pf_error_message(m));
     pf_model_info info = pf_get_info(m);
-    CHECK_MSG(r != PF_OK || (info.is_encoder_decoder && info.head == PF_HEAD_CAUSAL_LM && info.audio_stride == 4 &&
-                             info.audio_min_samples == 1 && info.num_encoder_layers == 2 && info.decoder_start_token_id == 2),
-              "speech2text: encoder-decoder %d, head %d, stride %d", info.is_encoder_decoder, (int)info.head, info.audio_stride);
-    CHECK(pf_encode_audio_frames(m, ref.feature_frames[0]) == ref.encoder_frames[0] &&
-          pf_encode_audio_frames(m, ref.feature_frames[1]) == ref.encoder_frames[1] && pf_encode_audio_frames(m, 4) == 1 &&
-          pf_encode_audio_frames(m, 5) == 2);
+    CHECK_MSG(r != PF_OK || (info.is_encoder_decoder && info.head == PF_HEAD_CAUSAL_LM && info.num_mel_bins == (int)width &&
+                             !info.mel_major && !info.audio_frames && !info.audio_stride && info.num_encoder_layers == 2 &&
+                             info.decoder_start_token_id == 2),
+              "speech2text: encoder-decoder %d, head %d, mel bins %d", info.is_encoder_decoder, (int)info.head, info.num_mel_bins);
     for (int ranks = 1; r == PF_OK && ranks <= 3; ranks++) {
         char what[64];
         snprintf(what, sizeof what, "speech2text on %d ranks", ranks);
