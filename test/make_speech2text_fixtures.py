@@ -8,14 +8,14 @@ Run from the repository root: python3 test/make_speech2text_fixtures.py
 
 test/fixtures/speech2text-s2s/ holds config.json, generation_config.json, model.safetensors,
 preprocessor_config.json and
-    samples.bin          float32 LE: the two waveforms one after the other (lengths in reference.txt)
-    features.bin         float32 LE [2][frames][mel]: the extractor's padded batch (zeros after the
+    waveforms.bin        float32 LE: the two waveforms one after the other (lengths in reference.txt)
+    fbank_features.bin   float32 LE [2][frames][mel]: the extractor's padded batch (zeros after the
                          shorter row's own frames)
     encoder_hidden.bin   float32 LE: encoder last_hidden_state of the padded batch run with its
                          attention mask, each row's own (subsampled) frames, row 0's then row 1's
     encoder_alone.bin    float32 LE: the shorter row's last_hidden_state run alone (no padding: its
                          convolutions see no padded frames, so it differs from the batch's)
-    decoder_logits.bin   float32 LE: teacher-forced logits of the decoder inputs in reference.txt,
+    teacher_logits.bin   float32 LE: teacher-forced logits of the decoder inputs in reference.txt,
                          each row's own positions, row 0's then row 1's
 reference.txt lines:
     samples N0 N1              the waveforms' lengths
@@ -91,13 +91,13 @@ def main():
     assert not torch.allclose(alone[:int(encoder_frames[1])], encoded[1, :int(encoder_frames[1])], atol=1e-3), \
         "the padded batch should change the shorter row's frames"
 
-    np.concatenate(waves).astype("<f4").tofile(out_dir / "samples.bin")
-    features.numpy().astype("<f4").tofile(out_dir / "features.bin")
+    np.concatenate(waves).astype("<f4").tofile(out_dir / "waveforms.bin")
+    features.numpy().astype("<f4").tofile(out_dir / "fbank_features.bin")
     np.concatenate([encoded[b, :int(encoder_frames[b])].numpy() for b in range(2)]).astype("<f4").tofile(
         out_dir / "encoder_hidden.bin")
     alone.numpy().astype("<f4").tofile(out_dir / "encoder_alone.bin")
     np.concatenate([logits[b, :len(r)].numpy() for b, r in enumerate(DECODER_IDS)]).astype("<f4").tofile(
-        out_dir / "decoder_logits.bin")
+        out_dir / "teacher_logits.bin")
     rows = []
     for b in range(2):  # generate pads finished rows with pad_token_id: keep up to the first eos
         ids = generated[b].tolist()

@@ -309,16 +309,16 @@ static void s2t_check_outputs(pf_model *m, const char *what, const char *dir, co
     r = logits ? pf_forward_seq2seq_audio(m, features, ref->feature_frames, dec, ref->decoder_lengths, S2T_ROWS, logits)
                : PF_ERROR_OUT_OF_MEMORY;
     CHECK_MSG(r == PF_OK, "%s: pf_forward_seq2seq_audio: %s", what, pf_error_message(m));
-    if (r == PF_OK) check_floats(what, dir, "decoder_logits.bin", logits, tokens * (size_t)info.vocab_size);
+    if (r == PF_OK) check_floats(what, dir, "teacher_logits.bin", logits, tokens * (size_t)info.vocab_size);
     free(logits);
 }
 
-/* The library's fbank features of each waveform equal the extractor's (features.bin, whose
+/* The library's fbank features of each waveform equal the extractor's (fbank_features.bin, whose
    shorter row is padded with zeros). */
 static void s2t_check_features(const char *dir, const s2t_reference *ref, const float *padded, size_t width) {
     char path[1100], error[256] = "";
     size_t n = 0;
-    snprintf(path, sizeof path, "%s/samples.bin", dir);
+    snprintf(path, sizeof path, "%s/waveforms.bin", dir);
     float *samples = test_read_floats(path, &n);
     pf_audio_processor *p = NULL;
     pf_result r = pf_audio_processor_load(dir, &p, error, sizeof error);
@@ -460,7 +460,7 @@ static void test_speech2text(void) {
         return;
     }
     size_t n = 0, width = 20;
-    snprintf(path, sizeof path, "%s/features.bin", dir);
+    snprintf(path, sizeof path, "%s/fbank_features.bin", dir);
     float *padded = test_read_floats(path, &n);
     CHECK_MSG(padded && n == S2T_ROWS * (size_t)ref.feature_frames[0] * width, "%s: %zu floats", path, n);
     if (!padded || n != S2T_ROWS * (size_t)ref.feature_frames[0] * width) {
