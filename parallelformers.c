@@ -1221,6 +1221,20 @@ typedef struct pf__config {
     int conv_subsampler;            /* 1: an encoder-decoder whose encoder takes filter-bank frames
                                        through Speech2Text's convolutional subsampler on the host
                                        (pf__config_subsampler; speech_config holds its shape) */
+    int mel_frontend;               /* 1: a speech encoder-decoder whose encoder takes log-mel features
+                                       through two convolutions (Whisper's conv1, conv2: kernel 3, the
+                                       second of stride 2, each followed by GELU), run on the host */
+    int num_mel_bins;               /* mel_frontend: the features' mel bins (conv1's input channels) */
+    int encoder_max_positions;      /* the encoder's position table when it differs from the decoder's
+                                       (Whisper's max_source_positions); 0: max_positions */
+    int k_bias_zero;                /* 1: the key projections have no bias where q and v have one
+                                       (Whisper's k_proj): a zero bias stands in, so the stack lines up */
+    int whisper_prompt;             /* 1: generation_config.json's language, task, forced_decoder_ids,
+                                       lang_to_id, task_to_id and no_timestamps_token_id make the
+                                       decoder prompt, as Whisper's generate() builds its init tokens */
+    int32_t *decoder_prompt_ids;    /* [num_decoder_prompt_ids]: that prompt (the defaults point at it); owned */
+    int num_decoder_prompt_ids;
+    int detect_language;            /* 1: the prompt needs Whisper's language detection, which we do not run */
     struct pf__speech_config {      /* the front end's shape, from config.json (pf__config_speech) */
         int num_convs;              /* feature encoder layers: conv_dim, conv_kernel, conv_stride */
         int conv_dim[16], conv_kernel[16], conv_stride[16];
@@ -1707,6 +1721,81 @@ static int pf__generation_set(pf_generate_options *o, const struct pf__generatio
     return 0;
 }
 
+/* Whisper's decoder prompt, as its generate() builds the init tokens from generation_config.json:
+   the start token; the language (the "language" key, a "<|xx|>" token or a code "xx" of
+   lang_to_id) else forced_decoder_ids' entries at positions 1, 2, ...; the task ("task" through
+   task_to_id, which replaces a task token already there), or "transcribe" where a language was
+   named and no task token is; then <|notimestamps|> (no_timestamps_token_id). A multilingual
+   config (lang_to_id) with no language asks for language detection: c->detect_language, refused
+   when generating without a prompt of the caller's. return_timestamps true is refused. */
+static pf_result pf__whisper_prompt(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
+    const pf__json *language = pf__json_get(json, "language"), *task = pf__json_get(json, "task");
+    const pf__json *lang_to_id = pf__json_get(json, "lang_to_id"), *task_to_id = pf__json_get(json, "task_to_id");
+    const pf__json *forced = pf__json_get(json, "forced_decoder_ids"), *multilingual = pf__json_get(json, "is_multilingual");
+    const pf__json *timestamps = pf__json_get(json, "return_timestamps");
+    int32_t prompt[64];
+    int n = 0, no_timestamps = -1, start = c->decoder_start_token_id, lang_given = 0;
+    if (language && language->type == PF__JSON_NULL) language = NULL;
+    if (task && task->type == PF__JSON_NULL) task = NULL;
+    if (timestamps && timestamps->type == PF__JSON_BOOL && timestamps->boolean)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"return_timestamps\" is true, and Whisper's timestamp "
+                          "rules are not supported (load with skip_generation_config to generate without them)", path);
+    if (multilingual && multilingual->type == PF__JSON_BOOL && !multilingual->boolean && (language || task))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: a language or task for an English-only model", path);
+    if (pf__json_token_id(pf__json_get(json, "no_timestamps_token_id"), &no_timestamps) < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"no_timestamps_token_id\" is not a token id", path);
+    if (start < 0) return PF_OK; /* no start token: nothing to build on */
+    prompt[n++] = start;
+    int lang_undefined = 1;
+    if (!language && !task && forced && forced->type == PF__JSON_ARRAY) { /* [[1, id], [2, id], ...] */
+        int position = 1;
+        for (const pf__json *e = forced->first; e; e = e->next, position++) {
+            const pf__json *at = e->type == PF__JSON_ARRAY && e->count == 2 ? e->first : NULL;
+            int id = -1, index = -1, got = at ? pf__json_token_id(at->next, &id) : -1;
+            if (!at || pf__json_token_id(at, &index) != 1 || index != position || got < 0 || n >= 60)
+                return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"forced_decoder_ids\" does not follow Whisper's "
+                                  "prompt pattern ([1, id], [2, id], ...)", path);
+            if (position == 1) lang_undefined = got != 1; /* [1, null]: detect the language */
+            if (got == 1) prompt[n++] = id;
+        }
+    }
+    if (language) {
+        char token[80];
+        const char *name = language->type == PF__JSON_STRING ? language->string : "";
+        if (strlen(name) < 2 || strlen(name) > 60) name = "";
+        snprintf(token, sizeof token, name[0] == '<' ? "%s" : "<|%s|>", name);
+        for (char *q = token; *q; q++) *q = (char)tolower((unsigned char)*q);
+        int id = -1;
+        if (!name[0] || pf__json_token_id(lang_to_id ? pf__json_get(lang_to_id, token) : NULL, &id) != 1)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"language\" is not a code of lang_to_id (give "
+                              "\"en\" or \"<|en|>\", not a language's name)", path);
+        if (n > 1 && lang_undefined == 0) prompt[1] = id;
+        else memmove(prompt + 2, prompt + 1, (size_t)(n - 1) * sizeof *prompt), prompt[1] = id, n++;
+        lang_undefined = 0;
+        lang_given = 1;
+    }
+    if (lang_undefined && lang_to_id && lang_to_id->type == PF__JSON_OBJECT) c->detect_language = 1;
+    if (task || lang_given) {
+        const char *name = task && task->type == PF__JSON_STRING ? task->string : task ? "" : "transcribe";
+        int id = -1, found = 0;
+        if (pf__json_token_id(task_to_id ? pf__json_get(task_to_id, name) : NULL, &id) != 1)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: task \"%s\" is not in task_to_id", path, name);
+        for (int i = 1; i < n; i++) /* a task token already there is replaced (the given task), or kept */
+            for (const pf__json *e = task_to_id->first; e; e = e->next)
+                if (e->type == PF__JSON_NUMBER && e->number == prompt[i]) {
+                    if (task) prompt[i] = id;
+                    found = 1;
+                }
+        if (!found) prompt[n++] = id;
+    }
+    if (no_timestamps >= 0 && prompt[n - 1] != no_timestamps) prompt[n++] = no_timestamps;
+    c->decoder_prompt_ids = (int32_t *)malloc((size_t)n * sizeof(int32_t));
+    if (!c->decoder_prompt_ids) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    memcpy(c->decoder_prompt_ids, prompt, (size_t)n * sizeof(int32_t));
+    c->num_decoder_prompt_ids = n;
+    return PF_OK;
+}
+
 /* Reads DIR/generation_config.json when present: its token ids into c (see pf__config_token_ids)
    and the generate() defaults it sets into *defaults (which starts as pf_generate_options_init()). */
 static pf_result pf__generation_config_read(const char *dir, pf__config *c, pf_generate_options *defaults,
@@ -1730,6 +1819,7 @@ static pf_result pf__generation_config_read(const char *dir, pf__config *c, pf_g
         const pf__json *v = pf__json_get(json, pf__generation_unsupported[i].key);
         double x;
         if (!v || v->type == PF__JSON_NULL) continue;
+        if (c->whisper_prompt && !strcmp(pf__generation_unsupported[i].key, "forced_decoder_ids")) continue; /* the prompt */
         if (pf__json_number(v, &x) == 1 && v->type != PF__JSON_ARRAY && x == pf__generation_unsupported[i].neutral) continue;
         r = pf__format(message, size, PF_ERROR_UNSUPPORTED,
                        "%s: \"%s\" is set, and generation with it is not supported (load with skip_generation_config "
@@ -1764,6 +1854,11 @@ static pf_result pf__generation_config_read(const char *dir, pf__config *c, pf_g
         r = pf__format(message, size, PF_ERROR_UNSUPPORTED,
                        "%s: \"cache_implementation\" is \"quantized\", and generation with it is not supported (load "
                        "with skip_generation_config to generate without it)", path);
+    if (!r && c->whisper_prompt) r = pf__whisper_prompt(json, c, path, message, size);
+    if (!r && c->num_decoder_prompt_ids) {
+        defaults->decoder_prompt = c->decoder_prompt_ids;
+        defaults->decoder_prompt_length = c->num_decoder_prompt_ids;
+    }
     pf__json_free(json);
     if (!r && c->pad_token_id >= 0) defaults->pad_token_id = c->pad_token_id;
     return r;
@@ -2132,6 +2227,10 @@ static pf_result pf__config_parse(const pf__json *json, const char *path, int ar
                           path, cfg->hidden_size, cfg->num_heads, cfg->num_kv_heads, cfg->head_dim, cfg->num_layers,
                           cfg->vocab_size, cfg->max_positions, cfg->intermediate_size);
     if (cfg->final_norm_eps == 0) cfg->final_norm_eps = cfg->norm_eps;
+    if (cfg->mel_frontend && (cfg->num_mel_bins < 1 || cfg->num_mel_bins > 4096 || cfg->encoder_max_positions < 1 ||
+                              cfg->encoder_max_positions > (1 << 20)))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: num_mel_bins %d or max_source_positions %d out of range",
+                          path, cfg->num_mel_bins, cfg->encoder_max_positions);
     if (!(cfg->norm_eps > 0 && cfg->norm_eps < 1) || !(cfg->final_norm_eps > 0 && cfg->final_norm_eps < 1))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: norm epsilon %g is not in (0, 1)", path, cfg->norm_eps);
     if (a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS) {
@@ -2500,9 +2599,9 @@ static pf_result pf__draft_configs(pf__policy_draft *d, const pf_policy *p) {
             return pf__draft_fail(d, PF_ERROR_INVALID_ARGUMENT, "config[%d].field: %s%.100s%s (known: %s)", i,
                                   in->field ? "unknown field \"" : "missing", in->field ? in->field : "", in->field ? "\"" : "", known);
         }
-        if (field->offset == offsetof(pf__config, speech)) /* the front end's tensors are named in code */
-            return pf__draft_fail(d, PF_ERROR_UNSUPPORTED, "config[%d].field: \"speech\": a speech front end "
-                                  "(Wav2Vec2, HuBERT) is compiled in, not a policy's", i);
+        if (field->offset == offsetof(pf__config, speech) || field->offset == offsetof(pf__config, mel_frontend))
+            return pf__draft_fail(d, PF_ERROR_UNSUPPORTED, "config[%d].field: \"%s\": a speech front end "
+                                  "(Wav2Vec2, HuBERT, Whisper) is compiled in, not a policy's", i, field->name);
         char what[64];
         snprintf(what, sizeof what, "config[%d].key", i);
         c->key = in->key ? pf__draft_text(d, what, in->key, PF__POLICY_MAX_NAME, &r) : NULL;
@@ -3136,8 +3235,9 @@ static void pf__policy_write(pf__text *t, pf__arch_id arch, const char *model_ty
 static int pf__arch_is_speech(pf__arch_id arch) {
     const pf__policy_rows *rows = pf__rows(arch);
     for (size_t i = 0; i < rows->num_configs; i++)
-        if (rows->configs[i].arch == arch && rows->configs[i].offset == offsetof(pf__config, speech) &&
-            rows->configs[i].fallback != 0)
+        if (rows->configs[i].arch == arch && rows->configs[i].fallback != 0 &&
+            (rows->configs[i].offset == offsetof(pf__config, speech) ||
+             rows->configs[i].offset == offsetof(pf__config, mel_frontend)))
             return 1;
     return 0;
 }
@@ -3192,7 +3292,9 @@ static void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, siz
     case PF__SLOT_DIST_CLASSIFIER_BIAS: *rows = (size_t)c->num_labels; break;
     case PF__SLOT_LM_HEAD_BIAS: *rows = (size_t)c->vocab_size; break;
     case PF__SLOT_POSITION_EMBED: case PF__SLOT_ENC_POSITION_EMBED:
-        *rows = (size_t)c->max_positions + c->position_offset;
+        *rows = (size_t)(slot == PF__SLOT_ENC_POSITION_EMBED && c->encoder_max_positions ? c->encoder_max_positions
+                                                                                          : c->max_positions) +
+                c->position_offset;
         *cols = c->embed_norm_before_project ? e : h;
         break;
     case PF__SLOT_EMBED_NORM_WEIGHT: case PF__SLOT_EMBED_NORM_BIAS: *rows = c->embed_norm_before_project ? e : h; break;
@@ -14936,6 +15038,7 @@ struct pf_model {
     pf__st_index st;
     pf__source *sources;  /* [pf__num_slots] */
     float *scaled[6];     /* sources scaled at load (pf__scale_source), owned */
+    float *zero_bias;     /* [kv width] zeros: the key bias of models without one (k_bias_zero), owned */
     struct pf__speech *speech; /* a speech encoder's front end and CTC vocabulary, owned; else NULL */
     int num_scaled;
     pf_tokenizer *tokenizer;
@@ -17034,7 +17137,9 @@ static pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_
     g->dtype = dtype;
     g->num_ranks = num_ranks;
     g->max_batch = o->max_batch ? o->max_batch : 1;
-    g->cache_len = o->max_sequence_length ? o->max_sequence_length : c->max_positions;
+    /* an encoder longer than its decoder (Whisper) needs room for its frames */
+    int positions = c->encoder_max_positions > c->max_positions ? c->encoder_max_positions : c->max_positions;
+    g->cache_len = o->max_sequence_length ? o->max_sequence_length : positions;
     /* Scratch for the tokens of one step: a whole batch of full sequences for an encoder (its
        attention needs every position at once), a chunk of positions for a decoder (longer prompts
        run in chunks, pf__forward_in_chunks), never less than one token per sequence. */
@@ -17429,6 +17534,10 @@ typedef struct pf__speech {
     float *projection_bias;      /* [hidden] */
     float *pos_weight;           /* [hidden][hidden / groups][pos_kernel]: the effective weight */
     float *pos_bias;             /* [hidden] */
+    /* Whisper's log-mel front end (mel_frontend): two kernel-3 convolutions, their weights as
+       [out][in][3], each followed by GELU */
+    float *mel_conv1_weight, *mel_conv1_bias; /* [hidden][num_mel_bins][3], [hidden] */
+    float *mel_conv2_weight, *mel_conv2_bias; /* [hidden][hidden][3] (stride 2), [hidden] */
     size_t bytes;                /* the arrays above: host memory outside every rank's */
     /* CTC decoding, read by the first pf_ctc_decode */
     int vocab_read;
@@ -17445,6 +17554,7 @@ static void pf__speech_free(pf__speech *sp) {
     for (int l = 0; l < 16; l++) free(sp->conv_weight[l]), free(sp->conv_bias[l]), free(sp->conv_norm_weight[l]), free(sp->conv_norm_bias[l]);
     free(sp->projection_norm_weight), free(sp->projection_norm_bias), free(sp->projection_weight), free(sp->projection_bias);
     free(sp->pos_weight), free(sp->pos_bias);
+    free(sp->mel_conv1_weight), free(sp->mel_conv1_bias), free(sp->mel_conv2_weight), free(sp->mel_conv2_bias);
     for (int i = 0; i < sp->num_tokens; i++) free(sp->tokens[i]);
     free(sp->tokens), free(sp->pad), free(sp->delimiter), free(sp->unk);
     free(sp);
@@ -17787,6 +17897,55 @@ static void pf__subsampler_frontend(const pf_model *m, const float *features, si
     for (size_t i = 0; i < keep * in; i++) out[i] = x[i] * scale;
 }
 
+/* Whisper's front end tensors (under the blocks' prefix), as fp32 copies the model owns. */
+static pf_result pf__mel_load(pf_model *m, const char *prefix) {
+    const pf__config *c = &m->config;
+    m->speech = (pf__speech *)calloc(1, sizeof *m->speech);
+    if (!m->speech) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    pf__speech *sp = m->speech;
+    size_t d = (size_t)c->hidden_size, conv1[3] = {d, (size_t)c->num_mel_bins, 3}, conv2[3] = {d, d, 3}, bias[1] = {d};
+    pf_result r = pf__speech_tensor(m, prefix, "encoder.conv1.weight", conv1, 3, 1, &sp->mel_conv1_weight);
+    if (!r) r = pf__speech_tensor(m, prefix, "encoder.conv1.bias", bias, 1, 1, &sp->mel_conv1_bias);
+    if (!r) r = pf__speech_tensor(m, prefix, "encoder.conv2.weight", conv2, 3, 1, &sp->mel_conv2_weight);
+    if (!r) r = pf__speech_tensor(m, prefix, "encoder.conv2.bias", bias, 1, 1, &sp->mel_conv2_bias);
+    return r;
+}
+
+/* One row of log-mel features, mel [num_mel_bins][frames] (mel-major, as pf_audio_features gives
+   them), through Whisper's front end into out [frames / 2][hidden]: GELU(conv1(x)), kernel 3,
+   zero padding 1; then GELU(conv2(.)), kernel 3, stride 2, padding 1. The encoder's positions are
+   added on the ranks. Each convolution gathers PF__SPEECH_BLOCK output frames' inputs (im2col, in
+   the weight's [in][kernel] order) for the CPU backend's matmul. work holds frames x hidden, col
+   PF__SPEECH_BLOCK x hidden x 3 (hidden >= num_mel_bins, or num_mel_bins x 3 where it is larger). */
+static void pf__mel_frontend(const pf_model *m, const float *mel, int num_frames, float *out, float *work, float *col) {
+    const pf__config *c = &m->config;
+    const pf__speech *sp = m->speech;
+    size_t d = (size_t)c->hidden_size, M = (size_t)c->num_mel_bins, F = (size_t)num_frames, half = (F + 1) / 2;
+    pf__weight w1 = pf__speech_weight(sp->mel_conv1_weight, d, M * 3), w2 = pf__speech_weight(sp->mel_conv2_weight, d, d * 3);
+    for (size_t t0 = 0; t0 < F; t0 += PF__SPEECH_BLOCK) { /* conv1: frame t reads frames t - 1 .. t + 1 */
+        size_t n = F - t0 < PF__SPEECH_BLOCK ? F - t0 : PF__SPEECH_BLOCK;
+        for (size_t j = 0; j < n; j++)
+            for (size_t i = 0; i < M; i++)
+                for (size_t k = 0; k < 3; k++) {
+                    size_t t = t0 + j + k; /* the input frame, plus the padding of 1 */
+                    col[j * M * 3 + i * 3 + k] = t >= 1 && t - 1 < F ? mel[i * F + t - 1] : 0.0f;
+                }
+        pf__cpu_matmul_rows(work + t0 * d, col, &w1, sp->mel_conv1_bias, n);
+    }
+    for (size_t i = 0; i < F * d; i++) work[i] = pf__speech_gelu(work[i]);
+    for (size_t t0 = 0; t0 < half; t0 += PF__SPEECH_BLOCK) { /* conv2: frame t reads frames 2t - 1 .. 2t + 1 */
+        size_t n = half - t0 < PF__SPEECH_BLOCK ? half - t0 : PF__SPEECH_BLOCK;
+        for (size_t j = 0; j < n; j++)
+            for (size_t k = 0; k < 3; k++) {
+                size_t t = 2 * (t0 + j) + k; /* plus the padding of 1 */
+                const float *h = t >= 1 && t - 1 < F ? work + (t - 1) * d : NULL;
+                for (size_t i = 0; i < d; i++) col[j * d * 3 + i * 3 + k] = h ? h[i] : 0.0f;
+            }
+        pf__cpu_matmul_rows(out + t0 * d, col, &w2, sp->mel_conv2_bias, n);
+    }
+    for (size_t i = 0; i < half * d; i++) out[i] = pf__speech_gelu(out[i]);
+}
+
 /* Finds the source tensor of every slot, checking presence, dtype and shape. */
 static pf_result pf__resolve_sources(pf_model *m) {
     const pf__config *c = &m->config;
@@ -17893,6 +18052,21 @@ static pf_result pf__resolve_sources(pf_model *m) {
     }
     if (vocab_logits && !head->data && !c->tie_word_embeddings)
         return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing the LM head (config.json's tie_word_embeddings is false)", m->dir);
+    if (c->k_bias_zero) { /* a zero key bias where the layer's q and v have biases: the stack lines up */
+        size_t width = (size_t)c->num_kv_heads * c->head_dim; /* pf__slot_shape's rows of a key bias */
+        for (int l = 0; l < c->num_layers; l++) {
+            size_t base = pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+            pf__source *k = &m->sources[base + PF__SLOT_K_BIAS];
+            if (k->data || !m->sources[base + PF__SLOT_Q_BIAS].data || !m->sources[base + PF__SLOT_K_WEIGHT].data) continue;
+            if (!m->zero_bias && !(m->zero_bias = (float *)calloc(width, sizeof(float))))
+                return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+            k->data = (const uint8_t *)m->zero_bias;
+            k->dtype = PF__DTYPE_F32;
+            k->layout = PF__LAYOUT_VECTOR;
+            k->split = m->sources[base + PF__SLOT_V_BIAS].split;
+            pf__slot_shape(c, PF__SLOT_K_BIAS, &k->rows, &k->cols);
+        }
+    }
     /* Each layer's stacked biases must line up with its stacked weights. */
     for (int l = 0; l < c->num_layers; l++) {
         size_t base = pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
@@ -17913,6 +18087,7 @@ static pf_result pf__resolve_sources(pf_model *m) {
     }
     if (c->speech && (r = pf__speech_load(m, prefix))) return r;
     if (c->conv_subsampler && (r = pf__subsampler_load(m, prefix))) return r;
+    if (c->mel_frontend && (r = pf__mel_load(m, prefix))) return r;
     r = pf__account_tensors(m, prefix);
     if (r) return r;
     if (c->scale_decoder_outputs && c->num_layers > c->encoder_layers && pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ)
@@ -18170,6 +18345,7 @@ void pf_free(pf_model *m) {
     free(m->sources);
     for (int i = 0; i < m->num_scaled; i++) free(m->scaled[i]);
     pf__speech_free(m->speech);
+    free(m->zero_bias);
     free(m->logits);
     free(m->inv_freq);
     free(m->config.layer_window);
@@ -18177,6 +18353,7 @@ void pf_free(pf_model *m) {
     free(m->config.eos_ids);
     free(m->config.suppress_ids);
     free(m->config.begin_suppress_ids);
+    free(m->config.decoder_prompt_ids);
     free(m->dir);
     pthread_mutex_destroy(&m->request_lock);
     pthread_mutex_destroy(&m->batcher_start);
@@ -18202,6 +18379,7 @@ pf_model_info pf_get_info(const pf_model *m) {
     if (c->patch_size) info.image_size = c->image_size, info.patch_size = c->patch_size, info.num_channels = c->num_channels;
     if (c->speech) info.audio_stride = c->speech_config.stride, info.audio_min_samples = c->speech_config.min_samples;
     if (c->conv_subsampler) info.num_mel_bins = c->speech_config.feature_width; /* frame-major, any length */
+    if (c->mel_frontend) info.num_mel_bins = c->num_mel_bins, info.mel_major = 1, info.audio_frames = 2 * c->encoder_max_positions;
     info.head = c->head;
     info.num_labels = c->num_labels;
     info.eos_token_ids = c->eos_ids;
@@ -18236,7 +18414,8 @@ static pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf_par
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "max_batch %d is not in 0..4096", o.max_batch);
     /* A learned position table bounds the sequence; rotary and ALiBi positions do not. */
     int table = pf__archs[c->arch].positions == PF__POS_LEARNED || pf__archs[c->arch].positions == PF__POS_SINUSOIDAL;
-    int longest = table ? c->max_positions : PF__MAX_SEQUENCE;
+    int longest = !table ? PF__MAX_SEQUENCE : c->encoder_max_positions > c->max_positions ? c->encoder_max_positions
+                                                                                           : c->max_positions;
     if (o.max_sequence_length < 0 || o.max_sequence_length > longest)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "max_sequence_length %d is not in 0..%d%s", o.max_sequence_length,
                         longest, table ? " (the model's position table)" : "");
@@ -18434,7 +18613,7 @@ static pf_result pf__check_ids(pf_model *m, const int32_t *ids, size_t n) {
 static pf_result pf__check_source_ids(pf_model *m, const int32_t *ids, size_t n) {
     if (m->config.conv_subsampler)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\"'s encoder takes filter-bank features, not token ids "
-                        "(pf_encode_audio_features, pf_forward_seq2seq_audio, pf_generate_audio)", m->config.model_type);
+                        "(pf_encode_audio_features, pf_forward_audio, pf_generate_audio)", m->config.model_type);
     return pf__check_ids_below(m, ids, n, m->config.src_vocab_size ? m->config.src_vocab_size : m->config.vocab_size);
 }
 
@@ -18574,6 +18753,9 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an image encoder: pf_encode_images runs it", c->model_type);
     if (c->speech)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is a speech encoder: pf_encode_audio runs it", c->model_type);
+    if (c->mel_frontend)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes audio features: pf_encode_audio_features runs "
+                        "its encoder", c->model_type);
     if (pf__archs[c->arch].kind == PF__KIND_DECODER)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is a decoder: pf_forward and pf_generate run it",
                         c->model_type);
@@ -18744,25 +18926,19 @@ pf_result pf_encode_images(pf_model *m, const float *pixels, int batch, pf_encod
     return r;
 }
 
-/* A Speech2Text encoder pass: rows of filter-bank features (features[b]: num_frames[b] frames of
-   feature_width) through the host subsampler, left-padded to the longest row's encoder frames
-   (*width; (*pads)[b] each, malloc'd, the caller frees them), then the encoder tower on the ranks,
-   its output's keys and values into the decoder blocks' cross caches, and (hidden not NULL) its
-   last hidden state into hidden [batch][*width][hidden]. */
-static pf_result pf__subsampled_encoder_pass(pf_model *m, const char *what, const float *const *features,
-                                             const int *num_frames, int batch, float *hidden, int *width, int **pads) {
+/* Speech2Text's rows of filter-bank features (features[b]: num_frames[b] frames of feature_width)
+   through the host subsampler: *out [batch][*width][hidden] (malloc'd, the caller frees it), each
+   row's own encoder frames after its left pads (*pads, [batch], malloc'd; the pad rows zero). */
+static pf_result pf__subsampler_rows(pf_model *m, const char *call, const float *const *features, const int *num_frames,
+                                     int batch, float **out, int *width, int **pads) {
     const pf__config *c = &m->config;
-    *pads = NULL;
-    *width = 0;
-    if (!features || !num_frames || batch < 1)
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s needs features, their frame counts and batch >= 1", what);
     const pf__group *g = m->group;
-    if (batch > g->max_batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, g->max_batch);
     size_t feature_width = (size_t)c->speech_config.feature_width, longest = 0;
     for (int b = 0; b < batch; b++) {
         int n = num_frames[b];
         if (!features[b] || n < 1)
-            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d feature frames (at least 1)", b, features[b] ? n : 0);
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s: row %d has %d feature frames (at least 1)", call, b,
+                            features[b] ? n : 0);
         if (pf__subsampler_frames(c, n) > g->cache_len)
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d feature frames make %d encoder frames, above "
                             "max_sequence_length %d", b, n, pf__subsampler_frames(c, n), g->cache_len);
@@ -18774,69 +18950,23 @@ static pf_result pf__subsampled_encoder_pass(pf_model *m, const char *what, cons
     size_t B = (size_t)batch, d = (size_t)c->hidden_size, widest, col_width;
     pf__subsampler_sizes(c, longest, &widest, &col_width);
     float *work = (float *)malloc((2 * widest + (size_t)PF__SPEECH_BLOCK * col_width) * sizeof(float));
-    float *input = (float *)calloc(B * (size_t)T * d, sizeof(float)); /* pads: zeros, never attended to */
-    *pads = (int *)calloc(B, sizeof(int));
-    if (!work || !input || !*pads) {
-        free(work), free(input);
+    float *rows = (float *)calloc(B * (size_t)T * d, sizeof(float)); /* pads: zeros, never attended to */
+    int *row_pads = (int *)calloc(B, sizeof(int));
+    if (!work || !rows || !row_pads) {
+        free(work), free(rows), free(row_pads);
         return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }
     for (size_t b = 0; b < B; b++) {
         int frames = pf__subsampler_frames(c, num_frames[b]);
-        (*pads)[b] = T - frames;
+        row_pads[b] = T - frames;
         pf__subsampler_frontend(m, features[b], (size_t)num_frames[b], longest, (size_t)frames,
-                                input + (b * (size_t)T + (size_t)(*pads)[b]) * d, work, work + widest, work + 2 * widest);
+                                rows + (b * (size_t)T + (size_t)row_pads[b]) * d, work, work + widest, work + 2 * widest);
     }
-    pf__job job;
-    memset(&job, 0, sizeof job);
-    job.step.features = input;
-    job.step.batch = batch;
-    job.step.seq_len = T;
-    job.step.pad = *pads;
-    job.encoder_pass = 1;
-    job.hidden = hidden;
-    pf_result r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
-    free(work), free(input);
+    free(work);
+    *out = rows;
     *width = T;
-    return r;
-}
-
-/* Speech2Text's pf_encode_audio_features: the encoder's last hidden state of each row's own frames. */
-static pf_result pf__encode_subsampled_locked(pf_model *m, const float *const *features, const int *num_frames, int batch,
-                                              pf_encoding **out) {
-    const pf__config *c = &m->config;
-    size_t d = (size_t)c->hidden_size;
-    pf_result r = pf__ensure_group(m);
-    if (r) return r;
-    if (!features || !num_frames || batch < 1 || batch > m->group->max_batch)
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio_features needs features, their frame counts and "
-                        "batch in 1..%d", m->group->max_batch);
-    int longest = 0, width = 0, *pads = NULL;
-    for (int b = 0; b < batch; b++) longest = num_frames[b] > longest ? num_frames[b] : longest;
-    int T = longest > 0 ? pf__subsampler_frames(c, longest) : 0; /* larger than the cache: the pass refuses it */
-    float *hidden = T > 0 && T <= m->group->cache_len ? (float *)malloc((size_t)batch * (size_t)T * d * sizeof(float)) : NULL;
-    pf_encoding *e = (pf_encoding *)calloc(1, sizeof *e);
-    if (e) e->offsets = (int *)calloc((size_t)batch + 1, sizeof(int));
-    r = !e || !e->offsets || (T > 0 && T <= m->group->cache_len && !hidden)
-            ? PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory")
-            : pf__subsampled_encoder_pass(m, "pf_encode_audio_features", features, num_frames, batch, hidden, &width, &pads);
-    if (!r) { /* drop the pads: row b's frames are its last */
-        e->batch = batch;
-        e->hidden_size = (int)d;
-        e->head = PF_HEAD_NONE;
-        for (int b = 0; b < batch; b++) {
-            int frames = width - pads[b];
-            e->offsets[b + 1] = e->offsets[b] + frames;
-            memmove(hidden + (size_t)e->offsets[b] * d, hidden + ((size_t)b * width + (size_t)pads[b]) * d,
-                    (size_t)frames * d * sizeof(float));
-        }
-        e->last_hidden_state = hidden;
-        hidden = NULL;
-        *out = e;
-        e = NULL;
-    }
-    pf_encoding_free(e);
-    free(hidden), free(pads);
-    return r;
+    *pads = row_pads;
+    return PF_OK;
 }
 
 /* A speech encoder's request: each waveform through the host front end, then the blocks on the
@@ -19313,12 +19443,17 @@ static pf_result pf__pad_rows(pf_model *m, const char *what, const int32_t *cons
     return PF_OK;
 }
 
-/* An encoder-decoder's encoder over rows of sources [batch][width] (left pads): its output's keys
-   and values in every decoder block's cross cache, rows 0..batch-1. */
-static pf_result pf__encoder_pass(pf_model *m, const int32_t *sources, const int *pads, int batch, int width) {
+/* An encoder-decoder's encoder over rows of sources [batch][width] (left pads), or of a speech
+   encoder-decoder's front end output: its output's keys and values in every decoder block's cross
+   cache, rows 0..batch-1, and its last hidden state into hidden (host [batch][width][hidden]) when
+   given. */
+static pf_result pf__encoder_pass(pf_model *m, const int32_t *sources, const float *features, const int *pads, int batch,
+                                  int width, float *hidden) {
     pf__job job;
     memset(&job, 0, sizeof job);
     job.step.ids = sources;
+    job.step.features = features; /* a speech encoder-decoder's front end output [batch][width][hidden], or NULL */
+    job.hidden = hidden;
     job.step.batch = batch;
     job.step.seq_len = width;
     job.step.pad = pads;
@@ -19326,18 +19461,31 @@ static pf_result pf__encoder_pass(pf_model *m, const int32_t *sources, const int
     return pf__group_run(m->group, PF__JOB_FORWARD, &job);
 }
 
-/* The decoder's teacher-forced logits after an encoder pass (its output in the cross caches, rows
-   of src_width positions after src_pads): logits [sum of decoder_lengths][vocab], row b's after
-   row b-1's. */
-static pf_result pf__decoder_logits(pf_model *m, int src_width, const int *src_pads, const int32_t *const *decoder_ids,
-                                    const int *decoder_lengths, int batch, float *logits) {
-    int32_t *dec = NULL;
-    int *dec_pads = NULL, dec_width;
+static pf_result pf__forward_seq2seq_locked(pf_model *m, const int32_t *const *sources, const int *source_lengths,
+                                            const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
+                                            float *logits) {
+    if (!sources || !source_lengths || !decoder_ids || !decoder_lengths || !logits || batch < 1)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_forward_seq2seq needs sources, decoder inputs, their lengths, "
+                        "logits and batch >= 1");
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    if (!pf_get_info(m).is_encoder_decoder)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" (as loaded) is not an encoder-decoder",
+                        m->config.model_type);
+    if (m->config.mel_frontend)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes audio features: pf_forward_audio runs it",
+                        m->config.model_type);
+    if (batch > m->group->max_batch)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, m->group->max_batch);
+    int32_t *src = NULL, *dec = NULL;
+    int *src_pads = NULL, *dec_pads = NULL, src_width, dec_width;
     size_t vocab = (size_t)m->config.vocab_size;
     float *all = NULL;
-    pf_result r = pf__pad_rows(m, "decoder input", decoder_ids, decoder_lengths, batch, 0, &dec_width, &dec, &dec_pads);
+    r = pf__pad_rows(m, "source", sources, source_lengths, batch, 1, &src_width, &src, &src_pads);
+    if (!r) r = pf__pad_rows(m, "decoder input", decoder_ids, decoder_lengths, batch, 0, &dec_width, &dec, &dec_pads);
     if (!r && !(all = (float *)malloc((size_t)batch * dec_width * vocab * sizeof(float))))
         r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r) r = pf__encoder_pass(m, src, NULL, src_pads, batch, src_width, NULL);
     if (!r) {
         pf__job job;
         memset(&job, 0, sizeof job);
@@ -19354,65 +19502,7 @@ static pf_result pf__decoder_logits(pf_model *m, int src_width, const int *src_p
     for (int b = 0, row = 0; !r && b < batch; row += decoder_lengths[b++]) /* drop the pads */
         memcpy(logits + (size_t)row * vocab, all + ((size_t)b * dec_width + dec_pads[b]) * vocab,
                (size_t)decoder_lengths[b] * vocab * sizeof(float));
-    free(dec), free(dec_pads), free(all);
-    return r;
-}
-
-/* What pf_forward_seq2seq and pf_forward_seq2seq_audio check before their encoder pass. */
-static pf_result pf__seq2seq_request(pf_model *m, const char *what, const void *sources, const void *source_lengths,
-                                     const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
-                                     const float *logits) {
-    if (!sources || !source_lengths || !decoder_ids || !decoder_lengths || !logits || batch < 1)
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s needs sources, decoder inputs, their lengths, logits and batch >= 1",
-                        what);
-    pf_result r = pf__ensure_group(m);
-    if (r) return r;
-    if (!pf_get_info(m).is_encoder_decoder)
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" (as loaded) is not an encoder-decoder",
-                        m->config.model_type);
-    if (batch > m->group->max_batch)
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, m->group->max_batch);
-    return PF_OK;
-}
-
-static pf_result pf__forward_seq2seq_locked(pf_model *m, const int32_t *const *sources, const int *source_lengths,
-                                            const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
-                                            float *logits) {
-    pf_result r = pf__seq2seq_request(m, "pf_forward_seq2seq", sources, source_lengths, decoder_ids, decoder_lengths,
-                                      batch, logits);
-    if (r) return r;
-    int32_t *src = NULL;
-    int *src_pads = NULL, src_width;
-    r = pf__pad_rows(m, "source", sources, source_lengths, batch, 1, &src_width, &src, &src_pads);
-    if (!r) r = pf__encoder_pass(m, src, src_pads, batch, src_width);
-    if (!r) r = pf__decoder_logits(m, src_width, src_pads, decoder_ids, decoder_lengths, batch, logits);
-    free(src), free(src_pads);
-    return r;
-}
-
-static pf_result pf__forward_seq2seq_audio_locked(pf_model *m, const float *const *features, const int *num_frames,
-                                                  const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
-                                                  float *logits) {
-    pf_result r = pf__seq2seq_request(m, "pf_forward_seq2seq_audio", features, num_frames, decoder_ids, decoder_lengths,
-                                      batch, logits);
-    if (r) return r;
-    if (!m->config.conv_subsampler)
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\"'s encoder takes token ids (pf_forward_seq2seq)",
-                        m->config.model_type);
-    int *src_pads = NULL, src_width = 0;
-    r = pf__subsampled_encoder_pass(m, "pf_forward_seq2seq_audio", features, num_frames, batch, NULL, &src_width, &src_pads);
-    if (!r) r = pf__decoder_logits(m, src_width, src_pads, decoder_ids, decoder_lengths, batch, logits);
-    free(src_pads);
-    return r;
-}
-
-pf_result pf_forward_seq2seq_audio(pf_model *m, const float *const *features, const int *num_frames,
-                                   const int32_t *const *decoder_ids, const int *decoder_lengths, int batch, float *logits) {
-    if (!m) return PF_ERROR_INVALID_ARGUMENT;
-    pf_result r = pf__request_lock(m, "pf_forward_seq2seq_audio");
-    if (r) return r;
-    r = pf__forward_seq2seq_audio_locked(m, features, num_frames, decoder_ids, decoder_lengths, batch, logits);
-    pf__request_unlock(m);
+    free(src), free(src_pads), free(dec), free(dec_pads), free(all);
     return r;
 }
 
@@ -19856,6 +19946,9 @@ typedef struct pf__generation_state {
     uint64_t rng;
     /* encoder-decoders: the prompts are the sources, each row's decoder starts at the start token */
     int32_t *sources;             /* [batch][source_width], left-padded; NULL for a decoder */
+    const float *source_features; /* a speech encoder-decoder's front end output [batch][source_width]
+                                     [hidden] instead of sources; the caller's */
+    int seq2seq;                  /* 1: an encoder-decoder (sources or source_features) */
     int *source_pads;             /* [batch] */
     int *cross_pads;              /* [num_rows]: the source pads of each row's prompt */
     int source_width;
@@ -19884,7 +19977,11 @@ static pf_result pf__generation_resolve(pf__generation_state *st, const int32_t 
     st->max_length = o->max_new_tokens ? (long long)width + o->max_new_tokens
                      : o->max_length   ? o->max_length
                                        : (width + 20 < m->config.max_positions ? width + 20 : m->config.max_positions);
+    if (m->config.whisper_prompt && !o->max_new_tokens && o->max_length) /* Whisper's generate(): max_length new tokens */
+        st->max_length = (long long)o->max_length + width;
     if (st->max_length > g->cache_len) st->max_length = g->cache_len;
+    if (m->config.encoder_max_positions && st->max_length > m->config.max_positions) /* the cache outgrows the decoder's table */
+        st->max_length = m->config.max_positions;
     long long min_new = o->min_new_tokens ? (long long)width + o->min_new_tokens : o->min_length;
     st->min_length = min_new < INT_MAX ? (int)min_new : INT_MAX; /* longer than any row can grow */
     st->beams = o->num_beams;
@@ -19952,7 +20049,7 @@ static void pf__ban_source_ngrams(const pf__generation_state *st, int i, float *
    the decoder. */
 static pf_result pf__generation_prefill_seq2seq(pf__generation_state *st) {
     pf_model *m = st->m;
-    pf_result r = pf__encoder_pass(m, st->sources, st->source_pads, st->batch, st->source_width);
+    pf_result r = pf__encoder_pass(m, st->sources, st->source_features, st->source_pads, st->batch, st->source_width, NULL);
     for (int i = 0; i < st->num_rows; i++) {
         st->src[i] = i / st->per_prompt;
         st->cross_pads[i] = st->source_pads[i / st->per_prompt];
@@ -19968,7 +20065,7 @@ static pf_result pf__generation_prefill_seq2seq(pf__generation_state *st) {
 static pf_result pf__generation_prefill(pf__generation_state *st) {
     pf_model *m = st->m;
     int beams = st->beams, vocab = st->vocab;
-    if (st->sources) return pf__generation_prefill_seq2seq(st);
+    if (st->seq2seq) return pf__generation_prefill_seq2seq(st);
     if (beams == 1) return pf__generate_step(m, st->rows, st->num_rows, 1, st->ids, st->pads, NULL, 0);
     pf__row *firsts = (pf__row *)malloc((size_t)st->batch * sizeof *firsts);
     if (!firsts) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -20205,14 +20302,20 @@ static void pf__generation_free(pf__generation_state *st) {
     free(st->sources), free(st->source_pads), free(st->cross_pads);
 }
 
+/* features, feature_width: a speech encoder-decoder's front end output [batch][feature_width][hidden]
+   in place of the prompts (NULL for text), each row after its feature_pads [batch] (NULL: none). */
 static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts, const int *lengths, int batch,
-                                     const pf_generate_options *o, pf_generation *result) {
+                                     const pf_generate_options *o, pf_generation *result, const float *features,
+                                     int feature_width, const int *feature_pads) {
     pf_result r = pf__ensure_group(m);
     if (r) return r;
     if (m->config.head != PF_HEAD_CAUSAL_LM)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder: it does not generate (pf_encode runs it)",
                         m->config.model_type);
     if ((r = pf__check_generate_options(m, o, batch))) return r;
+    if (m->config.mel_frontend && !features)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes audio features: pf_generate_audio runs it",
+                        m->config.model_type);
     pf__generation_state st;
     memset(&st, 0, sizeof st);
     st.m = m;
@@ -20221,22 +20324,39 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
     st.logits = m->logits;
     memset(result, 0, sizeof *result);
     int32_t start = o->decoder_start_token_id >= 0 ? o->decoder_start_token_id : m->config.decoder_start_token_id;
-    const int32_t **starts = NULL; /* an encoder-decoder's decoder prompts: its start token */
+    const int32_t **starts = NULL; /* an encoder-decoder's decoder prompts: its start token, or options' decoder_prompt */
     int *start_lengths = NULL;
     if (pf__archs[m->config.arch].kind == PF__KIND_SEQ2SEQ) {
-        if (start < 0 || start >= m->config.vocab_size)
+        const int32_t *first = o->decoder_prompt ? o->decoder_prompt : &start;
+        int first_length = o->decoder_prompt ? o->decoder_prompt_length : 1;
+        if (!o->decoder_prompt && (start < 0 || start >= m->config.vocab_size))
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the decoder start token %d is not in the vocabulary (config.json's "
                             "decoder_start_token_id, or the options')", (int)start);
-        r = pf__pad_rows(m, "prompt", prompts, lengths, batch, 1, &st.source_width, &st.sources, &st.source_pads);
+        if (!o->decoder_prompt && m->config.detect_language)
+            return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "generation_config.json names no language, and Whisper's language "
+                            "detection is not supported: name it (its \"language\", or forced_decoder_ids' [1, id]) or "
+                            "give options->decoder_prompt");
+        if (o->decoder_prompt && (o->decoder_prompt_length < 1 || o->decoder_prompt_length >= m->config.max_positions))
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "decoder_prompt_length %d is not in 1..%d", o->decoder_prompt_length,
+                            m->config.max_positions - 1);
+        st.seq2seq = 1;
+        if (features) {
+            st.source_features = features;
+            st.source_width = feature_width;
+            if (!(st.source_pads = (int *)calloc((size_t)batch, sizeof(int)))) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+            for (int b = 0; !r && feature_pads && b < batch; b++) st.source_pads[b] = feature_pads[b];
+        } else {
+            r = pf__pad_rows(m, "prompt", prompts, lengths, batch, 1, &st.source_width, &st.sources, &st.source_pads);
+        }
         starts = (const int32_t **)malloc((size_t)batch * sizeof *starts);
         start_lengths = (int *)malloc((size_t)batch * sizeof *start_lengths);
         if (!r && (!starts || !start_lengths)) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-        for (int b = 0; !r && b < batch; b++) starts[b] = &start, start_lengths[b] = 1;
+        for (int b = 0; !r && b < batch; b++) starts[b] = first, start_lengths[b] = first_length;
         if (!r) prompts = starts, lengths = start_lengths;
     }
     if (!r) r = pf__generation_resolve(&st, prompts, lengths);
     if (!r) r = pf__generation_alloc(&st, prompts, lengths);
-    if (!r && st.sources && !(st.cross_pads = (int *)malloc((size_t)st.num_rows * sizeof(int))))
+    if (!r && st.seq2seq && !(st.cross_pads = (int *)malloc((size_t)st.num_rows * sizeof(int))))
         r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     pf__rope_reset(m);
 #ifdef PF_TESTING
@@ -20698,7 +20818,7 @@ pf_result pf_generate_batch(pf_model *m, const int32_t *const *prompts, const in
     if (pf__batchable(m, &o)) return pf__generate_batched(m, prompts, prompt_lengths, batch, &o, result);
     pf_result r = pf__request_lock(m, "pf_generate");
     if (r) return r;
-    r = pf__generate_locked(m, prompts, prompt_lengths, batch, &o, result);
+    r = pf__generate_locked(m, prompts, prompt_lengths, batch, &o, result, NULL, 0, NULL);
     pf__request_unlock(m);
     return r;
 }
@@ -20768,29 +20888,166 @@ pf_result pf_generate_text(pf_model *m, const char *prompt, const pf_generate_op
 
 /* ---- speech encoder-decoders: generation from audio features ---- */
 
-pf_result pf_generate_audio(pf_model *m, const float *const *features, const int *num_frames, int batch,
-                            const pf_generate_options *options, pf_generation *result) {
-    if (!m) return PF_ERROR_INVALID_ARGUMENT;
-    if (result) memset(result, 0, sizeof *result);
-    (void)options;
-    if (!features || !num_frames || batch < 1 || !result)
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_generate_audio needs features, their frame counts, batch >= 1 "
-                        "and a result");
-    return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is not a speech encoder-decoder", m->config.model_type);
+/* Checks a batch of feature rows and runs each through the host front end: *out [batch][*width]
+   [hidden] and the rows' left pads *pads [batch] (Whisper's: none), both the caller's to free. */
+static pf_result pf__audio_source_rows(pf_model *m, const char *call, const float *const *features, const int *num_frames,
+                                       int batch, float **out, int *width, int **pads) {
+    const pf__config *c = &m->config;
+    *out = NULL;
+    *width = 0;
+    *pads = NULL;
+    if (!c->mel_frontend && !c->conv_subsampler)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is not a speech encoder-decoder (%s takes audio "
+                        "features)", c->model_type, call);
+    if (!features || !num_frames || batch < 1)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s needs features, their frame counts and batch >= 1", call);
+    const pf__group *g = m->group;
+    if (batch > g->max_batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, g->max_batch);
+    if (c->conv_subsampler) return pf__subsampler_rows(m, call, features, num_frames, batch, out, width, pads);
+    int frames = 2 * c->encoder_max_positions, T = c->encoder_max_positions;
+    if (T > g->cache_len)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the encoder's %d positions exceed max_sequence_length %d", T, g->cache_len);
+    size_t M = (size_t)c->num_mel_bins, d = (size_t)c->hidden_size;
+    for (int b = 0; b < batch; b++) {
+        if (!features[b] || num_frames[b] != frames)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d frames of %zu mel bins; the model takes exactly %d "
+                            "(max_source_positions x 2: pf_audio_features pads or cuts every input to them)", b,
+                            features[b] ? num_frames[b] : 0, M, frames);
+        for (size_t i = 0; i < M * (size_t)frames; i++)
+            if (!isfinite(features[b][i])) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: features must be finite", b);
+    }
+    size_t widest = M > d ? M : d;
+    float *rows = (float *)malloc((size_t)batch * T * d * sizeof(float));
+    float *work = (float *)malloc(((size_t)frames * d + (size_t)PF__SPEECH_BLOCK * widest * 3) * sizeof(float));
+    *pads = (int *)calloc((size_t)batch, sizeof(int));
+    if (!rows || !work || !*pads) {
+        free(rows), free(work), free(*pads);
+        *pads = NULL;
+        return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int b = 0; b < batch; b++)
+        pf__mel_frontend(m, features[b], frames, rows + (size_t)b * T * d, work, work + (size_t)frames * d);
+    free(work);
+    *out = rows;
+    *width = T;
+    return PF_OK;
+}
+
+static pf_result pf__encode_audio_features_locked(pf_model *m, const float *const *features, const int *num_frames,
+                                                  int batch, pf_encoding **out) {
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    float *rows = NULL, *hidden = NULL;
+    int T = 0, *pads = NULL;
+    size_t d = (size_t)m->config.hidden_size;
+    if ((r = pf__audio_source_rows(m, "pf_encode_audio_features", features, num_frames, batch, &rows, &T, &pads))) return r;
+    pf_encoding *e = (pf_encoding *)calloc(1, sizeof *e);
+    hidden = (float *)malloc((size_t)batch * T * d * sizeof(float));
+    if (e) e->offsets = (int *)calloc((size_t)batch + 1, sizeof(int));
+    if (!e || !e->offsets || !hidden) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r) r = pf__encoder_pass(m, NULL, rows, pads, batch, T, hidden);
+    if (!r) {
+        e->batch = batch;
+        e->hidden_size = (int)d;
+        e->head = PF_HEAD_NONE;
+        for (int b = 0; b < batch; b++) { /* drop the left pads: row b's frames are its last */
+            e->offsets[b + 1] = e->offsets[b] + T - pads[b];
+            memmove(hidden + (size_t)e->offsets[b] * d, hidden + ((size_t)b * T + (size_t)pads[b]) * d,
+                    (size_t)(T - pads[b]) * d * sizeof(float));
+        }
+        e->last_hidden_state = hidden;
+        hidden = NULL;
+        *out = e;
+        e = NULL;
+    }
+    pf_encoding_free(e);
+    free(rows), free(pads), free(hidden);
+    return r;
 }
 
 pf_result pf_encode_audio_features(pf_model *m, const float *const *features, const int *num_frames, int batch,
                                    pf_encoding **out) {
     if (!m) return PF_ERROR_INVALID_ARGUMENT;
     if (out) *out = NULL;
-    if (!features || !num_frames || batch < 1 || !out)
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio_features needs features, their frame counts, "
-                        "batch >= 1 and an output");
-    if (!m->loaded || !m->config.conv_subsampler)
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is not a speech encoder-decoder", m->config.model_type);
+    if (!out) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio_features needs an output");
     pf_result r = pf__request_lock(m, "pf_encode_audio_features");
     if (r) return r;
-    r = pf__encode_subsampled_locked(m, features, num_frames, batch, out);
+    r = pf__encode_audio_features_locked(m, features, num_frames, batch, out);
+    pf__request_unlock(m);
+    return r;
+}
+
+static pf_result pf__forward_audio_locked(pf_model *m, const float *const *features, const int *num_frames,
+                                          const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
+                                          float *logits) {
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    if (!decoder_ids || !decoder_lengths || !logits)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_forward_audio needs decoder inputs, their lengths and logits");
+    for (int b = 0; b < batch && decoder_lengths; b++)
+        if (decoder_lengths[b] > m->config.max_positions)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d decoder tokens exceed the decoder's %d positions", b,
+                            decoder_lengths[b], m->config.max_positions);
+    float *rows = NULL, *all = NULL;
+    int32_t *dec = NULL;
+    int *dec_pads = NULL, *src_pads = NULL, T = 0, dec_width = 0;
+    size_t vocab = (size_t)m->config.vocab_size;
+    if ((r = pf__audio_source_rows(m, "pf_forward_audio", features, num_frames, batch, &rows, &T, &src_pads))) return r;
+    r = pf__pad_rows(m, "decoder input", decoder_ids, decoder_lengths, batch, 0, &dec_width, &dec, &dec_pads);
+    if (!r && !(all = (float *)malloc((size_t)batch * dec_width * vocab * sizeof(float))))
+        r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r) r = pf__encoder_pass(m, NULL, rows, src_pads, batch, T, NULL);
+    if (!r) {
+        pf__job job;
+        memset(&job, 0, sizeof job);
+        job.step.ids = dec;
+        job.step.batch = batch;
+        job.step.seq_len = dec_width;
+        job.step.pad = dec_pads;
+        job.step.cross_len = T;
+        job.step.cross_pad = src_pads;
+        job.logits = all;
+        job.all_positions = 1;
+        r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
+    }
+    for (int b = 0, row = 0; !r && b < batch; row += decoder_lengths[b++]) /* drop the pads */
+        memcpy(logits + (size_t)row * vocab, all + ((size_t)b * dec_width + dec_pads[b]) * vocab,
+               (size_t)decoder_lengths[b] * vocab * sizeof(float));
+    free(rows), free(all), free(dec), free(dec_pads), free(src_pads);
+    return r;
+}
+
+pf_result pf_forward_audio(pf_model *m, const float *const *features, const int *num_frames,
+                           const int32_t *const *decoder_ids, const int *decoder_lengths, int batch, float *logits) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    pf_result r = pf__request_lock(m, "pf_forward_audio");
+    if (r) return r;
+    r = pf__forward_audio_locked(m, features, num_frames, decoder_ids, decoder_lengths, batch, logits);
+    pf__request_unlock(m);
+    return r;
+}
+
+static pf_result pf__generate_audio_locked(pf_model *m, const float *const *features, const int *num_frames, int batch,
+                                           const pf_generate_options *o, pf_generation *result) {
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    float *rows = NULL;
+    int T = 0, *pads = NULL;
+    if ((r = pf__audio_source_rows(m, "pf_generate_audio", features, num_frames, batch, &rows, &T, &pads))) return r;
+    r = pf__generate_locked(m, NULL, NULL, batch, o, result, rows, T, pads);
+    free(rows), free(pads);
+    return r;
+}
+
+pf_result pf_generate_audio(pf_model *m, const float *const *features, const int *num_frames, int batch,
+                            const pf_generate_options *options, pf_generation *result) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    if (result) memset(result, 0, sizeof *result);
+    if (!result) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_generate_audio needs a result");
+    pf_generate_options o = options ? *options : m->generate_defaults;
+    pf_result r = pf__request_lock(m, "pf_generate_audio");
+    if (r) return r;
+    r = pf__generate_audio_locked(m, features, num_frames, batch, &o, result);
     pf__request_unlock(m);
     return r;
 }

@@ -417,17 +417,6 @@ pf_result pf_forward(pf_model *model, const int32_t *ids, int batch, int seq_len
 pf_result pf_forward_seq2seq(pf_model *model, const int32_t *const *source_ids, const int *source_lengths,
                              const int32_t *const *decoder_ids, const int *decoder_lengths, int batch, float *logits);
 
-/* A speech encoder-decoder's logits for given decoder inputs (teacher forcing), as
-   pf_forward_seq2seq's with filter-bank features for sources (Speech2Text): row b's features[b]
-   ([num_frames[b]][num_mel_bins] floats, as pf_audio_features gives them) through the encoder
-   (as pf_encode_audio_features runs it), then decoder_ids[b] (decoder_lengths[b] tokens) through
-   the decoder. logits: [sum of decoder_lengths][vocab_size], the caller's. PF_ERROR_UNSUPPORTED
-   for a model whose encoder takes token ids; otherwise errors as pf_forward_seq2seq's and
-   pf_encode_audio_features'.
-   Threads: as pf_forward. */
-pf_result pf_forward_seq2seq_audio(pf_model *model, const float *const *features, const int *num_frames,
-                                   const int32_t *const *decoder_ids, const int *decoder_lengths, int batch, float *logits);
-
 /* ---- encoders (BERT and its kin) ------------------------------------------------------------- */
 
 /* What pf_encode returns for a batch; every array belongs to it (pf_encoding_free). Per-token
@@ -707,6 +696,14 @@ void pf_string_free(char *text); /* NULL is fine; any thread */
    Threads: as pf_generate_batch. */
 pf_result pf_generate_audio(pf_model *model, const float *const *features, const int *num_frames, int batch,
                             const pf_generate_options *options, pf_generation *result);
+
+/* A speech encoder-decoder's logits for given decoder inputs (teacher forcing), as
+   pf_forward_seq2seq's with features as pf_generate_audio takes them in place of source ids: row
+   b's decoder input decoder_ids[b] (decoder_lengths[b] tokens, up to the decoder's max_positions)
+   after its features through the encoder. logits: [sum of decoder_lengths][vocab_size], the
+   caller's. Results: as pf_generate_audio's. Threads: as pf_forward. */
+pf_result pf_forward_audio(pf_model *model, const float *const *features, const int *num_frames,
+                           const int32_t *const *decoder_ids, const int *decoder_lengths, int batch, float *logits);
 
 /* The encoder's last hidden state of a speech encoder-decoder for features as pf_generate_audio
    takes them: last_hidden_state [frames of all rows][hidden] (offsets: where each row starts; a

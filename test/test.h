@@ -97,6 +97,7 @@ void test_bad_input(void);
 void test_config(void);
 void test_encoders(void);
 void test_seq2seq(void);
+void test_whisper(void);
 void test_cli(void);
 void test_chat(void);
 void test_generation(void);

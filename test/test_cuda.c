@@ -987,7 +987,7 @@ static void test_speech_seq2seq(const char *name) {
     po.max_batch = 2;
     if (r == PF_OK) r = want && got ? pf_parallelize(m, 1, &po) : PF_ERROR_OUT_OF_MEMORY;
     if (r == PF_OK) r = pf_encode_audio_features(m, rows_in, frames, 2, &want_e);
-    if (r == PF_OK) r = pf_forward_seq2seq_audio(m, rows_in, frames, dec, decoder_lengths, 2, want);
+    if (r == PF_OK) r = pf_forward_audio(m, rows_in, frames, dec, decoder_lengths, 2, want);
     CHECK_MSG(r == PF_OK, "%s on the CPU: %s", name, pf_error_message(m));
     for (int ranks = 1; r == PF_OK && ranks <= 2; ranks++) {
         pf_encoding *got_e = NULL;
@@ -995,7 +995,7 @@ static void test_speech_seq2seq(const char *name) {
         po.dtype = PF_DTYPE_F32;
         pf_result rr = pf_parallelize(m, ranks, &po);
         if (rr == PF_OK) rr = pf_encode_audio_features(m, rows_in, frames, 2, &got_e);
-        if (rr == PF_OK) rr = pf_forward_seq2seq_audio(m, rows_in, frames, dec, decoder_lengths, 2, got);
+        if (rr == PF_OK) rr = pf_forward_audio(m, rows_in, frames, dec, decoder_lengths, 2, got);
         CHECK_MSG(rr == PF_OK, "%s on %d GPU ranks: %s", name, ranks, pf_error_message(m));
         if (rr) {
             pf_encoding_free(got_e);

@@ -14,6 +14,7 @@ int main(int argc, char **argv) {
         {"config", test_config},
         {"encoders", test_encoders},
         {"seq2seq", test_seq2seq},
+        {"whisper", test_whisper},
         {"generation", test_generation},
         {"cli", test_cli},
         {"fuzz", test_fuzz},

@@ -306,9 +306,9 @@ static void s2t_check_outputs(pf_model *m, const char *what, const char *dir, co
     const int32_t *dec[S2T_ROWS] = {ref->decoder[0], ref->decoder[1]};
     size_t tokens = (size_t)(ref->decoder_lengths[0] + ref->decoder_lengths[1]);
     float *logits = (float *)malloc(tokens * (size_t)info.vocab_size * sizeof(float));
-    r = logits ? pf_forward_seq2seq_audio(m, features, ref->feature_frames, dec, ref->decoder_lengths, S2T_ROWS, logits)
+    r = logits ? pf_forward_audio(m, features, ref->feature_frames, dec, ref->decoder_lengths, S2T_ROWS, logits)
                : PF_ERROR_OUT_OF_MEMORY;
-    CHECK_MSG(r == PF_OK, "%s: pf_forward_seq2seq_audio: %s", what, pf_error_message(m));
+    CHECK_MSG(r == PF_OK, "%s: pf_forward_audio: %s", what, pf_error_message(m));
     if (r == PF_OK) check_floats(what, dir, "teacher_logits.bin", logits, tokens * (size_t)info.vocab_size);
     free(logits);
 }
@@ -435,19 +435,19 @@ static void s2t_test_bad_calls(pf_model *m, const s2t_reference *ref, const floa
     for (int i = 0; i < 20; i++) nan_frame[i] = i == 7 ? 0.0f / 0.0f : 0.5f;
     const float *nan_rows[1] = {nan_frame};
     CHECK(pf_encode_audio_features(m, nan_rows, &one, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
-    CHECK(pf_forward_seq2seq_audio(m, features, ref->feature_frames, NULL, ref->decoder_lengths, 1, logits) ==
+    CHECK(pf_forward_audio(m, features, ref->feature_frames, NULL, ref->decoder_lengths, 1, logits) ==
           PF_ERROR_INVALID_ARGUMENT);
-    CHECK(pf_forward_seq2seq_audio(NULL, features, ref->feature_frames, ids, &one, 1, logits) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_forward_audio(NULL, features, ref->feature_frames, ids, &one, 1, logits) == PF_ERROR_INVALID_ARGUMENT);
     int32_t outside[1] = {60};
     const int32_t *bad[1] = {outside};
-    CHECK(pf_forward_seq2seq_audio(m, features, ref->feature_frames, bad, &one, 1, logits) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_forward_audio(m, features, ref->feature_frames, bad, &one, 1, logits) == PF_ERROR_INVALID_ARGUMENT);
     CHECK(pf_encode_audio_features(m, features, &one, 1, &e) == PF_OK && e && e->offsets[1] == 1); /* one frame makes one */
     pf_encoding_free(e);
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/m2m100-s2s", test_fixtures);
     pf_model *text = NULL;
     if (pf_load(dir, NULL, &text) == PF_OK)
-        CHECK(pf_forward_seq2seq_audio(text, features, ref->feature_frames, ids, &one, 1, logits) == PF_ERROR_UNSUPPORTED);
+        CHECK(pf_forward_audio(text, features, ref->feature_frames, ids, &one, 1, logits) == PF_ERROR_UNSUPPORTED);
     pf_free(text);
 }
 

@@ -1,0 +1,281 @@
+/* Whisper (issue 16; test/make_whisper_fixtures.py): a tiny WhisperForConditionalGeneration, 48
+   wide, 6 heads, 2 + 2 layers, 100 mel frames of 80 bins (max_source_positions 50, an encoder
+   longer than the decoder's 40 positions). Two rows of features: the encoder's last hidden state
+   and the teacher-forced logits within 1e-4 of transformers, greedy, beam and language/task
+   generations token-identical, on 1, 2 and 3 ranks and after pf_to_cpu; features computed by
+   pf_audio_features from the samples give the same tokens; bad input refused. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../parallelformers.h"
+#include "test.h"
+
+#define TOLERANCE 1e-4f
+#define MELS 80
+#define FRAMES 100
+#define POSITIONS 50
+#define HIDDEN 48
+
+/* Lines of space-separated ids: rows[r] gets line r's ids (at most TEST_MAX_IDS), lengths[r] their
+   count; returns the number of lines (at most cap), -1 when the file is missing. */
+static int read_id_lines(const char *dir, const char *file, int32_t rows[][TEST_MAX_IDS], int *lengths, int cap) {
+    char path[1100];
+    size_t size = 0;
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    char *text = test_read_file(path, &size), *p = text;
+    if (!text) return -1;
+    int n = 0;
+    while (*p && n < cap) {
+        lengths[n] = 0;
+        while (*p && *p != '\n') {
+            char *end;
+            long v = strtol(p, &end, 10);
+            if (end == p) break;
+            if (lengths[n] < TEST_MAX_IDS) rows[n][lengths[n]++] = (int32_t)v;
+            p = end;
+            while (*p == ' ') p++;
+        }
+        if (*p == '\n') p++;
+        n++;
+    }
+    free(text);
+    return n;
+}
+
+static void check_tokens(const char *what, const pf_generation *g, int row, const int32_t *want, int want_length) {
+    int same = row < g->num_sequences && g->lengths[row] == want_length &&
+               !memcmp(g->tokens[row], want, (size_t)want_length * sizeof(int32_t));
+    char got[512] = "";
+    for (int i = 0; row < g->num_sequences && i < g->lengths[row] && strlen(got) < 480; i++)
+        snprintf(got + strlen(got), sizeof got - strlen(got), "%d ", (int)g->tokens[row][i]);
+    CHECK_MSG(same, "%s: row %d generated %s(%d tokens), transformers %d tokens", what, row, got,
+              row < g->num_sequences ? g->lengths[row] : -1, want_length);
+}
+
+static void check_floats(const char *what, const char *dir, const char *file, const float *got, size_t count) {
+    char path[1100];
+    size_t n = 0;
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    float *want = test_read_floats(path, &n);
+    CHECK_MSG(want && n == count, "%s: %s holds %zu floats, want %zu", what, file, n, count);
+    if (want && n == count) {
+        float diff = test_max_abs_diff(got, want, n);
+        CHECK_MSG(diff <= TOLERANCE, "%s: %s differs from transformers by %g", what, file, diff);
+    }
+    free(want);
+}
+
+/* Every output of the fixture on the model as it is now (parallelized or gathered). */
+static void check_outputs(pf_model *m, const char *what, const char *dir, const float *const *rows) {
+    int frames[2] = {FRAMES, FRAMES};
+    pf_encoding *e = NULL;
+    pf_result r = pf_encode_audio_features(m, rows, frames, 2, &e);
+    CHECK_MSG(r == PF_OK && e && e->batch == 2 && e->offsets[2] == 2 * POSITIONS && e->hidden_size == HIDDEN, "%s: %s",
+              what, pf_error_message(m));
+    if (r == PF_OK) check_floats(what, dir, "encoder_hidden.bin", e->last_hidden_state, 2 * POSITIONS * HIDDEN);
+    pf_encoding_free(e);
+
+    int32_t ids[1][TEST_MAX_IDS];
+    int length = 0, vocab = pf_get_info(m).vocab_size;
+    CHECK(read_id_lines(dir, "decoder_ids.txt", ids, &length, 1) == 1 && length > 4);
+    const int32_t *decoder[2] = {ids[0], ids[0]};
+    int lengths[2] = {length, length};
+    float *logits = (float *)malloc((size_t)2 * length * vocab * sizeof(float));
+    r = logits ? pf_forward_audio(m, rows, frames, decoder, lengths, 2, logits) : PF_ERROR_OUT_OF_MEMORY;
+    CHECK_MSG(r == PF_OK, "%s: pf_forward_audio: %s", what, pf_error_message(m));
+    if (r == PF_OK) check_floats(what, dir, "decoder_logits.bin", logits, (size_t)2 * length * vocab);
+    free(logits);
+
+    int32_t want[4][TEST_MAX_IDS];
+    int want_lengths[4];
+    pf_generation g;
+    pf_generate_options o = pf_model_generate_options(m);
+    o.max_new_tokens = 12;
+    r = pf_generate_audio(m, rows, frames, 2, &o, &g);
+    CHECK_MSG(r == PF_OK && g.num_sequences == 2, "%s: greedy: %s", what, pf_error_message(m));
+    CHECK(read_id_lines(dir, "greedy.txt", want, want_lengths, 4) == 2);
+    for (int b = 0; r == PF_OK && b < 2; b++) check_tokens(what, &g, b, want[b], want_lengths[b]);
+    pf_generation_free(&g);
+
+    o.max_new_tokens = 8;
+    o.num_beams = 3;
+    r = pf_generate_audio(m, rows, frames, 2, &o, &g);
+    CHECK_MSG(r == PF_OK && g.num_sequences == 2, "%s: beams: %s", what, pf_error_message(m));
+    CHECK(read_id_lines(dir, "beam.txt", want, want_lengths, 4) == 2);
+    for (int b = 0; r == PF_OK && b < 2; b++) check_tokens(what, &g, b, want[b], want_lengths[b]);
+    pf_generation_free(&g);
+
+    /* language="fr", task="translate": the prompt is the caller's, the rest the model's */
+    CHECK(read_id_lines(dir, "translate.txt", want, want_lengths, 4) == 3);
+    o = pf_model_generate_options(m);
+    o.max_new_tokens = 12;
+    o.decoder_prompt = want[0];
+    o.decoder_prompt_length = want_lengths[0];
+    r = pf_generate_audio(m, rows, frames, 2, &o, &g);
+    CHECK_MSG(r == PF_OK && g.num_sequences == 2, "%s: translate: %s", what, pf_error_message(m));
+    for (int b = 0; r == PF_OK && b < 2; b++) check_tokens(what, &g, b, want[b + 1], want_lengths[b + 1]);
+    pf_generation_free(&g);
+}
+
+/* The features pf_audio_features computes from the samples drive the same greedy tokens. */
+static void check_from_samples(pf_model *m, const char *dir) {
+    char path[1100], error[256];
+    size_t n = 0;
+    snprintf(path, sizeof path, "%s/samples.bin", dir);
+    float *samples = test_read_floats(path, &n);
+    pf_audio_processor *proc = NULL;
+    CHECK_MSG(pf_audio_processor_load(dir, &proc, error, sizeof error) == PF_OK, "%s", error);
+    pf_model_info info = pf_get_info(m);
+    size_t rows = 0, cols = 0;
+    float *features = (float *)malloc(2 * MELS * FRAMES * sizeof(float));
+    if (proc && samples && features && n == 24000) {
+        CHECK(pf_audio_features_size(proc, 12000, &rows, &cols, error, sizeof error) == PF_OK);
+        CHECK_MSG(info.mel_major && rows == (size_t)info.num_mel_bins && cols == (size_t)info.audio_frames,
+                  "features %zu x %zu, the model's %d x %d (mel-major %d)", rows, cols, info.num_mel_bins,
+                  info.audio_frames, info.mel_major);
+        for (int b = 0; b < 2; b++)
+            CHECK(pf_audio_features(proc, samples + b * 12000, 12000, features + b * MELS * FRAMES, MELS * FRAMES, error,
+                                    sizeof error) == PF_OK);
+        const float *feature_rows[2] = {features, features + MELS * FRAMES};
+        int frames[2] = {(int)cols, (int)cols};
+        int32_t want[2][TEST_MAX_IDS];
+        int want_lengths[2];
+        pf_generation g;
+        pf_generate_options o = pf_model_generate_options(m);
+        o.max_new_tokens = 12;
+        pf_result r = pf_generate_audio(m, feature_rows, frames, 2, &o, &g);
+        CHECK_MSG(r == PF_OK, "from samples: %s", pf_error_message(m));
+        CHECK(read_id_lines(dir, "greedy.txt", want, want_lengths, 2) == 2);
+        for (int b = 0; r == PF_OK && b < 2; b++) check_tokens("from samples", &g, b, want[b], want_lengths[b]);
+        pf_generation_free(&g);
+    }
+    free(features);
+    free(samples);
+    pf_audio_processor_free(proc);
+}
+
+static void check_refusals(pf_model *m, const float *const *rows) {
+    int frames[3] = {FRAMES, FRAMES, FRAMES}, short_frames[2] = {FRAMES, FRAMES - 1};
+    const float *none[2] = {rows[0], NULL}, *three[3] = {rows[0], rows[0], rows[0]};
+    pf_generation g;
+    pf_encoding *e = NULL;
+    float logits[4];
+    int32_t ids[2] = {1, 2};
+    const int32_t *decoder[2] = {ids, ids};
+    int lengths[2] = {2, 2}, one = 2;
+    CHECK(pf_generate_audio(m, NULL, frames, 1, NULL, &g) == PF_ERROR_INVALID_ARGUMENT && g.num_sequences == 0);
+    CHECK(pf_generate_audio(m, rows, NULL, 1, NULL, &g) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_generate_audio(m, rows, frames, 0, NULL, &g) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_generate_audio(m, rows, frames, 1, NULL, NULL) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_generate_audio(m, none, frames, 2, NULL, &g) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_generate_audio(m, three, frames, 3, NULL, &g) == PF_ERROR_INVALID_ARGUMENT); /* above max_batch */
+    CHECK(pf_generate_audio(m, rows, short_frames, 2, NULL, &g) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(pf_error_message(m), "row 1: 99 frames") && strstr(pf_error_message(m), "exactly 100"), "%s",
+              pf_error_message(m));
+    CHECK(pf_generate_audio(NULL, rows, frames, 1, NULL, &g) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_encode_audio_features(m, rows, short_frames, 2, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+    CHECK(pf_encode_audio_features(m, rows, frames, 2, NULL) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_forward_audio(m, rows, frames, decoder, lengths, 2, NULL) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_forward_audio(m, rows, short_frames, decoder, lengths, 2, logits) == PF_ERROR_INVALID_ARGUMENT);
+    int too_long[2] = {41, 2}; /* past the decoder's 40 positions, though the cache holds 50 */
+    CHECK(pf_forward_audio(m, rows, frames, decoder, too_long, 2, logits) == PF_ERROR_INVALID_ARGUMENT);
+    float *nan_row = (float *)malloc(MELS * FRAMES * sizeof(float));
+    if (nan_row) {
+        memcpy(nan_row, rows[0], MELS * FRAMES * sizeof(float));
+        nan_row[123] = NAN;
+        const float *nan_rows[1] = {nan_row};
+        CHECK(pf_generate_audio(m, nan_rows, frames, 1, NULL, &g) == PF_ERROR_INVALID_ARGUMENT);
+        free(nan_row);
+    }
+    pf_generate_options o = pf_model_generate_options(m);
+    int32_t bad_prompt[1] = {100000};
+    o.decoder_prompt = bad_prompt;
+    o.decoder_prompt_length = 1;
+    CHECK(pf_generate_audio(m, rows, frames, 1, &o, &g) == PF_ERROR_INVALID_ARGUMENT);
+    o.decoder_prompt_length = 0;
+    CHECK(pf_generate_audio(m, rows, frames, 1, &o, &g) == PF_ERROR_INVALID_ARGUMENT);
+    /* the calls that take token ids: the encoder takes features */
+    char *text = NULL;
+    CHECK(pf_generate_text(m, "a", NULL, &text) == PF_ERROR_UNSUPPORTED && !text);
+    CHECK(pf_encode(m, decoder, NULL, &one, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
+    CHECK(pf_forward_seq2seq(m, decoder, lengths, decoder, lengths, 1, logits) == PF_ERROR_UNSUPPORTED);
+}
+
+/* Audio features into a text model. */
+static void check_other_models(const float *const *rows) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/bart-s2s", test_fixtures);
+    pf_model *m = NULL;
+    int frames[1] = {FRAMES};
+    pf_generation g;
+    pf_encoding *e = NULL;
+    CHECK(pf_load(dir, NULL, &m) == PF_OK);
+    CHECK(pf_generate_audio(m, rows, frames, 1, NULL, &g) == PF_ERROR_UNSUPPORTED);
+    CHECK(strstr(pf_error_message(m), "not a speech encoder-decoder"));
+    CHECK(pf_encode_audio_features(m, rows, frames, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
+    CHECK(pf_get_info(m).num_mel_bins == 0 && pf_get_info(m).audio_frames == 0);
+    pf_free(m);
+}
+
+void test_whisper(void) {
+    char dir[1024], path[1100];
+    snprintf(dir, sizeof dir, "%s/whisper", test_fixtures);
+    snprintf(path, sizeof path, "%s/features.bin", dir);
+    size_t n = 0;
+    float *features = test_read_floats(path, &n);
+    CHECK_MSG(features && n == 2 * MELS * FRAMES, "%s: %zu floats", path, n);
+    if (!features || n != 2 * MELS * FRAMES) {
+        free(features);
+        return;
+    }
+    const float *rows[2] = {features, features + MELS * FRAMES};
+    pf_model *m = NULL;
+    pf_result r = pf_load(dir, NULL, &m);
+    CHECK_MSG(r == PF_OK, "loading whisper: %s", pf_error_message(m));
+    pf_model_info info = pf_get_info(m);
+    CHECK_MSG(r != PF_OK || (info.is_encoder_decoder && info.num_mel_bins == MELS && info.mel_major == 1 &&
+                             info.audio_frames == FRAMES && info.hidden_size == HIDDEN && info.num_encoder_layers == 2),
+              "info: encoder-decoder %d, %d mel bins, mel-major %d, %d frames", info.is_encoder_decoder, info.num_mel_bins,
+              info.mel_major, info.audio_frames);
+    pf_generate_options defaults = pf_model_generate_options(m);
+    int32_t prompt[1][TEST_MAX_IDS];
+    int prompt_length = 0;
+    CHECK(read_id_lines(dir, "prompt.txt", prompt, &prompt_length, 1) == 1);
+    CHECK_MSG(defaults.decoder_prompt && defaults.decoder_prompt_length == prompt_length &&
+                  !memcmp(defaults.decoder_prompt, prompt[0], (size_t)prompt_length * sizeof(int32_t)),
+              "the prompt from generation_config.json: %d tokens, want %d", defaults.decoder_prompt_length, prompt_length);
+    CHECK(defaults.num_suppress_tokens > 100 && defaults.num_begin_suppress_tokens == 2);
+    for (int ranks = 1; r == PF_OK && ranks <= 4; ranks++) { /* 4: after pf_to_cpu */
+        char what[64];
+        snprintf(what, sizeof what, ranks < 4 ? "whisper on %d ranks" : "whisper after pf_to_cpu", ranks);
+        pf_parallel_options po = pf_parallel_options_init();
+        po.device = PF_DEVICE_CPU;
+        po.max_batch = 6; /* 2 rows x 3 beams */
+        pf_result rr = ranks < 4 ? pf_parallelize(m, ranks, &po) : pf_to_cpu(m);
+        CHECK_MSG(rr == PF_OK, "%s: %s", what, pf_error_message(m));
+        if (rr) continue;
+        check_outputs(m, what, dir, rows);
+        if (ranks == 2) check_from_samples(m, dir);
+    }
+    if (r == PF_OK) {
+        pf_parallel_options po = pf_parallel_options_init();
+        po.device = PF_DEVICE_CPU;
+        po.max_batch = 2;
+        CHECK(pf_parallelize(m, 2, &po) == PF_OK);
+        check_refusals(m, rows);
+        po.max_sequence_length = 40; /* the decoder's length: the encoder's 50 frames do not fit */
+        int frames[1] = {FRAMES};
+        pf_generation g;
+        CHECK(pf_parallelize(m, 1, &po) == PF_OK);
+        CHECK(pf_generate_audio(m, rows, frames, 1, NULL, &g) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(pf_error_message(m), "max_sequence_length"), "%s", pf_error_message(m));
+        po.max_sequence_length = 51;
+        CHECK(pf_parallelize(m, 1, &po) == PF_ERROR_INVALID_ARGUMENT);
+    }
+    pf_free(m);
+    check_other_models(rows);
+    free(features);
+}
