@@ -22,7 +22,9 @@ reference.txt lines:
     feature_frames F0 F1       the extractor's frames of each (its attention mask's sums)
     encoder_frames E0 E1       the encoder's frames of each (transformers' _get_feat_extract_output_lengths)
     decoder_ids ID,ID,...      one line per row: the teacher-forced decoder inputs
-    generated ID,ID,...        one line per row: model.generate(input_features, attention_mask) greedy
+    NAME ID,ID,...             one line per row for each generate() case of GENERATE_CASES
+                               (model.generate(input_features, attention_mask=..., **kwargs)), with
+                               the decoder start token, up to the first eos
 """
 from pathlib import Path
 
@@ -39,6 +41,12 @@ SHAPE = dict(vocab_size=60, d_model=48, encoder_layers=2, decoder_layers=2, enco
              attention_dropout=0.0, activation_dropout=0.0, encoder_layerdrop=0.0, decoder_layerdrop=0.0,
              pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2)
 DECODER_IDS = [[2, 17, 5, 40, 23, 9, 31], [2, 44, 12, 6]]
+GENERATE_CASES = [  # name, generate() kwargs over generation_config.json (greedy, max_new_tokens 12)
+    ("generated", {}),
+    ("generated_eos", {"eos_token_id": 4}),  # row 0 ends early, row 1 runs on: the batch's finished rows
+    ("generated_forced", {"forced_bos_token_id": 7}),
+    ("generated_beams", {"num_beams": 2}),
+]
 
 
 def randomise(model):
@@ -87,7 +95,7 @@ def main():
         width = max(len(r) for r in DECODER_IDS)
         decoder = torch.tensor([r + [config.pad_token_id] * (width - len(r)) for r in DECODER_IDS])
         logits = model(features, attention_mask=mask, decoder_input_ids=decoder).logits
-        generated = model.generate(features, attention_mask=mask)
+        generated = {name: model.generate(features, attention_mask=mask, **kwargs) for name, kwargs in GENERATE_CASES}
     assert not torch.allclose(alone[:int(encoder_frames[1])], encoded[1, :int(encoder_frames[1])], atol=1e-3), \
         "the padded batch should change the shorter row's frames"
 
@@ -98,22 +106,28 @@ def main():
     alone.numpy().astype("<f4").tofile(out_dir / "encoder_alone.bin")
     np.concatenate([logits[b, :len(r)].numpy() for b, r in enumerate(DECODER_IDS)]).astype("<f4").tofile(
         out_dir / "teacher_logits.bin")
-    rows = []
-    for b in range(2):  # generate pads finished rows with pad_token_id: keep up to the first eos
-        ids = generated[b].tolist()
-        if config.eos_token_id in ids[1:]:
-            ids = ids[:ids.index(config.eos_token_id, 1) + 1]
-        rows.append(ids)
+    cases = {}
+    for name, kwargs in GENERATE_CASES:
+        eos = kwargs.get("eos_token_id", config.eos_token_id)
+        cases[name] = []
+        for b in range(2):  # generate pads finished rows with pad_token_id: keep up to the first eos
+            ids = generated[name][b].tolist()
+            if eos in ids[1:]:
+                ids = ids[:ids.index(eos, 1) + 1]
+            cases[name].append(ids)
+    rows = cases["generated"]
     assert all(len(set(r)) >= 3 for r in rows), "too few distinct tokens for a useful test"
+    assert len(cases["generated_eos"][0]) < len(cases["generated_eos"][1]), "the eos case should end one row early"
     with open(out_dir / "reference.txt", "w") as f:
         f.write("samples %d %d\n" % tuple(len(w) for w in waves))
         f.write("feature_frames %d %d\n" % tuple(feature_frames.tolist()))
         f.write("encoder_frames %d %d\n" % tuple(encoder_frames.tolist()))
         for r in DECODER_IDS:
             f.write("decoder_ids %s\n" % ",".join(map(str, r)))
-        for r in rows:
-            f.write("generated %s\n" % ",".join(map(str, r)))
-    print(tuple(features.shape), feature_frames.tolist(), encoder_frames.tolist(), rows)
+        for name, _ in GENERATE_CASES:
+            for r in cases[name]:
+                f.write("%s %s\n" % (name, ",".join(map(str, r))))
+    print(tuple(features.shape), feature_frames.tolist(), encoder_frames.tolist(), cases)
 
 
 if __name__ == "__main__":

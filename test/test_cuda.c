@@ -952,7 +952,8 @@ static void test_seq2seq_fixture(const char *name) {
 
 /* Speech2Text (make_speech2text_fixtures.py) on the GPU in fp32, 1 and 2 ranks: the encoder's
    output of its padded batch of filter-bank features and the teacher-forced logits against the
-   CPU backend's (the convolutional subsampler runs on the host either way). */
+   CPU backend's (the convolutional subsampler runs on the host either way), and greedy
+   generation token for token. */
 static void test_speech_seq2seq(const char *name) {
     char dir[1024], path[1100], line[512];
     int frames[2] = {0, 0}, decoder_lengths[2] = {0, 0}, rows = 0;
@@ -988,6 +989,9 @@ static void test_speech_seq2seq(const char *name) {
     if (r == PF_OK) r = want && got ? pf_parallelize(m, 1, &po) : PF_ERROR_OUT_OF_MEMORY;
     if (r == PF_OK) r = pf_encode_audio_features(m, rows_in, frames, 2, &want_e);
     if (r == PF_OK) r = pf_forward_audio(m, rows_in, frames, dec, decoder_lengths, 2, want);
+    pf_generation want_g;
+    memset(&want_g, 0, sizeof want_g);
+    if (r == PF_OK) r = pf_generate_audio(m, rows_in, frames, 2, NULL, &want_g);
     CHECK_MSG(r == PF_OK, "%s on the CPU: %s", name, pf_error_message(m));
     for (int ranks = 1; r == PF_OK && ranks <= 2; ranks++) {
         pf_encoding *got_e = NULL;
@@ -996,7 +1000,16 @@ static void test_speech_seq2seq(const char *name) {
         pf_result rr = pf_parallelize(m, ranks, &po);
         if (rr == PF_OK) rr = pf_encode_audio_features(m, rows_in, frames, 2, &got_e);
         if (rr == PF_OK) rr = pf_forward_audio(m, rows_in, frames, dec, decoder_lengths, 2, got);
+        pf_generation got_g;
+        memset(&got_g, 0, sizeof got_g);
+        if (rr == PF_OK) rr = pf_generate_audio(m, rows_in, frames, 2, NULL, &got_g);
         CHECK_MSG(rr == PF_OK, "%s on %d GPU ranks: %s", name, ranks, pf_error_message(m));
+        int same = rr == PF_OK && got_g.num_sequences == want_g.num_sequences;
+        for (int b = 0; same && b < want_g.num_sequences; b++)
+            same = got_g.lengths[b] == want_g.lengths[b] &&
+                   !memcmp(got_g.tokens[b], want_g.tokens[b], (size_t)want_g.lengths[b] * sizeof(int32_t));
+        CHECK_MSG(rr != PF_OK || same, "%s on %d GPU ranks: greedy generation differs from the CPU's", name, ranks);
+        pf_generation_free(&got_g);
         if (rr) {
             pf_encoding_free(got_e);
             continue;
@@ -1011,6 +1024,7 @@ static void test_speech_seq2seq(const char *name) {
         pf_encoding_free(got_e);
     }
     pf_encoding_free(want_e);
+    pf_generation_free(&want_g);
     free(want), free(got), free(features);
     pf_free(m);
 }

@@ -250,11 +250,16 @@ static void test_untied_t5(void) {
 /* ---- Speech2Text (issue 16): test/make_speech2text_fixtures.py ---- */
 
 #define S2T_ROWS 2
+#define S2T_CASES 4
+
+/* The script's generate() cases: greedy from generation_config.json, an eos that ends row 0
+   early, a forced first token, beam search. */
+static const char *const s2t_case_names[S2T_CASES] = {"generated", "generated_eos", "generated_forced", "generated_beams"};
 
 typedef struct s2t_reference {
     int samples[S2T_ROWS], feature_frames[S2T_ROWS], encoder_frames[S2T_ROWS];
-    int32_t decoder[S2T_ROWS][TEST_MAX_IDS], generated[S2T_ROWS][TEST_MAX_IDS];
-    int decoder_lengths[S2T_ROWS], generated_lengths[S2T_ROWS];
+    int32_t decoder[S2T_ROWS][TEST_MAX_IDS], generated[S2T_CASES][S2T_ROWS][TEST_MAX_IDS];
+    int decoder_lengths[S2T_ROWS], generated_lengths[S2T_CASES][S2T_ROWS];
 } s2t_reference;
 
 /* speech2text-s2s/reference.txt (see the script); 0 on success. */
@@ -264,22 +269,28 @@ static int s2t_read_reference(const char *dir, s2t_reference *ref) {
     FILE *f = fopen(path, "r");
     if (!f) return -1;
     memset(ref, 0, sizeof *ref);
-    int decoders = 0, generated = 0, counts = 0;
+    int decoders = 0, generated[S2T_CASES] = {0}, counts = 0;
     while (fgets(line, sizeof line, f)) {
         int values[TEST_MAX_IDS], n;
+        char *space = strchr(line, ' ');
         int *pair = !strncmp(line, "samples ", 8) ? ref->samples : !strncmp(line, "feature_frames ", 15) ? ref->feature_frames
                     : !strncmp(line, "encoder_frames ", 15) ? ref->encoder_frames : NULL;
-        if (pair && sscanf(strchr(line, ' '), "%d %d", &pair[0], &pair[1]) == 2) counts++;
-        int is_decoder = !strncmp(line, "decoder_ids ", 12), is_generated = !strncmp(line, "generated ", 10);
-        int *row = is_decoder ? &decoders : &generated;
-        if ((is_decoder || is_generated) && *row < S2T_ROWS &&
-            (n = test_parse_ids(strchr(line, ' ') + 1, values, TEST_MAX_IDS)) > 0) {
-            for (int i = 0; i < n; i++) (is_decoder ? ref->decoder : ref->generated)[*row][i] = values[i];
-            (is_decoder ? ref->decoder_lengths : ref->generated_lengths)[(*row)++] = n;
+        if (pair && sscanf(space, "%d %d", &pair[0], &pair[1]) == 2) counts++;
+        int kase = -1;
+        for (int k = 0; space && k < S2T_CASES; k++)
+            if ((size_t)(space - line) == strlen(s2t_case_names[k]) && !strncmp(line, s2t_case_names[k], (size_t)(space - line)))
+                kase = k;
+        int is_decoder = !strncmp(line, "decoder_ids ", 12);
+        int *row = is_decoder ? &decoders : kase >= 0 ? &generated[kase] : NULL;
+        if (row && *row < S2T_ROWS && (n = test_parse_ids(space + 1, values, TEST_MAX_IDS)) > 0) {
+            for (int i = 0; i < n; i++) (is_decoder ? ref->decoder[*row] : ref->generated[kase][*row])[i] = values[i];
+            (is_decoder ? ref->decoder_lengths : ref->generated_lengths[kase])[(*row)++] = n;
         }
     }
     fclose(f);
-    return counts == 3 && decoders == S2T_ROWS && generated == S2T_ROWS ? 0 : -1;
+    int complete = counts == 3 && decoders == S2T_ROWS;
+    for (int k = 0; k < S2T_CASES; k++) complete &= generated[k] == S2T_ROWS;
+    return complete ? 0 : -1;
 }
 
 /* The encoder's output of the padded batch and of its shorter row alone, and the decoder's
@@ -311,6 +322,27 @@ static void s2t_check_outputs(pf_model *m, const char *what, const char *dir, co
     CHECK_MSG(r == PF_OK, "%s: pf_forward_audio: %s", what, pf_error_message(m));
     if (r == PF_OK) check_floats(what, dir, "teacher_logits.bin", logits, tokens * (size_t)info.vocab_size);
     free(logits);
+    /* each generate() case over the model's generation_config.json (greedy, max_new_tokens 12):
+       transformers' sequences after the decoder start token, token for token */
+    for (int k = 0; k < S2T_CASES; k++) {
+        pf_generate_options o = pf_model_generate_options(m);
+        int32_t eos = 4;
+        if (k == 1) o.eos_token_ids = &eos, o.num_eos_token_ids = 1;
+        if (k == 2) o.forced_bos_token_id = 7;
+        if (k == 3) o.num_beams = 2;
+        pf_generation g;
+        r = pf_generate_audio(m, features, ref->feature_frames, S2T_ROWS, &o, &g);
+        CHECK_MSG(r == PF_OK && g.num_sequences == S2T_ROWS, "%s: pf_generate_audio %s: %s", what, s2t_case_names[k],
+                  pf_error_message(m));
+        for (int b = 0; r == PF_OK && b < g.num_sequences && b < S2T_ROWS; b++) {
+            const int32_t *want = ref->generated[k][b] + 1; /* after the decoder start token */
+            int want_length = ref->generated_lengths[k][b] - 1, same = g.lengths[b] == want_length;
+            for (int t = 0; same && t < g.lengths[b]; t++) same = g.tokens[b][t] == want[t];
+            CHECK_MSG(same, "%s: %s row %d: %d tokens (first %d), transformers %d (first %d)", what, s2t_case_names[k], b,
+                      g.lengths[b], g.lengths[b] ? (int)g.tokens[b][0] : -1, want_length, (int)want[0]);
+        }
+        pf_generation_free(&g);
+    }
 }
 
 /* The library's fbank features of each waveform equal the extractor's (fbank_features.bin, whose
@@ -482,7 +514,7 @@ static void test_speech2text(void) {
         snprintf(what, sizeof what, "speech2text on %d ranks", ranks);
         pf_parallel_options po = pf_parallel_options_init();
         po.device = PF_DEVICE_CPU;
-        po.max_batch = 2;
+        po.max_batch = 4; /* two rows of two beams */
         pf_result pr = pf_parallelize(m, ranks, &po);
         CHECK_MSG(pr == PF_OK, "%s: %s", what, pf_error_message(m));
         if (pr == PF_OK) s2t_check_outputs(m, what, dir, &ref, features);
