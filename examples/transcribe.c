@@ -1,13 +1,17 @@
-/* transcribe: speech to text with a CTC model (Wav2Vec2ForCTC, HubertForCTC) on N ranks.
+/* transcribe: speech to text on N ranks, with a CTC model (Wav2Vec2ForCTC, HubertForCTC) or a
+   speech encoder-decoder (WhisperForConditionalGeneration).
 
-   build/transcribe MODEL_DIR SPEECH.wav [--gpus N] [--device cpu|cuda|auto]
+   build/transcribe MODEL_DIR SPEECH.wav [--gpus N] [--device cpu|cuda|auto] [-n MAX_NEW_TOKENS]
 
    The WAV file holds mono PCM (16-bit integers or 32-bit floats) at the rate the model's feature
    extractor expects (preprocessor_config.json's sampling_rate, 16 kHz for these models: resample
    before, `sox in.wav -r 16000 -c 1 out.wav`). It goes through the feature extractor
-   (normalisation as transformers' Wav2Vec2FeatureExtractor), the model and greedy CTC decoding
-   (as Wav2Vec2Processor.batch_decode), and the text is printed on one line. Errors go to stderr
-   (exit 1; 2 for the command line). */
+   (Wav2Vec2FeatureExtractor's normalisation, or WhisperFeatureExtractor's log-mel spectrogram of
+   the first chunk_length seconds), then the model: greedy CTC decoding (as
+   Wav2Vec2Processor.batch_decode), or generation with the model's generation_config.json (Whisper:
+   its language and task prompt; -n: at most this many new tokens) decoded without the special
+   tokens (as batch_decode(..., skip_special_tokens=True)). The text is printed on one line. Errors
+   go to stderr (exit 1; 2 for the command line). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <stdio.h>
@@ -98,18 +102,34 @@ static float *read_wav(const char *path, int *num_samples, int *rate, const char
     return samples;
 }
 
+/* The first generated sequence as text without its special tokens (malloc'd into *text). */
+static pf_result decode_text(pf_model *model, pf_generation *g, char **text) {
+    pf_tokenizer *tokenizer = pf_model_tokenizer(model);
+    if (!tokenizer) return PF_ERROR_INVALID_ARGUMENT;
+    size_t kept = 0, length = 0;
+    for (int i = 0; i < g->lengths[0]; i++)
+        if (!pf_tokenizer_is_special(tokenizer, g->tokens[0][i])) g->tokens[0][kept++] = g->tokens[0][i];
+    pf_result r = pf_detokenize(tokenizer, g->tokens[0], kept, NULL, 0, &length);
+    if (r && r != PF_ERROR_BUFFER_TOO_SMALL) return r;
+    if (!(*text = (char *)malloc(length + 1))) return PF_ERROR_OUT_OF_MEMORY;
+    r = pf_detokenize(tokenizer, g->tokens[0], kept, *text, length + 1, &length);
+    if (!r) (*text)[length] = 0;
+    return r;
+}
+
 static int usage(void) {
-    fprintf(stderr, "usage: transcribe MODEL_DIR SPEECH.wav [--gpus N] [--device cpu|cuda|auto]\n");
+    fprintf(stderr, "usage: transcribe MODEL_DIR SPEECH.wav [--gpus N] [--device cpu|cuda|auto] [-n MAX_NEW_TOKENS]\n");
     return 2;
 }
 
 int main(int argc, char **argv) {
     const char *dir = NULL, *wav = NULL, *why = "";
-    int gpus = 1;
+    int gpus = 1, max_new_tokens = 0;
     pf_device device = PF_DEVICE_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--gpus") && v) gpus = atoi(argv[++i]);
+        else if (!strcmp(a, "-n") && v) max_new_tokens = atoi(argv[++i]);
         else if (!strcmp(a, "--device") && v) {
             device = !strcmp(v, "cpu") ? PF_DEVICE_CPU : !strcmp(v, "cuda") ? PF_DEVICE_CUDA : PF_DEVICE_AUTO;
             if (strcmp(v, "cpu") && strcmp(v, "cuda") && strcmp(v, "auto")) return usage();
@@ -118,7 +138,7 @@ int main(int argc, char **argv) {
         else if (a[0] != '-' && !wav) wav = a;
         else return usage();
     }
-    if (!dir || !wav || gpus < 1) return usage();
+    if (!dir || !wav || gpus < 1 || max_new_tokens < 0) return usage();
     int num_samples = 0, rate = 0;
     float *samples = read_wav(wav, &num_samples, &rate, &why);
     if (!samples) {
@@ -131,13 +151,10 @@ int main(int argc, char **argv) {
     float *features = NULL;
     pf_encoding *e = NULL;
     char *text = NULL;
+    pf_generation generation = {0};
     int status = 1, count = 0;
     size_t rows = 0, columns = 0;
     pf_result r = pf_audio_processor_load(dir, &processor, error, sizeof error);
-    if (!r && pf_audio_processor_get_info(processor).kind != PF_AUDIO_WAVEFORM) {
-        snprintf(error, sizeof error, "%s: the feature extractor is not Wav2Vec2's (raw waveforms)", dir);
-        r = PF_ERROR_UNSUPPORTED;
-    }
     if (!r && pf_audio_processor_get_info(processor).sampling_rate != rate) {
         snprintf(error, sizeof error, "%s is at %d Hz, the model wants %d Hz: resample it first", wav, rate,
                  pf_audio_processor_get_info(processor).sampling_rate);
@@ -150,19 +167,48 @@ int main(int argc, char **argv) {
         fprintf(stderr, "transcribe: %s: %s\n", pf_result_string(r), error);
         goto done;
     }
-    count = (int)(rows * columns); /* a waveform's features: 1 x num_samples */
     const float *waves[1] = {features};
     pf_parallel_options po = pf_parallel_options_init();
     po.device = device;
-    if ((r = pf_load(dir, NULL, &model)) || (r = pf_parallelize(model, gpus, &po)) ||
-        (r = pf_encode_audio(model, waves, &count, 1, &e)) || (r = pf_ctc_decode(model, e, 0, &text))) {
+    if ((r = pf_load(dir, NULL, &model)) || (r = pf_parallelize(model, gpus, &po))) {
         fprintf(stderr, "transcribe: %s: %s\n", pf_result_string(r), pf_error_message(model));
         goto done;
+    }
+    pf_model_info info = pf_get_info(model);
+    if (info.is_encoder_decoder) { /* features into the encoder, text out of the decoder */
+        if (info.num_mel_bins == 0 || (size_t)info.num_mel_bins != (info.mel_major ? rows : columns)) {
+            fprintf(stderr, "transcribe: %s: the model takes %d mel bins, the feature extractor gives %zu x %zu\n", dir,
+                    info.num_mel_bins, rows, columns);
+            goto done;
+        }
+        count = (int)(info.mel_major ? columns : rows); /* frames */
+        pf_generate_options o = pf_model_generate_options(model);
+        if (max_new_tokens) o.max_new_tokens = max_new_tokens;
+        if (!pf_model_tokenizer(model)) {
+            fprintf(stderr, "transcribe: %s has no tokenizer to turn the generated ids into text\n", dir);
+            goto done;
+        }
+        if ((r = pf_generate_audio(model, waves, &count, 1, &o, &generation)) ||
+            (r = decode_text(model, &generation, &text))) {
+            fprintf(stderr, "transcribe: %s: %s\n", pf_result_string(r), pf_error_message(model));
+            goto done;
+        }
+    } else {
+        count = (int)(rows * columns); /* a waveform's features: 1 x num_samples */
+        if (pf_audio_processor_get_info(processor).kind != PF_AUDIO_WAVEFORM) {
+            fprintf(stderr, "transcribe: %s: the feature extractor is not Wav2Vec2's (raw waveforms)\n", dir);
+            goto done;
+        }
+        if ((r = pf_encode_audio(model, waves, &count, 1, &e)) || (r = pf_ctc_decode(model, e, 0, &text))) {
+            fprintf(stderr, "transcribe: %s: %s\n", pf_result_string(r), pf_error_message(model));
+            goto done;
+        }
     }
     printf("%s\n", text);
     status = 0;
 done:
     pf_string_free(text);
+    pf_generation_free(&generation);
     pf_encoding_free(e);
     pf_free(model);
     pf_audio_processor_free(processor);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "../parallelformers.h"
 #include "test.h"
@@ -220,6 +221,36 @@ static void check_other_models(const float *const *rows) {
     pf_free(m);
 }
 
+/* build/transcribe end to end with Whisper: speech.wav through the model's WhisperFeatureExtractor,
+   the model on 2 ranks and its generation_config.json's prompt, at most 12 new tokens, printed
+   without special tokens: what transformers' processor, generate() and batch_decode give
+   (speech.txt). */
+static void check_transcribe_cli(void) {
+    char binary[1024], command[4096], out[4096], path[1100];
+    const char *slash = strrchr(test_generate_binary, '/');
+    snprintf(binary, sizeof binary, "%.*stranscribe", slash ? (int)(slash - test_generate_binary + 1) : 0,
+             test_generate_binary);
+    snprintf(command, sizeof command, "%s %s/whisper %s/whisper/speech.wav --device cpu --gpus 2 -n 12 2>&1", binary,
+             test_fixtures, test_fixtures);
+    FILE *p = popen(command, "r");
+    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = 0;
+    int status = p ? pclose(p) : -1;
+    snprintf(path, sizeof path, "%s/whisper/speech.txt", test_fixtures);
+    size_t size = 0;
+    char *want = test_read_file(path, &size);
+    CHECK_MSG(status == 0 && want && strlen(want) > 4 && !strcmp(out, want), "transcribe printed \"%s\" (want \"%s\")", out,
+              want ? want : "?");
+    free(want);
+    snprintf(command, sizeof command, "%s %s/whisper %s/whisper/speech.wav --device cpu -n -3 2>&1", binary, test_fixtures,
+             test_fixtures);
+    p = popen(command, "r");
+    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = 0;
+    status = p ? pclose(p) : -1;
+    CHECK_MSG(WEXITSTATUS(status) == 2 && strstr(out, "usage"), "transcribe -n -3: %d, \"%s\"", WEXITSTATUS(status), out);
+}
+
 void test_whisper(void) {
     char dir[1024], path[1100];
     snprintf(dir, sizeof dir, "%s/whisper", test_fixtures);
@@ -277,5 +308,6 @@ void test_whisper(void) {
     }
     pf_free(m);
     check_other_models(rows);
+    check_transcribe_cli();
     free(features);
 }
