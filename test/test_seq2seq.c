@@ -423,6 +423,8 @@ static void s2t_test_refusals(void) {
         {"\"pad_token_id\": 1", "\"pad_token_id\": null", "pad_token_id", PF_ERROR_FORMAT},
         {"\"conv_channels\": 16", "\"conv_channels\": 15", "conv_channels", PF_ERROR_FORMAT},
         {"\"is_encoder_decoder\": true", "\"is_decoder\": true", "is_decoder", PF_ERROR_UNSUPPORTED},
+        {"\"tie_word_embeddings\": true", "\"tie_word_embeddings\": false", "tie_word_embeddings", PF_ERROR_FORMAT},
+        {"\"activation_function\": \"relu\"", "\"activation_function\": \"nonsense\"", "nonsense", PF_ERROR_UNSUPPORTED},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         pf_model *m = NULL;
