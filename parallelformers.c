@@ -1242,8 +1242,7 @@ typedef struct pf__config {
         int layer_norm_convs;       /* feat_extract_norm "layer": a LayerNorm over channels after every
                                        conv; 0 ("group"): a GroupNorm (one group a channel) after the first */
         int pos_kernel, pos_groups; /* the positional convolution: num_conv_pos_embeddings, ..._groups */
-        int stride, min_samples;    /* samples per frame; the fewest samples that make one frame
-                                       (conv_subsampler: input frames per encoder frame, and 1) */
+        int stride, min_samples;    /* samples per frame; the fewest samples that make one frame */
         int feature_width;          /* conv_subsampler: features per input frame (input_feat_per_channel
                                        * input_channels), the first convolution's input channels */
     } speech_config;
@@ -2076,8 +2075,6 @@ static pf_result pf__config_subsampler(const pf__json *json, pf__config *c, cons
     }
     sc->conv_bias = 1;
     sc->feature_width = (int)(per_channel * input_channels);
-    sc->stride = 1 << sc->num_convs;
-    sc->min_samples = 1;
     return PF_OK;
 }
 
