@@ -1234,7 +1234,10 @@ typedef struct pf__config {
                                        decoder prompt, as Whisper's generate() builds its init tokens */
     int32_t *decoder_prompt_ids;    /* [num_decoder_prompt_ids]: that prompt (the defaults point at it); owned */
     int num_decoder_prompt_ids;
-    int detect_language;            /* 1: the prompt needs Whisper's language detection, which we do not run */
+    int detect_language;            /* 1: the prompt needs Whisper's language detection: its language
+                                       token (after the start token) is the likeliest of lang_ids */
+    int32_t *lang_ids;              /* [num_lang_ids]: lang_to_id's token ids, ascending; owned */
+    int num_lang_ids;
     struct pf__speech_config {      /* the front end's shape, from config.json (pf__config_speech) */
         int num_convs;              /* feature encoder layers: conv_dim, conv_kernel, conv_stride */
         int conv_dim[16], conv_kernel[16], conv_stride[16];
@@ -1773,8 +1776,20 @@ static pf_result pf__whisper_prompt(const pf__json *json, pf__config *c, const c
         lang_undefined = 0;
         lang_given = 1;
     }
-    if (lang_undefined && lang_to_id && lang_to_id->type == PF__JSON_OBJECT) c->detect_language = 1;
-    if (task || lang_given) {
+    if (lang_undefined && lang_to_id && lang_to_id->type == PF__JSON_OBJECT && lang_to_id->count > 0) {
+        c->detect_language = 1;
+        if (!(c->lang_ids = (int32_t *)malloc(lang_to_id->count * sizeof(int32_t))))
+            return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        for (const pf__json *e = lang_to_id->first; e; e = e->next) {
+            int id = -1, k = c->num_lang_ids;
+            if (pf__json_token_id(e, &id) != 1)
+                return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"lang_to_id\" holds a value that is not a token id", path);
+            while (k > 0 && c->lang_ids[k - 1] > id) c->lang_ids[k] = c->lang_ids[k - 1], k--; /* kept ascending */
+            c->lang_ids[k] = id;
+            c->num_lang_ids++;
+        }
+    }
+    if (task || (lang_given && task_to_id)) { /* a named language without a task: transcribe */
         const char *name = task && task->type == PF__JSON_STRING ? task->string : task ? "" : "transcribe";
         int id = -1, found = 0;
         if (pf__json_token_id(task_to_id ? pf__json_get(task_to_id, name) : NULL, &id) != 1)
@@ -18351,6 +18366,7 @@ void pf_free(pf_model *m) {
     free(m->config.suppress_ids);
     free(m->config.begin_suppress_ids);
     free(m->config.decoder_prompt_ids);
+    free(m->config.lang_ids);
     free(m->dir);
     pthread_mutex_destroy(&m->request_lock);
     pthread_mutex_destroy(&m->batcher_start);
@@ -20329,10 +20345,6 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
         if (!o->decoder_prompt && (start < 0 || start >= m->config.vocab_size))
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the decoder start token %d is not in the vocabulary (config.json's "
                             "decoder_start_token_id, or the options')", (int)start);
-        if (!o->decoder_prompt && m->config.detect_language)
-            return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "generation_config.json names no language, and Whisper's language "
-                            "detection is not supported: name it (its \"language\", or forced_decoder_ids' [1, id]) or "
-                            "give options->decoder_prompt");
         if (o->decoder_prompt && (o->decoder_prompt_length < 1 || o->decoder_prompt_length >= m->config.max_positions))
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "decoder_prompt_length %d is not in 1..%d", o->decoder_prompt_length,
                             m->config.max_positions - 1);
@@ -20348,7 +20360,8 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
         starts = (const int32_t **)malloc((size_t)batch * sizeof *starts);
         start_lengths = (int *)malloc((size_t)batch * sizeof *start_lengths);
         if (!r && (!starts || !start_lengths)) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-        for (int b = 0; !r && b < batch; b++) starts[b] = first, start_lengths[b] = first_length;
+        for (int b = 0; !r && b < batch; b++) /* a speech row's own prompt (a detected language), or the one for all */
+            starts[b] = features && prompts ? prompts[b] : first, start_lengths[b] = features && prompts ? lengths[b] : first_length;
         if (!r) prompts = starts, lengths = start_lengths;
     }
     if (!r) r = pf__generation_resolve(&st, prompts, lengths);
@@ -21024,15 +21037,74 @@ pf_result pf_forward_audio(pf_model *m, const float *const *features, const int 
     return r;
 }
 
+/* Whisper's language detection, row by row: the decoder's logits after the start token alone, the
+   likeliest of the language tokens (the lowest id on ties, as torch's argmax) into langs[b]. */
+static pf_result pf__detect_languages(pf_model *m, const float *rows, int batch, int width, int32_t *langs) {
+    const pf__config *c = &m->config;
+    size_t vocab = (size_t)c->vocab_size;
+    int32_t *starts = (int32_t *)malloc((size_t)batch * sizeof(int32_t));
+    int *pads = (int *)calloc((size_t)batch, sizeof(int));
+    float *logits = (float *)malloc((size_t)batch * vocab * sizeof(float));
+    pf_result r = starts && pads && logits ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (int b = 0; !r && b < batch; b++) starts[b] = c->decoder_start_token_id;
+    if (!r) r = pf__encoder_pass(m, NULL, rows, pads, batch, width, NULL);
+    if (!r) {
+        pf__job job;
+        memset(&job, 0, sizeof job);
+        job.step.ids = starts;
+        job.step.batch = batch;
+        job.step.seq_len = 1;
+        job.step.pad = pads;
+        job.step.cross_len = width;
+        job.step.cross_pad = pads;
+        job.logits = logits;
+        job.all_positions = 1;
+        r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
+    }
+    for (int b = 0; !r && b < batch; b++) {
+        const float *row = logits + (size_t)b * vocab;
+        int best = -1;
+        for (int i = 0; i < c->num_lang_ids; i++) /* ascending ids: a strict > keeps the first of equal ones */
+            if (c->lang_ids[i] < c->vocab_size && (best < 0 || row[c->lang_ids[i]] > row[best])) best = c->lang_ids[i];
+        if (best < 0) r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: lang_to_id names no token of the vocabulary", m->dir);
+        else langs[b] = best;
+    }
+    free(starts), free(pads), free(logits);
+    return r;
+}
+
 static pf_result pf__generate_audio_locked(pf_model *m, const float *const *features, const int *num_frames, int batch,
                                            const pf_generate_options *o, pf_generation *result) {
+    const pf__config *c = &m->config;
     pf_result r = pf__ensure_group(m);
     if (r) return r;
     float *rows = NULL;
     int T = 0, *pads = NULL;
     if ((r = pf__audio_source_rows(m, "pf_generate_audio", features, num_frames, batch, &rows, &T, &pads))) return r;
-    r = pf__generate_locked(m, NULL, NULL, batch, o, result, rows, T, pads);
-    free(rows), free(pads);
+    /* the model's prompt, which names no language: each row's detected language token after its start token */
+    int detect = c->detect_language && c->num_decoder_prompt_ids > 0 && o->decoder_prompt == c->decoder_prompt_ids &&
+                 o->decoder_prompt_length == c->num_decoder_prompt_ids;
+    int32_t *langs = NULL, *prompts = NULL;
+    const int32_t **rows_prompts = NULL;
+    int *lengths = NULL, n = c->num_decoder_prompt_ids + 1;
+    if (detect) {
+        langs = (int32_t *)malloc((size_t)batch * sizeof(int32_t));
+        prompts = (int32_t *)malloc((size_t)batch * n * sizeof(int32_t));
+        rows_prompts = (const int32_t **)malloc((size_t)batch * sizeof *rows_prompts);
+        lengths = (int *)malloc((size_t)batch * sizeof(int));
+        if (!langs || !prompts || !rows_prompts || !lengths) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        if (!r) r = pf__detect_languages(m, rows, batch, T, langs);
+        for (int b = 0; !r && b < batch; b++) {
+            int32_t *p = prompts + (size_t)b * n;
+            p[0] = c->decoder_prompt_ids[0];
+            p[1] = langs[b];
+            memcpy(p + 2, c->decoder_prompt_ids + 1, (size_t)(n - 2) * sizeof(int32_t));
+            rows_prompts[b] = p;
+            lengths[b] = n;
+        }
+    }
+    if (!r) r = pf__generate_locked(m, rows_prompts, lengths, batch, o, result, rows, T, pads);
+    free(rows), free(pads), free(langs), free(prompts), free(rows_prompts), free(lengths);
     return r;
 }
 

@@ -684,16 +684,19 @@ void pf_string_free(char *text); /* NULL is fine; any thread */
    attention mask, so that a shorter row's last frames see the padding as they do there); the encoder and
    the decoder are split over the ranks as pf_generate_batch's encoder-decoders are. The decoder
    starts from options->decoder_prompt (Whisper's model options: its generation_config.json's
-   <|startoftranscript|> <|language|> <|task|> <|notimestamps|>; NULL options: the model's), and
+   <|startoftranscript|> <|language|> <|task|> <|notimestamps|>; NULL options: the model's; where
+   generation_config.json names no language (forced_decoder_ids' [1, null], or none) and has
+   lang_to_id, the model's prompt has none, and with that prompt each row's language is detected
+   as transformers does: the likeliest language token after the start token alone, put after the
+   start token), and
    generates as pf_generate_batch does (greedy, sampling or beam search, suppress_tokens and
    begin_suppress_tokens applied at the first token after the prompt). *result holds, per row, the
    tokens after the decoder prompt, with the eos that ended them (pf_generation_free). Results:
    PF_ERROR_INVALID_ARGUMENT (NULLs, batch < 1 or above max_batch, a row of the wrong number of
    frames, features not finite, options as pf_generate_batch refuses them), PF_ERROR_UNSUPPORTED (a
-   model that is not a speech encoder-decoder; Whisper's language detection, which a
-   generation_config.json without a language asks for: name the language in its forced_decoder_ids
-   or language, or give a decoder_prompt; timestamps), PF_ERROR_OUT_OF_MEMORY, PF_ERROR_DEVICE.
-   Threads: as pf_generate_batch. */
+   model that is not a speech encoder-decoder), PF_ERROR_OUT_OF_MEMORY, PF_ERROR_DEVICE. Whisper's
+   timestamps (generation_config.json's return_timestamps true) are refused by pf_load. Threads: as
+   pf_generate_batch. */
 pf_result pf_generate_audio(pf_model *model, const float *const *features, const int *num_frames, int batch,
                             const pf_generate_options *options, pf_generation *result);
 

@@ -19,9 +19,12 @@ preprocessor_config.json, the tokenizer files and
                        the prompt
     beam.txt           the same with num_beams=3, max_new_tokens=8
     translate.txt      the prompt of language="fr", task="translate", then greedy's tokens after it
+    detect.txt         with forced_decoder_ids [[1, null], [2, <|transcribe|>]] (no language: detected):
+                       the language token detect_language picks for each row, then greedy's tokens
     speech.wav         the first waveform as 16-bit PCM; speech.txt: the text transformers
                        transcribes from it (batch_decode, skip_special_tokens=True)
 """
+import copy
 import json
 import struct
 from pathlib import Path
@@ -153,6 +156,12 @@ def main():
         translate = new_tokens(model.generate(features, max_new_tokens=12, language="fr", task="translate"),
                                fr_prompt)
         (OUT / "translate.txt").write_text(ids_line(fr_prompt) + "".join(ids_line(r) for r in translate))
+        # no language named (forced_decoder_ids [1, null], as openai's checkpoints ship): detection
+        detecting = copy.deepcopy(model.generation_config)
+        detecting.forced_decoder_ids = [[1, None], [2, sid["<|transcribe|>"]]]
+        langs = model.detect_language(features, generation_config=detecting).tolist()
+        detected = model.generate(features, generation_config=detecting, max_new_tokens=12)
+        (OUT / "detect.txt").write_text(ids_line(langs) + "".join(ids_line(r) for r in new_tokens(detected, [])))
         one = extractor(samples[0], sampling_rate=16000, return_tensors="pt").input_features
         sequence = model.generate(one, max_new_tokens=12)
         text = tokenizer.batch_decode(sequence, skip_special_tokens=True)[0]

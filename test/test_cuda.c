@@ -954,7 +954,7 @@ static void test_seq2seq_fixture(const char *name) {
    output of its padded batch of filter-bank features and the teacher-forced logits against the
    CPU backend's (the convolutional subsampler runs on the host either way), and greedy
    generation token for token. */
-static void test_speech_seq2seq(const char *name) {
+static void test_speech2text(const char *name) {
     char dir[1024], path[1100], line[512];
     int frames[2] = {0, 0}, decoder_lengths[2] = {0, 0}, rows = 0;
     int32_t decoder[2][TEST_MAX_IDS];
@@ -1029,6 +1029,81 @@ static void test_speech_seq2seq(const char *name) {
     pf_free(m);
 }
 
+/* A speech encoder-decoder (Whisper): the fixture's two rows of features (features.bin) on 1 and 2
+   f32 GPU ranks against the CPU: the encoder's last hidden state and the decoder's logits for its
+   prompt and greedy tokens within 1e-3, and the greedy tokens themselves. */
+static void test_speech_seq2seq(const char *name) {
+    char dir[1024], path[1100];
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
+    snprintf(path, sizeof path, "%s/features.bin", dir);
+    size_t n = 0;
+    float *features = test_read_floats(path, &n);
+    pf_model *m = NULL;
+    pf_result r = features ? pf_load(dir, NULL, &m) : PF_ERROR_IO;
+    pf_model_info info = pf_get_info(m);
+    int frames = info.num_mel_bins ? (int)(n / 2 / (size_t)info.num_mel_bins) : 0, counts[2] = {frames, frames};
+    const float *rows[2] = {features, features ? features + n / 2 : NULL};
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.max_batch = 2;
+    pf_generate_options o = pf_model_generate_options(m);
+    o.max_new_tokens = 8;
+    pf_generation want_tokens = {0};
+    pf_encoding *want_hidden = NULL;
+    int32_t decoder[2][TEST_MAX_IDS];
+    int lengths[2] = {0, 0};
+    size_t vocab = (size_t)info.vocab_size, tokens = 0;
+    float *want = NULL, *got = NULL;
+    if (r == PF_OK) r = pf_parallelize(m, 1, &po);
+    if (r == PF_OK) r = pf_encode_audio_features(m, rows, counts, 2, &want_hidden);
+    if (r == PF_OK) r = pf_generate_audio(m, rows, counts, 2, &o, &want_tokens);
+    for (int b = 0; r == PF_OK && b < 2; b++) { /* the prompt, then the greedy tokens: teacher-forced logits */
+        int p = o.decoder_prompt ? o.decoder_prompt_length : 1;
+        for (int t = 0; t < p; t++) decoder[b][t] = o.decoder_prompt ? o.decoder_prompt[t] : info.decoder_start_token_id;
+        for (int t = 0; t < want_tokens.lengths[b] && p + t < TEST_MAX_IDS; t++) decoder[b][p + t] = want_tokens.tokens[b][t];
+        lengths[b] = p + want_tokens.lengths[b];
+        tokens += (size_t)lengths[b];
+    }
+    const int32_t *decoder_rows[2] = {decoder[0], decoder[1]};
+    if (r == PF_OK && (!(want = (float *)malloc(tokens * vocab * sizeof(float))) || !(got = (float *)malloc(tokens * vocab * sizeof(float)))))
+        r = PF_ERROR_OUT_OF_MEMORY;
+    if (r == PF_OK) r = pf_forward_audio(m, rows, counts, decoder_rows, lengths, 2, want);
+    CHECK_MSG(r == PF_OK, "%s on the CPU: %s", name, pf_error_message(m));
+    for (int ranks = 1; r == PF_OK && ranks <= 2; ranks++) {
+        char what[160];
+        snprintf(what, sizeof what, "%s f32 %d rank%s on the GPU", name, ranks, ranks > 1 ? "s" : "");
+        po.device = PF_DEVICE_CUDA;
+        po.dtype = PF_DTYPE_F32;
+        pf_encoding *hidden = NULL;
+        pf_generation generated = {0};
+        pf_result rr = pf_parallelize(m, ranks, &po);
+        if (rr == PF_OK) rr = pf_encode_audio_features(m, rows, counts, 2, &hidden);
+        if (rr == PF_OK) rr = pf_forward_audio(m, rows, counts, decoder_rows, lengths, 2, got);
+        if (rr == PF_OK) rr = pf_generate_audio(m, rows, counts, 2, &o, &generated);
+        CHECK_MSG(rr == PF_OK, "%s: %s", what, pf_error_message(m));
+        if (rr == PF_OK) {
+            size_t count = (size_t)want_hidden->offsets[2] * (size_t)want_hidden->hidden_size;
+            float hidden_diff = test_max_abs_diff(hidden->last_hidden_state, want_hidden->last_hidden_state, count);
+            float logits_diff = test_max_abs_diff(got, want, tokens * vocab);
+            int same = generated.num_sequences == 2;
+            for (int b = 0; same && b < 2; b++)
+                same = generated.lengths[b] == want_tokens.lengths[b] &&
+                       !memcmp(generated.tokens[b], want_tokens.tokens[b], (size_t)generated.lengths[b] * sizeof(int32_t));
+            CHECK_MSG(hidden_diff <= 1e-3f && logits_diff <= 1e-3f && same,
+                      "%s: hidden state %g, logits %g from the CPU; greedy tokens %s", what, hidden_diff, logits_diff,
+                      same ? "the same" : "differ");
+            printf("  %-36s max |hidden - CPU| %.3g, |logits - CPU| %.3g (tol 0.001), greedy %s\n", what, hidden_diff,
+                   logits_diff, same ? "identical" : "differs");
+        }
+        pf_encoding_free(hidden);
+        pf_generation_free(&generated);
+    }
+    pf_encoding_free(want_hidden);
+    pf_generation_free(&want_tokens);
+    free(want), free(got), free(features);
+    pf_free(m);
+}
+
 /* The subdirectories of test_fixtures holding FILE, sorted; NULL-terminated. */
 static char **list_fixtures(const char *file, int *count) {
     *count = 0;
@@ -1044,6 +1119,11 @@ static char **list_fixtures(const char *file, int *count) {
         FILE *f = fopen(path, "r");
         if (!f) continue;
         fclose(f);
+        snprintf(path, sizeof path, "%s/%s/features.bin", test_fixtures, e->d_name);
+        if (strcmp(file, "features.bin") && (f = fopen(path, "r"))) { /* a speech encoder-decoder: its own test */
+            fclose(f);
+            continue;
+        }
         if (*count + 1 >= cap) {
             cap = cap ? 2 * cap : 32;
             char **grown = (char **)realloc(names, (size_t)cap * sizeof *names);
@@ -1108,7 +1188,8 @@ int main(int argc, char **argv) {
             test_clip();
             run_fixtures("samples.bin", "speech", test_speech_encoder);
             run_fixtures("decoder_logits.bin", "encoder-decoder", test_seq2seq_fixture);
-            run_fixtures("fbank_features.bin", "speech encoder-decoder", test_speech_seq2seq);
+            run_fixtures("features.bin", "speech encoder-decoder", test_speech_seq2seq);
+            run_fixtures("fbank_features.bin", "speech encoder-decoder", test_speech2text);
             printf("generation cases\n");
             test_generation_cases();
             test_bad_device();

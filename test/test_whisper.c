@@ -1,3 +1,4 @@
+#define _DEFAULT_SOURCE /* realpath, mkdtemp */
 /* Whisper (issue 16; test/make_whisper_fixtures.py): a tiny WhisperForConditionalGeneration, 48
    wide, 6 heads, 2 + 2 layers, 100 mel frames of 80 bins (max_source_positions 50, an encoder
    longer than the decoder's 40 positions). Two rows of features: the encoder's last hidden state
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "../parallelformers.h"
 #include "test.h"
@@ -221,6 +223,148 @@ static void check_other_models(const float *const *rows) {
     pf_free(m);
 }
 
+/* A copy of the fixture in a new temporary directory (links to its files) whose FILE has its first
+   `from` replaced by `to` (which must be there, else the case would test nothing); "" on failure. */
+static void whisper_variant(char *dir, size_t size, const char *file, const char *from, const char *to) {
+    static const char *const files[] = {"config.json", "generation_config.json", "model.safetensors",
+                                        "preprocessor_config.json", "tokenizer.json", "tokenizer_config.json"};
+    char src[1200], dst[1200];
+    snprintf(dir, size, "/tmp/pf_whisper_XXXXXX");
+    if (!mkdtemp(dir)) {
+        CHECK_MSG(0, "mkdtemp");
+        dir[0] = 0;
+        return;
+    }
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(src, sizeof src, "%s/whisper/%s", test_fixtures, files[i]);
+        snprintf(dst, sizeof dst, "%s/%s", dir, files[i]);
+        char absolute[4096];
+        if (strcmp(files[i], file)) {
+            CHECK(realpath(src, absolute) && symlink(absolute, dst) == 0);
+            continue;
+        }
+        size_t n = 0;
+        char *text = test_read_file(src, &n), *at = text ? strstr(text, from) : NULL;
+        CHECK_MSG(at != NULL, "%s lacks \"%s\"", file, from);
+        if (!at) {
+            free(text);
+            continue;
+        }
+        size_t head = (size_t)(at - text), from_len = strlen(from), to_len = strlen(to);
+        char *out = (char *)malloc(n - from_len + to_len + 1);
+        if (out) {
+            memcpy(out, text, head);
+            memcpy(out + head, to, to_len);
+            memcpy(out + head + to_len, at + from_len, n - head - from_len);
+            CHECK(test_write_file(dst, out, n - from_len + to_len) == 0);
+        }
+        free(out);
+        free(text);
+    }
+}
+
+static void remove_variant(const char *dir) {
+    static const char *const files[] = {"config.json", "generation_config.json", "model.safetensors",
+                                        "preprocessor_config.json", "tokenizer.json", "tokenizer_config.json"};
+    char path[1200];
+    for (size_t i = 0; dir[0] && i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    if (dir[0]) rmdir(dir);
+}
+
+/* A variant's load: the result wanted, and a message holding needle (NULL: any). */
+static pf_model *load_variant(const char *what, const char *dir, pf_result want, const char *needle) {
+    pf_model *m = NULL;
+    pf_result r = pf_load(dir, NULL, &m);
+    CHECK_MSG(r == want && (!needle || strstr(pf_error_message(m), needle)), "%s: %s (%s), want %s with \"%s\"", what,
+              pf_result_string(r), pf_error_message(m), pf_result_string(want), needle ? needle : "");
+    if (r == PF_OK) return m;
+    pf_free(m);
+    return NULL;
+}
+
+/* generation_config.json's Whisper keys: the prompt they make (as _retrieve_init_tokens builds it),
+   language detection against transformers' (detect.txt), and the values refused. */
+static void check_generation_configs(const float *const *rows) {
+    char dir[64], fixture[1024];
+    snprintf(fixture, sizeof fixture, "%s/whisper", test_fixtures);
+    int32_t want[3][TEST_MAX_IDS];
+    int want_lengths[3], frames[2] = {FRAMES, FRAMES};
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.max_batch = 2;
+    /* forced_decoder_ids [[1, null], [2, transcribe]]: each row's language detected */
+    whisper_variant(dir, sizeof dir, "generation_config.json", "      1,\n      302\n", "      1,\n      null\n");
+    pf_model *m = load_variant("language detection", dir, PF_OK, NULL);
+    CHECK(read_id_lines(fixture, "detect.txt", want, want_lengths, 3) == 3 && want_lengths[0] == 2);
+    for (int ranks = 1; m && ranks <= 3; ranks += 2) {
+        pf_generation g;
+        pf_generate_options o = pf_model_generate_options(m);
+        o.max_new_tokens = 12;
+        CHECK(o.decoder_prompt && o.decoder_prompt_length == 3); /* the start token, the task, no timestamps */
+        pf_result r = pf_parallelize(m, ranks, &po);
+        if (!r) r = pf_generate_audio(m, rows, frames, 2, &o, &g);
+        CHECK_MSG(r == PF_OK && g.num_sequences == 2, "detection on %d ranks: %s", ranks, pf_error_message(m));
+        for (int b = 0; r == PF_OK && b < 2; b++) check_tokens("language detection", &g, b, want[b + 1], want_lengths[b + 1]);
+        if (r == PF_OK) pf_generation_free(&g);
+        /* the detected languages are the ones transformers picks: the same tokens with them in the prompt */
+        for (int b = 0; r == PF_OK && b < 2; b++) {
+            int32_t prompt[4] = {o.decoder_prompt[0], want[0][b], o.decoder_prompt[1], o.decoder_prompt[2]};
+            pf_generate_options fixed = o;
+            fixed.decoder_prompt = prompt;
+            fixed.decoder_prompt_length = 4;
+            r = pf_generate_audio(m, rows + b, frames, 1, &fixed, &g);
+            CHECK(r == PF_OK);
+            if (r == PF_OK) check_tokens("the detected language's prompt", &g, 0, want[b + 1], want_lengths[b + 1]);
+            if (r == PF_OK) pf_generation_free(&g);
+        }
+    }
+    pf_free(m);
+    remove_variant(dir);
+    /* "language" and "task" win over forced_decoder_ids */
+    whisper_variant(dir, sizeof dir, "generation_config.json", "\"is_multilingual\": true,",
+                    "\"is_multilingual\": true, \"language\": \"de\", \"task\": \"translate\",");
+    m = load_variant("language and task", dir, PF_OK, NULL);
+    pf_generate_options o = pf_model_generate_options(m);
+    static const int32_t german[4] = {301, 304, 305, 310};
+    CHECK_MSG(m && o.decoder_prompt_length == 4 && !memcmp(o.decoder_prompt, german, sizeof german), "prompt of %d tokens",
+              o.decoder_prompt_length);
+    pf_free(m);
+    remove_variant(dir);
+    whisper_variant(dir, sizeof dir, "generation_config.json", "\"is_multilingual\": true,",
+                    "\"is_multilingual\": true, \"language\": \"<|FR|>\",");
+    m = load_variant("a language token", dir, PF_OK, NULL);
+    o = pf_model_generate_options(m);
+    static const int32_t french[4] = {301, 303, 306, 310}; /* a language alone: transcribe */
+    CHECK_MSG(m && o.decoder_prompt_length == 4 && !memcmp(o.decoder_prompt, french, sizeof french), "prompt of %d tokens",
+              o.decoder_prompt_length);
+    pf_free(m);
+    remove_variant(dir);
+    static const char *const refused[][4] = { /* from, to, result, message */
+        {"\"return_timestamps\": false", "\"return_timestamps\": true", "unsupported", "return_timestamps"},
+        {"\"is_multilingual\": true,", "\"is_multilingual\": true, \"language\": \"english\",", "unsupported",
+         "not a code of lang_to_id"},
+        {"\"is_multilingual\": true,", "\"is_multilingual\": false, \"language\": \"en\",", "format", "English-only"},
+        {"\"is_multilingual\": true,", "\"is_multilingual\": true, \"task\": \"summarize\",", "format", "summarize"},
+        {"      1,\n      302\n", "      3,\n      302\n", "format", "forced_decoder_ids"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        whisper_variant(dir, sizeof dir, "generation_config.json", refused[i][0], refused[i][1]);
+        pf_free(load_variant(refused[i][1], dir, refused[i][2][0] == 'u' ? PF_ERROR_UNSUPPORTED : PF_ERROR_FORMAT,
+                             refused[i][3]));
+        remove_variant(dir);
+    }
+    /* config.json keys that change the shapes: the front end's and the encoder's position table */
+    whisper_variant(dir, sizeof dir, "config.json", "\"num_mel_bins\": 80", "\"num_mel_bins\": 40");
+    pf_free(load_variant("num_mel_bins 40", dir, PF_ERROR_FORMAT, "encoder.conv1.weight"));
+    remove_variant(dir);
+    whisper_variant(dir, sizeof dir, "config.json", "\"max_source_positions\": 50", "\"max_source_positions\": 60");
+    pf_free(load_variant("max_source_positions 60", dir, PF_ERROR_FORMAT, "encoder.embed_positions.weight"));
+    remove_variant(dir);
+}
+
 /* build/transcribe end to end with Whisper: speech.wav through the model's WhisperFeatureExtractor,
    the model on 2 ranks and its generation_config.json's prompt, at most 12 new tokens, printed
    without special tokens: what transformers' processor, generate() and batch_decode give
@@ -308,6 +452,7 @@ void test_whisper(void) {
     }
     pf_free(m);
     check_other_models(rows);
+    check_generation_configs(rows);
     check_transcribe_cli();
     free(features);
 }
