@@ -710,7 +710,9 @@ pf_result pf_forward_audio(pf_model *model, const float *const *features, const 
 
 /* The encoder's last hidden state of a speech encoder-decoder for features as pf_generate_audio
    takes them: last_hidden_state [frames of all rows][hidden] (offsets: where each row starts; a
-   Whisper row has max_source_positions frames). *encoding is the caller's (pf_encoding_free).
+   Whisper row has max_source_positions frames, a Speech2Text row of n feature frames n halved,
+   rounding up, once per convolution: (n - 1) / 2 + 1 each). *encoding is the caller's
+   (pf_encoding_free).
    Results: as pf_generate_audio's. Threads: as pf_encode. */
 pf_result pf_encode_audio_features(pf_model *model, const float *const *features, const int *num_frames, int batch,
                                    pf_encoding **encoding);

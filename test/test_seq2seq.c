@@ -461,6 +461,8 @@ static void s2t_test_bad_calls(pf_model *m, const s2t_reference *ref, const floa
     const float *wave[1] = {features[0]};
     CHECK(pf_encode_audio(m, wave, &huge, 1, &e) == PF_ERROR_UNSUPPORTED && !e); /* samples: a waveform encoder's */
     CHECK(pf_forward_seq2seq(m, ids, &one, ids, &one, 1, logits) == PF_ERROR_UNSUPPORTED);
+    pf_generation g;
+    CHECK(pf_generate_batch(m, ids, &one, 1, NULL, &g) == PF_ERROR_UNSUPPORTED && g.num_sequences == 0);
     CHECK(pf_encode_audio_features(m, NULL, ref->feature_frames, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
     CHECK(pf_encode_audio_features(m, features, NULL, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
     CHECK(pf_encode_audio_features(m, features, ref->feature_frames, 0, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
