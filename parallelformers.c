@@ -2611,9 +2611,10 @@ static pf_result pf__draft_configs(pf__policy_draft *d, const pf_policy *p) {
             return pf__draft_fail(d, PF_ERROR_INVALID_ARGUMENT, "config[%d].field: %s%.100s%s (known: %s)", i,
                                   in->field ? "unknown field \"" : "missing", in->field ? in->field : "", in->field ? "\"" : "", known);
         }
-        if (field->offset == offsetof(pf__config, speech) || field->offset == offsetof(pf__config, mel_frontend))
+        if (field->offset == offsetof(pf__config, speech) || field->offset == offsetof(pf__config, mel_frontend) ||
+            field->offset == offsetof(pf__config, conv_subsampler))
             return pf__draft_fail(d, PF_ERROR_UNSUPPORTED, "config[%d].field: \"%s\": a speech front end "
-                                  "(Wav2Vec2, HuBERT, Whisper) is compiled in, not a policy's", i, field->name);
+                                  "(Wav2Vec2, HuBERT, Whisper, Speech2Text) is compiled in, not a policy's", i, field->name);
         char what[64];
         snprintf(what, sizeof what, "config[%d].key", i);
         c->key = in->key ? pf__draft_text(d, what, in->key, PF__POLICY_MAX_NAME, &r) : NULL;
@@ -3243,13 +3244,15 @@ static void pf__policy_write(pf__text *t, pf__arch_id arch, const char *model_ty
     pf__text_add(t, "]}\n");
 }
 
-/* Whether a row's config sets the speech front end (PF_ARCH_CONFIG(id, speech, NULL, 1)). */
+/* Whether a row's config sets a speech front end (PF_ARCH_CONFIG(id, speech, NULL, 1), or
+   mel_frontend, conv_subsampler): its tensors are named in code, so the row does not export. */
 static int pf__arch_is_speech(pf__arch_id arch) {
     const pf__policy_rows *rows = pf__rows(arch);
     for (size_t i = 0; i < rows->num_configs; i++)
         if (rows->configs[i].arch == arch && rows->configs[i].fallback != 0 &&
             (rows->configs[i].offset == offsetof(pf__config, speech) ||
-             rows->configs[i].offset == offsetof(pf__config, mel_frontend)))
+             rows->configs[i].offset == offsetof(pf__config, mel_frontend) ||
+             rows->configs[i].offset == offsetof(pf__config, conv_subsampler)))
             return 1;
     return 0;
 }
