@@ -1704,6 +1704,8 @@ static const struct { const char *key; double neutral; } pf__generation_unsuppor
     {"sequence_bias", NAN}, {"bad_words_ids", NAN}, {"force_words_ids", NAN}, {"constraints", NAN},
     {"stop_strings", NAN}, {"watermarking_config", NAN}, {"max_time", NAN}, {"token_healing", 0},
     {"dola_layers", NAN}, {"prompt_lookup_num_tokens", NAN}, {"assistant_early_exit", NAN},
+    /* Whisper's fallback: a segment regenerated at higher temperatures, or dropped as silence */
+    {"no_speech_threshold", NAN}, {"logprob_threshold", NAN}, {"compression_ratio_threshold", NAN},
 };
 
 /* One generate() default into o; 1 if the value is not what the key allows. */
@@ -18985,6 +18987,84 @@ static pf_result pf__subsampler_rows(pf_model *m, const char *call, const float 
     return PF_OK;
 }
 
+static pf_result pf__encode_audio_features_locked(pf_model *m, const float *const *features, const int *num_frames,
+                                                  int batch, pf_encoding **out);
+
+/* A speech encoder-decoder's encoder on waveforms: each through the feature extractor of the
+   model directory's preprocessor_config.json (read for the request), then as
+   pf_encode_audio_features. */
+static pf_result pf__encode_audio_mel(pf_model *m, const float *const *samples, const int *num_samples, int batch,
+                                      pf_encoding **out) {
+    const pf__config *c = &m->config;
+    char error[PF__MESSAGE_SIZE];
+    if (!samples || !num_samples || batch < 1)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio needs samples, their counts and batch >= 1");
+    pf_audio_processor *processor = NULL;
+    pf_result r = pf_audio_processor_load(m->dir, &processor, error, sizeof error);
+    if (r) return PF__FAIL(m, r, "pf_encode_audio reads the model's feature extractor: %s", error);
+    pf_audio_processor_info info = pf_audio_processor_get_info(processor);
+    size_t rows = 0, columns = 0, size = (size_t)c->num_mel_bins * 2 * (size_t)c->encoder_max_positions;
+    if (info.kind != PF_AUDIO_LOG_MEL || info.num_mel_bins != c->num_mel_bins ||
+        pf_audio_features_size(processor, 1, &rows, &columns, error, sizeof error) || columns != size / (size_t)c->num_mel_bins)
+        r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: preprocessor_config.json's log-mel features (%zu x %zu) do not fit the model's "
+                     "%d mel bins x %d frames", m->dir, rows, columns, c->num_mel_bins, 2 * c->encoder_max_positions);
+    float *features = r ? NULL : (float *)malloc((size_t)batch * size * sizeof(float));
+    const float **feature_rows = r ? NULL : (const float **)malloc((size_t)batch * sizeof *feature_rows);
+    int *frames = r ? NULL : (int *)malloc((size_t)batch * sizeof(int));
+    if (!r && (!features || !feature_rows || !frames)) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (int b = 0; !r && b < batch; b++) {
+        if (!samples[b] || num_samples[b] < 1)
+            r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: no samples", b);
+        else if ((r = pf_audio_features(processor, samples[b], (size_t)num_samples[b], features + (size_t)b * size, size,
+                                        error, sizeof error)))
+            r = PF__FAIL(m, r, "row %d: %s", b, error);
+        feature_rows[b] = features + (size_t)b * size;
+        frames[b] = 2 * c->encoder_max_positions;
+    }
+    if (!r) r = pf__encode_audio_features_locked(m, feature_rows, frames, batch, out);
+    free(features), free(feature_rows), free(frames);
+    pf_audio_processor_free(processor);
+    return r;
+}
+
+/* Speech2Text's encoder on waveforms: each through the filter-bank extractor of the model
+   directory's preprocessor_config.json (read for the request), then as pf_encode_audio_features
+   (a batch padded as the extractor pads it). */
+static pf_result pf__encode_audio_fbank(pf_model *m, const float *const *samples, const int *num_samples, int batch,
+                                        pf_encoding **out) {
+    const pf__config *c = &m->config;
+    char error[PF__MESSAGE_SIZE];
+    if (!samples || !num_samples || batch < 1)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio needs samples, their counts and batch >= 1");
+    pf_audio_processor *processor = NULL;
+    pf_result r = pf_audio_processor_load(m->dir, &processor, error, sizeof error);
+    if (r) return PF__FAIL(m, r, "pf_encode_audio reads the model's feature extractor: %s", error);
+    pf_audio_processor_info info = pf_audio_processor_get_info(processor);
+    if (info.kind != PF_AUDIO_FBANK || info.num_mel_bins != c->speech_config.feature_width)
+        r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: preprocessor_config.json's features (%d mel bins) do not fit the model's %d "
+                     "filter banks per frame", m->dir, info.num_mel_bins, c->speech_config.feature_width);
+    float **features = r ? NULL : (float **)calloc((size_t)batch, sizeof *features);
+    int *frames = r ? NULL : (int *)calloc((size_t)batch, sizeof(int));
+    if (!r && (!features || !frames)) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (int b = 0; !r && b < batch; b++) {
+        size_t rows = 0, columns = 0;
+        if (!samples[b] || num_samples[b] < 1) r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: no samples", b);
+        else if ((r = pf_audio_features_size(processor, (size_t)num_samples[b], &rows, &columns, error, sizeof error)))
+            r = PF__FAIL(m, r, "row %d: %s", b, error);
+        else if (!(features[b] = (float *)malloc(rows * columns * sizeof(float))))
+            r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        else if ((r = pf_audio_features(processor, samples[b], (size_t)num_samples[b], features[b], rows * columns, error,
+                                        sizeof error)))
+            r = PF__FAIL(m, r, "row %d: %s", b, error);
+        if (!r) frames[b] = (int)rows;
+    }
+    if (!r) r = pf__encode_audio_features_locked(m, (const float *const *)features, frames, batch, out);
+    for (int b = 0; features && b < batch; b++) free(features[b]);
+    free(features), free(frames);
+    pf_audio_processor_free(processor);
+    return r;
+}
+
 /* A speech encoder's request: each waveform through the host front end, then the blocks on the
    ranks (and the CTC head's vocabulary rows, split like an LM head). */
 static pf_result pf__encode_audio_locked(pf_model *m, const float *const *samples, const int *num_samples, int batch,
@@ -18993,9 +19073,8 @@ static pf_result pf__encode_audio_locked(pf_model *m, const float *const *sample
     *out = NULL;
     pf_result r = pf__ensure_group(m);
     if (r) return r;
-    if (c->conv_subsampler)
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes filter-bank features: pf_encode_audio_features "
-                        "runs its encoder", c->model_type);
+    if (c->mel_frontend) return pf__encode_audio_mel(m, samples, num_samples, batch, out);
+    if (c->conv_subsampler) return pf__encode_audio_fbank(m, samples, num_samples, batch, out);
     if (!c->speech) return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is not a speech encoder", c->model_type);
     if (!samples || !num_samples || batch < 1)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio needs samples, their counts and batch >= 1");
@@ -19089,6 +19168,7 @@ pf_result pf_encode_audio(pf_model *m, const float *const *samples, const int *n
 }
 
 int pf_encode_audio_frames(const pf_model *m, int num_samples) {
+    if (m && m->loaded && m->config.mel_frontend && num_samples > 0) return m->config.encoder_max_positions; /* padded or cut */
     return m && m->loaded && m->config.speech && num_samples > 0 ? pf__speech_frames(&m->config, num_samples) : 0;
 }
 

@@ -501,11 +501,17 @@ pf_result pf_image_text_logits(pf_model *model, const int32_t *const *ids, const
    PF_ERROR_INVALID_ARGUMENT (NULLs, batch < 1 or above max_batch, a row with fewer samples than
    audio_min_samples or more frames than max_sequence_length, samples not finite),
    PF_ERROR_UNSUPPORTED (a model that is not a speech encoder), PF_ERROR_OUT_OF_MEMORY,
-   PF_ERROR_DEVICE. Threads: as pf_encode. */
+   PF_ERROR_DEVICE. Threads: as pf_encode.
+   A speech encoder-decoder (Whisper, Speech2Text) gives its encoder's last hidden state: each
+   waveform through the feature extractor of the model directory's preprocessor_config.json
+   (Whisper's padded or cut to its chunk, pf_encode_audio_frames frames: max_source_positions;
+   Speech2Text's filter banks of any length, the batch padded as its extractor pads it), then as
+   pf_encode_audio_features. */
 pf_result pf_encode_audio(pf_model *model, const float *const *samples, const int *num_samples, int batch,
                           pf_encoding **encoding);
-/* Frames a speech encoder makes of num_samples samples (0: too few, or not a speech encoder). Any
-   thread, after pf_load succeeded. */
+/* Frames a speech encoder makes of num_samples samples (0: too few, or not a speech encoder; 0
+   for Speech2Text, whose frames follow its extractor's: pf_audio_features_size's rows, halved
+   per convolution as pf_encode_audio_features counts them). Any thread, after pf_load succeeded. */
 int pf_encode_audio_frames(const pf_model *model, int num_samples);
 
 /* Greedy CTC decoding of row `row` of a PF_HEAD_CTC encoding, as transformers' Wav2Vec2CTCTokenizer
@@ -630,8 +636,8 @@ pf_generate_options pf_generate_options_init(void);
    generate() takes them (max_length / max_new_tokens, min lengths, do_sample, temperature, top_k,
    top_p, repetition_penalty, num_beams, num_return_sequences, no_repeat_ngram_size,
    length_penalty, early_stopping, pad_token_id, forced_bos_token_id, forced_eos_token_id,
-   decoder_start_token_id, encoder_no_repeat_ngram_size, suppress_tokens, begin_suppress_tokens:
-   the lists owned by the model). Start from these and change what you want. pf_load refuses a
+   decoder_start_token_id, encoder_no_repeat_ngram_size, suppress_tokens, begin_suppress_tokens,
+   Whisper's decoder_prompt (see pf_generate_audio): the lists owned by the model). Start from these and change what you want. pf_load refuses a
    generation_config.json that sets a generation feature we lack (typical_p, sequence_bias, ...)
    unless skip_generation_config is set. Any thread. */
 pf_generate_options pf_model_generate_options(const pf_model *model);

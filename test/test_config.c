@@ -602,6 +602,23 @@ static void test_ctc_vocabulary(void) {
 
 /* A bfloat16 checkpoint (hubert-ctc's model.bf16.safetensors): the front end and the blocks read
    16-bit tensors; the logits equal transformers' float32 logits of the rounded weights. */
+/* Whisper's checkpoint holds what its config says: no key bias (a zero stands in; one in the file
+   is a tensor we would not read), and the LM head where tie_word_embeddings is false. */
+static void test_whisper_tensors(void) {
+    if (copy_fixture("whisper")) return;
+    add_tensor("model.encoder.layers.0.self_attn.k_proj.bias");
+    expect_load("a key bias", NULL, PF_ERROR_UNSUPPORTED, "model.encoder.layers.0.self_attn.k_proj.bias");
+    if (copy_fixture("whisper")) return;
+    add_tensor("model.decoder.layers.1.encoder_attn.k_proj.bias");
+    expect_load("a cross-attention key bias", NULL, PF_ERROR_UNSUPPORTED, "encoder_attn.k_proj.bias");
+    if (copy_fixture("whisper")) return;
+    edit_file("config.json", "\"tie_word_embeddings\": true", "\"tie_word_embeddings\": false");
+    expect_load("an untied head the checkpoint lacks", NULL, PF_ERROR_FORMAT, "LM head");
+    if (copy_fixture("whisper")) return;
+    edit_file("config.json", "\"WhisperForConditionalGeneration\"", "\"WhisperForAudioClassification\"");
+    expect_load("another head", NULL, PF_ERROR_UNSUPPORTED, "WhisperForAudioClassification");
+}
+
 static void test_speech_bf16(void) {
     char path[1100], dst[1100];
     if (copy_fixture("hubert-ctc")) return;
@@ -650,6 +667,7 @@ void test_config(void) {
     test_speech_refusals();
     test_ctc_vocabulary();
     test_speech_bf16();
+    test_whisper_tensors();
     empty_work_dir();
     rmdir(work_dir);
 }

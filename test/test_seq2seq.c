@@ -345,6 +345,32 @@ static void s2t_check_outputs(pf_model *m, const char *what, const char *dir, co
     }
 }
 
+/* pf_encode_audio on the waveforms themselves (through the model directory's extractor): the
+   padded batch's encoder output. */
+static void s2t_check_waveforms(pf_model *m, const char *dir, const s2t_reference *ref) {
+    char path[1100];
+    size_t n = 0;
+    snprintf(path, sizeof path, "%s/waveforms.bin", dir);
+    float *samples = test_read_floats(path, &n);
+    const float *waves[S2T_ROWS] = {samples, samples ? samples + ref->samples[0] : NULL};
+    pf_encoding *e = NULL;
+    pf_result r = samples && n == (size_t)(ref->samples[0] + ref->samples[1])
+                      ? pf_encode_audio(m, waves, ref->samples, S2T_ROWS, &e) : PF_ERROR_IO;
+    CHECK_MSG(r == PF_OK, "speech2text: pf_encode_audio: %s", pf_error_message(m));
+    int frames = ref->encoder_frames[0] + ref->encoder_frames[1];
+    if (r == PF_OK) {
+        CHECK(e->offsets[1] == ref->encoder_frames[0] && e->offsets[2] == frames);
+        if (e->offsets[2] == frames)
+            check_floats("speech2text from waveforms", dir, "encoder_hidden.bin", e->last_hidden_state,
+                         (size_t)frames * (size_t)e->hidden_size);
+    }
+    pf_encoding_free(e);
+    int none = 0;
+    e = NULL;
+    CHECK(pf_encode_audio(m, waves, &none, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+    free(samples);
+}
+
 /* The library's fbank features of each waveform equal the extractor's (fbank_features.bin, whose
    shorter row is padded with zeros). */
 static void s2t_check_features(const char *dir, const s2t_reference *ref, const float *padded, size_t width) {
@@ -458,8 +484,7 @@ static void s2t_test_bad_calls(pf_model *m, const s2t_reference *ref, const floa
     pf_encoding *e = NULL;
     CHECK(pf_encode(m, ids, NULL, &one, 1, &e) == PF_ERROR_UNSUPPORTED && !e &&
           strstr(pf_error_message(m), "pf_encode_audio_features"));
-    const float *wave[1] = {features[0]};
-    CHECK(pf_encode_audio(m, wave, &huge, 1, &e) == PF_ERROR_UNSUPPORTED && !e); /* samples: a waveform encoder's */
+    CHECK(pf_encode_audio_frames(m, 4000) == 0); /* its frames are the extractor's */
     CHECK(pf_forward_seq2seq(m, ids, &one, ids, &one, 1, logits) == PF_ERROR_UNSUPPORTED);
     pf_generation g;
     CHECK(pf_generate_batch(m, ids, &one, 1, NULL, &g) == PF_ERROR_UNSUPPORTED && g.num_sequences == 0);
@@ -527,6 +552,7 @@ static void test_speech2text(void) {
         pf_result cr = pf_to_cpu(m);
         CHECK_MSG(cr == PF_OK, "speech2text: pf_to_cpu: %s", pf_error_message(m));
         if (cr == PF_OK) s2t_check_outputs(m, "speech2text after pf_to_cpu", dir, &ref, features);
+        s2t_check_waveforms(m, dir, &ref);
         s2t_test_bad_calls(m, &ref, features);
     }
     pf_free(m);

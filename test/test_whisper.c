@@ -154,6 +154,17 @@ static void check_from_samples(pf_model *m, const char *dir) {
         CHECK(read_id_lines(dir, "greedy.txt", want, want_lengths, 2) == 2);
         for (int b = 0; r == PF_OK && b < 2; b++) check_tokens("from samples", &g, b, want[b], want_lengths[b]);
         pf_generation_free(&g);
+        /* pf_encode_audio on the samples: the model directory's feature extractor, then the encoder */
+        const float *waves[2] = {samples, samples + 12000};
+        int counts[2] = {12000, 12000};
+        pf_encoding *e = NULL;
+        r = pf_encode_audio(m, waves, counts, 2, &e);
+        CHECK_MSG(r == PF_OK && e && e->offsets[2] == 2 * POSITIONS && pf_encode_audio_frames(m, 12000) == POSITIONS,
+                  "pf_encode_audio: %s", pf_error_message(m));
+        if (r == PF_OK) check_floats("pf_encode_audio", dir, "encoder_hidden.bin", e->last_hidden_state, 2 * POSITIONS * HIDDEN);
+        pf_encoding_free(e);
+        int none[2] = {12000, 0};
+        CHECK(pf_encode_audio(m, waves, none, 2, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
     }
     free(features);
     free(samples);
@@ -349,6 +360,8 @@ static void check_generation_configs(const float *const *rows) {
         {"\"is_multilingual\": true,", "\"is_multilingual\": false, \"language\": \"en\",", "format", "English-only"},
         {"\"is_multilingual\": true,", "\"is_multilingual\": true, \"task\": \"summarize\",", "format", "summarize"},
         {"      1,\n      302\n", "      3,\n      302\n", "format", "forced_decoder_ids"},
+        {"\"is_multilingual\": true,", "\"is_multilingual\": true, \"no_speech_threshold\": 0.6,", "unsupported",
+         "no_speech_threshold"},
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         whisper_variant(dir, sizeof dir, "generation_config.json", refused[i][0], refused[i][1]);

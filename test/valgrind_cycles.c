@@ -1,6 +1,7 @@
 /* Load, parallelize, run and free a model over and over, for valgrind (make valgrind): every
    request kind (forward, greedy, sampling, beam search; an encoder's pf_encode and pf_embed; an
-   encoder-decoder's pf_forward_seq2seq and encoder output) on 1 and 2 ranks, then pf_to_cpu and
+   encoder-decoder's pf_forward_seq2seq and encoder output; a speech encoder-decoder's
+   pf_generate_audio, pf_forward_audio and pf_encode_audio_features) on 1 and 2 ranks, then pf_to_cpu and
    the other rank count again, so that an
    uninitialised read, an invalid access or a leak anywhere on those paths is an error.
    Usage: valgrind_cycles MODEL_DIR [MODEL_DIR...] [-n CYCLES] (20 by default). Cycles go round
@@ -33,6 +34,42 @@ static int encoder_requests(pf_model *m) {
 
 static int requests(pf_model *m, int ranks);
 
+/* A speech encoder-decoder's requests (Whisper) on two rows of made-up features: beam search,
+   greedy with the model's prompt (its language detection where it has one), sampling, the
+   teacher-forced logits and the encoder's output. */
+static int audio_requests(pf_model *m) {
+    pf_model_info info = pf_get_info(m);
+    size_t count = (size_t)info.num_mel_bins * (size_t)info.audio_frames;
+    float *features = (float *)malloc(2 * count * sizeof(float)), *logits = NULL;
+    if (!features) return 1;
+    for (size_t i = 0; i < 2 * count; i++) features[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f;
+    const float *rows[2] = {features, features + count};
+    int frames[2] = {info.audio_frames, info.audio_frames}, bad = 0;
+    pf_generation g;
+    pf_generate_options o = pf_model_generate_options(m);
+    o.max_new_tokens = 5;
+    o.num_beams = 2;
+    if (!failed(m, "audio beam search", pf_generate_audio(m, rows, frames, 2, &o, &g))) pf_generation_free(&g);
+    else bad = 1;
+    o.num_beams = 1;
+    o.ignore_eos = 1;
+    if (!bad && !failed(m, "audio greedy", pf_generate_audio(m, rows, frames, 2, &o, &g))) pf_generation_free(&g);
+    o.do_sample = 1;
+    o.seed = 3;
+    if (!bad && !failed(m, "audio sampling", pf_generate_audio(m, rows, frames, 2, &o, &g))) pf_generation_free(&g);
+    int32_t start[2] = {info.decoder_start_token_id, 7};
+    const int32_t *decoder[2] = {start, start};
+    int decoder_lengths[2] = {2, 1};
+    logits = (float *)malloc((size_t)3 * info.vocab_size * sizeof(float));
+    bad = bad || !logits || failed(m, "pf_forward_audio", pf_forward_audio(m, rows, frames, decoder, decoder_lengths, 2, logits));
+    pf_encoding *e = NULL;
+    bad = bad || failed(m, "pf_encode_audio_features", pf_encode_audio_features(m, rows, frames, 2, &e));
+    pf_encoding_free(e);
+    free(logits);
+    free(features);
+    return bad;
+}
+
 /* A directory with a policy.json (an architecture not compiled in, as test/fixtures/my-llama) is
    loaded through that policy, registered for the cycle and unregistered after it. */
 static int one_cycle(const char *dir, int ranks) {
@@ -58,6 +95,13 @@ static int one_cycle(const char *dir, int ranks) {
 
 /* Every request kind of the model's kind, on `ranks` ranks and after pf_to_cpu; the caller frees m. */
 static int requests(pf_model *m, int ranks) {
+    if (pf_get_info(m).num_mel_bins) {
+        pf_parallel_options po = pf_parallel_options_init();
+        po.max_batch = 4;
+        int bad = failed(m, "pf_parallelize", pf_parallelize(m, ranks, &po)) || audio_requests(m);
+        bad = bad || failed(m, "pf_to_cpu", pf_to_cpu(m)) || audio_requests(m);
+        return bad;
+    }
     if (pf_get_info(m).is_encoder) {
         pf_parallel_options po = pf_parallel_options_init();
         po.max_batch = 2;
