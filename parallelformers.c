@@ -20075,6 +20075,10 @@ static pf_result pf__generation_resolve(pf__generation_state *st, const int32_t 
                                        : (width + 20 < m->config.max_positions ? width + 20 : m->config.max_positions);
     if (m->config.whisper_prompt && !o->max_new_tokens && o->max_length) /* Whisper's generate(): max_length new tokens */
         st->max_length = (long long)o->max_length + width;
+    if (m->config.whisper_prompt && o->max_new_tokens && (long long)width + o->max_new_tokens > m->config.max_positions)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the decoder prompt (%d tokens) and max_new_tokens %d exceed the "
+                        "decoder's %d positions (max_target_positions), as Whisper's generate() refuses", width,
+                        o->max_new_tokens, m->config.max_positions);
     if (st->max_length > g->cache_len) st->max_length = g->cache_len;
     if (m->config.encoder_max_positions && st->max_length > m->config.max_positions) /* the cache outgrows the decoder's table */
         st->max_length = m->config.max_positions;
@@ -20398,11 +20402,12 @@ static void pf__generation_free(pf__generation_state *st) {
     free(st->sources), free(st->source_pads), free(st->cross_pads);
 }
 
-/* features, feature_width: a speech encoder-decoder's front end output [batch][feature_width][hidden]
-   in place of the prompts (NULL for text), each row after its feature_pads [batch] (NULL: none). */
+/* features, feature_pads, feature_width: a speech encoder-decoder's front end output
+   [batch][feature_width][hidden] and its rows' left pads, in place of the prompts (NULL for text);
+   prompts, when given with them, are each row's decoder prompt. */
 static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts, const int *lengths, int batch,
                                      const pf_generate_options *o, pf_generation *result, const float *features,
-                                     int feature_width, const int *feature_pads) {
+                                     const int *feature_pads, int feature_width) {
     pf_result r = pf__ensure_group(m);
     if (r) return r;
     if (m->config.head != PF_HEAD_CAUSAL_LM)
@@ -20435,8 +20440,8 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
         if (features) {
             st.source_features = features;
             st.source_width = feature_width;
-            if (!(st.source_pads = (int *)calloc((size_t)batch, sizeof(int)))) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-            for (int b = 0; !r && feature_pads && b < batch; b++) st.source_pads[b] = feature_pads[b];
+            if (!(st.source_pads = (int *)malloc((size_t)batch * sizeof(int)))) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+            else memcpy(st.source_pads, feature_pads, (size_t)batch * sizeof(int));
         } else {
             r = pf__pad_rows(m, "prompt", prompts, lengths, batch, 1, &st.source_width, &st.sources, &st.source_pads);
         }
@@ -20911,7 +20916,7 @@ pf_result pf_generate_batch(pf_model *m, const int32_t *const *prompts, const in
     if (pf__batchable(m, &o)) return pf__generate_batched(m, prompts, prompt_lengths, batch, &o, result);
     pf_result r = pf__request_lock(m, "pf_generate");
     if (r) return r;
-    r = pf__generate_locked(m, prompts, prompt_lengths, batch, &o, result, NULL, 0, NULL);
+    r = pf__generate_locked(m, prompts, prompt_lengths, batch, &o, result, NULL, NULL, 0);
     pf__request_unlock(m);
     return r;
 }
@@ -20982,7 +20987,9 @@ pf_result pf_generate_text(pf_model *m, const char *prompt, const pf_generate_op
 /* ---- speech encoder-decoders: generation from audio features ---- */
 
 /* Checks a batch of feature rows and runs each through the host front end: *out [batch][*width]
-   [hidden] and the rows' left pads *pads [batch] (Whisper's: none), both the caller's to free. */
+   [hidden] and *pads [batch], each row's frames after its left pads (never attended to; Whisper's
+   rows are all one length; Speech2Text's, of any lengths, are padded to the longest), both the
+   caller's to free. */
 static pf_result pf__audio_source_rows(pf_model *m, const char *call, const float *const *features, const int *num_frames,
                                        int batch, float **out, int *width, int **pads) {
     const pf__config *c = &m->config;
@@ -21039,13 +21046,13 @@ static pf_result pf__encode_audio_features_locked(pf_model *m, const float *cons
     if (e) e->offsets = (int *)calloc((size_t)batch + 1, sizeof(int));
     if (!e || !e->offsets || !hidden) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     if (!r) r = pf__encoder_pass(m, NULL, rows, pads, batch, T, hidden);
-    if (!r) {
+    if (!r) { /* drop the pads: row b's frames are its last T - pads[b] */
         e->batch = batch;
         e->hidden_size = (int)d;
         e->head = PF_HEAD_NONE;
-        for (int b = 0; b < batch; b++) { /* drop the left pads: row b's frames are its last */
+        for (int b = 0; b < batch; b++) {
             e->offsets[b + 1] = e->offsets[b] + T - pads[b];
-            memmove(hidden + (size_t)e->offsets[b] * d, hidden + ((size_t)b * T + (size_t)pads[b]) * d,
+            memmove(hidden + (size_t)e->offsets[b] * d, hidden + ((size_t)b * T + pads[b]) * d,
                     (size_t)(T - pads[b]) * d * sizeof(float));
         }
         e->last_hidden_state = hidden;
@@ -21122,15 +21129,16 @@ pf_result pf_forward_audio(pf_model *m, const float *const *features, const int 
 
 /* Whisper's language detection, row by row: the decoder's logits after the start token alone, the
    likeliest of the language tokens (the lowest id on ties, as torch's argmax) into langs[b]. */
-static pf_result pf__detect_languages(pf_model *m, const float *rows, int batch, int width, int32_t *langs) {
+static pf_result pf__detect_languages(pf_model *m, const float *rows, const int *source_pads, int batch, int width,
+                                      int32_t *langs) {
     const pf__config *c = &m->config;
     size_t vocab = (size_t)c->vocab_size;
     int32_t *starts = (int32_t *)malloc((size_t)batch * sizeof(int32_t));
-    int *pads = (int *)calloc((size_t)batch, sizeof(int));
+    int *pads = (int *)calloc((size_t)batch, sizeof(int)); /* the decoder's: none */
     float *logits = (float *)malloc((size_t)batch * vocab * sizeof(float));
     pf_result r = starts && pads && logits ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (int b = 0; !r && b < batch; b++) starts[b] = c->decoder_start_token_id;
-    if (!r) r = pf__encoder_pass(m, NULL, rows, pads, batch, width, NULL);
+    if (!r) r = pf__encoder_pass(m, NULL, rows, source_pads, batch, width, NULL);
     if (!r) {
         pf__job job;
         memset(&job, 0, sizeof job);
@@ -21139,7 +21147,7 @@ static pf_result pf__detect_languages(pf_model *m, const float *rows, int batch,
         job.step.seq_len = 1;
         job.step.pad = pads;
         job.step.cross_len = width;
-        job.step.cross_pad = pads;
+        job.step.cross_pad = source_pads;
         job.logits = logits;
         job.all_positions = 1;
         r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
@@ -21176,7 +21184,7 @@ static pf_result pf__generate_audio_locked(pf_model *m, const float *const *feat
         rows_prompts = (const int32_t **)malloc((size_t)batch * sizeof *rows_prompts);
         lengths = (int *)malloc((size_t)batch * sizeof(int));
         if (!langs || !prompts || !rows_prompts || !lengths) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-        if (!r) r = pf__detect_languages(m, rows, batch, T, langs);
+        if (!r) r = pf__detect_languages(m, rows, pads, batch, T, langs);
         for (int b = 0; !r && b < batch; b++) {
             int32_t *p = prompts + (size_t)b * n;
             p[0] = c->decoder_prompt_ids[0];
@@ -21186,7 +21194,7 @@ static pf_result pf__generate_audio_locked(pf_model *m, const float *const *feat
             lengths[b] = n;
         }
     }
-    if (!r) r = pf__generate_locked(m, rows_prompts, lengths, batch, o, result, rows, T, pads);
+    if (!r) r = pf__generate_locked(m, rows_prompts, lengths, batch, o, result, rows, pads, T);
     free(rows), free(pads), free(langs), free(prompts), free(rows_prompts), free(lengths);
     return r;
 }

@@ -2,6 +2,7 @@
    speech encoder-decoder (WhisperForConditionalGeneration).
 
    build/transcribe MODEL_DIR SPEECH.wav [--gpus N] [--device cpu|cuda|auto] [-n MAX_NEW_TOKENS]
+                    [--language CODE] [--task transcribe|translate]
 
    The WAV file holds mono PCM (16-bit integers or 32-bit floats) at the rate the model's feature
    extractor expects (preprocessor_config.json's sampling_rate, 16 kHz for these models: resample
@@ -9,8 +10,10 @@
    (Wav2Vec2FeatureExtractor's normalisation, or WhisperFeatureExtractor's log-mel spectrogram of
    the first chunk_length seconds), then the model: greedy CTC decoding (as
    Wav2Vec2Processor.batch_decode), or generation with the model's generation_config.json (Whisper:
-   its language and task prompt; -n: at most this many new tokens) decoded without the special
-   tokens (as batch_decode(..., skip_special_tokens=True)). The text is printed on one line. Errors
+   its language and task prompt, or detection of the language where it names none; --language (and
+   --task, transcribe by default) set them, as generate(language=..., task=...) does; -n: at most
+   this many new tokens)
+   decoded without the special tokens (as batch_decode(..., skip_special_tokens=True)). The text is printed on one line. Errors
    go to stderr (exit 1; 2 for the command line). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
@@ -118,18 +121,21 @@ static pf_result decode_text(pf_model *model, pf_generation *g, char **text) {
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: transcribe MODEL_DIR SPEECH.wav [--gpus N] [--device cpu|cuda|auto] [-n MAX_NEW_TOKENS]\n");
+    fprintf(stderr, "usage: transcribe MODEL_DIR SPEECH.wav [--gpus N] [--device cpu|cuda|auto] [-n MAX_NEW_TOKENS]\n"
+                    "                  [--language CODE] [--task transcribe|translate]\n");
     return 2;
 }
 
 int main(int argc, char **argv) {
-    const char *dir = NULL, *wav = NULL, *why = "";
+    const char *dir = NULL, *wav = NULL, *why = "", *language = NULL, *task = NULL;
     int gpus = 1, max_new_tokens = 0;
     pf_device device = PF_DEVICE_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--gpus") && v) gpus = atoi(argv[++i]);
         else if (!strcmp(a, "-n") && v) max_new_tokens = atoi(argv[++i]);
+        else if (!strcmp(a, "--language") && v) language = argv[++i];
+        else if (!strcmp(a, "--task") && v) task = argv[++i];
         else if (!strcmp(a, "--device") && v) {
             device = !strcmp(v, "cpu") ? PF_DEVICE_CPU : !strcmp(v, "cuda") ? PF_DEVICE_CUDA : PF_DEVICE_AUTO;
             if (strcmp(v, "cpu") && strcmp(v, "cuda") && strcmp(v, "auto")) return usage();
@@ -138,7 +144,10 @@ int main(int argc, char **argv) {
         else if (a[0] != '-' && !wav) wav = a;
         else return usage();
     }
-    if (!dir || !wav || gpus < 1 || max_new_tokens < 0) return usage();
+    if (!dir || !wav || gpus < 1 || max_new_tokens < 0 || (task && !language) ||
+        (task && strcmp(task, "transcribe") && strcmp(task, "translate")) ||
+        (language && (strlen(language) < 2 || strlen(language) > 16)))
+        return usage();
     int num_samples = 0, rate = 0;
     float *samples = read_wav(wav, &num_samples, &rate, &why);
     if (!samples) {
@@ -182,11 +191,28 @@ int main(int argc, char **argv) {
             goto done;
         }
         count = (int)(info.mel_major ? columns : rows); /* frames */
-        pf_generate_options o = pf_model_generate_options(model);
-        if (max_new_tokens) o.max_new_tokens = max_new_tokens;
-        if (!pf_model_tokenizer(model)) {
+        if (!pf_model_tokenizer(model)) { /* before the prompt: --language reads its tokens */
             fprintf(stderr, "transcribe: %s has no tokenizer to turn the generated ids into text\n", dir);
             goto done;
+        }
+        pf_generate_options o = pf_model_generate_options(model);
+        if (max_new_tokens) o.max_new_tokens = max_new_tokens;
+        int32_t prompt[4];
+        if (language) { /* Whisper's prompt: <|startoftranscript|> <|xx|> <|task|> <|notimestamps|> */
+            char token[32];
+            pf_tokenizer *tokenizer = pf_model_tokenizer(model);
+            snprintf(token, sizeof token, "<|%s|>", language);
+            prompt[0] = info.decoder_start_token_id;
+            prompt[1] = pf_tokenizer_token_id(tokenizer, token);
+            snprintf(token, sizeof token, "<|%s|>", task ? task : "transcribe");
+            prompt[2] = pf_tokenizer_token_id(tokenizer, token);
+            prompt[3] = pf_tokenizer_token_id(tokenizer, "<|notimestamps|>");
+            if (prompt[0] < 0 || prompt[1] < 0 || prompt[2] < 0 || prompt[3] < 0) {
+                fprintf(stderr, "transcribe: %s has no <|%s|> language token, or not Whisper's task tokens\n", dir, language);
+                goto done;
+            }
+            o.decoder_prompt = prompt;
+            o.decoder_prompt_length = 4;
         }
         if ((r = pf_generate_audio(model, waves, &count, 1, &o, &generation)) ||
             (r = decode_text(model, &generation, &text))) {

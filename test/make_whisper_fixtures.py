@@ -22,7 +22,8 @@ preprocessor_config.json, the tokenizer files and
     detect.txt         with forced_decoder_ids [[1, null], [2, <|transcribe|>]] (no language: detected):
                        the language token detect_language picks for each row, then greedy's tokens
     speech.wav         the first waveform as 16-bit PCM; speech.txt: the text transformers
-                       transcribes from it (batch_decode, skip_special_tokens=True)
+                       transcribes from it (batch_decode, skip_special_tokens=True); speech_fr.txt:
+                       the same with language="fr", task="translate"
 """
 import copy
 import json
@@ -166,6 +167,8 @@ def main():
         sequence = model.generate(one, max_new_tokens=12)
         text = tokenizer.batch_decode(sequence, skip_special_tokens=True)[0]
         (OUT / "speech.txt").write_text(text + "\n")
+        sequence = model.generate(one, max_new_tokens=12, language="fr", task="translate")
+        (OUT / "speech_fr.txt").write_text(tokenizer.batch_decode(sequence, skip_special_tokens=True)[0] + "\n")
     assert len({t for r in greedy for t in r}) > 3, "too few distinct tokens for a useful test"
     print("greedy", greedy, "beam", beam, "translate", translate, "text", repr(text))
 

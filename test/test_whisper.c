@@ -123,6 +123,43 @@ static void check_outputs(pf_model *m, const char *what, const char *dir, const 
     pf_generation_free(&g);
 }
 
+/* A stream callback's view: the tokens of each row in order, and their texts. */
+typedef struct whisper_stream {
+    int32_t tokens[2][TEST_MAX_IDS];
+    int counts[2];
+    char text[2][256];
+} whisper_stream;
+
+static int on_token(void *user, int row, int32_t token, const char *text, size_t text_len) {
+    whisper_stream *s = (whisper_stream *)user;
+    if (row < 0 || row > 1 || s->counts[row] >= TEST_MAX_IDS) return 1;
+    s->tokens[row][s->counts[row]++] = token;
+    if (text && strlen(s->text[row]) + text_len < sizeof s->text[row]) strncat(s->text[row], text, text_len);
+    return 0;
+}
+
+/* Streaming greedy generation: every new token reaches the callback, with its text. */
+static void check_stream(pf_model *m, const char *dir, const float *const *rows) {
+    int frames[2] = {FRAMES, FRAMES};
+    int32_t want[2][TEST_MAX_IDS];
+    int want_lengths[2];
+    whisper_stream s;
+    memset(&s, 0, sizeof s);
+    pf_generation g;
+    pf_generate_options o = pf_model_generate_options(m);
+    o.max_new_tokens = 12;
+    o.stream = on_token;
+    o.stream_user = &s;
+    pf_result r = pf_generate_audio(m, rows, frames, 2, &o, &g);
+    CHECK_MSG(r == PF_OK, "streaming: %s", pf_error_message(m));
+    CHECK(read_id_lines(dir, "greedy.txt", want, want_lengths, 2) == 2);
+    for (int b = 0; r == PF_OK && b < 2; b++)
+        CHECK_MSG(s.counts[b] == want_lengths[b] && !memcmp(s.tokens[b], want[b], (size_t)want_lengths[b] * sizeof(int32_t)) &&
+                      strlen(s.text[b]) > 0,
+                  "streaming row %d: %d tokens, text \"%s\"", b, s.counts[b], s.text[b]);
+    if (r == PF_OK) pf_generation_free(&g);
+}
+
 /* The features pf_audio_features computes from the samples drive the same greedy tokens. */
 static void check_from_samples(pf_model *m, const char *dir) {
     char path[1100], error[256];
@@ -211,6 +248,21 @@ static void check_refusals(pf_model *m, const float *const *rows) {
     CHECK(pf_generate_audio(m, rows, frames, 1, &o, &g) == PF_ERROR_INVALID_ARGUMENT);
     o.decoder_prompt_length = 0;
     CHECK(pf_generate_audio(m, rows, frames, 1, &o, &g) == PF_ERROR_INVALID_ARGUMENT);
+    o = pf_model_generate_options(m);
+    o.max_new_tokens = 37; /* with the 4 prompt tokens, past the decoder's 40 positions */
+    CHECK(pf_generate_audio(m, rows, frames, 1, &o, &g) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(pf_error_message(m), "max_target_positions"), "%s", pf_error_message(m));
+    o.max_new_tokens = 36;
+    o.ignore_eos = 1;
+    CHECK(pf_generate_audio(m, rows, frames, 1, &o, &g) == PF_OK && g.num_sequences == 1 && g.lengths[0] == 36);
+    pf_generation_free(&g);
+    o.max_new_tokens = 0; /* max_length counts new tokens (Whisper's generate()), up to the decoder's positions */
+    o.max_length = 30;
+    CHECK(pf_generate_audio(m, rows, frames, 1, &o, &g) == PF_OK && g.num_sequences == 1 && g.lengths[0] == 30);
+    pf_generation_free(&g);
+    o.max_length = 40;
+    CHECK(pf_generate_audio(m, rows, frames, 1, &o, &g) == PF_OK && g.num_sequences == 1 && g.lengths[0] == 36);
+    pf_generation_free(&g);
     /* the calls that take token ids: the encoder takes features */
     char *text = NULL;
     CHECK(pf_generate_text(m, "a", NULL, &text) == PF_ERROR_UNSUPPORTED && !text);
@@ -399,6 +451,26 @@ static void check_transcribe_cli(void) {
     CHECK_MSG(status == 0 && want && strlen(want) > 4 && !strcmp(out, want), "transcribe printed \"%s\" (want \"%s\")", out,
               want ? want : "?");
     free(want);
+    /* --language fr --task translate: generate(language="fr", task="translate") (speech_fr.txt) */
+    snprintf(command, sizeof command, "%s %s/whisper %s/whisper/speech.wav --device cpu --gpus 3 -n 12 --language fr "
+             "--task translate 2>&1", binary, test_fixtures, test_fixtures);
+    p = popen(command, "r");
+    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = 0;
+    status = p ? pclose(p) : -1;
+    snprintf(path, sizeof path, "%s/whisper/speech_fr.txt", test_fixtures);
+    want = test_read_file(path, &size);
+    CHECK_MSG(status == 0 && want && strlen(want) > 4 && !strcmp(out, want), "transcribe --language fr printed \"%s\" (want "
+              "\"%s\")", out, want ? want : "?");
+    free(want);
+    snprintf(command, sizeof command, "%s %s/whisper %s/whisper/speech.wav --device cpu --language xx 2>&1", binary,
+             test_fixtures, test_fixtures);
+    p = popen(command, "r");
+    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = 0;
+    status = p ? pclose(p) : -1;
+    CHECK_MSG(WEXITSTATUS(status) == 1 && strstr(out, "<|xx|>"), "transcribe --language xx: %d, \"%s\"", WEXITSTATUS(status),
+              out);
     snprintf(command, sizeof command, "%s %s/whisper %s/whisper/speech.wav --device cpu -n -3 2>&1", binary, test_fixtures,
              test_fixtures);
     p = popen(command, "r");
@@ -447,6 +519,7 @@ void test_whisper(void) {
         if (rr) continue;
         check_outputs(m, what, dir, rows);
         if (ranks == 2) check_from_samples(m, dir);
+        if (ranks == 3) check_stream(m, dir, rows);
     }
     if (r == PF_OK) {
         pf_parallel_options po = pf_parallel_options_init();
