@@ -685,10 +685,11 @@ void pf_string_free(char *text); /* NULL is fine; any thread */
    [num_frames[b]] where pf_model_info's mel_major is 1 (Whisper's log-mel spectrogram: num_frames
    must be its audio_frames, 3000 for 30 s, as pf_audio_features pads or cuts every input),
    frame-major [num_frames[b]][num_mel_bins] where it is 0 (Speech2Text's filter banks, rows of any
-   length). The convolutional front end runs on the calling thread, each row alone (Speech2Text's: each
-   row zero-padded to the batch's longest, as transformers runs a padded batch with the extractor's
-   attention mask, so that a shorter row's last frames see the padding as they do there); the encoder and
-   the decoder are split over the ranks as pf_generate_batch's encoder-decoders are. The decoder
+   length). The convolutional front end runs on the calling thread, each row alone (Speech2Text's:
+   each row zero-padded to the batch's longest, as transformers runs a padded batch with the
+   extractor's attention mask, so that a shorter row's last frames see the padding as they do
+   there); the encoder and the decoder are split over the ranks as pf_generate_batch's
+   encoder-decoders are. The decoder
    starts from options->decoder_prompt (Whisper's model options: its generation_config.json's
    <|startoftranscript|> <|language|> <|task|> <|notimestamps|>; NULL options: the model's; where
    generation_config.json names no language (forced_decoder_ids' [1, null], or none) and has
