@@ -619,6 +619,25 @@ static void test_whisper_tensors(void) {
     expect_load("another head", NULL, PF_ERROR_UNSUPPORTED, "WhisperForAudioClassification");
 }
 
+/* Speech2Text's checkpoint: older files' saved sinusoids are buffers (the same numbers we compute),
+   a convolution the config does not count and a head that tie_word_embeddings false needs are
+   not. */
+static void test_speech2text_tensors(void) {
+    if (copy_fixture("speech2text-s2s")) return;
+    add_tensor("model.encoder.embed_positions.weights");
+    add_tensor("model.decoder.embed_positions.weights");
+    pf_free(expect_load("saved sinusoids", NULL, PF_OK, NULL));
+    if (copy_fixture("speech2text-s2s")) return;
+    add_tensor("model.encoder.conv.conv_layers.2.weight");
+    expect_load("a third convolution", NULL, PF_ERROR_UNSUPPORTED, "model.encoder.conv.conv_layers.2.weight");
+    if (copy_fixture("speech2text-s2s")) return;
+    edit_file("config.json", "\"tie_word_embeddings\": true", "\"tie_word_embeddings\": false");
+    expect_load("an untied head the checkpoint lacks", NULL, PF_ERROR_FORMAT, "LM head");
+    if (copy_fixture("speech2text-s2s")) return;
+    edit_file("config.json", "\"Speech2TextForConditionalGeneration\"", "\"Speech2TextModel\"");
+    expect_load("the bare model", NULL, PF_ERROR_UNSUPPORTED, "Speech2TextModel");
+}
+
 static void test_speech_bf16(void) {
     char path[1100], dst[1100];
     if (copy_fixture("hubert-ctc")) return;
@@ -657,6 +676,7 @@ void test_config(void) {
         return;
     }
     test_tensor_accounting();
+    test_speech2text_tensors();
     test_refused_keys();
     test_hub_spellings();
     test_refused_values();
