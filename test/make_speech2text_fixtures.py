@@ -17,6 +17,9 @@ preprocessor_config.json and
                          convolutions see no padded frames, so it differs from the batch's)
     teacher_logits.bin   float32 LE: teacher-forced logits of the decoder inputs in reference.txt,
                          each row's own positions, row 0's then row 1's
+    model.bf16.safetensors, teacher_logits.bf16.bin: the checkpoint rounded to bfloat16, and the
+                         logits transformers computes in float32 from those rounded weights (the
+                         16-bit path, the host subsampler included)
 reference.txt lines:
     samples N0 N1              the waveforms' lengths
     feature_frames F0 F1       the extractor's frames of each (its attention mask's sums)
@@ -31,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
+from safetensors.torch import load_file, save_file
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 MEL = 20
@@ -57,6 +61,19 @@ def randomise(model):
                 p.normal_(0, 0.25)
             else:
                 p.normal_(1.0 if "norm" in key and key.endswith("weight") else 0.0, 0.1)
+
+
+def bf16_example(model, features, mask, decoder, out_dir):
+    """The checkpoint in bfloat16, and the float32 teacher-forced logits of its rounded weights."""
+    tensors = load_file(out_dir / "model.safetensors")
+    save_file({k: v.to(torch.bfloat16) for k, v in tensors.items()}, out_dir / "model.bf16.safetensors",
+              metadata={"format": "pt"})
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(p.to(torch.bfloat16).float())
+        logits = model(features, attention_mask=mask, decoder_input_ids=decoder).logits
+    np.concatenate([logits[b, :len(r)].numpy() for b, r in enumerate(DECODER_IDS)]).astype("<f4").tofile(
+        out_dir / "teacher_logits.bf16.bin")
 
 
 def waveforms():
@@ -115,6 +132,7 @@ def main():
             if eos in ids[1:]:
                 ids = ids[:ids.index(eos, 1) + 1]
             cases[name].append(ids)
+    bf16_example(model, features, mask, decoder, out_dir)
     rows = cases["generated"]
     assert all(len(set(r)) >= 3 for r in rows), "too few distinct tokens for a useful test"
     assert len(cases["generated_eos"][0]) < len(cases["generated_eos"][1]), "the eos case should end one row early"
