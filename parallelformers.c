@@ -1820,6 +1820,10 @@ static pf_result pf__generation_config_read(const char *dir, pf__config *c, pf_g
     pf__json *json;
     if (pf__path_join(path, sizeof path, dir, "generation_config.json"))
         return pf__format(message, size, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", dir);
+    /* Whisper without the file: transformers makes its generation config from config.json's keys
+       (from_model_config: suppress_tokens, begin_suppress_tokens, forced_decoder_ids, ...) */
+    if (!pf__file_exists(path) && c->whisper_prompt && pf__path_join(path, sizeof path, dir, "config.json"))
+        return pf__format(message, size, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", dir);
     if (!pf__file_exists(path)) return PF_OK;
     pf_result r = pf__json_load(path, &json, message, size);
     if (r) return r;
@@ -18685,8 +18689,9 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "pf_forward gives vocabulary logits; this model computes %s (pf_encode runs it)",
                         pf__head_name(m->config.head));
     if (pf__archs[m->config.arch].kind == PF__KIND_SEQ2SEQ)
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder-decoder: pf_forward_seq2seq gives its "
-                        "logits for a source and decoder inputs", m->config.model_type);
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder-decoder: %s gives its logits for a "
+                        "source and decoder inputs", m->config.model_type,
+                        m->config.mel_frontend ? "pf_forward_audio" : "pf_forward_seq2seq");
     if (m->config.head == PF_HEAD_MASKED_LM) { /* rows of equal length: the encoding's logits are the array */
         pf_encoding *e = NULL;
         const int32_t **rows = (const int32_t **)malloc((size_t)batch * sizeof *rows);

@@ -21,12 +21,16 @@ preprocessor_config.json, the tokenizer files and
     translate.txt      the prompt of language="fr", task="translate", then greedy's tokens after it
     detect.txt         with forced_decoder_ids [[1, null], [2, <|transcribe|>]] (no language: detected):
                        the language token detect_language picks for each row, then greedy's tokens
+    no_generation_config.txt  greedy's tokens after <|startoftranscript|> alone, with the generation
+                       config transformers makes from config.json (no generation_config.json)
     speech.wav         the first waveform as 16-bit PCM; speech.txt: the text transformers
                        transcribes from it (batch_decode, skip_special_tokens=True); speech_fr.txt:
                        the same with language="fr", task="translate"
 """
 import copy
 import json
+import shutil
+import tempfile
 import struct
 from pathlib import Path
 
@@ -163,6 +167,14 @@ def main():
         langs = model.detect_language(features, generation_config=detecting).tolist()
         detected = model.generate(features, generation_config=detecting, max_new_tokens=12)
         (OUT / "detect.txt").write_text(ids_line(langs) + "".join(ids_line(r) for r in new_tokens(detected, [])))
+        # without generation_config.json: the model config's generation keys (suppress lists, start token)
+        with tempfile.TemporaryDirectory() as bare_dir:
+            for name in ("config.json", "model.safetensors"):
+                shutil.copy(OUT / name, bare_dir)
+            bare = transformers.WhisperForConditionalGeneration.from_pretrained(bare_dir).eval()
+            assert not hasattr(bare.generation_config, "lang_to_id")
+            plain = bare.generate(features, max_new_tokens=12)
+        (OUT / "no_generation_config.txt").write_text("".join(ids_line(r) for r in new_tokens(plain, [])))
         one = extractor(samples[0], sampling_rate=16000, return_tensors="pt").input_features
         sequence = model.generate(one, max_new_tokens=12)
         text = tokenizer.batch_decode(sequence, skip_special_tokens=True)[0]

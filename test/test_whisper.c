@@ -268,6 +268,7 @@ static void check_refusals(pf_model *m, const float *const *rows) {
     CHECK(pf_generate_text(m, "a", NULL, &text) == PF_ERROR_UNSUPPORTED && !text);
     CHECK(pf_encode(m, decoder, NULL, &one, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
     CHECK(pf_forward_seq2seq(m, decoder, lengths, decoder, lengths, 1, logits) == PF_ERROR_UNSUPPORTED);
+    CHECK(pf_forward(m, ids, 1, 2, logits) == PF_ERROR_UNSUPPORTED && strstr(pf_error_message(m), "pf_forward_audio"));
 }
 
 /* Audio features into a text model. */
@@ -383,6 +384,27 @@ static void check_generation_configs(const float *const *rows) {
             if (r == PF_OK) check_tokens("the detected language's prompt", &g, 0, want[b + 1], want_lengths[b + 1]);
             if (r == PF_OK) pf_generation_free(&g);
         }
+    }
+    pf_free(m);
+    remove_variant(dir);
+    /* no generation_config.json: config.json's generation keys (its suppress lists), the start token alone */
+    whisper_variant(dir, sizeof dir, "config.json", "\"use_cache\"", "\"use_cache\"");
+    char gone[128];
+    snprintf(gone, sizeof gone, "%s/generation_config.json", dir);
+    CHECK(unlink(gone) == 0);
+    m = load_variant("no generation_config.json", dir, PF_OK, NULL);
+    CHECK(read_id_lines(fixture, "no_generation_config.txt", want, want_lengths, 3) == 2);
+    if (m) {
+        pf_generation g;
+        pf_generate_options bare = pf_model_generate_options(m);
+        bare.max_new_tokens = 12;
+        CHECK(bare.decoder_prompt && bare.decoder_prompt_length == 1 && bare.decoder_prompt[0] == 301 &&
+              bare.num_suppress_tokens > 100 && bare.num_begin_suppress_tokens == 2);
+        pf_result r = pf_parallelize(m, 2, &po);
+        if (!r) r = pf_generate_audio(m, rows, frames, 2, &bare, &g);
+        CHECK_MSG(r == PF_OK && g.num_sequences == 2, "no generation_config.json: %s", pf_error_message(m));
+        for (int b = 0; r == PF_OK && b < 2; b++) check_tokens("no generation_config.json", &g, b, want[b], want_lengths[b]);
+        if (r == PF_OK) pf_generation_free(&g);
     }
     pf_free(m);
     remove_variant(dir);
