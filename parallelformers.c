@@ -18691,7 +18691,7 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
     if (pf__archs[m->config.arch].kind == PF__KIND_SEQ2SEQ)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder-decoder: %s gives its logits for a "
                         "source and decoder inputs", m->config.model_type,
-                        m->config.mel_frontend ? "pf_forward_audio" : "pf_forward_seq2seq");
+                        m->config.mel_frontend || m->config.conv_subsampler ? "pf_forward_audio" : "pf_forward_seq2seq");
     if (m->config.head == PF_HEAD_MASKED_LM) { /* rows of equal length: the encoding's logits are the array */
         pf_encoding *e = NULL;
         const int32_t **rows = (const int32_t **)malloc((size_t)batch * sizeof *rows);

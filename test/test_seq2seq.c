@@ -486,6 +486,7 @@ static void s2t_test_bad_calls(pf_model *m, const s2t_reference *ref, const floa
           strstr(pf_error_message(m), "pf_encode_audio_features"));
     CHECK(pf_encode_audio_frames(m, 4000) == 0); /* its frames are the extractor's */
     CHECK(pf_forward_seq2seq(m, ids, &one, ids, &one, 1, logits) == PF_ERROR_UNSUPPORTED);
+    CHECK(pf_forward(m, ids[0], 1, 1, logits) == PF_ERROR_UNSUPPORTED && strstr(pf_error_message(m), "pf_forward_audio"));
     pf_generation g;
     CHECK(pf_generate_batch(m, ids, &one, 1, NULL, &g) == PF_ERROR_UNSUPPORTED && g.num_sequences == 0);
     CHECK(pf_encode_audio_features(m, NULL, ref->feature_frames, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
