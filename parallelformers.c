@@ -1218,6 +1218,9 @@ typedef struct pf__config {
     int speech;                     /* 1: a speech encoder (Wav2Vec2, HuBERT): waveforms through the
                                        host front end of the speech section, then the blocks */
     int feature_projection_norm;    /* speech: a LayerNorm before the feature projection (policies.inc) */
+    int conv_subsampler;            /* 1: an encoder-decoder whose encoder takes filter-bank frames
+                                       through Speech2Text's convolutional subsampler on the host
+                                       (pf__config_subsampler; speech_config holds its shape) */
     int mel_frontend;               /* 1: a speech encoder-decoder whose encoder takes log-mel features
                                        through two convolutions (Whisper's conv1, conv2: kernel 3, the
                                        second of stride 2, each followed by GELU), run on the host */
@@ -1243,6 +1246,8 @@ typedef struct pf__config {
                                        conv; 0 ("group"): a GroupNorm (one group a channel) after the first */
         int pos_kernel, pos_groups; /* the positional convolution: num_conv_pos_embeddings, ..._groups */
         int stride, min_samples;    /* samples per frame; the fewest samples that make one frame */
+        int feature_width;          /* conv_subsampler: features per input frame (input_feat_per_channel
+                                       * input_channels), the first convolution's input channels */
     } speech_config;
     int teacher_head;               /* 1: the mean of the class and distillation tokens' heads (DeiT
                                        ...WithTeacher) */
@@ -2051,6 +2056,49 @@ static pf_result pf__config_speech(const pf__json *json, pf__config *c, const ch
     return PF_OK;
 }
 
+/* Speech2Text's convolutional subsampler: num_conv_layers convolutions of stride 2 over the
+   frames, kernel conv_kernel_sizes[l] zero-padded by its half, conv_channels out (the last:
+   2 * d_model), each followed by a GLU that halves the channels. An even kernel is refused: it
+   makes one frame more than transformers' attention mask counts (_get_feat_extract_output_lengths). */
+static pf_result pf__config_subsampler(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
+    struct pf__speech_config *sc = &c->speech_config;
+    double layers = 2, channels = 1024, per_channel = 80, input_channels = 1;
+    int kernels = 2;
+    sc->conv_kernel[0] = sc->conv_kernel[1] = 5;
+    if (pf__json_number(pf__json_get(json, "num_conv_layers"), &layers) < 0 || !(layers >= 1 && layers <= 16) ||
+        layers != floor(layers))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"num_conv_layers\" is not in 1..16", path);
+    if (pf__config_int_list(json, "conv_kernel_sizes", sc->conv_kernel, 16, &kernels) < 0 || kernels != (int)layers)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"conv_kernel_sizes\" must list num_conv_layers (%d) "
+                          "positive integers", path, (int)layers);
+    for (int l = 0; l < kernels; l++)
+        if (sc->conv_kernel[l] % 2 == 0 || sc->conv_kernel[l] > 1023)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"conv_kernel_sizes\" [%d] = %d: odd kernels up to "
+                              "1023 are supported", path, l, sc->conv_kernel[l]);
+    if (pf__json_number(pf__json_get(json, "conv_channels"), &channels) < 0 || !(channels >= 2 && channels <= 1e6) ||
+        channels != floor(channels) || (int)channels % 2)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"conv_channels\" is not an even count", path);
+    if (pf__json_number(pf__json_get(json, "input_feat_per_channel"), &per_channel) < 0 ||
+        pf__json_number(pf__json_get(json, "input_channels"), &input_channels) < 0 ||
+        !(per_channel >= 1 && per_channel <= 65536) || per_channel != floor(per_channel) ||
+        !(input_channels >= 1 && input_channels <= 64) || input_channels != floor(input_channels))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"input_feat_per_channel\" or \"input_channels\" is not a "
+                          "count", path);
+    if (c->position_offset <= 0) /* read from pad_token_id: 0 would give every frame position 0, as transformers does */
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"pad_token_id\" 0 (the encoder's positions would all "
+                          "be the padding row) is not supported", path);
+    if (c->hidden_size <= 0 || c->hidden_size > (1 << 20))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: d_model %d", path, c->hidden_size);
+    sc->num_convs = (int)layers;
+    for (int l = 0; l < sc->num_convs; l++) {
+        sc->conv_stride[l] = 2;
+        sc->conv_dim[l] = l + 1 < sc->num_convs ? (int)channels : 2 * c->hidden_size;
+    }
+    sc->conv_bias = 1;
+    sc->feature_width = (int)(per_channel * input_channels);
+    return PF_OK;
+}
+
 /* Reads config.json into cfg, choosing the architecture row by model_type. */
 static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message, size_t size) {
     char path[PF__PATH_SIZE];
@@ -2158,6 +2206,7 @@ static pf_result pf__config_parse(const pf__json *json, const char *path, int ar
     if (!r) r = pf__config_token_ids(cfg, json, path, message, size);
     if (!r) r = pf__config_head(json, cfg, path, message, size);
     if (!r && (cfg->speech || cfg->head == PF_HEAD_CTC)) r = pf__config_speech(json, cfg, path, message, size);
+    if (!r && cfg->conv_subsampler) r = pf__config_subsampler(json, cfg, path, message, size);
     if (!r) {
         double tie = a->tied_lm_head;
         if (pf__json_number(pf__json_get(json, "tie_word_embeddings"), &tie) < 0)
@@ -2568,9 +2617,10 @@ static pf_result pf__draft_configs(pf__policy_draft *d, const pf_policy *p) {
             return pf__draft_fail(d, PF_ERROR_INVALID_ARGUMENT, "config[%d].field: %s%.100s%s (known: %s)", i,
                                   in->field ? "unknown field \"" : "missing", in->field ? in->field : "", in->field ? "\"" : "", known);
         }
-        if (field->offset == offsetof(pf__config, speech) || field->offset == offsetof(pf__config, mel_frontend))
+        if (field->offset == offsetof(pf__config, speech) || field->offset == offsetof(pf__config, mel_frontend) ||
+            field->offset == offsetof(pf__config, conv_subsampler))
             return pf__draft_fail(d, PF_ERROR_UNSUPPORTED, "config[%d].field: \"%s\": a speech front end "
-                                  "(Wav2Vec2, HuBERT, Whisper) is compiled in, not a policy's", i, field->name);
+                                  "(Wav2Vec2, HuBERT, Whisper, Speech2Text) is compiled in, not a policy's", i, field->name);
         char what[64];
         snprintf(what, sizeof what, "config[%d].key", i);
         c->key = in->key ? pf__draft_text(d, what, in->key, PF__POLICY_MAX_NAME, &r) : NULL;
@@ -3200,13 +3250,15 @@ static void pf__policy_write(pf__text *t, pf__arch_id arch, const char *model_ty
     pf__text_add(t, "]}\n");
 }
 
-/* Whether a row's config sets the speech front end (PF_ARCH_CONFIG(id, speech, NULL, 1)). */
+/* Whether a row's config sets a speech front end (PF_ARCH_CONFIG(id, speech, NULL, 1), or
+   mel_frontend, conv_subsampler): its tensors are named in code, so the row does not export. */
 static int pf__arch_is_speech(pf__arch_id arch) {
     const pf__policy_rows *rows = pf__rows(arch);
     for (size_t i = 0; i < rows->num_configs; i++)
         if (rows->configs[i].arch == arch && rows->configs[i].fallback != 0 &&
             (rows->configs[i].offset == offsetof(pf__config, speech) ||
-             rows->configs[i].offset == offsetof(pf__config, mel_frontend)))
+             rows->configs[i].offset == offsetof(pf__config, mel_frontend) ||
+             rows->configs[i].offset == offsetof(pf__config, conv_subsampler)))
             return 1;
     return 0;
 }
@@ -17871,6 +17923,93 @@ static void pf__speech_frontend(const pf_model *m, const float *samples, int num
     }
 }
 
+/* ---- Speech2Text's convolutional subsampler ---- */
+
+/* Its weights, [out][in][kernel] and [out] per layer, as fp32 copies in the speech struct (the
+   front end's home; its other arrays stay NULL). */
+static pf_result pf__subsampler_load(pf_model *m, const char *prefix) {
+    const struct pf__speech_config *sc = &m->config.speech_config;
+    m->speech = (pf__speech *)calloc(1, sizeof *m->speech);
+    if (!m->speech) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    pf_result r = PF_OK;
+    size_t in = (size_t)sc->feature_width;
+    for (int l = 0; l < sc->num_convs && !r; l++) {
+        size_t out = (size_t)sc->conv_dim[l], weight[3] = {out, in, (size_t)sc->conv_kernel[l]}, bias[1] = {out};
+        char name[96];
+        snprintf(name, sizeof name, "encoder.conv.conv_layers.%d.weight", l);
+        r = pf__speech_tensor(m, prefix, name, weight, 3, 1, &m->speech->conv_weight[l]);
+        snprintf(name, sizeof name, "encoder.conv.conv_layers.%d.bias", l);
+        if (!r) r = pf__speech_tensor(m, prefix, name, bias, 1, 1, &m->speech->conv_bias[l]);
+        in = out / 2; /* the GLU's */
+    }
+    return r;
+}
+
+/* Encoder frames of n input frames: each convolution keeps (n - 1) / 2 + 1 (odd kernels, padded
+   by half of one), as transformers' _get_feat_extract_output_lengths counts them. */
+static int pf__subsampler_frames(const pf__config *c, int n) {
+    for (int l = 0; l < c->speech_config.num_convs; l++) n = (n - 1) / 2 + 1;
+    return n;
+}
+
+/* The widest activation (frames x channels) of the subsampler on `frames` input frames, and its
+   widest im2col row (in * kernel). */
+static void pf__subsampler_sizes(const pf__config *c, size_t frames, size_t *widest, size_t *col_width) {
+    const struct pf__speech_config *sc = &c->speech_config;
+    size_t in = (size_t)sc->feature_width;
+    *widest = frames * in;
+    *col_width = 0;
+    for (int l = 0; l < sc->num_convs; l++) {
+        frames = (frames - 1) / 2 + 1;
+        if (frames * (size_t)sc->conv_dim[l] > *widest) *widest = frames * (size_t)sc->conv_dim[l];
+        if (in * (size_t)sc->conv_kernel[l] > *col_width) *col_width = in * (size_t)sc->conv_kernel[l];
+        in = (size_t)sc->conv_dim[l] / 2;
+    }
+}
+
+/* One row's encoder input, out [keep][hidden]: its features [n][feature_width] followed by zeros
+   up to `frames` (the batch's longest row: transformers runs the convolutions over the padded
+   batch, so a shorter row's last frames see the padding's convolved biases), each convolution
+   (stride 2, zero-padded by kernel / 2, im2col blocks through the CPU backend's matmul) then
+   GLU(a, b) = a * sigmoid(b) over its channel halves; the first `keep` frames times embed_scale.
+   work_a and work_b hold the widest activation, col PF__SPEECH_BLOCK im2col rows. */
+static void pf__subsampler_frontend(const pf_model *m, const float *features, size_t n, size_t frames, size_t keep,
+                                    float *out, float *work_a, float *work_b, float *col) {
+    const pf__config *c = &m->config;
+    const struct pf__speech_config *sc = &c->speech_config;
+    size_t in = (size_t)sc->feature_width, length = frames;
+    memcpy(work_a, features, n * in * sizeof(float));
+    memset(work_a + n * in, 0, (frames - n) * in * sizeof(float));
+    float *x = work_a, *y = work_b;
+    for (int l = 0; l < sc->num_convs; l++) {
+        size_t outc = (size_t)sc->conv_dim[l], half = outc / 2, K = (size_t)sc->conv_kernel[l], pad = K / 2;
+        size_t produced = (length - 1) / 2 + 1, width = in * K;
+        pf__weight w = pf__speech_weight(m->speech->conv_weight[l], outc, width);
+        for (size_t t0 = 0; t0 < produced; t0 += PF__SPEECH_BLOCK) {
+            size_t rows = produced - t0 < PF__SPEECH_BLOCK ? produced - t0 : PF__SPEECH_BLOCK;
+            for (size_t j = 0; j < rows; j++)
+                for (size_t k = 0; k < K; k++) {
+                    size_t t = (t0 + j) * 2 + k; /* the input frame, plus pad */
+                    const float *src = t >= pad && t - pad < length ? x + (t - pad) * in : NULL;
+                    for (size_t i = 0; i < in; i++) col[j * width + i * K + k] = src ? src[i] : 0.0f;
+                }
+            pf__cpu_matmul_rows(y + t0 * outc, col, &w, m->speech->conv_bias[l], rows);
+        }
+        for (size_t t = 0; t < produced; t++) /* GLU, in place: row t's halves into its first half-width */
+            for (size_t i = 0; i < half; i++) {
+                float a = y[t * outc + i], b = y[t * outc + half + i];
+                y[t * half + i] = a / (1.0f + expf(-b));
+            }
+        float *spent = x;
+        x = y;
+        y = spent;
+        in = half;
+        length = produced;
+    }
+    float scale = c->embed_scale_sqrt ? sqrtf((float)c->hidden_size) : 1.0f;
+    for (size_t i = 0; i < keep * in; i++) out[i] = x[i] * scale;
+}
+
 /* Whisper's front end tensors (under the blocks' prefix), as fp32 copies the model owns. */
 static pf_result pf__mel_load(pf_model *m, const char *prefix) {
     const pf__config *c = &m->config;
@@ -18060,6 +18199,7 @@ static pf_result pf__resolve_sources(pf_model *m) {
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has no attention projection", m->dir, l);
     }
     if (c->speech && (r = pf__speech_load(m, prefix))) return r;
+    if (c->conv_subsampler && (r = pf__subsampler_load(m, prefix))) return r;
     if (c->mel_frontend && (r = pf__mel_load(m, prefix))) return r;
     r = pf__account_tensors(m, prefix);
     if (r) return r;
@@ -18352,6 +18492,7 @@ pf_model_info pf_get_info(const pf_model *m) {
     info.num_encoder_layers = kind == PF__KIND_SEQ2SEQ ? c->encoder_layers : 0;
     if (c->patch_size) info.image_size = c->image_size, info.patch_size = c->patch_size, info.num_channels = c->num_channels;
     if (c->speech) info.audio_stride = c->speech_config.stride, info.audio_min_samples = c->speech_config.min_samples;
+    if (c->conv_subsampler) info.num_mel_bins = c->speech_config.feature_width; /* frame-major, any length */
     if (c->mel_frontend) info.num_mel_bins = c->num_mel_bins, info.mel_major = 1, info.audio_frames = 2 * c->encoder_max_positions;
     info.head = c->head;
     info.num_labels = c->num_labels;
@@ -18584,6 +18725,9 @@ static pf_result pf__check_ids(pf_model *m, const int32_t *ids, size_t n) {
 
 /* An encoder-decoder's source ids: its encoder's vocabulary (FSMT's src_vocab_size). */
 static pf_result pf__check_source_ids(pf_model *m, const int32_t *ids, size_t n) {
+    if (m->config.conv_subsampler)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\"'s encoder takes filter-bank features, not token ids "
+                        "(pf_encode_audio_features, pf_forward_audio, pf_generate_audio)", m->config.model_type);
     return pf__check_ids_below(m, ids, n, m->config.src_vocab_size ? m->config.src_vocab_size : m->config.vocab_size);
 }
 
@@ -18639,7 +18783,7 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
     if (pf__archs[m->config.arch].kind == PF__KIND_SEQ2SEQ)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder-decoder: %s gives its logits for a "
                         "source and decoder inputs", m->config.model_type,
-                        m->config.mel_frontend ? "pf_forward_audio" : "pf_forward_seq2seq");
+                        m->config.mel_frontend || m->config.conv_subsampler ? "pf_forward_audio" : "pf_forward_seq2seq");
     if (m->config.head == PF_HEAD_MASKED_LM) { /* rows of equal length: the encoding's logits are the array */
         pf_encoding *e = NULL;
         const int32_t **rows = (const int32_t **)malloc((size_t)batch * sizeof *rows);
@@ -18897,6 +19041,49 @@ pf_result pf_encode_images(pf_model *m, const float *pixels, int batch, pf_encod
     return r;
 }
 
+/* Speech2Text's rows of filter-bank features (features[b]: num_frames[b] frames of feature_width)
+   through the host subsampler: *out [batch][*width][hidden] (malloc'd, the caller frees it), each
+   row's own encoder frames after its left pads (*pads, [batch], malloc'd; the pad rows zero). */
+static pf_result pf__subsampler_rows(pf_model *m, const char *call, const float *const *features, const int *num_frames,
+                                     int batch, float **out, int *width, int **pads) {
+    const pf__config *c = &m->config;
+    const pf__group *g = m->group;
+    size_t feature_width = (size_t)c->speech_config.feature_width, longest = 0;
+    for (int b = 0; b < batch; b++) {
+        int n = num_frames[b];
+        if (!features[b] || n < 1)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s: row %d has %d feature frames (at least 1)", call, b,
+                            features[b] ? n : 0);
+        if (pf__subsampler_frames(c, n) > g->cache_len)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d feature frames make %d encoder frames, above "
+                            "max_sequence_length %d", b, n, pf__subsampler_frames(c, n), g->cache_len);
+        for (size_t i = 0; i < (size_t)n * feature_width; i++)
+            if (!isfinite(features[b][i])) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: features must be finite", b);
+        if ((size_t)n > longest) longest = (size_t)n;
+    }
+    int T = pf__subsampler_frames(c, (int)longest);
+    size_t B = (size_t)batch, d = (size_t)c->hidden_size, widest, col_width;
+    pf__subsampler_sizes(c, longest, &widest, &col_width);
+    float *work = (float *)malloc((2 * widest + (size_t)PF__SPEECH_BLOCK * col_width) * sizeof(float));
+    float *rows = (float *)calloc(B * (size_t)T * d, sizeof(float)); /* pads: zeros, never attended to */
+    int *row_pads = (int *)calloc(B, sizeof(int));
+    if (!work || !rows || !row_pads) {
+        free(work), free(rows), free(row_pads);
+        return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (size_t b = 0; b < B; b++) {
+        int frames = pf__subsampler_frames(c, num_frames[b]);
+        row_pads[b] = T - frames;
+        pf__subsampler_frontend(m, features[b], (size_t)num_frames[b], longest, (size_t)frames,
+                                rows + (b * (size_t)T + (size_t)row_pads[b]) * d, work, work + widest, work + 2 * widest);
+    }
+    free(work);
+    *out = rows;
+    *width = T;
+    *pads = row_pads;
+    return PF_OK;
+}
+
 static pf_result pf__encode_audio_features_locked(pf_model *m, const float *const *features, const int *num_frames,
                                                   int batch, pf_encoding **out);
 
@@ -18937,6 +19124,44 @@ static pf_result pf__encode_audio_mel(pf_model *m, const float *const *samples, 
     return r;
 }
 
+/* Speech2Text's encoder on waveforms: each through the filter-bank extractor of the model
+   directory's preprocessor_config.json (read for the request), then as pf_encode_audio_features
+   (a batch padded as the extractor pads it). */
+static pf_result pf__encode_audio_fbank(pf_model *m, const float *const *samples, const int *num_samples, int batch,
+                                        pf_encoding **out) {
+    const pf__config *c = &m->config;
+    char error[PF__MESSAGE_SIZE];
+    if (!samples || !num_samples || batch < 1)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio needs samples, their counts and batch >= 1");
+    pf_audio_processor *processor = NULL;
+    pf_result r = pf_audio_processor_load(m->dir, &processor, error, sizeof error);
+    if (r) return PF__FAIL(m, r, "pf_encode_audio reads the model's feature extractor: %s", error);
+    pf_audio_processor_info info = pf_audio_processor_get_info(processor);
+    if (info.kind != PF_AUDIO_FBANK || info.num_mel_bins != c->speech_config.feature_width)
+        r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: preprocessor_config.json's features (%d mel bins) do not fit the model's %d "
+                     "filter banks per frame", m->dir, info.num_mel_bins, c->speech_config.feature_width);
+    float **features = r ? NULL : (float **)calloc((size_t)batch, sizeof *features);
+    int *frames = r ? NULL : (int *)calloc((size_t)batch, sizeof(int));
+    if (!r && (!features || !frames)) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (int b = 0; !r && b < batch; b++) {
+        size_t rows = 0, columns = 0;
+        if (!samples[b] || num_samples[b] < 1) r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: no samples", b);
+        else if ((r = pf_audio_features_size(processor, (size_t)num_samples[b], &rows, &columns, error, sizeof error)))
+            r = PF__FAIL(m, r, "row %d: %s", b, error);
+        else if (!(features[b] = (float *)malloc(rows * columns * sizeof(float))))
+            r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        else if ((r = pf_audio_features(processor, samples[b], (size_t)num_samples[b], features[b], rows * columns, error,
+                                        sizeof error)))
+            r = PF__FAIL(m, r, "row %d: %s", b, error);
+        if (!r) frames[b] = (int)rows;
+    }
+    if (!r) r = pf__encode_audio_features_locked(m, (const float *const *)features, frames, batch, out);
+    for (int b = 0; features && b < batch; b++) free(features[b]);
+    free(features), free(frames);
+    pf_audio_processor_free(processor);
+    return r;
+}
+
 /* A speech encoder's request: each waveform through the host front end, then the blocks on the
    ranks (and the CTC head's vocabulary rows, split like an LM head). */
 static pf_result pf__encode_audio_locked(pf_model *m, const float *const *samples, const int *num_samples, int batch,
@@ -18946,6 +19171,7 @@ static pf_result pf__encode_audio_locked(pf_model *m, const float *const *sample
     pf_result r = pf__ensure_group(m);
     if (r) return r;
     if (c->mel_frontend) return pf__encode_audio_mel(m, samples, num_samples, batch, out);
+    if (c->conv_subsampler) return pf__encode_audio_fbank(m, samples, num_samples, batch, out);
     if (!c->speech) return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is not a speech encoder", c->model_type);
     if (!samples || !num_samples || batch < 1)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio needs samples, their counts and batch >= 1");
@@ -20859,21 +21085,22 @@ pf_result pf_generate_text(pf_model *m, const char *prompt, const pf_generate_op
 
 /* Checks a batch of feature rows and runs each through the host front end: *out [batch][*width]
    [hidden] and *pads [batch], each row's frames after its left pads (never attended to; Whisper's
-   rows are all one length), both the caller's to free. A front end for rows of other lengths
-   (Speech2Text's subsampler) fits here. */
+   rows are all one length; Speech2Text's, of any lengths, are padded to the longest), both the
+   caller's to free. */
 static pf_result pf__audio_source_rows(pf_model *m, const char *call, const float *const *features, const int *num_frames,
                                        int batch, float **out, int *width, int **pads) {
     const pf__config *c = &m->config;
     *out = NULL;
     *width = 0;
     *pads = NULL;
-    if (!c->mel_frontend)
+    if (!c->mel_frontend && !c->conv_subsampler)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is not a speech encoder-decoder (%s takes audio "
                         "features)", c->model_type, call);
     if (!features || !num_frames || batch < 1)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s needs features, their frame counts and batch >= 1", call);
     const pf__group *g = m->group;
     if (batch > g->max_batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, g->max_batch);
+    if (c->conv_subsampler) return pf__subsampler_rows(m, call, features, num_frames, batch, out, width, pads);
     int frames = 2 * c->encoder_max_positions, T = c->encoder_max_positions;
     if (T > g->cache_len)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the encoder's %d positions exceed max_sequence_length %d", T, g->cache_len);

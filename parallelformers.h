@@ -507,13 +507,16 @@ pf_result pf_image_text_logits(pf_model *model, const int32_t *const *ids, const
    audio_min_samples or more frames than max_sequence_length, samples not finite),
    PF_ERROR_UNSUPPORTED (a model that is not a speech encoder), PF_ERROR_OUT_OF_MEMORY,
    PF_ERROR_DEVICE. Threads: as pf_encode.
-   A speech encoder-decoder (Whisper) gives its encoder's last hidden state: each waveform through
-   the feature extractor of the model directory's preprocessor_config.json (padded or cut to its
-   chunk, pf_encode_audio_frames frames: max_source_positions), then as pf_encode_audio_features. */
+   A speech encoder-decoder (Whisper, Speech2Text) gives its encoder's last hidden state: each
+   waveform through the feature extractor of the model directory's preprocessor_config.json
+   (Whisper's padded or cut to its chunk, pf_encode_audio_frames frames: max_source_positions;
+   Speech2Text's filter banks of any length, the batch padded as its extractor pads it), then as
+   pf_encode_audio_features. */
 pf_result pf_encode_audio(pf_model *model, const float *const *samples, const int *num_samples, int batch,
                           pf_encoding **encoding);
-/* Frames a speech encoder makes of num_samples samples (0: too few, or not a speech encoder). Any
-   thread, after pf_load succeeded. */
+/* Frames a speech encoder makes of num_samples samples (0: too few, or not a speech encoder; 0
+   for Speech2Text, whose frames follow its extractor's: pf_audio_features_size's rows, halved
+   per convolution as pf_encode_audio_features counts them). Any thread, after pf_load succeeded. */
 int pf_encode_audio_frames(const pf_model *model, int num_samples);
 
 /* Greedy CTC decoding of row `row` of a PF_HEAD_CTC encoding, as transformers' Wav2Vec2CTCTokenizer
@@ -687,8 +690,11 @@ void pf_string_free(char *text); /* NULL is fine; any thread */
    [num_frames[b]] where pf_model_info's mel_major is 1 (Whisper's log-mel spectrogram: num_frames
    must be its audio_frames, 3000 for 30 s, as pf_audio_features pads or cuts every input),
    frame-major [num_frames[b]][num_mel_bins] where it is 0 (Speech2Text's filter banks, rows of any
-   length). The convolutional front end runs on the calling thread, each row alone; the encoder and
-   the decoder are split over the ranks as pf_generate_batch's encoder-decoders are. The decoder
+   length). The convolutional front end runs on the calling thread, each row alone (Speech2Text's:
+   each row zero-padded to the batch's longest, as transformers runs a padded batch with the
+   extractor's attention mask, so that a shorter row's last frames see the padding as they do
+   there); the encoder and the decoder are split over the ranks as pf_generate_batch's
+   encoder-decoders are. The decoder
    starts from options->decoder_prompt (Whisper's model options: its generation_config.json's
    <|startoftranscript|> <|language|> <|task|> <|notimestamps|>; NULL options: the model's; where
    generation_config.json names no language (forced_decoder_ids' [1, null], or none) and has
@@ -716,7 +722,9 @@ pf_result pf_forward_audio(pf_model *model, const float *const *features, const 
 
 /* The encoder's last hidden state of a speech encoder-decoder for features as pf_generate_audio
    takes them: last_hidden_state [frames of all rows][hidden] (offsets: where each row starts; a
-   Whisper row has max_source_positions frames). *encoding is the caller's (pf_encoding_free).
+   Whisper row has max_source_positions frames, a Speech2Text row of n feature frames n halved,
+   rounding up, once per convolution: (n - 1) / 2 + 1 each). *encoding is the caller's
+   (pf_encoding_free).
    Results: as pf_generate_audio's. Threads: as pf_encode. */
 pf_result pf_encode_audio_features(pf_model *model, const float *const *features, const int *num_frames, int batch,
                                    pf_encoding **encoding);

@@ -619,6 +619,73 @@ static void test_whisper_tensors(void) {
     expect_load("another head", NULL, PF_ERROR_UNSUPPORTED, "WhisperForAudioClassification");
 }
 
+/* Speech2Text's checkpoint: older files' saved sinusoids are buffers (the same numbers we compute),
+   a convolution the config does not count and a head that tie_word_embeddings false needs are
+   not. */
+static void test_speech2text_tensors(void) {
+    if (copy_fixture("speech2text-s2s")) return;
+    add_tensor("model.encoder.embed_positions.weights");
+    add_tensor("model.decoder.embed_positions.weights");
+    pf_free(expect_load("saved sinusoids", NULL, PF_OK, NULL));
+    if (copy_fixture("speech2text-s2s")) return;
+    add_tensor("model.encoder.conv.conv_layers.2.weight");
+    expect_load("a third convolution", NULL, PF_ERROR_UNSUPPORTED, "model.encoder.conv.conv_layers.2.weight");
+    if (copy_fixture("speech2text-s2s")) return;
+    edit_file("config.json", "\"tie_word_embeddings\": true", "\"tie_word_embeddings\": false");
+    expect_load("an untied head the checkpoint lacks", NULL, PF_ERROR_FORMAT, "LM head");
+    if (copy_fixture("speech2text-s2s")) return;
+    edit_file("config.json", "\"Speech2TextForConditionalGeneration\"", "\"Speech2TextModel\"");
+    expect_load("the bare model", NULL, PF_ERROR_UNSUPPORTED, "Speech2TextModel");
+}
+
+/* Speech2Text in bfloat16 (model.bf16.safetensors): the subsampler's and the blocks' 16-bit
+   tensors; the teacher-forced logits equal transformers' float32 logits of the rounded weights. */
+static void test_speech2text_bf16(void) {
+    char path[1100], dst[1100], line[256];
+    if (copy_fixture("speech2text-s2s")) return;
+    snprintf(path, sizeof path, "%s/model.bf16.safetensors", work_dir);
+    snprintf(dst, sizeof dst, "%s/model.safetensors", work_dir);
+    CHECK(rename(path, dst) == 0);
+    int frames[2] = {0, 0}, lengths[2] = {0, 0}, rows = 0;
+    int32_t decoder[2][16];
+    snprintf(path, sizeof path, "%s/reference.txt", work_dir);
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f)) { /* feature_frames F0 F1, then the decoder_ids rows */
+        int ids[16];
+        if (!strncmp(line, "feature_frames ", 15)) sscanf(line + 15, "%d %d", &frames[0], &frames[1]);
+        if (!strncmp(line, "decoder_ids ", 12) && rows < 2 && (lengths[rows] = test_parse_ids(line + 12, ids, 16)) > 0) {
+            for (int t = 0; t < lengths[rows]; t++) decoder[rows][t] = ids[t];
+            rows++;
+        }
+    }
+    if (f) fclose(f);
+    size_t n = 0, count = 0;
+    snprintf(path, sizeof path, "%s/fbank_features.bin", work_dir);
+    float *features = test_read_floats(path, &n);
+    snprintf(path, sizeof path, "%s/teacher_logits.bf16.bin", work_dir);
+    float *want = test_read_floats(path, &count);
+    pf_model *m = expect_load("a bfloat16 Speech2Text checkpoint", NULL, PF_OK, NULL);
+    size_t vocab = (size_t)pf_get_info(m).vocab_size, width = (size_t)pf_get_info(m).num_mel_bins;
+    int ok = m && features && want && rows == 2 && frames[0] > 0 && n == 2 * (size_t)frames[0] * width &&
+             count == (size_t)(lengths[0] + lengths[1]) * vocab;
+    CHECK_MSG(ok, "bf16 speech2text: the fixture's files");
+    float *logits = ok ? (float *)malloc(count * sizeof(float)) : NULL;
+    const float *feature_rows[2] = {features, features ? features + (size_t)frames[0] * width : NULL};
+    const int32_t *dec[2] = {decoder[0], decoder[1]};
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.max_batch = 2;
+    pf_result r = logits ? pf_parallelize(m, 2, &po) : PF_ERROR_IO;
+    if (!r) r = pf_forward_audio(m, feature_rows, frames, dec, lengths, 2, logits);
+    CHECK_MSG(!logits || r == PF_OK, "bf16 speech2text: %s", pf_error_message(m));
+    if (logits && !r) {
+        float diff = test_max_abs_diff(logits, want, count);
+        CHECK_MSG(diff <= 1e-4f, "bf16 speech2text: logits differ from transformers' by %g", diff);
+    }
+    pf_free(m);
+    free(features), free(want), free(logits);
+}
+
 static void test_speech_bf16(void) {
     char path[1100], dst[1100];
     if (copy_fixture("hubert-ctc")) return;
@@ -657,6 +724,8 @@ void test_config(void) {
         return;
     }
     test_tensor_accounting();
+    test_speech2text_tensors();
+    test_speech2text_bf16();
     test_refused_keys();
     test_hub_spellings();
     test_refused_values();

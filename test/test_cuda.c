@@ -950,6 +950,85 @@ static void test_seq2seq_fixture(const char *name) {
     pf_free(m);
 }
 
+/* Speech2Text (make_speech2text_fixtures.py) on the GPU in fp32, 1 and 2 ranks: the encoder's
+   output of its padded batch of filter-bank features and the teacher-forced logits against the
+   CPU backend's (the convolutional subsampler runs on the host either way), and greedy
+   generation token for token. */
+static void test_speech2text(const char *name) {
+    char dir[1024], path[1100], line[512];
+    int frames[2] = {0, 0}, decoder_lengths[2] = {0, 0}, rows = 0;
+    int32_t decoder[2][TEST_MAX_IDS];
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
+    snprintf(path, sizeof path, "%s/reference.txt", dir);
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f)) { /* feature_frames F0 F1, decoder_ids rows */
+        int ids[TEST_MAX_IDS], n;
+        if (!strncmp(line, "feature_frames ", 15)) sscanf(line + 15, "%d %d", &frames[0], &frames[1]);
+        if (!strncmp(line, "decoder_ids ", 12) && rows < 2 && (n = test_parse_ids(line + 12, ids, TEST_MAX_IDS)) > 0) {
+            for (int t = 0; t < n; t++) decoder[rows][t] = ids[t];
+            decoder_lengths[rows++] = n;
+        }
+    }
+    if (f) fclose(f);
+    snprintf(path, sizeof path, "%s/fbank_features.bin", dir);
+    size_t n = 0;
+    float *features = test_read_floats(path, &n);
+    pf_model *m = NULL;
+    pf_result r = features && rows == 2 && frames[0] > 0 && frames[1] > 0 ? pf_load(dir, NULL, &m) : PF_ERROR_IO;
+    pf_model_info info = pf_get_info(m);
+    size_t width = (size_t)info.num_mel_bins, tokens = (size_t)(decoder_lengths[0] + decoder_lengths[1]);
+    if (r == PF_OK && n != 2 * (size_t)frames[0] * width) r = PF_ERROR_FORMAT;
+    const float *rows_in[2] = {features, features ? features + (size_t)frames[0] * width : NULL};
+    const int32_t *dec[2] = {decoder[0], decoder[1]};
+    float *want = (float *)malloc(tokens * (size_t)info.vocab_size * sizeof(float) + 1);
+    float *got = (float *)malloc(tokens * (size_t)info.vocab_size * sizeof(float) + 1);
+    pf_encoding *want_e = NULL;
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.max_batch = 2;
+    if (r == PF_OK) r = want && got ? pf_parallelize(m, 1, &po) : PF_ERROR_OUT_OF_MEMORY;
+    if (r == PF_OK) r = pf_encode_audio_features(m, rows_in, frames, 2, &want_e);
+    if (r == PF_OK) r = pf_forward_audio(m, rows_in, frames, dec, decoder_lengths, 2, want);
+    pf_generation want_g;
+    memset(&want_g, 0, sizeof want_g);
+    if (r == PF_OK) r = pf_generate_audio(m, rows_in, frames, 2, NULL, &want_g);
+    CHECK_MSG(r == PF_OK, "%s on the CPU: %s", name, pf_error_message(m));
+    for (int ranks = 1; r == PF_OK && ranks <= 2; ranks++) {
+        pf_encoding *got_e = NULL;
+        po.device = PF_DEVICE_CUDA;
+        po.dtype = PF_DTYPE_F32;
+        pf_result rr = pf_parallelize(m, ranks, &po);
+        if (rr == PF_OK) rr = pf_encode_audio_features(m, rows_in, frames, 2, &got_e);
+        if (rr == PF_OK) rr = pf_forward_audio(m, rows_in, frames, dec, decoder_lengths, 2, got);
+        pf_generation got_g;
+        memset(&got_g, 0, sizeof got_g);
+        if (rr == PF_OK) rr = pf_generate_audio(m, rows_in, frames, 2, NULL, &got_g);
+        CHECK_MSG(rr == PF_OK, "%s on %d GPU ranks: %s", name, ranks, pf_error_message(m));
+        int same = rr == PF_OK && got_g.num_sequences == want_g.num_sequences;
+        for (int b = 0; same && b < want_g.num_sequences; b++)
+            same = got_g.lengths[b] == want_g.lengths[b] &&
+                   !memcmp(got_g.tokens[b], want_g.tokens[b], (size_t)want_g.lengths[b] * sizeof(int32_t));
+        CHECK_MSG(rr != PF_OK || same, "%s on %d GPU ranks: greedy generation differs from the CPU's", name, ranks);
+        pf_generation_free(&got_g);
+        if (rr) {
+            pf_encoding_free(got_e);
+            continue;
+        }
+        float worst = test_max_abs_diff(got_e->last_hidden_state, want_e->last_hidden_state,
+                                        (size_t)want_e->offsets[2] * want_e->hidden_size);
+        float logits = test_max_abs_diff(got, want, tokens * (size_t)info.vocab_size);
+        if (logits > worst) worst = logits;
+        CHECK_MSG(worst <= 1e-3f, "%s on %d GPU ranks: differs from the CPU by %g", name, ranks, worst);
+        printf("  %-12s f32 %d rank%s on the GPU        max |output - CPU| %.3g (tol 0.001)\n", name, ranks,
+               ranks > 1 ? "s" : " ", worst);
+        pf_encoding_free(got_e);
+    }
+    pf_encoding_free(want_e);
+    pf_generation_free(&want_g);
+    free(want), free(got), free(features);
+    pf_free(m);
+}
+
 /* A speech encoder-decoder (Whisper): the fixture's two rows of features (features.bin) on 1 and 2
    f32 GPU ranks against the CPU: the encoder's last hidden state and the decoder's logits for its
    prompt and greedy tokens within 1e-3, and the greedy tokens themselves. */
@@ -1110,6 +1189,7 @@ int main(int argc, char **argv) {
             run_fixtures("samples.bin", "speech", test_speech_encoder);
             run_fixtures("decoder_logits.bin", "encoder-decoder", test_seq2seq_fixture);
             run_fixtures("features.bin", "speech encoder-decoder", test_speech_seq2seq);
+            run_fixtures("fbank_features.bin", "speech encoder-decoder", test_speech2text);
             printf("generation cases\n");
             test_generation_cases();
             test_bad_device();

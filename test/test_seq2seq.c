@@ -247,6 +247,320 @@ static void test_untied_t5(void) {
     pf_free(m);
 }
 
+/* ---- Speech2Text (issue 16): test/make_speech2text_fixtures.py ---- */
+
+#define S2T_ROWS 2
+#define S2T_CASES 4
+
+/* The script's generate() cases: greedy from generation_config.json, an eos that ends row 0
+   early, a forced first token, beam search. */
+static const char *const s2t_case_names[S2T_CASES] = {"generated", "generated_eos", "generated_forced", "generated_beams"};
+
+typedef struct s2t_reference {
+    int samples[S2T_ROWS], feature_frames[S2T_ROWS], encoder_frames[S2T_ROWS];
+    int32_t decoder[S2T_ROWS][TEST_MAX_IDS], generated[S2T_CASES][S2T_ROWS][TEST_MAX_IDS];
+    int decoder_lengths[S2T_ROWS], generated_lengths[S2T_CASES][S2T_ROWS];
+} s2t_reference;
+
+/* speech2text-s2s/reference.txt (see the script); 0 on success. */
+static int s2t_read_reference(const char *dir, s2t_reference *ref) {
+    char path[1100], line[1024];
+    snprintf(path, sizeof path, "%s/reference.txt", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    memset(ref, 0, sizeof *ref);
+    int decoders = 0, generated[S2T_CASES] = {0}, counts = 0;
+    while (fgets(line, sizeof line, f)) {
+        int values[TEST_MAX_IDS], n;
+        char *space = strchr(line, ' ');
+        int *pair = !strncmp(line, "samples ", 8) ? ref->samples : !strncmp(line, "feature_frames ", 15) ? ref->feature_frames
+                    : !strncmp(line, "encoder_frames ", 15) ? ref->encoder_frames : NULL;
+        if (pair && sscanf(space, "%d %d", &pair[0], &pair[1]) == 2) counts++;
+        int kase = -1;
+        for (int k = 0; space && k < S2T_CASES; k++)
+            if ((size_t)(space - line) == strlen(s2t_case_names[k]) && !strncmp(line, s2t_case_names[k], (size_t)(space - line)))
+                kase = k;
+        int is_decoder = !strncmp(line, "decoder_ids ", 12);
+        int *row = is_decoder ? &decoders : kase >= 0 ? &generated[kase] : NULL;
+        if (row && *row < S2T_ROWS && (n = test_parse_ids(space + 1, values, TEST_MAX_IDS)) > 0) {
+            for (int i = 0; i < n; i++) (is_decoder ? ref->decoder[*row] : ref->generated[kase][*row])[i] = values[i];
+            (is_decoder ? ref->decoder_lengths : ref->generated_lengths[kase])[(*row)++] = n;
+        }
+    }
+    fclose(f);
+    int complete = counts == 3 && decoders == S2T_ROWS;
+    for (int k = 0; k < S2T_CASES; k++) complete &= generated[k] == S2T_ROWS;
+    return complete ? 0 : -1;
+}
+
+/* The encoder's output of the padded batch and of its shorter row alone, and the decoder's
+   teacher-forced logits, on the model as it is parallelized now. */
+static void s2t_check_outputs(pf_model *m, const char *what, const char *dir, const s2t_reference *ref,
+                              const float *const *features) {
+    pf_model_info info = pf_get_info(m);
+    pf_encoding *e = NULL;
+    pf_result r = pf_encode_audio_features(m, features, ref->feature_frames, S2T_ROWS, &e);
+    CHECK_MSG(r == PF_OK, "%s: pf_encode_audio_features: %s", what, pf_error_message(m));
+    int frames = ref->encoder_frames[0] + ref->encoder_frames[1];
+    if (r == PF_OK) {
+        CHECK(e->batch == S2T_ROWS && e->offsets[1] == ref->encoder_frames[0] && e->offsets[2] == frames && !e->logits);
+        if (e->offsets[2] == frames)
+            check_floats(what, dir, "encoder_hidden.bin", e->last_hidden_state, (size_t)frames * (size_t)info.hidden_size);
+    }
+    pf_encoding_free(e);
+    e = NULL;
+    r = pf_encode_audio_features(m, features + 1, ref->feature_frames + 1, 1, &e);
+    CHECK_MSG(r == PF_OK, "%s: pf_encode_audio_features alone: %s", what, pf_error_message(m));
+    if (r == PF_OK && e->offsets[1] == ref->encoder_frames[1])
+        check_floats(what, dir, "encoder_alone.bin", e->last_hidden_state, (size_t)ref->encoder_frames[1] * info.hidden_size);
+    pf_encoding_free(e);
+    const int32_t *dec[S2T_ROWS] = {ref->decoder[0], ref->decoder[1]};
+    size_t tokens = (size_t)(ref->decoder_lengths[0] + ref->decoder_lengths[1]);
+    float *logits = (float *)malloc(tokens * (size_t)info.vocab_size * sizeof(float));
+    r = logits ? pf_forward_audio(m, features, ref->feature_frames, dec, ref->decoder_lengths, S2T_ROWS, logits)
+               : PF_ERROR_OUT_OF_MEMORY;
+    CHECK_MSG(r == PF_OK, "%s: pf_forward_audio: %s", what, pf_error_message(m));
+    if (r == PF_OK) check_floats(what, dir, "teacher_logits.bin", logits, tokens * (size_t)info.vocab_size);
+    free(logits);
+    /* each generate() case over the model's generation_config.json (greedy, max_new_tokens 12):
+       transformers' sequences after the decoder start token, token for token */
+    for (int k = 0; k < S2T_CASES; k++) {
+        pf_generate_options o = pf_model_generate_options(m);
+        int32_t eos = 4;
+        if (k == 1) o.eos_token_ids = &eos, o.num_eos_token_ids = 1;
+        if (k == 2) o.forced_bos_token_id = 7;
+        if (k == 3) o.num_beams = 2;
+        pf_generation g;
+        r = pf_generate_audio(m, features, ref->feature_frames, S2T_ROWS, &o, &g);
+        CHECK_MSG(r == PF_OK && g.num_sequences == S2T_ROWS, "%s: pf_generate_audio %s: %s", what, s2t_case_names[k],
+                  pf_error_message(m));
+        for (int b = 0; r == PF_OK && b < g.num_sequences && b < S2T_ROWS; b++) {
+            const int32_t *want = ref->generated[k][b] + 1; /* after the decoder start token */
+            int want_length = ref->generated_lengths[k][b] - 1, same = g.lengths[b] == want_length;
+            for (int t = 0; same && t < g.lengths[b]; t++) same = g.tokens[b][t] == want[t];
+            CHECK_MSG(same, "%s: %s row %d: %d tokens (first %d), transformers %d (first %d)", what, s2t_case_names[k], b,
+                      g.lengths[b], g.lengths[b] ? (int)g.tokens[b][0] : -1, want_length, (int)want[0]);
+        }
+        pf_generation_free(&g);
+    }
+}
+
+/* pf_encode_audio on the waveforms themselves (through the model directory's extractor): the
+   padded batch's encoder output. */
+static void s2t_check_waveforms(pf_model *m, const char *dir, const s2t_reference *ref) {
+    char path[1100];
+    size_t n = 0;
+    snprintf(path, sizeof path, "%s/waveforms.bin", dir);
+    float *samples = test_read_floats(path, &n);
+    const float *waves[S2T_ROWS] = {samples, samples ? samples + ref->samples[0] : NULL};
+    pf_encoding *e = NULL;
+    pf_result r = samples && n == (size_t)(ref->samples[0] + ref->samples[1])
+                      ? pf_encode_audio(m, waves, ref->samples, S2T_ROWS, &e) : PF_ERROR_IO;
+    CHECK_MSG(r == PF_OK, "speech2text: pf_encode_audio: %s", pf_error_message(m));
+    int frames = ref->encoder_frames[0] + ref->encoder_frames[1];
+    if (r == PF_OK) {
+        CHECK(e->offsets[1] == ref->encoder_frames[0] && e->offsets[2] == frames);
+        if (e->offsets[2] == frames)
+            check_floats("speech2text from waveforms", dir, "encoder_hidden.bin", e->last_hidden_state,
+                         (size_t)frames * (size_t)e->hidden_size);
+    }
+    pf_encoding_free(e);
+    int none = 0;
+    e = NULL;
+    CHECK(pf_encode_audio(m, waves, &none, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+    free(samples);
+}
+
+/* The library's fbank features of each waveform equal the extractor's (fbank_features.bin, whose
+   shorter row is padded with zeros). */
+static void s2t_check_features(const char *dir, const s2t_reference *ref, const float *padded, size_t width) {
+    char path[1100], error[256] = "";
+    size_t n = 0;
+    snprintf(path, sizeof path, "%s/waveforms.bin", dir);
+    float *samples = test_read_floats(path, &n);
+    pf_audio_processor *p = NULL;
+    pf_result r = pf_audio_processor_load(dir, &p, error, sizeof error);
+    CHECK_MSG(r == PF_OK && samples && n == (size_t)(ref->samples[0] + ref->samples[1]), "speech2text features: %s", error);
+    const float *wave = samples;
+    for (int b = 0; r == PF_OK && samples && b < S2T_ROWS; wave += ref->samples[b++]) {
+        size_t rows = 0, columns = 0, count = (size_t)ref->feature_frames[b] * width;
+        float *got = (float *)malloc(count * sizeof(float));
+        r = pf_audio_features_size(p, (size_t)ref->samples[b], &rows, &columns, error, sizeof error);
+        CHECK_MSG(r == PF_OK && rows == (size_t)ref->feature_frames[b] && columns == width, "row %d: %zu x %zu", b, rows, columns);
+        if (r == PF_OK && got && rows * columns == count)
+            r = pf_audio_features(p, wave, (size_t)ref->samples[b], got, count, error, sizeof error);
+        if (r == PF_OK && got) {
+            float diff = test_max_abs_diff(got, padded + (size_t)b * ref->feature_frames[0] * width, count);
+            CHECK_MSG(diff <= TOLERANCE, "speech2text features row %d differ from the extractor's by %g", b, diff);
+        }
+        free(got);
+    }
+    pf_audio_processor_free(p);
+    free(samples);
+}
+
+/* A copy of speech2text-s2s with `from` replaced by `to` in config.json (from NULL: as it is) and
+   with the tensor name tensor_from renamed to tensor_to (as long; NULL: none) in its weights;
+   the load's result, *m the model (the caller frees it). */
+static pf_result s2t_load_edited(const char *from, const char *to, const char *tensor_from, const char *tensor_to,
+                                 pf_model **m) {
+    char dir[1024], path[1100], tmp[] = "/tmp/pf_s2t_XXXXXX", config_path[1200], weights_path[1200];
+    *m = NULL;
+    snprintf(dir, sizeof dir, "%s/speech2text-s2s", test_fixtures);
+    size_t size = 0, bytes = 0;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    char *config = test_read_file(path, &size), *edited = config ? (char *)calloc(1, size + 256) : NULL;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    char *weights = test_read_file(path, &bytes);
+    int ok = config && edited && weights && mkdtemp(tmp) != NULL;
+    char *found = ok && from ? strstr(config, from) : NULL;
+    if (ok && from) ok = found != NULL && strlen(to) < 200;
+    if (ok && from) {
+        size_t head = (size_t)(found - config);
+        memcpy(edited, config, head);
+        snprintf(edited + head, size + 256 - head, "%s%s", to, found + strlen(from));
+    } else if (ok) {
+        strcpy(edited, config);
+    }
+    if (ok && tensor_from) { /* in the header, which is text */
+        char *name = NULL;
+        for (size_t i = 8; i + strlen(tensor_from) < bytes && !name; i++)
+            if (!memcmp(weights + i, tensor_from, strlen(tensor_from))) name = weights + i;
+        ok = name && strlen(tensor_to) == strlen(tensor_from);
+        if (ok) memcpy(name, tensor_to, strlen(tensor_to));
+    }
+    snprintf(config_path, sizeof config_path, "%s/config.json", tmp);
+    snprintf(weights_path, sizeof weights_path, "%s/model.safetensors", tmp);
+    if (ok) ok = test_write_file(config_path, edited, strlen(edited)) == 0 && test_write_file(weights_path, weights, bytes) == 0;
+    pf_result r = ok ? pf_load(tmp, NULL, m) : PF_ERROR_IO;
+    CHECK_MSG(ok, "making an edited copy of speech2text-s2s");
+    free(config), free(edited), free(weights);
+    unlink(config_path), unlink(weights_path), rmdir(tmp);
+    return r;
+}
+
+/* Config keys that change the math and that we do not implement, and a missing front-end
+   tensor: refused at load, by name. */
+static void s2t_test_refusals(void) {
+    static const struct { const char *from, *to, *needle; pf_result want; } cases[] = {
+        {"\"conv_kernel_sizes\": [\n    3,", "\"conv_kernel_sizes\": [\n    4,", "conv_kernel_sizes", PF_ERROR_UNSUPPORTED},
+        {"\"num_conv_layers\": 2", "\"num_conv_layers\": 3", "conv_kernel_sizes", PF_ERROR_FORMAT},
+        {"\"pad_token_id\": 1", "\"pad_token_id\": 0", "pad_token_id", PF_ERROR_UNSUPPORTED},
+        {"\"pad_token_id\": 1", "\"pad_token_id\": null", "pad_token_id", PF_ERROR_FORMAT},
+        {"\"conv_channels\": 16", "\"conv_channels\": 15", "conv_channels", PF_ERROR_FORMAT},
+        {"\"is_encoder_decoder\": true", "\"is_decoder\": true", "is_decoder", PF_ERROR_UNSUPPORTED},
+        {"\"tie_word_embeddings\": true", "\"tie_word_embeddings\": false", "tie_word_embeddings", PF_ERROR_FORMAT},
+        {"\"activation_function\": \"relu\"", "\"activation_function\": \"nonsense\"", "nonsense", PF_ERROR_UNSUPPORTED},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pf_model *m = NULL;
+        pf_result r = s2t_load_edited(cases[i].from, cases[i].to, NULL, NULL, &m);
+        CHECK_MSG(r == cases[i].want && strstr(pf_error_message(m), cases[i].needle), "speech2text with %s: %d: %s",
+                  cases[i].to, (int)r, pf_error_message(m));
+        pf_free(m);
+    }
+    pf_model *m = NULL;
+    pf_result r = s2t_load_edited(NULL, NULL, "encoder.conv.conv_layers.1.weight", "encoder.conv.conv_layers.1.wEight", &m);
+    CHECK_MSG(r == PF_ERROR_FORMAT && strstr(pf_error_message(m), "model.encoder.conv.conv_layers.1.weight"),
+              "speech2text without a conv weight: %d: %s", (int)r, pf_error_message(m));
+    pf_free(m);
+    m = NULL;
+    r = s2t_load_edited(NULL, NULL, "decoder.layers.1.fc2.bias", "decoder.layers.1.fc2.bIas", &m);
+    CHECK_MSG(r == PF_ERROR_FORMAT && strstr(pf_error_message(m), "decoder.layers.1.fc2.bias"),
+              "speech2text without a decoder bias: %d: %s", (int)r, pf_error_message(m));
+    pf_free(m);
+    m = NULL; /* an input_channels of 2 doubles the first convolution's input: the file's is too narrow */
+    r = s2t_load_edited("\"input_channels\": 1", "\"input_channels\": 2", NULL, NULL, &m);
+    CHECK_MSG(r == PF_ERROR_FORMAT && strstr(pf_error_message(m), "conv_layers.0.weight"), "speech2text with input_channels 2: "
+              "%d: %s", (int)r, pf_error_message(m));
+    pf_free(m);
+}
+
+/* Calls that do not fit: token ids for its encoder, bad features, and audio for a text model. */
+static void s2t_test_bad_calls(pf_model *m, const s2t_reference *ref, const float *const *features) {
+    const int32_t *ids[1] = {ref->decoder[0]};
+    int one = 1, zero = 0, huge = 1 << 20;
+    float logits[60 * 8], nan_frame[20];
+    pf_encoding *e = NULL;
+    CHECK(pf_encode(m, ids, NULL, &one, 1, &e) == PF_ERROR_UNSUPPORTED && !e &&
+          strstr(pf_error_message(m), "pf_encode_audio_features"));
+    CHECK(pf_encode_audio_frames(m, 4000) == 0); /* its frames are the extractor's */
+    CHECK(pf_forward_seq2seq(m, ids, &one, ids, &one, 1, logits) == PF_ERROR_UNSUPPORTED);
+    CHECK(pf_forward(m, ids[0], 1, 1, logits) == PF_ERROR_UNSUPPORTED && strstr(pf_error_message(m), "pf_forward_audio"));
+    pf_generation g;
+    CHECK(pf_generate_batch(m, ids, &one, 1, NULL, &g) == PF_ERROR_UNSUPPORTED && g.num_sequences == 0);
+    CHECK(pf_encode_audio_features(m, NULL, ref->feature_frames, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+    CHECK(pf_encode_audio_features(m, features, NULL, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+    CHECK(pf_encode_audio_features(m, features, ref->feature_frames, 0, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+    CHECK(pf_encode_audio_features(m, features, &zero, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+    CHECK(pf_encode_audio_features(m, features, &huge, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e); /* beyond the cache */
+    for (int i = 0; i < 20; i++) nan_frame[i] = i == 7 ? 0.0f / 0.0f : 0.5f;
+    const float *nan_rows[1] = {nan_frame};
+    CHECK(pf_encode_audio_features(m, nan_rows, &one, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+    CHECK(pf_forward_audio(m, features, ref->feature_frames, NULL, ref->decoder_lengths, 1, logits) ==
+          PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_forward_audio(NULL, features, ref->feature_frames, ids, &one, 1, logits) == PF_ERROR_INVALID_ARGUMENT);
+    int32_t outside[1] = {60};
+    const int32_t *bad[1] = {outside};
+    CHECK(pf_forward_audio(m, features, ref->feature_frames, bad, &one, 1, logits) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_encode_audio_features(m, features, &one, 1, &e) == PF_OK && e && e->offsets[1] == 1); /* one frame makes one */
+    pf_encoding_free(e);
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/m2m100-s2s", test_fixtures);
+    pf_model *text = NULL;
+    if (pf_load(dir, NULL, &text) == PF_OK)
+        CHECK(pf_forward_audio(text, features, ref->feature_frames, ids, &one, 1, logits) == PF_ERROR_UNSUPPORTED);
+    pf_free(text);
+}
+
+static void test_speech2text(void) {
+    char dir[1024], path[1100];
+    s2t_reference ref;
+    snprintf(dir, sizeof dir, "%s/speech2text-s2s", test_fixtures);
+    if (s2t_read_reference(dir, &ref)) {
+        CHECK_MSG(0, "reading %s/reference.txt", dir);
+        return;
+    }
+    size_t n = 0, width = 20;
+    snprintf(path, sizeof path, "%s/fbank_features.bin", dir);
+    float *padded = test_read_floats(path, &n);
+    CHECK_MSG(padded && n == S2T_ROWS * (size_t)ref.feature_frames[0] * width, "%s: %zu floats", path, n);
+    if (!padded || n != S2T_ROWS * (size_t)ref.feature_frames[0] * width) {
+        free(padded);
+        return;
+    }
+    const float *features[S2T_ROWS] = {padded, padded + (size_t)ref.feature_frames[0] * width}; /* each row's own frames */
+    s2t_check_features(dir, &ref, padded, width);
+    pf_model *m = NULL;
+    pf_result r = pf_load(dir, NULL, &m);
+    CHECK_MSG(r == PF_OK, "loading speech2text-s2s: %s", pf_error_message(m));
+    pf_model_info info = pf_get_info(m);
+    CHECK_MSG(r != PF_OK || (info.is_encoder_decoder && info.head == PF_HEAD_CAUSAL_LM && info.num_mel_bins == (int)width &&
+                             !info.mel_major && !info.audio_frames && !info.audio_stride && info.num_encoder_layers == 2 &&
+                             info.decoder_start_token_id == 2),
+              "speech2text: encoder-decoder %d, head %d, mel bins %d", info.is_encoder_decoder, (int)info.head, info.num_mel_bins);
+    for (int ranks = 1; r == PF_OK && ranks <= 3; ranks++) {
+        char what[64];
+        snprintf(what, sizeof what, "speech2text on %d ranks", ranks);
+        pf_parallel_options po = pf_parallel_options_init();
+        po.device = PF_DEVICE_CPU;
+        po.max_batch = 4; /* two rows of two beams */
+        pf_result pr = pf_parallelize(m, ranks, &po);
+        CHECK_MSG(pr == PF_OK, "%s: %s", what, pf_error_message(m));
+        if (pr == PF_OK) s2t_check_outputs(m, what, dir, &ref, features);
+    }
+    if (r == PF_OK) {
+        pf_result cr = pf_to_cpu(m);
+        CHECK_MSG(cr == PF_OK, "speech2text: pf_to_cpu: %s", pf_error_message(m));
+        if (cr == PF_OK) s2t_check_outputs(m, "speech2text after pf_to_cpu", dir, &ref, features);
+        s2t_check_waveforms(m, dir, &ref);
+        s2t_test_bad_calls(m, &ref, features);
+    }
+    pf_free(m);
+    s2t_test_refusals();
+    free(padded);
+}
+
 void test_seq2seq(void) {
     static const char *const fixtures[] = {"t5-s2s", "t5v11-s2s", "bart-s2s", "mbart-s2s", "blenderbot-s2s", "blenderbot-small-s2s", "marian-s2s", "pegasus-s2s",
                                               "m2m100-s2s", "mt5-s2s", "fsmt-s2s"};
@@ -257,4 +571,5 @@ void test_seq2seq(void) {
     test_text_fixture("marian-text-s2s");
     test_unread_tokenizer();
     test_untied_t5();
+    test_speech2text();
 }

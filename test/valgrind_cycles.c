@@ -34,17 +34,18 @@ static int encoder_requests(pf_model *m) {
 
 static int requests(pf_model *m, int ranks);
 
-/* A speech encoder-decoder's requests (Whisper) on two rows of made-up features: beam search,
-   greedy with the model's prompt (its language detection where it has one), sampling, the
-   teacher-forced logits and the encoder's output. */
+/* A speech encoder-decoder's requests (Whisper, Speech2Text) on two rows of made-up features
+   (rows of two lengths where the model takes any): beam search, greedy with the model's prompt
+   (its language detection where it has one), sampling, the teacher-forced logits and the
+   encoder's output. */
 static int audio_requests(pf_model *m) {
     pf_model_info info = pf_get_info(m);
-    size_t count = (size_t)info.num_mel_bins * (size_t)info.audio_frames;
+    int frames[2] = {info.audio_frames ? info.audio_frames : 23, info.audio_frames ? info.audio_frames : 15}, bad = 0;
+    size_t count = (size_t)info.num_mel_bins * (size_t)frames[0];
     float *features = (float *)malloc(2 * count * sizeof(float)), *logits = NULL;
     if (!features) return 1;
     for (size_t i = 0; i < 2 * count; i++) features[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f;
     const float *rows[2] = {features, features + count};
-    int frames[2] = {info.audio_frames, info.audio_frames}, bad = 0;
     pf_generation g;
     pf_generate_options o = pf_model_generate_options(m);
     o.max_new_tokens = 5;
