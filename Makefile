@@ -210,7 +210,7 @@ test-server: server $(BUILD)/generate
 # Installs clang with apt-get when it is missing and we may; skips with a message otherwise.
 FUZZ_SECONDS ?= 10
 FUZZ_CC      ?= clang
-FUZZ_TARGETS := safetensors config generation_config shard_index tokenizer_json tokenizer spm server_request chat_template policy
+FUZZ_TARGETS := safetensors config generation_config shard_index tokenizer_json tokenizer spm server_request chat_template policy gguf
 FUZZ_DIR     := $(BUILD)/fuzz
 FUZZ_FLAGS   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_SERVER_FLAGS = $(shell pkg-config --cflags --libs jansson 2>/dev/null)
@@ -287,7 +287,7 @@ test-tsan:
 # valgrind over 20 cycles of load, every request kind (beam search first, on fresh buffers) and
 # free, CPU build: any error or leak fails it. my-llama loads through its registered policy.json.
 VALGRIND_FIXTURES ?= test/fixtures/gpt2-tiny test/fixtures/llama test/fixtures/bert test/fixtures/mpnet-mlm test/fixtures/bart-s2s test/fixtures/t5-s2s \
-                     test/fixtures/my-llama
+                     test/fixtures/my-llama test/fixtures/gguf/llama-quant.gguf test/fixtures/gguf/gpt2-q8.gguf
 $(BUILD)/valgrind_cycles: test/valgrind_cycles.c $(LIB_SRC) | $(BUILD)
 	$(CC) $(BASE) -O1 -g -D_POSIX_C_SOURCE=200809L test/valgrind_cycles.c parallelformers.c -o $@ $(LDLIBS)
 

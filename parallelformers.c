@@ -17199,12 +17199,11 @@ static const pf__gguf_kv *pf__gguf_find(const pf__gguf *g, const char *key) {
 /* Reads the header, metadata and tensor infos of the mapped file into g, checking each count,
    length, type, dimension and offset against the file. */
 static pf_result pf__gguf_parse(pf__gguf *g, char *message, size_t size) {
-    pf__gguf_cursor c = {g->data, g->data + g->size};
-    const uint8_t *p;
-    uint64_t version, num_tensors, num_kvs;
     const char *path = g->path;
-    if (pf__gguf_take(&c, 4, &p) || memcmp(p, "GGUF", 4))
+    if (g->size < 4 || memcmp(g->data, "GGUF", 4)) /* an empty file is not even mapped */
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: not a GGUF file (no GGUF magic)", path);
+    pf__gguf_cursor c = {g->data + 4, g->data + g->size};
+    uint64_t version, num_tensors, num_kvs;
     if (pf__gguf_uint(&c, 4, &version) || pf__gguf_uint(&c, 8, &num_tensors) || pf__gguf_uint(&c, 8, &num_kvs))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: the GGUF header is cut short", path);
     if (version != 2 && version != 3)
@@ -17508,14 +17507,14 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const char *arch, int t
         char full[96];
         double v;
         snprintf(full, sizeof full, "%s.%s", arch, keys[k].suffix);
-        if (pf__gguf_get_number(g, full, &v) != 1)
-            return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' is not a number", g->path, full);
+        if (pf__gguf_get_number(g, full, &v) != 1 || !isfinite(v))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' is not a finite number", g->path, full);
         bad |= pf__gguf_put_number(b, keys[k].config_key, v);
     }
     char full[96];
     double v, head_dim = 0, heads = 0, hidden = 0;
     snprintf(full, sizeof full, "%s.attention.head_count", arch);
-    if (pf__gguf_get_number(g, full, &heads) != 1 || heads < 1)
+    if (pf__gguf_get_number(g, full, &heads) != 1 || !(heads >= 1))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' is missing or not a count", g->path, full);
     snprintf(full, sizeof full, "%s.vocab_size", arch);
     if (pf__gguf_get_number(g, full, &v) == 1 && v != (double)vocab)
@@ -17546,6 +17545,9 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const char *arch, int t
         if (has_type && !linear && !(type_len == 4 && !memcmp(type, "none", 4)))
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: llama.rope.scaling.type \"%.*s\" is not supported "
                               "(none and linear are)", g->path, type_len > 40 ? 40 : (int)type_len, type);
+        if (linear && !(factor >= 1 && factor < 1e6))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: the linear rope scaling factor %g is not in [1, 1e6)",
+                              g->path, factor);
         if (linear) {
             char text[96];
             snprintf(text, sizeof text, ", \"rope_scaling\": {\"type\": \"linear\", \"factor\": %.17g}", factor);
@@ -17814,7 +17816,7 @@ static const struct { const char *pre, *json; } pf__gguf_pretokenizers[] = {
                "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}]}"},
 };
 
-enum { PF__GGUF_TOKEN_CONTROL = 3, PF__GGUF_TOKEN_USER_DEFINED = 4 }; /* llama.cpp's token types */
+enum { PF__GGUF_TOKEN_CONTROL = 3, PF__GGUF_TOKEN_USER_DEFINED = 4 }; /* llama.cpp's token types (and below) */
 
 /* The i-th string of a string array (bounds checked when the file was parsed). */
 static void pf__gguf_array_strings(const pf__gguf_kv *kv, const char **s, size_t *len, const uint8_t **at) {
@@ -17835,37 +17837,122 @@ static int pf__gguf_special_text(const pf__gguf *g, const char *key, const char 
     return 1;
 }
 
-/* The GGUF's tokenizer as tokenizer.json text in b: a byte-level BPE (tokenizer.ggml.model "gpt2")
-   with its merges, its control and user-defined tokens as added tokens, bos / eos added as
-   add_bos_token / add_eos_token say; texts and lens get each token's text. Another kind of
-   tokenizer is PF_ERROR_UNSUPPORTED. */
+/* SentencePiece's BPE (tokenizer.ggml.model "llama") as merges, the way transformers converts a
+   SentencePiece model: a normal piece is the merge of any two normal pieces it splits into, ranked
+   by its score (higher first; for one piece, the longer left part first). */
+typedef struct pf__gguf_piece {
+    const char *s;
+    size_t len;
+    uint32_t id;
+} pf__gguf_piece;
+
+typedef struct pf__gguf_merge {
+    float score;
+    uint32_t left, right, left_len;
+} pf__gguf_merge;
+
+static int pf__gguf_piece_cmp(const void *a, const void *b) {
+    const pf__gguf_piece *x = (const pf__gguf_piece *)a, *y = (const pf__gguf_piece *)b;
+    return pf__gguf_name_cmp(x->s, x->len, y->s, y->len);
+}
+
+static int pf__gguf_merge_cmp(const void *a, const void *b) {
+    const pf__gguf_merge *x = (const pf__gguf_merge *)a, *y = (const pf__gguf_merge *)b;
+    if (x->score != y->score) return x->score > y->score ? -1 : 1;
+    if (x->left_len != y->left_len) return x->left_len > y->left_len ? -1 : 1;
+    return x->left < y->left ? -1 : x->left > y->left;
+}
+
+enum { PF__GGUF_TOKEN_NORMAL = 1, PF__GGUF_TOKEN_UNKNOWN = 2 };
+
+static int32_t pf__gguf_token_type(const pf__gguf_kv *types, uint64_t i) {
+    return types ? (int32_t)pf__gguf_le(types->value + 4 * i, 4) : PF__GGUF_TOKEN_NORMAL;
+}
+
+/* The merges of a SentencePiece vocabulary as a JSON list of [left, right] into b; 0, or -1 when out of memory. */
+static int pf__gguf_spm_merges(pf__tok_buf *b, const char *const *texts, const size_t *lens, const float *scores,
+                               const pf__gguf_kv *types, size_t count) {
+    pf__gguf_piece *sorted = (pf__gguf_piece *)malloc((count ? count : 1) * sizeof *sorted);
+    pf__gguf_merge *merges = NULL;
+    size_t num_sorted = 0, num_merges = 0, cap = 0;
+    int bad = !sorted;
+    for (size_t i = 0; !bad && i < count; i++)
+        if (pf__gguf_token_type(types, i) == PF__GGUF_TOKEN_NORMAL)
+            sorted[num_sorted].s = texts[i], sorted[num_sorted].len = lens[i], sorted[num_sorted++].id = (uint32_t)i;
+    if (!bad) qsort(sorted, num_sorted, sizeof *sorted, pf__gguf_piece_cmp);
+    for (size_t k = 0; !bad && k < num_sorted; k++) {
+        const pf__gguf_piece *whole = &sorted[k];
+        uint32_t cp;
+        for (size_t at = pf__utf8_decode((const unsigned char *)whole->s, whole->len, &cp); !bad && at < whole->len;
+             at += pf__utf8_decode((const unsigned char *)whole->s + at, whole->len - at, &cp)) {
+            pf__gguf_piece left = {whole->s, at, 0}, right = {whole->s + at, whole->len - at, 0};
+            const pf__gguf_piece *l = (const pf__gguf_piece *)bsearch(&left, sorted, num_sorted, sizeof left, pf__gguf_piece_cmp);
+            const pf__gguf_piece *r = l ? (const pf__gguf_piece *)bsearch(&right, sorted, num_sorted, sizeof right, pf__gguf_piece_cmp) : NULL;
+            if (!r) continue;
+            if (num_merges == cap) {
+                pf__gguf_merge *grown = (pf__gguf_merge *)realloc(merges, (cap = cap ? 2 * cap : 1024) * sizeof *merges);
+                if (!grown) {
+                    bad = 1;
+                    break;
+                }
+                merges = grown;
+            }
+            pf__gguf_merge mg = {scores[whole->id], l->id, r->id, (uint32_t)at};
+            merges[num_merges++] = mg;
+        }
+    }
+    if (!bad) qsort(merges, num_merges, sizeof *merges, pf__gguf_merge_cmp);
+    for (size_t i = 0; !bad && i < num_merges; i++)
+        bad = (i && pf__gguf_put(b, ", ")) || pf__gguf_put(b, "[") ||
+              pf__gguf_put_json_string(b, texts[merges[i].left], lens[merges[i].left]) || pf__gguf_put(b, ", ") ||
+              pf__gguf_put_json_string(b, texts[merges[i].right], lens[merges[i].right]) || pf__gguf_put(b, "]");
+    free(sorted);
+    free(merges);
+    return bad ? -1 : 0;
+}
+
+/* The GGUF's tokenizer as tokenizer.json text in b, as transformers converts the model's own:
+   tokenizer.ggml.model "gpt2", a byte-level BPE with its merges; "llama", SentencePiece's BPE with
+   byte fallback, merges from the scores and "\xe2\x96\x81" for spaces (prepended unless
+   add_space_prefix is false). Control, unknown and user-defined tokens become added tokens (the
+   last not special); bos / eos are added as add_bos_token / add_eos_token say. texts and lens get
+   each token's text. Another kind of tokenizer is PF_ERROR_UNSUPPORTED. */
 static pf_result pf__gguf_tokenizer_json(const pf__gguf *g, pf__tok_buf *b, const char **texts, size_t *lens,
                                          char *message, size_t size) {
     const char *model, *pre = "default";
-    size_t model_len, pre_len = 7;
+    size_t model_len, pre_len = 7, p = 0;
     const pf__gguf_kv *tokens = pf__gguf_get_array(g, "tokenizer.ggml.tokens", PF__GGUF_STRING);
     const pf__gguf_kv *merges = pf__gguf_get_array(g, "tokenizer.ggml.merges", PF__GGUF_STRING);
+    const pf__gguf_kv *scores = pf__gguf_get_array(g, "tokenizer.ggml.scores", PF__GGUF_F32);
     const pf__gguf_kv *types = pf__gguf_get_array(g, "tokenizer.ggml.token_type", PF__GGUF_I32);
     if (pf__gguf_get_string(g, "tokenizer.ggml.model", &model, &model_len) != 1)
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: tokenizer.ggml.model is not a string", g->path);
-    if (model_len != 4 || memcmp(model, "gpt2", 4))
+    int spm = model_len == 5 && !memcmp(model, "llama", 5);
+    if (!spm && (model_len != 4 || memcmp(model, "gpt2", 4)))
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tokenizer.ggml.model \"%.*s\" is not supported (\"gpt2\", "
-                          "a byte-level BPE, is)", g->path, model_len > 40 ? 40 : (int)model_len, model);
-    if (!tokens || !merges || (pf__gguf_find(g, "tokenizer.ggml.token_type") && !types) ||
-        (types && types->count != tokens->count))
-        return pf__format(message, size, PF_ERROR_FORMAT, "%s: the tokenizer needs tokenizer.ggml.tokens and .merges "
-                          "(lists of strings) and .token_type (int32, one per token)", g->path);
-    if (pf__gguf_get_string(g, "tokenizer.ggml.pre", &pre, &pre_len) < 0)
-        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tokenizer.ggml.pre is not a string", g->path);
-    size_t p;
-    for (p = 0; p < PF__COUNT(pf__gguf_pretokenizers); p++)
-        if (strlen(pf__gguf_pretokenizers[p].pre) == pre_len && !memcmp(pf__gguf_pretokenizers[p].pre, pre, pre_len)) break;
-    if (p == PF__COUNT(pf__gguf_pretokenizers))
-        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tokenizer.ggml.pre \"%.*s\" is not supported (default, "
-                          "gpt-2 and smollm are)", g->path, pre_len > 40 ? 40 : (int)pre_len, pre);
+                          "a byte-level BPE, and \"llama\", SentencePiece's BPE, are)", g->path,
+                          model_len > 40 ? 40 : (int)model_len, model);
+    if (!tokens || (!spm && !merges) || (spm && (!scores || scores->count != tokens->count)) ||
+        (pf__gguf_find(g, "tokenizer.ggml.token_type") && !types) || (types && types->count != tokens->count))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: the tokenizer needs tokenizer.ggml.tokens (strings), "
+                          ".merges (strings; \"gpt2\") or .scores (float32, one per token; \"llama\") and .token_type "
+                          "(int32, one per token)", g->path);
+    if (!spm) {
+        if (pf__gguf_get_string(g, "tokenizer.ggml.pre", &pre, &pre_len) < 0)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tokenizer.ggml.pre is not a string", g->path);
+        for (p = 0; p < PF__COUNT(pf__gguf_pretokenizers); p++)
+            if (strlen(pf__gguf_pretokenizers[p].pre) == pre_len && !memcmp(pf__gguf_pretokenizers[p].pre, pre, pre_len)) break;
+        if (p == PF__COUNT(pf__gguf_pretokenizers))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tokenizer.ggml.pre \"%.*s\" is not supported "
+                              "(default, gpt-2 and smollm are)", g->path, pre_len > 40 ? 40 : (int)pre_len, pre);
+    }
+    int space_prefix = 1;
+    if (pf__gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &space_prefix) < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tokenizer.ggml.add_space_prefix is not a boolean", g->path);
 
     const uint8_t *at = NULL;
-    int bad = pf__gguf_put(b, "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": false, \"vocab\": {");
+    int bad = pf__gguf_put(b, spm ? "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": true, \"fuse_unk\": true, \"vocab\": {"
+                                  : "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": false, \"vocab\": {");
     for (uint64_t i = 0; i < tokens->count && !bad; i++) {
         char id[32];
         pf__gguf_array_strings(tokens, &texts[i], &lens[i], &at);
@@ -17873,26 +17960,51 @@ static pf_result pf__gguf_tokenizer_json(const pf__gguf *g, pf__tok_buf *b, cons
         bad = (i && pf__gguf_put(b, ", ")) || pf__gguf_put_json_string(b, texts[i], lens[i]) || pf__gguf_put(b, id);
     }
     bad |= pf__gguf_put(b, "}, \"merges\": [");
+    if (spm && !bad) {
+        float *values = (float *)malloc((tokens->count ? (size_t)tokens->count : 1) * sizeof(float));
+        for (uint64_t i = 0; values && i < tokens->count; i++) {
+            uint32_t bits = (uint32_t)pf__gguf_le(scores->value + 4 * i, 4);
+            memcpy(&values[i], &bits, 4);
+        }
+        bad = !values || pf__gguf_spm_merges(b, texts, lens, values, types, (size_t)tokens->count);
+        free(values);
+    }
     at = NULL;
-    for (uint64_t i = 0; i < merges->count && !bad; i++) {
+    for (uint64_t i = 0; !spm && i < merges->count && !bad; i++) {
         const char *s;
         size_t n;
         pf__gguf_array_strings(merges, &s, &n, &at);
         bad = (i && pf__gguf_put(b, ", ")) || pf__gguf_put_json_string(b, s, n);
     }
-    bad |= pf__gguf_put(b, "]}, \"added_tokens\": [");
+    bad |= pf__gguf_put(b, "]");
+    const char *unk_text;
+    size_t unk_len;
+    int64_t unk_id;
+    if (spm && pf__gguf_special_text(g, "tokenizer.ggml.unknown_token_id", texts, lens, tokens->count, &unk_text, &unk_len,
+                                     &unk_id))
+        bad |= pf__gguf_put(b, ", \"unk_token\": ") || pf__gguf_put_json_string(b, unk_text, unk_len);
+    bad |= pf__gguf_put(b, "}, \"added_tokens\": [");
     int first = 1;
     for (uint64_t i = 0; types && i < types->count && !bad; i++) {
-        int32_t type = (int32_t)pf__gguf_le(types->value + 4 * i, 4);
+        int32_t type = pf__gguf_token_type(types, i);
         char entry[160];
-        if (type != PF__GGUF_TOKEN_CONTROL && type != PF__GGUF_TOKEN_USER_DEFINED) continue;
+        if (type != PF__GGUF_TOKEN_CONTROL && type != PF__GGUF_TOKEN_USER_DEFINED && type != PF__GGUF_TOKEN_UNKNOWN) continue;
         snprintf(entry, sizeof entry, "%s{\"id\": %llu, \"special\": %s, \"normalized\": false, \"content\": ", first ? "" : ", ",
-                 (unsigned long long)i, type == PF__GGUF_TOKEN_CONTROL ? "true" : "false");
+                 (unsigned long long)i, type != PF__GGUF_TOKEN_USER_DEFINED ? "true" : "false");
         bad = pf__gguf_put(b, entry) || pf__gguf_put_json_string(b, texts[i], lens[i]) || pf__gguf_put(b, "}");
         first = 0;
     }
-    bad |= pf__gguf_put(b, "], \"normalizer\": null, \"pre_tokenizer\": ") || pf__gguf_put(b, pf__gguf_pretokenizers[p].json) ||
-           pf__gguf_put(b, ", \"decoder\": {\"type\": \"ByteLevel\"}");
+    if (spm)
+        bad |= pf__gguf_put(b, "], \"normalizer\": null, \"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": "
+                               "\"\xe2\x96\x81\", \"split\": false, \"prepend_scheme\": ") ||
+               pf__gguf_put(b, space_prefix ? "\"first\"}" : "\"never\"}") ||
+               pf__gguf_put(b, ", \"decoder\": {\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": "
+                               "{\"String\": \"\xe2\x96\x81\"}, \"content\": \" \"}, {\"type\": \"ByteFallback\"}, "
+                               "{\"type\": \"Fuse\"}") ||
+               pf__gguf_put(b, space_prefix ? ", {\"type\": \"Strip\", \"content\": \" \", \"start\": 1, \"stop\": 0}]}" : "]}");
+    else
+        bad |= pf__gguf_put(b, "], \"normalizer\": null, \"pre_tokenizer\": ") ||
+               pf__gguf_put(b, pf__gguf_pretokenizers[p].json) || pf__gguf_put(b, ", \"decoder\": {\"type\": \"ByteLevel\"}");
     /* bos / eos around each text, as the model's tokenizer_config.json's add_bos_token says */
     int add_bos = 0, add_eos = 0;
     if (pf__gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &add_bos) < 0 ||
@@ -18066,7 +18178,8 @@ static pf_result pf__gguf_load(pf_model *m) {
     if ((r = pf__gguf_config_json(&g, arch_name, tied, (int64_t)embed->rows, &config, message, size))) goto done;
     char jerr[160] = "";
     if (!(json = pf__json_parse((const char *)config.p, config.len, jerr, sizeof jerr))) {
-        r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "%s: out of memory", g.path);
+        r = pf__format(message, size, strstr(jerr, "out of memory") ? PF_ERROR_OUT_OF_MEMORY : PF_ERROR_FORMAT,
+                       "%s: the config from the metadata: %s", g.path, jerr);
         goto done;
     }
     if ((r = pf__config_parse(json, g.path, -1, &m->config, message, size))) goto done;

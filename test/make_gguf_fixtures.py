@@ -8,8 +8,8 @@ each file holds (read back and dequantized by the gguf package, not by our code)
 
 writes test/fixtures/gguf/:
   llama-f32.gguf    the llama fixture, F32 (LLaMA's q and k rows permuted as llama.cpp does; its
-                    SentencePiece-style tokenizer as tokenizer.ggml.model "llama", which we do
-                    not read: the model loads without a tokenizer)
+                    tokenizer as llama.cpp writes a SentencePiece vocabulary, tokenizer.ggml.model
+                    "llama": pieces, scores (the fixture's merge order), token types)
   llama-f16.gguf    the same, matrices F16 (norms F32, as llama.cpp keeps vectors)
   llama-quant.gguf  a random LLaMA whose rows are 256 wide, each matrix in one of Q8_0, Q4_0, Q4_1,
                     Q4_K, Q6_K (every type in each layer's slots, rotated per layer), norms BF16
@@ -17,6 +17,7 @@ writes test/fixtures/gguf/:
   gpt2-q8.gguf      the same, matrices Q8_0 / Q4_0 / Q4_1
   reference.txt     a line per file: name, prompt ids, transformers' greedy new ids (8),
                     transformers' logits at every prompt position (comma floats)
+and test/fuzz_seeds/gguf/tiny-gpt2.gguf, the fuzz target's seed.
 Q4_K and Q6_K blocks are packed by the small quantizers below (gguf-py has dequantizers for
 them, no quantizers); the gguf package's dequantizer reads them back for the reference.
 """
@@ -285,6 +286,30 @@ def reference_line(name, model, ids, eos):
                       ",".join(f"{v:.8e}" for v in logits.flatten().tolist())])
 
 
+def write_fuzz_seed():
+    """test/fuzz_seeds/gguf/tiny-gpt2.gguf: a GPT-2 small enough for the fuzzer (under its 64 KiB
+    inputs) with every part a file has: metadata of several types, a tokenizer, F32 and Q8_0."""
+    torch.manual_seed(3)
+    config = GPT2Config(vocab_size=12, n_embd=32, n_layer=1, n_head=2, n_positions=8, bos_token_id=11,
+                        eos_token_id=11)
+    state = {k.removeprefix("transformer."): v.detach().numpy().copy() for k, v in GPT2LMHeadModel(config).state_dict().items()
+             if k != "lm_head.weight"}
+    tokens = ["H", "e", "l", "o", "\u0120", "w", "r", "d", "1", "2", "He", "<|endoftext|>"]
+
+    def tokenizer(w):
+        w.add_tokenizer_model("gpt2")
+        w.add_tokenizer_pre("gpt-2")
+        w.add_token_list(tokens)
+        w.add_token_types([TokenType.CONTROL if t.startswith("<|") else TokenType.NORMAL for t in tokens])
+        w.add_token_merges(["H e"])
+        w.add_bos_token_id(11)
+        w.add_eos_token_id(11)
+    seeds = ROOT / "fuzz_seeds" / "gguf"
+    seeds.mkdir(exist_ok=True)
+    write_gpt2(seeds / "tiny-gpt2.gguf", config, state,
+               lambda n, t: Q.Q8_0 if t.ndim == 2 and n.startswith("blk.") else Q.F32, tokenizer)
+
+
 def main():
     OUT.mkdir(exist_ok=True)
     lines = []
@@ -346,6 +371,7 @@ def main():
         write_gpt2(path, config, state, types, gpt2_tokenizer(directory))
         lines.append(reference_line(name, gpt2_from_gguf(path, config), ids, config.eos_token_id))
     (OUT / "reference.txt").write_text("\n".join(lines) + "\n")
+    write_fuzz_seed()
     for p in sorted(OUT.iterdir()):
         print(p.name, p.stat().st_size)
 
