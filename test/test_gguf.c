@@ -289,6 +289,33 @@ static void gguf_case_patch(const char *what, size_t field, uint64_t v, int byte
 
 #define GGUF_FIELD(name) offsetof(gguf_file, name)
 
+/* The llama-f32 fixture with the value of metadata string `key` replaced by `value` (same length). */
+static void gguf_expect_tokenizer_kind(const char *key, const char *value, pf_result want, const char *needle) {
+    char path[1024];
+    size_t size = 0, key_len = strlen(key);
+    snprintf(path, sizeof path, "%s/gguf/llama-f32.gguf", test_fixtures);
+    unsigned char *data = (unsigned char *)test_read_file(path, &size);
+    size_t at = 0;
+    while (data && at + key_len + 20 <= size && memcmp(data + at, key, key_len)) at++;
+    int found = data && at + key_len + 20 <= size;
+    if (found) memcpy(data + at + key_len + 12, value, strlen(value)); /* after the type and the value's length */
+    CHECK_MSG(found, "llama-f32.gguf lacks %s", key);
+    pf_model *m = NULL;
+    pf_result r = found ? gguf_load_bytes(data, size, &m) : PF_ERROR_IO;
+    if (want == PF_OK) { /* the model loads without a tokenizer, and the text calls say why */
+        char *text = NULL;
+        CHECK_MSG(r == PF_OK && pf_model_tokenizer(m) == NULL, "%s \"%s\": %s", key, value, pf_error_message(m));
+        r = r == PF_OK ? pf_generate_text(m, "Hello", NULL, &text) : r;
+        CHECK_MSG(r != PF_OK && strstr(pf_error_message(m), needle), "%s \"%s\": generating text: %s", key, value,
+                  pf_error_message(m));
+        pf_string_free(text);
+    } else {
+        CHECK_MSG(r == want && strstr(pf_error_message(m), needle), "%s \"%s\": %s", key, value, pf_error_message(m));
+    }
+    pf_free(m);
+    free(data);
+}
+
 static void gguf_check_bad_files(void) {
     char dir[] = "/tmp/pf_gguf_XXXXXX";
     if (!mkdtemp(dir)) {
@@ -378,6 +405,8 @@ static void gguf_check_bad_files(void) {
     gguf_build(&f, "llama", 1, "blk.1.attn_norm.weight", NULL, NULL);
     gguf_expect("a layer past block_count", &f, PF_ERROR_UNSUPPORTED, "'blk.1.attn_norm.weight'");
     free(f.p);
+    gguf_expect_tokenizer_kind("tokenizer.ggml.model", "bert!", PF_OK, "tokenizer.ggml.model \"bert!\" is not supported");
+    gguf_expect_tokenizer_kind("general.architecture", "mpt!!", PF_ERROR_UNSUPPORTED, "\"mpt!!\"");
     unlink(gguf_path);
     rmdir(dir);
 }
