@@ -4,6 +4,7 @@
    the GPT-2 and SentencePiece tokenizers from the metadata against the fixtures' tokenizer.json;
    and bad files (truncated at every byte, lying counts, lengths and offsets, unknown types,
    overflowing dimensions, duplicate names, keys we cannot honour), each a clear error. */
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -144,6 +145,56 @@ static void gguf_check_tokenizer(const char *fixture, const char *gguf) {
     printf("  %s's tokenizer: %d of %d cases as %s's tokenizer.json\n", gguf, same, checked, fixture);
     pf_tokenizer_free(want);
     pf_free(m);
+}
+
+/* --dtype q8 / q4 on a GGUF's Q8_0 / Q4_0 weights: the rank formats are llama.cpp's blocks, and
+   quantizing a block that llama.cpp's quantizer wrote, once dequantized, gives that block back
+   (its extreme weight fixes the same fp16 scale, every weight the same integer), so the ranks hold
+   the file's own blocks. Checked on blocks made as llama.cpp makes them: Q8_0 with a weight at
+   +-127, Q4_0 with its extreme at q = 0; scales k / 1024 are exact in fp16. */
+void pf_testing_q8_quantize(float *data, size_t rows, size_t cols);
+void pf_testing_q4_quantize(float *data, size_t rows, size_t cols);
+
+static float gguf_f16(const unsigned char *p) { /* the normal and zero fp16 values the blocks use */
+    unsigned h = p[0] | (unsigned)p[1] << 8, exponent = (h >> 10) & 31;
+    float v = exponent ? ldexpf(1.0f + (float)(h & 1023) / 1024.0f, (int)exponent - 15) : ldexpf((float)(h & 1023), -24);
+    return h & 0x8000 ? -v : v;
+}
+
+static void gguf_check_requantized_blocks(void) {
+    enum { BLOCKS = 64 };
+    static float weights[BLOCKS * 32];
+    int q8_same = 0, q4_same = 0;
+    unsigned seed = 12;
+    for (int kind = 0; kind < 2; kind++) {
+        static int q[BLOCKS][32];
+        static float d[BLOCKS];
+        for (int b = 0; b < BLOCKS; b++) {
+            seed = seed * 1103515245u + 12345u;
+            /* Q8_0's scale is amax / 127, never negative; Q4_0's is the extreme weight / -8, of either sign */
+            d[b] = (float)(1 + (seed >> 16) % 1000) / 1024.0f * (kind && (seed >> 8) & 1 ? -1.0f : 1.0f);
+            for (int i = 0; i < 32; i++) {
+                seed = seed * 1103515245u + 12345u;
+                q[b][i] = kind ? (int)((seed >> 16) % 16) : (int)((seed >> 16) % 255) - 127;
+            }
+            q[b][(seed >> 4) % 32] = kind ? 0 : ((seed >> 9) & 1 ? 127 : -127);
+            for (int i = 0; i < 32; i++) weights[b * 32 + i] = d[b] * (float)(kind ? q[b][i] - 8 : q[b][i]);
+        }
+        if (kind) pf_testing_q4_quantize(weights, BLOCKS, 32);
+        else pf_testing_q8_quantize(weights, BLOCKS, 32);
+        const unsigned char *blocks = (const unsigned char *)weights;
+        for (int b = 0; b < BLOCKS; b++) {
+            const unsigned char *block = blocks + b * (kind ? 18 : 34);
+            int same = gguf_f16(block) == d[b];
+            for (int i = 0; i < 32 && same; i++)
+                same = kind ? (i < 16 ? block[2 + i] & 15 : block[2 + i - 16] >> 4) == q[b][i]
+                            : (int)(signed char)block[2 + i] == q[b][i];
+            if (kind) q4_same += same;
+            else q8_same += same;
+        }
+    }
+    CHECK_MSG(q8_same == BLOCKS && q4_same == BLOCKS, "re-quantized llama.cpp blocks: %d of %d Q8_0 and %d of %d Q4_0 the same",
+              q8_same, BLOCKS, q4_same, BLOCKS);
 }
 
 /* ---- bad files ---- */
@@ -430,5 +481,6 @@ void test_gguf(void) {
     gguf_check_same_as_safetensors();
     gguf_check_tokenizer("gpt2-tiny", "gpt2-f32.gguf");
     gguf_check_tokenizer("llama", "llama-f32.gguf");
+    gguf_check_requantized_blocks();
     gguf_check_bad_files();
 }
