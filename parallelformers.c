@@ -17816,7 +17816,9 @@ static const struct { const char *pre, *json; } pf__gguf_pretokenizers[] = {
                "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}]}"},
 };
 
-enum { PF__GGUF_TOKEN_CONTROL = 3, PF__GGUF_TOKEN_USER_DEFINED = 4 }; /* llama.cpp's token types (and below) */
+enum { /* llama.cpp's token types (tokenizer.ggml.token_type) */
+    PF__GGUF_TOKEN_NORMAL = 1, PF__GGUF_TOKEN_UNKNOWN = 2, PF__GGUF_TOKEN_CONTROL = 3, PF__GGUF_TOKEN_USER_DEFINED = 4
+};
 
 /* The i-th string of a string array (bounds checked when the file was parsed). */
 static void pf__gguf_array_strings(const pf__gguf_kv *kv, const char **s, size_t *len, const uint8_t **at) {
@@ -17862,8 +17864,6 @@ static int pf__gguf_merge_cmp(const void *a, const void *b) {
     if (x->left_len != y->left_len) return x->left_len > y->left_len ? -1 : 1;
     return x->left < y->left ? -1 : x->left > y->left;
 }
-
-enum { PF__GGUF_TOKEN_NORMAL = 1, PF__GGUF_TOKEN_UNKNOWN = 2 };
 
 static int32_t pf__gguf_token_type(const pf__gguf_kv *types, uint64_t i) {
     return types ? (int32_t)pf__gguf_le(types->value + 4 * i, 4) : PF__GGUF_TOKEN_NORMAL;
