@@ -17094,13 +17094,14 @@ static const unsigned char pf__gguf_value_size[PF__GGUF_VALUE_TYPES] = {1, 1, 2,
 enum { PF__GGML_F32 = 0, PF__GGML_F16 = 1, PF__GGML_Q4_0 = 2, PF__GGML_Q4_1 = 3, PF__GGML_Q8_0 = 8,
        PF__GGML_Q4_K = 12, PF__GGML_Q6_K = 14, PF__GGML_BF16 = 30 };
 static const struct { const char *name; unsigned block, bytes; } pf__ggml_types[] = {
-    [0] = {"F32", 1, 4}, [1] = {"F16", 1, 2}, [2] = {"Q4_0", 32, 18}, [3] = {"Q4_1", 32, 20}, [6] = {"Q5_0", 0, 0},
-    [7] = {"Q5_1", 0, 0}, [8] = {"Q8_0", 32, 34}, [9] = {"Q8_1", 0, 0}, [10] = {"Q2_K", 0, 0}, [11] = {"Q3_K", 0, 0},
-    [12] = {"Q4_K", 256, 144}, [13] = {"Q5_K", 0, 0}, [14] = {"Q6_K", 256, 210}, [15] = {"Q8_K", 0, 0},
+    [PF__GGML_F32] = {"F32", 1, 4}, [PF__GGML_F16] = {"F16", 1, 2}, [PF__GGML_Q4_0] = {"Q4_0", 32, 18},
+    [PF__GGML_Q4_1] = {"Q4_1", 32, 20}, [6] = {"Q5_0", 0, 0}, [7] = {"Q5_1", 0, 0}, [PF__GGML_Q8_0] = {"Q8_0", 32, 34},
+    [9] = {"Q8_1", 0, 0}, [10] = {"Q2_K", 0, 0}, [11] = {"Q3_K", 0, 0}, [PF__GGML_Q4_K] = {"Q4_K", 256, 144},
+    [13] = {"Q5_K", 0, 0}, [PF__GGML_Q6_K] = {"Q6_K", 256, 210}, [15] = {"Q8_K", 0, 0},
     [16] = {"IQ2_XXS", 0, 0}, [17] = {"IQ2_XS", 0, 0}, [18] = {"IQ3_XXS", 0, 0}, [19] = {"IQ1_S", 0, 0},
     [20] = {"IQ4_NL", 0, 0}, [21] = {"IQ3_S", 0, 0}, [22] = {"IQ2_S", 0, 0}, [23] = {"IQ4_XS", 0, 0},
     [24] = {"I8", 0, 0}, [25] = {"I16", 0, 0}, [26] = {"I32", 0, 0}, [27] = {"I64", 0, 0}, [28] = {"F64", 0, 0},
-    [29] = {"IQ1_M", 0, 0}, [30] = {"BF16", 1, 2}, [34] = {"TQ1_0", 0, 0}, [35] = {"TQ2_0", 0, 0},
+    [29] = {"IQ1_M", 0, 0}, [PF__GGML_BF16] = {"BF16", 1, 2}, [34] = {"TQ1_0", 0, 0}, [35] = {"TQ2_0", 0, 0},
     [39] = {"MXFP4", 0, 0},
 };
 #define PF__GGUF_MAX_DIMS 4 /* ggml's GGML_MAX_DIMS */
@@ -17169,6 +17170,9 @@ static int pf__gguf_string(pf__gguf_cursor *c, const char **s, size_t *len) {
     return 0;
 }
 
+/* How much of a name from the file a message shows. */
+static int pf__gguf_shown(size_t len) { return len > 200 ? 200 : (int)len; }
+
 static int pf__gguf_name_cmp(const char *a, size_t a_len, const char *b, size_t b_len) {
     int d = memcmp(a, b, a_len < b_len ? a_len : b_len);
     return d ? d : (a_len > b_len) - (a_len < b_len);
@@ -17224,7 +17228,7 @@ static pf_result pf__gguf_parse(pf__gguf *g, char *message, size_t size) {
         if (pf__gguf_string(&c, &kv->key, &kv->key_len) || pf__gguf_uint(&c, 4, &type))
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata key %llu runs past the end of the file", path,
                               (unsigned long long)i);
-        int key_len = kv->key_len > 200 ? 200 : (int)kv->key_len;
+        int key_len = pf__gguf_shown(kv->key_len);
         if (type >= PF__GGUF_VALUE_TYPES)
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata key '%.*s' has unknown value type %llu", path,
                               key_len, kv->key, (unsigned long long)type);
@@ -17232,9 +17236,12 @@ static pf_result pf__gguf_parse(pf__gguf *g, char *message, size_t size) {
         if (type == PF__GGUF_ARRAY && (pf__gguf_uint(&c, 4, &elem) || pf__gguf_uint(&c, 8, &count)))
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata array '%.*s' runs past the end of the file",
                               path, key_len, kv->key);
-        if (elem == PF__GGUF_ARRAY || elem >= PF__GGUF_VALUE_TYPES)
-            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: metadata array '%.*s' holds %s", path, key_len,
-                              kv->key, elem == PF__GGUF_ARRAY ? "arrays, which are not supported" : "an unknown type");
+        if (elem >= PF__GGUF_VALUE_TYPES)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata array '%.*s' has unknown value type %llu", path,
+                              key_len, kv->key, (unsigned long long)elem);
+        if (elem == PF__GGUF_ARRAY) /* GGUF allows them; llama.cpp writes none */
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: metadata array '%.*s' holds arrays, which are not "
+                              "supported", path, key_len, kv->key);
         kv->type = (uint32_t)type;
         kv->elem_type = (uint32_t)elem;
         kv->count = count;
@@ -17266,7 +17273,7 @@ static pf_result pf__gguf_parse(pf__gguf *g, char *message, size_t size) {
     for (size_t i = 1; i < g->num_kvs; i++)
         if (!pf__gguf_kv_cmp(&g->kvs[i - 1], &g->kvs[i]))
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata key '%.*s' appears twice", path,
-                              g->kvs[i].key_len > 200 ? 200 : (int)g->kvs[i].key_len, g->kvs[i].key);
+                              pf__gguf_shown(g->kvs[i].key_len), g->kvs[i].key);
 
     uint64_t alignment = 32; /* GGUF's default */
     const pf__gguf_kv *align = pf__gguf_find(g, "general.alignment");
@@ -17290,7 +17297,7 @@ static pf_result pf__gguf_parse(pf__gguf *g, char *message, size_t size) {
                            (unsigned long long)i);
             break;
         }
-        int name_len = t->name_len > 200 ? 200 : (int)t->name_len;
+        int name_len = pf__gguf_shown(t->name_len);
         if (ndim < 1 || ndim > PF__GGUF_MAX_DIMS) {
             r = pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has %llu dimensions (1 to %d)", path, name_len,
                            t->name, (unsigned long long)ndim, PF__GGUF_MAX_DIMS);
@@ -17301,7 +17308,8 @@ static pf_result pf__gguf_parse(pf__gguf *g, char *message, size_t size) {
         int bad = 0;
         for (int d = 0; d < t->ndim; d++) {
             if (pf__gguf_uint(&c, 8, &t->ne[d])) bad = 1;
-            else if (t->ne[d] == 0 || t->ne[d] > ((uint64_t)1 << 40) || (d > 0 && pf__mul_size(rows, (size_t)t->ne[d], &rows)))
+            else if (t->ne[d] == 0 || t->ne[d] > ((uint64_t)1 << 40) || t->ne[d] > SIZE_MAX ||
+                     (d > 0 && pf__mul_size(rows, (size_t)t->ne[d], &rows)))
                 bad = 2;
         }
         if (bad || pf__gguf_uint(&c, 4, &type) || pf__gguf_uint(&c, 8, &offsets[i])) {
@@ -17346,7 +17354,7 @@ static pf_result pf__gguf_parse(pf__gguf *g, char *message, size_t size) {
         pf__gguf_tensor *t = &g->tensors[i];
         if (offsets[i] > data_size || t->bytes > data_size - offsets[i])
             r = pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' (%zu bytes at offset %llu) runs past the end "
-                           "of the data section (%zu bytes)", path, t->name_len > 200 ? 200 : (int)t->name_len, t->name,
+                           "of the data section (%zu bytes)", path, pf__gguf_shown(t->name_len), t->name,
                            t->bytes, (unsigned long long)offsets[i], data_size);
         else t->data = g->data + start + offsets[i];
     }
@@ -17356,7 +17364,7 @@ static pf_result pf__gguf_parse(pf__gguf *g, char *message, size_t size) {
     for (size_t i = 1; i < g->num_tensors; i++)
         if (!pf__gguf_tensor_name_cmp(&g->tensors[i - 1], &g->tensors[i]))
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' appears twice", path,
-                              g->tensors[i].name_len > 200 ? 200 : (int)g->tensors[i].name_len, g->tensors[i].name);
+                              pf__gguf_shown(g->tensors[i].name_len), g->tensors[i].name);
     /* no two tensors share bytes: sorted by offset, each ends before the next starts */
     pf__gguf_tensor *order = (pf__gguf_tensor *)malloc((g->num_tensors ? g->num_tensors : 1) * sizeof *order);
     if (!order) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -17365,8 +17373,8 @@ static pf_result pf__gguf_parse(pf__gguf *g, char *message, size_t size) {
     for (size_t i = 1; i < g->num_tensors && !r; i++)
         if (order[i - 1].data + order[i - 1].bytes > order[i].data)
             r = pf__format(message, size, PF_ERROR_FORMAT, "%s: tensors '%.*s' and '%.*s' overlap", path,
-                           order[i - 1].name_len > 200 ? 200 : (int)order[i - 1].name_len, order[i - 1].name,
-                           order[i].name_len > 200 ? 200 : (int)order[i].name_len, order[i].name);
+                           pf__gguf_shown(order[i - 1].name_len), order[i - 1].name,
+                           pf__gguf_shown(order[i].name_len), order[i].name);
     free(order);
     return r;
 }
@@ -17502,7 +17510,7 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const char *arch, int t
                 break;
         if (k == num_keys)
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: metadata '%.*s' is not supported (it may change "
-                              "the model's math)", g->path, kv->key_len > 200 ? 200 : (int)kv->key_len, kv->key);
+                              "the model's math)", g->path, pf__gguf_shown(kv->key_len), kv->key);
         if (!keys[k].config_key) continue;
         char full[96];
         double v;
@@ -17544,7 +17552,7 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const char *arch, int t
         int linear = has_type ? type_len == 6 && !memcmp(type, "linear", 6) : has_factor && factor != 1;
         if (has_type && !linear && !(type_len == 4 && !memcmp(type, "none", 4)))
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: llama.rope.scaling.type \"%.*s\" is not supported "
-                              "(none and linear are)", g->path, type_len > 40 ? 40 : (int)type_len, type);
+                              "(none and linear are)", g->path, pf__gguf_shown(type_len), type);
         if (linear && !(factor >= 1 && factor < 1e6))
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: the linear rope scaling factor %g is not in [1, 1e6)",
                               g->path, factor);
@@ -17772,10 +17780,10 @@ static pf_result pf__gguf_add_tensor(pf__st_index *index, const pf__gguf *g, con
     if (transform == PF__GGUF_UNPERMUTE_Q || transform == PF__GGUF_UNPERMUTE_K) {
         if (!heads || rows % heads || head_rows % 2)
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has %zu rows, not an even number per "
-                              "head for %zu heads", g->path, (int)t->name_len, t->name, rows, heads);
+                              "head for %zu heads", g->path, pf__gguf_shown(t->name_len), t->name, rows, heads);
     }
     if (transform == PF__GGUF_TRANSPOSE && t->ndim != 2)
-        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' is not a matrix", g->path, (int)t->name_len, t->name);
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' is not a matrix", g->path, pf__gguf_shown(t->name_len), t->name);
     float *out = (float *)malloc(st->numel * sizeof(float)), *row = (float *)malloc(t->cols * sizeof(float));
     if (!out || !row || pf__st_own(index, out)) { /* pf__st_own frees out when it fails */
         if (!row) free(out);
@@ -17931,7 +17939,7 @@ static pf_result pf__gguf_tokenizer_json(const pf__gguf *g, pf__tok_buf *b, cons
     if (!spm && (model_len != 4 || memcmp(model, "gpt2", 4)))
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tokenizer.ggml.model \"%.*s\" is not supported (\"gpt2\", "
                           "a byte-level BPE, and \"llama\", SentencePiece's BPE, are)", g->path,
-                          model_len > 40 ? 40 : (int)model_len, model);
+                          pf__gguf_shown(model_len), model);
     if (!tokens || (!spm && !merges) || (spm && (!scores || scores->count != tokens->count)) ||
         (pf__gguf_find(g, "tokenizer.ggml.token_type") && !types) || (types && types->count != tokens->count))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: the tokenizer needs tokenizer.ggml.tokens (strings), "
@@ -17944,7 +17952,7 @@ static pf_result pf__gguf_tokenizer_json(const pf__gguf *g, pf__tok_buf *b, cons
             if (strlen(pf__gguf_pretokenizers[p].pre) == pre_len && !memcmp(pf__gguf_pretokenizers[p].pre, pre, pre_len)) break;
         if (p == PF__COUNT(pf__gguf_pretokenizers))
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tokenizer.ggml.pre \"%.*s\" is not supported "
-                              "(default, gpt-2 and smollm are)", g->path, pre_len > 40 ? 40 : (int)pre_len, pre);
+                              "(default, gpt-2 and smollm are)", g->path, pf__gguf_shown(pre_len), pre);
     }
     int space_prefix = 1;
     if (pf__gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &space_prefix) < 0)
@@ -18152,7 +18160,7 @@ static pf_result pf__gguf_load(pf_model *m) {
     }
     if (!(arch_len == 5 && !memcmp(arch, "llama", 5)) && !(arch_len == 4 && !memcmp(arch, "gpt2", 4))) {
         r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: general.architecture \"%.*s\" is not supported (llama and "
-                       "gpt2 are)", g.path, arch_len > 40 ? 40 : (int)arch_len, arch);
+                       "gpt2 are)", g.path, pf__gguf_shown(arch_len), arch);
         goto done;
     }
     char arch_name[8];
@@ -18196,7 +18204,7 @@ static pf_result pf__gguf_load(pf_model *m) {
         char name[160];
         if (!e || layer >= m->config.num_layers) {
             r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%.*s' is not one of a %s model that "
-                           "parallelformers reads%s", g.path, t->name_len > 100 ? 100 : (int)t->name_len, t->name,
+                           "parallelformers reads%s", g.path, pf__gguf_shown(t->name_len), t->name,
                            arch_name, t->name_len == 17 && !memcmp(t->name, "rope_freqs.weight", 17) ?
                            " (LLaMA 3's rope scaling as frequency factors is not supported)" : "");
             break;

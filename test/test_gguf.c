@@ -403,7 +403,7 @@ static void gguf_check_bad_files(void) {
     gguf_case_patch("alignment 3", GGUF_FIELD(at_alignment), 3, 4, PF_ERROR_FORMAT, "power of two");
     gguf_case_patch("alignment 0", GGUF_FIELD(at_alignment), 0, 4, PF_ERROR_FORMAT, "power of two");
     gguf_case_patch("nested array", GGUF_FIELD(at_array_type), 9, 4, PF_ERROR_UNSUPPORTED, "arrays");
-    gguf_case_patch("array of an unknown type", GGUF_FIELD(at_array_type), 77, 4, PF_ERROR_UNSUPPORTED, "unknown type");
+    gguf_case_patch("array of an unknown type", GGUF_FIELD(at_array_type), 77, 4, PF_ERROR_FORMAT, "unknown value type 77");
     gguf_case_patch("lying array count", GGUF_FIELD(at_array_count), (uint64_t)1 << 50, 8, PF_ERROR_FORMAT, "past the end");
     gguf_case_patch("array count past its strings", GGUF_FIELD(at_array_count), 40, 8, PF_ERROR_FORMAT, NULL);
     gguf_case_patch("boolean 2", GGUF_FIELD(at_bool), 2, 1, PF_ERROR_FORMAT, "boolean");
