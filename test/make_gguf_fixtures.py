@@ -15,7 +15,7 @@ writes test/fixtures/gguf/:
                     Q4_K, Q6_K (every type in each layer's slots, rotated per layer), norms BF16
   gpt2-f32.gguf     the gpt2-tiny fixture, F32, with its byte-level BPE tokenizer ("gpt2", "gpt-2")
   gpt2-q8.gguf      the same, matrices Q8_0 / Q4_0 / Q4_1
-  reference.txt     a line per file: name, prompt ids, transformers' greedy new ids (8),
+  gguf_reference.txt  a line per file: name, prompt ids, transformers' greedy new ids (8),
                     transformers' logits at every prompt position (comma floats)
 and test/fuzz_seeds/gguf/tiny-gpt2.gguf, the fuzz target's seed.
 Q4_K and Q6_K blocks are packed by the small quantizers below (gguf-py has dequantizers for
@@ -370,7 +370,7 @@ def main():
         path = OUT / f"{name}.gguf"
         write_gpt2(path, config, state, types, gpt2_tokenizer(directory))
         lines.append(reference_line(name, gpt2_from_gguf(path, config), ids, config.eos_token_id))
-    (OUT / "reference.txt").write_text("\n".join(lines) + "\n")
+    (OUT / "gguf_reference.txt")  # not reference.txt: that names a model directory.write_text("\n".join(lines) + "\n")
     write_fuzz_seed()
     for p in sorted(OUT.iterdir()):
         print(p.name, p.stat().st_size)

@@ -22,7 +22,7 @@ static void gguf_check_reference_line(char *line) {
     for (int k = 1; k < 4; k++) {
         fields[k] = strchr(fields[k - 1], '\t');
         if (!fields[k]) {
-            CHECK_MSG(0, "gguf/reference.txt: a line without 4 fields");
+            CHECK_MSG(0, "gguf/gguf_reference.txt: a line without 4 fields");
             return;
         }
         *fields[k]++ = 0;
@@ -464,7 +464,7 @@ static void gguf_check_bad_files(void) {
 
 void test_gguf(void) {
     char path[1024];
-    snprintf(path, sizeof path, "%s/gguf/reference.txt", test_fixtures);
+    snprintf(path, sizeof path, "%s/gguf/gguf_reference.txt", test_fixtures);
     size_t size = 0;
     char *data = test_read_file(path, &size);
     int lines = 0;
