@@ -17490,8 +17490,17 @@ static const pf__gguf_config_key pf__gguf_gpt2_keys[] = {
     {"attention.layer_norm_epsilon", "layer_norm_epsilon"}, {"vocab_size", NULL},
 };
 
-/* config.json's keys from the metadata of architecture arch ("llama", "gpt2"), into b. */
-static pf_result pf__gguf_config_json(const pf__gguf *g, const char *arch, int tied, int64_t vocab, pf__tok_buf *b,
+/* A tensor of that name is in the file. */
+static int pf__gguf_has_tensor(const pf__gguf *g, const char *name) {
+    pf__gguf_tensor probe;
+    probe.name = name;
+    probe.name_len = strlen(name);
+    return bsearch(&probe, g->tensors, g->num_tensors, sizeof probe, pf__gguf_tensor_name_cmp) != NULL;
+}
+
+/* config.json's keys from the metadata of architecture arch ("llama", "gpt2"), into b; the head is
+   tied when the file has no output.weight, LLaMA's biases are there when its first block has them. */
+static pf_result pf__gguf_config_json(const pf__gguf *g, const char *arch, int64_t vocab, pf__tok_buf *b,
                                       char *message, size_t size) {
     int llama = !strcmp(arch, "llama");
     const pf__gguf_config_key *keys = llama ? pf__gguf_llama_keys : pf__gguf_gpt2_keys;
@@ -17499,7 +17508,10 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const char *arch, int t
     size_t prefix = strlen(arch) + 1;
     int bad = pf__gguf_put(b, llama ? "{\"model_type\": \"llama\", \"architectures\": [\"LlamaForCausalLM\"]"
                                     : "{\"model_type\": \"gpt2\", \"architectures\": [\"GPT2LMHeadModel\"]");
-    bad |= pf__gguf_put(b, tied ? ", \"tie_word_embeddings\": true" : ", \"tie_word_embeddings\": false");
+    bad |= pf__gguf_put(b, pf__gguf_has_tensor(g, "output.weight") ? ", \"tie_word_embeddings\": false"
+                                                                    : ", \"tie_word_embeddings\": true");
+    if (llama && pf__gguf_has_tensor(g, "blk.0.attn_q.bias")) bad |= pf__gguf_put(b, ", \"attention_bias\": true");
+    if (llama && pf__gguf_has_tensor(g, "blk.0.ffn_up.bias")) bad |= pf__gguf_put(b, ", \"mlp_bias\": true");
     /* every key of the architecture must be one we know */
     for (size_t i = 0; i < g->num_kvs; i++) {
         const pf__gguf_kv *kv = &g->kvs[i];
@@ -17612,6 +17624,9 @@ static const pf__gguf_name pf__gguf_names[] = {
     {"llama", "blk.%d.ffn_gate.weight", "model.layers.%d.mlp.gate_proj.weight", PF__GGUF_AS_IS},
     {"llama", "blk.%d.ffn_up.weight", "model.layers.%d.mlp.up_proj.weight", PF__GGUF_AS_IS},
     {"llama", "blk.%d.ffn_down.weight", "model.layers.%d.mlp.down_proj.weight", PF__GGUF_AS_IS},
+    {"llama", "blk.%d.ffn_gate.bias", "model.layers.%d.mlp.gate_proj.bias", PF__GGUF_AS_IS},
+    {"llama", "blk.%d.ffn_up.bias", "model.layers.%d.mlp.up_proj.bias", PF__GGUF_AS_IS},
+    {"llama", "blk.%d.ffn_down.bias", "model.layers.%d.mlp.down_proj.bias", PF__GGUF_AS_IS},
     {"gpt2", "token_embd.weight", "wte.weight", PF__GGUF_AS_IS},
     {"gpt2", "position_embd.weight", "wpe.weight", PF__GGUF_AS_IS},
     {"gpt2", "output_norm.weight", "ln_f.weight", PF__GGUF_AS_IS},
@@ -18176,14 +18191,11 @@ static pf_result pf__gguf_load(pf_model *m) {
     probe.name_len = strlen(probe.name);
     const pf__gguf_tensor *embed = (const pf__gguf_tensor *)bsearch(&probe, g.tensors, g.num_tensors, sizeof probe,
                                                                     pf__gguf_tensor_name_cmp);
-    probe.name = "output.weight";
-    probe.name_len = strlen(probe.name);
-    int tied = !bsearch(&probe, g.tensors, g.num_tensors, sizeof probe, pf__gguf_tensor_name_cmp);
     if (!embed || embed->ndim != 2 || embed->rows > INT32_MAX) {
         r = pf__format(message, size, PF_ERROR_FORMAT, "%s: no token_embd.weight matrix", g.path);
         goto done;
     }
-    if ((r = pf__gguf_config_json(&g, arch_name, tied, (int64_t)embed->rows, &config, message, size))) goto done;
+    if ((r = pf__gguf_config_json(&g, arch_name, (int64_t)embed->rows, &config, message, size))) goto done;
     char jerr[160] = "";
     if (!(json = pf__json_parse((const char *)config.p, config.len, jerr, sizeof jerr))) {
         r = pf__format(message, size, strstr(jerr, "out of memory") ? PF_ERROR_OUT_OF_MEMORY : PF_ERROR_FORMAT,

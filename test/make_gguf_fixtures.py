@@ -13,6 +13,7 @@ writes test/fixtures/gguf/:
   llama-f16.gguf    the same, matrices F16 (norms F32, as llama.cpp keeps vectors)
   llama-quant.gguf  a random LLaMA whose rows are 256 wide, each matrix in one of Q8_0, Q4_0, Q4_1,
                     Q4_K, Q6_K (every type in each layer's slots, rotated per layer), norms BF16
+  llama-bias.gguf   a random LLaMA with attention and MLP biases and a tied head, F32
   gpt2-f32.gguf     the gpt2-tiny fixture, F32, with its byte-level BPE tokenizer ("gpt2", "gpt-2")
   gpt2-q8.gguf      the same, matrices Q8_0 / Q4_0 / Q4_1
   gguf_reference.txt  a line per file: name, prompt ids, transformers' greedy new ids (8),
@@ -153,9 +154,9 @@ def write_llama(path, config, state, types, tokenizer=None):
     if tokenizer:
         tokenizer(w)
     for name, t in llama_state_to_gguf(state).items():
-        if name.endswith("attn_q.weight"):
+        if name.endswith(("attn_q.weight", "attn_q.bias")):  # as the converter permutes q_proj's weight and bias
             t = permute(t, config.num_attention_heads)
-        elif name.endswith("attn_k.weight"):
+        elif name.endswith(("attn_k.weight", "attn_k.bias")):
             t = permute(t, config.num_key_value_heads)
         add(w, name, t, types(name, t))
     w.write_header_to_file()
@@ -168,9 +169,9 @@ def llama_from_gguf(path, config):
     hf = {}
     inverse = {f"blk.%d.{v}": f"model.layers.%d.{k}" for k, v in LLAMA_BLOCK.items()}
     for name, t in read_back(path).items():
-        if name.endswith("attn_q.weight"):
+        if name.endswith(("attn_q.weight", "attn_q.bias")):
             t = unpermute(t, config.num_attention_heads)
-        elif name.endswith("attn_k.weight"):
+        elif name.endswith(("attn_k.weight", "attn_k.bias")):
             t = unpermute(t, config.num_key_value_heads)
         fixed = {"token_embd.weight": "model.embed_tokens.weight", "output_norm.weight": "model.norm.weight",
                  "output.weight": "lm_head.weight"}
@@ -180,7 +181,10 @@ def llama_from_gguf(path, config):
             _, layer, module, kind = name.split(".")
             hf[inverse[f"blk.%d.{module}"] % int(layer) + "." + kind] = t
     model = LlamaForCausalLM(config).eval()
-    model.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in hf.items()}, strict=True)
+    missing, unexpected = model.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in hf.items()},
+                                                strict=False)
+    assert not unexpected and set(missing) <= ({"lm_head.weight"} if config.tie_word_embeddings else set())
+    model.tie_weights()
     return model
 
 
@@ -356,6 +360,22 @@ def main():
         assert err < 0.2, (k, err)
     lines.append(reference_line("llama-quant", llama_from_gguf(path, config), [1, 17, 42, 5, 88, 23, 61, 9], 2))
 
+    # a LLaMA with attention and MLP biases (q and k biases permuted like their rows), F32
+    torch.manual_seed(7)
+    config = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=1,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32, rms_norm_eps=1e-5,
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=True,
+                         attention_bias=True, mlp_bias=True, bos_token_id=1, eos_token_id=2, initializer_range=0.3)
+    biased = LlamaForCausalLM(config)
+    with torch.no_grad():  # biases and norms away from their initial 0 and 1
+        for n, p in biased.named_parameters():
+            if p.ndim == 1:
+                p.copy_((1 if n.endswith("norm.weight") else 0) + 0.3 * torch.randn_like(p))
+    state = {k: v.detach().numpy().copy() for k, v in biased.state_dict().items() if k != "lm_head.weight"}
+    path = OUT / "llama-bias.gguf"
+    write_llama(path, config, state, lambda n, t: Q.F32)
+    lines.append(reference_line("llama-bias", llama_from_gguf(path, config), [1, 5, 9, 33, 12, 60], 2))
+
     # gpt2-tiny, F32 and quantized, with its tokenizer
     directory = FIXTURES / "gpt2-tiny"
     config = GPT2Config.from_pretrained(directory)
@@ -370,7 +390,8 @@ def main():
         path = OUT / f"{name}.gguf"
         write_gpt2(path, config, state, types, gpt2_tokenizer(directory))
         lines.append(reference_line(name, gpt2_from_gguf(path, config), ids, config.eos_token_id))
-    (OUT / "gguf_reference.txt")  # not reference.txt: that names a model directory.write_text("\n".join(lines) + "\n")
+    # not reference.txt: a directory holding one is a model fixture to the test programs
+    (OUT / "gguf_reference.txt").write_text("\n".join(lines) + "\n")
     write_fuzz_seed()
     for p in sorted(OUT.iterdir()):
         print(p.name, p.stat().st_size)

@@ -476,7 +476,7 @@ void test_gguf(void) {
         if (!next) break;
         line = next;
     }
-    CHECK_MSG(lines == 5, "%s: %d fixtures", path, lines);
+    CHECK_MSG(lines == 6, "%s: %d fixtures", path, lines);
     free(data);
     gguf_check_same_as_safetensors();
     gguf_check_tokenizer("gpt2-tiny", "gpt2-f32.gguf");
