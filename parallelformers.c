@@ -17523,6 +17523,9 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const char *arch, int64
         if (k == num_keys)
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: metadata '%.*s' is not supported (it may change "
                               "the model's math)", g->path, pf__gguf_shown(kv->key_len), kv->key);
+        if (kv->type == PF__GGUF_ARRAY) /* llama.cpp's per-layer values (head counts of hybrid models) */
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: metadata '%.*s' differs per layer: not supported",
+                              g->path, pf__gguf_shown(kv->key_len), kv->key);
         if (!keys[k].config_key) continue;
         char full[96];
         double v;
