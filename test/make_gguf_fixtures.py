@@ -18,7 +18,7 @@ writes test/fixtures/gguf/:
   gpt2-q8.gguf      the same, matrices Q8_0 / Q4_0 / Q4_1
   gguf_reference.txt  a line per file: name, prompt ids, transformers' greedy new ids (8),
                     transformers' logits at every prompt position (comma floats)
-and test/fuzz_seeds/gguf/tiny-gpt2.gguf, the fuzz target's seed.
+and test/fuzz_seeds/gguf/tiny-gpt2.gguf and tiny-llama-spm.gguf, the fuzz target's seeds.
 Q4_K and Q6_K blocks are packed by the small quantizers below (gguf-py has dequantizers for
 them, no quantizers); the gguf package's dequantizer reads them back for the reference.
 """
@@ -312,6 +312,27 @@ def write_fuzz_seed():
     seeds.mkdir(exist_ok=True)
     write_gpt2(seeds / "tiny-gpt2.gguf", config, state,
                lambda n, t: Q.Q8_0 if t.ndim == 2 and n.startswith("blk.") else Q.F32, tokenizer)
+
+    # and a LLaMA with a SentencePiece vocabulary (byte pieces, scores, a user-defined token)
+    pieces = ["<unk>", "<s>", "</s>", "<0x0A>", "<0x41>", "\u2581", "a", "b", "l", "\u2581a", "ab", "\u2581ab", "<tool>",
+              "1", "2", "\u2581l"]
+    kinds = [TokenType.UNKNOWN, TokenType.CONTROL, TokenType.CONTROL, TokenType.BYTE, TokenType.BYTE] + \
+        [TokenType.NORMAL] * 7 + [TokenType.USER_DEFINED] + [TokenType.NORMAL] * 3
+    config = LlamaConfig(vocab_size=len(pieces), hidden_size=32, intermediate_size=32, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=16, rms_norm_eps=1e-5,
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=True)
+    state = {k: v.detach().numpy().copy() for k, v in LlamaForCausalLM(config).state_dict().items() if k != "lm_head.weight"}
+
+    def spm(w):
+        w.add_tokenizer_model("llama")
+        w.add_token_list(pieces)
+        w.add_token_scores([-float(i) for i in range(len(pieces))])
+        w.add_token_types(kinds)
+        w.add_bos_token_id(1)
+        w.add_eos_token_id(2)
+        w.add_unk_token_id(0)
+        w.add_add_bos_token(True)
+    write_llama(seeds / "tiny-llama-spm.gguf", config, state, lambda n, t: Q.Q4_0 if t.ndim == 2 else Q.F32, spm)
 
 
 def main():
