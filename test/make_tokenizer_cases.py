@@ -131,6 +131,10 @@ STYLES = [
     ("added-lowercase", "bytelevel", '{"type":"Lowercase"}', '{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":true,"use_regex":true}', BL_DEC,
      "", ADDED, 60),
     ("added-metaspace", "fallback", "null", meta("first", True), LLAMA_DEC, "", ADDED, 60),
+    ("digits-individual", "bytelevel", "null",  # SmolLM2's (as its GGUF's tokenizer.ggml.pre "smollm")
+     seq("pretokenizers", '{"type":"Digits","individual_digits":true}', BL), BL_DEC, "", "[]", 30),
+    ("digits-contiguous", "bytelevel", "null",
+     seq("pretokenizers", '{"type":"Digits","individual_digits":false}', BL), BL_DEC, "", "[]", 30),
 ]
 for behavior in ["Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous"]:
     for invert in (False, True):

@@ -103,6 +103,7 @@ void test_chat(void);
 void test_generation(void);
 void test_fuzz(void);
 void test_policies(void);
+void test_gguf(void);
 void test_preprocessing(void);
 
 #endif

@@ -19,6 +19,7 @@ int main(int argc, char **argv) {
         {"cli", test_cli},
         {"fuzz", test_fuzz},
         {"policies", test_policies},
+        {"gguf", test_gguf},
     };
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
         int before_pass = test_passed, before_fail = test_failed;

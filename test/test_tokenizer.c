@@ -1443,7 +1443,7 @@ static void tt_test_bad_components(void) {
         {TT_P("{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"ByteLevel\"},{\"type\":\"Metaspace\",\"replacement\":"
               "\"_\"}]}"), PF_ERROR_UNSUPPORTED, "after ByteLevel"},
         {TT_P("{\"type\":\"Punctuation\",\"behavior\":\"Sideways\"}"), PF_ERROR_FORMAT, "behavior"},
-        {TT_P("{\"type\":\"Digits\",\"individual_digits\":true}"), PF_ERROR_UNSUPPORTED, "Digits"},
+        {TT_P("{\"type\":\"Digits\",\"individual_digits\":3}"), PF_ERROR_FORMAT, "Digits"},
         {TT_D("{\"type\":\"Strip\",\"content\":\"ab\",\"start\":1,\"stop\":0}"), PF_ERROR_FORMAT, "content"},
         {TT_D("{\"type\":\"Strip\",\"content\":\" \",\"start\":-1,\"stop\":0}"), PF_ERROR_FORMAT, "start"},
         {TT_D("{\"type\":\"Replace\",\"pattern\":{\"Regex\":\"a|b\"},\"content\":\"b\"}"), PF_ERROR_UNSUPPORTED, "Regex"},

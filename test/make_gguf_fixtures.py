@@ -1,0 +1,422 @@
+#!/usr/bin/env python3
+"""Writes the GGUF test fixtures (issue 12) with the gguf package, as llama.cpp's
+convert_hf_to_gguf.py lays models out, and records transformers' outputs on exactly the weights
+each file holds (read back and dequantized by the gguf package, not by our code).
+
+    pip install gguf
+    python3 test/make_gguf_fixtures.py
+
+writes test/fixtures/gguf/:
+  llama-f32.gguf    the llama fixture, F32 (LLaMA's q and k rows permuted as llama.cpp does; its
+                    tokenizer as llama.cpp writes a SentencePiece vocabulary, tokenizer.ggml.model
+                    "llama": pieces, scores (the fixture's merge order), token types)
+  llama-f16.gguf    the same, matrices F16 (norms F32, as llama.cpp keeps vectors)
+  llama-quant.gguf  a random LLaMA whose rows are 256 wide, each matrix in one of Q8_0, Q4_0, Q4_1,
+                    Q4_K, Q6_K (every type in each layer's slots, rotated per layer), norms BF16
+  llama-bias.gguf   a random LLaMA with attention and MLP biases and a tied head, F32
+  gpt2-f32.gguf     the gpt2-tiny fixture, F32, with its byte-level BPE tokenizer ("gpt2", "gpt-2")
+  gpt2-q8.gguf      the same, matrices Q8_0 / Q4_0 / Q4_1
+  gguf_reference.txt  a line per file: name, prompt ids, transformers' greedy new ids (8),
+                    transformers' logits at every prompt position (comma floats)
+and test/fuzz_seeds/gguf/tiny-gpt2.gguf and tiny-llama-spm.gguf, the fuzz target's seeds.
+Q4_K and Q6_K blocks are packed by the small quantizers below (gguf-py has dequantizers for
+them, no quantizers); the gguf package's dequantizer reads them back for the reference.
+"""
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+from gguf import GGMLQuantizationType as Q
+from gguf import GGUFReader, GGUFWriter, TokenType
+from gguf.quants import dequantize, quantize
+from safetensors.numpy import load_file
+from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+ROOT = Path(__file__).resolve().parent
+FIXTURES = ROOT / "fixtures"
+OUT = FIXTURES / "gguf"
+NEW_TOKENS = 8
+
+
+def f16_bytes(x):
+    return np.asarray(x, dtype=np.float16).reshape(-1, 1).view(np.uint8)
+
+
+def quantize_q4_k(w):
+    """[rows][cols] (cols % 256 == 0) into Q4_K blocks: d, dmin, 12 bytes of 6-bit sub-block
+    scales and mins, 128 bytes of nibbles; x ~ d * sc * q - dmin * m."""
+    blocks = w.reshape(-1, 8, 32).astype(np.float32)
+    lo = np.minimum(blocks.min(axis=2), 0)
+    scale = (blocks.max(axis=2) - lo) / 15
+    offset = -lo
+    d = np.maximum(scale.max(axis=1), 1e-8) / 63
+    dmin = np.maximum(offset.max(axis=1), 1e-8) / 63
+    d, dmin = d.astype(np.float16).astype(np.float32), dmin.astype(np.float16).astype(np.float32)
+    sc = np.clip(np.round(scale / d[:, None]), 1, 63).astype(np.int32)
+    m = np.clip(np.round(offset / dmin[:, None]), 0, 63).astype(np.int32)
+    q = np.clip(np.round((blocks + (dmin[:, None] * m)[:, :, None]) / (d[:, None] * sc)[:, :, None]), 0, 15).astype(np.uint8)
+    packed = np.zeros((blocks.shape[0], 12), dtype=np.uint8)
+    packed[:, 0:4] = (sc[:, 0:4] & 63) | ((sc[:, 4:8] >> 4) << 6)
+    packed[:, 4:8] = (m[:, 0:4] & 63) | ((m[:, 4:8] >> 4) << 6)
+    packed[:, 8:12] = (sc[:, 4:8] & 15) | ((m[:, 4:8] & 15) << 4)
+    qs = (q[:, 0::2, :] | (q[:, 1::2, :] << 4)).reshape(-1, 128)  # sub-blocks 2k low, 2k + 1 high
+    out = np.concatenate([f16_bytes(d), f16_bytes(dmin), packed, qs], axis=1)
+    return out.reshape(w.shape[0], -1)
+
+
+def quantize_q6_k(w):
+    """[rows][cols] (cols % 256 == 0) into Q6_K blocks: 128 bytes of low nibbles, 64 of 2-bit
+    highs, 16 int8 scales (one per 16 weights), d; x ~ d * sc * (q - 32)."""
+    blocks = w.reshape(-1, 16, 16).astype(np.float32)
+    scale = np.abs(blocks).max(axis=2) / 31
+    d = np.maximum(np.abs(scale).max(axis=1), 1e-8) / 127
+    d = d.astype(np.float16).astype(np.float32)
+    sc = np.clip(np.round(scale / d[:, None]), 1, 127).astype(np.int8)
+    q = np.clip(np.round(blocks / (d[:, None] * sc)[:, :, None]) + 32, 0, 63).astype(np.uint8).reshape(-1, 2, 4, 32)
+    # per half of 128: the four runs of 32 (y[l], y[l+32], y[l+64], y[l+96])
+    ql = (np.concatenate([q[:, :, 0] & 15 | (q[:, :, 2] & 15) << 4, q[:, :, 1] & 15 | (q[:, :, 3] & 15) << 4], axis=2)
+          .reshape(-1, 128))
+    qh = ((q[:, :, 0] >> 4) | (q[:, :, 1] >> 4) << 2 | (q[:, :, 2] >> 4) << 4 | (q[:, :, 3] >> 4) << 6).reshape(-1, 64)
+    out = np.concatenate([ql.astype(np.uint8), qh.astype(np.uint8), sc.view(np.uint8), f16_bytes(d)], axis=1)
+    return out.reshape(w.shape[0], -1)
+
+
+def encode(w, qtype):
+    """w ([rows][cols] float32) as qtype's bytes, for GGUFWriter.add_tensor with raw_dtype."""
+    if qtype == Q.F32:
+        return w.astype(np.float32)
+    if qtype == Q.F16:
+        return w.astype(np.float16)
+    if qtype == Q.Q4_K:
+        return quantize_q4_k(w)
+    if qtype == Q.Q6_K:
+        return quantize_q6_k(w)
+    return quantize(w.astype(np.float32), qtype)
+
+
+def permute(w, n_head):
+    """convert_hf_to_gguf.py's LlamaModel.permute: each head's rows i and D/2 + i side by side."""
+    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def unpermute(w, n_head):
+    return w.reshape(n_head, w.shape[0] // n_head // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def add(writer, name, w, qtype):
+    data = encode(w, qtype)
+    writer.add_tensor(name, data, raw_dtype=None if qtype in (Q.F32, Q.F16) else qtype)
+
+
+def read_back(path):
+    """Each tensor of the file dequantized by the gguf package, in numpy order."""
+    return {t.name: dequantize(t.data, t.tensor_type).astype(np.float32).reshape([int(x) for x in reversed(t.shape)])
+            for t in GGUFReader(str(path)).tensors}
+
+
+LLAMA_BLOCK = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
+               "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
+               "post_attention_layernorm": "ffn_norm", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+               "mlp.down_proj": "ffn_down"}
+
+
+def llama_state_to_gguf(state):
+    """transformers' LLaMA names to llama.cpp's."""
+    out = {}
+    for name, w in state.items():
+        if name == "model.embed_tokens.weight":
+            out["token_embd.weight"] = w
+        elif name == "model.norm.weight":
+            out["output_norm.weight"] = w
+        elif name == "lm_head.weight":
+            out["output.weight"] = w
+        else:
+            _, _, layer, rest = name.split(".", 3)
+            module, kind = rest.rsplit(".", 1)
+            out[f"blk.{layer}.{LLAMA_BLOCK[module]}.{kind}"] = w
+    return out
+
+
+def write_llama(path, config, state, types, tokenizer=None):
+    """types(name, w): the GGML type of each tensor."""
+    w = GGUFWriter(str(path), "llama")
+    w.add_context_length(config.max_position_embeddings)
+    w.add_embedding_length(config.hidden_size)
+    w.add_block_count(config.num_hidden_layers)
+    w.add_feed_forward_length(config.intermediate_size)
+    w.add_head_count(config.num_attention_heads)
+    w.add_head_count_kv(config.num_key_value_heads)
+    w.add_layer_norm_rms_eps(config.rms_norm_eps)
+    w.add_rope_freq_base(config.rope_parameters["rope_theta"])
+    w.add_rope_dimension_count(config.hidden_size // config.num_attention_heads)
+    w.add_vocab_size(config.vocab_size)
+    if tokenizer:
+        tokenizer(w)
+    for name, t in llama_state_to_gguf(state).items():
+        if name.endswith(("attn_q.weight", "attn_q.bias")):  # as the converter permutes q_proj's weight and bias
+            t = permute(t, config.num_attention_heads)
+        elif name.endswith(("attn_k.weight", "attn_k.bias")):
+            t = permute(t, config.num_key_value_heads)
+        add(w, name, t, types(name, t))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def llama_from_gguf(path, config):
+    hf = {}
+    inverse = {f"blk.%d.{v}": f"model.layers.%d.{k}" for k, v in LLAMA_BLOCK.items()}
+    for name, t in read_back(path).items():
+        if name.endswith(("attn_q.weight", "attn_q.bias")):
+            t = unpermute(t, config.num_attention_heads)
+        elif name.endswith(("attn_k.weight", "attn_k.bias")):
+            t = unpermute(t, config.num_key_value_heads)
+        fixed = {"token_embd.weight": "model.embed_tokens.weight", "output_norm.weight": "model.norm.weight",
+                 "output.weight": "lm_head.weight"}
+        if name in fixed:
+            hf[fixed[name]] = t
+        else:
+            _, layer, module, kind = name.split(".")
+            hf[inverse[f"blk.%d.{module}"] % int(layer) + "." + kind] = t
+    model = LlamaForCausalLM(config).eval()
+    missing, unexpected = model.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in hf.items()},
+                                                strict=False)
+    assert not unexpected and set(missing) <= ({"lm_head.weight"} if config.tie_word_embeddings else set())
+    model.tie_weights()
+    return model
+
+
+def spm_tokenizer(directory):
+    """tokenizer.ggml.model "llama" as llama.cpp's converter writes a SentencePiece vocabulary."""
+    spec = json.loads((directory / "tokenizer.json").read_text())
+    vocab = sorted(spec["model"]["vocab"].items(), key=lambda kv: kv[1])
+    special = {t["id"] for t in spec["added_tokens"]}
+
+    def add(w):
+        w.add_tokenizer_model("llama")
+        w.add_token_list([t for t, _ in vocab])
+        w.add_token_scores([-float(i) for _, i in vocab])
+        w.add_token_types([TokenType.CONTROL if i in special else TokenType.BYTE if t.startswith("<0x") else
+                           TokenType.NORMAL for t, i in vocab])
+        w.add_bos_token_id(1)
+        w.add_eos_token_id(2)
+        w.add_unk_token_id(0)
+        w.add_add_bos_token(True)
+    return add
+
+
+def gpt2_tokenizer(directory):
+    spec = json.loads((directory / "tokenizer.json").read_text())
+    vocab = sorted(spec["model"]["vocab"].items(), key=lambda kv: kv[1])
+    special = {t["id"] for t in spec["added_tokens"]}
+    merges = [m if isinstance(m, str) else " ".join(m) for m in spec["model"]["merges"]]
+
+    def add(w):
+        w.add_tokenizer_model("gpt2")
+        w.add_tokenizer_pre("gpt-2")
+        w.add_token_list([t for t, _ in vocab])
+        w.add_token_types([TokenType.CONTROL if i in special else TokenType.NORMAL for _, i in vocab])
+        w.add_token_merges(merges)
+        w.add_bos_token_id(499)
+        w.add_eos_token_id(499)
+    return add
+
+
+GPT2_BLOCK = {"ln_1": "attn_norm", "attn.c_attn": "attn_qkv", "attn.c_proj": "attn_output", "ln_2": "ffn_norm",
+              "mlp.c_fc": "ffn_up", "mlp.c_proj": "ffn_down"}
+CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
+
+
+def write_gpt2(path, config, state, types, tokenizer):
+    w = GGUFWriter(str(path), "gpt2")
+    w.add_context_length(config.n_positions)
+    w.add_embedding_length(config.n_embd)
+    w.add_feed_forward_length(4 * config.n_embd)
+    w.add_block_count(config.n_layer)
+    w.add_head_count(config.n_head)
+    w.add_layer_norm_eps(config.layer_norm_epsilon)
+    tokenizer(w)
+    for name, t in state.items():
+        if name.endswith((".attn.bias", ".attn.masked_bias")):
+            continue
+        if name.endswith(CONV1D):  # llama.cpp stores them [out][in]
+            t = t.T.copy()
+        if name == "wte.weight":
+            add(w, "token_embd.weight", t, types("token_embd.weight", t))
+            add(w, "output.weight", t, types("output.weight", t))  # GPT-2's head is the embedding
+            continue
+        fixed = {"wpe.weight": "position_embd.weight", "ln_f.weight": "output_norm.weight", "ln_f.bias": "output_norm.bias"}
+        if name in fixed:
+            gname = fixed[name]
+        else:
+            _, layer, rest = name.split(".", 2)
+            module, kind = rest.rsplit(".", 1)
+            gname = f"blk.{layer}.{GPT2_BLOCK[module]}.{kind}"
+        add(w, gname, t, types(gname, t))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def gpt2_from_gguf(path, config):
+    inverse = {v: k for k, v in GPT2_BLOCK.items()}
+    hf = {}
+    for name, t in read_back(path).items():
+        fixed = {"token_embd.weight": "transformer.wte.weight", "position_embd.weight": "transformer.wpe.weight",
+                 "output_norm.weight": "transformer.ln_f.weight", "output_norm.bias": "transformer.ln_f.bias",
+                 "output.weight": "lm_head.weight"}
+        if name in fixed:
+            hf[fixed[name]] = t
+            continue
+        _, layer, module, kind = name.split(".")
+        hf_name = f"transformer.h.{layer}.{inverse[module]}.{kind}"
+        hf[hf_name] = t.T.copy() if hf_name.endswith(CONV1D) else t
+    config = GPT2Config(**{**config.to_dict(), "tie_word_embeddings": False})
+    model = GPT2LMHeadModel(config).eval()
+    model.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in hf.items()}, strict=False)
+    return model
+
+
+def reference_line(name, model, ids, eos):
+    with torch.no_grad():
+        logits = model(torch.tensor([ids])).logits[0]
+        out = model.generate(torch.tensor([ids]), max_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=eos,
+                             eos_token_id=eos)
+    greedy = out[0, len(ids):].tolist()
+    return "\t".join([name, ",".join(map(str, ids)), ",".join(map(str, greedy)),
+                      ",".join(f"{v:.8e}" for v in logits.flatten().tolist())])
+
+
+def write_fuzz_seed():
+    """test/fuzz_seeds/gguf/tiny-gpt2.gguf: a GPT-2 small enough for the fuzzer (under its 64 KiB
+    inputs) with every part a file has: metadata of several types, a tokenizer, F32 and Q8_0."""
+    torch.manual_seed(3)
+    config = GPT2Config(vocab_size=12, n_embd=32, n_layer=1, n_head=2, n_positions=8, bos_token_id=11,
+                        eos_token_id=11)
+    state = {k.removeprefix("transformer."): v.detach().numpy().copy() for k, v in GPT2LMHeadModel(config).state_dict().items()
+             if k != "lm_head.weight"}
+    tokens = ["H", "e", "l", "o", "\u0120", "w", "r", "d", "1", "2", "He", "<|endoftext|>"]
+
+    def tokenizer(w):
+        w.add_tokenizer_model("gpt2")
+        w.add_tokenizer_pre("gpt-2")
+        w.add_token_list(tokens)
+        w.add_token_types([TokenType.CONTROL if t.startswith("<|") else TokenType.NORMAL for t in tokens])
+        w.add_token_merges(["H e"])
+        w.add_bos_token_id(11)
+        w.add_eos_token_id(11)
+    seeds = ROOT / "fuzz_seeds" / "gguf"
+    seeds.mkdir(exist_ok=True)
+    write_gpt2(seeds / "tiny-gpt2.gguf", config, state,
+               lambda n, t: Q.Q8_0 if t.ndim == 2 and n.startswith("blk.") else Q.F32, tokenizer)
+
+    # and a LLaMA with a SentencePiece vocabulary (byte pieces, scores, a user-defined token)
+    pieces = ["<unk>", "<s>", "</s>", "<0x0A>", "<0x41>", "\u2581", "a", "b", "l", "\u2581a", "ab", "\u2581ab", "<tool>",
+              "1", "2", "\u2581l"]
+    kinds = [TokenType.UNKNOWN, TokenType.CONTROL, TokenType.CONTROL, TokenType.BYTE, TokenType.BYTE] + \
+        [TokenType.NORMAL] * 7 + [TokenType.USER_DEFINED] + [TokenType.NORMAL] * 3
+    config = LlamaConfig(vocab_size=len(pieces), hidden_size=32, intermediate_size=32, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=16, rms_norm_eps=1e-5,
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=True)
+    state = {k: v.detach().numpy().copy() for k, v in LlamaForCausalLM(config).state_dict().items() if k != "lm_head.weight"}
+
+    def spm(w):
+        w.add_tokenizer_model("llama")
+        w.add_token_list(pieces)
+        w.add_token_scores([-float(i) for i in range(len(pieces))])
+        w.add_token_types(kinds)
+        w.add_bos_token_id(1)
+        w.add_eos_token_id(2)
+        w.add_unk_token_id(0)
+        w.add_add_bos_token(True)
+    write_llama(seeds / "tiny-llama-spm.gguf", config, state, lambda n, t: Q.Q4_0 if t.ndim == 2 else Q.F32, spm)
+
+
+def main():
+    OUT.mkdir(exist_ok=True)
+    lines = []
+    # the llama fixture, F32 and F16
+    directory = FIXTURES / "llama"
+    config = LlamaConfig.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    ids = [1, 464, 398, 266, 372, 340, 323, 339]
+    for name, types in [("llama-f32", lambda n, t: Q.F32),
+                        ("llama-f16", lambda n, t: Q.F16 if t.ndim == 2 else Q.F32)]:
+        path = OUT / f"{name}.gguf"
+        write_llama(path, config, state, types, spm_tokenizer(directory) if name == "llama-f32" else None)
+        lines.append(reference_line(name, llama_from_gguf(path, config), ids, config.eos_token_id))
+
+    # a LLaMA whose rows are 256 wide: every quantized type
+    torch.manual_seed(12)
+    config = LlamaConfig(vocab_size=96, hidden_size=256, intermediate_size=256, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-5,
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False,
+                         bos_token_id=1, eos_token_id=2, initializer_range=0.1)
+    random_model = LlamaForCausalLM(config)
+    with torch.no_grad():  # norms away from 1, so that a misplaced norm shows
+        for n, p in random_model.named_parameters():
+            if p.ndim == 1:
+                p.copy_(1 + 0.3 * torch.randn_like(p))
+    state = {k: v.detach().numpy().copy() for k, v in random_model.state_dict().items()}
+    kinds = [Q.Q8_0, Q.Q4_0, Q.Q4_1, Q.Q4_K, Q.Q6_K]
+    slots = ["attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"]
+
+    def quant_types(name, t):
+        if t.ndim == 1:
+            return Q.BF16
+        if name == "token_embd.weight":
+            return Q.Q8_0
+        if name == "output.weight":
+            return Q.Q6_K
+        layer, slot = int(name.split(".")[1]), name.split(".")[2]
+        return kinds[(slots.index(slot) + 2 * layer) % len(kinds)]
+    path = OUT / "llama-quant.gguf"
+    write_llama(path, config, state, quant_types)
+    back = llama_from_gguf(path, config).state_dict()
+    for k, v in state.items():  # the quantizers above are sane: each weight within its block's step
+        err = np.abs(back[k].numpy() - v).max() / max(np.abs(v).max(), 1e-6)
+        assert err < 0.2, (k, err)
+    lines.append(reference_line("llama-quant", llama_from_gguf(path, config), [1, 17, 42, 5, 88, 23, 61, 9], 2))
+
+    # a LLaMA with attention and MLP biases (q and k biases permuted like their rows), F32
+    torch.manual_seed(7)
+    config = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=1,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32, rms_norm_eps=1e-5,
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=True,
+                         attention_bias=True, mlp_bias=True, bos_token_id=1, eos_token_id=2, initializer_range=0.3)
+    biased = LlamaForCausalLM(config)
+    with torch.no_grad():  # biases and norms away from their initial 0 and 1
+        for n, p in biased.named_parameters():
+            if p.ndim == 1:
+                p.copy_((1 if n.endswith("norm.weight") else 0) + 0.3 * torch.randn_like(p))
+    state = {k: v.detach().numpy().copy() for k, v in biased.state_dict().items() if k != "lm_head.weight"}
+    path = OUT / "llama-bias.gguf"
+    write_llama(path, config, state, lambda n, t: Q.F32)
+    lines.append(reference_line("llama-bias", llama_from_gguf(path, config), [1, 5, 9, 33, 12, 60], 2))
+
+    # gpt2-tiny, F32 and quantized, with its tokenizer
+    directory = FIXTURES / "gpt2-tiny"
+    config = GPT2Config.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    state = {k.removeprefix("transformer."): v for k, v in state.items()}
+    ids = [464, 3616, 286, 1204, 318, 257, 12, 99]
+    ids = [i % config.vocab_size for i in ids]
+    gpt2_q = {"attn_qkv": Q.Q8_0, "attn_output": Q.Q4_0, "ffn_up": Q.Q4_1, "ffn_down": Q.Q8_0}
+    for name, types in [("gpt2-f32", lambda n, t: Q.F32),
+                        ("gpt2-q8", lambda n, t: Q.Q8_0 if n in ("token_embd.weight", "output.weight") else
+                         gpt2_q.get(n.split(".")[2], Q.F32) if t.ndim == 2 and n.startswith("blk.") else Q.F32)]:
+        path = OUT / f"{name}.gguf"
+        write_gpt2(path, config, state, types, gpt2_tokenizer(directory))
+        lines.append(reference_line(name, gpt2_from_gguf(path, config), ids, config.eos_token_id))
+    # not reference.txt: a directory holding one is a model fixture to the test programs
+    (OUT / "gguf_reference.txt").write_text("\n".join(lines) + "\n")
+    write_fuzz_seed()
+    for p in sorted(OUT.iterdir()):
+        print(p.name, p.stat().st_size)
+
+
+if __name__ == "__main__":
+    main()

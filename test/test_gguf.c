@@ -1,0 +1,486 @@
+/* GGUF files (issue 12): the fixtures of test/fixtures/gguf (written by make_gguf_fixtures.py with
+   the gguf package, as llama.cpp lays models out) against transformers on the same weights, on 1
+   and 2 ranks; the F32 LLaMA against our safetensors load of the same checkpoint, bit for bit;
+   the GPT-2 and SentencePiece tokenizers from the metadata against the fixtures' tokenizer.json;
+   and bad files (truncated at every byte, lying counts, lengths and offsets, unknown types,
+   overflowing dimensions, duplicate names, keys we cannot honour), each a clear error. */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define GGUF_LOGIT_TOLERANCE 1e-4f /* fp32 against fp32 on the same weights, as every fixture */
+#define GGUF_NEW_TOKENS 8          /* as make_gguf_fixtures.py */
+
+static void gguf_check_reference_line(char *line) {
+    char *fields[4] = {line, NULL, NULL, NULL};
+    for (int k = 1; k < 4; k++) {
+        fields[k] = strchr(fields[k - 1], '\t');
+        if (!fields[k]) {
+            CHECK_MSG(0, "gguf/gguf_reference.txt: a line without 4 fields");
+            return;
+        }
+        *fields[k]++ = 0;
+    }
+    int ids[TEST_MAX_IDS], greedy[TEST_MAX_IDS];
+    int num_ids = test_parse_ids(fields[1], ids, TEST_MAX_IDS), num_greedy = test_parse_ids(fields[2], greedy, TEST_MAX_IDS);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/gguf/%s.gguf", test_fixtures, fields[0]);
+    pf_model *m = NULL;
+    pf_result r = pf_load(path, NULL, &m);
+    CHECK_MSG(r == PF_OK && num_ids > 0 && num_greedy > 0, "%s: %s", path, pf_error_message(m));
+    if (r) {
+        pf_free(m);
+        return;
+    }
+    size_t vocab = (size_t)pf_get_info(m).vocab_size, count = 0;
+    float *want = (float *)malloc((size_t)num_ids * vocab * sizeof(float)), *got = (float *)malloc((size_t)num_ids * vocab * sizeof(float));
+    for (char *p = fields[3]; want && *p && count < (size_t)num_ids * vocab;) {
+        char *end;
+        want[count++] = strtof(p, &end);
+        p = *end == ',' ? end + 1 : end;
+        if (end == p && *p) break;
+    }
+    CHECK_MSG(count == (size_t)num_ids * vocab, "%s: %zu reference logits for %d positions of %zu", path, count, num_ids, vocab);
+    int32_t prompt[TEST_MAX_IDS];
+    for (int i = 0; i < num_ids; i++) prompt[i] = ids[i];
+    for (int ranks = 1; got && count == (size_t)num_ids * vocab && ranks <= 2; ranks++) {
+        pf_parallel_options po = pf_parallel_options_init();
+        po.device = PF_DEVICE_CPU;
+        r = pf_parallelize(m, ranks, &po);
+        if (!r) r = pf_forward(m, prompt, 1, num_ids, got);
+        CHECK_MSG(r == PF_OK, "%s on %d ranks: %s", fields[0], ranks, pf_error_message(m));
+        if (r) continue;
+        float diff = test_max_abs_diff(got, want, count);
+        CHECK_MSG(diff <= GGUF_LOGIT_TOLERANCE, "%s on %d ranks: logits differ from transformers' by %g", fields[0], ranks, diff);
+        pf_generate_options o = pf_model_generate_options(m);
+        o.max_new_tokens = GGUF_NEW_TOKENS;
+        int32_t out[TEST_MAX_IDS];
+        int n = 0;
+        r = pf_generate(m, prompt, num_ids, &o, out, TEST_MAX_IDS, &n);
+        int same = r == PF_OK && n == num_greedy;
+        for (int i = 0; same && i < n; i++) same = out[i] == greedy[i];
+        CHECK_MSG(same, "%s on %d ranks: greedy tokens differ from transformers' (%s)", fields[0], ranks, pf_result_string(r));
+        if (ranks == 1) printf("  %s: %zu logits within %.1e of transformers'\n", fields[0], count, diff);
+    }
+    free(want);
+    free(got);
+    pf_free(m);
+}
+
+/* The F32 file holds the llama fixture's weights: the same logits as its safetensors, bit for bit
+   (the un-permuted q and k rows included). */
+static void gguf_check_same_as_safetensors(void) {
+    char dir[1024], path[1024];
+    snprintf(dir, sizeof dir, "%s/llama", test_fixtures);
+    snprintf(path, sizeof path, "%s/gguf/llama-f32.gguf", test_fixtures);
+    pf_model *a = NULL, *b = NULL;
+    pf_result ra = pf_load(dir, NULL, &a), rb = pf_load(path, NULL, &b);
+    CHECK_MSG(ra == PF_OK && rb == PF_OK, "%s / %s", pf_error_message(a), pf_error_message(b));
+    if (!ra && !rb) {
+        int32_t ids[6] = {1, 464, 398, 266, 372, 340};
+        size_t vocab = (size_t)pf_get_info(a).vocab_size;
+        float *la = (float *)malloc(6 * vocab * sizeof(float)), *lb = (float *)malloc(6 * vocab * sizeof(float));
+        ra = pf_forward(a, ids, 1, 6, la);
+        rb = pf_forward(b, ids, 1, 6, lb);
+        CHECK_MSG(ra == PF_OK && rb == PF_OK && pf_get_info(b).vocab_size == (int)vocab &&
+                      !memcmp(la, lb, 6 * vocab * sizeof(float)),
+                  "llama-f32.gguf: logits differ from the safetensors checkpoint's");
+        free(la);
+        free(lb);
+    }
+    pf_free(a);
+    pf_free(b);
+}
+
+/* The tokenizer from a GGUF's metadata against the fixture's tokenizer.json, on every case of the
+   fixture's cases files: the same ids (special tokens added), the same text back. */
+static void gguf_check_tokenizer(const char *fixture, const char *gguf) {
+    char dir[1024], path[1024];
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, fixture);
+    snprintf(path, sizeof path, "%s/gguf/%s", test_fixtures, gguf);
+    pf_tokenizer *want = NULL;
+    pf_model *m = NULL;
+    char err[256] = "";
+    pf_result r = pf_tokenizer_load(dir, &want, err, sizeof err);
+    pf_result rm = pf_load(path, NULL, &m);
+    pf_tokenizer *got = rm == PF_OK ? pf_model_tokenizer(m) : NULL;
+    CHECK_MSG(r == PF_OK && got, "%s / %s: %s", err, gguf, pf_error_message(m));
+    int checked = 0, same = 0;
+    static const char *const files[] = {"cases.txt", "cases_special.txt"};
+    for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
+        char cases[1100];
+        size_t size = 0;
+        snprintf(cases, sizeof cases, "%s/%s", dir, files[k]);
+        char *data = k ? (access(cases, R_OK) ? NULL : test_read_file(cases, &size)) : test_read_file(cases, &size);
+        for (char *line = data; got && want && line && *line;) {
+            char *next = strchr(line, '\n');
+            if (next) *next++ = 0;
+            char *tab = strchr(line, '\t');
+            static char text[16384], da[65536], db[65536];
+            static int32_t a[8192], b[8192];
+            size_t n = 0;
+            for (char *h = line; tab && h + 1 < tab && n + 1 < sizeof text; h += 2) {
+                unsigned byte;
+                if (sscanf(h, "%2x", &byte) == 1) text[n++] = (char)byte;
+            }
+            size_t na = 0, nb = 0;
+            pf_result ra = pf_tokenize_special(want, text, n, a, 8192, &na), rb = pf_tokenize_special(got, text, n, b, 8192, &nb);
+            size_t la = 0, lb = 0;
+            int decoded = ra == PF_OK && rb == PF_OK && pf_detokenize(want, a, na, da, sizeof da, &la) == PF_OK &&
+                          pf_detokenize(got, b, nb, db, sizeof db, &lb) == PF_OK && la <= sizeof da;
+            checked++;
+            same += decoded && na == nb && !memcmp(a, b, na * sizeof(int32_t)) && la == lb && !memcmp(da, db, la);
+            line = next;
+        }
+        free(data);
+    }
+    CHECK_MSG(checked >= 10 && same == checked, "%s's tokenizer: %d of %d cases as %s's tokenizer.json", gguf, same, checked,
+              fixture);
+    printf("  %s's tokenizer: %d of %d cases as %s's tokenizer.json\n", gguf, same, checked, fixture);
+    pf_tokenizer_free(want);
+    pf_free(m);
+}
+
+/* --dtype q8 / q4 on a GGUF's Q8_0 / Q4_0 weights: the rank formats are llama.cpp's blocks, and
+   quantizing a block that llama.cpp's quantizer wrote, once dequantized, gives that block back
+   (its extreme weight fixes the same fp16 scale, every weight the same integer), so the ranks hold
+   the file's own blocks. Checked on blocks made as llama.cpp makes them: Q8_0 with a weight at
+   +-127, Q4_0 with its extreme at q = 0; scales k / 1024 are exact in fp16. */
+void pf_testing_q8_quantize(float *data, size_t rows, size_t cols);
+void pf_testing_q4_quantize(float *data, size_t rows, size_t cols);
+
+static float gguf_f16(const unsigned char *p) { /* the normal and zero fp16 values the blocks use */
+    unsigned h = p[0] | (unsigned)p[1] << 8, exponent = (h >> 10) & 31;
+    float v = exponent ? ldexpf(1.0f + (float)(h & 1023) / 1024.0f, (int)exponent - 15) : ldexpf((float)(h & 1023), -24);
+    return h & 0x8000 ? -v : v;
+}
+
+static void gguf_check_requantized_blocks(void) {
+    enum { BLOCKS = 64 };
+    static float weights[BLOCKS * 32];
+    int q8_same = 0, q4_same = 0;
+    unsigned seed = 12;
+    for (int kind = 0; kind < 2; kind++) {
+        static int q[BLOCKS][32];
+        static float d[BLOCKS];
+        for (int b = 0; b < BLOCKS; b++) {
+            seed = seed * 1103515245u + 12345u;
+            /* Q8_0's scale is amax / 127, never negative; Q4_0's is the extreme weight / -8, of either sign */
+            d[b] = (float)(1 + (seed >> 16) % 1000) / 1024.0f * (kind && (seed >> 8) & 1 ? -1.0f : 1.0f);
+            for (int i = 0; i < 32; i++) {
+                seed = seed * 1103515245u + 12345u;
+                q[b][i] = kind ? (int)((seed >> 16) % 16) : (int)((seed >> 16) % 255) - 127;
+            }
+            q[b][(seed >> 4) % 32] = kind ? 0 : ((seed >> 9) & 1 ? 127 : -127);
+            for (int i = 0; i < 32; i++) weights[b * 32 + i] = d[b] * (float)(kind ? q[b][i] - 8 : q[b][i]);
+        }
+        if (kind) pf_testing_q4_quantize(weights, BLOCKS, 32);
+        else pf_testing_q8_quantize(weights, BLOCKS, 32);
+        const unsigned char *blocks = (const unsigned char *)weights;
+        for (int b = 0; b < BLOCKS; b++) {
+            const unsigned char *block = blocks + b * (kind ? 18 : 34);
+            int same = gguf_f16(block) == d[b];
+            for (int i = 0; i < 32 && same; i++)
+                same = kind ? (i < 16 ? block[2 + i] & 15 : block[2 + i - 16] >> 4) == q[b][i]
+                            : (int)(signed char)block[2 + i] == q[b][i];
+            if (kind) q4_same += same;
+            else q8_same += same;
+        }
+    }
+    CHECK_MSG(q8_same == BLOCKS && q4_same == BLOCKS, "re-quantized llama.cpp blocks: %d of %d Q8_0 and %d of %d Q4_0 the same",
+              q8_same, BLOCKS, q4_same, BLOCKS);
+}
+
+/* ---- bad files ---- */
+
+typedef struct gguf_file {
+    unsigned char *p;
+    size_t len, cap;
+    /* where the fields that the cases patch start */
+    size_t at_version, at_num_tensors, at_num_kvs, at_arch_length, at_alignment_type, at_alignment, at_array_type,
+        at_array_count, at_bool, at_ndim, at_ne0, at_ne1, at_type, at_offset1;
+} gguf_file;
+
+static void gf_put(gguf_file *f, const void *s, size_t n) {
+    if (f->len + n > f->cap) {
+        size_t cap = f->cap ? f->cap * 2 : 1024;
+        while (cap < f->len + n) cap *= 2;
+        unsigned char *p = (unsigned char *)realloc(f->p, cap);
+        if (!p) return;
+        f->p = p, f->cap = cap;
+    }
+    memcpy(f->p + f->len, s, n);
+    f->len += n;
+}
+
+static void gf_uint(gguf_file *f, uint64_t v, int bytes) {
+    unsigned char le[8];
+    for (int i = 0; i < bytes; i++) le[i] = (unsigned char)(v >> (8 * i));
+    gf_put(f, le, (size_t)bytes);
+}
+
+static void gf_string(gguf_file *f, const char *s) {
+    gf_uint(f, strlen(s), 8);
+    gf_put(f, s, strlen(s));
+}
+
+static void gf_patch(gguf_file *f, size_t at, uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; i++) f->p[at + i] = (unsigned char)(v >> (8 * i));
+}
+
+/* A small file: metadata of each kind, then token_embd.weight [4][32] and the tensor `second`
+   ([32], F32; its offset 512). full: the llama keys a config needs. extra_key / extra_value: one
+   more string key. */
+static void gguf_build(gguf_file *f, const char *arch, int full, const char *second, const char *extra_key,
+                       const char *extra_value) {
+    static const char *const counts[][2] = {{"llama.context_length", "16"},   {"llama.embedding_length", "32"},
+                                            {"llama.feed_forward_length", "32"}, {"llama.attention.head_count", "2"}};
+    memset(f, 0, sizeof *f);
+    gf_put(f, "GGUF", 4);
+    f->at_version = f->len;
+    gf_uint(f, 3, 4);
+    f->at_num_tensors = f->len;
+    gf_uint(f, 2, 8);
+    f->at_num_kvs = f->len;
+    gf_uint(f, 5 + (full ? 4 : 0) + (extra_key ? 1 : 0), 8);
+    gf_string(f, "general.architecture");
+    gf_uint(f, 8, 4);
+    f->at_arch_length = f->len;
+    gf_string(f, arch);
+    gf_string(f, "general.alignment");
+    f->at_alignment_type = f->len;
+    gf_uint(f, 4, 4);
+    f->at_alignment = f->len;
+    gf_uint(f, 32, 4);
+    gf_string(f, "general.tags"); /* an array of strings */
+    gf_uint(f, 9, 4);
+    f->at_array_type = f->len;
+    gf_uint(f, 8, 4);
+    f->at_array_count = f->len;
+    gf_uint(f, 2, 8);
+    gf_string(f, "a");
+    gf_string(f, "bc");
+    gf_string(f, "general.flag");
+    gf_uint(f, 7, 4);
+    f->at_bool = f->len;
+    gf_uint(f, 1, 1);
+    gf_string(f, "llama.block_count");
+    gf_uint(f, 4, 4);
+    gf_uint(f, 1, 4);
+    for (int i = 0; full && i < 4; i++) {
+        gf_string(f, counts[i][0]);
+        gf_uint(f, 10, 4); /* a uint64 */
+        gf_uint(f, (uint64_t)atoi(counts[i][1]), 8);
+    }
+    if (extra_key) {
+        gf_string(f, extra_key);
+        gf_uint(f, 8, 4);
+        gf_string(f, extra_value);
+    }
+    gf_string(f, "token_embd.weight");
+    f->at_ndim = f->len;
+    gf_uint(f, 2, 4);
+    f->at_ne0 = f->len;
+    gf_uint(f, 32, 8);
+    f->at_ne1 = f->len;
+    gf_uint(f, 4, 8);
+    f->at_type = f->len;
+    gf_uint(f, 0, 4);
+    gf_uint(f, 0, 8);
+    gf_string(f, second);
+    gf_uint(f, 1, 4);
+    gf_uint(f, 32, 8);
+    gf_uint(f, 0, 4);
+    f->at_offset1 = f->len;
+    gf_uint(f, 512, 8);
+    while (f->len % 32) gf_put(f, "", 1);
+    for (int i = 0; i < 4 * 32 + 32; i++) { /* the data: small varied floats */
+        float v = (float)(i % 13) * 0.05f - 0.3f;
+        gf_put(f, &v, 4);
+    }
+}
+
+static char gguf_path[1024];
+
+static pf_result gguf_load_bytes(const unsigned char *p, size_t n, pf_model **m) {
+    FILE *out = fopen(gguf_path, "wb");
+    if (out) {
+        if (n) fwrite(p, 1, n, out);
+        fclose(out);
+    }
+    return pf_load(gguf_path, NULL, m);
+}
+
+static void gguf_expect(const char *what, const gguf_file *f, pf_result want, const char *needle) {
+    pf_model *m = NULL;
+    pf_result r = gguf_load_bytes(f->p, f->len, &m);
+    const char *msg = pf_error_message(m);
+    CHECK_MSG(r == want && strstr(msg, gguf_path) && (!needle || strstr(msg, needle)),
+              "%s: got %s (%s), want %s with \"%s\"", what, pf_result_string(r), msg, pf_result_string(want),
+              needle ? needle : "");
+    pf_free(m);
+}
+
+/* Builds the file, patches the bytes-wide value whose place the gguf_file member at `field`
+   (offsetof) holds to v, and expects want / needle. */
+static void gguf_case_patch(const char *what, size_t field, uint64_t v, int bytes, pf_result want, const char *needle) {
+    gguf_file f;
+    gguf_build(&f, "llama", 0, "output_norm.weight", NULL, NULL);
+    size_t at = *(const size_t *)((const char *)&f + field);
+    gf_patch(&f, at, v, bytes);
+    gguf_expect(what, &f, want, needle);
+    free(f.p);
+}
+
+#define GGUF_FIELD(name) offsetof(gguf_file, name)
+
+/* The llama-f32 fixture with the value of metadata string `key` replaced by `value` (same length). */
+static void gguf_expect_tokenizer_kind(const char *key, const char *value, pf_result want, const char *needle) {
+    char path[1024];
+    size_t size = 0, key_len = strlen(key);
+    snprintf(path, sizeof path, "%s/gguf/llama-f32.gguf", test_fixtures);
+    unsigned char *data = (unsigned char *)test_read_file(path, &size);
+    size_t at = 0;
+    while (data && at + key_len + 20 <= size && memcmp(data + at, key, key_len)) at++;
+    int found = data && at + key_len + 20 <= size;
+    if (found) memcpy(data + at + key_len + 12, value, strlen(value)); /* after the type and the value's length */
+    CHECK_MSG(found, "llama-f32.gguf lacks %s", key);
+    pf_model *m = NULL;
+    pf_result r = found ? gguf_load_bytes(data, size, &m) : PF_ERROR_IO;
+    if (want == PF_OK) { /* the model loads without a tokenizer, and the text calls say why */
+        char *text = NULL;
+        CHECK_MSG(r == PF_OK && pf_model_tokenizer(m) == NULL, "%s \"%s\": %s", key, value, pf_error_message(m));
+        r = r == PF_OK ? pf_generate_text(m, "Hello", NULL, &text) : r;
+        CHECK_MSG(r != PF_OK && strstr(pf_error_message(m), needle), "%s \"%s\": generating text: %s", key, value,
+                  pf_error_message(m));
+        pf_string_free(text);
+    } else {
+        CHECK_MSG(r == want && strstr(pf_error_message(m), needle), "%s \"%s\": %s", key, value, pf_error_message(m));
+    }
+    pf_free(m);
+    free(data);
+}
+
+static void gguf_check_bad_files(void) {
+    char dir[] = "/tmp/pf_gguf_XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK_MSG(0, "mkdtemp");
+        return;
+    }
+    snprintf(gguf_path, sizeof gguf_path, "%s/bad.gguf", dir);
+    gguf_file f;
+    /* the base file parses; its config lacks hidden_size */
+    gguf_build(&f, "llama", 0, "output_norm.weight", NULL, NULL);
+    gguf_expect("the base file", &f, PF_ERROR_FORMAT, "llama.attention.head_count' is missing");
+    /* truncated at every byte */
+    int clean = 0;
+    for (size_t n = 0; n < f.len; n++) {
+        pf_model *m = NULL;
+        pf_result r = gguf_load_bytes(f.p, n, &m);
+        clean += r == PF_ERROR_FORMAT && strstr(pf_error_message(m), gguf_path) != NULL;
+        pf_free(m);
+    }
+    CHECK_MSG(clean == (int)f.len, "truncated files: %d of %zu refused with a format error naming the file", clean, f.len);
+    memcpy(f.p, "GGUX", 4);
+    gguf_expect("bad magic", &f, PF_ERROR_FORMAT, "magic");
+    free(f.p);
+
+    gguf_case_patch("version 1", GGUF_FIELD(at_version), 1, 4, PF_ERROR_UNSUPPORTED, "version 1");
+    gguf_case_patch("version 4", GGUF_FIELD(at_version), 4, 4, PF_ERROR_UNSUPPORTED, "version 4");
+    gguf_case_patch("big-endian", GGUF_FIELD(at_version), 3u << 24, 4, PF_ERROR_UNSUPPORTED, "little-endian");
+    gguf_case_patch("lying tensor count", GGUF_FIELD(at_num_tensors), (uint64_t)1 << 60, 8, PF_ERROR_FORMAT, "more than the file");
+    gguf_case_patch("lying key count", GGUF_FIELD(at_num_kvs), (uint64_t)1 << 40, 8, PF_ERROR_FORMAT, "more than the file");
+    gguf_case_patch("one tensor more", GGUF_FIELD(at_num_tensors), 3, 8, PF_ERROR_FORMAT, NULL);
+    gguf_case_patch("lying string length", GGUF_FIELD(at_arch_length), (uint64_t)1 << 40, 8, PF_ERROR_FORMAT, "past the end");
+    gguf_case_patch("unknown value type", GGUF_FIELD(at_alignment_type), 13, 4, PF_ERROR_FORMAT, "unknown value type 13");
+    gguf_case_patch("alignment of another type", GGUF_FIELD(at_alignment_type), 6, 4, PF_ERROR_FORMAT, "uint32");
+    gguf_case_patch("alignment 3", GGUF_FIELD(at_alignment), 3, 4, PF_ERROR_FORMAT, "power of two");
+    gguf_case_patch("alignment 0", GGUF_FIELD(at_alignment), 0, 4, PF_ERROR_FORMAT, "power of two");
+    gguf_case_patch("nested array", GGUF_FIELD(at_array_type), 9, 4, PF_ERROR_UNSUPPORTED, "arrays");
+    gguf_case_patch("array of an unknown type", GGUF_FIELD(at_array_type), 77, 4, PF_ERROR_FORMAT, "unknown value type 77");
+    gguf_case_patch("lying array count", GGUF_FIELD(at_array_count), (uint64_t)1 << 50, 8, PF_ERROR_FORMAT, "past the end");
+    gguf_case_patch("array count past its strings", GGUF_FIELD(at_array_count), 40, 8, PF_ERROR_FORMAT, NULL);
+    gguf_case_patch("boolean 2", GGUF_FIELD(at_bool), 2, 1, PF_ERROR_FORMAT, "boolean");
+    gguf_case_patch("5 dimensions", GGUF_FIELD(at_ndim), 5, 4, PF_ERROR_FORMAT, "5 dimensions");
+    gguf_case_patch("0 dimensions", GGUF_FIELD(at_ndim), 0, 4, PF_ERROR_FORMAT, "0 dimensions");
+    gguf_case_patch("a zero dimension", GGUF_FIELD(at_ne1), 0, 8, PF_ERROR_FORMAT, "zero or too large");
+    gguf_case_patch("a huge dimension", GGUF_FIELD(at_ne0), (uint64_t)1 << 62, 8, PF_ERROR_FORMAT, "zero or too large");
+    gguf_case_patch("tensor past the end", GGUF_FIELD(at_ne1), 6, 8, PF_ERROR_FORMAT, "past the end of the data");
+    gguf_case_patch("offset past the end", GGUF_FIELD(at_offset1), (uint64_t)1 << 40, 8, PF_ERROR_FORMAT, "past the end of the data");
+    gguf_case_patch("misaligned offset", GGUF_FIELD(at_offset1), 516, 8, PF_ERROR_FORMAT, "alignment");
+    gguf_case_patch("overlapping tensors", GGUF_FIELD(at_offset1), 256, 8, PF_ERROR_FORMAT, "overlap");
+    gguf_case_patch("unknown tensor type", GGUF_FIELD(at_type), 99, 4, PF_ERROR_FORMAT, "unknown type 99");
+    gguf_case_patch("a type we do not read", GGUF_FIELD(at_type), 13, 4, PF_ERROR_UNSUPPORTED, "Q5_K");
+    gguf_case_patch("rows off the block grid", GGUF_FIELD(at_type), 12, 4, PF_ERROR_FORMAT, "256-weight blocks");
+    { /* dimensions whose product overflows */
+        gguf_build(&f, "llama", 0, "output_norm.weight", NULL, NULL);
+        gf_patch(&f, f.at_ndim, 4, 4);
+        gguf_expect("4 dimensions read from the next fields", &f, PF_ERROR_FORMAT, NULL);
+        free(f.p);
+        gguf_build(&f, "llama", 0, "output_norm.weight", NULL, NULL);
+        gf_patch(&f, f.at_ne0, (uint64_t)1 << 40, 8);
+        gf_patch(&f, f.at_ne1, (uint64_t)1 << 40, 8);
+        gguf_expect("overflowing dimensions", &f, PF_ERROR_FORMAT, "too large");
+        free(f.p);
+    }
+    gguf_build(&f, "llama", 0, "token_embd.weight", NULL, NULL);
+    gguf_expect("duplicate tensor names", &f, PF_ERROR_FORMAT, "appears twice");
+    free(f.p);
+    gguf_build(&f, "llama", 0, "output_norm.weight", "general.flag", "x");
+    gguf_expect("duplicate keys", &f, PF_ERROR_FORMAT, "'general.flag' appears twice");
+    free(f.p);
+    gguf_build(&f, "mamba", 0, "output_norm.weight", NULL, NULL);
+    gguf_expect("another architecture", &f, PF_ERROR_UNSUPPORTED, "\"mamba\"");
+    free(f.p);
+    gguf_build(&f, "llama", 1, "output_norm.weight", "llama.expert_count", "8");
+    gguf_expect("a key that changes the math", &f, PF_ERROR_UNSUPPORTED, "'llama.expert_count'");
+    free(f.p);
+    gguf_build(&f, "llama", 1, "output_norm.weight", "llama.rope.scaling.type", "yarn");
+    gguf_expect("yarn rope scaling", &f, PF_ERROR_UNSUPPORTED, "\"yarn\"");
+    free(f.p);
+    gguf_build(&f, "llama", 1, "blk.0.ffn_gate_exps.weight", NULL, NULL);
+    gguf_expect("a tensor we do not know", &f, PF_ERROR_UNSUPPORTED, "'blk.0.ffn_gate_exps.weight'");
+    free(f.p);
+    gguf_build(&f, "llama", 1, "rope_freqs.weight", NULL, NULL);
+    gguf_expect("LLaMA 3's rope factors", &f, PF_ERROR_UNSUPPORTED, "LLaMA 3");
+    free(f.p);
+    gguf_build(&f, "llama", 1, "output_norm.weight", NULL, NULL);
+    gguf_expect("missing tensors", &f, PF_ERROR_FORMAT, "missing tensor 'model.layers.0.");
+    free(f.p);
+    gguf_build(&f, "llama", 1, "blk.1.attn_norm.weight", NULL, NULL);
+    gguf_expect("a layer past block_count", &f, PF_ERROR_UNSUPPORTED, "'blk.1.attn_norm.weight'");
+    free(f.p);
+    gguf_expect_tokenizer_kind("tokenizer.ggml.model", "bert!", PF_OK, "tokenizer.ggml.model \"bert!\" is not supported");
+    gguf_expect_tokenizer_kind("general.architecture", "mpt!!", PF_ERROR_UNSUPPORTED, "\"mpt!!\"");
+    unlink(gguf_path);
+    rmdir(dir);
+}
+
+void test_gguf(void) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/gguf/gguf_reference.txt", test_fixtures);
+    size_t size = 0;
+    char *data = test_read_file(path, &size);
+    int lines = 0;
+    CHECK_MSG(data != NULL, "%s: cannot read", path);
+    for (char *line = data; data && *line; lines++) {
+        char *next = strchr(line, '\n');
+        if (next) *next++ = 0;
+        gguf_check_reference_line(line);
+        if (!next) break;
+        line = next;
+    }
+    CHECK_MSG(lines == 6, "%s: %d fixtures", path, lines);
+    free(data);
+    gguf_check_same_as_safetensors();
+    gguf_check_tokenizer("gpt2-tiny", "gpt2-f32.gguf");
+    gguf_check_tokenizer("llama", "llama-f32.gguf");
+    gguf_check_requantized_blocks();
+    gguf_check_bad_files();
+}
