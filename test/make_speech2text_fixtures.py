@@ -24,6 +24,8 @@ tokenizer_config.json with do_upper_case and do_lower_case true, as facebook/s2t
                          16-bit path, the host subsampler included)
     speech.wav           the first waveform as 16-bit PCM; speech.txt: the text transformers' extractor,
                          generate() and batch_decode(skip_special_tokens=True) give for it
+    sentencepiece_non_ascii.model  a BPE like it with pieces beyond ASCII ("\u00e9"), for the refusal of
+                         do_upper_case there
     tokenizer.txt        tab-separated lines: "decode<TAB>ID,ID,...<TAB>TEXT" (decode(ids,
                          skip_special_tokens=True): every generation of reference.txt and a few more) and
                          "encode<TAB>TEXT<TAB>ID,ID,..." (tokenizer(text).input_ids)
@@ -115,6 +117,12 @@ def write_tokenizer(out_dir, vocab_size):
     sp = sentencepiece.SentencePieceProcessor(model_file=str(out_dir / "sentencepiece.bpe.model"))
     assert sp.get_piece_size() == vocab_size
     (out_dir / "vocab.json").write_text(json.dumps({sp.id_to_piece(i): i for i in range(vocab_size)}, indent=2))
+    model = io.BytesIO()  # pieces beyond ASCII, which the library's do_upper_case refuses
+    sentencepiece.SentencePieceTrainer.train(sentence_iterator=iter(CORPUS * 5 + ["un caf\u00e9 d\u00e9j\u00e0"] * 5),
+                                             model_writer=model, model_type="bpe", vocab_size=vocab_size, bos_id=0,
+                                             pad_id=1, eos_id=2, unk_id=3, character_coverage=1.0,
+                                             normalization_rule_name="identity", minloglevel=2)
+    (out_dir / "sentencepiece_non_ascii.model").write_bytes(model.getvalue())
     tokenizer = transformers.Speech2TextTokenizer(str(out_dir / "vocab.json"), str(out_dir / "sentencepiece.bpe.model"),
                                                   do_upper_case=True, do_lower_case=True)
     tokenizer.save_pretrained(out_dir)

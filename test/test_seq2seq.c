@@ -556,12 +556,16 @@ static void s2t_check_tokenizer(pf_model *m, const char *dir) {
 }
 
 /* tokenizer_config.json keys of Speech2TextTokenizer that are refused, by name: a copy of the
-   tokenizer's files with one key edited. */
+   tokenizer's files with one key edited, and with a SentencePiece model (model, else the
+   fixture's) whose pieces go beyond ASCII: do_upper_case refused there, loaded without it. */
 static void s2t_test_tokenizer_refusals(void) {
-    static const struct { const char *from, *to, *needle; pf_result want; } cases[] = {
-        {"\"lang_codes\": null", "\"lang_codes\": \"mustc\"", "lang_codes", PF_ERROR_UNSUPPORTED},
-        {"\"do_upper_case\": true", "\"do_upper_case\": \"yes\"", "do_upper_case", PF_ERROR_FORMAT},
-        {"\"do_lower_case\": true", "\"do_lower_case\": 1", "do_lower_case", PF_ERROR_FORMAT},
+    static const struct { const char *from, *to, *needle, *model; pf_result want; } cases[] = {
+        {"\"lang_codes\": null", "\"lang_codes\": \"mustc\"", "lang_codes", NULL, PF_ERROR_UNSUPPORTED},
+        {"\"do_upper_case\": true", "\"do_upper_case\": \"yes\"", "do_upper_case", NULL, PF_ERROR_FORMAT},
+        {"\"do_lower_case\": true", "\"do_lower_case\": 1", "do_lower_case", NULL, PF_ERROR_FORMAT},
+        {"\"do_upper_case\": true", "\"do_upper_case\": true", "do_upper_case", "sentencepiece_non_ascii.model",
+         PF_ERROR_UNSUPPORTED},
+        {"\"do_upper_case\": true", "\"do_upper_case\": false", "", "sentencepiece_non_ascii.model", PF_OK},
     };
     static const char *const files[] = {"vocab.json", "sentencepiece.bpe.model", "tokenizer_config.json"};
     char dir[1024], path[1100], tmp[] = "/tmp/pf_s2t_tok_XXXXXX", copy[1200], error[512];
@@ -574,7 +578,7 @@ static void s2t_test_tokenizer_refusals(void) {
         int ok = 1;
         for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
             size_t size = 0;
-            snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+            snprintf(path, sizeof path, "%s/%s", dir, i == 1 && cases[c].model ? cases[c].model : files[i]);
             snprintf(copy, sizeof copy, "%s/%s", tmp, files[i]);
             char *data = test_read_file(path, &size), *found = data && i == 2 ? strstr(data, cases[c].from) : NULL;
             char *edited = data ? (char *)calloc(1, size + 256) : NULL;
@@ -590,6 +594,7 @@ static void s2t_test_tokenizer_refusals(void) {
             free(data), free(edited);
         }
         pf_tokenizer *t = NULL;
+        error[0] = 0;
         pf_result r = ok ? pf_tokenizer_load(tmp, &t, error, sizeof error) : PF_ERROR_IO;
         CHECK_MSG(ok && r == cases[c].want && strstr(error, cases[c].needle), "speech2text tokenizer with %s: %d: %s",
                   cases[c].to, (int)r, ok ? error : "(no copy)");
