@@ -3382,7 +3382,7 @@ static void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, siz
    Anything else is PF_ERROR_UNSUPPORTED naming it; a malformed component PF_ERROR_FORMAT.
    vocab.json + merges.txt (+ tokenizer_config.json) load as transformers' GPT-2 tokenizer.
    Without tokenizer.json, tokenizer_config.json's tokenizer_class "ByT5Tokenizer" loads ByT5's
-   bytes (pf__tok_from_byt5); "MarianTokenizer" and "M2M100Tokenizer" load their SentencePiece
+   bytes (pf__tok_from_byt5); "MarianTokenizer", "M2M100Tokenizer" and "Speech2TextTokenizer" load their SentencePiece
    .model files (a bounds-checked protobuf reader), run as SentencePiece itself does (its
    normalizer, Unigram or BPE on the whole text between added tokens) with the pieces mapped
    through vocab.json (pf__tok_from_spm_files); the other classes transformers has in Python only
@@ -6350,6 +6350,7 @@ struct pf_tokenizer {
     int32_t *spm_ids;           /* [spm->num_pieces] */
     int spm_marian;             /* decode: a space after each special token, "▁" replaced (Marian) */
     int spm_cleanup;            /* decode: clean_up_tokenization_spaces */
+    int spm_upper;              /* decode: each SentencePiece run upper-cased (Speech2Text's do_upper_case) */
     /* in spm itself: */
     unsigned char *spm_types;   /* [num_pieces]: each piece's SentencePiece type */
     unsigned spm_flags;         /* PF__SPM_DUMMY_PREFIX | ... of its normalizer_spec */
@@ -7804,17 +7805,21 @@ static int pf__py_space(uint32_t cp) {
            (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
 }
 
-/* Marian's and M2M100's convert_tokens_to_string: the runs between special tokens decoded by
-   SentencePiece, each special token as it is (Marian: and a space); Marian then turns U+2581 into
-   spaces; the whole stripped as Python's str.strip(); clean_up_tokenization_spaces last. One token. */
+/* Marian's, M2M100's and Speech2Text's convert_tokens_to_string: the runs between special tokens
+   decoded by SentencePiece (Speech2Text's do_upper_case: upper-cased), each special token as it is
+   (Marian: and a space); Marian then turns U+2581 into spaces; the whole stripped as Python's
+   str.strip(); clean_up_tokenization_spaces last. One token. */
 static int pf__tok_dec_spm(const pf_tokenizer *t, const pf__tok_list *in, pf__tok_list *out) {
     pf__tok_buf *b = &out->text;
     size_t i, from = 0, lo = 0, hi, k;
     uint32_t cp;
     for (i = 0; i <= in->n; i++) {
         const unsigned char *s = i < in->n ? in->text.p + in->off[i] : NULL;
+        size_t run = b->len;
         if (i < in->n && !pf__tok_special_text(t, s, in->len[i])) continue;
         if (pf__spm_decode(t->spm, in, from, i, b)) return -1;
+        for (; t->spm_upper && run < b->len; run++)
+            if (b->p[run] >= 'a' && b->p[run] <= 'z') b->p[run] = (unsigned char)(b->p[run] - ('a' - 'A'));
         if (i < in->n && (pf__buf_put(b, s, in->len[i]) || (t->spm_marian && pf__buf_put(b, " ", 1)))) return -1;
         from = i + 1;
     }
@@ -9826,13 +9831,33 @@ static int32_t pf__spm_named_special(pf_tokenizer *t, const pf__json *config, co
     return id;
 }
 
-/* SentencePiece files mapped through vocab.json, as transformers' slow MarianTokenizer (m2m 0:
-   source.spm for the text and for decode, as transformers 5 decodes with a shared vocab; a leading
-   ">>xx<<" its own token) and M2M100Tokenizer (m2m 1: sentencepiece.bpe.model; "__src__ $A </s>";
-   its language codes addressable, special when the config lists them) read them. The pieces go
-   through vocab.json (unknown ones to unk), the model runs on the whole text between added tokens
-   as SentencePiece does, and decode is their convert_tokens_to_string. */
-static pf_result pf__tok_from_spm_files(pf_tokenizer *t, const char *dir, const pf__json *config, int m2m,
+enum { PF__SPM_FILES_MARIAN, PF__SPM_FILES_M2M100, PF__SPM_FILES_SPEECH2TEXT };
+
+/* Speech2TextTokenizer's do_upper_case turns each decoded run into Python's str.upper() of it,
+   done here for ASCII: 1 when a piece of the model (whose text is all decode gives) holds a code
+   point other than ASCII and those that Python leaves as they are through upper() (U+2581, the
+   unk surface's U+2047). */
+static int pf__spm_has_cased_non_ascii(const pf__spm_model *m) {
+    size_t i, k, n;
+    uint32_t cp;
+    for (i = 0; i < m->num_pieces; i++)
+        for (k = 0; k < m->pieces[i].len; k += n) {
+            n = pf__utf8_decode(m->pieces[i].s + k, m->pieces[i].len - k, &cp);
+            if (cp >= 0x80 && cp != 0x2581 && cp != 0x2047) return 1;
+        }
+    return 0;
+}
+
+/* SentencePiece files mapped through vocab.json, as transformers' slow MarianTokenizer (kind
+   PF__SPM_FILES_MARIAN: source.spm for the text and for decode, as transformers 5 decodes with a
+   shared vocab; a leading ">>xx<<" its own token), M2M100Tokenizer (PF__SPM_FILES_M2M100:
+   sentencepiece.bpe.model; "__src__ $A </s>"; its language codes addressable, special when the
+   config lists them) and Speech2TextTokenizer (PF__SPM_FILES_SPEECH2TEXT: sentencepiece.bpe.model;
+   "$A </s>"; do_upper_case upper-cases decode's text; do_lower_case changes nothing of the text in
+   transformers 5, nor here; lang_codes, the multilingual models' "<lang:xx>" prefix, refused) read
+   them. The pieces go through vocab.json (unknown ones to unk), the model runs on the whole text
+   between added tokens as SentencePiece does, and decode is their convert_tokens_to_string. */
+static pf_result pf__tok_from_spm_files(pf_tokenizer *t, const char *dir, const pf__json *config, int kind,
                                         const char *config_path, char *err, size_t err_size) {
     char path[4096];
     pf__json *vocab = NULL;
@@ -9845,14 +9870,28 @@ static pf_result pf__tok_from_spm_files(pf_tokenizer *t, const char *dir, const 
     pf__tok_norm *nm;
     const pf__json *list, *e;
     int32_t eos, next_id;
-    int oom = 0, bad = 0, cleanup = pf__tok_json_bool(config, "clean_up_tokenization_spaces", 0);
+    int oom = 0, bad = 0, cleanup = pf__tok_json_bool(config, "clean_up_tokenization_spaces", 0), upper = 0;
+    int m2m = kind == PF__SPM_FILES_M2M100, speech = kind == PF__SPM_FILES_SPEECH2TEXT;
     pf_result r;
     memset(&m, 0, sizeof m);
     if (cleanup < 0) {
         snprintf(err, err_size, "%s: clean_up_tokenization_spaces is not a boolean", config_path);
         return PF_ERROR_FORMAT;
     }
-    if (!m2m) {
+    if (speech) {
+        const pf__json *codes = pf__json_get(config, "lang_codes");
+        int lower = pf__tok_json_bool(config, "do_lower_case", 0);
+        upper = pf__tok_json_bool(config, "do_upper_case", 0);
+        if (upper < 0 || lower < 0) {
+            snprintf(err, err_size, "%s: %s is not a boolean", config_path, upper < 0 ? "do_upper_case" : "do_lower_case");
+            return PF_ERROR_FORMAT;
+        }
+        if (codes && codes->type != PF__JSON_NULL) {
+            snprintf(err, err_size, "%s: Speech2TextTokenizer with lang_codes (the multilingual models' <lang:xx> target "
+                     "language prefix) is not supported", config_path);
+            return PF_ERROR_UNSUPPORTED;
+        }
+    } else if (!m2m) {
         int separate = pf__tok_json_bool(config, "separate_vocabs", 0);
         if (separate) {
             snprintf(err, err_size, separate < 0 ? "%s: separate_vocabs is not a boolean" : "%s: MarianTokenizer with "
@@ -9888,7 +9927,7 @@ static pf_result pf__tok_from_spm_files(pf_tokenizer *t, const char *dir, const 
     }
     pf__spm_named_special(t, config, "eos_token", "</s>", &oom);
     pf__spm_named_special(t, config, "pad_token", "<pad>", &oom);
-    if (m2m) {
+    if (m2m || speech) {
         pf__spm_named_special(t, config, "bos_token", "<s>", &oom);
         pf__spm_named_special(t, config, "sep_token", "</s>", &oom);
     }
@@ -9928,11 +9967,18 @@ static pf_result pf__tok_from_spm_files(pf_tokenizer *t, const char *dir, const 
     }
 
     /* the SentencePiece model, its pieces' ids here */
-    if (pf__path_join(path, sizeof path, dir, m2m ? "sentencepiece.bpe.model" : "source.spm")) goto too_long;
+    if (pf__path_join(path, sizeof path, dir, kind == PF__SPM_FILES_MARIAN ? "source.spm" : "sentencepiece.bpe.model"))
+        goto too_long;
     if ((r = pf__read_file(path, PF__MAX_TEXT_FILE, &data, &len, err, err_size)) != PF_OK ||
         (r = pf__spm_parse((const unsigned char *)data, len, &m, path, err, err_size)) != PF_OK ||
         (r = pf__spm_build(&m, &t->spm, path, err, err_size)) != PF_OK)
         goto done;
+    if (upper && pf__spm_has_cased_non_ascii(&m)) {
+        snprintf(err, err_size, "%s: do_upper_case with pieces beyond ASCII is not supported (decode upper-cases ASCII "
+                 "letters only)", config_path);
+        r = PF_ERROR_UNSUPPORTED;
+        goto done;
+    }
     if (!(t->spm_ids = (int32_t *)malloc((m.num_pieces ? m.num_pieces : 1) * sizeof *t->spm_ids))) goto oom;
     for (i = 0; i < m.num_pieces; i++) t->spm_ids[i] = pf__tok_spm_lookup(t, m.pieces[i].s, m.pieces[i].len);
     if (!(nm = pf__tok_add_norm(t, PF__NORM_SPM))) goto oom;
@@ -9985,7 +10031,8 @@ static pf_result pf__tok_from_spm_files(pf_tokenizer *t, const char *dir, const 
         t->has_post = 1;
     }
     t->model = t->spm->model;
-    t->spm_marian = !m2m;
+    t->spm_marian = kind == PF__SPM_FILES_MARIAN;
+    t->spm_upper = upper;
     t->spm_cleanup = cleanup;
     t->has_decoder = 1;
     if (!pf__tok_add_dec(t, PF__DEC_SPM)) goto oom;
@@ -10172,9 +10219,12 @@ static pf_result pf__tokenizer_load_dir(const char *dir, pf_tokenizer **out, cha
                    !strcmp(cls->string, "ByT5Tokenizer")) {
             r = pf__tok_from_byt5(t, config, config_path, err, err_size);
         } else if (cls && cls->type == PF__JSON_STRING &&
-                   (!strcmp(cls->string, "MarianTokenizer") || !strcmp(cls->string, "M2M100Tokenizer"))) {
-            r = pf__tok_from_spm_files(t, dir, config, cls->string[0] == 'M' && cls->string[1] == '2', config_path, err,
-                                       err_size);
+                   (!strcmp(cls->string, "MarianTokenizer") || !strcmp(cls->string, "M2M100Tokenizer") ||
+                    !strcmp(cls->string, "Speech2TextTokenizer"))) {
+            r = pf__tok_from_spm_files(t, dir, config, !strcmp(cls->string, "MarianTokenizer") ? PF__SPM_FILES_MARIAN
+                                                       : !strcmp(cls->string, "M2M100Tokenizer") ? PF__SPM_FILES_M2M100
+                                                                                                 : PF__SPM_FILES_SPEECH2TEXT,
+                                       config_path, err, err_size);
         } else if (cls && cls->type == PF__JSON_STRING &&
                    (i = pf__tok_slow_index(cls->string)) < n_slow) {
             snprintf(err, err_size, "%s: %s has no tokenizer.json (transformers has no fast version of it) and is "

@@ -1,5 +1,5 @@
 /* transcribe: speech to text on N ranks, with a CTC model (Wav2Vec2ForCTC, HubertForCTC) or a
-   speech encoder-decoder (WhisperForConditionalGeneration).
+   speech encoder-decoder (WhisperForConditionalGeneration, Speech2TextForConditionalGeneration).
 
    build/transcribe MODEL_DIR SPEECH.wav [--gpus N] [--device cpu|cuda|auto] [-n MAX_NEW_TOKENS]
                     [--language CODE] [--task transcribe|translate]
@@ -7,8 +7,8 @@
    The WAV file holds mono PCM (16-bit integers or 32-bit floats) at the rate the model's feature
    extractor expects (preprocessor_config.json's sampling_rate, 16 kHz for these models: resample
    before, `sox in.wav -r 16000 -c 1 out.wav`). It goes through the feature extractor
-   (Wav2Vec2FeatureExtractor's normalisation, or WhisperFeatureExtractor's log-mel spectrogram of
-   the first chunk_length seconds), then the model: greedy CTC decoding (as
+   (Wav2Vec2FeatureExtractor's normalisation, WhisperFeatureExtractor's log-mel spectrogram of
+   the first chunk_length seconds, or Speech2TextFeatureExtractor's filter banks), then the model: greedy CTC decoding (as
    Wav2Vec2Processor.batch_decode), or generation with the model's generation_config.json (Whisper:
    its language and task prompt, or detection of the language where it names none; --language (and
    --task, transcribe by default) set them, as generate(language=..., task=...) does; -n: at most

@@ -7,7 +7,9 @@ different lengths.
 Run from the repository root: python3 test/make_speech2text_fixtures.py
 
 test/fixtures/speech2text-s2s/ holds config.json, generation_config.json, model.safetensors,
-preprocessor_config.json and
+preprocessor_config.json, a Speech2TextTokenizer (vocab.json and sentencepiece.bpe.model: a SentencePiece
+BPE trained here on a tiny corpus to the model's vocab_size, ids as fairseq's S2T models number them;
+tokenizer_config.json with do_upper_case and do_lower_case true, as facebook/s2t-small-librispeech-asr) and
     waveforms.bin        float32 LE: the two waveforms one after the other (lengths in reference.txt)
     fbank_features.bin   float32 LE [2][frames][mel]: the extractor's padded batch (zeros after the
                          shorter row's own frames)
@@ -20,6 +22,13 @@ preprocessor_config.json and
     model.bf16.safetensors, teacher_logits.bf16.bin: the checkpoint rounded to bfloat16, and the
                          logits transformers computes in float32 from those rounded weights (the
                          16-bit path, the host subsampler included)
+    speech.wav           the first waveform as 16-bit PCM; speech.txt: the text transformers' extractor,
+                         generate() and batch_decode(skip_special_tokens=True) give for it
+    sentencepiece_non_ascii.model  a BPE like it with pieces beyond ASCII ("\u00e9"), for the refusal of
+                         do_upper_case there
+    tokenizer.txt        tab-separated lines: "decode<TAB>ID,ID,...<TAB>TEXT" (decode(ids,
+                         skip_special_tokens=True): every generation of reference.txt and a few more) and
+                         "encode<TAB>TEXT<TAB>ID,ID,..." (tokenizer(text).input_ids)
 reference.txt lines:
     samples N0 N1              the waveforms' lengths
     feature_frames F0 F1       the extractor's frames of each (its attention mask's sums)
@@ -29,6 +38,9 @@ reference.txt lines:
                                (model.generate(input_features, attention_mask=..., **kwargs)), with
                                the decoder start token, up to the first eos
 """
+import io
+import json
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -83,6 +95,45 @@ def waveforms():
     t = np.arange(2650) / 16000.0
     short = 0.3 * np.sin(2 * np.pi * (200 + 2000 * t) * t) + 0.05 * rng.standard_normal(t.shape)
     return [long.astype(np.float32), short.astype(np.float32)]
+
+
+CORPUS = ["the cat sat on the mat", "a rat ran at the cat", "ten men ate a tart", "the mean hen sat near the tent",
+          "near the sea a seal ate", "rain ran on the tame hare", "the earth is neat", "an ant in the rain"]
+EXTRA_DECODES = [[0, 7, 25, 3, 27, 2], [47, 3, 50, 3, 53, 48], [1, 1, 9, 2, 21, 2], []]
+ENCODES = ["the cat sat", "near the sea a seal ate", "The Cat SAT", "zebra quiz", "ab<s>cd</s> the", "  the   rat  "]
+
+
+def write_tokenizer(out_dir, vocab_size):
+    """A SentencePiece BPE of vocab_size pieces, <s> <pad> </s> <unk> first (fairseq's S2T ids), its
+    vocab.json, and the Speech2TextTokenizer over them saved beside the model; the tokenizer as
+    AutoTokenizer loads it back."""
+    import sentencepiece
+    model = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(sentence_iterator=iter(CORPUS * 5), model_writer=model, model_type="bpe",
+                                             vocab_size=vocab_size, bos_id=0, pad_id=1, eos_id=2, unk_id=3,
+                                             character_coverage=1.0, normalization_rule_name="identity",
+                                             minloglevel=2)
+    (out_dir / "sentencepiece.bpe.model").write_bytes(model.getvalue())
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(out_dir / "sentencepiece.bpe.model"))
+    assert sp.get_piece_size() == vocab_size
+    (out_dir / "vocab.json").write_text(json.dumps({sp.id_to_piece(i): i for i in range(vocab_size)}, indent=2))
+    model = io.BytesIO()  # pieces beyond ASCII, which the library's do_upper_case refuses
+    sentencepiece.SentencePieceTrainer.train(sentence_iterator=iter(CORPUS * 5 + ["un caf\u00e9 d\u00e9j\u00e0"] * 5),
+                                             model_writer=model, model_type="bpe", vocab_size=vocab_size, bos_id=0,
+                                             pad_id=1, eos_id=2, unk_id=3, character_coverage=1.0,
+                                             normalization_rule_name="identity", minloglevel=2)
+    (out_dir / "sentencepiece_non_ascii.model").write_bytes(model.getvalue())
+    tokenizer = transformers.Speech2TextTokenizer(str(out_dir / "vocab.json"), str(out_dir / "sentencepiece.bpe.model"),
+                                                  do_upper_case=True, do_lower_case=True)
+    tokenizer.save_pretrained(out_dir)
+    return transformers.AutoTokenizer.from_pretrained(out_dir)
+
+
+def write_wav(path, pcm):
+    data = pcm.astype("<i2").tobytes()
+    header = b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVE"
+    header += b"fmt " + struct.pack("<IHHIIHH", 16, 1, 1, 16000, 32000, 2, 16)
+    path.write_bytes(header + b"data" + struct.pack("<I", len(data)) + data)
 
 
 def main():
@@ -145,6 +196,24 @@ def main():
         for name, _ in GENERATE_CASES:
             for r in cases[name]:
                 f.write("%s %s\n" % (name, ",".join(map(str, r))))
+
+    tokenizer = write_tokenizer(out_dir, config.vocab_size)
+    assert type(tokenizer).__name__ == "Speech2TextTokenizer", type(tokenizer)
+    pcm = np.clip(np.round(waves[0] * 32767), -32768, 32767).astype(np.int16)
+    write_wav(out_dir / "speech.wav", pcm)
+    one = extractor(pcm.astype(np.float32) / 32768.0, sampling_rate=16000, return_tensors="pt")
+    with torch.no_grad():
+        sequence = model.generate(one.input_features, attention_mask=one.attention_mask)
+    transcript = tokenizer.batch_decode(sequence, skip_special_tokens=True)[0]
+    assert len(transcript) > 4, "too short a transcript for a useful test: %r" % transcript
+    (out_dir / "speech.txt").write_text(transcript + "\n")
+    with open(out_dir / "tokenizer.txt", "w") as f:
+        for ids in [r for name, _ in GENERATE_CASES for r in cases[name]] + EXTRA_DECODES:
+            text = tokenizer.decode(ids, skip_special_tokens=True)
+            assert "\t" not in text and "\n" not in text
+            f.write("decode\t%s\t%s\n" % (",".join(map(str, ids)), text))
+        for text in ENCODES:
+            f.write("encode\t%s\t%s\n" % (text, ",".join(map(str, tokenizer(text).input_ids))))
     print(tuple(features.shape), feature_frames.tolist(), encoder_frames.tolist(), cases)
 
 

@@ -513,6 +513,121 @@ static void s2t_test_bad_calls(pf_model *m, const s2t_reference *ref, const floa
     pf_free(text);
 }
 
+/* Speech2TextTokenizer (vocab.json + sentencepiece.bpe.model, do_upper_case): tokenizer.txt's
+   decode(ids, skip_special_tokens=True) of every reference generation and a few more, and
+   tokenizer(text).input_ids. */
+static void s2t_check_tokenizer(pf_model *m, const char *dir) {
+    char path[1100], line[1024], text[1024];
+    pf_tokenizer *tokenizer = pf_model_tokenizer(m);
+    CHECK_MSG(tokenizer != NULL, "speech2text: no tokenizer loaded");
+    if (!tokenizer) return;
+    snprintf(path, sizeof path, "%s/tokenizer.txt", dir);
+    FILE *f = fopen(path, "r");
+    CHECK_MSG(f != NULL, "opening %s", path);
+    int decodes = 0, encodes = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        char *first = strchr(line, '\t'), *second = first ? strchr(first + 1, '\t') : NULL;
+        if (!second) continue;
+        *first = *second = 0;
+        int values[TEST_MAX_IDS], n;
+        int32_t ids[TEST_MAX_IDS], kept = 0;
+        size_t length = 0;
+        if (!strcmp(line, "decode")) {
+            n = *(first + 1) ? test_parse_ids(first + 1, values, TEST_MAX_IDS) : 0;
+            for (int i = 0; i < n; i++)
+                if (!pf_tokenizer_is_special(tokenizer, values[i])) ids[kept++] = values[i];
+            pf_result r = pf_detokenize(tokenizer, ids, (size_t)kept, text, sizeof text - 1, &length);
+            if (r == PF_OK) text[length] = 0;
+            CHECK_MSG(n >= 0 && r == PF_OK && !strcmp(text, second + 1), "speech2text decode %s: %d \"%s\" (want \"%s\")",
+                      first + 1, (int)r, r == PF_OK ? text : "", second + 1);
+            decodes++;
+        } else if (!strcmp(line, "encode")) {
+            n = test_parse_ids(second + 1, values, TEST_MAX_IDS);
+            pf_result r = pf_tokenize_special(tokenizer, first + 1, strlen(first + 1), ids, TEST_MAX_IDS, &length);
+            int same = r == PF_OK && n > 0 && length == (size_t)n;
+            for (int i = 0; same && i < n; i++) same = ids[i] == values[i];
+            CHECK_MSG(same, "speech2text encode \"%s\": %d, %zu ids (want %s)", first + 1, (int)r, length, second + 1);
+            encodes++;
+        }
+    }
+    if (f) fclose(f);
+    CHECK_MSG(decodes >= 8 && encodes >= 3, "%s: %d decode and %d encode cases", path, decodes, encodes);
+}
+
+/* tokenizer_config.json keys of Speech2TextTokenizer that are refused, by name: a copy of the
+   tokenizer's files with one key edited, and with a SentencePiece model (model, else the
+   fixture's) whose pieces go beyond ASCII: do_upper_case refused there, loaded without it. */
+static void s2t_test_tokenizer_refusals(void) {
+    static const struct { const char *from, *to, *needle, *model; pf_result want; } cases[] = {
+        {"\"lang_codes\": null", "\"lang_codes\": \"mustc\"", "lang_codes", NULL, PF_ERROR_UNSUPPORTED},
+        {"\"do_upper_case\": true", "\"do_upper_case\": \"yes\"", "do_upper_case", NULL, PF_ERROR_FORMAT},
+        {"\"do_lower_case\": true", "\"do_lower_case\": 1", "do_lower_case", NULL, PF_ERROR_FORMAT},
+        {"\"do_upper_case\": true", "\"do_upper_case\": true", "do_upper_case", "sentencepiece_non_ascii.model",
+         PF_ERROR_UNSUPPORTED},
+        {"\"do_upper_case\": true", "\"do_upper_case\": false", "", "sentencepiece_non_ascii.model", PF_OK},
+    };
+    static const char *const files[] = {"vocab.json", "sentencepiece.bpe.model", "tokenizer_config.json"};
+    char dir[1024], path[1100], tmp[] = "/tmp/pf_s2t_tok_XXXXXX", copy[1200], error[512];
+    snprintf(dir, sizeof dir, "%s/speech2text-s2s", test_fixtures);
+    if (!mkdtemp(tmp)) {
+        CHECK_MSG(0, "mkdtemp");
+        return;
+    }
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int ok = 1;
+        for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+            size_t size = 0;
+            snprintf(path, sizeof path, "%s/%s", dir, i == 1 && cases[c].model ? cases[c].model : files[i]);
+            snprintf(copy, sizeof copy, "%s/%s", tmp, files[i]);
+            char *data = test_read_file(path, &size), *found = data && i == 2 ? strstr(data, cases[c].from) : NULL;
+            char *edited = data ? (char *)calloc(1, size + 256) : NULL;
+            if (i == 2 && found && edited) {
+                memcpy(edited, data, (size_t)(found - data));
+                snprintf(edited + (found - data), size + 256 - (size_t)(found - data), "%s%s", cases[c].to,
+                         found + strlen(cases[c].from));
+                size = strlen(edited);
+            } else if (edited && data) {
+                memcpy(edited, data, size);
+            }
+            ok &= edited && (i != 2 || found) && test_write_file(copy, edited, size) == 0;
+            free(data), free(edited);
+        }
+        pf_tokenizer *t = NULL;
+        error[0] = 0;
+        pf_result r = ok ? pf_tokenizer_load(tmp, &t, error, sizeof error) : PF_ERROR_IO;
+        CHECK_MSG(ok && r == cases[c].want && strstr(error, cases[c].needle), "speech2text tokenizer with %s: %d: %s",
+                  cases[c].to, (int)r, ok ? error : "(no copy)");
+        pf_tokenizer_free(t);
+    }
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(copy, sizeof copy, "%s/%s", tmp, files[i]);
+        unlink(copy);
+    }
+    rmdir(tmp);
+}
+
+/* build/transcribe end to end with Speech2Text: speech.wav through the model's
+   Speech2TextFeatureExtractor, the model on 2 ranks with its generation_config.json, the text of
+   its tokenizer: what transformers' extractor, generate() and batch_decode give (speech.txt). */
+static void s2t_check_transcribe_cli(const char *dir) {
+    char binary[1024], command[4096], out[4096], path[1100];
+    const char *slash = strrchr(test_generate_binary, '/');
+    snprintf(binary, sizeof binary, "%.*stranscribe", slash ? (int)(slash - test_generate_binary + 1) : 0,
+             test_generate_binary);
+    snprintf(command, sizeof command, "%s %s %s/speech.wav --device cpu --gpus 2 2>&1", binary, dir, dir);
+    FILE *p = popen(command, "r");
+    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = 0;
+    int status = p ? pclose(p) : -1;
+    snprintf(path, sizeof path, "%s/speech.txt", dir);
+    size_t size = 0;
+    char *want = test_read_file(path, &size);
+    CHECK_MSG(status == 0 && want && strlen(want) > 4 && !strcmp(out, want), "speech2text: transcribe printed \"%s\" "
+              "(want \"%s\")", out, want ? want : "?");
+    free(want);
+}
+
 static void test_speech2text(void) {
     char dir[1024], path[1100];
     s2t_reference ref;
@@ -555,9 +670,12 @@ static void test_speech2text(void) {
         if (cr == PF_OK) s2t_check_outputs(m, "speech2text after pf_to_cpu", dir, &ref, features);
         s2t_check_waveforms(m, dir, &ref);
         s2t_test_bad_calls(m, &ref, features);
+        s2t_check_tokenizer(m, dir);
     }
     pf_free(m);
     s2t_test_refusals();
+    s2t_test_tokenizer_refusals();
+    s2t_check_transcribe_cli(dir);
     free(padded);
 }
 
