@@ -46,6 +46,11 @@ typedef struct test_reference {
 int test_read_reference(const char *model_dir, test_reference *ref);
 /* A whole file, with a NUL after its size bytes; NULL on failure. The caller frees it. */
 char *test_read_file(const char *path, size_t *size);
+/* The path of an example program beside build/generate (test_generate_binary), e.g. "transcribe". */
+void test_example_path(const char *name, char *path, size_t size);
+/* Runs a shell command, returning its exit status (-1 if it did not exit) and all it printed to
+   stdout (add 2>&1 for stderr too), cut to size. */
+int test_run_output(const char *command, char *out, size_t size);
 int test_write_file(const char *path, const void *data, size_t size); /* 0 on success */
 /* A whole little-endian float32 file; NULL on failure. The caller frees it. */
 float *test_read_floats(const char *path, size_t *count);

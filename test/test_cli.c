@@ -23,19 +23,6 @@ static int run(const char *command, char *last_line, size_t cap) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/* Runs a shell command, returning its exit status and all it printed to stdout (add 2>&1 for
-   stderr too), cut to cap. */
-static int run_output(const char *command, char *out, size_t cap) {
-    FILE *p = popen(command, "r");
-    size_t n = 0, got;
-    if (!p) return -1;
-    while (n + 1 < cap && (got = fread(out + n, 1, cap - 1 - n, p)) > 0) n += got;
-    out[n] = 0;
-    char rest[256];
-    while (fread(rest, 1, sizeof rest, p) > 0) {} /* the command must not die of a closed pipe */
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 /* The CLI explains itself: --help has a line for every option, --version says the library's,
    and a wrong flag or value is named with what is allowed (exit status 2). */
@@ -48,14 +35,14 @@ static void check_cli_help(const char *dir) {
                                           "--version"};
     char command[2048], out[16384];
     snprintf(command, sizeof command, "%s --help", test_generate_binary);
-    CHECK(run_output(command, out, sizeof out) == 0);
+    CHECK(test_run_output(command, out, sizeof out) == 0);
     for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) { /* "  -n, --max-new-tokens N  ...", "      --ids ..." */
         char line_start[64];
         snprintf(line_start, sizeof line_start, options[i][1] == '-' ? "\n      %s " : "\n  %s ", options[i]);
         CHECK_MSG(strstr(out, line_start), "--help has no line for %s", options[i]);
     }
     snprintf(command, sizeof command, "%s --version", test_generate_binary);
-    CHECK(run_output(command, out, sizeof out) == 0);
+    CHECK(test_run_output(command, out, sizeof out) == 0);
     CHECK_MSG(strstr(out, pf_version_string()) != NULL, "--version printed \"%s\"", out);
 
     static const struct {
@@ -76,15 +63,15 @@ static void check_cli_help(const char *dir) {
     };
     for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
         snprintf(command, sizeof command, "%s %s %s 2>&1", test_generate_binary, dir, wrong[i].arguments);
-        int status = run_output(command, out, sizeof out);
+        int status = test_run_output(command, out, sizeof out);
         CHECK_MSG(status == 2 && strstr(out, wrong[i].said[0]) && strstr(out, wrong[i].said[1]),
                   "generate %s: exit %d, said \"%s\"", wrong[i].arguments, status, out);
     }
     snprintf(command, sizeof command, "%s 2>&1", test_generate_binary);
-    CHECK(run_output(command, out, sizeof out) == 2 && strstr(out, "MODEL_DIR"));
+    CHECK(test_run_output(command, out, sizeof out) == 2 && strstr(out, "MODEL_DIR"));
     /* a policy that cannot be registered stops it before the model is read */
     snprintf(command, sizeof command, "%s %s --ids 1 --policy /nonexistent/policy.json 2>&1", test_generate_binary, dir);
-    CHECK_MSG(run_output(command, out, sizeof out) == 1 && strstr(out, "/nonexistent/policy.json"), "--policy: \"%s\"", out);
+    CHECK_MSG(test_run_output(command, out, sizeof out) == 1 && strstr(out, "/nonexistent/policy.json"), "--policy: \"%s\"", out);
 }
 
 /* What it prints: --temperature 0 is greedy; special tokens only with --special; a fresh seed
@@ -97,7 +84,7 @@ static void check_cli_output(const char *dir, const test_reference *ref) {
 
     snprintf(command, sizeof command, "%s %s --ids %s -n %d --sample --temperature 0", test_generate_binary, dir, ids,
              ref->max_new_tokens);
-    CHECK(run_output(command, out, sizeof out) == 0);
+    CHECK(test_run_output(command, out, sizeof out) == 0);
     CHECK_MSG(!strcmp(out, greedy) || (!strncmp(out, greedy, strlen(greedy)) && !strcmp(out + strlen(greedy), "\n")),
               "--temperature 0 printed \"%s\", not the greedy ids %s", out, greedy);
 
@@ -108,7 +95,7 @@ static void check_cli_output(const char *dir, const test_reference *ref) {
     FILE *f = fopen(batch_path, "w");
     if (f) fprintf(f, "%s\n", ref->prompt_text), fclose(f);
     snprintf(command, sizeof command, "%s %s --ids %s -n 60", test_generate_binary, dir, ids);
-    CHECK(run_output(command, out, sizeof out) == 0);
+    CHECK(test_run_output(command, out, sizeof out) == 0);
     CHECK_MSG(strlen(out) > 5 && !strcmp(out + strlen(out) - 5, ",499\n"), "greedy -n 60 no longer ends with eos: %s", out);
     for (int special = 0; special <= 1; special++)
         for (int batch_file = 0; batch_file <= 1; batch_file++) {
@@ -118,7 +105,7 @@ static void check_cli_output(const char *dir, const test_reference *ref) {
             else
                 snprintf(command, sizeof command, "%s %s -n 60 '%s'%s", test_generate_binary, dir, ref->prompt_text,
                          special ? " --special" : "");
-            CHECK(run_output(command, out, sizeof out) == 0);
+            CHECK(test_run_output(command, out, sizeof out) == 0);
             CHECK_MSG(!strstr(out, "<|endoftext|>") == !special, "%s printed \"%s\"", command, out);
         }
     remove(batch_path);
@@ -128,7 +115,7 @@ static void check_cli_output(const char *dir, const test_reference *ref) {
     char sampled[2][1024];
     for (int i = 0; i < 2; i++) {
         snprintf(command, sizeof command, "%s %s --ids %s -n 8 --sample -v 2>&1", test_generate_binary, dir, ids);
-        CHECK(run_output(command, out, sizeof out) == 0);
+        CHECK(test_run_output(command, out, sizeof out) == 0);
         const char *seed = strstr(out, "seed ");
         CHECK_MSG(seed && sscanf(seed, "seed %llu", &seeds[i]) == 1, "-v printed no seed: %s", out);
         const char *last = strrchr(out, '\n'), *line = out; /* the ids: the only line of digits and commas */
@@ -139,21 +126,21 @@ static void check_cli_output(const char *dir, const test_reference *ref) {
     }
     CHECK_MSG(seeds[0] != seeds[1], "two runs sampled with the same seed %llu", seeds[0]);
     snprintf(command, sizeof command, "%s %s --ids %s -n 8 --sample --seed %llu", test_generate_binary, dir, ids, seeds[1]);
-    CHECK(run_output(command, out, sizeof out) == 0);
+    CHECK(test_run_output(command, out, sizeof out) == 0);
     CHECK_MSG(sampled[1][0] && !strncmp(out, sampled[1], strlen(sampled[1])), "--seed %llu printed %s; -v's run printed %s",
               seeds[1], out, sampled[1]);
 
     /* Prompt id 2's greedy continuation meets no eos before the 64 positions end. */
     snprintf(command, sizeof command, "%s %s --ids 2 -n 70 2>&1", test_generate_binary, dir);
-    CHECK(run_output(command, out, sizeof out) == 0);
+    CHECK(test_run_output(command, out, sizeof out) == 0);
     CHECK_MSG(strstr(out, "context length cut the generation short: 63 tokens"), "-n 70 after 1 token of 64: %s", out);
     snprintf(command, sizeof command, "%s %s --ids 2 -n 63 2>&1", test_generate_binary, dir);
-    CHECK(run_output(command, out, sizeof out) == 0);
+    CHECK(test_run_output(command, out, sizeof out) == 0);
     CHECK_MSG(!strstr(out, "context"), "-n 63 after 1 token of 64: %s", out);
 
     snprintf(command, sizeof command, "%s %s -n 4 --gpus 2 --dtype bf16 -v '%s' 2>&1 >/dev/null", test_generate_binary, dir,
              ref->prompt_text);
-    CHECK(run_output(command, out, sizeof out) == 0);
+    CHECK(test_run_output(command, out, sizeof out) == 0);
     CHECK_MSG(strstr(out, "cpu backend, 2 ranks, bf16 weights: 4 new tokens in ") && strstr(out, " tokens/s") &&
                   strstr(out, "(MiB)") && strstr(out, "\n0 ") && strstr(out, "\n1 ") && !strstr(out, "\n2 ") &&
                   !strstr(out, "seed"),
@@ -221,7 +208,7 @@ static void check_build_info(void) {
 static int run_with_prompt_file(const char *dir, const char *prompt_file, const char *extra, char *out, size_t cap) {
     char command[2048];
     snprintf(command, sizeof command, "p=\"$(cat %s; printf x)\"; %s %s %s \"${p%%x}\"", prompt_file, test_generate_binary, dir, extra);
-    return run_output(command, out, cap);
+    return test_run_output(command, out, cap);
 }
 
 /* --chat and -i put the prompt through the model's chat template (gpt2-tiny-chat's, a short one): the
@@ -234,7 +221,7 @@ static void check_cli_chat(void) {
     snprintf(file, sizeof file, "/tmp/pf_cli_chat_%d.txt", (int)getpid());
 
     snprintf(command, sizeof command, "%s %s -n 3 --chat --system 'Be brief.' Hi", test_generate_binary, dir);
-    CHECK(run_output(command, reply1, sizeof reply1) == 0);
+    CHECK(test_run_output(command, reply1, sizeof reply1) == 0);
     size_t len1 = strlen(reply1);
     CHECK_MSG(len1 > 0 && reply1[len1 - 1] == '\n', "--chat printed \"%s\"", reply1);
     CHECK(test_write_file(file, turn1, strlen(turn1)) == 0);
@@ -245,7 +232,7 @@ static void check_cli_chat(void) {
     /* -i: two turns; the second prompt is the conversation with the first reply */
     snprintf(command, sizeof command, "printf 'Hi\\nOk\\n' | %s %s -n 3 -i --system 'Be brief.'", test_generate_binary, dir);
     char both[8192];
-    CHECK(run_output(command, both, sizeof both) == 0);
+    CHECK(test_run_output(command, both, sizeof both) == 0);
     CHECK_MSG(!strncmp(both, reply1, len1), "-i's first reply \"%s\" is not --chat's \"%s\"", both, reply1);
     snprintf(reply2, sizeof reply2, "%s", strncmp(both, reply1, len1) ? "" : both + len1);
     char turn2[4096];
@@ -258,13 +245,13 @@ static void check_cli_chat(void) {
 
     /* a model without a template, and options that do not go together */
     snprintf(command, sizeof command, "%s %s/gpt2-tiny --chat Hi 2>&1", test_generate_binary, test_fixtures);
-    CHECK(run_output(command, plain, sizeof plain) == 1 && strstr(plain, "no chat template"));
+    CHECK(test_run_output(command, plain, sizeof plain) == 1 && strstr(plain, "no chat template"));
     snprintf(command, sizeof command, "%s %s -i Hi 2>&1", test_generate_binary, dir);
-    CHECK(run_output(command, plain, sizeof plain) == 2 && strstr(plain, "-i reads the prompts from stdin"));
+    CHECK(test_run_output(command, plain, sizeof plain) == 2 && strstr(plain, "-i reads the prompts from stdin"));
     snprintf(command, sizeof command, "%s %s --system x Hi 2>&1", test_generate_binary, dir);
-    CHECK(run_output(command, plain, sizeof plain) == 2 && strstr(plain, "--system goes with --chat"));
+    CHECK(test_run_output(command, plain, sizeof plain) == 2 && strstr(plain, "--system goes with --chat"));
     snprintf(command, sizeof command, "%s %s --chat --ids 1,2 2>&1", test_generate_binary, dir);
-    CHECK(run_output(command, plain, sizeof plain) == 2 && strstr(plain, "--chat takes a text PROMPT"));
+    CHECK(test_run_output(command, plain, sizeof plain) == 2 && strstr(plain, "--chat takes a text PROMPT"));
 }
 
 void test_cli(void) {

@@ -173,8 +173,7 @@ static void test_embed_poolings(void) {
    pooling; a bad flag is named. */
 static void test_embed_cli(void) {
     char embed[1024], dir[1024], ids_path[] = "/tmp/pf_embed_XXXXXX", raw[64], command[4096];
-    const char *slash = strrchr(test_generate_binary, '/');
-    snprintf(embed, sizeof embed, "%.*sembed", slash ? (int)(slash - test_generate_binary + 1) : 0, test_generate_binary);
+    test_example_path("embed", embed, sizeof embed);
     snprintf(dir, sizeof dir, "%s/bert", test_fixtures);
     test_encoder_reference ref;
     int fd = mkstemp(ids_path);
@@ -206,11 +205,8 @@ static void test_embed_cli(void) {
     }
     free(got), free(want);
     snprintf(command, sizeof command, "%s %s --pooling median x 2>&1", embed, dir);
-    FILE *p = popen(command, "r");
-    char out[512] = "";
-    size_t len = p ? fread(out, 1, sizeof out - 1, p) : 0;
-    out[len] = 0;
-    int status = p ? pclose(p) : -1;
+    char out[512];
+    int status = test_run_output(command, out, sizeof out);
     CHECK_MSG(status != 0 && strstr(out, "--pooling") && strstr(out, "median"), "embed CLI: bad pooling: %s", out);
     unlink(ids_path);
     unlink(raw);
@@ -460,15 +456,10 @@ static void test_audio_refusals(void) {
    (speech.txt); a file that is not a WAV, and one cut after its header, are clear errors. */
 static void test_transcribe_cli(void) {
     char binary[1024], command[4096], out[4096], path[1100];
-    const char *slash = strrchr(test_generate_binary, '/');
-    snprintf(binary, sizeof binary, "%.*stranscribe", slash ? (int)(slash - test_generate_binary + 1) : 0,
-             test_generate_binary);
+    test_example_path("transcribe", binary, sizeof binary);
     snprintf(command, sizeof command, "%s %s/wav2vec2-ctc %s/wav2vec2-ctc/speech.wav --device cpu --gpus 2 2>&1", binary,
              test_fixtures, test_fixtures);
-    FILE *p = popen(command, "r");
-    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
-    out[n] = 0;
-    int status = p ? pclose(p) : -1;
+    int status = test_run_output(command, out, sizeof out);
     snprintf(path, sizeof path, "%s/wav2vec2-ctc/speech.txt", test_fixtures);
     size_t size = 0;
     char *want = test_read_file(path, &size);
@@ -476,12 +467,8 @@ static void test_transcribe_cli(void) {
     free(want);
     snprintf(command, sizeof command, "%s %s/wav2vec2-ctc %s/wav2vec2-ctc/config.json --device cpu 2>&1", binary, test_fixtures,
              test_fixtures);
-    p = popen(command, "r");
-    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
-    out[n] = 0;
-    status = p ? pclose(p) : -1;
-    CHECK_MSG(WEXITSTATUS(status) == 1 && strstr(out, "not a RIFF/WAVE"), "transcribe on a JSON file: %d, \"%s\"",
-              WEXITSTATUS(status), out);
+    status = test_run_output(command, out, sizeof out);
+    CHECK_MSG(status == 1 && strstr(out, "not a RIFF/WAVE"), "transcribe on a JSON file: %d, \"%s\"", status, out);
     char cut[] = "/tmp/pf_transcribe_XXXXXX";
     int fd = mkstemp(cut);
     snprintf(path, sizeof path, "%s/wav2vec2-ctc/speech.wav", test_fixtures);
@@ -489,12 +476,8 @@ static void test_transcribe_cli(void) {
     if (fd >= 0 && wav && size > 44) {
         CHECK(write(fd, wav, 44) == 44); /* the header alone: a data chunk that claims samples it lacks */
         snprintf(command, sizeof command, "%s %s/wav2vec2-ctc %s --device cpu 2>&1", binary, test_fixtures, cut);
-        p = popen(command, "r");
-        n = p ? fread(out, 1, sizeof out - 1, p) : 0;
-        out[n] = 0;
-        status = p ? pclose(p) : -1;
-        CHECK_MSG(WEXITSTATUS(status) == 1 && strstr(out, "no samples"), "transcribe on a WAV header: %d, \"%s\"",
-                  WEXITSTATUS(status), out);
+        status = test_run_output(command, out, sizeof out);
+        CHECK_MSG(status == 1 && strstr(out, "no samples"), "transcribe on a WAV header: %d, \"%s\"", status, out);
     }
     if (fd >= 0) close(fd), unlink(cut);
     free(wav);
@@ -806,15 +789,10 @@ static void test_clip_variants(void) {
    Python); a file that is not a PPM is a clear error. */
 static void test_classify_cli(void) {
     char binary[1024], command[4096], out[1024];
-    const char *slash = strrchr(test_generate_binary, '/');
-    snprintf(binary, sizeof binary, "%.*sclassify_image", slash ? (int)(slash - test_generate_binary + 1) : 0,
-             test_generate_binary);
+    test_example_path("classify_image", binary, sizeof binary);
     snprintf(command, sizeof command, "%s %s/vit-cls %s/vit-cls/image.ppm --device cpu --gpus 2 --logits 2>&1", binary,
              test_fixtures, test_fixtures);
-    FILE *p = popen(command, "r");
-    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
-    out[n] = 0;
-    int status = p ? pclose(p) : -1;
+    int status = test_run_output(command, out, sizeof out);
     char path[1100];
     snprintf(path, sizeof path, "%s/vit-cls/image.txt", test_fixtures);
     size_t size = 0;

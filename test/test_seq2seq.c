@@ -187,10 +187,7 @@ static void test_text_fixture(const char *name) {
         strcat(want, "\n");
     }
     snprintf(command, sizeof command, "%s %s -n 12 --device cpu --gpus 2 --batch-file %s", test_generate_binary, dir, batch_path);
-    FILE *p = popen(command, "r");
-    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
-    out[n] = 0;
-    int status = p ? pclose(p) : -1;
+    int status = test_run_output(command, out, sizeof out);
     CHECK_MSG(status == 0 && !strcmp(out, want), "%s: build/generate printed \"%s\", want \"%s\"", name, out, want);
     unlink(batch_path);
 }
@@ -612,14 +609,9 @@ static void s2t_test_tokenizer_refusals(void) {
    its tokenizer: what transformers' extractor, generate() and batch_decode give (speech.txt). */
 static void s2t_check_transcribe_cli(const char *dir) {
     char binary[1024], command[4096], out[4096], path[1100];
-    const char *slash = strrchr(test_generate_binary, '/');
-    snprintf(binary, sizeof binary, "%.*stranscribe", slash ? (int)(slash - test_generate_binary + 1) : 0,
-             test_generate_binary);
+    test_example_path("transcribe", binary, sizeof binary);
     snprintf(command, sizeof command, "%s %s %s/speech.wav --device cpu --gpus 2 2>&1", binary, dir, dir);
-    FILE *p = popen(command, "r");
-    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
-    out[n] = 0;
-    int status = p ? pclose(p) : -1;
+    int status = test_run_output(command, out, sizeof out);
     snprintf(path, sizeof path, "%s/speech.txt", dir);
     size_t size = 0;
     char *want = test_read_file(path, &size);

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "test.h"
 
@@ -341,4 +342,22 @@ void test_gen_cases_with_model_defaults(const pf_model *m, test_gen_case *cases,
         if (!o->begin_suppress_tokens)
             o->begin_suppress_tokens = d.begin_suppress_tokens, o->num_begin_suppress_tokens = d.num_begin_suppress_tokens;
     }
+}
+
+void test_example_path(const char *name, char *path, size_t size) {
+    const char *slash = strrchr(test_generate_binary, '/');
+    snprintf(path, size, "%.*s%s", slash ? (int)(slash - test_generate_binary + 1) : 0, test_generate_binary, name);
+}
+
+int test_run_output(const char *command, char *out, size_t size) {
+    FILE *p = popen(command, "r");
+    size_t n = 0, got;
+    out[0] = 0;
+    if (!p) return -1;
+    while (n + 1 < size && (got = fread(out + n, 1, size - 1 - n, p)) > 0) n += got;
+    out[n] = 0;
+    char rest[256];
+    while (fread(rest, 1, sizeof rest, p) > 0) {} /* the command must not die of a closed pipe */
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
