@@ -20026,8 +20026,9 @@ static pf_result pf__check_generate_options(pf_model *m, const pf_generate_optio
         bad = "encoder_no_repeat_ngram_size needs an encoder-decoder";
     else if (o->early_stopping < PF_EARLY_STOPPING_HEURISTIC || o->early_stopping > PF_EARLY_STOPPING_NEVER) bad = "unknown early_stopping";
     else if (o->stream && o->num_beams > 1) bad = "streaming needs greedy search or sampling, not beam search";
-    else if (o->return_timestamps && m->config.timestamp_begin <= 0)
-        bad = "return_timestamps needs a Whisper model whose generation config names no_timestamps_token_id";
+    else if (o->return_timestamps && (m->config.timestamp_begin <= 0 || m->config.timestamp_begin >= m->config.vocab_size))
+        bad = "return_timestamps needs a Whisper model with timestamp tokens (the ids after its generation config's "
+              "no_timestamps_token_id)";
     else if (o->return_timestamps && (o->num_beams > 1 || o->do_sample))
         bad = "return_timestamps is supported with greedy search only (not beam search or sampling)";
     else if (o->num_eos_token_ids < 0 || (o->num_eos_token_ids > 0 && !o->eos_token_ids)) bad = "eos_token_ids and their count disagree";

@@ -39,7 +39,8 @@ timestamps in pairs and ends a segment, with these lengths; token embeddings of 
                        (_detect_timestamp_from_logprob False): it differs, so the rule is exercised
     speech.wav         the second waveform as 32-bit float; speech_timestamps.txt: transformers'
                        decode(generate(..., return_timestamps=True)[0], decode_with_timestamps=True,
-                       skip_special_tokens=True) of it
+                       skip_special_tokens=True) of it; speech.txt: batch_decode(..., skip_special_tokens=True)
+                       of the same tokens (the timestamps left out)
 """
 import copy
 import json
@@ -178,6 +179,7 @@ def make_timestamp_fixtures(features, samples, extractor):
         one = extractor(samples[1], sampling_rate=16000, return_tensors="pt").input_features
         sequence = model.generate(one, max_new_tokens=TS_NEW_TOKENS, return_timestamps=True)
         text = tokenizer.decode(sequence[0], decode_with_timestamps=True, skip_special_tokens=True)
+        plain_text = tokenizer.batch_decode(sequence, skip_special_tokens=True)[0]
     is_stamp = [[t >= begin for t in r] for r in stamped]
     assert sum(map(sum, is_stamp)) >= 4, "too few timestamps for a useful test"
     assert any(s[i] and s[i + 1] for s in is_stamp for i in range(len(s) - 1)), "no pair of timestamps"
@@ -186,6 +188,7 @@ def make_timestamp_fixtures(features, samples, extractor):
     (out / "no_rule.txt").write_text("".join(ids_line(r) for r in no_rule))
     write_wav_float(out / "speech.wav", samples[1])
     (out / "speech_timestamps.txt").write_text(text + "\n")
+    (out / "speech.txt").write_text(plain_text + "\n")
     print("timestamps", stamped, "no rule", no_rule, "text", repr(text))
 
 

@@ -444,6 +444,12 @@ static void check_generation_configs(const float *const *rows) {
     m = load_variant("return_timestamps true", dir, PF_OK, NULL);
     o = pf_model_generate_options(m);
     CHECK_MSG(m && o.return_timestamps == 1 && o.decoder_prompt_length == 4, "return_timestamps %d", o.return_timestamps);
+    /* ... but this vocabulary ends at <|notimestamps|>: no timestamp token to generate */
+    if (m && pf_parallelize(m, 1, &po) == PF_OK) {
+        pf_generation g;
+        CHECK(pf_generate_audio(m, rows, frames, 1, &o, &g) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(pf_error_message(m), "timestamp tokens"), "%s", pf_error_message(m));
+    }
     pf_free(m);
     remove_variant(dir);
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
@@ -559,6 +565,32 @@ static void check_transcribe_cli(void) {
     CHECK_MSG(status == 0 && want && strlen(want) > 4 && !strcmp(out, want), "transcribe --language fr printed \"%s\" (want "
               "\"%s\")", out, want ? want : "?");
     free(want);
+    /* whisper-ts (return_timestamps true in its generation_config.json; 32-bit float WAV): the text
+       without the timestamps (speech.txt), and with --timestamps as decode(...,
+       decode_with_timestamps=True) gives it (speech_timestamps.txt); the main model has no timestamp
+       tokens: refused */
+    static const char *const stamped[][2] = {{"", "speech.txt"}, {" --timestamps", "speech_timestamps.txt"}};
+    for (int k = 0; k < 2; k++) {
+        snprintf(command, sizeof command, "%s %s/whisper-ts %s/whisper-ts/speech.wav --device cpu --gpus 2 -n 7%s 2>&1",
+                 binary, test_fixtures, test_fixtures, stamped[k][0]);
+        p = popen(command, "r");
+        n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+        out[n] = 0;
+        status = p ? pclose(p) : -1;
+        snprintf(path, sizeof path, "%s/whisper-ts/%s", test_fixtures, stamped[k][1]);
+        want = test_read_file(path, &size);
+        CHECK_MSG(status == 0 && want && strlen(want) > 4 && !strcmp(out, want), "transcribe whisper-ts%s printed \"%s\" "
+                  "(want \"%s\")", stamped[k][0], out, want ? want : "?");
+        free(want);
+    }
+    snprintf(command, sizeof command, "%s %s/whisper %s/whisper/speech.wav --device cpu --timestamps 2>&1", binary,
+             test_fixtures, test_fixtures);
+    p = popen(command, "r");
+    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = 0;
+    status = p ? pclose(p) : -1;
+    CHECK_MSG(WEXITSTATUS(status) == 1 && strstr(out, "timestamp tokens"), "transcribe --timestamps without timestamp "
+              "tokens: %d, \"%s\"", WEXITSTATUS(status), out);
     snprintf(command, sizeof command, "%s %s/whisper %s/whisper/speech.wav --device cpu --language xx 2>&1", binary,
              test_fixtures, test_fixtures);
     p = popen(command, "r");
