@@ -650,7 +650,7 @@ pf_generate_options pf_generate_options_init(void);
    top_p, repetition_penalty, num_beams, num_return_sequences, no_repeat_ngram_size,
    length_penalty, early_stopping, pad_token_id, forced_bos_token_id, forced_eos_token_id,
    decoder_start_token_id, encoder_no_repeat_ngram_size, suppress_tokens, begin_suppress_tokens,
-   Whisper's decoder_prompt (see pf_generate_audio): the lists owned by the model). Start from these and change what you want. pf_load refuses a
+   Whisper's decoder_prompt and return_timestamps (see pf_generate_audio): the lists owned by the model). Start from these and change what you want. pf_load refuses a
    generation_config.json that sets a generation feature we lack (typical_p, sequence_bias, ...)
    unless skip_generation_config is set. Any thread. */
 pf_generate_options pf_model_generate_options(const pf_model *model);

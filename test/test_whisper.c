@@ -4,7 +4,8 @@
    longer than the decoder's 40 positions). Two rows of features: the encoder's last hidden state
    and the teacher-forced logits within 1e-4 of transformers, greedy, beam and language/task
    generations token-identical, on 1, 2 and 3 ranks and after pf_to_cpu; features computed by
-   pf_audio_features from the samples give the same tokens; bad input refused. */
+   pf_audio_features from the samples give the same tokens; bad input refused. Timestamps on
+   whisper-ts (the timestamp tokens in its vocabulary): check_timestamps. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
