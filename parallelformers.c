@@ -1242,6 +1242,9 @@ typedef struct pf__config {
                                        token (after the start token) is the likeliest of lang_ids */
     int32_t *lang_ids;              /* [num_lang_ids]: lang_to_id's token ids, ascending; owned */
     int num_lang_ids;
+    int timestamp_begin;            /* Whisper's first timestamp token: no_timestamps_token_id + 1;
+                                       0: no no_timestamps_token_id */
+    int max_initial_timestamp;      /* generation_config.json's max_initial_timestamp_index + 1; 0: none */
     struct pf__speech_config {      /* the front end's shape, from config.json (pf__config_speech) */
         int num_convs;              /* feature encoder layers: conv_dim, conv_kernel, conv_stride */
         int conv_dim[16], conv_kernel[16], conv_stride[16];
@@ -1735,23 +1738,35 @@ static int pf__generation_set(pf_generate_options *o, const struct pf__generatio
    task_to_id, which replaces a task token already there), or "transcribe" where a language was
    named and no task token is; then <|notimestamps|> (no_timestamps_token_id). A multilingual
    config (lang_to_id) with no language asks for language detection: c->detect_language, refused
-   when generating without a prompt of the caller's. return_timestamps true is refused. */
-static pf_result pf__whisper_prompt(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
+   when generating without a prompt of the caller's. return_timestamps (the defaults' option),
+   no_timestamps_token_id and max_initial_timestamp_index are kept for the timestamp rules. */
+static pf_result pf__whisper_prompt(const pf__json *json, pf__config *c, pf_generate_options *defaults, const char *path,
+                                    char *message, size_t size) {
     const pf__json *language = pf__json_get(json, "language"), *task = pf__json_get(json, "task");
     const pf__json *lang_to_id = pf__json_get(json, "lang_to_id"), *task_to_id = pf__json_get(json, "task_to_id");
     const pf__json *forced = pf__json_get(json, "forced_decoder_ids"), *multilingual = pf__json_get(json, "is_multilingual");
     const pf__json *timestamps = pf__json_get(json, "return_timestamps");
+    const pf__json *max_initial = pf__json_get(json, "max_initial_timestamp_index");
     int32_t prompt[64];
     int n = 0, no_timestamps = -1, start = c->decoder_start_token_id, lang_given = 0;
     if (language && language->type == PF__JSON_NULL) language = NULL;
     if (task && task->type == PF__JSON_NULL) task = NULL;
-    if (timestamps && timestamps->type == PF__JSON_BOOL && timestamps->boolean)
-        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"return_timestamps\" is true, and Whisper's timestamp "
-                          "rules are not supported (load with skip_generation_config to generate without them)", path);
+    if (timestamps && timestamps->type != PF__JSON_NULL && timestamps->type != PF__JSON_BOOL)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"return_timestamps\" is not true or false", path);
+    defaults->return_timestamps = timestamps && timestamps->type == PF__JSON_BOOL && timestamps->boolean;
+    int initial = -1;
+    if (max_initial && max_initial->type != PF__JSON_NULL && pf__json_token_id(max_initial, &initial) != 1)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"max_initial_timestamp_index\" is not a non-negative "
+                          "integer", path);
     if (multilingual && multilingual->type == PF__JSON_BOOL && !multilingual->boolean && (language || task))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: a language or task for an English-only model", path);
     if (pf__json_token_id(pf__json_get(json, "no_timestamps_token_id"), &no_timestamps) < 0)
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"no_timestamps_token_id\" is not a token id", path);
+    c->max_initial_timestamp = initial + 1;
+    c->timestamp_begin = no_timestamps + 1;
+    if (defaults->return_timestamps && no_timestamps < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"return_timestamps\" is true without a "
+                          "\"no_timestamps_token_id\" (the timestamp tokens follow it)", path);
     if (start < 0) return PF_OK; /* no start token: nothing to build on */
     prompt[n++] = start;
     int lang_undefined = 1;
@@ -1878,7 +1893,7 @@ static pf_result pf__generation_config_read(const char *dir, pf__config *c, pf_g
         r = pf__format(message, size, PF_ERROR_UNSUPPORTED,
                        "%s: \"cache_implementation\" is \"quantized\", and generation with it is not supported (load "
                        "with skip_generation_config to generate without it)", path);
-    if (!r && c->whisper_prompt) r = pf__whisper_prompt(json, c, path, message, size);
+    if (!r && c->whisper_prompt) r = pf__whisper_prompt(json, c, defaults, path, message, size);
     if (!r && c->num_decoder_prompt_ids) {
         defaults->decoder_prompt = c->decoder_prompt_ids;
         defaults->decoder_prompt_length = c->num_decoder_prompt_ids;
@@ -21050,6 +21065,57 @@ static void pf__force_tokens(const pf_generate_options *o, const pf__row *row, f
     scores[forced] = 0.0f;
 }
 
+/* Whisper's timestamp rules on one row's processed scores, as transformers'
+   WhisperTimeStampLogitsProcessor applies them after the other processors (begin: the first
+   timestamp token, no_timestamps_token_id + 1; the row's generated tokens are those after its
+   prompt): <|notimestamps|> never; after a timestamp that follows another (or starts the
+   generation) no timestamp, after one that follows text no text token below eos; no timestamp
+   below the last one (below the last one + 1 unless it closes a pair); at the first generated
+   token timestamps only, up to max_initial_timestamp_index; then where the timestamps'
+   probabilities (log-softmax, summed by logsumexp) beat every other token's, timestamps only. */
+static void pf__timestamp_rules(const pf__config *c, const pf__row *row, float *scores, int vocab, int32_t eos) {
+    int begin = c->timestamp_begin, from = row->pad + row->prompt, n = row->length - from;
+    const int32_t *seq = row->tokens + from;
+    if (begin <= 0 || begin > vocab) return;
+    scores[begin - 1] = -INFINITY;
+    int last = n >= 1 && seq[n - 1] >= begin, penultimate = n < 2 || seq[n - 2] >= begin;
+    if (last && penultimate)
+        for (int i = begin; i < vocab; i++) scores[i] = -INFINITY;
+    else if (last)
+        for (int i = 0; i < eos && i < vocab; i++) scores[i] = -INFINITY;
+    int floor_id = begin;
+    for (int i = n - 1; i >= 0; i--)
+        if (seq[i] >= begin) {
+            floor_id = last && !penultimate ? seq[i] : seq[i] + 1; /* no <|0.00|> twice */
+            break;
+        }
+    for (int i = begin; i < floor_id && i < vocab; i++) scores[i] = -INFINITY;
+    if (n == 0) {
+        for (int i = 0; i < begin; i++) scores[i] = -INFINITY;
+        if (c->max_initial_timestamp > 0)
+            for (int i = begin + c->max_initial_timestamp; i < vocab; i++) scores[i] = -INFINITY;
+    }
+    /* log-softmax in float as torch computes it, then the two sides compared */
+    float max = -INFINITY;
+    for (int i = 0; i < vocab; i++)
+        if (scores[i] > max) max = scores[i];
+    if (max == -INFINITY) return;
+    double sum = 0;
+    for (int i = 0; i < vocab; i++) sum += exp((double)(scores[i] - max));
+    float lse = max + (float)log(sum), stamp_max = -INFINITY, text_max = -INFINITY;
+    for (int i = 0; i < vocab; i++) {
+        float lp = scores[i] - lse;
+        if (i < begin) text_max = lp > text_max ? lp : text_max;
+        else stamp_max = lp > stamp_max ? lp : stamp_max;
+    }
+    if (stamp_max == -INFINITY) return;
+    double stamp_sum = 0;
+    for (int i = begin; i < vocab; i++) stamp_sum += exp((double)(scores[i] - lse - stamp_max));
+    float stamp_logprob = stamp_max + (float)log(stamp_sum);
+    if (stamp_logprob > text_max)
+        for (int i = 0; i < begin; i++) scores[i] = -INFINITY;
+}
+
 static int pf__candidate_cmp(const void *a, const void *b);
 
 /* Sampling warpers (temperature, top-k, top-p) as transformers applies them, then a draw from
@@ -21199,6 +21265,11 @@ static pf_result pf__check_generate_options(pf_model *m, const pf_generate_optio
         bad = "encoder_no_repeat_ngram_size needs an encoder-decoder";
     else if (o->early_stopping < PF_EARLY_STOPPING_HEURISTIC || o->early_stopping > PF_EARLY_STOPPING_NEVER) bad = "unknown early_stopping";
     else if (o->stream && o->num_beams > 1) bad = "streaming needs greedy search or sampling, not beam search";
+    else if (o->return_timestamps && (m->config.timestamp_begin <= 0 || m->config.timestamp_begin >= m->config.vocab_size))
+        bad = "return_timestamps needs a Whisper model with timestamp tokens (the ids after its generation config's "
+              "no_timestamps_token_id)";
+    else if (o->return_timestamps && (o->num_beams > 1 || o->do_sample))
+        bad = "return_timestamps is supported with greedy search only (not beam search or sampling)";
     else if (o->num_eos_token_ids < 0 || (o->num_eos_token_ids > 0 && !o->eos_token_ids)) bad = "eos_token_ids and their count disagree";
     else if (o->num_bad_words < 0 || (o->num_bad_words > 0 && !o->bad_words)) bad = "bad_words and their count disagree";
     else if (o->num_stop_sequences < 0 || (o->num_stop_sequences > 0 && !o->stop_sequences)) bad = "stop_sequences and their count disagree";
@@ -21535,6 +21606,7 @@ static pf_result pf__generation_sample_step(pf__generation_state *st, int *finis
         if (live) {
             pf__process_scores(o, row, s, st->vocab, st->eos, st->num_eos, st->min_length, st->seen);
             pf__ban_source_ngrams(st, i, s);
+            if (o->return_timestamps) pf__timestamp_rules(&m->config, row, s, st->vocab, st->num_eos ? st->eos[0] : -1);
             pf__force_tokens(o, row, s, st->vocab, st->max_length);
             t = o->do_sample ? pf__sample(o, s, st->vocab, &st->rng, st->candidates) : pf__argmax(s, st->vocab);
             ends = last_step || pf__ends_here(o, st->eos, st->num_eos, row->tokens, row->length, t);
@@ -22509,12 +22581,22 @@ static pf_result pf__generate_audio_locked(pf_model *m, const float *const *feat
     int T = 0, *pads = NULL;
     if ((r = pf__audio_source_rows(m, "pf_generate_audio", features, num_frames, batch, &rows, &T, &pads))) return r;
     /* the model's prompt, which names no language: each row's detected language token after its start token */
-    int detect = c->detect_language && c->num_decoder_prompt_ids > 0 && o->decoder_prompt == c->decoder_prompt_ids &&
-                 o->decoder_prompt_length == c->num_decoder_prompt_ids;
+    int own = c->num_decoder_prompt_ids > 0 && o->decoder_prompt == c->decoder_prompt_ids &&
+              o->decoder_prompt_length == c->num_decoder_prompt_ids;
+    int detect = c->detect_language && own;
+    /* timestamps: the model's prompt without its <|notimestamps|>, as generate() drops it */
+    pf_generate_options stamped = *o;
+    int ends_untimed = c->timestamp_begin > 0 && o->decoder_prompt && o->decoder_prompt_length > 0 &&
+                       o->decoder_prompt[o->decoder_prompt_length - 1] == c->timestamp_begin - 1;
+    if (o->return_timestamps && ends_untimed) {
+        if (own) stamped.decoder_prompt_length--, o = &stamped;
+        else r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_generate_audio: return_timestamps with a decoder_prompt "
+                          "that ends with <|notimestamps|> (leave it out)");
+    }
     int32_t *langs = NULL, *prompts = NULL;
     const int32_t **rows_prompts = NULL;
-    int *lengths = NULL, n = c->num_decoder_prompt_ids + 1;
-    if (detect) {
+    int *lengths = NULL, n = o->decoder_prompt_length + 1;
+    if (detect && !r) {
         langs = (int32_t *)malloc((size_t)batch * sizeof(int32_t));
         prompts = (int32_t *)malloc((size_t)batch * n * sizeof(int32_t));
         rows_prompts = (const int32_t **)malloc((size_t)batch * sizeof *rows_prompts);
@@ -22531,6 +22613,11 @@ static pf_result pf__generate_audio_locked(pf_model *m, const float *const *feat
         }
     }
     if (!r) r = pf__generate_locked(m, rows_prompts, lengths, batch, o, result, rows, pads, T);
+    /* with timestamps transformers returns the tokens without the eos that ended them */
+    const int32_t *eos = o->num_eos_token_ids ? o->eos_token_ids : c->eos_ids;
+    int num_eos = o->num_eos_token_ids ? o->num_eos_token_ids : c->num_eos_ids;
+    for (int i = 0; !r && o->return_timestamps && num_eos > 0 && i < result->num_sequences; i++)
+        if (result->lengths[i] > 0 && result->tokens[i][result->lengths[i] - 1] == eos[0]) result->lengths[i]--;
     free(rows), free(pads), free(langs), free(prompts), free(rows_prompts), free(lengths);
     return r;
 }

@@ -632,6 +632,14 @@ typedef struct pf_generate_options {
                                   hold its prompt from generation_config.json: <|startoftranscript|>
                                   <|language|> <|task|> <|notimestamps|> */
     int decoder_prompt_length;
+    int return_timestamps;     /* Whisper (pf_generate_audio): 1 generates with timestamps as
+                                  transformers' generate(return_timestamps=True) does for one window:
+                                  the model's prompt without <|notimestamps|> (a decoder_prompt of the
+                                  caller's must leave it out), WhisperTimeStampLogitsProcessor's rules at
+                                  every step, and the results hold the timestamp tokens (ids above
+                                  no_timestamps_token_id: <|0.00|>, <|0.02|>, ...) without the eos.
+                                  Greedy search only. 0 by default; the model's options: its
+                                  generation_config.json's return_timestamps */
 } pf_generate_options;
 
 pf_generate_options pf_generate_options_init(void);
@@ -642,7 +650,7 @@ pf_generate_options pf_generate_options_init(void);
    top_p, repetition_penalty, num_beams, num_return_sequences, no_repeat_ngram_size,
    length_penalty, early_stopping, pad_token_id, forced_bos_token_id, forced_eos_token_id,
    decoder_start_token_id, encoder_no_repeat_ngram_size, suppress_tokens, begin_suppress_tokens,
-   Whisper's decoder_prompt (see pf_generate_audio): the lists owned by the model). Start from these and change what you want. pf_load refuses a
+   Whisper's decoder_prompt and return_timestamps (see pf_generate_audio): the lists owned by the model). Start from these and change what you want. pf_load refuses a
    generation_config.json that sets a generation feature we lack (typical_p, sequence_bias, ...)
    unless skip_generation_config is set. Any thread. */
 pf_generate_options pf_model_generate_options(const pf_model *model);
@@ -703,11 +711,14 @@ void pf_string_free(char *text); /* NULL is fine; any thread */
    start token), and
    generates as pf_generate_batch does (greedy, sampling or beam search, suppress_tokens and
    begin_suppress_tokens applied at the first token after the prompt). *result holds, per row, the
-   tokens after the decoder prompt, with the eos that ended them (pf_generation_free). Results:
+   tokens after the decoder prompt, with the eos that ended them (pf_generation_free); with
+   options->return_timestamps, the text and timestamp tokens without the eos, as transformers
+   returns them where the window's decoding ends a segment (where it stops after a pair of
+   timestamps and more text, transformers decodes the audio again from the last timestamp, its
+   long-form loop, which is not run here: the tokens are the window's). Results:
    PF_ERROR_INVALID_ARGUMENT (NULLs, batch < 1 or above max_batch, a row of the wrong number of
    frames, features not finite, options as pf_generate_batch refuses them), PF_ERROR_UNSUPPORTED (a
-   model that is not a speech encoder-decoder), PF_ERROR_OUT_OF_MEMORY, PF_ERROR_DEVICE. Whisper's
-   timestamps (generation_config.json's return_timestamps true) are refused by pf_load. Threads: as
+   model that is not a speech encoder-decoder), PF_ERROR_OUT_OF_MEMORY, PF_ERROR_DEVICE. Threads: as
    pf_generate_batch. */
 pf_result pf_generate_audio(pf_model *model, const float *const *features, const int *num_frames, int batch,
                             const pf_generate_options *options, pf_generation *result);

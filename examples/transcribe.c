@@ -2,7 +2,7 @@
    speech encoder-decoder (WhisperForConditionalGeneration, Speech2TextForConditionalGeneration).
 
    build/transcribe MODEL_DIR SPEECH.wav [--gpus N] [--device cpu|cuda|auto] [-n MAX_NEW_TOKENS]
-                    [--language CODE] [--task transcribe|translate]
+                    [--language CODE] [--task transcribe|translate] [--timestamps]
 
    The WAV file holds mono PCM (16-bit integers or 32-bit floats) at the rate the model's feature
    extractor expects (preprocessor_config.json's sampling_rate, 16 kHz for these models: resample
@@ -13,7 +13,11 @@
    its language and task prompt, or detection of the language where it names none; --language (and
    --task, transcribe by default) set them, as generate(language=..., task=...) does; -n: at most
    this many new tokens)
-   decoded without the special tokens (as batch_decode(..., skip_special_tokens=True)). The text is printed on one line. Errors
+   decoded without the special tokens (as batch_decode(..., skip_special_tokens=True)); Whisper's
+   timestamp tokens are left out too, or with --timestamps (generate(return_timestamps=True), also
+   where generation_config.json's return_timestamps is true) printed between the text's segments as
+   "<|0.00|> text<|1.20|>", as decode(..., decode_with_timestamps=True, skip_special_tokens=True)
+   does for one window. The text is printed on one line. Errors
    go to stderr (exit 1; 2 for the command line). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
@@ -105,30 +109,61 @@ static float *read_wav(const char *path, int *num_samples, int *rate, const char
     return samples;
 }
 
-/* The first generated sequence as text without its special tokens (malloc'd into *text). */
-static pf_result decode_text(pf_model *model, pf_generation *g, char **text) {
+/* ids as text without the special tokens, appended to *text (malloc'd, *used bytes). */
+static pf_result append_text(pf_tokenizer *tokenizer, const int32_t *ids, int count, char **text, size_t *used) {
+    int32_t *kept = (int32_t *)malloc((size_t)(count ? count : 1) * sizeof(int32_t));
+    size_t n = 0, length = 0;
+    if (!kept) return PF_ERROR_OUT_OF_MEMORY;
+    for (int i = 0; i < count; i++)
+        if (!pf_tokenizer_is_special(tokenizer, ids[i])) kept[n++] = ids[i];
+    pf_result r = pf_detokenize(tokenizer, kept, n, NULL, 0, &length);
+    if (r == PF_ERROR_BUFFER_TOO_SMALL) r = PF_OK;
+    char *grown = r ? NULL : (char *)realloc(*text, *used + length + 1);
+    if (!r && !grown) r = PF_ERROR_OUT_OF_MEMORY;
+    if (!r) {
+        *text = grown;
+        r = pf_detokenize(tokenizer, kept, n, *text + *used, length + 1, &length);
+        if (!r) *used += length, (*text)[*used] = 0;
+    }
+    free(kept);
+    return r;
+}
+
+/* The first generated sequence as text without its special tokens (malloc'd into *text). Whisper's
+   timestamp tokens (timestamp_begin and above; 0: none) are dropped, or with stamps written as
+   "<|1.20|>" (0.02 s a step) between the decoded pieces of text. */
+static pf_result decode_text(pf_model *model, pf_generation *g, int32_t timestamp_begin, int stamps, char **text) {
     pf_tokenizer *tokenizer = pf_model_tokenizer(model);
     if (!tokenizer) return PF_ERROR_INVALID_ARGUMENT;
-    size_t kept = 0, length = 0;
-    for (int i = 0; i < g->lengths[0]; i++)
-        if (!pf_tokenizer_is_special(tokenizer, g->tokens[0][i])) g->tokens[0][kept++] = g->tokens[0][i];
-    pf_result r = pf_detokenize(tokenizer, g->tokens[0], kept, NULL, 0, &length);
-    if (r && r != PF_ERROR_BUFFER_TOO_SMALL) return r;
-    if (!(*text = (char *)malloc(length + 1))) return PF_ERROR_OUT_OF_MEMORY;
-    r = pf_detokenize(tokenizer, g->tokens[0], kept, *text, length + 1, &length);
-    if (!r) (*text)[length] = 0;
+    size_t used = 0;
+    if (!(*text = (char *)calloc(1, 1))) return PF_ERROR_OUT_OF_MEMORY;
+    const int32_t *ids = g->tokens[0];
+    int n = g->lengths[0], start = 0;
+    pf_result r = PF_OK;
+    for (int i = 0; !r && i <= n; i++) {
+        int stamp = i < n && timestamp_begin > 0 && ids[i] >= timestamp_begin;
+        if (i < n && !stamp) continue;
+        r = append_text(tokenizer, ids + start, i - start, text, &used);
+        start = i + 1;
+        if (r || !stamp || !stamps) continue;
+        char mark[32];
+        int length = snprintf(mark, sizeof mark, "<|%.2f|>", (double)(ids[i] - timestamp_begin) * 0.02);
+        char *grown = (char *)realloc(*text, used + (size_t)length + 1);
+        if (!grown) r = PF_ERROR_OUT_OF_MEMORY;
+        else memcpy(grown + used, mark, (size_t)length + 1), *text = grown, used += (size_t)length;
+    }
     return r;
 }
 
 static int usage(void) {
     fprintf(stderr, "usage: transcribe MODEL_DIR SPEECH.wav [--gpus N] [--device cpu|cuda|auto] [-n MAX_NEW_TOKENS]\n"
-                    "                  [--language CODE] [--task transcribe|translate]\n");
+                    "                  [--language CODE] [--task transcribe|translate] [--timestamps]\n");
     return 2;
 }
 
 int main(int argc, char **argv) {
     const char *dir = NULL, *wav = NULL, *why = "", *language = NULL, *task = NULL;
-    int gpus = 1, max_new_tokens = 0;
+    int gpus = 1, max_new_tokens = 0, timestamps = 0;
     pf_device device = PF_DEVICE_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -136,6 +171,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "-n") && v) max_new_tokens = atoi(argv[++i]);
         else if (!strcmp(a, "--language") && v) language = argv[++i];
         else if (!strcmp(a, "--task") && v) task = argv[++i];
+        else if (!strcmp(a, "--timestamps")) timestamps = 1;
         else if (!strcmp(a, "--device") && v) {
             device = !strcmp(v, "cpu") ? PF_DEVICE_CPU : !strcmp(v, "cuda") ? PF_DEVICE_CUDA : PF_DEVICE_AUTO;
             if (strcmp(v, "cpu") && strcmp(v, "cuda") && strcmp(v, "auto")) return usage();
@@ -197,6 +233,13 @@ int main(int argc, char **argv) {
         }
         pf_generate_options o = pf_model_generate_options(model);
         if (max_new_tokens) o.max_new_tokens = max_new_tokens;
+        if (timestamps) o.return_timestamps = 1;
+        /* Whisper's timestamp tokens follow <|notimestamps|> */
+        int32_t untimed = pf_tokenizer_token_id(pf_model_tokenizer(model), "<|notimestamps|>");
+        if (o.return_timestamps && untimed < 0) {
+            fprintf(stderr, "transcribe: %s has no <|notimestamps|> token: no timestamps to print\n", dir);
+            goto done;
+        }
         int32_t prompt[4];
         if (language) { /* Whisper's prompt: <|startoftranscript|> <|xx|> <|task|> <|notimestamps|> */
             char token[32];
@@ -212,14 +255,18 @@ int main(int argc, char **argv) {
                 goto done;
             }
             o.decoder_prompt = prompt;
-            o.decoder_prompt_length = 4;
+            o.decoder_prompt_length = o.return_timestamps ? 3 : 4; /* timestamps: without <|notimestamps|> */
         }
         if ((r = pf_generate_audio(model, waves, &count, 1, &o, &generation)) ||
-            (r = decode_text(model, &generation, &text))) {
+            (r = decode_text(model, &generation, untimed >= 0 ? untimed + 1 : 0, timestamps, &text))) {
             fprintf(stderr, "transcribe: %s: %s\n", pf_result_string(r), pf_error_message(model));
             goto done;
         }
     } else {
+        if (timestamps) {
+            fprintf(stderr, "transcribe: --timestamps needs a Whisper model\n");
+            goto done;
+        }
         count = (int)(rows * columns); /* a waveform's features: 1 x num_samples */
         if (pf_audio_processor_get_info(processor).kind != PF_AUDIO_WAVEFORM) {
             fprintf(stderr, "transcribe: %s: the feature extractor is not Wav2Vec2's (raw waveforms)\n", dir);

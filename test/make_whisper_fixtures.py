@@ -26,6 +26,21 @@ preprocessor_config.json, the tokenizer files and
     speech.wav         the first waveform as 16-bit PCM; speech.txt: the text transformers
                        transcribes from it (batch_decode, skip_special_tokens=True); speech_fr.txt:
                        the same with language="fr", task="translate"
+
+test/fixtures/whisper-ts/ (Whisper's timestamps, issue 16's follow-up): the same tokenizer with the
+51 timestamp tokens <|0.00|> ... <|1.00|> after <|notimestamps|> (one-second windows, 0.02 s apart),
+a model of the same shape over that vocabulary (seed TS_SEED: the seed whose greedy generation emits
+timestamps in pairs and ends a segment, with these lengths; token embeddings of scale TS_EMBED), a generation_config.json with
+"return_timestamps": true and max_initial_timestamp_index, and
+    timestamps.txt     one line per row of whisper/features.bin: generate(input_features,
+                       max_new_tokens=TS_NEW_TOKENS, return_timestamps=True)'s tokens (the text and
+                       timestamp tokens, no prompt, no eos; the batch's right padding cut off)
+    no_rule.txt        the same with the "timestamps' probability beats every text token" rule off
+                       (_detect_timestamp_from_logprob False): it differs, so the rule is exercised
+    speech.wav         the second waveform as 32-bit float; speech_timestamps.txt: transformers'
+                       decode(generate(..., return_timestamps=True)[0], decode_with_timestamps=True,
+                       skip_special_tokens=True) of it; speech.txt: batch_decode(..., skip_special_tokens=True)
+                       of the same tokens (the timestamps left out)
 """
 import copy
 import json
@@ -69,14 +84,21 @@ def non_letters(tokenizer):
     return sorted(i for t, i in tokenizer.get_vocab().items() if len(t) == 1 and t not in keep)
 
 
-def randomise(model):
+def randomise(model, embed=SCALE_EMBED):
     """Weights larger than the default init, so that a wrong trait shows far above 1e-4."""
     with torch.no_grad():
         for key, p in model.named_parameters():
             if p.dim() > 1:
-                p.normal_(0, 0.3 if "conv" in key else SCALE_EMBED if "embed_tokens" in key else SCALE)
+                p.normal_(0, 0.3 if "conv" in key else embed if "embed_tokens" in key else SCALE)
             else:
                 p.normal_(1.0 if "norm" in key and key.endswith("weight") else 0.0, 0.1)
+
+
+def write_wav_float(path, samples):
+    data = samples.astype("<f4").tobytes()
+    header = b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVE"
+    header += b"fmt " + struct.pack("<IHHIIHH", 16, 3, 1, 16000, 64000, 4, 32)
+    path.write_bytes(header + b"data" + struct.pack("<I", len(data)) + data)
 
 
 def write_wav(path, pcm):
@@ -88,6 +110,86 @@ def write_wav(path, pcm):
 
 def ids_line(ids):
     return " ".join(str(int(i)) for i in ids) + "\n"
+
+
+# the seed and lengths whose greedy rows emit pairs and end a segment; the token embeddings at 0.3
+# (every token's, not the timestamps' alone) flatten the distribution enough that the timestamps'
+# summed probability decides some steps
+TS_SEED, TS_NEW_TOKENS, TS_MAX_INITIAL, TS_EMBED = 4, 7, 10, 0.3
+
+
+def make_timestamp_fixtures(features, samples, extractor):
+    """test/fixtures/whisper-ts: the timestamp tokens in the vocabulary, return_timestamps true."""
+    out = OUT.parent / "whisper-ts"
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = make_tokenizer()
+    stamps = ["<|%.2f|>" % (i * 0.02) for i in range(51)]
+    tokenizer.add_tokens([transformers.AddedToken(t, special=False, normalized=False) for t in stamps])
+    sid = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIALS}
+    begin = sid["<|notimestamps|>"] + 1
+    assert tokenizer.convert_tokens_to_ids("<|0.00|>") == begin and len(tokenizer) == begin + 51
+    tokenizer.save_pretrained(out)
+    eot, space = sid["<|endoftext|>"], tokenizer.convert_tokens_to_ids("\u0120")
+    torch.manual_seed(TS_SEED)
+    config = transformers.WhisperConfig(
+        vocab_size=len(tokenizer), num_mel_bins=80, d_model=48, encoder_layers=2, decoder_layers=2,
+        encoder_attention_heads=6, decoder_attention_heads=6, encoder_ffn_dim=96, decoder_ffn_dim=96,
+        max_source_positions=50, max_target_positions=40, decoder_start_token_id=sid["<|startoftranscript|>"],
+        pad_token_id=eot, bos_token_id=eot, eos_token_id=eot,
+        suppress_tokens=non_letters(tokenizer), begin_suppress_tokens=[space, eot])
+    model = transformers.WhisperForConditionalGeneration(config).eval()
+    randomise(model, TS_EMBED)
+    model.tie_weights()
+    model.save_pretrained(out)
+    generation = transformers.GenerationConfig.from_model_config(config)
+    generation.decoder_start_token_id = sid["<|startoftranscript|>"]
+    generation.lang_to_id = {t: sid[t] for t in ("<|en|>", "<|fr|>", "<|de|>")}
+    generation.task_to_id = {"translate": sid["<|translate|>"], "transcribe": sid["<|transcribe|>"]}
+    generation.no_timestamps_token_id = sid["<|notimestamps|>"]
+    generation.forced_decoder_ids = [[1, sid["<|en|>"]], [2, sid["<|transcribe|>"]]]
+    generation.is_multilingual = True
+    generation.return_timestamps = True
+    generation.max_initial_timestamp_index = TS_MAX_INITIAL
+    generation.max_length = 40
+    generation._from_model_config = False
+    generation.save_pretrained(out)
+    model.generation_config = transformers.GenerationConfig.from_pretrained(out)
+    extractor.save_pretrained(out)
+
+    def rows(sequences):
+        result = []
+        for row in sequences.tolist():
+            while row and row[-1] == eot:  # the batch's padding (the eos itself is not returned)
+                row.pop()
+            result.append(row)
+        return result
+
+    with torch.no_grad():
+        stamped = rows(model.generate(features, max_new_tokens=TS_NEW_TOKENS, return_timestamps=True))
+        # one window, one pass: the same as generate()'s own tokens for the window (after the prompt)
+        single = model.generate(features, max_new_tokens=TS_NEW_TOKENS, return_timestamps=True,
+                                force_unique_generate_call=True).tolist()
+        prompt = [sid["<|startoftranscript|>"], sid["<|en|>"], sid["<|transcribe|>"]]
+        assert [r[:3] for r in single] == [prompt] * 2
+        assert stamped == rows(torch.tensor([r[3:] for r in single])), (stamped, single)
+        ruleless = copy.deepcopy(model.generation_config)
+        ruleless._detect_timestamp_from_logprob = False
+        no_rule = rows(model.generate(features, generation_config=ruleless, max_new_tokens=TS_NEW_TOKENS,
+                                      return_timestamps=True, force_unique_generate_call=True)[:, 3:])
+        one = extractor(samples[1], sampling_rate=16000, return_tensors="pt").input_features
+        sequence = model.generate(one, max_new_tokens=TS_NEW_TOKENS, return_timestamps=True)
+        text = tokenizer.decode(sequence[0], decode_with_timestamps=True, skip_special_tokens=True)
+        plain_text = tokenizer.batch_decode(sequence, skip_special_tokens=True)[0]
+    is_stamp = [[t >= begin for t in r] for r in stamped]
+    assert sum(map(sum, is_stamp)) >= 4, "too few timestamps for a useful test"
+    assert any(s[i] and s[i + 1] for s in is_stamp for i in range(len(s) - 1)), "no pair of timestamps"
+    assert no_rule != stamped, "the log-probability rule never decides"
+    (out / "timestamps.txt").write_text("".join(ids_line(r) for r in stamped))
+    (out / "no_rule.txt").write_text("".join(ids_line(r) for r in no_rule))
+    write_wav_float(out / "speech.wav", samples[1])
+    (out / "speech_timestamps.txt").write_text(text + "\n")
+    (out / "speech.txt").write_text(plain_text + "\n")
+    print("timestamps", stamped, "no rule", no_rule, "text", repr(text))
 
 
 def main():
@@ -182,6 +284,7 @@ def main():
         sequence = model.generate(one, max_new_tokens=12, language="fr", task="translate")
         (OUT / "speech_fr.txt").write_text(tokenizer.batch_decode(sequence, skip_special_tokens=True)[0] + "\n")
     assert len({t for r in greedy for t in r}) > 3, "too few distinct tokens for a useful test"
+    make_timestamp_fixtures(features, samples, extractor)
     print("greedy", greedy, "beam", beam, "translate", translate, "text", repr(text))
 
 

@@ -4,7 +4,8 @@
    longer than the decoder's 40 positions). Two rows of features: the encoder's last hidden state
    and the teacher-forced logits within 1e-4 of transformers, greedy, beam and language/task
    generations token-identical, on 1, 2 and 3 ranks and after pf_to_cpu; features computed by
-   pf_audio_features from the samples give the same tokens; bad input refused. */
+   pf_audio_features from the samples give the same tokens; bad input refused. Timestamps on
+   whisper-ts (the timestamp tokens in its vocabulary): check_timestamps. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -428,7 +429,9 @@ static void check_generation_configs(const float *const *rows) {
     pf_free(m);
     remove_variant(dir);
     static const char *const refused[][4] = { /* from, to, result, message */
-        {"\"return_timestamps\": false", "\"return_timestamps\": true", "unsupported", "return_timestamps"},
+        {"\"return_timestamps\": false", "\"return_timestamps\": \"yes\"", "format", "return_timestamps"},
+        {"\"is_multilingual\": true,", "\"is_multilingual\": true, \"max_initial_timestamp_index\": 1.5,", "format",
+         "max_initial_timestamp_index"},
         {"\"is_multilingual\": true,", "\"is_multilingual\": true, \"language\": \"english\",", "unsupported",
          "not a code of lang_to_id"},
         {"\"is_multilingual\": true,", "\"is_multilingual\": false, \"language\": \"en\",", "format", "English-only"},
@@ -437,6 +440,19 @@ static void check_generation_configs(const float *const *rows) {
         {"\"is_multilingual\": true,", "\"is_multilingual\": true, \"no_speech_threshold\": 0.6,", "unsupported",
          "no_speech_threshold"},
     };
+    /* return_timestamps true loads (it was refused before timestamps were generated): the option's default */
+    whisper_variant(dir, sizeof dir, "generation_config.json", "\"return_timestamps\": false", "\"return_timestamps\": true");
+    m = load_variant("return_timestamps true", dir, PF_OK, NULL);
+    o = pf_model_generate_options(m);
+    CHECK_MSG(m && o.return_timestamps == 1 && o.decoder_prompt_length == 4, "return_timestamps %d", o.return_timestamps);
+    /* ... but this vocabulary ends at <|notimestamps|>: no timestamp token to generate */
+    if (m && pf_parallelize(m, 1, &po) == PF_OK) {
+        pf_generation g;
+        CHECK(pf_generate_audio(m, rows, frames, 1, &o, &g) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(pf_error_message(m), "timestamp tokens"), "%s", pf_error_message(m));
+    }
+    pf_free(m);
+    remove_variant(dir);
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         whisper_variant(dir, sizeof dir, "generation_config.json", refused[i][0], refused[i][1]);
         pf_free(load_variant(refused[i][1], dir, refused[i][2][0] == 'u' ? PF_ERROR_UNSUPPORTED : PF_ERROR_FORMAT,
@@ -450,6 +466,71 @@ static void check_generation_configs(const float *const *rows) {
     whisper_variant(dir, sizeof dir, "config.json", "\"max_source_positions\": 50", "\"max_source_positions\": 60");
     pf_free(load_variant("max_source_positions 60", dir, PF_ERROR_FORMAT, "encoder.embed_positions.weight"));
     remove_variant(dir);
+}
+
+/* Timestamps (whisper-ts: the timestamp tokens in the vocabulary, generation_config.json's
+   return_timestamps true): greedy generation token-identical to transformers'
+   generate(return_timestamps=True) on 1, 2, 3 ranks and after pf_to_cpu (timestamps.txt; the
+   tokens without the log-probability rule, no_rule.txt, differ), the same from a prompt of the
+   caller's without <|notimestamps|>, and the combinations refused. */
+static void check_timestamps(const float *const *rows) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/whisper-ts", test_fixtures);
+    int32_t want[2][TEST_MAX_IDS], no_rule[2][TEST_MAX_IDS];
+    int want_lengths[2], no_rule_lengths[2], frames[2] = {FRAMES, FRAMES};
+    CHECK(read_id_lines(dir, "timestamps.txt", want, want_lengths, 2) == 2);
+    CHECK(read_id_lines(dir, "no_rule.txt", no_rule, no_rule_lengths, 2) == 2);
+    CHECK(want_lengths[0] != no_rule_lengths[0] || want_lengths[1] != no_rule_lengths[1] ||
+          memcmp(want, no_rule, sizeof want)); /* the rule decides a token */
+    pf_model *m = load_variant("whisper-ts", dir, PF_OK, NULL);
+    if (!m) return;
+    pf_generate_options o = pf_model_generate_options(m);
+    CHECK(o.return_timestamps == 1 && o.decoder_prompt_length == 4);
+    o.max_new_tokens = 7;
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.max_batch = 3;
+    for (int ranks = 1; ranks <= 4; ranks++) { /* 4: after pf_to_cpu */
+        char what[64];
+        snprintf(what, sizeof what, ranks < 4 ? "timestamps on %d ranks" : "timestamps after pf_to_cpu", ranks);
+        pf_result r = ranks < 4 ? pf_parallelize(m, ranks, &po) : pf_to_cpu(m);
+        pf_generation g;
+        if (!r) r = pf_generate_audio(m, rows, frames, 2, &o, &g);
+        CHECK_MSG(r == PF_OK && g.num_sequences == 2, "%s: %s", what, pf_error_message(m));
+        for (int b = 0; r == PF_OK && b < 2; b++) check_tokens(what, &g, b, want[b], want_lengths[b]);
+        if (r == PF_OK) pf_generation_free(&g);
+    }
+    CHECK(pf_parallelize(m, 2, &po) == PF_OK);
+    /* the caller's prompt without <|notimestamps|>: the same; with it: refused */
+    int32_t prompt[4];
+    memcpy(prompt, o.decoder_prompt, sizeof prompt);
+    pf_generate_options own = o;
+    own.decoder_prompt = prompt;
+    own.decoder_prompt_length = 3;
+    pf_generation g;
+    pf_result r = pf_generate_audio(m, rows, frames, 2, &own, &g);
+    CHECK_MSG(r == PF_OK, "timestamps from the caller's prompt: %s", pf_error_message(m));
+    for (int b = 0; r == PF_OK && b < 2; b++) check_tokens("the caller's prompt", &g, b, want[b], want_lengths[b]);
+    if (r == PF_OK) pf_generation_free(&g);
+    own.decoder_prompt_length = 4;
+    CHECK(pf_generate_audio(m, rows, frames, 2, &own, &g) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(pf_error_message(m), "<|notimestamps|>"), "%s", pf_error_message(m));
+    /* without timestamps (<|notimestamps|> stays in the prompt, no rules): other tokens */
+    pf_generate_options plain = o;
+    plain.return_timestamps = 0;
+    r = pf_generate_audio(m, rows, frames, 2, &plain, &g);
+    CHECK_MSG(r == PF_OK, "without timestamps: %s", pf_error_message(m));
+    CHECK(r != PF_OK || g.lengths[0] != want_lengths[0] || memcmp(g.tokens[0], want[0], sizeof(int32_t) * want_lengths[0]));
+    if (r == PF_OK) pf_generation_free(&g);
+    pf_generate_options beams = o;
+    beams.num_beams = 3;
+    CHECK(pf_generate_audio(m, rows, frames, 1, &beams, &g) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(pf_error_message(m), "greedy"), "%s", pf_error_message(m));
+    pf_generate_options sampling = o;
+    sampling.do_sample = 1;
+    CHECK(pf_generate_audio(m, rows, frames, 1, &sampling, &g) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(pf_error_message(m), "return_timestamps"), "%s", pf_error_message(m));
+    pf_free(m);
 }
 
 /* build/transcribe end to end with Whisper: speech.wav through the model's WhisperFeatureExtractor,
@@ -485,6 +566,32 @@ static void check_transcribe_cli(void) {
     CHECK_MSG(status == 0 && want && strlen(want) > 4 && !strcmp(out, want), "transcribe --language fr printed \"%s\" (want "
               "\"%s\")", out, want ? want : "?");
     free(want);
+    /* whisper-ts (return_timestamps true in its generation_config.json; 32-bit float WAV): the text
+       without the timestamps (speech.txt), and with --timestamps as decode(...,
+       decode_with_timestamps=True) gives it (speech_timestamps.txt); the main model has no timestamp
+       tokens: refused */
+    static const char *const stamped[][2] = {{"", "speech.txt"}, {" --timestamps", "speech_timestamps.txt"}};
+    for (int k = 0; k < 2; k++) {
+        snprintf(command, sizeof command, "%s %s/whisper-ts %s/whisper-ts/speech.wav --device cpu --gpus 2 -n 7%s 2>&1",
+                 binary, test_fixtures, test_fixtures, stamped[k][0]);
+        p = popen(command, "r");
+        n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+        out[n] = 0;
+        status = p ? pclose(p) : -1;
+        snprintf(path, sizeof path, "%s/whisper-ts/%s", test_fixtures, stamped[k][1]);
+        want = test_read_file(path, &size);
+        CHECK_MSG(status == 0 && want && strlen(want) > 4 && !strcmp(out, want), "transcribe whisper-ts%s printed \"%s\" "
+                  "(want \"%s\")", stamped[k][0], out, want ? want : "?");
+        free(want);
+    }
+    snprintf(command, sizeof command, "%s %s/whisper %s/whisper/speech.wav --device cpu --timestamps 2>&1", binary,
+             test_fixtures, test_fixtures);
+    p = popen(command, "r");
+    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = 0;
+    status = p ? pclose(p) : -1;
+    CHECK_MSG(WEXITSTATUS(status) == 1 && strstr(out, "timestamp tokens"), "transcribe --timestamps without timestamp "
+              "tokens: %d, \"%s\"", WEXITSTATUS(status), out);
     snprintf(command, sizeof command, "%s %s/whisper %s/whisper/speech.wav --device cpu --language xx 2>&1", binary,
              test_fixtures, test_fixtures);
     p = popen(command, "r");
@@ -561,6 +668,7 @@ void test_whisper(void) {
     pf_free(m);
     check_other_models(rows);
     check_generation_configs(rows);
+    check_timestamps(rows);
     check_transcribe_cli();
     free(features);
 }
