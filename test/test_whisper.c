@@ -539,15 +539,10 @@ static void check_timestamps(const float *const *rows) {
    (speech.txt). */
 static void check_transcribe_cli(void) {
     char binary[1024], command[4096], out[4096], path[1100];
-    const char *slash = strrchr(test_generate_binary, '/');
-    snprintf(binary, sizeof binary, "%.*stranscribe", slash ? (int)(slash - test_generate_binary + 1) : 0,
-             test_generate_binary);
+    test_example_path("transcribe", binary, sizeof binary);
     snprintf(command, sizeof command, "%s %s/whisper %s/whisper/speech.wav --device cpu --gpus 2 -n 12 2>&1", binary,
              test_fixtures, test_fixtures);
-    FILE *p = popen(command, "r");
-    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
-    out[n] = 0;
-    int status = p ? pclose(p) : -1;
+    int status = test_run_output(command, out, sizeof out);
     snprintf(path, sizeof path, "%s/whisper/speech.txt", test_fixtures);
     size_t size = 0;
     char *want = test_read_file(path, &size);
@@ -557,10 +552,7 @@ static void check_transcribe_cli(void) {
     /* --language fr --task translate: generate(language="fr", task="translate") (speech_fr.txt) */
     snprintf(command, sizeof command, "%s %s/whisper %s/whisper/speech.wav --device cpu --gpus 3 -n 12 --language fr "
              "--task translate 2>&1", binary, test_fixtures, test_fixtures);
-    p = popen(command, "r");
-    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
-    out[n] = 0;
-    status = p ? pclose(p) : -1;
+    status = test_run_output(command, out, sizeof out);
     snprintf(path, sizeof path, "%s/whisper/speech_fr.txt", test_fixtures);
     want = test_read_file(path, &size);
     CHECK_MSG(status == 0 && want && strlen(want) > 4 && !strcmp(out, want), "transcribe --language fr printed \"%s\" (want "
@@ -574,10 +566,7 @@ static void check_transcribe_cli(void) {
     for (int k = 0; k < 2; k++) {
         snprintf(command, sizeof command, "%s %s/whisper-ts %s/whisper-ts/speech.wav --device cpu --gpus 2 -n 7%s 2>&1",
                  binary, test_fixtures, test_fixtures, stamped[k][0]);
-        p = popen(command, "r");
-        n = p ? fread(out, 1, sizeof out - 1, p) : 0;
-        out[n] = 0;
-        status = p ? pclose(p) : -1;
+        status = test_run_output(command, out, sizeof out);
         snprintf(path, sizeof path, "%s/whisper-ts/%s", test_fixtures, stamped[k][1]);
         want = test_read_file(path, &size);
         CHECK_MSG(status == 0 && want && strlen(want) > 4 && !strcmp(out, want), "transcribe whisper-ts%s printed \"%s\" "
@@ -586,27 +575,18 @@ static void check_transcribe_cli(void) {
     }
     snprintf(command, sizeof command, "%s %s/whisper %s/whisper/speech.wav --device cpu --timestamps 2>&1", binary,
              test_fixtures, test_fixtures);
-    p = popen(command, "r");
-    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
-    out[n] = 0;
-    status = p ? pclose(p) : -1;
-    CHECK_MSG(WEXITSTATUS(status) == 1 && strstr(out, "timestamp tokens"), "transcribe --timestamps without timestamp "
-              "tokens: %d, \"%s\"", WEXITSTATUS(status), out);
+    status = test_run_output(command, out, sizeof out);
+    CHECK_MSG(status == 1 && strstr(out, "timestamp tokens"), "transcribe --timestamps without timestamp "
+              "tokens: %d, \"%s\"", status, out);
     snprintf(command, sizeof command, "%s %s/whisper %s/whisper/speech.wav --device cpu --language xx 2>&1", binary,
              test_fixtures, test_fixtures);
-    p = popen(command, "r");
-    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
-    out[n] = 0;
-    status = p ? pclose(p) : -1;
-    CHECK_MSG(WEXITSTATUS(status) == 1 && strstr(out, "<|xx|>"), "transcribe --language xx: %d, \"%s\"", WEXITSTATUS(status),
+    status = test_run_output(command, out, sizeof out);
+    CHECK_MSG(status == 1 && strstr(out, "<|xx|>"), "transcribe --language xx: %d, \"%s\"", status,
               out);
     snprintf(command, sizeof command, "%s %s/whisper %s/whisper/speech.wav --device cpu -n -3 2>&1", binary, test_fixtures,
              test_fixtures);
-    p = popen(command, "r");
-    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
-    out[n] = 0;
-    status = p ? pclose(p) : -1;
-    CHECK_MSG(WEXITSTATUS(status) == 2 && strstr(out, "usage"), "transcribe -n -3: %d, \"%s\"", WEXITSTATUS(status), out);
+    status = test_run_output(command, out, sizeof out);
+    CHECK_MSG(status == 2 && strstr(out, "usage"), "transcribe -n -3: %d, \"%s\"", status, out);
 }
 
 void test_whisper(void) {
