@@ -181,7 +181,7 @@ $(BUILD)/bench_seq2seq: examples/bench_seq2seq.c $(BUILD)/libparallelformers.a
 # the checkpoint (python3 with torch and transformers).
 SEQ2SEQ_DIR ?= $${TMPDIR:-/tmp}/parallelformers-bench/t5-base
 bench: $(BUILD)/bench $(BUILD)/bench_batching $(BUILD)/bench_seq2seq
-	-$(MAKE) llama-cpp $(SMOLLM2_GGUF)
+	-$(MAKE) -k llama-cpp $(SMOLLM2_GGUF)
 	$(BUILD)/bench --llama-cpp $(BUILD)/llama.cpp $$(test -f $(SMOLLM2_GGUF) && echo --perplexity $(SMOLLM2_GGUF)) $(BENCH_ARGS)
 	$(BUILD)/bench_batching $$(ls -d $${TMPDIR:-/tmp}/parallelformers-bench/gpt2-f32-seed* | head -1) $(BATCHING_ARGS)
 	python3 bench/seq2seq_reference.py --dir $(SEQ2SEQ_DIR) > $(BUILD)/seq2seq_reference.jsonl
