@@ -18262,7 +18262,7 @@ static int pf__gguf_spm_merges(pf__tok_buf *b, const char *const *texts, const s
             merges[num_merges++] = mg;
         }
     }
-    if (!bad) qsort(merges, num_merges, sizeof *merges, pf__gguf_merge_cmp);
+    if (!bad && num_merges) qsort(merges, num_merges, sizeof *merges, pf__gguf_merge_cmp); /* merges is NULL without any */
     for (size_t i = 0; !bad && i < num_merges; i++)
         bad = (i && pf__gguf_put(b, ", ")) || pf__gguf_put(b, "[") ||
               pf__gguf_put_json_string(b, texts[merges[i].left], lens[merges[i].left]) || pf__gguf_put(b, ", ") ||

@@ -745,8 +745,24 @@ static void test_empty_text_with_specials(void) {
     }
 }
 
+/* Found by make fuzz (fuzz_gguf, seed test/fuzz_seeds/gguf/spm-vocabulary-without-merges.gguf): a
+   SentencePiece vocabulary in which no piece splits into two others has no merges, and sorting
+   that empty list passed qsort a NULL array (UBSan: null pointer argument). The file loads or is
+   refused with a message; under make test-asan, UBSan checks the rest. */
+static void test_gguf_vocabulary_without_merges(void) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/../fuzz_seeds/gguf/spm-vocabulary-without-merges.gguf", test_fixtures);
+    begin_case(path);
+    pf_model *m = NULL;
+    pf_result r = pf_load(path, NULL, &m);
+    CHECK_MSG(r == PF_OK || (m && pf_error_message(m)[0]), "%s: %s without a message", path, pf_result_string(r));
+    pf_free(m);
+    end_case();
+}
+
 void test_fuzz(void) {
     test_empty_text_with_specials();
+    test_gguf_vocabulary_without_merges();
     snprintf(tmp_dir, sizeof tmp_dir, "/tmp/pf_fuzz_XXXXXX");
     if (!mkdtemp(tmp_dir)) {
         CHECK_MSG(0, "cannot create a temporary directory");
