@@ -17535,32 +17535,14 @@ static const pf__gguf_kv *pf__gguf_find(const pf__gguf *g, const char *key) {
     return (const pf__gguf_kv *)bsearch(&probe, g->kvs, g->num_kvs, sizeof probe, pf__gguf_kv_cmp);
 }
 
-/* Reads the header, metadata and tensor infos of the mapped file into g, checking each count,
-   length, type, dimension and offset against the file. */
-static pf_result pf__gguf_parse(pf__gguf *g, char *message, size_t size) {
+/* The metadata key/values at the cursor (num_kvs of them) into g->kvs, sorted by key, each
+   count, length and type checked against the file; a key twice is an error. */
+static pf_result pf__gguf_read_metadata(pf__gguf *g, pf__gguf_cursor *c, uint64_t num_kvs, char *message, size_t size) {
     const char *path = g->path;
-    if (g->size < 4 || memcmp(g->data, "GGUF", 4)) /* an empty file is not even mapped */
-        return pf__format(message, size, PF_ERROR_FORMAT, "%s: not a GGUF file (no GGUF magic)", path);
-    pf__gguf_cursor c = {g->data + 4, g->data + g->size};
-    uint64_t version, num_tensors, num_kvs;
-    if (pf__gguf_uint(&c, 4, &version) || pf__gguf_uint(&c, 8, &num_tensors) || pf__gguf_uint(&c, 8, &num_kvs))
-        return pf__format(message, size, PF_ERROR_FORMAT, "%s: the GGUF header is cut short", path);
-    if (version != 2 && version != 3)
-        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: GGUF version %llu is not supported (2 and 3 are, "
-                          "little-endian)", path, (unsigned long long)version);
-    /* a key/value takes at least 13 bytes (a key length, a type, a byte), a tensor info 32 */
-    size_t left = (size_t)(c.end - c.p);
-    if (num_kvs > left / 13 || num_tensors > left / 32)
-        return pf__format(message, size, PF_ERROR_FORMAT, "%s: the header counts %llu tensors and %llu metadata keys, more "
-                          "than the file can hold", path, (unsigned long long)num_tensors, (unsigned long long)num_kvs);
-    g->kvs = (pf__gguf_kv *)calloc(num_kvs ? (size_t)num_kvs : 1, sizeof *g->kvs);
-    g->tensors = (pf__gguf_tensor *)calloc(num_tensors ? (size_t)num_tensors : 1, sizeof *g->tensors);
-    if (!g->kvs || !g->tensors) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-
     for (uint64_t i = 0; i < num_kvs; i++) {
         pf__gguf_kv *kv = &g->kvs[i];
         uint64_t type, elem, count = 1;
-        if (pf__gguf_string(&c, &kv->key, &kv->key_len) || pf__gguf_uint(&c, 4, &type))
+        if (pf__gguf_string(c, &kv->key, &kv->key_len) || pf__gguf_uint(c, 4, &type))
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata key %llu runs past the end of the file", path,
                               (unsigned long long)i);
         int key_len = pf__gguf_shown(kv->key_len);
@@ -17568,7 +17550,7 @@ static pf_result pf__gguf_parse(pf__gguf *g, char *message, size_t size) {
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata key '%.*s' has unknown value type %llu", path,
                               key_len, kv->key, (unsigned long long)type);
         elem = type;
-        if (type == PF__GGUF_ARRAY && (pf__gguf_uint(&c, 4, &elem) || pf__gguf_uint(&c, 8, &count)))
+        if (type == PF__GGUF_ARRAY && (pf__gguf_uint(c, 4, &elem) || pf__gguf_uint(c, 8, &count)))
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata array '%.*s' runs past the end of the file",
                               path, key_len, kv->key);
         if (elem >= PF__GGUF_VALUE_TYPES)
@@ -17580,19 +17562,19 @@ static pf_result pf__gguf_parse(pf__gguf *g, char *message, size_t size) {
         kv->type = (uint32_t)type;
         kv->elem_type = (uint32_t)elem;
         kv->count = count;
-        kv->value = c.p;
+        kv->value = c->p;
         /* strings: a length and bytes each (at least 8 bytes); others: their size */
         uint64_t least = elem == PF__GGUF_STRING ? 8 : pf__gguf_value_size[elem];
-        if (count > (uint64_t)(c.end - c.p) / least)
+        if (count > (uint64_t)(c->end - c->p) / least)
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%.*s' (%llu values) runs past the end of the "
                               "file", path, key_len, kv->key, (unsigned long long)count);
         if (elem != PF__GGUF_STRING) {
-            c.p += count * least;
+            c->p += count * least;
         } else {
             for (uint64_t k = 0; k < count; k++) {
-                const char *s;
+                const char *text;
                 size_t n;
-                if (pf__gguf_string(&c, &s, &n))
+                if (pf__gguf_string(c, &text, &n))
                     return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%.*s': string %llu runs past the end "
                                       "of the file", path, key_len, kv->key, (unsigned long long)k);
             }
@@ -17609,92 +17591,91 @@ static pf_result pf__gguf_parse(pf__gguf *g, char *message, size_t size) {
         if (!pf__gguf_kv_cmp(&g->kvs[i - 1], &g->kvs[i]))
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata key '%.*s' appears twice", path,
                               pf__gguf_shown(g->kvs[i].key_len), g->kvs[i].key);
+    return PF_OK;
+}
 
-    uint64_t alignment = 32; /* GGUF's default */
+/* general.alignment (32 without it): a power of two up to 1 MiB. */
+static pf_result pf__gguf_alignment(const pf__gguf *g, uint64_t *alignment, char *message, size_t size) {
+    *alignment = 32; /* GGUF's default */
     const pf__gguf_kv *align = pf__gguf_find(g, "general.alignment");
-    if (align) {
-        if (align->type != PF__GGUF_U32)
-            return pf__format(message, size, PF_ERROR_FORMAT, "%s: general.alignment is not a uint32", path);
-        alignment = pf__gguf_le(align->value, 4);
-        if (alignment == 0 || (alignment & (alignment - 1)) || alignment > (1u << 20))
-            return pf__format(message, size, PF_ERROR_FORMAT, "%s: general.alignment %llu is not a power of two up to "
-                              "1 MiB", path, (unsigned long long)alignment);
-    }
+    if (!align) return PF_OK;
+    if (align->type != PF__GGUF_U32)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: general.alignment is not a uint32", g->path);
+    *alignment = pf__gguf_le(align->value, 4);
+    if (*alignment == 0 || (*alignment & (*alignment - 1)) || *alignment > (1u << 20))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: general.alignment %llu is not a power of two up to 1 MiB",
+                          g->path, (unsigned long long)*alignment);
+    return PF_OK;
+}
 
-    uint64_t *offsets = (uint64_t *)malloc((num_tensors ? (size_t)num_tensors : 1) * sizeof *offsets);
-    if (!offsets) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    pf_result r = PF_OK;
-    for (uint64_t i = 0; i < num_tensors && !r; i++) {
+/* The tensor infos at the cursor (num_tensors of them) into g->tensors, with each one's offset in
+   the data section in offsets[]: dimensions, a type we read, whole blocks, aligned offsets. */
+static pf_result pf__gguf_read_tensor_infos(pf__gguf *g, pf__gguf_cursor *c, uint64_t num_tensors, uint64_t alignment,
+                                            uint64_t *offsets, char *message, size_t size) {
+    const char *path = g->path;
+    for (uint64_t i = 0; i < num_tensors; i++) {
         pf__gguf_tensor *t = &g->tensors[i];
         uint64_t ndim, type;
-        if (pf__gguf_string(&c, &t->name, &t->name_len) || pf__gguf_uint(&c, 4, &ndim)) {
-            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor info %llu runs past the end of the file", path,
-                           (unsigned long long)i);
-            break;
-        }
+        if (pf__gguf_string(c, &t->name, &t->name_len) || pf__gguf_uint(c, 4, &ndim))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor info %llu runs past the end of the file", path,
+                              (unsigned long long)i);
         int name_len = pf__gguf_shown(t->name_len);
-        if (ndim < 1 || ndim > PF__GGUF_MAX_DIMS) {
-            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has %llu dimensions (1 to %d)", path, name_len,
-                           t->name, (unsigned long long)ndim, PF__GGUF_MAX_DIMS);
-            break;
-        }
+        if (ndim < 1 || ndim > PF__GGUF_MAX_DIMS)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has %llu dimensions (1 to %d)", path,
+                              name_len, t->name, (unsigned long long)ndim, PF__GGUF_MAX_DIMS);
         t->ndim = (int)ndim;
         size_t rows = 1;
         int bad = 0;
         for (int d = 0; d < t->ndim; d++) {
-            if (pf__gguf_uint(&c, 8, &t->ne[d])) bad = 1;
+            if (pf__gguf_uint(c, 8, &t->ne[d])) bad = 1;
             else if (t->ne[d] == 0 || t->ne[d] > ((uint64_t)1 << 40) || t->ne[d] > SIZE_MAX ||
                      (d > 0 && pf__mul_size(rows, (size_t)t->ne[d], &rows)))
                 bad = 2;
         }
-        if (bad || pf__gguf_uint(&c, 4, &type) || pf__gguf_uint(&c, 8, &offsets[i])) {
-            r = pf__format(message, size, PF_ERROR_FORMAT, bad == 2 ? "%s: tensor '%.*s' has a dimension that is zero or "
-                           "too large" : "%s: tensor info '%.*s' runs past the end of the file", path, name_len, t->name);
-            break;
-        }
+        if (bad || pf__gguf_uint(c, 4, &type) || pf__gguf_uint(c, 8, &offsets[i]))
+            return pf__format(message, size, PF_ERROR_FORMAT, bad == 2 ? "%s: tensor '%.*s' has a dimension that is zero "
+                              "or too large" : "%s: tensor info '%.*s' runs past the end of the file", path, name_len,
+                              t->name);
         t->rows = rows;
         t->cols = (size_t)t->ne[0];
         t->type = (uint32_t)type;
-        if (type >= PF__COUNT(pf__ggml_types) || !pf__ggml_types[type].name) {
-            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has unknown type %llu", path, name_len,
-                           t->name, (unsigned long long)type);
-            break;
-        }
+        if (type >= PF__COUNT(pf__ggml_types) || !pf__ggml_types[type].name)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has unknown type %llu", path, name_len,
+                              t->name, (unsigned long long)type);
         unsigned block = pf__ggml_types[type].block;
-        if (!block) {
-            r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%.*s' has type %s, which parallelformers "
-                           "does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K and Q6_K)", path, name_len,
-                           t->name, pf__ggml_types[type].name);
-            break;
-        }
+        if (!block)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%.*s' has type %s, which parallelformers "
+                              "does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K and Q6_K)", path, name_len,
+                              t->name, pf__ggml_types[type].name);
         if (t->cols % block || pf__mul_size(rows, t->cols / block * pf__ggml_types[type].bytes, &t->bytes) ||
-            t->cols / block * pf__ggml_types[type].bytes / pf__ggml_types[type].bytes != t->cols / block) {
-            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' of type %s has rows of %zu, not a whole "
-                           "number of %u-weight blocks, or is too large", path, name_len, t->name,
-                           pf__ggml_types[type].name, t->cols, block);
-            break;
-        }
-        if (offsets[i] % alignment) {
-            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' starts at offset %llu, not a multiple of "
-                           "the alignment %llu", path, name_len, t->name, (unsigned long long)offsets[i],
-                           (unsigned long long)alignment);
-            break;
-        }
+            t->cols / block * pf__ggml_types[type].bytes / pf__ggml_types[type].bytes != t->cols / block)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' of type %s has rows of %zu, not a whole "
+                              "number of %u-weight blocks, or is too large", path, name_len, t->name,
+                              pf__ggml_types[type].name, t->cols, block);
+        if (offsets[i] % alignment)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' starts at offset %llu, not a multiple of "
+                              "the alignment %llu", path, name_len, t->name, (unsigned long long)offsets[i],
+                              (unsigned long long)alignment);
         g->num_tensors++;
     }
-    /* the data section starts at the next multiple of the alignment */
-    size_t header = (size_t)(c.p - g->data), start = header + (size_t)((alignment - header % alignment) % alignment);
+    return PF_OK;
+}
+
+/* Each tensor's data in the data section (from `header` bytes, rounded up to the alignment):
+   inside the file, no name twice, no two sharing bytes. g->tensors ends sorted by name. */
+static pf_result pf__gguf_place_tensors(pf__gguf *g, size_t header, uint64_t alignment, const uint64_t *offsets,
+                                        char *message, size_t size) {
+    const char *path = g->path;
+    size_t start = header + (size_t)((alignment - header % alignment) % alignment);
     size_t data_size = start <= g->size ? g->size - start : 0;
-    for (size_t i = 0; i < g->num_tensors && !r; i++) {
+    for (size_t i = 0; i < g->num_tensors; i++) {
         pf__gguf_tensor *t = &g->tensors[i];
         if (offsets[i] > data_size || t->bytes > data_size - offsets[i])
-            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' (%zu bytes at offset %llu) runs past the end "
-                           "of the data section (%zu bytes)", path, pf__gguf_shown(t->name_len), t->name,
-                           t->bytes, (unsigned long long)offsets[i], data_size);
-        else t->data = g->data + start + offsets[i];
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' (%zu bytes at offset %llu) runs past the "
+                              "end of the data section (%zu bytes)", path, pf__gguf_shown(t->name_len), t->name,
+                              t->bytes, (unsigned long long)offsets[i], data_size);
+        t->data = g->data + start + offsets[i];
     }
-    free(offsets);
-    if (r) return r;
     qsort(g->tensors, g->num_tensors, sizeof *g->tensors, pf__gguf_tensor_name_cmp);
     for (size_t i = 1; i < g->num_tensors; i++)
         if (!pf__gguf_tensor_name_cmp(&g->tensors[i - 1], &g->tensors[i]))
@@ -17705,12 +17686,44 @@ static pf_result pf__gguf_parse(pf__gguf *g, char *message, size_t size) {
     if (!order) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     memcpy(order, g->tensors, g->num_tensors * sizeof *order);
     qsort(order, g->num_tensors, sizeof *order, pf__gguf_tensor_offset_cmp);
+    pf_result r = PF_OK;
     for (size_t i = 1; i < g->num_tensors && !r; i++)
         if (order[i - 1].data + order[i - 1].bytes > order[i].data)
             r = pf__format(message, size, PF_ERROR_FORMAT, "%s: tensors '%.*s' and '%.*s' overlap", path,
                            pf__gguf_shown(order[i - 1].name_len), order[i - 1].name,
                            pf__gguf_shown(order[i].name_len), order[i].name);
     free(order);
+    return r;
+}
+
+/* Reads the header, metadata and tensor infos of the mapped file into g, checking each count,
+   length, type, dimension and offset against the file: the header's counts, then each phase. */
+static pf_result pf__gguf_parse(pf__gguf *g, char *message, size_t size) {
+    const char *path = g->path;
+    if (g->size < 4 || memcmp(g->data, "GGUF", 4)) /* an empty file is not even mapped */
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: not a GGUF file (no GGUF magic)", path);
+    pf__gguf_cursor c = {g->data + 4, g->data + g->size};
+    uint64_t version, num_tensors, num_kvs, alignment;
+    if (pf__gguf_uint(&c, 4, &version) || pf__gguf_uint(&c, 8, &num_tensors) || pf__gguf_uint(&c, 8, &num_kvs))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: the GGUF header is cut short", path);
+    if (version != 2 && version != 3)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: GGUF version %llu is not supported (2 and 3 are, "
+                          "little-endian)", path, (unsigned long long)version);
+    /* a key/value takes at least 13 bytes (a key length, a type, a byte), a tensor info 32 */
+    size_t left = (size_t)(c.end - c.p);
+    if (num_kvs > left / 13 || num_tensors > left / 32)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: the header counts %llu tensors and %llu metadata keys, more "
+                          "than the file can hold", path, (unsigned long long)num_tensors, (unsigned long long)num_kvs);
+    g->kvs = (pf__gguf_kv *)calloc(num_kvs ? (size_t)num_kvs : 1, sizeof *g->kvs);
+    g->tensors = (pf__gguf_tensor *)calloc(num_tensors ? (size_t)num_tensors : 1, sizeof *g->tensors);
+    uint64_t *offsets = (uint64_t *)malloc((num_tensors ? (size_t)num_tensors : 1) * sizeof *offsets);
+    pf_result r = g->kvs && g->tensors && offsets ? PF_OK
+                                                  : pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r) r = pf__gguf_read_metadata(g, &c, num_kvs, message, size);
+    if (!r) r = pf__gguf_alignment(g, &alignment, message, size);
+    if (!r) r = pf__gguf_read_tensor_infos(g, &c, num_tensors, alignment, offsets, message, size);
+    if (!r) r = pf__gguf_place_tensors(g, (size_t)(c.p - g->data), alignment, offsets, message, size);
+    free(offsets);
     return r;
 }
 
