@@ -17818,24 +17818,14 @@ static int pf__gguf_put_number(pf__tok_buf *b, const char *key, double v) {
 /* Metadata keys of the architecture: where they go in config.json (NULL: read below, or without
    effect on the numbers). Any other "<arch>." key might change the math: refused by name. */
 typedef struct pf__gguf_config_key {
+    const char *arch;
     const char *suffix;     /* after "<arch>." */
     const char *config_key; /* config.json's key, NULL: handled by hand or ignored */
 } pf__gguf_config_key;
 
-static const pf__gguf_config_key pf__gguf_llama_keys[] = {
-    {"context_length", "max_position_embeddings"}, {"embedding_length", "hidden_size"},
-    {"block_count", "num_hidden_layers"}, {"feed_forward_length", "intermediate_size"},
-    {"attention.head_count", "num_attention_heads"}, {"attention.head_count_kv", "num_key_value_heads"},
-    {"attention.layer_norm_rms_epsilon", "rms_norm_eps"}, {"rope.freq_base", "rope_theta"},
-    {"attention.key_length", "head_dim"}, {"attention.value_length", NULL}, {"rope.dimension_count", NULL},
-    {"vocab_size", NULL}, {"rope.scaling.type", NULL}, {"rope.scaling.factor", NULL}, {"rope.scale_linear", NULL},
-    {"rope.scaling.original_context_length", NULL}, /* the context before scaling: what max positions says */
-    {"rope.scaling.finetuned", NULL},               /* a note, no effect */
-};
-static const pf__gguf_config_key pf__gguf_gpt2_keys[] = {
-    {"context_length", "n_positions"}, {"embedding_length", "n_embd"}, {"block_count", "n_layer"},
-    {"feed_forward_length", "n_inner"}, {"attention.head_count", "n_head"},
-    {"attention.layer_norm_epsilon", "layer_norm_epsilon"}, {"vocab_size", NULL},
+static const pf__gguf_config_key pf__gguf_config_keys[] = {
+#define PF_GGUF_CONFIG(arch, suffix, config_key) {arch, suffix, config_key},
+#include "policies.inc"
 };
 
 /* A tensor of that name is in the file. */
@@ -17851,9 +17841,8 @@ static int pf__gguf_has_tensor(const pf__gguf *g, const char *name) {
 static pf_result pf__gguf_config_json(const pf__gguf *g, const char *arch, int64_t vocab, pf__tok_buf *b,
                                       char *message, size_t size) {
     int llama = !strcmp(arch, "llama");
-    const pf__gguf_config_key *keys = llama ? pf__gguf_llama_keys : pf__gguf_gpt2_keys;
-    size_t num_keys = llama ? PF__COUNT(pf__gguf_llama_keys) : PF__COUNT(pf__gguf_gpt2_keys);
-    size_t prefix = strlen(arch) + 1;
+    const pf__gguf_config_key *keys = pf__gguf_config_keys;
+    size_t num_keys = PF__COUNT(pf__gguf_config_keys), prefix = strlen(arch) + 1;
     int bad = pf__gguf_put(b, llama ? "{\"model_type\": \"llama\", \"architectures\": [\"LlamaForCausalLM\"]"
                                     : "{\"model_type\": \"gpt2\", \"architectures\": [\"GPT2LMHeadModel\"]");
     bad |= pf__gguf_put(b, pf__gguf_has_tensor(g, "output.weight") ? ", \"tie_word_embeddings\": false"
@@ -17866,7 +17855,8 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const char *arch, int64
         if (kv->key_len <= prefix || memcmp(kv->key, arch, prefix - 1) || kv->key[prefix - 1] != '.') continue;
         size_t k;
         for (k = 0; k < num_keys; k++)
-            if (kv->key_len - prefix == strlen(keys[k].suffix) && !memcmp(kv->key + prefix, keys[k].suffix, kv->key_len - prefix))
+            if (!strcmp(keys[k].arch, arch) && kv->key_len - prefix == strlen(keys[k].suffix) &&
+                !memcmp(kv->key + prefix, keys[k].suffix, kv->key_len - prefix))
                 break;
         if (k == num_keys)
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: metadata '%.*s' is not supported (it may change "
