@@ -14712,6 +14712,80 @@ PF__AVX2_TARGET static void pf__weighted_sum_avx2(float *out, const float *w, co
 }
 #endif
 
+static float pf__act(float v, pf__activation act);
+
+/* out[i] = act(x[i]) (* mul[i], the gated MLP's up projection, when mul is given); out may be x. */
+static void pf__activate_portable(float *out, const float *x, const float *mul, size_t count, pf__activation act) {
+    for (size_t i = 0; i < count; i++) out[i] = pf__act(x[i], act) * (mul ? mul[i] : 1.0f);
+}
+
+static void pf__exp_shifted(float *p, size_t count, float shift) {
+    for (size_t j = 0; j < count; j++) p[j] = expf(p[j] - shift);
+}
+
+#ifdef PF__AVX2
+/* e^x in eight lanes: x = n ln 2 + r with |r| <= ln 2 / 2, e^r by its Taylor series to r^7
+   (truncation below 1e-8 relative, under fp32's rounding), times 2^n built in the exponent bits.
+   x is clamped to [-87, 88], where 2^n stays a normal float; NaN passes through. */
+PF__AVX2_TARGET static PF__INLINE __m256 pf__exp_avx2(__m256 x) {
+    x = _mm256_min_ps(_mm256_set1_ps(88.0f), _mm256_max_ps(_mm256_set1_ps(-87.0f), x));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x); /* ln 2's high bits: n ln2_hi exact */
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860682030941723e-06f), r);
+    __m256 p = _mm256_set1_ps(1.0f / 5040);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    __m256i two_n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(two_n));
+}
+
+/* act(v) for the activations of the form v / (1 + e^-g(v)); the others through pf__act. */
+PF__AVX2_TARGET static PF__INLINE __m256 pf__sigmoid_act_avx2(__m256 v, pf__activation act) {
+    __m256 g = v; /* SiLU */
+    if (act == PF__ACT_GELU_TANH) {
+        __m256 cube = _mm256_mul_ps(_mm256_mul_ps(v, v), v);
+        g = _mm256_mul_ps(_mm256_set1_ps(2.0f * 0.7978845608028654f),
+                          _mm256_fmadd_ps(_mm256_set1_ps(0.044715f), cube, v));
+    } else if (act == PF__ACT_QUICK_GELU) {
+        g = _mm256_mul_ps(_mm256_set1_ps(1.702f), v);
+    }
+    __m256 e = pf__exp_avx2(_mm256_sub_ps(_mm256_setzero_ps(), g));
+    return _mm256_div_ps(v, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+}
+
+/* out[i] = act(x[i]) (* mul[i]): every element through the same lanes' arithmetic, the last few
+   by masked loads, so a value never depends on where it sits in the array (ranks split the MLP's
+   columns anywhere). */
+PF__AVX2_TARGET static void pf__activate_avx2(float *out, const float *x, const float *mul, size_t count,
+                                              pf__activation act) {
+    if (act != PF__ACT_GELU_TANH && act != PF__ACT_SILU && act != PF__ACT_QUICK_GELU) {
+        pf__activate_portable(out, x, mul, count, act);
+        return;
+    }
+    for (size_t i = 0; i < count; i += 8) {
+        __m256i lanes = pf__lanes_below(count - i < 8 ? count - i : 8);
+        __m256 y = pf__sigmoid_act_avx2(_mm256_maskload_ps(x + i, lanes), act);
+        if (mul) y = _mm256_mul_ps(y, _mm256_maskload_ps(mul + i, lanes));
+        _mm256_maskstore_ps(out + i, lanes, y);
+    }
+}
+
+/* p[j] = e^(p[j] - shift), softmax's numerators. */
+PF__AVX2_TARGET static void pf__exp_shifted_avx2(float *p, size_t count, float shift) {
+    for (size_t j = 0; j < count; j += 8) {
+        __m256i lanes = pf__lanes_below(count - j < 8 ? count - j : 8);
+        __m256 v = _mm256_sub_ps(_mm256_maskload_ps(p + j, lanes), _mm256_set1_ps(shift));
+        _mm256_maskstore_ps(p + j, lanes, pf__exp_avx2(v));
+    }
+}
+#endif
+
 /* The CPU backend's inner loops, for one instruction set. Attention is computed whole on one rank,
    so its sums need no care for rank counts: fp32 is enough there. */
 typedef struct pf__cpu_kernels {
@@ -14722,16 +14796,18 @@ typedef struct pf__cpu_kernels {
     void (*scores)(float *out, size_t ld, const float *const *q, int nq, const float *keys, size_t stride, size_t count,
                    size_t n);
     void (*weighted_sum)(float *out, const float *w, const float *values, size_t stride, size_t count, size_t n);
+    void (*activate)(float *out, const float *x, const float *mul, size_t count, pf__activation act);
+    void (*exp_shifted)(float *p, size_t count, float shift);
     pf__q8_rows_fn *q8_rows, *q8_row; /* many rows of x; one (decode) */
     pf__q8_rows_fn *q4_rows, *q4_row;
 } pf__cpu_kernels;
 
 static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_PORTABLE,
-                                                 pf__scores, pf__weighted_sum, pf__q8_rows_portable,
+                                                 pf__scores, pf__weighted_sum, pf__activate_portable, pf__exp_shifted, pf__q8_rows_portable,
                                                  pf__q8_rows_portable, pf__q4_rows_portable, pf__q4_rows_portable};
 #ifdef PF__AVX2
 static const pf__cpu_kernels pf__cpu_avx2 = {pf__tiles_avx2, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_AVX2,
-                                             pf__scores_avx2, pf__weighted_sum_avx2, pf__q8_rows_avx2,
+                                             pf__scores_avx2, pf__weighted_sum_avx2, pf__activate_avx2, pf__exp_shifted_avx2, pf__q8_rows_avx2,
                                              pf__q8_row_avx2, pf__q4_rows_avx2, pf__q4_row_avx2};
 #endif
 #ifdef PF__AVX512
@@ -14930,6 +15006,11 @@ void pf_testing_cpu_scores(float *out, size_t ld, const float *const *q, int nq,
 void pf_testing_cpu_weighted_sum(float *out, const float *w, const float *values, size_t stride, size_t count, size_t n) {
     pf__cpu_kernels_here()->weighted_sum(out, w, values, stride, count, n);
 }
+/* Test hooks: the activations (act a pf__activation) and softmax's exponentials, as picked. */
+void pf_testing_cpu_activate(float *out, const float *x, const float *mul, size_t count, int act) {
+    pf__cpu_kernels_here()->activate(out, x, mul, count, (pf__activation)act);
+}
+void pf_testing_cpu_exp_shifted(float *p, size_t count, float shift) { pf__cpu_kernels_here()->exp_shifted(p, count, shift); }
 #endif
 
 static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__weight *bias,
@@ -14973,15 +15054,15 @@ static float pf__act(float v, pf__activation act) {
 
 static void pf__cpu_activation(pf__rank *r, float *x, size_t count, pf__activation act) {
     (void)r;
-    for (size_t i = 0; i < count; i++) x[i] = pf__act(x[i], act);
+    pf__cpu_kernels_here()->activate(x, x, NULL, count, act);
 }
 
 static void pf__cpu_gated_activation(pf__rank *r, float *out, const float *in, size_t rows, size_t width,
                                      pf__activation act) {
     (void)r;
+    void (*activate)(float *, const float *, const float *, size_t, pf__activation) = pf__cpu_kernels_here()->activate;
     for (size_t row = 0; row < rows; row++)
-        for (size_t i = 0; i < width; i++)
-            out[row * width + i] = pf__act(in[row * 2 * width + i], act) * in[row * 2 * width + width + i];
+        activate(out + row * width, in + row * 2 * width, in + row * 2 * width + width, width, act);
 }
 
 static void pf__cpu_add_residual(pf__rank *r, float *x, const float *y, const pf__weight *bias, size_t rows,
@@ -15104,11 +15185,9 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
                                                             a->rel_max_distance, a->mask != PF__MASK_CAUSAL)];
                         if (p[j] > max) max = p[j];
                     }
+                    kernels->exp_shifted(p, count, max);
                     double sum = 0;
-                    for (size_t j = 0; j < count; j++) {
-                        p[j] = expf(p[j] - max);
-                        sum += p[j];
-                    }
+                    for (size_t j = 0; j < count; j++) sum += p[j];
                     for (size_t j = 0; j < count; j++) p[j] = (float)(p[j] / sum);
                     float *o = out + ((size_t)b * T + t0 + (size_t)i) * q_width + (size_t)h * hd;
                     kernels->weighted_sum(o, p, vc + first[i] * kv_width + kv, kv_width, count, hd);

@@ -1,6 +1,7 @@
 /* Model fixtures against the outputs transformers gave for them: prompt logits within 1e-4 and
    identical greedy tokens, on 1 to 4 CPU ranks; plus pf_to_cpu, memory accounting, batches, a
    failing rank, and absurd arguments. */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,6 +23,8 @@ void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype,
 void pf_testing_cpu_scores(float *out, size_t ld, const float *const *q, int nq, const float *keys, size_t stride,
                            size_t count, size_t n);
 void pf_testing_cpu_weighted_sum(float *out, const float *w, const float *values, size_t stride, size_t count, size_t n);
+void pf_testing_cpu_activate(float *out, const float *x, const float *mul, size_t count, int act);
+void pf_testing_cpu_exp_shifted(float *p, size_t count, float shift);
 #endif
 
 /* Which CPU kernels the fixtures run on, for the messages: the ones the machine picks, or portable. */
@@ -676,6 +679,71 @@ static void test_cpu_quantized(pf_dtype dtype) {
 /* Attention's scores (for 1 to 4 queries at once) and weighted sum for 0 to 9 rows of every width
    up to 140 (vector bodies, ragged tails, several 64-wide blocks), rows 150 floats apart, on each
    kernel set, against double arithmetic; outputs past the count or width stay untouched. */
+/* The activations and softmax's exponentials on every kernel set against double-precision
+   formulas: within 4 (|a| + 1) fp32 epsilons of the value, for exp's argument a (computing it in
+   fp32 takes up to four roundings, each moving e^a by |a| epsilons; the rest is a few roundings),
+   plus 1e-30 where it underflows; over
+   inputs from -120 to 120 (past expf's range both ways) with NaN passing through; and each value
+   the same wherever it sits in the array (the vector lanes and the masked tail), as ranks split
+   the MLP's columns anywhere. */
+static double exp_argument(double v, int act) {
+    return act == 0 ? -2 * 0.7978845608028654 * (v + 0.044715 * v * v * v) : act == 3 ? -v : -1.702 * v;
+}
+
+static double exact_activation(double v, int act) {
+    switch (act) {
+    case 0: return v / (1 + exp(exp_argument(v, act))); /* GELU tanh: 0.5 v (1 + tanh u), without its cancellation */
+    case 3: return v / (1 + exp(-v));                                                    /* SiLU */
+    case 5: return v / (1 + exp(-1.702 * v));                                            /* quick GELU */
+    }
+    return NAN;
+}
+
+static void test_cpu_activation_kernels(void) {
+    enum { N = 2411 };
+    static float x[N], up[N], out[N], alone[16], p[N];
+    static const int acts[] = {0, 3, 5};
+    for (int i = 0; i < N; i++) x[i] = (float)(i - N / 2) * (120.0f / (N / 2)), up[i] = 0.5f + (float)(i % 7) * 0.25f;
+    x[17] = NAN;
+    for (int set = 0; set <= 2; set++) {
+        pf_testing_portable_cpu = set == 1, pf_testing_avx2_cpu = set == 2;
+        const char *name = set == 0 ? "default" : set == 1 ? "portable" : "avx2";
+        for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++) {
+            int bad = -1, moved = -1;
+            for (int gated = 0; gated <= 1; gated++) {
+                pf_testing_cpu_activate(out, x, gated ? up : NULL, N, acts[a]);
+                for (int i = 0; i < N; i++) {
+                    double want = exact_activation(x[i], acts[a]) * (gated ? up[i] : 1.0);
+                    double bound = 4 * FLT_EPSILON * (fabs(exp_argument(x[i], acts[a])) + 1) * fabs(want) + 1e-30;
+                    if (i == 17 ? !isnan(out[i]) : !(fabs(out[i] - want) <= bound)) bad = i;
+                }
+                for (int i = 0; i < N; i += 97) /* the same input alone, at each offset of a short array */
+                    for (int at = 0; at < 9; at++) {
+                        float v[16] = {0}, m[16] = {0};
+                        v[at] = x[i], m[at] = up[i];
+                        pf_testing_cpu_activate(alone, v, gated ? m : NULL, (size_t)at + 1, acts[a]);
+                        if (memcmp(&alone[at], &out[i], sizeof(float)) != 0) moved = i;
+                    }
+            }
+            CHECK_MSG(bad < 0, "%s activation %d is off at %g", name, acts[a], bad < 0 ? 0.0 : x[bad]);
+            CHECK_MSG(moved < 0, "%s activation %d of %g depends on its place", name, acts[a], moved < 0 ? 0.0 : x[moved]);
+        }
+        int bad = -1;
+        for (int shift = -50; shift <= 50; shift += 25) {
+            memcpy(p, x, sizeof p);
+            pf_testing_cpu_exp_shifted(p, N, (float)shift);
+            for (int i = 0; i < N; i++) {
+                double want = exp((double)x[i] - shift);
+                if (want > 1e38) continue; /* past fp32: softmax's scores never are (the max is subtracted) */
+                double bound = 4 * FLT_EPSILON * (fabs((double)x[i] - shift) + 1) * want + 1e-30;
+                if (i == 17 ? !isnan(p[i]) : !(fabs(p[i] - want) <= bound)) bad = i;
+            }
+        }
+        CHECK_MSG(bad < 0, "%s exp is off at %g", name, bad < 0 ? 0.0 : x[bad]);
+    }
+    pf_testing_portable_cpu = 0, pf_testing_avx2_cpu = 0;
+}
+
 static void test_cpu_attention_kernels(void) {
     enum { STRIDE = 150, ROWS = 9, WIDTH = 140, QUERIES = 4, LD = 16 };
     static float queries[QUERIES][WIDTH], rows[ROWS * STRIDE], w[ROWS], out[QUERIES * LD + WIDTH + 1];
@@ -1057,6 +1125,7 @@ void test_models(void) {
     test_fixture_stored("gpt2-tiny-f16", PF_DTYPE_F16);
     test_fixture_stored("gpt2-tiny-bf16", PF_DTYPE_BF16);
     test_cpu_attention_kernels();
+    test_cpu_activation_kernels();
     test_cpu_q8_kernels(0);
     test_cpu_q8_kernels(1);
     test_cpu_quantized(PF_DTYPE_Q8_0);
