@@ -14793,6 +14793,68 @@ PF__AVX2_TARGET static void pf__exp_shifted_avx2(float *p, size_t count, float s
 }
 #endif
 
+#ifdef PF__AVX512
+/* Attention's loops in 16 lanes. Scores: up to 4 queries by 4 keys a step (8 loads for 16
+   FMAs), each sum's 16 lanes folded to 8 and then summed as pf__sum4_avx2 sums. */
+PF__AVX512_TARGET static void pf__scores_avx512(float *out, size_t ld, const float *const *q, int nq,
+                                                const float *keys, size_t stride, size_t count, size_t n) {
+    size_t full = n / 16 * 16;
+    __mmask16 tail = (__mmask16)((1u << (n - full)) - 1);
+    const float *qs[4];
+    for (int i = 0; i < 4; i++) qs[i] = q[i < nq ? i : 0]; /* past nq: query 0 again, result unused */
+    for (size_t j = 0; j < count; j += 4) {
+        const float *k[4];
+        __m512 acc[4][4];
+        int m = count - j < 4 ? (int)(count - j) : 4;
+        PF__UNROLL for (int t = 0; t < 4; t++) {
+            k[t] = keys + (j + (size_t)(t < m ? t : 0)) * stride; /* past the end: key j again, result unused */
+            PF__UNROLL for (int i = 0; i < 4; i++) acc[i][t] = _mm512_setzero_ps();
+        }
+        for (size_t x = 0; x <= full; x += 16) {
+            __mmask16 lanes = x < full ? (__mmask16)0xffff : tail;
+            if (!lanes) break;
+            __m512 kv[4];
+            PF__UNROLL for (int t = 0; t < 4; t++) kv[t] = _mm512_maskz_loadu_ps(lanes, k[t] + x);
+            PF__UNROLL for (int i = 0; i < 4; i++) {
+                if (i >= nq) break;
+                __m512 qv = _mm512_maskz_loadu_ps(lanes, qs[i] + x);
+                PF__UNROLL for (int t = 0; t < 4; t++) acc[i][t] = _mm512_fmadd_ps(qv, kv[t], acc[i][t]);
+            }
+        }
+        for (int i = 0; i < nq; i++) {
+            __m256 halves[4];
+            float sums[4];
+            PF__UNROLL for (int t = 0; t < 4; t++)
+                halves[t] = _mm256_add_ps(_mm512_castps512_ps256(acc[i][t]),
+                                          _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[i][t]), 1)));
+            _mm_storeu_ps(sums, pf__sum4_avx2(halves));
+            for (int t = 0; t < m; t++) out[(size_t)i * ld + j + (size_t)t] = sums[t];
+        }
+    }
+}
+
+/* 128 outputs at a time in eight registers, over all the rows. */
+PF__AVX512_TARGET static void pf__weighted_sum_avx512(float *out, const float *w, const float *values, size_t stride,
+                                                      size_t count, size_t n) {
+    for (size_t i0 = 0; i0 < n; i0 += 128) {
+        size_t width = n - i0 < 128 ? n - i0 : 128;
+        __mmask16 mask[8];
+        __m512 acc[8];
+        PF__UNROLL for (int b = 0; b < 8; b++) {
+            size_t left = width > (size_t)b * 16 ? width - (size_t)b * 16 : 0;
+            mask[b] = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+            acc[b] = _mm512_setzero_ps();
+        }
+        for (size_t j = 0; j < count; j++) {
+            __m512 p = _mm512_set1_ps(w[j]);
+            const float *v = values + j * stride + i0;
+            PF__UNROLL for (int b = 0; b < 8; b++) acc[b] = _mm512_fmadd_ps(p, _mm512_maskz_loadu_ps(mask[b], v + 16 * b), acc[b]);
+        }
+        PF__UNROLL for (int b = 0; b < 8; b++) _mm512_mask_storeu_ps(out + i0 + 16 * b, mask[b], acc[b]);
+    }
+}
+#endif
+
 /* The CPU backend's inner loops, for one instruction set. Attention is computed whole on one rank,
    so its sums need no care for rank counts: fp32 is enough there. */
 typedef struct pf__cpu_kernels {
@@ -14871,6 +14933,7 @@ static void pf__cpu_probe(void) {
     pf__cpu_avx512.tile_rows = PF__TILE_ROWS_AVX512;
     pf__cpu_avx512.tile_outs = PF__TILE_OUTS_AVX512;
     if (pf__cpu_wide_fma) {
+        pf__cpu_avx512.scores = pf__scores_avx512, pf__cpu_avx512.weighted_sum = pf__weighted_sum_avx512;
         pf__cpu_avx512.chunk = PF__CHUNK_AVX512;
         pf__cpu_avx512.row_outs = PF__ROW_OUTS_AVX512;
     }

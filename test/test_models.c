@@ -751,8 +751,9 @@ static void test_cpu_attention_kernels(void) {
     random_fill(&queries[0][0], QUERIES * WIDTH, 1.0f, &state);
     random_fill(rows, ROWS * STRIDE, 1.0f, &state);
     random_fill(w, ROWS, 1.0f, &state);
-    for (int portable = 0; portable <= 1; portable++) {
-        pf_testing_portable_cpu = portable;
+    for (int set = 0; set <= 2; set++) { /* default (AVX-512 where there is), portable, AVX2 */
+        pf_testing_portable_cpu = set == 1, pf_testing_avx2_cpu = set == 2;
+        const char *name = set == 0 ? "default" : set == 1 ? "portable" : "avx2";
         int bad_scores = -1, bad_sum = -1;
         for (size_t count = 0; count <= ROWS; count++)
             for (size_t n = 1; n <= WIDTH; n++) {
@@ -781,11 +782,10 @@ static void test_cpu_attention_kernels(void) {
                 }
                 if (out[n] != 12345.0f) bad_sum = (int)(count * 1000 + n);
             }
-        CHECK_MSG(bad_scores < 0, "%s scores wrong at %d rows of width %d", portable ? "portable" : "default",
-                  bad_scores / 1000, bad_scores % 1000);
-        CHECK_MSG(bad_sum < 0, "%s weighted sum wrong at %d rows of width %d", portable ? "portable" : "default",
-                  bad_sum / 1000, bad_sum % 1000);
+        CHECK_MSG(bad_scores < 0, "%s scores wrong at %d rows of width %d", name, bad_scores / 1000, bad_scores % 1000);
+        CHECK_MSG(bad_sum < 0, "%s weighted sum wrong at %d rows of width %d", name, bad_sum / 1000, bad_sum % 1000);
     }
+    pf_testing_avx2_cpu = 0;
     pf_testing_portable_cpu = 0;
 }
 #endif
