@@ -17985,88 +17985,106 @@ static int pf__gguf_has_tensor(const pf__gguf *g, const char *name) {
     return bsearch(&probe, g->tensors, g->num_tensors, sizeof probe, pf__gguf_tensor_name_cmp) != NULL;
 }
 
-/* config.json's keys from the metadata of architecture arch ("llama", "gpt2"), into b; the head is
-   tied when the file has no output.weight, LLaMA's biases are there when its first block has them. */
-static pf_result pf__gguf_config_json(const pf__gguf *g, const char *arch, int64_t vocab, pf__tok_buf *b,
-                                      char *message, size_t size) {
-    int llama = !strcmp(arch, "llama");
-    const pf__gguf_config_key *keys = pf__gguf_config_keys;
-    size_t num_keys = PF__COUNT(pf__gguf_config_keys), prefix = strlen(arch) + 1;
-    int bad = pf__gguf_put(b, llama ? "{\"model_type\": \"llama\", \"architectures\": [\"LlamaForCausalLM\"]"
-                                    : "{\"model_type\": \"gpt2\", \"architectures\": [\"GPT2LMHeadModel\"]");
-    bad |= pf__gguf_put(b, pf__gguf_has_tensor(g, "output.weight") ? ", \"tie_word_embeddings\": false"
-                                                                    : ", \"tie_word_embeddings\": true");
-    if (llama && pf__gguf_has_tensor(g, "blk.0.attn_q.bias")) bad |= pf__gguf_put(b, ", \"attention_bias\": true");
-    if (llama && pf__gguf_has_tensor(g, "blk.0.ffn_up.bias")) bad |= pf__gguf_put(b, ", \"mlp_bias\": true");
-    /* every key of the architecture must be one we know */
+/* The architectures we load (PF_GGUF_ARCH rows). */
+typedef struct pf__gguf_arch {
+    const char *name; /* general.architecture */
+    const char *model_type, *hf_class;
+    int rotary;               /* LLaMA's metadata: head and rotary widths, rope scaling, biases */
+    const char *extra_config; /* added to config.json as it is */
+} pf__gguf_arch;
+
+static const pf__gguf_arch pf__gguf_archs[] = {
+#define PF_GGUF_ARCH(arch, model_type, hf_class, rotary, extra_config) {arch, model_type, hf_class, rotary, extra_config},
+#include "policies.inc"
+};
+
+static const pf__gguf_arch *pf__gguf_find_arch(const char *name, size_t len) {
+    for (size_t i = 0; i < PF__COUNT(pf__gguf_archs); i++)
+        if (strlen(pf__gguf_archs[i].name) == len && !memcmp(pf__gguf_archs[i].name, name, len)) return &pf__gguf_archs[i];
+    return NULL;
+}
+
+/* Every "<arch>." metadata key must be a PF_GGUF_CONFIG row; those with a config key go into b. */
+static pf_result pf__gguf_known_keys(const pf__gguf *g, const char *arch, pf__tok_buf *b, int *bad, char *message,
+                                     size_t size) {
+    size_t prefix = strlen(arch) + 1;
     for (size_t i = 0; i < g->num_kvs; i++) {
         const pf__gguf_kv *kv = &g->kvs[i];
         if (kv->key_len <= prefix || memcmp(kv->key, arch, prefix - 1) || kv->key[prefix - 1] != '.') continue;
-        size_t k;
-        for (k = 0; k < num_keys; k++)
-            if (!strcmp(keys[k].arch, arch) && kv->key_len - prefix == strlen(keys[k].suffix) &&
-                !memcmp(kv->key + prefix, keys[k].suffix, kv->key_len - prefix))
-                break;
-        if (k == num_keys)
+        const pf__gguf_config_key *known = NULL;
+        for (size_t k = 0; k < PF__COUNT(pf__gguf_config_keys) && !known; k++)
+            if (!strcmp(pf__gguf_config_keys[k].arch, arch) && kv->key_len - prefix == strlen(pf__gguf_config_keys[k].suffix) &&
+                !memcmp(kv->key + prefix, pf__gguf_config_keys[k].suffix, kv->key_len - prefix))
+                known = &pf__gguf_config_keys[k];
+        if (!known)
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: metadata '%.*s' is not supported (it may change "
                               "the model's math)", g->path, pf__gguf_shown(kv->key_len), kv->key);
         if (kv->type == PF__GGUF_ARRAY) /* llama.cpp's per-layer values (head counts of hybrid models) */
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: metadata '%.*s' differs per layer: not supported",
                               g->path, pf__gguf_shown(kv->key_len), kv->key);
-        if (!keys[k].config_key) continue;
+        if (!known->config_key) continue;
         char full[96];
         double v;
-        snprintf(full, sizeof full, "%s.%s", arch, keys[k].suffix);
+        snprintf(full, sizeof full, "%s.%s", arch, known->suffix);
         if (pf__gguf_get_number(g, full, &v) != 1 || !isfinite(v))
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' is not a finite number", g->path, full);
-        bad |= pf__gguf_put_number(b, keys[k].config_key, v);
+        *bad |= pf__gguf_put_number(b, known->config_key, v);
     }
-    char full[96];
-    double v, head_dim = 0, heads = 0, hidden = 0;
-    snprintf(full, sizeof full, "%s.attention.head_count", arch);
-    if (pf__gguf_get_number(g, full, &heads) != 1 || !(heads >= 1))
-        return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' is missing or not a count", g->path, full);
-    snprintf(full, sizeof full, "%s.vocab_size", arch);
-    if (pf__gguf_get_number(g, full, &v) == 1 && v != (double)vocab)
-        return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' is %g, but the token embedding has %lld rows",
-                          g->path, full, v, (long long)vocab);
-    bad |= pf__gguf_put_number(b, "vocab_size", (double)vocab);
-    if (llama) {
-        /* values must match what transformers' LLaMA computes: the rotary width is the head */
-        pf__gguf_get_number(g, "llama.embedding_length", &hidden);
-        head_dim = hidden / heads;
-        if (pf__gguf_get_number(g, "llama.attention.key_length", &v) == 1) head_dim = v;
-        if (pf__gguf_get_number(g, "llama.attention.value_length", &v) == 1 && v != head_dim)
-            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: llama.attention.value_length %g differs from the "
-                              "key length %g: not supported", g->path, v, head_dim);
-        if (pf__gguf_get_number(g, "llama.rope.dimension_count", &v) == 1 && v != head_dim)
-            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: llama.rope.dimension_count %g rotates part of "
-                              "a head of %g: not supported", g->path, v, head_dim);
-        const char *type = NULL;
-        size_t type_len = 0;
-        double factor = 1;
-        int has_type = pf__gguf_get_string(g, "llama.rope.scaling.type", &type, &type_len);
-        int has_factor = pf__gguf_get_number(g, "llama.rope.scaling.factor", &factor);
-        if (has_factor <= 0) has_factor = pf__gguf_get_number(g, "llama.rope.scale_linear", &factor);
-        if (has_type < 0 || has_factor < 0)
-            return pf__format(message, size, PF_ERROR_FORMAT, "%s: llama.rope.scaling.type or its factor has the wrong "
-                              "type", g->path);
-        int linear = has_type ? type_len == 6 && !memcmp(type, "linear", 6) : has_factor && factor != 1;
-        if (has_type && !linear && !(type_len == 4 && !memcmp(type, "none", 4)))
-            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: llama.rope.scaling.type \"%.*s\" is not supported "
-                              "(none and linear are)", g->path, pf__gguf_shown(type_len), type);
-        if (linear && !(factor >= 1 && factor < 1e6))
-            return pf__format(message, size, PF_ERROR_FORMAT, "%s: the linear rope scaling factor %g is not in [1, 1e6)",
-                              g->path, factor);
-        if (linear) {
-            char text[96];
-            snprintf(text, sizeof text, ", \"rope_scaling\": {\"type\": \"linear\", \"factor\": %.17g}", factor);
-            bad |= pf__gguf_put(b, text);
-        }
-    } else {
-        bad |= pf__gguf_put(b, ", \"activation_function\": \"gelu_new\"");
+    return PF_OK;
+}
+
+/* LLaMA's widths as transformers computes them (the rotary width is the whole head) and its rope
+   scaling (none or linear); biases where the first block has them. */
+static pf_result pf__gguf_rotary_config(const pf__gguf *g, const char *arch, double heads, pf__tok_buf *b, int *bad,
+                                        char *message, size_t size) {
+    char key[96];
+    double v, hidden = 0, head_dim, factor = 1;
+    if (pf__gguf_has_tensor(g, "blk.0.attn_q.bias")) *bad |= pf__gguf_put(b, ", \"attention_bias\": true");
+    if (pf__gguf_has_tensor(g, "blk.0.ffn_up.bias")) *bad |= pf__gguf_put(b, ", \"mlp_bias\": true");
+    snprintf(key, sizeof key, "%s.embedding_length", arch);
+    pf__gguf_get_number(g, key, &hidden);
+    head_dim = hidden / heads;
+    snprintf(key, sizeof key, "%s.attention.key_length", arch);
+    if (pf__gguf_get_number(g, key, &v) == 1) head_dim = v;
+    snprintf(key, sizeof key, "%s.attention.value_length", arch);
+    if (pf__gguf_get_number(g, key, &v) == 1 && v != head_dim)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s %g differs from the key length %g: not supported",
+                          g->path, key, v, head_dim);
+    snprintf(key, sizeof key, "%s.rope.dimension_count", arch);
+    if (pf__gguf_get_number(g, key, &v) == 1 && v != head_dim)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s %g rotates part of a head of %g: not supported",
+                          g->path, key, v, head_dim);
+    const char *type = NULL;
+    size_t type_len = 0;
+    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+    int has_type = pf__gguf_get_string(g, key, &type, &type_len);
+    snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
+    int has_factor = pf__gguf_get_number(g, key, &factor);
+    if (has_factor <= 0) {
+        snprintf(key, sizeof key, "%s.rope.scale_linear", arch); /* older llama.cpp files */
+        has_factor = pf__gguf_get_number(g, key, &factor);
     }
-    /* the special ids, as config.json and generation_config.json give them */
+    if (has_type < 0 || has_factor < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s.rope.scaling.type or its factor has the wrong type",
+                          g->path, arch);
+    int linear = has_type ? type_len == 6 && !memcmp(type, "linear", 6) : has_factor && factor != 1;
+    if (has_type && !linear && !(type_len == 4 && !memcmp(type, "none", 4)))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s.rope.scaling.type \"%.*s\" is not supported (none "
+                          "and linear are)", g->path, arch, pf__gguf_shown(type_len), type);
+    if (linear && !(factor >= 1 && factor < 1e6))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: the linear rope scaling factor %g is not in [1, 1e6)",
+                          g->path, factor);
+    if (linear) {
+        char text[96];
+        snprintf(text, sizeof text, ", \"rope_scaling\": {\"type\": \"linear\", \"factor\": %.17g}", factor);
+        *bad |= pf__gguf_put(b, text);
+    }
+    return PF_OK;
+}
+
+/* The special ids, as config.json and generation_config.json give them. */
+static pf_result pf__gguf_special_ids(const pf__gguf *g, int64_t vocab, pf__tok_buf *b, int *bad, char *message,
+                                      size_t size) {
     static const char *const ids[][2] = {{"tokenizer.ggml.bos_token_id", "bos_token_id"},
                                          {"tokenizer.ggml.eos_token_id", "eos_token_id"},
                                          {"tokenizer.ggml.padding_token_id", "pad_token_id"}};
@@ -18077,8 +18095,35 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const char *arch, int64
         if (found && id >= (uint64_t)vocab)
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' %llu is outside the vocabulary (%lld)",
                               g->path, ids[i][0], (unsigned long long)id, (long long)vocab);
-        if (found) bad |= pf__gguf_put_number(b, ids[i][1], (double)id);
+        if (found) *bad |= pf__gguf_put_number(b, ids[i][1], (double)id);
     }
+    return PF_OK;
+}
+
+/* config.json from the metadata of architecture a, into b; the head is tied when the file has
+   no output.weight. */
+static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a, int64_t vocab, pf__tok_buf *b,
+                                      char *message, size_t size) {
+    char text[160], key[96];
+    double heads = 0, v;
+    int bad = 0;
+    pf_result r;
+    snprintf(text, sizeof text, "{\"model_type\": \"%s\", \"architectures\": [\"%s\"]%s", a->model_type, a->hf_class,
+             a->extra_config);
+    bad |= pf__gguf_put(b, text);
+    bad |= pf__gguf_put(b, pf__gguf_has_tensor(g, "output.weight") ? ", \"tie_word_embeddings\": false"
+                                                                    : ", \"tie_word_embeddings\": true");
+    if ((r = pf__gguf_known_keys(g, a->name, b, &bad, message, size))) return r;
+    snprintf(key, sizeof key, "%s.attention.head_count", a->name);
+    if (pf__gguf_get_number(g, key, &heads) != 1 || !(heads >= 1))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' is missing or not a count", g->path, key);
+    snprintf(key, sizeof key, "%s.vocab_size", a->name);
+    if (pf__gguf_get_number(g, key, &v) == 1 && v != (double)vocab)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' is %g, but the token embedding has %lld rows",
+                          g->path, key, v, (long long)vocab);
+    bad |= pf__gguf_put_number(b, "vocab_size", (double)vocab);
+    if (a->rotary && (r = pf__gguf_rotary_config(g, a->name, heads, b, &bad, message, size))) return r;
+    if ((r = pf__gguf_special_ids(g, vocab, b, &bad, message, size))) return r;
     bad |= pf__gguf_put(b, "}");
     return bad ? pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory") : PF_OK;
 }
@@ -18629,14 +18674,13 @@ static pf_result pf__gguf_load(pf_model *m) {
         r = pf__format(message, size, PF_ERROR_FORMAT, "%s: general.architecture is %s", g.path, has_arch ? "not a string" : "missing");
         goto done;
     }
-    if (!(arch_len == 5 && !memcmp(arch, "llama", 5)) && !(arch_len == 4 && !memcmp(arch, "gpt2", 4))) {
+    const pf__gguf_arch *known_arch = pf__gguf_find_arch(arch, arch_len);
+    if (!known_arch) {
         r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: general.architecture \"%.*s\" is not supported (llama and "
                        "gpt2 are)", g.path, pf__gguf_shown(arch_len), arch);
         goto done;
     }
-    char arch_name[8];
-    memcpy(arch_name, arch, arch_len);
-    arch_name[arch_len] = 0;
+    const char *arch_name = known_arch->name;
     if (pf__gguf_get_uint(&g, "split.count", &splits) < 0 || splits > 1) {
         r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: a GGUF split over several files is not supported (merge "
                        "it with llama.cpp's gguf-split --merge)", g.path);
@@ -18651,7 +18695,7 @@ static pf_result pf__gguf_load(pf_model *m) {
         r = pf__format(message, size, PF_ERROR_FORMAT, "%s: no token_embd.weight matrix", g.path);
         goto done;
     }
-    if ((r = pf__gguf_config_json(&g, arch_name, (int64_t)embed->rows, &config, message, size))) goto done;
+    if ((r = pf__gguf_config_json(&g, known_arch, (int64_t)embed->rows, &config, message, size))) goto done;
     char jerr[160] = "";
     if (!(json = pf__json_parse((const char *)config.p, config.len, jerr, sizeof jerr))) {
         r = pf__format(message, size, strstr(jerr, "out of memory") ? PF_ERROR_OUT_OF_MEMORY : PF_ERROR_FORMAT,
