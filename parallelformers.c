@@ -19473,27 +19473,74 @@ static void pf__mel_frontend(const pf_model *m, const float *mel, int num_frames
     for (size_t i = 0; i < half * d; i++) out[i] = pf__speech_gelu(out[i]);
 }
 
-/* Finds the source tensor of every slot, checking presence, dtype and shape. */
-static pf_result pf__resolve_sources(pf_model *m) {
+/* The name prefix the checkpoint's tensors carry ("transformer.", "model.", ""): the first of the
+   family's that finds its anchor tensor (the token embedding, patch or speech front end). */
+static pf_result pf__find_prefix(pf_model *m, const char **out) {
     const pf__config *c = &m->config;
-    size_t num_slots = pf__num_slots(c);
-    m->sources = (pf__source *)calloc(num_slots, sizeof *m->sources);
-    if (!m->sources) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-
-    const char *prefix = NULL;
     const pf__arch_tensor *embed = pf__arch_tensor_for(c->arch, PF__SLOT_TOKEN_EMBED); /* anchors the prefix */
     if (!embed) embed = pf__arch_tensor_for(c->arch, PF__SLOT_PATCH_WEIGHT);
     const char *anchor = embed ? embed->pattern : "feature_projection.projection.weight"; /* speech: the front end's */
     pf__arch_id named = pf__tensor_rows(c->arch);
     const pf__policy_rows *rows = pf__rows(named);
-    for (size_t i = 0; i < rows->num_prefixes && !prefix; i++) {
+    for (size_t i = 0; i < rows->num_prefixes; i++) {
         char name[256];
         if (rows->prefixes[i].arch != named) continue;
         snprintf(name, sizeof name, "%s%s", rows->prefixes[i].prefix, anchor);
-        if (pf__st_find(&m->st, name)) prefix = rows->prefixes[i].prefix;
+        if (pf__st_find(&m->st, name)) {
+            *out = rows->prefixes[i].prefix;
+            return PF_OK;
+        }
     }
-    if (!prefix) return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s' (under any known prefix)", m->dir, anchor);
+    return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s' (under any known prefix)", m->dir, anchor);
+}
 
+/* The checkpoint's tensor st as slot row t's source src (rows and cols set by the config),
+   after checking its shape in t's layout. */
+static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf__st_tensor *st, pf__source *src) {
+    size_t want[2] = {src->rows, src->cols};
+    int want_dims = 2;
+    if (t->layout == PF__LAYOUT_VECTOR) want_dims = 1;
+    if (t->layout == PF__LAYOUT_ROW) { /* [1, n] */
+        want[1] = want[0];
+        want[0] = 1;
+    }
+    if (t->layout == PF__LAYOUT_IN_OUT) {
+        want[0] = src->cols;
+        want[1] = src->rows;
+    }
+    pf__st_tensor flat = *st; /* SQUEEZED and CONV tensors checked as the 2-D [out, in] they are read as */
+    if (t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV) {
+        /* a 1-D SQUEEZED tensor is one row (CLIP's class_embedding) */
+        int leading_ones = t->layout == PF__LAYOUT_SQUEEZED, ok = st->ndim >= 2 || (leading_ones && st->ndim == 1);
+        for (int k = 0; ok && leading_ones && k < st->ndim - 2; k++) ok = st->shape[k] == 1;
+        if (t->layout == PF__LAYOUT_CONV && st->ndim != 4) ok = 0;
+        flat.ndim = ok ? 2 : 0;
+        if (ok && st->ndim == 1) {
+            flat.shape[1] = st->shape[0];
+            flat.shape[0] = 1;
+        } else if (ok) {
+            flat.shape[0] = leading_ones ? st->shape[st->ndim - 2] : st->shape[0];
+            flat.shape[1] = leading_ones ? st->shape[st->ndim - 1] : (st->shape[0] ? st->numel / st->shape[0] : 0);
+        }
+    }
+    if (flat.ndim != want_dims || flat.shape[0] != want[0] || (want_dims == 2 && flat.shape[1] != want[1]))
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' has shape [%zu%s%zu] but the config needs [%zu%s%zu]",
+                        st->file->path, st->name, st->shape[0], st->ndim > 1 ? ", " : "",
+                        st->ndim > 1 ? st->shape[1] : 0, want[0], want_dims > 1 ? ", " : "",
+                        want_dims > 1 ? want[1] : 0);
+    src->data = st->data;
+    src->dtype = st->dtype;
+    src->layout = t->layout == PF__LAYOUT_ROW                                       ? PF__LAYOUT_VECTOR
+                  : t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV ? PF__LAYOUT_OUT_IN
+                                                                                    : t->layout;
+    src->split = t->split;
+    return PF_OK;
+}
+
+/* Every slot's tensor under prefix: present where the family and config.json need it, absent
+   where config.json says it is not used, one spelling only, a dtype we read, the right shape. */
+static pf_result pf__take_slots(pf_model *m, const char *prefix) {
+    const pf__config *c = &m->config;
     for (int slot = 0; slot < PF__SLOT_COUNT; slot++) {
         if (!pf__arch_tensor_for(c->arch, (pf__slot)slot)) continue;
         int layers = slot < PF__SLOT_FIRST_LAYER ? 1 : c->num_layers;
@@ -19521,48 +19568,17 @@ static pf_result pf__resolve_sources(pf_model *m) {
                                 st->file->path, st->name);
             pf__source *src = &m->sources[pf__slot_index((pf__slot)slot, l)];
             pf__slot_shape(c, (pf__slot)slot, &src->rows, &src->cols);
-            size_t want[2] = {src->rows, src->cols};
-            int want_dims = 2;
-            if (t->layout == PF__LAYOUT_VECTOR) want_dims = 1;
-            if (t->layout == PF__LAYOUT_ROW) { /* [1, n] */
-                want[1] = want[0];
-                want[0] = 1;
-            }
-            if (t->layout == PF__LAYOUT_IN_OUT) {
-                want[0] = src->cols;
-                want[1] = src->rows;
-            }
-            pf__st_tensor flat = *st; /* SQUEEZED and CONV tensors checked as the 2-D [out, in] they are read as */
-            if (t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV) {
-                /* a 1-D SQUEEZED tensor is one row (CLIP's class_embedding) */
-                int leading_ones = t->layout == PF__LAYOUT_SQUEEZED, ok = st->ndim >= 2 || (leading_ones && st->ndim == 1);
-                for (int k = 0; ok && leading_ones && k < st->ndim - 2; k++) ok = st->shape[k] == 1;
-                if (t->layout == PF__LAYOUT_CONV && st->ndim != 4) ok = 0;
-                flat.ndim = ok ? 2 : 0;
-                if (ok && st->ndim == 1) {
-                    flat.shape[1] = st->shape[0];
-                    flat.shape[0] = 1;
-                } else if (ok) {
-                    flat.shape[0] = leading_ones ? st->shape[st->ndim - 2] : st->shape[0];
-                    flat.shape[1] = leading_ones ? st->shape[st->ndim - 1] : (st->shape[0] ? st->numel / st->shape[0] : 0);
-                }
-            }
-            if (flat.ndim != want_dims || flat.shape[0] != want[0] || (want_dims == 2 && flat.shape[1] != want[1]))
-                return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' has shape [%zu%s%zu] but the config needs [%zu%s%zu]",
-                                st->file->path, st->name, st->shape[0], st->ndim > 1 ? ", " : "",
-                                st->ndim > 1 ? st->shape[1] : 0, want[0], want_dims > 1 ? ", " : "",
-                                want_dims > 1 ? want[1] : 0);
-            src->data = st->data;
-            src->dtype = st->dtype;
-            src->layout = t->layout == PF__LAYOUT_ROW                                       ? PF__LAYOUT_VECTOR
-                          : t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV ? PF__LAYOUT_OUT_IN
-                                                                                            : t->layout;
-            src->split = t->split;
+            pf_result r = pf__take_source(m, t, st, src);
+            if (r) return r;
         }
     }
-    pf_result r = pf__check_head_slots(m);
-    if (r) return r;
-    /* Tied: the head is the embedding, and a head in the file too must hold the same values. */
+    return PF_OK;
+}
+
+/* The LM head: none where the head type has no vocabulary logits; tied, the embedding (and a
+   head in the file too must hold the same values); untied, present. */
+static pf_result pf__resolve_lm_head(pf_model *m) {
+    const pf__config *c = &m->config;
     pf__source *head = &m->sources[PF__SLOT_LM_HEAD];
     const pf__source *embed_src = &m->sources[PF__SLOT_TOKEN_EMBED];
     int vocab_logits = c->head == PF_HEAD_CAUSAL_LM || c->head == PF_HEAD_MASKED_LM || c->head == PF_HEAD_CTC;
@@ -19579,22 +19595,31 @@ static pf_result pf__resolve_sources(pf_model *m) {
     }
     if (vocab_logits && !head->data && !c->tie_word_embeddings)
         return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing the LM head (config.json's tie_word_embeddings is false)", m->dir);
-    if (c->k_bias_zero) { /* a zero key bias where the layer's q and v have biases: the stack lines up */
-        size_t width = (size_t)c->num_kv_heads * c->head_dim; /* pf__slot_shape's rows of a key bias */
-        for (int l = 0; l < c->num_layers; l++) {
-            size_t base = pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
-            pf__source *k = &m->sources[base + PF__SLOT_K_BIAS];
-            if (k->data || !m->sources[base + PF__SLOT_Q_BIAS].data || !m->sources[base + PF__SLOT_K_WEIGHT].data) continue;
-            if (!m->zero_bias && !(m->zero_bias = (float *)calloc(width, sizeof(float))))
-                return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-            k->data = (const uint8_t *)m->zero_bias;
-            k->dtype = PF__DTYPE_F32;
-            k->layout = PF__LAYOUT_VECTOR;
-            k->split = m->sources[base + PF__SLOT_V_BIAS].split;
-            pf__slot_shape(c, PF__SLOT_K_BIAS, &k->rows, &k->cols);
-        }
+    return PF_OK;
+}
+
+/* A zero key bias where the layer's q and v have biases (Whisper), so that the stack lines up. */
+static pf_result pf__add_zero_k_bias(pf_model *m) {
+    const pf__config *c = &m->config;
+    size_t width = (size_t)c->num_kv_heads * c->head_dim; /* pf__slot_shape's rows of a key bias */
+    for (int l = 0; l < c->num_layers; l++) {
+        size_t base = pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+        pf__source *k = &m->sources[base + PF__SLOT_K_BIAS];
+        if (k->data || !m->sources[base + PF__SLOT_Q_BIAS].data || !m->sources[base + PF__SLOT_K_WEIGHT].data) continue;
+        if (!m->zero_bias && !(m->zero_bias = (float *)calloc(width, sizeof(float))))
+            return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        k->data = (const uint8_t *)m->zero_bias;
+        k->dtype = PF__DTYPE_F32;
+        k->layout = PF__LAYOUT_VECTOR;
+        k->split = m->sources[base + PF__SLOT_V_BIAS].split;
+        pf__slot_shape(c, PF__SLOT_K_BIAS, &k->rows, &k->cols);
     }
-    /* Each layer's stacked biases must line up with its stacked weights. */
+    return PF_OK;
+}
+
+/* Each layer's stacked biases line up with its stacked weights, and it has an attention projection. */
+static pf_result pf__check_stacks(pf_model *m) {
+    const pf__config *c = &m->config;
     for (int l = 0; l < c->num_layers; l++) {
         size_t base = pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
         for (size_t k = 0; k + 1 < PF__COUNT(pf__stacks); k += 2) { /* weight stack, then its bias stack */
@@ -19612,6 +19637,22 @@ static pf_result pf__resolve_sources(pf_model *m) {
         if (!m->sources[base + PF__SLOT_QKV_FUSED_WEIGHT].data && !m->sources[base + PF__SLOT_Q_WEIGHT].data)
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has no attention projection", m->dir, l);
     }
+    return PF_OK;
+}
+
+/* Finds the source tensor of every slot, checking presence, dtype and shape; then the front ends,
+   the tensors no slot consumed, and the scalings and limits that depend on what was found. */
+static pf_result pf__resolve_sources(pf_model *m) {
+    const pf__config *c = &m->config;
+    m->sources = (pf__source *)calloc(pf__num_slots(c), sizeof *m->sources);
+    if (!m->sources) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    const char *prefix = NULL;
+    pf_result r;
+    if ((r = pf__find_prefix(m, &prefix)) || (r = pf__take_slots(m, prefix)) || (r = pf__check_head_slots(m)) ||
+        (r = pf__resolve_lm_head(m)))
+        return r;
+    if (c->k_bias_zero && (r = pf__add_zero_k_bias(m))) return r;
+    if ((r = pf__check_stacks(m))) return r;
     if (c->speech && (r = pf__speech_load(m, prefix))) return r;
     if (c->conv_subsampler && (r = pf__subsampler_load(m, prefix))) return r;
     if (c->mel_frontend && (r = pf__mel_load(m, prefix))) return r;
