@@ -2936,12 +2936,143 @@ static pf_result pf__policy_json_list(const pf__json *v, const char *key, int *c
     return PF_OK;
 }
 
+/* A policy JSON list's items, in order: the first, then each next (count of them, checked before). */
+#define PF__POLICY_ITEMS(e, list, i, count) \
+    for (const pf__json *e = (list) ? (list)->first : NULL; !r && e && i < (count); i++, e = e->next)
+
+/* The policy's top-level texts and numbers, and the lengths of its lists. */
+static pf_result pf__policy_json_scalars(const pf__json *json, pf_policy *p, char *error, size_t size) {
+    static const char *const text_keys[] = {"model_type", "kind", "norm", "positions", "qkv_layout", "mlp"};
+    const char **texts[] = {&p->model_type, &p->kind, &p->norm, &p->positions, &p->qkv_layout, &p->mlp};
+    pf_result r = PF_OK;
+    for (size_t i = 0; i < PF__COUNT(texts) && !r; i++)
+        r = pf__policy_json_text(pf__json_get(json, text_keys[i]), text_keys[i], i > 0, texts[i], error, size);
+    if (!r) r = pf__policy_json_int(pf__json_get(json, "mlp_ratio"), "mlp_ratio", 0, 64, &p->mlp_ratio, error, size);
+    if (!r) r = pf__policy_json_text(pf__json_get(json, "activation_key"), "activation_key", 1, &p->activation_key, error, size);
+    if (!r) r = pf__policy_json_text(pf__json_get(json, "activation_default"), "activation_default", 0, &p->activation_default, error, size);
+    if (!r) r = pf__policy_json_int(pf__json_get(json, "tied_lm_head"), "tied_lm_head", 0, 1, &p->tied_lm_head, error, size);
+    static const char *const list_keys[] = {"prefixes", "buffers", "config", "tensors", "required_values", "nulls",
+                                            "layer_types", "activations"};
+    int *counts[] = {&p->num_prefixes, &p->num_buffers, &p->num_config, &p->num_tensors, &p->num_required_values,
+                     &p->num_nulls, &p->num_layer_types, &p->num_activations};
+    for (size_t i = 0; i < PF__COUNT(list_keys) && !r; i++)
+        r = pf__policy_json_list(pf__json_get(json, list_keys[i]), list_keys[i], counts[i], error, size);
+    return r;
+}
+
+/* "prefixes" and "buffers": lists of texts. */
+static pf_result pf__policy_json_texts(const pf__json *list, const char *name, int count, const char **out, char *error,
+                                       size_t size) {
+    pf_result r = PF_OK;
+    char what[64];
+    int i = 0;
+    PF__POLICY_ITEMS(e, list, i, count) {
+        snprintf(what, sizeof what, "%s[%d]", name, i);
+        r = pf__policy_json_text(e, what, 0, &out[i], error, size);
+    }
+    return r;
+}
+
+static pf_result pf__policy_json_config(const pf__json *list, int count, pf_policy_config *out, char *error, size_t size) {
+    static const char *const config_keys[] = {"field", "key", "fallback"};
+    pf_result r = PF_OK;
+    char what[64];
+    int i = 0;
+    PF__POLICY_ITEMS(e, list, i, count) {
+        snprintf(what, sizeof what, "config[%d]", i);
+        r = pf__policy_json_keys(e, what, config_keys, PF__COUNT(config_keys), error, size);
+        snprintf(what, sizeof what, "config[%d].field", i);
+        if (!r) r = pf__policy_json_text(pf__json_get(e, "field"), what, 0, &out[i].field, error, size);
+        snprintf(what, sizeof what, "config[%d].key", i);
+        if (!r) r = pf__policy_json_text(pf__json_get(e, "key"), what, 1, &out[i].key, error, size);
+        if (!r && !pf__json_get(e, "key"))
+            r = pf__format(error, size, PF_ERROR_FORMAT, "policy JSON: %s is missing (null: the field is fixed to fallback)", what);
+        const pf__json *fallback = r ? NULL : pf__json_get(e, "fallback");
+        out[i].fallback = PF_POLICY_NEEDED; /* no fallback: the key must exist */
+        if (fallback && pf__json_number(fallback, &out[i].fallback) != 1)
+            r = pf__format(error, size, PF_ERROR_FORMAT, "policy JSON: config[%d].fallback is not a number", i);
+    }
+    return r;
+}
+
+static pf_result pf__policy_json_tensors(const pf__json *list, int count, pf_policy_tensor *out, char *error, size_t size) {
+    static const char *const tensor_keys[] = {"slot", "pattern", "layout", "split", "need", "encoder"};
+    pf_result r = PF_OK;
+    char what[64];
+    int i = 0;
+    PF__POLICY_ITEMS(e, list, i, count) {
+        snprintf(what, sizeof what, "tensors[%d]", i);
+        r = pf__policy_json_keys(e, what, tensor_keys, PF__COUNT(tensor_keys), error, size);
+        const char **fields[] = {&out[i].slot, &out[i].pattern, &out[i].layout, &out[i].split, &out[i].need};
+        for (size_t k = 0; k < PF__COUNT(fields) && !r; k++) { /* tensor_keys[0..4] */
+            snprintf(what, sizeof what, "tensors[%d].%s", i, tensor_keys[k]);
+            r = pf__policy_json_text(pf__json_get(e, tensor_keys[k]), what, k >= 2, fields[k], error, size);
+        }
+        snprintf(what, sizeof what, "tensors[%d].encoder", i);
+        if (!r) r = pf__policy_json_int(pf__json_get(e, "encoder"), what, 0, 1, &out[i].encoder, error, size);
+    }
+    return r;
+}
+
+/* "required_values" and "nulls" (value_optional: a null row without a value refuses null). */
+static pf_result pf__policy_json_key_values(const pf__json *list, const char *name, int count, int value_optional,
+                                            pf_policy_key_value *out, char *error, size_t size) {
+    static const char *const key_value_keys[] = {"key", "value"};
+    pf_result r = PF_OK;
+    char what[64];
+    int i = 0;
+    PF__POLICY_ITEMS(e, list, i, count) {
+        snprintf(what, sizeof what, "%s[%d]", name, i);
+        r = pf__policy_json_keys(e, what, key_value_keys, PF__COUNT(key_value_keys), error, size);
+        snprintf(what, sizeof what, "%s[%d].key", name, i);
+        if (!r) r = pf__policy_json_text(pf__json_get(e, "key"), what, 0, &out[i].key, error, size);
+        const pf__json *value = r ? NULL : pf__json_get(e, "value");
+        out[i].value = PF_POLICY_NEEDED;
+        if (!r && (value || !value_optional) && pf__json_number(value, &out[i].value) != 1)
+            r = pf__format(error, size, PF_ERROR_FORMAT, "policy JSON: %s[%d].value is %s", name, i,
+                           value ? "not a number" : "missing");
+    }
+    return r;
+}
+
+static pf_result pf__policy_json_layer_types(const pf__json *list, int count, pf_policy_layer_types *out, char *error,
+                                             size_t size) {
+    static const char *const layer_types_keys[] = {"key", "needed"};
+    pf_result r = PF_OK;
+    char what[64];
+    int i = 0;
+    PF__POLICY_ITEMS(e, list, i, count) {
+        snprintf(what, sizeof what, "layer_types[%d]", i);
+        r = pf__policy_json_keys(e, what, layer_types_keys, PF__COUNT(layer_types_keys), error, size);
+        snprintf(what, sizeof what, "layer_types[%d].key", i);
+        if (!r) r = pf__policy_json_text(pf__json_get(e, "key"), what, 0, &out[i].key, error, size);
+        snprintf(what, sizeof what, "layer_types[%d].needed", i);
+        if (!r) r = pf__policy_json_int(pf__json_get(e, "needed"), what, 0, 1, &out[i].needed, error, size);
+    }
+    return r;
+}
+
+static pf_result pf__policy_json_activations(const pf__json *list, int count, pf_policy_activation *out, char *error,
+                                             size_t size) {
+    static const char *const activation_keys[] = {"name", "activation"};
+    pf_result r = PF_OK;
+    char what[64];
+    int i = 0;
+    PF__POLICY_ITEMS(e, list, i, count) {
+        snprintf(what, sizeof what, "activations[%d]", i);
+        r = pf__policy_json_keys(e, what, activation_keys, PF__COUNT(activation_keys), error, size);
+        snprintf(what, sizeof what, "activations[%d].name", i);
+        if (!r) r = pf__policy_json_text(pf__json_get(e, "name"), what, 0, &out[i].name, error, size);
+        snprintf(what, sizeof what, "activations[%d].activation", i);
+        if (!r) r = pf__policy_json_text(pf__json_get(e, "activation"), what, 0, &out[i].activation, error, size);
+    }
+    return r;
+}
+
 pf_result pf_register_policy_json(const char *text, size_t len, char *error, size_t size) {
     static const char *const keys[] = {"model_type", "kind", "norm", "positions", "qkv_layout", "mlp", "mlp_ratio",
                                        "activation_key", "activation_default", "tied_lm_head", "prefixes", "config",
                                        "tensors", "buffers", "required_values", "nulls", "layer_types", "activations"};
-    static const char *const config_keys[] = {"field", "key", "fallback"};
-    static const char *const tensor_keys[] = {"slot", "pattern", "layout", "split", "need", "encoder"};
     if (error && size) error[0] = 0;
     if (!text) return pf__format(error, size, PF_ERROR_INVALID_ARGUMENT, "policy JSON: the text is NULL");
     char err[256];
@@ -2949,122 +3080,30 @@ pf_result pf_register_policy_json(const char *text, size_t len, char *error, siz
     if (!json) return pf__format(error, size, PF_ERROR_FORMAT, "policy JSON: %s", err);
     pf_policy p;
     memset(&p, 0, sizeof p);
-    const char **prefixes = NULL, **buffers = NULL;
-    pf_policy_config *config = NULL;
-    pf_policy_tensor *tensors = NULL;
-    pf_policy_key_value *required_values = NULL, *nulls = NULL;
-    pf_policy_layer_types *layer_types = NULL;
-    pf_policy_activation *activations = NULL;
     pf_result r = pf__policy_json_keys(json, "the policy", keys, PF__COUNT(keys), error, size);
-    const char **texts[] = {&p.model_type, &p.kind, &p.norm, &p.positions, &p.qkv_layout, &p.mlp};
-    for (size_t i = 0; i < PF__COUNT(texts) && !r; i++) /* keys[0..5] */
-        r = pf__policy_json_text(pf__json_get(json, keys[i]), keys[i], i > 0, texts[i], error, size);
-    if (!r) r = pf__policy_json_int(pf__json_get(json, "mlp_ratio"), "mlp_ratio", 0, 64, &p.mlp_ratio, error, size);
-    if (!r) r = pf__policy_json_text(pf__json_get(json, "activation_key"), "activation_key", 1, &p.activation_key, error, size);
-    if (!r) r = pf__policy_json_text(pf__json_get(json, "activation_default"), "activation_default", 0, &p.activation_default, error, size);
-    if (!r) r = pf__policy_json_int(pf__json_get(json, "tied_lm_head"), "tied_lm_head", 0, 1, &p.tied_lm_head, error, size);
-    if (!r) r = pf__policy_json_list(pf__json_get(json, "prefixes"), "prefixes", &p.num_prefixes, error, size);
-    if (!r) r = pf__policy_json_list(pf__json_get(json, "buffers"), "buffers", &p.num_buffers, error, size);
-    if (!r) r = pf__policy_json_list(pf__json_get(json, "config"), "config", &p.num_config, error, size);
-    if (!r) r = pf__policy_json_list(pf__json_get(json, "tensors"), "tensors", &p.num_tensors, error, size);
-    if (!r) r = pf__policy_json_list(pf__json_get(json, "required_values"), "required_values", &p.num_required_values, error, size);
-    if (!r) r = pf__policy_json_list(pf__json_get(json, "nulls"), "nulls", &p.num_nulls, error, size);
-    if (!r) r = pf__policy_json_list(pf__json_get(json, "layer_types"), "layer_types", &p.num_layer_types, error, size);
-    if (!r) r = pf__policy_json_list(pf__json_get(json, "activations"), "activations", &p.num_activations, error, size);
-    if (!r) {
-        prefixes = (const char **)calloc((size_t)p.num_prefixes + 1, sizeof *prefixes);
-        buffers = (const char **)calloc((size_t)p.num_buffers + 1, sizeof *buffers);
-        config = (pf_policy_config *)calloc((size_t)p.num_config + 1, sizeof *config);
-        tensors = (pf_policy_tensor *)calloc((size_t)p.num_tensors + 1, sizeof *tensors);
-        required_values = (pf_policy_key_value *)calloc((size_t)p.num_required_values + 1, sizeof *required_values);
-        nulls = (pf_policy_key_value *)calloc((size_t)p.num_nulls + 1, sizeof *nulls);
-        layer_types = (pf_policy_layer_types *)calloc((size_t)p.num_layer_types + 1, sizeof *layer_types);
-        activations = (pf_policy_activation *)calloc((size_t)p.num_activations + 1, sizeof *activations);
-        if (!prefixes || !buffers || !config || !tensors || !required_values || !nulls || !layer_types || !activations)
-            r = pf__format(error, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    }
-    char what[64];
-    const pf__json *e = r ? NULL : pf__json_get(json, "prefixes");
-    for (int i = 0; !r && i < p.num_prefixes; i++, e = e->next) {
-        if (!i) e = e->first;
-        snprintf(what, sizeof what, "prefixes[%d]", i);
-        r = pf__policy_json_text(e, what, 0, &prefixes[i], error, size);
-    }
-    e = r ? NULL : pf__json_get(json, "buffers");
-    for (int i = 0; !r && i < p.num_buffers; i++, e = e->next) {
-        if (!i) e = e->first;
-        snprintf(what, sizeof what, "buffers[%d]", i);
-        r = pf__policy_json_text(e, what, 0, &buffers[i], error, size);
-    }
-    e = r ? NULL : pf__json_get(json, "config");
-    for (int i = 0; !r && i < p.num_config; i++, e = e->next) {
-        if (!i) e = e->first;
-        snprintf(what, sizeof what, "config[%d]", i);
-        r = pf__policy_json_keys(e, what, config_keys, PF__COUNT(config_keys), error, size);
-        snprintf(what, sizeof what, "config[%d].field", i);
-        if (!r) r = pf__policy_json_text(pf__json_get(e, "field"), what, 0, &config[i].field, error, size);
-        snprintf(what, sizeof what, "config[%d].key", i);
-        if (!r) r = pf__policy_json_text(pf__json_get(e, "key"), what, 1, &config[i].key, error, size);
-        if (!r && !pf__json_get(e, "key"))
-            r = pf__format(error, size, PF_ERROR_FORMAT, "policy JSON: %s is missing (null: the field is fixed to fallback)", what);
-        const pf__json *fallback = r ? NULL : pf__json_get(e, "fallback");
-        config[i].fallback = PF_POLICY_NEEDED; /* no fallback: the key must exist */
-        if (fallback && pf__json_number(fallback, &config[i].fallback) != 1)
-            r = pf__format(error, size, PF_ERROR_FORMAT, "policy JSON: config[%d].fallback is not a number", i);
-    }
-    e = r ? NULL : pf__json_get(json, "tensors");
-    for (int i = 0; !r && i < p.num_tensors; i++, e = e->next) {
-        if (!i) e = e->first;
-        snprintf(what, sizeof what, "tensors[%d]", i);
-        r = pf__policy_json_keys(e, what, tensor_keys, PF__COUNT(tensor_keys), error, size);
-        const char **fields[] = {&tensors[i].slot, &tensors[i].pattern, &tensors[i].layout, &tensors[i].split, &tensors[i].need};
-        for (size_t k = 0; k < PF__COUNT(fields) && !r; k++) { /* tensor_keys[0..4] */
-            snprintf(what, sizeof what, "tensors[%d].%s", i, tensor_keys[k]);
-            r = pf__policy_json_text(pf__json_get(e, tensor_keys[k]), what, k >= 2, fields[k], error, size);
-        }
-        snprintf(what, sizeof what, "tensors[%d].encoder", i);
-        if (!r) r = pf__policy_json_int(pf__json_get(e, "encoder"), what, 0, 1, &tensors[i].encoder, error, size);
-    }
-    static const char *const key_value_keys[] = {"key", "value"};
-    for (int list = 0; list < 2; list++) { /* required_values, nulls: a null row without a value refuses null */
-        const char *name = list ? "nulls" : "required_values";
-        pf_policy_key_value *rows = list ? nulls : required_values;
-        e = r ? NULL : pf__json_get(json, name);
-        for (int i = 0; !r && i < (list ? p.num_nulls : p.num_required_values); i++, e = e->next) {
-            if (!i) e = e->first;
-            snprintf(what, sizeof what, "%s[%d]", name, i);
-            r = pf__policy_json_keys(e, what, key_value_keys, PF__COUNT(key_value_keys), error, size);
-            snprintf(what, sizeof what, "%s[%d].key", name, i);
-            if (!r) r = pf__policy_json_text(pf__json_get(e, "key"), what, 0, &rows[i].key, error, size);
-            const pf__json *value = r ? NULL : pf__json_get(e, "value");
-            rows[i].value = PF_POLICY_NEEDED;
-            if (!r && (value || !list) && pf__json_number(value, &rows[i].value) != 1)
-                r = pf__format(error, size, PF_ERROR_FORMAT, "policy JSON: %s[%d].value is %s", name, i,
-                               value ? "not a number" : "missing");
-        }
-    }
-    static const char *const layer_types_keys[] = {"key", "needed"};
-    e = r ? NULL : pf__json_get(json, "layer_types");
-    for (int i = 0; !r && i < p.num_layer_types; i++, e = e->next) {
-        if (!i) e = e->first;
-        snprintf(what, sizeof what, "layer_types[%d]", i);
-        r = pf__policy_json_keys(e, what, layer_types_keys, PF__COUNT(layer_types_keys), error, size);
-        snprintf(what, sizeof what, "layer_types[%d].key", i);
-        if (!r) r = pf__policy_json_text(pf__json_get(e, "key"), what, 0, &layer_types[i].key, error, size);
-        snprintf(what, sizeof what, "layer_types[%d].needed", i);
-        if (!r) r = pf__policy_json_int(pf__json_get(e, "needed"), what, 0, 1, &layer_types[i].needed, error, size);
-    }
-    static const char *const activation_keys[] = {"name", "activation"};
-    e = r ? NULL : pf__json_get(json, "activations");
-    for (int i = 0; !r && i < p.num_activations; i++, e = e->next) {
-        if (!i) e = e->first;
-        snprintf(what, sizeof what, "activations[%d]", i);
-        r = pf__policy_json_keys(e, what, activation_keys, PF__COUNT(activation_keys), error, size);
-        snprintf(what, sizeof what, "activations[%d].name", i);
-        if (!r) r = pf__policy_json_text(pf__json_get(e, "name"), what, 0, &activations[i].name, error, size);
-        snprintf(what, sizeof what, "activations[%d].activation", i);
-        if (!r) r = pf__policy_json_text(pf__json_get(e, "activation"), what, 0, &activations[i].activation, error, size);
-    }
+    if (!r) r = pf__policy_json_scalars(json, &p, error, size);
+    /* the lists' rows, each with one spare so that no calloc is of zero bytes */
+    const char **prefixes = (const char **)calloc((size_t)p.num_prefixes + 1, sizeof *prefixes);
+    const char **buffers = (const char **)calloc((size_t)p.num_buffers + 1, sizeof *buffers);
+    pf_policy_config *config = (pf_policy_config *)calloc((size_t)p.num_config + 1, sizeof *config);
+    pf_policy_tensor *tensors = (pf_policy_tensor *)calloc((size_t)p.num_tensors + 1, sizeof *tensors);
+    pf_policy_key_value *required_values =
+        (pf_policy_key_value *)calloc((size_t)p.num_required_values + 1, sizeof *required_values);
+    pf_policy_key_value *nulls = (pf_policy_key_value *)calloc((size_t)p.num_nulls + 1, sizeof *nulls);
+    pf_policy_layer_types *layer_types = (pf_policy_layer_types *)calloc((size_t)p.num_layer_types + 1, sizeof *layer_types);
+    pf_policy_activation *activations = (pf_policy_activation *)calloc((size_t)p.num_activations + 1, sizeof *activations);
+    if (!r && (!prefixes || !buffers || !config || !tensors || !required_values || !nulls || !layer_types || !activations))
+        r = pf__format(error, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r) r = pf__policy_json_texts(pf__json_get(json, "prefixes"), "prefixes", p.num_prefixes, prefixes, error, size);
+    if (!r) r = pf__policy_json_texts(pf__json_get(json, "buffers"), "buffers", p.num_buffers, buffers, error, size);
+    if (!r) r = pf__policy_json_config(pf__json_get(json, "config"), p.num_config, config, error, size);
+    if (!r) r = pf__policy_json_tensors(pf__json_get(json, "tensors"), p.num_tensors, tensors, error, size);
+    if (!r)
+        r = pf__policy_json_key_values(pf__json_get(json, "required_values"), "required_values", p.num_required_values,
+                                       0, required_values, error, size);
+    if (!r) r = pf__policy_json_key_values(pf__json_get(json, "nulls"), "nulls", p.num_nulls, 1, nulls, error, size);
+    if (!r) r = pf__policy_json_layer_types(pf__json_get(json, "layer_types"), p.num_layer_types, layer_types, error, size);
+    if (!r) r = pf__policy_json_activations(pf__json_get(json, "activations"), p.num_activations, activations, error, size);
     if (!r) {
         p.prefixes = prefixes;
         p.buffers = buffers;
