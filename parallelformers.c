@@ -16039,11 +16039,57 @@ static size_t pf__rank_cache_layer(const pf__rank *r) {
 
 /* Runs on the rank's thread: slices every weight into the rank's memory (stacked slots as one
    allocation with their members as views into it), then the KV cache and scratch. */
-static void pf__rank_setup(pf__rank *r) {
+/* A stack's members (q, k, v, say) as one allocation, their slices one after another; each member
+   slot's weight points at its part. */
+static void pf__rank_load_stack(pf__rank *r, const struct pf__stack *stack, size_t i, size_t layer_base,
+                                float **staging, size_t *staging_size) {
     pf__group *g = r->group;
     const pf_model *m = g->model;
     const pf__config *c = &m->config;
-    const pf__arch *a = &pf__archs[c->arch];
+    pf__plan plans[4];
+    size_t rows = 0, cols = 0;
+    int n = 0;
+    pf__dtype dtype = g->dtype; /* the members' (all matrices, or all vectors) */
+    for (int k = 0; k < stack->num_members; k++) {
+        const pf__source *src = &m->sources[layer_base + stack->members[k]];
+        if (!src->data) continue;
+        if (pf__plan_for(c, &r->share, src, &plans[n])) {
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+            break;
+        }
+        pf__dtype own = pf__storage_dtype(g, src, &plans[n]);
+        if (n == 0 || !PF__QUANTIZED(own)) dtype = own; /* blocks only if every member fits them */
+        rows += plans[n].rows;
+        cols = plans[n++].cols;
+    }
+    pf__weight *w = &r->weights[i];
+    w->dtype = dtype;
+    w->rows = rows;
+    w->cols = cols;
+    w->data = r->error ? NULL : pf__rank_alloc(r, pf__weight_bytes(dtype, rows, cols));
+    size_t offset = 0;
+    n = 0;
+    for (int k = 0; k < stack->num_members; k++) {
+        const pf__source *src = &m->sources[layer_base + stack->members[k]];
+        if (!src->data) continue;
+        pf__plan *p = &plans[n++];
+        pf__weight *member = &r->weights[layer_base + stack->members[k]];
+        member->dtype = dtype;
+        member->rows = p->rows;
+        member->cols = p->cols;
+        member->col_begin = p->col_begin;
+        member->data = w->data ? (char *)w->data + pf__weight_bytes(dtype, offset, cols) : NULL;
+        if (member->data) pf__rank_fill(r, member->data, dtype, src, p, staging, staging_size);
+        offset += p->rows;
+        free(p->row_map);
+    }
+}
+
+/* The rank's slice of every weight, in its storage dtype; a tied head is the embedding. */
+static void pf__rank_load_weights(pf__rank *r) {
+    pf__group *g = r->group;
+    const pf_model *m = g->model;
+    const pf__config *c = &m->config;
     size_t num_slots = pf__num_slots(c);
     r->weights = (pf__weight *)calloc(num_slots, sizeof *r->weights);
     if (!r->weights) {
@@ -16059,44 +16105,8 @@ static void pf__rank_setup(pf__rank *r) {
         const struct pf__stack *stack = NULL;
         for (size_t k = 0; k < PF__COUNT(pf__stacks); k++)
             if (pf__stacks[k].target == slot) stack = &pf__stacks[k];
-        if (stack) { /* one allocation, the members' slices one after another */
-            pf__plan plans[4];
-            size_t rows = 0, cols = 0;
-            int n = 0;
-            pf__dtype dtype = g->dtype; /* the members' (all matrices, or all vectors) */
-            for (int k = 0; k < stack->num_members; k++) {
-                const pf__source *src = &m->sources[layer_base + stack->members[k]];
-                if (!src->data) continue;
-                if (pf__plan_for(c, &r->share, src, &plans[n])) {
-                    pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
-                    break;
-                }
-                pf__dtype own = pf__storage_dtype(g, src, &plans[n]);
-                if (n == 0 || !PF__QUANTIZED(own)) dtype = own; /* blocks only if every member fits them */
-                rows += plans[n].rows;
-                cols = plans[n++].cols;
-            }
-            pf__weight *w = &r->weights[i];
-            w->dtype = dtype;
-            w->rows = rows;
-            w->cols = cols;
-            w->data = r->error ? NULL : pf__rank_alloc(r, pf__weight_bytes(dtype, rows, cols));
-            size_t offset = 0;
-            n = 0;
-            for (int k = 0; k < stack->num_members; k++) {
-                const pf__source *src = &m->sources[layer_base + stack->members[k]];
-                if (!src->data) continue;
-                pf__plan *p = &plans[n++];
-                pf__weight *member = &r->weights[layer_base + stack->members[k]];
-                member->dtype = dtype;
-                member->rows = p->rows;
-                member->cols = p->cols;
-                member->col_begin = p->col_begin;
-                member->data = w->data ? (char *)w->data + pf__weight_bytes(dtype, offset, cols) : NULL;
-                if (member->data) pf__rank_fill(r, member->data, dtype, src, p, &staging, &staging_size);
-                offset += p->rows;
-                free(p->row_map);
-            }
+        if (stack) {
+            pf__rank_load_stack(r, stack, i, layer_base, &staging, &staging_size);
             continue;
         }
         const pf__source *src = &m->sources[i];
@@ -16119,10 +16129,16 @@ static void pf__rank_setup(pf__rank *r) {
     free(staging);
     if (r->error) return;
     if (pf__slot_tied(m, PF__SLOT_LM_HEAD)) r->weights[PF__SLOT_LM_HEAD] = r->weights[PF__SLOT_TOKEN_EMBED];
+}
 
-    size_t hd = (size_t)c->head_dim, hidden = (size_t)c->hidden_size, T = g->max_tokens;
-    /* Tables computed here rather than read: the sinusoid (where the file has no copy of it; one
-       per tower) and the ALiBi slopes, in fp32. */
+/* Tables computed here rather than read: the sinusoid (where the file has no copy of it; one per
+   tower), the ALiBi slopes, in fp32; T5's relative position biases. */
+static void pf__rank_make_tables(pf__rank *r) {
+    pf__group *g = r->group;
+    const pf_model *m = g->model;
+    const pf__config *c = &m->config;
+    const pf__arch *a = &pf__archs[c->arch];
+    size_t hidden = (size_t)c->hidden_size;
     size_t sinusoid_rows = (size_t)g->cache_len + (size_t)c->position_offset;
     size_t table_size = a->positions == PF__POS_SINUSOIDAL ? sinusoid_rows * hidden : (size_t)r->share.heads;
     float *table = table_size ? (float *)malloc(table_size * sizeof(float)) : NULL;
@@ -16147,10 +16163,13 @@ static void pf__rank_setup(pf__rank *r) {
     free(table);
     r->rel_bias = pf__rank_rel_table(r, &m->sources[PF__SLOT_REL_BIAS]);
     r->enc_rel_bias = pf__rank_rel_table(r, &m->sources[PF__SLOT_ENC_REL_BIAS]);
-    if (r->error) return;
+}
 
-    size_t q_width = (size_t)r->share.heads * hd, kv_width = (size_t)r->share.kv_heads * hd;
-    size_t mlp_in = (size_t)r->share.mlp_width * (c->gated_mlp ? 2 : 1);
+/* The key/value caches (the cross-attention ones of encoder-decoders in fp32). */
+static void pf__rank_alloc_caches(pf__rank *r) {
+    pf__group *g = r->group;
+    const pf__config *c = &g->model->config;
+    const pf__arch *a = &pf__archs[c->arch];
     r->cache_dtype = r->backend->cache_in_weight_dtype ? g->dtype : PF__DTYPE_F32;
     size_t self_layer = pf__rank_cache_layer(r) * pf__dtype_size(r->cache_dtype);
     size_t cross_layer = pf__rank_cache_layer(r) * sizeof(float);
@@ -16161,6 +16180,16 @@ static void pf__rank_setup(pf__rank *r) {
         r->cross_k = (float *)pf__rank_alloc(r, (size_t)(c->num_layers - c->encoder_layers) * cross_layer);
         r->cross_v = (float *)pf__rank_alloc(r, (size_t)(c->num_layers - c->encoder_layers) * cross_layer);
     }
+}
+
+/* Activations for up to max_tokens rows, logits, and the CPU backend's own work space. */
+static void pf__rank_alloc_scratch(pf__rank *r) {
+    pf__group *g = r->group;
+    const pf_model *m = g->model;
+    const pf__config *c = &m->config;
+    size_t hd = (size_t)c->head_dim, hidden = (size_t)c->hidden_size, T = g->max_tokens;
+    size_t q_width = (size_t)r->share.heads * hd, kv_width = (size_t)r->share.kv_heads * hd;
+    size_t mlp_in = (size_t)r->share.mlp_width * (c->gated_mlp ? 2 : 1);
     r->allocating = PF__MEM_SCRATCH;
     size_t wide = hidden > (size_t)c->embed_dim ? hidden : (size_t)c->embed_dim; /* OPT's project_out */
     r->x = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
@@ -16184,6 +16213,14 @@ static void pf__rank_setup(pf__rank *r) {
         if (g->num_ranks > 1) r->reduce_tmp = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
         if (g->max_batch > 1) r->reorder_tmp = (float *)pf__rank_alloc(r, (size_t)g->max_batch * g->cache_len * kv_width * sizeof(float));
     }
+}
+
+static void pf__rank_setup(pf__rank *r) {
+    pf__rank_load_weights(r);
+    if (!r->error) pf__rank_make_tables(r);
+    if (r->error) return;
+    pf__rank_alloc_caches(r); /* an allocation that fails leaves the rest NULL, and r->error set */
+    pf__rank_alloc_scratch(r);
     pf__rank_warm_up(r);
 }
 
