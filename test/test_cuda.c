@@ -29,11 +29,13 @@
    1 and 2 ranks (device_ids {0, 0}) with max_batch 16, token for token.
    Random-weight checkpoints of real attention shapes (test_random_shapes; alone with the argument
    "random-shapes"): Mistral with head_dim 64, 80, 128 and 256, grouped-query heads and windows,
-   two rows of 300 tokens, and BERT with a left-padded batch of 300, 217 and 45 tokens, in F16 and
-   BF16 on 1 and 2 ranks against the CPU backend storing the same dtype, within TOLERANCE_F16 and
-   TOLERANCE_BF16: the prefill's tensor-core kernel (kernels.cu, pf_flash_attention_kernel) at
-   its real tile shapes. A mirror or kernel that lets a row see pads, future keys or keys before
-   its window, or reads the wrong KV head, misses by 1.7-3.5 there (measured on the stand-in).
+   and BLOOM (ALiBi) at 128, on two rows of 300 tokens; BERT (64, 128) and T5's encoder (64,
+   relative bias) on a left-padded batch of 300, 217 and 45 tokens; in F16 and BF16 on 1 and 2
+   ranks against the CPU backend storing the same dtype, within TOLERANCE_F16 and TOLERANCE_BF16:
+   the prefill's tensor-core kernel (kernels.cu, pf_flash_attention_kernel) at its real tile
+   shapes. A mirror or kernel that lets a row see pads, future keys or keys before its window,
+   skips the rescale, reads the wrong KV head, or drops ALiBi or the relative bias misses by
+   1.2-11 there (measured on the stand-in).
    Also: pf_to_cpu from two CUDA ranks gives the CPU model exactly; a device id that is no GPU is
    a clear error; with two GPUs, NCCL between GPUs 0 and 1 and the peer-copy reduction over GPUs
    {0, 0, 1}; an injected failure on one rank (PF_TESTING builds) fails the call, names the rank,
@@ -1115,13 +1117,18 @@ static void test_speech_seq2seq(const char *name) {
 
 /* A random-weight checkpoint of real attention shapes (head_dim 64-256, grouped-query heads, a
    sliding window), small elsewhere (one layer, hidden 256, a tiny vocabulary) so that the
-   stand-in runs it in seconds. Mistral is LLaMA with a window; BERT is the bidirectional encoder
-   whose padded batches exercise left pads with mask 0. */
+   stand-in runs it in seconds. Mistral is LLaMA with a window, BLOOM a decoder with ALiBi; BERT
+   and T5's encoder (relative position bias) are bidirectional encoders whose padded batches
+   exercise left pads with mask 0. */
+typedef enum random_family { RANDOM_MISTRAL, RANDOM_BLOOM, RANDOM_BERT, RANDOM_T5 } random_family;
+
 typedef struct random_shape {
     const char *name;
-    int bert; /* 0: mistral (causal decoder) */
-    int heads, kv_heads, head_dim, window;
+    random_family family;
+    int heads, kv_heads, head_dim, window; /* BERT and BLOOM: heads * head_dim is the hidden size */
 } random_shape;
+
+static int random_is_encoder(const random_shape *s) { return s->family == RANDOM_BERT || s->family == RANDOM_T5; }
 
 enum { RANDOM_HIDDEN = 256, RANDOM_INTERMEDIATE = 256, RANDOM_VOCAB = 64, RANDOM_POSITIONS = 512, RANDOM_TOKENS = 300 };
 
@@ -1157,7 +1164,7 @@ static int random_tensors(const random_shape *s, random_tensor *t) {
     size_t d = RANDOM_HIDDEN, I = RANDOM_INTERMEDIATE, V = RANDOM_VOCAB, q = (size_t)s->heads * s->head_dim;
     size_t kv = (size_t)s->kv_heads * s->head_dim;
     float in_d = 1.0f / sqrtf((float)d), in_q = 1.0f / sqrtf((float)q), in_i = 1.0f / sqrtf((float)I);
-    if (s->bert) {
+    if (s->family == RANDOM_BERT) {
         add_random_tensor(t, &n, V, d, 1.0f, 0, "embeddings.word_embeddings.weight");
         add_random_tensor(t, &n, RANDOM_POSITIONS, d, 0.5f, 0, "embeddings.position_embeddings.weight");
         add_random_tensor(t, &n, 2, d, 0.1f, 0, "embeddings.token_type_embeddings.weight");
@@ -1179,6 +1186,40 @@ static int random_tensors(const random_shape *s, random_tensor *t) {
         add_random_tensor(t, &n, d, 0, 0, 0, "encoder.layer.0.output.dense.bias");
         add_random_tensor(t, &n, d, 0, 0, 1, "encoder.layer.0.output.LayerNorm.weight");
         add_random_tensor(t, &n, d, 0, 0, 0, "encoder.layer.0.output.LayerNorm.bias");
+    } else if (s->family == RANDOM_T5) {
+        /* T5 scales no scores: q and k drawn narrow; the bias table wide (it must matter) */
+        add_random_tensor(t, &n, V, d, 1.0f, 0, "shared.weight");
+        add_random_tensor(t, &n, d, 0, 0, 1, "encoder.block.0.layer.0.layer_norm.weight");
+        add_random_tensor(t, &n, q, d, in_d / 2, 0, "encoder.block.0.layer.0.SelfAttention.q.weight");
+        add_random_tensor(t, &n, q, d, in_d / 2, 0, "encoder.block.0.layer.0.SelfAttention.k.weight");
+        add_random_tensor(t, &n, q, d, in_d, 0, "encoder.block.0.layer.0.SelfAttention.v.weight");
+        add_random_tensor(t, &n, d, q, in_q, 0, "encoder.block.0.layer.0.SelfAttention.o.weight");
+        add_random_tensor(t, &n, 32, (size_t)s->heads, 1.0f, 0,
+                          "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight");
+        add_random_tensor(t, &n, d, 0, 0, 1, "encoder.block.0.layer.1.layer_norm.weight");
+        add_random_tensor(t, &n, I, d, in_d, 0, "encoder.block.0.layer.1.DenseReluDense.wi.weight");
+        add_random_tensor(t, &n, d, I, in_i, 0, "encoder.block.0.layer.1.DenseReluDense.wo.weight");
+        add_random_tensor(t, &n, d, 0, 0, 1, "encoder.final_layer_norm.weight");
+    } else if (s->family == RANDOM_BLOOM) {
+        /* the LM head is the embedding (tied): drawn narrow, for logits of a few units */
+        size_t wide = 4 * d; /* BLOOM's MLP is 4 * hidden */
+        add_random_tensor(t, &n, V, d, 0.25f, 0, "transformer.word_embeddings.weight");
+        add_random_tensor(t, &n, d, 0, 0, 1, "transformer.word_embeddings_layernorm.weight");
+        add_random_tensor(t, &n, d, 0, 0, 0, "transformer.word_embeddings_layernorm.bias");
+        add_random_tensor(t, &n, d, 0, 0, 1, "transformer.h.0.input_layernorm.weight");
+        add_random_tensor(t, &n, d, 0, 0, 0, "transformer.h.0.input_layernorm.bias");
+        add_random_tensor(t, &n, 3 * d, d, 2 * in_d, 0, "transformer.h.0.self_attention.query_key_value.weight");
+        add_random_tensor(t, &n, 3 * d, 0, 0, 0, "transformer.h.0.self_attention.query_key_value.bias");
+        add_random_tensor(t, &n, d, d, in_d, 0, "transformer.h.0.self_attention.dense.weight");
+        add_random_tensor(t, &n, d, 0, 0, 0, "transformer.h.0.self_attention.dense.bias");
+        add_random_tensor(t, &n, d, 0, 0, 1, "transformer.h.0.post_attention_layernorm.weight");
+        add_random_tensor(t, &n, d, 0, 0, 0, "transformer.h.0.post_attention_layernorm.bias");
+        add_random_tensor(t, &n, wide, d, in_d, 0, "transformer.h.0.mlp.dense_h_to_4h.weight");
+        add_random_tensor(t, &n, wide, 0, 0, 0, "transformer.h.0.mlp.dense_h_to_4h.bias");
+        add_random_tensor(t, &n, d, wide, 1.0f / sqrtf((float)wide), 0, "transformer.h.0.mlp.dense_4h_to_h.weight");
+        add_random_tensor(t, &n, d, 0, 0, 0, "transformer.h.0.mlp.dense_4h_to_h.bias");
+        add_random_tensor(t, &n, d, 0, 0, 1, "transformer.ln_f.weight");
+        add_random_tensor(t, &n, d, 0, 0, 0, "transformer.ln_f.bias");
     } else {
         add_random_tensor(t, &n, V, d, 1.0f, 0, "model.embed_tokens.weight");
         add_random_tensor(t, &n, d, 0, 0, 1, "model.layers.0.input_layernorm.weight");
@@ -1199,7 +1240,23 @@ static int random_tensors(const random_shape *s, random_tensor *t) {
 /* DIR/config.json and DIR/model.safetensors (F32) for shape s; 0 or -1. */
 static int write_random_checkpoint(const random_shape *s, const char *dir) {
     char path[512], config[1024];
-    if (s->bert)
+    if (s->family == RANDOM_T5)
+        snprintf(config, sizeof config,
+                 "{\"architectures\": [\"T5EncoderModel\"], \"model_type\": \"t5\", \"vocab_size\": %d,"
+                 " \"d_model\": %d, \"d_kv\": %d, \"num_heads\": %d, \"d_ff\": %d, \"num_layers\": 1,"
+                 " \"num_decoder_layers\": 1, \"relative_attention_num_buckets\": 32,"
+                 " \"relative_attention_max_distance\": 128, \"feed_forward_proj\": \"relu\","
+                 " \"layer_norm_epsilon\": 1e-06, \"is_encoder_decoder\": false, \"tie_word_embeddings\": true,"
+                 " \"pad_token_id\": 0, \"eos_token_id\": 1, \"torch_dtype\": \"float32\"}\n",
+                 RANDOM_VOCAB, RANDOM_HIDDEN, s->head_dim, s->heads, RANDOM_INTERMEDIATE);
+    else if (s->family == RANDOM_BLOOM)
+        snprintf(config, sizeof config,
+                 "{\"architectures\": [\"BloomForCausalLM\"], \"model_type\": \"bloom\", \"vocab_size\": %d,"
+                 " \"hidden_size\": %d, \"n_head\": %d, \"n_layer\": 1, \"layer_norm_epsilon\": 1e-05,"
+                 " \"apply_residual_connection_post_layernorm\": false, \"tie_word_embeddings\": true,"
+                 " \"bos_token_id\": 1, \"eos_token_id\": 2, \"pad_token_id\": 3, \"torch_dtype\": \"float32\"}\n",
+                 RANDOM_VOCAB, RANDOM_HIDDEN, s->heads);
+    else if (s->family == RANDOM_BERT)
         snprintf(config, sizeof config,
                  "{\"architectures\": [\"BertModel\"], \"model_type\": \"bert\", \"vocab_size\": %d, \"hidden_size\": %d,"
                  " \"num_hidden_layers\": 1, \"num_attention_heads\": %d, \"intermediate_size\": %d,"
@@ -1275,8 +1332,8 @@ static void random_ids(int32_t *ids, size_t n, uint64_t seed) {
 /* Outputs of the model on the current device: a decoder's logits of two rows of RANDOM_TOKENS
    ([2][RANDOM_TOKENS][RANDOM_VOCAB]); an encoder's last hidden states of the three rows of
    random_lengths, left-padded to the longest by the library ([offsets[3]][RANDOM_HIDDEN]). */
-static float *random_outputs(pf_model *m, int bert, const int32_t *ids, size_t *count, const char *what) {
-    if (!bert) {
+static float *random_outputs(pf_model *m, int encoder, const int32_t *ids, size_t *count, const char *what) {
+    if (!encoder) {
         *count = (size_t)2 * RANDOM_TOKENS * RANDOM_VOCAB;
         return forward(m, ids, 2, RANDOM_TOKENS, RANDOM_VOCAB, what);
     }
@@ -1322,7 +1379,7 @@ static void test_random_shape(const random_shape *s) {
         snprintf(what, sizeof what, "%s %s CPU", s->name, dtype_name(dtypes[d]));
         r = pf_parallelize(m, 1, &o);
         CHECK_MSG(r == PF_OK, "%s: pf_parallelize: %s", what, pf_error_message(m));
-        float *cpu = r ? NULL : random_outputs(m, s->bert, ids, &count, what);
+        float *cpu = r ? NULL : random_outputs(m, random_is_encoder(s), ids, &count, what);
         for (int ranks = 1; cpu && ranks <= 2; ranks++) {
             snprintf(what, sizeof what, "%s %s %d rank%s on GPU 0", s->name, dtype_name(dtypes[d]), ranks,
                      ranks > 1 ? "s" : "");
@@ -1331,13 +1388,13 @@ static void test_random_shape(const random_shape *s) {
             o.num_device_ids = ranks > 1 ? ranks : 0;
             r = pf_parallelize(m, ranks, &o);
             CHECK_MSG(r == PF_OK, "%s: pf_parallelize: %s", what, pf_error_message(m));
-            float *cuda = r ? NULL : random_outputs(m, s->bert, ids, &cuda_count, what);
+            float *cuda = r ? NULL : random_outputs(m, random_is_encoder(s), ids, &cuda_count, what);
             if (cuda && cuda_count == count) {
                 float diff = test_max_abs_diff(cuda, cpu, count);
                 float tol = dtypes[d] == PF_DTYPE_F16 ? TOLERANCE_F16 : TOLERANCE_BF16;
                 CHECK_MSG(diff <= tol, "%s: %s differ from the CPU backend's by %g (tolerance %g)", what,
-                          s->bert ? "hidden states" : "logits", diff, tol);
-                printf("  %-40s max |%s - CPU| %.3g (tol %g)\n", what, s->bert ? "hidden" : "logit", diff, tol);
+                          random_is_encoder(s) ? "hidden states" : "logits", diff, tol);
+                printf("  %-40s max |%s - CPU| %.3g (tol %g)\n", what, random_is_encoder(s) ? "hidden" : "logit", diff, tol);
             }
             CHECK_MSG(!cuda || cuda_count == count, "%s: %zu outputs, the CPU %zu", what, cuda_count, count);
             free(cuda);
@@ -1350,15 +1407,18 @@ static void test_random_shape(const random_shape *s) {
 }
 
 /* Real attention shapes through the prefill kernel: head_dim 64, 80, 128 and 256 (2 warps a
-   block), grouped-query heads, a window shorter than the prompt, and an encoder's padded batch. */
+   block), grouped-query heads, a window shorter than the prompt, ALiBi, and encoders' padded
+   batches with and without T5's relative bias. */
 static void test_random_shapes(void) {
     static const random_shape shapes[] = {
-        {"mistral hd128 gqa", 0, 4, 2, 128, 0},
-        {"mistral hd64 gqa4 window 100", 0, 4, 1, 64, 100},
-        {"mistral hd80 window 77", 0, 2, 2, 80, 77},
-        {"mistral hd256 gqa", 0, 2, 1, 256, 0},
-        {"bert hd128 padded", 1, 2, 2, 128, 0},
-        {"bert hd64 padded", 1, 4, 4, 64, 0},
+        {"mistral hd128 gqa", RANDOM_MISTRAL, 4, 2, 128, 0},
+        {"mistral hd64 gqa4 window 100", RANDOM_MISTRAL, 4, 1, 64, 100},
+        {"mistral hd80 window 77", RANDOM_MISTRAL, 2, 2, 80, 77},
+        {"mistral hd256 gqa", RANDOM_MISTRAL, 2, 1, 256, 0},
+        {"bloom hd128 alibi", RANDOM_BLOOM, 2, 2, 128, 0},
+        {"bert hd128 padded", RANDOM_BERT, 2, 2, 128, 0},
+        {"bert hd64 padded", RANDOM_BERT, 4, 4, 64, 0},
+        {"t5 encoder hd64 relative bias padded", RANDOM_T5, 4, 4, 64, 0},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         printf("%s\n", shapes[i].name);
