@@ -1352,7 +1352,9 @@ static float *random_outputs(pf_model *m, int encoder, const int32_t *ids, size_
 /* Prefill on the CUDA backend in F16 and BF16 (its 16-bit caches: the tensor-core kernel) on 1
    and 2 ranks (2: GQA's kv_begin and head_begin move) against the CPU backend storing the same
    dtype, within the dtype's logit tolerance (the CPU rounds only the weights; the GPU also GEMM
-   inputs, the cache, Q and P). */
+   inputs, the cache, Q and P). A decoder's two rows of 300 run in chunks of positions, each
+   after the cache the one before filled (T > 1 with past > 0): 256 + 44 (the default
+   prefill_chunk, 512 tokens) on 1 rank, 100 + 100 + 100 on 2. */
 static void test_random_shape(const random_shape *s) {
     char dir[] = "/tmp/pf_test_cuda_XXXXXX";
     if (!mkdtemp(dir)) {
@@ -1386,6 +1388,7 @@ static void test_random_shape(const random_shape *s) {
             o.device = PF_DEVICE_CUDA;
             o.device_ids = ranks > 1 ? zeros : NULL;
             o.num_device_ids = ranks > 1 ? ranks : 0;
+            o.prefill_chunk = ranks > 1 ? 2 * 100 : 0; /* decoders: chunks of 256 + 44, or 3 x 100 */
             r = pf_parallelize(m, ranks, &o);
             CHECK_MSG(r == PF_OK, "%s: pf_parallelize: %s", what, pf_error_message(m));
             float *cuda = r ? NULL : random_outputs(m, random_is_encoder(s), ids, &cuda_count, what);
