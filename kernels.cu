@@ -32,7 +32,9 @@
 
    Run on a GPU first on 2026-11-26 (one H200, sm_90 build): test_cuda passed on every fixture it
    had then (not yet CLIP's quick_gelu or the speech encoders, added later that day), and
-   compute-sanitizer's memcheck and racecheck found nothing (BENCHMARKS.md). The NCCL all-reduce
+   compute-sanitizer's memcheck and racecheck found nothing (BENCHMARKS.md). The tensor-core
+   prefill (pf_flash_attention_kernel, added later that day) has not run on a GPU yet: make
+   test-cuda (its random-shapes cases) and make test-cuda-sanitize must pass first. The NCCL all-reduce
    between distinct GPUs, its abort path and the peer copies of the reduction over mixed GPUs have
    still only run against the stand-in. Without a GPU, parallelformers.c's CUDA section and
    test/test_cuda.c run against a host-memory stand-in for this ABI (test/cuda_standin.c) that
