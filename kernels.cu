@@ -22,9 +22,8 @@
    tables, embeddings): embed (times a scale), add_positions (learned table or CTRL's fp32
    sinusoid), norm (LayerNorm or RMSNorm), matmul, activation, gated_activation, add_residual,
    rotary (halves or pairs, angle = position * inv_freq in fp32 with cosf/sinf), attention (GQA
-   head mapping, sliding window, ALiBi, scale; prefill over 16-bit caches tiled on tensor cores
-   (pf_flash_attention_kernel), other prefill one block per (query, head), decode split over up to
-   PF_MAX_SPLITS blocks per head and combined), reorder_rows (beam search: the rows that
+   head mapping, sliding window, ALiBi, scale; prefill one block per (query, head), decode split
+   over up to PF_MAX_SPLITS blocks per head and combined), reorder_rows (beam search: the rows that
    change gathered into scratch and scattered back), and the all-reduce pieces (sum, peer copies, NCCL).
    Left-padded batches: add_positions, rotary and attention take the step's left pad counts (a
    device array, or NULL); a token's position is past + t - pad[b] (0 at least), attention never
@@ -32,9 +31,10 @@
 
    Run on a GPU first on 2026-11-26 (one H200, sm_90 build): test_cuda passed on every fixture it
    had then (not yet CLIP's quick_gelu or the speech encoders, added later that day), and
-   compute-sanitizer's memcheck and racecheck found nothing (BENCHMARKS.md). The tensor-core
-   prefill (pf_flash_attention_kernel, added later that day) has not run on a GPU yet: make
-   test-cuda (its random-shapes cases) and make test-cuda-sanitize must pass first. The NCCL all-reduce
+   compute-sanitizer's memcheck and racecheck found nothing (BENCHMARKS.md). Prefill over 16-bit
+   caches has since moved to tensor cores (pf_flash_attention_kernel; the one-block-per-(query,
+   head) kernel stays for fp32 caches and the other fallbacks), which has not run on a GPU yet:
+   make test-cuda (its random-shapes cases) and make test-cuda-sanitize must pass first. The NCCL all-reduce
    between distinct GPUs, its abort path and the peer copies of the reduction over mixed GPUs have
    still only run against the stand-in. Without a GPU, parallelformers.c's CUDA section and
    test/test_cuda.c run against a host-memory stand-in for this ABI (test/cuda_standin.c) that
@@ -477,30 +477,6 @@ __global__ void pf_attention_kernel(float *out, float *partials, const float *qk
     }
 }
 
-/* One block per (head, query row): out = sum_s acc_s exp(m_s - M) / sum_s l_s exp(m_s - M), over
-   the splits that saw a key (l_s > 0); zeros when none did. */
-__global__ void pf_attention_combine_kernel(float *out, const float *partials, int heads, int hd, int splits) {
-    int h = blockIdx.x;
-    size_t row = blockIdx.y, width = (size_t)heads * hd;
-    const float *part = partials + (row * heads + h) * (size_t)splits * (hd + 2);
-    float M = -INFINITY;
-    for (int s = 0; s < splits; s++) M = fmaxf(M, part[(size_t)s * (hd + 2)]);
-    float L = 0.0f;
-    for (int s = 0; s < splits; s++) {
-        const float *ps = part + (size_t)s * (hd + 2);
-        if (ps[1] > 0.0f) L += ps[1] * expf(ps[0] - M);
-    }
-    float *o = out + row * width + (size_t)h * hd;
-    for (int i = threadIdx.x; i < hd; i += blockDim.x) {
-        float acc = 0.0f;
-        for (int s = 0; s < splits; s++) {
-            const float *ps = part + (size_t)s * (hd + 2);
-            if (ps[1] > 0.0f) acc += ps[2 + i] * expf(ps[0] - M);
-        }
-        o[i] = L > 0.0f ? acc / L : 0.0f;
-    }
-}
-
 /* ---- prefill attention on tensor cores ------------------------------------------------------ */
 
 /* FlashAttention-2's loop, for prefill (T > 1) over a 16-bit cache. A block takes 16 * warps
@@ -749,6 +725,30 @@ __global__ void __launch_bounds__(128) pf_flash_attention_kernel(float *out, con
         if (tr < a.T) out[((size_t)b * a.T + tr) * q_width + (size_t)h * hd + c] = lr > 0.0f ? o_warp[i] / lr : 0.0f;
     }
 #endif
+}
+
+/* One block per (head, query row): out = sum_s acc_s exp(m_s - M) / sum_s l_s exp(m_s - M), over
+   the splits that saw a key (l_s > 0); zeros when none did. */
+__global__ void pf_attention_combine_kernel(float *out, const float *partials, int heads, int hd, int splits) {
+    int h = blockIdx.x;
+    size_t row = blockIdx.y, width = (size_t)heads * hd;
+    const float *part = partials + (row * heads + h) * (size_t)splits * (hd + 2);
+    float M = -INFINITY;
+    for (int s = 0; s < splits; s++) M = fmaxf(M, part[(size_t)s * (hd + 2)]);
+    float L = 0.0f;
+    for (int s = 0; s < splits; s++) {
+        const float *ps = part + (size_t)s * (hd + 2);
+        if (ps[1] > 0.0f) L += ps[1] * expf(ps[0] - M);
+    }
+    float *o = out + row * width + (size_t)h * hd;
+    for (int i = threadIdx.x; i < hd; i += blockDim.x) {
+        float acc = 0.0f;
+        for (int s = 0; s < splits; s++) {
+            const float *ps = part + (size_t)s * (hd + 2);
+            if (ps[1] > 0.0f) acc += ps[2 + i] * expf(ps[0] - M);
+        }
+        o[i] = L > 0.0f ? acc / L : 0.0f;
+    }
 }
 
 /* Launches pf_kv_append_kernel into caches of element type C. */
