@@ -31,7 +31,10 @@
 
    Run on a GPU first on 2026-11-26 (one H200, sm_90 build): test_cuda passed on every fixture it
    had then (not yet CLIP's quick_gelu or the speech encoders, added later that day), and
-   compute-sanitizer's memcheck and racecheck found nothing (BENCHMARKS.md). The NCCL all-reduce
+   compute-sanitizer's memcheck and racecheck found nothing (BENCHMARKS.md). Prefill over 16-bit
+   caches has since moved to tensor cores (pf_flash_attention_kernel; the one-block-per-(query,
+   head) kernel stays for fp32 caches and the other fallbacks), which has not run on a GPU yet:
+   make test-cuda (its random-shapes cases) and make test-cuda-sanitize must pass first. The NCCL all-reduce
    between distinct GPUs, its abort path and the peer copies of the reduction over mixed GPUs have
    still only run against the stand-in. Without a GPU, parallelformers.c's CUDA section and
    test/test_cuda.c run against a host-memory stand-in for this ABI (test/cuda_standin.c) that
@@ -45,6 +48,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <mma.h>
 #include <nccl.h>
 
 #include <math.h>
@@ -473,6 +477,256 @@ __global__ void pf_attention_kernel(float *out, float *partials, const float *qk
     }
 }
 
+/* ---- prefill attention on tensor cores ------------------------------------------------------ */
+
+/* FlashAttention-2's loop, for prefill (T > 1) over a 16-bit cache. A block takes 16 * warps
+   queries of one (sequence, head); each warp owns 16 of them. Key/value tiles of PF_FLASH_KEYS
+   keys are staged in shared memory once for all the block's queries; per tile each warp computes
+   S = Q K^T on tensor cores (wmma 16x16x16, 16-bit inputs, fp32 accumulation), one lane per query
+   row updates that row's running max m and sum l in fp32 and rounds P = exp(S - m) to the cache's
+   type, the warp rescales its fp32 output rows by exp(m_old - m) and adds P V on tensor cores;
+   out = O / l at the end. The scale, ALiBi, T5's relative bias and every mask are applied per
+   score by the row's lane, exactly as pf_attention_kernel does; a query's key range is
+   pf_flash_query_keys. Tiles start at multiples of PF_FLASH_KEYS, so a query's arithmetic does
+   not depend on which block holds it (test/cuda_standin.c mirrors it row by row); a tile in which
+   a warp's queries see no key is skipped (above the causal diagonal, before the window), and one
+   in which a single row sees none leaves that row unchanged exactly (alpha 1, P 0).
+
+   Tile sizes: 32 keys a tile (two 16-key wmma columns: small enough for head_dim 256 in the
+   shared memory of sm_86/89, whose opt-in maximum is 99 KB), 4 warps (64 queries) up to head_dim
+   128 and 2 warps (32 queries) above. Shared memory (pf_flash_layout): Q and the K and V tiles in
+   the 16-bit type, S (fp32), P (16-bit) and O (fp32: wmma's accumulator layout is opaque, so the
+   per-row rescale goes through shared memory) per query row: 46.5 KB at head_dim 64, 78.5 KB at
+   128 (4 warps), 87 KB at 256 (2 warps); above 48 KB it is opted into with cudaFuncSetAttribute.
+   K and V are loaded synchronously (16-byte vectors), not double-buffered.
+
+   Falls back to pf_attention_kernel: fp32 caches, cross-attention (mask 2: its fp32 cache and
+   packed q rows), head_dim not a multiple of 16 or above PF_FLASH_MAX_HEAD_DIM, devices below
+   sm_80 or with too little shared memory, and caches not 16-byte aligned
+   (pf_cuda__flash_possible). */
+#define PF_FLASH_KEYS 32
+#define PF_FLASH_MAX_HEAD_DIM 256
+/* Row strides of S (floats) and P (16-bit) in shared memory: padded past 32 so that the 16 lanes
+   walking their own rows fall in different banks (wmma wants multiples of 16 bytes). */
+#define PF_FLASH_S_STRIDE (PF_FLASH_KEYS + 4)
+#define PF_FLASH_P_STRIDE (PF_FLASH_KEYS + 8)
+
+static int pf_flash_warps(int hd) { return hd > 128 ? 2 : 4; }
+
+/* Byte offsets into a block's dynamic shared memory (every one a multiple of 32 bytes, as wmma
+   wants, since head_dim is a multiple of 16): q [rows][hd] C, k and v [PF_FLASH_KEYS][hd] C,
+   s [rows][PF_FLASH_S_STRIDE] fp32, p [rows][PF_FLASH_P_STRIDE] C, o [rows][hd] fp32, alpha and
+   l [rows] fp32, rows = 16 * warps. */
+struct pf_flash_layout {
+    size_t q, k, v, s, p, o, alpha, l, total;
+};
+
+__host__ __device__ inline pf_flash_layout pf_flash_layout_of(int warps, int hd) {
+    size_t rows = (size_t)16 * warps, keys = PF_FLASH_KEYS, at = 0;
+    pf_flash_layout L;
+    L.q = at, at += rows * hd * 2;
+    L.k = at, at += keys * hd * 2;
+    L.v = at, at += keys * hd * 2;
+    L.s = at, at += rows * PF_FLASH_S_STRIDE * 4;
+    L.p = at, at += rows * PF_FLASH_P_STRIDE * 2;
+    L.o = at, at += rows * hd * 4;
+    L.alpha = at, at += rows * 4;
+    L.l = at, at += rows * 4;
+    L.total = at;
+    return L;
+}
+
+/* The keys the query at step index t sees: first..last (none when first > last), as in
+   pf_attention_kernel for masks 0 and 1. */
+__device__ __forceinline__ void pf_flash_query_keys(const pf_attn_args &a, int pad, int t, int *first, int *last) {
+    int pos = a.past + t;
+    *last = a.mask == 1 ? pos : a.past + a.T - 1;
+    *first = a.window > 0 && pos + 1 - a.window > pad ? pos + 1 - a.window : pad;
+}
+
+/* The keys any query t0..t1-1 (t1 <= T) sees: first grows with t, and last too, so the range is
+   that of t0's first to t1-1's last (a superset when some row sees none; empty when t0 >= t1). */
+__device__ __forceinline__ void pf_flash_rows_keys(const pf_attn_args &a, int pad, int t0, int t1, int *first,
+                                                   int *last) {
+    int unused;
+    if (t0 >= t1) {
+        *first = 1, *last = 0;
+        return;
+    }
+    pf_flash_query_keys(a, pad, t0, first, &unused);
+    pf_flash_query_keys(a, pad, t1 - 1, &unused, last);
+}
+
+/* Keys k0..k0+PF_FLASH_KEYS-1 of k_base and v_base (rows kv_width apart) into the tiles, 16 bytes
+   a thread at a time; keys outside first..last are zeros (never read: masked keys get P = 0,
+   and 0 * NaN from an unwritten cache row would poison O). */
+template <typename C>
+__device__ void pf_flash_stage_keys(C *k_tile, C *v_tile, const C *k_base, const C *v_base, size_t kv_width, int hd,
+                                    int k0, int first, int last) {
+    const int per_key = hd / 8; /* 16-byte vectors of 8 elements */
+    for (int i = threadIdx.x; i < PF_FLASH_KEYS * per_key; i += blockDim.x) {
+        int key = i / per_key, part = i % per_key, j = k0 + key;
+        uint4 k4 = make_uint4(0, 0, 0, 0), v4 = k4;
+        if (j >= first && j <= last) {
+            k4 = *(const uint4 *)(k_base + (size_t)j * kv_width + (size_t)part * 8);
+            v4 = *(const uint4 *)(v_base + (size_t)j * kv_width + (size_t)part * 8);
+        }
+        *(uint4 *)(k_tile + (size_t)key * hd + (size_t)part * 8) = k4;
+        *(uint4 *)(v_tile + (size_t)key * hd + (size_t)part * 8) = v4;
+    }
+}
+
+/* s [16][PF_FLASH_KEYS] (fp32, rows PF_FLASH_S_STRIDE apart) = q [16][hd] k_tile^T, one warp. k_tile [keys][hd] row-major is
+   K^T column-major with leading dimension hd. */
+template <typename C>
+__device__ void pf_flash_scores(float *s, const C *q, const C *k_tile, int hd) {
+    using namespace nvcuda;
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, C, wmma::row_major> qa;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, C, wmma::col_major> kb;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    for (int n = 0; n < PF_FLASH_KEYS / 16; n++) {
+        wmma::fill_fragment(acc, 0.0f);
+        for (int k = 0; k < hd / 16; k++) {
+            wmma::load_matrix_sync(qa, q + k * 16, hd);
+            wmma::load_matrix_sync(kb, k_tile + (size_t)n * 16 * hd + k * 16, hd);
+            wmma::mma_sync(acc, qa, kb, acc);
+        }
+        wmma::store_matrix_sync(s + n * 16, acc, PF_FLASH_S_STRIDE, wmma::mem_row_major);
+    }
+}
+
+/* o [16][hd] (fp32) += p [16][PF_FLASH_KEYS] (rows PF_FLASH_P_STRIDE apart) v_tile
+   [PF_FLASH_KEYS][hd], one warp. */
+template <typename C>
+__device__ void pf_flash_add_pv(float *o, const C *p, const C *v_tile, int hd) {
+    using namespace nvcuda;
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, C, wmma::row_major> pa;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, C, wmma::row_major> vb;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    for (int d = 0; d < hd / 16; d++) {
+        wmma::load_matrix_sync(acc, o + d * 16, hd, wmma::mem_row_major);
+        for (int k = 0; k < PF_FLASH_KEYS / 16; k++) {
+            wmma::load_matrix_sync(pa, p + k * 16, PF_FLASH_P_STRIDE);
+            wmma::load_matrix_sync(vb, v_tile + (size_t)k * 16 * hd + d * 16, hd);
+            wmma::mma_sync(acc, pa, vb, acc);
+        }
+        wmma::store_matrix_sync(o + d * 16, acc, hd, wmma::mem_row_major);
+    }
+}
+
+/* One query row's online-softmax step over the tile at k0 (its lane alone): scores of the keys it
+   sees (the others -inf), the new running max, alpha = exp(m_old - m_new) (1 while no key was
+   seen: nothing to rescale), P rounded to C (exp(s - m_new), 0 for unseen keys), and
+   l = l * alpha + the sum of the rounded P in key order. */
+template <typename C>
+__device__ void pf_flash_softmax_row(const pf_attn_args &a, const float *s, C *p, float *alpha_out, float *m,
+                                     float *l, int k0, int first, int last, int pad, int pos, int h, float slope) {
+    float score[PF_FLASH_KEYS], tile_max = -INFINITY;
+#pragma unroll
+    for (int c = 0; c < PF_FLASH_KEYS; c++) {
+        int j = k0 + c;
+        score[c] = -INFINITY;
+        if (j >= first && j <= last) {
+            score[c] = s[c] * a.scale + slope * (float)(j - pad);
+            if (a.rel_bias)
+                score[c] += a.rel_bias[(size_t)h * a.rel_rows +
+                                       pf_relative_bucket(j - pos, a.rel_buckets, a.rel_max_distance, a.mask != 1)];
+        }
+        tile_max = fmaxf(tile_max, score[c]);
+    }
+    float m_new = fmaxf(*m, tile_max);
+    float alpha = m_new == -INFINITY ? 1.0f : expf(*m - m_new);
+    float sum = 0.0f;
+#pragma unroll
+    for (int c = 0; c < PF_FLASH_KEYS; c++) {
+        int j = k0 + c;
+        float e = j >= first && j <= last ? expf(score[c] - m_new) : 0.0f;
+        pf_cache_store(p, (size_t)c, e);
+        sum += pf_cache_load(p, (size_t)c);
+    }
+    *l = *l * alpha + sum;
+    *m = m_new;
+    *alpha_out = alpha;
+}
+
+/* grid (query tiles, local heads, batch), 32 * pf_flash_warps(hd) threads, pf_flash_layout's
+   bytes of dynamic shared memory. Masks 0 and 1 only; hd a multiple of 16. */
+template <typename C>
+__global__ void __launch_bounds__(128) pf_flash_attention_kernel(float *out, const float *qkv, const C *k_cache,
+                                                                 const C *v_cache, pf_attn_args a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 /* wmma on bf16: the host launches it on sm_80+ only */
+    extern __shared__ __align__(128) unsigned char shared_bytes[];
+    const int hd = a.hd, warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int block_rows = 16 * warps;
+    const pf_flash_layout L = pf_flash_layout_of(warps, hd);
+    C *q_tile = (C *)(shared_bytes + L.q), *k_tile = (C *)(shared_bytes + L.k), *v_tile = (C *)(shared_bytes + L.v);
+    C *p_tile = (C *)(shared_bytes + L.p);
+    float *s_tile = (float *)(shared_bytes + L.s), *o_tile = (float *)(shared_bytes + L.o);
+    float *alpha_rows = (float *)(shared_bytes + L.alpha), *l_rows = (float *)(shared_bytes + L.l);
+    const int h = blockIdx.y, b = blockIdx.z;
+    const int t0 = (int)(gridDim.x - 1 - blockIdx.x) * block_rows; /* the longest causal tiles start first */
+    const size_t q_width = (size_t)a.heads * hd, kv_width = (size_t)a.kv_heads * hd;
+    const size_t row_width = q_width + 2 * kv_width;
+    const int pad = a.pad ? a.pad[b] : 0;
+    const int kv = (a.head_begin + h) / a.kv_group - a.kv_begin;
+    const float slope = a.alibi ? a.alibi[h] : 0.0f;
+    const size_t cache_row = a.rows ? (size_t)a.rows[b] : (size_t)b;
+    const C *k_base = k_cache + cache_row * a.cache_len * kv_width + (size_t)kv * hd;
+    const C *v_base = v_cache + cache_row * a.cache_len * kv_width + (size_t)kv * hd;
+
+    /* Q rounded to C, O zeroed; rows past T are zeros (never written out). */
+    for (int i = threadIdx.x; i < block_rows * hd; i += blockDim.x) {
+        int r = i / hd, c = i % hd, t = t0 + r;
+        float q = t < a.T ? qkv[((size_t)b * a.T + t) * row_width + (size_t)h * hd + c] : 0.0f;
+        pf_cache_store(q_tile, (size_t)i, q);
+        o_tile[i] = 0.0f;
+    }
+    __syncthreads(); /* a warp that sees no key still reads its zeroed O */
+
+    int block_first, block_last, warp_first, warp_last;
+    int t_end = t0 + block_rows < a.T ? t0 + block_rows : a.T;
+    pf_flash_rows_keys(a, pad, t0, t_end, &block_first, &block_last);
+    int w0 = t0 + warp * 16, w1 = w0 + 16 < a.T ? w0 + 16 : a.T;
+    pf_flash_rows_keys(a, pad, w0, w1, &warp_first, &warp_last);
+
+    /* The row lane r (< 16) of the warp owns: its keys and running max and sum. */
+    const int t = w0 + lane, pos = a.past + t;
+    int first = 1, last = 0;
+    if (lane < 16 && t < a.T) pf_flash_query_keys(a, pad, t, &first, &last);
+    float m = -INFINITY, l = 0.0f;
+
+    const C *q_warp = q_tile + (size_t)warp * 16 * hd;
+    float *s_warp = s_tile + (size_t)warp * 16 * PF_FLASH_S_STRIDE, *o_warp = o_tile + (size_t)warp * 16 * hd;
+    C *p_warp = p_tile + (size_t)warp * 16 * PF_FLASH_P_STRIDE;
+    float *alpha_warp = alpha_rows + warp * 16;
+    int k_begin = block_first <= block_last ? block_first / PF_FLASH_KEYS * PF_FLASH_KEYS : block_last + 1;
+    for (int k0 = k_begin; k0 <= block_last; k0 += PF_FLASH_KEYS) {
+        __syncthreads(); /* the previous tile's K and V are read */
+        pf_flash_stage_keys(k_tile, v_tile, k_base, v_base, kv_width, hd, k0, block_first, block_last);
+        __syncthreads();
+        if (warp_first > warp_last || k0 > warp_last || k0 + PF_FLASH_KEYS - 1 < warp_first)
+            continue; /* none of the warp's rows sees a key of this tile */
+        pf_flash_scores(s_warp, q_warp, k_tile, hd);
+        __syncwarp();
+        if (lane < 16)
+            pf_flash_softmax_row(a, s_warp + lane * PF_FLASH_S_STRIDE, p_warp + lane * PF_FLASH_P_STRIDE,
+                                 &alpha_warp[lane], &m, &l, k0, first, last, pad, pos, h, slope);
+        __syncwarp();
+        for (int i = lane; i < 16 * hd; i += 32) o_warp[i] *= alpha_warp[i / hd];
+        __syncwarp();
+        pf_flash_add_pv(o_warp, p_warp, v_tile, hd);
+        __syncwarp();
+    }
+    if (lane < 16) l_rows[warp * 16 + lane] = l;
+    __syncwarp();
+    for (int i = lane; i < 16 * hd; i += 32) {
+        int r = i / hd, c = i % hd, tr = w0 + r;
+        float lr = l_rows[warp * 16 + r];
+        if (tr < a.T) out[((size_t)b * a.T + tr) * q_width + (size_t)h * hd + c] = lr > 0.0f ? o_warp[i] / lr : 0.0f;
+    }
+#endif
+}
+
 /* One block per (head, query row): out = sum_s acc_s exp(m_s - M) / sum_s l_s exp(m_s - M), over
    the splits that saw a key (l_s > 0); zeros when none did. */
 __global__ void pf_attention_combine_kernel(float *out, const float *partials, int heads, int hd, int splits) {
@@ -517,6 +771,39 @@ static int pf_cuda__attention(struct pf_cuda_rank *st, dim3 grid, size_t shared,
     }
     pf_attention_kernel<C><<<grid, PF_ATTN_THREADS, shared, st->stream>>>(out, partials, qkv, k_cache, v_cache, a);
     PF_CUDA_CHECK_LAUNCH(st, pf_attention_kernel);
+    return PF_CUDA_OK;
+}
+
+/* Whether pf_flash_attention_kernel takes this step: prefill over a 16-bit self-attention cache
+   (masks 0 and 1), head_dim a multiple of 16 up to PF_FLASH_MAX_HEAD_DIM, 16-byte aligned caches
+   (its vector loads), an sm_80+ device (wmma on bf16) with the shared memory it needs.
+   test/cuda_standin.c's flash_takes states the same without the device's conditions. */
+static int pf_cuda__flash_possible(struct pf_cuda_rank *st, const pf_attn_args &a, int cache_dtype,
+                                   const void *k_cache, const void *v_cache) {
+    if (a.T <= 1 || cache_dtype == PF_CUDA_F32 || a.mask == 2) return 0;
+    if (a.hd % 16 || a.hd > PF_FLASH_MAX_HEAD_DIM || (((uintptr_t)k_cache | (uintptr_t)v_cache) & 15u)) return 0;
+    int major = 0, most_shared = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, st->device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&most_shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, st->device) != cudaSuccess) {
+        (void)cudaGetLastError(); /* then the plain kernel, whose own launch reports a broken device */
+        return 0;
+    }
+    return major >= 8 && pf_flash_layout_of(pf_flash_warps(a.hd), a.hd).total <= (size_t)most_shared;
+}
+
+/* Launches pf_flash_attention_kernel over caches of element type C (__half or __nv_bfloat16). */
+template <typename C>
+static int pf_cuda__flash_attention(struct pf_cuda_rank *st, int batch, float *out, const float *qkv, const C *k_cache,
+                                    const C *v_cache, const pf_attn_args &a) {
+    int warps = pf_flash_warps(a.hd), rows = 16 * warps;
+    size_t shared = pf_flash_layout_of(warps, a.hd).total;
+    if (shared > 48 * 1024) {
+        PF_CUDA_CHECK(st, cudaFuncSetAttribute,
+                      (pf_flash_attention_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared));
+    }
+    dim3 grid((unsigned)((a.T + rows - 1) / rows), (unsigned)a.heads, (unsigned)batch);
+    pf_flash_attention_kernel<C><<<grid, 32 * warps, shared, st->stream>>>(out, qkv, k_cache, v_cache, a);
+    PF_CUDA_CHECK_LAUNCH(st, pf_flash_attention_kernel);
     return PF_CUDA_OK;
 }
 
@@ -886,7 +1173,8 @@ int pf_cuda_kv_append(struct pf_cuda_rank *st, void *k_cache, void *v_cache, int
    (a pad's own) gets zeros. pad: device [batch] left pad counts, or NULL for none; rows: device
    [batch], the cache row of each sequence, or NULL for row b. qkv rows are
    [q (heads * head_dim) | k (kv_heads * head_dim) | v (same)]; q head h reads kv head
-   (head_begin + h) / kv_group - kv_begin; the caches hold cache_dtype. alibi: device [heads] or NULL. T > 1 (prefill): one
+   (head_begin + h) / kv_group - kv_begin; the caches hold cache_dtype. alibi: device [heads] or NULL. T > 1 (prefill):
+   tiles of queries on tensor cores over 16-bit caches where pf_cuda__flash_possible says so, else one
    block per (query, head). T == 1 (decode): the keys are split over several blocks per head whose
    partial softmax sums are combined, using `partials`
    (pf_cuda_attention_scratch_floats(batch, heads, head_dim) floats). */
@@ -929,6 +1217,11 @@ int pf_cuda_attend(struct pf_cuda_rank *st, float *out, const float *qkv, const 
     a.rel_max_distance = rel_max_distance;
     a.pad = pad;
     a.rows = rows;
+    if (pf_cuda__flash_possible(st, a, cache_dtype, k_cache, v_cache))
+        return cache_dtype == PF_CUDA_F16
+                   ? pf_cuda__flash_attention(st, batch, out, qkv, (const __half *)k_cache, (const __half *)v_cache, a)
+                   : pf_cuda__flash_attention(st, batch, out, qkv, (const __nv_bfloat16 *)k_cache,
+                                              (const __nv_bfloat16 *)v_cache, a);
     dim3 grid((unsigned)((size_t)batch * T), (unsigned)heads, (unsigned)splits);
     int status = cache_dtype == PF_CUDA_F16
                      ? pf_cuda__attention(st, grid, shared, out, partials, qkv, (const __half *)k_cache,

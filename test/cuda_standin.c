@@ -3,7 +3,10 @@
    to fp16/bf16 for 16-bit weights, block sums in the kernels' order (per-thread partials, the
    xor-butterfly warp sum as lane 0 sees it, warps in order), norms two-pass, the rotation without
    fused multiply-adds, attention as online softmax over 32-key chunks with one warp per key,
-   decode split into up to 32 parts of >= 16 keys and combined. cuBLAS's summation order is not
+   decode split into up to 32 parts of >= 16 keys and combined; prefill over 16-bit caches as the
+   tensor-core kernel computes it (flash_row: Q and P rounded to the cache dtype, an online
+   softmax per aligned 32-key tile, FA2's rescale; wmma's summation order is not mirrored, nor
+   the fused multiply-adds nvcc may form). cuBLAS's summation order is not
    mirrored (a plain sequential fp32 dot).
 
    Device memory is malloc'd, NaN-filled and registered: every pointer a kernel would dereference
@@ -446,6 +449,71 @@ int pf_cuda_kv_append(pf_cuda_rank *st, void *kc, void *vc, int cache_dtype, con
     return 0;
 }
 
+/* kernels.cu's pf_flash_attention_kernel (prefill on tensor cores) takes a step when
+   pf_cuda__flash_possible says so: these conditions, plus the device's (sm_80+, enough shared
+   memory) and 16-byte aligned caches, which hold on every GPU the build targets. */
+#define FLASH_KEYS 32
+#define FLASH_MAX_HEAD_DIM 256
+static int flash_takes(int T, int cache_dtype, int mask, int hd) {
+    return T > 1 && cache_dtype != 0 && mask != 2 && hd % 16 == 0 && hd <= FLASH_MAX_HEAD_DIM;
+}
+
+/* v rounded to the 16-bit cache dtype (1 fp16, 2 bf16), as a float. */
+static float round16(int dtype, float v) {
+    if (dtype == 1) return (float)(_Float16)v;
+    uint16_t b = to_bf16(v);
+    return ld(&b, 2, 0);
+}
+
+/* One query row of pf_flash_attention_kernel: q rounded to the cache dtype; per tile of
+   FLASH_KEYS keys starting at a multiple of FLASH_KEYS that holds a key the row sees (the kernel's
+   other tiles leave the row unchanged exactly): scores as fp32 sums of exact 16-bit products (the
+   kernel's wmma sums in an unspecified order; here in key-dimension order), scale, ALiBi and the
+   relative bias in pf_flash_softmax_row's order, the running max, alpha = exp(m_old - m_new)
+   (1 before any key), P = exp(s - m_new) rounded to the dtype, l = l * alpha + the sum of the
+   rounded P in key order, o = o * alpha, then o += P v (fp32, key order; wmma's order again
+   unspecified). out = o / l, zeros without a key. k and v: the row's cache head (keys kv_width
+   apart); q16 and o: hd floats of scratch. */
+static void flash_row(float *out, const float *q, const void *kc, const void *vc, int dtype, size_t base,
+                      size_t kv_width, int hd, int first, int last, int pd, int pos, float scale, float slope,
+                      const float *rel, int rel_buckets, int rel_max_distance, int bidirectional, float *q16,
+                      float *o) {
+    for (int i = 0; i < hd; i++) {
+        q16[i] = round16(dtype, q[i]);
+        o[i] = 0.0f;
+    }
+    float m = -INFINITY, l = 0.0f, score[FLASH_KEYS], p[FLASH_KEYS];
+    for (int k0 = first <= last ? first / FLASH_KEYS * FLASH_KEYS : last + 1; k0 <= last; k0 += FLASH_KEYS) {
+        float tile_max = -INFINITY;
+        for (int c = 0; c < FLASH_KEYS; c++) {
+            int j = k0 + c;
+            score[c] = -INFINITY;
+            if (j >= first && j <= last) {
+                float s = 0.0f;
+                for (int i = 0; i < hd; i++) s += q16[i] * ld(kc, dtype, base + (size_t)j * kv_width + i);
+                score[c] = s * scale + slope * (float)(j - pd);
+                if (rel) score[c] += rel[relative_bucket(j - pos, rel_buckets, rel_max_distance, bidirectional)];
+            }
+            tile_max = fmaxf(tile_max, score[c]);
+        }
+        float m_new = fmaxf(m, tile_max), alpha = m_new == -INFINITY ? 1.0f : expf(m - m_new), sum = 0.0f;
+        for (int c = 0; c < FLASH_KEYS; c++) {
+            int j = k0 + c;
+            p[c] = j >= first && j <= last ? round16(dtype, expf(score[c] - m_new)) : 0.0f;
+            sum += p[c];
+        }
+        l = l * alpha + sum;
+        m = m_new;
+        for (int i = 0; i < hd; i++) {
+            float a = o[i] * alpha;
+            for (int c = 0; c < FLASH_KEYS; c++)
+                if (p[c] != 0.0f) a += p[c] * ld(vc, dtype, base + (size_t)(k0 + c) * kv_width + i);
+            o[i] = a;
+        }
+    }
+    for (int i = 0; i < hd; i++) out[i] = l > 0.0f ? o[i] / l : 0.0f;
+}
+
 int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const void *kc, const void *vc, int cache_dtype, float *partials,
                    const float *alibi, const int *pad, const int *cache_rows, int batch, int T, int past, int heads, int kv_heads, int hd,
                    int head_begin, int kv_begin, int kv_group, int cache_len, int window, int mask, float scale,
@@ -473,13 +541,23 @@ int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const void *k
         if (splits < 1) splits = 1;
         NEED(partials, (size_t)batch * heads * splits * (hd + 2) * 4);
     }
-    float *acc = malloc((size_t)hd * sizeof(float)), p[CHUNK], part[ATTN_THREADS];
+    float *acc = malloc((size_t)hd * sizeof(float)), *q16 = malloc((size_t)hd * sizeof(float)), p[CHUNK], part[ATTN_THREADS];
+    int flash = flash_takes(T, cache_dtype, mask, hd);
     for (size_t row = 0; row < rows; row++)
         for (int h = 0; h < heads; h++)
             for (int split = 0; split < splits; split++) {
                 int b = (int)(row / T), t = (int)(row % T), pos = past + t, pd = pad ? pad[b] : 0;
                 int last = mask == 1 ? pos : mask == 2 ? cache_len - 1 : past + T - 1;
                 int first = window > 0 && pos + 1 - window > pd ? pos + 1 - window : pd;
+                if (flash) {
+                    size_t cache_row = cache_rows ? (size_t)cache_rows[b] : (size_t)b;
+                    size_t base = cache_row * cache_len * kv_width + (size_t)((head_begin + h) / kv_group - kv_begin) * hd;
+                    flash_row(out + row * q_width + (size_t)h * hd, qkv + row * row_width + (size_t)h * hd, kc, vc,
+                              cache_dtype, base, kv_width, hd, first, last, pd, pos, scale, alibi ? alibi[h] : 0.0f,
+                              rel_bias ? rel_bias + (size_t)h * rel_rows : NULL, rel_buckets, rel_max_distance,
+                              mask != 1, q16, acc);
+                    continue;
+                }
                 int len = first <= last ? last + 1 - first : 0;
                 int per = (len + splits - 1) / splits, begin = first + split * per;
                 int end = begin + per < last + 1 ? begin + per : last + 1;
@@ -528,6 +606,7 @@ int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const void *k
                 }
             }
     free(acc);
+    free(q16);
     if (splits > 1)
         for (int h = 0; h < heads; h++)
             for (int row = 0; row < batch; row++) {

@@ -27,6 +27,15 @@
    beam search with length penalties, n-gram bans and several eos ids, padded batches, bad words,
    repetition penalty; read by test/test_util.c, as test/test_generation.c reads them) in F32 on
    1 and 2 ranks (device_ids {0, 0}) with max_batch 16, token for token.
+   Random-weight checkpoints of real attention shapes (test_random_shapes; alone with the argument
+   "random-shapes"): Mistral with head_dim 64, 80, 128 and 256, grouped-query heads and windows,
+   and BLOOM (ALiBi) at 128, on two rows of 300 tokens; BERT (64, 128) and T5's encoder (64,
+   relative bias) on a left-padded batch of 300, 217 and 45 tokens; in F16 and BF16 on 1 and 2
+   ranks against the CPU backend storing the same dtype, within TOLERANCE_F16 and TOLERANCE_BF16:
+   the prefill's tensor-core kernel (kernels.cu, pf_flash_attention_kernel) at its real tile
+   shapes. A mirror or kernel that lets a row see pads, future keys or keys before its window,
+   skips the rescale, reads the wrong KV head, or drops ALiBi or the relative bias misses by
+   1.2-11 there (measured on the stand-in).
    Also: pf_to_cpu from two CUDA ranks gives the CPU model exactly; a device id that is no GPU is
    a clear error; with two GPUs, NCCL between GPUs 0 and 1 and the peer-copy reduction over GPUs
    {0, 0, 1}; an injected failure on one rank (PF_TESTING builds) fails the call, names the rank,
@@ -1104,6 +1113,322 @@ static void test_speech_seq2seq(const char *name) {
     pf_free(m);
 }
 
+/* ---- prefill attention at real shapes: random checkpoints ---- */
+
+/* A random-weight checkpoint of real attention shapes (head_dim 64-256, grouped-query heads, a
+   sliding window), small elsewhere (one layer, hidden 256, a tiny vocabulary) so that the
+   stand-in runs it in seconds. Mistral is LLaMA with a window, BLOOM a decoder with ALiBi; BERT
+   and T5's encoder (relative position bias) are bidirectional encoders whose padded batches
+   exercise left pads with mask 0. */
+typedef enum random_family { RANDOM_MISTRAL, RANDOM_BLOOM, RANDOM_BERT, RANDOM_T5 } random_family;
+
+typedef struct random_shape {
+    const char *name;
+    random_family family;
+    int heads, kv_heads, head_dim, window; /* BERT and BLOOM: heads * head_dim is the hidden size */
+} random_shape;
+
+static int random_is_encoder(const random_shape *s) { return s->family == RANDOM_BERT || s->family == RANDOM_T5; }
+
+enum { RANDOM_HIDDEN = 256, RANDOM_INTERMEDIATE = 256, RANDOM_VOCAB = 64, RANDOM_POSITIONS = 512, RANDOM_TOKENS = 300 };
+
+typedef struct random_tensor {
+    char name[96];
+    size_t rows, cols; /* cols 0: a vector */
+    float sd;          /* N(0, sd); 0: all `fill` */
+    float fill;
+} random_tensor;
+
+static uint64_t random_next(uint64_t *state) { /* splitmix64 */
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static float random_normal(uint64_t *state) { /* Box-Muller, one of the pair */
+    float u1 = ((float)(random_next(state) >> 40) + 1.0f) / 16777216.0f, u2 = (float)(random_next(state) >> 40) / 16777216.0f;
+    return sqrtf(-2.0f * logf(u1)) * cosf(6.2831853f * u2);
+}
+
+static void add_random_tensor(random_tensor *t, int *n, size_t rows, size_t cols, float sd, float fill, const char *name) {
+    snprintf(t[*n].name, sizeof t[*n].name, "%s", name);
+    t[*n].rows = rows, t[*n].cols = cols, t[*n].sd = sd, t[*n].fill = fill;
+    ++*n;
+}
+
+/* The tensors of shape s. Query and key projections are drawn wide (sd 2 / sqrt(fan in): scores of
+   a few units, a peaked softmax, so a wrong mask moves the outputs far beyond the tolerances). */
+static int random_tensors(const random_shape *s, random_tensor *t) {
+    int n = 0;
+    size_t d = RANDOM_HIDDEN, I = RANDOM_INTERMEDIATE, V = RANDOM_VOCAB, q = (size_t)s->heads * s->head_dim;
+    size_t kv = (size_t)s->kv_heads * s->head_dim;
+    float in_d = 1.0f / sqrtf((float)d), in_q = 1.0f / sqrtf((float)q), in_i = 1.0f / sqrtf((float)I);
+    if (s->family == RANDOM_BERT) {
+        add_random_tensor(t, &n, V, d, 1.0f, 0, "embeddings.word_embeddings.weight");
+        add_random_tensor(t, &n, RANDOM_POSITIONS, d, 0.5f, 0, "embeddings.position_embeddings.weight");
+        add_random_tensor(t, &n, 2, d, 0.1f, 0, "embeddings.token_type_embeddings.weight");
+        add_random_tensor(t, &n, d, 0, 0, 1, "embeddings.LayerNorm.weight");
+        add_random_tensor(t, &n, d, 0, 0, 0, "embeddings.LayerNorm.bias");
+        add_random_tensor(t, &n, q, d, 2 * in_d, 0, "encoder.layer.0.attention.self.query.weight");
+        add_random_tensor(t, &n, q, 0, 0, 0, "encoder.layer.0.attention.self.query.bias");
+        add_random_tensor(t, &n, q, d, 2 * in_d, 0, "encoder.layer.0.attention.self.key.weight");
+        add_random_tensor(t, &n, q, 0, 0, 0, "encoder.layer.0.attention.self.key.bias");
+        add_random_tensor(t, &n, q, d, in_d, 0, "encoder.layer.0.attention.self.value.weight");
+        add_random_tensor(t, &n, q, 0, 0, 0, "encoder.layer.0.attention.self.value.bias");
+        add_random_tensor(t, &n, d, q, in_q, 0, "encoder.layer.0.attention.output.dense.weight");
+        add_random_tensor(t, &n, d, 0, 0, 0, "encoder.layer.0.attention.output.dense.bias");
+        add_random_tensor(t, &n, d, 0, 0, 1, "encoder.layer.0.attention.output.LayerNorm.weight");
+        add_random_tensor(t, &n, d, 0, 0, 0, "encoder.layer.0.attention.output.LayerNorm.bias");
+        add_random_tensor(t, &n, I, d, in_d, 0, "encoder.layer.0.intermediate.dense.weight");
+        add_random_tensor(t, &n, I, 0, 0, 0, "encoder.layer.0.intermediate.dense.bias");
+        add_random_tensor(t, &n, d, I, in_i, 0, "encoder.layer.0.output.dense.weight");
+        add_random_tensor(t, &n, d, 0, 0, 0, "encoder.layer.0.output.dense.bias");
+        add_random_tensor(t, &n, d, 0, 0, 1, "encoder.layer.0.output.LayerNorm.weight");
+        add_random_tensor(t, &n, d, 0, 0, 0, "encoder.layer.0.output.LayerNorm.bias");
+    } else if (s->family == RANDOM_T5) {
+        /* T5 scales no scores: q and k drawn narrow; the bias table wide (it must matter) */
+        add_random_tensor(t, &n, V, d, 1.0f, 0, "shared.weight");
+        add_random_tensor(t, &n, d, 0, 0, 1, "encoder.block.0.layer.0.layer_norm.weight");
+        add_random_tensor(t, &n, q, d, in_d / 2, 0, "encoder.block.0.layer.0.SelfAttention.q.weight");
+        add_random_tensor(t, &n, q, d, in_d / 2, 0, "encoder.block.0.layer.0.SelfAttention.k.weight");
+        add_random_tensor(t, &n, q, d, in_d, 0, "encoder.block.0.layer.0.SelfAttention.v.weight");
+        add_random_tensor(t, &n, d, q, in_q, 0, "encoder.block.0.layer.0.SelfAttention.o.weight");
+        add_random_tensor(t, &n, 32, (size_t)s->heads, 1.0f, 0,
+                          "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight");
+        add_random_tensor(t, &n, d, 0, 0, 1, "encoder.block.0.layer.1.layer_norm.weight");
+        add_random_tensor(t, &n, I, d, in_d, 0, "encoder.block.0.layer.1.DenseReluDense.wi.weight");
+        add_random_tensor(t, &n, d, I, in_i, 0, "encoder.block.0.layer.1.DenseReluDense.wo.weight");
+        add_random_tensor(t, &n, d, 0, 0, 1, "encoder.final_layer_norm.weight");
+    } else if (s->family == RANDOM_BLOOM) {
+        /* the LM head is the embedding (tied): drawn narrow, for logits of a few units */
+        size_t wide = 4 * d; /* BLOOM's MLP is 4 * hidden */
+        add_random_tensor(t, &n, V, d, 0.25f, 0, "transformer.word_embeddings.weight");
+        add_random_tensor(t, &n, d, 0, 0, 1, "transformer.word_embeddings_layernorm.weight");
+        add_random_tensor(t, &n, d, 0, 0, 0, "transformer.word_embeddings_layernorm.bias");
+        add_random_tensor(t, &n, d, 0, 0, 1, "transformer.h.0.input_layernorm.weight");
+        add_random_tensor(t, &n, d, 0, 0, 0, "transformer.h.0.input_layernorm.bias");
+        add_random_tensor(t, &n, 3 * d, d, 2 * in_d, 0, "transformer.h.0.self_attention.query_key_value.weight");
+        add_random_tensor(t, &n, 3 * d, 0, 0, 0, "transformer.h.0.self_attention.query_key_value.bias");
+        add_random_tensor(t, &n, d, d, in_d, 0, "transformer.h.0.self_attention.dense.weight");
+        add_random_tensor(t, &n, d, 0, 0, 0, "transformer.h.0.self_attention.dense.bias");
+        add_random_tensor(t, &n, d, 0, 0, 1, "transformer.h.0.post_attention_layernorm.weight");
+        add_random_tensor(t, &n, d, 0, 0, 0, "transformer.h.0.post_attention_layernorm.bias");
+        add_random_tensor(t, &n, wide, d, in_d, 0, "transformer.h.0.mlp.dense_h_to_4h.weight");
+        add_random_tensor(t, &n, wide, 0, 0, 0, "transformer.h.0.mlp.dense_h_to_4h.bias");
+        add_random_tensor(t, &n, d, wide, 1.0f / sqrtf((float)wide), 0, "transformer.h.0.mlp.dense_4h_to_h.weight");
+        add_random_tensor(t, &n, d, 0, 0, 0, "transformer.h.0.mlp.dense_4h_to_h.bias");
+        add_random_tensor(t, &n, d, 0, 0, 1, "transformer.ln_f.weight");
+        add_random_tensor(t, &n, d, 0, 0, 0, "transformer.ln_f.bias");
+    } else {
+        add_random_tensor(t, &n, V, d, 1.0f, 0, "model.embed_tokens.weight");
+        add_random_tensor(t, &n, d, 0, 0, 1, "model.layers.0.input_layernorm.weight");
+        add_random_tensor(t, &n, q, d, 2 * in_d, 0, "model.layers.0.self_attn.q_proj.weight");
+        add_random_tensor(t, &n, kv, d, 2 * in_d, 0, "model.layers.0.self_attn.k_proj.weight");
+        add_random_tensor(t, &n, kv, d, in_d, 0, "model.layers.0.self_attn.v_proj.weight");
+        add_random_tensor(t, &n, d, q, in_q, 0, "model.layers.0.self_attn.o_proj.weight");
+        add_random_tensor(t, &n, d, 0, 0, 1, "model.layers.0.post_attention_layernorm.weight");
+        add_random_tensor(t, &n, I, d, in_d, 0, "model.layers.0.mlp.gate_proj.weight");
+        add_random_tensor(t, &n, I, d, in_d, 0, "model.layers.0.mlp.up_proj.weight");
+        add_random_tensor(t, &n, d, I, in_i, 0, "model.layers.0.mlp.down_proj.weight");
+        add_random_tensor(t, &n, d, 0, 0, 1, "model.norm.weight");
+        add_random_tensor(t, &n, V, d, in_d, 0, "lm_head.weight");
+    }
+    return n;
+}
+
+/* DIR/config.json and DIR/model.safetensors (F32) for shape s; 0 or -1. */
+static int write_random_checkpoint(const random_shape *s, const char *dir) {
+    char path[512], config[1024];
+    if (s->family == RANDOM_T5)
+        snprintf(config, sizeof config,
+                 "{\"architectures\": [\"T5EncoderModel\"], \"model_type\": \"t5\", \"vocab_size\": %d,"
+                 " \"d_model\": %d, \"d_kv\": %d, \"num_heads\": %d, \"d_ff\": %d, \"num_layers\": 1,"
+                 " \"num_decoder_layers\": 1, \"relative_attention_num_buckets\": 32,"
+                 " \"relative_attention_max_distance\": 128, \"feed_forward_proj\": \"relu\","
+                 " \"layer_norm_epsilon\": 1e-06, \"is_encoder_decoder\": false, \"tie_word_embeddings\": true,"
+                 " \"pad_token_id\": 0, \"eos_token_id\": 1, \"torch_dtype\": \"float32\"}\n",
+                 RANDOM_VOCAB, RANDOM_HIDDEN, s->head_dim, s->heads, RANDOM_INTERMEDIATE);
+    else if (s->family == RANDOM_BLOOM)
+        snprintf(config, sizeof config,
+                 "{\"architectures\": [\"BloomForCausalLM\"], \"model_type\": \"bloom\", \"vocab_size\": %d,"
+                 " \"hidden_size\": %d, \"n_head\": %d, \"n_layer\": 1, \"layer_norm_epsilon\": 1e-05,"
+                 " \"apply_residual_connection_post_layernorm\": false, \"tie_word_embeddings\": true,"
+                 " \"bos_token_id\": 1, \"eos_token_id\": 2, \"pad_token_id\": 3, \"torch_dtype\": \"float32\"}\n",
+                 RANDOM_VOCAB, RANDOM_HIDDEN, s->heads);
+    else if (s->family == RANDOM_BERT)
+        snprintf(config, sizeof config,
+                 "{\"architectures\": [\"BertModel\"], \"model_type\": \"bert\", \"vocab_size\": %d, \"hidden_size\": %d,"
+                 " \"num_hidden_layers\": 1, \"num_attention_heads\": %d, \"intermediate_size\": %d,"
+                 " \"max_position_embeddings\": %d, \"type_vocab_size\": 2, \"layer_norm_eps\": 1e-12,"
+                 " \"hidden_act\": \"gelu\", \"pad_token_id\": 0, \"torch_dtype\": \"float32\"}\n",
+                 RANDOM_VOCAB, RANDOM_HIDDEN, s->heads, RANDOM_INTERMEDIATE, RANDOM_POSITIONS);
+    else
+        snprintf(config, sizeof config,
+                 "{\"architectures\": [\"MistralForCausalLM\"], \"model_type\": \"mistral\", \"vocab_size\": %d,"
+                 " \"hidden_size\": %d, \"intermediate_size\": %d, \"num_hidden_layers\": 1,"
+                 " \"num_attention_heads\": %d, \"num_key_value_heads\": %d, \"head_dim\": %d,"
+                 " \"max_position_embeddings\": %d, \"rms_norm_eps\": 1e-05, \"rope_theta\": 10000.0,"
+                 " \"sliding_window\": %s%.0d, \"hidden_act\": \"silu\", \"tie_word_embeddings\": false,"
+                 " \"bos_token_id\": 1, \"eos_token_id\": 2, \"torch_dtype\": \"float32\"}\n",
+                 RANDOM_VOCAB, RANDOM_HIDDEN, RANDOM_INTERMEDIATE, s->heads, s->kv_heads, s->head_dim,
+                 RANDOM_POSITIONS, s->window ? "" : "null", s->window);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (test_write_file(path, config, strlen(config))) return -1;
+
+    random_tensor t[32];
+    int n = random_tensors(s, t);
+    size_t header_cap = 64 + (size_t)n * 200, used = 0, offset = 0, total = 0;
+    char *header = (char *)malloc(header_cap);
+    if (!header) return -1;
+    used += (size_t)snprintf(header, header_cap, "{\"__metadata__\":{\"format\":\"pt\"}");
+    for (int i = 0; i < n; i++) {
+        size_t count = t[i].rows * (t[i].cols ? t[i].cols : 1);
+        char shape[64];
+        if (t[i].cols) snprintf(shape, sizeof shape, "[%zu,%zu]", t[i].rows, t[i].cols);
+        else snprintf(shape, sizeof shape, "[%zu]", t[i].rows);
+        used += (size_t)snprintf(header + used, header_cap - used,
+                                 ",\"%s\":{\"dtype\":\"F32\",\"shape\":%s,\"data_offsets\":[%zu,%zu]}", t[i].name, shape,
+                                 offset, offset + 4 * count);
+        offset += 4 * count;
+    }
+    used += (size_t)snprintf(header + used, header_cap - used, "}");
+    while (used % 8) header[used++] = ' ';
+    total = 8 + used + offset;
+    unsigned char *file = (unsigned char *)malloc(total);
+    int rc = -1;
+    if (file) {
+        for (int i = 0; i < 8; i++) file[i] = (unsigned char)((uint64_t)used >> (8 * i));
+        memcpy(file + 8, header, used);
+        float *data = (float *)(file + 8 + used); /* 8 + used is a multiple of 8 */
+        uint64_t state = 0x5EEDull + (uint64_t)s->head_dim * 131u + (uint64_t)s->heads;
+        for (int i = 0, at = 0; i < n; i++)
+            for (size_t k = 0; k < t[i].rows * (t[i].cols ? t[i].cols : 1); k++)
+                data[at++] = t[i].sd > 0 ? t[i].sd * random_normal(&state) : t[i].fill;
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        rc = test_write_file(path, file, total);
+    }
+    free(file);
+    free(header);
+    return rc;
+}
+
+static void remove_random_checkpoint(const char *dir) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    remove(path);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    remove(path);
+    remove(dir);
+}
+
+/* Seeded random ids: rows of RANDOM_TOKENS; an encoder batch of three rows of other lengths
+   (none a multiple of the 32-key tile or of a block's 64 queries). */
+static const int random_lengths[3] = {RANDOM_TOKENS, 217, 45};
+static void random_ids(int32_t *ids, size_t n, uint64_t seed) {
+    for (size_t i = 0; i < n; i++) ids[i] = (int32_t)(random_next(&seed) % RANDOM_VOCAB);
+}
+
+/* Outputs of the model on the current device: a decoder's logits of two rows of RANDOM_TOKENS
+   ([2][RANDOM_TOKENS][RANDOM_VOCAB]); an encoder's last hidden states of the three rows of
+   random_lengths, left-padded to the longest by the library ([offsets[3]][RANDOM_HIDDEN]). */
+static float *random_outputs(pf_model *m, int encoder, const int32_t *ids, size_t *count, const char *what) {
+    if (!encoder) {
+        *count = (size_t)2 * RANDOM_TOKENS * RANDOM_VOCAB;
+        return forward(m, ids, 2, RANDOM_TOKENS, RANDOM_VOCAB, what);
+    }
+    const int32_t *rows[3] = {ids, ids + RANDOM_TOKENS, ids + 2 * RANDOM_TOKENS};
+    pf_encoding *e = NULL;
+    pf_result r = pf_encode(m, rows, NULL, random_lengths, 3, &e);
+    CHECK_MSG(r == PF_OK, "%s: pf_encode: %s", what, pf_error_message(m));
+    if (r) return NULL;
+    *count = (size_t)e->offsets[3] * RANDOM_HIDDEN;
+    float *out = (float *)malloc(*count * sizeof(float));
+    if (out) memcpy(out, e->last_hidden_state, *count * sizeof(float));
+    pf_encoding_free(e);
+    return out;
+}
+
+/* Prefill on the CUDA backend in F16 and BF16 (its 16-bit caches: the tensor-core kernel) on 1
+   and 2 ranks (2: GQA's kv_begin and head_begin move) against the CPU backend storing the same
+   dtype, within the dtype's logit tolerance (the CPU rounds only the weights; the GPU also GEMM
+   inputs, the cache, Q and P). A decoder's two rows of 300 run in chunks of positions, each
+   after the cache the one before filled (T > 1 with past > 0): 256 + 44 (the default
+   prefill_chunk, 512 tokens) on 1 rank, 100 + 100 + 100 on 2. */
+static void test_random_shape(const random_shape *s) {
+    char dir[] = "/tmp/pf_test_cuda_XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK_MSG(0, "%s: mkdtemp failed", s->name);
+        return;
+    }
+    pf_model *m = NULL;
+    int ok = write_random_checkpoint(s, dir) == 0;
+    CHECK_MSG(ok, "%s: writing the checkpoint in %s", s->name, dir);
+    pf_result r = ok ? pf_load(dir, NULL, &m) : PF_ERROR_IO;
+    CHECK_MSG(r == PF_OK, "%s: pf_load: %s", s->name, m ? pf_error_message(m) : "no model");
+    int32_t ids[3 * RANDOM_TOKENS];
+    random_ids(ids, sizeof ids / sizeof ids[0], (uint64_t)s->head_dim);
+    static const pf_dtype dtypes[] = {PF_DTYPE_F16, PF_DTYPE_BF16};
+    static const int zeros[2] = {0, 0};
+    for (size_t d = 0; r == PF_OK && d < sizeof dtypes / sizeof dtypes[0]; d++) {
+        pf_parallel_options o = pf_parallel_options_init();
+        o.device = PF_DEVICE_CPU;
+        o.dtype = dtypes[d];
+        o.max_batch = 3;
+        o.max_sequence_length = RANDOM_TOKENS + 20;
+        size_t count = 0, cuda_count = 0;
+        char what[160];
+        snprintf(what, sizeof what, "%s %s CPU", s->name, dtype_name(dtypes[d]));
+        r = pf_parallelize(m, 1, &o);
+        CHECK_MSG(r == PF_OK, "%s: pf_parallelize: %s", what, pf_error_message(m));
+        float *cpu = r ? NULL : random_outputs(m, random_is_encoder(s), ids, &count, what);
+        for (int ranks = 1; cpu && ranks <= 2; ranks++) {
+            snprintf(what, sizeof what, "%s %s %d rank%s on GPU 0", s->name, dtype_name(dtypes[d]), ranks,
+                     ranks > 1 ? "s" : "");
+            o.device = PF_DEVICE_CUDA;
+            o.device_ids = ranks > 1 ? zeros : NULL;
+            o.num_device_ids = ranks > 1 ? ranks : 0;
+            o.prefill_chunk = ranks > 1 ? 2 * 100 : 0; /* decoders: chunks of 256 + 44, or 3 x 100 */
+            r = pf_parallelize(m, ranks, &o);
+            CHECK_MSG(r == PF_OK, "%s: pf_parallelize: %s", what, pf_error_message(m));
+            float *cuda = r ? NULL : random_outputs(m, random_is_encoder(s), ids, &cuda_count, what);
+            if (cuda && cuda_count == count) {
+                float diff = test_max_abs_diff(cuda, cpu, count);
+                float tol = dtypes[d] == PF_DTYPE_F16 ? TOLERANCE_F16 : TOLERANCE_BF16;
+                CHECK_MSG(diff <= tol, "%s: %s differ from the CPU backend's by %g (tolerance %g)", what,
+                          random_is_encoder(s) ? "hidden states" : "logits", diff, tol);
+                printf("  %-40s max |%s - CPU| %.3g (tol %g)\n", what, random_is_encoder(s) ? "hidden" : "logit", diff, tol);
+            }
+            CHECK_MSG(!cuda || cuda_count == count, "%s: %zu outputs, the CPU %zu", what, cuda_count, count);
+            free(cuda);
+            r = PF_OK;
+        }
+        free(cpu);
+    }
+    pf_free(m);
+    remove_random_checkpoint(dir);
+}
+
+/* Real attention shapes through the prefill kernel: head_dim 64, 80, 128 and 256 (2 warps a
+   block), grouped-query heads, a window shorter than the prompt, ALiBi, and encoders' padded
+   batches with and without T5's relative bias. */
+static void test_random_shapes(void) {
+    static const random_shape shapes[] = {
+        {"mistral hd128 gqa", RANDOM_MISTRAL, 4, 2, 128, 0},
+        {"mistral hd64 gqa4 window 100", RANDOM_MISTRAL, 4, 1, 64, 100},
+        {"mistral hd80 window 77", RANDOM_MISTRAL, 2, 2, 80, 77},
+        {"mistral hd256 gqa", RANDOM_MISTRAL, 2, 1, 256, 0},
+        {"bloom hd128 alibi", RANDOM_BLOOM, 2, 2, 128, 0},
+        {"bert hd128 padded", RANDOM_BERT, 2, 2, 128, 0},
+        {"bert hd64 padded", RANDOM_BERT, 4, 4, 64, 0},
+        {"t5 encoder hd64 relative bias padded", RANDOM_T5, 4, 4, 64, 0},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        printf("%s\n", shapes[i].name);
+        test_random_shape(&shapes[i]);
+    }
+}
+
 /* The subdirectories of test_fixtures holding FILE, sorted; NULL-terminated. */
 static char **list_fixtures(const char *file, int *count) {
     *count = 0;
@@ -1173,10 +1498,15 @@ int main(int argc, char **argv) {
     CHECK_MSG(available == 1, "the CUDA backend does not start (see above)");
     if (available == 1) {
         test_register_fixture_policies(); /* my-llama loads through its policy.json */
-        /* Fixture names after the directory run those alone (compute-sanitizer is slow); with
-           none, every fixture and then the generation, device and failure tests. */
+        /* Fixture names after the directory run those alone (compute-sanitizer is slow), and
+           "random-shapes" the random checkpoints of real attention shapes; with none, every
+           fixture, the random shapes and then the generation, device and failure tests. */
         if (argc > 2) {
             for (int i = 2; i < argc; i++) {
+                if (!strcmp(argv[i], "random-shapes")) { /* not a fixture: the prefill kernel's shapes */
+                    test_random_shapes();
+                    continue;
+                }
                 printf("%s\n", argv[i]);
                 test_fixture(argv[i]);
             }
@@ -1190,6 +1520,7 @@ int main(int argc, char **argv) {
             run_fixtures("decoder_logits.bin", "encoder-decoder", test_seq2seq_fixture);
             run_fixtures("features.bin", "speech encoder-decoder", test_speech_seq2seq);
             run_fixtures("fbank_features.bin", "speech encoder-decoder", test_speech2text);
+            test_random_shapes();
             printf("generation cases\n");
             test_generation_cases();
             test_bad_device();
