@@ -24,7 +24,11 @@
    rotary (halves or pairs, angle = position * inv_freq in fp32 with cosf/sinf), attention (GQA
    head mapping, sliding window, ALiBi, scale; prefill one block per (query, head), decode split
    over up to PF_MAX_SPLITS blocks per head and combined), reorder_rows (beam search: the rows that
-   change gathered into scratch and scattered back), and the all-reduce pieces (sum, peer copies, NCCL).
+   change gathered into scratch and scattered back), argmax (greedy token choice: each row's
+   first maximum over the rank's vocabulary slice, NaN skipped but at id 0, so that the host
+   combines the ranks' candidates into exactly the token its own scan of the logits would take,
+   and downloads 8 bytes a row into pinned memory, pf_cuda_host_alloc, instead of the logits),
+   and the all-reduce pieces (sum, peer copies, NCCL).
    Left-padded batches: add_positions, rotary and attention take the step's left pad counts (a
    device array, or NULL); a token's position is past + t - pad[b] (0 at least), attention never
    reads keys j < pad[b], ALiBi adds slope * (j - pad[b]), and a query with no key writes zeros.
@@ -497,6 +501,51 @@ __global__ void pf_attention_combine_kernel(float *out, const float *partials, i
     }
 }
 
+/* Greedy token choice: the better of two arg-max candidates (value, global index) is the larger
+   value, the lower index on ties; index -1 is no candidate. A total order, so any reduction tree
+   gives the same winner: the first maximum, as the host's sequential scan finds it. */
+__device__ __forceinline__ void pf_better_choice(float &value, int &index, float other_value, int other_index) {
+    if (other_index >= 0 && (index < 0 || other_value > value || (other_value == value && other_index < index))) {
+        value = other_value;
+        index = other_index;
+    }
+}
+
+/* One block per row of logits ([rows][n], global vocabulary ids first..first + n - 1): its
+   best candidate into values[row], indices[row]. The host scan (pf__argmax) starts at id 0 and
+   only a strictly larger value replaces the best, so a NaN never wins except at id 0, where
+   nothing can replace it: NaN at id 0 competes as +inf (and wins every tie by its index),
+   elsewhere it is skipped. A row with no candidate (all NaN, not holding id 0) gives -1. */
+__global__ void pf_argmax_kernel(float *values, int32_t *indices, const float *logits, size_t n, int first) {
+    __shared__ float red_value[32];
+    __shared__ int red_index[32];
+    const float *row = logits + (size_t)blockIdx.x * n;
+    float best = -INFINITY;
+    int at = -1;
+    for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
+        float v = row[i];
+        int id = first + (int)i;
+        if (isnan(v)) {
+            if (id != 0) continue;
+            v = INFINITY;
+        }
+        pf_better_choice(best, at, v, id);
+    }
+    for (int o = 16; o > 0; o >>= 1)
+        pf_better_choice(best, at, __shfl_xor_sync(0xffffffffu, best, o), __shfl_xor_sync(0xffffffffu, at, o));
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    if (lane == 0) {
+        red_value[warp] = best;
+        red_index[warp] = at;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < warps; w++) pf_better_choice(best, at, red_value[w], red_index[w]);
+        values[blockIdx.x] = best;
+        indices[blockIdx.x] = at;
+    }
+}
+
 /* Launches pf_kv_append_kernel into caches of element type C. */
 template <typename C>
 static int pf_cuda__kv_append(struct pf_cuda_rank *st, C *k_cache, C *v_cache, const float *qkv, const int *rows,
@@ -639,6 +688,19 @@ int pf_cuda_malloc(struct pf_cuda_rank *st, void **ptr, size_t bytes) {
 int pf_cuda_free(struct pf_cuda_rank *st, void *ptr) {
     PF_CUDA_CHECK(st, cudaFree, (ptr));
     return PF_CUDA_OK;
+}
+
+/* Page-locked host memory (cudaMallocHost): a download into it is a direct DMA, without the
+   runtime's staging copy through a pinned bounce buffer. */
+int pf_cuda_host_alloc(struct pf_cuda_rank *st, void **ptr, size_t bytes) {
+    *ptr = NULL;
+    PF_CUDA_CHECK(st, cudaMallocHost, (ptr, bytes));
+    return PF_CUDA_OK;
+}
+
+/* Frees pf_cuda_host_alloc's memory (waits for the device). NULL is fine. */
+void pf_cuda_host_free(void *ptr) {
+    if (ptr) (void)cudaFreeHost(ptr);
 }
 
 /* Host to device, then waits so the host buffer may be reused at once. */
@@ -786,6 +848,21 @@ int pf_cuda_matmul(struct pf_cuda_rank *st, float *out, const float *x, const vo
                                                                                             rows, n_out);
         PF_CUDA_CHECK_LAUNCH(st, pf_add_bias_kernel);
     }
+    return PF_CUDA_OK;
+}
+
+/* Greedy token choice on the device: for each of rows rows of logits ([rows][n], the rank's
+   vocabulary ids first..first + n - 1) the first maximum (pf_argmax_kernel) as (values[row],
+   indices[row]), device [rows] each; the host combines the ranks' candidates. */
+int pf_cuda_argmax(struct pf_cuda_rank *st, float *values, int32_t *indices, const float *logits, size_t rows, size_t n,
+                   int first) {
+    if (!rows) return PF_CUDA_OK;
+    if (rows > 2147483647u || n > 2147483647u || (size_t)first + n > 2147483648u)
+        return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_argmax",
+                             "rows or vocabulary ids exceed INT32_MAX", __LINE__);
+    const unsigned threads = 1024; /* a vocabulary row per block: 150k logits in ~150 loads a thread */
+    pf_argmax_kernel<<<(unsigned)rows, threads, 0, st->stream>>>(values, indices, logits, n, first);
+    PF_CUDA_CHECK_LAUNCH(st, pf_argmax_kernel);
     return PF_CUDA_OK;
 }
 

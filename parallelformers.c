@@ -13938,6 +13938,13 @@ typedef struct pf__attn_shape {
     int rel_rows, rel_buckets, rel_max_distance;
 } pf__attn_shape;
 
+/* One rank's candidate for a row's greedy token: its best logit and that token's vocabulary id
+   (-1: none), as the backend's argmax finds it. */
+typedef struct pf__choice {
+    float value;
+    int32_t index;
+} pf__choice;
+
 /* Operations a backend provides. All run on the rank's own thread, in order; activations are
    fp32 [tokens][features] row-major; an op never fails on its own except alloc (a backend whose
    calls can fail records it with pf__rank_fail). */
@@ -14006,6 +14013,12 @@ typedef struct pf__backend {
     /* Keys and values cached in the weights' dtype when that is 16-bit (half the memory and the
        bytes a decode step reads); 0: always fp32. Cross caches stay fp32 either way. */
     int cache_in_weight_dtype;
+    /* Greedy token choice where the logits are (NULL: they are downloaded and the host takes
+       pf__argmax of them): for rows rows of logits ([rows][n], vocabulary ids first..first+n-1),
+       each row's first maximum into best[row] (host), as pf__argmax's scan would find it in the
+       rank's slice: a NaN never wins except at id 0, where it competes as +inf; index -1 when
+       the slice has no candidate. pf__combine_choices picks among the ranks'. */
+    void (*argmax)(pf__rank *r, pf__choice *best, const float *logits, size_t rows, size_t n, int first);
 } pf__backend;
 
 /* A share of the split dimensions held by one rank. */
@@ -15148,7 +15161,7 @@ static const pf__backend pf__cpu_backend = {
     "cpu", 1, NULL, NULL, pf__cpu_rank_begin, pf__cpu_rank_end, pf__cpu_alloc, pf__cpu_free, pf__cpu_copy,
     pf__cpu_copy, pf__cpu_download_rows, pf__cpu_copy, pf__cpu_embed, pf__cpu_add_positions, pf__cpu_norm, pf__cpu_matmul, pf__cpu_activation,
     pf__cpu_gated_activation, pf__cpu_add_residual, pf__cpu_rotary, pf__cpu_kv_append, pf__cpu_attend, pf__cpu_all_reduce,
-    pf__cpu_reorder_rows, pf__cpu_device_memory, NULL, 0,
+    pf__cpu_reorder_rows, pf__cpu_device_memory, NULL, 0, NULL, /* argmax: the host takes it of the logits */
 };
 
 /* =============================================================================================== */
@@ -15175,7 +15188,18 @@ typedef struct pf__job {
                              step.past positions move */
     int reorder_count;
     int reorder_cross;    /* REORDER: the cross caches' first step.cross_len positions move too */
+    int32_t *tokens;      /* FORWARD, greedy generation on a backend with argmax: host [batch], each
+                             sequence's arg-max token, chosen where the logits are (a release build
+                             then downloads no logits; a test build does, and checks the choice) */
 } pf__job;
+
+#ifdef PF_TESTING
+/* Test builds download the logits of a step whose tokens the devices chose too, and the
+   generation checks each such token against pf__argmax of them. */
+enum { pf__check_device_choices = 1 };
+#else
+enum { pf__check_device_choices = 0 };
+#endif
 
 /* A weight source: a tensor in the memory map, or (after pf_to_cpu gathered them) a host array. */
 typedef struct pf__source {
@@ -15209,6 +15233,8 @@ struct pf__group {
     int max_batch, cache_len;
     int32_t *zero_ids;    /* [max_batch] zeros: row 0 of a one-row table for every sequence */
     size_t max_tokens, logit_rows;
+    pf__choice *choices;  /* [num_ranks][max_batch]: the ranks' arg-max candidates of a step
+                             (backend->argmax), or NULL without one */
     float **gather;      /* PF__JOB_GATHER: host arrays, one per slot, filled by the ranks */
     /* PF__JOB_SETUP: weight bytes copied, of about progress_total (under mutex) */
     pf_progress_callback progress;
@@ -15497,6 +15523,7 @@ static void pf__group_destroy(pf__group *g) {
     free(g->ranks);
     free(g->reduce_in);
     free(g->zero_ids);
+    free(g->choices);
 #ifdef PF_TESTING
     free(g->collectives);
 #endif
@@ -16377,7 +16404,8 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
 }
 
 /* logits = h (projected out) Wlm^T (+ b) for the rank's vocabulary rows, written into its columns
-   of the host logits, in chunks of logit_rows; h_rows are `width` apart. */
+   of the host logits, in chunks of logit_rows; h_rows are `width` apart. A greedy step
+   (job->tokens) keeps them on the device and writes the rank's arg-max candidates instead. */
 static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *h_rows, size_t rows, size_t width) {
     const pf__group *g = r->group;
     const pf__config *c = &g->model->config;
@@ -16392,8 +16420,12 @@ static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *
             h = r->part;
         }
         r->backend->matmul(r, r->logits, h, &W[PF__SLOT_LM_HEAD], PF__OR_NULL(W[PF__SLOT_LM_HEAD_BIAS]), n);
-        r->backend->download_rows(r, job->logits + first * vocab + r->share.vocab_begin, vocab * sizeof(float),
-                                  r->logits, mine * sizeof(float), mine * sizeof(float), n);
+        if (job->tokens)
+            r->backend->argmax(r, g->choices + (size_t)r->index * g->max_batch + first, r->logits, n, mine,
+                               r->share.vocab_begin);
+        if (!job->tokens || pf__check_device_choices)
+            r->backend->download_rows(r, job->logits + first * vocab + r->share.vocab_begin, vocab * sizeof(float),
+                                      r->logits, mine * sizeof(float), mine * sizeof(float), n);
     }
 }
 
@@ -16556,6 +16588,10 @@ int pf_cuda_free(pf_cuda_rank *st, void *ptr);
 int pf_cuda_upload(pf_cuda_rank *st, void *dst, const void *host, size_t bytes);
 int pf_cuda_upload_async(pf_cuda_rank *st, void *dst, const void *host, size_t bytes);
 int pf_cuda_download(pf_cuda_rank *st, void *host, const void *src, size_t bytes);
+int pf_cuda_host_alloc(pf_cuda_rank *st, void **ptr, size_t bytes);
+void pf_cuda_host_free(void *ptr);
+int pf_cuda_argmax(pf_cuda_rank *st, float *values, int32_t *indices, const float *logits, size_t rows, size_t n,
+                   int first);
 int pf_cuda_copy_async(pf_cuda_rank *st, void *dst, const void *src, size_t bytes);
 int pf_cuda_copy_peer_async(pf_cuda_rank *st, void *dst, const void *src, int src_device, size_t bytes);
 int pf_cuda_stream_sync(pf_cuda_rank *st);
@@ -16621,6 +16657,9 @@ typedef struct pf__cuda_rank_state {
     int *src_host;            /* [2 max_batch], malloc'd: what src holds (or is queued to) */
     int src_count;            /* entries of src_host queued to src */
     float *reorder_tmp;       /* [max_batch * cache_len * kv_width]: beam reorder, when max_batch > 1 */
+    float *choice;            /* [2 logit_rows]: a greedy step's arg-max candidates, values then ids
+                                 (int32), on the device; ranks holding vocabulary rows */
+    void *choice_host;        /* the same in pinned host memory (pf_cuda_host_alloc) */
 } pf__cuda_rank_state;
 
 typedef struct pf__cuda_group_state {
@@ -16746,6 +16785,10 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
             rs->reorder_tmp = (float *)pf__rank_alloc(r, batch * g->cache_len * kv_width * sizeof(float));
     }
     if (!rs->pad_host || (batch > 1 && !rs->src_host)) pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    if (r->share.vocab_rows > 0 && !r->error) {
+        rs->choice = (float *)pf__rank_alloc(r, 2 * g->logit_rows * sizeof(float));
+        if (rs->choice) pf__cuda_ok(r, pf_cuda_host_alloc(rs->cu, &rs->choice_host, 2 * g->logit_rows * sizeof(float)));
+    }
     r->allocating = kind;
     return r->error ? -1 : 0;
 }
@@ -16863,6 +16906,7 @@ static void pf__cuda_rank_end(pf__rank *r) {
     if (!rs) return;
     if (rs->cu) {
         if (pf__cuda_broken(r->group)) pf__cuda_abort_own_comm(r); /* cuBLAS's destroy waits for the device */
+        pf_cuda_host_free(rs->choice_host);
         pf_cuda_rank_destroy(rs->cu);
     }
     free(rs->inv_freq_host);
@@ -16908,6 +16952,26 @@ static void pf__cuda_download_rows(pf__rank *r, void *host, size_t host_stride, 
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 0);
     if (!rs || pf__cuda_wait(r, rs)) return;
     pf__cuda_ok(r, pf_cuda_download_rows(rs->cu, host, host_stride, src, src_stride, row_bytes, rows));
+}
+
+/* The kernel's candidates come back in one download of 8 bytes a row into pinned memory: no
+   logits, and no staging copy through the runtime's bounce buffer. */
+static void pf__cuda_argmax(pf__rank *r, pf__choice *best, const float *logits, size_t rows, size_t n, int first) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    if (!rs->choice_host || rows > r->group->logit_rows) {
+        pf__rank_fail(r, PF_ERROR_DEVICE, "GPU %d: no buffer for the arg-max of %zu rows", r->device, rows);
+        pf__cuda_break(r->group);
+        return;
+    }
+    int32_t *ids = (int32_t *)(void *)(rs->choice + rows); /* int32 words after the values */
+    if (!pf__cuda_ok(r, pf_cuda_argmax(rs->cu, rs->choice, ids, logits, rows, n, first)) || pf__cuda_wait(r, rs)) return;
+    if (!pf__cuda_ok(r, pf_cuda_download(rs->cu, rs->choice_host, rs->choice, 2 * rows * sizeof(float)))) return;
+    const char *host = (const char *)rs->choice_host;
+    for (size_t i = 0; i < rows; i++) {
+        memcpy(&best[i].value, host + i * sizeof(float), sizeof(float));
+        memcpy(&best[i].index, host + (rows + i) * sizeof(float), sizeof(int32_t));
+    }
 }
 
 static void pf__cuda_copy(pf__rank *r, void *dst, const void *src, size_t bytes) {
@@ -17245,6 +17309,7 @@ static const pf__backend pf__cuda_table = {
     .device_memory = pf__cuda_device_memory,
     .prepare = pf__cuda_prepare,
     .cache_in_weight_dtype = 1,
+    .argmax = pf__cuda_argmax,
 };
 
 /* A device is present and the runtime works; quiet (0) when the driver or the device is missing. */
@@ -17363,7 +17428,8 @@ static pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_
         memset(logits, 0, logit_floats * sizeof(float));
     }
     g->zero_ids = (int32_t *)calloc((size_t)g->max_batch, sizeof(int32_t));
-    if (!g->ranks || !g->reduce_in || !logits || !g->zero_ids) {
+    if (backend->argmax) g->choices = (pf__choice *)calloc((size_t)num_ranks * g->max_batch, sizeof *g->choices);
+    if (!g->ranks || !g->reduce_in || !logits || !g->zero_ids || (backend->argmax && !g->choices)) {
         pf__group_destroy(g);
         return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }
@@ -21310,10 +21376,43 @@ static pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job) {
     return r;
 }
 
+#ifdef PF_TESTING
+int pf_testing_device_choices; /* test hook: tokens the devices chose (pf__combine_choices) */
+#endif
+
+/* Each row's greedy token from the ranks' candidates (g->choices) of the last forward: the
+   larger logit, the lower id on ties. The candidates are each slice's first maximum, so this is
+   the first maximum of the whole row, as pf__argmax finds it on the host. */
+static void pf__combine_choices(const pf__group *g, int rows, int32_t *tokens) {
+    for (int b = 0; b < rows; b++) {
+        pf__choice best = {-INFINITY, -1};
+        for (int k = 0; k < g->num_ranks; k++) {
+            if (!g->ranks[k].weights || !g->ranks[k].weights[PF__SLOT_LM_HEAD].rows) continue; /* no vocabulary: wrote none */
+            pf__choice c = g->choices[(size_t)k * g->max_batch + b];
+            if (c.index >= 0 &&
+                (best.index < 0 || c.value > best.value || (c.value == best.value && c.index < best.index)))
+                best = c;
+        }
+        tokens[b] = best.index >= 0 ? best.index : 0; /* the slice holding id 0 always has a candidate */
+    }
+#ifdef PF_TESTING
+    pf_testing_device_choices += rows;
+#endif
+}
+
+/* A generation step's forward; with job->tokens, the rows' greedy tokens from the ranks'. */
+static pf_result pf__forward_choosing(pf_model *m, const pf__job *job) {
+    pf_result r = pf__forward_in_chunks(m, job);
+    if (!r && job->tokens) pf__combine_choices(m->group, job->step.batch, job->tokens);
+    return r;
+}
+
 /* cross_pads, cross_len: an encoder-decoder's source pads of each row and the sources' width
-   (the cross caches hold the rows' encoder outputs); NULL, 0 for a decoder. */
+   (the cross caches hold the rows' encoder outputs); NULL, 0 for a decoder. tokens: host
+   [num_rows] for the rows' greedy tokens chosen on the devices, or NULL for their logits in
+   m->logits. */
 static pf_result pf__generate_step(pf_model *m, pf__row *rows, int num_rows, int prefill, int32_t *ids, int *pads,
-                                   const int *cross_pads, int cross_len) {
+                                   const int *cross_pads, int cross_len, int32_t *tokens) {
     pf__job job;
     memset(&job, 0, sizeof job);
     int width = prefill ? rows[0].length : 1;
@@ -21330,7 +21429,8 @@ static pf_result pf__generate_step(pf_model *m, pf__row *rows, int num_rows, int
     job.step.cross_pad = cross_pads;
     job.step.cross_len = cross_len;
     job.logits = m->logits;
-    return pf__forward_in_chunks(m, &job);
+    job.tokens = tokens;
+    return pf__forward_choosing(m, &job);
 }
 
 /* Row i of the caches becomes old row src[i]: the first `length` positions of the decoder's, and
@@ -21424,7 +21524,45 @@ typedef struct pf__generation_state {
     int *source_pads;             /* [batch] */
     int *cross_pads;              /* [num_rows]: the source pads of each row's prompt */
     int source_width;
+    int32_t *argmax_tokens;       /* [num_rows]: a step's greedy tokens, chosen on the devices */
+    const int32_t *device_tokens; /* the last step's tokens when the devices chose them (argmax_tokens,
+                                     or the batcher's), else NULL: chosen from the logits */
 } pf__generation_state;
+
+/* Whether a row's next token is the plain arg-max of its logits: greedy, and none of the logits
+   processors pf__generation_sample_step applies (pf__process_scores, pf__ban_source_ngrams,
+   pf__timestamp_rules, pf__force_tokens) changes a score at this step. Only then may the devices
+   choose it without the logits coming to the host; a processor added there must be ruled out
+   here too (a test build checks every device choice against pf__argmax, not the processors). */
+static int pf__choice_is_argmax(const pf__generation_state *st, const pf__row *row) {
+    const pf_generate_options *o = st->o;
+    if (o->do_sample || st->beams > 1) return 0;
+    if (o->repetition_penalty != 1.0f || o->no_repeat_ngram_size > 0 || o->num_bad_words > 0 ||
+        o->num_suppress_tokens > 0 || o->return_timestamps || (o->encoder_no_repeat_ngram_size > 0 && st->sources))
+        return 0;
+    int new_tokens = row->length - row->pad - row->prompt;
+    if (st->num_eos > 0 && (row->length < st->min_length || new_tokens < o->min_new_tokens)) return 0; /* eos masked */
+    if (o->num_begin_suppress_tokens > 0 && new_tokens == 0) return 0;
+    int32_t forced = row->length == 1                   ? o->forced_bos_token_id
+                     : row->length == st->max_length - 1 ? o->forced_eos_token_id
+                                                         : -1;
+    return !(forced >= 0 && forced < st->vocab);
+}
+
+/* Whether every live row of a request takes the plain arg-max at this step. */
+static int pf__generation_argmax_only(const pf__generation_state *st) {
+    for (int i = 0; i < st->num_rows; i++)
+        if (!st->rows[i].done && !pf__choice_is_argmax(st, &st->rows[i])) return 0;
+    return 1;
+}
+
+/* Before a step of one request: where its forward leaves the tokens (st->argmax_tokens, when the
+   backend can choose them and every live row takes the plain arg-max), or NULL for the logits. */
+static int32_t *pf__choose_on_devices(pf__generation_state *st) {
+    int devices = st->m->group->backend->argmax && st->argmax_tokens && pf__generation_argmax_only(st);
+    st->device_tokens = devices ? st->argmax_tokens : NULL;
+    return devices ? st->argmax_tokens : NULL;
+}
 
 /* Phase 1: the prompts fit the model and the cache; the lengths as transformers resolves them
    (20 new tokens by default), bounded by the cache. */
@@ -21489,9 +21627,10 @@ static pf_result pf__generation_alloc(pf__generation_state *st, const int32_t *c
     st->next_tokens = (int32_t *)malloc(rows * sizeof *st->next_tokens);
     st->next_scores = (float *)malloc(rows * sizeof *st->next_scores);
     st->streams = (pf__stream_state *)calloc(rows, sizeof *st->streams);
+    st->argmax_tokens = (int32_t *)malloc(rows * sizeof *st->argmax_tokens);
     if (!st->rows || !st->pool[0] || (beams > 1 && !st->pool[1]) || !st->candidates || !st->ids || !st->pads ||
         !st->src || !st->seen || !st->hyps || !st->num_hyps || !st->open || !st->next_tokens || !st->next_scores ||
-        !st->streams)
+        !st->streams || !st->argmax_tokens)
         return PF__FAIL(st->m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (int i = 0; i < st->num_rows; i++) {
         int b = i / st->per_prompt;
@@ -21531,7 +21670,8 @@ static pf_result pf__generation_prefill_seq2seq(pf__generation_state *st) {
         st->cross_pads[i] = st->source_pads[i / st->per_prompt];
     }
     if (!r && st->per_prompt > 1) r = pf__reorder_rows(m, st->src, st->num_rows, 0, st->source_width);
-    return r ? r : pf__generate_step(m, st->rows, st->num_rows, 1, st->ids, st->pads, st->cross_pads, st->source_width);
+    return r ? r : pf__generate_step(m, st->rows, st->num_rows, 1, st->ids, st->pads, st->cross_pads, st->source_width,
+                                     pf__choose_on_devices(st));
 }
 
 /* Phase 3: the prompts through the model. Beams share their prompt: beam 0 of each prompt is
@@ -21542,11 +21682,11 @@ static pf_result pf__generation_prefill(pf__generation_state *st) {
     pf_model *m = st->m;
     int beams = st->beams, vocab = st->vocab;
     if (st->seq2seq) return pf__generation_prefill_seq2seq(st);
-    if (beams == 1) return pf__generate_step(m, st->rows, st->num_rows, 1, st->ids, st->pads, NULL, 0);
+    if (beams == 1) return pf__generate_step(m, st->rows, st->num_rows, 1, st->ids, st->pads, NULL, 0, pf__choose_on_devices(st));
     pf__row *firsts = (pf__row *)malloc((size_t)st->batch * sizeof *firsts);
     if (!firsts) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (int b = 0; b < st->batch; b++) firsts[b] = st->rows[b * beams];
-    pf_result r = pf__generate_step(m, firsts, st->batch, 1, st->ids, st->pads, NULL, 0);
+    pf_result r = pf__generate_step(m, firsts, st->batch, 1, st->ids, st->pads, NULL, 0, NULL);
     free(firsts);
     for (int b = st->batch - 1; !r && b >= 0; b--) {
         float *first = m->logits + (size_t)b * beams * vocab;
@@ -21563,6 +21703,8 @@ static pf_result pf__generation_sample_step(pf__generation_state *st, int *finis
     pf_model *m = st->m;
     const pf_generate_options *o = st->o;
     int last_step = st->rows[0].length + 1 >= st->max_length, all_done = 1, stopped = 0;
+    const int32_t *chosen = st->device_tokens; /* this step's only */
+    st->device_tokens = NULL;
     for (int i = 0; i < st->num_rows; i++) {
         pf__row *row = &st->rows[i];
         float *s = st->logits + (size_t)i * st->vocab;
@@ -21572,14 +21714,21 @@ static pf_result pf__generation_sample_step(pf__generation_state *st, int *finis
             return PF__FAIL(m, PF_ERROR_DEVICE, "generation read logits row %d holding NaN: no forward wrote it (or the model computed NaN)", i);
 #endif
         int live = !row->done, ends = 0;
-        if (live) {
+        if (live && chosen) { /* the devices took the arg-max (pf__choice_is_argmax held) */
+            t = chosen[i];
+#ifdef PF_TESTING
+            if (t != pf__argmax(s, st->vocab))
+                return PF__FAIL(m, PF_ERROR_DEVICE, "row %d: the devices chose token %d, the host's arg-max of the same logits is %d",
+                                i, (int)t, pf__argmax(s, st->vocab));
+#endif
+        } else if (live) {
             pf__process_scores(o, row, s, st->vocab, st->eos, st->num_eos, st->min_length, st->seen);
             pf__ban_source_ngrams(st, i, s);
             if (o->return_timestamps) pf__timestamp_rules(&m->config, row, s, st->vocab, st->num_eos ? st->eos[0] : -1);
             pf__force_tokens(o, row, s, st->vocab, st->max_length);
             t = o->do_sample ? pf__sample(o, s, st->vocab, &st->rng, st->candidates) : pf__argmax(s, st->vocab);
-            ends = last_step || pf__ends_here(o, st->eos, st->num_eos, row->tokens, row->length, t);
         }
+        if (live) ends = last_step || pf__ends_here(o, st->eos, st->num_eos, row->tokens, row->length, t);
         row->tokens[row->length++] = t;
         if (live && o->stream && pf__stream(m, o, i, row, &st->streams[i], &st->stream_text, &st->stream_cap)) stopped = 1;
         if (ends) row->done = 1;
@@ -21776,7 +21925,7 @@ static void pf__generation_free(pf__generation_state *st) {
     free(st->rows), free(st->pool[0]), free(st->pool[1]), free(st->ids), free(st->pads), free(st->src), free(st->seen);
     free(st->candidates), free(st->hyps), free(st->num_hyps), free(st->open), free(st->next_tokens), free(st->next_scores);
     free(st->streams), free(st->stream_text);
-    free(st->sources), free(st->source_pads), free(st->cross_pads);
+    free(st->sources), free(st->source_pads), free(st->cross_pads), free(st->argmax_tokens);
 }
 
 /* features, feature_pads, feature_width: a speech encoder-decoder's front end output
@@ -21841,7 +21990,8 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
     for (int finished = 0; !r && !finished;) {
         r = st.beams > 1 ? pf__generation_beam_step(&st, &finished) : pf__generation_sample_step(&st, &finished);
         if (!r && !finished)
-            r = pf__generate_step(m, st.rows, st.num_rows, 0, st.ids, st.pads, st.cross_pads, st.source_width);
+            r = pf__generate_step(m, st.rows, st.num_rows, 0, st.ids, st.pads, st.cross_pads, st.source_width,
+                                  pf__choose_on_devices(&st));
     }
     if (!r) r = pf__generation_results(&st, result);
     if (r) pf_generation_free(result);
@@ -21893,6 +22043,7 @@ struct pf__batcher {
     unsigned char *row_used;       /* [max_batch of the busy period's group] */
     int clock;
     int32_t *ids;                  /* a decode step's: [max_batch] */
+    int32_t *tokens;               /* [max_batch]: a step's greedy tokens, chosen on the devices */
     int *pads, *cache_rows;        /* [max_batch] */
 };
 
@@ -21968,6 +22119,15 @@ static int pf__batch_fits(const pf__batcher *b, const pf__group *g, const pf__ba
     return q->st.width <= b->clock && (long long)b->clock - q->st.width + q->st.max_length <= g->cache_len;
 }
 
+/* Where a shared step's forward leaves the tokens: b->tokens when the backend can choose them and
+   every live row of every request in the list takes the plain arg-max, else NULL (logits). */
+static int32_t *pf__batch_choose_on_devices(const pf_model *m, pf__batcher *b, pf__batch_request *list) {
+    if (!m->group->backend->argmax) return NULL;
+    for (pf__batch_request *q = list; q; q = q->next)
+        if (!pf__generation_argmax_only(&q->st)) return NULL;
+    return b->tokens;
+}
+
 /* Gives a request free cache rows, its prompt at the clock's positions. */
 static void pf__batch_place(pf__batcher *b, pf__batch_request *q) {
     for (int i = 0, k = 0; i < q->st.num_rows; i++) {
@@ -21983,6 +22143,7 @@ static void pf__batch_place(pf__batcher *b, pf__batch_request *q) {
    finished; the others run. */
 static void pf__batch_prefill(pf_model *m, pf__batcher *b, pf__batch_request *admitted) {
     int rows = 0, width = 0, vocab = m->config.vocab_size;
+    int32_t *chosen = NULL;
     for (pf__batch_request *q = admitted; q; q = q->next) {
         rows += q->st.num_rows;
         if (q->st.width > width) width = q->st.width;
@@ -22011,7 +22172,8 @@ static void pf__batch_prefill(pf_model *m, pf__batcher *b, pf__batch_request *ad
         job.step.cache_rows = cache_rows;
         job.step.inv_freq = pf__rope_frequencies(m, width);
         job.logits = m->logits;
-        r = pf__forward_in_chunks(m, &job);
+        job.tokens = chosen = pf__batch_choose_on_devices(m, b, admitted);
+        r = pf__forward_choosing(m, &job);
     }
     free(ids), free(pads), free(cache_rows);
     int offset = 0;
@@ -22020,6 +22182,7 @@ static void pf__batch_prefill(pf_model *m, pf__batcher *b, pf__batch_request *ad
         int finished = 0;
         pf_result qr = r;
         q->st.logits = m->logits + (size_t)offset * vocab;
+        q->st.device_tokens = chosen ? chosen + offset : NULL;
         offset += q->st.num_rows;
         if (!qr) qr = pf__generation_sample_step(&q->st, &finished);
         if (!qr && finished) qr = pf__generation_results(&q->st, q->result);
@@ -22056,7 +22219,8 @@ static pf_result pf__batch_step(pf_model *m, pf__batcher *b) {
     job.step.cache_rows = b->cache_rows;
     job.step.inv_freq = pf__rope_frequencies(m, b->clock + 1);
     job.logits = m->logits;
-    pf_result r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
+    job.tokens = pf__batch_choose_on_devices(m, b, b->running);
+    pf_result r = pf__forward_choosing(m, &job);
     if (r) return r;
 #ifdef PF_TESTING
     if (n > pf_testing_batch_rows) pf_testing_batch_rows = n;
@@ -22067,6 +22231,7 @@ static pf_result pf__batch_step(pf_model *m, pf__batcher *b) {
         pf__batch_request *next = q->next;
         int finished = 0;
         q->st.logits = m->logits + (size_t)offset * vocab;
+        q->st.device_tokens = job.tokens ? job.tokens + offset : NULL;
         offset += q->st.num_rows;
         pf_result qr = pf__generation_sample_step(&q->st, &finished);
         if (!qr && finished) qr = pf__generation_results(&q->st, q->result);
@@ -22155,12 +22320,13 @@ static void *pf__batcher_main(void *arg) {
             holding = 1;
             pf_result r = pf__ensure_group(m);
             int cap = m->group ? m->group->max_batch : 0;
-            free(b->row_used), free(b->ids), free(b->pads), free(b->cache_rows);
+            free(b->row_used), free(b->ids), free(b->tokens), free(b->pads), free(b->cache_rows);
             b->row_used = (unsigned char *)calloc((size_t)(cap ? cap : 1), 1);
             b->ids = (int32_t *)malloc((size_t)(cap ? cap : 1) * sizeof(int32_t));
+            b->tokens = (int32_t *)malloc((size_t)(cap ? cap : 1) * sizeof(int32_t));
             b->pads = (int *)malloc((size_t)(cap ? cap : 1) * sizeof(int));
             b->cache_rows = (int *)malloc((size_t)(cap ? cap : 1) * sizeof(int));
-            if (!r && (!b->row_used || !b->ids || !b->pads || !b->cache_rows))
+            if (!r && (!b->row_used || !b->ids || !b->tokens || !b->pads || !b->cache_rows))
                 r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
             if (r) { /* every queued request fails with it */
                 pthread_mutex_lock(&b->mutex);
@@ -22232,7 +22398,7 @@ static void pf__batcher_stop(pf_model *m) {
     pthread_mutex_destroy(&b->mutex);
     pthread_cond_destroy(&b->work);
     pthread_cond_destroy(&b->done);
-    free(b->row_used), free(b->ids), free(b->pads), free(b->cache_rows);
+    free(b->row_used), free(b->ids), free(b->tokens), free(b->pads), free(b->cache_rows);
     free(b);
     m->batcher = NULL;
 }

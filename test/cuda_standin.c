@@ -156,8 +156,28 @@ int pf_cuda_free(pf_cuda_rank *st, void *ptr) {
     free(ptr);
     return 0;
 }
+/* Pinned host memory: plain malloc, counted so that a leak is reported like a device one's. */
+static size_t num_pinned;
+int pf_cuda_host_alloc(pf_cuda_rank *st, void **ptr, size_t bytes) {
+    (void)st;
+    *ptr = malloc(bytes);
+    if (!*ptr) return 2;
+    memset(*ptr, 0xff, bytes);
+    pthread_mutex_lock(&mu);
+    num_pinned++;
+    pthread_mutex_unlock(&mu);
+    return 0;
+}
+void pf_cuda_host_free(void *ptr) {
+    if (!ptr) return;
+    pthread_mutex_lock(&mu);
+    num_pinned--;
+    pthread_mutex_unlock(&mu);
+    free(ptr);
+}
 __attribute__((destructor)) static void report(void) {
     if (num_allocs) fprintf(stderr, "mock: %zu device allocations leaked\n", num_allocs);
+    if (num_pinned) fprintf(stderr, "mock: %zu pinned host allocations leaked\n", num_pinned);
     free(allocs);
 }
 int pf_cuda_upload(pf_cuda_rank *st, void *d, const void *h, size_t b) {
@@ -304,6 +324,43 @@ int pf_cuda_matmul(pf_cuda_rank *st, float *out, const float *x, const void *w, 
     }
     if (bias)
         for (size_t i = 0; i < rows * n_out; i++) out[i] += ld(bias, bias_dtype, i % n_out);
+    return 0;
+}
+
+/* kernels.cu's pf_better_choice and pf_argmax_kernel: the larger value, the lower id on ties (a
+   total order, so the kernel's reduction tree does not matter); a NaN competes as +inf at id 0
+   and not at all elsewhere; -1 when a row has no candidate. */
+static void better_choice(float *value, int *index, float other_value, int other_index) {
+    if (other_index >= 0 && (*index < 0 || other_value > *value || (other_value == *value && other_index < *index))) {
+        *value = other_value;
+        *index = other_index;
+    }
+}
+int pf_cuda_argmax(pf_cuda_rank *st, float *values, int32_t *indices, const float *logits, size_t rows, size_t n,
+                   int first) {
+    if (!rows) return 0;
+    if (rows > 2147483647u || n > 2147483647u || (size_t)first + n > 2147483648u) {
+        snprintf(st->message, sizeof st->message, "pf_cuda_argmax failed: ids exceed INT32_MAX (mock)");
+        return 1;
+    }
+    NEED(values, rows * 4);
+    NEED(indices, rows * 4);
+    NEED(logits, rows * n * 4);
+    for (size_t row = 0; row < rows; row++) {
+        float best = -INFINITY;
+        int at = -1;
+        for (size_t i = 0; i < n; i++) {
+            float v = logits[row * n + i];
+            int id = first + (int)i;
+            if (isnan(v)) {
+                if (id != 0) continue;
+                v = INFINITY;
+            }
+            better_choice(&best, &at, v, id);
+        }
+        values[row] = best;
+        indices[row] = at;
+    }
     return 0;
 }
 
