@@ -20,7 +20,8 @@
    Operations mirror the CPU backend's in parallelformers.c (same function for each op, fp32
    activations, weights of any of the three dtypes wherever one is read: norms, biases, position
    tables, embeddings): embed (times a scale), add_positions (learned table or CTRL's fp32
-   sinusoid), norm (LayerNorm or RMSNorm), matmul, activation, gated_activation, add_residual,
+   sinusoid), norm (LayerNorm or RMSNorm; with 16-bit weights also its output rounded to them,
+   which the matmul right after takes as its input), matmul, activation, gated_activation, add_residual,
    rotary (halves or pairs, angle = position * inv_freq in fp32 with cosf/sinf), attention (GQA
    head mapping, sliding window, ALiBi, scale; prefill one block per (query, head), decode split
    over up to PF_MAX_SPLITS blocks per head and combined), reorder_rows (beam search: the rows that
@@ -236,15 +237,14 @@ __global__ void pf_add_positions_kernel(float *x, const void *table, int dtype, 
     }
 }
 
-/* One block per row, all in fp32. LayerNorm: (x - mean) / sqrt(var + eps) * w + b; RMSNorm (rms):
-   mean 0, x / sqrt(mean(x^2) + eps) * w + b. An absent weight is 1, an absent bias 0. out may be
-   x: every thread reads x[i] for the sums before any writes it (the block sums' barriers), then
-   reads and writes only its own elements. */
-__global__ void pf_norm_kernel(float *out, const float *x, const void *w, int w_dtype, const void *b, int b_dtype,
-                               size_t n, float eps, int rms) {
-    __shared__ float red[32];
-    const float *xr = x + (size_t)blockIdx.x * n;
-    float *o = out + (size_t)blockIdx.x * n;
+/* One row of a norm, by one block, all in fp32. LayerNorm: (x - mean) / sqrt(var + eps) * w + b;
+   RMSNorm (rms): mean 0, x / sqrt(mean(x^2) + eps) * w + b. An absent weight is 1, an absent
+   bias 0. o may be xr: every thread reads xr[i] for the sums before any writes it (the block
+   sums' barriers), then reads and writes only its own elements. o16 (or NULL): the same values
+   rounded to nearest in o16_dtype (fp16/bf16), the next GEMM's input, so that it needs no
+   conversion launch. red: 32 floats of shared memory. */
+__device__ void pf_norm_row(float *o, const float *xr, const void *w, int w_dtype, const void *b, int b_dtype, size_t n,
+                            float eps, int rms, void *o16, int o16_dtype, float *red) {
     float mean = 0.0f;
     if (!rms) {
         float s = 0.0f;
@@ -258,8 +258,21 @@ __global__ void pf_norm_kernel(float *out, const float *x, const void *w, int w_
     }
     float var = pf_block_sum(v, red) / (float)n;
     float inv = 1.0f / sqrtf(var + eps);
-    for (size_t i = threadIdx.x; i < n; i += blockDim.x)
-        o[i] = (xr[i] - mean) * inv * (w ? pf_load(w, w_dtype, i) : 1.0f) + pf_load(b, b_dtype, i);
+    for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
+        float y = (xr[i] - mean) * inv * (w ? pf_load(w, w_dtype, i) : 1.0f) + pf_load(b, b_dtype, i);
+        o[i] = y;
+        if (o16 && o16_dtype == PF_CUDA_F16) ((__half *)o16)[i] = __float2half_rn(y);
+        else if (o16) ((__nv_bfloat16 *)o16)[i] = __float2bfloat16_rn(y);
+    }
+}
+
+/* One block per row: out = norm(x) (pf_norm_row); out16 [rows][n] 2-byte values, or NULL. */
+__global__ void pf_norm_kernel(float *out, const float *x, const void *w, int w_dtype, const void *b, int b_dtype,
+                               size_t n, float eps, int rms, void *out16, int out16_dtype) {
+    __shared__ float red[32];
+    size_t row = (size_t)blockIdx.x * n;
+    pf_norm_row(out + row, x + row, w, w_dtype, b, b_dtype, n, eps, rms, out16 ? (char *)out16 + 2 * row : NULL,
+                out16_dtype, red);
 }
 
 /* dst (fp16 or bf16) = src (fp32), round to nearest even. */
@@ -797,16 +810,24 @@ int pf_cuda_add_positions(struct pf_cuda_rank *st, float *x, const void *table, 
 }
 
 /* out[rows][n] = LayerNorm (rms 0) or RMSNorm (rms 1) of x[rows][n] times weight plus bias, each
-   in its own dtype; weight NULL: 1, bias NULL: 0. out may equal x. */
+   in its own dtype; weight NULL: 1, bias NULL: 0. out may equal x. out16: NULL, or room for
+   rows * n values of out16_dtype (PF_CUDA_F16/BF16) that receive out rounded to nearest, for a
+   pf_cuda_matmul over out that is then told its input is converted already. */
 int pf_cuda_norm(struct pf_cuda_rank *st, float *out, const float *x, const void *weight, int weight_dtype,
-                 const void *bias, int bias_dtype, size_t rows, size_t n, float eps, int rms) {
+                 const void *bias, int bias_dtype, size_t rows, size_t n, float eps, int rms, void *out16,
+                 int out16_dtype) {
     if (!rows || !n) return PF_CUDA_OK;
+    if (out16 && out16_dtype != PF_CUDA_F16 && out16_dtype != PF_CUDA_BF16)
+        return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_norm",
+                             "the 16-bit copy's dtype is neither fp16 nor bf16", __LINE__);
     unsigned threads = n >= PF_THREADS ? PF_THREADS : (unsigned)((n + 31) / 32 * 32); /* a multiple of 32 */
     const size_t most = (size_t)1 << 30; /* rows per launch, well within gridDim.x */
     for (size_t first = 0; first < rows; first += most) {
         size_t count = rows - first < most ? rows - first : most;
+        void *out16_part = out16 ? (char *)out16 + first * n * 2 : NULL; /* 2-byte elements */
         pf_norm_kernel<<<(unsigned)count, threads, 0, st->stream>>>(out + first * n, x + first * n, weight, weight_dtype,
-                                                                    bias, bias_dtype, n, eps, rms);
+                                                                    bias, bias_dtype, n, eps, rms, out16_part,
+                                                                    out16_dtype);
         PF_CUDA_CHECK_LAUNCH(st, pf_norm_kernel);
     }
     return PF_CUDA_OK;
@@ -815,10 +836,12 @@ int pf_cuda_norm(struct pf_cuda_rank *st, float *out, const float *x, const void
 /* out[rows][n_out] = x[rows][k] w^T + bias, w [n_out][k] row-major in w_dtype, bias [n_out] in
    bias_dtype or NULL. Row-major out = x w^T is column-major out^T = w^T x^T: cuBLAS gets A = w
    (k x n_out, transposed), B = x (k x rows). 16-bit weights: x is first rounded to that dtype
-   into x_scratch (room for rows * k of them); the GEMM accumulates in fp32 and writes fp32. fp32
-   weights: plain fp32 GEMM (no TF32). k = 0 gives out = bias (zeros without one). */
+   into x_scratch (room for rows * k of them) unless x_converted says x_scratch holds that already
+   (written by the norm that produced x, or by the GEMM before over the same x); the GEMM
+   accumulates in fp32 and writes fp32. fp32 weights: plain fp32 GEMM (no TF32). k = 0 gives
+   out = bias (zeros without one). */
 int pf_cuda_matmul(struct pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const void *bias,
-                   int bias_dtype, size_t rows, size_t n_out, size_t k, void *x_scratch) {
+                   int bias_dtype, size_t rows, size_t n_out, size_t k, void *x_scratch, int x_converted) {
     if (!rows || !n_out) return PF_CUDA_OK;
     if (rows > INT32_MAX || n_out > INT32_MAX || k > INT32_MAX)
         return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_matmul",
@@ -833,9 +856,11 @@ int pf_cuda_matmul(struct pf_cuda_rank *st, float *out, const float *x, const vo
                 return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_matmul",
                                      "16-bit weights need a conversion buffer", __LINE__);
             type = w_dtype == PF_CUDA_F16 ? CUDA_R_16F : CUDA_R_16BF;
-            pf_convert_kernel<<<pf_blocks(rows * k, PF_THREADS), PF_THREADS, 0, st->stream>>>(x_scratch, x, rows * k,
-                                                                                           w_dtype);
-            PF_CUDA_CHECK_LAUNCH(st, pf_convert_kernel);
+            if (!x_converted) {
+                pf_convert_kernel<<<pf_blocks(rows * k, PF_THREADS), PF_THREADS, 0, st->stream>>>(x_scratch, x,
+                                                                                               rows * k, w_dtype);
+                PF_CUDA_CHECK_LAUNCH(st, pf_convert_kernel);
+            }
             B = x_scratch;
         }
         const float one = 1.0f, zero = 0.0f;

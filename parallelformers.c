@@ -16603,9 +16603,9 @@ int pf_cuda_embed(pf_cuda_rank *st, float *out, const void *tokens, int dtype, c
 int pf_cuda_add_positions(pf_cuda_rank *st, float *x, const void *table, int dtype, const int *pad, int batch, int T,
                           int past, size_t offset, size_t d);
 int pf_cuda_norm(pf_cuda_rank *st, float *out, const float *x, const void *weight, int weight_dtype, const void *bias,
-                 int bias_dtype, size_t rows, size_t n, float eps, int rms);
+                 int bias_dtype, size_t rows, size_t n, float eps, int rms, void *out16, int out16_dtype);
 int pf_cuda_matmul(pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const void *bias,
-                   int bias_dtype, size_t rows, size_t n_out, size_t k, void *x_scratch);
+                   int bias_dtype, size_t rows, size_t n_out, size_t k, void *x_scratch, int x_converted);
 int pf_cuda_activation(pf_cuda_rank *st, float *x, size_t count, int act);
 int pf_cuda_gated_activation(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act);
 int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype, size_t rows,
@@ -16632,6 +16632,13 @@ int pf_cuda_nccl_all_reduce(pf_cuda_rank *st, void *comm, float *x, size_t count
 
 /* ---- state ---- */
 
+/* What the GEMM input buffer x16 holds: the rows x cols activations at x rounded to the weights'
+   dtype, or x NULL for nothing known. */
+typedef struct pf__cuda_x16_holds {
+    const float *x;
+    size_t rows, cols;
+} pf__cuda_x16_holds;
+
 typedef struct pf__cuda_rank_state {
     pf_cuda_rank *cu;         /* NULL when rank_begin could not set the device up */
     pf_result init_error;     /* then: why, reported by the rank's first operation */
@@ -16640,6 +16647,12 @@ typedef struct pf__cuda_rank_state {
     void *workspace;          /* cuBLAS workspace, pf_cuda_workspace_bytes() */
     int32_t *ids;             /* [max_tokens]: the step's token ids */
     void *x16;                /* [max_tokens][widest GEMM input] fp16/bf16: GEMM input */
+    size_t x16_elements;      /* its room */
+    /* x16's contents as the last op left them (a norm writes its output's rounding there, a GEMM
+       its converted input), and as the op before the current one left them: pf__cuda_begin moves
+       the first to the second and clears it, so only the op right after the writer may use the
+       copy (any other op in between may have written its source). */
+    pf__cuda_x16_holds x16_now, x16_before;
     float *partials;          /* decode attention partial sums, per local query head */
     float *inv_freq;          /* [rotary_dim / 2]: the rotary frequencies on the device */
     float *inv_freq_host;     /* [rotary_dim / 2], malloc'd: what inv_freq holds (or is queued to) */
@@ -16714,6 +16727,10 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs);
    the rank already failed, its device could not be set up, or the NCCL communicators broke. */
 static pf__cuda_rank_state *pf__cuda_begin(pf__rank *r, int need_scratch) {
     pf__cuda_rank_state *rs = (pf__cuda_rank_state *)r->backend_state;
+    if (rs) {
+        rs->x16_before = rs->x16_now;
+        memset(&rs->x16_now, 0, sizeof rs->x16_now);
+    }
     if (r->error || !rs) return NULL;
     if (!rs->cu) {
         pf__rank_fail(r, rs->init_error, "GPU %d: %s", r->device, rs->init_message);
@@ -16753,6 +16770,7 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     if (rs->workspace) pf__cuda_ok(r, pf_cuda_set_workspace(rs->cu, rs->workspace, pf_cuda_workspace_bytes()));
     rs->ids = (int32_t *)pf__rank_alloc(r, T * sizeof(int32_t));
     if (g->dtype != PF__DTYPE_F32) rs->x16 = pf__rank_alloc(r, T * k_max * pf__dtype_size(g->dtype));
+    rs->x16_elements = rs->x16 ? T * k_max : 0;
     if (width)
         rs->partials = (float *)pf__rank_alloc(
             r, pf_cuda_attention_scratch_floats(g->max_batch, r->share.heads, c->head_dim) * sizeof(float));
@@ -17076,10 +17094,15 @@ static void pf__cuda_norm(pf__rank *r, float *out, const float *x, const pf__wei
                           size_t rows, size_t n, float eps, pf__norm kind) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
-    pf__cuda_ok(r, pf_cuda_norm(rs->cu, out, x, weight ? weight->data : NULL,
-                                pf__cuda_dtype(weight ? weight->dtype : PF__DTYPE_F32), bias ? bias->data : NULL,
-                                pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows, n, eps,
-                                kind == PF__NORM_RMS));
+    /* With 16-bit weights the norm also writes its output's rounding into x16: a GEMM over that
+       output right after (qkv, the MLP's input, the LM head) then needs no conversion launch. */
+    void *out16 = rs->x16 && rows * n <= rs->x16_elements ? rs->x16 : NULL;
+    if (!pf__cuda_ok(r, pf_cuda_norm(rs->cu, out, x, weight ? weight->data : NULL,
+                                     pf__cuda_dtype(weight ? weight->dtype : PF__DTYPE_F32), bias ? bias->data : NULL,
+                                     pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows, n, eps,
+                                     kind == PF__NORM_RMS, out16, pf__cuda_dtype(r->group->dtype))))
+        return;
+    if (out16) rs->x16_now = (pf__cuda_x16_holds){out, rows, n};
 }
 
 static void pf__cuda_matmul(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__weight *bias,
@@ -17093,8 +17116,15 @@ static void pf__cuda_matmul(pf__rank *r, float *out, const float *x, const pf__w
 #endif
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
-    pf__cuda_ok(r, pf_cuda_matmul(rs->cu, out, x, w->data, pf__cuda_dtype(w->dtype), bias ? bias->data : NULL,
-                                  pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows, w->rows, w->cols, rs->x16));
+    /* x16 holds x rounded when the op just before wrote it so, in this weight's dtype */
+    const pf__cuda_x16_holds *held = &rs->x16_before;
+    int converted = held->x == x && held->rows == rows && held->cols == w->cols && w->dtype == r->group->dtype;
+    if (!pf__cuda_ok(r, pf_cuda_matmul(rs->cu, out, x, w->data, pf__cuda_dtype(w->dtype), bias ? bias->data : NULL,
+                                       pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows, w->rows, w->cols,
+                                       rs->x16, converted)))
+        return;
+    if (rs->x16 && w->dtype != PF__DTYPE_F32 && w->cols) /* a GEMM over the same x next may reuse it */
+        rs->x16_now = (pf__cuda_x16_holds){x, rows, w->cols};
 }
 
 static int pf__cuda_act(pf__activation act) {

@@ -255,12 +255,23 @@ int pf_cuda_add_positions(pf_cuda_rank *st, float *x, const void *table, int dty
     return 0;
 }
 
+/* x rounded to nearest in dtype (1 fp16, 2 bf16), as kernels.cu's __float2half_rn /
+   __float2bfloat16_rn (the conversion kernel and the norm's 16-bit output) store it. */
+static void store16(void *p, int dtype, size_t i, float v) {
+    if (dtype == 1) ((_Float16 *)p)[i] = (_Float16)v;
+    else ((uint16_t *)p)[i] = to_bf16(v);
+}
+
 int pf_cuda_norm(pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const void *b, int b_dtype,
-                 size_t rows, size_t n, float eps, int rms) {
-    (void)st;
+                 size_t rows, size_t n, float eps, int rms, void *out16, int out16_dtype) {
     if (!rows || !n) return 0;
+    if (out16 && out16_dtype != 1 && out16_dtype != 2) {
+        snprintf(st->message, sizeof st->message, "pf_cuda_norm failed: bad 16-bit dtype (mock)");
+        return 1;
+    }
     NEED(out, rows * n * 4);
     NEED(x, rows * n * 4);
+    if (out16) NEED(out16, rows * n * 2);
     if (w) NEED(w, n * dsize(w_dtype));
     if (b) NEED(b, n * dsize(b_dtype));
     int threads = n >= 256 ? 256 : (int)((n + 31) / 32 * 32);
@@ -287,13 +298,20 @@ int pf_cuda_norm(pf_cuda_rank *st, float *out, const float *x, const void *w, in
         }
         float var = block_reduce(part, threads, 0) / (float)n;
         float inv = 1.0f / sqrtf(var + eps);
-        for (size_t i = 0; i < n; i++) o[i] = (xr[i] - mean) * inv * (w ? ld(w, w_dtype, i) : 1.0f) + ld(b, b_dtype, i);
+        for (size_t i = 0; i < n; i++) {
+            o[i] = (xr[i] - mean) * inv * (w ? ld(w, w_dtype, i) : 1.0f) + ld(b, b_dtype, i);
+            if (out16) store16(out16, out16_dtype, r * n + i, o[i]);
+        }
     }
     return 0;
 }
 
+/* x_converted: the caller says xs holds x rounded already (a norm's 16-bit output, or the GEMM
+   before over the same x); the mock checks it element by element, so a copy gone stale (its
+   source written since) fails the call instead of being used. */
+int pf_mock_converted_inputs; /* GEMMs whose input came converted (read by test_cuda) */
 int pf_cuda_matmul(pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const void *bias,
-                   int bias_dtype, size_t rows, size_t n_out, size_t k, void *xs) {
+                   int bias_dtype, size_t rows, size_t n_out, size_t k, void *xs, int x_converted) {
     if (!rows || !n_out) return 0;
     NEED(out, rows * n_out * 4);
     if (bias) NEED(bias, n_out * dsize(bias_dtype));
@@ -310,10 +328,18 @@ int pf_cuda_matmul(pf_cuda_rank *st, float *out, const float *x, const void *w, 
             }
             NEED(xs, rows * k * 2);
             for (size_t i = 0; i < rows * k; i++) {
-                if (w_dtype == 1) ((_Float16 *)xs)[i] = (_Float16)x[i];
-                else ((uint16_t *)xs)[i] = to_bf16(x[i]);
+                uint16_t want, held;
+                store16(&want, w_dtype, 0, x[i]);
+                memcpy(&held, (const char *)xs + 2 * i, 2);
+                if (x_converted && held != want) {
+                    snprintf(st->message, sizeof st->message,
+                             "pf_cuda_matmul failed: the converted input is stale at element %zu (mock)", i);
+                    return 1;
+                }
+                if (!x_converted) store16(xs, w_dtype, i, x[i]);
             }
             B = xs;
+            if (x_converted) __atomic_add_fetch(&pf_mock_converted_inputs, 1, __ATOMIC_RELAXED);
         }
         for (size_t r = 0; r < rows; r++)
             for (size_t o = 0; o < n_out; o++) {

@@ -73,6 +73,9 @@ int pf_cuda_upload(pf_cuda_rank *st, void *dst, const void *host, size_t bytes) 
 int pf_cuda_download(pf_cuda_rank *st, void *host, const void *src, size_t bytes) __attribute__((weak));
 int pf_cuda_argmax(pf_cuda_rank *st, float *values, int32_t *indices, const float *logits, size_t rows, size_t n,
                    int first) __attribute__((weak));
+/* The stand-in's count of GEMMs whose 16-bit input came converted (by the norm before, or the GEMM
+   before over the same input); kernels.cu has none. */
+extern int pf_mock_converted_inputs __attribute__((weak));
 
 typedef struct fixture {
     const char *name;
@@ -382,7 +385,12 @@ static float check_model(fixture *f, pf_dtype dtype, int ranks, const char *what
     int32_t ids[2 * MAX_IDS];
     for (int b = 0; b < 2; b++)
         for (int i = 0; i < f->ref.num_prompt_ids; i++) ids[b * f->ref.num_prompt_ids + i] = f->ref.prompt_ids[i];
+    int converted_before = &pf_mock_converted_inputs ? pf_mock_converted_inputs : 0;
     float *logits = forward(f->model, ids, 1, f->ref.num_prompt_ids, f->vocab, what);
+    /* 16-bit weights: the norms hand their output's rounding to the GEMM after them (the
+       stand-in checks every such copy is the input's, and counts them) */
+    if (&pf_mock_converted_inputs && dtype != PF_DTYPE_F32)
+        CHECK_MSG(pf_mock_converted_inputs > converted_before, "%s: no GEMM took its input converted by the norm", what);
     if (logits) {
         worst = test_max_abs_diff(logits, f->ref_logits, n);
         CHECK_MSG(worst <= tol, "%s: prompt logits differ from transformers' by %g (tolerance %g)", what, worst, tol);
