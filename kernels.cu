@@ -275,6 +275,21 @@ __global__ void pf_norm_kernel(float *out, const float *x, const void *w, int w_
                 out16_dtype, red);
 }
 
+/* One block per row: x += y + bias (as pf_add_residual_kernel adds them), then out = norm(x)
+   (pf_norm_row) on the updated row, in one launch instead of two. Each thread adds to the same
+   elements the norm's loops give it, so no barrier is needed before the norm's sums read them.
+   y, bias (in bias_dtype) may be NULL; out may be x. */
+__global__ void pf_add_residual_norm_kernel(float *x, const float *y, const void *bias, int bias_dtype, float *out,
+                                            const void *w, int w_dtype, const void *b, int b_dtype, size_t n, float eps,
+                                            int rms, void *out16, int out16_dtype) {
+    __shared__ float red[32];
+    size_t row = (size_t)blockIdx.x * n;
+    float *xr = x + row;
+    for (size_t i = threadIdx.x; i < n; i += blockDim.x) xr[i] += (y ? y[row + i] : 0.0f) + pf_load(bias, bias_dtype, i);
+    pf_norm_row(out + row, xr, w, w_dtype, b, b_dtype, n, eps, rms, out16 ? (char *)out16 + 2 * row : NULL, out16_dtype,
+                red);
+}
+
 /* dst (fp16 or bf16) = src (fp32), round to nearest even. */
 __global__ void pf_convert_kernel(void *dst, const float *src, size_t n, int dtype) {
     PF_GRID_STRIDE(i, n) {
@@ -829,6 +844,29 @@ int pf_cuda_norm(struct pf_cuda_rank *st, float *out, const float *x, const void
                                                                     bias, bias_dtype, n, eps, rms, out16_part,
                                                                     out16_dtype);
         PF_CUDA_CHECK_LAUNCH(st, pf_norm_kernel);
+    }
+    return PF_CUDA_OK;
+}
+
+/* x[rows][n] += y + bias (pf_cuda_add_residual's sum; y or bias may be NULL), then out = norm(x)
+   as pf_cuda_norm computes it (with its out16), in one launch: the residual stream is read once
+   and the norm that follows a residual add costs no launch of its own. out may equal x. */
+int pf_cuda_add_residual_norm(struct pf_cuda_rank *st, float *x, const float *y, const void *bias, int bias_dtype,
+                              float *out, const void *weight, int weight_dtype, const void *norm_bias,
+                              int norm_bias_dtype, size_t rows, size_t n, float eps, int rms, void *out16,
+                              int out16_dtype) {
+    if (!rows || !n) return PF_CUDA_OK;
+    if (out16 && out16_dtype != PF_CUDA_F16 && out16_dtype != PF_CUDA_BF16)
+        return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_add_residual_norm",
+                             "the 16-bit copy's dtype is neither fp16 nor bf16", __LINE__);
+    unsigned threads = n >= PF_THREADS ? PF_THREADS : (unsigned)((n + 31) / 32 * 32); /* as pf_cuda_norm's */
+    const size_t most = (size_t)1 << 30;
+    for (size_t first = 0; first < rows; first += most) {
+        size_t count = rows - first < most ? rows - first : most, at = first * n;
+        pf_add_residual_norm_kernel<<<(unsigned)count, threads, 0, st->stream>>>(
+            x + at, y ? y + at : NULL, bias, bias_dtype, out + at, weight, weight_dtype, norm_bias, norm_bias_dtype, n,
+            eps, rms, out16 ? (char *)out16 + at * 2 : NULL, out16_dtype);
+        PF_CUDA_CHECK_LAUNCH(st, pf_add_residual_norm_kernel);
     }
     return PF_CUDA_OK;
 }

@@ -14019,6 +14019,11 @@ typedef struct pf__backend {
        rank's slice: a NaN never wins except at id 0, where it competes as +inf; index -1 when
        the slice has no candidate. pf__combine_choices picks among the ranks'. */
     void (*argmax)(pf__rank *r, pf__choice *best, const float *logits, size_t rows, size_t n, int first);
+    /* add_residual(x, y, bias) then norm(out, x, weight, norm_bias) in one op, out may be x
+       (NULL: the forward calls the two; see pf__rank_residual_norm) */
+    void (*add_residual_norm)(pf__rank *r, float *x, const float *y, const pf__weight *bias, float *out,
+                              const pf__weight *weight, const pf__weight *norm_bias, size_t rows, size_t n, float eps,
+                              pf__norm kind);
 } pf__backend;
 
 /* A share of the split dimensions held by one rank. */
@@ -15161,7 +15166,9 @@ static const pf__backend pf__cpu_backend = {
     "cpu", 1, NULL, NULL, pf__cpu_rank_begin, pf__cpu_rank_end, pf__cpu_alloc, pf__cpu_free, pf__cpu_copy,
     pf__cpu_copy, pf__cpu_download_rows, pf__cpu_copy, pf__cpu_embed, pf__cpu_add_positions, pf__cpu_norm, pf__cpu_matmul, pf__cpu_activation,
     pf__cpu_gated_activation, pf__cpu_add_residual, pf__cpu_rotary, pf__cpu_kv_append, pf__cpu_attend, pf__cpu_all_reduce,
-    pf__cpu_reorder_rows, pf__cpu_device_memory, NULL, 0, NULL, /* argmax: the host takes it of the logits */
+    pf__cpu_reorder_rows, pf__cpu_device_memory, NULL, 0,
+    NULL, /* argmax: the host takes it of the logits */
+    NULL, /* add_residual_norm: the two ops, one pass each over host memory */
 };
 
 /* =============================================================================================== */
@@ -16210,6 +16217,20 @@ static pf__attn_shape pf__rank_attn_shape(const pf__rank *r, const pf__tower *t)
     return shape;
 }
 
+/* x += y (+ bias), then out = norm(x): one op where the backend fuses them (one launch, the
+   residual stream read once), else add_residual and norm. */
+static void pf__rank_residual_norm(pf__rank *r, float *x, const float *y, const pf__weight *bias, float *out,
+                                   const pf__weight *weight, const pf__weight *norm_bias, size_t rows, size_t n,
+                                   float eps, pf__norm kind) {
+    const pf__backend *be = r->backend;
+    if (be->add_residual_norm) {
+        be->add_residual_norm(r, x, y, bias, out, weight, norm_bias, rows, n, eps, kind);
+        return;
+    }
+    be->add_residual(r, x, y, bias, rows, n);
+    be->norm(r, out, x, weight, norm_bias, rows, n, eps, kind);
+}
+
 /* A decoder block's attention over the encoder's output: x += sum over ranks of
    attend(norm(x) Wq_r, the cached encoder keys and values) Wo_r, + bo once (post-norm: then
    x = norm(x)). Block l's cross keys and values are in the rank's cross caches, packed by the
@@ -16242,8 +16263,9 @@ static void pf__rank_cross_attention(pf__rank *r, const pf__step *s, const pf__w
         be->attend(r, r->attn, r->qkv, r->cross_k + decoder_block * layer, r->cross_v + decoder_block * layer, &keys, &shape);
     be->matmul(r, r->part, r->attn, &L[PF__SLOT_CROSS_OUT_WEIGHT], NULL, N);
     pf__all_reduce(r, r->part, N * d, "the cross-attention output's all-reduce");
-    be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_CROSS_OUT_BIAS]), N, d);
-    if (!c->pre_norm) be->norm(r, r->x, r->x, &L[PF__SLOT_CROSS_NORM_WEIGHT], norm_b, N, d, eps, kind);
+    if (c->pre_norm) be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_CROSS_OUT_BIAS]), N, d);
+    else pf__rank_residual_norm(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_CROSS_OUT_BIAS]), r->x,
+                                &L[PF__SLOT_CROSS_NORM_WEIGHT], norm_b, N, d, eps, kind);
 }
 
 /* One block l of a tower on x: attention over the cache (appending this step's keys), the
@@ -16301,15 +16323,23 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
         return;
     }
     /* x += sum over ranks of part, + bo once; post-norm: x = norm1(x); BLOOM's
-       residual-from-norm: x = h + ... */
+       residual-from-norm: x = h + ...; pre-norm without cross-attention: h = norm2(x) at once */
     if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
     pf__all_reduce(r, r->part, N * d, "the attention output's all-reduce");
-    be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), N, d);
-    if (!c->pre_norm) be->norm(r, r->x, r->x, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b, N, d, eps, a->norm);
+    const pf__weight *attn_out_b = PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]);
+    int mlp_norm_done = c->pre_norm && !t->cross;
+    if (!c->pre_norm)
+        pf__rank_residual_norm(r, r->x, r->part, attn_out_b, r->x, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b, N, d,
+                               eps, a->norm);
+    else if (mlp_norm_done)
+        pf__rank_residual_norm(r, r->x, r->part, attn_out_b, r->h, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps,
+                               a->norm);
+    else
+        be->add_residual(r, r->x, r->part, attn_out_b, N, d);
     if (t->cross) pf__rank_cross_attention(r, s, L, l - t->first_block, shape);
     const float *mlp_in = r->x;
     if (c->pre_norm) {
-        be->norm(r, r->h, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
+        if (!mlp_norm_done) be->norm(r, r->h, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
         mlp_in = r->h;
         if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
     }
@@ -16321,8 +16351,9 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     /* part = mlp Wdown_r^T, summed over ranks; x += part + bdown; post-norm: x = norm2(x) */
     be->matmul(r, r->part, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
     pf__all_reduce(r, r->part, N * d, "the MLP output's all-reduce");
-    be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), N, d);
-    if (!c->pre_norm) be->norm(r, r->x, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
+    if (c->pre_norm) be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), N, d);
+    else pf__rank_residual_norm(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), r->x,
+                                &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
 }
 
 /* A tower's stages on the step's tokens: the embedding, then its blocks; x holds the result. */
@@ -16604,6 +16635,9 @@ int pf_cuda_add_positions(pf_cuda_rank *st, float *x, const void *table, int dty
                           int past, size_t offset, size_t d);
 int pf_cuda_norm(pf_cuda_rank *st, float *out, const float *x, const void *weight, int weight_dtype, const void *bias,
                  int bias_dtype, size_t rows, size_t n, float eps, int rms, void *out16, int out16_dtype);
+int pf_cuda_add_residual_norm(pf_cuda_rank *st, float *x, const float *y, const void *bias, int bias_dtype, float *out,
+                              const void *weight, int weight_dtype, const void *norm_bias, int norm_bias_dtype,
+                              size_t rows, size_t n, float eps, int rms, void *out16, int out16_dtype);
 int pf_cuda_matmul(pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const void *bias,
                    int bias_dtype, size_t rows, size_t n_out, size_t k, void *x_scratch, int x_converted);
 int pf_cuda_activation(pf_cuda_rank *st, float *x, size_t count, int act);
@@ -17090,17 +17124,40 @@ static void pf__cuda_add_positions(pf__rank *r, float *x, const pf__weight *tabl
                                          s->seq_len, s->past, (size_t)offset, table->cols));
 }
 
+/* With 16-bit weights a norm also writes its output's rounding into x16 (where it fits): a GEMM
+   over that output right after (qkv, the MLP's input, the LM head) then needs no conversion
+   launch. NULL: no copy. */
+static void *pf__cuda_norm_out16(const pf__cuda_rank_state *rs, size_t rows, size_t n) {
+    return rs->x16 && rows * n <= rs->x16_elements ? rs->x16 : NULL;
+}
+
 static void pf__cuda_norm(pf__rank *r, float *out, const float *x, const pf__weight *weight, const pf__weight *bias,
                           size_t rows, size_t n, float eps, pf__norm kind) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
-    /* With 16-bit weights the norm also writes its output's rounding into x16: a GEMM over that
-       output right after (qkv, the MLP's input, the LM head) then needs no conversion launch. */
-    void *out16 = rs->x16 && rows * n <= rs->x16_elements ? rs->x16 : NULL;
+    void *out16 = pf__cuda_norm_out16(rs, rows, n);
     if (!pf__cuda_ok(r, pf_cuda_norm(rs->cu, out, x, weight ? weight->data : NULL,
                                      pf__cuda_dtype(weight ? weight->dtype : PF__DTYPE_F32), bias ? bias->data : NULL,
                                      pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows, n, eps,
                                      kind == PF__NORM_RMS, out16, pf__cuda_dtype(r->group->dtype))))
+        return;
+    if (out16) rs->x16_now = (pf__cuda_x16_holds){out, rows, n};
+}
+
+/* add_residual then norm in one launch (the norm's 16-bit copy as pf__cuda_norm's). */
+static void pf__cuda_add_residual_norm(pf__rank *r, float *x, const float *y, const pf__weight *bias, float *out,
+                                       const pf__weight *weight, const pf__weight *norm_bias, size_t rows, size_t n,
+                                       float eps, pf__norm kind) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    void *out16 = pf__cuda_norm_out16(rs, rows, n);
+    if (!pf__cuda_ok(r, pf_cuda_add_residual_norm(rs->cu, x, y, bias ? bias->data : NULL,
+                                                  pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), out,
+                                                  weight ? weight->data : NULL,
+                                                  pf__cuda_dtype(weight ? weight->dtype : PF__DTYPE_F32),
+                                                  norm_bias ? norm_bias->data : NULL,
+                                                  pf__cuda_dtype(norm_bias ? norm_bias->dtype : PF__DTYPE_F32), rows, n,
+                                                  eps, kind == PF__NORM_RMS, out16, pf__cuda_dtype(r->group->dtype))))
         return;
     if (out16) rs->x16_now = (pf__cuda_x16_holds){out, rows, n};
 }
@@ -17340,6 +17397,7 @@ static const pf__backend pf__cuda_table = {
     .prepare = pf__cuda_prepare,
     .cache_in_weight_dtype = 1,
     .argmax = pf__cuda_argmax,
+    .add_residual_norm = pf__cuda_add_residual_norm,
 };
 
 /* A device is present and the runtime works; quiet (0) when the driver or the device is missing. */

@@ -306,6 +306,19 @@ int pf_cuda_norm(pf_cuda_rank *st, float *out, const float *x, const void *w, in
     return 0;
 }
 
+/* kernels.cu's pf_add_residual_norm_kernel: pf_add_residual_kernel's sum (x + (y + bias), also
+   when both are absent), then pf_norm_row on the updated rows. */
+int pf_cuda_add_residual_norm(pf_cuda_rank *st, float *x, const float *y, const void *bias, int bias_dtype, float *out,
+                              const void *w, int w_dtype, const void *norm_bias, int norm_bias_dtype, size_t rows,
+                              size_t n, float eps, int rms, void *out16, int out16_dtype) {
+    if (!rows || !n) return 0;
+    NEED(x, rows * n * 4);
+    if (y) NEED(y, rows * n * 4);
+    if (bias) NEED(bias, n * dsize(bias_dtype));
+    for (size_t i = 0; i < rows * n; i++) x[i] += (y ? y[i] : 0.0f) + ld(bias, bias_dtype, i % n);
+    return pf_cuda_norm(st, out, x, w, w_dtype, norm_bias, norm_bias_dtype, rows, n, eps, rms, out16, out16_dtype);
+}
+
 /* x_converted: the caller says xs holds x rounded already (a norm's 16-bit output, or the GEMM
    before over the same x); the mock checks it element by element, so a copy gone stale (its
    source written since) fails the call instead of being used. */
