@@ -303,6 +303,16 @@ __global__ void pf_add_bias_kernel(float *out, const void *bias, int dtype, size
     PF_GRID_STRIDE(i, rows * n) out[i] += pf_load(bias, dtype, i % n);
 }
 
+/* x[row][c] = act(x[row][c] + bias[c]): pf_add_bias_kernel's sum and pf_activation_kernel's
+   function in one pass, for a GEMM whose bias is folded in here instead of a launch of its own. */
+__global__ void pf_bias_activation_kernel(float *x, const void *bias, int dtype, size_t rows, size_t n, int act) {
+    PF_GRID_STRIDE(i, rows * n) {
+        float v = x[i];
+        v += pf_load(bias, dtype, i % n);
+        x[i] = pf_act(v, act);
+    }
+}
+
 __global__ void pf_activation_kernel(float *x, size_t count, int act) {
     PF_GRID_STRIDE(i, count) x[i] = pf_act(x[i], act);
 }
@@ -934,6 +944,16 @@ int pf_cuda_activation(struct pf_cuda_rank *st, float *x, size_t count, int act)
     if (!count) return PF_CUDA_OK;
     pf_activation_kernel<<<pf_blocks(count, PF_THREADS), PF_THREADS, 0, st->stream>>>(x, count, act);
     PF_CUDA_CHECK_LAUNCH(st, pf_activation_kernel);
+    return PF_CUDA_OK;
+}
+
+/* x[rows][n] = act(x + bias), bias [n] in dtype: the bias of the GEMM that wrote x (called
+   without it), folded into the activation's launch. */
+int pf_cuda_bias_activation(struct pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act) {
+    if (!rows || !n) return PF_CUDA_OK;
+    pf_bias_activation_kernel<<<pf_blocks(rows * n, PF_THREADS), PF_THREADS, 0, st->stream>>>(x, bias, dtype, rows, n,
+                                                                                           act);
+    PF_CUDA_CHECK_LAUNCH(st, pf_bias_activation_kernel);
     return PF_CUDA_OK;
 }
 

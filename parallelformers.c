@@ -14024,6 +14024,9 @@ typedef struct pf__backend {
     void (*add_residual_norm)(pf__rank *r, float *x, const float *y, const pf__weight *bias, float *out,
                               const pf__weight *weight, const pf__weight *norm_bias, size_t rows, size_t n, float eps,
                               pf__norm kind);
+    /* x[rows][n] = act(x + bias): a GEMM's bias folded into the activation after it (NULL: the
+       GEMM adds it; see pf__rank_mlp_in) */
+    void (*bias_activation)(pf__rank *r, float *x, const pf__weight *bias, size_t rows, size_t n, pf__activation act);
 } pf__backend;
 
 /* A share of the split dimensions held by one rank. */
@@ -15169,6 +15172,7 @@ static const pf__backend pf__cpu_backend = {
     pf__cpu_reorder_rows, pf__cpu_device_memory, NULL, 0,
     NULL, /* argmax: the host takes it of the logits */
     NULL, /* add_residual_norm: the two ops, one pass each over host memory */
+    NULL, /* bias_activation: the bias in the GEMM */
 };
 
 /* =============================================================================================== */
@@ -16231,6 +16235,20 @@ static void pf__rank_residual_norm(pf__rank *r, float *x, const float *y, const 
     be->norm(r, out, x, weight, norm_bias, rows, n, eps, kind);
 }
 
+/* out = act(in W^T + bias), a non-gated MLP's first projection (rows of width W->rows): the bias
+   folded into the activation's launch where the backend can, else added by the GEMM. */
+static void pf__rank_mlp_in(pf__rank *r, float *out, const float *in, const pf__weight *W, const pf__weight *bias,
+                            size_t rows, pf__activation act) {
+    const pf__backend *be = r->backend;
+    if (bias && be->bias_activation) {
+        be->matmul(r, out, in, W, NULL, rows);
+        be->bias_activation(r, out, bias, rows, W->rows, act);
+        return;
+    }
+    be->matmul(r, out, in, W, bias, rows);
+    be->activation(r, out, rows * W->rows, act);
+}
+
 /* A decoder block's attention over the encoder's output: x += sum over ranks of
    attend(norm(x) Wq_r, the cached encoder keys and values) Wo_r, + bo once (post-norm: then
    x = norm(x)). Block l's cross keys and values are in the rank's cross caches, packed by the
@@ -16311,10 +16329,14 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
            x += sum over ranks of part + bo + bdown: one all-reduce for both sublayers */
         if (PF__HAS(L[PF__SLOT_MLP_NORM_WEIGHT])) /* h = norm2(x); norm1's h is spent */
             be->norm(r, r->h, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
-        be->matmul(r, r->mlp, r->h, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N);
         const float *act = r->mlp;
-        if (c->gated_mlp) be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;
-        else be->activation(r, r->mlp, N * mlp_width, c->activation);
+        if (c->gated_mlp) {
+            be->matmul(r, r->mlp, r->h, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N);
+            be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;
+        } else {
+            pf__rank_mlp_in(r, r->mlp, r->h, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N,
+                            c->activation);
+        }
         be->matmul(r, r->h, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
         be->add_residual(r, r->part, r->h, NULL, N, d);
         pf__all_reduce(r, r->part, N * d, "the parallel block's all-reduce");
@@ -16344,10 +16366,14 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
         if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
     }
     /* mlp = act(h Win_r^T + bin_r), or act(gate) * up: this rank's columns */
-    be->matmul(r, r->mlp, mlp_in, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N);
     const float *act = r->mlp;
-    if (c->gated_mlp) be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;
-    else be->activation(r, r->mlp, N * mlp_width, c->activation);
+    if (c->gated_mlp) {
+        be->matmul(r, r->mlp, mlp_in, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N);
+        be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;
+    } else {
+        pf__rank_mlp_in(r, r->mlp, mlp_in, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N,
+                        c->activation);
+    }
     /* part = mlp Wdown_r^T, summed over ranks; x += part + bdown; post-norm: x = norm2(x) */
     be->matmul(r, r->part, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
     pf__all_reduce(r, r->part, N * d, "the MLP output's all-reduce");
@@ -16642,6 +16668,7 @@ int pf_cuda_matmul(pf_cuda_rank *st, float *out, const float *x, const void *w, 
                    int bias_dtype, size_t rows, size_t n_out, size_t k, void *x_scratch, int x_converted);
 int pf_cuda_activation(pf_cuda_rank *st, float *x, size_t count, int act);
 int pf_cuda_gated_activation(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act);
+int pf_cuda_bias_activation(pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act);
 int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype, size_t rows,
                          size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
@@ -17201,6 +17228,14 @@ static void pf__cuda_activation(pf__rank *r, float *x, size_t count, pf__activat
     if (rs) pf__cuda_ok(r, pf_cuda_activation(rs->cu, x, count, pf__cuda_act(act)));
 }
 
+static void pf__cuda_bias_activation(pf__rank *r, float *x, const pf__weight *bias, size_t rows, size_t n,
+                                     pf__activation act) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (rs)
+        pf__cuda_ok(r, pf_cuda_bias_activation(rs->cu, x, bias->data, pf__cuda_dtype(bias->dtype), rows, n,
+                                               pf__cuda_act(act)));
+}
+
 static void pf__cuda_gated_activation(pf__rank *r, float *out, const float *in, size_t rows, size_t width,
                                       pf__activation act) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
@@ -17398,6 +17433,7 @@ static const pf__backend pf__cuda_table = {
     .cache_in_weight_dtype = 1,
     .argmax = pf__cuda_argmax,
     .add_residual_norm = pf__cuda_add_residual_norm,
+    .bias_activation = pf__cuda_bias_activation,
 };
 
 /* A device is present and the runtime works; quiet (0) when the driver or the device is missing. */

@@ -422,6 +422,20 @@ int pf_cuda_activation(pf_cuda_rank *st, float *x, size_t count, int act) {
     return 0;
 }
 
+/* kernels.cu's pf_bias_activation_kernel: pf_add_bias_kernel's sum, then the activation */
+int pf_cuda_bias_activation(pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act) {
+    (void)st;
+    if (!rows || !n) return 0;
+    NEED(x, rows * n * 4);
+    NEED(bias, n * dsize(dtype));
+    for (size_t i = 0; i < rows * n; i++) {
+        float v = x[i];
+        v += ld(bias, dtype, i % n);
+        x[i] = act_fn(v, act);
+    }
+    return 0;
+}
+
 int pf_cuda_gated_activation(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act) {
     (void)st;
     if (!rows || !width) return 0;
