@@ -20,8 +20,9 @@
    Operations mirror the CPU backend's in parallelformers.c (same function for each op, fp32
    activations, weights of any of the three dtypes wherever one is read: norms, biases, position
    tables, embeddings): embed (times a scale), add_positions (learned table or CTRL's fp32
-   sinusoid), norm (LayerNorm or RMSNorm; with 16-bit weights also its output rounded to them,
-   which the matmul right after takes as its input), matmul, activation, gated_activation, add_residual,
+   sinusoid), norm (LayerNorm or RMSNorm; with 16-bit weights it and the activations also write
+   their output rounded to them, which the matmul right after takes as its input), matmul,
+   activation, gated_activation, add_residual,
    rotary (halves or pairs, angle = position * inv_freq in fp32 with cosf/sinf), attention (GQA
    head mapping, sliding window, ALiBi, scale; prefill one block per (query, head), decode split
    over up to PF_MAX_SPLITS blocks per head and combined), reorder_rows (beam search: the rows that
@@ -152,6 +153,14 @@ __device__ __forceinline__ void pf_cache_store(float *p, size_t i, float v) { p[
 __device__ __forceinline__ void pf_cache_store(__half *p, size_t i, float v) { p[i] = __float2half_rn(v); }
 __device__ __forceinline__ void pf_cache_store(__nv_bfloat16 *p, size_t i, float v) { p[i] = __float2bfloat16_rn(v); }
 
+/* p[i] = v rounded to nearest in dtype (PF_CUDA_F16 or _BF16), as the GEMM input's conversion
+   rounds it; nothing when p is NULL. Kernels whose output a GEMM reads next write this copy. */
+__device__ __forceinline__ void pf_store16(void *p, int dtype, size_t i, float v) {
+    if (!p) return;
+    if (dtype == PF_CUDA_F16) ((__half *)p)[i] = __float2half_rn(v);
+    else ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(v);
+}
+
 __device__ __forceinline__ float pf_warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
@@ -261,8 +270,7 @@ __device__ void pf_norm_row(float *o, const float *xr, const void *w, int w_dtyp
     for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
         float y = (xr[i] - mean) * inv * (w ? pf_load(w, w_dtype, i) : 1.0f) + pf_load(b, b_dtype, i);
         o[i] = y;
-        if (o16 && o16_dtype == PF_CUDA_F16) ((__half *)o16)[i] = __float2half_rn(y);
-        else if (o16) ((__nv_bfloat16 *)o16)[i] = __float2bfloat16_rn(y);
+        pf_store16(o16, o16_dtype, i, y);
     }
 }
 
@@ -305,24 +313,33 @@ __global__ void pf_add_bias_kernel(float *out, const void *bias, int dtype, size
 
 /* x[row][c] = act(x[row][c] + bias[c]): pf_add_bias_kernel's sum and pf_activation_kernel's
    function in one pass, for a GEMM whose bias is folded in here instead of a launch of its own. */
-__global__ void pf_bias_activation_kernel(float *x, const void *bias, int dtype, size_t rows, size_t n, int act) {
+/* The activations also write x16 (or NULL), the rounding of their output, when the next GEMM
+   reads it (pf_store16). */
+__global__ void pf_bias_activation_kernel(float *x, const void *bias, int dtype, size_t rows, size_t n, int act,
+                                          void *x16, int x16_dtype) {
     PF_GRID_STRIDE(i, rows * n) {
         float v = x[i];
         v += pf_load(bias, dtype, i % n);
         x[i] = pf_act(v, act);
+        pf_store16(x16, x16_dtype, i, x[i]);
     }
 }
 
-__global__ void pf_activation_kernel(float *x, size_t count, int act) {
-    PF_GRID_STRIDE(i, count) x[i] = pf_act(x[i], act);
+__global__ void pf_activation_kernel(float *x, size_t count, int act, void *x16, int x16_dtype) {
+    PF_GRID_STRIDE(i, count) {
+        x[i] = pf_act(x[i], act);
+        pf_store16(x16, x16_dtype, i, x[i]);
+    }
 }
 
 /* out[row][i] = act(in[row][i]) * in[row][width + i]; in rows are 2 * width wide. */
-__global__ void pf_gated_activation_kernel(float *out, const float *in, size_t rows, size_t width, int act) {
+__global__ void pf_gated_activation_kernel(float *out, const float *in, size_t rows, size_t width, int act,
+                                           void *out16, int out16_dtype) {
     PF_GRID_STRIDE(k, rows * width) {
         size_t row = k / width, i = k % width;
         const float *r = in + row * 2 * width;
         out[k] = pf_act(r[i], act) * r[width + i];
+        pf_store16(out16, out16_dtype, k, out[k]);
     }
 }
 
@@ -939,29 +956,34 @@ int pf_cuda_argmax(struct pf_cuda_rank *st, float *values, int32_t *indices, con
     return PF_CUDA_OK;
 }
 
-/* x = act(x) elementwise (PF_CUDA_GELU_TANH, _GELU_ERF, _RELU, _SILU, _TANH, _QUICK_GELU). */
-int pf_cuda_activation(struct pf_cuda_rank *st, float *x, size_t count, int act) {
+/* x = act(x) elementwise (PF_CUDA_GELU_TANH, _GELU_ERF, _RELU, _SILU, _TANH, _QUICK_GELU). The
+   activations' x16 (as pf_cuda_norm's out16): NULL, or room for their output rounded to x16_dtype,
+   for a pf_cuda_matmul over that output told its input is converted. */
+int pf_cuda_activation(struct pf_cuda_rank *st, float *x, size_t count, int act, void *x16, int x16_dtype) {
     if (!count) return PF_CUDA_OK;
-    pf_activation_kernel<<<pf_blocks(count, PF_THREADS), PF_THREADS, 0, st->stream>>>(x, count, act);
+    pf_activation_kernel<<<pf_blocks(count, PF_THREADS), PF_THREADS, 0, st->stream>>>(x, count, act, x16, x16_dtype);
     PF_CUDA_CHECK_LAUNCH(st, pf_activation_kernel);
     return PF_CUDA_OK;
 }
 
 /* x[rows][n] = act(x + bias), bias [n] in dtype: the bias of the GEMM that wrote x (called
    without it), folded into the activation's launch. */
-int pf_cuda_bias_activation(struct pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act) {
+int pf_cuda_bias_activation(struct pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act,
+                            void *x16, int x16_dtype) {
     if (!rows || !n) return PF_CUDA_OK;
     pf_bias_activation_kernel<<<pf_blocks(rows * n, PF_THREADS), PF_THREADS, 0, st->stream>>>(x, bias, dtype, rows, n,
-                                                                                           act);
+                                                                                           act, x16, x16_dtype);
     PF_CUDA_CHECK_LAUNCH(st, pf_bias_activation_kernel);
     return PF_CUDA_OK;
 }
 
-/* out[rows][width] = act(in[row][i]) * in[row][width + i], in [rows][2 * width]. */
-int pf_cuda_gated_activation(struct pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act) {
+/* out[rows][width] = act(in[row][i]) * in[row][width + i], in [rows][2 * width]; out16 as
+   pf_cuda_activation's x16. */
+int pf_cuda_gated_activation(struct pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act,
+                             void *out16, int out16_dtype) {
     if (!rows || !width) return PF_CUDA_OK;
-    pf_gated_activation_kernel<<<pf_blocks(rows * width, PF_THREADS), PF_THREADS, 0, st->stream>>>(out, in, rows,
-                                                                                                width, act);
+    pf_gated_activation_kernel<<<pf_blocks(rows * width, PF_THREADS), PF_THREADS, 0, st->stream>>>(
+        out, in, rows, width, act, out16, out16_dtype);
     PF_CUDA_CHECK_LAUNCH(st, pf_gated_activation_kernel);
     return PF_CUDA_OK;
 }

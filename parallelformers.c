@@ -16666,9 +16666,11 @@ int pf_cuda_add_residual_norm(pf_cuda_rank *st, float *x, const float *y, const 
                               size_t rows, size_t n, float eps, int rms, void *out16, int out16_dtype);
 int pf_cuda_matmul(pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const void *bias,
                    int bias_dtype, size_t rows, size_t n_out, size_t k, void *x_scratch, int x_converted);
-int pf_cuda_activation(pf_cuda_rank *st, float *x, size_t count, int act);
-int pf_cuda_gated_activation(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act);
-int pf_cuda_bias_activation(pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act);
+int pf_cuda_activation(pf_cuda_rank *st, float *x, size_t count, int act, void *x16, int x16_dtype);
+int pf_cuda_gated_activation(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act,
+                             void *out16, int out16_dtype);
+int pf_cuda_bias_activation(pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act,
+                            void *x16, int x16_dtype);
 int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype, size_t rows,
                          size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
@@ -16693,11 +16695,11 @@ int pf_cuda_nccl_all_reduce(pf_cuda_rank *st, void *comm, float *x, size_t count
 
 /* ---- state ---- */
 
-/* What the GEMM input buffer x16 holds: the rows x cols activations at x rounded to the weights'
-   dtype, or x NULL for nothing known. */
+/* What the GEMM input buffer x16 holds: the first `elements` activations at x (rows of a GEMM's
+   input, row-major) rounded to the weights' dtype, or x NULL for nothing known. */
 typedef struct pf__cuda_x16_holds {
     const float *x;
-    size_t rows, cols;
+    size_t elements;
 } pf__cuda_x16_holds;
 
 typedef struct pf__cuda_rank_state {
@@ -17151,24 +17153,24 @@ static void pf__cuda_add_positions(pf__rank *r, float *x, const pf__weight *tabl
                                          s->seq_len, s->past, (size_t)offset, table->cols));
 }
 
-/* With 16-bit weights a norm also writes its output's rounding into x16 (where it fits): a GEMM
-   over that output right after (qkv, the MLP's input, the LM head) then needs no conversion
-   launch. NULL: no copy. */
-static void *pf__cuda_norm_out16(const pf__cuda_rank_state *rs, size_t rows, size_t n) {
-    return rs->x16 && rows * n <= rs->x16_elements ? rs->x16 : NULL;
+/* With 16-bit weights a norm or an activation also writes its output's rounding into x16 (where
+   it fits): a GEMM over that output right after (qkv, the MLP's input and down projection, the
+   LM head) then needs no conversion launch. NULL: no copy. */
+static void *pf__cuda_out16(const pf__cuda_rank_state *rs, size_t elements) {
+    return rs->x16 && elements <= rs->x16_elements ? rs->x16 : NULL;
 }
 
 static void pf__cuda_norm(pf__rank *r, float *out, const float *x, const pf__weight *weight, const pf__weight *bias,
                           size_t rows, size_t n, float eps, pf__norm kind) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
-    void *out16 = pf__cuda_norm_out16(rs, rows, n);
+    void *out16 = pf__cuda_out16(rs, rows * n);
     if (!pf__cuda_ok(r, pf_cuda_norm(rs->cu, out, x, weight ? weight->data : NULL,
                                      pf__cuda_dtype(weight ? weight->dtype : PF__DTYPE_F32), bias ? bias->data : NULL,
                                      pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows, n, eps,
                                      kind == PF__NORM_RMS, out16, pf__cuda_dtype(r->group->dtype))))
         return;
-    if (out16) rs->x16_now = (pf__cuda_x16_holds){out, rows, n};
+    if (out16) rs->x16_now = (pf__cuda_x16_holds){out, rows * n};
 }
 
 /* add_residual then norm in one launch (the norm's 16-bit copy as pf__cuda_norm's). */
@@ -17177,7 +17179,7 @@ static void pf__cuda_add_residual_norm(pf__rank *r, float *x, const float *y, co
                                        float eps, pf__norm kind) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
-    void *out16 = pf__cuda_norm_out16(rs, rows, n);
+    void *out16 = pf__cuda_out16(rs, rows * n);
     if (!pf__cuda_ok(r, pf_cuda_add_residual_norm(rs->cu, x, y, bias ? bias->data : NULL,
                                                   pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), out,
                                                   weight ? weight->data : NULL,
@@ -17186,7 +17188,7 @@ static void pf__cuda_add_residual_norm(pf__rank *r, float *x, const float *y, co
                                                   pf__cuda_dtype(norm_bias ? norm_bias->dtype : PF__DTYPE_F32), rows, n,
                                                   eps, kind == PF__NORM_RMS, out16, pf__cuda_dtype(r->group->dtype))))
         return;
-    if (out16) rs->x16_now = (pf__cuda_x16_holds){out, rows, n};
+    if (out16) rs->x16_now = (pf__cuda_x16_holds){out, rows * n};
 }
 
 static void pf__cuda_matmul(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__weight *bias,
@@ -17202,13 +17204,13 @@ static void pf__cuda_matmul(pf__rank *r, float *out, const float *x, const pf__w
     if (!rs) return;
     /* x16 holds x rounded when the op just before wrote it so, in this weight's dtype */
     const pf__cuda_x16_holds *held = &rs->x16_before;
-    int converted = held->x == x && held->rows == rows && held->cols == w->cols && w->dtype == r->group->dtype;
+    int converted = held->x == x && held->elements == rows * w->cols && w->dtype == r->group->dtype;
     if (!pf__cuda_ok(r, pf_cuda_matmul(rs->cu, out, x, w->data, pf__cuda_dtype(w->dtype), bias ? bias->data : NULL,
                                        pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows, w->rows, w->cols,
                                        rs->x16, converted)))
         return;
     if (rs->x16 && w->dtype != PF__DTYPE_F32 && w->cols) /* a GEMM over the same x next may reuse it */
-        rs->x16_now = (pf__cuda_x16_holds){x, rows, w->cols};
+        rs->x16_now = (pf__cuda_x16_holds){x, rows * w->cols};
 }
 
 static int pf__cuda_act(pf__activation act) {
@@ -17225,21 +17227,32 @@ static int pf__cuda_act(pf__activation act) {
 
 static void pf__cuda_activation(pf__rank *r, float *x, size_t count, pf__activation act) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
-    if (rs) pf__cuda_ok(r, pf_cuda_activation(rs->cu, x, count, pf__cuda_act(act)));
+    if (!rs) return;
+    void *x16 = pf__cuda_out16(rs, count);
+    if (pf__cuda_ok(r, pf_cuda_activation(rs->cu, x, count, pf__cuda_act(act), x16, pf__cuda_dtype(r->group->dtype))) && x16)
+        rs->x16_now = (pf__cuda_x16_holds){x, count};
 }
 
 static void pf__cuda_bias_activation(pf__rank *r, float *x, const pf__weight *bias, size_t rows, size_t n,
                                      pf__activation act) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
-    if (rs)
-        pf__cuda_ok(r, pf_cuda_bias_activation(rs->cu, x, bias->data, pf__cuda_dtype(bias->dtype), rows, n,
-                                               pf__cuda_act(act)));
+    if (!rs) return;
+    void *x16 = pf__cuda_out16(rs, rows * n);
+    if (pf__cuda_ok(r, pf_cuda_bias_activation(rs->cu, x, bias->data, pf__cuda_dtype(bias->dtype), rows, n,
+                                               pf__cuda_act(act), x16, pf__cuda_dtype(r->group->dtype))) &&
+        x16)
+        rs->x16_now = (pf__cuda_x16_holds){x, rows * n};
 }
 
 static void pf__cuda_gated_activation(pf__rank *r, float *out, const float *in, size_t rows, size_t width,
                                       pf__activation act) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
-    if (rs) pf__cuda_ok(r, pf_cuda_gated_activation(rs->cu, out, in, rows, width, pf__cuda_act(act)));
+    if (!rs) return;
+    void *out16 = pf__cuda_out16(rs, rows * width);
+    if (pf__cuda_ok(r, pf_cuda_gated_activation(rs->cu, out, in, rows, width, pf__cuda_act(act), out16,
+                                                pf__cuda_dtype(r->group->dtype))) &&
+        out16)
+        rs->x16_now = (pf__cuda_x16_holds){out, rows * width};
 }
 
 static void pf__cuda_add_residual(pf__rank *r, float *x, const float *y, const pf__weight *bias, size_t rows,

@@ -415,35 +415,47 @@ static float act_fn(float v, int act) {
     }
 }
 
-int pf_cuda_activation(pf_cuda_rank *st, float *x, size_t count, int act) {
+/* The activations' 16-bit copy of their output (x16, out16, or NULL) as the norm's out16. */
+int pf_cuda_activation(pf_cuda_rank *st, float *x, size_t count, int act, void *x16, int x16_dtype) {
     (void)st;
     NEED(x, count * 4);
-    for (size_t i = 0; i < count; i++) x[i] = act_fn(x[i], act);
-    return 0;
-}
-
-/* kernels.cu's pf_bias_activation_kernel: pf_add_bias_kernel's sum, then the activation */
-int pf_cuda_bias_activation(pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act) {
-    (void)st;
-    if (!rows || !n) return 0;
-    NEED(x, rows * n * 4);
-    NEED(bias, n * dsize(dtype));
-    for (size_t i = 0; i < rows * n; i++) {
-        float v = x[i];
-        v += ld(bias, dtype, i % n);
-        x[i] = act_fn(v, act);
+    if (x16) NEED(x16, count * 2);
+    for (size_t i = 0; i < count; i++) {
+        x[i] = act_fn(x[i], act);
+        if (x16) store16(x16, x16_dtype, i, x[i]);
     }
     return 0;
 }
 
-int pf_cuda_gated_activation(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act) {
+/* kernels.cu's pf_bias_activation_kernel: pf_add_bias_kernel's sum, then the activation */
+int pf_cuda_bias_activation(pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act,
+                            void *x16, int x16_dtype) {
+    (void)st;
+    if (!rows || !n) return 0;
+    NEED(x, rows * n * 4);
+    NEED(bias, n * dsize(dtype));
+    if (x16) NEED(x16, rows * n * 2);
+    for (size_t i = 0; i < rows * n; i++) {
+        float v = x[i];
+        v += ld(bias, dtype, i % n);
+        x[i] = act_fn(v, act);
+        if (x16) store16(x16, x16_dtype, i, x[i]);
+    }
+    return 0;
+}
+
+int pf_cuda_gated_activation(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act,
+                             void *out16, int out16_dtype) {
     (void)st;
     if (!rows || !width) return 0;
     NEED(out, rows * width * 4);
     NEED(in, rows * 2 * width * 4);
+    if (out16) NEED(out16, rows * width * 2);
     for (size_t row = 0; row < rows; row++)
-        for (size_t i = 0; i < width; i++)
+        for (size_t i = 0; i < width; i++) {
             out[row * width + i] = act_fn(in[row * 2 * width + i], act) * in[row * 2 * width + width + i];
+            if (out16) store16(out16, out16_dtype, row * width + i, out[row * width + i]);
+        }
     return 0;
 }
 
