@@ -16286,9 +16286,18 @@ static void pf__rank_cross_attention(pf__rank *r, const pf__step *s, const pf__w
                                 &L[PF__SLOT_CROSS_NORM_WEIGHT], norm_b, N, d, eps, kind);
 }
 
+/* A pre-norm block's last residual add, left for the next block's first norm to do in the same
+   op (pf__rank_residual_norm): x += part (+ bias) is pending while `pending`. */
+typedef struct pf__residual {
+    int pending;
+    const pf__weight *bias; /* or NULL */
+} pf__residual;
+
 /* One block l of a tower on x: attention over the cache (appending this step's keys), the
-   encoder's output for a decoder tower of an encoder-decoder, then the MLP. */
-static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, int l, pf__attn_shape *shape) {
+   encoder's output for a decoder tower of an encoder-decoder, then the MLP. *residual: the
+   previous block's residual add still to do on entry; this block's on return. */
+static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, int l, pf__attn_shape *shape,
+                           pf__residual *residual) {
     const pf__group *g = r->group;
     const pf__config *c = &g->model->config;
     const pf__arch *a = &pf__archs[c->arch];
@@ -16305,10 +16314,16 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     const pf__weight *attn_norm_b = PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]);
     const pf__weight *mlp_norm_b = PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]);
 
-    /* h = norm1(x) (pre-norm), or x itself (post-norm) */
+    /* h = norm1(x) (pre-norm; x += the previous block's part + bdown first, when pending), or x
+       itself (post-norm) */
     const float *attn_in = r->x;
     if (c->pre_norm) {
-        be->norm(r, r->h, r->x, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b, N, d, eps, a->norm);
+        if (residual->pending)
+            pf__rank_residual_norm(r, r->x, r->part, residual->bias, r->h, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b,
+                                   N, d, eps, a->norm);
+        else
+            be->norm(r, r->h, r->x, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b, N, d, eps, a->norm);
+        residual->pending = 0;
         attn_in = r->h;
     }
     /* qkv = h Wqkv_r^T + bqkv_r: this rank's query and key/value heads only */
@@ -16377,16 +16392,20 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     /* part = mlp Wdown_r^T, summed over ranks; x += part + bdown; post-norm: x = norm2(x) */
     be->matmul(r, r->part, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
     pf__all_reduce(r, r->part, N * d, "the MLP output's all-reduce");
-    if (c->pre_norm) be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), N, d);
+    if (c->pre_norm) *residual = (pf__residual){1, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS])}; /* x += part + bdown: next */
     else pf__rank_residual_norm(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), r->x,
                                 &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
 }
 
 /* A tower's stages on the step's tokens: the embedding, then its blocks; x holds the result. */
 static void pf__rank_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)r->group->model->config.hidden_size;
     pf__rank_embed(r, s, t);
     pf__attn_shape shape = pf__rank_attn_shape(r, t);
-    for (int l = t->first_block; l < t->end_block && !pf__rank_failed(r); l++) pf__rank_block(r, s, t, l, &shape);
+    pf__residual residual = {0, NULL};
+    for (int l = t->first_block; l < t->end_block && !pf__rank_failed(r); l++)
+        pf__rank_block(r, s, t, l, &shape, &residual);
+    if (residual.pending) r->backend->add_residual(r, r->x, r->part, residual.bias, N, d); /* the last block's */
 }
 
 /* x = the tower's final norm of x, where it has one (pre-norm towers). */
