@@ -67,6 +67,7 @@ extern int pf_testing_device_choices; /* greedy tokens the devices chose (pf__co
 typedef struct pf_cuda_rank pf_cuda_rank;
 int pf_cuda_rank_create(int device, pf_cuda_rank **out, char *message, size_t size) __attribute__((weak));
 void pf_cuda_rank_destroy(pf_cuda_rank *st) __attribute__((weak));
+const char *pf_cuda_rank_message(const pf_cuda_rank *st) __attribute__((weak));
 int pf_cuda_malloc(pf_cuda_rank *st, void **ptr, size_t bytes) __attribute__((weak));
 int pf_cuda_free(pf_cuda_rank *st, void *ptr) __attribute__((weak));
 int pf_cuda_upload(pf_cuda_rank *st, void *dst, const void *host, size_t bytes) __attribute__((weak));
@@ -429,7 +430,8 @@ static float check_model(fixture *f, pf_dtype dtype, int ranks, const char *what
     /* Greedy without logits processors: every token chosen on the devices (and, in this test
        build, checked there against the host's arg-max of the same logits). */
     CHECK_MSG(pf_testing_device_choices - device_choices == num,
-              "%s: %d of %d greedy tokens were chosen on the devices", what, pf_testing_device_choices - device_choices, num);
+              "%s: %d of %d greedy tokens were chosen on the devices", what, pf_testing_device_choices - device_choices,
+              num);
 #endif
     if (dtype == PF_DTYPE_F32 && num == f->cpu_gen_len) {
         int compared = 0, first_diff = -1;
@@ -651,16 +653,22 @@ static void test_argmax_kernel(void) {
     for (int row = 0; ok && row < ROWS; row++) { /* one row at a time: each its own first id */
         float *values = (float *)dev_out;
         int32_t *ids = (int32_t *)(values + ROWS);
-        ok = pf_cuda_argmax(st, values + row, ids + row, (const float *)dev_logits + (size_t)row * n, 1, n, first[row]) == 0;
+        const float *row_logits = (const float *)dev_logits + (size_t)row * n;
+        ok = pf_cuda_argmax(st, values + row, ids + row, row_logits, 1, n, first[row]) == 0;
     }
     ok = ok && pf_cuda_download(st, got_values, dev_out, sizeof got_values) == 0 &&
          pf_cuda_download(st, got, (const float *)dev_out + ROWS, sizeof got) == 0;
-    CHECK_MSG(ok, "arg-max kernel: a CUDA call failed: %s", message);
+    CHECK_MSG(ok, "arg-max kernel: a CUDA call failed: %s", st ? pf_cuda_rank_message(st) : message);
     for (int row = 0; ok && row < ROWS; row++)
-        CHECK_MSG(got[row] == want[row], "arg-max kernel: row %d chose id %d, the host's scan %d", row, got[row], want[row]);
-    /* Several rows in one launch: row 3's candidates again, and the batch's values. */
-    ok = ok && pf_cuda_argmax(st, (float *)dev_out, (int32_t *)((float *)dev_out + ROWS), (const float *)dev_logits, ROWS, n, 0) == 0 &&
-         pf_cuda_download(st, got, (const float *)dev_out + ROWS, sizeof got) == 0;
+        CHECK_MSG(got[row] == want[row], "arg-max kernel: row %d chose id %d, the host's scan %d", row, got[row],
+                  want[row]);
+    CHECK_MSG(!ok || (got_values[0] == top && got_values[1] == -INFINITY && got_values[2] == INFINITY),
+              "arg-max kernel: values %g %g %g, want 2, -inf and +inf (a NaN at id 0)", got_values[0], got_values[1],
+              got_values[2]);
+    /* Several rows in one launch (all slices from id 0): the same ids where that changes nothing. */
+    int32_t *dev_ids = (int32_t *)((float *)dev_out + ROWS);
+    ok = ok && pf_cuda_argmax(st, (float *)dev_out, dev_ids, (const float *)dev_logits, ROWS, n, 0) == 0 &&
+         pf_cuda_download(st, got, dev_ids, sizeof got) == 0;
     CHECK_MSG(ok && got[0] == 77 && got[2] == 0 && got[3] == 1025 && got[6] == 2,
               "arg-max kernel, %d rows at once: ids %d %d %d %d", ROWS, got[0], got[2], got[3], got[6]);
     if (dev_logits) pf_cuda_free(st, dev_logits);
@@ -683,8 +691,8 @@ static int write_tied_vocab_model(const char *dir) {
     const char *offsets = name ? strstr(name, "\"data_offsets\":[") : NULL;
     size_t header = 0, begin = 0, end = 0;
     if (file && size > 8) memcpy(&header, file, 8); /* little-endian u64, as the fixture's machine */
-    int ok = offsets && sscanf(offsets, "\"data_offsets\":[%zu,%zu]", &begin, &end) == 2 && end - begin == 500 * 32 * 4 &&
-             8 + header + end <= size;
+    int ok = offsets && sscanf(offsets, "\"data_offsets\":[%zu,%zu]", &begin, &end) == 2 &&
+             end - begin == 500 * 32 * 4 && 8 + header + end <= size;
     CHECK_MSG(ok, "tied vocabulary: gpt2-tiny's transformer.wte.weight not found as F32 [500, 32]");
     if (ok) {
         char *rows = file + 8 + header + begin;
@@ -817,7 +825,8 @@ static void test_device_choice_fallback(void) {
                       k ? "min_new_tokens" : "repetition_penalty", ranks);
             CHECK_MSG(pf_testing_device_choices - before == expected[k],
                       "device choice fallback (%s, %d ranks): %d tokens chosen on the devices, want %d",
-                      k ? "min_new_tokens" : "repetition_penalty", ranks, pf_testing_device_choices - before, expected[k]);
+                      k ? "min_new_tokens" : "repetition_penalty", ranks, pf_testing_device_choices - before,
+                      expected[k]);
             pf_generation_free(&g);
         }
     }
