@@ -16616,11 +16616,15 @@ static void pf__rank_reorder(pf__rank *r, const pf__job *job) {
    exact once pf_parallelize returns. The scratch includes device copies of the step's host
    arrays: the rotary frequencies (pf__step.inv_freq), the left pads of a padded batch
    (pf__step.pad) and beam search's row order (reorder_rows' src), each queued from a host copy
-   kept in the rank state whenever the step's differ from it; and, with max_batch > 1, the beam
-   reorder's buffer (one layer's K or V cache, as the CPU backend's).
+   kept in the rank state whenever the step's differ from it; with max_batch > 1, the beam
+   reorder's buffer (one layer's K or V cache, as the CPU backend's); and, on ranks holding
+   vocabulary rows, a greedy step's arg-max candidates (with a pinned host copy they are
+   downloaded into, the one host allocation outside the accounting).
 
    Each op mirrors the CPU backend's (the reference): weights are in the group's dtype, except
-   CTRL's fp32 sinusoid table, so every weight passes its own dtype to kernels.cu.
+   CTRL's fp32 sinusoid table, so every weight passes its own dtype to kernels.cu. Some ops fuse
+   two of the CPU's with the same arithmetic (add_residual_norm, bias_activation), and the norms
+   and activations with 16-bit weights also write the next GEMM's rounded input (x16_now).
 
    Per group (g->backend_state, a pf__cuda_group_state): ranks on distinct GPUs all-reduce with
    NCCL (ncclCommInitAll in group_begin, on the caller's thread). Ranks sharing a GPU (device ids
