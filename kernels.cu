@@ -20,11 +20,17 @@
    Operations mirror the CPU backend's in parallelformers.c (same function for each op, fp32
    activations, weights of any of the three dtypes wherever one is read: norms, biases, position
    tables, embeddings): embed (times a scale), add_positions (learned table or CTRL's fp32
-   sinusoid), norm (LayerNorm or RMSNorm), matmul, activation, gated_activation, add_residual,
+   sinusoid), norm (LayerNorm or RMSNorm; with 16-bit weights it and the activations also write
+   their output rounded to them, which the matmul right after takes as its input), matmul,
+   activation, gated_activation, add_residual,
    rotary (halves or pairs, angle = position * inv_freq in fp32 with cosf/sinf), attention (GQA
    head mapping, sliding window, ALiBi, scale; prefill one block per (query, head), decode split
    over up to PF_MAX_SPLITS blocks per head and combined), reorder_rows (beam search: the rows that
-   change gathered into scratch and scattered back), and the all-reduce pieces (sum, peer copies, NCCL).
+   change gathered into scratch and scattered back), argmax (greedy token choice: each row's
+   first maximum over the rank's vocabulary slice, NaN skipped but at id 0, so that the host
+   combines the ranks' candidates into exactly the token its own scan of the logits would take,
+   and downloads 8 bytes a row into pinned memory, pf_cuda_host_alloc, instead of the logits),
+   and the all-reduce pieces (sum, peer copies, NCCL).
    Left-padded batches: add_positions, rotary and attention take the step's left pad counts (a
    device array, or NULL); a token's position is past + t - pad[b] (0 at least), attention never
    reads keys j < pad[b], ALiBi adds slope * (j - pad[b]), and a query with no key writes zeros.
@@ -151,6 +157,14 @@ __device__ __forceinline__ void pf_cache_store(float *p, size_t i, float v) { p[
 __device__ __forceinline__ void pf_cache_store(__half *p, size_t i, float v) { p[i] = __float2half_rn(v); }
 __device__ __forceinline__ void pf_cache_store(__nv_bfloat16 *p, size_t i, float v) { p[i] = __float2bfloat16_rn(v); }
 
+/* p[i] = v rounded to nearest in dtype (PF_CUDA_F16 or _BF16), as the GEMM input's conversion
+   rounds it; nothing when p is NULL. Kernels whose output a GEMM reads next write this copy. */
+__device__ __forceinline__ void pf_store16(void *p, int dtype, size_t i, float v) {
+    if (!p) return;
+    if (dtype == PF_CUDA_F16) ((__half *)p)[i] = __float2half_rn(v);
+    else ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(v);
+}
+
 __device__ __forceinline__ float pf_warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
@@ -236,15 +250,14 @@ __global__ void pf_add_positions_kernel(float *x, const void *table, int dtype, 
     }
 }
 
-/* One block per row, all in fp32. LayerNorm: (x - mean) / sqrt(var + eps) * w + b; RMSNorm (rms):
-   mean 0, x / sqrt(mean(x^2) + eps) * w + b. An absent weight is 1, an absent bias 0. out may be
-   x: every thread reads x[i] for the sums before any writes it (the block sums' barriers), then
-   reads and writes only its own elements. */
-__global__ void pf_norm_kernel(float *out, const float *x, const void *w, int w_dtype, const void *b, int b_dtype,
-                               size_t n, float eps, int rms) {
-    __shared__ float red[32];
-    const float *xr = x + (size_t)blockIdx.x * n;
-    float *o = out + (size_t)blockIdx.x * n;
+/* One row of a norm, by one block, all in fp32. LayerNorm: (x - mean) / sqrt(var + eps) * w + b;
+   RMSNorm (rms): mean 0, x / sqrt(mean(x^2) + eps) * w + b. An absent weight is 1, an absent
+   bias 0. o may be xr: every thread reads xr[i] for the sums before any writes it (the block
+   sums' barriers), then reads and writes only its own elements. o16 (or NULL): the same values
+   rounded to nearest in o16_dtype (fp16/bf16), the next GEMM's input, so that it needs no
+   conversion launch. red: 32 floats of shared memory. */
+__device__ void pf_norm_row(float *o, const float *xr, const void *w, int w_dtype, const void *b, int b_dtype, size_t n,
+                            float eps, int rms, void *o16, int o16_dtype, float *red) {
     float mean = 0.0f;
     if (!rms) {
         float s = 0.0f;
@@ -258,8 +271,35 @@ __global__ void pf_norm_kernel(float *out, const float *x, const void *w, int w_
     }
     float var = pf_block_sum(v, red) / (float)n;
     float inv = 1.0f / sqrtf(var + eps);
-    for (size_t i = threadIdx.x; i < n; i += blockDim.x)
-        o[i] = (xr[i] - mean) * inv * (w ? pf_load(w, w_dtype, i) : 1.0f) + pf_load(b, b_dtype, i);
+    for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
+        float y = (xr[i] - mean) * inv * (w ? pf_load(w, w_dtype, i) : 1.0f) + pf_load(b, b_dtype, i);
+        o[i] = y;
+        pf_store16(o16, o16_dtype, i, y);
+    }
+}
+
+/* One block per row: out = norm(x) (pf_norm_row); out16 [rows][n] 2-byte values, or NULL. */
+__global__ void pf_norm_kernel(float *out, const float *x, const void *w, int w_dtype, const void *b, int b_dtype,
+                               size_t n, float eps, int rms, void *out16, int out16_dtype) {
+    __shared__ float red[32];
+    size_t row = (size_t)blockIdx.x * n;
+    pf_norm_row(out + row, x + row, w, w_dtype, b, b_dtype, n, eps, rms, out16 ? (char *)out16 + 2 * row : NULL,
+                out16_dtype, red);
+}
+
+/* One block per row: x += y + bias (as pf_add_residual_kernel adds them), then out = norm(x)
+   (pf_norm_row) on the updated row, in one launch instead of two. Each thread adds to the same
+   elements the norm's loops give it, so no barrier is needed before the norm's sums read them.
+   y, bias (in bias_dtype) may be NULL; out may be x. */
+__global__ void pf_add_residual_norm_kernel(float *x, const float *y, const void *bias, int bias_dtype, float *out,
+                                            const void *w, int w_dtype, const void *b, int b_dtype, size_t n, float eps,
+                                            int rms, void *out16, int out16_dtype) {
+    __shared__ float red[32];
+    size_t row = (size_t)blockIdx.x * n;
+    float *xr = x + row;
+    for (size_t i = threadIdx.x; i < n; i += blockDim.x) xr[i] += (y ? y[row + i] : 0.0f) + pf_load(bias, bias_dtype, i);
+    pf_norm_row(out + row, xr, w, w_dtype, b, b_dtype, n, eps, rms, out16 ? (char *)out16 + 2 * row : NULL, out16_dtype,
+                red);
 }
 
 /* dst (fp16 or bf16) = src (fp32), round to nearest even. */
@@ -275,16 +315,35 @@ __global__ void pf_add_bias_kernel(float *out, const void *bias, int dtype, size
     PF_GRID_STRIDE(i, rows * n) out[i] += pf_load(bias, dtype, i % n);
 }
 
-__global__ void pf_activation_kernel(float *x, size_t count, int act) {
-    PF_GRID_STRIDE(i, count) x[i] = pf_act(x[i], act);
+/* x[row][c] = act(x[row][c] + bias[c]): pf_add_bias_kernel's sum and pf_activation_kernel's
+   function in one pass, for a GEMM whose bias is folded in here instead of a launch of its own. */
+/* The activations also write x16 (or NULL), the rounding of their output, when the next GEMM
+   reads it (pf_store16). */
+__global__ void pf_bias_activation_kernel(float *x, const void *bias, int dtype, size_t rows, size_t n, int act,
+                                          void *x16, int x16_dtype) {
+    PF_GRID_STRIDE(i, rows * n) {
+        float v = x[i];
+        v += pf_load(bias, dtype, i % n);
+        x[i] = pf_act(v, act);
+        pf_store16(x16, x16_dtype, i, x[i]);
+    }
+}
+
+__global__ void pf_activation_kernel(float *x, size_t count, int act, void *x16, int x16_dtype) {
+    PF_GRID_STRIDE(i, count) {
+        x[i] = pf_act(x[i], act);
+        pf_store16(x16, x16_dtype, i, x[i]);
+    }
 }
 
 /* out[row][i] = act(in[row][i]) * in[row][width + i]; in rows are 2 * width wide. */
-__global__ void pf_gated_activation_kernel(float *out, const float *in, size_t rows, size_t width, int act) {
+__global__ void pf_gated_activation_kernel(float *out, const float *in, size_t rows, size_t width, int act,
+                                           void *out16, int out16_dtype) {
     PF_GRID_STRIDE(k, rows * width) {
         size_t row = k / width, i = k % width;
         const float *r = in + row * 2 * width;
         out[k] = pf_act(r[i], act) * r[width + i];
+        pf_store16(out16, out16_dtype, k, out[k]);
     }
 }
 
@@ -751,6 +810,51 @@ __global__ void pf_attention_combine_kernel(float *out, const float *partials, i
     }
 }
 
+/* Greedy token choice: the better of two arg-max candidates (value, global index) is the larger
+   value, the lower index on ties; index -1 is no candidate. A total order, so any reduction tree
+   gives the same winner: the first maximum, as the host's sequential scan finds it. */
+__device__ __forceinline__ void pf_better_choice(float &value, int &index, float other_value, int other_index) {
+    if (other_index >= 0 && (index < 0 || other_value > value || (other_value == value && other_index < index))) {
+        value = other_value;
+        index = other_index;
+    }
+}
+
+/* One block per row of logits ([rows][n], global vocabulary ids first..first + n - 1): its
+   best candidate into values[row], indices[row]. The host scan (pf__argmax) starts at id 0 and
+   only a strictly larger value replaces the best, so a NaN never wins except at id 0, where
+   nothing can replace it: NaN at id 0 competes as +inf (and wins every tie by its index),
+   elsewhere it is skipped. A row with no candidate (all NaN, not holding id 0) gives -1. */
+__global__ void pf_argmax_kernel(float *values, int32_t *indices, const float *logits, size_t n, int first) {
+    __shared__ float red_value[32];
+    __shared__ int red_index[32];
+    const float *row = logits + (size_t)blockIdx.x * n;
+    float best = -INFINITY;
+    int at = -1;
+    for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
+        float v = row[i];
+        int id = first + (int)i;
+        if (isnan(v)) {
+            if (id != 0) continue;
+            v = INFINITY;
+        }
+        pf_better_choice(best, at, v, id);
+    }
+    for (int o = 16; o > 0; o >>= 1)
+        pf_better_choice(best, at, __shfl_xor_sync(0xffffffffu, best, o), __shfl_xor_sync(0xffffffffu, at, o));
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    if (lane == 0) {
+        red_value[warp] = best;
+        red_index[warp] = at;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < warps; w++) pf_better_choice(best, at, red_value[w], red_index[w]);
+        values[blockIdx.x] = best;
+        indices[blockIdx.x] = at;
+    }
+}
+
 /* Launches pf_kv_append_kernel into caches of element type C. */
 template <typename C>
 static int pf_cuda__kv_append(struct pf_cuda_rank *st, C *k_cache, C *v_cache, const float *qkv, const int *rows,
@@ -928,6 +1032,19 @@ int pf_cuda_free(struct pf_cuda_rank *st, void *ptr) {
     return PF_CUDA_OK;
 }
 
+/* Page-locked host memory (cudaMallocHost): a download into it is a direct DMA, without the
+   runtime's staging copy through a pinned bounce buffer. */
+int pf_cuda_host_alloc(struct pf_cuda_rank *st, void **ptr, size_t bytes) {
+    *ptr = NULL;
+    PF_CUDA_CHECK(st, cudaMallocHost, (ptr, bytes));
+    return PF_CUDA_OK;
+}
+
+/* Frees pf_cuda_host_alloc's memory (waits for the device). NULL is fine. */
+void pf_cuda_host_free(void *ptr) {
+    if (ptr) (void)cudaFreeHost(ptr);
+}
+
 /* Host to device, then waits so the host buffer may be reused at once. */
 int pf_cuda_upload(struct pf_cuda_rank *st, void *dst, const void *host, size_t bytes) {
     if (!bytes) return PF_CUDA_OK;
@@ -1022,17 +1139,48 @@ int pf_cuda_add_positions(struct pf_cuda_rank *st, float *x, const void *table, 
 }
 
 /* out[rows][n] = LayerNorm (rms 0) or RMSNorm (rms 1) of x[rows][n] times weight plus bias, each
-   in its own dtype; weight NULL: 1, bias NULL: 0. out may equal x. */
+   in its own dtype; weight NULL: 1, bias NULL: 0. out may equal x. out16: NULL, or room for
+   rows * n values of out16_dtype (PF_CUDA_F16/BF16) that receive out rounded to nearest, for a
+   pf_cuda_matmul over out that is then told its input is converted already. */
 int pf_cuda_norm(struct pf_cuda_rank *st, float *out, const float *x, const void *weight, int weight_dtype,
-                 const void *bias, int bias_dtype, size_t rows, size_t n, float eps, int rms) {
+                 const void *bias, int bias_dtype, size_t rows, size_t n, float eps, int rms, void *out16,
+                 int out16_dtype) {
     if (!rows || !n) return PF_CUDA_OK;
+    if (out16 && out16_dtype != PF_CUDA_F16 && out16_dtype != PF_CUDA_BF16)
+        return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_norm",
+                             "the 16-bit copy's dtype is neither fp16 nor bf16", __LINE__);
     unsigned threads = n >= PF_THREADS ? PF_THREADS : (unsigned)((n + 31) / 32 * 32); /* a multiple of 32 */
     const size_t most = (size_t)1 << 30; /* rows per launch, well within gridDim.x */
     for (size_t first = 0; first < rows; first += most) {
         size_t count = rows - first < most ? rows - first : most;
+        void *out16_part = out16 ? (char *)out16 + first * n * 2 : NULL; /* 2-byte elements */
         pf_norm_kernel<<<(unsigned)count, threads, 0, st->stream>>>(out + first * n, x + first * n, weight, weight_dtype,
-                                                                    bias, bias_dtype, n, eps, rms);
+                                                                    bias, bias_dtype, n, eps, rms, out16_part,
+                                                                    out16_dtype);
         PF_CUDA_CHECK_LAUNCH(st, pf_norm_kernel);
+    }
+    return PF_CUDA_OK;
+}
+
+/* x[rows][n] += y + bias (pf_cuda_add_residual's sum; y or bias may be NULL), then out = norm(x)
+   as pf_cuda_norm computes it (with its out16), in one launch: the residual stream is read once
+   and the norm that follows a residual add costs no launch of its own. out may equal x. */
+int pf_cuda_add_residual_norm(struct pf_cuda_rank *st, float *x, const float *y, const void *bias, int bias_dtype,
+                              float *out, const void *weight, int weight_dtype, const void *norm_bias,
+                              int norm_bias_dtype, size_t rows, size_t n, float eps, int rms, void *out16,
+                              int out16_dtype) {
+    if (!rows || !n) return PF_CUDA_OK;
+    if (out16 && out16_dtype != PF_CUDA_F16 && out16_dtype != PF_CUDA_BF16)
+        return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_add_residual_norm",
+                             "the 16-bit copy's dtype is neither fp16 nor bf16", __LINE__);
+    unsigned threads = n >= PF_THREADS ? PF_THREADS : (unsigned)((n + 31) / 32 * 32); /* as pf_cuda_norm's */
+    const size_t most = (size_t)1 << 30;
+    for (size_t first = 0; first < rows; first += most) {
+        size_t count = rows - first < most ? rows - first : most, at = first * n;
+        pf_add_residual_norm_kernel<<<(unsigned)count, threads, 0, st->stream>>>(
+            x + at, y ? y + at : NULL, bias, bias_dtype, out + at, weight, weight_dtype, norm_bias, norm_bias_dtype, n,
+            eps, rms, out16 ? (char *)out16 + at * 2 : NULL, out16_dtype);
+        PF_CUDA_CHECK_LAUNCH(st, pf_add_residual_norm_kernel);
     }
     return PF_CUDA_OK;
 }
@@ -1040,10 +1188,12 @@ int pf_cuda_norm(struct pf_cuda_rank *st, float *out, const float *x, const void
 /* out[rows][n_out] = x[rows][k] w^T + bias, w [n_out][k] row-major in w_dtype, bias [n_out] in
    bias_dtype or NULL. Row-major out = x w^T is column-major out^T = w^T x^T: cuBLAS gets A = w
    (k x n_out, transposed), B = x (k x rows). 16-bit weights: x is first rounded to that dtype
-   into x_scratch (room for rows * k of them); the GEMM accumulates in fp32 and writes fp32. fp32
-   weights: plain fp32 GEMM (no TF32). k = 0 gives out = bias (zeros without one). */
+   into x_scratch (room for rows * k of them) unless x_converted says x_scratch holds that already
+   (written by the norm that produced x, or by the GEMM before over the same x); the GEMM
+   accumulates in fp32 and writes fp32. fp32 weights: plain fp32 GEMM (no TF32). k = 0 gives
+   out = bias (zeros without one). */
 int pf_cuda_matmul(struct pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const void *bias,
-                   int bias_dtype, size_t rows, size_t n_out, size_t k, void *x_scratch) {
+                   int bias_dtype, size_t rows, size_t n_out, size_t k, void *x_scratch, int x_converted) {
     if (!rows || !n_out) return PF_CUDA_OK;
     if (rows > INT32_MAX || n_out > INT32_MAX || k > INT32_MAX)
         return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_matmul",
@@ -1058,9 +1208,11 @@ int pf_cuda_matmul(struct pf_cuda_rank *st, float *out, const float *x, const vo
                 return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_matmul",
                                      "16-bit weights need a conversion buffer", __LINE__);
             type = w_dtype == PF_CUDA_F16 ? CUDA_R_16F : CUDA_R_16BF;
-            pf_convert_kernel<<<pf_blocks(rows * k, PF_THREADS), PF_THREADS, 0, st->stream>>>(x_scratch, x, rows * k,
-                                                                                           w_dtype);
-            PF_CUDA_CHECK_LAUNCH(st, pf_convert_kernel);
+            if (!x_converted) {
+                pf_convert_kernel<<<pf_blocks(rows * k, PF_THREADS), PF_THREADS, 0, st->stream>>>(x_scratch, x,
+                                                                                               rows * k, w_dtype);
+                PF_CUDA_CHECK_LAUNCH(st, pf_convert_kernel);
+            }
             B = x_scratch;
         }
         const float one = 1.0f, zero = 0.0f;
@@ -1076,19 +1228,49 @@ int pf_cuda_matmul(struct pf_cuda_rank *st, float *out, const float *x, const vo
     return PF_CUDA_OK;
 }
 
-/* x = act(x) elementwise (PF_CUDA_GELU_TANH, _GELU_ERF, _RELU, _SILU, _TANH, _QUICK_GELU). */
-int pf_cuda_activation(struct pf_cuda_rank *st, float *x, size_t count, int act) {
+/* Greedy token choice on the device: for each of rows rows of logits ([rows][n], the rank's
+   vocabulary ids first..first + n - 1) the first maximum (pf_argmax_kernel) as (values[row],
+   indices[row]), device [rows] each; the host combines the ranks' candidates. */
+int pf_cuda_argmax(struct pf_cuda_rank *st, float *values, int32_t *indices, const float *logits, size_t rows, size_t n,
+                   int first) {
+    if (!rows) return PF_CUDA_OK;
+    if (rows > 2147483647u || n > 2147483647u || (size_t)first + n > 2147483648u)
+        return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_argmax",
+                             "rows or vocabulary ids exceed INT32_MAX", __LINE__);
+    const unsigned threads = 1024; /* a vocabulary row per block: 150k logits in ~150 loads a thread */
+    pf_argmax_kernel<<<(unsigned)rows, threads, 0, st->stream>>>(values, indices, logits, n, first);
+    PF_CUDA_CHECK_LAUNCH(st, pf_argmax_kernel);
+    return PF_CUDA_OK;
+}
+
+/* x = act(x) elementwise (PF_CUDA_GELU_TANH, _GELU_ERF, _RELU, _SILU, _TANH, _QUICK_GELU). The
+   activations' x16 (as pf_cuda_norm's out16): NULL, or room for their output rounded to x16_dtype,
+   for a pf_cuda_matmul over that output told its input is converted. */
+int pf_cuda_activation(struct pf_cuda_rank *st, float *x, size_t count, int act, void *x16, int x16_dtype) {
     if (!count) return PF_CUDA_OK;
-    pf_activation_kernel<<<pf_blocks(count, PF_THREADS), PF_THREADS, 0, st->stream>>>(x, count, act);
+    pf_activation_kernel<<<pf_blocks(count, PF_THREADS), PF_THREADS, 0, st->stream>>>(x, count, act, x16, x16_dtype);
     PF_CUDA_CHECK_LAUNCH(st, pf_activation_kernel);
     return PF_CUDA_OK;
 }
 
-/* out[rows][width] = act(in[row][i]) * in[row][width + i], in [rows][2 * width]. */
-int pf_cuda_gated_activation(struct pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act) {
+/* x[rows][n] = act(x + bias), bias [n] in dtype: the bias of the GEMM that wrote x (called
+   without it), folded into the activation's launch. */
+int pf_cuda_bias_activation(struct pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act,
+                            void *x16, int x16_dtype) {
+    if (!rows || !n) return PF_CUDA_OK;
+    pf_bias_activation_kernel<<<pf_blocks(rows * n, PF_THREADS), PF_THREADS, 0, st->stream>>>(x, bias, dtype, rows, n,
+                                                                                           act, x16, x16_dtype);
+    PF_CUDA_CHECK_LAUNCH(st, pf_bias_activation_kernel);
+    return PF_CUDA_OK;
+}
+
+/* out[rows][width] = act(in[row][i]) * in[row][width + i], in [rows][2 * width]; out16 as
+   pf_cuda_activation's x16. */
+int pf_cuda_gated_activation(struct pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act,
+                             void *out16, int out16_dtype) {
     if (!rows || !width) return PF_CUDA_OK;
-    pf_gated_activation_kernel<<<pf_blocks(rows * width, PF_THREADS), PF_THREADS, 0, st->stream>>>(out, in, rows,
-                                                                                                width, act);
+    pf_gated_activation_kernel<<<pf_blocks(rows * width, PF_THREADS), PF_THREADS, 0, st->stream>>>(
+        out, in, rows, width, act, out16, out16_dtype);
     PF_CUDA_CHECK_LAUNCH(st, pf_gated_activation_kernel);
     return PF_CUDA_OK;
 }

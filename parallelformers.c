@@ -13977,6 +13977,13 @@ typedef struct pf__attn_shape {
     int rel_rows, rel_buckets, rel_max_distance;
 } pf__attn_shape;
 
+/* One rank's candidate for a row's greedy token: its best logit and that token's vocabulary id
+   (-1: none), as the backend's argmax finds it. */
+typedef struct pf__choice {
+    float value;
+    int32_t index;
+} pf__choice;
+
 /* Operations a backend provides. All run on the rank's own thread, in order; activations are
    fp32 [tokens][features] row-major; an op never fails on its own except alloc (a backend whose
    calls can fail records it with pf__rank_fail). */
@@ -14045,6 +14052,20 @@ typedef struct pf__backend {
     /* Keys and values cached in the weights' dtype when that is 16-bit (half the memory and the
        bytes a decode step reads); 0: always fp32. Cross caches stay fp32 either way. */
     int cache_in_weight_dtype;
+    /* Greedy token choice where the logits are (NULL: they are downloaded and the host takes
+       pf__argmax of them): for rows rows of logits ([rows][n], vocabulary ids first..first+n-1),
+       each row's first maximum into best[row] (host), as pf__argmax's scan would find it in the
+       rank's slice: a NaN never wins except at id 0, where it competes as +inf; index -1 when
+       the slice has no candidate. pf__combine_choices picks among the ranks'. */
+    void (*argmax)(pf__rank *r, pf__choice *best, const float *logits, size_t rows, size_t n, int first);
+    /* add_residual(x, y, bias) then norm(out, x, weight, norm_bias) in one op, out may be x
+       (NULL: the forward calls the two; see pf__rank_residual_norm) */
+    void (*add_residual_norm)(pf__rank *r, float *x, const float *y, const pf__weight *bias, float *out,
+                              const pf__weight *weight, const pf__weight *norm_bias, size_t rows, size_t n, float eps,
+                              pf__norm kind);
+    /* x[rows][n] = act(x + bias): a GEMM's bias folded into the activation after it (NULL: the
+       GEMM adds it; see pf__rank_mlp_in) */
+    void (*bias_activation)(pf__rank *r, float *x, const pf__weight *bias, size_t rows, size_t n, pf__activation act);
 } pf__backend;
 
 /* A share of the split dimensions held by one rank. */
@@ -15338,6 +15359,9 @@ static const pf__backend pf__cpu_backend = {
     pf__cpu_copy, pf__cpu_download_rows, pf__cpu_copy, pf__cpu_embed, pf__cpu_add_positions, pf__cpu_norm, pf__cpu_matmul, pf__cpu_activation,
     pf__cpu_gated_activation, pf__cpu_add_residual, pf__cpu_rotary, pf__cpu_kv_append, pf__cpu_attend, pf__cpu_all_reduce,
     pf__cpu_reorder_rows, pf__cpu_device_memory, NULL, 0,
+    NULL, /* argmax: the host takes it of the logits */
+    NULL, /* add_residual_norm: the two ops, one pass each over host memory */
+    NULL, /* bias_activation: the bias in the GEMM */
 };
 
 /* =============================================================================================== */
@@ -15364,7 +15388,18 @@ typedef struct pf__job {
                              step.past positions move */
     int reorder_count;
     int reorder_cross;    /* REORDER: the cross caches' first step.cross_len positions move too */
+    int32_t *tokens;      /* FORWARD, greedy generation on a backend with argmax: host [batch], each
+                             sequence's arg-max token, chosen where the logits are (a release build
+                             then downloads no logits; a test build does, and checks the choice) */
 } pf__job;
+
+#ifdef PF_TESTING
+/* Test builds download the logits of a step whose tokens the devices chose too, and the
+   generation checks each such token against pf__argmax of them. */
+enum { pf__check_device_choices = 1 };
+#else
+enum { pf__check_device_choices = 0 };
+#endif
 
 /* A weight source: a tensor in the memory map, or (after pf_to_cpu gathered them) a host array. */
 typedef struct pf__source {
@@ -15398,6 +15433,8 @@ struct pf__group {
     int max_batch, cache_len;
     int32_t *zero_ids;    /* [max_batch] zeros: row 0 of a one-row table for every sequence */
     size_t max_tokens, logit_rows;
+    pf__choice *choices;  /* [num_ranks][max_batch]: the ranks' arg-max candidates of a step
+                             (backend->argmax), or NULL without one */
     float **gather;      /* PF__JOB_GATHER: host arrays, one per slot, filled by the ranks */
     /* PF__JOB_SETUP: weight bytes copied, of about progress_total (under mutex) */
     pf_progress_callback progress;
@@ -15686,6 +15723,7 @@ static void pf__group_destroy(pf__group *g) {
     free(g->ranks);
     free(g->reduce_in);
     free(g->zero_ids);
+    free(g->choices);
 #ifdef PF_TESTING
     free(g->collectives);
 #endif
@@ -16409,6 +16447,34 @@ static pf__attn_shape pf__rank_attn_shape(const pf__rank *r, const pf__tower *t)
     return shape;
 }
 
+/* x += y (+ bias), then out = norm(x): one op where the backend fuses them (one launch, the
+   residual stream read once), else add_residual and norm. */
+static void pf__rank_residual_norm(pf__rank *r, float *x, const float *y, const pf__weight *bias, float *out,
+                                   const pf__weight *weight, const pf__weight *norm_bias, size_t rows, size_t n,
+                                   float eps, pf__norm kind) {
+    const pf__backend *be = r->backend;
+    if (be->add_residual_norm) {
+        be->add_residual_norm(r, x, y, bias, out, weight, norm_bias, rows, n, eps, kind);
+        return;
+    }
+    be->add_residual(r, x, y, bias, rows, n);
+    be->norm(r, out, x, weight, norm_bias, rows, n, eps, kind);
+}
+
+/* out = act(in W^T + bias), a non-gated MLP's first projection (rows of width W->rows): the bias
+   folded into the activation's launch where the backend can, else added by the GEMM. */
+static void pf__rank_mlp_in(pf__rank *r, float *out, const float *in, const pf__weight *W, const pf__weight *bias,
+                            size_t rows, pf__activation act) {
+    const pf__backend *be = r->backend;
+    if (bias && be->bias_activation) {
+        be->matmul(r, out, in, W, NULL, rows);
+        be->bias_activation(r, out, bias, rows, W->rows, act);
+        return;
+    }
+    be->matmul(r, out, in, W, bias, rows);
+    be->activation(r, out, rows * W->rows, act);
+}
+
 /* A decoder block's attention over the encoder's output: x += sum over ranks of
    attend(norm(x) Wq_r, the cached encoder keys and values) Wo_r, + bo once (post-norm: then
    x = norm(x)). Block l's cross keys and values are in the rank's cross caches, packed by the
@@ -16441,13 +16507,23 @@ static void pf__rank_cross_attention(pf__rank *r, const pf__step *s, const pf__w
         be->attend(r, r->attn, r->qkv, r->cross_k + decoder_block * layer, r->cross_v + decoder_block * layer, &keys, &shape);
     be->matmul(r, r->part, r->attn, &L[PF__SLOT_CROSS_OUT_WEIGHT], NULL, N);
     pf__all_reduce(r, r->part, N * d, "the cross-attention output's all-reduce");
-    be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_CROSS_OUT_BIAS]), N, d);
-    if (!c->pre_norm) be->norm(r, r->x, r->x, &L[PF__SLOT_CROSS_NORM_WEIGHT], norm_b, N, d, eps, kind);
+    if (c->pre_norm) be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_CROSS_OUT_BIAS]), N, d);
+    else pf__rank_residual_norm(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_CROSS_OUT_BIAS]), r->x,
+                                &L[PF__SLOT_CROSS_NORM_WEIGHT], norm_b, N, d, eps, kind);
 }
 
+/* A pre-norm block's last residual add, left for the next block's first norm to do in the same
+   op (pf__rank_residual_norm): x += part (+ bias) is pending while `pending`. */
+typedef struct pf__residual {
+    int pending;
+    const pf__weight *bias; /* or NULL */
+} pf__residual;
+
 /* One block l of a tower on x: attention over the cache (appending this step's keys), the
-   encoder's output for a decoder tower of an encoder-decoder, then the MLP. */
-static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, int l, pf__attn_shape *shape) {
+   encoder's output for a decoder tower of an encoder-decoder, then the MLP. *residual: the
+   previous block's residual add still to do on entry; this block's on return. */
+static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, int l, pf__attn_shape *shape,
+                           pf__residual *residual) {
     const pf__group *g = r->group;
     const pf__config *c = &g->model->config;
     const pf__arch *a = &pf__archs[c->arch];
@@ -16464,10 +16540,16 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     const pf__weight *attn_norm_b = PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]);
     const pf__weight *mlp_norm_b = PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]);
 
-    /* h = norm1(x) (pre-norm), or x itself (post-norm) */
+    /* h = norm1(x) (pre-norm; x += the previous block's part + bdown first, when pending), or x
+       itself (post-norm) */
     const float *attn_in = r->x;
     if (c->pre_norm) {
-        be->norm(r, r->h, r->x, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b, N, d, eps, a->norm);
+        if (residual->pending)
+            pf__rank_residual_norm(r, r->x, r->part, residual->bias, r->h, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b,
+                                   N, d, eps, a->norm);
+        else
+            be->norm(r, r->h, r->x, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b, N, d, eps, a->norm);
+        residual->pending = 0;
         attn_in = r->h;
     }
     /* qkv = h Wqkv_r^T + bqkv_r: this rank's query and key/value heads only */
@@ -16488,10 +16570,14 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
            x += sum over ranks of part + bo + bdown: one all-reduce for both sublayers */
         if (PF__HAS(L[PF__SLOT_MLP_NORM_WEIGHT])) /* h = norm2(x); norm1's h is spent */
             be->norm(r, r->h, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
-        be->matmul(r, r->mlp, r->h, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N);
         const float *act = r->mlp;
-        if (c->gated_mlp) be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;
-        else be->activation(r, r->mlp, N * mlp_width, c->activation);
+        if (c->gated_mlp) {
+            be->matmul(r, r->mlp, r->h, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N);
+            be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;
+        } else {
+            pf__rank_mlp_in(r, r->mlp, r->h, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N,
+                            c->activation);
+        }
         be->matmul(r, r->h, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
         be->add_residual(r, r->part, r->h, NULL, N, d);
         pf__all_reduce(r, r->part, N * d, "the parallel block's all-reduce");
@@ -16500,35 +16586,52 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
         return;
     }
     /* x += sum over ranks of part, + bo once; post-norm: x = norm1(x); BLOOM's
-       residual-from-norm: x = h + ... */
+       residual-from-norm: x = h + ...; pre-norm without cross-attention: h = norm2(x) at once */
     if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
     pf__all_reduce(r, r->part, N * d, "the attention output's all-reduce");
-    be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), N, d);
-    if (!c->pre_norm) be->norm(r, r->x, r->x, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b, N, d, eps, a->norm);
+    const pf__weight *attn_out_b = PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]);
+    int mlp_norm_done = c->pre_norm && !t->cross;
+    if (!c->pre_norm)
+        pf__rank_residual_norm(r, r->x, r->part, attn_out_b, r->x, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b, N, d,
+                               eps, a->norm);
+    else if (mlp_norm_done)
+        pf__rank_residual_norm(r, r->x, r->part, attn_out_b, r->h, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps,
+                               a->norm);
+    else
+        be->add_residual(r, r->x, r->part, attn_out_b, N, d);
     if (t->cross) pf__rank_cross_attention(r, s, L, l - t->first_block, shape);
     const float *mlp_in = r->x;
     if (c->pre_norm) {
-        be->norm(r, r->h, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
+        if (!mlp_norm_done) be->norm(r, r->h, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
         mlp_in = r->h;
         if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
     }
     /* mlp = act(h Win_r^T + bin_r), or act(gate) * up: this rank's columns */
-    be->matmul(r, r->mlp, mlp_in, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N);
     const float *act = r->mlp;
-    if (c->gated_mlp) be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;
-    else be->activation(r, r->mlp, N * mlp_width, c->activation);
+    if (c->gated_mlp) {
+        be->matmul(r, r->mlp, mlp_in, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N);
+        be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;
+    } else {
+        pf__rank_mlp_in(r, r->mlp, mlp_in, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N,
+                        c->activation);
+    }
     /* part = mlp Wdown_r^T, summed over ranks; x += part + bdown; post-norm: x = norm2(x) */
     be->matmul(r, r->part, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
     pf__all_reduce(r, r->part, N * d, "the MLP output's all-reduce");
-    be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), N, d);
-    if (!c->pre_norm) be->norm(r, r->x, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
+    if (c->pre_norm) *residual = (pf__residual){1, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS])}; /* x += part + bdown: next */
+    else pf__rank_residual_norm(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), r->x,
+                                &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
 }
 
 /* A tower's stages on the step's tokens: the embedding, then its blocks; x holds the result. */
 static void pf__rank_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)r->group->model->config.hidden_size;
     pf__rank_embed(r, s, t);
     pf__attn_shape shape = pf__rank_attn_shape(r, t);
-    for (int l = t->first_block; l < t->end_block && !pf__rank_failed(r); l++) pf__rank_block(r, s, t, l, &shape);
+    pf__residual residual = {0, NULL};
+    for (int l = t->first_block; l < t->end_block && !pf__rank_failed(r); l++)
+        pf__rank_block(r, s, t, l, &shape, &residual);
+    if (residual.pending) r->backend->add_residual(r, r->x, r->part, residual.bias, N, d); /* the last block's */
 }
 
 /* x = the tower's final norm of x, where it has one (pre-norm towers). */
@@ -16603,7 +16706,8 @@ static void pf__rank_forward(pf__rank *r, const pf__job *job) {
 }
 
 /* logits = h (projected out) Wlm^T (+ b) for the rank's vocabulary rows, written into its columns
-   of the host logits, in chunks of logit_rows; h_rows are `width` apart. */
+   of the host logits, in chunks of logit_rows; h_rows are `width` apart. A greedy step
+   (job->tokens) keeps them on the device and writes the rank's arg-max candidates instead. */
 static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *h_rows, size_t rows, size_t width) {
     const pf__group *g = r->group;
     const pf__config *c = &g->model->config;
@@ -16618,8 +16722,12 @@ static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *
             h = r->part;
         }
         r->backend->matmul(r, r->logits, h, &W[PF__SLOT_LM_HEAD], PF__OR_NULL(W[PF__SLOT_LM_HEAD_BIAS]), n);
-        r->backend->download_rows(r, job->logits + first * vocab + r->share.vocab_begin, vocab * sizeof(float),
-                                  r->logits, mine * sizeof(float), mine * sizeof(float), n);
+        if (job->tokens)
+            r->backend->argmax(r, g->choices + (size_t)r->index * g->max_batch + first, r->logits, n, mine,
+                               r->share.vocab_begin);
+        if (!job->tokens || pf__check_device_choices)
+            r->backend->download_rows(r, job->logits + first * vocab + r->share.vocab_begin, vocab * sizeof(float),
+                                      r->logits, mine * sizeof(float), mine * sizeof(float), n);
     }
 }
 
@@ -16734,11 +16842,15 @@ static void pf__rank_reorder(pf__rank *r, const pf__job *job) {
    exact once pf_parallelize returns. The scratch includes device copies of the step's host
    arrays: the rotary frequencies (pf__step.inv_freq), the left pads of a padded batch
    (pf__step.pad) and beam search's row order (reorder_rows' src), each queued from a host copy
-   kept in the rank state whenever the step's differ from it; and, with max_batch > 1, the beam
-   reorder's buffer (one layer's K or V cache, as the CPU backend's).
+   kept in the rank state whenever the step's differ from it; with max_batch > 1, the beam
+   reorder's buffer (one layer's K or V cache, as the CPU backend's); and, on ranks holding
+   vocabulary rows, a greedy step's arg-max candidates (with a pinned host copy they are
+   downloaded into, the one host allocation outside the accounting).
 
    Each op mirrors the CPU backend's (the reference): weights are in the group's dtype, except
-   CTRL's fp32 sinusoid table, so every weight passes its own dtype to kernels.cu.
+   CTRL's fp32 sinusoid table, so every weight passes its own dtype to kernels.cu. Some ops fuse
+   two of the CPU's with the same arithmetic (add_residual_norm, bias_activation), and the norms
+   and activations with 16-bit weights also write the next GEMM's rounded input (x16_now).
 
    Per group (g->backend_state, a pf__cuda_group_state): ranks on distinct GPUs all-reduce with
    NCCL (ncclCommInitAll in group_begin, on the caller's thread). Ranks sharing a GPU (device ids
@@ -16782,6 +16894,10 @@ int pf_cuda_free(pf_cuda_rank *st, void *ptr);
 int pf_cuda_upload(pf_cuda_rank *st, void *dst, const void *host, size_t bytes);
 int pf_cuda_upload_async(pf_cuda_rank *st, void *dst, const void *host, size_t bytes);
 int pf_cuda_download(pf_cuda_rank *st, void *host, const void *src, size_t bytes);
+int pf_cuda_host_alloc(pf_cuda_rank *st, void **ptr, size_t bytes);
+void pf_cuda_host_free(void *ptr);
+int pf_cuda_argmax(pf_cuda_rank *st, float *values, int32_t *indices, const float *logits, size_t rows, size_t n,
+                   int first);
 int pf_cuda_copy_async(pf_cuda_rank *st, void *dst, const void *src, size_t bytes);
 int pf_cuda_copy_peer_async(pf_cuda_rank *st, void *dst, const void *src, int src_device, size_t bytes);
 int pf_cuda_stream_sync(pf_cuda_rank *st);
@@ -16793,11 +16909,17 @@ int pf_cuda_embed(pf_cuda_rank *st, float *out, const void *tokens, int dtype, c
 int pf_cuda_add_positions(pf_cuda_rank *st, float *x, const void *table, int dtype, const int *pad, int batch, int T,
                           int past, size_t offset, size_t d);
 int pf_cuda_norm(pf_cuda_rank *st, float *out, const float *x, const void *weight, int weight_dtype, const void *bias,
-                 int bias_dtype, size_t rows, size_t n, float eps, int rms);
+                 int bias_dtype, size_t rows, size_t n, float eps, int rms, void *out16, int out16_dtype);
+int pf_cuda_add_residual_norm(pf_cuda_rank *st, float *x, const float *y, const void *bias, int bias_dtype, float *out,
+                              const void *weight, int weight_dtype, const void *norm_bias, int norm_bias_dtype,
+                              size_t rows, size_t n, float eps, int rms, void *out16, int out16_dtype);
 int pf_cuda_matmul(pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const void *bias,
-                   int bias_dtype, size_t rows, size_t n_out, size_t k, void *x_scratch);
-int pf_cuda_activation(pf_cuda_rank *st, float *x, size_t count, int act);
-int pf_cuda_gated_activation(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act);
+                   int bias_dtype, size_t rows, size_t n_out, size_t k, void *x_scratch, int x_converted);
+int pf_cuda_activation(pf_cuda_rank *st, float *x, size_t count, int act, void *x16, int x16_dtype);
+int pf_cuda_gated_activation(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act,
+                             void *out16, int out16_dtype);
+int pf_cuda_bias_activation(pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act,
+                            void *x16, int x16_dtype);
 int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype, size_t rows,
                          size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
@@ -16822,6 +16944,13 @@ int pf_cuda_nccl_all_reduce(pf_cuda_rank *st, void *comm, float *x, size_t count
 
 /* ---- state ---- */
 
+/* What the GEMM input buffer x16 holds: the first `elements` activations at x (rows of a GEMM's
+   input, row-major) rounded to the weights' dtype, or x NULL for nothing known. */
+typedef struct pf__cuda_x16_holds {
+    const float *x;
+    size_t elements;
+} pf__cuda_x16_holds;
+
 typedef struct pf__cuda_rank_state {
     pf_cuda_rank *cu;         /* NULL when rank_begin could not set the device up */
     pf_result init_error;     /* then: why, reported by the rank's first operation */
@@ -16830,6 +16959,12 @@ typedef struct pf__cuda_rank_state {
     void *workspace;          /* cuBLAS workspace, pf_cuda_workspace_bytes() */
     int32_t *ids;             /* [max_tokens]: the step's token ids */
     void *x16;                /* [max_tokens][widest GEMM input] fp16/bf16: GEMM input */
+    size_t x16_elements;      /* its room */
+    /* x16's contents as the last op left them (a norm writes its output's rounding there, a GEMM
+       its converted input), and as the op before the current one left them: pf__cuda_begin moves
+       the first to the second and clears it, so only the op right after the writer may use the
+       copy (any other op in between may have written its source). */
+    pf__cuda_x16_holds x16_now, x16_before;
     float *partials;          /* decode attention partial sums, per local query head */
     float *inv_freq;          /* [rotary_dim / 2]: the rotary frequencies on the device */
     float *inv_freq_host;     /* [rotary_dim / 2], malloc'd: what inv_freq holds (or is queued to) */
@@ -16847,6 +16982,9 @@ typedef struct pf__cuda_rank_state {
     int *src_host;            /* [2 max_batch], malloc'd: what src holds (or is queued to) */
     int src_count;            /* entries of src_host queued to src */
     float *reorder_tmp;       /* [max_batch * cache_len * kv_width]: beam reorder, when max_batch > 1 */
+    float *choice;            /* [2 logit_rows]: a greedy step's arg-max candidates, values then ids
+                                 (int32), on the device; ranks holding vocabulary rows */
+    void *choice_host;        /* the same in pinned host memory (pf_cuda_host_alloc) */
 } pf__cuda_rank_state;
 
 typedef struct pf__cuda_group_state {
@@ -16901,6 +17039,10 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs);
    the rank already failed, its device could not be set up, or the NCCL communicators broke. */
 static pf__cuda_rank_state *pf__cuda_begin(pf__rank *r, int need_scratch) {
     pf__cuda_rank_state *rs = (pf__cuda_rank_state *)r->backend_state;
+    if (rs) {
+        rs->x16_before = rs->x16_now;
+        memset(&rs->x16_now, 0, sizeof rs->x16_now);
+    }
     if (r->error || !rs) return NULL;
     if (!rs->cu) {
         pf__rank_fail(r, rs->init_error, "GPU %d: %s", r->device, rs->init_message);
@@ -16940,6 +17082,7 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     if (rs->workspace) pf__cuda_ok(r, pf_cuda_set_workspace(rs->cu, rs->workspace, pf_cuda_workspace_bytes()));
     rs->ids = (int32_t *)pf__rank_alloc(r, T * sizeof(int32_t));
     if (g->dtype != PF__DTYPE_F32) rs->x16 = pf__rank_alloc(r, T * k_max * pf__dtype_size(g->dtype));
+    rs->x16_elements = rs->x16 ? T * k_max : 0;
     if (width)
         rs->partials = (float *)pf__rank_alloc(
             r, pf_cuda_attention_scratch_floats(g->max_batch, r->share.heads, c->head_dim) * sizeof(float));
@@ -16972,6 +17115,10 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
             rs->reorder_tmp = (float *)pf__rank_alloc(r, batch * g->cache_len * kv_width * sizeof(float));
     }
     if (!rs->pad_host || (batch > 1 && !rs->src_host)) pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    if (r->share.vocab_rows > 0 && !r->error) {
+        rs->choice = (float *)pf__rank_alloc(r, 2 * g->logit_rows * sizeof(float));
+        if (rs->choice) pf__cuda_ok(r, pf_cuda_host_alloc(rs->cu, &rs->choice_host, 2 * g->logit_rows * sizeof(float)));
+    }
     r->allocating = kind;
     return r->error ? -1 : 0;
 }
@@ -17089,6 +17236,7 @@ static void pf__cuda_rank_end(pf__rank *r) {
     if (!rs) return;
     if (rs->cu) {
         if (pf__cuda_broken(r->group)) pf__cuda_abort_own_comm(r); /* cuBLAS's destroy waits for the device */
+        pf_cuda_host_free(rs->choice_host);
         pf_cuda_rank_destroy(rs->cu);
     }
     free(rs->inv_freq_host);
@@ -17134,6 +17282,26 @@ static void pf__cuda_download_rows(pf__rank *r, void *host, size_t host_stride, 
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 0);
     if (!rs || pf__cuda_wait(r, rs)) return;
     pf__cuda_ok(r, pf_cuda_download_rows(rs->cu, host, host_stride, src, src_stride, row_bytes, rows));
+}
+
+/* The kernel's candidates come back in one download of 8 bytes a row into pinned memory: no
+   logits, and no staging copy through the runtime's bounce buffer. */
+static void pf__cuda_argmax(pf__rank *r, pf__choice *best, const float *logits, size_t rows, size_t n, int first) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    if (!rs->choice_host || rows > r->group->logit_rows) {
+        pf__rank_fail(r, PF_ERROR_DEVICE, "GPU %d: no buffer for the arg-max of %zu rows", r->device, rows);
+        pf__cuda_break(r->group);
+        return;
+    }
+    int32_t *ids = (int32_t *)(void *)(rs->choice + rows); /* int32 words after the values */
+    if (!pf__cuda_ok(r, pf_cuda_argmax(rs->cu, rs->choice, ids, logits, rows, n, first)) || pf__cuda_wait(r, rs)) return;
+    if (!pf__cuda_ok(r, pf_cuda_download(rs->cu, rs->choice_host, rs->choice, 2 * rows * sizeof(float)))) return;
+    const char *host = (const char *)rs->choice_host;
+    for (size_t i = 0; i < rows; i++) {
+        memcpy(&best[i].value, host + i * sizeof(float), sizeof(float));
+        memcpy(&best[i].index, host + (rows + i) * sizeof(float), sizeof(int32_t));
+    }
 }
 
 static void pf__cuda_copy(pf__rank *r, void *dst, const void *src, size_t bytes) {
@@ -17234,14 +17402,42 @@ static void pf__cuda_add_positions(pf__rank *r, float *x, const pf__weight *tabl
                                          s->seq_len, s->past, (size_t)offset, table->cols));
 }
 
+/* With 16-bit weights a norm or an activation also writes its output's rounding into x16 (where
+   it fits): a GEMM over that output right after (qkv, the MLP's input and down projection, the
+   LM head) then needs no conversion launch. NULL: no copy. */
+static void *pf__cuda_out16(const pf__cuda_rank_state *rs, size_t elements) {
+    return rs->x16 && elements <= rs->x16_elements ? rs->x16 : NULL;
+}
+
 static void pf__cuda_norm(pf__rank *r, float *out, const float *x, const pf__weight *weight, const pf__weight *bias,
                           size_t rows, size_t n, float eps, pf__norm kind) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
-    pf__cuda_ok(r, pf_cuda_norm(rs->cu, out, x, weight ? weight->data : NULL,
-                                pf__cuda_dtype(weight ? weight->dtype : PF__DTYPE_F32), bias ? bias->data : NULL,
-                                pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows, n, eps,
-                                kind == PF__NORM_RMS));
+    void *out16 = pf__cuda_out16(rs, rows * n);
+    if (!pf__cuda_ok(r, pf_cuda_norm(rs->cu, out, x, weight ? weight->data : NULL,
+                                     pf__cuda_dtype(weight ? weight->dtype : PF__DTYPE_F32), bias ? bias->data : NULL,
+                                     pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows, n, eps,
+                                     kind == PF__NORM_RMS, out16, pf__cuda_dtype(r->group->dtype))))
+        return;
+    if (out16) rs->x16_now = (pf__cuda_x16_holds){out, rows * n};
+}
+
+/* add_residual then norm in one launch (the norm's 16-bit copy as pf__cuda_norm's). */
+static void pf__cuda_add_residual_norm(pf__rank *r, float *x, const float *y, const pf__weight *bias, float *out,
+                                       const pf__weight *weight, const pf__weight *norm_bias, size_t rows, size_t n,
+                                       float eps, pf__norm kind) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    void *out16 = pf__cuda_out16(rs, rows * n);
+    if (!pf__cuda_ok(r, pf_cuda_add_residual_norm(rs->cu, x, y, bias ? bias->data : NULL,
+                                                  pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), out,
+                                                  weight ? weight->data : NULL,
+                                                  pf__cuda_dtype(weight ? weight->dtype : PF__DTYPE_F32),
+                                                  norm_bias ? norm_bias->data : NULL,
+                                                  pf__cuda_dtype(norm_bias ? norm_bias->dtype : PF__DTYPE_F32), rows, n,
+                                                  eps, kind == PF__NORM_RMS, out16, pf__cuda_dtype(r->group->dtype))))
+        return;
+    if (out16) rs->x16_now = (pf__cuda_x16_holds){out, rows * n};
 }
 
 static void pf__cuda_matmul(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__weight *bias,
@@ -17255,8 +17451,15 @@ static void pf__cuda_matmul(pf__rank *r, float *out, const float *x, const pf__w
 #endif
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
-    pf__cuda_ok(r, pf_cuda_matmul(rs->cu, out, x, w->data, pf__cuda_dtype(w->dtype), bias ? bias->data : NULL,
-                                  pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows, w->rows, w->cols, rs->x16));
+    /* x16 holds x rounded when the op just before wrote it so, in this weight's dtype */
+    const pf__cuda_x16_holds *held = &rs->x16_before;
+    int converted = held->x == x && held->elements == rows * w->cols && w->dtype == r->group->dtype;
+    if (!pf__cuda_ok(r, pf_cuda_matmul(rs->cu, out, x, w->data, pf__cuda_dtype(w->dtype), bias ? bias->data : NULL,
+                                       pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows, w->rows, w->cols,
+                                       rs->x16, converted)))
+        return;
+    if (rs->x16 && w->dtype != PF__DTYPE_F32 && w->cols) /* a GEMM over the same x next may reuse it */
+        rs->x16_now = (pf__cuda_x16_holds){x, rows * w->cols};
 }
 
 static int pf__cuda_act(pf__activation act) {
@@ -17273,13 +17476,32 @@ static int pf__cuda_act(pf__activation act) {
 
 static void pf__cuda_activation(pf__rank *r, float *x, size_t count, pf__activation act) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
-    if (rs) pf__cuda_ok(r, pf_cuda_activation(rs->cu, x, count, pf__cuda_act(act)));
+    if (!rs) return;
+    void *x16 = pf__cuda_out16(rs, count);
+    if (pf__cuda_ok(r, pf_cuda_activation(rs->cu, x, count, pf__cuda_act(act), x16, pf__cuda_dtype(r->group->dtype))) && x16)
+        rs->x16_now = (pf__cuda_x16_holds){x, count};
+}
+
+static void pf__cuda_bias_activation(pf__rank *r, float *x, const pf__weight *bias, size_t rows, size_t n,
+                                     pf__activation act) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    void *x16 = pf__cuda_out16(rs, rows * n);
+    if (pf__cuda_ok(r, pf_cuda_bias_activation(rs->cu, x, bias->data, pf__cuda_dtype(bias->dtype), rows, n,
+                                               pf__cuda_act(act), x16, pf__cuda_dtype(r->group->dtype))) &&
+        x16)
+        rs->x16_now = (pf__cuda_x16_holds){x, rows * n};
 }
 
 static void pf__cuda_gated_activation(pf__rank *r, float *out, const float *in, size_t rows, size_t width,
                                       pf__activation act) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
-    if (rs) pf__cuda_ok(r, pf_cuda_gated_activation(rs->cu, out, in, rows, width, pf__cuda_act(act)));
+    if (!rs) return;
+    void *out16 = pf__cuda_out16(rs, rows * width);
+    if (pf__cuda_ok(r, pf_cuda_gated_activation(rs->cu, out, in, rows, width, pf__cuda_act(act), out16,
+                                                pf__cuda_dtype(r->group->dtype))) &&
+        out16)
+        rs->x16_now = (pf__cuda_x16_holds){out, rows * width};
 }
 
 static void pf__cuda_add_residual(pf__rank *r, float *x, const float *y, const pf__weight *bias, size_t rows,
@@ -17471,6 +17693,9 @@ static const pf__backend pf__cuda_table = {
     .device_memory = pf__cuda_device_memory,
     .prepare = pf__cuda_prepare,
     .cache_in_weight_dtype = 1,
+    .argmax = pf__cuda_argmax,
+    .add_residual_norm = pf__cuda_add_residual_norm,
+    .bias_activation = pf__cuda_bias_activation,
 };
 
 /* A device is present and the runtime works; quiet (0) when the driver or the device is missing. */
@@ -17589,7 +17814,8 @@ static pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_
         memset(logits, 0, logit_floats * sizeof(float));
     }
     g->zero_ids = (int32_t *)calloc((size_t)g->max_batch, sizeof(int32_t));
-    if (!g->ranks || !g->reduce_in || !logits || !g->zero_ids) {
+    if (backend->argmax) g->choices = (pf__choice *)calloc((size_t)num_ranks * g->max_batch, sizeof *g->choices);
+    if (!g->ranks || !g->reduce_in || !logits || !g->zero_ids || (backend->argmax && !g->choices)) {
         pf__group_destroy(g);
         return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }
@@ -21621,10 +21847,43 @@ static pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job) {
     return r;
 }
 
+#ifdef PF_TESTING
+int pf_testing_device_choices; /* test hook: tokens the devices chose (pf__combine_choices) */
+#endif
+
+/* Each row's greedy token from the ranks' candidates (g->choices) of the last forward: the
+   larger logit, the lower id on ties. The candidates are each slice's first maximum, so this is
+   the first maximum of the whole row, as pf__argmax finds it on the host. */
+static void pf__combine_choices(const pf__group *g, int rows, int32_t *tokens) {
+    for (int b = 0; b < rows; b++) {
+        pf__choice best = {-INFINITY, -1};
+        for (int k = 0; k < g->num_ranks; k++) {
+            if (!g->ranks[k].weights || !g->ranks[k].weights[PF__SLOT_LM_HEAD].rows) continue; /* no vocabulary: wrote none */
+            pf__choice c = g->choices[(size_t)k * g->max_batch + b];
+            if (c.index >= 0 &&
+                (best.index < 0 || c.value > best.value || (c.value == best.value && c.index < best.index)))
+                best = c;
+        }
+        tokens[b] = best.index >= 0 ? best.index : 0; /* the slice holding id 0 always has a candidate */
+    }
+#ifdef PF_TESTING
+    pf_testing_device_choices += rows;
+#endif
+}
+
+/* A generation step's forward; with job->tokens, the rows' greedy tokens from the ranks'. */
+static pf_result pf__forward_choosing(pf_model *m, const pf__job *job) {
+    pf_result r = pf__forward_in_chunks(m, job);
+    if (!r && job->tokens) pf__combine_choices(m->group, job->step.batch, job->tokens);
+    return r;
+}
+
 /* cross_pads, cross_len: an encoder-decoder's source pads of each row and the sources' width
-   (the cross caches hold the rows' encoder outputs); NULL, 0 for a decoder. */
+   (the cross caches hold the rows' encoder outputs); NULL, 0 for a decoder. tokens: host
+   [num_rows] for the rows' greedy tokens chosen on the devices, or NULL for their logits in
+   m->logits. */
 static pf_result pf__generate_step(pf_model *m, pf__row *rows, int num_rows, int prefill, int32_t *ids, int *pads,
-                                   const int *cross_pads, int cross_len) {
+                                   const int *cross_pads, int cross_len, int32_t *tokens) {
     pf__job job;
     memset(&job, 0, sizeof job);
     int width = prefill ? rows[0].length : 1;
@@ -21641,7 +21900,8 @@ static pf_result pf__generate_step(pf_model *m, pf__row *rows, int num_rows, int
     job.step.cross_pad = cross_pads;
     job.step.cross_len = cross_len;
     job.logits = m->logits;
-    return pf__forward_in_chunks(m, &job);
+    job.tokens = tokens;
+    return pf__forward_choosing(m, &job);
 }
 
 /* Row i of the caches becomes old row src[i]: the first `length` positions of the decoder's, and
@@ -21735,7 +21995,45 @@ typedef struct pf__generation_state {
     int *source_pads;             /* [batch] */
     int *cross_pads;              /* [num_rows]: the source pads of each row's prompt */
     int source_width;
+    int32_t *argmax_tokens;       /* [num_rows]: a step's greedy tokens, chosen on the devices */
+    const int32_t *device_tokens; /* the last step's tokens when the devices chose them (argmax_tokens,
+                                     or the batcher's), else NULL: chosen from the logits */
 } pf__generation_state;
+
+/* Whether a row's next token is the plain arg-max of its logits: greedy, and none of the logits
+   processors pf__generation_sample_step applies (pf__process_scores, pf__ban_source_ngrams,
+   pf__timestamp_rules, pf__force_tokens) changes a score at this step. Only then may the devices
+   choose it without the logits coming to the host; a processor added there must be ruled out
+   here too (a test build checks every device choice against pf__argmax, not the processors). */
+static int pf__choice_is_argmax(const pf__generation_state *st, const pf__row *row) {
+    const pf_generate_options *o = st->o;
+    if (o->do_sample || st->beams > 1) return 0;
+    if (o->repetition_penalty != 1.0f || o->no_repeat_ngram_size > 0 || o->num_bad_words > 0 ||
+        o->num_suppress_tokens > 0 || o->return_timestamps || (o->encoder_no_repeat_ngram_size > 0 && st->sources))
+        return 0;
+    int new_tokens = row->length - row->pad - row->prompt;
+    if (st->num_eos > 0 && (row->length < st->min_length || new_tokens < o->min_new_tokens)) return 0; /* eos masked */
+    if (o->num_begin_suppress_tokens > 0 && new_tokens == 0) return 0;
+    int32_t forced = row->length == 1                   ? o->forced_bos_token_id
+                     : row->length == st->max_length - 1 ? o->forced_eos_token_id
+                                                         : -1;
+    return !(forced >= 0 && forced < st->vocab);
+}
+
+/* Whether every live row of a request takes the plain arg-max at this step. */
+static int pf__generation_argmax_only(const pf__generation_state *st) {
+    for (int i = 0; i < st->num_rows; i++)
+        if (!st->rows[i].done && !pf__choice_is_argmax(st, &st->rows[i])) return 0;
+    return 1;
+}
+
+/* Before a step of one request: where its forward leaves the tokens (st->argmax_tokens, when the
+   backend can choose them and every live row takes the plain arg-max), or NULL for the logits. */
+static int32_t *pf__choose_on_devices(pf__generation_state *st) {
+    int devices = st->m->group->backend->argmax && st->argmax_tokens && pf__generation_argmax_only(st);
+    st->device_tokens = devices ? st->argmax_tokens : NULL;
+    return devices ? st->argmax_tokens : NULL;
+}
 
 /* Phase 1: the prompts fit the model and the cache; the lengths as transformers resolves them
    (20 new tokens by default), bounded by the cache. */
@@ -21800,9 +22098,10 @@ static pf_result pf__generation_alloc(pf__generation_state *st, const int32_t *c
     st->next_tokens = (int32_t *)malloc(rows * sizeof *st->next_tokens);
     st->next_scores = (float *)malloc(rows * sizeof *st->next_scores);
     st->streams = (pf__stream_state *)calloc(rows, sizeof *st->streams);
+    st->argmax_tokens = (int32_t *)malloc(rows * sizeof *st->argmax_tokens);
     if (!st->rows || !st->pool[0] || (beams > 1 && !st->pool[1]) || !st->candidates || !st->ids || !st->pads ||
         !st->src || !st->seen || !st->hyps || !st->num_hyps || !st->open || !st->next_tokens || !st->next_scores ||
-        !st->streams)
+        !st->streams || !st->argmax_tokens)
         return PF__FAIL(st->m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (int i = 0; i < st->num_rows; i++) {
         int b = i / st->per_prompt;
@@ -21842,7 +22141,8 @@ static pf_result pf__generation_prefill_seq2seq(pf__generation_state *st) {
         st->cross_pads[i] = st->source_pads[i / st->per_prompt];
     }
     if (!r && st->per_prompt > 1) r = pf__reorder_rows(m, st->src, st->num_rows, 0, st->source_width);
-    return r ? r : pf__generate_step(m, st->rows, st->num_rows, 1, st->ids, st->pads, st->cross_pads, st->source_width);
+    return r ? r : pf__generate_step(m, st->rows, st->num_rows, 1, st->ids, st->pads, st->cross_pads, st->source_width,
+                                     pf__choose_on_devices(st));
 }
 
 /* Phase 3: the prompts through the model. Beams share their prompt: beam 0 of each prompt is
@@ -21853,11 +22153,11 @@ static pf_result pf__generation_prefill(pf__generation_state *st) {
     pf_model *m = st->m;
     int beams = st->beams, vocab = st->vocab;
     if (st->seq2seq) return pf__generation_prefill_seq2seq(st);
-    if (beams == 1) return pf__generate_step(m, st->rows, st->num_rows, 1, st->ids, st->pads, NULL, 0);
+    if (beams == 1) return pf__generate_step(m, st->rows, st->num_rows, 1, st->ids, st->pads, NULL, 0, pf__choose_on_devices(st));
     pf__row *firsts = (pf__row *)malloc((size_t)st->batch * sizeof *firsts);
     if (!firsts) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (int b = 0; b < st->batch; b++) firsts[b] = st->rows[b * beams];
-    pf_result r = pf__generate_step(m, firsts, st->batch, 1, st->ids, st->pads, NULL, 0);
+    pf_result r = pf__generate_step(m, firsts, st->batch, 1, st->ids, st->pads, NULL, 0, NULL);
     free(firsts);
     for (int b = st->batch - 1; !r && b >= 0; b--) {
         float *first = m->logits + (size_t)b * beams * vocab;
@@ -21874,6 +22174,8 @@ static pf_result pf__generation_sample_step(pf__generation_state *st, int *finis
     pf_model *m = st->m;
     const pf_generate_options *o = st->o;
     int last_step = st->rows[0].length + 1 >= st->max_length, all_done = 1, stopped = 0;
+    const int32_t *chosen = st->device_tokens; /* this step's only */
+    st->device_tokens = NULL;
     for (int i = 0; i < st->num_rows; i++) {
         pf__row *row = &st->rows[i];
         float *s = st->logits + (size_t)i * st->vocab;
@@ -21883,14 +22185,21 @@ static pf_result pf__generation_sample_step(pf__generation_state *st, int *finis
             return PF__FAIL(m, PF_ERROR_DEVICE, "generation read logits row %d holding NaN: no forward wrote it (or the model computed NaN)", i);
 #endif
         int live = !row->done, ends = 0;
-        if (live) {
+        if (live && chosen) { /* the devices took the arg-max (pf__choice_is_argmax held) */
+            t = chosen[i];
+#ifdef PF_TESTING
+            if (t != pf__argmax(s, st->vocab))
+                return PF__FAIL(m, PF_ERROR_DEVICE, "row %d: the devices chose token %d, the host's arg-max of the same logits is %d",
+                                i, (int)t, pf__argmax(s, st->vocab));
+#endif
+        } else if (live) {
             pf__process_scores(o, row, s, st->vocab, st->eos, st->num_eos, st->min_length, st->seen);
             pf__ban_source_ngrams(st, i, s);
             if (o->return_timestamps) pf__timestamp_rules(&m->config, row, s, st->vocab, st->num_eos ? st->eos[0] : -1);
             pf__force_tokens(o, row, s, st->vocab, st->max_length);
             t = o->do_sample ? pf__sample(o, s, st->vocab, &st->rng, st->candidates) : pf__argmax(s, st->vocab);
-            ends = last_step || pf__ends_here(o, st->eos, st->num_eos, row->tokens, row->length, t);
         }
+        if (live) ends = last_step || pf__ends_here(o, st->eos, st->num_eos, row->tokens, row->length, t);
         row->tokens[row->length++] = t;
         if (live && o->stream && pf__stream(m, o, i, row, &st->streams[i], &st->stream_text, &st->stream_cap)) stopped = 1;
         if (ends) row->done = 1;
@@ -22087,7 +22396,7 @@ static void pf__generation_free(pf__generation_state *st) {
     free(st->rows), free(st->pool[0]), free(st->pool[1]), free(st->ids), free(st->pads), free(st->src), free(st->seen);
     free(st->candidates), free(st->hyps), free(st->num_hyps), free(st->open), free(st->next_tokens), free(st->next_scores);
     free(st->streams), free(st->stream_text);
-    free(st->sources), free(st->source_pads), free(st->cross_pads);
+    free(st->sources), free(st->source_pads), free(st->cross_pads), free(st->argmax_tokens);
 }
 
 /* features, feature_pads, feature_width: a speech encoder-decoder's front end output
@@ -22152,7 +22461,8 @@ static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts,
     for (int finished = 0; !r && !finished;) {
         r = st.beams > 1 ? pf__generation_beam_step(&st, &finished) : pf__generation_sample_step(&st, &finished);
         if (!r && !finished)
-            r = pf__generate_step(m, st.rows, st.num_rows, 0, st.ids, st.pads, st.cross_pads, st.source_width);
+            r = pf__generate_step(m, st.rows, st.num_rows, 0, st.ids, st.pads, st.cross_pads, st.source_width,
+                                  pf__choose_on_devices(&st));
     }
     if (!r) r = pf__generation_results(&st, result);
     if (r) pf_generation_free(result);
@@ -22204,6 +22514,7 @@ struct pf__batcher {
     unsigned char *row_used;       /* [max_batch of the busy period's group] */
     int clock;
     int32_t *ids;                  /* a decode step's: [max_batch] */
+    int32_t *tokens;               /* [max_batch]: a step's greedy tokens, chosen on the devices */
     int *pads, *cache_rows;        /* [max_batch] */
 };
 
@@ -22279,6 +22590,15 @@ static int pf__batch_fits(const pf__batcher *b, const pf__group *g, const pf__ba
     return q->st.width <= b->clock && (long long)b->clock - q->st.width + q->st.max_length <= g->cache_len;
 }
 
+/* Where a shared step's forward leaves the tokens: b->tokens when the backend can choose them and
+   every live row of every request in the list takes the plain arg-max, else NULL (logits). */
+static int32_t *pf__batch_choose_on_devices(const pf_model *m, pf__batcher *b, pf__batch_request *list) {
+    if (!m->group->backend->argmax) return NULL;
+    for (pf__batch_request *q = list; q; q = q->next)
+        if (!pf__generation_argmax_only(&q->st)) return NULL;
+    return b->tokens;
+}
+
 /* Gives a request free cache rows, its prompt at the clock's positions. */
 static void pf__batch_place(pf__batcher *b, pf__batch_request *q) {
     for (int i = 0, k = 0; i < q->st.num_rows; i++) {
@@ -22294,6 +22614,7 @@ static void pf__batch_place(pf__batcher *b, pf__batch_request *q) {
    finished; the others run. */
 static void pf__batch_prefill(pf_model *m, pf__batcher *b, pf__batch_request *admitted) {
     int rows = 0, width = 0, vocab = m->config.vocab_size;
+    int32_t *chosen = NULL;
     for (pf__batch_request *q = admitted; q; q = q->next) {
         rows += q->st.num_rows;
         if (q->st.width > width) width = q->st.width;
@@ -22322,7 +22643,8 @@ static void pf__batch_prefill(pf_model *m, pf__batcher *b, pf__batch_request *ad
         job.step.cache_rows = cache_rows;
         job.step.inv_freq = pf__rope_frequencies(m, width);
         job.logits = m->logits;
-        r = pf__forward_in_chunks(m, &job);
+        job.tokens = chosen = pf__batch_choose_on_devices(m, b, admitted);
+        r = pf__forward_choosing(m, &job);
     }
     free(ids), free(pads), free(cache_rows);
     int offset = 0;
@@ -22331,6 +22653,7 @@ static void pf__batch_prefill(pf_model *m, pf__batcher *b, pf__batch_request *ad
         int finished = 0;
         pf_result qr = r;
         q->st.logits = m->logits + (size_t)offset * vocab;
+        q->st.device_tokens = chosen ? chosen + offset : NULL;
         offset += q->st.num_rows;
         if (!qr) qr = pf__generation_sample_step(&q->st, &finished);
         if (!qr && finished) qr = pf__generation_results(&q->st, q->result);
@@ -22367,7 +22690,8 @@ static pf_result pf__batch_step(pf_model *m, pf__batcher *b) {
     job.step.cache_rows = b->cache_rows;
     job.step.inv_freq = pf__rope_frequencies(m, b->clock + 1);
     job.logits = m->logits;
-    pf_result r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
+    job.tokens = pf__batch_choose_on_devices(m, b, b->running);
+    pf_result r = pf__forward_choosing(m, &job);
     if (r) return r;
 #ifdef PF_TESTING
     if (n > pf_testing_batch_rows) pf_testing_batch_rows = n;
@@ -22378,6 +22702,7 @@ static pf_result pf__batch_step(pf_model *m, pf__batcher *b) {
         pf__batch_request *next = q->next;
         int finished = 0;
         q->st.logits = m->logits + (size_t)offset * vocab;
+        q->st.device_tokens = job.tokens ? job.tokens + offset : NULL;
         offset += q->st.num_rows;
         pf_result qr = pf__generation_sample_step(&q->st, &finished);
         if (!qr && finished) qr = pf__generation_results(&q->st, q->result);
@@ -22466,12 +22791,13 @@ static void *pf__batcher_main(void *arg) {
             holding = 1;
             pf_result r = pf__ensure_group(m);
             int cap = m->group ? m->group->max_batch : 0;
-            free(b->row_used), free(b->ids), free(b->pads), free(b->cache_rows);
+            free(b->row_used), free(b->ids), free(b->tokens), free(b->pads), free(b->cache_rows);
             b->row_used = (unsigned char *)calloc((size_t)(cap ? cap : 1), 1);
             b->ids = (int32_t *)malloc((size_t)(cap ? cap : 1) * sizeof(int32_t));
+            b->tokens = (int32_t *)malloc((size_t)(cap ? cap : 1) * sizeof(int32_t));
             b->pads = (int *)malloc((size_t)(cap ? cap : 1) * sizeof(int));
             b->cache_rows = (int *)malloc((size_t)(cap ? cap : 1) * sizeof(int));
-            if (!r && (!b->row_used || !b->ids || !b->pads || !b->cache_rows))
+            if (!r && (!b->row_used || !b->ids || !b->tokens || !b->pads || !b->cache_rows))
                 r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
             if (r) { /* every queued request fails with it */
                 pthread_mutex_lock(&b->mutex);
@@ -22543,7 +22869,7 @@ static void pf__batcher_stop(pf_model *m) {
     pthread_mutex_destroy(&b->mutex);
     pthread_cond_destroy(&b->work);
     pthread_cond_destroy(&b->done);
-    free(b->row_used), free(b->ids), free(b->pads), free(b->cache_rows);
+    free(b->row_used), free(b->ids), free(b->tokens), free(b->pads), free(b->cache_rows);
     free(b);
     m->batcher = NULL;
 }

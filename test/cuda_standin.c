@@ -159,8 +159,28 @@ int pf_cuda_free(pf_cuda_rank *st, void *ptr) {
     free(ptr);
     return 0;
 }
+/* Pinned host memory: plain malloc, counted so that a leak is reported like a device one's. */
+static size_t num_pinned;
+int pf_cuda_host_alloc(pf_cuda_rank *st, void **ptr, size_t bytes) {
+    (void)st;
+    *ptr = malloc(bytes);
+    if (!*ptr) return 2;
+    memset(*ptr, 0xff, bytes);
+    pthread_mutex_lock(&mu);
+    num_pinned++;
+    pthread_mutex_unlock(&mu);
+    return 0;
+}
+void pf_cuda_host_free(void *ptr) {
+    if (!ptr) return;
+    pthread_mutex_lock(&mu);
+    num_pinned--;
+    pthread_mutex_unlock(&mu);
+    free(ptr);
+}
 __attribute__((destructor)) static void report(void) {
     if (num_allocs) fprintf(stderr, "mock: %zu device allocations leaked\n", num_allocs);
+    if (num_pinned) fprintf(stderr, "mock: %zu pinned host allocations leaked\n", num_pinned);
     free(allocs);
 }
 int pf_cuda_upload(pf_cuda_rank *st, void *d, const void *h, size_t b) {
@@ -238,12 +258,23 @@ int pf_cuda_add_positions(pf_cuda_rank *st, float *x, const void *table, int dty
     return 0;
 }
 
+/* x rounded to nearest in dtype (1 fp16, 2 bf16), as kernels.cu's __float2half_rn /
+   __float2bfloat16_rn (the conversion kernel and the norm's 16-bit output) store it. */
+static void store16(void *p, int dtype, size_t i, float v) {
+    if (dtype == 1) ((_Float16 *)p)[i] = (_Float16)v;
+    else ((uint16_t *)p)[i] = to_bf16(v);
+}
+
 int pf_cuda_norm(pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const void *b, int b_dtype,
-                 size_t rows, size_t n, float eps, int rms) {
-    (void)st;
+                 size_t rows, size_t n, float eps, int rms, void *out16, int out16_dtype) {
     if (!rows || !n) return 0;
+    if (out16 && out16_dtype != 1 && out16_dtype != 2) {
+        snprintf(st->message, sizeof st->message, "pf_cuda_norm failed: bad 16-bit dtype (mock)");
+        return 1;
+    }
     NEED(out, rows * n * 4);
     NEED(x, rows * n * 4);
+    if (out16) NEED(out16, rows * n * 2);
     if (w) NEED(w, n * dsize(w_dtype));
     if (b) NEED(b, n * dsize(b_dtype));
     int threads = n >= 256 ? 256 : (int)((n + 31) / 32 * 32);
@@ -270,13 +301,33 @@ int pf_cuda_norm(pf_cuda_rank *st, float *out, const float *x, const void *w, in
         }
         float var = block_reduce(part, threads, 0) / (float)n;
         float inv = 1.0f / sqrtf(var + eps);
-        for (size_t i = 0; i < n; i++) o[i] = (xr[i] - mean) * inv * (w ? ld(w, w_dtype, i) : 1.0f) + ld(b, b_dtype, i);
+        for (size_t i = 0; i < n; i++) {
+            o[i] = (xr[i] - mean) * inv * (w ? ld(w, w_dtype, i) : 1.0f) + ld(b, b_dtype, i);
+            if (out16) store16(out16, out16_dtype, r * n + i, o[i]);
+        }
     }
     return 0;
 }
 
+/* kernels.cu's pf_add_residual_norm_kernel: pf_add_residual_kernel's sum (x + (y + bias), also
+   when both are absent), then pf_norm_row on the updated rows. */
+int pf_cuda_add_residual_norm(pf_cuda_rank *st, float *x, const float *y, const void *bias, int bias_dtype, float *out,
+                              const void *w, int w_dtype, const void *norm_bias, int norm_bias_dtype, size_t rows,
+                              size_t n, float eps, int rms, void *out16, int out16_dtype) {
+    if (!rows || !n) return 0;
+    NEED(x, rows * n * 4);
+    if (y) NEED(y, rows * n * 4);
+    if (bias) NEED(bias, n * dsize(bias_dtype));
+    for (size_t i = 0; i < rows * n; i++) x[i] += (y ? y[i] : 0.0f) + ld(bias, bias_dtype, i % n);
+    return pf_cuda_norm(st, out, x, w, w_dtype, norm_bias, norm_bias_dtype, rows, n, eps, rms, out16, out16_dtype);
+}
+
+/* x_converted: the caller says xs holds x rounded already (a norm's 16-bit output, or the GEMM
+   before over the same x); the mock checks it element by element, so a copy gone stale (its
+   source written since) fails the call instead of being used. */
+int pf_mock_converted_inputs; /* GEMMs whose input came converted (read by test_cuda) */
 int pf_cuda_matmul(pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const void *bias,
-                   int bias_dtype, size_t rows, size_t n_out, size_t k, void *xs) {
+                   int bias_dtype, size_t rows, size_t n_out, size_t k, void *xs, int x_converted) {
     if (!rows || !n_out) return 0;
     NEED(out, rows * n_out * 4);
     if (bias) NEED(bias, n_out * dsize(bias_dtype));
@@ -293,10 +344,18 @@ int pf_cuda_matmul(pf_cuda_rank *st, float *out, const float *x, const void *w, 
             }
             NEED(xs, rows * k * 2);
             for (size_t i = 0; i < rows * k; i++) {
-                if (w_dtype == 1) ((_Float16 *)xs)[i] = (_Float16)x[i];
-                else ((uint16_t *)xs)[i] = to_bf16(x[i]);
+                uint16_t want, held;
+                store16(&want, w_dtype, 0, x[i]);
+                memcpy(&held, (const char *)xs + 2 * i, 2);
+                if (x_converted && held != want) {
+                    snprintf(st->message, sizeof st->message,
+                             "pf_cuda_matmul failed: the converted input is stale at element %zu (mock)", i);
+                    return 1;
+                }
+                if (!x_converted) store16(xs, w_dtype, i, x[i]);
             }
             B = xs;
+            if (x_converted) __atomic_add_fetch(&pf_mock_converted_inputs, 1, __ATOMIC_RELAXED);
         }
         for (size_t r = 0; r < rows; r++)
             for (size_t o = 0; o < n_out; o++) {
@@ -307,6 +366,43 @@ int pf_cuda_matmul(pf_cuda_rank *st, float *out, const float *x, const void *w, 
     }
     if (bias)
         for (size_t i = 0; i < rows * n_out; i++) out[i] += ld(bias, bias_dtype, i % n_out);
+    return 0;
+}
+
+/* kernels.cu's pf_better_choice and pf_argmax_kernel: the larger value, the lower id on ties (a
+   total order, so the kernel's reduction tree does not matter); a NaN competes as +inf at id 0
+   and not at all elsewhere; -1 when a row has no candidate. */
+static void better_choice(float *value, int *index, float other_value, int other_index) {
+    if (other_index >= 0 && (*index < 0 || other_value > *value || (other_value == *value && other_index < *index))) {
+        *value = other_value;
+        *index = other_index;
+    }
+}
+int pf_cuda_argmax(pf_cuda_rank *st, float *values, int32_t *indices, const float *logits, size_t rows, size_t n,
+                   int first) {
+    if (!rows) return 0;
+    if (rows > 2147483647u || n > 2147483647u || (size_t)first + n > 2147483648u) {
+        snprintf(st->message, sizeof st->message, "pf_cuda_argmax failed: ids exceed INT32_MAX (mock)");
+        return 1;
+    }
+    NEED(values, rows * 4);
+    NEED(indices, rows * 4);
+    NEED(logits, rows * n * 4);
+    for (size_t row = 0; row < rows; row++) {
+        float best = -INFINITY;
+        int at = -1;
+        for (size_t i = 0; i < n; i++) {
+            float v = logits[row * n + i];
+            int id = first + (int)i;
+            if (isnan(v)) {
+                if (id != 0) continue;
+                v = INFINITY;
+            }
+            better_choice(&best, &at, v, id);
+        }
+        values[row] = best;
+        indices[row] = at;
+    }
     return 0;
 }
 
@@ -322,21 +418,47 @@ static float act_fn(float v, int act) {
     }
 }
 
-int pf_cuda_activation(pf_cuda_rank *st, float *x, size_t count, int act) {
+/* The activations' 16-bit copy of their output (x16, out16, or NULL) as the norm's out16. */
+int pf_cuda_activation(pf_cuda_rank *st, float *x, size_t count, int act, void *x16, int x16_dtype) {
     (void)st;
     NEED(x, count * 4);
-    for (size_t i = 0; i < count; i++) x[i] = act_fn(x[i], act);
+    if (x16) NEED(x16, count * 2);
+    for (size_t i = 0; i < count; i++) {
+        x[i] = act_fn(x[i], act);
+        if (x16) store16(x16, x16_dtype, i, x[i]);
+    }
     return 0;
 }
 
-int pf_cuda_gated_activation(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act) {
+/* kernels.cu's pf_bias_activation_kernel: pf_add_bias_kernel's sum, then the activation */
+int pf_cuda_bias_activation(pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act,
+                            void *x16, int x16_dtype) {
+    (void)st;
+    if (!rows || !n) return 0;
+    NEED(x, rows * n * 4);
+    NEED(bias, n * dsize(dtype));
+    if (x16) NEED(x16, rows * n * 2);
+    for (size_t i = 0; i < rows * n; i++) {
+        float v = x[i];
+        v += ld(bias, dtype, i % n);
+        x[i] = act_fn(v, act);
+        if (x16) store16(x16, x16_dtype, i, x[i]);
+    }
+    return 0;
+}
+
+int pf_cuda_gated_activation(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act,
+                             void *out16, int out16_dtype) {
     (void)st;
     if (!rows || !width) return 0;
     NEED(out, rows * width * 4);
     NEED(in, rows * 2 * width * 4);
+    if (out16) NEED(out16, rows * width * 2);
     for (size_t row = 0; row < rows; row++)
-        for (size_t i = 0; i < width; i++)
+        for (size_t i = 0; i < width; i++) {
             out[row * width + i] = act_fn(in[row * 2 * width + i], act) * in[row * 2 * width + width + i];
+            if (out16) store16(out16, out16_dtype, row * width + i, out[row * width + i]);
+        }
     return 0;
 }
 

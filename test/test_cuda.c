@@ -55,6 +55,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../parallelformers.h"
 #include "test.h"
@@ -67,7 +68,24 @@
 
 #ifdef PF_TESTING
 extern int pf_testing_fail_rank, pf_testing_fail_countdown;
+extern int pf_testing_device_choices; /* greedy tokens the devices chose (pf__combine_choices) */
 #endif
+
+/* kernels.cu's C ABI (or the stand-in's), for calling the arg-max kernel directly: weak, since a
+   build without CUDA has none (the test then has nothing to call, and skips anyway). */
+typedef struct pf_cuda_rank pf_cuda_rank;
+int pf_cuda_rank_create(int device, pf_cuda_rank **out, char *message, size_t size) __attribute__((weak));
+void pf_cuda_rank_destroy(pf_cuda_rank *st) __attribute__((weak));
+const char *pf_cuda_rank_message(const pf_cuda_rank *st) __attribute__((weak));
+int pf_cuda_malloc(pf_cuda_rank *st, void **ptr, size_t bytes) __attribute__((weak));
+int pf_cuda_free(pf_cuda_rank *st, void *ptr) __attribute__((weak));
+int pf_cuda_upload(pf_cuda_rank *st, void *dst, const void *host, size_t bytes) __attribute__((weak));
+int pf_cuda_download(pf_cuda_rank *st, void *host, const void *src, size_t bytes) __attribute__((weak));
+int pf_cuda_argmax(pf_cuda_rank *st, float *values, int32_t *indices, const float *logits, size_t rows, size_t n,
+                   int first) __attribute__((weak));
+/* The stand-in's count of GEMMs whose 16-bit input came converted (by the norm before, or the GEMM
+   before over the same input); kernels.cu has none. */
+extern int pf_mock_converted_inputs __attribute__((weak));
 
 typedef struct fixture {
     const char *name;
@@ -377,7 +395,12 @@ static float check_model(fixture *f, pf_dtype dtype, int ranks, const char *what
     int32_t ids[2 * MAX_IDS];
     for (int b = 0; b < 2; b++)
         for (int i = 0; i < f->ref.num_prompt_ids; i++) ids[b * f->ref.num_prompt_ids + i] = f->ref.prompt_ids[i];
+    int converted_before = &pf_mock_converted_inputs ? pf_mock_converted_inputs : 0;
     float *logits = forward(f->model, ids, 1, f->ref.num_prompt_ids, f->vocab, what);
+    /* 16-bit weights: the norms hand their output's rounding to the GEMM after them (the
+       stand-in checks every such copy is the input's, and counts them) */
+    if (&pf_mock_converted_inputs && dtype != PF_DTYPE_F32)
+        CHECK_MSG(pf_mock_converted_inputs > converted_before, "%s: no GEMM took its input converted by the norm", what);
     if (logits) {
         worst = test_max_abs_diff(logits, f->ref_logits, n);
         CHECK_MSG(worst <= tol, "%s: prompt logits differ from transformers' by %g (tolerance %g)", what, worst, tol);
@@ -406,9 +429,19 @@ static float check_model(fixture *f, pf_dtype dtype, int ranks, const char *what
     }
     free(logits);
     int32_t gen[MAX_IDS];
+#ifdef PF_TESTING
+    int device_choices = pf_testing_device_choices;
+#endif
     int num = generate_long(f, gen, what);
     CHECK_MSG(num == f->cpu_gen_len, "%s: generated %d tokens to the end of the cache, the CPU %d", what, num,
               f->cpu_gen_len);
+#ifdef PF_TESTING
+    /* Greedy without logits processors: every token chosen on the devices (and, in this test
+       build, checked there against the host's arg-max of the same logits). */
+    CHECK_MSG(pf_testing_device_choices - device_choices == num,
+              "%s: %d of %d greedy tokens were chosen on the devices", what, pf_testing_device_choices - device_choices,
+              num);
+#endif
     if (dtype == PF_DTYPE_F32 && num == f->cpu_gen_len) {
         int compared = 0, first_diff = -1;
         for (int i = 0; i < num && f->cpu_margin[i] >= MARGIN_F32 && first_diff < 0; i++, compared++)
@@ -586,6 +619,230 @@ static void test_generation_cases(void) {
         pf_free(m);
     }
 }
+
+/* The arg-max kernel (pf_cuda_argmax) on crafted rows against a plain scan as pf__argmax does it
+   over each row's slice: ties (the lowest id wins, also across the kernel's threads and warps),
+   a NaN at id 0 (wins: the scan starts there) and elsewhere (never wins), rows of -inf, a slice
+   not starting at id 0, and a 150k-id row with its maximum near the end. */
+static void test_argmax_kernel(void) {
+    if (!pf_cuda_argmax || !pf_cuda_rank_create) return;
+    enum { ROWS = 8, WIDE = 150001 };
+    const size_t n = WIDE;
+    float *logits = (float *)malloc(ROWS * n * sizeof(float)), got_values[ROWS];
+    int32_t got[ROWS], want[ROWS];
+    int first[ROWS] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (size_t row = 0; row < ROWS; row++)
+        for (size_t i = 0; i < n; i++) logits[row * n + i] = (float)((i * 7919 + row * 104729) % 1000) / 1000.0f;
+    float top = 2.0f;
+    logits[0 * n + 5000] = top, logits[0 * n + 77] = top, logits[0 * n + 149999] = top;   /* a tie: 77 */
+    for (size_t i = 0; i < n; i++) logits[1 * n + i] = -INFINITY;                        /* all -inf: 0 */
+    logits[2 * n + 0] = NAN, logits[2 * n + 10] = top;                                   /* NaN at id 0: 0 */
+    logits[3 * n + 3] = NAN, logits[3 * n + 1025] = top, logits[3 * n + 1026] = top;      /* 1025 */
+    first[4] = 50000;                                                                    /* another rank's slice */
+    logits[4 * n + 0] = NAN, logits[4 * n + 40000] = top, logits[4 * n + 40001] = top;   /* 90000 */
+    logits[5 * n + n - 1] = top;                                                         /* the last id */
+    for (size_t i = 0; i < n; i++) logits[6 * n + i] = (float)(i % 3);                  /* 2 first at 2 */
+    for (size_t i = 0; i < n; i++) logits[7 * n + i] = -0.0f;                            /* -0 ties +0 */
+    logits[7 * n + 4096] = 0.0f;
+    for (int row = 0; row < ROWS; row++) { /* pf__argmax's scan of a row holding id 0 */
+        const float *x = logits + (size_t)row * n;
+        int best = 0;
+        for (size_t i = 1; i < n; i++)
+            if (x[i] > x[best]) best = (int)i;
+        want[row] = best;
+    }
+    want[4] = 90000; /* a later slice: its NaN is no candidate, its first maximum is */
+    pf_cuda_rank *st = NULL;
+    char message[256] = "";
+    void *dev_logits = NULL, *dev_out = NULL;
+    int ok = pf_cuda_rank_create(0, &st, message, sizeof message) == 0 &&
+             pf_cuda_malloc(st, &dev_logits, ROWS * n * sizeof(float)) == 0 &&
+             pf_cuda_malloc(st, &dev_out, 2 * ROWS * sizeof(float)) == 0 &&
+             pf_cuda_upload(st, dev_logits, logits, ROWS * n * sizeof(float)) == 0;
+    for (int row = 0; ok && row < ROWS; row++) { /* one row at a time: each its own first id */
+        float *values = (float *)dev_out;
+        int32_t *ids = (int32_t *)(values + ROWS);
+        const float *row_logits = (const float *)dev_logits + (size_t)row * n;
+        ok = pf_cuda_argmax(st, values + row, ids + row, row_logits, 1, n, first[row]) == 0;
+    }
+    ok = ok && pf_cuda_download(st, got_values, dev_out, sizeof got_values) == 0 &&
+         pf_cuda_download(st, got, (const float *)dev_out + ROWS, sizeof got) == 0;
+    CHECK_MSG(ok, "arg-max kernel: a CUDA call failed: %s", st ? pf_cuda_rank_message(st) : message);
+    for (int row = 0; ok && row < ROWS; row++)
+        CHECK_MSG(got[row] == want[row], "arg-max kernel: row %d chose id %d, the host's scan %d", row, got[row],
+                  want[row]);
+    CHECK_MSG(!ok || (got_values[0] == top && got_values[1] == -INFINITY && got_values[2] == INFINITY),
+              "arg-max kernel: values %g %g %g, want 2, -inf and +inf (a NaN at id 0)", got_values[0], got_values[1],
+              got_values[2]);
+    /* Several rows in one launch (all slices from id 0): the same ids where that changes nothing. */
+    int32_t *dev_ids = (int32_t *)((float *)dev_out + ROWS);
+    ok = ok && pf_cuda_argmax(st, (float *)dev_out, dev_ids, (const float *)dev_logits, ROWS, n, 0) == 0 &&
+         pf_cuda_download(st, got, dev_ids, sizeof got) == 0;
+    CHECK_MSG(ok && got[0] == 77 && got[2] == 0 && got[3] == 1025 && got[6] == 2,
+              "arg-max kernel, %d rows at once: ids %d %d %d %d", ROWS, got[0], got[2], got[3], got[6]);
+    if (dev_logits) pf_cuda_free(st, dev_logits);
+    if (dev_out) pf_cuda_free(st, dev_out);
+    if (st) pf_cuda_rank_destroy(st);
+    free(logits);
+}
+
+#ifdef PF_TESTING
+/* gpt2-tiny (500 tokens, tied embeddings) copied into dir with token rows 250..499 of the
+   embedding, and so of the LM head, made equal to rows 0..249: every logit of the upper half
+   equals one of the lower half, so each greedy step is a tie between the ranks holding the two
+   halves, which the lower id must win. 0, or -1 after reporting why. */
+static int write_tied_vocab_model(const char *dir) {
+    char path[1200];
+    size_t size = 0;
+    snprintf(path, sizeof path, "%s/gpt2-tiny/model.safetensors", test_fixtures);
+    char *file = test_read_file(path, &size);
+    const char *name = file ? strstr(file + 8, "\"transformer.wte.weight\"") : NULL;
+    const char *offsets = name ? strstr(name, "\"data_offsets\":[") : NULL;
+    size_t header = 0, begin = 0, end = 0;
+    if (file && size > 8) memcpy(&header, file, 8); /* little-endian u64, as the fixture's machine */
+    int ok = offsets && sscanf(offsets, "\"data_offsets\":[%zu,%zu]", &begin, &end) == 2 &&
+             end - begin == 500 * 32 * 4 && 8 + header + end <= size;
+    CHECK_MSG(ok, "tied vocabulary: gpt2-tiny's transformer.wte.weight not found as F32 [500, 32]");
+    if (ok) {
+        char *rows = file + 8 + header + begin;
+        memcpy(rows + 250 * 32 * 4, rows, 250 * 32 * 4);
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        ok = test_write_file(path, file, size) == 0;
+        free(file);
+        snprintf(path, sizeof path, "%s/gpt2-tiny/config.json", test_fixtures);
+        file = test_read_file(path, &size);
+        snprintf(path, sizeof path, "%s/config.json", dir);
+        ok = ok && file && test_write_file(path, file, size) == 0;
+        CHECK_MSG(ok, "tied vocabulary: cannot write the model into %s", dir);
+    }
+    free(file);
+    return ok ? 0 : -1;
+}
+
+/* Ties across ranks: on the tied-vocabulary model every greedy token is the lower-half one, on
+   the CPU (the host's arg-max) and on 1, 2 and 3 CUDA ranks (the devices' candidates combined),
+   for a padded batch of two. */
+static void test_device_choice_ties(void) {
+    char dir[] = "/tmp/pf_ties_XXXXXX", path[1200];
+    if (!mkdtemp(dir)) {
+        CHECK_MSG(0, "tied vocabulary: mkdtemp");
+        return;
+    }
+    pf_model *m = NULL;
+    pf_load_options lo = pf_load_options_init();
+    lo.skip_tokenizer = 1;
+    pf_result r = write_tied_vocab_model(dir) ? PF_ERROR_IO : pf_load(dir, &lo, &m);
+    CHECK_MSG(r == PF_OK, "tied vocabulary: pf_load: %s", m ? pf_error_message(m) : "not written");
+    static const int32_t prompt[6] = {3, 141, 59, 265, 358, 97};
+    const int32_t *prompts[2] = {prompt, prompt + 2};
+    int lengths[2] = {6, 4};
+    pf_generate_options o = pf_generate_options_init();
+    o.max_new_tokens = 12;
+    o.ignore_eos = 1;
+    pf_generation cpu;
+    memset(&cpu, 0, sizeof cpu);
+    if (r == PF_OK) {
+        pf_parallel_options po = pf_parallel_options_init();
+        po.device = PF_DEVICE_CPU;
+        po.max_batch = 2;
+        r = pf_parallelize(m, 1, &po);
+        if (r == PF_OK) r = pf_generate_batch(m, prompts, lengths, 2, &o, &cpu);
+        CHECK_MSG(r == PF_OK, "tied vocabulary on the CPU: %s", pf_error_message(m));
+    }
+    static const int zeros[3] = {0, 0, 0};
+    for (int ranks = 1; r == PF_OK && ranks <= 3; ranks++) {
+        pf_parallel_options po = pf_parallel_options_init();
+        po.device = PF_DEVICE_CUDA;
+        po.dtype = PF_DTYPE_F32;
+        po.max_batch = 2;
+        po.device_ids = ranks > 1 ? zeros : NULL;
+        po.num_device_ids = ranks > 1 ? ranks : 0;
+        pf_generation g;
+        int before = pf_testing_device_choices;
+        pf_result gr = pf_parallelize(m, ranks, &po);
+        if (gr == PF_OK) gr = pf_generate_batch(m, prompts, lengths, 2, &o, &g);
+        CHECK_MSG(gr == PF_OK, "tied vocabulary on %d CUDA ranks: %s", ranks, pf_error_message(m));
+        if (gr) continue;
+        int lower = 1, same = g.num_sequences == 2;
+        for (int b = 0; b < g.num_sequences; b++)
+            for (int i = 0; i < g.lengths[b]; i++) lower &= g.tokens[b][i] < 250 && cpu.tokens[b][i] < 250;
+        for (int b = 0; same && b < 2; b++)
+            same = g.lengths[b] == cpu.lengths[b] && !memcmp(g.tokens[b], cpu.tokens[b], (size_t)g.lengths[b] * 4);
+        CHECK_MSG(lower && same, "tied vocabulary on %d CUDA ranks: tokens %s", ranks,
+                  !lower ? "from the upper half (a tie lost by the lower id)" : "differ from the CPU's");
+        CHECK_MSG(pf_testing_device_choices - before == 2 * o.max_new_tokens,
+                  "tied vocabulary on %d CUDA ranks: %d tokens chosen on the devices", ranks,
+                  pf_testing_device_choices - before);
+        pf_generation_free(&g);
+    }
+    pf_generation_free(&cpu);
+    pf_free(m);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* Greedy decoding with logits processors: where one changes the scores, the token is chosen on
+   the host from the logits (and the tokens are the CPU backend's); where none does, on the
+   devices. min_new_tokens masks eos for the first steps only, so exactly those fall back. Two
+   rows, two ranks sharing GPU 0, and three. */
+static void test_device_choice_fallback(void) {
+    fixture f;
+    if (fixture_open("gpt2-tiny", &f)) return;
+    int32_t prompt[MAX_IDS];
+    for (int i = 0; i < f.ref.num_prompt_ids; i++) prompt[i] = f.ref.prompt_ids[i];
+    const int32_t *prompts[2] = {prompt, prompt + 1};
+    int lengths[2] = {f.ref.num_prompt_ids, f.ref.num_prompt_ids - 1};
+    static const int32_t eos[1] = {0};
+    enum { MIN_NEW = 3, NEW = 8 };
+    pf_generate_options opts[2];
+    for (int k = 0; k < 2; k++) {
+        opts[k] = pf_generate_options_init();
+        opts[k].max_new_tokens = NEW;
+        opts[k].ignore_eos = 1;
+        opts[k].eos_token_ids = eos;
+        opts[k].num_eos_token_ids = 1;
+    }
+    opts[0].repetition_penalty = 1.5f; /* every step */
+    opts[1].min_new_tokens = MIN_NEW;  /* eos masked before the 3rd new token */
+    const int expected[2] = {0, 2 * (NEW - MIN_NEW)};
+    pf_generation cpu[2];
+    memset(cpu, 0, sizeof cpu);
+    pf_parallel_options po = pf_parallel_options_init(); /* fixture_load left the CPU backend */
+    for (int k = 0; k < 2; k++) {
+        pf_result r = pf_generate_batch(f.model, prompts, lengths, 2, &opts[k], &cpu[k]);
+        CHECK_MSG(r == PF_OK, "device choice fallback: CPU: %s", pf_error_message(f.model));
+    }
+    static const int zeros[3] = {0, 0, 0};
+    for (int ranks = 2; ranks <= 3; ranks++) {
+        po = cuda_options(PF_DTYPE_F32, &f, zeros, ranks);
+        pf_result r = pf_parallelize(f.model, ranks, &po);
+        CHECK_MSG(r == PF_OK, "device choice fallback: pf_parallelize: %s", pf_error_message(f.model));
+        for (int k = 0; r == PF_OK && k < 2; k++) {
+            pf_generation g;
+            int before = pf_testing_device_choices;
+            pf_result gr = pf_generate_batch(f.model, prompts, lengths, 2, &opts[k], &g);
+            CHECK_MSG(gr == PF_OK, "device choice fallback: %s", pf_error_message(f.model));
+            if (gr) continue;
+            int same = g.num_sequences == 2 && cpu[k].num_sequences == 2;
+            for (int b = 0; same && b < 2; b++)
+                same = g.lengths[b] == cpu[k].lengths[b] &&
+                       !memcmp(g.tokens[b], cpu[k].tokens[b], (size_t)g.lengths[b] * sizeof(int32_t));
+            CHECK_MSG(same, "device choice fallback (%s, %d ranks): tokens differ from the CPU's",
+                      k ? "min_new_tokens" : "repetition_penalty", ranks);
+            CHECK_MSG(pf_testing_device_choices - before == expected[k],
+                      "device choice fallback (%s, %d ranks): %d tokens chosen on the devices, want %d",
+                      k ? "min_new_tokens" : "repetition_penalty", ranks, pf_testing_device_choices - before,
+                      expected[k]);
+            pf_generation_free(&g);
+        }
+    }
+    for (int k = 0; k < 2; k++) pf_generation_free(&cpu[k]);
+    fixture_close(&f);
+}
+#endif
 
 /* A device id beyond the GPUs is a clear error; the model still works afterwards. */
 static void test_bad_device(void) {
@@ -1524,7 +1781,11 @@ int main(int argc, char **argv) {
             printf("generation cases\n");
             test_generation_cases();
             test_bad_device();
+            printf("greedy token choice on the device\n");
+            test_argmax_kernel();
 #ifdef PF_TESTING
+            test_device_choice_fallback();
+            test_device_choice_ties();
             test_failing_rank();
 #endif
         }
