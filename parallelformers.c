@@ -12247,6 +12247,76 @@ static pf__jv pf__chat_attribute_path(pf__chat *c, pf__jv item, pf__jv attr, int
 
 static int pf__chat_test(pf__chat *c, pf__jv v, const char *name, size_t n, pf__chat_args *a, int line);
 
+/* The filters with more than a few lines, each given its evaluated arguments a. */
+static pf__jv pf__chat_filter_tojson(pf__chat *c, pf__chat_args *a, pf__jv v, int line) {
+    pf__chat_args_check(c, a, 1, "indent,sort_keys,ensure_ascii");
+    pf__jv *indent = pf__chat_arg(a, 0, "indent"), *sort = pf__chat_arg(a, -1, "sort_keys"), *ascii = pf__chat_arg(a, -1, "ensure_ascii");
+    if (ascii && pf__chat_truthy(*ascii))
+        pf__chat_fail(c, PF_ERROR_UNSUPPORTED, "chat template: line %d: tojson(ensure_ascii=true) is not supported", line);
+    int width = -1;
+    if (indent && indent->type != PF__JV_NONE) {
+        int64_t w = pf__chat_index(c, *indent, "tojson's indent", line);
+        width = w < 0 ? 0 : w > 64 ? 64 : (int)w;
+    }
+    pf__chat_buf b = {0};
+    pf__chat_buf_add(c, &b, "", 0);
+    pf__chat_json(c, &b, v, width, sort && pf__chat_truthy(*sort), 0);
+    return pf__chat_buf_value(&b);
+}
+
+static pf__jv pf__chat_filter_join(pf__chat *c, pf__chat_args *a, pf__jv v, int line) {
+    pf__chat_args_check(c, a, 2, "d,attribute");
+    pf__jv *sep = pf__chat_arg(a, 0, "d"), *attr = pf__chat_arg(a, 1, "attribute");
+    pf__jlist *items = pf__chat_iterable(c, v, line);
+    pf__chat_buf b = {0};
+    pf__chat_buf_add(c, &b, "", 0);
+    pf__jv sep_s = sep ? pf__chat_str(c, *sep) : pf__jv_cstr("");
+    for (size_t i = 0; i < items->n; i++) {
+        if (i) pf__chat_buf_add(c, &b, sep_s.u.str.s, sep_s.u.str.n);
+        pf__jv item = attr ? pf__chat_attribute_path(c, items->items[i], *attr, line) : items->items[i];
+        pf__chat_str_into(c, &b, item, 0);
+    }
+    return pf__chat_buf_value(&b);
+}
+
+/* select / reject (by_attr: selectattr / rejectattr), keeping the items whose test is keep_if. */
+static pf__jv pf__chat_filter_select(pf__chat *c, pf__chat_args *a, pf__jv v, int by_attr, int keep_if,
+                                     const char *callee, int line) {
+    pf__jlist *items = pf__chat_iterable(c, v, line);
+    if (a->num_kw) pf__chat_fail(c, PF_ERROR_UNSUPPORTED, "chat template: line %d: %s with keyword arguments is not supported", line, callee);
+    if (by_attr && a->num_pos < 1) pf__chat_fail(c, PF_ERROR_INVALID_ARGUMENT, "chat template: line %d: %s needs an attribute", line, callee);
+    int first_test = by_attr ? 1 : 0;
+    pf__jv out = pf__jv_new_list(c, items->n, 0);
+    size_t count = 0;
+    pf__chat_args test_args;
+    memset(&test_args, 0, sizeof test_args);
+    test_args.line = line;
+    test_args.callee = callee;
+    for (int k = first_test + 1; k < a->num_pos; k++) test_args.pos[test_args.num_pos++] = a->pos[k];
+    if (a->num_pos > first_test) pf__chat_need_string(c, a->pos[first_test], "the test name", line);
+    for (size_t i = 0; i < items->n; i++) {
+        pf__jv x = by_attr ? pf__chat_attribute_path(c, items->items[i], a->pos[0], line) : items->items[i];
+        int pass = a->num_pos > first_test ? pf__chat_test(c, x, a->pos[first_test].u.str.s, a->pos[first_test].u.str.n, &test_args, line)
+                                          : pf__chat_truthy(x);
+        if (pass == keep_if) out.u.list->items[count++] = items->items[i];
+    }
+    out.u.list->n = count;
+    return out;
+}
+
+static pf__jv pf__chat_filter_map(pf__chat *c, pf__chat_args *a, pf__jv v, int line) {
+    pf__chat_args_check(c, a, 0, "attribute,default");
+    pf__jv *attr = pf__chat_arg(a, -1, "attribute"), *fallback = pf__chat_arg(a, -1, "default");
+    if (!attr) pf__chat_fail(c, PF_ERROR_UNSUPPORTED, "chat template: line %d: map without attribute= is not supported", line);
+    pf__jlist *items = pf__chat_iterable(c, v, line);
+    pf__jv out = pf__jv_new_list(c, items->n, 0);
+    for (size_t i = 0; i < items->n; i++) {
+        pf__jv x = pf__chat_attribute_path(c, items->items[i], *attr, line);
+        out.u.list->items[i] = x.type == PF__JV_UNDEFINED && fallback ? *fallback : x;
+    }
+    return out;
+}
+
 static pf__jv pf__chat_filter(pf__chat *c, pf__jnode *node, pf__jv v) {
     const char *name = node->s;
     size_t n = node->n;
@@ -12276,21 +12346,7 @@ static pf__jv pf__chat_filter(pf__chat *c, pf__jnode *node, pf__jv v) {
         if (v.type == PF__JV_DICT && !v.u.dict->namespace_) return pf__jv_int((int64_t)v.u.dict->n);
         pf__chat_fail(c, PF_ERROR_INVALID_ARGUMENT, "chat template: line %d: object of type '%s' has no len()", line, pf__jv_type_name(v));
     }
-    if (PF__IS("tojson")) {
-        pf__chat_args_check(c, &a, 1, "indent,sort_keys,ensure_ascii");
-        pf__jv *indent = pf__chat_arg(&a, 0, "indent"), *sort = pf__chat_arg(&a, -1, "sort_keys"), *ascii = pf__chat_arg(&a, -1, "ensure_ascii");
-        if (ascii && pf__chat_truthy(*ascii))
-            pf__chat_fail(c, PF_ERROR_UNSUPPORTED, "chat template: line %d: tojson(ensure_ascii=true) is not supported", line);
-        int width = -1;
-        if (indent && indent->type != PF__JV_NONE) {
-            int64_t w = pf__chat_index(c, *indent, "tojson's indent", line);
-            width = w < 0 ? 0 : w > 64 ? 64 : (int)w;
-        }
-        pf__chat_buf b = {0};
-        pf__chat_buf_add(c, &b, "", 0);
-        pf__chat_json(c, &b, v, width, sort && pf__chat_truthy(*sort), 0);
-        return pf__chat_buf_value(&b);
-    }
+    if (PF__IS("tojson")) return pf__chat_filter_tojson(c, &a, v, line);
     if (PF__IS("upper") || PF__IS("lower") || PF__IS("capitalize") || PF__IS("title")) {
         pf__chat_args_check(c, &a, 0, "");
         return pf__chat_case(c, pf__chat_str(c, v), PF__IS("lower") ? 0 : PF__IS("upper") ? 1 : PF__IS("capitalize") ? 2 : 3, callee, line);
@@ -12316,20 +12372,7 @@ static pf__jv pf__chat_filter(pf__chat *c, pf__jnode *node, pf__jv v) {
         if (items->n) memcpy(out.u.list->items, items->items, items->n * sizeof *items->items);
         return out;
     }
-    if (PF__IS("join")) {
-        pf__chat_args_check(c, &a, 2, "d,attribute");
-        pf__jv *sep = pf__chat_arg(&a, 0, "d"), *attr = pf__chat_arg(&a, 1, "attribute");
-        pf__jlist *items = pf__chat_iterable(c, v, line);
-        pf__chat_buf b = {0};
-        pf__chat_buf_add(c, &b, "", 0);
-        pf__jv sep_s = sep ? pf__chat_str(c, *sep) : pf__jv_cstr("");
-        for (size_t i = 0; i < items->n; i++) {
-            if (i) pf__chat_buf_add(c, &b, sep_s.u.str.s, sep_s.u.str.n);
-            pf__jv item = attr ? pf__chat_attribute_path(c, items->items[i], *attr, line) : items->items[i];
-            pf__chat_str_into(c, &b, item, 0);
-        }
-        return pf__chat_buf_value(&b);
-    }
+    if (PF__IS("join")) return pf__chat_filter_join(c, &a, v, line);
     if (PF__IS("items")) {
         pf__chat_args_check(c, &a, 0, "");
         if (v.type == PF__JV_UNDEFINED) return pf__jv_new_list(c, 0, 0);
@@ -12350,41 +12393,10 @@ static pf__jv pf__chat_filter(pf__chat *c, pf__jnode *node, pf__jv v) {
         if (v.type == PF__JV_FLOAT && v.u.f > -9e18 && v.u.f < 9e18) return pf__jv_int((int64_t)v.u.f);
         pf__chat_fail(c, PF_ERROR_UNSUPPORTED, "chat template: line %d: int of a %s is not supported", line, pf__jv_type_name(v));
     }
-    if (PF__IS("selectattr") || PF__IS("rejectattr") || PF__IS("select") || PF__IS("reject")) {
-        int by_attr = PF__IS("selectattr") || PF__IS("rejectattr"), keep_if = PF__IS("selectattr") || PF__IS("select");
-        pf__jlist *items = pf__chat_iterable(c, v, line);
-        if (a.num_kw) pf__chat_fail(c, PF_ERROR_UNSUPPORTED, "chat template: line %d: %s with keyword arguments is not supported", line, callee);
-        if (by_attr && a.num_pos < 1) pf__chat_fail(c, PF_ERROR_INVALID_ARGUMENT, "chat template: line %d: %s needs an attribute", line, callee);
-        int first_test = by_attr ? 1 : 0;
-        pf__jv out = pf__jv_new_list(c, items->n, 0);
-        size_t count = 0;
-        pf__chat_args test_args;
-        memset(&test_args, 0, sizeof test_args);
-        test_args.line = line;
-        test_args.callee = callee;
-        for (int k = first_test + 1; k < a.num_pos; k++) test_args.pos[test_args.num_pos++] = a.pos[k];
-        if (a.num_pos > first_test) pf__chat_need_string(c, a.pos[first_test], "the test name", line);
-        for (size_t i = 0; i < items->n; i++) {
-            pf__jv x = by_attr ? pf__chat_attribute_path(c, items->items[i], a.pos[0], line) : items->items[i];
-            int pass = a.num_pos > first_test ? pf__chat_test(c, x, a.pos[first_test].u.str.s, a.pos[first_test].u.str.n, &test_args, line)
-                                              : pf__chat_truthy(x);
-            if (pass == keep_if) out.u.list->items[count++] = items->items[i];
-        }
-        out.u.list->n = count;
-        return out;
-    }
-    if (PF__IS("map")) {
-        pf__chat_args_check(c, &a, 0, "attribute,default");
-        pf__jv *attr = pf__chat_arg(&a, -1, "attribute"), *fallback = pf__chat_arg(&a, -1, "default");
-        if (!attr) pf__chat_fail(c, PF_ERROR_UNSUPPORTED, "chat template: line %d: map without attribute= is not supported", line);
-        pf__jlist *items = pf__chat_iterable(c, v, line);
-        pf__jv out = pf__jv_new_list(c, items->n, 0);
-        for (size_t i = 0; i < items->n; i++) {
-            pf__jv x = pf__chat_attribute_path(c, items->items[i], *attr, line);
-            out.u.list->items[i] = x.type == PF__JV_UNDEFINED && fallback ? *fallback : x;
-        }
-        return out;
-    }
+    if (PF__IS("selectattr") || PF__IS("rejectattr") || PF__IS("select") || PF__IS("reject"))
+        return pf__chat_filter_select(c, &a, v, PF__IS("selectattr") || PF__IS("rejectattr"),
+                                      PF__IS("selectattr") || PF__IS("select"), callee, line);
+    if (PF__IS("map")) return pf__chat_filter_map(c, &a, v, line);
     if (PF__IS("abs")) {
         pf__chat_args_check(c, &a, 0, "");
         if (v.type == PF__JV_UNDEFINED) pf__chat_undefined_fail(c, v, line);
