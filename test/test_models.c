@@ -679,6 +679,37 @@ static void test_cpu_quantized(pf_dtype dtype) {
 /* Attention's scores (for 1 to 4 queries at once) and weighted sum for 0 to 9 rows of every width
    up to 140 (vector bodies, ragged tails, several 64-wide blocks), rows 150 floats apart, on each
    kernel set, against double arithmetic; outputs past the count or width stay untouched. */
+/* The quantizers round as llama.cpp's do (roundf: halves away from zero; Q4: floorf(w / d + 8.5)),
+   on values placed exactly at and next to the halves: a block whose scale is 1 keeps them as they
+   are. */
+static void test_quantizer_rounding(void) {
+    static const float halves[] = {2.5f, -2.5f, 0.5f, -0.5f, 0.49999997f, -0.49999997f, 126.5f, -126.5f, 1.5f,
+                                   -1.5f, 3.4999998f, -3.4999998f, 64.5f, -64.5f, 0.0f, -0.0f, 100.25f, -99.75f};
+    float q8[32], q4[32];
+    q8[0] = 127.0f; /* the largest magnitude: the scale is 127 / 127 = 1 */
+    q4[0] = -8.0f;  /* Q4's extreme: d = -8 / -8 = 1 */
+    for (int i = 1; i < 32; i++) {
+        q8[i] = halves[(i - 1) % (sizeof halves / sizeof halves[0])];
+        q4[i] = halves[(i - 1) % (sizeof halves / sizeof halves[0])] / 16.0f; /* within Q4's -8..7 */
+    }
+    float w8[32], w4[32];
+    memcpy(w8, q8, sizeof w8);
+    memcpy(w4, q4, sizeof w4);
+    pf_testing_q8_quantize(w8, 1, 32);
+    pf_testing_q4_quantize(w4, 1, 32);
+    const unsigned char *b8 = (const unsigned char *)w8, *b4 = (const unsigned char *)w4;
+    int bad8 = -1, bad4 = -1;
+    for (int i = 0; i < 32; i++) {
+        float r = roundf(q8[i]);
+        if ((int8_t)b8[2 + i] != (int8_t)(r > 127 ? 127 : r < -127 ? -127 : r)) bad8 = i;
+        float f = floorf(q4[i] + 8.5f);
+        int nibble = i < 16 ? b4[2 + i] & 15 : b4[2 + i - 16] >> 4;
+        if (nibble != (int)(f < 0 ? 0 : f > 15 ? 15 : f)) bad4 = i;
+    }
+    CHECK_MSG(bad8 < 0, "Q8 rounds %.9g unlike roundf", bad8 < 0 ? 0.0 : (double)q8[bad8]);
+    CHECK_MSG(bad4 < 0, "Q4 rounds %.9g unlike floorf(x + 8.5)", bad4 < 0 ? 0.0 : (double)q4[bad4]);
+}
+
 /* The activations and softmax's exponentials on every kernel set against double-precision
    formulas: within 4 (|a| + 1) fp32 epsilons of the value, for exp's argument a (computing it in
    fp32 takes up to four roundings, each moving e^a by |a| epsilons; the rest is a few roundings),
@@ -1126,6 +1157,7 @@ void test_models(void) {
     test_fixture_stored("gpt2-tiny-bf16", PF_DTYPE_BF16);
     test_cpu_attention_kernels();
     test_cpu_activation_kernels();
+    test_quantizer_rounding();
     test_cpu_q8_kernels(0);
     test_cpu_q8_kernels(1);
     test_cpu_quantized(PF_DTYPE_Q8_0);
