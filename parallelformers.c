@@ -21548,6 +21548,14 @@ static int pf__ends_with(const pf__row *row, const int32_t *seq, int length, int
     return memcmp(row->tokens + row->length - length, seq, (size_t)length * sizeof(int32_t)) == 0;
 }
 
+/* When the length processors act: eos banned below the minimum length; the begin-suppressed
+   tokens at the first new token. */
+static int pf__min_length_active(const pf_generate_options *o, const pf__row *row, int min_length) {
+    return row->length < min_length || row->length - row->pad - row->prompt < o->min_new_tokens;
+}
+
+static int pf__at_first_new_token(const pf__row *row) { return row->length == row->pad + row->prompt; }
+
 /* transformers' logits processors, in its order, on one row's scores. */
 static void pf__process_scores(const pf_generate_options *o, const pf__row *row, float *scores, int vocab,
                                const int32_t *eos, int num_eos, int min_length, unsigned char *seen) {
@@ -21582,20 +21590,25 @@ static void pf__process_scores(const pf_generate_options *o, const pf__row *row,
         if (w->length == 1 || pf__ends_with(row, w->ids, w->length - 1, 0)) scores[last] = -INFINITY;
     }
     /* minimum length: no eos before it */
-    if (row->length < min_length || row->length - row->pad - row->prompt < o->min_new_tokens)
+    if (pf__min_length_active(o, row, min_length))
         for (int i = 0; i < num_eos; i++) scores[eos[i]] = -INFINITY;
     /* suppressed tokens, and at the first new token the begin-suppressed ones */
     for (int i = 0; i < o->num_suppress_tokens; i++) scores[o->suppress_tokens[i]] = -INFINITY;
-    if (row->length == row->pad + row->prompt)
+    if (pf__at_first_new_token(row))
         for (int i = 0; i < o->num_begin_suppress_tokens; i++) scores[o->begin_suppress_tokens[i]] = -INFINITY;
 }
 
 /* forced_bos_token_id at the first generated position of a one-token prompt (an encoder-decoder's
    start token), forced_eos_token_id at the last one max_length allows: every other token -inf,
    the forced one 0, after the other processors, as transformers orders them. */
-static void pf__force_tokens(const pf_generate_options *o, const pf__row *row, float *scores, int vocab, long long max_length) {
+static int32_t pf__forced_token(const pf_generate_options *o, const pf__row *row, int vocab, long long max_length) {
     int32_t forced = row->length == 1 ? o->forced_bos_token_id : row->length == max_length - 1 ? o->forced_eos_token_id : -1;
-    if (forced < 0 || forced >= vocab) return;
+    return forced >= 0 && forced < vocab ? forced : -1;
+}
+
+static void pf__force_tokens(const pf_generate_options *o, const pf__row *row, float *scores, int vocab, long long max_length) {
+    int32_t forced = pf__forced_token(o, row, vocab, max_length);
+    if (forced < 0) return;
     for (int i = 0; i < vocab; i++) scores[i] = -INFINITY;
     scores[forced] = 0.0f;
 }
@@ -22037,16 +22050,14 @@ typedef struct pf__generation_state {
 static int pf__choice_is_argmax(const pf__generation_state *st, const pf__row *row) {
     const pf_generate_options *o = st->o;
     if (o->do_sample || st->beams > 1) return 0;
+    /* every processor of the greedy step (pf__generation_sample_step) idle: those that may act at
+       any step conservatively, the length and forcing ones by their own conditions */
     if (o->repetition_penalty != 1.0f || o->no_repeat_ngram_size > 0 || o->num_bad_words > 0 ||
         o->num_suppress_tokens > 0 || o->return_timestamps || (o->encoder_no_repeat_ngram_size > 0 && st->sources))
         return 0;
-    int new_tokens = row->length - row->pad - row->prompt;
-    if (st->num_eos > 0 && (row->length < st->min_length || new_tokens < o->min_new_tokens)) return 0; /* eos masked */
-    if (o->num_begin_suppress_tokens > 0 && new_tokens == 0) return 0;
-    int32_t forced = row->length == 1                   ? o->forced_bos_token_id
-                     : row->length == st->max_length - 1 ? o->forced_eos_token_id
-                                                         : -1;
-    return !(forced >= 0 && forced < st->vocab);
+    if (st->num_eos > 0 && pf__min_length_active(o, row, st->min_length)) return 0;
+    if (o->num_begin_suppress_tokens > 0 && pf__at_first_new_token(row)) return 0;
+    return pf__forced_token(o, row, st->vocab, st->max_length) < 0;
 }
 
 /* Whether every live row of a request takes the plain arg-max at this step. */
