@@ -115,6 +115,41 @@ def ids_line(ids):
 # the seed and lengths whose greedy rows emit pairs and end a segment; the token embeddings at 0.3
 # (every token's, not the timestamps' alone) flatten the distribution enough that the timestamps'
 # summed probability decides some steps
+def make_model(tokenizer, sid, out, embed=SCALE_EMBED):
+    """The tiny multilingual Whisper both fixtures use (random weights, from the caller's seed), saved to out."""
+    eot, space = sid["<|endoftext|>"], tokenizer.convert_tokens_to_ids("\u0120")
+    config = transformers.WhisperConfig(
+        vocab_size=len(tokenizer), num_mel_bins=80, d_model=48, encoder_layers=2, decoder_layers=2,
+        encoder_attention_heads=6, decoder_attention_heads=6, encoder_ffn_dim=96, decoder_ffn_dim=96,
+        max_source_positions=50, max_target_positions=40, decoder_start_token_id=sid["<|startoftranscript|>"],
+        pad_token_id=eot, bos_token_id=eot, eos_token_id=eot,
+        suppress_tokens=non_letters(tokenizer), begin_suppress_tokens=[space, eot])
+    model = transformers.WhisperForConditionalGeneration(config).eval()
+    randomise(model, embed)
+    model.tie_weights()
+    model.save_pretrained(out)
+    return config, model
+
+
+def save_generation_config(config, model, sid, out, return_timestamps, **extra):
+    """generation_config.json as a multilingual checkpoint has it (language and task ids, the
+    English transcribe prompt), plus extra attributes; the model reads it back."""
+    generation = transformers.GenerationConfig.from_model_config(config)
+    generation.decoder_start_token_id = sid["<|startoftranscript|>"]
+    generation.lang_to_id = {t: sid[t] for t in ("<|en|>", "<|fr|>", "<|de|>")}
+    generation.task_to_id = {"translate": sid["<|translate|>"], "transcribe": sid["<|transcribe|>"]}
+    generation.no_timestamps_token_id = sid["<|notimestamps|>"]
+    generation.forced_decoder_ids = [[1, sid["<|en|>"]], [2, sid["<|transcribe|>"]]]
+    generation.is_multilingual = True
+    generation.return_timestamps = return_timestamps
+    for key, value in extra.items():
+        setattr(generation, key, value)
+    generation.max_length = 40
+    generation._from_model_config = False  # else generate() rebuilds it from config.json, dropping the keys above
+    generation.save_pretrained(out)
+    model.generation_config = transformers.GenerationConfig.from_pretrained(out)
+
+
 TS_SEED, TS_NEW_TOKENS, TS_MAX_INITIAL, TS_EMBED = 4, 7, 10, 0.3
 
 
@@ -129,31 +164,10 @@ def make_timestamp_fixtures(features, samples, extractor):
     begin = sid["<|notimestamps|>"] + 1
     assert tokenizer.convert_tokens_to_ids("<|0.00|>") == begin and len(tokenizer) == begin + 51
     tokenizer.save_pretrained(out)
-    eot, space = sid["<|endoftext|>"], tokenizer.convert_tokens_to_ids("\u0120")
+    eot = sid["<|endoftext|>"]
     torch.manual_seed(TS_SEED)
-    config = transformers.WhisperConfig(
-        vocab_size=len(tokenizer), num_mel_bins=80, d_model=48, encoder_layers=2, decoder_layers=2,
-        encoder_attention_heads=6, decoder_attention_heads=6, encoder_ffn_dim=96, decoder_ffn_dim=96,
-        max_source_positions=50, max_target_positions=40, decoder_start_token_id=sid["<|startoftranscript|>"],
-        pad_token_id=eot, bos_token_id=eot, eos_token_id=eot,
-        suppress_tokens=non_letters(tokenizer), begin_suppress_tokens=[space, eot])
-    model = transformers.WhisperForConditionalGeneration(config).eval()
-    randomise(model, TS_EMBED)
-    model.tie_weights()
-    model.save_pretrained(out)
-    generation = transformers.GenerationConfig.from_model_config(config)
-    generation.decoder_start_token_id = sid["<|startoftranscript|>"]
-    generation.lang_to_id = {t: sid[t] for t in ("<|en|>", "<|fr|>", "<|de|>")}
-    generation.task_to_id = {"translate": sid["<|translate|>"], "transcribe": sid["<|transcribe|>"]}
-    generation.no_timestamps_token_id = sid["<|notimestamps|>"]
-    generation.forced_decoder_ids = [[1, sid["<|en|>"]], [2, sid["<|transcribe|>"]]]
-    generation.is_multilingual = True
-    generation.return_timestamps = True
-    generation.max_initial_timestamp_index = TS_MAX_INITIAL
-    generation.max_length = 40
-    generation._from_model_config = False
-    generation.save_pretrained(out)
-    model.generation_config = transformers.GenerationConfig.from_pretrained(out)
+    config, model = make_model(tokenizer, sid, out, TS_EMBED)
+    save_generation_config(config, model, sid, out, True, max_initial_timestamp_index=TS_MAX_INITIAL)
     extractor.save_pretrained(out)
 
     def rows(sequences):
@@ -197,32 +211,9 @@ def main():
     tokenizer = make_tokenizer()
     tokenizer.save_pretrained(OUT)
     sid = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIALS}
-    eot, space = sid["<|endoftext|>"], tokenizer.convert_tokens_to_ids("\u0120")
     torch.manual_seed(0)
-    config = transformers.WhisperConfig(
-        vocab_size=len(tokenizer), num_mel_bins=80, d_model=48, encoder_layers=2, decoder_layers=2,
-        encoder_attention_heads=6, decoder_attention_heads=6, encoder_ffn_dim=96, decoder_ffn_dim=96,
-        max_source_positions=50, max_target_positions=40, decoder_start_token_id=sid["<|startoftranscript|>"],
-        pad_token_id=eot, bos_token_id=eot, eos_token_id=eot,
-        suppress_tokens=non_letters(tokenizer),
-        begin_suppress_tokens=[space, eot])
-    model = transformers.WhisperForConditionalGeneration(config).eval()
-    randomise(model)
-    model.tie_weights()
-    model.save_pretrained(OUT)
-
-    generation = transformers.GenerationConfig.from_model_config(config)
-    generation.decoder_start_token_id = sid["<|startoftranscript|>"]
-    generation.lang_to_id = {t: sid[t] for t in ("<|en|>", "<|fr|>", "<|de|>")}
-    generation.task_to_id = {"translate": sid["<|translate|>"], "transcribe": sid["<|transcribe|>"]}
-    generation.no_timestamps_token_id = sid["<|notimestamps|>"]
-    generation.forced_decoder_ids = [[1, sid["<|en|>"]], [2, sid["<|transcribe|>"]]]
-    generation.is_multilingual = True
-    generation.return_timestamps = False
-    generation.max_length = 40
-    generation._from_model_config = False  # else generate() rebuilds it from config.json, dropping the keys above
-    generation.save_pretrained(OUT)
-    model.generation_config = transformers.GenerationConfig.from_pretrained(OUT)
+    config, model = make_model(tokenizer, sid, OUT)
+    save_generation_config(config, model, sid, OUT, False)
 
     extractor = transformers.WhisperFeatureExtractor(feature_size=80, sampling_rate=16000, hop_length=160,
                                                      chunk_length=1, n_fft=400, padding_value=0.0)
