@@ -14672,24 +14672,104 @@ PF__AVX512_TARGET static PF__INLINE void pf__tile_avx512(double *acc, size_t ld,
 
 PF__TILE_SHAPES(avx512, PF__AVX512_TARGET, PF__TILE_ROWS_AVX512, PF__TILE_OUTS_AVX512, PF__ROW_OUTS_AVX512)
 
-/* AVX512-VNNI (256-bit, with AVX-512VL): vpdpbusd sums 4 u8 x s8 products into each int32
-   lane in one instruction, where AVX2 takes maddubs and madd; the 32 ymm registers hold a 4 x 4
-   tile. */
+/* AVX512-VNNI: vpdpbusd sums 4 u8 x s8 products into each int32 lane in one instruction, where
+   AVX2 takes maddubs and madd. Two weight rows share a 512-bit register: row j's block in the low
+   256 bits, row j + 1's in the high, x's block in both. Each half computes exactly what the AVX2
+   tile computes for its row (the same int32 lanes, the same fp32 scale product, the same lanes
+   accumulated and summed), so every kernel set and tile shape gives the same bits, with half the
+   instructions a block. */
 #define PF__AVX512_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 
-PF__AVX512_VNNI_TARGET static PF__INLINE __m256i pf__q8_dot_vnni(__m256i x, __m256i w, int32_t xs) {
+/* The f16 scales of the blocks at a and b as sixteen fp32 lanes: a's in the low eight, b's in
+   the high eight. */
+PF__AVX512_VNNI_TARGET static PF__INLINE __m512 pf__q8_scale_pair(const unsigned char *a, const unsigned char *b) {
+    uint16_t da, db;
+    memcpy(&da, a, 2);
+    memcpy(&db, b, 2);
+    __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16((short)da)), _mm_set1_epi16((short)db), 1);
+    return _mm512_cvtph_ps(both);
+}
+
+/* Q8 blocks of two rows as unsigned bytes w + 128 (the xor), for vpdpbusd's unsigned operand; the
+   dot below takes 128 sum x back out of each lane, so a lane still holds its exact sum w x. */
+PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__q8_load_pair(const unsigned char *a, const unsigned char *b) {
+    __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)),
+                                      _mm256_loadu_si256((const __m256i *)b), 1);
+    return _mm512_xor_si512(both, _mm512_set1_epi8((char)0x80));
+}
+
+/* Q4 blocks of two rows unpacked to 0..15, each half as pf__q4_load lays out one row's block. */
+PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__q4_load_pair(const unsigned char *a, const unsigned char *b) {
+    __m256i packed = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
+                                             _mm_loadu_si128((const __m128i *)b), 1);
+    __m512i halves = _mm512_inserti64x4(_mm512_castsi256_si512(packed), _mm256_srli_epi16(packed, 4), 1);
+    /* [a low, b low, a high, b high] to [a low, a high, b low, b high] */
+    return _mm512_and_si512(_mm512_shuffle_i64x2(halves, halves, _MM_SHUFFLE(3, 1, 2, 0)), _mm512_set1_epi8(15));
+}
+
+/* Where each int32 lane's dot product starts: Q8 takes back 128 times the lane's sum of x (its
+   four bytes, summed by one vpdpbusd against ones); Q4 starts every lane from minus the block's
+   sum of x, so that a row's eight lanes add up to sum q x - 8 sum x, as pf__q4_dot_avx2's do. */
+PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__q8_dot_start(__m512i x, int32_t xs) {
     (void)xs;
-    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(x, x), _mm256_sign_epi8(w, x));
+    __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), x);
+    return _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sums, 7));
 }
 
-PF__AVX512_VNNI_TARGET static PF__INLINE __m256i pf__q4_dot_vnni(__m256i x, __m256i q, int32_t xs) {
-    return _mm256_dpbusd_epi32(_mm256_set1_epi32(-xs), q, x); /* starts from -sum x in every lane */
+PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__q4_dot_start(__m512i x, int32_t xs) {
+    (void)x;
+    return _mm512_set1_epi32(-xs);
 }
 
-PF__Q8_TILE(pf__q8_rows_vnni, PF__AVX512_VNNI_TARGET, 4, PF__Q8_BYTES, pf__q8_load, pf__q8_dot_vnni)
-PF__Q8_TILE(pf__q8_row_vnni, PF__AVX512_VNNI_TARGET, 1, PF__Q8_BYTES, pf__q8_load, pf__q8_dot_vnni)
-PF__Q8_TILE(pf__q4_rows_vnni, PF__AVX512_VNNI_TARGET, 4, PF__Q4_BYTES, pf__q4_load, pf__q4_dot_vnni)
-PF__Q8_TILE(pf__q4_row_vnni, PF__AVX512_VNNI_TARGET, 1, PF__Q4_BYTES, pf__q4_load, pf__q4_dot_vnni)
+/* R rows of x by 2P weight rows (P pairs), each block of weights loaded once for the R rows. */
+#define PF__Q8_TILE_VNNI(name, R, P, BYTES, load_pair, dot_start)                                                    \
+    PF__AVX512_VNNI_TARGET static void name(float *out, size_t ld, const int8_t *qx, const float *dx,               \
+                                            const int32_t *sx, size_t rows, const unsigned char *w, size_t nb,      \
+                                            size_t n_out) {                                                          \
+        size_t row_bytes = nb * BYTES, k = nb * PF__Q8_BLOCK;                                                       \
+        for (size_t r0 = 0; r0 < rows; r0 += R) {                                                                   \
+            size_t nr = rows - r0 < R ? rows - r0 : R;                                                              \
+            for (size_t o = 0; o < n_out; o += 2 * P) {                                                             \
+                size_t no = n_out - o < 2 * P ? n_out - o : 2 * P;                                                  \
+                const unsigned char *wr[2 * P];                                                                     \
+                __m512 acc[R][P];                                                                                   \
+                PF__UNROLL for (int j = 0; j < 2 * P; j++) wr[j] = w + (o + ((size_t)j < no ? (size_t)j : 0)) * row_bytes; \
+                PF__UNROLL for (int r = 0; r < R; r++) PF__UNROLL for (int p = 0; p < P; p++) acc[r][p] = _mm512_setzero_ps(); \
+                for (size_t b = 0; b < nb; b++) {                                                                   \
+                    __m512i wv[P];                                                                                  \
+                    __m512 dw[P];                                                                                   \
+                    PF__UNROLL for (int p = 0; p < P; p++) {                                                        \
+                        const unsigned char *lo = wr[2 * p] + b * BYTES, *hi = wr[2 * p + 1] + b * BYTES;           \
+                        _mm_prefetch((const char *)(lo + PF__Q8_AHEAD * BYTES), _MM_HINT_T0);                      \
+                        _mm_prefetch((const char *)(hi + PF__Q8_AHEAD * BYTES), _MM_HINT_T0);                      \
+                        wv[p] = load_pair(lo + 2, hi + 2);                                                          \
+                        dw[p] = pf__q8_scale_pair(lo, hi);                                                          \
+                    }                                                                                               \
+                    PF__UNROLL for (int r = 0; r < R; r++) {                                                        \
+                        size_t rr = r0 + ((size_t)r < nr ? (size_t)r : 0);                                          \
+                        __m512i xv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qx + rr * k + b * PF__Q8_BLOCK))); \
+                        __m512i start = dot_start(xv, sx ? sx[rr * nb + b] : 0);                                    \
+                        __m512 xd = _mm512_set1_ps(dx[rr * nb + b]);                                                \
+                        PF__UNROLL for (int p = 0; p < P; p++)                                                      \
+                            acc[r][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(start, wv[p], xv)), \
+                                                        _mm512_mul_ps(xd, dw[p]), acc[r][p]);                       \
+                    }                                                                                               \
+                }                                                                                                   \
+                for (size_t r = 0; r < nr; r++)                                                                     \
+                    for (size_t j = 0; j < no; j++) {                                                               \
+                        __m512 a = acc[r][j / 2];                                                                   \
+                        __m256 half = j % 2 ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))     \
+                                            : _mm512_castps512_ps256(a);                                            \
+                        out[(r0 + r) * ld + o + j] = pf__hsum_avx2(half);                                           \
+                    }                                                                                               \
+            }                                                                                                       \
+        }                                                                                                           \
+    }
+
+PF__Q8_TILE_VNNI(pf__q8_rows_vnni, 4, 2, PF__Q8_BYTES, pf__q8_load_pair, pf__q8_dot_start)
+PF__Q8_TILE_VNNI(pf__q8_row_vnni, 1, 4, PF__Q8_BYTES, pf__q8_load_pair, pf__q8_dot_start)
+PF__Q8_TILE_VNNI(pf__q4_rows_vnni, 4, 2, PF__Q4_BYTES, pf__q4_load_pair, pf__q4_dot_start)
+PF__Q8_TILE_VNNI(pf__q4_row_vnni, 1, 4, PF__Q4_BYTES, pf__q4_load_pair, pf__q4_dot_start)
 #endif
 
 /* Attention's two loops: the scores of nq (1 to PF__QUERY_BLOCK) queries against `count` keys
