@@ -577,6 +577,7 @@ static void test_cpu_q8_kernels(int q4) {
             for (size_t e = 0; e < sizeof outs_list / sizeof outs_list[0]; e++)
                 for (int kind = 0; kind < 3; kind++) { /* default (VNNI where present), AVX2, portable */
                     size_t rows = rows_list[a], outs = outs_list[e];
+                    static float default_out[MAXR * MAXO];
                     float xs[MAXR * MAXK];
                     for (size_t r = 0; r < rows; r++) /* the last rows, so the zero block takes part */
                         memcpy(xs + r * k, x + (MAXR - rows + r) * MAXK, sizeof(float) * k);
@@ -591,6 +592,11 @@ static void test_cpu_q8_kernels(int q4) {
                         row_alone_same &= memcmp(alone, out + r * outs, sizeof(float) * outs) == 0;
                     }
                     pf_testing_avx2_cpu = pf_testing_portable_cpu = 0;
+                    /* the VNNI kernels do the AVX2 tile's arithmetic, two rows a register: same bits */
+                    if (kind == 0) memcpy(default_out, out, sizeof(float) * rows * outs);
+                    if (kind == 1 && memcmp(default_out, out, sizeof(float) * rows * outs) && failures++ < 5)
+                        CHECK_MSG(0, "%s matmul %zux%zux%zu: the default kernels' bits differ from AVX2's", q4 ? "Q4" : "Q8",
+                                  rows, outs, k);
                     if (!row_alone_same && failures++ < 5)
                         CHECK_MSG(0, "%s matmul %zux%zux%zu (%s kernels): a row alone differs from the batch's",
                                   q4 ? "Q4" : "Q8", rows, outs, k, kind == 0 ? "default" : kind == 1 ? "AVX2" : "portable");
