@@ -58,7 +58,7 @@ endif
 # What a program linking the static library needs besides it (pkg-config's Libs.private).
 PRIVATE_LIBS := $(CUDA_LIBS) $(LDLIBS)
 
-.PHONY: all llama-cpp server test-server fuzz test test-asan test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm test-smollm2 valgrind test-install install uninstall clean bench
+.PHONY: all llama-cpp server test-server fuzz test test-asan test-native test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm test-smollm2 valgrind test-install install uninstall clean bench
 
 all: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate $(BUILD)/embed $(BUILD)/classify_image $(BUILD)/transcribe \
      $(BUILD)/test_parallelformers $(BUILD)/test_cuda \
@@ -301,6 +301,12 @@ test: all
 # overflow is not part of "undefined" and is asked for by name.
 test-asan:
 	$(MAKE) BUILD=build/asan CUDA=0 CFLAGS="-O1 -g -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=all" test
+
+# The suite built with -march=native, as a user may build the library: the compiler then
+# vectorizes the portable kernels with this machine's instructions (GCC 12 turned the portable Q8
+# dot into vpdpbusd, a wrong sum, and only this build showed it).
+test-native:
+	$(MAKE) BUILD=build/native CUDA=0 CFLAGS="-O2 -g -march=native" test
 
 # ThreadSanitizer for the rank threads.
 test-tsan:
