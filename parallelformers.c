@@ -14693,20 +14693,22 @@ PF__AVX512_VNNI_TARGET static PF__INLINE __m512 pf__q8_scale_pair(const unsigned
 }
 
 /* Q8 blocks of two rows as unsigned bytes w + 128 (the xor), for vpdpbusd's unsigned operand; the
-   dot below takes 128 sum x back out of each lane, so a lane still holds its exact sum w x. */
+   dot below takes 128 sum x back out of each lane, so a lane still holds its exact sum w x. The
+   loads are broadcasts (load ports only), not inserts, which wait for the one shuffle port. */
 PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__q8_load_pair(const unsigned char *a, const unsigned char *b) {
-    __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)),
-                                      _mm256_loadu_si256((const __m256i *)b), 1);
+    __m512i both = _mm512_mask_broadcast_i64x4(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)a)), 0xf0,
+                                               _mm256_loadu_si256((const __m256i *)b));
     return _mm512_xor_si512(both, _mm512_set1_epi8((char)0x80));
 }
 
-/* Q4 blocks of two rows unpacked to 0..15, each half as pf__q4_load lays out one row's block. */
+/* Q4 blocks of two rows unpacked to 0..15, each half as pf__q4_load lays out one row's block:
+   [a, a, b, b] by 128 bits, the second and fourth shifted down 4 bits. */
 PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__q4_load_pair(const unsigned char *a, const unsigned char *b) {
-    __m256i packed = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
-                                             _mm_loadu_si128((const __m128i *)b), 1);
-    __m512i halves = _mm512_inserti64x4(_mm512_castsi256_si512(packed), _mm256_srli_epi16(packed, 4), 1);
-    /* [a low, b low, a high, b high] to [a low, a high, b low, b high] */
-    return _mm512_and_si512(_mm512_shuffle_i64x2(halves, halves, _MM_SHUFFLE(3, 1, 2, 0)), _mm512_set1_epi8(15));
+    __m512i both = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)a)), 0xff00,
+                                               _mm_loadu_si128((const __m128i *)b));
+    const __m512i shifts = _mm512_set_epi64(0x0004000400040004, 0x0004000400040004, 0, 0, 0x0004000400040004,
+                                            0x0004000400040004, 0, 0);
+    return _mm512_and_si512(_mm512_srlv_epi16(both, shifts), _mm512_set1_epi8(15));
 }
 
 /* Where each int32 lane's dot product starts: Q8 takes back 128 times the lane's sum of x (its
