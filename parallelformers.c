@@ -14770,9 +14770,9 @@ PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__q4_dot_start(__m512i x, int
         }                                                                                                           \
     }
 
-PF__Q8_TILE_VNNI(pf__q8_rows_vnni, 4, 2, PF__Q8_BYTES, pf__q8_load_pair, pf__q8_dot_start)
+PF__Q8_TILE_VNNI(pf__q8_rows_vnni, 4, 4, PF__Q8_BYTES, pf__q8_load_pair, pf__q8_dot_start)
 PF__Q8_TILE_VNNI(pf__q8_row_vnni, 1, 4, PF__Q8_BYTES, pf__q8_load_pair, pf__q8_dot_start)
-PF__Q8_TILE_VNNI(pf__q4_rows_vnni, 4, 2, PF__Q4_BYTES, pf__q4_load_pair, pf__q4_dot_start)
+PF__Q8_TILE_VNNI(pf__q4_rows_vnni, 4, 4, PF__Q4_BYTES, pf__q4_load_pair, pf__q4_dot_start)
 PF__Q8_TILE_VNNI(pf__q4_row_vnni, 1, 4, PF__Q4_BYTES, pf__q4_load_pair, pf__q4_dot_start)
 #endif
 
