@@ -14457,6 +14457,42 @@ PF__TILE_SHAPES(avx2, PF__AVX2_TARGET, PF__TILE_ROWS, PF__TILE_OUTS, PF__ROW_OUT
 #endif
 
 
+/* roundf (halves away from zero) to an int8 in [-127, 127], and floorf, for the quantizers' values:
+   within int's range the truncating conversion is exact, and so is x minus it. libm's calls were
+   5 % of a q8 bench run's samples (every weight at load, every input block at each step). NaN
+   gives 0 and values beyond the range saturate, where a conversion would be undefined. */
+static inline int8_t pf__round_to_int8(float x) {
+    if (!(x > -127.5f)) return (int8_t)(x == x ? -127 : 0);
+    if (x >= 127.5f) return 127;
+    int t = (int)x;
+    float rest = x - (float)t;
+    return (int8_t)(t + (rest >= 0.5f) - (rest <= -0.5f));
+}
+
+static inline float pf__floor_small(float x) {
+    if (!(x > -1e9f && x < 1e9f)) return x > 0 ? 1e9f : x < 0 ? -1e9f : 0.0f;
+    int t = (int)x;
+    return (float)(t - ((float)t > x));
+}
+
+/* The activations' blocks as the Q8 products take them: block b of x (32 values) as int8 values
+   qx (the value over d, rounded), its scale d = max |v| / 127 in dx[b] and the sum of its int8
+   values in sx[b] (Q4's products take 8 times it away). Every kernel set gives the same bits. */
+typedef void pf__quantize_x_fn(int8_t *qx, float *dx, int32_t *sx, const float *x, size_t blocks);
+
+static void pf__quantize_x_portable(int8_t *qx, float *dx, int32_t *sx, const float *x, size_t blocks) {
+    for (size_t b = 0; b < blocks; b++) {
+        const float *v = x + b * PF__Q8_BLOCK;
+        float largest = 0;
+        for (int i = 0; i < PF__Q8_BLOCK; i++) largest = fabsf(v[i]) > largest ? fabsf(v[i]) : largest;
+        float d = largest / 127.0f, inverse = d > 0 ? 1.0f / d : 0.0f;
+        int32_t sum = 0;
+        for (int i = 0; i < PF__Q8_BLOCK; i++) sum += qx[b * PF__Q8_BLOCK + i] = pf__round_to_int8(v[i] * inverse);
+        dx[b] = d;
+        sx[b] = sum;
+    }
+}
+
 /* Q8 matrix products. The activations are quantized like the weights, per block of PF__Q8_BLOCK
    inputs (an fp32 scale dx and int8 values in -127..127), so each block's product is an exact
    int32 dot of 32 int8 pairs; out[r][o] sums the blocks' dots times dx[r][b] * d_o[b] in fp32. A
@@ -14774,6 +14810,35 @@ PF__Q8_TILE_VNNI(pf__q8_rows_vnni, 4, 4, PF__Q8_BYTES, pf__q8_load_pair, pf__q8_
 PF__Q8_TILE_VNNI(pf__q8_row_vnni, 1, 4, PF__Q8_BYTES, pf__q8_load_pair, pf__q8_dot_start)
 PF__Q8_TILE_VNNI(pf__q4_rows_vnni, 4, 4, PF__Q4_BYTES, pf__q4_load_pair, pf__q4_dot_start)
 PF__Q8_TILE_VNNI(pf__q4_row_vnni, 1, 4, PF__Q4_BYTES, pf__q4_load_pair, pf__q4_dot_start)
+
+/* pf__quantize_x_portable in 16 lanes, every step as there: the maximum of |v| (vmaxps returns its
+   second operand where the first is NaN, so NaN is passed over as the scalar comparison does), the
+   same scalar d and 1 / d, and pf__round_to_int8 lane by lane (truncate, then the rest against
+   +-0.5; NaN 0, values beyond +-127.5 saturated). */
+PF__AVX512_TARGET static void pf__quantize_x_avx512(int8_t *qx, float *dx, int32_t *sx, const float *x, size_t blocks) {
+    for (size_t b = 0; b < blocks; b++) {
+        const float *v = x + b * PF__Q8_BLOCK;
+        __m512 low = _mm512_loadu_ps(v), high = _mm512_loadu_ps(v + 16);
+        __m512 largest = _mm512_max_ps(_mm512_abs_ps(low), _mm512_setzero_ps());
+        largest = _mm512_max_ps(_mm512_abs_ps(high), largest);
+        float d = _mm512_reduce_max_ps(largest) / 127.0f, inverse = d > 0 ? 1.0f / d : 0.0f;
+        __m512i sum = _mm512_setzero_si512();
+        for (int half = 0; half < 2; half++) {
+            __m512 y = _mm512_mul_ps(half ? high : low, _mm512_set1_ps(inverse));
+            __m512i t = _mm512_cvttps_epi32(y);
+            __m512 rest = _mm512_sub_ps(y, _mm512_cvtepi32_ps(t));
+            t = _mm512_mask_add_epi32(t, _mm512_cmp_ps_mask(rest, _mm512_set1_ps(0.5f), _CMP_GE_OQ), t, _mm512_set1_epi32(1));
+            t = _mm512_mask_sub_epi32(t, _mm512_cmp_ps_mask(rest, _mm512_set1_ps(-0.5f), _CMP_LE_OQ), t, _mm512_set1_epi32(1));
+            t = _mm512_mask_mov_epi32(t, _mm512_cmp_ps_mask(y, _mm512_set1_ps(-127.5f), _CMP_NGT_UQ), _mm512_set1_epi32(-127));
+            t = _mm512_mask_mov_epi32(t, _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q), _mm512_setzero_si512());
+            t = _mm512_mask_mov_epi32(t, _mm512_cmp_ps_mask(y, _mm512_set1_ps(127.5f), _CMP_GE_OQ), _mm512_set1_epi32(127));
+            _mm_storeu_si128((__m128i *)(qx + b * PF__Q8_BLOCK + half * 16), _mm512_cvtepi32_epi8(t));
+            sum = _mm512_add_epi32(sum, t);
+        }
+        dx[b] = d;
+        sx[b] = _mm512_reduce_add_epi32(sum);
+    }
+}
 #endif
 
 /* Attention's two loops: the scores of nq (1 to PF__QUERY_BLOCK) queries against `count` keys
@@ -15026,15 +15091,18 @@ typedef struct pf__cpu_kernels {
     void (*exp_shifted)(float *p, size_t count, float shift);
     pf__q8_rows_fn *q8_rows, *q8_row; /* many rows of x; one (decode) */
     pf__q8_rows_fn *q4_rows, *q4_row;
+    pf__quantize_x_fn *quantize_x;
 } pf__cpu_kernels;
 
 static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_PORTABLE,
                                                  pf__scores, pf__weighted_sum, pf__activate_portable, pf__exp_shifted, pf__q8_rows_portable,
-                                                 pf__q8_rows_portable, pf__q4_rows_portable, pf__q4_rows_portable};
+                                                 pf__q8_rows_portable, pf__q4_rows_portable, pf__q4_rows_portable,
+                                                 pf__quantize_x_portable};
 #ifdef PF__AVX2
 static const pf__cpu_kernels pf__cpu_avx2 = {pf__tiles_avx2, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_AVX2,
                                              pf__scores_avx2, pf__weighted_sum_avx2, pf__activate_avx2, pf__exp_shifted_avx2, pf__q8_rows_avx2,
-                                             pf__q8_row_avx2, pf__q4_rows_avx2, pf__q4_row_avx2};
+                                             pf__q8_row_avx2, pf__q4_rows_avx2, pf__q4_row_avx2,
+                                             pf__quantize_x_portable};
 #endif
 #ifdef PF__AVX512
 /* Where 512-bit FMAs run at half rate (Zen 4), AVX-512VL's 32 ymm registers still hold a wider
@@ -15089,6 +15157,7 @@ static void pf__cpu_probe(void) {
     pf__cpu_avx512.tiles = pf__cpu_wide_fma ? pf__tiles_avx512 : pf__tiles_ymm32;
     pf__cpu_avx512.tile_rows = PF__TILE_ROWS_AVX512;
     pf__cpu_avx512.tile_outs = PF__TILE_OUTS_AVX512;
+    pf__cpu_avx512.quantize_x = pf__quantize_x_avx512;
     if (pf__cpu_wide_fma) {
         pf__cpu_avx512.scores = pf__scores_avx512, pf__cpu_avx512.weighted_sum = pf__weighted_sum_avx512;
         pf__cpu_avx512.chunk = PF__CHUNK_AVX512;
@@ -15126,24 +15195,6 @@ int pf_cpu_vector_bits(void) {
 }
 
 
-/* roundf (halves away from zero) to an int8 in [-127, 127], and floorf, for the quantizers' values:
-   within int's range the truncating conversion is exact, and so is x minus it. libm's calls were
-   5 % of a q8 bench run's samples (every weight at load, every input block at each step). NaN
-   gives 0 and values beyond the range saturate, where a conversion would be undefined. */
-static inline int8_t pf__round_to_int8(float x) {
-    if (!(x > -127.5f)) return (int8_t)(x == x ? -127 : 0);
-    if (x >= 127.5f) return 127;
-    int t = (int)x;
-    float rest = x - (float)t;
-    return (int8_t)(t + (rest >= 0.5f) - (rest <= -0.5f));
-}
-
-static inline float pf__floor_small(float x) {
-    if (!(x > -1e9f && x < 1e9f)) return x > 0 ? 1e9f : x < 0 ? -1e9f : 0.0f;
-    int t = (int)x;
-    return (float)(t - ((float)t > x));
-}
-
 /* Bytes pf__cpu_matmul_quantized needs for `rows` rows of x of `k` inputs: per block its scale and
    sum (4 bytes each, first, so they stay aligned), then the int8 values. */
 static size_t pf__quantized_x_bytes(size_t rows, size_t k) {
@@ -15161,17 +15212,8 @@ static void pf__cpu_matmul_quantized(float *out, const float *x, const pf__weigh
     float *dx = (float *)scratch;
     int32_t *sx = (int32_t *)(dx + rows * nb);
     int8_t *qx = (int8_t *)(sx + rows * nb);
-    for (size_t b = 0; b < rows * nb; b++) {
-        const float *v = x + b * PF__Q8_BLOCK; /* rows are whole blocks: block b of the whole x */
-        float largest = 0;
-        for (int i = 0; i < PF__Q8_BLOCK; i++) largest = fabsf(v[i]) > largest ? fabsf(v[i]) : largest;
-        float d = largest / 127.0f, inverse = d > 0 ? 1.0f / d : 0.0f;
-        int32_t sum = 0;
-        for (int i = 0; i < PF__Q8_BLOCK; i++) sum += qx[b * PF__Q8_BLOCK + i] = pf__round_to_int8(v[i] * inverse);
-        dx[b] = d;
-        sx[b] = sum;
-    }
     const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
+    kernels->quantize_x(qx, dx, sx, x, rows * nb); /* rows are whole blocks */
     pf__q8_rows_fn *kernel = q4 ? (rows == 1 ? kernels->q4_row : kernels->q4_rows)
                                 : (rows == 1 ? kernels->q8_row : kernels->q8_rows);
     const unsigned char *W = (const unsigned char *)w->data;
@@ -15242,6 +15284,10 @@ void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype,
 /* Test hooks: pf__q8_quantize and pf__q4_quantize on plain arrays (rows x cols fp32 in place into blocks). */
 void pf_testing_q8_quantize(float *data, size_t rows, size_t cols) { pf__q8_quantize(data, rows, cols); }
 void pf_testing_q4_quantize(float *data, size_t rows, size_t cols) { pf__q4_quantize(data, rows, cols); }
+/* Test hook: the activations' quantizer of the kernel set in use (blocks of 32 values of x). */
+void pf_testing_cpu_quantize_x(int8_t *qx, float *dx, int32_t *sx, const float *x, size_t blocks) {
+    pf__cpu_kernels_here()->quantize_x(qx, dx, sx, x, blocks);
+}
 
 /* Test hooks: attention's two loops, as the CPU backend picks them. */
 void pf_testing_cpu_scores(float *out, size_t ld, const float *const *q, int nq, const float *keys, size_t stride,

@@ -18,6 +18,7 @@
 extern int pf_testing_fail_rank, pf_testing_fail_countdown, pf_testing_portable_cpu, pf_testing_avx2_cpu;
 void pf_testing_q8_quantize(float *data, size_t rows, size_t cols);
 void pf_testing_q4_quantize(float *data, size_t rows, size_t cols);
+void pf_testing_cpu_quantize_x(int8_t *qx, float *dx, int32_t *sx, const float *x, size_t blocks);
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
                            size_t n_out, size_t k, size_t col_begin);
 void pf_testing_cpu_scores(float *out, size_t ld, const float *const *q, int nq, const float *keys, size_t stride,
@@ -716,6 +717,52 @@ static void test_quantizer_rounding(void) {
     CHECK_MSG(bad4 < 0, "Q4 rounds %.9g unlike floorf(x + 8.5)", bad4 < 0 ? 0.0 : (double)q4[bad4]);
 }
 
+/* The activations' quantizer (each 32-value block of a matrix product's input) on every kernel set,
+   against its definition: d = max |v| / 127, each value roundf(v / d) (halves away from zero; in
+   the code, v times the fp32 1 / d) and the values' sum. Blocks whose scale is 1 (largest 127)
+   put values at and next to the halves; others hold NaN (0, passed over by the maximum), an
+   infinity (every value 0 or NaN of inf * 0, hence 0), zeros, -0, subnormals and ordinary values. */
+static void test_activation_quantizer(void) {
+    enum { BLOCKS = 7 };
+    static const float halves[] = {2.5f, -2.5f, 0.5f, -0.5f, 0.49999997f, -0.49999997f, 126.5f, -126.5f, 1.5f,
+                                   -1.5f, 3.4999998f, -3.4999998f, 64.5f, -64.5f, 0.0f, -0.0f, 100.25f, -99.75f};
+    float x[BLOCKS * 32];
+    uint64_t state = 5;
+    random_fill(x, BLOCKS * 32, 3.0f, &state);
+    for (int i = 0; i < 32; i++) x[i] = i == 0 ? 127.0f : halves[(i - 1) % (sizeof halves / sizeof halves[0])];
+    for (int i = 0; i < 32; i++) x[32 + i] = i == 31 ? -127.0f : -halves[i % (sizeof halves / sizeof halves[0])];
+    x[64 + 5] = NAN;
+    x[96 + 30] = INFINITY;
+    for (int i = 0; i < 32; i++) x[128 + i] = i % 2 ? 0.0f : -0.0f;
+    for (int i = 0; i < 32; i++) x[160 + i] = (float)(i - 16) * 1e-40f; /* subnormal */
+    for (int set = 0; set <= 2; set++) {
+        pf_testing_portable_cpu = set == 1, pf_testing_avx2_cpu = set == 2;
+        const char *name = set == 0 ? "default" : set == 1 ? "portable" : "avx2";
+        int8_t qx[BLOCKS * 32];
+        float dx[BLOCKS];
+        int32_t sx[BLOCKS];
+        pf_testing_cpu_quantize_x(qx, dx, sx, x, BLOCKS);
+        int bad = -1;
+        for (int b = 0; b < BLOCKS; b++) {
+            float largest = 0;
+            for (int i = 0; i < 32; i++)
+                if (fabsf(x[b * 32 + i]) > largest) largest = fabsf(x[b * 32 + i]);
+            float d = largest / 127.0f, inverse = d > 0 ? 1.0f / d : 0.0f;
+            int32_t sum = 0;
+            for (int i = 0; i < 32; i++) {
+                float y = x[b * 32 + i] * inverse, r = isnan(y) ? 0.0f : roundf(y);
+                int want = r > 127 ? 127 : r < -127 ? -127 : (int)r;
+                sum += want;
+                if (qx[b * 32 + i] != want) bad = b * 32 + i;
+            }
+            if (memcmp(&dx[b], &d, sizeof d) != 0 || sx[b] != sum) bad = b * 32;
+        }
+        CHECK_MSG(bad < 0, "%s activation quantizer: block %d value %d (%.9g) unlike roundf", name, bad / 32, bad % 32,
+                  bad < 0 ? 0.0 : (double)x[bad]);
+    }
+    pf_testing_portable_cpu = 0, pf_testing_avx2_cpu = 0;
+}
+
 /* The activations and softmax's exponentials on every kernel set against double-precision
    formulas: within 4 (|a| + 1) fp32 epsilons of the value, for exp's argument a (computing it in
    fp32 takes up to four roundings, each moving e^a by |a| epsilons; the rest is a few roundings),
@@ -1164,6 +1211,7 @@ void test_models(void) {
     test_cpu_attention_kernels();
     test_cpu_activation_kernels();
     test_quantizer_rounding();
+    test_activation_quantizer();
     test_cpu_q8_kernels(0);
     test_cpu_q8_kernels(1);
     test_cpu_quantized(PF_DTYPE_Q8_0);
