@@ -14718,14 +14718,27 @@ PF__TILE_SHAPES(avx512, PF__AVX512_TARGET, PF__TILE_ROWS_AVX512, PF__TILE_OUTS_A
    instructions a block. */
 #define PF__AVX512_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 
+/* Every fp16 value as fp32 (vcvtph2ps's results), filled by the probe where the VNNI kernels run:
+   a block's scale becomes one table load broadcast to its lanes, on the load ports. Converting it
+   in registers took a word broadcast, an insert and vcvtph2ps's second half, all on the one
+   shuffle port that bound the decode kernel (llvm-mca). 256 KiB; the scales of a matrix are a few
+   hundred distinct values, so the lines they read stay in L1. */
+static float pf__f16_table[1 << 16] __attribute__((aligned(64)));
+
+PF__AVX512_VNNI_TARGET static void pf__fill_f16_table(void) {
+    for (uint32_t h = 0; h < (1u << 16); h += 16) {
+        __m512i halves = _mm512_add_epi32(_mm512_set1_epi32((int)h), _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+        _mm512_store_ps(pf__f16_table + h, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(halves)));
+    }
+}
+
 /* The f16 scales of the blocks at a and b as sixteen fp32 lanes: a's in the low eight, b's in
    the high eight. */
 PF__AVX512_VNNI_TARGET static PF__INLINE __m512 pf__q8_scale_pair(const unsigned char *a, const unsigned char *b) {
     uint16_t da, db;
     memcpy(&da, a, 2);
     memcpy(&db, b, 2);
-    __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16((short)da)), _mm_set1_epi16((short)db), 1);
-    return _mm512_cvtph_ps(both);
+    return _mm512_mask_broadcastss_ps(_mm512_set1_ps(pf__f16_table[da]), 0xff00, _mm_load_ss(&pf__f16_table[db]));
 }
 
 /* Q8 blocks of two rows as unsigned bytes w + 128 (the xor), for vpdpbusd's unsigned operand; the
@@ -15164,6 +15177,7 @@ static void pf__cpu_probe(void) {
         pf__cpu_avx512.row_outs = PF__ROW_OUTS_AVX512;
     }
     if (pf__cpu_vnni_usable) {
+        pf__fill_f16_table();
         pf__cpu_avx512.q8_rows = pf__q8_rows_vnni, pf__cpu_avx512.q8_row = pf__q8_row_vnni;
         pf__cpu_avx512.q4_rows = pf__q4_rows_vnni, pf__cpu_avx512.q4_row = pf__q4_row_vnni;
     }
