@@ -14541,12 +14541,28 @@ static void pf__q4_rows_portable(float *out, size_t ld, const int8_t *qx, const 
 }
 
 #ifdef PF__AVX2
-/* A block's scale by F16C: calling the portable pf__f16_to_f32 (SSE code) from these loops cost
-   20x, SSE instructions stalling on the dirty upper halves of the ymm registers. */
-PF__AVX2_TARGET static PF__INLINE float pf__q8_scale_f16c(const unsigned char *block) {
+/* Every fp16 value as fp32 (vcvtph2ps's results), filled once by the probe on AVX2 processors: the
+   Q8/Q4 kernels read a block's scale as one table load (broadcast to the lanes that need it), on
+   the load ports. Converting it in registers took a move or word broadcast and vcvtph2ps, on the
+   one shuffle port that bound the decode kernels (llvm-mca). 256 KiB; a matrix's scales are a few
+   hundred distinct values, so the lines they read stay in L1. (The portable pf__f16_to_f32, SSE
+   code, called from these loops once cost 20x: SSE instructions stall on the ymm registers'
+   dirty upper halves.) */
+static float pf__f16_table[1 << 16] __attribute__((aligned(64)));
+
+PF__AVX2_TARGET static void pf__fill_f16_table(void) {
+    for (uint32_t h = 0; h < (1u << 16); h += 8) {
+        uint16_t halves[8];
+        for (uint32_t i = 0; i < 8; i++) halves[i] = (uint16_t)(h + i);
+        _mm256_store_ps(pf__f16_table + h, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)halves)));
+    }
+}
+
+/* A block's scale (its first two bytes, fp16). */
+static PF__INLINE float pf__q8_scale_table(const unsigned char *block) {
     uint16_t d;
     memcpy(&d, block, 2);
-    return _cvtsh_ss(d);
+    return pf__f16_table[d];
 }
 
 /* Eight int32 sums of products of 32 int8 pairs: maddubs wants one unsigned operand, so x's sign
@@ -14585,7 +14601,7 @@ PF__AVX2_TARGET static float pf__hsum_avx2(__m256 v) {
                     PF__UNROLL for (int j = 0; j < 4; j++) {                                                        \
                         _mm_prefetch((const char *)(wr[j] + (b + PF__Q8_AHEAD) * BYTES), _MM_HINT_T0);             \
                         wv[j] = load(wr[j] + b * BYTES + 2);                                                        \
-                        dw[j] = pf__q8_scale_f16c(wr[j] + b * BYTES);                                              \
+                        dw[j] = pf__q8_scale_table(wr[j] + b * BYTES);                                              \
                     }                                                                                               \
                     PF__UNROLL for (int r = 0; r < R; r++) {                                                        \
                         size_t rr = r0 + ((size_t)r < nr ? (size_t)r : 0);                                          \
@@ -14717,20 +14733,6 @@ PF__TILE_SHAPES(avx512, PF__AVX512_TARGET, PF__TILE_ROWS_AVX512, PF__TILE_OUTS_A
    accumulated and summed), so every kernel set and tile shape gives the same bits, with half the
    instructions a block. */
 #define PF__AVX512_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
-
-/* Every fp16 value as fp32 (vcvtph2ps's results), filled by the probe where the VNNI kernels run:
-   a block's scale becomes one table load broadcast to its lanes, on the load ports. Converting it
-   in registers took a word broadcast, an insert and vcvtph2ps's second half, all on the one
-   shuffle port that bound the decode kernel (llvm-mca). 256 KiB; the scales of a matrix are a few
-   hundred distinct values, so the lines they read stay in L1. */
-static float pf__f16_table[1 << 16] __attribute__((aligned(64)));
-
-PF__AVX512_VNNI_TARGET static void pf__fill_f16_table(void) {
-    for (uint32_t h = 0; h < (1u << 16); h += 16) {
-        __m512i halves = _mm512_add_epi32(_mm512_set1_epi32((int)h), _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
-        _mm512_store_ps(pf__f16_table + h, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(halves)));
-    }
-}
 
 /* The f16 scales of the blocks at a and b as sixteen fp32 lanes: a's in the low eight, b's in
    the high eight. */
@@ -15158,6 +15160,7 @@ static void pf__cpu_probe(void) {
     pf__cpu_avx512_usable = pf__cpu_avx2_usable && __builtin_cpu_supports("avx512f") &&
                             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
     pf__cpu_vnni_usable = pf__cpu_avx512_usable && __builtin_cpu_supports("avx512vnni");
+    if (pf__cpu_avx2_usable) pf__fill_f16_table();
     /* AMD before Zen 5 (family 0x1a) runs a 512-bit FMA as two 256-bit halves: the 16-lane
        tiles gain nothing there, and lost to the AVX2 ones on Zen 4 (BENCHMARKS.md). */
     unsigned vendor[3] = {0, 0, 0}, family = 0;
@@ -15177,7 +15180,6 @@ static void pf__cpu_probe(void) {
         pf__cpu_avx512.row_outs = PF__ROW_OUTS_AVX512;
     }
     if (pf__cpu_vnni_usable) {
-        pf__fill_f16_table();
         pf__cpu_avx512.q8_rows = pf__q8_rows_vnni, pf__cpu_avx512.q8_row = pf__q8_row_vnni;
         pf__cpu_avx512.q4_rows = pf__q4_rows_vnni, pf__cpu_avx512.q4_row = pf__q4_row_vnni;
     }
