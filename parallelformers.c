@@ -16936,7 +16936,7 @@ int pf_cuda_download_rows(pf_cuda_rank *st, void *host, size_t host_stride, cons
 int pf_cuda_embed(pf_cuda_rank *st, float *out, const void *tokens, int dtype, const int32_t *ids_host,
                   int32_t *ids_device, size_t rows, size_t d, float scale, int first, size_t table_rows);
 int pf_cuda_add_positions(pf_cuda_rank *st, float *x, const void *table, int dtype, const int *pad, int batch, int T,
-                          int past, size_t offset, size_t d);
+                          const int *past_at, size_t offset, size_t d);
 int pf_cuda_norm(pf_cuda_rank *st, float *out, const float *x, const void *weight, int weight_dtype, const void *bias,
                  int bias_dtype, size_t rows, size_t n, float eps, int rms, void *out16, int out16_dtype);
 int pf_cuda_add_residual_norm(pf_cuda_rank *st, float *x, const float *y, const void *bias, int bias_dtype, float *out,
@@ -16952,14 +16952,17 @@ int pf_cuda_bias_activation(pf_cuda_rank *st, float *x, const void *bias, int dt
 int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype, size_t rows,
                          size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
-int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const float *inv_freq, const int *pad, int batch, int T, int past,
-                   int heads, int kv_heads, int head_dim, int rotary_dim, int pairs);
+int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const float *inv_freq, const int *pad, int batch, int T,
+                   const int *past_at, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs);
 size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim);
+int pf_cuda_decode_splits(int len);
 int pf_cuda_kv_append(pf_cuda_rank *st, void *k_cache, void *v_cache, int cache_dtype, const float *qkv, const int *rows,
-                      int batch, int T, int past, int heads, int kv_heads, int head_dim, int cache_len);
+                      int batch, int T, int past, const int *past_at, int heads, int kv_heads, int head_dim,
+                      int cache_len);
 int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const void *k_cache, const void *v_cache,
                       int cache_dtype, float *partials,
-                      const float *alibi, const int *pad, const int *rows, int batch, int T, int past, int heads, int kv_heads,
+                      const float *alibi, const int *pad, const int *rows, int batch, int T, int past,
+                      const int *past_at, int heads, int kv_heads,
                       int head_dim, int head_begin, int kv_begin, int kv_group, int cache_len, int window,
                       int mask, float scale, const float *rel_bias, int rel_rows, int rel_buckets,
                       int rel_max_distance);
@@ -16986,7 +16989,12 @@ typedef struct pf__cuda_rank_state {
     char init_message[PF__MESSAGE_SIZE];
     int scratch_done;
     void *workspace;          /* cuBLAS workspace, pf_cuda_workspace_bytes() */
-    int32_t *ids;             /* [max_tokens]: the step's token ids */
+    int32_t *step_ints;       /* [1 + max_tokens]: the step's past, then its token ids, staged by
+                                 prepare: kernels read them from here, never by value, so that a
+                                 captured decode graph replays with each step's own */
+    int32_t *step_ints_host;  /* [1 + max_tokens], malloc'd: what step_ints holds (or is queued to) */
+    int32_t *ids;             /* step_ints + 1 */
+    const int32_t *ids_from;  /* the host array ids were staged from this step, or NULL */
     void *x16;                /* [max_tokens][widest GEMM input] fp16/bf16: GEMM input */
     size_t x16_elements;      /* its room */
     /* x16's contents as the last op left them (a norm writes its output's rounding there, a GEMM
@@ -17109,7 +17117,10 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     r->allocating = PF__MEM_SCRATCH;
     rs->workspace = pf__rank_alloc(r, pf_cuda_workspace_bytes());
     if (rs->workspace) pf__cuda_ok(r, pf_cuda_set_workspace(rs->cu, rs->workspace, pf_cuda_workspace_bytes()));
-    rs->ids = (int32_t *)pf__rank_alloc(r, T * sizeof(int32_t));
+    rs->step_ints = (int32_t *)pf__rank_alloc(r, (1 + T) * sizeof(int32_t));
+    rs->step_ints_host = (int32_t *)malloc((1 + T) * sizeof(int32_t));
+    if (!rs->step_ints_host) pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    rs->ids = rs->step_ints ? rs->step_ints + 1 : NULL;
     if (g->dtype != PF__DTYPE_F32) rs->x16 = pf__rank_alloc(r, T * k_max * pf__dtype_size(g->dtype));
     rs->x16_elements = rs->x16 ? T * k_max : 0;
     if (width)
@@ -17269,6 +17280,7 @@ static void pf__cuda_rank_end(pf__rank *r) {
         pf_cuda_rank_destroy(rs->cu);
     }
     free(rs->inv_freq_host);
+    free(rs->step_ints_host);
     free(rs->pad_host);
     free(rs->cross_pad_host);
     free(rs->cache_rows_host);
@@ -17400,10 +17412,12 @@ static void pf__cuda_embed(pf__rank *r, float *out, const pf__weight *tokens, co
                            int first) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
-    int staged = s->ids && s->ids == rs->type_ids_from; /* the segment ids prepare uploaded */
-    pf__cuda_ok(r, pf_cuda_embed(rs->cu, out, tokens->data, pf__cuda_dtype(tokens->dtype), staged ? NULL : s->ids,
-                                 staged ? rs->type_ids : rs->ids, (size_t)s->batch * s->seq_len, tokens->cols, scale,
-                                 first, tokens->rows));
+    /* the token or segment ids prepare staged, or other ids (an image's class token) copied now */
+    int types = s->ids && s->ids == rs->type_ids_from, tokens_staged = s->ids && s->ids == rs->ids_from;
+    if (!types && !tokens_staged) rs->ids_from = NULL; /* rs->ids is overwritten */
+    pf__cuda_ok(r, pf_cuda_embed(rs->cu, out, tokens->data, pf__cuda_dtype(tokens->dtype),
+                                 types || tokens_staged ? NULL : s->ids, types ? rs->type_ids : rs->ids,
+                                 (size_t)s->batch * s->seq_len, tokens->cols, scale, first, tokens->rows));
 }
 
 /* Row offset + position of the table for each token, position = past + t - pad[b] (0 at least). */
@@ -17428,7 +17442,7 @@ static void pf__cuda_add_positions(pf__rank *r, float *x, const pf__weight *tabl
         return;
     }
     pf__cuda_ok(r, pf_cuda_add_positions(rs->cu, x, table->data, pf__cuda_dtype(table->dtype), pad, s->batch,
-                                         s->seq_len, s->past, (size_t)offset, table->cols));
+                                         s->seq_len, rs->step_ints, (size_t)offset, table->cols));
 }
 
 /* With 16-bit weights a norm or an activation also writes its output's rounding into x16 (where
@@ -17550,11 +17564,34 @@ static int pf__cuda_stage_inv_freq(pf__rank *r, pf__cuda_rank_state *rs, const p
     return 0;
 }
 
+/* The step's past and token ids into step_ints (every rank: all embed, and all read past), in
+   one copy queued without a wait from the rank's own host copy (pageable: the runtime has read it
+   when pf_cuda_upload_async returns, so the next step may rewrite it at once). */
+static int pf__cuda_stage_step_ints(pf__rank *r, pf__cuda_rank_state *rs, const pf__step *s) {
+    size_t tokens = (size_t)s->batch * s->seq_len, staged = 1;
+    rs->ids_from = NULL;
+    if (!rs->step_ints) {
+        pf__rank_fail(r, PF_ERROR_DEVICE, "GPU %d: no buffer for the step's arguments", r->device);
+        pf__cuda_break(r->group);
+        return -1;
+    }
+    rs->step_ints_host[0] = s->past;
+    if (s->ids && tokens <= r->group->max_tokens) {
+        memcpy(rs->step_ints_host + 1, s->ids, tokens * sizeof(int32_t));
+        staged += tokens;
+    }
+    if (!pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->step_ints, rs->step_ints_host, staged * sizeof(int32_t))))
+        return -1;
+    if (staged > 1) rs->ids_from = s->ids;
+    return 0;
+}
+
 /* Stages what the ops will read before the first collective (pf__backend.prepare): the step's
-   pads, the sources' pads and the rotary frequencies; the ops then find them staged. */
+   past and ids, its pads, the sources' pads and the rotary frequencies; the ops then find them
+   staged. */
 static void pf__cuda_prepare(pf__rank *r, const pf__step *s) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
-    if (!rs) return;
+    if (!rs || pf__cuda_stage_step_ints(r, rs, s)) return;
     rs->type_ids_from = NULL; /* segment ids: every rank embeds them, heads or not */
     size_t tokens = (size_t)s->batch * s->seq_len;
     if (s->type_ids && rs->type_ids && tokens <= r->group->max_tokens &&
@@ -17589,7 +17626,7 @@ static void pf__cuda_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf
     if (pf__cuda_stage_inv_freq(r, rs, s, half)) return;
     const int *pad = pf__cuda_pads(r, rs, s);
     if (r->error) return;
-    pf__cuda_ok(r, pf_cuda_rotary(rs->cu, qkv, rs->inv_freq, pad, s->batch, s->seq_len, s->past, a->heads,
+    pf__cuda_ok(r, pf_cuda_rotary(rs->cu, qkv, rs->inv_freq, pad, s->batch, s->seq_len, rs->step_ints, a->heads,
                                   a->kv_heads, a->head_dim, a->rotary_dim, pairs));
 }
 
@@ -17600,7 +17637,8 @@ static void pf__cuda_kv_append(pf__rank *r, void *k_cache, void *v_cache, const 
     const int *rows = pf__cuda_cache_rows(r, rs, s);
     if (r->error) return;
     pf__cuda_ok(r, pf_cuda_kv_append(rs->cu, k_cache, v_cache, pf__cuda_dtype(a->cache_dtype), qkv, rows, s->batch,
-                                     s->seq_len, s->past, a->heads, a->kv_heads, a->head_dim, a->cache_len));
+                                     s->seq_len, s->past, rs->step_ints, a->heads, a->kv_heads, a->head_dim,
+                                     a->cache_len));
 }
 
 static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const void *k_cache, const void *v_cache,
@@ -17612,7 +17650,7 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const voi
     if (r->error) return;
     pf__cuda_ok(r, pf_cuda_attend(rs->cu, out, qkv, k_cache, v_cache, pf__cuda_dtype(a->cache_dtype), rs->partials,
                                      a->alibi, pad, rows, s->batch,
-                                     s->seq_len, s->past, a->heads, a->kv_heads, a->head_dim, a->head_begin,
+                                     s->seq_len, s->past, rs->step_ints, a->heads, a->kv_heads, a->head_dim, a->head_begin,
                                      a->kv_begin, a->kv_group, a->cache_len, a->window, a->mask, a->scale,
                                      a->rel_bias, a->rel_rows, a->rel_buckets, a->rel_max_distance));
 }

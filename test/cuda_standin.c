@@ -243,12 +243,15 @@ static int position(const int *pad, int b, int past, int t) {
     return p > 0 ? p : 0;
 }
 
+/* past is read from the device (past_at) as kernels.cu's kernels read it. */
 int pf_cuda_add_positions(pf_cuda_rank *st, float *x, const void *table, int dtype, const int *pad, int batch, int T,
-                          int past, size_t offset, size_t d) {
+                          const int *past_at, size_t offset, size_t d) {
     (void)st;
     size_t rows = (size_t)batch * T;
     if (!rows || !d || T <= 0) return 0;
     NEED(x, rows * d * 4);
+    NEED(past_at, 4);
+    int past = *past_at;
     if (pad) NEED(pad, (size_t)batch * 4);
     for (size_t row = 0; row < rows; row++) {
         size_t at = offset + (size_t)position(pad, (int)(row / T), past, (int)(row % T));
@@ -480,8 +483,8 @@ int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int
     return 0;
 }
 
-int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const float *inv_freq, const int *pad, int batch, int T, int past,
-                   int heads, int kv_heads, int hd, int rotary_dim, int pairs) {
+int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const float *inv_freq, const int *pad, int batch, int T,
+                   const int *past_at, int heads, int kv_heads, int hd, int rotary_dim, int pairs) {
     int half = rotary_dim / 2, rotated = heads + kv_heads;
     size_t rows = (size_t)batch * T;
     if (!rows || T <= 0 || half <= 0 || rotated <= 0) return 0;
@@ -493,6 +496,8 @@ int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const float *inv_freq, const in
     NEED(qkv, rows * row_width * 4);
     NEED(inv_freq, (size_t)half * 4);
     if (pad) NEED(pad, (size_t)batch * 4);
+    NEED(past_at, 4);
+    int past = *past_at;
     for (size_t row = 0; row < rows; row++)
         for (int h = 0; h < rotated; h++)
             for (int i = 0; i < half; i++) {
@@ -513,6 +518,10 @@ int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const float *inv_freq, const in
 #define MAXS 32
 #define ATTN_THREADS 128
 size_t pf_cuda_attention_scratch_floats(int mb, int heads, int hd) { return (size_t)mb * heads * MAXS * ((size_t)hd + 2); }
+int pf_cuda_decode_splits(int len) {
+    int splits = (len + 15) / 16;
+    return splits < 1 ? 1 : splits > MAXS ? MAXS : splits;
+}
 
 /* kernels.cu's pf_relative_bucket */
 static int relative_bucket(int distance, int num_buckets, int max_distance, int bidirectional) {
@@ -549,13 +558,16 @@ static void cache_store(void *p, int dtype, size_t i, float v) {
     else ((float *)p)[i] = v;
 }
 
+/* past checks the positions; the arithmetic reads it from past_at, as the kernel does. */
 int pf_cuda_kv_append(pf_cuda_rank *st, void *kc, void *vc, int cache_dtype, const float *qkv, const int *cache_rows,
-                      int batch, int T, int past, int heads, int kv_heads, int hd, int cache_len) {
+                      int batch, int T, int past, const int *past_at, int heads, int kv_heads, int hd, int cache_len) {
     if (kv_heads <= 0 || hd <= 0 || batch <= 0 || T <= 0) return 0;
-    if (past < 0 || past + T > cache_len) {
+    if (past < 0 || past + T > cache_len || !past_at) {
         snprintf(st->message, sizeof st->message, "pf_cuda_kv_append failed: positions beyond the cache (mock)");
         return 1;
     }
+    NEED(past_at, 4);
+    past = *past_at;
     size_t q_width = (size_t)heads * hd, kv_width = (size_t)kv_heads * hd, row_width = q_width + 2 * kv_width;
     size_t rows = (size_t)batch * T;
     NEED(qkv, rows * row_width * 4);
@@ -636,13 +648,17 @@ static void flash_row(float *out, const float *q, const void *kc, const void *vc
     for (int i = 0; i < hd; i++) out[i] = l > 0.0f ? o[i] / l : 0.0f;
 }
 
+/* past checks the shape and sizes the decode splits, as in kernels.cu; the arithmetic reads it
+   from past_at (device memory), as the kernels do. */
 int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const void *kc, const void *vc, int cache_dtype, float *partials,
-                   const float *alibi, const int *pad, const int *cache_rows, int batch, int T, int past, int heads, int kv_heads, int hd,
+                   const float *alibi, const int *pad, const int *cache_rows, int batch, int T, int past,
+                   const int *past_at, int heads, int kv_heads, int hd,
                    int head_begin, int kv_begin, int kv_group, int cache_len, int window, int mask, float scale,
                    const float *rel_bias, int rel_rows, int rel_buckets, int rel_max_distance) {
     if (heads <= 0 || hd <= 0 || batch <= 0 || T <= 0) return 0;
     if (kv_heads <= 0 || kv_group <= 0 || head_begin / kv_group - kv_begin < 0 ||
-        (head_begin + heads - 1) / kv_group - kv_begin >= kv_heads || past < 0 || (mask != 2 && past + T > cache_len)) {
+        (head_begin + heads - 1) / kv_group - kv_begin >= kv_heads || past < 0 || (mask != 2 && past + T > cache_len) ||
+        !past_at) {
         snprintf(st->message, sizeof st->message, "pf_cuda_attend failed: bad shape (mock)");
         return 1;
     }
@@ -658,11 +674,11 @@ int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const void *k
     int len1 = mask == 2 ? cache_len : window > 0 && past + 1 > window ? window : past + 1;
     int splits = 1;
     if (T == 1 && partials) {
-        splits = (len1 + 15) / 16;
-        if (splits > MAXS) splits = MAXS;
-        if (splits < 1) splits = 1;
+        splits = pf_cuda_decode_splits(len1);
         NEED(partials, (size_t)batch * heads * splits * (hd + 2) * 4);
     }
+    NEED(past_at, 4);
+    past = *past_at; /* the kernels' past: from here on, as on the device */
     float *acc = malloc((size_t)hd * sizeof(float)), *q16 = malloc((size_t)hd * sizeof(float)), p[CHUNK], part[ATTN_THREADS];
     int flash = flash_takes(T, cache_dtype, mask, hd);
     for (size_t row = 0; row < rows; row++)
