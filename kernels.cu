@@ -1460,6 +1460,52 @@ int pf_cuda_reorder_rows(struct pf_cuda_rank *st, void *cache, void *scratch, co
                               used_bytes / 2);
 }
 
+/* ---- CUDA graphs ----------------------------------------------------------------------------- */
+
+/* A decode step's launches captured once and replayed: pf_cuda_graph_begin starts capturing the
+   rank's stream (thread-local mode: each rank captures on its own thread while the others run or
+   capture theirs), the ops queued next are recorded instead of run (NCCL's all-reduces too), and
+   pf_cuda_graph_end instantiates them into *graph. Nothing in between may wait for the stream or
+   copy from host memory. pf_cuda_graph_end must follow every begin, also after a failed op: it
+   ends the capture (a failure inside invalidates it, and it reports that). */
+int pf_cuda_graph_begin(struct pf_cuda_rank *st) {
+    PF_CUDA_CHECK(st, cudaStreamBeginCapture, (st->stream, cudaStreamCaptureModeThreadLocal));
+    return PF_CUDA_OK;
+}
+
+int pf_cuda_graph_end(struct pf_cuda_rank *st, void **graph) {
+    *graph = NULL;
+    cudaGraph_t captured = NULL;
+    cudaError_t e = cudaStreamEndCapture(st->stream, &captured);
+    if (e != cudaSuccess) {
+        if (captured) (void)cudaGraphDestroy(captured);
+        (void)cudaGetLastError();
+        return pf_cuda__fail(st->message, sizeof st->message, pf_cuda__code(e), "cudaStreamEndCapture",
+                             cudaGetErrorString(e), __LINE__);
+    }
+    cudaGraphExec_t exec = NULL;
+    e = cudaGraphInstantiate(&exec, captured, 0);
+    (void)cudaGraphDestroy(captured); /* the instance keeps what it needs */
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return pf_cuda__fail(st->message, sizeof st->message, pf_cuda__code(e), "cudaGraphInstantiate",
+                             cudaGetErrorString(e), __LINE__);
+    }
+    *graph = (void *)exec;
+    return PF_CUDA_OK;
+}
+
+/* Queues the captured launches on the rank's stream (no wait). */
+int pf_cuda_graph_launch(struct pf_cuda_rank *st, void *graph) {
+    PF_CUDA_CHECK(st, cudaGraphLaunch, ((cudaGraphExec_t)graph, st->stream));
+    return PF_CUDA_OK;
+}
+
+/* Frees an instantiated graph (NULL is fine); on the rank's thread. */
+void pf_cuda_graph_destroy(void *graph) {
+    if (graph) (void)cudaGraphExecDestroy((cudaGraphExec_t)graph);
+}
+
 /* ---- NCCL ------------------------------------------------------------------------------------ */
 
 /* One communicator per rank over n distinct devices (ncclCommInitAll); comms[i] is rank i's.
