@@ -16,6 +16,11 @@
      and the setup calls wait for it. Activations are fp32; weights are fp32, fp16 or bf16
      (PF_CUDA_F32/F16/BF16); the KV cache is fp32 or the 16-bit weights' dtype (cache_dtype).
    - Nothing here prints, exits or aborts.
+   - Decode steps may be captured into CUDA graphs (pf_cuda_graph_begin / end) and replayed
+     (pf_cuda_graph_launch): so every value that changes from step to step reaches the kernels
+     through device memory (past through past_at, token ids, pads, cache rows, frequencies),
+     never as a by-value argument; what is by value (shapes, the decode split count) is part of
+     the caller's graph key.
 
    Operations mirror the CPU backend's in parallelformers.c (same function for each op, fp32
    activations, weights of any of the three dtypes wherever one is read: norms, biases, position

@@ -16909,6 +16909,16 @@ static void pf__rank_reorder(pf__rank *r, const pf__job *job) {
    such as {0, 0}), which NCCL refuses, use a device-memory reduction through g->reduce_in and two
    barriers instead (peer copies where some ranks are on other GPUs).
 
+   Decode steps as CUDA graphs (pf__cuda_run_decoder_step): a step of one token a row has its
+   launches up to the final norm captured into a graph once per pf__cuda_graph_key and replayed
+   on later steps with that key (graphs per rank, at most PF__CUDA_GRAPHS). This holds because
+   prepare stages every per-step value the kernels read into device buffers whose addresses do
+   not change (step_ints: past and the ids; pad, cross_pad, cache_rows, inv_freq) before the
+   capture or launch, and the kernels read them there; a host copy queued inside a capture is
+   refused (pf__cuda_copy_while_capturing). Ranks sharing a GPU are not captured: their
+   reduction syncs and meets at barriers mid-step. pf_parallel_options.disable_cuda_graphs
+   turns graphs off.
+
    Failures with NCCL: a rank that fails skips its remaining collectives, so its peers' NCCL
    kernels would wait for it forever. The failing rank marks the group's communicators broken;
    every rank then aborts its own communicator (ncclCommAbort, on its own thread) before it could
@@ -17797,7 +17807,7 @@ static void pf__cuda_all_reduce(pf__rank *r, float *x, size_t count) {
 /* ---- decode steps as CUDA graphs ---- */
 
 #ifdef PF_TESTING
-int pf_testing_cuda_graph_captures, pf_testing_cuda_graph_replays; /* test hook: rank 0's counts */
+int pf_testing_cuda_graph_captures, pf_testing_cuda_graph_launches; /* test hook: rank 0's counts */
 #endif
 
 /* Whether a step's device work may be captured: a decode step (one token a row) of token ids,
@@ -17914,7 +17924,7 @@ static int pf__cuda_run_decoder_step(pf__rank *r, const pf__job *job, void (*bod
     }
     rs->x16_now = graph->x16_after; /* as the live step leaves it */
 #ifdef PF_TESTING
-    if (r->index == 0) pf_testing_cuda_graph_replays++;
+    if (r->index == 0) pf_testing_cuda_graph_launches++;
 #endif
     return 1;
 }

@@ -36,6 +36,15 @@
    shapes. A mirror or kernel that lets a row see pads, future keys or keys before its window,
    skips the rescale, reads the wrong KV head, or drops ALiBi or the relative bias misses by
    1.2-11 there (measured on the stand-in).
+   CUDA graphs (test_cuda_graphs; alone with the argument "cuda-graphs"): gpt2-tiny, llama, bloom
+   and mistral in F32 and F16 on 1 rank, 2 ranks sharing GPU 0 and 2 NCCL ranks, each with graphs
+   off and on: greedy decoding to the end of the cache, sampling, beam search and a left-padded
+   batch give the same tokens and beam scores bit for bit; with graphs, every greedy decode step
+   launches one, captured again exactly when the decode split count changes; ranks sharing a GPU
+   and the off switch capture none. A failure inside a capture fails the call and keeps no graph
+   (test_cuda_graph_failure), and the seq2seq fixtures' generation cases on 1 rank run from graphs.
+   On the stand-in a graph is a tape of the launches replayed, so a per-step value passed by value
+   replays stale and these comparisons fail.
    Also: pf_to_cpu from two CUDA ranks gives the CPU model exactly; a device id that is no GPU is
    a clear error; with two GPUs, NCCL between GPUs 0 and 1 and the peer-copy reduction over GPUs
    {0, 0, 1}; an injected failure on one rank (PF_TESTING builds) fails the call, names the rank,
@@ -903,7 +912,7 @@ static void test_failing_rank(void) {
 /* Rank 0's graph captures and launches (parallelformers.c, PF_CUDA test builds), and the stand-in's
    graphs alive: weak, absent from a build without CUDA. */
 extern int pf_testing_cuda_graph_captures __attribute__((weak));
-extern int pf_testing_cuda_graph_replays __attribute__((weak));
+extern int pf_testing_cuda_graph_launches __attribute__((weak));
 extern int pf_mock_graphs_live __attribute__((weak));
 
 enum { GRAPH_TOKENS = 16 * MAX_IDS, GRAPH_SCORES = 16 };
@@ -919,7 +928,7 @@ typedef struct graph_outputs {
 
 static void graph_counts(int *captures, int *launches) {
     *captures = &pf_testing_cuda_graph_captures ? pf_testing_cuda_graph_captures : 0;
-    *launches = &pf_testing_cuda_graph_replays ? pf_testing_cuda_graph_replays : 0;
+    *launches = &pf_testing_cuda_graph_launches ? pf_testing_cuda_graph_launches : 0;
 }
 
 static void graph_append(graph_outputs *out, const int32_t *tokens, int n, const char *what) {
@@ -1063,6 +1072,52 @@ static void test_cuda_graphs(void) {
             CHECK_MSG(pf_mock_graphs_live == 0, "%s: %d CUDA graphs left after pf_free", names[k], pf_mock_graphs_live);
     }
 }
+
+#ifdef PF_TESTING
+/* A failure inside a decode step's capture (an injected one, at each of the first decode step's
+   GEMMs before the LM head: 4 a GPT-2 block after the prompt's 4 a block and its LM head) fails
+   the call with its message and keeps no graph; the next call captures afresh and gives the
+   tokens of a clean run. */
+static void test_cuda_graph_failure(void) {
+    fixture f;
+    if (!&pf_testing_cuda_graph_captures || fixture_open("gpt2-tiny", &f)) return;
+    int layers = pf_get_info(f.model).num_layers;
+    int32_t prompt[MAX_IDS], clean[MAX_IDS], again[MAX_IDS];
+    for (int i = 0; i < f.ref.num_prompt_ids; i++) prompt[i] = f.ref.prompt_ids[i];
+    pf_generate_options g = pf_generate_options_init();
+    g.max_new_tokens = 4;
+    g.ignore_eos = 1;
+    int n_clean = 0, n_again = 0;
+    pf_parallel_options o = cuda_options(PF_DTYPE_F32, &f, NULL, 0);
+    CHECK(pf_parallelize(f.model, 1, &o) == PF_OK &&
+          pf_generate(f.model, prompt, f.ref.num_prompt_ids, &g, clean, MAX_IDS, &n_clean) == PF_OK);
+    for (int countdown = 4 * layers + 2; countdown <= 8 * layers + 1; countdown++) {
+        pf_result r = pf_parallelize(f.model, 1, &o); /* no graphs yet */
+        CHECK_MSG(r == PF_OK, "graph failure: pf_parallelize: %s", pf_error_message(f.model));
+        if (r) break;
+        int captures0, launches0, captures1, launches1;
+        graph_counts(&captures0, &launches0);
+        pf_testing_fail_rank = 0;
+        pf_testing_fail_countdown = countdown;
+        int n = 0;
+        r = pf_generate(f.model, prompt, f.ref.num_prompt_ids, &g, again, MAX_IDS, &n);
+        pf_testing_fail_rank = -1;
+        graph_counts(&captures1, &launches1);
+        CHECK_MSG(r == PF_ERROR_DEVICE && strstr(pf_error_message(f.model), "injected") && captures1 == captures0 &&
+                      launches1 == launches0,
+                  "failure at GEMM %d of a capture: %s (%s), %d graphs captured, %d launched", countdown,
+                  pf_result_string(r), pf_error_message(f.model), captures1 - captures0, launches1 - launches0);
+        r = pf_generate(f.model, prompt, f.ref.num_prompt_ids, &g, again, MAX_IDS, &n_again);
+        graph_counts(&captures0, &launches0);
+        CHECK_MSG(r == PF_OK && n_again == n_clean && !memcmp(again, clean, (size_t)n_clean * sizeof(int32_t)) &&
+                      captures0 > captures1,
+                  "after a failed capture: %s, %d tokens (%d clean), %d graphs captured", pf_result_string(r), n_again,
+                  n_clean, captures0 - captures1);
+    }
+    fixture_close(&f);
+    if (&pf_mock_graphs_live) CHECK_MSG(pf_mock_graphs_live == 0, "%d CUDA graphs left after pf_free", pf_mock_graphs_live);
+}
+#endif
 
 /* Whether this build and machine can run the CUDA backend at all: 1 yes, 0 no (why in reason),
    -1 it failed otherwise (reported). */
@@ -1373,8 +1428,14 @@ static void test_seq2seq_fixture(const char *name) {
         if (rr) continue;
         float worst = test_max_abs_diff(got, want, tokens * vocab);
         CHECK_MSG(worst <= 1e-3f, "%s: logits differ from the CPU by %g", what, worst);
-        int matched = 0;
+        int matched = 0, captures0, launches0, captures1, launches1;
+        graph_counts(&captures0, &launches0);
         for (int i = 0; i < num_cases; i++) matched += test_check_gen_case(m, what, &cases[i]);
+        graph_counts(&captures1, &launches1);
+        /* one rank: the decoder steps (cross-attention included) replayed from CUDA graphs */
+        if (ranks == 1 && num_cases && &pf_testing_cuda_graph_launches)
+            CHECK_MSG(launches1 > launches0 && captures1 - captures0 < launches1 - launches0,
+                      "%s: %d decode graphs captured, %d launched", what, captures1 - captures0, launches1 - launches0);
         printf("  %-36s max |logits - CPU| %.3g (tol 0.001), generation cases %d of %d\n", what, worst, matched, num_cases);
     }
     free(want);
@@ -1933,6 +1994,9 @@ int main(int argc, char **argv) {
                 if (!strcmp(argv[i], "cuda-graphs")) { /* not a fixture: decode steps as graphs, on and off */
                     printf("CUDA graphs\n");
                     test_cuda_graphs();
+#ifdef PF_TESTING
+                    test_cuda_graph_failure();
+#endif
                     continue;
                 }
                 printf("%s\n", argv[i]);
@@ -1953,6 +2017,9 @@ int main(int argc, char **argv) {
             test_generation_cases();
             printf("CUDA graphs\n");
             test_cuda_graphs();
+#ifdef PF_TESTING
+            test_cuda_graph_failure();
+#endif
             test_bad_device();
             printf("greedy token choice on the device\n");
             test_argmax_kernel();
