@@ -923,6 +923,7 @@ typedef struct graph_outputs {
     float scores[GRAPH_SCORES];   /* beam search's sequence scores */
     int num_tokens, num_scores;
     int long_steps, long_captures, long_launches; /* greedy to the end of the cache: its decode steps */
+    int again_captures;           /* the same run once more: graphs it captured (all its keys are kept) */
     int captures, launches;       /* all cases */
 } graph_outputs;
 
@@ -974,8 +975,9 @@ static void graph_generate(fixture *f, graph_outputs *out, int beams, const char
     pf_generation_free(&g);
 }
 
-/* Greedy to the end of the cache (several decode split counts: graphs captured anew), sampling,
-   beam search (cache rows reordered between steps) and a left-padded batch. */
+/* Greedy to the end of the cache (several decode split counts: graphs captured anew), twice (the
+   second run finds every graph it needs), sampling, beam search (cache rows reordered between
+   steps) and a left-padded batch. */
 static void graph_cases(fixture *f, graph_outputs *out, const char *what) {
     memset(out, 0, sizeof *out);
     int captures0, launches0, captures1, launches1;
@@ -987,6 +989,10 @@ static void graph_cases(fixture *f, graph_outputs *out, const char *what) {
     out->long_captures = captures1 - captures0;
     out->long_launches = launches1 - launches0;
     graph_append(out, gen, n, what);
+    int n_again = generate_long(f, gen, what), captures2, launches2;
+    graph_counts(&captures2, &launches2);
+    out->again_captures = captures2 - captures1;
+    graph_append(out, gen, n_again, what);
     graph_generate(f, out, 0, what);
     graph_generate(f, out, 1, what);
     int32_t padded[2][MAX_IDS];
@@ -1039,6 +1045,7 @@ static void graph_compare(fixture *f, pf_dtype dtype, int ranks, const int *devi
         CHECK_MSG(on.long_launches == on.long_steps && on.long_captures == want,
                   "%s: greedy to the end of the cache: %d of %d decode steps launched graphs, %d captured (want %d)",
                   what, on.long_launches, on.long_steps, on.long_captures, want);
+        CHECK_MSG(on.again_captures == 0, "%s: the same greedy run again captured %d graphs", what, on.again_captures);
         CHECK_MSG(on.captures < on.launches, "%s: %d graphs captured for %d launches", what, on.captures, on.launches);
     } else {
         CHECK_MSG(on.captures == 0 && on.launches == 0, "%s: %d graphs captured where none can be", what, on.captures);
