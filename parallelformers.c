@@ -13999,6 +13999,8 @@ typedef struct pf__choice {
 /* Operations a backend provides. All run on the rank's own thread, in order; activations are
    fp32 [tokens][features] row-major; an op never fails on its own except alloc (a backend whose
    calls can fail records it with pf__rank_fail). */
+struct pf__job;
+
 typedef struct pf__backend {
     const char *name;
     int host_memory; /* allocations are host memory the loader may write directly */
@@ -14078,6 +14080,12 @@ typedef struct pf__backend {
     /* x[rows][n] = act(x + bias): a GEMM's bias folded into the activation after it (NULL: the
        GEMM adds it; see pf__rank_mlp_in) */
     void (*bias_activation)(pf__rank *r, float *x, const pf__weight *bias, size_t rows, size_t n, pf__activation act);
+    /* A decoder step's device work up to the logits, body(r, job) (pf__rank_decoder_hidden), run
+       the backend's way: CUDA replays a graph captured from an earlier step of the same shapes.
+       Returns 1 when it ran it (or failed: see r->error), 0 when the caller should call body
+       itself (NULL: always the caller). Every rank decides alike from the step. */
+    int (*run_decoder_step)(pf__rank *r, const struct pf__job *job,
+                            void (*body)(pf__rank *r, const struct pf__job *job));
 } pf__backend;
 
 /* A share of the split dimensions held by one rank. */
@@ -15538,6 +15546,7 @@ static const pf__backend pf__cpu_backend = {
     NULL, /* argmax: the host takes it of the logits */
     NULL, /* add_residual_norm: the two ops, one pass each over host memory */
     NULL, /* bias_activation: the bias in the GEMM */
+    NULL, /* run_decoder_step: every op as it comes */
 };
 
 /* =============================================================================================== */
@@ -16843,41 +16852,55 @@ static void pf__rank_encoder_pass(pf__rank *r, const pf__job *job) {
 
 static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__tower *t);
 
-/* Runs on every rank's thread with the same step; rank 0 also computes the logits. */
-static void pf__rank_forward(pf__rank *r, const pf__job *job) {
-    const pf__group *g = r->group;
-    const pf__config *c = &g->model->config;
-    const pf__arch *a = &pf__archs[c->arch];
-    const pf__step *s = &job->step;
-    const pf__weight *W = r->weights;
-    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
-    if (r->backend->prepare) r->backend->prepare(r, s);
-    if (job->encoder_pass) {
-        pf__rank_encoder_pass(r, job);
-        return;
-    }
-    pf__tower t = pf__tower_of(r, a->kind == PF__KIND_ENCODER);
-    pf__rank_tower(r, s, &t);
-    if (pf__rank_failed(r)) return;
-    if (a->kind == PF__KIND_ENCODER) {
-        pf__rank_encoder_outputs(r, job, &t);
-        return;
-    }
+/* Where pf__rank_decoder_hidden leaves the rows whose logits are wanted: h when it copied or
+   normed them there, else x. */
+static const float *pf__rank_decoder_rows(const pf__rank *r, const pf__job *job) {
+    const pf__tower t = pf__tower_of(r, 0);
+    int picked = !job->all_positions && job->step.seq_len > 1;
+    return picked || PF__HAS(r->weights[t.final_norm]) ? r->h : r->x;
+}
 
-    /* h = final norm(x) for the rows wanted (or x itself); then the vocabulary logits */
-    size_t rows = job->all_positions ? N : (size_t)s->batch;
-    if (!W[PF__SLOT_LM_HEAD].rows) return; /* more ranks than vocabulary rows */
+/* A decoder's device work up to the logits, with no wait and no host copy (a backend may capture
+   it: pf__backend.run_decoder_step): the tower, then h = final norm of the rows wanted (all, or
+   each sequence's last), or x itself. */
+static void pf__rank_decoder_hidden(pf__rank *r, const pf__job *job) {
+    const pf__step *s = &job->step;
+    const pf__tower t = pf__tower_of(r, 0);
+    size_t d = (size_t)r->group->model->config.hidden_size;
+    size_t rows = job->all_positions ? (size_t)s->batch * s->seq_len : (size_t)s->batch;
+    pf__rank_tower(r, s, &t);
+    if (pf__rank_failed(r) || !r->weights[PF__SLOT_LM_HEAD].rows) return; /* more ranks than vocabulary rows */
     /* the wanted rows of x: all of them, or each sequence's last (contiguous when one per row) */
     const float *wanted = r->x;
     if (!job->all_positions && s->seq_len > 1) {
         for (size_t b = 0; b < rows; b++) r->backend->copy(r, r->h + b * d, r->x + (b * s->seq_len + s->seq_len - 1) * d, d * sizeof(float));
         wanted = r->h;
     }
-    if (PF__HAS(W[t.final_norm])) {
-        pf__rank_final_norm(r, &t, r->h, wanted, rows);
-        wanted = r->h;
+    if (PF__HAS(r->weights[t.final_norm])) pf__rank_final_norm(r, &t, r->h, wanted, rows);
+}
+
+/* Runs on every rank's thread with the same step; rank 0 also computes the logits. */
+static void pf__rank_forward(pf__rank *r, const pf__job *job) {
+    const pf__group *g = r->group;
+    const pf__config *c = &g->model->config;
+    const pf__step *s = &job->step;
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
+    if (r->backend->prepare) r->backend->prepare(r, s);
+    if (job->encoder_pass) {
+        pf__rank_encoder_pass(r, job);
+        return;
     }
-    pf__rank_vocab_logits(r, job, wanted, rows, d);
+    if (pf__archs[c->arch].kind == PF__KIND_ENCODER) {
+        pf__tower t = pf__tower_of(r, 1);
+        pf__rank_tower(r, s, &t);
+        if (!pf__rank_failed(r)) pf__rank_encoder_outputs(r, job, &t);
+        return;
+    }
+    /* h = final norm(x) for the rows wanted (or x itself); then the vocabulary logits */
+    const pf__backend *be = r->backend;
+    if (!be->run_decoder_step || !be->run_decoder_step(r, job, pf__rank_decoder_hidden)) pf__rank_decoder_hidden(r, job);
+    if (pf__rank_failed(r) || !r->weights[PF__SLOT_LM_HEAD].rows) return;
+    pf__rank_vocab_logits(r, job, pf__rank_decoder_rows(r, job), job->all_positions ? N : (size_t)s->batch, d);
 }
 
 /* logits = h (projected out) Wlm^T (+ b) for the rank's vocabulary rows, written into its columns
@@ -17032,6 +17055,16 @@ static void pf__rank_reorder(pf__rank *r, const pf__job *job) {
    such as {0, 0}), which NCCL refuses, use a device-memory reduction through g->reduce_in and two
    barriers instead (peer copies where some ranks are on other GPUs).
 
+   Decode steps as CUDA graphs (pf__cuda_run_decoder_step): a step of one token a row has its
+   launches up to the final norm captured into a graph once per pf__cuda_graph_key and replayed
+   on later steps with that key (graphs per rank, at most PF__CUDA_GRAPHS). This holds because
+   prepare stages every per-step value the kernels read into device buffers whose addresses do
+   not change (step_ints: past and the ids; pad, cross_pad, cache_rows, inv_freq) before the
+   capture or launch, and the kernels read them there; a host copy queued inside a capture is
+   refused (pf__cuda_copy_while_capturing). Ranks sharing a GPU are not captured: their
+   reduction syncs and meets at barriers mid-step. pf_parallel_options.disable_cuda_graphs
+   turns graphs off.
+
    Failures with NCCL: a rank that fails skips its remaining collectives, so its peers' NCCL
    kernels would wait for it forever. The failing rank marks the group's communicators broken;
    every rank then aborts its own communicator (ncclCommAbort, on its own thread) before it could
@@ -17082,7 +17115,7 @@ int pf_cuda_download_rows(pf_cuda_rank *st, void *host, size_t host_stride, cons
 int pf_cuda_embed(pf_cuda_rank *st, float *out, const void *tokens, int dtype, const int32_t *ids_host,
                   int32_t *ids_device, size_t rows, size_t d, float scale, int first, size_t table_rows);
 int pf_cuda_add_positions(pf_cuda_rank *st, float *x, const void *table, int dtype, const int *pad, int batch, int T,
-                          int past, size_t offset, size_t d);
+                          const int *past_at, size_t offset, size_t d);
 int pf_cuda_norm(pf_cuda_rank *st, float *out, const float *x, const void *weight, int weight_dtype, const void *bias,
                  int bias_dtype, size_t rows, size_t n, float eps, int rms, void *out16, int out16_dtype);
 int pf_cuda_add_residual_norm(pf_cuda_rank *st, float *x, const float *y, const void *bias, int bias_dtype, float *out,
@@ -17098,14 +17131,17 @@ int pf_cuda_bias_activation(pf_cuda_rank *st, float *x, const void *bias, int dt
 int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype, size_t rows,
                          size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
-int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const float *inv_freq, const int *pad, int batch, int T, int past,
-                   int heads, int kv_heads, int head_dim, int rotary_dim, int pairs);
+int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const float *inv_freq, const int *pad, int batch, int T,
+                   const int *past_at, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs);
 size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim);
+int pf_cuda_decode_splits(int len);
 int pf_cuda_kv_append(pf_cuda_rank *st, void *k_cache, void *v_cache, int cache_dtype, const float *qkv, const int *rows,
-                      int batch, int T, int past, int heads, int kv_heads, int head_dim, int cache_len);
+                      int batch, int T, int past, const int *past_at, int heads, int kv_heads, int head_dim,
+                      int cache_len);
 int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const void *k_cache, const void *v_cache,
                       int cache_dtype, float *partials,
-                      const float *alibi, const int *pad, const int *rows, int batch, int T, int past, int heads, int kv_heads,
+                      const float *alibi, const int *pad, const int *rows, int batch, int T, int past,
+                      const int *past_at, int heads, int kv_heads,
                       int head_dim, int head_begin, int kv_begin, int kv_group, int cache_len, int window,
                       int mask, float scale, const float *rel_bias, int rel_rows, int rel_buckets,
                       int rel_max_distance);
@@ -17116,6 +17152,10 @@ void pf_cuda_nccl_destroy(void *comm);
 void pf_cuda_nccl_abort(void *comm);
 int pf_cuda_nccl_async_error(void *comm, char *message, size_t size);
 int pf_cuda_nccl_all_reduce(pf_cuda_rank *st, void *comm, float *x, size_t count);
+int pf_cuda_graph_begin(pf_cuda_rank *st);
+int pf_cuda_graph_end(pf_cuda_rank *st, void **graph);
+int pf_cuda_graph_launch(pf_cuda_rank *st, void *graph);
+void pf_cuda_graph_destroy(void *graph);
 
 /* ---- state ---- */
 
@@ -17126,13 +17166,37 @@ typedef struct pf__cuda_x16_holds {
     size_t elements;
 } pf__cuda_x16_holds;
 
+/* What makes two decode steps' launches the same, so that one captured graph serves both: the
+   grid sizes (batch; the decode attention's split count, pf_cuda_decode_splits of past + 1, which
+   covers the windowed layers too; the cross-attention's keys) and the optional device arrays the
+   launches take or leave NULL. Everything else a launch reads per step is in device memory. */
+typedef struct pf__cuda_graph_key {
+    int batch, splits, cross_len;
+    int pads, cross_pads, cache_rows; /* 1: the step has them (pf__cuda_pads and cache_rows not NULL) */
+} pf__cuda_graph_key;
+
+typedef struct pf__cuda_graph {
+    void *graph;              /* kernels.cu's instantiated graph; NULL: a free slot */
+    pf__cuda_graph_key key;
+    long long past_limit;     /* the largest past whose positions the captured position table holds */
+    pf__cuda_x16_holds x16_after; /* what x16 holds after the step (the LM head's GEMM may take it) */
+    unsigned long long used;  /* when last launched (rs->graph_clock): the least recent is replaced */
+} pf__cuda_graph;
+
+#define PF__CUDA_GRAPHS 8 /* per rank: a few batch sizes, or a run of split counts */
+
 typedef struct pf__cuda_rank_state {
     pf_cuda_rank *cu;         /* NULL when rank_begin could not set the device up */
     pf_result init_error;     /* then: why, reported by the rank's first operation */
     char init_message[PF__MESSAGE_SIZE];
     int scratch_done;
     void *workspace;          /* cuBLAS workspace, pf_cuda_workspace_bytes() */
-    int32_t *ids;             /* [max_tokens]: the step's token ids */
+    int32_t *step_ints;       /* [1 + max_tokens]: the step's past, then its token ids, staged by
+                                 prepare: kernels read them from here, never by value, so that a
+                                 captured decode graph replays with each step's own */
+    int32_t *step_ints_host;  /* [1 + max_tokens], malloc'd: what step_ints holds (or is queued to) */
+    int32_t *ids;             /* step_ints + 1 */
+    const int32_t *ids_from;  /* the host array ids were staged from this step, or NULL */
     void *x16;                /* [max_tokens][widest GEMM input] fp16/bf16: GEMM input */
     size_t x16_elements;      /* its room */
     /* x16's contents as the last op left them (a norm writes its output's rounding there, a GEMM
@@ -17160,6 +17224,10 @@ typedef struct pf__cuda_rank_state {
     float *choice;            /* [2 logit_rows]: a greedy step's arg-max candidates, values then ids
                                  (int32), on the device; ranks holding vocabulary rows */
     void *choice_host;        /* the same in pinned host memory (pf_cuda_host_alloc) */
+    pf__cuda_graph graphs[PF__CUDA_GRAPHS]; /* captured decode steps */
+    unsigned long long graph_clock;
+    int capturing;            /* inside a capture: no host copy may be queued (it would be replayed stale) */
+    long long capture_past_limit; /* the past_limit the capture's add_positions allow */
 } pf__cuda_rank_state;
 
 typedef struct pf__cuda_group_state {
@@ -17209,6 +17277,7 @@ static int pf__cuda_ok(pf__rank *r, int status) {
 }
 
 static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs);
+static void pf__cuda_graph_free(pf__cuda_graph *graph);
 
 /* The rank's state when an operation should run, else NULL (after recording why, if it is news):
    the rank already failed, its device could not be set up, or the NCCL communicators broke. */
@@ -17255,7 +17324,10 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     r->allocating = PF__MEM_SCRATCH;
     rs->workspace = pf__rank_alloc(r, pf_cuda_workspace_bytes());
     if (rs->workspace) pf__cuda_ok(r, pf_cuda_set_workspace(rs->cu, rs->workspace, pf_cuda_workspace_bytes()));
-    rs->ids = (int32_t *)pf__rank_alloc(r, T * sizeof(int32_t));
+    rs->step_ints = (int32_t *)pf__rank_alloc(r, (1 + T) * sizeof(int32_t));
+    rs->step_ints_host = (int32_t *)malloc((1 + T) * sizeof(int32_t));
+    if (!rs->step_ints_host) pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    rs->ids = rs->step_ints ? rs->step_ints + 1 : NULL;
     if (g->dtype != PF__DTYPE_F32) rs->x16 = pf__rank_alloc(r, T * k_max * pf__dtype_size(g->dtype));
     rs->x16_elements = rs->x16 ? T * k_max : 0;
     if (width)
@@ -17411,10 +17483,12 @@ static void pf__cuda_rank_end(pf__rank *r) {
     if (!rs) return;
     if (rs->cu) {
         if (pf__cuda_broken(r->group)) pf__cuda_abort_own_comm(r); /* cuBLAS's destroy waits for the device */
+        for (int i = 0; i < PF__CUDA_GRAPHS; i++) pf__cuda_graph_free(&rs->graphs[i]);
         pf_cuda_host_free(rs->choice_host);
         pf_cuda_rank_destroy(rs->cu);
     }
     free(rs->inv_freq_host);
+    free(rs->step_ints_host);
     free(rs->pad_host);
     free(rs->cross_pad_host);
     free(rs->cache_rows_host);
@@ -17484,6 +17558,16 @@ static void pf__cuda_copy(pf__rank *r, void *dst, const void *src, size_t bytes)
     if (rs) pf__cuda_ok(r, pf_cuda_copy_async(rs->cu, dst, src, bytes));
 }
 
+/* A host copy queued inside a captured decode step would be replayed with the captured step's
+   data: prepare stages everything a step reads before the capture, so this is a bug, failed
+   loudly instead of replayed stale. */
+static int pf__cuda_copy_while_capturing(pf__rank *r, const pf__cuda_rank_state *rs) {
+    if (!rs->capturing) return 0;
+    pf__rank_fail(r, PF_ERROR_DEVICE, "GPU %d: a host copy inside a captured decode step (a library bug)", r->device);
+    pf__cuda_break(r->group);
+    return 1;
+}
+
 /* Puts n ints of a host array (the caller's, changing from step to step) on the device at `device`
    through the rank's own copy `host` ([max_batch], malloc'd): queued without a wait, and only when
    they differ from what was queued last (*count entries). The runtime has read pageable memory by
@@ -17498,6 +17582,7 @@ static int pf__cuda_stage_ints(pf__rank *r, pf__cuda_rank_state *rs, int *device
         return -1;
     }
     if (*count == n && !memcmp(host, values, (size_t)n * sizeof(int))) return 0;
+    if (pf__cuda_copy_while_capturing(r, rs)) return -1;
     memcpy(host, values, (size_t)n * sizeof(int));
     *count = 0;
     if (!pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, device, host, (size_t)n * sizeof(int)))) return -1;
@@ -17546,10 +17631,13 @@ static void pf__cuda_embed(pf__rank *r, float *out, const pf__weight *tokens, co
                            int first) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
-    int staged = s->ids && s->ids == rs->type_ids_from; /* the segment ids prepare uploaded */
-    pf__cuda_ok(r, pf_cuda_embed(rs->cu, out, tokens->data, pf__cuda_dtype(tokens->dtype), staged ? NULL : s->ids,
-                                 staged ? rs->type_ids : rs->ids, (size_t)s->batch * s->seq_len, tokens->cols, scale,
-                                 first, tokens->rows));
+    /* the token or segment ids prepare staged, or other ids (an image's class token) copied now */
+    int types = s->ids && s->ids == rs->type_ids_from, tokens_staged = s->ids && s->ids == rs->ids_from;
+    if (!types && !tokens_staged && pf__cuda_copy_while_capturing(r, rs)) return;
+    if (!types && !tokens_staged) rs->ids_from = NULL; /* rs->ids is overwritten */
+    pf__cuda_ok(r, pf_cuda_embed(rs->cu, out, tokens->data, pf__cuda_dtype(tokens->dtype),
+                                 types || tokens_staged ? NULL : s->ids, types ? rs->type_ids : rs->ids,
+                                 (size_t)s->batch * s->seq_len, tokens->cols, scale, first, tokens->rows));
 }
 
 /* Row offset + position of the table for each token, position = past + t - pad[b] (0 at least). */
@@ -17573,8 +17661,12 @@ static void pf__cuda_add_positions(pf__rank *r, float *x, const pf__weight *tabl
         pf__cuda_break(r->group); /* NCCL peers must not wait for this rank */
         return;
     }
+    /* a replay of this launch is checked against the table before it runs (pf__cuda_graph_check):
+       positions then go up to past + T - 1 at most */
+    long long limit = (long long)table->rows - offset - s->seq_len;
+    if (rs->capturing && limit < rs->capture_past_limit) rs->capture_past_limit = limit;
     pf__cuda_ok(r, pf_cuda_add_positions(rs->cu, x, table->data, pf__cuda_dtype(table->dtype), pad, s->batch,
-                                         s->seq_len, s->past, (size_t)offset, table->cols));
+                                         s->seq_len, rs->step_ints, (size_t)offset, table->cols));
 }
 
 /* With 16-bit weights a norm or an activation also writes its output's rounding into x16 (where
@@ -17689,6 +17781,7 @@ static void pf__cuda_add_residual(pf__rank *r, float *x, const float *y, const p
 
 static int pf__cuda_stage_inv_freq(pf__rank *r, pf__cuda_rank_state *rs, const pf__step *s, size_t half) {
     if (rs->inv_freq_loaded && !memcmp(rs->inv_freq_host, s->inv_freq, half * sizeof(float))) return 0;
+    if (pf__cuda_copy_while_capturing(r, rs)) return -1;
     memcpy(rs->inv_freq_host, s->inv_freq, half * sizeof(float));
     rs->inv_freq_loaded = 0;
     if (!pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->inv_freq, rs->inv_freq_host, half * sizeof(float)))) return -1;
@@ -17696,17 +17789,42 @@ static int pf__cuda_stage_inv_freq(pf__rank *r, pf__cuda_rank_state *rs, const p
     return 0;
 }
 
+/* The step's past and token ids into step_ints (every rank: all embed, and all read past), in
+   one copy queued without a wait from the rank's own host copy (pageable: the runtime has read it
+   when pf_cuda_upload_async returns, so the next step may rewrite it at once). */
+static int pf__cuda_stage_step_ints(pf__rank *r, pf__cuda_rank_state *rs, const pf__step *s) {
+    size_t tokens = (size_t)s->batch * s->seq_len, staged = 1;
+    rs->ids_from = NULL;
+    if (!rs->step_ints) {
+        pf__rank_fail(r, PF_ERROR_DEVICE, "GPU %d: no buffer for the step's arguments", r->device);
+        pf__cuda_break(r->group);
+        return -1;
+    }
+    rs->step_ints_host[0] = s->past;
+    if (s->ids && tokens <= r->group->max_tokens) {
+        memcpy(rs->step_ints_host + 1, s->ids, tokens * sizeof(int32_t));
+        staged += tokens;
+    }
+    if (!pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->step_ints, rs->step_ints_host, staged * sizeof(int32_t))))
+        return -1;
+    if (staged > 1) rs->ids_from = s->ids;
+    return 0;
+}
+
 /* Stages what the ops will read before the first collective (pf__backend.prepare): the step's
-   pads, the sources' pads and the rotary frequencies; the ops then find them staged. */
+   past and ids, its pads, the sources' pads and the rotary frequencies; the ops then find them
+   staged. */
 static void pf__cuda_prepare(pf__rank *r, const pf__step *s) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
-    if (!rs) return;
+    if (!rs || pf__cuda_stage_step_ints(r, rs, s)) return;
     rs->type_ids_from = NULL; /* segment ids: every rank embeds them, heads or not */
     size_t tokens = (size_t)s->batch * s->seq_len;
     if (s->type_ids && rs->type_ids && tokens <= r->group->max_tokens &&
         pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->type_ids, s->type_ids, tokens * sizeof(int32_t))))
         rs->type_ids_from = s->type_ids;
-    if (!r->share.heads) return; /* without heads, no attention or rotary reads the rest */
+    /* every rank: add_positions and rotary read pads and frequencies on a rank without heads too */
+    size_t half = (size_t)r->group->model->config.rotary_dim / 2;
+    if (half && s->inv_freq && rs->inv_freq) pf__cuda_stage_inv_freq(r, rs, s, half);
     pf__cuda_pads(r, rs, s);
     pf__cuda_cache_rows(r, rs, s);
     if (s->cross_pad) {
@@ -17714,8 +17832,6 @@ static void pf__cuda_prepare(pf__rank *r, const pf__step *s) {
         keys.pad = s->cross_pad;
         pf__cuda_pads(r, rs, &keys);
     }
-    size_t half = (size_t)r->group->model->config.rotary_dim / 2;
-    if (half && s->inv_freq && rs->inv_freq) pf__cuda_stage_inv_freq(r, rs, s, half);
 }
 
 /* The step's frequencies (a host array the caller may rewrite between steps) go to the device
@@ -17735,7 +17851,7 @@ static void pf__cuda_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf
     if (pf__cuda_stage_inv_freq(r, rs, s, half)) return;
     const int *pad = pf__cuda_pads(r, rs, s);
     if (r->error) return;
-    pf__cuda_ok(r, pf_cuda_rotary(rs->cu, qkv, rs->inv_freq, pad, s->batch, s->seq_len, s->past, a->heads,
+    pf__cuda_ok(r, pf_cuda_rotary(rs->cu, qkv, rs->inv_freq, pad, s->batch, s->seq_len, rs->step_ints, a->heads,
                                   a->kv_heads, a->head_dim, a->rotary_dim, pairs));
 }
 
@@ -17746,7 +17862,8 @@ static void pf__cuda_kv_append(pf__rank *r, void *k_cache, void *v_cache, const 
     const int *rows = pf__cuda_cache_rows(r, rs, s);
     if (r->error) return;
     pf__cuda_ok(r, pf_cuda_kv_append(rs->cu, k_cache, v_cache, pf__cuda_dtype(a->cache_dtype), qkv, rows, s->batch,
-                                     s->seq_len, s->past, a->heads, a->kv_heads, a->head_dim, a->cache_len));
+                                     s->seq_len, s->past, rs->step_ints, a->heads, a->kv_heads, a->head_dim,
+                                     a->cache_len));
 }
 
 static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const void *k_cache, const void *v_cache,
@@ -17758,7 +17875,7 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const voi
     if (r->error) return;
     pf__cuda_ok(r, pf_cuda_attend(rs->cu, out, qkv, k_cache, v_cache, pf__cuda_dtype(a->cache_dtype), rs->partials,
                                      a->alibi, pad, rows, s->batch,
-                                     s->seq_len, s->past, a->heads, a->kv_heads, a->head_dim, a->head_begin,
+                                     s->seq_len, s->past, rs->step_ints, a->heads, a->kv_heads, a->head_dim, a->head_begin,
                                      a->kv_begin, a->kv_group, a->cache_len, a->window, a->mask, a->scale,
                                      a->rel_bias, a->rel_rows, a->rel_buckets, a->rel_max_distance));
 }
@@ -17833,6 +17950,131 @@ static void pf__cuda_all_reduce(pf__rank *r, float *x, size_t count) {
     pf__cuda_ok(r, pf_cuda_copy_async(rs->cu, x, rs->reduce_sum, count * sizeof(float)));
 }
 
+/* ---- decode steps as CUDA graphs ---- */
+
+#ifdef PF_TESTING
+int pf_testing_cuda_graph_captures, pf_testing_cuda_graph_launches; /* test hook: rank 0's counts */
+#endif
+
+/* Whether a step's device work may be captured: a decode step (one token a row) of token ids,
+   and collectives NCCL can capture (one rank, or NCCL between distinct GPUs; the device-memory
+   reduction waits and meets at barriers mid-step). The same answer on every rank. */
+static int pf__cuda_graph_eligible(const pf__rank *r, const pf__job *job) {
+    const pf__group *g = r->group;
+    const pf__cuda_group_state *gs = (const pf__cuda_group_state *)g->backend_state;
+    const pf__step *s = &job->step;
+    if (g->model->parallel_options.disable_cuda_graphs || job->encoder_pass) return 0;
+    if (s->seq_len != 1 || !s->ids || s->features || s->patches || s->type_ids) return 0;
+    return g->num_ranks == 1 || gs->use_nccl;
+}
+
+static int pf__cuda_any_positive(const int *values, int n) {
+    for (int i = 0; values && i < n; i++)
+        if (values[i] > 0) return 1;
+    return 0;
+}
+
+static pf__cuda_graph_key pf__cuda_graph_key_of(const pf__step *s) {
+    pf__cuda_graph_key key;
+    memset(&key, 0, sizeof key); /* compared with memcmp */
+    key.batch = s->batch;
+    key.splits = pf_cuda_decode_splits(s->past + 1);
+    key.cross_len = s->cross_len;
+    key.pads = pf__cuda_any_positive(s->pad, s->batch);
+    key.cross_pads = pf__cuda_any_positive(s->cross_pad, s->batch);
+    key.cache_rows = s->cache_rows != NULL;
+    return key;
+}
+
+static pf__cuda_graph *pf__cuda_graph_find(pf__cuda_rank_state *rs, const pf__cuda_graph_key *key) {
+    for (int i = 0; i < PF__CUDA_GRAPHS; i++)
+        if (rs->graphs[i].graph && !memcmp(&rs->graphs[i].key, key, sizeof *key)) return &rs->graphs[i];
+    return NULL;
+}
+
+static void pf__cuda_graph_free(pf__cuda_graph *graph) {
+    pf_cuda_graph_destroy(graph->graph);
+    memset(graph, 0, sizeof *graph);
+}
+
+/* A free slot, else the least recently launched one, emptied. */
+static pf__cuda_graph *pf__cuda_graph_slot(pf__cuda_rank_state *rs) {
+    pf__cuda_graph *oldest = &rs->graphs[0];
+    for (int i = 0; i < PF__CUDA_GRAPHS; i++) {
+        if (!rs->graphs[i].graph) return &rs->graphs[i];
+        if (rs->graphs[i].used < oldest->used) oldest = &rs->graphs[i];
+    }
+    pf__cuda_graph_free(oldest);
+    return oldest;
+}
+
+/* Captures body(r, job) into a slot. The capture always ends, also when the body failed (its
+   launches then are discarded), or stopped early because another rank failed. */
+static pf__cuda_graph *pf__cuda_graph_capture(pf__rank *r, pf__cuda_rank_state *rs, const pf__job *job,
+                                              const pf__cuda_graph_key *key,
+                                              void (*body)(pf__rank *r, const pf__job *job)) {
+    pf__cuda_graph *slot = pf__cuda_graph_slot(rs);
+    if (!pf__cuda_ok(r, pf_cuda_graph_begin(rs->cu))) return NULL;
+    rs->capturing = 1;
+    rs->capture_past_limit = LLONG_MAX;
+    body(r, job);
+    rs->capturing = 0;
+    void *graph = NULL;
+    int status = pf_cuda_graph_end(rs->cu, &graph);
+    if (pf__rank_failed(r)) {
+        pf_cuda_graph_destroy(graph);
+        return NULL;
+    }
+    if (!pf__cuda_ok(r, status)) return NULL;
+    slot->graph = graph;
+    slot->key = *key;
+    slot->past_limit = rs->capture_past_limit;
+    slot->x16_after = rs->x16_now;
+#ifdef PF_TESTING
+    if (r->index == 0) pf_testing_cuda_graph_captures++;
+#endif
+    return slot;
+}
+
+/* The host's checks of a live step that a replay skips: positions within the cache and the
+   position table. */
+static int pf__cuda_graph_check(pf__rank *r, const pf__cuda_graph *graph, const pf__step *s) {
+    if (s->past < 0 || s->past + s->seq_len > r->group->cache_len) {
+        pf__rank_fail(r, PF_ERROR_DEVICE, "GPU %d: positions %d..%d are beyond the cache's %d", r->device, s->past,
+                      s->past + s->seq_len - 1, r->group->cache_len);
+    } else if (s->past > graph->past_limit) {
+        pf__rank_fail(r, PF_ERROR_INVALID_ARGUMENT, "position %d is beyond the position table",
+                      s->past + s->seq_len - 1);
+    } else {
+        return 0;
+    }
+    pf__cuda_break(r->group); /* NCCL peers must not wait for this rank */
+    return -1;
+}
+
+/* pf__backend.run_decoder_step: a decode step replayed from the graph of its key, captured now
+   when there is none (then replayed at once: a capture runs nothing). prepare has staged all the
+   step reads. A failed launch frees the rank's graphs. */
+static int pf__cuda_run_decoder_step(pf__rank *r, const pf__job *job, void (*body)(pf__rank *r, const pf__job *job)) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return 1; /* failed: recorded */
+    if (!pf__cuda_graph_eligible(r, job)) return 0;
+    pf__cuda_graph_key key = pf__cuda_graph_key_of(&job->step);
+    pf__cuda_graph *graph = pf__cuda_graph_find(rs, &key);
+    if (!graph && !(graph = pf__cuda_graph_capture(r, rs, job, &key, body))) return 1;
+    if (pf__cuda_graph_check(r, graph, &job->step)) return 1;
+    graph->used = ++rs->graph_clock;
+    if (!pf__cuda_ok(r, pf_cuda_graph_launch(rs->cu, graph->graph))) {
+        for (int i = 0; i < PF__CUDA_GRAPHS; i++) pf__cuda_graph_free(&rs->graphs[i]);
+        return 1;
+    }
+    rs->x16_now = graph->x16_after; /* as the live step leaves it */
+#ifdef PF_TESTING
+    if (r->index == 0) pf_testing_cuda_graph_launches++;
+#endif
+    return 1;
+}
+
 static int pf__cuda_device_memory(int device, size_t *used, size_t *total) {
     size_t free_bytes = 0;
     if (pf_cuda_device_memory(device, &free_bytes, total) != PF__CUDA_OK || free_bytes > *total) return -1;
@@ -17871,6 +18113,7 @@ static const pf__backend pf__cuda_table = {
     .argmax = pf__cuda_argmax,
     .add_residual_norm = pf__cuda_add_residual_norm,
     .bias_activation = pf__cuda_bias_activation,
+    .run_decoder_step = pf__cuda_run_decoder_step,
 };
 
 /* A device is present and the runtime works; quiet (0) when the driver or the device is missing. */

@@ -351,6 +351,11 @@ typedef struct pf_parallel_options {
     void *progress_user;
     int max_queued_requests; /* generation requests that may wait for room in the batch (continuous
                                 batching) before further ones get PF_ERROR_BUSY; 0: 1024 */
+    int disable_cuda_graphs; /* CUDA: nonzero launches every decode step's kernels one by one; 0 (the
+                                default) captures a step's launches (and NCCL all-reduces) in a
+                                CUDA graph once per shape (batch, pads, a bucket of cache lengths)
+                                and replays it on later steps. Same results either way. Graphs are
+                                not used with ranks sharing a GPU (their reduction waits mid-step). */
 } pf_parallel_options;
 
 pf_parallel_options pf_parallel_options_init(void); /* the defaults described above; any thread */

@@ -34,7 +34,8 @@ typedef struct cli_option {
 } cli_option;
 
 enum {
-    OPT_IDS, OPT_BATCH_FILE, OPT_IDS_LINES, OPT_MAX_NEW_TOKENS, OPT_GPUS, OPT_DEVICE, OPT_DTYPE, OPT_DUMP_LOGITS,
+    OPT_IDS, OPT_BATCH_FILE, OPT_IDS_LINES, OPT_MAX_NEW_TOKENS, OPT_GPUS, OPT_DEVICE, OPT_DTYPE, OPT_NO_CUDA_GRAPHS,
+    OPT_DUMP_LOGITS,
     OPT_POLICY, OPT_BEAMS, OPT_RETURN, OPT_NO_REPEAT_NGRAM, OPT_SAMPLE, OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P,
     OPT_REPETITION_PENALTY, OPT_SEED, OPT_SPECIAL, OPT_CHAT, OPT_SYSTEM, OPT_INTERACTIVE, OPT_VERBOSE, OPT_HELP, OPT_VERSION,
     OPT_COUNT
@@ -53,6 +54,8 @@ static const cli_option cli_options[OPT_COUNT] = {
     [OPT_DEVICE] = {NULL, "--device", CHOICE, "cpu|cuda|auto", 0, 0, 0, "where ranks run (default auto: CUDA if there is a GPU)"},
     [OPT_DTYPE] = {NULL, "--dtype", CHOICE, "f32|f16|bf16|q8|q4", 0, 0, 0,
                    "how ranks store weights (default f32 on the CPU, f16 on CUDA; q8, q4: CPU only)"},
+    [OPT_NO_CUDA_GRAPHS] = {NULL, "--no-cuda-graphs", FLAG, NULL, 0, 0, 0,
+                            "launch each CUDA decode step's kernels one by one (default: replay captured graphs)"},
     [OPT_DUMP_LOGITS] = {NULL, "--dump-logits", TEXT, "FILE", 0, 0, 0,
                          "write the prompt's logits as float32 [n_prompt][vocab]"},
     [OPT_POLICY] = {NULL, "--policy", TEXT, "FILE", 0, 0, 0,
@@ -559,6 +562,7 @@ int main(int argc, char **argv) {
             pf_parallel_options po = pf_parallel_options_init();
             po.device = args.given[OPT_DEVICE] ? devices[(int)args.number[OPT_DEVICE]] : PF_DEVICE_AUTO;
             po.dtype = args.given[OPT_DTYPE] ? dtypes[(int)args.number[OPT_DTYPE]] : PF_DTYPE_AUTO;
+            po.disable_cuda_graphs = args.given[OPT_NO_CUDA_GRAPHS];
             if ((r = pf_parallelize(model, ranks, &po))) {
                 fprintf(stderr, "generate: %s: %s\n", pf_result_string(r), pf_error_message(model));
                 goto done;
@@ -633,6 +637,7 @@ int main(int argc, char **argv) {
     po.device = args.given[OPT_DEVICE] ? devices[(int)args.number[OPT_DEVICE]] : PF_DEVICE_AUTO;
     po.dtype = args.given[OPT_DTYPE] ? dtypes[(int)args.number[OPT_DTYPE]] : PF_DTYPE_AUTO;
     po.max_batch = batch * (go.num_beams > 1 ? go.num_beams : go.num_return_sequences);
+    po.disable_cuda_graphs = args.given[OPT_NO_CUDA_GRAPHS];
     if ((r = pf_parallelize(model, ranks, &po))) {
         fprintf(stderr, "generate: %s: %s\n", pf_result_string(r), pf_error_message(model));
         goto done;

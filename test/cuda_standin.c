@@ -22,9 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+struct mock_tape;
 struct pf_cuda_rank {
     int device;
     char message[256];
+    struct mock_tape *tape; /* capturing into it (pf_cuda_graph_begin), or NULL */
 };
 
 /* ---- registered "device" allocations ---- */
@@ -91,6 +93,174 @@ static float block_reduce(const float *v, int threads, int is_max) {
     return total;
 }
 
+
+/* ---- CUDA graphs: a tape of the launches ---- */
+
+/* Capturing records each launch (its function and a copy of its arguments) instead of running it;
+   a launch of the graph runs them in order. As on a GPU, everything a kernel computes from must
+   come from device memory at launch time: a value passed by value is the one of the captured
+   step, so a per-step value passed that way gives stale results on replay, which the tests'
+   comparisons of graph and live runs catch. Host copies, waits and allocations during a capture
+   break it (as cudaStreamEndCapture then reports on a GPU). */
+typedef int (*mock_replay)(pf_cuda_rank *st, const void *args);
+typedef struct mock_op { mock_replay run; void *args; const char *name; } mock_op;
+typedef struct mock_tape { mock_op *ops; size_t count, cap; const char *broken; } mock_tape;
+int pf_mock_graphs_live; /* instantiated tapes (a leak check for test_cuda) */
+
+static void tape_free(mock_tape *t) {
+    if (!t) return;
+    for (size_t i = 0; i < t->count; i++) free(t->ops[i].args);
+    free(t->ops);
+    free(t);
+}
+
+static int tape_record(pf_cuda_rank *st, mock_replay run, const void *args, size_t size, const char *name) {
+    mock_tape *t = st->tape;
+    if (t->count == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 64;
+        t->ops = realloc(t->ops, t->cap * sizeof *t->ops);
+    }
+    void *copy = malloc(size);
+    memcpy(copy, args, size);
+    t->ops[t->count++] = (mock_op){run, copy, name};
+    return 0;
+}
+
+/* An operation that cannot be captured (a host copy, a wait, an allocation): the capture is
+   invalidated and the call fails. */
+static int capture_broken(pf_cuda_rank *st, const char *call) {
+    if (!st->tape->broken) st->tape->broken = call;
+    snprintf(st->message, sizeof st->message, "%s failed: operation not permitted when stream is capturing (mock)", call);
+    return 1;
+}
+#define NOT_WHILE_CAPTURING(st, call) \
+    do {                              \
+        if ((st) && (st)->tape) return capture_broken((st), (call)); \
+    } while (0)
+
+int pf_cuda_graph_begin(pf_cuda_rank *st) {
+    if (st->tape) {
+        snprintf(st->message, sizeof st->message, "cudaStreamBeginCapture failed: already capturing (mock)");
+        return 1;
+    }
+    st->tape = calloc(1, sizeof *st->tape);
+    return 0;
+}
+
+int pf_cuda_graph_end(pf_cuda_rank *st, void **graph) {
+    *graph = NULL;
+    mock_tape *t = st->tape;
+    if (!t) {
+        snprintf(st->message, sizeof st->message, "cudaStreamEndCapture failed: not capturing (mock)");
+        return 1;
+    }
+    st->tape = NULL;
+    if (t->broken) {
+        snprintf(st->message, sizeof st->message, "cudaStreamEndCapture failed: capture invalidated by %s (mock)",
+                 t->broken);
+        tape_free(t);
+        return 1;
+    }
+    *graph = t;
+    __atomic_add_fetch(&pf_mock_graphs_live, 1, __ATOMIC_RELAXED);
+    return 0;
+}
+
+int pf_cuda_graph_launch(pf_cuda_rank *st, void *graph) {
+    NOT_WHILE_CAPTURING(st, "cudaGraphLaunch");
+    const mock_tape *t = graph;
+    for (size_t i = 0; i < t->count; i++) {
+        int status = t->ops[i].run(st, t->ops[i].args);
+        if (status) return status;
+    }
+    return 0;
+}
+
+void pf_cuda_graph_destroy(void *graph) {
+    if (!graph) return;
+    __atomic_sub_fetch(&pf_mock_graphs_live, 1, __ATOMIC_RELAXED);
+    tape_free(graph);
+}
+
+/* TAPED(op, ARGS, reject): pf_cuda_<op>, the launch, records itself while capturing and runs
+   op_live otherwise; ARGS(X) lists its parameters after st as X(type, name); reject: an
+   expression over them that makes the launch uncapturable (host memory it would read then). */
+#define TAPE_FIELD(t, n) t n;
+#define TAPE_PARAM(t, n) , t n
+#define TAPE_NAME(t, n) , n
+#define TAPE_FROM(t, n) , a->n
+#define TAPE_SET(t, n) a.n = n;
+#define TAPED(op, ARGS, reject)                                                                        \
+    static int op##_live(pf_cuda_rank *st ARGS(TAPE_PARAM));                                          \
+    typedef struct { ARGS(TAPE_FIELD) } op##_args;                                                    \
+    static int op##_replay(pf_cuda_rank *st, const void *p) {                                         \
+        const op##_args *a = p;                                                                       \
+        return op##_live(st ARGS(TAPE_FROM));                                                         \
+    }                                                                                                 \
+    int pf_cuda_##op(pf_cuda_rank *st ARGS(TAPE_PARAM)) {                                             \
+        if (!st->tape) return op##_live(st ARGS(TAPE_NAME));                                          \
+        if (reject) return capture_broken(st, "pf_cuda_" #op " from host memory");                    \
+        op##_args a;                                                                                  \
+        memset(&a, 0, sizeof a);                                                                      \
+        ARGS(TAPE_SET)                                                                                \
+        return tape_record(st, op##_replay, &a, sizeof a, #op);                                      \
+    }
+
+#define EMBED_ARGS(X) X(float *, out) X(const void *, tok) X(int, dtype) X(const int32_t *, ids_host) \
+    X(int32_t *, ids_dev) X(size_t, rows) X(size_t, d) X(float, scale) X(int, first) X(size_t, table_rows)
+TAPED(embed, EMBED_ARGS, ids_host != NULL)
+#define ADD_POSITIONS_ARGS(X) X(float *, x) X(const void *, table) X(int, dtype) X(const int *, pad) X(int, batch) \
+    X(int, T) X(const int *, past_at) X(size_t, offset) X(size_t, d)
+TAPED(add_positions, ADD_POSITIONS_ARGS, 0)
+#define NORM_ARGS(X) X(float *, out) X(const float *, x) X(const void *, w) X(int, w_dtype) X(const void *, b) \
+    X(int, b_dtype) X(size_t, rows) X(size_t, n) X(float, eps) X(int, rms) X(void *, out16) X(int, out16_dtype)
+TAPED(norm, NORM_ARGS, 0)
+#define ADD_RESIDUAL_NORM_ARGS(X) X(float *, x) X(const float *, y) X(const void *, bias) X(int, bias_dtype) \
+    X(float *, out) X(const void *, w) X(int, w_dtype) X(const void *, norm_bias) X(int, norm_bias_dtype) \
+    X(size_t, rows) X(size_t, n) X(float, eps) X(int, rms) X(void *, out16) X(int, out16_dtype)
+TAPED(add_residual_norm, ADD_RESIDUAL_NORM_ARGS, 0)
+#define MATMUL_ARGS(X) X(float *, out) X(const float *, x) X(const void *, w) X(int, w_dtype) X(const void *, bias) \
+    X(int, bias_dtype) X(size_t, rows) X(size_t, n_out) X(size_t, k) X(void *, xs) X(int, x_converted)
+TAPED(matmul, MATMUL_ARGS, 0)
+#define ARGMAX_ARGS(X) X(float *, values) X(int32_t *, indices) X(const float *, logits) X(size_t, rows) X(size_t, n) \
+    X(int, first)
+TAPED(argmax, ARGMAX_ARGS, 0)
+#define ACTIVATION_ARGS(X) X(float *, x) X(size_t, count) X(int, act) X(void *, x16) X(int, x16_dtype)
+TAPED(activation, ACTIVATION_ARGS, 0)
+#define BIAS_ACTIVATION_ARGS(X) X(float *, x) X(const void *, bias) X(int, dtype) X(size_t, rows) X(size_t, n) \
+    X(int, act) X(void *, x16) X(int, x16_dtype)
+TAPED(bias_activation, BIAS_ACTIVATION_ARGS, 0)
+#define GATED_ACTIVATION_ARGS(X) X(float *, out) X(const float *, in) X(size_t, rows) X(size_t, width) X(int, act) \
+    X(void *, out16) X(int, out16_dtype)
+TAPED(gated_activation, GATED_ACTIVATION_ARGS, 0)
+#define ADD_RESIDUAL_ARGS(X) X(float *, x) X(const float *, y) X(const void *, b) X(int, dtype) X(size_t, rows) \
+    X(size_t, n)
+TAPED(add_residual, ADD_RESIDUAL_ARGS, 0)
+#define SUM_ARGS(X) X(float *, sum) X(const float *, in) X(size_t, count) X(int, first)
+TAPED(sum, SUM_ARGS, 0)
+#define ROTARY_ARGS(X) X(float *, qkv) X(const float *, inv_freq) X(const int *, pad) X(int, batch) X(int, T) \
+    X(const int *, past_at) X(int, heads) X(int, kv_heads) X(int, hd) X(int, rotary_dim) X(int, pairs)
+TAPED(rotary, ROTARY_ARGS, 0)
+#define KV_APPEND_ARGS(X) X(void *, kc) X(void *, vc) X(int, cache_dtype) X(const float *, qkv) \
+    X(const int *, cache_rows) X(int, batch) X(int, T) X(int, past) X(const int *, past_at) X(int, heads) \
+    X(int, kv_heads) X(int, hd) X(int, cache_len)
+TAPED(kv_append, KV_APPEND_ARGS, 0)
+#define ATTEND_ARGS(X) X(float *, out) X(const float *, qkv) X(const void *, kc) X(const void *, vc) \
+    X(int, cache_dtype) X(float *, partials) X(const float *, alibi) X(const int *, pad) X(const int *, cache_rows) \
+    X(int, batch) X(int, T) X(int, past) X(const int *, past_at) X(int, heads) X(int, kv_heads) X(int, hd) \
+    X(int, head_begin) X(int, kv_begin) X(int, kv_group) X(int, cache_len) X(int, window) X(int, mask) \
+    X(float, scale) X(const float *, rel_bias) X(int, rel_rows) X(int, rel_buckets) X(int, rel_max_distance)
+TAPED(attend, ATTEND_ARGS, 0)
+#define REORDER_ROWS_ARGS(X) X(void *, cache_) X(void *, scratch_) X(const int *, dst) X(const int *, src) \
+    X(int, rows) X(size_t, row_bytes) X(size_t, used)
+TAPED(reorder_rows, REORDER_ROWS_ARGS, 0)
+#define COPY_ASYNC_ARGS(X) X(void *, d) X(const void *, s) X(size_t, b)
+TAPED(copy_async, COPY_ASYNC_ARGS, 0)
+#define COPY_PEER_ASYNC_ARGS(X) X(void *, d) X(const void *, s) X(int, dev) X(size_t, b)
+TAPED(copy_peer_async, COPY_PEER_ASYNC_ARGS, 0)
+#define NCCL_ALL_REDUCE_ARGS(X) X(void *, cv) X(float *, x) X(size_t, n)
+TAPED(nccl_all_reduce, NCCL_ALL_REDUCE_ARGS, 0)
+
 /* ---- setup, memory, copies ---- */
 
 int pf_cuda_device_count(int *count, const char **reason) {
@@ -122,7 +292,10 @@ int pf_cuda_rank_create(int device, pf_cuda_rank **out, char *message, size_t si
     (*out)->device = device;
     return 0;
 }
-void pf_cuda_rank_destroy(pf_cuda_rank *st) { free(st); }
+void pf_cuda_rank_destroy(pf_cuda_rank *st) {
+    if (st) tape_free(st->tape); /* a capture never ended: the library's bug, reported by the leak check */
+    free(st);
+}
 const char *pf_cuda_rank_message(const pf_cuda_rank *st) { return st->message; }
 size_t pf_cuda_workspace_bytes(void) { return (size_t)32 << 20; }
 int pf_cuda_set_workspace(pf_cuda_rank *st, void *w, size_t b) {
@@ -131,7 +304,7 @@ int pf_cuda_set_workspace(pf_cuda_rank *st, void *w, size_t b) {
     return 0;
 }
 int pf_cuda_malloc(pf_cuda_rank *st, void **ptr, size_t bytes) {
-    (void)st;
+    NOT_WHILE_CAPTURING(st, "cudaMalloc");
     *ptr = malloc(bytes);
     if (!*ptr) return 2;
     memset(*ptr, 0xff, bytes); /* NaN poison */
@@ -146,7 +319,7 @@ int pf_cuda_malloc(pf_cuda_rank *st, void **ptr, size_t bytes) {
     return 0;
 }
 int pf_cuda_free(pf_cuda_rank *st, void *ptr) {
-    (void)st;
+    NOT_WHILE_CAPTURING(st, "cudaFree");
     pthread_mutex_lock(&mu);
     size_t i = 0;
     while (i < num_allocs && allocs[i].p != ptr) i++;
@@ -184,46 +357,49 @@ __attribute__((destructor)) static void report(void) {
     free(allocs);
 }
 int pf_cuda_upload(pf_cuda_rank *st, void *d, const void *h, size_t b) {
-    (void)st;
+    NOT_WHILE_CAPTURING(st, "cudaMemcpyAsync (host to device)");
     NEED(d, b);
     if (b) memcpy(d, h, b);
     return 0;
 }
 int pf_cuda_upload_async(pf_cuda_rank *st, void *d, const void *h, size_t b) { return pf_cuda_upload(st, d, h, b); }
 int pf_cuda_download(pf_cuda_rank *st, void *h, const void *s, size_t b) {
-    (void)st;
+    NOT_WHILE_CAPTURING(st, "cudaMemcpyAsync (device to host)");
     NEED(s, b);
     if (b) memcpy(h, s, b);
     return 0;
 }
 int pf_cuda_download_rows(pf_cuda_rank *st, void *h, size_t hs, const void *s, size_t ss, size_t row, size_t rows) {
-    (void)st;
+    NOT_WHILE_CAPTURING(st, "cudaMemcpy2DAsync");
     if (!rows || !row) return 0;
     NEED(s, (rows - 1) * ss + row);
     for (size_t i = 0; i < rows; i++) memcpy((char *)h + i * hs, (const char *)s + i * ss, row);
     return 0;
 }
-int pf_cuda_copy_async(pf_cuda_rank *st, void *d, const void *s, size_t b) {
+static int copy_async_live(pf_cuda_rank *st, void *d, const void *s, size_t b) {
     (void)st;
     NEED(d, b);
     NEED(s, b);
     if (b) memmove(d, s, b);
     return 0;
 }
-int pf_cuda_copy_peer_async(pf_cuda_rank *st, void *d, const void *s, int dev, size_t b) {
+static int copy_peer_async_live(pf_cuda_rank *st, void *d, const void *s, int dev, size_t b) {
     (void)dev;
     return pf_cuda_copy_async(st, d, s, b);
 }
-int pf_cuda_stream_sync(pf_cuda_rank *st) { (void)st; return 0; }
+int pf_cuda_stream_sync(pf_cuda_rank *st) {
+    NOT_WHILE_CAPTURING(st, "cudaStreamSynchronize");
+    return 0;
+}
 int pf_cuda_stream_query(pf_cuda_rank *st, int *done) {
-    (void)st;
+    NOT_WHILE_CAPTURING(st, "cudaStreamQuery");
     *done = 1;
     return 0;
 }
 
 /* ---- kernels ---- */
 
-int pf_cuda_embed(pf_cuda_rank *st, float *out, const void *tok, int dtype, const int32_t *ids_host, int32_t *ids_dev,
+static int embed_live(pf_cuda_rank *st, float *out, const void *tok, int dtype, const int32_t *ids_host, int32_t *ids_dev,
                   size_t rows, size_t d, float scale, int first, size_t table_rows) {
     (void)st;
     if (!rows || !d) return 0;
@@ -243,12 +419,15 @@ static int position(const int *pad, int b, int past, int t) {
     return p > 0 ? p : 0;
 }
 
-int pf_cuda_add_positions(pf_cuda_rank *st, float *x, const void *table, int dtype, const int *pad, int batch, int T,
-                          int past, size_t offset, size_t d) {
+/* past is read from the device (past_at) as kernels.cu's kernels read it. */
+static int add_positions_live(pf_cuda_rank *st, float *x, const void *table, int dtype, const int *pad, int batch, int T,
+                          const int *past_at, size_t offset, size_t d) {
     (void)st;
     size_t rows = (size_t)batch * T;
     if (!rows || !d || T <= 0) return 0;
     NEED(x, rows * d * 4);
+    NEED(past_at, 4);
+    int past = *past_at;
     if (pad) NEED(pad, (size_t)batch * 4);
     for (size_t row = 0; row < rows; row++) {
         size_t at = offset + (size_t)position(pad, (int)(row / T), past, (int)(row % T));
@@ -265,7 +444,7 @@ static void store16(void *p, int dtype, size_t i, float v) {
     else ((uint16_t *)p)[i] = to_bf16(v);
 }
 
-int pf_cuda_norm(pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const void *b, int b_dtype,
+static int norm_live(pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const void *b, int b_dtype,
                  size_t rows, size_t n, float eps, int rms, void *out16, int out16_dtype) {
     if (!rows || !n) return 0;
     if (out16 && out16_dtype != 1 && out16_dtype != 2) {
@@ -311,7 +490,7 @@ int pf_cuda_norm(pf_cuda_rank *st, float *out, const float *x, const void *w, in
 
 /* kernels.cu's pf_add_residual_norm_kernel: pf_add_residual_kernel's sum (x + (y + bias), also
    when both are absent), then pf_norm_row on the updated rows. */
-int pf_cuda_add_residual_norm(pf_cuda_rank *st, float *x, const float *y, const void *bias, int bias_dtype, float *out,
+static int add_residual_norm_live(pf_cuda_rank *st, float *x, const float *y, const void *bias, int bias_dtype, float *out,
                               const void *w, int w_dtype, const void *norm_bias, int norm_bias_dtype, size_t rows,
                               size_t n, float eps, int rms, void *out16, int out16_dtype) {
     if (!rows || !n) return 0;
@@ -326,7 +505,7 @@ int pf_cuda_add_residual_norm(pf_cuda_rank *st, float *x, const float *y, const 
    before over the same x); the mock checks it element by element, so a copy gone stale (its
    source written since) fails the call instead of being used. */
 int pf_mock_converted_inputs; /* GEMMs whose input came converted (read by test_cuda) */
-int pf_cuda_matmul(pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const void *bias,
+static int matmul_live(pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const void *bias,
                    int bias_dtype, size_t rows, size_t n_out, size_t k, void *xs, int x_converted) {
     if (!rows || !n_out) return 0;
     NEED(out, rows * n_out * 4);
@@ -378,7 +557,7 @@ static void better_choice(float *value, int *index, float other_value, int other
         *index = other_index;
     }
 }
-int pf_cuda_argmax(pf_cuda_rank *st, float *values, int32_t *indices, const float *logits, size_t rows, size_t n,
+static int argmax_live(pf_cuda_rank *st, float *values, int32_t *indices, const float *logits, size_t rows, size_t n,
                    int first) {
     if (!rows) return 0;
     if (rows > 2147483647u || n > 2147483647u || (size_t)first + n > 2147483648u) {
@@ -419,7 +598,7 @@ static float act_fn(float v, int act) {
 }
 
 /* The activations' 16-bit copy of their output (x16, out16, or NULL) as the norm's out16. */
-int pf_cuda_activation(pf_cuda_rank *st, float *x, size_t count, int act, void *x16, int x16_dtype) {
+static int activation_live(pf_cuda_rank *st, float *x, size_t count, int act, void *x16, int x16_dtype) {
     (void)st;
     NEED(x, count * 4);
     if (x16) NEED(x16, count * 2);
@@ -431,7 +610,7 @@ int pf_cuda_activation(pf_cuda_rank *st, float *x, size_t count, int act, void *
 }
 
 /* kernels.cu's pf_bias_activation_kernel: pf_add_bias_kernel's sum, then the activation */
-int pf_cuda_bias_activation(pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act,
+static int bias_activation_live(pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act,
                             void *x16, int x16_dtype) {
     (void)st;
     if (!rows || !n) return 0;
@@ -447,7 +626,7 @@ int pf_cuda_bias_activation(pf_cuda_rank *st, float *x, const void *bias, int dt
     return 0;
 }
 
-int pf_cuda_gated_activation(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act,
+static int gated_activation_live(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act,
                              void *out16, int out16_dtype) {
     (void)st;
     if (!rows || !width) return 0;
@@ -462,7 +641,7 @@ int pf_cuda_gated_activation(pf_cuda_rank *st, float *out, const float *in, size
     return 0;
 }
 
-int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void *b, int dtype, size_t rows, size_t n) {
+static int add_residual_live(pf_cuda_rank *st, float *x, const float *y, const void *b, int dtype, size_t rows, size_t n) {
     (void)st;
     if (!rows || !n || (!y && !b)) return 0;
     NEED(x, rows * n * 4);
@@ -472,7 +651,7 @@ int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void 
     return 0;
 }
 
-int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first) {
+static int sum_live(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first) {
     (void)st;
     NEED(sum, count * 4);
     NEED(in, count * 4);
@@ -480,8 +659,8 @@ int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int
     return 0;
 }
 
-int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const float *inv_freq, const int *pad, int batch, int T, int past,
-                   int heads, int kv_heads, int hd, int rotary_dim, int pairs) {
+static int rotary_live(pf_cuda_rank *st, float *qkv, const float *inv_freq, const int *pad, int batch, int T,
+                   const int *past_at, int heads, int kv_heads, int hd, int rotary_dim, int pairs) {
     int half = rotary_dim / 2, rotated = heads + kv_heads;
     size_t rows = (size_t)batch * T;
     if (!rows || T <= 0 || half <= 0 || rotated <= 0) return 0;
@@ -493,6 +672,8 @@ int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const float *inv_freq, const in
     NEED(qkv, rows * row_width * 4);
     NEED(inv_freq, (size_t)half * 4);
     if (pad) NEED(pad, (size_t)batch * 4);
+    NEED(past_at, 4);
+    int past = *past_at;
     for (size_t row = 0; row < rows; row++)
         for (int h = 0; h < rotated; h++)
             for (int i = 0; i < half; i++) {
@@ -513,6 +694,10 @@ int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const float *inv_freq, const in
 #define MAXS 32
 #define ATTN_THREADS 128
 size_t pf_cuda_attention_scratch_floats(int mb, int heads, int hd) { return (size_t)mb * heads * MAXS * ((size_t)hd + 2); }
+int pf_cuda_decode_splits(int len) {
+    int splits = (len + 15) / 16;
+    return splits < 1 ? 1 : splits > MAXS ? MAXS : splits;
+}
 
 /* kernels.cu's pf_relative_bucket */
 static int relative_bucket(int distance, int num_buckets, int max_distance, int bidirectional) {
@@ -549,13 +734,16 @@ static void cache_store(void *p, int dtype, size_t i, float v) {
     else ((float *)p)[i] = v;
 }
 
-int pf_cuda_kv_append(pf_cuda_rank *st, void *kc, void *vc, int cache_dtype, const float *qkv, const int *cache_rows,
-                      int batch, int T, int past, int heads, int kv_heads, int hd, int cache_len) {
+/* past checks the positions; the arithmetic reads it from past_at, as the kernel does. */
+static int kv_append_live(pf_cuda_rank *st, void *kc, void *vc, int cache_dtype, const float *qkv, const int *cache_rows,
+                      int batch, int T, int past, const int *past_at, int heads, int kv_heads, int hd, int cache_len) {
     if (kv_heads <= 0 || hd <= 0 || batch <= 0 || T <= 0) return 0;
-    if (past < 0 || past + T > cache_len) {
+    if (past < 0 || past + T > cache_len || !past_at) {
         snprintf(st->message, sizeof st->message, "pf_cuda_kv_append failed: positions beyond the cache (mock)");
         return 1;
     }
+    NEED(past_at, 4);
+    past = *past_at;
     size_t q_width = (size_t)heads * hd, kv_width = (size_t)kv_heads * hd, row_width = q_width + 2 * kv_width;
     size_t rows = (size_t)batch * T;
     NEED(qkv, rows * row_width * 4);
@@ -636,13 +824,17 @@ static void flash_row(float *out, const float *q, const void *kc, const void *vc
     for (int i = 0; i < hd; i++) out[i] = l > 0.0f ? o[i] / l : 0.0f;
 }
 
-int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const void *kc, const void *vc, int cache_dtype, float *partials,
-                   const float *alibi, const int *pad, const int *cache_rows, int batch, int T, int past, int heads, int kv_heads, int hd,
+/* past checks the shape and sizes the decode splits, as in kernels.cu; the arithmetic reads it
+   from past_at (device memory), as the kernels do. */
+static int attend_live(pf_cuda_rank *st, float *out, const float *qkv, const void *kc, const void *vc, int cache_dtype, float *partials,
+                   const float *alibi, const int *pad, const int *cache_rows, int batch, int T, int past,
+                   const int *past_at, int heads, int kv_heads, int hd,
                    int head_begin, int kv_begin, int kv_group, int cache_len, int window, int mask, float scale,
                    const float *rel_bias, int rel_rows, int rel_buckets, int rel_max_distance) {
     if (heads <= 0 || hd <= 0 || batch <= 0 || T <= 0) return 0;
     if (kv_heads <= 0 || kv_group <= 0 || head_begin / kv_group - kv_begin < 0 ||
-        (head_begin + heads - 1) / kv_group - kv_begin >= kv_heads || past < 0 || (mask != 2 && past + T > cache_len)) {
+        (head_begin + heads - 1) / kv_group - kv_begin >= kv_heads || past < 0 || (mask != 2 && past + T > cache_len) ||
+        !past_at) {
         snprintf(st->message, sizeof st->message, "pf_cuda_attend failed: bad shape (mock)");
         return 1;
     }
@@ -658,11 +850,11 @@ int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const void *k
     int len1 = mask == 2 ? cache_len : window > 0 && past + 1 > window ? window : past + 1;
     int splits = 1;
     if (T == 1 && partials) {
-        splits = (len1 + 15) / 16;
-        if (splits > MAXS) splits = MAXS;
-        if (splits < 1) splits = 1;
+        splits = pf_cuda_decode_splits(len1);
         NEED(partials, (size_t)batch * heads * splits * (hd + 2) * 4);
     }
+    NEED(past_at, 4);
+    past = *past_at; /* the kernels' past: from here on, as on the device */
     float *acc = malloc((size_t)hd * sizeof(float)), *q16 = malloc((size_t)hd * sizeof(float)), p[CHUNK], part[ATTN_THREADS];
     int flash = flash_takes(T, cache_dtype, mask, hd);
     for (size_t row = 0; row < rows; row++)
@@ -747,7 +939,7 @@ int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const void *k
     return 0;
 }
 
-int pf_cuda_reorder_rows(pf_cuda_rank *st, void *cache_, void *scratch_, const int *dst, const int *src, int rows,
+static int reorder_rows_live(pf_cuda_rank *st, void *cache_, void *scratch_, const int *dst, const int *src, int rows,
                          size_t row_bytes, size_t used) {
     char *cache = cache_, *scratch = scratch_;
     if (rows <= 0 || !used) return 0;
@@ -809,7 +1001,7 @@ int pf_cuda_nccl_async_error(void *c, char *message, size_t size) {
     (void)c, (void)message, (void)size;
     return 0;
 }
-int pf_cuda_nccl_all_reduce(pf_cuda_rank *st, void *cv, float *x, size_t n) {
+static int nccl_all_reduce_live(pf_cuda_rank *st, void *cv, float *x, size_t n) {
     (void)st;
     NEED(x, n * 4);
     mock_comm *c = cv;

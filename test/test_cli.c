@@ -28,7 +28,7 @@ static int run(const char *command, char *last_line, size_t cap) {
    and a wrong flag or value is named with what is allowed (exit status 2). */
 static void check_cli_help(const char *dir) {
     static const char *const options[] = {"--ids", "--batch-file", "--ids-lines", "-n, --max-new-tokens", "--gpus",
-                                          "--device", "--dtype", "--dump-logits", "--policy", "--beams", "--return",
+                                          "--device", "--dtype", "--no-cuda-graphs", "--dump-logits", "--policy", "--beams", "--return",
                                           "--no-repeat-ngram", "--sample", "--temperature", "--top-k", "--top-p",
                                           "--repetition-penalty", "--seed", "--special", "--chat", "--system",
                                           "-i, --interactive", "-v, --verbose", "-h, --help",

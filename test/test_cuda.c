@@ -36,6 +36,15 @@
    shapes. A mirror or kernel that lets a row see pads, future keys or keys before its window,
    skips the rescale, reads the wrong KV head, or drops ALiBi or the relative bias misses by
    1.2-11 there (measured on the stand-in).
+   CUDA graphs (test_cuda_graphs; alone with the argument "cuda-graphs"): gpt2-tiny, llama, bloom
+   and mistral in F32 and F16 on 1 rank, 2 ranks sharing GPU 0 and 2 NCCL ranks, each with graphs
+   off and on: greedy decoding to the end of the cache, sampling, beam search and a left-padded
+   batch give the same tokens and beam scores bit for bit; with graphs, every greedy decode step
+   launches one, captured again exactly when the decode split count changes; ranks sharing a GPU
+   and the off switch capture none. A failure inside a capture fails the call and keeps no graph
+   (test_cuda_graph_failure), and the seq2seq fixtures' generation cases on 1 rank run from graphs.
+   On the stand-in a graph is a tape of the launches replayed, so a per-step value passed by value
+   replays stale and these comparisons fail.
    Also: pf_to_cpu from two CUDA ranks gives the CPU model exactly; a device id that is no GPU is
    a clear error; with two GPUs, NCCL between GPUs 0 and 1 and the peer-copy reduction over GPUs
    {0, 0, 1}; an injected failure on one rank (PF_TESTING builds) fails the call, names the rank,
@@ -898,6 +907,225 @@ static void test_failing_rank(void) {
 }
 #endif
 
+/* ---- CUDA graphs: decode steps captured once per shape and replayed ---- */
+
+/* Rank 0's graph captures and launches (parallelformers.c, PF_CUDA test builds), and the stand-in's
+   graphs alive: weak, absent from a build without CUDA. */
+extern int pf_testing_cuda_graph_captures __attribute__((weak));
+extern int pf_testing_cuda_graph_launches __attribute__((weak));
+extern int pf_mock_graphs_live __attribute__((weak));
+
+enum { GRAPH_TOKENS = 16 * MAX_IDS, GRAPH_SCORES = 16 };
+
+/* Everything a run of graph_cases produced, to compare graphs on against graphs off exactly. */
+typedef struct graph_outputs {
+    int32_t tokens[GRAPH_TOKENS]; /* each sequence's length, then its tokens, case after case */
+    float scores[GRAPH_SCORES];   /* beam search's sequence scores */
+    int num_tokens, num_scores;
+    int long_steps, long_captures, long_launches; /* greedy to the end of the cache: its decode steps */
+    int again_captures;           /* the same run once more: graphs it captured (all its keys are kept) */
+    int captures, launches;       /* all cases */
+} graph_outputs;
+
+static void graph_counts(int *captures, int *launches) {
+    *captures = &pf_testing_cuda_graph_captures ? pf_testing_cuda_graph_captures : 0;
+    *launches = &pf_testing_cuda_graph_launches ? pf_testing_cuda_graph_launches : 0;
+}
+
+static void graph_append(graph_outputs *out, const int32_t *tokens, int n, const char *what) {
+    if (n < 0 || out->num_tokens + n + 1 > GRAPH_TOKENS) {
+        CHECK_MSG(0, "%s: %d tokens do not fit the comparison buffer", what, n);
+        return;
+    }
+    out->tokens[out->num_tokens++] = n;
+    memcpy(out->tokens + out->num_tokens, tokens, (size_t)n * sizeof(int32_t));
+    out->num_tokens += n;
+}
+
+static void graph_append_generation(graph_outputs *out, const pf_generation *g, int beams, const char *what) {
+    for (int i = 0; i < g->num_sequences; i++) graph_append(out, g->tokens[i], g->lengths[i], what);
+    for (int i = 0; beams && i < g->num_sequences && out->num_scores < GRAPH_SCORES; i++)
+        out->scores[out->num_scores++] = g->scores[i];
+}
+
+/* Sampled (two sequences of one prompt, fixed seed) or beam search (3 beams, all returned). */
+static void graph_generate(fixture *f, graph_outputs *out, int beams, const char *what) {
+    int32_t prompt[MAX_IDS];
+    for (int i = 0; i < f->ref.num_prompt_ids; i++) prompt[i] = f->ref.prompt_ids[i];
+    const int32_t *prompts[1] = {prompt};
+    int lengths[1] = {f->ref.num_prompt_ids};
+    pf_generate_options o = pf_generate_options_init();
+    o.max_new_tokens = f->ref.max_new_tokens;
+    o.ignore_eos = 1;
+    if (beams) {
+        o.num_beams = o.num_return_sequences = 3;
+    } else {
+        o.do_sample = 1;
+        o.seed = 1234;
+        o.temperature = 0.9f;
+        o.top_k = 20;
+        o.num_return_sequences = 2;
+    }
+    pf_generation g;
+    pf_result r = pf_generate_batch(f->model, prompts, lengths, 1, &o, &g);
+    CHECK_MSG(r == PF_OK && g.num_sequences == o.num_return_sequences, "%s: %s: %s", what,
+              beams ? "beam search" : "sampling", pf_error_message(f->model));
+    if (r) return;
+    graph_append_generation(out, &g, beams, what);
+    pf_generation_free(&g);
+}
+
+/* Greedy to the end of the cache (several decode split counts: graphs captured anew), twice (the
+   second run finds every graph it needs), sampling, beam search (cache rows reordered between
+   steps) and a left-padded batch. */
+static void graph_cases(fixture *f, graph_outputs *out, const char *what) {
+    memset(out, 0, sizeof *out);
+    int captures0, launches0, captures1, launches1;
+    graph_counts(&captures0, &launches0);
+    int32_t gen[MAX_IDS];
+    int n = generate_long(f, gen, what);
+    graph_counts(&captures1, &launches1);
+    out->long_steps = n - 1; /* the first token comes from the prompt's step */
+    out->long_captures = captures1 - captures0;
+    out->long_launches = launches1 - launches0;
+    graph_append(out, gen, n, what);
+    int n_again = generate_long(f, gen, what), captures2, launches2;
+    graph_counts(&captures2, &launches2);
+    out->again_captures = captures2 - captures1;
+    graph_append(out, gen, n_again, what);
+    graph_generate(f, out, 0, what);
+    graph_generate(f, out, 1, what);
+    int32_t padded[2][MAX_IDS];
+    int padded_len[2];
+    if (f->pad_skip && generate_padded(f, padded, padded_len, what) == 0)
+        for (int b = 0; b < 2; b++) graph_append(out, padded[b], padded_len[b], what);
+    graph_counts(&captures1, &launches1);
+    out->captures = captures1 - captures0;
+    out->launches = launches1 - launches0;
+}
+
+/* Graphs captured by the greedy run to the end of the cache: one per decode split count of its
+   steps (kernels.cu's pf_cuda_decode_splits: 16 keys a split, 32 at most), past = prompt .. */
+static int graph_expected_long_captures(const fixture *f, int steps) {
+    int count = 0, last = -1;
+    for (int past = f->ref.num_prompt_ids; past < f->ref.num_prompt_ids + steps; past++) {
+        int splits = (past + 1 + 15) / 16;
+        splits = splits > 32 ? 32 : splits;
+        if (splits != last) count++;
+        last = splits;
+    }
+    return count;
+}
+
+/* One configuration, graphs off then on: the same tokens and beam scores bit for bit; with
+   graphs (expect_graphs), every decode step launched from one, captured again only when the
+   split count changes; without, none captured. */
+static void graph_compare(fixture *f, pf_dtype dtype, int ranks, const int *device_ids, int expect_graphs,
+                          const char *what) {
+    static graph_outputs off, on;
+    for (int graphs = 0; graphs < 2; graphs++) {
+        pf_parallel_options o = cuda_options(dtype, f, device_ids, device_ids ? ranks : 0);
+        o.max_batch = 4; /* 3 beams */
+        o.disable_cuda_graphs = !graphs;
+        pf_result r = pf_parallelize(f->model, ranks, &o);
+        CHECK_MSG(r == PF_OK, "%s: pf_parallelize: %s", what, pf_error_message(f->model));
+        if (r) return;
+        graph_cases(f, graphs ? &on : &off, what);
+    }
+    CHECK_MSG(off.captures == 0 && off.launches == 0, "%s: disable_cuda_graphs, yet %d graphs captured, %d launched",
+              what, off.captures, off.launches);
+    CHECK_MSG(on.num_tokens == off.num_tokens && !memcmp(on.tokens, off.tokens, (size_t)on.num_tokens * sizeof(int32_t)),
+              "%s: the tokens with CUDA graphs differ from those without", what);
+    CHECK_MSG(on.num_scores == off.num_scores && on.num_scores == 3 &&
+                  !memcmp(on.scores, off.scores, (size_t)on.num_scores * sizeof(float)),
+              "%s: beam scores with CUDA graphs differ from those without (%d and %d scores)", what, on.num_scores,
+              off.num_scores);
+    if (expect_graphs) {
+        int want = graph_expected_long_captures(f, on.long_steps);
+        CHECK_MSG(on.long_launches == on.long_steps && on.long_captures == want,
+                  "%s: greedy to the end of the cache: %d of %d decode steps launched graphs, %d captured (want %d)",
+                  what, on.long_launches, on.long_steps, on.long_captures, want);
+        CHECK_MSG(on.again_captures == 0, "%s: the same greedy run again captured %d graphs", what, on.again_captures);
+        CHECK_MSG(on.captures < on.launches, "%s: %d graphs captured for %d launches", what, on.captures, on.launches);
+    } else {
+        CHECK_MSG(on.captures == 0 && on.launches == 0, "%s: %d graphs captured where none can be", what, on.captures);
+    }
+    printf("  %-40s same tokens and beam scores with and without graphs; %d captures, %d launches\n", what,
+           on.captures, on.launches);
+}
+
+static void test_cuda_graphs(void) {
+    if (!&pf_testing_cuda_graph_captures) return; /* a build without CUDA */
+    static const char *names[] = {"gpt2-tiny", "llama", "bloom", "mistral"};
+    static const pf_dtype dtypes[] = {PF_DTYPE_F32, PF_DTYPE_F16};
+    static const int zeros[2] = {0, 0}, gpus01[2] = {0, 1};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        fixture f;
+        if (fixture_open(names[k], &f)) continue;
+        for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
+            char what[160];
+            snprintf(what, sizeof what, "%s %s 1 rank", names[k], dtype_name(dtypes[d]));
+            graph_compare(&f, dtypes[d], 1, NULL, 1, what);
+            snprintf(what, sizeof what, "%s %s 2 ranks on GPU 0", names[k], dtype_name(dtypes[d]));
+            graph_compare(&f, dtypes[d], 2, zeros, 0, what); /* the device-memory reduction: no graphs */
+            pf_parallel_options o = cuda_options(dtypes[d], &f, gpus01, 2);
+            pf_result r = pf_parallelize(f.model, 2, &o);
+            if (r == PF_ERROR_INVALID_ARGUMENT && strstr(pf_error_message(f.model), "not a CUDA device")) continue;
+            snprintf(what, sizeof what, "%s %s 2 ranks on GPUs 0,1 (NCCL)", names[k], dtype_name(dtypes[d]));
+            graph_compare(&f, dtypes[d], 2, gpus01, 1, what);
+        }
+        fixture_close(&f);
+        if (&pf_mock_graphs_live)
+            CHECK_MSG(pf_mock_graphs_live == 0, "%s: %d CUDA graphs left after pf_free", names[k], pf_mock_graphs_live);
+    }
+}
+
+#ifdef PF_TESTING
+/* A failure inside a decode step's capture (an injected one, at each of the first decode step's
+   GEMMs before the LM head: 4 a GPT-2 block after the prompt's 4 a block and its LM head) fails
+   the call with its message and keeps no graph; the next call captures afresh and gives the
+   tokens of a clean run. */
+static void test_cuda_graph_failure(void) {
+    fixture f;
+    if (!&pf_testing_cuda_graph_captures || fixture_open("gpt2-tiny", &f)) return;
+    int layers = pf_get_info(f.model).num_layers;
+    int32_t prompt[MAX_IDS], clean[MAX_IDS], again[MAX_IDS];
+    for (int i = 0; i < f.ref.num_prompt_ids; i++) prompt[i] = f.ref.prompt_ids[i];
+    pf_generate_options g = pf_generate_options_init();
+    g.max_new_tokens = 4;
+    g.ignore_eos = 1;
+    int n_clean = 0, n_again = 0;
+    pf_parallel_options o = cuda_options(PF_DTYPE_F32, &f, NULL, 0);
+    CHECK(pf_parallelize(f.model, 1, &o) == PF_OK &&
+          pf_generate(f.model, prompt, f.ref.num_prompt_ids, &g, clean, MAX_IDS, &n_clean) == PF_OK);
+    for (int countdown = 4 * layers + 2; countdown <= 8 * layers + 1; countdown++) {
+        pf_result r = pf_parallelize(f.model, 1, &o); /* no graphs yet */
+        CHECK_MSG(r == PF_OK, "graph failure: pf_parallelize: %s", pf_error_message(f.model));
+        if (r) break;
+        int captures0, launches0, captures1, launches1;
+        graph_counts(&captures0, &launches0);
+        pf_testing_fail_rank = 0;
+        pf_testing_fail_countdown = countdown;
+        int n = 0;
+        r = pf_generate(f.model, prompt, f.ref.num_prompt_ids, &g, again, MAX_IDS, &n);
+        pf_testing_fail_rank = -1;
+        graph_counts(&captures1, &launches1);
+        CHECK_MSG(r == PF_ERROR_DEVICE && strstr(pf_error_message(f.model), "injected") && captures1 == captures0 &&
+                      launches1 == launches0,
+                  "failure at GEMM %d of a capture: %s (%s), %d graphs captured, %d launched", countdown,
+                  pf_result_string(r), pf_error_message(f.model), captures1 - captures0, launches1 - launches0);
+        r = pf_generate(f.model, prompt, f.ref.num_prompt_ids, &g, again, MAX_IDS, &n_again);
+        graph_counts(&captures0, &launches0);
+        CHECK_MSG(r == PF_OK && n_again == n_clean && !memcmp(again, clean, (size_t)n_clean * sizeof(int32_t)) &&
+                      captures0 > captures1,
+                  "after a failed capture: %s, %d tokens (%d clean), %d graphs captured", pf_result_string(r), n_again,
+                  n_clean, captures0 - captures1);
+    }
+    fixture_close(&f);
+    if (&pf_mock_graphs_live) CHECK_MSG(pf_mock_graphs_live == 0, "%d CUDA graphs left after pf_free", pf_mock_graphs_live);
+}
+#endif
+
 /* Whether this build and machine can run the CUDA backend at all: 1 yes, 0 no (why in reason),
    -1 it failed otherwise (reported). */
 static int cuda_available(char *reason, size_t size) {
@@ -1207,8 +1435,14 @@ static void test_seq2seq_fixture(const char *name) {
         if (rr) continue;
         float worst = test_max_abs_diff(got, want, tokens * vocab);
         CHECK_MSG(worst <= 1e-3f, "%s: logits differ from the CPU by %g", what, worst);
-        int matched = 0;
+        int matched = 0, captures0, launches0, captures1, launches1;
+        graph_counts(&captures0, &launches0);
         for (int i = 0; i < num_cases; i++) matched += test_check_gen_case(m, what, &cases[i]);
+        graph_counts(&captures1, &launches1);
+        /* one rank: the decoder steps (cross-attention included) replayed from CUDA graphs */
+        if (ranks == 1 && num_cases && &pf_testing_cuda_graph_launches)
+            CHECK_MSG(launches1 > launches0 && captures1 - captures0 < launches1 - launches0,
+                      "%s: %d decode graphs captured, %d launched", what, captures1 - captures0, launches1 - launches0);
         printf("  %-36s max |logits - CPU| %.3g (tol 0.001), generation cases %d of %d\n", what, worst, matched, num_cases);
     }
     free(want);
@@ -1764,6 +1998,14 @@ int main(int argc, char **argv) {
                     test_random_shapes();
                     continue;
                 }
+                if (!strcmp(argv[i], "cuda-graphs")) { /* not a fixture: decode steps as graphs, on and off */
+                    printf("CUDA graphs\n");
+                    test_cuda_graphs();
+#ifdef PF_TESTING
+                    test_cuda_graph_failure();
+#endif
+                    continue;
+                }
                 printf("%s\n", argv[i]);
                 test_fixture(argv[i]);
             }
@@ -1780,6 +2022,11 @@ int main(int argc, char **argv) {
             test_random_shapes();
             printf("generation cases\n");
             test_generation_cases();
+            printf("CUDA graphs\n");
+            test_cuda_graphs();
+#ifdef PF_TESTING
+            test_cuda_graph_failure();
+#endif
             test_bad_device();
             printf("greedy token choice on the device\n");
             test_argmax_kernel();
