@@ -30,7 +30,8 @@
    first maximum over the rank's vocabulary slice, NaN skipped but at id 0, so that the host
    combines the ranks' candidates into exactly the token its own scan of the logits would take,
    and downloads 8 bytes a row into pinned memory, pf_cuda_host_alloc, instead of the logits),
-   and the all-reduce pieces (sum, peer copies, NCCL).
+   top_k (sampling's candidates: each row's best up to 512 of the slice, best first, which the host
+   merges and samples from as it would from the logits), and the all-reduce pieces (sum, peer copies, NCCL).
    Left-padded batches: add_positions, rotary and attention take the step's left pad counts (a
    device array, or NULL); a token's position is past + t - pad[b] (0 at least), attention never
    reads keys j < pad[b], ALiBi adds slope * (j - pad[b]), and a query with no key writes zeros.
@@ -855,6 +856,94 @@ __global__ void pf_argmax_kernel(float *values, int32_t *indices, const float *l
     }
 }
 
+/* Top-k candidates for sampling: the block of one row of logits keeps at most PF_CUDA_TOP_K_MAX
+   of them (a power of two: the size of its sort). */
+#define PF_CUDA_TOP_K_MAX 512
+#define PF_TOP_K_THREADS 1024
+
+/* A logit's sort key, larger is better: the value's bits made order-preserving in the high word
+   (NaN above +inf, so that a slice holding one shows it; -0 as +0, which the host's comparisons
+   tie), the complement of its slice index in the low word (the lower id wins a tie). Every key of
+   a row is distinct, so "the count largest keys" is one set, whatever the threads' order. */
+__device__ __forceinline__ unsigned long long pf_candidate_key(float v, unsigned i) {
+    unsigned bits = __float_as_uint(v);
+    if (isnan(v)) bits = 0xffffffffu;
+    else if (v == 0.0f) bits = 0x80000000u;
+    else bits = (bits & 0x80000000u) ? ~bits : bits | 0x80000000u;
+    return ((unsigned long long)bits << 32) | (0xffffffffu - i);
+}
+
+/* The count-th largest key of a row (count <= n): a radix select, 8 bits a pass from the top,
+   each pass a histogram of the keys that match the digits fixed so far. */
+__device__ unsigned long long pf_top_k_threshold(const float *row, size_t n, unsigned count, unsigned *hist) {
+    __shared__ unsigned long long prefix_shared;
+    __shared__ unsigned remaining_shared;
+    unsigned long long prefix = 0, mask = 0;
+    unsigned remaining = count; /* how many keys at or below the fixed digits still to pass */
+    for (int shift = 56; shift >= 0; shift -= 8) {
+        for (unsigned b = threadIdx.x; b < 256; b += blockDim.x) hist[b] = 0;
+        __syncthreads();
+        for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
+            unsigned long long key = pf_candidate_key(row[i], (unsigned)i);
+            if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255u], 1u);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) { /* the digit whose bin holds the remaining-th largest */
+            unsigned above = 0, d = 255;
+            for (; d > 0 && above + hist[d] < remaining; d--) above += hist[d];
+            prefix_shared = prefix | ((unsigned long long)d << shift);
+            remaining_shared = remaining - above;
+        }
+        __syncthreads();
+        prefix = prefix_shared;
+        remaining = remaining_shared;
+        mask |= 255ull << shift;
+        __syncthreads(); /* every thread read them before thread 0 writes the next pass's */
+    }
+    return prefix;
+}
+
+/* One block per row of logits ([rows][n], global vocabulary ids first..first + n - 1): the row's
+   count best (larger value, then lower id; a NaN before all) into values[row][0..count) and
+   indices[row][0..count), best first: its keys at or above the threshold, bitonic-sorted. */
+__global__ void __launch_bounds__(PF_TOP_K_THREADS) pf_top_k_kernel(float *values, int32_t *indices,
+                                                                     const float *logits, size_t n, int first,
+                                                                     unsigned count) {
+    __shared__ unsigned hist[256];
+    __shared__ unsigned long long chosen[PF_CUDA_TOP_K_MAX];
+    __shared__ unsigned taken;
+    const float *row = logits + (size_t)blockIdx.x * n;
+    unsigned long long threshold = pf_top_k_threshold(row, n, count, hist);
+    if (threadIdx.x == 0) taken = 0;
+    __syncthreads();
+    for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
+        unsigned long long key = pf_candidate_key(row[i], (unsigned)i);
+        if (key >= threshold) chosen[atomicAdd(&taken, 1u)] = key; /* exactly count of them */
+    }
+    unsigned size = 1;
+    while (size < count) size <<= 1;
+    for (unsigned j = count + threadIdx.x; j < size; j += blockDim.x) chosen[j] = 0; /* below every key */
+    __syncthreads();
+    for (unsigned k = 2; k <= size; k <<= 1)
+        for (unsigned j = k >> 1; j > 0; j >>= 1) {
+            for (unsigned t = threadIdx.x; t < size; t += blockDim.x) {
+                unsigned partner = t ^ j;
+                if (partner <= t) continue;
+                unsigned long long a = chosen[t], b = chosen[partner];
+                if ((t & k) == 0 ? a < b : a > b) { /* descending where bit k is clear: all of it at the end */
+                    chosen[t] = b;
+                    chosen[partner] = a;
+                }
+            }
+            __syncthreads();
+        }
+    for (unsigned j = threadIdx.x; j < count; j += blockDim.x) {
+        unsigned i = 0xffffffffu - (unsigned)(chosen[j] & 0xffffffffu);
+        values[(size_t)blockIdx.x * count + j] = row[i];
+        indices[(size_t)blockIdx.x * count + j] = first + (int)i;
+    }
+}
+
 /* Launches pf_kv_append_kernel into caches of element type C. */
 template <typename C>
 static int pf_cuda__kv_append(struct pf_cuda_rank *st, C *k_cache, C *v_cache, const float *qkv, const int *rows,
@@ -1240,6 +1329,25 @@ int pf_cuda_argmax(struct pf_cuda_rank *st, float *values, int32_t *indices, con
     const unsigned threads = 1024; /* a vocabulary row per block: 150k logits in ~150 loads a thread */
     pf_argmax_kernel<<<(unsigned)rows, threads, 0, st->stream>>>(values, indices, logits, n, first);
     PF_CUDA_CHECK_LAUNCH(st, pf_argmax_kernel);
+    return PF_CUDA_OK;
+}
+
+/* Sampling's candidates on the device: for each of rows rows of logits ([rows][n], the rank's
+   vocabulary ids first..first + n - 1) its count best (pf_top_k_kernel) as values[row][0..count),
+   indices[row][0..count), device [rows][count] each, best first; 1 <= count <= n and
+   count <= PF_CUDA_TOP_K_MAX. The host merges the ranks' and samples from them. */
+int pf_cuda_top_k(struct pf_cuda_rank *st, float *values, int32_t *indices, const float *logits, size_t rows, size_t n,
+                  int first, size_t count) {
+    if (!rows) return PF_CUDA_OK;
+    if (rows > 2147483647u || n > 2147483647u || (size_t)first + n > 2147483648u)
+        return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_top_k",
+                             "rows or vocabulary ids exceed INT32_MAX", __LINE__);
+    if (!count || count > n || count > PF_CUDA_TOP_K_MAX)
+        return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_top_k",
+                             "count is not in 1..min(n, 512)", __LINE__);
+    pf_top_k_kernel<<<(unsigned)rows, PF_TOP_K_THREADS, 0, st->stream>>>(values, indices, logits, n, first,
+                                                                        (unsigned)count);
+    PF_CUDA_CHECK_LAUNCH(st, pf_top_k_kernel);
     return PF_CUDA_OK;
 }
 

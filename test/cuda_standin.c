@@ -406,6 +406,51 @@ int pf_cuda_argmax(pf_cuda_rank *st, float *values, int32_t *indices, const floa
     return 0;
 }
 
+/* kernels.cu's pf_candidate_key and pf_top_k_kernel: the count largest keys of a row (the value
+   made order-preserving, NaN above +inf, -0 as +0; the complement of the slice index below it,
+   so the lower id wins a tie), best first. The kernel's radix select and bitonic sort leave the
+   same list whatever its threads' order: the keys are distinct. */
+static uint64_t candidate_key(float v, uint32_t i) {
+    uint32_t bits;
+    memcpy(&bits, &v, 4);
+    if (isnan(v)) bits = 0xffffffffu;
+    else if (v == 0.0f) bits = 0x80000000u;
+    else bits = (bits & 0x80000000u) ? ~bits : bits | 0x80000000u;
+    return ((uint64_t)bits << 32) | (0xffffffffu - i);
+}
+static int key_descending(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+int pf_cuda_top_k(pf_cuda_rank *st, float *values, int32_t *indices, const float *logits, size_t rows, size_t n,
+                  int first, size_t count) {
+    if (!rows) return 0;
+    if (rows > 2147483647u || n > 2147483647u || (size_t)first + n > 2147483648u || !count || count > n ||
+        count > PF__CUDA_TOP_K_MAX) {
+        snprintf(st->message, sizeof st->message, "pf_cuda_top_k failed: bad sizes (mock)");
+        return 1;
+    }
+    NEED(values, rows * count * 4);
+    NEED(indices, rows * count * 4);
+    NEED(logits, rows * n * 4);
+    uint64_t *keys = malloc(n * sizeof *keys);
+    if (!keys) {
+        snprintf(st->message, sizeof st->message, "pf_cuda_top_k failed: out of host memory (mock)");
+        return 2;
+    }
+    for (size_t row = 0; row < rows; row++) {
+        for (size_t i = 0; i < n; i++) keys[i] = candidate_key(logits[row * n + i], (uint32_t)i);
+        qsort(keys, n, sizeof *keys, key_descending);
+        for (size_t j = 0; j < count; j++) {
+            uint32_t i = 0xffffffffu - (uint32_t)(keys[j] & 0xffffffffu);
+            values[row * count + j] = logits[row * n + i];
+            indices[row * count + j] = first + (int32_t)i;
+        }
+    }
+    free(keys);
+    return 0;
+}
+
 static float act_fn(float v, int act) {
     switch (act) {
     case 0: return 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
