@@ -23,7 +23,8 @@
    sinusoid), norm (LayerNorm or RMSNorm; with 16-bit weights it and the activations also write
    their output rounded to them, which the matmul right after takes as its input), matmul,
    activation, gated_activation, add_residual,
-   rotary (halves or pairs, angle = position * inv_freq in fp32 with cosf/sinf), attention (GQA
+   rotary (halves or pairs, angle = position * inv_freq in fp32 with cosf/sinf; it, or kv_append
+   where there is no rotary, also adds the QKV GEMM's bias, which the GEMM then leaves out), attention (GQA
    head mapping, sliding window, ALiBi, scale; prefill one block per (query, head), decode split
    over up to PF_MAX_SPLITS blocks per head and combined), reorder_rows (beam search: the rows that
    change gathered into scratch and scattered back), argmax (greedy token choice: each row's
@@ -362,11 +363,27 @@ __global__ void pf_sum_kernel(float *sum, const float *in, size_t n, int first) 
    each row (the q heads, then the k heads) by angle position * inv_freq[i]: one thread per
    (row, head, i), so no two threads touch the same element. The angle, cosf and sinf are fp32 as
    on the CPU; the rotation is rounded step by step (no fused multiply-add), as there. The
-   position is pf_position: left pads (pad, or NULL) shift it. */
-__global__ void pf_rotary_kernel(float *qkv, const float *inv_freq, const int *pad, size_t rows, int T, int past,
-                                 int rotated_heads, int hd, size_t row_width, int half, int pairs) {
+   position is pf_position: left pads (pad, or NULL) shift it. With bias (the QKV GEMM's, in
+   bias_dtype, which the GEMM left out) every element of the rows gets it first, as the GEMM's
+   epilogue would have added it: each pair before its rotation, and the elements no pair covers
+   (q and k dims from 2 half on, and v) by threads of their own after the pairs' (pf_unrotated). */
+__device__ __forceinline__ size_t pf_unrotated(size_t j, int rotated_heads, int hd, int half) {
+    size_t tail = (size_t)(hd - 2 * half), heads_part = (size_t)rotated_heads * tail;
+    if (j < heads_part) return j / tail * (size_t)hd + (size_t)(2 * half) + j % tail;
+    return (size_t)rotated_heads * hd + (j - heads_part);
+}
+
+__global__ void pf_rotary_kernel(float *qkv, const void *bias, int bias_dtype, const float *inv_freq, const int *pad,
+                                 size_t rows, int T, int past, int rotated_heads, int hd, size_t row_width, int half,
+                                 int pairs) {
     size_t n = rows * (size_t)rotated_heads * (size_t)half;
-    PF_GRID_STRIDE(k, n) {
+    size_t unrotated = bias ? row_width - (size_t)rotated_heads * (size_t)(2 * half) : 0; /* a row's */
+    PF_GRID_STRIDE(k, n + rows * unrotated) {
+        if (k >= n) {
+            size_t row = (k - n) / unrotated, c = pf_unrotated((k - n) % unrotated, rotated_heads, hd, half);
+            qkv[row * row_width + c] = __fadd_rn(qkv[row * row_width + c], pf_load(bias, bias_dtype, c));
+            continue;
+        }
         int i = (int)(k % (size_t)half);
         size_t rest = k / (size_t)half;
         int h = (int)(rest % (size_t)rotated_heads);
@@ -378,24 +395,42 @@ __global__ void pf_rotary_kernel(float *qkv, const float *inv_freq, const int *p
         float *x = qkv + row * row_width + (size_t)h * hd;
         int i1 = pairs ? 2 * i : i, i2 = pairs ? i1 + 1 : i + half;
         float x1 = x[i1], x2 = x[i2];
+        if (bias) {
+            x1 = __fadd_rn(x1, pf_load(bias, bias_dtype, (size_t)h * hd + i1));
+            x2 = __fadd_rn(x2, pf_load(bias, bias_dtype, (size_t)h * hd + i2));
+        }
         x[i1] = __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, sn));
         x[i2] = __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, sn));
     }
 }
 
 /* Appends this step's k and v rows to the caches [batch][cache_len][kv_width] at positions
-   past..past+T-1. Each qkv row is [q (q_width) | k (kv_width) | v (kv_width)]. */
+   past..past+T-1. Each qkv row is [q (q_width) | k (kv_width) | v (kv_width)]. With bias (the
+   QKV GEMM's, which it left out) the rows get it first, in place, as the GEMM would have added
+   it: k and v by the threads that append them, q by threads of their own after theirs. */
 template <typename C>
-__global__ void pf_kv_append_kernel(C *k_cache, C *v_cache, const float *qkv, const int *rows, int batch, int T,
-                                    int past, int cache_len, size_t q_width, size_t kv_width) {
-    size_t n = (size_t)batch * T * kv_width;
-    PF_GRID_STRIDE(i, n) {
+__global__ void pf_kv_append_kernel(C *k_cache, C *v_cache, float *qkv, const void *bias, int bias_dtype,
+                                    const int *rows, int batch, int T, int past, int cache_len, size_t q_width,
+                                    size_t kv_width) {
+    size_t n = (size_t)batch * T * kv_width, row_width = q_width + 2 * kv_width;
+    size_t q_elements = bias ? (size_t)batch * T * q_width : 0;
+    PF_GRID_STRIDE(i, n + q_elements) {
+        if (i >= n) {
+            float *q = qkv + (i - n) / q_width * row_width + (i - n) % q_width;
+            *q = __fadd_rn(*q, pf_load(bias, bias_dtype, (i - n) % q_width));
+            continue;
+        }
         size_t row = i / kv_width, c = i % kv_width;
         size_t b = row / (size_t)T, t = row % (size_t)T, cache_row = rows ? (size_t)rows[b] : b;
         size_t dst = (cache_row * (size_t)cache_len + (size_t)past + t) * kv_width + c;
-        const float *src = qkv + row * (q_width + 2 * kv_width) + q_width;
-        pf_cache_store(k_cache, dst, src[c]);
-        pf_cache_store(v_cache, dst, src[kv_width + c]);
+        float *src = qkv + row * row_width + q_width;
+        float k = src[c], v = src[kv_width + c];
+        if (bias) {
+            src[c] = k = __fadd_rn(k, pf_load(bias, bias_dtype, q_width + c));
+            src[kv_width + c] = v = __fadd_rn(v, pf_load(bias, bias_dtype, q_width + kv_width + c));
+        }
+        pf_cache_store(k_cache, dst, k);
+        pf_cache_store(v_cache, dst, v);
     }
 }
 
@@ -946,10 +981,12 @@ __global__ void __launch_bounds__(PF_TOP_K_THREADS) pf_top_k_kernel(float *value
 
 /* Launches pf_kv_append_kernel into caches of element type C. */
 template <typename C>
-static int pf_cuda__kv_append(struct pf_cuda_rank *st, C *k_cache, C *v_cache, const float *qkv, const int *rows,
-                              int batch, int T, int past, int cache_len, size_t q_width, size_t kv_width) {
-    pf_kv_append_kernel<C><<<pf_blocks((size_t)batch * T * kv_width, PF_THREADS), PF_THREADS, 0, st->stream>>>(
-        k_cache, v_cache, qkv, rows, batch, T, past, cache_len, q_width, kv_width);
+static int pf_cuda__kv_append(struct pf_cuda_rank *st, C *k_cache, C *v_cache, float *qkv, const void *bias,
+                              int bias_dtype, const int *rows, int batch, int T, int past, int cache_len,
+                              size_t q_width, size_t kv_width) {
+    size_t threads = (size_t)batch * T * (kv_width + (bias ? q_width : 0));
+    pf_kv_append_kernel<C><<<pf_blocks(threads, PF_THREADS), PF_THREADS, 0, st->stream>>>(
+        k_cache, v_cache, qkv, bias, bias_dtype, rows, batch, T, past, cache_len, q_width, kv_width);
     PF_CUDA_CHECK_LAUNCH(st, pf_kv_append_kernel);
     return PF_CUDA_OK;
 }
@@ -1404,19 +1441,22 @@ int pf_cuda_sum(struct pf_cuda_rank *st, float *sum, const float *in, size_t cou
    batch * T rows of qkv ([q heads | k heads | v heads] of head_dim each) by position
    past + t - pad[b] (0 at least; pad: device [batch] left pad counts, or NULL): dims
    (i, i + rotary_dim/2), or (2i, 2i + 1) when pairs, by angle position * inv_freq[i]; inv_freq
-   ([rotary_dim / 2] fp32) is in device memory. */
-int pf_cuda_rotary(struct pf_cuda_rank *st, float *qkv, const float *inv_freq, const int *pad, int batch, int T,
-                   int past, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs) {
+   ([rotary_dim / 2] fp32) is in device memory. bias ([row width] in bias_dtype, or NULL): the
+   QKV GEMM's, which it left out, added to every element of the rows first (pf_rotary_kernel). */
+int pf_cuda_rotary(struct pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq,
+                   const int *pad, int batch, int T, int past, int heads, int kv_heads, int head_dim, int rotary_dim,
+                   int pairs) {
     int half = rotary_dim / 2, rotated = heads + kv_heads;
     size_t rows = (size_t)batch * (size_t)T;
-    if (!rows || T <= 0 || half <= 0 || rotated <= 0) return PF_CUDA_OK;
-    if (rotary_dim > head_dim || !inv_freq)
+    if (!rows || T <= 0 || rotated <= 0 || (half <= 0 && !bias)) return PF_CUDA_OK;
+    if (half < 0) half = 0;
+    if (rotary_dim > head_dim || (half && !inv_freq))
         return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_rotary",
                              rotary_dim > head_dim ? "rotary_dim exceeds head_dim" : "no frequencies", __LINE__);
     size_t row_width = (size_t)(heads + 2 * kv_heads) * head_dim;
-    size_t n = rows * (size_t)rotated * (size_t)half;
-    pf_rotary_kernel<<<pf_blocks(n, PF_THREADS), PF_THREADS, 0, st->stream>>>(qkv, inv_freq, pad, rows, T, past,
-                                                                           rotated, head_dim, row_width, half, pairs);
+    size_t n = rows * (size_t)rotated * (size_t)half + (bias ? rows * (row_width - (size_t)rotated * 2 * half) : 0);
+    pf_rotary_kernel<<<pf_blocks(n, PF_THREADS), PF_THREADS, 0, st->stream>>>(
+        qkv, bias, bias_dtype, inv_freq, pad, rows, T, past, rotated, head_dim, row_width, half, pairs);
     PF_CUDA_CHECK_LAUNCH(st, pf_rotary_kernel);
     return PF_CUDA_OK;
 }
@@ -1437,22 +1477,24 @@ size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim) 
 /* Appends k and v of this step (from the qkv rows [q (heads * head_dim) | k (kv_heads *
    head_dim) | v (same)]) to the caches ([rows][cache_len][kv_heads * head_dim] of cache_dtype,
    rounded to nearest) at positions past..past+T-1, sequence b in cache row rows[b] (device
-   [batch]; NULL: row b). */
-int pf_cuda_kv_append(struct pf_cuda_rank *st, void *k_cache, void *v_cache, int cache_dtype, const float *qkv,
-                      const int *rows, int batch, int T, int past, int heads, int kv_heads, int head_dim, int cache_len) {
+   [batch]; NULL: row b). bias ([row width] in bias_dtype, or NULL): the QKV GEMM's, which it left
+   out, added to the whole qkv rows (q too) first, in place (pf_kv_append_kernel). */
+int pf_cuda_kv_append(struct pf_cuda_rank *st, void *k_cache, void *v_cache, int cache_dtype, float *qkv,
+                      const void *bias, int bias_dtype, const int *rows, int batch, int T, int past, int heads,
+                      int kv_heads, int head_dim, int cache_len) {
     if (kv_heads <= 0 || head_dim <= 0 || batch <= 0 || T <= 0) return PF_CUDA_OK;
     if (past < 0 || past + T > cache_len)
         return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_kv_append",
                              "positions beyond the cache", __LINE__);
     size_t q_width = (size_t)heads * head_dim, kv_width = (size_t)kv_heads * head_dim;
     if (cache_dtype == PF_CUDA_F16)
-        return pf_cuda__kv_append(st, (__half *)k_cache, (__half *)v_cache, qkv, rows, batch, T, past, cache_len,
-                                  q_width, kv_width);
+        return pf_cuda__kv_append(st, (__half *)k_cache, (__half *)v_cache, qkv, bias, bias_dtype, rows, batch, T,
+                                  past, cache_len, q_width, kv_width);
     if (cache_dtype == PF_CUDA_BF16)
-        return pf_cuda__kv_append(st, (__nv_bfloat16 *)k_cache, (__nv_bfloat16 *)v_cache, qkv, rows, batch, T, past,
-                                  cache_len, q_width, kv_width);
-    return pf_cuda__kv_append(st, (float *)k_cache, (float *)v_cache, qkv, rows, batch, T, past, cache_len, q_width,
-                              kv_width);
+        return pf_cuda__kv_append(st, (__nv_bfloat16 *)k_cache, (__nv_bfloat16 *)v_cache, qkv, bias, bias_dtype, rows,
+                                  batch, T, past, cache_len, q_width, kv_width);
+    return pf_cuda__kv_append(st, (float *)k_cache, (float *)v_cache, qkv, bias, bias_dtype, rows, batch, T, past,
+                              cache_len, q_width, kv_width);
 }
 
 /* out[b*T+t] (heads * head_dim wide) = softmax(q k^T * scale + alibi[h] * (j - pad[b])) v per

@@ -13987,6 +13987,9 @@ typedef struct pf__attn_shape {
     const float *rel_bias;  /* device, [heads][rel_rows]: score += rel_bias[h][bucket(key - query)],
                                bucketed as T5 does (bidirectional); NULL: none */
     int rel_rows, rel_buckets, rel_max_distance;
+    const pf__weight *qkv_bias; /* the QKV projection's bias, which its GEMM left out (a backend with
+                               qkv_bias_in_attention): added to the whole qkv rows by rotary where
+                               it runs, else by kv_append; NULL once added, or with none to add */
 } pf__attn_shape;
 
 /* One rank's candidate for a row's greedy token: its best logit and that token's vocabulary id
@@ -14036,12 +14039,13 @@ typedef struct pf__backend {
     /* x[rows][n] += y (+ bias); y may be NULL (bias alone) */
     void (*add_residual)(pf__rank *r, float *x, const float *y, const pf__weight *bias, size_t rows, size_t n);
     /* Rotates the first a->rotary_dim dims of every q and k head in the qkv rows by position
-       past + t: dims (i, i + rotary_dim/2), or (2i, 2i + 1) when pairs. */
+       past + t: dims (i, i + rotary_dim/2), or (2i, 2i + 1) when pairs; a->qkv_bias, when set,
+       added to every element of the rows first. */
     void (*rotary)(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, int pairs);
     /* Appends this step's k, v to the caches [rows][cache_len][kv_heads*head_dim] at positions
        past..past+T-1, sequence b in row s->cache_rows[b] (or b). qkv rows are [q (heads*head_dim)
-       | k (kv_heads*head_dim) | v (same)]. */
-    void (*kv_append)(pf__rank *r, void *k_cache, void *v_cache, const float *qkv, const pf__step *s,
+       | k (kv_heads*head_dim) | v (same)]; a->qkv_bias, when set, is added to them first (q too). */
+    void (*kv_append)(pf__rank *r, void *k_cache, void *v_cache, float *qkv, const pf__step *s,
                       const pf__attn_shape *a);
     /* out[b*T+t] = softmax(q k^T * scale + alibi + relative bias) v over the cached keys the
        query may see (a->mask, a->window, left pads), q from the qkv rows (a q row for
@@ -14086,6 +14090,9 @@ typedef struct pf__backend {
     void (*top_k)(pf__rank *r, pf__choice *best, size_t stride, const float *logits, size_t rows, size_t n, int first,
                   size_t count);
     size_t top_k_max; /* the largest count top_k takes */
+    /* 1: the QKV GEMM leaves its bias to rotary or kv_append (pf__attn_shape.qkv_bias), which
+       add it in their own pass over the rows instead of a launch of its own; 0: the GEMM adds it */
+    int qkv_bias_in_attention;
 } pf__backend;
 
 /* A share of the split dimensions held by one rank. */
@@ -15242,11 +15249,21 @@ static void pf__cpu_add_residual(pf__rank *r, float *x, const float *y, const pf
         for (size_t i = 0; i < n; i++) x[row * n + i] += (y ? y[row * n + i] : 0.0f) + (b ? b[i] : 0.0f);
 }
 
+/* qkv rows += a->qkv_bias where it is still to add, as the GEMM would have added it. */
+static void pf__cpu_qkv_bias(float *qkv, const pf__step *s, const pf__attn_shape *a) {
+    size_t width = (size_t)(a->heads + 2 * a->kv_heads) * a->head_dim, rows = (size_t)s->batch * s->seq_len;
+    if (!a->qkv_bias || !width) return;
+    const float *b = (const float *)a->qkv_bias->data;
+    for (size_t row = 0; row < rows; row++)
+        for (size_t i = 0; i < width; i++) qkv[row * width + i] += b[i];
+}
+
 static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, int pairs) {
     (void)r;
     size_t hd = (size_t)a->head_dim, width = (size_t)(a->heads + 2 * a->kv_heads) * hd;
     int half = a->rotary_dim / 2, rotated_heads = a->heads + a->kv_heads; /* q heads, then k heads */
     if (!rotated_heads) return; /* a rank without heads has no qkv buffer to point into */
+    pf__cpu_qkv_bias(qkv, s, a);
     for (int b = 0; b < s->batch; b++)
         for (int t = 0; t < s->seq_len; t++) {
             float *row = qkv + ((size_t)b * s->seq_len + t) * width;
@@ -15287,12 +15304,13 @@ static int pf__relative_bucket(int distance, int num_buckets, int max_distance, 
     return bucket + (large < num_buckets - 1 ? large : num_buckets - 1);
 }
 
-static void pf__cpu_kv_append(pf__rank *r, void *k_cache, void *v_cache, const float *qkv, const pf__step *s,
+static void pf__cpu_kv_append(pf__rank *r, void *k_cache, void *v_cache, float *qkv, const pf__step *s,
                               const pf__attn_shape *a) {
     size_t hd = (size_t)a->head_dim, q_width = (size_t)a->heads * hd, kv_width = (size_t)a->kv_heads * hd;
     size_t row_width = q_width + 2 * kv_width, T = (size_t)s->seq_len;
     (void)r;
     if (!a->heads) return;
+    pf__cpu_qkv_bias(qkv, s, a);
     for (int b = 0; b < s->batch; b++) {
         size_t cache_row = s->cache_rows ? (size_t)s->cache_rows[b] : (size_t)b;
         float *kc = (float *)k_cache + cache_row * a->cache_len * kv_width;
@@ -15402,6 +15420,7 @@ static const pf__backend pf__cpu_backend = {
     NULL, /* bias_activation: the bias in the GEMM */
     NULL, /* top_k: the host samples from the logits */
     0,
+    0, /* qkv_bias_in_attention: the bias in the GEMM */
 };
 
 /* =============================================================================================== */
@@ -16600,15 +16619,22 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
         residual->pending = 0;
         attn_in = r->h;
     }
-    /* qkv = h Wqkv_r^T + bqkv_r: this rank's query and key/value heads only */
-    be->matmul(r, r->qkv, attn_in, &L[PF__SLOT_QKV_WEIGHT], PF__OR_NULL(L[PF__SLOT_QKV_BIAS]), N);
+    /* qkv = h Wqkv_r^T + bqkv_r: this rank's query and key/value heads only (+ bqkv_r by the
+       first op after the GEMM where the backend folds it in there) */
+    const pf__weight *qkv_bias = PF__OR_NULL(L[PF__SLOT_QKV_BIAS]);
+    shape->qkv_bias = be->qkv_bias_in_attention ? qkv_bias : NULL;
+    be->matmul(r, r->qkv, attn_in, &L[PF__SLOT_QKV_WEIGHT], shape->qkv_bias ? NULL : qkv_bias, N);
     /* q, k = rotate(q, k) by position */
-    if (rotary) be->rotary(r, r->qkv, s, shape, a->positions == PF__POS_ROTARY_PAIRS);
+    if (rotary) {
+        be->rotary(r, r->qkv, s, shape, a->positions == PF__POS_ROTARY_PAIRS);
+        shape->qkv_bias = NULL; /* added */
+    }
     /* attn = softmax(q k^T * scale + alibi + relative bias) v over the cache, k and v appended to it */
     size_t cache_layer = (size_t)pf__cache_layer(c, l);
     void *k_cache = r->k_cache ? (char *)r->k_cache + cache_layer * cache_stride : NULL; /* NULL: a rank without heads */
     void *v_cache = r->v_cache ? (char *)r->v_cache + cache_layer * cache_stride : NULL;
     be->kv_append(r, k_cache, v_cache, r->qkv, s, shape);
+    shape->qkv_bias = NULL;
     be->attend(r, r->attn, r->qkv, k_cache, v_cache, s, shape);
     /* part = attn Wo_r^T: this rank's share of the output projection */
     be->matmul(r, r->part, r->attn, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, N);
@@ -16917,7 +16943,8 @@ static void pf__rank_reorder(pf__rank *r, const pf__job *job) {
 
    Each op mirrors the CPU backend's (the reference): weights are in the group's dtype, except
    CTRL's fp32 sinusoid table, so every weight passes its own dtype to kernels.cu. Some ops fuse
-   two of the CPU's with the same arithmetic (add_residual_norm, bias_activation), and the norms
+   two of the CPU's with the same arithmetic (add_residual_norm, bias_activation; rotary, or
+   kv_append without it, adding the QKV bias: qkv_bias_in_attention), and the norms
    and activations with 16-bit weights also write the next GEMM's rounded input (x16_now).
 
    Per group (g->backend_state, a pf__cuda_group_state): ranks on distinct GPUs all-reduce with
@@ -16994,11 +17021,12 @@ int pf_cuda_bias_activation(pf_cuda_rank *st, float *x, const void *bias, int dt
 int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype, size_t rows,
                          size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
-int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const float *inv_freq, const int *pad, int batch, int T, int past,
-                   int heads, int kv_heads, int head_dim, int rotary_dim, int pairs);
+int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq, const int *pad,
+                   int batch, int T, int past, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs);
 size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim);
-int pf_cuda_kv_append(pf_cuda_rank *st, void *k_cache, void *v_cache, int cache_dtype, const float *qkv, const int *rows,
-                      int batch, int T, int past, int heads, int kv_heads, int head_dim, int cache_len);
+int pf_cuda_kv_append(pf_cuda_rank *st, void *k_cache, void *v_cache, int cache_dtype, float *qkv, const void *bias,
+                      int bias_dtype, const int *rows, int batch, int T, int past, int heads, int kv_heads, int head_dim,
+                      int cache_len);
 int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const void *k_cache, const void *v_cache,
                       int cache_dtype, float *partials,
                       const float *alibi, const int *pad, const int *rows, int batch, int T, int past, int heads, int kv_heads,
@@ -17642,31 +17670,37 @@ static void pf__cuda_prepare(pf__rank *r, const pf__step *s) {
    through inv_freq_host, queued without a wait whenever they differ from what was queued last:
    once per step at most, and once per pf_parallelize without dynamic scaling. The copy is from
    malloc'd (pageable) memory, which the runtime has read when pf_cuda_upload_async returns. */
+/* With a->qkv_bias, the same launch adds the QKV bias (even where rotary_dim is 0). */
 static void pf__cuda_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, int pairs) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
     size_t half = a->rotary_dim > 0 ? (size_t)a->rotary_dim / 2 : 0;
-    if (!half || !s->batch || !s->seq_len) return;
-    if (!s->inv_freq || !rs->inv_freq || (size_t)a->rotary_dim != (size_t)r->group->model->config.rotary_dim) {
+    const pf__weight *bias = a->qkv_bias;
+    if ((!half && !bias) || !s->batch || !s->seq_len) return;
+    if (half && (!s->inv_freq || !rs->inv_freq || (size_t)a->rotary_dim != (size_t)r->group->model->config.rotary_dim)) {
         pf__rank_fail(r, PF_ERROR_DEVICE, "rotary positions without their frequencies (rotary_dim %d)", a->rotary_dim);
         pf__cuda_break(r->group);
         return;
     }
-    if (pf__cuda_stage_inv_freq(r, rs, s, half)) return;
+    if (half && pf__cuda_stage_inv_freq(r, rs, s, half)) return;
     const int *pad = pf__cuda_pads(r, rs, s);
     if (r->error) return;
-    pf__cuda_ok(r, pf_cuda_rotary(rs->cu, qkv, rs->inv_freq, pad, s->batch, s->seq_len, s->past, a->heads,
-                                  a->kv_heads, a->head_dim, a->rotary_dim, pairs));
+    pf__cuda_ok(r, pf_cuda_rotary(rs->cu, qkv, bias ? bias->data : NULL, pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32),
+                                  rs->inv_freq, pad, s->batch, s->seq_len, s->past, a->heads, a->kv_heads, a->head_dim,
+                                  a->rotary_dim, pairs));
 }
 
-static void pf__cuda_kv_append(pf__rank *r, void *k_cache, void *v_cache, const float *qkv, const pf__step *s,
+/* With a->qkv_bias, the same launch adds the QKV bias to the rows (q too) as it appends. */
+static void pf__cuda_kv_append(pf__rank *r, void *k_cache, void *v_cache, float *qkv, const pf__step *s,
                                const pf__attn_shape *a) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs || !a->heads) return;
     const int *rows = pf__cuda_cache_rows(r, rs, s);
     if (r->error) return;
-    pf__cuda_ok(r, pf_cuda_kv_append(rs->cu, k_cache, v_cache, pf__cuda_dtype(a->cache_dtype), qkv, rows, s->batch,
-                                     s->seq_len, s->past, a->heads, a->kv_heads, a->head_dim, a->cache_len));
+    const pf__weight *bias = a->qkv_bias;
+    pf__cuda_ok(r, pf_cuda_kv_append(rs->cu, k_cache, v_cache, pf__cuda_dtype(a->cache_dtype), qkv,
+                                     bias ? bias->data : NULL, pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows,
+                                     s->batch, s->seq_len, s->past, a->heads, a->kv_heads, a->head_dim, a->cache_len));
 }
 
 static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const void *k_cache, const void *v_cache,
@@ -17793,6 +17827,7 @@ static const pf__backend pf__cuda_table = {
     .bias_activation = pf__cuda_bias_activation,
     .top_k = pf__cuda_top_k,
     .top_k_max = PF__CUDA_TOP_K_MAX,
+    .qkv_bias_in_attention = 1,
 };
 
 /* A device is present and the runtime works; quiet (0) when the driver or the device is missing. */

@@ -525,19 +525,30 @@ int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int
     return 0;
 }
 
-int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const float *inv_freq, const int *pad, int batch, int T, int past,
-                   int heads, int kv_heads, int hd, int rotary_dim, int pairs) {
+/* The QKV GEMM's bias, which it left out, added to rows of width (kernels.cu's rotary and
+   kv_append kernels add it to each element before anything else reads it). */
+static void add_qkv_bias(float *qkv, const void *bias, int bias_dtype, size_t rows, size_t width) {
+    if (!bias) return;
+    NEED(bias, width * dsize(bias_dtype));
+    for (size_t row = 0; row < rows; row++)
+        for (size_t c = 0; c < width; c++) qkv[row * width + c] += ld(bias, bias_dtype, c);
+}
+
+int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq, const int *pad,
+                   int batch, int T, int past, int heads, int kv_heads, int hd, int rotary_dim, int pairs) {
     int half = rotary_dim / 2, rotated = heads + kv_heads;
     size_t rows = (size_t)batch * T;
-    if (!rows || T <= 0 || half <= 0 || rotated <= 0) return 0;
-    if (rotary_dim > hd || !inv_freq) {
+    if (!rows || T <= 0 || rotated <= 0 || (half <= 0 && !bias)) return 0;
+    if (half < 0) half = 0;
+    if (rotary_dim > hd || (half && !inv_freq)) {
         snprintf(st->message, sizeof st->message, "pf_cuda_rotary failed: bad arguments (mock)");
         return 1;
     }
     size_t row_width = (size_t)(heads + 2 * kv_heads) * hd;
     NEED(qkv, rows * row_width * 4);
-    NEED(inv_freq, (size_t)half * 4);
+    if (half) NEED(inv_freq, (size_t)half * 4);
     if (pad) NEED(pad, (size_t)batch * 4);
+    add_qkv_bias(qkv, bias, bias_dtype, rows, row_width);
     for (size_t row = 0; row < rows; row++)
         for (int h = 0; h < rotated; h++)
             for (int i = 0; i < half; i++) {
@@ -594,8 +605,8 @@ static void cache_store(void *p, int dtype, size_t i, float v) {
     else ((float *)p)[i] = v;
 }
 
-int pf_cuda_kv_append(pf_cuda_rank *st, void *kc, void *vc, int cache_dtype, const float *qkv, const int *cache_rows,
-                      int batch, int T, int past, int heads, int kv_heads, int hd, int cache_len) {
+int pf_cuda_kv_append(pf_cuda_rank *st, void *kc, void *vc, int cache_dtype, float *qkv, const void *bias, int bias_dtype,
+                      const int *cache_rows, int batch, int T, int past, int heads, int kv_heads, int hd, int cache_len) {
     if (kv_heads <= 0 || hd <= 0 || batch <= 0 || T <= 0) return 0;
     if (past < 0 || past + T > cache_len) {
         snprintf(st->message, sizeof st->message, "pf_cuda_kv_append failed: positions beyond the cache (mock)");
@@ -606,6 +617,7 @@ int pf_cuda_kv_append(pf_cuda_rank *st, void *kc, void *vc, int cache_dtype, con
     NEED(qkv, rows * row_width * 4);
     NEED(kc, cache_rows_needed(cache_rows, batch) * cache_len * kv_width * dsize(cache_dtype));
     NEED(vc, cache_rows_needed(cache_rows, batch) * cache_len * kv_width * dsize(cache_dtype));
+    add_qkv_bias(qkv, bias, bias_dtype, rows, row_width);
     for (size_t row = 0; row < rows; row++)
         for (size_t c = 0; c < kv_width; c++) {
             size_t b = row / T, t = row % T, cache_row = cache_rows ? (size_t)cache_rows[b] : b;
