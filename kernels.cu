@@ -354,6 +354,16 @@ __global__ void pf_add_residual_kernel(float *x, const float *y, const void *bia
     PF_GRID_STRIDE(i, rows * n) x[i] += (y ? y[i] : 0.0f) + pf_load(bias, dtype, i % n);
 }
 
+/* pf_add_residual_kernel's sum, then x += bias2 as a second launch of it would add it: a parallel
+   block's two output biases (attention's, MLP's) in one pass. */
+__global__ void pf_add_residual_biases_kernel(float *x, const float *y, const void *bias, int dtype, const void *bias2,
+                                              int dtype2, size_t rows, size_t n) {
+    PF_GRID_STRIDE(i, rows * n) {
+        float v = x[i] + ((y ? y[i] : 0.0f) + pf_load(bias, dtype, i % n));
+        x[i] = v + (0.0f + pf_load(bias2, dtype2, i % n));
+    }
+}
+
 /* sum = in (first) or sum += in */
 __global__ void pf_sum_kernel(float *sum, const float *in, size_t n, int first) {
     PF_GRID_STRIDE(i, n) sum[i] = first ? in[i] : sum[i] + in[i];
@@ -1426,6 +1436,17 @@ int pf_cuda_add_residual(struct pf_cuda_rank *st, float *x, const float *y, cons
     if (!rows || !n || (!y && !bias)) return PF_CUDA_OK;
     pf_add_residual_kernel<<<pf_blocks(rows * n, PF_THREADS), PF_THREADS, 0, st->stream>>>(x, y, bias, dtype, rows, n);
     PF_CUDA_CHECK_LAUNCH(st, pf_add_residual_kernel);
+    return PF_CUDA_OK;
+}
+
+/* x[rows][n] += y + bias, then x += bias2 (bias2 [n] in dtype2): pf_cuda_add_residual twice, the
+   second with no y, in one launch. y or bias may be NULL. */
+int pf_cuda_add_residual_biases(struct pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype,
+                                const void *bias2, int dtype2, size_t rows, size_t n) {
+    if (!rows || !n) return PF_CUDA_OK;
+    pf_add_residual_biases_kernel<<<pf_blocks(rows * n, PF_THREADS), PF_THREADS, 0, st->stream>>>(
+        x, y, bias, dtype, bias2, dtype2, rows, n);
+    PF_CUDA_CHECK_LAUNCH(st, pf_add_residual_biases_kernel);
     return PF_CUDA_OK;
 }
 

@@ -14093,6 +14093,10 @@ typedef struct pf__backend {
     /* 1: the QKV GEMM leaves its bias to rotary or kv_append (pf__attn_shape.qkv_bias), which
        add it in their own pass over the rows instead of a launch of its own; 0: the GEMM adds it */
     int qkv_bias_in_attention;
+    /* add_residual(x, y, bias) then add_residual(x, NULL, bias2) in one op, bias2 never NULL (NULL:
+       the forward calls the two; a parallel block's output biases) */
+    void (*add_residual_biases)(pf__rank *r, float *x, const float *y, const pf__weight *bias,
+                                const pf__weight *bias2, size_t rows, size_t n);
 } pf__backend;
 
 /* A share of the split dimensions held by one rank. */
@@ -15421,6 +15425,7 @@ static const pf__backend pf__cpu_backend = {
     NULL, /* top_k: the host samples from the logits */
     0,
     0, /* qkv_bias_in_attention: the bias in the GEMM */
+    NULL, /* add_residual_biases: add_residual twice */
 };
 
 /* =============================================================================================== */
@@ -16586,6 +16591,36 @@ typedef struct pf__residual {
     const pf__weight *bias; /* or NULL */
 } pf__residual;
 
+/* A parallel block's MLP on x, beside the attention whose output projection is in part:
+   part += act(norm2(x) Win_r^T) Wdown_r^T, with GPT-J's single norm reused; then
+   x += sum over ranks of part + bo + bdown: one all-reduce for both sublayers. */
+static void pf__rank_parallel_mlp(pf__rank *r, const pf__step *s, const pf__weight *L) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size, mlp_width = (size_t)r->share.mlp_width;
+    if (PF__HAS(L[PF__SLOT_MLP_NORM_WEIGHT])) /* h = norm2(x); norm1's h is spent */
+        be->norm(r, r->h, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]), N, d,
+                 (float)c->norm_eps, pf__archs[c->arch].norm);
+    const float *act = r->mlp;
+    if (c->gated_mlp) {
+        be->matmul(r, r->mlp, r->h, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N);
+        be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;
+    } else {
+        pf__rank_mlp_in(r, r->mlp, r->h, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N,
+                        c->activation);
+    }
+    be->matmul(r, r->h, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
+    be->add_residual(r, r->part, r->h, NULL, N, d);
+    pf__all_reduce(r, r->part, N * d, "the parallel block's all-reduce");
+    const pf__weight *out_b = PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), *down_b = PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]);
+    if (down_b && be->add_residual_biases) { /* both biases in one pass */
+        be->add_residual_biases(r, r->x, r->part, out_b, down_b, N, d);
+    } else {
+        be->add_residual(r, r->x, r->part, out_b, N, d);
+        if (down_b) be->add_residual(r, r->x, NULL, down_b, N, d);
+    }
+}
+
 /* One block l of a tower on x: attention over the cache (appending this step's keys), the
    encoder's output for a decoder tower of an encoder-decoder, then the MLP. *residual: the
    previous block's residual add still to do on entry; this block's on return. */
@@ -16640,23 +16675,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     be->matmul(r, r->part, r->attn, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, N);
 
     if (c->parallel_residual) {
-        /* part += act(norm2(x) Win_r^T) Wdown_r^T, with GPT-J's single norm reused; then
-           x += sum over ranks of part + bo + bdown: one all-reduce for both sublayers */
-        if (PF__HAS(L[PF__SLOT_MLP_NORM_WEIGHT])) /* h = norm2(x); norm1's h is spent */
-            be->norm(r, r->h, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
-        const float *act = r->mlp;
-        if (c->gated_mlp) {
-            be->matmul(r, r->mlp, r->h, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N);
-            be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;
-        } else {
-            pf__rank_mlp_in(r, r->mlp, r->h, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N,
-                            c->activation);
-        }
-        be->matmul(r, r->h, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
-        be->add_residual(r, r->part, r->h, NULL, N, d);
-        pf__all_reduce(r, r->part, N * d, "the parallel block's all-reduce");
-        be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), N, d);
-        if (PF__HAS(L[PF__SLOT_MLP_DOWN_BIAS])) be->add_residual(r, r->x, NULL, &L[PF__SLOT_MLP_DOWN_BIAS], N, d);
+        pf__rank_parallel_mlp(r, s, L);
         return;
     }
     /* x += sum over ranks of part, + bo once; post-norm: x = norm1(x); BLOOM's
@@ -17020,6 +17039,8 @@ int pf_cuda_bias_activation(pf_cuda_rank *st, float *x, const void *bias, int dt
                             void *x16, int x16_dtype);
 int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype, size_t rows,
                          size_t n);
+int pf_cuda_add_residual_biases(pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype,
+                                const void *bias2, int dtype2, size_t rows, size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
 int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq, const int *pad,
                    int batch, int T, int past, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs);
@@ -17646,6 +17667,15 @@ static void pf__cuda_add_residual(pf__rank *r, float *x, const float *y, const p
                                         pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows, n));
 }
 
+static void pf__cuda_add_residual_biases(pf__rank *r, float *x, const float *y, const pf__weight *bias,
+                                         const pf__weight *bias2, size_t rows, size_t n) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_add_residual_biases(rs->cu, x, y, bias ? bias->data : NULL,
+                                               pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), bias2->data,
+                                               pf__cuda_dtype(bias2->dtype), rows, n));
+}
+
 static int pf__cuda_stage_inv_freq(pf__rank *r, pf__cuda_rank_state *rs, const pf__step *s, size_t half) {
     if (rs->inv_freq_loaded && !memcmp(rs->inv_freq_host, s->inv_freq, half * sizeof(float))) return 0;
     memcpy(rs->inv_freq_host, s->inv_freq, half * sizeof(float));
@@ -17839,6 +17869,7 @@ static const pf__backend pf__cuda_table = {
     .top_k = pf__cuda_top_k,
     .top_k_max = PF__CUDA_TOP_K_MAX,
     .qkv_bias_in_attention = 1,
+    .add_residual_biases = pf__cuda_add_residual_biases,
 };
 
 /* A device is present and the runtime works; quiet (0) when the driver or the device is missing. */

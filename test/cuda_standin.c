@@ -517,6 +517,22 @@ int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void 
     return 0;
 }
 
+/* kernels.cu's pf_add_residual_biases_kernel: pf_cuda_add_residual, then the same with bias2 alone. */
+int pf_cuda_add_residual_biases(pf_cuda_rank *st, float *x, const float *y, const void *b, int dtype, const void *b2,
+                                int dtype2, size_t rows, size_t n) {
+    (void)st;
+    if (!rows || !n) return 0;
+    NEED(x, rows * n * 4);
+    if (y) NEED(y, rows * n * 4);
+    if (b) NEED(b, n * dsize(dtype));
+    if (b2) NEED(b2, n * dsize(dtype2));
+    for (size_t i = 0; i < rows * n; i++) {
+        float v = x[i] + ((y ? y[i] : 0.0f) + ld(b, dtype, i % n));
+        x[i] = v + (0.0f + ld(b2, dtype2, i % n));
+    }
+    return 0;
+}
+
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first) {
     (void)st;
     NEED(sum, count * 4);
