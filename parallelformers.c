@@ -22530,7 +22530,6 @@ static pf_result pf__choose_token(pf__generation_state *st, int i, const int32_t
     pf__row *row = &st->rows[i];
     float *s = st->logits + (size_t)i * st->vocab;
     int settled = chosen || (v->all && pf__sample_candidates(st, i, v, NULL) >= 0);
-    uint64_t rng_before = st->rng;
 #ifdef PF_TESTING
     if ((!settled || pf__check_device_choices) && pf__testing_unwritten(s, st->vocab))
         return PF__FAIL(m, PF_ERROR_DEVICE, "generation read logits row %d holding NaN: no forward wrote it (or the model computed NaN)", i);
@@ -22545,6 +22544,9 @@ static pf_result pf__choose_token(pf__generation_state *st, int i, const int32_t
         return PF_OK;
     }
     if (settled) { /* pf__choice_is_top_k held, and the candidates hold every token top-k keeps */
+#ifdef PF_TESTING
+        uint64_t rng_before = st->rng;
+#endif
         *token = pf__sample_candidates(st, i, v, &st->rng);
 #ifdef PF_TESTING
         pf_testing_device_samples++;
@@ -22560,7 +22562,6 @@ static pf_result pf__choose_token(pf__generation_state *st, int i, const int32_t
     if (o->return_timestamps) pf__timestamp_rules(&m->config, row, s, st->vocab, st->num_eos ? st->eos[0] : -1);
     pf__force_tokens(o, row, s, st->vocab, st->max_length);
     *token = o->do_sample ? pf__sample(o, s, st->vocab, &st->rng, st->candidates) : pf__argmax(s, st->vocab);
-    (void)rng_before;
     return PF_OK;
 }
 
