@@ -28,14 +28,16 @@
    sinusoid), norm (LayerNorm or RMSNorm; with 16-bit weights it and the activations also write
    their output rounded to them, which the matmul right after takes as its input), matmul,
    activation, gated_activation, add_residual,
-   rotary (halves or pairs, angle = position * inv_freq in fp32 with cosf/sinf), attention (GQA
+   rotary (halves or pairs, angle = position * inv_freq in fp32 with cosf/sinf; it, or kv_append
+   where there is no rotary, also adds the QKV GEMM's bias, which the GEMM then leaves out), attention (GQA
    head mapping, sliding window, ALiBi, scale; prefill one block per (query, head), decode split
    over up to PF_MAX_SPLITS blocks per head and combined), reorder_rows (beam search: the rows that
    change gathered into scratch and scattered back), argmax (greedy token choice: each row's
    first maximum over the rank's vocabulary slice, NaN skipped but at id 0, so that the host
    combines the ranks' candidates into exactly the token its own scan of the logits would take,
    and downloads 8 bytes a row into pinned memory, pf_cuda_host_alloc, instead of the logits),
-   and the all-reduce pieces (sum, peer copies, NCCL).
+   top_k (sampling's candidates: each row's best up to 512 of the slice, best first, which the host
+   merges and samples from as it would from the logits), and the all-reduce pieces (sum, peer copies, NCCL).
    Left-padded batches: add_positions, rotary and attention take the step's left pad counts (a
    device array, or NULL); a token's position is past + t - pad[b] (0 at least), attention never
    reads keys j < pad[b], ALiBi adds slope * (j - pad[b]), and a query with no key writes zeros.
@@ -359,6 +361,16 @@ __global__ void pf_add_residual_kernel(float *x, const float *y, const void *bia
     PF_GRID_STRIDE(i, rows * n) x[i] += (y ? y[i] : 0.0f) + pf_load(bias, dtype, i % n);
 }
 
+/* pf_add_residual_kernel's sum, then x += bias2 as a second launch of it would add it: a parallel
+   block's two output biases (attention's, MLP's) in one pass. */
+__global__ void pf_add_residual_biases_kernel(float *x, const float *y, const void *bias, int dtype, const void *bias2,
+                                              int dtype2, size_t rows, size_t n) {
+    PF_GRID_STRIDE(i, rows * n) {
+        float v = x[i] + ((y ? y[i] : 0.0f) + pf_load(bias, dtype, i % n));
+        x[i] = v + (0.0f + pf_load(bias2, dtype2, i % n));
+    }
+}
+
 /* sum = in (first) or sum += in */
 __global__ void pf_sum_kernel(float *sum, const float *in, size_t n, int first) {
     PF_GRID_STRIDE(i, n) sum[i] = first ? in[i] : sum[i] + in[i];
@@ -368,12 +380,28 @@ __global__ void pf_sum_kernel(float *sum, const float *in, size_t n, int first) 
    each row (the q heads, then the k heads) by angle position * inv_freq[i]: one thread per
    (row, head, i), so no two threads touch the same element. The angle, cosf and sinf are fp32 as
    on the CPU; the rotation is rounded step by step (no fused multiply-add), as there. The
-   position is pf_position: left pads (pad, or NULL) shift it. */
-__global__ void pf_rotary_kernel(float *qkv, const float *inv_freq, const int *pad, size_t rows, int T,
-                                 const int *past_at, int rotated_heads, int hd, size_t row_width, int half, int pairs) {
+   position is pf_position: left pads (pad, or NULL) shift it. With bias (the QKV GEMM's, in
+   bias_dtype, which the GEMM left out) every element of the rows gets it first, as the GEMM's
+   epilogue would have added it: each pair before its rotation, and the elements no pair covers
+   (q and k dims from 2 half on, and v) by threads of their own after the pairs' (pf_unrotated). */
+__device__ __forceinline__ size_t pf_unrotated(size_t j, int rotated_heads, int hd, int half) {
+    size_t tail = (size_t)(hd - 2 * half), heads_part = (size_t)rotated_heads * tail;
+    if (j < heads_part) return j / tail * (size_t)hd + (size_t)(2 * half) + j % tail;
+    return (size_t)rotated_heads * hd + (j - heads_part);
+}
+
+__global__ void pf_rotary_kernel(float *qkv, const void *bias, int bias_dtype, const float *inv_freq, const int *pad,
+                                 size_t rows, int T, const int *past_at, int rotated_heads, int hd, size_t row_width,
+                                 int half, int pairs) {
     const int past = *past_at;
     size_t n = rows * (size_t)rotated_heads * (size_t)half;
-    PF_GRID_STRIDE(k, n) {
+    size_t unrotated = bias ? row_width - (size_t)rotated_heads * (size_t)(2 * half) : 0; /* a row's */
+    PF_GRID_STRIDE(k, n + rows * unrotated) {
+        if (k >= n) {
+            size_t row = (k - n) / unrotated, c = pf_unrotated((k - n) % unrotated, rotated_heads, hd, half);
+            qkv[row * row_width + c] = __fadd_rn(qkv[row * row_width + c], pf_load(bias, bias_dtype, c));
+            continue;
+        }
         int i = (int)(k % (size_t)half);
         size_t rest = k / (size_t)half;
         int h = (int)(rest % (size_t)rotated_heads);
@@ -385,25 +413,43 @@ __global__ void pf_rotary_kernel(float *qkv, const float *inv_freq, const int *p
         float *x = qkv + row * row_width + (size_t)h * hd;
         int i1 = pairs ? 2 * i : i, i2 = pairs ? i1 + 1 : i + half;
         float x1 = x[i1], x2 = x[i2];
+        if (bias) {
+            x1 = __fadd_rn(x1, pf_load(bias, bias_dtype, (size_t)h * hd + i1));
+            x2 = __fadd_rn(x2, pf_load(bias, bias_dtype, (size_t)h * hd + i2));
+        }
         x[i1] = __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, sn));
         x[i2] = __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, sn));
     }
 }
 
 /* Appends this step's k and v rows to the caches [batch][cache_len][kv_width] at positions
-   past..past+T-1. Each qkv row is [q (q_width) | k (kv_width) | v (kv_width)]. */
+   past..past+T-1. Each qkv row is [q (q_width) | k (kv_width) | v (kv_width)]. With bias (the
+   QKV GEMM's, which it left out) the rows get it first, in place, as the GEMM would have added
+   it: k and v by the threads that append them, q by threads of their own after theirs. */
 template <typename C>
-__global__ void pf_kv_append_kernel(C *k_cache, C *v_cache, const float *qkv, const int *rows, int batch, int T,
-                                    const int *past_at, int cache_len, size_t q_width, size_t kv_width) {
+__global__ void pf_kv_append_kernel(C *k_cache, C *v_cache, float *qkv, const void *bias, int bias_dtype,
+                                    const int *rows, int batch, int T, const int *past_at, int cache_len,
+                                    size_t q_width, size_t kv_width) {
     const int past = *past_at;
-    size_t n = (size_t)batch * T * kv_width;
-    PF_GRID_STRIDE(i, n) {
+    size_t n = (size_t)batch * T * kv_width, row_width = q_width + 2 * kv_width;
+    size_t q_elements = bias ? (size_t)batch * T * q_width : 0;
+    PF_GRID_STRIDE(i, n + q_elements) {
+        if (i >= n) {
+            float *q = qkv + (i - n) / q_width * row_width + (i - n) % q_width;
+            *q = __fadd_rn(*q, pf_load(bias, bias_dtype, (i - n) % q_width));
+            continue;
+        }
         size_t row = i / kv_width, c = i % kv_width;
         size_t b = row / (size_t)T, t = row % (size_t)T, cache_row = rows ? (size_t)rows[b] : b;
         size_t dst = (cache_row * (size_t)cache_len + (size_t)past + t) * kv_width + c;
-        const float *src = qkv + row * (q_width + 2 * kv_width) + q_width;
-        pf_cache_store(k_cache, dst, src[c]);
-        pf_cache_store(v_cache, dst, src[kv_width + c]);
+        float *src = qkv + row * row_width + q_width;
+        float k = src[c], v = src[kv_width + c];
+        if (bias) {
+            src[c] = k = __fadd_rn(k, pf_load(bias, bias_dtype, q_width + c));
+            src[kv_width + c] = v = __fadd_rn(v, pf_load(bias, bias_dtype, q_width + kv_width + c));
+        }
+        pf_cache_store(k_cache, dst, k);
+        pf_cache_store(v_cache, dst, v);
     }
 }
 
@@ -867,12 +913,102 @@ __global__ void pf_argmax_kernel(float *values, int32_t *indices, const float *l
     }
 }
 
+/* Top-k candidates for sampling: the block of one row of logits keeps at most PF_CUDA_TOP_K_MAX
+   of them (a power of two: the size of its sort). */
+#define PF_CUDA_TOP_K_MAX 512
+#define PF_TOP_K_THREADS 1024
+
+/* A logit's sort key, larger is better: the value's bits made order-preserving in the high word
+   (NaN above +inf, so that a slice holding one shows it; -0 as +0, which the host's comparisons
+   tie), the complement of its slice index in the low word (the lower id wins a tie). Every key of
+   a row is distinct, so "the count largest keys" is one set, whatever the threads' order. */
+__device__ __forceinline__ unsigned long long pf_candidate_key(float v, unsigned i) {
+    unsigned bits = __float_as_uint(v);
+    if (isnan(v)) bits = 0xffffffffu;
+    else if (v == 0.0f) bits = 0x80000000u;
+    else bits = (bits & 0x80000000u) ? ~bits : bits | 0x80000000u;
+    return ((unsigned long long)bits << 32) | (0xffffffffu - i);
+}
+
+/* The count-th largest key of a row (count <= n): a radix select, 8 bits a pass from the top,
+   each pass a histogram of the keys that match the digits fixed so far. */
+__device__ unsigned long long pf_top_k_threshold(const float *row, size_t n, unsigned count, unsigned *hist) {
+    __shared__ unsigned long long prefix_shared;
+    __shared__ unsigned remaining_shared;
+    unsigned long long prefix = 0, mask = 0;
+    unsigned remaining = count; /* how many keys at or below the fixed digits still to pass */
+    for (int shift = 56; shift >= 0; shift -= 8) {
+        for (unsigned b = threadIdx.x; b < 256; b += blockDim.x) hist[b] = 0;
+        __syncthreads();
+        for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
+            unsigned long long key = pf_candidate_key(row[i], (unsigned)i);
+            if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255u], 1u);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) { /* the digit whose bin holds the remaining-th largest */
+            unsigned above = 0, d = 255;
+            for (; d > 0 && above + hist[d] < remaining; d--) above += hist[d];
+            prefix_shared = prefix | ((unsigned long long)d << shift);
+            remaining_shared = remaining - above;
+        }
+        __syncthreads();
+        prefix = prefix_shared;
+        remaining = remaining_shared;
+        mask |= 255ull << shift;
+        __syncthreads(); /* every thread read them before thread 0 writes the next pass's */
+    }
+    return prefix;
+}
+
+/* One block per row of logits ([rows][n], global vocabulary ids first..first + n - 1): the row's
+   count best (larger value, then lower id; a NaN before all) into values[row][0..count) and
+   indices[row][0..count), best first: its keys at or above the threshold, bitonic-sorted. */
+__global__ void __launch_bounds__(PF_TOP_K_THREADS) pf_top_k_kernel(float *values, int32_t *indices,
+                                                                     const float *logits, size_t n, int first,
+                                                                     unsigned count) {
+    __shared__ unsigned hist[256];
+    __shared__ unsigned long long chosen[PF_CUDA_TOP_K_MAX];
+    __shared__ unsigned taken;
+    const float *row = logits + (size_t)blockIdx.x * n;
+    unsigned long long threshold = pf_top_k_threshold(row, n, count, hist);
+    if (threadIdx.x == 0) taken = 0;
+    __syncthreads();
+    for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
+        unsigned long long key = pf_candidate_key(row[i], (unsigned)i);
+        if (key >= threshold) chosen[atomicAdd(&taken, 1u)] = key; /* exactly count of them */
+    }
+    unsigned size = 1;
+    while (size < count) size <<= 1;
+    for (unsigned j = count + threadIdx.x; j < size; j += blockDim.x) chosen[j] = 0; /* below every key */
+    __syncthreads();
+    for (unsigned k = 2; k <= size; k <<= 1)
+        for (unsigned j = k >> 1; j > 0; j >>= 1) {
+            for (unsigned t = threadIdx.x; t < size; t += blockDim.x) {
+                unsigned partner = t ^ j;
+                if (partner <= t) continue;
+                unsigned long long a = chosen[t], b = chosen[partner];
+                if ((t & k) == 0 ? a < b : a > b) { /* descending where bit k is clear: all of it at the end */
+                    chosen[t] = b;
+                    chosen[partner] = a;
+                }
+            }
+            __syncthreads();
+        }
+    for (unsigned j = threadIdx.x; j < count; j += blockDim.x) {
+        unsigned i = 0xffffffffu - (unsigned)(chosen[j] & 0xffffffffu);
+        values[(size_t)blockIdx.x * count + j] = row[i];
+        indices[(size_t)blockIdx.x * count + j] = first + (int)i;
+    }
+}
+
 /* Launches pf_kv_append_kernel into caches of element type C. */
 template <typename C>
-static int pf_cuda__kv_append(struct pf_cuda_rank *st, C *k_cache, C *v_cache, const float *qkv, const int *rows,
-                              int batch, int T, const int *past_at, int cache_len, size_t q_width, size_t kv_width) {
-    pf_kv_append_kernel<C><<<pf_blocks((size_t)batch * T * kv_width, PF_THREADS), PF_THREADS, 0, st->stream>>>(
-        k_cache, v_cache, qkv, rows, batch, T, past_at, cache_len, q_width, kv_width);
+static int pf_cuda__kv_append(struct pf_cuda_rank *st, C *k_cache, C *v_cache, float *qkv, const void *bias,
+                              int bias_dtype, const int *rows, int batch, int T, const int *past_at, int cache_len,
+                              size_t q_width, size_t kv_width) {
+    size_t threads = (size_t)batch * T * (kv_width + (bias ? q_width : 0));
+    pf_kv_append_kernel<C><<<pf_blocks(threads, PF_THREADS), PF_THREADS, 0, st->stream>>>(
+        k_cache, v_cache, qkv, bias, bias_dtype, rows, batch, T, past_at, cache_len, q_width, kv_width);
     PF_CUDA_CHECK_LAUNCH(st, pf_kv_append_kernel);
     return PF_CUDA_OK;
 }
@@ -1256,6 +1392,25 @@ int pf_cuda_argmax(struct pf_cuda_rank *st, float *values, int32_t *indices, con
     return PF_CUDA_OK;
 }
 
+/* Sampling's candidates on the device: for each of rows rows of logits ([rows][n], the rank's
+   vocabulary ids first..first + n - 1) its count best (pf_top_k_kernel) as values[row][0..count),
+   indices[row][0..count), device [rows][count] each, best first; 1 <= count <= n and
+   count <= PF_CUDA_TOP_K_MAX. The host merges the ranks' and samples from them. */
+int pf_cuda_top_k(struct pf_cuda_rank *st, float *values, int32_t *indices, const float *logits, size_t rows, size_t n,
+                  int first, size_t count) {
+    if (!rows) return PF_CUDA_OK;
+    if (rows > 2147483647u || n > 2147483647u || (size_t)first + n > 2147483648u)
+        return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_top_k",
+                             "rows or vocabulary ids exceed INT32_MAX", __LINE__);
+    if (!count || count > n || count > PF_CUDA_TOP_K_MAX)
+        return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_top_k",
+                             "count is not in 1..min(n, 512)", __LINE__);
+    pf_top_k_kernel<<<(unsigned)rows, PF_TOP_K_THREADS, 0, st->stream>>>(values, indices, logits, n, first,
+                                                                        (unsigned)count);
+    PF_CUDA_CHECK_LAUNCH(st, pf_top_k_kernel);
+    return PF_CUDA_OK;
+}
+
 /* x = act(x) elementwise (PF_CUDA_GELU_TANH, _GELU_ERF, _RELU, _SILU, _TANH, _QUICK_GELU). The
    activations' x16 (as pf_cuda_norm's out16): NULL, or room for their output rounded to x16_dtype,
    for a pf_cuda_matmul over that output told its input is converted. */
@@ -1297,6 +1452,17 @@ int pf_cuda_add_residual(struct pf_cuda_rank *st, float *x, const float *y, cons
     return PF_CUDA_OK;
 }
 
+/* x[rows][n] += y + bias, then x += bias2 (bias2 [n] in dtype2): pf_cuda_add_residual twice, the
+   second with no y, in one launch. y or bias may be NULL. */
+int pf_cuda_add_residual_biases(struct pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype,
+                                const void *bias2, int dtype2, size_t rows, size_t n) {
+    if (!rows || !n) return PF_CUDA_OK;
+    pf_add_residual_biases_kernel<<<pf_blocks(rows * n, PF_THREADS), PF_THREADS, 0, st->stream>>>(
+        x, y, bias, dtype, bias2, dtype2, rows, n);
+    PF_CUDA_CHECK_LAUNCH(st, pf_add_residual_biases_kernel);
+    return PF_CUDA_OK;
+}
+
 /* sum = in (first != 0) or sum += in, count floats, both on this rank's device. */
 int pf_cuda_sum(struct pf_cuda_rank *st, float *sum, const float *in, size_t count, int first) {
     if (!count) return PF_CUDA_OK;
@@ -1309,19 +1475,23 @@ int pf_cuda_sum(struct pf_cuda_rank *st, float *sum, const float *in, size_t cou
    batch * T rows of qkv ([q heads | k heads | v heads] of head_dim each) by position
    past + t - pad[b] (0 at least; pad: device [batch] left pad counts, or NULL): dims
    (i, i + rotary_dim/2), or (2i, 2i + 1) when pairs, by angle position * inv_freq[i]; inv_freq
-   ([rotary_dim / 2] fp32) and past (past_at, [1]) are in device memory. */
-int pf_cuda_rotary(struct pf_cuda_rank *st, float *qkv, const float *inv_freq, const int *pad, int batch, int T,
-                   const int *past_at, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs) {
+   ([rotary_dim / 2] fp32) and past (past_at, [1]) are in device memory. bias ([row width] in
+   bias_dtype, or NULL): the QKV GEMM's, which it left out, added to every element of the rows
+   first (pf_rotary_kernel). */
+int pf_cuda_rotary(struct pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq,
+                   const int *pad, int batch, int T, const int *past_at, int heads, int kv_heads, int head_dim,
+                   int rotary_dim, int pairs) {
     int half = rotary_dim / 2, rotated = heads + kv_heads;
     size_t rows = (size_t)batch * (size_t)T;
-    if (!rows || T <= 0 || half <= 0 || rotated <= 0) return PF_CUDA_OK;
-    if (rotary_dim > head_dim || !inv_freq)
+    if (!rows || T <= 0 || rotated <= 0 || (half <= 0 && !bias)) return PF_CUDA_OK;
+    if (half < 0) half = 0;
+    if (rotary_dim > head_dim || (half && !inv_freq))
         return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_rotary",
                              rotary_dim > head_dim ? "rotary_dim exceeds head_dim" : "no frequencies", __LINE__);
     size_t row_width = (size_t)(heads + 2 * kv_heads) * head_dim;
-    size_t n = rows * (size_t)rotated * (size_t)half;
-    pf_rotary_kernel<<<pf_blocks(n, PF_THREADS), PF_THREADS, 0, st->stream>>>(qkv, inv_freq, pad, rows, T, past_at,
-                                                                           rotated, head_dim, row_width, half, pairs);
+    size_t n = rows * (size_t)rotated * (size_t)half + (bias ? rows * (row_width - (size_t)rotated * 2 * half) : 0);
+    pf_rotary_kernel<<<pf_blocks(n, PF_THREADS), PF_THREADS, 0, st->stream>>>(
+        qkv, bias, bias_dtype, inv_freq, pad, rows, T, past_at, rotated, head_dim, row_width, half, pairs);
     PF_CUDA_CHECK_LAUNCH(st, pf_rotary_kernel);
     return PF_CUDA_OK;
 }
@@ -1345,23 +1515,25 @@ size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim) 
 /* Appends k and v of this step (from the qkv rows [q (heads * head_dim) | k (kv_heads *
    head_dim) | v (same)]) to the caches ([rows][cache_len][kv_heads * head_dim] of cache_dtype,
    rounded to nearest) at positions past..past+T-1, sequence b in cache row rows[b] (device
-   [batch]; NULL: row b). past is checked here; the kernel reads it from past_at (device [1]). */
-int pf_cuda_kv_append(struct pf_cuda_rank *st, void *k_cache, void *v_cache, int cache_dtype, const float *qkv,
-                      const int *rows, int batch, int T, int past, const int *past_at, int heads, int kv_heads,
-                      int head_dim, int cache_len) {
+   [batch]; NULL: row b). past is checked here; the kernel reads it from past_at (device [1]).
+   bias ([row width] in bias_dtype, or NULL): the QKV GEMM's, which it left out, added to the
+   whole qkv rows (q too) first, in place (pf_kv_append_kernel). */
+int pf_cuda_kv_append(struct pf_cuda_rank *st, void *k_cache, void *v_cache, int cache_dtype, float *qkv,
+                      const void *bias, int bias_dtype, const int *rows, int batch, int T, int past, const int *past_at,
+                      int heads, int kv_heads, int head_dim, int cache_len) {
     if (kv_heads <= 0 || head_dim <= 0 || batch <= 0 || T <= 0) return PF_CUDA_OK;
     if (past < 0 || past + T > cache_len || !past_at)
         return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_kv_append",
                              past_at ? "positions beyond the cache" : "no device copy of past", __LINE__);
     size_t q_width = (size_t)heads * head_dim, kv_width = (size_t)kv_heads * head_dim;
     if (cache_dtype == PF_CUDA_F16)
-        return pf_cuda__kv_append(st, (__half *)k_cache, (__half *)v_cache, qkv, rows, batch, T, past_at, cache_len,
-                                  q_width, kv_width);
-    if (cache_dtype == PF_CUDA_BF16)
-        return pf_cuda__kv_append(st, (__nv_bfloat16 *)k_cache, (__nv_bfloat16 *)v_cache, qkv, rows, batch, T,
+        return pf_cuda__kv_append(st, (__half *)k_cache, (__half *)v_cache, qkv, bias, bias_dtype, rows, batch, T,
                                   past_at, cache_len, q_width, kv_width);
-    return pf_cuda__kv_append(st, (float *)k_cache, (float *)v_cache, qkv, rows, batch, T, past_at, cache_len, q_width,
-                              kv_width);
+    if (cache_dtype == PF_CUDA_BF16)
+        return pf_cuda__kv_append(st, (__nv_bfloat16 *)k_cache, (__nv_bfloat16 *)v_cache, qkv, bias, bias_dtype, rows,
+                                  batch, T, past_at, cache_len, q_width, kv_width);
+    return pf_cuda__kv_append(st, (float *)k_cache, (float *)v_cache, qkv, bias, bias_dtype, rows, batch, T, past_at,
+                              cache_len, q_width, kv_width);
 }
 
 /* out[b*T+t] (heads * head_dim wide) = softmax(q k^T * scale + alibi[h] * (j - pad[b])) v per

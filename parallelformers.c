@@ -13987,6 +13987,9 @@ typedef struct pf__attn_shape {
     const float *rel_bias;  /* device, [heads][rel_rows]: score += rel_bias[h][bucket(key - query)],
                                bucketed as T5 does (bidirectional); NULL: none */
     int rel_rows, rel_buckets, rel_max_distance;
+    const pf__weight *qkv_bias; /* the QKV projection's bias, which its GEMM left out (a backend with
+                               qkv_bias_in_attention): added to the whole qkv rows by rotary where
+                               it runs, else by kv_append; NULL once added, or with none to add */
 } pf__attn_shape;
 
 /* One rank's candidate for a row's greedy token: its best logit and that token's vocabulary id
@@ -14038,12 +14041,13 @@ typedef struct pf__backend {
     /* x[rows][n] += y (+ bias); y may be NULL (bias alone) */
     void (*add_residual)(pf__rank *r, float *x, const float *y, const pf__weight *bias, size_t rows, size_t n);
     /* Rotates the first a->rotary_dim dims of every q and k head in the qkv rows by position
-       past + t: dims (i, i + rotary_dim/2), or (2i, 2i + 1) when pairs. */
+       past + t: dims (i, i + rotary_dim/2), or (2i, 2i + 1) when pairs; a->qkv_bias, when set,
+       added to every element of the rows first. */
     void (*rotary)(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, int pairs);
     /* Appends this step's k, v to the caches [rows][cache_len][kv_heads*head_dim] at positions
        past..past+T-1, sequence b in row s->cache_rows[b] (or b). qkv rows are [q (heads*head_dim)
-       | k (kv_heads*head_dim) | v (same)]. */
-    void (*kv_append)(pf__rank *r, void *k_cache, void *v_cache, const float *qkv, const pf__step *s,
+       | k (kv_heads*head_dim) | v (same)]; a->qkv_bias, when set, is added to them first (q too). */
+    void (*kv_append)(pf__rank *r, void *k_cache, void *v_cache, float *qkv, const pf__step *s,
                       const pf__attn_shape *a);
     /* out[b*T+t] = softmax(q k^T * scale + alibi + relative bias) v over the cached keys the
        query may see (a->mask, a->window, left pads), q from the qkv rows (a q row for
@@ -14086,6 +14090,21 @@ typedef struct pf__backend {
        itself (NULL: always the caller). Every rank decides alike from the step. */
     int (*run_decoder_step)(pf__rank *r, const struct pf__job *job,
                             void (*body)(pf__rank *r, const struct pf__job *job));
+    /* Sampling's candidates where the logits are (NULL: the logits are downloaded and the host
+       samples from them): for rows rows of logits ([rows][n], vocabulary ids first..first+n-1),
+       each row's count best of the slice (1 <= count <= n, count <= top_k_max) into
+       best[row * stride ...] (host), best first: the larger value, the lower id on ties, a NaN
+       before every number. pf__sample_candidates merges the ranks' as pf__sample would see them. */
+    void (*top_k)(pf__rank *r, pf__choice *best, size_t stride, const float *logits, size_t rows, size_t n, int first,
+                  size_t count);
+    size_t top_k_max; /* the largest count top_k takes */
+    /* 1: the QKV GEMM leaves its bias to rotary or kv_append (pf__attn_shape.qkv_bias), which
+       add it in their own pass over the rows instead of a launch of its own; 0: the GEMM adds it */
+    int qkv_bias_in_attention;
+    /* add_residual(x, y, bias) then add_residual(x, NULL, bias2) in one op, bias2 never NULL (NULL:
+       the forward calls the two; a parallel block's output biases) */
+    void (*add_residual_biases)(pf__rank *r, float *x, const float *y, const pf__weight *bias,
+                                const pf__weight *bias2, size_t rows, size_t n);
 } pf__backend;
 
 /* A share of the split dimensions held by one rank. */
@@ -15388,11 +15407,21 @@ static void pf__cpu_add_residual(pf__rank *r, float *x, const float *y, const pf
         for (size_t i = 0; i < n; i++) x[row * n + i] += (y ? y[row * n + i] : 0.0f) + (b ? b[i] : 0.0f);
 }
 
+/* qkv rows += a->qkv_bias where it is still to add, as the GEMM would have added it. */
+static void pf__cpu_qkv_bias(float *qkv, const pf__step *s, const pf__attn_shape *a) {
+    size_t width = (size_t)(a->heads + 2 * a->kv_heads) * a->head_dim, rows = (size_t)s->batch * s->seq_len;
+    if (!a->qkv_bias || !width) return;
+    const float *b = (const float *)a->qkv_bias->data;
+    for (size_t row = 0; row < rows; row++)
+        for (size_t i = 0; i < width; i++) qkv[row * width + i] += b[i];
+}
+
 static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, int pairs) {
     (void)r;
     size_t hd = (size_t)a->head_dim, width = (size_t)(a->heads + 2 * a->kv_heads) * hd;
     int half = a->rotary_dim / 2, rotated_heads = a->heads + a->kv_heads; /* q heads, then k heads */
     if (!rotated_heads) return; /* a rank without heads has no qkv buffer to point into */
+    pf__cpu_qkv_bias(qkv, s, a);
     for (int b = 0; b < s->batch; b++)
         for (int t = 0; t < s->seq_len; t++) {
             float *row = qkv + ((size_t)b * s->seq_len + t) * width;
@@ -15433,12 +15462,13 @@ static int pf__relative_bucket(int distance, int num_buckets, int max_distance, 
     return bucket + (large < num_buckets - 1 ? large : num_buckets - 1);
 }
 
-static void pf__cpu_kv_append(pf__rank *r, void *k_cache, void *v_cache, const float *qkv, const pf__step *s,
+static void pf__cpu_kv_append(pf__rank *r, void *k_cache, void *v_cache, float *qkv, const pf__step *s,
                               const pf__attn_shape *a) {
     size_t hd = (size_t)a->head_dim, q_width = (size_t)a->heads * hd, kv_width = (size_t)a->kv_heads * hd;
     size_t row_width = q_width + 2 * kv_width, T = (size_t)s->seq_len;
     (void)r;
     if (!a->heads) return;
+    pf__cpu_qkv_bias(qkv, s, a);
     for (int b = 0; b < s->batch; b++) {
         size_t cache_row = s->cache_rows ? (size_t)s->cache_rows[b] : (size_t)b;
         float *kc = (float *)k_cache + cache_row * a->cache_len * kv_width;
@@ -15547,13 +15577,17 @@ static const pf__backend pf__cpu_backend = {
     NULL, /* add_residual_norm: the two ops, one pass each over host memory */
     NULL, /* bias_activation: the bias in the GEMM */
     NULL, /* run_decoder_step: every op as it comes */
+    NULL, /* top_k: the host samples from the logits */
+    0,
+    0, /* qkv_bias_in_attention: the bias in the GEMM */
+    NULL, /* add_residual_biases: add_residual twice */
 };
 
 /* =============================================================================================== */
 /* rank threads, barrier and all-reduce                                                            */
 /* =============================================================================================== */
 
-typedef enum { PF__JOB_SETUP, PF__JOB_FORWARD, PF__JOB_GATHER, PF__JOB_REORDER, PF__JOB_QUIT } pf__job_kind;
+typedef enum { PF__JOB_SETUP, PF__JOB_FORWARD, PF__JOB_LOGITS, PF__JOB_GATHER, PF__JOB_REORDER, PF__JOB_QUIT } pf__job_kind;
 
 typedef struct pf__job {
     pf__job_kind kind;
@@ -15576,12 +15610,19 @@ typedef struct pf__job {
     int32_t *tokens;      /* FORWARD, greedy generation on a backend with argmax: host [batch], each
                              sequence's arg-max token, chosen where the logits are (a release build
                              then downloads no logits; a test build does, and checks the choice) */
+    pf__choice *candidates; /* FORWARD, sampling on a backend with top_k: host [num_ranks][batch]
+                             [candidates_per_row], each rank's best of its slice of each row's logits
+                             (as job->tokens, no logits are downloaded in a release build).
+                             LOGITS: the last forward's logits (still on the ranks) to job->logits */
+    size_t candidates_per_row;
 } pf__job;
 
 #ifdef PF_TESTING
 /* Test builds download the logits of a step whose tokens the devices chose too, and the
-   generation checks each such token against pf__argmax of them. */
-enum { pf__check_device_choices = 1 };
+   generation checks each such token against pf__argmax (or pf__sample) of them; a test sets it
+   to 0 to run a release build's path (no logits unless the host needs them). */
+int pf_testing_check_device_choices = 1;
+#define pf__check_device_choices pf_testing_check_device_choices
 #else
 enum { pf__check_device_choices = 0 };
 #endif
@@ -15810,6 +15851,7 @@ static void pf__rank_free_all(pf__rank *r) {
 
 static void pf__rank_setup(pf__rank *r);
 static void pf__rank_forward(pf__rank *r, const pf__job *job);
+static void pf__rank_logits_again(pf__rank *r, const pf__job *job);
 static void pf__rank_gather(pf__rank *r);
 static void pf__rank_reorder(pf__rank *r, const pf__job *job);
 
@@ -15828,6 +15870,7 @@ static void *pf__rank_main(void *arg) {
         if (!began) pf__rank_fail(r, PF_ERROR_DEVICE, "%s: cannot start rank %d", r->backend->name, r->index);
         else if (job.kind == PF__JOB_SETUP) pf__rank_setup(r);
         else if (job.kind == PF__JOB_FORWARD) pf__rank_forward(r, &job);
+        else if (job.kind == PF__JOB_LOGITS) pf__rank_logits_again(r, &job);
         else if (job.kind == PF__JOB_GATHER) pf__rank_gather(r);
         else if (job.kind == PF__JOB_REORDER) pf__rank_reorder(r, &job);
 #ifdef PF_TESTING
@@ -16703,6 +16746,36 @@ typedef struct pf__residual {
     const pf__weight *bias; /* or NULL */
 } pf__residual;
 
+/* A parallel block's MLP on x, beside the attention whose output projection is in part:
+   part += act(norm2(x) Win_r^T) Wdown_r^T, with GPT-J's single norm reused; then
+   x += sum over ranks of part + bo + bdown: one all-reduce for both sublayers. */
+static void pf__rank_parallel_mlp(pf__rank *r, const pf__step *s, const pf__weight *L) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size, mlp_width = (size_t)r->share.mlp_width;
+    if (PF__HAS(L[PF__SLOT_MLP_NORM_WEIGHT])) /* h = norm2(x); norm1's h is spent */
+        be->norm(r, r->h, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]), N, d,
+                 (float)c->norm_eps, pf__archs[c->arch].norm);
+    const float *act = r->mlp;
+    if (c->gated_mlp) {
+        be->matmul(r, r->mlp, r->h, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N);
+        be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;
+    } else {
+        pf__rank_mlp_in(r, r->mlp, r->h, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N,
+                        c->activation);
+    }
+    be->matmul(r, r->h, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
+    be->add_residual(r, r->part, r->h, NULL, N, d);
+    pf__all_reduce(r, r->part, N * d, "the parallel block's all-reduce");
+    const pf__weight *out_b = PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), *down_b = PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]);
+    if (down_b && be->add_residual_biases) { /* both biases in one pass */
+        be->add_residual_biases(r, r->x, r->part, out_b, down_b, N, d);
+    } else {
+        be->add_residual(r, r->x, r->part, out_b, N, d);
+        if (down_b) be->add_residual(r, r->x, NULL, down_b, N, d);
+    }
+}
+
 /* One block l of a tower on x: attention over the cache (appending this step's keys), the
    encoder's output for a decoder tower of an encoder-decoder, then the MLP. *residual: the
    previous block's residual add still to do on entry; this block's on return. */
@@ -16736,37 +16809,28 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
         residual->pending = 0;
         attn_in = r->h;
     }
-    /* qkv = h Wqkv_r^T + bqkv_r: this rank's query and key/value heads only */
-    be->matmul(r, r->qkv, attn_in, &L[PF__SLOT_QKV_WEIGHT], PF__OR_NULL(L[PF__SLOT_QKV_BIAS]), N);
+    /* qkv = h Wqkv_r^T + bqkv_r: this rank's query and key/value heads only (+ bqkv_r by the
+       first op after the GEMM where the backend folds it in there) */
+    const pf__weight *qkv_bias = PF__OR_NULL(L[PF__SLOT_QKV_BIAS]);
+    shape->qkv_bias = be->qkv_bias_in_attention ? qkv_bias : NULL;
+    be->matmul(r, r->qkv, attn_in, &L[PF__SLOT_QKV_WEIGHT], shape->qkv_bias ? NULL : qkv_bias, N);
     /* q, k = rotate(q, k) by position */
-    if (rotary) be->rotary(r, r->qkv, s, shape, a->positions == PF__POS_ROTARY_PAIRS);
+    if (rotary) {
+        be->rotary(r, r->qkv, s, shape, a->positions == PF__POS_ROTARY_PAIRS);
+        shape->qkv_bias = NULL; /* added */
+    }
     /* attn = softmax(q k^T * scale + alibi + relative bias) v over the cache, k and v appended to it */
     size_t cache_layer = (size_t)pf__cache_layer(c, l);
     void *k_cache = r->k_cache ? (char *)r->k_cache + cache_layer * cache_stride : NULL; /* NULL: a rank without heads */
     void *v_cache = r->v_cache ? (char *)r->v_cache + cache_layer * cache_stride : NULL;
     be->kv_append(r, k_cache, v_cache, r->qkv, s, shape);
+    shape->qkv_bias = NULL;
     be->attend(r, r->attn, r->qkv, k_cache, v_cache, s, shape);
     /* part = attn Wo_r^T: this rank's share of the output projection */
     be->matmul(r, r->part, r->attn, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, N);
 
     if (c->parallel_residual) {
-        /* part += act(norm2(x) Win_r^T) Wdown_r^T, with GPT-J's single norm reused; then
-           x += sum over ranks of part + bo + bdown: one all-reduce for both sublayers */
-        if (PF__HAS(L[PF__SLOT_MLP_NORM_WEIGHT])) /* h = norm2(x); norm1's h is spent */
-            be->norm(r, r->h, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
-        const float *act = r->mlp;
-        if (c->gated_mlp) {
-            be->matmul(r, r->mlp, r->h, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N);
-            be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;
-        } else {
-            pf__rank_mlp_in(r, r->mlp, r->h, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N,
-                            c->activation);
-        }
-        be->matmul(r, r->h, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
-        be->add_residual(r, r->part, r->h, NULL, N, d);
-        pf__all_reduce(r, r->part, N * d, "the parallel block's all-reduce");
-        be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), N, d);
-        if (PF__HAS(L[PF__SLOT_MLP_DOWN_BIAS])) be->add_residual(r, r->x, NULL, &L[PF__SLOT_MLP_DOWN_BIAS], N, d);
+        pf__rank_parallel_mlp(r, s, L);
         return;
     }
     /* x += sum over ranks of part, + bo once; post-norm: x = norm1(x); BLOOM's
@@ -16923,10 +16987,30 @@ static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *
         if (job->tokens)
             r->backend->argmax(r, g->choices + (size_t)r->index * g->max_batch + first, r->logits, n, mine,
                                r->share.vocab_begin);
-        if (!job->tokens || pf__check_device_choices)
+        if (job->candidates) {
+            size_t per_row = job->candidates_per_row;
+            r->backend->top_k(r, job->candidates + ((size_t)r->index * rows + first) * per_row, per_row, r->logits, n,
+                              mine, r->share.vocab_begin, per_row < mine ? per_row : mine);
+        }
+        if ((!job->tokens && !job->candidates) || pf__check_device_choices)
             r->backend->download_rows(r, job->logits + first * vocab + r->share.vocab_begin, vocab * sizeof(float),
                                       r->logits, mine * sizeof(float), mine * sizeof(float), n);
     }
+}
+
+/* PF__JOB_LOGITS: the logits of the last forward's step.batch rows (one chunk: they are still in
+   r->logits) into the rank's columns of job->logits, for the rows whose token the devices'
+   candidates did not settle. */
+static void pf__rank_logits_again(pf__rank *r, const pf__job *job) {
+    size_t vocab = (size_t)r->group->model->config.vocab_size, rows = (size_t)job->step.batch;
+    size_t mine = r->weights ? r->weights[PF__SLOT_LM_HEAD].rows : 0;
+    if (!mine) return; /* more ranks than vocabulary rows */
+    if (rows > r->group->logit_rows) {
+        pf__rank_fail(r, PF_ERROR_INVALID_ARGUMENT, "the logits of %zu rows are no longer on the ranks", rows);
+        return;
+    }
+    r->backend->download_rows(r, job->logits + r->share.vocab_begin, vocab * sizeof(float), r->logits,
+                              mine * sizeof(float), mine * sizeof(float), rows);
 }
 
 /* An encoder's outputs from its last hidden state x: x itself, the pooler's dense + tanh of each
@@ -17047,7 +17131,8 @@ static void pf__rank_reorder(pf__rank *r, const pf__job *job) {
 
    Each op mirrors the CPU backend's (the reference): weights are in the group's dtype, except
    CTRL's fp32 sinusoid table, so every weight passes its own dtype to kernels.cu. Some ops fuse
-   two of the CPU's with the same arithmetic (add_residual_norm, bias_activation), and the norms
+   two of the CPU's with the same arithmetic (add_residual_norm, bias_activation; rotary, or
+   kv_append without it, adding the QKV bias: qkv_bias_in_attention), and the norms
    and activations with 16-bit weights also write the next GEMM's rounded input (x16_now).
 
    Per group (g->backend_state, a pf__cuda_group_state): ranks on distinct GPUs all-reduce with
@@ -17106,6 +17191,9 @@ int pf_cuda_host_alloc(pf_cuda_rank *st, void **ptr, size_t bytes);
 void pf_cuda_host_free(void *ptr);
 int pf_cuda_argmax(pf_cuda_rank *st, float *values, int32_t *indices, const float *logits, size_t rows, size_t n,
                    int first);
+#define PF__CUDA_TOP_K_MAX 512 /* kernels.cu's PF_CUDA_TOP_K_MAX */
+int pf_cuda_top_k(pf_cuda_rank *st, float *values, int32_t *indices, const float *logits, size_t rows, size_t n,
+                  int first, size_t count);
 int pf_cuda_copy_async(pf_cuda_rank *st, void *dst, const void *src, size_t bytes);
 int pf_cuda_copy_peer_async(pf_cuda_rank *st, void *dst, const void *src, int src_device, size_t bytes);
 int pf_cuda_stream_sync(pf_cuda_rank *st);
@@ -17130,14 +17218,16 @@ int pf_cuda_bias_activation(pf_cuda_rank *st, float *x, const void *bias, int dt
                             void *x16, int x16_dtype);
 int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype, size_t rows,
                          size_t n);
+int pf_cuda_add_residual_biases(pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype,
+                                const void *bias2, int dtype2, size_t rows, size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
-int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const float *inv_freq, const int *pad, int batch, int T,
-                   const int *past_at, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs);
+int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq, const int *pad,
+                   int batch, int T, const int *past_at, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs);
 size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim);
 int pf_cuda_decode_splits(int len);
-int pf_cuda_kv_append(pf_cuda_rank *st, void *k_cache, void *v_cache, int cache_dtype, const float *qkv, const int *rows,
-                      int batch, int T, int past, const int *past_at, int heads, int kv_heads, int head_dim,
-                      int cache_len);
+int pf_cuda_kv_append(pf_cuda_rank *st, void *k_cache, void *v_cache, int cache_dtype, float *qkv, const void *bias,
+                      int bias_dtype, const int *rows, int batch, int T, int past, const int *past_at, int heads,
+                      int kv_heads, int head_dim, int cache_len);
 int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const void *k_cache, const void *v_cache,
                       int cache_dtype, float *partials,
                       const float *alibi, const int *pad, const int *rows, int batch, int T, int past,
@@ -17221,8 +17311,8 @@ typedef struct pf__cuda_rank_state {
     int *src_host;            /* [2 max_batch], malloc'd: what src holds (or is queued to) */
     int src_count;            /* entries of src_host queued to src */
     float *reorder_tmp;       /* [max_batch * cache_len * kv_width]: beam reorder, when max_batch > 1 */
-    float *choice;            /* [2 logit_rows]: a greedy step's arg-max candidates, values then ids
-                                 (int32), on the device; ranks holding vocabulary rows */
+    float *choice;            /* [2 logit_rows PF__CUDA_TOP_K_MAX]: a step's arg-max or top-k candidates,
+                                 values then ids (int32), on the device; ranks holding vocabulary rows */
     void *choice_host;        /* the same in pinned host memory (pf_cuda_host_alloc) */
     pf__cuda_graph graphs[PF__CUDA_GRAPHS]; /* captured decode steps */
     unsigned long long graph_clock;
@@ -17302,7 +17392,18 @@ static pf__cuda_rank_state *pf__cuda_begin(pf__rank *r, int need_scratch) {
     return rs;
 }
 
-/* Sized for the largest step pf_parallelize allows (g->max_tokens rows, g->max_batch sequences);
+/* Activations stay fp32; only the GEMM inputs are rounded to the 16-bit weights' dtype (x16, which
+   the norms and activations write as they go). Keeping the residual stream, qkv and the MLP's
+   activations in the weight dtype instead (as transformers does in fp16) was weighed and left
+   out: a decode step of GPT-2 XL (hidden 1600, MLP 6400, 48 layers, fp16) reads about 3.1 GB of
+   weights per token on one rank, and its fp32 activations move roughly 180 bytes per hidden unit a
+   layer (norms, qkv and its bias pass, attention in and out, the MLP's 4x rows and their 16-bit
+   copies, two all-reduces): about 0.3 MB a layer, 14 MB a token, under 0.5% of the weights'
+   bytes, so 16-bit activations would save about 0.2% of a step's traffic. (The KV cache, read at
+   2 x past x hidden x 2 bytes a layer, is already in the weights' dtype.) And an fp32 residual is
+   more accurate than transformers' fp16 one: its rounding does not compound over 48 layers.
+
+   Sized for the largest step pf_parallelize allows (g->max_tokens rows, g->max_batch sequences);
    allocated once. The GEMM inputs (x16) are hidden wide (qkv, MLP in, project_out), embed_dim
    (project_in, and the LM head after project_out), heads * head_dim (attention out) or mlp_width
    (MLP down); the decode partials are per local query head (the kv heads they read do not
@@ -17362,9 +17463,10 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
             rs->reorder_tmp = (float *)pf__rank_alloc(r, batch * g->cache_len * kv_width * sizeof(float));
     }
     if (!rs->pad_host || (batch > 1 && !rs->src_host)) pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
-    if (r->share.vocab_rows > 0 && !r->error) {
-        rs->choice = (float *)pf__rank_alloc(r, 2 * g->logit_rows * sizeof(float));
-        if (rs->choice) pf__cuda_ok(r, pf_cuda_host_alloc(rs->cu, &rs->choice_host, 2 * g->logit_rows * sizeof(float)));
+    if (r->share.vocab_rows > 0 && !r->error) { /* sampling's candidates: 4 KiB a row */
+        size_t bytes = 2 * g->logit_rows * PF__CUDA_TOP_K_MAX * sizeof(float);
+        rs->choice = (float *)pf__rank_alloc(r, bytes);
+        if (rs->choice) pf__cuda_ok(r, pf_cuda_host_alloc(rs->cu, &rs->choice_host, bytes));
     }
     r->allocating = kind;
     return r->error ? -1 : 0;
@@ -17550,6 +17652,29 @@ static void pf__cuda_argmax(pf__rank *r, pf__choice *best, const float *logits, 
     for (size_t i = 0; i < rows; i++) {
         memcpy(&best[i].value, host + i * sizeof(float), sizeof(float));
         memcpy(&best[i].index, host + (rows + i) * sizeof(float), sizeof(int32_t));
+    }
+}
+
+/* Sampling's candidates: count values then count ids a row, downloaded together into pinned
+   memory (8 bytes a candidate instead of 4 a logit). */
+static void pf__cuda_top_k(pf__rank *r, pf__choice *best, size_t stride, const float *logits, size_t rows, size_t n,
+                           int first, size_t count) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    if (!rs->choice_host || rows > r->group->logit_rows || count > PF__CUDA_TOP_K_MAX) {
+        pf__rank_fail(r, PF_ERROR_DEVICE, "GPU %d: no buffer for %zu top-k candidates of %zu rows", r->device, count, rows);
+        pf__cuda_break(r->group);
+        return;
+    }
+    int32_t *ids = (int32_t *)(void *)(rs->choice + rows * count); /* int32 words after the values */
+    if (!pf__cuda_ok(r, pf_cuda_top_k(rs->cu, rs->choice, ids, logits, rows, n, first, count)) || pf__cuda_wait(r, rs))
+        return;
+    if (!pf__cuda_ok(r, pf_cuda_download(rs->cu, rs->choice_host, rs->choice, 2 * rows * count * sizeof(float)))) return;
+    const char *host = (const char *)rs->choice_host;
+    for (size_t i = 0; i < rows * count; i++) {
+        pf__choice *c = best + i / count * stride + i % count;
+        memcpy(&c->value, host + i * sizeof(float), sizeof(float));
+        memcpy(&c->index, host + (rows * count + i) * sizeof(float), sizeof(int32_t));
     }
 }
 
@@ -17779,6 +17904,15 @@ static void pf__cuda_add_residual(pf__rank *r, float *x, const float *y, const p
                                         pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows, n));
 }
 
+static void pf__cuda_add_residual_biases(pf__rank *r, float *x, const float *y, const pf__weight *bias,
+                                         const pf__weight *bias2, size_t rows, size_t n) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_add_residual_biases(rs->cu, x, y, bias ? bias->data : NULL,
+                                               pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), bias2->data,
+                                               pf__cuda_dtype(bias2->dtype), rows, n));
+}
+
 static int pf__cuda_stage_inv_freq(pf__rank *r, pf__cuda_rank_state *rs, const pf__step *s, size_t half) {
     if (rs->inv_freq_loaded && !memcmp(rs->inv_freq_host, s->inv_freq, half * sizeof(float))) return 0;
     if (pf__cuda_copy_while_capturing(r, rs)) return -1;
@@ -17838,31 +17972,37 @@ static void pf__cuda_prepare(pf__rank *r, const pf__step *s) {
    through inv_freq_host, queued without a wait whenever they differ from what was queued last:
    once per step at most, and once per pf_parallelize without dynamic scaling. The copy is from
    malloc'd (pageable) memory, which the runtime has read when pf_cuda_upload_async returns. */
+/* With a->qkv_bias, the same launch adds the QKV bias (even where rotary_dim is 0). */
 static void pf__cuda_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, int pairs) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
     size_t half = a->rotary_dim > 0 ? (size_t)a->rotary_dim / 2 : 0;
-    if (!half || !s->batch || !s->seq_len) return;
-    if (!s->inv_freq || !rs->inv_freq || (size_t)a->rotary_dim != (size_t)r->group->model->config.rotary_dim) {
+    const pf__weight *bias = a->qkv_bias;
+    if ((!half && !bias) || !s->batch || !s->seq_len) return;
+    if (half && (!s->inv_freq || !rs->inv_freq || (size_t)a->rotary_dim != (size_t)r->group->model->config.rotary_dim)) {
         pf__rank_fail(r, PF_ERROR_DEVICE, "rotary positions without their frequencies (rotary_dim %d)", a->rotary_dim);
         pf__cuda_break(r->group);
         return;
     }
-    if (pf__cuda_stage_inv_freq(r, rs, s, half)) return;
+    if (half && pf__cuda_stage_inv_freq(r, rs, s, half)) return;
     const int *pad = pf__cuda_pads(r, rs, s);
     if (r->error) return;
-    pf__cuda_ok(r, pf_cuda_rotary(rs->cu, qkv, rs->inv_freq, pad, s->batch, s->seq_len, rs->step_ints, a->heads,
-                                  a->kv_heads, a->head_dim, a->rotary_dim, pairs));
+    pf__cuda_ok(r, pf_cuda_rotary(rs->cu, qkv, bias ? bias->data : NULL, pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32),
+                                  rs->inv_freq, pad, s->batch, s->seq_len, rs->step_ints, a->heads, a->kv_heads, a->head_dim,
+                                  a->rotary_dim, pairs));
 }
 
-static void pf__cuda_kv_append(pf__rank *r, void *k_cache, void *v_cache, const float *qkv, const pf__step *s,
+/* With a->qkv_bias, the same launch adds the QKV bias to the rows (q too) as it appends. */
+static void pf__cuda_kv_append(pf__rank *r, void *k_cache, void *v_cache, float *qkv, const pf__step *s,
                                const pf__attn_shape *a) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs || !a->heads) return;
     const int *rows = pf__cuda_cache_rows(r, rs, s);
     if (r->error) return;
-    pf__cuda_ok(r, pf_cuda_kv_append(rs->cu, k_cache, v_cache, pf__cuda_dtype(a->cache_dtype), qkv, rows, s->batch,
-                                     s->seq_len, s->past, rs->step_ints, a->heads, a->kv_heads, a->head_dim,
+    const pf__weight *bias = a->qkv_bias;
+    pf__cuda_ok(r, pf_cuda_kv_append(rs->cu, k_cache, v_cache, pf__cuda_dtype(a->cache_dtype), qkv,
+                                     bias ? bias->data : NULL, pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows,
+                                     s->batch, s->seq_len, s->past, rs->step_ints, a->heads, a->kv_heads, a->head_dim,
                                      a->cache_len));
 }
 
@@ -18114,6 +18254,10 @@ static const pf__backend pf__cuda_table = {
     .add_residual_norm = pf__cuda_add_residual_norm,
     .bias_activation = pf__cuda_bias_activation,
     .run_decoder_step = pf__cuda_run_decoder_step,
+    .top_k = pf__cuda_top_k,
+    .top_k_max = PF__CUDA_TOP_K_MAX,
+    .qkv_bias_in_attention = 1,
+    .add_residual_biases = pf__cuda_add_residual_biases,
 };
 
 /* A device is present and the runtime works; quiet (0) when the driver or the device is missing. */
@@ -22280,6 +22424,7 @@ static pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job) {
 
 #ifdef PF_TESTING
 int pf_testing_device_choices; /* test hook: tokens the devices chose (pf__combine_choices) */
+int pf_testing_device_samples; /* test hook: tokens drawn from the devices' top-k candidates */
 #endif
 
 /* Each row's greedy token from the ranks' candidates (g->choices) of the last forward: the
@@ -22309,12 +22454,28 @@ static pf_result pf__forward_choosing(pf_model *m, const pf__job *job) {
     return r;
 }
 
+/* Where a generation step's forward leaves what the devices chose instead of the logits (a test
+   build downloads those too). */
+typedef struct pf__device_choice {
+    int32_t *tokens;        /* host [num_rows]: each row's arg-max (backend->argmax), or NULL */
+    pf__choice *candidates; /* host [num_ranks][num_rows][per_row]: each rank's best logits of each
+                               row (backend->top_k), or NULL */
+    size_t per_row;
+} pf__device_choice;
+
+/* One request's rows among a step's top-k candidates (a batched step holds several requests'). */
+typedef struct pf__candidate_view {
+    const pf__choice *all; /* [num_ranks][rows][per_row], NULL: the step took none */
+    size_t rows, per_row;  /* the step's */
+    size_t offset;         /* the request's first row among them */
+    float *logits;         /* host [rows][vocab]: the step's logits, where pf__fetch_unsettled_logits puts them */
+} pf__candidate_view;
+
 /* cross_pads, cross_len: an encoder-decoder's source pads of each row and the sources' width
-   (the cross caches hold the rows' encoder outputs); NULL, 0 for a decoder. tokens: host
-   [num_rows] for the rows' greedy tokens chosen on the devices, or NULL for their logits in
-   m->logits. */
+   (the cross caches hold the rows' encoder outputs); NULL, 0 for a decoder. choice: what the
+   devices choose instead of the logits landing in m->logits, or NULL. */
 static pf_result pf__generate_step(pf_model *m, pf__row *rows, int num_rows, int prefill, int32_t *ids, int *pads,
-                                   const int *cross_pads, int cross_len, int32_t *tokens) {
+                                   const int *cross_pads, int cross_len, const pf__device_choice *choice) {
     pf__job job;
     memset(&job, 0, sizeof job);
     int width = prefill ? rows[0].length : 1;
@@ -22331,7 +22492,9 @@ static pf_result pf__generate_step(pf_model *m, pf__row *rows, int num_rows, int
     job.step.cross_pad = cross_pads;
     job.step.cross_len = cross_len;
     job.logits = m->logits;
-    job.tokens = tokens;
+    job.tokens = choice ? choice->tokens : NULL;
+    job.candidates = choice ? choice->candidates : NULL;
+    job.candidates_per_row = choice ? choice->per_row : 0;
     return pf__forward_choosing(m, &job);
 }
 
@@ -22429,6 +22592,11 @@ typedef struct pf__generation_state {
     int32_t *argmax_tokens;       /* [num_rows]: a step's greedy tokens, chosen on the devices */
     const int32_t *device_tokens; /* the last step's tokens when the devices chose them (argmax_tokens,
                                      or the batcher's), else NULL: chosen from the logits */
+    pf__device_choice device;     /* what pf__choose_on_devices asks the forward for */
+    pf__choice *top_k_candidates; /* [num_ranks][num_rows][device.per_row]: a sampled step's
+                                     candidates, when the backend can take them (device.per_row > 0) */
+    pf__candidate_view device_candidates; /* the last step's top-k candidates when the devices took
+                                     them (device.candidates, or the batcher's), else .all NULL */
 } pf__generation_state;
 
 /* Whether a row's next token is the plain arg-max of its logits: greedy, and none of the logits
@@ -22436,11 +22604,23 @@ typedef struct pf__generation_state {
    pf__timestamp_rules, pf__force_tokens) changes a score at this step. Only then may the devices
    choose it without the logits coming to the host; a processor added there must be ruled out
    here too (a test build checks every device choice against pf__argmax, not the processors). */
+static int pf__processors_idle(const pf__generation_state *st, const pf__row *row);
+
 static int pf__choice_is_argmax(const pf__generation_state *st, const pf__row *row) {
+    return !st->o->do_sample && st->beams == 1 && pf__processors_idle(st, row);
+}
+
+/* The same for sampling from the devices' top-k candidates (pf__sample_candidates): no processor
+   acts, and top_k leaves at most per_row - 1 tokens (top_p and temperature are the host's). */
+static int pf__choice_is_top_k(const pf__generation_state *st, const pf__row *row) {
+    return st->o->do_sample && st->beams == 1 && st->device.per_row && pf__processors_idle(st, row);
+}
+
+/* Whether every processor of a greedy or sampled step (pf__generation_sample_step) is idle for the
+   row: those that may act at any step conservatively, the length and forcing ones by their own
+   conditions. */
+static int pf__processors_idle(const pf__generation_state *st, const pf__row *row) {
     const pf_generate_options *o = st->o;
-    if (o->do_sample || st->beams > 1) return 0;
-    /* every processor of the greedy step (pf__generation_sample_step) idle: those that may act at
-       any step conservatively, the length and forcing ones by their own conditions */
     if (o->repetition_penalty != 1.0f || o->no_repeat_ngram_size > 0 || o->num_bad_words > 0 ||
         o->num_suppress_tokens > 0 || o->return_timestamps || (o->encoder_no_repeat_ngram_size > 0 && st->sources))
         return 0;
@@ -22456,12 +22636,33 @@ static int pf__generation_argmax_only(const pf__generation_state *st) {
     return 1;
 }
 
-/* Before a step of one request: where its forward leaves the tokens (st->argmax_tokens, when the
-   backend can choose them and every live row takes the plain arg-max), or NULL for the logits. */
-static int32_t *pf__choose_on_devices(pf__generation_state *st) {
-    int devices = st->m->group->backend->argmax && st->argmax_tokens && pf__generation_argmax_only(st);
-    st->device_tokens = devices ? st->argmax_tokens : NULL;
-    return devices ? st->argmax_tokens : NULL;
+static int pf__generation_top_k_only(const pf__generation_state *st) {
+    for (int i = 0; i < st->num_rows; i++)
+        if (!st->rows[i].done && !pf__choice_is_top_k(st, &st->rows[i])) return 0;
+    return 1;
+}
+
+/* Before a step of one request: what its forward leaves instead of the logits: the tokens, when
+   the backend can choose them and every live row takes the plain arg-max; the ranks' top-k
+   candidates, when every live row samples from them; else NULL (the logits). */
+static const pf__device_choice *pf__choose_on_devices(pf__generation_state *st) {
+    const pf__backend *be = st->m->group->backend;
+    st->device_tokens = NULL;
+    memset(&st->device_candidates, 0, sizeof st->device_candidates);
+    if (be->argmax && st->argmax_tokens && pf__generation_argmax_only(st)) {
+        st->device.tokens = st->argmax_tokens;
+        st->device_tokens = st->argmax_tokens;
+        st->device.candidates = NULL;
+        return &st->device;
+    }
+    if (st->device.per_row && (size_t)st->num_rows <= st->m->group->logit_rows && pf__generation_top_k_only(st)) {
+        st->device.tokens = NULL;
+        st->device.candidates = st->top_k_candidates;
+        st->device_candidates = (pf__candidate_view){st->top_k_candidates, (size_t)st->num_rows, st->device.per_row, 0,
+                                                     st->logits};
+        return &st->device;
+    }
+    return NULL;
 }
 
 /* Phase 1: the prompts fit the model and the cache; the lengths as transformers resolves them
@@ -22510,6 +22711,19 @@ static pf_result pf__generation_resolve(pf__generation_state *st, const int32_t 
     return PF_OK;
 }
 
+/* A sampling request's buffer for the ranks' top-k candidates, when the backend takes them and
+   top_k leaves few enough tokens: k + 1 a rank and row (one more than top_k keeps, so that a tie
+   at the k-th shows). -1 when out of memory. */
+static int pf__generation_alloc_top_k(pf__generation_state *st) {
+    const pf__group *g = st->m->group;
+    const pf_generate_options *o = st->o;
+    size_t k = o->top_k > 0 && o->top_k < st->vocab ? (size_t)o->top_k : (size_t)st->vocab;
+    if (!g->backend->top_k || !o->do_sample || st->beams > 1 || k + 1 > g->backend->top_k_max) return 0;
+    st->top_k_candidates = (pf__choice *)malloc((size_t)g->num_ranks * st->num_rows * (k + 1) * sizeof(pf__choice));
+    st->device.per_row = st->top_k_candidates ? k + 1 : 0;
+    return st->top_k_candidates ? 0 : -1;
+}
+
 /* Phase 2: the buffers, and every row as left pads then its prompt. */
 static pf_result pf__generation_alloc(pf__generation_state *st, const int32_t *const *prompts, const int *lengths) {
     size_t rows = (size_t)st->num_rows, batch = (size_t)st->batch, beams = (size_t)st->beams;
@@ -22530,7 +22744,7 @@ static pf_result pf__generation_alloc(pf__generation_state *st, const int32_t *c
     st->argmax_tokens = (int32_t *)malloc(rows * sizeof *st->argmax_tokens);
     if (!st->rows || !st->pool[0] || (beams > 1 && !st->pool[1]) || !st->candidates || !st->ids || !st->pads ||
         !st->src || !st->seen || !st->hyps || !st->num_hyps || !st->open || !st->next_tokens || !st->next_scores ||
-        !st->streams || !st->argmax_tokens)
+        !st->streams || !st->argmax_tokens || pf__generation_alloc_top_k(st))
         return PF__FAIL(st->m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (int i = 0; i < st->num_rows; i++) {
         int b = i / st->per_prompt;
@@ -22597,6 +22811,148 @@ static pf_result pf__generation_prefill(pf__generation_state *st) {
     return r ? r : pf__reorder_rows(m, st->src, st->num_rows, st->width, 0);
 }
 
+static int pf__candidate_token_cmp(const void *a, const void *b) {
+    return ((const pf__candidate *)a)->token - ((const pf__candidate *)b)->token;
+}
+
+/* Row i's candidates from every rank holding vocabulary (v),
+   divided by the temperature as pf__sample does, into list; their count, or -1 when a NaN makes
+   the host's order unknowable. *unseen: the best (divided) value a token no rank returned may
+   have (-inf when every rank returned its whole slice). */
+static int pf__gather_candidates(const pf__generation_state *st, int i, const pf__candidate_view *v, pf__candidate *list,
+                                 float *unseen) {
+    const pf__group *g = st->m->group;
+    float temperature = st->o->temperature;
+    size_t per_row = v->per_row;
+    int n = 0;
+    *unseen = -INFINITY;
+    for (int k = 0; k < g->num_ranks; k++) {
+        size_t mine = g->ranks[k].weights ? g->ranks[k].weights[PF__SLOT_LM_HEAD].rows : 0;
+        size_t count = per_row < mine ? per_row : mine;
+        const pf__choice *c = v->all + ((size_t)k * v->rows + v->offset + (size_t)i) * per_row;
+        for (size_t j = 0; j < count; j++, n++) {
+            if (isnan(c[j].value)) return -1;
+            list[n].score = temperature != 1.0f ? c[j].value / temperature : c[j].value;
+            list[n].beam = 0;
+            list[n].token = c[j].index;
+        }
+        if (count < mine && list[n - 1].score > *unseen) *unseen = list[n - 1].score; /* the rest are no better */
+    }
+    return n;
+}
+
+/* top_p over the kept candidates (best first), as pf__sample does it over the whole sorted
+   vocabulary: the sum in id order first, then from the least likely up, the dropped to -inf. */
+static void pf__top_p_candidates(const pf_generate_options *o, pf__candidate *kept, int n) {
+    float max = kept[0].score;
+    double total = 0, dropped = 0;
+    qsort(kept, (size_t)n, sizeof *kept, pf__candidate_token_cmp);
+    for (int j = 0; j < n; j++) total += kept[j].score == -INFINITY ? 0 : exp((double)kept[j].score - max);
+    qsort(kept, (size_t)n, sizeof *kept, pf__candidate_cmp);
+    for (int j = n - 1; j > 0; j--) {
+        if (kept[j].score == -INFINITY) continue;
+        dropped += exp((double)kept[j].score - max) / total;
+        if (dropped > 1.0 - o->top_p) break;
+        kept[j].score = -INFINITY;
+    }
+}
+
+/* Row i's sampled token from the ranks' top-k candidates (v), the same token and the same one
+   draw of rng as pf__sample over the row's whole logits: every token pf__sample would keep is
+   among them, in the same order, and every sum runs in the same order over the same terms (the
+   tokens it drops add exact zeros). -1 when the candidates cannot settle it (a NaN, or a token no
+   rank returned may tie the k-th): then the host samples from the logits. rng NULL: only whether
+   they settle it (0), without a draw. */
+static int32_t pf__sample_candidates(pf__generation_state *st, int i, const pf__candidate_view *v, uint64_t *rng) {
+    const pf_generate_options *o = st->o;
+    pf__candidate *list = st->candidates; /* vocab entries: the ranks return at most their slices */
+    float unseen;
+    int n = pf__gather_candidates(st, i, v, list, &unseen);
+    int k = o->top_k > 0 && o->top_k < st->vocab ? o->top_k : st->vocab;
+    if (n < k) return -1;
+    qsort(list, (size_t)n, sizeof *list, pf__candidate_cmp); /* best first, as pf__sample sorts */
+    float kth = list[k - 1].score;
+    if (unseen >= kth && kth != -INFINITY) return -1; /* a -inf tie is dropped or adds zeros: harmless */
+    int kept = k;
+    while (kept < n && list[kept].score >= kth) kept++; /* top-k keeps the k-th's ties */
+    if (o->top_p < 1.0f) pf__top_p_candidates(o, list, kept);
+    qsort(list, (size_t)kept, sizeof *list, pf__candidate_token_cmp); /* the draw runs in id order */
+    float max = -INFINITY;
+    for (int j = 0; j < kept; j++)
+        if (list[j].score > max) max = list[j].score;
+    double total = 0;
+    for (int j = 0; j < kept; j++) total += exp((double)list[j].score - max);
+    if (!rng) return 0;
+    double u = pf__random_unit(rng) * total, sum = 0;
+    int32_t last = 0;
+    for (int j = 0; j < kept; j++) {
+        if (list[j].score == -INFINITY) continue;
+        sum += exp((double)list[j].score - max);
+        last = list[j].token;
+        if (sum > u) return list[j].token;
+    }
+    return last;
+}
+
+/* A release build's step whose candidates leave a live row unsettled: the step's logits from the
+   ranks (still there) for the host, once for all rows. */
+static pf_result pf__fetch_unsettled_logits(pf__generation_state *st, const pf__candidate_view *v) {
+    for (int i = 0; i < st->num_rows; i++)
+        if (!st->rows[i].done && pf__sample_candidates(st, i, v, NULL) < 0) {
+            pf__job job;
+            memset(&job, 0, sizeof job);
+            job.step.batch = (int)v->rows;
+            job.logits = v->logits;
+            return pf__group_run(st->m->group, PF__JOB_LOGITS, &job);
+        }
+    return PF_OK;
+}
+
+/* Live row i's next token: the devices' arg-max (chosen), a draw from the devices' candidates
+   where they settle it, else the processors then pf__argmax or pf__sample over its logits. A test
+   build checks each device choice against the host's over the same logits. */
+static pf_result pf__choose_token(pf__generation_state *st, int i, const int32_t *chosen, const pf__candidate_view *v,
+                                  int32_t *token) {
+    pf_model *m = st->m;
+    const pf_generate_options *o = st->o;
+    pf__row *row = &st->rows[i];
+    float *s = st->logits + (size_t)i * st->vocab;
+    int settled = chosen || (v->all && pf__sample_candidates(st, i, v, NULL) >= 0);
+#ifdef PF_TESTING
+    if ((!settled || pf__check_device_choices) && pf__testing_unwritten(s, st->vocab))
+        return PF__FAIL(m, PF_ERROR_DEVICE, "generation read logits row %d holding NaN: no forward wrote it (or the model computed NaN)", i);
+#endif
+    if (chosen) { /* the devices took the arg-max (pf__choice_is_argmax held) */
+        *token = chosen[i];
+#ifdef PF_TESTING
+        if (pf__check_device_choices && *token != pf__argmax(s, st->vocab))
+            return PF__FAIL(m, PF_ERROR_DEVICE, "row %d: the devices chose token %d, the host's arg-max of the same logits is %d",
+                            i, (int)*token, pf__argmax(s, st->vocab));
+#endif
+        return PF_OK;
+    }
+    if (settled) { /* pf__choice_is_top_k held, and the candidates hold every token top-k keeps */
+#ifdef PF_TESTING
+        uint64_t rng_before = st->rng;
+#endif
+        *token = pf__sample_candidates(st, i, v, &st->rng);
+#ifdef PF_TESTING
+        pf_testing_device_samples++;
+        int32_t host = pf__check_device_choices ? pf__sample(o, s, st->vocab, &rng_before, st->candidates) : *token;
+        if (host != *token || (pf__check_device_choices && rng_before != st->rng))
+            return PF__FAIL(m, PF_ERROR_DEVICE, "row %d: token %d drawn from the devices' top-k candidates, pf__sample of "
+                            "the same logits draws %d", i, (int)*token, (int)host);
+#endif
+        return PF_OK;
+    }
+    pf__process_scores(o, row, s, st->vocab, st->eos, st->num_eos, st->min_length, st->seen);
+    pf__ban_source_ngrams(st, i, s);
+    if (o->return_timestamps) pf__timestamp_rules(&m->config, row, s, st->vocab, st->num_eos ? st->eos[0] : -1);
+    pf__force_tokens(o, row, s, st->vocab, st->max_length);
+    *token = o->do_sample ? pf__sample(o, s, st->vocab, &st->rng, st->candidates) : pf__argmax(s, st->vocab);
+    return PF_OK;
+}
+
 /* Phase 4a, greedy or sampling: one token per row (finished rows are fed the pad token); *finished
    when every row has ended or a stream callback stopped the request. */
 static pf_result pf__generation_sample_step(pf__generation_state *st, int *finished) {
@@ -22604,30 +22960,19 @@ static pf_result pf__generation_sample_step(pf__generation_state *st, int *finis
     const pf_generate_options *o = st->o;
     int last_step = st->rows[0].length + 1 >= st->max_length, all_done = 1, stopped = 0;
     const int32_t *chosen = st->device_tokens; /* this step's only */
+    pf__candidate_view candidates = st->device_candidates; /* this step's only */
     st->device_tokens = NULL;
-    for (int i = 0; i < st->num_rows; i++) {
+    memset(&st->device_candidates, 0, sizeof st->device_candidates);
+#ifdef PF_TESTING
+    if (candidates.all && !pf__check_device_choices) /* as a release build: no logits unless fetched */
+        for (size_t j = 0; j < (size_t)st->num_rows * st->vocab; j++) st->logits[j] = NAN;
+#endif
+    pf_result r = candidates.all && !pf__check_device_choices ? pf__fetch_unsettled_logits(st, &candidates) : PF_OK;
+    for (int i = 0; !r && i < st->num_rows; i++) {
         pf__row *row = &st->rows[i];
-        float *s = st->logits + (size_t)i * st->vocab;
         int32_t t = st->pad_token;
-#ifdef PF_TESTING
-        if (!row->done && pf__testing_unwritten(s, st->vocab))
-            return PF__FAIL(m, PF_ERROR_DEVICE, "generation read logits row %d holding NaN: no forward wrote it (or the model computed NaN)", i);
-#endif
         int live = !row->done, ends = 0;
-        if (live && chosen) { /* the devices took the arg-max (pf__choice_is_argmax held) */
-            t = chosen[i];
-#ifdef PF_TESTING
-            if (t != pf__argmax(s, st->vocab))
-                return PF__FAIL(m, PF_ERROR_DEVICE, "row %d: the devices chose token %d, the host's arg-max of the same logits is %d",
-                                i, (int)t, pf__argmax(s, st->vocab));
-#endif
-        } else if (live) {
-            pf__process_scores(o, row, s, st->vocab, st->eos, st->num_eos, st->min_length, st->seen);
-            pf__ban_source_ngrams(st, i, s);
-            if (o->return_timestamps) pf__timestamp_rules(&m->config, row, s, st->vocab, st->num_eos ? st->eos[0] : -1);
-            pf__force_tokens(o, row, s, st->vocab, st->max_length);
-            t = o->do_sample ? pf__sample(o, s, st->vocab, &st->rng, st->candidates) : pf__argmax(s, st->vocab);
-        }
+        if (live && (r = pf__choose_token(st, i, chosen, &candidates, &t))) break;
         if (live) ends = last_step || pf__ends_here(o, st->eos, st->num_eos, row->tokens, row->length, t);
         row->tokens[row->length++] = t;
         if (live && o->stream && pf__stream(m, o, i, row, &st->streams[i], &st->stream_text, &st->stream_cap)) stopped = 1;
@@ -22635,7 +22980,7 @@ static pf_result pf__generation_sample_step(pf__generation_state *st, int *finis
         all_done &= row->done;
     }
     *finished = all_done || stopped;
-    return PF_OK;
+    return r;
 }
 /* Beam search, one prompt's candidates: every live beam's log-probabilities (processed) plus its
    score, and the top K of them to the front, best first, in one pass in which a candidate enters
@@ -22825,7 +23170,7 @@ static void pf__generation_free(pf__generation_state *st) {
     free(st->rows), free(st->pool[0]), free(st->pool[1]), free(st->ids), free(st->pads), free(st->src), free(st->seen);
     free(st->candidates), free(st->hyps), free(st->num_hyps), free(st->open), free(st->next_tokens), free(st->next_scores);
     free(st->streams), free(st->stream_text);
-    free(st->sources), free(st->source_pads), free(st->cross_pads), free(st->argmax_tokens);
+    free(st->sources), free(st->source_pads), free(st->cross_pads), free(st->argmax_tokens), free(st->top_k_candidates);
 }
 
 /* features, feature_pads, feature_width: a speech encoder-decoder's front end output
@@ -22945,6 +23290,9 @@ struct pf__batcher {
     int32_t *ids;                  /* a decode step's: [max_batch] */
     int32_t *tokens;               /* [max_batch]: a step's greedy tokens, chosen on the devices */
     int *pads, *cache_rows;        /* [max_batch] */
+    pf__choice *candidates;        /* a sampled step's top-k candidates, [num_ranks][rows][per_row] */
+    size_t candidates_cap;         /* its room, grown to the most a step asked */
+    pf__device_choice choice;      /* what the step's forward leaves instead of the logits */
 };
 
 #define PF__BATCH_QUEUE_MAX 1024   /* requests waiting at once by default; more get PF_ERROR_BUSY */
@@ -23019,13 +23367,47 @@ static int pf__batch_fits(const pf__batcher *b, const pf__group *g, const pf__ba
     return q->st.width <= b->clock && (long long)b->clock - q->st.width + q->st.max_length <= g->cache_len;
 }
 
-/* Where a shared step's forward leaves the tokens: b->tokens when the backend can choose them and
-   every live row of every request in the list takes the plain arg-max, else NULL (logits). */
-static int32_t *pf__batch_choose_on_devices(const pf_model *m, pf__batcher *b, pf__batch_request *list) {
-    if (!m->group->backend->argmax) return NULL;
-    for (pf__batch_request *q = list; q; q = q->next)
-        if (!pf__generation_argmax_only(&q->st)) return NULL;
-    return b->tokens;
+/* Where a shared step's forward leaves what the devices chose instead of the logits (b->choice):
+   b->tokens when the backend can choose them and every live row of every request in the list
+   takes the plain arg-max; the ranks' top-k candidates when every live row samples from them
+   (as many a row as the request needing most; all rows in one chunk of logits); else NULL. */
+static const pf__device_choice *pf__batch_choose_on_devices(const pf_model *m, pf__batcher *b, pf__batch_request *list) {
+    const pf__group *g = m->group;
+    int argmax = g->backend->argmax != NULL, top_k = list != NULL;
+    size_t rows = 0, per_row = 0;
+    for (pf__batch_request *q = list; q; q = q->next) {
+        argmax = argmax && pf__generation_argmax_only(&q->st);
+        top_k = top_k && q->st.device.per_row && pf__generation_top_k_only(&q->st);
+        if (q->st.device.per_row > per_row) per_row = q->st.device.per_row;
+        rows += (size_t)q->st.num_rows;
+    }
+    memset(&b->choice, 0, sizeof b->choice);
+    if (argmax) {
+        b->choice.tokens = b->tokens;
+        return &b->choice;
+    }
+    size_t need = (size_t)g->num_ranks * rows * per_row;
+    if (!top_k || rows > g->logit_rows) return NULL;
+    if (need > b->candidates_cap) { /* out of memory: the logits, as without the op */
+        pf__choice *grown = (pf__choice *)realloc(b->candidates, need * sizeof *grown);
+        if (!grown) return NULL;
+        b->candidates = grown;
+        b->candidates_cap = need;
+    }
+    b->choice.candidates = b->candidates;
+    b->choice.per_row = per_row;
+    return &b->choice;
+}
+
+/* A request's share of a batched step (job): its logits and what the devices chose, from row
+   offset of the step's. */
+static void pf__batch_hand_out(pf_model *m, pf__batch_request *q, const pf__job *job, int offset) {
+    q->st.logits = m->logits + (size_t)offset * m->config.vocab_size;
+    q->st.device_tokens = job->tokens ? job->tokens + offset : NULL;
+    memset(&q->st.device_candidates, 0, sizeof q->st.device_candidates);
+    if (job->candidates)
+        q->st.device_candidates = (pf__candidate_view){job->candidates, (size_t)job->step.batch, job->candidates_per_row,
+                                                       (size_t)offset, m->logits};
 }
 
 /* Gives a request free cache rows, its prompt at the clock's positions. */
@@ -23042,8 +23424,9 @@ static void pf__batch_place(pf__batcher *b, pf__batch_request *q) {
    right-aligned at the clock), and their first tokens. A request that ends there, or fails, is
    finished; the others run. */
 static void pf__batch_prefill(pf_model *m, pf__batcher *b, pf__batch_request *admitted) {
-    int rows = 0, width = 0, vocab = m->config.vocab_size;
-    int32_t *chosen = NULL;
+    int rows = 0, width = 0;
+    pf__job job;
+    memset(&job, 0, sizeof job);
     for (pf__batch_request *q = admitted; q; q = q->next) {
         rows += q->st.num_rows;
         if (q->st.width > width) width = q->st.width;
@@ -23062,8 +23445,6 @@ static void pf__batch_prefill(pf_model *m, pf__batcher *b, pf__batch_request *ad
             cache_rows[n] = q->cache_rows[i];
         }
     if (!r) {
-        pf__job job;
-        memset(&job, 0, sizeof job);
         job.step.ids = ids;
         job.step.batch = rows;
         job.step.seq_len = width;
@@ -23072,7 +23453,10 @@ static void pf__batch_prefill(pf_model *m, pf__batcher *b, pf__batch_request *ad
         job.step.cache_rows = cache_rows;
         job.step.inv_freq = pf__rope_frequencies(m, width);
         job.logits = m->logits;
-        job.tokens = chosen = pf__batch_choose_on_devices(m, b, admitted);
+        const pf__device_choice *choice = pf__batch_choose_on_devices(m, b, admitted);
+        job.tokens = choice ? choice->tokens : NULL;
+        job.candidates = choice ? choice->candidates : NULL;
+        job.candidates_per_row = choice ? choice->per_row : 0;
         r = pf__forward_choosing(m, &job);
     }
     free(ids), free(pads), free(cache_rows);
@@ -23081,8 +23465,7 @@ static void pf__batch_prefill(pf_model *m, pf__batcher *b, pf__batch_request *ad
         next = q->next;
         int finished = 0;
         pf_result qr = r;
-        q->st.logits = m->logits + (size_t)offset * vocab;
-        q->st.device_tokens = chosen ? chosen + offset : NULL;
+        pf__batch_hand_out(m, q, &job, offset);
         offset += q->st.num_rows;
         if (!qr) qr = pf__generation_sample_step(&q->st, &finished);
         if (!qr && finished) qr = pf__generation_results(&q->st, q->result);
@@ -23101,7 +23484,7 @@ static void pf__batch_prefill(pf_model *m, pf__batcher *b, pf__batch_request *ad
 /* One decode step of every running row at the clock, then each request's sampling. Requests that
    end are finished (the batcher's mutex is taken for that). */
 static pf_result pf__batch_step(pf_model *m, pf__batcher *b) {
-    int n = 0, vocab = m->config.vocab_size;
+    int n = 0;
     for (pf__batch_request *q = b->running; q; q = q->next)
         for (int i = 0; i < q->st.num_rows; i++, n++) {
             const pf__row *row = &q->st.rows[i];
@@ -23119,7 +23502,10 @@ static pf_result pf__batch_step(pf_model *m, pf__batcher *b) {
     job.step.cache_rows = b->cache_rows;
     job.step.inv_freq = pf__rope_frequencies(m, b->clock + 1);
     job.logits = m->logits;
-    job.tokens = pf__batch_choose_on_devices(m, b, b->running);
+    const pf__device_choice *choice = pf__batch_choose_on_devices(m, b, b->running);
+    job.tokens = choice ? choice->tokens : NULL;
+    job.candidates = choice ? choice->candidates : NULL;
+    job.candidates_per_row = choice ? choice->per_row : 0;
     pf_result r = pf__forward_choosing(m, &job);
     if (r) return r;
 #ifdef PF_TESTING
@@ -23130,8 +23516,7 @@ static pf_result pf__batch_step(pf_model *m, pf__batcher *b) {
     for (pf__batch_request *q = b->running, **link = &b->running; q;) {
         pf__batch_request *next = q->next;
         int finished = 0;
-        q->st.logits = m->logits + (size_t)offset * vocab;
-        q->st.device_tokens = job.tokens ? job.tokens + offset : NULL;
+        pf__batch_hand_out(m, q, &job, offset);
         offset += q->st.num_rows;
         pf_result qr = pf__generation_sample_step(&q->st, &finished);
         if (!qr && finished) qr = pf__generation_results(&q->st, q->result);
@@ -23298,7 +23683,7 @@ static void pf__batcher_stop(pf_model *m) {
     pthread_mutex_destroy(&b->mutex);
     pthread_cond_destroy(&b->work);
     pthread_cond_destroy(&b->done);
-    free(b->row_used), free(b->ids), free(b->tokens), free(b->pads), free(b->cache_rows);
+    free(b->row_used), free(b->ids), free(b->tokens), free(b->pads), free(b->cache_rows), free(b->candidates);
     free(b);
     m->batcher = NULL;
 }

@@ -238,12 +238,16 @@ TAPED(gated_activation, GATED_ACTIVATION_ARGS, 0)
 TAPED(add_residual, ADD_RESIDUAL_ARGS, 0)
 #define SUM_ARGS(X) X(float *, sum) X(const float *, in) X(size_t, count) X(int, first)
 TAPED(sum, SUM_ARGS, 0)
-#define ROTARY_ARGS(X) X(float *, qkv) X(const float *, inv_freq) X(const int *, pad) X(int, batch) X(int, T) \
-    X(const int *, past_at) X(int, heads) X(int, kv_heads) X(int, hd) X(int, rotary_dim) X(int, pairs)
+#define ADD_RESIDUAL_BIASES_ARGS(X) X(float *, x) X(const float *, y) X(const void *, b) X(int, dtype) \
+    X(const void *, b2) X(int, dtype2) X(size_t, rows) X(size_t, n)
+TAPED(add_residual_biases, ADD_RESIDUAL_BIASES_ARGS, 0)
+#define ROTARY_ARGS(X) X(float *, qkv) X(const void *, bias) X(int, bias_dtype) X(const float *, inv_freq) \
+    X(const int *, pad) X(int, batch) X(int, T) X(const int *, past_at) X(int, heads) X(int, kv_heads) X(int, hd) \
+    X(int, rotary_dim) X(int, pairs)
 TAPED(rotary, ROTARY_ARGS, 0)
-#define KV_APPEND_ARGS(X) X(void *, kc) X(void *, vc) X(int, cache_dtype) X(const float *, qkv) \
-    X(const int *, cache_rows) X(int, batch) X(int, T) X(int, past) X(const int *, past_at) X(int, heads) \
-    X(int, kv_heads) X(int, hd) X(int, cache_len)
+#define KV_APPEND_ARGS(X) X(void *, kc) X(void *, vc) X(int, cache_dtype) X(float *, qkv) X(const void *, bias) \
+    X(int, bias_dtype) X(const int *, cache_rows) X(int, batch) X(int, T) X(int, past) X(const int *, past_at) \
+    X(int, heads) X(int, kv_heads) X(int, hd) X(int, cache_len)
 TAPED(kv_append, KV_APPEND_ARGS, 0)
 #define ATTEND_ARGS(X) X(float *, out) X(const float *, qkv) X(const void *, kc) X(const void *, vc) \
     X(int, cache_dtype) X(float *, partials) X(const float *, alibi) X(const int *, pad) X(const int *, cache_rows) \
@@ -585,6 +589,51 @@ static int argmax_live(pf_cuda_rank *st, float *values, int32_t *indices, const 
     return 0;
 }
 
+/* kernels.cu's pf_candidate_key and pf_top_k_kernel: the count largest keys of a row (the value
+   made order-preserving, NaN above +inf, -0 as +0; the complement of the slice index below it,
+   so the lower id wins a tie), best first. The kernel's radix select and bitonic sort leave the
+   same list whatever its threads' order: the keys are distinct. */
+static uint64_t candidate_key(float v, uint32_t i) {
+    uint32_t bits;
+    memcpy(&bits, &v, 4);
+    if (isnan(v)) bits = 0xffffffffu;
+    else if (v == 0.0f) bits = 0x80000000u;
+    else bits = (bits & 0x80000000u) ? ~bits : bits | 0x80000000u;
+    return ((uint64_t)bits << 32) | (0xffffffffu - i);
+}
+static int key_descending(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+int pf_cuda_top_k(pf_cuda_rank *st, float *values, int32_t *indices, const float *logits, size_t rows, size_t n,
+                  int first, size_t count) {
+    if (!rows) return 0;
+    if (rows > 2147483647u || n > 2147483647u || (size_t)first + n > 2147483648u || !count || count > n ||
+        count > PF__CUDA_TOP_K_MAX) {
+        snprintf(st->message, sizeof st->message, "pf_cuda_top_k failed: bad sizes (mock)");
+        return 1;
+    }
+    NEED(values, rows * count * 4);
+    NEED(indices, rows * count * 4);
+    NEED(logits, rows * n * 4);
+    uint64_t *keys = malloc(n * sizeof *keys);
+    if (!keys) {
+        snprintf(st->message, sizeof st->message, "pf_cuda_top_k failed: out of host memory (mock)");
+        return 2;
+    }
+    for (size_t row = 0; row < rows; row++) {
+        for (size_t i = 0; i < n; i++) keys[i] = candidate_key(logits[row * n + i], (uint32_t)i);
+        qsort(keys, n, sizeof *keys, key_descending);
+        for (size_t j = 0; j < count; j++) {
+            uint32_t i = 0xffffffffu - (uint32_t)(keys[j] & 0xffffffffu);
+            values[row * count + j] = logits[row * n + i];
+            indices[row * count + j] = first + (int32_t)i;
+        }
+    }
+    free(keys);
+    return 0;
+}
+
 static float act_fn(float v, int act) {
     switch (act) {
     case 0: return 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
@@ -651,6 +700,22 @@ static int add_residual_live(pf_cuda_rank *st, float *x, const float *y, const v
     return 0;
 }
 
+/* kernels.cu's pf_add_residual_biases_kernel: pf_cuda_add_residual, then the same with bias2 alone. */
+static int add_residual_biases_live(pf_cuda_rank *st, float *x, const float *y, const void *b, int dtype, const void *b2,
+                                    int dtype2, size_t rows, size_t n) {
+    (void)st;
+    if (!rows || !n) return 0;
+    NEED(x, rows * n * 4);
+    if (y) NEED(y, rows * n * 4);
+    if (b) NEED(b, n * dsize(dtype));
+    if (b2) NEED(b2, n * dsize(dtype2));
+    for (size_t i = 0; i < rows * n; i++) {
+        float v = x[i] + ((y ? y[i] : 0.0f) + ld(b, dtype, i % n));
+        x[i] = v + (0.0f + ld(b2, dtype2, i % n));
+    }
+    return 0;
+}
+
 static int sum_live(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first) {
     (void)st;
     NEED(sum, count * 4);
@@ -659,21 +724,33 @@ static int sum_live(pf_cuda_rank *st, float *sum, const float *in, size_t count,
     return 0;
 }
 
-static int rotary_live(pf_cuda_rank *st, float *qkv, const float *inv_freq, const int *pad, int batch, int T,
-                   const int *past_at, int heads, int kv_heads, int hd, int rotary_dim, int pairs) {
+/* The QKV GEMM's bias, which it left out, added to rows of width (kernels.cu's rotary and
+   kv_append kernels add it to each element before anything else reads it). */
+static void add_qkv_bias(float *qkv, const void *bias, int bias_dtype, size_t rows, size_t width) {
+    if (!bias) return;
+    NEED(bias, width * dsize(bias_dtype));
+    for (size_t row = 0; row < rows; row++)
+        for (size_t c = 0; c < width; c++) qkv[row * width + c] += ld(bias, bias_dtype, c);
+}
+
+static int rotary_live(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq,
+                       const int *pad, int batch, int T, const int *past_at, int heads, int kv_heads, int hd,
+                       int rotary_dim, int pairs) {
     int half = rotary_dim / 2, rotated = heads + kv_heads;
     size_t rows = (size_t)batch * T;
-    if (!rows || T <= 0 || half <= 0 || rotated <= 0) return 0;
-    if (rotary_dim > hd || !inv_freq) {
+    if (!rows || T <= 0 || rotated <= 0 || (half <= 0 && !bias)) return 0;
+    if (half < 0) half = 0;
+    if (rotary_dim > hd || (half && !inv_freq)) {
         snprintf(st->message, sizeof st->message, "pf_cuda_rotary failed: bad arguments (mock)");
         return 1;
     }
     size_t row_width = (size_t)(heads + 2 * kv_heads) * hd;
     NEED(qkv, rows * row_width * 4);
-    NEED(inv_freq, (size_t)half * 4);
+    if (half) NEED(inv_freq, (size_t)half * 4);
     if (pad) NEED(pad, (size_t)batch * 4);
     NEED(past_at, 4);
     int past = *past_at;
+    add_qkv_bias(qkv, bias, bias_dtype, rows, row_width);
     for (size_t row = 0; row < rows; row++)
         for (int h = 0; h < rotated; h++)
             for (int i = 0; i < half; i++) {
@@ -735,8 +812,9 @@ static void cache_store(void *p, int dtype, size_t i, float v) {
 }
 
 /* past checks the positions; the arithmetic reads it from past_at, as the kernel does. */
-static int kv_append_live(pf_cuda_rank *st, void *kc, void *vc, int cache_dtype, const float *qkv, const int *cache_rows,
-                      int batch, int T, int past, const int *past_at, int heads, int kv_heads, int hd, int cache_len) {
+static int kv_append_live(pf_cuda_rank *st, void *kc, void *vc, int cache_dtype, float *qkv, const void *bias,
+                          int bias_dtype, const int *cache_rows, int batch, int T, int past, const int *past_at,
+                          int heads, int kv_heads, int hd, int cache_len) {
     if (kv_heads <= 0 || hd <= 0 || batch <= 0 || T <= 0) return 0;
     if (past < 0 || past + T > cache_len || !past_at) {
         snprintf(st->message, sizeof st->message, "pf_cuda_kv_append failed: positions beyond the cache (mock)");
@@ -749,6 +827,7 @@ static int kv_append_live(pf_cuda_rank *st, void *kc, void *vc, int cache_dtype,
     NEED(qkv, rows * row_width * 4);
     NEED(kc, cache_rows_needed(cache_rows, batch) * cache_len * kv_width * dsize(cache_dtype));
     NEED(vc, cache_rows_needed(cache_rows, batch) * cache_len * kv_width * dsize(cache_dtype));
+    add_qkv_bias(qkv, bias, bias_dtype, rows, row_width);
     for (size_t row = 0; row < rows; row++)
         for (size_t c = 0; c < kv_width; c++) {
             size_t b = row / T, t = row % T, cache_row = cache_rows ? (size_t)cache_rows[b] : b;

@@ -49,6 +49,10 @@
    a clear error; with two GPUs, NCCL between GPUs 0 and 1 and the peer-copy reduction over GPUs
    {0, 0, 1}; an injected failure on one rank (PF_TESTING builds) fails the call, names the rank,
    and leaves the model working.
+   Sampling on the device (alone with the argument "sampling"): the top-k kernel against a sort of
+   crafted rows; sampled generation (top_k, top_p, temperature) on 1-3 ranks drawing every token
+   from the devices' candidates, with the host path's and the CPU backend's tokens; ties at the
+   k-th logit, -inf logits and top_k beyond the vocabulary on a model with constant logits.
 
    Tolerances, max |logit - transformers' logit|:
    - F32 1e-3: fp32 GEMMs (no TF32) and fp32 kernels differ from the CPU only in summation order
@@ -78,6 +82,8 @@
 #ifdef PF_TESTING
 extern int pf_testing_fail_rank, pf_testing_fail_countdown;
 extern int pf_testing_device_choices; /* greedy tokens the devices chose (pf__combine_choices) */
+extern int pf_testing_device_samples; /* sampled tokens drawn from the devices' top-k candidates */
+extern int pf_testing_check_device_choices; /* 0: a release build's path (no logits unless needed) */
 #endif
 
 /* kernels.cu's C ABI (or the stand-in's), for calling the arg-max kernel directly: weak, since a
@@ -92,6 +98,8 @@ int pf_cuda_upload(pf_cuda_rank *st, void *dst, const void *host, size_t bytes) 
 int pf_cuda_download(pf_cuda_rank *st, void *host, const void *src, size_t bytes) __attribute__((weak));
 int pf_cuda_argmax(pf_cuda_rank *st, float *values, int32_t *indices, const float *logits, size_t rows, size_t n,
                    int first) __attribute__((weak));
+int pf_cuda_top_k(pf_cuda_rank *st, float *values, int32_t *indices, const float *logits, size_t rows, size_t n,
+                  int first, size_t count) __attribute__((weak));
 /* The stand-in's count of GEMMs whose 16-bit input came converted (by the norm before, or the GEMM
    before over the same input); kernels.cu has none. */
 extern int pf_mock_converted_inputs __attribute__((weak));
@@ -695,6 +703,103 @@ static void test_argmax_kernel(void) {
     free(logits);
 }
 
+/* The top-k kernel's order, written plainly: a NaN before every number, then the larger value,
+   then the lower id; -0 ties +0. */
+typedef struct ranked_logit {
+    float value;
+    int id;
+} ranked_logit;
+
+static int ranked_logit_cmp(const void *a, const void *b) {
+    const ranked_logit *x = (const ranked_logit *)a, *y = (const ranked_logit *)b;
+    if (isnan(x->value) != isnan(y->value)) return isnan(x->value) ? -1 : 1;
+    if (!isnan(x->value) && x->value != y->value) return x->value > y->value ? -1 : 1;
+    return x->id - y->id;
+}
+
+/* Runs pf_cuda_top_k over one row on the device and compares it with a sort of the row: the ids
+   in order, and the values bit for bit. 1 when they agree. */
+static int check_top_k_row(pf_cuda_rank *st, void *dev_logits, void *dev_out, const float *row, size_t n, int first,
+                           size_t count, const char *what) {
+    ranked_logit *want = (ranked_logit *)malloc(n * sizeof *want);
+    float *values = (float *)malloc(count * sizeof(float));
+    int32_t *ids = (int32_t *)malloc(count * sizeof(int32_t));
+    int ok = want && values && ids && pf_cuda_upload(st, dev_logits, row, n * sizeof(float)) == 0 &&
+             pf_cuda_top_k(st, (float *)dev_out, (int32_t *)dev_out + count, (const float *)dev_logits, 1, n, first,
+                           count) == 0 &&
+             pf_cuda_download(st, values, dev_out, count * sizeof(float)) == 0 &&
+             pf_cuda_download(st, ids, (int32_t *)dev_out + count, count * sizeof(int32_t)) == 0;
+    CHECK_MSG(ok, "top-k kernel, %s: a CUDA call failed: %s", what, pf_cuda_rank_message(st));
+    for (size_t i = 0; ok && i < n; i++) want[i] = (ranked_logit){row[i], first + (int)i};
+    if (ok) qsort(want, n, sizeof *want, ranked_logit_cmp);
+    for (size_t j = 0; ok && j < count; j++) {
+        ok = ids[j] == want[j].id && !memcmp(&values[j], &want[j].value, sizeof(float));
+        CHECK_MSG(ok, "top-k kernel, %s: candidate %zu is id %d (%g), the sorted row's id %d (%g)", what, j, ids[j],
+                  values[j], want[j].id, want[j].value);
+    }
+    free(want), free(values), free(ids);
+    return ok;
+}
+
+/* The top-k kernel (pf_cuda_top_k) on crafted rows against a sort of each: ties (the lower id
+   first, across the kernel's threads and radix bins), NaNs (before every number), -inf rows and
+   -inf beyond the finite ones, -0 against +0, a slice not starting at id 0, count equal to the
+   slice, and a 150k-id row taking the most candidates (512) with its best near the end. Then
+   several rows in one launch. */
+static void test_top_k_kernel(void) {
+    if (!pf_cuda_top_k || !pf_cuda_rank_create) return;
+    enum { WIDE = 150001, MOST = 512 };
+    float *row = (float *)malloc(WIDE * sizeof(float));
+    pf_cuda_rank *st = NULL;
+    char message[256] = "";
+    void *dev_logits = NULL, *dev_out = NULL;
+    int ok = row && pf_cuda_rank_create(0, &st, message, sizeof message) == 0 &&
+             pf_cuda_malloc(st, &dev_logits, 4 * WIDE * sizeof(float)) == 0 &&
+             pf_cuda_malloc(st, &dev_out, 4 * 2 * MOST * sizeof(float)) == 0;
+    CHECK_MSG(ok, "top-k kernel: set-up failed: %s", st ? pf_cuda_rank_message(st) : message);
+    for (size_t i = 0; ok && i < WIDE; i++) row[i] = (float)((i * 7919) % 1000) / 1000.0f; /* ties by the hundred */
+    if (ok) row[WIDE - 2] = 2.0f, row[17] = 2.0f, row[WIDE - 1] = 1.5f;
+    ok = ok && check_top_k_row(st, dev_logits, dev_out, row, WIDE, 0, MOST, "150001 ids, 512 candidates");
+    ok = ok && check_top_k_row(st, dev_logits, dev_out, row, WIDE, 100000, 3, "a later slice");
+    for (size_t i = 0; ok && i < 600; i++) row[i] = i % 7 == 0 ? NAN : i % 5 == 0 ? -INFINITY : (float)(i % 11);
+    ok = ok && check_top_k_row(st, dev_logits, dev_out, row, 600, 0, 200, "NaN, -inf and ties");
+    for (size_t i = 0; ok && i < 300; i++) row[i] = i < 40 ? (float)i : -INFINITY;
+    ok = ok && check_top_k_row(st, dev_logits, dev_out, row, 300, 250, 100, "-inf beyond the finite");
+    for (size_t i = 0; ok && i < 300; i++) row[i] = -INFINITY;
+    ok = ok && check_top_k_row(st, dev_logits, dev_out, row, 300, 0, 5, "all -inf");
+    for (size_t i = 0; ok && i < 100; i++) row[i] = i % 2 ? -0.0f : 0.0f;
+    if (ok) row[50] = -1.0f, row[60] = 1e-45f;
+    ok = ok && check_top_k_row(st, dev_logits, dev_out, row, 100, 0, 100, "-0 and +0, count = the slice");
+    ok = ok && check_top_k_row(st, dev_logits, dev_out, row, 1, 7, 1, "one id");
+    /* several rows in one launch: row r is the 600-wide pattern shifted by r */
+    float rows4[4 * 600];
+    for (int r = 0; ok && r < 4; r++)
+        for (int i = 0; i < 600; i++) rows4[r * 600 + i] = (float)((i + r * 13) % 17) - (i % 97 == 0 ? INFINITY : 0);
+    float values[4 * 9];
+    int32_t ids[4 * 9];
+    ok = ok && pf_cuda_upload(st, dev_logits, rows4, sizeof rows4) == 0 &&
+         pf_cuda_top_k(st, (float *)dev_out, (int32_t *)dev_out + 4 * 9, (const float *)dev_logits, 4, 600, 0, 9) == 0 &&
+         pf_cuda_download(st, values, dev_out, sizeof values) == 0 &&
+         pf_cuda_download(st, ids, (int32_t *)dev_out + 4 * 9, sizeof ids) == 0;
+    for (int r = 0; ok && r < 4; r++) {
+        ranked_logit want[600];
+        for (int i = 0; i < 600; i++) want[i] = (ranked_logit){rows4[r * 600 + i], i};
+        qsort(want, 600, sizeof *want, ranked_logit_cmp);
+        for (int j = 0; ok && j < 9; j++) {
+            ok = ids[r * 9 + j] == want[j].id && values[r * 9 + j] == want[j].value;
+            CHECK_MSG(ok, "top-k kernel, 4 rows at once: row %d candidate %d is id %d, want %d", r, j, ids[r * 9 + j],
+                      want[j].id);
+        }
+    }
+    CHECK_MSG(!st || pf_cuda_top_k(st, (float *)dev_out, (int32_t *)dev_out + MOST, (const float *)dev_logits, 1, 10, 0,
+                                   11) != 0,
+              "top-k kernel: more candidates than logits is no error");
+    if (dev_logits) pf_cuda_free(st, dev_logits);
+    if (dev_out) pf_cuda_free(st, dev_out);
+    if (st) pf_cuda_rank_destroy(st);
+    free(row);
+}
+
 #ifdef PF_TESTING
 /* gpt2-tiny (500 tokens, tied embeddings) copied into dir with token rows 250..499 of the
    embedding, and so of the LM head, made equal to rows 0..249: every logit of the upper half
@@ -850,6 +955,211 @@ static void test_device_choice_fallback(void) {
     }
     for (int k = 0; k < 2; k++) pf_generation_free(&cpu[k]);
     fixture_close(&f);
+}
+/* ---- sampling from the devices' top-k candidates ---- */
+
+static int same_generations(const pf_generation *a, const pf_generation *b) {
+    if (a->num_sequences != b->num_sequences) return 0;
+    for (int i = 0; i < a->num_sequences; i++)
+        if (a->lengths[i] != b->lengths[i] || memcmp(a->tokens[i], b->tokens[i], (size_t)a->lengths[i] * sizeof(int32_t)))
+            return 0;
+    return 1;
+}
+
+typedef struct sampling_case {
+    int top_k;
+    float top_p, temperature;
+    uint64_t seed;
+} sampling_case;
+
+/* One sampling case on the model's CUDA ranks, two prompts: the tokens drawn from the devices'
+   candidates (want_device of them) equal the host's draws on the same backend (a
+   no_repeat_ngram_size too long to act keeps that one on the logits) and the CPU backend's (cpu),
+   both in a test build's checked mode (every device draw against pf__sample of the same logits)
+   and in a release build's (no logits unless the candidates leave a row unsettled). */
+static void check_sampling_case(pf_model *m, const char *what, const int32_t *const *prompts, const int *lengths,
+                                const pf_generate_options *o, const pf_generation *cpu, int want_device) {
+    pf_generate_options host = *o;
+    host.no_repeat_ngram_size = 1000;
+    pf_generation on_host, on_device;
+    memset(&on_host, 0, sizeof on_host);
+    int before = pf_testing_device_samples;
+    pf_result r = pf_generate_batch(m, prompts, lengths, 2, &host, &on_host);
+    CHECK_MSG(r == PF_OK && pf_testing_device_samples == before, "%s: host path: %s (%d device draws)", what,
+              pf_error_message(m), pf_testing_device_samples - before);
+    CHECK_MSG(r || same_generations(&on_host, cpu), "%s: the host path's tokens differ from the CPU backend's", what);
+    for (int release = 0; r == PF_OK && release <= 1; release++) {
+        pf_testing_check_device_choices = !release;
+        before = pf_testing_device_samples;
+        pf_result dr = pf_generate_batch(m, prompts, lengths, 2, o, &on_device);
+        pf_testing_check_device_choices = 1;
+        CHECK_MSG(dr == PF_OK, "%s%s: %s", what, release ? " (release path)" : "", pf_error_message(m));
+        if (dr) continue;
+        CHECK_MSG(same_generations(&on_device, &on_host), "%s%s: the devices' draws differ from the host's", what,
+                  release ? " (release path)" : "");
+        CHECK_MSG(pf_testing_device_samples - before == want_device, "%s%s: %d tokens drawn from the devices' candidates, want %d",
+                  what, release ? " (release path)" : "", pf_testing_device_samples - before, want_device);
+        pf_generation_free(&on_device);
+    }
+    pf_generation_free(&on_host);
+}
+
+/* Sampled generation (top_k, top_p, temperature, seeds) of gpt2-tiny on 1, 2 and 3 CUDA ranks
+   sharing GPU 0: every token drawn from the devices' candidates, and the same tokens as the host
+   path and the CPU backend. top_k 300 is more than a rank's slice on 2 and 3 ranks, 600 and 0 (top_p
+   alone) more than the vocabulary (500). */
+static void test_device_sampling(void) {
+    static const sampling_case cases[] = {
+        {50, 1.0f, 1.0f, 1}, {5, 1.0f, 0.7f, 2}, {1, 1.0f, 1.0f, 3}, {40, 0.9f, 1.3f, 4},
+        {300, 0.8f, 1.0f, 5}, {600, 1.0f, 1.0f, 6}, {0, 0.95f, 0.8f, 7}, {511, 1.0f, 2.0f, 8},
+    };
+    enum { NEW = 10 };
+    fixture f;
+    if (fixture_open("gpt2-tiny", &f)) return;
+    const int32_t *prompts[2] = {f.ref.prompt_ids, f.ref.prompt_ids + 1};
+    int lengths[2] = {f.ref.num_prompt_ids, f.ref.num_prompt_ids - 1};
+    enum { NUM = sizeof cases / sizeof cases[0] };
+    pf_generate_options opts[NUM];
+    pf_generation cpu[NUM];
+    memset(cpu, 0, sizeof cpu);
+    for (int c = 0; c < NUM; c++) { /* fixture_load left the CPU backend */
+        opts[c] = pf_generate_options_init();
+        opts[c].max_new_tokens = NEW;
+        opts[c].ignore_eos = 1;
+        opts[c].do_sample = 1;
+        opts[c].top_k = cases[c].top_k;
+        opts[c].top_p = cases[c].top_p;
+        opts[c].temperature = cases[c].temperature;
+        opts[c].seed = cases[c].seed;
+        pf_result r = pf_generate_batch(f.model, prompts, lengths, 2, &opts[c], &cpu[c]);
+        CHECK_MSG(r == PF_OK, "device sampling: CPU: %s", pf_error_message(f.model));
+    }
+    static const int zeros[3] = {0, 0, 0};
+    for (int ranks = 1; ranks <= 3; ranks++) {
+        pf_parallel_options po = cuda_options(PF_DTYPE_F32, &f, ranks > 1 ? zeros : NULL, ranks > 1 ? ranks : 0);
+        pf_result r = pf_parallelize(f.model, ranks, &po);
+        CHECK_MSG(r == PF_OK, "device sampling: pf_parallelize: %s", pf_error_message(f.model));
+        for (int c = 0; r == PF_OK && c < NUM; c++) {
+            char what[160];
+            snprintf(what, sizeof what, "device sampling on %d rank%s, top_k %d top_p %g temperature %g", ranks,
+                     ranks > 1 ? "s" : "", cases[c].top_k, cases[c].top_p, cases[c].temperature);
+            check_sampling_case(f.model, what, prompts, lengths, &opts[c], &cpu[c], 2 * NEW);
+        }
+    }
+    printf("  device sampling: %d cases on 1, 2 and 3 ranks\n", NUM);
+    for (int c = 0; c < NUM; c++) pf_generation_free(&cpu[c]);
+    fixture_close(&f);
+}
+
+/* gpt2-tiny copied into dir with constant logits: the final norm's weight 0 and its bias the
+   first unit vector make every hidden state (1, 0, ...), so the tied LM head's logit of token i is
+   wte[i][0], set to: i / 100 for i < 100 and (i - 400) / 100 for i >= 400 (token j ties token
+   400 + j, on another rank with 2 ranks), -inf between (tokens 100..399, never a prompt's). (A
+   NaN logit cannot be tried here: a test build fails any generation that reads one.) */
+static int write_constant_logits_model(const char *dir) {
+    char path[1200];
+    size_t size = 0, header = 0;
+    snprintf(path, sizeof path, "%s/gpt2-tiny/model.safetensors", test_fixtures);
+    char *file = test_read_file(path, &size);
+    static const char *names[3] = {"\"transformer.wte.weight\"", "\"transformer.ln_f.weight\"", "\"transformer.ln_f.bias\""};
+    static const size_t bytes[3] = {500 * 32 * 4, 32 * 4, 32 * 4};
+    float *data[3] = {NULL, NULL, NULL};
+    int ok = file && size > 8;
+    if (ok) memcpy(&header, file, 8); /* little-endian u64, as the fixture's machine */
+    for (int t = 0; ok && t < 3; t++) {
+        const char *name = strstr(file + 8, names[t]);
+        const char *offsets = name ? strstr(name, "\"data_offsets\":[") : NULL;
+        size_t begin = 0, end = 0;
+        ok = offsets && sscanf(offsets, "\"data_offsets\":[%zu,%zu]", &begin, &end) == 2 && end - begin == bytes[t] &&
+             8 + header + end <= size;
+        if (ok) data[t] = (float *)(void *)(file + 8 + header + begin); /* the header keeps the data 8-aligned */
+    }
+    CHECK_MSG(ok, "constant logits: gpt2-tiny's wte or ln_f not found as F32 [500, 32] and [32]");
+    if (ok) {
+        for (int i = 0; i < 500; i++)
+            data[0][i * 32] = i < 100 ? (float)i / 100.0f : i >= 400 ? (float)(i - 400) / 100.0f : -INFINITY;
+        for (int d = 0; d < 32; d++) data[1][d] = 0.0f, data[2][d] = d == 0 ? 1.0f : 0.0f;
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        ok = test_write_file(path, file, size) == 0;
+        free(file);
+        snprintf(path, sizeof path, "%s/gpt2-tiny/config.json", test_fixtures);
+        file = test_read_file(path, &size);
+        snprintf(path, sizeof path, "%s/config.json", dir);
+        ok = ok && file && test_write_file(path, file, size) == 0;
+        CHECK_MSG(ok, "constant logits: cannot write the model into %s", dir);
+    }
+    free(file);
+    return ok ? 0 : -1;
+}
+
+/* Sampling's edge cases on the constant-logits model, against the CPU backend and the host path:
+   ties at the k-th logit (top_k 1 and 3 on one rank: the rank's (k+1)-th candidate ties the k-th,
+   so a token it did not return may tie too, the candidates cannot settle the draw, and every row
+   falls back to the logits, which a release build fetches again; on two and three ranks the tied
+   tokens are on different ranks and settle it; top_k 2 settles it on one rank); -inf logits
+   (top_k 250 keeps 50 -inf tokens after the 200 finite ones; top_p over them); top_k above the
+   vocabulary. */
+static void test_device_sampling_edges(void) {
+    char dir[] = "/tmp/pf_sampling_XXXXXX", path[1200];
+    if (!mkdtemp(dir)) {
+        CHECK_MSG(0, "constant logits: mkdtemp");
+        return;
+    }
+    static const sampling_case cases[] = {
+        {1, 1.0f, 1.0f, 11}, {3, 1.0f, 0.5f, 12}, {2, 1.0f, 1.0f, 13}, {250, 1.0f, 0.3f, 14},
+        {250, 0.7f, 1.0f, 15}, {600, 0.9f, 1.0f, 16},
+    };
+    enum { NUM = sizeof cases / sizeof cases[0], NEW = 6 };
+    static const int32_t prompt[5] = {3, 41, 59, 465, 97};
+    const int32_t *prompts[2] = {prompt, prompt + 1};
+    int lengths[2] = {5, 4};
+    pf_model *m = NULL;
+    pf_load_options lo = pf_load_options_init();
+    lo.skip_tokenizer = 1;
+    pf_result r = write_constant_logits_model(dir) ? PF_ERROR_IO : pf_load(dir, &lo, &m);
+    CHECK_MSG(r == PF_OK, "constant logits: pf_load: %s", m ? pf_error_message(m) : "not written");
+    pf_generate_options opts[NUM];
+    pf_generation cpu[NUM];
+    memset(cpu, 0, sizeof cpu);
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.max_batch = 2;
+    if (r == PF_OK) r = pf_parallelize(m, 1, &po);
+    for (int c = 0; r == PF_OK && c < NUM; c++) {
+        opts[c] = pf_generate_options_init();
+        opts[c].max_new_tokens = NEW;
+        opts[c].ignore_eos = 1;
+        opts[c].do_sample = 1;
+        opts[c].top_k = cases[c].top_k;
+        opts[c].top_p = cases[c].top_p;
+        opts[c].temperature = cases[c].temperature;
+        opts[c].seed = cases[c].seed;
+        r = pf_generate_batch(m, prompts, lengths, 2, &opts[c], &cpu[c]);
+        CHECK_MSG(r == PF_OK, "constant logits on the CPU: %s", pf_error_message(m));
+    }
+    static const int zeros[3] = {0, 0, 0};
+    for (int ranks = 1; r == PF_OK && ranks <= 3; ranks++) {
+        po.device = PF_DEVICE_CUDA;
+        po.dtype = PF_DTYPE_F32;
+        po.device_ids = ranks > 1 ? zeros : NULL;
+        po.num_device_ids = ranks > 1 ? ranks : 0;
+        pf_result pr = pf_parallelize(m, ranks, &po);
+        CHECK_MSG(pr == PF_OK, "constant logits: pf_parallelize: %s", pf_error_message(m));
+        for (int c = 0; pr == PF_OK && c < NUM; c++) {
+            char what[160];
+            snprintf(what, sizeof what, "constant logits on %d rank%s, top_k %d top_p %g temperature %g", ranks,
+                     ranks > 1 ? "s" : "", cases[c].top_k, cases[c].top_p, cases[c].temperature);
+            int unsettled = ranks == 1 && cases[c].top_k % 2 == 1 && cases[c].top_k < 100; /* the k-th ties the next */
+            check_sampling_case(m, what, prompts, lengths, &opts[c], &cpu[c], unsettled ? 0 : 2 * NEW);
+        }
+    }
+    for (int c = 0; c < NUM; c++) pf_generation_free(&cpu[c]);
+    pf_free(m);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    unlink(path);
+    rmdir(dir);
 }
 #endif
 
@@ -1991,7 +2301,8 @@ int main(int argc, char **argv) {
         test_register_fixture_policies(); /* my-llama loads through its policy.json */
         /* Fixture names after the directory run those alone (compute-sanitizer is slow), and
            "random-shapes" the random checkpoints of real attention shapes; with none, every
-           fixture, the random shapes and then the generation, device and failure tests. */
+           fixture, the random shapes and then the generation, device and failure tests; "sampling"
+           the top-k kernel and sampling from its candidates alone. */
         if (argc > 2) {
             for (int i = 2; i < argc; i++) {
                 if (!strcmp(argv[i], "random-shapes")) { /* not a fixture: the prefill kernel's shapes */
@@ -2003,6 +2314,14 @@ int main(int argc, char **argv) {
                     test_cuda_graphs();
 #ifdef PF_TESTING
                     test_cuda_graph_failure();
+#endif
+                    continue;
+                }
+                if (!strcmp(argv[i], "sampling")) { /* not a fixture: sampling from the devices' candidates */
+                    test_top_k_kernel();
+#ifdef PF_TESTING
+                    test_device_sampling();
+                    test_device_sampling_edges();
 #endif
                     continue;
                 }
@@ -2030,9 +2349,13 @@ int main(int argc, char **argv) {
             test_bad_device();
             printf("greedy token choice on the device\n");
             test_argmax_kernel();
+            printf("sampling from top-k candidates on the device\n");
+            test_top_k_kernel();
 #ifdef PF_TESTING
             test_device_choice_fallback();
             test_device_choice_ties();
+            test_device_sampling();
+            test_device_sampling_edges();
             test_failing_rank();
 #endif
         }
