@@ -801,6 +801,22 @@ static void test_top_k_kernel(void) {
 }
 
 #ifdef PF_TESTING
+/* An edited gpt2-tiny written into dir: file (its model.safetensors, size bytes, freed here) and
+   the fixture's own config.json. 0, or -1 after reporting why (what names the model). */
+static int write_edited_gpt2_tiny(const char *dir, char *file, size_t size, const char *what) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    int ok = test_write_file(path, file, size) == 0;
+    free(file);
+    snprintf(path, sizeof path, "%s/gpt2-tiny/config.json", test_fixtures);
+    file = test_read_file(path, &size);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    ok = ok && file && test_write_file(path, file, size) == 0;
+    free(file);
+    CHECK_MSG(ok, "%s: cannot write the model into %s", what, dir);
+    return ok ? 0 : -1;
+}
+
 /* gpt2-tiny (500 tokens, tied embeddings) copied into dir with token rows 250..499 of the
    embedding, and so of the LM head, made equal to rows 0..249: every logit of the upper half
    equals one of the lower half, so each greedy step is a tie between the ranks holding the two
@@ -817,20 +833,13 @@ static int write_tied_vocab_model(const char *dir) {
     int ok = offsets && sscanf(offsets, "\"data_offsets\":[%zu,%zu]", &begin, &end) == 2 &&
              end - begin == 500 * 32 * 4 && 8 + header + end <= size;
     CHECK_MSG(ok, "tied vocabulary: gpt2-tiny's transformer.wte.weight not found as F32 [500, 32]");
-    if (ok) {
-        char *rows = file + 8 + header + begin;
-        memcpy(rows + 250 * 32 * 4, rows, 250 * 32 * 4);
-        snprintf(path, sizeof path, "%s/model.safetensors", dir);
-        ok = test_write_file(path, file, size) == 0;
+    if (!ok) {
         free(file);
-        snprintf(path, sizeof path, "%s/gpt2-tiny/config.json", test_fixtures);
-        file = test_read_file(path, &size);
-        snprintf(path, sizeof path, "%s/config.json", dir);
-        ok = ok && file && test_write_file(path, file, size) == 0;
-        CHECK_MSG(ok, "tied vocabulary: cannot write the model into %s", dir);
+        return -1;
     }
-    free(file);
-    return ok ? 0 : -1;
+    char *rows = file + 8 + header + begin;
+    memcpy(rows + 250 * 32 * 4, rows, 250 * 32 * 4);
+    return write_edited_gpt2_tiny(dir, file, size, "tied vocabulary");
 }
 
 /* Ties across ranks: on the tied-vocabulary model every greedy token is the lower-half one, on
@@ -1075,21 +1084,14 @@ static int write_constant_logits_model(const char *dir) {
         if (ok) data[t] = (float *)(void *)(file + 8 + header + begin); /* the header keeps the data 8-aligned */
     }
     CHECK_MSG(ok, "constant logits: gpt2-tiny's wte or ln_f not found as F32 [500, 32] and [32]");
-    if (ok) {
-        for (int i = 0; i < 500; i++)
-            data[0][i * 32] = i < 100 ? (float)i / 100.0f : i >= 400 ? (float)(i - 400) / 100.0f : -INFINITY;
-        for (int d = 0; d < 32; d++) data[1][d] = 0.0f, data[2][d] = d == 0 ? 1.0f : 0.0f;
-        snprintf(path, sizeof path, "%s/model.safetensors", dir);
-        ok = test_write_file(path, file, size) == 0;
+    if (!ok) {
         free(file);
-        snprintf(path, sizeof path, "%s/gpt2-tiny/config.json", test_fixtures);
-        file = test_read_file(path, &size);
-        snprintf(path, sizeof path, "%s/config.json", dir);
-        ok = ok && file && test_write_file(path, file, size) == 0;
-        CHECK_MSG(ok, "constant logits: cannot write the model into %s", dir);
+        return -1;
     }
-    free(file);
-    return ok ? 0 : -1;
+    for (int i = 0; i < 500; i++)
+        data[0][i * 32] = i < 100 ? (float)i / 100.0f : i >= 400 ? (float)(i - 400) / 100.0f : -INFINITY;
+    for (int d = 0; d < 32; d++) data[1][d] = 0.0f, data[2][d] = d == 0 ? 1.0f : 0.0f;
+    return write_edited_gpt2_tiny(dir, file, size, "constant logits");
 }
 
 /* Sampling's edge cases on the constant-logits model, against the CPU backend and the host path:
