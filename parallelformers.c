@@ -14592,10 +14592,12 @@ static PF__INLINE float pf__q8_scale_table(const unsigned char *block) {
     return pf__f16_table[d];
 }
 
-/* Eight int32 sums of products of 32 int8 pairs: maddubs wants one unsigned operand, so x's sign
-   moves onto w (|x| <= 127 and |w| <= 127: no pair sum saturates 16 bits). */
+/* Eight int32 sums of products of 32 int8 pairs: maddubs wants one unsigned operand, so w's sign
+   moves onto x. That way round a weight of -128 (a GGUF file may hold one; our quantizers never
+   write it) is exact: |w| <= 128 fits the unsigned byte, and x (-127..127, the activations'
+   quantizer) negates without overflow, so no pair sum passes 2 * 128 * 127 < 2^15. */
 PF__AVX2_TARGET static PF__INLINE __m256i pf__q8_dot_avx2(__m256i x, __m256i w) {
-    __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(w, x));
+    __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
     return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
 }
 
