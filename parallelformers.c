@@ -9902,6 +9902,200 @@ static int pf__spm_has_cased_non_ascii(const pf__spm_model *m) {
     return 0;
 }
 
+/* What pf__tok_from_spm_files reads of the class's config before the files. */
+typedef struct pf__spm_files_options {
+    const char *const *langs; /* M2M100's language codes (NULL: none) */
+    size_t num_langs;
+    const char *src_lang;     /* M2M100's source language */
+    int cleanup, upper;       /* clean_up_tokenization_spaces; Speech2Text's do_upper_case */
+} pf__spm_files_options;
+
+static pf_result pf__spm_files_options_read(const pf__json *config, int kind, const char *config_path,
+                                            pf__spm_files_options *o, char *err, size_t err_size) {
+    int bad = 0;
+    memset(o, 0, sizeof *o);
+    o->src_lang = "en";
+    o->cleanup = pf__tok_json_bool(config, "clean_up_tokenization_spaces", 0);
+    if (o->cleanup < 0) {
+        snprintf(err, err_size, "%s: clean_up_tokenization_spaces is not a boolean", config_path);
+        return PF_ERROR_FORMAT;
+    }
+    if (kind == PF__SPM_FILES_SPEECH2TEXT) {
+        const pf__json *codes = pf__json_get(config, "lang_codes");
+        int lower = pf__tok_json_bool(config, "do_lower_case", 0);
+        o->upper = pf__tok_json_bool(config, "do_upper_case", 0);
+        if (o->upper < 0 || lower < 0) {
+            snprintf(err, err_size, "%s: %s is not a boolean", config_path, o->upper < 0 ? "do_upper_case" : "do_lower_case");
+            return PF_ERROR_FORMAT;
+        }
+        if (codes && codes->type != PF__JSON_NULL) {
+            snprintf(err, err_size, "%s: Speech2TextTokenizer with lang_codes (the multilingual models' <lang:xx> target "
+                     "language prefix) is not supported", config_path);
+            return PF_ERROR_UNSUPPORTED;
+        }
+    } else if (kind == PF__SPM_FILES_MARIAN) {
+        int separate = pf__tok_json_bool(config, "separate_vocabs", 0);
+        if (separate) {
+            snprintf(err, err_size, separate < 0 ? "%s: separate_vocabs is not a boolean" : "%s: MarianTokenizer with "
+                     "separate_vocabs (a target vocabulary of its own) is not supported", config_path);
+            return separate < 0 ? PF_ERROR_FORMAT : PF_ERROR_UNSUPPORTED;
+        }
+    } else {
+        const pf__json *codes = pf__tok_json_str(config, "language_codes", &bad), *src = pf__tok_json_str(config, "src_lang", &bad);
+        o->langs = pf__m2m100_langs;
+        o->num_langs = PF__TOK_LEN(pf__m2m100_langs);
+        if (codes && !strcmp(codes->string, "wmt21")) {
+            o->langs = pf__wmt21_langs;
+            o->num_langs = PF__TOK_LEN(pf__wmt21_langs);
+        } else if (bad || (codes && strcmp(codes->string, "m2m100"))) {
+            snprintf(err, err_size, "%s: M2M100Tokenizer's language_codes must be \"m2m100\" or \"wmt21\"", config_path);
+            return bad ? PF_ERROR_FORMAT : PF_ERROR_UNSUPPORTED;
+        }
+        if (src) o->src_lang = src->string;
+    }
+    return PF_OK;
+}
+
+/* additional_special_tokens (or extra_special_tokens): special from now on where already added,
+   else added with their vocab.json id or the next free one after next_id. */
+static pf_result pf__spm_files_listed_specials(pf_tokenizer *t, const pf__json *config, int32_t next_id,
+                                               const char *config_path, char *err, size_t err_size) {
+    const pf__json *list = pf__json_get(config, "additional_special_tokens");
+    if (!list || list->type == PF__JSON_NULL) list = pf__json_get(config, "extra_special_tokens");
+    if (list && list->type != PF__JSON_ARRAY && list->type != PF__JSON_NULL) {
+        snprintf(err, err_size, "%s: additional_special_tokens is not a list", config_path);
+        return PF_ERROR_FORMAT;
+    }
+    for (size_t i = 0; i < t->num_added; i++)
+        if (t->added[i].id >= next_id) next_id = t->added[i].id + 1;
+    for (const pf__json *e = list && list->type == PF__JSON_ARRAY ? list->first : NULL; e; e = e->next) {
+        const pf__json *c = e->type == PF__JSON_OBJECT ? pf__json_get(e, "content") : e;
+        size_t k;
+        int32_t id;
+        if (!c || c->type != PF__JSON_STRING || !c->string_len) {
+            snprintf(err, err_size, "%s: additional_special_tokens holds a non-string", config_path);
+            return PF_ERROR_FORMAT;
+        }
+        for (k = 0; k < t->num_added && (t->added[k].len != c->string_len || memcmp(t->added[k].content, c->string, c->string_len)); k++) {}
+        if (k < t->num_added) {
+            t->added[k].special = 1;
+            t->added[k].unmatched = 0;
+            continue;
+        }
+        if ((id = pf__tok_vocab_find(t, c->string, c->string_len)) < 0) id = next_id++;
+        if (pf__tok_add_token(t, c->string, c->string_len, id, 1, 0, 0, 0, 0)) {
+            snprintf(err, err_size, "%s: out of memory", config_path);
+            return PF_ERROR_OUT_OF_MEMORY;
+        }
+    }
+    return PF_OK;
+}
+
+/* The added tokens: the config's, the language codes, the named special tokens, the listed ones. */
+static pf_result pf__spm_files_added(pf_tokenizer *t, const char *dir, const pf__json *config, int kind,
+                                     const pf__spm_files_options *o, const char *config_path, char *err, size_t err_size) {
+    int oom = 0;
+    pf_result r = pf__tok_read_added_decoder(t, config, config_path, err, err_size);
+    if (r != PF_OK) return r;
+    for (size_t i = 0; i < o->num_langs; i++) {
+        char name[16];
+        size_t k, n = (size_t)snprintf(name, sizeof name, "__%s__", o->langs[i]);
+        for (k = 0; k < t->num_added && (t->added[k].len != n || memcmp(t->added[k].content, name, n)); k++) {}
+        if (k < t->num_added) continue;
+        if (pf__tok_add_token(t, name, n, (int32_t)(t->vocab_count + i), 0, 0, 0, 0, 0)) {
+            oom = 1;
+            break;
+        }
+        t->added[t->num_added - 1].unmatched = 1;
+    }
+    pf__spm_named_special(t, config, "eos_token", "</s>", &oom);
+    pf__spm_named_special(t, config, "pad_token", "<pad>", &oom);
+    if (kind != PF__SPM_FILES_MARIAN) {
+        pf__spm_named_special(t, config, "bos_token", "<s>", &oom);
+        pf__spm_named_special(t, config, "sep_token", "</s>", &oom);
+    }
+    if (!oom && (t->unk_id = pf__spm_named_special(t, config, "unk_token", "<unk>", &oom)) < 0 && !oom) {
+        snprintf(err, err_size, "%s: the unk_token is not in vocab.json", dir);
+        return PF_ERROR_FORMAT;
+    }
+    if (oom) {
+        snprintf(err, err_size, "%s: out of memory", dir);
+        return PF_ERROR_OUT_OF_MEMORY;
+    }
+    return pf__spm_files_listed_specials(t, config, (int32_t)(t->vocab_count + o->num_langs), config_path, err, err_size);
+}
+
+/* The SentencePiece model (m, parsed from data, both the caller's to free), its pieces' ids
+   through the vocabulary, and its normalizer. */
+static pf_result pf__spm_files_model(pf_tokenizer *t, const char *path, const pf__spm_files_options *o, char **data,
+                                     pf__spm_model *m, const char *config_path, char *err, size_t err_size) {
+    size_t len = 0;
+    pf__tok_norm *nm;
+    pf_result r;
+    if ((r = pf__read_file(path, PF__MAX_TEXT_FILE, data, &len, err, err_size)) != PF_OK ||
+        (r = pf__spm_parse((const unsigned char *)*data, len, m, path, err, err_size)) != PF_OK ||
+        (r = pf__spm_build(m, &t->spm, path, err, err_size)) != PF_OK)
+        return r;
+    if (o->upper && pf__spm_has_cased_non_ascii(m)) {
+        snprintf(err, err_size, "%s: do_upper_case with pieces beyond ASCII is not supported (decode upper-cases ASCII "
+                 "letters only)", config_path);
+        return PF_ERROR_UNSUPPORTED;
+    }
+    if (!(t->spm_ids = (int32_t *)malloc((m->num_pieces ? m->num_pieces : 1) * sizeof *t->spm_ids)) ||
+        !(nm = pf__tok_add_norm(t, PF__NORM_SPM))) {
+        snprintf(err, err_size, "%s: out of memory", path);
+        return PF_ERROR_OUT_OF_MEMORY;
+    }
+    for (size_t i = 0; i < m->num_pieces; i++) t->spm_ids[i] = pf__tok_spm_lookup(t, m->pieces[i].s, m->pieces[i].len);
+    nm->spm = m->flags;
+    if (!m->charsmap_len) return PF_OK;
+    size_t trie_bytes = m->charsmap_len >= 4 ? (size_t)m->charsmap[0] | (size_t)m->charsmap[1] << 8 |
+                                               (size_t)m->charsmap[2] << 16 | (size_t)m->charsmap[3] << 24 : 1;
+    if (trie_bytes % 4) { /* SentencePiece reads the replacements from its end, HF from the last whole unit */
+        snprintf(err, err_size, "%s: normalizer_spec.precompiled_charsmap is not a SentencePiece charsmap", path);
+        return PF_ERROR_FORMAT;
+    }
+    return pf__tok_set_charsmap(nm, m->charsmap, m->charsmap_len, "normalizer_spec.precompiled_charsmap", path, err,
+                                err_size);
+}
+
+/* "$A </s>" (M2M100: the source language first), a pair "$A $B </s>". */
+static pf_result pf__spm_files_post(pf_tokenizer *t, const char *dir, const pf__json *config, const pf__spm_files_options *o,
+                                    const char *config_path, const char *path, char *err, size_t err_size) {
+    pf__tok_post_item single[3], pair[4];
+    size_t n = 0, k;
+    int oom = 0;
+    int32_t eos = pf__spm_named_special(t, config, "eos_token", "</s>", &oom);
+    if (eos < 0) {
+        snprintf(err, err_size, "%s: the eos_token is not in vocab.json", dir);
+        return oom ? PF_ERROR_OUT_OF_MEMORY : PF_ERROR_FORMAT;
+    }
+    if (o->langs) {
+        char name[64];
+        int32_t lang = -1;
+        snprintf(name, sizeof name, "__%.40s__", o->src_lang);
+        for (k = 0; k < t->num_added; k++)
+            if (!strcmp(t->added[k].content, name)) lang = t->added[k].id;
+        for (k = 0; k < o->num_langs && strcmp(o->langs[k], o->src_lang); k++) {}
+        if (k == o->num_langs || lang < 0) {
+            snprintf(err, err_size, "%s: src_lang \"%.40s\" is not one of M2M100Tokenizer's language codes", config_path,
+                     o->src_lang);
+            return PF_ERROR_FORMAT;
+        }
+        single[n].id = pair[n].id = lang;
+        single[n].type_id = pair[n].type_id = 0;
+        n++;
+    }
+    single[n].id = pair[n].id = PF__TOK_SEQ_A;
+    pair[n + 1].id = PF__TOK_SEQ_B;
+    single[n + 1].id = pair[n + 2].id = eos;
+    single[n].type_id = single[n + 1].type_id = pair[n].type_id = pair[n + 1].type_id = pair[n + 2].type_id = 0;
+    pf_result r = pf__tok_set_post(t, 0, single, n + 2, path, err, err_size);
+    if (r == PF_OK) r = pf__tok_set_post(t, 1, pair, n + 3, path, err, err_size);
+    if (r == PF_OK) t->has_post = 1;
+    return r;
+}
+
 /* SentencePiece files mapped through vocab.json, as transformers' slow MarianTokenizer (kind
    PF__SPM_FILES_MARIAN: source.spm for the text and for decode, as transformers 5 decodes with a
    shared vocab; a leading ">>xx<<" its own token), M2M100Tokenizer (PF__SPM_FILES_M2M100:
@@ -9916,189 +10110,36 @@ static pf_result pf__tok_from_spm_files(pf_tokenizer *t, const char *dir, const 
     char path[4096];
     pf__json *vocab = NULL;
     char *data = NULL;
-    size_t len = 0, i, num_langs = 0;
-    const char *const *langs = NULL;
-    const char *src_lang = "en";
     pf__spm_model m;
-    pf__tok_post_item single[3], pair[4];
-    pf__tok_norm *nm;
-    const pf__json *list, *e;
-    int32_t eos, next_id;
-    int oom = 0, bad = 0, cleanup = pf__tok_json_bool(config, "clean_up_tokenization_spaces", 0), upper = 0;
-    int m2m = kind == PF__SPM_FILES_M2M100, speech = kind == PF__SPM_FILES_SPEECH2TEXT;
-    pf_result r;
+    pf__spm_files_options o;
     memset(&m, 0, sizeof m);
-    if (cleanup < 0) {
-        snprintf(err, err_size, "%s: clean_up_tokenization_spaces is not a boolean", config_path);
-        return PF_ERROR_FORMAT;
-    }
-    if (speech) {
-        const pf__json *codes = pf__json_get(config, "lang_codes");
-        int lower = pf__tok_json_bool(config, "do_lower_case", 0);
-        upper = pf__tok_json_bool(config, "do_upper_case", 0);
-        if (upper < 0 || lower < 0) {
-            snprintf(err, err_size, "%s: %s is not a boolean", config_path, upper < 0 ? "do_upper_case" : "do_lower_case");
-            return PF_ERROR_FORMAT;
-        }
-        if (codes && codes->type != PF__JSON_NULL) {
-            snprintf(err, err_size, "%s: Speech2TextTokenizer with lang_codes (the multilingual models' <lang:xx> target "
-                     "language prefix) is not supported", config_path);
-            return PF_ERROR_UNSUPPORTED;
-        }
-    } else if (!m2m) {
-        int separate = pf__tok_json_bool(config, "separate_vocabs", 0);
-        if (separate) {
-            snprintf(err, err_size, separate < 0 ? "%s: separate_vocabs is not a boolean" : "%s: MarianTokenizer with "
-                     "separate_vocabs (a target vocabulary of its own) is not supported", config_path);
-            return separate < 0 ? PF_ERROR_FORMAT : PF_ERROR_UNSUPPORTED;
-        }
-    } else {
-        const pf__json *codes = pf__tok_json_str(config, "language_codes", &bad), *src = pf__tok_json_str(config, "src_lang", &bad);
-        langs = pf__m2m100_langs;
-        num_langs = PF__TOK_LEN(pf__m2m100_langs);
-        if (codes && !strcmp(codes->string, "wmt21")) {
-            langs = pf__wmt21_langs;
-            num_langs = PF__TOK_LEN(pf__wmt21_langs);
-        } else if (bad || (codes && strcmp(codes->string, "m2m100"))) {
-            snprintf(err, err_size, "%s: M2M100Tokenizer's language_codes must be \"m2m100\" or \"wmt21\"", config_path);
-            return bad ? PF_ERROR_FORMAT : PF_ERROR_UNSUPPORTED;
-        }
-        if (src) src_lang = src->string;
-    }
+    pf_result r = pf__spm_files_options_read(config, kind, config_path, &o, err, err_size);
+    if (r != PF_OK) return r;
     if (pf__path_join(path, sizeof path, dir, "vocab.json")) goto too_long;
     if ((r = pf__tok_read_json(path, 0, &vocab, err, err_size)) != PF_OK ||
-        (r = pf__tok_set_vocab(t, vocab, NULL, path, err, err_size)) != PF_OK)
+        (r = pf__tok_set_vocab(t, vocab, NULL, path, err, err_size)) != PF_OK ||
+        (r = pf__spm_files_added(t, dir, config, kind, &o, config_path, err, err_size)) != PF_OK)
         goto done;
-    /* the added tokens: the config's, the language codes, the named special tokens, the listed ones */
-    if ((r = pf__tok_read_added_decoder(t, config, config_path, err, err_size)) != PF_OK) goto done;
-    for (i = 0; i < num_langs; i++) {
-        char name[16];
-        size_t k, n = (size_t)snprintf(name, sizeof name, "__%s__", langs[i]);
-        for (k = 0; k < t->num_added && (t->added[k].len != n || memcmp(t->added[k].content, name, n)); k++) {}
-        if (k < t->num_added) continue;
-        if (pf__tok_add_token(t, name, n, (int32_t)(t->vocab_count + i), 0, 0, 0, 0, 0)) goto oom;
-        t->added[t->num_added - 1].unmatched = 1;
-    }
-    pf__spm_named_special(t, config, "eos_token", "</s>", &oom);
-    pf__spm_named_special(t, config, "pad_token", "<pad>", &oom);
-    if (m2m || speech) {
-        pf__spm_named_special(t, config, "bos_token", "<s>", &oom);
-        pf__spm_named_special(t, config, "sep_token", "</s>", &oom);
-    }
-    if ((t->unk_id = pf__spm_named_special(t, config, "unk_token", "<unk>", &oom)) < 0 && !oom) {
-        snprintf(err, err_size, "%s: the unk_token is not in vocab.json", dir);
-        r = PF_ERROR_FORMAT;
-        goto done;
-    }
-    if (oom) goto oom;
-    list = pf__json_get(config, "additional_special_tokens");
-    if (!list || list->type == PF__JSON_NULL) list = pf__json_get(config, "extra_special_tokens");
-    if (list && list->type != PF__JSON_ARRAY && list->type != PF__JSON_NULL) {
-        snprintf(err, err_size, "%s: additional_special_tokens is not a list", config_path);
-        r = PF_ERROR_FORMAT;
-        goto done;
-    }
-    next_id = (int32_t)(t->vocab_count + num_langs);
-    for (i = 0; i < t->num_added; i++)
-        if (t->added[i].id >= next_id) next_id = t->added[i].id + 1;
-    for (e = list && list->type == PF__JSON_ARRAY ? list->first : NULL; e; e = e->next) {
-        const pf__json *c = e->type == PF__JSON_OBJECT ? pf__json_get(e, "content") : e;
-        size_t k;
-        int32_t id;
-        if (!c || c->type != PF__JSON_STRING || !c->string_len) {
-            snprintf(err, err_size, "%s: additional_special_tokens holds a non-string", config_path);
-            r = PF_ERROR_FORMAT;
-            goto done;
-        }
-        for (k = 0; k < t->num_added && (t->added[k].len != c->string_len || memcmp(t->added[k].content, c->string, c->string_len)); k++) {}
-        if (k < t->num_added) {
-            t->added[k].special = 1;
-            t->added[k].unmatched = 0;
-            continue;
-        }
-        if ((id = pf__tok_vocab_find(t, c->string, c->string_len)) < 0) id = next_id++;
-        if (pf__tok_add_token(t, c->string, c->string_len, id, 1, 0, 0, 0, 0)) goto oom;
-    }
-
-    /* the SentencePiece model, its pieces' ids here */
     if (pf__path_join(path, sizeof path, dir, kind == PF__SPM_FILES_MARIAN ? "source.spm" : "sentencepiece.bpe.model"))
         goto too_long;
-    if ((r = pf__read_file(path, PF__MAX_TEXT_FILE, &data, &len, err, err_size)) != PF_OK ||
-        (r = pf__spm_parse((const unsigned char *)data, len, &m, path, err, err_size)) != PF_OK ||
-        (r = pf__spm_build(&m, &t->spm, path, err, err_size)) != PF_OK)
+    if ((r = pf__spm_files_model(t, path, &o, &data, &m, config_path, err, err_size)) != PF_OK ||
+        (r = pf__spm_files_post(t, dir, config, &o, config_path, path, err, err_size)) != PF_OK)
         goto done;
-    if (upper && pf__spm_has_cased_non_ascii(&m)) {
-        snprintf(err, err_size, "%s: do_upper_case with pieces beyond ASCII is not supported (decode upper-cases ASCII "
-                 "letters only)", config_path);
-        r = PF_ERROR_UNSUPPORTED;
-        goto done;
-    }
-    if (!(t->spm_ids = (int32_t *)malloc((m.num_pieces ? m.num_pieces : 1) * sizeof *t->spm_ids))) goto oom;
-    for (i = 0; i < m.num_pieces; i++) t->spm_ids[i] = pf__tok_spm_lookup(t, m.pieces[i].s, m.pieces[i].len);
-    if (!(nm = pf__tok_add_norm(t, PF__NORM_SPM))) goto oom;
-    nm->spm = m.flags;
-    if (m.charsmap_len) {
-        size_t trie_bytes = m.charsmap_len >= 4 ? (size_t)m.charsmap[0] | (size_t)m.charsmap[1] << 8 |
-                                                  (size_t)m.charsmap[2] << 16 | (size_t)m.charsmap[3] << 24 : 1;
-        if (trie_bytes % 4) { /* SentencePiece reads the replacements from its end, HF from the last whole unit */
-            snprintf(err, err_size, "%s: normalizer_spec.precompiled_charsmap is not a SentencePiece charsmap", path);
-            r = PF_ERROR_FORMAT;
-            goto done;
-        }
-        if ((r = pf__tok_set_charsmap(nm, m.charsmap, m.charsmap_len, "normalizer_spec.precompiled_charsmap", path, err,
-                                      err_size)) != PF_OK)
-            goto done;
-    }
-
-    /* "$A </s>" (M2M100: the source language first), a pair "$A $B </s>"; decode as the class does */
-    if ((eos = pf__spm_named_special(t, config, "eos_token", "</s>", &oom)) < 0) {
-        snprintf(err, err_size, "%s: the eos_token is not in vocab.json", dir);
-        r = oom ? PF_ERROR_OUT_OF_MEMORY : PF_ERROR_FORMAT;
-        goto done;
-    }
-    {
-        size_t n = 0, k;
-        if (m2m) {
-            char name[64];
-            int32_t lang = -1;
-            snprintf(name, sizeof name, "__%.40s__", src_lang);
-            for (k = 0; k < t->num_added; k++)
-                if (!strcmp(t->added[k].content, name)) lang = t->added[k].id;
-            for (k = 0; k < num_langs && strcmp(langs[k], src_lang); k++) {}
-            if (k == num_langs || lang < 0) {
-                snprintf(err, err_size, "%s: src_lang \"%.40s\" is not one of M2M100Tokenizer's language codes", config_path,
-                         src_lang);
-                r = PF_ERROR_FORMAT;
-                goto done;
-            }
-            single[n].id = pair[n].id = lang;
-            single[n].type_id = pair[n].type_id = 0;
-            n++;
-        }
-        single[n].id = pair[n].id = PF__TOK_SEQ_A;
-        pair[n + 1].id = PF__TOK_SEQ_B;
-        single[n + 1].id = pair[n + 2].id = eos;
-        single[n].type_id = single[n + 1].type_id = pair[n].type_id = pair[n + 1].type_id = pair[n + 2].type_id = 0;
-        if ((r = pf__tok_set_post(t, 0, single, n + 2, path, err, err_size)) != PF_OK ||
-            (r = pf__tok_set_post(t, 1, pair, n + 3, path, err, err_size)) != PF_OK)
-            goto done;
-        t->has_post = 1;
-    }
     t->model = t->spm->model;
     t->spm_marian = kind == PF__SPM_FILES_MARIAN;
-    t->spm_upper = upper;
-    t->spm_cleanup = cleanup;
+    t->spm_upper = o.upper;
+    t->spm_cleanup = o.cleanup;
     t->has_decoder = 1;
-    if (!pf__tok_add_dec(t, PF__DEC_SPM)) goto oom;
+    if (!pf__tok_add_dec(t, PF__DEC_SPM)) {
+        snprintf(err, err_size, "%s: out of memory", dir);
+        r = PF_ERROR_OUT_OF_MEMORY;
+        goto done;
+    }
     r = pf__tok_finish(t, path, err, err_size);
     goto done;
 too_long:
     snprintf(err, err_size, "%.200s: the path is too long", dir);
     r = PF_ERROR_INVALID_ARGUMENT;
-    goto done;
-oom:
-    snprintf(err, err_size, "%s: out of memory", dir);
-    r = PF_ERROR_OUT_OF_MEMORY;
 done:
     pf__json_free(vocab);
     free(m.pieces);
