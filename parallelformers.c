@@ -2132,15 +2132,15 @@ static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message
     return r;
 }
 
-/* A config.json object (the file's, or a dual model's tower's) into cfg: the row of arch, or of
-   its model_type when arch is -1. path names it in messages. */
-static pf_result pf__config_parse(const pf__json *json, const char *path, int arch, pf__config *cfg, char *message,
-                                  size_t size) {
-    pf_result r = PF_OK;
-    pf__config_defaults(cfg);
+/* The architecture row of a config: arch itself, or the row (built in, alias or registered) of
+   the object's model_type when arch is -1; -1 after writing the message. */
+static int pf__config_arch(const pf__json *json, const char *path, int arch, pf__config *cfg, pf_result *r,
+                           char *message, size_t size) {
     const pf__json *type = pf__json_get(json, "model_type");
-    if (arch < 0 && (!type || type->type != PF__JSON_STRING))
-        return pf__format(message, size, PF_ERROR_FORMAT, "%s: no \"model_type\" string", path);
+    if (arch < 0 && (!type || type->type != PF__JSON_STRING)) {
+        *r = pf__format(message, size, PF_ERROR_FORMAT, "%s: no \"model_type\" string", path);
+        return -1;
+    }
     int by_type = arch < 0; /* else the caller's row, whatever the object says */
     snprintf(cfg->model_type, sizeof cfg->model_type, "%s", by_type ? type->string : pf__archs[arch].model_type);
     for (int a = 0; by_type && a < PF__ARCH_COUNT; a++)
@@ -2148,29 +2148,32 @@ static pf_result pf__config_parse(const pf__json *json, const char *path, int ar
     for (size_t i = 0; by_type && i < PF__COUNT(pf__arch_aliases); i++)
         if (strcmp(pf__arch_aliases[i].model_type, type->string) == 0) arch = (int)pf__arch_aliases[i].arch;
     if (arch < 0) arch = pf__policy_acquire(type->string); /* a registered one, held until pf_free */
-    if (arch < 0) {
-        char supported[1024] = "";
-        for (int a = 0; a < PF__ARCH_COUNT; a++) {
-            size_t used = strlen(supported);
-            snprintf(supported + used, sizeof supported - used, "%s%s", a ? ", " : "", pf__archs[a].model_type);
-        }
-        for (size_t i = 0; i < PF__COUNT(pf__arch_aliases); i++) {
-            size_t used = strlen(supported);
-            snprintf(supported + used, sizeof supported - used, ", %s", pf__arch_aliases[i].model_type);
-        }
-        pthread_mutex_lock(&pf__policy_lock);
-        for (int i = 0; i < PF__MAX_REGISTERED; i++) {
-            size_t used = strlen(supported);
-            if (pf__registered_policies[i].in_use)
-                snprintf(supported + used, sizeof supported - used, ", %s", pf__archs[PF__ARCH_COUNT + i].model_type);
-        }
-        pthread_mutex_unlock(&pf__policy_lock);
-        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: model_type \"%s\" is not supported (supported: %s)",
-                          path, type->string, supported);
+    if (arch >= 0) return arch;
+    char supported[1024] = "";
+    for (int a = 0; a < PF__ARCH_COUNT; a++) {
+        size_t used = strlen(supported);
+        snprintf(supported + used, sizeof supported - used, "%s%s", a ? ", " : "", pf__archs[a].model_type);
     }
-    cfg->arch = (pf__arch_id)arch;
-    const pf__arch *a = &pf__archs[arch];
+    for (size_t i = 0; i < PF__COUNT(pf__arch_aliases); i++) {
+        size_t used = strlen(supported);
+        snprintf(supported + used, sizeof supported - used, ", %s", pf__arch_aliases[i].model_type);
+    }
+    pthread_mutex_lock(&pf__policy_lock);
+    for (int i = 0; i < PF__MAX_REGISTERED; i++) {
+        size_t used = strlen(supported);
+        if (pf__registered_policies[i].in_use)
+            snprintf(supported + used, sizeof supported - used, ", %s", pf__archs[PF__ARCH_COUNT + i].model_type);
+    }
+    pthread_mutex_unlock(&pf__policy_lock);
+    *r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: model_type \"%s\" is not supported (supported: %s)",
+                    path, type->string, supported);
+    return -1;
+}
 
+/* The policy's numeric config rows into cfg's fields. */
+static pf_result pf__config_read_rows(const pf__json *json, const char *path, pf__config *cfg, char *message,
+                                      size_t size) {
+    pf_result r = PF_OK;
     /* Each field: the first alias present wins; later rows for the same field are aliases. */
     unsigned char done[sizeof(pf__config)] = {0};
     const pf__policy_rows *rows = pf__rows(cfg->arch);
@@ -2213,15 +2216,20 @@ static pf_result pf__config_parse(const pf__json *json, const char *path, int ar
             *(int *)((char *)cfg + c->offset) = (int)value;
         }
     }
-    if (!r && a->kind == PF__KIND_DUAL) return pf__config_requires(json, cfg->arch, path, message, size); /* its towers have the rest */
-    if (!r) {
-        const pf__json *act = a->activation_key ? pf__json_get(json, a->activation_key) : NULL;
-        const char *act_name = act && act->type == PF__JSON_STRING ? act->string : a->activation_default;
-        if (pf__activation_from_name(cfg->arch, act_name, &cfg->activation))
-            r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: activation \"%s\" is not supported", path, act_name);
-        cfg->gated_mlp = a->mlp == PF__MLP_GATED || (a->mlp == PF__MLP_GATED_IF_NAMED && !strncmp(act_name, "gated-", 6));
-    }
-    if (!r) r = pf__config_rope(json, cfg, path, message, size);
+    return r;
+}
+
+/* What the rows do not hold: activation, rope, token ids, head, speech front end, tied embeddings,
+   required values and attention windows. */
+static pf_result pf__config_read_extras(const pf__json *json, const char *path, pf__config *cfg, char *message,
+                                        size_t size) {
+    const pf__arch *a = &pf__archs[cfg->arch];
+    const pf__json *act = a->activation_key ? pf__json_get(json, a->activation_key) : NULL;
+    const char *act_name = act && act->type == PF__JSON_STRING ? act->string : a->activation_default;
+    if (pf__activation_from_name(cfg->arch, act_name, &cfg->activation))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: activation \"%s\" is not supported", path, act_name);
+    cfg->gated_mlp = a->mlp == PF__MLP_GATED || (a->mlp == PF__MLP_GATED_IF_NAMED && !strncmp(act_name, "gated-", 6));
+    pf_result r = pf__config_rope(json, cfg, path, message, size);
     if (!r) r = pf__config_token_ids(cfg, json, path, message, size);
     if (!r) r = pf__config_head(json, cfg, path, message, size);
     if (!r && (cfg->speech || cfg->head == PF_HEAD_CTC)) r = pf__config_speech(json, cfg, path, message, size);
@@ -2236,8 +2244,12 @@ static pf_result pf__config_parse(const pf__json *json, const char *path, int ar
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
     if (!r) r = pf__config_stray_windows(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_windows(json, cfg, path, message, size);
-    if (r) return r;
+    return r;
+}
 
+/* The sizes derived from the others, and the checks that they fit together. */
+static pf_result pf__config_derive(const char *path, pf__config *cfg, char *message, size_t size) {
+    const pf__arch *a = &pf__archs[cfg->arch];
     if (cfg->position_offset_from_pad) { /* RoBERTa's and M2M100's positions: pad_token_id + 1 + index */
         cfg->position_offset += 1;
         if (cfg->position_offset_from_pad == 1) cfg->max_positions -= cfg->position_offset;
@@ -2281,6 +2293,21 @@ static pf_result pf__config_parse(const pf__json *json, const char *path, int ar
                               cfg->rotary_dim, cfg->head_dim);
     }
     return PF_OK;
+}
+
+/* A config.json object (the file's, or a dual model's tower's) into cfg: the row of arch, or of
+   its model_type when arch is -1. path names it in messages. */
+static pf_result pf__config_parse(const pf__json *json, const char *path, int arch, pf__config *cfg, char *message,
+                                  size_t size) {
+    pf_result r = PF_OK;
+    pf__config_defaults(cfg);
+    arch = pf__config_arch(json, path, arch, cfg, &r, message, size);
+    if (arch < 0) return r;
+    cfg->arch = (pf__arch_id)arch;
+    if ((r = pf__config_read_rows(json, path, cfg, message, size)) != PF_OK) return r;
+    if (pf__archs[arch].kind == PF__KIND_DUAL) return pf__config_requires(json, cfg->arch, path, message, size); /* its towers have the rest */
+    if ((r = pf__config_read_extras(json, path, cfg, message, size)) != PF_OK) return r;
+    return pf__config_derive(path, cfg, message, size);
 }
 
 /* ---- registering policies at run time ---- */
