@@ -6743,8 +6743,123 @@ static int pf__tok_spm_normalize(const pf__tok_norm *nm, const unsigned char *s,
     return 0;
 }
 
-/* One normalizer step: s[0 .. n) -> out. *first is cleared when the step drops the first character
-   (then the text no longer starts where the original did: Metaspace's prepend_scheme "first"). */
+/* The normalizer steps below write s[0 .. n) to out; *first is cleared when a step drops the
+   first character (then the text no longer starts where the original did: Metaspace's
+   prepend_scheme "first"). */
+
+/* NFC, NFD, NFKC, NFKD and StripAccents: decomposed, reordered, and composed or stripped. */
+static int pf__tok_norm_unicode(pf__tok_ctx *c, pf__tok_norm_kind kind, const unsigned char *s, size_t n,
+                                pf__tok_buf *out, int *first) {
+    if (pf__tok_is_ascii(s, n)) return pf__buf_put(out, s, n);
+    pf__tok_cps *d = &c->cps;
+    int compat = kind == PF__NORM_NFKC || kind == PF__NORM_NFKD, rc = 0;
+    size_t k;
+    uint32_t cp;
+    c->cps_tmp.len = 0;
+    d->len = 0;
+    for (size_t i = 0; i < n; i += k) {
+        k = pf__utf8_decode(s + i, n - i, &cp);
+        if (compat && (rc = pf__nf_decompose_compat(d, cp)) != 0) {
+            if (rc < 0) return -1;
+            continue;
+        }
+        if (pf__nf_decompose(d, cp == PF__UTF8_INVALID ? PF__CP_RAW | s[i] : cp, 0)) return -1;
+        if (i == 0 && kind == PF__NORM_STRIP_ACCENTS) { /* all of the first character dropped? */
+            size_t j;
+            for (j = 0; j < d->len && (pf__unicode_class(d->p[j]) & PF__UC_MN); j++) {}
+            if (j == d->len) *first = 0;
+        }
+    }
+    if (pf__nf_reorder(d, &c->cps_tmp)) return -1;
+    if (kind == PF__NORM_NFC || kind == PF__NORM_NFKC) pf__nf_compose(d);
+    if (kind == PF__NORM_STRIP_ACCENTS) {
+        size_t m = 0;
+        for (size_t j = 0; j < d->len; j++)
+            if (!(pf__unicode_class(d->p[j]) & PF__UC_MN)) d->p[m++] = d->p[j];
+        d->len = m;
+    }
+    return pf__tok_from_cps(out, d);
+}
+
+static int pf__tok_norm_lowercase(const unsigned char *s, size_t n, pf__tok_buf *out) {
+    size_t k;
+    uint32_t cp;
+    for (size_t i = 0; i < n; i += k) {
+        k = pf__utf8_decode(s + i, n - i, &cp);
+        if (cp == PF__UTF8_INVALID || cp < 0x41) {
+            if (pf__buf_put(out, s + i, k)) return -1;
+        } else if (cp == 0x130) {
+            if (pf__buf_put(out, "i\xcc\x87", 3)) return -1;
+        } else if (pf__buf_put_cp(out, pf__unicode_lower(cp))) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Strip: whitespace off the left and/or right end. */
+static int pf__tok_norm_strip(const pf__tok_norm *nm, const unsigned char *s, size_t n, pf__tok_buf *out, int *first) {
+    size_t lo = 0, hi = n, k;
+    uint32_t cp;
+    if (nm->left)
+        while (lo < hi) {
+            k = pf__utf8_decode(s + lo, hi - lo, &cp);
+            if (!(pf__unicode_class(cp) & PF__UC_WS)) break;
+            lo += k;
+        }
+    if (nm->right)
+        while (hi > lo) {
+            cp = pf__utf8_decode_before(s, lo, hi, &k);
+            if (!(pf__unicode_class(cp) & PF__UC_WS)) break;
+            hi -= k;
+        }
+    if (lo > 0) *first = 0;
+    return pf__buf_put(out, s + lo, hi - lo);
+}
+
+/* BertNormalizer's clean_text: drop NUL, U+FFFD and controls; whitespace becomes a space. */
+static int pf__tok_norm_bert_clean(const unsigned char *s, size_t n, pf__tok_buf *out, int *first) {
+    size_t k;
+    uint32_t cp;
+    for (size_t i = 0; i < n; i += k) {
+        k = pf__utf8_decode(s + i, n - i, &cp);
+        unsigned f = pf__unicode_class(cp);
+        if (cp == 0 || cp == 0xFFFD || (f & PF__UC_CTRL)) {
+            if (i == 0) *first = 0;
+            continue;
+        }
+        if (pf__buf_put(out, f & PF__UC_WS ? (const unsigned char *)" " : s + i, f & PF__UC_WS ? 1 : k)) return -1;
+    }
+    return 0;
+}
+
+/* HF's Precompiled: a grapheme cluster shorter than 6 bytes goes whole to the charsmap; otherwise
+   (or when it has nothing for it) each character does. */
+static int pf__tok_norm_precompiled(const pf__tok_norm *nm, const unsigned char *s, size_t n, pf__tok_buf *out,
+                                    int *first) {
+    size_t k;
+    uint32_t cp;
+    for (size_t i = 0; i < n; i = k) {
+        const char *rep;
+        size_t rep_len, m, start = out->len;
+        k = pf__grapheme_end(s, i, n);
+        if (k - i < 6 && pf__charsmap_find(nm, s + i, k - i, &rep, &rep_len)) {
+            if (pf__buf_put(out, rep, rep_len)) return -1;
+        } else {
+            for (size_t j = i; j < k; j += m) {
+                m = pf__utf8_decode(s + j, k - j, &cp);
+                if (pf__charsmap_find(nm, s + j, m, &rep, &rep_len) ? pf__buf_put(out, rep, rep_len)
+                                                                     : pf__buf_put(out, s + j, m))
+                    return -1;
+                if (j == 0 && out->len == start) *first = 0; /* the first character went */
+            }
+        }
+        if (i == 0 && out->len == start) *first = 0;
+    }
+    return 0;
+}
+
+/* One normalizer step: s[0 .. n) -> out. */
 static int pf__tok_norm_step(pf__tok_ctx *c, const pf__tok_norm *nm, const unsigned char *s, size_t n,
                              pf__tok_buf *out, int *first) {
     size_t i, k;
@@ -6756,81 +6871,18 @@ static int pf__tok_norm_step(pf__tok_ctx *c, const pf__tok_norm *nm, const unsig
     case PF__NORM_NFKC:
     case PF__NORM_NFKD:
     case PF__NORM_STRIP_ACCENTS:
-        if (pf__tok_is_ascii(s, n)) return pf__buf_put(out, s, n);
-        c->cps_tmp.len = 0;
-        {
-            pf__tok_cps *d = &c->cps;
-            int compat = nm->kind == PF__NORM_NFKC || nm->kind == PF__NORM_NFKD, rc = 0;
-            d->len = 0;
-            for (i = 0; i < n; i += k) {
-                k = pf__utf8_decode(s + i, n - i, &cp);
-                if (compat && (rc = pf__nf_decompose_compat(d, cp)) != 0) {
-                    if (rc < 0) return -1;
-                    continue;
-                }
-                if (pf__nf_decompose(d, cp == PF__UTF8_INVALID ? PF__CP_RAW | s[i] : cp, 0)) return -1;
-                if (i == 0 && nm->kind == PF__NORM_STRIP_ACCENTS) { /* all of the first character dropped? */
-                    size_t j;
-                    for (j = 0; j < d->len && (pf__unicode_class(d->p[j]) & PF__UC_MN); j++) {}
-                    if (j == d->len) *first = 0;
-                }
-            }
-            if (pf__nf_reorder(d, &c->cps_tmp)) return -1;
-            if (nm->kind == PF__NORM_NFC || nm->kind == PF__NORM_NFKC) pf__nf_compose(d);
-            if (nm->kind == PF__NORM_STRIP_ACCENTS) {
-                size_t j, m = 0;
-                for (j = 0; j < d->len; j++)
-                    if (!(pf__unicode_class(d->p[j]) & PF__UC_MN)) d->p[m++] = d->p[j];
-                d->len = m;
-            }
-            return pf__tok_from_cps(out, d);
-        }
+        return pf__tok_norm_unicode(c, nm->kind, s, n, out, first);
     case PF__NORM_LOWERCASE:
-        for (i = 0; i < n; i += k) {
-            k = pf__utf8_decode(s + i, n - i, &cp);
-            if (cp == PF__UTF8_INVALID || cp < 0x41) {
-                if (pf__buf_put(out, s + i, k)) return -1;
-            } else if (cp == 0x130) {
-                if (pf__buf_put(out, "i\xcc\x87", 3)) return -1;
-            } else if (pf__buf_put_cp(out, pf__unicode_lower(cp))) {
-                return -1;
-            }
-        }
-        return 0;
+        return pf__tok_norm_lowercase(s, n, out);
     case PF__NORM_PREPEND:
         if (n && pf__buf_put(out, nm->a, nm->a_len)) return -1;
         return pf__buf_put(out, s, n);
     case PF__NORM_REPLACE:
         return pf__buf_replace(out, s, n, nm->a, nm->a_len, nm->b, nm->b_len);
-    case PF__NORM_STRIP: {
-        size_t lo = 0, hi = n;
-        if (nm->left)
-            while (lo < hi) {
-                k = pf__utf8_decode(s + lo, hi - lo, &cp);
-                if (!(pf__unicode_class(cp) & PF__UC_WS)) break;
-                lo += k;
-            }
-        if (nm->right)
-            while (hi > lo) {
-                cp = pf__utf8_decode_before(s, lo, hi, &k);
-                if (!(pf__unicode_class(cp) & PF__UC_WS)) break;
-                hi -= k;
-            }
-        if (lo > 0) *first = 0;
-        return pf__buf_put(out, s + lo, hi - lo);
-    }
-    case PF__NORM_BERT_CLEAN: /* drop NUL, U+FFFD and controls; whitespace becomes a space */
-        for (i = 0; i < n; i += k) {
-            unsigned f;
-            k = pf__utf8_decode(s + i, n - i, &cp);
-            f = pf__unicode_class(cp);
-            if (cp == 0 || cp == 0xFFFD || (f & PF__UC_CTRL)) {
-                if (i == 0) *first = 0;
-                continue;
-            }
-            if (pf__buf_put(out, f & PF__UC_WS ? (const unsigned char *)" " : s + i, f & PF__UC_WS ? 1 : k)) return -1;
-        }
-        return 0;
+    case PF__NORM_STRIP:
+        return pf__tok_norm_strip(nm, s, n, out, first);
+    case PF__NORM_BERT_CLEAN:
+        return pf__tok_norm_bert_clean(s, n, out, first);
     case PF__NORM_STRIP_MARKS:
         for (i = 0; i < n; i += k) {
             k = pf__utf8_decode(s + i, n - i, &cp);
@@ -6855,26 +6907,7 @@ static int pf__tok_norm_step(pf__tok_ctx *c, const pf__tok_norm *nm, const unsig
     case PF__NORM_SPM:
         return pf__tok_spm_normalize(nm, s, n, out);
     case PF__NORM_PRECOMPILED:
-        /* HF's Precompiled: a grapheme cluster shorter than 6 bytes goes whole to the charsmap;
-           otherwise (or when it has nothing for it) each character does */
-        for (i = 0; i < n; i = k) {
-            const char *rep;
-            size_t rep_len, j, m, start = out->len;
-            k = pf__grapheme_end(s, i, n);
-            if (k - i < 6 && pf__charsmap_find(nm, s + i, k - i, &rep, &rep_len)) {
-                if (pf__buf_put(out, rep, rep_len)) return -1;
-            } else {
-                for (j = i; j < k; j += m) {
-                    m = pf__utf8_decode(s + j, k - j, &cp);
-                    if (pf__charsmap_find(nm, s + j, m, &rep, &rep_len) ? pf__buf_put(out, rep, rep_len)
-                                                                         : pf__buf_put(out, s + j, m))
-                        return -1;
-                    if (j == 0 && out->len == start) *first = 0; /* the first character went */
-                }
-            }
-            if (i == 0 && out->len == start) *first = 0;
-        }
-        return 0;
+        return pf__tok_norm_precompiled(nm, s, n, out, first);
     case PF__NORM_BERT_CJK: /* spaces around CJK ideographs */
         for (i = 0; i < n; i += k) {
             k = pf__utf8_decode(s + i, n - i, &cp);
