@@ -19403,6 +19403,131 @@ static int pf__gguf_spm_merges(pf__tok_buf *b, const char *const *texts, const s
     return bad ? -1 : 0;
 }
 
+/* The tokenizer.json "model" object's body into b: the vocabulary (each token's text into texts
+   and lens), the merges (the file's, or made from SentencePiece's scores), the unk token. Nonzero
+   when out of memory. */
+static int pf__gguf_put_model(pf__tok_buf *b, const pf__gguf *g, int spm, const pf__gguf_kv *tokens,
+                              const pf__gguf_kv *merges, const pf__gguf_kv *scores, const pf__gguf_kv *types,
+                              const char **texts, size_t *lens) {
+    const uint8_t *at = NULL;
+    int bad = pf__gguf_put(b, spm ? "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": true, \"fuse_unk\": true, \"vocab\": {"
+                                  : "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": false, \"vocab\": {");
+    for (uint64_t i = 0; i < tokens->count && !bad; i++) {
+        char id[32];
+        pf__gguf_array_strings(tokens, &texts[i], &lens[i], &at);
+        snprintf(id, sizeof id, ": %llu", (unsigned long long)i);
+        bad = (i && pf__gguf_put(b, ", ")) || pf__gguf_put_json_string(b, texts[i], lens[i]) || pf__gguf_put(b, id);
+    }
+    bad |= pf__gguf_put(b, "}, \"merges\": [");
+    if (spm && !bad) {
+        float *values = (float *)malloc((tokens->count ? (size_t)tokens->count : 1) * sizeof(float));
+        for (uint64_t i = 0; values && i < tokens->count; i++) {
+            uint32_t bits = (uint32_t)pf__gguf_le(scores->value + 4 * i, 4);
+            memcpy(&values[i], &bits, 4);
+        }
+        bad = !values || pf__gguf_spm_merges(b, texts, lens, values, types, (size_t)tokens->count);
+        free(values);
+    }
+    at = NULL;
+    for (uint64_t i = 0; !spm && i < merges->count && !bad; i++) {
+        const char *s;
+        size_t n;
+        pf__gguf_array_strings(merges, &s, &n, &at);
+        bad = (i && pf__gguf_put(b, ", ")) || pf__gguf_put_json_string(b, s, n);
+    }
+    bad |= pf__gguf_put(b, "]");
+    const char *unk_text;
+    size_t unk_len;
+    int64_t unk_id;
+    if (spm && pf__gguf_special_text(g, "tokenizer.ggml.unknown_token_id", texts, lens, tokens->count, &unk_text, &unk_len,
+                                     &unk_id))
+        bad |= pf__gguf_put(b, ", \"unk_token\": ") || pf__gguf_put_json_string(b, unk_text, unk_len);
+    return bad;
+}
+
+/* The added tokens (control, unknown and user-defined), then the normalizer, pre-tokenizer and
+   decoder of the model kind (pretokenizer: the "gpt2" kind's row of pf__gguf_pretokenizers). */
+static int pf__gguf_put_added_and_decoding(pf__tok_buf *b, int spm, int space_prefix, size_t pretokenizer,
+                                           const pf__gguf_kv *types, const char **texts, const size_t *lens) {
+    int bad = 0;
+    bad |= pf__gguf_put(b, "}, \"added_tokens\": [");
+    int first = 1;
+    for (uint64_t i = 0; types && i < types->count && !bad; i++) {
+        int32_t type = pf__gguf_token_type(types, i);
+        char entry[160];
+        if (type != PF__GGUF_TOKEN_CONTROL && type != PF__GGUF_TOKEN_USER_DEFINED && type != PF__GGUF_TOKEN_UNKNOWN) continue;
+        snprintf(entry, sizeof entry, "%s{\"id\": %llu, \"special\": %s, \"normalized\": false, \"content\": ", first ? "" : ", ",
+                 (unsigned long long)i, type != PF__GGUF_TOKEN_USER_DEFINED ? "true" : "false");
+        bad = pf__gguf_put(b, entry) || pf__gguf_put_json_string(b, texts[i], lens[i]) || pf__gguf_put(b, "}");
+        first = 0;
+    }
+    if (spm)
+        bad |= pf__gguf_put(b, "], \"normalizer\": null, \"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": "
+                               "\"\xe2\x96\x81\", \"split\": false, \"prepend_scheme\": ") ||
+               pf__gguf_put(b, space_prefix ? "\"first\"}" : "\"never\"}") ||
+               pf__gguf_put(b, ", \"decoder\": {\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": "
+                               "{\"String\": \"\xe2\x96\x81\"}, \"content\": \" \"}, {\"type\": \"ByteFallback\"}, "
+                               "{\"type\": \"Fuse\"}") ||
+               pf__gguf_put(b, space_prefix ? ", {\"type\": \"Strip\", \"content\": \" \", \"start\": 1, \"stop\": 0}]}" : "]}");
+    else
+        bad |= pf__gguf_put(b, "], \"normalizer\": null, \"pre_tokenizer\": ") ||
+               pf__gguf_put(b, pf__gguf_pretokenizers[pretokenizer].json) || pf__gguf_put(b, ", \"decoder\": {\"type\": \"ByteLevel\"}");
+    return bad;
+}
+
+/* The post-processor: bos / eos around each text, as the model's tokenizer_config.json's
+   add_bos_token / add_eos_token say (none when neither). */
+static pf_result pf__gguf_put_post_processor(pf__tok_buf *b, const pf__gguf *g, const char **texts, const size_t *lens,
+                                             uint64_t count, char *message, size_t size) {
+    int bad = 0;
+    int add_bos = 0, add_eos = 0;
+    if (pf__gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &add_bos) < 0 ||
+        pf__gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &add_eos) < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tokenizer.ggml.add_bos_token or add_eos_token is not a "
+                          "boolean", g->path);
+    const char *bos = NULL, *eos = NULL;
+    size_t bos_len = 0, eos_len = 0;
+    int64_t bos_id = -1, eos_id = -1;
+    if (add_bos && !pf__gguf_special_text(g, "tokenizer.ggml.bos_token_id", texts, lens, count, &bos, &bos_len, &bos_id))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: add_bos_token without a bos_token_id in the vocabulary", g->path);
+    if (add_eos && !pf__gguf_special_text(g, "tokenizer.ggml.eos_token_id", texts, lens, count, &eos, &eos_len, &eos_id))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: add_eos_token without an eos_token_id in the vocabulary", g->path);
+    if (add_bos || add_eos) {
+        /* single: [bos] A [eos]; pair: [bos] A [eos] [bos] B [eos] */
+        const char *piece[2] = {bos, eos};
+        size_t piece_len[2] = {bos_len, eos_len};
+        int64_t piece_id[2] = {bos_id, eos_id};
+        bad |= pf__gguf_put(b, ", \"post_processor\": {\"type\": \"TemplateProcessing\"");
+        for (int pair = 0; pair < 2; pair++) {
+            bad |= pf__gguf_put(b, pair ? ", \"pair\": [" : ", \"single\": [");
+            for (int seq = 0; seq <= pair; seq++) {
+                char type_id[64];
+                snprintf(type_id, sizeof type_id, ", \"type_id\": %d}}", seq);
+                if (bos) bad |= pf__gguf_put(b, seq ? ", {\"SpecialToken\": {\"id\": " : "{\"SpecialToken\": {\"id\": ") ||
+                                pf__gguf_put_json_string(b, bos, bos_len) || pf__gguf_put(b, type_id);
+                bad |= pf__gguf_put(b, bos || seq ? ", " : "") ||
+                       pf__gguf_put(b, seq ? "{\"Sequence\": {\"id\": \"B\"" : "{\"Sequence\": {\"id\": \"A\"") ||
+                       pf__gguf_put(b, type_id);
+                if (eos) bad |= pf__gguf_put(b, ", {\"SpecialToken\": {\"id\": ") || pf__gguf_put_json_string(b, eos, eos_len) ||
+                                pf__gguf_put(b, type_id);
+            }
+            bad |= pf__gguf_put(b, "]");
+        }
+        bad |= pf__gguf_put(b, ", \"special_tokens\": {");
+        for (int k = 0, any = 0; k < 2; k++) {
+            char ids[64];
+            if (!piece[k] || (k == 1 && bos && bos_id == eos_id)) continue;
+            snprintf(ids, sizeof ids, ", \"ids\": [%lld], \"tokens\": [", (long long)piece_id[k]);
+            bad |= pf__gguf_put(b, any ? ", " : "") || pf__gguf_put_json_string(b, piece[k], piece_len[k]) ||
+                   pf__gguf_put(b, ": {\"id\": ") || pf__gguf_put_json_string(b, piece[k], piece_len[k]) ||
+                   pf__gguf_put(b, ids) || pf__gguf_put_json_string(b, piece[k], piece_len[k]) || pf__gguf_put(b, "]}");
+            any = 1;
+        }
+        bad |= pf__gguf_put(b, "}}");
+    }
+    return bad ? pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory") : PF_OK;
+}
+
 /* The GGUF's tokenizer as tokenizer.json text in b, as transformers converts the model's own:
    tokenizer.ggml.model "gpt2", a byte-level BPE with its merges; "llama", SentencePiece's BPE with
    byte fallback, merges from the scores and "\xe2\x96\x81" for spaces (prepended unless
@@ -19442,109 +19567,12 @@ static pf_result pf__gguf_tokenizer_json(const pf__gguf *g, pf__tok_buf *b, cons
     if (pf__gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &space_prefix) < 0)
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: tokenizer.ggml.add_space_prefix is not a boolean", g->path);
 
-    const uint8_t *at = NULL;
-    int bad = pf__gguf_put(b, spm ? "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": true, \"fuse_unk\": true, \"vocab\": {"
-                                  : "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": false, \"vocab\": {");
-    for (uint64_t i = 0; i < tokens->count && !bad; i++) {
-        char id[32];
-        pf__gguf_array_strings(tokens, &texts[i], &lens[i], &at);
-        snprintf(id, sizeof id, ": %llu", (unsigned long long)i);
-        bad = (i && pf__gguf_put(b, ", ")) || pf__gguf_put_json_string(b, texts[i], lens[i]) || pf__gguf_put(b, id);
-    }
-    bad |= pf__gguf_put(b, "}, \"merges\": [");
-    if (spm && !bad) {
-        float *values = (float *)malloc((tokens->count ? (size_t)tokens->count : 1) * sizeof(float));
-        for (uint64_t i = 0; values && i < tokens->count; i++) {
-            uint32_t bits = (uint32_t)pf__gguf_le(scores->value + 4 * i, 4);
-            memcpy(&values[i], &bits, 4);
-        }
-        bad = !values || pf__gguf_spm_merges(b, texts, lens, values, types, (size_t)tokens->count);
-        free(values);
-    }
-    at = NULL;
-    for (uint64_t i = 0; !spm && i < merges->count && !bad; i++) {
-        const char *s;
-        size_t n;
-        pf__gguf_array_strings(merges, &s, &n, &at);
-        bad = (i && pf__gguf_put(b, ", ")) || pf__gguf_put_json_string(b, s, n);
-    }
-    bad |= pf__gguf_put(b, "]");
-    const char *unk_text;
-    size_t unk_len;
-    int64_t unk_id;
-    if (spm && pf__gguf_special_text(g, "tokenizer.ggml.unknown_token_id", texts, lens, tokens->count, &unk_text, &unk_len,
-                                     &unk_id))
-        bad |= pf__gguf_put(b, ", \"unk_token\": ") || pf__gguf_put_json_string(b, unk_text, unk_len);
-    bad |= pf__gguf_put(b, "}, \"added_tokens\": [");
-    int first = 1;
-    for (uint64_t i = 0; types && i < types->count && !bad; i++) {
-        int32_t type = pf__gguf_token_type(types, i);
-        char entry[160];
-        if (type != PF__GGUF_TOKEN_CONTROL && type != PF__GGUF_TOKEN_USER_DEFINED && type != PF__GGUF_TOKEN_UNKNOWN) continue;
-        snprintf(entry, sizeof entry, "%s{\"id\": %llu, \"special\": %s, \"normalized\": false, \"content\": ", first ? "" : ", ",
-                 (unsigned long long)i, type != PF__GGUF_TOKEN_USER_DEFINED ? "true" : "false");
-        bad = pf__gguf_put(b, entry) || pf__gguf_put_json_string(b, texts[i], lens[i]) || pf__gguf_put(b, "}");
-        first = 0;
-    }
-    if (spm)
-        bad |= pf__gguf_put(b, "], \"normalizer\": null, \"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": "
-                               "\"\xe2\x96\x81\", \"split\": false, \"prepend_scheme\": ") ||
-               pf__gguf_put(b, space_prefix ? "\"first\"}" : "\"never\"}") ||
-               pf__gguf_put(b, ", \"decoder\": {\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": "
-                               "{\"String\": \"\xe2\x96\x81\"}, \"content\": \" \"}, {\"type\": \"ByteFallback\"}, "
-                               "{\"type\": \"Fuse\"}") ||
-               pf__gguf_put(b, space_prefix ? ", {\"type\": \"Strip\", \"content\": \" \", \"start\": 1, \"stop\": 0}]}" : "]}");
-    else
-        bad |= pf__gguf_put(b, "], \"normalizer\": null, \"pre_tokenizer\": ") ||
-               pf__gguf_put(b, pf__gguf_pretokenizers[p].json) || pf__gguf_put(b, ", \"decoder\": {\"type\": \"ByteLevel\"}");
-    /* bos / eos around each text, as the model's tokenizer_config.json's add_bos_token says */
-    int add_bos = 0, add_eos = 0;
-    if (pf__gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &add_bos) < 0 ||
-        pf__gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &add_eos) < 0)
-        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tokenizer.ggml.add_bos_token or add_eos_token is not a "
-                          "boolean", g->path);
-    const char *bos = NULL, *eos = NULL;
-    size_t bos_len = 0, eos_len = 0;
-    int64_t bos_id = -1, eos_id = -1;
-    if (add_bos && !pf__gguf_special_text(g, "tokenizer.ggml.bos_token_id", texts, lens, tokens->count, &bos, &bos_len, &bos_id))
-        return pf__format(message, size, PF_ERROR_FORMAT, "%s: add_bos_token without a bos_token_id in the vocabulary", g->path);
-    if (add_eos && !pf__gguf_special_text(g, "tokenizer.ggml.eos_token_id", texts, lens, tokens->count, &eos, &eos_len, &eos_id))
-        return pf__format(message, size, PF_ERROR_FORMAT, "%s: add_eos_token without an eos_token_id in the vocabulary", g->path);
-    if (add_bos || add_eos) {
-        /* single: [bos] A [eos]; pair: [bos] A [eos] [bos] B [eos] */
-        const char *piece[2] = {bos, eos};
-        size_t piece_len[2] = {bos_len, eos_len};
-        int64_t piece_id[2] = {bos_id, eos_id};
-        bad |= pf__gguf_put(b, ", \"post_processor\": {\"type\": \"TemplateProcessing\"");
-        for (int pair = 0; pair < 2; pair++) {
-            bad |= pf__gguf_put(b, pair ? ", \"pair\": [" : ", \"single\": [");
-            for (int seq = 0; seq <= pair; seq++) {
-                char type_id[64];
-                snprintf(type_id, sizeof type_id, ", \"type_id\": %d}}", seq);
-                if (bos) bad |= pf__gguf_put(b, seq ? ", {\"SpecialToken\": {\"id\": " : "{\"SpecialToken\": {\"id\": ") ||
-                                pf__gguf_put_json_string(b, bos, bos_len) || pf__gguf_put(b, type_id);
-                bad |= pf__gguf_put(b, bos || seq ? ", " : "") ||
-                       pf__gguf_put(b, seq ? "{\"Sequence\": {\"id\": \"B\"" : "{\"Sequence\": {\"id\": \"A\"") ||
-                       pf__gguf_put(b, type_id);
-                if (eos) bad |= pf__gguf_put(b, ", {\"SpecialToken\": {\"id\": ") || pf__gguf_put_json_string(b, eos, eos_len) ||
-                                pf__gguf_put(b, type_id);
-            }
-            bad |= pf__gguf_put(b, "]");
-        }
-        bad |= pf__gguf_put(b, ", \"special_tokens\": {");
-        for (int k = 0, any = 0; k < 2; k++) {
-            char ids[64];
-            if (!piece[k] || (k == 1 && bos && bos_id == eos_id)) continue;
-            snprintf(ids, sizeof ids, ", \"ids\": [%lld], \"tokens\": [", (long long)piece_id[k]);
-            bad |= pf__gguf_put(b, any ? ", " : "") || pf__gguf_put_json_string(b, piece[k], piece_len[k]) ||
-                   pf__gguf_put(b, ": {\"id\": ") || pf__gguf_put_json_string(b, piece[k], piece_len[k]) ||
-                   pf__gguf_put(b, ids) || pf__gguf_put_json_string(b, piece[k], piece_len[k]) || pf__gguf_put(b, "]}");
-            any = 1;
-        }
-        bad |= pf__gguf_put(b, "}}");
-    }
-    bad |= pf__gguf_put(b, "}");
-    return bad ? pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory") : PF_OK;
+    if (pf__gguf_put_model(b, g, spm, tokens, merges, scores, types, texts, lens) ||
+        pf__gguf_put_added_and_decoding(b, spm, space_prefix, p, types, texts, lens))
+        return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    pf_result r = pf__gguf_put_post_processor(b, g, texts, lens, tokens->count, message, size);
+    if (r == PF_OK && pf__gguf_put(b, "}")) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    return r;
 }
 
 /* The tokenizer from the metadata into *out (NULL and PF_OK without tokenizer metadata). */
