@@ -8718,6 +8718,85 @@ static int pf__tok_json_behavior(const pf__json *o, int def) {
     return -1;
 }
 
+/* ByteLevel: the prefix space and the GPT-2 split as its options say; byte-level from here on. */
+static pf_result pf__tok_read_byte_level(pf_tokenizer *t, const pf__json *p, const char *path, char *err, size_t err_size) {
+    pf_result r;
+    int add_prefix_space = pf__tok_json_bool(p, "add_prefix_space", 1);
+    int use_regex = pf__tok_json_bool(p, "use_regex", 1);
+    if (add_prefix_space < 0 || use_regex < 0) {
+        snprintf(err, err_size, "%s: pre_tokenizer ByteLevel has a non-boolean option", path);
+        return PF_ERROR_FORMAT;
+    }
+    if (add_prefix_space && !pf__tok_add_pre(t, PF__PRE_PREFIX_SPACE))
+        return pf__tok_too_many(path, "pre_tokenizer", err, err_size);
+    if (use_regex && (r = pf__tok_add_split(t, PF__PAT_GPT2, 0, PF__SPLIT_ISOLATED, path, err, err_size)) != PF_OK)
+        return r;
+    t->byte_level = 1;
+    return PF_OK;
+}
+
+/* Split: one of the known regexes, or a literal string, with its behavior and invert. */
+static pf_result pf__tok_read_split(pf_tokenizer *t, const pf__json *p, const char *path, char *err, size_t err_size) {
+    int bad = 0;
+    pf_result r;
+    const pf__json *pattern = pf__json_get(p, "pattern"), *re, *lit;
+    int behavior = pf__tok_json_behavior(p, -1), invert = pf__tok_json_bool(p, "invert", 0);
+    pf__tok_pre *st;
+    size_t i;
+    re = pf__tok_json_str(pattern, "Regex", &bad);
+    lit = pf__tok_json_str(pattern, "String", &bad);
+    if ((!re && !lit) || bad || behavior < 0 || invert < 0) {
+        snprintf(err, err_size, "%s: pre_tokenizer Split needs a \"pattern\" {\"Regex\" or \"String\": ...}, a "
+                 "\"behavior\" (Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous) and a "
+                 "boolean \"invert\"", path);
+        return PF_ERROR_FORMAT;
+    }
+    if (re) {
+        for (i = 0; i < PF__TOK_LEN(pf__tok_regexes); i++)
+            if (!strcmp(re->string, pf__tok_regexes[i].regex)) break;
+        if (i == PF__TOK_LEN(pf__tok_regexes)) {
+            snprintf(err, err_size, "%s: pre_tokenizer Split pattern \"%.80s\" is not supported (known: the GPT-2, "
+                     "LLaMA-3, Qwen2, BLOOM and CTRL patterns)", path, re->string);
+            return PF_ERROR_UNSUPPORTED;
+        }
+    } else if (!lit->string_len) {
+        snprintf(err, err_size, "%s: pre_tokenizer Split with an empty String pattern is not supported", path);
+        return PF_ERROR_UNSUPPORTED;
+    }
+    if ((r = pf__tok_add_split(t, re ? pf__tok_regexes[i].pattern : PF__PAT_LITERAL, 0,
+                               (pf__tok_behavior)behavior, path, err, err_size)) != PF_OK)
+        return r;
+    st = &t->pres[t->num_pres - 1];
+    st->invert = invert;
+    if (lit) {
+        if (!(st->lit = pf__tok_dup(lit->string, lit->string_len))) {
+            snprintf(err, err_size, "%s: out of memory", path);
+            return PF_ERROR_OUT_OF_MEMORY;
+        }
+        st->lit_len = lit->string_len;
+    }
+    return PF_OK;
+}
+
+/* Metaspace: its replacement character, prepend scheme and split. */
+static pf_result pf__tok_read_metaspace(pf_tokenizer *t, const pf__json *p, const char *path, char *err, size_t err_size) {
+    int scheme = pf__tok_json_prepend(p), split = pf__tok_json_bool(p, "split", 1), rc;
+    pf__tok_pre *st;
+    if (scheme < 0 || split < 0) {
+        snprintf(err, err_size, "%s: pre_tokenizer Metaspace has a bad prepend_scheme, split or add_prefix_space", path);
+        return PF_ERROR_FORMAT;
+    }
+    if (!(st = pf__tok_add_pre(t, PF__PRE_METASPACE))) return pf__tok_too_many(path, "pre_tokenizer", err, err_size);
+    st->prepend = (pf__tok_prepend)scheme;
+    st->split = split;
+    if ((rc = pf__tok_json_char(p, "replacement", &st->lit, &st->lit_len)) != 0) {
+        snprintf(err, err_size, rc == -2 ? "%s: out of memory" : "%s: pre_tokenizer Metaspace's \"replacement\" is not "
+                 "one character", path);
+        return rc == -2 ? PF_ERROR_OUT_OF_MEMORY : PF_ERROR_FORMAT;
+    }
+    return PF_OK;
+}
+
 /* Reads a pre_tokenizer object into t->pres. ByteLevel must come last: what follows it would
    see byte-level characters. */
 static pf_result pf__tok_read_pretok(pf_tokenizer *t, const pf__json *p, int depth, const char *path, char *err,
@@ -8750,76 +8829,9 @@ static pf_result pf__tok_read_pretok(pf_tokenizer *t, const pf__json *p, int dep
         }
         return PF_OK;
     }
-    if (!strcmp(name, "ByteLevel")) {
-        int add_prefix_space = pf__tok_json_bool(p, "add_prefix_space", 1);
-        int use_regex = pf__tok_json_bool(p, "use_regex", 1);
-        if (add_prefix_space < 0 || use_regex < 0) {
-            snprintf(err, err_size, "%s: pre_tokenizer ByteLevel has a non-boolean option", path);
-            return PF_ERROR_FORMAT;
-        }
-        if (add_prefix_space && !pf__tok_add_pre(t, PF__PRE_PREFIX_SPACE))
-            return pf__tok_too_many(path, "pre_tokenizer", err, err_size);
-        if (use_regex && (r = pf__tok_add_split(t, PF__PAT_GPT2, 0, PF__SPLIT_ISOLATED, path, err, err_size)) != PF_OK)
-            return r;
-        t->byte_level = 1;
-        return PF_OK;
-    }
-    if (!strcmp(name, "Split")) {
-        const pf__json *pattern = pf__json_get(p, "pattern"), *re, *lit;
-        int behavior = pf__tok_json_behavior(p, -1), invert = pf__tok_json_bool(p, "invert", 0);
-        pf__tok_pre *st;
-        size_t i;
-        re = pf__tok_json_str(pattern, "Regex", &bad);
-        lit = pf__tok_json_str(pattern, "String", &bad);
-        if ((!re && !lit) || bad || behavior < 0 || invert < 0) {
-            snprintf(err, err_size, "%s: pre_tokenizer Split needs a \"pattern\" {\"Regex\" or \"String\": ...}, a "
-                     "\"behavior\" (Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous) and a "
-                     "boolean \"invert\"", path);
-            return PF_ERROR_FORMAT;
-        }
-        if (re) {
-            for (i = 0; i < PF__TOK_LEN(pf__tok_regexes); i++)
-                if (!strcmp(re->string, pf__tok_regexes[i].regex)) break;
-            if (i == PF__TOK_LEN(pf__tok_regexes)) {
-                snprintf(err, err_size, "%s: pre_tokenizer Split pattern \"%.80s\" is not supported (known: the GPT-2, "
-                         "LLaMA-3, Qwen2, BLOOM and CTRL patterns)", path, re->string);
-                return PF_ERROR_UNSUPPORTED;
-            }
-        } else if (!lit->string_len) {
-            snprintf(err, err_size, "%s: pre_tokenizer Split with an empty String pattern is not supported", path);
-            return PF_ERROR_UNSUPPORTED;
-        }
-        if ((r = pf__tok_add_split(t, re ? pf__tok_regexes[i].pattern : PF__PAT_LITERAL, 0,
-                                   (pf__tok_behavior)behavior, path, err, err_size)) != PF_OK)
-            return r;
-        st = &t->pres[t->num_pres - 1];
-        st->invert = invert;
-        if (lit) {
-            if (!(st->lit = pf__tok_dup(lit->string, lit->string_len))) {
-                snprintf(err, err_size, "%s: out of memory", path);
-                return PF_ERROR_OUT_OF_MEMORY;
-            }
-            st->lit_len = lit->string_len;
-        }
-        return PF_OK;
-    }
-    if (!strcmp(name, "Metaspace")) {
-        int scheme = pf__tok_json_prepend(p), split = pf__tok_json_bool(p, "split", 1), rc;
-        pf__tok_pre *st;
-        if (scheme < 0 || split < 0) {
-            snprintf(err, err_size, "%s: pre_tokenizer Metaspace has a bad prepend_scheme, split or add_prefix_space", path);
-            return PF_ERROR_FORMAT;
-        }
-        if (!(st = pf__tok_add_pre(t, PF__PRE_METASPACE))) return pf__tok_too_many(path, "pre_tokenizer", err, err_size);
-        st->prepend = (pf__tok_prepend)scheme;
-        st->split = split;
-        if ((rc = pf__tok_json_char(p, "replacement", &st->lit, &st->lit_len)) != 0) {
-            snprintf(err, err_size, rc == -2 ? "%s: out of memory" : "%s: pre_tokenizer Metaspace's \"replacement\" is not "
-                     "one character", path);
-            return rc == -2 ? PF_ERROR_OUT_OF_MEMORY : PF_ERROR_FORMAT;
-        }
-        return PF_OK;
-    }
+    if (!strcmp(name, "ByteLevel")) return pf__tok_read_byte_level(t, p, path, err, err_size);
+    if (!strcmp(name, "Split")) return pf__tok_read_split(t, p, path, err, err_size);
+    if (!strcmp(name, "Metaspace")) return pf__tok_read_metaspace(t, p, path, err, err_size);
     if (!strcmp(name, "BertPreTokenizer")) {
         if ((r = pf__tok_add_split(t, PF__PAT_FLAGS, PF__UC_WS, PF__SPLIT_REMOVED, path, err, err_size)) != PF_OK) return r;
         return pf__tok_add_split(t, PF__PAT_FLAGS, PF__UC_PUNCT, PF__SPLIT_ISOLATED, path, err, err_size);
