@@ -8579,6 +8579,49 @@ static pf__tok_norm *pf__tok_add_norm(pf_tokenizer *t, pf__tok_norm_kind kind) {
     return n;
 }
 
+static pf_result pf__tok_out_of_memory(const char *path, char *err, size_t err_size) {
+    snprintf(err, err_size, "%s: out of memory", path);
+    return PF_ERROR_OUT_OF_MEMORY;
+}
+
+/* Prepend (its string), Replace (a pattern and its content) and Strip (left and/or right). */
+static pf_result pf__tok_read_edit_normalizer(pf_tokenizer *t, const pf__json *j, const char *name, const char *path,
+                                              char *err, size_t err_size) {
+    int bad = 0;
+    pf__tok_norm *n;
+    pf_result r;
+    const pf__json *s = NULL;
+    int left = 0, right = 0;
+    if (name[0] == 'P' && !(s = pf__tok_json_str(j, "prepend", &bad))) {
+        snprintf(err, err_size, "%s: normalizer Prepend has no string \"prepend\"", path);
+        return PF_ERROR_FORMAT;
+    }
+    if (name[0] == 'R' && !(s = pf__tok_json_str(j, "content", &bad))) {
+        snprintf(err, err_size, "%s: normalizer Replace has no string \"content\"", path);
+        return PF_ERROR_FORMAT;
+    }
+    if (name[0] == 'S' && ((left = pf__tok_json_bool(j, "strip_left", 0)) < 0 ||
+                           (right = pf__tok_json_bool(j, "strip_right", 0)) < 0)) {
+        snprintf(err, err_size, "%s: normalizer Strip has a non-boolean option", path);
+        return PF_ERROR_FORMAT;
+    }
+    n = pf__tok_add_norm(t, name[0] == 'P' ? PF__NORM_PREPEND : name[0] == 'R' ? PF__NORM_REPLACE : PF__NORM_STRIP);
+    if (!n) return pf__tok_too_many(path, "normalizer", err, err_size);
+    n->left = left;
+    n->right = right;
+    if (name[0] == 'R') {
+        if ((r = pf__tok_json_pattern(j, "normalizer Replace", &n->a, &n->a_len, path, err, err_size)) != PF_OK)
+            return r;
+        n->b = pf__tok_dup(s->string, s->string_len);
+        n->b_len = s->string_len;
+        if (!n->b) return pf__tok_out_of_memory(path, err, err_size);
+    } else if (name[0] == 'P') {
+        if (!(n->a = pf__tok_dup(s->string, s->string_len))) return pf__tok_out_of_memory(path, err, err_size);
+        n->a_len = s->string_len;
+    }
+    return PF_OK;
+}
+
 /* Reads a normalizer object into t->norms. */
 static pf_result pf__tok_read_normalizer(pf_tokenizer *t, const pf__json *j, int depth, const char *path, char *err,
                                          size_t err_size) {
@@ -8643,49 +8686,16 @@ static pf_result pf__tok_read_normalizer(pf_tokenizer *t, const pf__json *j, int
         if (re && content && !strcmp(re->string, " {2,}")) {
             if (!(n = pf__tok_add_norm(t, PF__NORM_REPLACE_SPACES)))
                 return pf__tok_too_many(path, "normalizer", err, err_size);
-            if (!(n->b = pf__tok_dup(content->string, content->string_len))) goto oom;
+            if (!(n->b = pf__tok_dup(content->string, content->string_len))) return pf__tok_out_of_memory(path, err, err_size);
             n->b_len = content->string_len;
             return PF_OK;
         }
         bad = 0;
     }
-    if (!strcmp(name, "Prepend") || !strcmp(name, "Replace") || !strcmp(name, "Strip")) {
-        const pf__json *s = NULL;
-        int left = 0, right = 0;
-        if (name[0] == 'P' && !(s = pf__tok_json_str(j, "prepend", &bad))) {
-            snprintf(err, err_size, "%s: normalizer Prepend has no string \"prepend\"", path);
-            return PF_ERROR_FORMAT;
-        }
-        if (name[0] == 'R' && !(s = pf__tok_json_str(j, "content", &bad))) {
-            snprintf(err, err_size, "%s: normalizer Replace has no string \"content\"", path);
-            return PF_ERROR_FORMAT;
-        }
-        if (name[0] == 'S' && ((left = pf__tok_json_bool(j, "strip_left", 0)) < 0 ||
-                               (right = pf__tok_json_bool(j, "strip_right", 0)) < 0)) {
-            snprintf(err, err_size, "%s: normalizer Strip has a non-boolean option", path);
-            return PF_ERROR_FORMAT;
-        }
-        n = pf__tok_add_norm(t, name[0] == 'P' ? PF__NORM_PREPEND : name[0] == 'R' ? PF__NORM_REPLACE : PF__NORM_STRIP);
-        if (!n) return pf__tok_too_many(path, "normalizer", err, err_size);
-        n->left = left;
-        n->right = right;
-        if (name[0] == 'R') {
-            if ((r = pf__tok_json_pattern(j, "normalizer Replace", &n->a, &n->a_len, path, err, err_size)) != PF_OK)
-                return r;
-            n->b = pf__tok_dup(s->string, s->string_len);
-            n->b_len = s->string_len;
-            if (!n->b) goto oom;
-        } else if (name[0] == 'P') {
-            if (!(n->a = pf__tok_dup(s->string, s->string_len))) goto oom;
-            n->a_len = s->string_len;
-        }
-        return PF_OK;
-    }
+    if (!strcmp(name, "Prepend") || !strcmp(name, "Replace") || !strcmp(name, "Strip"))
+        return pf__tok_read_edit_normalizer(t, j, name, path, err, err_size);
     snprintf(err, err_size, "%s: normalizer %.40s is not supported", path, name);
     return PF_ERROR_UNSUPPORTED;
-oom:
-    snprintf(err, err_size, "%s: out of memory", path);
-    return PF_ERROR_OUT_OF_MEMORY;
 }
 
 static pf__tok_pre *pf__tok_add_pre(pf_tokenizer *t, pf__tok_pre_kind kind) {
