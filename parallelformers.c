@@ -13734,6 +13734,33 @@ static void pf__mel_filters(double *filters, int num_bins, int num_mels, double 
     }
 }
 
+/* The spectrogram's tables: the FFT (its length's prime factors 64 at most), the window and the
+   mel filters of the kind (Whisper's log-mel, or Kaldi's fbank). */
+static pf_result pf__audio_tables(pf_audio_processor *p, const char *path, char *error, size_t error_size) {
+    for (int m = p->n_fft, q = 2; m > 1;) { /* the FFT's butterflies are plain sums: keep its factors small */
+        while (m % q) q++;
+        if (q > 64)
+            return pf__format(error, error_size, PF_ERROR_UNSUPPORTED, "%s: an FFT length (%d) with a prime factor above 64", path,
+                              p->n_fft);
+        m /= q;
+    }
+    int bins = p->n_fft / 2 + 1;
+    p->window = (double *)malloc((size_t)p->frame_length * sizeof(double));
+    p->mel_filters = (double *)malloc((size_t)bins * (size_t)p->num_mel_bins * sizeof(double));
+    if (!p->window || !p->mel_filters || pf__fft_init(&p->fft, p->n_fft))
+        return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    const double pi = 3.14159265358979323846;
+    if (p->kind == PF_AUDIO_LOG_MEL) { /* the periodic Hann window, filters from 0 to 8 kHz */
+        for (int i = 0; i < p->frame_length; i++) p->window[i] = 0.5 - 0.5 * cos(2.0 * pi * i / p->frame_length);
+        pf__mel_filters(p->mel_filters, bins, p->num_mel_bins, 0.0, 8000.0, p->sampling_rate, 0);
+    } else { /* Povey's window (a symmetric Hann to the power 0.85), Kaldi's filters from 20 Hz */
+        for (int i = 0; i < p->frame_length; i++)
+            p->window[i] = pow(0.5 - 0.5 * cos(2.0 * pi * i / (p->frame_length - 1)), 0.85);
+        pf__mel_filters(p->mel_filters, bins, p->num_mel_bins, 20.0, (double)(p->sampling_rate / 2), p->sampling_rate, 1);
+    }
+    return PF_OK;
+}
+
 static pf_result pf__audio_read(pf_audio_processor *p, const pf__json *config, const char *class_name, const char *path,
                                 char *error, size_t error_size) {
     static const char *const common[] = {"feature_extractor_type", "processor_class", "feature_size", "sampling_rate",
@@ -13819,28 +13846,7 @@ static pf_result pf__audio_read(pf_audio_processor *p, const pf__json *config, c
             return pf__format(error, error_size, PF_ERROR_FORMAT, "%s: %d s chunks are too short for n_fft %d", path, chunk_length,
                               p->n_fft);
     }
-    for (int m = p->n_fft, q = 2; m > 1;) { /* the FFT's butterflies are plain sums: keep its factors small */
-        while (m % q) q++;
-        if (q > 64)
-            return pf__format(error, error_size, PF_ERROR_UNSUPPORTED, "%s: an FFT length (%d) with a prime factor above 64", path,
-                              p->n_fft);
-        m /= q;
-    }
-    int bins = p->n_fft / 2 + 1;
-    p->window = (double *)malloc((size_t)p->frame_length * sizeof(double));
-    p->mel_filters = (double *)malloc((size_t)bins * (size_t)p->num_mel_bins * sizeof(double));
-    if (!p->window || !p->mel_filters || pf__fft_init(&p->fft, p->n_fft))
-        return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    const double pi = 3.14159265358979323846;
-    if (p->kind == PF_AUDIO_LOG_MEL) { /* the periodic Hann window, filters from 0 to 8 kHz */
-        for (int i = 0; i < p->frame_length; i++) p->window[i] = 0.5 - 0.5 * cos(2.0 * pi * i / p->frame_length);
-        pf__mel_filters(p->mel_filters, bins, p->num_mel_bins, 0.0, 8000.0, p->sampling_rate, 0);
-    } else { /* Povey's window (a symmetric Hann to the power 0.85), Kaldi's filters from 20 Hz */
-        for (int i = 0; i < p->frame_length; i++)
-            p->window[i] = pow(0.5 - 0.5 * cos(2.0 * pi * i / (p->frame_length - 1)), 0.85);
-        pf__mel_filters(p->mel_filters, bins, p->num_mel_bins, 20.0, (double)(p->sampling_rate / 2), p->sampling_rate, 1);
-    }
-    return PF_OK;
+    return pf__audio_tables(p, path, error, error_size);
 }
 
 void pf_audio_processor_free(pf_audio_processor *processor) {
