@@ -8779,10 +8779,7 @@ static pf_result pf__tok_read_split(pf_tokenizer *t, const pf__json *p, const ch
     st = &t->pres[t->num_pres - 1];
     st->invert = invert;
     if (lit) {
-        if (!(st->lit = pf__tok_dup(lit->string, lit->string_len))) {
-            snprintf(err, err_size, "%s: out of memory", path);
-            return PF_ERROR_OUT_OF_MEMORY;
-        }
+        if (!(st->lit = pf__tok_dup(lit->string, lit->string_len))) return pf__tok_out_of_memory(path, err, err_size);
         st->lit_len = lit->string_len;
     }
     return PF_OK;
@@ -10065,10 +10062,7 @@ static pf_result pf__spm_files_listed_specials(pf_tokenizer *t, const pf__json *
             continue;
         }
         if ((id = pf__tok_vocab_find(t, c->string, c->string_len)) < 0) id = next_id++;
-        if (pf__tok_add_token(t, c->string, c->string_len, id, 1, 0, 0, 0, 0)) {
-            snprintf(err, err_size, "%s: out of memory", config_path);
-            return PF_ERROR_OUT_OF_MEMORY;
-        }
+        if (pf__tok_add_token(t, c->string, c->string_len, id, 1, 0, 0, 0, 0)) return pf__tok_out_of_memory(config_path, err, err_size);
     }
     return PF_OK;
 }
@@ -10100,10 +10094,7 @@ static pf_result pf__spm_files_added(pf_tokenizer *t, const char *dir, const pf_
         snprintf(err, err_size, "%s: the unk_token is not in vocab.json", dir);
         return PF_ERROR_FORMAT;
     }
-    if (oom) {
-        snprintf(err, err_size, "%s: out of memory", dir);
-        return PF_ERROR_OUT_OF_MEMORY;
-    }
+    if (oom) return pf__tok_out_of_memory(dir, err, err_size);
     return pf__spm_files_listed_specials(t, config, (int32_t)(t->vocab_count + o->num_langs), config_path, err, err_size);
 }
 
@@ -10124,10 +10115,7 @@ static pf_result pf__spm_files_model(pf_tokenizer *t, const char *path, const pf
         return PF_ERROR_UNSUPPORTED;
     }
     if (!(t->spm_ids = (int32_t *)malloc((m->num_pieces ? m->num_pieces : 1) * sizeof *t->spm_ids)) ||
-        !(nm = pf__tok_add_norm(t, PF__NORM_SPM))) {
-        snprintf(err, err_size, "%s: out of memory", path);
-        return PF_ERROR_OUT_OF_MEMORY;
-    }
+        !(nm = pf__tok_add_norm(t, PF__NORM_SPM))) return pf__tok_out_of_memory(path, err, err_size);
     for (size_t i = 0; i < m->num_pieces; i++) t->spm_ids[i] = pf__tok_spm_lookup(t, m->pieces[i].s, m->pieces[i].len);
     nm->spm = m->flags;
     if (!m->charsmap_len) return PF_OK;
@@ -10212,12 +10200,7 @@ static pf_result pf__tok_from_spm_files(pf_tokenizer *t, const char *dir, const 
     t->spm_upper = o.upper;
     t->spm_cleanup = o.cleanup;
     t->has_decoder = 1;
-    if (!pf__tok_add_dec(t, PF__DEC_SPM)) {
-        snprintf(err, err_size, "%s: out of memory", dir);
-        r = PF_ERROR_OUT_OF_MEMORY;
-        goto done;
-    }
-    r = pf__tok_finish(t, path, err, err_size);
+    r = pf__tok_add_dec(t, PF__DEC_SPM) ? pf__tok_finish(t, path, err, err_size) : pf__tok_out_of_memory(dir, err, err_size);
     goto done;
 too_long:
     snprintf(err, err_size, "%.200s: the path is too long", dir);

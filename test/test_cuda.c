@@ -981,6 +981,19 @@ typedef struct sampling_case {
     uint64_t seed;
 } sampling_case;
 
+/* Sampled generation of max_new_tokens past eos, as the case says. */
+static pf_generate_options sampling_options(const sampling_case *c, int max_new_tokens) {
+    pf_generate_options o = pf_generate_options_init();
+    o.max_new_tokens = max_new_tokens;
+    o.ignore_eos = 1;
+    o.do_sample = 1;
+    o.top_k = c->top_k;
+    o.top_p = c->top_p;
+    o.temperature = c->temperature;
+    o.seed = c->seed;
+    return o;
+}
+
 /* One sampling case on the model's CUDA ranks, two prompts: the tokens drawn from the devices'
    candidates (want_device of them) equal the host's draws on the same backend (a
    no_repeat_ngram_size too long to act keeps that one on the logits) and the CPU backend's (cpu),
@@ -1032,14 +1045,7 @@ static void test_device_sampling(void) {
     pf_generation cpu[NUM];
     memset(cpu, 0, sizeof cpu);
     for (int c = 0; c < NUM; c++) { /* fixture_load left the CPU backend */
-        opts[c] = pf_generate_options_init();
-        opts[c].max_new_tokens = NEW;
-        opts[c].ignore_eos = 1;
-        opts[c].do_sample = 1;
-        opts[c].top_k = cases[c].top_k;
-        opts[c].top_p = cases[c].top_p;
-        opts[c].temperature = cases[c].temperature;
-        opts[c].seed = cases[c].seed;
+        opts[c] = sampling_options(&cases[c], NEW);
         pf_result r = pf_generate_batch(f.model, prompts, lengths, 2, &opts[c], &cpu[c]);
         CHECK_MSG(r == PF_OK, "device sampling: CPU: %s", pf_error_message(f.model));
     }
@@ -1128,14 +1134,7 @@ static void test_device_sampling_edges(void) {
     po.max_batch = 2;
     if (r == PF_OK) r = pf_parallelize(m, 1, &po);
     for (int c = 0; r == PF_OK && c < NUM; c++) {
-        opts[c] = pf_generate_options_init();
-        opts[c].max_new_tokens = NEW;
-        opts[c].ignore_eos = 1;
-        opts[c].do_sample = 1;
-        opts[c].top_k = cases[c].top_k;
-        opts[c].top_p = cases[c].top_p;
-        opts[c].temperature = cases[c].temperature;
-        opts[c].seed = cases[c].seed;
+        opts[c] = sampling_options(&cases[c], NEW);
         r = pf_generate_batch(m, prompts, lengths, 2, &opts[c], &cpu[c]);
         CHECK_MSG(r == PF_OK, "constant logits on the CPU: %s", pf_error_message(m));
     }
