@@ -22341,6 +22341,51 @@ static void pf__timestamp_rules(const pf__config *c, const pf__row *row, float *
 
 static int pf__candidate_cmp(const void *a, const void *b);
 
+static int pf__candidate_token_cmp(const void *a, const void *b) {
+    return ((const pf__candidate *)a)->token - ((const pf__candidate *)b)->token;
+}
+
+/* top_p over the kept candidates (best first): the sum in id order first, then from the least
+   likely up, the dropped to -inf while the dropped mass stays <= 1 - top_p. */
+static void pf__top_p_candidates(const pf_generate_options *o, pf__candidate *kept, int n) {
+    float max = kept[0].score;
+    double total = 0, dropped = 0;
+    qsort(kept, (size_t)n, sizeof *kept, pf__candidate_token_cmp);
+    for (int j = 0; j < n; j++) total += kept[j].score == -INFINITY ? 0 : exp((double)kept[j].score - max);
+    qsort(kept, (size_t)n, sizeof *kept, pf__candidate_cmp);
+    for (int j = n - 1; j > 0; j--) {
+        if (kept[j].score == -INFINITY) continue;
+        dropped += exp((double)kept[j].score - max) / total;
+        if (dropped > 1.0 - o->top_p) break;
+        kept[j].score = -INFINITY;
+    }
+}
+
+/* Top-k (the k-th's ties kept), top-p and the draw from the softmax over list [n], sorted best
+   first (k <= n): pf__sample's over a whole row, pf__sample_candidates' over the ranks' best. The
+   tokens left out only ever add exact zeros to the sums, so both draw the same. */
+static int32_t pf__sample_sorted(const pf_generate_options *o, pf__candidate *list, int n, int k, uint64_t *rng) {
+    float kth = list[k - 1].score;
+    int kept = k;
+    while (kept < n && list[kept].score >= kth) kept++;
+    if (o->top_p < 1.0f) pf__top_p_candidates(o, list, kept);
+    qsort(list, (size_t)kept, sizeof *list, pf__candidate_token_cmp); /* the draw runs in id order */
+    float max = -INFINITY;
+    for (int j = 0; j < kept; j++)
+        if (list[j].score > max) max = list[j].score;
+    double total = 0;
+    for (int j = 0; j < kept; j++) total += exp((double)list[j].score - max);
+    double u = pf__random_unit(rng) * total, sum = 0;
+    int32_t last = 0;
+    for (int j = 0; j < kept; j++) {
+        if (list[j].score == -INFINITY) continue;
+        sum += exp((double)list[j].score - max);
+        last = list[j].token;
+        if (sum > u) return list[j].token;
+    }
+    return last;
+}
+
 /* Sampling warpers (temperature, top-k, top-p) as transformers applies them, then a draw from
    the softmax. sorted: scratch of vocab entries. */
 static int32_t pf__sample(const pf_generate_options *o, float *scores, int vocab, uint64_t *rng, pf__candidate *sorted) {
@@ -22354,23 +22399,9 @@ static int32_t pf__sample(const pf_generate_options *o, float *scores, int vocab
             sorted[i].token = i;
         }
         qsort(sorted, (size_t)vocab, sizeof *sorted, pf__candidate_cmp); /* best first */
-        float kth = sorted[k - 1].score; /* top-k keeps scores >= the k-th largest, ties too */
-        for (int i = 0; i < vocab; i++)
-            if (scores[i] < kth) scores[i] = -INFINITY;
-        if (o->top_p < 1.0f) { /* from the least likely up, drop while the dropped mass <= 1 - top_p */
-            float max = sorted[0].score;
-            double total = 0, dropped = 0;
-            for (int i = 0; i < vocab; i++) total += scores[i] == -INFINITY ? 0 : exp((double)scores[i] - max);
-            for (int i = vocab - 1; i > 0; i--) {
-                int t = sorted[i].token;
-                if (scores[t] == -INFINITY) continue;
-                dropped += exp((double)scores[t] - max) / total;
-                if (dropped > 1.0 - o->top_p) break;
-                scores[t] = -INFINITY;
-            }
-        }
+        return pf__sample_sorted(o, sorted, vocab, k, rng);
     }
-    float max = -INFINITY;
+    float max = -INFINITY; /* neither warper: the draw over the row as it is */
     for (int i = 0; i < vocab; i++)
         if (scores[i] > max) max = scores[i];
     double total = 0;
@@ -22953,9 +22984,6 @@ static pf_result pf__generation_prefill(pf__generation_state *st) {
     return r ? r : pf__reorder_rows(m, st->src, st->num_rows, st->width, 0);
 }
 
-static int pf__candidate_token_cmp(const void *a, const void *b) {
-    return ((const pf__candidate *)a)->token - ((const pf__candidate *)b)->token;
-}
 
 /* Row i's candidates from every rank holding vocabulary (v),
    divided by the temperature as pf__sample does, into list; their count, or -1 when a NaN makes
@@ -22983,22 +23011,6 @@ static int pf__gather_candidates(const pf__generation_state *st, int i, const pf
     return n;
 }
 
-/* top_p over the kept candidates (best first), as pf__sample does it over the whole sorted
-   vocabulary: the sum in id order first, then from the least likely up, the dropped to -inf. */
-static void pf__top_p_candidates(const pf_generate_options *o, pf__candidate *kept, int n) {
-    float max = kept[0].score;
-    double total = 0, dropped = 0;
-    qsort(kept, (size_t)n, sizeof *kept, pf__candidate_token_cmp);
-    for (int j = 0; j < n; j++) total += kept[j].score == -INFINITY ? 0 : exp((double)kept[j].score - max);
-    qsort(kept, (size_t)n, sizeof *kept, pf__candidate_cmp);
-    for (int j = n - 1; j > 0; j--) {
-        if (kept[j].score == -INFINITY) continue;
-        dropped += exp((double)kept[j].score - max) / total;
-        if (dropped > 1.0 - o->top_p) break;
-        kept[j].score = -INFINITY;
-    }
-}
-
 /* Row i's sampled token from the ranks' top-k candidates (v), the same token and the same one
    draw of rng as pf__sample over the row's whole logits: every token pf__sample would keep is
    among them, in the same order, and every sum runs in the same order over the same terms (the
@@ -23015,25 +23027,7 @@ static int32_t pf__sample_candidates(pf__generation_state *st, int i, const pf__
     qsort(list, (size_t)n, sizeof *list, pf__candidate_cmp); /* best first, as pf__sample sorts */
     float kth = list[k - 1].score;
     if (unseen >= kth && kth != -INFINITY) return -1; /* a -inf tie is dropped or adds zeros: harmless */
-    int kept = k;
-    while (kept < n && list[kept].score >= kth) kept++; /* top-k keeps the k-th's ties */
-    if (o->top_p < 1.0f) pf__top_p_candidates(o, list, kept);
-    qsort(list, (size_t)kept, sizeof *list, pf__candidate_token_cmp); /* the draw runs in id order */
-    float max = -INFINITY;
-    for (int j = 0; j < kept; j++)
-        if (list[j].score > max) max = list[j].score;
-    double total = 0;
-    for (int j = 0; j < kept; j++) total += exp((double)list[j].score - max);
-    if (!rng) return 0;
-    double u = pf__random_unit(rng) * total, sum = 0;
-    int32_t last = 0;
-    for (int j = 0; j < kept; j++) {
-        if (list[j].score == -INFINITY) continue;
-        sum += exp((double)list[j].score - max);
-        last = list[j].token;
-        if (sum > u) return list[j].token;
-    }
-    return last;
+    return rng ? pf__sample_sorted(o, list, n, k, rng) : 0;
 }
 
 /* A release build's step whose candidates leave a live row unsettled: the step's logits from the
