@@ -14264,9 +14264,10 @@ struct pf__rank {
     float *scores;            /* CPU attention: [cache_len] */
     float *reduce_tmp;        /* CPU all-reduce: [max_tokens * hidden] */
     float *reorder_tmp;       /* CPU beam reorder: one layer's cache, when max_batch > 1 */
-    void *quantized_x;        /* CPU Q8/Q4 products: x's int8 values, scales and block sums (grown on
-                                 demand and kept, so a decode step allocates nothing) */
-    size_t quantized_x_bytes;
+    void *matmul_scratch;     /* CPU products: x's int8 values, scales and block sums for Q8/Q4
+                                 weights, widened fp16/bf16 weight rows (grown on demand and kept, so
+                                 a decode step allocates nothing) */
+    size_t matmul_scratch_bytes;
     pf__allocation *allocations;
     size_t num_allocations, allocations_cap;
     size_t bytes[PF__MEM_KINDS];
@@ -14595,6 +14596,19 @@ PF__TILE_SHAPES(portable, , PF__TILE_ROWS, PF__TILE_OUTS, PF__ROW_OUTS_PORTABLE)
 PF__TILE_SHAPES(avx2, PF__AVX2_TARGET, PF__TILE_ROWS, PF__TILE_OUTS, PF__ROW_OUTS_AVX2)
 #endif
 
+/* count fp16 or bf16 weights (wt) of w as fp32 in out. The conversion is exact, so the fp32 tiles
+   over the copy sum exactly what the 16-bit tiles sum over w. */
+static void pf__widen_portable(float *out, const void *w, int wt, size_t count) {
+    for (size_t i = 0; i < count; i++) out[i] = pf__weight_value(w, i, wt);
+}
+#ifdef PF__AVX2
+PF__AVX2_TARGET static void pf__widen_avx2(float *out, const void *w, int wt, size_t count) {
+    size_t i = 0;
+    for (; i + 8 <= count; i += 8) _mm256_storeu_ps(out + i, pf__load_weights_avx2(w, i, 8, wt));
+    for (; i < count; i++) out[i] = pf__weight_value(w, i, wt);
+}
+#endif
+
 
 /* roundf (halves away from zero) to an int8 in [-127, 127], and floorf, for the quantizers' values:
    within int's range the truncating conversion is exact, and so is x minus it. libm's calls were
@@ -14866,6 +14880,12 @@ PF__AVX512_TARGET static PF__INLINE void pf__tile_avx512(double *acc, size_t ld,
 }
 
 PF__TILE_SHAPES(avx512, PF__AVX512_TARGET, PF__TILE_ROWS_AVX512, PF__TILE_OUTS_AVX512, PF__ROW_OUTS_AVX512)
+
+PF__AVX512_TARGET static void pf__widen_avx512(float *out, const void *w, int wt, size_t count) {
+    size_t i = 0;
+    for (; i + 16 <= count; i += 16) _mm512_storeu_ps(out + i, pf__load_weights_avx512(w, i, (__mmask16)0xffff, wt));
+    for (; i < count; i++) out[i] = pf__weight_value(w, i, wt);
+}
 
 /* AVX512-VNNI: vpdpbusd sums 4 u8 x s8 products into each int32 lane in one instruction, where
    AVX2 takes maddubs and madd. Two weight rows share a 512-bit register: row j's block in the low
@@ -15248,17 +15268,18 @@ typedef struct pf__cpu_kernels {
     pf__q8_rows_fn *q8_rows, *q8_row; /* many rows of x; one (decode) */
     pf__q8_rows_fn *q4_rows, *q4_row;
     pf__quantize_x_fn *quantize_x;
+    void (*widen)(float *out, const void *w, int wt, size_t count); /* fp16/bf16 weights to fp32 */
 } pf__cpu_kernels;
 
 static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_PORTABLE,
                                                  pf__scores, pf__weighted_sum, pf__activate_portable, pf__exp_shifted, pf__q8_rows_portable,
                                                  pf__q8_rows_portable, pf__q4_rows_portable, pf__q4_rows_portable,
-                                                 pf__quantize_x_portable};
+                                                 pf__quantize_x_portable, pf__widen_portable};
 #ifdef PF__AVX2
 static const pf__cpu_kernels pf__cpu_avx2 = {pf__tiles_avx2, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_AVX2,
                                              pf__scores_avx2, pf__weighted_sum_avx2, pf__activate_avx2, pf__exp_shifted_avx2, pf__q8_rows_avx2,
                                              pf__q8_row_avx2, pf__q4_rows_avx2, pf__q4_row_avx2,
-                                             pf__quantize_x_portable};
+                                             pf__quantize_x_portable, pf__widen_avx2};
 #endif
 #ifdef PF__AVX512
 /* Where 512-bit FMAs run at half rate (Zen 4), AVX-512VL's 32 ymm registers still hold a wider
@@ -15315,6 +15336,7 @@ static void pf__cpu_probe(void) {
     pf__cpu_avx512.tile_rows = PF__TILE_ROWS_AVX512;
     pf__cpu_avx512.tile_outs = PF__TILE_OUTS_AVX512;
     pf__cpu_avx512.quantize_x = pf__quantize_x_avx512;
+    pf__cpu_avx512.widen = pf__widen_avx512;
     if (pf__cpu_wide_fma) {
         pf__cpu_avx512.scores = pf__scores_avx512, pf__cpu_avx512.weighted_sum = pf__weighted_sum_avx512;
         pf__cpu_avx512.chunk = PF__CHUNK_AVX512;
@@ -15383,16 +15405,47 @@ static void pf__cpu_matmul_quantized(float *out, const float *x, const pf__weigh
             for (size_t o = 0; o < n_out; o++) out[r * n_out + o] += bias[o];
 }
 
-/* out[rows][w->rows] = x[rows][w->cols] times w transposed, plus bias. */
-static void pf__cpu_matmul_rows(float *out, const float *x, const pf__weight *w, const float *bias, size_t rows) {
+/* From this many rows of x on, a product with fp16 or bf16 weights first widens each block of
+   weight rows to fp32 (into scratch of pf__widened_bytes) and runs the fp32 tiles over the copy:
+   the 16-bit tiles convert every weight again for each group of rows of x, and those conversions
+   share the ports of the FMAs (BENCHMARKS.md). The copy holds the same values, so the sums, and
+   every output's bits, are the same either way. Fewer rows do not repay the copy. */
+#define PF__WIDEN_ROWS 32
+#define PF__WIDEN_BYTES (384 << 10) /* a block's copy, at most: it stays in L2 beside the rows of x */
+
+/* Weight rows a widened block holds: PF__OBLOCK where the copy fits PF__WIDEN_BYTES, fewer (a
+   multiple of every full tile's weight rows) where the rows are long; 0 where nothing is widened. */
+static size_t pf__widened_rows(const pf__weight *w, size_t rows) {
+    int sixteen_bit = w->dtype == PF__DTYPE_F16 || w->dtype == PF__DTYPE_BF16;
+    if (!sixteen_bit || rows < PF__WIDEN_ROWS) return 0;
+    size_t fit = PF__WIDEN_BYTES / (w->cols * sizeof(float)) / 24 * 24; /* 24: of 4, 6 and 8 */
+    return fit < 24 ? 24 : fit > PF__OBLOCK ? PF__OBLOCK : fit;
+}
+
+static size_t pf__widened_bytes(const pf__weight *w, size_t rows) {
+    return pf__widened_rows(w, rows) * w->cols * sizeof(float);
+}
+
+/* out[rows][w->rows] = x[rows][w->cols] times w transposed, plus bias. `widened` is
+   pf__widened_bytes(w, rows) of scratch, or NULL to compute from w as it is stored. */
+static void pf__cpu_matmul_rows(float *out, const float *x, const pf__weight *w, const float *bias, size_t rows,
+                                float *widened) {
     const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
-    const pf__tile_fn *tiles = kernels->tiles[w->dtype];
-    const char *W = (const char *)w->data;
-    size_t wsize = pf__dtype_size(w->dtype);
+    size_t block = widened ? pf__widened_rows(w, rows) : 0; /* weight rows widened at a time */
+    pf__dtype dtype = block ? PF__DTYPE_F32 : w->dtype;     /* of the rows the tiles read */
+    const pf__tile_fn *tiles = kernels->tiles[dtype];
+    size_t wsize = pf__dtype_size(dtype), stored_size = pf__dtype_size(w->dtype);
     size_t n_out = w->rows, k = w->cols, first_end = kernels->chunk - w->col_begin % kernels->chunk;
     double acc[PF__RBLOCK * PF__OBLOCK];
-    for (size_t o0 = 0; o0 < n_out; o0 += PF__OBLOCK) {
-        size_t o1 = o0 + PF__OBLOCK < n_out ? o0 + PF__OBLOCK : n_out, ld = o1 - o0;
+    for (size_t o0 = 0; o0 < n_out; o0 += block ? block : PF__OBLOCK) {
+        size_t o1 = o0 + (block ? block : PF__OBLOCK), ld;
+        if (o1 > n_out) o1 = n_out;
+        ld = o1 - o0;
+        const char *W = (const char *)w->data + o0 * k * stored_size; /* weight rows o0..o1 */
+        if (block) {
+            kernels->widen(widened, W, w->dtype, (o1 - o0) * k);
+            W = (const char *)widened;
+        }
         for (size_t r0 = 0; r0 < rows; r0 += PF__RBLOCK) {
             size_t r1 = r0 + PF__RBLOCK < rows ? r0 + PF__RBLOCK : rows;
             memset(acc, 0, sizeof acc);
@@ -15404,14 +15457,14 @@ static void pf__cpu_matmul_rows(float *out, const float *x, const pf__weight *w,
                 size_t r_tiled = r0 + (r1 - r0) / kernels->tile_rows * kernels->tile_rows, o = o0, r;
                 for (; o + kernels->tile_outs <= o1; o += kernels->tile_outs)
                     for (r = r0; r < r_tiled; r += kernels->tile_rows)
-                        tiles[0](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + o * k * wsize, k, p0, p1, first_end);
+                        tiles[0](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + (o - o0) * k * wsize, k, p0, p1, first_end);
                 for (; o < o1; o++)
                     for (r = r0; r < r_tiled; r += kernels->tile_rows)
-                        tiles[1](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + o * k * wsize, k, p0, p1, first_end);
+                        tiles[1](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + (o - o0) * k * wsize, k, p0, p1, first_end);
                 for (r = r_tiled; r < r1; r++) {
                     size_t o = o0;
-                    for (; o + kernels->row_outs <= o1; o += kernels->row_outs) tiles[2](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + o * k * wsize, k, p0, p1, first_end);
-                    for (; o < o1; o++) tiles[3](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + o * k * wsize, k, p0, p1, first_end);
+                    for (; o + kernels->row_outs <= o1; o += kernels->row_outs) tiles[2](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + (o - o0) * k * wsize, k, p0, p1, first_end);
+                    for (; o < o1; o++) tiles[3](acc + (r - r0) * ld + (o - o0), ld, x + r * k, W + (o - o0) * k * wsize, k, p0, p1, first_end);
                 }
                 p0 = p1;
             }
@@ -15435,7 +15488,10 @@ void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype,
         free(scratch);
         return;
     }
-    pf__cpu_matmul_rows(out, x, &weight, bias, rows);
+    float *widened = malloc(pf__widened_bytes(&weight, rows) + 1);
+    if (widened) pf__cpu_matmul_rows(out, x, &weight, bias, rows, widened);
+    else memset(out, 0xff, rows * n_out * sizeof(float)); /* NaN */
+    free(widened);
 }
 
 /* Test hooks: pf__q8_quantize and pf__q4_quantize on plain arrays (rows x cols fp32 in place into blocks). */
@@ -15470,21 +15526,20 @@ static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__we
     }
 #endif
     const float *b = bias ? (const float *)bias->data : NULL;
-    if (!PF__QUANTIZED(w->dtype)) {
-        pf__cpu_matmul_rows(out, x, w, b, rows);
-        return;
-    }
-    size_t need = pf__quantized_x_bytes(rows, w->cols);
-    if (need > r->quantized_x_bytes) { /* the first product of its size; kept for the next */
-        void *grown = realloc(r->quantized_x, need);
+    int quantized = PF__QUANTIZED(w->dtype);
+    size_t need = quantized ? pf__quantized_x_bytes(rows, w->cols) : pf__widened_bytes(w, rows);
+    if (need > r->matmul_scratch_bytes) { /* the first product of its size; kept for the next */
+        void *grown = realloc(r->matmul_scratch, need);
         if (!grown) {
-            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory for %zu rows of quantized activations", rows);
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory for a product's scratch (%zu bytes, %zu rows)",
+                          need, rows);
             return;
         }
-        r->quantized_x = grown;
-        r->quantized_x_bytes = need;
+        r->matmul_scratch = grown;
+        r->matmul_scratch_bytes = need;
     }
-    pf__cpu_matmul_quantized(out, x, w, b, rows, r->quantized_x);
+    if (quantized) pf__cpu_matmul_quantized(out, x, w, b, rows, r->matmul_scratch);
+    else pf__cpu_matmul_rows(out, x, w, b, rows, need ? (float *)r->matmul_scratch : NULL);
 }
 
 static float pf__act(float v, pf__activation act) {
@@ -15952,9 +16007,9 @@ static void *pf__rank_alloc(pf__rank *r, size_t bytes) {
 
 static void pf__rank_free_all(pf__rank *r) {
     for (size_t i = 0; i < r->num_allocations; i++) r->backend->free(r, r->allocations[i].ptr);
-    free(r->quantized_x);
-    r->quantized_x = NULL;
-    r->quantized_x_bytes = 0;
+    free(r->matmul_scratch);
+    r->matmul_scratch = NULL;
+    r->matmul_scratch_bytes = 0;
     free(r->allocations);
     free(r->weights);
     r->allocations = NULL;
@@ -20298,7 +20353,7 @@ static void pf__speech_frontend(const pf_model *m, const float *samples, int num
             for (size_t j = 0; j < n; j++)
                 for (size_t i = 0; i < in; i++)
                     for (size_t k = 0; k < K; k++) col[j * width + i * K + k] = x[((t0 + j) * S + k) * in + i];
-            pf__cpu_matmul_rows(y + t0 * outc, col, &w, sp->conv_bias[l], n);
+            pf__cpu_matmul_rows(y + t0 * outc, col, &w, sp->conv_bias[l], n, NULL);
         }
         if (sp->conv_norm_weight[l] && sc->layer_norm_convs) /* LayerNorm over the channels of each frame */
             for (size_t t = 0; t < frames; t++)
@@ -20319,7 +20374,7 @@ static void pf__speech_frontend(const pf_model *m, const float *samples, int num
         for (size_t t = 0; t < T; t++)
             pf__speech_norm(features + t * C, C, 1, sp->projection_norm_weight, sp->projection_norm_bias, 0, 1, c->norm_eps);
     pf__weight projection = pf__speech_weight(sp->projection_weight, H, C);
-    pf__cpu_matmul_rows(work_h, features, &projection, sp->projection_bias, T);
+    pf__cpu_matmul_rows(work_h, features, &projection, sp->projection_bias, T, NULL);
     /* + GELU(grouped conv over the frames, zero-padded by kernel / 2 on both sides; an even kernel
        makes one frame too many, the last, never computed), group by group into y */
     size_t K = (size_t)sc->pos_kernel, per_group = H / (size_t)sc->pos_groups, pad = K / 2, width = per_group * K;
@@ -20334,7 +20389,7 @@ static void pf__speech_frontend(const pf_model *m, const float *samples, int num
                     const float *h = t >= pad && t - pad < T ? work_h + (t - pad) * H + g * per_group : NULL;
                     for (size_t i = 0; i < per_group; i++) col[j * width + i * K + k] = h ? h[i] : 0.0f;
                 }
-            pf__cpu_matmul_rows(pos, col, &w, sp->pos_bias + g * per_group, n);
+            pf__cpu_matmul_rows(pos, col, &w, sp->pos_bias + g * per_group, n, NULL);
             for (size_t j = 0; j < n; j++)
                 for (size_t i = 0; i < per_group; i++) {
                     size_t at = (t0 + j) * H + g * per_group + i;
@@ -20414,7 +20469,7 @@ static void pf__subsampler_frontend(const pf_model *m, const float *features, si
                     const float *src = t >= pad && t - pad < length ? x + (t - pad) * in : NULL;
                     for (size_t i = 0; i < in; i++) col[j * width + i * K + k] = src ? src[i] : 0.0f;
                 }
-            pf__cpu_matmul_rows(y + t0 * outc, col, &w, m->speech->conv_bias[l], rows);
+            pf__cpu_matmul_rows(y + t0 * outc, col, &w, m->speech->conv_bias[l], rows, NULL);
         }
         for (size_t t = 0; t < produced; t++) /* GLU, in place: row t's halves into its first half-width */
             for (size_t i = 0; i < half; i++) {
@@ -20464,7 +20519,7 @@ static void pf__mel_frontend(const pf_model *m, const float *mel, int num_frames
                     size_t t = t0 + j + k; /* the input frame, plus the padding of 1 */
                     col[j * M * 3 + i * 3 + k] = t >= 1 && t - 1 < F ? mel[i * F + t - 1] : 0.0f;
                 }
-        pf__cpu_matmul_rows(work + t0 * d, col, &w1, sp->mel_conv1_bias, n);
+        pf__cpu_matmul_rows(work + t0 * d, col, &w1, sp->mel_conv1_bias, n, NULL);
     }
     for (size_t i = 0; i < F * d; i++) work[i] = pf__speech_gelu(work[i]);
     for (size_t t0 = 0; t0 < half; t0 += PF__SPEECH_BLOCK) { /* conv2: frame t reads frames 2t - 1 .. 2t + 1 */
@@ -20475,7 +20530,7 @@ static void pf__mel_frontend(const pf_model *m, const float *mel, int num_frames
                 const float *h = t >= 1 && t - 1 < F ? work + (t - 1) * d : NULL;
                 for (size_t i = 0; i < d; i++) col[j * d * 3 + i * 3 + k] = h ? h[i] : 0.0f;
             }
-        pf__cpu_matmul_rows(out + t0 * d, col, &w2, sp->mel_conv2_bias, n);
+        pf__cpu_matmul_rows(out + t0 * d, col, &w2, sp->mel_conv2_bias, n, NULL);
     }
     for (size_t i = 0; i < half * d; i++) out[i] = pf__speech_gelu(out[i]);
 }
