@@ -15448,7 +15448,7 @@ static void pf__cpu_matmul_rows(float *out, const float *x, const pf__weight *w,
         }
         for (size_t r0 = 0; r0 < rows; r0 += PF__RBLOCK) {
             size_t r1 = r0 + PF__RBLOCK < rows ? r0 + PF__RBLOCK : rows;
-            memset(acc, 0, sizeof acc);
+            memset(acc, 0, (r1 - r0) * ld * sizeof *acc); /* the rows in use: decode's is one */
             for (size_t p0 = 0; p0 < k;) { /* blocks of whole chunks, fixed in the whole tensor too */
                 size_t p1 = ((w->col_begin + p0) / PF__KBLOCK + 1) * PF__KBLOCK - w->col_begin;
                 if (p1 > k) p1 = k;
