@@ -14262,6 +14262,8 @@ struct pf__rank {
     float *projected;         /* rank 0, with a projection: [max_batch][projection_dim] */
     float *patch_in;          /* image encoders: [max_batch][patches][channels * patch^2] */
     float *scores;            /* CPU attention: [cache_len] */
+    float *attn_pack;         /* CPU attention over prompts: one kv head's keys, then its values, */
+    size_t attn_pack_floats;  /* attn_pack_floats each ([cache_len][head_dim]) */
     float *reduce_tmp;        /* CPU all-reduce: [max_tokens * hidden] */
     float *reorder_tmp;       /* CPU beam reorder: one layer's cache, when max_batch > 1 */
     void *matmul_scratch;     /* CPU products: x's int8 values, scales and block sums for Q8/Q4
@@ -15690,6 +15692,57 @@ static void pf__cpu_kv_append(pf__rank *r, void *k_cache, void *v_cache, float *
     }
 }
 
+/* The keys query `pos` of row b may see, first..last (first > last: none, a pad's own query). */
+static void pf__attend_range(const pf__step *s, const pf__attn_shape *a, size_t pad, size_t pos, size_t *first,
+                             size_t *last) {
+    *last = a->mask == PF__MASK_CAUSAL ? pos
+            : a->mask == PF__MASK_CROSS ? (size_t)a->cache_len - 1 : (size_t)s->past + (size_t)s->seq_len - 1;
+    *first = pad; /* left pads are never keys */
+    if (a->window && pos + 1 > (size_t)a->window && pos + 1 - (size_t)a->window > *first)
+        *first = pos + 1 - (size_t)a->window;
+}
+
+/* One query's scores p[0..count) of keys first.. into probabilities, for head h. */
+static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t count, size_t first, size_t pos,
+                               size_t pad, int h, const pf__attn_shape *a) {
+    float slope = a->alibi ? a->alibi[h] : 0.0f, scale = a->scale;
+    const float *rel = a->rel_bias ? a->rel_bias + (size_t)h * a->rel_rows : NULL;
+    if (rel || slope != 0.0f) {
+        for (size_t j = 0; j < count; j++) {
+            p[j] = p[j] * scale + slope * (float)(first + j - pad);
+            if (rel)
+                p[j] += rel[pf__relative_bucket((int)(first + j) - (int)pos, a->rel_buckets, a->rel_max_distance,
+                                                a->mask != PF__MASK_CAUSAL)];
+        }
+    } else {
+        for (size_t j = 0; j < count; j++) p[j] = p[j] * scale; /* the same value as above: slope 0 adds +0 */
+    }
+    float maxima[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    size_t j = 0;
+    for (; j + 8 <= count; j += 8) /* eight independent maxima: one chain of them waited on each other */
+        for (int l = 0; l < 8; l++) maxima[l] = p[j + l] > maxima[l] ? p[j + l] : maxima[l];
+    for (; j < count; j++) maxima[0] = p[j] > maxima[0] ? p[j] : maxima[0];
+    float max = maxima[0];
+    for (int l = 1; l < 8; l++) max = maxima[l] > max ? maxima[l] : max;
+    kernels->exp_shifted(p, count, max);
+    /* four independent sums and one division: a chain of dependent double adds and a double
+       division per key were a quarter of a long prompt's attention */
+    double inverse = 1.0 / pf__sum_shifted(p, count, 0.0, 0);
+    for (j = 0; j < count; j++) p[j] = (float)(p[j] * inverse);
+}
+
+/* Keys and values lo..hi of one kv head (its offset kv in a cache row), packed hd floats apart:
+   every block of a prompt's queries reads them again, and in the cache a head's slice of each
+   position sits a cache row (kv_width floats) from the next, so a long prompt's slices share a few
+   cache sets and came from memory again for each block (BENCHMARKS.md). */
+static void pf__attend_pack(float *k_out, float *v_out, const float *kc, const float *vc, size_t kv_width, size_t kv,
+                            size_t hd, size_t lo, size_t hi) {
+    for (size_t j = lo; j <= hi; j++) {
+        memcpy(k_out + (j - lo) * hd, kc + j * kv_width + kv, hd * sizeof(float));
+        memcpy(v_out + (j - lo) * hd, vc + j * kv_width + kv, hd * sizeof(float));
+    }
+}
+
 static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void *k_cache, const void *v_cache,
                            const pf__step *s, const pf__attn_shape *a) {
     size_t hd = (size_t)a->head_dim, q_width = (size_t)a->heads * hd, kv_width = (size_t)a->kv_heads * hd;
@@ -15700,51 +15753,54 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
         size_t cache_row = s->cache_rows ? (size_t)s->cache_rows[b] : (size_t)b;
         const float *kc = (const float *)k_cache + cache_row * a->cache_len * kv_width;
         const float *vc = (const float *)v_cache + cache_row * a->cache_len * kv_width;
-        size_t pad = s->pad ? (size_t)s->pad[b] : 0; /* left pads are never keys */
-        /* Queries in blocks that share each key's load for their scores; each query then takes
-           the keys it may see (first..last) out of the block's range (lo..hi). */
-        for (size_t t0 = 0; t0 < T; t0 += PF__QUERY_BLOCK) {
-            int nq = T - t0 < PF__QUERY_BLOCK ? (int)(T - t0) : PF__QUERY_BLOCK;
-            size_t first[PF__QUERY_BLOCK], last[PF__QUERY_BLOCK], lo = SIZE_MAX, hi = 0;
-            for (int i = 0; i < nq; i++) {
-                size_t pos = (size_t)s->past + t0 + (size_t)i;
-                last[i] = a->mask == PF__MASK_CAUSAL ? pos
-                          : a->mask == PF__MASK_CROSS ? (size_t)a->cache_len - 1 : (size_t)s->past + T - 1;
-                first[i] = pad;
-                if (a->window && pos + 1 > (size_t)a->window && pos + 1 - (size_t)a->window > first[i])
-                    first[i] = pos + 1 - (size_t)a->window;
-                if (first[i] > last[i]) { /* a pad's own query: nothing to see, and nobody reads it */
-                    memset(out + ((size_t)b * T + t0 + (size_t)i) * q_width, 0, q_width * sizeof(float));
-                    continue;
-                }
-                if (first[i] < lo) lo = first[i];
-                if (last[i] > hi) hi = last[i];
+        size_t pad = s->pad ? (size_t)s->pad[b] : 0, lo_all = SIZE_MAX, hi_all = 0;
+        for (size_t t = 0; t < T; t++) { /* the keys any query of the row sees */
+            size_t first, last;
+            pf__attend_range(s, a, pad, (size_t)s->past + t, &first, &last);
+            if (first <= last && first < lo_all) lo_all = first;
+            if (first <= last && last > hi_all) hi_all = last;
+        }
+        if (lo_all > hi_all) { /* only pads' queries: nothing to see, and nobody reads them */
+            memset(out + (size_t)b * T * q_width, 0, T * q_width * sizeof(float));
+            continue;
+        }
+        /* Several blocks of queries read the keys and values packed, where they fit */
+        int pack = T > PF__QUERY_BLOCK && kv_width > hd && (hi_all + 1 - lo_all) * hd <= r->attn_pack_floats;
+        size_t packed_kv = SIZE_MAX, base = pack ? lo_all : 0, stride = pack ? hd : kv_width;
+        for (int h = 0; h < a->heads; h++) {
+            size_t kv = (size_t)((a->head_begin + h) / a->kv_group - a->kv_begin) * hd;
+            const float *keys = kc + kv, *values = vc + kv; /* position j at (j - base) * stride */
+            if (pack) {
+                if (kv != packed_kv) /* heads of a group share their kv head's copy */
+                    pf__attend_pack(r->attn_pack, r->attn_pack + r->attn_pack_floats, kc, vc, kv_width, kv, hd, lo_all, hi_all);
+                packed_kv = kv;
+                keys = r->attn_pack, values = r->attn_pack + r->attn_pack_floats;
             }
-            if (lo > hi) continue;
-            for (int h = 0; h < a->heads; h++) {
+            /* Queries in blocks that share each key's load for their scores; each query then takes
+               the keys it may see (first..last) out of the block's range (lo..hi). */
+            for (size_t t0 = 0; t0 < T; t0 += PF__QUERY_BLOCK) {
+                int nq = T - t0 < PF__QUERY_BLOCK ? (int)(T - t0) : PF__QUERY_BLOCK;
+                size_t first[PF__QUERY_BLOCK], last[PF__QUERY_BLOCK], lo = SIZE_MAX, hi = 0;
                 const float *q[PF__QUERY_BLOCK];
-                for (int i = 0; i < nq; i++) q[i] = qkv + ((size_t)b * T + t0 + (size_t)i) * row_width + (size_t)h * hd;
-                size_t kv = (size_t)((a->head_begin + h) / a->kv_group - a->kv_begin) * hd;
-                kernels->scores(r->scores, (size_t)a->cache_len, q, nq, kc + lo * kv_width + kv, kv_width, hi + 1 - lo, hd);
-                float slope = a->alibi ? a->alibi[h] : 0.0f;
-                const float *rel = a->rel_bias ? a->rel_bias + (size_t)h * a->rel_rows : NULL;
+                for (int i = 0; i < nq; i++) {
+                    pf__attend_range(s, a, pad, (size_t)s->past + t0 + (size_t)i, &first[i], &last[i]);
+                    q[i] = qkv + ((size_t)b * T + t0 + (size_t)i) * row_width + (size_t)h * hd;
+                    if (first[i] > last[i]) { /* a pad's own query: nothing to see, and nobody reads it */
+                        memset(out + ((size_t)b * T + t0 + (size_t)i) * q_width + (size_t)h * hd, 0, hd * sizeof(float));
+                        continue;
+                    }
+                    if (first[i] < lo) lo = first[i];
+                    if (last[i] > hi) hi = last[i];
+                }
+                if (lo > hi) continue;
+                kernels->scores(r->scores, (size_t)a->cache_len, q, nq, keys + (lo - base) * stride, stride, hi + 1 - lo, hd);
                 for (int i = 0; i < nq; i++) {
                     if (first[i] > last[i]) continue;
-                    float max = -INFINITY, *p = r->scores + (size_t)i * a->cache_len + (first[i] - lo);
+                    float *p = r->scores + (size_t)i * a->cache_len + (first[i] - lo);
                     size_t count = last[i] + 1 - first[i], pos = (size_t)s->past + t0 + (size_t)i;
-                    for (size_t j = 0; j < count; j++) {
-                        p[j] = p[j] * a->scale + slope * (float)(first[i] + j - pad);
-                        if (rel)
-                            p[j] += rel[pf__relative_bucket((int)(first[i] + j) - (int)pos, a->rel_buckets,
-                                                            a->rel_max_distance, a->mask != PF__MASK_CAUSAL)];
-                        if (p[j] > max) max = p[j];
-                    }
-                    kernels->exp_shifted(p, count, max);
-                    double sum = 0;
-                    for (size_t j = 0; j < count; j++) sum += p[j];
-                    for (size_t j = 0; j < count; j++) p[j] = (float)(p[j] / sum);
+                    pf__attend_softmax(kernels, p, count, first[i], pos, pad, h, a);
                     float *o = out + ((size_t)b * T + t0 + (size_t)i) * q_width + (size_t)h * hd;
-                    kernels->weighted_sum(o, p, vc + first[i] * kv_width + kv, kv_width, count, hd);
+                    kernels->weighted_sum(o, p, values + (first[i] - base) * stride, stride, count, hd);
                 }
             }
         }
@@ -16685,6 +16741,10 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
         r->head_out = (float *)pf__rank_alloc(r, T * (size_t)(c->num_labels > 2 ? c->num_labels : 2) * sizeof(float));
     if (r->backend == &pf__cpu_backend) {
         r->scores = (float *)pf__rank_alloc(r, PF__QUERY_BLOCK * (size_t)g->cache_len * sizeof(float));
+        if (T > PF__QUERY_BLOCK) {
+            r->attn_pack_floats = (size_t)g->cache_len * hd;
+            r->attn_pack = (float *)pf__rank_alloc(r, 2 * r->attn_pack_floats * sizeof(float));
+        }
         if (g->num_ranks > 1) r->reduce_tmp = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
         if (g->max_batch > 1) r->reorder_tmp = (float *)pf__rank_alloc(r, (size_t)g->max_batch * g->cache_len * kv_width * sizeof(float));
     }
