@@ -15073,6 +15073,14 @@ static void pf__weighted_sum(float *out, const float *w, const float *values, si
         for (size_t i = 0; i < n; i++) out[i] += w[j] * values[j * stride + i];
 }
 
+/* The weighted sums of nq queries over the same `count` value rows: query i's weights at
+   w + i * ldw (zeros where it sees no key), its sums at out + i * ldo. A zero weight adds an exact
+   zero, so each query's sums have the bits of a weighted_sum over the keys it sees. */
+static void pf__weighted_sums(float *out, size_t ldo, const float *w, size_t ldw, int nq, const float *values,
+                              size_t stride, size_t count, size_t n) {
+    for (int i = 0; i < nq; i++) pf__weighted_sum(out + (size_t)i * ldo, w + (size_t)i * ldw, values, stride, count, n);
+}
+
 #ifdef PF__AVX2
 /* The four sums of acc[0..3], each as ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)). */
 PF__AVX2_TARGET static PF__INLINE __m128 pf__sum4_avx2(const __m256 *acc) {
@@ -15154,6 +15162,12 @@ PF__AVX2_TARGET static void pf__weighted_sum_avx2(float *out, const float *w, co
         }
         PF__UNROLL for (int b = 0; b < 8; b++) _mm256_maskstore_ps(out + i0 + 8 * b, mask[b], acc[b]);
     }
+}
+
+PF__AVX2_TARGET static void pf__weighted_sums_avx2(float *out, size_t ldo, const float *w, size_t ldw, int nq,
+                                                   const float *values, size_t stride, size_t count, size_t n) {
+    for (int i = 0; i < nq; i++)
+        pf__weighted_sum_avx2(out + (size_t)i * ldo, w + (size_t)i * ldw, values, stride, count, n);
 }
 #endif
 
@@ -15291,6 +15305,35 @@ PF__AVX512_TARGET static void pf__weighted_sum_avx512(float *out, const float *w
         PF__UNROLL for (int b = 0; b < 8; b++) _mm512_mask_storeu_ps(out + i0 + 16 * b, mask[b], acc[b]);
     }
 }
+
+/* Up to PF__QUERY_BLOCK queries at once, 64 outputs at a time: each value row's load serves every
+   query (a query alone reloaded every row for 4 FMAs). Each output lane sums its products in the
+   order of pf__weighted_sum_avx512, so the bits are the same. */
+PF__AVX512_TARGET static void pf__weighted_sums_avx512(float *out, size_t ldo, const float *w, size_t ldw, int nq,
+                                                       const float *values, size_t stride, size_t count, size_t n) {
+    for (size_t i0 = 0; i0 < n; i0 += 64) {
+        size_t width = n - i0 < 64 ? n - i0 : 64;
+        __mmask16 mask[4];
+        __m512 acc[PF__QUERY_BLOCK][4];
+        PF__UNROLL for (int c = 0; c < 4; c++) {
+            size_t left = width > (size_t)c * 16 ? width - (size_t)c * 16 : 0;
+            mask[c] = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+            PF__UNROLL for (int i = 0; i < PF__QUERY_BLOCK; i++) acc[i][c] = _mm512_setzero_ps();
+        }
+        for (size_t j = 0; j < count; j++) {
+            const float *v = values + j * stride + i0;
+            __m512 rows[4];
+            PF__UNROLL for (int c = 0; c < 4; c++) rows[c] = _mm512_maskz_loadu_ps(mask[c], v + 16 * c);
+            PF__UNROLL for (int i = 0; i < PF__QUERY_BLOCK; i++) {
+                if (i >= nq) break;
+                __m512 p = _mm512_set1_ps(w[(size_t)i * ldw + j]);
+                PF__UNROLL for (int c = 0; c < 4; c++) acc[i][c] = _mm512_fmadd_ps(p, rows[c], acc[i][c]);
+            }
+        }
+        for (int i = 0; i < nq; i++)
+            PF__UNROLL for (int c = 0; c < 4; c++) _mm512_mask_storeu_ps(out + (size_t)i * ldo + i0 + 16 * c, mask[c], acc[i][c]);
+    }
+}
 #endif
 
 /* The CPU backend's inner loops, for one instruction set. Attention is computed whole on one rank,
@@ -15303,6 +15346,8 @@ typedef struct pf__cpu_kernels {
     void (*scores)(float *out, size_t ld, const float *const *q, int nq, const float *keys, size_t stride, size_t count,
                    size_t n);
     void (*weighted_sum)(float *out, const float *w, const float *values, size_t stride, size_t count, size_t n);
+    void (*weighted_sums)(float *out, size_t ldo, const float *w, size_t ldw, int nq, const float *values, size_t stride,
+                          size_t count, size_t n);
     void (*activate)(float *out, const float *x, const float *mul, size_t count, pf__activation act);
     void (*exp_shifted)(float *p, size_t count, float shift);
     pf__q8_rows_fn *q8_rows, *q8_row; /* many rows of x; one (decode) */
@@ -15313,13 +15358,13 @@ typedef struct pf__cpu_kernels {
 } pf__cpu_kernels;
 
 static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_PORTABLE,
-                                                 pf__scores, pf__weighted_sum, pf__activate_portable, pf__exp_shifted, pf__q8_rows_portable,
+                                                 pf__scores, pf__weighted_sum, pf__weighted_sums, pf__activate_portable, pf__exp_shifted, pf__q8_rows_portable,
                                                  pf__q8_rows_portable, pf__q4_rows_portable, pf__q4_rows_portable,
                                                  pf__quantize_x_portable, pf__widen_portable,
                                                  pf__store_sums_portable};
 #ifdef PF__AVX2
 static const pf__cpu_kernels pf__cpu_avx2 = {pf__tiles_avx2, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_AVX2,
-                                             pf__scores_avx2, pf__weighted_sum_avx2, pf__activate_avx2, pf__exp_shifted_avx2, pf__q8_rows_avx2,
+                                             pf__scores_avx2, pf__weighted_sum_avx2, pf__weighted_sums_avx2, pf__activate_avx2, pf__exp_shifted_avx2, pf__q8_rows_avx2,
                                              pf__q8_row_avx2, pf__q4_rows_avx2, pf__q4_row_avx2,
                                              pf__quantize_x_portable, pf__widen_avx2, pf__store_sums_avx2};
 #endif
@@ -15382,6 +15427,7 @@ static void pf__cpu_probe(void) {
     pf__cpu_avx512.store_sums = pf__store_sums_avx512;
     if (pf__cpu_wide_fma) {
         pf__cpu_avx512.scores = pf__scores_avx512, pf__cpu_avx512.weighted_sum = pf__weighted_sum_avx512;
+        pf__cpu_avx512.weighted_sums = pf__weighted_sums_avx512;
         pf__cpu_avx512.chunk = PF__CHUNK_AVX512;
         pf__cpu_avx512.row_outs = PF__ROW_OUTS_AVX512;
     }
@@ -15551,6 +15597,10 @@ void pf_testing_cpu_scores(float *out, size_t ld, const float *const *q, int nq,
 }
 void pf_testing_cpu_weighted_sum(float *out, const float *w, const float *values, size_t stride, size_t count, size_t n) {
     pf__cpu_kernels_here()->weighted_sum(out, w, values, stride, count, n);
+}
+void pf_testing_cpu_weighted_sums(float *out, size_t ldo, const float *w, size_t ldw, int nq, const float *values,
+                                  size_t stride, size_t count, size_t n) {
+    pf__cpu_kernels_here()->weighted_sums(out, ldo, w, ldw, nq, values, stride, count, n);
 }
 /* Test hooks: the activations (act a pf__activation) and softmax's exponentials, as picked. */
 void pf_testing_cpu_activate(float *out, const float *x, const float *mul, size_t count, int act) {
@@ -15785,23 +15835,26 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
                 for (int i = 0; i < nq; i++) {
                     pf__attend_range(s, a, pad, (size_t)s->past + t0 + (size_t)i, &first[i], &last[i]);
                     q[i] = qkv + ((size_t)b * T + t0 + (size_t)i) * row_width + (size_t)h * hd;
-                    if (first[i] > last[i]) { /* a pad's own query: nothing to see, and nobody reads it */
-                        memset(out + ((size_t)b * T + t0 + (size_t)i) * q_width + (size_t)h * hd, 0, hd * sizeof(float));
-                        continue;
-                    }
+                    if (first[i] > last[i]) continue; /* a pad's own query: its weights are all 0 below */
                     if (first[i] < lo) lo = first[i];
                     if (last[i] > hi) hi = last[i];
                 }
                 if (lo > hi) continue;
-                kernels->scores(r->scores, (size_t)a->cache_len, q, nq, keys + (lo - base) * stride, stride, hi + 1 - lo, hd);
-                for (int i = 0; i < nq; i++) {
-                    if (first[i] > last[i]) continue;
-                    float *p = r->scores + (size_t)i * a->cache_len + (first[i] - lo);
-                    size_t count = last[i] + 1 - first[i], pos = (size_t)s->past + t0 + (size_t)i;
-                    pf__attend_softmax(kernels, p, count, first[i], pos, pad, h, a);
-                    float *o = out + ((size_t)b * T + t0 + (size_t)i) * q_width + (size_t)h * hd;
-                    kernels->weighted_sum(o, p, values + (first[i] - base) * stride, stride, count, hd);
+                size_t ld = (size_t)a->cache_len, keys_seen = hi + 1 - lo;
+                kernels->scores(r->scores, ld, q, nq, keys + (lo - base) * stride, stride, keys_seen, hd);
+                for (int i = 0; i < nq; i++) { /* probabilities, zero for the block's keys the query does not see */
+                    float *row = r->scores + (size_t)i * ld;
+                    if (first[i] > last[i]) {
+                        memset(row, 0, keys_seen * sizeof(float));
+                        continue;
+                    }
+                    pf__attend_softmax(kernels, row + (first[i] - lo), last[i] + 1 - first[i], first[i],
+                                       (size_t)s->past + t0 + (size_t)i, pad, h, a);
+                    memset(row, 0, (first[i] - lo) * sizeof(float));
+                    memset(row + (last[i] + 1 - lo), 0, (hi - last[i]) * sizeof(float));
                 }
+                kernels->weighted_sums(out + ((size_t)b * T + t0) * q_width + (size_t)h * hd, q_width, r->scores, ld, nq,
+                                       values + (lo - base) * stride, stride, keys_seen, hd);
             }
         }
     }

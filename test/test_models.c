@@ -24,6 +24,8 @@ void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype,
 void pf_testing_cpu_scores(float *out, size_t ld, const float *const *q, int nq, const float *keys, size_t stride,
                            size_t count, size_t n);
 void pf_testing_cpu_weighted_sum(float *out, const float *w, const float *values, size_t stride, size_t count, size_t n);
+void pf_testing_cpu_weighted_sums(float *out, size_t ldo, const float *w, size_t ldw, int nq, const float *values,
+                                  size_t stride, size_t count, size_t n);
 void pf_testing_cpu_activate(float *out, const float *x, const float *mul, size_t count, int act);
 void pf_testing_cpu_exp_shifted(float *p, size_t count, float shift);
 #endif
@@ -843,7 +845,7 @@ static void test_cpu_attention_kernels(void) {
     for (int set = 0; set <= 2; set++) { /* default (AVX-512 where there is), portable, AVX2 */
         pf_testing_portable_cpu = set == 1, pf_testing_avx2_cpu = set == 2;
         const char *name = set == 0 ? "default" : set == 1 ? "portable" : "avx2";
-        int bad_scores = -1, bad_sum = -1;
+        int bad_scores = -1, bad_sum = -1, bad_sums = -1;
         for (size_t count = 0; count <= ROWS; count++)
             for (size_t n = 1; n <= WIDTH; n++) {
                 for (int nq = 1; nq <= QUERIES; nq++) {
@@ -870,9 +872,30 @@ static void test_cpu_attention_kernels(void) {
                     if (fabs(out[i] - exact) > magnitude / (1 << 20)) bad_sum = (int)(count * 1000 + n);
                 }
                 if (out[n] != 12345.0f) bad_sum = (int)(count * 1000 + n);
+                /* Several queries over one block of keys, each seeing rows first..last of it (its
+                   other weights 0, as causal attention pads them): the bits of a weighted sum of
+                   its own rows alone, and nothing written past n. */
+                for (int nq = 1; nq <= QUERIES && count > 0; nq++) {
+                    float padded[QUERIES][ROWS], alone[WIDTH], many[QUERIES * WIDTH + 1];
+                    size_t first[QUERIES], last[QUERIES];
+                    for (int k = 0; k < nq; k++) {
+                        first[k] = (size_t)k % count, last[k] = count - 1 - (size_t)(k / 2) % (count - first[k]);
+                        for (size_t j = 0; j < count; j++) padded[k][j] = j >= first[k] && j <= last[k] ? w[j] : 0.0f;
+                    }
+                    many[(size_t)(nq - 1) * WIDTH + n] = 12345.0f;
+                    pf_testing_cpu_weighted_sums(many, WIDTH, &padded[0][0], ROWS, nq, rows, STRIDE, count, n);
+                    for (int k = 0; k < nq; k++) {
+                        pf_testing_cpu_weighted_sum(alone, w + first[k], rows + first[k] * STRIDE, STRIDE,
+                                                    last[k] + 1 - first[k], n);
+                        if (memcmp(alone, many + (size_t)k * WIDTH, n * sizeof(float))) bad_sums = (int)(count * 1000 + n);
+                    }
+                    if (many[(size_t)(nq - 1) * WIDTH + n] != 12345.0f) bad_sums = (int)(count * 1000 + n);
+                }
             }
         CHECK_MSG(bad_scores < 0, "%s scores wrong at %d rows of width %d", name, bad_scores / 1000, bad_scores % 1000);
         CHECK_MSG(bad_sum < 0, "%s weighted sum wrong at %d rows of width %d", name, bad_sum / 1000, bad_sum % 1000);
+        CHECK_MSG(bad_sums < 0, "%s weighted sums of several queries differ from one query's at %d rows of width %d", name,
+                  bad_sums / 1000, bad_sums % 1000);
     }
     pf_testing_avx2_cpu = 0;
     pf_testing_portable_cpu = 0;
