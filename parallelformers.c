@@ -14179,8 +14179,9 @@ typedef struct pf__backend {
        read (left pads, the sources' pads, rotary frequencies) to the device, so that no upload
        happens between the forward's collectives. */
     void (*prepare)(pf__rank *r, const pf__step *s);
-    /* Keys and values cached in the weights' dtype when that is 16-bit (half the memory and the
-       bytes a decode step reads); 0: always fp32. Cross caches stay fp32 either way. */
+    /* Keys and values cached in the weights' dtype (16-bit weights: half the memory and the bytes
+       a decode step reads); 0: as pf_parallel_options.kv_cache_dtype asks, fp32 by default. Cross
+       caches stay fp32 either way. */
     int cache_in_weight_dtype;
     /* Greedy token choice where the logits are (NULL: they are downloaded and the host takes
        pf__argmax of them): for rows rows of logits ([rows][n], vocabulary ids first..first+n-1),
@@ -14261,7 +14262,8 @@ struct pf__rank {
     float *head_out;          /* rank 0, classification heads: [max_tokens][num_labels or 2] */
     float *projected;         /* rank 0, with a projection: [max_batch][projection_dim] */
     float *patch_in;          /* image encoders: [max_batch][patches][channels * patch^2] */
-    float *scores;            /* CPU attention: [cache_len] */
+    float *scores;            /* CPU attention: [max(heads, PF__QUERY_BLOCK)][cache_len] */
+    size_t *head_slices;      /* CPU decode attention: [heads], each head's kv slice in a cache row */
     float *attn_pack;         /* CPU attention over prompts: one kv head's keys, then its values, */
     size_t attn_pack_floats;  /* attn_pack_floats each ([cache_len][head_dim]) */
     float *reduce_tmp;        /* CPU all-reduce: [max_tokens * hidden] */
@@ -15081,6 +15083,36 @@ static void pf__weighted_sums(float *out, size_t ldo, const float *w, size_t ldw
     for (int i = 0; i < nq; i++) pf__weighted_sum(out + (size_t)i * ldo, w + (size_t)i * ldw, values, stride, count, n);
 }
 
+/* Decode's attention: one query for each of `heads` heads (q: [heads][n]) against `count` cache rows
+   of `row` values each, stored as dt (fp32, fp16, bf16), walked row by row so that every head's
+   slice of a row is read while the row streams in (head by head, a head's slices sit a row apart:
+   no prefetcher follows them). Head h reads its kv head's slice at kv[h]. Scores:
+   out[h * ld + j] = q_h . key_j; sums: out[h * n + i] = sum_j w[h * ld + j] value_j[i], summed in
+   each output's lane in row order from 0, as pf__weighted_sum's. */
+typedef struct pf__head_slices {
+    int heads;
+    const size_t *kv; /* [heads]: offset of each head's slice in a row */
+} pf__head_slices;
+
+static void pf__row_scores(float *out, size_t ld, const float *q, pf__head_slices hs, const void *keys, int dt,
+                           size_t row, size_t count, size_t n) {
+    for (size_t j = 0; j < count; j++)
+        for (int h = 0; h < hs.heads; h++) {
+            double sum = 0;
+            for (size_t i = 0; i < n; i++) sum += (double)q[(size_t)h * n + i] * pf__weight_value(keys, j * row + hs.kv[h] + i, dt);
+            out[(size_t)h * ld + j] = (float)sum;
+        }
+}
+
+static void pf__row_weighted_sums(float *out, const float *w, size_t ld, pf__head_slices hs, const void *values, int dt,
+                                  size_t row, size_t count, size_t n) {
+    memset(out, 0, (size_t)hs.heads * n * sizeof(float));
+    for (size_t j = 0; j < count; j++)
+        for (int h = 0; h < hs.heads; h++)
+            for (size_t i = 0; i < n; i++)
+                out[(size_t)h * n + i] += w[(size_t)h * ld + j] * pf__weight_value(values, j * row + hs.kv[h] + i, dt);
+}
+
 #ifdef PF__AVX2
 /* The four sums of acc[0..3], each as ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)). */
 PF__AVX2_TARGET static PF__INLINE __m128 pf__sum4_avx2(const __m256 *acc) {
@@ -15168,6 +15200,71 @@ PF__AVX2_TARGET static void pf__weighted_sums_avx2(float *out, size_t ldo, const
                                                    const float *values, size_t stride, size_t count, size_t n) {
     for (int i = 0; i < nq; i++)
         pf__weighted_sum_avx2(out + (size_t)i * ldo, w + (size_t)i * ldw, values, stride, count, n);
+}
+
+/* Decode's attention walks the cache row by row: fetch the row 8 ahead meanwhile (its lines one
+   after another; measured 20-40 % faster than leaving it to the hardware, BENCHMARKS.md). */
+static PF__INLINE void pf__prefetch_row_ahead(const void *rows, size_t j, size_t count, size_t row_bytes) {
+    if (j + 8 >= count) return;
+    const char *ahead = (const char *)rows + (j + 8) * row_bytes;
+    for (size_t b = 0; b < row_bytes; b += 64) _mm_prefetch(ahead + b, _MM_HINT_T0);
+}
+
+/* pf__row_scores and pf__row_weighted_sums in 8 lanes; dt a constant where inlined. */
+PF__AVX2_TARGET static PF__INLINE void pf__row_scores_avx2_dt(float *out, size_t ld, const float *q, pf__head_slices hs,
+                                                              const void *keys, const int dt, size_t row, size_t count,
+                                                              size_t n) {
+    for (size_t j = 0; j < count; j++) {
+        pf__prefetch_row_ahead(keys, j, count, row * (dt == PF__DTYPE_F32 ? 4 : 2));
+        for (int h = 0; h < hs.heads; h++) {
+            __m256 acc = _mm256_setzero_ps();
+            for (size_t i = 0; i < n; i += 8) {
+                size_t left = n - i < 8 ? n - i : 8;
+                __m256 k = pf__load_weights_avx2(keys, j * row + hs.kv[h] + i, left, dt);
+                __m256 qv = left == 8 ? _mm256_loadu_ps(q + (size_t)h * n + i)
+                                      : _mm256_maskload_ps(q + (size_t)h * n + i, pf__lanes_below(left));
+                acc = _mm256_fmadd_ps(qv, k, acc);
+            }
+            out[(size_t)h * ld + j] = pf__hsum_avx2(acc);
+        }
+    }
+}
+
+PF__AVX2_TARGET static PF__INLINE void pf__row_weighted_sums_avx2_dt(float *out, const float *w, size_t ld,
+                                                                     pf__head_slices hs, const void *values, const int dt,
+                                                                     size_t row, size_t count, size_t n) {
+    memset(out, 0, (size_t)hs.heads * n * sizeof(float));
+    for (size_t j = 0; j < count; j++) {
+        pf__prefetch_row_ahead(values, j, count, row * (dt == PF__DTYPE_F32 ? 4 : 2));
+        for (int h = 0; h < hs.heads; h++) {
+            __m256 p = _mm256_set1_ps(w[(size_t)h * ld + j]);
+            float *o = out + (size_t)h * n;
+            for (size_t i = 0; i < n; i += 8) { /* the tail fused too, as pf__weighted_sum_avx2's */
+                size_t left = n - i < 8 ? n - i : 8;
+                __m256 v = pf__load_weights_avx2(values, j * row + hs.kv[h] + i, left, dt);
+                if (left == 8) {
+                    _mm256_storeu_ps(o + i, _mm256_fmadd_ps(p, v, _mm256_loadu_ps(o + i)));
+                } else {
+                    __m256i lanes = pf__lanes_below(left);
+                    _mm256_maskstore_ps(o + i, lanes, _mm256_fmadd_ps(p, v, _mm256_maskload_ps(o + i, lanes)));
+                }
+            }
+        }
+    }
+}
+
+PF__AVX2_TARGET static void pf__row_scores_avx2(float *out, size_t ld, const float *q, pf__head_slices hs,
+                                                const void *keys, int dt, size_t row, size_t count, size_t n) {
+    if (dt == PF__DTYPE_F32) pf__row_scores_avx2_dt(out, ld, q, hs, keys, PF__DTYPE_F32, row, count, n);
+    else if (dt == PF__DTYPE_F16) pf__row_scores_avx2_dt(out, ld, q, hs, keys, PF__DTYPE_F16, row, count, n);
+    else pf__row_scores_avx2_dt(out, ld, q, hs, keys, PF__DTYPE_BF16, row, count, n);
+}
+
+PF__AVX2_TARGET static void pf__row_weighted_sums_avx2(float *out, const float *w, size_t ld, pf__head_slices hs,
+                                                       const void *values, int dt, size_t row, size_t count, size_t n) {
+    if (dt == PF__DTYPE_F32) pf__row_weighted_sums_avx2_dt(out, w, ld, hs, values, PF__DTYPE_F32, row, count, n);
+    else if (dt == PF__DTYPE_F16) pf__row_weighted_sums_avx2_dt(out, w, ld, hs, values, PF__DTYPE_F16, row, count, n);
+    else pf__row_weighted_sums_avx2_dt(out, w, ld, hs, values, PF__DTYPE_BF16, row, count, n);
 }
 #endif
 
@@ -15334,6 +15431,60 @@ PF__AVX512_TARGET static void pf__weighted_sums_avx512(float *out, size_t ldo, c
             PF__UNROLL for (int c = 0; c < 4; c++) _mm512_mask_storeu_ps(out + (size_t)i * ldo + i0 + 16 * c, mask[c], acc[i][c]);
     }
 }
+
+/* pf__row_scores and pf__row_weighted_sums in 16 lanes; dt a constant where inlined. */
+PF__AVX512_TARGET static PF__INLINE void pf__row_scores_avx512_dt(float *out, size_t ld, const float *q, pf__head_slices hs,
+                                                                  const void *keys, const int dt, size_t row, size_t count,
+                                                                  size_t n) {
+    size_t row_bytes = row * (dt == PF__DTYPE_F32 ? 4 : 2);
+    for (size_t j = 0; j < count; j++) {
+        pf__prefetch_row_ahead(keys, j, count, row_bytes);
+        for (int h = 0; h < hs.heads; h++) {
+            __m512 acc = _mm512_setzero_ps();
+            for (size_t i = 0; i < n; i += 16) {
+                __mmask16 lanes = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+                __m512 k = pf__load_weights_avx512(keys, j * row + hs.kv[h] + i, lanes, dt);
+                acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(lanes, q + (size_t)h * n + i), k, acc);
+            }
+            out[(size_t)h * ld + j] = _mm512_reduce_add_ps(acc);
+        }
+    }
+}
+
+PF__AVX512_TARGET static PF__INLINE void pf__row_weighted_sums_avx512_dt(float *out, const float *w, size_t ld,
+                                                                         pf__head_slices hs, const void *values,
+                                                                         const int dt, size_t row, size_t count,
+                                                                         size_t n) {
+    memset(out, 0, (size_t)hs.heads * n * sizeof(float));
+    size_t row_bytes = row * (dt == PF__DTYPE_F32 ? 4 : 2);
+    for (size_t j = 0; j < count; j++) {
+        pf__prefetch_row_ahead(values, j, count, row_bytes);
+        for (int h = 0; h < hs.heads; h++) {
+            __m512 p = _mm512_set1_ps(w[(size_t)h * ld + j]);
+            float *o = out + (size_t)h * n;
+            for (size_t i = 0; i < n; i += 16) {
+                __mmask16 lanes = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+                __m512 v = pf__load_weights_avx512(values, j * row + hs.kv[h] + i, lanes, dt);
+                _mm512_mask_storeu_ps(o + i, lanes, _mm512_fmadd_ps(p, v, _mm512_maskz_loadu_ps(lanes, o + i)));
+            }
+        }
+    }
+}
+
+PF__AVX512_TARGET static void pf__row_scores_avx512(float *out, size_t ld, const float *q, pf__head_slices hs,
+                                                    const void *keys, int dt, size_t row, size_t count, size_t n) {
+    if (dt == PF__DTYPE_F32) pf__row_scores_avx512_dt(out, ld, q, hs, keys, PF__DTYPE_F32, row, count, n);
+    else if (dt == PF__DTYPE_F16) pf__row_scores_avx512_dt(out, ld, q, hs, keys, PF__DTYPE_F16, row, count, n);
+    else pf__row_scores_avx512_dt(out, ld, q, hs, keys, PF__DTYPE_BF16, row, count, n);
+}
+
+PF__AVX512_TARGET static void pf__row_weighted_sums_avx512(float *out, const float *w, size_t ld, pf__head_slices hs,
+                                                           const void *values, int dt, size_t row, size_t count,
+                                                           size_t n) {
+    if (dt == PF__DTYPE_F32) pf__row_weighted_sums_avx512_dt(out, w, ld, hs, values, PF__DTYPE_F32, row, count, n);
+    else if (dt == PF__DTYPE_F16) pf__row_weighted_sums_avx512_dt(out, w, ld, hs, values, PF__DTYPE_F16, row, count, n);
+    else pf__row_weighted_sums_avx512_dt(out, w, ld, hs, values, PF__DTYPE_BF16, row, count, n);
+}
 #endif
 
 /* The CPU backend's inner loops, for one instruction set. Attention is computed whole on one rank,
@@ -15348,6 +15499,10 @@ typedef struct pf__cpu_kernels {
     void (*weighted_sum)(float *out, const float *w, const float *values, size_t stride, size_t count, size_t n);
     void (*weighted_sums)(float *out, size_t ldo, const float *w, size_t ldw, int nq, const float *values, size_t stride,
                           size_t count, size_t n);
+    void (*row_scores)(float *out, size_t ld, const float *q, pf__head_slices hs, const void *keys, int dt, size_t row,
+                       size_t count, size_t n);
+    void (*row_weighted_sums)(float *out, const float *w, size_t ld, pf__head_slices hs, const void *values, int dt,
+                              size_t row, size_t count, size_t n);
     void (*activate)(float *out, const float *x, const float *mul, size_t count, pf__activation act);
     void (*exp_shifted)(float *p, size_t count, float shift);
     pf__q8_rows_fn *q8_rows, *q8_row; /* many rows of x; one (decode) */
@@ -15358,13 +15513,15 @@ typedef struct pf__cpu_kernels {
 } pf__cpu_kernels;
 
 static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_PORTABLE,
-                                                 pf__scores, pf__weighted_sum, pf__weighted_sums, pf__activate_portable, pf__exp_shifted, pf__q8_rows_portable,
+                                                 pf__scores, pf__weighted_sum, pf__weighted_sums, pf__row_scores,
+                                                 pf__row_weighted_sums, pf__activate_portable, pf__exp_shifted, pf__q8_rows_portable,
                                                  pf__q8_rows_portable, pf__q4_rows_portable, pf__q4_rows_portable,
                                                  pf__quantize_x_portable, pf__widen_portable,
                                                  pf__store_sums_portable};
 #ifdef PF__AVX2
 static const pf__cpu_kernels pf__cpu_avx2 = {pf__tiles_avx2, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_AVX2,
-                                             pf__scores_avx2, pf__weighted_sum_avx2, pf__weighted_sums_avx2, pf__activate_avx2, pf__exp_shifted_avx2, pf__q8_rows_avx2,
+                                             pf__scores_avx2, pf__weighted_sum_avx2, pf__weighted_sums_avx2, pf__row_scores_avx2,
+                                             pf__row_weighted_sums_avx2, pf__activate_avx2, pf__exp_shifted_avx2, pf__q8_rows_avx2,
                                              pf__q8_row_avx2, pf__q4_rows_avx2, pf__q4_row_avx2,
                                              pf__quantize_x_portable, pf__widen_avx2, pf__store_sums_avx2};
 #endif
@@ -15428,6 +15585,8 @@ static void pf__cpu_probe(void) {
     if (pf__cpu_wide_fma) {
         pf__cpu_avx512.scores = pf__scores_avx512, pf__cpu_avx512.weighted_sum = pf__weighted_sum_avx512;
         pf__cpu_avx512.weighted_sums = pf__weighted_sums_avx512;
+        pf__cpu_avx512.row_scores = pf__row_scores_avx512;
+        pf__cpu_avx512.row_weighted_sums = pf__row_weighted_sums_avx512;
         pf__cpu_avx512.chunk = PF__CHUNK_AVX512;
         pf__cpu_avx512.row_outs = PF__ROW_OUTS_AVX512;
     }
@@ -15602,6 +15761,17 @@ void pf_testing_cpu_weighted_sums(float *out, size_t ldo, const float *w, size_t
                                   size_t stride, size_t count, size_t n) {
     pf__cpu_kernels_here()->weighted_sums(out, ldo, w, ldw, nq, values, stride, count, n);
 }
+/* Test hooks: decode's attention loops (dt 0 fp32, 1 fp16, 2 bf16 rows). */
+void pf_testing_cpu_row_scores(float *out, size_t ld, const float *q, int heads, const size_t *kv, const void *keys,
+                               int dt, size_t row, size_t count, size_t n) {
+    pf__head_slices hs = {heads, kv};
+    pf__cpu_kernels_here()->row_scores(out, ld, q, hs, keys, dt, row, count, n);
+}
+void pf_testing_cpu_row_weighted_sums(float *out, const float *w, size_t ld, int heads, const size_t *kv,
+                                      const void *values, int dt, size_t row, size_t count, size_t n) {
+    pf__head_slices hs = {heads, kv};
+    pf__cpu_kernels_here()->row_weighted_sums(out, w, ld, hs, values, dt, row, count, n);
+}
 /* Test hooks: the activations (act a pf__activation) and softmax's exponentials, as picked. */
 void pf_testing_cpu_activate(float *out, const float *x, const float *mul, size_t count, int act) {
     pf__cpu_kernels_here()->activate(out, x, mul, count, (pf__activation)act);
@@ -15723,6 +15893,15 @@ static int pf__relative_bucket(int distance, int num_buckets, int max_distance, 
     return bucket + (large < num_buckets - 1 ? large : num_buckets - 1);
 }
 
+/* n values of a key or value row into the cache as it stores them (dt: fp32, or fp16 / bf16
+   rounded to nearest even, once, here). */
+static void pf__cache_store(void *dst, const float *src, size_t n, pf__dtype dt) {
+    uint16_t *half = (uint16_t *)dst;
+    if (dt == PF__DTYPE_F32) memcpy(dst, src, n * sizeof(float));
+    else if (dt == PF__DTYPE_F16) for (size_t i = 0; i < n; i++) half[i] = pf__f32_to_f16(src[i]);
+    else for (size_t i = 0; i < n; i++) half[i] = pf__f32_to_bf16(src[i]);
+}
+
 static void pf__cpu_kv_append(pf__rank *r, void *k_cache, void *v_cache, float *qkv, const pf__step *s,
                               const pf__attn_shape *a) {
     size_t hd = (size_t)a->head_dim, q_width = (size_t)a->heads * hd, kv_width = (size_t)a->kv_heads * hd;
@@ -15730,14 +15909,15 @@ static void pf__cpu_kv_append(pf__rank *r, void *k_cache, void *v_cache, float *
     (void)r;
     if (!a->heads) return;
     pf__cpu_qkv_bias(qkv, s, a);
+    size_t position_bytes = kv_width * pf__dtype_size(a->cache_dtype);
     for (int b = 0; b < s->batch; b++) {
         size_t cache_row = s->cache_rows ? (size_t)s->cache_rows[b] : (size_t)b;
-        float *kc = (float *)k_cache + cache_row * a->cache_len * kv_width;
-        float *vc = (float *)v_cache + cache_row * a->cache_len * kv_width;
+        char *kc = (char *)k_cache + cache_row * a->cache_len * position_bytes;
+        char *vc = (char *)v_cache + cache_row * a->cache_len * position_bytes;
         for (size_t t = 0; t < T; t++) {
             const float *row = qkv + ((size_t)b * T + t) * row_width;
-            memcpy(kc + (s->past + t) * kv_width, row + q_width, kv_width * sizeof(float));
-            memcpy(vc + (s->past + t) * kv_width, row + q_width + kv_width, kv_width * sizeof(float));
+            pf__cache_store(kc + (s->past + t) * position_bytes, row + q_width, kv_width, a->cache_dtype);
+            pf__cache_store(vc + (s->past + t) * position_bytes, row + q_width + kv_width, kv_width, a->cache_dtype);
         }
     }
 }
@@ -15781,16 +15961,44 @@ static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t 
     for (j = 0; j < count; j++) p[j] = (float)(p[j] * inverse);
 }
 
-/* Keys and values lo..hi of one kv head (its offset kv in a cache row), packed hd floats apart:
-   every block of a prompt's queries reads them again, and in the cache a head's slice of each
-   position sits a cache row (kv_width floats) from the next, so a long prompt's slices share a few
-   cache sets and came from memory again for each block (BENCHMARKS.md). */
-static void pf__attend_pack(float *k_out, float *v_out, const float *kc, const float *vc, size_t kv_width, size_t kv,
-                            size_t hd, size_t lo, size_t hi) {
+/* Keys and values lo..hi of one kv head (its offset kv in a cache row), packed hd floats apart, in
+   fp32: every block of a prompt's queries reads them again, and in the cache a head's slice of each
+   position sits a cache row (kv_width values) from the next, so a long prompt's slices share a few
+   cache sets and came from memory again for each block (BENCHMARKS.md). A 16-bit cache is always
+   read through this copy. */
+static void pf__attend_pack(const pf__cpu_kernels *kernels, float *k_out, float *v_out, const void *kc, const void *vc,
+                            pf__dtype dt, size_t kv_width, size_t kv, size_t hd, size_t lo, size_t hi) {
     for (size_t j = lo; j <= hi; j++) {
-        memcpy(k_out + (j - lo) * hd, kc + j * kv_width + kv, hd * sizeof(float));
-        memcpy(v_out + (j - lo) * hd, vc + j * kv_width + kv, hd * sizeof(float));
+        size_t at = j * kv_width + kv;
+        if (dt == PF__DTYPE_F32) {
+            memcpy(k_out + (j - lo) * hd, (const float *)kc + at, hd * sizeof(float));
+            memcpy(v_out + (j - lo) * hd, (const float *)vc + at, hd * sizeof(float));
+        } else { /* a 16-bit cache: widened exactly, so attention computes in fp32 as over an fp32 cache */
+            kernels->widen(k_out + (j - lo) * hd, (const uint16_t *)kc + at, dt, hd);
+            kernels->widen(v_out + (j - lo) * hd, (const uint16_t *)vc + at, dt, hd);
+        }
     }
+}
+
+/* A decode step's attention for one row of the batch (its one query q of every head): the cache
+   rows it sees walked once, every head's slice of each (pf__row_scores). Scores go to r->scores,
+   [heads][cache_len]. kc, vc: the row's caches. */
+static void pf__attend_one_query(pf__rank *r, const pf__cpu_kernels *kernels, float *out, const float *q, const char *kc,
+                                 const char *vc, const pf__step *s, const pf__attn_shape *a, size_t pad) {
+    size_t hd = (size_t)a->head_dim, kv_width = (size_t)a->kv_heads * hd, ld = (size_t)a->cache_len, first, last;
+    size_t esize = pf__dtype_size(a->cache_dtype), *kv = r->head_slices;
+    pf__attend_range(s, a, pad, (size_t)s->past, &first, &last);
+    if (first > last) { /* a pad's own query: nothing to see, and nobody reads it */
+        memset(out, 0, (size_t)a->heads * hd * sizeof(float));
+        return;
+    }
+    for (int h = 0; h < a->heads; h++) kv[h] = (size_t)((a->head_begin + h) / a->kv_group - a->kv_begin) * hd;
+    pf__head_slices hs = {a->heads, kv};
+    size_t count = last + 1 - first;
+    kernels->row_scores(r->scores, ld, q, hs, kc + first * kv_width * esize, a->cache_dtype, kv_width, count, hd);
+    for (int h = 0; h < a->heads; h++)
+        pf__attend_softmax(kernels, r->scores + (size_t)h * ld, count, first, (size_t)s->past, pad, h, a);
+    kernels->row_weighted_sums(out, r->scores, ld, hs, vc + first * kv_width * esize, a->cache_dtype, kv_width, count, hd);
 }
 
 static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void *k_cache, const void *v_cache,
@@ -15800,10 +16008,14 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
     const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
     if (!a->heads) return;
     for (int b = 0; b < s->batch; b++) {
-        size_t cache_row = s->cache_rows ? (size_t)s->cache_rows[b] : (size_t)b;
-        const float *kc = (const float *)k_cache + cache_row * a->cache_len * kv_width;
-        const float *vc = (const float *)v_cache + cache_row * a->cache_len * kv_width;
+        size_t cache_row = s->cache_rows ? (size_t)s->cache_rows[b] : (size_t)b, esize = pf__dtype_size(a->cache_dtype);
+        const char *kc = (const char *)k_cache + cache_row * a->cache_len * kv_width * esize;
+        const char *vc = (const char *)v_cache + cache_row * a->cache_len * kv_width * esize;
         size_t pad = s->pad ? (size_t)s->pad[b] : 0, lo_all = SIZE_MAX, hi_all = 0;
+        if (T == 1) {
+            pf__attend_one_query(r, kernels, out + (size_t)b * q_width, qkv + (size_t)b * row_width, kc, vc, s, a, pad);
+            continue;
+        }
         for (size_t t = 0; t < T; t++) { /* the keys any query of the row sees */
             size_t first, last;
             pf__attend_range(s, a, pad, (size_t)s->past + t, &first, &last);
@@ -15814,15 +16026,22 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
             memset(out + (size_t)b * T * q_width, 0, T * q_width * sizeof(float));
             continue;
         }
-        /* Several blocks of queries read the keys and values packed, where they fit */
-        int pack = T > PF__QUERY_BLOCK && kv_width > hd && (hi_all + 1 - lo_all) * hd <= r->attn_pack_floats;
+        /* Several blocks of queries read the keys and values packed, where they fit; a 16-bit
+           cache is always read packed (its rows of a cache_len always fit) */
+        int sixteen_bit = a->cache_dtype != PF__DTYPE_F32;
+        int pack = sixteen_bit || (T > PF__QUERY_BLOCK && kv_width > hd && (hi_all + 1 - lo_all) * hd <= r->attn_pack_floats);
+        if (sixteen_bit && (hi_all + 1 - lo_all) * hd > r->attn_pack_floats) {
+            pf__rank_fail(r, PF_ERROR_DEVICE, "CPU attention: %zu cached positions past its 16-bit copy", hi_all + 1 - lo_all);
+            return;
+        }
         size_t packed_kv = SIZE_MAX, base = pack ? lo_all : 0, stride = pack ? hd : kv_width;
         for (int h = 0; h < a->heads; h++) {
             size_t kv = (size_t)((a->head_begin + h) / a->kv_group - a->kv_begin) * hd;
-            const float *keys = kc + kv, *values = vc + kv; /* position j at (j - base) * stride */
+            const float *keys = (const float *)kc + kv, *values = (const float *)vc + kv; /* position j at (j - base) * stride */
             if (pack) {
                 if (kv != packed_kv) /* heads of a group share their kv head's copy */
-                    pf__attend_pack(r->attn_pack, r->attn_pack + r->attn_pack_floats, kc, vc, kv_width, kv, hd, lo_all, hi_all);
+                    pf__attend_pack(kernels, r->attn_pack, r->attn_pack + r->attn_pack_floats, kc, vc, a->cache_dtype,
+                                    kv_width, kv, hd, lo_all, hi_all);
                 packed_kv = kv;
                 keys = r->attn_pack, values = r->attn_pack + r->attn_pack_floats;
             }
@@ -15959,6 +16178,7 @@ struct pf__group {
     const pf__backend *backend;
     void *backend_state;
     pf__dtype dtype;      /* weight storage on every rank */
+    pf__dtype cache_dtype; /* keys and values in the self-attention caches */
     int num_ranks;
     pf__rank *ranks;
     int threads_started;
@@ -16754,7 +16974,7 @@ static void pf__rank_alloc_caches(pf__rank *r) {
     pf__group *g = r->group;
     const pf__config *c = &g->model->config;
     const pf__arch *a = &pf__archs[c->arch];
-    r->cache_dtype = r->backend->cache_in_weight_dtype ? g->dtype : PF__DTYPE_F32;
+    r->cache_dtype = g->cache_dtype;
     size_t self_layer = pf__rank_cache_layer(r) * pf__dtype_size(r->cache_dtype);
     size_t cross_layer = pf__rank_cache_layer(r) * sizeof(float);
     r->allocating = PF__MEM_CACHE;
@@ -16793,8 +17013,10 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
     if (r->index == 0 && (m->sources[PF__SLOT_CLASSIFIER_WEIGHT].data || m->sources[PF__SLOT_SPAN_WEIGHT].data))
         r->head_out = (float *)pf__rank_alloc(r, T * (size_t)(c->num_labels > 2 ? c->num_labels : 2) * sizeof(float));
     if (r->backend == &pf__cpu_backend) {
-        r->scores = (float *)pf__rank_alloc(r, PF__QUERY_BLOCK * (size_t)g->cache_len * sizeof(float));
-        if (T > PF__QUERY_BLOCK) {
+        size_t score_rows = r->share.heads > PF__QUERY_BLOCK ? (size_t)r->share.heads : PF__QUERY_BLOCK;
+        r->scores = (float *)pf__rank_alloc(r, score_rows * (size_t)g->cache_len * sizeof(float));
+        r->head_slices = (size_t *)pf__rank_alloc(r, score_rows * sizeof(size_t));
+        if (T > PF__QUERY_BLOCK || g->cache_dtype != PF__DTYPE_F32) {
             r->attn_pack_floats = (size_t)g->cache_len * hd;
             r->attn_pack = (float *)pf__rank_alloc(r, 2 * r->attn_pack_floats * sizeof(float));
         }
@@ -18661,6 +18883,10 @@ static pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_
     g->model = m;
     g->backend = backend;
     g->dtype = dtype;
+    g->cache_dtype = backend->cache_in_weight_dtype ? dtype
+                     : o->kv_cache_dtype == PF_DTYPE_F16   ? PF__DTYPE_F16
+                     : o->kv_cache_dtype == PF_DTYPE_BF16  ? PF__DTYPE_BF16
+                                                           : PF__DTYPE_F32;
     g->num_ranks = num_ranks;
     g->max_batch = o->max_batch ? o->max_batch : 1;
     /* an encoder longer than its decoder (Whisper) needs room for its frames */
@@ -21230,6 +21456,13 @@ static pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf_par
     if (PF__QUANTIZED(dtype) && backend != &pf__cpu_backend)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "dtype %s runs on CPU ranks only (the CUDA backend has no integer kernels)",
                         dtype == PF__DTYPE_Q8 ? "q8_0" : "q4_0");
+    if (o.kv_cache_dtype != PF_DTYPE_AUTO && o.kv_cache_dtype != PF_DTYPE_F32 && o.kv_cache_dtype != PF_DTYPE_F16 &&
+        o.kv_cache_dtype != PF_DTYPE_BF16)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "kv_cache_dtype %d is not PF_DTYPE_AUTO, _F32, _F16 or _BF16",
+                        (int)o.kv_cache_dtype);
+    if (backend->cache_in_weight_dtype && o.kv_cache_dtype != PF_DTYPE_AUTO && dtypes[o.kv_cache_dtype] != dtype)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "kv_cache_dtype: the %s backend keeps keys and values in the weights' dtype",
+                        backend->name);
     if (backend == &pf__cpu_backend) o.device_ids = NULL; /* CPU ranks have no device to pick */
     pf__group_destroy(m->group);
     m->group = NULL;

@@ -3,8 +3,8 @@
 
    build/bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16|q8|q4]
                [--models gpt2,gpt2-xl,llama-1b,llama-8b,bert-base] [--quick | --full] [--prompt N]
-               [--new N] [--runs N] [--batch16 | --no-batch16] [--default-cache] [--dir DIR] [--seed N]
-               [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]
+               [--new N] [--runs N] [--batch16 | --no-batch16] [--default-cache] [--kv-cache f32|f16|bf16]
+               [--dir DIR] [--seed N] [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]
                [--llama-cpp DIR | --no-llama-cpp] [--perplexity MODEL [--text FILE]]
 
      --device     cpu or cuda (default: cuda when this build has it and a GPU is present)
@@ -21,6 +21,8 @@
      --batch16    also decode 16 sequences at once (pf_generate_batch); --no-batch16 skips it
      --default-cache  leave max_sequence_length 0, so the KV cache holds the model's maximum
                   positions as with pf_parallelize's defaults (else prompt + new tokens)
+     --kv-cache f32|f16|bf16  how the ranks cache keys and values (pf_parallel_options.kv_cache_dtype;
+                  default: fp32 on CPU ranks, the weights' dtype on CUDA). llama.cpp's default is f16
      --dir DIR    where the generated checkpoints live (default $TMPDIR/parallelformers-bench);
                   a checkpoint is reused when its directory exists with the expected file size
      --seed N     the weights' and prompts' seed (default 1234); part of the directory name
@@ -876,6 +878,7 @@ typedef struct config {
     pf_dtype dtype;
     int max_ranks, prompt_len, new_tokens, runs, batch16, num_gpus;
     int default_cache; /* max_sequence_length 0: the KV cache for the model's maximum positions */
+    pf_dtype kv_cache; /* pf_parallel_options.kv_cache_dtype */
     int encoder_runs; /* an encoder pass of the whole batch takes seconds on a CPU: fewer runs by default */
 } config;
 
@@ -996,6 +999,7 @@ static void measure(const char *dir, const config *cfg, int ranks, int32_t *cons
     pf_parallel_options po = pf_parallel_options_init();
     po.device = cfg->device;
     po.dtype = cfg->dtype;
+    po.kv_cache_dtype = cfg->kv_cache;
     po.max_sequence_length = cfg->default_cache ? 0 : P + N;
     po.max_batch = 1;
     if (cfg->device == PF_DEVICE_CUDA && cfg->num_gpus > 0 && ranks <= 256) {
@@ -1292,8 +1296,8 @@ static void usage(void) {
     fprintf(stderr,
             "usage: bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16|q8|q4]\n"
             "             [--models gpt2,gpt2-xl,llama-1b,llama-8b,bert-base] [--quick | --full] [--prompt N]\n"
-            "             [--new N] [--runs N] [--batch16 | --no-batch16] [--default-cache] [--dir DIR] [--seed N]\n"
-            "             [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]\n"
+            "             [--new N] [--runs N] [--batch16 | --no-batch16] [--default-cache] [--kv-cache f32|f16|bf16]\n"
+            "             [--dir DIR] [--seed N] [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]\n"
             "             [--llama-cpp DIR | --no-llama-cpp] [--perplexity MODEL [--text FILE]]\n");
 }
 
@@ -1533,6 +1537,13 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--batch16")) batch16 = 1;
         else if (!strcmp(a, "--no-batch16")) batch16 = 0;
         else if (!strcmp(a, "--default-cache")) cfg.default_cache = 1;
+        else if (!strcmp(a, "--kv-cache") && v) {
+            i++;
+            if (!strcmp(v, "f32")) cfg.kv_cache = PF_DTYPE_F32;
+            else if (!strcmp(v, "f16")) cfg.kv_cache = PF_DTYPE_F16;
+            else if (!strcmp(v, "bf16")) cfg.kv_cache = PF_DTYPE_BF16;
+            else bad = 1;
+        }
         else if (!strcmp(a, "--dir") && v) dir_root = argv[++i];
         else if (!strcmp(a, "--seed") && v) bad = parse_int(argv[++i], 0, 0x7fffffff, &seed);
         else if (!strcmp(a, "--reference") && v) script = argv[++i];
@@ -1764,8 +1775,12 @@ int main(int argc, char **argv) {
             printf("fp32 FMA peak with %d rank%s: %.1f GFLOP/s (%d-bit FMA, one thread per rank, all at once, each timed by its CPU time)\n", rank_counts[k],
                    rank_counts[k] > 1 ? "s" : "", fma_peak[rank_counts[k]] / 1e9, pf_cpu_vector_bits() == 512 ? 512 : 256);
     if (num_decoders)
-        printf("weights: %s file, stored as %s; prompt %d tokens, %d new tokens (greedy, eos ignored), median of %d runs\n",
-               fp16_file ? "F16" : "F32", dtype_name(cfg.dtype), cfg.prompt_len, cfg.new_tokens, cfg.runs);
+        printf("weights: %s file, stored as %s; keys and values cached as %s; prompt %d tokens, %d new tokens (greedy, eos "
+               "ignored), median of %d runs\n",
+               fp16_file ? "F16" : "F32", dtype_name(cfg.dtype),
+               cfg.kv_cache == PF_DTYPE_F16 ? "f16" : cfg.kv_cache == PF_DTYPE_BF16 ? "bf16"
+               : cfg.kv_cache == PF_DTYPE_F32 || cfg.device == PF_DEVICE_CPU ? "f32" : "the weights' dtype",
+               cfg.prompt_len, cfg.new_tokens, cfg.runs);
     if (num_encoders)
         printf("encoder: %s file, stored as %s; pf_encode of %d sentences x %d tokens (sentence pairs), median of %d runs\n",
                fp16_file ? "F16" : "F32", dtype_name(cfg.dtype), ENCODER_BATCH, ENCODER_TOKENS, cfg.encoder_runs);

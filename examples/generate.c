@@ -34,8 +34,8 @@ typedef struct cli_option {
 } cli_option;
 
 enum {
-    OPT_IDS, OPT_BATCH_FILE, OPT_IDS_LINES, OPT_MAX_NEW_TOKENS, OPT_GPUS, OPT_DEVICE, OPT_DTYPE, OPT_NO_CUDA_GRAPHS,
-    OPT_DUMP_LOGITS,
+    OPT_IDS, OPT_BATCH_FILE, OPT_IDS_LINES, OPT_MAX_NEW_TOKENS, OPT_GPUS, OPT_DEVICE, OPT_DTYPE, OPT_KV_CACHE,
+    OPT_NO_CUDA_GRAPHS, OPT_DUMP_LOGITS,
     OPT_POLICY, OPT_BEAMS, OPT_RETURN, OPT_NO_REPEAT_NGRAM, OPT_SAMPLE, OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P,
     OPT_REPETITION_PENALTY, OPT_SEED, OPT_SPECIAL, OPT_CHAT, OPT_SYSTEM, OPT_INTERACTIVE, OPT_VERBOSE, OPT_HELP, OPT_VERSION,
     OPT_COUNT
@@ -54,6 +54,8 @@ static const cli_option cli_options[OPT_COUNT] = {
     [OPT_DEVICE] = {NULL, "--device", CHOICE, "cpu|cuda|auto", 0, 0, 0, "where ranks run (default auto: CUDA if there is a GPU)"},
     [OPT_DTYPE] = {NULL, "--dtype", CHOICE, "f32|f16|bf16|q8|q4", 0, 0, 0,
                    "how ranks store weights (default f32 on the CPU, f16 on CUDA; q8, q4: CPU only)"},
+    [OPT_KV_CACHE] = {NULL, "--kv-cache", CHOICE, "f32|f16|bf16", 0, 0, 0,
+                      "how ranks cache keys and values (default f32 on the CPU, the weights' dtype on CUDA)"},
     [OPT_NO_CUDA_GRAPHS] = {NULL, "--no-cuda-graphs", FLAG, NULL, 0, 0, 0,
                             "launch each CUDA decode step's kernels one by one (default: replay captured graphs)"},
     [OPT_DUMP_LOGITS] = {NULL, "--dump-logits", TEXT, "FILE", 0, 0, 0,
@@ -489,6 +491,19 @@ static void print_run_summary(pf_model *model, int new_tokens, double seconds, d
     fprintf(stderr, "\n");
 }
 
+/* The ranks' options as --device, --dtype, --kv-cache and --no-cuda-graphs ask. */
+static pf_parallel_options parallel_options(const cli_args *args) {
+    static const pf_device devices[] = {PF_DEVICE_CPU, PF_DEVICE_CUDA, PF_DEVICE_AUTO}; /* --device's order */
+    static const pf_dtype dtypes[] = {PF_DTYPE_F32, PF_DTYPE_F16, PF_DTYPE_BF16, PF_DTYPE_Q8_0,
+                                      PF_DTYPE_Q4_0}; /* --dtype's order; --kv-cache's first three */
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = args->given[OPT_DEVICE] ? devices[(int)args->number[OPT_DEVICE]] : PF_DEVICE_AUTO;
+    po.dtype = args->given[OPT_DTYPE] ? dtypes[(int)args->number[OPT_DTYPE]] : PF_DTYPE_AUTO;
+    po.kv_cache_dtype = args->given[OPT_KV_CACHE] ? dtypes[(int)args->number[OPT_KV_CACHE]] : PF_DTYPE_AUTO;
+    po.disable_cuda_graphs = args->given[OPT_NO_CUDA_GRAPHS];
+    return po;
+}
+
 int main(int argc, char **argv) {
     cli_args args;
     int parsed = parse_command_line(argc, argv, &args);
@@ -500,9 +515,6 @@ int main(int argc, char **argv) {
     conversation conv;
     char *chat_text = NULL;
     memset(&conv, 0, sizeof conv);
-    static const pf_device devices[] = {PF_DEVICE_CPU, PF_DEVICE_CUDA, PF_DEVICE_AUTO};     /* --device's order */
-    static const pf_dtype dtypes[] = {PF_DTYPE_F32, PF_DTYPE_F16, PF_DTYPE_BF16, PF_DTYPE_Q8_0,
-                                      PF_DTYPE_Q4_0}; /* --dtype's order */
     pf_generate_options go = pf_generate_options_init();
     go.max_new_tokens = args.given[OPT_MAX_NEW_TOKENS] ? (int)args.number[OPT_MAX_NEW_TOKENS] : 20;
     if (args.given[OPT_BEAMS]) go.num_beams = (int)args.number[OPT_BEAMS];
@@ -559,10 +571,7 @@ int main(int argc, char **argv) {
             goto done;
         }
         if (interactive) {
-            pf_parallel_options po = pf_parallel_options_init();
-            po.device = args.given[OPT_DEVICE] ? devices[(int)args.number[OPT_DEVICE]] : PF_DEVICE_AUTO;
-            po.dtype = args.given[OPT_DTYPE] ? dtypes[(int)args.number[OPT_DTYPE]] : PF_DTYPE_AUTO;
-            po.disable_cuda_graphs = args.given[OPT_NO_CUDA_GRAPHS];
+            pf_parallel_options po = parallel_options(&args);
             if ((r = pf_parallelize(model, ranks, &po))) {
                 fprintf(stderr, "generate: %s: %s\n", pf_result_string(r), pf_error_message(model));
                 goto done;
@@ -633,11 +642,8 @@ int main(int argc, char **argv) {
     }
     free(file_text);
 
-    pf_parallel_options po = pf_parallel_options_init();
-    po.device = args.given[OPT_DEVICE] ? devices[(int)args.number[OPT_DEVICE]] : PF_DEVICE_AUTO;
-    po.dtype = args.given[OPT_DTYPE] ? dtypes[(int)args.number[OPT_DTYPE]] : PF_DTYPE_AUTO;
+    pf_parallel_options po = parallel_options(&args);
     po.max_batch = batch * (go.num_beams > 1 ? go.num_beams : go.num_return_sequences);
-    po.disable_cuda_graphs = args.given[OPT_NO_CUDA_GRAPHS];
     if ((r = pf_parallelize(model, ranks, &po))) {
         fprintf(stderr, "generate: %s: %s\n", pf_result_string(r), pf_error_message(model));
         goto done;

@@ -28,7 +28,7 @@ static int run(const char *command, char *last_line, size_t cap) {
    and a wrong flag or value is named with what is allowed (exit status 2). */
 static void check_cli_help(const char *dir) {
     static const char *const options[] = {"--ids", "--batch-file", "--ids-lines", "-n, --max-new-tokens", "--gpus",
-                                          "--device", "--dtype", "--no-cuda-graphs", "--dump-logits", "--policy", "--beams", "--return",
+                                          "--device", "--dtype", "--kv-cache", "--no-cuda-graphs", "--dump-logits", "--policy", "--beams", "--return",
                                           "--no-repeat-ngram", "--sample", "--temperature", "--top-k", "--top-p",
                                           "--repetition-penalty", "--seed", "--special", "--chat", "--system",
                                           "-i, --interactive", "-v, --verbose", "-h, --help",
@@ -52,6 +52,7 @@ static void check_cli_help(const char *dir) {
         {"--ids 1 -n 2.5", {"-n ", "an integer from 1 to 1000000"}},
         {"--ids 1 --device gpu", {"--device", "cpu, cuda or auto"}},
         {"--ids 1 --dtype fp8", {"--dtype", "f32, f16, bf16, q8 or q4"}},
+        {"--ids 1 --kv-cache q8", {"--kv-cache", "f32, f16 or bf16"}},
         {"--ids 1 --top-p=0", {"--top-p", "above 0, at most 1"}},
         {"--ids 1 --temperature -1", {"--temperature", "from 0 to"}},
         {"--ids 1 --seed", {"--seed needs a value", "an integer from 0"}},
@@ -188,6 +189,29 @@ static void check_ids_and_logits(const char *fixture, int ranks, const char *dty
     remove(dump);
 }
 
+/* --kv-cache f16 / bf16 on a fixture whose greedy steps win by 0.07 or more (test_models checks its
+   logits' bounds): transformers' greedy ids, on 2 ranks. */
+static void check_kv_cache_ids(const char *fixture, const char *kv_cache) {
+    char dir[1024], command[4096], last[4096], ids[1024] = "";
+    test_reference ref;
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, fixture);
+    if (test_read_reference(dir, &ref)) {
+        CHECK_MSG(0, "%s: no reference", fixture);
+        return;
+    }
+    for (int i = 0; i < ref.num_prompt_ids; i++)
+        snprintf(ids + strlen(ids), sizeof ids - strlen(ids), "%s%d", i ? "," : "", ref.prompt_ids[i]);
+    snprintf(command, sizeof command, "%s %s --ids %s -n %d --gpus 2 --device cpu --kv-cache %s", test_generate_binary,
+             dir, ids, ref.max_new_tokens, kv_cache);
+    int status = run(command, last, sizeof last);
+    CHECK_MSG(status == 0, "%s exited with %d", command, status);
+    int got[64];
+    int n = test_parse_ids(last, got, 64);
+    int same = n == ref.num_greedy_ids;
+    for (int i = 0; same && i < n; i++) same = got[i] == ref.greedy_ids[i];
+    CHECK_MSG(same, "%s with --kv-cache %s: printed ids \"%s\" are not transformers' greedy ids", fixture, kv_cache, last);
+}
+
 /* The version and features the library reports agree with the header and with each other. */
 static void check_build_info(void) {
     pf_build_info info = pf_get_build_info();
@@ -262,6 +286,8 @@ void test_cli(void) {
     check_ids_and_logits("gpt2-tiny", 2, NULL);
     check_ids_and_logits("gpt2-tiny-bf16", 2, "bf16");
     check_ids_and_logits("gpt2-tiny-f16", 1, "f16");
+    check_kv_cache_ids("llama-q8", "f16");
+    check_kv_cache_ids("llama-q8", "bf16");
     check_ids_and_logits("my-llama", 2, NULL); /* through --policy */
 
     char command[2048], last[4096];

@@ -26,6 +26,10 @@ void pf_testing_cpu_scores(float *out, size_t ld, const float *const *q, int nq,
 void pf_testing_cpu_weighted_sum(float *out, const float *w, const float *values, size_t stride, size_t count, size_t n);
 void pf_testing_cpu_weighted_sums(float *out, size_t ldo, const float *w, size_t ldw, int nq, const float *values,
                                   size_t stride, size_t count, size_t n);
+void pf_testing_cpu_row_scores(float *out, size_t ld, const float *q, int heads, const size_t *kv, const void *keys,
+                               int dt, size_t row, size_t count, size_t n);
+void pf_testing_cpu_row_weighted_sums(float *out, const float *w, size_t ld, int heads, const size_t *kv,
+                                      const void *values, int dt, size_t row, size_t count, size_t n);
 void pf_testing_cpu_activate(float *out, const float *x, const float *mul, size_t count, int act);
 void pf_testing_cpu_exp_shifted(float *p, size_t count, float shift);
 #endif
@@ -158,6 +162,93 @@ static void test_fixture_stored(const char *name, pf_dtype dtype) {
 }
 
 static void test_fixture(const char *name) { test_fixture_stored(name, PF_DTYPE_F32); }
+
+/* Keys and values cached in fp16 or bf16 (pf_parallel_options.kv_cache_dtype) on CPU ranks, on the
+   fixtures whose greedy steps win by 0.07 or more: transformers' greedy tokens (decode over the
+   16-bit cache, each step's keys and values rounded as they are cached); prompt logits within 8
+   units of the format's rounding (of the largest logit) of the fp32 cache's, which are
+   transformers' within TOLERANCE_HF, and not equal to them (the values were rounded; measured: 2-4
+   units on these tiny models with large weights); 3 ranks within one unit of one rank, not
+   TOLERANCE_RANKS: the ranks' fp32 sums differ in the last bits, and a key or value that one rank
+   count rounds up the other may round down; the cache in half the bytes. */
+/* The best of 3 beams for the fixture's prompt, max_new_tokens of them, into out; the count, or -1. */
+static int beam_tokens(fixture *f, int32_t *out) {
+    int32_t prompt[64];
+    int n = 0;
+    for (int i = 0; i < f->ref.num_prompt_ids; i++) prompt[i] = f->ref.prompt_ids[i];
+    pf_generate_options o = pf_generate_options_init();
+    o.max_new_tokens = f->ref.max_new_tokens;
+    o.num_beams = 3;
+    pf_result r = pf_generate(f->model, prompt, f->ref.num_prompt_ids, &o, out, 64, &n);
+    CHECK_MSG(r == PF_OK, "beam search: %s", pf_error_message(f->model));
+    return r == PF_OK ? n : -1;
+}
+
+static void test_cpu_kv_cache_dtypes(void) {
+    static const char *const names[] = {"llama-q8", "gpt2-wide"};
+    static const struct {
+        pf_dtype dtype;
+        const char *name;
+        float unit; /* the format's rounding: half an ulp at 1 */
+    } formats[] = {{PF_DTYPE_F16, "fp16", 1.0f / 2048}, {PF_DTYPE_BF16, "bf16", 1.0f / 256}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        fixture f;
+        if (fixture_open(names[i], &f)) continue;
+        size_t n = (size_t)f.ref.num_prompt_ids * f.vocab;
+        pf_parallel_options po = cpu_options();
+        pf_memory_info fp32_cache = {0};
+        int32_t fp32_beams[64], beams[64];
+        po.max_batch = 3;
+        CHECK(pf_parallelize(f.model, 1, &po) == PF_OK && pf_get_memory_info(f.model, 0, &fp32_cache) == PF_OK);
+        int num_beams = beam_tokens(&f, fp32_beams);
+        float *fp32_logits = prompt_logits(&f);
+        float largest = 0;
+        for (size_t k = 0; k < n; k++) largest = fmaxf(largest, fabsf(f.ref_logits[k]));
+        for (size_t j = 0; j < sizeof formats / sizeof formats[0]; j++) {
+            float *one_rank = NULL;
+            po.kv_cache_dtype = formats[j].dtype;
+            for (int ranks = 1; ranks <= 3; ranks += 2) {
+                pf_result r = pf_parallelize(f.model, ranks, &po);
+                CHECK_MSG(r == PF_OK, "%s with a %s cache on %d ranks: %s", names[i], formats[j].name, ranks,
+                          pf_error_message(f.model));
+                if (r) continue;
+                float *logits = prompt_logits(&f);
+                if (!logits) continue;
+                float own = test_max_abs_diff(logits, f.ref_logits, n);
+                CHECK_MSG(fp32_logits && test_max_abs_diff(logits, fp32_logits, n) > 0,
+                          "%s with a %s cache on %d ranks: the fp32 cache's logits to the bit", names[i], formats[j].name, ranks);
+                CHECK_MSG(own <= 8 * formats[j].unit * largest,
+                          "%s with a %s cache on %d ranks: %g from the fp32 logits (largest %g, bound %g)", names[i],
+                          formats[j].name, ranks, own, largest, 8 * formats[j].unit * largest);
+                printf("  %s with a %s kv cache on %d rank%s: %.3g from the fp32 cache's logits (largest |logit| %.3g)\n",
+                       names[i], formats[j].name, ranks, ranks > 1 ? "s" : "", own, largest);
+                if (ranks == 1) {
+                    pf_memory_info info = {0};
+                    CHECK(pf_get_memory_info(f.model, 0, &info) == PF_OK);
+                    CHECK_MSG(info.kv_cache * 2 == fp32_cache.kv_cache, "%s: a %s cache of %zu bytes, fp32's %zu",
+                              names[i], formats[j].name, info.kv_cache, fp32_cache.kv_cache);
+                    one_rank = logits;
+                    /* beam search reorders a 16-bit cache's rows as it does fp32 ones */
+                    int n_beams = beam_tokens(&f, beams);
+                    CHECK_MSG(n_beams == num_beams && n_beams > 0 && !memcmp(beams, fp32_beams, (size_t)n_beams * sizeof *beams),
+                              "%s: 3 beams over a %s cache give other tokens than over fp32", names[i], formats[j].name);
+                } else {
+                    float diff = one_rank ? test_max_abs_diff(logits, one_rank, n) : -1;
+                    CHECK_MSG(one_rank && diff <= formats[j].unit * largest, "%s with a %s cache: %d ranks differ from 1 by %g",
+                              names[i], formats[j].name, ranks, diff);
+                    free(logits);
+                }
+                check_greedy(&f, names[i], ranks);
+            }
+            free(one_rank);
+        }
+        po.kv_cache_dtype = PF_DTYPE_Q8_0;
+        CHECK(pf_parallelize(f.model, 1, &po) == PF_ERROR_INVALID_ARGUMENT &&
+              strstr(pf_error_message(f.model), "kv_cache_dtype"));
+        free(fp32_logits);
+        fixture_close(&f);
+    }
+}
 
 /* pf_to_cpu gathers the slices of 3 ranks into one model that computes exactly what one rank
    sliced from the file computes; memory per rank falls when split. */
@@ -900,6 +991,68 @@ static void test_cpu_attention_kernels(void) {
     pf_testing_avx2_cpu = 0;
     pf_testing_portable_cpu = 0;
 }
+
+/* Decode's attention loops, on each kernel set, for rows stored as fp32, fp16 and bf16: 3 heads
+   reading slices of rows 150 values long (two heads sharing one, as grouped queries do), widths 1
+   to 70, 0 to 9 rows. Scores within 2^-20 of the sum of |products| of double arithmetic over the
+   values the rows hold; weighted sums bit for bit what weighted_sum gives each head over an fp32
+   copy of its slices; nothing written past a head's width. */
+static void test_cpu_row_attention_kernels(void) {
+    enum { ROW = 150, ROWS = 9, WIDTH = 70, HEADS = 3, LD = 16 };
+    static const size_t kv[HEADS] = {0, 70, 70};
+    static float q[HEADS * WIDTH], rows[ROWS * ROW], w[HEADS * LD], out[HEADS * WIDTH + 1], alone[WIDTH + 1],
+        slice[ROWS * WIDTH];
+    static uint16_t half[ROWS * ROW];
+    uint64_t state = 11;
+    random_fill(q, HEADS * WIDTH, 1.0f, &state);
+    random_fill(w, HEADS * LD, 1.0f, &state);
+    for (int dt = 0; dt <= 2; dt++) {
+        random_fill(rows, ROWS * ROW, 1.0f, &state);
+        for (size_t i = 0; i < ROWS * ROW && dt; i++) { /* the values the 16-bit rows hold, exactly */
+            rows[i] = dt == 1 ? round_to_format(rows[i], 10, -24) : round_to_format(rows[i], 7, -133);
+            uint32_t bits;
+            memcpy(&bits, &rows[i], 4);
+            half[i] = dt == 1 ? fp16_bits(rows[i]) : (uint16_t)(bits >> 16);
+        }
+        const void *stored = dt ? (const void *)half : (const void *)rows;
+        for (int set = 0; set <= 2; set++) { /* default, portable, AVX2 */
+            pf_testing_portable_cpu = set == 1, pf_testing_avx2_cpu = set == 2;
+            const char *name = set == 0 ? "default" : set == 1 ? "portable" : "avx2";
+            int bad_scores = -1, bad_sums = -1;
+            for (size_t count = 0; count <= ROWS; count++)
+                for (size_t n = 1; n <= WIDTH; n++) {
+                    float scores[HEADS * LD];
+                    for (int h = 0; h < HEADS; h++) scores[h * LD + count] = 12345.0f;
+                    pf_testing_cpu_row_scores(scores, LD, q, HEADS, kv, stored, dt, ROW, count, n);
+                    for (int h = 0; h < HEADS; h++) {
+                        for (size_t j = 0; j < count; j++) {
+                            double exact = 0, magnitude = 0;
+                            for (size_t i = 0; i < n; i++) {
+                                double p = (double)q[h * n + i] * rows[j * ROW + kv[h] + i];
+                                exact += p, magnitude += fabs(p);
+                            }
+                            if (fabs(scores[h * LD + j] - exact) > magnitude / (1 << 20)) bad_scores = (int)(count * 1000 + n);
+                        }
+                        if (scores[h * LD + count] != 12345.0f) bad_scores = (int)(count * 1000 + n);
+                    }
+                    out[HEADS * n] = 12345.0f;
+                    pf_testing_cpu_row_weighted_sums(out, w, LD, HEADS, kv, stored, dt, ROW, count, n);
+                    for (int h = 0; h < HEADS; h++) {
+                        for (size_t j = 0; j < count; j++) memcpy(slice + j * n, rows + j * ROW + kv[h], n * sizeof(float));
+                        pf_testing_cpu_weighted_sum(alone, w + h * LD, slice, n, count, n);
+                        if (memcmp(alone, out + h * n, n * sizeof(float))) bad_sums = (int)(count * 1000 + n);
+                    }
+                    if (out[HEADS * n] != 12345.0f) bad_sums = (int)(count * 1000 + n);
+                }
+            CHECK_MSG(bad_scores < 0, "%s decode scores (dtype %d) wrong at %d rows of width %d", name, dt,
+                      bad_scores / 1000, bad_scores % 1000);
+            CHECK_MSG(bad_sums < 0, "%s decode weighted sums (dtype %d) differ from weighted_sum at %d rows of width %d",
+                      name, dt, bad_sums / 1000, bad_sums % 1000);
+        }
+    }
+    pf_testing_avx2_cpu = 0;
+    pf_testing_portable_cpu = 0;
+}
 #endif
 
 /* Prompt logits of a fixture on `ranks` CPU ranks with weights stored as dtype; NULL on failure
@@ -1237,6 +1390,7 @@ void test_models(void) {
     test_fixture_stored("gpt2-tiny-f16", PF_DTYPE_F16);
     test_fixture_stored("gpt2-tiny-bf16", PF_DTYPE_BF16);
     test_cpu_attention_kernels();
+    test_cpu_row_attention_kernels();
     test_cpu_activation_kernels();
     test_quantizer_rounding();
     test_activation_quantizer();
@@ -1246,6 +1400,7 @@ void test_models(void) {
     test_cpu_quantized(PF_DTYPE_Q4_0);
 #endif
     test_to_cpu_and_memory();
+    test_cpu_kv_cache_dtypes();
     test_batch();
     test_bad_arguments();
 #ifdef PF_TESTING
