@@ -356,12 +356,12 @@ typedef struct pf_parallel_options {
                                 CUDA graph once per shape (batch, pads, a bucket of cache lengths)
                                 and replays it on later steps. Same results either way. Graphs are
                                 not used with ranks sharing a GPU (their reduction waits mid-step). */
-    pf_dtype kv_cache_dtype; /* how the self-attention caches store keys and values: PF_DTYPE_F16 or
-                                _BF16 halve their memory and the bytes each decode step reads
-                                (CPU ranks round each key and value once, when it is cached, and
-                                compute in fp32 as before); _F32 or PF_DTYPE_AUTO (0): fp32 on CPU
-                                ranks, and the weights' dtype on CUDA ranks, which take nothing
-                                else. Cross-attention caches stay fp32. */
+    pf_dtype kv_cache_dtype; /* how the self-attention caches store keys and values. PF_DTYPE_AUTO
+                                (0): fp32 on CPU ranks, the weights' dtype on CUDA ranks. CPU ranks
+                                also take _F32, _F16 and _BF16: 16 bits halve the cache's memory and
+                                the bytes each decode step reads of it (each key and value is rounded
+                                once, when cached; attention still computes in fp32). CUDA ranks take
+                                their weights' dtype only. Cross-attention caches stay fp32. */
 } pf_parallel_options;
 
 pf_parallel_options pf_parallel_options_init(void); /* the defaults described above; any thread */
