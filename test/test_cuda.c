@@ -46,9 +46,9 @@
    On the stand-in a graph is a tape of the launches replayed, so a per-step value passed by value
    replays stale and these comparisons fail.
    Also: pf_to_cpu from two CUDA ranks gives the CPU model exactly; a device id that is no GPU is
-   a clear error; with two GPUs, NCCL between GPUs 0 and 1 and the peer-copy reduction over GPUs
-   {0, 0, 1}; an injected failure on one rank (PF_TESTING builds) fails the call, names the rank,
-   and leaves the model working.
+   a clear error, and so is a kv_cache_dtype other than the weights' (by name); with two GPUs,
+   NCCL between GPUs 0 and 1 and the peer-copy reduction over GPUs {0, 0, 1}; an injected failure
+   on one rank (PF_TESTING builds) fails the call, names the rank, and leaves the model working.
    Sampling on the device (alone with the argument "sampling"): the top-k kernel against a sort of
    crafted rows; sampled generation (top_k, top_p, temperature) on 1-3 ranks drawing every token
    from the devices' candidates, with the host path's and the CPU backend's tokens; ties at the
@@ -1173,6 +1173,15 @@ static void test_bad_device(void) {
     pf_result r = pf_parallelize(f.model, 2, &o);
     CHECK_MSG(r == PF_ERROR_INVALID_ARGUMENT && strstr(pf_error_message(f.model), "not a CUDA device"),
               "device 1024: %s: %s", pf_result_string(r), pf_error_message(f.model));
+    /* CUDA ranks cache keys and values in the weights' dtype: they take that, or AUTO, by name */
+    o = cuda_options(PF_DTYPE_F16, &f, NULL, 0);
+    o.kv_cache_dtype = PF_DTYPE_F32;
+    r = pf_parallelize(f.model, 1, &o);
+    CHECK_MSG(r == PF_ERROR_UNSUPPORTED && strstr(pf_error_message(f.model), "kv_cache_dtype"),
+              "an fp32 cache beside fp16 weights: %s: %s", pf_result_string(r), pf_error_message(f.model));
+    o.kv_cache_dtype = PF_DTYPE_F16;
+    r = pf_parallelize(f.model, 1, &o);
+    CHECK_MSG(r == PF_OK, "an fp16 cache beside fp16 weights: %s", pf_error_message(f.model));
     o = cuda_options(PF_DTYPE_F32, &f, NULL, 0);
     r = pf_parallelize(f.model, 1, &o);
     CHECK_MSG(r == PF_OK, "after a bad device id: %s", pf_error_message(f.model));
