@@ -15215,7 +15215,7 @@ PF__AVX2_TARGET static PF__INLINE void pf__row_scores_avx2_dt(float *out, size_t
                                                               const void *keys, const int dt, size_t row, size_t count,
                                                               size_t n) {
     for (size_t j = 0; j < count; j++) {
-        pf__prefetch_row_ahead(keys, j, count, row * (dt == PF__DTYPE_F32 ? 4 : 2));
+        pf__prefetch_row_ahead(keys, j, count, row * pf__dtype_size((pf__dtype)dt));
         for (int h = 0; h < hs.heads; h++) {
             __m256 acc = _mm256_setzero_ps();
             for (size_t i = 0; i < n; i += 8) {
@@ -15235,7 +15235,7 @@ PF__AVX2_TARGET static PF__INLINE void pf__row_weighted_sums_avx2_dt(float *out,
                                                                      size_t row, size_t count, size_t n) {
     memset(out, 0, (size_t)hs.heads * n * sizeof(float));
     for (size_t j = 0; j < count; j++) {
-        pf__prefetch_row_ahead(values, j, count, row * (dt == PF__DTYPE_F32 ? 4 : 2));
+        pf__prefetch_row_ahead(values, j, count, row * pf__dtype_size((pf__dtype)dt));
         for (int h = 0; h < hs.heads; h++) {
             __m256 p = _mm256_set1_ps(w[(size_t)h * ld + j]);
             float *o = out + (size_t)h * n;
@@ -15382,30 +15382,8 @@ PF__AVX512_TARGET static void pf__scores_avx512(float *out, size_t ld, const flo
     }
 }
 
-/* 128 outputs at a time in eight registers, over all the rows. */
-PF__AVX512_TARGET static void pf__weighted_sum_avx512(float *out, const float *w, const float *values, size_t stride,
-                                                      size_t count, size_t n) {
-    for (size_t i0 = 0; i0 < n; i0 += 128) {
-        size_t width = n - i0 < 128 ? n - i0 : 128;
-        __mmask16 mask[8];
-        __m512 acc[8];
-        PF__UNROLL for (int b = 0; b < 8; b++) {
-            size_t left = width > (size_t)b * 16 ? width - (size_t)b * 16 : 0;
-            mask[b] = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
-            acc[b] = _mm512_setzero_ps();
-        }
-        for (size_t j = 0; j < count; j++) {
-            __m512 p = _mm512_set1_ps(w[j]);
-            const float *v = values + j * stride + i0;
-            PF__UNROLL for (int b = 0; b < 8; b++) acc[b] = _mm512_fmadd_ps(p, _mm512_maskz_loadu_ps(mask[b], v + 16 * b), acc[b]);
-        }
-        PF__UNROLL for (int b = 0; b < 8; b++) _mm512_mask_storeu_ps(out + i0 + 16 * b, mask[b], acc[b]);
-    }
-}
-
 /* Up to PF__QUERY_BLOCK queries at once, 64 outputs at a time: each value row's load serves every
-   query (a query alone reloaded every row for 4 FMAs). Each output lane sums its products in the
-   order of pf__weighted_sum_avx512, so the bits are the same. */
+   query. Each output lane sums its products in row order from 0, as pf__weighted_sum's do. */
 PF__AVX512_TARGET static void pf__weighted_sums_avx512(float *out, size_t ldo, const float *w, size_t ldw, int nq,
                                                        const float *values, size_t stride, size_t count, size_t n) {
     for (size_t i0 = 0; i0 < n; i0 += 64) {
@@ -15436,7 +15414,7 @@ PF__AVX512_TARGET static void pf__weighted_sums_avx512(float *out, size_t ldo, c
 PF__AVX512_TARGET static PF__INLINE void pf__row_scores_avx512_dt(float *out, size_t ld, const float *q, pf__head_slices hs,
                                                                   const void *keys, const int dt, size_t row, size_t count,
                                                                   size_t n) {
-    size_t row_bytes = row * (dt == PF__DTYPE_F32 ? 4 : 2);
+    size_t row_bytes = row * pf__dtype_size((pf__dtype)dt);
     for (size_t j = 0; j < count; j++) {
         pf__prefetch_row_ahead(keys, j, count, row_bytes);
         for (int h = 0; h < hs.heads; h++) {
@@ -15456,7 +15434,7 @@ PF__AVX512_TARGET static PF__INLINE void pf__row_weighted_sums_avx512_dt(float *
                                                                          const int dt, size_t row, size_t count,
                                                                          size_t n) {
     memset(out, 0, (size_t)hs.heads * n * sizeof(float));
-    size_t row_bytes = row * (dt == PF__DTYPE_F32 ? 4 : 2);
+    size_t row_bytes = row * pf__dtype_size((pf__dtype)dt);
     for (size_t j = 0; j < count; j++) {
         pf__prefetch_row_ahead(values, j, count, row_bytes);
         for (int h = 0; h < hs.heads; h++) {
@@ -15496,7 +15474,6 @@ typedef struct pf__cpu_kernels {
     size_t row_outs; /* weight rows of the one-row tile, tiles[2] */
     void (*scores)(float *out, size_t ld, const float *const *q, int nq, const float *keys, size_t stride, size_t count,
                    size_t n);
-    void (*weighted_sum)(float *out, const float *w, const float *values, size_t stride, size_t count, size_t n);
     void (*weighted_sums)(float *out, size_t ldo, const float *w, size_t ldw, int nq, const float *values, size_t stride,
                           size_t count, size_t n);
     void (*row_scores)(float *out, size_t ld, const float *q, pf__head_slices hs, const void *keys, int dt, size_t row,
@@ -15513,14 +15490,14 @@ typedef struct pf__cpu_kernels {
 } pf__cpu_kernels;
 
 static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_PORTABLE,
-                                                 pf__scores, pf__weighted_sum, pf__weighted_sums, pf__row_scores,
+                                                 pf__scores, pf__weighted_sums, pf__row_scores,
                                                  pf__row_weighted_sums, pf__activate_portable, pf__exp_shifted, pf__q8_rows_portable,
                                                  pf__q8_rows_portable, pf__q4_rows_portable, pf__q4_rows_portable,
                                                  pf__quantize_x_portable, pf__widen_portable,
                                                  pf__store_sums_portable};
 #ifdef PF__AVX2
 static const pf__cpu_kernels pf__cpu_avx2 = {pf__tiles_avx2, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_AVX2,
-                                             pf__scores_avx2, pf__weighted_sum_avx2, pf__weighted_sums_avx2, pf__row_scores_avx2,
+                                             pf__scores_avx2, pf__weighted_sums_avx2, pf__row_scores_avx2,
                                              pf__row_weighted_sums_avx2, pf__activate_avx2, pf__exp_shifted_avx2, pf__q8_rows_avx2,
                                              pf__q8_row_avx2, pf__q4_rows_avx2, pf__q4_row_avx2,
                                              pf__quantize_x_portable, pf__widen_avx2, pf__store_sums_avx2};
@@ -15583,8 +15560,7 @@ static void pf__cpu_probe(void) {
     pf__cpu_avx512.widen = pf__widen_avx512;
     pf__cpu_avx512.store_sums = pf__store_sums_avx512;
     if (pf__cpu_wide_fma) {
-        pf__cpu_avx512.scores = pf__scores_avx512, pf__cpu_avx512.weighted_sum = pf__weighted_sum_avx512;
-        pf__cpu_avx512.weighted_sums = pf__weighted_sums_avx512;
+        pf__cpu_avx512.scores = pf__scores_avx512, pf__cpu_avx512.weighted_sums = pf__weighted_sums_avx512;
         pf__cpu_avx512.row_scores = pf__row_scores_avx512;
         pf__cpu_avx512.row_weighted_sums = pf__row_weighted_sums_avx512;
         pf__cpu_avx512.chunk = PF__CHUNK_AVX512;
@@ -15755,7 +15731,7 @@ void pf_testing_cpu_scores(float *out, size_t ld, const float *const *q, int nq,
     pf__cpu_kernels_here()->scores(out, ld, q, nq, keys, stride, count, n);
 }
 void pf_testing_cpu_weighted_sum(float *out, const float *w, const float *values, size_t stride, size_t count, size_t n) {
-    pf__cpu_kernels_here()->weighted_sum(out, w, values, stride, count, n);
+    pf__cpu_kernels_here()->weighted_sums(out, 0, w, 0, 1, values, stride, count, n); /* one query */
 }
 void pf_testing_cpu_weighted_sums(float *out, size_t ldo, const float *w, size_t ldw, int nq, const float *values,
                                   size_t stride, size_t count, size_t n) {
