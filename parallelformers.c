@@ -14681,76 +14681,61 @@ static void pf__quantize_x_portable(int8_t *qx, float *dx, int32_t *sx, const fl
 
 /* Q8 matrix products. The activations are quantized like the weights, per block of PF__Q8_BLOCK
    inputs (an fp32 scale dx and int8 values in -127..127), so each block's product is an exact
-   int32 dot of 32 int8 pairs; out[r][o] sums the blocks' dots times dx[r][b] * d_o[b] in fp32. A
-   pf__q8_rows_fn computes that for `rows` rows of x (qx [rows][nb * 32], dx [rows][nb]) against
+   integer dot of 32 int8 pairs. out[r][o] is then defined as one fp32 chain over the blocks in
+   order: sum = fma((float)dot_b, dx[r][b] * d_o[b], sum), from 0. Every kernel set and tile shape
+   computes exactly that (the dots are integers, so any order of adding their products gives
+   them), hence the same bits: a row's outputs do not depend on its batch or on the processor's
+   kernels, and an AMX tile (whole-block dots) can stand in for the vector ones. A
+   pf__q8_rows_fn computes it for `rows` rows of x (qx [rows][nb * 32], dx [rows][nb]) against
    n_out weight rows, into out (rows ld apart). Q4 weights take the same form: their blocks' dot
    is sum q x - 8 sum x, sx [rows][nb] holding each block's sum of x's int8 values. */
 typedef void pf__q8_rows_fn(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx, size_t rows,
                             const unsigned char *w, size_t nb, size_t n_out);
 
-static void pf__q8_rows_portable(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx,
-                                 size_t rows, const unsigned char *w, size_t nb, size_t n_out) {
-    (void)sx;
-    size_t row_bytes = nb * PF__Q8_BYTES, k = nb * PF__Q8_BLOCK;
+/* A block's exact dot with 32 int8 values of x: Q8's int8 weights, or Q4's nibbles less 8. */
+static int32_t pf__block_dot_portable(const unsigned char *block, const int8_t *x, int32_t x_sum, int q4) {
+    /* summed in 64 bits: GCC 12 with AVX-VNNI (-march=native) compiles a signed-char dot summed in
+       32 bits to vpdpbusd, which reads one operand as unsigned */
+    int64_t dot = 0;
+    if (!q4)
+        for (int i = 0; i < PF__Q8_BLOCK; i++) dot += (int64_t)x[i] * (int8_t)block[2 + i];
+    else {
+        for (int i = 0; i < PF__Q8_BLOCK / 2; i++)
+            dot += (int64_t)(block[2 + i] & 15) * x[i] + (int64_t)(block[2 + i] >> 4) * x[i + PF__Q8_BLOCK / 2];
+        dot -= 8 * (int64_t)x_sum;
+    }
+    return (int32_t)dot;
+}
+
+static PF__INLINE void pf__quantized_rows_portable(float *out, size_t ld, const int8_t *qx, const float *dx,
+                                                   const int32_t *sx, size_t rows, const unsigned char *w, size_t nb,
+                                                   size_t n_out, int q4) {
+    size_t row_bytes = nb * (q4 ? PF__Q4_BYTES : PF__Q8_BYTES), k = nb * PF__Q8_BLOCK;
     for (size_t r = 0; r < rows; r++)
         for (size_t o = 0; o < n_out; o++) {
             const unsigned char *row = w + o * row_bytes;
             float sum = 0;
             for (size_t b = 0; b < nb; b++) {
-                const unsigned char *block = row + b * PF__Q8_BYTES;
-                /* summed in 64 bits: GCC 12 with AVX-VNNI (-march=native) compiles a signed-char dot
-                   summed in 32 bits to vpdpbusd, which reads one operand as unsigned */
-                int64_t dot = 0;
-                for (int i = 0; i < PF__Q8_BLOCK; i++) dot += (int64_t)qx[r * k + b * PF__Q8_BLOCK + i] * (int8_t)block[2 + i];
-                sum += (float)dot * (dx[r * nb + b] * pf__q8_scale(block));
+                const unsigned char *block = row + b * (q4 ? PF__Q4_BYTES : PF__Q8_BYTES);
+                int32_t dot = pf__block_dot_portable(block, qx + r * k + b * PF__Q8_BLOCK, sx[r * nb + b], q4);
+                float scale = dx[r * nb + b] * pf__q8_scale(block);
+                sum = fmaf((float)dot, scale, sum);
             }
             out[r * ld + o] = sum;
         }
+}
+
+static void pf__q8_rows_portable(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx,
+                                 size_t rows, const unsigned char *w, size_t nb, size_t n_out) {
+    pf__quantized_rows_portable(out, ld, qx, dx, sx, rows, w, nb, n_out, 0);
 }
 
 static void pf__q4_rows_portable(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx,
                                  size_t rows, const unsigned char *w, size_t nb, size_t n_out) {
-    size_t row_bytes = nb * PF__Q4_BYTES, k = nb * PF__Q8_BLOCK, half = PF__Q8_BLOCK / 2;
-    for (size_t r = 0; r < rows; r++)
-        for (size_t o = 0; o < n_out; o++) {
-            const unsigned char *row = w + o * row_bytes;
-            float sum = 0;
-            for (size_t b = 0; b < nb; b++) {
-                const unsigned char *block = row + b * PF__Q4_BYTES;
-                const int8_t *x = qx + r * k + b * PF__Q8_BLOCK;
-                int32_t dot = 0;
-                for (size_t i = 0; i < half; i++) dot += (block[2 + i] & 15) * x[i] + (block[2 + i] >> 4) * x[i + half];
-                sum += (float)(dot - 8 * sx[r * nb + b]) * (dx[r * nb + b] * pf__q8_scale(block));
-            }
-            out[r * ld + o] = sum;
-        }
+    pf__quantized_rows_portable(out, ld, qx, dx, sx, rows, w, nb, n_out, 1);
 }
 
 #ifdef PF__AVX2
-/* Every fp16 value as fp32 (vcvtph2ps's results), filled once by the probe on AVX2 processors: the
-   Q8/Q4 kernels read a block's scale as one table load (broadcast to the lanes that need it), on
-   the load ports. Converting it in registers took a move or word broadcast and vcvtph2ps, on the
-   one shuffle port that bound the decode kernels (llvm-mca). 256 KiB; a matrix's scales are a few
-   hundred distinct values, so the lines they read stay in L1. (The portable pf__f16_to_f32, SSE
-   code, called from these loops once cost 20x: SSE instructions stall on the ymm registers'
-   dirty upper halves.) */
-static float pf__f16_table[1 << 16] __attribute__((aligned(64)));
-
-PF__AVX2_TARGET static void pf__fill_f16_table(void) {
-    for (uint32_t h = 0; h < (1u << 16); h += 8) {
-        uint16_t halves[8];
-        for (uint32_t i = 0; i < 8; i++) halves[i] = (uint16_t)(h + i);
-        _mm256_store_ps(pf__f16_table + h, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)halves)));
-    }
-}
-
-/* A block's scale (its first two bytes, fp16). */
-static PF__INLINE float pf__q8_scale_table(const unsigned char *block) {
-    uint16_t d;
-    memcpy(&d, block, 2);
-    return pf__f16_table[d];
-}
-
 /* Eight int32 sums of products of 32 int8 pairs: maddubs wants one unsigned operand, so w's sign
    moves onto x. That way round a weight of -128 (a GGUF file may hold one; our quantizers never
    write it) is exact: |w| <= 128 fits the unsigned byte, and x (-127..127, the activations'
@@ -14766,43 +14751,68 @@ PF__AVX2_TARGET static float pf__hsum_avx2(__m256 v) {
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
-/* The tile of both SIMD kernels: R rows of x by 4 weight rows, each weight block loaded once for
-   the R rows; dot() is the block's int8 dot product (maddubs on AVX2, vpdpbusd with VNNI). R is a
-   constant where it is inlined, so acc stays in registers (4 x 4 needs AVX-512VL's 32). */
+/* The exact dots of 8 weight rows' blocks, one row's 8 int32 partial sums in each of d[0..7], as
+   one vector of the 8 rows' dots (in row order). */
+PF__AVX2_TARGET static PF__INLINE __m256i pf__sum_lanes8_avx2(const __m256i d[8]) {
+    __m256i low = _mm256_hadd_epi32(_mm256_hadd_epi32(d[0], d[1]), _mm256_hadd_epi32(d[2], d[3]));
+    __m256i high = _mm256_hadd_epi32(_mm256_hadd_epi32(d[4], d[5]), _mm256_hadd_epi32(d[6], d[7]));
+    /* low: rows 0-3's sums of lanes 0-3, then of lanes 4-7; high: rows 4-7's */
+    return _mm256_add_epi32(_mm256_permute2x128_si256(low, high, 0x20), _mm256_permute2x128_si256(low, high, 0x31));
+}
+
+/* The fp16 scales of 8 blocks, at byte offsets `at` from base, as fp32 lanes (the gather reads a
+   block's first 4 bytes: its scale and 2 bytes of its values). */
+PF__AVX2_TARGET static PF__INLINE __m256 pf__block_scales_avx2(const unsigned char *base, __m256i at) {
+    __m256i words = _mm256_and_si256(_mm256_i32gather_epi32((const int *)base, at, 1), _mm256_set1_epi32(0xffff));
+    __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(words, words), 0x08); /* the 8 halves first */
+    return _mm256_cvtph_ps(_mm256_castsi256_si128(packed));
+}
+
+/* Byte offsets of weight rows o.. (ones past n_out repeat row o) from w, as gather indices. */
+#define PF__ROW_OFFSETS(at, count, o, n_out, row_bytes)                                                              \
+    int32_t at[count];                                                                                               \
+    for (size_t i_ = 0; i_ < (count); i_++) at[i_] = (int32_t)(((o) + ((o) + i_ < (n_out) ? i_ : 0)) * (row_bytes))
+
+/* The tile of the AVX2 kernels: R rows of x by 8 weight rows, each weight block loaded once for
+   the R rows; dot() gives a block's 8 int32 partial sums (maddubs and madd), their sum being the
+   exact dot less `shift`-scaled sum x. R is a constant where it is inlined. */
 #define PF__Q8_AHEAD 256 /* blocks (4-9 KiB) ahead in each weight row: decode streams them from memory, and 8 blocks
                             ahead left q8/q4 decode at 5-7 GB/s against f32's 10-13 (1.3-1.4x with 256) */
-#define PF__Q8_TILE(name, target, R, BYTES, load, dot)                                                                 \
+#define PF__Q8_TILE(name, target, R, BYTES, load, dot, shift)                                                          \
     target static void name(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx, size_t rows,\
                             const unsigned char *w, size_t nb, size_t n_out) {                                       \
         size_t row_bytes = nb * BYTES, k = nb * PF__Q8_BLOCK;                                                       \
         for (size_t r0 = 0; r0 < rows; r0 += R) {                                                                   \
             size_t nr = rows - r0 < R ? rows - r0 : R;                                                              \
-            for (size_t o = 0; o < n_out; o += 4) {                                                                 \
-                size_t no = n_out - o < 4 ? n_out - o : 4;                                                          \
-                const unsigned char *wr[4];                                                                         \
-                __m256 acc[R][4];                                                                                   \
-                PF__UNROLL for (int j = 0; j < 4; j++) wr[j] = w + (o + ((size_t)j < no ? (size_t)j : 0)) * row_bytes; \
-                PF__UNROLL for (int r = 0; r < R; r++) PF__UNROLL for (int j = 0; j < 4; j++) acc[r][j] = _mm256_setzero_ps(); \
+            for (size_t o = 0; o < n_out; o += 8) {                                                                 \
+                size_t no = n_out - o < 8 ? n_out - o : 8;                                                          \
+                PF__ROW_OFFSETS(at, 8, o, n_out, row_bytes);                                                        \
+                __m256i offsets = _mm256_loadu_si256((const __m256i *)at);                                          \
+                __m256 acc[R];                                                                                      \
+                PF__UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();                                \
                 for (size_t b = 0; b < nb; b++) {                                                                   \
-                    __m256i wv[4];                                                                                  \
-                    float dw[4];                                                                                    \
-                    PF__UNROLL for (int j = 0; j < 4; j++) {                                                        \
-                        _mm_prefetch((const char *)(wr[j] + (b + PF__Q8_AHEAD) * BYTES), _MM_HINT_T0);             \
-                        wv[j] = load(wr[j] + b * BYTES + 2);                                                        \
-                        dw[j] = pf__q8_scale_table(wr[j] + b * BYTES);                                              \
+                    const unsigned char *blocks = w + b * BYTES;                                                    \
+                    __m256i wv[8];                                                                                  \
+                    PF__UNROLL for (int j = 0; j < 8; j++) {                                                        \
+                        _mm_prefetch((const char *)(blocks + at[j] + PF__Q8_AHEAD * BYTES), _MM_HINT_T0);          \
+                        wv[j] = load(blocks + at[j] + 2);                                                           \
                     }                                                                                               \
+                    __m256 dw = pf__block_scales_avx2(blocks, offsets);                                             \
                     PF__UNROLL for (int r = 0; r < R; r++) {                                                        \
                         size_t rr = r0 + ((size_t)r < nr ? (size_t)r : 0);                                          \
-                        __m256i xv = _mm256_loadu_si256((const __m256i *)(qx + rr * k + b * PF__Q8_BLOCK));         \
-                        float xd = dx[rr * nb + b];                                                                 \
-                        int32_t xs = sx ? sx[rr * nb + b] : 0;                                                      \
-                        PF__UNROLL for (int j = 0; j < 4; j++)                                                      \
-                            acc[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot(xv, wv[j], xs)), _mm256_set1_ps(xd * dw[j]), \
-                                                        acc[r][j]);                                                 \
+                        __m256i xv = _mm256_loadu_si256((const __m256i *)(qx + rr * k + b * PF__Q8_BLOCK)), d[8];   \
+                        PF__UNROLL for (int j = 0; j < 8; j++) d[j] = dot(xv, wv[j]);                               \
+                        __m256i dots = _mm256_sub_epi32(pf__sum_lanes8_avx2(d),                                     \
+                                                        _mm256_set1_epi32(shift ? sx[rr * nb + b] << shift : 0));   \
+                        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), _mm256_mul_ps(_mm256_set1_ps(dx[rr * nb + b]), dw), \
+                                                 acc[r]);                                                           \
                     }                                                                                               \
                 }                                                                                                   \
-                for (size_t r = 0; r < nr; r++)                                                                     \
-                    for (size_t j = 0; j < no; j++) out[(r0 + r) * ld + o + j] = pf__hsum_avx2(acc[r][j]);          \
+                for (size_t r = 0; r < nr; r++) {                                                                   \
+                    float lanes[8];                                                                                 \
+                    _mm256_storeu_ps(lanes, acc[r]);                                                                \
+                    memcpy(out + (r0 + r) * ld + o, lanes, no * sizeof(float));                                     \
+                }                                                                                                   \
             }                                                                                                       \
         }                                                                                                           \
     }
@@ -14815,22 +14825,16 @@ PF__AVX2_TARGET static PF__INLINE __m256i pf__q4_load(const unsigned char *q) {
     return _mm256_and_si256(both, _mm256_set1_epi8(15));
 }
 
-PF__AVX2_TARGET static PF__INLINE __m256i pf__q8_dot_avx2_tile(__m256i x, __m256i w, int32_t xs) {
-    (void)xs;
-    return pf__q8_dot_avx2(x, w);
+/* q (0..15) is maddubs' unsigned operand as it is: the lanes add up to sum q x, and the tile takes
+   8 sum x away from the total. */
+PF__AVX2_TARGET static PF__INLINE __m256i pf__q4_dot_avx2(__m256i x, __m256i q) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(q, x), _mm256_set1_epi16(1));
 }
 
-/* q (0..15) is maddubs' unsigned operand as it is; each of the 8 lanes then takes away x's block
-   sum, so the lanes add up to sum q x - 8 sum x. */
-PF__AVX2_TARGET static PF__INLINE __m256i pf__q4_dot_avx2(__m256i x, __m256i q, int32_t xs) {
-    __m256i pairs = _mm256_maddubs_epi16(q, x);
-    return _mm256_sub_epi32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)), _mm256_set1_epi32(xs));
-}
-
-PF__Q8_TILE(pf__q8_rows_avx2, PF__AVX2_TARGET, 2, PF__Q8_BYTES, pf__q8_load, pf__q8_dot_avx2_tile)
-PF__Q8_TILE(pf__q8_row_avx2, PF__AVX2_TARGET, 1, PF__Q8_BYTES, pf__q8_load, pf__q8_dot_avx2_tile) /* decode: one row */
-PF__Q8_TILE(pf__q4_rows_avx2, PF__AVX2_TARGET, 2, PF__Q4_BYTES, pf__q4_load, pf__q4_dot_avx2)
-PF__Q8_TILE(pf__q4_row_avx2, PF__AVX2_TARGET, 1, PF__Q4_BYTES, pf__q4_load, pf__q4_dot_avx2)
+PF__Q8_TILE(pf__q8_rows_avx2, PF__AVX2_TARGET, 2, PF__Q8_BYTES, pf__q8_load, pf__q8_dot_avx2, 0)
+PF__Q8_TILE(pf__q8_row_avx2, PF__AVX2_TARGET, 1, PF__Q8_BYTES, pf__q8_load, pf__q8_dot_avx2, 0) /* decode: one row */
+PF__Q8_TILE(pf__q4_rows_avx2, PF__AVX2_TARGET, 2, PF__Q4_BYTES, pf__q4_load, pf__q4_dot_avx2, 3)
+PF__Q8_TILE(pf__q4_row_avx2, PF__AVX2_TARGET, 1, PF__Q4_BYTES, pf__q4_load, pf__q4_dot_avx2, 3)
 #endif
 
 #if defined(PF__AVX2) && !defined(PF_NO_AVX512) && (defined(__clang__) || __GNUC__ >= 5)
@@ -14930,25 +14934,14 @@ PF__AVX512_TARGET static void pf__widen_avx512(float *out, const void *w, int wt
 }
 
 /* AVX512-VNNI: vpdpbusd sums 4 u8 x s8 products into each int32 lane in one instruction, where
-   AVX2 takes maddubs and madd. Two weight rows share a 512-bit register: row j's block in the low
-   256 bits, row j + 1's in the high, x's block in both. Each half computes exactly what the AVX2
-   tile computes for its row (the same int32 lanes, the same fp32 scale product, the same lanes
-   accumulated and summed), so every kernel set and tile shape gives the same bits, with half the
-   instructions a block. */
+   AVX2 takes maddubs and madd. Two weight rows share a 512-bit register: one row's block in the
+   low 256 bits, another's in the high, x's block in both; 8 such registers are 16 rows, whose
+   partial sums pf__sum_lanes16 adds up into one vector of the 16 rows' exact dots. */
 #define PF__AVX512_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 
-/* The f16 scales of the blocks at a and b as sixteen fp32 lanes: a's in the low eight, b's in
-   the high eight. */
-PF__AVX512_VNNI_TARGET static PF__INLINE __m512 pf__q8_scale_pair(const unsigned char *a, const unsigned char *b) {
-    uint16_t da, db;
-    memcpy(&da, a, 2);
-    memcpy(&db, b, 2);
-    return _mm512_mask_broadcastss_ps(_mm512_set1_ps(pf__f16_table[da]), 0xff00, _mm_load_ss(&pf__f16_table[db]));
-}
-
-/* Q8 blocks of two rows as unsigned bytes w + 128 (the xor), for vpdpbusd's unsigned operand; the
-   dot below takes 128 sum x back out of each lane, so a lane still holds its exact sum w x. The
-   loads are broadcasts (load ports only), not inserts, which wait for the one shuffle port. */
+/* Q8 blocks of two rows as unsigned bytes w + 128 (the xor), for vpdpbusd's unsigned operand (the
+   tile takes 128 sum x back out of the total). The loads are broadcasts (load ports only), not
+   inserts, which wait for the one shuffle port. */
 PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__q8_load_pair(const unsigned char *a, const unsigned char *b) {
     __m512i both = _mm512_mask_broadcast_i64x4(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)a)), 0xf0,
                                                _mm256_loadu_si256((const __m256i *)b));
@@ -14965,69 +14958,254 @@ PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__q4_load_pair(const unsigned
     return _mm512_and_si512(_mm512_srlv_epi16(both, shifts), _mm512_set1_epi8(15));
 }
 
-/* Where each int32 lane's dot product starts: Q8 takes back 128 times the lane's sum of x (its
-   four bytes, summed by one vpdpbusd against ones); Q4 starts every lane from minus the block's
-   sum of x, so that a row's eight lanes add up to sum q x - 8 sum x, as pf__q4_dot_avx2's do. */
-PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__q8_dot_start(__m512i x, int32_t xs) {
-    (void)xs;
-    __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), x);
-    return _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sums, 7));
+/* The dots of 16 weight rows' blocks from their partial sums: d[p] holds slot 2p's 8 int32 lanes
+   in its low half and slot 2p + 1's in its high half. The result's lane 4i + j is slot 4j + i's
+   dot, so the tile puts weight row 4i + j in slot 4j + i (pf__vnni_slot_row) to get the rows in
+   order. 14 shuffles and 7 adds for 16 rows. */
+PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__sum_lanes16(const __m512i d[8]) {
+    __m512i four[4]; /* four[q]: slots 4q..4q + 3, one per 128 bits, 4 partial sums each */
+    PF__UNROLL for (int q = 0; q < 4; q++)
+        four[q] = _mm512_add_epi32(_mm512_shuffle_i32x4(d[2 * q], d[2 * q + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_i32x4(d[2 * q], d[2 * q + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    /* two[h]: per 128 bits i, slots i and 4 + i (h = 0) or 8 + i and 12 + i (h = 1), 2 sums each, interleaved */
+    __m512i two[2];
+    PF__UNROLL for (int h = 0; h < 2; h++)
+        two[h] = _mm512_add_epi32(_mm512_unpacklo_epi32(four[2 * h], four[2 * h + 1]),
+                                  _mm512_unpackhi_epi32(four[2 * h], four[2 * h + 1]));
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(two[0], two[1]), _mm512_unpackhi_epi64(two[0], two[1]));
 }
 
-PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__q4_dot_start(__m512i x, int32_t xs) {
-    (void)x;
-    return _mm512_set1_epi32(-xs);
+/* The weight row (from the tile's first) that slot s holds; the mapping is its own inverse. */
+#define pf__vnni_slot_row(s) (4 * ((s) % 4) + (s) / 4)
+
+/* The fp16 scales of 16 blocks, at byte offsets `at` from base, as fp32 lanes (the gather reads a
+   block's first 4 bytes: its scale and 2 bytes of its values). */
+PF__AVX512_VNNI_TARGET static PF__INLINE __m512 pf__block_scales_avx512(const unsigned char *base, __m512i at) {
+    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(at, (const int *)base, 1)));
 }
 
-/* R rows of x by 2P weight rows (P pairs), each block of weights loaded once for the R rows. */
-#define PF__Q8_TILE_VNNI(name, R, P, BYTES, load_pair, dot_start)                                                    \
+/* R rows of x by 16 weight rows, each block of weights loaded once for the R rows; `shift` scales
+   sum x to what the block's lanes hold beyond its dot (Q8: 128 sum x, from the xor; Q4: 8 sum x). */
+#define PF__Q8_TILE_VNNI(name, R, BYTES, load_pair, shift)                                                           \
     PF__AVX512_VNNI_TARGET static void name(float *out, size_t ld, const int8_t *qx, const float *dx,               \
                                             const int32_t *sx, size_t rows, const unsigned char *w, size_t nb,      \
                                             size_t n_out) {                                                          \
         size_t row_bytes = nb * BYTES, k = nb * PF__Q8_BLOCK;                                                       \
         for (size_t r0 = 0; r0 < rows; r0 += R) {                                                                   \
             size_t nr = rows - r0 < R ? rows - r0 : R;                                                              \
-            for (size_t o = 0; o < n_out; o += 2 * P) {                                                             \
-                size_t no = n_out - o < 2 * P ? n_out - o : 2 * P;                                                  \
-                const unsigned char *wr[2 * P];                                                                     \
-                __m512 acc[R][P];                                                                                   \
-                PF__UNROLL for (int j = 0; j < 2 * P; j++) wr[j] = w + (o + ((size_t)j < no ? (size_t)j : 0)) * row_bytes; \
-                PF__UNROLL for (int r = 0; r < R; r++) PF__UNROLL for (int p = 0; p < P; p++) acc[r][p] = _mm512_setzero_ps(); \
+            for (size_t o = 0; o < n_out; o += 16) {                                                                \
+                size_t no = n_out - o < 16 ? n_out - o : 16;                                                        \
+                PF__ROW_OFFSETS(at, 16, o, n_out, row_bytes);                                                       \
+                __m512i offsets = _mm512_loadu_si512(at);                                                           \
+                __m512 acc[R];                                                                                      \
+                PF__UNROLL for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();                                \
                 for (size_t b = 0; b < nb; b++) {                                                                   \
-                    __m512i wv[P];                                                                                  \
-                    __m512 dw[P];                                                                                   \
-                    PF__UNROLL for (int p = 0; p < P; p++) {                                                        \
-                        const unsigned char *lo = wr[2 * p] + b * BYTES, *hi = wr[2 * p + 1] + b * BYTES;           \
+                    const unsigned char *blocks = w + b * BYTES;                                                    \
+                    __m512i wv[8];                                                                                  \
+                    PF__UNROLL for (int p = 0; p < 8; p++) {                                                        \
+                        const unsigned char *lo = blocks + at[pf__vnni_slot_row(2 * p)];                            \
+                        const unsigned char *hi = blocks + at[pf__vnni_slot_row(2 * p + 1)];                        \
                         _mm_prefetch((const char *)(lo + PF__Q8_AHEAD * BYTES), _MM_HINT_T0);                      \
                         _mm_prefetch((const char *)(hi + PF__Q8_AHEAD * BYTES), _MM_HINT_T0);                      \
                         wv[p] = load_pair(lo + 2, hi + 2);                                                          \
-                        dw[p] = pf__q8_scale_pair(lo, hi);                                                          \
                     }                                                                                               \
+                    __m512 dw = pf__block_scales_avx512(blocks, offsets);                                           \
                     PF__UNROLL for (int r = 0; r < R; r++) {                                                        \
                         size_t rr = r0 + ((size_t)r < nr ? (size_t)r : 0);                                          \
                         __m512i xv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qx + rr * k + b * PF__Q8_BLOCK))); \
-                        __m512i start = dot_start(xv, sx ? sx[rr * nb + b] : 0);                                    \
-                        __m512 xd = _mm512_set1_ps(dx[rr * nb + b]);                                                \
-                        PF__UNROLL for (int p = 0; p < P; p++)                                                      \
-                            acc[r][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_dpbusd_epi32(start, wv[p], xv)), \
-                                                        _mm512_mul_ps(xd, dw[p]), acc[r][p]);                       \
+                        __m512i d[8];                                                                               \
+                        PF__UNROLL for (int p = 0; p < 8; p++) d[p] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[p], xv); \
+                        __m512i dots = _mm512_sub_epi32(pf__sum_lanes16(d), _mm512_set1_epi32(sx[rr * nb + b] << shift)); \
+                        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots), _mm512_mul_ps(_mm512_set1_ps(dx[rr * nb + b]), dw), \
+                                                 acc[r]);                                                           \
                     }                                                                                               \
                 }                                                                                                   \
                 for (size_t r = 0; r < nr; r++)                                                                     \
-                    for (size_t j = 0; j < no; j++) {                                                               \
-                        __m512 a = acc[r][j / 2];                                                                   \
-                        __m256 half = j % 2 ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))     \
-                                            : _mm512_castps512_ps256(a);                                            \
-                        out[(r0 + r) * ld + o + j] = pf__hsum_avx2(half);                                           \
-                    }                                                                                               \
+                    _mm512_mask_storeu_ps(out + (r0 + r) * ld + o, (__mmask16)((1u << no) - 1), acc[r]);           \
             }                                                                                                       \
         }                                                                                                           \
     }
 
-PF__Q8_TILE_VNNI(pf__q8_rows_vnni, 4, 4, PF__Q8_BYTES, pf__q8_load_pair, pf__q8_dot_start)
-PF__Q8_TILE_VNNI(pf__q8_row_vnni, 1, 4, PF__Q8_BYTES, pf__q8_load_pair, pf__q8_dot_start)
-PF__Q8_TILE_VNNI(pf__q4_rows_vnni, 4, 4, PF__Q4_BYTES, pf__q4_load_pair, pf__q4_dot_start)
-PF__Q8_TILE_VNNI(pf__q4_row_vnni, 1, 4, PF__Q4_BYTES, pf__q4_load_pair, pf__q4_dot_start)
+PF__Q8_TILE_VNNI(pf__q8_rows_vnni, 4, PF__Q8_BYTES, pf__q8_load_pair, 7)
+PF__Q8_TILE_VNNI(pf__q8_row_vnni, 1, PF__Q8_BYTES, pf__q8_load_pair, 7)
+PF__Q8_TILE_VNNI(pf__q4_rows_vnni, 4, PF__Q4_BYTES, pf__q4_load_pair, 3)
+PF__Q8_TILE_VNNI(pf__q4_row_vnni, 1, PF__Q4_BYTES, pf__q4_load_pair, 3)
+
+#if defined(__linux__) && !defined(PF_NO_AMX) && (defined(__clang__) ? __clang_major__ >= 12 : __GNUC__ >= 11)
+#define PF__AMX 1
+#include <sys/syscall.h>
+#define PF__AMX_TARGET __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+#define PF__AMX_ROWS 16 /* rows of x in a tile (its dots' columns); fewer rows take the vector kernels */
+#define PF__AMX_TILE_BYTES 1024 /* a 16 x 16 tile of int32 dots */
+
+/* AMX (Intel Xeon since Sapphire Rapids): one tdpbssd (tdpbusd for Q4's unsigned nibbles) gives the
+   exact block dots of 16 weight rows with 16 rows of x, a 16 x 16 int32 tile; vectors over the 16
+   rows of x then scale and add them in block order, as every kernel set does, so the bits are
+   the vector kernels'. Tiles: 0 holds the weights' block (16 rows of 32 bytes, read in place for
+   Q8), 1 x's block (8 rows of 16 4-byte groups: the layout the instruction takes), 2 and 3 the
+   dots, taking turns so that one block's multiply overlaps the scaling of the one before. */
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t bytes_per_row[16];
+    uint8_t rows[16];
+} pf__amx_config;
+
+PF__AMX_TARGET static void pf__amx_configure(void) {
+    pf__amx_config c;
+    memset(&c, 0, sizeof c);
+    c.palette = 1;
+    c.rows[0] = 16, c.bytes_per_row[0] = PF__Q8_BLOCK;
+    c.rows[1] = PF__Q8_BLOCK / 4, c.bytes_per_row[1] = 64;
+    c.rows[2] = c.rows[3] = 16, c.bytes_per_row[2] = c.bytes_per_row[3] = 64;
+    /* not _tile_loadconfig: GCC's tells the compiler the instruction reads 8 bytes, and -O1 then
+       dropped the stores of the rest (ldtilecfg faulted) */
+    __asm__ volatile("ldtilecfg %0" : : "m"(c));
+}
+
+/* The AMX product's scratch, after the activations' blocks: x's blocks in tile layout with their
+   scales and sums by group of 16 rows, a tile's weight scales [block][16] and Q4 values as bytes
+   [block][16][32], and two tiles of dots. */
+typedef struct {
+    int8_t *x;
+    float *dx, *dw;
+    int32_t *sx, *dots;
+    unsigned char *values;
+} pf__amx_scratch;
+
+static size_t pf__amx_groups(size_t rows) { return (rows + PF__AMX_ROWS - 1) / PF__AMX_ROWS; }
+
+static size_t pf__amx_bytes(size_t rows, size_t k) {
+    size_t padded = pf__amx_groups(rows) * PF__AMX_ROWS, nb = k / PF__Q8_BLOCK;
+    return 64 + padded * k + padded * nb * (sizeof(float) + sizeof(int32_t)) + nb * 16 * sizeof(float) + 16 * k +
+           2 * PF__AMX_TILE_BYTES;
+}
+
+static pf__amx_scratch pf__amx_scratch_at(void *at, size_t rows, size_t k) {
+    size_t padded = pf__amx_groups(rows) * PF__AMX_ROWS, nb = k / PF__Q8_BLOCK;
+    unsigned char *p = (unsigned char *)(((uintptr_t)at + 63) & ~(uintptr_t)63);
+    pf__amx_scratch s;
+    s.dots = (int32_t *)p, p += 2 * PF__AMX_TILE_BYTES;
+    s.dx = (float *)p, p += padded * nb * sizeof(float);
+    s.sx = (int32_t *)p, p += padded * nb * sizeof(int32_t);
+    s.dw = (float *)p, p += nb * 16 * sizeof(float);
+    s.x = (int8_t *)p, p += padded * k;
+    s.values = p;
+    return s;
+}
+
+/* x's blocks for tile 1, by group of 16 rows: group g's block b is 8 rows of 64 bytes, row i
+   holding bytes 4i..4i + 3 of the block of each of the 16 rows; rows past `rows` are zeros. */
+static void pf__amx_pack_x(const pf__amx_scratch *s, const int8_t *qx, const float *dx, const int32_t *sx,
+                           size_t rows, size_t nb) {
+    size_t k = nb * PF__Q8_BLOCK;
+    for (size_t g = 0; g < pf__amx_groups(rows); g++)
+        for (size_t b = 0; b < nb; b++) {
+            size_t at = g * nb + b;
+            int8_t *tile = s->x + at * PF__AMX_ROWS * PF__Q8_BLOCK;
+            for (size_t n = 0; n < PF__AMX_ROWS; n++) {
+                size_t r = g * PF__AMX_ROWS + n;
+                for (size_t i = 0; i < PF__Q8_BLOCK / 4; i++) {
+                    if (r < rows) memcpy(tile + i * 64 + n * 4, qx + r * k + b * PF__Q8_BLOCK + i * 4, 4);
+                    else memset(tile + i * 64 + n * 4, 0, 4);
+                }
+                s->dx[at * PF__AMX_ROWS + n] = r < rows ? dx[r * nb + b] : 0.0f;
+                s->sx[at * PF__AMX_ROWS + n] = r < rows ? sx[r * nb + b] : 0;
+            }
+        }
+}
+
+/* Weight rows o..o + 15's block scales into s->dw, and (Q4) their values as bytes into s->values. */
+PF__AMX_TARGET static void pf__amx_prepare_weights(const pf__amx_scratch *s, const unsigned char *w, size_t o,
+                                                   size_t nb, const int q4) {
+    size_t bytes = q4 ? PF__Q4_BYTES : PF__Q8_BYTES, row_bytes = nb * bytes;
+    PF__ROW_OFFSETS(at, 16, o, o + 16, row_bytes);
+    __m512i offsets = _mm512_loadu_si512(at);
+    for (size_t b = 0; b < nb; b++) _mm512_storeu_ps(s->dw + b * 16, pf__block_scales_avx512(w + b * bytes, offsets));
+    if (q4)
+        for (size_t b = 0; b < nb; b++)
+            for (size_t j = 0; j < 16; j++)
+                _mm256_storeu_si256((__m256i *)(s->values + (b * 16 + j) * PF__Q8_BLOCK),
+                                    pf__q4_load(w + at[j] + b * bytes + 2));
+}
+
+/* Weight rows o..o + 15 against rows g * 16.. of x: the acc[j] lanes are x's rows, for weight row j. */
+PF__AMX_TARGET static PF__INLINE void pf__amx_tile(__m512 acc[16], const pf__amx_scratch *s, const unsigned char *w,
+                                                   size_t o, size_t g, size_t nb, const int q4) {
+    size_t row_bytes = nb * (q4 ? PF__Q4_BYTES : PF__Q8_BYTES);
+    for (int j = 0; j < 16; j++) acc[j] = _mm512_setzero_ps();
+    for (size_t b = 0; b < nb; b++) {
+        size_t at = g * nb + b;
+        if (q4) _tile_loadd(0, s->values + b * 16 * PF__Q8_BLOCK, PF__Q8_BLOCK);
+        else _tile_loadd(0, w + o * row_bytes + b * PF__Q8_BYTES + 2, row_bytes);
+        _tile_loadd(1, s->x + at * PF__AMX_ROWS * PF__Q8_BLOCK, 64);
+        int32_t *dots = s->dots + (b & 1) * (PF__AMX_TILE_BYTES / sizeof(int32_t));
+        if (b & 1) {
+            _tile_zero(3);
+            if (q4) _tile_dpbusd(3, 0, 1);
+            else _tile_dpbssd(3, 0, 1);
+            _tile_stored(3, dots, 64);
+        } else {
+            _tile_zero(2);
+            if (q4) _tile_dpbusd(2, 0, 1);
+            else _tile_dpbssd(2, 0, 1);
+            _tile_stored(2, dots, 64);
+        }
+        __m512 xd = _mm512_loadu_ps(s->dx + at * PF__AMX_ROWS);
+        __m512i xs = _mm512_slli_epi32(_mm512_loadu_si512(s->sx + at * PF__AMX_ROWS), 3); /* Q4's 8 sum x */
+        PF__UNROLL for (int j = 0; j < 16; j++) {
+            __m512i d = _mm512_loadu_si512(dots + j * 16);
+            if (q4) d = _mm512_sub_epi32(d, xs);
+            acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(xd, _mm512_set1_ps(s->dw[b * 16 + j])), acc[j]);
+        }
+    }
+}
+
+PF__AMX_TARGET static PF__INLINE void pf__quantized_rows_amx(float *out, size_t ld, const int8_t *qx, const float *dx,
+                                                             const int32_t *sx, size_t rows, const unsigned char *w,
+                                                             size_t nb, size_t n_out, void *scratch, const int q4) {
+    size_t row_bytes = nb * (q4 ? PF__Q4_BYTES : PF__Q8_BYTES), tiled = n_out / 16 * 16;
+    pf__amx_scratch s = pf__amx_scratch_at(scratch, rows, nb * PF__Q8_BLOCK);
+    pf__amx_pack_x(&s, qx, dx, sx, rows, nb);
+    pf__amx_configure();
+    for (size_t o = 0; o < tiled; o += 16) {
+        pf__amx_prepare_weights(&s, w, o, nb, q4);
+        for (size_t g = 0; g < pf__amx_groups(rows); g++) {
+            __m512 acc[16];
+            float sums[16][PF__AMX_ROWS];
+            pf__amx_tile(acc, &s, w, o, g, nb, q4);
+            for (int j = 0; j < 16; j++) _mm512_storeu_ps(sums[j], acc[j]);
+            for (size_t n = 0; n < PF__AMX_ROWS && g * PF__AMX_ROWS + n < rows; n++)
+                for (size_t j = 0; j < 16; j++) out[(g * PF__AMX_ROWS + n) * ld + o + j] = sums[j][n];
+        }
+    }
+    _tile_release();
+    if (tiled < n_out) /* the last rows of weights, fewer than a tile: the vector kernels' same bits */
+        (q4 ? pf__q4_rows_vnni : pf__q8_rows_vnni)(out + tiled, ld, qx, dx, sx, rows, w + tiled * row_bytes, nb,
+                                                   n_out - tiled);
+}
+
+/* out[rows][n_out] (rows ld apart) for Q8 or Q4 weights on AMX; scratch: pf__amx_bytes. */
+PF__AMX_TARGET static void pf__q8_rows_amx(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx,
+                                           size_t rows, const unsigned char *w, size_t nb, size_t n_out, void *scratch) {
+    pf__quantized_rows_amx(out, ld, qx, dx, sx, rows, w, nb, n_out, scratch, 0);
+}
+
+PF__AMX_TARGET static void pf__q4_rows_amx(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx,
+                                           size_t rows, const unsigned char *w, size_t nb, size_t n_out, void *scratch) {
+    pf__quantized_rows_amx(out, ld, qx, dx, sx, rows, w, nb, n_out, scratch, 1);
+}
+
+/* Whether this process may use AMX: the processor has AMX-TILE and AMX-INT8, and Linux grants
+   the tile data state (it is off until a process asks, as the kernel's ABI says). */
+static int pf__amx_permitted(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 25))) return 0;
+    long code = 0x1023 /* ARCH_REQ_XCOMP_PERM */, feature = 18 /* XFEATURE_XTILEDATA */, result;
+    /* the system call itself: libc declares syscall() only under _GNU_SOURCE or _DEFAULT_SOURCE */
+    __asm__ volatile("syscall" : "=a"(result) : "a"((long)SYS_arch_prctl), "D"(code), "S"(feature) : "rcx", "r11", "memory");
+    return result == 0;
+}
+#endif
 
 /* pf__quantize_x_portable in 16 lanes, every step as there: the maximum of |v| (vmaxps returns its
    second operand where the first is NaN, so NaN is passed over as the scalar comparison does), the
@@ -15519,8 +15697,12 @@ int pf_testing_portable_cpu = 0;
 /* Test hook: nonzero makes it use the AVX2 kernels even where AVX-512 is present. */
 int pf_testing_avx2_cpu = 0;
 #define PF__AVX2_ASKED pf_testing_avx2_cpu
+/* Test hook: nonzero keeps the Q8/Q4 products off AMX where the processor has it. */
+int pf_testing_no_amx_cpu = 0;
+#define PF__NO_AMX_ASKED pf_testing_no_amx_cpu
 #else
 #define PF__AVX2_ASKED 0
+#define PF__NO_AMX_ASKED 0
 #endif
 
 #ifdef PF__AVX2
@@ -15528,6 +15710,9 @@ int pf_testing_avx2_cpu = 0;
    processor made, but is a flag of its own, which clang's __builtin_cpu_supports cannot name; the
    cpuid instruction costs microseconds in a virtual machine, so the answer is kept. */
 static int pf__cpu_avx2_usable, pf__cpu_avx512_usable, pf__cpu_vnni_usable;
+#ifdef PF__AMX
+static int pf__cpu_amx_usable; /* and this process may use it (pf__amx_permitted) */
+#endif
 static int pf__cpu_wide_fma; /* AVX-512 with 512-bit FMA at full rate: the 16-lane tiles pay */
 #ifdef PF__AVX512
 /* The AVX2 set with what this processor's AVX-512 adds (tiles, VNNI), made by the probe. */
@@ -15543,7 +15728,6 @@ static void pf__cpu_probe(void) {
     pf__cpu_avx512_usable = pf__cpu_avx2_usable && __builtin_cpu_supports("avx512f") &&
                             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
     pf__cpu_vnni_usable = pf__cpu_avx512_usable && __builtin_cpu_supports("avx512vnni");
-    if (pf__cpu_avx2_usable) pf__fill_f16_table();
     /* AMD before Zen 5 (family 0x1a) runs a 512-bit FMA as two 256-bit halves: the 16-lane
        tiles gain nothing there, and lost to the AVX2 ones on Zen 4 (BENCHMARKS.md). */
     unsigned vendor[3] = {0, 0, 0}, family = 0;
@@ -15569,6 +15753,9 @@ static void pf__cpu_probe(void) {
     if (pf__cpu_vnni_usable) {
         pf__cpu_avx512.q8_rows = pf__q8_rows_vnni, pf__cpu_avx512.q8_row = pf__q8_row_vnni;
         pf__cpu_avx512.q4_rows = pf__q4_rows_vnni, pf__cpu_avx512.q4_row = pf__q4_row_vnni;
+#ifdef PF__AMX
+        pf__cpu_amx_usable = pf__amx_permitted();
+#endif
     }
 #endif
 }
@@ -15601,13 +15788,24 @@ int pf_cpu_vector_bits(void) {
 /* Bytes pf__cpu_matmul_quantized needs for `rows` rows of x of `k` inputs: per block its scale and
    sum (4 bytes each, first, so they stay aligned), then the int8 values. */
 static size_t pf__quantized_x_bytes(size_t rows, size_t k) {
-    return rows * (k / PF__Q8_BLOCK) * (sizeof(float) + sizeof(int32_t)) + rows * k;
+    size_t bytes = rows * (k / PF__Q8_BLOCK) * (sizeof(float) + sizeof(int32_t)) + rows * k;
+#ifdef PF__AMX
+    if (rows >= PF__AMX_ROWS) bytes += pf__amx_bytes(rows, k);
+#endif
+    return bytes;
 }
+
 
 /* out[rows][w->rows] = x w^T + bias for Q8 or Q4 weights: x quantized per block into scratch
    (pf__quantized_x_bytes of it; pf__q8_rows_fn), then weight rows in groups that stay in the cache
    while every row of x passes over them. */
 #define PF__Q8_GROUP 64
+static void pf__add_bias(float *out, const float *bias, size_t rows, size_t n_out) {
+    if (bias)
+        for (size_t r = 0; r < rows; r++)
+            for (size_t o = 0; o < n_out; o++) out[r * n_out + o] += bias[o];
+}
+
 static void pf__cpu_matmul_quantized(float *out, const float *x, const pf__weight *w, const float *bias, size_t rows,
                                      void *scratch) {
     int q4 = w->dtype == PF__DTYPE_Q4;
@@ -15617,6 +15815,14 @@ static void pf__cpu_matmul_quantized(float *out, const float *x, const pf__weigh
     int8_t *qx = (int8_t *)(sx + rows * nb);
     const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
     kernels->quantize_x(qx, dx, sx, x, rows * nb); /* rows are whole blocks */
+#ifdef PF__AMX
+    if (kernels == &pf__cpu_avx512 && pf__cpu_amx_usable && rows >= PF__AMX_ROWS && !PF__NO_AMX_ASKED) {
+        const unsigned char *weights = (const unsigned char *)w->data;
+        (q4 ? pf__q4_rows_amx : pf__q8_rows_amx)(out, n_out, qx, dx, sx, rows, weights, nb, n_out, qx + rows * k);
+        pf__add_bias(out, bias, rows, n_out);
+        return;
+    }
+#endif
     pf__q8_rows_fn *kernel = q4 ? (rows == 1 ? kernels->q4_row : kernels->q4_rows)
                                 : (rows == 1 ? kernels->q8_row : kernels->q8_rows);
     const unsigned char *W = (const unsigned char *)w->data;
@@ -15624,9 +15830,7 @@ static void pf__cpu_matmul_quantized(float *out, const float *x, const pf__weigh
         size_t n = n_out - o0 < PF__Q8_GROUP ? n_out - o0 : PF__Q8_GROUP;
         kernel(out + o0, n_out, qx, dx, sx, rows, W + o0 * row_bytes, nb, n);
     }
-    if (bias)
-        for (size_t r = 0; r < rows; r++)
-            for (size_t o = 0; o < n_out; o++) out[r * n_out + o] += bias[o];
+    pf__add_bias(out, bias, rows, n_out);
 }
 
 /* From this many rows of x on, a product with fp16 or bf16 weights first widens each block of

@@ -16,6 +16,7 @@
 
 #ifdef PF_TESTING
 extern int pf_testing_fail_rank, pf_testing_fail_countdown, pf_testing_portable_cpu, pf_testing_avx2_cpu;
+extern int pf_testing_no_amx_cpu;
 void pf_testing_q8_quantize(float *data, size_t rows, size_t cols);
 void pf_testing_q4_quantize(float *data, size_t rows, size_t cols);
 void pf_testing_cpu_quantize_x(int8_t *qx, float *dx, int32_t *sx, const float *x, size_t blocks);
@@ -604,11 +605,15 @@ static void test_cpu_matmul_shapes(void) {
    magnitude, rounded to fp16, then q = min(15, floor(w / d + 8.5)) as nibbles, low ones first):
    the library's quantizers write the same bytes, and every kernel set's product (the activations
    quantized per 32-input block as Q8, integer dot products) is the exact sum of the blocks'
-   integer dots times their scales, within fp32 rounding, at tile tails (1-9 weight rows, 4 at a
-   time; 1, 2 and 5 rows of x) and odd block counts. */
+   integer dots times their scales, within fp32 rounding, at tile tails (1-67 weight rows; 1, 2
+   and 5 rows of x on the vector kernels, 16 and 37 on AMX where present) and odd block counts.
+   Every kernel set gives the same bits (one fp32 chain of block products, in block order), and a
+   row alone (decode) gives what it gives in a batch. */
 static void test_cpu_q8_kernels(int q4) {
-    static const size_t rows_list[] = {1, 2, 5}, outs_list[] = {1, 3, 4, 5, 9, 67}, blocks_list[] = {1, 2, 3, 24};
-    enum { MAXR = 5, MAXO = 67, MAXK = 24 * 32 };
+    /* default: AMX from 16 rows of x on, VNNI, where present */
+    static const char *const kernel_names[] = {"default", "AVX2", "portable", "no-AMX"};
+    static const size_t rows_list[] = {1, 2, 5, 16, 37}, outs_list[] = {1, 3, 4, 5, 9, 67}, blocks_list[] = {1, 2, 3, 24};
+    enum { MAXR = 37, MAXO = 67, MAXK = 24 * 32 };
     const size_t BYTES = q4 ? 18 : 34;
     float *x = malloc(sizeof(float) * MAXR * MAXK), *w = malloc(sizeof(float) * MAXO * MAXK), bias[MAXO];
     float *out = malloc(sizeof(float) * MAXR * MAXO), *copy = malloc(sizeof(float) * MAXO * MAXK);
@@ -674,7 +679,7 @@ static void test_cpu_q8_kernels(int q4) {
             }
         for (size_t a = 0; a < sizeof rows_list / sizeof rows_list[0]; a++)
             for (size_t e = 0; e < sizeof outs_list / sizeof outs_list[0]; e++)
-                for (int kind = 0; kind < 3; kind++) { /* default (VNNI where present), AVX2, portable */
+                for (int kind = 0; kind < 4; kind++) {
                     size_t rows = rows_list[a], outs = outs_list[e];
                     static float default_out[MAXR * MAXO];
                     float xs[MAXR * MAXK];
@@ -682,6 +687,7 @@ static void test_cpu_q8_kernels(int q4) {
                         memcpy(xs + r * k, x + (MAXR - rows + r) * MAXK, sizeof(float) * k);
                     pf_testing_avx2_cpu = kind == 1;
                     pf_testing_portable_cpu = kind == 2;
+                    pf_testing_no_amx_cpu = kind == 3;
                     pf_testing_cpu_matmul(out, xs, q8, q4 ? 4 : 3, bias, rows, outs, k, 0);
                     /* a row alone (decode's kernel) gives what it gives in the batch, bit for bit */
                     float alone[MAXO];
@@ -690,15 +696,15 @@ static void test_cpu_q8_kernels(int q4) {
                         pf_testing_cpu_matmul(alone, xs + r * k, q8, q4 ? 4 : 3, bias, 1, outs, k, 0);
                         row_alone_same &= memcmp(alone, out + r * outs, sizeof(float) * outs) == 0;
                     }
-                    pf_testing_avx2_cpu = pf_testing_portable_cpu = 0;
-                    /* the VNNI kernels do the AVX2 tile's arithmetic, two rows a register: same bits */
+                    pf_testing_avx2_cpu = pf_testing_portable_cpu = pf_testing_no_amx_cpu = 0;
+                    /* every kernel set computes the one defined chain of block products: same bits */
                     if (kind == 0) memcpy(default_out, out, sizeof(float) * rows * outs);
-                    if (kind == 1 && memcmp(default_out, out, sizeof(float) * rows * outs) && failures++ < 5)
-                        CHECK_MSG(0, "%s matmul %zux%zux%zu: the default kernels' bits differ from AVX2's", q4 ? "Q4" : "Q8",
-                                  rows, outs, k);
+                    if (kind > 0 && memcmp(default_out, out, sizeof(float) * rows * outs) && failures++ < 5)
+                        CHECK_MSG(0, "%s matmul %zux%zux%zu: the default kernels' bits differ from %s's", q4 ? "Q4" : "Q8",
+                                  rows, outs, k, kernel_names[kind]);
                     if (!row_alone_same && failures++ < 5)
                         CHECK_MSG(0, "%s matmul %zux%zux%zu (%s kernels): a row alone differs from the batch's",
-                                  q4 ? "Q4" : "Q8", rows, outs, k, kind == 0 ? "default" : kind == 1 ? "AVX2" : "portable");
+                                  q4 ? "Q4" : "Q8", rows, outs, k, kernel_names[kind]);
                     double worst = 0;
                     for (size_t r = 0; r < rows; r++)
                         for (size_t o = 0; o < outs; o++) {
@@ -717,7 +723,7 @@ static void test_cpu_q8_kernels(int q4) {
                         }
                     if (worst > 1e-5 && failures++ < 5)
                         CHECK_MSG(0, "%s matmul %zux%zux%zu (%s kernels): %g of the sum of |terms| from exact",
-                                  q4 ? "Q4" : "Q8", rows, outs, k, kind == 0 ? "default" : kind == 1 ? "AVX2" : "portable",
+                                  q4 ? "Q4" : "Q8", rows, outs, k, kernel_names[kind],
                                   worst);
                 }
     }
