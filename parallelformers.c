@@ -14802,8 +14802,8 @@ PF__AVX2_TARGET static PF__INLINE __m256 pf__block_scales_avx2(const unsigned ch
                         size_t rr = r0 + ((size_t)r < nr ? (size_t)r : 0);                                          \
                         __m256i xv = _mm256_loadu_si256((const __m256i *)(qx + rr * k + b * PF__Q8_BLOCK)), d[8];   \
                         PF__UNROLL for (int j = 0; j < 8; j++) d[j] = dot(xv, wv[j]);                               \
-                        __m256i dots = _mm256_sub_epi32(pf__sum_lanes8_avx2(d),                                     \
-                                                        _mm256_set1_epi32(shift ? sx[rr * nb + b] << shift : 0));   \
+                        int32_t beyond = shift ? sx[rr * nb + b] * (1 << shift) : 0;                                 \
+                        __m256i dots = _mm256_sub_epi32(pf__sum_lanes8_avx2(d), _mm256_set1_epi32(beyond));         \
                         acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), _mm256_mul_ps(_mm256_set1_ps(dx[rr * nb + b]), dw), \
                                                  acc[r]);                                                           \
                     }                                                                                               \
@@ -15015,7 +15015,8 @@ PF__AVX512_VNNI_TARGET static PF__INLINE __m512 pf__block_scales_avx512(const un
                         __m512i xv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qx + rr * k + b * PF__Q8_BLOCK))); \
                         __m512i d[8];                                                                               \
                         PF__UNROLL for (int p = 0; p < 8; p++) d[p] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[p], xv); \
-                        __m512i dots = _mm512_sub_epi32(pf__sum_lanes16(d), _mm512_set1_epi32(sx[rr * nb + b] << shift)); \
+                        int32_t beyond = sx[rr * nb + b] * (1 << shift);                                             \
+                        __m512i dots = _mm512_sub_epi32(pf__sum_lanes16(d), _mm512_set1_epi32(beyond));             \
                         acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots), _mm512_mul_ps(_mm512_set1_ps(dx[rr * nb + b]), dw), \
                                                  acc[r]);                                                           \
                     }                                                                                               \
