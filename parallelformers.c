@@ -20393,6 +20393,13 @@ done:
 #define PF__HAS_AVX512 0
 #define PF__AVX512_WORD " -avx512"
 #endif
+#ifdef PF__AMX
+#define PF__HAS_AMX 1
+#define PF__AMX_WORD " +amx"
+#else
+#define PF__HAS_AMX 0
+#define PF__AMX_WORD " -amx"
+#endif
 
 pf_build_info pf_get_build_info(void) {
     pf_build_info info;
@@ -20403,11 +20410,12 @@ pf_build_info pf_get_build_info(void) {
     info.cuda = PF__HAS_CUDA;
     info.avx2 = PF__HAS_AVX2;
     info.avx512 = PF__HAS_AVX512;
+    info.amx = PF__HAS_AMX;
     return info;
 }
 
 const char *pf_version_string(void) {
-    return PF_VERSION_STRING PF__CUDA_WORD PF__AVX2_WORD PF__AVX512_WORD;
+    return PF_VERSION_STRING PF__CUDA_WORD PF__AVX2_WORD PF__AVX512_WORD PF__AMX_WORD;
 }
 
 pf_load_options pf_load_options_init(void) {

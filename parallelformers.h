@@ -55,6 +55,8 @@ typedef struct pf_build_info {
     int cuda;   /* the CUDA backend is compiled in (-DPF_CUDA); a GPU is looked for at pf_parallelize */
     int avx2;   /* the AVX2/FMA CPU kernels are compiled in; they run where the processor has them */
     int avx512; /* AVX-512 CPU kernels are compiled in */
+    int amx;    /* AMX int8 tiles for Q8/Q4 prompts are compiled in (Linux, gcc 11 or clang 12 on); they run
+                   where the processor has them and the kernel grants them */
 } pf_build_info;
 
 /* The library's version and features. Any thread. */

@@ -203,9 +203,9 @@ static void check_build_info(void) {
                   info.version_patch == PF_VERSION_PATCH,
               "library %d.%d.%d, header %s", info.version_major, info.version_minor, info.version_patch, PF_VERSION_STRING);
     CHECK_MSG(!strncmp(text, PF_VERSION_STRING " ", strlen(PF_VERSION_STRING) + 1), "version string \"%s\"", text);
-    static const char *const words[3][2] = {{"-cuda", "+cuda"}, {"-avx2", "+avx2"}, {"-avx512", "+avx512"}};
-    int flags[3] = {info.cuda, info.avx2, info.avx512};
-    for (int i = 0; i < 3; i++)
+    static const char *const words[4][2] = {{"-cuda", "+cuda"}, {"-avx2", "+avx2"}, {"-avx512", "+avx512"}, {"-amx", "+amx"}};
+    int flags[4] = {info.cuda, info.avx2, info.avx512, info.amx};
+    for (int i = 0; i < 4; i++)
         CHECK_MSG((flags[i] == 0 || flags[i] == 1) && strstr(text, words[i][flags[i] != 0]) && !strstr(text, words[i][flags[i] == 0]),
                   "version string \"%s\" disagrees with the build info's %s = %d", text, words[i][1] + 1, flags[i]);
 }
