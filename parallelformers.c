@@ -14319,9 +14319,11 @@ static void pf__cpu_copy(pf__rank *r, void *dst, const void *src, size_t bytes) 
 
 #if defined(__GNUC__) || defined(__clang__)
 #define PF__UNROLL _Pragma("GCC unroll 8")
+#define PF__UNROLL16 _Pragma("GCC unroll 16") /* an array of 16 vectors indexed by constants stays in registers */
 #define PF__INLINE __attribute__((always_inline)) inline
 #else
 #define PF__UNROLL
+#define PF__UNROLL16
 #define PF__INLINE
 #endif
 
@@ -14691,6 +14693,13 @@ static void pf__quantize_x_portable(int8_t *qx, float *dx, int32_t *sx, const fl
    is sum q x - 8 sum x, sx [rows][nb] holding each block's sum of x's int8 values. */
 typedef void pf__q8_rows_fn(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx, size_t rows,
                             const unsigned char *w, size_t nb, size_t n_out);
+
+/* out[r][o] += bias[o] for `rows` rows of `count` outputs, ld apart (nothing without a bias). */
+static void pf__add_bias(float *out, size_t ld, const float *bias, size_t rows, size_t count) {
+    if (bias)
+        for (size_t r = 0; r < rows; r++)
+            for (size_t o = 0; o < count; o++) out[r * ld + o] += bias[o];
+}
 
 /* A block's exact dot with 32 int8 values of x: Q8's int8 weights, or Q4's nibbles less 8. */
 static int32_t pf__block_dot_portable(const unsigned char *block, const int8_t *x, int32_t x_sum, int q4) {
@@ -15133,7 +15142,7 @@ PF__AMX_TARGET static void pf__amx_prepare_weights(const pf__amx_scratch *s, con
 PF__AMX_TARGET static PF__INLINE void pf__amx_tile(__m512 acc[16], const pf__amx_scratch *s, const unsigned char *w,
                                                    size_t o, size_t g, size_t nb, const int q4) {
     size_t row_bytes = nb * (q4 ? PF__Q4_BYTES : PF__Q8_BYTES);
-    for (int j = 0; j < 16; j++) acc[j] = _mm512_setzero_ps();
+    PF__UNROLL16 for (int j = 0; j < 16; j++) acc[j] = _mm512_setzero_ps();
     for (size_t b = 0; b < nb; b++) {
         size_t at = g * nb + b;
         if (q4) _tile_loadd(0, s->values + b * 16 * PF__Q8_BLOCK, PF__Q8_BLOCK);
@@ -15153,7 +15162,7 @@ PF__AMX_TARGET static PF__INLINE void pf__amx_tile(__m512 acc[16], const pf__amx
         }
         __m512 xd = _mm512_loadu_ps(s->dx + at * PF__AMX_ROWS);
         __m512i xs = _mm512_slli_epi32(_mm512_loadu_si512(s->sx + at * PF__AMX_ROWS), 3); /* Q4's 8 sum x */
-        PF__UNROLL for (int j = 0; j < 16; j++) {
+        PF__UNROLL16 for (int j = 0; j < 16; j++) {
             __m512i d = _mm512_loadu_si512(dots + j * 16);
             if (q4) d = _mm512_sub_epi32(d, xs);
             acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(xd, _mm512_set1_ps(s->dw[b * 16 + j])), acc[j]);
@@ -15163,7 +15172,8 @@ PF__AMX_TARGET static PF__INLINE void pf__amx_tile(__m512 acc[16], const pf__amx
 
 PF__AMX_TARGET static PF__INLINE void pf__quantized_rows_amx(float *out, size_t ld, const int8_t *qx, const float *dx,
                                                              const int32_t *sx, size_t rows, const unsigned char *w,
-                                                             size_t nb, size_t n_out, void *scratch, const int q4) {
+                                                             size_t nb, size_t n_out, const float *bias, void *scratch,
+                                                             const int q4) {
     size_t row_bytes = nb * (q4 ? PF__Q4_BYTES : PF__Q8_BYTES), tiled = n_out / 16 * 16;
     pf__amx_scratch s = pf__amx_scratch_at(scratch, rows, nb * PF__Q8_BLOCK);
     pf__amx_pack_x(&s, qx, dx, sx, rows, nb);
@@ -15174,26 +15184,33 @@ PF__AMX_TARGET static PF__INLINE void pf__quantized_rows_amx(float *out, size_t 
             __m512 acc[16];
             float sums[16][PF__AMX_ROWS];
             pf__amx_tile(acc, &s, w, o, g, nb, q4);
-            for (int j = 0; j < 16; j++) _mm512_storeu_ps(sums[j], acc[j]);
+            PF__UNROLL16 for (int j = 0; j < 16; j++) _mm512_storeu_ps(sums[j], acc[j]);
             for (size_t n = 0; n < PF__AMX_ROWS && g * PF__AMX_ROWS + n < rows; n++)
-                for (size_t j = 0; j < 16; j++) out[(g * PF__AMX_ROWS + n) * ld + o + j] = sums[j][n];
+                for (size_t j = 0; j < 16; j++) { /* the bias here, not in a pass of its own over out */
+                    float *y = out + (g * PF__AMX_ROWS + n) * ld + o + j;
+                    *y = bias ? sums[j][n] + bias[o + j] : sums[j][n];
+                }
         }
     }
     _tile_release();
-    if (tiled < n_out) /* the last rows of weights, fewer than a tile: the vector kernels' same bits */
+    if (tiled < n_out) { /* the last rows of weights, fewer than a tile: the vector kernels' same bits */
         (q4 ? pf__q4_rows_vnni : pf__q8_rows_vnni)(out + tiled, ld, qx, dx, sx, rows, w + tiled * row_bytes, nb,
                                                    n_out - tiled);
+        pf__add_bias(out + tiled, ld, bias ? bias + tiled : NULL, rows, n_out - tiled);
+    }
 }
 
-/* out[rows][n_out] (rows ld apart) for Q8 or Q4 weights on AMX; scratch: pf__amx_bytes. */
+/* out[rows][n_out] (rows ld apart) plus bias for Q8 or Q4 weights on AMX; scratch: pf__amx_bytes. */
 PF__AMX_TARGET static void pf__q8_rows_amx(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx,
-                                           size_t rows, const unsigned char *w, size_t nb, size_t n_out, void *scratch) {
-    pf__quantized_rows_amx(out, ld, qx, dx, sx, rows, w, nb, n_out, scratch, 0);
+                                           size_t rows, const unsigned char *w, size_t nb, size_t n_out, const float *bias,
+                                           void *scratch) {
+    pf__quantized_rows_amx(out, ld, qx, dx, sx, rows, w, nb, n_out, bias, scratch, 0);
 }
 
 PF__AMX_TARGET static void pf__q4_rows_amx(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx,
-                                           size_t rows, const unsigned char *w, size_t nb, size_t n_out, void *scratch) {
-    pf__quantized_rows_amx(out, ld, qx, dx, sx, rows, w, nb, n_out, scratch, 1);
+                                           size_t rows, const unsigned char *w, size_t nb, size_t n_out, const float *bias,
+                                           void *scratch) {
+    pf__quantized_rows_amx(out, ld, qx, dx, sx, rows, w, nb, n_out, bias, scratch, 1);
 }
 
 /* Whether this process may use AMX: the processor has AMX-TILE and AMX-INT8, and Linux grants
@@ -15801,11 +15818,6 @@ static size_t pf__quantized_x_bytes(size_t rows, size_t k) {
    (pf__quantized_x_bytes of it; pf__q8_rows_fn), then weight rows in groups that stay in the cache
    while every row of x passes over them. */
 #define PF__Q8_GROUP 64
-static void pf__add_bias(float *out, const float *bias, size_t rows, size_t n_out) {
-    if (bias)
-        for (size_t r = 0; r < rows; r++)
-            for (size_t o = 0; o < n_out; o++) out[r * n_out + o] += bias[o];
-}
 
 static void pf__cpu_matmul_quantized(float *out, const float *x, const pf__weight *w, const float *bias, size_t rows,
                                      void *scratch) {
@@ -15819,8 +15831,7 @@ static void pf__cpu_matmul_quantized(float *out, const float *x, const pf__weigh
 #ifdef PF__AMX
     if (kernels == &pf__cpu_avx512 && pf__cpu_amx_usable && rows >= PF__AMX_ROWS && !PF__NO_AMX_ASKED) {
         const unsigned char *weights = (const unsigned char *)w->data;
-        (q4 ? pf__q4_rows_amx : pf__q8_rows_amx)(out, n_out, qx, dx, sx, rows, weights, nb, n_out, qx + rows * k);
-        pf__add_bias(out, bias, rows, n_out);
+        (q4 ? pf__q4_rows_amx : pf__q8_rows_amx)(out, n_out, qx, dx, sx, rows, weights, nb, n_out, bias, qx + rows * k);
         return;
     }
 #endif
@@ -15831,7 +15842,7 @@ static void pf__cpu_matmul_quantized(float *out, const float *x, const pf__weigh
         size_t n = n_out - o0 < PF__Q8_GROUP ? n_out - o0 : PF__Q8_GROUP;
         kernel(out + o0, n_out, qx, dx, sx, rows, W + o0 * row_bytes, nb, n);
     }
-    pf__add_bias(out, bias, rows, n_out);
+    pf__add_bias(out, n_out, bias, rows, n_out);
 }
 
 /* From this many rows of x on, a product with fp16 or bf16 weights first widens each block of
