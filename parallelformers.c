@@ -14783,8 +14783,9 @@ PF__AVX2_TARGET static PF__INLINE __m256 pf__block_scales_avx2(const unsigned ch
     for (size_t i_ = 0; i_ < (count); i_++) at[i_] = (int32_t)(((o) + ((o) + i_ < (n_out) ? i_ : 0)) * (row_bytes))
 
 /* The tile of the AVX2 kernels: R rows of x by 8 weight rows, each weight block loaded once for
-   the R rows; dot() gives a block's 8 int32 partial sums (maddubs and madd), their sum being the
-   exact dot less `shift`-scaled sum x. R is a constant where it is inlined. */
+   the R rows; dot() gives a block's 8 int32 partial sums (maddubs and madd), which add up to its
+   exact dot plus 2^shift sum x (Q4's to sum q x: shift 3; Q8's to the dot itself: shift 0). R is
+   a constant where it is inlined. */
 #define PF__Q8_AHEAD 256 /* blocks (4-9 KiB) ahead in each weight row: decode streams them from memory, and 8 blocks
                             ahead left q8/q4 decode at 5-7 GB/s against f32's 10-13 (1.3-1.4x with 256) */
 #define PF__Q8_TILE(name, target, R, BYTES, load, dot, shift)                                                          \
