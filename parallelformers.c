@@ -14944,39 +14944,20 @@ PF__AVX512_TARGET static void pf__widen_avx512(float *out, const void *w, int wt
 }
 
 /* AVX512-VNNI: vpdpbusd sums 4 u8 x s8 products into each int32 lane in one instruction, where
-   AVX2 takes maddubs and madd. Two weight rows share a 512-bit register: one row's block in the
-   low 256 bits, another's in the high, x's block in both; 8 such registers are 16 rows, whose
-   partial sums pf__sum_lanes16 adds up into one vector of the 16 rows' exact dots. */
+   AVX2 takes maddubs and madd. A tile's 16 weight rows sit in 8 registers, and their partial
+   sums are added up into one vector of the 16 rows' exact dots (pf__sum_quads). Q8 puts two rows'
+   blocks in a register (32 bytes each), Q4 four rows' values 0-15 in one register and their
+   values 16-31 in another (16 bytes each, both halves of the packed bytes), so that one lane
+   takes 8 products and a row's partial sums fill 128 bits: fewer shuffles to add them up. */
 #define PF__AVX512_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 
-/* Q8 blocks of two rows as unsigned bytes w + 128 (the xor), for vpdpbusd's unsigned operand (the
-   tile takes 128 sum x back out of the total). The loads are broadcasts (load ports only), not
-   inserts, which wait for the one shuffle port. */
-PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__q8_load_pair(const unsigned char *a, const unsigned char *b) {
-    __m512i both = _mm512_mask_broadcast_i64x4(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)a)), 0xf0,
-                                               _mm256_loadu_si256((const __m256i *)b));
-    return _mm512_xor_si512(both, _mm512_set1_epi8((char)0x80));
-}
+/* The weight row (from the tile's first) that slot s holds; the mapping is its own inverse. */
+#define pf__vnni_slot_row(s) (4 * ((s) % 4) + (s) / 4)
 
-/* Q4 blocks of two rows unpacked to 0..15, each half as pf__q4_load lays out one row's block:
-   [a, a, b, b] by 128 bits, the second and fourth shifted down 4 bits. */
-PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__q4_load_pair(const unsigned char *a, const unsigned char *b) {
-    __m512i both = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)a)), 0xff00,
-                                               _mm_loadu_si128((const __m128i *)b));
-    const __m512i shifts = _mm512_set_epi64(0x0004000400040004, 0x0004000400040004, 0, 0, 0x0004000400040004,
-                                            0x0004000400040004, 0, 0);
-    return _mm512_and_si512(_mm512_srlv_epi16(both, shifts), _mm512_set1_epi8(15));
-}
-
-/* The dots of 16 weight rows' blocks from their partial sums: d[p] holds slot 2p's 8 int32 lanes
-   in its low half and slot 2p + 1's in its high half. The result's lane 4i + j is slot 4j + i's
-   dot, so the tile puts weight row 4i + j in slot 4j + i (pf__vnni_slot_row) to get the rows in
-   order. 14 shuffles and 7 adds for 16 rows. */
-PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__sum_lanes16(const __m512i d[8]) {
-    __m512i four[4]; /* four[q]: slots 4q..4q + 3, one per 128 bits, 4 partial sums each */
-    PF__UNROLL for (int q = 0; q < 4; q++)
-        four[q] = _mm512_add_epi32(_mm512_shuffle_i32x4(d[2 * q], d[2 * q + 1], _MM_SHUFFLE(2, 0, 2, 0)),
-                                   _mm512_shuffle_i32x4(d[2 * q], d[2 * q + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+/* The dots of 16 weight rows from four[q], which holds slots 4q..4q + 3 by 128 bits, 4 partial
+   sums each. The result's lane 4i + j is slot 4j + i's dot, so a tile puts weight row 4i + j in
+   slot 4j + i (pf__vnni_slot_row) to get its rows in order. */
+PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__sum_quads(const __m512i four[4]) {
     /* two[h]: per 128 bits i, slots i and 4 + i (h = 0) or 8 + i and 12 + i (h = 1), 2 sums each, interleaved */
     __m512i two[2];
     PF__UNROLL for (int h = 0; h < 2; h++)
@@ -14985,8 +14966,53 @@ PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__sum_lanes16(const __m512i d
     return _mm512_add_epi32(_mm512_unpacklo_epi64(two[0], two[1]), _mm512_unpackhi_epi64(two[0], two[1]));
 }
 
-/* The weight row (from the tile's first) that slot s holds; the mapping is its own inverse. */
-#define pf__vnni_slot_row(s) (4 * ((s) % 4) + (s) / 4)
+/* Q8: block b of the 16 slots' rows (at byte offsets from w) as 8 registers, slot 2p's block in
+   the low 256 bits of wv[p] and slot 2p + 1's in the high, as unsigned bytes w + 128 (the xor) for
+   vpdpbusd's unsigned operand: the dot below holds 128 sum x beyond the exact one. The loads are
+   broadcasts (load ports only), not inserts, which wait for the one shuffle port. */
+PF__AVX512_VNNI_TARGET static PF__INLINE void pf__q8_load_vnni(__m512i wv[8], const unsigned char *blocks,
+                                                               const int32_t at[16]) {
+    PF__UNROLL for (int p = 0; p < 8; p++) {
+        const unsigned char *a = blocks + at[pf__vnni_slot_row(2 * p)] + 2, *b = blocks + at[pf__vnni_slot_row(2 * p + 1)] + 2;
+        __m512i both = _mm512_mask_broadcast_i64x4(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)a)), 0xf0,
+                                                   _mm256_loadu_si256((const __m256i *)b));
+        wv[p] = _mm512_xor_si512(both, _mm512_set1_epi8((char)0x80));
+    }
+}
+
+PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__q8_dots_vnni(const __m512i wv[8], const int8_t *x) {
+    __m512i xv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)x)), four[4];
+    PF__UNROLL for (int q = 0; q < 4; q++) { /* slots 4q..4q + 3 from registers 2q (slots 4q, 4q + 1) and 2q + 1 */
+        __m512i d0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[2 * q], xv);
+        __m512i d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[2 * q + 1], xv);
+        four[q] = _mm512_add_epi32(_mm512_shuffle_i32x4(d0, d1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_i32x4(d0, d1, _MM_SHUFFLE(3, 1, 3, 1)));
+    }
+    return pf__sum_quads(four);
+}
+
+/* Q4: block b of the 16 slots' rows as values 0..15, slots 4q..4q + 3 by 128 bits: wv[q] their
+   values 0-15 (low nibbles), wv[4 + q] their values 16-31 (high nibbles). The dot below holds
+   8 sum x beyond the exact one (the values are q, not q - 8). */
+PF__AVX512_VNNI_TARGET static PF__INLINE void pf__q4_load_vnni(__m512i wv[8], const unsigned char *blocks,
+                                                               const int32_t at[16]) {
+    PF__UNROLL for (int q = 0; q < 4; q++) {
+        __m512i packed = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(blocks + at[pf__vnni_slot_row(4 * q)] + 2)));
+        packed = _mm512_inserti32x4(packed, _mm_loadu_si128((const __m128i *)(blocks + at[pf__vnni_slot_row(4 * q + 1)] + 2)), 1);
+        packed = _mm512_inserti32x4(packed, _mm_loadu_si128((const __m128i *)(blocks + at[pf__vnni_slot_row(4 * q + 2)] + 2)), 2);
+        packed = _mm512_inserti32x4(packed, _mm_loadu_si128((const __m128i *)(blocks + at[pf__vnni_slot_row(4 * q + 3)] + 2)), 3);
+        wv[q] = _mm512_and_si512(packed, _mm512_set1_epi8(15));
+        wv[4 + q] = _mm512_and_si512(_mm512_srli_epi16(packed, 4), _mm512_set1_epi8(15));
+    }
+}
+
+PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__q4_dots_vnni(const __m512i wv[8], const int8_t *x) {
+    __m512i low = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)x));
+    __m512i high = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(x + PF__Q8_BLOCK / 2))), four[4];
+    PF__UNROLL for (int q = 0; q < 4; q++)
+        four[q] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[q], low), wv[4 + q], high);
+    return pf__sum_quads(four);
+}
 
 /* The fp16 scales of 16 blocks, at byte offsets `at` from base, as fp32 lanes (the gather reads a
    block's first 4 bytes: its scale and 2 bytes of its values). */
@@ -14995,8 +15021,8 @@ PF__AVX512_VNNI_TARGET static PF__INLINE __m512 pf__block_scales_avx512(const un
 }
 
 /* R rows of x by 16 weight rows, each block of weights loaded once for the R rows; `shift` scales
-   sum x to what the block's lanes hold beyond its dot (Q8: 128 sum x, from the xor; Q4: 8 sum x). */
-#define PF__Q8_TILE_VNNI(name, R, BYTES, load_pair, shift)                                                           \
+   sum x to what dots() holds beyond the exact dot (Q8: 128 sum x, from the xor; Q4: 8 sum x). */
+#define PF__Q8_TILE_VNNI(name, R, BYTES, load, dots, shift)                                                          \
     PF__AVX512_VNNI_TARGET static void name(float *out, size_t ld, const int8_t *qx, const float *dx,               \
                                             const int32_t *sx, size_t rows, const unsigned char *w, size_t nb,      \
                                             size_t n_out) {                                                          \
@@ -15012,22 +15038,15 @@ PF__AVX512_VNNI_TARGET static PF__INLINE __m512 pf__block_scales_avx512(const un
                 for (size_t b = 0; b < nb; b++) {                                                                   \
                     const unsigned char *blocks = w + b * BYTES;                                                    \
                     __m512i wv[8];                                                                                  \
-                    PF__UNROLL for (int p = 0; p < 8; p++) {                                                        \
-                        const unsigned char *lo = blocks + at[pf__vnni_slot_row(2 * p)];                            \
-                        const unsigned char *hi = blocks + at[pf__vnni_slot_row(2 * p + 1)];                        \
-                        _mm_prefetch((const char *)(lo + PF__Q8_AHEAD * BYTES), _MM_HINT_T0);                      \
-                        _mm_prefetch((const char *)(hi + PF__Q8_AHEAD * BYTES), _MM_HINT_T0);                      \
-                        wv[p] = load_pair(lo + 2, hi + 2);                                                          \
-                    }                                                                                               \
+                    PF__UNROLL16 for (int j = 0; j < 16; j++)                                                      \
+                        _mm_prefetch((const char *)(blocks + at[j] + PF__Q8_AHEAD * BYTES), _MM_HINT_T0);          \
+                    load(wv, blocks, at);                                                                           \
                     __m512 dw = pf__block_scales_avx512(blocks, offsets);                                           \
                     PF__UNROLL for (int r = 0; r < R; r++) {                                                        \
                         size_t rr = r0 + ((size_t)r < nr ? (size_t)r : 0);                                          \
-                        __m512i xv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qx + rr * k + b * PF__Q8_BLOCK))); \
-                        __m512i d[8];                                                                               \
-                        PF__UNROLL for (int p = 0; p < 8; p++) d[p] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[p], xv); \
                         int32_t beyond = sx[rr * nb + b] * (1 << shift);                                             \
-                        __m512i dots = _mm512_sub_epi32(pf__sum_lanes16(d), _mm512_set1_epi32(beyond));             \
-                        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots), _mm512_mul_ps(_mm512_set1_ps(dx[rr * nb + b]), dw), \
+                        __m512i d = _mm512_sub_epi32(dots(wv, qx + rr * k + b * PF__Q8_BLOCK), _mm512_set1_epi32(beyond)); \
+                        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(_mm512_set1_ps(dx[rr * nb + b]), dw), \
                                                  acc[r]);                                                           \
                     }                                                                                               \
                 }                                                                                                   \
@@ -15037,10 +15056,10 @@ PF__AVX512_VNNI_TARGET static PF__INLINE __m512 pf__block_scales_avx512(const un
         }                                                                                                           \
     }
 
-PF__Q8_TILE_VNNI(pf__q8_rows_vnni, 4, PF__Q8_BYTES, pf__q8_load_pair, 7)
-PF__Q8_TILE_VNNI(pf__q8_row_vnni, 1, PF__Q8_BYTES, pf__q8_load_pair, 7)
-PF__Q8_TILE_VNNI(pf__q4_rows_vnni, 4, PF__Q4_BYTES, pf__q4_load_pair, 3)
-PF__Q8_TILE_VNNI(pf__q4_row_vnni, 1, PF__Q4_BYTES, pf__q4_load_pair, 3)
+PF__Q8_TILE_VNNI(pf__q8_rows_vnni, 4, PF__Q8_BYTES, pf__q8_load_vnni, pf__q8_dots_vnni, 7)
+PF__Q8_TILE_VNNI(pf__q8_row_vnni, 1, PF__Q8_BYTES, pf__q8_load_vnni, pf__q8_dots_vnni, 7)
+PF__Q8_TILE_VNNI(pf__q4_rows_vnni, 4, PF__Q4_BYTES, pf__q4_load_vnni, pf__q4_dots_vnni, 3)
+PF__Q8_TILE_VNNI(pf__q4_row_vnni, 1, PF__Q4_BYTES, pf__q4_load_vnni, pf__q4_dots_vnni, 3)
 
 #if defined(__linux__) && !defined(PF_NO_AMX) && (defined(__clang__) ? __clang_major__ >= 12 : __GNUC__ >= 11)
 #define PF__AMX 1
