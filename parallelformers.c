@@ -14786,8 +14786,9 @@ PF__AVX2_TARGET static PF__INLINE __m256 pf__block_scales_avx2(const unsigned ch
    the R rows; dot() gives a block's 8 int32 partial sums (maddubs and madd), which add up to its
    exact dot plus 2^shift sum x (Q4's to sum q x: shift 3; Q8's to the dot itself: shift 0). R is
    a constant where it is inlined. */
-#define PF__Q8_AHEAD 256 /* blocks (4-9 KiB) ahead in each weight row: decode streams them from memory, and 8 blocks
-                            ahead left q8/q4 decode at 5-7 GB/s against f32's 10-13 (1.3-1.4x with 256) */
+#define PF__Q8_AHEAD (256 * PF__Q8_BYTES) /* bytes (8.5 KiB) ahead in each weight row: decode streams them
+   from memory. 8 blocks ahead left q8/q4 decode at 5-7 GB/s against f32's 10-13; 256 Q4 blocks
+   (4.5 KiB) read a Q4 product from memory 9 % slower than this distance (harness, 180 MB). */
 #define PF__Q8_TILE(name, target, R, BYTES, load, dot, shift)                                                          \
     target static void name(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx, size_t rows,\
                             const unsigned char *w, size_t nb, size_t n_out) {                                       \
@@ -14804,7 +14805,7 @@ PF__AVX2_TARGET static PF__INLINE __m256 pf__block_scales_avx2(const unsigned ch
                     const unsigned char *blocks = w + b * BYTES;                                                    \
                     __m256i wv[8];                                                                                  \
                     PF__UNROLL for (int j = 0; j < 8; j++) {                                                        \
-                        _mm_prefetch((const char *)(blocks + at[j] + PF__Q8_AHEAD * BYTES), _MM_HINT_T0);          \
+                        _mm_prefetch((const char *)(blocks + at[j] + PF__Q8_AHEAD), _MM_HINT_T0);                  \
                         wv[j] = load(blocks + at[j] + 2);                                                           \
                     }                                                                                               \
                     __m256 dw = pf__block_scales_avx2(blocks, offsets);                                             \
@@ -15039,7 +15040,7 @@ PF__AVX512_VNNI_TARGET static PF__INLINE __m512 pf__block_scales_avx512(const un
                     const unsigned char *blocks = w + b * BYTES;                                                    \
                     __m512i wv[8];                                                                                  \
                     PF__UNROLL16 for (int j = 0; j < 16; j++)                                                      \
-                        _mm_prefetch((const char *)(blocks + at[j] + PF__Q8_AHEAD * BYTES), _MM_HINT_T0);          \
+                        _mm_prefetch((const char *)(blocks + at[j] + PF__Q8_AHEAD), _MM_HINT_T0);                  \
                     load(wv, blocks, at);                                                                           \
                     __m512 dw = pf__block_scales_avx512(blocks, offsets);                                           \
                     PF__UNROLL for (int r = 0; r < R; r++) {                                                        \
