@@ -14693,6 +14693,12 @@ static void pf__quantize_x_portable(int8_t *qx, float *dx, int32_t *sx, const fl
    is sum q x - 8 sum x, sx [rows][nb] holding each block's sum of x's int8 values. */
 typedef void pf__q8_rows_fn(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx, size_t rows,
                             const unsigned char *w, size_t nb, size_t n_out);
+/* A matrix engine's form (AMX): whole tiles of 16 weight rows (n_out a multiple of 16) against
+   PF__Q8_TILES_ROWS rows of x or more, the bias added, in scratch past the activations' blocks
+   (pf__quantized_x_bytes counts it). */
+#define PF__Q8_TILES_ROWS 16
+typedef void pf__q8_tiles_fn(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx, size_t rows,
+                             const unsigned char *w, size_t nb, size_t n_out, const float *bias, void *scratch);
 
 /* out[r][o] += bias[o] for `rows` rows of `count` outputs, ld apart (nothing without a bias). */
 static void pf__add_bias(float *out, size_t ld, const float *bias, size_t rows, size_t count) {
@@ -15066,7 +15072,7 @@ PF__Q8_TILE_VNNI(pf__q4_row_vnni, 1, PF__Q4_BYTES, pf__q4_load_vnni, pf__q4_dots
 #define PF__AMX 1
 #include <sys/syscall.h>
 #define PF__AMX_TARGET __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
-#define PF__AMX_ROWS 16 /* rows of x in a tile (its dots' columns); fewer rows take the vector kernels */
+#define PF__AMX_ROWS PF__Q8_TILES_ROWS /* rows of x in a tile (its dots' columns) */
 #define PF__AMX_TILE_BYTES 1024 /* a 16 x 16 tile of int32 dots */
 
 /* AMX (Intel Xeon since Sapphire Rapids): one tdpbssd (tdpbusd for Q4's unsigned nibbles) gives the
@@ -15195,11 +15201,10 @@ PF__AMX_TARGET static PF__INLINE void pf__quantized_rows_amx(float *out, size_t 
                                                              const int32_t *sx, size_t rows, const unsigned char *w,
                                                              size_t nb, size_t n_out, const float *bias, void *scratch,
                                                              const int q4) {
-    size_t row_bytes = nb * (q4 ? PF__Q4_BYTES : PF__Q8_BYTES), tiled = n_out / 16 * 16;
     pf__amx_scratch s = pf__amx_scratch_at(scratch, rows, nb * PF__Q8_BLOCK);
     pf__amx_pack_x(&s, qx, dx, sx, rows, nb);
     pf__amx_configure();
-    for (size_t o = 0; o < tiled; o += 16) {
+    for (size_t o = 0; o < n_out; o += 16) {
         pf__amx_prepare_weights(&s, w, o, nb, q4);
         for (size_t g = 0; g < pf__amx_groups(rows); g++) {
             __m512 acc[16];
@@ -15214,23 +15219,19 @@ PF__AMX_TARGET static PF__INLINE void pf__quantized_rows_amx(float *out, size_t 
         }
     }
     _tile_release();
-    if (tiled < n_out) { /* the last rows of weights, fewer than a tile: the vector kernels' same bits */
-        (q4 ? pf__q4_rows_vnni : pf__q8_rows_vnni)(out + tiled, ld, qx, dx, sx, rows, w + tiled * row_bytes, nb,
-                                                   n_out - tiled);
-        pf__add_bias(out + tiled, ld, bias ? bias + tiled : NULL, rows, n_out - tiled);
-    }
 }
 
-/* out[rows][n_out] (rows ld apart) plus bias for Q8 or Q4 weights on AMX; scratch: pf__amx_bytes. */
-PF__AMX_TARGET static void pf__q8_rows_amx(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx,
-                                           size_t rows, const unsigned char *w, size_t nb, size_t n_out, const float *bias,
-                                           void *scratch) {
+/* out[rows][n_out] (rows ld apart) plus bias for Q8 or Q4 weights on AMX, n_out a multiple of 16;
+   scratch: pf__amx_bytes. */
+PF__AMX_TARGET static void pf__q8_tiles_amx(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx,
+                                            size_t rows, const unsigned char *w, size_t nb, size_t n_out,
+                                            const float *bias, void *scratch) {
     pf__quantized_rows_amx(out, ld, qx, dx, sx, rows, w, nb, n_out, bias, scratch, 0);
 }
 
-PF__AMX_TARGET static void pf__q4_rows_amx(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx,
-                                           size_t rows, const unsigned char *w, size_t nb, size_t n_out, const float *bias,
-                                           void *scratch) {
+PF__AMX_TARGET static void pf__q4_tiles_amx(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx,
+                                            size_t rows, const unsigned char *w, size_t nb, size_t n_out,
+                                            const float *bias, void *scratch) {
     pf__quantized_rows_amx(out, ld, qx, dx, sx, rows, w, nb, n_out, bias, scratch, 1);
 }
 
@@ -15701,6 +15702,7 @@ typedef struct pf__cpu_kernels {
     void (*exp_shifted)(float *p, size_t count, float shift);
     pf__q8_rows_fn *q8_rows, *q8_row; /* many rows of x; one (decode) */
     pf__q8_rows_fn *q4_rows, *q4_row;
+    pf__q8_tiles_fn *q8_tiles, *q4_tiles; /* AMX where the processor and the OS allow it; else NULL */
     pf__quantize_x_fn *quantize_x;
     void (*widen)(float *out, const void *w, int wt, size_t count); /* fp16/bf16 weights to fp32 */
     void (*store_sums)(float *out, const double *acc, const float *bias, size_t n);
@@ -15709,14 +15711,14 @@ typedef struct pf__cpu_kernels {
 static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_PORTABLE,
                                                  pf__scores, pf__weighted_sums, pf__row_scores,
                                                  pf__row_weighted_sums, pf__activate_portable, pf__exp_shifted, pf__q8_rows_portable,
-                                                 pf__q8_rows_portable, pf__q4_rows_portable, pf__q4_rows_portable,
+                                                 pf__q8_rows_portable, pf__q4_rows_portable, pf__q4_rows_portable, NULL, NULL,
                                                  pf__quantize_x_portable, pf__widen_portable,
                                                  pf__store_sums_portable};
 #ifdef PF__AVX2
 static const pf__cpu_kernels pf__cpu_avx2 = {pf__tiles_avx2, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_AVX2,
                                              pf__scores_avx2, pf__weighted_sums_avx2, pf__row_scores_avx2,
                                              pf__row_weighted_sums_avx2, pf__activate_avx2, pf__exp_shifted_avx2, pf__q8_rows_avx2,
-                                             pf__q8_row_avx2, pf__q4_rows_avx2, pf__q4_row_avx2,
+                                             pf__q8_row_avx2, pf__q4_rows_avx2, pf__q4_row_avx2, NULL, NULL,
                                              pf__quantize_x_portable, pf__widen_avx2, pf__store_sums_avx2};
 #endif
 #ifdef PF__AVX512
@@ -15749,9 +15751,6 @@ int pf_testing_no_amx_cpu = 0;
    processor made, but is a flag of its own, which clang's __builtin_cpu_supports cannot name; the
    cpuid instruction costs microseconds in a virtual machine, so the answer is kept. */
 static int pf__cpu_avx2_usable, pf__cpu_avx512_usable, pf__cpu_vnni_usable;
-#ifdef PF__AMX
-static int pf__cpu_amx_usable; /* and this process may use it (pf__amx_permitted) */
-#endif
 static int pf__cpu_wide_fma; /* AVX-512 with 512-bit FMA at full rate: the 16-lane tiles pay */
 #ifdef PF__AVX512
 /* The AVX2 set with what this processor's AVX-512 adds (tiles, VNNI), made by the probe. */
@@ -15793,7 +15792,7 @@ static void pf__cpu_probe(void) {
         pf__cpu_avx512.q8_rows = pf__q8_rows_vnni, pf__cpu_avx512.q8_row = pf__q8_row_vnni;
         pf__cpu_avx512.q4_rows = pf__q4_rows_vnni, pf__cpu_avx512.q4_row = pf__q4_row_vnni;
 #ifdef PF__AMX
-        pf__cpu_amx_usable = pf__amx_permitted();
+        if (pf__amx_permitted()) pf__cpu_avx512.q8_tiles = pf__q8_tiles_amx, pf__cpu_avx512.q4_tiles = pf__q4_tiles_amx;
 #endif
     }
 #endif
@@ -15829,7 +15828,7 @@ int pf_cpu_vector_bits(void) {
 static size_t pf__quantized_x_bytes(size_t rows, size_t k) {
     size_t bytes = rows * (k / PF__Q8_BLOCK) * (sizeof(float) + sizeof(int32_t)) + rows * k;
 #ifdef PF__AMX
-    if (rows >= PF__AMX_ROWS) bytes += pf__amx_bytes(rows, k);
+    if (rows >= PF__Q8_TILES_ROWS && pf__cpu_kernels_here()->q8_tiles) bytes += pf__amx_bytes(rows, k);
 #endif
     return bytes;
 }
@@ -15849,21 +15848,18 @@ static void pf__cpu_matmul_quantized(float *out, const float *x, const pf__weigh
     int8_t *qx = (int8_t *)(sx + rows * nb);
     const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
     kernels->quantize_x(qx, dx, sx, x, rows * nb); /* rows are whole blocks */
-#ifdef PF__AMX
-    if (kernels == &pf__cpu_avx512 && pf__cpu_amx_usable && rows >= PF__AMX_ROWS && !PF__NO_AMX_ASKED) {
-        const unsigned char *weights = (const unsigned char *)w->data;
-        (q4 ? pf__q4_rows_amx : pf__q8_rows_amx)(out, n_out, qx, dx, sx, rows, weights, nb, n_out, bias, qx + rows * k);
-        return;
-    }
-#endif
+    const unsigned char *W = (const unsigned char *)w->data;
+    pf__q8_tiles_fn *tiles = q4 ? kernels->q4_tiles : kernels->q8_tiles;
+    size_t tiled = tiles && rows >= PF__Q8_TILES_ROWS && !PF__NO_AMX_ASKED ? n_out / 16 * 16 : 0; /* weight rows */
+    if (tiled) tiles(out, n_out, qx, dx, sx, rows, W, nb, tiled, bias, qx + rows * k);
+    /* the rest on the vector kernels, which give the same bits */
     pf__q8_rows_fn *kernel = q4 ? (rows == 1 ? kernels->q4_row : kernels->q4_rows)
                                 : (rows == 1 ? kernels->q8_row : kernels->q8_rows);
-    const unsigned char *W = (const unsigned char *)w->data;
-    for (size_t o0 = 0; o0 < n_out; o0 += PF__Q8_GROUP) {
+    for (size_t o0 = tiled; o0 < n_out; o0 += PF__Q8_GROUP) {
         size_t n = n_out - o0 < PF__Q8_GROUP ? n_out - o0 : PF__Q8_GROUP;
         kernel(out + o0, n_out, qx, dx, sx, rows, W + o0 * row_bytes, nb, n);
     }
-    pf__add_bias(out, n_out, bias, rows, n_out);
+    pf__add_bias(out + tiled, n_out, bias ? bias + tiled : NULL, rows, n_out - tiled);
 }
 
 /* From this many rows of x on, a product with fp16 or bf16 weights first widens each block of
