@@ -14959,11 +14959,11 @@ PF__AVX512_TARGET static void pf__widen_avx512(float *out, const void *w, int wt
 #define PF__AVX512_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 
 /* The weight row (from the tile's first) that slot s holds; the mapping is its own inverse. */
-#define pf__vnni_slot_row(s) (4 * ((s) % 4) + (s) / 4)
+#define PF__VNNI_SLOT_ROW(s) (4 * ((s) % 4) + (s) / 4)
 
 /* The dots of 16 weight rows from four[q], which holds slots 4q..4q + 3 by 128 bits, 4 partial
    sums each. The result's lane 4i + j is slot 4j + i's dot, so a tile puts weight row 4i + j in
-   slot 4j + i (pf__vnni_slot_row) to get its rows in order. */
+   slot 4j + i (PF__VNNI_SLOT_ROW) to get its rows in order. */
 PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__sum_quads(const __m512i four[4]) {
     /* two[h]: per 128 bits i, slots i and 4 + i (h = 0) or 8 + i and 12 + i (h = 1), 2 sums each, interleaved */
     __m512i two[2];
@@ -14980,7 +14980,7 @@ PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__sum_quads(const __m512i fou
 PF__AVX512_VNNI_TARGET static PF__INLINE void pf__q8_load_vnni(__m512i wv[8], const unsigned char *blocks,
                                                                const int32_t at[16]) {
     PF__UNROLL for (int p = 0; p < 8; p++) {
-        const unsigned char *a = blocks + at[pf__vnni_slot_row(2 * p)] + 2, *b = blocks + at[pf__vnni_slot_row(2 * p + 1)] + 2;
+        const unsigned char *a = blocks + at[PF__VNNI_SLOT_ROW(2 * p)] + 2, *b = blocks + at[PF__VNNI_SLOT_ROW(2 * p + 1)] + 2;
         __m512i both = _mm512_mask_broadcast_i64x4(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)a)), 0xf0,
                                                    _mm256_loadu_si256((const __m256i *)b));
         wv[p] = _mm512_xor_si512(both, _mm512_set1_epi8((char)0x80));
@@ -15004,10 +15004,10 @@ PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__q8_dots_vnni(const __m512i 
 PF__AVX512_VNNI_TARGET static PF__INLINE void pf__q4_load_vnni(__m512i wv[8], const unsigned char *blocks,
                                                                const int32_t at[16]) {
     PF__UNROLL for (int q = 0; q < 4; q++) {
-        __m512i packed = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(blocks + at[pf__vnni_slot_row(4 * q)] + 2)));
-        packed = _mm512_inserti32x4(packed, _mm_loadu_si128((const __m128i *)(blocks + at[pf__vnni_slot_row(4 * q + 1)] + 2)), 1);
-        packed = _mm512_inserti32x4(packed, _mm_loadu_si128((const __m128i *)(blocks + at[pf__vnni_slot_row(4 * q + 2)] + 2)), 2);
-        packed = _mm512_inserti32x4(packed, _mm_loadu_si128((const __m128i *)(blocks + at[pf__vnni_slot_row(4 * q + 3)] + 2)), 3);
+        __m512i packed = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(blocks + at[PF__VNNI_SLOT_ROW(4 * q)] + 2)));
+        packed = _mm512_inserti32x4(packed, _mm_loadu_si128((const __m128i *)(blocks + at[PF__VNNI_SLOT_ROW(4 * q + 1)] + 2)), 1);
+        packed = _mm512_inserti32x4(packed, _mm_loadu_si128((const __m128i *)(blocks + at[PF__VNNI_SLOT_ROW(4 * q + 2)] + 2)), 2);
+        packed = _mm512_inserti32x4(packed, _mm_loadu_si128((const __m128i *)(blocks + at[PF__VNNI_SLOT_ROW(4 * q + 3)] + 2)), 3);
         wv[q] = _mm512_and_si512(packed, _mm512_set1_epi8(15));
         wv[4 + q] = _mm512_and_si512(_mm512_srli_epi16(packed, 4), _mm512_set1_epi8(15));
     }

@@ -528,6 +528,11 @@ static void test_cpu_matmul(void) {
     free(x), free(w), free(whole), free(part), free(x_slice), free(w_slice), free(w_zeroed);
 }
 
+/* The CPU kernel sets the matmul tests run (pf_testing_*_cpu): 0 the default (AVX-512 tiles,
+   VNNI, and AMX for Q8/Q4 from 16 rows of x, where present), 1 AVX2, 2 portable, 3 the default
+   less AMX. */
+static const char *const kernel_names[] = {"default", "AVX2", "portable", "no-AMX"};
+
 /* Small odd shapes (rows, weight rows and inputs off every tile and chunk size, slices off the
    8-input grid) in each weight dtype, on each kernel set (the default one: AVX-512's 16-lane tiles
    where present; AVX2; portable): within 2^-18 of the sum of |products| of the portable sums, and
@@ -536,7 +541,6 @@ static void test_cpu_matmul(void) {
 static void test_cpu_matmul_shapes(void) {
     static const size_t rows_list[] = {1, 2, 3, 5, 7, 9, 13, 50}, outs_list[] = {1, 5, 7, 13, 97};
     static const size_t k_list[][2] = {{1, 0}, {7, 0}, {17, 3}, {300, 250}, {600, 9}}; /* inputs, col_begin */
-    static const char *const kernel_names[] = {"default", "AVX2", "portable"};
     enum { MAX = 50 * 600 + 97 * 600 };
     float *x = malloc(sizeof(float) * MAX), *w = malloc(sizeof(float) * MAX), bias[97];
     float *out[3] = {malloc(sizeof(float) * 50 * 97), malloc(sizeof(float) * 50 * 97), malloc(sizeof(float) * 50 * 97)};
@@ -610,8 +614,6 @@ static void test_cpu_matmul_shapes(void) {
    Every kernel set gives the same bits (one fp32 chain of block products, in block order), and a
    row alone (decode) gives what it gives in a batch. */
 static void test_cpu_q8_kernels(int q4) {
-    /* default: AMX from 16 rows of x on, VNNI, where present */
-    static const char *const kernel_names[] = {"default", "AVX2", "portable", "no-AMX"};
     static const size_t rows_list[] = {1, 2, 5, 16, 37}, outs_list[] = {1, 3, 4, 5, 9, 67}, blocks_list[] = {1, 2, 3, 24};
     enum { MAXR = 37, MAXO = 67, MAXK = 24 * 32 };
     const size_t BYTES = q4 ? 18 : 34;
