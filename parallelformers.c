@@ -14272,6 +14272,7 @@ struct pf__rank {
                                  weights, widened fp16/bf16 weight rows (grown on demand and kept, so
                                  a decode step allocates nothing) */
     size_t matmul_scratch_bytes;
+    int bf16_products;        /* CPU: bf16 weights multiply x rounded to bf16 (pf_parallel_options) */
     pf__allocation *allocations;
     size_t num_allocations, allocations_cap;
     size_t bytes[PF__MEM_KINDS];
@@ -14699,6 +14700,12 @@ typedef void pf__q8_rows_fn(float *out, size_t ld, const int8_t *qx, const float
 #define PF__Q8_TILES_ROWS 16
 typedef void pf__q8_tiles_fn(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx, size_t rows,
                              const unsigned char *w, size_t nb, size_t n_out, const float *bias, void *scratch);
+
+/* A bf16 product on a matrix engine (AMX-BF16, for pf_parallel_options.bf16_products):
+   out[rows][n_out] (rows ld apart) = x rounded to bf16 times bf16 weights w[n_out][k] transposed,
+   plus bias; k a multiple of 32; scratch of pf__bf16_tiles_bytes. */
+typedef void pf__bf16_tiles_fn(float *out, size_t ld, const float *x, size_t rows, const void *w, size_t k,
+                               size_t n_out, const float *bias, void *scratch);
 
 /* out[r][o] += bias[o] for `rows` rows of `count` outputs, ld apart (nothing without a bias). */
 static void pf__add_bias(float *out, size_t ld, const float *bias, size_t rows, size_t count) {
@@ -15235,11 +15242,157 @@ PF__AMX_TARGET static void pf__q4_tiles_amx(float *out, size_t ld, const int8_t 
     pf__quantized_rows_amx(out, ld, qx, dx, sx, rows, w, nb, n_out, bias, scratch, 1);
 }
 
-/* Whether this process may use AMX: the processor has AMX-TILE and AMX-INT8, and Linux grants
-   the tile data state (it is off until a process asks, as the kernel's ABI says). */
+/* AMX-BF16, for pf_parallel_options.bf16_products: one tdpbf16ps multiplies 16 weight rows by 32
+   inputs (tile A: the weights' bf16 read in place, a row's 32 inputs being 64 bytes) with 16 rows
+   of x rounded to bf16 (tile B, in the instruction's layout: 16 rows of [16 rows of x][2 inputs])
+   and adds the sums of the 32 exact products to 16 x 16 fp32 accumulators (tile C: [weight
+   row][row of x]). Each accumulator's value depends only on its weight row and its row of x,
+   never on the tile's other rows or columns, so a row alone (decode) gives the bits it gives in a
+   batch. Tiles 0-1 hold weight rows, 2-3 rows of x, 4-7 the sums of each pairing. */
+#define PF__AMX_BF16_TARGET __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16")))
+#define PF__BF16_PANEL_BYTES (1u << 20) /* x's tile copy one pass over the weights keeps in L2 */
+
+PF__AMX_BF16_TARGET static void pf__amx_bf16_configure(size_t columns) {
+    pf__amx_config c;
+    memset(&c, 0, sizeof c);
+    c.palette = 1;
+    for (int t = 0; t < 8; t++) c.rows[t] = 16, c.bytes_per_row[t] = 64;
+    /* rows of x as columns: fewer than 16 (decode's one) need only as many */
+    for (int t = 2; t < 8; t++) c.bytes_per_row[t] = (uint16_t)(columns * sizeof(float));
+    __asm__ volatile("ldtilecfg %0" : : "m"(c));
+}
+
+/* r[i] becomes column i of the 16 x 16 matrix of 32-bit values whose rows r held. */
+PF__AMX_BF16_TARGET static PF__INLINE void pf__transpose16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    for (int i = 0; i < 16; i += 4)
+        for (int h = 0; h < 2; h++) {
+            __m512d a = _mm512_castps_pd(t[i + h]), b = _mm512_castps_pd(t[i + h + 2]);
+            r[i + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+            r[i + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        }
+    for (int i = 0; i < 8; i++) {
+        int a = i / 4 * 8 + i % 4;
+        t[a] = _mm512_shuffle_f32x4(r[a], r[a + 4], 0x88), t[a + 4] = _mm512_shuffle_f32x4(r[a], r[a + 4], 0xdd);
+    }
+    for (int i = 0; i < 8; i++) r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88), r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+}
+
+static size_t pf__bf16_groups(size_t rows) { return (rows + 15) / 16; }
+
+/* Scratch of pf__bf16_tiles_amx: x's tiles, then a zero-padded copy of the last n_out % 16 weight
+   rows, 64-byte aligned. */
+static size_t pf__bf16_tiles_bytes(size_t rows, size_t k) { return 64 + (pf__bf16_groups(rows) + 1) * 16 * k * 2; }
+
+/* x [rows][k] rounded to bf16 (to nearest even; vcvtne2ps2bf16 takes values under bf16's normal
+   range as zeros) into tile B's layout: group g's 32 inputs from i are 16 rows of 64 bytes, row p
+   holding inputs i + 2p and i + 2p + 1 of each of the group's 16 rows of x; rows past `rows` zero. */
+PF__AMX_BF16_TARGET static void pf__bf16_pack_x(uint16_t *tiles, const float *x, size_t rows, size_t k) {
+    for (size_t g = 0; g < pf__bf16_groups(rows); g++)
+        for (size_t i = 0; i < k; i += 32) {
+            __m512 r[16];
+            for (size_t n = 0; n < 16; n++) {
+                const float *v = x + (g * 16 + n) * k + i;
+                r[n] = g * 16 + n < rows ? (__m512)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(v + 16), _mm512_loadu_ps(v))
+                                         : _mm512_setzero_ps();
+            }
+            pf__transpose16(r);
+            uint16_t *tile = tiles + (g * k + i) * 16;
+            for (int p = 0; p < 16; p++) _mm512_storeu_ps(tile + p * 32, r[p]);
+        }
+}
+
+/* A sums tile (stored [weight row][row of x], 16 floats a row) into out's rows g * 16.. (those
+   under `rows`) at outputs o..o + count - 1, plus their bias. */
+PF__AMX_BF16_TARGET static void pf__bf16_store_sums(float *out, size_t ld, const float *sums, size_t rows, size_t g,
+                                                    size_t o, size_t count, const float *bias) {
+    __m512 r[16];
+    for (int j = 0; j < 16; j++) r[j] = _mm512_loadu_ps(sums + j * 16);
+    pf__transpose16(r);
+    __mmask16 mask = (__mmask16)((1u << count) - 1);
+    __m512 b = bias ? _mm512_maskz_loadu_ps(mask, bias + o) : _mm512_setzero_ps();
+    for (size_t n = 0; n < 16 && g * 16 + n < rows; n++)
+        _mm512_mask_storeu_ps(out + (g * 16 + n) * ld + o, mask, _mm512_add_ps(r[n], b));
+}
+
+/* Outputs o..o + count - 1 (weight rows at a0, count at most 16) and, with a1, o + 16..o + 31
+   (at a1), each weight row `stride` bytes apart, for the groups of 16 rows of x g0..g1 - 1. */
+PF__AMX_BF16_TARGET static void pf__bf16_tiles_pass(float *out, size_t ld, const uint16_t *tiles, size_t rows, size_t g0,
+                                                    size_t g1, const uint16_t *a0, const uint16_t *a1, size_t stride,
+                                                    size_t k, size_t o, size_t count, const float *bias) {
+    float sums[256];
+    for (size_t g = g0; g < g1; g += 2) {
+        int two = g + 1 < g1;
+        const uint16_t *b0 = tiles + g * k * 16, *b1 = b0 + k * 16;
+        _tile_zero(4);
+        _tile_zero(5);
+        _tile_zero(6);
+        _tile_zero(7);
+        for (size_t i = 0; i < k; i += 32) {
+            _tile_loadd(0, a0 + i, stride);
+            _tile_loadd(2, b0 + i * 16, 64);
+            _tile_dpbf16ps(4, 0, 2);
+            if (two) {
+                _tile_loadd(3, b1 + i * 16, 64);
+                _tile_dpbf16ps(6, 0, 3);
+            }
+            if (a1) {
+                _tile_loadd(1, a1 + i, stride);
+                _tile_dpbf16ps(5, 1, 2);
+                if (two) _tile_dpbf16ps(7, 1, 3);
+            }
+        }
+        /* the sums through memory: the tile registers cannot be read otherwise */
+        _tile_stored(4, sums, 64);
+        pf__bf16_store_sums(out, ld, sums, rows, g, o, count, bias);
+        if (a1) {
+            _tile_stored(5, sums, 64);
+            pf__bf16_store_sums(out, ld, sums, rows, g, o + 16, 16, bias);
+        }
+        if (two) {
+            _tile_stored(6, sums, 64);
+            pf__bf16_store_sums(out, ld, sums, rows, g + 1, o, count, bias);
+        }
+        if (two && a1) {
+            _tile_stored(7, sums, 64);
+            pf__bf16_store_sums(out, ld, sums, rows, g + 1, o + 16, 16, bias);
+        }
+    }
+}
+
+/* out[rows][n_out] (rows ld apart) = x[rows][k] (rounded to bf16) times bf16 weights w[n_out][k]
+   transposed, plus bias, on AMX-BF16; k a multiple of 32; scratch: pf__bf16_tiles_bytes. Rows of
+   x go in panels that stay in L2 while 32 weight rows at a time pass over them. */
+PF__AMX_BF16_TARGET static void pf__bf16_tiles_amx(float *out, size_t ld, const float *x, size_t rows, const void *w,
+                                                   size_t k, size_t n_out, const float *bias, void *scratch) {
+    uint16_t *tiles = (uint16_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    uint16_t *tail = tiles + pf__bf16_groups(rows) * 16 * k; /* the last weight rows, padded to 16 */
+    const uint16_t *W = (const uint16_t *)w;
+    size_t groups = pf__bf16_groups(rows), whole = n_out / 16 * 16, stride = k * sizeof(uint16_t);
+    size_t panel = PF__BF16_PANEL_BYTES / (16 * stride) / 2 * 2; /* groups a panel, even */
+    if (panel < 2) panel = 2;
+    pf__bf16_pack_x(tiles, x, rows, k);
+    if (whole < n_out) {
+        memcpy(tail, W + whole * k, (n_out - whole) * stride);
+        memset(tail + (n_out - whole) * k, 0, (16 - (n_out - whole)) * stride);
+    }
+    pf__amx_bf16_configure(rows < 16 ? rows : 16);
+    for (size_t g0 = 0; g0 < groups; g0 += panel) {
+        size_t g1 = g0 + panel < groups ? g0 + panel : groups, o = 0;
+        for (; o + 32 <= whole; o += 32)
+            pf__bf16_tiles_pass(out, ld, tiles, rows, g0, g1, W + o * k, W + (o + 16) * k, stride, k, o, 16, bias);
+        if (o < whole) pf__bf16_tiles_pass(out, ld, tiles, rows, g0, g1, W + o * k, NULL, stride, k, o, 16, bias);
+        if (whole < n_out) pf__bf16_tiles_pass(out, ld, tiles, rows, g0, g1, tail, NULL, stride, k, whole, n_out - whole, bias);
+    }
+    _tile_release();
+}
+
+/* Whether this process may use AMX: the processor has AMX-TILE, and Linux grants the tile data
+   state (it is off until a process asks, as the kernel's ABI says; asking again is harmless). */
 static int pf__amx_permitted(void) {
     unsigned a, b, c, d;
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 25))) return 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24))) return 0;
     long code = 0x1023 /* ARCH_REQ_XCOMP_PERM */, feature = 18 /* XFEATURE_XTILEDATA */, result;
     /* the system call itself: libc declares syscall() only under _GNU_SOURCE or _DEFAULT_SOURCE */
     __asm__ volatile("syscall" : "=a"(result) : "a"((long)SYS_arch_prctl), "D"(code), "S"(feature) : "rcx", "r11", "memory");
@@ -15706,6 +15859,7 @@ typedef struct pf__cpu_kernels {
     pf__quantize_x_fn *quantize_x;
     void (*widen)(float *out, const void *w, int wt, size_t count); /* fp16/bf16 weights to fp32 */
     void (*store_sums)(float *out, const double *acc, const float *bias, size_t n);
+    pf__bf16_tiles_fn *bf16_tiles; /* AMX-BF16 where the processor and the OS allow it; else NULL */
 } pf__cpu_kernels;
 
 static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_PORTABLE,
@@ -15713,13 +15867,13 @@ static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_RO
                                                  pf__row_weighted_sums, pf__activate_portable, pf__exp_shifted, pf__q8_rows_portable,
                                                  pf__q8_rows_portable, pf__q4_rows_portable, pf__q4_rows_portable, NULL, NULL,
                                                  pf__quantize_x_portable, pf__widen_portable,
-                                                 pf__store_sums_portable};
+                                                 pf__store_sums_portable, NULL};
 #ifdef PF__AVX2
 static const pf__cpu_kernels pf__cpu_avx2 = {pf__tiles_avx2, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_AVX2,
                                              pf__scores_avx2, pf__weighted_sums_avx2, pf__row_scores_avx2,
                                              pf__row_weighted_sums_avx2, pf__activate_avx2, pf__exp_shifted_avx2, pf__q8_rows_avx2,
                                              pf__q8_row_avx2, pf__q4_rows_avx2, pf__q4_row_avx2, NULL, NULL,
-                                             pf__quantize_x_portable, pf__widen_avx2, pf__store_sums_avx2};
+                                             pf__quantize_x_portable, pf__widen_avx2, pf__store_sums_avx2, NULL};
 #endif
 #ifdef PF__AVX512
 /* Where 512-bit FMAs run at half rate (Zen 4), AVX-512VL's 32 ymm registers still hold a wider
@@ -15774,6 +15928,8 @@ static void pf__cpu_probe(void) {
     int amd = memcmp(vendor, "AuthenticAMD", 12) == 0;
     pf__cpu_wide_fma = pf__cpu_avx512_usable && !(amd && family < 0x1a);
 #ifdef PF__AVX512
+    unsigned d7 = __get_cpuid_count(7, 0, &a, &b, &c, &d) ? d : 0; /* AMX's flags */
+    (void)d7;
     pf__cpu_avx512 = pf__cpu_avx2;
     pf__cpu_avx512.tiles = pf__cpu_wide_fma ? pf__tiles_avx512 : pf__tiles_ymm32;
     pf__cpu_avx512.tile_rows = PF__TILE_ROWS_AVX512;
@@ -15792,9 +15948,16 @@ static void pf__cpu_probe(void) {
         pf__cpu_avx512.q8_rows = pf__q8_rows_vnni, pf__cpu_avx512.q8_row = pf__q8_row_vnni;
         pf__cpu_avx512.q4_rows = pf__q4_rows_vnni, pf__cpu_avx512.q4_row = pf__q4_row_vnni;
 #ifdef PF__AMX
-        if (pf__amx_permitted()) pf__cpu_avx512.q8_tiles = pf__q8_tiles_amx, pf__cpu_avx512.q4_tiles = pf__q4_tiles_amx;
+        if (pf__amx_permitted() && (d7 & (1u << 25))) /* AMX-INT8 */
+            pf__cpu_avx512.q8_tiles = pf__q8_tiles_amx, pf__cpu_avx512.q4_tiles = pf__q4_tiles_amx;
 #endif
     }
+#ifdef PF__AMX
+    /* AMX-BF16, and AVX512-BF16 (leaf 7.1 eax bit 5) for rounding x */
+    if (pf__cpu_avx512_usable && (d7 & (1u << 22)) && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5)) &&
+        pf__amx_permitted())
+        pf__cpu_avx512.bf16_tiles = pf__bf16_tiles_amx;
+#endif
 #endif
 }
 #endif
@@ -15931,6 +16094,36 @@ static void pf__cpu_matmul_rows(float *out, const float *x, const pf__weight *w,
     }
 }
 
+/* pf_parallel_options.bf16_products, for bf16 weights: each input of the product rounded to bf16
+   (to nearest even), the exact products summed in fp32, as CUDA ranks and torch's bf16 layers
+   compute. AMX-BF16 tiles run it where the processor has them and k is a multiple of 32; elsewhere
+   the fp32 tiles run over a rounded copy of x (summing in their order). A weight matrix takes the
+   same path whatever the rows of x, so a row's outputs do not depend on its batch. */
+static int pf__bf16_on_tiles(const pf__weight *w) {
+    return pf__cpu_kernels_here()->bf16_tiles && w->cols % 32 == 0 && !PF__NO_AMX_ASKED;
+}
+
+static size_t pf__bf16_products_bytes(const pf__weight *w, size_t rows) {
+#ifdef PF__AMX
+    if (pf__bf16_on_tiles(w)) return pf__bf16_tiles_bytes(rows, w->cols);
+#endif
+    return 64 + (rows * w->cols + 16) * sizeof(float) + pf__widened_bytes(w, rows);
+}
+
+static void pf__cpu_matmul_bf16_products(float *out, const float *x, const pf__weight *w, const float *bias,
+                                         size_t rows, void *scratch) {
+    const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
+    if (pf__bf16_on_tiles(w)) {
+        kernels->bf16_tiles(out, w->rows, x, rows, w->data, w->cols, w->rows, bias, scratch);
+        return;
+    }
+    size_t count = rows * w->cols;
+    float *rounded = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    float *widened = (float *)(((uintptr_t)(rounded + count) + 63) & ~(uintptr_t)63);
+    for (size_t i = 0; i < count; i++) rounded[i] = pf__bf16_to_f32(pf__f32_to_bf16(x[i]));
+    pf__cpu_matmul_rows(out, rounded, w, bias, rows, widened);
+}
+
 #ifdef PF_TESTING
 /* Test hook: the CPU matmul on plain arrays (w is [n_out][k] of dtype 0 f32, 1 f16, 2 bf16, 3 Q8
    blocks, 4 Q4 blocks, columns col_begin.. of a whole). */
@@ -15948,6 +16141,16 @@ void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype,
     if (widened) pf__cpu_matmul_rows(out, x, &weight, bias, rows, widened);
     else memset(out, 0xff, rows * n_out * sizeof(float)); /* NaN */
     free(widened);
+}
+
+/* Test hook: the product pf_parallel_options.bf16_products runs, on plain arrays (w bf16 [n_out][k]). */
+void pf_testing_cpu_matmul_bf16_products(float *out, const float *x, const uint16_t *w, const float *bias, size_t rows,
+                                         size_t n_out, size_t k) {
+    pf__weight weight = {(void *)w, PF__DTYPE_BF16, n_out, k, 0};
+    void *scratch = malloc(pf__bf16_products_bytes(&weight, rows));
+    if (scratch) pf__cpu_matmul_bf16_products(out, x, &weight, bias, rows, scratch);
+    else memset(out, 0xff, rows * n_out * sizeof(float)); /* NaN */
+    free(scratch);
 }
 
 /* Test hooks: pf__q8_quantize and pf__q4_quantize on plain arrays (rows x cols fp32 in place into blocks). */
@@ -15997,8 +16200,10 @@ static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__we
     }
 #endif
     const float *b = bias ? (const float *)bias->data : NULL;
-    int quantized = PF__QUANTIZED(w->dtype);
-    size_t need = quantized ? pf__quantized_x_bytes(rows, w->cols) : pf__widened_bytes(w, rows);
+    int quantized = PF__QUANTIZED(w->dtype), bf16_products = r->bf16_products && w->dtype == PF__DTYPE_BF16;
+    size_t need = quantized       ? pf__quantized_x_bytes(rows, w->cols)
+                  : bf16_products ? pf__bf16_products_bytes(w, rows)
+                                  : pf__widened_bytes(w, rows);
     if (need > r->matmul_scratch_bytes) { /* the first product of its size; kept for the next */
         void *grown = realloc(r->matmul_scratch, need);
         if (!grown) {
@@ -16010,6 +16215,7 @@ static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__we
         r->matmul_scratch_bytes = need;
     }
     if (quantized) pf__cpu_matmul_quantized(out, x, w, b, rows, r->matmul_scratch);
+    else if (bf16_products) pf__cpu_matmul_bf16_products(out, x, w, b, rows, r->matmul_scratch);
     else pf__cpu_matmul_rows(out, x, w, b, rows, need ? (float *)r->matmul_scratch : NULL);
 }
 
@@ -19145,6 +19351,7 @@ static pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_
         r->backend = backend;
         r->device = o->device_ids ? o->device_ids[i] : i;
         r->share = pf__share_for(c, i, num_ranks);
+        r->bf16_products = o->bf16_products != 0;
     }
     if (backend->group_begin) {
         pf_result res = backend->group_begin(g, pf__error_buffer(m), PF__MESSAGE_SIZE);
@@ -21673,6 +21880,8 @@ static pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf_par
     if (PF__QUANTIZED(dtype) && backend != &pf__cpu_backend)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "dtype %s runs on CPU ranks only (the CUDA backend has no integer kernels)",
                         dtype == PF__DTYPE_Q8 ? "q8_0" : "q4_0");
+    if (o.bf16_products && dtype != PF__DTYPE_BF16)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "bf16_products multiplies bf16 weights: it needs dtype PF_DTYPE_BF16");
     if (o.kv_cache_dtype != PF_DTYPE_AUTO && o.kv_cache_dtype != PF_DTYPE_F32 && o.kv_cache_dtype != PF_DTYPE_F16 &&
         o.kv_cache_dtype != PF_DTYPE_BF16)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "kv_cache_dtype %d is not PF_DTYPE_AUTO, _F32, _F16 or _BF16",

@@ -364,6 +364,14 @@ typedef struct pf_parallel_options {
                                 the bytes each decode step reads of it (each key and value is rounded
                                 once, when cached; attention still computes in fp32). CUDA ranks take
                                 their weights' dtype only. Cross-attention caches stay fp32. */
+    int bf16_products;       /* with dtype PF_DTYPE_BF16: nonzero rounds each matrix product's input
+                                to bf16 (to nearest even) and sums the exact products with the
+                                weights in fp32, as CUDA ranks always do and as torch's bf16 layers
+                                do; on processors with AMX-BF16 (Intel Xeon since Sapphire Rapids) CPU
+                                ranks then multiply on the tile unit, several times faster for
+                                prompts. 0 (the default): CPU ranks multiply the fp32 input by the
+                                weights' exact values. Attention, norms and activations stay fp32
+                                either way, as do speech front ends' convolutions. */
 } pf_parallel_options;
 
 pf_parallel_options pf_parallel_options_init(void); /* the defaults described above; any thread */

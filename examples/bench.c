@@ -4,7 +4,7 @@
    build/bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16|q8|q4]
                [--models gpt2,gpt2-xl,llama-1b,llama-8b,bert-base] [--quick | --full] [--prompt N]
                [--new N] [--runs N] [--batch16 | --no-batch16] [--default-cache] [--kv-cache f32|f16|bf16]
-               [--dir DIR] [--seed N] [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]
+               [--bf16-products] [--dir DIR] [--seed N] [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]
                [--llama-cpp DIR | --no-llama-cpp] [--perplexity MODEL [--text FILE]]
 
      --device     cpu or cuda (default: cuda when this build has it and a GPU is present)
@@ -12,6 +12,9 @@
                   CUDA: rank i uses GPU i modulo the GPUs visible, so N = 2 on one GPU is two
                   ranks sharing it.
      --dtype      how weights are stored on the device (default f32 on the CPU, f16 on CUDA; q8, q4: CPU only)
+     --bf16-products  with --dtype bf16: round each product's input to bf16 (pf_parallel_options.bf16_products;
+                  AMX-BF16 on the CPU where present); the reference then runs torch in bf16 too, and
+                  the tables call the format bf16p
      --models     which shapes (default: gpt2 and bert-base with --quick, all four with --full);
                   bert-base is an encoder, measured in a table of its own (below)
      --quick      gpt2 and bert-base, prompt 128, 32 new tokens, 5 runs (bert-base: 3), no batch 16:
@@ -879,6 +882,7 @@ typedef struct config {
     int max_ranks, prompt_len, new_tokens, runs, batch16, num_gpus;
     int default_cache; /* max_sequence_length 0: the KV cache for the model's maximum positions */
     pf_dtype kv_cache; /* pf_parallel_options.kv_cache_dtype */
+    int bf16_products; /* pf_parallel_options.bf16_products */
     int encoder_runs; /* an encoder pass of the whole batch takes seconds on a CPU: fewer runs by default */
 } config;
 
@@ -916,8 +920,8 @@ static void fail(result *res, const char *what, pf_result rc, const pf_model *m)
    text's first PERPLEXITY_TOKENS tokens, or as many as the model has positions (log-softmax in
    double). 0 and a message on failure. */
 #define PERPLEXITY_TOKENS 512
-static double perplexity(const char *model_path, const char *text_path, pf_device device, pf_dtype dtype, int *tokens,
-                         char *error, size_t error_size) {
+static double perplexity(const char *model_path, const char *text_path, pf_device device, pf_dtype dtype,
+                         int bf16_products, int *tokens, char *error, size_t error_size) {
     double result = 0;
     pf_model *m = NULL;
     float *logits = NULL;
@@ -949,6 +953,7 @@ static double perplexity(const char *model_path, const char *text_path, pf_devic
     pf_parallel_options po = pf_parallel_options_init();
     po.device = device;
     po.dtype = dtype;
+    po.bf16_products = bf16_products;
     po.max_sequence_length = (int)n;
     po.max_batch = 1;
     int vocab = pf_get_info(m).vocab_size;
@@ -999,6 +1004,7 @@ static void measure(const char *dir, const config *cfg, int ranks, int32_t *cons
     pf_parallel_options po = pf_parallel_options_init();
     po.device = cfg->device;
     po.dtype = cfg->dtype;
+    po.bf16_products = cfg->bf16_products;
     po.kv_cache_dtype = cfg->kv_cache;
     po.max_sequence_length = cfg->default_cache ? 0 : P + N;
     po.max_batch = 1;
@@ -1116,6 +1122,7 @@ static void measure_encoder(const char *dir, const config *cfg, int ranks, int32
     pf_parallel_options po = pf_parallel_options_init();
     po.device = cfg->device;
     po.dtype = cfg->dtype;
+    po.bf16_products = cfg->bf16_products;
     po.max_sequence_length = ENCODER_TOKENS;
     po.max_batch = ENCODER_BATCH;
     if (cfg->device == PF_DEVICE_CUDA && cfg->num_gpus > 0 && ranks <= 256) {
@@ -1209,10 +1216,11 @@ static void shell_quote(char *out, size_t size, const char *s) {
     out[n] = 0;
 }
 
-/* The dtype the reference runs in: the bench's on CUDA; fp32 on the CPU, where the library
-   computes in fp32 whatever it stores. */
+/* The dtype the reference runs in: the bench's on CUDA; on the CPU bf16 with bf16 products (torch's
+   bf16 layers round their inputs so too), else fp32, where the library computes in fp32 whatever
+   it stores. */
 static const char *reference_dtype(const config *cfg) {
-    if (cfg->device != PF_DEVICE_CUDA) return "f32";
+    if (cfg->device != PF_DEVICE_CUDA) return cfg->bf16_products ? "bf16" : "f32";
     return cfg->dtype == PF_DTYPE_F32 ? "f32" : cfg->dtype == PF_DTYPE_BF16 ? "bf16" : "f16"; /* q8: CPU only */
 }
 
@@ -1312,6 +1320,9 @@ static int parse_int(const char *text, int lo, int hi, int *out) {
 static const char *dtype_name(pf_dtype d) {
     return d == PF_DTYPE_F32 ? "f32" : d == PF_DTYPE_BF16 ? "bf16" : d == PF_DTYPE_Q8_0 ? "q8" : d == PF_DTYPE_Q4_0 ? "q4" : "f16";
 }
+
+/* The weight format as the tables print it: the dtype, or bf16p for bf16 weights with bf16 products. */
+static const char *format_name(const config *cfg) { return cfg->bf16_products ? "bf16p" : dtype_name(cfg->dtype); }
 
 /* Bytes a rank stores per weight of the big matrices in dtype d (Q8_0: 34 bytes per 32, Q4_0 18). */
 static double weight_bytes(pf_dtype d) {
@@ -1437,7 +1448,7 @@ static void print_encoder_table(const shape *const *chosen, int num_chosen, resu
             const result *r = &results[c][k];
             int n = rank_counts[k];
             printf("| %s | %.2f B | %s | %s | %d |", s->name, shape_parameters(s) / 1e9, cuda ? "cuda" : "cpu",
-                   dtype_name(cfg->dtype), n);
+                   format_name(cfg), n);
             if (r->error[0] && !r->hidden) {
                 printf(" failed: %s | | | | | |", r->error);
                 for (int a = 0; a < 2 * num_attentions; a++) printf(" |");
@@ -1537,6 +1548,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--batch16")) batch16 = 1;
         else if (!strcmp(a, "--no-batch16")) batch16 = 0;
         else if (!strcmp(a, "--default-cache")) cfg.default_cache = 1;
+        else if (!strcmp(a, "--bf16-products")) cfg.bf16_products = 1;
         else if (!strcmp(a, "--kv-cache") && v) {
             i++;
             if (!strcmp(v, "f32")) cfg.kv_cache = PF_DTYPE_F32;
@@ -1589,6 +1601,10 @@ int main(int argc, char **argv) {
     cfg.batch16 = batch16 >= 0 ? batch16 : !quick;
     if (!models) models = quick ? "gpt2,bert-base" : "gpt2,gpt2-xl,llama-1b,bert-base";
     int quantized = cfg.dtype == PF_DTYPE_Q8_0 || cfg.dtype == PF_DTYPE_Q4_0;
+    if (cfg.bf16_products && cfg.dtype != PF_DTYPE_BF16) {
+        fprintf(stderr, "bench: --bf16-products multiplies bf16 weights: give --dtype bf16\n");
+        return 2;
+    }
     if (cuda && quantized) {
         fprintf(stderr, "bench: --dtype %s runs on CPU ranks only (--device cpu)\n", dtype_name(cfg.dtype));
         return 2;
@@ -1655,7 +1671,7 @@ int main(int argc, char **argv) {
     if (use_llama_cpp < 1) snprintf(llama_why, sizeof llama_why, "no %s (make llama-cpp), or --no-llama-cpp", llama_bench);
     else if (!llama_ok) snprintf(llama_why, sizeof llama_why, cuda ? "CPU only here" : "no %s", llama_script);
 
-    fprintf(stderr, "bench: %s; %s, prompt %d, %d new tokens, %d runs after a warm-up\n", device_name, dtype_name(cfg.dtype),
+    fprintf(stderr, "bench: %s; %s, prompt %d, %d new tokens, %d runs after a warm-up\n", device_name, format_name(&cfg),
             cfg.prompt_len, cfg.new_tokens, cfg.runs);
 
     /* run every model */
@@ -1777,7 +1793,7 @@ int main(int argc, char **argv) {
     if (num_decoders)
         printf("weights: %s file, stored as %s; keys and values cached as %s; prompt %d tokens, %d new tokens (greedy, eos "
                "ignored), median of %d runs\n",
-               fp16_file ? "F16" : "F32", dtype_name(cfg.dtype),
+               fp16_file ? "F16" : "F32", cfg.bf16_products ? "bf16 (each product's input rounded to bf16)" : dtype_name(cfg.dtype),
                cfg.kv_cache == PF_DTYPE_F16 ? "f16" : cfg.kv_cache == PF_DTYPE_BF16 ? "bf16"
                : cfg.kv_cache == PF_DTYPE_F32 || cfg.device == PF_DEVICE_CPU ? "f32" : "the weights' dtype",
                cfg.prompt_len, cfg.new_tokens, cfg.runs);
@@ -1786,11 +1802,11 @@ int main(int argc, char **argv) {
                fp16_file ? "F16" : "F32", dtype_name(cfg.dtype), ENCODER_BATCH, ENCODER_TOKENS, cfg.encoder_runs);
     if (reference_ok && num_decoders)
         printf("reference: transformers + torch, %s %s, greedy with use_cache (%s)\n", cuda ? "cuda" : "cpu",
-               cuda ? dtype_name(cfg.dtype) : "f32", cuda ? "one GPU" : "torch threads = our ranks");
+               reference_dtype(&cfg), cuda ? "one GPU" : "torch threads = our ranks");
     if (reference_ok && num_encoders)
         printf("encoder reference: transformers AutoModel (BertModel) + torch, %s %s, attention %s, same ids, segments and "
                "an all-ones attention mask (%s)\n",
-               cuda ? "cuda" : "cpu", cuda ? dtype_name(cfg.dtype) : "f32", ref_attention,
+               cuda ? "cuda" : "cpu", reference_dtype(&cfg), ref_attention,
                cuda ? "one GPU" : "torch threads = our ranks");
     if (!reference_ok) printf("reference: not available (%s)\n", reference_why);
     if (llama_ok && num_decoders)
@@ -1815,7 +1831,7 @@ int main(int argc, char **argv) {
                 rrp[32], rrd[32];
             if (r->error[0] && r->num_tokens == 0) {
                 printf("| %s | %.2f B | %s | %s | %d | failed: %s | | | | | | | | | | | | | | | |\n", s->name, shape_parameters(s) / 1e9,
-                       cuda ? "cuda" : "cpu", dtype_name(cfg.dtype), n, r->error);
+                       cuda ? "cuda" : "cpu", format_name(&cfg), n, r->error);
                 continue;
             }
             double prefill_tok_s = cfg.prompt_len / r->prefill_s;
@@ -1842,7 +1858,7 @@ int main(int argc, char **argv) {
             char lp[32], ld[32], lrp[32], lrd[32];
             reference_cells(&llama_refs[c], n, prefill_tok_s, r->decode_tok_s, lp, ld, lrp, lrd);
             printf("| %s | %.2f B | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-                   s->name, shape_parameters(s) / 1e9, cuda ? "cuda" : "cpu", dtype_name(cfg.dtype), n, load, pre, flops, dec,
+                   s->name, shape_parameters(s) / 1e9, cuda ? "cuda" : "cpu", format_name(&cfg), n, load, pre, flops, dec,
                    dec16, mib, floor_pct, same, rp, rd, rrp, rrd, lp, ld, lrp, lrd);
         }
     }
@@ -1852,13 +1868,14 @@ int main(int argc, char **argv) {
     if (perplexity_model) {
         char error[1024] = "", error_f32[1024] = "";
         int tokens = 0, tokens_f32 = 0;
-        double ppl = perplexity(perplexity_model, perplexity_text, cfg.device, cfg.dtype, &tokens, error, sizeof error);
+        double ppl = perplexity(perplexity_model, perplexity_text, cfg.device, cfg.dtype, cfg.bf16_products, &tokens, error,
+                                sizeof error);
         double ppl_f32 = cfg.dtype == PF_DTYPE_F32 ? ppl
-                                                   : perplexity(perplexity_model, perplexity_text, cfg.device, PF_DTYPE_F32,
+                                                   : perplexity(perplexity_model, perplexity_text, cfg.device, PF_DTYPE_F32, 0,
                                                                 &tokens_f32, error_f32, sizeof error_f32);
         if (ppl > 0 && ppl_f32 > 0)
             printf("perplexity of %s (%d tokens) under %s: %s %.4f, f32 %.4f (%+.2f %%)\n", perplexity_text, tokens,
-                   perplexity_model, dtype_name(cfg.dtype), ppl, ppl_f32, 100.0 * (ppl / ppl_f32 - 1));
+                   perplexity_model, format_name(&cfg), ppl, ppl_f32, 100.0 * (ppl / ppl_f32 - 1));
         else
             printf("perplexity: not measured (%s)\n", error[0] ? error : error_f32);
         status |= !(ppl > 0 && ppl_f32 > 0);

@@ -34,8 +34,8 @@ typedef struct cli_option {
 } cli_option;
 
 enum {
-    OPT_IDS, OPT_BATCH_FILE, OPT_IDS_LINES, OPT_MAX_NEW_TOKENS, OPT_GPUS, OPT_DEVICE, OPT_DTYPE, OPT_KV_CACHE,
-    OPT_NO_CUDA_GRAPHS, OPT_DUMP_LOGITS,
+    OPT_IDS, OPT_BATCH_FILE, OPT_IDS_LINES, OPT_MAX_NEW_TOKENS, OPT_GPUS, OPT_DEVICE, OPT_DTYPE, OPT_BF16_PRODUCTS,
+    OPT_KV_CACHE, OPT_NO_CUDA_GRAPHS, OPT_DUMP_LOGITS,
     OPT_POLICY, OPT_BEAMS, OPT_RETURN, OPT_NO_REPEAT_NGRAM, OPT_SAMPLE, OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P,
     OPT_REPETITION_PENALTY, OPT_SEED, OPT_SPECIAL, OPT_CHAT, OPT_SYSTEM, OPT_INTERACTIVE, OPT_VERBOSE, OPT_HELP, OPT_VERSION,
     OPT_COUNT
@@ -54,6 +54,8 @@ static const cli_option cli_options[OPT_COUNT] = {
     [OPT_DEVICE] = {NULL, "--device", CHOICE, "cpu|cuda|auto", 0, 0, 0, "where ranks run (default auto: CUDA if there is a GPU)"},
     [OPT_DTYPE] = {NULL, "--dtype", CHOICE, "f32|f16|bf16|q8|q4", 0, 0, 0,
                    "how ranks store weights (default f32 on the CPU, f16 on CUDA; q8, q4: CPU only)"},
+    [OPT_BF16_PRODUCTS] = {NULL, "--bf16-products", FLAG, NULL, 0, 0, 0,
+                           "with --dtype bf16: round each product's input to bf16, as CUDA does (AMX on Xeons)"},
     [OPT_KV_CACHE] = {NULL, "--kv-cache", CHOICE, "f32|f16|bf16", 0, 0, 0,
                       "how ranks cache keys and values (default f32 on the CPU, the weights' dtype on CUDA)"},
     [OPT_NO_CUDA_GRAPHS] = {NULL, "--no-cuda-graphs", FLAG, NULL, 0, 0, 0,
@@ -491,7 +493,7 @@ static void print_run_summary(pf_model *model, int new_tokens, double seconds, d
     fprintf(stderr, "\n");
 }
 
-/* The ranks' options as --device, --dtype, --kv-cache and --no-cuda-graphs ask. */
+/* The ranks' options as --device, --dtype, --bf16-products, --kv-cache and --no-cuda-graphs ask. */
 static pf_parallel_options parallel_options(const cli_args *args) {
     static const pf_device devices[] = {PF_DEVICE_CPU, PF_DEVICE_CUDA, PF_DEVICE_AUTO}; /* --device's order */
     static const pf_dtype dtypes[] = {PF_DTYPE_F32, PF_DTYPE_F16, PF_DTYPE_BF16, PF_DTYPE_Q8_0,
@@ -499,6 +501,7 @@ static pf_parallel_options parallel_options(const cli_args *args) {
     pf_parallel_options po = pf_parallel_options_init();
     po.device = args->given[OPT_DEVICE] ? devices[(int)args->number[OPT_DEVICE]] : PF_DEVICE_AUTO;
     po.dtype = args->given[OPT_DTYPE] ? dtypes[(int)args->number[OPT_DTYPE]] : PF_DTYPE_AUTO;
+    po.bf16_products = args->given[OPT_BF16_PRODUCTS];
     po.kv_cache_dtype = args->given[OPT_KV_CACHE] ? dtypes[(int)args->number[OPT_KV_CACHE]] : PF_DTYPE_AUTO;
     po.disable_cuda_graphs = args->given[OPT_NO_CUDA_GRAPHS];
     return po;

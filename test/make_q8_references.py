@@ -11,6 +11,15 @@ Run as `python3 test/make_q8_references.py`. Deterministic (fixed seeds). It wri
   <fixture>/q8/reference.txt     for llama-q8 and gpt2-wide: the prompt, and the greedy ids of the
   <fixture>/q8/reference_logits.bin   same model run with Q8_0 arithmetic, and its prompt logits
   <fixture>/q4/...               the same with Q4_0 weights
+  <fixture>/bf16p/...            the same with bf16 products (pf_parallel_options.bf16_products):
+                                 every weight rounded to bf16 and every matrix product's input too
+
+`python3 test/make_q8_references.py bf16p` writes the bf16p references alone, from the saved
+fixtures (the other files stay as they are).
+
+"bf16 products" are what CPU ranks compute with dtype bf16 and bf16_products: every parameter
+rounded to bf16 (to nearest even, as the library stores them), every matrix product's input rounded
+the same way, the exact products summed in fp32; embeddings, norms, attention and the rest in fp32.
 
 "Q8_0 arithmetic" is what the library computes, simulated in torch: every weight matrix and
 embedding table quantized in blocks of 32 along its input dimension (an fp16 scale
@@ -62,6 +71,30 @@ def quantize_input(x: torch.Tensor) -> torch.Tensor:
     d = blocks.abs().amax(1, keepdim=True) / 127
     inverse = torch.where(d > 0, 1 / d, torch.zeros_like(d))
     return (torch.round(blocks * inverse) * d).reshape(x.shape)
+
+
+def make_bf16_products(model) -> None:
+    """Turns the model's parameters into bf16 values and its matrix products' inputs too, in place."""
+    for p in model.parameters():
+        p.data = p.data.bfloat16().float()
+    for module in model.modules():
+        if isinstance(module, (torch.nn.Linear, hf_utils.Conv1D)):
+            module.register_forward_pre_hook(lambda _, args: (args[0].bfloat16().float(),))
+
+
+def write_bf16_products() -> None:
+    for name in ("llama-q8", "gpt2-wide"):
+        path = FIXTURES / name
+        prompt = [int(v) for v in
+                  next(l for l in (path / "reference.txt").read_text().splitlines() if l.startswith("prompt_ids="))
+                  .split("=", 1)[1].split(",")]
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+        make_bf16_products(model)
+        vocab = json.loads((path / "config.json").read_text())["vocab_size"]
+        margins = write_reference(model, path / "bf16p", prompt, vocab)
+        if min(margins) < MIN_MARGIN:
+            raise SystemExit(f"{name}: bf16 products' greedy margin {min(margins):.3f} is too small to test")
+        print(f"{name}: smallest bf16p greedy margin {min(margins):.3f}")
 
 
 def make_quantized(model, quantize=quantize_weight) -> None:
@@ -120,6 +153,9 @@ def llama_q8(seed: int) -> LlamaForCausalLM:
 
 def main() -> None:
     torch.set_grad_enabled(False)
+    if sys.argv[1:] == ["bf16p"]:
+        write_bf16_products()
+        return
     # llama-q8: the first seed whose Q8 greedy steps all have a clear margin
     # llama-q8: the first seed whose Q8 and Q4 greedy steps all have a clear margin
     for seed in range(100):
@@ -149,6 +185,7 @@ def main() -> None:
         vocab = json.loads((path / "config.json").read_text())["vocab_size"]
         margins = write_reference(quantized, path / name, prompt, vocab)
         print(f"gpt2-wide: smallest {name} greedy margin {min(margins):.3f}")
+    write_bf16_products()
 
 
 if __name__ == "__main__":

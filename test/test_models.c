@@ -22,6 +22,8 @@ void pf_testing_q4_quantize(float *data, size_t rows, size_t cols);
 void pf_testing_cpu_quantize_x(int8_t *qx, float *dx, int32_t *sx, const float *x, size_t blocks);
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
                            size_t n_out, size_t k, size_t col_begin);
+void pf_testing_cpu_matmul_bf16_products(float *out, const float *x, const uint16_t *w, const float *bias, size_t rows,
+                                         size_t n_out, size_t k);
 void pf_testing_cpu_scores(float *out, size_t ld, const float *const *q, int nq, const float *keys, size_t stride,
                            size_t count, size_t n);
 void pf_testing_cpu_weighted_sum(float *out, const float *w, const float *values, size_t stride, size_t count, size_t n);
@@ -734,6 +736,94 @@ static void test_cpu_q8_kernels(int q4) {
 }
 
 
+/* bf16 to nearest even, as the test defines it (no NaN here). */
+static uint16_t bf16_bits(float v) {
+    uint32_t x;
+    memcpy(&x, &v, 4);
+    return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
+}
+
+static float bf16_value(uint16_t h) {
+    uint32_t x = (uint32_t)h << 16;
+    float v;
+    memcpy(&v, &x, 4);
+    return v;
+}
+
+/* The product bf16_products runs (x rounded to bf16, exact products summed in fp32): on AMX-BF16
+   where present (k a multiple of 32), on the fp32 tiles over a rounded copy otherwise (k = 40, and
+   every k without AMX or on the portable kernels), for 1 to 37 rows of x and 1 to 67 weight rows
+   (whole tiles of 16, a padded tail, one and two x groups). Each output is within fp32's
+   summation bound, (k + 1) units of 2^-24 of the sum of |terms|, of the exact sum of bf16(x) w
+   plus bias (an unrounded x is 2^-9 of a term off, which the short rows see); a row alone (decode)
+   gives the bits it gives in the batch; a NaN in x makes its row's outputs NaN and no other's. */
+static void test_cpu_bf16_products_kernel(void) {
+    static const size_t rows_list[] = {1, 2, 5, 16, 17, 37}, outs_list[] = {1, 15, 16, 17, 33, 67},
+                        ks[] = {32, 40, 64, 96, 768};
+    enum { MAXR = 37, MAXO = 67, MAXK = 768 };
+    float *x = malloc(sizeof(float) * MAXR * MAXK), *wf = malloc(sizeof(float) * MAXO * MAXK), bias[MAXO];
+    float *out = malloc(sizeof(float) * MAXR * MAXO), alone[MAXO];
+    uint16_t *w = malloc(sizeof(uint16_t) * MAXO * MAXK);
+    uint64_t state = 23;
+    random_fill(x, MAXR * MAXK, 1.0f, &state);
+    random_fill(wf, MAXO * MAXK, 0.05f, &state);
+    random_fill(bias, MAXO, 0.5f, &state);
+    int failures = 0;
+    for (size_t c = 0; c < sizeof ks / sizeof ks[0]; c++) {
+        size_t k = ks[c];
+        for (size_t i = 0; i < MAXO * k; i++) w[i] = bf16_bits(wf[i]);
+        for (size_t a = 0; a < sizeof rows_list / sizeof rows_list[0]; a++)
+            for (size_t e = 0; e < sizeof outs_list / sizeof outs_list[0]; e++)
+                for (int kind = 0; kind < 3; kind++) {
+                    size_t rows = rows_list[a], outs = outs_list[e];
+                    const char *name = kind == 0 ? "default" : kind == 1 ? "no-AMX" : "portable";
+                    pf_testing_no_amx_cpu = kind == 1;
+                    pf_testing_portable_cpu = kind == 2;
+                    pf_testing_cpu_matmul_bf16_products(out, x, w, bias, rows, outs, k);
+                    int row_alone_same = 1;
+                    for (size_t r = 0; r < rows; r++) {
+                        pf_testing_cpu_matmul_bf16_products(alone, x + r * k, w, bias, 1, outs, k);
+                        row_alone_same &= memcmp(alone, out + r * outs, sizeof(float) * outs) == 0;
+                    }
+                    pf_testing_no_amx_cpu = pf_testing_portable_cpu = 0;
+                    if (!row_alone_same && failures++ < 5)
+                        CHECK_MSG(0, "bf16 products %zux%zux%zu (%s): a row alone differs from the batch's", rows, outs,
+                                  k, name);
+                    double worst = 0;
+                    for (size_t r = 0; r < rows; r++)
+                        for (size_t o = 0; o < outs; o++) {
+                            double exact = bias[o], magnitude = fabs(bias[o]);
+                            for (size_t i = 0; i < k; i++) {
+                                double term = (double)bf16_value(bf16_bits(x[r * k + i])) * bf16_value(w[o * k + i]);
+                                exact += term;
+                                magnitude += fabs(term);
+                            }
+                            double err = fabs(out[r * outs + o] - exact) / magnitude;
+                            if (!(err <= worst)) worst = err; /* NaN too */
+                        }
+                    if (!(worst <= (double)(k + 1) * FLT_EPSILON / 2) && failures++ < 5)
+                        CHECK_MSG(0, "bf16 products %zux%zux%zu (%s): %g of the sum of |terms| from exact", rows, outs, k,
+                                  name, worst);
+                }
+        /* a NaN in row 1 of 5 */
+        float keep = x[k + 3];
+        x[k + 3] = NAN;
+        for (int kind = 0; kind < 2; kind++) {
+            pf_testing_no_amx_cpu = kind;
+            pf_testing_cpu_matmul_bf16_products(out, x, w, bias, 5, 17, k);
+            pf_testing_no_amx_cpu = 0;
+            int nan_right = 1;
+            for (size_t r = 0; r < 5; r++)
+                for (size_t o = 0; o < 17; o++) nan_right &= (r == 1) == (isnan(out[r * 17 + o]) != 0);
+            CHECK_MSG(nan_right, "bf16 products 5x17x%zu (%s): a NaN in row 1 of x reaches exactly that row", k,
+                      kind ? "no-AMX" : "default");
+        }
+        x[k + 3] = keep;
+    }
+    CHECK(failures == 0);
+    free(x), free(wf), free(out), free(w);
+}
+
 /* Q8_0 and Q4_0 weights on CPU ranks against transformers running the same arithmetic
    (test/make_q8_references.py: every matrix and embedding quantized per 32-input block, every
    matrix product's input as Q8 blocks too): llama-q8 on 1 and 2 ranks and gpt2-wide on 1 (where
@@ -741,52 +831,100 @@ static void test_cpu_q8_kernels(int q4) {
    its greedy tokens (each step's margin there is 0.07 or more). The distance to the fp32 logits
    is the format's own error, printed; Q8's is bounded loosely (it is 6-7 % of the largest logit
    on these tiny models with large weights). Q4's is 43-64 % there, no bound worth asserting: its
-   check is the agreement with the same arithmetic. */
+   check is the agreement with the same arithmetic. bf16 weights with bf16_products the same way
+   against transformers with every parameter and every product's input rounded to bf16 (the same
+   script), on the AMX tiles where the processor has them and on the fp32 tiles over rounded
+   inputs (no-AMX), whose sums differ from AMX's only in fp32 rounding. Those last bits can move a
+   value across a bf16 rounding boundary, where the input then differs by a whole bf16 unit from
+   transformers' (its sums run in another order): a few of the thousands of rounded inputs do so,
+   and their effect on later positions takes the bounds, relative to the largest |logit|, to a
+   mean of 2^-12 and a maximum of 2^-7 (measured here: at most 3.2e-5 and 1.6e-3; an unrounded x,
+   bf16 weights alone, is 3.8e-4 to 1.6e-3 on average from it). */
 #define Q8_TOLERANCE 1e-4
-static void test_cpu_quantized(pf_dtype dtype) {
+#define BF16P_MEAN (1.0 / 4096)
+#define BF16P_MAX (1.0 / 128)
+static void test_cpu_quantized(pf_dtype dtype, int bf16_products) {
     static const struct {
         const char *name;
         int max_ranks;
     } cases[] = {{"llama-q8", 2}, {"gpt2-wide", 1}};
-    const char *format = dtype == PF_DTYPE_Q4_0 ? "q4_0" : "q8_0";
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        fixture f;
-        if (fixture_open(cases[i].name, &f)) continue;
-        char dir[1024], path[1100];
-        snprintf(dir, sizeof dir, "%s/%s/%.2s", test_fixtures, cases[i].name, format);
-        snprintf(path, sizeof path, "%s/reference_logits.bin", dir);
-        test_reference q8_ref;
-        size_t n = (size_t)f.ref.num_prompt_ids * f.vocab, count = 0;
-        float *q8_logits = test_read_floats(path, &count);
-        int ok = test_read_reference(dir, &q8_ref) == 0 && q8_logits && count == n &&
-                 q8_ref.num_prompt_ids == f.ref.num_prompt_ids;
-        CHECK_MSG(ok, "%s: the %s reference", dir, format);
-        float largest = 0;
-        for (size_t k = 0; ok && k < n; k++) largest = fmaxf(largest, fabsf(f.ref_logits[k]));
-        for (int ranks = 1; ok && ranks <= cases[i].max_ranks; ranks++) {
-            pf_parallel_options po = cpu_options();
-            po.dtype = dtype;
-            pf_result r = pf_parallelize(f.model, ranks, &po);
-            CHECK_MSG(r == PF_OK, "%s: %s on %d ranks: %s", cases[i].name, format, ranks, pf_error_message(f.model));
-            if (r) continue;
-            CHECK(pf_model_dtype(f.model) == dtype);
-            float *logits = prompt_logits(&f);
-            if (!logits) continue;
-            float diff = test_max_abs_diff(logits, q8_logits, n), own = test_max_abs_diff(logits, f.ref_logits, n);
-            CHECK_MSG(diff <= Q8_TOLERANCE, "%s %s on %d ranks: logits differ from transformers' same arithmetic by %g",
-                      cases[i].name, format, ranks, diff);
-            CHECK_MSG(dtype == PF_DTYPE_Q4_0 || own <= 0.1f * largest, "%s %s on %d ranks: %g from the fp32 logits (largest %g)",
-                      cases[i].name, format, ranks, own, largest);
-            printf("  %s %s on %d rank%s: %.2g from transformers' same arithmetic, %.3g from fp32 (largest |logit| %.3g)\n",
-                   cases[i].name, format, ranks, ranks > 1 ? "s" : "", diff, own, largest);
-            free(logits);
-            fixture q8_view = f; /* its greedy tokens are the quantized reference's */
-            q8_view.ref = q8_ref;
-            check_greedy(&q8_view, cases[i].name, ranks);
+    const char *format = bf16_products ? "bf16p" : dtype == PF_DTYPE_Q4_0 ? "q4" : "q8";
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int no_amx = 0; no_amx <= bf16_products; no_amx++) {
+            fixture f;
+            if (fixture_open(cases[i].name, &f)) continue;
+            pf_testing_no_amx_cpu = no_amx;
+            char dir[1024], path[1100];
+            snprintf(dir, sizeof dir, "%s/%s/%s", test_fixtures, cases[i].name, format);
+            snprintf(path, sizeof path, "%s/reference_logits.bin", dir);
+            test_reference q8_ref;
+            size_t n = (size_t)f.ref.num_prompt_ids * f.vocab, count = 0;
+            float *q8_logits = test_read_floats(path, &count);
+            int ok = test_read_reference(dir, &q8_ref) == 0 && q8_logits && count == n &&
+                     q8_ref.num_prompt_ids == f.ref.num_prompt_ids;
+            CHECK_MSG(ok, "%s: the %s reference", dir, format);
+            float largest = 0;
+            for (size_t k = 0; ok && k < n; k++) largest = fmaxf(largest, fabsf(f.ref_logits[k]));
+            for (int ranks = 1; ok && ranks <= cases[i].max_ranks; ranks++) {
+                pf_parallel_options po = cpu_options();
+                po.dtype = dtype;
+                po.bf16_products = bf16_products;
+                pf_result r = pf_parallelize(f.model, ranks, &po);
+                CHECK_MSG(r == PF_OK, "%s: %s on %d ranks: %s", cases[i].name, format, ranks, pf_error_message(f.model));
+                if (r) continue;
+                CHECK(pf_model_dtype(f.model) == dtype);
+                float *logits = prompt_logits(&f);
+                if (!logits) continue;
+                float diff = test_max_abs_diff(logits, q8_logits, n), own = test_max_abs_diff(logits, f.ref_logits, n);
+                double mean = 0;
+                for (size_t q = 0; q < n; q++) mean += fabs((double)logits[q] - q8_logits[q]) / (double)n;
+                if (bf16_products)
+                    CHECK_MSG(mean <= BF16P_MEAN * largest && diff <= BF16P_MAX * largest,
+                              "%s %s on %d ranks%s: logits differ from transformers' same arithmetic by %g on average, "
+                              "%g at most (largest |logit| %g)",
+                              cases[i].name, format, ranks, no_amx ? " (no-AMX)" : "", mean, diff, largest);
+                else
+                    CHECK_MSG(diff <= Q8_TOLERANCE, "%s %s on %d ranks: logits differ from transformers' same arithmetic by %g",
+                              cases[i].name, format, ranks, diff);
+                CHECK_MSG(dtype == PF_DTYPE_Q4_0 || own <= 0.1f * largest, "%s %s on %d ranks: %g from the fp32 logits (largest %g)",
+                          cases[i].name, format, ranks, own, largest);
+                printf("  %s %s on %d rank%s%s: %.2g from transformers' same arithmetic, %.3g from fp32 (largest |logit| %.3g)\n",
+                       cases[i].name, format, ranks, ranks > 1 ? "s" : "", no_amx ? " (no-AMX)" : "", diff, own, largest);
+                free(logits);
+                fixture q8_view = f; /* its greedy tokens are the quantized reference's */
+                q8_view.ref = q8_ref;
+                check_greedy(&q8_view, cases[i].name, ranks);
+            }
+            free(q8_logits);
+            fixture_close(&f);
+            pf_testing_no_amx_cpu = 0;
         }
-        free(q8_logits);
-        fixture_close(&f);
+}
+
+/* bf16_products asks for bf16 weights (anything else is refused, naming the option), and
+   pf_to_cpu keeps it: the gathered rank computes the bits one rank with it computes. */
+static void test_cpu_bf16_products_options(void) {
+    fixture f;
+    if (fixture_open("llama-q8", &f)) return;
+    static const pf_dtype others[] = {PF_DTYPE_AUTO, PF_DTYPE_F32, PF_DTYPE_F16, PF_DTYPE_Q8_0, PF_DTYPE_Q4_0};
+    pf_parallel_options po = cpu_options();
+    po.bf16_products = 1;
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        po.dtype = others[i];
+        CHECK_MSG(pf_parallelize(f.model, 1, &po) == PF_ERROR_INVALID_ARGUMENT &&
+                      strstr(pf_error_message(f.model), "bf16_products"),
+                  "bf16_products with dtype %d: %s", (int)others[i], pf_error_message(f.model));
     }
+    po.dtype = PF_DTYPE_BF16;
+    size_t n = (size_t)f.ref.num_prompt_ids * f.vocab;
+    float *one_rank = pf_parallelize(f.model, 1, &po) == PF_OK ? prompt_logits(&f) : NULL;
+    float *gathered = pf_parallelize(f.model, 2, &po) == PF_OK && pf_to_cpu(f.model) == PF_OK ? prompt_logits(&f) : NULL;
+    CHECK_MSG(one_rank && gathered && memcmp(one_rank, gathered, n * sizeof(float)) == 0,
+              "bf16 products after pf_to_cpu differ from one rank's by %g",
+              one_rank && gathered ? test_max_abs_diff(one_rank, gathered, n) : -1.0f);
+    free(one_rank);
+    free(gathered);
+    fixture_close(&f);
 }
 
 /* Attention's scores (for 1 to 4 queries at once) and weighted sum for 0 to 9 rows of every width
@@ -1404,8 +1542,11 @@ void test_models(void) {
     test_activation_quantizer();
     test_cpu_q8_kernels(0);
     test_cpu_q8_kernels(1);
-    test_cpu_quantized(PF_DTYPE_Q8_0);
-    test_cpu_quantized(PF_DTYPE_Q4_0);
+    test_cpu_quantized(PF_DTYPE_Q8_0, 0);
+    test_cpu_quantized(PF_DTYPE_Q4_0, 0);
+    test_cpu_bf16_products_kernel();
+    test_cpu_quantized(PF_DTYPE_BF16, 1);
+    test_cpu_bf16_products_options();
 #endif
     test_to_cpu_and_memory();
     test_cpu_kv_cache_dtypes();
