@@ -14375,37 +14375,26 @@ static void pf__cpu_add_positions(pf__rank *r, float *x, const pf__weight *table
         }
 }
 
-/* The sum of x[i] - shift over n values (squared where `squares`), in double with four independent
-   sums: one chain of dependent double adds made norms 3 % of a GPT-2 prefill. */
-static double pf__sum_shifted(const float *x, size_t n, double shift, int squares) {
-    double s[4] = {0, 0, 0, 0};
+/* The sum of x[i] - shift over n values (squared where `squares`), in double: sixteen chains
+   (chain c takes the values i = c mod 16 of the whole sixteens), added pairwise (chain c + 8 into
+   c, then c + 4, c + 2, c + 1), then the last n mod 16 values in order. Every kernel set computes
+   exactly this (the AVX-512 one a chain a lane), so norms and softmax give the same bits on each;
+   one chain of dependent double adds had made norms 3 % of a GPT-2 prefill. */
+static double pf__sum_shifted_portable(const float *x, size_t n, double shift, int squares) {
+    double s[16] = {0};
     size_t i = 0;
-    for (; i + 4 <= n; i += 4)
-        for (int k = 0; k < 4; k++) {
-            double d = x[i + k] - shift;
-            s[k] += squares ? d * d : d;
+    for (; i + 16 <= n; i += 16)
+        for (int c = 0; c < 16; c++) {
+            double d = x[i + c] - shift;
+            s[c] += squares ? d * d : d;
         }
-    double sum = (s[0] + s[1]) + (s[2] + s[3]);
+    for (int w = 8; w >= 1; w /= 2)
+        for (int c = 0; c < w; c++) s[c] += s[c + w];
+    double sum = s[0];
     for (; i < n; i++) sum += squares ? (x[i] - shift) * (x[i] - shift) : x[i] - shift;
     return sum;
 }
 
-static void pf__cpu_norm(pf__rank *r, float *out, const float *x, const pf__weight *weight, const pf__weight *bias,
-                         size_t rows, size_t n, float eps, pf__norm kind) {
-    (void)r;
-    const float *g = (const float *)weight->data, *b = bias ? (const float *)bias->data : NULL;
-    for (size_t row = 0; row < rows; row++) {
-        const float *xr = x + row * n;
-        float *o = out + row * n;
-        double mean = kind == PF__NORM_LAYER ? pf__sum_shifted(xr, n, 0.0, 0) / (double)n : 0.0;
-        double var = pf__sum_shifted(xr, n, mean, 1) / (double)n;
-        float inv = (float)(1.0 / sqrt(var + eps));
-        if (b)
-            for (size_t i = 0; i < n; i++) o[i] = (float)(xr[i] - mean) * inv * g[i] + b[i];
-        else
-            for (size_t i = 0; i < n; i++) o[i] = (float)(xr[i] - mean) * inv * g[i];
-    }
-}
 
 /* Attention's dot product where AVX2 is missing: in double with four independent sums, which
    the compiler can vectorise without -ffast-math. */
@@ -14949,6 +14938,24 @@ PF__AVX512_TARGET static void pf__store_sums_avx512(float *out, const double *ac
         _mm256_storeu_ps(out + i, bias ? _mm256_add_ps(v, _mm256_loadu_ps(bias + i)) : v);
     }
     pf__store_sums_portable(out + i, acc + i, bias ? bias + i : NULL, n - i);
+}
+
+/* pf__sum_shifted_portable with chains 0-7 in one vector's lanes and 8-15 in another's. */
+PF__AVX512_TARGET static double pf__sum_shifted_avx512(const float *x, size_t n, double shift, int squares) {
+    __m512d low = _mm512_setzero_pd(), high = _mm512_setzero_pd(), by = _mm512_set1_pd(shift);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512d a = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + i)), by);
+        __m512d b = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8)), by);
+        low = _mm512_add_pd(low, squares ? _mm512_mul_pd(a, a) : a);
+        high = _mm512_add_pd(high, squares ? _mm512_mul_pd(b, b) : b);
+    }
+    __m512d eight = _mm512_add_pd(low, high);
+    __m256d four = _mm256_add_pd(_mm512_castpd512_pd256(eight), _mm512_extractf64x4_pd(eight, 1));
+    __m128d two = _mm_add_pd(_mm256_castpd256_pd128(four), _mm256_extractf128_pd(four, 1));
+    double sum = _mm_cvtsd_f64(_mm_add_sd(two, _mm_unpackhi_pd(two, two)));
+    for (; i < n; i++) sum += squares ? (x[i] - shift) * (x[i] - shift) : x[i] - shift;
+    return sum;
 }
 
 PF__AVX512_TARGET static void pf__widen_avx512(float *out, const void *w, int wt, size_t count) {
@@ -15860,6 +15867,7 @@ typedef struct pf__cpu_kernels {
     void (*widen)(float *out, const void *w, int wt, size_t count); /* fp16/bf16 weights to fp32 */
     void (*store_sums)(float *out, const double *acc, const float *bias, size_t n);
     pf__bf16_tiles_fn *bf16_tiles; /* AMX-BF16 where the processor and the OS allow it; else NULL */
+    double (*sum_shifted)(const float *x, size_t n, double shift, int squares); /* norms, softmax */
 } pf__cpu_kernels;
 
 static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_PORTABLE,
@@ -15867,13 +15875,14 @@ static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_RO
                                                  pf__row_weighted_sums, pf__activate_portable, pf__exp_shifted, pf__q8_rows_portable,
                                                  pf__q8_rows_portable, pf__q4_rows_portable, pf__q4_rows_portable, NULL, NULL,
                                                  pf__quantize_x_portable, pf__widen_portable,
-                                                 pf__store_sums_portable, NULL};
+                                                 pf__store_sums_portable, NULL, pf__sum_shifted_portable};
 #ifdef PF__AVX2
 static const pf__cpu_kernels pf__cpu_avx2 = {pf__tiles_avx2, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_AVX2,
                                              pf__scores_avx2, pf__weighted_sums_avx2, pf__row_scores_avx2,
                                              pf__row_weighted_sums_avx2, pf__activate_avx2, pf__exp_shifted_avx2, pf__q8_rows_avx2,
                                              pf__q8_row_avx2, pf__q4_rows_avx2, pf__q4_row_avx2, NULL, NULL,
-                                             pf__quantize_x_portable, pf__widen_avx2, pf__store_sums_avx2, NULL};
+                                             pf__quantize_x_portable, pf__widen_avx2, pf__store_sums_avx2, NULL,
+                                             pf__sum_shifted_portable};
 #endif
 #ifdef PF__AVX512
 /* Where 512-bit FMAs run at half rate (Zen 4), AVX-512VL's 32 ymm registers still hold a wider
@@ -15936,6 +15945,7 @@ static void pf__cpu_probe(void) {
     pf__cpu_avx512.tile_outs = PF__TILE_OUTS_AVX512;
     pf__cpu_avx512.quantize_x = pf__quantize_x_avx512;
     pf__cpu_avx512.widen = pf__widen_avx512;
+    pf__cpu_avx512.sum_shifted = pf__sum_shifted_avx512;
     pf__cpu_avx512.store_sums = pf__store_sums_avx512;
     if (pf__cpu_wide_fma) {
         pf__cpu_avx512.scores = pf__scores_avx512, pf__cpu_avx512.weighted_sums = pf__weighted_sums_avx512;
@@ -15974,6 +15984,24 @@ static const pf__cpu_kernels *pf__cpu_kernels_here(void) {
     if (pf__cpu_avx2_usable) return &pf__cpu_avx2;
 #endif
     return &pf__cpu_portable;
+}
+
+static void pf__cpu_norm(pf__rank *r, float *out, const float *x, const pf__weight *weight, const pf__weight *bias,
+                         size_t rows, size_t n, float eps, pf__norm kind) {
+    (void)r;
+    const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
+    const float *g = (const float *)weight->data, *b = bias ? (const float *)bias->data : NULL;
+    for (size_t row = 0; row < rows; row++) {
+        const float *xr = x + row * n;
+        float *o = out + row * n;
+        double mean = kind == PF__NORM_LAYER ? kernels->sum_shifted(xr, n, 0.0, 0) / (double)n : 0.0;
+        double var = kernels->sum_shifted(xr, n, mean, 1) / (double)n;
+        float inv = (float)(1.0 / sqrt(var + eps));
+        if (b)
+            for (size_t i = 0; i < n; i++) o[i] = (float)(xr[i] - mean) * inv * g[i] + b[i];
+        else
+            for (size_t i = 0; i < n; i++) o[i] = (float)(xr[i] - mean) * inv * g[i];
+    }
 }
 
 /* The width of the vectors the CPU backend's matrix products use on this processor. */
@@ -16189,6 +16217,9 @@ void pf_testing_cpu_activate(float *out, const float *x, const float *mul, size_
     pf__cpu_kernels_here()->activate(out, x, mul, count, (pf__activation)act);
 }
 void pf_testing_cpu_exp_shifted(float *p, size_t count, float shift) { pf__cpu_kernels_here()->exp_shifted(p, count, shift); }
+double pf_testing_cpu_sum_shifted(const float *x, size_t n, double shift, int squares) {
+    return pf__cpu_kernels_here()->sum_shifted(x, n, shift, squares);
+}
 #endif
 
 static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__weight *bias,
@@ -16372,7 +16403,7 @@ static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t 
     kernels->exp_shifted(p, count, max);
     /* four independent sums and one division: a chain of dependent double adds and a double
        division per key were a quarter of a long prompt's attention */
-    double inverse = 1.0 / pf__sum_shifted(p, count, 0.0, 0);
+    double inverse = 1.0 / kernels->sum_shifted(p, count, 0.0, 0);
     for (j = 0; j < count; j++) p[j] = (float)(p[j] * inverse);
 }
 

@@ -35,6 +35,7 @@ void pf_testing_cpu_row_weighted_sums(float *out, const float *w, size_t ld, int
                                       const void *values, int dt, size_t row, size_t count, size_t n);
 void pf_testing_cpu_activate(float *out, const float *x, const float *mul, size_t count, int act);
 void pf_testing_cpu_exp_shifted(float *p, size_t count, float shift);
+double pf_testing_cpu_sum_shifted(const float *x, size_t n, double shift, int squares);
 #endif
 
 /* Which CPU kernels the fixtures run on, for the messages: the ones the machine picks, or portable. */
@@ -735,6 +736,37 @@ static void test_cpu_q8_kernels(int q4) {
     free(x), free(w), free(out), free(copy), free(q8), free(values), free(qx), free(dx), free(dw);
 }
 
+
+/* The sums of norms and softmax (x - shift, or its squares, over n values in double) give the
+   same bits on every kernel set, within double's rounding of the exact sum, for lengths around
+   the 16 chains and past them. */
+static void test_cpu_sum_shifted(void) {
+    static const size_t lengths[] = {0, 1, 15, 16, 17, 31, 64, 768, 1001};
+    float x[1001];
+    uint64_t state = 31;
+    random_fill(x, 1001, 4.0f, &state);
+    for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++)
+        for (int squares = 0; squares <= 1; squares++) {
+            size_t n = lengths[i];
+            double shift = squares ? 0.3 : 0.0, sums[3];
+            for (int set = 0; set < 3; set++) {
+                pf_testing_avx2_cpu = set == 1, pf_testing_portable_cpu = set == 2;
+                sums[set] = pf_testing_cpu_sum_shifted(x, n, shift, squares);
+            }
+            pf_testing_avx2_cpu = pf_testing_portable_cpu = 0;
+            long double exact = 0, magnitude = 0;
+            for (size_t k = 0; k < n; k++) {
+                long double d = (long double)x[k] - shift, term = squares ? d * d : d;
+                exact += term;
+                magnitude += fabsl(term);
+            }
+            CHECK_MSG(memcmp(&sums[0], &sums[1], sizeof(double)) == 0 && memcmp(&sums[0], &sums[2], sizeof(double)) == 0,
+                      "sum of %zu values (squares %d): default %.17g, AVX2 %.17g, portable %.17g", n, squares, sums[0],
+                      sums[1], sums[2]);
+            CHECK_MSG(fabsl(sums[0] - exact) <= (long double)(n + 1) * DBL_EPSILON * magnitude,
+                      "sum of %zu values (squares %d): %.17g, exact %.17Lg", n, squares, sums[0], exact);
+        }
+}
 
 /* bf16 to nearest even, as the test defines it (no NaN here). */
 static uint16_t bf16_bits(float v) {
@@ -1545,6 +1577,7 @@ void test_models(void) {
     test_cpu_quantized(PF_DTYPE_Q8_0, 0);
     test_cpu_quantized(PF_DTYPE_Q4_0, 0);
     test_cpu_bf16_products_kernel();
+    test_cpu_sum_shifted();
     test_cpu_quantized(PF_DTYPE_BF16, 1);
     test_cpu_bf16_products_options();
 #endif
