@@ -14380,6 +14380,20 @@ static void pf__cpu_add_positions(pf__rank *r, float *x, const pf__weight *table
    c, then c + 4, c + 2, c + 1), then the last n mod 16 values in order. Every kernel set computes
    exactly this (the AVX-512 one a chain a lane), so norms and softmax give the same bits on each;
    one chain of dependent double adds had made norms 3 % of a GPT-2 prefill. */
+/* x[i] += (y[i] or 0) + (b[i] or 0), as written: the residual add (y or b may be NULL). */
+static void pf__add_rows_portable(float *x, const float *y, const float *b, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] += (y ? y[i] : 0.0f) + (b ? b[i] : 0.0f);
+}
+
+/* out[i] = (float)(x[i] - mean) * inv * g[i] (+ b[i]): a norm's row once its moments are known. */
+static void pf__normalize_portable(float *out, const float *x, size_t n, double mean, float inv, const float *g,
+                                   const float *b) {
+    if (b)
+        for (size_t i = 0; i < n; i++) out[i] = (float)(x[i] - mean) * inv * g[i] + b[i];
+    else
+        for (size_t i = 0; i < n; i++) out[i] = (float)(x[i] - mean) * inv * g[i];
+}
+
 static double pf__sum_shifted_portable(const float *x, size_t n, double shift, int squares) {
     double s[16] = {0};
     size_t i = 0;
@@ -14938,6 +14952,33 @@ PF__AVX512_TARGET static void pf__store_sums_avx512(float *out, const double *ac
         _mm256_storeu_ps(out + i, bias ? _mm256_add_ps(v, _mm256_loadu_ps(bias + i)) : v);
     }
     pf__store_sums_portable(out + i, acc + i, bias ? bias + i : NULL, n - i);
+}
+
+/* pf__add_rows_portable and pf__normalize_portable in 16 lanes, each element through the same
+   operations in the same order (the tail by masks), so the bits are the portable ones. */
+PF__AVX512_TARGET static void pf__add_rows_avx512(float *x, const float *y, const float *b, size_t n) {
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 lanes = n - i < 16 ? (__mmask16)((1u << (n - i)) - 1) : (__mmask16)0xffff;
+        __m512 t = _mm512_add_ps(y ? _mm512_maskz_loadu_ps(lanes, y + i) : _mm512_setzero_ps(),
+                                 b ? _mm512_maskz_loadu_ps(lanes, b + i) : _mm512_setzero_ps());
+        _mm512_mask_storeu_ps(x + i, lanes, _mm512_add_ps(_mm512_maskz_loadu_ps(lanes, x + i), t));
+    }
+}
+
+PF__AVX512_TARGET static void pf__normalize_avx512(float *out, const float *x, size_t n, double mean, float inv,
+                                                   const float *g, const float *b) {
+    __m512d m = _mm512_set1_pd(mean);
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 lanes = n - i < 16 ? (__mmask16)((1u << (n - i)) - 1) : (__mmask16)0xffff;
+        __m512 v = _mm512_maskz_loadu_ps(lanes, x + i);
+        __m256 low = _mm512_cvtpd_ps(_mm512_sub_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(v)), m));
+        __m256 upper = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); /* AVX-512F only */
+        __m256 high = _mm512_cvtpd_ps(_mm512_sub_pd(_mm512_cvtps_pd(upper), m));
+        __m512 y = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(low)), _mm256_castps_pd(high), 1));
+        y = _mm512_mul_ps(_mm512_mul_ps(y, _mm512_set1_ps(inv)), _mm512_maskz_loadu_ps(lanes, g + i));
+        if (b) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(lanes, b + i));
+        _mm512_mask_storeu_ps(out + i, lanes, y);
+    }
 }
 
 /* pf__sum_shifted_portable with chains 0-7 in one vector's lanes and 8-15 in another's. */
@@ -15868,6 +15909,8 @@ typedef struct pf__cpu_kernels {
     void (*store_sums)(float *out, const double *acc, const float *bias, size_t n);
     pf__bf16_tiles_fn *bf16_tiles; /* AMX-BF16 where the processor and the OS allow it; else NULL */
     double (*sum_shifted)(const float *x, size_t n, double shift, int squares); /* norms, softmax */
+    void (*add_rows)(float *x, const float *y, const float *b, size_t n);
+    void (*normalize)(float *out, const float *x, size_t n, double mean, float inv, const float *g, const float *b);
 } pf__cpu_kernels;
 
 static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_PORTABLE,
@@ -15875,14 +15918,15 @@ static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_RO
                                                  pf__row_weighted_sums, pf__activate_portable, pf__exp_shifted, pf__q8_rows_portable,
                                                  pf__q8_rows_portable, pf__q4_rows_portable, pf__q4_rows_portable, NULL, NULL,
                                                  pf__quantize_x_portable, pf__widen_portable,
-                                                 pf__store_sums_portable, NULL, pf__sum_shifted_portable};
+                                                 pf__store_sums_portable, NULL, pf__sum_shifted_portable,
+                                                 pf__add_rows_portable, pf__normalize_portable};
 #ifdef PF__AVX2
 static const pf__cpu_kernels pf__cpu_avx2 = {pf__tiles_avx2, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_AVX2,
                                              pf__scores_avx2, pf__weighted_sums_avx2, pf__row_scores_avx2,
                                              pf__row_weighted_sums_avx2, pf__activate_avx2, pf__exp_shifted_avx2, pf__q8_rows_avx2,
                                              pf__q8_row_avx2, pf__q4_rows_avx2, pf__q4_row_avx2, NULL, NULL,
                                              pf__quantize_x_portable, pf__widen_avx2, pf__store_sums_avx2, NULL,
-                                             pf__sum_shifted_portable};
+                                             pf__sum_shifted_portable, pf__add_rows_portable, pf__normalize_portable};
 #endif
 #ifdef PF__AVX512
 /* Where 512-bit FMAs run at half rate (Zen 4), AVX-512VL's 32 ymm registers still hold a wider
@@ -15946,6 +15990,8 @@ static void pf__cpu_probe(void) {
     pf__cpu_avx512.quantize_x = pf__quantize_x_avx512;
     pf__cpu_avx512.widen = pf__widen_avx512;
     pf__cpu_avx512.sum_shifted = pf__sum_shifted_avx512;
+    pf__cpu_avx512.add_rows = pf__add_rows_avx512;
+    pf__cpu_avx512.normalize = pf__normalize_avx512;
     pf__cpu_avx512.store_sums = pf__store_sums_avx512;
     if (pf__cpu_wide_fma) {
         pf__cpu_avx512.scores = pf__scores_avx512, pf__cpu_avx512.weighted_sums = pf__weighted_sums_avx512;
@@ -15997,10 +16043,7 @@ static void pf__cpu_norm(pf__rank *r, float *out, const float *x, const pf__weig
         double mean = kind == PF__NORM_LAYER ? kernels->sum_shifted(xr, n, 0.0, 0) / (double)n : 0.0;
         double var = kernels->sum_shifted(xr, n, mean, 1) / (double)n;
         float inv = (float)(1.0 / sqrt(var + eps));
-        if (b)
-            for (size_t i = 0; i < n; i++) o[i] = (float)(xr[i] - mean) * inv * g[i] + b[i];
-        else
-            for (size_t i = 0; i < n; i++) o[i] = (float)(xr[i] - mean) * inv * g[i];
+        kernels->normalize(o, xr, n, mean, inv, g, b);
     }
 }
 
@@ -16220,6 +16263,13 @@ void pf_testing_cpu_exp_shifted(float *p, size_t count, float shift) { pf__cpu_k
 double pf_testing_cpu_sum_shifted(const float *x, size_t n, double shift, int squares) {
     return pf__cpu_kernels_here()->sum_shifted(x, n, shift, squares);
 }
+void pf_testing_cpu_add_rows(float *x, const float *y, const float *b, size_t n) {
+    pf__cpu_kernels_here()->add_rows(x, y, b, n);
+}
+void pf_testing_cpu_normalize(float *out, const float *x, size_t n, double mean, float inv, const float *g,
+                              const float *b) {
+    pf__cpu_kernels_here()->normalize(out, x, n, mean, inv, g, b);
+}
 #endif
 
 static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__weight *bias,
@@ -16280,8 +16330,8 @@ static void pf__cpu_add_residual(pf__rank *r, float *x, const float *y, const pf
                                  size_t n) {
     (void)r;
     const float *b = bias ? (const float *)bias->data : NULL;
-    for (size_t row = 0; row < rows; row++)
-        for (size_t i = 0; i < n; i++) x[row * n + i] += (y ? y[row * n + i] : 0.0f) + (b ? b[i] : 0.0f);
+    const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
+    for (size_t row = 0; row < rows; row++) kernels->add_rows(x + row * n, y ? y + row * n : NULL, b, n);
 }
 
 /* qkv rows += a->qkv_bias where it is still to add, as the GEMM would have added it. */

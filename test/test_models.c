@@ -36,6 +36,9 @@ void pf_testing_cpu_row_weighted_sums(float *out, const float *w, size_t ld, int
 void pf_testing_cpu_activate(float *out, const float *x, const float *mul, size_t count, int act);
 void pf_testing_cpu_exp_shifted(float *p, size_t count, float shift);
 double pf_testing_cpu_sum_shifted(const float *x, size_t n, double shift, int squares);
+void pf_testing_cpu_add_rows(float *x, const float *y, const float *b, size_t n);
+void pf_testing_cpu_normalize(float *out, const float *x, size_t n, double mean, float inv, const float *g,
+                              const float *b);
 #endif
 
 /* Which CPU kernels the fixtures run on, for the messages: the ones the machine picks, or portable. */
@@ -739,7 +742,8 @@ static void test_cpu_q8_kernels(int q4) {
 
 /* The sums of norms and softmax (x - shift, or its squares, over n values in double) give the
    same bits on every kernel set, within double's rounding of the exact sum, for lengths around
-   the 16 chains and past them. */
+   the 16 chains and past them; the residual add and a norm's scaling of a row give the bits of
+   their expressions as written, with and without y or the bias. */
 static void test_cpu_sum_shifted(void) {
     static const size_t lengths[] = {0, 1, 15, 16, 17, 31, 64, 768, 1001};
     float x[1001];
@@ -766,6 +770,34 @@ static void test_cpu_sum_shifted(void) {
             CHECK_MSG(fabsl(sums[0] - exact) <= (long double)(n + 1) * DBL_EPSILON * magnitude,
                       "sum of %zu values (squares %d): %.17g, exact %.17Lg", n, squares, sums[0], exact);
         }
+    float y[1001], g[1001], b[1001], got[1001], want[1001];
+    random_fill(y, 1001, 2.0f, &state);
+    random_fill(g, 1001, 1.5f, &state);
+    random_fill(b, 1001, 0.5f, &state);
+    for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++)
+        for (int with = 0; with < 4; with++) /* y and b present or not */
+            for (int set = 0; set < 3; set++) {
+                size_t n = lengths[i];
+                const float *yy = with & 1 ? y : NULL, *bb = with & 2 ? b : NULL;
+                pf_testing_avx2_cpu = set == 1, pf_testing_portable_cpu = set == 2;
+                memcpy(got, x, sizeof(float) * n);
+                pf_testing_cpu_add_rows(got, yy, bb, n);
+                int same = 1;
+                for (size_t k = 0; k < n; k++) {
+                    want[k] = x[k] + ((yy ? yy[k] : 0.0f) + (bb ? bb[k] : 0.0f));
+                    same &= memcmp(&got[k], &want[k], sizeof(float)) == 0;
+                }
+                CHECK_MSG(same, "residual add of %zu values (y %d, bias %d, kernel set %d)", n, with & 1, with >> 1, set);
+                pf_testing_cpu_normalize(got, x, n, 0.123456789, 0.87f, g, bb);
+                same = 1;
+                for (size_t k = 0; k < n; k++) {
+                    float scaled = (float)(x[k] - 0.123456789) * 0.87f * g[k];
+                    want[k] = bb ? scaled + bb[k] : scaled;
+                    same &= memcmp(&got[k], &want[k], sizeof(float)) == 0;
+                }
+                CHECK_MSG(same, "norm scaling of %zu values (bias %d, kernel set %d)", n, with >> 1, set);
+            }
+    pf_testing_avx2_cpu = pf_testing_portable_cpu = 0;
 }
 
 /* bf16 to nearest even, as the test defines it (no NaN here). */
