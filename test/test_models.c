@@ -1134,6 +1134,22 @@ static void test_cpu_activation_kernels(void) {
         CHECK_MSG(bad < 0, "%s exp is off at %g", name, bad < 0 ? 0.0 : x[bad]);
     }
     pf_testing_portable_cpu = 0, pf_testing_avx2_cpu = 0;
+    /* the 16-lane kernels (where the default set has them) give the 8-lane ones' bits */
+    static float wide[N];
+    for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++) {
+        pf_testing_cpu_activate(wide, x, up, N, acts[a]);
+        pf_testing_avx2_cpu = 1;
+        pf_testing_cpu_activate(out, x, up, N, acts[a]);
+        pf_testing_avx2_cpu = 0;
+        CHECK_MSG(memcmp(wide, out, sizeof wide) == 0, "activation %d: the default kernels' bits differ from AVX2's", acts[a]);
+    }
+    memcpy(wide, x, sizeof wide);
+    memcpy(out, x, sizeof out);
+    pf_testing_cpu_exp_shifted(wide, N, 3.0f);
+    pf_testing_avx2_cpu = 1;
+    pf_testing_cpu_exp_shifted(out, N, 3.0f);
+    pf_testing_avx2_cpu = 0;
+    CHECK_MSG(memcmp(wide, out, sizeof wide) == 0, "exp: the default kernels' bits differ from AVX2's");
 }
 
 static void test_cpu_attention_kernels(void) {
