@@ -15368,8 +15368,14 @@ PF__AMX_BF16_TARGET static void pf__bf16_store_sums(float *out, size_t ld, const
    (at a1), each weight row `stride` bytes apart, for the groups of 16 rows of x g0..g1 - 1. */
 PF__AMX_BF16_TARGET static void pf__bf16_tiles_pass(float *out, size_t ld, const uint16_t *tiles, size_t rows, size_t g0,
                                                     size_t g1, const uint16_t *a0, const uint16_t *a1, size_t stride,
-                                                    size_t k, size_t o, size_t count, const float *bias) {
+                                                    size_t k, size_t o, size_t count, const float *bias,
+                                                    const uint16_t *next) {
     float sums[256];
+    /* the next pass's 32 weight rows into L2 while this one computes, a few lines a step, where
+       there are two pairs of groups or more to spread them over (a step of one row of x would
+       only add reads to a pass bound by them) */
+    size_t pairs = (g1 - g0 + 1) / 2, per_step = pairs >= 2 ? (32 + pairs - 1) / pairs : 0, ahead_row = 0, ahead_at = 0;
+    if (!next) per_step = 0;
     for (size_t g = g0; g < g1; g += 2) {
         int two = g + 1 < g1;
         const uint16_t *b0 = tiles + g * k * 16, *b1 = b0 + k * 16;
@@ -15378,6 +15384,10 @@ PF__AMX_BF16_TARGET static void pf__bf16_tiles_pass(float *out, size_t ld, const
         _tile_zero(6);
         _tile_zero(7);
         for (size_t i = 0; i < k; i += 32) {
+            for (size_t p = 0; p < per_step && ahead_row < 32; p++) {
+                _mm_prefetch((const char *)(next + ahead_row * k + ahead_at), _MM_HINT_T1);
+                if ((ahead_at += 32) == k) ahead_at = 0, ahead_row++;
+            }
             _tile_loadd(0, a0 + i, stride);
             _tile_loadd(2, b0 + i * 16, 64);
             _tile_dpbf16ps(4, 0, 2);
@@ -15429,9 +15439,11 @@ PF__AMX_BF16_TARGET static void pf__bf16_tiles_amx(float *out, size_t ld, const 
     for (size_t g0 = 0; g0 < groups; g0 += panel) {
         size_t g1 = g0 + panel < groups ? g0 + panel : groups, o = 0;
         for (; o + 32 <= whole; o += 32)
-            pf__bf16_tiles_pass(out, ld, tiles, rows, g0, g1, W + o * k, W + (o + 16) * k, stride, k, o, 16, bias);
-        if (o < whole) pf__bf16_tiles_pass(out, ld, tiles, rows, g0, g1, W + o * k, NULL, stride, k, o, 16, bias);
-        if (whole < n_out) pf__bf16_tiles_pass(out, ld, tiles, rows, g0, g1, tail, NULL, stride, k, whole, n_out - whole, bias);
+            pf__bf16_tiles_pass(out, ld, tiles, rows, g0, g1, W + o * k, W + (o + 16) * k, stride, k, o, 16, bias,
+                                o + 64 <= whole ? W + (o + 32) * k : NULL);
+        if (o < whole) pf__bf16_tiles_pass(out, ld, tiles, rows, g0, g1, W + o * k, NULL, stride, k, o, 16, bias, NULL);
+        if (whole < n_out)
+            pf__bf16_tiles_pass(out, ld, tiles, rows, g0, g1, tail, NULL, stride, k, whole, n_out - whole, bias, NULL);
     }
     _tile_release();
 }
