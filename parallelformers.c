@@ -15371,9 +15371,10 @@ PF__AMX_BF16_TARGET static void pf__bf16_tiles_pass(float *out, size_t ld, const
                                                     size_t k, size_t o, size_t count, const float *bias,
                                                     const uint16_t *next) {
     float sums[256];
-    /* the next pass's 32 weight rows into L2 while this one computes, a few lines a step, where
-       there are two pairs of groups or more to spread them over (a step of one row of x would
-       only add reads to a pass bound by them) */
+    /* The next pass's 32 weight rows into L2 while this one computes, a few lines a step, where
+       two pairs of groups or more give the steps to spread them over; with one pair (decode),
+       which streams the weights, the next rows' lines at this step's column into L1, as the
+       vector kernels' decode tiles do. */
     size_t pairs = (g1 - g0 + 1) / 2, per_step = pairs >= 2 ? (32 + pairs - 1) / pairs : 0, ahead_row = 0, ahead_at = 0;
     if (!next) per_step = 0;
     for (size_t g = g0; g < g1; g += 2) {
@@ -15384,6 +15385,8 @@ PF__AMX_BF16_TARGET static void pf__bf16_tiles_pass(float *out, size_t ld, const
         _tile_zero(6);
         _tile_zero(7);
         for (size_t i = 0; i < k; i += 32) {
+            if (next && pairs == 1)
+                for (size_t r = 0; r < 32; r++) _mm_prefetch((const char *)(next + r * k + i), _MM_HINT_T0);
             for (size_t p = 0; p < per_step && ahead_row < 32; p++) {
                 _mm_prefetch((const char *)(next + ahead_row * k + ahead_at), _MM_HINT_T1);
                 if ((ahead_at += 32) == k) ahead_at = 0, ahead_row++;
