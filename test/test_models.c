@@ -1073,18 +1073,23 @@ static void test_activation_quantizer(void) {
 
 /* The activations and softmax's exponentials on every kernel set against double-precision
    formulas: within 4 (|a| + 1) fp32 epsilons of the value, for exp's argument a (computing it in
-   fp32 takes up to four roundings, each moving e^a by |a| epsilons; the rest is a few roundings),
+   fp32 takes up to four roundings, each moving e^a by |a| epsilons; the rest is a few roundings;
+   GELU with erf: a = z^2 of erfc(z) = e^(-z^2) erfcx(z), whose z = v / sqrt 2 is rounded),
    plus 1e-30 where it underflows; over
    inputs from -120 to 120 (past expf's range both ways) with NaN passing through; and each value
    the same wherever it sits in the array (the vector lanes and the masked tail), as ranks split
    the MLP's columns anywhere. */
 static double exp_argument(double v, int act) {
-    return act == 0 ? -2 * 0.7978845608028654 * (v + 0.044715 * v * v * v) : act == 3 ? -v : -1.702 * v;
+    return act == 0   ? -2 * 0.7978845608028654 * (v + 0.044715 * v * v * v)
+           : act == 1 ? v * v / 2 /* GELU erf: erfc(z) = e^(-z^2) erfcx(z), z = v / sqrt 2 */
+           : act == 3 ? -v
+                      : -1.702 * v;
 }
 
 static double exact_activation(double v, int act) {
     switch (act) {
     case 0: return v / (1 + exp(exp_argument(v, act))); /* GELU tanh: 0.5 v (1 + tanh u), without its cancellation */
+    case 1: return 0.5 * v * erfc(-v / sqrt(2.0));                                        /* GELU erf, likewise */
     case 3: return v / (1 + exp(-v));                                                    /* SiLU */
     case 5: return v / (1 + exp(-1.702 * v));                                            /* quick GELU */
     }
@@ -1094,7 +1099,7 @@ static double exact_activation(double v, int act) {
 static void test_cpu_activation_kernels(void) {
     enum { N = 2411 };
     static float x[N], up[N], out[N], alone[16], p[N];
-    static const int acts[] = {0, 3, 5};
+    static const int acts[] = {0, 1, 3, 5};
     for (int i = 0; i < N; i++) x[i] = (float)(i - N / 2) * (120.0f / (N / 2)), up[i] = 0.5f + (float)(i % 7) * 0.25f;
     x[17] = NAN;
     for (int set = 0; set <= 2; set++) {
