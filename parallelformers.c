@@ -15351,15 +15351,20 @@ PF__AMX_BF16_TARGET static void pf__bf16_pack_x(uint16_t *tiles, const float *x,
         }
 }
 
-/* A sums tile (stored [weight row][row of x], 16 floats a row) into out's rows g * 16.. (those
-   under `rows`) at outputs o..o + count - 1, plus their bias. */
+/* A sums tile (stored [weight row][row of x], 16 floats a row; one float a row where x has one
+   row, which is then out's row already) into out's rows g * 16.. (those under `rows`) at outputs
+   o..o + count - 1, plus their bias. */
 PF__AMX_BF16_TARGET static void pf__bf16_store_sums(float *out, size_t ld, const float *sums, size_t rows, size_t g,
                                                     size_t o, size_t count, const float *bias) {
+    __mmask16 mask = (__mmask16)((1u << count) - 1);
+    __m512 b = bias ? _mm512_maskz_loadu_ps(mask, bias + o) : _mm512_setzero_ps();
+    if (rows == 1) {
+        _mm512_mask_storeu_ps(out + o, mask, _mm512_add_ps(_mm512_loadu_ps(sums), b));
+        return;
+    }
     __m512 r[16];
     for (int j = 0; j < 16; j++) r[j] = _mm512_loadu_ps(sums + j * 16);
     pf__transpose16(r);
-    __mmask16 mask = (__mmask16)((1u << count) - 1);
-    __m512 b = bias ? _mm512_maskz_loadu_ps(mask, bias + o) : _mm512_setzero_ps();
     for (size_t n = 0; n < 16 && g * 16 + n < rows; n++)
         _mm512_mask_storeu_ps(out + (g * 16 + n) * ld + o, mask, _mm512_add_ps(r[n], b));
 }
@@ -15371,6 +15376,7 @@ PF__AMX_BF16_TARGET static void pf__bf16_tiles_pass(float *out, size_t ld, const
                                                     size_t k, size_t o, size_t count, const float *bias,
                                                     const uint16_t *next) {
     float sums[256];
+    size_t sums_stride = rows == 1 ? sizeof(float) : 64; /* see pf__bf16_store_sums */
     /* The next pass's 32 weight rows into L2 while this one computes, a few lines a step, where
        two pairs of groups or more give the steps to spread them over; with one pair (decode),
        which streams the weights, the next rows' lines at this step's column into L1, as the
@@ -15405,18 +15411,18 @@ PF__AMX_BF16_TARGET static void pf__bf16_tiles_pass(float *out, size_t ld, const
             }
         }
         /* the sums through memory: the tile registers cannot be read otherwise */
-        _tile_stored(4, sums, 64);
+        _tile_stored(4, sums, sums_stride);
         pf__bf16_store_sums(out, ld, sums, rows, g, o, count, bias);
         if (a1) {
-            _tile_stored(5, sums, 64);
+            _tile_stored(5, sums, sums_stride);
             pf__bf16_store_sums(out, ld, sums, rows, g, o + 16, 16, bias);
         }
         if (two) {
-            _tile_stored(6, sums, 64);
+            _tile_stored(6, sums, sums_stride);
             pf__bf16_store_sums(out, ld, sums, rows, g + 1, o, count, bias);
         }
         if (two && a1) {
-            _tile_stored(7, sums, 64);
+            _tile_stored(7, sums, sums_stride);
             pf__bf16_store_sums(out, ld, sums, rows, g + 1, o + 16, 16, bias);
         }
     }
