@@ -16099,7 +16099,7 @@ static void pf__cpu_probe(void) {
     pf__cpu_wide_fma = pf__cpu_avx512_usable && !(amd && family < 0x1a);
 #ifdef PF__AVX512
     unsigned d7 = __get_cpuid_count(7, 0, &a, &b, &c, &d) ? d : 0; /* AMX's flags */
-    (void)d7;
+    (void)d7; /* unread where PF_NO_AMX leaves the tiles out */
     pf__cpu_avx512 = pf__cpu_avx2;
     pf__cpu_avx512.tiles = pf__cpu_wide_fma ? pf__tiles_avx512 : pf__tiles_ymm32;
     pf__cpu_avx512.tile_rows = PF__TILE_ROWS_AVX512;
@@ -16572,8 +16572,8 @@ static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t 
     float max = maxima[0];
     for (int l = 1; l < 8; l++) max = maxima[l] > max ? maxima[l] : max;
     kernels->exp_shifted(p, count, max);
-    /* four independent sums and one division: a chain of dependent double adds and a double
-       division per key were a quarter of a long prompt's attention */
+    /* independent sums (sum_shifted's sixteen chains) and one division: a chain of dependent
+       double adds and a double division per key were a quarter of a long prompt's attention */
     double inverse = 1.0 / kernels->sum_shifted(p, count, 0.0, 0);
     for (j = 0; j < count; j++) p[j] = (float)(p[j] * inverse);
 }
