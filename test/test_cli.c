@@ -28,7 +28,7 @@ static int run(const char *command, char *last_line, size_t cap) {
    and a wrong flag or value is named with what is allowed (exit status 2). */
 static void check_cli_help(const char *dir) {
     static const char *const options[] = {"--ids", "--batch-file", "--ids-lines", "-n, --max-new-tokens", "--gpus",
-                                          "--device", "--dtype", "--kv-cache", "--no-cuda-graphs", "--dump-logits", "--policy", "--beams", "--return",
+                                          "--device", "--dtype", "--bf16-products", "--kv-cache", "--no-cuda-graphs", "--dump-logits", "--policy", "--beams", "--return",
                                           "--no-repeat-ngram", "--sample", "--temperature", "--top-k", "--top-p",
                                           "--repetition-penalty", "--seed", "--special", "--chat", "--system",
                                           "-i, --interactive", "-v, --verbose", "-h, --help",
@@ -195,6 +195,32 @@ static void check_ids_and_logits(const char *fixture, int ranks, const char *dty
     remove(dump);
 }
 
+/* --bf16-products with --dtype bf16 prints the greedy ids of transformers running bf16 products
+   (llama-q8's bf16p reference: each step wins by 0.09 or more) on 2 ranks; with fp32 weights it
+   fails (exit 1) with the library's message, which names the option. */
+static void check_bf16_products_cli(void) {
+    char dir[1024], ref_dir[1100], command[4096], out[16384], ids[1024] = "";
+    test_reference ref;
+    snprintf(dir, sizeof dir, "%s/llama-q8", test_fixtures);
+    snprintf(ref_dir, sizeof ref_dir, "%s/bf16p", dir);
+    if (test_read_reference(ref_dir, &ref)) {
+        CHECK_MSG(0, "%s: no reference", ref_dir);
+        return;
+    }
+    for (int i = 0; i < ref.num_prompt_ids; i++)
+        snprintf(ids + strlen(ids), sizeof ids - strlen(ids), "%s%d", i ? "," : "", ref.prompt_ids[i]);
+    snprintf(command, sizeof command, "%s %s --ids %s -n %d --gpus 2 --device cpu --dtype bf16 --bf16-products",
+             test_generate_binary, dir, ids, ref.max_new_tokens);
+    char last[4096];
+    CHECK_MSG(run(command, last, sizeof last) == 0, "%s failed", command);
+    int got[64], n = test_parse_ids(last, got, 64), same = n == ref.num_greedy_ids;
+    for (int i = 0; same && i < n; i++) same = got[i] == ref.greedy_ids[i];
+    CHECK_MSG(same, "--bf16-products printed ids \"%s\", not transformers' bf16-products greedy ids", last);
+    snprintf(command, sizeof command, "%s %s --ids %s -n 2 --device cpu --bf16-products 2>&1", test_generate_binary, dir, ids);
+    CHECK_MSG(test_run_output(command, out, sizeof out) == 1 && strstr(out, "bf16_products"),
+              "--bf16-products with fp32 weights printed \"%s\"", out);
+}
+
 /* The version and features the library reports agree with the header and with each other. */
 static void check_build_info(void) {
     pf_build_info info = pf_get_build_info();
@@ -272,6 +298,7 @@ void test_cli(void) {
     check_ids_and_logits("llama-q8", 2, NULL, "f16");
     check_ids_and_logits("llama-q8", 2, NULL, "bf16");
     check_ids_and_logits("my-llama", 2, NULL, NULL); /* through --policy */
+    check_bf16_products_cli();
 
     char command[2048], last[4096];
     test_reference ref;
