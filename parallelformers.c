@@ -14375,11 +14375,6 @@ static void pf__cpu_add_positions(pf__rank *r, float *x, const pf__weight *table
         }
 }
 
-/* The sum of x[i] - shift over n values (squared where `squares`), in double: sixteen chains
-   (chain c takes the values i = c mod 16 of the whole sixteens), added pairwise (chain c + 8 into
-   c, then c + 4, c + 2, c + 1), then the last n mod 16 values in order. Every kernel set computes
-   exactly this (the AVX-512 one a chain a lane), so norms and softmax give the same bits on each;
-   one chain of dependent double adds had made norms 3 % of a GPT-2 prefill. */
 /* x[i] += (y[i] or 0) + (b[i] or 0), as written: the residual add (y or b may be NULL). */
 static void pf__add_rows_portable(float *x, const float *y, const float *b, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] += (y ? y[i] : 0.0f) + (b ? b[i] : 0.0f);
@@ -14394,6 +14389,17 @@ static void pf__normalize_portable(float *out, const float *x, size_t n, double 
         for (size_t i = 0; i < n; i++) out[i] = (float)(x[i] - mean) * inv * g[i];
 }
 
+/* sum plus x[i] - shift (squared where `squares`) for i = from..n - 1, in order. */
+static double pf__sum_shifted_tail(double sum, const float *x, size_t from, size_t n, double shift, int squares) {
+    for (size_t i = from; i < n; i++) sum += squares ? (x[i] - shift) * (x[i] - shift) : x[i] - shift;
+    return sum;
+}
+
+/* The sum of x[i] - shift over n values (squared where `squares`), in double: sixteen chains
+   (chain c takes the values i = c mod 16 of the whole sixteens), added pairwise (chain c + 8 into
+   c, then c + 4, c + 2, c + 1), then the last n mod 16 values in order. Every kernel set computes
+   exactly this (the AVX-512 one a chain a lane), so norms and softmax give the same bits on each;
+   one chain of dependent double adds had made norms 3 % of a GPT-2 prefill. */
 static double pf__sum_shifted_portable(const float *x, size_t n, double shift, int squares) {
     double s[16] = {0};
     size_t i = 0;
@@ -14404,9 +14410,7 @@ static double pf__sum_shifted_portable(const float *x, size_t n, double shift, i
         }
     for (int w = 8; w >= 1; w /= 2)
         for (int c = 0; c < w; c++) s[c] += s[c + w];
-    double sum = s[0];
-    for (; i < n; i++) sum += squares ? (x[i] - shift) * (x[i] - shift) : x[i] - shift;
-    return sum;
+    return pf__sum_shifted_tail(s[0], x, i, n, shift, squares);
 }
 
 
@@ -14954,11 +14958,16 @@ PF__AVX512_TARGET static void pf__store_sums_avx512(float *out, const double *ac
     pf__store_sums_portable(out + i, acc + i, bias ? bias + i : NULL, n - i);
 }
 
+/* The lanes of a 16-float step that hold elements when `count` are left (all 16 from 16 on). */
+static PF__INLINE __mmask16 pf__lanes16(size_t count) {
+    return count >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << count) - 1);
+}
+
 /* pf__add_rows_portable and pf__normalize_portable in 16 lanes, each element through the same
    operations in the same order (the tail by masks), so the bits are the portable ones. */
 PF__AVX512_TARGET static void pf__add_rows_avx512(float *x, const float *y, const float *b, size_t n) {
     for (size_t i = 0; i < n; i += 16) {
-        __mmask16 lanes = n - i < 16 ? (__mmask16)((1u << (n - i)) - 1) : (__mmask16)0xffff;
+        __mmask16 lanes = pf__lanes16(n - i);
         __m512 t = _mm512_add_ps(y ? _mm512_maskz_loadu_ps(lanes, y + i) : _mm512_setzero_ps(),
                                  b ? _mm512_maskz_loadu_ps(lanes, b + i) : _mm512_setzero_ps());
         _mm512_mask_storeu_ps(x + i, lanes, _mm512_add_ps(_mm512_maskz_loadu_ps(lanes, x + i), t));
@@ -14969,7 +14978,7 @@ PF__AVX512_TARGET static void pf__normalize_avx512(float *out, const float *x, s
                                                    const float *g, const float *b) {
     __m512d m = _mm512_set1_pd(mean);
     for (size_t i = 0; i < n; i += 16) {
-        __mmask16 lanes = n - i < 16 ? (__mmask16)((1u << (n - i)) - 1) : (__mmask16)0xffff;
+        __mmask16 lanes = pf__lanes16(n - i);
         __m512 v = _mm512_maskz_loadu_ps(lanes, x + i);
         __m256 low = _mm512_cvtpd_ps(_mm512_sub_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(v)), m));
         __m256 upper = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); /* AVX-512F only */
@@ -14994,9 +15003,7 @@ PF__AVX512_TARGET static double pf__sum_shifted_avx512(const float *x, size_t n,
     __m512d eight = _mm512_add_pd(low, high);
     __m256d four = _mm256_add_pd(_mm512_castpd512_pd256(eight), _mm512_extractf64x4_pd(eight, 1));
     __m128d two = _mm_add_pd(_mm256_castpd256_pd128(four), _mm256_extractf128_pd(four, 1));
-    double sum = _mm_cvtsd_f64(_mm_add_sd(two, _mm_unpackhi_pd(two, two)));
-    for (; i < n; i++) sum += squares ? (x[i] - shift) * (x[i] - shift) : x[i] - shift;
-    return sum;
+    return pf__sum_shifted_tail(_mm_cvtsd_f64(_mm_add_sd(two, _mm_unpackhi_pd(two, two))), x, i, n, shift, squares);
 }
 
 PF__AVX512_TARGET static void pf__widen_avx512(float *out, const void *w, int wt, size_t count) {
@@ -15142,6 +15149,10 @@ typedef struct {
     uint8_t rows[16];
 } pf__amx_config;
 
+/* Loads a tile configuration. Not _tile_loadconfig: GCC's tells the compiler the instruction reads
+   8 bytes, and -O1 then dropped the stores of the rest (ldtilecfg faulted). */
+static PF__INLINE void pf__amx_load_config(const pf__amx_config *c) { __asm__ volatile("ldtilecfg %0" : : "m"(*c)); }
+
 PF__AMX_TARGET static void pf__amx_configure(void) {
     pf__amx_config c;
     memset(&c, 0, sizeof c);
@@ -15149,9 +15160,7 @@ PF__AMX_TARGET static void pf__amx_configure(void) {
     c.rows[0] = 16, c.bytes_per_row[0] = PF__Q8_BLOCK;
     c.rows[1] = PF__Q8_BLOCK / 4, c.bytes_per_row[1] = 64;
     c.rows[2] = c.rows[3] = 16, c.bytes_per_row[2] = c.bytes_per_row[3] = 64;
-    /* not _tile_loadconfig: GCC's tells the compiler the instruction reads 8 bytes, and -O1 then
-       dropped the stores of the rest (ldtilecfg faulted) */
-    __asm__ volatile("ldtilecfg %0" : : "m"(c));
+    pf__amx_load_config(&c);
 }
 
 /* The AMX product's scratch, after the activations' blocks: x's blocks in tile layout with their
@@ -15307,7 +15316,7 @@ PF__AMX_BF16_TARGET static void pf__amx_bf16_configure(size_t columns) {
     for (int t = 0; t < 8; t++) c.rows[t] = 16, c.bytes_per_row[t] = 64;
     /* rows of x as columns: fewer than 16 (decode's one) need only as many */
     for (int t = 2; t < 8; t++) c.bytes_per_row[t] = (uint16_t)(columns * sizeof(float));
-    __asm__ volatile("ldtilecfg %0" : : "m"(c));
+    pf__amx_load_config(&c);
 }
 
 /* r[i] becomes column i of the 16 x 16 matrix of 32-bit values whose rows r held. */
@@ -15327,17 +15336,15 @@ PF__AMX_BF16_TARGET static PF__INLINE void pf__transpose16(__m512 r[16]) {
     for (int i = 0; i < 8; i++) r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88), r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
 }
 
-static size_t pf__bf16_groups(size_t rows) { return (rows + 15) / 16; }
-
 /* Scratch of pf__bf16_tiles_amx: x's tiles, then a zero-padded copy of the last n_out % 16 weight
    rows, 64-byte aligned. */
-static size_t pf__bf16_tiles_bytes(size_t rows, size_t k) { return 64 + (pf__bf16_groups(rows) + 1) * 16 * k * 2; }
+static size_t pf__bf16_tiles_bytes(size_t rows, size_t k) { return 64 + (pf__amx_groups(rows) + 1) * 16 * k * 2; }
 
 /* x [rows][k] rounded to bf16 (to nearest even; vcvtne2ps2bf16 takes values under bf16's normal
    range as zeros) into tile B's layout: group g's 32 inputs from i are 16 rows of 64 bytes, row p
    holding inputs i + 2p and i + 2p + 1 of each of the group's 16 rows of x; rows past `rows` zero. */
 PF__AMX_BF16_TARGET static void pf__bf16_pack_x(uint16_t *tiles, const float *x, size_t rows, size_t k) {
-    for (size_t g = 0; g < pf__bf16_groups(rows); g++)
+    for (size_t g = 0; g < pf__amx_groups(rows); g++)
         for (size_t i = 0; i < k; i += 32) {
             __m512 r[16];
             for (size_t n = 0; n < 16; n++) {
@@ -15356,7 +15363,7 @@ PF__AMX_BF16_TARGET static void pf__bf16_pack_x(uint16_t *tiles, const float *x,
    o..o + count - 1, plus their bias. */
 PF__AMX_BF16_TARGET static void pf__bf16_store_sums(float *out, size_t ld, const float *sums, size_t rows, size_t g,
                                                     size_t o, size_t count, const float *bias) {
-    __mmask16 mask = (__mmask16)((1u << count) - 1);
+    __mmask16 mask = pf__lanes16(count);
     __m512 b = bias ? _mm512_maskz_loadu_ps(mask, bias + o) : _mm512_setzero_ps();
     if (rows == 1) {
         _mm512_mask_storeu_ps(out + o, mask, _mm512_add_ps(_mm512_loadu_ps(sums), b));
@@ -15381,8 +15388,8 @@ PF__AMX_BF16_TARGET static void pf__bf16_tiles_pass(float *out, size_t ld, const
        two pairs of groups or more give the steps to spread them over; with one pair (decode),
        which streams the weights, the next rows' lines at this step's column into L1, as the
        vector kernels' decode tiles do. */
-    size_t pairs = (g1 - g0 + 1) / 2, per_step = pairs >= 2 ? (32 + pairs - 1) / pairs : 0, ahead_row = 0, ahead_at = 0;
-    if (!next) per_step = 0;
+    size_t pairs = (g1 - g0 + 1) / 2, per_step = next && pairs >= 2 ? (32 + pairs - 1) / pairs : 0;
+    size_t ahead_row = 0, ahead_at = 0;
     for (size_t g = g0; g < g1; g += 2) {
         int two = g + 1 < g1;
         const uint16_t *b0 = tiles + g * k * 16, *b1 = b0 + k * 16;
@@ -15434,9 +15441,9 @@ PF__AMX_BF16_TARGET static void pf__bf16_tiles_pass(float *out, size_t ld, const
 PF__AMX_BF16_TARGET static void pf__bf16_tiles_amx(float *out, size_t ld, const float *x, size_t rows, const void *w,
                                                    size_t k, size_t n_out, const float *bias, void *scratch) {
     uint16_t *tiles = (uint16_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
-    uint16_t *tail = tiles + pf__bf16_groups(rows) * 16 * k; /* the last weight rows, padded to 16 */
+    uint16_t *tail = tiles + pf__amx_groups(rows) * 16 * k; /* the last weight rows, padded to 16 */
     const uint16_t *W = (const uint16_t *)w;
-    size_t groups = pf__bf16_groups(rows), whole = n_out / 16 * 16, stride = k * sizeof(uint16_t);
+    size_t groups = pf__amx_groups(rows), whole = n_out / 16 * 16, stride = k * sizeof(uint16_t);
     size_t panel = PF__BF16_PANEL_BYTES / (16 * stride) / 2 * 2; /* groups a panel, even */
     if (panel < 2) panel = 2;
     pf__bf16_pack_x(tiles, x, rows, k);
@@ -15861,7 +15868,7 @@ PF__AVX512_TARGET static void pf__activate_avx512(float *out, const float *x, co
         return;
     }
     for (size_t i = 0; i < count; i += 16) {
-        __mmask16 lanes = count - i < 16 ? (__mmask16)((1u << (count - i)) - 1) : (__mmask16)0xffff;
+        __mmask16 lanes = pf__lanes16(count - i);
         __m512 v = _mm512_maskz_loadu_ps(lanes, x + i);
         __m512 y = act == PF__ACT_GELU_ERF ? pf__gelu_erf_avx512(v) : pf__sigmoid_act_avx512(v, act);
         if (mul) y = _mm512_mul_ps(y, _mm512_maskz_loadu_ps(lanes, mul + i));
@@ -15871,7 +15878,7 @@ PF__AVX512_TARGET static void pf__activate_avx512(float *out, const float *x, co
 
 PF__AVX512_TARGET static void pf__exp_shifted_avx512(float *p, size_t count, float shift) {
     for (size_t j = 0; j < count; j += 16) {
-        __mmask16 lanes = count - j < 16 ? (__mmask16)((1u << (count - j)) - 1) : (__mmask16)0xffff;
+        __mmask16 lanes = pf__lanes16(count - j);
         __m512 v = _mm512_sub_ps(_mm512_maskz_loadu_ps(lanes, p + j), _mm512_set1_ps(shift));
         _mm512_mask_storeu_ps(p + j, lanes, pf__exp_avx512(v));
     }
@@ -15928,7 +15935,7 @@ PF__AVX512_TARGET static void pf__weighted_sums_avx512(float *out, size_t ldo, c
         __m512 acc[PF__QUERY_BLOCK][4];
         PF__UNROLL for (int c = 0; c < 4; c++) {
             size_t left = width > (size_t)c * 16 ? width - (size_t)c * 16 : 0;
-            mask[c] = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+            mask[c] = pf__lanes16(left);
             PF__UNROLL for (int i = 0; i < PF__QUERY_BLOCK; i++) acc[i][c] = _mm512_setzero_ps();
         }
         for (size_t j = 0; j < count; j++) {
@@ -15956,7 +15963,7 @@ PF__AVX512_TARGET static PF__INLINE void pf__row_scores_avx512_dt(float *out, si
         for (int h = 0; h < hs.heads; h++) {
             __m512 acc = _mm512_setzero_ps();
             for (size_t i = 0; i < n; i += 16) {
-                __mmask16 lanes = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+                __mmask16 lanes = pf__lanes16(n - i);
                 __m512 k = pf__load_weights_avx512(keys, j * row + hs.kv[h] + i, lanes, dt);
                 acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(lanes, q + (size_t)h * n + i), k, acc);
             }
@@ -15977,7 +15984,7 @@ PF__AVX512_TARGET static PF__INLINE void pf__row_weighted_sums_avx512_dt(float *
             __m512 p = _mm512_set1_ps(w[(size_t)h * ld + j]);
             float *o = out + (size_t)h * n;
             for (size_t i = 0; i < n; i += 16) {
-                __mmask16 lanes = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+                __mmask16 lanes = pf__lanes16(n - i);
                 __m512 v = pf__load_weights_avx512(values, j * row + hs.kv[h] + i, lanes, dt);
                 _mm512_mask_storeu_ps(o + i, lanes, _mm512_fmadd_ps(p, v, _mm512_maskz_loadu_ps(lanes, o + i)));
             }
@@ -16098,8 +16105,10 @@ static void pf__cpu_probe(void) {
     int amd = memcmp(vendor, "AuthenticAMD", 12) == 0;
     pf__cpu_wide_fma = pf__cpu_avx512_usable && !(amd && family < 0x1a);
 #ifdef PF__AVX512
+#ifdef PF__AMX
     unsigned d7 = __get_cpuid_count(7, 0, &a, &b, &c, &d) ? d : 0; /* AMX's flags */
-    (void)d7; /* unread where PF_NO_AMX leaves the tiles out */
+    int amx = pf__cpu_avx512_usable && pf__amx_permitted();
+#endif
     pf__cpu_avx512 = pf__cpu_avx2;
     pf__cpu_avx512.tiles = pf__cpu_wide_fma ? pf__tiles_avx512 : pf__tiles_ymm32;
     pf__cpu_avx512.tile_rows = PF__TILE_ROWS_AVX512;
@@ -16122,14 +16131,13 @@ static void pf__cpu_probe(void) {
         pf__cpu_avx512.q8_rows = pf__q8_rows_vnni, pf__cpu_avx512.q8_row = pf__q8_row_vnni;
         pf__cpu_avx512.q4_rows = pf__q4_rows_vnni, pf__cpu_avx512.q4_row = pf__q4_row_vnni;
 #ifdef PF__AMX
-        if (pf__amx_permitted() && (d7 & (1u << 25))) /* AMX-INT8 */
+        if (amx && (d7 & (1u << 25))) /* AMX-INT8 */
             pf__cpu_avx512.q8_tiles = pf__q8_tiles_amx, pf__cpu_avx512.q4_tiles = pf__q4_tiles_amx;
 #endif
     }
 #ifdef PF__AMX
     /* AMX-BF16, and AVX512-BF16 (leaf 7.1 eax bit 5) for rounding x */
-    if (pf__cpu_avx512_usable && (d7 & (1u << 22)) && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5)) &&
-        pf__amx_permitted())
+    if (amx && (d7 & (1u << 22)) && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5)))
         pf__cpu_avx512.bf16_tiles = pf__bf16_tiles_amx;
 #endif
 #endif
