@@ -15342,8 +15342,14 @@ static size_t pf__bf16_tiles_bytes(size_t rows, size_t k) { return 64 + (pf__amx
 
 /* x [rows][k] rounded to bf16 (to nearest even; vcvtne2ps2bf16 takes values under bf16's normal
    range as zeros) into tile B's layout: group g's 32 inputs from i are 16 rows of 64 bytes, row p
-   holding inputs i + 2p and i + 2p + 1 of each of the group's 16 rows of x; rows past `rows` zero. */
+   holding inputs i + 2p and i + 2p + 1 of each of the group's 16 rows of x; rows past `rows` zero.
+   One row of x (decode) is its tile's one column, 4 bytes a row: x's values in order, as they are. */
 PF__AMX_BF16_TARGET static void pf__bf16_pack_x(uint16_t *tiles, const float *x, size_t rows, size_t k) {
+    if (rows == 1) {
+        for (size_t i = 0; i < k; i += 32)
+            _mm512_storeu_ps(tiles + i, (__m512)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(x + i)));
+        return;
+    }
     for (size_t g = 0; g < pf__amx_groups(rows); g++)
         for (size_t i = 0; i < k; i += 32) {
             __m512 r[16];
@@ -15383,7 +15389,8 @@ PF__AMX_BF16_TARGET static void pf__bf16_tiles_pass(float *out, size_t ld, const
                                                     size_t k, size_t o, size_t count, const float *bias,
                                                     const uint16_t *next) {
     float sums[256];
-    size_t sums_stride = rows == 1 ? sizeof(float) : 64; /* see pf__bf16_store_sums */
+    /* one row of x: its tile and its sums a float a row (pf__bf16_pack_x, pf__bf16_store_sums) */
+    size_t sums_stride = rows == 1 ? sizeof(float) : 64, x_step = rows == 1 ? 1 : 16, x_stride = rows == 1 ? 4 : 64;
     /* The next pass's 32 weight rows into L2 while this one computes, a few lines a step, where
        two pairs of groups or more give the steps to spread them over; with one pair (decode),
        which streams the weights, the next rows' lines at this step's column into L1, as the
@@ -15392,7 +15399,7 @@ PF__AMX_BF16_TARGET static void pf__bf16_tiles_pass(float *out, size_t ld, const
     size_t ahead_row = 0, ahead_at = 0;
     for (size_t g = g0; g < g1; g += 2) {
         int two = g + 1 < g1;
-        const uint16_t *b0 = tiles + g * k * 16, *b1 = b0 + k * 16;
+        const uint16_t *b0 = tiles + g * k * x_step, *b1 = b0 + k * x_step;
         _tile_zero(4);
         _tile_zero(5);
         _tile_zero(6);
@@ -15405,10 +15412,10 @@ PF__AMX_BF16_TARGET static void pf__bf16_tiles_pass(float *out, size_t ld, const
                 if ((ahead_at += 32) == k) ahead_at = 0, ahead_row++;
             }
             _tile_loadd(0, a0 + i, stride);
-            _tile_loadd(2, b0 + i * 16, 64);
+            _tile_loadd(2, b0 + i * x_step, x_stride);
             _tile_dpbf16ps(4, 0, 2);
             if (two) {
-                _tile_loadd(3, b1 + i * 16, 64);
+                _tile_loadd(3, b1 + i * x_step, x_stride);
                 _tile_dpbf16ps(6, 0, 3);
             }
             if (a1) {
