@@ -3,8 +3,8 @@
 
    build/bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16|q8|q4]
                [--models gpt2,gpt2-xl,llama-1b,llama-8b,bert-base] [--quick | --full] [--prompt N]
-               [--new N] [--runs N] [--batch16 | --no-batch16] [--default-cache] [--kv-cache f32|f16|bf16]
-               [--bf16-products] [--dir DIR] [--seed N] [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]
+               [--new N] [--runs N] [--rounds N] [--batch16 | --no-batch16] [--default-cache]
+               [--kv-cache f32|f16|bf16] [--bf16-products] [--dir DIR] [--seed N] [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]
                [--llama-cpp DIR | --no-llama-cpp] [--perplexity MODEL [--text FILE]]
 
      --device     cpu or cuda (default: cuda when this build has it and a GPU is present)
@@ -21,6 +21,10 @@
                   the CPU default
      --full       every model, prompt 512, 128 new tokens, 5 runs, batch 16: the default on CUDA
      --prompt N, --new N, --runs N   override the prompt length, decode steps and timed runs
+     --rounds N   measure each decoder N times over, the engines taking turns (ours, llama.cpp,
+                  transformers, then again), and keep each engine's best prefill and decode
+                  (default 1): on a shared machine whose speed swings for minutes at a time, one
+                  engine's figures may otherwise come from a slow spell and another's from a fast one
      --batch16    also decode 16 sequences at once (pf_generate_batch); --no-batch16 skips it
      --default-cache  leave max_sequence_length 0, so the KV cache holds the model's maximum
                   positions as with pf_parallelize's defaults (else prompt + new tokens)
@@ -70,7 +74,8 @@
      hidden = 1 rank whether last_hidden_state on N ranks equals the 1-rank one (else the max diff)
      ref             transformers' AutoModel (BertModel) on the same batch, per attention
                      implementation; our 1-rank last_hidden_state is compared with its first one's
-   Every timing: a warm-up run first, then the median of --runs runs, CLOCK_MONOTONIC. Above the
+   Every timing: a warm-up run first, then the median of --runs runs, CLOCK_MONOTONIC (with
+   --rounds, the best of the rounds' medians, each engine's own). Above the
    tables: the load average at the start and the end, and the cores other processes used during
    the run, to judge a run on a shared machine by.
 
@@ -109,6 +114,7 @@
 #include "../parallelformers.h"
 
 #define MAX_RUNS 64
+#define MAX_ROUNDS 16
 #define PATH_CAP 1024 /* the checkpoint directory's path, at most */
 #define BATCH16 16
 #define ENCODER_BATCH 32   /* sentences per pf_encode */
@@ -894,6 +900,7 @@ typedef struct config {
     pf_device device;
     pf_dtype dtype;
     int max_ranks, prompt_len, new_tokens, runs, batch16, num_gpus;
+    int rounds; /* decoders: each engine measured this many times, in turn; the best kept */
     int default_cache; /* max_sequence_length 0: the KV cache for the model's maximum positions */
     pf_dtype kv_cache; /* pf_parallel_options.kv_cache_dtype */
     int bf16_products; /* pf_parallel_options.bf16_products */
@@ -993,6 +1000,25 @@ done:
     free(logits);
     pf_free(m);
     return result;
+}
+
+/* --rounds: a later round's measurement folded into the first's: the best prefill, decodes and
+   load, the first round's tokens (a round whose tokens differ makes the runs non-deterministic),
+   the first error; `later` is freed. */
+static void keep_best_result(result *best, result *later) {
+    if (later->error[0] && !best->error[0]) snprintf(best->error, sizeof best->error, "%s", later->error);
+    if (!later->error[0] && !best->error[0]) {
+        if (later->prefill_s < best->prefill_s) best->prefill_s = later->prefill_s;
+        if (later->decode_tok_s > best->decode_tok_s) best->decode_tok_s = later->decode_tok_s;
+        if (later->decode16_tok_s > best->decode16_tok_s) best->decode16_tok_s = later->decode16_tok_s;
+        if (later->load_s < best->load_s) best->load_s = later->load_s;
+        if (later->bytes_per_rank > best->bytes_per_rank) best->bytes_per_rank = later->bytes_per_rank;
+        if (!later->deterministic || later->num_tokens != best->num_tokens ||
+            memcmp(later->tokens, best->tokens, (size_t)best->num_tokens * sizeof *best->tokens))
+            best->deterministic = 0;
+    }
+    free(later->tokens);
+    free(later->hidden);
 }
 
 /* One model on `ranks` ranks: load, batch-1 generations, then (maybe) batch 16. */
@@ -1283,6 +1309,23 @@ static void run_reference(const char *script, const char *dir, const char *argum
     if (!ref->available && !ref->note[0]) snprintf(ref->note, sizeof ref->note, "exit status %d", status);
 }
 
+/* --rounds: a later round's reference run folded into the first's (each thread count's best
+   prefill and decode; the first round's tokens); `later` is freed. */
+static void keep_best_reference(reference *best, reference *later) {
+    if (!best->available) {
+        free(best->tokens);
+        *best = *later;
+        return;
+    }
+    for (int i = 0; later->available && i < later->num; i++)
+        for (int j = 0; j < best->num; j++)
+            if (best->threads[j] == later->threads[i]) {
+                if (later->prefill_tok_s[i] > best->prefill_tok_s[j]) best->prefill_tok_s[j] = later->prefill_tok_s[i];
+                if (later->decode_tok_s[i] > best->decode_tok_s[j]) best->decode_tok_s[j] = later->decode_tok_s[i];
+            }
+    free(later->tokens);
+}
+
 /* The reference's encoder rate for a thread count (0 on CUDA matches any) and attention; < 0 when
    it was not measured. */
 static double ref_sentences(const reference *ref, int threads, const char *attention) {
@@ -1318,7 +1361,7 @@ static void usage(void) {
     fprintf(stderr,
             "usage: bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16|q8|q4]\n"
             "             [--models gpt2,gpt2-xl,llama-1b,llama-8b,bert-base] [--quick | --full] [--prompt N]\n"
-            "             [--new N] [--runs N] [--batch16 | --no-batch16] [--default-cache] [--kv-cache f32|f16|bf16]\n"
+            "             [--new N] [--runs N] [--rounds N] [--batch16 | --no-batch16] [--default-cache] [--kv-cache f32|f16|bf16]\n"
             "             [--dir DIR] [--seed N] [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]\n"
             "             [--llama-cpp DIR | --no-llama-cpp] [--perplexity MODEL [--text FILE]]\n");
 }
@@ -1528,6 +1571,54 @@ static void print_encoder_table(const shape *const *chosen, int num_chosen, resu
     }
 }
 
+/* One round of a decoder's measurements: ours on each rank count, then llama.cpp (llama_cpp: its
+   tree, NULL to skip) and transformers (script NULL to skip), each run folded into the earlier
+   rounds' (keep_best_*). Returns nonzero when one of our runs failed. */
+static int measure_round(const shape *s, const char *dir, const config *cfg, const int *rank_counts, int num_counts,
+                         int32_t *const *prompts, const char *threads, int round, const char *llama_cpp,
+                         const char *llama_script, const char *script, const char *prompt_file, result *results,
+                         reference *llama_ref, reference *ref) {
+    int failed = 0;
+    char round_note[48] = "";
+    if (cfg->rounds > 1) snprintf(round_note, sizeof round_note, " (round %d of %d)", round + 1, cfg->rounds);
+    for (int k = 0; k < num_counts; k++) {
+        fprintf(stderr, "bench: %s on %d rank%s%s...\n", s->name, rank_counts[k], rank_counts[k] > 1 ? "s" : "", round_note);
+        result later, *r = round == 0 ? &results[k] : &later;
+        measure(dir, cfg, rank_counts[k], prompts, r);
+        if (r->error[0]) {
+            fprintf(stderr, "bench: %s, %d ranks: %s\n", s->name, rank_counts[k], r->error);
+            failed = 1;
+        }
+        if (round > 0) keep_best_result(&results[k], &later);
+    }
+    char arguments[8 * PATH_CAP];
+    reference later;
+    if (llama_cpp) {
+        fprintf(stderr, "bench: %s with llama.cpp%s...\n", s->name, round_note);
+        char q_tree[4 * PATH_CAP];
+        shell_quote(q_tree, sizeof q_tree, llama_cpp);
+        snprintf(arguments, sizeof arguments, "--llama-cpp %s --prompt %d --new %d --runs %d --threads %s --dtype %s",
+                 q_tree, cfg->prompt_len, cfg->new_tokens, cfg->runs, threads, dtype_name(cfg->dtype));
+        reference *r = round == 0 ? llama_ref : &later;
+        run_reference(llama_script, dir, arguments, 0, r);
+        if (!r->available) fprintf(stderr, "bench: llama.cpp for %s: %s\n", s->name, r->note);
+        if (round > 0) keep_best_reference(llama_ref, &later);
+    }
+    if (script) {
+        fprintf(stderr, "bench: %s with transformers%s...\n", s->name, round_note);
+        char q_prompt[4 * PATH_CAP + 128];
+        shell_quote(q_prompt, sizeof q_prompt, prompt_file);
+        snprintf(arguments, sizeof arguments, "--prompt-file %s --new %d --runs %d --threads %s --device %s --dtype %s",
+                 q_prompt, cfg->new_tokens, cfg->runs, threads, cfg->device == PF_DEVICE_CUDA ? "cuda" : "cpu",
+                 reference_dtype(cfg));
+        reference *r = round == 0 ? ref : &later;
+        run_reference(script, dir, arguments, cfg->new_tokens, r);
+        if (!r->available) fprintf(stderr, "bench: reference for %s: %s\n", s->name, r->note);
+        if (round > 0) keep_best_reference(ref, &later);
+    }
+    return failed;
+}
+
 int main(int argc, char **argv) {
     config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -1535,7 +1626,8 @@ int main(int argc, char **argv) {
     const char *llama_cpp = "build/llama.cpp", *llama_script = "bench/llamacpp_reference.py";
     int use_llama_cpp = -1; /* -1: when the default tree has llama-bench */
     const char *perplexity_model = NULL, *perplexity_text = "bench/perplexity.txt";
-    int device_set = 0, quick = -1, prompt = 0, new_tokens = 0, runs = 0, batch16 = -1, use_reference = 1, seed = 1234;
+    int device_set = 0, quick = -1, prompt = 0, new_tokens = 0, runs = 0, rounds = 1, batch16 = -1, use_reference = 1,
+        seed = 1234;
     cfg.max_ranks = 2;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -1562,6 +1654,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--prompt") && v) bad = parse_int(argv[++i], 1, 1 << 20, &prompt);
         else if (!strcmp(a, "--new") && v) bad = parse_int(argv[++i], 2, 4000, &new_tokens);
         else if (!strcmp(a, "--runs") && v) bad = parse_int(argv[++i], 1, MAX_RUNS, &runs);
+        else if (!strcmp(a, "--rounds") && v) bad = parse_int(argv[++i], 1, MAX_ROUNDS, &rounds);
         else if (!strcmp(a, "--batch16")) batch16 = 1;
         else if (!strcmp(a, "--no-batch16")) batch16 = 0;
         else if (!strcmp(a, "--default-cache")) cfg.default_cache = 1;
@@ -1614,6 +1707,7 @@ int main(int argc, char **argv) {
     cfg.prompt_len = prompt ? prompt : quick ? 128 : 512;
     cfg.new_tokens = new_tokens ? new_tokens : quick ? 32 : 128;
     cfg.runs = runs ? runs : 5;
+    cfg.rounds = rounds;
     cfg.encoder_runs = runs ? runs : quick ? 3 : 5;
     cfg.batch16 = batch16 >= 0 ? batch16 : !quick;
     if (!models) models = quick ? "gpt2,bert-base" : "gpt2,gpt2-xl,llama-1b,bert-base";
@@ -1743,41 +1837,21 @@ int main(int argc, char **argv) {
             if (!prompts[b]) return 1;
             for (int t = 0; t < cfg.prompt_len; t++) prompts[b][t] = (int32_t)(next_random(&state) % (uint64_t)s->vocab);
         }
-        for (int k = 0; k < num_counts; k++) {
-            fprintf(stderr, "bench: %s on %d rank%s...\n", s->name, rank_counts[k], rank_counts[k] > 1 ? "s" : "");
-            measure(dir, &cfg, rank_counts[k], prompts, &results[c][k]);
-            if (results[c][k].error[0]) {
-                fprintf(stderr, "bench: %s, %d ranks: %s\n", s->name, rank_counts[k], results[c][k].error);
-                status = 1;
-            }
-        }
         char threads[64]; /* on the CPU the references get as many threads as we have ranks */
         if (cuda) snprintf(threads, sizeof threads, "0");
         else if (num_counts > 1) snprintf(threads, sizeof threads, "%d,%d", rank_counts[0], rank_counts[1]);
         else snprintf(threads, sizeof threads, "%d", rank_counts[0]);
-        if (llama_ok) {
-            fprintf(stderr, "bench: %s with llama.cpp...\n", s->name);
-            char q_tree[4 * PATH_CAP], arguments[8 * PATH_CAP];
-            shell_quote(q_tree, sizeof q_tree, llama_cpp);
-            snprintf(arguments, sizeof arguments, "--llama-cpp %s --prompt %d --new %d --runs %d --threads %s --dtype %s",
-                     q_tree, cfg.prompt_len, cfg.new_tokens, cfg.runs, threads, dtype_name(cfg.dtype));
-            run_reference(llama_script, dir, arguments, 0, &llama_refs[c]);
-            if (!llama_refs[c].available) fprintf(stderr, "bench: llama.cpp for %s: %s\n", s->name, llama_refs[c].note);
-        }
+        char prompt_file[PATH_CAP + 32];
+        snprintf(prompt_file, sizeof prompt_file, "%s/prompt-%d.txt", dir, cfg.prompt_len);
         if (reference_ok) {
-            char prompt_file[PATH_CAP + 32];
-            snprintf(prompt_file, sizeof prompt_file, "%s/prompt-%d.txt", dir, cfg.prompt_len);
             FILE *f = fopen(prompt_file, "w");
             for (int t = 0; f && t < cfg.prompt_len; t++) fprintf(f, "%d%c", (int)prompts[0][t], t + 1 < cfg.prompt_len ? ' ' : '\n');
             if (f) fclose(f);
-            fprintf(stderr, "bench: %s with transformers...\n", s->name);
-            char q_prompt[4 * PATH_CAP + 128], arguments[8 * PATH_CAP];
-            shell_quote(q_prompt, sizeof q_prompt, prompt_file);
-            snprintf(arguments, sizeof arguments, "--prompt-file %s --new %d --runs %d --threads %s --device %s --dtype %s",
-                     q_prompt, cfg.new_tokens, cfg.runs, threads, cuda ? "cuda" : "cpu", reference_dtype(&cfg));
-            run_reference(script, dir, arguments, cfg.new_tokens, &refs[c]);
-            if (!refs[c].available) fprintf(stderr, "bench: reference for %s: %s\n", s->name, refs[c].note);
         }
+        for (int round = 0; round < cfg.rounds; round++)
+            status |= measure_round(s, dir, &cfg, rank_counts, num_counts, prompts, threads, round, llama_ok ? llama_cpp : NULL,
+                                    llama_script, reference_ok ? script : NULL, prompt_file, results[c], &llama_refs[c],
+                                    &refs[c]);
         for (int b = 0; b < BATCH16; b++) free(prompts[b]);
     }
 
@@ -1807,13 +1881,16 @@ int main(int argc, char **argv) {
         if (fma_peak[rank_counts[k]] > 0)
             printf("fp32 FMA peak with %d rank%s: %.1f GFLOP/s (%d-bit FMA, one thread per rank, all at once, each timed by its CPU time)\n", rank_counts[k],
                    rank_counts[k] > 1 ? "s" : "", fma_peak[rank_counts[k]] / 1e9, pf_cpu_vector_bits() == 512 ? 512 : 256);
+    char rounds_note[96] = "";
+    if (cfg.rounds > 1)
+        snprintf(rounds_note, sizeof rounds_note, "; each engine's best of %d such medians, the engines taking turns", cfg.rounds);
     if (num_decoders)
         printf("weights: %s file, stored as %s; keys and values cached as %s; prompt %d tokens, %d new tokens (greedy, eos "
-               "ignored), median of %d runs\n",
+               "ignored), median of %d runs%s\n",
                fp16_file ? "F16" : "F32", cfg.bf16_products ? "bf16 (each product's input rounded to bf16)" : dtype_name(cfg.dtype),
                cfg.kv_cache == PF_DTYPE_F16 ? "f16" : cfg.kv_cache == PF_DTYPE_BF16 ? "bf16"
                : cfg.kv_cache == PF_DTYPE_F32 || cfg.device == PF_DEVICE_CPU ? "f32" : "the weights' dtype",
-               cfg.prompt_len, cfg.new_tokens, cfg.runs);
+               cfg.prompt_len, cfg.new_tokens, cfg.runs, rounds_note);
     if (num_encoders)
         printf("encoder: %s file, stored as %s; pf_encode of %d sentences x %d tokens (sentence pairs), median of %d runs\n",
                fp16_file ? "F16" : "F32", dtype_name(cfg.dtype), ENCODER_BATCH, ENCODER_TOKENS, cfg.encoder_runs);
