@@ -4,7 +4,8 @@
    build/bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16|q8|q4]
                [--models gpt2,gpt2-xl,llama-1b,llama-8b,bert-base] [--quick | --full] [--prompt N]
                [--new N] [--runs N] [--rounds N] [--batch16 | --no-batch16] [--default-cache]
-               [--kv-cache f32|f16|bf16] [--bf16-products] [--dir DIR] [--seed N] [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]
+               [--kv-cache f32|f16|bf16] [--bf16-products] [--dir DIR] [--seed N]
+               [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]
                [--llama-cpp DIR | --no-llama-cpp] [--perplexity MODEL [--text FILE]]
 
      --device     cpu or cuda (default: cuda when this build has it and a GPU is present)
@@ -1361,8 +1362,9 @@ static void usage(void) {
     fprintf(stderr,
             "usage: bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16|q8|q4]\n"
             "             [--models gpt2,gpt2-xl,llama-1b,llama-8b,bert-base] [--quick | --full] [--prompt N]\n"
-            "             [--new N] [--runs N] [--rounds N] [--batch16 | --no-batch16] [--default-cache] [--kv-cache f32|f16|bf16]\n"
-            "             [--dir DIR] [--seed N] [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]\n"
+            "             [--new N] [--runs N] [--rounds N] [--batch16 | --no-batch16] [--default-cache]\n"
+            "             [--kv-cache f32|f16|bf16] [--bf16-products] [--dir DIR] [--seed N]\n"
+            "             [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]\n"
             "             [--llama-cpp DIR | --no-llama-cpp] [--perplexity MODEL [--text FILE]]\n");
 }
 
