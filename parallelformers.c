@@ -15794,12 +15794,18 @@ PF__AVX2_TARGET static PF__INLINE __m256 pf__gelu_erf_avx2(__m256 v) {
     return _mm256_mul_ps(v, phi);
 }
 
+/* The activations the vector kernels compute in lanes (the sigmoid forms and GELU with erf); the
+   others go through pf__activate_portable on every kernel set. */
+static int pf__act_in_lanes(pf__activation act) {
+    return act == PF__ACT_GELU_TANH || act == PF__ACT_SILU || act == PF__ACT_QUICK_GELU || act == PF__ACT_GELU_ERF;
+}
+
 /* out[i] = act(x[i]) (* mul[i]): every element through the same lanes' arithmetic, the last few
    by masked loads, so a value never depends on where it sits in the array (ranks split the MLP's
    columns anywhere). */
 PF__AVX2_TARGET static void pf__activate_avx2(float *out, const float *x, const float *mul, size_t count,
                                               pf__activation act) {
-    if (act != PF__ACT_GELU_TANH && act != PF__ACT_SILU && act != PF__ACT_QUICK_GELU && act != PF__ACT_GELU_ERF) {
+    if (!pf__act_in_lanes(act)) {
         pf__activate_portable(out, x, mul, count, act);
         return;
     }
@@ -15870,7 +15876,7 @@ PF__AVX512_TARGET static PF__INLINE __m512 pf__gelu_erf_avx512(__m512 v) {
 
 PF__AVX512_TARGET static void pf__activate_avx512(float *out, const float *x, const float *mul, size_t count,
                                                   pf__activation act) {
-    if (act != PF__ACT_GELU_TANH && act != PF__ACT_SILU && act != PF__ACT_QUICK_GELU && act != PF__ACT_GELU_ERF) {
+    if (!pf__act_in_lanes(act)) {
         pf__activate_portable(out, x, mul, count, act);
         return;
     }
