@@ -10,6 +10,14 @@
 #   test/gpu_check.sh session     one lease's worth in one call: test_cuda on every fixture, memcheck
 #                                 on two small fixtures, then the GPT-2 bench in fp16 against torch;
 #                                 each under its own timeout (SESSION_* seconds), logs apart under $OUT
+#   test/gpu_check.sh lease       issue 40's whole check in one device call (LEASE_S seconds, default
+#                                 540): correctness first (test_cuda on every fixture, memcheck on
+#                                 three fixtures and racecheck on one, side by side), then the timed
+#                                 rows one after another (f16 with torch beside, an ncu kernel
+#                                 profile of a GPT-2 XL prefill and decode, bf16, GPT-2 124M and
+#                                 BERT-base, the 8B shape if time is left). Uses PF_BUILD's binaries
+#                                 (built here, carried) when they run there, else builds. At most 8
+#                                 logs under $OUT, the device tool's limit; a summary last.
 set -u
 stage=${1:-tests}
 [ $# -gt 0 ] && shift
@@ -39,6 +47,7 @@ if [ ! -f "$cuda_home/include/nccl.h" ] && [ ! -f /usr/include/nccl.h ] || [ -n 
     fi
 fi
 make_args="CUDA=1 CUDA_HOME=$cuda_home${nccl:+ NCCL_HOME=$nccl}"
+[ "$stage" = lease ] && . "$(dirname "$0")/gpu_lease.sh"
 echo "gpu_check: make $make_args ($stage)" | tee "$log"
 # shellcheck disable=SC2086
 make -j"$(nproc)" $make_args all >>"$log" 2>&1 || {
