@@ -30,7 +30,7 @@ INCLUDEDIR ?= $(PREFIX)/include
 # The tests use POSIX calls (popen, mkdtemp) and a fault-injection hook in the library.
 TEST_DEFS := -D_POSIX_C_SOURCE=200809L -DPF_TESTING
 
-LIB_SRC  := parallelformers.c parallelformers.h policies.inc $(wildcard *.part.c) $(BUILD)/cuda-$(CUDA).stamp
+LIB_SRC  := parallelformers.c parallelformers.h policies.inc $(BUILD)/cuda-$(CUDA).stamp
 TESTS    := test/test_main.c test/test_util.c test/test_models.c test/test_bad_input.c test/test_config.c test/test_encoders.c test/test_seq2seq.c test/test_whisper.c test/test_cli.c test/test_tokenizer.c test/test_chat.c test/test_generation.c test/test_fuzz.c test/test_preprocessing.c test/test_policies.c test/test_gguf.c
 
 ifeq ($(CUDA),1)
@@ -58,7 +58,10 @@ endif
 # What a program linking the static library needs besides it (pkg-config's Libs.private).
 PRIVATE_LIBS := $(CUDA_LIBS) $(LDLIBS)
 
-.PHONY: all llama-cpp server test-server fuzz test test-asan test-native test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm test-smollm2 valgrind test-install install uninstall clean bench
+# The development sources: the shipped parallelformers.c is made from them (tool/amalgamate.sh).
+DEV_SRC  := src/ORDER $(wildcard src/*.c src/*.h) tool/amalgamate.sh
+
+.PHONY: amalgamation check-amalgamation all llama-cpp server test-server fuzz test test-asan test-native test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm test-smollm2 valgrind test-install install uninstall clean bench
 
 all: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate $(BUILD)/embed $(BUILD)/classify_image $(BUILD)/transcribe \
      $(BUILD)/test_parallelformers $(BUILD)/test_cuda \
@@ -66,6 +69,17 @@ all: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate $(BUILD)
 
 $(BUILD):
 	mkdir -p $(BUILD)
+
+# parallelformers.c is an output: an edit under src/ writes it again. check-amalgamation (CI) fails
+# when the checked-in file is not what src/ makes.
+parallelformers.c: $(DEV_SRC)
+	tool/amalgamate.sh
+amalgamation: parallelformers.c
+check-amalgamation: | $(BUILD)
+	tool/amalgamate.sh $(BUILD)/parallelformers.c.check
+	@cmp -s $(BUILD)/parallelformers.c.check parallelformers.c || { \
+	    echo "parallelformers.c is not what src/ makes: run make amalgamation (and edit src/, never the shipped file)"; exit 1; }
+	@echo "check-amalgamation: parallelformers.c is what src/ makes"
 
 # Switching CUDA=0/1 in one build directory rebuilds the library instead of reusing it.
 $(BUILD)/cuda-$(CUDA).stamp: | $(BUILD)

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Generates the Unicode tables of parallelformers' tokenizer (parallelformers.c).
+"""Generates the Unicode tables of parallelformers' tokenizer (src/unicode_tables.c).
 
 Run from the repository root, with the `tokenizers` and `regex` wheels installed (it probes
 every code point several times: about 10 minutes):
 
     python3 test/gen_unicode.py                     # prints the tables
-    python3 test/gen_unicode.py --write parallelformers.c
+    python3 test/gen_unicode.py --write src/unicode_tables.c
                                                     # replaces the text between the markers
                                                     # "BEGIN GENERATED UNICODE TABLES" and
                                                     # "END GENERATED UNICODE TABLES" there

@@ -1,0 +1,306 @@
+/* =============================================================================================== */
+/* public API                                                                                      */
+/* =============================================================================================== */
+
+/* Features as compiled, as flags and as words; PF__AVX2 and PF__AVX512 come from the CPU
+   backend's section (compiled in; the processor picks at run time). */
+#ifdef PF_CUDA
+#define PF__HAS_CUDA 1
+#define PF__CUDA_WORD " +cuda"
+#else
+#define PF__HAS_CUDA 0
+#define PF__CUDA_WORD " -cuda"
+#endif
+#ifdef PF__AVX2
+#define PF__HAS_AVX2 1
+#define PF__AVX2_WORD " +avx2"
+#else
+#define PF__HAS_AVX2 0
+#define PF__AVX2_WORD " -avx2"
+#endif
+#ifdef PF__AVX512
+#define PF__HAS_AVX512 1
+#define PF__AVX512_WORD " +avx512"
+#else
+#define PF__HAS_AVX512 0
+#define PF__AVX512_WORD " -avx512"
+#endif
+#ifdef PF__AMX
+#define PF__HAS_AMX 1
+#define PF__AMX_WORD " +amx"
+#else
+#define PF__HAS_AMX 0
+#define PF__AMX_WORD " -amx"
+#endif
+
+pf_build_info pf_get_build_info(void) {
+    pf_build_info info;
+    memset(&info, 0, sizeof info);
+    info.version_major = PF_VERSION_MAJOR;
+    info.version_minor = PF_VERSION_MINOR;
+    info.version_patch = PF_VERSION_PATCH;
+    info.cuda = PF__HAS_CUDA;
+    info.avx2 = PF__HAS_AVX2;
+    info.avx512 = PF__HAS_AVX512;
+    info.amx = PF__HAS_AMX;
+    return info;
+}
+
+const char *pf_version_string(void) {
+    return PF_VERSION_STRING PF__CUDA_WORD PF__AVX2_WORD PF__AVX512_WORD PF__AMX_WORD;
+}
+
+pf_load_options pf_load_options_init(void) {
+    pf_load_options o;
+    memset(&o, 0, sizeof o);
+    o.log_level = PF_LOG_INFO;
+    return o;
+}
+
+pf_parallel_options pf_parallel_options_init(void) {
+    pf_parallel_options o;
+    memset(&o, 0, sizeof o);
+    return o;
+}
+
+pf_generate_options pf_generate_options_init(void) {
+    pf_generate_options o;
+    memset(&o, 0, sizeof o);
+    /* max_length 0: transformers' default of 20 new tokens (its max_length=20 counts those only
+       when nobody set it) */
+    o.num_beams = 1;
+    o.length_penalty = 1.0f;
+    o.num_return_sequences = 1;
+    o.temperature = 1.0f;
+    o.top_k = 50;
+    o.top_p = 1.0f;
+    o.repetition_penalty = 1.0f;
+    o.pad_token_id = -1;
+    o.forced_bos_token_id = o.forced_eos_token_id = o.decoder_start_token_id = -1;
+    return o;
+}
+
+pf_generate_options pf_model_generate_options(const pf_model *m) {
+    return m && m->loaded ? m->generate_defaults : pf_generate_options_init();
+}
+
+const char *pf_error_message(const pf_model *m) {
+    if (!m) return "no model";
+    return pf__error_model == (const void *)m ? pf__error_text : "";
+}
+
+#define PF__FAIL(m, code, ...) pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, code, __VA_ARGS__)
+
+/* A dual model's failure as its tower's: the tower's message (in the same per-thread buffer) copied first. */
+static pf_result pf__fail_from(pf_model *m, pf_result r, const pf_model *tower) {
+    char message[PF__MESSAGE_SIZE];
+    snprintf(message, sizeof message, "%s", pf_error_message(tower));
+    return PF__FAIL(m, r, "%s", message);
+}
+
+/* Takes the model's request lock. The thread that holds it already is inside a request on this
+   model (calling from a stream callback): refused, since it would wait for itself forever. */
+static pf_result pf__request_lock(pf_model *m, const char *call) {
+    __atomic_add_fetch(&m->exclusive_waiting, 1, __ATOMIC_ACQ_REL); /* the batcher stops admitting */
+    int e = pthread_mutex_lock(&m->request_lock);
+    __atomic_sub_fetch(&m->exclusive_waiting, 1, __ATOMIC_ACQ_REL);
+    if (!e) pf__lock_holder = m;
+    if (e == EDEADLK)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT,
+                        "%s was called from inside a request on the same model (a stream callback?); it would wait "
+                        "for that request forever", call);
+    if (e) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s: cannot take the model's request lock: %s", call, strerror(e));
+    return PF_OK;
+}
+
+static void pf__request_unlock(pf_model *m) {
+    pf__lock_holder = NULL;
+    pthread_mutex_unlock(&m->request_lock);
+}
+
+/* Every tensor of the checkpoint must be consumed by a slot or be a known buffer (a causal mask,
+   rotary frequencies): a tensor we do not compute with is a model we would compute wrongly. */
+static pf_result pf__account_tensors(pf_model *m, const char *prefix) {
+    const pf__config *c = &m->config;
+    pf__arch_id named = pf__tensor_rows(c->arch);
+    const pf__policy_rows *rows = pf__rows(named);
+    for (size_t i = 0; i < rows->num_buffers; i++) {
+        if (rows->buffers[i].arch != named) continue;
+        const char *pattern = rows->buffers[i].pattern;
+        int layers = strstr(pattern, "%d") ? c->num_layers : 1;
+        for (int l = 0; l < layers; l++) {
+            char bare[256], name[300];
+            snprintf(bare, sizeof bare, pattern, l);
+            snprintf(name, sizeof name, "%s%s", prefix, bare);
+            if (!pf__st_take(&m->st, name)) pf__st_take(&m->st, bare);
+        }
+    }
+    for (size_t i = 0; i < m->st.num_tensors; i++)
+        if (!m->st.tensors[i].used)
+            return PF__FAIL(m, PF_ERROR_UNSUPPORTED,
+                            "%s: tensor '%s' is not used by model_type \"%s\" as its config.json describes it (a "
+                            "checkpoint with weights we would not compute with is refused)",
+                            m->st.tensors[i].file->path, m->st.tensors[i].name, c->model_type);
+    return PF_OK;
+}
+
+/* For a PF__IF_ need: 1 if the config wants the tensor, 0 if it rules it out, with *why the
+   config's say in words; -1 for the needs that do not follow the config. */
+static int pf__need_by_config(const pf__config *c, pf__need need, const char **why) {
+    switch (need) {
+    case PF__IF_ATTENTION_BIAS:
+        *why = c->attention_bias ? "attention_bias is true" : "attention_bias is false";
+        return c->attention_bias != 0;
+    case PF__IF_MLP_BIAS:
+        *why = c->mlp_bias ? "mlp_bias is true" : "mlp_bias is false";
+        return c->mlp_bias != 0;
+    case PF__IF_FINAL_NORM:
+        *why = !c->pre_norm ? "the blocks are post-norm (do_layer_norm_before false), without a final norm"
+               : c->remove_final_norm ? "_remove_final_layer_norm is true" : "the blocks are pre-norm, with a final norm";
+        return c->pre_norm && !c->remove_final_norm;
+    case PF__IF_GATED:
+        *why = c->gated_mlp ? "the MLP is gated" : "the MLP is not gated";
+        return c->gated_mlp;
+    case PF__IF_PROJECTION:
+        *why = c->embed_dim != c->hidden_size ? "the embedding width differs from hidden_size"
+                                              : "the embedding width equals hidden_size";
+        return c->embed_dim != c->hidden_size;
+    case PF__IF_EMBED_NORM:
+        *why = c->embed_norm ? "the family norms its embeddings" : "the family does not norm its embeddings";
+        return c->embed_norm;
+    case PF__POSITION_TABLE:
+        *why = "the positions are learned";
+        return pf__archs[c->arch].positions == PF__POS_LEARNED ? 1 : -2;
+    case PF__IF_DISTILLATION:
+        *why = c->distillation ? "the family has a distillation token" : "the family has no distillation token";
+        return c->distillation;
+    case PF__IF_WITH_PROJECTION:
+        *why = c->with_projection ? "the model has its projection (architectures names ...WithProjection, or the "
+                                    "tower is part of a dual model)"
+                                  : "architectures names the tower without its projection";
+        return c->with_projection;
+    case PF__IF_DECODER:
+        *why = c->num_layers > c->encoder_layers ? "architectures names an encoder-decoder"
+                                                 : "architectures names the encoder alone";
+        return c->num_layers > c->encoder_layers;
+    default: return -1;
+    }
+}
+
+/* The slots of each output head: those it needs, and those that belong to some head. A head's
+   tensors in a checkpoint whose "architectures" names another head would go unused: refused. */
+static const struct pf__head_slots {
+    pf_head head;
+    pf__slot needs[3];
+    int num_needs;
+} pf__head_slots[] = {
+    {PF_HEAD_MASKED_LM, {PF__SLOT_HEAD_TRANSFORM_WEIGHT, PF__SLOT_HEAD_NORM_WEIGHT}, 2},
+    {PF_HEAD_SEQUENCE_CLASSIFICATION, {PF__SLOT_POOLER_WEIGHT, PF__SLOT_CLASSIFIER_WEIGHT}, 2},
+    {PF_HEAD_TOKEN_CLASSIFICATION, {PF__SLOT_CLASSIFIER_WEIGHT}, 1},
+    {PF_HEAD_QUESTION_ANSWERING, {PF__SLOT_SPAN_WEIGHT}, 1},
+    {PF_HEAD_IMAGE_CLASSIFICATION, {PF__SLOT_CLASSIFIER_WEIGHT}, 1},
+};
+static const pf__slot pf__head_only_slots[] = {
+    PF__SLOT_HEAD_TRANSFORM_WEIGHT, PF__SLOT_HEAD_TRANSFORM_BIAS, PF__SLOT_HEAD_NORM_WEIGHT, PF__SLOT_HEAD_NORM_BIAS,
+    PF__SLOT_CLASSIFIER_WEIGHT, PF__SLOT_CLASSIFIER_BIAS, PF__SLOT_SPAN_WEIGHT, PF__SLOT_SPAN_BIAS,
+    PF__SLOT_DIST_CLASSIFIER_WEIGHT, PF__SLOT_DIST_CLASSIFIER_BIAS,
+};
+
+static const char *pf__head_name(pf_head head) {
+    switch (head) {
+    case PF_HEAD_NONE: return "the bare encoder";
+    case PF_HEAD_CAUSAL_LM: return "a causal LM";
+    case PF_HEAD_MASKED_LM: return "a masked LM";
+    case PF_HEAD_SEQUENCE_CLASSIFICATION: return "sequence classification";
+    case PF_HEAD_TOKEN_CLASSIFICATION: return "token classification";
+    case PF_HEAD_QUESTION_ANSWERING: return "question answering";
+    case PF_HEAD_IMAGE_CLASSIFICATION: return "image classification";
+    case PF_HEAD_CTC: return "CTC";
+    }
+    return "?";
+}
+
+static pf_result pf__check_head_slots(pf_model *m) {
+    const pf__config *c = &m->config;
+    const struct pf__head_slots *mine = NULL;
+    for (size_t i = 0; i < PF__COUNT(pf__head_slots); i++)
+        if (pf__head_slots[i].head == c->head) mine = &pf__head_slots[i];
+    for (int i = 0; mine && i < mine->num_needs; i++) {
+        const pf__arch_tensor *t = pf__arch_tensor_for(c->arch, mine->needs[i]);
+        if (!m->sources[mine->needs[i]].data)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: config.json's architectures names %s, but tensor '%s' is missing",
+                            m->dir, pf__head_name(c->head), t ? t->pattern : "?");
+    }
+    if (c->teacher_head && !m->sources[PF__SLOT_DIST_CLASSIFIER_WEIGHT].data)
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: config.json's architectures names a head with teacher, but the "
+                        "distillation classifier is missing", m->dir);
+    for (size_t i = 0; i < PF__COUNT(pf__head_only_slots); i++) {
+        pf__slot slot = pf__head_only_slots[i];
+        int used = 0;
+        for (int j = 0; mine && j < mine->num_needs; j++)
+            used |= mine->needs[j] == slot || mine->needs[j] + 1 == slot; /* a weight's bias follows it */
+        if (slot == PF__SLOT_DIST_CLASSIFIER_WEIGHT || slot == PF__SLOT_DIST_CLASSIFIER_BIAS) used = c->teacher_head;
+        if (m->sources[slot].data && !used)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' belongs to a head that config.json's architectures (%s) "
+                            "does not use", m->dir, pf__arch_tensor_for(c->arch, slot)->pattern, pf__head_name(c->head));
+    }
+    return PF_OK;
+}
+
+/* The tensor of one slot and layer: the first of the slot's rows (alternative spellings, in
+   table order) present under the prefix, or bare (lm_head.weight sits outside it). *row is the
+   row that matched (the first row when none did) and name its full name; a second spelling
+   present too is *other. */
+static const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, pf__slot slot, int layer,
+                                          const pf__arch_tensor **row, char *name, size_t name_size,
+                                          const pf__st_tensor **other) {
+    const pf__st_tensor *found = NULL;
+    /* an encoder-decoder's encoder blocks come first, each tower counting its own from 0 */
+    int encoder = slot >= PF__SLOT_FIRST_LAYER && layer < m->config.encoder_layers;
+    int index = encoder || slot < PF__SLOT_FIRST_LAYER ? layer : layer - m->config.encoder_layers;
+    *row = NULL;
+    *other = NULL;
+    pf__arch_id named = pf__tensor_rows(m->config.arch);
+    const pf__policy_rows *rows = pf__rows(named);
+    for (size_t i = 0; i < rows->num_tensors && !*other; i++) {
+        const pf__arch_tensor *t = &rows->tensors[i];
+        char pattern[256], full[300];
+        if (t->arch != named || t->slot != slot || t->encoder != encoder) continue;
+        snprintf(pattern, sizeof pattern, t->pattern, index);
+        snprintf(full, sizeof full, "%s%s", prefix, pattern);
+        const pf__st_tensor *st = pf__st_take(&m->st, full);
+        if (!st) st = pf__st_take(&m->st, pattern);
+        if (!*row || (st && !found)) {
+            *row = t;
+            snprintf(name, name_size, "%s", full);
+        }
+        if (st && found) *other = st;
+        else if (st) found = st;
+    }
+    return found;
+}
+
+/* A slot's source times a constant: an fp32 copy (owned by the model) becomes its source. A
+   scale of what a linear op reads, folded in rather than computed on every backend. */
+static pf_result pf__scale_source(pf_model *m, pf__slot slot, float scale) {
+    pf__source *src = &m->sources[slot];
+    size_t n = src->rows * src->cols;
+    if (!src->data) return PF_OK;
+    if (m->num_scaled == PF__COUNT(m->scaled)) return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "too many scaled tensors");
+    float *copy = (float *)malloc(n * sizeof(float));
+    if (!copy) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; i < n; i++) copy[i] = pf__weight_value(src->data, i, src->dtype) * scale;
+    m->scaled[m->num_scaled++] = copy;
+    src->data = (const uint8_t *)copy;
+    src->dtype = PF__DTYPE_F32; /* the layout stays: the copy keeps the file's order */
+    return PF_OK;
+}
+
+/* T5's decoder output times hidden^-0.5 before the LM head, folded into the final norm's weight:
+   the norm's output is scaled by it, which the logits of every backend then inherit. */
+static pf_result pf__scale_final_norm(pf_model *m) {
+    if (!m->sources[PF__SLOT_FINAL_NORM_WEIGHT].data || m->sources[PF__SLOT_FINAL_NORM_BIAS].data)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: scale_decoder_outputs needs a final norm without bias", m->dir);
+    return pf__scale_source(m, PF__SLOT_FINAL_NORM_WEIGHT, 1.0f / sqrtf((float)m->config.hidden_size));
+}
+

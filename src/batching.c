@@ -1,0 +1,813 @@
+/* =============================================================================================== */
+/* continuous batching                                                                             */
+/* =============================================================================================== */
+
+/* Greedy and sampling requests from any threads share the forward steps: a scheduler thread
+   (started at a model's first such request) admits queued requests into free KV cache rows,
+   prefills them, and then runs one decode step for every running row of every admitted request
+   at a time; each request samples its own rows with its own options and seed, and leaves when
+   they end. All running rows share a clock: the cache position of the next token. A request of
+   prompt width W admitted at clock C puts its prompt at positions C - W .. C - 1, the positions
+   before as left pads (tokens count their positions from the first real token), so each row
+   computes exactly what it would alone; it is admitted only while that holds (W <= C, and its
+   max_length fits from C - W) and otherwise waits for the running requests to end (the clock
+   starts again at 0 when none runs). While it has requests to run, the scheduler holds the
+   model's request lock: the other calls (beam search, streaming, encoder-decoders, pf_forward,
+   pf_parallelize, ...) run in between, and a waiting one stops new admissions. */
+
+typedef enum { PF__BATCH_QUEUED, PF__BATCH_RUNNING, PF__BATCH_DONE } pf__batch_state;
+
+typedef struct pf__batch_request {
+    pf__generation_state st;
+    const int32_t *const *prompts;
+    const int *lengths;
+    pf_generate_options options;
+    pf_generation *result;
+    int *cache_rows;               /* [num_rows]: the rows' KV cache rows */
+    int *pads;                     /* [num_rows]: their left pads, in cache positions */
+    pf__batch_state state;
+    pf_result error;
+    char message[PF__MESSAGE_SIZE];
+    struct pf__batch_request *next;
+} pf__batch_request;
+
+struct pf__batcher {
+    pthread_mutex_t mutex;
+    pthread_cond_t work, done;
+    pthread_t thread;
+    int stopping;
+    pf__batch_request *queue, *running;
+    int queued;
+    unsigned char *row_used;       /* [max_batch of the busy period's group] */
+    int clock;
+    int32_t *ids;                  /* a decode step's: [max_batch] */
+    int32_t *tokens;               /* [max_batch]: a step's greedy tokens, chosen on the devices */
+    int *pads, *cache_rows;        /* [max_batch] */
+    pf__choice *candidates;        /* a sampled step's top-k candidates, [num_ranks][rows][per_row] */
+    size_t candidates_cap;         /* its room, grown to the most a step asked */
+    pf__device_choice choice;      /* what the step's forward leaves instead of the logits */
+};
+
+#define PF__BATCH_QUEUE_MAX 1024   /* requests waiting at once by default; more get PF_ERROR_BUSY */
+#ifdef PF_TESTING
+int pf_testing_batch_rows; /* test hook: the most rows one batched decode step ran */
+int pf_testing_batch_queued(pf_model *m); /* test hook: requests waiting in the batcher's queue */
+int pf_testing_batch_queued(pf_model *m) {
+    pthread_mutex_lock(&m->batcher_start); /* the batcher may be starting on another thread */
+    pf__batcher *b = m->batcher;
+    pthread_mutex_unlock(&m->batcher_start);
+    if (!b) return 0;
+    pthread_mutex_lock(&b->mutex);
+    int n = b->queued;
+    pthread_mutex_unlock(&b->mutex);
+    return n;
+}
+#endif
+
+/* Whether a request shares the steps: greedy or sampling on a decoder, without a stream callback
+   (called on the caller's thread, inside its request) and without dynamic rope frequencies (they
+   follow the longest sequence of a step). */
+static int pf__batchable(const pf_model *m, const pf_generate_options *o) {
+    return pf__archs[m->config.arch].kind == PF__KIND_DECODER && o->num_beams == 1 && !o->stream &&
+           m->config.rope_type != PF__ROPE_DYNAMIC;
+}
+
+static void pf__batch_request_free(pf__batch_request *q) {
+    pf__generation_free(&q->st);
+    free(q->cache_rows), free(q->pads);
+}
+
+/* Ends a request: its result (or failure), its rows given back, its caller woken. The batcher's
+   mutex is held. */
+static void pf__batch_finish(pf__batcher *b, pf__batch_request *q, pf_result r, const char *message) {
+    for (int i = 0; q->cache_rows && i < q->st.num_rows; i++)
+        if (q->cache_rows[i] >= 0) b->row_used[q->cache_rows[i]] = 0;
+    q->error = r;
+    if (r) snprintf(q->message, sizeof q->message, "%s", message);
+    q->state = PF__BATCH_DONE;
+    pthread_cond_broadcast(&b->done);
+}
+
+/* A request's set-up (the checks and lengths of an exclusive request), on the scheduler's thread
+   with the request lock held. */
+static pf_result pf__batch_prepare(pf_model *m, pf__batch_request *q) {
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    if (m->config.head != PF_HEAD_CAUSAL_LM)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder: it does not generate (pf_encode runs it)",
+                        m->config.model_type);
+    if ((r = pf__check_generate_options(m, &q->options, q->st.batch))) return r;
+    q->st.m = m;
+    q->st.o = &q->options;
+    if ((r = pf__generation_resolve(&q->st, q->prompts, q->lengths))) return r;
+    if ((r = pf__generation_alloc(&q->st, q->prompts, q->lengths))) return r;
+    size_t rows = (size_t)q->st.num_rows;
+    q->cache_rows = (int *)malloc(rows * sizeof(int));
+    q->pads = (int *)malloc(rows * sizeof(int));
+    if (!q->cache_rows || !q->pads)
+        return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; i < rows; i++) q->cache_rows[i] = -1;
+    return PF_OK;
+}
+
+/* Whether the queue's head fits now: free rows for it, and (with requests running or admitted
+   with it) its prompt and its whole generation inside the cache at the clock. */
+static int pf__batch_fits(const pf__batcher *b, const pf__group *g, const pf__batch_request *q, int busy) {
+    int free_rows = 0;
+    for (int i = 0; i < g->max_batch; i++) free_rows += !b->row_used[i];
+    if (free_rows < q->st.num_rows) return 0;
+    if (!busy) return 1;
+    return q->st.width <= b->clock && (long long)b->clock - q->st.width + q->st.max_length <= g->cache_len;
+}
+
+/* Where a shared step's forward leaves what the devices chose instead of the logits (b->choice):
+   b->tokens when the backend can choose them and every live row of every request in the list
+   takes the plain arg-max; the ranks' top-k candidates when every live row samples from them
+   (as many a row as the request needing most; all rows in one chunk of logits); else NULL. */
+static const pf__device_choice *pf__batch_choose_on_devices(const pf_model *m, pf__batcher *b, pf__batch_request *list) {
+    const pf__group *g = m->group;
+    int argmax = g->backend->argmax != NULL, top_k = list != NULL;
+    size_t rows = 0, per_row = 0;
+    for (pf__batch_request *q = list; q; q = q->next) {
+        argmax = argmax && pf__generation_argmax_only(&q->st);
+        top_k = top_k && q->st.device.per_row && pf__generation_top_k_only(&q->st);
+        if (q->st.device.per_row > per_row) per_row = q->st.device.per_row;
+        rows += (size_t)q->st.num_rows;
+    }
+    memset(&b->choice, 0, sizeof b->choice);
+    if (argmax) {
+        b->choice.tokens = b->tokens;
+        return &b->choice;
+    }
+    size_t need = (size_t)g->num_ranks * rows * per_row;
+    if (!top_k || rows > g->logit_rows) return NULL;
+    if (need > b->candidates_cap) { /* out of memory: the logits, as without the op */
+        pf__choice *grown = (pf__choice *)realloc(b->candidates, need * sizeof *grown);
+        if (!grown) return NULL;
+        b->candidates = grown;
+        b->candidates_cap = need;
+    }
+    b->choice.candidates = b->candidates;
+    b->choice.per_row = per_row;
+    return &b->choice;
+}
+
+/* A request's share of a batched step (job): its logits and what the devices chose, from row
+   offset of the step's. */
+static void pf__batch_hand_out(pf_model *m, pf__batch_request *q, const pf__job *job, int offset) {
+    q->st.logits = m->logits + (size_t)offset * m->config.vocab_size;
+    q->st.device_tokens = job->tokens ? job->tokens + offset : NULL;
+    memset(&q->st.device_candidates, 0, sizeof q->st.device_candidates);
+    if (job->candidates)
+        q->st.device_candidates = (pf__candidate_view){job->candidates, (size_t)job->step.batch, job->candidates_per_row,
+                                                       (size_t)offset, m->logits};
+}
+
+/* Gives a request free cache rows, its prompt at the clock's positions. */
+static void pf__batch_place(pf__batcher *b, pf__batch_request *q) {
+    for (int i = 0, k = 0; i < q->st.num_rows; i++) {
+        while (b->row_used[k]) k++;
+        b->row_used[k] = 1;
+        q->cache_rows[i] = k;
+        q->pads[i] = b->clock - q->st.width + q->st.rows[i].pad;
+    }
+}
+
+/* The prefill of the requests admitted together (one forward over all their rows, prompts
+   right-aligned at the clock), and their first tokens. A request that ends there, or fails, is
+   finished; the others run. */
+static void pf__batch_prefill(pf_model *m, pf__batcher *b, pf__batch_request *admitted) {
+    int rows = 0, width = 0;
+    pf__job job;
+    memset(&job, 0, sizeof job);
+    for (pf__batch_request *q = admitted; q; q = q->next) {
+        rows += q->st.num_rows;
+        if (q->st.width > width) width = q->st.width;
+    }
+    int32_t *ids = (int32_t *)malloc((size_t)rows * width * sizeof(int32_t));
+    int *pads = (int *)malloc((size_t)rows * sizeof(int)), *cache_rows = (int *)malloc((size_t)rows * sizeof(int));
+    pf_result r = ids && pads && cache_rows ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    int n = 0;
+    for (pf__batch_request *q = admitted; !r && q; q = q->next)
+        for (int i = 0; i < q->st.num_rows; i++, n++) { /* each row's tokens end at the clock */
+            const pf__row *row = &q->st.rows[i];
+            int32_t *dst = ids + (size_t)n * width;
+            for (int t = 0; t < width - q->st.width; t++) dst[t] = q->st.pad_token;
+            memcpy(dst + width - q->st.width, row->tokens, (size_t)q->st.width * sizeof(int32_t));
+            pads[n] = q->pads[i];
+            cache_rows[n] = q->cache_rows[i];
+        }
+    if (!r) {
+        job.step.ids = ids;
+        job.step.batch = rows;
+        job.step.seq_len = width;
+        job.step.past = b->clock - width;
+        job.step.pad = pads;
+        job.step.cache_rows = cache_rows;
+        job.step.inv_freq = pf__rope_frequencies(m, width);
+        job.logits = m->logits;
+        const pf__device_choice *choice = pf__batch_choose_on_devices(m, b, admitted);
+        job.tokens = choice ? choice->tokens : NULL;
+        job.candidates = choice ? choice->candidates : NULL;
+        job.candidates_per_row = choice ? choice->per_row : 0;
+        r = pf__forward_choosing(m, &job);
+    }
+    free(ids), free(pads), free(cache_rows);
+    int offset = 0;
+    for (pf__batch_request *q = admitted, *next; q; q = next) {
+        next = q->next;
+        int finished = 0;
+        pf_result qr = r;
+        pf__batch_hand_out(m, q, &job, offset);
+        offset += q->st.num_rows;
+        if (!qr) qr = pf__generation_sample_step(&q->st, &finished);
+        if (!qr && finished) qr = pf__generation_results(&q->st, q->result);
+        pthread_mutex_lock(&b->mutex);
+        if (qr || finished) {
+            pf__batch_finish(b, q, qr, qr ? pf_error_message(m) : "");
+        } else {
+            q->state = PF__BATCH_RUNNING;
+            q->next = b->running;
+            b->running = q;
+        }
+        pthread_mutex_unlock(&b->mutex);
+    }
+}
+
+/* One decode step of every running row at the clock, then each request's sampling. Requests that
+   end are finished (the batcher's mutex is taken for that). */
+static pf_result pf__batch_step(pf_model *m, pf__batcher *b) {
+    int n = 0;
+    for (pf__batch_request *q = b->running; q; q = q->next)
+        for (int i = 0; i < q->st.num_rows; i++, n++) {
+            const pf__row *row = &q->st.rows[i];
+            b->ids[n] = row->tokens[row->length - 1];
+            b->pads[n] = q->pads[i];
+            b->cache_rows[n] = q->cache_rows[i];
+        }
+    pf__job job;
+    memset(&job, 0, sizeof job);
+    job.step.ids = b->ids;
+    job.step.batch = n;
+    job.step.seq_len = 1;
+    job.step.past = b->clock;
+    job.step.pad = b->pads;
+    job.step.cache_rows = b->cache_rows;
+    job.step.inv_freq = pf__rope_frequencies(m, b->clock + 1);
+    job.logits = m->logits;
+    const pf__device_choice *choice = pf__batch_choose_on_devices(m, b, b->running);
+    job.tokens = choice ? choice->tokens : NULL;
+    job.candidates = choice ? choice->candidates : NULL;
+    job.candidates_per_row = choice ? choice->per_row : 0;
+    pf_result r = pf__forward_choosing(m, &job);
+    if (r) return r;
+#ifdef PF_TESTING
+    if (n > pf_testing_batch_rows) pf_testing_batch_rows = n;
+#endif
+    b->clock++;
+    int offset = 0;
+    for (pf__batch_request *q = b->running, **link = &b->running; q;) {
+        pf__batch_request *next = q->next;
+        int finished = 0;
+        pf__batch_hand_out(m, q, &job, offset);
+        offset += q->st.num_rows;
+        pf_result qr = pf__generation_sample_step(&q->st, &finished);
+        if (!qr && finished) qr = pf__generation_results(&q->st, q->result);
+        if (qr || finished) {
+            pthread_mutex_lock(&b->mutex);
+            *link = next;
+            pf__batch_finish(b, q, qr, qr ? pf_error_message(m) : "");
+            pthread_mutex_unlock(&b->mutex);
+        } else {
+            link = &q->next;
+        }
+        q = next;
+    }
+    return PF_OK;
+}
+
+/* Admits what fits from the queue's head (none while an exclusive call waits for the request
+   lock: the running requests then drain) and prefills them together. */
+static void pf__batch_admit(pf_model *m, pf__batcher *b) {
+    pf__batch_request *admitted = NULL, **tail = &admitted;
+    int busy = b->running != NULL;
+    for (;;) {
+        pthread_mutex_lock(&b->mutex);
+        pf__batch_request *q = b->queue;
+        if (!q || PF__LOAD_FLAG(m->exclusive_waiting)) {
+            pthread_mutex_unlock(&b->mutex);
+            break;
+        }
+        b->queue = q->next;
+        b->queued--;
+        pthread_mutex_unlock(&b->mutex);
+        pf_result r = pf__batch_prepare(m, q);
+        if (r) {
+            pthread_mutex_lock(&b->mutex);
+            pf__batch_finish(b, q, r, pf_error_message(m));
+            pthread_mutex_unlock(&b->mutex);
+            continue;
+        }
+        if (!pf__batch_fits(b, m->group, q, busy)) { /* back to the head, prepared anew when it fits */
+            int batch = q->st.batch;
+            pf__batch_request_free(q);
+            memset(&q->st, 0, sizeof q->st);
+            q->st.batch = batch;
+            q->cache_rows = q->pads = NULL;
+            pthread_mutex_lock(&b->mutex);
+            q->next = b->queue;
+            b->queue = q;
+            b->queued++;
+            pthread_mutex_unlock(&b->mutex);
+            break;
+        }
+        if (!busy) b->clock = q->st.width;
+        busy = 1;
+        pf__batch_place(b, q);
+        q->next = NULL;
+        *tail = q;
+        tail = &q->next;
+    }
+    if (admitted) pf__batch_prefill(m, b, admitted);
+}
+
+/* Fails every running request with r (a forward step failed: their caches are no longer known). */
+static void pf__batch_fail_running(pf_model *m, pf__batcher *b, pf_result r) {
+    pthread_mutex_lock(&b->mutex);
+    for (pf__batch_request *q = b->running, *next; q; q = next) {
+        next = q->next;
+        pf__batch_finish(b, q, r, pf_error_message(m));
+    }
+    b->running = NULL;
+    pthread_mutex_unlock(&b->mutex);
+}
+
+/* The scheduler: waits for requests, takes the request lock for a busy period, admits, steps,
+   and gives the lock back whenever nothing runs. */
+static void *pf__batcher_main(void *arg) {
+    pf_model *m = (pf_model *)arg;
+    pf__batcher *b = m->batcher;
+    int holding = 0;
+    pthread_mutex_lock(&b->mutex);
+    for (;;) {
+        while (!b->stopping && !b->queue && !b->running) pthread_cond_wait(&b->work, &b->mutex);
+        if (b->stopping && !b->queue && !b->running) break;
+        pthread_mutex_unlock(&b->mutex);
+        if (!holding) {
+            pthread_mutex_lock(&m->request_lock);
+            holding = 1;
+            pf_result r = pf__ensure_group(m);
+            int cap = m->group ? m->group->max_batch : 0;
+            free(b->row_used), free(b->ids), free(b->tokens), free(b->pads), free(b->cache_rows);
+            b->row_used = (unsigned char *)calloc((size_t)(cap ? cap : 1), 1);
+            b->ids = (int32_t *)malloc((size_t)(cap ? cap : 1) * sizeof(int32_t));
+            b->tokens = (int32_t *)malloc((size_t)(cap ? cap : 1) * sizeof(int32_t));
+            b->pads = (int *)malloc((size_t)(cap ? cap : 1) * sizeof(int));
+            b->cache_rows = (int *)malloc((size_t)(cap ? cap : 1) * sizeof(int));
+            if (!r && (!b->row_used || !b->ids || !b->tokens || !b->pads || !b->cache_rows))
+                r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+            if (r) { /* every queued request fails with it */
+                pthread_mutex_lock(&b->mutex);
+                for (pf__batch_request *q = b->queue, *next; q; q = next) {
+                    next = q->next;
+                    q->error = r;
+                    snprintf(q->message, sizeof q->message, "%s", pf_error_message(m));
+                    q->state = PF__BATCH_DONE;
+                }
+                b->queue = NULL;
+                b->queued = 0;
+                pthread_cond_broadcast(&b->done);
+                pthread_mutex_unlock(&m->request_lock);
+                holding = 0;
+                continue; /* with the batcher's mutex held */
+            }
+        }
+        pf__batch_admit(m, b);
+        if (b->running) {
+            pf_result r = pf__batch_step(m, b);
+            if (r) pf__batch_fail_running(m, b, r);
+        }
+        pthread_mutex_lock(&b->mutex);
+        if (!b->running) { /* idle: the exclusive calls may run */
+            b->clock = 0;
+            pthread_mutex_unlock(&b->mutex);
+            pthread_mutex_unlock(&m->request_lock);
+            holding = 0;
+            pthread_mutex_lock(&b->mutex);
+        }
+    }
+    pthread_mutex_unlock(&b->mutex);
+    if (holding) pthread_mutex_unlock(&m->request_lock);
+    return NULL;
+}
+
+/* The model's batcher, started at its first batched request (under m->batcher_start). */
+static pf__batcher *pf__batcher_get(pf_model *m) {
+    pthread_mutex_lock(&m->batcher_start);
+    if (!m->batcher) {
+        pf__batcher *b = (pf__batcher *)calloc(1, sizeof *b);
+        if (b) {
+            pthread_mutex_init(&b->mutex, NULL);
+            pthread_cond_init(&b->work, NULL);
+            pthread_cond_init(&b->done, NULL);
+            m->batcher = b;
+            if (pthread_create(&b->thread, NULL, pf__batcher_main, m)) {
+                m->batcher = NULL;
+                pthread_mutex_destroy(&b->mutex);
+                pthread_cond_destroy(&b->work);
+                pthread_cond_destroy(&b->done);
+                free(b);
+            }
+        }
+    }
+    pthread_mutex_unlock(&m->batcher_start);
+    return m->batcher;
+}
+
+/* Stops the scheduler (pf_free: no request can be waiting then). */
+static void pf__batcher_stop(pf_model *m) {
+    pf__batcher *b = m->batcher;
+    if (!b) return;
+    pthread_mutex_lock(&b->mutex);
+    b->stopping = 1;
+    pthread_cond_broadcast(&b->work);
+    pthread_mutex_unlock(&b->mutex);
+    pthread_join(b->thread, NULL);
+    pthread_mutex_destroy(&b->mutex);
+    pthread_cond_destroy(&b->work);
+    pthread_cond_destroy(&b->done);
+    free(b->row_used), free(b->ids), free(b->tokens), free(b->pads), free(b->cache_rows), free(b->candidates);
+    free(b);
+    m->batcher = NULL;
+}
+
+/* A batched request from the caller's thread: queued, then waited for. */
+static pf_result pf__generate_batched(pf_model *m, const int32_t *const *prompts, const int *lengths, int batch,
+                                      const pf_generate_options *o, pf_generation *result) {
+    if (pf__lock_holder == m) /* a stream callback of an exclusive request: the scheduler would wait for it */
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_generate was called from inside a request on the same model (a "
+                        "stream callback?); it would wait for that request forever");
+    pf__batcher *b = pf__batcher_get(m);
+    if (!b) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "cannot start the batching thread");
+    pf__batch_request q;
+    memset(&q, 0, sizeof q);
+    q.prompts = prompts;
+    q.lengths = lengths;
+    q.options = *o;
+    q.result = result;
+    q.st.batch = batch;
+    int most = m->parallel_options.max_queued_requests > 0 ? m->parallel_options.max_queued_requests : PF__BATCH_QUEUE_MAX;
+    pthread_mutex_lock(&b->mutex);
+    if (b->queued >= most) {
+        pthread_mutex_unlock(&b->mutex);
+        return PF__FAIL(m, PF_ERROR_BUSY, "%d requests are waiting already (max_queued_requests): try again later", most);
+    }
+    pf__batch_request **tail = &b->queue;
+    while (*tail) tail = &(*tail)->next;
+    *tail = &q;
+    b->queued++;
+    pthread_cond_signal(&b->work);
+    while (q.state != PF__BATCH_DONE) pthread_cond_wait(&b->done, &b->mutex);
+    pthread_mutex_unlock(&b->mutex);
+    pf_result r = q.error;
+    if (r) {
+        pf_generation_free(result);
+        PF__FAIL(m, r, "%s", q.message);
+    }
+    pf__batch_request_free(&q);
+    return r;
+}
+
+void pf_generation_free(pf_generation *g) {
+    if (!g) return;
+    for (int i = 0; g->tokens && i < g->num_sequences; i++) free(g->tokens[i]);
+    free(g->tokens);
+    free(g->lengths);
+    free(g->scores);
+    memset(g, 0, sizeof *g);
+}
+
+pf_result pf_generate_batch(pf_model *m, const int32_t *const *prompts, const int *prompt_lengths, int batch,
+                            const pf_generate_options *options, pf_generation *result) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    if (result) memset(result, 0, sizeof *result);
+    if (!prompts || !prompt_lengths || batch < 1 || !result)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_generate_batch needs prompts, their lengths, batch >= 1 and a result");
+    pf_generate_options o = options ? *options : m->generate_defaults;
+    if (pf__batchable(m, &o)) return pf__generate_batched(m, prompts, prompt_lengths, batch, &o, result);
+    pf_result r = pf__request_lock(m, "pf_generate");
+    if (r) return r;
+    r = pf__generate_locked(m, prompts, prompt_lengths, batch, &o, result, NULL, NULL, 0);
+    pf__request_unlock(m);
+    return r;
+}
+
+pf_result pf_generate(pf_model *m, const int32_t *prompt, int prompt_len, const pf_generate_options *options,
+                      int32_t *out, int out_capacity, int *num_out) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    if (num_out) *num_out = 0;
+    if (!prompt || prompt_len < 1 || !out || out_capacity < 0 || !num_out)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_generate needs a prompt of at least one id, out and num_out");
+    pf_generate_options o = options ? *options : m->generate_defaults;
+    if (o.max_new_tokens < 0 || o.max_length < 0)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "generate options: negative lengths");
+    if (out_capacity == 0) return PF_OK;
+    /* out_capacity bounds the new tokens (max_new_tokens wins over the other limits) */
+    long long wanted = o.max_new_tokens ? o.max_new_tokens : o.max_length ? (long long)o.max_length - prompt_len : 20;
+    if (wanted > out_capacity) o.max_new_tokens = out_capacity;
+    pf_generation g;
+    const int32_t *prompts[1] = {prompt};
+    pf_result r = pf_generate_batch(m, prompts, &prompt_len, 1, &o, &g);
+    if (r) return r;
+    *num_out = g.lengths[0] < out_capacity ? g.lengths[0] : out_capacity;
+    memcpy(out, g.tokens[0], (size_t)*num_out * sizeof(int32_t));
+    pf_generation_free(&g);
+    return PF_OK;
+}
+
+pf_result pf_generate_text(pf_model *m, const char *prompt, const pf_generate_options *options, char **text) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    if (text) *text = NULL;
+    if (!prompt || !text) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_generate_text needs a prompt and text");
+    if (!m->tokenizer)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the model has no tokenizer%s%s", m->tokenizer_missing[0] ? ": " : "",
+                        m->tokenizer_missing);
+    size_t n = 0, len = 0, plen = strlen(prompt);
+    pf_tokenize_special(m->tokenizer, prompt, plen, NULL, 0, &n);
+    int32_t *ids = (int32_t *)malloc((n ? n : 1) * sizeof *ids);
+    if (!ids) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    pf_result r = pf_tokenize_special(m->tokenizer, prompt, plen, ids, n, &n);
+    if (r) {
+        free(ids);
+        return PF__FAIL(m, r, "cannot tokenize the prompt: %s", pf_result_string(r));
+    }
+    int length = (int)n;
+    pf_generation g;
+    const int32_t *prompts[1] = {ids};
+    r = pf_generate_batch(m, prompts, &length, 1, options, &g);
+    free(ids);
+    if (r) return r;
+    size_t kept = 0; /* special tokens left out, as transformers' decode(skip_special_tokens=True) */
+    for (int i = 0; i < g.lengths[0]; i++)
+        if (!pf_tokenizer_is_special(m->tokenizer, g.tokens[0][i])) g.tokens[0][kept++] = g.tokens[0][i];
+    g.lengths[0] = (int)kept;
+    pf_detokenize(m->tokenizer, g.tokens[0], (size_t)g.lengths[0], NULL, 0, &len);
+    *text = (char *)malloc(len + 1);
+    if (!*text) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    else if ((r = pf_detokenize(m->tokenizer, g.tokens[0], (size_t)g.lengths[0], *text, len + 1, &len))) {
+        free(*text);
+        *text = NULL;
+        r = PF__FAIL(m, r, "cannot decode the output: %s", pf_result_string(r));
+    } else {
+        (*text)[len] = 0;
+    }
+    pf_generation_free(&g);
+    return r;
+}
+
+/* ---- speech encoder-decoders: generation from audio features ---- */
+
+/* Checks a batch of feature rows and runs each through the host front end: *out [batch][*width]
+   [hidden] and *pads [batch], each row's frames after its left pads (never attended to; Whisper's
+   rows are all one length; Speech2Text's, of any lengths, are padded to the longest), both the
+   caller's to free. */
+static pf_result pf__audio_source_rows(pf_model *m, const char *call, const float *const *features, const int *num_frames,
+                                       int batch, float **out, int *width, int **pads) {
+    const pf__config *c = &m->config;
+    *out = NULL;
+    *width = 0;
+    *pads = NULL;
+    if (!c->mel_frontend && !c->conv_subsampler)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is not a speech encoder-decoder (%s takes audio "
+                        "features)", c->model_type, call);
+    if (!features || !num_frames || batch < 1)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s needs features, their frame counts and batch >= 1", call);
+    const pf__group *g = m->group;
+    if (batch > g->max_batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, g->max_batch);
+    if (c->conv_subsampler) return pf__subsampler_rows(m, call, features, num_frames, batch, out, width, pads);
+    int frames = 2 * c->encoder_max_positions, T = c->encoder_max_positions;
+    if (T > g->cache_len)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the encoder's %d positions exceed max_sequence_length %d", T, g->cache_len);
+    size_t M = (size_t)c->num_mel_bins, d = (size_t)c->hidden_size;
+    for (int b = 0; b < batch; b++) {
+        if (!features[b] || num_frames[b] != frames)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d frames of %zu mel bins; the model takes exactly %d "
+                            "(max_source_positions x 2: pf_audio_features pads or cuts every input to them)", b,
+                            features[b] ? num_frames[b] : 0, M, frames);
+        for (size_t i = 0; i < M * (size_t)frames; i++)
+            if (!isfinite(features[b][i])) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: features must be finite", b);
+    }
+    size_t widest = M > d ? M : d;
+    float *rows = (float *)malloc((size_t)batch * T * d * sizeof(float));
+    float *work = (float *)malloc(((size_t)frames * d + (size_t)PF__SPEECH_BLOCK * widest * 3) * sizeof(float));
+    *pads = (int *)calloc((size_t)batch, sizeof(int));
+    if (!rows || !work || !*pads) {
+        free(rows), free(work), free(*pads);
+        *pads = NULL;
+        return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int b = 0; b < batch; b++)
+        pf__mel_frontend(m, features[b], frames, rows + (size_t)b * T * d, work, work + (size_t)frames * d);
+    free(work);
+    *out = rows;
+    *width = T;
+    return PF_OK;
+}
+
+static pf_result pf__encode_audio_features_locked(pf_model *m, const float *const *features, const int *num_frames,
+                                                  int batch, pf_encoding **out) {
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    float *rows = NULL, *hidden = NULL;
+    int T = 0, *pads = NULL;
+    size_t d = (size_t)m->config.hidden_size;
+    if ((r = pf__audio_source_rows(m, "pf_encode_audio_features", features, num_frames, batch, &rows, &T, &pads))) return r;
+    pf_encoding *e = (pf_encoding *)calloc(1, sizeof *e);
+    hidden = (float *)malloc((size_t)batch * T * d * sizeof(float));
+    if (e) e->offsets = (int *)calloc((size_t)batch + 1, sizeof(int));
+    if (!e || !e->offsets || !hidden) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r) r = pf__encoder_pass(m, NULL, rows, pads, batch, T, hidden);
+    if (!r) { /* drop the pads: row b's frames are its last T - pads[b] */
+        e->batch = batch;
+        e->hidden_size = (int)d;
+        e->head = PF_HEAD_NONE;
+        for (int b = 0; b < batch; b++) {
+            e->offsets[b + 1] = e->offsets[b] + T - pads[b];
+            memmove(hidden + (size_t)e->offsets[b] * d, hidden + ((size_t)b * T + pads[b]) * d,
+                    (size_t)(T - pads[b]) * d * sizeof(float));
+        }
+        e->last_hidden_state = hidden;
+        hidden = NULL;
+        *out = e;
+        e = NULL;
+    }
+    pf_encoding_free(e);
+    free(rows), free(pads), free(hidden);
+    return r;
+}
+
+pf_result pf_encode_audio_features(pf_model *m, const float *const *features, const int *num_frames, int batch,
+                                   pf_encoding **out) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    if (out) *out = NULL;
+    if (!out) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio_features needs an output");
+    pf_result r = pf__request_lock(m, "pf_encode_audio_features");
+    if (r) return r;
+    r = pf__encode_audio_features_locked(m, features, num_frames, batch, out);
+    pf__request_unlock(m);
+    return r;
+}
+
+static pf_result pf__forward_audio_locked(pf_model *m, const float *const *features, const int *num_frames,
+                                          const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
+                                          float *logits) {
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    if (!decoder_ids || !decoder_lengths || !logits)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_forward_audio needs decoder inputs, their lengths and logits");
+    for (int b = 0; b < batch && decoder_lengths; b++)
+        if (decoder_lengths[b] > m->config.max_positions)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d decoder tokens exceed the decoder's %d positions", b,
+                            decoder_lengths[b], m->config.max_positions);
+    float *rows = NULL, *all = NULL;
+    int32_t *dec = NULL;
+    int *dec_pads = NULL, *src_pads = NULL, T = 0, dec_width = 0;
+    size_t vocab = (size_t)m->config.vocab_size;
+    if ((r = pf__audio_source_rows(m, "pf_forward_audio", features, num_frames, batch, &rows, &T, &src_pads))) return r;
+    r = pf__pad_rows(m, "decoder input", decoder_ids, decoder_lengths, batch, 0, &dec_width, &dec, &dec_pads);
+    if (!r && !(all = (float *)malloc((size_t)batch * dec_width * vocab * sizeof(float))))
+        r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r) r = pf__encoder_pass(m, NULL, rows, src_pads, batch, T, NULL);
+    if (!r) {
+        pf__job job;
+        memset(&job, 0, sizeof job);
+        job.step.ids = dec;
+        job.step.batch = batch;
+        job.step.seq_len = dec_width;
+        job.step.pad = dec_pads;
+        job.step.cross_len = T;
+        job.step.cross_pad = src_pads;
+        job.logits = all;
+        job.all_positions = 1;
+        r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
+    }
+    for (int b = 0, row = 0; !r && b < batch; row += decoder_lengths[b++]) /* drop the pads */
+        memcpy(logits + (size_t)row * vocab, all + ((size_t)b * dec_width + dec_pads[b]) * vocab,
+               (size_t)decoder_lengths[b] * vocab * sizeof(float));
+    free(rows), free(all), free(dec), free(dec_pads), free(src_pads);
+    return r;
+}
+
+pf_result pf_forward_audio(pf_model *m, const float *const *features, const int *num_frames,
+                           const int32_t *const *decoder_ids, const int *decoder_lengths, int batch, float *logits) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    pf_result r = pf__request_lock(m, "pf_forward_audio");
+    if (r) return r;
+    r = pf__forward_audio_locked(m, features, num_frames, decoder_ids, decoder_lengths, batch, logits);
+    pf__request_unlock(m);
+    return r;
+}
+
+/* Whisper's language detection, row by row: the decoder's logits after the start token alone, the
+   likeliest of the language tokens (the lowest id on ties, as torch's argmax) into langs[b]. */
+static pf_result pf__detect_languages(pf_model *m, const float *rows, const int *source_pads, int batch, int width,
+                                      int32_t *langs) {
+    const pf__config *c = &m->config;
+    size_t vocab = (size_t)c->vocab_size;
+    int32_t *starts = (int32_t *)malloc((size_t)batch * sizeof(int32_t));
+    int *pads = (int *)calloc((size_t)batch, sizeof(int)); /* the decoder's: none */
+    float *logits = (float *)malloc((size_t)batch * vocab * sizeof(float));
+    pf_result r = starts && pads && logits ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (int b = 0; !r && b < batch; b++) starts[b] = c->decoder_start_token_id;
+    if (!r) r = pf__encoder_pass(m, NULL, rows, source_pads, batch, width, NULL);
+    if (!r) {
+        pf__job job;
+        memset(&job, 0, sizeof job);
+        job.step.ids = starts;
+        job.step.batch = batch;
+        job.step.seq_len = 1;
+        job.step.pad = pads;
+        job.step.cross_len = width;
+        job.step.cross_pad = source_pads;
+        job.logits = logits;
+        job.all_positions = 1;
+        r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
+    }
+    for (int b = 0; !r && b < batch; b++) {
+        const float *row = logits + (size_t)b * vocab;
+        int best = -1;
+        for (int i = 0; i < c->num_lang_ids; i++) /* ascending ids: a strict > keeps the first of equal ones */
+            if (c->lang_ids[i] < c->vocab_size && (best < 0 || row[c->lang_ids[i]] > row[best])) best = c->lang_ids[i];
+        if (best < 0) r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: lang_to_id names no token of the vocabulary", m->dir);
+        else langs[b] = best;
+    }
+    free(starts), free(pads), free(logits);
+    return r;
+}
+
+static pf_result pf__generate_audio_locked(pf_model *m, const float *const *features, const int *num_frames, int batch,
+                                           const pf_generate_options *o, pf_generation *result) {
+    const pf__config *c = &m->config;
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    float *rows = NULL;
+    int T = 0, *pads = NULL;
+    if ((r = pf__audio_source_rows(m, "pf_generate_audio", features, num_frames, batch, &rows, &T, &pads))) return r;
+    /* the model's prompt, which names no language: each row's detected language token after its start token */
+    int own = c->num_decoder_prompt_ids > 0 && o->decoder_prompt == c->decoder_prompt_ids &&
+              o->decoder_prompt_length == c->num_decoder_prompt_ids;
+    int detect = c->detect_language && own;
+    /* timestamps: the model's prompt without its <|notimestamps|>, as generate() drops it */
+    pf_generate_options stamped = *o;
+    int ends_untimed = c->timestamp_begin > 0 && o->decoder_prompt && o->decoder_prompt_length > 0 &&
+                       o->decoder_prompt[o->decoder_prompt_length - 1] == c->timestamp_begin - 1;
+    if (o->return_timestamps && ends_untimed) {
+        if (own) stamped.decoder_prompt_length--, o = &stamped;
+        else r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_generate_audio: return_timestamps with a decoder_prompt "
+                          "that ends with <|notimestamps|> (leave it out)");
+    }
+    int32_t *langs = NULL, *prompts = NULL;
+    const int32_t **rows_prompts = NULL;
+    int *lengths = NULL, n = o->decoder_prompt_length + 1;
+    if (detect && !r) {
+        langs = (int32_t *)malloc((size_t)batch * sizeof(int32_t));
+        prompts = (int32_t *)malloc((size_t)batch * n * sizeof(int32_t));
+        rows_prompts = (const int32_t **)malloc((size_t)batch * sizeof *rows_prompts);
+        lengths = (int *)malloc((size_t)batch * sizeof(int));
+        if (!langs || !prompts || !rows_prompts || !lengths) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        if (!r) r = pf__detect_languages(m, rows, pads, batch, T, langs);
+        for (int b = 0; !r && b < batch; b++) {
+            int32_t *p = prompts + (size_t)b * n;
+            p[0] = c->decoder_prompt_ids[0];
+            p[1] = langs[b];
+            memcpy(p + 2, c->decoder_prompt_ids + 1, (size_t)(n - 2) * sizeof(int32_t));
+            rows_prompts[b] = p;
+            lengths[b] = n;
+        }
+    }
+    if (!r) r = pf__generate_locked(m, rows_prompts, lengths, batch, o, result, rows, pads, T);
+    /* with timestamps transformers returns the tokens without the eos that ended them */
+    const int32_t *eos = o->num_eos_token_ids ? o->eos_token_ids : c->eos_ids;
+    int num_eos = o->num_eos_token_ids ? o->num_eos_token_ids : c->num_eos_ids;
+    for (int i = 0; !r && o->return_timestamps && num_eos > 0 && i < result->num_sequences; i++)
+        if (result->lengths[i] > 0 && result->tokens[i][result->lengths[i] - 1] == eos[0]) result->lengths[i]--;
+    free(rows), free(pads), free(langs), free(prompts), free(rows_prompts), free(lengths);
+    return r;
+}
+
+pf_result pf_generate_audio(pf_model *m, const float *const *features, const int *num_frames, int batch,
+                            const pf_generate_options *options, pf_generation *result) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    if (result) memset(result, 0, sizeof *result);
+    if (!result) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_generate_audio needs a result");
+    pf_generate_options o = options ? *options : m->generate_defaults;
+    pf_result r = pf__request_lock(m, "pf_generate_audio");
+    if (r) return r;
+    r = pf__generate_audio_locked(m, features, num_frames, batch, &o, result);
+    pf__request_unlock(m);
+    return r;
+}
+
+void pf_string_free(char *text) { free(text); }
+
+pf_tokenizer *pf_model_tokenizer(pf_model *m) { return m ? m->tokenizer : NULL; }

@@ -1,0 +1,1371 @@
+/* =============================================================================================== */
+/* policies and config                                                                             */
+/* =============================================================================================== */
+
+/* The tensors the forward pass knows. Per-layer slots come after PF__SLOT_FIRST_LAYER. Shapes
+   are logical [out, in]; E is the embedding width (hidden, or OPT's word_embed_proj_dim),
+   Q = heads * head_dim, KV = kv_heads * head_dim, I = intermediate size. */
+typedef enum {
+    PF__SLOT_TOKEN_EMBED,      /* [vocab, E] */
+    PF__SLOT_POSITION_EMBED,   /* [max_positions + offset, hidden]: learned, or the sinusoid table */
+    PF__SLOT_EMBED_NORM_WEIGHT,/* [hidden] BLOOM's norm right after the embedding */
+    PF__SLOT_EMBED_NORM_BIAS,  /* [hidden] */
+    PF__SLOT_PROJECT_IN,       /* [hidden, E] */
+    PF__SLOT_PROJECT_IN_BIAS,  /* [hidden] */
+    PF__SLOT_PROJECT_OUT,      /* [E, hidden] */
+    PF__SLOT_FINAL_NORM_WEIGHT,/* [hidden] */
+    PF__SLOT_FINAL_NORM_BIAS,  /* [hidden] */
+    PF__SLOT_LM_HEAD,          /* [vocab, E] */
+    PF__SLOT_LM_HEAD_BIAS,     /* [vocab] */
+    PF__SLOT_TOKEN_TYPE_EMBED, /* [type_vocab, hidden]: BERT's segment embeddings */
+    PF__SLOT_POOLER_WEIGHT,    /* [hidden, hidden]: dense + tanh on each sequence's first token */
+    PF__SLOT_POOLER_BIAS,      /* [hidden] */
+    PF__SLOT_HEAD_TRANSFORM_WEIGHT, /* [hidden, hidden]: the masked-LM head's dense + act + norm */
+    PF__SLOT_HEAD_TRANSFORM_BIAS,   /* [hidden] */
+    PF__SLOT_HEAD_NORM_WEIGHT, /* [hidden] */
+    PF__SLOT_HEAD_NORM_BIAS,   /* [hidden] */
+    PF__SLOT_CLASSIFIER_WEIGHT,/* [num_labels, hidden]: sequence or token classification */
+    PF__SLOT_CLASSIFIER_BIAS,  /* [num_labels] */
+    PF__SLOT_SPAN_WEIGHT,      /* [2, hidden]: question answering's start and end logits */
+    PF__SLOT_SPAN_BIAS,        /* [2] */
+    PF__SLOT_REL_BIAS,         /* [rel_table_rows, heads]: a learned score bias per head and bucket
+                                  of relative distance, shared by the layers (MPNet, T5) */
+    /* An encoder-decoder's encoder tower has its own (the slots above being the decoder's): */
+    PF__SLOT_ENC_POSITION_EMBED,    /* as PF__SLOT_POSITION_EMBED */
+    PF__SLOT_ENC_EMBED_NORM_WEIGHT, /* [hidden] BART's layernorm_embedding */
+    PF__SLOT_ENC_EMBED_NORM_BIAS,
+    PF__SLOT_ENC_FINAL_NORM_WEIGHT, /* [hidden] */
+    PF__SLOT_ENC_FINAL_NORM_BIAS,
+    PF__SLOT_ENC_REL_BIAS,          /* as PF__SLOT_REL_BIAS, bucketed both ways */
+    PF__SLOT_ENC_TOKEN_EMBED,       /* [src_vocab, E]: an encoder vocabulary of its own (FSMT), whole on
+                                       every rank; absent: the towers share PF__SLOT_TOKEN_EMBED */
+    /* Image encoders (ViT): patches instead of token ids */
+    PF__SLOT_PATCH_WEIGHT,          /* [hidden, channels * patch^2]: the patch embedding (a strided conv) */
+    PF__SLOT_PATCH_BIAS,            /* [hidden] */
+    PF__SLOT_CLS_TOKEN,             /* [1, hidden]: the class token before the patches */
+    PF__SLOT_DIST_TOKEN,            /* [1, hidden]: DeiT's distillation token after it */
+    PF__SLOT_DIST_CLASSIFIER_WEIGHT,/* [num_labels, hidden]: DeiT's head on the distillation token */
+    PF__SLOT_DIST_CLASSIFIER_BIAS,  /* [num_labels] */
+    /* Dual encoders (CLIP): */
+    PF__SLOT_POOLER_NORM_WEIGHT,    /* [hidden]: a norm of the pooled token (CLIP vision's post_layernorm) */
+    PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */
+    PF__SLOT_PROJECTION,            /* [projection_dim, hidden]: the pooled output into the shared space, no bias */
+    PF__SLOT_LOGIT_SCALE,           /* [1]: the dual model's log temperature (read at load, never on a rank) */
+    PF__SLOT_FIRST_LAYER,
+    PF__SLOT_ATTN_NORM_WEIGHT = PF__SLOT_FIRST_LAYER, /* [hidden] */
+    PF__SLOT_ATTN_NORM_BIAS,   /* [hidden] */
+    PF__SLOT_QKV_FUSED_WEIGHT, /* [Q + 2 KV, hidden], rows in the policy's qkv_layout */
+    PF__SLOT_QKV_FUSED_BIAS,   /* [Q + 2 KV] */
+    PF__SLOT_Q_WEIGHT,         /* [Q, hidden] */
+    PF__SLOT_Q_BIAS,           /* [Q] */
+    PF__SLOT_K_WEIGHT,         /* [KV, hidden] */
+    PF__SLOT_K_BIAS,           /* [KV] */
+    PF__SLOT_V_WEIGHT,         /* [KV, hidden] */
+    PF__SLOT_V_BIAS,           /* [KV] */
+    PF__SLOT_ATTN_OUT_WEIGHT,  /* [hidden, Q] */
+    PF__SLOT_ATTN_OUT_BIAS,    /* [hidden] */
+    PF__SLOT_MLP_NORM_WEIGHT,  /* [hidden] */
+    PF__SLOT_MLP_NORM_BIAS,    /* [hidden] */
+    PF__SLOT_MLP_GATE_WEIGHT,  /* [I, hidden] */
+    PF__SLOT_MLP_GATE_BIAS,    /* [I] */
+    PF__SLOT_MLP_UP_WEIGHT,    /* [I, hidden] */
+    PF__SLOT_MLP_UP_BIAS,      /* [I] */
+    PF__SLOT_MLP_DOWN_WEIGHT,  /* [hidden, I] */
+    PF__SLOT_MLP_DOWN_BIAS,    /* [hidden] */
+    /* A decoder block's attention over the encoder's output (encoder-decoders): */
+    PF__SLOT_CROSS_NORM_WEIGHT,/* [hidden] */
+    PF__SLOT_CROSS_NORM_BIAS,  /* [hidden] */
+    PF__SLOT_CROSS_Q_WEIGHT,   /* [Q, hidden] */
+    PF__SLOT_CROSS_Q_BIAS,     /* [Q] */
+    PF__SLOT_CROSS_K_WEIGHT,   /* [KV, hidden] */
+    PF__SLOT_CROSS_K_BIAS,     /* [KV] */
+    PF__SLOT_CROSS_V_WEIGHT,   /* [KV, hidden] */
+    PF__SLOT_CROSS_V_BIAS,     /* [KV] */
+    PF__SLOT_CROSS_OUT_WEIGHT, /* [hidden, Q] */
+    PF__SLOT_CROSS_OUT_BIAS,   /* [hidden] */
+    /* Built on each rank by stacking the slices above (see pf__stacks), never read from files: */
+    PF__SLOT_QKV_WEIGHT,       /* [q_r | k_r | v_r, hidden]: one matmul for the rank's heads */
+    PF__SLOT_QKV_BIAS,
+    PF__SLOT_MLP_IN_WEIGHT,    /* [gate_r | up_r, hidden], or up_r alone */
+    PF__SLOT_MLP_IN_BIAS,
+    PF__SLOT_COUNT
+} pf__slot;
+
+#define PF__LAYER_SLOTS (PF__SLOT_COUNT - PF__SLOT_FIRST_LAYER)
+
+/* Rank weights stacked from several tensors' slices, in this order (absent ones skipped). */
+static const struct pf__stack {
+    pf__slot target;
+    pf__slot members[4];
+    int num_members;
+} pf__stacks[] = {
+    {PF__SLOT_QKV_WEIGHT, {PF__SLOT_QKV_FUSED_WEIGHT, PF__SLOT_Q_WEIGHT, PF__SLOT_K_WEIGHT, PF__SLOT_V_WEIGHT}, 4},
+    {PF__SLOT_QKV_BIAS, {PF__SLOT_QKV_FUSED_BIAS, PF__SLOT_Q_BIAS, PF__SLOT_K_BIAS, PF__SLOT_V_BIAS}, 4},
+    {PF__SLOT_MLP_IN_WEIGHT, {PF__SLOT_MLP_GATE_WEIGHT, PF__SLOT_MLP_UP_WEIGHT}, 2},
+    {PF__SLOT_MLP_IN_BIAS, {PF__SLOT_MLP_GATE_BIAS, PF__SLOT_MLP_UP_BIAS}, 2},
+};
+
+/* PF__LAYOUT_ROW: a vector stored as [1, n] (BART's final_logits_bias); read as PF__LAYOUT_VECTOR.
+   PF__LAYOUT_SQUEEZED: [1, ..., 1, rows, cols] (ViT's class token, position table), or [cols] for
+   one row (CLIP's class_embedding); read as OUT_IN.
+   PF__LAYOUT_CONV: [out, channels, kh, kw] (ViT's patch embedding); read as OUT_IN [out, c kh kw]. */
+typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV } pf__layout;
+
+typedef enum {
+    PF__SPLIT_NONE,
+    PF__SPLIT_QKV_COLUMNS,
+    PF__SPLIT_HEAD_COLUMNS,
+    PF__SPLIT_KV_COLUMNS,
+    PF__SPLIT_MLP_COLUMNS,
+    PF__SPLIT_HEAD_ROWS,
+    PF__SPLIT_MLP_ROWS,
+    PF__SPLIT_VOCAB
+} pf__split;
+
+/* Whether a tensor must be in the file: the PF__IF_ needs follow a config field (present exactly
+   when it is true). */
+typedef enum {
+    PF__OPTIONAL,
+    PF__REQUIRED,
+    PF__IF_ATTENTION_BIAS,
+    PF__IF_MLP_BIAS,
+    PF__IF_FINAL_NORM,
+    PF__IF_PROJECTION,
+    PF__IF_GATED,
+    PF__IF_DECODER,     /* present exactly when an encoder-decoder has its decoder (not "...EncoderModel") */
+    PF__IF_EMBED_NORM,  /* present exactly when the config field embed_norm is 1 (BART's layernorm_embedding) */
+    PF__POSITION_TABLE, /* required with learned positions; with sinusoidal ones optional (a saved copy
+                           of the sinusoid, used as it is; computed when absent) */
+    PF__IF_DISTILLATION, /* present exactly when the family has a distillation token (DeiT) */
+    PF__IF_WITH_PROJECTION /* present exactly when the config field with_projection is 1 (CLIP's towers) */
+} pf__need;
+typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ, PF__KIND_DUAL } pf__kind;
+typedef enum { PF__NORM_LAYER, PF__NORM_RMS } pf__norm;
+typedef enum { PF__SINUSOID_F32, PF__SINUSOID_F64, PF__SINUSOID_T2T } pf__sinusoid_kind; /* pf__sinusoid_table */
+typedef enum {
+    PF__POS_LEARNED,
+    PF__POS_ROTARY_HALVES,
+    PF__POS_ROTARY_PAIRS,
+    PF__POS_ALIBI,
+    PF__POS_SINUSOIDAL,
+    PF__POS_RELATIVE
+} pf__positions;
+typedef enum { PF__QKV_BLOCKS, PF__QKV_PER_HEAD, PF__QKV_CODEGEN } pf__qkv_layout;
+typedef enum { PF__MLP_PLAIN, PF__MLP_GATED, PF__MLP_GATED_IF_NAMED } pf__mlp;
+typedef enum { PF__ACT_GELU_TANH, PF__ACT_GELU_ERF, PF__ACT_RELU, PF__ACT_SILU, PF__ACT_TANH, PF__ACT_QUICK_GELU } pf__activation;
+typedef enum { PF__ROPE_DEFAULT, PF__ROPE_LINEAR, PF__ROPE_DYNAMIC, PF__ROPE_LLAMA3 } pf__rope_type;
+
+#define PF__NEEDED PF_POLICY_NEEDED
+
+typedef enum {
+#define PF_ARCH(id, ...) PF__ARCH_##id,
+#include "policies.inc"
+    PF__ARCH_COUNT
+} pf__arch_id;
+
+typedef struct pf__arch {
+    const char *model_type;
+    pf__kind kind;
+    pf__norm norm;
+    pf__positions positions;
+    pf__qkv_layout qkv_layout;
+    pf__mlp mlp;
+    int mlp_ratio;
+    const char *activation_key, *activation_default;
+    int tied_lm_head;
+} pf__arch;
+
+/* Policies registered at run time (pf_register_policy) at once, at most: architecture ids
+   PF__ARCH_COUNT + 0 .. PF__MAX_REGISTERED - 1, whose traits are written into pf__archs under
+   pf__policy_lock. A fixed array, so that a model reads its row without a lock while other
+   threads register. */
+#define PF__MAX_REGISTERED 64
+
+static pf__arch pf__archs[PF__ARCH_COUNT + PF__MAX_REGISTERED] = {
+#define PF_ARCH(id, model_type, kind, norm, positions, qkv, mlp, mlp_ratio, act_key, act_default, tied) \
+    {model_type, kind, norm, positions, qkv, mlp, mlp_ratio, act_key, act_default, tied},
+#include "policies.inc"
+};
+
+typedef struct pf__arch_alias { pf__arch_id arch; const char *model_type; } pf__arch_alias;
+static const pf__arch_alias pf__arch_aliases[] = {
+#define PF_ARCH_ALIAS(id, model_type) {PF__ARCH_##id, model_type},
+#include "policies.inc"
+};
+
+typedef struct pf__arch_activation { pf__arch_id arch; const char *name; pf__activation activation; } pf__arch_activation;
+static const pf__arch_activation pf__arch_activations[] = {
+#define PF_ARCH_ACTIVATION(id, name, activation) {PF__ARCH_##id, name, activation},
+#include "policies.inc"
+};
+
+typedef struct pf__arch_layer_types { pf__arch_id arch; const char *key; int needed; } pf__arch_layer_types;
+static const pf__arch_layer_types pf__arch_layer_types_keys[] = {
+#define PF_ARCH_LAYER_TYPES(id, key, needed) {PF__ARCH_##id, key, needed},
+#include "policies.inc"
+};
+
+typedef struct pf__arch_null { pf__arch_id arch; const char *key; double value; } pf__arch_null;
+static const pf__arch_null pf__arch_nulls[] = {
+#define PF_ARCH_NULL(id, key, value) {PF__ARCH_##id, key, value},
+#include "policies.inc"
+};
+
+typedef struct pf__arch_prefix { pf__arch_id arch; const char *prefix; } pf__arch_prefix;
+static const pf__arch_prefix pf__arch_prefixes[] = {
+#define PF_ARCH_PREFIX(id, prefix) {PF__ARCH_##id, prefix},
+#include "policies.inc"
+};
+
+typedef struct pf__arch_tensor {
+    pf__arch_id arch;
+    pf__slot slot;
+    const char *pattern;
+    pf__layout layout;
+    pf__split split;
+    pf__need need;
+    int encoder; /* 1: a block of an encoder-decoder's encoder tower (PF_ARCH_ENCODER_TENSOR) */
+} pf__arch_tensor;
+static const pf__arch_tensor pf__arch_tensors[] = {
+#define PF_ARCH_TENSOR(id, slot, pattern, layout, split, need) {PF__ARCH_##id, slot, pattern, layout, split, need, 0},
+#define PF_ARCH_ENCODER_TENSOR(id, slot, pattern, layout, split, need) {PF__ARCH_##id, slot, pattern, layout, split, need, 1},
+#include "policies.inc"
+};
+
+/* Rows whose tensor names (PF_ARCH_TENSOR, PF_ARCH_ENCODER_TENSOR, PF_ARCH_PREFIX, PF_ARCH_BUFFER)
+   are another row's: families with the same tensor names, whose differences are config traits. */
+typedef struct pf__arch_tensors_of { pf__arch_id arch, base; } pf__arch_tensors_of;
+static const pf__arch_tensors_of pf__arch_tensors_ofs[] = {
+#define PF_ARCH_TENSORS_OF(id, base) {PF__ARCH_##id, PF__ARCH_##base},
+#include "policies.inc"
+    {PF__ARCH_COUNT, PF__ARCH_COUNT} /* keeps the array non-empty */
+};
+
+/* The row whose tensor names an architecture uses. */
+static pf__arch_id pf__tensor_rows(pf__arch_id arch) {
+    for (size_t i = 0; i < sizeof pf__arch_tensors_ofs / sizeof pf__arch_tensors_ofs[0]; i++)
+        if (pf__arch_tensors_ofs[i].arch == arch) return pf__arch_tensors_ofs[i].base;
+    return arch;
+}
+
+/* Config keys whose other values we do not implement: refused unless absent, null or `value`. */
+typedef struct pf__arch_require { pf__arch_id arch; const char *key; double value; } pf__arch_require;
+static const pf__arch_require pf__arch_requires[] = {
+#define PF_ARCH_REQUIRE(id, key, value) {PF__ARCH_##id, key, value},
+#include "policies.inc"
+};
+
+typedef struct pf__arch_buffer { pf__arch_id arch; const char *pattern; } pf__arch_buffer;
+static const pf__arch_buffer pf__arch_buffers[] = {
+#define PF_ARCH_BUFFER(id, pattern) {PF__ARCH_##id, pattern},
+#include "policies.inc"
+};
+
+/* Hyperparameters, whatever the config.json keys are called. */
+typedef struct pf__config {
+    pf__arch_id arch;
+    char model_type[64];            /* config.json's: the row's, or one of its aliases */
+    int hidden_size, num_heads, num_kv_heads, num_layers, vocab_size, max_positions, intermediate_size;
+    int encoder_layers;             /* encoder-decoders: blocks 0..encoder_layers-1 are the encoder
+                                       tower's, the rest (num_layers in all) the decoder's */
+    int decoder_layers;             /* encoder-decoders, as read; 0: as many as the encoder (T5) */
+    int src_vocab_size;             /* an encoder vocabulary of its own (FSMT's src_vocab_size); 0: vocab_size */
+    int image_size, patch_size, num_channels; /* image encoders: max_positions follows from them */
+    int distillation;               /* 1: a distillation token after the class token (DeiT) */
+    int causal_encoder;             /* 1: an encoder whose tokens attend to earlier ones only (CLIP's text) */
+    int pool_eos_id;                /* >= 0: the pooled output is the token at the first of this id
+                                       (2: at the largest id, as configs before transformers 4.31
+                                       meant it; CLIP's text); -1: the first token */
+    int projection_dim;             /* PF__SLOT_PROJECTION's rows (CLIP) */
+    int with_projection;            /* 1: the tower has its projection (PF__IF_WITH_PROJECTION) */
+    int speech;                     /* 1: a speech encoder (Wav2Vec2, HuBERT): waveforms through the
+                                       host front end of the speech section, then the blocks */
+    int feature_projection_norm;    /* speech: a LayerNorm before the feature projection (policies.inc) */
+    int conv_subsampler;            /* 1: an encoder-decoder whose encoder takes filter-bank frames
+                                       through Speech2Text's convolutional subsampler on the host
+                                       (pf__config_subsampler; speech_config holds its shape) */
+    int mel_frontend;               /* 1: a speech encoder-decoder whose encoder takes log-mel features
+                                       through two convolutions (Whisper's conv1, conv2: kernel 3, the
+                                       second of stride 2, each followed by GELU), run on the host */
+    int num_mel_bins;               /* mel_frontend: the features' mel bins (conv1's input channels) */
+    int encoder_max_positions;      /* the encoder's position table when it differs from the decoder's
+                                       (Whisper's max_source_positions); 0: max_positions */
+    int k_bias_zero;                /* 1: the key projections have no bias where q and v have one
+                                       (Whisper's k_proj): a zero bias stands in, so the stack lines up */
+    int whisper_prompt;             /* 1: generation_config.json's language, task, forced_decoder_ids,
+                                       lang_to_id, task_to_id and no_timestamps_token_id make the
+                                       decoder prompt, as Whisper's generate() builds its init tokens */
+    int32_t *decoder_prompt_ids;    /* [num_decoder_prompt_ids]: that prompt (the defaults point at it); owned */
+    int num_decoder_prompt_ids;
+    int detect_language;            /* 1: the prompt needs Whisper's language detection: its language
+                                       token (after the start token) is the likeliest of lang_ids */
+    int32_t *lang_ids;              /* [num_lang_ids]: lang_to_id's token ids, ascending; owned */
+    int num_lang_ids;
+    int timestamp_begin;            /* Whisper's first timestamp token: no_timestamps_token_id + 1;
+                                       0: no no_timestamps_token_id */
+    int max_initial_timestamp;      /* generation_config.json's max_initial_timestamp_index + 1; 0: none */
+    struct pf__speech_config {      /* the front end's shape, from config.json (pf__config_speech) */
+        int num_convs;              /* feature encoder layers: conv_dim, conv_kernel, conv_stride */
+        int conv_dim[16], conv_kernel[16], conv_stride[16];
+        int conv_bias;              /* the convolutions have biases */
+        int layer_norm_convs;       /* feat_extract_norm "layer": a LayerNorm over channels after every
+                                       conv; 0 ("group"): a GroupNorm (one group a channel) after the first */
+        int pos_kernel, pos_groups; /* the positional convolution: num_conv_pos_embeddings, ..._groups */
+        int stride, min_samples;    /* samples per frame; the fewest samples that make one frame */
+        int feature_width;          /* conv_subsampler: features per input frame (input_feat_per_channel
+                                       * input_channels), the first convolution's input channels */
+    } speech_config;
+    int teacher_head;               /* 1: the mean of the class and distillation tokens' heads (DeiT
+                                       ...WithTeacher) */
+    int decoder_num_heads, decoder_intermediate_size; /* the decoder's, where the config names them
+                                       apart (BART); they must equal the encoder's; 0: unnamed */
+    int embed_norm;                 /* 1: a norm after the embedding (PF__IF_EMBED_NORM tensors) */
+    int decoder_norm_before_positions; /* 1: the decoder tower norms its token embeddings before it
+                                       adds the positions (Blenderbot-small) */
+    int sinusoid;                   /* the computed sinusoid table: PF__SINUSOID_* */
+    int scale_decoder_outputs;      /* 1: the decoder's output times hidden^-0.5 before the LM head
+                                       (T5); -1 in the table: as tie_word_embeddings */
+    int head_dim;                   /* 0 in the file: hidden_size / num_heads */
+    int embed_dim;                  /* OPT's word_embed_proj_dim; 0: hidden_size */
+    double norm_eps;
+    double final_norm_eps;          /* 0: norm_eps */
+    int scale_attn_weights;         /* 0: scores are q.k unscaled (GPT-Neo) */
+    int scale_attn_by_inverse_layer_idx;
+    int32_t *eos_ids;               /* [num_eos_ids]: config.json's and generation_config.json's; owned */
+    int num_eos_ids;
+    int32_t *suppress_ids, *begin_suppress_ids; /* generation_config.json's suppress_tokens and
+                                       begin_suppress_tokens (the defaults point at them); owned */
+    int num_suppress_ids, num_begin_suppress_ids;
+    int bos_token_id, pad_token_id, decoder_start_token_id; /* -1: none */
+    int pre_norm;                   /* 0: post-norm blocks (OpenAI GPT, OPT-350m), without a final norm */
+    int remove_final_norm;          /* 1: pre-norm blocks without a final norm (OPT's _remove_final_layer_norm) */
+    int tie_word_embeddings;        /* 1: the LM head is the token embedding */
+    int residual_from_norm;         /* 1: each block's residual is its norm's output (BLOOM's
+                                       apply_residual_connection_post_layernorm) */
+    int attention_bias, mlp_bias;   /* 1: the projections of attention (of the MLP) have biases */
+    int parallel_residual;          /* x + attn(norm(x)) + mlp(norm'(x)) */
+    int position_offset;            /* OPT's learned positions start at 2 */
+    int embed_scale_sqrt;           /* token embeddings times sqrt(hidden) (CTRL) */
+    int rotary_dim;                 /* rotated dims per head; 0: rotary_pct * head_dim */
+    double rotary_pct;
+    double rope_theta;
+    int reads_rope_dict;            /* 1: rope_scaling / rope_parameters apply (else transformers ignores them) */
+    int partial_rotary_ignored;     /* 1: a partial_rotary_factor does not change the rotation (LLaMA) */
+    int rope_head_dim;              /* GPT-NeoX's head_dim key: the rotary width's base; 0: head_dim */
+    int sliding_window;             /* keys within this distance of the query; 0: all */
+    int use_sliding_window;         /* 0: the config's sliding_window is only informative (Qwen2) */
+    int local_window;               /* GPT-Neo's window for its "local" layers */
+    int first_window_layer;         /* without a per-layer list: layers from this one on use the
+                                       sliding window (Qwen2's max_window_layers) */
+    pf__activation activation;
+    pf__rope_type rope_type;
+    double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
+    int rope_original_max_positions;
+    int *layer_window;              /* [num_layers]: each layer's window, 0 for global; owned */
+    int type_vocab_size;            /* rows of the token type (segment) embedding */
+    int gated_mlp;                  /* 1: act(x W_gate) * x W_up (the row's mlp, or T5's "gated-" activations) */
+    int rel_table_rows;             /* rows of the relative bias table (its config key) */
+    int rel_buckets, rel_max_distance; /* the bucketing: T5's function with these; bidirectional */
+    int embed_norm_before_project;  /* 1: positions, segments and the embedding norm at the
+                                       embedding's width E, then project_in with its bias (ELECTRA,
+                                       ALBERT); 0: they follow the projection (OPT) */
+    int position_offset_from_pad;   /* 1: position_offset was read as the pad id, positions start
+                                       after it and the table's rows include them (RoBERTa); 2: the
+                                       same over a computed table, the bound kept (M2M100) */
+    int pooler_activation;          /* a pf__activation: tanh (BERT), relu (DistilBERT); -1: the model's */
+    int head_activation;            /* the masked-LM head's pf__activation; -1: the model's */
+    pf_head head;                   /* what the output stage computes */
+    int num_labels;                 /* classification heads' outputs */
+} pf__config;
+
+/* Neutral values for fields an architecture's rows do not name. */
+static void pf__config_defaults(pf__config *c) {
+    memset(c, 0, sizeof *c);
+    c->scale_attn_weights = 1;
+    c->pre_norm = 1;
+    c->rotary_pct = 1.0;
+    c->rope_theta = 10000.0;
+    c->bos_token_id = c->pad_token_id = c->decoder_start_token_id = -1;
+    c->rope_factor = 1.0;
+    c->use_sliding_window = 1;
+    c->attention_bias = c->mlp_bias = -1;
+    c->pooler_activation = PF__ACT_TANH;
+    c->head_activation = -1;
+    c->pool_eos_id = -1;
+}
+
+typedef struct pf__arch_config {
+    pf__arch_id arch;
+    size_t offset;  /* of the field in pf__config */
+    int is_double;
+    const char *key;
+    double fallback;
+} pf__arch_config;
+#define PF__FIELD_IS_DOUBLE(field) (sizeof(((pf__config *)0)->field) == sizeof(double))
+static const pf__arch_config pf__arch_configs[] = {
+#define PF_ARCH_CONFIG(id, field, key, fallback)                                                   \
+    {PF__ARCH_##id, offsetof(pf__config, field), PF__FIELD_IS_DOUBLE(field), key, fallback},
+#include "policies.inc"
+};
+
+#define PF__COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- an architecture's rows: compiled in, or registered at run time ---- */
+
+/* Each table's rows for an architecture: the compiled-in tables (the rows of every built-in
+   architecture, told apart by their arch), or a registered policy's own copies. Code reads the
+   tables through pf__rows(arch) only, and skips rows of other architectures. */
+typedef struct pf__policy_rows {
+    const pf__arch_tensor *tensors;
+    size_t num_tensors;
+    const pf__arch_config *configs;
+    size_t num_configs;
+    const pf__arch_prefix *prefixes;
+    size_t num_prefixes;
+    const pf__arch_buffer *buffers;
+    size_t num_buffers;
+    const pf__arch_activation *activations;
+    size_t num_activations;
+    const pf__arch_layer_types *layer_types;
+    size_t num_layer_types;
+    const pf__arch_null *nulls;
+    size_t num_nulls;
+    const pf__arch_require *required_values;
+    size_t num_required_values;
+} pf__policy_rows;
+
+static const pf__policy_rows pf__builtin_rows = {
+    pf__arch_tensors, PF__COUNT(pf__arch_tensors), pf__arch_configs, PF__COUNT(pf__arch_configs),
+    pf__arch_prefixes, PF__COUNT(pf__arch_prefixes), pf__arch_buffers, PF__COUNT(pf__arch_buffers),
+    pf__arch_activations, PF__COUNT(pf__arch_activations), pf__arch_layer_types_keys, PF__COUNT(pf__arch_layer_types_keys),
+    pf__arch_nulls, PF__COUNT(pf__arch_nulls), pf__arch_requires, PF__COUNT(pf__arch_requires),
+};
+
+/* A policy registered at run time: its architecture id is PF__ARCH_COUNT + its index, its traits
+   are pf__archs at that id. Registration writes only free entries; an entry is freed only while
+   no model holds it, so a loaded model reads its own without the lock. */
+typedef struct pf__registered {
+    int in_use;
+    int live_models;      /* models loaded through it, not yet freed: unregistering waits for 0 */
+    pf__policy_rows rows; /* its own rows, every one with its arch id */
+    char **strings;       /* [num_strings]: the copies the traits and rows point into; owned */
+    size_t num_strings;
+} pf__registered;
+static pf__registered pf__registered_policies[PF__MAX_REGISTERED];
+static pthread_mutex_t pf__policy_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const pf__policy_rows *pf__rows(pf__arch_id arch) {
+    return (int)arch < PF__ARCH_COUNT ? &pf__builtin_rows : &pf__registered_policies[arch - PF__ARCH_COUNT].rows;
+}
+
+/* The registered architecture named model_type, held for a model (unregistering it is refused
+   until pf__policy_release); -1 when none is. */
+static int pf__policy_acquire(const char *model_type) {
+    int arch = -1;
+    pthread_mutex_lock(&pf__policy_lock);
+    for (int i = 0; i < PF__MAX_REGISTERED && arch < 0; i++)
+        if (pf__registered_policies[i].in_use && !strcmp(pf__archs[PF__ARCH_COUNT + i].model_type, model_type)) {
+            pf__registered_policies[i].live_models++;
+            arch = PF__ARCH_COUNT + i;
+        }
+    pthread_mutex_unlock(&pf__policy_lock);
+    return arch;
+}
+
+static void pf__policy_release(pf__arch_id arch) {
+    if ((int)arch < PF__ARCH_COUNT) return;
+    pthread_mutex_lock(&pf__policy_lock);
+    pf__registered_policies[arch - PF__ARCH_COUNT].live_models--;
+    pthread_mutex_unlock(&pf__policy_lock);
+}
+
+static const pf__arch_tensor *pf__arch_tensor_for(pf__arch_id arch, pf__slot slot) {
+    pf__arch_id named = pf__tensor_rows(arch);
+    const pf__policy_rows *rows = pf__rows(named);
+    for (size_t i = 0; i < rows->num_tensors; i++)
+        if (rows->tensors[i].arch == named && rows->tensors[i].slot == slot) return &rows->tensors[i];
+    return NULL;
+}
+
+/* The config.json key an architecture reads a field from (its first alias), for messages. */
+static const char *pf__config_key(pf__arch_id arch, size_t offset) {
+    const pf__policy_rows *rows = pf__rows(arch);
+    for (size_t i = 0; i < rows->num_configs; i++)
+        if (rows->configs[i].arch == arch && rows->configs[i].offset == offset && rows->configs[i].key)
+            return rows->configs[i].key;
+    return "(derived)";
+}
+
+/* HF activation names to the function we compute: the family's own table (PF_ARCH_ACTIVATION)
+   where it has one, else transformers' ACT2FN. */
+static int pf__activation_from_hf_name(const char *name, pf__activation *out);
+static int pf__activation_from_name(pf__arch_id arch, const char *name, pf__activation *out) {
+    const pf__policy_rows *rows = pf__rows(arch);
+    int family_table = 0;
+    for (size_t i = 0; i < rows->num_activations; i++) {
+        if (rows->activations[i].arch != arch) continue;
+        family_table = 1;
+        if (strcmp(rows->activations[i].name, name) == 0) {
+            *out = rows->activations[i].activation;
+            return 0;
+        }
+    }
+    if (family_table) return -1;
+    return pf__activation_from_hf_name(name, out);
+}
+
+/* transformers' ACT2FN names. */
+static int pf__activation_from_hf_name(const char *name, pf__activation *out) {
+    static const struct { const char *name; pf__activation act; } names[] = {
+        {"gelu_new", PF__ACT_GELU_TANH}, {"gelu_pytorch_tanh", PF__ACT_GELU_TANH},
+        {"gelu_fast", PF__ACT_GELU_TANH}, {"bloom_gelu", PF__ACT_GELU_TANH}, {"gelu", PF__ACT_GELU_ERF},
+        {"relu", PF__ACT_RELU}, {"silu", PF__ACT_SILU}, {"swish", PF__ACT_SILU}, {"quick_gelu", PF__ACT_QUICK_GELU},
+    };
+    for (size_t i = 0; i < PF__COUNT(names); i++)
+        if (strcmp(names[i].name, name) == 0) {
+            *out = names[i].act;
+            return 0;
+        }
+    return -1;
+}
+
+/* A number from JSON (bools count as 0/1); 1 if present and numeric, 0 if absent or null, -1 if
+   something else. */
+static int pf__json_number(const pf__json *v, double *out) {
+    if (!v || v->type == PF__JSON_NULL) return 0;
+    if (v->type == PF__JSON_NUMBER) *out = v->number;
+    else if (v->type == PF__JSON_BOOL) *out = v->boolean;
+    else return -1;
+    return 1;
+}
+
+/* transformers' rope scaling: "rope_scaling" (v4) or "rope_parameters" (v5), either naming the
+   type as "rope_type" or "type"; a non-empty rope_scaling wins when both are given (transformers 5
+   converts it), and rope_theta there wins over the top-level one. Families whose modeling code has
+   a fixed rotary base (GPT-J, CodeGen) ignore both, as transformers does. */
+static pf_result pf__config_rope(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
+    if (!c->reads_rope_dict) return PF_OK;
+    const pf__json *rope = pf__json_get(json, "rope_scaling");
+    if (!rope || rope->type != PF__JSON_OBJECT || !rope->count) rope = pf__json_get(json, "rope_parameters");
+    if (rope && rope->type != PF__JSON_OBJECT) rope = NULL;
+    const pf__json *type = pf__json_get(rope, "rope_type");
+    if (!type) type = pf__json_get(rope, "type");
+    double v, partial = 1;
+    if (pf__json_number(pf__json_get(rope, "rope_theta"), &v) == 1) c->rope_theta = v;
+    int has_partial = pf__json_number(pf__json_get(rope, "partial_rotary_factor"), &partial) == 1;
+    if (!has_partial && c->partial_rotary_ignored) /* transformers 5 moves a top-level one into the dict */
+        has_partial = pf__json_number(pf__json_get(json, "partial_rotary_factor"), &partial) == 1;
+    if (has_partial && !(partial > 0 && partial <= 1)) /* NaN included: the rotary width is head_dim times it */
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"partial_rotary_factor\" %g is not in (0, 1]", path, partial);
+    if (has_partial && !c->partial_rotary_ignored) c->rotary_pct = partial;
+    if (type && type->type == PF__JSON_STRING && strcmp(type->string, "default") != 0) {
+        if (strcmp(type->string, "linear") == 0) c->rope_type = PF__ROPE_LINEAR;
+        else if (strcmp(type->string, "dynamic") == 0) c->rope_type = PF__ROPE_DYNAMIC;
+        else if (strcmp(type->string, "llama3") == 0) c->rope_type = PF__ROPE_LLAMA3;
+        else return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: rope type \"%s\" is not supported", path, type->string);
+    }
+    /* LLaMA's default rope rotates whole heads whatever the factor; its scaled ropes shorten the
+       frequencies and then fail in transformers */
+    if (has_partial && c->partial_rotary_ignored && partial != 1 && c->rope_type != PF__ROPE_DEFAULT)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED,
+                          "%s: \"partial_rotary_factor\" = %g with rope type \"%s\" is not supported (transformers "
+                          "cannot run it either)", path, partial, type->string);
+    if (c->rope_type == PF__ROPE_DEFAULT) return PF_OK;
+    if (pf__json_number(pf__json_get(rope, "factor"), &c->rope_factor) != 1 || !(c->rope_factor >= 1 && c->rope_factor < 1e6))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: rope scaling needs a factor >= 1", path);
+    if (c->rope_type == PF__ROPE_LLAMA3) {
+        double original = 0;
+        /* a top-level original_max_position_embeddings overrides the dict's when transformers
+           builds the frequencies */
+        int found = pf__json_number(pf__json_get(json, "original_max_position_embeddings"), &original) == 1 ||
+                    pf__json_number(pf__json_get(rope, "original_max_position_embeddings"), &original) == 1;
+        if (pf__json_number(pf__json_get(rope, "low_freq_factor"), &c->rope_low_freq_factor) != 1 ||
+            pf__json_number(pf__json_get(rope, "high_freq_factor"), &c->rope_high_freq_factor) != 1 || !found ||
+            !(c->rope_high_freq_factor > c->rope_low_freq_factor) || !(original >= 1 && original < 1e9))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: llama3 rope scaling needs low_freq_factor < high_freq_factor and original_max_position_embeddings", path);
+        c->rope_original_max_positions = (int)original;
+    }
+    return PF_OK;
+}
+
+/* The window of each layer: from a per-layer list when the architecture names one, else the
+   sliding window (if any) everywhere. */
+static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, const char *path, char *message,
+                                          size_t size) {
+    if (!c->use_sliding_window) c->sliding_window = 0;
+    c->layer_window = (int *)calloc((size_t)c->num_layers, sizeof(int));
+    if (!c->layer_window) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    const pf__json *types = NULL;
+    const char *key = NULL;
+    int needed = 0;
+    const pf__policy_rows *rows = pf__rows(c->arch);
+    for (size_t i = 0; i < rows->num_layer_types && !types; i++) {
+        if (rows->layer_types[i].arch != c->arch) continue;
+        key = rows->layer_types[i].key;
+        needed |= rows->layer_types[i].needed;
+        types = pf__json_get(json, key);
+        if (types && types->type == PF__JSON_NULL) types = NULL;
+        if (types && types->type != PF__JSON_ARRAY)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is not a list", path, key);
+    }
+    if (!types) {
+        if (needed) return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is missing", path, key);
+        for (int l = 0; l < c->num_layers; l++) c->layer_window[l] = l >= c->first_window_layer ? c->sliding_window : 0;
+        return PF_OK;
+    }
+    /* Either one kind per layer, or GPT-Neo's runs [[kinds], repeats] that transformers expands
+       into attention_layers. */
+    int l = 0;
+    for (const pf__json *t = types->first; t; t = t->next) {
+        const pf__json *kinds = t, *repeats = NULL;
+        double times = 1;
+        if (t->type == PF__JSON_ARRAY) {
+            kinds = t->first;
+            repeats = kinds ? kinds->next : NULL;
+            if (t->count != 2 || kinds->type != PF__JSON_ARRAY || pf__json_number(repeats, &times) != 1 ||
+                !(times >= 0 && times <= c->num_layers) || times != floor(times))
+                return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is not a list of [[kinds], repeats]", path,
+                                  key);
+        }
+        for (int k = 0; k < (int)times; k++)
+            for (const pf__json *kind = kinds->type == PF__JSON_ARRAY ? kinds->first : kinds; kind;
+                 kind = kinds->type == PF__JSON_ARRAY ? kind->next : NULL, l++) {
+                if (kind->type != PF__JSON_STRING)
+                    return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" holds a non-string", path, key);
+                if (l >= c->num_layers) continue; /* too many: counted, refused below */
+                if (!strcmp(kind->string, "local")) c->layer_window[l] = c->local_window;
+                else if (!strcmp(kind->string, "sliding_attention")) c->layer_window[l] = c->sliding_window;
+                else if (strcmp(kind->string, "global") && strcmp(kind->string, "full_attention") &&
+                         strcmp(kind->string, "attention")) /* Qwen2's older name of full_attention */
+                    return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: attention kind \"%s\" is not supported", path,
+                                      kind->string);
+                if (c->layer_window[l] < 0)
+                    return pf__format(message, size, PF_ERROR_FORMAT, "%s: layer %d has a negative window", path, l);
+            }
+    }
+    if (l != c->num_layers)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" gives %d layers, the model has %d", path,
+                          key, l, c->num_layers);
+    return PF_OK;
+}
+
+/* Keys we implement for one value only (PF_ARCH_REQUIRE): any other is refused by name. */
+static pf_result pf__config_requires(const pf__json *json, pf__arch_id arch, const char *path, char *message, size_t size) {
+    const pf__policy_rows *rows = pf__rows(arch);
+    for (size_t i = 0; i < rows->num_required_values; i++) {
+        const pf__arch_require *q = &rows->required_values[i];
+        const pf__json *v = q->arch == arch ? pf__json_get_path(json, q->key) : NULL;
+        double x = 0;
+        if (!v || v->type == PF__JSON_NULL) continue;
+        if (pf__json_number(v, &x) == 1 && x == q->value) continue;
+        char shown[64] = "a non-number";
+        if (v->type == PF__JSON_NUMBER || v->type == PF__JSON_BOOL) snprintf(shown, sizeof shown, "%g", x);
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED,
+                          "%s: \"%s\" = %s is not supported for model_type \"%s\" (only %g is implemented)", path,
+                          q->key, shown, pf__archs[arch].model_type, q->value);
+    }
+    return PF_OK;
+}
+
+/* A sliding_window or attention_chunk_size in the config of a decoder whose row does not read it:
+   transformers' generation cache then keeps only that many keys (the prompt's logits ignore it,
+   generated tokens do not), which we do not implement: refused when it would bind. */
+static pf_result pf__config_stray_windows(const pf__json *json, const pf__config *c, const char *path, char *message,
+                                          size_t size) {
+    static const char *const keys[] = {"sliding_window", "attention_chunk_size"};
+    if (pf__archs[c->arch].kind != PF__KIND_DECODER) return PF_OK;
+    for (size_t k = 0; k < PF__COUNT(keys); k++) {
+        int read = 0;
+        const pf__policy_rows *rows = pf__rows(c->arch);
+        for (size_t i = 0; i < rows->num_configs; i++)
+            read |= rows->configs[i].arch == c->arch && rows->configs[i].key && !strcmp(rows->configs[i].key, keys[k]);
+        double window = 0;
+        if (!read && pf__json_number(pf__json_get(json, keys[k]), &window) == 1 && window > 0 && window < c->max_positions)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED,
+                              "%s: \"%s\" = %g: model_type \"%s\" has no such window, but transformers' generation cache "
+                              "would keep only that many keys; not supported", path, keys[k], window, c->model_type);
+    }
+    return PF_OK;
+}
+
+/* ---- token ids and generate() defaults (config.json, generation_config.json) ---- */
+
+/* A token id from JSON: 1 if set (an integer >= 0), 0 if absent, null or negative (some configs
+   write -1 for "none"), -1 if not an integer. */
+static int pf__json_token_id(const pf__json *v, int *out) {
+    if (!v || v->type == PF__JSON_NULL) return 0;
+    if (v->type != PF__JSON_NUMBER || v->number != floor(v->number) || v->number > 2147483647.0) return -1;
+    if (v->number < 0) return 0;
+    *out = (int)v->number;
+    return 1;
+}
+
+/* Adds eos ids (one id or a list, as transformers accepts both) that the list lacks. */
+static pf_result pf__config_add_eos(pf__config *c, const pf__json *v, const char *path, char *message, size_t size) {
+    if (!v || v->type == PF__JSON_NULL) return PF_OK;
+    const pf__json *first = v->type == PF__JSON_ARRAY ? v->first : v;
+    size_t count = v->type == PF__JSON_ARRAY ? v->count : 1;
+    if (count > 4096) return pf__format(message, size, PF_ERROR_FORMAT, "%s: %zu eos ids", path, count);
+    int32_t *grown = (int32_t *)realloc(c->eos_ids, ((size_t)c->num_eos_ids + count + 1) * sizeof(int32_t));
+    if (!grown) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    c->eos_ids = grown;
+    for (const pf__json *e = first; count--; e = e->next) {
+        int id, seen = 0, found = pf__json_token_id(e, &id);
+        if (found < 0) return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"eos_token_id\" holds a non-integer", path);
+        for (int i = 0; found && i < c->num_eos_ids; i++) seen |= c->eos_ids[i] == id;
+        if (found && !seen) c->eos_ids[c->num_eos_ids++] = id;
+    }
+    return PF_OK;
+}
+
+/* bos, pad, decoder start and eos ids from config.json or generation_config.json: a later file's
+   ids replace the earlier ones, except eos ids, which are joined (generation stops on any). */
+static pf_result pf__config_token_ids(pf__config *c, const pf__json *json, const char *path, char *message, size_t size) {
+    static const struct { const char *key; size_t offset; } ids[] = {
+        {"bos_token_id", offsetof(pf__config, bos_token_id)},
+        {"pad_token_id", offsetof(pf__config, pad_token_id)},
+        {"decoder_start_token_id", offsetof(pf__config, decoder_start_token_id)},
+    };
+    for (size_t i = 0; i < PF__COUNT(ids); i++)
+        if (pf__json_token_id(pf__json_get(json, ids[i].key), (int *)((char *)c + ids[i].offset)) < 0)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is not a token id", path, ids[i].key);
+    return pf__config_add_eos(c, pf__json_get(json, "eos_token_id"), path, message, size);
+}
+
+/* generation_config.json keys that generate() takes as defaults and pf_generate_options holds. */
+static const struct pf__generation_key {
+    const char *key;
+    size_t offset; /* in pf_generate_options */
+    char kind;     /* 'i' int, 'f' float, 'b' bool as int, 'e' early_stopping (true, false, "never") */
+    double low, high;
+} pf__generation_keys[] = {
+    {"max_length", offsetof(pf_generate_options, max_length), 'i', 0, 1e9},
+    {"max_new_tokens", offsetof(pf_generate_options, max_new_tokens), 'i', 0, 1e9},
+    {"min_length", offsetof(pf_generate_options, min_length), 'i', 0, 1e9},
+    {"min_new_tokens", offsetof(pf_generate_options, min_new_tokens), 'i', 0, 1e9},
+    {"num_beams", offsetof(pf_generate_options, num_beams), 'i', 1, 1e6},
+    {"num_return_sequences", offsetof(pf_generate_options, num_return_sequences), 'i', 1, 1e6},
+    {"no_repeat_ngram_size", offsetof(pf_generate_options, no_repeat_ngram_size), 'i', 0, 1e9},
+    {"top_k", offsetof(pf_generate_options, top_k), 'i', 0, 1e9},
+    {"do_sample", offsetof(pf_generate_options, do_sample), 'b', 0, 1},
+    {"temperature", offsetof(pf_generate_options, temperature), 'f', 1e-30, 1e30},
+    {"top_p", offsetof(pf_generate_options, top_p), 'f', 1e-30, 1},
+    {"repetition_penalty", offsetof(pf_generate_options, repetition_penalty), 'f', 1e-30, 1e30},
+    {"length_penalty", offsetof(pf_generate_options, length_penalty), 'f', -1e30, 1e30},
+    {"early_stopping", offsetof(pf_generate_options, early_stopping), 'e', 0, 0},
+    {"forced_bos_token_id", offsetof(pf_generate_options, forced_bos_token_id), 'i', 0, 1e9},
+    {"forced_eos_token_id", offsetof(pf_generate_options, forced_eos_token_id), 'i', 0, 1e9}, /* one id, not a list */
+    {"decoder_start_token_id", offsetof(pf_generate_options, decoder_start_token_id), 'i', 0, 1e9},
+    {"encoder_no_repeat_ngram_size", offsetof(pf_generate_options, encoder_no_repeat_ngram_size), 'i', 0, 1e9},
+};
+
+/* generation_config.json keys that change what generate() does and that we do not implement,
+   with the value that leaves generation as ours (null always does): any other value is refused. */
+static const struct { const char *key; double neutral; } pf__generation_unsupported[] = {
+    {"typical_p", 1}, {"epsilon_cutoff", 0}, {"eta_cutoff", 0}, {"min_p", 0}, {"top_h", 0},
+    {"diversity_penalty", 0}, {"num_beam_groups", 1}, {"penalty_alpha", 0}, {"encoder_repetition_penalty", 1},
+    {"guidance_scale", 1}, {"renormalize_logits", 0},
+    {"exponential_decay_length_penalty", NAN},
+    {"forced_decoder_ids", NAN},
+    {"sequence_bias", NAN}, {"bad_words_ids", NAN}, {"force_words_ids", NAN}, {"constraints", NAN},
+    {"stop_strings", NAN}, {"watermarking_config", NAN}, {"max_time", NAN}, {"token_healing", 0},
+    {"dola_layers", NAN}, {"prompt_lookup_num_tokens", NAN}, {"assistant_early_exit", NAN},
+    /* Whisper's fallback: a segment regenerated at higher temperatures, or dropped as silence */
+    {"no_speech_threshold", NAN}, {"logprob_threshold", NAN}, {"compression_ratio_threshold", NAN},
+};
+
+/* One generate() default into o; 1 if the value is not what the key allows. */
+static int pf__generation_set(pf_generate_options *o, const struct pf__generation_key *k, const pf__json *v) {
+    void *field = (char *)o + k->offset;
+    if (k->kind == 'e') {
+        if (v->type == PF__JSON_STRING && !strcmp(v->string, "never")) *(pf_early_stopping *)field = PF_EARLY_STOPPING_NEVER;
+        else if (v->type == PF__JSON_BOOL) *(pf_early_stopping *)field = v->boolean ? PF_EARLY_STOPPING_ON : PF_EARLY_STOPPING_HEURISTIC;
+        else return 1;
+        return 0;
+    }
+    double x;
+    if (pf__json_number(v, &x) != 1 || v->type == PF__JSON_ARRAY || !(x >= k->low && x <= k->high)) return 1;
+    if (k->kind == 'f') *(float *)field = (float)x;
+    else if (x != floor(x)) return 1;
+    else *(int *)field = (int)x;
+    return 0;
+}
+
+/* Whisper's decoder prompt, as its generate() builds the init tokens from generation_config.json:
+   the start token; the language (the "language" key, a "<|xx|>" token or a code "xx" of
+   lang_to_id) else forced_decoder_ids' entries at positions 1, 2, ...; the task ("task" through
+   task_to_id, which replaces a task token already there), or "transcribe" where a language was
+   named and no task token is; then <|notimestamps|> (no_timestamps_token_id). A multilingual
+   config (lang_to_id) with no language asks for language detection: c->detect_language, refused
+   when generating without a prompt of the caller's. return_timestamps (the defaults' option),
+   no_timestamps_token_id and max_initial_timestamp_index are kept for the timestamp rules. */
+static pf_result pf__whisper_prompt(const pf__json *json, pf__config *c, pf_generate_options *defaults, const char *path,
+                                    char *message, size_t size) {
+    const pf__json *language = pf__json_get(json, "language"), *task = pf__json_get(json, "task");
+    const pf__json *lang_to_id = pf__json_get(json, "lang_to_id"), *task_to_id = pf__json_get(json, "task_to_id");
+    const pf__json *forced = pf__json_get(json, "forced_decoder_ids"), *multilingual = pf__json_get(json, "is_multilingual");
+    const pf__json *timestamps = pf__json_get(json, "return_timestamps");
+    const pf__json *max_initial = pf__json_get(json, "max_initial_timestamp_index");
+    int32_t prompt[64];
+    int n = 0, no_timestamps = -1, start = c->decoder_start_token_id, lang_given = 0;
+    if (language && language->type == PF__JSON_NULL) language = NULL;
+    if (task && task->type == PF__JSON_NULL) task = NULL;
+    if (timestamps && timestamps->type != PF__JSON_NULL && timestamps->type != PF__JSON_BOOL)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"return_timestamps\" is not true or false", path);
+    defaults->return_timestamps = timestamps && timestamps->type == PF__JSON_BOOL && timestamps->boolean;
+    int initial = -1;
+    if (max_initial && max_initial->type != PF__JSON_NULL && pf__json_token_id(max_initial, &initial) != 1)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"max_initial_timestamp_index\" is not a non-negative "
+                          "integer", path);
+    if (multilingual && multilingual->type == PF__JSON_BOOL && !multilingual->boolean && (language || task))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: a language or task for an English-only model", path);
+    if (pf__json_token_id(pf__json_get(json, "no_timestamps_token_id"), &no_timestamps) < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"no_timestamps_token_id\" is not a token id", path);
+    c->max_initial_timestamp = initial + 1;
+    c->timestamp_begin = no_timestamps + 1;
+    if (defaults->return_timestamps && no_timestamps < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"return_timestamps\" is true without a "
+                          "\"no_timestamps_token_id\" (the timestamp tokens follow it)", path);
+    if (start < 0) return PF_OK; /* no start token: nothing to build on */
+    prompt[n++] = start;
+    int lang_undefined = 1;
+    if (!language && !task && forced && forced->type == PF__JSON_ARRAY) { /* [[1, id], [2, id], ...] */
+        int position = 1;
+        for (const pf__json *e = forced->first; e; e = e->next, position++) {
+            const pf__json *at = e->type == PF__JSON_ARRAY && e->count == 2 ? e->first : NULL;
+            int id = -1, index = -1, got = at ? pf__json_token_id(at->next, &id) : -1;
+            if (!at || pf__json_token_id(at, &index) != 1 || index != position || got < 0 || n >= 60)
+                return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"forced_decoder_ids\" does not follow Whisper's "
+                                  "prompt pattern ([1, id], [2, id], ...)", path);
+            if (position == 1) lang_undefined = got != 1; /* [1, null]: detect the language */
+            if (got == 1) prompt[n++] = id;
+        }
+    }
+    if (language) {
+        char token[80];
+        const char *name = language->type == PF__JSON_STRING ? language->string : "";
+        if (strlen(name) < 2 || strlen(name) > 60) name = "";
+        snprintf(token, sizeof token, name[0] == '<' ? "%s" : "<|%s|>", name);
+        for (char *q = token; *q; q++) *q = (char)tolower((unsigned char)*q);
+        int id = -1;
+        if (!name[0] || pf__json_token_id(lang_to_id ? pf__json_get(lang_to_id, token) : NULL, &id) != 1)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"language\" is not a code of lang_to_id (give "
+                              "\"en\" or \"<|en|>\", not a language's name)", path);
+        if (n > 1 && lang_undefined == 0) prompt[1] = id;
+        else memmove(prompt + 2, prompt + 1, (size_t)(n - 1) * sizeof *prompt), prompt[1] = id, n++;
+        lang_undefined = 0;
+        lang_given = 1;
+    }
+    if (lang_undefined && lang_to_id && lang_to_id->type == PF__JSON_OBJECT && lang_to_id->count > 0) {
+        c->detect_language = 1;
+        if (!(c->lang_ids = (int32_t *)malloc(lang_to_id->count * sizeof(int32_t))))
+            return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        for (const pf__json *e = lang_to_id->first; e; e = e->next) {
+            int id = -1, k = c->num_lang_ids;
+            if (pf__json_token_id(e, &id) != 1)
+                return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"lang_to_id\" holds a value that is not a token id", path);
+            while (k > 0 && c->lang_ids[k - 1] > id) c->lang_ids[k] = c->lang_ids[k - 1], k--; /* kept ascending */
+            c->lang_ids[k] = id;
+            c->num_lang_ids++;
+        }
+    }
+    if (task || (lang_given && task_to_id)) { /* a named language without a task: transcribe */
+        const char *name = task && task->type == PF__JSON_STRING ? task->string : task ? "" : "transcribe";
+        int id = -1, found = 0;
+        if (pf__json_token_id(task_to_id ? pf__json_get(task_to_id, name) : NULL, &id) != 1)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: task \"%s\" is not in task_to_id", path, name);
+        for (int i = 1; i < n; i++) /* a task token already there is replaced (the given task), or kept */
+            for (const pf__json *e = task_to_id->first; e; e = e->next)
+                if (e->type == PF__JSON_NUMBER && e->number == prompt[i]) {
+                    if (task) prompt[i] = id;
+                    found = 1;
+                }
+        if (!found) prompt[n++] = id;
+    }
+    if (no_timestamps >= 0 && prompt[n - 1] != no_timestamps) prompt[n++] = no_timestamps;
+    c->decoder_prompt_ids = (int32_t *)malloc((size_t)n * sizeof(int32_t));
+    if (!c->decoder_prompt_ids) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    memcpy(c->decoder_prompt_ids, prompt, (size_t)n * sizeof(int32_t));
+    c->num_decoder_prompt_ids = n;
+    return PF_OK;
+}
+
+/* Reads DIR/generation_config.json when present: its token ids into c (see pf__config_token_ids)
+   and the generate() defaults it sets into *defaults (which starts as pf_generate_options_init()). */
+static pf_result pf__generation_config_read(const char *dir, pf__config *c, pf_generate_options *defaults,
+                                            char *message, size_t size) {
+    char path[PF__PATH_SIZE];
+    pf__json *json;
+    if (pf__path_join(path, sizeof path, dir, "generation_config.json"))
+        return pf__format(message, size, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", dir);
+    /* Whisper without the file: transformers makes its generation config from config.json's keys
+       (from_model_config: suppress_tokens, begin_suppress_tokens, forced_decoder_ids, ...) */
+    if (!pf__file_exists(path) && c->whisper_prompt && pf__path_join(path, sizeof path, dir, "config.json"))
+        return pf__format(message, size, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", dir);
+    if (!pf__file_exists(path)) return PF_OK;
+    pf_result r = pf__json_load(path, &json, message, size);
+    if (r) return r;
+    if (json->type != PF__JSON_OBJECT) r = pf__format(message, size, PF_ERROR_FORMAT, "%s: not a JSON object", path);
+    if (!r) r = pf__config_token_ids(c, json, path, message, size);
+    for (size_t i = 0; !r && i < PF__COUNT(pf__generation_keys); i++) {
+        const pf__json *v = pf__json_get(json, pf__generation_keys[i].key);
+        if (v && v->type != PF__JSON_NULL && pf__generation_set(defaults, &pf__generation_keys[i], v))
+            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" has a value generate() does not accept", path,
+                           pf__generation_keys[i].key);
+    }
+    for (size_t i = 0; !r && i < PF__COUNT(pf__generation_unsupported); i++) {
+        const pf__json *v = pf__json_get(json, pf__generation_unsupported[i].key);
+        double x;
+        if (!v || v->type == PF__JSON_NULL) continue;
+        if (c->whisper_prompt && !strcmp(pf__generation_unsupported[i].key, "forced_decoder_ids")) continue; /* the prompt */
+        if (pf__json_number(v, &x) == 1 && v->type != PF__JSON_ARRAY && x == pf__generation_unsupported[i].neutral) continue;
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED,
+                       "%s: \"%s\" is set, and generation with it is not supported (load with skip_generation_config "
+                       "to generate without it)", path, pf__generation_unsupported[i].key);
+    }
+    static const char *const suppress_keys[2] = {"suppress_tokens", "begin_suppress_tokens"};
+    for (int k = 0; !r && k < 2; k++) { /* lists of ids (null: none) the defaults point at */
+        const pf__json *v = pf__json_get(json, suppress_keys[k]), *e;
+        int32_t **ids = k ? &c->begin_suppress_ids : &c->suppress_ids;
+        int *count = k ? &c->num_begin_suppress_ids : &c->num_suppress_ids;
+        if (!v || v->type == PF__JSON_NULL) continue;
+        if (v->type != PF__JSON_ARRAY || v->count > 1000000) {
+            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is not a list of token ids", path, suppress_keys[k]);
+            break;
+        }
+        *ids = (int32_t *)malloc((v->count ? v->count : 1) * sizeof(int32_t));
+        if (!*ids) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        for (e = v->first; !r && e; e = e->next) {
+            int id = -1;
+            if (pf__json_token_id(e, &id) != 1)
+                r = pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" holds a value that is not a token id", path,
+                               suppress_keys[k]);
+            else (*ids)[(*count)++] = id;
+        }
+    }
+    if (!r) {
+        defaults->suppress_tokens = c->suppress_ids, defaults->num_suppress_tokens = c->num_suppress_ids;
+        defaults->begin_suppress_tokens = c->begin_suppress_ids, defaults->num_begin_suppress_tokens = c->num_begin_suppress_ids;
+    }
+    const pf__json *cache = pf__json_get(json, "cache_implementation"); /* a quantized cache changes the numbers */
+    if (!r && cache && cache->type == PF__JSON_STRING && !strcmp(cache->string, "quantized"))
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED,
+                       "%s: \"cache_implementation\" is \"quantized\", and generation with it is not supported (load "
+                       "with skip_generation_config to generate without it)", path);
+    if (!r && c->whisper_prompt) r = pf__whisper_prompt(json, c, defaults, path, message, size);
+    if (!r && c->num_decoder_prompt_ids) {
+        defaults->decoder_prompt = c->decoder_prompt_ids;
+        defaults->decoder_prompt_length = c->num_decoder_prompt_ids;
+    }
+    pf__json_free(json);
+    if (!r && c->pad_token_id >= 0) defaults->pad_token_id = c->pad_token_id;
+    return r;
+}
+
+/* Token ids must name rows of the vocabulary: finished rows are fed the pad id. */
+static pf_result pf__config_check_token_ids(const pf__config *c, const char *dir, char *message, size_t size) {
+    int ids[] = {c->bos_token_id, c->pad_token_id, c->decoder_start_token_id};
+    static const char *names[] = {"bos_token_id", "pad_token_id", "decoder_start_token_id"};
+    for (int i = 0; i < 3; i++)
+        if (ids[i] >= c->vocab_size)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s %d is outside the vocabulary (%d)", dir, names[i],
+                              ids[i], c->vocab_size);
+    for (int i = 0; i < c->num_eos_ids; i++)
+        if (c->eos_ids[i] >= c->vocab_size)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: eos_token_id %d is outside the vocabulary (%d)", dir,
+                              (int)c->eos_ids[i], c->vocab_size);
+    return PF_OK;
+}
+
+/* The output head: a decoder's LM head, or for an encoder what the class named first in
+   "architectures" computes (transformers' naming: BertModel, BertForMaskedLM, ...); and the
+   classifiers' label count (id2label's size, else num_labels, else transformers' 2). */
+/* An encoder-decoder's towers by its class: ...ForConditionalGeneration (or no architectures) has
+   both and the LM head; ...EncoderModel the encoder alone, as pf_encode's bare encoder. */
+static pf_result pf__config_seq2seq_head(const pf__json *first, pf__config *c, const char *path, char *message,
+                                         size_t size) {
+    const char *name = first && first->type == PF__JSON_STRING ? first->string : NULL;
+    size_t len = name ? strlen(name) : 0;
+    if (c->decoder_layers == 0) c->decoder_layers = c->encoder_layers; /* T5: num_decoder_layers absent or null */
+    if (name && len >= 12 && !strcmp(name + len - 12, "EncoderModel")) {
+        c->head = PF_HEAD_NONE;
+        c->decoder_layers = 0;
+    } else if (!name || (len >= 24 && !strcmp(name + len - 24, "ForConditionalGeneration")) ||
+               (len >= 7 && !strcmp(name + len - 7, "MTModel"))) { /* MarianMTModel */
+        c->head = PF_HEAD_CAUSAL_LM;
+    } else {
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED,
+                          "%s: architecture \"%s\" is not supported (its head; ...ForConditionalGeneration, "
+                          "MarianMTModel and ...EncoderModel are)", path, name);
+    }
+    if ((c->decoder_num_heads && c->decoder_num_heads != c->num_heads) ||
+        (c->decoder_intermediate_size && c->decoder_intermediate_size != c->intermediate_size))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED,
+                          "%s: the decoder's heads (%d) or MLP width (%d) differ from the encoder's (%d, %d): not supported",
+                          path, c->decoder_num_heads, c->decoder_intermediate_size, c->num_heads, c->intermediate_size);
+    if (c->encoder_layers <= 0 || c->encoder_layers > 100000 || c->decoder_layers < 0 || c->decoder_layers > 100000)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %d encoder and %d decoder layers", path, c->encoder_layers,
+                          c->decoder_layers);
+    c->num_layers = c->encoder_layers + c->decoder_layers;
+    return PF_OK;
+}
+
+static pf_result pf__config_head(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
+    static const struct { const char *suffix; pf_head head; } heads[] = {
+        {"ForMaskedLM", PF_HEAD_MASKED_LM}, {"ForSequenceClassification", PF_HEAD_SEQUENCE_CLASSIFICATION},
+        {"ForTokenClassification", PF_HEAD_TOKEN_CLASSIFICATION}, {"ForQuestionAnswering", PF_HEAD_QUESTION_ANSWERING},
+        {"ForImageClassification", PF_HEAD_IMAGE_CLASSIFICATION}, {"ForImageClassificationWithTeacher", PF_HEAD_IMAGE_CLASSIFICATION},
+        {"ForCTC", PF_HEAD_CTC},
+        {"Model", PF_HEAD_NONE}, {"ModelWithProjection", PF_HEAD_NONE}, /* CLIP's towers, with their projection */
+    };
+    const pf__json *labels = pf__json_get(json, "id2label");
+    double count = 2;
+    if (labels && labels->type == PF__JSON_OBJECT) count = (double)labels->count;
+    else if (pf__json_number(pf__json_get(json, "num_labels"), &count) < 0 || !(count >= 1 && count <= 1e6) || count != floor(count))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"num_labels\" is not a count", path);
+    c->num_labels = count >= 1 ? (int)count : 1;
+    if (pf__archs[c->arch].kind == PF__KIND_DECODER) {
+        c->head = PF_HEAD_CAUSAL_LM;
+        return PF_OK;
+    }
+    const pf__json *names = pf__json_get(json, "architectures");
+    const pf__json *first = names && names->type == PF__JSON_ARRAY ? names->first : NULL;
+    if (pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ) return pf__config_seq2seq_head(first, c, path, message, size);
+    c->head = PF_HEAD_NONE;
+    if (!first || first->type != PF__JSON_STRING) return PF_OK; /* the tensors must then be the bare encoder's */
+    size_t len = strlen(first->string);
+    c->teacher_head = len >= 11 && !strcmp(first->string + len - 11, "WithTeacher");
+    if (len >= 14 && !strcmp(first->string + len - 14, "WithProjection")) c->with_projection = 1;
+    const pf__json *pooler_act = pf__json_get(json, "pooler_act"); /* ViT's pooler activation */
+    if (pooler_act && pooler_act->type == PF__JSON_STRING && strcmp(pooler_act->string, "tanh"))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"pooler_act\" = \"%s\" is not supported (tanh is)", path,
+                          pooler_act->string);
+    for (size_t i = 0; i < PF__COUNT(heads); i++) {
+        size_t n = strlen(heads[i].suffix);
+        if (len >= n && !strcmp(first->string + len - n, heads[i].suffix)) {
+            c->head = heads[i].head;
+            return PF_OK;
+        }
+    }
+    return pf__format(message, size, PF_ERROR_UNSUPPORTED,
+                      "%s: architecture \"%s\" is not supported (its head; the encoder alone, ForMaskedLM, "
+                      "ForSequenceClassification, ForTokenClassification and ForQuestionAnswering are)", path, first->string);
+}
+
+static pf_result pf__config_parse(const pf__json *json, const char *path, int arch, pf__config *cfg, char *message,
+                                  size_t size);
+/* A list of positive ints (conv_dim, ...): *count of them into out[max]; 1 if present. */
+static int pf__config_int_list(const pf__json *json, const char *key, int *out, int max, int *count) {
+    const pf__json *list = pf__json_get(json, key);
+    if (!list) return 0;
+    if (list->type != PF__JSON_ARRAY || list->count < 1 || list->count > (size_t)max) return -1;
+    int n = 0;
+    for (const pf__json *v = list->first; v; v = v->next) {
+        double x = 0;
+        if (pf__json_number(v, &x) != 1 || !(x >= 1 && x <= 1e6) || x != floor(x)) return -1;
+        out[n++] = (int)x;
+    }
+    *count = n;
+    return 1;
+}
+
+/* A speech encoder's front end (Wav2Vec2, HuBERT): the keys that change its math, each read or
+   refused by name. Keys that only matter in training are safe to ignore: apply_spec_augment and
+   mask_time_* / mask_feature_* (SpecAugment masks frames only when the model trains, or when a
+   caller passes mask_time_indices), the dropouts and layerdrop, ctc_loss_reduction and
+   ctc_zero_infinity (the loss). Heads other than CTC are refused, and so are adapters. */
+static pf_result pf__config_speech(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
+    struct pf__speech_config *sc = &c->speech_config;
+    static const int base_dims[] = {512, 512, 512, 512, 512, 512, 512}, base_kernels[] = {10, 3, 3, 3, 3, 2, 2},
+                     base_strides[] = {5, 2, 2, 2, 2, 2, 2};
+    if (!c->speech)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: a CTC head on model_type \"%s\", which is not a "
+                          "speech encoder", path, c->model_type);
+    if (c->head != PF_HEAD_NONE && c->head != PF_HEAD_CTC)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: model_type \"%s\" runs as the bare encoder (...Model) "
+                          "or with its CTC head (...ForCTC); config.json's architectures names another head", path,
+                          c->model_type);
+    memcpy(sc->conv_dim, base_dims, sizeof base_dims);
+    memcpy(sc->conv_kernel, base_kernels, sizeof base_kernels);
+    memcpy(sc->conv_stride, base_strides, sizeof base_strides);
+    int dims = 7, kernels = 7, strides = 7;
+    if (pf__config_int_list(json, "conv_dim", sc->conv_dim, 16, &dims) < 0 ||
+        pf__config_int_list(json, "conv_kernel", sc->conv_kernel, 16, &kernels) < 0 ||
+        pf__config_int_list(json, "conv_stride", sc->conv_stride, 16, &strides) < 0 || dims != kernels || dims != strides)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: conv_dim, conv_kernel and conv_stride must be lists of "
+                          "one length (1 to 16) of positive integers", path);
+    sc->num_convs = dims;
+    double x = 0;
+    const pf__json *v = pf__json_get(json, "conv_bias");
+    if (pf__json_number(v, &x) < 0) return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"conv_bias\" is not a boolean", path);
+    sc->conv_bias = v && x != 0;
+    const pf__json *norm = pf__json_get(json, "feat_extract_norm");
+    const char *norm_name = norm && norm->type == PF__JSON_STRING ? norm->string : norm ? "?" : "group";
+    if (strcmp(norm_name, "group") && strcmp(norm_name, "layer"))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"feat_extract_norm\" = \"%s\" (\"group\" and "
+                          "\"layer\" are implemented)", path, norm_name);
+    sc->layer_norm_convs = !strcmp(norm_name, "layer");
+    const pf__json *act = pf__json_get(json, "feat_extract_activation");
+    if (act && (act->type != PF__JSON_STRING || strcmp(act->string, "gelu")))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"feat_extract_activation\" = \"%s\" (\"gelu\" is "
+                          "implemented)", path, act->type == PF__JSON_STRING ? act->string : "?");
+    double kernel = 128, groups = 16;
+    if (pf__json_number(pf__json_get(json, "num_conv_pos_embeddings"), &kernel) < 0 ||
+        pf__json_number(pf__json_get(json, "num_conv_pos_embedding_groups"), &groups) < 0 || !(kernel >= 1 && kernel <= 65536) ||
+        kernel != floor(kernel) || !(groups >= 1 && groups <= 65536) || groups != floor(groups) || c->hidden_size <= 0 ||
+        c->hidden_size % (int)groups)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: num_conv_pos_embeddings %g and num_conv_pos_embedding_groups "
+                          "%g do not fit hidden_size %d", path, kernel, groups, c->hidden_size);
+    sc->pos_kernel = (int)kernel;
+    sc->pos_groups = (int)groups;
+    v = pf__json_get(json, "adapter_attn_dim"); /* MMS's per-language adapters in every block */
+    if (v && v->type != PF__JSON_NULL)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"adapter_attn_dim\" (attention adapters) is not "
+                          "supported", path);
+    /* One frame needs kernel samples of the last conv, each of those stride apart, and so on down. */
+    long long need = 1, stride = 1;
+    for (int l = sc->num_convs - 1; l >= 0 && need <= 1 << 24; l--) need = (need - 1) * sc->conv_stride[l] + sc->conv_kernel[l];
+    for (int l = 0; l < sc->num_convs && stride <= 1 << 24; l++) stride *= sc->conv_stride[l]; /* each factor <= 1e6 */
+    if (need > 1 << 24 || stride > 1 << 24)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: the feature encoder's kernels and strides are absurd", path);
+    sc->min_samples = (int)need;
+    sc->stride = (int)stride;
+    c->embed_norm = !c->pre_norm; /* encoder.layer_norm: after the positions, or the final norm */
+    return PF_OK;
+}
+
+/* Speech2Text's convolutional subsampler: num_conv_layers convolutions of stride 2 over the
+   frames, kernel conv_kernel_sizes[l] zero-padded by its half, conv_channels out (the last:
+   2 * d_model), each followed by a GLU that halves the channels. An even kernel is refused: it
+   makes one frame more than transformers' attention mask counts (_get_feat_extract_output_lengths). */
+static pf_result pf__config_subsampler(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
+    struct pf__speech_config *sc = &c->speech_config;
+    double layers = 2, channels = 1024, per_channel = 80, input_channels = 1;
+    int kernels = 2;
+    sc->conv_kernel[0] = sc->conv_kernel[1] = 5;
+    if (pf__json_number(pf__json_get(json, "num_conv_layers"), &layers) < 0 || !(layers >= 1 && layers <= 16) ||
+        layers != floor(layers))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"num_conv_layers\" is not in 1..16", path);
+    if (pf__config_int_list(json, "conv_kernel_sizes", sc->conv_kernel, 16, &kernels) < 0 || kernels != (int)layers)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"conv_kernel_sizes\" must list num_conv_layers (%d) "
+                          "positive integers", path, (int)layers);
+    for (int l = 0; l < kernels; l++)
+        if (sc->conv_kernel[l] % 2 == 0 || sc->conv_kernel[l] > 1023)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"conv_kernel_sizes\" [%d] = %d: odd kernels up to "
+                              "1023 are supported", path, l, sc->conv_kernel[l]);
+    if (pf__json_number(pf__json_get(json, "conv_channels"), &channels) < 0 || !(channels >= 2 && channels <= 1e6) ||
+        channels != floor(channels) || (int)channels % 2)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"conv_channels\" is not an even count", path);
+    if (pf__json_number(pf__json_get(json, "input_feat_per_channel"), &per_channel) < 0 ||
+        pf__json_number(pf__json_get(json, "input_channels"), &input_channels) < 0 ||
+        !(per_channel >= 1 && per_channel <= 65536) || per_channel != floor(per_channel) ||
+        !(input_channels >= 1 && input_channels <= 64) || input_channels != floor(input_channels))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"input_feat_per_channel\" or \"input_channels\" is not a "
+                          "count", path);
+    if (c->position_offset <= 0) /* read from pad_token_id: 0 would give every frame position 0, as transformers does */
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"pad_token_id\" 0 (the encoder's positions would all "
+                          "be the padding row) is not supported", path);
+    if (c->hidden_size <= 0 || c->hidden_size > (1 << 20))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: d_model %d", path, c->hidden_size);
+    sc->num_convs = (int)layers;
+    for (int l = 0; l < sc->num_convs; l++) {
+        sc->conv_stride[l] = 2;
+        sc->conv_dim[l] = l + 1 < sc->num_convs ? (int)channels : 2 * c->hidden_size;
+    }
+    sc->conv_bias = 1;
+    sc->feature_width = (int)(per_channel * input_channels);
+    return PF_OK;
+}
+
+/* Reads config.json into cfg, choosing the architecture row by model_type. */
+static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message, size_t size) {
+    char path[PF__PATH_SIZE];
+    pf__json *json;
+    pf__config_defaults(cfg);
+    if (pf__path_join(path, sizeof path, dir, "config.json"))
+        return pf__format(message, size, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", dir);
+    pf_result r = pf__json_load(path, &json, message, size);
+    if (r) return r;
+    r = pf__config_parse(json, path, -1, cfg, message, size);
+    pf__json_free(json);
+    return r;
+}
+
+/* The architecture row of a config: arch itself, or the row (built in, alias or registered) of
+   the object's model_type when arch is -1; -1 after writing the message. */
+static int pf__config_arch(const pf__json *json, const char *path, int arch, pf__config *cfg, pf_result *r,
+                           char *message, size_t size) {
+    const pf__json *type = pf__json_get(json, "model_type");
+    if (arch < 0 && (!type || type->type != PF__JSON_STRING)) {
+        *r = pf__format(message, size, PF_ERROR_FORMAT, "%s: no \"model_type\" string", path);
+        return -1;
+    }
+    int by_type = arch < 0; /* else the caller's row, whatever the object says */
+    snprintf(cfg->model_type, sizeof cfg->model_type, "%s", by_type ? type->string : pf__archs[arch].model_type);
+    for (int a = 0; by_type && a < PF__ARCH_COUNT; a++)
+        if (strcmp(pf__archs[a].model_type, type->string) == 0) arch = a;
+    for (size_t i = 0; by_type && i < PF__COUNT(pf__arch_aliases); i++)
+        if (strcmp(pf__arch_aliases[i].model_type, type->string) == 0) arch = (int)pf__arch_aliases[i].arch;
+    if (arch < 0) arch = pf__policy_acquire(type->string); /* a registered one, held until pf_free */
+    if (arch >= 0) return arch;
+    char supported[1024] = "";
+    for (int a = 0; a < PF__ARCH_COUNT; a++) {
+        size_t used = strlen(supported);
+        snprintf(supported + used, sizeof supported - used, "%s%s", a ? ", " : "", pf__archs[a].model_type);
+    }
+    for (size_t i = 0; i < PF__COUNT(pf__arch_aliases); i++) {
+        size_t used = strlen(supported);
+        snprintf(supported + used, sizeof supported - used, ", %s", pf__arch_aliases[i].model_type);
+    }
+    pthread_mutex_lock(&pf__policy_lock);
+    for (int i = 0; i < PF__MAX_REGISTERED; i++) {
+        size_t used = strlen(supported);
+        if (pf__registered_policies[i].in_use)
+            snprintf(supported + used, sizeof supported - used, ", %s", pf__archs[PF__ARCH_COUNT + i].model_type);
+    }
+    pthread_mutex_unlock(&pf__policy_lock);
+    *r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: model_type \"%s\" is not supported (supported: %s)",
+                    path, type->string, supported);
+    return -1;
+}
+
+/* The policy's numeric config rows into cfg's fields. */
+static pf_result pf__config_read_rows(const pf__json *json, const char *path, pf__config *cfg, char *message,
+                                      size_t size) {
+    pf_result r = PF_OK;
+    /* Each field: the first alias present wins; later rows for the same field are aliases. */
+    unsigned char done[sizeof(pf__config)] = {0};
+    const pf__policy_rows *rows = pf__rows(cfg->arch);
+    for (size_t i = 0; i < rows->num_configs && !r; i++) {
+        const pf__arch_config *c = &rows->configs[i];
+        if (c->arch != cfg->arch || done[c->offset]) continue;
+        int last_alias = 1;
+        for (size_t j = i + 1; j < rows->num_configs; j++)
+            if (rows->configs[j].arch == cfg->arch && rows->configs[j].offset == c->offset) last_alias = 0;
+        double value = c->fallback;
+        const pf__json *v = c->key ? pf__json_get(json, c->key) : NULL;
+        int found = pf__json_number(v, &value);
+        for (size_t j = 0; v && v->type == PF__JSON_NULL && j < rows->num_nulls; j++)
+            if (rows->nulls[j].arch == cfg->arch && !strcmp(rows->nulls[j].key, c->key)) {
+                value = rows->nulls[j].value;
+                found = 1;
+            }
+        if (found && value == PF__NEEDED) {
+            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is null", path, c->key);
+            break;
+        }
+        if (found < 0) {
+            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is not a number", path, c->key);
+            break;
+        }
+        if (!found && !last_alias) continue;
+        if (!found && c->fallback == PF__NEEDED) {
+            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is missing", path, c->key);
+            break;
+        }
+        done[c->offset] = 1;
+        if (c->is_double) {
+            *(double *)((char *)cfg + c->offset) = value;
+        } else {
+            if (!(value >= -1 && value <= 1e9) || value != floor(value)) {
+                r = pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" = %g is not a sane integer", path,
+                               c->key ? c->key : "(fixed)", value);
+                break;
+            }
+            *(int *)((char *)cfg + c->offset) = (int)value;
+        }
+    }
+    return r;
+}
+
+/* What the rows do not hold: activation, rope, token ids, head, speech front end, tied embeddings,
+   required values and attention windows. */
+static pf_result pf__config_read_extras(const pf__json *json, const char *path, pf__config *cfg, char *message,
+                                        size_t size) {
+    const pf__arch *a = &pf__archs[cfg->arch];
+    const pf__json *act = a->activation_key ? pf__json_get(json, a->activation_key) : NULL;
+    const char *act_name = act && act->type == PF__JSON_STRING ? act->string : a->activation_default;
+    if (pf__activation_from_name(cfg->arch, act_name, &cfg->activation))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: activation \"%s\" is not supported", path, act_name);
+    cfg->gated_mlp = a->mlp == PF__MLP_GATED || (a->mlp == PF__MLP_GATED_IF_NAMED && !strncmp(act_name, "gated-", 6));
+    pf_result r = pf__config_rope(json, cfg, path, message, size);
+    if (!r) r = pf__config_token_ids(cfg, json, path, message, size);
+    if (!r) r = pf__config_head(json, cfg, path, message, size);
+    if (!r && (cfg->speech || cfg->head == PF_HEAD_CTC)) r = pf__config_speech(json, cfg, path, message, size);
+    if (!r && cfg->conv_subsampler) r = pf__config_subsampler(json, cfg, path, message, size);
+    if (!r) {
+        double tie = a->tied_lm_head;
+        if (pf__json_number(pf__json_get(json, "tie_word_embeddings"), &tie) < 0)
+            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: \"tie_word_embeddings\" is not a boolean", path);
+        cfg->tie_word_embeddings = tie != 0;
+        if (cfg->scale_decoder_outputs < 0) cfg->scale_decoder_outputs = cfg->tie_word_embeddings;
+    }
+    if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
+    if (!r) r = pf__config_stray_windows(json, cfg, path, message, size);
+    if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_windows(json, cfg, path, message, size);
+    return r;
+}
+
+/* The sizes derived from the others, and the checks that they fit together. */
+static pf_result pf__config_derive(const char *path, pf__config *cfg, char *message, size_t size) {
+    const pf__arch *a = &pf__archs[cfg->arch];
+    if (cfg->position_offset_from_pad) { /* RoBERTa's and M2M100's positions: pad_token_id + 1 + index */
+        cfg->position_offset += 1;
+        if (cfg->position_offset_from_pad == 1) cfg->max_positions -= cfg->position_offset;
+    }
+    if (cfg->patch_size) { /* an image encoder: the class (and distillation) token, then the patches */
+        if (cfg->patch_size < 1 || cfg->image_size < cfg->patch_size || cfg->image_size % cfg->patch_size ||
+            cfg->image_size > 65536 || cfg->num_channels < 1 || cfg->num_channels > 64)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: image_size %d, patch_size %d, num_channels %d do not fit",
+                              path, cfg->image_size, cfg->patch_size, cfg->num_channels);
+        int side = cfg->image_size / cfg->patch_size;
+        cfg->max_positions = side * side + 1 + cfg->distillation;
+    }
+    if (cfg->intermediate_size == 0) cfg->intermediate_size = a->mlp_ratio * cfg->hidden_size;
+    if (cfg->num_kv_heads == 0) cfg->num_kv_heads = cfg->num_heads;
+    if (cfg->head_dim == 0 && cfg->num_heads > 0 && cfg->hidden_size % cfg->num_heads == 0)
+        cfg->head_dim = cfg->hidden_size / cfg->num_heads; /* else inconsistent, below */
+    if (cfg->embed_dim == 0) cfg->embed_dim = cfg->hidden_size;
+    if (cfg->hidden_size <= 0 || cfg->num_heads <= 0 || cfg->num_layers <= 0 || cfg->num_layers > 100000 ||
+        cfg->vocab_size <= 0 || cfg->max_positions <= 0 || cfg->intermediate_size <= 0 || cfg->head_dim <= 0 ||
+        cfg->num_kv_heads <= 0 || cfg->num_heads % cfg->num_kv_heads)
+        return pf__format(message, size, PF_ERROR_FORMAT,
+                          "%s: inconsistent sizes (hidden %d, heads %d, kv heads %d, head dim %d, layers %d, vocab %d, "
+                          "positions %d, intermediate %d)",
+                          path, cfg->hidden_size, cfg->num_heads, cfg->num_kv_heads, cfg->head_dim, cfg->num_layers,
+                          cfg->vocab_size, cfg->max_positions, cfg->intermediate_size);
+    if (cfg->final_norm_eps == 0) cfg->final_norm_eps = cfg->norm_eps;
+    if (cfg->mel_frontend && (cfg->num_mel_bins < 1 || cfg->num_mel_bins > 4096 || cfg->encoder_max_positions < 1 ||
+                              cfg->encoder_max_positions > (1 << 20)))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: num_mel_bins %d or max_source_positions %d out of range",
+                          path, cfg->num_mel_bins, cfg->encoder_max_positions);
+    if (!(cfg->norm_eps > 0 && cfg->norm_eps < 1) || !(cfg->final_norm_eps > 0 && cfg->final_norm_eps < 1))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: norm epsilon %g is not in (0, 1)", path, cfg->norm_eps);
+    if (a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS) {
+        if (!(cfg->rotary_pct > 0 && cfg->rotary_pct <= 1)) /* NaN included: converted to an int below */
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" %g is not in (0, 1]", path,
+                              pf__config_key(cfg->arch, offsetof(pf__config, rotary_pct)), cfg->rotary_pct);
+        if (cfg->rotary_dim == 0)
+            cfg->rotary_dim = (int)((cfg->rope_head_dim ? cfg->rope_head_dim : cfg->head_dim) * cfg->rotary_pct);
+        if (cfg->rotary_dim <= 0 || cfg->rotary_dim > cfg->head_dim || cfg->rotary_dim % 2 || !(cfg->rope_theta > 0))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: rotary dims %d do not fit heads of %d", path,
+                              cfg->rotary_dim, cfg->head_dim);
+    }
+    return PF_OK;
+}
+
+/* A config.json object (the file's, or a dual model's tower's) into cfg: the row of arch, or of
+   its model_type when arch is -1. path names it in messages. */
+static pf_result pf__config_parse(const pf__json *json, const char *path, int arch, pf__config *cfg, char *message,
+                                  size_t size) {
+    pf_result r = PF_OK;
+    pf__config_defaults(cfg);
+    arch = pf__config_arch(json, path, arch, cfg, &r, message, size);
+    if (arch < 0) return r;
+    cfg->arch = (pf__arch_id)arch;
+    if ((r = pf__config_read_rows(json, path, cfg, message, size)) != PF_OK) return r;
+    if (pf__archs[arch].kind == PF__KIND_DUAL) return pf__config_requires(json, cfg->arch, path, message, size); /* its towers have the rest */
+    if ((r = pf__config_read_extras(json, path, cfg, message, size)) != PF_OK) return r;
+    return pf__config_derive(path, cfg, message, size);
+}
+

@@ -1,0 +1,1010 @@
+/* Requests on a model that was never parallelized run on one CPU rank. */
+static pf_result pf__ensure_group(pf_model *m) {
+    if (!m->loaded) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the model did not load");
+    if (m->towers[0])
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is a dual encoder: pf_encode runs its texts, "
+                        "pf_encode_images its images, pf_image_text_logits both", m->config.model_type);
+    if (m->group) return PF_OK;
+    pf_parallel_options o = pf_parallel_options_init();
+    o.device = PF_DEVICE_CPU;
+    return pf__parallelize_locked(m, 1, &o);
+}
+
+static pf_result pf__check_ids_below(pf_model *m, const int32_t *ids, size_t n, int vocab) {
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= vocab)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "token id %d at index %zu is outside the vocabulary (0..%d)",
+                            (int)ids[i], i, vocab - 1);
+    return PF_OK;
+}
+
+static pf_result pf__check_ids(pf_model *m, const int32_t *ids, size_t n) {
+    return pf__check_ids_below(m, ids, n, m->config.vocab_size);
+}
+
+/* An encoder-decoder's source ids: its encoder's vocabulary (FSMT's src_vocab_size). */
+static pf_result pf__check_source_ids(pf_model *m, const int32_t *ids, size_t n) {
+    if (m->config.conv_subsampler)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\"'s encoder takes filter-bank features, not token ids "
+                        "(pf_encode_audio_features, pf_forward_audio, pf_generate_audio)", m->config.model_type);
+    return pf__check_ids_below(m, ids, n, m->config.src_vocab_size ? m->config.src_vocab_size : m->config.vocab_size);
+}
+
+/* The rotary frequencies for a step whose sequences reach `length` tokens, as transformers
+   computes them (fp32), or NULL without rotary positions. Dynamic scaling follows transformers
+   within one request (the frequencies grow with the longest sequence seen, and reset below the
+   original length); each request starts afresh (pf__rope_reset), so a call's result does not
+   depend on earlier calls, as it would on a reused transformers model. */
+static const float *pf__rope_frequencies(pf_model *m, int length) {
+    const pf__config *c = &m->config;
+    if (!m->inv_freq) return NULL;
+    int dim = c->rotary_dim, original = c->max_positions;
+    double base = c->rope_theta;
+    if (c->rope_type == PF__ROPE_DYNAMIC) {
+        if (length > m->rope_cached_len) m->rope_cached_len = length;
+        if (length < original && m->rope_cached_len > original) m->rope_cached_len = original;
+        double seq = m->rope_cached_len > original ? m->rope_cached_len : original;
+        base *= pow(c->rope_factor * seq / original - (c->rope_factor - 1), (double)dim / (dim - 2));
+    }
+    for (int i = 0; i < dim / 2; i++) {
+        float f = 1.0f / powf((float)base, (float)(2 * i) / (float)dim);
+        if (c->rope_type == PF__ROPE_LINEAR) {
+            f = f / (float)c->rope_factor;
+        } else if (c->rope_type == PF__ROPE_LLAMA3) { /* long wavelengths scaled down, a smooth band between */
+            double old = c->rope_original_max_positions, wavelen = 2 * 3.14159265358979323846 / f;
+            double low_wavelen = old / c->rope_low_freq_factor, high_wavelen = old / c->rope_high_freq_factor;
+            float scaled = wavelen > low_wavelen ? f / (float)c->rope_factor : f;
+            if (wavelen >= high_wavelen && wavelen <= low_wavelen) {
+                float smooth = (float)((old / wavelen - c->rope_low_freq_factor) / (c->rope_high_freq_factor - c->rope_low_freq_factor));
+                scaled = (1 - smooth) * scaled / (float)c->rope_factor + smooth * scaled;
+            }
+            f = scaled;
+        }
+        m->inv_freq[i] = f;
+    }
+    return m->inv_freq;
+}
+
+static void pf__rope_reset(pf_model *m) { m->rope_cached_len = m->config.max_positions; }
+
+static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const int32_t *const *types,
+                                   const int *lengths, int batch, pf_encoding **out);
+static pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job);
+
+static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, int seq_len, float *logits) {
+    if (!ids || !logits || batch < 1 || seq_len < 1)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_forward needs ids, logits, batch >= 1 and seq_len >= 1");
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    if (m->config.head != PF_HEAD_CAUSAL_LM && m->config.head != PF_HEAD_MASKED_LM)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "pf_forward gives vocabulary logits; this model computes %s (pf_encode runs it)",
+                        pf__head_name(m->config.head));
+    if (pf__archs[m->config.arch].kind == PF__KIND_SEQ2SEQ)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder-decoder: %s gives its logits for a "
+                        "source and decoder inputs", m->config.model_type,
+                        m->config.mel_frontend || m->config.conv_subsampler ? "pf_forward_audio" : "pf_forward_seq2seq");
+    if (m->config.head == PF_HEAD_MASKED_LM) { /* rows of equal length: the encoding's logits are the array */
+        pf_encoding *e = NULL;
+        const int32_t **rows = (const int32_t **)malloc((size_t)batch * sizeof *rows);
+        int *lengths = (int *)malloc((size_t)batch * sizeof(int));
+        r = rows && lengths ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        for (int b = 0; !r && b < batch; b++) {
+            rows[b] = ids + (size_t)b * seq_len;
+            lengths[b] = seq_len;
+        }
+        if (!r) r = pf__encode_locked(m, rows, NULL, lengths, batch, &e);
+        if (!r) memcpy(logits, e->logits, (size_t)batch * seq_len * m->config.vocab_size * sizeof(float));
+        pf_encoding_free(e);
+        free(rows), free(lengths);
+        return r;
+    }
+    const pf__group *g = m->group;
+    if (batch > g->max_batch || seq_len > g->cache_len)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT,
+                        "batch %d x length %d exceeds what pf_parallelize sized (max_batch %d, max_sequence_length %d)",
+                        batch, seq_len, g->max_batch, g->cache_len);
+    if ((r = pf__check_ids(m, ids, (size_t)batch * seq_len))) return r;
+    pf__job job;
+    memset(&job, 0, sizeof job);
+    job.step.ids = ids;
+    job.step.batch = batch;
+    job.step.seq_len = seq_len;
+    pf__rope_reset(m);
+    job.step.inv_freq = pf__rope_frequencies(m, seq_len);
+    job.logits = logits;
+    job.all_positions = 1;
+    return pf__forward_in_chunks(m, &job);
+}
+
+void pf_encoding_free(pf_encoding *e) {
+    if (!e) return;
+    free(e->offsets);
+    free(e->last_hidden_state);
+    free(e->pooled);
+    free(e->embeds);
+    free(e->logits);
+    free(e);
+}
+
+/* The pooled output and the projection of an encoding, where the model has them. */
+static pf_result pf__encoding_pooled(pf_model *m, pf_encoding *e, int batch) {
+    const pf__config *c = &m->config;
+    int pools = m->sources[PF__SLOT_POOLER_WEIGHT].data || m->sources[PF__SLOT_POOLER_NORM_WEIGHT].data || c->pool_eos_id >= 0;
+    if (pools) e->pooled = (float *)malloc((size_t)batch * c->hidden_size * sizeof(float));
+    if (m->sources[PF__SLOT_PROJECTION].data) {
+        e->projection_dim = c->projection_dim;
+        e->embeds = (float *)malloc((size_t)batch * c->projection_dim * sizeof(float));
+    }
+    if ((pools && !e->pooled) || (e->projection_dim && !e->embeds)) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    return PF_OK;
+}
+
+/* The token CLIP's text tower pools, as transformers picks it: the first of the end-of-text id,
+   or (eos_token_id 2, configs before transformers 4.31) the first of the row's largest id; the
+   first token when the row has no end-of-text. */
+static int pf__eos_position(const pf__config *c, const int32_t *ids, int length) {
+    int at = 0;
+    for (int t = 0; t < length; t++) {
+        if (c->pool_eos_id == 2 ? ids[t] > ids[at] : ids[t] == c->pool_eos_id) {
+            at = t;
+            if (c->pool_eos_id != 2) break;
+        }
+    }
+    return c->pool_eos_id != 2 && (length < 1 || ids[at] != c->pool_eos_id) ? 0 : at;
+}
+
+/* Fills the host arrays of one encoder request: rows left-padded to the longest (pads are
+   masked and take positions from the first real token, so every row computes what it would
+   alone), and its outputs compacted into e. */
+static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const int32_t *const *types,
+                                   const int *lengths, int batch, pf_encoding **out) {
+    const pf__config *c = &m->config;
+    *out = NULL;
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    int seq2seq = pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ; /* its encoder tower's output */
+    if (m->sources[PF__SLOT_PATCH_WEIGHT].data)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an image encoder: pf_encode_images runs it", c->model_type);
+    if (c->speech)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is a speech encoder: pf_encode_audio runs it", c->model_type);
+    if (c->mel_frontend)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes audio features: pf_encode_audio_features runs "
+                        "its encoder", c->model_type);
+    if (pf__archs[c->arch].kind == PF__KIND_DECODER)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is a decoder: pf_forward and pf_generate run it",
+                        c->model_type);
+    if (!ids || !lengths || batch < 1) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode needs ids, lengths and batch >= 1");
+    const pf__group *g = m->group;
+    if (batch > g->max_batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, g->max_batch);
+    int T = 0;
+    for (int b = 0; b < batch; b++) {
+        if (!ids[b] || lengths[b] < 1 || lengths[b] > g->cache_len)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d tokens (1 to %d fit)", b, ids[b] ? lengths[b] : 0, g->cache_len);
+        if ((r = seq2seq ? pf__check_source_ids(m, ids[b], (size_t)lengths[b]) : pf__check_ids(m, ids[b], (size_t)lengths[b])))
+            return r;
+        for (int t = 0; types && types[b] && t < lengths[b]; t++)
+            if (types[b][t] < 0 || types[b][t] >= (c->type_vocab_size > 0 ? c->type_vocab_size : 1))
+                return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: token type %d is outside 0..%d", b, (int)types[b][t],
+                                (c->type_vocab_size > 0 ? c->type_vocab_size : 1) - 1);
+        if (lengths[b] > T) T = lengths[b];
+    }
+    size_t N = (size_t)batch * T, d = (size_t)c->hidden_size;
+    int per_token = c->head != PF_HEAD_SEQUENCE_CLASSIFICATION;
+    int num_logits = seq2seq ? 0
+                     : c->head == PF_HEAD_MASKED_LM ? c->vocab_size
+                     : c->head == PF_HEAD_QUESTION_ANSWERING ? 2
+                     : c->head == PF_HEAD_NONE ? 0 : c->num_labels;
+    int32_t *padded = (int32_t *)calloc(N, sizeof(int32_t)), *padded_types = (int32_t *)calloc(N, sizeof(int32_t));
+    int *pads = (int *)calloc((size_t)batch, sizeof(int));
+    float *hidden = (float *)malloc(N * d * sizeof(float));
+    float *logits = num_logits ? (float *)malloc((per_token ? N : (size_t)batch) * (size_t)num_logits * sizeof(float)) : NULL;
+    pf_encoding *e = (pf_encoding *)calloc(1, sizeof *e);
+    if (e) {
+        e->offsets = (int *)calloc((size_t)batch + 1, sizeof(int));
+        r = pf__encoding_pooled(m, e, batch);
+    }
+    int *pool_at = c->pool_eos_id >= 0 ? (int *)calloc((size_t)batch, sizeof(int)) : NULL;
+    if (!r && (!padded || !padded_types || !pads || !hidden || (num_logits && !logits) || !e || !e->offsets ||
+               (c->pool_eos_id >= 0 && !pool_at)))
+        r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (int b = 0; !r && pool_at && b < batch; b++) pool_at[b] = pf__eos_position(c, ids[b], lengths[b]);
+    for (int b = 0; !r && b < batch; b++) {
+        pads[b] = T - lengths[b];
+        memcpy(padded + (size_t)b * T + pads[b], ids[b], (size_t)lengths[b] * sizeof(int32_t));
+        if (types && types[b]) memcpy(padded_types + (size_t)b * T + pads[b], types[b], (size_t)lengths[b] * sizeof(int32_t));
+    }
+    if (!r) {
+        pf__job job;
+        memset(&job, 0, sizeof job);
+        job.step.ids = padded;
+        job.step.type_ids = padded_types;
+        job.step.batch = batch;
+        job.step.seq_len = T;
+        job.step.pad = pads;
+        pf__rope_reset(m);
+        job.step.inv_freq = pf__rope_frequencies(m, T);
+        job.all_positions = 1;
+        job.hidden = hidden;
+        job.pooled = e->pooled;
+        job.embeds = e->embeds;
+        job.pool_at = pool_at;
+        job.logits = logits;
+        job.encoder_pass = seq2seq;
+        r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
+    }
+    if (!r) { /* drop the pads: row b's real tokens are its last lengths[b] */
+        e->batch = batch;
+        e->hidden_size = (int)d;
+        e->head = seq2seq ? PF_HEAD_NONE : c->head;
+        e->num_logits = num_logits;
+        e->logits_per_token = num_logits ? per_token : 0;
+        for (int b = 0; b < batch; b++) e->offsets[b + 1] = e->offsets[b] + lengths[b];
+        e->last_hidden_state = hidden;
+        for (int b = 0; b < batch; b++)
+            memmove(hidden + (size_t)e->offsets[b] * d, hidden + ((size_t)b * T + pads[b]) * d, (size_t)lengths[b] * d * sizeof(float));
+        hidden = NULL;
+        if (logits && per_token)
+            for (int b = 0; b < batch; b++)
+                memmove(logits + (size_t)e->offsets[b] * num_logits, logits + ((size_t)b * T + pads[b]) * num_logits,
+                        (size_t)lengths[b] * num_logits * sizeof(float));
+        e->logits = logits;
+        logits = NULL;
+        *out = e;
+        e = NULL;
+    }
+    pf_encoding_free(e);
+    free(padded), free(padded_types), free(pads), free(hidden), free(logits), free(pool_at);
+    return r;
+}
+
+/* An image encoder's request: each image [channels][size][size] cut into patches (row-major,
+   each patch's values channel-major as the patch convolution's weight is), then the encoder. */
+static pf_result pf__encode_images_locked(pf_model *m, const float *pixels, int batch, pf_encoding **out) {
+    const pf__config *c = &m->config;
+    *out = NULL;
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    if (!m->sources[PF__SLOT_PATCH_WEIGHT].data)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes token ids, not images", c->model_type);
+    if (!pixels || batch < 1) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_images needs pixels and batch >= 1");
+    const pf__group *g = m->group;
+    if (batch > g->max_batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, g->max_batch);
+    int p = c->patch_size, side = c->image_size / p, S = c->max_positions, channels = c->num_channels;
+    if (S > g->cache_len)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "an image's %d positions exceed max_sequence_length %d", S, g->cache_len);
+    size_t n = (size_t)side * side, in = (size_t)channels * p * p, d = (size_t)c->hidden_size, B = (size_t)batch;
+    size_t image = (size_t)channels * c->image_size * c->image_size;
+    int num_logits = c->head == PF_HEAD_IMAGE_CLASSIFICATION ? c->num_labels : 0;
+    float *patches = (float *)malloc(B * n * in * sizeof(float));
+    float *hidden = (float *)malloc(B * (size_t)S * d * sizeof(float));
+    float *logits = num_logits ? (float *)malloc(B * (size_t)num_logits * sizeof(float)) : NULL;
+    pf_encoding *e = (pf_encoding *)calloc(1, sizeof *e);
+    if (e) {
+        e->offsets = (int *)calloc(B + 1, sizeof(int));
+        r = pf__encoding_pooled(m, e, batch);
+    }
+    if (!r && (!patches || !hidden || (num_logits && !logits) || !e || !e->offsets))
+        r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (size_t b = 0; !r && b < B; b++)
+        for (size_t py = 0; py < (size_t)side; py++)
+            for (size_t px = 0; px < (size_t)side; px++) {
+                float *patch = patches + ((b * side + py) * side + px) * in;
+                for (int ch = 0; ch < channels; ch++)
+                    for (int ky = 0; ky < p; ky++)
+                        memcpy(patch + ((size_t)ch * p + ky) * p,
+                               pixels + b * image + ((size_t)ch * c->image_size + py * p + ky) * c->image_size + px * p,
+                               (size_t)p * sizeof(float));
+            }
+    for (size_t i = 0; !r && i < B * n * in; i++)
+        if (!isfinite(patches[i])) r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pixel values must be finite");
+    if (!r) {
+        pf__job job;
+        memset(&job, 0, sizeof job);
+        job.step.patches = patches;
+        job.step.batch = batch;
+        job.step.seq_len = S;
+        job.all_positions = 1;
+        job.hidden = hidden;
+        job.pooled = e->pooled;
+        job.embeds = e->embeds;
+        job.logits = logits;
+        r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
+    }
+    if (!r) {
+        e->batch = batch;
+        e->hidden_size = (int)d;
+        e->head = c->head;
+        e->num_logits = num_logits;
+        for (int b = 0; b < batch; b++) e->offsets[b + 1] = e->offsets[b] + S;
+        e->last_hidden_state = hidden;
+        e->logits = logits;
+        hidden = logits = NULL;
+        *out = e;
+        e = NULL;
+    }
+    pf_encoding_free(e);
+    free(patches), free(hidden), free(logits);
+    return r;
+}
+
+pf_result pf_encode_images(pf_model *m, const float *pixels, int batch, pf_encoding **out) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    if (out) *out = NULL;
+    if (!out) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_images needs an output");
+    pf_result r = pf__request_lock(m, "pf_encode_images");
+    if (r) return r;
+    pf_model *tower = m->loaded && m->towers[1] ? m->towers[1] : m; /* a dual model's vision tower */
+    r = pf__encode_images_locked(tower, pixels, batch, out);
+    if (r && tower != m) r = pf__fail_from(m, r, tower);
+    pf__request_unlock(m);
+    return r;
+}
+
+/* Speech2Text's rows of filter-bank features (features[b]: num_frames[b] frames of feature_width)
+   through the host subsampler: *out [batch][*width][hidden] (malloc'd, the caller frees it), each
+   row's own encoder frames after its left pads (*pads, [batch], malloc'd; the pad rows zero). */
+static pf_result pf__subsampler_rows(pf_model *m, const char *call, const float *const *features, const int *num_frames,
+                                     int batch, float **out, int *width, int **pads) {
+    const pf__config *c = &m->config;
+    const pf__group *g = m->group;
+    size_t feature_width = (size_t)c->speech_config.feature_width, longest = 0;
+    for (int b = 0; b < batch; b++) {
+        int n = num_frames[b];
+        if (!features[b] || n < 1)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s: row %d has %d feature frames (at least 1)", call, b,
+                            features[b] ? n : 0);
+        if (pf__subsampler_frames(c, n) > g->cache_len)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d feature frames make %d encoder frames, above "
+                            "max_sequence_length %d", b, n, pf__subsampler_frames(c, n), g->cache_len);
+        for (size_t i = 0; i < (size_t)n * feature_width; i++)
+            if (!isfinite(features[b][i])) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: features must be finite", b);
+        if ((size_t)n > longest) longest = (size_t)n;
+    }
+    int T = pf__subsampler_frames(c, (int)longest);
+    size_t B = (size_t)batch, d = (size_t)c->hidden_size, widest, col_width;
+    pf__subsampler_sizes(c, longest, &widest, &col_width);
+    float *work = (float *)malloc((2 * widest + (size_t)PF__SPEECH_BLOCK * col_width) * sizeof(float));
+    float *rows = (float *)calloc(B * (size_t)T * d, sizeof(float)); /* pads: zeros, never attended to */
+    int *row_pads = (int *)calloc(B, sizeof(int));
+    if (!work || !rows || !row_pads) {
+        free(work), free(rows), free(row_pads);
+        return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (size_t b = 0; b < B; b++) {
+        int frames = pf__subsampler_frames(c, num_frames[b]);
+        row_pads[b] = T - frames;
+        pf__subsampler_frontend(m, features[b], (size_t)num_frames[b], longest, (size_t)frames,
+                                rows + (b * (size_t)T + (size_t)row_pads[b]) * d, work, work + widest, work + 2 * widest);
+    }
+    free(work);
+    *out = rows;
+    *width = T;
+    *pads = row_pads;
+    return PF_OK;
+}
+
+static pf_result pf__encode_audio_features_locked(pf_model *m, const float *const *features, const int *num_frames,
+                                                  int batch, pf_encoding **out);
+
+/* A speech encoder-decoder's encoder on waveforms: each through the feature extractor of the
+   model directory's preprocessor_config.json (read for the request), then as
+   pf_encode_audio_features. */
+static pf_result pf__encode_audio_mel(pf_model *m, const float *const *samples, const int *num_samples, int batch,
+                                      pf_encoding **out) {
+    const pf__config *c = &m->config;
+    char error[PF__MESSAGE_SIZE];
+    if (!samples || !num_samples || batch < 1)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio needs samples, their counts and batch >= 1");
+    pf_audio_processor *processor = NULL;
+    pf_result r = pf_audio_processor_load(m->dir, &processor, error, sizeof error);
+    if (r) return PF__FAIL(m, r, "pf_encode_audio reads the model's feature extractor: %s", error);
+    pf_audio_processor_info info = pf_audio_processor_get_info(processor);
+    size_t rows = 0, columns = 0, size = (size_t)c->num_mel_bins * 2 * (size_t)c->encoder_max_positions;
+    if (info.kind != PF_AUDIO_LOG_MEL || info.num_mel_bins != c->num_mel_bins ||
+        pf_audio_features_size(processor, 1, &rows, &columns, error, sizeof error) || columns != size / (size_t)c->num_mel_bins)
+        r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: preprocessor_config.json's log-mel features (%zu x %zu) do not fit the model's "
+                     "%d mel bins x %d frames", m->dir, rows, columns, c->num_mel_bins, 2 * c->encoder_max_positions);
+    float *features = r ? NULL : (float *)malloc((size_t)batch * size * sizeof(float));
+    const float **feature_rows = r ? NULL : (const float **)malloc((size_t)batch * sizeof *feature_rows);
+    int *frames = r ? NULL : (int *)malloc((size_t)batch * sizeof(int));
+    if (!r && (!features || !feature_rows || !frames)) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (int b = 0; !r && b < batch; b++) {
+        if (!samples[b] || num_samples[b] < 1)
+            r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: no samples", b);
+        else if ((r = pf_audio_features(processor, samples[b], (size_t)num_samples[b], features + (size_t)b * size, size,
+                                        error, sizeof error)))
+            r = PF__FAIL(m, r, "row %d: %s", b, error);
+        feature_rows[b] = features + (size_t)b * size;
+        frames[b] = 2 * c->encoder_max_positions;
+    }
+    if (!r) r = pf__encode_audio_features_locked(m, feature_rows, frames, batch, out);
+    free(features), free(feature_rows), free(frames);
+    pf_audio_processor_free(processor);
+    return r;
+}
+
+/* Speech2Text's encoder on waveforms: each through the filter-bank extractor of the model
+   directory's preprocessor_config.json (read for the request), then as pf_encode_audio_features
+   (a batch padded as the extractor pads it). */
+static pf_result pf__encode_audio_fbank(pf_model *m, const float *const *samples, const int *num_samples, int batch,
+                                        pf_encoding **out) {
+    const pf__config *c = &m->config;
+    char error[PF__MESSAGE_SIZE];
+    if (!samples || !num_samples || batch < 1)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio needs samples, their counts and batch >= 1");
+    pf_audio_processor *processor = NULL;
+    pf_result r = pf_audio_processor_load(m->dir, &processor, error, sizeof error);
+    if (r) return PF__FAIL(m, r, "pf_encode_audio reads the model's feature extractor: %s", error);
+    pf_audio_processor_info info = pf_audio_processor_get_info(processor);
+    if (info.kind != PF_AUDIO_FBANK || info.num_mel_bins != c->speech_config.feature_width)
+        r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: preprocessor_config.json's features (%d mel bins) do not fit the model's %d "
+                     "filter banks per frame", m->dir, info.num_mel_bins, c->speech_config.feature_width);
+    float **features = r ? NULL : (float **)calloc((size_t)batch, sizeof *features);
+    int *frames = r ? NULL : (int *)calloc((size_t)batch, sizeof(int));
+    if (!r && (!features || !frames)) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (int b = 0; !r && b < batch; b++) {
+        size_t rows = 0, columns = 0;
+        if (!samples[b] || num_samples[b] < 1) r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: no samples", b);
+        else if ((r = pf_audio_features_size(processor, (size_t)num_samples[b], &rows, &columns, error, sizeof error)))
+            r = PF__FAIL(m, r, "row %d: %s", b, error);
+        else if (!(features[b] = (float *)malloc(rows * columns * sizeof(float))))
+            r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        else if ((r = pf_audio_features(processor, samples[b], (size_t)num_samples[b], features[b], rows * columns, error,
+                                        sizeof error)))
+            r = PF__FAIL(m, r, "row %d: %s", b, error);
+        if (!r) frames[b] = (int)rows;
+    }
+    if (!r) r = pf__encode_audio_features_locked(m, (const float *const *)features, frames, batch, out);
+    for (int b = 0; features && b < batch; b++) free(features[b]);
+    free(features), free(frames);
+    pf_audio_processor_free(processor);
+    return r;
+}
+
+/* A speech encoder's request: each waveform through the host front end, then the blocks on the
+   ranks (and the CTC head's vocabulary rows, split like an LM head). */
+static pf_result pf__encode_audio_locked(pf_model *m, const float *const *samples, const int *num_samples, int batch,
+                                         pf_encoding **out) {
+    const pf__config *c = &m->config;
+    *out = NULL;
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    if (c->mel_frontend) return pf__encode_audio_mel(m, samples, num_samples, batch, out);
+    if (c->conv_subsampler) return pf__encode_audio_fbank(m, samples, num_samples, batch, out);
+    if (!c->speech) return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is not a speech encoder", c->model_type);
+    if (!samples || !num_samples || batch < 1)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio needs samples, their counts and batch >= 1");
+    const pf__group *g = m->group;
+    if (batch > g->max_batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, g->max_batch);
+    const struct pf__speech_config *sc = &c->speech_config;
+    int T = 0, longest = 0;
+    for (int b = 0; b < batch; b++) {
+        int n = num_samples[b], frames = n > 0 ? pf__speech_frames(c, n) : 0;
+        if (!samples[b] || frames < 1)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d samples are too few: the feature encoder needs at "
+                            "least %d for a frame", b, samples[b] ? n : 0, sc->min_samples);
+        if (frames > g->cache_len)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d samples make %d frames, above max_sequence_length %d",
+                            b, n, frames, g->cache_len);
+        for (int i = 0; i < n; i++)
+            if (!isfinite(samples[b][i])) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: samples must be finite", b);
+        if (frames > T) T = frames;
+        if (n > longest) longest = n;
+    }
+    size_t B = (size_t)batch, d = (size_t)c->hidden_size, frames = (size_t)T;
+    size_t widest = 0, length = (size_t)longest; /* the largest conv output, and the projection's input */
+    for (int l = 0; l < sc->num_convs; l++) {
+        length = (length - (size_t)sc->conv_kernel[l]) / (size_t)sc->conv_stride[l] + 1;
+        if ((size_t)sc->conv_dim[l] * length > widest) widest = (size_t)sc->conv_dim[l] * length;
+    }
+    int num_logits = c->head == PF_HEAD_CTC ? c->vocab_size : 0;
+    size_t col = (size_t)PF__SPEECH_BLOCK * pf__speech_col_width(c);
+    if (widest < (size_t)PF__SPEECH_BLOCK * d) widest = (size_t)PF__SPEECH_BLOCK * d; /* y holds the positional block too */
+    float *work = (float *)malloc((2 * widest + frames * d + col) * sizeof(float));
+    float *features = (float *)calloc(B * frames * d, sizeof(float)); /* pads: zeros, never attended to */
+    float *hidden = (float *)malloc(B * frames * d * sizeof(float));
+    float *logits = num_logits ? (float *)malloc(B * frames * (size_t)num_logits * sizeof(float)) : NULL;
+    int *pads = (int *)calloc(B, sizeof(int)), *lengths = (int *)calloc(B, sizeof(int));
+    pf_encoding *e = (pf_encoding *)calloc(1, sizeof *e);
+    if (e) e->offsets = (int *)calloc(B + 1, sizeof(int));
+    if (!work || !features || !hidden || (num_logits && !logits) || !pads || !lengths || !e || !e->offsets)
+        r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (size_t b = 0; !r && b < B; b++) { /* each row's frames alone, after its left pads (as pf_encode's rows) */
+        lengths[b] = pf__speech_frames(c, num_samples[b]);
+        pads[b] = T - lengths[b];
+        pf__speech_frontend(m, samples[b], num_samples[b], features + (b * frames + (size_t)pads[b]) * d, work, work + widest,
+                            work + 2 * widest, work + 2 * widest + frames * d);
+    }
+    if (!r) {
+        pf__job job;
+        memset(&job, 0, sizeof job);
+        job.step.features = features;
+        job.step.batch = batch;
+        job.step.seq_len = T;
+        job.step.pad = pads;
+        job.all_positions = 1;
+        job.hidden = hidden;
+        job.logits = logits;
+        r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
+    }
+    if (!r) { /* drop the pads: row b's frames are its last lengths[b] */
+        e->batch = batch;
+        e->hidden_size = (int)d;
+        e->head = c->head;
+        e->num_logits = num_logits;
+        e->logits_per_token = 1;
+        for (size_t b = 0; b < B; b++) {
+            e->offsets[b + 1] = e->offsets[b] + lengths[b];
+            memmove(hidden + (size_t)e->offsets[b] * d, hidden + (b * frames + (size_t)pads[b]) * d,
+                    (size_t)lengths[b] * d * sizeof(float));
+            if (logits)
+                memmove(logits + (size_t)e->offsets[b] * num_logits, logits + (b * frames + (size_t)pads[b]) * num_logits,
+                        (size_t)lengths[b] * num_logits * sizeof(float));
+        }
+        e->last_hidden_state = hidden;
+        e->logits = logits;
+        hidden = logits = NULL;
+        *out = e;
+        e = NULL;
+    }
+    pf_encoding_free(e);
+    free(work), free(features), free(hidden), free(logits), free(pads), free(lengths);
+    return r;
+}
+
+pf_result pf_encode_audio(pf_model *m, const float *const *samples, const int *num_samples, int batch, pf_encoding **out) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    if (out) *out = NULL;
+    if (!out) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio needs an output");
+    pf_result r = pf__request_lock(m, "pf_encode_audio");
+    if (r) return r;
+    r = pf__encode_audio_locked(m, samples, num_samples, batch, out);
+    pf__request_unlock(m);
+    return r;
+}
+
+int pf_encode_audio_frames(const pf_model *m, int num_samples) {
+    if (m && m->loaded && m->config.mel_frontend && num_samples > 0) return m->config.encoder_max_positions; /* padded or cut */
+    return m && m->loaded && m->config.speech && num_samples > 0 ? pf__speech_frames(&m->config, num_samples) : 0;
+}
+
+/* A token string of tokenizer_config.json, else of special_tokens_map.json (older checkpoints):
+   a string, or an added token's {"content": ...}. */
+static char *pf__speech_token_string(const pf__json *config, const pf__json *special, const char *key, const char *fallback) {
+    const pf__json *v = config ? pf__json_get(config, key) : NULL;
+    if ((!v || v->type == PF__JSON_NULL) && special) v = pf__json_get(special, key);
+    if (v && v->type == PF__JSON_OBJECT) v = pf__json_get(v, "content");
+    return strdup(v && v->type == PF__JSON_STRING ? v->string : fallback);
+}
+
+/* vocab.json (token -> id) and tokenizer_config.json's special tokens, read once. */
+static pf_result pf__speech_read_vocab(pf_model *m) {
+    pf__speech *sp = m->speech;
+    char path[PF__PATH_SIZE];
+    pf__json *vocab = NULL, *config = NULL, *special = NULL;
+    char *message = pf__error_buffer(m);
+    if (pf__path_join(path, sizeof path, m->dir, "vocab.json"))
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", m->dir);
+    pf_result r = pf__json_load(path, &vocab, message, PF__MESSAGE_SIZE);
+    if (!r && vocab->type != PF__JSON_OBJECT) r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: not an object of tokens", path);
+    int most = -1;
+    for (const pf__json *v = r ? NULL : vocab->first; v && !r; v = v->next) {
+        double id = -1;
+        if (pf__json_number(v, &id) != 1 || !(id >= 0 && id < 1e7) || id != floor(id))
+            r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: token \"%s\" has no id", path, v->key);
+        else if (id > most) most = (int)id;
+    }
+    if (!r && (sp->tokens = (char **)calloc((size_t)most + 1, sizeof(char *))) == NULL && most >= 0)
+        r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r) sp->num_tokens = most + 1;
+    for (const pf__json *v = r ? NULL : vocab->first; v && !r; v = v->next) {
+        int id = (int)v->number;
+        if (sp->tokens[id]) r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: id %d names two tokens", path, id);
+        else if (!(sp->tokens[id] = strdup(v->key))) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    if (!r && pf__path_join(path, sizeof path, m->dir, "tokenizer_config.json") == 0 && pf__file_exists(path))
+        r = pf__json_load(path, &config, message, PF__MESSAGE_SIZE);
+    if (!r && pf__path_join(path, sizeof path, m->dir, "special_tokens_map.json") == 0 && pf__file_exists(path))
+        r = pf__json_load(path, &special, message, PF__MESSAGE_SIZE);
+    if (!r) {
+        sp->pad = pf__speech_token_string(config, special, "pad_token", "<pad>");
+        sp->delimiter = pf__speech_token_string(config, special, "word_delimiter_token", "|");
+        sp->unk = pf__speech_token_string(config, special, "unk_token", "<unk>");
+        double flag = 0;
+        sp->lower = config && pf__json_number(pf__json_get(config, "do_lower_case"), &flag) == 1 && flag != 0;
+        flag = 0;
+        sp->clean_up = config && pf__json_number(pf__json_get(config, "clean_up_tokenization_spaces"), &flag) == 1 && flag != 0;
+        if (!sp->pad || !sp->delimiter || !sp->unk) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    pf__json_free(vocab);
+    pf__json_free(config);
+    pf__json_free(special);
+    if (!r) sp->vocab_read = 1;
+    else { /* read again on the next call */
+        for (int i = 0; i < sp->num_tokens; i++) free(sp->tokens[i]);
+        free(sp->tokens), free(sp->pad), free(sp->delimiter), free(sp->unk);
+        sp->tokens = NULL, sp->num_tokens = 0, sp->pad = sp->delimiter = sp->unk = NULL;
+    }
+    return r;
+}
+
+/* Replaces every `from` in text (NUL-terminated, in place: `to` is never longer). */
+static void pf__speech_replace(char *text, const char *from, const char *to) {
+    size_t nf = strlen(from), nt = strlen(to);
+    char *w = text;
+    for (const char *p = text; *p;) {
+        if (!strncmp(p, from, nf)) {
+            memmove(w, to, nt);
+            w += nt, p += nf;
+        } else {
+            *w++ = *p++;
+        }
+    }
+    *w = '\0';
+}
+
+static pf_result pf__ctc_decode_locked(pf_model *m, const pf_encoding *e, int row, char **text) {
+    const pf__config *c = &m->config;
+    if (!m->speech || c->head != PF_HEAD_CTC)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "model_type \"%s\" has no CTC head", c->model_type);
+    if (!e || e->head != PF_HEAD_CTC || !e->logits || !e->offsets || !e->logits_per_token || e->num_logits != c->vocab_size)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_ctc_decode needs an encoding with this model's CTC logits");
+    if (row < 0 || row >= e->batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d of %d", row, e->batch);
+    pf__speech *sp = m->speech;
+    pf_result r = sp->vocab_read ? PF_OK : pf__speech_read_vocab(m);
+    if (r) return r;
+    int first = e->offsets[row], frames = e->offsets[row + 1] - first;
+    size_t V = (size_t)e->num_logits, cap = 1, used = 0;
+    for (int i = 0; i < sp->num_tokens; i++) /* the longest token, frames times: an upper bound */
+        if (sp->tokens[i] && strlen(sp->tokens[i]) + 1 > cap) cap = strlen(sp->tokens[i]) + 1;
+    if (strlen(sp->unk) + 1 > cap) cap = strlen(sp->unk) + 1;
+    cap = cap * (size_t)(frames > 0 ? frames : 0) + 1;
+    char *out = (char *)malloc(cap);
+    if (!out) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    const char *previous = NULL;
+    for (int t = 0; t < frames; t++) {
+        const float *l = e->logits + (size_t)(first + t) * V;
+        size_t best = 0;
+        for (size_t v = 1; v < V; v++)
+            if (l[v] > l[best]) best = v; /* the first maximum, as torch's argmax */
+        const char *token = best < (size_t)sp->num_tokens && sp->tokens[best] ? sp->tokens[best] : sp->unk;
+        if (previous && !strcmp(token, previous)) continue; /* a run of one token is one */
+        previous = token;
+        if (!strcmp(token, sp->pad)) continue;              /* the blank */
+        if (!strcmp(token, sp->delimiter)) token = " ";
+        size_t n = strlen(token);
+        memcpy(out + used, token, n);
+        used += n;
+    }
+    out[used] = '\0';
+    size_t begin = 0; /* Python's strip(), for the ASCII spaces a token can hold */
+    while (out[begin] && strchr(" \t\n\r\v\f", out[begin])) begin++;
+    while (used > begin && strchr(" \t\n\r\v\f", out[used - 1])) used--;
+    memmove(out, out + begin, used - begin);
+    out[used - begin] = '\0';
+    if (sp->lower)
+        for (char *p = out; *p; p++)
+            if (*p >= 'A' && *p <= 'Z') *p = (char)(*p - 'A' + 'a');
+    if (sp->clean_up) { /* transformers' clean_up_tokenization */
+        static const char *const pairs[][2] = {{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},
+                                               {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+        for (size_t i = 0; i < PF__COUNT(pairs); i++) pf__speech_replace(out, pairs[i][0], pairs[i][1]);
+    }
+    *text = out;
+    return PF_OK;
+}
+
+pf_result pf_ctc_decode(pf_model *m, const pf_encoding *encoding, int row, char **text) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    if (text) *text = NULL;
+    if (!text) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_ctc_decode needs an output");
+    pf_result r = pf__request_lock(m, "pf_ctc_decode");
+    if (r) return r;
+    r = pf__ctc_decode_locked(m, encoding, row, text);
+    pf__request_unlock(m);
+    return r;
+}
+
+pf_result pf_encode(pf_model *m, const int32_t *const *ids, const int32_t *const *token_type_ids, const int *lengths,
+                    int batch, pf_encoding **out) {
+    if (!m || !out) return PF_ERROR_INVALID_ARGUMENT;
+    pf_result r = pf__request_lock(m, "pf_encode");
+    if (r) return r;
+    pf_model *tower = m->loaded && m->towers[0] ? m->towers[0] : m; /* a dual model's text tower */
+    r = pf__encode_locked(tower, ids, token_type_ids, lengths, batch, out);
+    if (r && tower != m) r = pf__fail_from(m, r, tower);
+    pf__request_unlock(m);
+    return r;
+}
+
+/* Rows of one tower's projected embeddings, each scaled to unit length, max_batch at a time:
+   texts (ids, lengths) or images (pixels). */
+static pf_result pf__unit_embeds(pf_model *tower, const int32_t *const *ids, const int *lengths, const float *pixels,
+                                 int count, float *out) {
+    pf_result r = pf__ensure_group(tower);
+    const pf__config *c = &tower->config;
+    size_t image = (size_t)c->num_channels * c->image_size * c->image_size, dim = (size_t)c->projection_dim;
+    for (int first = 0; !r && first < count; first += tower->group->max_batch) {
+        int n = count - first < tower->group->max_batch ? count - first : tower->group->max_batch;
+        pf_encoding *e = NULL;
+        r = pixels ? pf__encode_images_locked(tower, pixels + (size_t)first * image, n, &e)
+                   : pf__encode_locked(tower, ids + first, NULL, lengths + first, n, &e);
+        for (int b = 0; !r && b < n; b++) { /* x / |x|, as transformers normalises (no epsilon) */
+            const float *x = e->embeds + (size_t)b * dim;
+            float sum = 0, *row = out + (size_t)(first + b) * dim;
+            for (size_t i = 0; i < dim; i++) sum += x[i] * x[i];
+            float norm = sqrtf(sum);
+            for (size_t i = 0; i < dim; i++) row[i] = x[i] / norm;
+        }
+        pf_encoding_free(e);
+    }
+    return r;
+}
+
+static pf_result pf__image_text_logits_locked(pf_model *m, const int32_t *const *ids, const int *lengths, int num_texts,
+                                              const float *pixels, int num_images, float *logits) {
+    if (!m->loaded) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the model did not load");
+    if (!m->towers[0])
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is not a dual encoder (CLIP): it has no image-text "
+                        "similarity", m->config.model_type);
+    if (!ids || !lengths || !pixels || !logits || num_texts < 1 || num_images < 1)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_image_text_logits needs ids, lengths, pixels, logits, "
+                        "num_texts >= 1 and num_images >= 1");
+    size_t dim = (size_t)m->config.projection_dim;
+    float *texts = (float *)malloc((size_t)num_texts * dim * sizeof(float));
+    float *images = (float *)malloc((size_t)num_images * dim * sizeof(float));
+    pf_result r = texts && images ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r && (r = pf__unit_embeds(m->towers[0], ids, lengths, NULL, num_texts, texts)))
+        r = pf__fail_from(m, r, m->towers[0]);
+    if (!r && (r = pf__unit_embeds(m->towers[1], NULL, NULL, pixels, num_images, images)))
+        r = pf__fail_from(m, r, m->towers[1]);
+    for (int i = 0; !r && i < num_images; i++) /* logit_scale.exp() * image . text, both of unit length */
+        for (int t = 0; t < num_texts; t++) {
+            float dot = 0;
+            for (size_t k = 0; k < dim; k++) dot += images[(size_t)i * dim + k] * texts[(size_t)t * dim + k];
+            logits[(size_t)i * num_texts + t] = m->logit_scale * dot;
+        }
+    free(texts), free(images);
+    return r;
+}
+
+pf_result pf_image_text_logits(pf_model *m, const int32_t *const *ids, const int *lengths, int num_texts,
+                               const float *pixels, int num_images, float *logits_per_image) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    pf_result r = pf__request_lock(m, "pf_image_text_logits");
+    if (r) return r;
+    r = pf__image_text_logits_locked(m, ids, lengths, num_texts, pixels, num_images, logits_per_image);
+    pf__request_unlock(m);
+    return r;
+}
+
+pf_embed_options pf_embed_options_init(void) {
+    pf_embed_options o;
+    o.pooling = PF_POOLING_MODEL;
+    o.normalize = -1;
+    return o;
+}
+
+/* One row's tokens [n][d] pooled into out[d], as sentence-transformers' Pooling does. */
+static void pf__pool(const float *tokens, size_t n, size_t d, pf_pooling pooling, float *out) {
+    if (pooling == PF_POOLING_CLS || pooling == PF_POOLING_LAST_TOKEN) {
+        memcpy(out, tokens + (pooling == PF_POOLING_CLS ? 0 : n - 1) * d, d * sizeof(float));
+        return;
+    }
+    for (size_t i = 0; i < d; i++) {
+        double sum = 0, weights = 0;
+        float max = -INFINITY;
+        for (size_t t = 0; t < n; t++) {
+            float v = tokens[t * d + i];
+            double w = pooling == PF_POOLING_WEIGHTED_MEAN ? (double)(t + 1) : 1.0;
+            sum += w * v;
+            weights += w;
+            if (v > max) max = v;
+        }
+        out[i] = pooling == PF_POOLING_MAX ? max
+                 : pooling == PF_POOLING_MEAN_SQRT_LEN ? (float)(sum / sqrt((double)n))
+                 : (float)(sum / weights);
+    }
+}
+
+static pf_result pf__embed_locked(pf_model *m, const int32_t *const *ids, const int *lengths, int batch,
+                                  const pf_embed_options *o, float *out) {
+    pf_embed_options defaults = pf_embed_options_init();
+    if (!o) o = &defaults;
+    if (!ids || !lengths || !out || batch < 1)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_embed needs ids, lengths, embeddings and batch >= 1");
+    if (o->pooling < PF_POOLING_MODEL || o->pooling > PF_POOLING_LAST_TOKEN || o->normalize < -1 || o->normalize > 1)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_embed: pooling %d or normalize %d is not an option",
+                        (int)o->pooling, o->normalize);
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    if (o->pooling == PF_POOLING_MODEL && m->sentence.unsupported[0])
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "sentence embeddings: %s is not supported (choose a pooling to embed without it)",
+                        m->sentence.unsupported);
+    pf_pooling pooling = o->pooling == PF_POOLING_MODEL ? m->sentence.pooling : o->pooling;
+    int normalize = o->normalize < 0 ? m->sentence.normalize : o->normalize;
+    size_t d = (size_t)m->config.hidden_size;
+    for (int first = 0; first < batch && !r; first += m->group->max_batch) {
+        int n = batch - first < m->group->max_batch ? batch - first : m->group->max_batch;
+        pf_encoding *e = NULL;
+        r = pf__encode_locked(m, ids + first, NULL, lengths + first, n, &e);
+        for (int b = 0; !r && b < n; b++) {
+            float *row = out + (size_t)(first + b) * d;
+            pf__pool(e->last_hidden_state + (size_t)e->offsets[b] * d, (size_t)lengths[first + b], d, pooling, row);
+            if (!normalize) continue;
+            double norm = 0;
+            for (size_t i = 0; i < d; i++) norm += (double)row[i] * row[i];
+            norm = sqrt(norm);
+            for (size_t i = 0; i < d; i++) row[i] = (float)(row[i] / (norm > 1e-12 ? norm : 1e-12));
+        }
+        pf_encoding_free(e);
+    }
+    return r;
+}
+
+/* text's ids with the post-processor's special tokens, cut to max as transformers truncates
+   (the words, before the specials are added). *ids is malloc'ed. */
+static pf_result pf__tokenize_truncated(pf_model *m, const char *text, int max, int32_t **ids, int *count) {
+    pf_tokenize_options to = pf_tokenize_options_init();
+    to.max_length = (size_t)max;
+    size_t n = 0, len = strlen(text);
+    pf_result r = pf_tokenize_pair(m->tokenizer, text, len, NULL, 0, &to, NULL, NULL, 0, &n);
+    if (r && r != PF_ERROR_BUFFER_TOO_SMALL) return PF__FAIL(m, r, "tokenizing: %s", pf_result_string(r));
+    *ids = (int32_t *)malloc((n ? n : 1) * sizeof(int32_t));
+    if (!*ids) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    r = pf_tokenize_pair(m->tokenizer, text, len, NULL, 0, &to, *ids, NULL, n, &n);
+    if (r) return PF__FAIL(m, r, "tokenizing: %s", pf_result_string(r));
+    *count = (int)n;
+    return PF_OK;
+}
+
+static pf_result pf__embed_texts_locked(pf_model *m, const char *const *texts, int count, const pf_embed_options *o,
+                                        float *out) {
+    if (!texts || count < 1 || !out) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_embed_texts needs texts, count >= 1 and embeddings");
+    if (!m->tokenizer) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the model has no tokenizer (pf_embed takes ids)");
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    int max = m->group->cache_len;
+    if (m->sentence.max_seq_length > 0 && m->sentence.max_seq_length < max) max = m->sentence.max_seq_length;
+    int32_t **rows = (int32_t **)calloc((size_t)count, sizeof *rows);
+    int *lengths = (int *)calloc((size_t)count, sizeof(int));
+    if (!rows || !lengths) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (int i = 0; !r && i < count; i++) {
+        if (!texts[i]) r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "text %d is NULL", i);
+        else r = pf__tokenize_truncated(m, texts[i], max, &rows[i], &lengths[i]);
+        if (!r && lengths[i] < 1) r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "text %d has no tokens", i);
+    }
+    if (!r) r = pf__embed_locked(m, (const int32_t *const *)rows, lengths, count, o, out);
+    for (int i = 0; rows && i < count; i++) free(rows[i]);
+    free(rows), free(lengths);
+    return r;
+}
+
+pf_result pf_embed_texts(pf_model *m, const char *const *texts, int count, const pf_embed_options *o, float *embeddings) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    pf_result r = pf__request_lock(m, "pf_embed_texts");
+    if (r) return r;
+    r = pf__embed_texts_locked(m, texts, count, o, embeddings);
+    pf__request_unlock(m);
+    return r;
+}
+
+pf_result pf_embed(pf_model *m, const int32_t *const *ids, const int *lengths, int batch, const pf_embed_options *o,
+                   float *embeddings) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    pf_result r = pf__request_lock(m, "pf_embed");
+    if (r) return r;
+    r = pf__embed_locked(m, ids, lengths, batch, o, embeddings);
+    pf__request_unlock(m);
+    return r;
+}
+
+pf_result pf_forward(pf_model *m, const int32_t *ids, int batch, int seq_len, float *logits) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    pf_result r = pf__request_lock(m, "pf_forward");
+    if (r) return r;
+    r = pf__forward_locked(m, ids, batch, seq_len, logits);
+    pf__request_unlock(m);
+    return r;
+}
+
+/* Left-pads rows of ids to the longest: *width, ids [batch][width] and pads [batch] (malloc'd,
+   the caller frees both); checks the ids and that each row fits the cache. */
+static pf_result pf__pad_rows(pf_model *m, const char *what, const int32_t *const *rows, const int *lengths, int batch,
+                              int source, int *width, int32_t **ids, int **pads) {
+    *ids = NULL;
+    *pads = NULL;
+    *width = 0;
+    pf_result r;
+    if (batch < 1) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "no %s rows", what);
+    for (int b = 0; b < batch; b++) {
+        if (!rows[b] || lengths[b] < 1 || lengths[b] > m->group->cache_len)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s %d: %d tokens (1 to %d fit)", what, b, rows[b] ? lengths[b] : 0,
+                            m->group->cache_len);
+        if ((r = source ? pf__check_source_ids(m, rows[b], (size_t)lengths[b]) : pf__check_ids(m, rows[b], (size_t)lengths[b])))
+            return r;
+        if (lengths[b] > *width) *width = lengths[b];
+    }
+    *ids = (int32_t *)calloc((size_t)batch * *width, sizeof(int32_t));
+    *pads = (int *)calloc((size_t)batch, sizeof(int));
+    if (!*ids || !*pads) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (int b = 0; b < batch; b++) {
+        (*pads)[b] = *width - lengths[b];
+        memcpy(*ids + (size_t)b * *width + (*pads)[b], rows[b], (size_t)lengths[b] * sizeof(int32_t));
+    }
+    return PF_OK;
+}
+
+/* An encoder-decoder's encoder over rows of sources [batch][width] (left pads), or of a speech
+   encoder-decoder's front end output: its output's keys and values in every decoder block's cross
+   cache, rows 0..batch-1, and its last hidden state into hidden (host [batch][width][hidden]) when
+   given. */
+static pf_result pf__encoder_pass(pf_model *m, const int32_t *sources, const float *features, const int *pads, int batch,
+                                  int width, float *hidden) {
+    pf__job job;
+    memset(&job, 0, sizeof job);
+    job.step.ids = sources;
+    job.step.features = features; /* a speech encoder-decoder's front end output [batch][width][hidden], or NULL */
+    job.hidden = hidden;
+    job.step.batch = batch;
+    job.step.seq_len = width;
+    job.step.pad = pads;
+    job.encoder_pass = 1;
+    return pf__group_run(m->group, PF__JOB_FORWARD, &job);
+}
+
+static pf_result pf__forward_seq2seq_locked(pf_model *m, const int32_t *const *sources, const int *source_lengths,
+                                            const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
+                                            float *logits) {
+    if (!sources || !source_lengths || !decoder_ids || !decoder_lengths || !logits || batch < 1)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_forward_seq2seq needs sources, decoder inputs, their lengths, "
+                        "logits and batch >= 1");
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    if (!pf_get_info(m).is_encoder_decoder)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" (as loaded) is not an encoder-decoder",
+                        m->config.model_type);
+    if (m->config.mel_frontend)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes audio features: pf_forward_audio runs it",
+                        m->config.model_type);
+    if (batch > m->group->max_batch)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, m->group->max_batch);
+    int32_t *src = NULL, *dec = NULL;
+    int *src_pads = NULL, *dec_pads = NULL, src_width, dec_width;
+    size_t vocab = (size_t)m->config.vocab_size;
+    float *all = NULL;
+    r = pf__pad_rows(m, "source", sources, source_lengths, batch, 1, &src_width, &src, &src_pads);
+    if (!r) r = pf__pad_rows(m, "decoder input", decoder_ids, decoder_lengths, batch, 0, &dec_width, &dec, &dec_pads);
+    if (!r && !(all = (float *)malloc((size_t)batch * dec_width * vocab * sizeof(float))))
+        r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r) r = pf__encoder_pass(m, src, NULL, src_pads, batch, src_width, NULL);
+    if (!r) {
+        pf__job job;
+        memset(&job, 0, sizeof job);
+        job.step.ids = dec;
+        job.step.batch = batch;
+        job.step.seq_len = dec_width;
+        job.step.pad = dec_pads;
+        job.step.cross_len = src_width;
+        job.step.cross_pad = src_pads;
+        job.logits = all;
+        job.all_positions = 1;
+        r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
+    }
+    for (int b = 0, row = 0; !r && b < batch; row += decoder_lengths[b++]) /* drop the pads */
+        memcpy(logits + (size_t)row * vocab, all + ((size_t)b * dec_width + dec_pads[b]) * vocab,
+               (size_t)decoder_lengths[b] * vocab * sizeof(float));
+    free(src), free(src_pads), free(dec), free(dec_pads), free(all);
+    return r;
+}
+
+pf_result pf_forward_seq2seq(pf_model *m, const int32_t *const *source_ids, const int *source_lengths,
+                             const int32_t *const *decoder_ids, const int *decoder_lengths, int batch, float *logits) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    pf_result r = pf__request_lock(m, "pf_forward_seq2seq");
+    if (r) return r;
+    r = pf__forward_seq2seq_locked(m, source_ids, source_lengths, decoder_ids, decoder_lengths, batch, logits);
+    pf__request_unlock(m);
+    return r;
+}
+

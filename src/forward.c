@@ -1,0 +1,577 @@
+/* =============================================================================================== */
+/* forward pass                                                                                    */
+/* =============================================================================================== */
+
+static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *h_rows, size_t rows, size_t width);
+
+/* The blocks and the embedding, norm and bias slots of one tower: a decoder's or an encoder's
+   whole model, or one side of an encoder-decoder. */
+typedef struct pf__tower {
+    int first_block, end_block;
+    int mask;                /* its self-attention's PF__MASK_CAUSAL or PF__MASK_BIDIRECTIONAL */
+    int cross;               /* 1: its blocks attend to the encoder's output after their own attention */
+    pf__slot token_embed, positions, embed_norm, final_norm; /* norms: the weight, its bias the slot after */
+    const float *rel_bias;   /* the rank's table, or NULL */
+} pf__tower;
+
+static pf__tower pf__tower_of(const pf__rank *r, int encoder) {
+    const pf__config *c = &r->group->model->config;
+    pf__tower t;
+    int split = pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ;
+    int enc_blocks = pf__encoder_blocks(c);
+    t.first_block = encoder ? 0 : enc_blocks;
+    t.end_block = encoder ? enc_blocks : c->num_layers;
+    t.mask = encoder && !c->causal_encoder ? PF__MASK_BIDIRECTIONAL : PF__MASK_CAUSAL;
+    t.cross = split && !encoder;
+    t.token_embed = split && encoder && r->weights[PF__SLOT_ENC_TOKEN_EMBED].data ? PF__SLOT_ENC_TOKEN_EMBED : PF__SLOT_TOKEN_EMBED;
+    t.positions = split && encoder ? PF__SLOT_ENC_POSITION_EMBED : PF__SLOT_POSITION_EMBED;
+    t.embed_norm = split && encoder ? PF__SLOT_ENC_EMBED_NORM_WEIGHT : PF__SLOT_EMBED_NORM_WEIGHT;
+    t.final_norm = split && encoder ? PF__SLOT_ENC_FINAL_NORM_WEIGHT : PF__SLOT_FINAL_NORM_WEIGHT;
+    t.rel_bias = split && encoder ? r->enc_rel_bias : r->rel_bias;
+    return t;
+}
+
+static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *h_rows, size_t rows, size_t width);
+
+#define PF__HAS(w) ((w).data != NULL)
+#define PF__OR_NULL(w) (PF__HAS(w) ? &(w) : NULL)
+
+/* x (rows of `width`) += position table row + token type row, then the embedding norm: what
+   follows the token embedding, each where the model has it. */
+static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__tower *t, float *x, size_t width) {
+    const pf__config *c = &r->group->model->config;
+    const pf__weight *W = r->weights;
+    const pf__backend *be = r->backend;
+    size_t N = (size_t)s->batch * s->seq_len;
+    int norm_first = c->decoder_norm_before_positions && t->mask == PF__MASK_CAUSAL;
+    if (norm_first && PF__HAS(W[t->embed_norm]))
+        be->norm(r, x, x, &W[t->embed_norm], PF__OR_NULL(W[t->embed_norm + 1]), N, width, (float)c->norm_eps,
+                 pf__archs[c->arch].norm);
+    if (PF__HAS(W[t->positions])) be->add_positions(r, x, &W[t->positions], s, c->position_offset);
+    if (PF__HAS(W[PF__SLOT_TOKEN_TYPE_EMBED])) { /* the segment table is whole on every rank */
+        pf__step types = *s;
+        types.ids = s->type_ids; /* the callers give zeros when the user gives none */
+        be->embed(r, r->part, &W[PF__SLOT_TOKEN_TYPE_EMBED], &types, 1.0f, 0);
+        be->add_residual(r, x, r->part, NULL, N, width);
+    }
+    if (!norm_first && PF__HAS(W[t->embed_norm]))
+        be->norm(r, x, x, &W[t->embed_norm], PF__OR_NULL(W[t->embed_norm + 1]), N, width, (float)c->norm_eps,
+                 pf__archs[c->arch].norm);
+}
+
+/* x = token embedding (* sqrt(hidden)) (projected in) (+ position table) (normed); each rank
+   holds some of the vocabulary's rows, so the embedding is summed over ranks (one term each).
+   Whether it is split is a fact of the model and the rank count, the same on every rank: a
+   rank's own row count is not (with fewer rows than ranks, one holds all and another none). */
+/* An image encoder's embedding stage: x = [class token, (distillation token,) patches W^T + b]
+   per image, plus the position table. The patch projection is whole on every rank (a small
+   matrix); the tokens are one-row tables read through the embed op. */
+static void pf__rank_embed_patches(pf__rank *r, const pf__step *s, const pf__tower *t) {
+    const pf__group *g = r->group;
+    const pf__config *c = &g->model->config;
+    const pf__backend *be = r->backend;
+    const pf__weight *W = r->weights;
+    size_t d = (size_t)c->hidden_size, S = (size_t)s->seq_len, B = (size_t)s->batch;
+    size_t prefix = 1 + (size_t)c->distillation, n = S - prefix, in = W[PF__SLOT_PATCH_WEIGHT].cols;
+    be->upload(r, r->patch_in, s->patches, B * n * in * sizeof(float));
+    be->matmul(r, r->h, r->patch_in, &W[PF__SLOT_PATCH_WEIGHT], PF__OR_NULL(W[PF__SLOT_PATCH_BIAS]), B * n);
+    for (size_t b = 0; b < B; b++) be->copy(r, r->x + (b * S + prefix) * d, r->h + b * n * d, n * d * sizeof(float));
+    pf__step one;
+    memset(&one, 0, sizeof one);
+    one.ids = g->zero_ids;
+    one.batch = s->batch;
+    one.seq_len = 1;
+    for (size_t k = 0; k < prefix; k++) {
+        be->embed(r, r->part, &W[k ? PF__SLOT_DIST_TOKEN : PF__SLOT_CLS_TOKEN], &one, 1.0f, 0);
+        for (size_t b = 0; b < B; b++) be->copy(r, r->x + (b * S + k) * d, r->part + b * d, d * sizeof(float));
+    }
+    pf__rank_embed_extras(r, s, t, r->x, d);
+}
+
+static void pf__rank_embed(pf__rank *r, const pf__step *s, const pf__tower *t) {
+    const pf__group *g = r->group;
+    if (s->patches) {
+        pf__rank_embed_patches(r, s, t);
+        return;
+    }
+    if (s->features) { /* a speech encoder's frames: (normed, when its blocks are post-norm) */
+        size_t n = (size_t)s->batch * s->seq_len * g->model->config.hidden_size;
+        r->backend->upload(r, r->x, s->features, n * sizeof(float));
+        pf__rank_embed_extras(r, s, t, r->x, (size_t)g->model->config.hidden_size);
+        return;
+    }
+    const pf__config *c = &g->model->config;
+    const pf__backend *be = r->backend;
+    const pf__weight *W = r->weights;
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
+    float embed_scale = c->embed_scale_sqrt ? sqrtf((float)d) : 1.0f;
+    int vocab_split = g->num_ranks > 1 && g->model->sources[t->token_embed].split == PF__SPLIT_VOCAB;
+    float *embedded = PF__HAS(W[PF__SLOT_PROJECT_IN]) ? r->embed : r->x;
+    be->embed(r, embedded, &W[t->token_embed], s, embed_scale, vocab_split ? r->share.vocab_begin : 0);
+    if (vocab_split) pf__all_reduce(r, embedded, N * (size_t)c->embed_dim, "the token embedding's all-reduce");
+    if (c->embed_norm_before_project && PF__HAS(W[PF__SLOT_PROJECT_IN])) { /* ELECTRA, ALBERT: the embedding stage at its own width */
+        pf__rank_embed_extras(r, s, t, embedded, (size_t)c->embed_dim);
+        be->matmul(r, r->x, embedded, &W[PF__SLOT_PROJECT_IN], PF__OR_NULL(W[PF__SLOT_PROJECT_IN_BIAS]), N);
+    } else {
+        if (PF__HAS(W[PF__SLOT_PROJECT_IN])) be->matmul(r, r->x, r->embed, &W[PF__SLOT_PROJECT_IN], NULL, N);
+        pf__rank_embed_extras(r, s, t, r->x, d);
+    }
+}
+
+/* The attention shape every block of a tower shares on this rank; scale and window are set per block. */
+static pf__attn_shape pf__rank_attn_shape(const pf__rank *r, const pf__tower *t) {
+    const pf__config *c = &r->group->model->config;
+    pf__attn_shape shape;
+    memset(&shape, 0, sizeof shape);
+    shape.heads = r->share.heads;
+    shape.kv_heads = r->share.kv_heads;
+    shape.head_dim = c->head_dim;
+    shape.head_begin = r->share.head_begin;
+    shape.kv_begin = r->share.kv_begin;
+    shape.kv_group = c->num_heads / c->num_kv_heads;
+    shape.cache_len = r->group->cache_len;
+    shape.rotary_dim = c->rotary_dim;
+    shape.cache_dtype = r->cache_dtype;
+    shape.alibi = r->alibi;
+    shape.rel_bias = t->rel_bias;
+    shape.rel_rows = c->rel_table_rows;
+    shape.rel_buckets = c->rel_buckets;
+    shape.rel_max_distance = c->rel_max_distance;
+    shape.mask = t->mask;
+    return shape;
+}
+
+/* x += y (+ bias), then out = norm(x): one op where the backend fuses them (one launch, the
+   residual stream read once), else add_residual and norm. */
+static void pf__rank_residual_norm(pf__rank *r, float *x, const float *y, const pf__weight *bias, float *out,
+                                   const pf__weight *weight, const pf__weight *norm_bias, size_t rows, size_t n,
+                                   float eps, pf__norm kind) {
+    const pf__backend *be = r->backend;
+    if (be->add_residual_norm) {
+        be->add_residual_norm(r, x, y, bias, out, weight, norm_bias, rows, n, eps, kind);
+        return;
+    }
+    be->add_residual(r, x, y, bias, rows, n);
+    be->norm(r, out, x, weight, norm_bias, rows, n, eps, kind);
+}
+
+/* out = act(in W^T + bias), a non-gated MLP's first projection (rows of width W->rows): the bias
+   folded into the activation's launch where the backend can, else added by the GEMM. */
+static void pf__rank_mlp_in(pf__rank *r, float *out, const float *in, const pf__weight *W, const pf__weight *bias,
+                            size_t rows, pf__activation act) {
+    const pf__backend *be = r->backend;
+    if (bias && be->bias_activation) {
+        be->matmul(r, out, in, W, NULL, rows);
+        be->bias_activation(r, out, bias, rows, W->rows, act);
+        return;
+    }
+    be->matmul(r, out, in, W, bias, rows);
+    be->activation(r, out, rows * W->rows, act);
+}
+
+/* A decoder block's attention over the encoder's output: x += sum over ranks of
+   attend(norm(x) Wq_r, the cached encoder keys and values) Wo_r, + bo once (post-norm: then
+   x = norm(x)). Block l's cross keys and values are in the rank's cross caches, packed by the
+   step's cross_len. */
+static void pf__rank_cross_attention(pf__rank *r, const pf__step *s, const pf__weight *L, int decoder_block,
+                                     const pf__attn_shape *self_shape) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
+    size_t layer = pf__rank_cache_layer(r);
+    pf__norm kind = pf__archs[c->arch].norm;
+    float eps = (float)c->norm_eps;
+    const pf__weight *norm_b = PF__OR_NULL(L[PF__SLOT_CROSS_NORM_BIAS]);
+    pf__attn_shape shape = *self_shape;
+    shape.mask = PF__MASK_CROSS;
+    shape.cache_dtype = PF__DTYPE_F32; /* written by a matmul, once per request */
+    shape.cache_len = s->cross_len;
+    shape.window = 0;
+    shape.alibi = NULL;
+    shape.rel_bias = NULL;
+    pf__step keys = *s; /* the encoder's left pads are the keys to skip */
+    keys.pad = s->cross_pad;
+    const float *in = r->x;
+    if (c->pre_norm) {
+        be->norm(r, r->h, r->x, &L[PF__SLOT_CROSS_NORM_WEIGHT], norm_b, N, d, eps, kind);
+        in = r->h;
+    }
+    be->matmul(r, r->qkv, in, &L[PF__SLOT_CROSS_Q_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_Q_BIAS]), N);
+    if (r->cross_k)
+        be->attend(r, r->attn, r->qkv, r->cross_k + decoder_block * layer, r->cross_v + decoder_block * layer, &keys, &shape);
+    be->matmul(r, r->part, r->attn, &L[PF__SLOT_CROSS_OUT_WEIGHT], NULL, N);
+    pf__all_reduce(r, r->part, N * d, "the cross-attention output's all-reduce");
+    if (c->pre_norm) be->add_residual(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_CROSS_OUT_BIAS]), N, d);
+    else pf__rank_residual_norm(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_CROSS_OUT_BIAS]), r->x,
+                                &L[PF__SLOT_CROSS_NORM_WEIGHT], norm_b, N, d, eps, kind);
+}
+
+/* A pre-norm block's last residual add, left for the next block's first norm to do in the same
+   op (pf__rank_residual_norm): x += part (+ bias) is pending while `pending`. */
+typedef struct pf__residual {
+    int pending;
+    const pf__weight *bias; /* or NULL */
+} pf__residual;
+
+/* A parallel block's MLP on x, beside the attention whose output projection is in part:
+   part += act(norm2(x) Win_r^T) Wdown_r^T, with GPT-J's single norm reused; then
+   x += sum over ranks of part + bo + bdown: one all-reduce for both sublayers. */
+static void pf__rank_parallel_mlp(pf__rank *r, const pf__step *s, const pf__weight *L) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size, mlp_width = (size_t)r->share.mlp_width;
+    if (PF__HAS(L[PF__SLOT_MLP_NORM_WEIGHT])) /* h = norm2(x); norm1's h is spent */
+        be->norm(r, r->h, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]), N, d,
+                 (float)c->norm_eps, pf__archs[c->arch].norm);
+    const float *act = r->mlp;
+    if (c->gated_mlp) {
+        be->matmul(r, r->mlp, r->h, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N);
+        be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;
+    } else {
+        pf__rank_mlp_in(r, r->mlp, r->h, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N,
+                        c->activation);
+    }
+    be->matmul(r, r->h, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
+    be->add_residual(r, r->part, r->h, NULL, N, d);
+    pf__all_reduce(r, r->part, N * d, "the parallel block's all-reduce");
+    const pf__weight *out_b = PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), *down_b = PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]);
+    if (down_b && be->add_residual_biases) { /* both biases in one pass */
+        be->add_residual_biases(r, r->x, r->part, out_b, down_b, N, d);
+    } else {
+        be->add_residual(r, r->x, r->part, out_b, N, d);
+        if (down_b) be->add_residual(r, r->x, NULL, down_b, N, d);
+    }
+}
+
+/* One block l of a tower on x: attention over the cache (appending this step's keys), the
+   encoder's output for a decoder tower of an encoder-decoder, then the MLP. *residual: the
+   previous block's residual add still to do on entry; this block's on return. */
+static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, int l, pf__attn_shape *shape,
+                           pf__residual *residual) {
+    const pf__group *g = r->group;
+    const pf__config *c = &g->model->config;
+    const pf__arch *a = &pf__archs[c->arch];
+    const pf__backend *be = r->backend;
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
+    float eps = (float)c->norm_eps;
+    size_t cache_stride = pf__rank_cache_layer(r) * pf__dtype_size(r->cache_dtype); /* one layer's cache, in bytes */
+    int rotary = a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS;
+    size_t mlp_width = (size_t)r->share.mlp_width;
+    const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+    shape->scale = c->scale_attn_weights ? 1.0f / sqrtf((float)c->head_dim) : 1.0f;
+    if (c->scale_attn_by_inverse_layer_idx) shape->scale /= (float)(l + 1);
+    shape->window = c->layer_window[l];
+    const pf__weight *attn_norm_b = PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]);
+    const pf__weight *mlp_norm_b = PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]);
+
+    /* h = norm1(x) (pre-norm; x += the previous block's part + bdown first, when pending), or x
+       itself (post-norm) */
+    const float *attn_in = r->x;
+    if (c->pre_norm) {
+        if (residual->pending)
+            pf__rank_residual_norm(r, r->x, r->part, residual->bias, r->h, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b,
+                                   N, d, eps, a->norm);
+        else
+            be->norm(r, r->h, r->x, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b, N, d, eps, a->norm);
+        residual->pending = 0;
+        attn_in = r->h;
+    }
+    /* qkv = h Wqkv_r^T + bqkv_r: this rank's query and key/value heads only (+ bqkv_r by the
+       first op after the GEMM where the backend folds it in there) */
+    const pf__weight *qkv_bias = PF__OR_NULL(L[PF__SLOT_QKV_BIAS]);
+    shape->qkv_bias = be->qkv_bias_in_attention ? qkv_bias : NULL;
+    be->matmul(r, r->qkv, attn_in, &L[PF__SLOT_QKV_WEIGHT], shape->qkv_bias ? NULL : qkv_bias, N);
+    /* q, k = rotate(q, k) by position */
+    if (rotary) {
+        be->rotary(r, r->qkv, s, shape, a->positions == PF__POS_ROTARY_PAIRS);
+        shape->qkv_bias = NULL; /* added */
+    }
+    /* attn = softmax(q k^T * scale + alibi + relative bias) v over the cache, k and v appended to it */
+    size_t cache_layer = (size_t)pf__cache_layer(c, l);
+    void *k_cache = r->k_cache ? (char *)r->k_cache + cache_layer * cache_stride : NULL; /* NULL: a rank without heads */
+    void *v_cache = r->v_cache ? (char *)r->v_cache + cache_layer * cache_stride : NULL;
+    be->kv_append(r, k_cache, v_cache, r->qkv, s, shape);
+    shape->qkv_bias = NULL;
+    be->attend(r, r->attn, r->qkv, k_cache, v_cache, s, shape);
+    /* part = attn Wo_r^T: this rank's share of the output projection */
+    be->matmul(r, r->part, r->attn, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, N);
+
+    if (c->parallel_residual) {
+        pf__rank_parallel_mlp(r, s, L);
+        return;
+    }
+    /* x += sum over ranks of part, + bo once; post-norm: x = norm1(x); BLOOM's
+       residual-from-norm: x = h + ...; pre-norm without cross-attention: h = norm2(x) at once */
+    if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
+    pf__all_reduce(r, r->part, N * d, "the attention output's all-reduce");
+    const pf__weight *attn_out_b = PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]);
+    int mlp_norm_done = c->pre_norm && !t->cross;
+    if (!c->pre_norm)
+        pf__rank_residual_norm(r, r->x, r->part, attn_out_b, r->x, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b, N, d,
+                               eps, a->norm);
+    else if (mlp_norm_done)
+        pf__rank_residual_norm(r, r->x, r->part, attn_out_b, r->h, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps,
+                               a->norm);
+    else
+        be->add_residual(r, r->x, r->part, attn_out_b, N, d);
+    if (t->cross) pf__rank_cross_attention(r, s, L, l - t->first_block, shape);
+    const float *mlp_in = r->x;
+    if (c->pre_norm) {
+        if (!mlp_norm_done) be->norm(r, r->h, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
+        mlp_in = r->h;
+        if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
+    }
+    /* mlp = act(h Win_r^T + bin_r), or act(gate) * up: this rank's columns */
+    const float *act = r->mlp;
+    if (c->gated_mlp) {
+        be->matmul(r, r->mlp, mlp_in, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N);
+        be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;
+    } else {
+        pf__rank_mlp_in(r, r->mlp, mlp_in, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N,
+                        c->activation);
+    }
+    /* part = mlp Wdown_r^T, summed over ranks; x += part + bdown; post-norm: x = norm2(x) */
+    be->matmul(r, r->part, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
+    pf__all_reduce(r, r->part, N * d, "the MLP output's all-reduce");
+    if (c->pre_norm) *residual = (pf__residual){1, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS])}; /* x += part + bdown: next */
+    else pf__rank_residual_norm(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), r->x,
+                                &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
+}
+
+/* A tower's stages on the step's tokens: the embedding, then its blocks; x holds the result. */
+static void pf__rank_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)r->group->model->config.hidden_size;
+    pf__rank_embed(r, s, t);
+    pf__attn_shape shape = pf__rank_attn_shape(r, t);
+    pf__residual residual = {0, NULL};
+    for (int l = t->first_block; l < t->end_block && !pf__rank_failed(r); l++)
+        pf__rank_block(r, s, t, l, &shape, &residual);
+    if (residual.pending) r->backend->add_residual(r, r->x, r->part, residual.bias, N, d); /* the last block's */
+}
+
+/* x = the tower's final norm of x, where it has one (pre-norm towers). */
+static void pf__rank_final_norm(pf__rank *r, const pf__tower *t, float *out, const float *x, size_t rows) {
+    const pf__config *c = &r->group->model->config;
+    const pf__weight *W = r->weights;
+    if (PF__HAS(W[t->final_norm]))
+        r->backend->norm(r, out, x, &W[t->final_norm], PF__OR_NULL(W[t->final_norm + 1]), rows, (size_t)c->hidden_size,
+                         (float)c->final_norm_eps, pf__archs[c->arch].norm);
+    else if (out != x)
+        r->backend->copy(r, out, x, rows * c->hidden_size * sizeof(float));
+}
+
+/* An encoder-decoder's encoder pass: the encoder tower on the step's rows, its output (rank 0
+   downloads it when asked), and each decoder block's keys and values of it into the cross caches
+   (rows 0..batch-1, packed by the step's seq_len) for the decoder steps that follow. */
+static void pf__rank_encoder_pass(pf__rank *r, const pf__job *job) {
+    const pf__config *c = &r->group->model->config;
+    const pf__step *s = &job->step;
+    pf__tower t = pf__tower_of(r, 1);
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
+    size_t layer = pf__rank_cache_layer(r);
+    pf__rank_tower(r, s, &t);
+    if (pf__rank_failed(r)) return;
+    pf__rank_final_norm(r, &t, r->x, r->x, N);
+    for (int l = c->encoder_layers; l < c->num_layers && r->cross_k; l++) {
+        const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+        size_t k = (size_t)(l - c->encoder_layers);
+        r->backend->matmul(r, r->cross_k + k * layer, r->x, &L[PF__SLOT_CROSS_K_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_K_BIAS]), N);
+        r->backend->matmul(r, r->cross_v + k * layer, r->x, &L[PF__SLOT_CROSS_V_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_V_BIAS]), N);
+    }
+    if (r->index == 0 && job->hidden && !r->error) r->backend->download(r, job->hidden, r->x, N * d * sizeof(float));
+}
+
+static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__tower *t);
+
+/* Where pf__rank_decoder_hidden leaves the rows whose logits are wanted: h when it copied or
+   normed them there, else x. */
+static const float *pf__rank_decoder_rows(const pf__rank *r, const pf__job *job) {
+    const pf__tower t = pf__tower_of(r, 0);
+    int picked = !job->all_positions && job->step.seq_len > 1;
+    return picked || PF__HAS(r->weights[t.final_norm]) ? r->h : r->x;
+}
+
+/* A decoder's device work up to the logits, with no wait and no host copy (a backend may capture
+   it: pf__backend.run_decoder_step): the tower, then h = final norm of the rows wanted (all, or
+   each sequence's last), or x itself. */
+static void pf__rank_decoder_hidden(pf__rank *r, const pf__job *job) {
+    const pf__step *s = &job->step;
+    const pf__tower t = pf__tower_of(r, 0);
+    size_t d = (size_t)r->group->model->config.hidden_size;
+    size_t rows = job->all_positions ? (size_t)s->batch * s->seq_len : (size_t)s->batch;
+    pf__rank_tower(r, s, &t);
+    if (pf__rank_failed(r) || !r->weights[PF__SLOT_LM_HEAD].rows) return; /* more ranks than vocabulary rows */
+    /* the wanted rows of x: all of them, or each sequence's last (contiguous when one per row) */
+    const float *wanted = r->x;
+    if (!job->all_positions && s->seq_len > 1) {
+        for (size_t b = 0; b < rows; b++) r->backend->copy(r, r->h + b * d, r->x + (b * s->seq_len + s->seq_len - 1) * d, d * sizeof(float));
+        wanted = r->h;
+    }
+    if (PF__HAS(r->weights[t.final_norm])) pf__rank_final_norm(r, &t, r->h, wanted, rows);
+}
+
+/* Runs on every rank's thread with the same step; rank 0 also computes the logits. */
+static void pf__rank_forward(pf__rank *r, const pf__job *job) {
+    const pf__group *g = r->group;
+    const pf__config *c = &g->model->config;
+    const pf__step *s = &job->step;
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
+    if (r->backend->prepare) r->backend->prepare(r, s);
+    if (job->encoder_pass) {
+        pf__rank_encoder_pass(r, job);
+        return;
+    }
+    if (pf__archs[c->arch].kind == PF__KIND_ENCODER) {
+        pf__tower t = pf__tower_of(r, 1);
+        pf__rank_tower(r, s, &t);
+        if (!pf__rank_failed(r)) pf__rank_encoder_outputs(r, job, &t);
+        return;
+    }
+    /* h = final norm(x) for the rows wanted (or x itself); then the vocabulary logits */
+    const pf__backend *be = r->backend;
+    if (!be->run_decoder_step || !be->run_decoder_step(r, job, pf__rank_decoder_hidden)) pf__rank_decoder_hidden(r, job);
+    if (pf__rank_failed(r) || !r->weights[PF__SLOT_LM_HEAD].rows) return;
+    pf__rank_vocab_logits(r, job, pf__rank_decoder_rows(r, job), job->all_positions ? N : (size_t)s->batch, d);
+}
+
+/* logits = h (projected out) Wlm^T (+ b) for the rank's vocabulary rows, written into its columns
+   of the host logits, in chunks of logit_rows; h_rows are `width` apart. A greedy step
+   (job->tokens) keeps them on the device and writes the rank's arg-max candidates instead. */
+static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *h_rows, size_t rows, size_t width) {
+    const pf__group *g = r->group;
+    const pf__config *c = &g->model->config;
+    const pf__weight *W = r->weights;
+    size_t vocab = (size_t)c->vocab_size, mine = W[PF__SLOT_LM_HEAD].rows;
+    if (!mine) return; /* more ranks than vocabulary rows */
+    for (size_t first = 0; first < rows && !r->error; first += g->logit_rows) {
+        size_t n = rows - first < g->logit_rows ? rows - first : g->logit_rows;
+        const float *h = h_rows + first * width;
+        if (PF__HAS(W[PF__SLOT_PROJECT_OUT])) {
+            r->backend->matmul(r, r->part, h, &W[PF__SLOT_PROJECT_OUT], NULL, n);
+            h = r->part;
+        }
+        r->backend->matmul(r, r->logits, h, &W[PF__SLOT_LM_HEAD], PF__OR_NULL(W[PF__SLOT_LM_HEAD_BIAS]), n);
+        if (job->tokens)
+            r->backend->argmax(r, g->choices + (size_t)r->index * g->max_batch + first, r->logits, n, mine,
+                               r->share.vocab_begin);
+        if (job->candidates) {
+            size_t per_row = job->candidates_per_row;
+            r->backend->top_k(r, job->candidates + ((size_t)r->index * rows + first) * per_row, per_row, r->logits, n,
+                              mine, r->share.vocab_begin, per_row < mine ? per_row : mine);
+        }
+        if ((!job->tokens && !job->candidates) || pf__check_device_choices)
+            r->backend->download_rows(r, job->logits + first * vocab + r->share.vocab_begin, vocab * sizeof(float),
+                                      r->logits, mine * sizeof(float), mine * sizeof(float), n);
+    }
+}
+
+/* PF__JOB_LOGITS: the logits of the last forward's step.batch rows (one chunk: they are still in
+   r->logits) into the rank's columns of job->logits, for the rows whose token the devices'
+   candidates did not settle. */
+static void pf__rank_logits_again(pf__rank *r, const pf__job *job) {
+    size_t vocab = (size_t)r->group->model->config.vocab_size, rows = (size_t)job->step.batch;
+    size_t mine = r->weights ? r->weights[PF__SLOT_LM_HEAD].rows : 0;
+    if (!mine) return; /* more ranks than vocabulary rows */
+    if (rows > r->group->logit_rows) {
+        pf__rank_fail(r, PF_ERROR_INVALID_ARGUMENT, "the logits of %zu rows are no longer on the ranks", rows);
+        return;
+    }
+    r->backend->download_rows(r, job->logits + r->share.vocab_begin, vocab * sizeof(float), r->logits,
+                              mine * sizeof(float), mine * sizeof(float), rows);
+}
+
+/* An encoder's outputs from its last hidden state x: x itself, the pooler's dense + tanh of each
+   sequence's first token, and the head. The masked-LM head (dense + act + norm, then the
+   vocabulary rows) runs on every rank; the small replicated ones (pooler, classifiers) on rank 0
+   alone, after the last collective. */
+static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__tower *t) {
+    const pf__group *g = r->group;
+    const pf__config *c = &g->model->config;
+    const pf__arch *a = &pf__archs[c->arch];
+    const pf__backend *be = r->backend;
+    const pf__step *s = &job->step;
+    const pf__weight *W = r->weights;
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size, B = (size_t)s->batch;
+    pf__rank_final_norm(r, t, r->x, r->x, N); /* pre-norm encoders end with a norm */
+    if (c->head == PF_HEAD_MASKED_LM) { /* to the head's width: hidden, or the embedding's (ELECTRA, ALBERT) */
+        size_t width = W[PF__SLOT_HEAD_TRANSFORM_WEIGHT].rows;
+        float *h = width <= d ? r->h : r->part;
+        be->matmul(r, h, r->x, &W[PF__SLOT_HEAD_TRANSFORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_HEAD_TRANSFORM_BIAS]), N);
+        be->activation(r, h, N * width, c->head_activation < 0 ? c->activation : (pf__activation)c->head_activation);
+        be->norm(r, h, h, &W[PF__SLOT_HEAD_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_HEAD_NORM_BIAS]), N, width,
+                 (float)c->norm_eps, a->norm);
+        if (job->logits) pf__rank_vocab_logits(r, job, h, N, width);
+    }
+    if (c->head == PF_HEAD_CTC && job->logits) pf__rank_vocab_logits(r, job, r->x, N, d); /* every rank its rows */
+    if (r->index != 0 || r->error) return;
+    if (job->hidden) be->download(r, job->hidden, r->x, N * d * sizeof(float));
+    float *pooled = r->part; /* [batch][hidden] */
+    if (PF__HAS(W[PF__SLOT_POOLER_WEIGHT]) || PF__HAS(W[PF__SLOT_POOLER_NORM_WEIGHT]) || job->pool_at) {
+        for (size_t b = 0; b < B; b++) { /* the first real token (after the left pads), or the one named */
+            size_t first = b * (size_t)s->seq_len + (size_t)(s->pad ? s->pad[b] : 0) + (size_t)(job->pool_at ? job->pool_at[b] : 0);
+            be->copy(r, r->h + b * d, r->x + first * d, d * sizeof(float));
+        }
+        if (PF__HAS(W[PF__SLOT_POOLER_NORM_WEIGHT])) /* CLIP vision's post_layernorm */
+            be->norm(r, r->h, r->h, &W[PF__SLOT_POOLER_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_POOLER_NORM_BIAS]), B, d,
+                     (float)c->norm_eps, a->norm);
+        if (PF__HAS(W[PF__SLOT_POOLER_WEIGHT])) {
+            be->matmul(r, pooled, r->h, &W[PF__SLOT_POOLER_WEIGHT], PF__OR_NULL(W[PF__SLOT_POOLER_BIAS]), B);
+            be->activation(r, pooled, B * d, c->pooler_activation < 0 ? c->activation : (pf__activation)c->pooler_activation);
+        } else {
+            pooled = r->h;
+        }
+        if (job->pooled) be->download(r, job->pooled, pooled, B * d * sizeof(float));
+        if (PF__HAS(W[PF__SLOT_PROJECTION])) { /* CLIP: into the space shared with the other tower */
+            be->matmul(r, r->projected, pooled, &W[PF__SLOT_PROJECTION], NULL, B);
+            if (job->embeds) be->download(r, job->embeds, r->projected, B * (size_t)c->projection_dim * sizeof(float));
+        }
+    }
+    if (!job->logits) return;
+    if (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION) {
+        be->matmul(r, r->head_out, pooled, &W[PF__SLOT_CLASSIFIER_WEIGHT], PF__OR_NULL(W[PF__SLOT_CLASSIFIER_BIAS]), B);
+        be->download(r, job->logits, r->head_out, B * (size_t)c->num_labels * sizeof(float));
+    } else if (c->head == PF_HEAD_TOKEN_CLASSIFICATION) {
+        be->matmul(r, r->head_out, r->x, &W[PF__SLOT_CLASSIFIER_WEIGHT], PF__OR_NULL(W[PF__SLOT_CLASSIFIER_BIAS]), N);
+        be->download(r, job->logits, r->head_out, N * (size_t)c->num_labels * sizeof(float));
+    } else if (c->head == PF_HEAD_QUESTION_ANSWERING) {
+        be->matmul(r, r->head_out, r->x, &W[PF__SLOT_SPAN_WEIGHT], PF__OR_NULL(W[PF__SLOT_SPAN_BIAS]), N);
+        be->download(r, job->logits, r->head_out, N * 2 * sizeof(float));
+    } else if (c->head == PF_HEAD_IMAGE_CLASSIFICATION) { /* the class token's head (+ the distillation token's) */
+        size_t labels = (size_t)c->num_labels;
+        for (size_t b = 0; b < B; b++) be->copy(r, r->h + b * d, r->x + b * (size_t)s->seq_len * d, d * sizeof(float));
+        be->matmul(r, r->head_out, r->h, &W[PF__SLOT_CLASSIFIER_WEIGHT], PF__OR_NULL(W[PF__SLOT_CLASSIFIER_BIAS]), B);
+        if (PF__HAS(W[PF__SLOT_DIST_CLASSIFIER_WEIGHT])) { /* both heads were halved at load: their sum is the mean */
+            for (size_t b = 0; b < B; b++)
+                be->copy(r, r->h + b * d, r->x + (b * (size_t)s->seq_len + 1) * d, d * sizeof(float));
+            be->matmul(r, r->part, r->h, &W[PF__SLOT_DIST_CLASSIFIER_WEIGHT], PF__OR_NULL(W[PF__SLOT_DIST_CLASSIFIER_BIAS]), B);
+            be->add_residual(r, r->head_out, r->part, NULL, B, labels);
+        }
+        be->download(r, job->logits, r->head_out, B * labels * sizeof(float));
+    }
+}
+#undef PF__HAS
+#undef PF__OR_NULL
+
+/* Runs on every rank's thread: reorders the decoder blocks' cache rows for beam search, and the
+   cross caches too when asked (a prompt's encoder output copied to its beams, once). */
+static void pf__rank_reorder(pf__rank *r, const pf__job *job) {
+    const pf__group *g = r->group;
+    const pf__config *c = &g->model->config;
+    size_t kv_width = (size_t)r->share.kv_heads * c->head_dim, self_size = pf__dtype_size(r->cache_dtype);
+    size_t row = (size_t)g->cache_len * kv_width, layer = pf__rank_cache_layer(r); /* in elements */
+    size_t used = (size_t)job->step.past * kv_width, cross = (size_t)job->step.cross_len * kv_width;
+    int decoder_blocks = c->num_layers - pf__encoder_blocks(c);
+    const int *dst = job->reorder_dst, *src = job->reorder_src;
+    int n = job->reorder_count;
+    if (!kv_width) return;
+    for (int l = 0; l < decoder_blocks && !pf__rank_failed(r); l++) {
+        size_t self_layer = l * layer * self_size;
+        r->backend->reorder_rows(r, (char *)r->k_cache + self_layer, dst, src, n, row * self_size, used * self_size);
+        r->backend->reorder_rows(r, (char *)r->v_cache + self_layer, dst, src, n, row * self_size, used * self_size);
+        if (!job->reorder_cross || !r->cross_k) continue; /* cross caches: fp32 */
+        size_t f = sizeof(float);
+        r->backend->reorder_rows(r, r->cross_k + l * layer, dst, src, n, cross * f, cross * f);
+        r->backend->reorder_rows(r, r->cross_v + l * layer, dst, src, n, cross * f, cross * f);
+    }
+}
+

@@ -1,0 +1,1215 @@
+/* =============================================================================================== */
+/* GGUF: llama.cpp's one-file checkpoints, read as a config, tensors and a tokenizer               */
+/* =============================================================================================== */
+
+/* A GGUF file (v2, v3; little-endian) is a header, key/value metadata, tensor infos, then the
+   tensor data at general.alignment. We map it, check every count, length and offset against the
+   file, and turn it into what a model directory gives: config.json's keys (as JSON, through
+   pf__config_parse), safetensors-like tensors under transformers' names (pf__st_index), and a
+   tokenizer.json (through pf__tok_from_json). Everything after loading runs unchanged. */
+
+enum { /* metadata value types */
+    PF__GGUF_U8, PF__GGUF_I8, PF__GGUF_U16, PF__GGUF_I16, PF__GGUF_U32, PF__GGUF_I32, PF__GGUF_F32, PF__GGUF_BOOL,
+    PF__GGUF_STRING, PF__GGUF_ARRAY, PF__GGUF_U64, PF__GGUF_I64, PF__GGUF_F64, PF__GGUF_VALUE_TYPES
+};
+static const unsigned char pf__gguf_value_size[PF__GGUF_VALUE_TYPES] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+
+/* ggml's tensor types by id: the name for messages, and for the types we read the block (weights)
+   and its bytes. Others are refused by name. */
+enum { PF__GGML_F32 = 0, PF__GGML_F16 = 1, PF__GGML_Q4_0 = 2, PF__GGML_Q4_1 = 3, PF__GGML_Q8_0 = 8,
+       PF__GGML_Q4_K = 12, PF__GGML_Q6_K = 14, PF__GGML_BF16 = 30 };
+static const struct { const char *name; unsigned block, bytes; } pf__ggml_types[] = {
+    [PF__GGML_F32] = {"F32", 1, 4}, [PF__GGML_F16] = {"F16", 1, 2}, [PF__GGML_Q4_0] = {"Q4_0", 32, 18},
+    [PF__GGML_Q4_1] = {"Q4_1", 32, 20}, [6] = {"Q5_0", 0, 0}, [7] = {"Q5_1", 0, 0}, [PF__GGML_Q8_0] = {"Q8_0", 32, 34},
+    [9] = {"Q8_1", 0, 0}, [10] = {"Q2_K", 0, 0}, [11] = {"Q3_K", 0, 0}, [PF__GGML_Q4_K] = {"Q4_K", 256, 144},
+    [13] = {"Q5_K", 0, 0}, [PF__GGML_Q6_K] = {"Q6_K", 256, 210}, [15] = {"Q8_K", 0, 0},
+    [16] = {"IQ2_XXS", 0, 0}, [17] = {"IQ2_XS", 0, 0}, [18] = {"IQ3_XXS", 0, 0}, [19] = {"IQ1_S", 0, 0},
+    [20] = {"IQ4_NL", 0, 0}, [21] = {"IQ3_S", 0, 0}, [22] = {"IQ2_S", 0, 0}, [23] = {"IQ4_XS", 0, 0},
+    [24] = {"I8", 0, 0}, [25] = {"I16", 0, 0}, [26] = {"I32", 0, 0}, [27] = {"I64", 0, 0}, [28] = {"F64", 0, 0},
+    [29] = {"IQ1_M", 0, 0}, [PF__GGML_BF16] = {"BF16", 1, 2}, [34] = {"TQ1_0", 0, 0}, [35] = {"TQ2_0", 0, 0},
+    [39] = {"MXFP4", 0, 0},
+};
+#define PF__GGUF_MAX_DIMS 4 /* ggml's GGML_MAX_DIMS */
+
+typedef struct pf__gguf_kv {
+    const char *key;      /* into the map, not NUL-terminated */
+    size_t key_len;
+    uint32_t type;        /* PF__GGUF_*; an array's elements are elem_type */
+    uint32_t elem_type;
+    uint64_t count;       /* an array's length; 1 for a scalar */
+    const uint8_t *value; /* the value's first byte (a string's length; an array's first element) */
+} pf__gguf_kv;
+
+typedef struct pf__gguf_tensor {
+    const char *name; /* into the map, not NUL-terminated */
+    size_t name_len;
+    uint32_t type;    /* PF__GGML_* */
+    size_t rows, cols; /* cols = ne[0], the innermost (row) length; rows = the other dims' product */
+    int ndim;
+    uint64_t ne[PF__GGUF_MAX_DIMS];
+    const uint8_t *data;
+    size_t bytes;
+} pf__gguf_tensor;
+
+typedef struct pf__gguf {
+    const char *path;
+    const uint8_t *data;
+    size_t size;
+    pf__gguf_kv *kvs;
+    size_t num_kvs;
+    pf__gguf_tensor *tensors;
+    size_t num_tensors;
+} pf__gguf;
+
+typedef struct pf__gguf_cursor {
+    const uint8_t *p, *end;
+} pf__gguf_cursor;
+
+static uint64_t pf__gguf_le(const uint8_t *p, int bytes) {
+    uint64_t v = 0;
+    for (int i = bytes - 1; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+/* n bytes at the cursor, or -1 when the file ends first. */
+static int pf__gguf_take(pf__gguf_cursor *c, uint64_t n, const uint8_t **out) {
+    if (n > (uint64_t)(c->end - c->p)) return -1;
+    *out = c->p;
+    c->p += n;
+    return 0;
+}
+
+static int pf__gguf_uint(pf__gguf_cursor *c, int bytes, uint64_t *v) {
+    const uint8_t *p;
+    if (pf__gguf_take(c, (uint64_t)bytes, &p)) return -1;
+    *v = pf__gguf_le(p, bytes);
+    return 0;
+}
+
+static int pf__gguf_string(pf__gguf_cursor *c, const char **s, size_t *len) {
+    uint64_t n;
+    const uint8_t *p;
+    if (pf__gguf_uint(c, 8, &n) || pf__gguf_take(c, n, &p)) return -1;
+    *s = (const char *)p;
+    *len = (size_t)n;
+    return 0;
+}
+
+/* How much of a name from the file a message shows. */
+static int pf__gguf_shown(size_t len) { return len > 200 ? 200 : (int)len; }
+
+static int pf__gguf_name_cmp(const char *a, size_t a_len, const char *b, size_t b_len) {
+    int d = memcmp(a, b, a_len < b_len ? a_len : b_len);
+    return d ? d : (a_len > b_len) - (a_len < b_len);
+}
+
+static int pf__gguf_kv_cmp(const void *a, const void *b) {
+    const pf__gguf_kv *x = (const pf__gguf_kv *)a, *y = (const pf__gguf_kv *)b;
+    return pf__gguf_name_cmp(x->key, x->key_len, y->key, y->key_len);
+}
+
+static int pf__gguf_tensor_name_cmp(const void *a, const void *b) {
+    const pf__gguf_tensor *x = (const pf__gguf_tensor *)a, *y = (const pf__gguf_tensor *)b;
+    return pf__gguf_name_cmp(x->name, x->name_len, y->name, y->name_len);
+}
+
+static int pf__gguf_tensor_offset_cmp(const void *a, const void *b) {
+    const pf__gguf_tensor *x = (const pf__gguf_tensor *)a, *y = (const pf__gguf_tensor *)b;
+    return x->data < y->data ? -1 : x->data > y->data;
+}
+
+static const pf__gguf_kv *pf__gguf_find(const pf__gguf *g, const char *key) {
+    pf__gguf_kv probe;
+    probe.key = key;
+    probe.key_len = strlen(key);
+    return (const pf__gguf_kv *)bsearch(&probe, g->kvs, g->num_kvs, sizeof probe, pf__gguf_kv_cmp);
+}
+
+/* The metadata key/values at the cursor (num_kvs of them) into g->kvs, sorted by key, each
+   count, length and type checked against the file; a key twice is an error. */
+static pf_result pf__gguf_read_metadata(pf__gguf *g, pf__gguf_cursor *c, uint64_t num_kvs, char *message, size_t size) {
+    const char *path = g->path;
+    for (uint64_t i = 0; i < num_kvs; i++) {
+        pf__gguf_kv *kv = &g->kvs[i];
+        uint64_t type, elem, count = 1;
+        if (pf__gguf_string(c, &kv->key, &kv->key_len) || pf__gguf_uint(c, 4, &type))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata key %llu runs past the end of the file", path,
+                              (unsigned long long)i);
+        int key_len = pf__gguf_shown(kv->key_len);
+        if (type >= PF__GGUF_VALUE_TYPES)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata key '%.*s' has unknown value type %llu", path,
+                              key_len, kv->key, (unsigned long long)type);
+        elem = type;
+        if (type == PF__GGUF_ARRAY && (pf__gguf_uint(c, 4, &elem) || pf__gguf_uint(c, 8, &count)))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata array '%.*s' runs past the end of the file",
+                              path, key_len, kv->key);
+        if (elem >= PF__GGUF_VALUE_TYPES)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata array '%.*s' has unknown value type %llu", path,
+                              key_len, kv->key, (unsigned long long)elem);
+        if (elem == PF__GGUF_ARRAY) /* GGUF allows them; llama.cpp writes none */
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: metadata array '%.*s' holds arrays, which are not "
+                              "supported", path, key_len, kv->key);
+        kv->type = (uint32_t)type;
+        kv->elem_type = (uint32_t)elem;
+        kv->count = count;
+        kv->value = c->p;
+        /* strings: a length and bytes each (at least 8 bytes); others: their size */
+        uint64_t least = elem == PF__GGUF_STRING ? 8 : pf__gguf_value_size[elem];
+        if (count > (uint64_t)(c->end - c->p) / least)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%.*s' (%llu values) runs past the end of the "
+                              "file", path, key_len, kv->key, (unsigned long long)count);
+        if (elem != PF__GGUF_STRING) {
+            c->p += count * least;
+        } else {
+            for (uint64_t k = 0; k < count; k++) {
+                const char *text;
+                size_t n;
+                if (pf__gguf_string(c, &text, &n))
+                    return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%.*s': string %llu runs past the end "
+                                      "of the file", path, key_len, kv->key, (unsigned long long)k);
+            }
+        }
+        if (elem == PF__GGUF_BOOL)
+            for (uint64_t k = 0; k < count; k++)
+                if (kv->value[k] > 1)
+                    return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%.*s' holds a boolean that is "
+                                      "neither 0 nor 1", path, key_len, kv->key);
+        g->num_kvs++;
+    }
+    qsort(g->kvs, g->num_kvs, sizeof *g->kvs, pf__gguf_kv_cmp);
+    for (size_t i = 1; i < g->num_kvs; i++)
+        if (!pf__gguf_kv_cmp(&g->kvs[i - 1], &g->kvs[i]))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata key '%.*s' appears twice", path,
+                              pf__gguf_shown(g->kvs[i].key_len), g->kvs[i].key);
+    return PF_OK;
+}
+
+/* general.alignment (32 without it): a power of two up to 1 MiB. */
+static pf_result pf__gguf_alignment(const pf__gguf *g, uint64_t *alignment, char *message, size_t size) {
+    *alignment = 32; /* GGUF's default */
+    const pf__gguf_kv *align = pf__gguf_find(g, "general.alignment");
+    if (!align) return PF_OK;
+    if (align->type != PF__GGUF_U32)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: general.alignment is not a uint32", g->path);
+    *alignment = pf__gguf_le(align->value, 4);
+    if (*alignment == 0 || (*alignment & (*alignment - 1)) || *alignment > (1u << 20))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: general.alignment %llu is not a power of two up to 1 MiB",
+                          g->path, (unsigned long long)*alignment);
+    return PF_OK;
+}
+
+/* The tensor infos at the cursor (num_tensors of them) into g->tensors, with each one's offset in
+   the data section in offsets[]: dimensions, a type we read, whole blocks, aligned offsets. */
+static pf_result pf__gguf_read_tensor_infos(pf__gguf *g, pf__gguf_cursor *c, uint64_t num_tensors, uint64_t alignment,
+                                            uint64_t *offsets, char *message, size_t size) {
+    const char *path = g->path;
+    for (uint64_t i = 0; i < num_tensors; i++) {
+        pf__gguf_tensor *t = &g->tensors[i];
+        uint64_t ndim, type;
+        if (pf__gguf_string(c, &t->name, &t->name_len) || pf__gguf_uint(c, 4, &ndim))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor info %llu runs past the end of the file", path,
+                              (unsigned long long)i);
+        int name_len = pf__gguf_shown(t->name_len);
+        if (ndim < 1 || ndim > PF__GGUF_MAX_DIMS)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has %llu dimensions (1 to %d)", path,
+                              name_len, t->name, (unsigned long long)ndim, PF__GGUF_MAX_DIMS);
+        t->ndim = (int)ndim;
+        size_t rows = 1;
+        int bad = 0;
+        for (int d = 0; d < t->ndim; d++) {
+            if (pf__gguf_uint(c, 8, &t->ne[d])) bad = 1;
+            else if (t->ne[d] == 0 || t->ne[d] > ((uint64_t)1 << 40) || t->ne[d] > SIZE_MAX ||
+                     (d > 0 && pf__mul_size(rows, (size_t)t->ne[d], &rows)))
+                bad = 2;
+        }
+        if (bad || pf__gguf_uint(c, 4, &type) || pf__gguf_uint(c, 8, &offsets[i]))
+            return pf__format(message, size, PF_ERROR_FORMAT, bad == 2 ? "%s: tensor '%.*s' has a dimension that is zero "
+                              "or too large" : "%s: tensor info '%.*s' runs past the end of the file", path, name_len,
+                              t->name);
+        t->rows = rows;
+        t->cols = (size_t)t->ne[0];
+        t->type = (uint32_t)type;
+        if (type >= PF__COUNT(pf__ggml_types) || !pf__ggml_types[type].name)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has unknown type %llu", path, name_len,
+                              t->name, (unsigned long long)type);
+        unsigned block = pf__ggml_types[type].block;
+        if (!block)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%.*s' has type %s, which parallelformers "
+                              "does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K and Q6_K)", path, name_len,
+                              t->name, pf__ggml_types[type].name);
+        if (t->cols % block || pf__mul_size(rows, t->cols / block * pf__ggml_types[type].bytes, &t->bytes) ||
+            t->cols / block * pf__ggml_types[type].bytes / pf__ggml_types[type].bytes != t->cols / block)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' of type %s has rows of %zu, not a whole "
+                              "number of %u-weight blocks, or is too large", path, name_len, t->name,
+                              pf__ggml_types[type].name, t->cols, block);
+        if (offsets[i] % alignment)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' starts at offset %llu, not a multiple of "
+                              "the alignment %llu", path, name_len, t->name, (unsigned long long)offsets[i],
+                              (unsigned long long)alignment);
+        g->num_tensors++;
+    }
+    return PF_OK;
+}
+
+/* Each tensor's data in the data section (from `header` bytes, rounded up to the alignment):
+   inside the file, no name twice, no two sharing bytes. g->tensors ends sorted by name. */
+static pf_result pf__gguf_place_tensors(pf__gguf *g, size_t header, uint64_t alignment, const uint64_t *offsets,
+                                        char *message, size_t size) {
+    const char *path = g->path;
+    size_t start = header + (size_t)((alignment - header % alignment) % alignment);
+    size_t data_size = start <= g->size ? g->size - start : 0;
+    for (size_t i = 0; i < g->num_tensors; i++) {
+        pf__gguf_tensor *t = &g->tensors[i];
+        if (offsets[i] > data_size || t->bytes > data_size - offsets[i])
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' (%zu bytes at offset %llu) runs past the "
+                              "end of the data section (%zu bytes)", path, pf__gguf_shown(t->name_len), t->name,
+                              t->bytes, (unsigned long long)offsets[i], data_size);
+        t->data = g->data + start + offsets[i];
+    }
+    qsort(g->tensors, g->num_tensors, sizeof *g->tensors, pf__gguf_tensor_name_cmp);
+    for (size_t i = 1; i < g->num_tensors; i++)
+        if (!pf__gguf_tensor_name_cmp(&g->tensors[i - 1], &g->tensors[i]))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' appears twice", path,
+                              pf__gguf_shown(g->tensors[i].name_len), g->tensors[i].name);
+    /* no two tensors share bytes: sorted by offset, each ends before the next starts */
+    pf__gguf_tensor *order = (pf__gguf_tensor *)malloc((g->num_tensors ? g->num_tensors : 1) * sizeof *order);
+    if (!order) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    memcpy(order, g->tensors, g->num_tensors * sizeof *order);
+    qsort(order, g->num_tensors, sizeof *order, pf__gguf_tensor_offset_cmp);
+    pf_result r = PF_OK;
+    for (size_t i = 1; i < g->num_tensors && !r; i++)
+        if (order[i - 1].data + order[i - 1].bytes > order[i].data)
+            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: tensors '%.*s' and '%.*s' overlap", path,
+                           pf__gguf_shown(order[i - 1].name_len), order[i - 1].name,
+                           pf__gguf_shown(order[i].name_len), order[i].name);
+    free(order);
+    return r;
+}
+
+/* Reads the header, metadata and tensor infos of the mapped file into g, checking each count,
+   length, type, dimension and offset against the file: the header's counts, then each phase. */
+static pf_result pf__gguf_parse(pf__gguf *g, char *message, size_t size) {
+    const char *path = g->path;
+    if (g->size < 4 || memcmp(g->data, "GGUF", 4)) /* an empty file is not even mapped */
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: not a GGUF file (no GGUF magic)", path);
+    pf__gguf_cursor c = {g->data + 4, g->data + g->size};
+    uint64_t version, num_tensors, num_kvs, alignment;
+    if (pf__gguf_uint(&c, 4, &version) || pf__gguf_uint(&c, 8, &num_tensors) || pf__gguf_uint(&c, 8, &num_kvs))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: the GGUF header is cut short", path);
+    if (version != 2 && version != 3)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: GGUF version %llu is not supported (2 and 3 are, "
+                          "little-endian)", path, (unsigned long long)version);
+    /* a key/value takes at least 13 bytes (a key length, a type, a byte), a tensor info 32 */
+    size_t left = (size_t)(c.end - c.p);
+    if (num_kvs > left / 13 || num_tensors > left / 32)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: the header counts %llu tensors and %llu metadata keys, more "
+                          "than the file can hold", path, (unsigned long long)num_tensors, (unsigned long long)num_kvs);
+    g->kvs = (pf__gguf_kv *)calloc(num_kvs ? (size_t)num_kvs : 1, sizeof *g->kvs);
+    g->tensors = (pf__gguf_tensor *)calloc(num_tensors ? (size_t)num_tensors : 1, sizeof *g->tensors);
+    uint64_t *offsets = (uint64_t *)malloc((num_tensors ? (size_t)num_tensors : 1) * sizeof *offsets);
+    pf_result r = g->kvs && g->tensors && offsets ? PF_OK
+                                                  : pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r) r = pf__gguf_read_metadata(g, &c, num_kvs, message, size);
+    if (!r) r = pf__gguf_alignment(g, &alignment, message, size);
+    if (!r) r = pf__gguf_read_tensor_infos(g, &c, num_tensors, alignment, offsets, message, size);
+    if (!r) r = pf__gguf_place_tensors(g, (size_t)(c.p - g->data), alignment, offsets, message, size);
+    free(offsets);
+    return r;
+}
+
+/* ---- metadata values ---- */
+
+/* An integer value (any integer type, not negative) of a scalar key: 1 found, 0 absent, -1 wrong type. */
+static int pf__gguf_get_uint(const pf__gguf *g, const char *key, uint64_t *out) {
+    const pf__gguf_kv *kv = pf__gguf_find(g, key);
+    if (!kv) return 0;
+    uint32_t t = kv->type;
+    if (t == PF__GGUF_ARRAY || t == PF__GGUF_STRING || t == PF__GGUF_F32 || t == PF__GGUF_F64 || t == PF__GGUF_BOOL) return -1;
+    uint64_t v = pf__gguf_le(kv->value, pf__gguf_value_size[t]);
+    int is_signed = t == PF__GGUF_I8 || t == PF__GGUF_I16 || t == PF__GGUF_I32 || t == PF__GGUF_I64;
+    if (is_signed && (v >> (8 * pf__gguf_value_size[t] - 1)) & 1) return -1;
+    *out = v;
+    return 1;
+}
+
+/* A number (float or integer): 1 found, 0 absent, -1 wrong type. */
+static int pf__gguf_get_number(const pf__gguf *g, const char *key, double *out) {
+    const pf__gguf_kv *kv = pf__gguf_find(g, key);
+    uint64_t u;
+    if (!kv) return 0;
+    if (kv->type == PF__GGUF_F32) {
+        float f;
+        uint32_t bits = (uint32_t)pf__gguf_le(kv->value, 4);
+        memcpy(&f, &bits, 4);
+        *out = f;
+        return 1;
+    }
+    if (kv->type == PF__GGUF_F64) {
+        uint64_t bits = pf__gguf_le(kv->value, 8);
+        memcpy(out, &bits, 8);
+        return 1;
+    }
+    if (pf__gguf_get_uint(g, key, &u) != 1) return -1;
+    *out = (double)u;
+    return 1;
+}
+
+/* 1 found, 0 absent, -1 wrong type. */
+static int pf__gguf_get_bool(const pf__gguf *g, const char *key, int *out) {
+    const pf__gguf_kv *kv = pf__gguf_find(g, key);
+    if (!kv) return 0;
+    if (kv->type != PF__GGUF_BOOL) return -1;
+    *out = kv->value[0];
+    return 1;
+}
+
+/* A string (not NUL-terminated): 1 found, 0 absent, -1 wrong type. */
+static int pf__gguf_get_string(const pf__gguf *g, const char *key, const char **s, size_t *len) {
+    const pf__gguf_kv *kv = pf__gguf_find(g, key);
+    if (!kv) return 0;
+    if (kv->type != PF__GGUF_STRING) return -1;
+    *len = (size_t)pf__gguf_le(kv->value, 8);
+    *s = (const char *)kv->value + 8;
+    return 1;
+}
+
+/* An array key of elem_type, or NULL when absent or of another kind. */
+static const pf__gguf_kv *pf__gguf_get_array(const pf__gguf *g, const char *key, uint32_t elem_type) {
+    const pf__gguf_kv *kv = pf__gguf_find(g, key);
+    return kv && kv->type == PF__GGUF_ARRAY && kv->elem_type == elem_type ? kv : NULL;
+}
+
+/* ---- JSON text built from metadata ---- */
+
+static int pf__gguf_put(pf__tok_buf *b, const char *s) { return pf__buf_put(b, s, strlen(s)); }
+
+/* s[0 .. len) as a JSON string literal. */
+static int pf__gguf_put_json_string(pf__tok_buf *b, const char *s, size_t len) {
+    int bad = pf__buf_put(b, "\"", 1);
+    for (size_t i = 0; i < len && !bad; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        char esc[8];
+        if (ch == '"' || ch == '\\') esc[0] = '\\', esc[1] = (char)ch, esc[2] = 0;
+        else if (ch < 0x20) snprintf(esc, sizeof esc, "\\u%04x", ch);
+        else esc[0] = (char)ch, esc[1] = 0;
+        bad = pf__gguf_put(b, esc);
+    }
+    return bad || pf__buf_put(b, "\"", 1);
+}
+
+static int pf__gguf_put_number(pf__tok_buf *b, const char *key, double v) {
+    char text[64];
+    snprintf(text, sizeof text, ", \"%s\": %.17g", key, v);
+    return pf__gguf_put(b, text);
+}
+
+/* ---- the config ---- */
+
+/* Metadata keys of the architecture: where they go in config.json (NULL: read below, or without
+   effect on the numbers). Any other "<arch>." key might change the math: refused by name. */
+typedef struct pf__gguf_config_key {
+    const char *arch;
+    const char *suffix;     /* after "<arch>." */
+    const char *config_key; /* config.json's key, NULL: handled by hand or ignored */
+} pf__gguf_config_key;
+
+static const pf__gguf_config_key pf__gguf_config_keys[] = {
+#define PF_GGUF_CONFIG(arch, suffix, config_key) {arch, suffix, config_key},
+#include "policies.inc"
+};
+
+/* A tensor of that name is in the file. */
+static int pf__gguf_has_tensor(const pf__gguf *g, const char *name) {
+    pf__gguf_tensor probe;
+    probe.name = name;
+    probe.name_len = strlen(name);
+    return bsearch(&probe, g->tensors, g->num_tensors, sizeof probe, pf__gguf_tensor_name_cmp) != NULL;
+}
+
+/* The architectures we load (PF_GGUF_ARCH rows). */
+typedef struct pf__gguf_arch {
+    const char *name; /* general.architecture */
+    const char *model_type, *hf_class;
+    int rotary;               /* LLaMA's metadata: head and rotary widths, rope scaling, biases */
+    const char *extra_config; /* added to config.json as it is */
+} pf__gguf_arch;
+
+static const pf__gguf_arch pf__gguf_archs[] = {
+#define PF_GGUF_ARCH(arch, model_type, hf_class, rotary, extra_config) {arch, model_type, hf_class, rotary, extra_config},
+#include "policies.inc"
+};
+
+static const pf__gguf_arch *pf__gguf_find_arch(const char *name, size_t len) {
+    for (size_t i = 0; i < PF__COUNT(pf__gguf_archs); i++)
+        if (strlen(pf__gguf_archs[i].name) == len && !memcmp(pf__gguf_archs[i].name, name, len)) return &pf__gguf_archs[i];
+    return NULL;
+}
+
+/* Every "<arch>." metadata key must be a PF_GGUF_CONFIG row; those with a config key go into b. */
+static pf_result pf__gguf_known_keys(const pf__gguf *g, const char *arch, pf__tok_buf *b, int *bad, char *message,
+                                     size_t size) {
+    size_t prefix = strlen(arch) + 1;
+    for (size_t i = 0; i < g->num_kvs; i++) {
+        const pf__gguf_kv *kv = &g->kvs[i];
+        if (kv->key_len <= prefix || memcmp(kv->key, arch, prefix - 1) || kv->key[prefix - 1] != '.') continue;
+        const pf__gguf_config_key *known = NULL;
+        for (size_t k = 0; k < PF__COUNT(pf__gguf_config_keys) && !known; k++)
+            if (!strcmp(pf__gguf_config_keys[k].arch, arch) && kv->key_len - prefix == strlen(pf__gguf_config_keys[k].suffix) &&
+                !memcmp(kv->key + prefix, pf__gguf_config_keys[k].suffix, kv->key_len - prefix))
+                known = &pf__gguf_config_keys[k];
+        if (!known)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: metadata '%.*s' is not supported (it may change "
+                              "the model's math)", g->path, pf__gguf_shown(kv->key_len), kv->key);
+        if (kv->type == PF__GGUF_ARRAY) /* llama.cpp's per-layer values (head counts of hybrid models) */
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: metadata '%.*s' differs per layer: not supported",
+                              g->path, pf__gguf_shown(kv->key_len), kv->key);
+        if (!known->config_key) continue;
+        char full[96];
+        double v;
+        snprintf(full, sizeof full, "%s.%s", arch, known->suffix);
+        if (pf__gguf_get_number(g, full, &v) != 1 || !isfinite(v))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' is not a finite number", g->path, full);
+        *bad |= pf__gguf_put_number(b, known->config_key, v);
+    }
+    return PF_OK;
+}
+
+/* LLaMA's widths as transformers computes them (the rotary width is the whole head) and its rope
+   scaling (none or linear); biases where the first block has them. */
+static pf_result pf__gguf_rotary_config(const pf__gguf *g, const char *arch, double heads, pf__tok_buf *b, int *bad,
+                                        char *message, size_t size) {
+    char key[96];
+    double v, hidden = 0, head_dim, factor = 1;
+    if (pf__gguf_has_tensor(g, "blk.0.attn_q.bias")) *bad |= pf__gguf_put(b, ", \"attention_bias\": true");
+    if (pf__gguf_has_tensor(g, "blk.0.ffn_up.bias")) *bad |= pf__gguf_put(b, ", \"mlp_bias\": true");
+    snprintf(key, sizeof key, "%s.embedding_length", arch);
+    pf__gguf_get_number(g, key, &hidden);
+    head_dim = hidden / heads;
+    snprintf(key, sizeof key, "%s.attention.key_length", arch);
+    if (pf__gguf_get_number(g, key, &v) == 1) head_dim = v;
+    snprintf(key, sizeof key, "%s.attention.value_length", arch);
+    if (pf__gguf_get_number(g, key, &v) == 1 && v != head_dim)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s %g differs from the key length %g: not supported",
+                          g->path, key, v, head_dim);
+    snprintf(key, sizeof key, "%s.rope.dimension_count", arch);
+    if (pf__gguf_get_number(g, key, &v) == 1 && v != head_dim)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s %g rotates part of a head of %g: not supported",
+                          g->path, key, v, head_dim);
+    const char *type = NULL;
+    size_t type_len = 0;
+    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+    int has_type = pf__gguf_get_string(g, key, &type, &type_len);
+    snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
+    int has_factor = pf__gguf_get_number(g, key, &factor);
+    if (has_factor <= 0) {
+        snprintf(key, sizeof key, "%s.rope.scale_linear", arch); /* older llama.cpp files */
+        has_factor = pf__gguf_get_number(g, key, &factor);
+    }
+    if (has_type < 0 || has_factor < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s.rope.scaling.type or its factor has the wrong type",
+                          g->path, arch);
+    int linear = has_type ? type_len == 6 && !memcmp(type, "linear", 6) : has_factor && factor != 1;
+    if (has_type && !linear && !(type_len == 4 && !memcmp(type, "none", 4)))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s.rope.scaling.type \"%.*s\" is not supported (none "
+                          "and linear are)", g->path, arch, pf__gguf_shown(type_len), type);
+    if (linear && !(factor >= 1 && factor < 1e6))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: the linear rope scaling factor %g is not in [1, 1e6)",
+                          g->path, factor);
+    if (linear) {
+        char text[96];
+        snprintf(text, sizeof text, ", \"rope_scaling\": {\"type\": \"linear\", \"factor\": %.17g}", factor);
+        *bad |= pf__gguf_put(b, text);
+    }
+    return PF_OK;
+}
+
+/* The special ids, as config.json and generation_config.json give them. */
+static pf_result pf__gguf_special_ids(const pf__gguf *g, int64_t vocab, pf__tok_buf *b, int *bad, char *message,
+                                      size_t size) {
+    static const char *const ids[][2] = {{"tokenizer.ggml.bos_token_id", "bos_token_id"},
+                                         {"tokenizer.ggml.eos_token_id", "eos_token_id"},
+                                         {"tokenizer.ggml.padding_token_id", "pad_token_id"}};
+    for (size_t i = 0; i < PF__COUNT(ids); i++) {
+        uint64_t id;
+        int found = pf__gguf_get_uint(g, ids[i][0], &id);
+        if (found < 0) return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' is not a token id", g->path, ids[i][0]);
+        if (found && id >= (uint64_t)vocab)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' %llu is outside the vocabulary (%lld)",
+                              g->path, ids[i][0], (unsigned long long)id, (long long)vocab);
+        if (found) *bad |= pf__gguf_put_number(b, ids[i][1], (double)id);
+    }
+    return PF_OK;
+}
+
+/* config.json from the metadata of architecture a, into b; the head is tied when the file has
+   no output.weight. */
+static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a, int64_t vocab, pf__tok_buf *b,
+                                      char *message, size_t size) {
+    char text[160], key[96];
+    double heads = 0, v;
+    int bad = 0;
+    pf_result r;
+    snprintf(text, sizeof text, "{\"model_type\": \"%s\", \"architectures\": [\"%s\"]%s", a->model_type, a->hf_class,
+             a->extra_config);
+    bad |= pf__gguf_put(b, text);
+    bad |= pf__gguf_put(b, pf__gguf_has_tensor(g, "output.weight") ? ", \"tie_word_embeddings\": false"
+                                                                    : ", \"tie_word_embeddings\": true");
+    if ((r = pf__gguf_known_keys(g, a->name, b, &bad, message, size))) return r;
+    snprintf(key, sizeof key, "%s.attention.head_count", a->name);
+    if (pf__gguf_get_number(g, key, &heads) != 1 || !(heads >= 1))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' is missing or not a count", g->path, key);
+    snprintf(key, sizeof key, "%s.vocab_size", a->name);
+    if (pf__gguf_get_number(g, key, &v) == 1 && v != (double)vocab)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' is %g, but the token embedding has %lld rows",
+                          g->path, key, v, (long long)vocab);
+    bad |= pf__gguf_put_number(b, "vocab_size", (double)vocab);
+    if (a->rotary && (r = pf__gguf_rotary_config(g, a->name, heads, b, &bad, message, size))) return r;
+    if ((r = pf__gguf_special_ids(g, vocab, b, &bad, message, size))) return r;
+    bad |= pf__gguf_put(b, "}");
+    return bad ? pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory") : PF_OK;
+}
+
+/* ---- tensors ---- */
+
+/* How a GGUF tensor becomes the checkpoint's: llama.cpp's converter reorders the rows of LLaMA's
+   q and k (its rotary pairs adjacent dimensions, transformers' rotates halves) and stores GPT-2's
+   Conv1D weights as [out][in]; we undo both. */
+typedef enum { PF__GGUF_AS_IS, PF__GGUF_UNPERMUTE_Q, PF__GGUF_UNPERMUTE_K, PF__GGUF_TRANSPOSE } pf__gguf_transform;
+
+typedef struct pf__gguf_name {
+    const char *arch;
+    const char *gguf;   /* llama.cpp's name; "blk.%d." names are per layer */
+    const char *hf;     /* transformers' name, %d the same layer */
+    pf__gguf_transform transform;
+} pf__gguf_name;
+
+static const pf__gguf_name pf__gguf_names[] = {
+#define PF_GGUF_TENSOR(arch, gguf, hf, transform) {arch, gguf, hf, PF__GGUF_##transform},
+#include "policies.inc"
+};
+
+/* The row of t's name for arch, its layer in *layer; NULL when there is none. */
+static const pf__gguf_name *pf__gguf_name_for(const char *arch, const pf__gguf_tensor *t, int *layer) {
+    char name[128];
+    const char *rest = name;
+    *layer = -1;
+    if (t->name_len >= sizeof name) return NULL;
+    memcpy(name, t->name, t->name_len);
+    name[t->name_len] = 0;
+    if (!strncmp(name, "blk.", 4)) { /* blk.N.rest: N a plain decimal */
+        const char *p = name + 4;
+        long n = 0;
+        if (!isdigit((unsigned char)*p) || (*p == '0' && isdigit((unsigned char)p[1]))) return NULL;
+        while (isdigit((unsigned char)*p) && n < 1000000) n = n * 10 + (*p++ - '0');
+        if (*p != '.' || n >= 1000000) return NULL;
+        *layer = (int)n;
+        rest = p + 1;
+    }
+    for (size_t i = 0; i < PF__COUNT(pf__gguf_names); i++) {
+        const pf__gguf_name *e = &pf__gguf_names[i];
+        int per_layer = !strncmp(e->gguf, "blk.%d.", 7);
+        if (strcmp(e->arch, arch) || per_layer != (*layer >= 0)) continue;
+        if (!strcmp(per_layer ? e->gguf + 7 : e->gguf, rest)) return e;
+    }
+    return NULL;
+}
+
+static float pf__gguf_f16(const uint8_t *p) { return pf__f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
+
+/* Row `row` of t as fp32, the arithmetic of ggml's dequantize_row_* (what the gguf package computes). */
+static void pf__gguf_dequantize_row(const pf__gguf_tensor *t, size_t row, float *out) {
+    size_t n = t->cols, block = pf__ggml_types[t->type].block, bytes = pf__ggml_types[t->type].bytes;
+    const uint8_t *src = t->data + row * (n / block) * bytes;
+    for (size_t b = 0; b < n / block; b++, src += bytes, out += block) {
+        switch (t->type) {
+        case PF__GGML_F32: {
+            uint32_t bits = (uint32_t)pf__gguf_le(src, 4);
+            memcpy(out, &bits, 4);
+            break;
+        }
+        case PF__GGML_F16: out[0] = pf__gguf_f16(src); break;
+        case PF__GGML_BF16: out[0] = pf__bf16_to_f32((uint16_t)(src[0] | src[1] << 8)); break;
+        case PF__GGML_Q8_0: { /* d, then 32 int8: d * q */
+            float d = pf__gguf_f16(src);
+            for (int i = 0; i < 32; i++) out[i] = d * (float)(int8_t)src[2 + i];
+            break;
+        }
+        case PF__GGML_Q4_0: /* d, then 16 bytes: low nibbles weights 0..15, high 16..31; d * (q - 8) */
+        case PF__GGML_Q4_1: { /* d, m, then the same nibbles: d * q + m */
+            float d = pf__gguf_f16(src), m = t->type == PF__GGML_Q4_1 ? pf__gguf_f16(src + 2) : 0.0f;
+            const uint8_t *q = src + (t->type == PF__GGML_Q4_1 ? 4 : 2);
+            for (int i = 0; i < 16; i++) {
+                if (t->type == PF__GGML_Q4_0) {
+                    out[i] = d * (float)((q[i] & 15) - 8);
+                    out[i + 16] = d * (float)((q[i] >> 4) - 8);
+                } else {
+                    out[i] = d * (float)(q[i] & 15) + m;
+                    out[i + 16] = d * (float)(q[i] >> 4) + m;
+                }
+            }
+            break;
+        }
+        case PF__GGML_Q4_K: { /* d, dmin, 12 bytes of eight 6-bit (scale, min) pairs, 128 bytes of nibbles */
+            float d = pf__gguf_f16(src), dmin = pf__gguf_f16(src + 2);
+            const uint8_t *sc = src + 4, *q = src + 16;
+            for (int j = 0; j < 8; j++) { /* sub-block j: 32 weights, low nibbles for even j, high for odd */
+                int scale, min;
+                if (j < 4) {
+                    scale = sc[j] & 63;
+                    min = sc[j + 4] & 63;
+                } else {
+                    scale = (sc[j + 4] & 15) | (sc[j - 4] >> 6) << 4;
+                    min = (sc[j + 4] >> 4) | (sc[j] >> 6) << 4;
+                }
+                float ds = d * (float)scale, dm = dmin * (float)min;
+                const uint8_t *qs = q + (j / 2) * 32;
+                for (int i = 0; i < 32; i++) out[j * 32 + i] = ds * (float)(j % 2 ? qs[i] >> 4 : qs[i] & 15) - dm;
+            }
+            break;
+        }
+        case PF__GGML_Q6_K: { /* 128 bytes of low nibbles, 64 of high 2-bit pairs, 16 int8 scales, d */
+            const uint8_t *ql = src, *qh = src + 128;
+            const int8_t *sc = (const int8_t *)(src + 192);
+            float d = pf__gguf_f16(src + 208);
+            for (int half = 0; half < 2; half++, ql += 64, qh += 32, sc += 8) {
+                float *y = out + half * 128;
+                for (int l = 0; l < 32; l++) {
+                    int is = l / 16;
+                    int q1 = ((ql[l] & 15) | ((qh[l] >> 0) & 3) << 4) - 32;
+                    int q2 = ((ql[l + 32] & 15) | ((qh[l] >> 2) & 3) << 4) - 32;
+                    int q3 = ((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4) - 32;
+                    int q4 = ((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4) - 32;
+                    y[l] = d * (float)sc[is] * (float)q1;
+                    y[l + 32] = d * (float)sc[is + 2] * (float)q2;
+                    y[l + 64] = d * (float)sc[is + 4] * (float)q3;
+                    y[l + 96] = d * (float)sc[is + 6] * (float)q4;
+                }
+            }
+            break;
+        }
+        }
+    }
+}
+
+/* Keeps p (malloc'd) until the index closes; -1 when out of memory (p is then freed). */
+static int pf__st_own(pf__st_index *index, void *p) {
+    void **grown = (void **)realloc(index->owned, (index->num_owned + 1) * sizeof *grown);
+    if (!grown) {
+        free(p);
+        return -1;
+    }
+    index->owned = grown;
+    index->owned[index->num_owned++] = p;
+    return 0;
+}
+
+/* The transformers row that GGUF row r of a q or k weight was (llama.cpp's permute put the two
+   halves of each head's rotary dimensions side by side: row 2i + j of a head was row j * D/2 + i). */
+static size_t pf__gguf_unpermuted_source(size_t hf_row, size_t head_rows) {
+    size_t head = hf_row / head_rows, local = hf_row % head_rows, half = head_rows / 2;
+    return head * head_rows + (local % half) * 2 + local / half;
+}
+
+/* GGUF tensor t as the checkpoint tensor `name` of out: F32, F16 and BF16 tensors that need no
+   rearranging point into the map; the others become fp32 copies (quantized types dequantized as
+   ggml does), owned by the index. heads: the q or k weight's head count. */
+static pf_result pf__gguf_add_tensor(pf__st_index *index, const pf__gguf *g, const pf__gguf_tensor *t, const char *name,
+                                     pf__gguf_transform transform, size_t heads, char *message, size_t size) {
+    pf__st_tensor *st = &index->tensors[index->num_tensors];
+    memset(st, 0, sizeof *st);
+    char *owned_name = strdup(name);
+    if (!owned_name || pf__st_own(index, owned_name)) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    st->name = owned_name;
+    st->file = &index->files[0];
+    /* numpy's order: the outermost dim first */
+    st->ndim = t->ndim;
+    for (int d = 0; d < t->ndim; d++) st->shape[d] = (size_t)t->ne[t->ndim - 1 - d];
+    st->numel = t->rows * t->cols;
+    int plain = t->type == PF__GGML_F32 || t->type == PF__GGML_F16 || t->type == PF__GGML_BF16;
+    if (plain && transform == PF__GGUF_AS_IS) {
+        st->dtype = t->type == PF__GGML_F32 ? PF__DTYPE_F32 : t->type == PF__GGML_F16 ? PF__DTYPE_F16 : PF__DTYPE_BF16;
+        st->data = t->data;
+        st->bytes = t->bytes;
+        index->num_tensors++;
+        return PF_OK;
+    }
+    size_t rows = t->ndim == 1 ? t->cols : t->rows, head_rows = heads ? rows / heads : 0; /* a bias: its elements are rows */
+    if (transform == PF__GGUF_UNPERMUTE_Q || transform == PF__GGUF_UNPERMUTE_K) {
+        if (!heads || rows % heads || head_rows % 2)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has %zu rows, not an even number per "
+                              "head for %zu heads", g->path, pf__gguf_shown(t->name_len), t->name, rows, heads);
+    }
+    if (transform == PF__GGUF_TRANSPOSE && t->ndim != 2)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' is not a matrix", g->path, pf__gguf_shown(t->name_len), t->name);
+    float *out = (float *)malloc(st->numel * sizeof(float)), *row = (float *)malloc(t->cols * sizeof(float));
+    if (!out || !row || pf__st_own(index, out)) { /* pf__st_own frees out when it fails */
+        if (!row) free(out);
+        free(row);
+        return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    int permuted = transform == PF__GGUF_UNPERMUTE_Q || transform == PF__GGUF_UNPERMUTE_K;
+    if (t->ndim == 1 && permuted) { /* a bias: its elements are the rows */
+        pf__gguf_dequantize_row(t, 0, row);
+        for (size_t r = 0; r < rows; r++) out[r] = row[pf__gguf_unpermuted_source(r, head_rows)];
+    } else {
+        for (size_t r = 0; r < t->rows; r++) {
+            pf__gguf_dequantize_row(t, permuted ? pf__gguf_unpermuted_source(r, head_rows) : r, row);
+            if (transform == PF__GGUF_TRANSPOSE) /* GGUF [out][in] rows into the checkpoint's [in][out] */
+                for (size_t k = 0; k < t->cols; k++) out[k * t->rows + r] = row[k];
+            else memcpy(out + r * t->cols, row, t->cols * sizeof(float));
+        }
+    }
+    free(row);
+    if (transform == PF__GGUF_TRANSPOSE) { /* the checkpoint's shape: [in][out] */
+        st->shape[0] = t->cols;
+        st->shape[1] = t->rows;
+    }
+    st->dtype = PF__DTYPE_F32;
+    st->data = (const uint8_t *)out;
+    st->bytes = st->numel * sizeof(float);
+    index->num_tensors++;
+    return PF_OK;
+}
+
+/* ---- the tokenizer ---- */
+
+/* tokenizer.ggml.pre names llama.cpp's pre-tokenizer; each as transformers' tokenizer.json writes it. */
+static const struct { const char *pre, *json; } pf__gguf_pretokenizers[] = {
+    {"default", "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}"},
+    {"gpt-2", "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}"},
+    {"smollm", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Digits\", \"individual_digits\": true}, "
+               "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}]}"},
+};
+
+enum { /* llama.cpp's token types (tokenizer.ggml.token_type) */
+    PF__GGUF_TOKEN_NORMAL = 1, PF__GGUF_TOKEN_UNKNOWN = 2, PF__GGUF_TOKEN_CONTROL = 3, PF__GGUF_TOKEN_USER_DEFINED = 4
+};
+
+/* The i-th string of a string array (bounds checked when the file was parsed). */
+static void pf__gguf_array_strings(const pf__gguf_kv *kv, const char **s, size_t *len, const uint8_t **at) {
+    if (!*at) *at = kv->value;
+    *len = (size_t)pf__gguf_le(*at, 8);
+    *s = (const char *)*at + 8;
+    *at += 8 + *len;
+}
+
+/* The token whose id the metadata key holds: its text and id; 1 when the key names a token. */
+static int pf__gguf_special_text(const pf__gguf *g, const char *key, const char *const *texts, const size_t *lens,
+                                 uint64_t vocab, const char **text, size_t *len, int64_t *id) {
+    uint64_t v;
+    if (pf__gguf_get_uint(g, key, &v) != 1 || v >= vocab) return 0;
+    *text = texts[v];
+    *len = lens[v];
+    *id = (int64_t)v;
+    return 1;
+}
+
+/* SentencePiece's BPE (tokenizer.ggml.model "llama") as merges, the way transformers converts a
+   SentencePiece model: a normal piece is the merge of any two normal pieces it splits into, ranked
+   by its score (higher first; for one piece, the longer left part first). */
+typedef struct pf__gguf_piece {
+    const char *s;
+    size_t len;
+    uint32_t id;
+} pf__gguf_piece;
+
+typedef struct pf__gguf_merge {
+    float score;
+    uint32_t left, right, left_len;
+} pf__gguf_merge;
+
+static int pf__gguf_piece_cmp(const void *a, const void *b) {
+    const pf__gguf_piece *x = (const pf__gguf_piece *)a, *y = (const pf__gguf_piece *)b;
+    return pf__gguf_name_cmp(x->s, x->len, y->s, y->len);
+}
+
+static int pf__gguf_merge_cmp(const void *a, const void *b) {
+    const pf__gguf_merge *x = (const pf__gguf_merge *)a, *y = (const pf__gguf_merge *)b;
+    if (x->score != y->score) return x->score > y->score ? -1 : 1;
+    if (x->left_len != y->left_len) return x->left_len > y->left_len ? -1 : 1;
+    return x->left < y->left ? -1 : x->left > y->left;
+}
+
+static int32_t pf__gguf_token_type(const pf__gguf_kv *types, uint64_t i) {
+    return types ? (int32_t)pf__gguf_le(types->value + 4 * i, 4) : PF__GGUF_TOKEN_NORMAL;
+}
+
+/* The merges of a SentencePiece vocabulary as a JSON list of [left, right] into b; 0, or -1 when out of memory. */
+static int pf__gguf_spm_merges(pf__tok_buf *b, const char *const *texts, const size_t *lens, const float *scores,
+                               const pf__gguf_kv *types, size_t count) {
+    pf__gguf_piece *sorted = (pf__gguf_piece *)malloc((count ? count : 1) * sizeof *sorted);
+    pf__gguf_merge *merges = NULL;
+    size_t num_sorted = 0, num_merges = 0, cap = 0;
+    int bad = !sorted;
+    for (size_t i = 0; !bad && i < count; i++)
+        if (pf__gguf_token_type(types, i) == PF__GGUF_TOKEN_NORMAL)
+            sorted[num_sorted].s = texts[i], sorted[num_sorted].len = lens[i], sorted[num_sorted++].id = (uint32_t)i;
+    if (!bad) qsort(sorted, num_sorted, sizeof *sorted, pf__gguf_piece_cmp);
+    for (size_t k = 0; !bad && k < num_sorted; k++) {
+        const pf__gguf_piece *whole = &sorted[k];
+        uint32_t cp;
+        for (size_t at = pf__utf8_decode((const unsigned char *)whole->s, whole->len, &cp); !bad && at < whole->len;
+             at += pf__utf8_decode((const unsigned char *)whole->s + at, whole->len - at, &cp)) {
+            pf__gguf_piece left = {whole->s, at, 0}, right = {whole->s + at, whole->len - at, 0};
+            const pf__gguf_piece *l = (const pf__gguf_piece *)bsearch(&left, sorted, num_sorted, sizeof left, pf__gguf_piece_cmp);
+            const pf__gguf_piece *r = l ? (const pf__gguf_piece *)bsearch(&right, sorted, num_sorted, sizeof right, pf__gguf_piece_cmp) : NULL;
+            if (!r) continue;
+            if (num_merges == cap) {
+                pf__gguf_merge *grown = (pf__gguf_merge *)realloc(merges, (cap = cap ? 2 * cap : 1024) * sizeof *merges);
+                if (!grown) {
+                    bad = 1;
+                    break;
+                }
+                merges = grown;
+            }
+            pf__gguf_merge mg = {scores[whole->id], l->id, r->id, (uint32_t)at};
+            merges[num_merges++] = mg;
+        }
+    }
+    if (!bad && num_merges) qsort(merges, num_merges, sizeof *merges, pf__gguf_merge_cmp); /* merges is NULL without any */
+    for (size_t i = 0; !bad && i < num_merges; i++)
+        bad = (i && pf__gguf_put(b, ", ")) || pf__gguf_put(b, "[") ||
+              pf__gguf_put_json_string(b, texts[merges[i].left], lens[merges[i].left]) || pf__gguf_put(b, ", ") ||
+              pf__gguf_put_json_string(b, texts[merges[i].right], lens[merges[i].right]) || pf__gguf_put(b, "]");
+    free(sorted);
+    free(merges);
+    return bad ? -1 : 0;
+}
+
+/* The tokenizer.json "model" object's body into b: the vocabulary (each token's text into texts
+   and lens), the merges (the file's, or made from SentencePiece's scores), the unk token. Nonzero
+   when out of memory. */
+static int pf__gguf_put_model(pf__tok_buf *b, const pf__gguf *g, int spm, const pf__gguf_kv *tokens,
+                              const pf__gguf_kv *merges, const pf__gguf_kv *scores, const pf__gguf_kv *types,
+                              const char **texts, size_t *lens) {
+    const uint8_t *at = NULL;
+    int bad = pf__gguf_put(b, spm ? "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": true, \"fuse_unk\": true, \"vocab\": {"
+                                  : "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": false, \"vocab\": {");
+    for (uint64_t i = 0; i < tokens->count && !bad; i++) {
+        char id[32];
+        pf__gguf_array_strings(tokens, &texts[i], &lens[i], &at);
+        snprintf(id, sizeof id, ": %llu", (unsigned long long)i);
+        bad = (i && pf__gguf_put(b, ", ")) || pf__gguf_put_json_string(b, texts[i], lens[i]) || pf__gguf_put(b, id);
+    }
+    bad |= pf__gguf_put(b, "}, \"merges\": [");
+    if (spm && !bad) {
+        float *values = (float *)malloc((tokens->count ? (size_t)tokens->count : 1) * sizeof(float));
+        for (uint64_t i = 0; values && i < tokens->count; i++) {
+            uint32_t bits = (uint32_t)pf__gguf_le(scores->value + 4 * i, 4);
+            memcpy(&values[i], &bits, 4);
+        }
+        bad = !values || pf__gguf_spm_merges(b, texts, lens, values, types, (size_t)tokens->count);
+        free(values);
+    }
+    at = NULL;
+    for (uint64_t i = 0; !spm && i < merges->count && !bad; i++) {
+        const char *s;
+        size_t n;
+        pf__gguf_array_strings(merges, &s, &n, &at);
+        bad = (i && pf__gguf_put(b, ", ")) || pf__gguf_put_json_string(b, s, n);
+    }
+    bad |= pf__gguf_put(b, "]");
+    const char *unk_text;
+    size_t unk_len;
+    int64_t unk_id;
+    if (spm && pf__gguf_special_text(g, "tokenizer.ggml.unknown_token_id", texts, lens, tokens->count, &unk_text, &unk_len,
+                                     &unk_id))
+        bad |= pf__gguf_put(b, ", \"unk_token\": ") || pf__gguf_put_json_string(b, unk_text, unk_len);
+    return bad;
+}
+
+/* The added tokens (control, unknown and user-defined), then the normalizer, pre-tokenizer and
+   decoder of the model kind (pretokenizer: the "gpt2" kind's row of pf__gguf_pretokenizers). */
+static int pf__gguf_put_added_and_decoding(pf__tok_buf *b, int spm, int space_prefix, size_t pretokenizer,
+                                           const pf__gguf_kv *types, const char **texts, const size_t *lens) {
+    int bad = 0;
+    bad |= pf__gguf_put(b, "}, \"added_tokens\": [");
+    int first = 1;
+    for (uint64_t i = 0; types && i < types->count && !bad; i++) {
+        int32_t type = pf__gguf_token_type(types, i);
+        char entry[160];
+        if (type != PF__GGUF_TOKEN_CONTROL && type != PF__GGUF_TOKEN_USER_DEFINED && type != PF__GGUF_TOKEN_UNKNOWN) continue;
+        snprintf(entry, sizeof entry, "%s{\"id\": %llu, \"special\": %s, \"normalized\": false, \"content\": ", first ? "" : ", ",
+                 (unsigned long long)i, type != PF__GGUF_TOKEN_USER_DEFINED ? "true" : "false");
+        bad = pf__gguf_put(b, entry) || pf__gguf_put_json_string(b, texts[i], lens[i]) || pf__gguf_put(b, "}");
+        first = 0;
+    }
+    if (spm)
+        bad |= pf__gguf_put(b, "], \"normalizer\": null, \"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": "
+                               "\"\xe2\x96\x81\", \"split\": false, \"prepend_scheme\": ") ||
+               pf__gguf_put(b, space_prefix ? "\"first\"}" : "\"never\"}") ||
+               pf__gguf_put(b, ", \"decoder\": {\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": "
+                               "{\"String\": \"\xe2\x96\x81\"}, \"content\": \" \"}, {\"type\": \"ByteFallback\"}, "
+                               "{\"type\": \"Fuse\"}") ||
+               pf__gguf_put(b, space_prefix ? ", {\"type\": \"Strip\", \"content\": \" \", \"start\": 1, \"stop\": 0}]}" : "]}");
+    else
+        bad |= pf__gguf_put(b, "], \"normalizer\": null, \"pre_tokenizer\": ") ||
+               pf__gguf_put(b, pf__gguf_pretokenizers[pretokenizer].json) || pf__gguf_put(b, ", \"decoder\": {\"type\": \"ByteLevel\"}");
+    return bad;
+}
+
+/* The post-processor: bos / eos around each text, as the model's tokenizer_config.json's
+   add_bos_token / add_eos_token say (none when neither). */
+static pf_result pf__gguf_put_post_processor(pf__tok_buf *b, const pf__gguf *g, const char **texts, const size_t *lens,
+                                             uint64_t count, char *message, size_t size) {
+    int bad = 0;
+    int add_bos = 0, add_eos = 0;
+    if (pf__gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &add_bos) < 0 ||
+        pf__gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &add_eos) < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tokenizer.ggml.add_bos_token or add_eos_token is not a "
+                          "boolean", g->path);
+    const char *bos = NULL, *eos = NULL;
+    size_t bos_len = 0, eos_len = 0;
+    int64_t bos_id = -1, eos_id = -1;
+    if (add_bos && !pf__gguf_special_text(g, "tokenizer.ggml.bos_token_id", texts, lens, count, &bos, &bos_len, &bos_id))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: add_bos_token without a bos_token_id in the vocabulary", g->path);
+    if (add_eos && !pf__gguf_special_text(g, "tokenizer.ggml.eos_token_id", texts, lens, count, &eos, &eos_len, &eos_id))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: add_eos_token without an eos_token_id in the vocabulary", g->path);
+    if (add_bos || add_eos) {
+        /* single: [bos] A [eos]; pair: [bos] A [eos] [bos] B [eos] */
+        const char *piece[2] = {bos, eos};
+        size_t piece_len[2] = {bos_len, eos_len};
+        int64_t piece_id[2] = {bos_id, eos_id};
+        bad |= pf__gguf_put(b, ", \"post_processor\": {\"type\": \"TemplateProcessing\"");
+        for (int pair = 0; pair < 2; pair++) {
+            bad |= pf__gguf_put(b, pair ? ", \"pair\": [" : ", \"single\": [");
+            for (int seq = 0; seq <= pair; seq++) {
+                char type_id[64];
+                snprintf(type_id, sizeof type_id, ", \"type_id\": %d}}", seq);
+                if (bos) bad |= pf__gguf_put(b, seq ? ", {\"SpecialToken\": {\"id\": " : "{\"SpecialToken\": {\"id\": ") ||
+                                pf__gguf_put_json_string(b, bos, bos_len) || pf__gguf_put(b, type_id);
+                bad |= pf__gguf_put(b, bos || seq ? ", " : "") ||
+                       pf__gguf_put(b, seq ? "{\"Sequence\": {\"id\": \"B\"" : "{\"Sequence\": {\"id\": \"A\"") ||
+                       pf__gguf_put(b, type_id);
+                if (eos) bad |= pf__gguf_put(b, ", {\"SpecialToken\": {\"id\": ") || pf__gguf_put_json_string(b, eos, eos_len) ||
+                                pf__gguf_put(b, type_id);
+            }
+            bad |= pf__gguf_put(b, "]");
+        }
+        bad |= pf__gguf_put(b, ", \"special_tokens\": {");
+        for (int k = 0, any = 0; k < 2; k++) {
+            char ids[64];
+            if (!piece[k] || (k == 1 && bos && bos_id == eos_id)) continue;
+            snprintf(ids, sizeof ids, ", \"ids\": [%lld], \"tokens\": [", (long long)piece_id[k]);
+            bad |= pf__gguf_put(b, any ? ", " : "") || pf__gguf_put_json_string(b, piece[k], piece_len[k]) ||
+                   pf__gguf_put(b, ": {\"id\": ") || pf__gguf_put_json_string(b, piece[k], piece_len[k]) ||
+                   pf__gguf_put(b, ids) || pf__gguf_put_json_string(b, piece[k], piece_len[k]) || pf__gguf_put(b, "]}");
+            any = 1;
+        }
+        bad |= pf__gguf_put(b, "}}");
+    }
+    return bad ? pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory") : PF_OK;
+}
+
+/* The GGUF's tokenizer as tokenizer.json text in b, as transformers converts the model's own:
+   tokenizer.ggml.model "gpt2", a byte-level BPE with its merges; "llama", SentencePiece's BPE with
+   byte fallback, merges from the scores and "\xe2\x96\x81" for spaces (prepended unless
+   add_space_prefix is false). Control, unknown and user-defined tokens become added tokens (the
+   last not special); bos / eos are added as add_bos_token / add_eos_token say. texts and lens get
+   each token's text. Another kind of tokenizer is PF_ERROR_UNSUPPORTED. */
+static pf_result pf__gguf_tokenizer_json(const pf__gguf *g, pf__tok_buf *b, const char **texts, size_t *lens,
+                                         char *message, size_t size) {
+    const char *model, *pre = "default";
+    size_t model_len, pre_len = 7, p = 0;
+    const pf__gguf_kv *tokens = pf__gguf_get_array(g, "tokenizer.ggml.tokens", PF__GGUF_STRING);
+    const pf__gguf_kv *merges = pf__gguf_get_array(g, "tokenizer.ggml.merges", PF__GGUF_STRING);
+    const pf__gguf_kv *scores = pf__gguf_get_array(g, "tokenizer.ggml.scores", PF__GGUF_F32);
+    const pf__gguf_kv *types = pf__gguf_get_array(g, "tokenizer.ggml.token_type", PF__GGUF_I32);
+    if (pf__gguf_get_string(g, "tokenizer.ggml.model", &model, &model_len) != 1)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tokenizer.ggml.model is not a string", g->path);
+    int spm = model_len == 5 && !memcmp(model, "llama", 5);
+    if (!spm && (model_len != 4 || memcmp(model, "gpt2", 4)))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tokenizer.ggml.model \"%.*s\" is not supported (\"gpt2\", "
+                          "a byte-level BPE, and \"llama\", SentencePiece's BPE, are)", g->path,
+                          pf__gguf_shown(model_len), model);
+    if (!tokens || (!spm && !merges) || (spm && (!scores || scores->count != tokens->count)) ||
+        (pf__gguf_find(g, "tokenizer.ggml.token_type") && !types) || (types && types->count != tokens->count))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: the tokenizer needs tokenizer.ggml.tokens (strings), "
+                          ".merges (strings; \"gpt2\") or .scores (float32, one per token; \"llama\") and .token_type "
+                          "(int32, one per token)", g->path);
+    if (!spm) {
+        if (pf__gguf_get_string(g, "tokenizer.ggml.pre", &pre, &pre_len) < 0)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tokenizer.ggml.pre is not a string", g->path);
+        for (p = 0; p < PF__COUNT(pf__gguf_pretokenizers); p++)
+            if (strlen(pf__gguf_pretokenizers[p].pre) == pre_len && !memcmp(pf__gguf_pretokenizers[p].pre, pre, pre_len)) break;
+        if (p == PF__COUNT(pf__gguf_pretokenizers))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tokenizer.ggml.pre \"%.*s\" is not supported "
+                              "(default, gpt-2 and smollm are)", g->path, pf__gguf_shown(pre_len), pre);
+    }
+    int space_prefix = 1;
+    if (pf__gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &space_prefix) < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tokenizer.ggml.add_space_prefix is not a boolean", g->path);
+
+    if (pf__gguf_put_model(b, g, spm, tokens, merges, scores, types, texts, lens) ||
+        pf__gguf_put_added_and_decoding(b, spm, space_prefix, p, types, texts, lens))
+        return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    pf_result r = pf__gguf_put_post_processor(b, g, texts, lens, tokens->count, message, size);
+    if (r == PF_OK && pf__gguf_put(b, "}")) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    return r;
+}
+
+/* The tokenizer from the metadata into *out (NULL and PF_OK without tokenizer metadata). */
+static pf_result pf__gguf_tokenizer(const pf__gguf *g, pf_tokenizer **out, char *message, size_t size) {
+    *out = NULL;
+    if (!pf__gguf_find(g, "tokenizer.ggml.model")) return PF_OK;
+    const pf__gguf_kv *tokens = pf__gguf_get_array(g, "tokenizer.ggml.tokens", PF__GGUF_STRING);
+    size_t count = tokens ? (size_t)tokens->count : 0;
+    const char **texts = (const char **)malloc((count ? count : 1) * sizeof *texts);
+    size_t *lens = (size_t *)malloc((count ? count : 1) * sizeof *lens);
+    pf__tok_buf json = {NULL, 0, 0};
+    pf__json *root = NULL;
+    pf_tokenizer *t = NULL;
+    pf_result r = PF_OK;
+    char jerr[160] = "";
+    if (!texts || !lens) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r) r = pf__gguf_tokenizer_json(g, &json, texts, lens, message, size);
+    if (!r && !(root = pf__json_parse((const char *)json.p, json.len, jerr, sizeof jerr)))
+        r = pf__format(message, size, strstr(jerr, "out of memory") ? PF_ERROR_OUT_OF_MEMORY : PF_ERROR_FORMAT,
+                       "%s: the tokenizer's metadata: %s", g->path, jerr);
+    if (!r && !(t = (pf_tokenizer *)calloc(1, sizeof *t))) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r) {
+        t->unk_id = t->bos_id = t->eos_id = -1;
+        r = pf__tok_from_json(t, root, g->path, message, size);
+    }
+    /* bos / eos and their text (for chat templates), the chat template */
+    static const char *const keys[2] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"};
+    for (int k = 0; k < 2 && !r; k++) {
+        const char *text;
+        size_t len;
+        int64_t id;
+        if (!pf__gguf_special_text(g, keys[k], texts, lens, count, &text, &len, &id)) continue;
+        char *copy = pf__tok_dup(text, len);
+        if (!copy) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        else if (k) t->eos_id = (int32_t)id, t->eos_token = copy;
+        else t->bos_id = (int32_t)id, t->bos_token = copy;
+    }
+    const char *chat;
+    size_t chat_len;
+    if (!r && pf__gguf_get_string(g, "tokenizer.chat_template", &chat, &chat_len) == 1 &&
+        !(t->chat_template = pf__tok_dup(chat, chat_len)))
+        r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    free(texts);
+    free(lens);
+    free(json.p);
+    pf__json_free(root);
+    if (r) pf_tokenizer_free(t);
+    else *out = t;
+    return r;
+}
+
+/* ---- loading ---- */
+
+/* A path ending in .gguf, or a regular file that starts with GGUF's magic. */
+static int pf__is_gguf(const char *path) {
+    size_t n = strlen(path);
+    if (n >= 5 && !strcmp(path + n - 5, ".gguf")) return 1;
+    struct stat st;
+    if (stat(path, &st) || !S_ISREG(st.st_mode)) return 0;
+    FILE *f = fopen(path, "rb");
+    char magic[4] = {0};
+    if (!f) return 0;
+    size_t got = fread(magic, 1, 4, f);
+    fclose(f);
+    return got == 4 && !memcmp(magic, "GGUF", 4);
+}
+
+/* Loads m->dir, a GGUF file: its config into m->config, its tensors (under transformers' names)
+   into m->st, its tokenizer into m->tokenizer. */
+static pf_result pf__gguf_load(pf_model *m) {
+    char *message = pf__error_buffer(m);
+    size_t size = PF__MESSAGE_SIZE;
+    pf__st_index *index = &m->st;
+    pf__gguf g;
+    pf__tok_buf config = {NULL, 0, 0};
+    pf__json *json = NULL;
+    const char *arch = NULL;
+    size_t arch_len = 0;
+    uint64_t splits = 1;
+    pf_result r = PF_OK;
+    memset(&g, 0, sizeof g);
+    pf__config_defaults(&m->config);
+    index->files = (pf__file_map *)calloc(1, sizeof *index->files);
+    index->headers = (pf__json **)calloc(1, sizeof *index->headers);
+    if (!index->files || !index->headers) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if ((r = pf__map_file(m->dir, &index->files[0], message, size))) return r;
+    index->num_files = 1;
+    g.path = m->dir;
+    g.data = index->files[0].data;
+    g.size = index->files[0].size;
+    if ((r = pf__gguf_parse(&g, message, size))) goto done;
+
+    int has_arch = pf__gguf_get_string(&g, "general.architecture", &arch, &arch_len);
+    if (has_arch != 1) {
+        r = pf__format(message, size, PF_ERROR_FORMAT, "%s: general.architecture is %s", g.path, has_arch ? "not a string" : "missing");
+        goto done;
+    }
+    const pf__gguf_arch *known_arch = pf__gguf_find_arch(arch, arch_len);
+    if (!known_arch) {
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: general.architecture \"%.*s\" is not supported (llama and "
+                       "gpt2 are)", g.path, pf__gguf_shown(arch_len), arch);
+        goto done;
+    }
+    const char *arch_name = known_arch->name;
+    if (pf__gguf_get_uint(&g, "split.count", &splits) < 0 || splits > 1) {
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: a GGUF split over several files is not supported (merge "
+                       "it with llama.cpp's gguf-split --merge)", g.path);
+        goto done;
+    }
+    pf__gguf_tensor probe;
+    probe.name = "token_embd.weight";
+    probe.name_len = strlen(probe.name);
+    const pf__gguf_tensor *embed = (const pf__gguf_tensor *)bsearch(&probe, g.tensors, g.num_tensors, sizeof probe,
+                                                                    pf__gguf_tensor_name_cmp);
+    if (!embed || embed->ndim != 2 || embed->rows > INT32_MAX) {
+        r = pf__format(message, size, PF_ERROR_FORMAT, "%s: no token_embd.weight matrix", g.path);
+        goto done;
+    }
+    if ((r = pf__gguf_config_json(&g, known_arch, (int64_t)embed->rows, &config, message, size))) goto done;
+    char jerr[160] = "";
+    if (!(json = pf__json_parse((const char *)config.p, config.len, jerr, sizeof jerr))) {
+        r = pf__format(message, size, strstr(jerr, "out of memory") ? PF_ERROR_OUT_OF_MEMORY : PF_ERROR_FORMAT,
+                       "%s: the config from the metadata: %s", g.path, jerr);
+        goto done;
+    }
+    if ((r = pf__config_parse(json, g.path, -1, &m->config, message, size))) goto done;
+
+    index->tensors = (pf__st_tensor *)malloc((g.num_tensors ? g.num_tensors : 1) * sizeof *index->tensors);
+    if (!index->tensors) {
+        r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < g.num_tensors && !r; i++) {
+        const pf__gguf_tensor *t = &g.tensors[i];
+        int layer;
+        const pf__gguf_name *e = pf__gguf_name_for(arch_name, t, &layer);
+        char name[160];
+        if (!e || layer >= m->config.num_layers) {
+            r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%.*s' is not one of a %s model that "
+                           "parallelformers reads%s", g.path, pf__gguf_shown(t->name_len), t->name,
+                           arch_name, t->name_len == 17 && !memcmp(t->name, "rope_freqs.weight", 17) ?
+                           " (LLaMA 3's rope scaling as frequency factors is not supported)" : "");
+            break;
+        }
+        snprintf(name, sizeof name, e->hf, layer);
+        size_t heads = e->transform == PF__GGUF_UNPERMUTE_Q   ? (size_t)m->config.num_heads
+                       : e->transform == PF__GGUF_UNPERMUTE_K ? (size_t)m->config.num_kv_heads
+                                                               : 0;
+        r = pf__gguf_add_tensor(index, &g, t, name, e->transform, heads, message, size);
+    }
+    if (r) goto done;
+    qsort(index->tensors, index->num_tensors, sizeof *index->tensors, pf__tensor_cmp);
+    if (m->config.pad_token_id >= 0) m->generate_defaults.pad_token_id = m->config.pad_token_id;
+    if (!m->load_options.skip_tokenizer) {
+        pf_result t = pf__gguf_tokenizer(&g, &m->tokenizer, m->tokenizer_missing, sizeof m->tokenizer_missing);
+        if (t == PF_ERROR_UNSUPPORTED) pf__log(m, PF_LOG_WARNING, "no tokenizer: %s", m->tokenizer_missing);
+        else if (t) r = pf__format(message, size, t, "%s", m->tokenizer_missing);
+        else m->tokenizer_missing[0] = 0;
+    }
+done:
+    free(config.p);
+    pf__json_free(json);
+    free(g.kvs);
+    free(g.tensors);
+    return r;
+}
+

@@ -1,0 +1,147 @@
+/* =============================================================================================== */
+/* parallel groups                                                                                 */
+/* =============================================================================================== */
+
+static void pf__log(const pf_model *m, pf_log_level level, const char *fmt, ...) {
+    if (!m->load_options.log || level > m->load_options.log_level) return;
+    char line[256];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(line, sizeof line, fmt, args);
+    va_end(args);
+    m->load_options.log(m->load_options.log_user, level, line);
+}
+
+static size_t pf__speech_bytes(const struct pf__speech *sp);
+static void pf__log_memory_table(const pf_model *m, pf_log_level level) {
+    const pf__group *g = m->group;
+    pf__log(m, level, "rank  device  heads  mlp    weights(B)   kv-cache(B)  scratch(B)   total(B)     device used/total(B)");
+    for (int i = 0; i < g->num_ranks; i++) {
+        const pf__rank *r = &g->ranks[i];
+        pf_memory_info info;
+        pf_get_memory_info(m, i, &info);
+        pf__log(m, level, "%-5d %-7s %-6d %-6d %-12zu %-12zu %-12zu %-12zu %zu/%zu", i, r->backend->name, r->share.heads,
+                r->share.mlp_width, info.weights, info.kv_cache, info.scratch, info.allocated, info.device_used,
+                info.device_total);
+    }
+    if (m->speech) pf__log(m, level, "host  the speech front end (on the calling thread) %zu", pf__speech_bytes(m->speech));
+}
+
+/* The name of the first operation a backend lacks, or NULL: a table that grew an entry its
+   backend does not fill yet is refused, not called through NULL. */
+static const char *pf__backend_missing(const pf__backend *b) {
+#define PF__NEED(op) if (!b->op) return #op;
+    PF__NEED(rank_begin) PF__NEED(rank_end) PF__NEED(alloc) PF__NEED(free) PF__NEED(upload) PF__NEED(download)
+    PF__NEED(download_rows)
+    PF__NEED(copy) PF__NEED(embed) PF__NEED(add_positions) PF__NEED(norm) PF__NEED(matmul) PF__NEED(activation)
+    PF__NEED(gated_activation) PF__NEED(add_residual) PF__NEED(rotary) PF__NEED(kv_append) PF__NEED(attend) PF__NEED(all_reduce)
+    PF__NEED(reorder_rows) PF__NEED(device_memory)
+#undef PF__NEED
+    return NULL;
+}
+
+/* Starts num_ranks rank threads on `backend` and has each slice its weights from m->sources. */
+static pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_options *o, const pf__backend *backend,
+                                  pf__dtype dtype) {
+    const pf__config *c = &m->config;
+    const char *missing = pf__backend_missing(backend);
+    if (missing)
+        return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_UNSUPPORTED, "the %s backend lacks the %s operation",
+                          backend->name, missing);
+    pf__group *g = (pf__group *)calloc(1, sizeof *g);
+    if (!g) return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    pthread_mutex_init(&g->mutex, NULL);
+    pthread_cond_init(&g->work, NULL);
+    pthread_cond_init(&g->done, NULL);
+    pthread_cond_init(&g->barrier_cond, NULL);
+    g->model = m;
+    g->backend = backend;
+    g->dtype = dtype;
+    g->cache_dtype = backend->cache_in_weight_dtype ? dtype
+                     : o->kv_cache_dtype == PF_DTYPE_F16   ? PF__DTYPE_F16
+                     : o->kv_cache_dtype == PF_DTYPE_BF16  ? PF__DTYPE_BF16
+                                                           : PF__DTYPE_F32;
+    g->num_ranks = num_ranks;
+    g->max_batch = o->max_batch ? o->max_batch : 1;
+    /* an encoder longer than its decoder (Whisper) needs room for its frames */
+    int positions = c->encoder_max_positions > c->max_positions ? c->encoder_max_positions : c->max_positions;
+    g->cache_len = o->max_sequence_length ? o->max_sequence_length : positions;
+    /* Scratch for the tokens of one step: a whole batch of full sequences for an encoder (its
+       attention needs every position at once), a chunk of positions for a decoder (longer prompts
+       run in chunks, pf__forward_in_chunks), never less than one token per sequence. */
+    g->max_tokens = (size_t)g->max_batch * g->cache_len;
+    size_t chunk = o->prefill_chunk > 0 ? (size_t)o->prefill_chunk : 512;
+    if (chunk < (size_t)g->max_batch) chunk = (size_t)g->max_batch;
+    if (pf__archs[c->arch].kind == PF__KIND_DECODER && g->max_tokens > chunk) g->max_tokens = chunk;
+    g->logit_rows = g->max_tokens < 64 ? g->max_tokens : (g->max_batch > 64 ? (size_t)g->max_batch : 64);
+    g->progress = o->progress ? o->progress : m->load_options.progress;
+    g->progress_user = o->progress ? o->progress_user : m->load_options.progress_user;
+    for (size_t i = 0; i < pf__num_slots(c); i++) { /* split tensors read once, replicated ones by every rank */
+        const pf__source *src = &m->sources[i];
+        if (src->data)
+            g->progress_total += (uint64_t)src->rows * src->cols * pf__dtype_size(src->dtype) *
+                                 (src->split == PF__SPLIT_NONE ? (uint64_t)num_ranks : 1);
+    }
+    g->ranks = (pf__rank *)calloc((size_t)num_ranks, sizeof *g->ranks);
+    g->reduce_in = (float **)calloc((size_t)num_ranks, sizeof *g->reduce_in);
+#ifdef PF_TESTING
+    g->collectives = (struct pf__collective *)calloc((size_t)num_ranks, sizeof *g->collectives);
+    if (!g->collectives) {
+        pf__group_destroy(g);
+        return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+#endif
+    size_t logit_floats = (size_t)g->max_batch * c->vocab_size;
+    float *logits = (float *)realloc(m->logits, logit_floats * sizeof(float));
+    if (logits) { /* zeros rather than garbage for a row read before a forward writes it */
+        m->logits = logits;
+        memset(logits, 0, logit_floats * sizeof(float));
+    }
+    g->zero_ids = (int32_t *)calloc((size_t)g->max_batch, sizeof(int32_t));
+    if (backend->argmax) g->choices = (pf__choice *)calloc((size_t)num_ranks * g->max_batch, sizeof *g->choices);
+    if (!g->ranks || !g->reduce_in || !logits || !g->zero_ids || (backend->argmax && !g->choices)) {
+        pf__group_destroy(g);
+        return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int i = 0; i < num_ranks; i++) {
+        pf__rank *r = &g->ranks[i];
+        r->group = g;
+        r->index = i;
+        r->backend = backend;
+        r->device = o->device_ids ? o->device_ids[i] : i;
+        r->share = pf__share_for(c, i, num_ranks);
+        r->bf16_products = o->bf16_products != 0;
+    }
+    if (backend->group_begin) {
+        pf_result res = backend->group_begin(g, pf__error_buffer(m), PF__MESSAGE_SIZE);
+        if (res) {
+            pf__group_destroy(g);
+            return res;
+        }
+    }
+    for (int i = 0; i < num_ranks; i++) {
+        pf__rank *r = &g->ranks[i];
+        if (pthread_create(&r->thread, NULL, pf__rank_main, r) != 0) {
+            pf__group_destroy(g);
+            return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "cannot start rank thread %d", i);
+        }
+        g->threads_started++;
+    }
+    m->group = g;
+    pf_result res = pf__group_run(g, PF__JOB_SETUP, NULL);
+    if (res) {
+        m->group = NULL;
+        pf__group_destroy(g);
+        return res;
+    }
+    if (g->progress) g->progress(g->progress_user, g->progress_total, g->progress_total);
+    pf__log_memory_table(m, o->verbose ? PF_LOG_INFO : PF_LOG_DEBUG);
+    if (num_ranks > c->num_kv_heads)
+        pf__log(m, PF_LOG_INFO, "%d ranks outnumber the %d key/value heads: ranks share them, each holding a copy",
+                num_ranks, c->num_kv_heads);
+    if (c->num_heads % num_ranks)
+        pf__log(m, PF_LOG_INFO, "%d heads do not divide by %d ranks: the ranks hold different head counts", c->num_heads,
+                num_ranks);
+    return PF_OK;
+}
+

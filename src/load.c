@@ -1,0 +1,494 @@
+/* The name prefix the checkpoint's tensors carry ("transformer.", "model.", ""): the first of the
+   family's that finds its anchor tensor (the token embedding, patch or speech front end). */
+static pf_result pf__find_prefix(pf_model *m, const char **out) {
+    const pf__config *c = &m->config;
+    const pf__arch_tensor *embed = pf__arch_tensor_for(c->arch, PF__SLOT_TOKEN_EMBED); /* anchors the prefix */
+    if (!embed) embed = pf__arch_tensor_for(c->arch, PF__SLOT_PATCH_WEIGHT);
+    const char *anchor = embed ? embed->pattern : "feature_projection.projection.weight"; /* speech: the front end's */
+    pf__arch_id named = pf__tensor_rows(c->arch);
+    const pf__policy_rows *rows = pf__rows(named);
+    for (size_t i = 0; i < rows->num_prefixes; i++) {
+        char name[256];
+        if (rows->prefixes[i].arch != named) continue;
+        snprintf(name, sizeof name, "%s%s", rows->prefixes[i].prefix, anchor);
+        if (pf__st_find(&m->st, name)) {
+            *out = rows->prefixes[i].prefix;
+            return PF_OK;
+        }
+    }
+    return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s' (under any known prefix)", m->dir, anchor);
+}
+
+/* The checkpoint's tensor st as slot row t's source src (rows and cols set by the config),
+   after checking its shape in t's layout. */
+static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf__st_tensor *st, pf__source *src) {
+    size_t want[2] = {src->rows, src->cols};
+    int want_dims = 2;
+    if (t->layout == PF__LAYOUT_VECTOR) want_dims = 1;
+    if (t->layout == PF__LAYOUT_ROW) { /* [1, n] */
+        want[1] = want[0];
+        want[0] = 1;
+    }
+    if (t->layout == PF__LAYOUT_IN_OUT) {
+        want[0] = src->cols;
+        want[1] = src->rows;
+    }
+    pf__st_tensor flat = *st; /* SQUEEZED and CONV tensors checked as the 2-D [out, in] they are read as */
+    if (t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV) {
+        /* a 1-D SQUEEZED tensor is one row (CLIP's class_embedding) */
+        int leading_ones = t->layout == PF__LAYOUT_SQUEEZED, ok = st->ndim >= 2 || (leading_ones && st->ndim == 1);
+        for (int k = 0; ok && leading_ones && k < st->ndim - 2; k++) ok = st->shape[k] == 1;
+        if (t->layout == PF__LAYOUT_CONV && st->ndim != 4) ok = 0;
+        flat.ndim = ok ? 2 : 0;
+        if (ok && st->ndim == 1) {
+            flat.shape[1] = st->shape[0];
+            flat.shape[0] = 1;
+        } else if (ok) {
+            flat.shape[0] = leading_ones ? st->shape[st->ndim - 2] : st->shape[0];
+            flat.shape[1] = leading_ones ? st->shape[st->ndim - 1] : (st->shape[0] ? st->numel / st->shape[0] : 0);
+        }
+    }
+    if (flat.ndim != want_dims || flat.shape[0] != want[0] || (want_dims == 2 && flat.shape[1] != want[1]))
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' has shape [%zu%s%zu] but the config needs [%zu%s%zu]",
+                        st->file->path, st->name, st->shape[0], st->ndim > 1 ? ", " : "",
+                        st->ndim > 1 ? st->shape[1] : 0, want[0], want_dims > 1 ? ", " : "",
+                        want_dims > 1 ? want[1] : 0);
+    src->data = st->data;
+    src->dtype = st->dtype;
+    src->layout = t->layout == PF__LAYOUT_ROW                                       ? PF__LAYOUT_VECTOR
+                  : t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV ? PF__LAYOUT_OUT_IN
+                                                                                    : t->layout;
+    src->split = t->split;
+    return PF_OK;
+}
+
+/* Every slot's tensor under prefix: present where the family and config.json need it, absent
+   where config.json says it is not used, one spelling only, a dtype we read, the right shape. */
+static pf_result pf__take_slots(pf_model *m, const char *prefix) {
+    const pf__config *c = &m->config;
+    for (int slot = 0; slot < PF__SLOT_COUNT; slot++) {
+        if (!pf__arch_tensor_for(c->arch, (pf__slot)slot)) continue;
+        int layers = slot < PF__SLOT_FIRST_LAYER ? 1 : c->num_layers;
+        for (int l = 0; l < layers; l++) {
+            char name[300];
+            const pf__arch_tensor *t = NULL;
+            const pf__st_tensor *other = NULL, *st = pf__take_slot(m, prefix, (pf__slot)slot, l, &t, name, sizeof name, &other);
+            if (!t) continue; /* a slot of the other tower only */
+            if (other)
+                return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensors '%s' and '%s' are two spellings of one weight", m->dir,
+                                st->name, other->name);
+            const char *why = NULL;
+            int by_config = pf__need_by_config(c, t->need, &why), wanted = by_config > 0;
+            if (by_config >= 0 && st && !wanted)
+                return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is in the checkpoint but config.json says %s",
+                                m->dir, st->name, why);
+            if (!st) {
+                if (t->need == PF__OPTIONAL || by_config == -2 || (by_config >= 0 && !wanted)) continue;
+                if (by_config >= 0)
+                    return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s' (config.json says %s)", m->dir, name, why);
+                return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s'", m->dir, name);
+            }
+            if (st->dtype == PF__DTYPE_OTHER)
+                return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' has an unsupported dtype (F32, F16 and BF16 are)",
+                                st->file->path, st->name);
+            pf__source *src = &m->sources[pf__slot_index((pf__slot)slot, l)];
+            pf__slot_shape(c, (pf__slot)slot, &src->rows, &src->cols);
+            pf_result r = pf__take_source(m, t, st, src);
+            if (r) return r;
+        }
+    }
+    return PF_OK;
+}
+
+/* The LM head: none where the head type has no vocabulary logits; tied, the embedding (and a
+   head in the file too must hold the same values); untied, present. */
+static pf_result pf__resolve_lm_head(pf_model *m) {
+    const pf__config *c = &m->config;
+    pf__source *head = &m->sources[PF__SLOT_LM_HEAD];
+    const pf__source *embed_src = &m->sources[PF__SLOT_TOKEN_EMBED];
+    int vocab_logits = c->head == PF_HEAD_CAUSAL_LM || c->head == PF_HEAD_MASKED_LM || c->head == PF_HEAD_CTC;
+    if (!vocab_logits && (head->data || m->sources[PF__SLOT_LM_HEAD_BIAS].data))
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: the checkpoint has an LM head that config.json's architectures (%s) does "
+                        "not use", m->dir, pf__head_name(c->head));
+    if (c->tie_word_embeddings && head->data) {
+        if (head->dtype != embed_src->dtype || head->rows != embed_src->rows || head->cols != embed_src->cols ||
+            memcmp(head->data, embed_src->data, head->rows * head->cols * pf__dtype_size(head->dtype)))
+            return PF__FAIL(m, PF_ERROR_FORMAT,
+                            "%s: config.json's tie_word_embeddings is true, but the checkpoint's LM head differs from its "
+                            "token embedding", m->dir);
+        head->data = NULL;
+    }
+    if (vocab_logits && !head->data && !c->tie_word_embeddings)
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing the LM head (config.json's tie_word_embeddings is false)", m->dir);
+    return PF_OK;
+}
+
+/* A zero key bias where the layer's q and v have biases (Whisper), so that the stack lines up. */
+static pf_result pf__add_zero_k_bias(pf_model *m) {
+    const pf__config *c = &m->config;
+    size_t width = (size_t)c->num_kv_heads * c->head_dim; /* pf__slot_shape's rows of a key bias */
+    for (int l = 0; l < c->num_layers; l++) {
+        size_t base = pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+        pf__source *k = &m->sources[base + PF__SLOT_K_BIAS];
+        if (k->data || !m->sources[base + PF__SLOT_Q_BIAS].data || !m->sources[base + PF__SLOT_K_WEIGHT].data) continue;
+        if (!m->zero_bias && !(m->zero_bias = (float *)calloc(width, sizeof(float))))
+            return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        k->data = (const uint8_t *)m->zero_bias;
+        k->dtype = PF__DTYPE_F32;
+        k->layout = PF__LAYOUT_VECTOR;
+        k->split = m->sources[base + PF__SLOT_V_BIAS].split;
+        pf__slot_shape(c, PF__SLOT_K_BIAS, &k->rows, &k->cols);
+    }
+    return PF_OK;
+}
+
+/* Each layer's stacked biases line up with its stacked weights, and it has an attention projection. */
+static pf_result pf__check_stacks(pf_model *m) {
+    const pf__config *c = &m->config;
+    for (int l = 0; l < c->num_layers; l++) {
+        size_t base = pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+        for (size_t k = 0; k + 1 < PF__COUNT(pf__stacks); k += 2) { /* weight stack, then its bias stack */
+            int weights = 0, biases = 0;
+            for (int j = 0; j < pf__stacks[k].num_members; j++) {
+                int w = m->sources[base + pf__stacks[k].members[j]].data != NULL;
+                int b = m->sources[base + pf__stacks[k + 1].members[j]].data != NULL;
+                weights += w;
+                biases += b;
+                if (b && !w) return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has a bias without its weight", m->dir, l);
+            }
+            if (biases && biases != weights)
+                return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: layer %d has biases on some of its stacked projections only", m->dir, l);
+        }
+        if (!m->sources[base + PF__SLOT_QKV_FUSED_WEIGHT].data && !m->sources[base + PF__SLOT_Q_WEIGHT].data)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has no attention projection", m->dir, l);
+    }
+    return PF_OK;
+}
+
+/* Finds the source tensor of every slot, checking presence, dtype and shape; then the front ends,
+   the tensors no slot consumed, and the scalings and limits that depend on what was found. */
+static pf_result pf__resolve_sources(pf_model *m) {
+    const pf__config *c = &m->config;
+    m->sources = (pf__source *)calloc(pf__num_slots(c), sizeof *m->sources);
+    if (!m->sources) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    const char *prefix = NULL;
+    pf_result r;
+    if ((r = pf__find_prefix(m, &prefix)) || (r = pf__take_slots(m, prefix)) || (r = pf__check_head_slots(m)) ||
+        (r = pf__resolve_lm_head(m)))
+        return r;
+    if (c->k_bias_zero && (r = pf__add_zero_k_bias(m))) return r;
+    if ((r = pf__check_stacks(m))) return r;
+    if (c->speech && (r = pf__speech_load(m, prefix))) return r;
+    if (c->conv_subsampler && (r = pf__subsampler_load(m, prefix))) return r;
+    if (c->mel_frontend && (r = pf__mel_load(m, prefix))) return r;
+    r = pf__account_tensors(m, prefix);
+    if (r) return r;
+    if (c->scale_decoder_outputs && c->num_layers > c->encoder_layers && pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ)
+        if ((r = pf__scale_final_norm(m))) return r;
+    static const pf__slot teacher_heads[] = {PF__SLOT_CLASSIFIER_WEIGHT, PF__SLOT_CLASSIFIER_BIAS,
+                                             PF__SLOT_DIST_CLASSIFIER_WEIGHT, PF__SLOT_DIST_CLASSIFIER_BIAS};
+    for (size_t i = 0; c->teacher_head && i < PF__COUNT(teacher_heads); i++) /* DeiT: the mean of two heads */
+        if ((r = pf__scale_source(m, teacher_heads[i], 0.5f))) return r;
+    if (c->num_kv_heads != c->num_heads && pf__arch_tensor_for(c->arch, PF__SLOT_QKV_FUSED_WEIGHT))
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: grouped-query attention with a fused QKV tensor", m->dir);
+    if (pf__archs[c->arch].qkv_layout == PF__QKV_CODEGEN && c->num_heads % 4)
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: CodeGen's fused QKV needs heads divisible by 4", m->dir);
+    return PF_OK;
+}
+
+/* ---- sentence-transformers' modules ---- */
+
+/* A Pooling module's config.json: "pooling_mode" (a name, or a list of one), or the older
+   pooling_mode_* flags with exactly one set. */
+static pf_result pf__sentence_pooling_read(const char *path, struct pf__sentence *s, char *message, size_t size) {
+    static const struct { const char *name, *flag; pf_pooling pooling; } modes[] = {
+        {"mean", "pooling_mode_mean_tokens", PF_POOLING_MEAN}, {"cls", "pooling_mode_cls_token", PF_POOLING_CLS},
+        {"max", "pooling_mode_max_tokens", PF_POOLING_MAX},
+        {"mean_sqrt_len_tokens", "pooling_mode_mean_sqrt_len_tokens", PF_POOLING_MEAN_SQRT_LEN},
+        {"weightedmean", "pooling_mode_weightedmean_tokens", PF_POOLING_WEIGHTED_MEAN},
+        {"lasttoken", "pooling_mode_lasttoken", PF_POOLING_LAST_TOKEN},
+    };
+    pf__json *json;
+    pf_result r = pf__json_load(path, &json, message, size);
+    if (r) return r;
+    const pf__json *mode = pf__json_get(json, "pooling_mode");
+    if (mode && mode->type == PF__JSON_ARRAY && mode->count == 1) mode = mode->first;
+    int found = 0;
+    for (size_t i = 0; i < PF__COUNT(modes); i++) {
+        double flag = 0;
+        int named = mode && mode->type == PF__JSON_STRING && !strcmp(mode->string, modes[i].name);
+        if (named || (!mode && pf__json_number(pf__json_get(json, modes[i].flag), &flag) == 1 && flag != 0)) {
+            s->pooling = modes[i].pooling;
+            found++;
+        }
+    }
+    if (found != 1)
+        snprintf(s->unsupported, sizeof s->unsupported, "%s: a pooling other than one of mean, cls, max, "
+                 "mean_sqrt_len_tokens, weightedmean and lasttoken", path);
+    pf__json_free(json);
+    return PF_OK;
+}
+
+/* modules.json (sentence-transformers): a Transformer, then a Pooling and optionally a
+   Normalize module; without the file, mean pooling and no normalisation, as sentence-transformers
+   makes of a plain checkpoint. sentence_bert_config.json's max_seq_length bounds the tokens. */
+static pf_result pf__sentence_config_read(const char *dir, struct pf__sentence *s, char *message, size_t size) {
+    char path[PF__PATH_SIZE];
+    pf__json *json = NULL;
+    memset(s, 0, sizeof *s);
+    s->pooling = PF_POOLING_MEAN;
+    if (pf__path_join(path, sizeof path, dir, "sentence_bert_config.json") == 0 && pf__file_exists(path)) {
+        pf_result r = pf__json_load(path, &json, message, size);
+        if (r) return r;
+        double length = 0;
+        if (pf__json_number(pf__json_get(json, "max_seq_length"), &length) == 1 && length >= 1 && length < 1e9)
+            s->max_seq_length = (int)length;
+        pf__json_free(json);
+    }
+    if (pf__path_join(path, sizeof path, dir, "modules.json") || !pf__file_exists(path)) return PF_OK;
+    pf_result r = pf__json_load(path, &json, message, size);
+    if (r) return r;
+    for (const pf__json *module = json->type == PF__JSON_ARRAY ? json->first : NULL; module && !r; module = module->next) {
+        const pf__json *type = pf__json_get(module, "type"), *where = pf__json_get(module, "path");
+        const char *name = type && type->type == PF__JSON_STRING ? type->string : "";
+        const char *kind = strrchr(name, '.') ? strrchr(name, '.') + 1 : name;
+        char pooling_path[PF__PATH_SIZE], sub[PF__PATH_SIZE];
+        if (!strcmp(kind, "Transformer")) continue;
+        if (!strcmp(kind, "Normalize")) s->normalize = 1;
+        else if (!strcmp(kind, "Pooling") && where && where->type == PF__JSON_STRING &&
+                 !pf__path_join(sub, sizeof sub, dir, where->string) &&
+                 !pf__path_join(pooling_path, sizeof pooling_path, sub, "config.json"))
+            r = pf__sentence_pooling_read(pooling_path, s, message, size);
+        else if (!s->unsupported[0])
+            snprintf(s->unsupported, sizeof s->unsupported, "%s: module \"%s\"", path, name);
+    }
+    pf__json_free(json);
+    return r;
+}
+
+/* A model with its locks and options, before anything is read. */
+static pf_model *pf__model_new(const pf_load_options *options) {
+    pf_model *m = (pf_model *)calloc(1, sizeof *m);
+    if (!m) return NULL;
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
+    pthread_mutex_init(&m->request_lock, &attr);
+    pthread_mutex_init(&m->batcher_start, NULL);
+    pthread_mutexattr_destroy(&attr);
+    m->load_options = options ? *options : pf_load_options_init();
+    m->generate_defaults = pf_generate_options_init();
+    return m;
+}
+
+/* The tensors of a dual model's checkpoint that are not this tower's: under the other tower's
+   prefix, its bare names (its projection) and the dual row's own. Marked as consumed here so that
+   the tower's accounting sees its own; the other tower accounts for its tensors. */
+static void pf__mark_foreign_tensors(pf__st_index *st, pf__arch_id dual, pf__arch_id other) {
+    for (size_t i = 0; i < st->num_tensors; i++) {
+        pf__st_tensor *t = &st->tensors[i];
+        for (size_t k = 0; k < PF__COUNT(pf__arch_prefixes) && !t->used; k++)
+            if (pf__arch_prefixes[k].arch == other && pf__arch_prefixes[k].prefix[0] &&
+                !strncmp(t->name, pf__arch_prefixes[k].prefix, strlen(pf__arch_prefixes[k].prefix)))
+                t->used = 1;
+        for (size_t k = 0; k < PF__COUNT(pf__arch_tensors) && !t->used; k++)
+            if ((pf__arch_tensors[k].arch == other || pf__arch_tensors[k].arch == dual) && !strcmp(t->name, pf__arch_tensors[k].pattern))
+                t->used = 1;
+    }
+}
+
+/* A dual model (CLIP): each tower is loaded as a model of its own from config.json's
+   text_config / vision_config (transformers' older text_config_dict / vision_config_dict win
+   whole, as its CLIPConfig lets them), with its projection, over the same checkpoint; the
+   similarity's temperature is read here. */
+static pf_result pf__load_dual(pf_model *m) {
+    static const char *const keys[2][2] = {{"text_config_dict", "text_config"}, {"vision_config_dict", "vision_config"}};
+    static const char *const suffixes[2] = {"_text_model", "_vision_model"};
+    char path[PF__PATH_SIZE];
+    pf__json *json = NULL;
+    if (pf__path_join(path, sizeof path, m->dir, "config.json")) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", m->dir);
+    pf_result r = pf__json_load(path, &json, pf__error_buffer(m), PF__MESSAGE_SIZE);
+    if (r) return r;
+    const pf__json *names = pf__json_get(json, "architectures");
+    const pf__json *first = names && names->type == PF__JSON_ARRAY ? names->first : NULL;
+    if (first && (first->type != PF__JSON_STRING || strlen(first->string) < 5 ||
+                  strcmp(first->string + strlen(first->string) - 5, "Model")))
+        r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported (model_type \"%s\": the two towers "
+                     "and their similarity, an architecture named ...Model, are)", path,
+                     first->type == PF__JSON_STRING ? first->string : "?", m->config.model_type);
+    int tower_arch[2] = {-1, -1};
+    for (int k = 0; k < 2 && !r; k++) {
+        char type[80];
+        snprintf(type, sizeof type, "%s%s", pf__archs[m->config.arch].model_type, suffixes[k]);
+        for (int a = 0; a < PF__ARCH_COUNT; a++)
+            if (!strcmp(pf__archs[a].model_type, type)) tower_arch[k] = a;
+        if (tower_arch[k] < 0) r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: no row for the tower \"%s\"", path, type);
+    }
+    for (int k = 0; k < 2 && !r; k++) {
+        pf_model *t = m->towers[k] = pf__model_new(&m->load_options);
+        if (!t || !(t->dir = strdup(m->dir))) {
+            r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+            break;
+        }
+        const pf__json *sub = pf__json_get(json, keys[k][0]);
+        const char *key = keys[k][0];
+        if (!sub || sub->type == PF__JSON_NULL) sub = pf__json_get(json, key = keys[k][1]);
+        if (sub && sub->type == PF__JSON_NULL) sub = NULL; /* transformers' defaults */
+        if (sub && sub->type != PF__JSON_OBJECT) {
+            r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: \"%s\" is not an object", path, key);
+            break;
+        }
+        char where[PF__PATH_SIZE + 32];
+        snprintf(where, sizeof where, "%s: %s", path, key);
+        r = pf__config_parse(sub, where, tower_arch[k], &t->config, pf__error_buffer(t), PF__MESSAGE_SIZE);
+        t->config.with_projection = 1;
+        t->config.projection_dim = m->config.projection_dim; /* CLIPModel projects to the top-level width */
+        if (!r && pf__archs[t->config.arch].kind != PF__KIND_ENCODER)
+            r = PF__FAIL(t, PF_ERROR_UNSUPPORTED, "%s: the tower is not an encoder", where);
+        if (!r) r = pf__config_check_token_ids(&t->config, where, pf__error_buffer(t), PF__MESSAGE_SIZE);
+        if (!r) r = pf__st_open(m->dir, &t->st, pf__error_buffer(t), PF__MESSAGE_SIZE);
+        if (!r) pf__mark_foreign_tensors(&t->st, m->config.arch, (pf__arch_id)tower_arch[1 - k]);
+        if (!r) r = pf__resolve_sources(t);
+        if (r) {
+            r = pf__fail_from(m, r, t);
+            break;
+        }
+        t->loaded = 1;
+    }
+    const pf__arch_tensor *scale_row = pf__arch_tensor_for(m->config.arch, PF__SLOT_LOGIT_SCALE);
+    const pf__st_tensor *scale = !r && scale_row ? pf__st_find(&m->towers[0]->st, scale_row->pattern) : NULL;
+    if (!r && scale_row && !scale) r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s'", m->dir, scale_row->pattern);
+    if (!r && scale && (scale->numel != 1 || scale->ndim > 1 || scale->dtype == PF__DTYPE_OTHER))
+        r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is not one F32, F16 or BF16 number", m->dir, scale->name);
+    if (!r && scale) {
+        m->logit_scale = expf(pf__weight_value(scale->data, 0, scale->dtype));
+        if (!isfinite(m->logit_scale)) r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' overflows when exponentiated", m->dir, scale->name);
+    }
+    pf__json_free(json);
+    return r;
+}
+
+/* The model's tokenizer, where its directory has one (tokenizer.json, vocab.json, or a
+   tokenizer_config.json naming a class without them, such as ByT5's). A tokenizer of a kind we
+   do not read (Marian's SentencePiece files, say) leaves the model without one: ids still run,
+   and the text calls say why there is no tokenizer. */
+static pf_result pf__load_tokenizer(pf_model *m, const char *dir) {
+    static const char *const files[] = {"tokenizer.json", "vocab.json", "tokenizer_config.json"};
+    int present[3];
+    for (size_t i = 0; i < PF__COUNT(files); i++) {
+        char path[PF__PATH_SIZE];
+        if (pf__path_join(path, sizeof path, dir, files[i])) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", dir);
+        present[i] = pf__file_exists(path);
+    }
+    if (m->load_options.skip_tokenizer || !(present[0] || present[1] || present[2])) return PF_OK;
+    pf_result r = pf__tokenizer_load_dir(dir, &m->tokenizer, m->tokenizer_missing, sizeof m->tokenizer_missing);
+    /* a kind we lack, no vocabulary files, or a speech model's CTC vocabulary (pf_ctc_decode reads it) */
+    if (r == PF_ERROR_UNSUPPORTED || (r && !present[0] && !present[1]) || (r && m->config.speech)) {
+        pf__log(m, PF_LOG_WARNING, "no tokenizer: %s", m->tokenizer_missing);
+        return PF_OK;
+    }
+    if (r) r = PF__FAIL(m, r, "%s", m->tokenizer_missing);
+    m->tokenizer_missing[0] = 0;
+    return r;
+}
+
+static pf_result pf__load_dual(pf_model *m);
+
+pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_model **model) {
+    if (!model) return PF_ERROR_INVALID_ARGUMENT;
+    pf_model *m = pf__model_new(options);
+    *model = m;
+    if (!m) return PF_ERROR_OUT_OF_MEMORY;
+    if (!model_dir) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "model_dir is NULL");
+    m->dir = strdup(model_dir);
+    if (!m->dir) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    /* a GGUF file gives the config, tensors and tokenizer a directory's files would */
+    int gguf = pf__is_gguf(model_dir);
+    pf_result r = gguf ? pf__gguf_load(m) : pf__config_read(model_dir, &m->config, pf__error_buffer(m), PF__MESSAGE_SIZE);
+    if (!r && pf__archs[m->config.arch].kind == PF__KIND_DUAL) {
+        if (!(r = pf__load_dual(m))) r = pf__load_tokenizer(m, model_dir);
+        m->loaded = !r;
+        return r;
+    }
+    if (!r && !gguf && !m->load_options.skip_generation_config)
+        r = pf__generation_config_read(model_dir, &m->config, &m->generate_defaults, pf__error_buffer(m), PF__MESSAGE_SIZE);
+    if (!r) r = pf__config_check_token_ids(&m->config, model_dir, pf__error_buffer(m), PF__MESSAGE_SIZE);
+    if (!r && !gguf) r = pf__st_open(model_dir, &m->st, pf__error_buffer(m), PF__MESSAGE_SIZE);
+    if (!r) r = pf__resolve_sources(m);
+    if (!r && pf__archs[m->config.arch].kind == PF__KIND_ENCODER)
+        r = pf__sentence_config_read(model_dir, &m->sentence, pf__error_buffer(m), PF__MESSAGE_SIZE);
+    if (!r && !gguf) r = pf__load_tokenizer(m, model_dir);
+    if (!r && m->config.rotary_dim) {
+        m->inv_freq = (float *)malloc((size_t)m->config.rotary_dim / 2 * sizeof(float));
+        if (!m->inv_freq) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    if (r) return r;
+    m->loaded = 1;
+    return PF_OK;
+}
+
+static void pf__batcher_stop(pf_model *m);
+
+void pf_free(pf_model *m) {
+    if (!m) return;
+    pf_free(m->towers[0]);
+    pf_free(m->towers[1]);
+    pf__batcher_stop(m);
+    pf__group_destroy(m->group);
+    pf_tokenizer_free(m->tokenizer);
+    pf__st_close(&m->st);
+    free(m->sources);
+    for (int i = 0; i < m->num_scaled; i++) free(m->scaled[i]);
+    pf__speech_free(m->speech);
+    free(m->zero_bias);
+    free(m->logits);
+    free(m->inv_freq);
+    free(m->config.layer_window);
+    pf__policy_release(m->config.arch);
+    free(m->config.eos_ids);
+    free(m->config.suppress_ids);
+    free(m->config.begin_suppress_ids);
+    free(m->config.decoder_prompt_ids);
+    free(m->config.lang_ids);
+    free(m->dir);
+    pthread_mutex_destroy(&m->request_lock);
+    pthread_mutex_destroy(&m->batcher_start);
+    free(m);
+}
+
+pf_model_info pf_get_info(const pf_model *m) {
+    pf_model_info info;
+    memset(&info, 0, sizeof info);
+    info.eos_token_id = info.bos_token_id = info.pad_token_id = info.decoder_start_token_id = -1;
+    if (!m || !m->loaded) return info;
+    info.model_type = m->config.model_type;
+    info.vocab_size = m->config.vocab_size;
+    info.hidden_size = m->config.hidden_size;
+    info.num_layers = m->config.num_layers;
+    info.num_heads = m->config.num_heads;
+    info.max_positions = m->config.max_positions;
+    const pf__config *c = &m->config;
+    pf__kind kind = pf__archs[c->arch].kind;
+    info.is_encoder_decoder = kind == PF__KIND_SEQ2SEQ && c->num_layers > c->encoder_layers;
+    info.is_encoder = kind == PF__KIND_ENCODER || (kind == PF__KIND_SEQ2SEQ && !info.is_encoder_decoder);
+    info.num_encoder_layers = kind == PF__KIND_SEQ2SEQ ? c->encoder_layers : 0;
+    if (c->patch_size) info.image_size = c->image_size, info.patch_size = c->patch_size, info.num_channels = c->num_channels;
+    if (c->speech) info.audio_stride = c->speech_config.stride, info.audio_min_samples = c->speech_config.min_samples;
+    if (c->conv_subsampler) info.num_mel_bins = c->speech_config.feature_width; /* frame-major, any length */
+    if (c->mel_frontend) info.num_mel_bins = c->num_mel_bins, info.mel_major = 1, info.audio_frames = 2 * c->encoder_max_positions;
+    info.head = c->head;
+    info.num_labels = c->num_labels;
+    info.eos_token_ids = c->eos_ids;
+    info.num_eos_token_ids = c->num_eos_ids;
+    info.eos_token_id = c->num_eos_ids ? c->eos_ids[0] : -1;
+    info.bos_token_id = c->bos_token_id;
+    info.pad_token_id = c->pad_token_id;
+    info.decoder_start_token_id = c->decoder_start_token_id;
+    if (m->towers[0]) { /* a dual model: the text tower's sizes, the vision tower's image */
+        pf_model_info text = pf_get_info(m->towers[0]), vision = pf_get_info(m->towers[1]);
+        text.model_type = info.model_type;
+        text.image_size = vision.image_size, text.patch_size = vision.patch_size, text.num_channels = vision.num_channels;
+        info = text;
+    }
+    return info;
+}

@@ -1,0 +1,562 @@
+/* =============================================================================================== */
+/* slicing weights onto ranks                                                                      */
+/* =============================================================================================== */
+
+/* Which part of a logical [rows, cols] tensor a rank holds: rows row_map[0..rows) (or the
+   contiguous rows row_begin.. when row_map is NULL) and columns col_begin..+cols. */
+typedef struct pf__plan {
+    size_t rows, row_begin;
+    size_t *row_map; /* owned; fused q|k|v rows are scattered through the tensor */
+    size_t cols, col_begin;
+} pf__plan;
+
+/* Row of element d of head h of part (0 q, 1 k, 2 v) in a fused QKV tensor. */
+static size_t pf__qkv_row(const pf__config *c, pf__qkv_layout layout, int part, int h, int d) {
+    size_t hd = (size_t)c->head_dim, H = (size_t)c->num_heads;
+    switch (layout) {
+    case PF__QKV_BLOCKS: return (size_t)part * H * hd + (size_t)h * hd + (size_t)d;
+    case PF__QKV_PER_HEAD: return (size_t)h * 3 * hd + (size_t)part * hd + (size_t)d;
+    case PF__QKV_CODEGEN: { /* 4 blocks, each [q | v | k] of H/4 heads */
+        size_t per_block = H / 4, local = per_block * hd, in_block[3] = {0, 2, 1};
+        return ((size_t)h / per_block) * 3 * local + in_block[part] * local + ((size_t)h % per_block) * hd + (size_t)d;
+    }
+    }
+    return 0;
+}
+
+static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__source *src, pf__plan *p) {
+    size_t hd = (size_t)c->head_dim;
+    memset(p, 0, sizeof *p);
+    p->rows = src->rows;
+    p->cols = src->cols;
+    switch (src->split) {
+    case PF__SPLIT_NONE: break;
+    case PF__SPLIT_QKV_COLUMNS: { /* the rank's q heads, then k heads, then v heads */
+        p->rows = 3 * (size_t)s->heads * hd;
+        if (!p->rows) break;
+        p->row_map = (size_t *)malloc(p->rows * sizeof *p->row_map);
+        if (!p->row_map) return -1;
+        size_t k = 0;
+        for (int part = 0; part < 3; part++)
+            for (int h = s->head_begin; h < s->head_begin + s->heads; h++)
+                for (size_t d = 0; d < hd; d++) p->row_map[k++] = pf__qkv_row(c, pf__archs[c->arch].qkv_layout, part, h, (int)d);
+        break;
+    }
+    case PF__SPLIT_HEAD_COLUMNS: p->row_begin = (size_t)s->head_begin * hd, p->rows = (size_t)s->heads * hd; break;
+    case PF__SPLIT_KV_COLUMNS: p->row_begin = (size_t)s->kv_begin * hd, p->rows = (size_t)s->kv_heads * hd; break;
+    case PF__SPLIT_MLP_COLUMNS: p->row_begin = (size_t)s->mlp_begin, p->rows = (size_t)s->mlp_width; break;
+    case PF__SPLIT_HEAD_ROWS: p->col_begin = (size_t)s->head_begin * hd, p->cols = (size_t)s->heads * hd; break;
+    case PF__SPLIT_MLP_ROWS: p->col_begin = (size_t)s->mlp_begin, p->cols = (size_t)s->mlp_width; break;
+    case PF__SPLIT_VOCAB: p->row_begin = (size_t)s->vocab_begin, p->rows = (size_t)s->vocab_rows; break;
+    }
+    return 0;
+}
+
+static size_t pf__plan_row(const pf__plan *p, size_t i) { return p->row_map ? p->row_map[i] : p->row_begin + i; }
+
+/* n consecutive values of a source in file order, from element index first, as fp32. */
+static void pf__source_run(float *dst, const pf__source *src, size_t first, size_t n) {
+    const unsigned char *at = src->data + first * pf__dtype_size(src->dtype);
+    switch (src->dtype) {
+    case PF__DTYPE_F32: memcpy(dst, at, n * sizeof(float)); break;
+    case PF__DTYPE_F16:
+        for (size_t k = 0; k < n; k++) dst[k] = pf__f16_to_f32((uint16_t)(at[2 * k] | (at[2 * k + 1] << 8)));
+        break;
+    case PF__DTYPE_BF16:
+        for (size_t k = 0; k < n; k++) dst[k] = pf__bf16_to_f32((uint16_t)(at[2 * k] | (at[2 * k + 1] << 8)));
+        break;
+    default: memset(dst, 0, n * sizeof(float));
+    }
+}
+
+/* How many plan rows from i on (at most max) are consecutive rows of the source. */
+static size_t pf__plan_run(const pf__plan *p, size_t i, size_t max) {
+    size_t n = 1;
+    if (!p->row_map) return max;
+    while (n < max && p->row_map[i + n] == p->row_map[i] + n) n++;
+    return n;
+}
+
+#define PF__TRANSPOSE_BLOCK 64
+
+/* Copies the rank's slice of src into dst ([plan rows, plan cols] fp32), converting dtype and
+   layout on the way, in runs of consecutive file values. */
+static void pf__slice_copy(float *dst, const pf__source *src, const pf__plan *p) {
+    if (src->layout != PF__LAYOUT_IN_OUT) {
+        for (size_t i = 0; i < p->rows; i++)
+            pf__source_run(dst + i * p->cols, src, pf__plan_row(p, i) * src->cols + p->col_begin, p->cols);
+        return;
+    }
+    /* The file holds [cols][rows]: transpose through square blocks, so that reads and writes
+       both go along rows of the block. */
+    float block[PF__TRANSPOSE_BLOCK][PF__TRANSPOSE_BLOCK];
+    for (size_t c0 = 0; c0 < p->cols; c0 += PF__TRANSPOSE_BLOCK) {
+        size_t nc = p->cols - c0 < PF__TRANSPOSE_BLOCK ? p->cols - c0 : PF__TRANSPOSE_BLOCK;
+        for (size_t i0 = 0; i0 < p->rows; i0 += PF__TRANSPOSE_BLOCK) {
+            size_t ni = p->rows - i0 < PF__TRANSPOSE_BLOCK ? p->rows - i0 : PF__TRANSPOSE_BLOCK;
+            for (size_t c = 0; c < nc; c++)
+                for (size_t i = 0, run; i < ni; i += run) {
+                    run = pf__plan_run(p, i0 + i, ni - i);
+                    pf__source_run(&block[c][i], src, (p->col_begin + c0 + c) * src->rows + pf__plan_row(p, i0 + i), run);
+                }
+            for (size_t i = 0; i < ni; i++)
+                for (size_t c = 0; c < nc; c++) dst[(i0 + i) * p->cols + c0 + c] = block[c][i];
+        }
+    }
+}
+
+/* The inverse of pf__slice_copy into a full host array [rows, cols] (pf_to_cpu). */
+static void pf__slice_scatter(float *full, size_t full_cols, const float *slice, const pf__plan *p) {
+    for (size_t i = 0; i < p->rows; i++)
+        memcpy(full + pf__plan_row(p, i) * full_cols + p->col_begin, slice + i * p->cols, p->cols * sizeof(float));
+}
+
+/* Tied LM head: the slot has no source of its own and shares the token embedding. */
+static int pf__slot_tied(const pf_model *m, size_t slot) {
+    return slot == PF__SLOT_LM_HEAD && !m->sources[slot].data;
+}
+
+/* The stack a slot belongs to (as a member), or NULL. */
+static const struct pf__stack *pf__stack_of(pf__slot slot) {
+    for (size_t i = 0; i < PF__COUNT(pf__stacks); i++)
+        for (int k = 0; k < pf__stacks[i].num_members; k++)
+            if (pf__stacks[i].members[k] == slot) return &pf__stacks[i];
+    return NULL;
+}
+
+/* Whether a rank's slice of a source can be stored as Q8: a matrix (or embedding) whose slice
+   starts and ends at block boundaries of the whole tensor's columns. */
+static int pf__q8_fits(const pf__source *src, const pf__plan *p) {
+    return (src->layout == PF__LAYOUT_OUT_IN || src->layout == PF__LAYOUT_IN_OUT) && p->cols % PF__Q8_BLOCK == 0 &&
+           p->col_begin % PF__Q8_BLOCK == 0;
+}
+
+/* The dtype a source is stored in on the ranks: the group's, except that the CPU backend keeps
+   1-D tensors (norms, biases: a tiny share of the bytes) in fp32 for its ops to read as they are,
+   their values rounded to the group's dtype so that they are what the dtype would hold; and
+   that a Q8 or Q4 group keeps in fp16 the slices the blocks cannot hold (pf__q8_fits). */
+static pf__dtype pf__storage_dtype(const pf__group *g, const pf__source *src, const pf__plan *p) {
+    if (g->backend->host_memory && src->layout == PF__LAYOUT_VECTOR) return PF__DTYPE_F32;
+    if (PF__QUANTIZED(g->dtype)) return pf__q8_fits(src, p) ? g->dtype : PF__DTYPE_F16;
+    return g->dtype;
+}
+
+/* Slices one source into rank memory at dst ([plan rows, plan cols] in pf__storage_dtype). */
+/* A rank copied `bytes` of checkpoint data: counted for the progress callback. */
+static void pf__progress_add(pf__group *g, uint64_t bytes) {
+    if (!g->progress) return;
+    pthread_mutex_lock(&g->mutex);
+    g->progress_done += bytes;
+    if (g->progress_done > g->progress_total) g->progress_done = g->progress_total;
+    pthread_mutex_unlock(&g->mutex);
+}
+
+/* Quantizes rows [rows][cols] of fp32 values in place into Q8 blocks (cols a multiple of
+   PF__Q8_BLOCK). The scale is rounded to fp16 before the values are divided by it, so that
+   quantizing the dequantized weights again gives them back (pf_to_cpu then pf_parallelize). */
+static void pf__q8_quantize(void *data, size_t rows, size_t cols) {
+    const float *in = (const float *)data;
+    unsigned char *out = (unsigned char *)data; /* block b written at 34b, read from 128b: behind */
+    for (size_t b = 0; b < rows * cols / PF__Q8_BLOCK; b++) {
+        float v[PF__Q8_BLOCK], largest = 0;
+        memcpy(v, in + b * PF__Q8_BLOCK, sizeof v);
+        for (int i = 0; i < PF__Q8_BLOCK; i++) largest = fabsf(v[i]) > largest ? fabsf(v[i]) : largest;
+        uint16_t d16 = pf__f32_to_f16(largest / 127.0f);
+        float d = pf__f16_to_f32(d16), inverse = d > 0 ? 1.0f / d : 0.0f;
+        unsigned char *block = out + b * PF__Q8_BYTES;
+        memcpy(block, &d16, 2);
+        for (int i = 0; i < PF__Q8_BLOCK; i++) {
+            block[2 + i] = (unsigned char)pf__round_to_int8(v[i] * inverse);
+        }
+    }
+}
+
+/* The same into Q4 blocks, as llama.cpp's Q4_0 rounds: d = m / -8 for the value m of largest
+   magnitude (so m is q = 0), rounded to fp16 first like Q8's, then q = min(15, floor(w / d + 8.5)). */
+static void pf__q4_quantize(void *data, size_t rows, size_t cols) {
+    const float *in = (const float *)data;
+    unsigned char *out = (unsigned char *)data; /* block b written at 18b, read from 128b: behind */
+    for (size_t b = 0; b < rows * cols / PF__Q8_BLOCK; b++) {
+        float v[PF__Q8_BLOCK], extreme = 0;
+        memcpy(v, in + b * PF__Q8_BLOCK, sizeof v);
+        for (int i = 0; i < PF__Q8_BLOCK; i++) extreme = fabsf(v[i]) > fabsf(extreme) ? v[i] : extreme;
+        uint16_t d16 = pf__f32_to_f16(extreme / -8.0f);
+        float d = pf__f16_to_f32(d16), inverse = d != 0 ? 1.0f / d : 0.0f;
+        unsigned char *block = out + b * PF__Q4_BYTES, q[PF__Q8_BLOCK];
+        for (int i = 0; i < PF__Q8_BLOCK; i++) {
+            float t = pf__floor_small(v[i] * inverse + 8.5f);
+            q[i] = (unsigned char)(t < 0 ? 0 : t > 15 ? 15 : t);
+        }
+        memcpy(block, &d16, 2);
+        for (int i = 0; i < PF__Q8_BLOCK / 2; i++) block[2 + i] = (unsigned char)(q[i] | q[i + PF__Q8_BLOCK / 2] << 4);
+    }
+}
+
+static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__source *src, const pf__plan *p,
+                          float **staging, size_t *staging_size) {
+    /* vectors kept in fp32 hold what the group's dtype would (Q8 groups keep them as they are) */
+    pf__dtype rounding = PF__QUANTIZED(r->group->dtype) ? PF__DTYPE_F32 : r->group->dtype;
+    size_t numel = p->rows * p->cols;
+    if (!numel) return;
+    if (r->backend->host_memory && dtype == PF__DTYPE_F32) {
+        float *f = (float *)dst;
+        pf__slice_copy(f, src, p);
+        for (size_t k = 0; rounding != PF__DTYPE_F32 && k < numel; k++)
+            f[k] = rounding == PF__DTYPE_F16 ? pf__f16_to_f32(pf__f32_to_f16(f[k])) : pf__bf16_to_f32(pf__f32_to_bf16(f[k]));
+        pf__progress_add(r->group, numel * pf__dtype_size(src->dtype));
+        return;
+    }
+    if (numel * sizeof(float) > *staging_size) { /* one slice at a time: never a second full copy */
+        free(*staging);
+        *staging_size = numel * sizeof(float);
+        *staging = (float *)malloc(*staging_size);
+        if (!*staging) {
+            *staging_size = 0;
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory for a %zu-byte staging slice", numel * sizeof(float));
+            return;
+        }
+    }
+    float *f = *staging;
+    pf__slice_copy(f, src, p);
+    if (dtype == PF__DTYPE_Q8) {
+        pf__q8_quantize(f, p->rows, p->cols);
+    } else if (dtype == PF__DTYPE_Q4) {
+        pf__q4_quantize(f, p->rows, p->cols);
+    } else if (dtype != PF__DTYPE_F32) { /* convert in place: 2-byte values behind the 4-byte ones */
+        uint16_t *half = (uint16_t *)f;
+        for (size_t k = 0; k < numel; k++) half[k] = dtype == PF__DTYPE_F16 ? pf__f32_to_f16(f[k]) : pf__f32_to_bf16(f[k]);
+    }
+    r->backend->upload(r, dst, f, pf__weight_bytes(dtype, p->rows, p->cols));
+    pf__progress_add(r->group, numel * pf__dtype_size(src->dtype));
+}
+
+/* Host tables a rank needs besides the checkpoint's tensors: uploaded into rank memory. */
+static void *pf__rank_upload_table(pf__rank *r, const float *table, size_t count) {
+    float *dst = (float *)pf__rank_alloc(r, count * sizeof(float));
+    if (dst) r->backend->upload(r, dst, table, count * sizeof(float));
+    return dst;
+}
+
+/* ALiBi slopes of heads [first, first + count) of n (BLOOM's recipe: a geometric series from the
+   largest power of two below n, interleaved with a second series for the remaining heads). */
+static void pf__alibi_slopes(int n, int first, int count, float *out) {
+    int p = 1;
+    while (p * 2 <= n) p *= 2;
+    double base = pow(2.0, -pow(2.0, -(log2((double)p) - 3))), extra = pow(2.0, -pow(2.0, -(log2(2.0 * p) - 3)));
+    for (int i = 0; i < count; i++) {
+        int h = first + i;
+        out[i] = (float)(h < p ? pow(base, h + 1) : pow(extra, 2 * (h - p) + 1));
+    }
+}
+
+/* CTRL's sinusoid: row pos holds sin(pos * rate(2k)) for k < d/2, then cos(pos * rate(2k + 1)),
+   rate(i) = 1 / 10000^(2 (i / 2) / d), in fp32 as transformers computes it. */
+/* Row p: the sines of p * rate_k, then the cosines, k < d/2, with each family's rates and
+   precision: CTRL's 10000^(-2k/d) in fp32, Marian's and Pegasus' the same in fp64,
+   tensor2tensor's (M2M100) exp(-k ln(10000) / (d/2 - 1)) in fp32. */
+static void pf__sinusoid_table(float *out, size_t positions, size_t d, int kind) {
+    for (size_t pos = 0; pos < positions; pos++)
+        for (size_t k = 0; k < d / 2; k++) {
+            float sine, cosine;
+            if (kind == PF__SINUSOID_F64) {
+                double angle = (double)pos / pow(10000.0, (double)(2 * k) / (double)d);
+                sine = (float)sin(angle), cosine = (float)cos(angle);
+            } else {
+                float rate = kind == PF__SINUSOID_T2T ? expf((float)k * -(float)(log(10000.0) / (double)(d / 2 - 1)))
+                                                      : 1.0f / powf(10000.0f, (float)(2 * k) / (float)d);
+                float angle = (float)pos * rate;
+                sine = sinf(angle), cosine = cosf(angle);
+            }
+            out[pos * d + k] = sine;
+            out[pos * d + d / 2 + k] = cosine;
+        }
+}
+
+/* Blocks by tower: an encoder-decoder's encoder blocks come first; an encoder's are all encoder
+   blocks, a decoder's all decoder blocks. */
+static int pf__encoder_blocks(const pf__config *c) {
+    pf__kind kind = pf__archs[c->arch].kind;
+    return kind == PF__KIND_ENCODER ? c->num_layers : kind == PF__KIND_SEQ2SEQ ? c->encoder_layers : 0;
+}
+
+/* Cache layers: one per decoder block (its keys stay for the next steps), and one that every
+   encoder block reuses (its keys live for the block only). */
+static int pf__cache_layers(const pf__config *c) {
+    int encoder = pf__encoder_blocks(c);
+    return c->num_layers - encoder + (encoder > 0);
+}
+
+static int pf__cache_layer(const pf__config *c, int block) {
+    int encoder = pf__encoder_blocks(c);
+    return block < encoder ? c->num_layers - encoder : block - encoder;
+}
+
+/* A relative bias table's rank heads, transposed to [head][bucket] in fp32, on the rank; NULL
+   without one (or without heads). */
+static float *pf__rank_rel_table(pf__rank *r, const pf__source *rel) {
+    if (!rel->data || !r->share.heads) return NULL;
+    size_t rows = rel->rows, count = (size_t)r->share.heads * rows;
+    float *bias = (float *)malloc(count * sizeof(float));
+    if (!bias) {
+        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        return NULL;
+    }
+    for (int h = 0; h < r->share.heads; h++)
+        for (size_t k = 0; k < rows; k++)
+            bias[(size_t)h * rows + k] = pf__weight_value(rel->data, k * rel->cols + (size_t)(r->share.head_begin + h), rel->dtype);
+    float *table = (float *)pf__rank_upload_table(r, bias, count);
+    free(bias);
+    return table;
+}
+
+/* One all-reduce of a single float at the end of setup, waited for: NCCL connects its
+   communicators lazily at the first collective, and a rank that fails then (or before) is seen
+   during pf_parallelize rather than inside a forward's collectives. */
+static void pf__rank_warm_up(pf__rank *r) {
+    float value = 0;
+    if (r->group->num_ranks < 2 || r->error || !r->x) return;
+    r->backend->upload(r, r->x, &value, sizeof value);
+    pf__all_reduce(r, r->x, 1, "the communicators' warm-up");
+    r->backend->download(r, &value, r->x, sizeof value);
+}
+
+/* Values in one layer's K (or V) cache of the rank, self or cross: [max_batch][cache_len][kv width]. */
+static size_t pf__rank_cache_layer(const pf__rank *r) {
+    const pf__group *g = r->group;
+    return (size_t)g->max_batch * g->cache_len * r->share.kv_heads * g->model->config.head_dim;
+}
+
+/* Runs on the rank's thread: slices every weight into the rank's memory (stacked slots as one
+   allocation with their members as views into it), then the KV cache and scratch. */
+/* A stack's members (q, k, v, say) as one allocation, their slices one after another; each member
+   slot's weight points at its part. */
+static void pf__rank_load_stack(pf__rank *r, const struct pf__stack *stack, size_t i, size_t layer_base,
+                                float **staging, size_t *staging_size) {
+    pf__group *g = r->group;
+    const pf_model *m = g->model;
+    const pf__config *c = &m->config;
+    pf__plan plans[4];
+    size_t rows = 0, cols = 0;
+    int n = 0;
+    pf__dtype dtype = g->dtype; /* the members' (all matrices, or all vectors) */
+    for (int k = 0; k < stack->num_members; k++) {
+        const pf__source *src = &m->sources[layer_base + stack->members[k]];
+        if (!src->data) continue;
+        if (pf__plan_for(c, &r->share, src, &plans[n])) {
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+            break;
+        }
+        pf__dtype own = pf__storage_dtype(g, src, &plans[n]);
+        if (n == 0 || !PF__QUANTIZED(own)) dtype = own; /* blocks only if every member fits them */
+        rows += plans[n].rows;
+        cols = plans[n++].cols;
+    }
+    pf__weight *w = &r->weights[i];
+    w->dtype = dtype;
+    w->rows = rows;
+    w->cols = cols;
+    w->data = r->error ? NULL : pf__rank_alloc(r, pf__weight_bytes(dtype, rows, cols));
+    size_t offset = 0;
+    n = 0;
+    for (int k = 0; k < stack->num_members; k++) {
+        const pf__source *src = &m->sources[layer_base + stack->members[k]];
+        if (!src->data) continue;
+        pf__plan *p = &plans[n++];
+        pf__weight *member = &r->weights[layer_base + stack->members[k]];
+        member->dtype = dtype;
+        member->rows = p->rows;
+        member->cols = p->cols;
+        member->col_begin = p->col_begin;
+        member->data = w->data ? (char *)w->data + pf__weight_bytes(dtype, offset, cols) : NULL;
+        if (member->data) pf__rank_fill(r, member->data, dtype, src, p, staging, staging_size);
+        offset += p->rows;
+        free(p->row_map);
+    }
+}
+
+/* The rank's slice of every weight, in its storage dtype; a tied head is the embedding. */
+static void pf__rank_load_weights(pf__rank *r) {
+    pf__group *g = r->group;
+    const pf_model *m = g->model;
+    const pf__config *c = &m->config;
+    size_t num_slots = pf__num_slots(c);
+    r->weights = (pf__weight *)calloc(num_slots, sizeof *r->weights);
+    if (!r->weights) {
+        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        return;
+    }
+    r->allocating = PF__MEM_WEIGHTS;
+    float *staging = NULL;
+    size_t staging_size = 0;
+    for (size_t i = 0; i < num_slots && !r->error; i++) {
+        pf__slot slot = (pf__slot)(i < PF__SLOT_FIRST_LAYER ? i : PF__SLOT_FIRST_LAYER + (i - PF__SLOT_FIRST_LAYER) % PF__LAYER_SLOTS);
+        size_t layer_base = i - (size_t)slot;
+        const struct pf__stack *stack = NULL;
+        for (size_t k = 0; k < PF__COUNT(pf__stacks); k++)
+            if (pf__stacks[k].target == slot) stack = &pf__stacks[k];
+        if (stack) {
+            pf__rank_load_stack(r, stack, i, layer_base, &staging, &staging_size);
+            continue;
+        }
+        const pf__source *src = &m->sources[i];
+        if (!src->data || pf__stack_of(slot) || slot == PF__SLOT_REL_BIAS || slot == PF__SLOT_ENC_REL_BIAS)
+            continue; /* the biases: tables below */
+        pf__plan p;
+        if (pf__plan_for(c, &r->share, src, &p)) {
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+            break;
+        }
+        pf__weight *w = &r->weights[i];
+        w->rows = p.rows;
+        w->cols = p.cols;
+        w->col_begin = p.col_begin;
+        w->dtype = pf__storage_dtype(g, src, &p);
+        w->data = pf__rank_alloc(r, pf__weight_bytes(w->dtype, p.rows, p.cols));
+        if (w->data) pf__rank_fill(r, w->data, w->dtype, src, &p, &staging, &staging_size);
+        free(p.row_map);
+    }
+    free(staging);
+    if (r->error) return;
+    if (pf__slot_tied(m, PF__SLOT_LM_HEAD)) r->weights[PF__SLOT_LM_HEAD] = r->weights[PF__SLOT_TOKEN_EMBED];
+}
+
+/* Tables computed here rather than read: the sinusoid (where the file has no copy of it; one per
+   tower), the ALiBi slopes, in fp32; T5's relative position biases. */
+static void pf__rank_make_tables(pf__rank *r) {
+    pf__group *g = r->group;
+    const pf_model *m = g->model;
+    const pf__config *c = &m->config;
+    const pf__arch *a = &pf__archs[c->arch];
+    size_t hidden = (size_t)c->hidden_size;
+    size_t sinusoid_rows = (size_t)g->cache_len + (size_t)c->position_offset;
+    size_t table_size = a->positions == PF__POS_SINUSOIDAL ? sinusoid_rows * hidden : (size_t)r->share.heads;
+    float *table = table_size ? (float *)malloc(table_size * sizeof(float)) : NULL;
+    if (table_size && !table) {
+        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        return;
+    }
+    if (a->positions == PF__POS_SINUSOIDAL) {
+        pf__sinusoid_table(table, sinusoid_rows, hidden, c->sinusoid);
+        for (int k = 0; k < (a->kind == PF__KIND_SEQ2SEQ ? 2 : 1); k++) {
+            pf__weight *w = &r->weights[k ? PF__SLOT_ENC_POSITION_EMBED : PF__SLOT_POSITION_EMBED];
+            if (w->data) continue; /* read from the file */
+            w->dtype = PF__DTYPE_F32;
+            w->rows = sinusoid_rows;
+            w->cols = hidden;
+            w->data = pf__rank_upload_table(r, table, table_size);
+        }
+    } else if (a->positions == PF__POS_ALIBI && r->share.heads) {
+        pf__alibi_slopes(c->num_heads, r->share.head_begin, r->share.heads, table);
+        r->alibi = (float *)pf__rank_upload_table(r, table, table_size);
+    }
+    free(table);
+    r->rel_bias = pf__rank_rel_table(r, &m->sources[PF__SLOT_REL_BIAS]);
+    r->enc_rel_bias = pf__rank_rel_table(r, &m->sources[PF__SLOT_ENC_REL_BIAS]);
+}
+
+/* The key/value caches (the cross-attention ones of encoder-decoders in fp32). */
+static void pf__rank_alloc_caches(pf__rank *r) {
+    pf__group *g = r->group;
+    const pf__config *c = &g->model->config;
+    const pf__arch *a = &pf__archs[c->arch];
+    r->cache_dtype = g->cache_dtype;
+    size_t self_layer = pf__rank_cache_layer(r) * pf__dtype_size(r->cache_dtype);
+    size_t cross_layer = pf__rank_cache_layer(r) * sizeof(float);
+    r->allocating = PF__MEM_CACHE;
+    r->k_cache = pf__rank_alloc(r, (size_t)pf__cache_layers(c) * self_layer);
+    r->v_cache = pf__rank_alloc(r, (size_t)pf__cache_layers(c) * self_layer);
+    if (a->kind == PF__KIND_SEQ2SEQ && c->num_layers > c->encoder_layers) {
+        r->cross_k = (float *)pf__rank_alloc(r, (size_t)(c->num_layers - c->encoder_layers) * cross_layer);
+        r->cross_v = (float *)pf__rank_alloc(r, (size_t)(c->num_layers - c->encoder_layers) * cross_layer);
+    }
+}
+
+/* Activations for up to max_tokens rows, logits, and the CPU backend's own work space. */
+static void pf__rank_alloc_scratch(pf__rank *r) {
+    pf__group *g = r->group;
+    const pf_model *m = g->model;
+    const pf__config *c = &m->config;
+    size_t hd = (size_t)c->head_dim, hidden = (size_t)c->hidden_size, T = g->max_tokens;
+    size_t q_width = (size_t)r->share.heads * hd, kv_width = (size_t)r->share.kv_heads * hd;
+    size_t mlp_in = (size_t)r->share.mlp_width * (c->gated_mlp ? 2 : 1);
+    r->allocating = PF__MEM_SCRATCH;
+    size_t wide = hidden > (size_t)c->embed_dim ? hidden : (size_t)c->embed_dim; /* OPT's project_out */
+    r->x = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
+    r->h = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
+    r->part = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
+    if (m->sources[PF__SLOT_PROJECT_IN].data) r->embed = (float *)pf__rank_alloc(r, T * c->embed_dim * sizeof(float));
+    r->qkv = (float *)pf__rank_alloc(r, T * (q_width + 2 * kv_width) * sizeof(float));
+    r->attn = (float *)pf__rank_alloc(r, T * q_width * sizeof(float));
+    r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
+    if (c->gated_mlp) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
+    r->logits = (float *)pf__rank_alloc(r, g->logit_rows * r->share.vocab_rows * sizeof(float));
+    if (m->sources[PF__SLOT_PATCH_WEIGHT].data)
+        r->patch_in = (float *)pf__rank_alloc(r, (size_t)g->max_batch * (size_t)(c->max_positions - 1 - c->distillation) *
+                                                     m->sources[PF__SLOT_PATCH_WEIGHT].cols * sizeof(float));
+    if (r->index == 0 && m->sources[PF__SLOT_PROJECTION].data)
+        r->projected = (float *)pf__rank_alloc(r, (size_t)g->max_batch * c->projection_dim * sizeof(float));
+    if (r->index == 0 && (m->sources[PF__SLOT_CLASSIFIER_WEIGHT].data || m->sources[PF__SLOT_SPAN_WEIGHT].data))
+        r->head_out = (float *)pf__rank_alloc(r, T * (size_t)(c->num_labels > 2 ? c->num_labels : 2) * sizeof(float));
+    if (r->backend == &pf__cpu_backend) {
+        size_t score_rows = r->share.heads > PF__QUERY_BLOCK ? (size_t)r->share.heads : PF__QUERY_BLOCK;
+        r->scores = (float *)pf__rank_alloc(r, score_rows * (size_t)g->cache_len * sizeof(float));
+        r->head_slices = (size_t *)pf__rank_alloc(r, score_rows * sizeof(size_t));
+        if (T > PF__QUERY_BLOCK || g->cache_dtype != PF__DTYPE_F32) {
+            r->attn_pack_floats = (size_t)g->cache_len * hd;
+            r->attn_pack = (float *)pf__rank_alloc(r, 2 * r->attn_pack_floats * sizeof(float));
+        }
+        if (g->num_ranks > 1) r->reduce_tmp = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
+        if (g->max_batch > 1) r->reorder_tmp = (float *)pf__rank_alloc(r, (size_t)g->max_batch * g->cache_len * kv_width * sizeof(float));
+    }
+}
+
+static void pf__rank_setup(pf__rank *r) {
+    pf__rank_load_weights(r);
+    if (!r->error) pf__rank_make_tables(r);
+    if (r->error) return;
+    pf__rank_alloc_caches(r); /* an allocation that fails leaves the rest NULL, and r->error set */
+    pf__rank_alloc_scratch(r);
+    pf__rank_warm_up(r);
+}
+
+/* Runs on the rank's thread: writes its slices into the group's full host arrays. */
+static void pf__rank_gather(pf__rank *r) {
+    pf__group *g = r->group;
+    const pf_model *m = g->model;
+    size_t num_slots = pf__num_slots(&m->config);
+    for (size_t i = 0; i < num_slots && !r->error; i++) {
+        const pf__source *src = &m->sources[i];
+        if (!src->data || (src->split == PF__SPLIT_NONE && r->index != 0)) continue;
+        pf__plan p;
+        if (pf__plan_for(&m->config, &r->share, src, &p)) {
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+            return;
+        }
+        pf__weight w = r->weights[i];
+        if (src->split == PF__SPLIT_KV_COLUMNS && w.rows && r->share.head_begin % (m->config.num_heads / m->config.num_kv_heads)) {
+            /* Its first key/value head belongs to the rank before, which writes it. */
+            size_t hd = (size_t)m->config.head_dim;
+            w.rows -= hd;
+            w.data = (char *)w.data + pf__weight_bytes(w.dtype, hd, w.cols);
+            p.row_begin += hd;
+            p.rows -= hd;
+        }
+        size_t numel = w.rows * w.cols;
+        float *slice = numel ? (float *)malloc(numel * sizeof(float)) : NULL;
+        if (numel && !slice) {
+            free(p.row_map);
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+            return;
+        }
+        if (numel) {
+            r->backend->download(r, slice, w.data, pf__weight_bytes(w.dtype, w.rows, w.cols));
+            if (w.dtype != PF__DTYPE_F32) { /* widen in place, from the back (Q8 too: a value's block lies before it) */
+                for (size_t k = numel; k-- > 0;) slice[k] = pf__weight_value(slice, k, w.dtype);
+            }
+            pf__slice_scatter(g->gather[i], src->cols, slice, &p);
+        }
+        free(slice);
+        free(p.row_map);
+    }
+}
+

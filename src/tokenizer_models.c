@@ -1,0 +1,1087 @@
+/* ---- the tokenizer ---- */
+
+/* Split patterns matched by hand. HF names a regex by its source, which is how a tokenizer.json
+   "Split" is recognised (ByteLevel's use_regex means GPT2). */
+typedef enum pf__tok_pattern {
+    PF__PAT_GPT2,    /* 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
+    PF__PAT_LLAMA3,  /* (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+                        ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
+    PF__PAT_QWEN2,   /* as LLAMA3 with \p{N} one digit at a time */
+    PF__PAT_BLOOM,   /*  ?[^(\s|[.,!?…。，、।۔،])]+ */
+    PF__PAT_WORD_NL, /* \S+\n? (CTRL's words) */
+    PF__PAT_LITERAL, /* a string (a "String" pattern; Metaspace's replacement) */
+    PF__PAT_FLAGS    /* one code point with any of the given PF__UC_* flags */
+} pf__tok_pattern;
+
+static const struct {
+    pf__tok_pattern pattern;
+    const char *regex;
+} pf__tok_regexes[] = {
+    {PF__PAT_GPT2, "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"},
+    {PF__PAT_LLAMA3, "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
+                     "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+    {PF__PAT_QWEN2, "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
+                    "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+    {PF__PAT_BLOOM, " ?[^(\\s|[.,!?\xe2\x80\xa6\xe3\x80\x82\xef\xbc\x8c\xe3\x80\x81\xe0\xa5\xa4\xdb\x94\xd8\x8c])]+"},
+    {PF__PAT_WORD_NL, "\\S+\\n?"},
+};
+
+/* HF's SplitDelimiterBehavior */
+typedef enum pf__tok_behavior {
+    PF__SPLIT_REMOVED, PF__SPLIT_ISOLATED, PF__SPLIT_MERGED_PREVIOUS, PF__SPLIT_MERGED_NEXT, PF__SPLIT_CONTIGUOUS
+} pf__tok_behavior;
+
+static const char *const pf__tok_behaviors[] = {"Removed", "Isolated", "MergedWithPrevious", "MergedWithNext",
+                                                "Contiguous"};
+
+typedef enum pf__tok_prepend { PF__PREPEND_ALWAYS, PF__PREPEND_FIRST, PF__PREPEND_NEVER } pf__tok_prepend;
+
+/* Normalizer steps (a BertNormalizer is its four steps) */
+typedef enum pf__tok_norm_kind {
+    PF__NORM_NFC, PF__NORM_NFD, PF__NORM_LOWERCASE, PF__NORM_PREPEND, PF__NORM_REPLACE, PF__NORM_STRIP,
+    PF__NORM_BERT_CLEAN, PF__NORM_BERT_CJK, PF__NORM_STRIP_ACCENTS,
+    PF__NORM_NFKC, PF__NORM_NFKD,
+    PF__NORM_STRIP_MARKS,    /* StripAccents: combining marks dropped (BertNormalizer's strip_accents is
+                                NFD then its own marks: PF__NORM_STRIP_ACCENTS) */
+    PF__NORM_REPLACE_SPACES, /* Replace with the regex " {2,}": runs of two or more spaces */
+    PF__NORM_PRECOMPILED,    /* SentencePiece's precompiled_charsmap */
+    PF__NORM_SPM             /* SentencePiece's own Normalizer: its charsmap (longest key first) and its
+                                whitespace rules (flags in spm), for its .model files */
+} pf__tok_norm_kind;
+
+typedef struct pf__tok_norm {
+    pf__tok_norm_kind kind;
+    char *a, *b; /* Prepend: a; Replace: pattern a, content b; Precompiled: the replacements b (malloc'd) */
+    size_t a_len, b_len;
+    int left, right; /* Strip */
+    uint32_t *units; /* Precompiled: the double-array trie of the keys [num_units] (malloc'd) */
+    size_t num_units;
+    unsigned spm;    /* PF__NORM_SPM: PF__SPM_DUMMY_PREFIX | PF__SPM_REMOVE_SPACES | PF__SPM_ESCAPE */
+} pf__tok_norm;
+
+#define PF__SPM_DUMMY_PREFIX 1u  /* normalizer_spec.add_dummy_prefix */
+#define PF__SPM_REMOVE_SPACES 2u /* normalizer_spec.remove_extra_whitespaces */
+#define PF__SPM_ESCAPE 4u        /* normalizer_spec.escape_whitespaces */
+
+/* SentencePiece's piece types and model types (sentencepiece_model.proto) */
+enum { PF__SPM_NORMAL = 1, PF__SPM_UNKNOWN, PF__SPM_CONTROL, PF__SPM_USER_DEFINED, PF__SPM_UNUSED, PF__SPM_BYTE };
+enum { PF__SPM_UNIGRAM = 1, PF__SPM_BPE, PF__SPM_WORD, PF__SPM_CHAR };
+
+/* Pre-tokenizer stages (a ByteLevel is a prefix-space stage and a GPT2 split) */
+typedef enum pf__tok_pre_kind { PF__PRE_SPLIT, PF__PRE_PREFIX_SPACE, PF__PRE_METASPACE } pf__tok_pre_kind;
+
+typedef struct pf__tok_pre {
+    pf__tok_pre_kind kind;
+    pf__tok_pattern pattern;    /* SPLIT */
+    pf__tok_behavior behavior;  /* SPLIT */
+    int invert;                 /* SPLIT */
+    unsigned flags;             /* PF__PAT_FLAGS */
+    char *lit;                  /* PF__PAT_LITERAL; METASPACE: the replacement (malloc'd) */
+    size_t lit_len;
+    pf__tok_prepend prepend;    /* METASPACE */
+    int split;                  /* METASPACE */
+} pf__tok_pre;
+
+typedef enum pf__tok_dec_kind {
+    PF__DEC_BYTELEVEL, PF__DEC_REPLACE, PF__DEC_BYTEFALLBACK, PF__DEC_FUSE, PF__DEC_STRIP, PF__DEC_METASPACE,
+    PF__DEC_BPE, PF__DEC_WORDPIECE,
+    PF__DEC_UTF8_IGNORE, /* ByT5: the tokens' bytes as one token, less the bytes that are not valid UTF-8 */
+    PF__DEC_SPM          /* Marian's and M2M100's convert_tokens_to_string: runs between special tokens
+                            decoded by SentencePiece (t->spm), then stripped */
+} pf__tok_dec_kind;
+
+typedef struct pf__tok_dec {
+    pf__tok_dec_kind kind;
+    char *a, *b; /* Replace: pattern a, content b; Metaspace, Strip: the character a; BPE: suffix a;
+                    WordPiece: prefix a */
+    size_t a_len, b_len;
+    size_t start, stop;      /* Strip */
+    pf__tok_prepend prepend; /* Metaspace */
+    int cleanup;             /* WordPiece */
+} pf__tok_dec;
+
+#define PF__TOK_MAX_NORMS 16
+#define PF__TOK_MAX_PRE 16
+#define PF__TOK_MAX_DECS 16
+#define PF__TOK_SEQ_A (-1) /* in a post-processor template: the first text's ids */
+#define PF__TOK_SEQ_B (-2) /* ... and the second's */
+
+typedef struct pf__tok_post_item { /* a piece of a post-processor template */
+    int32_t id;       /* a special token's id, or PF__TOK_SEQ_A / PF__TOK_SEQ_B */
+    uint32_t type_id; /* the token type id of its ids */
+} pf__tok_post_item;
+
+typedef struct pf__tok_added {
+    char *content; /* malloc'd, NUL-terminated: what it decodes to */
+    size_t len;
+    char *match;   /* what is looked for: content, normalized when normalized is set (malloc'd) */
+    size_t match_len;
+    int32_t id;
+    unsigned char special, normalized, lstrip, rstrip, single_word;
+    unsigned char unmatched; /* addressable by id and string, never looked for in a text (M2M100's
+                                language codes when the config does not list them as special) */
+} pf__tok_added;
+
+/* PF__MODEL_BYTES: ByT5, each byte of the text is id byte + PF__BYTES_OFFSET (no vocab file) */
+typedef enum pf__tok_model_kind { PF__MODEL_BPE, PF__MODEL_WORDPIECE, PF__MODEL_UNIGRAM, PF__MODEL_BYTES } pf__tok_model_kind;
+#define PF__BYTES_OFFSET 3 /* ByT5's <pad> <eos> <unk> come first */
+
+typedef struct pf__tok_piece { /* a Unigram piece: its string in vocab_text, and its score */
+    size_t offset;
+    uint32_t len;
+    double score;
+} pf__tok_piece;
+
+/* Vocab hash slot: a token string (in vocab_text) and its id; id -1 marks an empty slot. */
+typedef struct pf__tok_vocab_slot {
+    uint32_t hash, len;
+    size_t offset;
+    int32_t id;
+} pf__tok_vocab_slot;
+
+/* Merge hash slot: the pair (left id << 32 | right id), its rank and the id it merges into;
+   rank UINT32_MAX marks an empty slot. */
+typedef struct pf__tok_merge_slot {
+    uint64_t pair;
+    uint32_t rank;
+    int32_t new_id;
+} pf__tok_merge_slot;
+
+struct pf_tokenizer {
+    int32_t num_ids; /* ids are 0 .. num_ids-1; an id no token has is unknown */
+
+    /* model vocab: token string -> id (open addressing, linear probing) */
+    pf__tok_vocab_slot *vocab; /* [vocab_mask + 1] */
+    size_t vocab_mask, vocab_count;
+    char *vocab_text; /* the token strings, each NUL-terminated */
+    size_t vocab_text_len;
+
+    pf__tok_merge_slot *merges; /* [merges_mask + 1] */
+    size_t merges_mask;
+
+    /* model options */
+    pf__tok_model_kind model;
+    int byte_level;    /* the model sees each byte as its character in GPT-2's byte map */
+    int32_t unk_id;    /* -1: none. BPE drops characters without a token then, as HF does; WordPiece
+                          fails the encoding where it needs one, as HF does */
+    int fuse_unk, ignore_merges, byte_fallback;
+    char *prefix, *suffix; /* continuing_subword_prefix, end_of_word_suffix; NULL: none */
+    size_t prefix_len, suffix_len;
+    size_t max_word_chars; /* WordPiece: max_input_chars_per_word (a longer word is unk) */
+    pf__tok_piece *pieces; /* Unigram: [num_pieces], by id (a string listed twice maps to its
+                              last id, as HF's token map does, and both ids decode to it) */
+    size_t num_pieces;
+    double unk_score;      /* Unigram: what an unknown character costs: HF's lowest score less 10 */
+    size_t max_token_len;  /* the longest vocab string, in bytes: no longer piece is looked up */
+
+    /* byte-level: the character standing for each byte (UTF-8), the id of its one-character token
+       (-1 when the vocab lacks it), and the inverse map */
+    uint16_t byte_char[256];
+    unsigned char byte_str[256][2];
+    unsigned char byte_str_len[256];
+    int32_t byte_id[256];
+    int16_t char_byte[512];
+    int32_t fallback_id[256]; /* byte_fallback: the id of <0xXX>, or -1 */
+
+    /* each id's token string (into vocab_text or an added token); id_len -1: unknown id */
+    const char **id_str;
+    int32_t *id_len;
+
+    /* added tokens; added_order lists them by pass (0: normalized = false, 1: true), then by first
+       byte of their match; added_first[pass][b] .. added_first[pass][b + 1] are those starting with b */
+    pf__tok_added *added;
+    size_t num_added, added_cap;
+    uint32_t *added_order;
+    uint32_t added_first[2][257];
+
+    pf__tok_norm norms[PF__TOK_MAX_NORMS];
+    int num_norms;
+    pf__tok_pre pres[PF__TOK_MAX_PRE];
+    int num_pres;
+    pf__tok_dec decs[PF__TOK_MAX_DECS];
+    int num_decs;
+    int has_decoder; /* 0: tokens are joined with spaces, as HF does without a decoder */
+
+    /* the post-processor's templates, [0] for one text, [1] for a pair (without one: A, and A
+       then B of type id 1, as HF's default), and the special ids each adds */
+    pf__tok_post_item *post[2];
+    size_t post_len[2], post_added[2];
+    int has_post; /* a post-processor that adds tokens or sets type ids was read */
+    int eos_once;  /* ByT5: a text whose ids end with the template's special token does not get it
+                      again (its _add_eos_if_not_present) */
+
+    int32_t bos_id, eos_id; /* tokenizer_config.json's bos_token / eos_token; -1: unknown */
+    char *bos_token, *eos_token; /* their text, for chat templates; NULL: not named */
+    char *chat_template;      /* chat_template.jinja, else tokenizer_config.json's; NULL: none */
+    char *chat_template_note; /* why there is none when the config's list names no "default" */
+
+    /* SentencePiece files without tokenizer.json (Marian, M2M100): spm is the .model's own
+       tokenizer (pieces by SentencePiece id, their scores or merges), this one's model step;
+       spm_ids maps its ids to this vocab's (vocab.json), and a run of unknown characters is looked
+       up here by its text, as the slow tokenizers map pieces through vocab.json */
+    struct pf_tokenizer *spm;
+    int32_t *spm_ids;           /* [spm->num_pieces] */
+    int spm_marian;             /* decode: a space after each special token, "▁" replaced (Marian) */
+    int spm_cleanup;            /* decode: clean_up_tokenization_spaces */
+    int spm_upper;              /* decode: each SentencePiece run upper-cased (Speech2Text's do_upper_case) */
+    /* in spm itself: */
+    unsigned char *spm_types;   /* [num_pieces]: each piece's SentencePiece type */
+    unsigned spm_flags;         /* PF__SPM_DUMMY_PREFIX | ... of its normalizer_spec */
+    char *spm_unk_surface;      /* what <unk> decodes to (trainer_spec.unk_surface) */
+    size_t spm_unk_surface_len;
+};
+
+void pf_tokenizer_free(pf_tokenizer *tokenizer) {
+    size_t i;
+    int k;
+    if (!tokenizer) return;
+    for (i = 0; i < tokenizer->num_added; i++) {
+        free(tokenizer->added[i].content);
+        free(tokenizer->added[i].match);
+    }
+    for (k = 0; k < tokenizer->num_norms; k++) {
+        free(tokenizer->norms[k].a);
+        free(tokenizer->norms[k].b);
+        free(tokenizer->norms[k].units);
+    }
+    for (k = 0; k < tokenizer->num_pres; k++) free(tokenizer->pres[k].lit);
+    for (k = 0; k < tokenizer->num_decs; k++) {
+        free(tokenizer->decs[k].a);
+        free(tokenizer->decs[k].b);
+    }
+    free(tokenizer->added);
+    free(tokenizer->added_order);
+    free(tokenizer->vocab);
+    free(tokenizer->vocab_text);
+    free(tokenizer->merges);
+    free(tokenizer->id_str);
+    free(tokenizer->id_len);
+    free(tokenizer->prefix);
+    free(tokenizer->suffix);
+    free(tokenizer->pieces);
+    free(tokenizer->post[0]);
+    free(tokenizer->post[1]);
+    free(tokenizer->bos_token);
+    free(tokenizer->eos_token);
+    free(tokenizer->chat_template);
+    free(tokenizer->chat_template_note);
+    pf_tokenizer_free(tokenizer->spm);
+    free(tokenizer->spm_ids);
+    free(tokenizer->spm_types);
+    free(tokenizer->spm_unk_surface);
+    free(tokenizer);
+}
+
+int pf_tokenizer_vocab_size(const pf_tokenizer *tokenizer) {
+    return tokenizer ? (int)tokenizer->num_ids : 0;
+}
+
+int32_t pf_tokenizer_bos_id(const pf_tokenizer *tokenizer) { return tokenizer ? tokenizer->bos_id : -1; }
+
+int32_t pf_tokenizer_eos_id(const pf_tokenizer *tokenizer) { return tokenizer ? tokenizer->eos_id : -1; }
+
+int pf_tokenizer_is_special(const pf_tokenizer *tokenizer, int32_t id) {
+    if (!tokenizer || id < 0) return 0;
+    if (id == tokenizer->bos_id || id == tokenizer->eos_id) return 1;
+    for (size_t i = 0; i < tokenizer->num_added; i++) /* a few added tokens, rarely hundreds */
+        if (tokenizer->added[i].id == id) return tokenizer->added[i].special;
+    return 0;
+}
+
+/* FNV-1a, 32 bits. */
+static uint32_t pf__tok_hash(const char *s, size_t len) {
+    uint32_t h = 2166136261u;
+    size_t i;
+    for (i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+
+static size_t pf__tok_pow2_at_least(size_t n) {
+    size_t c = 16;
+    while (c < n) c *= 2;
+    return c;
+}
+
+/* The vocab id of a token string whose pf__tok_hash is h, or -1. */
+static int32_t pf__tok_vocab_find_hashed(const pf_tokenizer *t, const char *s, size_t len, uint32_t h) {
+    size_t i = h & t->vocab_mask;
+    if (!t->vocab) return -1;
+    for (;; i = (i + 1) & t->vocab_mask) {
+        const pf__tok_vocab_slot *slot = &t->vocab[i];
+        if (slot->id < 0) return -1;
+        if (slot->hash == h && slot->len == len && !memcmp(t->vocab_text + slot->offset, s, len))
+            return slot->id;
+    }
+}
+
+/* The vocab id of a token string, or -1. */
+static int32_t pf__tok_vocab_find(const pf_tokenizer *t, const char *s, size_t len) {
+    return pf__tok_vocab_find_hashed(t, s, len, pf__tok_hash(s, len));
+}
+
+int32_t pf_tokenizer_token_id(const pf_tokenizer *tokenizer, const char *token) {
+    size_t i, len;
+    if (!tokenizer || !token) return -1;
+    len = strlen(token);
+    for (i = 0; i < tokenizer->num_added; i++) /* an added token wins, as in HF's convert_tokens_to_ids */
+        if (tokenizer->added[i].len == len && !memcmp(tokenizer->added[i].content, token, len))
+            return tokenizer->added[i].id;
+    return len ? pf__tok_vocab_find(tokenizer, token, len) : -1;
+}
+
+static size_t pf__tok_pair_slot(uint64_t pair, size_t mask) {
+    return (size_t)((pair * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+}
+
+/* The merge of the pair (left, right), or NULL. */
+static const pf__tok_merge_slot *pf__tok_merge_find(const pf_tokenizer *t, int32_t left, int32_t right) {
+    uint64_t pair = (uint64_t)(uint32_t)left << 32 | (uint32_t)right;
+    size_t i = pf__tok_pair_slot(pair, t->merges_mask);
+    if (!t->merges) return NULL;
+    for (;; i = (i + 1) & t->merges_mask) {
+        const pf__tok_merge_slot *slot = &t->merges[i];
+        if (slot->rank == UINT32_MAX) return NULL;
+        if (slot->pair == pair) return slot;
+    }
+}
+
+/* ---- encoding: scratch memory ---- */
+
+typedef struct pf__tok_sym {
+    int32_t id;          /* -1: merged into its left neighbour */
+    uint32_t prev, next; /* UINT32_MAX: none */
+} pf__tok_sym;
+
+typedef struct pf__tok_cand { /* a possible merge of the symbols at pos and its next */
+    uint32_t rank, pos;
+    int32_t new_id;
+} pf__tok_cand;
+
+typedef struct pf__tok_ctx {
+    const pf_tokenizer *t;
+    const pf_tokenizer *outer; /* while a SentencePiece model (t = outer->spm) runs: the tokenizer whose
+                                  ids it emits */
+    int32_t *ids;       /* [ids_cap]: the ids so far, count of them */
+    size_t ids_cap, count;
+    int out_of_memory;  /* an id could not be stored */
+    int needs_unk;      /* a word needed the unk token the model lacks (HF fails too) */
+    pf__tok_sym *sym;   /* [sym_cap] */
+    pf__tok_cand *heap; /* [heap_cap]: a merge adds at most one candidate net */
+    size_t sym_cap, heap_cap;
+    pf__tok_buf norm[2];            /* normalizer steps, ping-pong */
+    pf__tok_cps cps, cps_tmp;       /* NFC / NFD */
+    pf__tok_buf pre[PF__TOK_MAX_PRE]; /* pre-tokenizer stages that rewrite text */
+    pf__tok_buf unit;               /* a BPE unit with prefix / suffix */
+    pf__tok_buf mapped;             /* a word as byte-level characters (ignore_merges) */
+    struct pf__tok_node *lattice;   /* Unigram: [lattice_cap] */
+    size_t *path;                   /* Unigram: [path_cap], the best path's piece ends */
+    size_t lattice_cap, path_cap;
+} pf__tok_ctx;
+
+static void pf__tok_ctx_free(pf__tok_ctx *c) {
+    int k;
+    free(c->ids);
+    free(c->sym);
+    free(c->heap);
+    free(c->norm[0].p);
+    free(c->norm[1].p);
+    free(c->cps.p);
+    free(c->cps_tmp.p);
+    for (k = 0; k < PF__TOK_MAX_PRE; k++) free(c->pre[k].p);
+    free(c->unit.p);
+    free(c->mapped.p);
+    free(c->lattice);
+    free(c->path);
+}
+
+/* Appends an id; running out of memory is reported once the encoding ends. */
+static void pf__tok_emit(pf__tok_ctx *c, int32_t id) {
+    if (pf__tok_grow((void **)&c->ids, &c->ids_cap, c->count + 1, sizeof *c->ids)) {
+        c->out_of_memory = 1;
+        return;
+    }
+    c->ids[c->count++] = id;
+}
+
+/* The id of a token string as the slow tokenizers' convert_tokens_to_ids: an added token's, else
+   the vocab's, else unk's. */
+static int32_t pf__tok_spm_lookup(const pf_tokenizer *t, const unsigned char *s, size_t len) {
+    size_t i;
+    int32_t id;
+    for (i = 0; i < t->num_added; i++)
+        if (t->added[i].len == len && !memcmp(t->added[i].content, s, len)) return t->added[i].id;
+    id = len ? pf__tok_vocab_find(t, (const char *)s, len) : -1;
+    return id >= 0 ? id : t->unk_id;
+}
+
+/* Emits a model's piece: its id, or, for a SentencePiece model, the id its string has outside. */
+static void pf__tok_emit_piece(pf__tok_ctx *c, int32_t id) {
+    pf__tok_emit(c, c->outer ? c->outer->spm_ids[id] : id);
+}
+
+/* ---- normalizers ---- */
+
+static int pf__tok_from_cps(pf__tok_buf *out, const pf__tok_cps *cps) {
+    size_t i;
+    for (i = 0; i < cps->len; i++)
+        if (pf__buf_put_cp(out, cps->p[i])) return -1;
+    return 0;
+}
+
+static int pf__tok_is_ascii(const unsigned char *s, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (s[i] >= 0x80) return 0;
+    return 1;
+}
+
+static int pf__tok_is_cjk(uint32_t cp) { /* BertNormalizer's is_chinese_char */
+    return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) || (cp >= 0x20000 && cp <= 0x2A6DF) ||
+           (cp >= 0x2A700 && cp <= 0x2B73F) || (cp >= 0x2B740 && cp <= 0x2B81F) || (cp >= 0x2B920 && cp <= 0x2CEAF) ||
+           (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
+}
+
+/* The replacement a Precompiled charsmap has for s[0 .. n): that of the shortest prefix of s it
+   holds (HF's spm_precompiled takes the first of its common-prefix search: a longer key never
+   wins), into *rep; 0 when it holds none. The search stops at a NUL byte. The trie is darts-clone's
+   double array: a unit holds a label (bits 0-7, and 31 set in value units), a leaf flag (bit 8)
+   and the offset of its children (bits 10-30, times 256 when bit 9 is set). */
+static size_t pf__charsmap_offset(uint32_t unit) {
+    return ((size_t)unit >> 10) << ((unit & (1u << 9)) >> 6);
+}
+
+static int pf__charsmap_find(const pf__tok_norm *nm, const unsigned char *s, size_t n, const char **rep, size_t *rep_len) {
+    const uint32_t *u = nm->units;
+    size_t pos = pf__charsmap_offset(u[0]), i, value, end;
+    for (i = 0; i < n && s[i]; i++) {
+        uint32_t unit;
+        pos ^= s[i];
+        if (pos >= nm->num_units || ((unit = u[pos]) & 0x800000FFu) != s[i]) return 0;
+        pos ^= pf__charsmap_offset(unit);
+        if (!(unit & (1u << 8))) continue;
+        if (pos >= nm->num_units) return 0; /* a malformed trie (HF would panic) */
+        value = u[pos] & 0x7FFFFFFFu;
+        if (value > nm->b_len) value = nm->b_len; /* likewise */
+        for (end = value; end < nm->b_len && nm->b[end]; end++) {}
+        *rep = nm->b + value;
+        *rep_len = end - value;
+        return 1;
+    }
+    return 0;
+}
+
+/* SentencePiece's own charsmap lookup (its Normalizer::NormalizePrefix): the replacement of the
+   longest key the charsmap holds at the start of s, into *rep; that key's length, 0 when none. */
+static size_t pf__charsmap_longest(const pf__tok_norm *nm, const unsigned char *s, size_t n, const char **rep,
+                                   size_t *rep_len) {
+    const uint32_t *u = nm->units;
+    size_t pos = pf__charsmap_offset(u[0]), i, value, end, best = 0;
+    for (i = 0; i < n && s[i]; i++) {
+        uint32_t unit;
+        pos ^= s[i];
+        if (pos >= nm->num_units || ((unit = u[pos]) & 0x800000FFu) != s[i]) break;
+        pos ^= pf__charsmap_offset(unit);
+        if (!(unit & (1u << 8))) continue;
+        if (pos >= nm->num_units) break; /* a malformed trie */
+        value = u[pos] & 0x7FFFFFFFu;
+        if (value > nm->b_len) value = nm->b_len;
+        for (end = value; end < nm->b_len && nm->b[end]; end++) {}
+        *rep = nm->b + value;
+        *rep_len = end - value;
+        best = i + 1;
+    }
+    return best;
+}
+
+/* What SentencePiece's normalizer makes of the start of s: the charsmap's replacement, else the
+   character itself, U+FFFD for a byte that is not UTF-8; *used: the bytes it takes. */
+static void pf__spm_prefix(const pf__tok_norm *nm, const unsigned char *s, size_t n, const char **rep, size_t *rep_len,
+                           size_t *used) {
+    uint32_t cp;
+    if (nm->units && (*used = pf__charsmap_longest(nm, s, n, rep, rep_len)) > 0) return;
+    *used = pf__utf8_decode(s, n, &cp);
+    *rep = cp == PF__UTF8_INVALID ? "\xEF\xBF\xBD" : (const char *)s;
+    *rep_len = cp == PF__UTF8_INVALID ? 3 : *used;
+}
+
+/* SentencePiece's Normalizer::Normalize: each character through the charsmap; with
+   remove_extra_whitespaces, the spaces at the start and end go and runs of them become one; with
+   add_dummy_prefix, a space in front of a text that has anything left; with escape_whitespaces,
+   spaces become U+2581. */
+static int pf__tok_spm_normalize(const pf__tok_norm *nm, const unsigned char *s, size_t n, pf__tok_buf *out) {
+    static const char meta[] = "\xE2\x96\x81";
+    int remove = (nm->spm & PF__SPM_REMOVE_SPACES) != 0, escape = (nm->spm & PF__SPM_ESCAPE) != 0, prev_space;
+    const char *space = escape ? meta : " ", *rep;
+    size_t space_len = escape ? 3 : 1, rep_len, used, i = 0, k;
+    out->len = 0;
+    for (; remove && i < n; i += used) {
+        pf__spm_prefix(nm, s + i, n - i, &rep, &rep_len, &used);
+        if (rep_len != 1 || rep[0] != ' ') break;
+    }
+    if (i == n) return 0;
+    if ((nm->spm & PF__SPM_DUMMY_PREFIX) && pf__buf_put(out, space, space_len)) return -1;
+    for (prev_space = remove; i < n; i += used) {
+        pf__spm_prefix(nm, s + i, n - i, &rep, &rep_len, &used);
+        for (k = 0; prev_space && k < rep_len && rep[k] == ' '; k++) {}
+        if (k < rep_len) {
+            for (; k < rep_len; k++)
+                if (rep[k] == ' ' ? pf__buf_put(out, space, space_len) : pf__buf_put(out, rep + k, 1)) return -1;
+            prev_space = rep[rep_len - 1] == ' ';
+        }
+        prev_space = prev_space && remove;
+    }
+    while (remove && out->len >= space_len && !memcmp(out->p + out->len - space_len, space, space_len))
+        out->len -= space_len;
+    return 0;
+}
+
+/* The normalizer steps below write s[0 .. n) to out; *first is cleared when a step drops the
+   first character (then the text no longer starts where the original did: Metaspace's
+   prepend_scheme "first"). */
+
+/* NFC, NFD, NFKC, NFKD and StripAccents: decomposed, reordered, and composed or stripped. */
+static int pf__tok_norm_unicode(pf__tok_ctx *c, pf__tok_norm_kind kind, const unsigned char *s, size_t n,
+                                pf__tok_buf *out, int *first) {
+    if (pf__tok_is_ascii(s, n)) return pf__buf_put(out, s, n);
+    pf__tok_cps *d = &c->cps;
+    int compat = kind == PF__NORM_NFKC || kind == PF__NORM_NFKD, rc = 0;
+    size_t k;
+    uint32_t cp;
+    c->cps_tmp.len = 0;
+    d->len = 0;
+    for (size_t i = 0; i < n; i += k) {
+        k = pf__utf8_decode(s + i, n - i, &cp);
+        if (compat && (rc = pf__nf_decompose_compat(d, cp)) != 0) {
+            if (rc < 0) return -1;
+            continue;
+        }
+        if (pf__nf_decompose(d, cp == PF__UTF8_INVALID ? PF__CP_RAW | s[i] : cp, 0)) return -1;
+        if (i == 0 && kind == PF__NORM_STRIP_ACCENTS) { /* all of the first character dropped? */
+            size_t j;
+            for (j = 0; j < d->len && (pf__unicode_class(d->p[j]) & PF__UC_MN); j++) {}
+            if (j == d->len) *first = 0;
+        }
+    }
+    if (pf__nf_reorder(d, &c->cps_tmp)) return -1;
+    if (kind == PF__NORM_NFC || kind == PF__NORM_NFKC) pf__nf_compose(d);
+    if (kind == PF__NORM_STRIP_ACCENTS) {
+        size_t m = 0;
+        for (size_t j = 0; j < d->len; j++)
+            if (!(pf__unicode_class(d->p[j]) & PF__UC_MN)) d->p[m++] = d->p[j];
+        d->len = m;
+    }
+    return pf__tok_from_cps(out, d);
+}
+
+static int pf__tok_norm_lowercase(const unsigned char *s, size_t n, pf__tok_buf *out) {
+    size_t k;
+    uint32_t cp;
+    for (size_t i = 0; i < n; i += k) {
+        k = pf__utf8_decode(s + i, n - i, &cp);
+        if (cp == PF__UTF8_INVALID || cp < 0x41) {
+            if (pf__buf_put(out, s + i, k)) return -1;
+        } else if (cp == 0x130) {
+            if (pf__buf_put(out, "i\xcc\x87", 3)) return -1;
+        } else if (pf__buf_put_cp(out, pf__unicode_lower(cp))) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Strip: whitespace off the left and/or right end. */
+static int pf__tok_norm_strip(const pf__tok_norm *nm, const unsigned char *s, size_t n, pf__tok_buf *out, int *first) {
+    size_t lo = 0, hi = n, k;
+    uint32_t cp;
+    if (nm->left)
+        while (lo < hi) {
+            k = pf__utf8_decode(s + lo, hi - lo, &cp);
+            if (!(pf__unicode_class(cp) & PF__UC_WS)) break;
+            lo += k;
+        }
+    if (nm->right)
+        while (hi > lo) {
+            cp = pf__utf8_decode_before(s, lo, hi, &k);
+            if (!(pf__unicode_class(cp) & PF__UC_WS)) break;
+            hi -= k;
+        }
+    if (lo > 0) *first = 0;
+    return pf__buf_put(out, s + lo, hi - lo);
+}
+
+/* BertNormalizer's clean_text: drop NUL, U+FFFD and controls; whitespace becomes a space. */
+static int pf__tok_norm_bert_clean(const unsigned char *s, size_t n, pf__tok_buf *out, int *first) {
+    size_t k;
+    uint32_t cp;
+    for (size_t i = 0; i < n; i += k) {
+        k = pf__utf8_decode(s + i, n - i, &cp);
+        unsigned f = pf__unicode_class(cp);
+        if (cp == 0 || cp == 0xFFFD || (f & PF__UC_CTRL)) {
+            if (i == 0) *first = 0;
+            continue;
+        }
+        if (pf__buf_put(out, f & PF__UC_WS ? (const unsigned char *)" " : s + i, f & PF__UC_WS ? 1 : k)) return -1;
+    }
+    return 0;
+}
+
+/* HF's Precompiled: a grapheme cluster shorter than 6 bytes goes whole to the charsmap; otherwise
+   (or when it has nothing for it) each character does. */
+static int pf__tok_norm_precompiled(const pf__tok_norm *nm, const unsigned char *s, size_t n, pf__tok_buf *out,
+                                    int *first) {
+    size_t k;
+    uint32_t cp;
+    for (size_t i = 0; i < n; i = k) {
+        const char *rep;
+        size_t rep_len, m, start = out->len;
+        k = pf__grapheme_end(s, i, n);
+        if (k - i < 6 && pf__charsmap_find(nm, s + i, k - i, &rep, &rep_len)) {
+            if (pf__buf_put(out, rep, rep_len)) return -1;
+        } else {
+            for (size_t j = i; j < k; j += m) {
+                m = pf__utf8_decode(s + j, k - j, &cp);
+                if (pf__charsmap_find(nm, s + j, m, &rep, &rep_len) ? pf__buf_put(out, rep, rep_len)
+                                                                     : pf__buf_put(out, s + j, m))
+                    return -1;
+                if (j == 0 && out->len == start) *first = 0; /* the first character went */
+            }
+        }
+        if (i == 0 && out->len == start) *first = 0;
+    }
+    return 0;
+}
+
+/* One normalizer step: s[0 .. n) -> out. */
+static int pf__tok_norm_step(pf__tok_ctx *c, const pf__tok_norm *nm, const unsigned char *s, size_t n,
+                             pf__tok_buf *out, int *first) {
+    size_t i, k;
+    uint32_t cp;
+    out->len = 0;
+    switch (nm->kind) {
+    case PF__NORM_NFC:
+    case PF__NORM_NFD:
+    case PF__NORM_NFKC:
+    case PF__NORM_NFKD:
+    case PF__NORM_STRIP_ACCENTS:
+        return pf__tok_norm_unicode(c, nm->kind, s, n, out, first);
+    case PF__NORM_LOWERCASE:
+        return pf__tok_norm_lowercase(s, n, out);
+    case PF__NORM_PREPEND:
+        if (n && pf__buf_put(out, nm->a, nm->a_len)) return -1;
+        return pf__buf_put(out, s, n);
+    case PF__NORM_REPLACE:
+        return pf__buf_replace(out, s, n, nm->a, nm->a_len, nm->b, nm->b_len);
+    case PF__NORM_STRIP:
+        return pf__tok_norm_strip(nm, s, n, out, first);
+    case PF__NORM_BERT_CLEAN:
+        return pf__tok_norm_bert_clean(s, n, out, first);
+    case PF__NORM_STRIP_MARKS:
+        for (i = 0; i < n; i += k) {
+            k = pf__utf8_decode(s + i, n - i, &cp);
+            if (pf__unicode_is_mark(cp)) {
+                if (i == 0) *first = 0;
+            } else if (pf__buf_put(out, s + i, k)) {
+                return -1;
+            }
+        }
+        return 0;
+    case PF__NORM_REPLACE_SPACES:
+        for (i = 0; i < n; i = k) {
+            for (k = i; k < n && s[k] == ' '; k++) {}
+            if (k - i >= 2) {
+                if (pf__buf_put(out, nm->b, nm->b_len)) return -1;
+            } else {
+                k = i + 1;
+                if (pf__buf_put(out, s + i, 1)) return -1;
+            }
+        }
+        return 0;
+    case PF__NORM_SPM:
+        return pf__tok_spm_normalize(nm, s, n, out);
+    case PF__NORM_PRECOMPILED:
+        return pf__tok_norm_precompiled(nm, s, n, out, first);
+    case PF__NORM_BERT_CJK: /* spaces around CJK ideographs */
+        for (i = 0; i < n; i += k) {
+            k = pf__utf8_decode(s + i, n - i, &cp);
+            if (pf__tok_is_cjk(cp)) {
+                if (pf__buf_put(out, " ", 1) || pf__buf_put(out, s + i, k) || pf__buf_put(out, " ", 1)) return -1;
+            } else if (pf__buf_put(out, s + i, k)) {
+                return -1;
+            }
+        }
+        return 0;
+    }
+    return -1;
+}
+
+/* Runs the normalizer on s[0 .. n): the result in *out (c->norm memory, or s itself when there
+   is no normalizer). */
+static int pf__tok_normalize(pf__tok_ctx *c, const unsigned char *s, size_t n, const unsigned char **out,
+                             size_t *out_len, int *first) {
+    int k;
+    *out = s;
+    *out_len = n;
+    for (k = 0; k < c->t->num_norms; k++) {
+        pf__tok_buf *b = &c->norm[k & 1];
+        if (pf__tok_norm_step(c, &c->t->norms[k], *out, *out_len, b, first)) return -1;
+        *out = b->p ? b->p : (const unsigned char *)"";
+        *out_len = b->len;
+    }
+    return 0;
+}
+
+/* ---- the BPE model ---- */
+
+static int pf__tok_cand_less(const pf__tok_cand *a, const pf__tok_cand *b) {
+    return a->rank < b->rank || (a->rank == b->rank && a->pos < b->pos);
+}
+
+static void pf__tok_heap_push(pf__tok_cand *heap, size_t *n, pf__tok_cand c) {
+    size_t i = (*n)++;
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!pf__tok_cand_less(&c, &heap[parent])) break;
+        heap[i] = heap[parent];
+        i = parent;
+    }
+    heap[i] = c;
+}
+
+static pf__tok_cand pf__tok_heap_pop(pf__tok_cand *heap, size_t *n) {
+    pf__tok_cand top = heap[0], last = heap[--*n];
+    size_t i = 0, m = *n;
+    for (;;) {
+        size_t child = 2 * i + 1;
+        if (child >= m) break;
+        if (child + 1 < m && pf__tok_cand_less(&heap[child + 1], &heap[child])) child++;
+        if (!pf__tok_cand_less(&heap[child], &last)) break;
+        heap[i] = heap[child];
+        i = child;
+    }
+    if (m > 0) heap[i] = last;
+    return top;
+}
+
+/* Pushes the merge candidate of the symbol at pos and its next symbol, if the merges have one. */
+static void pf__tok_push_pair(const pf_tokenizer *t, pf__tok_ctx *c, size_t *n, uint32_t pos) {
+    const pf__tok_merge_slot *m;
+    uint32_t next = c->sym[pos].next;
+    if (next == UINT32_MAX) return;
+    m = pf__tok_merge_find(t, c->sym[pos].id, c->sym[next].id);
+    if (m) {
+        pf__tok_cand cand;
+        cand.rank = m->rank;
+        cand.pos = pos;
+        cand.new_id = m->new_id;
+        pf__tok_heap_push(c->heap, n, cand);
+    }
+}
+
+static int pf__tok_sym_add(pf__tok_ctx *c, size_t *n, int32_t id) {
+    if (*n >= UINT32_MAX / 4 || pf__tok_grow((void **)&c->sym, &c->sym_cap, *n + 1, sizeof *c->sym)) return -1;
+    c->sym[(*n)++].id = id;
+    return 0;
+}
+
+/* A SentencePiece BPE's symbols (each unknown character an unk of its own) as SentencePiece gives
+   them: a run of unknown characters is one piece, mapped by its text. */
+static int pf__tok_bpe_emit_spm(pf__tok_ctx *c, const unsigned char *s, size_t len) {
+    const pf_tokenizer *t = c->t;
+    size_t off = 0, run = (size_t)-1;
+    uint32_t pos, cp;
+    for (pos = 0; pos != UINT32_MAX; pos = c->sym[pos].next) {
+        int32_t id = c->sym[pos].id;
+        if (id == t->unk_id) {
+            if (run == (size_t)-1) run = off;
+            off += pf__utf8_decode(s + off, len - off, &cp);
+            continue;
+        }
+        if (run != (size_t)-1) pf__tok_emit(c, pf__tok_spm_lookup(c->outer, s + run, off - run));
+        run = (size_t)-1;
+        pf__tok_emit_piece(c, id);
+        off += t->pieces[id].len;
+    }
+    if (run != (size_t)-1) pf__tok_emit(c, pf__tok_spm_lookup(c->outer, s + run, off - run));
+    return 0;
+}
+
+/* The BPE model on one word, s[0 .. len): emits its ids. 0, or -1 when out of memory. As HF's
+   BPE::merge_word: each unit (a byte's character when byte-level, else a character), with the
+   continuing_subword_prefix when not first and the end_of_word_suffix when last, is its token;
+   else its bytes' <0xXX> tokens (byte_fallback); else unk (a run of them fused with fuse_unk;
+   like HF, a pending unk goes in only before the next unit found in the vocab, so byte-fallback
+   tokens can come before it); else nothing. Then the merges. */
+static int pf__tok_bpe(pf__tok_ctx *c, const unsigned char *s, size_t len) {
+    const pf_tokenizer *t = c->t;
+    size_t i, k, nsym = 0, nheap = 0;
+    int32_t unk = -1;
+    uint32_t pos, cp;
+    if (len == 0) return 0;
+    if (t->ignore_merges) { /* a word that is a whole token is taken as it is */
+        int32_t id;
+        if (t->byte_level) {
+            c->mapped.len = 0;
+            for (i = 0; i < len; i++)
+                if (pf__buf_put(&c->mapped, t->byte_str[s[i]], t->byte_str_len[s[i]])) return -1;
+            id = pf__tok_vocab_find(t, (const char *)c->mapped.p, c->mapped.len);
+        } else {
+            id = pf__tok_vocab_find(t, (const char *)s, len);
+        }
+        if (id >= 0) {
+            pf__tok_emit(c, id);
+            return 0;
+        }
+    }
+    for (i = 0; i < len; i += k) {
+        const unsigned char *u;
+        size_t ulen;
+        int32_t id;
+        int affixed;
+        if (t->byte_level) {
+            k = 1;
+            u = t->byte_str[s[i]];
+            ulen = t->byte_str_len[s[i]];
+        } else {
+            k = pf__utf8_decode(s + i, len - i, &cp);
+            u = s + i;
+            ulen = k;
+        }
+        affixed = (i > 0 && t->prefix) || (i + k == len && t->suffix);
+        if (affixed) {
+            c->unit.len = 0;
+            if ((i > 0 && pf__buf_put(&c->unit, t->prefix, t->prefix_len)) || pf__buf_put(&c->unit, u, ulen) ||
+                (i + k == len && pf__buf_put(&c->unit, t->suffix, t->suffix_len)))
+                return -1;
+            u = c->unit.p;
+            ulen = c->unit.len;
+        }
+        id = !affixed && t->byte_level ? t->byte_id[s[i]] : pf__tok_vocab_find(t, (const char *)u, ulen);
+        if (id >= 0 && t->spm_types && t->spm_types[id] != PF__SPM_NORMAL) id = -1;
+        if (id >= 0) {
+            if (unk >= 0 && pf__tok_sym_add(c, &nsym, unk)) return -1;
+            unk = -1;
+            if (pf__tok_sym_add(c, &nsym, id)) return -1;
+            continue;
+        }
+        if (t->byte_fallback) {
+            size_t j;
+            for (j = 0; j < ulen && t->fallback_id[u[j]] >= 0; j++) {}
+            if (j == ulen) {
+                for (j = 0; j < ulen; j++)
+                    if (pf__tok_sym_add(c, &nsym, t->fallback_id[u[j]])) return -1;
+                continue;
+            }
+        }
+        if (t->unk_id >= 0) {
+            if (unk >= 0 && t->fuse_unk) continue;
+            if (unk >= 0 && pf__tok_sym_add(c, &nsym, unk)) return -1;
+            unk = t->unk_id;
+        }
+    }
+    if (unk >= 0 && pf__tok_sym_add(c, &nsym, unk)) return -1;
+    if (nsym == 0) return 0;
+    for (pos = 0; pos < nsym; pos++) {
+        c->sym[pos].prev = pos == 0 ? UINT32_MAX : pos - 1;
+        c->sym[pos].next = pos + 1 == nsym ? UINT32_MAX : pos + 1;
+    }
+    if (pf__tok_grow((void **)&c->heap, &c->heap_cap, 2 * nsym, sizeof *c->heap)) return -1;
+    for (pos = 0; pos + 1 < nsym; pos++) pf__tok_push_pair(t, c, &nheap, pos);
+    while (nheap > 0) {
+        pf__tok_cand top = pf__tok_heap_pop(c->heap, &nheap);
+        pf__tok_sym *left = &c->sym[top.pos];
+        const pf__tok_merge_slot *m;
+        uint32_t right;
+        if (left->id < 0 || left->next == UINT32_MAX) continue;
+        right = left->next;
+        /* stale candidate: one of the two symbols changed since it was pushed */
+        m = pf__tok_merge_find(t, left->id, c->sym[right].id);
+        if (!m || m->new_id != top.new_id) continue;
+        left->id = top.new_id;
+        left->next = c->sym[right].next;
+        c->sym[right].id = -1;
+        if (left->next != UINT32_MAX) c->sym[left->next].prev = top.pos;
+        if (left->prev != UINT32_MAX) pf__tok_push_pair(t, c, &nheap, left->prev);
+        pf__tok_push_pair(t, c, &nheap, top.pos);
+    }
+    if (c->outer) return pf__tok_bpe_emit_spm(c, s, len);
+    for (pos = 0; pos != UINT32_MAX; pos = c->sym[pos].next) pf__tok_emit(c, c->sym[pos].id);
+    return 0;
+}
+
+/* ---- the WordPiece model ---- */
+
+/* The end of the longest run of whole units from s[i] that is at most `room` bytes long. */
+static size_t pf__tok_units_within(const unsigned char *s, size_t i, size_t len, size_t room) {
+    size_t end = i, k;
+    uint32_t cp;
+    while (end < len) {
+        k = pf__utf8_decode(s + end, len - end, &cp);
+        if (end + k - i > room) break;
+        end += k;
+    }
+    return end;
+}
+
+/* The vocab id of prefix + s[0 .. len) (prefix_len 0: s alone), or -1. unit is scratch. */
+static int32_t pf__tok_find_prefixed(pf__tok_ctx *c, const char *prefix, size_t prefix_len, const unsigned char *s,
+                                     size_t len) {
+    if (!prefix_len) return pf__tok_vocab_find(c->t, (const char *)s, len);
+    c->unit.len = 0;
+    if (pf__buf_put(&c->unit, prefix, prefix_len) || pf__buf_put(&c->unit, s, len)) {
+        c->out_of_memory = 1;
+        return -1;
+    }
+    return pf__tok_vocab_find(c->t, (const char *)c->unit.p, c->unit.len);
+}
+
+/* The WordPiece model on one word, as HF's WordPiece::tokenize: the longest vocab piece at its
+   start, then the longest with the continuing_subword_prefix at each later place; a word with
+   a place no piece starts, or longer than max_input_chars_per_word characters, is unk alone. */
+static void pf__tok_wordpiece(pf__tok_ctx *c, const unsigned char *s, size_t len) {
+    const pf_tokenizer *t = c->t;
+    size_t start = 0, chars = 0, mark = c->count, k;
+    uint32_t cp;
+    for (k = 0; k < len && chars <= t->max_word_chars; k += pf__utf8_decode(s + k, len - k, &cp)) chars++;
+    while (chars <= t->max_word_chars && start < len) {
+        size_t prefix_len = start ? t->prefix_len : 0;
+        /* no piece is longer than the longest token: start below that */
+        size_t end = t->max_token_len < prefix_len ? start
+                     : pf__tok_units_within(s, start, len, t->max_token_len - prefix_len);
+        int32_t id = -1;
+        while (end > start && (id = pf__tok_find_prefixed(c, t->prefix, prefix_len, s + start, end - start)) < 0) {
+            pf__utf8_decode_before(s, start, end, &k);
+            end -= k;
+        }
+        if (id < 0) break;
+        pf__tok_emit(c, id);
+        start = end;
+    }
+    if (start == len && chars <= t->max_word_chars) return;
+    c->count = mark; /* the word is unk as a whole */
+    if (t->unk_id < 0) c->needs_unk = 1;
+    else pf__tok_emit(c, t->unk_id);
+}
+
+/* ---- the Unigram model ---- */
+
+typedef struct pf__tok_node { /* the best segmentation of a word's bytes up to here */
+    double score;  /* the sum of its pieces' scores */
+    size_t start;  /* where its last piece starts */
+    int32_t id;    /* its last piece */
+    int reached;
+} pf__tok_node;
+
+/* Emits the ids of an unknown run s[0 .. len) (HF's fused unk pieces, looked up again as a whole):
+   its own id if the vocab has it, else its bytes' <0xXX> tokens (byte_fallback, all of them
+   there), else unk. */
+static void pf__tok_unigram_unknown(pf__tok_ctx *c, const unsigned char *s, size_t len) {
+    const pf_tokenizer *t = c->t;
+    int32_t id;
+    size_t i;
+    if (c->outer) { /* SentencePiece's merged unknown piece, mapped by its text */
+        pf__tok_emit(c, pf__tok_spm_lookup(c->outer, s, len));
+        return;
+    }
+    id = pf__tok_vocab_find(t, (const char *)s, len);
+    if (id < 0 && t->byte_fallback) {
+        for (i = 0; i < len && t->fallback_id[s[i]] >= 0; i++) {}
+        if (i == len) {
+            for (i = 0; i < len; i++) pf__tok_emit(c, t->fallback_id[s[i]]);
+            return;
+        }
+    }
+    pf__tok_emit(c, id >= 0 ? id : t->unk_id);
+}
+
+/* The Unigram model on one word: the segmentation with the highest total score (Viterbi, as HF's
+   Unigram::encode_optimized: pieces at each character, ties kept by the piece found first, a
+   character no piece covers alone scored as unk), its runs of unk fused into one. -1 when out of
+   memory. */
+static int pf__tok_unigram(pf__tok_ctx *c, const unsigned char *s, size_t len) {
+    const pf_tokenizer *t = c->t;
+    size_t start, end, k, n_path = 0;
+    pf__tok_node *nodes;
+    uint32_t cp;
+    if (pf__tok_grow((void **)&c->lattice, &c->lattice_cap, len + 1, sizeof *c->lattice) ||
+        pf__tok_grow((void **)&c->path, &c->path_cap, len + 1, sizeof *c->path))
+        return -1;
+    nodes = c->lattice;
+    memset(nodes, 0, (len + 1) * sizeof *nodes);
+    nodes[0].reached = 1;
+    for (start = 0; start < len; start += k) {
+        double base = nodes[start].score, score;
+        uint32_t h = 2166136261u; /* pf__tok_hash, a byte at a time */
+        int single = 0;
+        size_t j = start, unit;
+        k = pf__utf8_decode(s + start, len - start, &cp);
+        if (!nodes[start].reached) continue; /* only after a character HF refuses (needs_unk) */
+        for (end = start; end < len && end - start < t->max_token_len; end += unit) {
+            int32_t id;
+            unit = pf__utf8_decode(s + end, len - end, &cp);
+            if (end + unit - start > t->max_token_len) break;
+            for (; j < end + unit; j++) h = (h ^ s[j]) * 16777619u;
+            if (cp == PF__UTF8_INVALID) break; /* no piece holds a byte that is not UTF-8 */
+            if ((id = pf__tok_vocab_find_hashed(t, (const char *)s + start, end + unit - start, h)) < 0) continue;
+            if (t->spm_types && t->spm_types[id] != PF__SPM_NORMAL) continue; /* SentencePiece matches no other */
+            score = t->spm_types ? (double)((float)base + (float)t->pieces[id].score) : base + t->pieces[id].score;
+            if (!nodes[end + unit].reached || score > nodes[end + unit].score) {
+                nodes[end + unit].score = score;
+                nodes[end + unit].start = start;
+                nodes[end + unit].id = id;
+                nodes[end + unit].reached = 1;
+            }
+            if (end == start) single = 1;
+        }
+        if (single) continue;
+        if (t->unk_id < 0) {
+            c->needs_unk = 1;
+            continue;
+        }
+        score = t->spm_types ? (double)((float)base + (float)t->unk_score) : base + t->unk_score;
+        if (!nodes[start + k].reached || score > nodes[start + k].score) {
+            nodes[start + k].score = score;
+            nodes[start + k].start = start;
+            nodes[start + k].id = t->unk_id;
+            nodes[start + k].reached = 1;
+        }
+    }
+    if (c->needs_unk || !nodes[len].reached) return 0;
+    for (end = len; end > 0; end = nodes[end].start) c->path[n_path++] = end;
+    for (start = 0; n_path > 0; start = end) {
+        end = c->path[--n_path];
+        if (nodes[end].id != t->unk_id) {
+            pf__tok_emit_piece(c, nodes[end].id);
+            continue;
+        }
+        while (n_path > 0 && nodes[c->path[n_path - 1]].id == t->unk_id) end = c->path[--n_path];
+        pf__tok_unigram_unknown(c, s + start, end - start);
+    }
+    return 0;
+}
+
+/* The model on one pre-tokenized word: emits its ids. 0, or -1 when out of memory. */
+static int pf__tok_model(pf__tok_ctx *c, const unsigned char *s, size_t len) {
+    size_t i;
+    if (len == 0) return 0;
+    if (c->t->spm) { /* the SentencePiece model on the whole normalized text, as SentencePiece runs it */
+        const pf_tokenizer *outer = c->t;
+        int rc;
+        c->t = outer->spm;
+        c->outer = outer;
+        rc = c->t->model == PF__MODEL_UNIGRAM ? pf__tok_unigram(c, s, len) : pf__tok_bpe(c, s, len);
+        c->t = outer;
+        c->outer = NULL;
+        return rc;
+    }
+    if (c->t->model == PF__MODEL_BYTES) {
+        for (i = 0; i < len; i++) pf__tok_emit(c, (int32_t)s[i] + PF__BYTES_OFFSET);
+        return 0;
+    }
+    if (c->t->model == PF__MODEL_WORDPIECE) {
+        pf__tok_wordpiece(c, s, len);
+        return 0;
+    }
+    if (c->t->model == PF__MODEL_UNIGRAM) return pf__tok_unigram(c, s, len);
+    return pf__tok_bpe(c, s, len);
+}
+
