@@ -61,7 +61,7 @@ PRIVATE_LIBS := $(CUDA_LIBS) $(LDLIBS)
 # The development sources: the shipped parallelformers.c is made from them (tool/amalgamate.sh).
 DEV_SRC  := src/ORDER $(wildcard src/*.c src/*.h) tool/amalgamate.sh
 
-.PHONY: amalgamation check-amalgamation all llama-cpp server test-server fuzz test test-asan test-native test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm test-smollm2 valgrind test-install install uninstall clean bench
+.PHONY: amalgamation check-amalgamation test-amalgamation all llama-cpp server test-server fuzz test test-asan test-native test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm test-smollm2 valgrind test-install install uninstall clean bench
 
 all: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate $(BUILD)/embed $(BUILD)/classify_image $(BUILD)/transcribe \
      $(BUILD)/test_parallelformers $(BUILD)/test_cuda \
@@ -86,13 +86,37 @@ $(BUILD)/cuda-$(CUDA).stamp: | $(BUILD)
 	rm -f $(BUILD)/cuda-*.stamp
 	touch $@
 
+# The library is built from src/, a file an object (an edit recompiles that file alone), then
+# joined into one relocatable object (ld -r) that the rules below take as the whole library.
 # Position-independent, so that one object serves the static and the shared library (and a
 # program's own shared library may take in the static one); rebuilt when the Makefile's flags change.
-$(BUILD)/parallelformers.o: $(LIB_SRC) Makefile | $(BUILD)
-	$(CC) $(BASE) $(CFLAGS) $(CUDA_DEFS) -fPIC -c parallelformers.c -o $@
+DEV_C    := $(filter %.c,$(shell awk '!/^\#/ && NF {print $$1}' src/ORDER))
+DEV_DEPS := src/internal.h parallelformers.h policies.inc $(BUILD)/cuda-$(CUDA).stamp Makefile
+LIB_OBJS := $(DEV_C:%.c=$(BUILD)/src/%.o)
+TESTING_OBJS := $(DEV_C:%.c=$(BUILD)/src-testing/%.o)
 
-$(BUILD)/parallelformers_testing.o: $(LIB_SRC) | $(BUILD)
-	$(CC) $(BASE) $(CFLAGS) $(CUDA_DEFS) -DPF_TESTING -c parallelformers.c -o $@
+$(BUILD)/src/%.o: src/%.c $(DEV_DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(BASE) $(CFLAGS) $(CUDA_DEFS) -I. -fPIC -c $< -o $@
+
+$(BUILD)/src-testing/%.o: src/%.c $(DEV_DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(BASE) $(CFLAGS) $(CUDA_DEFS) -I. -DPF_TESTING -c $< -o $@
+
+$(BUILD)/parallelformers.o: $(LIB_OBJS)
+	$(LD) -r $^ -o $@
+
+$(BUILD)/parallelformers_testing.o: $(TESTING_OBJS)
+	$(LD) -r $^ -o $@
+
+# The suite against the shipped one-file parallelformers.c, as users build it (CI runs it once).
+$(BUILD)/amalgamation/test_parallelformers: $(TESTS) test/test.h $(LIB_SRC)
+	@mkdir -p $(@D)
+	$(CC) $(BASE) $(CFLAGS) $(CUDA_DEFS) -DPF_TESTING -c parallelformers.c -o $(@D)/parallelformers_testing.o
+	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) $(TESTS) $(@D)/parallelformers_testing.o $(CUDA_OBJ) -o $@ $(CUDA_LIBS) $(LDLIBS)
+
+test-amalgamation: $(BUILD)/amalgamation/test_parallelformers $(BUILD)/generate
+	$(BUILD)/amalgamation/test_parallelformers test/fixtures $(BUILD)/generate
 
 $(BUILD)/kernels.o: kernels.cu Makefile | $(BUILD)
 	$(NVCC) $(NVCCFLAGS) -Xcompiler -fPIC $(NCCL_CFLAGS) -c kernels.cu -o $@

@@ -1,3 +1,4 @@
+#include "internal.h"
 /* =============================================================================================== */
 /* public API                                                                                      */
 /* =============================================================================================== */
@@ -89,10 +90,8 @@ const char *pf_error_message(const pf_model *m) {
     return pf__error_model == (const void *)m ? pf__error_text : "";
 }
 
-#define PF__FAIL(m, code, ...) pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, code, __VA_ARGS__)
-
 /* A dual model's failure as its tower's: the tower's message (in the same per-thread buffer) copied first. */
-static pf_result pf__fail_from(pf_model *m, pf_result r, const pf_model *tower) {
+PF_PRIVATE pf_result pf__fail_from(pf_model *m, pf_result r, const pf_model *tower) {
     char message[PF__MESSAGE_SIZE];
     snprintf(message, sizeof message, "%s", pf_error_message(tower));
     return PF__FAIL(m, r, "%s", message);
@@ -100,7 +99,7 @@ static pf_result pf__fail_from(pf_model *m, pf_result r, const pf_model *tower) 
 
 /* Takes the model's request lock. The thread that holds it already is inside a request on this
    model (calling from a stream callback): refused, since it would wait for itself forever. */
-static pf_result pf__request_lock(pf_model *m, const char *call) {
+PF_PRIVATE pf_result pf__request_lock(pf_model *m, const char *call) {
     __atomic_add_fetch(&m->exclusive_waiting, 1, __ATOMIC_ACQ_REL); /* the batcher stops admitting */
     int e = pthread_mutex_lock(&m->request_lock);
     __atomic_sub_fetch(&m->exclusive_waiting, 1, __ATOMIC_ACQ_REL);
@@ -113,14 +112,14 @@ static pf_result pf__request_lock(pf_model *m, const char *call) {
     return PF_OK;
 }
 
-static void pf__request_unlock(pf_model *m) {
+PF_PRIVATE void pf__request_unlock(pf_model *m) {
     pf__lock_holder = NULL;
     pthread_mutex_unlock(&m->request_lock);
 }
 
 /* Every tensor of the checkpoint must be consumed by a slot or be a known buffer (a causal mask,
    rotary frequencies): a tensor we do not compute with is a model we would compute wrongly. */
-static pf_result pf__account_tensors(pf_model *m, const char *prefix) {
+PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix) {
     const pf__config *c = &m->config;
     pf__arch_id named = pf__tensor_rows(c->arch);
     const pf__policy_rows *rows = pf__rows(named);
@@ -146,7 +145,7 @@ static pf_result pf__account_tensors(pf_model *m, const char *prefix) {
 
 /* For a PF__IF_ need: 1 if the config wants the tensor, 0 if it rules it out, with *why the
    config's say in words; -1 for the needs that do not follow the config. */
-static int pf__need_by_config(const pf__config *c, pf__need need, const char **why) {
+PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char **why) {
     switch (need) {
     case PF__IF_ATTENTION_BIAS:
         *why = c->attention_bias ? "attention_bias is true" : "attention_bias is false";
@@ -206,7 +205,7 @@ static const pf__slot pf__head_only_slots[] = {
     PF__SLOT_DIST_CLASSIFIER_WEIGHT, PF__SLOT_DIST_CLASSIFIER_BIAS,
 };
 
-static const char *pf__head_name(pf_head head) {
+PF_PRIVATE const char *pf__head_name(pf_head head) {
     switch (head) {
     case PF_HEAD_NONE: return "the bare encoder";
     case PF_HEAD_CAUSAL_LM: return "a causal LM";
@@ -220,7 +219,7 @@ static const char *pf__head_name(pf_head head) {
     return "?";
 }
 
-static pf_result pf__check_head_slots(pf_model *m) {
+PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
     const pf__config *c = &m->config;
     const struct pf__head_slots *mine = NULL;
     for (size_t i = 0; i < PF__COUNT(pf__head_slots); i++)
@@ -251,7 +250,7 @@ static pf_result pf__check_head_slots(pf_model *m) {
    table order) present under the prefix, or bare (lm_head.weight sits outside it). *row is the
    row that matched (the first row when none did) and name its full name; a second spelling
    present too is *other. */
-static const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, pf__slot slot, int layer,
+PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, pf__slot slot, int layer,
                                           const pf__arch_tensor **row, char *name, size_t name_size,
                                           const pf__st_tensor **other) {
     const pf__st_tensor *found = NULL;
@@ -282,7 +281,7 @@ static const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, pf__s
 
 /* A slot's source times a constant: an fp32 copy (owned by the model) becomes its source. A
    scale of what a linear op reads, folded in rather than computed on every backend. */
-static pf_result pf__scale_source(pf_model *m, pf__slot slot, float scale) {
+PF_PRIVATE pf_result pf__scale_source(pf_model *m, pf__slot slot, float scale) {
     pf__source *src = &m->sources[slot];
     size_t n = src->rows * src->cols;
     if (!src->data) return PF_OK;
@@ -298,7 +297,7 @@ static pf_result pf__scale_source(pf_model *m, pf__slot slot, float scale) {
 
 /* T5's decoder output times hidden^-0.5 before the LM head, folded into the final norm's weight:
    the norm's output is scaled by it, which the logits of every backend then inherit. */
-static pf_result pf__scale_final_norm(pf_model *m) {
+PF_PRIVATE pf_result pf__scale_final_norm(pf_model *m) {
     if (!m->sources[PF__SLOT_FINAL_NORM_WEIGHT].data || m->sources[PF__SLOT_FINAL_NORM_BIAS].data)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: scale_decoder_outputs needs a final norm without bias", m->dir);
     return pf__scale_source(m, PF__SLOT_FINAL_NORM_WEIGHT, 1.0f / sqrtf((float)m->config.hidden_size));

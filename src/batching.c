@@ -1,3 +1,4 @@
+#include "internal.h"
 /* =============================================================================================== */
 /* continuous batching                                                                             */
 /* =============================================================================================== */
@@ -14,39 +15,6 @@
    starts again at 0 when none runs). While it has requests to run, the scheduler holds the
    model's request lock: the other calls (beam search, streaming, encoder-decoders, pf_forward,
    pf_parallelize, ...) run in between, and a waiting one stops new admissions. */
-
-typedef enum { PF__BATCH_QUEUED, PF__BATCH_RUNNING, PF__BATCH_DONE } pf__batch_state;
-
-typedef struct pf__batch_request {
-    pf__generation_state st;
-    const int32_t *const *prompts;
-    const int *lengths;
-    pf_generate_options options;
-    pf_generation *result;
-    int *cache_rows;               /* [num_rows]: the rows' KV cache rows */
-    int *pads;                     /* [num_rows]: their left pads, in cache positions */
-    pf__batch_state state;
-    pf_result error;
-    char message[PF__MESSAGE_SIZE];
-    struct pf__batch_request *next;
-} pf__batch_request;
-
-struct pf__batcher {
-    pthread_mutex_t mutex;
-    pthread_cond_t work, done;
-    pthread_t thread;
-    int stopping;
-    pf__batch_request *queue, *running;
-    int queued;
-    unsigned char *row_used;       /* [max_batch of the busy period's group] */
-    int clock;
-    int32_t *ids;                  /* a decode step's: [max_batch] */
-    int32_t *tokens;               /* [max_batch]: a step's greedy tokens, chosen on the devices */
-    int *pads, *cache_rows;        /* [max_batch] */
-    pf__choice *candidates;        /* a sampled step's top-k candidates, [num_ranks][rows][per_row] */
-    size_t candidates_cap;         /* its room, grown to the most a step asked */
-    pf__device_choice choice;      /* what the step's forward leaves instead of the logits */
-};
 
 #define PF__BATCH_QUEUE_MAX 1024   /* requests waiting at once by default; more get PF_ERROR_BUSY */
 #ifdef PF_TESTING
@@ -425,7 +393,7 @@ static pf__batcher *pf__batcher_get(pf_model *m) {
 }
 
 /* Stops the scheduler (pf_free: no request can be waiting then). */
-static void pf__batcher_stop(pf_model *m) {
+PF_PRIVATE void pf__batcher_stop(pf_model *m) {
     pf__batcher *b = m->batcher;
     if (!b) return;
     pthread_mutex_lock(&b->mutex);
@@ -614,7 +582,7 @@ static pf_result pf__audio_source_rows(pf_model *m, const char *call, const floa
     return PF_OK;
 }
 
-static pf_result pf__encode_audio_features_locked(pf_model *m, const float *const *features, const int *num_frames,
+PF_PRIVATE pf_result pf__encode_audio_features_locked(pf_model *m, const float *const *features, const int *num_frames,
                                                   int batch, pf_encoding **out) {
     pf_result r = pf__ensure_group(m);
     if (r) return r;

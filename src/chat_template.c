@@ -1,3 +1,4 @@
+#include "internal.h"
 /* =============================================================================================== */
 /* chat templates: the subset of Jinja that instruct checkpoints' templates use                   */
 /* =============================================================================================== */
@@ -10,9 +11,6 @@
    Every allocation of a render lives in one arena freed at the end, and failures longjmp back to
    the entry point with their message: a hostile template cannot leak, and is bounded in nesting,
    steps, memory and output. */
-
-#include <setjmp.h>
-#include <time.h>
 
 #define PF__CHAT_MAX_DEPTH 64                 /* nesting of expressions and blocks */
 #define PF__CHAT_MAX_VALUE_DEPTH 200          /* nesting of lists and dicts printed or compared */

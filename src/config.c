@@ -1,236 +1,55 @@
+#include "internal.h"
 /* =============================================================================================== */
 /* policies and config                                                                             */
 /* =============================================================================================== */
 
-/* The tensors the forward pass knows. Per-layer slots come after PF__SLOT_FIRST_LAYER. Shapes
-   are logical [out, in]; E is the embedding width (hidden, or OPT's word_embed_proj_dim),
-   Q = heads * head_dim, KV = kv_heads * head_dim, I = intermediate size. */
-typedef enum {
-    PF__SLOT_TOKEN_EMBED,      /* [vocab, E] */
-    PF__SLOT_POSITION_EMBED,   /* [max_positions + offset, hidden]: learned, or the sinusoid table */
-    PF__SLOT_EMBED_NORM_WEIGHT,/* [hidden] BLOOM's norm right after the embedding */
-    PF__SLOT_EMBED_NORM_BIAS,  /* [hidden] */
-    PF__SLOT_PROJECT_IN,       /* [hidden, E] */
-    PF__SLOT_PROJECT_IN_BIAS,  /* [hidden] */
-    PF__SLOT_PROJECT_OUT,      /* [E, hidden] */
-    PF__SLOT_FINAL_NORM_WEIGHT,/* [hidden] */
-    PF__SLOT_FINAL_NORM_BIAS,  /* [hidden] */
-    PF__SLOT_LM_HEAD,          /* [vocab, E] */
-    PF__SLOT_LM_HEAD_BIAS,     /* [vocab] */
-    PF__SLOT_TOKEN_TYPE_EMBED, /* [type_vocab, hidden]: BERT's segment embeddings */
-    PF__SLOT_POOLER_WEIGHT,    /* [hidden, hidden]: dense + tanh on each sequence's first token */
-    PF__SLOT_POOLER_BIAS,      /* [hidden] */
-    PF__SLOT_HEAD_TRANSFORM_WEIGHT, /* [hidden, hidden]: the masked-LM head's dense + act + norm */
-    PF__SLOT_HEAD_TRANSFORM_BIAS,   /* [hidden] */
-    PF__SLOT_HEAD_NORM_WEIGHT, /* [hidden] */
-    PF__SLOT_HEAD_NORM_BIAS,   /* [hidden] */
-    PF__SLOT_CLASSIFIER_WEIGHT,/* [num_labels, hidden]: sequence or token classification */
-    PF__SLOT_CLASSIFIER_BIAS,  /* [num_labels] */
-    PF__SLOT_SPAN_WEIGHT,      /* [2, hidden]: question answering's start and end logits */
-    PF__SLOT_SPAN_BIAS,        /* [2] */
-    PF__SLOT_REL_BIAS,         /* [rel_table_rows, heads]: a learned score bias per head and bucket
-                                  of relative distance, shared by the layers (MPNet, T5) */
-    /* An encoder-decoder's encoder tower has its own (the slots above being the decoder's): */
-    PF__SLOT_ENC_POSITION_EMBED,    /* as PF__SLOT_POSITION_EMBED */
-    PF__SLOT_ENC_EMBED_NORM_WEIGHT, /* [hidden] BART's layernorm_embedding */
-    PF__SLOT_ENC_EMBED_NORM_BIAS,
-    PF__SLOT_ENC_FINAL_NORM_WEIGHT, /* [hidden] */
-    PF__SLOT_ENC_FINAL_NORM_BIAS,
-    PF__SLOT_ENC_REL_BIAS,          /* as PF__SLOT_REL_BIAS, bucketed both ways */
-    PF__SLOT_ENC_TOKEN_EMBED,       /* [src_vocab, E]: an encoder vocabulary of its own (FSMT), whole on
-                                       every rank; absent: the towers share PF__SLOT_TOKEN_EMBED */
-    /* Image encoders (ViT): patches instead of token ids */
-    PF__SLOT_PATCH_WEIGHT,          /* [hidden, channels * patch^2]: the patch embedding (a strided conv) */
-    PF__SLOT_PATCH_BIAS,            /* [hidden] */
-    PF__SLOT_CLS_TOKEN,             /* [1, hidden]: the class token before the patches */
-    PF__SLOT_DIST_TOKEN,            /* [1, hidden]: DeiT's distillation token after it */
-    PF__SLOT_DIST_CLASSIFIER_WEIGHT,/* [num_labels, hidden]: DeiT's head on the distillation token */
-    PF__SLOT_DIST_CLASSIFIER_BIAS,  /* [num_labels] */
-    /* Dual encoders (CLIP): */
-    PF__SLOT_POOLER_NORM_WEIGHT,    /* [hidden]: a norm of the pooled token (CLIP vision's post_layernorm) */
-    PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */
-    PF__SLOT_PROJECTION,            /* [projection_dim, hidden]: the pooled output into the shared space, no bias */
-    PF__SLOT_LOGIT_SCALE,           /* [1]: the dual model's log temperature (read at load, never on a rank) */
-    PF__SLOT_FIRST_LAYER,
-    PF__SLOT_ATTN_NORM_WEIGHT = PF__SLOT_FIRST_LAYER, /* [hidden] */
-    PF__SLOT_ATTN_NORM_BIAS,   /* [hidden] */
-    PF__SLOT_QKV_FUSED_WEIGHT, /* [Q + 2 KV, hidden], rows in the policy's qkv_layout */
-    PF__SLOT_QKV_FUSED_BIAS,   /* [Q + 2 KV] */
-    PF__SLOT_Q_WEIGHT,         /* [Q, hidden] */
-    PF__SLOT_Q_BIAS,           /* [Q] */
-    PF__SLOT_K_WEIGHT,         /* [KV, hidden] */
-    PF__SLOT_K_BIAS,           /* [KV] */
-    PF__SLOT_V_WEIGHT,         /* [KV, hidden] */
-    PF__SLOT_V_BIAS,           /* [KV] */
-    PF__SLOT_ATTN_OUT_WEIGHT,  /* [hidden, Q] */
-    PF__SLOT_ATTN_OUT_BIAS,    /* [hidden] */
-    PF__SLOT_MLP_NORM_WEIGHT,  /* [hidden] */
-    PF__SLOT_MLP_NORM_BIAS,    /* [hidden] */
-    PF__SLOT_MLP_GATE_WEIGHT,  /* [I, hidden] */
-    PF__SLOT_MLP_GATE_BIAS,    /* [I] */
-    PF__SLOT_MLP_UP_WEIGHT,    /* [I, hidden] */
-    PF__SLOT_MLP_UP_BIAS,      /* [I] */
-    PF__SLOT_MLP_DOWN_WEIGHT,  /* [hidden, I] */
-    PF__SLOT_MLP_DOWN_BIAS,    /* [hidden] */
-    /* A decoder block's attention over the encoder's output (encoder-decoders): */
-    PF__SLOT_CROSS_NORM_WEIGHT,/* [hidden] */
-    PF__SLOT_CROSS_NORM_BIAS,  /* [hidden] */
-    PF__SLOT_CROSS_Q_WEIGHT,   /* [Q, hidden] */
-    PF__SLOT_CROSS_Q_BIAS,     /* [Q] */
-    PF__SLOT_CROSS_K_WEIGHT,   /* [KV, hidden] */
-    PF__SLOT_CROSS_K_BIAS,     /* [KV] */
-    PF__SLOT_CROSS_V_WEIGHT,   /* [KV, hidden] */
-    PF__SLOT_CROSS_V_BIAS,     /* [KV] */
-    PF__SLOT_CROSS_OUT_WEIGHT, /* [hidden, Q] */
-    PF__SLOT_CROSS_OUT_BIAS,   /* [hidden] */
-    /* Built on each rank by stacking the slices above (see pf__stacks), never read from files: */
-    PF__SLOT_QKV_WEIGHT,       /* [q_r | k_r | v_r, hidden]: one matmul for the rank's heads */
-    PF__SLOT_QKV_BIAS,
-    PF__SLOT_MLP_IN_WEIGHT,    /* [gate_r | up_r, hidden], or up_r alone */
-    PF__SLOT_MLP_IN_BIAS,
-    PF__SLOT_COUNT
-} pf__slot;
-
-#define PF__LAYER_SLOTS (PF__SLOT_COUNT - PF__SLOT_FIRST_LAYER)
-
-/* Rank weights stacked from several tensors' slices, in this order (absent ones skipped). */
-static const struct pf__stack {
-    pf__slot target;
-    pf__slot members[4];
-    int num_members;
-} pf__stacks[] = {
+PF_PRIVATE const struct pf__stack pf__stacks[] = {
     {PF__SLOT_QKV_WEIGHT, {PF__SLOT_QKV_FUSED_WEIGHT, PF__SLOT_Q_WEIGHT, PF__SLOT_K_WEIGHT, PF__SLOT_V_WEIGHT}, 4},
     {PF__SLOT_QKV_BIAS, {PF__SLOT_QKV_FUSED_BIAS, PF__SLOT_Q_BIAS, PF__SLOT_K_BIAS, PF__SLOT_V_BIAS}, 4},
     {PF__SLOT_MLP_IN_WEIGHT, {PF__SLOT_MLP_GATE_WEIGHT, PF__SLOT_MLP_UP_WEIGHT}, 2},
     {PF__SLOT_MLP_IN_BIAS, {PF__SLOT_MLP_GATE_BIAS, PF__SLOT_MLP_UP_BIAS}, 2},
 };
+PF_PRIVATE const size_t pf__stacks_count = sizeof pf__stacks / sizeof pf__stacks[0]; /* for the files that see no size */
 
-/* PF__LAYOUT_ROW: a vector stored as [1, n] (BART's final_logits_bias); read as PF__LAYOUT_VECTOR.
-   PF__LAYOUT_SQUEEZED: [1, ..., 1, rows, cols] (ViT's class token, position table), or [cols] for
-   one row (CLIP's class_embedding); read as OUT_IN.
-   PF__LAYOUT_CONV: [out, channels, kh, kw] (ViT's patch embedding); read as OUT_IN [out, c kh kw]. */
-typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV } pf__layout;
-
-typedef enum {
-    PF__SPLIT_NONE,
-    PF__SPLIT_QKV_COLUMNS,
-    PF__SPLIT_HEAD_COLUMNS,
-    PF__SPLIT_KV_COLUMNS,
-    PF__SPLIT_MLP_COLUMNS,
-    PF__SPLIT_HEAD_ROWS,
-    PF__SPLIT_MLP_ROWS,
-    PF__SPLIT_VOCAB
-} pf__split;
-
-/* Whether a tensor must be in the file: the PF__IF_ needs follow a config field (present exactly
-   when it is true). */
-typedef enum {
-    PF__OPTIONAL,
-    PF__REQUIRED,
-    PF__IF_ATTENTION_BIAS,
-    PF__IF_MLP_BIAS,
-    PF__IF_FINAL_NORM,
-    PF__IF_PROJECTION,
-    PF__IF_GATED,
-    PF__IF_DECODER,     /* present exactly when an encoder-decoder has its decoder (not "...EncoderModel") */
-    PF__IF_EMBED_NORM,  /* present exactly when the config field embed_norm is 1 (BART's layernorm_embedding) */
-    PF__POSITION_TABLE, /* required with learned positions; with sinusoidal ones optional (a saved copy
-                           of the sinusoid, used as it is; computed when absent) */
-    PF__IF_DISTILLATION, /* present exactly when the family has a distillation token (DeiT) */
-    PF__IF_WITH_PROJECTION /* present exactly when the config field with_projection is 1 (CLIP's towers) */
-} pf__need;
-typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ, PF__KIND_DUAL } pf__kind;
-typedef enum { PF__NORM_LAYER, PF__NORM_RMS } pf__norm;
-typedef enum { PF__SINUSOID_F32, PF__SINUSOID_F64, PF__SINUSOID_T2T } pf__sinusoid_kind; /* pf__sinusoid_table */
-typedef enum {
-    PF__POS_LEARNED,
-    PF__POS_ROTARY_HALVES,
-    PF__POS_ROTARY_PAIRS,
-    PF__POS_ALIBI,
-    PF__POS_SINUSOIDAL,
-    PF__POS_RELATIVE
-} pf__positions;
-typedef enum { PF__QKV_BLOCKS, PF__QKV_PER_HEAD, PF__QKV_CODEGEN } pf__qkv_layout;
-typedef enum { PF__MLP_PLAIN, PF__MLP_GATED, PF__MLP_GATED_IF_NAMED } pf__mlp;
-typedef enum { PF__ACT_GELU_TANH, PF__ACT_GELU_ERF, PF__ACT_RELU, PF__ACT_SILU, PF__ACT_TANH, PF__ACT_QUICK_GELU } pf__activation;
-typedef enum { PF__ROPE_DEFAULT, PF__ROPE_LINEAR, PF__ROPE_DYNAMIC, PF__ROPE_LLAMA3 } pf__rope_type;
-
-#define PF__NEEDED PF_POLICY_NEEDED
-
-typedef enum {
-#define PF_ARCH(id, ...) PF__ARCH_##id,
-#include "policies.inc"
-    PF__ARCH_COUNT
-} pf__arch_id;
-
-typedef struct pf__arch {
-    const char *model_type;
-    pf__kind kind;
-    pf__norm norm;
-    pf__positions positions;
-    pf__qkv_layout qkv_layout;
-    pf__mlp mlp;
-    int mlp_ratio;
-    const char *activation_key, *activation_default;
-    int tied_lm_head;
-} pf__arch;
-
-/* Policies registered at run time (pf_register_policy) at once, at most: architecture ids
-   PF__ARCH_COUNT + 0 .. PF__MAX_REGISTERED - 1, whose traits are written into pf__archs under
-   pf__policy_lock. A fixed array, so that a model reads its row without a lock while other
-   threads register. */
-#define PF__MAX_REGISTERED 64
-
-static pf__arch pf__archs[PF__ARCH_COUNT + PF__MAX_REGISTERED] = {
+PF_PRIVATE pf__arch pf__archs[PF__ARCH_COUNT + PF__MAX_REGISTERED] = {
 #define PF_ARCH(id, model_type, kind, norm, positions, qkv, mlp, mlp_ratio, act_key, act_default, tied) \
     {model_type, kind, norm, positions, qkv, mlp, mlp_ratio, act_key, act_default, tied},
 #include "policies.inc"
 };
 
-typedef struct pf__arch_alias { pf__arch_id arch; const char *model_type; } pf__arch_alias;
-static const pf__arch_alias pf__arch_aliases[] = {
+PF_PRIVATE const pf__arch_alias pf__arch_aliases[] = {
 #define PF_ARCH_ALIAS(id, model_type) {PF__ARCH_##id, model_type},
 #include "policies.inc"
 };
+PF_PRIVATE const size_t pf__arch_aliases_count = sizeof pf__arch_aliases / sizeof pf__arch_aliases[0]; /* for the files that see no size */
 
-typedef struct pf__arch_activation { pf__arch_id arch; const char *name; pf__activation activation; } pf__arch_activation;
 static const pf__arch_activation pf__arch_activations[] = {
 #define PF_ARCH_ACTIVATION(id, name, activation) {PF__ARCH_##id, name, activation},
 #include "policies.inc"
 };
 
-typedef struct pf__arch_layer_types { pf__arch_id arch; const char *key; int needed; } pf__arch_layer_types;
 static const pf__arch_layer_types pf__arch_layer_types_keys[] = {
 #define PF_ARCH_LAYER_TYPES(id, key, needed) {PF__ARCH_##id, key, needed},
 #include "policies.inc"
 };
 
-typedef struct pf__arch_null { pf__arch_id arch; const char *key; double value; } pf__arch_null;
 static const pf__arch_null pf__arch_nulls[] = {
 #define PF_ARCH_NULL(id, key, value) {PF__ARCH_##id, key, value},
 #include "policies.inc"
 };
 
-typedef struct pf__arch_prefix { pf__arch_id arch; const char *prefix; } pf__arch_prefix;
-static const pf__arch_prefix pf__arch_prefixes[] = {
+PF_PRIVATE const pf__arch_prefix pf__arch_prefixes[] = {
 #define PF_ARCH_PREFIX(id, prefix) {PF__ARCH_##id, prefix},
 #include "policies.inc"
 };
+PF_PRIVATE const size_t pf__arch_prefixes_count = sizeof pf__arch_prefixes / sizeof pf__arch_prefixes[0]; /* for the files that see no size */
 
-typedef struct pf__arch_tensor {
-    pf__arch_id arch;
-    pf__slot slot;
-    const char *pattern;
-    pf__layout layout;
-    pf__split split;
-    pf__need need;
-    int encoder; /* 1: a block of an encoder-decoder's encoder tower (PF_ARCH_ENCODER_TENSOR) */
-} pf__arch_tensor;
-static const pf__arch_tensor pf__arch_tensors[] = {
+PF_PRIVATE const pf__arch_tensor pf__arch_tensors[] = {
 #define PF_ARCH_TENSOR(id, slot, pattern, layout, split, need) {PF__ARCH_##id, slot, pattern, layout, split, need, 0},
 #define PF_ARCH_ENCODER_TENSOR(id, slot, pattern, layout, split, need) {PF__ARCH_##id, slot, pattern, layout, split, need, 1},
 #include "policies.inc"
 };
+PF_PRIVATE const size_t pf__arch_tensors_count = sizeof pf__arch_tensors / sizeof pf__arch_tensors[0]; /* for the files that see no size */
 
 /* Rows whose tensor names (PF_ARCH_TENSOR, PF_ARCH_ENCODER_TENSOR, PF_ARCH_PREFIX, PF_ARCH_BUFFER)
    are another row's: families with the same tensor names, whose differences are config traits. */
@@ -242,144 +61,24 @@ static const pf__arch_tensors_of pf__arch_tensors_ofs[] = {
 };
 
 /* The row whose tensor names an architecture uses. */
-static pf__arch_id pf__tensor_rows(pf__arch_id arch) {
+PF_PRIVATE pf__arch_id pf__tensor_rows(pf__arch_id arch) {
     for (size_t i = 0; i < sizeof pf__arch_tensors_ofs / sizeof pf__arch_tensors_ofs[0]; i++)
         if (pf__arch_tensors_ofs[i].arch == arch) return pf__arch_tensors_ofs[i].base;
     return arch;
 }
 
-/* Config keys whose other values we do not implement: refused unless absent, null or `value`. */
-typedef struct pf__arch_require { pf__arch_id arch; const char *key; double value; } pf__arch_require;
 static const pf__arch_require pf__arch_requires[] = {
 #define PF_ARCH_REQUIRE(id, key, value) {PF__ARCH_##id, key, value},
 #include "policies.inc"
 };
 
-typedef struct pf__arch_buffer { pf__arch_id arch; const char *pattern; } pf__arch_buffer;
 static const pf__arch_buffer pf__arch_buffers[] = {
 #define PF_ARCH_BUFFER(id, pattern) {PF__ARCH_##id, pattern},
 #include "policies.inc"
 };
 
-/* Hyperparameters, whatever the config.json keys are called. */
-typedef struct pf__config {
-    pf__arch_id arch;
-    char model_type[64];            /* config.json's: the row's, or one of its aliases */
-    int hidden_size, num_heads, num_kv_heads, num_layers, vocab_size, max_positions, intermediate_size;
-    int encoder_layers;             /* encoder-decoders: blocks 0..encoder_layers-1 are the encoder
-                                       tower's, the rest (num_layers in all) the decoder's */
-    int decoder_layers;             /* encoder-decoders, as read; 0: as many as the encoder (T5) */
-    int src_vocab_size;             /* an encoder vocabulary of its own (FSMT's src_vocab_size); 0: vocab_size */
-    int image_size, patch_size, num_channels; /* image encoders: max_positions follows from them */
-    int distillation;               /* 1: a distillation token after the class token (DeiT) */
-    int causal_encoder;             /* 1: an encoder whose tokens attend to earlier ones only (CLIP's text) */
-    int pool_eos_id;                /* >= 0: the pooled output is the token at the first of this id
-                                       (2: at the largest id, as configs before transformers 4.31
-                                       meant it; CLIP's text); -1: the first token */
-    int projection_dim;             /* PF__SLOT_PROJECTION's rows (CLIP) */
-    int with_projection;            /* 1: the tower has its projection (PF__IF_WITH_PROJECTION) */
-    int speech;                     /* 1: a speech encoder (Wav2Vec2, HuBERT): waveforms through the
-                                       host front end of the speech section, then the blocks */
-    int feature_projection_norm;    /* speech: a LayerNorm before the feature projection (policies.inc) */
-    int conv_subsampler;            /* 1: an encoder-decoder whose encoder takes filter-bank frames
-                                       through Speech2Text's convolutional subsampler on the host
-                                       (pf__config_subsampler; speech_config holds its shape) */
-    int mel_frontend;               /* 1: a speech encoder-decoder whose encoder takes log-mel features
-                                       through two convolutions (Whisper's conv1, conv2: kernel 3, the
-                                       second of stride 2, each followed by GELU), run on the host */
-    int num_mel_bins;               /* mel_frontend: the features' mel bins (conv1's input channels) */
-    int encoder_max_positions;      /* the encoder's position table when it differs from the decoder's
-                                       (Whisper's max_source_positions); 0: max_positions */
-    int k_bias_zero;                /* 1: the key projections have no bias where q and v have one
-                                       (Whisper's k_proj): a zero bias stands in, so the stack lines up */
-    int whisper_prompt;             /* 1: generation_config.json's language, task, forced_decoder_ids,
-                                       lang_to_id, task_to_id and no_timestamps_token_id make the
-                                       decoder prompt, as Whisper's generate() builds its init tokens */
-    int32_t *decoder_prompt_ids;    /* [num_decoder_prompt_ids]: that prompt (the defaults point at it); owned */
-    int num_decoder_prompt_ids;
-    int detect_language;            /* 1: the prompt needs Whisper's language detection: its language
-                                       token (after the start token) is the likeliest of lang_ids */
-    int32_t *lang_ids;              /* [num_lang_ids]: lang_to_id's token ids, ascending; owned */
-    int num_lang_ids;
-    int timestamp_begin;            /* Whisper's first timestamp token: no_timestamps_token_id + 1;
-                                       0: no no_timestamps_token_id */
-    int max_initial_timestamp;      /* generation_config.json's max_initial_timestamp_index + 1; 0: none */
-    struct pf__speech_config {      /* the front end's shape, from config.json (pf__config_speech) */
-        int num_convs;              /* feature encoder layers: conv_dim, conv_kernel, conv_stride */
-        int conv_dim[16], conv_kernel[16], conv_stride[16];
-        int conv_bias;              /* the convolutions have biases */
-        int layer_norm_convs;       /* feat_extract_norm "layer": a LayerNorm over channels after every
-                                       conv; 0 ("group"): a GroupNorm (one group a channel) after the first */
-        int pos_kernel, pos_groups; /* the positional convolution: num_conv_pos_embeddings, ..._groups */
-        int stride, min_samples;    /* samples per frame; the fewest samples that make one frame */
-        int feature_width;          /* conv_subsampler: features per input frame (input_feat_per_channel
-                                       * input_channels), the first convolution's input channels */
-    } speech_config;
-    int teacher_head;               /* 1: the mean of the class and distillation tokens' heads (DeiT
-                                       ...WithTeacher) */
-    int decoder_num_heads, decoder_intermediate_size; /* the decoder's, where the config names them
-                                       apart (BART); they must equal the encoder's; 0: unnamed */
-    int embed_norm;                 /* 1: a norm after the embedding (PF__IF_EMBED_NORM tensors) */
-    int decoder_norm_before_positions; /* 1: the decoder tower norms its token embeddings before it
-                                       adds the positions (Blenderbot-small) */
-    int sinusoid;                   /* the computed sinusoid table: PF__SINUSOID_* */
-    int scale_decoder_outputs;      /* 1: the decoder's output times hidden^-0.5 before the LM head
-                                       (T5); -1 in the table: as tie_word_embeddings */
-    int head_dim;                   /* 0 in the file: hidden_size / num_heads */
-    int embed_dim;                  /* OPT's word_embed_proj_dim; 0: hidden_size */
-    double norm_eps;
-    double final_norm_eps;          /* 0: norm_eps */
-    int scale_attn_weights;         /* 0: scores are q.k unscaled (GPT-Neo) */
-    int scale_attn_by_inverse_layer_idx;
-    int32_t *eos_ids;               /* [num_eos_ids]: config.json's and generation_config.json's; owned */
-    int num_eos_ids;
-    int32_t *suppress_ids, *begin_suppress_ids; /* generation_config.json's suppress_tokens and
-                                       begin_suppress_tokens (the defaults point at them); owned */
-    int num_suppress_ids, num_begin_suppress_ids;
-    int bos_token_id, pad_token_id, decoder_start_token_id; /* -1: none */
-    int pre_norm;                   /* 0: post-norm blocks (OpenAI GPT, OPT-350m), without a final norm */
-    int remove_final_norm;          /* 1: pre-norm blocks without a final norm (OPT's _remove_final_layer_norm) */
-    int tie_word_embeddings;        /* 1: the LM head is the token embedding */
-    int residual_from_norm;         /* 1: each block's residual is its norm's output (BLOOM's
-                                       apply_residual_connection_post_layernorm) */
-    int attention_bias, mlp_bias;   /* 1: the projections of attention (of the MLP) have biases */
-    int parallel_residual;          /* x + attn(norm(x)) + mlp(norm'(x)) */
-    int position_offset;            /* OPT's learned positions start at 2 */
-    int embed_scale_sqrt;           /* token embeddings times sqrt(hidden) (CTRL) */
-    int rotary_dim;                 /* rotated dims per head; 0: rotary_pct * head_dim */
-    double rotary_pct;
-    double rope_theta;
-    int reads_rope_dict;            /* 1: rope_scaling / rope_parameters apply (else transformers ignores them) */
-    int partial_rotary_ignored;     /* 1: a partial_rotary_factor does not change the rotation (LLaMA) */
-    int rope_head_dim;              /* GPT-NeoX's head_dim key: the rotary width's base; 0: head_dim */
-    int sliding_window;             /* keys within this distance of the query; 0: all */
-    int use_sliding_window;         /* 0: the config's sliding_window is only informative (Qwen2) */
-    int local_window;               /* GPT-Neo's window for its "local" layers */
-    int first_window_layer;         /* without a per-layer list: layers from this one on use the
-                                       sliding window (Qwen2's max_window_layers) */
-    pf__activation activation;
-    pf__rope_type rope_type;
-    double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
-    int rope_original_max_positions;
-    int *layer_window;              /* [num_layers]: each layer's window, 0 for global; owned */
-    int type_vocab_size;            /* rows of the token type (segment) embedding */
-    int gated_mlp;                  /* 1: act(x W_gate) * x W_up (the row's mlp, or T5's "gated-" activations) */
-    int rel_table_rows;             /* rows of the relative bias table (its config key) */
-    int rel_buckets, rel_max_distance; /* the bucketing: T5's function with these; bidirectional */
-    int embed_norm_before_project;  /* 1: positions, segments and the embedding norm at the
-                                       embedding's width E, then project_in with its bias (ELECTRA,
-                                       ALBERT); 0: they follow the projection (OPT) */
-    int position_offset_from_pad;   /* 1: position_offset was read as the pad id, positions start
-                                       after it and the table's rows include them (RoBERTa); 2: the
-                                       same over a computed table, the bound kept (M2M100) */
-    int pooler_activation;          /* a pf__activation: tanh (BERT), relu (DistilBERT); -1: the model's */
-    int head_activation;            /* the masked-LM head's pf__activation; -1: the model's */
-    pf_head head;                   /* what the output stage computes */
-    int num_labels;                 /* classification heads' outputs */
-} pf__config;
-
 /* Neutral values for fields an architecture's rows do not name. */
-static void pf__config_defaults(pf__config *c) {
+PF_PRIVATE void pf__config_defaults(pf__config *c) {
     memset(c, 0, sizeof *c);
     c->scale_attn_weights = 1;
     c->pre_norm = 1;
@@ -394,45 +93,13 @@ static void pf__config_defaults(pf__config *c) {
     c->pool_eos_id = -1;
 }
 
-typedef struct pf__arch_config {
-    pf__arch_id arch;
-    size_t offset;  /* of the field in pf__config */
-    int is_double;
-    const char *key;
-    double fallback;
-} pf__arch_config;
-#define PF__FIELD_IS_DOUBLE(field) (sizeof(((pf__config *)0)->field) == sizeof(double))
 static const pf__arch_config pf__arch_configs[] = {
 #define PF_ARCH_CONFIG(id, field, key, fallback)                                                   \
     {PF__ARCH_##id, offsetof(pf__config, field), PF__FIELD_IS_DOUBLE(field), key, fallback},
 #include "policies.inc"
 };
 
-#define PF__COUNT(a) (sizeof(a) / sizeof((a)[0]))
-
 /* ---- an architecture's rows: compiled in, or registered at run time ---- */
-
-/* Each table's rows for an architecture: the compiled-in tables (the rows of every built-in
-   architecture, told apart by their arch), or a registered policy's own copies. Code reads the
-   tables through pf__rows(arch) only, and skips rows of other architectures. */
-typedef struct pf__policy_rows {
-    const pf__arch_tensor *tensors;
-    size_t num_tensors;
-    const pf__arch_config *configs;
-    size_t num_configs;
-    const pf__arch_prefix *prefixes;
-    size_t num_prefixes;
-    const pf__arch_buffer *buffers;
-    size_t num_buffers;
-    const pf__arch_activation *activations;
-    size_t num_activations;
-    const pf__arch_layer_types *layer_types;
-    size_t num_layer_types;
-    const pf__arch_null *nulls;
-    size_t num_nulls;
-    const pf__arch_require *required_values;
-    size_t num_required_values;
-} pf__policy_rows;
 
 static const pf__policy_rows pf__builtin_rows = {
     pf__arch_tensors, PF__COUNT(pf__arch_tensors), pf__arch_configs, PF__COUNT(pf__arch_configs),
@@ -441,20 +108,10 @@ static const pf__policy_rows pf__builtin_rows = {
     pf__arch_nulls, PF__COUNT(pf__arch_nulls), pf__arch_requires, PF__COUNT(pf__arch_requires),
 };
 
-/* A policy registered at run time: its architecture id is PF__ARCH_COUNT + its index, its traits
-   are pf__archs at that id. Registration writes only free entries; an entry is freed only while
-   no model holds it, so a loaded model reads its own without the lock. */
-typedef struct pf__registered {
-    int in_use;
-    int live_models;      /* models loaded through it, not yet freed: unregistering waits for 0 */
-    pf__policy_rows rows; /* its own rows, every one with its arch id */
-    char **strings;       /* [num_strings]: the copies the traits and rows point into; owned */
-    size_t num_strings;
-} pf__registered;
-static pf__registered pf__registered_policies[PF__MAX_REGISTERED];
-static pthread_mutex_t pf__policy_lock = PTHREAD_MUTEX_INITIALIZER;
+PF_PRIVATE pf__registered pf__registered_policies[PF__MAX_REGISTERED];
+PF_PRIVATE pthread_mutex_t pf__policy_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static const pf__policy_rows *pf__rows(pf__arch_id arch) {
+PF_PRIVATE const pf__policy_rows *pf__rows(pf__arch_id arch) {
     return (int)arch < PF__ARCH_COUNT ? &pf__builtin_rows : &pf__registered_policies[arch - PF__ARCH_COUNT].rows;
 }
 
@@ -472,14 +129,14 @@ static int pf__policy_acquire(const char *model_type) {
     return arch;
 }
 
-static void pf__policy_release(pf__arch_id arch) {
+PF_PRIVATE void pf__policy_release(pf__arch_id arch) {
     if ((int)arch < PF__ARCH_COUNT) return;
     pthread_mutex_lock(&pf__policy_lock);
     pf__registered_policies[arch - PF__ARCH_COUNT].live_models--;
     pthread_mutex_unlock(&pf__policy_lock);
 }
 
-static const pf__arch_tensor *pf__arch_tensor_for(pf__arch_id arch, pf__slot slot) {
+PF_PRIVATE const pf__arch_tensor *pf__arch_tensor_for(pf__arch_id arch, pf__slot slot) {
     pf__arch_id named = pf__tensor_rows(arch);
     const pf__policy_rows *rows = pf__rows(named);
     for (size_t i = 0; i < rows->num_tensors; i++)
@@ -498,7 +155,6 @@ static const char *pf__config_key(pf__arch_id arch, size_t offset) {
 
 /* HF activation names to the function we compute: the family's own table (PF_ARCH_ACTIVATION)
    where it has one, else transformers' ACT2FN. */
-static int pf__activation_from_hf_name(const char *name, pf__activation *out);
 static int pf__activation_from_name(pf__arch_id arch, const char *name, pf__activation *out) {
     const pf__policy_rows *rows = pf__rows(arch);
     int family_table = 0;
@@ -515,7 +171,7 @@ static int pf__activation_from_name(pf__arch_id arch, const char *name, pf__acti
 }
 
 /* transformers' ACT2FN names. */
-static int pf__activation_from_hf_name(const char *name, pf__activation *out) {
+PF_PRIVATE int pf__activation_from_hf_name(const char *name, pf__activation *out) {
     static const struct { const char *name; pf__activation act; } names[] = {
         {"gelu_new", PF__ACT_GELU_TANH}, {"gelu_pytorch_tanh", PF__ACT_GELU_TANH},
         {"gelu_fast", PF__ACT_GELU_TANH}, {"bloom_gelu", PF__ACT_GELU_TANH}, {"gelu", PF__ACT_GELU_ERF},
@@ -531,7 +187,7 @@ static int pf__activation_from_hf_name(const char *name, pf__activation *out) {
 
 /* A number from JSON (bools count as 0/1); 1 if present and numeric, 0 if absent or null, -1 if
    something else. */
-static int pf__json_number(const pf__json *v, double *out) {
+PF_PRIVATE int pf__json_number(const pf__json *v, double *out) {
     if (!v || v->type == PF__JSON_NULL) return 0;
     if (v->type == PF__JSON_NUMBER) *out = v->number;
     else if (v->type == PF__JSON_BOOL) *out = v->boolean;
@@ -892,7 +548,7 @@ static pf_result pf__whisper_prompt(const pf__json *json, pf__config *c, pf_gene
 
 /* Reads DIR/generation_config.json when present: its token ids into c (see pf__config_token_ids)
    and the generate() defaults it sets into *defaults (which starts as pf_generate_options_init()). */
-static pf_result pf__generation_config_read(const char *dir, pf__config *c, pf_generate_options *defaults,
+PF_PRIVATE pf_result pf__generation_config_read(const char *dir, pf__config *c, pf_generate_options *defaults,
                                             char *message, size_t size) {
     char path[PF__PATH_SIZE];
     pf__json *json;
@@ -963,7 +619,7 @@ static pf_result pf__generation_config_read(const char *dir, pf__config *c, pf_g
 }
 
 /* Token ids must name rows of the vocabulary: finished rows are fed the pad id. */
-static pf_result pf__config_check_token_ids(const pf__config *c, const char *dir, char *message, size_t size) {
+PF_PRIVATE pf_result pf__config_check_token_ids(const pf__config *c, const char *dir, char *message, size_t size) {
     int ids[] = {c->bos_token_id, c->pad_token_id, c->decoder_start_token_id};
     static const char *names[] = {"bos_token_id", "pad_token_id", "decoder_start_token_id"};
     for (int i = 0; i < 3; i++)
@@ -1052,8 +708,6 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
                       "ForSequenceClassification, ForTokenClassification and ForQuestionAnswering are)", path, first->string);
 }
 
-static pf_result pf__config_parse(const pf__json *json, const char *path, int arch, pf__config *cfg, char *message,
-                                  size_t size);
 /* A list of positive ints (conv_dim, ...): *count of them into out[max]; 1 if present. */
 static int pf__config_int_list(const pf__json *json, const char *key, int *out, int max, int *count) {
     const pf__json *list = pf__json_get(json, key);
@@ -1178,7 +832,7 @@ static pf_result pf__config_subsampler(const pf__json *json, pf__config *c, cons
 }
 
 /* Reads config.json into cfg, choosing the architecture row by model_type. */
-static pf_result pf__config_read(const char *dir, pf__config *cfg, char *message, size_t size) {
+PF_PRIVATE pf_result pf__config_read(const char *dir, pf__config *cfg, char *message, size_t size) {
     char path[PF__PATH_SIZE];
     pf__json *json;
     pf__config_defaults(cfg);
@@ -1356,7 +1010,7 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
 
 /* A config.json object (the file's, or a dual model's tower's) into cfg: the row of arch, or of
    its model_type when arch is -1. path names it in messages. */
-static pf_result pf__config_parse(const pf__json *json, const char *path, int arch, pf__config *cfg, char *message,
+PF_PRIVATE pf_result pf__config_parse(const pf__json *json, const char *path, int arch, pf__config *cfg, char *message,
                                   size_t size) {
     pf_result r = PF_OK;
     pf__config_defaults(cfg);

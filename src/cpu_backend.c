@@ -1,3 +1,4 @@
+#include "internal.h"
 /* ---- CPU backend ---- */
 
 static int pf__cpu_rank_begin(pf__rank *r) { (void)r; return 0; }
@@ -19,30 +20,10 @@ static void pf__cpu_copy(pf__rank *r, void *dst, const void *src, size_t bytes) 
 #if defined(__GNUC__) || defined(__clang__)
 #define PF__UNROLL _Pragma("GCC unroll 8")
 #define PF__UNROLL16 _Pragma("GCC unroll 16") /* an array of 16 vectors indexed by constants stays in registers */
-#define PF__INLINE __attribute__((always_inline)) inline
 #else
 #define PF__UNROLL
 #define PF__UNROLL16
-#define PF__INLINE
 #endif
-
-/* Weight i of w, stored as wt, in fp32 (wt a constant in the kernels, which then need no branch).
-   Q8: i counts the values of whole rows of whole blocks. */
-static PF__INLINE float pf__weight_value(const void *w, size_t i, const int wt) {
-    if (wt == PF__DTYPE_Q8) {
-        const unsigned char *block = (const unsigned char *)w + i / PF__Q8_BLOCK * PF__Q8_BYTES;
-        return pf__q8_scale(block) * (float)(int8_t)block[2 + i % PF__Q8_BLOCK];
-    }
-    if (wt == PF__DTYPE_Q4) {
-        const unsigned char *block = (const unsigned char *)w + i / PF__Q8_BLOCK * PF__Q4_BYTES;
-        size_t j = i % PF__Q8_BLOCK;
-        int q = j < PF__Q8_BLOCK / 2 ? block[2 + j] & 15 : block[2 + j - PF__Q8_BLOCK / 2] >> 4;
-        return pf__q8_scale(block) * (float)(q - 8);
-    }
-    if (wt == PF__DTYPE_F16) return pf__f16_to_f32(((const uint16_t *)w)[i]);
-    if (wt == PF__DTYPE_BF16) return pf__bf16_to_f32(((const uint16_t *)w)[i]);
-    return ((const float *)w)[i];
-}
 
 static void pf__cpu_embed(pf__rank *r, float *out, const pf__weight *tokens, const pf__step *s, float scale,
                           int first) {
@@ -111,7 +92,6 @@ static double pf__sum_shifted_portable(const float *x, size_t n, double shift, i
     return pf__sum_shifted_tail(s[0], x, i, n, shift, squares);
 }
 
-
 /* Attention's dot product where AVX2 is missing: in double with four independent sums, which
    the compiler can vectorise without -ffast-math. */
 static float pf__dot(const float *a, const float *b, size_t n) {
@@ -146,9 +126,6 @@ static float pf__dot(const float *a, const float *b, size_t n) {
 #define PF__MAX_ROWS 8
 
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && !defined(PF_NO_AVX2)
-#define PF__AVX2 1
-#include <cpuid.h>
-#include <immintrin.h>
 #define PF__AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
 
 /* Lanes of a vector below `count`, as a maskload mask. */
@@ -164,7 +141,6 @@ PF__AVX2_TARGET static __m256i pf__lanes_below(size_t count) {
    every PF__CHUNK. */
 typedef void (*pf__tile_fn)(double *acc, size_t ld, const float *x, const void *w, size_t k, size_t begin,
                             size_t end, size_t first_end);
-
 
 /* Without AVX2 and FMA, the products are rounded to fp32 before an fp32 add, which makes the sums
    across a split chunk drift further apart (1.2e-5 between rank counts on OPT-350m's shape):
@@ -349,25 +325,6 @@ PF__AVX2_TARGET static void pf__store_sums_avx2(float *out, const double *acc, c
     pf__store_sums_portable(out + i, acc + i, bias ? bias + i : NULL, n - i);
 }
 #endif
-
-
-/* roundf (halves away from zero) to an int8 in [-127, 127], and floorf, for the quantizers' values:
-   within int's range the truncating conversion is exact, and so is x minus it. libm's calls were
-   5 % of a q8 bench run's samples (every weight at load, every input block at each step). NaN
-   gives 0 and values beyond the range saturate, where a conversion would be undefined. */
-static inline int8_t pf__round_to_int8(float x) {
-    if (!(x > -127.5f)) return (int8_t)(x == x ? -127 : 0);
-    if (x >= 127.5f) return 127;
-    int t = (int)x;
-    float rest = x - (float)t;
-    return (int8_t)(t + (rest >= 0.5f) - (rest <= -0.5f));
-}
-
-static inline float pf__floor_small(float x) {
-    if (!(x > -1e9f && x < 1e9f)) return x > 0 ? 1e9f : x < 0 ? -1e9f : 0.0f;
-    int t = (int)x;
-    return (float)(t - ((float)t > x));
-}
 
 /* The activations' blocks as the Q8 products take them: block b of x (32 values) as int8 values
    qx (the value over d, rounded), its scale d = max |v| / 127 in dx[b] and the sum of its int8
@@ -567,7 +524,6 @@ PF__Q8_TILE(pf__q4_row_avx2, PF__AVX2_TARGET, 1, PF__Q4_BYTES, pf__q4_load, pf__
 #endif
 
 #if defined(PF__AVX2) && !defined(PF_NO_AVX512) && (defined(__clang__) || __GNUC__ >= 5)
-#define PF__AVX512 1
 #define PF__AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
 /* 512-bit lanes, where the processor has AVX-512 F/BW/VL: the same chunks as the AVX2 tile, each
    summed in 16 fp32 lanes (lane l holds the products of inputs l, l + 16, ... of the chunk), then
@@ -829,8 +785,6 @@ PF__Q8_TILE_VNNI(pf__q4_rows_vnni, 4, PF__Q4_BYTES, pf__q4_load_vnni, pf__q4_dot
 PF__Q8_TILE_VNNI(pf__q4_row_vnni, 1, PF__Q4_BYTES, pf__q4_load_vnni, pf__q4_dots_vnni, 3)
 
 #if defined(__linux__) && !defined(PF_NO_AMX) && (defined(__clang__) ? __clang_major__ >= 12 : __GNUC__ >= 11)
-#define PF__AMX 1
-#include <sys/syscall.h>
 #define PF__AMX_TARGET __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 #define PF__AMX_ROWS PF__Q8_TILES_ROWS /* rows of x in a tile (its dots' columns) */
 #define PF__AMX_TILE_BYTES 1024 /* a 16 x 16 tile of int32 dots */
@@ -1211,10 +1165,6 @@ PF__AVX512_TARGET static void pf__quantize_x_avx512(int8_t *qx, float *dx, int32
 }
 #endif
 
-/* Attention's two loops: the scores of nq (1 to PF__QUERY_BLOCK) queries against `count` keys
-   `stride` floats apart (out[i * ld + j] = q[i] . key j), and the sum of `count` value rows
-   weighted by w. Portable versions first. */
-#define PF__QUERY_BLOCK 4
 static void pf__scores(float *out, size_t ld, const float *const *q, int nq, const float *keys, size_t stride,
                        size_t count, size_t n) {
     for (int i = 0; i < nq; i++)
@@ -1893,7 +1843,6 @@ int pf_cpu_vector_bits(void) {
     return kernels == &pf__cpu_portable ? 0 : 256;
 }
 
-
 /* Bytes pf__cpu_matmul_quantized needs for `rows` rows of x of `k` inputs: per block its scale and
    sum (4 bytes each, first, so they stay aligned), then the int8 values. */
 static size_t pf__quantized_x_bytes(size_t rows, size_t k) {
@@ -1903,7 +1852,6 @@ static size_t pf__quantized_x_bytes(size_t rows, size_t k) {
 #endif
     return bytes;
 }
-
 
 /* out[rows][w->rows] = x w^T + bias for Q8 or Q4 weights: x quantized per block into scratch
    (pf__quantized_x_bytes of it; pf__q8_rows_fn), then weight rows in groups that stay in the cache
@@ -1956,7 +1904,7 @@ static size_t pf__widened_bytes(const pf__weight *w, size_t rows) {
 
 /* out[rows][w->rows] = x[rows][w->cols] times w transposed, plus bias. `widened` is
    pf__widened_bytes(w, rows) of scratch, or NULL to compute from w as it is stored. */
-static void pf__cpu_matmul_rows(float *out, const float *x, const pf__weight *w, const float *bias, size_t rows,
+PF_PRIVATE void pf__cpu_matmul_rows(float *out, const float *x, const pf__weight *w, const float *bias, size_t rows,
                                 float *widened) {
     const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
     size_t block = widened ? pf__widened_rows(w, rows) : 0; /* weight rows widened at a time */
@@ -2424,9 +2372,6 @@ static void pf__cpu_reorder_rows(pf__rank *r, void *cache, const int *dst, const
         memcpy(rows + dst[k] * row_bytes, tmp + k * used_bytes, used_bytes);
 }
 
-static int pf__barrier(pf__group *g);
-static void pf__cpu_all_reduce(pf__rank *r, float *x, size_t count);
-
 /* The host's memory: physical pages, less the free ones. */
 static int pf__cpu_device_memory(int device, size_t *used, size_t *total) {
     (void)device;
@@ -2441,7 +2386,7 @@ static int pf__cpu_device_memory(int device, size_t *used, size_t *total) {
     return -1;
 }
 
-static const pf__backend pf__cpu_backend = {
+PF_PRIVATE const pf__backend pf__cpu_backend = {
     "cpu", 1, NULL, NULL, pf__cpu_rank_begin, pf__cpu_rank_end, pf__cpu_alloc, pf__cpu_free, pf__cpu_copy,
     pf__cpu_copy, pf__cpu_download_rows, pf__cpu_copy, pf__cpu_embed, pf__cpu_add_positions, pf__cpu_norm, pf__cpu_matmul, pf__cpu_activation,
     pf__cpu_gated_activation, pf__cpu_add_residual, pf__cpu_rotary, pf__cpu_kv_append, pf__cpu_attend, pf__cpu_all_reduce,

@@ -1,3 +1,4 @@
+#include "internal.h"
 /* =============================================================================================== */
 /* CUDA backend (kernels.cu), when built with PF_CUDA                                              */
 /* =============================================================================================== */
@@ -46,7 +47,6 @@
    wait on one: in download (a wait that watches the group's abort flag), in every later
    operation, in free and in rank_end. Later requests fail with a message asking for
    pf_parallelize again, which builds new communicators. */
-#include <sched.h>
 
 /* ---- the C ABI of kernels.cu (keep in step with it) ---- */
 
@@ -1151,22 +1151,22 @@ static const pf__backend pf__cuda_table = {
 };
 
 /* A device is present and the runtime works; quiet (0) when the driver or the device is missing. */
-static int pf__cuda_usable(void) {
+PF_PRIVATE int pf__cuda_usable(void) {
     int count = 0;
     return pf_cuda_device_count(&count, NULL) == PF__CUDA_OK && count > 0;
 }
 
-static const char *pf__cuda_unavailable_reason(void) {
+PF_PRIVATE const char *pf__cuda_unavailable_reason(void) {
     int count = 0;
     const char *reason = NULL;
     if (pf_cuda_device_count(&count, &reason) != PF__CUDA_OK) return reason ? reason : "the CUDA runtime failed";
     return count > 0 ? "a CUDA device is visible" : "no CUDA device is visible";
 }
 
-static const pf__backend *pf__cuda_backend(void) { return &pf__cuda_table; }
+PF_PRIVATE const pf__backend *pf__cuda_backend(void) { return &pf__cuda_table; }
 #else
-static int pf__cuda_usable(void) { return 0; }
-static const char *pf__cuda_unavailable_reason(void) { return "this build has no CUDA backend (build with nvcc)"; }
-static const pf__backend *pf__cuda_backend(void) { return NULL; }
+PF_PRIVATE int pf__cuda_usable(void) { return 0; }
+PF_PRIVATE const char *pf__cuda_unavailable_reason(void) { return "this build has no CUDA backend (build with nvcc)"; }
+PF_PRIVATE const pf__backend *pf__cuda_backend(void) { return NULL; }
 #endif
 

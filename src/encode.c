@@ -1,5 +1,6 @@
+#include "internal.h"
 /* Requests on a model that was never parallelized run on one CPU rank. */
-static pf_result pf__ensure_group(pf_model *m) {
+PF_PRIVATE pf_result pf__ensure_group(pf_model *m) {
     if (!m->loaded) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the model did not load");
     if (m->towers[0])
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is a dual encoder: pf_encode runs its texts, "
@@ -18,7 +19,7 @@ static pf_result pf__check_ids_below(pf_model *m, const int32_t *ids, size_t n, 
     return PF_OK;
 }
 
-static pf_result pf__check_ids(pf_model *m, const int32_t *ids, size_t n) {
+PF_PRIVATE pf_result pf__check_ids(pf_model *m, const int32_t *ids, size_t n) {
     return pf__check_ids_below(m, ids, n, m->config.vocab_size);
 }
 
@@ -35,7 +36,7 @@ static pf_result pf__check_source_ids(pf_model *m, const int32_t *ids, size_t n)
    within one request (the frequencies grow with the longest sequence seen, and reset below the
    original length); each request starts afresh (pf__rope_reset), so a call's result does not
    depend on earlier calls, as it would on a reused transformers model. */
-static const float *pf__rope_frequencies(pf_model *m, int length) {
+PF_PRIVATE const float *pf__rope_frequencies(pf_model *m, int length) {
     const pf__config *c = &m->config;
     if (!m->inv_freq) return NULL;
     int dim = c->rotary_dim, original = c->max_positions;
@@ -65,11 +66,10 @@ static const float *pf__rope_frequencies(pf_model *m, int length) {
     return m->inv_freq;
 }
 
-static void pf__rope_reset(pf_model *m) { m->rope_cached_len = m->config.max_positions; }
+PF_PRIVATE void pf__rope_reset(pf_model *m) { m->rope_cached_len = m->config.max_positions; }
 
 static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const int32_t *const *types,
                                    const int *lengths, int batch, pf_encoding **out);
-static pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job);
 
 static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, int seq_len, float *logits) {
     if (!ids || !logits || batch < 1 || seq_len < 1)
@@ -343,7 +343,7 @@ pf_result pf_encode_images(pf_model *m, const float *pixels, int batch, pf_encod
 /* Speech2Text's rows of filter-bank features (features[b]: num_frames[b] frames of feature_width)
    through the host subsampler: *out [batch][*width][hidden] (malloc'd, the caller frees it), each
    row's own encoder frames after its left pads (*pads, [batch], malloc'd; the pad rows zero). */
-static pf_result pf__subsampler_rows(pf_model *m, const char *call, const float *const *features, const int *num_frames,
+PF_PRIVATE pf_result pf__subsampler_rows(pf_model *m, const char *call, const float *const *features, const int *num_frames,
                                      int batch, float **out, int *width, int **pads) {
     const pf__config *c = &m->config;
     const pf__group *g = m->group;
@@ -382,9 +382,6 @@ static pf_result pf__subsampler_rows(pf_model *m, const char *call, const float 
     *pads = row_pads;
     return PF_OK;
 }
-
-static pf_result pf__encode_audio_features_locked(pf_model *m, const float *const *features, const int *num_frames,
-                                                  int batch, pf_encoding **out);
 
 /* A speech encoder-decoder's encoder on waveforms: each through the feature extractor of the
    model directory's preprocessor_config.json (read for the request), then as
@@ -910,7 +907,7 @@ pf_result pf_forward(pf_model *m, const int32_t *ids, int batch, int seq_len, fl
 
 /* Left-pads rows of ids to the longest: *width, ids [batch][width] and pads [batch] (malloc'd,
    the caller frees both); checks the ids and that each row fits the cache. */
-static pf_result pf__pad_rows(pf_model *m, const char *what, const int32_t *const *rows, const int *lengths, int batch,
+PF_PRIVATE pf_result pf__pad_rows(pf_model *m, const char *what, const int32_t *const *rows, const int *lengths, int batch,
                               int source, int *width, int32_t **ids, int **pads) {
     *ids = NULL;
     *pads = NULL;
@@ -939,7 +936,7 @@ static pf_result pf__pad_rows(pf_model *m, const char *what, const int32_t *cons
    encoder-decoder's front end output: its output's keys and values in every decoder block's cross
    cache, rows 0..batch-1, and its last hidden state into hidden (host [batch][width][hidden]) when
    given. */
-static pf_result pf__encoder_pass(pf_model *m, const int32_t *sources, const float *features, const int *pads, int batch,
+PF_PRIVATE pf_result pf__encoder_pass(pf_model *m, const int32_t *sources, const float *features, const int *pads, int batch,
                                   int width, float *hidden) {
     pf__job job;
     memset(&job, 0, sizeof job);

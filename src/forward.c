@@ -1,3 +1,4 @@
+#include "internal.h"
 /* =============================================================================================== */
 /* forward pass                                                                                    */
 /* =============================================================================================== */
@@ -411,7 +412,7 @@ static void pf__rank_decoder_hidden(pf__rank *r, const pf__job *job) {
 }
 
 /* Runs on every rank's thread with the same step; rank 0 also computes the logits. */
-static void pf__rank_forward(pf__rank *r, const pf__job *job) {
+PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     const pf__group *g = r->group;
     const pf__config *c = &g->model->config;
     const pf__step *s = &job->step;
@@ -468,7 +469,7 @@ static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *
 /* PF__JOB_LOGITS: the logits of the last forward's step.batch rows (one chunk: they are still in
    r->logits) into the rank's columns of job->logits, for the rows whose token the devices'
    candidates did not settle. */
-static void pf__rank_logits_again(pf__rank *r, const pf__job *job) {
+PF_PRIVATE void pf__rank_logits_again(pf__rank *r, const pf__job *job) {
     size_t vocab = (size_t)r->group->model->config.vocab_size, rows = (size_t)job->step.batch;
     size_t mine = r->weights ? r->weights[PF__SLOT_LM_HEAD].rows : 0;
     if (!mine) return; /* more ranks than vocabulary rows */
@@ -554,7 +555,7 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
 
 /* Runs on every rank's thread: reorders the decoder blocks' cache rows for beam search, and the
    cross caches too when asked (a prompt's encoder output copied to its beams, once). */
-static void pf__rank_reorder(pf__rank *r, const pf__job *job) {
+PF_PRIVATE void pf__rank_reorder(pf__rank *r, const pf__job *job) {
     const pf__group *g = r->group;
     const pf__config *c = &g->model->config;
     size_t kv_width = (size_t)r->share.kv_heads * c->head_dim, self_size = pf__dtype_size(r->cache_dtype);

@@ -1,28 +1,7 @@
+#include "internal.h"
 /* =============================================================================================== */
 /* generation                                                                                      */
 /* =============================================================================================== */
-
-/* One running sequence: left pads, prompt, then new tokens. */
-typedef struct pf__row {
-    int32_t *tokens; /* [capacity] */
-    int length;      /* tokens so far, pads included */
-    int pad;         /* left pads */
-    int prompt;      /* prompt tokens, pads excluded */
-    int done;        /* greedy/sampling: finished, now fed pad tokens */
-    float score;     /* beam search: running log-probability */
-} pf__row;
-
-/* A finished beam hypothesis of one prompt. */
-typedef struct pf__hypothesis {
-    int32_t *tokens; /* new tokens */
-    int length;
-    float score;
-} pf__hypothesis;
-
-typedef struct pf__candidate {
-    float score;
-    int beam, token;
-} pf__candidate;
 
 /* splitmix64: a small, seedable generator whose draws are made on the caller's thread only, so
    every rank sees the same choices by construction. */
@@ -271,15 +250,6 @@ static int pf__hypothesis_cmp(const void *a, const void *b) {
     return x->score > y->score ? -1 : x->score < y->score;
 }
 
-/* A row's streaming state: its text is decoded from new token `window` on, of which `emitted`
-   bytes went out. Decoding a window rather than the whole output keeps each token's cost small;
-   the window keeps one token before the text still to come, so that what a decoder does to a
-   text's first token (Metaspace drops its space) happens to text already emitted. */
-typedef struct pf__stream_state {
-    int window;
-    size_t emitted;
-} pf__stream_state;
-
 #define PF__STREAM_WINDOW 8 /* tokens a window grows to before it moves up */
 
 /* Decodes new tokens [from, n) of a row into *buffer (grown as needed); the text's length, or
@@ -325,7 +295,7 @@ static int pf__stream(pf_model *m, const pf_generate_options *o, int row_index, 
 }
 
 /* Checks options against each other and the model, as transformers does. */
-static pf_result pf__check_generate_options(pf_model *m, const pf_generate_options *o, int batch) {
+PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_options *o, int batch) {
     const char *bad = NULL;
     if (o->max_new_tokens < 0 || o->max_length < 0 || o->min_length < 0 || o->min_new_tokens < 0) bad = "negative lengths";
     else if (o->num_beams < 1) bad = "num_beams must be at least 1";
@@ -392,7 +362,7 @@ static pf_result pf__check_generate_options(pf_model *m, const pf_generate_optio
    ranks' scratch holds (a long prompt): each chunk appends to the KV cache after the one before,
    with the step's rotary frequencies (as transformers computes the whole prompt's), and the
    logits of its positions (all of them, or each row's last, which the last chunk writes). */
-static pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job) {
+PF_PRIVATE pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job) {
     const pf__group *g = m->group;
     const pf__step *s = &job->step;
     size_t per_chunk = g->max_tokens / (size_t)s->batch;
@@ -446,28 +416,11 @@ static void pf__combine_choices(const pf__group *g, int rows, int32_t *tokens) {
 }
 
 /* A generation step's forward; with job->tokens, the rows' greedy tokens from the ranks'. */
-static pf_result pf__forward_choosing(pf_model *m, const pf__job *job) {
+PF_PRIVATE pf_result pf__forward_choosing(pf_model *m, const pf__job *job) {
     pf_result r = pf__forward_in_chunks(m, job);
     if (!r && job->tokens) pf__combine_choices(m->group, job->step.batch, job->tokens);
     return r;
 }
-
-/* Where a generation step's forward leaves what the devices chose instead of the logits (a test
-   build downloads those too). */
-typedef struct pf__device_choice {
-    int32_t *tokens;        /* host [num_rows]: each row's arg-max (backend->argmax), or NULL */
-    pf__choice *candidates; /* host [num_ranks][num_rows][per_row]: each rank's best logits of each
-                               row (backend->top_k), or NULL */
-    size_t per_row;
-} pf__device_choice;
-
-/* One request's rows among a step's top-k candidates (a batched step holds several requests'). */
-typedef struct pf__candidate_view {
-    const pf__choice *all; /* [num_ranks][rows][per_row], NULL: the step took none */
-    size_t rows, per_row;  /* the step's */
-    size_t offset;         /* the request's first row among them */
-    float *logits;         /* host [rows][vocab]: the step's logits, where pf__fetch_unsettled_logits puts them */
-} pf__candidate_view;
 
 /* cross_pads, cross_len: an encoder-decoder's source pads of each row and the sources' width
    (the cross caches hold the rows' encoder outputs); NULL, 0 for a decoder. choice: what the
@@ -549,54 +502,6 @@ static int pf__ends_here(const pf_generate_options *o, const int32_t *eos, int n
     return 0;
 }
 
-/* One generate request: its resolved lengths and ids, the running rows, and (beam search) the
-   candidates and finished hypotheses of each prompt. */
-typedef struct pf__generation_state {
-    pf_model *m;
-    const pf_generate_options *o;
-    int batch, vocab, width;      /* width: the longest prompt, every row left-padded to it */
-    const int32_t *eos;
-    int num_eos;
-    int32_t pad_token;
-    long long max_length;
-    int min_length;
-    int beams, per_prompt, num_rows, num_candidates;
-    size_t capacity;              /* tokens a row can hold */
-    pf__row *rows;
-    int32_t *pool[2];             /* the rows' tokens; beam search swaps them when beams move */
-    int current;                  /* the pool the rows point into */
-    float *logits;                /* [num_rows][vocab]: the step's logits of the rows (m->logits, or
-                                     a batched request's part of it) */
-    int32_t *ids;                 /* scratch for pf__generate_step */
-    int *pads, *src;              /* src: beam search's parent row of each row */
-    unsigned char *seen;
-    pf__candidate *candidates;
-    pf__hypothesis *hyps;         /* [batch][beams] */
-    int *num_hyps, *open;         /* open: the prompt's search goes on */
-    int32_t *next_tokens;
-    float *next_scores;
-    pf__stream_state *streams;
-    char *stream_text;
-    size_t stream_cap;
-    uint64_t rng;
-    /* encoder-decoders: the prompts are the sources, each row's decoder starts at the start token */
-    int32_t *sources;             /* [batch][source_width], left-padded; NULL for a decoder */
-    const float *source_features; /* a speech encoder-decoder's front end output [batch][source_width]
-                                     [hidden] instead of sources; the caller's */
-    int seq2seq;                  /* 1: an encoder-decoder (sources or source_features) */
-    int *source_pads;             /* [batch] */
-    int *cross_pads;              /* [num_rows]: the source pads of each row's prompt */
-    int source_width;
-    int32_t *argmax_tokens;       /* [num_rows]: a step's greedy tokens, chosen on the devices */
-    const int32_t *device_tokens; /* the last step's tokens when the devices chose them (argmax_tokens,
-                                     or the batcher's), else NULL: chosen from the logits */
-    pf__device_choice device;     /* what pf__choose_on_devices asks the forward for */
-    pf__choice *top_k_candidates; /* [num_ranks][num_rows][device.per_row]: a sampled step's
-                                     candidates, when the backend can take them (device.per_row > 0) */
-    pf__candidate_view device_candidates; /* the last step's top-k candidates when the devices took
-                                     them (device.candidates, or the batcher's), else .all NULL */
-} pf__generation_state;
-
 /* Whether a row's next token is the plain arg-max of its logits: greedy, and none of the logits
    processors pf__generation_sample_step applies (pf__process_scores, pf__ban_source_ngrams,
    pf__timestamp_rules, pf__force_tokens) changes a score at this step. Only then may the devices
@@ -628,13 +533,13 @@ static int pf__processors_idle(const pf__generation_state *st, const pf__row *ro
 }
 
 /* Whether every live row of a request takes the plain arg-max at this step. */
-static int pf__generation_argmax_only(const pf__generation_state *st) {
+PF_PRIVATE int pf__generation_argmax_only(const pf__generation_state *st) {
     for (int i = 0; i < st->num_rows; i++)
         if (!st->rows[i].done && !pf__choice_is_argmax(st, &st->rows[i])) return 0;
     return 1;
 }
 
-static int pf__generation_top_k_only(const pf__generation_state *st) {
+PF_PRIVATE int pf__generation_top_k_only(const pf__generation_state *st) {
     for (int i = 0; i < st->num_rows; i++)
         if (!st->rows[i].done && !pf__choice_is_top_k(st, &st->rows[i])) return 0;
     return 1;
@@ -665,7 +570,7 @@ static const pf__device_choice *pf__choose_on_devices(pf__generation_state *st) 
 
 /* Phase 1: the prompts fit the model and the cache; the lengths as transformers resolves them
    (20 new tokens by default), bounded by the cache. */
-static pf_result pf__generation_resolve(pf__generation_state *st, const int32_t *const *prompts, const int *lengths) {
+PF_PRIVATE pf_result pf__generation_resolve(pf__generation_state *st, const int32_t *const *prompts, const int *lengths) {
     pf_model *m = st->m;
     const pf_generate_options *o = st->o;
     const pf__group *g = m->group;
@@ -723,7 +628,7 @@ static int pf__generation_alloc_top_k(pf__generation_state *st) {
 }
 
 /* Phase 2: the buffers, and every row as left pads then its prompt. */
-static pf_result pf__generation_alloc(pf__generation_state *st, const int32_t *const *prompts, const int *lengths) {
+PF_PRIVATE pf_result pf__generation_alloc(pf__generation_state *st, const int32_t *const *prompts, const int *lengths) {
     size_t rows = (size_t)st->num_rows, batch = (size_t)st->batch, beams = (size_t)st->beams;
     st->rows = (pf__row *)calloc(rows, sizeof *st->rows);
     st->pool[0] = (int32_t *)malloc(rows * st->capacity * sizeof(int32_t));
@@ -808,7 +713,6 @@ static pf_result pf__generation_prefill(pf__generation_state *st) {
     for (int i = 0; i < st->num_rows; i++) st->src[i] = i / beams;
     return r ? r : pf__reorder_rows(m, st->src, st->num_rows, st->width, 0);
 }
-
 
 /* Row i's candidates from every rank holding vocabulary (v),
    divided by the temperature as pf__sample does, into list; their count, or -1 when a NaN makes
@@ -916,7 +820,7 @@ static pf_result pf__choose_token(pf__generation_state *st, int i, const int32_t
 
 /* Phase 4a, greedy or sampling: one token per row (finished rows are fed the pad token); *finished
    when every row has ended or a stream callback stopped the request. */
-static pf_result pf__generation_sample_step(pf__generation_state *st, int *finished) {
+PF_PRIVATE pf_result pf__generation_sample_step(pf__generation_state *st, int *finished) {
     pf_model *m = st->m;
     const pf_generate_options *o = st->o;
     int last_step = st->rows[0].length + 1 >= st->max_length, all_done = 1, stopped = 0;
@@ -1090,7 +994,7 @@ static pf_result pf__generation_beam_step(pf__generation_state *st, int *finishe
 
 /* Phase 5: each prompt's hypotheses best first (beam search), or each row's new tokens up to
    where it ended. */
-static pf_result pf__generation_results(pf__generation_state *st, pf_generation *result) {
+PF_PRIVATE pf_result pf__generation_results(pf__generation_state *st, pf_generation *result) {
     const pf_generate_options *o = st->o;
     int n = st->batch * o->num_return_sequences, beams = st->beams;
     result->tokens = (int32_t **)calloc((size_t)n, sizeof(int32_t *));
@@ -1126,7 +1030,7 @@ static pf_result pf__generation_results(pf__generation_state *st, pf_generation 
     return PF_OK;
 }
 
-static void pf__generation_free(pf__generation_state *st) {
+PF_PRIVATE void pf__generation_free(pf__generation_state *st) {
     for (int i = 0; st->hyps && i < st->batch * st->beams; i++) free(st->hyps[i].tokens);
     free(st->rows), free(st->pool[0]), free(st->pool[1]), free(st->ids), free(st->pads), free(st->src), free(st->seen);
     free(st->candidates), free(st->hyps), free(st->num_hyps), free(st->open), free(st->next_tokens), free(st->next_scores);
@@ -1137,7 +1041,7 @@ static void pf__generation_free(pf__generation_state *st) {
 /* features, feature_pads, feature_width: a speech encoder-decoder's front end output
    [batch][feature_width][hidden] and its rows' left pads, in place of the prompts (NULL for text);
    prompts, when given with them, are each row's decoder prompt. */
-static pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts, const int *lengths, int batch,
+PF_PRIVATE pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts, const int *lengths, int batch,
                                      const pf_generate_options *o, pf_generation *result, const float *features,
                                      const int *feature_pads, int feature_width) {
     pf_result r = pf__ensure_group(m);

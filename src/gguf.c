@@ -1,3 +1,4 @@
+#include "internal.h"
 /* =============================================================================================== */
 /* GGUF: llama.cpp's one-file checkpoints, read as a config, tensors and a tokenizer               */
 /* =============================================================================================== */
@@ -1100,7 +1101,7 @@ static pf_result pf__gguf_tokenizer(const pf__gguf *g, pf_tokenizer **out, char 
 /* ---- loading ---- */
 
 /* A path ending in .gguf, or a regular file that starts with GGUF's magic. */
-static int pf__is_gguf(const char *path) {
+PF_PRIVATE int pf__is_gguf(const char *path) {
     size_t n = strlen(path);
     if (n >= 5 && !strcmp(path + n - 5, ".gguf")) return 1;
     struct stat st;
@@ -1115,7 +1116,7 @@ static int pf__is_gguf(const char *path) {
 
 /* Loads m->dir, a GGUF file: its config into m->config, its tensors (under transformers' names)
    into m->st, its tokenizer into m->tokenizer. */
-static pf_result pf__gguf_load(pf_model *m) {
+PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
     char *message = pf__error_buffer(m);
     size_t size = PF__MESSAGE_SIZE;
     pf__st_index *index = &m->st;

@@ -1,8 +1,9 @@
+#include "internal.h"
 /* =============================================================================================== */
 /* parallel groups                                                                                 */
 /* =============================================================================================== */
 
-static void pf__log(const pf_model *m, pf_log_level level, const char *fmt, ...) {
+PF_PRIVATE void pf__log(const pf_model *m, pf_log_level level, const char *fmt, ...) {
     if (!m->load_options.log || level > m->load_options.log_level) return;
     char line[256];
     va_list args;
@@ -12,7 +13,6 @@ static void pf__log(const pf_model *m, pf_log_level level, const char *fmt, ...)
     m->load_options.log(m->load_options.log_user, level, line);
 }
 
-static size_t pf__speech_bytes(const struct pf__speech *sp);
 static void pf__log_memory_table(const pf_model *m, pf_log_level level) {
     const pf__group *g = m->group;
     pf__log(m, level, "rank  device  heads  mlp    weights(B)   kv-cache(B)  scratch(B)   total(B)     device used/total(B)");
@@ -41,7 +41,7 @@ static const char *pf__backend_missing(const pf__backend *b) {
 }
 
 /* Starts num_ranks rank threads on `backend` and has each slice its weights from m->sources. */
-static pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_options *o, const pf__backend *backend,
+PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_options *o, const pf__backend *backend,
                                   pf__dtype dtype) {
     const pf__config *c = &m->config;
     const char *missing = pf__backend_missing(backend);

@@ -1,27 +1,7 @@
+#include "internal.h"
 /* =============================================================================================== */
 /* JSON                                                                                            */
 /* =============================================================================================== */
-
-typedef enum {
-    PF__JSON_NULL,
-    PF__JSON_BOOL,
-    PF__JSON_NUMBER,
-    PF__JSON_STRING,
-    PF__JSON_ARRAY,
-    PF__JSON_OBJECT
-} pf__json_type;
-
-typedef struct pf__json {
-    pf__json_type type;
-    int boolean;                           /* BOOL */
-    double number;                         /* NUMBER */
-    const char *string;                    /* STRING: decoded UTF-8, NUL-terminated */
-    size_t string_len;
-    const char *key;                       /* member of an OBJECT: decoded key, NUL-terminated */
-    size_t key_len;
-    struct pf__json *first, *next;         /* ARRAY/OBJECT: children in document order */
-    size_t count;                          /* ARRAY/OBJECT: number of children */
-} pf__json;
 
 /* Nodes and decoded strings come from a chain of blocks freed together with the root. */
 typedef struct pf__json_block {
@@ -283,7 +263,7 @@ static int pf__json_value(pf__json_parser *p, pf__json *v) {
     return 0;
 }
 
-static void pf__json_free(pf__json *root) {
+PF_PRIVATE void pf__json_free(pf__json *root) {
     if (!root) return;
     /* The block chain hangs before the root node (see pf__json_parse). */
     pf__json_block *b = *((pf__json_block **)root - 2);
@@ -294,7 +274,7 @@ static void pf__json_free(pf__json *root) {
     }
 }
 
-static pf__json *pf__json_parse(const char *text, size_t len, char *err, size_t err_size) {
+PF_PRIVATE pf__json *pf__json_parse(const char *text, size_t len, char *err, size_t err_size) {
     pf__json_parser p;
     memset(&p, 0, sizeof p);
     p.text = p.at = text;
@@ -324,7 +304,7 @@ static pf__json *pf__json_parse(const char *text, size_t len, char *err, size_t 
 }
 
 /* A key's value; of duplicates the last, as Python's json module keeps it. */
-static const pf__json *pf__json_get(const pf__json *obj, const char *key) {
+PF_PRIVATE const pf__json *pf__json_get(const pf__json *obj, const char *key) {
     const pf__json *found = NULL;
     if (!obj || obj->type != PF__JSON_OBJECT) return NULL;
     for (const pf__json *c = obj->first; c; c = c->next)
@@ -333,7 +313,7 @@ static const pf__json *pf__json_get(const pf__json *obj, const char *key) {
 }
 
 /* "a.b": key b of the object under key a (one level, as policies.inc's keys need). */
-static const pf__json *pf__json_get_path(const pf__json *obj, const char *path) {
+PF_PRIVATE const pf__json *pf__json_get_path(const pf__json *obj, const char *path) {
     const char *dot = strchr(path, '.');
     char outer[64];
     if (!dot) return pf__json_get(obj, path);
@@ -344,7 +324,7 @@ static const pf__json *pf__json_get_path(const pf__json *obj, const char *path) 
 }
 
 /* Reads and parses a JSON file; on failure writes "FILE: what" into message. */
-static pf_result pf__json_load(const char *path, pf__json **out, char *message, size_t size) {
+PF_PRIVATE pf_result pf__json_load(const char *path, pf__json **out, char *message, size_t size) {
     char *text;
     size_t len;
     *out = NULL;

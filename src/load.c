@@ -1,3 +1,4 @@
+#include "internal.h"
 /* The name prefix the checkpoint's tensors carry ("transformer.", "model.", ""): the first of the
    family's that finds its anchor tensor (the token embedding, patch or speech front end). */
 static pf_result pf__find_prefix(pf_model *m, const char **out) {
@@ -147,7 +148,7 @@ static pf_result pf__check_stacks(pf_model *m) {
     const pf__config *c = &m->config;
     for (int l = 0; l < c->num_layers; l++) {
         size_t base = pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
-        for (size_t k = 0; k + 1 < PF__COUNT(pf__stacks); k += 2) { /* weight stack, then its bias stack */
+        for (size_t k = 0; k + 1 < pf__stacks_count; k += 2) { /* weight stack, then its bias stack */
             int weights = 0, biases = 0;
             for (int j = 0; j < pf__stacks[k].num_members; j++) {
                 int w = m->sources[base + pf__stacks[k].members[j]].data != NULL;
@@ -287,11 +288,11 @@ static pf_model *pf__model_new(const pf_load_options *options) {
 static void pf__mark_foreign_tensors(pf__st_index *st, pf__arch_id dual, pf__arch_id other) {
     for (size_t i = 0; i < st->num_tensors; i++) {
         pf__st_tensor *t = &st->tensors[i];
-        for (size_t k = 0; k < PF__COUNT(pf__arch_prefixes) && !t->used; k++)
+        for (size_t k = 0; k < pf__arch_prefixes_count && !t->used; k++)
             if (pf__arch_prefixes[k].arch == other && pf__arch_prefixes[k].prefix[0] &&
                 !strncmp(t->name, pf__arch_prefixes[k].prefix, strlen(pf__arch_prefixes[k].prefix)))
                 t->used = 1;
-        for (size_t k = 0; k < PF__COUNT(pf__arch_tensors) && !t->used; k++)
+        for (size_t k = 0; k < pf__arch_tensors_count && !t->used; k++)
             if ((pf__arch_tensors[k].arch == other || pf__arch_tensors[k].arch == dual) && !strcmp(t->name, pf__arch_tensors[k].pattern))
                 t->used = 1;
     }
@@ -426,8 +427,6 @@ pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_mode
     m->loaded = 1;
     return PF_OK;
 }
-
-static void pf__batcher_stop(pf_model *m);
 
 void pf_free(pf_model *m) {
     if (!m) return;

@@ -1,10 +1,11 @@
+#include "internal.h"
 
 /* The most ranks we start: far more than any machine has devices, small enough to catch typos. */
 #define PF__MAX_RANKS 64
 /* The longest KV cache we size without a position table to bound it. */
 #define PF__MAX_SEQUENCE (1 << 22)
 
-static pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf_parallel_options *options) {
+PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf_parallel_options *options) {
     if (!m->loaded) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the model did not load");
     pf_parallel_options o = options ? *options : pf_parallel_options_init();
     const pf__config *c = &m->config;

@@ -1,3 +1,4 @@
+#include "internal.h"
 /* ---- registering policies at run time ---- */
 
 /* Each trait's names: the enumerator's own name without its prefix, matched in lower case
@@ -150,7 +151,7 @@ static const struct pf__config_field *pf__config_field_named(const char *name) {
 typedef struct pf__slot_column { pf__slot slot; int is_split; } pf__slot_column;
 static int pf__builtin_combination(int value, const void *context) {
     const pf__slot_column *c = (const pf__slot_column *)context;
-    for (size_t i = 0; i < PF__COUNT(pf__arch_tensors); i++)
+    for (size_t i = 0; i < pf__arch_tensors_count; i++)
         if (pf__arch_tensors[i].slot == c->slot &&
             (c->is_split ? (int)pf__arch_tensors[i].split : (int)pf__arch_tensors[i].layout) == value)
             return 1;
@@ -475,7 +476,7 @@ static pf_result pf__draft_arch(pf__policy_draft *d, const pf_policy *p) {
 static int pf__builtin_model_type(const char *model_type) {
     for (int a = 0; a < PF__ARCH_COUNT; a++)
         if (!strcmp(pf__archs[a].model_type, model_type)) return 1;
-    for (size_t i = 0; i < PF__COUNT(pf__arch_aliases); i++)
+    for (size_t i = 0; i < pf__arch_aliases_count; i++)
         if (!strcmp(pf__arch_aliases[i].model_type, model_type)) return 1;
     return 0;
 }
@@ -1042,7 +1043,7 @@ pf_result pf_policy_to_json(const char *model_type, char *json, size_t capacity,
     int arch = -1;
     for (int a = 0; a < PF__ARCH_COUNT && arch < 0; a++)
         if (!strcmp(pf__archs[a].model_type, model_type)) arch = a;
-    for (size_t i = 0; i < PF__COUNT(pf__arch_aliases) && arch < 0; i++)
+    for (size_t i = 0; i < pf__arch_aliases_count && arch < 0; i++)
         if (!strcmp(pf__arch_aliases[i].model_type, model_type)) arch = (int)pf__arch_aliases[i].arch;
     pf__text t;
     memset(&t, 0, sizeof t);
@@ -1068,12 +1069,12 @@ const char *pf_testing_builtin_model_type(int i);
 const char *pf_testing_builtin_model_type(int i) {
     if (i >= 0 && i < PF__ARCH_COUNT) return pf__archs[i].model_type;
     i -= PF__ARCH_COUNT;
-    return i >= 0 && (size_t)i < PF__COUNT(pf__arch_aliases) ? pf__arch_aliases[i].model_type : NULL;
+    return i >= 0 && (size_t)i < pf__arch_aliases_count ? pf__arch_aliases[i].model_type : NULL;
 }
 #endif
 
 /* Logical [rows (out), cols (in)] of a slot; cols 1 for vectors. */
-static void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, size_t *cols) {
+PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, size_t *cols) {
     size_t h = (size_t)c->hidden_size, in = (size_t)c->intermediate_size, e = (size_t)c->embed_dim;
     size_t q = (size_t)c->num_heads * c->head_dim, kv = (size_t)c->num_kv_heads * c->head_dim;
     *cols = 1;

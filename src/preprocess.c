@@ -1,3 +1,4 @@
+#include "internal.h"
 /* =============================================================================================== */
 /* preprocessing: images and audio as the Hugging Face processors compute them                     */
 /* =============================================================================================== */
@@ -558,12 +559,6 @@ pf_result pf_image_preprocess(const pf_image_processor *p, const uint8_t *rgb, i
 
 /* ---- FFT: mixed radix, any length ---- */
 
-typedef struct pf__fft {
-    int n, num_factors;
-    int factors[40];
-    double *twiddle; /* [n][2]: e^(-2 pi i k / n) */
-} pf__fft;
-
 static pf_result pf__fft_init(pf__fft *f, int n) {
     memset(f, 0, sizeof *f);
     f->n = n;
@@ -626,20 +621,6 @@ static void pf__fft_step(const pf__fft *f, const double *in, size_t stride, doub
 static void pf__fft_run(const pf__fft *f, const double *in, double *out) { pf__fft_step(f, in, 1, out, f->n, 0); }
 
 /* ---- audio feature extractors ---- */
-
-struct pf_audio_processor {
-    pf_audio_kind kind;
-    int sampling_rate;
-    int do_normalize;                 /* Wav2Vec2 */
-    int num_mel_bins;                 /* Whisper: feature_size; Speech2Text: num_mel_bins */
-    int n_fft, hop_length, frame_length;
-    size_t n_samples;                 /* Whisper: the padded length, chunk_length seconds */
-    double padding_value;
-    int cmvn, normalize_means, normalize_vars; /* Speech2Text */
-    double *window;                   /* [frame_length] */
-    double *mel_filters;              /* [n_fft / 2 + 1][num_mel_bins] */
-    pf__fft fft;
-};
 
 static double pf__mel_from_hz(double hz, int kaldi) {
     if (kaldi) return 1127.0 * log(1.0 + hz / 700.0);

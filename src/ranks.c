@@ -1,141 +1,26 @@
+#include "internal.h"
 /* =============================================================================================== */
 /* rank threads, barrier and all-reduce                                                            */
 /* =============================================================================================== */
-
-typedef enum { PF__JOB_SETUP, PF__JOB_FORWARD, PF__JOB_LOGITS, PF__JOB_GATHER, PF__JOB_REORDER, PF__JOB_QUIT } pf__job_kind;
-
-typedef struct pf__job {
-    pf__job_kind kind;
-    pf__step step;        /* FORWARD */
-    float *logits;        /* FORWARD: host, rank 0 writes [batch][seq_len or 1][vocab] */
-    int all_positions;    /* FORWARD: logits of every position, else of each sequence's last */
-    float *hidden;        /* FORWARD, encoders: host [batch][seq_len][hidden], rank 0 writes the
-                             last hidden state; or NULL */
-    float *pooled;        /* FORWARD, encoders with a pooler: host [batch][hidden], or NULL */
-    const int *pool_at;   /* FORWARD, encoders: host [batch], the pooled token of each row (after
-                             its left pads); NULL: the first */
-    float *embeds;        /* FORWARD, encoders with a projection: host [batch][projection_dim], or NULL */
-    int encoder_pass;     /* FORWARD, encoder-decoders: the encoder tower on step's ids, its output
-                             into the cross caches (rows 0..batch-1) and `hidden` */
-    const int *reorder_dst, *reorder_src; /* REORDER: host [reorder_count]: cache row reorder_dst[k]
-                             becomes old row reorder_src[k] (the rows that change); the first
-                             step.past positions move */
-    int reorder_count;
-    int reorder_cross;    /* REORDER: the cross caches' first step.cross_len positions move too */
-    int32_t *tokens;      /* FORWARD, greedy generation on a backend with argmax: host [batch], each
-                             sequence's arg-max token, chosen where the logits are (a release build
-                             then downloads no logits; a test build does, and checks the choice) */
-    pf__choice *candidates; /* FORWARD, sampling on a backend with top_k: host [num_ranks][batch]
-                             [candidates_per_row], each rank's best of its slice of each row's logits
-                             (as job->tokens, no logits are downloaded in a release build).
-                             LOGITS: the last forward's logits (still on the ranks) to job->logits */
-    size_t candidates_per_row;
-} pf__job;
 
 #ifdef PF_TESTING
 /* Test builds download the logits of a step whose tokens the devices chose too, and the
    generation checks each such token against pf__argmax (or pf__sample) of them; a test sets it
    to 0 to run a release build's path (no logits unless the host needs them). */
 int pf_testing_check_device_choices = 1;
-#define pf__check_device_choices pf_testing_check_device_choices
 #else
-enum { pf__check_device_choices = 0 };
 #endif
 
-/* A weight source: a tensor in the memory map, or (after pf_to_cpu gathered them) a host array. */
-typedef struct pf__source {
-    const uint8_t *data; /* NULL: absent */
-    pf__dtype dtype;
-    pf__layout layout;
-    pf__split split;
-    size_t rows, cols;   /* logical [out, in] */
-} pf__source;
-
-struct pf__group {
-    pf_model *model;
-    const pf__backend *backend;
-    void *backend_state;
-    pf__dtype dtype;      /* weight storage on every rank */
-    pf__dtype cache_dtype; /* keys and values in the self-attention caches */
-    int num_ranks;
-    pf__rank *ranks;
-    int threads_started;
-    pthread_mutex_t mutex;
-    pthread_cond_t work, done, barrier_cond;
-    uint64_t job_seq;
-    int jobs_done;
-    pf__job job;
-    /* barrier */
-    int barrier_count;
-    uint64_t barrier_generation;
-    int aborted;
-    /* CPU all-reduce: each rank publishes its buffer here */
-    float **reduce_in;
-    /* sizes every rank shares */
-    int max_batch, cache_len;
-    int32_t *zero_ids;    /* [max_batch] zeros: row 0 of a one-row table for every sequence */
-    size_t max_tokens, logit_rows;
-    pf__choice *choices;  /* [num_ranks][max_batch]: the ranks' arg-max candidates of a step
-                             (backend->argmax), or NULL without one */
-    float **gather;      /* PF__JOB_GATHER: host arrays, one per slot, filled by the ranks */
-    /* PF__JOB_SETUP: weight bytes copied, of about progress_total (under mutex) */
-    pf_progress_callback progress;
-    void *progress_user;
-    uint64_t progress_done, progress_total;
-#ifdef PF_TESTING
-    struct pf__collective { const char *site; size_t count; } *collectives; /* [num_ranks] (pf__collective_check) */
-#endif
-};
-
-typedef struct pf__batcher pf__batcher;
-
-struct pf_model {
-    char *dir;
-    pf_load_options load_options;
-    int loaded;
-    pf__config config;
-    pf__st_index st;
-    pf__source *sources;  /* [pf__num_slots] */
-    float *scaled[6];     /* sources scaled at load (pf__scale_source), owned */
-    float *zero_bias;     /* [kv width] zeros: the key bias of models without one (k_bias_zero), owned */
-    struct pf__speech *speech; /* a speech encoder's front end and CTC vocabulary, owned; else NULL */
-    int num_scaled;
-    pf_tokenizer *tokenizer;
-    struct pf__batcher *batcher;  /* continuous batching's scheduler, from the first batched request */
-    pthread_mutex_t batcher_start;
-    int exclusive_waiting;        /* calls waiting for the request lock (atomic): no admissions then */
-    char tokenizer_missing[PF__MESSAGE_SIZE]; /* why a tokenizer the directory has is not loaded, or "" */
-    pf__group *group;
-    pf_parallel_options parallel_options;
-    float *logits;        /* host: [max_batch][vocab], the last positions' logits */
-    float *inv_freq;      /* host: [rotary_dim / 2], the rotary frequencies of the current step */
-    pf_generate_options generate_defaults; /* pf_generate_options_init() + generation_config.json */
-    int rope_cached_len;  /* dynamic rope: the longest sequence its frequencies were grown for */
-    pthread_mutex_t request_lock; /* requests from several threads run one after another; error
-                                     checking, so that a request made from inside one (a stream
-                                     callback) is refused instead of waiting for itself */
-    struct pf__sentence {         /* sentence-transformers' modules (modules.json), for pf_embed */
-        pf_pooling pooling;       /* never PF_POOLING_MODEL */
-        int normalize;
-        int max_seq_length;       /* sentence_bert_config.json's; 0: the model's positions */
-        char unsupported[PF__PATH_SIZE + 160]; /* a module or mode we do not run, or "" */
-    } sentence;
-    struct pf_model *towers[2];   /* a dual model (CLIP): its text and vision towers, each a model of
-                                     its own (own widths, own rank group), reached only through this
-                                     one and under its request lock; NULL otherwise */
-    float logit_scale;            /* a dual model's exp(logit_scale): the similarity's temperature */
-};
-
-static size_t pf__num_slots(const pf__config *c) {
+PF_PRIVATE size_t pf__num_slots(const pf__config *c) {
     return PF__SLOT_FIRST_LAYER + (size_t)c->num_layers * PF__LAYER_SLOTS;
 }
 
-static size_t pf__slot_index(pf__slot slot, int layer) {
+PF_PRIVATE size_t pf__slot_index(pf__slot slot, int layer) {
     return slot < PF__SLOT_FIRST_LAYER ? (size_t)slot
                                        : PF__SLOT_FIRST_LAYER + (size_t)layer * PF__LAYER_SLOTS + (slot - PF__SLOT_FIRST_LAYER);
 }
 
-static void pf__group_abort(pf__group *g) {
+PF_PRIVATE void pf__group_abort(pf__group *g) {
     pthread_mutex_lock(&g->mutex);
     PF__STORE_FLAG(g->aborted, 1);
     pthread_cond_broadcast(&g->barrier_cond);
@@ -143,7 +28,7 @@ static void pf__group_abort(pf__group *g) {
 }
 
 /* Waits for every rank; returns -1 (at once, and for every waiter) if any rank failed. */
-static int pf__barrier(pf__group *g) {
+PF_PRIVATE int pf__barrier(pf__group *g) {
     pthread_mutex_lock(&g->mutex);
     int failed = g->aborted;
     if (!failed) {
@@ -164,7 +49,7 @@ static int pf__barrier(pf__group *g) {
 /* Every rank publishes its buffer, then sums all of them in rank order into its scratch, so the
    result is bit-identical on every rank; a second barrier keeps the buffers alive until all have
    read them. */
-static void pf__cpu_all_reduce(pf__rank *r, float *x, size_t count) {
+PF_PRIVATE void pf__cpu_all_reduce(pf__rank *r, float *x, size_t count) {
     pf__group *g = r->group;
     if (g->num_ranks == 1) return;
     g->reduce_in[r->index] = x;
@@ -181,7 +66,7 @@ static void pf__cpu_all_reduce(pf__rank *r, float *x, size_t count) {
 
 /* Read between operations and in spin loops: an atomic load, not the group mutex, so that ranks
    that wait do not contend with the ones that work. */
-static int pf__rank_failed(pf__rank *r) {
+PF_PRIVATE int pf__rank_failed(pf__rank *r) {
     return r->error || PF__LOAD_FLAG(r->group->aborted);
 }
 
@@ -217,7 +102,7 @@ static void pf__collective_check(pf__rank *r, const char *site, size_t count) {
 
 /* x = the sum of x over all ranks. Every rank calls it at the same point of the forward pass;
    site names that point for pf__collective_check. */
-static void pf__all_reduce(pf__rank *r, float *x, size_t count, const char *site) {
+PF_PRIVATE void pf__all_reduce(pf__rank *r, float *x, size_t count, const char *site) {
 #ifdef PF_TESTING
     if (r->index == pf_testing_skip_reduce_rank && --pf_testing_skip_reduce_countdown == 0) return;
     pf__collective_check(r, site, count);
@@ -228,7 +113,7 @@ static void pf__all_reduce(pf__rank *r, float *x, size_t count, const char *site
 }
 
 /* Allocations go through here so that pf_memory_allocated is exact. Zero bytes give NULL. */
-static void *pf__rank_alloc(pf__rank *r, size_t bytes) {
+PF_PRIVATE void *pf__rank_alloc(pf__rank *r, size_t bytes) {
     if (!bytes || r->error) return NULL;
     if (r->num_allocations == r->allocations_cap) {
         size_t cap = r->allocations_cap ? 2 * r->allocations_cap : 64;
@@ -265,13 +150,7 @@ static void pf__rank_free_all(pf__rank *r) {
     memset(r->bytes, 0, sizeof r->bytes);
 }
 
-static void pf__rank_setup(pf__rank *r);
-static void pf__rank_forward(pf__rank *r, const pf__job *job);
-static void pf__rank_logits_again(pf__rank *r, const pf__job *job);
-static void pf__rank_gather(pf__rank *r);
-static void pf__rank_reorder(pf__rank *r, const pf__job *job);
-
-static void *pf__rank_main(void *arg) {
+PF_PRIVATE void *pf__rank_main(void *arg) {
     pf__rank *r = (pf__rank *)arg;
     pf__group *g = r->group;
     uint64_t seen = 0;
@@ -309,7 +188,7 @@ static void *pf__rank_main(void *arg) {
 
 /* Hands a job to every rank and waits for all of them; the first rank error becomes the
    model's message. */
-static pf_result pf__group_run(pf__group *g, pf__job_kind kind, const pf__job *job) {
+PF_PRIVATE pf_result pf__group_run(pf__group *g, pf__job_kind kind, const pf__job *job) {
     pthread_mutex_lock(&g->mutex);
     if (job) g->job = *job;
     g->job.kind = kind;
@@ -349,7 +228,7 @@ static pf_result pf__group_run(pf__group *g, pf__job_kind kind, const pf__job *j
     return PF_OK;
 }
 
-static void pf__group_destroy(pf__group *g) {
+PF_PRIVATE void pf__group_destroy(pf__group *g) {
     if (!g) return;
     if (g->threads_started) {
         pthread_mutex_lock(&g->mutex);
@@ -377,7 +256,7 @@ static void pf__group_destroy(pf__group *g) {
 /* The heads and MLP columns of rank r of n: contiguous, as even as the sizes allow. Key/value
    heads follow the query heads: a rank holds every one its query heads read, so with fewer
    key/value heads than ranks they are replicated. */
-static pf__share pf__share_for(const pf__config *c, int r, int n) {
+PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n) {
     pf__share s;
     int group = c->num_heads / c->num_kv_heads;
     s.head_begin = (int)((long long)r * c->num_heads / n);

@@ -1,75 +1,28 @@
+#include "internal.h"
 /* =============================================================================================== */
 /* safetensors (memory-mapped)                                                                     */
 /* =============================================================================================== */
 
-/* PF__DTYPE_Q8 and _Q4 are rank storage formats only (no checkpoint holds them): see PF__Q8_BLOCK. */
-typedef enum { PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8, PF__DTYPE_Q4, PF__DTYPE_OTHER } pf__dtype;
-
-#define PF__MAX_DIMS 8
 /* A header larger than this is a lie or an attack; real checkpoints stay far below it. */
 #define PF__MAX_HEADER (100u * 1024 * 1024)
 
-typedef struct pf__file_map {
-    char *path;
-    const uint8_t *data; /* the whole file, mapped read-only */
-    size_t size;
-} pf__file_map;
-
-typedef struct pf__st_tensor {
-    const char *name;             /* points into the header JSON kept alive by the index */
-    pf__dtype dtype;
-    int ndim;
-    size_t shape[PF__MAX_DIMS];
-    size_t numel;
-    const uint8_t *data;          /* inside the file map */
-    size_t bytes;
-    const pf__file_map *file;
-    int used;                     /* consumed by a slot or a known buffer (see pf__account_tensors) */
-} pf__st_tensor;
-
-/* All tensors of a checkpoint (one file or shards), sorted by name. */
-typedef struct pf__st_index {
-    pf__file_map *files;
-    int num_files;
-    pf__json **headers;           /* one parsed header per file, owning the names */
-    pf__st_tensor *tensors;
-    size_t num_tensors;
-    void **owned;                 /* a GGUF's converted tensors and their names (see pf__gguf_load) */
-    size_t num_owned;
-} pf__st_index;
-
-static size_t pf__dtype_size(pf__dtype t) { return t == PF__DTYPE_F32 ? 4 : 2; }
-
-/* Q8 weights (PF_DTYPE_Q8_0): each row in blocks of PF__Q8_BLOCK inputs, a block being an fp16
-   scale d then PF__Q8_BLOCK int8 values q in -127..127 (weight = d * q), the layout of
-   llama.cpp's Q8_0: 34 bytes for 32 weights. Blocks start at multiples of PF__Q8_BLOCK in the
-   whole tensor's columns, so a split at such a column quantizes every rank's share as one rank. */
-#define PF__Q8_BLOCK 32
-#define PF__Q8_BYTES (2 + PF__Q8_BLOCK)
-/* Q4 weights (PF_DTYPE_Q4_0), llama.cpp's Q4_0: blocks of the same 32 inputs, an fp16 scale d then
-   16 bytes whose low nibbles are values 0..15 and high nibbles values 16..31, each q in 0..15
-   standing for d * (q - 8): 18 bytes for 32 weights. */
-#define PF__Q4_BYTES (2 + PF__Q8_BLOCK / 2)
-#define PF__QUANTIZED(t) ((t) == PF__DTYPE_Q8 || (t) == PF__DTYPE_Q4)
-
-static void pf__q8_quantize(void *data, size_t rows, size_t cols);
-static void pf__q4_quantize(void *data, size_t rows, size_t cols);
+PF_PRIVATE size_t pf__dtype_size(pf__dtype t) { return t == PF__DTYPE_F32 ? 4 : 2; }
 
 /* A Q8 or Q4 block's scale (its first two bytes, fp16). */
-static float pf__q8_scale(const unsigned char *block) {
+PF_PRIVATE float pf__q8_scale(const unsigned char *block) {
     uint16_t d;
     memcpy(&d, block, 2);
     return pf__f16_to_f32(d);
 }
 
 /* Bytes of a [rows][cols] weight stored as t (Q8: cols a multiple of PF__Q8_BLOCK). */
-static size_t pf__weight_bytes(pf__dtype t, size_t rows, size_t cols) {
+PF_PRIVATE size_t pf__weight_bytes(pf__dtype t, size_t rows, size_t cols) {
     if (t == PF__DTYPE_Q8) return rows * (cols / PF__Q8_BLOCK) * PF__Q8_BYTES;
     if (t == PF__DTYPE_Q4) return rows * (cols / PF__Q8_BLOCK) * PF__Q4_BYTES;
     return rows * cols * pf__dtype_size(t);
 }
 
-static pf_result pf__map_file(const char *path, pf__file_map *map, char *message, size_t size) {
+PF_PRIVATE pf_result pf__map_file(const char *path, pf__file_map *map, char *message, size_t size) {
     memset(map, 0, sizeof *map);
     int fd;
     pf_result r = pf__open_regular(path, &fd, &map->size, message, size);
@@ -98,7 +51,7 @@ static void pf__unmap_file(pf__file_map *map) {
     memset(map, 0, sizeof *map);
 }
 
-static int pf__tensor_cmp(const void *a, const void *b) {
+PF_PRIVATE int pf__tensor_cmp(const void *a, const void *b) {
     return strcmp(((const pf__st_tensor *)a)->name, ((const pf__st_tensor *)b)->name);
 }
 
@@ -198,7 +151,7 @@ static pf_result pf__st_read_header(pf__st_index *index, int file_index, char *m
     return PF_OK;
 }
 
-static void pf__st_close(pf__st_index *index) {
+PF_PRIVATE void pf__st_close(pf__st_index *index) {
     for (int i = 0; i < index->num_files; i++) {
         pf__unmap_file(&index->files[i]);
         if (index->headers) pf__json_free(index->headers[i]);
@@ -211,14 +164,14 @@ static void pf__st_close(pf__st_index *index) {
     memset(index, 0, sizeof *index);
 }
 
-static const pf__st_tensor *pf__st_find(const pf__st_index *index, const char *name) {
+PF_PRIVATE const pf__st_tensor *pf__st_find(const pf__st_index *index, const char *name) {
     pf__st_tensor key;
     key.name = name;
     return (const pf__st_tensor *)bsearch(&key, index->tensors, index->num_tensors, sizeof key, pf__tensor_cmp);
 }
 
 /* pf__st_find, marking the tensor as consumed. */
-static const pf__st_tensor *pf__st_take(pf__st_index *index, const char *name) {
+PF_PRIVATE const pf__st_tensor *pf__st_take(pf__st_index *index, const char *name) {
     pf__st_tensor *t = (pf__st_tensor *)pf__st_find(index, name);
     if (t) t->used = 1;
     return t;
@@ -246,7 +199,7 @@ static pf_result pf__st_other_formats(const char *dir, char *message, size_t siz
 }
 
 /* Opens model.safetensors, or the shards listed by model.safetensors.index.json. */
-static pf_result pf__st_open(const char *dir, pf__st_index *index, char *message, size_t size) {
+PF_PRIVATE pf_result pf__st_open(const char *dir, pf__st_index *index, char *message, size_t size) {
     memset(index, 0, sizeof *index);
     char path[PF__PATH_SIZE];
     const char **names = NULL; /* distinct shard file names */
@@ -325,5 +278,4 @@ done:
     if (r) pf__st_close(index);
     return r;
 }
-
 

@@ -1,3 +1,4 @@
+#include "internal.h"
 /* ---- SentencePiece model files (Marian's source.spm, M2M100's sentencepiece.bpe.model) ---- */
 
 typedef struct pf__spm_piece { /* a piece of a ModelProto; its string points into the file's bytes */
@@ -691,7 +692,7 @@ static pf_result pf__tok_read_specials(pf_tokenizer *t, const char *dir, int gpt
 
 /* Loads from dir: tokenizer.json if present, else vocab.json + merges.txt. Returns PF_OK, or an
    error with a message naming the file (and what is wrong) in err. */
-static pf_result pf__tokenizer_load_dir(const char *dir, pf_tokenizer **out, char *err, size_t err_size) {
+PF_PRIVATE pf_result pf__tokenizer_load_dir(const char *dir, pf_tokenizer **out, char *err, size_t err_size) {
     char path[4096], local_err[8];
     pf_tokenizer *t;
     pf_result r;

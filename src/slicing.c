@@ -1,3 +1,4 @@
+#include "internal.h"
 /* =============================================================================================== */
 /* slicing weights onto ranks                                                                      */
 /* =============================================================================================== */
@@ -118,7 +119,7 @@ static int pf__slot_tied(const pf_model *m, size_t slot) {
 
 /* The stack a slot belongs to (as a member), or NULL. */
 static const struct pf__stack *pf__stack_of(pf__slot slot) {
-    for (size_t i = 0; i < PF__COUNT(pf__stacks); i++)
+    for (size_t i = 0; i < pf__stacks_count; i++)
         for (int k = 0; k < pf__stacks[i].num_members; k++)
             if (pf__stacks[i].members[k] == slot) return &pf__stacks[i];
     return NULL;
@@ -154,7 +155,7 @@ static void pf__progress_add(pf__group *g, uint64_t bytes) {
 /* Quantizes rows [rows][cols] of fp32 values in place into Q8 blocks (cols a multiple of
    PF__Q8_BLOCK). The scale is rounded to fp16 before the values are divided by it, so that
    quantizing the dequantized weights again gives them back (pf_to_cpu then pf_parallelize). */
-static void pf__q8_quantize(void *data, size_t rows, size_t cols) {
+PF_PRIVATE void pf__q8_quantize(void *data, size_t rows, size_t cols) {
     const float *in = (const float *)data;
     unsigned char *out = (unsigned char *)data; /* block b written at 34b, read from 128b: behind */
     for (size_t b = 0; b < rows * cols / PF__Q8_BLOCK; b++) {
@@ -173,7 +174,7 @@ static void pf__q8_quantize(void *data, size_t rows, size_t cols) {
 
 /* The same into Q4 blocks, as llama.cpp's Q4_0 rounds: d = m / -8 for the value m of largest
    magnitude (so m is q = 0), rounded to fp16 first like Q8's, then q = min(15, floor(w / d + 8.5)). */
-static void pf__q4_quantize(void *data, size_t rows, size_t cols) {
+PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols) {
     const float *in = (const float *)data;
     unsigned char *out = (unsigned char *)data; /* block b written at 18b, read from 128b: behind */
     for (size_t b = 0; b < rows * cols / PF__Q8_BLOCK; b++) {
@@ -274,7 +275,7 @@ static void pf__sinusoid_table(float *out, size_t positions, size_t d, int kind)
 
 /* Blocks by tower: an encoder-decoder's encoder blocks come first; an encoder's are all encoder
    blocks, a decoder's all decoder blocks. */
-static int pf__encoder_blocks(const pf__config *c) {
+PF_PRIVATE int pf__encoder_blocks(const pf__config *c) {
     pf__kind kind = pf__archs[c->arch].kind;
     return kind == PF__KIND_ENCODER ? c->num_layers : kind == PF__KIND_SEQ2SEQ ? c->encoder_layers : 0;
 }
@@ -286,7 +287,7 @@ static int pf__cache_layers(const pf__config *c) {
     return c->num_layers - encoder + (encoder > 0);
 }
 
-static int pf__cache_layer(const pf__config *c, int block) {
+PF_PRIVATE int pf__cache_layer(const pf__config *c, int block) {
     int encoder = pf__encoder_blocks(c);
     return block < encoder ? c->num_layers - encoder : block - encoder;
 }
@@ -321,7 +322,7 @@ static void pf__rank_warm_up(pf__rank *r) {
 }
 
 /* Values in one layer's K (or V) cache of the rank, self or cross: [max_batch][cache_len][kv width]. */
-static size_t pf__rank_cache_layer(const pf__rank *r) {
+PF_PRIVATE size_t pf__rank_cache_layer(const pf__rank *r) {
     const pf__group *g = r->group;
     return (size_t)g->max_batch * g->cache_len * r->share.kv_heads * g->model->config.head_dim;
 }
@@ -392,7 +393,7 @@ static void pf__rank_load_weights(pf__rank *r) {
         pf__slot slot = (pf__slot)(i < PF__SLOT_FIRST_LAYER ? i : PF__SLOT_FIRST_LAYER + (i - PF__SLOT_FIRST_LAYER) % PF__LAYER_SLOTS);
         size_t layer_base = i - (size_t)slot;
         const struct pf__stack *stack = NULL;
-        for (size_t k = 0; k < PF__COUNT(pf__stacks); k++)
+        for (size_t k = 0; k < pf__stacks_count; k++)
             if (pf__stacks[k].target == slot) stack = &pf__stacks[k];
         if (stack) {
             pf__rank_load_stack(r, stack, i, layer_base, &staging, &staging_size);
@@ -510,7 +511,7 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
     }
 }
 
-static void pf__rank_setup(pf__rank *r) {
+PF_PRIVATE void pf__rank_setup(pf__rank *r) {
     pf__rank_load_weights(r);
     if (!r->error) pf__rank_make_tables(r);
     if (r->error) return;
@@ -520,7 +521,7 @@ static void pf__rank_setup(pf__rank *r) {
 }
 
 /* Runs on the rank's thread: writes its slices into the group's full host arrays. */
-static void pf__rank_gather(pf__rank *r) {
+PF_PRIVATE void pf__rank_gather(pf__rank *r) {
     pf__group *g = r->group;
     const pf_model *m = g->model;
     size_t num_slots = pf__num_slots(&m->config);

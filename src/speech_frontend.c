@@ -1,38 +1,9 @@
+#include "internal.h"
 /* ---- speech encoders' front end (Wav2Vec2, XLSR, HuBERT) ---- */
 
-/* The convolutional front end runs on the host, once per request, before the blocks: the feature
-   encoder (a stack of strided 1-D convolutions over the waveform), the feature projection (a
-   LayerNorm over the last conv's channels, then a linear map to hidden_size) and the positional
-   convolution (grouped, weight-normalised, GELU) added to the projected frames. Its tensors are
-   named here rather than in policies.inc: there is one of each per conv layer, a count conv_dim
-   gives, where the table's %d counts transformer blocks. They are read once at load into fp32
-   copies the model owns (the weight norm g * v / ||v|| folded in). */
-typedef struct pf__speech {
-    float *conv_weight[16];      /* [out][in][kernel] */
-    float *conv_bias[16];        /* [out], or NULL (conv_bias false) */
-    float *conv_norm_weight[16]; /* [out]: the GroupNorm (first layer) or LayerNorm (every layer), or NULL */
-    float *conv_norm_bias[16];
-    float *projection_norm_weight, *projection_norm_bias; /* [conv_dim[-1]], or NULL (HuBERT without it) */
-    float *projection_weight;    /* [hidden][conv_dim[-1]] */
-    float *projection_bias;      /* [hidden] */
-    float *pos_weight;           /* [hidden][hidden / groups][pos_kernel]: the effective weight */
-    float *pos_bias;             /* [hidden] */
-    /* Whisper's log-mel front end (mel_frontend): two kernel-3 convolutions, their weights as
-       [out][in][3], each followed by GELU */
-    float *mel_conv1_weight, *mel_conv1_bias; /* [hidden][num_mel_bins][3], [hidden] */
-    float *mel_conv2_weight, *mel_conv2_bias; /* [hidden][hidden][3] (stride 2), [hidden] */
-    size_t bytes;                /* the arrays above: host memory outside every rank's */
-    /* CTC decoding, read by the first pf_ctc_decode */
-    int vocab_read;
-    char **tokens;               /* [num_tokens]: vocab.json's strings by id; NULL for an id it lacks */
-    int num_tokens;
-    char *pad, *delimiter, *unk; /* tokenizer_config.json's pad (CTC blank), word delimiter, unk */
-    int lower, clean_up;         /* do_lower_case, clean_up_tokenization_spaces */
-} pf__speech;
+PF_PRIVATE size_t pf__speech_bytes(const pf__speech *sp) { return sp->bytes; }
 
-static size_t pf__speech_bytes(const pf__speech *sp) { return sp->bytes; }
-
-static void pf__speech_free(pf__speech *sp) {
+PF_PRIVATE void pf__speech_free(pf__speech *sp) {
     if (!sp) return;
     for (int l = 0; l < 16; l++) free(sp->conv_weight[l]), free(sp->conv_bias[l]), free(sp->conv_norm_weight[l]), free(sp->conv_norm_bias[l]);
     free(sp->projection_norm_weight), free(sp->projection_norm_bias), free(sp->projection_weight), free(sp->projection_bias);
@@ -44,7 +15,7 @@ static void pf__speech_free(pf__speech *sp) {
 }
 
 /* Frames a waveform of n samples makes: each conv keeps (n - kernel) / stride + 1; 0 if too few. */
-static int pf__speech_frames(const pf__config *c, long long n) {
+PF_PRIVATE int pf__speech_frames(const pf__config *c, long long n) {
     const struct pf__speech_config *sc = &c->speech_config;
     for (int l = 0; l < sc->num_convs; l++) {
         if (n < sc->conv_kernel[l]) return 0;
@@ -137,7 +108,7 @@ static pf_result pf__speech_pos_weight(pf_model *m, const char *prefix, size_t h
 }
 
 /* Reads the front end's tensors (under the prefix the blocks' tensors have). */
-static pf_result pf__speech_load(pf_model *m, const char *prefix) {
+PF_PRIVATE pf_result pf__speech_load(pf_model *m, const char *prefix) {
     const pf__config *c = &m->config;
     const struct pf__speech_config *sc = &c->speech_config;
     m->speech = (pf__speech *)calloc(1, sizeof *m->speech);
@@ -199,12 +170,9 @@ static void pf__speech_norm(float *x, size_t n, size_t step, const float *weight
         x[i * step] = (float)(x[i * step] - mean) * inv * weight[wi + i * wstep] + bias[wi + i * wstep];
 }
 
-/* Frames the front end's convolutions gather at a time (im2col), for the CPU backend's matmul. */
-#define PF__SPEECH_BLOCK 64
-
 /* The columns of the front end's im2col blocks: the widest of in * kernel over the convs and the
    positional convolution's group width * kernel. */
-static size_t pf__speech_col_width(const pf__config *c) {
+PF_PRIVATE size_t pf__speech_col_width(const pf__config *c) {
     const struct pf__speech_config *sc = &c->speech_config;
     size_t widest = (size_t)c->hidden_size / (size_t)sc->pos_groups * (size_t)sc->pos_kernel, in = 1;
     for (int l = 0; l < sc->num_convs; l++) {
@@ -230,7 +198,7 @@ static pf__weight pf__speech_weight(const float *w, size_t rows, size_t cols) {
    the weight's [in][kernel] order) and multiplies them by its weight with the CPU backend's
    matmul. work_a and work_b hold the largest conv output (frames x channels), work_h frames x
    hidden, col PF__SPEECH_BLOCK x pf__speech_col_width. */
-static void pf__speech_frontend(const pf_model *m, const float *samples, int num_samples, float *out, float *work_a,
+PF_PRIVATE void pf__speech_frontend(const pf_model *m, const float *samples, int num_samples, float *out, float *work_a,
                                 float *work_b, float *work_h, float *col) {
     const pf__config *c = &m->config;
     const struct pf__speech_config *sc = &c->speech_config;
@@ -297,7 +265,7 @@ static void pf__speech_frontend(const pf_model *m, const float *samples, int num
 
 /* Its weights, [out][in][kernel] and [out] per layer, as fp32 copies in the speech struct (the
    front end's home; its other arrays stay NULL). */
-static pf_result pf__subsampler_load(pf_model *m, const char *prefix) {
+PF_PRIVATE pf_result pf__subsampler_load(pf_model *m, const char *prefix) {
     const struct pf__speech_config *sc = &m->config.speech_config;
     m->speech = (pf__speech *)calloc(1, sizeof *m->speech);
     if (!m->speech) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -317,14 +285,14 @@ static pf_result pf__subsampler_load(pf_model *m, const char *prefix) {
 
 /* Encoder frames of n input frames: each convolution keeps (n - 1) / 2 + 1 (odd kernels, padded
    by half of one), as transformers' _get_feat_extract_output_lengths counts them. */
-static int pf__subsampler_frames(const pf__config *c, int n) {
+PF_PRIVATE int pf__subsampler_frames(const pf__config *c, int n) {
     for (int l = 0; l < c->speech_config.num_convs; l++) n = (n - 1) / 2 + 1;
     return n;
 }
 
 /* The widest activation (frames x channels) of the subsampler on `frames` input frames, and its
    widest im2col row (in * kernel). */
-static void pf__subsampler_sizes(const pf__config *c, size_t frames, size_t *widest, size_t *col_width) {
+PF_PRIVATE void pf__subsampler_sizes(const pf__config *c, size_t frames, size_t *widest, size_t *col_width) {
     const struct pf__speech_config *sc = &c->speech_config;
     size_t in = (size_t)sc->feature_width;
     *widest = frames * in;
@@ -343,7 +311,7 @@ static void pf__subsampler_sizes(const pf__config *c, size_t frames, size_t *wid
    (stride 2, zero-padded by kernel / 2, im2col blocks through the CPU backend's matmul) then
    GLU(a, b) = a * sigmoid(b) over its channel halves; the first `keep` frames times embed_scale.
    work_a and work_b hold the widest activation, col PF__SPEECH_BLOCK im2col rows. */
-static void pf__subsampler_frontend(const pf_model *m, const float *features, size_t n, size_t frames, size_t keep,
+PF_PRIVATE void pf__subsampler_frontend(const pf_model *m, const float *features, size_t n, size_t frames, size_t keep,
                                     float *out, float *work_a, float *work_b, float *col) {
     const pf__config *c = &m->config;
     const struct pf__speech_config *sc = &c->speech_config;
@@ -381,7 +349,7 @@ static void pf__subsampler_frontend(const pf_model *m, const float *features, si
 }
 
 /* Whisper's front end tensors (under the blocks' prefix), as fp32 copies the model owns. */
-static pf_result pf__mel_load(pf_model *m, const char *prefix) {
+PF_PRIVATE pf_result pf__mel_load(pf_model *m, const char *prefix) {
     const pf__config *c = &m->config;
     m->speech = (pf__speech *)calloc(1, sizeof *m->speech);
     if (!m->speech) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -400,7 +368,7 @@ static pf_result pf__mel_load(pf_model *m, const char *prefix) {
    added on the ranks. Each convolution gathers PF__SPEECH_BLOCK output frames' inputs (im2col, in
    the weight's [in][kernel] order) for the CPU backend's matmul. work holds frames x hidden, col
    PF__SPEECH_BLOCK x hidden x 3 (hidden >= num_mel_bins, or num_mel_bins x 3 where it is larger). */
-static void pf__mel_frontend(const pf_model *m, const float *mel, int num_frames, float *out, float *work, float *col) {
+PF_PRIVATE void pf__mel_frontend(const pf_model *m, const float *mel, int num_frames, float *out, float *work, float *col) {
     const pf__config *c = &m->config;
     const pf__speech *sp = m->speech;
     size_t d = (size_t)c->hidden_size, M = (size_t)c->num_mel_bins, F = (size_t)num_frames, half = (F + 1) / 2;

@@ -1,3 +1,4 @@
+#include "internal.h"
 /* ---- loading ---- */
 
 /* GPT-2's byte-to-unicode map: printable Latin-1 bytes stand for themselves, the others (control
@@ -11,14 +12,14 @@ static void pf__tok_byte_map(uint16_t byte_char[256]) {
 }
 
 /* A JSON boolean member: its value, `def` when absent or null, -1 when of another type. */
-static int pf__tok_json_bool(const pf__json *obj, const char *key, int def) {
+PF_PRIVATE int pf__tok_json_bool(const pf__json *obj, const char *key, int def) {
     const pf__json *v = pf__json_get(obj, key);
     if (!v || v->type == PF__JSON_NULL) return def;
     return v->type == PF__JSON_BOOL ? v->boolean : -1;
 }
 
 /* A JSON string member, or NULL when absent or null; *bad is set when it is of another type. */
-static const pf__json *pf__tok_json_str(const pf__json *obj, const char *key, int *bad) {
+PF_PRIVATE const pf__json *pf__tok_json_str(const pf__json *obj, const char *key, int *bad) {
     const pf__json *v = pf__json_get(obj, key);
     if (!v || v->type == PF__JSON_NULL) return NULL;
     if (v->type != PF__JSON_STRING) {
@@ -37,12 +38,12 @@ static int32_t pf__tok_json_id(const pf__json *v) {
 }
 
 /* A token string for a message: at most 40 bytes of it, quoted by the caller. */
-static int pf__tok_show_len(size_t len) {
+PF_PRIVATE int pf__tok_show_len(size_t len) {
     return len > 40 ? 40 : (int)len;
 }
 
 /* Makes room for a vocab of `count` tokens whose strings take text_len bytes (NULs included). */
-static pf_result pf__tok_vocab_alloc(pf_tokenizer *t, size_t count, size_t text_len, const char *path, char *err,
+PF_PRIVATE pf_result pf__tok_vocab_alloc(pf_tokenizer *t, size_t count, size_t text_len, const char *path, char *err,
                                      size_t err_size) {
     size_t cap = pf__tok_pow2_at_least(2 * count);
     t->vocab = (pf__tok_vocab_slot *)malloc(cap * sizeof *t->vocab);
@@ -58,7 +59,7 @@ static pf_result pf__tok_vocab_alloc(pf_tokenizer *t, size_t count, size_t text_
 
 /* Maps a token string to id (a string already there takes the new id, as a later duplicate key
    does in serde); the string is copied to vocab_text either way, and its offset returned. */
-static size_t pf__tok_vocab_insert(pf_tokenizer *t, const char *s, size_t len, int32_t id) {
+PF_PRIVATE size_t pf__tok_vocab_insert(pf_tokenizer *t, const char *s, size_t len, int32_t id) {
     uint32_t h = pf__tok_hash(s, len);
     size_t i, offset = t->vocab_text_len;
     memcpy(t->vocab_text + offset, s, len);
@@ -81,7 +82,7 @@ static size_t pf__tok_vocab_insert(pf_tokenizer *t, const char *s, size_t len, i
 }
 
 /* Fills the vocab from a JSON object token -> id. A later duplicate key wins, as in serde. */
-static pf_result pf__tok_set_vocab(pf_tokenizer *t, const pf__json *vocab, const char *what,
+PF_PRIVATE pf_result pf__tok_set_vocab(pf_tokenizer *t, const pf__json *vocab, const char *what,
                                    const char *path, char *err, size_t err_size) {
     const pf__json *m;
     size_t text_len = 0;
@@ -126,7 +127,7 @@ static int pf__tok_split_merge_line(const char *s, size_t len, pf__tok_merge_tex
 }
 
 /* Sets the merge of the pair (a, b) into ab, with its rank (a pair set before is overwritten). */
-static void pf__tok_merge_put(pf_tokenizer *t, int32_t a, int32_t b, uint32_t rank, int32_t ab) {
+PF_PRIVATE void pf__tok_merge_put(pf_tokenizer *t, int32_t a, int32_t b, uint32_t rank, int32_t ab) {
     uint64_t pair = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
     size_t i;
     for (i = pf__tok_pair_slot(pair, t->merges_mask);; i = (i + 1) & t->merges_mask)
@@ -201,7 +202,7 @@ static pf_result pf__tok_set_merges(pf_tokenizer *t, const pf__tok_merge_text *m
 }
 
 /* Adds an added token (its content copied). A content added twice keeps the later entry. */
-static pf_result pf__tok_add_token(pf_tokenizer *t, const char *content, size_t len, int32_t id,
+PF_PRIVATE pf_result pf__tok_add_token(pf_tokenizer *t, const char *content, size_t len, int32_t id,
                                    int special, int normalized, int lstrip, int rstrip, int single_word) {
     pf__tok_added *a;
     size_t i;
@@ -279,9 +280,8 @@ static pf_result pf__tok_read_added(pf_tokenizer *t, const pf__json *o, int32_t 
     return PF_OK;
 }
 
-
 /* A malloc'd, NUL-terminated copy of s[0 .. n), or NULL. */
-static char *pf__tok_dup(const char *s, size_t n) {
+PF_PRIVATE char *pf__tok_dup(const char *s, size_t n) {
     char *p = (char *)malloc(n + 1);
     if (!p) return NULL;
     if (n) memcpy(p, s, n);
@@ -432,7 +432,7 @@ static int pf__base64_decode(const char *s, size_t n, unsigned char **out, size_
 
 /* A SentencePiece charsmap (the trie's size in bytes, u32 little-endian; the trie's u32 units;
    the replacements, each ended by a NUL) into n; `what` names it in messages. */
-static pf_result pf__tok_set_charsmap(pf__tok_norm *n, const unsigned char *data, size_t len, const char *what,
+PF_PRIVATE pf_result pf__tok_set_charsmap(pf__tok_norm *n, const unsigned char *data, size_t len, const char *what,
                                       const char *path, char *err, size_t err_size) {
     size_t trie_bytes, i;
     uint32_t cp;
@@ -480,7 +480,7 @@ static pf_result pf__tok_read_charsmap(pf__tok_norm *n, const pf__json *j, const
     return r;
 }
 
-static pf__tok_norm *pf__tok_add_norm(pf_tokenizer *t, pf__tok_norm_kind kind) {
+PF_PRIVATE pf__tok_norm *pf__tok_add_norm(pf_tokenizer *t, pf__tok_norm_kind kind) {
     pf__tok_norm *n;
     if (t->num_norms == PF__TOK_MAX_NORMS) return NULL;
     n = &t->norms[t->num_norms++];
@@ -489,7 +489,7 @@ static pf__tok_norm *pf__tok_add_norm(pf_tokenizer *t, pf__tok_norm_kind kind) {
     return n;
 }
 
-static pf_result pf__tok_out_of_memory(const char *path, char *err, size_t err_size) {
+PF_PRIVATE pf_result pf__tok_out_of_memory(const char *path, char *err, size_t err_size) {
     snprintf(err, err_size, "%s: out of memory", path);
     return PF_ERROR_OUT_OF_MEMORY;
 }
@@ -633,7 +633,7 @@ static int pf__tok_json_behavior(const pf__json *o, int def) {
     size_t i;
     const pf__json *v = pf__tok_json_str(o, "behavior", &bad);
     if (!v) return bad ? -1 : def;
-    for (i = 0; i < PF__TOK_LEN(pf__tok_behaviors); i++)
+    for (i = 0; i < pf__tok_behaviors_count; i++)
         if (!strcmp(v->string, pf__tok_behaviors[i])) return (int)i;
     return -1;
 }
@@ -672,9 +672,9 @@ static pf_result pf__tok_read_split(pf_tokenizer *t, const pf__json *p, const ch
         return PF_ERROR_FORMAT;
     }
     if (re) {
-        for (i = 0; i < PF__TOK_LEN(pf__tok_regexes); i++)
+        for (i = 0; i < pf__tok_regexes_count; i++)
             if (!strcmp(re->string, pf__tok_regexes[i].regex)) break;
-        if (i == PF__TOK_LEN(pf__tok_regexes)) {
+        if (i == pf__tok_regexes_count) {
             snprintf(err, err_size, "%s: pre_tokenizer Split pattern \"%.80s\" is not supported (known: the GPT-2, "
                      "LLaMA-3, Qwen2, BLOOM and CTRL patterns)", path, re->string);
             return PF_ERROR_UNSUPPORTED;
@@ -776,7 +776,7 @@ static pf_result pf__tok_read_pretok(pf_tokenizer *t, const pf__json *p, int dep
     return PF_ERROR_UNSUPPORTED;
 }
 
-static pf__tok_dec *pf__tok_add_dec(pf_tokenizer *t, pf__tok_dec_kind kind) {
+PF_PRIVATE pf__tok_dec *pf__tok_add_dec(pf_tokenizer *t, pf__tok_dec_kind kind) {
     pf__tok_dec *d;
     if (t->num_decs == PF__TOK_MAX_DECS) return NULL;
     d = &t->decs[t->num_decs++];
@@ -883,7 +883,7 @@ oom:
 }
 
 /* Sets one post-processor template (which: 0 one text, 1 a pair) from n items. */
-static pf_result pf__tok_set_post(pf_tokenizer *t, int which, const pf__tok_post_item *items, size_t n,
+PF_PRIVATE pf_result pf__tok_set_post(pf_tokenizer *t, int which, const pf__tok_post_item *items, size_t n,
                                   const char *path, char *err, size_t err_size) {
     size_t i;
     pf__tok_post_item *p;
@@ -1038,7 +1038,7 @@ static pf_result pf__tok_read_post(pf_tokenizer *t, const pf__json *j, int depth
 
 /* After vocab, merges, components and added tokens are in: the id range, the id strings, the byte
    maps, the byte-fallback ids, the added tokens' normalized forms and their index. */
-static pf_result pf__tok_finish(pf_tokenizer *t, const char *path, char *err, size_t err_size) {
+PF_PRIVATE pf_result pf__tok_finish(pf_tokenizer *t, const char *path, char *err, size_t err_size) {
     int32_t max_id = -1;
     size_t i, count, found = 0;
     int b;
@@ -1290,7 +1290,7 @@ static pf_result pf__tok_read_unigram(pf_tokenizer *t, const pf__json *model, co
 }
 
 /* tokenizer.json: model, added_tokens, normalizer, pre_tokenizer, decoder, post_processor. */
-static pf_result pf__tok_from_json(pf_tokenizer *t, const pf__json *root, const char *path, char *err,
+PF_PRIVATE pf_result pf__tok_from_json(pf_tokenizer *t, const pf__json *root, const char *path, char *err,
                                    size_t err_size) {
     const pf__json *model = pf__json_get(root, "model"), *added, *e, *v;
     int bad = 0;
@@ -1330,7 +1330,7 @@ static pf_result pf__tok_from_json(pf_tokenizer *t, const pf__json *root, const 
     return pf__tok_finish(t, path, err, err_size);
 }
 /* Reads and parses a JSON file; *root NULL and PF_OK when optional and absent. */
-static pf_result pf__tok_read_json(const char *path, int optional, pf__json **root, char *err, size_t err_size) {
+PF_PRIVATE pf_result pf__tok_read_json(const char *path, int optional, pf__json **root, char *err, size_t err_size) {
     char *data = NULL, jerr[160];
     size_t len;
     *root = NULL;
@@ -1349,7 +1349,7 @@ static pf_result pf__tok_read_json(const char *path, int optional, pf__json **ro
 
 /* The added tokens of a tokenizer_config.json's added_tokens_decoder ({"id": {"content": ...}});
    PF_OK when it has none. */
-static pf_result pf__tok_read_added_decoder(pf_tokenizer *t, const pf__json *config, const char *path, char *err,
+PF_PRIVATE pf_result pf__tok_read_added_decoder(pf_tokenizer *t, const pf__json *config, const char *path, char *err,
                                             size_t err_size) {
     const pf__json *atd = pf__json_get(config, "added_tokens_decoder"), *e;
     pf_result r;
@@ -1374,7 +1374,7 @@ static pf_result pf__tok_read_added_decoder(pf_tokenizer *t, const pf__json *con
 /* vocab.json + merges.txt (+ tokenizer_config.json), as transformers builds a GPT-2 tokenizer from
    them: ByteLevel pre-tokenizer and decoder, add_prefix_space from the config (default false),
    added tokens from the config's added_tokens_decoder, and <|endoftext|> special when in the vocab. */
-static pf_result pf__tok_from_files(pf_tokenizer *t, const char *dir, char *err, size_t err_size) {
+PF_PRIVATE pf_result pf__tok_from_files(pf_tokenizer *t, const char *dir, char *err, size_t err_size) {
     char path[4096];
     pf__json *vocab = NULL, *config = NULL;
     char *text = NULL;
@@ -1465,7 +1465,7 @@ done:
 
 /* The id of a tokenizer_config.json special token (a string, or an object with "content"): an
    added token's, else the vocab's; -1 when absent or unknown. */
-static int32_t pf__tok_config_token(const pf_tokenizer *t, const pf__json *config, const char *key) {
+PF_PRIVATE int32_t pf__tok_config_token(const pf_tokenizer *t, const pf__json *config, const char *key) {
     const pf__json *v = pf__json_get(config, key);
     size_t i;
     if (v && v->type == PF__JSON_OBJECT) v = pf__json_get(v, "content");
@@ -1483,7 +1483,7 @@ static int32_t pf__tok_config_token(const pf_tokenizer *t, const pf__json *confi
    id 259 on; "$A </s>" and "$A </s> $B </s>" (type ids 0), without a second </s> when the text's
    ids end with one; decode drops the bytes that are not valid UTF-8. The tokens the config names
    (pad_token, eos_token, ...) are special, as transformers' decode(skip_special_tokens=True) skips them. */
-static pf_result pf__tok_from_byt5(pf_tokenizer *t, const pf__json *config, const char *path, char *err,
+PF_PRIVATE pf_result pf__tok_from_byt5(pf_tokenizer *t, const pf__json *config, const char *path, char *err,
                                    size_t err_size) {
     static const char *const named[] = {"pad_token", "eos_token", "unk_token", "bos_token",
                                         "sep_token", "cls_token", "mask_token"};

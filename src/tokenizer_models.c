@@ -1,22 +1,7 @@
+#include "internal.h"
 /* ---- the tokenizer ---- */
 
-/* Split patterns matched by hand. HF names a regex by its source, which is how a tokenizer.json
-   "Split" is recognised (ByteLevel's use_regex means GPT2). */
-typedef enum pf__tok_pattern {
-    PF__PAT_GPT2,    /* 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
-    PF__PAT_LLAMA3,  /* (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
-                        ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
-    PF__PAT_QWEN2,   /* as LLAMA3 with \p{N} one digit at a time */
-    PF__PAT_BLOOM,   /*  ?[^(\s|[.,!?…。，、।۔،])]+ */
-    PF__PAT_WORD_NL, /* \S+\n? (CTRL's words) */
-    PF__PAT_LITERAL, /* a string (a "String" pattern; Metaspace's replacement) */
-    PF__PAT_FLAGS    /* one code point with any of the given PF__UC_* flags */
-} pf__tok_pattern;
-
-static const struct {
-    pf__tok_pattern pattern;
-    const char *regex;
-} pf__tok_regexes[] = {
+PF_PRIVATE const pf__tok_regex pf__tok_regexes[] = {
     {PF__PAT_GPT2, "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"},
     {PF__PAT_LLAMA3, "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
                      "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
@@ -25,211 +10,11 @@ static const struct {
     {PF__PAT_BLOOM, " ?[^(\\s|[.,!?\xe2\x80\xa6\xe3\x80\x82\xef\xbc\x8c\xe3\x80\x81\xe0\xa5\xa4\xdb\x94\xd8\x8c])]+"},
     {PF__PAT_WORD_NL, "\\S+\\n?"},
 };
+PF_PRIVATE const size_t pf__tok_regexes_count = sizeof pf__tok_regexes / sizeof pf__tok_regexes[0]; /* for the files that see no size */
 
-/* HF's SplitDelimiterBehavior */
-typedef enum pf__tok_behavior {
-    PF__SPLIT_REMOVED, PF__SPLIT_ISOLATED, PF__SPLIT_MERGED_PREVIOUS, PF__SPLIT_MERGED_NEXT, PF__SPLIT_CONTIGUOUS
-} pf__tok_behavior;
-
-static const char *const pf__tok_behaviors[] = {"Removed", "Isolated", "MergedWithPrevious", "MergedWithNext",
+PF_PRIVATE const char *const pf__tok_behaviors[] = {"Removed", "Isolated", "MergedWithPrevious", "MergedWithNext",
                                                 "Contiguous"};
-
-typedef enum pf__tok_prepend { PF__PREPEND_ALWAYS, PF__PREPEND_FIRST, PF__PREPEND_NEVER } pf__tok_prepend;
-
-/* Normalizer steps (a BertNormalizer is its four steps) */
-typedef enum pf__tok_norm_kind {
-    PF__NORM_NFC, PF__NORM_NFD, PF__NORM_LOWERCASE, PF__NORM_PREPEND, PF__NORM_REPLACE, PF__NORM_STRIP,
-    PF__NORM_BERT_CLEAN, PF__NORM_BERT_CJK, PF__NORM_STRIP_ACCENTS,
-    PF__NORM_NFKC, PF__NORM_NFKD,
-    PF__NORM_STRIP_MARKS,    /* StripAccents: combining marks dropped (BertNormalizer's strip_accents is
-                                NFD then its own marks: PF__NORM_STRIP_ACCENTS) */
-    PF__NORM_REPLACE_SPACES, /* Replace with the regex " {2,}": runs of two or more spaces */
-    PF__NORM_PRECOMPILED,    /* SentencePiece's precompiled_charsmap */
-    PF__NORM_SPM             /* SentencePiece's own Normalizer: its charsmap (longest key first) and its
-                                whitespace rules (flags in spm), for its .model files */
-} pf__tok_norm_kind;
-
-typedef struct pf__tok_norm {
-    pf__tok_norm_kind kind;
-    char *a, *b; /* Prepend: a; Replace: pattern a, content b; Precompiled: the replacements b (malloc'd) */
-    size_t a_len, b_len;
-    int left, right; /* Strip */
-    uint32_t *units; /* Precompiled: the double-array trie of the keys [num_units] (malloc'd) */
-    size_t num_units;
-    unsigned spm;    /* PF__NORM_SPM: PF__SPM_DUMMY_PREFIX | PF__SPM_REMOVE_SPACES | PF__SPM_ESCAPE */
-} pf__tok_norm;
-
-#define PF__SPM_DUMMY_PREFIX 1u  /* normalizer_spec.add_dummy_prefix */
-#define PF__SPM_REMOVE_SPACES 2u /* normalizer_spec.remove_extra_whitespaces */
-#define PF__SPM_ESCAPE 4u        /* normalizer_spec.escape_whitespaces */
-
-/* SentencePiece's piece types and model types (sentencepiece_model.proto) */
-enum { PF__SPM_NORMAL = 1, PF__SPM_UNKNOWN, PF__SPM_CONTROL, PF__SPM_USER_DEFINED, PF__SPM_UNUSED, PF__SPM_BYTE };
-enum { PF__SPM_UNIGRAM = 1, PF__SPM_BPE, PF__SPM_WORD, PF__SPM_CHAR };
-
-/* Pre-tokenizer stages (a ByteLevel is a prefix-space stage and a GPT2 split) */
-typedef enum pf__tok_pre_kind { PF__PRE_SPLIT, PF__PRE_PREFIX_SPACE, PF__PRE_METASPACE } pf__tok_pre_kind;
-
-typedef struct pf__tok_pre {
-    pf__tok_pre_kind kind;
-    pf__tok_pattern pattern;    /* SPLIT */
-    pf__tok_behavior behavior;  /* SPLIT */
-    int invert;                 /* SPLIT */
-    unsigned flags;             /* PF__PAT_FLAGS */
-    char *lit;                  /* PF__PAT_LITERAL; METASPACE: the replacement (malloc'd) */
-    size_t lit_len;
-    pf__tok_prepend prepend;    /* METASPACE */
-    int split;                  /* METASPACE */
-} pf__tok_pre;
-
-typedef enum pf__tok_dec_kind {
-    PF__DEC_BYTELEVEL, PF__DEC_REPLACE, PF__DEC_BYTEFALLBACK, PF__DEC_FUSE, PF__DEC_STRIP, PF__DEC_METASPACE,
-    PF__DEC_BPE, PF__DEC_WORDPIECE,
-    PF__DEC_UTF8_IGNORE, /* ByT5: the tokens' bytes as one token, less the bytes that are not valid UTF-8 */
-    PF__DEC_SPM          /* Marian's and M2M100's convert_tokens_to_string: runs between special tokens
-                            decoded by SentencePiece (t->spm), then stripped */
-} pf__tok_dec_kind;
-
-typedef struct pf__tok_dec {
-    pf__tok_dec_kind kind;
-    char *a, *b; /* Replace: pattern a, content b; Metaspace, Strip: the character a; BPE: suffix a;
-                    WordPiece: prefix a */
-    size_t a_len, b_len;
-    size_t start, stop;      /* Strip */
-    pf__tok_prepend prepend; /* Metaspace */
-    int cleanup;             /* WordPiece */
-} pf__tok_dec;
-
-#define PF__TOK_MAX_NORMS 16
-#define PF__TOK_MAX_PRE 16
-#define PF__TOK_MAX_DECS 16
-#define PF__TOK_SEQ_A (-1) /* in a post-processor template: the first text's ids */
-#define PF__TOK_SEQ_B (-2) /* ... and the second's */
-
-typedef struct pf__tok_post_item { /* a piece of a post-processor template */
-    int32_t id;       /* a special token's id, or PF__TOK_SEQ_A / PF__TOK_SEQ_B */
-    uint32_t type_id; /* the token type id of its ids */
-} pf__tok_post_item;
-
-typedef struct pf__tok_added {
-    char *content; /* malloc'd, NUL-terminated: what it decodes to */
-    size_t len;
-    char *match;   /* what is looked for: content, normalized when normalized is set (malloc'd) */
-    size_t match_len;
-    int32_t id;
-    unsigned char special, normalized, lstrip, rstrip, single_word;
-    unsigned char unmatched; /* addressable by id and string, never looked for in a text (M2M100's
-                                language codes when the config does not list them as special) */
-} pf__tok_added;
-
-/* PF__MODEL_BYTES: ByT5, each byte of the text is id byte + PF__BYTES_OFFSET (no vocab file) */
-typedef enum pf__tok_model_kind { PF__MODEL_BPE, PF__MODEL_WORDPIECE, PF__MODEL_UNIGRAM, PF__MODEL_BYTES } pf__tok_model_kind;
-#define PF__BYTES_OFFSET 3 /* ByT5's <pad> <eos> <unk> come first */
-
-typedef struct pf__tok_piece { /* a Unigram piece: its string in vocab_text, and its score */
-    size_t offset;
-    uint32_t len;
-    double score;
-} pf__tok_piece;
-
-/* Vocab hash slot: a token string (in vocab_text) and its id; id -1 marks an empty slot. */
-typedef struct pf__tok_vocab_slot {
-    uint32_t hash, len;
-    size_t offset;
-    int32_t id;
-} pf__tok_vocab_slot;
-
-/* Merge hash slot: the pair (left id << 32 | right id), its rank and the id it merges into;
-   rank UINT32_MAX marks an empty slot. */
-typedef struct pf__tok_merge_slot {
-    uint64_t pair;
-    uint32_t rank;
-    int32_t new_id;
-} pf__tok_merge_slot;
-
-struct pf_tokenizer {
-    int32_t num_ids; /* ids are 0 .. num_ids-1; an id no token has is unknown */
-
-    /* model vocab: token string -> id (open addressing, linear probing) */
-    pf__tok_vocab_slot *vocab; /* [vocab_mask + 1] */
-    size_t vocab_mask, vocab_count;
-    char *vocab_text; /* the token strings, each NUL-terminated */
-    size_t vocab_text_len;
-
-    pf__tok_merge_slot *merges; /* [merges_mask + 1] */
-    size_t merges_mask;
-
-    /* model options */
-    pf__tok_model_kind model;
-    int byte_level;    /* the model sees each byte as its character in GPT-2's byte map */
-    int32_t unk_id;    /* -1: none. BPE drops characters without a token then, as HF does; WordPiece
-                          fails the encoding where it needs one, as HF does */
-    int fuse_unk, ignore_merges, byte_fallback;
-    char *prefix, *suffix; /* continuing_subword_prefix, end_of_word_suffix; NULL: none */
-    size_t prefix_len, suffix_len;
-    size_t max_word_chars; /* WordPiece: max_input_chars_per_word (a longer word is unk) */
-    pf__tok_piece *pieces; /* Unigram: [num_pieces], by id (a string listed twice maps to its
-                              last id, as HF's token map does, and both ids decode to it) */
-    size_t num_pieces;
-    double unk_score;      /* Unigram: what an unknown character costs: HF's lowest score less 10 */
-    size_t max_token_len;  /* the longest vocab string, in bytes: no longer piece is looked up */
-
-    /* byte-level: the character standing for each byte (UTF-8), the id of its one-character token
-       (-1 when the vocab lacks it), and the inverse map */
-    uint16_t byte_char[256];
-    unsigned char byte_str[256][2];
-    unsigned char byte_str_len[256];
-    int32_t byte_id[256];
-    int16_t char_byte[512];
-    int32_t fallback_id[256]; /* byte_fallback: the id of <0xXX>, or -1 */
-
-    /* each id's token string (into vocab_text or an added token); id_len -1: unknown id */
-    const char **id_str;
-    int32_t *id_len;
-
-    /* added tokens; added_order lists them by pass (0: normalized = false, 1: true), then by first
-       byte of their match; added_first[pass][b] .. added_first[pass][b + 1] are those starting with b */
-    pf__tok_added *added;
-    size_t num_added, added_cap;
-    uint32_t *added_order;
-    uint32_t added_first[2][257];
-
-    pf__tok_norm norms[PF__TOK_MAX_NORMS];
-    int num_norms;
-    pf__tok_pre pres[PF__TOK_MAX_PRE];
-    int num_pres;
-    pf__tok_dec decs[PF__TOK_MAX_DECS];
-    int num_decs;
-    int has_decoder; /* 0: tokens are joined with spaces, as HF does without a decoder */
-
-    /* the post-processor's templates, [0] for one text, [1] for a pair (without one: A, and A
-       then B of type id 1, as HF's default), and the special ids each adds */
-    pf__tok_post_item *post[2];
-    size_t post_len[2], post_added[2];
-    int has_post; /* a post-processor that adds tokens or sets type ids was read */
-    int eos_once;  /* ByT5: a text whose ids end with the template's special token does not get it
-                      again (its _add_eos_if_not_present) */
-
-    int32_t bos_id, eos_id; /* tokenizer_config.json's bos_token / eos_token; -1: unknown */
-    char *bos_token, *eos_token; /* their text, for chat templates; NULL: not named */
-    char *chat_template;      /* chat_template.jinja, else tokenizer_config.json's; NULL: none */
-    char *chat_template_note; /* why there is none when the config's list names no "default" */
-
-    /* SentencePiece files without tokenizer.json (Marian, M2M100): spm is the .model's own
-       tokenizer (pieces by SentencePiece id, their scores or merges), this one's model step;
-       spm_ids maps its ids to this vocab's (vocab.json), and a run of unknown characters is looked
-       up here by its text, as the slow tokenizers map pieces through vocab.json */
-    struct pf_tokenizer *spm;
-    int32_t *spm_ids;           /* [spm->num_pieces] */
-    int spm_marian;             /* decode: a space after each special token, "▁" replaced (Marian) */
-    int spm_cleanup;            /* decode: clean_up_tokenization_spaces */
-    int spm_upper;              /* decode: each SentencePiece run upper-cased (Speech2Text's do_upper_case) */
-    /* in spm itself: */
-    unsigned char *spm_types;   /* [num_pieces]: each piece's SentencePiece type */
-    unsigned spm_flags;         /* PF__SPM_DUMMY_PREFIX | ... of its normalizer_spec */
-    char *spm_unk_surface;      /* what <unk> decodes to (trainer_spec.unk_surface) */
-    size_t spm_unk_surface_len;
-};
+PF_PRIVATE const size_t pf__tok_behaviors_count = sizeof pf__tok_behaviors / sizeof pf__tok_behaviors[0]; /* for the files that see no size */
 
 void pf_tokenizer_free(pf_tokenizer *tokenizer) {
     size_t i;
@@ -289,14 +74,14 @@ int pf_tokenizer_is_special(const pf_tokenizer *tokenizer, int32_t id) {
 }
 
 /* FNV-1a, 32 bits. */
-static uint32_t pf__tok_hash(const char *s, size_t len) {
+PF_PRIVATE uint32_t pf__tok_hash(const char *s, size_t len) {
     uint32_t h = 2166136261u;
     size_t i;
     for (i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
     return h;
 }
 
-static size_t pf__tok_pow2_at_least(size_t n) {
+PF_PRIVATE size_t pf__tok_pow2_at_least(size_t n) {
     size_t c = 16;
     while (c < n) c *= 2;
     return c;
@@ -315,7 +100,7 @@ static int32_t pf__tok_vocab_find_hashed(const pf_tokenizer *t, const char *s, s
 }
 
 /* The vocab id of a token string, or -1. */
-static int32_t pf__tok_vocab_find(const pf_tokenizer *t, const char *s, size_t len) {
+PF_PRIVATE int32_t pf__tok_vocab_find(const pf_tokenizer *t, const char *s, size_t len) {
     return pf__tok_vocab_find_hashed(t, s, len, pf__tok_hash(s, len));
 }
 
@@ -329,7 +114,7 @@ int32_t pf_tokenizer_token_id(const pf_tokenizer *tokenizer, const char *token) 
     return len ? pf__tok_vocab_find(tokenizer, token, len) : -1;
 }
 
-static size_t pf__tok_pair_slot(uint64_t pair, size_t mask) {
+PF_PRIVATE size_t pf__tok_pair_slot(uint64_t pair, size_t mask) {
     return (size_t)((pair * 0x9E3779B97F4A7C15ull) >> 32) & mask;
 }
 
@@ -347,38 +132,7 @@ static const pf__tok_merge_slot *pf__tok_merge_find(const pf_tokenizer *t, int32
 
 /* ---- encoding: scratch memory ---- */
 
-typedef struct pf__tok_sym {
-    int32_t id;          /* -1: merged into its left neighbour */
-    uint32_t prev, next; /* UINT32_MAX: none */
-} pf__tok_sym;
-
-typedef struct pf__tok_cand { /* a possible merge of the symbols at pos and its next */
-    uint32_t rank, pos;
-    int32_t new_id;
-} pf__tok_cand;
-
-typedef struct pf__tok_ctx {
-    const pf_tokenizer *t;
-    const pf_tokenizer *outer; /* while a SentencePiece model (t = outer->spm) runs: the tokenizer whose
-                                  ids it emits */
-    int32_t *ids;       /* [ids_cap]: the ids so far, count of them */
-    size_t ids_cap, count;
-    int out_of_memory;  /* an id could not be stored */
-    int needs_unk;      /* a word needed the unk token the model lacks (HF fails too) */
-    pf__tok_sym *sym;   /* [sym_cap] */
-    pf__tok_cand *heap; /* [heap_cap]: a merge adds at most one candidate net */
-    size_t sym_cap, heap_cap;
-    pf__tok_buf norm[2];            /* normalizer steps, ping-pong */
-    pf__tok_cps cps, cps_tmp;       /* NFC / NFD */
-    pf__tok_buf pre[PF__TOK_MAX_PRE]; /* pre-tokenizer stages that rewrite text */
-    pf__tok_buf unit;               /* a BPE unit with prefix / suffix */
-    pf__tok_buf mapped;             /* a word as byte-level characters (ignore_merges) */
-    struct pf__tok_node *lattice;   /* Unigram: [lattice_cap] */
-    size_t *path;                   /* Unigram: [path_cap], the best path's piece ends */
-    size_t lattice_cap, path_cap;
-} pf__tok_ctx;
-
-static void pf__tok_ctx_free(pf__tok_ctx *c) {
+PF_PRIVATE void pf__tok_ctx_free(pf__tok_ctx *c) {
     int k;
     free(c->ids);
     free(c->sym);
@@ -395,7 +149,7 @@ static void pf__tok_ctx_free(pf__tok_ctx *c) {
 }
 
 /* Appends an id; running out of memory is reported once the encoding ends. */
-static void pf__tok_emit(pf__tok_ctx *c, int32_t id) {
+PF_PRIVATE void pf__tok_emit(pf__tok_ctx *c, int32_t id) {
     if (pf__tok_grow((void **)&c->ids, &c->ids_cap, c->count + 1, sizeof *c->ids)) {
         c->out_of_memory = 1;
         return;
@@ -405,7 +159,7 @@ static void pf__tok_emit(pf__tok_ctx *c, int32_t id) {
 
 /* The id of a token string as the slow tokenizers' convert_tokens_to_ids: an added token's, else
    the vocab's, else unk's. */
-static int32_t pf__tok_spm_lookup(const pf_tokenizer *t, const unsigned char *s, size_t len) {
+PF_PRIVATE int32_t pf__tok_spm_lookup(const pf_tokenizer *t, const unsigned char *s, size_t len) {
     size_t i;
     int32_t id;
     for (i = 0; i < t->num_added; i++)
@@ -716,7 +470,7 @@ static int pf__tok_norm_step(pf__tok_ctx *c, const pf__tok_norm *nm, const unsig
 
 /* Runs the normalizer on s[0 .. n): the result in *out (c->norm memory, or s itself when there
    is no normalizer). */
-static int pf__tok_normalize(pf__tok_ctx *c, const unsigned char *s, size_t n, const unsigned char **out,
+PF_PRIVATE int pf__tok_normalize(pf__tok_ctx *c, const unsigned char *s, size_t n, const unsigned char **out,
                              size_t *out_len, int *first) {
     int k;
     *out = s;
@@ -964,13 +718,6 @@ static void pf__tok_wordpiece(pf__tok_ctx *c, const unsigned char *s, size_t len
 
 /* ---- the Unigram model ---- */
 
-typedef struct pf__tok_node { /* the best segmentation of a word's bytes up to here */
-    double score;  /* the sum of its pieces' scores */
-    size_t start;  /* where its last piece starts */
-    int32_t id;    /* its last piece */
-    int reached;
-} pf__tok_node;
-
 /* Emits the ids of an unknown run s[0 .. len) (HF's fused unk pieces, looked up again as a whole):
    its own id if the vocab has it, else its bytes' <0xXX> tokens (byte_fallback, all of them
    there), else unk. */
@@ -1060,7 +807,7 @@ static int pf__tok_unigram(pf__tok_ctx *c, const unsigned char *s, size_t len) {
 }
 
 /* The model on one pre-tokenized word: emits its ids. 0, or -1 when out of memory. */
-static int pf__tok_model(pf__tok_ctx *c, const unsigned char *s, size_t len) {
+PF_PRIVATE int pf__tok_model(pf__tok_ctx *c, const unsigned char *s, size_t len) {
     size_t i;
     if (len == 0) return 0;
     if (c->t->spm) { /* the SentencePiece model on the whole normalized text, as SentencePiece runs it */

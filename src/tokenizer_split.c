@@ -1,3 +1,4 @@
+#include "internal.h"
 /* ---- split patterns ---- */
 
 /* L, N or S of a code point; 0 for the rest ("other": neither letter, number nor space). */

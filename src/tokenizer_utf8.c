@@ -1,3 +1,4 @@
+#include "internal.h"
 /* =============================================================================================== */
 /* tokenizer                                                                                       */
 /* =============================================================================================== */
@@ -62,13 +63,10 @@
 
 /* ---- UTF-8 ---- */
 
-#define PF__UTF8_INVALID 0xFFFFFFFFu /* the "code point" of a byte that is not valid UTF-8 */
-#define PF__CP_RAW 0x80000000u       /* in code point buffers: PF__CP_RAW | byte, an invalid byte */
-
 /* Decodes the code point at s (n > 0 bytes readable) and returns its length in bytes. Strict like
    Rust's str: no overlong forms, surrogates or values past U+10FFFF. A byte that does not start a
    valid sequence is a unit of length 1 with *cp = PF__UTF8_INVALID. */
-static size_t pf__utf8_decode(const unsigned char *s, size_t n, uint32_t *cp) {
+PF_PRIVATE size_t pf__utf8_decode(const unsigned char *s, size_t n, uint32_t *cp) {
     unsigned char c = s[0];
     uint32_t v;
     if (c < 0x80) {
@@ -104,7 +102,7 @@ static size_t pf__utf8_decode(const unsigned char *s, size_t n, uint32_t *cp) {
 
 /* The unit that ends at s[p] (units start no earlier than s[lo]): its code point, and its length
    in *len. A valid sequence ending at p is unique, so trying the lengths 1..4 finds it. */
-static uint32_t pf__utf8_decode_before(const unsigned char *s, size_t lo, size_t p, size_t *len) {
+PF_PRIVATE uint32_t pf__utf8_decode_before(const unsigned char *s, size_t lo, size_t p, size_t *len) {
     size_t k;
     uint32_t cp;
     for (k = 1; k <= 4 && k <= p - lo; k++) {
@@ -119,7 +117,7 @@ static uint32_t pf__utf8_decode_before(const unsigned char *s, size_t lo, size_t
 
 /* Writes the UTF-8 form of cp (a Unicode scalar value, or PF__CP_RAW | byte: that byte) and
    returns its length. */
-static size_t pf__utf8_encode(uint32_t cp, unsigned char *out) {
+PF_PRIVATE size_t pf__utf8_encode(uint32_t cp, unsigned char *out) {
     if (cp & PF__CP_RAW) {
         out[0] = (unsigned char)(cp & 0xFF);
         return 1;

@@ -1,16 +1,7 @@
+#include "internal.h"
 /* ---- growable buffers ---- */
 
-typedef struct pf__tok_buf { /* bytes */
-    unsigned char *p;
-    size_t len, cap;
-} pf__tok_buf;
-
-typedef struct pf__tok_cps { /* code points */
-    uint32_t *p;
-    size_t len, cap;
-} pf__tok_cps;
-
-static int pf__tok_grow(void **p, size_t *cap, size_t need, size_t elem) {
+PF_PRIVATE int pf__tok_grow(void **p, size_t *cap, size_t need, size_t elem) {
     size_t c = *cap ? *cap : 64;
     void *q;
     if (need <= *cap) return 0;
@@ -25,14 +16,14 @@ static int pf__tok_grow(void **p, size_t *cap, size_t need, size_t elem) {
     return 0;
 }
 
-static int pf__buf_put(pf__tok_buf *b, const void *s, size_t n) {
+PF_PRIVATE int pf__buf_put(pf__tok_buf *b, const void *s, size_t n) {
     if (b->len + n < b->len || pf__tok_grow((void **)&b->p, &b->cap, b->len + n, 1)) return -1;
     if (n) memcpy(b->p + b->len, s, n);
     b->len += n;
     return 0;
 }
 
-static int pf__buf_put_cp(pf__tok_buf *b, uint32_t cp) {
+PF_PRIVATE int pf__buf_put_cp(pf__tok_buf *b, uint32_t cp) {
     unsigned char u[4];
     return pf__buf_put(b, u, pf__utf8_encode(cp, u));
 }
@@ -45,7 +36,7 @@ static int pf__cps_put(pf__tok_cps *b, uint32_t cp) {
 
 /* Replaces every occurrence of pat in s[0 .. n) by rep, leftmost first and not overlapping (an
    empty pat matches at every character boundary, as Rust's str::replace), appending to out. */
-static int pf__buf_replace(pf__tok_buf *out, const unsigned char *s, size_t n, const char *pat, size_t pat_len,
+PF_PRIVATE int pf__buf_replace(pf__tok_buf *out, const unsigned char *s, size_t n, const char *pat, size_t pat_len,
                            const char *rep, size_t rep_len) {
     size_t i = 0, done = 0;
     uint32_t cp;
@@ -70,7 +61,7 @@ static int pf__buf_replace(pf__tok_buf *out, const unsigned char *s, size_t n, c
 /* ---- canonical normalization (NFD / NFC) ---- */
 
 /* Appends the full canonical decomposition of cp. */
-static int pf__nf_decompose(pf__tok_cps *out, uint32_t cp, int depth) {
+PF_PRIVATE int pf__nf_decompose(pf__tok_cps *out, uint32_t cp, int depth) {
     long k;
     if (cp - PF__HANGUL_S < PF__HANGUL_SCOUNT) {
         uint32_t s = cp - PF__HANGUL_S, t = s % PF__HANGUL_TCOUNT;
@@ -90,7 +81,7 @@ static int pf__nf_decompose(pf__tok_cps *out, uint32_t cp, int depth) {
 
 /* Appends HF's NFKD of cp where it differs from its NFD: 1 when it did, 0 when cp has none, -1
    when out of memory. */
-static int pf__nf_decompose_compat(pf__tok_cps *out, uint32_t cp) {
+PF_PRIVATE int pf__nf_decompose_compat(pf__tok_cps *out, uint32_t cp) {
     size_t lo = 0, hi = PF__TOK_LEN(pf__unicode_compat_runs), i, n;
     if (cp > 0x10FFFF) return 0;
     if (cp >= (uint32_t)(pf__unicode_compat_runs[0] >> 43)) {
@@ -121,7 +112,7 @@ static int pf__nf_decompose_compat(pf__tok_cps *out, uint32_t cp) {
 
 /* Sorts each run of non-starters by combining class, stably (insertion sort for short runs,
    counting sort for long ones, so that no input is quadratic). tmp is scratch. */
-static int pf__nf_reorder(pf__tok_cps *cps, pf__tok_cps *tmp) {
+PF_PRIVATE int pf__nf_reorder(pf__tok_cps *cps, pf__tok_cps *tmp) {
     size_t i = 0, n = cps->len;
     uint32_t *p = cps->p;
     while (i < n) {
@@ -159,7 +150,7 @@ static int pf__nf_reorder(pf__tok_cps *cps, pf__tok_cps *tmp) {
 
 /* Canonical composition in place: a character composes with the last starter unless a character
    between them has class 0 or a class >= its own. */
-static void pf__nf_compose(pf__tok_cps *cps) {
+PF_PRIVATE void pf__nf_compose(pf__tok_cps *cps) {
     size_t i, n = cps->len, out = 0, starter = (size_t)-1;
     unsigned last = 0;
     uint32_t *p = cps->p;
@@ -205,7 +196,7 @@ static unsigned pf__grapheme_props(uint32_t cp) {
 }
 
 /* The end of the grapheme cluster that starts at s[i] (i < n). */
-static size_t pf__grapheme_end(const unsigned char *s, size_t i, size_t n) {
+PF_PRIVATE size_t pf__grapheme_end(const unsigned char *s, size_t i, size_t n) {
     uint32_t cp;
     size_t j = i + pf__utf8_decode(s + i, n - i, &cp), k;
     unsigned first = pf__grapheme_props(cp), pg = first & PF__GCB_MASK; /* pg: the previous one's GCB */

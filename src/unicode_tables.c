@@ -1,17 +1,5 @@
+#include "internal.h"
 /* ---- Unicode data ---- */
-
-/* Code point flags, each as one piece of HF tokenizers sees it:
-   PF__UC_L      \p{L} of its regexes (Oniguruma)      PF__UC_N      \p{N}
-   PF__UC_S      \s of its regexes                     PF__UC_W      \w of Rust's regex crate
-   PF__UC_WS     Rust's char::is_whitespace            PF__UC_CTRL   dropped by BertNormalizer's
-   PF__UC_MN     dropped by BertNormalizer's                         clean_text (Cc Cf Cn Co)
-                 strip_accents (Mn)                    PF__UC_PUNCT  BertPreTokenizer punctuation */
-enum {
-    PF__UC_L = 1, PF__UC_N = 2, PF__UC_S = 4, PF__UC_W = 8,
-    PF__UC_WS = 16, PF__UC_CTRL = 32, PF__UC_MN = 64, PF__UC_PUNCT = 128
-};
-
-#define PF__TOK_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 /* BEGIN GENERATED UNICODE TABLES (test/gen_unicode.py) */
 /* From tokenizers 0.23.3 (probed), regex 2026.5.9, Python unicodedata 14.0.0 (corrected to HF's normalization). */
@@ -438,7 +426,7 @@ static const uint32_t pf__unicode_ccc_runs[496] = {
     0x01D24500, 0x01E000E6, 0x01E00700, 0x01E008E6, 0x01E01900, 0x01E01BE6, 0x01E02200, 0x01E023E6,
     0x01E02500, 0x01E026E6, 0x01E02B00, 0x01E8D0DC, 0x01E8D700, 0x01E944E6, 0x01E94A07, 0x01E94B00,
 };
-static const uint64_t pf__unicode_decomp[2060] = {
+PF_PRIVATE const uint64_t pf__unicode_decomp[2060] = {
     0x0003000008200300, 0x0003040008200301, 0x0003080008200302, 0x00030C0008200303,
     0x0003100008200308, 0x000314000820030A, 0x00031C0008600327, 0x0003200008A00300,
     0x0003240008A00301, 0x0003280008A00302, 0x00032C0008A00308, 0x0003300009200300,
@@ -1192,7 +1180,7 @@ static const uint64_t pf__unicode_comp[940] = {
     0x0444C82224E1112F, 0x044D1C2267C1134B, 0x044D1C226AE1134C, 0x0452E422960114BC,
     0x0452E422974114BB, 0x0452E42297A114BE, 0x0456E022B5E115BA, 0x0456E422B5E115BB,
 };
-static const uint64_t pf__unicode_compat_runs[1162] = {
+PF_PRIVATE const uint64_t pf__unicode_compat_runs[1162] = {
     0x00050002FFFFFF80, 0x00055002FFFFFFB7, 0x00059004FFFFFF80, 0x0005A80200000307,
     0x0005C802FFFFFF78, 0x0005D002FFFFFFB5, 0x000BF802FFFFFEF4, 0x00158002FFFFFDB8,
     0x00158802FFFFFFB5, 0x00159002FFFFFDB8, 0x00159802FFFFFDBF, 0x0015A002FFFFFFC5,
@@ -1485,7 +1473,7 @@ static const uint64_t pf__unicode_compat_runs[1162] = {
     0x0F91C002FFFE82FB, 0x0F91C802FFFE6039, 0x0F91D002FFFE637C, 0x0F91D802FFFE9F12,
     0x0F928002FFFE6D47, 0x0F928802FFFE619E,
 };
-static const uint64_t pf__unicode_compat_multi[1185] = {
+PF_PRIVATE const uint64_t pf__unicode_compat_multi[1185] = {
     0x000000A800000002, 0x000000AF00000202, 0x000000B400000402, 0x000000B800000602,
     0x000000BC00000803, 0x000000BD00000B03, 0x000000BE00000E03, 0x0000013200001102,
     0x0000013300001302, 0x0000013F00001502, 0x0000014000001702, 0x0000014900001902,
@@ -1784,7 +1772,7 @@ static const uint64_t pf__unicode_compat_multi[1185] = {
     0x0001F244000C1303, 0x0001F245000C1603, 0x0001F246000C1903, 0x0001F247000C1C03,
     0x0001F248000C1F03,
 };
-static const uint32_t pf__unicode_compat_chars[3106] = {
+PF_PRIVATE const uint32_t pf__unicode_compat_chars[3106] = {
     0x00020, 0x00308, 0x00020, 0x00304, 0x00020, 0x00301, 0x00020, 0x00327, 0x00031, 0x02044, 0x00034, 0x00031,
     0x02044, 0x00032, 0x00033, 0x02044, 0x00034, 0x00049, 0x0004A, 0x00069, 0x0006A, 0x0004C, 0x000B7, 0x0006C,
     0x000B7, 0x002BC, 0x0006E, 0x00044, 0x0005A, 0x0030C, 0x00044, 0x0007A, 0x0030C, 0x00064, 0x0007A, 0x0030C,
@@ -2098,7 +2086,7 @@ static const uint32_t pf__unicode_mark_runs[501] = {
     0x03C044, 0x03C047, 0x03C04A, 0x03C04D, 0x03C056, 0x03D1A1, 0x03D1AE, 0x03D289, 0x03D296, 0x1C0201,
     0x1C03E0,
 };
-static const uint32_t pf__unicode_grapheme_runs[1369] = {
+PF_PRIVATE const uint32_t pf__unicode_grapheme_runs[1369] = {
     0x00000003, 0x00000A02, 0x00000B03, 0x00000D01, 0x00000E03, 0x00002000, 0x00007F03, 0x0000A000,
     0x0000A910, 0x0000AA00, 0x0000AD03, 0x0000AE10, 0x0000AF00, 0x00030064, 0x00037000, 0x00048364,
     0x00048A00, 0x00059164, 0x0005BE00, 0x0005BF64, 0x0005C000, 0x0005C164, 0x0005C300, 0x0005C464,
@@ -2275,7 +2263,7 @@ static const uint32_t pf__unicode_grapheme_runs[1369] = {
 /* END GENERATED UNICODE TABLES */
 
 /* The PF__UC_* flags of a code point (0 for PF__UTF8_INVALID and raw bytes). */
-static unsigned pf__unicode_class(uint32_t cp) {
+PF_PRIVATE unsigned pf__unicode_class(uint32_t cp) {
     size_t lo = 0, hi = PF__TOK_LEN(pf__unicode_classes);
     if (cp < 0x80) return pf__unicode_ascii[cp];
     if (cp > 0x10FFFF) return 0;
@@ -2288,7 +2276,7 @@ static unsigned pf__unicode_class(uint32_t cp) {
 }
 
 /* The lowercase of a code point (one code point; U+0130 is the caller's: "i" U+0307). */
-static uint32_t pf__unicode_lower(uint32_t cp) {
+PF_PRIVATE uint32_t pf__unicode_lower(uint32_t cp) {
     size_t lo = 0, hi = PF__TOK_LEN(pf__unicode_lower_runs);
     uint32_t start, count, stride;
     if (cp < 0x80) return cp - 'A' < 26 ? cp + 32 : cp;
@@ -2306,7 +2294,7 @@ static uint32_t pf__unicode_lower(uint32_t cp) {
 }
 
 /* The canonical combining class of a code point as HF's normalization sees it. */
-static unsigned pf__unicode_ccc(uint32_t cp) {
+PF_PRIVATE unsigned pf__unicode_ccc(uint32_t cp) {
     size_t lo = 0, hi = PF__TOK_LEN(pf__unicode_ccc_runs);
     if (cp < 0x300 || cp > 0x10FFFF) return 0;
     while (hi - lo > 1) {
@@ -2317,16 +2305,8 @@ static unsigned pf__unicode_ccc(uint32_t cp) {
     return pf__unicode_ccc_runs[lo] & 0xFF;
 }
 
-#define PF__HANGUL_S 0xAC00u
-#define PF__HANGUL_L 0x1100u
-#define PF__HANGUL_V 0x1161u
-#define PF__HANGUL_T 0x11A7u
-#define PF__HANGUL_VCOUNT 21u
-#define PF__HANGUL_TCOUNT 28u
-#define PF__HANGUL_SCOUNT (19u * 21u * 28u)
-
 /* The one-level canonical decomposition of cp: its entry in pf__unicode_decomp, or -1. */
-static long pf__unicode_decomp_find(uint32_t cp) {
+PF_PRIVATE long pf__unicode_decomp_find(uint32_t cp) {
     size_t lo = 0, hi = PF__TOK_LEN(pf__unicode_decomp);
     if (cp < 0xC0 || cp > 0x10FFFF) return -1;
     while (lo < hi) {
@@ -2340,7 +2320,7 @@ static long pf__unicode_decomp_find(uint32_t cp) {
 }
 
 /* The primary composite of the pair (a, b), or 0. */
-static uint32_t pf__unicode_compose(uint32_t a, uint32_t b) {
+PF_PRIVATE uint32_t pf__unicode_compose(uint32_t a, uint32_t b) {
     uint64_t key;
     size_t lo = 0, hi = PF__TOK_LEN(pf__unicode_comp);
     if (a - PF__HANGUL_L < 19 && b - PF__HANGUL_V < PF__HANGUL_VCOUNT)
@@ -2361,7 +2341,7 @@ static uint32_t pf__unicode_compose(uint32_t a, uint32_t b) {
 }
 
 /* Whether HF's StripAccents drops cp (the normalization crate's is_combining_mark). */
-static int pf__unicode_is_mark(uint32_t cp) {
+PF_PRIVATE int pf__unicode_is_mark(uint32_t cp) {
     size_t lo = 0, hi = PF__TOK_LEN(pf__unicode_mark_runs);
     if (cp > 0x10FFFF || cp < (pf__unicode_mark_runs[0] >> 1)) return 0;
     while (hi - lo > 1) {

@@ -1,43 +1,7 @@
-/* parallelformers.c: everything on the host. See parallelformers.h for the API and
-   ../DESIGN notes in README.md for the shape. Sections, in data-flow order:
-     utilities and errors
-     JSON
-     safetensors (memory-mapped)
-     policies and config
-     tokenizer
-     backends: the operation table and the CPU backend
-     rank threads, barrier and all-reduce
-     slicing weights onto ranks
-     forward pass
-     generation
-     public API */
-#ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L
-#endif
-#include "parallelformers.h"
-
-#include <ctype.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <math.h>
-#include <pthread.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
+#include "internal.h"
 /* =============================================================================================== */
 /* utilities and errors                                                                            */
 /* =============================================================================================== */
-
-#define PF__MESSAGE_SIZE 512
-#define PF__PATH_SIZE 4096
 
 const char *pf_result_string(pf_result result) {
     switch (result) {
@@ -54,29 +18,20 @@ const char *pf_result_string(pf_result result) {
     return "unknown result";
 }
 
-/* The message of the calling thread's last failure, and the model it concerns: thread-local so
-   that threads sharing a model each read their own (C99 has no keyword for it; every compiler we
-   target has one). */
-#if defined(_MSC_VER)
-#define PF__THREAD_LOCAL __declspec(thread)
-#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__STDC_NO_THREADS__)
-#define PF__THREAD_LOCAL _Thread_local
-#else
-#define PF__THREAD_LOCAL __thread
-#endif
-static PF__THREAD_LOCAL const void *pf__error_model;
-static PF__THREAD_LOCAL char pf__error_text[PF__MESSAGE_SIZE];
-static PF__THREAD_LOCAL const void *pf__lock_holder; /* the model whose request lock this thread holds */
+/* The message of the calling thread's last failure, and the model it concerns. */
+PF_PRIVATE PF__THREAD_LOCAL const void *pf__error_model;
+PF_PRIVATE PF__THREAD_LOCAL char pf__error_text[PF__MESSAGE_SIZE];
+PF_PRIVATE PF__THREAD_LOCAL const void *pf__lock_holder; /* the model whose request lock this thread holds */
 
 /* The buffer a failure on `model` is written into (cleared). */
-static char *pf__error_buffer(const void *model) {
+PF_PRIVATE char *pf__error_buffer(const void *model) {
     pf__error_model = model;
     pf__error_text[0] = 0;
     return pf__error_text;
 }
 
 /* snprintf into a message buffer, returning the code so callers can `return pf__error(...)`. */
-static pf_result pf__format(char *message, size_t size, pf_result code, const char *fmt, ...) {
+PF_PRIVATE pf_result pf__format(char *message, size_t size, pf_result code, const char *fmt, ...) {
     if (message && size) {
         va_list args;
         va_start(args, fmt);
@@ -86,14 +41,14 @@ static pf_result pf__format(char *message, size_t size, pf_result code, const ch
     return code;
 }
 
-static int pf__path_join(char *out, size_t cap, const char *dir, const char *name) {
+PF_PRIVATE int pf__path_join(char *out, size_t cap, const char *dir, const char *name) {
     int n = snprintf(out, cap, "%s/%s", dir, name);
     return (n < 0 || (size_t)n >= cap) ? -1 : 0;
 }
 
 /* Whether something is at path, of any type: a FIFO or a device where a file should be is then
    refused by pf__open_regular with a message saying what it is, rather than taken as missing. */
-static int pf__file_exists(const char *path) {
+PF_PRIVATE int pf__file_exists(const char *path) {
     struct stat st;
     return stat(path, &st) == 0;
 }
@@ -101,7 +56,7 @@ static int pf__file_exists(const char *path) {
 /* Opens path for reading if it is a regular file, *fd and its size out. O_NONBLOCK so that
    opening a FIFO does not wait for a writer that never comes; fstat then refuses FIFOs, devices
    (/dev/zero never ends) and directories; reads block again afterwards. */
-static pf_result pf__open_regular(const char *path, int *fd, size_t *file_size, char *message, size_t size) {
+PF_PRIVATE pf_result pf__open_regular(const char *path, int *fd, size_t *file_size, char *message, size_t size) {
     *fd = -1;
     *file_size = 0;
     int f = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -132,13 +87,9 @@ static pf_result pf__open_regular(const char *path, int *fd, size_t *file_size, 
     return PF_OK;
 }
 
-/* The JSON and text files we read whole (config, tokenizer, merges): the largest real ones are
-   tens of MiB; more is a mistake or an attack, refused before it takes the memory. */
-#define PF__MAX_TEXT_FILE ((size_t)256 << 20)
-
 /* Reads a whole regular file of at most max_bytes into *data (NUL-terminated; free it); on failure
    writes "FILE: what" into message. The bound also holds for a file that grows while read. */
-static pf_result pf__read_file(const char *path, size_t max_bytes, char **data, size_t *len, char *message, size_t size) {
+PF_PRIVATE pf_result pf__read_file(const char *path, size_t max_bytes, char **data, size_t *len, char *message, size_t size) {
     int fd;
     size_t file_size, used = 0;
     *data = NULL;
@@ -190,7 +141,7 @@ static pf_result pf__read_file(const char *path, size_t max_bytes, char **data, 
 }
 
 /* Overflow-checked size arithmetic for anything derived from a file. */
-static int pf__mul_size(size_t a, size_t b, size_t *out) {
+PF_PRIVATE int pf__mul_size(size_t a, size_t b, size_t *out) {
     if (a && b > SIZE_MAX / a) return -1;
     *out = a * b;
     return 0;
@@ -198,7 +149,7 @@ static int pf__mul_size(size_t a, size_t b, size_t *out) {
 
 /* ---- fp16 / bf16 conversions (storage formats; compute is fp32 on the CPU) ---- */
 
-static float pf__f16_to_f32(uint16_t h) {
+PF_PRIVATE float pf__f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
     if (exp == 0) {
         if (mant == 0) {
@@ -221,7 +172,7 @@ static float pf__f16_to_f32(uint16_t h) {
     return f;
 }
 
-static float pf__bf16_to_f32(uint16_t b) {
+PF_PRIVATE float pf__bf16_to_f32(uint16_t b) {
     uint32_t bits = (uint32_t)b << 16;
     float f;
     memcpy(&f, &bits, 4);
@@ -229,7 +180,7 @@ static float pf__bf16_to_f32(uint16_t b) {
 }
 
 /* Round to nearest even, as torch's .half() and .bfloat16() do. */
-static uint16_t pf__f32_to_f16(float f) {
+PF_PRIVATE uint16_t pf__f32_to_f16(float f) {
     uint32_t x;
     memcpy(&x, &f, 4);
     uint32_t sign = (x >> 16) & 0x8000, abs = x & 0x7fffffff;
@@ -244,7 +195,7 @@ static uint16_t pf__f32_to_f16(float f) {
     return (uint16_t)(sign | ((mant - 0x38000000) >> 13));
 }
 
-static uint16_t pf__f32_to_bf16(float f) {
+PF_PRIVATE uint16_t pf__f32_to_bf16(float f) {
     uint32_t x;
     memcpy(&x, &f, 4);
     if ((x & 0x7fffffff) > 0x7f800000) return (uint16_t)((x >> 16) | 0x40); /* quiet nan */

@@ -26,6 +26,7 @@ awk -v src="$root/src" '
         print "   The sources, in order:"
         for (i = 1; i <= n; i++) printf "     src/%-*s  %s\n", width, files[i], what[i]
         print "*/"
+        print "#define PF_AMALGAMATION 1 /* one translation unit: internal functions are static (src/internal.h) */"
         for (i = 1; i <= n; i++) {
             path = src "/" files[i]
             printf "/* ==== src/%s ==== */\n", files[i]

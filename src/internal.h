@@ -1,0 +1,1669 @@
+/* internal.h: what the files under src/ share, the one place it is declared: the types (slots,
+   config, weights, the backend table, ranks, groups, jobs, pf_model), the macros, the small inline
+   helpers, and each file's functions and data that other files use, under the file's name and in
+   src/ORDER's order. Every src/ file includes it first; tool/amalgamate.sh puts it once at the top
+   of the shipped parallelformers.c. A function or datum that only its own file uses stays static
+   there and is not listed here. */
+#ifndef PF_INTERNAL_H
+#define PF_INTERNAL_H
+
+/* PF_PRIVATE marks what one file defines for the others: static in the shipped file (one
+   translation unit, which tool/amalgamate.sh marks with PF_AMALGAMATION), hidden from the
+   library's users in the development build of several objects. */
+#ifdef PF_AMALGAMATION
+#define PF_PRIVATE static
+#else
+#define PF_PRIVATE __attribute__((visibility("hidden")))
+#endif
+
+/* ---- src/util.c ---- */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include "parallelformers.h"
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#define PF__MESSAGE_SIZE 512
+#define PF__PATH_SIZE 4096
+/* Thread-local storage, so that threads sharing a model each read their own last error (C99 has
+   no keyword for it; every compiler we target has one). */
+#if defined(_MSC_VER)
+#define PF__THREAD_LOCAL __declspec(thread)
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__STDC_NO_THREADS__)
+#define PF__THREAD_LOCAL _Thread_local
+#else
+#define PF__THREAD_LOCAL __thread
+#endif
+#ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
+extern PF_PRIVATE PF__THREAD_LOCAL const void *pf__error_model;
+extern PF_PRIVATE PF__THREAD_LOCAL char pf__error_text[PF__MESSAGE_SIZE];
+extern PF_PRIVATE PF__THREAD_LOCAL const void *pf__lock_holder;
+#endif
+PF_PRIVATE char *pf__error_buffer(const void *model);
+PF_PRIVATE pf_result pf__format(char *message, size_t size, pf_result code, const char *fmt, ...);
+PF_PRIVATE int pf__path_join(char *out, size_t cap, const char *dir, const char *name);
+PF_PRIVATE int pf__file_exists(const char *path);
+PF_PRIVATE pf_result pf__open_regular(const char *path, int *fd, size_t *file_size, char *message, size_t size);
+
+/* The JSON and text files we read whole (config, tokenizer, merges): the largest real ones are
+   tens of MiB; more is a mistake or an attack, refused before it takes the memory. */
+#define PF__MAX_TEXT_FILE ((size_t)256 << 20)
+PF_PRIVATE pf_result pf__read_file(const char *path, size_t max_bytes, char **data, size_t *len, char *message, size_t size);
+PF_PRIVATE int pf__mul_size(size_t a, size_t b, size_t *out);
+PF_PRIVATE float pf__f16_to_f32(uint16_t h);
+PF_PRIVATE float pf__bf16_to_f32(uint16_t b);
+PF_PRIVATE uint16_t pf__f32_to_f16(float f);
+PF_PRIVATE uint16_t pf__f32_to_bf16(float f);
+
+/* ---- src/json.c ---- */
+
+typedef enum {
+    PF__JSON_NULL,
+    PF__JSON_BOOL,
+    PF__JSON_NUMBER,
+    PF__JSON_STRING,
+    PF__JSON_ARRAY,
+    PF__JSON_OBJECT
+} pf__json_type;
+
+typedef struct pf__json {
+    pf__json_type type;
+    int boolean;                           /* BOOL */
+    double number;                         /* NUMBER */
+    const char *string;                    /* STRING: decoded UTF-8, NUL-terminated */
+    size_t string_len;
+    const char *key;                       /* member of an OBJECT: decoded key, NUL-terminated */
+    size_t key_len;
+    struct pf__json *first, *next;         /* ARRAY/OBJECT: children in document order */
+    size_t count;                          /* ARRAY/OBJECT: number of children */
+} pf__json;
+PF_PRIVATE void pf__json_free(pf__json *root);
+PF_PRIVATE pf__json *pf__json_parse(const char *text, size_t len, char *err, size_t err_size);
+PF_PRIVATE const pf__json *pf__json_get(const pf__json *obj, const char *key);
+PF_PRIVATE const pf__json *pf__json_get_path(const pf__json *obj, const char *path);
+PF_PRIVATE pf_result pf__json_load(const char *path, pf__json **out, char *message, size_t size);
+
+/* ---- src/safetensors.c ---- */
+
+/* PF__DTYPE_Q8 and _Q4 are rank storage formats only (no checkpoint holds them): see PF__Q8_BLOCK. */
+typedef enum { PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8, PF__DTYPE_Q4, PF__DTYPE_OTHER } pf__dtype;
+#define PF__MAX_DIMS 8
+
+typedef struct pf__file_map {
+    char *path;
+    const uint8_t *data; /* the whole file, mapped read-only */
+    size_t size;
+} pf__file_map;
+
+typedef struct pf__st_tensor {
+    const char *name;             /* points into the header JSON kept alive by the index */
+    pf__dtype dtype;
+    int ndim;
+    size_t shape[PF__MAX_DIMS];
+    size_t numel;
+    const uint8_t *data;          /* inside the file map */
+    size_t bytes;
+    const pf__file_map *file;
+    int used;                     /* consumed by a slot or a known buffer (see pf__account_tensors) */
+} pf__st_tensor;
+
+/* All tensors of a checkpoint (one file or shards), sorted by name. */
+typedef struct pf__st_index {
+    pf__file_map *files;
+    int num_files;
+    pf__json **headers;           /* one parsed header per file, owning the names */
+    pf__st_tensor *tensors;
+    size_t num_tensors;
+    void **owned;                 /* a GGUF's converted tensors and their names (see pf__gguf_load) */
+    size_t num_owned;
+} pf__st_index;
+PF_PRIVATE size_t pf__dtype_size(pf__dtype t);
+
+/* Q8 weights (PF_DTYPE_Q8_0): each row in blocks of PF__Q8_BLOCK inputs, a block being an fp16
+   scale d then PF__Q8_BLOCK int8 values q in -127..127 (weight = d * q), the layout of
+   llama.cpp's Q8_0: 34 bytes for 32 weights. Blocks start at multiples of PF__Q8_BLOCK in the
+   whole tensor's columns, so a split at such a column quantizes every rank's share as one rank. */
+#define PF__Q8_BLOCK 32
+#define PF__Q8_BYTES (2 + PF__Q8_BLOCK)
+
+/* Q4 weights (PF_DTYPE_Q4_0), llama.cpp's Q4_0: blocks of the same 32 inputs, an fp16 scale d then
+   16 bytes whose low nibbles are values 0..15 and high nibbles values 16..31, each q in 0..15
+   standing for d * (q - 8): 18 bytes for 32 weights. */
+#define PF__Q4_BYTES (2 + PF__Q8_BLOCK / 2)
+#define PF__QUANTIZED(t) ((t) == PF__DTYPE_Q8 || (t) == PF__DTYPE_Q4)
+PF_PRIVATE float pf__q8_scale(const unsigned char *block);
+PF_PRIVATE size_t pf__weight_bytes(pf__dtype t, size_t rows, size_t cols);
+PF_PRIVATE pf_result pf__map_file(const char *path, pf__file_map *map, char *message, size_t size);
+PF_PRIVATE int pf__tensor_cmp(const void *a, const void *b);
+PF_PRIVATE void pf__st_close(pf__st_index *index);
+PF_PRIVATE const pf__st_tensor *pf__st_find(const pf__st_index *index, const char *name);
+PF_PRIVATE const pf__st_tensor *pf__st_take(pf__st_index *index, const char *name);
+PF_PRIVATE pf_result pf__st_open(const char *dir, pf__st_index *index, char *message, size_t size);
+
+/* ---- src/config.c ---- */
+
+/* The tensors the forward pass knows. Per-layer slots come after PF__SLOT_FIRST_LAYER. Shapes
+   are logical [out, in]; E is the embedding width (hidden, or OPT's word_embed_proj_dim),
+   Q = heads * head_dim, KV = kv_heads * head_dim, I = intermediate size. */
+typedef enum {
+    PF__SLOT_TOKEN_EMBED,      /* [vocab, E] */
+    PF__SLOT_POSITION_EMBED,   /* [max_positions + offset, hidden]: learned, or the sinusoid table */
+    PF__SLOT_EMBED_NORM_WEIGHT,/* [hidden] BLOOM's norm right after the embedding */
+    PF__SLOT_EMBED_NORM_BIAS,  /* [hidden] */
+    PF__SLOT_PROJECT_IN,       /* [hidden, E] */
+    PF__SLOT_PROJECT_IN_BIAS,  /* [hidden] */
+    PF__SLOT_PROJECT_OUT,      /* [E, hidden] */
+    PF__SLOT_FINAL_NORM_WEIGHT,/* [hidden] */
+    PF__SLOT_FINAL_NORM_BIAS,  /* [hidden] */
+    PF__SLOT_LM_HEAD,          /* [vocab, E] */
+    PF__SLOT_LM_HEAD_BIAS,     /* [vocab] */
+    PF__SLOT_TOKEN_TYPE_EMBED, /* [type_vocab, hidden]: BERT's segment embeddings */
+    PF__SLOT_POOLER_WEIGHT,    /* [hidden, hidden]: dense + tanh on each sequence's first token */
+    PF__SLOT_POOLER_BIAS,      /* [hidden] */
+    PF__SLOT_HEAD_TRANSFORM_WEIGHT, /* [hidden, hidden]: the masked-LM head's dense + act + norm */
+    PF__SLOT_HEAD_TRANSFORM_BIAS,   /* [hidden] */
+    PF__SLOT_HEAD_NORM_WEIGHT, /* [hidden] */
+    PF__SLOT_HEAD_NORM_BIAS,   /* [hidden] */
+    PF__SLOT_CLASSIFIER_WEIGHT,/* [num_labels, hidden]: sequence or token classification */
+    PF__SLOT_CLASSIFIER_BIAS,  /* [num_labels] */
+    PF__SLOT_SPAN_WEIGHT,      /* [2, hidden]: question answering's start and end logits */
+    PF__SLOT_SPAN_BIAS,        /* [2] */
+    PF__SLOT_REL_BIAS,         /* [rel_table_rows, heads]: a learned score bias per head and bucket
+                                  of relative distance, shared by the layers (MPNet, T5) */
+    /* An encoder-decoder's encoder tower has its own (the slots above being the decoder's): */
+    PF__SLOT_ENC_POSITION_EMBED,    /* as PF__SLOT_POSITION_EMBED */
+    PF__SLOT_ENC_EMBED_NORM_WEIGHT, /* [hidden] BART's layernorm_embedding */
+    PF__SLOT_ENC_EMBED_NORM_BIAS,
+    PF__SLOT_ENC_FINAL_NORM_WEIGHT, /* [hidden] */
+    PF__SLOT_ENC_FINAL_NORM_BIAS,
+    PF__SLOT_ENC_REL_BIAS,          /* as PF__SLOT_REL_BIAS, bucketed both ways */
+    PF__SLOT_ENC_TOKEN_EMBED,       /* [src_vocab, E]: an encoder vocabulary of its own (FSMT), whole on
+                                       every rank; absent: the towers share PF__SLOT_TOKEN_EMBED */
+    /* Image encoders (ViT): patches instead of token ids */
+    PF__SLOT_PATCH_WEIGHT,          /* [hidden, channels * patch^2]: the patch embedding (a strided conv) */
+    PF__SLOT_PATCH_BIAS,            /* [hidden] */
+    PF__SLOT_CLS_TOKEN,             /* [1, hidden]: the class token before the patches */
+    PF__SLOT_DIST_TOKEN,            /* [1, hidden]: DeiT's distillation token after it */
+    PF__SLOT_DIST_CLASSIFIER_WEIGHT,/* [num_labels, hidden]: DeiT's head on the distillation token */
+    PF__SLOT_DIST_CLASSIFIER_BIAS,  /* [num_labels] */
+    /* Dual encoders (CLIP): */
+    PF__SLOT_POOLER_NORM_WEIGHT,    /* [hidden]: a norm of the pooled token (CLIP vision's post_layernorm) */
+    PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */
+    PF__SLOT_PROJECTION,            /* [projection_dim, hidden]: the pooled output into the shared space, no bias */
+    PF__SLOT_LOGIT_SCALE,           /* [1]: the dual model's log temperature (read at load, never on a rank) */
+    PF__SLOT_FIRST_LAYER,
+    PF__SLOT_ATTN_NORM_WEIGHT = PF__SLOT_FIRST_LAYER, /* [hidden] */
+    PF__SLOT_ATTN_NORM_BIAS,   /* [hidden] */
+    PF__SLOT_QKV_FUSED_WEIGHT, /* [Q + 2 KV, hidden], rows in the policy's qkv_layout */
+    PF__SLOT_QKV_FUSED_BIAS,   /* [Q + 2 KV] */
+    PF__SLOT_Q_WEIGHT,         /* [Q, hidden] */
+    PF__SLOT_Q_BIAS,           /* [Q] */
+    PF__SLOT_K_WEIGHT,         /* [KV, hidden] */
+    PF__SLOT_K_BIAS,           /* [KV] */
+    PF__SLOT_V_WEIGHT,         /* [KV, hidden] */
+    PF__SLOT_V_BIAS,           /* [KV] */
+    PF__SLOT_ATTN_OUT_WEIGHT,  /* [hidden, Q] */
+    PF__SLOT_ATTN_OUT_BIAS,    /* [hidden] */
+    PF__SLOT_MLP_NORM_WEIGHT,  /* [hidden] */
+    PF__SLOT_MLP_NORM_BIAS,    /* [hidden] */
+    PF__SLOT_MLP_GATE_WEIGHT,  /* [I, hidden] */
+    PF__SLOT_MLP_GATE_BIAS,    /* [I] */
+    PF__SLOT_MLP_UP_WEIGHT,    /* [I, hidden] */
+    PF__SLOT_MLP_UP_BIAS,      /* [I] */
+    PF__SLOT_MLP_DOWN_WEIGHT,  /* [hidden, I] */
+    PF__SLOT_MLP_DOWN_BIAS,    /* [hidden] */
+    /* A decoder block's attention over the encoder's output (encoder-decoders): */
+    PF__SLOT_CROSS_NORM_WEIGHT,/* [hidden] */
+    PF__SLOT_CROSS_NORM_BIAS,  /* [hidden] */
+    PF__SLOT_CROSS_Q_WEIGHT,   /* [Q, hidden] */
+    PF__SLOT_CROSS_Q_BIAS,     /* [Q] */
+    PF__SLOT_CROSS_K_WEIGHT,   /* [KV, hidden] */
+    PF__SLOT_CROSS_K_BIAS,     /* [KV] */
+    PF__SLOT_CROSS_V_WEIGHT,   /* [KV, hidden] */
+    PF__SLOT_CROSS_V_BIAS,     /* [KV] */
+    PF__SLOT_CROSS_OUT_WEIGHT, /* [hidden, Q] */
+    PF__SLOT_CROSS_OUT_BIAS,   /* [hidden] */
+    /* Built on each rank by stacking the slices above (see pf__stacks), never read from files: */
+    PF__SLOT_QKV_WEIGHT,       /* [q_r | k_r | v_r, hidden]: one matmul for the rank's heads */
+    PF__SLOT_QKV_BIAS,
+    PF__SLOT_MLP_IN_WEIGHT,    /* [gate_r | up_r, hidden], or up_r alone */
+    PF__SLOT_MLP_IN_BIAS,
+    PF__SLOT_COUNT
+} pf__slot;
+#define PF__LAYER_SLOTS (PF__SLOT_COUNT - PF__SLOT_FIRST_LAYER)
+
+/* Rank weights stacked from several tensors' slices, in this order (absent ones skipped). */
+struct pf__stack {
+    pf__slot target;
+    pf__slot members[4];
+    int num_members;
+};
+#ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
+extern PF_PRIVATE const struct pf__stack pf__stacks[];
+extern PF_PRIVATE const size_t pf__stacks_count;
+#endif
+
+/* PF__LAYOUT_ROW: a vector stored as [1, n] (BART's final_logits_bias); read as PF__LAYOUT_VECTOR.
+   PF__LAYOUT_SQUEEZED: [1, ..., 1, rows, cols] (ViT's class token, position table), or [cols] for
+   one row (CLIP's class_embedding); read as OUT_IN.
+   PF__LAYOUT_CONV: [out, channels, kh, kw] (ViT's patch embedding); read as OUT_IN [out, c kh kw]. */
+typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV } pf__layout;
+
+typedef enum {
+    PF__SPLIT_NONE,
+    PF__SPLIT_QKV_COLUMNS,
+    PF__SPLIT_HEAD_COLUMNS,
+    PF__SPLIT_KV_COLUMNS,
+    PF__SPLIT_MLP_COLUMNS,
+    PF__SPLIT_HEAD_ROWS,
+    PF__SPLIT_MLP_ROWS,
+    PF__SPLIT_VOCAB
+} pf__split;
+
+/* Whether a tensor must be in the file: the PF__IF_ needs follow a config field (present exactly
+   when it is true). */
+typedef enum {
+    PF__OPTIONAL,
+    PF__REQUIRED,
+    PF__IF_ATTENTION_BIAS,
+    PF__IF_MLP_BIAS,
+    PF__IF_FINAL_NORM,
+    PF__IF_PROJECTION,
+    PF__IF_GATED,
+    PF__IF_DECODER,     /* present exactly when an encoder-decoder has its decoder (not "...EncoderModel") */
+    PF__IF_EMBED_NORM,  /* present exactly when the config field embed_norm is 1 (BART's layernorm_embedding) */
+    PF__POSITION_TABLE, /* required with learned positions; with sinusoidal ones optional (a saved copy
+                           of the sinusoid, used as it is; computed when absent) */
+    PF__IF_DISTILLATION, /* present exactly when the family has a distillation token (DeiT) */
+    PF__IF_WITH_PROJECTION /* present exactly when the config field with_projection is 1 (CLIP's towers) */
+} pf__need;
+
+typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ, PF__KIND_DUAL } pf__kind;
+
+typedef enum { PF__NORM_LAYER, PF__NORM_RMS } pf__norm;
+
+typedef enum { PF__SINUSOID_F32, PF__SINUSOID_F64, PF__SINUSOID_T2T } pf__sinusoid_kind; /* pf__sinusoid_table */
+
+typedef enum {
+    PF__POS_LEARNED,
+    PF__POS_ROTARY_HALVES,
+    PF__POS_ROTARY_PAIRS,
+    PF__POS_ALIBI,
+    PF__POS_SINUSOIDAL,
+    PF__POS_RELATIVE
+} pf__positions;
+
+typedef enum { PF__QKV_BLOCKS, PF__QKV_PER_HEAD, PF__QKV_CODEGEN } pf__qkv_layout;
+
+typedef enum { PF__MLP_PLAIN, PF__MLP_GATED, PF__MLP_GATED_IF_NAMED } pf__mlp;
+
+typedef enum { PF__ACT_GELU_TANH, PF__ACT_GELU_ERF, PF__ACT_RELU, PF__ACT_SILU, PF__ACT_TANH, PF__ACT_QUICK_GELU } pf__activation;
+
+typedef enum { PF__ROPE_DEFAULT, PF__ROPE_LINEAR, PF__ROPE_DYNAMIC, PF__ROPE_LLAMA3 } pf__rope_type;
+#define PF__NEEDED PF_POLICY_NEEDED
+
+typedef enum {
+#define PF_ARCH(id, ...) PF__ARCH_##id,
+#include "policies.inc"
+    PF__ARCH_COUNT
+} pf__arch_id;
+
+typedef struct pf__arch {
+    const char *model_type;
+    pf__kind kind;
+    pf__norm norm;
+    pf__positions positions;
+    pf__qkv_layout qkv_layout;
+    pf__mlp mlp;
+    int mlp_ratio;
+    const char *activation_key, *activation_default;
+    int tied_lm_head;
+} pf__arch;
+
+/* Policies registered at run time (pf_register_policy) at once, at most: architecture ids
+   PF__ARCH_COUNT + 0 .. PF__MAX_REGISTERED - 1, whose traits are written into pf__archs under
+   pf__policy_lock. A fixed array, so that a model reads its row without a lock while other
+   threads register. */
+#define PF__MAX_REGISTERED 64
+#ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
+extern PF_PRIVATE pf__arch pf__archs[PF__ARCH_COUNT + PF__MAX_REGISTERED];
+#endif
+
+typedef struct pf__arch_alias { pf__arch_id arch; const char *model_type; } pf__arch_alias;
+#ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
+extern PF_PRIVATE const pf__arch_alias pf__arch_aliases[];
+extern PF_PRIVATE const size_t pf__arch_aliases_count;
+#endif
+
+typedef struct pf__arch_activation { pf__arch_id arch; const char *name; pf__activation activation; } pf__arch_activation;
+
+typedef struct pf__arch_layer_types { pf__arch_id arch; const char *key; int needed; } pf__arch_layer_types;
+
+typedef struct pf__arch_null { pf__arch_id arch; const char *key; double value; } pf__arch_null;
+
+typedef struct pf__arch_prefix { pf__arch_id arch; const char *prefix; } pf__arch_prefix;
+#ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
+extern PF_PRIVATE const pf__arch_prefix pf__arch_prefixes[];
+extern PF_PRIVATE const size_t pf__arch_prefixes_count;
+#endif
+
+typedef struct pf__arch_tensor {
+    pf__arch_id arch;
+    pf__slot slot;
+    const char *pattern;
+    pf__layout layout;
+    pf__split split;
+    pf__need need;
+    int encoder; /* 1: a block of an encoder-decoder's encoder tower (PF_ARCH_ENCODER_TENSOR) */
+} pf__arch_tensor;
+#ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
+extern PF_PRIVATE const pf__arch_tensor pf__arch_tensors[];
+extern PF_PRIVATE const size_t pf__arch_tensors_count;
+#endif
+PF_PRIVATE pf__arch_id pf__tensor_rows(pf__arch_id arch);
+
+/* Config keys whose other values we do not implement: refused unless absent, null or `value`. */
+typedef struct pf__arch_require { pf__arch_id arch; const char *key; double value; } pf__arch_require;
+
+typedef struct pf__arch_buffer { pf__arch_id arch; const char *pattern; } pf__arch_buffer;
+
+/* Hyperparameters, whatever the config.json keys are called. */
+typedef struct pf__config {
+    pf__arch_id arch;
+    char model_type[64];            /* config.json's: the row's, or one of its aliases */
+    int hidden_size, num_heads, num_kv_heads, num_layers, vocab_size, max_positions, intermediate_size;
+    int encoder_layers;             /* encoder-decoders: blocks 0..encoder_layers-1 are the encoder
+                                       tower's, the rest (num_layers in all) the decoder's */
+    int decoder_layers;             /* encoder-decoders, as read; 0: as many as the encoder (T5) */
+    int src_vocab_size;             /* an encoder vocabulary of its own (FSMT's src_vocab_size); 0: vocab_size */
+    int image_size, patch_size, num_channels; /* image encoders: max_positions follows from them */
+    int distillation;               /* 1: a distillation token after the class token (DeiT) */
+    int causal_encoder;             /* 1: an encoder whose tokens attend to earlier ones only (CLIP's text) */
+    int pool_eos_id;                /* >= 0: the pooled output is the token at the first of this id
+                                       (2: at the largest id, as configs before transformers 4.31
+                                       meant it; CLIP's text); -1: the first token */
+    int projection_dim;             /* PF__SLOT_PROJECTION's rows (CLIP) */
+    int with_projection;            /* 1: the tower has its projection (PF__IF_WITH_PROJECTION) */
+    int speech;                     /* 1: a speech encoder (Wav2Vec2, HuBERT): waveforms through the
+                                       host front end of the speech section, then the blocks */
+    int feature_projection_norm;    /* speech: a LayerNorm before the feature projection (policies.inc) */
+    int conv_subsampler;            /* 1: an encoder-decoder whose encoder takes filter-bank frames
+                                       through Speech2Text's convolutional subsampler on the host
+                                       (pf__config_subsampler; speech_config holds its shape) */
+    int mel_frontend;               /* 1: a speech encoder-decoder whose encoder takes log-mel features
+                                       through two convolutions (Whisper's conv1, conv2: kernel 3, the
+                                       second of stride 2, each followed by GELU), run on the host */
+    int num_mel_bins;               /* mel_frontend: the features' mel bins (conv1's input channels) */
+    int encoder_max_positions;      /* the encoder's position table when it differs from the decoder's
+                                       (Whisper's max_source_positions); 0: max_positions */
+    int k_bias_zero;                /* 1: the key projections have no bias where q and v have one
+                                       (Whisper's k_proj): a zero bias stands in, so the stack lines up */
+    int whisper_prompt;             /* 1: generation_config.json's language, task, forced_decoder_ids,
+                                       lang_to_id, task_to_id and no_timestamps_token_id make the
+                                       decoder prompt, as Whisper's generate() builds its init tokens */
+    int32_t *decoder_prompt_ids;    /* [num_decoder_prompt_ids]: that prompt (the defaults point at it); owned */
+    int num_decoder_prompt_ids;
+    int detect_language;            /* 1: the prompt needs Whisper's language detection: its language
+                                       token (after the start token) is the likeliest of lang_ids */
+    int32_t *lang_ids;              /* [num_lang_ids]: lang_to_id's token ids, ascending; owned */
+    int num_lang_ids;
+    int timestamp_begin;            /* Whisper's first timestamp token: no_timestamps_token_id + 1;
+                                       0: no no_timestamps_token_id */
+    int max_initial_timestamp;      /* generation_config.json's max_initial_timestamp_index + 1; 0: none */
+    struct pf__speech_config {      /* the front end's shape, from config.json (pf__config_speech) */
+        int num_convs;              /* feature encoder layers: conv_dim, conv_kernel, conv_stride */
+        int conv_dim[16], conv_kernel[16], conv_stride[16];
+        int conv_bias;              /* the convolutions have biases */
+        int layer_norm_convs;       /* feat_extract_norm "layer": a LayerNorm over channels after every
+                                       conv; 0 ("group"): a GroupNorm (one group a channel) after the first */
+        int pos_kernel, pos_groups; /* the positional convolution: num_conv_pos_embeddings, ..._groups */
+        int stride, min_samples;    /* samples per frame; the fewest samples that make one frame */
+        int feature_width;          /* conv_subsampler: features per input frame (input_feat_per_channel
+                                       * input_channels), the first convolution's input channels */
+    } speech_config;
+    int teacher_head;               /* 1: the mean of the class and distillation tokens' heads (DeiT
+                                       ...WithTeacher) */
+    int decoder_num_heads, decoder_intermediate_size; /* the decoder's, where the config names them
+                                       apart (BART); they must equal the encoder's; 0: unnamed */
+    int embed_norm;                 /* 1: a norm after the embedding (PF__IF_EMBED_NORM tensors) */
+    int decoder_norm_before_positions; /* 1: the decoder tower norms its token embeddings before it
+                                       adds the positions (Blenderbot-small) */
+    int sinusoid;                   /* the computed sinusoid table: PF__SINUSOID_* */
+    int scale_decoder_outputs;      /* 1: the decoder's output times hidden^-0.5 before the LM head
+                                       (T5); -1 in the table: as tie_word_embeddings */
+    int head_dim;                   /* 0 in the file: hidden_size / num_heads */
+    int embed_dim;                  /* OPT's word_embed_proj_dim; 0: hidden_size */
+    double norm_eps;
+    double final_norm_eps;          /* 0: norm_eps */
+    int scale_attn_weights;         /* 0: scores are q.k unscaled (GPT-Neo) */
+    int scale_attn_by_inverse_layer_idx;
+    int32_t *eos_ids;               /* [num_eos_ids]: config.json's and generation_config.json's; owned */
+    int num_eos_ids;
+    int32_t *suppress_ids, *begin_suppress_ids; /* generation_config.json's suppress_tokens and
+                                       begin_suppress_tokens (the defaults point at them); owned */
+    int num_suppress_ids, num_begin_suppress_ids;
+    int bos_token_id, pad_token_id, decoder_start_token_id; /* -1: none */
+    int pre_norm;                   /* 0: post-norm blocks (OpenAI GPT, OPT-350m), without a final norm */
+    int remove_final_norm;          /* 1: pre-norm blocks without a final norm (OPT's _remove_final_layer_norm) */
+    int tie_word_embeddings;        /* 1: the LM head is the token embedding */
+    int residual_from_norm;         /* 1: each block's residual is its norm's output (BLOOM's
+                                       apply_residual_connection_post_layernorm) */
+    int attention_bias, mlp_bias;   /* 1: the projections of attention (of the MLP) have biases */
+    int parallel_residual;          /* x + attn(norm(x)) + mlp(norm'(x)) */
+    int position_offset;            /* OPT's learned positions start at 2 */
+    int embed_scale_sqrt;           /* token embeddings times sqrt(hidden) (CTRL) */
+    int rotary_dim;                 /* rotated dims per head; 0: rotary_pct * head_dim */
+    double rotary_pct;
+    double rope_theta;
+    int reads_rope_dict;            /* 1: rope_scaling / rope_parameters apply (else transformers ignores them) */
+    int partial_rotary_ignored;     /* 1: a partial_rotary_factor does not change the rotation (LLaMA) */
+    int rope_head_dim;              /* GPT-NeoX's head_dim key: the rotary width's base; 0: head_dim */
+    int sliding_window;             /* keys within this distance of the query; 0: all */
+    int use_sliding_window;         /* 0: the config's sliding_window is only informative (Qwen2) */
+    int local_window;               /* GPT-Neo's window for its "local" layers */
+    int first_window_layer;         /* without a per-layer list: layers from this one on use the
+                                       sliding window (Qwen2's max_window_layers) */
+    pf__activation activation;
+    pf__rope_type rope_type;
+    double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
+    int rope_original_max_positions;
+    int *layer_window;              /* [num_layers]: each layer's window, 0 for global; owned */
+    int type_vocab_size;            /* rows of the token type (segment) embedding */
+    int gated_mlp;                  /* 1: act(x W_gate) * x W_up (the row's mlp, or T5's "gated-" activations) */
+    int rel_table_rows;             /* rows of the relative bias table (its config key) */
+    int rel_buckets, rel_max_distance; /* the bucketing: T5's function with these; bidirectional */
+    int embed_norm_before_project;  /* 1: positions, segments and the embedding norm at the
+                                       embedding's width E, then project_in with its bias (ELECTRA,
+                                       ALBERT); 0: they follow the projection (OPT) */
+    int position_offset_from_pad;   /* 1: position_offset was read as the pad id, positions start
+                                       after it and the table's rows include them (RoBERTa); 2: the
+                                       same over a computed table, the bound kept (M2M100) */
+    int pooler_activation;          /* a pf__activation: tanh (BERT), relu (DistilBERT); -1: the model's */
+    int head_activation;            /* the masked-LM head's pf__activation; -1: the model's */
+    pf_head head;                   /* what the output stage computes */
+    int num_labels;                 /* classification heads' outputs */
+} pf__config;
+PF_PRIVATE void pf__config_defaults(pf__config *c);
+
+typedef struct pf__arch_config {
+    pf__arch_id arch;
+    size_t offset;  /* of the field in pf__config */
+    int is_double;
+    const char *key;
+    double fallback;
+} pf__arch_config;
+#define PF__FIELD_IS_DOUBLE(field) (sizeof(((pf__config *)0)->field) == sizeof(double))
+#define PF__COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Each table's rows for an architecture: the compiled-in tables (the rows of every built-in
+   architecture, told apart by their arch), or a registered policy's own copies. Code reads the
+   tables through pf__rows(arch) only, and skips rows of other architectures. */
+typedef struct pf__policy_rows {
+    const pf__arch_tensor *tensors;
+    size_t num_tensors;
+    const pf__arch_config *configs;
+    size_t num_configs;
+    const pf__arch_prefix *prefixes;
+    size_t num_prefixes;
+    const pf__arch_buffer *buffers;
+    size_t num_buffers;
+    const pf__arch_activation *activations;
+    size_t num_activations;
+    const pf__arch_layer_types *layer_types;
+    size_t num_layer_types;
+    const pf__arch_null *nulls;
+    size_t num_nulls;
+    const pf__arch_require *required_values;
+    size_t num_required_values;
+} pf__policy_rows;
+
+/* A policy registered at run time: its architecture id is PF__ARCH_COUNT + its index, its traits
+   are pf__archs at that id. Registration writes only free entries; an entry is freed only while
+   no model holds it, so a loaded model reads its own without the lock. */
+typedef struct pf__registered {
+    int in_use;
+    int live_models;      /* models loaded through it, not yet freed: unregistering waits for 0 */
+    pf__policy_rows rows; /* its own rows, every one with its arch id */
+    char **strings;       /* [num_strings]: the copies the traits and rows point into; owned */
+    size_t num_strings;
+} pf__registered;
+#ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
+extern PF_PRIVATE pf__registered pf__registered_policies[PF__MAX_REGISTERED];
+extern PF_PRIVATE pthread_mutex_t pf__policy_lock;
+#endif
+PF_PRIVATE const pf__policy_rows *pf__rows(pf__arch_id arch);
+PF_PRIVATE void pf__policy_release(pf__arch_id arch);
+PF_PRIVATE const pf__arch_tensor *pf__arch_tensor_for(pf__arch_id arch, pf__slot slot);
+PF_PRIVATE int pf__activation_from_hf_name(const char *name, pf__activation *out);
+PF_PRIVATE int pf__json_number(const pf__json *v, double *out);
+PF_PRIVATE pf_result pf__generation_config_read(const char *dir, pf__config *c, pf_generate_options *defaults,
+                                            char *message, size_t size);
+PF_PRIVATE pf_result pf__config_check_token_ids(const pf__config *c, const char *dir, char *message, size_t size);
+PF_PRIVATE pf_result pf__config_read(const char *dir, pf__config *cfg, char *message, size_t size);
+PF_PRIVATE pf_result pf__config_parse(const pf__json *json, const char *path, int arch, pf__config *cfg, char *message,
+                                  size_t size);
+
+/* ---- src/policy_registry.c ---- */
+PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, size_t *cols);
+
+/* ---- src/tokenizer_utf8.c ---- */
+#define PF__UTF8_INVALID 0xFFFFFFFFu /* the "code point" of a byte that is not valid UTF-8 */
+#define PF__CP_RAW 0x80000000u       /* in code point buffers: PF__CP_RAW | byte, an invalid byte */
+PF_PRIVATE size_t pf__utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
+PF_PRIVATE uint32_t pf__utf8_decode_before(const unsigned char *s, size_t lo, size_t p, size_t *len);
+PF_PRIVATE size_t pf__utf8_encode(uint32_t cp, unsigned char *out);
+
+/* ---- src/unicode_tables.c ---- */
+
+/* Code point flags, each as one piece of HF tokenizers sees it:
+   PF__UC_L      \p{L} of its regexes (Oniguruma)      PF__UC_N      \p{N}
+   PF__UC_S      \s of its regexes                     PF__UC_W      \w of Rust's regex crate
+   PF__UC_WS     Rust's char::is_whitespace            PF__UC_CTRL   dropped by BertNormalizer's
+   PF__UC_MN     dropped by BertNormalizer's                         clean_text (Cc Cf Cn Co)
+                 strip_accents (Mn)                    PF__UC_PUNCT  BertPreTokenizer punctuation */
+enum {
+    PF__UC_L = 1, PF__UC_N = 2, PF__UC_S = 4, PF__UC_W = 8,
+    PF__UC_WS = 16, PF__UC_CTRL = 32, PF__UC_MN = 64, PF__UC_PUNCT = 128
+};
+#define PF__TOK_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
+extern PF_PRIVATE const uint64_t pf__unicode_decomp[2060];
+extern PF_PRIVATE const uint64_t pf__unicode_compat_runs[1162];
+extern PF_PRIVATE const uint64_t pf__unicode_compat_multi[1185];
+extern PF_PRIVATE const uint32_t pf__unicode_compat_chars[3106];
+extern PF_PRIVATE const uint32_t pf__unicode_grapheme_runs[1369];
+#endif
+PF_PRIVATE unsigned pf__unicode_class(uint32_t cp);
+PF_PRIVATE uint32_t pf__unicode_lower(uint32_t cp);
+PF_PRIVATE unsigned pf__unicode_ccc(uint32_t cp);
+#define PF__HANGUL_S 0xAC00u
+#define PF__HANGUL_L 0x1100u
+#define PF__HANGUL_V 0x1161u
+#define PF__HANGUL_T 0x11A7u
+#define PF__HANGUL_VCOUNT 21u
+#define PF__HANGUL_TCOUNT 28u
+#define PF__HANGUL_SCOUNT (19u * 21u * 28u)
+PF_PRIVATE long pf__unicode_decomp_find(uint32_t cp);
+PF_PRIVATE uint32_t pf__unicode_compose(uint32_t a, uint32_t b);
+PF_PRIVATE int pf__unicode_is_mark(uint32_t cp);
+
+/* ---- src/unicode.c ---- */
+
+typedef struct pf__tok_buf { /* bytes */
+    unsigned char *p;
+    size_t len, cap;
+} pf__tok_buf;
+
+typedef struct pf__tok_cps { /* code points */
+    uint32_t *p;
+    size_t len, cap;
+} pf__tok_cps;
+PF_PRIVATE int pf__tok_grow(void **p, size_t *cap, size_t need, size_t elem);
+PF_PRIVATE int pf__buf_put(pf__tok_buf *b, const void *s, size_t n);
+PF_PRIVATE int pf__buf_put_cp(pf__tok_buf *b, uint32_t cp);
+PF_PRIVATE int pf__buf_replace(pf__tok_buf *out, const unsigned char *s, size_t n, const char *pat, size_t pat_len,
+                           const char *rep, size_t rep_len);
+PF_PRIVATE int pf__nf_decompose(pf__tok_cps *out, uint32_t cp, int depth);
+PF_PRIVATE int pf__nf_decompose_compat(pf__tok_cps *out, uint32_t cp);
+PF_PRIVATE int pf__nf_reorder(pf__tok_cps *cps, pf__tok_cps *tmp);
+PF_PRIVATE void pf__nf_compose(pf__tok_cps *cps);
+PF_PRIVATE size_t pf__grapheme_end(const unsigned char *s, size_t i, size_t n);
+
+/* ---- src/tokenizer_models.c ---- */
+
+/* Split patterns matched by hand. HF names a regex by its source, which is how a tokenizer.json
+   "Split" is recognised (ByteLevel's use_regex means GPT2). */
+typedef enum pf__tok_pattern {
+    PF__PAT_GPT2,    /* 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
+    PF__PAT_LLAMA3,  /* (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+                        ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
+    PF__PAT_QWEN2,   /* as LLAMA3 with \p{N} one digit at a time */
+    PF__PAT_BLOOM,   /*  ?[^(\s|[.,!?…。，、।۔،])]+ */
+    PF__PAT_WORD_NL, /* \S+\n? (CTRL's words) */
+    PF__PAT_LITERAL, /* a string (a "String" pattern; Metaspace's replacement) */
+    PF__PAT_FLAGS    /* one code point with any of the given PF__UC_* flags */
+} pf__tok_pattern;
+
+typedef struct pf__tok_regex {
+    pf__tok_pattern pattern;
+    const char *regex;
+} pf__tok_regex;
+#ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
+extern PF_PRIVATE const pf__tok_regex pf__tok_regexes[];
+extern PF_PRIVATE const size_t pf__tok_regexes_count;
+#endif
+
+/* HF's SplitDelimiterBehavior */
+typedef enum pf__tok_behavior {
+    PF__SPLIT_REMOVED, PF__SPLIT_ISOLATED, PF__SPLIT_MERGED_PREVIOUS, PF__SPLIT_MERGED_NEXT, PF__SPLIT_CONTIGUOUS
+} pf__tok_behavior;
+#ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
+extern PF_PRIVATE const char *const pf__tok_behaviors[];
+extern PF_PRIVATE const size_t pf__tok_behaviors_count;
+#endif
+
+typedef enum pf__tok_prepend { PF__PREPEND_ALWAYS, PF__PREPEND_FIRST, PF__PREPEND_NEVER } pf__tok_prepend;
+
+/* Normalizer steps (a BertNormalizer is its four steps) */
+typedef enum pf__tok_norm_kind {
+    PF__NORM_NFC, PF__NORM_NFD, PF__NORM_LOWERCASE, PF__NORM_PREPEND, PF__NORM_REPLACE, PF__NORM_STRIP,
+    PF__NORM_BERT_CLEAN, PF__NORM_BERT_CJK, PF__NORM_STRIP_ACCENTS,
+    PF__NORM_NFKC, PF__NORM_NFKD,
+    PF__NORM_STRIP_MARKS,    /* StripAccents: combining marks dropped (BertNormalizer's strip_accents is
+                                NFD then its own marks: PF__NORM_STRIP_ACCENTS) */
+    PF__NORM_REPLACE_SPACES, /* Replace with the regex " {2,}": runs of two or more spaces */
+    PF__NORM_PRECOMPILED,    /* SentencePiece's precompiled_charsmap */
+    PF__NORM_SPM             /* SentencePiece's own Normalizer: its charsmap (longest key first) and its
+                                whitespace rules (flags in spm), for its .model files */
+} pf__tok_norm_kind;
+
+typedef struct pf__tok_norm {
+    pf__tok_norm_kind kind;
+    char *a, *b; /* Prepend: a; Replace: pattern a, content b; Precompiled: the replacements b (malloc'd) */
+    size_t a_len, b_len;
+    int left, right; /* Strip */
+    uint32_t *units; /* Precompiled: the double-array trie of the keys [num_units] (malloc'd) */
+    size_t num_units;
+    unsigned spm;    /* PF__NORM_SPM: PF__SPM_DUMMY_PREFIX | PF__SPM_REMOVE_SPACES | PF__SPM_ESCAPE */
+} pf__tok_norm;
+#define PF__SPM_DUMMY_PREFIX 1u  /* normalizer_spec.add_dummy_prefix */
+#define PF__SPM_REMOVE_SPACES 2u /* normalizer_spec.remove_extra_whitespaces */
+#define PF__SPM_ESCAPE 4u        /* normalizer_spec.escape_whitespaces */
+
+/* SentencePiece's piece types and model types (sentencepiece_model.proto) */
+enum { PF__SPM_NORMAL = 1, PF__SPM_UNKNOWN, PF__SPM_CONTROL, PF__SPM_USER_DEFINED, PF__SPM_UNUSED, PF__SPM_BYTE };
+
+enum { PF__SPM_UNIGRAM = 1, PF__SPM_BPE, PF__SPM_WORD, PF__SPM_CHAR };
+
+/* Pre-tokenizer stages (a ByteLevel is a prefix-space stage and a GPT2 split) */
+typedef enum pf__tok_pre_kind { PF__PRE_SPLIT, PF__PRE_PREFIX_SPACE, PF__PRE_METASPACE } pf__tok_pre_kind;
+
+typedef struct pf__tok_pre {
+    pf__tok_pre_kind kind;
+    pf__tok_pattern pattern;    /* SPLIT */
+    pf__tok_behavior behavior;  /* SPLIT */
+    int invert;                 /* SPLIT */
+    unsigned flags;             /* PF__PAT_FLAGS */
+    char *lit;                  /* PF__PAT_LITERAL; METASPACE: the replacement (malloc'd) */
+    size_t lit_len;
+    pf__tok_prepend prepend;    /* METASPACE */
+    int split;                  /* METASPACE */
+} pf__tok_pre;
+
+typedef enum pf__tok_dec_kind {
+    PF__DEC_BYTELEVEL, PF__DEC_REPLACE, PF__DEC_BYTEFALLBACK, PF__DEC_FUSE, PF__DEC_STRIP, PF__DEC_METASPACE,
+    PF__DEC_BPE, PF__DEC_WORDPIECE,
+    PF__DEC_UTF8_IGNORE, /* ByT5: the tokens' bytes as one token, less the bytes that are not valid UTF-8 */
+    PF__DEC_SPM          /* Marian's and M2M100's convert_tokens_to_string: runs between special tokens
+                            decoded by SentencePiece (t->spm), then stripped */
+} pf__tok_dec_kind;
+
+typedef struct pf__tok_dec {
+    pf__tok_dec_kind kind;
+    char *a, *b; /* Replace: pattern a, content b; Metaspace, Strip: the character a; BPE: suffix a;
+                    WordPiece: prefix a */
+    size_t a_len, b_len;
+    size_t start, stop;      /* Strip */
+    pf__tok_prepend prepend; /* Metaspace */
+    int cleanup;             /* WordPiece */
+} pf__tok_dec;
+#define PF__TOK_MAX_NORMS 16
+#define PF__TOK_MAX_PRE 16
+#define PF__TOK_MAX_DECS 16
+#define PF__TOK_SEQ_A (-1) /* in a post-processor template: the first text's ids */
+#define PF__TOK_SEQ_B (-2) /* ... and the second's */
+
+typedef struct pf__tok_post_item { /* a piece of a post-processor template */
+    int32_t id;       /* a special token's id, or PF__TOK_SEQ_A / PF__TOK_SEQ_B */
+    uint32_t type_id; /* the token type id of its ids */
+} pf__tok_post_item;
+
+typedef struct pf__tok_added {
+    char *content; /* malloc'd, NUL-terminated: what it decodes to */
+    size_t len;
+    char *match;   /* what is looked for: content, normalized when normalized is set (malloc'd) */
+    size_t match_len;
+    int32_t id;
+    unsigned char special, normalized, lstrip, rstrip, single_word;
+    unsigned char unmatched; /* addressable by id and string, never looked for in a text (M2M100's
+                                language codes when the config does not list them as special) */
+} pf__tok_added;
+
+/* PF__MODEL_BYTES: ByT5, each byte of the text is id byte + PF__BYTES_OFFSET (no vocab file) */
+typedef enum pf__tok_model_kind { PF__MODEL_BPE, PF__MODEL_WORDPIECE, PF__MODEL_UNIGRAM, PF__MODEL_BYTES } pf__tok_model_kind;
+#define PF__BYTES_OFFSET 3 /* ByT5's <pad> <eos> <unk> come first */
+
+typedef struct pf__tok_piece { /* a Unigram piece: its string in vocab_text, and its score */
+    size_t offset;
+    uint32_t len;
+    double score;
+} pf__tok_piece;
+
+/* Vocab hash slot: a token string (in vocab_text) and its id; id -1 marks an empty slot. */
+typedef struct pf__tok_vocab_slot {
+    uint32_t hash, len;
+    size_t offset;
+    int32_t id;
+} pf__tok_vocab_slot;
+
+/* Merge hash slot: the pair (left id << 32 | right id), its rank and the id it merges into;
+   rank UINT32_MAX marks an empty slot. */
+typedef struct pf__tok_merge_slot {
+    uint64_t pair;
+    uint32_t rank;
+    int32_t new_id;
+} pf__tok_merge_slot;
+
+struct pf_tokenizer {
+    int32_t num_ids; /* ids are 0 .. num_ids-1; an id no token has is unknown */
+
+    /* model vocab: token string -> id (open addressing, linear probing) */
+    pf__tok_vocab_slot *vocab; /* [vocab_mask + 1] */
+    size_t vocab_mask, vocab_count;
+    char *vocab_text; /* the token strings, each NUL-terminated */
+    size_t vocab_text_len;
+
+    pf__tok_merge_slot *merges; /* [merges_mask + 1] */
+    size_t merges_mask;
+
+    /* model options */
+    pf__tok_model_kind model;
+    int byte_level;    /* the model sees each byte as its character in GPT-2's byte map */
+    int32_t unk_id;    /* -1: none. BPE drops characters without a token then, as HF does; WordPiece
+                          fails the encoding where it needs one, as HF does */
+    int fuse_unk, ignore_merges, byte_fallback;
+    char *prefix, *suffix; /* continuing_subword_prefix, end_of_word_suffix; NULL: none */
+    size_t prefix_len, suffix_len;
+    size_t max_word_chars; /* WordPiece: max_input_chars_per_word (a longer word is unk) */
+    pf__tok_piece *pieces; /* Unigram: [num_pieces], by id (a string listed twice maps to its
+                              last id, as HF's token map does, and both ids decode to it) */
+    size_t num_pieces;
+    double unk_score;      /* Unigram: what an unknown character costs: HF's lowest score less 10 */
+    size_t max_token_len;  /* the longest vocab string, in bytes: no longer piece is looked up */
+
+    /* byte-level: the character standing for each byte (UTF-8), the id of its one-character token
+       (-1 when the vocab lacks it), and the inverse map */
+    uint16_t byte_char[256];
+    unsigned char byte_str[256][2];
+    unsigned char byte_str_len[256];
+    int32_t byte_id[256];
+    int16_t char_byte[512];
+    int32_t fallback_id[256]; /* byte_fallback: the id of <0xXX>, or -1 */
+
+    /* each id's token string (into vocab_text or an added token); id_len -1: unknown id */
+    const char **id_str;
+    int32_t *id_len;
+
+    /* added tokens; added_order lists them by pass (0: normalized = false, 1: true), then by first
+       byte of their match; added_first[pass][b] .. added_first[pass][b + 1] are those starting with b */
+    pf__tok_added *added;
+    size_t num_added, added_cap;
+    uint32_t *added_order;
+    uint32_t added_first[2][257];
+
+    pf__tok_norm norms[PF__TOK_MAX_NORMS];
+    int num_norms;
+    pf__tok_pre pres[PF__TOK_MAX_PRE];
+    int num_pres;
+    pf__tok_dec decs[PF__TOK_MAX_DECS];
+    int num_decs;
+    int has_decoder; /* 0: tokens are joined with spaces, as HF does without a decoder */
+
+    /* the post-processor's templates, [0] for one text, [1] for a pair (without one: A, and A
+       then B of type id 1, as HF's default), and the special ids each adds */
+    pf__tok_post_item *post[2];
+    size_t post_len[2], post_added[2];
+    int has_post; /* a post-processor that adds tokens or sets type ids was read */
+    int eos_once;  /* ByT5: a text whose ids end with the template's special token does not get it
+                      again (its _add_eos_if_not_present) */
+
+    int32_t bos_id, eos_id; /* tokenizer_config.json's bos_token / eos_token; -1: unknown */
+    char *bos_token, *eos_token; /* their text, for chat templates; NULL: not named */
+    char *chat_template;      /* chat_template.jinja, else tokenizer_config.json's; NULL: none */
+    char *chat_template_note; /* why there is none when the config's list names no "default" */
+
+    /* SentencePiece files without tokenizer.json (Marian, M2M100): spm is the .model's own
+       tokenizer (pieces by SentencePiece id, their scores or merges), this one's model step;
+       spm_ids maps its ids to this vocab's (vocab.json), and a run of unknown characters is looked
+       up here by its text, as the slow tokenizers map pieces through vocab.json */
+    struct pf_tokenizer *spm;
+    int32_t *spm_ids;           /* [spm->num_pieces] */
+    int spm_marian;             /* decode: a space after each special token, "▁" replaced (Marian) */
+    int spm_cleanup;            /* decode: clean_up_tokenization_spaces */
+    int spm_upper;              /* decode: each SentencePiece run upper-cased (Speech2Text's do_upper_case) */
+    /* in spm itself: */
+    unsigned char *spm_types;   /* [num_pieces]: each piece's SentencePiece type */
+    unsigned spm_flags;         /* PF__SPM_DUMMY_PREFIX | ... of its normalizer_spec */
+    char *spm_unk_surface;      /* what <unk> decodes to (trainer_spec.unk_surface) */
+    size_t spm_unk_surface_len;
+};
+PF_PRIVATE uint32_t pf__tok_hash(const char *s, size_t len);
+PF_PRIVATE size_t pf__tok_pow2_at_least(size_t n);
+PF_PRIVATE int32_t pf__tok_vocab_find(const pf_tokenizer *t, const char *s, size_t len);
+PF_PRIVATE size_t pf__tok_pair_slot(uint64_t pair, size_t mask);
+
+typedef struct pf__tok_sym {
+    int32_t id;          /* -1: merged into its left neighbour */
+    uint32_t prev, next; /* UINT32_MAX: none */
+} pf__tok_sym;
+
+typedef struct pf__tok_cand { /* a possible merge of the symbols at pos and its next */
+    uint32_t rank, pos;
+    int32_t new_id;
+} pf__tok_cand;
+
+typedef struct pf__tok_ctx {
+    const pf_tokenizer *t;
+    const pf_tokenizer *outer; /* while a SentencePiece model (t = outer->spm) runs: the tokenizer whose
+                                  ids it emits */
+    int32_t *ids;       /* [ids_cap]: the ids so far, count of them */
+    size_t ids_cap, count;
+    int out_of_memory;  /* an id could not be stored */
+    int needs_unk;      /* a word needed the unk token the model lacks (HF fails too) */
+    pf__tok_sym *sym;   /* [sym_cap] */
+    pf__tok_cand *heap; /* [heap_cap]: a merge adds at most one candidate net */
+    size_t sym_cap, heap_cap;
+    pf__tok_buf norm[2];            /* normalizer steps, ping-pong */
+    pf__tok_cps cps, cps_tmp;       /* NFC / NFD */
+    pf__tok_buf pre[PF__TOK_MAX_PRE]; /* pre-tokenizer stages that rewrite text */
+    pf__tok_buf unit;               /* a BPE unit with prefix / suffix */
+    pf__tok_buf mapped;             /* a word as byte-level characters (ignore_merges) */
+    struct pf__tok_node *lattice;   /* Unigram: [lattice_cap] */
+    size_t *path;                   /* Unigram: [path_cap], the best path's piece ends */
+    size_t lattice_cap, path_cap;
+} pf__tok_ctx;
+PF_PRIVATE void pf__tok_ctx_free(pf__tok_ctx *c);
+PF_PRIVATE void pf__tok_emit(pf__tok_ctx *c, int32_t id);
+PF_PRIVATE int32_t pf__tok_spm_lookup(const pf_tokenizer *t, const unsigned char *s, size_t len);
+PF_PRIVATE int pf__tok_normalize(pf__tok_ctx *c, const unsigned char *s, size_t n, const unsigned char **out,
+                             size_t *out_len, int *first);
+
+typedef struct pf__tok_node { /* the best segmentation of a word's bytes up to here */
+    double score;  /* the sum of its pieces' scores */
+    size_t start;  /* where its last piece starts */
+    int32_t id;    /* its last piece */
+    int reached;
+} pf__tok_node;
+PF_PRIVATE int pf__tok_model(pf__tok_ctx *c, const unsigned char *s, size_t len);
+
+/* ---- src/tokenizer_load.c ---- */
+PF_PRIVATE int pf__tok_json_bool(const pf__json *obj, const char *key, int def);
+PF_PRIVATE const pf__json *pf__tok_json_str(const pf__json *obj, const char *key, int *bad);
+PF_PRIVATE int pf__tok_show_len(size_t len);
+PF_PRIVATE pf_result pf__tok_vocab_alloc(pf_tokenizer *t, size_t count, size_t text_len, const char *path, char *err,
+                                     size_t err_size);
+PF_PRIVATE size_t pf__tok_vocab_insert(pf_tokenizer *t, const char *s, size_t len, int32_t id);
+PF_PRIVATE pf_result pf__tok_set_vocab(pf_tokenizer *t, const pf__json *vocab, const char *what,
+                                   const char *path, char *err, size_t err_size);
+PF_PRIVATE void pf__tok_merge_put(pf_tokenizer *t, int32_t a, int32_t b, uint32_t rank, int32_t ab);
+PF_PRIVATE pf_result pf__tok_add_token(pf_tokenizer *t, const char *content, size_t len, int32_t id,
+                                   int special, int normalized, int lstrip, int rstrip, int single_word);
+PF_PRIVATE char *pf__tok_dup(const char *s, size_t n);
+PF_PRIVATE pf_result pf__tok_set_charsmap(pf__tok_norm *n, const unsigned char *data, size_t len, const char *what,
+                                      const char *path, char *err, size_t err_size);
+PF_PRIVATE pf__tok_norm *pf__tok_add_norm(pf_tokenizer *t, pf__tok_norm_kind kind);
+PF_PRIVATE pf_result pf__tok_out_of_memory(const char *path, char *err, size_t err_size);
+PF_PRIVATE pf__tok_dec *pf__tok_add_dec(pf_tokenizer *t, pf__tok_dec_kind kind);
+PF_PRIVATE pf_result pf__tok_set_post(pf_tokenizer *t, int which, const pf__tok_post_item *items, size_t n,
+                                  const char *path, char *err, size_t err_size);
+PF_PRIVATE pf_result pf__tok_finish(pf_tokenizer *t, const char *path, char *err, size_t err_size);
+PF_PRIVATE pf_result pf__tok_from_json(pf_tokenizer *t, const pf__json *root, const char *path, char *err,
+                                   size_t err_size);
+PF_PRIVATE pf_result pf__tok_read_json(const char *path, int optional, pf__json **root, char *err, size_t err_size);
+PF_PRIVATE pf_result pf__tok_read_added_decoder(pf_tokenizer *t, const pf__json *config, const char *path, char *err,
+                                            size_t err_size);
+PF_PRIVATE pf_result pf__tok_from_files(pf_tokenizer *t, const char *dir, char *err, size_t err_size);
+PF_PRIVATE int32_t pf__tok_config_token(const pf_tokenizer *t, const pf__json *config, const char *key);
+PF_PRIVATE pf_result pf__tok_from_byt5(pf_tokenizer *t, const pf__json *config, const char *path, char *err,
+                                   size_t err_size);
+
+/* ---- src/sentencepiece.c ---- */
+PF_PRIVATE pf_result pf__tokenizer_load_dir(const char *dir, pf_tokenizer **out, char *err, size_t err_size);
+
+/* ---- src/chat_template.c ---- */
+#include <setjmp.h>
+#include <time.h>
+
+/* ---- src/preprocess.c ---- */
+
+typedef struct pf__fft {
+    int n, num_factors;
+    int factors[40];
+    double *twiddle; /* [n][2]: e^(-2 pi i k / n) */
+} pf__fft;
+
+struct pf_audio_processor {
+    pf_audio_kind kind;
+    int sampling_rate;
+    int do_normalize;                 /* Wav2Vec2 */
+    int num_mel_bins;                 /* Whisper: feature_size; Speech2Text: num_mel_bins */
+    int n_fft, hop_length, frame_length;
+    size_t n_samples;                 /* Whisper: the padded length, chunk_length seconds */
+    double padding_value;
+    int cmvn, normalize_means, normalize_vars; /* Speech2Text */
+    double *window;                   /* [frame_length] */
+    double *mel_filters;              /* [n_fft / 2 + 1][num_mel_bins] */
+    pf__fft fft;
+};
+
+/* ---- src/backend.c ---- */
+typedef struct pf__rank pf__rank;
+typedef struct pf__group pf__group;
+
+/* Flags the ranks read between operations (a failure, aborted communicators): atomic loads and
+   stores (GCC's and Clang's builtins), so that readers need no lock. */
+#define PF__LOAD_FLAG(flag) __atomic_load_n(&(flag), __ATOMIC_ACQUIRE)
+#define PF__STORE_FLAG(flag, value) __atomic_store_n(&(flag), (value), __ATOMIC_RELEASE)
+
+/* A weight on a rank's device, logical [rows (out), cols (in)] row-major; vectors have cols 1. */
+typedef struct pf__weight {
+    void *data; /* NULL when the slot is absent or the slice is empty */
+    pf__dtype dtype;
+    size_t rows, cols;
+    size_t col_begin; /* the slice's first column in the whole tensor (row-split weights) */
+} pf__weight;
+
+/* What one forward call computes, the same on every rank. */
+typedef struct pf__step {
+    const int32_t *ids;     /* host, [batch][seq_len] */
+    int batch, seq_len;
+    int past;               /* tokens already in the KV cache of each sequence */
+    const float *inv_freq;  /* host, [rotary_dim / 2]: rotary frequencies for this step, or NULL */
+    const int *pad;         /* host, [batch]: left pads of each sequence (masked keys; positions
+                               count from the first real token), or NULL */
+    const int32_t *type_ids;/* host, [batch][seq_len]: token type (segment) ids; set whenever the
+                               model has a token type table */
+    int cross_len;          /* an encoder-decoder's decoder step: the encoder's positions per row
+                               (its output's keys and values are in the ranks' cross caches) */
+    const int *cross_pad;   /* host, [batch]: the encoder input's left pads, or NULL */
+    const float *features;  /* host, [batch][seq_len][hidden]: a speech encoder's frames from its
+                               front end (the blocks' input), or NULL */
+    const float *patches;   /* host, [batch][patches][channels * patch^2]: an image encoder's input
+                               (its positions after the class and distillation tokens), or NULL */
+    const int *cache_rows;  /* host, [batch]: the KV cache row of each sequence (continuous
+                               batching places requests in free rows), or NULL: row b */
+} pf__step;
+
+/* Which keys a query sees (pf__attn_shape.mask). */
+enum {
+    PF__MASK_BIDIRECTIONAL, /* every key of its sequence (encoders); a relative bias bucketed both ways */
+    PF__MASK_CAUSAL,        /* keys up to its own position (decoders); a relative bias towards the past */
+    PF__MASK_CROSS          /* all cache_len keys of its row, the step's left pads excepted, q rows
+                               packed [heads * head_dim] (a decoder's attention over the encoder) */
+};
+
+/* The attention of one layer on one rank. Local query head h reads key/value head
+   (head_begin + h) / kv_group - kv_begin of the rank's cache. */
+typedef struct pf__attn_shape {
+    int heads, kv_heads, head_dim;
+    int head_begin, kv_begin, kv_group;
+    int cache_len;
+    int window;             /* keys j with pos - j < window; 0: all earlier keys */
+    int mask;               /* PF__MASK_*: the keys a query sees, left pads always excepted */
+    int rotary_dim;         /* for the rotary op */
+    pf__dtype cache_dtype;  /* how the cache read (and appended to) stores keys and values */
+    float scale;
+    const float *alibi;     /* device, [heads]: score += slope * key position; NULL: none */
+    const float *rel_bias;  /* device, [heads][rel_rows]: score += rel_bias[h][bucket(key - query)],
+                               bucketed as T5 does (bidirectional); NULL: none */
+    int rel_rows, rel_buckets, rel_max_distance;
+    const pf__weight *qkv_bias; /* the QKV projection's bias, which its GEMM left out (a backend with
+                               qkv_bias_in_attention): added to the whole qkv rows by rotary where
+                               it runs, else by kv_append; NULL once added, or with none to add */
+} pf__attn_shape;
+
+/* One rank's candidate for a row's greedy token: its best logit and that token's vocabulary id
+   (-1: none), as the backend's argmax finds it. */
+typedef struct pf__choice {
+    float value;
+    int32_t index;
+} pf__choice;
+
+/* Operations a backend provides. All run on the rank's own thread, in order; activations are
+   fp32 [tokens][features] row-major; an op never fails on its own except alloc (a backend whose
+   calls can fail records it with pf__rank_fail). */
+struct pf__job;
+
+typedef struct pf__backend {
+    const char *name;
+    int host_memory; /* allocations are host memory the loader may write directly */
+    /* Before the rank threads start / after they stopped, on the caller's thread (e.g. NCCL
+       communicators for all ranks at once); NULL when there is nothing to do. */
+    pf_result (*group_begin)(pf__group *g, char *message, size_t size);
+    void (*group_end)(pf__group *g);
+    /* First thing on the rank's thread (e.g. cudaSetDevice), and last. */
+    int (*rank_begin)(pf__rank *r);
+    void (*rank_end)(pf__rank *r);
+    void *(*alloc)(pf__rank *r, size_t bytes);
+    void (*free)(pf__rank *r, void *ptr);
+    void (*upload)(pf__rank *r, void *dst, const void *host, size_t bytes);
+    void (*download)(pf__rank *r, void *host, const void *src, size_t bytes);
+    /* rows of row_bytes each, strided on both sides (a rank's columns of the host logits) */
+    void (*download_rows)(pf__rank *r, void *host, size_t host_stride, const void *src, size_t src_stride,
+                          size_t row_bytes, size_t rows);
+    /* device to device */
+    void (*copy)(pf__rank *r, void *dst, const void *src, size_t bytes);
+    /* out[b*T+t] = tokens[ids[b][t] - first] * scale for ids among the rank's tokens rows
+       (first..first + tokens->rows), zeros for the others' */
+    void (*embed)(pf__rank *r, float *out, const pf__weight *tokens, const pf__step *s, float scale, int first);
+    /* x[b*T+t] += table[offset + past + t] */
+    void (*add_positions)(pf__rank *r, float *x, const pf__weight *table, const pf__step *s, int offset);
+    /* LayerNorm: (x - mean) / sqrt(var + eps) * weight + bias; RMSNorm: x / sqrt(mean(x^2) + eps)
+       * weight; per row of n; out may be x */
+    void (*norm)(pf__rank *r, float *out, const float *x, const pf__weight *weight, const pf__weight *bias,
+                 size_t rows, size_t n, float eps, pf__norm kind);
+    /* out[rows][w.rows] = x[rows][w.cols] w^T (+ bias) */
+    void (*matmul)(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__weight *bias, size_t rows);
+    /* x = act(x) */
+    void (*activation)(pf__rank *r, float *x, size_t count, pf__activation act);
+    /* out[row][i] = act(in[row][i]) * in[row][width + i]: gate and up side by side */
+    void (*gated_activation)(pf__rank *r, float *out, const float *in, size_t rows, size_t width, pf__activation act);
+    /* x[rows][n] += y (+ bias); y may be NULL (bias alone) */
+    void (*add_residual)(pf__rank *r, float *x, const float *y, const pf__weight *bias, size_t rows, size_t n);
+    /* Rotates the first a->rotary_dim dims of every q and k head in the qkv rows by position
+       past + t: dims (i, i + rotary_dim/2), or (2i, 2i + 1) when pairs; a->qkv_bias, when set,
+       added to every element of the rows first. */
+    void (*rotary)(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, int pairs);
+    /* Appends this step's k, v to the caches [rows][cache_len][kv_heads*head_dim] at positions
+       past..past+T-1, sequence b in row s->cache_rows[b] (or b). qkv rows are [q (heads*head_dim)
+       | k (kv_heads*head_dim) | v (same)]; a->qkv_bias, when set, is added to them first (q too). */
+    void (*kv_append)(pf__rank *r, void *k_cache, void *v_cache, float *qkv, const pf__step *s,
+                      const pf__attn_shape *a);
+    /* out[b*T+t] = softmax(q k^T * scale + alibi + relative bias) v over the cached keys the
+       query may see (a->mask, a->window, left pads), q from the qkv rows (a q row for
+       PF__MASK_CROSS). */
+    void (*attend)(pf__rank *r, float *out, const float *qkv, const void *k_cache, const void *v_cache,
+                   const pf__step *s, const pf__attn_shape *a);
+    /* x = sum of x over all ranks, identical on every rank afterwards */
+    void (*all_reduce)(pf__rank *r, float *x, size_t count);
+    /* Beam search: row dst[k] of a cache [rows][row_bytes] becomes old row src[k], k < count
+       (host arrays; the rows that change only), for the first used_bytes of each row. */
+    void (*reorder_rows)(pf__rank *r, void *cache, const int *dst, const int *src, int count, size_t row_bytes,
+                         size_t used_bytes);
+    /* The whole device's memory in use and in all, as the system reports it; from any thread.
+       -1 when it cannot say. */
+    int (*device_memory)(int device, size_t *used, size_t *total);
+    /* Before a forward's first operation (NULL: nothing to do): the step's host arrays the ops
+       read (left pads, the sources' pads, rotary frequencies) to the device, so that no upload
+       happens between the forward's collectives. */
+    void (*prepare)(pf__rank *r, const pf__step *s);
+    /* Keys and values cached in the weights' dtype (16-bit weights: half the memory and the bytes
+       a decode step reads); 0: as pf_parallel_options.kv_cache_dtype asks, fp32 by default. Cross
+       caches stay fp32 either way. */
+    int cache_in_weight_dtype;
+    /* Greedy token choice where the logits are (NULL: they are downloaded and the host takes
+       pf__argmax of them): for rows rows of logits ([rows][n], vocabulary ids first..first+n-1),
+       each row's first maximum into best[row] (host), as pf__argmax's scan would find it in the
+       rank's slice: a NaN never wins except at id 0, where it competes as +inf; index -1 when
+       the slice has no candidate. pf__combine_choices picks among the ranks'. */
+    void (*argmax)(pf__rank *r, pf__choice *best, const float *logits, size_t rows, size_t n, int first);
+    /* add_residual(x, y, bias) then norm(out, x, weight, norm_bias) in one op, out may be x
+       (NULL: the forward calls the two; see pf__rank_residual_norm) */
+    void (*add_residual_norm)(pf__rank *r, float *x, const float *y, const pf__weight *bias, float *out,
+                              const pf__weight *weight, const pf__weight *norm_bias, size_t rows, size_t n, float eps,
+                              pf__norm kind);
+    /* x[rows][n] = act(x + bias): a GEMM's bias folded into the activation after it (NULL: the
+       GEMM adds it; see pf__rank_mlp_in) */
+    void (*bias_activation)(pf__rank *r, float *x, const pf__weight *bias, size_t rows, size_t n, pf__activation act);
+    /* A decoder step's device work up to the logits, body(r, job) (pf__rank_decoder_hidden), run
+       the backend's way: CUDA replays a graph captured from an earlier step of the same shapes.
+       Returns 1 when it ran it (or failed: see r->error), 0 when the caller should call body
+       itself (NULL: always the caller). Every rank decides alike from the step. */
+    int (*run_decoder_step)(pf__rank *r, const struct pf__job *job,
+                            void (*body)(pf__rank *r, const struct pf__job *job));
+    /* Sampling's candidates where the logits are (NULL: the logits are downloaded and the host
+       samples from them): for rows rows of logits ([rows][n], vocabulary ids first..first+n-1),
+       each row's count best of the slice (1 <= count <= n, count <= top_k_max) into
+       best[row * stride ...] (host), best first: the larger value, the lower id on ties, a NaN
+       before every number. pf__sample_candidates merges the ranks' as pf__sample would see them. */
+    void (*top_k)(pf__rank *r, pf__choice *best, size_t stride, const float *logits, size_t rows, size_t n, int first,
+                  size_t count);
+    size_t top_k_max; /* the largest count top_k takes */
+    /* 1: the QKV GEMM leaves its bias to rotary or kv_append (pf__attn_shape.qkv_bias), which
+       add it in their own pass over the rows instead of a launch of its own; 0: the GEMM adds it */
+    int qkv_bias_in_attention;
+    /* add_residual(x, y, bias) then add_residual(x, NULL, bias2) in one op, bias2 never NULL (NULL:
+       the forward calls the two; a parallel block's output biases) */
+    void (*add_residual_biases)(pf__rank *r, float *x, const float *y, const pf__weight *bias,
+                                const pf__weight *bias2, size_t rows, size_t n);
+} pf__backend;
+
+/* A share of the split dimensions held by one rank. */
+typedef struct pf__share {
+    int head_begin, heads;
+    int kv_begin, kv_heads; /* the key/value heads its query heads read (replicated if shared) */
+    int mlp_begin, mlp_width;
+    int vocab_begin, vocab_rows; /* token embedding and LM head rows */
+} pf__share;
+
+typedef struct pf__allocation {
+    void *ptr;
+    size_t bytes;
+} pf__allocation;
+
+typedef enum { PF__MEM_WEIGHTS, PF__MEM_CACHE, PF__MEM_SCRATCH, PF__MEM_KINDS } pf__mem_kind;
+
+struct pf__rank {
+    pf__group *group;
+    int index;
+    const pf__backend *backend;
+    void *backend_state;
+    int device;               /* the backend's device ordinal */
+    pthread_t thread;
+    pf__share share;
+    pf__weight *weights;      /* [pf__num_slots(config)] */
+    float *alibi;             /* [heads]: the rank's ALiBi slopes, or NULL */
+    float *rel_bias;          /* [heads][rel rows]: the rank's heads of the relative bias table, or NULL */
+    float *enc_rel_bias;      /* the same of an encoder-decoder's encoder tower */
+    void *k_cache, *v_cache;  /* [pf__cache_layers][max_batch][cache_len][kv_heads * head_dim] in cache_dtype */
+    pf__dtype cache_dtype;
+    float *cross_k, *cross_v; /* encoder-decoders: [decoder blocks][max_batch][cache_len][kv width], each
+                                 row's encoder keys (values) packed by the request's cross_len */
+    /* scratch, [max_tokens][width] */
+    float *x, *h, *part;      /* width hidden */
+    float *embed;             /* width embed_dim, when the embedding is projected in */
+    float *qkv;               /* width (heads + 2 kv_heads) * head_dim */
+    float *attn;              /* width heads * head_dim */
+    float *mlp;               /* width mlp_width (times 2 when gated) */
+    float *mlp_act;           /* width mlp_width, when gated */
+    float *logits;            /* rank 0 only: [logit_rows][vocab] */
+    float *head_out;          /* rank 0, classification heads: [max_tokens][num_labels or 2] */
+    float *projected;         /* rank 0, with a projection: [max_batch][projection_dim] */
+    float *patch_in;          /* image encoders: [max_batch][patches][channels * patch^2] */
+    float *scores;            /* CPU attention: [max(heads, PF__QUERY_BLOCK)][cache_len] */
+    size_t *head_slices;      /* CPU decode attention: [heads], each head's kv slice in a cache row */
+    float *attn_pack;         /* CPU attention over prompts: one kv head's keys, then its values, */
+    size_t attn_pack_floats;  /* attn_pack_floats each ([cache_len][head_dim]) */
+    float *reduce_tmp;        /* CPU all-reduce: [max_tokens * hidden] */
+    float *reorder_tmp;       /* CPU beam reorder: one layer's cache, when max_batch > 1 */
+    void *matmul_scratch;     /* CPU products: x's int8 values, scales and block sums for Q8/Q4
+                                 weights, widened fp16/bf16 weight rows (grown on demand and kept, so
+                                 a decode step allocates nothing) */
+    size_t matmul_scratch_bytes;
+    int bf16_products;        /* CPU: bf16 weights multiply x rounded to bf16 (pf_parallel_options) */
+    pf__allocation *allocations;
+    size_t num_allocations, allocations_cap;
+    size_t bytes[PF__MEM_KINDS];
+    pf__mem_kind allocating;  /* the kind new allocations count under */
+    size_t device_used, device_total; /* the device's memory after the last job (group mutex) */
+    pf_result error;
+    char message[PF__MESSAGE_SIZE];
+};
+PF_PRIVATE void pf__rank_fail(pf__rank *r, pf_result code, const char *fmt, ...);
+#ifdef PF_TESTING
+extern int pf_testing_fail_rank;
+extern int pf_testing_fail_countdown;
+#endif
+
+/* ---- src/cpu_backend.c ---- */
+#if defined(__GNUC__) || defined(__clang__)
+#define PF__INLINE __attribute__((always_inline)) inline
+#else
+#define PF__INLINE
+#endif
+
+/* Weight i of w, stored as wt, in fp32 (wt a constant in the kernels, which then need no branch).
+   Q8: i counts the values of whole rows of whole blocks. */
+static PF__INLINE float pf__weight_value(const void *w, size_t i, const int wt) {
+    if (wt == PF__DTYPE_Q8) {
+        const unsigned char *block = (const unsigned char *)w + i / PF__Q8_BLOCK * PF__Q8_BYTES;
+        return pf__q8_scale(block) * (float)(int8_t)block[2 + i % PF__Q8_BLOCK];
+    }
+    if (wt == PF__DTYPE_Q4) {
+        const unsigned char *block = (const unsigned char *)w + i / PF__Q8_BLOCK * PF__Q4_BYTES;
+        size_t j = i % PF__Q8_BLOCK;
+        int q = j < PF__Q8_BLOCK / 2 ? block[2 + j] & 15 : block[2 + j - PF__Q8_BLOCK / 2] >> 4;
+        return pf__q8_scale(block) * (float)(q - 8);
+    }
+    if (wt == PF__DTYPE_F16) return pf__f16_to_f32(((const uint16_t *)w)[i]);
+    if (wt == PF__DTYPE_BF16) return pf__bf16_to_f32(((const uint16_t *)w)[i]);
+    return ((const float *)w)[i];
+}
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && !defined(PF_NO_AVX2)
+#define PF__AVX2 1
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
+/* roundf (halves away from zero) to an int8 in [-127, 127], and floorf, for the quantizers' values:
+   within int's range the truncating conversion is exact, and so is x minus it. libm's calls were
+   5 % of a q8 bench run's samples (every weight at load, every input block at each step). NaN
+   gives 0 and values beyond the range saturate, where a conversion would be undefined. */
+static inline int8_t pf__round_to_int8(float x) {
+    if (!(x > -127.5f)) return (int8_t)(x == x ? -127 : 0);
+    if (x >= 127.5f) return 127;
+    int t = (int)x;
+    float rest = x - (float)t;
+    return (int8_t)(t + (rest >= 0.5f) - (rest <= -0.5f));
+}
+
+static inline float pf__floor_small(float x) {
+    if (!(x > -1e9f && x < 1e9f)) return x > 0 ? 1e9f : x < 0 ? -1e9f : 0.0f;
+    int t = (int)x;
+    return (float)(t - ((float)t > x));
+}
+#if defined(PF__AVX2) && !defined(PF_NO_AVX512) && (defined(__clang__) || __GNUC__ >= 5)
+#define PF__AVX512 1
+#if defined(__linux__) && !defined(PF_NO_AMX) && (defined(__clang__) ? __clang_major__ >= 12 : __GNUC__ >= 11)
+#define PF__AMX 1
+#include <sys/syscall.h>
+#endif
+#endif
+
+/* Attention's two loops: the scores of nq (1 to PF__QUERY_BLOCK) queries against `count` keys
+   `stride` floats apart (out[i * ld + j] = q[i] . key j), and the sum of `count` value rows
+   weighted by w. Portable versions first. */
+#define PF__QUERY_BLOCK 4
+PF_PRIVATE void pf__cpu_matmul_rows(float *out, const float *x, const pf__weight *w, const float *bias, size_t rows,
+                                float *widened);
+#ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
+extern PF_PRIVATE const pf__backend pf__cpu_backend;
+#endif
+
+/* ---- src/ranks.c ---- */
+
+typedef enum { PF__JOB_SETUP, PF__JOB_FORWARD, PF__JOB_LOGITS, PF__JOB_GATHER, PF__JOB_REORDER, PF__JOB_QUIT } pf__job_kind;
+
+typedef struct pf__job {
+    pf__job_kind kind;
+    pf__step step;        /* FORWARD */
+    float *logits;        /* FORWARD: host, rank 0 writes [batch][seq_len or 1][vocab] */
+    int all_positions;    /* FORWARD: logits of every position, else of each sequence's last */
+    float *hidden;        /* FORWARD, encoders: host [batch][seq_len][hidden], rank 0 writes the
+                             last hidden state; or NULL */
+    float *pooled;        /* FORWARD, encoders with a pooler: host [batch][hidden], or NULL */
+    const int *pool_at;   /* FORWARD, encoders: host [batch], the pooled token of each row (after
+                             its left pads); NULL: the first */
+    float *embeds;        /* FORWARD, encoders with a projection: host [batch][projection_dim], or NULL */
+    int encoder_pass;     /* FORWARD, encoder-decoders: the encoder tower on step's ids, its output
+                             into the cross caches (rows 0..batch-1) and `hidden` */
+    const int *reorder_dst, *reorder_src; /* REORDER: host [reorder_count]: cache row reorder_dst[k]
+                             becomes old row reorder_src[k] (the rows that change); the first
+                             step.past positions move */
+    int reorder_count;
+    int reorder_cross;    /* REORDER: the cross caches' first step.cross_len positions move too */
+    int32_t *tokens;      /* FORWARD, greedy generation on a backend with argmax: host [batch], each
+                             sequence's arg-max token, chosen where the logits are (a release build
+                             then downloads no logits; a test build does, and checks the choice) */
+    pf__choice *candidates; /* FORWARD, sampling on a backend with top_k: host [num_ranks][batch]
+                             [candidates_per_row], each rank's best of its slice of each row's logits
+                             (as job->tokens, no logits are downloaded in a release build).
+                             LOGITS: the last forward's logits (still on the ranks) to job->logits */
+    size_t candidates_per_row;
+} pf__job;
+#ifdef PF_TESTING
+extern int pf_testing_check_device_choices;
+#define pf__check_device_choices pf_testing_check_device_choices
+#else
+
+enum { pf__check_device_choices = 0 };
+#endif
+
+/* A weight source: a tensor in the memory map, or (after pf_to_cpu gathered them) a host array. */
+typedef struct pf__source {
+    const uint8_t *data; /* NULL: absent */
+    pf__dtype dtype;
+    pf__layout layout;
+    pf__split split;
+    size_t rows, cols;   /* logical [out, in] */
+} pf__source;
+
+struct pf__group {
+    pf_model *model;
+    const pf__backend *backend;
+    void *backend_state;
+    pf__dtype dtype;      /* weight storage on every rank */
+    pf__dtype cache_dtype; /* keys and values in the self-attention caches */
+    int num_ranks;
+    pf__rank *ranks;
+    int threads_started;
+    pthread_mutex_t mutex;
+    pthread_cond_t work, done, barrier_cond;
+    uint64_t job_seq;
+    int jobs_done;
+    pf__job job;
+    /* barrier */
+    int barrier_count;
+    uint64_t barrier_generation;
+    int aborted;
+    /* CPU all-reduce: each rank publishes its buffer here */
+    float **reduce_in;
+    /* sizes every rank shares */
+    int max_batch, cache_len;
+    int32_t *zero_ids;    /* [max_batch] zeros: row 0 of a one-row table for every sequence */
+    size_t max_tokens, logit_rows;
+    pf__choice *choices;  /* [num_ranks][max_batch]: the ranks' arg-max candidates of a step
+                             (backend->argmax), or NULL without one */
+    float **gather;      /* PF__JOB_GATHER: host arrays, one per slot, filled by the ranks */
+    /* PF__JOB_SETUP: weight bytes copied, of about progress_total (under mutex) */
+    pf_progress_callback progress;
+    void *progress_user;
+    uint64_t progress_done, progress_total;
+#ifdef PF_TESTING
+    struct pf__collective { const char *site; size_t count; } *collectives; /* [num_ranks] (pf__collective_check) */
+#endif
+};
+typedef struct pf__batcher pf__batcher;
+
+struct pf_model {
+    char *dir;
+    pf_load_options load_options;
+    int loaded;
+    pf__config config;
+    pf__st_index st;
+    pf__source *sources;  /* [pf__num_slots] */
+    float *scaled[6];     /* sources scaled at load (pf__scale_source), owned */
+    float *zero_bias;     /* [kv width] zeros: the key bias of models without one (k_bias_zero), owned */
+    struct pf__speech *speech; /* a speech encoder's front end and CTC vocabulary, owned; else NULL */
+    int num_scaled;
+    pf_tokenizer *tokenizer;
+    struct pf__batcher *batcher;  /* continuous batching's scheduler, from the first batched request */
+    pthread_mutex_t batcher_start;
+    int exclusive_waiting;        /* calls waiting for the request lock (atomic): no admissions then */
+    char tokenizer_missing[PF__MESSAGE_SIZE]; /* why a tokenizer the directory has is not loaded, or "" */
+    pf__group *group;
+    pf_parallel_options parallel_options;
+    float *logits;        /* host: [max_batch][vocab], the last positions' logits */
+    float *inv_freq;      /* host: [rotary_dim / 2], the rotary frequencies of the current step */
+    pf_generate_options generate_defaults; /* pf_generate_options_init() + generation_config.json */
+    int rope_cached_len;  /* dynamic rope: the longest sequence its frequencies were grown for */
+    pthread_mutex_t request_lock; /* requests from several threads run one after another; error
+                                     checking, so that a request made from inside one (a stream
+                                     callback) is refused instead of waiting for itself */
+    struct pf__sentence {         /* sentence-transformers' modules (modules.json), for pf_embed */
+        pf_pooling pooling;       /* never PF_POOLING_MODEL */
+        int normalize;
+        int max_seq_length;       /* sentence_bert_config.json's; 0: the model's positions */
+        char unsupported[PF__PATH_SIZE + 160]; /* a module or mode we do not run, or "" */
+    } sentence;
+    struct pf_model *towers[2];   /* a dual model (CLIP): its text and vision towers, each a model of
+                                     its own (own widths, own rank group), reached only through this
+                                     one and under its request lock; NULL otherwise */
+    float logit_scale;            /* a dual model's exp(logit_scale): the similarity's temperature */
+};
+PF_PRIVATE size_t pf__num_slots(const pf__config *c);
+PF_PRIVATE size_t pf__slot_index(pf__slot slot, int layer);
+PF_PRIVATE void pf__group_abort(pf__group *g);
+PF_PRIVATE int pf__barrier(pf__group *g);
+PF_PRIVATE void pf__cpu_all_reduce(pf__rank *r, float *x, size_t count);
+PF_PRIVATE int pf__rank_failed(pf__rank *r);
+PF_PRIVATE void pf__all_reduce(pf__rank *r, float *x, size_t count, const char *site);
+PF_PRIVATE void *pf__rank_alloc(pf__rank *r, size_t bytes);
+PF_PRIVATE void *pf__rank_main(void *arg);
+PF_PRIVATE pf_result pf__group_run(pf__group *g, pf__job_kind kind, const pf__job *job);
+PF_PRIVATE void pf__group_destroy(pf__group *g);
+PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n);
+
+/* ---- src/slicing.c ---- */
+PF_PRIVATE void pf__q8_quantize(void *data, size_t rows, size_t cols);
+PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols);
+PF_PRIVATE int pf__encoder_blocks(const pf__config *c);
+PF_PRIVATE int pf__cache_layer(const pf__config *c, int block);
+PF_PRIVATE size_t pf__rank_cache_layer(const pf__rank *r);
+PF_PRIVATE void pf__rank_setup(pf__rank *r);
+PF_PRIVATE void pf__rank_gather(pf__rank *r);
+
+/* ---- src/forward.c ---- */
+PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job);
+PF_PRIVATE void pf__rank_logits_again(pf__rank *r, const pf__job *job);
+PF_PRIVATE void pf__rank_reorder(pf__rank *r, const pf__job *job);
+
+/* ---- src/cuda_backend.c ---- */
+#ifdef PF_CUDA
+#include <sched.h>
+#endif
+PF_PRIVATE int pf__cuda_usable(void);
+PF_PRIVATE const char *pf__cuda_unavailable_reason(void);
+PF_PRIVATE const pf__backend *pf__cuda_backend(void);
+
+/* ---- src/groups.c ---- */
+PF_PRIVATE void pf__log(const pf_model *m, pf_log_level level, const char *fmt, ...);
+PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_options *o, const pf__backend *backend,
+                                  pf__dtype dtype);
+
+/* ---- src/gguf.c ---- */
+PF_PRIVATE int pf__is_gguf(const char *path);
+PF_PRIVATE pf_result pf__gguf_load(pf_model *m);
+
+/* ---- src/api.c ---- */
+#define PF__FAIL(m, code, ...) pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, code, __VA_ARGS__)
+PF_PRIVATE pf_result pf__fail_from(pf_model *m, pf_result r, const pf_model *tower);
+PF_PRIVATE pf_result pf__request_lock(pf_model *m, const char *call);
+PF_PRIVATE void pf__request_unlock(pf_model *m);
+PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix);
+PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char **why);
+PF_PRIVATE const char *pf__head_name(pf_head head);
+PF_PRIVATE pf_result pf__check_head_slots(pf_model *m);
+PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, pf__slot slot, int layer,
+                                          const pf__arch_tensor **row, char *name, size_t name_size,
+                                          const pf__st_tensor **other);
+PF_PRIVATE pf_result pf__scale_source(pf_model *m, pf__slot slot, float scale);
+PF_PRIVATE pf_result pf__scale_final_norm(pf_model *m);
+
+/* ---- src/speech_frontend.c ---- */
+
+/* The convolutional front end runs on the host, once per request, before the blocks: the feature
+   encoder (a stack of strided 1-D convolutions over the waveform), the feature projection (a
+   LayerNorm over the last conv's channels, then a linear map to hidden_size) and the positional
+   convolution (grouped, weight-normalised, GELU) added to the projected frames. Its tensors are
+   named here rather than in policies.inc: there is one of each per conv layer, a count conv_dim
+   gives, where the table's %d counts transformer blocks. They are read once at load into fp32
+   copies the model owns (the weight norm g * v / ||v|| folded in). */
+typedef struct pf__speech {
+    float *conv_weight[16];      /* [out][in][kernel] */
+    float *conv_bias[16];        /* [out], or NULL (conv_bias false) */
+    float *conv_norm_weight[16]; /* [out]: the GroupNorm (first layer) or LayerNorm (every layer), or NULL */
+    float *conv_norm_bias[16];
+    float *projection_norm_weight, *projection_norm_bias; /* [conv_dim[-1]], or NULL (HuBERT without it) */
+    float *projection_weight;    /* [hidden][conv_dim[-1]] */
+    float *projection_bias;      /* [hidden] */
+    float *pos_weight;           /* [hidden][hidden / groups][pos_kernel]: the effective weight */
+    float *pos_bias;             /* [hidden] */
+    /* Whisper's log-mel front end (mel_frontend): two kernel-3 convolutions, their weights as
+       [out][in][3], each followed by GELU */
+    float *mel_conv1_weight, *mel_conv1_bias; /* [hidden][num_mel_bins][3], [hidden] */
+    float *mel_conv2_weight, *mel_conv2_bias; /* [hidden][hidden][3] (stride 2), [hidden] */
+    size_t bytes;                /* the arrays above: host memory outside every rank's */
+    /* CTC decoding, read by the first pf_ctc_decode */
+    int vocab_read;
+    char **tokens;               /* [num_tokens]: vocab.json's strings by id; NULL for an id it lacks */
+    int num_tokens;
+    char *pad, *delimiter, *unk; /* tokenizer_config.json's pad (CTC blank), word delimiter, unk */
+    int lower, clean_up;         /* do_lower_case, clean_up_tokenization_spaces */
+} pf__speech;
+PF_PRIVATE size_t pf__speech_bytes(const pf__speech *sp);
+PF_PRIVATE void pf__speech_free(pf__speech *sp);
+PF_PRIVATE int pf__speech_frames(const pf__config *c, long long n);
+PF_PRIVATE pf_result pf__speech_load(pf_model *m, const char *prefix);
+
+/* Frames the front end's convolutions gather at a time (im2col), for the CPU backend's matmul. */
+#define PF__SPEECH_BLOCK 64
+PF_PRIVATE size_t pf__speech_col_width(const pf__config *c);
+PF_PRIVATE void pf__speech_frontend(const pf_model *m, const float *samples, int num_samples, float *out, float *work_a,
+                                float *work_b, float *work_h, float *col);
+PF_PRIVATE pf_result pf__subsampler_load(pf_model *m, const char *prefix);
+PF_PRIVATE int pf__subsampler_frames(const pf__config *c, int n);
+PF_PRIVATE void pf__subsampler_sizes(const pf__config *c, size_t frames, size_t *widest, size_t *col_width);
+PF_PRIVATE void pf__subsampler_frontend(const pf_model *m, const float *features, size_t n, size_t frames, size_t keep,
+                                    float *out, float *work_a, float *work_b, float *col);
+PF_PRIVATE pf_result pf__mel_load(pf_model *m, const char *prefix);
+PF_PRIVATE void pf__mel_frontend(const pf_model *m, const float *mel, int num_frames, float *out, float *work, float *col);
+
+/* ---- src/parallelize.c ---- */
+PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf_parallel_options *options);
+
+/* ---- src/encode.c ---- */
+PF_PRIVATE pf_result pf__ensure_group(pf_model *m);
+PF_PRIVATE pf_result pf__check_ids(pf_model *m, const int32_t *ids, size_t n);
+PF_PRIVATE const float *pf__rope_frequencies(pf_model *m, int length);
+PF_PRIVATE void pf__rope_reset(pf_model *m);
+PF_PRIVATE pf_result pf__subsampler_rows(pf_model *m, const char *call, const float *const *features, const int *num_frames,
+                                     int batch, float **out, int *width, int **pads);
+PF_PRIVATE pf_result pf__pad_rows(pf_model *m, const char *what, const int32_t *const *rows, const int *lengths, int batch,
+                              int source, int *width, int32_t **ids, int **pads);
+PF_PRIVATE pf_result pf__encoder_pass(pf_model *m, const int32_t *sources, const float *features, const int *pads, int batch,
+                                  int width, float *hidden);
+
+/* ---- src/generate.c ---- */
+
+/* One running sequence: left pads, prompt, then new tokens. */
+typedef struct pf__row {
+    int32_t *tokens; /* [capacity] */
+    int length;      /* tokens so far, pads included */
+    int pad;         /* left pads */
+    int prompt;      /* prompt tokens, pads excluded */
+    int done;        /* greedy/sampling: finished, now fed pad tokens */
+    float score;     /* beam search: running log-probability */
+} pf__row;
+
+/* A finished beam hypothesis of one prompt. */
+typedef struct pf__hypothesis {
+    int32_t *tokens; /* new tokens */
+    int length;
+    float score;
+} pf__hypothesis;
+
+typedef struct pf__candidate {
+    float score;
+    int beam, token;
+} pf__candidate;
+
+/* A row's streaming state: its text is decoded from new token `window` on, of which `emitted`
+   bytes went out. Decoding a window rather than the whole output keeps each token's cost small;
+   the window keeps one token before the text still to come, so that what a decoder does to a
+   text's first token (Metaspace drops its space) happens to text already emitted. */
+typedef struct pf__stream_state {
+    int window;
+    size_t emitted;
+} pf__stream_state;
+PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_options *o, int batch);
+PF_PRIVATE pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job);
+PF_PRIVATE pf_result pf__forward_choosing(pf_model *m, const pf__job *job);
+
+/* Where a generation step's forward leaves what the devices chose instead of the logits (a test
+   build downloads those too). */
+typedef struct pf__device_choice {
+    int32_t *tokens;        /* host [num_rows]: each row's arg-max (backend->argmax), or NULL */
+    pf__choice *candidates; /* host [num_ranks][num_rows][per_row]: each rank's best logits of each
+                               row (backend->top_k), or NULL */
+    size_t per_row;
+} pf__device_choice;
+
+/* One request's rows among a step's top-k candidates (a batched step holds several requests'). */
+typedef struct pf__candidate_view {
+    const pf__choice *all; /* [num_ranks][rows][per_row], NULL: the step took none */
+    size_t rows, per_row;  /* the step's */
+    size_t offset;         /* the request's first row among them */
+    float *logits;         /* host [rows][vocab]: the step's logits, where pf__fetch_unsettled_logits puts them */
+} pf__candidate_view;
+
+/* One generate request: its resolved lengths and ids, the running rows, and (beam search) the
+   candidates and finished hypotheses of each prompt. */
+typedef struct pf__generation_state {
+    pf_model *m;
+    const pf_generate_options *o;
+    int batch, vocab, width;      /* width: the longest prompt, every row left-padded to it */
+    const int32_t *eos;
+    int num_eos;
+    int32_t pad_token;
+    long long max_length;
+    int min_length;
+    int beams, per_prompt, num_rows, num_candidates;
+    size_t capacity;              /* tokens a row can hold */
+    pf__row *rows;
+    int32_t *pool[2];             /* the rows' tokens; beam search swaps them when beams move */
+    int current;                  /* the pool the rows point into */
+    float *logits;                /* [num_rows][vocab]: the step's logits of the rows (m->logits, or
+                                     a batched request's part of it) */
+    int32_t *ids;                 /* scratch for pf__generate_step */
+    int *pads, *src;              /* src: beam search's parent row of each row */
+    unsigned char *seen;
+    pf__candidate *candidates;
+    pf__hypothesis *hyps;         /* [batch][beams] */
+    int *num_hyps, *open;         /* open: the prompt's search goes on */
+    int32_t *next_tokens;
+    float *next_scores;
+    pf__stream_state *streams;
+    char *stream_text;
+    size_t stream_cap;
+    uint64_t rng;
+    /* encoder-decoders: the prompts are the sources, each row's decoder starts at the start token */
+    int32_t *sources;             /* [batch][source_width], left-padded; NULL for a decoder */
+    const float *source_features; /* a speech encoder-decoder's front end output [batch][source_width]
+                                     [hidden] instead of sources; the caller's */
+    int seq2seq;                  /* 1: an encoder-decoder (sources or source_features) */
+    int *source_pads;             /* [batch] */
+    int *cross_pads;              /* [num_rows]: the source pads of each row's prompt */
+    int source_width;
+    int32_t *argmax_tokens;       /* [num_rows]: a step's greedy tokens, chosen on the devices */
+    const int32_t *device_tokens; /* the last step's tokens when the devices chose them (argmax_tokens,
+                                     or the batcher's), else NULL: chosen from the logits */
+    pf__device_choice device;     /* what pf__choose_on_devices asks the forward for */
+    pf__choice *top_k_candidates; /* [num_ranks][num_rows][device.per_row]: a sampled step's
+                                     candidates, when the backend can take them (device.per_row > 0) */
+    pf__candidate_view device_candidates; /* the last step's top-k candidates when the devices took
+                                     them (device.candidates, or the batcher's), else .all NULL */
+} pf__generation_state;
+PF_PRIVATE int pf__generation_argmax_only(const pf__generation_state *st);
+PF_PRIVATE int pf__generation_top_k_only(const pf__generation_state *st);
+PF_PRIVATE pf_result pf__generation_resolve(pf__generation_state *st, const int32_t *const *prompts, const int *lengths);
+PF_PRIVATE pf_result pf__generation_alloc(pf__generation_state *st, const int32_t *const *prompts, const int *lengths);
+PF_PRIVATE pf_result pf__generation_sample_step(pf__generation_state *st, int *finished);
+PF_PRIVATE pf_result pf__generation_results(pf__generation_state *st, pf_generation *result);
+PF_PRIVATE void pf__generation_free(pf__generation_state *st);
+PF_PRIVATE pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts, const int *lengths, int batch,
+                                     const pf_generate_options *o, pf_generation *result, const float *features,
+                                     const int *feature_pads, int feature_width);
+
+/* ---- src/batching.c ---- */
+
+typedef enum { PF__BATCH_QUEUED, PF__BATCH_RUNNING, PF__BATCH_DONE } pf__batch_state;
+
+typedef struct pf__batch_request {
+    pf__generation_state st;
+    const int32_t *const *prompts;
+    const int *lengths;
+    pf_generate_options options;
+    pf_generation *result;
+    int *cache_rows;               /* [num_rows]: the rows' KV cache rows */
+    int *pads;                     /* [num_rows]: their left pads, in cache positions */
+    pf__batch_state state;
+    pf_result error;
+    char message[PF__MESSAGE_SIZE];
+    struct pf__batch_request *next;
+} pf__batch_request;
+
+struct pf__batcher {
+    pthread_mutex_t mutex;
+    pthread_cond_t work, done;
+    pthread_t thread;
+    int stopping;
+    pf__batch_request *queue, *running;
+    int queued;
+    unsigned char *row_used;       /* [max_batch of the busy period's group] */
+    int clock;
+    int32_t *ids;                  /* a decode step's: [max_batch] */
+    int32_t *tokens;               /* [max_batch]: a step's greedy tokens, chosen on the devices */
+    int *pads, *cache_rows;        /* [max_batch] */
+    pf__choice *candidates;        /* a sampled step's top-k candidates, [num_ranks][rows][per_row] */
+    size_t candidates_cap;         /* its room, grown to the most a step asked */
+    pf__device_choice choice;      /* what the step's forward leaves instead of the logits */
+};
+PF_PRIVATE void pf__batcher_stop(pf_model *m);
+PF_PRIVATE pf_result pf__encode_audio_features_locked(pf_model *m, const float *const *features, const int *num_frames,
+                                                  int batch, pf_encoding **out);
+
+#endif /* PF_INTERNAL_H */
