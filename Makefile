@@ -106,12 +106,12 @@ $(BUILD)/classify_image: examples/classify_image.c $(BUILD)/libparallelformers.a
 $(BUILD)/transcribe: examples/transcribe.c $(BUILD)/libparallelformers.a
 	$(CC) $(BASE) $(CFLAGS) examples/transcribe.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
 
-$(BUILD)/test_parallelformers: $(TESTS) test/test.h $(BUILD)/parallelformers_testing.o $(CUDA_OBJ)
+$(BUILD)/test_parallelformers: $(TESTS) test/test.h test/testing_hooks.h $(BUILD)/parallelformers_testing.o $(CUDA_OBJ)
 	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) $(TESTS) $(BUILD)/parallelformers_testing.o $(CUDA_OBJ) -o $@ $(CUDA_LIBS) $(LDLIBS)
 
 # Every fixture on the CUDA backend against the CPU backend and transformers; prints that it
 # skipped where there is no GPU (or no CUDA in the build).
-$(BUILD)/test_cuda: test/test_cuda.c test/test_util.c test/test.h $(BUILD)/parallelformers_testing.o $(CUDA_OBJ)
+$(BUILD)/test_cuda: test/test_cuda.c test/test_util.c test/test.h test/testing_hooks.h $(BUILD)/parallelformers_testing.o $(CUDA_OBJ)
 	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) test/test_cuda.c test/test_util.c $(BUILD)/parallelformers_testing.o $(CUDA_OBJ) -o $@ $(CUDA_LIBS) $(LDLIBS)
 
 test-cuda: $(BUILD)/test_cuda
@@ -131,7 +131,7 @@ $(STANDIN)/cuda_abi.h: parallelformers.c | $(BUILD)
 	printf '#include <stddef.h>\n#include <stdint.h>\n' > $@
 	awk '/^typedef struct pf_cuda_rank pf_cuda_rank;/{p=1} /^\/\* ---- state ---- \*\//{p=0} p' parallelformers.c >> $@
 
-$(STANDIN)/test_cuda: test/test_cuda.c test/test_util.c test/test.h test/cuda_standin.c $(STANDIN)/cuda_abi.h $(LIB_SRC)
+$(STANDIN)/test_cuda: test/test_cuda.c test/test_util.c test/test.h test/testing_hooks.h test/cuda_standin.c $(STANDIN)/cuda_abi.h $(LIB_SRC)
 	$(CC) $(BASE) $(CFLAGS) -DPF_CUDA -DPF_TESTING -c parallelformers.c -o $(STANDIN)/parallelformers.o
 	$(CC) -std=gnu11 $(WARN) -pthread $(CFLAGS) -D_GNU_SOURCE -include $(STANDIN)/cuda_abi.h -c test/cuda_standin.c -o $(STANDIN)/cuda_standin.o
 	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) test/test_cuda.c test/test_util.c $(STANDIN)/parallelformers.o $(STANDIN)/cuda_standin.o -o $@ $(LDLIBS)

@@ -10,36 +10,10 @@
 
 #include "../parallelformers.h"
 #include "test.h"
+#include "testing_hooks.h"
 
 #define TOLERANCE_HF 1e-4f       /* fp32 logits against transformers */
 #define TOLERANCE_RANKS 1e-5f    /* n ranks against one rank */
-
-#ifdef PF_TESTING
-extern int pf_testing_fail_rank, pf_testing_fail_countdown, pf_testing_portable_cpu, pf_testing_avx2_cpu;
-extern int pf_testing_no_amx_cpu;
-void pf_testing_q8_quantize(float *data, size_t rows, size_t cols);
-void pf_testing_q4_quantize(float *data, size_t rows, size_t cols);
-void pf_testing_cpu_quantize_x(int8_t *qx, float *dx, int32_t *sx, const float *x, size_t blocks);
-void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
-                           size_t n_out, size_t k, size_t col_begin);
-void pf_testing_cpu_matmul_bf16_products(float *out, const float *x, const uint16_t *w, const float *bias, size_t rows,
-                                         size_t n_out, size_t k);
-void pf_testing_cpu_scores(float *out, size_t ld, const float *const *q, int nq, const float *keys, size_t stride,
-                           size_t count, size_t n);
-void pf_testing_cpu_weighted_sum(float *out, const float *w, const float *values, size_t stride, size_t count, size_t n);
-void pf_testing_cpu_weighted_sums(float *out, size_t ldo, const float *w, size_t ldw, int nq, const float *values,
-                                  size_t stride, size_t count, size_t n);
-void pf_testing_cpu_row_scores(float *out, size_t ld, const float *q, int heads, const size_t *kv, const void *keys,
-                               int dt, size_t row, size_t count, size_t n);
-void pf_testing_cpu_row_weighted_sums(float *out, const float *w, size_t ld, int heads, const size_t *kv,
-                                      const void *values, int dt, size_t row, size_t count, size_t n);
-void pf_testing_cpu_activate(float *out, const float *x, const float *mul, size_t count, int act);
-void pf_testing_cpu_exp_shifted(float *p, size_t count, float shift);
-double pf_testing_cpu_sum_shifted(const float *x, size_t n, double shift, int squares);
-void pf_testing_cpu_add_rows(float *x, const float *y, const float *b, size_t n);
-void pf_testing_cpu_normalize(float *out, const float *x, size_t n, double mean, float inv, const float *g,
-                              const float *b);
-#endif
 
 /* Which CPU kernels the fixtures run on, for the messages: the ones the machine picks, or portable. */
 static const char *cpu_kernels = "default kernels";
