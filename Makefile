@@ -58,7 +58,7 @@ endif
 # What a program linking the static library needs besides it (pkg-config's Libs.private).
 PRIVATE_LIBS := $(CUDA_LIBS) $(LDLIBS)
 
-.PHONY: all llama-cpp server test-server fuzz test test-asan test-native test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm test-smollm2 valgrind test-install install uninstall clean bench
+.PHONY: all llama-cpp server test-server fuzz test test-asan test-native test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm test-smollm2 valgrind test-install install uninstall clean bench fixtures
 
 all: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate $(BUILD)/embed $(BUILD)/classify_image $(BUILD)/transcribe \
      $(BUILD)/test_parallelformers $(BUILD)/test_cuda \
@@ -296,6 +296,11 @@ test-install: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate
 
 test: all
 	$(BUILD)/test_parallelformers test/fixtures $(BUILD)/generate
+
+# Regenerates every committed fixture with transformers (test/make_all_fixtures.sh --help says
+# which packages and versions; PYTHON=... picks the interpreter). Only for changing the fixtures.
+fixtures:
+	test/make_all_fixtures.sh
 
 # AddressSanitizer (with LeakSanitizer) and UndefinedBehaviorSanitizer, CPU build; float-to-int
 # overflow is not part of "undefined" and is asked for by name.
