@@ -31,7 +31,7 @@ INCLUDEDIR ?= $(PREFIX)/include
 TEST_DEFS := -D_POSIX_C_SOURCE=200809L -DPF_TESTING
 
 LIB_SRC  := parallelformers.c parallelformers.h policies.inc $(BUILD)/cuda-$(CUDA).stamp
-TESTS    := test/test_main.c test/test_util.c test/test_models.c test/test_bad_input.c test/test_config.c test/test_encoders.c test/test_seq2seq.c test/test_whisper.c test/test_cli.c test/test_tokenizer.c test/test_chat.c test/test_generation.c test/test_fuzz.c test/test_preprocessing.c test/test_policies.c test/test_gguf.c
+TESTS    := test/test_main.c test/test_util.c test/test_models.c test/test_cpu_kernels.c test/test_bad_input.c test/test_config.c test/test_encoders.c test/test_seq2seq.c test/test_whisper.c test/test_cli.c test/test_tokenizer.c test/test_chat.c test/test_generation.c test/test_fuzz.c test/test_preprocessing.c test/test_policies.c test/test_gguf.c
 
 ifeq ($(CUDA),1)
 CUDA_DEFS := -DPF_CUDA
@@ -61,7 +61,7 @@ PRIVATE_LIBS := $(CUDA_LIBS) $(LDLIBS)
 # The development sources: the shipped parallelformers.c is made from them (tool/amalgamate.sh).
 DEV_SRC  := src/ORDER $(wildcard src/*.c src/*.h) tool/amalgamate.sh
 
-.PHONY: amalgamation check-amalgamation test-amalgamation all llama-cpp server test-server fuzz test test-asan test-native test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm test-smollm2 valgrind test-install install uninstall clean bench
+.PHONY: amalgamation check-amalgamation test-amalgamation all llama-cpp server test-server fuzz test test-asan test-native test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm test-smollm2 valgrind test-install install uninstall clean bench fixtures
 
 all: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate $(BUILD)/embed $(BUILD)/classify_image $(BUILD)/transcribe \
      $(BUILD)/test_parallelformers $(BUILD)/test_cuda \
@@ -110,7 +110,7 @@ $(BUILD)/parallelformers_testing.o: $(TESTING_OBJS)
 	$(LD) -r $^ -o $@
 
 # The suite against the shipped one-file parallelformers.c, as users build it (CI runs it once).
-$(BUILD)/amalgamation/test_parallelformers: $(TESTS) test/test.h $(LIB_SRC)
+$(BUILD)/amalgamation/test_parallelformers: $(TESTS) test/test.h test/testing_hooks.h $(LIB_SRC)
 	@mkdir -p $(@D)
 	$(CC) $(BASE) $(CFLAGS) $(CUDA_DEFS) -DPF_TESTING -c parallelformers.c -o $(@D)/parallelformers_testing.o
 	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) $(TESTS) $(@D)/parallelformers_testing.o $(CUDA_OBJ) -o $@ $(CUDA_LIBS) $(LDLIBS)
@@ -144,12 +144,12 @@ $(BUILD)/classify_image: examples/classify_image.c $(BUILD)/libparallelformers.a
 $(BUILD)/transcribe: examples/transcribe.c $(BUILD)/libparallelformers.a
 	$(CC) $(BASE) $(CFLAGS) examples/transcribe.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
 
-$(BUILD)/test_parallelformers: $(TESTS) test/test.h $(BUILD)/parallelformers_testing.o $(CUDA_OBJ)
+$(BUILD)/test_parallelformers: $(TESTS) test/test.h test/testing_hooks.h $(BUILD)/parallelformers_testing.o $(CUDA_OBJ)
 	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) $(TESTS) $(BUILD)/parallelformers_testing.o $(CUDA_OBJ) -o $@ $(CUDA_LIBS) $(LDLIBS)
 
 # Every fixture on the CUDA backend against the CPU backend and transformers; prints that it
 # skipped where there is no GPU (or no CUDA in the build).
-$(BUILD)/test_cuda: test/test_cuda.c test/test_util.c test/test.h $(BUILD)/parallelformers_testing.o $(CUDA_OBJ)
+$(BUILD)/test_cuda: test/test_cuda.c test/test_util.c test/test.h test/testing_hooks.h $(BUILD)/parallelformers_testing.o $(CUDA_OBJ)
 	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) test/test_cuda.c test/test_util.c $(BUILD)/parallelformers_testing.o $(CUDA_OBJ) -o $@ $(CUDA_LIBS) $(LDLIBS)
 
 test-cuda: $(BUILD)/test_cuda
@@ -169,7 +169,7 @@ $(STANDIN)/cuda_abi.h: parallelformers.c | $(BUILD)
 	printf '#include <stddef.h>\n#include <stdint.h>\n' > $@
 	awk '/^typedef struct pf_cuda_rank pf_cuda_rank;/{p=1} /^\/\* ---- state ---- \*\//{p=0} p' parallelformers.c >> $@
 
-$(STANDIN)/test_cuda: test/test_cuda.c test/test_util.c test/test.h test/cuda_standin.c $(STANDIN)/cuda_abi.h $(LIB_SRC)
+$(STANDIN)/test_cuda: test/test_cuda.c test/test_util.c test/test.h test/testing_hooks.h test/cuda_standin.c $(STANDIN)/cuda_abi.h $(LIB_SRC)
 	$(CC) $(BASE) $(CFLAGS) -DPF_CUDA -DPF_TESTING -c parallelformers.c -o $(STANDIN)/parallelformers.o
 	$(CC) -std=gnu11 $(WARN) -pthread $(CFLAGS) -D_GNU_SOURCE -include $(STANDIN)/cuda_abi.h -c test/cuda_standin.c -o $(STANDIN)/cuda_standin.o
 	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) test/test_cuda.c test/test_util.c $(STANDIN)/parallelformers.o $(STANDIN)/cuda_standin.o -o $@ $(LDLIBS)
@@ -334,6 +334,11 @@ test-install: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate
 
 test: all
 	$(BUILD)/test_parallelformers test/fixtures $(BUILD)/generate
+
+# Regenerates every committed fixture with transformers (test/make_all_fixtures.sh --help says
+# which packages and versions; PYTHON=... picks the interpreter). Only for changing the fixtures.
+fixtures:
+	test/make_all_fixtures.sh
 
 # AddressSanitizer (with LeakSanitizer) and UndefinedBehaviorSanitizer, CPU build; float-to-int
 # overflow is not part of "undefined" and is asked for by name.

@@ -60,6 +60,9 @@ int test_register_fixture_policies(void);
 /* Comma-separated ints into out (at most cap); returns the count, or -1 if malformed. */
 int test_parse_ids(const char *text, int *out, int cap);
 float test_max_abs_diff(const float *a, const float *b, size_t n);
+/* x rounded to the nearest value with `bits` bits after the leading one and no bit below 2^lowest
+   (ties to even): fp16 is (10, -24), bf16 (7, -133). Exact: scaling by powers of two. */
+float test_round_to_format(float x, int bits, int lowest);
 
 /* One case of a fixture's generation_cases.txt (written by make_generation_fixtures.py):
    transformers' generate kwargs, the prompts, and the sequences (and beam scores) it returned. */
@@ -98,6 +101,7 @@ int test_read_encoder_reference(const char *dir, test_encoder_reference *ref); /
 /* Each test file of test_parallelformers provides one entry point, called from test_main.c. */
 void test_tokenizer(void);
 void test_models(void);
+void test_cpu_kernels(void);
 void test_bad_input(void);
 void test_config(void);
 void test_encoders(void);

@@ -72,19 +72,13 @@
 
 #include "../parallelformers.h"
 #include "test.h"
+#include "testing_hooks.h"
 
 #define TOLERANCE_F32 1e-3f
 #define TOLERANCE_F16 0.1f
 #define TOLERANCE_BF16 1.0f
 #define MARGIN_F32 1e-2f /* decode steps closer to a tie than this are not compared */
 #define MAX_IDS TEST_MAX_IDS /* the longest prompt, generation or cache */
-
-#ifdef PF_TESTING
-extern int pf_testing_fail_rank, pf_testing_fail_countdown;
-extern int pf_testing_device_choices; /* greedy tokens the devices chose (pf__combine_choices) */
-extern int pf_testing_device_samples; /* sampled tokens drawn from the devices' top-k candidates */
-extern int pf_testing_check_device_choices; /* 0: a release build's path (no logits unless needed) */
-#endif
 
 /* kernels.cu's C ABI (or the stand-in's), for calling the arg-max kernel directly: weak, since a
    build without CUDA has none (the test then has nothing to call, and skips anyway). */
@@ -1229,10 +1223,8 @@ static void test_failing_rank(void) {
 
 /* ---- CUDA graphs: decode steps captured once per shape and replayed ---- */
 
-/* Rank 0's graph captures and launches (parallelformers.c, PF_CUDA test builds), and the stand-in's
-   graphs alive: weak, absent from a build without CUDA. */
-extern int pf_testing_cuda_graph_captures __attribute__((weak));
-extern int pf_testing_cuda_graph_launches __attribute__((weak));
+/* The stand-in's graphs alive: weak, absent from a build without CUDA, as are rank 0's graph
+   captures and launches (pf_testing_cuda_graph_*, testing_hooks.h). */
 extern int pf_mock_graphs_live __attribute__((weak));
 
 enum { GRAPH_TOKENS = 16 * MAX_IDS, GRAPH_SCORES = 16 };

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "test.h"
+#include "testing_hooks.h"
 
 /* Generous for the sanitizer and valgrind builds; a healthy case takes well under a second. */
 #ifndef CASE_SECONDS
@@ -294,8 +295,6 @@ static void case_vocab_smaller_than_ranks(void) {
         end_case();
     }
 }
-
-extern int pf_testing_skip_reduce_rank, pf_testing_skip_reduce_countdown;
 
 /* The check that ranks enter the same collectives must itself catch a rank that skips one (else
    the case above proves nothing about the next such decision): an error naming both, not a hang

@@ -9,6 +9,7 @@
 
 #include "../parallelformers.h"
 #include "test.h"
+#include "testing_hooks.h"
 
 static pf_model *open_model(const char *fixture, int ranks, int max_batch) {
     char dir[1024];
@@ -312,8 +313,6 @@ static int no_stream(void *user, int row, int32_t token, const char *text, size_
     return 0;
 }
 
-extern int pf_testing_batch_rows;
-
 /* Continuous batching: greedy and seeded sampling requests of different prompt lengths and
    generation lengths, from 6 threads at once, merged into shared decode steps (some steps run
    several requests' rows), each equal to the same request run alone (a stream callback makes a
@@ -422,8 +421,6 @@ static void *gated_call_main(void *arg) {
     c->result = pf_generate(c->model, prompt, 2, &c->options, out, 8, &n);
     return NULL;
 }
-
-extern int pf_testing_batch_queued(pf_model *m);
 
 static void test_busy_queue(void) {
     char dir[1024];

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "test.h"
+#include "testing_hooks.h"
 
 #define GGUF_LOGIT_TOLERANCE 1e-4f /* fp32 against fp32 on the same weights, as every fixture */
 #define GGUF_NEW_TOKENS 8          /* as make_gguf_fixtures.py */
@@ -147,20 +148,17 @@ static void gguf_check_tokenizer(const char *fixture, const char *gguf) {
     pf_free(m);
 }
 
-/* --dtype q8 / q4 on a GGUF's Q8_0 / Q4_0 weights: the rank formats are llama.cpp's blocks, and
-   quantizing a block that llama.cpp's quantizer wrote, once dequantized, gives that block back
-   (its extreme weight fixes the same fp16 scale, every weight the same integer), so the ranks hold
-   the file's own blocks. Checked on blocks made as llama.cpp makes them: Q8_0 with a weight at
-   +-127, Q4_0 with its extreme at q = 0; scales k / 1024 are exact in fp16. */
-void pf_testing_q8_quantize(float *data, size_t rows, size_t cols);
-void pf_testing_q4_quantize(float *data, size_t rows, size_t cols);
-
 static float gguf_f16(const unsigned char *p) { /* the normal and zero fp16 values the blocks use */
     unsigned h = p[0] | (unsigned)p[1] << 8, exponent = (h >> 10) & 31;
     float v = exponent ? ldexpf(1.0f + (float)(h & 1023) / 1024.0f, (int)exponent - 15) : ldexpf((float)(h & 1023), -24);
     return h & 0x8000 ? -v : v;
 }
 
+/* --dtype q8 / q4 on a GGUF's Q8_0 / Q4_0 weights: the rank formats are llama.cpp's blocks, and
+   quantizing a block that llama.cpp's quantizer wrote, once dequantized, gives that block back
+   (its extreme weight fixes the same fp16 scale, every weight the same integer), so the ranks hold
+   the file's own blocks. Checked on blocks made as llama.cpp makes them: Q8_0 with a weight at
+   +-127, Q4_0 with its extreme at q = 0; scales k / 1024 are exact in fp16. */
 static void gguf_check_requantized_blocks(void) {
     enum { BLOCKS = 64 };
     static float weights[BLOCKS * 32];

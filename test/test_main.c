@@ -10,6 +10,7 @@ int main(int argc, char **argv) {
         {"chat", test_chat},
         {"preprocess", test_preprocessing},
         {"models", test_models},
+        {"kernels", test_cpu_kernels},
         {"bad input", test_bad_input},
         {"config", test_config},
         {"encoders", test_encoders},

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "test.h"
+#include "testing_hooks.h"
 
 #define TOLERANCE_HF 1e-4f /* fp32 logits against transformers, as test_models.c */
 
@@ -474,10 +475,6 @@ static void test_policy_threads(void) {
 }
 
 /* ---- every compiled-in policy, exported and registered again ---- */
-
-#ifdef PF_TESTING
-const char *pf_testing_builtin_model_type(int i);
-#endif
 
 /* text with the first `"model_type": "OLD"` made `"model_type": "copy-OLD"`; NULL when it has
    none. *old gets OLD. The caller frees the result. */

@@ -125,6 +125,14 @@ float test_max_abs_diff(const float *a, const float *b, size_t n) {
     return worst;
 }
 
+float test_round_to_format(float x, int bits, int lowest) {
+    int e;
+    if (x == 0.0f || !isfinite(x)) return x;
+    frexpf(x, &e); /* the leading bit is 2^(e - 1) */
+    int last = e - 1 - bits < lowest ? lowest : e - 1 - bits;
+    return ldexpf(nearbyintf(ldexpf(x, -last)), last);
+}
+
 /* ---- generation_cases.txt: the one-line JSON of generate kwargs ---- */
 
 static const char *skip_spaces(const char *p) {
