@@ -314,6 +314,62 @@ __global__ void pf_add_residual_norm_kernel(float *x, const float *y, const void
                 red);
 }
 
+#ifdef PF_CUDA_NEXT_KERNELS
+/* pf_add_residual_norm_kernel with the row in registers (n <= blockDim.x * PF_NORM_REGS): the
+   residual sum is read from global memory once instead of once per pass (4 dependent rounds of
+   loads become 1; a decode step's row is one block, so their latency was the kernel's time).
+   Each thread takes the elements and sums in the order pf_norm_row gives it, so the results are
+   that kernel's. */
+#define PF_NORM_REGS 16
+
+__global__ void pf_add_residual_norm_regs_kernel(float *x, const float *y, const void *bias, int bias_dtype, float *out,
+                                                 const void *w, int w_dtype, const void *b, int b_dtype, size_t n,
+                                                 float eps, int rms, void *out16, int out16_dtype) {
+    __shared__ float red[32];
+    size_t row = (size_t)blockIdx.x * n;
+    float *xr = x + row, *o = out + row;
+    void *o16 = out16 ? (char *)out16 + 2 * row : NULL;
+    float xv[PF_NORM_REGS];
+#pragma unroll
+    for (int k = 0; k < PF_NORM_REGS; k++) {
+        size_t i = threadIdx.x + (size_t)k * blockDim.x;
+        xv[k] = i < n ? xr[i] + ((y ? y[row + i] : 0.0f) + pf_load(bias, bias_dtype, i)) : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < PF_NORM_REGS; k++) {
+        size_t i = threadIdx.x + (size_t)k * blockDim.x;
+        if (i < n) xr[i] = xv[k];
+    }
+    float mean = 0.0f;
+    if (!rms) {
+        float s = 0.0f;
+#pragma unroll
+        for (int k = 0; k < PF_NORM_REGS; k++)
+            if (threadIdx.x + (size_t)k * blockDim.x < n) s += xv[k];
+        mean = pf_block_sum(s, red) / (float)n;
+    }
+    float v = 0.0f;
+#pragma unroll
+    for (int k = 0; k < PF_NORM_REGS; k++) {
+        if (threadIdx.x + (size_t)k * blockDim.x < n) {
+            float dx = xv[k] - mean;
+            v += dx * dx;
+        }
+    }
+    float var = pf_block_sum(v, red) / (float)n;
+    float inv = 1.0f / sqrtf(var + eps);
+#pragma unroll
+    for (int k = 0; k < PF_NORM_REGS; k++) {
+        size_t i = threadIdx.x + (size_t)k * blockDim.x;
+        if (i < n) {
+            float yv = (xv[k] - mean) * inv * (w ? pf_load(w, w_dtype, i) : 1.0f) + pf_load(b, b_dtype, i);
+            o[i] = yv;
+            pf_store16(o16, out16_dtype, i, yv);
+        }
+    }
+}
+#endif
+
 /* dst (fp16 or bf16) = src (fp32), round to nearest even. */
 __global__ void pf_convert_kernel(void *dst, const float *src, size_t n, int dtype) {
     PF_GRID_STRIDE(i, n) {
@@ -1855,6 +1911,15 @@ int pf_cuda_add_residual_norm(struct pf_cuda_rank *st, float *x, const float *y,
     const size_t most = (size_t)1 << 30;
     for (size_t first = 0; first < rows; first += most) {
         size_t count = rows - first < most ? rows - first : most, at = first * n;
+#ifdef PF_CUDA_NEXT_KERNELS
+        if (n <= (size_t)threads * PF_NORM_REGS) {
+            pf_add_residual_norm_regs_kernel<<<(unsigned)count, threads, 0, st->stream>>>(
+                x + at, y ? y + at : NULL, bias, bias_dtype, out + at, weight, weight_dtype, norm_bias,
+                norm_bias_dtype, n, eps, rms, out16 ? (char *)out16 + at * 2 : NULL, out16_dtype);
+            PF_CUDA_CHECK_LAUNCH(st, pf_add_residual_norm_regs_kernel);
+            continue;
+        }
+#endif
         pf_add_residual_norm_kernel<<<(unsigned)count, threads, 0, st->stream>>>(
             x + at, y ? y + at : NULL, bias, bias_dtype, out + at, weight, weight_dtype, norm_bias, norm_bias_dtype, n,
             eps, rms, out16 ? (char *)out16 + at * 2 : NULL, out16_dtype);

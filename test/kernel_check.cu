@@ -14,7 +14,9 @@
      splits, masks 0/1/2, pads, windows, ALiBi, fp32/fp16/bf16 caches; three launches and a graph
      replay must give the same bits (the per-(row, head) counters reset themselves);
    - GEMV (pf_gemv16_kernel vs cuBLAS and the reference): 1..8 rows, GPT-2 XL's widths, fp16 and
-     bf16, with and without bias; two runs the same bits. */
+     bf16, with and without bias; two runs the same bits;
+   - residual + norm (pf_add_residual_norm_regs_kernel vs pf_add_residual_norm_kernel): the same
+     bits, LayerNorm and RMSNorm, rows of 100..4096. */
 #ifndef PF_CUDA_NEXT_KERNELS
 #define PF_CUDA_NEXT_KERNELS
 #endif
@@ -423,6 +425,66 @@ template <typename C> static void check_gemv(pf_cuda_rank *st, int rows, int n_o
     cudaFree(d_w), cudaFree(d_x), cudaFree(d_b), cudaFree(d_out);
 }
 
+
+/* pf_add_residual_norm_regs_kernel against pf_add_residual_norm_kernel: the same bits. */
+static void check_norm(pf_cuda_rank *st, int rows, int n, int rms, bool timed) {
+    std::vector<float> x((size_t)rows * n), y(x.size());
+    std::vector<__half> w(n), bias(n), nb(n);
+    for (auto &v : x) v = frand() * 4.0f;
+    for (auto &v : y) v = frand();
+    for (int i = 0; i < n; i++) w[i] = __float2half_rn(1.0f + frand() * 0.1f), bias[i] = __float2half_rn(frand() * 0.1f),
+                                nb[i] = __float2half_rn(frand() * 0.1f);
+    float *d_x, *d_y, *d_out;
+    __half *d_w, *d_bias, *d_nb, *d_o16;
+    size_t bytes = x.size() * 4;
+    CK(cudaMalloc(&d_x, bytes));
+    CK(cudaMalloc(&d_y, bytes));
+    CK(cudaMalloc(&d_out, bytes));
+    CK(cudaMalloc(&d_w, n * 2));
+    CK(cudaMalloc(&d_bias, n * 2));
+    CK(cudaMalloc(&d_nb, n * 2));
+    CK(cudaMalloc(&d_o16, x.size() * 2));
+    CK(cudaMemcpy(d_y, y.data(), bytes, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d_w, w.data(), n * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d_bias, bias.data(), n * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d_nb, nb.data(), n * 2, cudaMemcpyHostToDevice));
+    unsigned threads = n >= PF_THREADS ? PF_THREADS : (unsigned)((n + 31) / 32 * 32);
+    auto run = [&](bool regs) {
+        if (regs)
+            pf_add_residual_norm_regs_kernel<<<rows, threads, 0, st->stream>>>(d_x, d_y, d_bias, PF_CUDA_F16, d_out, d_w,
+                                                                               PF_CUDA_F16, d_nb, PF_CUDA_F16, n, 1e-5f,
+                                                                               rms, d_o16, PF_CUDA_F16);
+        else
+            pf_add_residual_norm_kernel<<<rows, threads, 0, st->stream>>>(d_x, d_y, d_bias, PF_CUDA_F16, d_out, d_w,
+                                                                          PF_CUDA_F16, d_nb, PF_CUDA_F16, n, 1e-5f, rms,
+                                                                          d_o16, PF_CUDA_F16);
+    };
+    std::vector<float> res[2], xs[2];
+    std::vector<__half> o16[2];
+    for (int k = 0; k < 2; k++) {
+        CK(cudaMemcpy(d_x, x.data(), bytes, cudaMemcpyHostToDevice));
+        CK(cudaMemset(d_out, 0xff, bytes));
+        run(k == 1);
+        CK(cudaStreamSynchronize(st->stream));
+        res[k] = download(d_out, x.size());
+        xs[k] = download(d_x, x.size());
+        o16[k].resize(x.size());
+        CK(cudaMemcpy(o16[k].data(), d_o16, x.size() * 2, cudaMemcpyDeviceToHost));
+    }
+    bool same = !memcmp(res[0].data(), res[1].data(), bytes) && !memcmp(xs[0].data(), xs[1].data(), bytes) &&
+                !memcmp(o16[0].data(), o16[1].data(), x.size() * 2);
+    if (!same) failures++;
+    printf("resnorm rows %d n %5d rms %d: registers vs pf_add_residual_norm_kernel %s %s (max diff %.2e)", rows, n, rms,
+           same ? "same bits" : "DIFFER", same ? "ok" : "FAIL", max_diff(res[0], res[1]));
+    if (timed) {
+        int runs = quick ? 20 : 200;
+        float t_old = time_us(st, runs, [&] { run(false); }), t_new = time_us(st, runs, [&] { run(true); });
+        printf("  | old %.2f us new %.2f us (x%.2f)", t_old, t_new, t_old / t_new);
+    }
+    printf("\n");
+    cudaFree(d_x), cudaFree(d_y), cudaFree(d_out), cudaFree(d_w), cudaFree(d_bias), cudaFree(d_nb), cudaFree(d_o16);
+}
+
 int main(int argc, char **argv) {
     quick = argc > 1 && !strcmp(argv[1], "quick");
     int count = 0;
@@ -497,6 +559,11 @@ int main(int argc, char **argv) {
             if (rows == 1 || rows == 8) check_gemv<__nv_bfloat16>(st, rows, s[0], s[1], rows == 8, false);
         }
     check_gemv<__half>(st, 4, 4800, 1600, false, false);
+    for (int n : {1600, 2048, 4096, 768, 100})
+        for (int rms = 0; rms < 2; rms++) {
+            check_norm(st, 1, n, rms, rms == 0 || n == 2048);
+            check_norm(st, 5, n, rms, false);
+        }
 
     cudaError_t e = cudaDeviceSynchronize();
     if (e != cudaSuccess) {
