@@ -56,7 +56,16 @@
    NaN-filled allocations) under ASan, UBSan and TSan, with 1-4 ranks on one "GPU" and a two-"GPU"
    NCCL stand-in. Note that dropping the pads from rotary or ALiBi alone changes no test's tokens:
    both shift every score of a query by the same amount (rotary exactly up to rounding), so only
-   the masking and the learned/sinusoid positions are pinned down by tokens. */
+   the masking and the learned/sinusoid positions are pinned down by tokens.
+
+   Built with -DPF_CUDA_NEXT_KERNELS (make PF_NEXT=1), faster kernels replace five launches for an
+   A/B on a GPU (the default build leaves them out): prefill attention with S and O in registers
+   (pf_flash2_attention_kernel), decode attention in one launch (pf_decode_attention_kernel), a
+   GEMV for 1..8 rows of 16-bit GEMMs (pf_gemv16_kernel) and residual + norm with the row in
+   registers (pf_add_residual_norm_regs_kernel). test/kernel_check.cu checks them against the
+   kernels they replace and a double-precision reference; test/gpu_check.sh next runs it, the
+   test suite's GPU cases and the bench with each build. Compiled only so far (no GPU where they
+   were written). */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -10,6 +10,14 @@
 #   4. the GPT-2 XL f16 bench (prompt 512, 128 new, 1 rank) with each build, base first;
 #   5. build/next/test_cuda on every fixture with the time left.
 # Exits with the first failure's status. Logs under $out (at most 8 files).
+# To spend the device's minutes on running rather than building, build both here first and carry
+# them (the device tool's carry: build/base and build/next; well under its 64 MiB without the
+# objects):
+#   make -j2 CUDA=1 CUDA_ARCHS=90 BUILD=build/base build/base/test_cuda build/base/bench
+#   make -j2 CUDA=1 CUDA_ARCHS=90 BUILD=build/next PF_NEXT=1 build/next/test_cuda build/next/bench \
+#       build/next/kernel_check
+#   rm -f build/base/*.o build/base/*.a build/next/*.o build/next/*.a
+#   then on the device: NEXT_S=420 sh test/gpu_check.sh next
 start=$(date +%s)
 cat "$out/machine.txt" >>"$log" && rm -f "$out/machine.txt"
 if ! nvidia-smi -L >/dev/null 2>&1; then
