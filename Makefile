@@ -368,3 +368,14 @@ valgrind: $(BUILD)/valgrind_cycles
 
 clean:
 	rm -rf build
+
+# The next kernels (kernels.cu's PF_CUDA_NEXT_KERNELS, for an A/B on a GPU): PF_NEXT=1 adds the
+# macro to NVCCFLAGS (use a BUILD of its own: kernels.o does not depend on the flags), e.g.
+# make CUDA=1 PF_NEXT=1 BUILD=build-next. build/kernel_check compares those kernels with the ones
+# they replace and a double-precision reference, and times both (test/kernel_check.cu).
+ifeq ($(PF_NEXT),1)
+NVCCFLAGS += -DPF_CUDA_NEXT_KERNELS
+endif
+$(BUILD)/kernel_check: test/kernel_check.cu kernels.cu Makefile | $(BUILD)
+	$(NVCC) $(NVCCFLAGS) -DPF_CUDA_NEXT_KERNELS $(NCCL_CFLAGS) -c test/kernel_check.cu -o $@.o
+	$(CC) $@.o -o $@ $(CUDA_LIBS) $(LDLIBS)

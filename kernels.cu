@@ -56,7 +56,16 @@
    NaN-filled allocations) under ASan, UBSan and TSan, with 1-4 ranks on one "GPU" and a two-"GPU"
    NCCL stand-in. Note that dropping the pads from rotary or ALiBi alone changes no test's tokens:
    both shift every score of a query by the same amount (rotary exactly up to rounding), so only
-   the masking and the learned/sinusoid positions are pinned down by tokens. */
+   the masking and the learned/sinusoid positions are pinned down by tokens.
+
+   Built with -DPF_CUDA_NEXT_KERNELS (make PF_NEXT=1), faster kernels replace five launches for an
+   A/B on a GPU (the default build leaves them out): prefill attention with S and O in registers
+   (pf_flash2_attention_kernel), decode attention in one launch (pf_decode_attention_kernel), a
+   GEMV for 1..8 rows of 16-bit GEMMs (pf_gemv16_kernel) and residual + norm with the row in
+   registers (pf_add_residual_norm_regs_kernel). test/kernel_check.cu checks them against the
+   kernels they replace and a double-precision reference; test/gpu_check.sh next runs it, the
+   test suite's GPU cases and the bench with each build. Compiled only so far (no GPU where they
+   were written). */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -98,6 +107,9 @@ struct pf_cuda_rank {
     cudaStream_t stream;
     cublasHandle_t blas;
     char message[256];
+#ifdef PF_CUDA_NEXT_KERNELS
+    unsigned *counters; /* PF_DECODE_COUNTERS zeros: pf_decode_attention_kernel's, per (row, head) */
+#endif
 };
 
 /* ---- errors ---------------------------------------------------------------------------------- */
@@ -310,6 +322,62 @@ __global__ void pf_add_residual_norm_kernel(float *x, const float *y, const void
     pf_norm_row(out + row, xr, w, w_dtype, b, b_dtype, n, eps, rms, out16 ? (char *)out16 + 2 * row : NULL, out16_dtype,
                 red);
 }
+
+#ifdef PF_CUDA_NEXT_KERNELS
+/* pf_add_residual_norm_kernel with the row in registers (n <= blockDim.x * PF_NORM_REGS): the
+   residual sum is read from global memory once instead of once per pass (4 dependent rounds of
+   loads become 1; a decode step's row is one block, so their latency was the kernel's time).
+   Each thread takes the elements and sums in the order pf_norm_row gives it, so the results are
+   that kernel's. */
+#define PF_NORM_REGS 16
+
+__global__ void pf_add_residual_norm_regs_kernel(float *x, const float *y, const void *bias, int bias_dtype, float *out,
+                                                 const void *w, int w_dtype, const void *b, int b_dtype, size_t n,
+                                                 float eps, int rms, void *out16, int out16_dtype) {
+    __shared__ float red[32];
+    size_t row = (size_t)blockIdx.x * n;
+    float *xr = x + row, *o = out + row;
+    void *o16 = out16 ? (char *)out16 + 2 * row : NULL;
+    float xv[PF_NORM_REGS];
+#pragma unroll
+    for (int k = 0; k < PF_NORM_REGS; k++) {
+        size_t i = threadIdx.x + (size_t)k * blockDim.x;
+        xv[k] = i < n ? xr[i] + ((y ? y[row + i] : 0.0f) + pf_load(bias, bias_dtype, i)) : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < PF_NORM_REGS; k++) {
+        size_t i = threadIdx.x + (size_t)k * blockDim.x;
+        if (i < n) xr[i] = xv[k];
+    }
+    float mean = 0.0f;
+    if (!rms) {
+        float s = 0.0f;
+#pragma unroll
+        for (int k = 0; k < PF_NORM_REGS; k++)
+            if (threadIdx.x + (size_t)k * blockDim.x < n) s += xv[k];
+        mean = pf_block_sum(s, red) / (float)n;
+    }
+    float v = 0.0f;
+#pragma unroll
+    for (int k = 0; k < PF_NORM_REGS; k++) {
+        if (threadIdx.x + (size_t)k * blockDim.x < n) {
+            float dx = xv[k] - mean;
+            v += dx * dx;
+        }
+    }
+    float var = pf_block_sum(v, red) / (float)n;
+    float inv = 1.0f / sqrtf(var + eps);
+#pragma unroll
+    for (int k = 0; k < PF_NORM_REGS; k++) {
+        size_t i = threadIdx.x + (size_t)k * blockDim.x;
+        if (i < n) {
+            float yv = (xv[k] - mean) * inv * (w ? pf_load(w, w_dtype, i) : 1.0f) + pf_load(b, b_dtype, i);
+            o[i] = yv;
+            pf_store16(o16, out16_dtype, i, yv);
+        }
+    }
+}
+#endif
 
 /* dst (fp16 or bf16) = src (fp32), round to nearest even. */
 __global__ void pf_convert_kernel(void *dst, const float *src, size_t n, int dtype) {
@@ -1026,6 +1094,515 @@ static int pf_cuda__attention(struct pf_cuda_rank *st, dim3 grid, size_t shared,
     return PF_CUDA_OK;
 }
 
+#ifdef PF_CUDA_NEXT_KERNELS
+/* ---- next kernels (built with -DPF_CUDA_NEXT_KERNELS; the default build leaves them out) -------
+
+   Prefill attention with S and O in registers (pf_flash2_attention_kernel): same semantics and
+   grid as pf_flash_attention_kernel (masks 0 and 1, pads, windows, ALiBi, T5's relative bias,
+   GQA, fp16/bf16 caches). A block is 4 warps of 16 query rows (64 queries of one (sequence,
+   head)); per key tile each warp computes S = Q K^T with mma.sync m16n8k16 into fp32 fragments,
+   does the online softmax on those fragments (a row's 4 lanes combine their max with two
+   shuffles), rounds P to the cache's type in registers (the A fragment of the P V product is the
+   S accumulator's layout, so P never goes through shared memory) and adds P V into O, which stays
+   in registers until the end. K/V tiles (64 keys up to head_dim 128, 32 above) are
+   double-buffered with cp.async (zero-filled outside the block's keys, as
+   pf_flash_stage_keys does: 0 * NaN from an unwritten cache row would poison O). Tiles start at
+   multiples of the tile size, as before; each lane sums its own columns' rounded P and the row's
+   4 lanes add theirs at the end, so l is the same sum in another order. Scores are scaled by
+   log2(e) so that P = exp2(score - max), one MUFU op (a few ulp of fp32 from expf, far below P's
+   16-bit rounding). Shared memory: Q [64][hd + 8] and two stages of K and V [keys][hd + 8] in the
+   cache type (rows padded by 16 bytes so that ldmatrix's 8 row addresses hit distinct banks):
+   46 KB at head_dim 64, 85 KB at 128, 99 KB at 256 (sm_86/89's opt-in maximum). */
+#define PF_FLASH2_WARPS 4
+#define PF_FLASH2_ROWS (16 * PF_FLASH2_WARPS)
+
+static int pf_flash2_keys(int hd) { return hd > 128 ? 32 : 64; }
+
+static size_t pf_flash2_shared(int hd) {
+    return ((size_t)PF_FLASH2_ROWS + 4 * (size_t)pf_flash2_keys(hd)) * (size_t)(hd + 8) * 2;
+}
+
+__device__ __forceinline__ unsigned pf_smem_addr(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void pf_ldmatrix_x4(unsigned (&r)[4], const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(pf_smem_addr(p)));
+}
+
+__device__ __forceinline__ void pf_ldmatrix_x4_trans(unsigned (&r)[4], const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(pf_smem_addr(p)));
+}
+
+/* d += a b: a 16x16 (row), b 16x8 (col), fp32 accumulators. */
+__device__ __forceinline__ void pf_mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1, __half) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void pf_mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1,
+                                            __nv_bfloat16) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* Two floats rounded to nearest into one 32-bit pair (lo in the low half), and the rounded sum. */
+__device__ __forceinline__ unsigned pf_pack2(float lo, float hi, float *sum, __half) {
+    __half2 v = __floats2half2_rn(lo, hi);
+    *sum += __low2float(v) + __high2float(v);
+    return *(unsigned *)&v;
+}
+
+__device__ __forceinline__ unsigned pf_pack2(float lo, float hi, float *sum, __nv_bfloat16) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    *sum += __low2float(v) + __high2float(v);
+    return *(unsigned *)&v;
+}
+
+/* 16 bytes global -> shared without registers; bytes 0 fills the 16 with zeros (src not read). */
+__device__ __forceinline__ void pf_cp_async16(void *dst, const void *src, int bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(pf_smem_addr(dst)), "l"(src), "r"(bytes));
+}
+__device__ __forceinline__ void pf_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void pf_cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+/* A score of key j for the query at cache position pos, times log2(e); -inf outside first..last. */
+__device__ __forceinline__ float pf_flash2_score(const pf_attn_args &a, float s, int j, int first, int last, int pad,
+                                                 int pos, int h, float slope) {
+    if (j < first || j > last) return -INFINITY;
+    float v = s * a.scale + slope * (float)(j - pad);
+    if (a.rel_bias)
+        v += a.rel_bias[(size_t)h * a.rel_rows + pf_relative_bucket(j - pos, a.rel_buckets, a.rel_max_distance, a.mask != 1)];
+    return v * 1.4426950408889634f;
+}
+
+/* grid (query tiles of PF_FLASH2_ROWS, local heads, batch), 32 * PF_FLASH2_WARPS threads,
+   pf_flash2_shared(hd) bytes of dynamic shared memory. HD: head_dim rounded up to 64, 128 or 256
+   (the register arrays' size; hd itself a multiple of 16 up to HD); KT keys a tile. */
+template <typename C, int HD, int KT>
+__global__ void __launch_bounds__(32 * PF_FLASH2_WARPS) pf_flash2_attention_kernel(float *out, const float *qkv,
+                                                                                   const C *k_cache, const C *v_cache,
+                                                                                   pf_attn_args a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 /* mma on bf16, cp.async: sm_80+, as the host checks */
+    extern __shared__ __align__(128) unsigned char shared_bytes[];
+    a.past = *a.past_at;
+    const int hd = a.hd, stride = hd + 8;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
+    C *q_tile = (C *)shared_bytes;                      /* [PF_FLASH2_ROWS][stride] */
+    C *kv_tiles = q_tile + PF_FLASH2_ROWS * stride;      /* per stage: K [KT][stride], then V */
+    const int h = blockIdx.y, b = blockIdx.z;
+    const int t0 = (int)(gridDim.x - 1 - blockIdx.x) * PF_FLASH2_ROWS; /* the longest causal tiles start first */
+    const size_t q_width = (size_t)a.heads * hd, kv_width = (size_t)a.kv_heads * hd;
+    const size_t row_width = q_width + 2 * kv_width;
+    const int pad = a.pad ? a.pad[b] : 0;
+    const int kv = (a.head_begin + h) / a.kv_group - a.kv_begin;
+    const float slope = a.alibi ? a.alibi[h] : 0.0f;
+    const size_t cache_row = a.rows ? (size_t)a.rows[b] : (size_t)b;
+    const C *k_base = k_cache + cache_row * a.cache_len * kv_width + (size_t)kv * hd;
+    const C *v_base = v_cache + cache_row * a.cache_len * kv_width + (size_t)kv * hd;
+
+    /* Q rounded to C; rows past T are zeros (never written out). */
+    for (int i = threadIdx.x; i < PF_FLASH2_ROWS * hd; i += blockDim.x) {
+        int r = i / hd, c = i % hd, t = t0 + r;
+        float q = t < a.T ? qkv[((size_t)b * a.T + t) * row_width + (size_t)h * hd + c] : 0.0f;
+        pf_cache_store(q_tile, (size_t)r * stride + c, q);
+    }
+
+    int block_first, block_last, warp_first, warp_last;
+    int t_end = t0 + PF_FLASH2_ROWS < a.T ? t0 + PF_FLASH2_ROWS : a.T;
+    pf_flash_rows_keys(a, pad, t0, t_end, &block_first, &block_last);
+    int w0 = t0 + warp * 16, w1 = w0 + 16 < a.T ? w0 + 16 : a.T;
+    pf_flash_rows_keys(a, pad, w0, w1, &warp_first, &warp_last);
+    /* This lane's two rows of the fragments: g and g + 8 of the warp's 16. */
+    const int ta = w0 + g, tb = ta + 8, pos_a = a.past + ta, pos_b = a.past + tb;
+    int first_a = 1, last_a = 0, first_b = 1, last_b = 0;
+    if (ta < a.T) pf_flash_query_keys(a, pad, ta, &first_a, &last_a);
+    if (tb < a.T) pf_flash_query_keys(a, pad, tb, &first_b, &last_b);
+    const int k_begin = block_first <= block_last ? block_first / KT * KT : 0;
+    const int tiles = block_first <= block_last ? (block_last - k_begin) / KT + 1 : 0;
+
+    const int per_key = hd / 8; /* 16-byte pieces */
+    auto stage = [&](int tile) {
+        const int k0 = k_begin + tile * KT;
+        C *kt = kv_tiles + (size_t)(tile & 1) * 2 * KT * stride, *vt = kt + KT * stride;
+        for (int i = threadIdx.x; i < KT * per_key; i += blockDim.x) {
+            int key = i / per_key, part = i % per_key, j = k0 + key;
+            bool in = j >= block_first && j <= block_last;
+            size_t at = in ? (size_t)j * kv_width + (size_t)part * 8 : 0;
+            pf_cp_async16(kt + key * stride + part * 8, k_base + at, in ? 16 : 0);
+            pf_cp_async16(vt + key * stride + part * 8, v_base + at, in ? 16 : 0);
+        }
+        pf_cp_async_commit();
+    };
+
+    float o[HD / 8][4];
+#pragma unroll
+    for (int d = 0; d < HD / 8; d++) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
+    float m_a = -INFINITY, m_b = -INFINITY, l_a = 0.0f, l_b = 0.0f; /* m in log2 units; l: this lane's columns */
+    const C *q_warp = q_tile + (size_t)warp * 16 * stride;
+
+    if (tiles > 0) stage(0);
+    for (int tile = 0; tile < tiles; tile++) {
+        if (tile + 1 < tiles) {
+            stage(tile + 1); /* into the other buffer, free since the barrier that ended the last tile */
+            pf_cp_async_wait<1>();
+        } else {
+            pf_cp_async_wait<0>();
+        }
+        __syncthreads(); /* this tile's K and V (and, the first time, Q) are in shared memory */
+        const int k0 = k_begin + tile * KT;
+        if (!(warp_first > warp_last || k0 > warp_last || k0 + KT - 1 < warp_first)) {
+            const C *kt = kv_tiles + (size_t)(tile & 1) * 2 * KT * stride, *vt = kt + KT * stride;
+            float s[KT / 8][4];
+#pragma unroll
+            for (int n = 0; n < KT / 8; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+#pragma unroll
+            for (int kk = 0; kk < HD / 16; kk++) {
+                if (kk * 16 < hd) {
+                    unsigned qa[4];
+                    pf_ldmatrix_x4(qa, q_warp + (lane & 15) * stride + kk * 16 + (lane >> 4) * 8);
+#pragma unroll
+                    for (int n2 = 0; n2 < KT / 16; n2++) {
+                        unsigned kb[4]; /* two 8-key column blocks: b0 b1 of keys n2*16.., then of +8 */
+                        pf_ldmatrix_x4(kb, kt + (n2 * 16 + (lane & 7) + (lane >> 4) * 8) * stride + kk * 16 +
+                                               ((lane >> 3) & 1) * 8);
+                        pf_mma16816(s[2 * n2], qa, kb[0], kb[1], C());
+                        pf_mma16816(s[2 * n2 + 1], qa, kb[2], kb[3], C());
+                    }
+                }
+            }
+            /* Online softmax on the fragments: s[n][0..1] are row g's keys k0 + 8n + 2tq (+1),
+               s[n][2..3] row g + 8's. */
+            float max_a = -INFINITY, max_b = -INFINITY;
+#pragma unroll
+            for (int n = 0; n < KT / 8; n++) {
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    int j = k0 + n * 8 + 2 * tq + e;
+                    s[n][e] = pf_flash2_score(a, s[n][e], j, first_a, last_a, pad, pos_a, h, slope);
+                    s[n][2 + e] = pf_flash2_score(a, s[n][2 + e], j, first_b, last_b, pad, pos_b, h, slope);
+                    max_a = fmaxf(max_a, s[n][e]);
+                    max_b = fmaxf(max_b, s[n][2 + e]);
+                }
+            }
+            max_a = fmaxf(max_a, __shfl_xor_sync(0xffffffffu, max_a, 1));
+            max_a = fmaxf(max_a, __shfl_xor_sync(0xffffffffu, max_a, 2));
+            max_b = fmaxf(max_b, __shfl_xor_sync(0xffffffffu, max_b, 1));
+            max_b = fmaxf(max_b, __shfl_xor_sync(0xffffffffu, max_b, 2));
+            const float new_a = fmaxf(m_a, max_a), new_b = fmaxf(m_b, max_b);
+            /* A row that has seen no key yet keeps alpha 1 and P 0: O and l stay exactly zero. */
+            const float alpha_a = new_a == -INFINITY ? 1.0f : exp2f(m_a - new_a);
+            const float alpha_b = new_b == -INFINITY ? 1.0f : exp2f(m_b - new_b);
+            m_a = new_a, m_b = new_b;
+            unsigned p[KT / 8][2];
+            float sum_a = 0.0f, sum_b = 0.0f;
+#pragma unroll
+            for (int n = 0; n < KT / 8; n++) {
+                float p0 = s[n][0] == -INFINITY ? 0.0f : exp2f(s[n][0] - new_a);
+                float p1 = s[n][1] == -INFINITY ? 0.0f : exp2f(s[n][1] - new_a);
+                float p2 = s[n][2] == -INFINITY ? 0.0f : exp2f(s[n][2] - new_b);
+                float p3 = s[n][3] == -INFINITY ? 0.0f : exp2f(s[n][3] - new_b);
+                p[n][0] = pf_pack2(p0, p1, &sum_a, C());
+                p[n][1] = pf_pack2(p2, p3, &sum_b, C());
+            }
+            l_a = l_a * alpha_a + sum_a;
+            l_b = l_b * alpha_b + sum_b;
+#pragma unroll
+            for (int d = 0; d < HD / 8; d++) {
+                o[d][0] *= alpha_a, o[d][1] *= alpha_a;
+                o[d][2] *= alpha_b, o[d][3] *= alpha_b;
+            }
+#pragma unroll
+            for (int k2 = 0; k2 < KT / 16; k2++) {
+                const unsigned pa[4] = {p[2 * k2][0], p[2 * k2][1], p[2 * k2 + 1][0], p[2 * k2 + 1][1]};
+#pragma unroll
+                for (int d2 = 0; d2 < HD / 16; d2++) {
+                    if (d2 * 16 < hd) {
+                        unsigned vb[4]; /* V^T fragments of head-dim columns d2*16.. and +8 */
+                        pf_ldmatrix_x4_trans(vb, vt + (k2 * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * stride +
+                                                     d2 * 16 + (lane >> 4) * 8);
+                        pf_mma16816(o[2 * d2], pa, vb[0], vb[1], C());
+                        pf_mma16816(o[2 * d2 + 1], pa, vb[2], vb[3], C());
+                    }
+                }
+            }
+        }
+        __syncthreads(); /* every warp is done with this buffer before the next stage() refills it */
+    }
+    l_a += __shfl_xor_sync(0xffffffffu, l_a, 1);
+    l_a += __shfl_xor_sync(0xffffffffu, l_a, 2);
+    l_b += __shfl_xor_sync(0xffffffffu, l_b, 1);
+    l_b += __shfl_xor_sync(0xffffffffu, l_b, 2);
+    const float inv_a = l_a > 0.0f ? 1.0f / l_a : 0.0f, inv_b = l_b > 0.0f ? 1.0f / l_b : 0.0f;
+    float *out_a = out + ((size_t)b * a.T + ta) * q_width + (size_t)h * hd + 2 * tq;
+    float *out_b = out + ((size_t)b * a.T + tb) * q_width + (size_t)h * hd + 2 * tq;
+#pragma unroll
+    for (int d = 0; d < HD / 8; d++) {
+        if (d * 8 < hd) {
+            if (ta < a.T) *(float2 *)(out_a + d * 8) = make_float2(o[d][0] * inv_a, o[d][1] * inv_a);
+            if (tb < a.T) *(float2 *)(out_b + d * 8) = make_float2(o[d][2] * inv_b, o[d][3] * inv_b);
+        }
+    }
+#endif
+}
+
+template <typename C, int HD, int KT>
+static int pf_cuda__flash2_launch(struct pf_cuda_rank *st, int batch, float *out, const float *qkv, const C *k_cache,
+                                  const C *v_cache, const pf_attn_args &a) {
+    size_t shared = pf_flash2_shared(a.hd);
+    if (shared > 48 * 1024) {
+        PF_CUDA_CHECK(st, cudaFuncSetAttribute,
+                      (pf_flash2_attention_kernel<C, HD, KT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared));
+    }
+    dim3 grid((unsigned)((a.T + PF_FLASH2_ROWS - 1) / PF_FLASH2_ROWS), (unsigned)a.heads, (unsigned)batch);
+    pf_flash2_attention_kernel<C, HD, KT><<<grid, 32 * PF_FLASH2_WARPS, shared, st->stream>>>(out, qkv, k_cache,
+                                                                                            v_cache, a);
+    PF_CUDA_CHECK_LAUNCH(st, pf_flash2_attention_kernel);
+    return PF_CUDA_OK;
+}
+
+/* The instance for hd (a multiple of 16 up to PF_FLASH_MAX_HEAD_DIM). */
+template <typename C>
+static int pf_cuda__flash2_attention(struct pf_cuda_rank *st, int batch, float *out, const float *qkv, const C *k_cache,
+                                     const C *v_cache, const pf_attn_args &a) {
+    if (a.hd <= 64) return pf_cuda__flash2_launch<C, 64, 64>(st, batch, out, qkv, k_cache, v_cache, a);
+    if (a.hd <= 128) return pf_cuda__flash2_launch<C, 128, 64>(st, batch, out, qkv, k_cache, v_cache, a);
+    return pf_cuda__flash2_launch<C, 256, 32>(st, batch, out, qkv, k_cache, v_cache, a);
+}
+
+/* Decode attention in one launch (pf_decode_attention_kernel): the grid of pf_attention_kernel
+   (row, local head, split), 4 warps a block. Each warp runs its own online softmax over the
+   split's keys warp, warp + 4, ... (lanes across head_dim; up to 4 keys' K and V loaded before
+   any is used, so that their loads overlap), the block merges its 4 warps in shared memory into
+   the split's (m, l, acc) and, with one split, writes out. With several, each block stores its
+   partial as pf_attention_kernel does, and the block that finishes a (row, head) last (a counter
+   per (row, head) in the rank's device memory, which that block sets back to 0 for the next launch
+   or graph replay) combines them with pf_attention_combine_kernel's arithmetic in the same split
+   order: the combination is that kernel's to the bit; the partials differ from
+   pf_attention_kernel's by fp32 rounding (other summation orders). */
+#define PF_DECODE_WARPS 4
+#define PF_DECODE_BATCH 4                 /* keys a warp loads before using them */
+#define PF_DECODE_PER_LANE 8              /* head_dim up to 256 over 32 lanes */
+#define PF_DECODE_COUNTERS (1u << 16)     /* (row, head) pairs a rank's counters cover */
+
+template <typename C>
+__global__ void __launch_bounds__(32 * PF_DECODE_WARPS) pf_decode_attention_kernel(float *out, float *partials,
+                                                                                   unsigned *counters, const float *qkv,
+                                                                                   const C *k_cache, const C *v_cache,
+                                                                                   pf_attn_args a) {
+    __shared__ float warp_m[PF_DECODE_WARPS], warp_l[PF_DECODE_WARPS];
+    __shared__ float warp_acc[PF_DECODE_WARPS][PF_DECODE_PER_LANE * 32];
+    __shared__ float split_w[PF_MAX_SPLITS];
+    __shared__ int last_block;
+    a.past = *a.past_at;
+    const int hd = a.hd;
+    size_t row = blockIdx.x; /* b * T + t (T is 1 here, but the arithmetic is pf_attention_kernel's) */
+    int h = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
+    int b = (int)(row / (size_t)a.T), t = (int)(row % (size_t)a.T);
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    size_t q_width = (size_t)a.heads * hd, kv_width = (size_t)a.kv_heads * hd;
+    size_t row_width = a.mask == 2 ? q_width : q_width + 2 * kv_width;
+    int pos = a.past + t, pad = a.pad ? a.pad[b] : 0;
+    int last = a.mask == 1 ? pos : a.mask == 2 ? a.cache_len - 1 : a.past + a.T - 1;
+    int first = a.window > 0 && pos + 1 - a.window > pad ? pos + 1 - a.window : pad;
+    int len = first <= last ? last + 1 - first : 0;
+    int per = (len + splits - 1) / splits;
+    int begin = first + split * per, end = begin + per < last + 1 ? begin + per : last + 1;
+    int kv = (a.head_begin + h) / a.kv_group - a.kv_begin;
+    float slope = a.alibi ? a.alibi[h] : 0.0f;
+    const float *q_row = qkv + row * row_width + (size_t)h * hd;
+    size_t cache_row = a.rows ? (size_t)a.rows[b] : (size_t)b;
+    const C *k_base = k_cache + cache_row * a.cache_len * kv_width + (size_t)kv * hd;
+    const C *v_base = v_cache + cache_row * a.cache_len * kv_width + (size_t)kv * hd;
+
+    float q[PF_DECODE_PER_LANE], acc[PF_DECODE_PER_LANE];
+#pragma unroll
+    for (int c = 0; c < PF_DECODE_PER_LANE; c++) {
+        int i = lane + 32 * c;
+        q[c] = i < hd ? q_row[i] : 0.0f;
+        acc[c] = 0.0f;
+    }
+    float m = -INFINITY, l = 0.0f;
+    for (int j0 = begin + warp; j0 < end; j0 += PF_DECODE_WARPS * PF_DECODE_BATCH) {
+        float kr[PF_DECODE_BATCH][PF_DECODE_PER_LANE], vr[PF_DECODE_BATCH][PF_DECODE_PER_LANE];
+#pragma unroll
+        for (int u = 0; u < PF_DECODE_BATCH; u++) {
+            int j = j0 + u * PF_DECODE_WARPS;
+#pragma unroll
+            for (int c = 0; c < PF_DECODE_PER_LANE; c++) {
+                int i = lane + 32 * c;
+                bool in = j < end && i < hd;
+                kr[u][c] = in ? pf_cache_load(k_base, (size_t)j * kv_width + i) : 0.0f;
+                vr[u][c] = in ? pf_cache_load(v_base, (size_t)j * kv_width + i) : 0.0f;
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < PF_DECODE_BATCH; u++) {
+            int j = j0 + u * PF_DECODE_WARPS;
+            if (j >= end) break; /* the same for every lane */
+            float s = 0.0f;
+#pragma unroll
+            for (int c = 0; c < PF_DECODE_PER_LANE; c++) s += q[c] * kr[u][c];
+            s = pf_warp_sum(s) * a.scale + slope * (float)(j - pad);
+            if (a.rel_bias)
+                s += a.rel_bias[(size_t)h * a.rel_rows + pf_relative_bucket(j - pos, a.rel_buckets, a.rel_max_distance, a.mask != 1)];
+            float m_new = fmaxf(m, s);
+            float alpha = expf(m - m_new), e = expf(s - m_new); /* alpha 0 on the first key (m = -inf) */
+            l = l * alpha + e;
+#pragma unroll
+            for (int c = 0; c < PF_DECODE_PER_LANE; c++) acc[c] = acc[c] * alpha + e * vr[u][c];
+            m = m_new;
+        }
+    }
+    /* The block's 4 warps into one (m, l, acc), in warp order. */
+    if (lane == 0) warp_m[warp] = m, warp_l[warp] = l;
+#pragma unroll
+    for (int c = 0; c < PF_DECODE_PER_LANE; c++) warp_acc[warp][lane + 32 * c] = acc[c];
+    __syncthreads();
+    float M = -INFINITY, L = 0.0f;
+    for (int w = 0; w < PF_DECODE_WARPS; w++) M = fmaxf(M, warp_m[w]);
+    for (int w = 0; w < PF_DECODE_WARPS; w++)
+        if (warp_l[w] > 0.0f) L += warp_l[w] * expf(warp_m[w] - M);
+    float *part = partials + ((row * a.heads + h) * (size_t)splits + split) * (size_t)(hd + 2);
+    float *o = out + row * q_width + (size_t)h * hd;
+    for (int i = threadIdx.x; i < hd; i += blockDim.x) {
+        float sum = 0.0f;
+        for (int w = 0; w < PF_DECODE_WARPS; w++)
+            if (warp_l[w] > 0.0f) sum += warp_acc[w][i] * expf(warp_m[w] - M);
+        if (splits == 1) o[i] = L > 0.0f ? sum / L : 0.0f;
+        else part[2 + i] = sum;
+    }
+    if (splits == 1) return;
+    if (threadIdx.x == 0) {
+        part[0] = M; /* -inf and l = 0 for an empty split */
+        part[1] = L;
+    }
+    /* The last of the (row, head)'s blocks to get here combines: its partials are visible to it
+       after the fence before each block's count. */
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned *count = counters + row * a.heads + h;
+        int is_last = atomicAdd(count, 1u) == (unsigned)splits - 1;
+        if (is_last) *count = 0; /* every other block has counted: ready for the next launch */
+        last_block = is_last;
+    }
+    __syncthreads();
+    if (!last_block) return;
+    __threadfence();
+    const float *parts = partials + (row * a.heads + h) * (size_t)splits * (hd + 2);
+    if (threadIdx.x == 0) { /* pf_attention_combine_kernel's M and L, in its order */
+        float MM = -INFINITY;
+        for (int s = 0; s < splits; s++) MM = fmaxf(MM, __ldcg(parts + (size_t)s * (hd + 2)));
+        float LL = 0.0f;
+        for (int s = 0; s < splits; s++) {
+            float ms = __ldcg(parts + (size_t)s * (hd + 2)), ls = __ldcg(parts + (size_t)s * (hd + 2) + 1);
+            float w = ls > 0.0f ? expf(ms - MM) : 0.0f;
+            split_w[s] = ls > 0.0f ? w : -1.0f; /* -1: the split saw no key, skipped */
+            if (ls > 0.0f) LL += ls * w;
+        }
+        warp_l[0] = LL;
+    }
+    __syncthreads();
+    const float LL = warp_l[0];
+    for (int i = threadIdx.x; i < hd; i += blockDim.x) {
+        float sum = 0.0f;
+        for (int s = 0; s < splits; s++)
+            if (split_w[s] >= 0.0f) sum += __ldcg(parts + (size_t)s * (hd + 2) + 2 + i) * split_w[s];
+        o[i] = LL > 0.0f ? sum / LL : 0.0f;
+    }
+}
+
+template <typename C>
+static int pf_cuda__decode_attention(struct pf_cuda_rank *st, dim3 grid, float *out, float *partials,
+                                     const float *qkv, const C *k_cache, const C *v_cache, const pf_attn_args &a) {
+    pf_decode_attention_kernel<C><<<grid, 32 * PF_DECODE_WARPS, 0, st->stream>>>(out, partials, st->counters, qkv,
+                                                                               k_cache, v_cache, a);
+    PF_CUDA_CHECK_LAUNCH(st, pf_decode_attention_kernel);
+    return PF_CUDA_OK;
+}
+
+/* out[rows][n_out] = x w^T + bias for 1..PF_GEMV_ROWS rows of 16-bit x (the GEMM's converted
+   input) against 16-bit w [n_out][k], k a multiple of 8, both 16-byte aligned: what cuBLAS
+   takes 8-9 µs for at a decode step's one row (39 % of HBM bandwidth). One warp per output
+   column: lanes read the weight row in 16-byte loads (4 in flight a lane), products of the
+   16-bit values are exact in fp32 and summed in fp32 in a fixed order (lane strides, then a
+   shuffle tree), so every run gives the same bits. The bias is added as pf_add_bias_kernel adds it. */
+#define PF_GEMV_ROWS 8
+#define PF_GEMV_WARPS 8
+
+__device__ __forceinline__ void pf_unpack8(const uint4 &v, float (&f)[8], __half) {
+    const __half2 *h2 = (const __half2 *)&v;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        float2 p = __half22float2(h2[i]);
+        f[2 * i] = p.x, f[2 * i + 1] = p.y;
+    }
+}
+
+__device__ __forceinline__ void pf_unpack8(const uint4 &v, float (&f)[8], __nv_bfloat16) {
+    const __nv_bfloat162 *h2 = (const __nv_bfloat162 *)&v;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        float2 p = __bfloat1622float2(h2[i]);
+        f[2 * i] = p.x, f[2 * i + 1] = p.y;
+    }
+}
+
+template <typename C>
+__global__ void __launch_bounds__(32 * PF_GEMV_WARPS) pf_gemv16_kernel(float *out, const C *x, const C *w,
+                                                                      const void *bias, int bias_dtype, int rows,
+                                                                      int n_out, int k) {
+    const int lane = threadIdx.x & 31;
+    const int n = blockIdx.x * PF_GEMV_WARPS + (threadIdx.x >> 5);
+    if (n >= n_out) return;
+    const int chunks = k / 8;
+    const uint4 *wr = (const uint4 *)(w + (size_t)n * k);
+    float acc[PF_GEMV_ROWS];
+#pragma unroll
+    for (int r = 0; r < PF_GEMV_ROWS; r++) acc[r] = 0.0f;
+    for (int c0 = lane; c0 < chunks; c0 += 4 * 32) {
+        uint4 wv[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            int c = c0 + 32 * u;
+            /* read once: past L1, streamed */
+            wv[u] = c < chunks ? __ldcs(wr + c) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            int c = c0 + 32 * u;
+            if (c >= chunks) break;
+            float wf[8];
+            pf_unpack8(wv[u], wf, C());
+#pragma unroll
+            for (int r = 0; r < PF_GEMV_ROWS; r++) {
+                if (r < rows) {
+                    float xf[8];
+                    pf_unpack8(__ldg((const uint4 *)(x + (size_t)r * k) + c), xf, C());
+#pragma unroll
+                    for (int i = 0; i < 8; i++) acc[r] = fmaf(wf[i], xf[i], acc[r]);
+                }
+            }
+        }
+    }
+    const float add = pf_load(bias, bias_dtype, (size_t)n);
+#pragma unroll
+    for (int r = 0; r < PF_GEMV_ROWS; r++) {
+        if (r < rows) {
+            float v = pf_warp_sum(acc[r]);
+            if (lane == 0) out[(size_t)r * n_out + n] = bias ? v + add : v;
+        }
+    }
+}
+#endif /* PF_CUDA_NEXT_KERNELS */
+
 /* Whether pf_flash_attention_kernel takes this step: prefill over a 16-bit self-attention cache
    (masks 0 and 1), head_dim a multiple of 16 up to PF_FLASH_MAX_HEAD_DIM, 16-byte aligned caches
    (its vector loads), an sm_80+ device (wmma on bf16) with the shared memory it needs.
@@ -1040,7 +1617,11 @@ static int pf_cuda__flash_possible(struct pf_cuda_rank *st, const pf_attn_args &
         (void)cudaGetLastError(); /* then the plain kernel, whose own launch reports a broken device */
         return 0;
     }
+#ifdef PF_CUDA_NEXT_KERNELS
+    return major >= 8 && pf_flash2_shared(a.hd) <= (size_t)most_shared;
+#else
     return major >= 8 && pf_flash_layout_of(pf_flash_warps(a.hd), a.hd).total <= (size_t)most_shared;
+#endif
 }
 
 /* Launches pf_flash_attention_kernel over caches of element type C (__half or __nv_bfloat16). */
@@ -1139,7 +1720,17 @@ int pf_cuda_rank_create(int device, struct pf_cuda_rank **out, char *message, si
                                  s == CUBLAS_STATUS_ALLOC_FAILED ? PF_CUDA_ERROR_OUT_OF_MEMORY : PF_CUDA_ERROR_DEVICE,
                                  call, cublasGetStatusString(s), __LINE__);
     }
+#ifdef PF_CUDA_NEXT_KERNELS
+    if (!code) {
+        e = cudaMalloc((void **)&st->counters, PF_DECODE_COUNTERS * sizeof(unsigned));
+        if (e == cudaSuccess) e = cudaMemset(st->counters, 0, PF_DECODE_COUNTERS * sizeof(unsigned));
+        if (e != cudaSuccess) code = pf_cuda__fail(message, size, pf_cuda__code(e), "cudaMalloc", cudaGetErrorString(e), __LINE__);
+    }
+#endif
     if (code) {
+#ifdef PF_CUDA_NEXT_KERNELS
+        if (st->counters) cudaFree(st->counters);
+#endif
         if (st->blas) cublasDestroy(st->blas);
         if (st->stream) cudaStreamDestroy(st->stream);
         free(st);
@@ -1152,6 +1743,9 @@ int pf_cuda_rank_create(int device, struct pf_cuda_rank **out, char *message, si
 /* Destroys the cuBLAS handle (which waits for the device) and the stream. NULL is fine. */
 void pf_cuda_rank_destroy(struct pf_cuda_rank *st) {
     if (!st) return;
+#ifdef PF_CUDA_NEXT_KERNELS
+    if (st->counters) cudaFree(st->counters);
+#endif
     if (st->blas) cublasDestroy(st->blas);
     if (st->stream) cudaStreamDestroy(st->stream);
     free(st);
@@ -1326,6 +1920,15 @@ int pf_cuda_add_residual_norm(struct pf_cuda_rank *st, float *x, const float *y,
     const size_t most = (size_t)1 << 30;
     for (size_t first = 0; first < rows; first += most) {
         size_t count = rows - first < most ? rows - first : most, at = first * n;
+#ifdef PF_CUDA_NEXT_KERNELS
+        if (n <= (size_t)threads * PF_NORM_REGS) {
+            pf_add_residual_norm_regs_kernel<<<(unsigned)count, threads, 0, st->stream>>>(
+                x + at, y ? y + at : NULL, bias, bias_dtype, out + at, weight, weight_dtype, norm_bias,
+                norm_bias_dtype, n, eps, rms, out16 ? (char *)out16 + at * 2 : NULL, out16_dtype);
+            PF_CUDA_CHECK_LAUNCH(st, pf_add_residual_norm_regs_kernel);
+            continue;
+        }
+#endif
         pf_add_residual_norm_kernel<<<(unsigned)count, threads, 0, st->stream>>>(
             x + at, y ? y + at : NULL, bias, bias_dtype, out + at, weight, weight_dtype, norm_bias, norm_bias_dtype, n,
             eps, rms, out16 ? (char *)out16 + at * 2 : NULL, out16_dtype);
@@ -1363,6 +1966,21 @@ int pf_cuda_matmul(struct pf_cuda_rank *st, float *out, const float *x, const vo
                 PF_CUDA_CHECK_LAUNCH(st, pf_convert_kernel);
             }
             B = x_scratch;
+#ifdef PF_CUDA_NEXT_KERNELS
+            /* A few rows (decode): pf_gemv16_kernel, the bias with it. */
+            if (rows <= PF_GEMV_ROWS && k % 8 == 0 && !(((uintptr_t)w | (uintptr_t)x_scratch) & 15u)) {
+                unsigned blocks = (unsigned)((n_out + PF_GEMV_WARPS - 1) / PF_GEMV_WARPS);
+                if (w_dtype == PF_CUDA_F16)
+                    pf_gemv16_kernel<__half><<<blocks, 32 * PF_GEMV_WARPS, 0, st->stream>>>(
+                        out, (const __half *)x_scratch, (const __half *)w, bias, bias_dtype, (int)rows, (int)n_out, (int)k);
+                else
+                    pf_gemv16_kernel<__nv_bfloat16><<<blocks, 32 * PF_GEMV_WARPS, 0, st->stream>>>(
+                        out, (const __nv_bfloat16 *)x_scratch, (const __nv_bfloat16 *)w, bias, bias_dtype, (int)rows,
+                        (int)n_out, (int)k);
+                PF_CUDA_CHECK_LAUNCH(st, pf_gemv16_kernel);
+                return PF_CUDA_OK;
+            }
+#endif
         }
         const float one = 1.0f, zero = 0.0f;
         PF_CUBLAS_CHECK(st, cublasGemmEx,
@@ -1594,6 +2212,26 @@ int pf_cuda_attend(struct pf_cuda_rank *st, float *out, const float *qkv, const 
     a.rel_max_distance = rel_max_distance;
     a.pad = pad;
     a.rows = rows;
+#ifdef PF_CUDA_NEXT_KERNELS
+    if (pf_cuda__flash_possible(st, a, cache_dtype, k_cache, v_cache))
+        return cache_dtype == PF_CUDA_F16
+                   ? pf_cuda__flash2_attention(st, batch, out, qkv, (const __half *)k_cache, (const __half *)v_cache, a)
+                   : pf_cuda__flash2_attention(st, batch, out, qkv, (const __nv_bfloat16 *)k_cache,
+                                               (const __nv_bfloat16 *)v_cache, a);
+    /* Decode in one launch where the rank's counters cover the (row, head) pairs. */
+    if (T == 1 && head_dim <= 32 * PF_DECODE_PER_LANE && st->counters &&
+        (splits == 1 || (size_t)batch * heads <= PF_DECODE_COUNTERS)) {
+        dim3 decode_grid((unsigned)batch, (unsigned)heads, (unsigned)splits);
+        return cache_dtype == PF_CUDA_F16
+                   ? pf_cuda__decode_attention(st, decode_grid, out, partials, qkv, (const __half *)k_cache,
+                                               (const __half *)v_cache, a)
+               : cache_dtype == PF_CUDA_BF16
+                   ? pf_cuda__decode_attention(st, decode_grid, out, partials, qkv, (const __nv_bfloat16 *)k_cache,
+                                               (const __nv_bfloat16 *)v_cache, a)
+                   : pf_cuda__decode_attention(st, decode_grid, out, partials, qkv, (const float *)k_cache,
+                                               (const float *)v_cache, a);
+    }
+#endif
     if (pf_cuda__flash_possible(st, a, cache_dtype, k_cache, v_cache))
         return cache_dtype == PF_CUDA_F16
                    ? pf_cuda__flash_attention(st, batch, out, qkv, (const __half *)k_cache, (const __half *)v_cache, a)

@@ -18,6 +18,12 @@
 #                                 BERT-base, the 8B shape if time is left). Uses PF_BUILD's binaries
 #                                 (built here, carried) when they run there, else builds. At most 8
 #                                 logs under $OUT, the device tool's limit; a summary last.
+#   test/gpu_check.sh next        kernels.cu's PF_CUDA_NEXT_KERNELS kernels against the default ones
+#                                 in one device call (NEXT_S seconds, default 360; test/gpu_next.sh):
+#                                 both builds (build/base, build/next), build/next/kernel_check,
+#                                 test_cuda random-shapes cuda-graphs sampling on the next build, the
+#                                 GPT-2 XL f16 bench on each, then test_cuda on every fixture with
+#                                 the time left
 set -u
 stage=${1:-tests}
 [ $# -gt 0 ] && shift
@@ -48,6 +54,7 @@ if [ ! -f "$cuda_home/include/nccl.h" ] && [ ! -f /usr/include/nccl.h ] || [ -n 
 fi
 make_args="CUDA=1 CUDA_HOME=$cuda_home${nccl:+ NCCL_HOME=$nccl}"
 [ "$stage" = lease ] && . "$(dirname "$0")/gpu_lease.sh"
+[ "$stage" = next ] && . "$(dirname "$0")/gpu_next.sh"
 echo "gpu_check: make $make_args ($stage)" | tee "$log"
 # shellcheck disable=SC2086
 make -j"$(nproc)" $make_args all >>"$log" 2>&1 || {
@@ -84,7 +91,7 @@ session)
     tail -40 "$out/bench.log"
     ;;
 *)
-    echo "gpu_check: unknown stage $stage (tests, sanitize, bench, session)" | tee -a "$log"
+    echo "gpu_check: unknown stage $stage (tests, sanitize, bench, session, lease, next)" | tee -a "$log"
     exit 2
     ;;
 esac
