@@ -1313,6 +1313,8 @@ extern PF_PRIVATE const pf__backend pf__cpu_backend;
 
 typedef enum { PF__JOB_SETUP, PF__JOB_FORWARD, PF__JOB_LOGITS, PF__JOB_GATHER, PF__JOB_REORDER, PF__JOB_QUIT } pf__job_kind;
 
+/* What the group's ranks do next. Built with a designated initializer naming the step and the
+   outputs wanted; every field it does not name is zero, which means "not wanted". */
 typedef struct pf__job {
     pf__job_kind kind;
     pf__step step;        /* FORWARD */
@@ -1552,6 +1554,8 @@ PF_PRIVATE pf_result pf__pad_rows(pf_model *m, const char *what, const int32_t *
                               int source, int *width, int32_t **ids, int **pads);
 PF_PRIVATE pf_result pf__encoder_pass(pf_model *m, const int32_t *sources, const float *features, const int *pads, int batch,
                                   int width, float *hidden);
+PF_PRIVATE pf_result pf__decoder_logits(pf_model *m, const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
+                                    int cross_len, const int *cross_pads, float *logits);
 
 /* ---- src/generate.c ---- */
 
@@ -1587,7 +1591,6 @@ typedef struct pf__stream_state {
 } pf__stream_state;
 PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_options *o, int batch);
 PF_PRIVATE pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job);
-PF_PRIVATE pf_result pf__forward_choosing(pf_model *m, const pf__job *job);
 
 /* Where a generation step's forward leaves what the devices chose instead of the logits (a test
    build downloads those too). */
@@ -1597,6 +1600,7 @@ typedef struct pf__device_choice {
                                row (backend->top_k), or NULL */
     size_t per_row;
 } pf__device_choice;
+PF_PRIVATE pf_result pf__forward_choosing(pf_model *m, pf__job *job, const pf__device_choice *choice);
 
 /* One request's rows among a step's top-k candidates (a batched step holds several requests'). */
 typedef struct pf__candidate_view {
@@ -22850,15 +22854,10 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
                         "batch %d x length %d exceeds what pf_parallelize sized (max_batch %d, max_sequence_length %d)",
                         batch, seq_len, g->max_batch, g->cache_len);
     if ((r = pf__check_ids(m, ids, (size_t)batch * seq_len))) return r;
-    pf__job job;
-    memset(&job, 0, sizeof job);
-    job.step.ids = ids;
-    job.step.batch = batch;
-    job.step.seq_len = seq_len;
     pf__rope_reset(m);
-    job.step.inv_freq = pf__rope_frequencies(m, seq_len);
-    job.logits = logits;
-    job.all_positions = 1;
+    pf__job job = {.step = {.ids = ids, .batch = batch, .seq_len = seq_len, .inv_freq = pf__rope_frequencies(m, seq_len)},
+                   .logits = logits,
+                   .all_positions = 1};
     return pf__forward_in_chunks(m, &job);
 }
 
@@ -22960,22 +22959,20 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         if (types && types[b]) memcpy(padded_types + (size_t)b * T + pads[b], types[b], (size_t)lengths[b] * sizeof(int32_t));
     }
     if (!r) {
-        pf__job job;
-        memset(&job, 0, sizeof job);
-        job.step.ids = padded;
-        job.step.type_ids = padded_types;
-        job.step.batch = batch;
-        job.step.seq_len = T;
-        job.step.pad = pads;
         pf__rope_reset(m);
-        job.step.inv_freq = pf__rope_frequencies(m, T);
-        job.all_positions = 1;
-        job.hidden = hidden;
-        job.pooled = e->pooled;
-        job.embeds = e->embeds;
-        job.pool_at = pool_at;
-        job.logits = logits;
-        job.encoder_pass = seq2seq;
+        pf__job job = {.step = {.ids = padded,
+                                .type_ids = padded_types,
+                                .batch = batch,
+                                .seq_len = T,
+                                .pad = pads,
+                                .inv_freq = pf__rope_frequencies(m, T)},
+                       .all_positions = 1,
+                       .hidden = hidden,
+                       .pooled = e->pooled,
+                       .embeds = e->embeds,
+                       .pool_at = pool_at,
+                       .logits = logits,
+                       .encoder_pass = seq2seq};
         r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
     }
     if (!r) { /* drop the pads: row b's real tokens are its last lengths[b] */
@@ -23044,16 +23041,12 @@ static pf_result pf__encode_images_locked(pf_model *m, const float *pixels, int 
     for (size_t i = 0; !r && i < B * n * in; i++)
         if (!isfinite(patches[i])) r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pixel values must be finite");
     if (!r) {
-        pf__job job;
-        memset(&job, 0, sizeof job);
-        job.step.patches = patches;
-        job.step.batch = batch;
-        job.step.seq_len = S;
-        job.all_positions = 1;
-        job.hidden = hidden;
-        job.pooled = e->pooled;
-        job.embeds = e->embeds;
-        job.logits = logits;
+        pf__job job = {.step = {.patches = patches, .batch = batch, .seq_len = S},
+                       .all_positions = 1,
+                       .hidden = hidden,
+                       .pooled = e->pooled,
+                       .embeds = e->embeds,
+                       .logits = logits};
         r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
     }
     if (!r) {
@@ -23259,15 +23252,10 @@ static pf_result pf__encode_audio_locked(pf_model *m, const float *const *sample
                             work + 2 * widest, work + 2 * widest + frames * d);
     }
     if (!r) {
-        pf__job job;
-        memset(&job, 0, sizeof job);
-        job.step.features = features;
-        job.step.batch = batch;
-        job.step.seq_len = T;
-        job.step.pad = pads;
-        job.all_positions = 1;
-        job.hidden = hidden;
-        job.logits = logits;
+        pf__job job = {.step = {.features = features, .batch = batch, .seq_len = T, .pad = pads},
+                       .all_positions = 1,
+                       .hidden = hidden,
+                       .logits = logits};
         r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
     }
     if (!r) { /* drop the pads: row b's frames are its last lengths[b] */
@@ -23684,16 +23672,40 @@ PF_PRIVATE pf_result pf__pad_rows(pf_model *m, const char *what, const int32_t *
    given. */
 PF_PRIVATE pf_result pf__encoder_pass(pf_model *m, const int32_t *sources, const float *features, const int *pads, int batch,
                                   int width, float *hidden) {
-    pf__job job;
-    memset(&job, 0, sizeof job);
-    job.step.ids = sources;
-    job.step.features = features; /* a speech encoder-decoder's front end output [batch][width][hidden], or NULL */
-    job.hidden = hidden;
-    job.step.batch = batch;
-    job.step.seq_len = width;
-    job.step.pad = pads;
-    job.encoder_pass = 1;
+    pf__job job = {.step = {.ids = sources,
+                            .features = features, /* a speech encoder-decoder's front end output, or NULL */
+                            .batch = batch,
+                            .seq_len = width,
+                            .pad = pads},
+                   .hidden = hidden,
+                   .encoder_pass = 1};
     return pf__group_run(m->group, PF__JOB_FORWARD, &job);
+}
+
+/* After pf__encoder_pass over sources of width cross_len (left pads cross_pads): the decoder over
+   rows of decoder ids, the logits of every position into logits [sum of decoder_lengths][vocab],
+   rows packed without their pads. */
+PF_PRIVATE pf_result pf__decoder_logits(pf_model *m, const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
+                                    int cross_len, const int *cross_pads, float *logits) {
+    size_t vocab = (size_t)m->config.vocab_size;
+    int32_t *ids = NULL;
+    int *pads = NULL, width = 0;
+    float *all = NULL;
+    pf_result r = pf__pad_rows(m, "decoder input", decoder_ids, decoder_lengths, batch, 0, &width, &ids, &pads);
+    if (!r && !(all = (float *)malloc((size_t)batch * width * vocab * sizeof(float))))
+        r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r) {
+        pf__job job = {.step = {.ids = ids, .batch = batch, .seq_len = width, .pad = pads, .cross_len = cross_len,
+                                .cross_pad = cross_pads},
+                       .logits = all,
+                       .all_positions = 1};
+        r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
+    }
+    for (int b = 0, row = 0; !r && b < batch; row += decoder_lengths[b++]) /* drop the pads */
+        memcpy(logits + (size_t)row * vocab, all + ((size_t)b * width + pads[b]) * vocab,
+               (size_t)decoder_lengths[b] * vocab * sizeof(float));
+    free(ids), free(pads), free(all);
+    return r;
 }
 
 static pf_result pf__forward_seq2seq_locked(pf_model *m, const int32_t *const *sources, const int *source_lengths,
@@ -23712,32 +23724,12 @@ static pf_result pf__forward_seq2seq_locked(pf_model *m, const int32_t *const *s
                         m->config.model_type);
     if (batch > m->group->max_batch)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, m->group->max_batch);
-    int32_t *src = NULL, *dec = NULL;
-    int *src_pads = NULL, *dec_pads = NULL, src_width, dec_width;
-    size_t vocab = (size_t)m->config.vocab_size;
-    float *all = NULL;
+    int32_t *src = NULL;
+    int *src_pads = NULL, src_width;
     r = pf__pad_rows(m, "source", sources, source_lengths, batch, 1, &src_width, &src, &src_pads);
-    if (!r) r = pf__pad_rows(m, "decoder input", decoder_ids, decoder_lengths, batch, 0, &dec_width, &dec, &dec_pads);
-    if (!r && !(all = (float *)malloc((size_t)batch * dec_width * vocab * sizeof(float))))
-        r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     if (!r) r = pf__encoder_pass(m, src, NULL, src_pads, batch, src_width, NULL);
-    if (!r) {
-        pf__job job;
-        memset(&job, 0, sizeof job);
-        job.step.ids = dec;
-        job.step.batch = batch;
-        job.step.seq_len = dec_width;
-        job.step.pad = dec_pads;
-        job.step.cross_len = src_width;
-        job.step.cross_pad = src_pads;
-        job.logits = all;
-        job.all_positions = 1;
-        r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
-    }
-    for (int b = 0, row = 0; !r && b < batch; row += decoder_lengths[b++]) /* drop the pads */
-        memcpy(logits + (size_t)row * vocab, all + ((size_t)b * dec_width + dec_pads[b]) * vocab,
-               (size_t)decoder_lengths[b] * vocab * sizeof(float));
-    free(src), free(src_pads), free(dec), free(dec_pads), free(all);
+    if (!r) r = pf__decoder_logits(m, decoder_ids, decoder_lengths, batch, src_width, src_pads, logits);
+    free(src), free(src_pads);
     return r;
 }
 
@@ -24168,8 +24160,15 @@ static void pf__combine_choices(const pf__group *g, int rows, int32_t *tokens) {
 #endif
 }
 
-/* A generation step's forward; with job->tokens, the rows' greedy tokens from the ranks'. */
-PF_PRIVATE pf_result pf__forward_choosing(pf_model *m, const pf__job *job) {
+/* A generation step's forward, its logits into m->logits; with a choice, what the devices choose
+   (greedy tokens, combined here from the ranks', or top-k candidates) lands there instead. */
+PF_PRIVATE pf_result pf__forward_choosing(pf_model *m, pf__job *job, const pf__device_choice *choice) {
+    job->logits = m->logits;
+    if (choice) {
+        job->tokens = choice->tokens;
+        job->candidates = choice->candidates;
+        job->candidates_per_row = choice->per_row;
+    }
     pf_result r = pf__forward_in_chunks(m, job);
     if (!r && job->tokens) pf__combine_choices(m->group, job->step.batch, job->tokens);
     return r;
@@ -24180,33 +24179,26 @@ PF_PRIVATE pf_result pf__forward_choosing(pf_model *m, const pf__job *job) {
    devices choose instead of the logits landing in m->logits, or NULL. */
 static pf_result pf__generate_step(pf_model *m, pf__row *rows, int num_rows, int prefill, int32_t *ids, int *pads,
                                    const int *cross_pads, int cross_len, const pf__device_choice *choice) {
-    pf__job job;
-    memset(&job, 0, sizeof job);
     int width = prefill ? rows[0].length : 1;
     for (int b = 0; b < num_rows; b++) {
         pads[b] = rows[b].pad;
         memcpy(ids + (size_t)b * width, rows[b].tokens + rows[b].length - width, (size_t)width * sizeof(int32_t));
     }
-    job.step.ids = ids;
-    job.step.batch = num_rows;
-    job.step.seq_len = width;
-    job.step.past = rows[0].length - width;
-    job.step.pad = pads;
-    job.step.inv_freq = pf__rope_frequencies(m, rows[0].length);
-    job.step.cross_pad = cross_pads;
-    job.step.cross_len = cross_len;
-    job.logits = m->logits;
-    job.tokens = choice ? choice->tokens : NULL;
-    job.candidates = choice ? choice->candidates : NULL;
-    job.candidates_per_row = choice ? choice->per_row : 0;
-    return pf__forward_choosing(m, &job);
+    pf__job job = {.step = {.ids = ids,
+                            .batch = num_rows,
+                            .seq_len = width,
+                            .past = rows[0].length - width,
+                            .pad = pads,
+                            .inv_freq = pf__rope_frequencies(m, rows[0].length),
+                            .cross_pad = cross_pads,
+                            .cross_len = cross_len}};
+    return pf__forward_choosing(m, &job, choice);
 }
 
 /* Row i of the caches becomes old row src[i]: the first `length` positions of the decoder's, and
    the first cross_len of the cross caches when cross_len > 0. */
 static pf_result pf__reorder_rows(pf_model *m, const int *src, int num_rows, int length, int cross_len) {
-    pf__job job;
-    memset(&job, 0, sizeof job);
+    pf__job job = {.step = {.batch = num_rows, .past = length, .cross_len = cross_len}, .reorder_cross = cross_len > 0};
     int *moves = (int *)malloc(2 * (size_t)num_rows * sizeof(int)); /* the rows that change: dst, then src */
     if (!moves) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (int i = 0; i < num_rows; i++)
@@ -24214,10 +24206,6 @@ static pf_result pf__reorder_rows(pf_model *m, const int *src, int num_rows, int
     memmove(moves + job.reorder_count, moves + num_rows, (size_t)job.reorder_count * sizeof(int));
     job.reorder_dst = moves;
     job.reorder_src = moves + job.reorder_count;
-    job.step.batch = num_rows;
-    job.step.past = length;
-    job.step.cross_len = cross_len;
-    job.reorder_cross = cross_len > 0;
     pf_result r = job.reorder_count ? pf__group_run(m->group, PF__JOB_REORDER, &job) : PF_OK;
     free(moves);
     return r;
@@ -24517,10 +24505,7 @@ static int32_t pf__sample_candidates(pf__generation_state *st, int i, const pf__
 static pf_result pf__fetch_unsettled_logits(pf__generation_state *st, const pf__candidate_view *v) {
     for (int i = 0; i < st->num_rows; i++)
         if (!st->rows[i].done && pf__sample_candidates(st, i, v, NULL) < 0) {
-            pf__job job;
-            memset(&job, 0, sizeof job);
-            job.step.batch = (int)v->rows;
-            job.logits = v->logits;
+            pf__job job = {.step = {.batch = (int)v->rows}, .logits = v->logits};
             return pf__group_run(st->m->group, PF__JOB_LOGITS, &job);
         }
     return PF_OK;
@@ -25011,8 +24996,7 @@ static void pf__batch_place(pf__batcher *b, pf__batch_request *q) {
    finished; the others run. */
 static void pf__batch_prefill(pf_model *m, pf__batcher *b, pf__batch_request *admitted) {
     int rows = 0, width = 0;
-    pf__job job;
-    memset(&job, 0, sizeof job);
+    pf__job job = {0};
     for (pf__batch_request *q = admitted; q; q = q->next) {
         rows += q->st.num_rows;
         if (q->st.width > width) width = q->st.width;
@@ -25031,19 +25015,14 @@ static void pf__batch_prefill(pf_model *m, pf__batcher *b, pf__batch_request *ad
             cache_rows[n] = q->cache_rows[i];
         }
     if (!r) {
-        job.step.ids = ids;
-        job.step.batch = rows;
-        job.step.seq_len = width;
-        job.step.past = b->clock - width;
-        job.step.pad = pads;
-        job.step.cache_rows = cache_rows;
-        job.step.inv_freq = pf__rope_frequencies(m, width);
-        job.logits = m->logits;
-        const pf__device_choice *choice = pf__batch_choose_on_devices(m, b, admitted);
-        job.tokens = choice ? choice->tokens : NULL;
-        job.candidates = choice ? choice->candidates : NULL;
-        job.candidates_per_row = choice ? choice->per_row : 0;
-        r = pf__forward_choosing(m, &job);
+        job.step = (pf__step){.ids = ids,
+                              .batch = rows,
+                              .seq_len = width,
+                              .past = b->clock - width,
+                              .pad = pads,
+                              .cache_rows = cache_rows,
+                              .inv_freq = pf__rope_frequencies(m, width)};
+        r = pf__forward_choosing(m, &job, pf__batch_choose_on_devices(m, b, admitted));
     }
     free(ids), free(pads), free(cache_rows);
     int offset = 0;
@@ -25078,21 +25057,14 @@ static pf_result pf__batch_step(pf_model *m, pf__batcher *b) {
             b->pads[n] = q->pads[i];
             b->cache_rows[n] = q->cache_rows[i];
         }
-    pf__job job;
-    memset(&job, 0, sizeof job);
-    job.step.ids = b->ids;
-    job.step.batch = n;
-    job.step.seq_len = 1;
-    job.step.past = b->clock;
-    job.step.pad = b->pads;
-    job.step.cache_rows = b->cache_rows;
-    job.step.inv_freq = pf__rope_frequencies(m, b->clock + 1);
-    job.logits = m->logits;
-    const pf__device_choice *choice = pf__batch_choose_on_devices(m, b, b->running);
-    job.tokens = choice ? choice->tokens : NULL;
-    job.candidates = choice ? choice->candidates : NULL;
-    job.candidates_per_row = choice ? choice->per_row : 0;
-    pf_result r = pf__forward_choosing(m, &job);
+    pf__job job = {.step = {.ids = b->ids,
+                            .batch = n,
+                            .seq_len = 1,
+                            .past = b->clock,
+                            .pad = b->pads,
+                            .cache_rows = b->cache_rows,
+                            .inv_freq = pf__rope_frequencies(m, b->clock + 1)}};
+    pf_result r = pf__forward_choosing(m, &job, pf__batch_choose_on_devices(m, b, b->running));
     if (r) return r;
 #ifdef PF_TESTING
     if (n > pf_testing_batch_rows) pf_testing_batch_rows = n;
@@ -25502,32 +25474,12 @@ static pf_result pf__forward_audio_locked(pf_model *m, const float *const *featu
         if (decoder_lengths[b] > m->config.max_positions)
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d decoder tokens exceed the decoder's %d positions", b,
                             decoder_lengths[b], m->config.max_positions);
-    float *rows = NULL, *all = NULL;
-    int32_t *dec = NULL;
-    int *dec_pads = NULL, *src_pads = NULL, T = 0, dec_width = 0;
-    size_t vocab = (size_t)m->config.vocab_size;
+    float *rows = NULL;
+    int *src_pads = NULL, T = 0;
     if ((r = pf__audio_source_rows(m, "pf_forward_audio", features, num_frames, batch, &rows, &T, &src_pads))) return r;
-    r = pf__pad_rows(m, "decoder input", decoder_ids, decoder_lengths, batch, 0, &dec_width, &dec, &dec_pads);
-    if (!r && !(all = (float *)malloc((size_t)batch * dec_width * vocab * sizeof(float))))
-        r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    if (!r) r = pf__encoder_pass(m, NULL, rows, src_pads, batch, T, NULL);
-    if (!r) {
-        pf__job job;
-        memset(&job, 0, sizeof job);
-        job.step.ids = dec;
-        job.step.batch = batch;
-        job.step.seq_len = dec_width;
-        job.step.pad = dec_pads;
-        job.step.cross_len = T;
-        job.step.cross_pad = src_pads;
-        job.logits = all;
-        job.all_positions = 1;
-        r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
-    }
-    for (int b = 0, row = 0; !r && b < batch; row += decoder_lengths[b++]) /* drop the pads */
-        memcpy(logits + (size_t)row * vocab, all + ((size_t)b * dec_width + dec_pads[b]) * vocab,
-               (size_t)decoder_lengths[b] * vocab * sizeof(float));
-    free(rows), free(all), free(dec), free(dec_pads), free(src_pads);
+    r = pf__encoder_pass(m, NULL, rows, src_pads, batch, T, NULL);
+    if (!r) r = pf__decoder_logits(m, decoder_ids, decoder_lengths, batch, T, src_pads, logits);
+    free(rows), free(src_pads);
     return r;
 }
 
@@ -25554,16 +25506,10 @@ static pf_result pf__detect_languages(pf_model *m, const float *rows, const int 
     for (int b = 0; !r && b < batch; b++) starts[b] = c->decoder_start_token_id;
     if (!r) r = pf__encoder_pass(m, NULL, rows, source_pads, batch, width, NULL);
     if (!r) {
-        pf__job job;
-        memset(&job, 0, sizeof job);
-        job.step.ids = starts;
-        job.step.batch = batch;
-        job.step.seq_len = 1;
-        job.step.pad = pads;
-        job.step.cross_len = width;
-        job.step.cross_pad = source_pads;
-        job.logits = logits;
-        job.all_positions = 1;
+        pf__job job = {.step = {.ids = starts, .batch = batch, .seq_len = 1, .pad = pads, .cross_len = width,
+                                .cross_pad = source_pads},
+                       .logits = logits,
+                       .all_positions = 1};
         r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
     }
     for (int b = 0; !r && b < batch; b++) {

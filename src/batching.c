@@ -146,8 +146,7 @@ static void pf__batch_place(pf__batcher *b, pf__batch_request *q) {
    finished; the others run. */
 static void pf__batch_prefill(pf_model *m, pf__batcher *b, pf__batch_request *admitted) {
     int rows = 0, width = 0;
-    pf__job job;
-    memset(&job, 0, sizeof job);
+    pf__job job = {0};
     for (pf__batch_request *q = admitted; q; q = q->next) {
         rows += q->st.num_rows;
         if (q->st.width > width) width = q->st.width;
@@ -166,19 +165,14 @@ static void pf__batch_prefill(pf_model *m, pf__batcher *b, pf__batch_request *ad
             cache_rows[n] = q->cache_rows[i];
         }
     if (!r) {
-        job.step.ids = ids;
-        job.step.batch = rows;
-        job.step.seq_len = width;
-        job.step.past = b->clock - width;
-        job.step.pad = pads;
-        job.step.cache_rows = cache_rows;
-        job.step.inv_freq = pf__rope_frequencies(m, width);
-        job.logits = m->logits;
-        const pf__device_choice *choice = pf__batch_choose_on_devices(m, b, admitted);
-        job.tokens = choice ? choice->tokens : NULL;
-        job.candidates = choice ? choice->candidates : NULL;
-        job.candidates_per_row = choice ? choice->per_row : 0;
-        r = pf__forward_choosing(m, &job);
+        job.step = (pf__step){.ids = ids,
+                              .batch = rows,
+                              .seq_len = width,
+                              .past = b->clock - width,
+                              .pad = pads,
+                              .cache_rows = cache_rows,
+                              .inv_freq = pf__rope_frequencies(m, width)};
+        r = pf__forward_choosing(m, &job, pf__batch_choose_on_devices(m, b, admitted));
     }
     free(ids), free(pads), free(cache_rows);
     int offset = 0;
@@ -213,21 +207,14 @@ static pf_result pf__batch_step(pf_model *m, pf__batcher *b) {
             b->pads[n] = q->pads[i];
             b->cache_rows[n] = q->cache_rows[i];
         }
-    pf__job job;
-    memset(&job, 0, sizeof job);
-    job.step.ids = b->ids;
-    job.step.batch = n;
-    job.step.seq_len = 1;
-    job.step.past = b->clock;
-    job.step.pad = b->pads;
-    job.step.cache_rows = b->cache_rows;
-    job.step.inv_freq = pf__rope_frequencies(m, b->clock + 1);
-    job.logits = m->logits;
-    const pf__device_choice *choice = pf__batch_choose_on_devices(m, b, b->running);
-    job.tokens = choice ? choice->tokens : NULL;
-    job.candidates = choice ? choice->candidates : NULL;
-    job.candidates_per_row = choice ? choice->per_row : 0;
-    pf_result r = pf__forward_choosing(m, &job);
+    pf__job job = {.step = {.ids = b->ids,
+                            .batch = n,
+                            .seq_len = 1,
+                            .past = b->clock,
+                            .pad = b->pads,
+                            .cache_rows = b->cache_rows,
+                            .inv_freq = pf__rope_frequencies(m, b->clock + 1)}};
+    pf_result r = pf__forward_choosing(m, &job, pf__batch_choose_on_devices(m, b, b->running));
     if (r) return r;
 #ifdef PF_TESTING
     if (n > pf_testing_batch_rows) pf_testing_batch_rows = n;
@@ -637,32 +624,12 @@ static pf_result pf__forward_audio_locked(pf_model *m, const float *const *featu
         if (decoder_lengths[b] > m->config.max_positions)
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d decoder tokens exceed the decoder's %d positions", b,
                             decoder_lengths[b], m->config.max_positions);
-    float *rows = NULL, *all = NULL;
-    int32_t *dec = NULL;
-    int *dec_pads = NULL, *src_pads = NULL, T = 0, dec_width = 0;
-    size_t vocab = (size_t)m->config.vocab_size;
+    float *rows = NULL;
+    int *src_pads = NULL, T = 0;
     if ((r = pf__audio_source_rows(m, "pf_forward_audio", features, num_frames, batch, &rows, &T, &src_pads))) return r;
-    r = pf__pad_rows(m, "decoder input", decoder_ids, decoder_lengths, batch, 0, &dec_width, &dec, &dec_pads);
-    if (!r && !(all = (float *)malloc((size_t)batch * dec_width * vocab * sizeof(float))))
-        r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    if (!r) r = pf__encoder_pass(m, NULL, rows, src_pads, batch, T, NULL);
-    if (!r) {
-        pf__job job;
-        memset(&job, 0, sizeof job);
-        job.step.ids = dec;
-        job.step.batch = batch;
-        job.step.seq_len = dec_width;
-        job.step.pad = dec_pads;
-        job.step.cross_len = T;
-        job.step.cross_pad = src_pads;
-        job.logits = all;
-        job.all_positions = 1;
-        r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
-    }
-    for (int b = 0, row = 0; !r && b < batch; row += decoder_lengths[b++]) /* drop the pads */
-        memcpy(logits + (size_t)row * vocab, all + ((size_t)b * dec_width + dec_pads[b]) * vocab,
-               (size_t)decoder_lengths[b] * vocab * sizeof(float));
-    free(rows), free(all), free(dec), free(dec_pads), free(src_pads);
+    r = pf__encoder_pass(m, NULL, rows, src_pads, batch, T, NULL);
+    if (!r) r = pf__decoder_logits(m, decoder_ids, decoder_lengths, batch, T, src_pads, logits);
+    free(rows), free(src_pads);
     return r;
 }
 
@@ -689,16 +656,10 @@ static pf_result pf__detect_languages(pf_model *m, const float *rows, const int 
     for (int b = 0; !r && b < batch; b++) starts[b] = c->decoder_start_token_id;
     if (!r) r = pf__encoder_pass(m, NULL, rows, source_pads, batch, width, NULL);
     if (!r) {
-        pf__job job;
-        memset(&job, 0, sizeof job);
-        job.step.ids = starts;
-        job.step.batch = batch;
-        job.step.seq_len = 1;
-        job.step.pad = pads;
-        job.step.cross_len = width;
-        job.step.cross_pad = source_pads;
-        job.logits = logits;
-        job.all_positions = 1;
+        pf__job job = {.step = {.ids = starts, .batch = batch, .seq_len = 1, .pad = pads, .cross_len = width,
+                                .cross_pad = source_pads},
+                       .logits = logits,
+                       .all_positions = 1};
         r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
     }
     for (int b = 0; !r && b < batch; b++) {

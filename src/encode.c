@@ -104,15 +104,10 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
                         "batch %d x length %d exceeds what pf_parallelize sized (max_batch %d, max_sequence_length %d)",
                         batch, seq_len, g->max_batch, g->cache_len);
     if ((r = pf__check_ids(m, ids, (size_t)batch * seq_len))) return r;
-    pf__job job;
-    memset(&job, 0, sizeof job);
-    job.step.ids = ids;
-    job.step.batch = batch;
-    job.step.seq_len = seq_len;
     pf__rope_reset(m);
-    job.step.inv_freq = pf__rope_frequencies(m, seq_len);
-    job.logits = logits;
-    job.all_positions = 1;
+    pf__job job = {.step = {.ids = ids, .batch = batch, .seq_len = seq_len, .inv_freq = pf__rope_frequencies(m, seq_len)},
+                   .logits = logits,
+                   .all_positions = 1};
     return pf__forward_in_chunks(m, &job);
 }
 
@@ -214,22 +209,20 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         if (types && types[b]) memcpy(padded_types + (size_t)b * T + pads[b], types[b], (size_t)lengths[b] * sizeof(int32_t));
     }
     if (!r) {
-        pf__job job;
-        memset(&job, 0, sizeof job);
-        job.step.ids = padded;
-        job.step.type_ids = padded_types;
-        job.step.batch = batch;
-        job.step.seq_len = T;
-        job.step.pad = pads;
         pf__rope_reset(m);
-        job.step.inv_freq = pf__rope_frequencies(m, T);
-        job.all_positions = 1;
-        job.hidden = hidden;
-        job.pooled = e->pooled;
-        job.embeds = e->embeds;
-        job.pool_at = pool_at;
-        job.logits = logits;
-        job.encoder_pass = seq2seq;
+        pf__job job = {.step = {.ids = padded,
+                                .type_ids = padded_types,
+                                .batch = batch,
+                                .seq_len = T,
+                                .pad = pads,
+                                .inv_freq = pf__rope_frequencies(m, T)},
+                       .all_positions = 1,
+                       .hidden = hidden,
+                       .pooled = e->pooled,
+                       .embeds = e->embeds,
+                       .pool_at = pool_at,
+                       .logits = logits,
+                       .encoder_pass = seq2seq};
         r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
     }
     if (!r) { /* drop the pads: row b's real tokens are its last lengths[b] */
@@ -298,16 +291,12 @@ static pf_result pf__encode_images_locked(pf_model *m, const float *pixels, int 
     for (size_t i = 0; !r && i < B * n * in; i++)
         if (!isfinite(patches[i])) r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pixel values must be finite");
     if (!r) {
-        pf__job job;
-        memset(&job, 0, sizeof job);
-        job.step.patches = patches;
-        job.step.batch = batch;
-        job.step.seq_len = S;
-        job.all_positions = 1;
-        job.hidden = hidden;
-        job.pooled = e->pooled;
-        job.embeds = e->embeds;
-        job.logits = logits;
+        pf__job job = {.step = {.patches = patches, .batch = batch, .seq_len = S},
+                       .all_positions = 1,
+                       .hidden = hidden,
+                       .pooled = e->pooled,
+                       .embeds = e->embeds,
+                       .logits = logits};
         r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
     }
     if (!r) {
@@ -513,15 +502,10 @@ static pf_result pf__encode_audio_locked(pf_model *m, const float *const *sample
                             work + 2 * widest, work + 2 * widest + frames * d);
     }
     if (!r) {
-        pf__job job;
-        memset(&job, 0, sizeof job);
-        job.step.features = features;
-        job.step.batch = batch;
-        job.step.seq_len = T;
-        job.step.pad = pads;
-        job.all_positions = 1;
-        job.hidden = hidden;
-        job.logits = logits;
+        pf__job job = {.step = {.features = features, .batch = batch, .seq_len = T, .pad = pads},
+                       .all_positions = 1,
+                       .hidden = hidden,
+                       .logits = logits};
         r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
     }
     if (!r) { /* drop the pads: row b's frames are its last lengths[b] */
@@ -938,16 +922,40 @@ PF_PRIVATE pf_result pf__pad_rows(pf_model *m, const char *what, const int32_t *
    given. */
 PF_PRIVATE pf_result pf__encoder_pass(pf_model *m, const int32_t *sources, const float *features, const int *pads, int batch,
                                   int width, float *hidden) {
-    pf__job job;
-    memset(&job, 0, sizeof job);
-    job.step.ids = sources;
-    job.step.features = features; /* a speech encoder-decoder's front end output [batch][width][hidden], or NULL */
-    job.hidden = hidden;
-    job.step.batch = batch;
-    job.step.seq_len = width;
-    job.step.pad = pads;
-    job.encoder_pass = 1;
+    pf__job job = {.step = {.ids = sources,
+                            .features = features, /* a speech encoder-decoder's front end output, or NULL */
+                            .batch = batch,
+                            .seq_len = width,
+                            .pad = pads},
+                   .hidden = hidden,
+                   .encoder_pass = 1};
     return pf__group_run(m->group, PF__JOB_FORWARD, &job);
+}
+
+/* After pf__encoder_pass over sources of width cross_len (left pads cross_pads): the decoder over
+   rows of decoder ids, the logits of every position into logits [sum of decoder_lengths][vocab],
+   rows packed without their pads. */
+PF_PRIVATE pf_result pf__decoder_logits(pf_model *m, const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
+                                    int cross_len, const int *cross_pads, float *logits) {
+    size_t vocab = (size_t)m->config.vocab_size;
+    int32_t *ids = NULL;
+    int *pads = NULL, width = 0;
+    float *all = NULL;
+    pf_result r = pf__pad_rows(m, "decoder input", decoder_ids, decoder_lengths, batch, 0, &width, &ids, &pads);
+    if (!r && !(all = (float *)malloc((size_t)batch * width * vocab * sizeof(float))))
+        r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r) {
+        pf__job job = {.step = {.ids = ids, .batch = batch, .seq_len = width, .pad = pads, .cross_len = cross_len,
+                                .cross_pad = cross_pads},
+                       .logits = all,
+                       .all_positions = 1};
+        r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
+    }
+    for (int b = 0, row = 0; !r && b < batch; row += decoder_lengths[b++]) /* drop the pads */
+        memcpy(logits + (size_t)row * vocab, all + ((size_t)b * width + pads[b]) * vocab,
+               (size_t)decoder_lengths[b] * vocab * sizeof(float));
+    free(ids), free(pads), free(all);
+    return r;
 }
 
 static pf_result pf__forward_seq2seq_locked(pf_model *m, const int32_t *const *sources, const int *source_lengths,
@@ -966,32 +974,12 @@ static pf_result pf__forward_seq2seq_locked(pf_model *m, const int32_t *const *s
                         m->config.model_type);
     if (batch > m->group->max_batch)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, m->group->max_batch);
-    int32_t *src = NULL, *dec = NULL;
-    int *src_pads = NULL, *dec_pads = NULL, src_width, dec_width;
-    size_t vocab = (size_t)m->config.vocab_size;
-    float *all = NULL;
+    int32_t *src = NULL;
+    int *src_pads = NULL, src_width;
     r = pf__pad_rows(m, "source", sources, source_lengths, batch, 1, &src_width, &src, &src_pads);
-    if (!r) r = pf__pad_rows(m, "decoder input", decoder_ids, decoder_lengths, batch, 0, &dec_width, &dec, &dec_pads);
-    if (!r && !(all = (float *)malloc((size_t)batch * dec_width * vocab * sizeof(float))))
-        r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     if (!r) r = pf__encoder_pass(m, src, NULL, src_pads, batch, src_width, NULL);
-    if (!r) {
-        pf__job job;
-        memset(&job, 0, sizeof job);
-        job.step.ids = dec;
-        job.step.batch = batch;
-        job.step.seq_len = dec_width;
-        job.step.pad = dec_pads;
-        job.step.cross_len = src_width;
-        job.step.cross_pad = src_pads;
-        job.logits = all;
-        job.all_positions = 1;
-        r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
-    }
-    for (int b = 0, row = 0; !r && b < batch; row += decoder_lengths[b++]) /* drop the pads */
-        memcpy(logits + (size_t)row * vocab, all + ((size_t)b * dec_width + dec_pads[b]) * vocab,
-               (size_t)decoder_lengths[b] * vocab * sizeof(float));
-    free(src), free(src_pads), free(dec), free(dec_pads), free(all);
+    if (!r) r = pf__decoder_logits(m, decoder_ids, decoder_lengths, batch, src_width, src_pads, logits);
+    free(src), free(src_pads);
     return r;
 }
 

@@ -415,8 +415,15 @@ static void pf__combine_choices(const pf__group *g, int rows, int32_t *tokens) {
 #endif
 }
 
-/* A generation step's forward; with job->tokens, the rows' greedy tokens from the ranks'. */
-PF_PRIVATE pf_result pf__forward_choosing(pf_model *m, const pf__job *job) {
+/* A generation step's forward, its logits into m->logits; with a choice, what the devices choose
+   (greedy tokens, combined here from the ranks', or top-k candidates) lands there instead. */
+PF_PRIVATE pf_result pf__forward_choosing(pf_model *m, pf__job *job, const pf__device_choice *choice) {
+    job->logits = m->logits;
+    if (choice) {
+        job->tokens = choice->tokens;
+        job->candidates = choice->candidates;
+        job->candidates_per_row = choice->per_row;
+    }
     pf_result r = pf__forward_in_chunks(m, job);
     if (!r && job->tokens) pf__combine_choices(m->group, job->step.batch, job->tokens);
     return r;
@@ -427,33 +434,26 @@ PF_PRIVATE pf_result pf__forward_choosing(pf_model *m, const pf__job *job) {
    devices choose instead of the logits landing in m->logits, or NULL. */
 static pf_result pf__generate_step(pf_model *m, pf__row *rows, int num_rows, int prefill, int32_t *ids, int *pads,
                                    const int *cross_pads, int cross_len, const pf__device_choice *choice) {
-    pf__job job;
-    memset(&job, 0, sizeof job);
     int width = prefill ? rows[0].length : 1;
     for (int b = 0; b < num_rows; b++) {
         pads[b] = rows[b].pad;
         memcpy(ids + (size_t)b * width, rows[b].tokens + rows[b].length - width, (size_t)width * sizeof(int32_t));
     }
-    job.step.ids = ids;
-    job.step.batch = num_rows;
-    job.step.seq_len = width;
-    job.step.past = rows[0].length - width;
-    job.step.pad = pads;
-    job.step.inv_freq = pf__rope_frequencies(m, rows[0].length);
-    job.step.cross_pad = cross_pads;
-    job.step.cross_len = cross_len;
-    job.logits = m->logits;
-    job.tokens = choice ? choice->tokens : NULL;
-    job.candidates = choice ? choice->candidates : NULL;
-    job.candidates_per_row = choice ? choice->per_row : 0;
-    return pf__forward_choosing(m, &job);
+    pf__job job = {.step = {.ids = ids,
+                            .batch = num_rows,
+                            .seq_len = width,
+                            .past = rows[0].length - width,
+                            .pad = pads,
+                            .inv_freq = pf__rope_frequencies(m, rows[0].length),
+                            .cross_pad = cross_pads,
+                            .cross_len = cross_len}};
+    return pf__forward_choosing(m, &job, choice);
 }
 
 /* Row i of the caches becomes old row src[i]: the first `length` positions of the decoder's, and
    the first cross_len of the cross caches when cross_len > 0. */
 static pf_result pf__reorder_rows(pf_model *m, const int *src, int num_rows, int length, int cross_len) {
-    pf__job job;
-    memset(&job, 0, sizeof job);
+    pf__job job = {.step = {.batch = num_rows, .past = length, .cross_len = cross_len}, .reorder_cross = cross_len > 0};
     int *moves = (int *)malloc(2 * (size_t)num_rows * sizeof(int)); /* the rows that change: dst, then src */
     if (!moves) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (int i = 0; i < num_rows; i++)
@@ -461,10 +461,6 @@ static pf_result pf__reorder_rows(pf_model *m, const int *src, int num_rows, int
     memmove(moves + job.reorder_count, moves + num_rows, (size_t)job.reorder_count * sizeof(int));
     job.reorder_dst = moves;
     job.reorder_src = moves + job.reorder_count;
-    job.step.batch = num_rows;
-    job.step.past = length;
-    job.step.cross_len = cross_len;
-    job.reorder_cross = cross_len > 0;
     pf_result r = job.reorder_count ? pf__group_run(m->group, PF__JOB_REORDER, &job) : PF_OK;
     free(moves);
     return r;
@@ -764,10 +760,7 @@ static int32_t pf__sample_candidates(pf__generation_state *st, int i, const pf__
 static pf_result pf__fetch_unsettled_logits(pf__generation_state *st, const pf__candidate_view *v) {
     for (int i = 0; i < st->num_rows; i++)
         if (!st->rows[i].done && pf__sample_candidates(st, i, v, NULL) < 0) {
-            pf__job job;
-            memset(&job, 0, sizeof job);
-            job.step.batch = (int)v->rows;
-            job.logits = v->logits;
+            pf__job job = {.step = {.batch = (int)v->rows}, .logits = v->logits};
             return pf__group_run(st->m->group, PF__JOB_LOGITS, &job);
         }
     return PF_OK;

@@ -1277,6 +1277,8 @@ extern PF_PRIVATE const pf__backend pf__cpu_backend;
 
 typedef enum { PF__JOB_SETUP, PF__JOB_FORWARD, PF__JOB_LOGITS, PF__JOB_GATHER, PF__JOB_REORDER, PF__JOB_QUIT } pf__job_kind;
 
+/* What the group's ranks do next. Built with a designated initializer naming the step and the
+   outputs wanted; every field it does not name is zero, which means "not wanted". */
 typedef struct pf__job {
     pf__job_kind kind;
     pf__step step;        /* FORWARD */
@@ -1516,6 +1518,8 @@ PF_PRIVATE pf_result pf__pad_rows(pf_model *m, const char *what, const int32_t *
                               int source, int *width, int32_t **ids, int **pads);
 PF_PRIVATE pf_result pf__encoder_pass(pf_model *m, const int32_t *sources, const float *features, const int *pads, int batch,
                                   int width, float *hidden);
+PF_PRIVATE pf_result pf__decoder_logits(pf_model *m, const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
+                                    int cross_len, const int *cross_pads, float *logits);
 
 /* ---- src/generate.c ---- */
 
@@ -1551,7 +1555,6 @@ typedef struct pf__stream_state {
 } pf__stream_state;
 PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_options *o, int batch);
 PF_PRIVATE pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job);
-PF_PRIVATE pf_result pf__forward_choosing(pf_model *m, const pf__job *job);
 
 /* Where a generation step's forward leaves what the devices chose instead of the logits (a test
    build downloads those too). */
@@ -1561,6 +1564,7 @@ typedef struct pf__device_choice {
                                row (backend->top_k), or NULL */
     size_t per_row;
 } pf__device_choice;
+PF_PRIVATE pf_result pf__forward_choosing(pf_model *m, pf__job *job, const pf__device_choice *choice);
 
 /* One request's rows among a step's top-k candidates (a batched step holds several requests'). */
 typedef struct pf__candidate_view {
