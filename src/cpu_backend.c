@@ -1,8 +1,16 @@
 #include "internal.h"
 /* ---- CPU backend ---- */
 
-static int pf__cpu_rank_begin(pf__rank *r) { (void)r; return 0; }
-static void pf__cpu_rank_end(pf__rank *r) { (void)r; }
+static pf__cpu_rank *pf__cpu(pf__rank *r) { return (pf__cpu_rank *)r->backend_state; }
+static int pf__cpu_rank_begin(pf__rank *r) {
+    r->backend_state = calloc(1, sizeof(pf__cpu_rank));
+    return r->backend_state ? 0 : -1;
+}
+static void pf__cpu_rank_end(pf__rank *r) {
+    if (r->backend_state) free(pf__cpu(r)->matmul_scratch);
+    free(r->backend_state);
+    r->backend_state = NULL;
+}
 /* Cache-line aligned: malloc's large blocks start 16 bytes into a page, which splits every
    512-bit load of weights and activations over two cache lines. */
 #define PF__CPU_ALIGN 64
@@ -2065,24 +2073,25 @@ static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__we
         return;
     }
 #endif
+    pf__cpu_rank *cpu = pf__cpu(r);
     const float *b = bias ? (const float *)bias->data : NULL;
-    int quantized = PF__QUANTIZED(w->dtype), bf16_products = r->bf16_products && w->dtype == PF__DTYPE_BF16;
+    int quantized = PF__QUANTIZED(w->dtype), bf16_products = r->group->options.bf16_products && w->dtype == PF__DTYPE_BF16;
     size_t need = quantized       ? pf__quantized_x_bytes(rows, w->cols)
                   : bf16_products ? pf__bf16_products_bytes(w, rows)
                                   : pf__widened_bytes(w, rows);
-    if (need > r->matmul_scratch_bytes) { /* the first product of its size; kept for the next */
-        void *grown = realloc(r->matmul_scratch, need);
+    if (need > cpu->matmul_scratch_bytes) { /* the first product of its size; kept for the next */
+        void *grown = realloc(cpu->matmul_scratch, need);
         if (!grown) {
             pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory for a product's scratch (%zu bytes, %zu rows)",
                           need, rows);
             return;
         }
-        r->matmul_scratch = grown;
-        r->matmul_scratch_bytes = need;
+        cpu->matmul_scratch = grown;
+        cpu->matmul_scratch_bytes = need;
     }
-    if (quantized) pf__cpu_matmul_quantized(out, x, w, b, rows, r->matmul_scratch);
-    else if (bf16_products) pf__cpu_matmul_bf16_products(out, x, w, b, rows, r->matmul_scratch);
-    else pf__cpu_matmul_rows(out, x, w, b, rows, need ? (float *)r->matmul_scratch : NULL);
+    if (quantized) pf__cpu_matmul_quantized(out, x, w, b, rows, cpu->matmul_scratch);
+    else if (bf16_products) pf__cpu_matmul_bf16_products(out, x, w, b, rows, cpu->matmul_scratch);
+    else pf__cpu_matmul_rows(out, x, w, b, rows, need ? (float *)cpu->matmul_scratch : NULL);
 }
 
 static float pf__act(float v, pf__activation act) {
@@ -2265,12 +2274,13 @@ static void pf__attend_pack(const pf__cpu_kernels *kernels, float *k_out, float 
 }
 
 /* A decode step's attention for one row of the batch (its one query q of every head): the cache
-   rows it sees walked once, every head's slice of each (pf__row_scores). Scores go to r->scores,
+   rows it sees walked once, every head's slice of each (pf__row_scores). Scores go to cpu->scores,
    [heads][cache_len]. kc, vc: the row's caches. */
 static void pf__attend_one_query(pf__rank *r, const pf__cpu_kernels *kernels, float *out, const float *q, const char *kc,
                                  const char *vc, const pf__step *s, const pf__attn_shape *a, size_t pad) {
     size_t hd = (size_t)a->head_dim, kv_width = (size_t)a->kv_heads * hd, ld = (size_t)a->cache_len, first, last;
-    size_t esize = pf__dtype_size(a->cache_dtype), *kv = r->head_slices;
+    pf__cpu_rank *cpu = pf__cpu(r);
+    size_t esize = pf__dtype_size(a->cache_dtype), *kv = cpu->head_slices;
     pf__attend_range(s, a, pad, (size_t)s->past, &first, &last);
     if (first > last) { /* a pad's own query: nothing to see, and nobody reads it */
         memset(out, 0, (size_t)a->heads * hd * sizeof(float));
@@ -2279,10 +2289,10 @@ static void pf__attend_one_query(pf__rank *r, const pf__cpu_kernels *kernels, fl
     for (int h = 0; h < a->heads; h++) kv[h] = (size_t)((a->head_begin + h) / a->kv_group - a->kv_begin) * hd;
     pf__head_slices hs = {a->heads, kv};
     size_t count = last + 1 - first;
-    kernels->row_scores(r->scores, ld, q, hs, kc + first * kv_width * esize, a->cache_dtype, kv_width, count, hd);
+    kernels->row_scores(cpu->scores, ld, q, hs, kc + first * kv_width * esize, a->cache_dtype, kv_width, count, hd);
     for (int h = 0; h < a->heads; h++)
-        pf__attend_softmax(kernels, r->scores + (size_t)h * ld, count, first, (size_t)s->past, pad, h, a);
-    kernels->row_weighted_sums(out, r->scores, ld, hs, vc + first * kv_width * esize, a->cache_dtype, kv_width, count, hd);
+        pf__attend_softmax(kernels, cpu->scores + (size_t)h * ld, count, first, (size_t)s->past, pad, h, a);
+    kernels->row_weighted_sums(out, cpu->scores, ld, hs, vc + first * kv_width * esize, a->cache_dtype, kv_width, count, hd);
 }
 
 static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void *k_cache, const void *v_cache,
@@ -2290,6 +2300,7 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
     size_t hd = (size_t)a->head_dim, q_width = (size_t)a->heads * hd, kv_width = (size_t)a->kv_heads * hd;
     size_t row_width = a->mask == PF__MASK_CROSS ? q_width : q_width + 2 * kv_width, T = (size_t)s->seq_len;
     const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
+    pf__cpu_rank *cpu = pf__cpu(r);
     if (!a->heads) return;
     for (int b = 0; b < s->batch; b++) {
         size_t cache_row = s->cache_rows ? (size_t)s->cache_rows[b] : (size_t)b, esize = pf__dtype_size(a->cache_dtype);
@@ -2313,8 +2324,8 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
         /* Several blocks of queries read the keys and values packed, where they fit; a 16-bit
            cache is always read packed (its rows of a cache_len always fit) */
         int sixteen_bit = a->cache_dtype != PF__DTYPE_F32;
-        int pack = sixteen_bit || (T > PF__QUERY_BLOCK && kv_width > hd && (hi_all + 1 - lo_all) * hd <= r->attn_pack_floats);
-        if (sixteen_bit && (hi_all + 1 - lo_all) * hd > r->attn_pack_floats) {
+        int pack = sixteen_bit || (T > PF__QUERY_BLOCK && kv_width > hd && (hi_all + 1 - lo_all) * hd <= cpu->attn_pack_floats);
+        if (sixteen_bit && (hi_all + 1 - lo_all) * hd > cpu->attn_pack_floats) {
             pf__rank_fail(r, PF_ERROR_DEVICE, "CPU attention: %zu cached positions past its 16-bit copy", hi_all + 1 - lo_all);
             return;
         }
@@ -2324,10 +2335,10 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
             const float *keys = (const float *)kc + kv, *values = (const float *)vc + kv; /* position j at (j - base) * stride */
             if (pack) {
                 if (kv != packed_kv) /* heads of a group share their kv head's copy */
-                    pf__attend_pack(kernels, r->attn_pack, r->attn_pack + r->attn_pack_floats, kc, vc, a->cache_dtype,
+                    pf__attend_pack(kernels, cpu->attn_pack, cpu->attn_pack + cpu->attn_pack_floats, kc, vc, a->cache_dtype,
                                     kv_width, kv, hd, lo_all, hi_all);
                 packed_kv = kv;
-                keys = r->attn_pack, values = r->attn_pack + r->attn_pack_floats;
+                keys = cpu->attn_pack, values = cpu->attn_pack + cpu->attn_pack_floats;
             }
             /* Queries in blocks that share each key's load for their scores; each query then takes
                the keys it may see (first..last) out of the block's range (lo..hi). */
@@ -2344,9 +2355,9 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
                 }
                 if (lo > hi) continue;
                 size_t ld = (size_t)a->cache_len, keys_seen = hi + 1 - lo;
-                kernels->scores(r->scores, ld, q, nq, keys + (lo - base) * stride, stride, keys_seen, hd);
+                kernels->scores(cpu->scores, ld, q, nq, keys + (lo - base) * stride, stride, keys_seen, hd);
                 for (int i = 0; i < nq; i++) { /* probabilities, zero for the block's keys the query does not see */
-                    float *row = r->scores + (size_t)i * ld;
+                    float *row = cpu->scores + (size_t)i * ld;
                     if (first[i] > last[i]) {
                         memset(row, 0, keys_seen * sizeof(float));
                         continue;
@@ -2356,7 +2367,7 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
                     memset(row, 0, (first[i] - lo) * sizeof(float));
                     memset(row + (last[i] + 1 - lo), 0, (hi - last[i]) * sizeof(float));
                 }
-                kernels->weighted_sums(out + ((size_t)b * T + t0) * q_width + (size_t)h * hd, q_width, r->scores, ld, nq,
+                kernels->weighted_sums(out + ((size_t)b * T + t0) * q_width + (size_t)h * hd, q_width, cpu->scores, ld, nq,
                                        values + (lo - base) * stride, stride, keys_seen, hd);
             }
         }
@@ -2365,7 +2376,7 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
 
 static void pf__cpu_reorder_rows(pf__rank *r, void *cache, const int *dst, const int *src, int count, size_t row_bytes,
                                  size_t used_bytes) {
-    unsigned char *rows = (unsigned char *)cache, *tmp = (unsigned char *)r->reorder_tmp;
+    unsigned char *rows = (unsigned char *)cache, *tmp = (unsigned char *)pf__cpu(r)->reorder_tmp;
     for (int k = 0; k < count; k++) /* every source read before any row is written */
         memcpy(tmp + k * used_bytes, rows + src[k] * row_bytes, used_bytes);
     for (int k = 0; k < count; k++)
@@ -2386,18 +2397,70 @@ static int pf__cpu_device_memory(int device, size_t *used, size_t *total) {
     return -1;
 }
 
+/* Every rank publishes its buffer, then sums all of them in rank order into its scratch, so the
+   result is bit-identical on every rank; a second barrier keeps the buffers alive until all have
+   read them. */
+static void pf__cpu_all_reduce(pf__rank *r, float *x, size_t count) {
+    pf__group *g = r->group;
+    if (g->num_ranks == 1) return;
+    g->reduce_in[r->index] = x;
+    if (pf__barrier(g)) return;
+    float *sum = pf__cpu(r)->reduce_tmp;
+    memcpy(sum, g->reduce_in[0], count * sizeof(float));
+    for (int k = 1; k < g->num_ranks; k++) {
+        const float *in = g->reduce_in[k];
+        for (size_t i = 0; i < count; i++) sum[i] += in[i];
+    }
+    if (pf__barrier(g)) return;
+    memcpy(x, sum, count * sizeof(float));
+}
+
+/* The CPU's work space beside the scratch every backend shares (pf__rank_alloc_scratch). */
+static void pf__cpu_alloc_scratch(pf__rank *r) {
+    const pf__group *g = r->group;
+    pf__cpu_rank *cpu = pf__cpu(r);
+    const pf__config *c = &g->model->config;
+    size_t hd = (size_t)c->head_dim, T = g->max_tokens, kv_width = (size_t)r->share.kv_heads * hd;
+    size_t wide = c->hidden_size > c->embed_dim ? (size_t)c->hidden_size : (size_t)c->embed_dim; /* as r->part */
+    size_t score_rows = r->share.heads > PF__QUERY_BLOCK ? (size_t)r->share.heads : PF__QUERY_BLOCK;
+    cpu->scores = (float *)pf__rank_alloc(r, score_rows * (size_t)g->cache_len * sizeof(float));
+    cpu->head_slices = (size_t *)pf__rank_alloc(r, score_rows * sizeof(size_t));
+    if (T > PF__QUERY_BLOCK || g->cache_dtype != PF__DTYPE_F32) {
+        cpu->attn_pack_floats = (size_t)g->cache_len * hd;
+        cpu->attn_pack = (float *)pf__rank_alloc(r, 2 * cpu->attn_pack_floats * sizeof(float));
+    }
+    if (g->num_ranks > 1) cpu->reduce_tmp = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
+    if (g->max_batch > 1)
+        cpu->reorder_tmp = (float *)pf__rank_alloc(r, (size_t)g->max_batch * g->cache_len * kv_width * sizeof(float));
+}
+
 PF_PRIVATE const pf__backend pf__cpu_backend = {
-    "cpu", 1, NULL, NULL, pf__cpu_rank_begin, pf__cpu_rank_end, pf__cpu_alloc, pf__cpu_free, pf__cpu_copy,
-    pf__cpu_copy, pf__cpu_download_rows, pf__cpu_copy, pf__cpu_embed, pf__cpu_add_positions, pf__cpu_norm, pf__cpu_matmul, pf__cpu_activation,
-    pf__cpu_gated_activation, pf__cpu_add_residual, pf__cpu_rotary, pf__cpu_kv_append, pf__cpu_attend, pf__cpu_all_reduce,
-    pf__cpu_reorder_rows, pf__cpu_device_memory, NULL, 0,
-    NULL, /* argmax: the host takes it of the logits */
-    NULL, /* add_residual_norm: the two ops, one pass each over host memory */
-    NULL, /* bias_activation: the bias in the GEMM */
-    NULL, /* run_decoder_step: every op as it comes */
-    NULL, /* top_k: the host samples from the logits */
-    0,
-    0, /* qkv_bias_in_attention: the bias in the GEMM */
-    NULL, /* add_residual_biases: add_residual twice */
+    .name = "cpu",
+    .host_memory = 1,
+    .rank_begin = pf__cpu_rank_begin,
+    .rank_end = pf__cpu_rank_end,
+    .alloc = pf__cpu_alloc,
+    .free = pf__cpu_free,
+    .upload = pf__cpu_copy,
+    .download = pf__cpu_copy,
+    .download_rows = pf__cpu_download_rows,
+    .copy = pf__cpu_copy,
+    .embed = pf__cpu_embed,
+    .add_positions = pf__cpu_add_positions,
+    .norm = pf__cpu_norm,
+    .matmul = pf__cpu_matmul,
+    .activation = pf__cpu_activation,
+    .gated_activation = pf__cpu_gated_activation,
+    .add_residual = pf__cpu_add_residual,
+    .rotary = pf__cpu_rotary,
+    .kv_append = pf__cpu_kv_append,
+    .attend = pf__cpu_attend,
+    .all_reduce = pf__cpu_all_reduce,
+    .reorder_rows = pf__cpu_reorder_rows,
+    .device_memory = pf__cpu_device_memory,
+    .alloc_scratch = pf__cpu_alloc_scratch,
+    /* The optional ops stay NULL: the host takes the arg-max and samples from downloaded logits,
+       residual, norm and biases run as separate passes over host memory, the GEMMs add their
+       biases, and a decoder step runs every op as it comes. */
 };
 

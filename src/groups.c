@@ -56,6 +56,8 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
     pthread_cond_init(&g->barrier_cond, NULL);
     g->model = m;
     g->backend = backend;
+    g->options = *o;
+    g->options.device_ids = NULL; /* not ours to keep */
     g->dtype = dtype;
     g->cache_dtype = backend->cache_in_weight_dtype ? dtype
                      : o->kv_cache_dtype == PF_DTYPE_F16   ? PF__DTYPE_F16
@@ -110,7 +112,6 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
         r->backend = backend;
         r->device = o->device_ids ? o->device_ids[i] : i;
         r->share = pf__share_for(c, i, num_ranks);
-        r->bf16_products = o->bf16_products != 0;
     }
     if (backend->group_begin) {
         pf_result res = backend->group_begin(g, pf__error_buffer(m), PF__MESSAGE_SIZE);

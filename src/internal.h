@@ -1139,6 +1139,9 @@ typedef struct pf__backend {
        the forward calls the two; a parallel block's output biases) */
     void (*add_residual_biases)(pf__rank *r, float *x, const float *y, const pf__weight *bias,
                                 const pf__weight *bias2, size_t rows, size_t n);
+    /* The backend's own work space of a rank, after the scratch every backend shares (NULL: none,
+       or made on demand) */
+    void (*alloc_scratch)(pf__rank *r);
 } pf__backend;
 
 /* A share of the split dimensions held by one rank. */
@@ -1183,17 +1186,6 @@ struct pf__rank {
     float *head_out;          /* rank 0, classification heads: [max_tokens][num_labels or 2] */
     float *projected;         /* rank 0, with a projection: [max_batch][projection_dim] */
     float *patch_in;          /* image encoders: [max_batch][patches][channels * patch^2] */
-    float *scores;            /* CPU attention: [max(heads, PF__QUERY_BLOCK)][cache_len] */
-    size_t *head_slices;      /* CPU decode attention: [heads], each head's kv slice in a cache row */
-    float *attn_pack;         /* CPU attention over prompts: one kv head's keys, then its values, */
-    size_t attn_pack_floats;  /* attn_pack_floats each ([cache_len][head_dim]) */
-    float *reduce_tmp;        /* CPU all-reduce: [max_tokens * hidden] */
-    float *reorder_tmp;       /* CPU beam reorder: one layer's cache, when max_batch > 1 */
-    void *matmul_scratch;     /* CPU products: x's int8 values, scales and block sums for Q8/Q4
-                                 weights, widened fp16/bf16 weight rows (grown on demand and kept, so
-                                 a decode step allocates nothing) */
-    size_t matmul_scratch_bytes;
-    int bf16_products;        /* CPU: bf16 weights multiply x rounded to bf16 (pf_parallel_options) */
     pf__allocation *allocations;
     size_t num_allocations, allocations_cap;
     size_t bytes[PF__MEM_KINDS];
@@ -1273,6 +1265,21 @@ PF_PRIVATE void pf__cpu_matmul_rows(float *out, const float *x, const pf__weight
 extern PF_PRIVATE const pf__backend pf__cpu_backend;
 #endif
 
+/* A CPU rank's own work space (its r->backend_state), made by its rank_begin, sized by its
+   alloc_scratch, freed by its rank_end. */
+typedef struct pf__cpu_rank {
+    float *scores;            /* attention: [max(heads, PF__QUERY_BLOCK)][cache_len] */
+    size_t *head_slices;      /* decode attention: [heads], each head's kv slice in a cache row */
+    float *attn_pack;         /* attention over prompts: one kv head's keys, then its values, */
+    size_t attn_pack_floats;  /* attn_pack_floats each ([cache_len][head_dim]) */
+    float *reduce_tmp;        /* all-reduce: [max_tokens * hidden] */
+    float *reorder_tmp;       /* beam reorder: one layer's cache, when max_batch > 1 */
+    void *matmul_scratch;     /* products: x's int8 values, scales and block sums for Q8/Q4
+                                 weights, widened fp16/bf16 weight rows (grown on demand and kept, so
+                                 a decode step allocates nothing) */
+    size_t matmul_scratch_bytes;
+} pf__cpu_rank;
+
 /* ---- src/ranks.c ---- */
 
 typedef enum { PF__JOB_SETUP, PF__JOB_FORWARD, PF__JOB_LOGITS, PF__JOB_GATHER, PF__JOB_REORDER, PF__JOB_QUIT } pf__job_kind;
@@ -1343,6 +1350,7 @@ struct pf__group {
     int aborted;
     /* CPU all-reduce: each rank publishes its buffer here */
     float **reduce_in;
+    pf_parallel_options options; /* what pf_parallelize was asked (device_ids not kept) */
     /* sizes every rank shares */
     int max_batch, cache_len;
     int32_t *zero_ids;    /* [max_batch] zeros: row 0 of a one-row table for every sequence */
@@ -1400,7 +1408,6 @@ PF_PRIVATE size_t pf__num_slots(const pf__config *c);
 PF_PRIVATE size_t pf__slot_index(pf__slot slot, int layer);
 PF_PRIVATE void pf__group_abort(pf__group *g);
 PF_PRIVATE int pf__barrier(pf__group *g);
-PF_PRIVATE void pf__cpu_all_reduce(pf__rank *r, float *x, size_t count);
 PF_PRIVATE int pf__rank_failed(pf__rank *r);
 PF_PRIVATE void pf__all_reduce(pf__rank *r, float *x, size_t count, const char *site);
 PF_PRIVATE void *pf__rank_alloc(pf__rank *r, size_t bytes);

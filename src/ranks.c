@@ -46,24 +46,6 @@ PF_PRIVATE int pf__barrier(pf__group *g) {
     return failed ? -1 : 0;
 }
 
-/* Every rank publishes its buffer, then sums all of them in rank order into its scratch, so the
-   result is bit-identical on every rank; a second barrier keeps the buffers alive until all have
-   read them. */
-PF_PRIVATE void pf__cpu_all_reduce(pf__rank *r, float *x, size_t count) {
-    pf__group *g = r->group;
-    if (g->num_ranks == 1) return;
-    g->reduce_in[r->index] = x;
-    if (pf__barrier(g)) return;
-    float *sum = r->reduce_tmp;
-    memcpy(sum, g->reduce_in[0], count * sizeof(float));
-    for (int k = 1; k < g->num_ranks; k++) {
-        const float *in = g->reduce_in[k];
-        for (size_t i = 0; i < count; i++) sum[i] += in[i];
-    }
-    if (pf__barrier(g)) return;
-    memcpy(x, sum, count * sizeof(float));
-}
-
 /* Read between operations and in spin loops: an atomic load, not the group mutex, so that ranks
    that wait do not contend with the ones that work. */
 PF_PRIVATE int pf__rank_failed(pf__rank *r) {
@@ -139,9 +121,6 @@ PF_PRIVATE void *pf__rank_alloc(pf__rank *r, size_t bytes) {
 
 static void pf__rank_free_all(pf__rank *r) {
     for (size_t i = 0; i < r->num_allocations; i++) r->backend->free(r, r->allocations[i].ptr);
-    free(r->matmul_scratch);
-    r->matmul_scratch = NULL;
-    r->matmul_scratch_bytes = 0;
     free(r->allocations);
     free(r->weights);
     r->allocations = NULL;

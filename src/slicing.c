@@ -472,7 +472,7 @@ static void pf__rank_alloc_caches(pf__rank *r) {
     }
 }
 
-/* Activations for up to max_tokens rows, logits, and the CPU backend's own work space. */
+/* Activations for up to max_tokens rows, logits, and the backend's own work space. */
 static void pf__rank_alloc_scratch(pf__rank *r) {
     pf__group *g = r->group;
     const pf_model *m = g->model;
@@ -498,17 +498,7 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
         r->projected = (float *)pf__rank_alloc(r, (size_t)g->max_batch * c->projection_dim * sizeof(float));
     if (r->index == 0 && (m->sources[PF__SLOT_CLASSIFIER_WEIGHT].data || m->sources[PF__SLOT_SPAN_WEIGHT].data))
         r->head_out = (float *)pf__rank_alloc(r, T * (size_t)(c->num_labels > 2 ? c->num_labels : 2) * sizeof(float));
-    if (r->backend == &pf__cpu_backend) {
-        size_t score_rows = r->share.heads > PF__QUERY_BLOCK ? (size_t)r->share.heads : PF__QUERY_BLOCK;
-        r->scores = (float *)pf__rank_alloc(r, score_rows * (size_t)g->cache_len * sizeof(float));
-        r->head_slices = (size_t *)pf__rank_alloc(r, score_rows * sizeof(size_t));
-        if (T > PF__QUERY_BLOCK || g->cache_dtype != PF__DTYPE_F32) {
-            r->attn_pack_floats = (size_t)g->cache_len * hd;
-            r->attn_pack = (float *)pf__rank_alloc(r, 2 * r->attn_pack_floats * sizeof(float));
-        }
-        if (g->num_ranks > 1) r->reduce_tmp = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
-        if (g->max_batch > 1) r->reorder_tmp = (float *)pf__rank_alloc(r, (size_t)g->max_batch * g->cache_len * kv_width * sizeof(float));
-    }
+    if (r->backend->alloc_scratch) r->backend->alloc_scratch(r);
 }
 
 PF_PRIVATE void pf__rank_setup(pf__rank *r) {
