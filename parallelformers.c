@@ -1422,10 +1422,16 @@ struct pf_model {
     char tokenizer_missing[PF__MESSAGE_SIZE]; /* why a tokenizer the directory has is not loaded, or "" */
     pf__group *group;
     pf_parallel_options parallel_options;
+    int max_queued_requests;      /* parallel_options' own, for batched requests that read it without
+                                     the request lock, while pf_parallelize may rewrite the options (atomic) */
     float *logits;        /* host: [max_batch][vocab], the last positions' logits */
     float *inv_freq;      /* host: [rotary_dim / 2], the rotary frequencies of the current step */
     pf_generate_options generate_defaults; /* pf_generate_options_init() + generation_config.json */
     int rope_cached_len;  /* dynamic rope: the longest sequence its frequencies were grown for */
+    pthread_mutex_t calls_mutex;  /* guards active_calls and closing */
+    pthread_cond_t calls_done;    /* active_calls fell to 0 */
+    int active_calls;             /* requests that began (pf__call_begin) and have not ended */
+    int closing;                  /* pf_free began: requests are refused, generations stop (atomic read) */
     pthread_mutex_t request_lock; /* requests from several threads run one after another; error
                                      checking, so that a request made from inside one (a stream
                                      callback) is refused instead of waiting for itself */
@@ -1487,6 +1493,9 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m);
 #define PF__FAIL(m, code, ...) pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, code, __VA_ARGS__)
 PF_PRIVATE pf_result pf__fail_from(pf_model *m, pf_result r, const pf_model *tower);
 PF_PRIVATE pf_result pf__request_lock(pf_model *m, const char *call);
+PF_PRIVATE pf_result pf__call_begin(pf_model *m, const char *call);
+PF_PRIVATE void pf__call_end(pf_model *m);
+PF_PRIVATE pf_result pf__check_closing(pf_model *m);
 PF_PRIVATE void pf__request_unlock(pf_model *m);
 PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix);
 PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char **why);
@@ -1730,6 +1739,7 @@ const char *pf_result_string(pf_result result) {
     case PF_ERROR_DEVICE: return "device error";
     case PF_ERROR_BUFFER_TOO_SMALL: return "buffer too small";
     case PF_ERROR_BUSY: return "busy";
+    case PF_ERROR_CANCELLED: return "cancelled";
     }
     return "unknown result";
 }
@@ -19250,7 +19260,7 @@ static int pf__cuda_wait(pf__rank *r, pf__cuda_rank_state *rs) {
 
 /* Whether pf_parallelize got a device list (then an id beyond the visible GPUs is an error; without
    one, rank i goes to GPU i modulo their count). pf_parallelize keeps num_device_ids. */
-static int pf__cuda_device_ids_given(const pf__group *g) { return g->model->parallel_options.num_device_ids > 0; }
+static int pf__cuda_device_ids_given(const pf__group *g) { return g->options.num_device_ids > 0; }
 
 static pf_result pf__cuda_group_begin(pf__group *g, char *message, size_t size) {
     int count = 0;
@@ -19851,7 +19861,7 @@ static int pf__cuda_graph_eligible(const pf__rank *r, const pf__job *job) {
     const pf__group *g = r->group;
     const pf__cuda_group_state *gs = (const pf__cuda_group_state *)g->backend_state;
     const pf__step *s = &job->step;
-    if (g->model->parallel_options.disable_cuda_graphs || job->encoder_pass) return 0;
+    if (g->options.disable_cuda_graphs || job->encoder_pass) return 0;
     if (s->seq_len != 1 || !s->ids || s->features || s->patches || s->type_ids) return 0;
     return g->num_ranks == 1 || gs->use_nccl;
 }
@@ -21491,24 +21501,70 @@ PF_PRIVATE pf_result pf__fail_from(pf_model *m, pf_result r, const pf_model *tow
     return PF__FAIL(m, r, "%s", message);
 }
 
-/* Takes the model's request lock. The thread that holds it already is inside a request on this
-   model (calling from a stream callback): refused, since it would wait for itself forever. */
+/* A request begins: pf_free waits for it to end (pf__call_end). Once pf_free has begun it is
+   refused, counted all the same until its message is written, so that pf_free cannot free the
+   model under it. */
+PF_PRIVATE pf_result pf__call_begin(pf_model *m, const char *call) {
+    pthread_mutex_lock(&m->calls_mutex);
+    m->active_calls++;
+    int closing = m->closing;
+    pthread_mutex_unlock(&m->calls_mutex);
+    if (!closing) return PF_OK;
+    pf_result r = PF__FAIL(m, PF_ERROR_CANCELLED, "%s: the model is being freed (pf_free)", call);
+    pf__call_end(m);
+    return r;
+}
+
+PF_PRIVATE void pf__call_end(pf_model *m) {
+    pthread_mutex_lock(&m->calls_mutex);
+    if (--m->active_calls == 0) pthread_cond_broadcast(&m->calls_done);
+    pthread_mutex_unlock(&m->calls_mutex);
+}
+
+#ifdef PF_TESTING
+int pf_testing_active_calls(pf_model *m); /* test hook: requests pf_free would wait for, and */
+int pf_testing_closing(pf_model *m);      /* whether pf_free has begun */
+int pf_testing_active_calls(pf_model *m) {
+    pthread_mutex_lock(&m->calls_mutex);
+    int n = m->active_calls;
+    pthread_mutex_unlock(&m->calls_mutex);
+    return n;
+}
+int pf_testing_closing(pf_model *m) { return PF__LOAD_FLAG(m->closing); }
+#endif
+
+/* Where a request may stop early: PF_ERROR_CANCELLED once pf_free has begun. */
+PF_PRIVATE pf_result pf__check_closing(pf_model *m) {
+    if (!PF__LOAD_FLAG(m->closing)) return PF_OK;
+    return PF__FAIL(m, PF_ERROR_CANCELLED, "cancelled: the model is being freed (pf_free)");
+}
+
+/* Takes the model's request lock, as a request pf_free waits for. The thread that holds it
+   already is inside a request on this model (calling from a stream callback): refused, since it
+   would wait for itself forever. */
 PF_PRIVATE pf_result pf__request_lock(pf_model *m, const char *call) {
+    pf_result r = pf__call_begin(m, call);
+    if (r) return r;
     __atomic_add_fetch(&m->exclusive_waiting, 1, __ATOMIC_ACQ_REL); /* the batcher stops admitting */
     int e = pthread_mutex_lock(&m->request_lock);
     __atomic_sub_fetch(&m->exclusive_waiting, 1, __ATOMIC_ACQ_REL);
     if (!e) pf__lock_holder = m;
     if (e == EDEADLK)
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT,
-                        "%s was called from inside a request on the same model (a stream callback?); it would wait "
-                        "for that request forever", call);
-    if (e) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s: cannot take the model's request lock: %s", call, strerror(e));
-    return PF_OK;
+        r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT,
+                     "%s was called from inside a request on the same model (a stream callback?); it would wait "
+                     "for that request forever", call);
+    else if (e)
+        r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s: cannot take the model's request lock: %s", call, strerror(e));
+    else if ((r = pf__check_closing(m))) /* pf_free began while this one waited */
+        pf__request_unlock(m);
+    if (r && e) pf__call_end(m);
+    return r;
 }
 
 PF_PRIVATE void pf__request_unlock(pf_model *m) {
     pf__lock_holder = NULL;
     pthread_mutex_unlock(&m->request_lock);
+    pf__call_end(m);
 }
 
 /* Every tensor of the checkpoint must be consumed by a slot or be a known buffer (a causal mask,
@@ -22374,6 +22430,8 @@ static pf_model *pf__model_new(const pf_load_options *options) {
     pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
     pthread_mutex_init(&m->request_lock, &attr);
     pthread_mutex_init(&m->batcher_start, NULL);
+    pthread_mutex_init(&m->calls_mutex, NULL);
+    pthread_cond_init(&m->calls_done, NULL);
     pthread_mutexattr_destroy(&attr);
     m->load_options = options ? *options : pf_load_options_init();
     m->generate_defaults = pf_generate_options_init();
@@ -22526,8 +22584,18 @@ pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_mode
     return PF_OK;
 }
 
+/* Refuses requests from now on and waits for the ones that began to end (a running generation
+   stops at its next token: pf__check_closing). */
+static void pf__drain_requests(pf_model *m) {
+    pthread_mutex_lock(&m->calls_mutex);
+    __atomic_store_n(&m->closing, 1, __ATOMIC_RELEASE);
+    while (m->active_calls > 0) pthread_cond_wait(&m->calls_done, &m->calls_mutex);
+    pthread_mutex_unlock(&m->calls_mutex);
+}
+
 void pf_free(pf_model *m) {
     if (!m) return;
+    pf__drain_requests(m);
     pf_free(m->towers[0]);
     pf_free(m->towers[1]);
     pf__batcher_stop(m);
@@ -22550,6 +22618,8 @@ void pf_free(pf_model *m) {
     free(m->dir);
     pthread_mutex_destroy(&m->request_lock);
     pthread_mutex_destroy(&m->batcher_start);
+    pthread_mutex_destroy(&m->calls_mutex);
+    pthread_cond_destroy(&m->calls_done);
     free(m);
 }
 
@@ -22652,6 +22722,7 @@ PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf
     m->group = NULL;
     m->parallel_options = o;
     m->parallel_options.device_ids = NULL; /* not ours to keep */
+    __atomic_store_n(&m->max_queued_requests, o.max_queued_requests, __ATOMIC_RELAXED);
     return pf__group_create(m, num_ranks, &o, backend, dtype);
 }
 
@@ -24606,6 +24677,7 @@ PF_PRIVATE pf_result pf__generation_sample_step(pf__generation_state *st, int *f
     pf__candidate_view candidates = st->device_candidates; /* this step's only */
     st->device_tokens = NULL;
     memset(&st->device_candidates, 0, sizeof st->device_candidates);
+    if (pf__check_closing(m)) return PF_ERROR_CANCELLED;
 #ifdef PF_TESTING
     if (candidates.all && !pf__check_device_choices) /* as a release build: no logits unless fetched */
         for (size_t j = 0; j < (size_t)st->num_rows * st->vocab; j++) st->logits[j] = NAN;
@@ -24746,7 +24818,7 @@ static pf_result pf__beam_choose(pf__generation_state *st, int b, int cur_len, i
    else the cache rows follow their beams. */
 static pf_result pf__generation_beam_step(pf__generation_state *st, int *finished) {
     int cur_len = st->rows[0].length, last_step = cur_len + 1 >= st->max_length, any_open = 0, all_full = 1;
-    pf_result r = PF_OK;
+    pf_result r = pf__check_closing(st->m);
     for (int b = 0; b < st->batch && !r; b++) {
         r = pf__beam_candidates(st, b);
         if (!r) r = pf__beam_choose(st, b, cur_len, last_step);
@@ -24949,7 +25021,8 @@ static void pf__batch_finish(pf__batcher *b, pf__batch_request *q, pf_result r, 
 /* A request's set-up (the checks and lengths of an exclusive request), on the scheduler's thread
    with the request lock held. */
 static pf_result pf__batch_prepare(pf_model *m, pf__batch_request *q) {
-    pf_result r = pf__ensure_group(m);
+    pf_result r = pf__check_closing(m);
+    if (!r) r = pf__ensure_group(m);
     if (r) return r;
     if (m->config.head != PF_HEAD_CAUSAL_LM)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder: it does not generate (pf_encode runs it)",
@@ -25287,7 +25360,7 @@ PF_PRIVATE void pf__batcher_stop(pf_model *m) {
 }
 
 /* A batched request from the caller's thread: queued, then waited for. */
-static pf_result pf__generate_batched(pf_model *m, const int32_t *const *prompts, const int *lengths, int batch,
+static pf_result pf__generate_batched_counted(pf_model *m, const int32_t *const *prompts, const int *lengths, int batch,
                                       const pf_generate_options *o, pf_generation *result) {
     if (pf__lock_holder == m) /* a stream callback of an exclusive request: the scheduler would wait for it */
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_generate was called from inside a request on the same model (a "
@@ -25301,7 +25374,8 @@ static pf_result pf__generate_batched(pf_model *m, const int32_t *const *prompts
     q.options = *o;
     q.result = result;
     q.st.batch = batch;
-    int most = m->parallel_options.max_queued_requests > 0 ? m->parallel_options.max_queued_requests : PF__BATCH_QUEUE_MAX;
+    int most = __atomic_load_n(&m->max_queued_requests, __ATOMIC_RELAXED);
+    if (most <= 0) most = PF__BATCH_QUEUE_MAX;
     pthread_mutex_lock(&b->mutex);
     if (b->queued >= most) {
         pthread_mutex_unlock(&b->mutex);
@@ -25320,6 +25394,16 @@ static pf_result pf__generate_batched(pf_model *m, const int32_t *const *prompts
         PF__FAIL(m, r, "%s", q.message);
     }
     pf__batch_request_free(&q);
+    return r;
+}
+
+/* The same as a request pf_free waits for. */
+static pf_result pf__generate_batched(pf_model *m, const int32_t *const *prompts, const int *lengths, int batch,
+                                      const pf_generate_options *o, pf_generation *result) {
+    pf_result r = pf__call_begin(m, "pf_generate");
+    if (r) return r;
+    r = pf__generate_batched_counted(m, prompts, lengths, batch, o, result);
+    pf__call_end(m);
     return r;
 }
 

@@ -6,8 +6,8 @@
    backend. Installed by make install: pkg-config --cflags --libs parallelformers.
 
    Threads: pf_parallelize, pf_to_cpu, pf_forward and the pf_generate calls may be made on one
-   model from several threads at once: they run one after another. pf_free must not overlap any
-   other call on the model; the getters (pf_get_info, pf_num_ranks, pf_model_device,
+   model from several threads at once: they run one after another. pf_free waits for those (and
+   cancels them, see pf_free); the getters (pf_get_info, pf_num_ranks, pf_model_device,
    pf_model_dtype, pf_memory_allocated) must not overlap pf_parallelize or pf_to_cpu. A loaded
    tokenizer is read-only: any thread, any time. Calls on different models are independent. The
    library starts one thread per rank in pf_parallelize and stops them in pf_to_cpu / pf_free. It
@@ -42,8 +42,10 @@ typedef enum pf_result {
     PF_ERROR_OUT_OF_MEMORY,    /* host or device allocation failed */
     PF_ERROR_DEVICE,           /* a backend (CUDA, cuBLAS, NCCL) call failed on some rank */
     PF_ERROR_BUFFER_TOO_SMALL, /* an output buffer is too small; the needed size is reported */
-    PF_ERROR_BUSY              /* too many generation requests are waiting on the model: try again;
+    PF_ERROR_BUSY,             /* too many generation requests are waiting on the model: try again;
                                   a registered policy is in use (pf_unregister_policy) */
+    PF_ERROR_CANCELLED         /* pf_free began while the request waited or ran (a generation stops
+                                  at its next token) */
 } pf_result;
 
 /* A constant English name for a result code. Any thread. */
@@ -119,8 +121,12 @@ pf_load_options pf_load_options_init(void); /* the defaults described above; any
    names it), PF_ERROR_OUT_OF_MEMORY. Any thread; the new model is the caller's. */
 pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_model **model);
 
-/* Frees everything the model holds, stopping its rank threads. NULL is fine. Must not overlap
-   any other call on the model (see Threads above). */
+/* Frees everything the model holds, stopping its rank threads. NULL is fine. Requests on other
+   threads that take the model's request lock (pf_parallelize, pf_to_cpu, the forward, encode and
+   generate calls) end first: the ones waiting or starting are refused and a running generation
+   stops at its next token, all with PF_ERROR_CANCELLED; pf_free returns once they have. No call
+   may start on the model after pf_free returns (its memory is gone), nor may pf_free be called
+   from a stream callback of the same model. */
 void pf_free(pf_model *model);
 
 /* The detailed message of the calling thread's last failure on this model ("" if none): threads

@@ -102,6 +102,14 @@ static MHD_Result send_json(struct MHD_Connection *connection, unsigned status, 
     return send_text(connection, status, text, "application/json");
 }
 
+/* The HTTP status of a failed call: the caller's fault, a model that cannot take the request now
+   (its queue is full, or it is being freed at shutdown), or ours. */
+static unsigned http_status(pf_result r) {
+    if (r == PF_ERROR_INVALID_ARGUMENT) return 400;
+    if (r == PF_ERROR_BUSY || r == PF_ERROR_CANCELLED) return 503;
+    return 500;
+}
+
 static MHD_Result send_error(struct MHD_Connection *connection, unsigned status, const char *message) {
     return send_text(connection, status, error_body((int)status, message), "application/json");
 }
@@ -258,7 +266,7 @@ static MHD_Result complete(struct MHD_Connection *connection, const completion_r
     if (r) {
         char message[512];
         snprintf(message, sizeof message, "generation failed: %s: %s", pf_result_string(r), pf_error_message(the_server.model));
-        return send_error(connection, r == PF_ERROR_INVALID_ARGUMENT ? 400 : 500, message);
+        return send_error(connection, http_status(r), message);
     }
     json_t *choices = json_array();
     int completion_tokens = 0;
@@ -512,7 +520,7 @@ static MHD_Result completions(struct MHD_Connection *connection, int chat, const
         pf_string_free(text);
         if (r) {
             completion_request_free(&request);
-            return send_error(connection, r == PF_ERROR_INVALID_ARGUMENT ? 400 : 500, error);
+            return send_error(connection, http_status(r), error);
         }
         free(request.prompt);
         request.prompt = copy;
@@ -563,7 +571,7 @@ static MHD_Result generate_text(struct MHD_Connection *connection, const char *t
     if (r) {
         free(prompt), free(out);
         snprintf(error, sizeof error, "generation failed: %s: %s", pf_result_string(r), pf_error_message(the_server.model));
-        return send_error(connection, r == PF_ERROR_INVALID_ARGUMENT ? 400 : 500, error);
+        return send_error(connection, http_status(r), error);
     }
     memcpy(out, prompt, (size_t)prompt_length * sizeof *out);
     free(prompt);

@@ -97,24 +97,70 @@ PF_PRIVATE pf_result pf__fail_from(pf_model *m, pf_result r, const pf_model *tow
     return PF__FAIL(m, r, "%s", message);
 }
 
-/* Takes the model's request lock. The thread that holds it already is inside a request on this
-   model (calling from a stream callback): refused, since it would wait for itself forever. */
+/* A request begins: pf_free waits for it to end (pf__call_end). Once pf_free has begun it is
+   refused, counted all the same until its message is written, so that pf_free cannot free the
+   model under it. */
+PF_PRIVATE pf_result pf__call_begin(pf_model *m, const char *call) {
+    pthread_mutex_lock(&m->calls_mutex);
+    m->active_calls++;
+    int closing = m->closing;
+    pthread_mutex_unlock(&m->calls_mutex);
+    if (!closing) return PF_OK;
+    pf_result r = PF__FAIL(m, PF_ERROR_CANCELLED, "%s: the model is being freed (pf_free)", call);
+    pf__call_end(m);
+    return r;
+}
+
+PF_PRIVATE void pf__call_end(pf_model *m) {
+    pthread_mutex_lock(&m->calls_mutex);
+    if (--m->active_calls == 0) pthread_cond_broadcast(&m->calls_done);
+    pthread_mutex_unlock(&m->calls_mutex);
+}
+
+#ifdef PF_TESTING
+int pf_testing_active_calls(pf_model *m); /* test hook: requests pf_free would wait for, and */
+int pf_testing_closing(pf_model *m);      /* whether pf_free has begun */
+int pf_testing_active_calls(pf_model *m) {
+    pthread_mutex_lock(&m->calls_mutex);
+    int n = m->active_calls;
+    pthread_mutex_unlock(&m->calls_mutex);
+    return n;
+}
+int pf_testing_closing(pf_model *m) { return PF__LOAD_FLAG(m->closing); }
+#endif
+
+/* Where a request may stop early: PF_ERROR_CANCELLED once pf_free has begun. */
+PF_PRIVATE pf_result pf__check_closing(pf_model *m) {
+    if (!PF__LOAD_FLAG(m->closing)) return PF_OK;
+    return PF__FAIL(m, PF_ERROR_CANCELLED, "cancelled: the model is being freed (pf_free)");
+}
+
+/* Takes the model's request lock, as a request pf_free waits for. The thread that holds it
+   already is inside a request on this model (calling from a stream callback): refused, since it
+   would wait for itself forever. */
 PF_PRIVATE pf_result pf__request_lock(pf_model *m, const char *call) {
+    pf_result r = pf__call_begin(m, call);
+    if (r) return r;
     __atomic_add_fetch(&m->exclusive_waiting, 1, __ATOMIC_ACQ_REL); /* the batcher stops admitting */
     int e = pthread_mutex_lock(&m->request_lock);
     __atomic_sub_fetch(&m->exclusive_waiting, 1, __ATOMIC_ACQ_REL);
     if (!e) pf__lock_holder = m;
     if (e == EDEADLK)
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT,
-                        "%s was called from inside a request on the same model (a stream callback?); it would wait "
-                        "for that request forever", call);
-    if (e) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s: cannot take the model's request lock: %s", call, strerror(e));
-    return PF_OK;
+        r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT,
+                     "%s was called from inside a request on the same model (a stream callback?); it would wait "
+                     "for that request forever", call);
+    else if (e)
+        r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s: cannot take the model's request lock: %s", call, strerror(e));
+    else if ((r = pf__check_closing(m))) /* pf_free began while this one waited */
+        pf__request_unlock(m);
+    if (r && e) pf__call_end(m);
+    return r;
 }
 
 PF_PRIVATE void pf__request_unlock(pf_model *m) {
     pf__lock_holder = NULL;
     pthread_mutex_unlock(&m->request_lock);
+    pf__call_end(m);
 }
 
 /* Every tensor of the checkpoint must be consumed by a slot or be a known buffer (a causal mask,

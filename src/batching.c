@@ -59,7 +59,8 @@ static void pf__batch_finish(pf__batcher *b, pf__batch_request *q, pf_result r, 
 /* A request's set-up (the checks and lengths of an exclusive request), on the scheduler's thread
    with the request lock held. */
 static pf_result pf__batch_prepare(pf_model *m, pf__batch_request *q) {
-    pf_result r = pf__ensure_group(m);
+    pf_result r = pf__check_closing(m);
+    if (!r) r = pf__ensure_group(m);
     if (r) return r;
     if (m->config.head != PF_HEAD_CAUSAL_LM)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder: it does not generate (pf_encode runs it)",
@@ -397,7 +398,7 @@ PF_PRIVATE void pf__batcher_stop(pf_model *m) {
 }
 
 /* A batched request from the caller's thread: queued, then waited for. */
-static pf_result pf__generate_batched(pf_model *m, const int32_t *const *prompts, const int *lengths, int batch,
+static pf_result pf__generate_batched_counted(pf_model *m, const int32_t *const *prompts, const int *lengths, int batch,
                                       const pf_generate_options *o, pf_generation *result) {
     if (pf__lock_holder == m) /* a stream callback of an exclusive request: the scheduler would wait for it */
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_generate was called from inside a request on the same model (a "
@@ -411,7 +412,8 @@ static pf_result pf__generate_batched(pf_model *m, const int32_t *const *prompts
     q.options = *o;
     q.result = result;
     q.st.batch = batch;
-    int most = m->parallel_options.max_queued_requests > 0 ? m->parallel_options.max_queued_requests : PF__BATCH_QUEUE_MAX;
+    int most = __atomic_load_n(&m->max_queued_requests, __ATOMIC_RELAXED);
+    if (most <= 0) most = PF__BATCH_QUEUE_MAX;
     pthread_mutex_lock(&b->mutex);
     if (b->queued >= most) {
         pthread_mutex_unlock(&b->mutex);
@@ -430,6 +432,16 @@ static pf_result pf__generate_batched(pf_model *m, const int32_t *const *prompts
         PF__FAIL(m, r, "%s", q.message);
     }
     pf__batch_request_free(&q);
+    return r;
+}
+
+/* The same as a request pf_free waits for. */
+static pf_result pf__generate_batched(pf_model *m, const int32_t *const *prompts, const int *lengths, int batch,
+                                      const pf_generate_options *o, pf_generation *result) {
+    pf_result r = pf__call_begin(m, "pf_generate");
+    if (r) return r;
+    r = pf__generate_batched_counted(m, prompts, lengths, batch, o, result);
+    pf__call_end(m);
     return r;
 }
 

@@ -392,7 +392,7 @@ static int pf__cuda_wait(pf__rank *r, pf__cuda_rank_state *rs) {
 
 /* Whether pf_parallelize got a device list (then an id beyond the visible GPUs is an error; without
    one, rank i goes to GPU i modulo their count). pf_parallelize keeps num_device_ids. */
-static int pf__cuda_device_ids_given(const pf__group *g) { return g->model->parallel_options.num_device_ids > 0; }
+static int pf__cuda_device_ids_given(const pf__group *g) { return g->options.num_device_ids > 0; }
 
 static pf_result pf__cuda_group_begin(pf__group *g, char *message, size_t size) {
     int count = 0;
@@ -993,7 +993,7 @@ static int pf__cuda_graph_eligible(const pf__rank *r, const pf__job *job) {
     const pf__group *g = r->group;
     const pf__cuda_group_state *gs = (const pf__cuda_group_state *)g->backend_state;
     const pf__step *s = &job->step;
-    if (g->model->parallel_options.disable_cuda_graphs || job->encoder_pass) return 0;
+    if (g->options.disable_cuda_graphs || job->encoder_pass) return 0;
     if (s->seq_len != 1 || !s->ids || s->features || s->patches || s->type_ids) return 0;
     return g->num_ranks == 1 || gs->use_nccl;
 }

@@ -821,6 +821,7 @@ PF_PRIVATE pf_result pf__generation_sample_step(pf__generation_state *st, int *f
     pf__candidate_view candidates = st->device_candidates; /* this step's only */
     st->device_tokens = NULL;
     memset(&st->device_candidates, 0, sizeof st->device_candidates);
+    if (pf__check_closing(m)) return PF_ERROR_CANCELLED;
 #ifdef PF_TESTING
     if (candidates.all && !pf__check_device_choices) /* as a release build: no logits unless fetched */
         for (size_t j = 0; j < (size_t)st->num_rows * st->vocab; j++) st->logits[j] = NAN;
@@ -961,7 +962,7 @@ static pf_result pf__beam_choose(pf__generation_state *st, int b, int cur_len, i
    else the cache rows follow their beams. */
 static pf_result pf__generation_beam_step(pf__generation_state *st, int *finished) {
     int cur_len = st->rows[0].length, last_step = cur_len + 1 >= st->max_length, any_open = 0, all_full = 1;
-    pf_result r = PF_OK;
+    pf_result r = pf__check_closing(st->m);
     for (int b = 0; b < st->batch && !r; b++) {
         r = pf__beam_candidates(st, b);
         if (!r) r = pf__beam_choose(st, b, cur_len, last_step);

@@ -1386,10 +1386,16 @@ struct pf_model {
     char tokenizer_missing[PF__MESSAGE_SIZE]; /* why a tokenizer the directory has is not loaded, or "" */
     pf__group *group;
     pf_parallel_options parallel_options;
+    int max_queued_requests;      /* parallel_options' own, for batched requests that read it without
+                                     the request lock, while pf_parallelize may rewrite the options (atomic) */
     float *logits;        /* host: [max_batch][vocab], the last positions' logits */
     float *inv_freq;      /* host: [rotary_dim / 2], the rotary frequencies of the current step */
     pf_generate_options generate_defaults; /* pf_generate_options_init() + generation_config.json */
     int rope_cached_len;  /* dynamic rope: the longest sequence its frequencies were grown for */
+    pthread_mutex_t calls_mutex;  /* guards active_calls and closing */
+    pthread_cond_t calls_done;    /* active_calls fell to 0 */
+    int active_calls;             /* requests that began (pf__call_begin) and have not ended */
+    int closing;                  /* pf_free began: requests are refused, generations stop (atomic read) */
     pthread_mutex_t request_lock; /* requests from several threads run one after another; error
                                      checking, so that a request made from inside one (a stream
                                      callback) is refused instead of waiting for itself */
@@ -1451,6 +1457,9 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m);
 #define PF__FAIL(m, code, ...) pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, code, __VA_ARGS__)
 PF_PRIVATE pf_result pf__fail_from(pf_model *m, pf_result r, const pf_model *tower);
 PF_PRIVATE pf_result pf__request_lock(pf_model *m, const char *call);
+PF_PRIVATE pf_result pf__call_begin(pf_model *m, const char *call);
+PF_PRIVATE void pf__call_end(pf_model *m);
+PF_PRIVATE pf_result pf__check_closing(pf_model *m);
 PF_PRIVATE void pf__request_unlock(pf_model *m);
 PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix);
 PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char **why);

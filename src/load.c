@@ -276,6 +276,8 @@ static pf_model *pf__model_new(const pf_load_options *options) {
     pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
     pthread_mutex_init(&m->request_lock, &attr);
     pthread_mutex_init(&m->batcher_start, NULL);
+    pthread_mutex_init(&m->calls_mutex, NULL);
+    pthread_cond_init(&m->calls_done, NULL);
     pthread_mutexattr_destroy(&attr);
     m->load_options = options ? *options : pf_load_options_init();
     m->generate_defaults = pf_generate_options_init();
@@ -428,8 +430,18 @@ pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_mode
     return PF_OK;
 }
 
+/* Refuses requests from now on and waits for the ones that began to end (a running generation
+   stops at its next token: pf__check_closing). */
+static void pf__drain_requests(pf_model *m) {
+    pthread_mutex_lock(&m->calls_mutex);
+    __atomic_store_n(&m->closing, 1, __ATOMIC_RELEASE);
+    while (m->active_calls > 0) pthread_cond_wait(&m->calls_done, &m->calls_mutex);
+    pthread_mutex_unlock(&m->calls_mutex);
+}
+
 void pf_free(pf_model *m) {
     if (!m) return;
+    pf__drain_requests(m);
     pf_free(m->towers[0]);
     pf_free(m->towers[1]);
     pf__batcher_stop(m);
@@ -452,6 +464,8 @@ void pf_free(pf_model *m) {
     free(m->dir);
     pthread_mutex_destroy(&m->request_lock);
     pthread_mutex_destroy(&m->batcher_start);
+    pthread_mutex_destroy(&m->calls_mutex);
+    pthread_cond_destroy(&m->calls_done);
     free(m);
 }
 

@@ -61,6 +61,7 @@ PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf
     m->group = NULL;
     m->parallel_options = o;
     m->parallel_options.device_ids = NULL; /* not ours to keep */
+    __atomic_store_n(&m->max_queued_requests, o.max_queued_requests, __ATOMIC_RELAXED);
     return pf__group_create(m, num_ranks, &o, backend, dtype);
 }
 

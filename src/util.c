@@ -14,6 +14,7 @@ const char *pf_result_string(pf_result result) {
     case PF_ERROR_DEVICE: return "device error";
     case PF_ERROR_BUFFER_TOO_SMALL: return "buffer too small";
     case PF_ERROR_BUSY: return "busy";
+    case PF_ERROR_CANCELLED: return "cancelled";
     }
     return "unknown result";
 }

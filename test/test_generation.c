@@ -475,6 +475,87 @@ static void test_busy_queue(void) {
     pf_free(m);
 }
 
+/* pf_free while requests run and wait (a server shutting down): a streaming generation (holding the
+   model in its callback), with `batched` two batched requests queued behind it, and a
+   pf_parallelize waiting for the request lock. pf_free does not return while the stream is held,
+   and every request ends with PF_ERROR_CANCELLED: the stream at its next token, the others as they
+   reach the model. Before, pf_free freed the model under them (a use after free that ASan
+   reports, a crash in a release build). */
+static void *parallelize_main(void *arg) {
+    gated_call *c = (gated_call *)arg;
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    c->result = pf_parallelize(c->model, 1, &po);
+    return NULL;
+}
+
+static int free_returned; /* atomic */
+
+static void *free_main(void *arg) {
+    pf_free((pf_model *)arg);
+    __atomic_store_n(&free_returned, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void test_free_while_requests_run(int batched) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/gpt2-tiny", test_fixtures);
+    pf_load_options lo = pf_load_options_init();
+    lo.skip_tokenizer = 1;
+    pf_model *m = NULL;
+    pf_result r = pf_load(dir, &lo, &m);
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.max_batch = 2;
+    if (!r) r = pf_parallelize(m, 2, &po);
+    CHECK_MSG(r == PF_OK, "gpt2-tiny: %s", pf_error_message(m));
+    if (r) {
+        pf_free(m);
+        return;
+    }
+    static gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    g.inside = g.open = 0;
+    free_returned = 0;
+    gated_call calls[4];
+    pthread_t threads[4], freer;
+    for (int i = 0; i < 4; i++) {
+        calls[i].model = m;
+        calls[i].result = PF_OK;
+        calls[i].options = pf_generate_options_init();
+        calls[i].options.max_new_tokens = 3;
+        calls[i].options.min_new_tokens = 3; /* no early eos: the stream has a next token */
+    }
+    calls[0].options.stream = wait_at_gate;
+    calls[0].options.stream_user = &g;
+    pthread_create(&threads[0], NULL, gated_call_main, &calls[0]);
+    pthread_mutex_lock(&g.mutex);
+    while (!g.inside) pthread_cond_wait(&g.cond, &g.mutex);
+    pthread_mutex_unlock(&g.mutex);
+    int first = batched ? 1 : 3, want = 4 - first + 1;
+    for (int i = first; i < 3; i++) pthread_create(&threads[i], NULL, gated_call_main, &calls[i]);
+    pthread_create(&threads[3], NULL, parallelize_main, &calls[3]);
+    struct timespec pause = {0, 100000}, settle = {0, 20000000};
+    for (int tries = 0; pf_testing_active_calls(m) < want && tries < 20000; tries++) nanosleep(&pause, NULL);
+    CHECK_MSG(pf_testing_active_calls(m) == want, "%d requests under way, want %d", pf_testing_active_calls(m), want);
+    pthread_create(&freer, NULL, free_main, m);
+    /* m stays valid while the stream waits at the gate: pf_free waits for it */
+    for (int tries = 0; !pf_testing_closing(m) && tries < 20000; tries++) nanosleep(&pause, NULL);
+    CHECK_MSG(pf_testing_closing(m), "pf_free did not begin");
+    nanosleep(&settle, NULL);
+    CHECK_MSG(!__atomic_load_n(&free_returned, __ATOMIC_ACQUIRE), "pf_free returned while a request held the model");
+    pthread_mutex_lock(&g.mutex);
+    g.open = 1;
+    pthread_cond_broadcast(&g.cond);
+    pthread_mutex_unlock(&g.mutex);
+    for (int i = 0; i < 4; i++)
+        if (i == 0 || i >= first) pthread_join(threads[i], NULL);
+    pthread_join(freer, NULL);
+    for (int i = 0; i < 4; i++)
+        if (i == 0 || i >= first)
+            CHECK_MSG(calls[i].result == PF_ERROR_CANCELLED, "%s call %d: %s, want cancelled", batched ? "batched:" : "exclusive:",
+                      i, pf_result_string(calls[i].result));
+}
+
 /* Prompt text in, continuation text out, with the model's tokenizer. */
 static void test_text(void) {
     char dir[1024];
@@ -512,5 +593,7 @@ void test_generation(void) {
     test_concurrency();
     test_continuous_batching();
     test_busy_queue();
+    test_free_while_requests_run(0);
+    test_free_while_requests_run(1);
     test_text();
 }

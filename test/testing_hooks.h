@@ -90,6 +90,9 @@ extern int pf_testing_check_device_choices;
 extern int pf_testing_batch_rows;
 /* Requests waiting in the batcher's queue. */
 int pf_testing_batch_queued(pf_model *m);
+/* Requests that began and have not ended (pf_free waits for them), and whether pf_free began. */
+int pf_testing_active_calls(pf_model *m);
+int pf_testing_closing(pf_model *m);
 
 /* ---- CUDA ---- */
 
