@@ -112,7 +112,11 @@ pf_load_options pf_load_options_init(void); /* the defaults described above; any
 /* Reads MODEL_DIR/config.json, picks the architecture for its model_type, memory-maps
    model.safetensors (or the shards named by model.safetensors.index.json) and checks every tensor
    the architecture needs. Also loads the tokenizer (tokenizer.json, or vocab.json + merges.txt)
-   when present. Weights are not copied yet.
+   when present. Weights are not copied yet: the files stay mapped (and open) until pf_free, and
+   pf_parallelize reads them. A file truncated or rewritten in place after pf_load makes the next
+   split fail with PF_ERROR_IO (its size or modification time changed; a rewrite within the file
+   system's timestamp granularity of the load, or during a split, is not seen); a file replaced
+   by renaming another over it keeps its old contents for the model.
    Like sqlite3_open, *model is set even when loading fails (unless memory runs out), so that
    pf_error_message(*model) explains the failure; pf_free it in both cases. options may be NULL.
    Results: PF_ERROR_INVALID_ARGUMENT (NULL model or model_dir), PF_ERROR_IO (a file cannot be

@@ -44,6 +44,8 @@ static const char *pf__backend_missing(const pf__backend *b) {
 PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_options *o, const pf__backend *backend,
                                   pf__dtype dtype) {
     const pf__config *c = &m->config;
+    pf_result changed = pf__maps_unchanged(&m->st, pf__error_buffer(m), PF__MESSAGE_SIZE); /* the ranks read them now */
+    if (changed) return changed;
     const char *missing = pf__backend_missing(backend);
     if (missing)
         return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_UNSUPPORTED, "the %s backend lacks the %s operation",

@@ -106,6 +106,8 @@ typedef struct pf__file_map {
     char *path;
     const uint8_t *data; /* the whole file, mapped read-only */
     size_t size;
+    int fd;              /* kept open: pf__maps_unchanged asks it whether the file changed */
+    long long mtime_s, mtime_ns; /* the file's modification time when mapped */
 } pf__file_map;
 
 typedef struct pf__st_tensor {
@@ -149,6 +151,7 @@ PF_PRIVATE size_t pf__weight_bytes(pf__dtype t, size_t rows, size_t cols);
 PF_PRIVATE pf_result pf__map_file(const char *path, pf__file_map *map, char *message, size_t size);
 PF_PRIVATE int pf__tensor_cmp(const void *a, const void *b);
 PF_PRIVATE void pf__st_close(pf__st_index *index);
+PF_PRIVATE pf_result pf__maps_unchanged(const pf__st_index *index, char *message, size_t size);
 PF_PRIVATE const pf__st_tensor *pf__st_find(const pf__st_index *index, const char *name);
 PF_PRIVATE const pf__st_tensor *pf__st_take(pf__st_index *index, const char *name);
 PF_PRIVATE pf_result pf__st_open(const char *dir, pf__st_index *index, char *message, size_t size);

@@ -22,11 +22,34 @@ PF_PRIVATE size_t pf__weight_bytes(pf__dtype t, size_t rows, size_t cols) {
     return rows * cols * pf__dtype_size(t);
 }
 
+/* A file's modification time, to the nanosecond where the system keeps it. */
+static void pf__file_mtime(const struct stat *st, long long *seconds, long long *nanoseconds) {
+    *seconds = (long long)st->st_mtime;
+#if defined(__APPLE__)
+    *nanoseconds = (long long)st->st_mtimespec.tv_nsec;
+#elif defined(__linux__) || defined(__FreeBSD__) || defined(__NetBSD__) || defined(__OpenBSD__)
+    *nanoseconds = (long long)st->st_mtim.tv_nsec;
+#else
+    *nanoseconds = 0;
+#endif
+}
+
+/* Maps path read-only and keeps its descriptor, so that a later split can tell whether the file
+   was truncated (reading the map past its end raises SIGBUS) or rewritten in place (the map would
+   show the new bytes) since: pf__maps_unchanged. */
 PF_PRIVATE pf_result pf__map_file(const char *path, pf__file_map *map, char *message, size_t size) {
     memset(map, 0, sizeof *map);
+    map->fd = -1;
     int fd;
     pf_result r = pf__open_regular(path, &fd, &map->size, message, size);
     if (r) return r;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        r = pf__format(message, size, PF_ERROR_IO, "%s: %s", path, strerror(errno));
+        close(fd);
+        return r;
+    }
+    pf__file_mtime(&st, &map->mtime_s, &map->mtime_ns);
     if (map->size > 0) {
         void *p = mmap(NULL, map->size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (p == MAP_FAILED) {
@@ -35,11 +58,13 @@ PF_PRIVATE pf_result pf__map_file(const char *path, pf__file_map *map, char *mes
         }
         map->data = (const uint8_t *)p;
     }
-    close(fd);
+    map->fd = fd;
     map->path = strdup(path);
     if (!map->path) {
         if (map->data) munmap((void *)map->data, map->size);
+        close(fd);
         map->data = NULL;
+        map->fd = -1;
         return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }
     return PF_OK;
@@ -47,8 +72,33 @@ PF_PRIVATE pf_result pf__map_file(const char *path, pf__file_map *map, char *mes
 
 static void pf__unmap_file(pf__file_map *map) {
     if (map->data) munmap((void *)map->data, map->size);
+    if (map->fd >= 0) close(map->fd);
     free(map->path);
     memset(map, 0, sizeof *map);
+    map->fd = -1;
+}
+
+/* PF_ERROR_IO when a mapped file's size or modification time is not what it was at pf_load: the
+   weights a split would read are gone (truncated) or not the ones loaded (rewritten in place).
+   A file replaced by a new one (renamed over it) keeps its old contents in the map: no error. */
+PF_PRIVATE pf_result pf__maps_unchanged(const pf__st_index *index, char *message, size_t size) {
+    for (int i = 0; i < index->num_files; i++) {
+        const pf__file_map *map = &index->files[i];
+        struct stat st;
+        if (map->fd < 0) continue;
+        if (fstat(map->fd, &st) != 0)
+            return pf__format(message, size, PF_ERROR_IO, "%s: %s", map->path, strerror(errno));
+        long long seconds, nanoseconds;
+        pf__file_mtime(&st, &seconds, &nanoseconds);
+        if ((size_t)st.st_size != map->size)
+            return pf__format(message, size, PF_ERROR_IO,
+                              "%s changed since pf_load (%zu bytes then, %lld now): load the model again", map->path,
+                              map->size, (long long)st.st_size);
+        if (seconds != map->mtime_s || nanoseconds != map->mtime_ns)
+            return pf__format(message, size, PF_ERROR_IO,
+                              "%s was modified since pf_load: load the model again", map->path);
+    }
+    return PF_OK;
 }
 
 PF_PRIVATE int pf__tensor_cmp(const void *a, const void *b) {

@@ -1,9 +1,11 @@
 /* Bad input: every malformed or lying file gets a pf_result and a message naming the file and the
    tensor, never a crash or a leak (the asan run checks the latter). The files are written here,
    from a tiny valid GPT-2 checkpoint that is first checked to load. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../parallelformers.h"
@@ -173,6 +175,44 @@ static void sharded_index(char *out, size_t cap, const char *override_file) {
     snprintf(out + len, cap - len, "}}");
 }
 
+/* A checkpoint file changed between pf_load and a split: truncated (the map would raise SIGBUS in a
+   rank thread) or rewritten in place (the map would show other weights). pf_parallelize refuses
+   both with PF_ERROR_IO naming the file; an unchanged file still splits. */
+static void expect_split(const char *what, pf_result want, const char *needle, int change) {
+    char path[1024];
+    clean_dir();
+    write_text(tmp_dir, "config.json", good_config);
+    write_safetensors(tmp_dir, "model.safetensors", MUT_NONE, 0, NUM_TENSORS);
+    snprintf(path, sizeof path, "%s/model.safetensors", tmp_dir);
+    pf_model *m = NULL;
+    pf_result r = pf_load(tmp_dir, NULL, &m);
+    CHECK_MSG(r == PF_OK, "%s: load: %s", what, pf_error_message(m));
+    struct stat st;
+    if (!r && stat(path, &st) == 0) {
+        if (change == 1) CHECK(truncate(path, st.st_size / 2) == 0);
+        if (change == 2) { /* one byte of the last weight, written in place a second later by the clock */
+            int fd = open(path, O_WRONLY);
+            unsigned char byte = 0x7f;
+            struct timespec later[2] = {{st.st_atime, 0}, {st.st_mtime + 1, 0}};
+            CHECK(fd >= 0 && pwrite(fd, &byte, 1, st.st_size - 1) == 1 && futimens(fd, later) == 0);
+            if (fd >= 0) close(fd);
+        }
+        pf_parallel_options po = pf_parallel_options_init();
+        po.device = PF_DEVICE_CPU;
+        r = pf_parallelize(m, 1, &po);
+        CHECK_MSG(r == want && (!needle || (strstr(pf_error_message(m), needle) && strstr(pf_error_message(m), path))),
+                  "%s: %s (%s), want %s with \"%s\"", what, pf_result_string(r), pf_error_message(m), pf_result_string(want),
+                  needle ? needle : "");
+    }
+    pf_free(m);
+}
+
+static void test_weights_changed_after_load(void) {
+    expect_split("weights unchanged", PF_OK, NULL, 0);
+    expect_split("weights truncated after pf_load", PF_ERROR_IO, "changed since pf_load", 1);
+    expect_split("weights rewritten after pf_load", PF_ERROR_IO, "modified since pf_load", 2);
+}
+
 void test_bad_input(void) {
     snprintf(tmp_dir, sizeof tmp_dir, "/tmp/pf_test_XXXXXX");
     if (!mkdtemp(tmp_dir)) {
@@ -251,6 +291,7 @@ void test_bad_input(void) {
     pf_free(m);
     CHECK(pf_load(tmp_dir, NULL, NULL) == PF_ERROR_INVALID_ARGUMENT);
 
+    test_weights_changed_after_load();
     clean_dir();
     rmdir(tmp_dir);
 }
