@@ -1229,6 +1229,8 @@ struct pf__rank {
     size_t num_allocations, allocations_cap;
     size_t bytes[PF__MEM_KINDS];
     pf__mem_kind allocating;  /* the kind new allocations count under */
+    int counting;             /* nonzero: pf__rank_alloc allocates nothing, adding the bytes to counted */
+    size_t counted;
     size_t device_used, device_total; /* the device's memory after the last job (group mutex) */
     pf_result error;
     char message[PF__MESSAGE_SIZE];
@@ -1304,6 +1306,10 @@ PF_PRIVATE void pf__cpu_matmul_rows(float *out, const float *x, const pf__weight
 extern PF_PRIVATE const pf__backend pf__cpu_backend;
 #endif
 
+/* Beam search moves cache rows through scratch of this many bytes per row, slice by slice (a
+   whole layer's cache would be max_batch x max_sequence_length x the kv width). */
+#define PF__REORDER_SLICE ((size_t)64 * 1024)
+
 /* A CPU rank's own work space (its r->backend_state), made by its rank_begin, sized by its
    alloc_scratch, freed by its rank_end. */
 typedef struct pf__cpu_rank {
@@ -1312,7 +1318,7 @@ typedef struct pf__cpu_rank {
     float *attn_pack;         /* attention over prompts: one kv head's keys, then its values, */
     size_t attn_pack_floats;  /* attn_pack_floats each ([cache_len][head_dim]) */
     float *reduce_tmp;        /* all-reduce: [max_tokens * hidden] */
-    float *reorder_tmp;       /* beam reorder: one layer's cache, when max_batch > 1 */
+    float *reorder_tmp;       /* beam reorder: [max_batch][PF__REORDER_SLICE bytes], when max_batch > 1 */
     void *matmul_scratch;     /* products: x's int8 values, scales and block sums for Q8/Q4
                                  weights, widened fp16/bf16 weight rows (grown on demand and kept, so
                                  a decode step allocates nothing) */
@@ -1389,6 +1395,7 @@ struct pf__group {
     int aborted;
     /* CPU all-reduce: each rank publishes its buffer here */
     float **reduce_in;
+    size_t *room_needed;  /* [num_ranks]: each rank's caches and scratch, published at setup */
     pf_parallel_options options; /* what pf_parallelize was asked (device_ids not kept) */
     /* sizes every rank shares */
     int max_batch, cache_len;
@@ -17450,24 +17457,60 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
 static void pf__cpu_reorder_rows(pf__rank *r, void *cache, const int *dst, const int *src, int count, size_t row_bytes,
                                  size_t used_bytes) {
     unsigned char *rows = (unsigned char *)cache, *tmp = (unsigned char *)pf__cpu(r)->reorder_tmp;
-    for (int k = 0; k < count; k++) /* every source read before any row is written */
-        memcpy(tmp + k * used_bytes, rows + src[k] * row_bytes, used_bytes);
-    for (int k = 0; k < count; k++)
-        memcpy(rows + dst[k] * row_bytes, tmp + k * used_bytes, used_bytes);
+    for (size_t at = 0; at < used_bytes; at += PF__REORDER_SLICE) { /* slice by slice of the rows */
+        size_t n = used_bytes - at < PF__REORDER_SLICE ? used_bytes - at : PF__REORDER_SLICE;
+        for (int k = 0; k < count; k++) /* every source read before any row is written */
+            memcpy(tmp + k * n, rows + src[k] * row_bytes + at, n);
+        for (int k = 0; k < count; k++)
+            memcpy(rows + dst[k] * row_bytes + at, tmp + k * n, n);
+    }
 }
 
-/* The host's memory: physical pages, less the free ones. */
+/* A number of kB after `key` in /proc/meminfo, or of bytes in a cgroup file ("max": none); -1 when
+   there is no such file or line. */
+static long long pf__read_memory_value(const char *path, const char *key) {
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char line[256];
+    long long value = -1;
+    while (fgets(line, sizeof line, f)) {
+        size_t n = strlen(key);
+        if (strncmp(line, key, n) != 0) continue;
+        char *end;
+        long long v = strtoll(line + n, &end, 10);
+        if (end != line + n && v >= 0) value = *key ? v * 1024 : v;
+        break;
+    }
+    fclose(f);
+    return value;
+}
+
+/* The host's memory in all, and in use: what the kernel could not hand out now (MemAvailable
+   counts the page cache it can drop, such as a checkpoint just read), or the cgroup's use when
+   its limit (a container's) leaves less. */
 static int pf__cpu_device_memory(int device, size_t *used, size_t *total) {
     (void)device;
+    long long all = -1, available = -1;
 #if defined(_SC_PHYS_PAGES) && defined(_SC_AVPHYS_PAGES) && defined(_SC_PAGESIZE)
     long pages = sysconf(_SC_PHYS_PAGES), free_pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages > 0 && free_pages >= 0 && free_pages <= pages && page > 0) {
-        *total = (size_t)pages * (size_t)page;
-        *used = (size_t)(pages - free_pages) * (size_t)page;
-        return 0;
+    if (pages > 0 && free_pages >= 0 && free_pages <= pages && page > 0)
+        all = (long long)pages * page, available = (long long)free_pages * page;
+#endif
+#ifdef __linux__
+    long long meminfo = pf__read_memory_value("/proc/meminfo", "MemAvailable:");
+    if (meminfo >= 0 && all > 0 && meminfo <= all) available = meminfo;
+    long long limit = pf__read_memory_value("/sys/fs/cgroup/memory.max", "");
+    long long current = pf__read_memory_value("/sys/fs/cgroup/memory.current", "");
+    if (limit > 0 && current >= 0 && limit < all) { /* a container's limit below the host's memory */
+        all = limit;
+        long long left = limit > current ? limit - current : 0;
+        if (left < available) available = left;
     }
 #endif
-    return -1;
+    if (all <= 0 || available < 0) return -1;
+    *total = (size_t)all;
+    *used = (size_t)(all - (available < all ? available : all));
+    return 0;
 }
 
 /* Every rank publishes its buffer, then sums all of them in rank order into its scratch, so the
@@ -17493,7 +17536,7 @@ static void pf__cpu_alloc_scratch(pf__rank *r) {
     const pf__group *g = r->group;
     pf__cpu_rank *cpu = pf__cpu(r);
     const pf__config *c = &g->model->config;
-    size_t hd = (size_t)c->head_dim, T = g->max_tokens, kv_width = (size_t)r->share.kv_heads * hd;
+    size_t hd = (size_t)c->head_dim, T = g->max_tokens;
     size_t wide = c->hidden_size > c->embed_dim ? (size_t)c->hidden_size : (size_t)c->embed_dim; /* as r->part */
     size_t score_rows = r->share.heads > PF__QUERY_BLOCK ? (size_t)r->share.heads : PF__QUERY_BLOCK;
     cpu->scores = (float *)pf__rank_alloc(r, score_rows * (size_t)g->cache_len * sizeof(float));
@@ -17503,8 +17546,7 @@ static void pf__cpu_alloc_scratch(pf__rank *r) {
         cpu->attn_pack = (float *)pf__rank_alloc(r, 2 * cpu->attn_pack_floats * sizeof(float));
     }
     if (g->num_ranks > 1) cpu->reduce_tmp = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
-    if (g->max_batch > 1)
-        cpu->reorder_tmp = (float *)pf__rank_alloc(r, (size_t)g->max_batch * g->cache_len * kv_width * sizeof(float));
+    if (g->max_batch > 1) cpu->reorder_tmp = (float *)pf__rank_alloc(r, (size_t)g->max_batch * PF__REORDER_SLICE);
 }
 
 PF_PRIVATE const pf__backend pf__cpu_backend = {
@@ -17636,6 +17678,10 @@ PF_PRIVATE void pf__all_reduce(pf__rank *r, float *x, size_t count, const char *
 /* Allocations go through here so that pf_memory_allocated is exact. Zero bytes give NULL. */
 PF_PRIVATE void *pf__rank_alloc(pf__rank *r, size_t bytes) {
     if (!bytes || r->error) return NULL;
+    if (r->counting) {
+        r->counted += bytes;
+        return NULL;
+    }
     if (r->num_allocations == r->allocations_cap) {
         size_t cap = r->allocations_cap ? 2 * r->allocations_cap : 64;
         pf__allocation *grown = (pf__allocation *)realloc(r->allocations, cap * sizeof *grown);
@@ -17763,6 +17809,7 @@ PF_PRIVATE void pf__group_destroy(pf__group *g) {
     pthread_cond_destroy(&g->barrier_cond);
     free(g->ranks);
     free(g->reduce_in);
+    free(g->room_needed);
     free(g->zero_ids);
     free(g->choices);
 #ifdef PF_TESTING
@@ -18291,10 +18338,39 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
     if (r->backend->alloc_scratch) r->backend->alloc_scratch(r);
 }
 
+/* Before the caches and scratch are allocated (operating systems grant large allocations lazily,
+   so an allocation that succeeds proves nothing): what they will take on all the ranks sharing
+   this rank's memory (every rank, for host memory) against what that memory has available after
+   the weights; more is refused unless skip_memory_check. Every rank publishes its need, then each
+   checks its own memory: ranks that share one compute the same sum. */
+static void pf__rank_check_room(pf__rank *r) {
+    pf__group *g = r->group;
+    r->counting = 1;
+    r->counted = 0;
+    pf__rank_alloc_caches(r);
+    pf__rank_alloc_scratch(r);
+    r->counting = 0;
+    g->room_needed[r->index] = r->counted;
+    if (pf__barrier(g) || g->options.skip_memory_check) return;
+    size_t need = 0, used = 0, total = 0;
+    int sharing = 0;
+    for (int k = 0; k < g->num_ranks; k++)
+        if (r->backend->host_memory || g->ranks[k].device == r->device) need += g->room_needed[k], sharing++;
+    if (r->backend->device_memory(r->device, &used, &total) != 0 || used > total || need <= total - used) return;
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY,
+                  "the KV caches and scratch of %d rank%s need %.2f GiB of %s memory, which has %.2f GiB available "
+                  "after the weights: lower max_sequence_length (%d) or max_batch (%d), or set skip_memory_check",
+                  sharing, sharing == 1 ? "" : "s", (double)need / gib, r->backend->host_memory ? "host" : r->backend->name,
+                  (double)(total - used) / gib, g->cache_len, g->max_batch);
+}
+
 PF_PRIVATE void pf__rank_setup(pf__rank *r) {
     pf__rank_load_weights(r);
     if (!r->error) pf__rank_make_tables(r);
     if (r->error) return;
+    pf__rank_check_room(r);
+    if (r->error || pf__barrier(r->group)) return; /* every rank knows the verdict */
     pf__rank_alloc_caches(r); /* an allocation that fails leaves the rest NULL, and r->error set */
     pf__rank_alloc_scratch(r);
     pf__rank_warm_up(r);
@@ -20181,6 +20257,7 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
     }
     g->ranks = (pf__rank *)calloc((size_t)num_ranks, sizeof *g->ranks);
     g->reduce_in = (float **)calloc((size_t)num_ranks, sizeof *g->reduce_in);
+    g->room_needed = (size_t *)calloc((size_t)num_ranks, sizeof *g->room_needed);
 #ifdef PF_TESTING
     g->collectives = (struct pf__collective *)calloc((size_t)num_ranks, sizeof *g->collectives);
     if (!g->collectives) {
@@ -20196,7 +20273,7 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
     }
     g->zero_ids = (int32_t *)calloc((size_t)g->max_batch, sizeof(int32_t));
     if (backend->argmax) g->choices = (pf__choice *)calloc((size_t)num_ranks * g->max_batch, sizeof *g->choices);
-    if (!g->ranks || !g->reduce_in || !logits || !g->zero_ids || (backend->argmax && !g->choices)) {
+    if (!g->ranks || !g->reduce_in || !g->room_needed || !logits || !g->zero_ids || (backend->argmax && !g->choices)) {
         pf__group_destroy(g);
         return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }

@@ -382,6 +382,12 @@ typedef struct pf_parallel_options {
                                 prompts. 0 (the default): CPU ranks multiply the fp32 input by the
                                 weights' exact values. Attention, norms and activations stay fp32
                                 either way, as do speech front ends' convolutions. */
+    int skip_memory_check;   /* nonzero: split even when the KV caches and scratch of the ranks
+                                sharing a memory (the host's for CPU ranks, a GPU's) exceed what it
+                                has available after the weights. 0 (the default): refused with
+                                PF_ERROR_OUT_OF_MEMORY naming max_sequence_length and max_batch,
+                                before anything is allocated, instead of an allocation that the
+                                system grants lazily and a first long request that is killed. */
 } pf_parallel_options;
 
 pf_parallel_options pf_parallel_options_init(void); /* the defaults described above; any thread */

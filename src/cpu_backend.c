@@ -2377,24 +2377,60 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
 static void pf__cpu_reorder_rows(pf__rank *r, void *cache, const int *dst, const int *src, int count, size_t row_bytes,
                                  size_t used_bytes) {
     unsigned char *rows = (unsigned char *)cache, *tmp = (unsigned char *)pf__cpu(r)->reorder_tmp;
-    for (int k = 0; k < count; k++) /* every source read before any row is written */
-        memcpy(tmp + k * used_bytes, rows + src[k] * row_bytes, used_bytes);
-    for (int k = 0; k < count; k++)
-        memcpy(rows + dst[k] * row_bytes, tmp + k * used_bytes, used_bytes);
+    for (size_t at = 0; at < used_bytes; at += PF__REORDER_SLICE) { /* slice by slice of the rows */
+        size_t n = used_bytes - at < PF__REORDER_SLICE ? used_bytes - at : PF__REORDER_SLICE;
+        for (int k = 0; k < count; k++) /* every source read before any row is written */
+            memcpy(tmp + k * n, rows + src[k] * row_bytes + at, n);
+        for (int k = 0; k < count; k++)
+            memcpy(rows + dst[k] * row_bytes + at, tmp + k * n, n);
+    }
 }
 
-/* The host's memory: physical pages, less the free ones. */
+/* A number of kB after `key` in /proc/meminfo, or of bytes in a cgroup file ("max": none); -1 when
+   there is no such file or line. */
+static long long pf__read_memory_value(const char *path, const char *key) {
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char line[256];
+    long long value = -1;
+    while (fgets(line, sizeof line, f)) {
+        size_t n = strlen(key);
+        if (strncmp(line, key, n) != 0) continue;
+        char *end;
+        long long v = strtoll(line + n, &end, 10);
+        if (end != line + n && v >= 0) value = *key ? v * 1024 : v;
+        break;
+    }
+    fclose(f);
+    return value;
+}
+
+/* The host's memory in all, and in use: what the kernel could not hand out now (MemAvailable
+   counts the page cache it can drop, such as a checkpoint just read), or the cgroup's use when
+   its limit (a container's) leaves less. */
 static int pf__cpu_device_memory(int device, size_t *used, size_t *total) {
     (void)device;
+    long long all = -1, available = -1;
 #if defined(_SC_PHYS_PAGES) && defined(_SC_AVPHYS_PAGES) && defined(_SC_PAGESIZE)
     long pages = sysconf(_SC_PHYS_PAGES), free_pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages > 0 && free_pages >= 0 && free_pages <= pages && page > 0) {
-        *total = (size_t)pages * (size_t)page;
-        *used = (size_t)(pages - free_pages) * (size_t)page;
-        return 0;
+    if (pages > 0 && free_pages >= 0 && free_pages <= pages && page > 0)
+        all = (long long)pages * page, available = (long long)free_pages * page;
+#endif
+#ifdef __linux__
+    long long meminfo = pf__read_memory_value("/proc/meminfo", "MemAvailable:");
+    if (meminfo >= 0 && all > 0 && meminfo <= all) available = meminfo;
+    long long limit = pf__read_memory_value("/sys/fs/cgroup/memory.max", "");
+    long long current = pf__read_memory_value("/sys/fs/cgroup/memory.current", "");
+    if (limit > 0 && current >= 0 && limit < all) { /* a container's limit below the host's memory */
+        all = limit;
+        long long left = limit > current ? limit - current : 0;
+        if (left < available) available = left;
     }
 #endif
-    return -1;
+    if (all <= 0 || available < 0) return -1;
+    *total = (size_t)all;
+    *used = (size_t)(all - (available < all ? available : all));
+    return 0;
 }
 
 /* Every rank publishes its buffer, then sums all of them in rank order into its scratch, so the
@@ -2420,7 +2456,7 @@ static void pf__cpu_alloc_scratch(pf__rank *r) {
     const pf__group *g = r->group;
     pf__cpu_rank *cpu = pf__cpu(r);
     const pf__config *c = &g->model->config;
-    size_t hd = (size_t)c->head_dim, T = g->max_tokens, kv_width = (size_t)r->share.kv_heads * hd;
+    size_t hd = (size_t)c->head_dim, T = g->max_tokens;
     size_t wide = c->hidden_size > c->embed_dim ? (size_t)c->hidden_size : (size_t)c->embed_dim; /* as r->part */
     size_t score_rows = r->share.heads > PF__QUERY_BLOCK ? (size_t)r->share.heads : PF__QUERY_BLOCK;
     cpu->scores = (float *)pf__rank_alloc(r, score_rows * (size_t)g->cache_len * sizeof(float));
@@ -2430,8 +2466,7 @@ static void pf__cpu_alloc_scratch(pf__rank *r) {
         cpu->attn_pack = (float *)pf__rank_alloc(r, 2 * cpu->attn_pack_floats * sizeof(float));
     }
     if (g->num_ranks > 1) cpu->reduce_tmp = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
-    if (g->max_batch > 1)
-        cpu->reorder_tmp = (float *)pf__rank_alloc(r, (size_t)g->max_batch * g->cache_len * kv_width * sizeof(float));
+    if (g->max_batch > 1) cpu->reorder_tmp = (float *)pf__rank_alloc(r, (size_t)g->max_batch * PF__REORDER_SLICE);
 }
 
 PF_PRIVATE const pf__backend pf__cpu_backend = {

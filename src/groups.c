@@ -88,6 +88,7 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
     }
     g->ranks = (pf__rank *)calloc((size_t)num_ranks, sizeof *g->ranks);
     g->reduce_in = (float **)calloc((size_t)num_ranks, sizeof *g->reduce_in);
+    g->room_needed = (size_t *)calloc((size_t)num_ranks, sizeof *g->room_needed);
 #ifdef PF_TESTING
     g->collectives = (struct pf__collective *)calloc((size_t)num_ranks, sizeof *g->collectives);
     if (!g->collectives) {
@@ -103,7 +104,7 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
     }
     g->zero_ids = (int32_t *)calloc((size_t)g->max_batch, sizeof(int32_t));
     if (backend->argmax) g->choices = (pf__choice *)calloc((size_t)num_ranks * g->max_batch, sizeof *g->choices);
-    if (!g->ranks || !g->reduce_in || !logits || !g->zero_ids || (backend->argmax && !g->choices)) {
+    if (!g->ranks || !g->reduce_in || !g->room_needed || !logits || !g->zero_ids || (backend->argmax && !g->choices)) {
         pf__group_destroy(g);
         return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }

@@ -1193,6 +1193,8 @@ struct pf__rank {
     size_t num_allocations, allocations_cap;
     size_t bytes[PF__MEM_KINDS];
     pf__mem_kind allocating;  /* the kind new allocations count under */
+    int counting;             /* nonzero: pf__rank_alloc allocates nothing, adding the bytes to counted */
+    size_t counted;
     size_t device_used, device_total; /* the device's memory after the last job (group mutex) */
     pf_result error;
     char message[PF__MESSAGE_SIZE];
@@ -1268,6 +1270,10 @@ PF_PRIVATE void pf__cpu_matmul_rows(float *out, const float *x, const pf__weight
 extern PF_PRIVATE const pf__backend pf__cpu_backend;
 #endif
 
+/* Beam search moves cache rows through scratch of this many bytes per row, slice by slice (a
+   whole layer's cache would be max_batch x max_sequence_length x the kv width). */
+#define PF__REORDER_SLICE ((size_t)64 * 1024)
+
 /* A CPU rank's own work space (its r->backend_state), made by its rank_begin, sized by its
    alloc_scratch, freed by its rank_end. */
 typedef struct pf__cpu_rank {
@@ -1276,7 +1282,7 @@ typedef struct pf__cpu_rank {
     float *attn_pack;         /* attention over prompts: one kv head's keys, then its values, */
     size_t attn_pack_floats;  /* attn_pack_floats each ([cache_len][head_dim]) */
     float *reduce_tmp;        /* all-reduce: [max_tokens * hidden] */
-    float *reorder_tmp;       /* beam reorder: one layer's cache, when max_batch > 1 */
+    float *reorder_tmp;       /* beam reorder: [max_batch][PF__REORDER_SLICE bytes], when max_batch > 1 */
     void *matmul_scratch;     /* products: x's int8 values, scales and block sums for Q8/Q4
                                  weights, widened fp16/bf16 weight rows (grown on demand and kept, so
                                  a decode step allocates nothing) */
@@ -1353,6 +1359,7 @@ struct pf__group {
     int aborted;
     /* CPU all-reduce: each rank publishes its buffer here */
     float **reduce_in;
+    size_t *room_needed;  /* [num_ranks]: each rank's caches and scratch, published at setup */
     pf_parallel_options options; /* what pf_parallelize was asked (device_ids not kept) */
     /* sizes every rank shares */
     int max_batch, cache_len;

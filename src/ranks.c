@@ -97,6 +97,10 @@ PF_PRIVATE void pf__all_reduce(pf__rank *r, float *x, size_t count, const char *
 /* Allocations go through here so that pf_memory_allocated is exact. Zero bytes give NULL. */
 PF_PRIVATE void *pf__rank_alloc(pf__rank *r, size_t bytes) {
     if (!bytes || r->error) return NULL;
+    if (r->counting) {
+        r->counted += bytes;
+        return NULL;
+    }
     if (r->num_allocations == r->allocations_cap) {
         size_t cap = r->allocations_cap ? 2 * r->allocations_cap : 64;
         pf__allocation *grown = (pf__allocation *)realloc(r->allocations, cap * sizeof *grown);
@@ -224,6 +228,7 @@ PF_PRIVATE void pf__group_destroy(pf__group *g) {
     pthread_cond_destroy(&g->barrier_cond);
     free(g->ranks);
     free(g->reduce_in);
+    free(g->room_needed);
     free(g->zero_ids);
     free(g->choices);
 #ifdef PF_TESTING

@@ -501,10 +501,39 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
     if (r->backend->alloc_scratch) r->backend->alloc_scratch(r);
 }
 
+/* Before the caches and scratch are allocated (operating systems grant large allocations lazily,
+   so an allocation that succeeds proves nothing): what they will take on all the ranks sharing
+   this rank's memory (every rank, for host memory) against what that memory has available after
+   the weights; more is refused unless skip_memory_check. Every rank publishes its need, then each
+   checks its own memory: ranks that share one compute the same sum. */
+static void pf__rank_check_room(pf__rank *r) {
+    pf__group *g = r->group;
+    r->counting = 1;
+    r->counted = 0;
+    pf__rank_alloc_caches(r);
+    pf__rank_alloc_scratch(r);
+    r->counting = 0;
+    g->room_needed[r->index] = r->counted;
+    if (pf__barrier(g) || g->options.skip_memory_check) return;
+    size_t need = 0, used = 0, total = 0;
+    int sharing = 0;
+    for (int k = 0; k < g->num_ranks; k++)
+        if (r->backend->host_memory || g->ranks[k].device == r->device) need += g->room_needed[k], sharing++;
+    if (r->backend->device_memory(r->device, &used, &total) != 0 || used > total || need <= total - used) return;
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY,
+                  "the KV caches and scratch of %d rank%s need %.2f GiB of %s memory, which has %.2f GiB available "
+                  "after the weights: lower max_sequence_length (%d) or max_batch (%d), or set skip_memory_check",
+                  sharing, sharing == 1 ? "" : "s", (double)need / gib, r->backend->host_memory ? "host" : r->backend->name,
+                  (double)(total - used) / gib, g->cache_len, g->max_batch);
+}
+
 PF_PRIVATE void pf__rank_setup(pf__rank *r) {
     pf__rank_load_weights(r);
     if (!r->error) pf__rank_make_tables(r);
     if (r->error) return;
+    pf__rank_check_room(r);
+    if (r->error || pf__barrier(r->group)) return; /* every rank knows the verdict */
     pf__rank_alloc_caches(r); /* an allocation that fails leaves the rest NULL, and r->error set */
     pf__rank_alloc_scratch(r);
     pf__rank_warm_up(r);

@@ -207,6 +207,42 @@ static void expect_split(const char *what, pf_result want, const char *needle, i
     pf_free(m);
 }
 
+/* KV caches beyond the host's memory: 2 ranks whose caches take about twice the host's RAM, each
+   allocation below it (the system would grant them lazily and kill the process at the first long
+   request). pf_parallelize refuses before allocating, naming the options to lower. */
+static void test_caches_beyond_memory(void) {
+    long long ram_kb = 0;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        if (fscanf(f, "MemTotal: %lld kB", &ram_kb) != 1) ram_kb = 0;
+        fclose(f);
+    }
+    CHECK_MSG(ram_kb > 0 || !f, "cannot read MemTotal in /proc/meminfo");
+    if (!f) ram_kb = 16LL * 1024 * 1024; /* not Linux: assume 16 GiB */
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/llama", test_fixtures);
+    pf_model *m = NULL;
+    pf_load_options lo = pf_load_options_init();
+    lo.skip_tokenizer = 1;
+    pf_result r = pf_load(dir, &lo, &m);
+    CHECK_MSG(r == PF_OK, "llama: %s", pf_error_message(m));
+    /* 2 ranks x 2 layers x keys and values x 4M positions x one kv head of 8 fp32: 1 GiB per row */
+    long long rows = 2 * ram_kb / (1024 * 1024) + 1;
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.max_sequence_length = 1 << 22;
+    po.max_batch = rows > 4096 ? 4096 : (int)rows;
+    if (!r) {
+        r = pf_parallelize(m, 2, &po);
+        const char *message = pf_error_message(m);
+        CHECK_MSG(r == PF_ERROR_OUT_OF_MEMORY && strstr(message, "max_sequence_length") && strstr(message, "max_batch") &&
+                      strstr(message, "host"),
+                  "caches of about %lld GiB on a %lld GiB host: %s (%s)", rows, ram_kb / (1024 * 1024), pf_result_string(r),
+                  message);
+    }
+    pf_free(m);
+}
+
 static void test_weights_changed_after_load(void) {
     expect_split("weights unchanged", PF_OK, NULL, 0);
     expect_split("weights truncated after pf_load", PF_ERROR_IO, "changed since pf_load", 1);
@@ -292,6 +328,7 @@ void test_bad_input(void) {
     CHECK(pf_load(tmp_dir, NULL, NULL) == PF_ERROR_INVALID_ARGUMENT);
 
     test_weights_changed_after_load();
+    test_caches_beyond_memory();
     clean_dir();
     rmdir(tmp_dir);
 }
