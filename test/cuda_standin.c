@@ -12,9 +12,10 @@
    Device memory is malloc'd, NaN-filled and registered: every pointer a kernel would dereference
    must lie, with the whole range it touches, inside a live registered allocation (else abort),
    so host pointers handed to "kernels" and overruns are caught even where ASan would not.
-   MOCK_GPUS sets the device count (default 1). The Makefile compiles it with -include of
-   the ABI's declarations cut from parallelformers.c, so the definitions are checked against
-   them. */
+   MOCK_GPUS sets the device count (default 1). The definitions are compiled against
+   src/cuda_abi.h, the ABI's one declaration, which the C side and kernels.cu use too. */
+#include "../src/cuda_abi.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -609,7 +610,7 @@ int pf_cuda_top_k(pf_cuda_rank *st, float *values, int32_t *indices, const float
                   int first, size_t count) {
     if (!rows) return 0;
     if (rows > 2147483647u || n > 2147483647u || (size_t)first + n > 2147483648u || !count || count > n ||
-        count > PF__CUDA_TOP_K_MAX) {
+        count > PF_CUDA_TOP_K_MAX) {
         snprintf(st->message, sizeof st->message, "pf_cuda_top_k failed: bad sizes (mock)");
         return 1;
     }
