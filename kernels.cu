@@ -124,6 +124,31 @@ typedef struct pf_cuda_rank pf_cuda_rank;
 /* The most candidates pf_cuda_top_k keeps per row (a power of two: the size of its sort). */
 #define PF_CUDA_TOP_K_MAX 512
 
+/* pf_cuda_attend's arguments: one layer's attention over one step (kernels.cu's comment above
+   pf_cuda_attend says what it computes from them). Read during the call only: a graph captured
+   over it keeps the values it had then, as a kernel launch keeps its by-value arguments. */
+typedef struct pf_cuda_attention_args {
+    float *out;                         /* [batch * T][heads * head_dim] */
+    const float *qkv;                   /* rows [q | k | v]; q alone for mask 2 */
+    const void *k_cache, *v_cache;      /* [cache rows][cache_len][kv_heads * head_dim] of cache_dtype */
+    int cache_dtype;                    /* PF_CUDA_F32, _F16 or _BF16 */
+    float *partials;                    /* decode's split sums (pf_cuda_attention_scratch_floats); NULL: one split */
+    const float *alibi;                 /* [heads] slopes, or NULL */
+    const int *pad;                     /* [batch] left pad counts, or NULL for none */
+    const int *rows;                    /* [batch] the cache row of each sequence, or NULL for row b */
+    int batch, T;                       /* sequences, and tokens of each in this step */
+    int past;                           /* checks the shapes and sizes the decode splits (host) */
+    const int *past_at;                 /* device [1]: the same past, which the kernels read */
+    int heads, kv_heads, head_dim;      /* the rank's query and key/value heads */
+    int head_begin, kv_begin, kv_group; /* q head h reads kv head (head_begin + h) / kv_group - kv_begin */
+    int cache_len;
+    int window;                         /* keys within this distance of the query (sliding window); 0: all */
+    int mask;                           /* 0: bidirectional (encoders), 1: causal, 2: cross-attention */
+    float scale;
+    const float *rel_bias;              /* [heads][rel_rows]: T5's bucketed relative bias, or NULL */
+    int rel_rows, rel_buckets, rel_max_distance;
+} pf_cuda_attention_args;
+
 int pf_cuda_device_count(int *count, const char **reason);
 int pf_cuda_device_memory(int device, size_t *free_bytes, size_t *total_bytes);
 int pf_cuda_rank_create(int device, pf_cuda_rank **out, char *message, size_t size);
@@ -176,11 +201,7 @@ int pf_cuda_decode_splits(int len);
 int pf_cuda_kv_append(pf_cuda_rank *st, void *k_cache, void *v_cache, int cache_dtype, float *qkv, const void *bias,
                       int bias_dtype, const int *rows, int batch, int T, int past, const int *past_at, int heads,
                       int kv_heads, int head_dim, int cache_len);
-int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const void *k_cache, const void *v_cache,
-                   int cache_dtype, float *partials, const float *alibi, const int *pad, const int *rows, int batch,
-                   int T, int past, const int *past_at, int heads, int kv_heads, int head_dim, int head_begin,
-                   int kv_begin, int kv_group, int cache_len, int window, int mask, float scale,
-                   const float *rel_bias, int rel_rows, int rel_buckets, int rel_max_distance);
+int pf_cuda_attend(pf_cuda_rank *st, const pf_cuda_attention_args *args);
 int pf_cuda_reorder_rows(pf_cuda_rank *st, void *cache, void *scratch, const int *dst, const int *src, int count,
                          size_t row_bytes, size_t used_bytes);
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);
@@ -2259,7 +2280,8 @@ int pf_cuda_kv_append(struct pf_cuda_rank *st, void *k_cache, void *v_cache, int
                               cache_len, q_width, kv_width);
 }
 
-/* out[b*T+t] (heads * head_dim wide) = softmax(q k^T * scale + alibi[h] * (j - pad[b])) v per
+/* In the fields of args (pf_cuda_attention_args):
+   out[b*T+t] (heads * head_dim wide) = softmax(q k^T * scale + alibi[h] * (j - pad[b])) v per
    local query head h, over the keys j the query at cache index pos = past + t sees: pad[b] <= j
    <= pos (left pads are never keys; mask 0, encoders: j <= past + T - 1 instead; mask 2,
    cross-attention: j < cache_len, q rows packed [heads * head_dim]), and
@@ -2274,12 +2296,15 @@ int pf_cuda_kv_append(struct pf_cuda_rank *st, void *k_cache, void *v_cache, int
    (pf_cuda_attention_scratch_floats(batch, heads, head_dim) floats), in pf_cuda_decode_splits of
    the keys blocks. past is checked and sizes the splits here; the kernels read it from past_at
    (device [1]), so a graph captured over this launch serves every step with the same splits. */
-int pf_cuda_attend(struct pf_cuda_rank *st, float *out, const float *qkv, const void *k_cache, const void *v_cache,
-                      int cache_dtype, float *partials, const float *alibi, const int *pad, const int *rows, int batch, int T, int past,
-                      const int *past_at, int heads,
-                      int kv_heads, int head_dim, int head_begin, int kv_begin, int kv_group, int cache_len,
-                      int window, int mask, float scale, const float *rel_bias, int rel_rows, int rel_buckets,
-                      int rel_max_distance) {
+int pf_cuda_attend(struct pf_cuda_rank *st, const pf_cuda_attention_args *args) {
+    /* The arguments the checks and launches below read more than once, by their names. */
+    const int batch = args->batch, T = args->T, past = args->past, heads = args->heads, head_dim = args->head_dim;
+    const int cache_dtype = args->cache_dtype, mask = args->mask, cache_len = args->cache_len, window = args->window;
+    const int kv_heads = args->kv_heads, kv_group = args->kv_group, head_begin = args->head_begin;
+    const int kv_begin = args->kv_begin;
+    float *out = args->out, *partials = args->partials;
+    const float *qkv = args->qkv;
+    const void *k_cache = args->k_cache, *v_cache = args->v_cache;
     if (heads <= 0 || head_dim <= 0 || batch <= 0 || T <= 0) return PF_CUDA_OK;
     const char *bad = NULL;
     if (kv_heads <= 0 || kv_group <= 0 || head_begin / kv_group - kv_begin < 0 ||
@@ -2287,7 +2312,7 @@ int pf_cuda_attend(struct pf_cuda_rank *st, float *out, const float *qkv, const 
         bad = "query heads map outside the rank's key/value heads";
     else if (past < 0 || (mask != 2 && past + T > cache_len))
         bad = "positions beyond the cache";
-    else if (!past_at)
+    else if (!args->past_at)
         bad = "no device copy of past";
     else if (batch > 65535 || heads > 65535 || (size_t)batch * T > 2147483647u) /* grid limits */
         bad = "batch, heads or tokens exceed the grid";
@@ -2299,7 +2324,7 @@ int pf_cuda_attend(struct pf_cuda_rank *st, float *out, const float *qkv, const 
     pf_attn_args a;
     a.T = T;
     a.past = 0; /* the kernels read it from past_at */
-    a.past_at = past_at;
+    a.past_at = args->past_at;
     a.heads = heads;
     a.kv_heads = kv_heads;
     a.hd = head_dim;
@@ -2309,14 +2334,14 @@ int pf_cuda_attend(struct pf_cuda_rank *st, float *out, const float *qkv, const 
     a.cache_len = cache_len;
     a.window = window;
     a.mask = mask;
-    a.scale = scale;
-    a.alibi = alibi;
-    a.rel_bias = rel_bias;
-    a.rel_rows = rel_rows;
-    a.rel_buckets = rel_buckets;
-    a.rel_max_distance = rel_max_distance;
-    a.pad = pad;
-    a.rows = rows;
+    a.scale = args->scale;
+    a.alibi = args->alibi;
+    a.rel_bias = args->rel_bias;
+    a.rel_rows = args->rel_rows;
+    a.rel_buckets = args->rel_buckets;
+    a.rel_max_distance = args->rel_max_distance;
+    a.pad = args->pad;
+    a.rows = args->rows;
 #ifdef PF_CUDA_NEXT_KERNELS
     if (pf_cuda__flash_possible(st, a, cache_dtype, k_cache, v_cache))
         return cache_dtype == PF_CUDA_F16

@@ -18924,6 +18924,31 @@ typedef struct pf_cuda_rank pf_cuda_rank;
 /* The most candidates pf_cuda_top_k keeps per row (a power of two: the size of its sort). */
 #define PF_CUDA_TOP_K_MAX 512
 
+/* pf_cuda_attend's arguments: one layer's attention over one step (kernels.cu's comment above
+   pf_cuda_attend says what it computes from them). Read during the call only: a graph captured
+   over it keeps the values it had then, as a kernel launch keeps its by-value arguments. */
+typedef struct pf_cuda_attention_args {
+    float *out;                         /* [batch * T][heads * head_dim] */
+    const float *qkv;                   /* rows [q | k | v]; q alone for mask 2 */
+    const void *k_cache, *v_cache;      /* [cache rows][cache_len][kv_heads * head_dim] of cache_dtype */
+    int cache_dtype;                    /* PF_CUDA_F32, _F16 or _BF16 */
+    float *partials;                    /* decode's split sums (pf_cuda_attention_scratch_floats); NULL: one split */
+    const float *alibi;                 /* [heads] slopes, or NULL */
+    const int *pad;                     /* [batch] left pad counts, or NULL for none */
+    const int *rows;                    /* [batch] the cache row of each sequence, or NULL for row b */
+    int batch, T;                       /* sequences, and tokens of each in this step */
+    int past;                           /* checks the shapes and sizes the decode splits (host) */
+    const int *past_at;                 /* device [1]: the same past, which the kernels read */
+    int heads, kv_heads, head_dim;      /* the rank's query and key/value heads */
+    int head_begin, kv_begin, kv_group; /* q head h reads kv head (head_begin + h) / kv_group - kv_begin */
+    int cache_len;
+    int window;                         /* keys within this distance of the query (sliding window); 0: all */
+    int mask;                           /* 0: bidirectional (encoders), 1: causal, 2: cross-attention */
+    float scale;
+    const float *rel_bias;              /* [heads][rel_rows]: T5's bucketed relative bias, or NULL */
+    int rel_rows, rel_buckets, rel_max_distance;
+} pf_cuda_attention_args;
+
 int pf_cuda_device_count(int *count, const char **reason);
 int pf_cuda_device_memory(int device, size_t *free_bytes, size_t *total_bytes);
 int pf_cuda_rank_create(int device, pf_cuda_rank **out, char *message, size_t size);
@@ -18976,11 +19001,7 @@ int pf_cuda_decode_splits(int len);
 int pf_cuda_kv_append(pf_cuda_rank *st, void *k_cache, void *v_cache, int cache_dtype, float *qkv, const void *bias,
                       int bias_dtype, const int *rows, int batch, int T, int past, const int *past_at, int heads,
                       int kv_heads, int head_dim, int cache_len);
-int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const void *k_cache, const void *v_cache,
-                   int cache_dtype, float *partials, const float *alibi, const int *pad, const int *rows, int batch,
-                   int T, int past, const int *past_at, int heads, int kv_heads, int head_dim, int head_begin,
-                   int kv_begin, int kv_group, int cache_len, int window, int mask, float scale,
-                   const float *rel_bias, int rel_rows, int rel_buckets, int rel_max_distance);
+int pf_cuda_attend(pf_cuda_rank *st, const pf_cuda_attention_args *args);
 int pf_cuda_reorder_rows(pf_cuda_rank *st, void *cache, void *scratch, const int *dst, const int *src, int count,
                          size_t row_bytes, size_t used_bytes);
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);
@@ -19766,11 +19787,21 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const voi
     const int *pad = a->heads > 0 ? pf__cuda_pads(r, rs, s) : NULL;
     const int *rows = a->heads > 0 && a->mask != PF__MASK_CROSS ? pf__cuda_cache_rows(r, rs, s) : NULL;
     if (r->error) return;
-    pf__cuda_ok(r, pf_cuda_attend(rs->cu, out, qkv, k_cache, v_cache, pf__cuda_dtype(a->cache_dtype), rs->partials,
-                                     a->alibi, pad, rows, s->batch,
-                                     s->seq_len, s->past, rs->step_ints, a->heads, a->kv_heads, a->head_dim, a->head_begin,
-                                     a->kv_begin, a->kv_group, a->cache_len, a->window, a->mask, a->scale,
-                                     a->rel_bias, a->rel_rows, a->rel_buckets, a->rel_max_distance));
+    const pf_cuda_attention_args args = {
+        .out = out, .qkv = qkv, .k_cache = k_cache, .v_cache = v_cache,
+        .cache_dtype = pf__cuda_dtype(a->cache_dtype), .partials = rs->partials,
+        .alibi = a->alibi, .pad = pad, .rows = rows,
+        .batch = s->batch, .T = s->seq_len,
+        .past = s->past, .past_at = rs->step_ints, /* the same past, staged in device memory */
+        .heads = a->heads, .kv_heads = a->kv_heads, .head_dim = a->head_dim,
+        .head_begin = a->head_begin, .kv_begin = a->kv_begin, .kv_group = a->kv_group,
+        .cache_len = a->cache_len, .window = a->window,
+        .mask = a->mask, /* PF__MASK_BIDIRECTIONAL, _CAUSAL, _CROSS: the ABI's 0, 1, 2 */
+        .scale = a->scale,
+        .rel_bias = a->rel_bias, .rel_rows = a->rel_rows, .rel_buckets = a->rel_buckets,
+        .rel_max_distance = a->rel_max_distance,
+    };
+    pf__cuda_ok(r, pf_cuda_attend(rs->cu, &args));
 }
 
 /* Beam search, per layer for the K and V caches: row i of cache [rows][row_bytes] becomes old row

@@ -56,6 +56,31 @@ typedef struct pf_cuda_rank pf_cuda_rank;
 /* The most candidates pf_cuda_top_k keeps per row (a power of two: the size of its sort). */
 #define PF_CUDA_TOP_K_MAX 512
 
+/* pf_cuda_attend's arguments: one layer's attention over one step (kernels.cu's comment above
+   pf_cuda_attend says what it computes from them). Read during the call only: a graph captured
+   over it keeps the values it had then, as a kernel launch keeps its by-value arguments. */
+typedef struct pf_cuda_attention_args {
+    float *out;                         /* [batch * T][heads * head_dim] */
+    const float *qkv;                   /* rows [q | k | v]; q alone for mask 2 */
+    const void *k_cache, *v_cache;      /* [cache rows][cache_len][kv_heads * head_dim] of cache_dtype */
+    int cache_dtype;                    /* PF_CUDA_F32, _F16 or _BF16 */
+    float *partials;                    /* decode's split sums (pf_cuda_attention_scratch_floats); NULL: one split */
+    const float *alibi;                 /* [heads] slopes, or NULL */
+    const int *pad;                     /* [batch] left pad counts, or NULL for none */
+    const int *rows;                    /* [batch] the cache row of each sequence, or NULL for row b */
+    int batch, T;                       /* sequences, and tokens of each in this step */
+    int past;                           /* checks the shapes and sizes the decode splits (host) */
+    const int *past_at;                 /* device [1]: the same past, which the kernels read */
+    int heads, kv_heads, head_dim;      /* the rank's query and key/value heads */
+    int head_begin, kv_begin, kv_group; /* q head h reads kv head (head_begin + h) / kv_group - kv_begin */
+    int cache_len;
+    int window;                         /* keys within this distance of the query (sliding window); 0: all */
+    int mask;                           /* 0: bidirectional (encoders), 1: causal, 2: cross-attention */
+    float scale;
+    const float *rel_bias;              /* [heads][rel_rows]: T5's bucketed relative bias, or NULL */
+    int rel_rows, rel_buckets, rel_max_distance;
+} pf_cuda_attention_args;
+
 int pf_cuda_device_count(int *count, const char **reason);
 int pf_cuda_device_memory(int device, size_t *free_bytes, size_t *total_bytes);
 int pf_cuda_rank_create(int device, pf_cuda_rank **out, char *message, size_t size);
@@ -108,11 +133,7 @@ int pf_cuda_decode_splits(int len);
 int pf_cuda_kv_append(pf_cuda_rank *st, void *k_cache, void *v_cache, int cache_dtype, float *qkv, const void *bias,
                       int bias_dtype, const int *rows, int batch, int T, int past, const int *past_at, int heads,
                       int kv_heads, int head_dim, int cache_len);
-int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const void *k_cache, const void *v_cache,
-                   int cache_dtype, float *partials, const float *alibi, const int *pad, const int *rows, int batch,
-                   int T, int past, const int *past_at, int heads, int kv_heads, int head_dim, int head_begin,
-                   int kv_begin, int kv_group, int cache_len, int window, int mask, float scale,
-                   const float *rel_bias, int rel_rows, int rel_buckets, int rel_max_distance);
+int pf_cuda_attend(pf_cuda_rank *st, const pf_cuda_attention_args *args);
 int pf_cuda_reorder_rows(pf_cuda_rank *st, void *cache, void *scratch, const int *dst, const int *src, int count,
                          size_t row_bytes, size_t used_bytes);
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);

@@ -818,11 +818,21 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const voi
     const int *pad = a->heads > 0 ? pf__cuda_pads(r, rs, s) : NULL;
     const int *rows = a->heads > 0 && a->mask != PF__MASK_CROSS ? pf__cuda_cache_rows(r, rs, s) : NULL;
     if (r->error) return;
-    pf__cuda_ok(r, pf_cuda_attend(rs->cu, out, qkv, k_cache, v_cache, pf__cuda_dtype(a->cache_dtype), rs->partials,
-                                     a->alibi, pad, rows, s->batch,
-                                     s->seq_len, s->past, rs->step_ints, a->heads, a->kv_heads, a->head_dim, a->head_begin,
-                                     a->kv_begin, a->kv_group, a->cache_len, a->window, a->mask, a->scale,
-                                     a->rel_bias, a->rel_rows, a->rel_buckets, a->rel_max_distance));
+    const pf_cuda_attention_args args = {
+        .out = out, .qkv = qkv, .k_cache = k_cache, .v_cache = v_cache,
+        .cache_dtype = pf__cuda_dtype(a->cache_dtype), .partials = rs->partials,
+        .alibi = a->alibi, .pad = pad, .rows = rows,
+        .batch = s->batch, .T = s->seq_len,
+        .past = s->past, .past_at = rs->step_ints, /* the same past, staged in device memory */
+        .heads = a->heads, .kv_heads = a->kv_heads, .head_dim = a->head_dim,
+        .head_begin = a->head_begin, .kv_begin = a->kv_begin, .kv_group = a->kv_group,
+        .cache_len = a->cache_len, .window = a->window,
+        .mask = a->mask, /* PF__MASK_BIDIRECTIONAL, _CAUSAL, _CROSS: the ABI's 0, 1, 2 */
+        .scale = a->scale,
+        .rel_bias = a->rel_bias, .rel_rows = a->rel_rows, .rel_buckets = a->rel_buckets,
+        .rel_max_distance = a->rel_max_distance,
+    };
+    pf__cuda_ok(r, pf_cuda_attend(rs->cu, &args));
 }
 
 /* Beam search, per layer for the K and V caches: row i of cache [rows][row_bytes] becomes old row
