@@ -70,16 +70,24 @@ all: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate $(BUILD)
 $(BUILD):
 	mkdir -p $(BUILD)
 
-# parallelformers.c is an output: an edit under src/ writes it again. check-amalgamation (CI) fails
-# when the checked-in file is not what src/ makes.
+# parallelformers.c is an output: an edit under src/ writes it again. So is kernels.cu's block
+# between its src/cuda_abi.h markers (the rest of kernels.cu is edited in place): the script writes
+# both. check-amalgamation (CI) fails when either checked-in file is not what src/ makes.
+# (The script leaves an unchanged file as it is; touch tells make it is up to date.)
 parallelformers.c: $(DEV_SRC)
 	tool/amalgamate.sh
-amalgamation: parallelformers.c
+	touch $@
+kernels.cu: src/cuda_abi.h tool/amalgamate.sh
+	tool/amalgamate.sh
+	touch $@
+amalgamation: parallelformers.c kernels.cu
 check-amalgamation: | $(BUILD)
-	tool/amalgamate.sh $(BUILD)/parallelformers.c.check
+	tool/amalgamate.sh $(BUILD)/parallelformers.c.check $(BUILD)/kernels.cu.check
 	@cmp -s $(BUILD)/parallelformers.c.check parallelformers.c || { \
 	    echo "parallelformers.c is not what src/ makes: run make amalgamation (and edit src/, never the shipped file)"; exit 1; }
-	@echo "check-amalgamation: parallelformers.c is what src/ makes"
+	@cmp -s $(BUILD)/kernels.cu.check kernels.cu || { \
+	    echo "kernels.cu's src/cuda_abi.h block is not that file: run make amalgamation (and edit src/cuda_abi.h, never the block)"; exit 1; }
+	@echo "check-amalgamation: parallelformers.c and kernels.cu's ABI block are what src/ makes"
 
 # Switching CUDA=0/1 in one build directory rebuilds the library instead of reusing it.
 $(BUILD)/cuda-$(CUDA).stamp: | $(BUILD)
@@ -91,7 +99,7 @@ $(BUILD)/cuda-$(CUDA).stamp: | $(BUILD)
 # Position-independent, so that one object serves the static and the shared library (and a
 # program's own shared library may take in the static one); rebuilt when the Makefile's flags change.
 DEV_C    := $(filter %.c,$(shell awk '!/^\#/ && NF {print $$1}' src/ORDER))
-DEV_DEPS := src/internal.h parallelformers.h policies.inc $(BUILD)/cuda-$(CUDA).stamp Makefile
+DEV_DEPS := src/internal.h src/cuda_abi.h parallelformers.h policies.inc $(BUILD)/cuda-$(CUDA).stamp Makefile
 LIB_OBJS := $(DEV_C:%.c=$(BUILD)/src/%.o)
 TESTING_OBJS := $(DEV_C:%.c=$(BUILD)/src-testing/%.o)
 
@@ -162,16 +170,12 @@ test-cuda-sanitize: $(BUILD)/test_cuda
 
 # The CUDA section's host side (and test_cuda itself) against test/cuda_standin.c, a host-memory
 # stand-in for kernels.cu's ABI that mirrors each kernel's arithmetic: runs without a GPU, and
-# without nvcc. The ABI's declarations are cut from parallelformers.c so both sides must agree.
+# without nvcc. Both sides are compiled against src/cuda_abi.h, so they must agree.
 STANDIN := $(BUILD)/standin
-$(STANDIN)/cuda_abi.h: parallelformers.c | $(BUILD)
-	mkdir -p $(STANDIN)
-	printf '#include <stddef.h>\n#include <stdint.h>\n' > $@
-	awk '/^typedef struct pf_cuda_rank pf_cuda_rank;/{p=1} /^\/\* ---- state ---- \*\//{p=0} p' parallelformers.c >> $@
-
-$(STANDIN)/test_cuda: test/test_cuda.c test/test_util.c test/test.h test/testing_hooks.h test/cuda_standin.c $(STANDIN)/cuda_abi.h $(LIB_SRC)
+$(STANDIN)/test_cuda: test/test_cuda.c test/test_util.c test/test.h test/testing_hooks.h test/cuda_standin.c src/cuda_abi.h $(LIB_SRC)
+	@mkdir -p $(STANDIN)
 	$(CC) $(BASE) $(CFLAGS) -DPF_CUDA -DPF_TESTING -c parallelformers.c -o $(STANDIN)/parallelformers.o
-	$(CC) -std=gnu11 $(WARN) -pthread $(CFLAGS) -D_GNU_SOURCE -include $(STANDIN)/cuda_abi.h -c test/cuda_standin.c -o $(STANDIN)/cuda_standin.o
+	$(CC) -std=gnu11 $(WARN) -pthread $(CFLAGS) -D_GNU_SOURCE -c test/cuda_standin.c -o $(STANDIN)/cuda_standin.o
 	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) test/test_cuda.c test/test_util.c $(STANDIN)/parallelformers.o $(STANDIN)/cuda_standin.o -o $@ $(LDLIBS)
 
 test-cuda-standin: $(STANDIN)/test_cuda

@@ -2,25 +2,11 @@
    behind a plain C ABI. parallelformers.c (its CUDA backend section) is the only caller; this file
    knows nothing of its structs.
 
-   The C ABI
-   - Every function is extern "C" and named pf_cuda_*. It takes plain C types and two opaque
-     handles: pf_cuda_rank (one rank's device, stream and cuBLAS handle) and pf_cuda_comm (one
-     rank's NCCL communicator, passed as void *).
-   - Functions that can fail return an int status: PF_CUDA_OK (0), PF_CUDA_ERROR_DEVICE (1) or
-     PF_CUDA_ERROR_OUT_OF_MEMORY (2). The message of the failure, "<call> failed: <error string>
-     (kernels.cu:<line>)", is in pf_cuda_rank_message(rank) until the next failure on that rank;
-     functions without a rank write it to the (message, size) buffer they take.
-   - Everything but pf_cuda_device_count, pf_cuda_nccl_create and pf_cuda_nccl_destroy runs on the
-     rank's own thread, after pf_cuda_rank_create made its device current there.
-   - Work is queued on the rank's stream; only upload (not upload_async), download, stream_sync
-     and the setup calls wait for it. Activations are fp32; weights are fp32, fp16 or bf16
-     (PF_CUDA_F32/F16/BF16); the KV cache is fp32 or the 16-bit weights' dtype (cache_dtype).
-   - Nothing here prints, exits or aborts.
-   - Decode steps may be captured into CUDA graphs (pf_cuda_graph_begin / end) and replayed
-     (pf_cuda_graph_launch): so every value that changes from step to step reaches the kernels
-     through device memory (past through past_at, token ids, pads, cache rows, frequencies),
-     never as a by-value argument; what is by value (shapes, the decode split count) is part of
-     the caller's graph key.
+   The C ABI (its rules, types, constants and every pf_cuda_* function) is declared once, in
+   src/cuda_abi.h: the block below after the includes is that file's text, which
+   tool/amalgamate.sh writes there (edit src/cuda_abi.h, never the block; make check-amalgamation
+   fails when they differ), so the definitions here are compiled against the declarations the C
+   side uses.
 
    Operations mirror the CPU backend's in parallelformers.c (same function for each op, fp32
    activations, weights of any of the three dtypes wherever one is read: norms, biases, position
@@ -79,20 +65,161 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* ==== begin src/cuda_abi.h: generated from it by tool/amalgamate.sh; edit that file, not this block ==== */
+/* cuda_abi.h: the C ABI between the host side (src/cuda_backend.c) and kernels.cu, declared here
+   and nowhere else. The C side includes it; tool/amalgamate.sh inlines it into the shipped
+   parallelformers.c and writes it into kernels.cu's marked block (kernels.cu stays one file to
+   vendor), so nvcc compiles kernels.cu's definitions against these declarations; the stand-in
+   (test/cuda_standin.c) includes it too.
+
+   - Every function is named pf_cuda_* and has C linkage. It takes plain C types and two opaque
+     handles: pf_cuda_rank (one rank's device, stream and cuBLAS handle) and a communicator (one
+     rank's NCCL communicator, passed as void *).
+   - Functions that can fail return an int status: PF_CUDA_OK, PF_CUDA_ERROR_DEVICE or
+     PF_CUDA_ERROR_OUT_OF_MEMORY. The message of the failure, "<call> failed: <error string>
+     (kernels.cu:<line>)", is in pf_cuda_rank_message(rank) until the next failure on that rank;
+     functions without a rank write it to the (message, size) buffer they take.
+   - Everything but pf_cuda_device_count, pf_cuda_nccl_create and pf_cuda_nccl_destroy runs on the
+     rank's own thread, after pf_cuda_rank_create made its device current there.
+   - Work is queued on the rank's stream; only upload (not upload_async), download, stream_sync
+     and the setup calls wait for it. Activations are fp32; weights are fp32, fp16 or bf16
+     (PF_CUDA_F32/F16/BF16); the KV cache is fp32 or the 16-bit weights' dtype (cache_dtype).
+   - Nothing in kernels.cu prints, exits or aborts.
+   - Decode steps may be captured into CUDA graphs (pf_cuda_graph_begin / end) and replayed
+     (pf_cuda_graph_launch): so every value that changes from step to step reaches the kernels
+     through device memory (past through past_at, token ids, pads, cache rows, frequencies),
+     never as a by-value argument; what is by value (shapes, the decode split count) is part of
+     the caller's graph key.
+   What each function computes is written above its definition in kernels.cu. */
+#ifndef PF_CUDA_ABI_H
+#define PF_CUDA_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pf_cuda_rank pf_cuda_rank;
+
+/* Statuses. */
 #define PF_CUDA_OK 0
 #define PF_CUDA_ERROR_DEVICE 1
 #define PF_CUDA_ERROR_OUT_OF_MEMORY 2
 
+/* Element types of weights, caches and the 16-bit copies of activations. */
 #define PF_CUDA_F32 0
 #define PF_CUDA_F16 1
 #define PF_CUDA_BF16 2
 
+/* Activations (act). */
 #define PF_CUDA_GELU_TANH 0
 #define PF_CUDA_GELU_ERF 1
 #define PF_CUDA_RELU 2
 #define PF_CUDA_SILU 3
 #define PF_CUDA_TANH 4
 #define PF_CUDA_QUICK_GELU 5
+
+/* The most candidates pf_cuda_top_k keeps per row (a power of two: the size of its sort). */
+#define PF_CUDA_TOP_K_MAX 512
+
+/* pf_cuda_attend's arguments: one layer's attention over one step (kernels.cu's comment above
+   pf_cuda_attend says what it computes from them). Read during the call only: a graph captured
+   over it keeps the values it had then, as a kernel launch keeps its by-value arguments. */
+typedef struct pf_cuda_attention_args {
+    float *out;                         /* [batch * T][heads * head_dim] */
+    const float *qkv;                   /* rows [q | k | v]; q alone for mask 2 */
+    const void *k_cache, *v_cache;      /* [cache rows][cache_len][kv_heads * head_dim] of cache_dtype */
+    int cache_dtype;                    /* PF_CUDA_F32, _F16 or _BF16 */
+    float *partials;                    /* decode's split sums (pf_cuda_attention_scratch_floats); NULL: one split */
+    const float *alibi;                 /* [heads] slopes, or NULL */
+    const int *pad;                     /* [batch] left pad counts, or NULL for none */
+    const int *rows;                    /* [batch] the cache row of each sequence, or NULL for row b */
+    int batch, T;                       /* sequences, and tokens of each in this step */
+    int past;                           /* checks the shapes and sizes the decode splits (host) */
+    const int *past_at;                 /* device [1]: the same past, which the kernels read */
+    int heads, kv_heads, head_dim;      /* the rank's query and key/value heads */
+    int head_begin, kv_begin, kv_group; /* q head h reads kv head (head_begin + h) / kv_group - kv_begin */
+    int cache_len;
+    int window;                         /* keys within this distance of the query (sliding window); 0: all */
+    int mask;                           /* 0: bidirectional (encoders), 1: causal, 2: cross-attention */
+    float scale;
+    const float *rel_bias;              /* [heads][rel_rows]: T5's bucketed relative bias, or NULL */
+    int rel_rows, rel_buckets, rel_max_distance;
+} pf_cuda_attention_args;
+
+int pf_cuda_device_count(int *count, const char **reason);
+int pf_cuda_device_memory(int device, size_t *free_bytes, size_t *total_bytes);
+int pf_cuda_rank_create(int device, pf_cuda_rank **out, char *message, size_t size);
+void pf_cuda_rank_destroy(pf_cuda_rank *st);
+const char *pf_cuda_rank_message(const pf_cuda_rank *st);
+int pf_cuda_set_workspace(pf_cuda_rank *st, void *workspace, size_t bytes);
+size_t pf_cuda_workspace_bytes(void);
+int pf_cuda_malloc(pf_cuda_rank *st, void **ptr, size_t bytes);
+int pf_cuda_free(pf_cuda_rank *st, void *ptr);
+int pf_cuda_upload(pf_cuda_rank *st, void *dst, const void *host, size_t bytes);
+int pf_cuda_upload_async(pf_cuda_rank *st, void *dst, const void *host, size_t bytes);
+int pf_cuda_download(pf_cuda_rank *st, void *host, const void *src, size_t bytes);
+int pf_cuda_host_alloc(pf_cuda_rank *st, void **ptr, size_t bytes);
+void pf_cuda_host_free(void *ptr);
+int pf_cuda_argmax(pf_cuda_rank *st, float *values, int32_t *indices, const float *logits, size_t rows, size_t n,
+                   int first);
+int pf_cuda_top_k(pf_cuda_rank *st, float *values, int32_t *indices, const float *logits, size_t rows, size_t n,
+                  int first, size_t count);
+int pf_cuda_copy_async(pf_cuda_rank *st, void *dst, const void *src, size_t bytes);
+int pf_cuda_copy_peer_async(pf_cuda_rank *st, void *dst, const void *src, int src_device, size_t bytes);
+int pf_cuda_stream_sync(pf_cuda_rank *st);
+int pf_cuda_stream_query(pf_cuda_rank *st, int *done);
+int pf_cuda_download_rows(pf_cuda_rank *st, void *host, size_t host_stride, const void *src, size_t src_stride,
+                          size_t row_bytes, size_t rows);
+int pf_cuda_embed(pf_cuda_rank *st, float *out, const void *tokens, int dtype, const int32_t *ids_host,
+                  int32_t *ids_device, size_t rows, size_t d, float scale, int first, size_t table_rows);
+int pf_cuda_add_positions(pf_cuda_rank *st, float *x, const void *table, int dtype, const int *pad, int batch, int T,
+                          const int *past_at, size_t offset, size_t d);
+int pf_cuda_norm(pf_cuda_rank *st, float *out, const float *x, const void *weight, int weight_dtype, const void *bias,
+                 int bias_dtype, size_t rows, size_t n, float eps, int rms, void *out16, int out16_dtype);
+int pf_cuda_add_residual_norm(pf_cuda_rank *st, float *x, const float *y, const void *bias, int bias_dtype, float *out,
+                              const void *weight, int weight_dtype, const void *norm_bias, int norm_bias_dtype,
+                              size_t rows, size_t n, float eps, int rms, void *out16, int out16_dtype);
+int pf_cuda_matmul(pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const void *bias,
+                   int bias_dtype, size_t rows, size_t n_out, size_t k, void *x_scratch, int x_converted);
+int pf_cuda_activation(pf_cuda_rank *st, float *x, size_t count, int act, void *x16, int x16_dtype);
+int pf_cuda_gated_activation(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act,
+                             void *out16, int out16_dtype);
+int pf_cuda_bias_activation(pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act,
+                            void *x16, int x16_dtype);
+int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype, size_t rows,
+                         size_t n);
+int pf_cuda_add_residual_biases(pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype,
+                                const void *bias2, int dtype2, size_t rows, size_t n);
+int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
+int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq, const int *pad,
+                   int batch, int T, const int *past_at, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs);
+size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim);
+int pf_cuda_decode_splits(int len);
+int pf_cuda_kv_append(pf_cuda_rank *st, void *k_cache, void *v_cache, int cache_dtype, float *qkv, const void *bias,
+                      int bias_dtype, const int *rows, int batch, int T, int past, const int *past_at, int heads,
+                      int kv_heads, int head_dim, int cache_len);
+int pf_cuda_attend(pf_cuda_rank *st, const pf_cuda_attention_args *args);
+int pf_cuda_reorder_rows(pf_cuda_rank *st, void *cache, void *scratch, const int *dst, const int *src, int count,
+                         size_t row_bytes, size_t used_bytes);
+int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);
+void pf_cuda_nccl_destroy(void *comm);
+void pf_cuda_nccl_abort(void *comm);
+int pf_cuda_nccl_async_error(void *comm, char *message, size_t size);
+int pf_cuda_nccl_all_reduce(pf_cuda_rank *st, void *comm, float *x, size_t count);
+int pf_cuda_graph_begin(pf_cuda_rank *st);
+int pf_cuda_graph_end(pf_cuda_rank *st, void **graph);
+int pf_cuda_graph_launch(pf_cuda_rank *st, void *graph);
+void pf_cuda_graph_destroy(void *graph);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* PF_CUDA_ABI_H */
+/* ==== end src/cuda_abi.h ==== */
 
 /* Attention: keys are scored PF_CHUNK at a time by a block of PF_ATTN_THREADS (4 warps), with an
    online softmax across chunks; decode splits the keys over at most PF_MAX_SPLITS blocks per
@@ -982,8 +1109,7 @@ __global__ void pf_argmax_kernel(float *values, int32_t *indices, const float *l
 }
 
 /* Top-k candidates for sampling: the block of one row of logits keeps at most PF_CUDA_TOP_K_MAX
-   of them (a power of two: the size of its sort). */
-#define PF_CUDA_TOP_K_MAX 512
+   of them (src/cuda_abi.h; a power of two: the size of its sort). */
 #define PF_TOP_K_THREADS 1024
 
 /* A logit's sort key, larger is better: the value's bits made order-preserving in the high word
@@ -2154,7 +2280,8 @@ int pf_cuda_kv_append(struct pf_cuda_rank *st, void *k_cache, void *v_cache, int
                               cache_len, q_width, kv_width);
 }
 
-/* out[b*T+t] (heads * head_dim wide) = softmax(q k^T * scale + alibi[h] * (j - pad[b])) v per
+/* In the fields of args (pf_cuda_attention_args):
+   out[b*T+t] (heads * head_dim wide) = softmax(q k^T * scale + alibi[h] * (j - pad[b])) v per
    local query head h, over the keys j the query at cache index pos = past + t sees: pad[b] <= j
    <= pos (left pads are never keys; mask 0, encoders: j <= past + T - 1 instead; mask 2,
    cross-attention: j < cache_len, q rows packed [heads * head_dim]), and
@@ -2169,12 +2296,15 @@ int pf_cuda_kv_append(struct pf_cuda_rank *st, void *k_cache, void *v_cache, int
    (pf_cuda_attention_scratch_floats(batch, heads, head_dim) floats), in pf_cuda_decode_splits of
    the keys blocks. past is checked and sizes the splits here; the kernels read it from past_at
    (device [1]), so a graph captured over this launch serves every step with the same splits. */
-int pf_cuda_attend(struct pf_cuda_rank *st, float *out, const float *qkv, const void *k_cache, const void *v_cache,
-                      int cache_dtype, float *partials, const float *alibi, const int *pad, const int *rows, int batch, int T, int past,
-                      const int *past_at, int heads,
-                      int kv_heads, int head_dim, int head_begin, int kv_begin, int kv_group, int cache_len,
-                      int window, int mask, float scale, const float *rel_bias, int rel_rows, int rel_buckets,
-                      int rel_max_distance) {
+int pf_cuda_attend(struct pf_cuda_rank *st, const pf_cuda_attention_args *args) {
+    /* The arguments the checks and launches below read more than once, by their names. */
+    const int batch = args->batch, T = args->T, past = args->past, heads = args->heads, head_dim = args->head_dim;
+    const int cache_dtype = args->cache_dtype, mask = args->mask, cache_len = args->cache_len, window = args->window;
+    const int kv_heads = args->kv_heads, kv_group = args->kv_group, head_begin = args->head_begin;
+    const int kv_begin = args->kv_begin;
+    float *out = args->out, *partials = args->partials;
+    const float *qkv = args->qkv;
+    const void *k_cache = args->k_cache, *v_cache = args->v_cache;
     if (heads <= 0 || head_dim <= 0 || batch <= 0 || T <= 0) return PF_CUDA_OK;
     const char *bad = NULL;
     if (kv_heads <= 0 || kv_group <= 0 || head_begin / kv_group - kv_begin < 0 ||
@@ -2182,7 +2312,7 @@ int pf_cuda_attend(struct pf_cuda_rank *st, float *out, const float *qkv, const 
         bad = "query heads map outside the rank's key/value heads";
     else if (past < 0 || (mask != 2 && past + T > cache_len))
         bad = "positions beyond the cache";
-    else if (!past_at)
+    else if (!args->past_at)
         bad = "no device copy of past";
     else if (batch > 65535 || heads > 65535 || (size_t)batch * T > 2147483647u) /* grid limits */
         bad = "batch, heads or tokens exceed the grid";
@@ -2194,7 +2324,7 @@ int pf_cuda_attend(struct pf_cuda_rank *st, float *out, const float *qkv, const 
     pf_attn_args a;
     a.T = T;
     a.past = 0; /* the kernels read it from past_at */
-    a.past_at = past_at;
+    a.past_at = args->past_at;
     a.heads = heads;
     a.kv_heads = kv_heads;
     a.hd = head_dim;
@@ -2204,14 +2334,14 @@ int pf_cuda_attend(struct pf_cuda_rank *st, float *out, const float *qkv, const 
     a.cache_len = cache_len;
     a.window = window;
     a.mask = mask;
-    a.scale = scale;
-    a.alibi = alibi;
-    a.rel_bias = rel_bias;
-    a.rel_rows = rel_rows;
-    a.rel_buckets = rel_buckets;
-    a.rel_max_distance = rel_max_distance;
-    a.pad = pad;
-    a.rows = rows;
+    a.scale = args->scale;
+    a.alibi = args->alibi;
+    a.rel_bias = args->rel_bias;
+    a.rel_rows = args->rel_rows;
+    a.rel_buckets = args->rel_buckets;
+    a.rel_max_distance = args->rel_max_distance;
+    a.pad = args->pad;
+    a.rows = args->rows;
 #ifdef PF_CUDA_NEXT_KERNELS
     if (pf_cuda__flash_possible(st, a, cache_dtype, k_cache, v_cache))
         return cache_dtype == PF_CUDA_F16

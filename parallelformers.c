@@ -21,7 +21,7 @@
      src/ranks.c             rank threads, barrier and all-reduce
      src/slicing.c           slicing weights onto ranks
      src/forward.c           the forward pass
-     src/cuda_backend.c      the CUDA backend (kernels.cu), when built with PF_CUDA
+     src/cuda_backend.c      the CUDA backend (kernels.cu), when built with PF_CUDA; the C ABI they share, src/cuda_abi.h, inlined in it
      src/groups.c            parallel groups
      src/gguf.c              GGUF: llama.cpp's one-file checkpoints, read as a config, tensors and a tokenizer
      src/api.c               public API: build info, option defaults, errors, the request lock, head checks
@@ -19045,22 +19045,91 @@ PF_PRIVATE void pf__rank_reorder(pf__rank *r, const pf__job *job) {
    operation, in free and in rank_end. Later requests fail with a message asking for
    pf_parallelize again, which builds new communicators. */
 
-/* ---- the C ABI of kernels.cu (keep in step with it) ---- */
+/* ---- the C ABI of kernels.cu, declared once for both sides ---- */
+
+/* ==== begin src/cuda_abi.h: generated from it by tool/amalgamate.sh; edit that file, not this block ==== */
+/* cuda_abi.h: the C ABI between the host side (src/cuda_backend.c) and kernels.cu, declared here
+   and nowhere else. The C side includes it; tool/amalgamate.sh inlines it into the shipped
+   parallelformers.c and writes it into kernels.cu's marked block (kernels.cu stays one file to
+   vendor), so nvcc compiles kernels.cu's definitions against these declarations; the stand-in
+   (test/cuda_standin.c) includes it too.
+
+   - Every function is named pf_cuda_* and has C linkage. It takes plain C types and two opaque
+     handles: pf_cuda_rank (one rank's device, stream and cuBLAS handle) and a communicator (one
+     rank's NCCL communicator, passed as void *).
+   - Functions that can fail return an int status: PF_CUDA_OK, PF_CUDA_ERROR_DEVICE or
+     PF_CUDA_ERROR_OUT_OF_MEMORY. The message of the failure, "<call> failed: <error string>
+     (kernels.cu:<line>)", is in pf_cuda_rank_message(rank) until the next failure on that rank;
+     functions without a rank write it to the (message, size) buffer they take.
+   - Everything but pf_cuda_device_count, pf_cuda_nccl_create and pf_cuda_nccl_destroy runs on the
+     rank's own thread, after pf_cuda_rank_create made its device current there.
+   - Work is queued on the rank's stream; only upload (not upload_async), download, stream_sync
+     and the setup calls wait for it. Activations are fp32; weights are fp32, fp16 or bf16
+     (PF_CUDA_F32/F16/BF16); the KV cache is fp32 or the 16-bit weights' dtype (cache_dtype).
+   - Nothing in kernels.cu prints, exits or aborts.
+   - Decode steps may be captured into CUDA graphs (pf_cuda_graph_begin / end) and replayed
+     (pf_cuda_graph_launch): so every value that changes from step to step reaches the kernels
+     through device memory (past through past_at, token ids, pads, cache rows, frequencies),
+     never as a by-value argument; what is by value (shapes, the decode split count) is part of
+     the caller's graph key.
+   What each function computes is written above its definition in kernels.cu. */
+#ifndef PF_CUDA_ABI_H
+#define PF_CUDA_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct pf_cuda_rank pf_cuda_rank;
 
-#define PF__CUDA_OK 0
-#define PF__CUDA_ERROR_DEVICE 1
-#define PF__CUDA_ERROR_OUT_OF_MEMORY 2
-#define PF__CUDA_F32 0
-#define PF__CUDA_F16 1
-#define PF__CUDA_BF16 2
-#define PF__CUDA_GELU_TANH 0
-#define PF__CUDA_GELU_ERF 1
-#define PF__CUDA_RELU 2
-#define PF__CUDA_SILU 3
-#define PF__CUDA_TANH 4
-#define PF__CUDA_QUICK_GELU 5
+/* Statuses. */
+#define PF_CUDA_OK 0
+#define PF_CUDA_ERROR_DEVICE 1
+#define PF_CUDA_ERROR_OUT_OF_MEMORY 2
+
+/* Element types of weights, caches and the 16-bit copies of activations. */
+#define PF_CUDA_F32 0
+#define PF_CUDA_F16 1
+#define PF_CUDA_BF16 2
+
+/* Activations (act). */
+#define PF_CUDA_GELU_TANH 0
+#define PF_CUDA_GELU_ERF 1
+#define PF_CUDA_RELU 2
+#define PF_CUDA_SILU 3
+#define PF_CUDA_TANH 4
+#define PF_CUDA_QUICK_GELU 5
+
+/* The most candidates pf_cuda_top_k keeps per row (a power of two: the size of its sort). */
+#define PF_CUDA_TOP_K_MAX 512
+
+/* pf_cuda_attend's arguments: one layer's attention over one step (kernels.cu's comment above
+   pf_cuda_attend says what it computes from them). Read during the call only: a graph captured
+   over it keeps the values it had then, as a kernel launch keeps its by-value arguments. */
+typedef struct pf_cuda_attention_args {
+    float *out;                         /* [batch * T][heads * head_dim] */
+    const float *qkv;                   /* rows [q | k | v]; q alone for mask 2 */
+    const void *k_cache, *v_cache;      /* [cache rows][cache_len][kv_heads * head_dim] of cache_dtype */
+    int cache_dtype;                    /* PF_CUDA_F32, _F16 or _BF16 */
+    float *partials;                    /* decode's split sums (pf_cuda_attention_scratch_floats); NULL: one split */
+    const float *alibi;                 /* [heads] slopes, or NULL */
+    const int *pad;                     /* [batch] left pad counts, or NULL for none */
+    const int *rows;                    /* [batch] the cache row of each sequence, or NULL for row b */
+    int batch, T;                       /* sequences, and tokens of each in this step */
+    int past;                           /* checks the shapes and sizes the decode splits (host) */
+    const int *past_at;                 /* device [1]: the same past, which the kernels read */
+    int heads, kv_heads, head_dim;      /* the rank's query and key/value heads */
+    int head_begin, kv_begin, kv_group; /* q head h reads kv head (head_begin + h) / kv_group - kv_begin */
+    int cache_len;
+    int window;                         /* keys within this distance of the query (sliding window); 0: all */
+    int mask;                           /* 0: bidirectional (encoders), 1: causal, 2: cross-attention */
+    float scale;
+    const float *rel_bias;              /* [heads][rel_rows]: T5's bucketed relative bias, or NULL */
+    int rel_rows, rel_buckets, rel_max_distance;
+} pf_cuda_attention_args;
 
 int pf_cuda_device_count(int *count, const char **reason);
 int pf_cuda_device_memory(int device, size_t *free_bytes, size_t *total_bytes);
@@ -19078,7 +19147,6 @@ int pf_cuda_host_alloc(pf_cuda_rank *st, void **ptr, size_t bytes);
 void pf_cuda_host_free(void *ptr);
 int pf_cuda_argmax(pf_cuda_rank *st, float *values, int32_t *indices, const float *logits, size_t rows, size_t n,
                    int first);
-#define PF__CUDA_TOP_K_MAX 512 /* kernels.cu's PF_CUDA_TOP_K_MAX */
 int pf_cuda_top_k(pf_cuda_rank *st, float *values, int32_t *indices, const float *logits, size_t rows, size_t n,
                   int first, size_t count);
 int pf_cuda_copy_async(pf_cuda_rank *st, void *dst, const void *src, size_t bytes);
@@ -19115,13 +19183,7 @@ int pf_cuda_decode_splits(int len);
 int pf_cuda_kv_append(pf_cuda_rank *st, void *k_cache, void *v_cache, int cache_dtype, float *qkv, const void *bias,
                       int bias_dtype, const int *rows, int batch, int T, int past, const int *past_at, int heads,
                       int kv_heads, int head_dim, int cache_len);
-int pf_cuda_attend(pf_cuda_rank *st, float *out, const float *qkv, const void *k_cache, const void *v_cache,
-                      int cache_dtype, float *partials,
-                      const float *alibi, const int *pad, const int *rows, int batch, int T, int past,
-                      const int *past_at, int heads, int kv_heads,
-                      int head_dim, int head_begin, int kv_begin, int kv_group, int cache_len, int window,
-                      int mask, float scale, const float *rel_bias, int rel_rows, int rel_buckets,
-                      int rel_max_distance);
+int pf_cuda_attend(pf_cuda_rank *st, const pf_cuda_attention_args *args);
 int pf_cuda_reorder_rows(pf_cuda_rank *st, void *cache, void *scratch, const int *dst, const int *src, int count,
                          size_t row_bytes, size_t used_bytes);
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);
@@ -19133,6 +19195,13 @@ int pf_cuda_graph_begin(pf_cuda_rank *st);
 int pf_cuda_graph_end(pf_cuda_rank *st, void **graph);
 int pf_cuda_graph_launch(pf_cuda_rank *st, void *graph);
 void pf_cuda_graph_destroy(void *graph);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* PF_CUDA_ABI_H */
+/* ==== end src/cuda_abi.h ==== */
 
 /* ---- state ---- */
 
@@ -19198,7 +19267,7 @@ typedef struct pf__cuda_rank_state {
     int *src_host;            /* [2 max_batch], malloc'd: what src holds (or is queued to) */
     int src_count;            /* entries of src_host queued to src */
     float *reorder_tmp;       /* [max_batch * cache_len * kv_width]: beam reorder, when max_batch > 1 */
-    float *choice;            /* [2 logit_rows PF__CUDA_TOP_K_MAX]: a step's arg-max or top-k candidates,
+    float *choice;            /* [2 logit_rows PF_CUDA_TOP_K_MAX]: a step's arg-max or top-k candidates,
                                  values then ids (int32), on the device; ranks holding vocabulary rows */
     void *choice_host;        /* the same in pinned host memory (pf_cuda_host_alloc) */
     pf__cuda_graph graphs[PF__CUDA_GRAPHS]; /* captured decode steps */
@@ -19217,11 +19286,11 @@ typedef struct pf__cuda_group_state {
 } pf__cuda_group_state;
 
 static pf_result pf__cuda_result(int status) {
-    return status == PF__CUDA_ERROR_OUT_OF_MEMORY ? PF_ERROR_OUT_OF_MEMORY : PF_ERROR_DEVICE;
+    return status == PF_CUDA_ERROR_OUT_OF_MEMORY ? PF_ERROR_OUT_OF_MEMORY : PF_ERROR_DEVICE;
 }
 
 static int pf__cuda_dtype(pf__dtype t) {
-    return t == PF__DTYPE_F16 ? PF__CUDA_F16 : t == PF__DTYPE_BF16 ? PF__CUDA_BF16 : PF__CUDA_F32;
+    return t == PF__DTYPE_F16 ? PF_CUDA_F16 : t == PF__DTYPE_BF16 ? PF_CUDA_BF16 : PF_CUDA_F32;
 }
 
 static int pf__cuda_broken(pf__group *g) {
@@ -19246,7 +19315,7 @@ static void pf__cuda_abort_own_comm(pf__rank *r) {
 
 /* 1 when a kernels.cu call succeeded; else records its failure on the rank and returns 0. */
 static int pf__cuda_ok(pf__rank *r, int status) {
-    if (status == PF__CUDA_OK) return 1;
+    if (status == PF_CUDA_OK) return 1;
     pf__cuda_rank_state *rs = (pf__cuda_rank_state *)r->backend_state;
     pf__rank_fail(r, pf__cuda_result(status), "GPU %d: %s", r->device, pf_cuda_rank_message(rs->cu));
     pf__cuda_break(r->group);
@@ -19351,7 +19420,7 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     }
     if (!rs->pad_host || (batch > 1 && !rs->src_host)) pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
     if (r->share.vocab_rows > 0 && !r->error) { /* sampling's candidates: 4 KiB a row */
-        size_t bytes = 2 * g->logit_rows * PF__CUDA_TOP_K_MAX * sizeof(float);
+        size_t bytes = 2 * g->logit_rows * PF_CUDA_TOP_K_MAX * sizeof(float);
         rs->choice = (float *)pf__rank_alloc(r, bytes);
         if (rs->choice) pf__cuda_ok(r, pf_cuda_host_alloc(rs->cu, &rs->choice_host, bytes));
     }
@@ -19394,7 +19463,7 @@ static int pf__cuda_device_ids_given(const pf__group *g) { return g->options.num
 static pf_result pf__cuda_group_begin(pf__group *g, char *message, size_t size) {
     int count = 0;
     const char *reason = NULL;
-    if (pf_cuda_device_count(&count, &reason) != PF__CUDA_OK || count < 1)
+    if (pf_cuda_device_count(&count, &reason) != PF_CUDA_OK || count < 1)
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "no CUDA device: %s",
                           reason ? reason : "none is visible");
     int n = g->num_ranks, distinct = 1, mixed = 0;
@@ -19548,7 +19617,7 @@ static void pf__cuda_top_k(pf__rank *r, pf__choice *best, size_t stride, const f
                            int first, size_t count) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
-    if (!rs->choice_host || rows > r->group->logit_rows || count > PF__CUDA_TOP_K_MAX) {
+    if (!rs->choice_host || rows > r->group->logit_rows || count > PF_CUDA_TOP_K_MAX) {
         pf__rank_fail(r, PF_ERROR_DEVICE, "GPU %d: no buffer for %zu top-k candidates of %zu rows", r->device, count, rows);
         pf__cuda_break(r->group);
         return;
@@ -19743,14 +19812,14 @@ static void pf__cuda_matmul(pf__rank *r, float *out, const float *x, const pf__w
 
 static int pf__cuda_act(pf__activation act) {
     switch (act) {
-    case PF__ACT_GELU_TANH: return PF__CUDA_GELU_TANH;
-    case PF__ACT_GELU_ERF: return PF__CUDA_GELU_ERF;
-    case PF__ACT_RELU: return PF__CUDA_RELU;
-    case PF__ACT_SILU: return PF__CUDA_SILU;
-    case PF__ACT_TANH: return PF__CUDA_TANH;
-    case PF__ACT_QUICK_GELU: return PF__CUDA_QUICK_GELU;
+    case PF__ACT_GELU_TANH: return PF_CUDA_GELU_TANH;
+    case PF__ACT_GELU_ERF: return PF_CUDA_GELU_ERF;
+    case PF__ACT_RELU: return PF_CUDA_RELU;
+    case PF__ACT_SILU: return PF_CUDA_SILU;
+    case PF__ACT_TANH: return PF_CUDA_TANH;
+    case PF__ACT_QUICK_GELU: return PF_CUDA_QUICK_GELU;
     }
-    return PF__CUDA_GELU_TANH;
+    return PF_CUDA_GELU_TANH;
 }
 
 static void pf__cuda_activation(pf__rank *r, float *x, size_t count, pf__activation act) {
@@ -19900,11 +19969,21 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const voi
     const int *pad = a->heads > 0 ? pf__cuda_pads(r, rs, s) : NULL;
     const int *rows = a->heads > 0 && a->mask != PF__MASK_CROSS ? pf__cuda_cache_rows(r, rs, s) : NULL;
     if (r->error) return;
-    pf__cuda_ok(r, pf_cuda_attend(rs->cu, out, qkv, k_cache, v_cache, pf__cuda_dtype(a->cache_dtype), rs->partials,
-                                     a->alibi, pad, rows, s->batch,
-                                     s->seq_len, s->past, rs->step_ints, a->heads, a->kv_heads, a->head_dim, a->head_begin,
-                                     a->kv_begin, a->kv_group, a->cache_len, a->window, a->mask, a->scale,
-                                     a->rel_bias, a->rel_rows, a->rel_buckets, a->rel_max_distance));
+    const pf_cuda_attention_args args = {
+        .out = out, .qkv = qkv, .k_cache = k_cache, .v_cache = v_cache,
+        .cache_dtype = pf__cuda_dtype(a->cache_dtype), .partials = rs->partials,
+        .alibi = a->alibi, .pad = pad, .rows = rows,
+        .batch = s->batch, .T = s->seq_len,
+        .past = s->past, .past_at = rs->step_ints, /* the same past, staged in device memory */
+        .heads = a->heads, .kv_heads = a->kv_heads, .head_dim = a->head_dim,
+        .head_begin = a->head_begin, .kv_begin = a->kv_begin, .kv_group = a->kv_group,
+        .cache_len = a->cache_len, .window = a->window,
+        .mask = a->mask, /* PF__MASK_BIDIRECTIONAL, _CAUSAL, _CROSS: the ABI's 0, 1, 2 */
+        .scale = a->scale,
+        .rel_bias = a->rel_bias, .rel_rows = a->rel_rows, .rel_buckets = a->rel_buckets,
+        .rel_max_distance = a->rel_max_distance,
+    };
+    pf__cuda_ok(r, pf_cuda_attend(rs->cu, &args));
 }
 
 /* Beam search, per layer for the K and V caches: row i of cache [rows][row_bytes] becomes old row
@@ -20104,7 +20183,7 @@ static int pf__cuda_run_decoder_step(pf__rank *r, const pf__job *job, void (*bod
 
 static int pf__cuda_device_memory(int device, size_t *used, size_t *total) {
     size_t free_bytes = 0;
-    if (pf_cuda_device_memory(device, &free_bytes, total) != PF__CUDA_OK || free_bytes > *total) return -1;
+    if (pf_cuda_device_memory(device, &free_bytes, total) != PF_CUDA_OK || free_bytes > *total) return -1;
     *used = *total - free_bytes;
     return 0;
 }
@@ -20142,7 +20221,7 @@ static const pf__backend pf__cuda_table = {
     .bias_activation = pf__cuda_bias_activation,
     .run_decoder_step = pf__cuda_run_decoder_step,
     .top_k = pf__cuda_top_k,
-    .top_k_max = PF__CUDA_TOP_K_MAX,
+    .top_k_max = PF_CUDA_TOP_K_MAX,
     .qkv_bias_in_attention = 1,
     .add_residual_biases = pf__cuda_add_residual_biases,
 };
@@ -20150,13 +20229,13 @@ static const pf__backend pf__cuda_table = {
 /* A device is present and the runtime works; quiet (0) when the driver or the device is missing. */
 PF_PRIVATE int pf__cuda_usable(void) {
     int count = 0;
-    return pf_cuda_device_count(&count, NULL) == PF__CUDA_OK && count > 0;
+    return pf_cuda_device_count(&count, NULL) == PF_CUDA_OK && count > 0;
 }
 
 PF_PRIVATE const char *pf__cuda_unavailable_reason(void) {
     int count = 0;
     const char *reason = NULL;
-    if (pf_cuda_device_count(&count, &reason) != PF__CUDA_OK) return reason ? reason : "the CUDA runtime failed";
+    if (pf_cuda_device_count(&count, &reason) != PF_CUDA_OK) return reason ? reason : "the CUDA runtime failed";
     return count > 0 ? "a CUDA device is visible" : "no CUDA device is visible";
 }
 

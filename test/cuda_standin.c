@@ -12,9 +12,10 @@
    Device memory is malloc'd, NaN-filled and registered: every pointer a kernel would dereference
    must lie, with the whole range it touches, inside a live registered allocation (else abort),
    so host pointers handed to "kernels" and overruns are caught even where ASan would not.
-   MOCK_GPUS sets the device count (default 1). The Makefile compiles it with -include of
-   the ABI's declarations cut from parallelformers.c, so the definitions are checked against
-   them. */
+   MOCK_GPUS sets the device count (default 1). The definitions are compiled against
+   src/cuda_abi.h, the ABI's one declaration, which the C side and kernels.cu use too. */
+#include "../src/cuda_abi.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -249,12 +250,14 @@ TAPED(rotary, ROTARY_ARGS, 0)
     X(int, bias_dtype) X(const int *, cache_rows) X(int, batch) X(int, T) X(int, past) X(const int *, past_at) \
     X(int, heads) X(int, kv_heads) X(int, hd) X(int, cache_len)
 TAPED(kv_append, KV_APPEND_ARGS, 0)
-#define ATTEND_ARGS(X) X(float *, out) X(const float *, qkv) X(const void *, kc) X(const void *, vc) \
-    X(int, cache_dtype) X(float *, partials) X(const float *, alibi) X(const int *, pad) X(const int *, cache_rows) \
-    X(int, batch) X(int, T) X(int, past) X(const int *, past_at) X(int, heads) X(int, kv_heads) X(int, hd) \
-    X(int, head_begin) X(int, kv_begin) X(int, kv_group) X(int, cache_len) X(int, window) X(int, mask) \
-    X(float, scale) X(const float *, rel_bias) X(int, rel_rows) X(int, rel_buckets) X(int, rel_max_distance)
-TAPED(attend, ATTEND_ARGS, 0)
+/* pf_cuda_attend takes its arguments as a struct: the tape keeps a copy of it (as a captured
+   launch keeps its by-value arguments), never the caller's pointer, which may be gone at replay. */
+static int attend_live(pf_cuda_rank *st, const pf_cuda_attention_args *args);
+static int attend_replay(pf_cuda_rank *st, const void *args) { return attend_live(st, args); }
+int pf_cuda_attend(pf_cuda_rank *st, const pf_cuda_attention_args *args) {
+    if (!st->tape) return attend_live(st, args);
+    return tape_record(st, attend_replay, args, sizeof *args, "attend");
+}
 #define REORDER_ROWS_ARGS(X) X(void *, cache_) X(void *, scratch_) X(const int *, dst) X(const int *, src) \
     X(int, rows) X(size_t, row_bytes) X(size_t, used)
 TAPED(reorder_rows, REORDER_ROWS_ARGS, 0)
@@ -609,7 +612,7 @@ int pf_cuda_top_k(pf_cuda_rank *st, float *values, int32_t *indices, const float
                   int first, size_t count) {
     if (!rows) return 0;
     if (rows > 2147483647u || n > 2147483647u || (size_t)first + n > 2147483648u || !count || count > n ||
-        count > PF__CUDA_TOP_K_MAX) {
+        count > PF_CUDA_TOP_K_MAX) {
         snprintf(st->message, sizeof st->message, "pf_cuda_top_k failed: bad sizes (mock)");
         return 1;
     }
@@ -905,11 +908,17 @@ static void flash_row(float *out, const float *q, const void *kc, const void *vc
 
 /* past checks the shape and sizes the decode splits, as in kernels.cu; the arithmetic reads it
    from past_at (device memory), as the kernels do. */
-static int attend_live(pf_cuda_rank *st, float *out, const float *qkv, const void *kc, const void *vc, int cache_dtype, float *partials,
-                   const float *alibi, const int *pad, const int *cache_rows, int batch, int T, int past,
-                   const int *past_at, int heads, int kv_heads, int hd,
-                   int head_begin, int kv_begin, int kv_group, int cache_len, int window, int mask, float scale,
-                   const float *rel_bias, int rel_rows, int rel_buckets, int rel_max_distance) {
+static int attend_live(pf_cuda_rank *st, const pf_cuda_attention_args *args) {
+    float *out = args->out, *partials = args->partials;
+    const float *qkv = args->qkv, *alibi = args->alibi, *rel_bias = args->rel_bias;
+    const void *kc = args->k_cache, *vc = args->v_cache;
+    const int *pad = args->pad, *cache_rows = args->rows, *past_at = args->past_at;
+    int cache_dtype = args->cache_dtype, batch = args->batch, T = args->T, past = args->past;
+    int heads = args->heads, kv_heads = args->kv_heads, hd = args->head_dim;
+    int head_begin = args->head_begin, kv_begin = args->kv_begin, kv_group = args->kv_group;
+    int cache_len = args->cache_len, window = args->window, mask = args->mask;
+    float scale = args->scale;
+    int rel_rows = args->rel_rows, rel_buckets = args->rel_buckets, rel_max_distance = args->rel_max_distance;
     if (heads <= 0 || hd <= 0 || batch <= 0 || T <= 0) return 0;
     if (kv_heads <= 0 || kv_group <= 0 || head_begin / kv_group - kv_begin < 0 ||
         (head_begin + heads - 1) / kv_group - kv_begin >= kv_heads || past < 0 || (mask != 2 && past + T > cache_len) ||

@@ -2,16 +2,37 @@
 # Writes the shipped parallelformers.c from the development sources under src/, in the order
 # src/ORDER lists them, the way SQLite makes sqlite3.c: the listed order is the file's table of
 # contents, each file follows a banner naming it, and an internal header is inlined once where
-# ORDER lists it (the .c files' own `#include "internal.h"` lines are dropped). Only maintainers
-# run it (`make amalgamation`); building needs nothing but its output.
-#   tool/amalgamate.sh [OUTPUT]     (default: parallelformers.c beside src/)
+# ORDER lists it (the .c files' own `#include "internal.h"` lines are dropped). Another src/ header
+# a .c file includes (src/cuda_abi.h) is inlined once where that file includes it, between begin
+# and end markers. Only maintainers run it (`make amalgamation`); building needs nothing but its
+# outputs.
+# It also writes kernels.cu's block between the same markers from src/cuda_abi.h: kernels.cu stays
+# one file to vendor, edited in place but for that block, and compiled against the declarations
+# the C side uses.
+#   tool/amalgamate.sh [C_OUTPUT [KERNELS_OUTPUT]]
+#     (default: parallelformers.c and kernels.cu beside src/, rewritten in place)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/parallelformers.c}
+cu_out=${2:-$root/kernels.cu}
 tmp=$out.tmp.$$
-trap 'rm -f "$tmp"' EXIT
+cu_tmp=$cu_out.tmp.$$
+trap 'rm -f "$tmp" "$cu_tmp"' EXIT
+# The markers around an inlined header; "NAME" stands for its path under src/.
+begin='/* ==== begin src/NAME: generated from it by tool/amalgamate.sh; edit that file, not this block ==== */'
+end='/* ==== end src/NAME ==== */'
 # ORDER: one file a line, its path under src/ then what it holds; '#' lines are comments.
-awk -v src="$root/src" '
+awk -v src="$root/src" -v begin="$begin" -v end="$end" '
+    function marker(text, name) { gsub(/NAME/, name, text); return text }
+    # Copies src/name between the markers; 0 when it cannot be read.
+    function copy_header(name,    path, line, status) {
+        path = src "/" name
+        print marker(begin, name)
+        while ((status = (getline line < path)) > 0) print line
+        close(path)
+        print marker(end, name)
+        return status == 0
+    }
     /^#/ || NF == 0 { next }
     {
         file = $1
@@ -30,11 +51,53 @@ awk -v src="$root/src" '
         for (i = 1; i <= n; i++) {
             path = src "/" files[i]
             printf "/* ==== src/%s ==== */\n", files[i]
-            while ((status = (getline line < path)) > 0)
-                if (line != "#include \"internal.h\"") print line
+            while ((status = (getline line < path)) > 0) {
+                if (line == "#include \"internal.h\"") continue
+                # #include "x.h" of a header under src/: its text, the first time.
+                if (match(line, /^#include "[A-Za-z0-9_]+\.h"$/)) {
+                    name = substr(line, 11, length(line) - 11)
+                    if ((getline probe < (src "/" name)) >= 0) {
+                        close(src "/" name)
+                        if (!(name in inlined) && !copy_header(name)) {
+                            print "amalgamate: cannot read " src "/" name > "/dev/stderr"
+                            exit 1
+                        }
+                        inlined[name] = 1
+                        continue
+                    }
+                }
+                print line
+            }
             if (status < 0) { print "amalgamate: cannot read " path > "/dev/stderr"; exit 1 }
             close(path)
         }
     }' "$root/src/ORDER" >"$tmp"
-mv "$tmp" "$out"
+# kernels.cu: its lines, with the block between the markers replaced by src/cuda_abi.h.
+awk -v header="$root/src/cuda_abi.h" -v begin="$begin" -v end="$end" -v file="$root/kernels.cu" '
+    BEGIN { gsub(/NAME/, "cuda_abi.h", begin); gsub(/NAME/, "cuda_abi.h", end) }
+    $0 == begin && !inside {
+        print
+        while ((status = (getline line < header)) > 0) print line
+        if (status < 0) { print "amalgamate: cannot read " header > "/dev/stderr"; failed = 1; exit 1 }
+        inside = 1
+        blocks++
+        next
+    }
+    $0 == end && inside { inside = 0 }
+    !inside { print }
+    END {
+        if (failed) exit 1
+        if (blocks != 1 || inside) {
+            print "amalgamate: " file " needs exactly one block from the line" > "/dev/stderr"
+            print "  " begin > "/dev/stderr"
+            print "to the line" > "/dev/stderr"
+            print "  " end > "/dev/stderr"
+            exit 1
+        }
+    }' "$root/kernels.cu" >"$cu_tmp"
+# An output is replaced only when it changes, so that an edit under src/ leaves kernels.cu (and
+# so nvcc's build of it) alone.
+replace_if_changed() { if cmp -s "$1" "$2"; then rm -f "$1"; else mv "$1" "$2"; fi; }
+replace_if_changed "$tmp" "$out"
+replace_if_changed "$cu_tmp" "$cu_out"
 trap - EXIT
