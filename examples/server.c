@@ -2,6 +2,8 @@
 
    build/server MODEL_DIR [--host 127.0.0.1] [--port 8000] [--gpus N] [--max-tokens N] [--max-n N]
                           [--max-body-bytes N] [--max-prompt-tokens N] [--max-batch N]
+                          [--max-connections N] [--max-connections-per-address N]
+                          [--request-timeout SECONDS] [--rate-limit REQUESTS_PER_MINUTE]
 
    Routes:
      GET  /generate_text/<text>  the Python parallelformers example: beam search (5 beams,
@@ -14,7 +16,12 @@
      GET  /health, GET /v1/models
    Each connection has its own thread. Greedy and sampling completions that are not streamed share
    the model's decode steps (the library's continuous batching, up to --max-batch rows, 16 by
-   default); beam search and streamed requests run one at a time between them. */
+   default); beam search and streamed requests run one at a time between them.
+   Against clients that hold connections or flood it: at most --max-connections (256) connections,
+   --max-connections-per-address (32) from one address, a request's body arriving within
+   --request-timeout seconds (10; also the longest a connection may stay silent), and
+   --rate-limit requests a minute per address (6000; 0: none), beyond which it answers 429.
+   README.md says what it does not defend against. */
 #define _POSIX_C_SOURCE 200809L
 #include <arpa/inet.h>
 #include <errno.h>
@@ -52,6 +59,9 @@ typedef struct server {
     uint64_t seed_base;        /* fresh seeds: this plus the request number, mixed */
     unsigned long next_request; /* under counter_lock */
     pthread_mutex_t counter_lock;
+    unsigned max_connections, max_connections_per_address;
+    unsigned request_timeout_s; /* a request's whole body within it; also the longest silence */
+    int rate_per_minute;        /* requests a minute per address; 0: no limit */
 } server;
 
 static server the_server;
@@ -78,6 +88,67 @@ static uint64_t mix(uint64_t x) {
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
     return x ^ (x >> 31);
+}
+
+/* ---- rate limit: a token bucket per client address ---- */
+
+#define RATE_ADDRESSES 1024 /* addresses remembered at once; the least recently seen makes room */
+
+typedef struct rate_bucket {
+    struct sockaddr_storage address; /* family 0: unused */
+    double tokens;                   /* requests it may make now */
+    double last;                     /* when tokens was computed, seconds */
+} rate_bucket;
+
+static rate_bucket rate_buckets[RATE_ADDRESSES];
+static pthread_mutex_t rate_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static double now_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* The address alone (no port): IPv4 or IPv6 bytes. */
+static int same_address(const struct sockaddr *a, const struct sockaddr_storage *b) {
+    if (a->sa_family != b->ss_family) return 0;
+    if (a->sa_family == AF_INET)
+        return !memcmp(&((const struct sockaddr_in *)a)->sin_addr, &((const struct sockaddr_in *)b)->sin_addr,
+                       sizeof(struct in_addr));
+    if (a->sa_family == AF_INET6)
+        return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, &((const struct sockaddr_in6 *)b)->sin6_addr,
+                       sizeof(struct in6_addr));
+    return 0;
+}
+
+/* Whether the client may make one more request: each address holds up to ten seconds' worth of
+   --rate-limit, refilled continuously. */
+static int rate_allows(struct MHD_Connection *connection) {
+    if (the_server.rate_per_minute <= 0) return 1;
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!info || !info->client_addr) return 1;
+    const struct sockaddr *address = info->client_addr;
+    double rate = the_server.rate_per_minute / 60.0, burst = rate * 10 > 1 ? rate * 10 : 1, now = now_seconds();
+    pthread_mutex_lock(&rate_lock);
+    rate_bucket *b = NULL, *oldest = &rate_buckets[0];
+    for (int i = 0; i < RATE_ADDRESSES && !b; i++) {
+        if (same_address(address, &rate_buckets[i].address)) b = &rate_buckets[i];
+        else if (rate_buckets[i].last < oldest->last) oldest = &rate_buckets[i];
+    }
+    if (!b) {
+        b = oldest;
+        memset(&b->address, 0, sizeof b->address);
+        memcpy(&b->address, address, address->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+        b->tokens = burst;
+        b->last = now;
+    }
+    b->tokens += (now - b->last) * rate;
+    if (b->tokens > burst) b->tokens = burst;
+    b->last = now;
+    int allowed = b->tokens >= 1;
+    if (allowed) b->tokens -= 1;
+    pthread_mutex_unlock(&rate_lock);
+    return allowed;
 }
 
 /* ---- responses ---- */
@@ -584,28 +655,32 @@ static MHD_Result generate_text(struct MHD_Connection *connection, const char *t
     return send_json(connection, 200, body);
 }
 
-/* A POST body as it arrives, bounded by --max-body-bytes. */
+/* A POST body as it arrives, bounded by --max-body-bytes and --request-timeout. */
 typedef struct upload {
     char *body;
     size_t length;
     int too_large;
+    double started; /* its headers' arrival, seconds */
 } upload;
 
 static MHD_Result handle(void *user, struct MHD_Connection *connection, const char *url, const char *method,
                          const char *version, const char *upload_data, size_t *upload_data_size, void **state) {
     (void)user, (void)version;
     int post = !strcmp(method, "POST"), get = !strcmp(method, "GET");
+    if (!*state && !rate_allows(connection)) return send_error(connection, 429, "too many requests from this address (--rate-limit)");
     if (post && !*state) { /* the first call: headers only */
         const char *declared = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (declared && strtoull(declared, NULL, 10) > the_server.max_body_bytes)
             return send_error(connection, 413, "the body is larger than --max-body-bytes");
         upload *u = (upload *)calloc(1, sizeof *u);
         if (!u) return MHD_NO;
+        u->started = now_seconds();
         *state = u;
         return MHD_YES;
     }
     if (post && *upload_data_size) { /* more of the body */
         upload *u = (upload *)*state;
+        if (now_seconds() - u->started > the_server.request_timeout_s) return MHD_NO; /* a trickle: drop it */
         size_t add = *upload_data_size;
         *upload_data_size = 0;
         if (u->too_large || u->length + add > the_server.max_body_bytes) {
@@ -662,6 +737,8 @@ static void on_signal(int sig) { (void)sig, stop_requested = 1; }
 static void usage(void) {
     fprintf(stderr, "usage: server MODEL_DIR [--host ADDRESS] [--port N] [--gpus N] [--max-tokens N] [--max-n N]\n"
                     "              [--max-body-bytes N] [--max-prompt-tokens N] [--max-batch N]\n"
+                    "              [--max-connections N] [--max-connections-per-address N]\n"
+                    "              [--request-timeout SECONDS] [--rate-limit REQUESTS_PER_MINUTE]\n"
                     "Serves the model over HTTP on ADDRESS:N (default 127.0.0.1:8000); README.md lists the routes.\n");
 }
 
@@ -685,6 +762,10 @@ int main(int argc, char **argv) {
     s->max_body_bytes = 1 << 20;
     s->max_prompt_tokens = 0; /* 0: the model's positions less one */
     s->max_batch = 16;
+    s->max_connections = 256;
+    s->max_connections_per_address = 32;
+    s->request_timeout_s = 10;
+    s->rate_per_minute = 6000;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
         int takes_value = 1;
@@ -697,6 +778,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--max-body-bytes")) s->max_body_bytes = (size_t)option_number(a, value, 64, 1L << 30);
         else if (!strcmp(a, "--max-prompt-tokens")) s->max_prompt_tokens = (int)option_number(a, value, 1, 1 << 20);
         else if (!strcmp(a, "--max-batch")) s->max_batch = (int)option_number(a, value, 1, 4096);
+        else if (!strcmp(a, "--max-connections")) s->max_connections = (unsigned)option_number(a, value, 1, 65536);
+        else if (!strcmp(a, "--max-connections-per-address"))
+            s->max_connections_per_address = (unsigned)option_number(a, value, 1, 65536);
+        else if (!strcmp(a, "--request-timeout")) s->request_timeout_s = (unsigned)option_number(a, value, 1, 3600);
+        else if (!strcmp(a, "--rate-limit")) s->rate_per_minute = (int)option_number(a, value, 0, 1000000);
         else if (!strcmp(a, "--token-delay-ms")) s->token_delay_ms = (int)option_number(a, value, 0, 1000);
         else if (a[0] == '-' || dir) return usage(), 2;
         else dir = a, takes_value = 0;
@@ -748,8 +834,9 @@ int main(int argc, char **argv) {
     struct MHD_Daemon *daemon =
         MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0, NULL,
                          NULL, handle, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&address,
-                         MHD_OPTION_NOTIFY_COMPLETED, request_done, NULL, MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
-                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_END);
+                         MHD_OPTION_NOTIFY_COMPLETED, request_done, NULL, MHD_OPTION_CONNECTION_LIMIT, s->max_connections,
+                         MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->max_connections_per_address,
+                         MHD_OPTION_CONNECTION_TIMEOUT, s->request_timeout_s, MHD_OPTION_END);
     if (!daemon) {
         fprintf(stderr, "server: cannot listen on %s:%d\n", host, port);
         pf_free(s->model);

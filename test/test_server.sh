@@ -224,6 +224,55 @@ else
 fi
 kill "$chat_pid" 2>/dev/null; wait "$chat_pid" 2>/dev/null
 
+# ---- clients that hold connections or flood (a server of its own, with small limits): one address
+#      beyond --max-connections-per-address is refused while another is served, bodies trickled
+#      past --request-timeout are dropped, --rate-limit answers 429 ----
+timeout 120 "$BUILD/server" "$FIXTURE" --port 0 --max-connections-per-address 4 --request-timeout 3 --rate-limit 60 \
+    2>"$work/guard_server.log" &
+guard_pid=$!
+guard_port=
+for _ in $(seq 100); do
+    guard_port=$(sed -n 's|.*serving .* on http://127.0.0.1:\([0-9]*\) .*|\1|p' "$work/guard_server.log")
+    [ -n "$guard_port" ] && break
+    kill -0 "$guard_pid" 2>/dev/null || break
+    sleep 0.1
+done
+health_from() { # health_from ADDRESS: the status of GET /health from that loopback address (000: refused)
+    curl -s --interface "$1" --max-time 2 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$guard_port/health"
+}
+if [ -n "$guard_port" ]; then
+    ( # 8 connections from 127.0.0.1 that declare a body of 100 bytes and send one a second
+        trap '' PIPE
+        fds=()
+        for _ in $(seq 8); do
+            exec {fd}<>"/dev/tcp/127.0.0.1/$guard_port" || continue
+            printf 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{' >&"$fd" 2>/dev/null
+            fds+=("$fd")
+        done
+        for _ in $(seq 8); do
+            sleep 1
+            for fd in "${fds[@]}"; do printf ' ' >&"$fd" 2>/dev/null; done
+        done
+    ) &
+    trickle_pid=$!
+    sleep 1
+    check "another address is served while one holds its connections" equal "$(health_from 127.0.0.2)" 200
+    check "an address beyond --max-connections-per-address is refused" equal "$(health_from 127.0.0.1)" 000
+    sleep 4
+    check "bodies trickled past --request-timeout are dropped: the address is served again" \
+        equal "$(health_from 127.0.0.1)" 200
+    kill "$trickle_pid" 2>/dev/null; wait "$trickle_pid" 2>/dev/null
+    # 60 a minute holds ten seconds' worth: 15 requests at once get 10 answers (11 if a token
+    # refilled meanwhile), then 429
+    for _ in $(seq 15); do health_from 127.0.0.3; echo; done > "$work/rate"
+    served=$(grep -c '^200$' "$work/rate") limited=$(grep -c '^429$' "$work/rate")
+    check "--rate-limit: 10 or 11 of 15 quick requests served (got $served), the rest 429 (got $limited)" \
+        test "$served" -ge 10 -a "$served" -le 11 -a $((served + limited)) -eq 15
+else
+    check "the server with small limits starts" false
+fi
+kill "$guard_pid" 2>/dev/null; wait "$guard_pid" 2>/dev/null
+
 check "the server is still running" kill -0 "$server_pid"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
