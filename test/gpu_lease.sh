@@ -1,34 +1,10 @@
 # Sourced by test/gpu_check.sh for its "lease" stage (cuda_home, nccl, make_args, out, log set):
 # issue 40's checks in one device call, each step under its own timeout and skipped when the
 # lease's deadline (LEASE_S seconds from now) would cut it. Exits with the first failure's status.
-start=$(date +%s)
 cat "$out/machine.txt" >>"$log" && rm -f "$out/machine.txt" # the device tool returns 8 files at most
-deadline=$((start + ${LEASE_S:-540}))
-left() { echo $((deadline - $(date +%s))); }
-# step NAME SECONDS LOG CMD...: runs CMD under min(SECONDS, time left - 5), appending to LOG.
-step() {
-    name=$1 want=$2 slog=$3
-    shift 3
-    budget=$(($(left) - 5))
-    [ "$want" -lt "$budget" ] && budget=$want
-    if [ "$budget" -lt 20 ]; then
-        echo "lease: $name skipped ($(left) s left)" | tee -a "$log"
-        return 0
-    fi
-    t0=$(date +%s)
-    echo "=== $name ($budget s): $*" >>"$slog"
-    timeout "$budget" "$@" >>"$slog" 2>&1
-    rc=$?
-    echo "lease: $name exit $rc after $(($(date +%s) - t0)) s" | tee -a "$log"
-    [ $rc -ne 0 ] && [ $status -eq 0 ] && status=$rc
-    return 0
-}
-status=0
+steps_name=lease steps_seconds=${LEASE_S:-540} steps_min=20
+. "$(dirname "$0")/gpu_steps.sh"
 b=${PF_BUILD:-build}
-# The torch wheels' cuBLAS and NCCL for binaries carried from another machine.
-libs=$(python3 -c 'import nvidia.cublas, nvidia.nccl, nvidia.cuda_runtime as r
-print(":".join(list(m.__path__)[0] + "/lib" for m in (nvidia.cublas, nvidia.nccl, r)))' 2>/dev/null)
-export LD_LIBRARY_PATH="$cuda_home/lib64${libs:+:$libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 if [ ! -x "$b/bench" ] || [ ! -x "$b/test_cuda" ] || ldd "$b/bench" "$b/test_cuda" 2>&1 | grep -q 'not found'; then
     echo "lease: carried binaries do not run here ($(ldd "$b/bench" 2>&1 | grep 'not found' | head -3)); building" | tee -a "$log"
     b=build

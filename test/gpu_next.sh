@@ -18,39 +18,14 @@
 #       build/next/kernel_check
 #   rm -f build/base/*.o build/base/*.a build/next/*.o build/next/*.a
 #   then on the device: NEXT_S=420 sh test/gpu_check.sh next
-start=$(date +%s)
 cat "$out/machine.txt" >>"$log" && rm -f "$out/machine.txt"
 if ! nvidia-smi -L >/dev/null 2>&1; then
     echo "next: no GPU here (nvidia-smi -L fails); nothing built or run" | tee -a "$log"
     echo "gpu_check: next exit 1"
     exit 1
 fi
-deadline=$((start + ${NEXT_S:-360}))
-left() { echo $((deadline - $(date +%s))); }
-# step NAME SECONDS LOG CMD...: CMD under min(SECONDS, time left - 5), appended to LOG.
-step() {
-    name=$1 want=$2 slog=$3
-    shift 3
-    budget=$(($(left) - 5))
-    [ "$want" -lt "$budget" ] && budget=$want
-    if [ "$budget" -lt 15 ]; then
-        echo "next: $name skipped ($(left) s left)" | tee -a "$log"
-        return 0
-    fi
-    t0=$(date +%s)
-    echo "=== $name ($budget s): $*" >>"$slog"
-    timeout "$budget" "$@" >>"$slog" 2>&1
-    rc=$?
-    echo "next: $name exit $rc after $(($(date +%s) - t0)) s" | tee -a "$log"
-    # A step run with the time left (soft=1) may be cut by its timeout without failing the stage.
-    [ "${soft:-0}" = 1 ] && [ $rc -eq 124 ] && echo "next: $name cut by its timeout (not a failure)" | tee -a "$log" && rc=0
-    [ $rc -ne 0 ] && [ $status -eq 0 ] && status=$rc
-    return 0
-}
-status=0
-libs=$(python3 -c 'import nvidia.cublas, nvidia.nccl, nvidia.cuda_runtime as r
-print(":".join(list(m.__path__)[0] + "/lib" for m in (nvidia.cublas, nvidia.nccl, r)))' 2>/dev/null)
-export LD_LIBRARY_PATH="$cuda_home/lib64${libs:+:$libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+steps_name=next steps_seconds=${NEXT_S:-360} steps_min=15
+. "$(dirname "$0")/gpu_steps.sh"
 runs() { # runs DIR PROGRAM...: every program is there and finds its libraries
     d=$1
     shift
