@@ -556,6 +556,58 @@ static void test_free_while_requests_run(int batched) {
                       i, pf_result_string(calls[i].result));
 }
 
+/* Batched generation while another thread re-splits the model (the header allows it): the
+   requests and the splits take turns, every call succeeds, and nothing is read unlocked that a
+   split writes (make test-tsan: pf__generate_batched read max_queued_requests from the options
+   pf_parallelize rewrites). */
+typedef struct resplit_call {
+    pf_model *model;
+    int rounds;
+    pf_result result;
+} resplit_call;
+
+static void *generate_rounds(void *arg) {
+    resplit_call *c = (resplit_call *)arg;
+    int32_t prompt[2] = {391, 330}, out[4];
+    int n = 0;
+    pf_generate_options o = pf_generate_options_init();
+    o.max_new_tokens = 2;
+    for (int i = 0; i < c->rounds && !c->result; i++) c->result = pf_generate(c->model, prompt, 2, &o, out, 4, &n);
+    return NULL;
+}
+
+static void *resplit_rounds(void *arg) {
+    resplit_call *c = (resplit_call *)arg;
+    for (int i = 0; i < c->rounds && !c->result; i++) {
+        pf_parallel_options po = pf_parallel_options_init();
+        po.device = PF_DEVICE_CPU;
+        po.max_batch = 2;
+        po.max_queued_requests = 4 + i % 3;
+        c->result = pf_parallelize(c->model, 1 + i % 2, &po);
+    }
+    return NULL;
+}
+
+static void test_generate_while_resplitting(void) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/gpt2-tiny", test_fixtures);
+    pf_load_options lo = pf_load_options_init();
+    lo.skip_tokenizer = 1;
+    pf_model *m = NULL;
+    pf_result r = pf_load(dir, &lo, &m);
+    CHECK_MSG(r == PF_OK, "gpt2-tiny: %s", pf_error_message(m));
+    if (!r) {
+        resplit_call generating = {m, 6, PF_OK}, splitting = {m, 6, PF_OK};
+        pthread_t threads[2];
+        pthread_create(&threads[0], NULL, resplit_rounds, &splitting);
+        pthread_create(&threads[1], NULL, generate_rounds, &generating);
+        for (int i = 0; i < 2; i++) pthread_join(threads[i], NULL);
+        CHECK_MSG(generating.result == PF_OK && splitting.result == PF_OK, "generating: %s, splitting: %s",
+                  pf_result_string(generating.result), pf_result_string(splitting.result));
+    }
+    pf_free(m);
+}
+
 /* Prompt text in, continuation text out, with the model's tokenizer. */
 static void test_text(void) {
     char dir[1024];
@@ -595,5 +647,6 @@ void test_generation(void) {
     test_busy_queue();
     test_free_while_requests_run(0);
     test_free_while_requests_run(1);
+    test_generate_while_resplitting();
     test_text();
 }
