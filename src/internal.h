@@ -355,10 +355,6 @@ typedef struct pf__arch_layer_types { pf__arch_id arch; const char *key; int nee
 typedef struct pf__arch_null { pf__arch_id arch; const char *key; double value; } pf__arch_null;
 
 typedef struct pf__arch_prefix { pf__arch_id arch; const char *prefix; } pf__arch_prefix;
-#ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
-extern PF_PRIVATE const pf__arch_prefix pf__arch_prefixes[];
-extern PF_PRIVATE const size_t pf__arch_prefixes_count;
-#endif
 
 typedef struct pf__arch_tensor {
     pf__arch_id arch;
@@ -369,11 +365,6 @@ typedef struct pf__arch_tensor {
     pf__need need;
     int encoder; /* 1: a block of an encoder-decoder's encoder tower (PF_ARCH_ENCODER_TENSOR) */
 } pf__arch_tensor;
-#ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
-extern PF_PRIVATE const pf__arch_tensor pf__arch_tensors[];
-extern PF_PRIVATE const size_t pf__arch_tensors_count;
-#endif
-PF_PRIVATE pf__arch_id pf__tensor_rows(pf__arch_id arch);
 
 /* Config keys whose other values we do not implement: refused unless absent, null or `value`. */
 typedef struct pf__arch_require { pf__arch_id arch; const char *key; double value; } pf__arch_require;
@@ -508,9 +499,9 @@ typedef struct pf__arch_config {
 #define PF__FIELD_IS_DOUBLE(field) (sizeof(((pf__config *)0)->field) == sizeof(double))
 #define PF__COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Each table's rows for an architecture: the compiled-in tables (the rows of every built-in
-   architecture, told apart by their arch), or a registered policy's own copies. Code reads the
-   tables through pf__rows(arch) only, and skips rows of other architectures. */
+/* Each table's rows for an architecture: a compiled-in family's as policies.inc means them (its
+   base's rows copied in, PF_ARCH_LIKE, once), or a registered policy's own copies; every row
+   carries the architecture's id. Code reads the tables through pf__rows(arch) only. */
 typedef struct pf__policy_rows {
     const pf__arch_tensor *tensors;
     size_t num_tensors;
@@ -545,6 +536,7 @@ extern PF_PRIVATE pf__registered pf__registered_policies[PF__MAX_REGISTERED];
 extern PF_PRIVATE pthread_mutex_t pf__policy_lock;
 #endif
 PF_PRIVATE const pf__policy_rows *pf__rows(pf__arch_id arch);
+PF_PRIVATE const char *pf__policy_table_error(void);
 PF_PRIVATE void pf__policy_release(pf__arch_id arch);
 PF_PRIVATE const pf__arch_tensor *pf__arch_tensor_for(pf__arch_id arch, pf__slot slot);
 PF_PRIVATE int pf__activation_from_hf_name(const char *name, pf__activation *out);

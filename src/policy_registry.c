@@ -151,10 +151,12 @@ static const struct pf__config_field *pf__config_field_named(const char *name) {
 typedef struct pf__slot_column { pf__slot slot; int is_split; } pf__slot_column;
 static int pf__builtin_combination(int value, const void *context) {
     const pf__slot_column *c = (const pf__slot_column *)context;
-    for (size_t i = 0; i < pf__arch_tensors_count; i++)
-        if (pf__arch_tensors[i].slot == c->slot &&
-            (c->is_split ? (int)pf__arch_tensors[i].split : (int)pf__arch_tensors[i].layout) == value)
-            return 1;
+    for (int a = 0; a < PF__ARCH_COUNT; a++) {
+        const pf__policy_rows *rows = pf__rows((pf__arch_id)a);
+        for (size_t i = 0; i < rows->num_tensors; i++)
+            if (rows->tensors[i].slot == c->slot && (c->is_split ? (int)rows->tensors[i].split : (int)rows->tensors[i].layout) == value)
+                return 1;
+    }
     return 0;
 }
 
@@ -921,12 +923,11 @@ static const char *pf__config_field_at(size_t offset) {
     return NULL;
 }
 
-/* Writes arch's rows under model_type (its own traits; the tensor names of the architecture whose
-   names it uses). */
+/* Writes arch's rows under model_type (a compiled-in family's with its base's copied in,
+   PF_ARCH_LIKE). */
 static void pf__policy_write(pf__text *t, pf__arch_id arch, const char *model_type) {
     const pf__arch *a = &pf__archs[arch];
-    pf__arch_id named = pf__tensor_rows(arch);
-    const pf__policy_rows *rows = pf__rows(arch), *names = pf__rows(named);
+    const pf__policy_rows *rows = pf__rows(arch);
     pf__text_add(t, "{\"model_type\": ");
     pf__text_string(t, model_type);
     pf__text_add(t, ",\n \"kind\": ");
@@ -945,10 +946,10 @@ static void pf__policy_write(pf__text *t, pf__arch_id arch, const char *model_ty
     pf__text_string(t, a->activation_default);
     pf__text_add(t, ", \"tied_lm_head\": %d,\n \"prefixes\": [", a->tied_lm_head);
     int n = 0;
-    for (size_t i = 0; i < names->num_prefixes; i++) {
-        if (names->prefixes[i].arch != named) continue;
+    for (size_t i = 0; i < rows->num_prefixes; i++) {
+        if (rows->prefixes[i].arch != arch) continue;
         pf__text_add(t, n++ ? ", " : "");
-        pf__text_string(t, names->prefixes[i].prefix);
+        pf__text_string(t, rows->prefixes[i].prefix);
     }
     pf__text_add(t, "],\n \"config\": [");
     n = 0;
@@ -964,9 +965,9 @@ static void pf__policy_write(pf__text *t, pf__arch_id arch, const char *model_ty
     }
     pf__text_add(t, "],\n \"tensors\": [");
     n = 0;
-    for (size_t i = 0; i < names->num_tensors; i++) {
-        const pf__arch_tensor *r = &names->tensors[i];
-        if (r->arch != named) continue;
+    for (size_t i = 0; i < rows->num_tensors; i++) {
+        const pf__arch_tensor *r = &rows->tensors[i];
+        if (r->arch != arch) continue;
         pf__text_add(t, n++ ? ",\n  {\"slot\": " : "\n  {\"slot\": ");
         pf__text_trait(t, pf__slot_name, r->slot);
         pf__text_add(t, ", \"pattern\": ");
@@ -981,10 +982,10 @@ static void pf__policy_write(pf__text *t, pf__arch_id arch, const char *model_ty
     }
     pf__text_add(t, "],\n \"buffers\": [");
     n = 0;
-    for (size_t i = 0; i < names->num_buffers; i++) {
-        if (names->buffers[i].arch != named) continue;
+    for (size_t i = 0; i < rows->num_buffers; i++) {
+        if (rows->buffers[i].arch != arch) continue;
         pf__text_add(t, n++ ? ", " : "");
-        pf__text_string(t, names->buffers[i].pattern);
+        pf__text_string(t, rows->buffers[i].pattern);
     }
     pf__text_add(t, "],\n \"required_values\": [");
     n = 0;
