@@ -204,6 +204,29 @@ typedef enum {
     PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */
     PF__SLOT_PROJECTION,            /* [projection_dim, hidden]: the pooled output into the shared space, no bias */
     PF__SLOT_LOGIT_SCALE,           /* [1]: the dual model's log temperature (read at load, never on a rank) */
+    /* Speech front ends, run on the host (speech_frontend.c reads these rows; never on a rank). In
+       their patterns %d counts the front end's convolutions, not the blocks. Which of them a
+       checkpoint must hold follows config.json (conv_bias, feat_extract_norm, ...): the front end
+       decides, the rows' need says only what is always there. */
+    PF__SLOT_FIRST_FRONT_END,
+    PF__SLOT_FRONT_CONV_WEIGHT = PF__SLOT_FIRST_FRONT_END, /* [out, in, kernel]: convolution %d (Wav2Vec2's
+                                       feature encoder, Speech2Text's subsampler) */
+    PF__SLOT_FRONT_CONV_BIAS,       /* [out] */
+    PF__SLOT_FRONT_CONV_NORM_WEIGHT,/* [out]: the norm after convolution %d (Wav2Vec2) */
+    PF__SLOT_FRONT_CONV_NORM_BIAS,  /* [out] */
+    PF__SLOT_FEATURE_NORM_WEIGHT,   /* [conv_dim[-1]]: the norm before the feature projection (Wav2Vec2) */
+    PF__SLOT_FEATURE_NORM_BIAS,     /* [conv_dim[-1]] */
+    PF__SLOT_FEATURE_PROJECTION_WEIGHT, /* [hidden, conv_dim[-1]] */
+    PF__SLOT_FEATURE_PROJECTION_BIAS,   /* [hidden] */
+    PF__SLOT_POS_CONV_WEIGHT,       /* [hidden, hidden / groups, kernel]: the positional convolution, saved
+                                       plain, */
+    PF__SLOT_POS_CONV_WEIGHT_G,     /* [1, 1, kernel]: or weight-normalised, as g (the i-th spelling of g */
+    PF__SLOT_POS_CONV_WEIGHT_V,     /* [hidden, hidden / groups, kernel]: goes with the i-th of v) */
+    PF__SLOT_POS_CONV_BIAS,         /* [hidden] */
+    PF__SLOT_MEL_CONV1_WEIGHT,      /* [hidden, num_mel_bins, 3]: Whisper's first convolution */
+    PF__SLOT_MEL_CONV1_BIAS,        /* [hidden] */
+    PF__SLOT_MEL_CONV2_WEIGHT,      /* [hidden, hidden, 3]: its second (stride 2) */
+    PF__SLOT_MEL_CONV2_BIAS,        /* [hidden] */
     PF__SLOT_FIRST_LAYER,
     PF__SLOT_ATTN_NORM_WEIGHT = PF__SLOT_FIRST_LAYER, /* [hidden] */
     PF__SLOT_ATTN_NORM_BIAS,   /* [hidden] */
@@ -1451,9 +1474,9 @@ PF_PRIVATE pf_result pf__scale_final_norm(pf_model *m);
    encoder (a stack of strided 1-D convolutions over the waveform), the feature projection (a
    LayerNorm over the last conv's channels, then a linear map to hidden_size) and the positional
    convolution (grouped, weight-normalised, GELU) added to the projected frames. Its tensors are
-   named here rather than in policies.inc: there is one of each per conv layer, a count conv_dim
-   gives, where the table's %d counts transformer blocks. They are read once at load into fp32
-   copies the model owns (the weight norm g * v / ||v|| folded in). */
+   policies.inc's rows of the front-end slots (PF__SLOT_FIRST_FRONT_END on), %d counting the
+   convolutions conv_dim lists. They are read once at load into fp32 copies the model owns (the
+   weight norm g * v / ||v|| folded in). */
 typedef struct pf__speech {
     float *conv_weight[16];      /* [out][in][kernel] */
     float *conv_bias[16];        /* [out], or NULL (conv_bias false) */

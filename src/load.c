@@ -5,7 +5,8 @@ static pf_result pf__find_prefix(pf_model *m, const char **out) {
     const pf__config *c = &m->config;
     const pf__arch_tensor *embed = pf__arch_tensor_for(c->arch, PF__SLOT_TOKEN_EMBED); /* anchors the prefix */
     if (!embed) embed = pf__arch_tensor_for(c->arch, PF__SLOT_PATCH_WEIGHT);
-    const char *anchor = embed ? embed->pattern : "feature_projection.projection.weight"; /* speech: the front end's */
+    if (!embed) embed = pf__arch_tensor_for(c->arch, PF__SLOT_FEATURE_PROJECTION_WEIGHT); /* speech: the front end's */
+    const char *anchor = embed ? embed->pattern : "(no anchor row)";
     const pf__policy_rows *rows = pf__rows(c->arch);
     for (size_t i = 0; i < rows->num_prefixes; i++) {
         char name[256];
@@ -67,6 +68,7 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
 static pf_result pf__take_slots(pf_model *m, const char *prefix) {
     const pf__config *c = &m->config;
     for (int slot = 0; slot < PF__SLOT_COUNT; slot++) {
+        if (slot == PF__SLOT_FIRST_FRONT_END) slot = PF__SLOT_FIRST_LAYER; /* the front end reads its own */
         if (!pf__arch_tensor_for(c->arch, (pf__slot)slot)) continue;
         int layers = slot < PF__SLOT_FIRST_LAYER ? 1 : c->num_layers;
         for (int l = 0; l < layers; l++) {

@@ -78,7 +78,14 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, ENC_FINAL_NORM_WEIGHT) PF__NAME(PF__SLOT_, ENC_FINAL_NORM_BIAS) PF__NAME(PF__SLOT_, ENC_REL_BIAS)
         PF__NAME(PF__SLOT_, ENC_TOKEN_EMBED) PF__NAME(PF__SLOT_, PATCH_WEIGHT) PF__NAME(PF__SLOT_, PATCH_BIAS)
         PF__NAME(PF__SLOT_, CLS_TOKEN) PF__NAME(PF__SLOT_, DIST_TOKEN) PF__NAME(PF__SLOT_, DIST_CLASSIFIER_WEIGHT)
-        PF__NAME(PF__SLOT_, DIST_CLASSIFIER_BIAS) PF__NAME(PF__SLOT_, ATTN_NORM_WEIGHT) PF__NAME(PF__SLOT_, ATTN_NORM_BIAS)
+        PF__NAME(PF__SLOT_, DIST_CLASSIFIER_BIAS) PF__NAME(PF__SLOT_, FRONT_CONV_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_BIAS)
+        PF__NAME(PF__SLOT_, FRONT_CONV_NORM_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_NORM_BIAS)
+        PF__NAME(PF__SLOT_, FEATURE_NORM_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_NORM_BIAS)
+        PF__NAME(PF__SLOT_, FEATURE_PROJECTION_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_PROJECTION_BIAS)
+        PF__NAME(PF__SLOT_, POS_CONV_WEIGHT) PF__NAME(PF__SLOT_, POS_CONV_WEIGHT_G) PF__NAME(PF__SLOT_, POS_CONV_WEIGHT_V)
+        PF__NAME(PF__SLOT_, POS_CONV_BIAS) PF__NAME(PF__SLOT_, MEL_CONV1_WEIGHT) PF__NAME(PF__SLOT_, MEL_CONV1_BIAS)
+        PF__NAME(PF__SLOT_, MEL_CONV2_WEIGHT) PF__NAME(PF__SLOT_, MEL_CONV2_BIAS)
+        PF__NAME(PF__SLOT_, ATTN_NORM_WEIGHT) PF__NAME(PF__SLOT_, ATTN_NORM_BIAS)
         PF__NAME(PF__SLOT_, QKV_FUSED_WEIGHT) PF__NAME(PF__SLOT_, QKV_FUSED_BIAS) PF__NAME(PF__SLOT_, Q_WEIGHT)
         PF__NAME(PF__SLOT_, Q_BIAS) PF__NAME(PF__SLOT_, K_WEIGHT) PF__NAME(PF__SLOT_, K_BIAS) PF__NAME(PF__SLOT_, V_WEIGHT)
         PF__NAME(PF__SLOT_, V_BIAS) PF__NAME(PF__SLOT_, ATTN_OUT_WEIGHT) PF__NAME(PF__SLOT_, ATTN_OUT_BIAS)
@@ -297,6 +304,9 @@ static pf_result pf__draft_tensors(pf__policy_draft *d, const pf_policy *p) {
         snprintf(what, sizeof what, "tensors[%d].pattern", i);
         t->pattern = pf__draft_text(d, what, in->pattern, PF__POLICY_MAX_PATTERN, &r);
         if (r) break;
+        if (slot >= PF__SLOT_FIRST_FRONT_END && slot < PF__SLOT_FIRST_LAYER)
+            return pf__draft_fail(d, PF_ERROR_UNSUPPORTED, "tensors[%d].slot: \"%s\": a speech front end (Wav2Vec2, HuBERT, "
+                                  "Whisper, Speech2Text) is compiled in, not a policy's", i, in->slot);
         /* a per-layer pattern without "%d" is one tensor all layers share (ALBERT) */
         int per_layer = slot >= PF__SLOT_FIRST_LAYER, layers = pf__pattern_layers(t->pattern);
         if (layers < 0 || layers > per_layer)
@@ -968,6 +978,8 @@ static void pf__policy_write(pf__text *t, pf__arch_id arch, const char *model_ty
     for (size_t i = 0; i < rows->num_tensors; i++) {
         const pf__arch_tensor *r = &rows->tensors[i];
         if (r->arch != arch) continue;
+        /* front-end rows: exported with the golden file that holds them (the next commit) */
+        if (r->slot >= PF__SLOT_FIRST_FRONT_END && r->slot < PF__SLOT_FIRST_LAYER) continue;
         pf__text_add(t, n++ ? ",\n  {\"slot\": " : "\n  {\"slot\": ");
         pf__text_trait(t, pf__slot_name, r->slot);
         pf__text_add(t, ", \"pattern\": ");
@@ -1026,7 +1038,8 @@ static void pf__policy_write(pf__text *t, pf__arch_id arch, const char *model_ty
 }
 
 /* Whether a row's config sets a speech front end (PF_ARCH_CONFIG(id, speech, NULL, 1), or
-   mel_frontend, conv_subsampler): its tensors are named in code, so the row does not export. */
+   mel_frontend, conv_subsampler): the front end is compiled in and no policy can register one,
+   so the row does not export (the test hook writes it). */
 static int pf__arch_is_speech(pf__arch_id arch) {
     const pf__policy_rows *rows = pf__rows(arch);
     for (size_t i = 0; i < rows->num_configs; i++)
@@ -1054,7 +1067,7 @@ static pf_result pf__policy_to_json(const char *model_type, char *json, size_t c
     for (int i = 0; i < PF__MAX_REGISTERED && arch < 0; i++)
         if (pf__registered_policies[i].in_use && !strcmp(pf__archs[PF__ARCH_COUNT + i].model_type, model_type))
             arch = PF__ARCH_COUNT + i;
-    /* a dual model's loader names its towers' rows, a speech model's front end its tensors: in code */
+    /* a dual model's loader names its towers' rows in code; a speech front end is compiled in */
     int dual = !every && arch >= 0 && (pf__archs[arch].kind == PF__KIND_DUAL || pf__arch_is_speech((pf__arch_id)arch));
     if (arch >= 0 && !dual) pf__policy_write(&t, (pf__arch_id)arch, model_type); /* an alias's as its own */
     pthread_mutex_unlock(&pf__policy_lock);

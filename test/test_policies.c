@@ -419,6 +419,10 @@ static void test_policy_json_refusals(void) {
     check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "], \"activations\": [{\"name\": \"silu\", \"activation\": "
                        "\"relu\"}], \"layer_types\": [{\"key\": \"kinds\", \"needed\": true}], \"required_values\": [{\"key\": \"a.b\", "
                        "\"value\": 0}]}", PF_OK, "");
+    /* a speech front end's rows are policies.inc's (its loader is compiled in), never a policy's */
+    check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR ", {\"slot\": \"front_conv_weight\", \"pattern\": "
+                       "\"conv.%d.weight\", \"layout\": \"conv\"}]}", PF_ERROR_UNSUPPORTED,
+                       "tensors[1].slot: \"front_conv_weight\": a speech front end");
     /* the JSON text need not end in NUL: only len bytes are read */
     const char text[] = "{" J_HEAD "\"tensors\": [" J_TENSOR "]}garbage";
     char err[256];
