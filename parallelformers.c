@@ -4817,8 +4817,6 @@ static void pf__policy_write(pf__text *t, pf__arch_id arch, const char *model_ty
     for (size_t i = 0; i < rows->num_tensors; i++) {
         const pf__arch_tensor *r = &rows->tensors[i];
         if (r->arch != arch) continue;
-        /* front-end rows: exported with the golden file that holds them (the next commit) */
-        if (r->slot >= PF__SLOT_FIRST_FRONT_END && r->slot < PF__SLOT_FIRST_LAYER) continue;
         pf__text_add(t, n++ ? ",\n  {\"slot\": " : "\n  {\"slot\": ");
         pf__text_trait(t, pf__slot_name, r->slot);
         pf__text_add(t, ", \"pattern\": ");
