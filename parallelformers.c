@@ -243,6 +243,29 @@ typedef enum {
     PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */
     PF__SLOT_PROJECTION,            /* [projection_dim, hidden]: the pooled output into the shared space, no bias */
     PF__SLOT_LOGIT_SCALE,           /* [1]: the dual model's log temperature (read at load, never on a rank) */
+    /* Speech front ends, run on the host (speech_frontend.c reads these rows; never on a rank). In
+       their patterns %d counts the front end's convolutions, not the blocks. Which of them a
+       checkpoint must hold follows config.json (conv_bias, feat_extract_norm, ...): the front end
+       decides, the rows' need says only what is always there. */
+    PF__SLOT_FIRST_FRONT_END,
+    PF__SLOT_FRONT_CONV_WEIGHT = PF__SLOT_FIRST_FRONT_END, /* [out, in, kernel]: convolution %d (Wav2Vec2's
+                                       feature encoder, Speech2Text's subsampler) */
+    PF__SLOT_FRONT_CONV_BIAS,       /* [out] */
+    PF__SLOT_FRONT_CONV_NORM_WEIGHT,/* [out]: the norm after convolution %d (Wav2Vec2) */
+    PF__SLOT_FRONT_CONV_NORM_BIAS,  /* [out] */
+    PF__SLOT_FEATURE_NORM_WEIGHT,   /* [conv_dim[-1]]: the norm before the feature projection (Wav2Vec2) */
+    PF__SLOT_FEATURE_NORM_BIAS,     /* [conv_dim[-1]] */
+    PF__SLOT_FEATURE_PROJECTION_WEIGHT, /* [hidden, conv_dim[-1]] */
+    PF__SLOT_FEATURE_PROJECTION_BIAS,   /* [hidden] */
+    PF__SLOT_POS_CONV_WEIGHT,       /* [hidden, hidden / groups, kernel]: the positional convolution, saved
+                                       plain, */
+    PF__SLOT_POS_CONV_WEIGHT_G,     /* [1, 1, kernel]: or weight-normalised, as g (the i-th spelling of g */
+    PF__SLOT_POS_CONV_WEIGHT_V,     /* [hidden, hidden / groups, kernel]: goes with the i-th of v) */
+    PF__SLOT_POS_CONV_BIAS,         /* [hidden] */
+    PF__SLOT_MEL_CONV1_WEIGHT,      /* [hidden, num_mel_bins, 3]: Whisper's first convolution */
+    PF__SLOT_MEL_CONV1_BIAS,        /* [hidden] */
+    PF__SLOT_MEL_CONV2_WEIGHT,      /* [hidden, hidden, 3]: its second (stride 2) */
+    PF__SLOT_MEL_CONV2_BIAS,        /* [hidden] */
     PF__SLOT_FIRST_LAYER,
     PF__SLOT_ATTN_NORM_WEIGHT = PF__SLOT_FIRST_LAYER, /* [hidden] */
     PF__SLOT_ATTN_NORM_BIAS,   /* [hidden] */
@@ -394,10 +417,6 @@ typedef struct pf__arch_layer_types { pf__arch_id arch; const char *key; int nee
 typedef struct pf__arch_null { pf__arch_id arch; const char *key; double value; } pf__arch_null;
 
 typedef struct pf__arch_prefix { pf__arch_id arch; const char *prefix; } pf__arch_prefix;
-#ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
-extern PF_PRIVATE const pf__arch_prefix pf__arch_prefixes[];
-extern PF_PRIVATE const size_t pf__arch_prefixes_count;
-#endif
 
 typedef struct pf__arch_tensor {
     pf__arch_id arch;
@@ -408,11 +427,6 @@ typedef struct pf__arch_tensor {
     pf__need need;
     int encoder; /* 1: a block of an encoder-decoder's encoder tower (PF_ARCH_ENCODER_TENSOR) */
 } pf__arch_tensor;
-#ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
-extern PF_PRIVATE const pf__arch_tensor pf__arch_tensors[];
-extern PF_PRIVATE const size_t pf__arch_tensors_count;
-#endif
-PF_PRIVATE pf__arch_id pf__tensor_rows(pf__arch_id arch);
 
 /* Config keys whose other values we do not implement: refused unless absent, null or `value`. */
 typedef struct pf__arch_require { pf__arch_id arch; const char *key; double value; } pf__arch_require;
@@ -547,9 +561,9 @@ typedef struct pf__arch_config {
 #define PF__FIELD_IS_DOUBLE(field) (sizeof(((pf__config *)0)->field) == sizeof(double))
 #define PF__COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Each table's rows for an architecture: the compiled-in tables (the rows of every built-in
-   architecture, told apart by their arch), or a registered policy's own copies. Code reads the
-   tables through pf__rows(arch) only, and skips rows of other architectures. */
+/* Each table's rows for an architecture: a compiled-in family's as policies.inc means them (its
+   base's rows copied in, PF_ARCH_LIKE, once), or a registered policy's own copies; every row
+   carries the architecture's id. Code reads the tables through pf__rows(arch) only. */
 typedef struct pf__policy_rows {
     const pf__arch_tensor *tensors;
     size_t num_tensors;
@@ -584,6 +598,7 @@ extern PF_PRIVATE pf__registered pf__registered_policies[PF__MAX_REGISTERED];
 extern PF_PRIVATE pthread_mutex_t pf__policy_lock;
 #endif
 PF_PRIVATE const pf__policy_rows *pf__rows(pf__arch_id arch);
+PF_PRIVATE const char *pf__policy_table_error(void);
 PF_PRIVATE void pf__policy_release(pf__arch_id arch);
 PF_PRIVATE const pf__arch_tensor *pf__arch_tensor_for(pf__arch_id arch, pf__slot slot);
 PF_PRIVATE int pf__activation_from_hf_name(const char *name, pf__activation *out);
@@ -1523,9 +1538,9 @@ PF_PRIVATE pf_result pf__scale_final_norm(pf_model *m);
    encoder (a stack of strided 1-D convolutions over the waveform), the feature projection (a
    LayerNorm over the last conv's channels, then a linear map to hidden_size) and the positional
    convolution (grouped, weight-normalised, GELU) added to the projected frames. Its tensors are
-   named here rather than in policies.inc: there is one of each per conv layer, a count conv_dim
-   gives, where the table's %d counts transformer blocks. They are read once at load into fp32
-   copies the model owns (the weight norm g * v / ||v|| folded in). */
+   policies.inc's rows of the front-end slots (PF__SLOT_FIRST_FRONT_END on), %d counting the
+   convolutions conv_dim lists. They are read once at load into fp32 copies the model owns (the
+   weight norm g * v / ||v|| folded in). */
 typedef struct pf__speech {
     float *conv_weight[16];      /* [out][in][kernel] */
     float *conv_bias[16];        /* [out], or NULL (conv_bias false) */
@@ -2633,59 +2648,339 @@ PF_PRIVATE const pf__arch_alias pf__arch_aliases[] = {
 };
 PF_PRIVATE const size_t pf__arch_aliases_count = sizeof pf__arch_aliases / sizeof pf__arch_aliases[0]; /* for the files that see no size */
 
-static const pf__arch_activation pf__arch_activations[] = {
-#define PF_ARCH_ACTIVATION(id, name, activation) {PF__ARCH_##id, name, activation},
+/* ---- the tables of rows, as policies.inc's blocks write them ---- */
+
+/* What a row of a family's block does: adds its own row, stands for its base's rows
+   (PF_ARCH_LIKE), or leaves out its base's rows of a key (PF_ARCH_NO_*). */
+typedef enum { PF__ROW_OWN, PF__ROW_LIKE, PF__ROW_NO } pf__row_op;
+typedef struct pf__row_head { pf__row_op op; pf__arch_id base; } pf__row_head;
+#define PF__OWN {.op = PF__ROW_OWN}
+#define PF__NO {.op = PF__ROW_NO}
+#define PF__LIKE(id, base_) {{.op = PF__ROW_LIKE, .base = PF__ARCH_##base_}, {.arch = PF__ARCH_##id}},
+
+static const struct pf__src_tensor { pf__row_head head; pf__arch_tensor row; } pf__src_tensors[] = {
+#define PF_ARCH_LIKE PF__LIKE
+#define PF_ARCH_TENSOR(id, slot, pattern, layout, split, need) {PF__OWN, {PF__ARCH_##id, slot, pattern, layout, split, need, 0}},
+#define PF_ARCH_ENCODER_TENSOR(id, slot, pattern, layout, split, need) {PF__OWN, {PF__ARCH_##id, slot, pattern, layout, split, need, 1}},
+#define PF_ARCH_NO_TENSOR(id, slot_) {PF__NO, {.arch = PF__ARCH_##id, .slot = slot_}},
+#define PF_ARCH_NO_ENCODER_TENSOR(id, slot_) {PF__NO, {.arch = PF__ARCH_##id, .slot = slot_, .encoder = 1}},
 #include "policies.inc"
 };
 
-static const pf__arch_layer_types pf__arch_layer_types_keys[] = {
-#define PF_ARCH_LAYER_TYPES(id, key, needed) {PF__ARCH_##id, key, needed},
+static const struct pf__src_config { pf__row_head head; pf__arch_config row; } pf__src_configs[] = {
+#define PF_ARCH_LIKE PF__LIKE
+#define PF_ARCH_CONFIG(id, field, key, fallback) \
+    {PF__OWN, {PF__ARCH_##id, offsetof(pf__config, field), PF__FIELD_IS_DOUBLE(field), key, fallback}},
+#define PF_ARCH_NO_CONFIG(id, field) {PF__NO, {.arch = PF__ARCH_##id, .offset = offsetof(pf__config, field)}},
 #include "policies.inc"
 };
 
-static const pf__arch_null pf__arch_nulls[] = {
-#define PF_ARCH_NULL(id, key, value) {PF__ARCH_##id, key, value},
+static const struct pf__src_prefix { pf__row_head head; pf__arch_prefix row; } pf__src_prefixes[] = {
+#define PF_ARCH_LIKE PF__LIKE
+#define PF_ARCH_PREFIX(id, prefix) {PF__OWN, {PF__ARCH_##id, prefix}},
+#define PF_ARCH_NO_PREFIX(id, prefix) {PF__NO, {PF__ARCH_##id, prefix}},
 #include "policies.inc"
 };
 
-PF_PRIVATE const pf__arch_prefix pf__arch_prefixes[] = {
-#define PF_ARCH_PREFIX(id, prefix) {PF__ARCH_##id, prefix},
+static const struct pf__src_buffer { pf__row_head head; pf__arch_buffer row; } pf__src_buffers[] = {
+#define PF_ARCH_LIKE PF__LIKE
+#define PF_ARCH_BUFFER(id, pattern) {PF__OWN, {PF__ARCH_##id, pattern}},
+#define PF_ARCH_NO_BUFFER(id, pattern) {PF__NO, {PF__ARCH_##id, pattern}},
 #include "policies.inc"
 };
-PF_PRIVATE const size_t pf__arch_prefixes_count = sizeof pf__arch_prefixes / sizeof pf__arch_prefixes[0]; /* for the files that see no size */
 
-PF_PRIVATE const pf__arch_tensor pf__arch_tensors[] = {
-#define PF_ARCH_TENSOR(id, slot, pattern, layout, split, need) {PF__ARCH_##id, slot, pattern, layout, split, need, 0},
-#define PF_ARCH_ENCODER_TENSOR(id, slot, pattern, layout, split, need) {PF__ARCH_##id, slot, pattern, layout, split, need, 1},
+static const struct pf__src_activation { pf__row_head head; pf__arch_activation row; } pf__src_activations[] = {
+#define PF_ARCH_LIKE PF__LIKE
+#define PF_ARCH_ACTIVATION(id, name, activation) {PF__OWN, {PF__ARCH_##id, name, activation}},
+#define PF_ARCH_NO_ACTIVATION(id, name_) {PF__NO, {.arch = PF__ARCH_##id, .name = name_}},
 #include "policies.inc"
 };
-PF_PRIVATE const size_t pf__arch_tensors_count = sizeof pf__arch_tensors / sizeof pf__arch_tensors[0]; /* for the files that see no size */
 
-/* Rows whose tensor names (PF_ARCH_TENSOR, PF_ARCH_ENCODER_TENSOR, PF_ARCH_PREFIX, PF_ARCH_BUFFER)
-   are another row's: families with the same tensor names, whose differences are config traits. */
-typedef struct pf__arch_tensors_of { pf__arch_id arch, base; } pf__arch_tensors_of;
-static const pf__arch_tensors_of pf__arch_tensors_ofs[] = {
-#define PF_ARCH_TENSORS_OF(id, base) {PF__ARCH_##id, PF__ARCH_##base},
+static const struct pf__src_layer_types { pf__row_head head; pf__arch_layer_types row; } pf__src_layer_types[] = {
+#define PF_ARCH_LIKE PF__LIKE
+#define PF_ARCH_LAYER_TYPES(id, key, needed) {PF__OWN, {PF__ARCH_##id, key, needed}},
+#define PF_ARCH_NO_LAYER_TYPES(id, key_) {PF__NO, {.arch = PF__ARCH_##id, .key = key_}},
 #include "policies.inc"
-    {PF__ARCH_COUNT, PF__ARCH_COUNT} /* keeps the array non-empty */
 };
 
-/* The row whose tensor names an architecture uses. */
-PF_PRIVATE pf__arch_id pf__tensor_rows(pf__arch_id arch) {
-    for (size_t i = 0; i < sizeof pf__arch_tensors_ofs / sizeof pf__arch_tensors_ofs[0]; i++)
-        if (pf__arch_tensors_ofs[i].arch == arch) return pf__arch_tensors_ofs[i].base;
-    return arch;
+static const struct pf__src_null { pf__row_head head; pf__arch_null row; } pf__src_nulls[] = {
+#define PF_ARCH_LIKE PF__LIKE
+#define PF_ARCH_NULL(id, key, value) {PF__OWN, {PF__ARCH_##id, key, value}},
+#define PF_ARCH_NO_NULL(id, key_) {PF__NO, {.arch = PF__ARCH_##id, .key = key_}},
+#include "policies.inc"
+};
+
+static const struct pf__src_require { pf__row_head head; pf__arch_require row; } pf__src_requires[] = {
+#define PF_ARCH_LIKE PF__LIKE
+#define PF_ARCH_REQUIRE(id, key, value) {PF__OWN, {PF__ARCH_##id, key, value}},
+#define PF_ARCH_NO_REQUIRE(id, key_) {PF__NO, {.arch = PF__ARCH_##id, .key = key_}},
+#include "policies.inc"
+};
+
+/* ---- PF_ARCH_LIKE: each family's rows with its base's copied in, once ---- */
+
+/* Bounds known to the compiler: per table, a struct with a struct per family holding a byte per
+   row of its block and, for its LIKE row, its base's struct. A block ends at the next PF_ARCH
+   row, and a base's struct is complete only below its block: a LIKE row naming a family further
+   down does not compile. The whole struct's size bounds the table's expanded rows. */
+#define PF__BOUND_FAMILY(table, id) ]; } before_##id; struct pf__bound_##table##_##id { char rows[1
+#define PF__BOUND_BASE(table, base) + sizeof(struct pf__bound_##table##_##base)
+
+struct pf__bound_tensors { struct { char rows[1
+#define PF_ARCH(id, ...) PF__BOUND_FAMILY(tensor, id)
+#define PF_ARCH_LIKE(id, base) PF__BOUND_BASE(tensor, base)
+#define PF_ARCH_TENSOR(...) + 1
+#define PF_ARCH_ENCODER_TENSOR(...) + 1
+#include "policies.inc"
+]; } last; };
+
+struct pf__bound_configs { struct { char rows[1
+#define PF_ARCH(id, ...) PF__BOUND_FAMILY(config, id)
+#define PF_ARCH_LIKE(id, base) PF__BOUND_BASE(config, base)
+#define PF_ARCH_CONFIG(...) + 1
+#include "policies.inc"
+]; } last; };
+
+struct pf__bound_prefixes { struct { char rows[1
+#define PF_ARCH(id, ...) PF__BOUND_FAMILY(prefix, id)
+#define PF_ARCH_LIKE(id, base) PF__BOUND_BASE(prefix, base)
+#define PF_ARCH_PREFIX(...) + 1
+#include "policies.inc"
+]; } last; };
+
+struct pf__bound_buffers { struct { char rows[1
+#define PF_ARCH(id, ...) PF__BOUND_FAMILY(buffer, id)
+#define PF_ARCH_LIKE(id, base) PF__BOUND_BASE(buffer, base)
+#define PF_ARCH_BUFFER(...) + 1
+#include "policies.inc"
+]; } last; };
+
+struct pf__bound_activations { struct { char rows[1
+#define PF_ARCH(id, ...) PF__BOUND_FAMILY(activation, id)
+#define PF_ARCH_LIKE(id, base) PF__BOUND_BASE(activation, base)
+#define PF_ARCH_ACTIVATION(...) + 1
+#include "policies.inc"
+]; } last; };
+
+struct pf__bound_layer_types { struct { char rows[1
+#define PF_ARCH(id, ...) PF__BOUND_FAMILY(layer_types, id)
+#define PF_ARCH_LIKE(id, base) PF__BOUND_BASE(layer_types, base)
+#define PF_ARCH_LAYER_TYPES(...) + 1
+#include "policies.inc"
+]; } last; };
+
+struct pf__bound_nulls { struct { char rows[1
+#define PF_ARCH(id, ...) PF__BOUND_FAMILY(null, id)
+#define PF_ARCH_LIKE(id, base) PF__BOUND_BASE(null, base)
+#define PF_ARCH_NULL(...) + 1
+#include "policies.inc"
+]; } last; };
+
+struct pf__bound_requires { struct { char rows[1
+#define PF_ARCH(id, ...) PF__BOUND_FAMILY(require, id)
+#define PF_ARCH_LIKE(id, base) PF__BOUND_BASE(require, base)
+#define PF_ARCH_REQUIRE(...) + 1
+#include "policies.inc"
+]; } last; };
+
+static pf__arch_tensor pf__expanded_tensors[sizeof(struct pf__bound_tensors)];
+static pf__arch_config pf__expanded_configs[sizeof(struct pf__bound_configs)];
+static pf__arch_prefix pf__expanded_prefixes[sizeof(struct pf__bound_prefixes)];
+static pf__arch_buffer pf__expanded_buffers[sizeof(struct pf__bound_buffers)];
+static pf__arch_activation pf__expanded_activations[sizeof(struct pf__bound_activations)];
+static pf__arch_layer_types pf__expanded_layer_types[sizeof(struct pf__bound_layer_types)];
+static pf__arch_null pf__expanded_nulls[sizeof(struct pf__bound_nulls)];
+static pf__arch_require pf__expanded_requires[sizeof(struct pf__bound_requires)];
+
+/* Rows with the same key: a base's rows of it give way to the family's own (or its NO row). */
+static int pf__same_tensor(const void *a, const void *b) {
+    const pf__arch_tensor *x = (const pf__arch_tensor *)a, *y = (const pf__arch_tensor *)b;
+    return x->slot == y->slot && x->encoder == y->encoder;
+}
+static int pf__same_config(const void *a, const void *b) {
+    return ((const pf__arch_config *)a)->offset == ((const pf__arch_config *)b)->offset;
+}
+static int pf__same_prefix(const void *a, const void *b) {
+    return !strcmp(((const pf__arch_prefix *)a)->prefix, ((const pf__arch_prefix *)b)->prefix);
+}
+static int pf__same_buffer(const void *a, const void *b) {
+    return !strcmp(((const pf__arch_buffer *)a)->pattern, ((const pf__arch_buffer *)b)->pattern);
+}
+static int pf__same_activation(const void *a, const void *b) {
+    return !strcmp(((const pf__arch_activation *)a)->name, ((const pf__arch_activation *)b)->name);
+}
+static int pf__same_layer_types(const void *a, const void *b) {
+    return !strcmp(((const pf__arch_layer_types *)a)->key, ((const pf__arch_layer_types *)b)->key);
+}
+static int pf__same_null(const void *a, const void *b) {
+    return !strcmp(((const pf__arch_null *)a)->key, ((const pf__arch_null *)b)->key);
+}
+static int pf__same_require(const void *a, const void *b) {
+    return !strcmp(((const pf__arch_require *)a)->key, ((const pf__arch_require *)b)->key);
 }
 
-static const pf__arch_require pf__arch_requires[] = {
-#define PF_ARCH_REQUIRE(id, key, value) {PF__ARCH_##id, key, value},
-#include "policies.inc"
+/* One table: its rows as written (each a pf__row_head, then the row at row_at; every row starts
+   with its pf__arch_id), where the expanded rows go, and each family's span there. */
+typedef struct pf__table {
+    const char *name;
+    const char *src;
+    size_t count, stride, row_at, row_size;
+    char *out;
+    size_t cap, used;
+    int (*same)(const void *a, const void *b);
+    size_t first[PF__ARCH_COUNT], num[PF__ARCH_COUNT];
+} pf__table;
+
+#define PF__TABLE(name, src, out, same) \
+    {name, (const char *)src, PF__COUNT(src), sizeof src[0], offsetof(struct pf__src_##same, row), sizeof out[0], \
+     (char *)out, PF__COUNT(out), 0, pf__same_##same, {0}, {0}}
+
+static pf__table pf__tables[] = {
+    PF__TABLE("tensor", pf__src_tensors, pf__expanded_tensors, tensor),
+    PF__TABLE("config", pf__src_configs, pf__expanded_configs, config),
+    PF__TABLE("prefix", pf__src_prefixes, pf__expanded_prefixes, prefix),
+    PF__TABLE("buffer", pf__src_buffers, pf__expanded_buffers, buffer),
+    PF__TABLE("activation", pf__src_activations, pf__expanded_activations, activation),
+    PF__TABLE("layer types", pf__src_layer_types, pf__expanded_layer_types, layer_types),
+    PF__TABLE("null", pf__src_nulls, pf__expanded_nulls, null),
+    PF__TABLE("require", pf__src_requires, pf__expanded_requires, require),
 };
 
-static const pf__arch_buffer pf__arch_buffers[] = {
-#define PF_ARCH_BUFFER(id, pattern) {PF__ARCH_##id, pattern},
-#include "policies.inc"
-};
+static char pf__table_error[200]; /* the first mistake the expansion met in policies.inc; "" when none */
+
+static const pf__row_head *pf__src_head(const pf__table *t, size_t i) { return (const pf__row_head *)(t->src + i * t->stride); }
+static const void *pf__src_row(const pf__table *t, size_t i) { return t->src + i * t->stride + t->row_at; }
+static pf__arch_id pf__row_arch(const void *row) { return *(const pf__arch_id *)row; } /* every row's first member */
+
+static void pf__table_fail(const pf__table *t, pf__arch_id arch, const char *what) {
+    if (!pf__table_error[0])
+        snprintf(pf__table_error, sizeof pf__table_error, "policies.inc: \"%s\"'s %s rows: %s", pf__archs[arch].model_type,
+                 t->name, what);
+}
+
+/* The first of arch's rows [from, to) of the table that does op with row's key; to when none does. */
+static size_t pf__block_find(const pf__table *t, pf__arch_id arch, pf__row_op op, const void *row, size_t from, size_t to) {
+    for (size_t i = from; i < to; i++)
+        if (pf__row_arch(pf__src_row(t, i)) == arch && pf__src_head(t, i)->op == op && t->same(pf__src_row(t, i), row))
+            return i;
+    return to;
+}
+
+/* Whether base's expanded rows hold a row of row's key. */
+static int pf__base_has(const pf__table *t, pf__arch_id base, const void *row) {
+    for (size_t j = 0; j < t->num[base]; j++)
+        if (t->same(t->out + (t->first[base] + j) * t->row_size, row)) return 1;
+    return 0;
+}
+
+static void pf__table_add(pf__table *t, pf__arch_id arch, const void *row) {
+    if (t->used == t->cap) {
+        pf__table_fail(t, arch, "more than the bound (a row outside its family's block?)");
+        return;
+    }
+    char *to = t->out + t->used++ * t->row_size;
+    memcpy(to, row, t->row_size);
+    memcpy(to, &arch, sizeof arch); /* a base's row copied becomes the family's */
+}
+
+/* arch's own row i above its LIKE row, then the rows of keys base lacks that follow it (each
+   goes right after the row above it). */
+static void pf__table_add_run(pf__table *t, pf__arch_id arch, pf__arch_id base, size_t i, size_t like) {
+    pf__table_add(t, arch, pf__src_row(t, i));
+    for (i++; i < like; i++) {
+        if (pf__row_arch(pf__src_row(t, i)) != arch || pf__src_head(t, i)->op != PF__ROW_OWN) continue;
+        if (pf__base_has(t, base, pf__src_row(t, i))) break;
+        pf__table_add(t, arch, pf__src_row(t, i));
+    }
+}
+
+/* Checks arch's block against its base: every NO row takes out a key of base's, and no key is
+   written both above and below the LIKE row, or written and taken out. */
+static void pf__table_check(pf__table *t, pf__arch_id arch, pf__arch_id base, size_t like) {
+    for (size_t i = 0; i < t->count; i++) {
+        const void *row = pf__src_row(t, i);
+        pf__row_op op = pf__src_head(t, i)->op;
+        if (pf__row_arch(row) != arch || op == PF__ROW_LIKE) continue;
+        if (op == PF__ROW_NO && !pf__base_has(t, base, row))
+            pf__table_fail(t, arch, "a PF_ARCH_NO_ row takes out none of its base's rows");
+        if (op == PF__ROW_OWN && (pf__block_find(t, arch, PF__ROW_NO, row, 0, t->count) < t->count ||
+                                  pf__block_find(t, arch, PF__ROW_OWN, row, i < like ? like : 0, i < like ? t->count : like) <
+                                      (i < like ? t->count : like)))
+            pf__table_fail(t, arch, "a key written both above and below the LIKE row, or written and taken out");
+    }
+}
+
+/* arch's rows of table t as policies.inc means them (a base's are expanded before). Without a
+   LIKE row: its own rows. With one: base's expanded rows, where a row above the LIKE row takes
+   the place of base's rows of its key (a key base lacks: right after the row above it, or first),
+   rows below it come after base's, and NO rows take a key out. */
+static void pf__table_expand(pf__table *t, pf__arch_id arch) {
+    t->first[arch] = t->used;
+    size_t like = t->count;
+    for (size_t i = 0; i < t->count; i++)
+        if (pf__row_arch(pf__src_row(t, i)) == arch && pf__src_head(t, i)->op == PF__ROW_LIKE) {
+            if (like < t->count || pf__src_head(t, i)->base >= arch)
+                pf__table_fail(t, arch, "two PF_ARCH_LIKE rows, or a base below the family");
+            else like = i;
+        }
+    if (like == t->count) {
+        for (size_t i = 0; i < t->count; i++) {
+            if (pf__row_arch(pf__src_row(t, i)) != arch) continue;
+            if (pf__src_head(t, i)->op == PF__ROW_NO) pf__table_fail(t, arch, "a PF_ARCH_NO_ row without a PF_ARCH_LIKE row");
+            else pf__table_add(t, arch, pf__src_row(t, i));
+        }
+        t->num[arch] = t->used - t->first[arch];
+        return;
+    }
+    pf__arch_id base = pf__src_head(t, like)->base;
+    pf__table_check(t, arch, base, like);
+    size_t first = 0; /* the first own row above the LIKE row: when base lacks its key, it comes first */
+    while (first < like && !(pf__row_arch(pf__src_row(t, first)) == arch && pf__src_head(t, first)->op == PF__ROW_OWN)) first++;
+    if (first < like && !pf__base_has(t, base, pf__src_row(t, first))) pf__table_add_run(t, arch, base, first, like);
+    for (size_t j = 0; j < t->num[base]; j++) {
+        const char *inherited = t->out + (t->first[base] + j) * t->row_size;
+        int seen = 0; /* the key's rows are placed at its first row in base */
+        for (size_t k = 0; k < j; k++) seen |= t->same(t->out + (t->first[base] + k) * t->row_size, inherited);
+        if (pf__block_find(t, arch, PF__ROW_OWN, inherited, 0, like) < like) {
+            for (size_t i = 0; !seen && i < like; i++)
+                if (pf__row_arch(pf__src_row(t, i)) == arch && pf__src_head(t, i)->op == PF__ROW_OWN &&
+                    t->same(pf__src_row(t, i), inherited))
+                    pf__table_add_run(t, arch, base, i, like);
+        } else if (pf__block_find(t, arch, PF__ROW_OWN, inherited, like, t->count) == t->count &&
+                   pf__block_find(t, arch, PF__ROW_NO, inherited, 0, t->count) == t->count) {
+            pf__table_add(t, arch, inherited);
+        }
+    }
+    for (size_t i = like + 1; i < t->count; i++)
+        if (pf__row_arch(pf__src_row(t, i)) == arch && pf__src_head(t, i)->op == PF__ROW_OWN)
+            pf__table_add(t, arch, pf__src_row(t, i));
+    t->num[arch] = t->used - t->first[arch];
+}
+
+static pf__policy_rows pf__builtin_rows[PF__ARCH_COUNT];
+static pthread_once_t pf__builtin_once = PTHREAD_ONCE_INIT;
+
+static void pf__expand_builtin(void) {
+    for (size_t k = 0; k < PF__COUNT(pf__tables); k++)
+        for (int a = 0; a < PF__ARCH_COUNT; a++) pf__table_expand(&pf__tables[k], (pf__arch_id)a);
+    for (int a = 0; a < PF__ARCH_COUNT; a++) {
+        pf__policy_rows *r = &pf__builtin_rows[a];
+        r->tensors = pf__expanded_tensors + pf__tables[0].first[a], r->num_tensors = pf__tables[0].num[a];
+        r->configs = pf__expanded_configs + pf__tables[1].first[a], r->num_configs = pf__tables[1].num[a];
+        r->prefixes = pf__expanded_prefixes + pf__tables[2].first[a], r->num_prefixes = pf__tables[2].num[a];
+        r->buffers = pf__expanded_buffers + pf__tables[3].first[a], r->num_buffers = pf__tables[3].num[a];
+        r->activations = pf__expanded_activations + pf__tables[4].first[a], r->num_activations = pf__tables[4].num[a];
+        r->layer_types = pf__expanded_layer_types + pf__tables[5].first[a], r->num_layer_types = pf__tables[5].num[a];
+        r->nulls = pf__expanded_nulls + pf__tables[6].first[a], r->num_nulls = pf__tables[6].num[a];
+        r->required_values = pf__expanded_requires + pf__tables[7].first[a], r->num_required_values = pf__tables[7].num[a];
+    }
+}
+
+/* The mistake in policies.inc's rows that the expansion met, or NULL. */
+PF_PRIVATE const char *pf__policy_table_error(void) {
+    pthread_once(&pf__builtin_once, pf__expand_builtin);
+    return pf__table_error[0] ? pf__table_error : NULL;
+}
 
 /* Neutral values for fields an architecture's rows do not name. */
 PF_PRIVATE void pf__config_defaults(pf__config *c) {
@@ -2703,26 +2998,15 @@ PF_PRIVATE void pf__config_defaults(pf__config *c) {
     c->pool_eos_id = -1;
 }
 
-static const pf__arch_config pf__arch_configs[] = {
-#define PF_ARCH_CONFIG(id, field, key, fallback)                                                   \
-    {PF__ARCH_##id, offsetof(pf__config, field), PF__FIELD_IS_DOUBLE(field), key, fallback},
-#include "policies.inc"
-};
-
 /* ---- an architecture's rows: compiled in, or registered at run time ---- */
-
-static const pf__policy_rows pf__builtin_rows = {
-    pf__arch_tensors, PF__COUNT(pf__arch_tensors), pf__arch_configs, PF__COUNT(pf__arch_configs),
-    pf__arch_prefixes, PF__COUNT(pf__arch_prefixes), pf__arch_buffers, PF__COUNT(pf__arch_buffers),
-    pf__arch_activations, PF__COUNT(pf__arch_activations), pf__arch_layer_types_keys, PF__COUNT(pf__arch_layer_types_keys),
-    pf__arch_nulls, PF__COUNT(pf__arch_nulls), pf__arch_requires, PF__COUNT(pf__arch_requires),
-};
 
 PF_PRIVATE pf__registered pf__registered_policies[PF__MAX_REGISTERED];
 PF_PRIVATE pthread_mutex_t pf__policy_lock = PTHREAD_MUTEX_INITIALIZER;
 
 PF_PRIVATE const pf__policy_rows *pf__rows(pf__arch_id arch) {
-    return (int)arch < PF__ARCH_COUNT ? &pf__builtin_rows : &pf__registered_policies[arch - PF__ARCH_COUNT].rows;
+    if ((int)arch >= PF__ARCH_COUNT) return &pf__registered_policies[arch - PF__ARCH_COUNT].rows;
+    pthread_once(&pf__builtin_once, pf__expand_builtin);
+    return &pf__builtin_rows[arch];
 }
 
 /* The registered architecture named model_type, held for a model (unregistering it is refused
@@ -2747,10 +3031,9 @@ PF_PRIVATE void pf__policy_release(pf__arch_id arch) {
 }
 
 PF_PRIVATE const pf__arch_tensor *pf__arch_tensor_for(pf__arch_id arch, pf__slot slot) {
-    pf__arch_id named = pf__tensor_rows(arch);
-    const pf__policy_rows *rows = pf__rows(named);
+    const pf__policy_rows *rows = pf__rows(arch);
     for (size_t i = 0; i < rows->num_tensors; i++)
-        if (rows->tensors[i].arch == named && rows->tensors[i].slot == slot) return &rows->tensors[i];
+        if (rows->tensors[i].arch == arch && rows->tensors[i].slot == slot) return &rows->tensors[i];
     return NULL;
 }
 
@@ -3624,6 +3907,8 @@ PF_PRIVATE pf_result pf__config_parse(const pf__json *json, const char *path, in
                                   size_t size) {
     pf_result r = PF_OK;
     pf__config_defaults(cfg);
+    const char *table_error = pf__policy_table_error(); /* a mistake in policies.inc's rows: no model is read wrongly */
+    if (table_error) return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s", table_error);
     arch = pf__config_arch(json, path, arch, cfg, &r, message, size);
     if (arch < 0) return r;
     cfg->arch = (pf__arch_id)arch;
@@ -3713,7 +3998,14 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, ENC_FINAL_NORM_WEIGHT) PF__NAME(PF__SLOT_, ENC_FINAL_NORM_BIAS) PF__NAME(PF__SLOT_, ENC_REL_BIAS)
         PF__NAME(PF__SLOT_, ENC_TOKEN_EMBED) PF__NAME(PF__SLOT_, PATCH_WEIGHT) PF__NAME(PF__SLOT_, PATCH_BIAS)
         PF__NAME(PF__SLOT_, CLS_TOKEN) PF__NAME(PF__SLOT_, DIST_TOKEN) PF__NAME(PF__SLOT_, DIST_CLASSIFIER_WEIGHT)
-        PF__NAME(PF__SLOT_, DIST_CLASSIFIER_BIAS) PF__NAME(PF__SLOT_, ATTN_NORM_WEIGHT) PF__NAME(PF__SLOT_, ATTN_NORM_BIAS)
+        PF__NAME(PF__SLOT_, DIST_CLASSIFIER_BIAS) PF__NAME(PF__SLOT_, FRONT_CONV_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_BIAS)
+        PF__NAME(PF__SLOT_, FRONT_CONV_NORM_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_NORM_BIAS)
+        PF__NAME(PF__SLOT_, FEATURE_NORM_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_NORM_BIAS)
+        PF__NAME(PF__SLOT_, FEATURE_PROJECTION_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_PROJECTION_BIAS)
+        PF__NAME(PF__SLOT_, POS_CONV_WEIGHT) PF__NAME(PF__SLOT_, POS_CONV_WEIGHT_G) PF__NAME(PF__SLOT_, POS_CONV_WEIGHT_V)
+        PF__NAME(PF__SLOT_, POS_CONV_BIAS) PF__NAME(PF__SLOT_, MEL_CONV1_WEIGHT) PF__NAME(PF__SLOT_, MEL_CONV1_BIAS)
+        PF__NAME(PF__SLOT_, MEL_CONV2_WEIGHT) PF__NAME(PF__SLOT_, MEL_CONV2_BIAS)
+        PF__NAME(PF__SLOT_, ATTN_NORM_WEIGHT) PF__NAME(PF__SLOT_, ATTN_NORM_BIAS)
         PF__NAME(PF__SLOT_, QKV_FUSED_WEIGHT) PF__NAME(PF__SLOT_, QKV_FUSED_BIAS) PF__NAME(PF__SLOT_, Q_WEIGHT)
         PF__NAME(PF__SLOT_, Q_BIAS) PF__NAME(PF__SLOT_, K_WEIGHT) PF__NAME(PF__SLOT_, K_BIAS) PF__NAME(PF__SLOT_, V_WEIGHT)
         PF__NAME(PF__SLOT_, V_BIAS) PF__NAME(PF__SLOT_, ATTN_OUT_WEIGHT) PF__NAME(PF__SLOT_, ATTN_OUT_BIAS)
@@ -3786,10 +4078,12 @@ static const struct pf__config_field *pf__config_field_named(const char *name) {
 typedef struct pf__slot_column { pf__slot slot; int is_split; } pf__slot_column;
 static int pf__builtin_combination(int value, const void *context) {
     const pf__slot_column *c = (const pf__slot_column *)context;
-    for (size_t i = 0; i < pf__arch_tensors_count; i++)
-        if (pf__arch_tensors[i].slot == c->slot &&
-            (c->is_split ? (int)pf__arch_tensors[i].split : (int)pf__arch_tensors[i].layout) == value)
-            return 1;
+    for (int a = 0; a < PF__ARCH_COUNT; a++) {
+        const pf__policy_rows *rows = pf__rows((pf__arch_id)a);
+        for (size_t i = 0; i < rows->num_tensors; i++)
+            if (rows->tensors[i].slot == c->slot && (c->is_split ? (int)rows->tensors[i].split : (int)rows->tensors[i].layout) == value)
+                return 1;
+    }
     return 0;
 }
 
@@ -3930,6 +4224,9 @@ static pf_result pf__draft_tensors(pf__policy_draft *d, const pf_policy *p) {
         snprintf(what, sizeof what, "tensors[%d].pattern", i);
         t->pattern = pf__draft_text(d, what, in->pattern, PF__POLICY_MAX_PATTERN, &r);
         if (r) break;
+        if (slot >= PF__SLOT_FIRST_FRONT_END && slot < PF__SLOT_FIRST_LAYER)
+            return pf__draft_fail(d, PF_ERROR_UNSUPPORTED, "tensors[%d].slot: \"%s\": a speech front end (Wav2Vec2, HuBERT, "
+                                  "Whisper, Speech2Text) is compiled in, not a policy's", i, in->slot);
         /* a per-layer pattern without "%d" is one tensor all layers share (ALBERT) */
         int per_layer = slot >= PF__SLOT_FIRST_LAYER, layers = pf__pattern_layers(t->pattern);
         if (layers < 0 || layers > per_layer)
@@ -4556,12 +4853,11 @@ static const char *pf__config_field_at(size_t offset) {
     return NULL;
 }
 
-/* Writes arch's rows under model_type (its own traits; the tensor names of the architecture whose
-   names it uses). */
+/* Writes arch's rows under model_type (a compiled-in family's with its base's copied in,
+   PF_ARCH_LIKE). */
 static void pf__policy_write(pf__text *t, pf__arch_id arch, const char *model_type) {
     const pf__arch *a = &pf__archs[arch];
-    pf__arch_id named = pf__tensor_rows(arch);
-    const pf__policy_rows *rows = pf__rows(arch), *names = pf__rows(named);
+    const pf__policy_rows *rows = pf__rows(arch);
     pf__text_add(t, "{\"model_type\": ");
     pf__text_string(t, model_type);
     pf__text_add(t, ",\n \"kind\": ");
@@ -4580,10 +4876,10 @@ static void pf__policy_write(pf__text *t, pf__arch_id arch, const char *model_ty
     pf__text_string(t, a->activation_default);
     pf__text_add(t, ", \"tied_lm_head\": %d,\n \"prefixes\": [", a->tied_lm_head);
     int n = 0;
-    for (size_t i = 0; i < names->num_prefixes; i++) {
-        if (names->prefixes[i].arch != named) continue;
+    for (size_t i = 0; i < rows->num_prefixes; i++) {
+        if (rows->prefixes[i].arch != arch) continue;
         pf__text_add(t, n++ ? ", " : "");
-        pf__text_string(t, names->prefixes[i].prefix);
+        pf__text_string(t, rows->prefixes[i].prefix);
     }
     pf__text_add(t, "],\n \"config\": [");
     n = 0;
@@ -4599,9 +4895,9 @@ static void pf__policy_write(pf__text *t, pf__arch_id arch, const char *model_ty
     }
     pf__text_add(t, "],\n \"tensors\": [");
     n = 0;
-    for (size_t i = 0; i < names->num_tensors; i++) {
-        const pf__arch_tensor *r = &names->tensors[i];
-        if (r->arch != named) continue;
+    for (size_t i = 0; i < rows->num_tensors; i++) {
+        const pf__arch_tensor *r = &rows->tensors[i];
+        if (r->arch != arch) continue;
         pf__text_add(t, n++ ? ",\n  {\"slot\": " : "\n  {\"slot\": ");
         pf__text_trait(t, pf__slot_name, r->slot);
         pf__text_add(t, ", \"pattern\": ");
@@ -4616,10 +4912,10 @@ static void pf__policy_write(pf__text *t, pf__arch_id arch, const char *model_ty
     }
     pf__text_add(t, "],\n \"buffers\": [");
     n = 0;
-    for (size_t i = 0; i < names->num_buffers; i++) {
-        if (names->buffers[i].arch != named) continue;
+    for (size_t i = 0; i < rows->num_buffers; i++) {
+        if (rows->buffers[i].arch != arch) continue;
         pf__text_add(t, n++ ? ", " : "");
-        pf__text_string(t, names->buffers[i].pattern);
+        pf__text_string(t, rows->buffers[i].pattern);
     }
     pf__text_add(t, "],\n \"required_values\": [");
     n = 0;
@@ -4660,7 +4956,8 @@ static void pf__policy_write(pf__text *t, pf__arch_id arch, const char *model_ty
 }
 
 /* Whether a row's config sets a speech front end (PF_ARCH_CONFIG(id, speech, NULL, 1), or
-   mel_frontend, conv_subsampler): its tensors are named in code, so the row does not export. */
+   mel_frontend, conv_subsampler): the front end is compiled in and no policy can register one,
+   so the row does not export (the test hook writes it). */
 static int pf__arch_is_speech(pf__arch_id arch) {
     const pf__policy_rows *rows = pf__rows(arch);
     for (size_t i = 0; i < rows->num_configs; i++)
@@ -4672,7 +4969,9 @@ static int pf__arch_is_speech(pf__arch_id arch) {
     return 0;
 }
 
-pf_result pf_policy_to_json(const char *model_type, char *json, size_t capacity, size_t *length) {
+/* pf_policy_to_json; every: the rows of a dual model and of a speech model too, which the public
+   call refuses (their loaders name tensors in code), for the test that compares every row. */
+static pf_result pf__policy_to_json(const char *model_type, char *json, size_t capacity, size_t *length, int every) {
     if (length) *length = 0;
     if (!model_type || (!json && capacity)) return PF_ERROR_INVALID_ARGUMENT;
     int arch = -1;
@@ -4686,8 +4985,8 @@ pf_result pf_policy_to_json(const char *model_type, char *json, size_t capacity,
     for (int i = 0; i < PF__MAX_REGISTERED && arch < 0; i++)
         if (pf__registered_policies[i].in_use && !strcmp(pf__archs[PF__ARCH_COUNT + i].model_type, model_type))
             arch = PF__ARCH_COUNT + i;
-    /* a dual model's loader names its towers' rows, a speech model's front end its tensors: in code */
-    int dual = arch >= 0 && (pf__archs[arch].kind == PF__KIND_DUAL || pf__arch_is_speech((pf__arch_id)arch));
+    /* a dual model's loader names its towers' rows in code; a speech front end is compiled in */
+    int dual = !every && arch >= 0 && (pf__archs[arch].kind == PF__KIND_DUAL || pf__arch_is_speech((pf__arch_id)arch));
     if (arch >= 0 && !dual) pf__policy_write(&t, (pf__arch_id)arch, model_type); /* an alias's as its own */
     pthread_mutex_unlock(&pf__policy_lock);
     pf_result r = arch < 0 ? PF_ERROR_INVALID_ARGUMENT : dual ? PF_ERROR_UNSUPPORTED : t.failed ? PF_ERROR_OUT_OF_MEMORY : PF_OK;
@@ -4698,6 +4997,10 @@ pf_result pf_policy_to_json(const char *model_type, char *json, size_t capacity,
     return r;
 }
 
+pf_result pf_policy_to_json(const char *model_type, char *json, size_t capacity, size_t *length) {
+    return pf__policy_to_json(model_type, json, capacity, length, 0);
+}
+
 #ifdef PF_TESTING
 /* Test hook: the i-th compiled-in model_type (rows, then aliases); NULL past the last. */
 const char *pf_testing_builtin_model_type(int i);
@@ -4705,6 +5008,12 @@ const char *pf_testing_builtin_model_type(int i) {
     if (i >= 0 && i < PF__ARCH_COUNT) return pf__archs[i].model_type;
     i -= PF__ARCH_COUNT;
     return i >= 0 && (size_t)i < pf__arch_aliases_count ? pf__arch_aliases[i].model_type : NULL;
+}
+
+/* Test hook: pf_policy_to_json for every compiled-in model_type, the dual and speech ones too. */
+pf_result pf_testing_policy_json(const char *model_type, char *json, size_t capacity, size_t *length);
+pf_result pf_testing_policy_json(const char *model_type, char *json, size_t capacity, size_t *length) {
+    return pf__policy_to_json(model_type, json, capacity, length, 1);
 }
 #endif
 
@@ -21782,10 +22091,9 @@ PF_PRIVATE void pf__request_unlock(pf_model *m) {
    rotary frequencies): a tensor we do not compute with is a model we would compute wrongly. */
 PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix) {
     const pf__config *c = &m->config;
-    pf__arch_id named = pf__tensor_rows(c->arch);
-    const pf__policy_rows *rows = pf__rows(named);
+    const pf__policy_rows *rows = pf__rows(c->arch);
     for (size_t i = 0; i < rows->num_buffers; i++) {
-        if (rows->buffers[i].arch != named) continue;
+        if (rows->buffers[i].arch != c->arch) continue;
         const char *pattern = rows->buffers[i].pattern;
         int layers = strstr(pattern, "%d") ? c->num_layers : 1;
         for (int l = 0; l < layers; l++) {
@@ -21920,12 +22228,11 @@ PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, p
     int index = encoder || slot < PF__SLOT_FIRST_LAYER ? layer : layer - m->config.encoder_layers;
     *row = NULL;
     *other = NULL;
-    pf__arch_id named = pf__tensor_rows(m->config.arch);
-    const pf__policy_rows *rows = pf__rows(named);
+    const pf__policy_rows *rows = pf__rows(m->config.arch);
     for (size_t i = 0; i < rows->num_tensors && !*other; i++) {
         const pf__arch_tensor *t = &rows->tensors[i];
         char pattern[256], full[300];
-        if (t->arch != named || t->slot != slot || t->encoder != encoder) continue;
+        if (t->arch != m->config.arch || t->slot != slot || t->encoder != encoder) continue;
         snprintf(pattern, sizeof pattern, t->pattern, index);
         snprintf(full, sizeof full, "%s%s", prefix, pattern);
         const pf__st_tensor *st = pf__st_take(&m->st, full);
@@ -21990,6 +22297,22 @@ PF_PRIVATE int pf__speech_frames(const pf__config *c, long long n) {
     return n > INT_MAX ? INT_MAX : (int)n;
 }
 
+/* The pattern of the family's nth row (0: the first) for a front-end slot, policies.inc's; NULL
+   when there is none. */
+static const char *pf__front_pattern(const pf_model *m, pf__slot slot, int nth) {
+    const pf__policy_rows *rows = pf__rows(m->config.arch);
+    for (size_t i = 0; i < rows->num_tensors; i++)
+        if (rows->tensors[i].arch == m->config.arch && rows->tensors[i].slot == slot && nth-- == 0)
+            return rows->tensors[i].pattern;
+    return NULL;
+}
+
+/* The front-end slot's tensor name, its %d the convolution l. */
+static void pf__front_name(const pf_model *m, pf__slot slot, int l, char *name, size_t size) {
+    const char *pattern = pf__front_pattern(m, slot, 0);
+    snprintf(name, size, pattern ? pattern : "(no row)", l);
+}
+
 /* Tensor prefix + name as an fp32 copy into *out, its shape checked (dims in shape[ndim]);
    absent: *out NULL, an error where required. The tensor counts as consumed. */
 static pf_result pf__speech_tensor(pf_model *m, const char *prefix, const char *name, const size_t *shape, int ndim,
@@ -22030,23 +22353,23 @@ static pf_result pf__speech_tensor(pf_model *m, const char *prefix, const char *
    under its old names weight_g / weight_v or its parametrizations' original0 / original1), or
    plain. Effective weight = g[k] * v[o][i][k] / ||v[:][:][k]||. */
 static pf_result pf__speech_pos_weight(pf_model *m, const char *prefix, size_t hidden, size_t per_group, size_t kernel) {
-    static const char *const spellings[][2] = {
-        {"encoder.pos_conv_embed.conv.weight_g", "encoder.pos_conv_embed.conv.weight_v"},
-        {"encoder.pos_conv_embed.conv.parametrizations.weight.original0",
-         "encoder.pos_conv_embed.conv.parametrizations.weight.original1"},
-    };
     pf__speech *sp = m->speech;
     size_t g_shape[3] = {1, 1, kernel}, v_shape[3] = {hidden, per_group, kernel};
     float *g = NULL, *v = NULL, *plain = NULL;
-    pf_result r = pf__speech_tensor(m, prefix, "encoder.pos_conv_embed.conv.weight", v_shape, 3, 0, &plain);
+    const char *plain_name = pf__front_pattern(m, PF__SLOT_POS_CONV_WEIGHT, 0), *last_g = NULL;
+    pf_result r = plain_name ? pf__speech_tensor(m, prefix, plain_name, v_shape, 3, 0, &plain) : PF_OK;
     int found = plain != NULL;
-    for (size_t i = 0; !r && i < PF__COUNT(spellings); i++) {
+    for (int i = 0; !r && pf__front_pattern(m, PF__SLOT_POS_CONV_WEIGHT_G, i); i++) { /* g and v: their i-th spellings */
+        const char *names[2] = {pf__front_pattern(m, PF__SLOT_POS_CONV_WEIGHT_G, i),
+                                pf__front_pattern(m, PF__SLOT_POS_CONV_WEIGHT_V, i)};
         float *gi = NULL, *vi = NULL;
-        r = pf__speech_tensor(m, prefix, spellings[i][0], g_shape, 3, 0, &gi);
-        if (!r) r = pf__speech_tensor(m, prefix, spellings[i][1], v_shape, 3, 0, &vi);
+        last_g = names[0];
+        if (!names[1]) r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "policies.inc: a spelling of g without one of v");
+        if (!r) r = pf__speech_tensor(m, prefix, names[0], g_shape, 3, 0, &gi);
+        if (!r) r = pf__speech_tensor(m, prefix, names[1], v_shape, 3, 0, &vi);
         if (!r && (!gi) != (!vi))
-            r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s%s' without '%s%s'", m->dir, prefix, spellings[i][gi ? 0 : 1],
-                         prefix, spellings[i][gi ? 1 : 0]);
+            r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s%s' without '%s%s'", m->dir, prefix, names[gi ? 0 : 1], prefix,
+                         names[gi ? 1 : 0]);
         if (!r && gi && found)
             r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: two spellings of the positional convolution's weight", m->dir);
         if (!r && gi) found = 1, g = gi, v = vi, gi = vi = NULL;
@@ -22054,7 +22377,7 @@ static pf_result pf__speech_pos_weight(pf_model *m, const char *prefix, size_t h
     }
     if (!r && !found)
         r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s%s' (or weight_g and weight_v)", m->dir, prefix,
-                     spellings[1][0]);
+                     last_g ? last_g : plain_name ? plain_name : "(no row)");
     if (!r && plain) {
         sp->pos_weight = plain;
         plain = NULL;
@@ -22084,18 +22407,18 @@ PF_PRIVATE pf_result pf__speech_load(pf_model *m, const char *prefix) {
     size_t in = 1;
     for (int l = 0; l < sc->num_convs && !r; l++) {
         size_t out = (size_t)sc->conv_dim[l], weight[3] = {out, in, (size_t)sc->conv_kernel[l]}, vec[1] = {out};
-        char name[128];
+        char name[256];
         int normed = sc->layer_norm_convs || l == 0;
-        snprintf(name, sizeof name, "feature_extractor.conv_layers.%d.conv.weight", l);
+        pf__front_name(m, PF__SLOT_FRONT_CONV_WEIGHT, l, name, sizeof name);
         r = pf__speech_tensor(m, prefix, name, weight, 3, 1, &sp->conv_weight[l]);
-        snprintf(name, sizeof name, "feature_extractor.conv_layers.%d.conv.bias", l);
+        pf__front_name(m, PF__SLOT_FRONT_CONV_BIAS, l, name, sizeof name);
         if (!r) r = pf__speech_tensor(m, prefix, name, vec, 1, sc->conv_bias, &sp->conv_bias[l]);
         if (!r && sp->conv_bias[l] && !sc->conv_bias)
             r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s%s' is in the checkpoint but config.json says conv_bias is "
                          "false", m->dir, prefix, name);
-        snprintf(name, sizeof name, "feature_extractor.conv_layers.%d.layer_norm.weight", l);
+        pf__front_name(m, PF__SLOT_FRONT_CONV_NORM_WEIGHT, l, name, sizeof name);
         if (!r) r = pf__speech_tensor(m, prefix, name, vec, 1, normed, &sp->conv_norm_weight[l]);
-        snprintf(name, sizeof name, "feature_extractor.conv_layers.%d.layer_norm.bias", l);
+        pf__front_name(m, PF__SLOT_FRONT_CONV_NORM_BIAS, l, name, sizeof name);
         if (!r) r = pf__speech_tensor(m, prefix, name, vec, 1, normed, &sp->conv_norm_bias[l]);
         if (!r && !normed && (sp->conv_norm_weight[l] || sp->conv_norm_bias[l]))
             r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: conv layer %d has a norm but config.json's feat_extract_norm is "
@@ -22104,21 +22427,29 @@ PF_PRIVATE pf_result pf__speech_load(pf_model *m, const char *prefix) {
     }
     size_t hidden = (size_t)c->hidden_size, vec[1] = {in}, projection[2] = {hidden, in}, hvec[1] = {hidden};
     int norm = c->feature_projection_norm;
-    if (!r) r = pf__speech_tensor(m, prefix, "feature_projection.layer_norm.weight", vec, 1, norm, &sp->projection_norm_weight);
-    if (!r) r = pf__speech_tensor(m, prefix, "feature_projection.layer_norm.bias", vec, 1, norm, &sp->projection_norm_bias);
+    char name[256];
+    pf__front_name(m, PF__SLOT_FEATURE_NORM_WEIGHT, 0, name, sizeof name);
+    if (!r) r = pf__speech_tensor(m, prefix, name, vec, 1, norm, &sp->projection_norm_weight);
+    pf__front_name(m, PF__SLOT_FEATURE_NORM_BIAS, 0, name, sizeof name);
+    if (!r) r = pf__speech_tensor(m, prefix, name, vec, 1, norm, &sp->projection_norm_bias);
     if (!r && !norm && (sp->projection_norm_weight || sp->projection_norm_bias))
         r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: the feature projection has a norm but config.json's feat_proj_layer_norm is "
                      "false", m->dir);
-    if (!r) r = pf__speech_tensor(m, prefix, "feature_projection.projection.weight", projection, 2, 1, &sp->projection_weight);
-    if (!r) r = pf__speech_tensor(m, prefix, "feature_projection.projection.bias", hvec, 1, 1, &sp->projection_bias);
+    pf__front_name(m, PF__SLOT_FEATURE_PROJECTION_WEIGHT, 0, name, sizeof name);
+    if (!r) r = pf__speech_tensor(m, prefix, name, projection, 2, 1, &sp->projection_weight);
+    pf__front_name(m, PF__SLOT_FEATURE_PROJECTION_BIAS, 0, name, sizeof name);
+    if (!r) r = pf__speech_tensor(m, prefix, name, hvec, 1, 1, &sp->projection_bias);
     if (!r) r = pf__speech_pos_weight(m, prefix, hidden, hidden / (size_t)sc->pos_groups, (size_t)sc->pos_kernel);
-    if (!r) r = pf__speech_tensor(m, prefix, "encoder.pos_conv_embed.conv.bias", hvec, 1, 1, &sp->pos_bias);
+    pf__front_name(m, PF__SLOT_POS_CONV_BIAS, 0, name, sizeof name);
+    if (!r) r = pf__speech_tensor(m, prefix, name, hvec, 1, 1, &sp->pos_bias);
     /* encoder.layer_norm fills two optional slots: keep the one the config means */
     pf__slot unused = c->pre_norm ? PF__SLOT_EMBED_NORM_WEIGHT : PF__SLOT_FINAL_NORM_WEIGHT;
     pf__slot kept = c->pre_norm ? PF__SLOT_FINAL_NORM_WEIGHT : PF__SLOT_EMBED_NORM_WEIGHT;
     m->sources[unused].data = m->sources[unused + 1].data = NULL;
+    const pf__arch_tensor *kept_row = pf__arch_tensor_for(c->arch, kept);
     if (!r && (!m->sources[kept].data || !m->sources[kept + 1].data))
-        r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%sencoder.layer_norm.weight' or its bias", m->dir, prefix);
+        r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s%s' or its bias", m->dir, prefix,
+                     kept_row ? kept_row->pattern : "(no row)");
     return r;
 }
 
@@ -22239,10 +22570,10 @@ PF_PRIVATE pf_result pf__subsampler_load(pf_model *m, const char *prefix) {
     size_t in = (size_t)sc->feature_width;
     for (int l = 0; l < sc->num_convs && !r; l++) {
         size_t out = (size_t)sc->conv_dim[l], weight[3] = {out, in, (size_t)sc->conv_kernel[l]}, bias[1] = {out};
-        char name[96];
-        snprintf(name, sizeof name, "encoder.conv.conv_layers.%d.weight", l);
+        char name[256];
+        pf__front_name(m, PF__SLOT_FRONT_CONV_WEIGHT, l, name, sizeof name);
         r = pf__speech_tensor(m, prefix, name, weight, 3, 1, &m->speech->conv_weight[l]);
-        snprintf(name, sizeof name, "encoder.conv.conv_layers.%d.bias", l);
+        pf__front_name(m, PF__SLOT_FRONT_CONV_BIAS, l, name, sizeof name);
         if (!r) r = pf__speech_tensor(m, prefix, name, bias, 1, 1, &m->speech->conv_bias[l]);
         in = out / 2; /* the GLU's */
     }
@@ -22321,10 +22652,15 @@ PF_PRIVATE pf_result pf__mel_load(pf_model *m, const char *prefix) {
     if (!m->speech) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     pf__speech *sp = m->speech;
     size_t d = (size_t)c->hidden_size, conv1[3] = {d, (size_t)c->num_mel_bins, 3}, conv2[3] = {d, d, 3}, bias[1] = {d};
-    pf_result r = pf__speech_tensor(m, prefix, "encoder.conv1.weight", conv1, 3, 1, &sp->mel_conv1_weight);
-    if (!r) r = pf__speech_tensor(m, prefix, "encoder.conv1.bias", bias, 1, 1, &sp->mel_conv1_bias);
-    if (!r) r = pf__speech_tensor(m, prefix, "encoder.conv2.weight", conv2, 3, 1, &sp->mel_conv2_weight);
-    if (!r) r = pf__speech_tensor(m, prefix, "encoder.conv2.bias", bias, 1, 1, &sp->mel_conv2_bias);
+    char name[256];
+    pf__front_name(m, PF__SLOT_MEL_CONV1_WEIGHT, 0, name, sizeof name);
+    pf_result r = pf__speech_tensor(m, prefix, name, conv1, 3, 1, &sp->mel_conv1_weight);
+    pf__front_name(m, PF__SLOT_MEL_CONV1_BIAS, 0, name, sizeof name);
+    if (!r) r = pf__speech_tensor(m, prefix, name, bias, 1, 1, &sp->mel_conv1_bias);
+    pf__front_name(m, PF__SLOT_MEL_CONV2_WEIGHT, 0, name, sizeof name);
+    if (!r) r = pf__speech_tensor(m, prefix, name, conv2, 3, 1, &sp->mel_conv2_weight);
+    pf__front_name(m, PF__SLOT_MEL_CONV2_BIAS, 0, name, sizeof name);
+    if (!r) r = pf__speech_tensor(m, prefix, name, bias, 1, 1, &sp->mel_conv2_bias);
     return r;
 }
 
@@ -22370,12 +22706,12 @@ static pf_result pf__find_prefix(pf_model *m, const char **out) {
     const pf__config *c = &m->config;
     const pf__arch_tensor *embed = pf__arch_tensor_for(c->arch, PF__SLOT_TOKEN_EMBED); /* anchors the prefix */
     if (!embed) embed = pf__arch_tensor_for(c->arch, PF__SLOT_PATCH_WEIGHT);
-    const char *anchor = embed ? embed->pattern : "feature_projection.projection.weight"; /* speech: the front end's */
-    pf__arch_id named = pf__tensor_rows(c->arch);
-    const pf__policy_rows *rows = pf__rows(named);
+    if (!embed) embed = pf__arch_tensor_for(c->arch, PF__SLOT_FEATURE_PROJECTION_WEIGHT); /* speech: the front end's */
+    const char *anchor = embed ? embed->pattern : "(no anchor row)";
+    const pf__policy_rows *rows = pf__rows(c->arch);
     for (size_t i = 0; i < rows->num_prefixes; i++) {
         char name[256];
-        if (rows->prefixes[i].arch != named) continue;
+        if (rows->prefixes[i].arch != c->arch) continue;
         snprintf(name, sizeof name, "%s%s", rows->prefixes[i].prefix, anchor);
         if (pf__st_find(&m->st, name)) {
             *out = rows->prefixes[i].prefix;
@@ -22433,6 +22769,7 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
 static pf_result pf__take_slots(pf_model *m, const char *prefix) {
     const pf__config *c = &m->config;
     for (int slot = 0; slot < PF__SLOT_COUNT; slot++) {
+        if (slot == PF__SLOT_FIRST_FRONT_END) slot = PF__SLOT_FIRST_LAYER; /* the front end reads its own */
         if (!pf__arch_tensor_for(c->arch, (pf__slot)slot)) continue;
         int layers = slot < PF__SLOT_FIRST_LAYER ? 1 : c->num_layers;
         for (int l = 0; l < layers; l++) {
@@ -22653,15 +22990,16 @@ static pf_model *pf__model_new(const pf_load_options *options) {
    prefix, its bare names (its projection) and the dual row's own. Marked as consumed here so that
    the tower's accounting sees its own; the other tower accounts for its tensors. */
 static void pf__mark_foreign_tensors(pf__st_index *st, pf__arch_id dual, pf__arch_id other) {
+    const pf__policy_rows *others = pf__rows(other), *duals = pf__rows(dual);
     for (size_t i = 0; i < st->num_tensors; i++) {
         pf__st_tensor *t = &st->tensors[i];
-        for (size_t k = 0; k < pf__arch_prefixes_count && !t->used; k++)
-            if (pf__arch_prefixes[k].arch == other && pf__arch_prefixes[k].prefix[0] &&
-                !strncmp(t->name, pf__arch_prefixes[k].prefix, strlen(pf__arch_prefixes[k].prefix)))
+        for (size_t k = 0; k < others->num_prefixes && !t->used; k++)
+            if (others->prefixes[k].prefix[0] && !strncmp(t->name, others->prefixes[k].prefix, strlen(others->prefixes[k].prefix)))
                 t->used = 1;
-        for (size_t k = 0; k < pf__arch_tensors_count && !t->used; k++)
-            if ((pf__arch_tensors[k].arch == other || pf__arch_tensors[k].arch == dual) && !strcmp(t->name, pf__arch_tensors[k].pattern))
-                t->used = 1;
+        for (size_t k = 0; k < others->num_tensors && !t->used; k++)
+            if (!strcmp(t->name, others->tensors[k].pattern)) t->used = 1;
+        for (size_t k = 0; k < duals->num_tensors && !t->used; k++)
+            if (!strcmp(t->name, duals->tensors[k].pattern)) t->used = 1;
     }
 }
 

@@ -311,7 +311,7 @@ pf_result pf_register_policy_file(const char *path, char *error, size_t error_si
    names). Writes it NUL-terminated into json (capacity bytes); *length (may be NULL) is its
    length without the NUL. Results: PF_ERROR_INVALID_ARGUMENT (NULL model_type, or one not known),
    PF_ERROR_UNSUPPORTED (a two-tower model such as CLIP: its towers' model_types export; a speech
-   encoder, whose front end's tensors the library names in code),
+   model, whose front end is compiled in and registers in no policy),
    PF_ERROR_BUFFER_TOO_SMALL (*length says how much is needed; json(NULL, 0) asks),
    PF_ERROR_OUT_OF_MEMORY. Any thread. */
 pf_result pf_policy_to_json(const char *model_type, char *json, size_t capacity, size_t *length);

@@ -167,10 +167,9 @@ PF_PRIVATE void pf__request_unlock(pf_model *m) {
    rotary frequencies): a tensor we do not compute with is a model we would compute wrongly. */
 PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix) {
     const pf__config *c = &m->config;
-    pf__arch_id named = pf__tensor_rows(c->arch);
-    const pf__policy_rows *rows = pf__rows(named);
+    const pf__policy_rows *rows = pf__rows(c->arch);
     for (size_t i = 0; i < rows->num_buffers; i++) {
-        if (rows->buffers[i].arch != named) continue;
+        if (rows->buffers[i].arch != c->arch) continue;
         const char *pattern = rows->buffers[i].pattern;
         int layers = strstr(pattern, "%d") ? c->num_layers : 1;
         for (int l = 0; l < layers; l++) {
@@ -305,12 +304,11 @@ PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, p
     int index = encoder || slot < PF__SLOT_FIRST_LAYER ? layer : layer - m->config.encoder_layers;
     *row = NULL;
     *other = NULL;
-    pf__arch_id named = pf__tensor_rows(m->config.arch);
-    const pf__policy_rows *rows = pf__rows(named);
+    const pf__policy_rows *rows = pf__rows(m->config.arch);
     for (size_t i = 0; i < rows->num_tensors && !*other; i++) {
         const pf__arch_tensor *t = &rows->tensors[i];
         char pattern[256], full[300];
-        if (t->arch != named || t->slot != slot || t->encoder != encoder) continue;
+        if (t->arch != m->config.arch || t->slot != slot || t->encoder != encoder) continue;
         snprintf(pattern, sizeof pattern, t->pattern, index);
         snprintf(full, sizeof full, "%s%s", prefix, pattern);
         const pf__st_tensor *st = pf__st_take(&m->st, full);

@@ -23,59 +23,339 @@ PF_PRIVATE const pf__arch_alias pf__arch_aliases[] = {
 };
 PF_PRIVATE const size_t pf__arch_aliases_count = sizeof pf__arch_aliases / sizeof pf__arch_aliases[0]; /* for the files that see no size */
 
-static const pf__arch_activation pf__arch_activations[] = {
-#define PF_ARCH_ACTIVATION(id, name, activation) {PF__ARCH_##id, name, activation},
+/* ---- the tables of rows, as policies.inc's blocks write them ---- */
+
+/* What a row of a family's block does: adds its own row, stands for its base's rows
+   (PF_ARCH_LIKE), or leaves out its base's rows of a key (PF_ARCH_NO_*). */
+typedef enum { PF__ROW_OWN, PF__ROW_LIKE, PF__ROW_NO } pf__row_op;
+typedef struct pf__row_head { pf__row_op op; pf__arch_id base; } pf__row_head;
+#define PF__OWN {.op = PF__ROW_OWN}
+#define PF__NO {.op = PF__ROW_NO}
+#define PF__LIKE(id, base_) {{.op = PF__ROW_LIKE, .base = PF__ARCH_##base_}, {.arch = PF__ARCH_##id}},
+
+static const struct pf__src_tensor { pf__row_head head; pf__arch_tensor row; } pf__src_tensors[] = {
+#define PF_ARCH_LIKE PF__LIKE
+#define PF_ARCH_TENSOR(id, slot, pattern, layout, split, need) {PF__OWN, {PF__ARCH_##id, slot, pattern, layout, split, need, 0}},
+#define PF_ARCH_ENCODER_TENSOR(id, slot, pattern, layout, split, need) {PF__OWN, {PF__ARCH_##id, slot, pattern, layout, split, need, 1}},
+#define PF_ARCH_NO_TENSOR(id, slot_) {PF__NO, {.arch = PF__ARCH_##id, .slot = slot_}},
+#define PF_ARCH_NO_ENCODER_TENSOR(id, slot_) {PF__NO, {.arch = PF__ARCH_##id, .slot = slot_, .encoder = 1}},
 #include "policies.inc"
 };
 
-static const pf__arch_layer_types pf__arch_layer_types_keys[] = {
-#define PF_ARCH_LAYER_TYPES(id, key, needed) {PF__ARCH_##id, key, needed},
+static const struct pf__src_config { pf__row_head head; pf__arch_config row; } pf__src_configs[] = {
+#define PF_ARCH_LIKE PF__LIKE
+#define PF_ARCH_CONFIG(id, field, key, fallback) \
+    {PF__OWN, {PF__ARCH_##id, offsetof(pf__config, field), PF__FIELD_IS_DOUBLE(field), key, fallback}},
+#define PF_ARCH_NO_CONFIG(id, field) {PF__NO, {.arch = PF__ARCH_##id, .offset = offsetof(pf__config, field)}},
 #include "policies.inc"
 };
 
-static const pf__arch_null pf__arch_nulls[] = {
-#define PF_ARCH_NULL(id, key, value) {PF__ARCH_##id, key, value},
+static const struct pf__src_prefix { pf__row_head head; pf__arch_prefix row; } pf__src_prefixes[] = {
+#define PF_ARCH_LIKE PF__LIKE
+#define PF_ARCH_PREFIX(id, prefix) {PF__OWN, {PF__ARCH_##id, prefix}},
+#define PF_ARCH_NO_PREFIX(id, prefix) {PF__NO, {PF__ARCH_##id, prefix}},
 #include "policies.inc"
 };
 
-PF_PRIVATE const pf__arch_prefix pf__arch_prefixes[] = {
-#define PF_ARCH_PREFIX(id, prefix) {PF__ARCH_##id, prefix},
+static const struct pf__src_buffer { pf__row_head head; pf__arch_buffer row; } pf__src_buffers[] = {
+#define PF_ARCH_LIKE PF__LIKE
+#define PF_ARCH_BUFFER(id, pattern) {PF__OWN, {PF__ARCH_##id, pattern}},
+#define PF_ARCH_NO_BUFFER(id, pattern) {PF__NO, {PF__ARCH_##id, pattern}},
 #include "policies.inc"
 };
-PF_PRIVATE const size_t pf__arch_prefixes_count = sizeof pf__arch_prefixes / sizeof pf__arch_prefixes[0]; /* for the files that see no size */
 
-PF_PRIVATE const pf__arch_tensor pf__arch_tensors[] = {
-#define PF_ARCH_TENSOR(id, slot, pattern, layout, split, need) {PF__ARCH_##id, slot, pattern, layout, split, need, 0},
-#define PF_ARCH_ENCODER_TENSOR(id, slot, pattern, layout, split, need) {PF__ARCH_##id, slot, pattern, layout, split, need, 1},
+static const struct pf__src_activation { pf__row_head head; pf__arch_activation row; } pf__src_activations[] = {
+#define PF_ARCH_LIKE PF__LIKE
+#define PF_ARCH_ACTIVATION(id, name, activation) {PF__OWN, {PF__ARCH_##id, name, activation}},
+#define PF_ARCH_NO_ACTIVATION(id, name_) {PF__NO, {.arch = PF__ARCH_##id, .name = name_}},
 #include "policies.inc"
 };
-PF_PRIVATE const size_t pf__arch_tensors_count = sizeof pf__arch_tensors / sizeof pf__arch_tensors[0]; /* for the files that see no size */
 
-/* Rows whose tensor names (PF_ARCH_TENSOR, PF_ARCH_ENCODER_TENSOR, PF_ARCH_PREFIX, PF_ARCH_BUFFER)
-   are another row's: families with the same tensor names, whose differences are config traits. */
-typedef struct pf__arch_tensors_of { pf__arch_id arch, base; } pf__arch_tensors_of;
-static const pf__arch_tensors_of pf__arch_tensors_ofs[] = {
-#define PF_ARCH_TENSORS_OF(id, base) {PF__ARCH_##id, PF__ARCH_##base},
+static const struct pf__src_layer_types { pf__row_head head; pf__arch_layer_types row; } pf__src_layer_types[] = {
+#define PF_ARCH_LIKE PF__LIKE
+#define PF_ARCH_LAYER_TYPES(id, key, needed) {PF__OWN, {PF__ARCH_##id, key, needed}},
+#define PF_ARCH_NO_LAYER_TYPES(id, key_) {PF__NO, {.arch = PF__ARCH_##id, .key = key_}},
 #include "policies.inc"
-    {PF__ARCH_COUNT, PF__ARCH_COUNT} /* keeps the array non-empty */
 };
 
-/* The row whose tensor names an architecture uses. */
-PF_PRIVATE pf__arch_id pf__tensor_rows(pf__arch_id arch) {
-    for (size_t i = 0; i < sizeof pf__arch_tensors_ofs / sizeof pf__arch_tensors_ofs[0]; i++)
-        if (pf__arch_tensors_ofs[i].arch == arch) return pf__arch_tensors_ofs[i].base;
-    return arch;
+static const struct pf__src_null { pf__row_head head; pf__arch_null row; } pf__src_nulls[] = {
+#define PF_ARCH_LIKE PF__LIKE
+#define PF_ARCH_NULL(id, key, value) {PF__OWN, {PF__ARCH_##id, key, value}},
+#define PF_ARCH_NO_NULL(id, key_) {PF__NO, {.arch = PF__ARCH_##id, .key = key_}},
+#include "policies.inc"
+};
+
+static const struct pf__src_require { pf__row_head head; pf__arch_require row; } pf__src_requires[] = {
+#define PF_ARCH_LIKE PF__LIKE
+#define PF_ARCH_REQUIRE(id, key, value) {PF__OWN, {PF__ARCH_##id, key, value}},
+#define PF_ARCH_NO_REQUIRE(id, key_) {PF__NO, {.arch = PF__ARCH_##id, .key = key_}},
+#include "policies.inc"
+};
+
+/* ---- PF_ARCH_LIKE: each family's rows with its base's copied in, once ---- */
+
+/* Bounds known to the compiler: per table, a struct with a struct per family holding a byte per
+   row of its block and, for its LIKE row, its base's struct. A block ends at the next PF_ARCH
+   row, and a base's struct is complete only below its block: a LIKE row naming a family further
+   down does not compile. The whole struct's size bounds the table's expanded rows. */
+#define PF__BOUND_FAMILY(table, id) ]; } before_##id; struct pf__bound_##table##_##id { char rows[1
+#define PF__BOUND_BASE(table, base) + sizeof(struct pf__bound_##table##_##base)
+
+struct pf__bound_tensors { struct { char rows[1
+#define PF_ARCH(id, ...) PF__BOUND_FAMILY(tensor, id)
+#define PF_ARCH_LIKE(id, base) PF__BOUND_BASE(tensor, base)
+#define PF_ARCH_TENSOR(...) + 1
+#define PF_ARCH_ENCODER_TENSOR(...) + 1
+#include "policies.inc"
+]; } last; };
+
+struct pf__bound_configs { struct { char rows[1
+#define PF_ARCH(id, ...) PF__BOUND_FAMILY(config, id)
+#define PF_ARCH_LIKE(id, base) PF__BOUND_BASE(config, base)
+#define PF_ARCH_CONFIG(...) + 1
+#include "policies.inc"
+]; } last; };
+
+struct pf__bound_prefixes { struct { char rows[1
+#define PF_ARCH(id, ...) PF__BOUND_FAMILY(prefix, id)
+#define PF_ARCH_LIKE(id, base) PF__BOUND_BASE(prefix, base)
+#define PF_ARCH_PREFIX(...) + 1
+#include "policies.inc"
+]; } last; };
+
+struct pf__bound_buffers { struct { char rows[1
+#define PF_ARCH(id, ...) PF__BOUND_FAMILY(buffer, id)
+#define PF_ARCH_LIKE(id, base) PF__BOUND_BASE(buffer, base)
+#define PF_ARCH_BUFFER(...) + 1
+#include "policies.inc"
+]; } last; };
+
+struct pf__bound_activations { struct { char rows[1
+#define PF_ARCH(id, ...) PF__BOUND_FAMILY(activation, id)
+#define PF_ARCH_LIKE(id, base) PF__BOUND_BASE(activation, base)
+#define PF_ARCH_ACTIVATION(...) + 1
+#include "policies.inc"
+]; } last; };
+
+struct pf__bound_layer_types { struct { char rows[1
+#define PF_ARCH(id, ...) PF__BOUND_FAMILY(layer_types, id)
+#define PF_ARCH_LIKE(id, base) PF__BOUND_BASE(layer_types, base)
+#define PF_ARCH_LAYER_TYPES(...) + 1
+#include "policies.inc"
+]; } last; };
+
+struct pf__bound_nulls { struct { char rows[1
+#define PF_ARCH(id, ...) PF__BOUND_FAMILY(null, id)
+#define PF_ARCH_LIKE(id, base) PF__BOUND_BASE(null, base)
+#define PF_ARCH_NULL(...) + 1
+#include "policies.inc"
+]; } last; };
+
+struct pf__bound_requires { struct { char rows[1
+#define PF_ARCH(id, ...) PF__BOUND_FAMILY(require, id)
+#define PF_ARCH_LIKE(id, base) PF__BOUND_BASE(require, base)
+#define PF_ARCH_REQUIRE(...) + 1
+#include "policies.inc"
+]; } last; };
+
+static pf__arch_tensor pf__expanded_tensors[sizeof(struct pf__bound_tensors)];
+static pf__arch_config pf__expanded_configs[sizeof(struct pf__bound_configs)];
+static pf__arch_prefix pf__expanded_prefixes[sizeof(struct pf__bound_prefixes)];
+static pf__arch_buffer pf__expanded_buffers[sizeof(struct pf__bound_buffers)];
+static pf__arch_activation pf__expanded_activations[sizeof(struct pf__bound_activations)];
+static pf__arch_layer_types pf__expanded_layer_types[sizeof(struct pf__bound_layer_types)];
+static pf__arch_null pf__expanded_nulls[sizeof(struct pf__bound_nulls)];
+static pf__arch_require pf__expanded_requires[sizeof(struct pf__bound_requires)];
+
+/* Rows with the same key: a base's rows of it give way to the family's own (or its NO row). */
+static int pf__same_tensor(const void *a, const void *b) {
+    const pf__arch_tensor *x = (const pf__arch_tensor *)a, *y = (const pf__arch_tensor *)b;
+    return x->slot == y->slot && x->encoder == y->encoder;
+}
+static int pf__same_config(const void *a, const void *b) {
+    return ((const pf__arch_config *)a)->offset == ((const pf__arch_config *)b)->offset;
+}
+static int pf__same_prefix(const void *a, const void *b) {
+    return !strcmp(((const pf__arch_prefix *)a)->prefix, ((const pf__arch_prefix *)b)->prefix);
+}
+static int pf__same_buffer(const void *a, const void *b) {
+    return !strcmp(((const pf__arch_buffer *)a)->pattern, ((const pf__arch_buffer *)b)->pattern);
+}
+static int pf__same_activation(const void *a, const void *b) {
+    return !strcmp(((const pf__arch_activation *)a)->name, ((const pf__arch_activation *)b)->name);
+}
+static int pf__same_layer_types(const void *a, const void *b) {
+    return !strcmp(((const pf__arch_layer_types *)a)->key, ((const pf__arch_layer_types *)b)->key);
+}
+static int pf__same_null(const void *a, const void *b) {
+    return !strcmp(((const pf__arch_null *)a)->key, ((const pf__arch_null *)b)->key);
+}
+static int pf__same_require(const void *a, const void *b) {
+    return !strcmp(((const pf__arch_require *)a)->key, ((const pf__arch_require *)b)->key);
 }
 
-static const pf__arch_require pf__arch_requires[] = {
-#define PF_ARCH_REQUIRE(id, key, value) {PF__ARCH_##id, key, value},
-#include "policies.inc"
+/* One table: its rows as written (each a pf__row_head, then the row at row_at; every row starts
+   with its pf__arch_id), where the expanded rows go, and each family's span there. */
+typedef struct pf__table {
+    const char *name;
+    const char *src;
+    size_t count, stride, row_at, row_size;
+    char *out;
+    size_t cap, used;
+    int (*same)(const void *a, const void *b);
+    size_t first[PF__ARCH_COUNT], num[PF__ARCH_COUNT];
+} pf__table;
+
+#define PF__TABLE(name, src, out, same) \
+    {name, (const char *)src, PF__COUNT(src), sizeof src[0], offsetof(struct pf__src_##same, row), sizeof out[0], \
+     (char *)out, PF__COUNT(out), 0, pf__same_##same, {0}, {0}}
+
+static pf__table pf__tables[] = {
+    PF__TABLE("tensor", pf__src_tensors, pf__expanded_tensors, tensor),
+    PF__TABLE("config", pf__src_configs, pf__expanded_configs, config),
+    PF__TABLE("prefix", pf__src_prefixes, pf__expanded_prefixes, prefix),
+    PF__TABLE("buffer", pf__src_buffers, pf__expanded_buffers, buffer),
+    PF__TABLE("activation", pf__src_activations, pf__expanded_activations, activation),
+    PF__TABLE("layer types", pf__src_layer_types, pf__expanded_layer_types, layer_types),
+    PF__TABLE("null", pf__src_nulls, pf__expanded_nulls, null),
+    PF__TABLE("require", pf__src_requires, pf__expanded_requires, require),
 };
 
-static const pf__arch_buffer pf__arch_buffers[] = {
-#define PF_ARCH_BUFFER(id, pattern) {PF__ARCH_##id, pattern},
-#include "policies.inc"
-};
+static char pf__table_error[200]; /* the first mistake the expansion met in policies.inc; "" when none */
+
+static const pf__row_head *pf__src_head(const pf__table *t, size_t i) { return (const pf__row_head *)(t->src + i * t->stride); }
+static const void *pf__src_row(const pf__table *t, size_t i) { return t->src + i * t->stride + t->row_at; }
+static pf__arch_id pf__row_arch(const void *row) { return *(const pf__arch_id *)row; } /* every row's first member */
+
+static void pf__table_fail(const pf__table *t, pf__arch_id arch, const char *what) {
+    if (!pf__table_error[0])
+        snprintf(pf__table_error, sizeof pf__table_error, "policies.inc: \"%s\"'s %s rows: %s", pf__archs[arch].model_type,
+                 t->name, what);
+}
+
+/* The first of arch's rows [from, to) of the table that does op with row's key; to when none does. */
+static size_t pf__block_find(const pf__table *t, pf__arch_id arch, pf__row_op op, const void *row, size_t from, size_t to) {
+    for (size_t i = from; i < to; i++)
+        if (pf__row_arch(pf__src_row(t, i)) == arch && pf__src_head(t, i)->op == op && t->same(pf__src_row(t, i), row))
+            return i;
+    return to;
+}
+
+/* Whether base's expanded rows hold a row of row's key. */
+static int pf__base_has(const pf__table *t, pf__arch_id base, const void *row) {
+    for (size_t j = 0; j < t->num[base]; j++)
+        if (t->same(t->out + (t->first[base] + j) * t->row_size, row)) return 1;
+    return 0;
+}
+
+static void pf__table_add(pf__table *t, pf__arch_id arch, const void *row) {
+    if (t->used == t->cap) {
+        pf__table_fail(t, arch, "more than the bound (a row outside its family's block?)");
+        return;
+    }
+    char *to = t->out + t->used++ * t->row_size;
+    memcpy(to, row, t->row_size);
+    memcpy(to, &arch, sizeof arch); /* a base's row copied becomes the family's */
+}
+
+/* arch's own row i above its LIKE row, then the rows of keys base lacks that follow it (each
+   goes right after the row above it). */
+static void pf__table_add_run(pf__table *t, pf__arch_id arch, pf__arch_id base, size_t i, size_t like) {
+    pf__table_add(t, arch, pf__src_row(t, i));
+    for (i++; i < like; i++) {
+        if (pf__row_arch(pf__src_row(t, i)) != arch || pf__src_head(t, i)->op != PF__ROW_OWN) continue;
+        if (pf__base_has(t, base, pf__src_row(t, i))) break;
+        pf__table_add(t, arch, pf__src_row(t, i));
+    }
+}
+
+/* Checks arch's block against its base: every NO row takes out a key of base's, and no key is
+   written both above and below the LIKE row, or written and taken out. */
+static void pf__table_check(pf__table *t, pf__arch_id arch, pf__arch_id base, size_t like) {
+    for (size_t i = 0; i < t->count; i++) {
+        const void *row = pf__src_row(t, i);
+        pf__row_op op = pf__src_head(t, i)->op;
+        if (pf__row_arch(row) != arch || op == PF__ROW_LIKE) continue;
+        if (op == PF__ROW_NO && !pf__base_has(t, base, row))
+            pf__table_fail(t, arch, "a PF_ARCH_NO_ row takes out none of its base's rows");
+        if (op == PF__ROW_OWN && (pf__block_find(t, arch, PF__ROW_NO, row, 0, t->count) < t->count ||
+                                  pf__block_find(t, arch, PF__ROW_OWN, row, i < like ? like : 0, i < like ? t->count : like) <
+                                      (i < like ? t->count : like)))
+            pf__table_fail(t, arch, "a key written both above and below the LIKE row, or written and taken out");
+    }
+}
+
+/* arch's rows of table t as policies.inc means them (a base's are expanded before). Without a
+   LIKE row: its own rows. With one: base's expanded rows, where a row above the LIKE row takes
+   the place of base's rows of its key (a key base lacks: right after the row above it, or first),
+   rows below it come after base's, and NO rows take a key out. */
+static void pf__table_expand(pf__table *t, pf__arch_id arch) {
+    t->first[arch] = t->used;
+    size_t like = t->count;
+    for (size_t i = 0; i < t->count; i++)
+        if (pf__row_arch(pf__src_row(t, i)) == arch && pf__src_head(t, i)->op == PF__ROW_LIKE) {
+            if (like < t->count || pf__src_head(t, i)->base >= arch)
+                pf__table_fail(t, arch, "two PF_ARCH_LIKE rows, or a base below the family");
+            else like = i;
+        }
+    if (like == t->count) {
+        for (size_t i = 0; i < t->count; i++) {
+            if (pf__row_arch(pf__src_row(t, i)) != arch) continue;
+            if (pf__src_head(t, i)->op == PF__ROW_NO) pf__table_fail(t, arch, "a PF_ARCH_NO_ row without a PF_ARCH_LIKE row");
+            else pf__table_add(t, arch, pf__src_row(t, i));
+        }
+        t->num[arch] = t->used - t->first[arch];
+        return;
+    }
+    pf__arch_id base = pf__src_head(t, like)->base;
+    pf__table_check(t, arch, base, like);
+    size_t first = 0; /* the first own row above the LIKE row: when base lacks its key, it comes first */
+    while (first < like && !(pf__row_arch(pf__src_row(t, first)) == arch && pf__src_head(t, first)->op == PF__ROW_OWN)) first++;
+    if (first < like && !pf__base_has(t, base, pf__src_row(t, first))) pf__table_add_run(t, arch, base, first, like);
+    for (size_t j = 0; j < t->num[base]; j++) {
+        const char *inherited = t->out + (t->first[base] + j) * t->row_size;
+        int seen = 0; /* the key's rows are placed at its first row in base */
+        for (size_t k = 0; k < j; k++) seen |= t->same(t->out + (t->first[base] + k) * t->row_size, inherited);
+        if (pf__block_find(t, arch, PF__ROW_OWN, inherited, 0, like) < like) {
+            for (size_t i = 0; !seen && i < like; i++)
+                if (pf__row_arch(pf__src_row(t, i)) == arch && pf__src_head(t, i)->op == PF__ROW_OWN &&
+                    t->same(pf__src_row(t, i), inherited))
+                    pf__table_add_run(t, arch, base, i, like);
+        } else if (pf__block_find(t, arch, PF__ROW_OWN, inherited, like, t->count) == t->count &&
+                   pf__block_find(t, arch, PF__ROW_NO, inherited, 0, t->count) == t->count) {
+            pf__table_add(t, arch, inherited);
+        }
+    }
+    for (size_t i = like + 1; i < t->count; i++)
+        if (pf__row_arch(pf__src_row(t, i)) == arch && pf__src_head(t, i)->op == PF__ROW_OWN)
+            pf__table_add(t, arch, pf__src_row(t, i));
+    t->num[arch] = t->used - t->first[arch];
+}
+
+static pf__policy_rows pf__builtin_rows[PF__ARCH_COUNT];
+static pthread_once_t pf__builtin_once = PTHREAD_ONCE_INIT;
+
+static void pf__expand_builtin(void) {
+    for (size_t k = 0; k < PF__COUNT(pf__tables); k++)
+        for (int a = 0; a < PF__ARCH_COUNT; a++) pf__table_expand(&pf__tables[k], (pf__arch_id)a);
+    for (int a = 0; a < PF__ARCH_COUNT; a++) {
+        pf__policy_rows *r = &pf__builtin_rows[a];
+        r->tensors = pf__expanded_tensors + pf__tables[0].first[a], r->num_tensors = pf__tables[0].num[a];
+        r->configs = pf__expanded_configs + pf__tables[1].first[a], r->num_configs = pf__tables[1].num[a];
+        r->prefixes = pf__expanded_prefixes + pf__tables[2].first[a], r->num_prefixes = pf__tables[2].num[a];
+        r->buffers = pf__expanded_buffers + pf__tables[3].first[a], r->num_buffers = pf__tables[3].num[a];
+        r->activations = pf__expanded_activations + pf__tables[4].first[a], r->num_activations = pf__tables[4].num[a];
+        r->layer_types = pf__expanded_layer_types + pf__tables[5].first[a], r->num_layer_types = pf__tables[5].num[a];
+        r->nulls = pf__expanded_nulls + pf__tables[6].first[a], r->num_nulls = pf__tables[6].num[a];
+        r->required_values = pf__expanded_requires + pf__tables[7].first[a], r->num_required_values = pf__tables[7].num[a];
+    }
+}
+
+/* The mistake in policies.inc's rows that the expansion met, or NULL. */
+PF_PRIVATE const char *pf__policy_table_error(void) {
+    pthread_once(&pf__builtin_once, pf__expand_builtin);
+    return pf__table_error[0] ? pf__table_error : NULL;
+}
 
 /* Neutral values for fields an architecture's rows do not name. */
 PF_PRIVATE void pf__config_defaults(pf__config *c) {
@@ -93,26 +373,15 @@ PF_PRIVATE void pf__config_defaults(pf__config *c) {
     c->pool_eos_id = -1;
 }
 
-static const pf__arch_config pf__arch_configs[] = {
-#define PF_ARCH_CONFIG(id, field, key, fallback)                                                   \
-    {PF__ARCH_##id, offsetof(pf__config, field), PF__FIELD_IS_DOUBLE(field), key, fallback},
-#include "policies.inc"
-};
-
 /* ---- an architecture's rows: compiled in, or registered at run time ---- */
-
-static const pf__policy_rows pf__builtin_rows = {
-    pf__arch_tensors, PF__COUNT(pf__arch_tensors), pf__arch_configs, PF__COUNT(pf__arch_configs),
-    pf__arch_prefixes, PF__COUNT(pf__arch_prefixes), pf__arch_buffers, PF__COUNT(pf__arch_buffers),
-    pf__arch_activations, PF__COUNT(pf__arch_activations), pf__arch_layer_types_keys, PF__COUNT(pf__arch_layer_types_keys),
-    pf__arch_nulls, PF__COUNT(pf__arch_nulls), pf__arch_requires, PF__COUNT(pf__arch_requires),
-};
 
 PF_PRIVATE pf__registered pf__registered_policies[PF__MAX_REGISTERED];
 PF_PRIVATE pthread_mutex_t pf__policy_lock = PTHREAD_MUTEX_INITIALIZER;
 
 PF_PRIVATE const pf__policy_rows *pf__rows(pf__arch_id arch) {
-    return (int)arch < PF__ARCH_COUNT ? &pf__builtin_rows : &pf__registered_policies[arch - PF__ARCH_COUNT].rows;
+    if ((int)arch >= PF__ARCH_COUNT) return &pf__registered_policies[arch - PF__ARCH_COUNT].rows;
+    pthread_once(&pf__builtin_once, pf__expand_builtin);
+    return &pf__builtin_rows[arch];
 }
 
 /* The registered architecture named model_type, held for a model (unregistering it is refused
@@ -137,10 +406,9 @@ PF_PRIVATE void pf__policy_release(pf__arch_id arch) {
 }
 
 PF_PRIVATE const pf__arch_tensor *pf__arch_tensor_for(pf__arch_id arch, pf__slot slot) {
-    pf__arch_id named = pf__tensor_rows(arch);
-    const pf__policy_rows *rows = pf__rows(named);
+    const pf__policy_rows *rows = pf__rows(arch);
     for (size_t i = 0; i < rows->num_tensors; i++)
-        if (rows->tensors[i].arch == named && rows->tensors[i].slot == slot) return &rows->tensors[i];
+        if (rows->tensors[i].arch == arch && rows->tensors[i].slot == slot) return &rows->tensors[i];
     return NULL;
 }
 
@@ -1014,6 +1282,8 @@ PF_PRIVATE pf_result pf__config_parse(const pf__json *json, const char *path, in
                                   size_t size) {
     pf_result r = PF_OK;
     pf__config_defaults(cfg);
+    const char *table_error = pf__policy_table_error(); /* a mistake in policies.inc's rows: no model is read wrongly */
+    if (table_error) return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s", table_error);
     arch = pf__config_arch(json, path, arch, cfg, &r, message, size);
     if (arch < 0) return r;
     cfg->arch = (pf__arch_id)arch;

@@ -207,6 +207,29 @@ typedef enum {
     PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */
     PF__SLOT_PROJECTION,            /* [projection_dim, hidden]: the pooled output into the shared space, no bias */
     PF__SLOT_LOGIT_SCALE,           /* [1]: the dual model's log temperature (read at load, never on a rank) */
+    /* Speech front ends, run on the host (speech_frontend.c reads these rows; never on a rank). In
+       their patterns %d counts the front end's convolutions, not the blocks. Which of them a
+       checkpoint must hold follows config.json (conv_bias, feat_extract_norm, ...): the front end
+       decides, the rows' need says only what is always there. */
+    PF__SLOT_FIRST_FRONT_END,
+    PF__SLOT_FRONT_CONV_WEIGHT = PF__SLOT_FIRST_FRONT_END, /* [out, in, kernel]: convolution %d (Wav2Vec2's
+                                       feature encoder, Speech2Text's subsampler) */
+    PF__SLOT_FRONT_CONV_BIAS,       /* [out] */
+    PF__SLOT_FRONT_CONV_NORM_WEIGHT,/* [out]: the norm after convolution %d (Wav2Vec2) */
+    PF__SLOT_FRONT_CONV_NORM_BIAS,  /* [out] */
+    PF__SLOT_FEATURE_NORM_WEIGHT,   /* [conv_dim[-1]]: the norm before the feature projection (Wav2Vec2) */
+    PF__SLOT_FEATURE_NORM_BIAS,     /* [conv_dim[-1]] */
+    PF__SLOT_FEATURE_PROJECTION_WEIGHT, /* [hidden, conv_dim[-1]] */
+    PF__SLOT_FEATURE_PROJECTION_BIAS,   /* [hidden] */
+    PF__SLOT_POS_CONV_WEIGHT,       /* [hidden, hidden / groups, kernel]: the positional convolution, saved
+                                       plain, */
+    PF__SLOT_POS_CONV_WEIGHT_G,     /* [1, 1, kernel]: or weight-normalised, as g (the i-th spelling of g */
+    PF__SLOT_POS_CONV_WEIGHT_V,     /* [hidden, hidden / groups, kernel]: goes with the i-th of v) */
+    PF__SLOT_POS_CONV_BIAS,         /* [hidden] */
+    PF__SLOT_MEL_CONV1_WEIGHT,      /* [hidden, num_mel_bins, 3]: Whisper's first convolution */
+    PF__SLOT_MEL_CONV1_BIAS,        /* [hidden] */
+    PF__SLOT_MEL_CONV2_WEIGHT,      /* [hidden, hidden, 3]: its second (stride 2) */
+    PF__SLOT_MEL_CONV2_BIAS,        /* [hidden] */
     PF__SLOT_FIRST_LAYER,
     PF__SLOT_ATTN_NORM_WEIGHT = PF__SLOT_FIRST_LAYER, /* [hidden] */
     PF__SLOT_ATTN_NORM_BIAS,   /* [hidden] */
@@ -358,10 +381,6 @@ typedef struct pf__arch_layer_types { pf__arch_id arch; const char *key; int nee
 typedef struct pf__arch_null { pf__arch_id arch; const char *key; double value; } pf__arch_null;
 
 typedef struct pf__arch_prefix { pf__arch_id arch; const char *prefix; } pf__arch_prefix;
-#ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
-extern PF_PRIVATE const pf__arch_prefix pf__arch_prefixes[];
-extern PF_PRIVATE const size_t pf__arch_prefixes_count;
-#endif
 
 typedef struct pf__arch_tensor {
     pf__arch_id arch;
@@ -372,11 +391,6 @@ typedef struct pf__arch_tensor {
     pf__need need;
     int encoder; /* 1: a block of an encoder-decoder's encoder tower (PF_ARCH_ENCODER_TENSOR) */
 } pf__arch_tensor;
-#ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
-extern PF_PRIVATE const pf__arch_tensor pf__arch_tensors[];
-extern PF_PRIVATE const size_t pf__arch_tensors_count;
-#endif
-PF_PRIVATE pf__arch_id pf__tensor_rows(pf__arch_id arch);
 
 /* Config keys whose other values we do not implement: refused unless absent, null or `value`. */
 typedef struct pf__arch_require { pf__arch_id arch; const char *key; double value; } pf__arch_require;
@@ -511,9 +525,9 @@ typedef struct pf__arch_config {
 #define PF__FIELD_IS_DOUBLE(field) (sizeof(((pf__config *)0)->field) == sizeof(double))
 #define PF__COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Each table's rows for an architecture: the compiled-in tables (the rows of every built-in
-   architecture, told apart by their arch), or a registered policy's own copies. Code reads the
-   tables through pf__rows(arch) only, and skips rows of other architectures. */
+/* Each table's rows for an architecture: a compiled-in family's as policies.inc means them (its
+   base's rows copied in, PF_ARCH_LIKE, once), or a registered policy's own copies; every row
+   carries the architecture's id. Code reads the tables through pf__rows(arch) only. */
 typedef struct pf__policy_rows {
     const pf__arch_tensor *tensors;
     size_t num_tensors;
@@ -548,6 +562,7 @@ extern PF_PRIVATE pf__registered pf__registered_policies[PF__MAX_REGISTERED];
 extern PF_PRIVATE pthread_mutex_t pf__policy_lock;
 #endif
 PF_PRIVATE const pf__policy_rows *pf__rows(pf__arch_id arch);
+PF_PRIVATE const char *pf__policy_table_error(void);
 PF_PRIVATE void pf__policy_release(pf__arch_id arch);
 PF_PRIVATE const pf__arch_tensor *pf__arch_tensor_for(pf__arch_id arch, pf__slot slot);
 PF_PRIVATE int pf__activation_from_hf_name(const char *name, pf__activation *out);
@@ -1487,9 +1502,9 @@ PF_PRIVATE pf_result pf__scale_final_norm(pf_model *m);
    encoder (a stack of strided 1-D convolutions over the waveform), the feature projection (a
    LayerNorm over the last conv's channels, then a linear map to hidden_size) and the positional
    convolution (grouped, weight-normalised, GELU) added to the projected frames. Its tensors are
-   named here rather than in policies.inc: there is one of each per conv layer, a count conv_dim
-   gives, where the table's %d counts transformer blocks. They are read once at load into fp32
-   copies the model owns (the weight norm g * v / ||v|| folded in). */
+   policies.inc's rows of the front-end slots (PF__SLOT_FIRST_FRONT_END on), %d counting the
+   convolutions conv_dim lists. They are read once at load into fp32 copies the model owns (the
+   weight norm g * v / ||v|| folded in). */
 typedef struct pf__speech {
     float *conv_weight[16];      /* [out][in][kernel] */
     float *conv_bias[16];        /* [out], or NULL (conv_bias false) */

@@ -5,12 +5,12 @@ static pf_result pf__find_prefix(pf_model *m, const char **out) {
     const pf__config *c = &m->config;
     const pf__arch_tensor *embed = pf__arch_tensor_for(c->arch, PF__SLOT_TOKEN_EMBED); /* anchors the prefix */
     if (!embed) embed = pf__arch_tensor_for(c->arch, PF__SLOT_PATCH_WEIGHT);
-    const char *anchor = embed ? embed->pattern : "feature_projection.projection.weight"; /* speech: the front end's */
-    pf__arch_id named = pf__tensor_rows(c->arch);
-    const pf__policy_rows *rows = pf__rows(named);
+    if (!embed) embed = pf__arch_tensor_for(c->arch, PF__SLOT_FEATURE_PROJECTION_WEIGHT); /* speech: the front end's */
+    const char *anchor = embed ? embed->pattern : "(no anchor row)";
+    const pf__policy_rows *rows = pf__rows(c->arch);
     for (size_t i = 0; i < rows->num_prefixes; i++) {
         char name[256];
-        if (rows->prefixes[i].arch != named) continue;
+        if (rows->prefixes[i].arch != c->arch) continue;
         snprintf(name, sizeof name, "%s%s", rows->prefixes[i].prefix, anchor);
         if (pf__st_find(&m->st, name)) {
             *out = rows->prefixes[i].prefix;
@@ -68,6 +68,7 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
 static pf_result pf__take_slots(pf_model *m, const char *prefix) {
     const pf__config *c = &m->config;
     for (int slot = 0; slot < PF__SLOT_COUNT; slot++) {
+        if (slot == PF__SLOT_FIRST_FRONT_END) slot = PF__SLOT_FIRST_LAYER; /* the front end reads its own */
         if (!pf__arch_tensor_for(c->arch, (pf__slot)slot)) continue;
         int layers = slot < PF__SLOT_FIRST_LAYER ? 1 : c->num_layers;
         for (int l = 0; l < layers; l++) {
@@ -288,15 +289,16 @@ static pf_model *pf__model_new(const pf_load_options *options) {
    prefix, its bare names (its projection) and the dual row's own. Marked as consumed here so that
    the tower's accounting sees its own; the other tower accounts for its tensors. */
 static void pf__mark_foreign_tensors(pf__st_index *st, pf__arch_id dual, pf__arch_id other) {
+    const pf__policy_rows *others = pf__rows(other), *duals = pf__rows(dual);
     for (size_t i = 0; i < st->num_tensors; i++) {
         pf__st_tensor *t = &st->tensors[i];
-        for (size_t k = 0; k < pf__arch_prefixes_count && !t->used; k++)
-            if (pf__arch_prefixes[k].arch == other && pf__arch_prefixes[k].prefix[0] &&
-                !strncmp(t->name, pf__arch_prefixes[k].prefix, strlen(pf__arch_prefixes[k].prefix)))
+        for (size_t k = 0; k < others->num_prefixes && !t->used; k++)
+            if (others->prefixes[k].prefix[0] && !strncmp(t->name, others->prefixes[k].prefix, strlen(others->prefixes[k].prefix)))
                 t->used = 1;
-        for (size_t k = 0; k < pf__arch_tensors_count && !t->used; k++)
-            if ((pf__arch_tensors[k].arch == other || pf__arch_tensors[k].arch == dual) && !strcmp(t->name, pf__arch_tensors[k].pattern))
-                t->used = 1;
+        for (size_t k = 0; k < others->num_tensors && !t->used; k++)
+            if (!strcmp(t->name, others->tensors[k].pattern)) t->used = 1;
+        for (size_t k = 0; k < duals->num_tensors && !t->used; k++)
+            if (!strcmp(t->name, duals->tensors[k].pattern)) t->used = 1;
     }
 }
 

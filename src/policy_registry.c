@@ -78,7 +78,14 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, ENC_FINAL_NORM_WEIGHT) PF__NAME(PF__SLOT_, ENC_FINAL_NORM_BIAS) PF__NAME(PF__SLOT_, ENC_REL_BIAS)
         PF__NAME(PF__SLOT_, ENC_TOKEN_EMBED) PF__NAME(PF__SLOT_, PATCH_WEIGHT) PF__NAME(PF__SLOT_, PATCH_BIAS)
         PF__NAME(PF__SLOT_, CLS_TOKEN) PF__NAME(PF__SLOT_, DIST_TOKEN) PF__NAME(PF__SLOT_, DIST_CLASSIFIER_WEIGHT)
-        PF__NAME(PF__SLOT_, DIST_CLASSIFIER_BIAS) PF__NAME(PF__SLOT_, ATTN_NORM_WEIGHT) PF__NAME(PF__SLOT_, ATTN_NORM_BIAS)
+        PF__NAME(PF__SLOT_, DIST_CLASSIFIER_BIAS) PF__NAME(PF__SLOT_, FRONT_CONV_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_BIAS)
+        PF__NAME(PF__SLOT_, FRONT_CONV_NORM_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_NORM_BIAS)
+        PF__NAME(PF__SLOT_, FEATURE_NORM_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_NORM_BIAS)
+        PF__NAME(PF__SLOT_, FEATURE_PROJECTION_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_PROJECTION_BIAS)
+        PF__NAME(PF__SLOT_, POS_CONV_WEIGHT) PF__NAME(PF__SLOT_, POS_CONV_WEIGHT_G) PF__NAME(PF__SLOT_, POS_CONV_WEIGHT_V)
+        PF__NAME(PF__SLOT_, POS_CONV_BIAS) PF__NAME(PF__SLOT_, MEL_CONV1_WEIGHT) PF__NAME(PF__SLOT_, MEL_CONV1_BIAS)
+        PF__NAME(PF__SLOT_, MEL_CONV2_WEIGHT) PF__NAME(PF__SLOT_, MEL_CONV2_BIAS)
+        PF__NAME(PF__SLOT_, ATTN_NORM_WEIGHT) PF__NAME(PF__SLOT_, ATTN_NORM_BIAS)
         PF__NAME(PF__SLOT_, QKV_FUSED_WEIGHT) PF__NAME(PF__SLOT_, QKV_FUSED_BIAS) PF__NAME(PF__SLOT_, Q_WEIGHT)
         PF__NAME(PF__SLOT_, Q_BIAS) PF__NAME(PF__SLOT_, K_WEIGHT) PF__NAME(PF__SLOT_, K_BIAS) PF__NAME(PF__SLOT_, V_WEIGHT)
         PF__NAME(PF__SLOT_, V_BIAS) PF__NAME(PF__SLOT_, ATTN_OUT_WEIGHT) PF__NAME(PF__SLOT_, ATTN_OUT_BIAS)
@@ -151,10 +158,12 @@ static const struct pf__config_field *pf__config_field_named(const char *name) {
 typedef struct pf__slot_column { pf__slot slot; int is_split; } pf__slot_column;
 static int pf__builtin_combination(int value, const void *context) {
     const pf__slot_column *c = (const pf__slot_column *)context;
-    for (size_t i = 0; i < pf__arch_tensors_count; i++)
-        if (pf__arch_tensors[i].slot == c->slot &&
-            (c->is_split ? (int)pf__arch_tensors[i].split : (int)pf__arch_tensors[i].layout) == value)
-            return 1;
+    for (int a = 0; a < PF__ARCH_COUNT; a++) {
+        const pf__policy_rows *rows = pf__rows((pf__arch_id)a);
+        for (size_t i = 0; i < rows->num_tensors; i++)
+            if (rows->tensors[i].slot == c->slot && (c->is_split ? (int)rows->tensors[i].split : (int)rows->tensors[i].layout) == value)
+                return 1;
+    }
     return 0;
 }
 
@@ -295,6 +304,9 @@ static pf_result pf__draft_tensors(pf__policy_draft *d, const pf_policy *p) {
         snprintf(what, sizeof what, "tensors[%d].pattern", i);
         t->pattern = pf__draft_text(d, what, in->pattern, PF__POLICY_MAX_PATTERN, &r);
         if (r) break;
+        if (slot >= PF__SLOT_FIRST_FRONT_END && slot < PF__SLOT_FIRST_LAYER)
+            return pf__draft_fail(d, PF_ERROR_UNSUPPORTED, "tensors[%d].slot: \"%s\": a speech front end (Wav2Vec2, HuBERT, "
+                                  "Whisper, Speech2Text) is compiled in, not a policy's", i, in->slot);
         /* a per-layer pattern without "%d" is one tensor all layers share (ALBERT) */
         int per_layer = slot >= PF__SLOT_FIRST_LAYER, layers = pf__pattern_layers(t->pattern);
         if (layers < 0 || layers > per_layer)
@@ -921,12 +933,11 @@ static const char *pf__config_field_at(size_t offset) {
     return NULL;
 }
 
-/* Writes arch's rows under model_type (its own traits; the tensor names of the architecture whose
-   names it uses). */
+/* Writes arch's rows under model_type (a compiled-in family's with its base's copied in,
+   PF_ARCH_LIKE). */
 static void pf__policy_write(pf__text *t, pf__arch_id arch, const char *model_type) {
     const pf__arch *a = &pf__archs[arch];
-    pf__arch_id named = pf__tensor_rows(arch);
-    const pf__policy_rows *rows = pf__rows(arch), *names = pf__rows(named);
+    const pf__policy_rows *rows = pf__rows(arch);
     pf__text_add(t, "{\"model_type\": ");
     pf__text_string(t, model_type);
     pf__text_add(t, ",\n \"kind\": ");
@@ -945,10 +956,10 @@ static void pf__policy_write(pf__text *t, pf__arch_id arch, const char *model_ty
     pf__text_string(t, a->activation_default);
     pf__text_add(t, ", \"tied_lm_head\": %d,\n \"prefixes\": [", a->tied_lm_head);
     int n = 0;
-    for (size_t i = 0; i < names->num_prefixes; i++) {
-        if (names->prefixes[i].arch != named) continue;
+    for (size_t i = 0; i < rows->num_prefixes; i++) {
+        if (rows->prefixes[i].arch != arch) continue;
         pf__text_add(t, n++ ? ", " : "");
-        pf__text_string(t, names->prefixes[i].prefix);
+        pf__text_string(t, rows->prefixes[i].prefix);
     }
     pf__text_add(t, "],\n \"config\": [");
     n = 0;
@@ -964,9 +975,9 @@ static void pf__policy_write(pf__text *t, pf__arch_id arch, const char *model_ty
     }
     pf__text_add(t, "],\n \"tensors\": [");
     n = 0;
-    for (size_t i = 0; i < names->num_tensors; i++) {
-        const pf__arch_tensor *r = &names->tensors[i];
-        if (r->arch != named) continue;
+    for (size_t i = 0; i < rows->num_tensors; i++) {
+        const pf__arch_tensor *r = &rows->tensors[i];
+        if (r->arch != arch) continue;
         pf__text_add(t, n++ ? ",\n  {\"slot\": " : "\n  {\"slot\": ");
         pf__text_trait(t, pf__slot_name, r->slot);
         pf__text_add(t, ", \"pattern\": ");
@@ -981,10 +992,10 @@ static void pf__policy_write(pf__text *t, pf__arch_id arch, const char *model_ty
     }
     pf__text_add(t, "],\n \"buffers\": [");
     n = 0;
-    for (size_t i = 0; i < names->num_buffers; i++) {
-        if (names->buffers[i].arch != named) continue;
+    for (size_t i = 0; i < rows->num_buffers; i++) {
+        if (rows->buffers[i].arch != arch) continue;
         pf__text_add(t, n++ ? ", " : "");
-        pf__text_string(t, names->buffers[i].pattern);
+        pf__text_string(t, rows->buffers[i].pattern);
     }
     pf__text_add(t, "],\n \"required_values\": [");
     n = 0;
@@ -1025,7 +1036,8 @@ static void pf__policy_write(pf__text *t, pf__arch_id arch, const char *model_ty
 }
 
 /* Whether a row's config sets a speech front end (PF_ARCH_CONFIG(id, speech, NULL, 1), or
-   mel_frontend, conv_subsampler): its tensors are named in code, so the row does not export. */
+   mel_frontend, conv_subsampler): the front end is compiled in and no policy can register one,
+   so the row does not export (the test hook writes it). */
 static int pf__arch_is_speech(pf__arch_id arch) {
     const pf__policy_rows *rows = pf__rows(arch);
     for (size_t i = 0; i < rows->num_configs; i++)
@@ -1037,7 +1049,9 @@ static int pf__arch_is_speech(pf__arch_id arch) {
     return 0;
 }
 
-pf_result pf_policy_to_json(const char *model_type, char *json, size_t capacity, size_t *length) {
+/* pf_policy_to_json; every: the rows of a dual model and of a speech model too, which the public
+   call refuses (their loaders name tensors in code), for the test that compares every row. */
+static pf_result pf__policy_to_json(const char *model_type, char *json, size_t capacity, size_t *length, int every) {
     if (length) *length = 0;
     if (!model_type || (!json && capacity)) return PF_ERROR_INVALID_ARGUMENT;
     int arch = -1;
@@ -1051,8 +1065,8 @@ pf_result pf_policy_to_json(const char *model_type, char *json, size_t capacity,
     for (int i = 0; i < PF__MAX_REGISTERED && arch < 0; i++)
         if (pf__registered_policies[i].in_use && !strcmp(pf__archs[PF__ARCH_COUNT + i].model_type, model_type))
             arch = PF__ARCH_COUNT + i;
-    /* a dual model's loader names its towers' rows, a speech model's front end its tensors: in code */
-    int dual = arch >= 0 && (pf__archs[arch].kind == PF__KIND_DUAL || pf__arch_is_speech((pf__arch_id)arch));
+    /* a dual model's loader names its towers' rows in code; a speech front end is compiled in */
+    int dual = !every && arch >= 0 && (pf__archs[arch].kind == PF__KIND_DUAL || pf__arch_is_speech((pf__arch_id)arch));
     if (arch >= 0 && !dual) pf__policy_write(&t, (pf__arch_id)arch, model_type); /* an alias's as its own */
     pthread_mutex_unlock(&pf__policy_lock);
     pf_result r = arch < 0 ? PF_ERROR_INVALID_ARGUMENT : dual ? PF_ERROR_UNSUPPORTED : t.failed ? PF_ERROR_OUT_OF_MEMORY : PF_OK;
@@ -1063,6 +1077,10 @@ pf_result pf_policy_to_json(const char *model_type, char *json, size_t capacity,
     return r;
 }
 
+pf_result pf_policy_to_json(const char *model_type, char *json, size_t capacity, size_t *length) {
+    return pf__policy_to_json(model_type, json, capacity, length, 0);
+}
+
 #ifdef PF_TESTING
 /* Test hook: the i-th compiled-in model_type (rows, then aliases); NULL past the last. */
 const char *pf_testing_builtin_model_type(int i);
@@ -1070,6 +1088,12 @@ const char *pf_testing_builtin_model_type(int i) {
     if (i >= 0 && i < PF__ARCH_COUNT) return pf__archs[i].model_type;
     i -= PF__ARCH_COUNT;
     return i >= 0 && (size_t)i < pf__arch_aliases_count ? pf__arch_aliases[i].model_type : NULL;
+}
+
+/* Test hook: pf_policy_to_json for every compiled-in model_type, the dual and speech ones too. */
+pf_result pf_testing_policy_json(const char *model_type, char *json, size_t capacity, size_t *length);
+pf_result pf_testing_policy_json(const char *model_type, char *json, size_t capacity, size_t *length) {
+    return pf__policy_to_json(model_type, json, capacity, length, 1);
 }
 #endif
 

@@ -24,6 +24,22 @@ PF_PRIVATE int pf__speech_frames(const pf__config *c, long long n) {
     return n > INT_MAX ? INT_MAX : (int)n;
 }
 
+/* The pattern of the family's nth row (0: the first) for a front-end slot, policies.inc's; NULL
+   when there is none. */
+static const char *pf__front_pattern(const pf_model *m, pf__slot slot, int nth) {
+    const pf__policy_rows *rows = pf__rows(m->config.arch);
+    for (size_t i = 0; i < rows->num_tensors; i++)
+        if (rows->tensors[i].arch == m->config.arch && rows->tensors[i].slot == slot && nth-- == 0)
+            return rows->tensors[i].pattern;
+    return NULL;
+}
+
+/* The front-end slot's tensor name, its %d the convolution l. */
+static void pf__front_name(const pf_model *m, pf__slot slot, int l, char *name, size_t size) {
+    const char *pattern = pf__front_pattern(m, slot, 0);
+    snprintf(name, size, pattern ? pattern : "(no row)", l);
+}
+
 /* Tensor prefix + name as an fp32 copy into *out, its shape checked (dims in shape[ndim]);
    absent: *out NULL, an error where required. The tensor counts as consumed. */
 static pf_result pf__speech_tensor(pf_model *m, const char *prefix, const char *name, const size_t *shape, int ndim,
@@ -64,23 +80,23 @@ static pf_result pf__speech_tensor(pf_model *m, const char *prefix, const char *
    under its old names weight_g / weight_v or its parametrizations' original0 / original1), or
    plain. Effective weight = g[k] * v[o][i][k] / ||v[:][:][k]||. */
 static pf_result pf__speech_pos_weight(pf_model *m, const char *prefix, size_t hidden, size_t per_group, size_t kernel) {
-    static const char *const spellings[][2] = {
-        {"encoder.pos_conv_embed.conv.weight_g", "encoder.pos_conv_embed.conv.weight_v"},
-        {"encoder.pos_conv_embed.conv.parametrizations.weight.original0",
-         "encoder.pos_conv_embed.conv.parametrizations.weight.original1"},
-    };
     pf__speech *sp = m->speech;
     size_t g_shape[3] = {1, 1, kernel}, v_shape[3] = {hidden, per_group, kernel};
     float *g = NULL, *v = NULL, *plain = NULL;
-    pf_result r = pf__speech_tensor(m, prefix, "encoder.pos_conv_embed.conv.weight", v_shape, 3, 0, &plain);
+    const char *plain_name = pf__front_pattern(m, PF__SLOT_POS_CONV_WEIGHT, 0), *last_g = NULL;
+    pf_result r = plain_name ? pf__speech_tensor(m, prefix, plain_name, v_shape, 3, 0, &plain) : PF_OK;
     int found = plain != NULL;
-    for (size_t i = 0; !r && i < PF__COUNT(spellings); i++) {
+    for (int i = 0; !r && pf__front_pattern(m, PF__SLOT_POS_CONV_WEIGHT_G, i); i++) { /* g and v: their i-th spellings */
+        const char *names[2] = {pf__front_pattern(m, PF__SLOT_POS_CONV_WEIGHT_G, i),
+                                pf__front_pattern(m, PF__SLOT_POS_CONV_WEIGHT_V, i)};
         float *gi = NULL, *vi = NULL;
-        r = pf__speech_tensor(m, prefix, spellings[i][0], g_shape, 3, 0, &gi);
-        if (!r) r = pf__speech_tensor(m, prefix, spellings[i][1], v_shape, 3, 0, &vi);
+        last_g = names[0];
+        if (!names[1]) r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "policies.inc: a spelling of g without one of v");
+        if (!r) r = pf__speech_tensor(m, prefix, names[0], g_shape, 3, 0, &gi);
+        if (!r) r = pf__speech_tensor(m, prefix, names[1], v_shape, 3, 0, &vi);
         if (!r && (!gi) != (!vi))
-            r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s%s' without '%s%s'", m->dir, prefix, spellings[i][gi ? 0 : 1],
-                         prefix, spellings[i][gi ? 1 : 0]);
+            r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s%s' without '%s%s'", m->dir, prefix, names[gi ? 0 : 1], prefix,
+                         names[gi ? 1 : 0]);
         if (!r && gi && found)
             r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: two spellings of the positional convolution's weight", m->dir);
         if (!r && gi) found = 1, g = gi, v = vi, gi = vi = NULL;
@@ -88,7 +104,7 @@ static pf_result pf__speech_pos_weight(pf_model *m, const char *prefix, size_t h
     }
     if (!r && !found)
         r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s%s' (or weight_g and weight_v)", m->dir, prefix,
-                     spellings[1][0]);
+                     last_g ? last_g : plain_name ? plain_name : "(no row)");
     if (!r && plain) {
         sp->pos_weight = plain;
         plain = NULL;
@@ -118,18 +134,18 @@ PF_PRIVATE pf_result pf__speech_load(pf_model *m, const char *prefix) {
     size_t in = 1;
     for (int l = 0; l < sc->num_convs && !r; l++) {
         size_t out = (size_t)sc->conv_dim[l], weight[3] = {out, in, (size_t)sc->conv_kernel[l]}, vec[1] = {out};
-        char name[128];
+        char name[256];
         int normed = sc->layer_norm_convs || l == 0;
-        snprintf(name, sizeof name, "feature_extractor.conv_layers.%d.conv.weight", l);
+        pf__front_name(m, PF__SLOT_FRONT_CONV_WEIGHT, l, name, sizeof name);
         r = pf__speech_tensor(m, prefix, name, weight, 3, 1, &sp->conv_weight[l]);
-        snprintf(name, sizeof name, "feature_extractor.conv_layers.%d.conv.bias", l);
+        pf__front_name(m, PF__SLOT_FRONT_CONV_BIAS, l, name, sizeof name);
         if (!r) r = pf__speech_tensor(m, prefix, name, vec, 1, sc->conv_bias, &sp->conv_bias[l]);
         if (!r && sp->conv_bias[l] && !sc->conv_bias)
             r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s%s' is in the checkpoint but config.json says conv_bias is "
                          "false", m->dir, prefix, name);
-        snprintf(name, sizeof name, "feature_extractor.conv_layers.%d.layer_norm.weight", l);
+        pf__front_name(m, PF__SLOT_FRONT_CONV_NORM_WEIGHT, l, name, sizeof name);
         if (!r) r = pf__speech_tensor(m, prefix, name, vec, 1, normed, &sp->conv_norm_weight[l]);
-        snprintf(name, sizeof name, "feature_extractor.conv_layers.%d.layer_norm.bias", l);
+        pf__front_name(m, PF__SLOT_FRONT_CONV_NORM_BIAS, l, name, sizeof name);
         if (!r) r = pf__speech_tensor(m, prefix, name, vec, 1, normed, &sp->conv_norm_bias[l]);
         if (!r && !normed && (sp->conv_norm_weight[l] || sp->conv_norm_bias[l]))
             r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: conv layer %d has a norm but config.json's feat_extract_norm is "
@@ -138,21 +154,29 @@ PF_PRIVATE pf_result pf__speech_load(pf_model *m, const char *prefix) {
     }
     size_t hidden = (size_t)c->hidden_size, vec[1] = {in}, projection[2] = {hidden, in}, hvec[1] = {hidden};
     int norm = c->feature_projection_norm;
-    if (!r) r = pf__speech_tensor(m, prefix, "feature_projection.layer_norm.weight", vec, 1, norm, &sp->projection_norm_weight);
-    if (!r) r = pf__speech_tensor(m, prefix, "feature_projection.layer_norm.bias", vec, 1, norm, &sp->projection_norm_bias);
+    char name[256];
+    pf__front_name(m, PF__SLOT_FEATURE_NORM_WEIGHT, 0, name, sizeof name);
+    if (!r) r = pf__speech_tensor(m, prefix, name, vec, 1, norm, &sp->projection_norm_weight);
+    pf__front_name(m, PF__SLOT_FEATURE_NORM_BIAS, 0, name, sizeof name);
+    if (!r) r = pf__speech_tensor(m, prefix, name, vec, 1, norm, &sp->projection_norm_bias);
     if (!r && !norm && (sp->projection_norm_weight || sp->projection_norm_bias))
         r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: the feature projection has a norm but config.json's feat_proj_layer_norm is "
                      "false", m->dir);
-    if (!r) r = pf__speech_tensor(m, prefix, "feature_projection.projection.weight", projection, 2, 1, &sp->projection_weight);
-    if (!r) r = pf__speech_tensor(m, prefix, "feature_projection.projection.bias", hvec, 1, 1, &sp->projection_bias);
+    pf__front_name(m, PF__SLOT_FEATURE_PROJECTION_WEIGHT, 0, name, sizeof name);
+    if (!r) r = pf__speech_tensor(m, prefix, name, projection, 2, 1, &sp->projection_weight);
+    pf__front_name(m, PF__SLOT_FEATURE_PROJECTION_BIAS, 0, name, sizeof name);
+    if (!r) r = pf__speech_tensor(m, prefix, name, hvec, 1, 1, &sp->projection_bias);
     if (!r) r = pf__speech_pos_weight(m, prefix, hidden, hidden / (size_t)sc->pos_groups, (size_t)sc->pos_kernel);
-    if (!r) r = pf__speech_tensor(m, prefix, "encoder.pos_conv_embed.conv.bias", hvec, 1, 1, &sp->pos_bias);
+    pf__front_name(m, PF__SLOT_POS_CONV_BIAS, 0, name, sizeof name);
+    if (!r) r = pf__speech_tensor(m, prefix, name, hvec, 1, 1, &sp->pos_bias);
     /* encoder.layer_norm fills two optional slots: keep the one the config means */
     pf__slot unused = c->pre_norm ? PF__SLOT_EMBED_NORM_WEIGHT : PF__SLOT_FINAL_NORM_WEIGHT;
     pf__slot kept = c->pre_norm ? PF__SLOT_FINAL_NORM_WEIGHT : PF__SLOT_EMBED_NORM_WEIGHT;
     m->sources[unused].data = m->sources[unused + 1].data = NULL;
+    const pf__arch_tensor *kept_row = pf__arch_tensor_for(c->arch, kept);
     if (!r && (!m->sources[kept].data || !m->sources[kept + 1].data))
-        r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%sencoder.layer_norm.weight' or its bias", m->dir, prefix);
+        r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s%s' or its bias", m->dir, prefix,
+                     kept_row ? kept_row->pattern : "(no row)");
     return r;
 }
 
@@ -273,10 +297,10 @@ PF_PRIVATE pf_result pf__subsampler_load(pf_model *m, const char *prefix) {
     size_t in = (size_t)sc->feature_width;
     for (int l = 0; l < sc->num_convs && !r; l++) {
         size_t out = (size_t)sc->conv_dim[l], weight[3] = {out, in, (size_t)sc->conv_kernel[l]}, bias[1] = {out};
-        char name[96];
-        snprintf(name, sizeof name, "encoder.conv.conv_layers.%d.weight", l);
+        char name[256];
+        pf__front_name(m, PF__SLOT_FRONT_CONV_WEIGHT, l, name, sizeof name);
         r = pf__speech_tensor(m, prefix, name, weight, 3, 1, &m->speech->conv_weight[l]);
-        snprintf(name, sizeof name, "encoder.conv.conv_layers.%d.bias", l);
+        pf__front_name(m, PF__SLOT_FRONT_CONV_BIAS, l, name, sizeof name);
         if (!r) r = pf__speech_tensor(m, prefix, name, bias, 1, 1, &m->speech->conv_bias[l]);
         in = out / 2; /* the GLU's */
     }
@@ -355,10 +379,15 @@ PF_PRIVATE pf_result pf__mel_load(pf_model *m, const char *prefix) {
     if (!m->speech) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     pf__speech *sp = m->speech;
     size_t d = (size_t)c->hidden_size, conv1[3] = {d, (size_t)c->num_mel_bins, 3}, conv2[3] = {d, d, 3}, bias[1] = {d};
-    pf_result r = pf__speech_tensor(m, prefix, "encoder.conv1.weight", conv1, 3, 1, &sp->mel_conv1_weight);
-    if (!r) r = pf__speech_tensor(m, prefix, "encoder.conv1.bias", bias, 1, 1, &sp->mel_conv1_bias);
-    if (!r) r = pf__speech_tensor(m, prefix, "encoder.conv2.weight", conv2, 3, 1, &sp->mel_conv2_weight);
-    if (!r) r = pf__speech_tensor(m, prefix, "encoder.conv2.bias", bias, 1, 1, &sp->mel_conv2_bias);
+    char name[256];
+    pf__front_name(m, PF__SLOT_MEL_CONV1_WEIGHT, 0, name, sizeof name);
+    pf_result r = pf__speech_tensor(m, prefix, name, conv1, 3, 1, &sp->mel_conv1_weight);
+    pf__front_name(m, PF__SLOT_MEL_CONV1_BIAS, 0, name, sizeof name);
+    if (!r) r = pf__speech_tensor(m, prefix, name, bias, 1, 1, &sp->mel_conv1_bias);
+    pf__front_name(m, PF__SLOT_MEL_CONV2_WEIGHT, 0, name, sizeof name);
+    if (!r) r = pf__speech_tensor(m, prefix, name, conv2, 3, 1, &sp->mel_conv2_weight);
+    pf__front_name(m, PF__SLOT_MEL_CONV2_BIAS, 0, name, sizeof name);
+    if (!r) r = pf__speech_tensor(m, prefix, name, bias, 1, 1, &sp->mel_conv2_bias);
     return r;
 }
 

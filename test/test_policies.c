@@ -419,6 +419,10 @@ static void test_policy_json_refusals(void) {
     check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR "], \"activations\": [{\"name\": \"silu\", \"activation\": "
                        "\"relu\"}], \"layer_types\": [{\"key\": \"kinds\", \"needed\": true}], \"required_values\": [{\"key\": \"a.b\", "
                        "\"value\": 0}]}", PF_OK, "");
+    /* a speech front end's rows are policies.inc's (its loader is compiled in), never a policy's */
+    check_json_refused("{" J_HEAD "\"tensors\": [" J_TENSOR ", {\"slot\": \"front_conv_weight\", \"pattern\": "
+                       "\"conv.%d.weight\", \"layout\": \"conv\"}]}", PF_ERROR_UNSUPPORTED,
+                       "tensors[1].slot: \"front_conv_weight\": a speech front end");
     /* the JSON text need not end in NUL: only len bytes are read */
     const char text[] = "{" J_HEAD "\"tensors\": [" J_TENSOR "]}garbage";
     char err[256];
@@ -646,6 +650,51 @@ static void test_policy_round_trip(void) {
     CHECK(pf_policy_to_json("gpt2", buffer, sizeof buffer, &len) == PF_ERROR_BUFFER_TOO_SMALL && len > sizeof buffer);
 }
 
+/* Every compiled-in policy as JSON (rows, then aliases; the dual and speech ones too) against
+   test/policies.golden.json, byte for byte: policies.inc's rows inherit (PF_ARCH_LIKE), and any
+   change to a row as a model sees it fails here, naming the model_type. A change that is meant
+   is written to $PF_WRITE_POLICIES (a path) by this test, to be checked and committed. */
+static void test_policy_golden(void) {
+#ifdef PF_TESTING
+    char path[1100];
+    snprintf(path, sizeof path, "%s/../policies.golden.json", test_fixtures);
+    size_t golden_len = 0, cap = 1 << 22, len = 0;
+    char *golden = test_read_file(path, &golden_len), *all = (char *)malloc(cap);
+    CHECK_MSG(golden && golden_len > 2 && !memcmp(golden, "[\n", 2), "cannot read %s", path);
+    if (!all) {
+        free(golden);
+        return;
+    }
+    strcpy(all, "[\n");
+    len = 2;
+    int count = 0;
+    for (int i = 0; pf_testing_builtin_model_type(i); i++) {
+        const char *model_type = pf_testing_builtin_model_type(i);
+        size_t n = 0;
+        char *json = all + len;
+        pf_result r = pf_testing_policy_json(model_type, json, cap - len - 8, &n);
+        CHECK_MSG(r == PF_OK && n > 1 && json[n - 1] == '\n', "%s: %s", model_type, pf_result_string(r));
+        if (r || n < 2) continue;
+        /* in the file, a JSON array: the policies (without their last newline) separated by ",\n" */
+        strcpy(json + n - 1, pf_testing_builtin_model_type(i + 1) ? ",\n" : "\n]\n");
+        n = strlen(json);
+        char needle[200];
+        snprintf(needle, sizeof needle, "{\"model_type\": \"%s\",\n", model_type);
+        const char *mine = golden ? strstr(golden, needle) : NULL;
+        CHECK_MSG(mine && (size_t)(mine - golden) + n <= golden_len && !memcmp(mine, json, n),
+                  "%s: the policy as compiled in differs from %s (rows of policies.inc changed)", model_type, path);
+        len += n;
+        count++;
+    }
+    CHECK_MSG(count > 40 && golden && len == golden_len && !memcmp(all, golden, len), "%d policies, %zu bytes; %s has %zu",
+              count, len, path, golden_len);
+    const char *out = getenv("PF_WRITE_POLICIES");
+    if (out && *out) CHECK_MSG(test_write_file(out, all, len) == 0, "cannot write %s", out);
+    free(all);
+    free(golden);
+#endif
+}
+
 void test_policies(void) {
     test_policy_from_c();
     test_policy_from_json();
@@ -653,4 +702,5 @@ void test_policies(void) {
     test_policy_json_refusals();
     test_policy_threads();
     test_policy_round_trip();
+    test_policy_golden();
 }

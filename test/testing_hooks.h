@@ -18,6 +18,8 @@
 
 /* The i-th compiled-in model_type (rows, then aliases); NULL past the last. */
 const char *pf_testing_builtin_model_type(int i);
+/* pf_policy_to_json for every compiled-in model_type, the dual and speech ones too. */
+pf_result pf_testing_policy_json(const char *model_type, char *json, size_t capacity, size_t *length);
 
 /* ---- failures injected into the ranks ---- */
 
