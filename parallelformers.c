@@ -770,6 +770,7 @@ typedef struct pf__tok_post_item { /* a piece of a post-processor template */
 typedef struct pf__tok_added {
     char *content; /* malloc'd, NUL-terminated: what it decodes to */
     size_t len;
+    uint32_t hash; /* pf__tok_hash of content (the added_slots index) */
     char *match;   /* what is looked for: content, normalized when normalized is set (malloc'd) */
     size_t match_len;
     int32_t id;
@@ -777,6 +778,35 @@ typedef struct pf__tok_added {
     unsigned char unmatched; /* addressable by id and string, never looked for in a text (M2M100's
                                 language codes when the config does not list them as special) */
 } pf__tok_added;
+
+/* A byte trie built at once from a list of strings (pf__trie_build): nodes[0] is the root, the
+   others in breadth-first order; a node's children are nodes first .. first + count - 1, in the
+   order of their bytes. With pf__trie_link, an Aho-Corasick automaton: fail[v] is the node of the
+   longest proper suffix of v's string that is in the trie, out[v] the value of the longest key that
+   v's string ends with (-1: none). */
+typedef struct pf__trie_node {
+    uint32_t first;
+    uint16_t count;
+    unsigned char byte; /* the byte from its parent */
+    int32_t value;      /* the key that ends here (the smallest value of equal keys), or -1 */
+} pf__trie_node;
+
+typedef struct pf__trie {
+    pf__trie_node *nodes;
+    uint32_t num_nodes;
+    uint32_t *fail;
+    int32_t *out;
+} pf__trie;
+
+typedef struct pf__trie_key { /* a string to build from; reversed: read from its end */
+    const unsigned char *s;
+    size_t len;
+    int32_t value;
+} pf__trie_key;
+PF_PRIVATE int pf__trie_build(pf__trie *tr, pf__trie_key *keys, size_t n, int reversed);
+PF_PRIVATE int pf__trie_link(pf__trie *tr);
+PF_PRIVATE uint32_t pf__trie_child(const pf__trie *tr, uint32_t node, unsigned char byte);
+PF_PRIVATE void pf__trie_free(pf__trie *tr);
 
 /* PF__MODEL_BYTES: ByT5, each byte of the text is id byte + PF__BYTES_OFFSET (no vocab file) */
 typedef enum pf__tok_model_kind { PF__MODEL_BPE, PF__MODEL_WORDPIECE, PF__MODEL_UNIGRAM, PF__MODEL_BYTES } pf__tok_model_kind;
@@ -843,12 +873,17 @@ struct pf_tokenizer {
     const char **id_str;
     int32_t *id_len;
 
-    /* added tokens; added_order lists them by pass (0: normalized = false, 1: true), then by first
-       byte of their match; added_first[pass][b] .. added_first[pass][b + 1] are those starting with b */
+    /* added tokens (each content once); added_slots: their index + 1 by content hash (open
+       addressing, 0 empty; [added_mask + 1]); added_of_id[id]: the first one with that id, or -1
+       ([num_ids], once finished); added_ac[pass]: the reversed matches of pass 0 (normalized =
+       false) and 1 (true), an automaton that finds the longest match at each place of a text in
+       one pass from its end (values: indexes into added) */
     pf__tok_added *added;
     size_t num_added, added_cap;
-    uint32_t *added_order;
-    uint32_t added_first[2][257];
+    uint32_t *added_slots;
+    size_t added_mask;
+    int32_t *added_of_id;
+    pf__trie added_ac[2];
 
     pf__tok_norm norms[PF__TOK_MAX_NORMS];
     int num_norms;
@@ -889,6 +924,7 @@ struct pf_tokenizer {
 PF_PRIVATE uint32_t pf__tok_hash(const char *s, size_t len);
 PF_PRIVATE size_t pf__tok_pow2_at_least(size_t n);
 PF_PRIVATE int32_t pf__tok_vocab_find(const pf_tokenizer *t, const char *s, size_t len);
+PF_PRIVATE pf__tok_added *pf__tok_added_find(const pf_tokenizer *t, const char *s, size_t len);
 PF_PRIVATE size_t pf__tok_pair_slot(uint64_t pair, size_t mask);
 
 typedef struct pf__tok_sym {
@@ -920,6 +956,9 @@ typedef struct pf__tok_ctx {
     struct pf__tok_node *lattice;   /* Unigram: [lattice_cap] */
     size_t *path;                   /* Unigram: [path_cap], the best path's piece ends */
     size_t lattice_cap, path_cap;
+    int32_t *added_at[2];           /* per pass: the added token that is the longest match at each
+                                       byte of the piece being split, or -1 */
+    size_t added_at_cap[2];
 } pf__tok_ctx;
 PF_PRIVATE void pf__tok_ctx_free(pf__tok_ctx *c);
 PF_PRIVATE void pf__tok_emit(pf__tok_ctx *c, int32_t id);
@@ -7455,7 +7494,10 @@ void pf_tokenizer_free(pf_tokenizer *tokenizer) {
         free(tokenizer->decs[k].b);
     }
     free(tokenizer->added);
-    free(tokenizer->added_order);
+    free(tokenizer->added_slots);
+    free(tokenizer->added_of_id);
+    pf__trie_free(&tokenizer->added_ac[0]);
+    pf__trie_free(&tokenizer->added_ac[1]);
     free(tokenizer->vocab);
     free(tokenizer->vocab_text);
     free(tokenizer->merges);
@@ -7488,9 +7530,8 @@ int32_t pf_tokenizer_eos_id(const pf_tokenizer *tokenizer) { return tokenizer ? 
 int pf_tokenizer_is_special(const pf_tokenizer *tokenizer, int32_t id) {
     if (!tokenizer || id < 0) return 0;
     if (id == tokenizer->bos_id || id == tokenizer->eos_id) return 1;
-    for (size_t i = 0; i < tokenizer->num_added; i++) /* a few added tokens, rarely hundreds */
-        if (tokenizer->added[i].id == id) return tokenizer->added[i].special;
-    return 0;
+    if (!tokenizer->added_of_id || id >= tokenizer->num_ids || tokenizer->added_of_id[id] < 0) return 0;
+    return tokenizer->added[tokenizer->added_of_id[id]].special;
 }
 
 /* FNV-1a, 32 bits. */
@@ -7524,13 +7565,24 @@ PF_PRIVATE int32_t pf__tok_vocab_find(const pf_tokenizer *t, const char *s, size
     return pf__tok_vocab_find_hashed(t, s, len, pf__tok_hash(s, len));
 }
 
+/* The added token whose content is s[0 .. len), or NULL. */
+PF_PRIVATE pf__tok_added *pf__tok_added_find(const pf_tokenizer *t, const char *s, size_t len) {
+    uint32_t h = pf__tok_hash(s, len);
+    size_t i;
+    if (!t->added_slots) return NULL;
+    for (i = h & t->added_mask; t->added_slots[i]; i = (i + 1) & t->added_mask) {
+        pf__tok_added *a = &t->added[t->added_slots[i] - 1];
+        if (a->hash == h && a->len == len && !memcmp(a->content, s, len)) return a;
+    }
+    return NULL;
+}
+
 int32_t pf_tokenizer_token_id(const pf_tokenizer *tokenizer, const char *token) {
-    size_t i, len;
+    size_t len;
+    const pf__tok_added *a;
     if (!tokenizer || !token) return -1;
     len = strlen(token);
-    for (i = 0; i < tokenizer->num_added; i++) /* an added token wins, as in HF's convert_tokens_to_ids */
-        if (tokenizer->added[i].len == len && !memcmp(tokenizer->added[i].content, token, len))
-            return tokenizer->added[i].id;
+    if ((a = pf__tok_added_find(tokenizer, token, len))) return a->id; /* an added token wins, as in HF's convert_tokens_to_ids */
     return len ? pf__tok_vocab_find(tokenizer, token, len) : -1;
 }
 
@@ -7550,6 +7602,123 @@ static const pf__tok_merge_slot *pf__tok_merge_find(const pf_tokenizer *t, int32
     }
 }
 
+/* ---- byte tries ---- */
+
+static unsigned char pf__trie_byte(const pf__trie_key *k, size_t d, int reversed) {
+    return k->s[reversed ? k->len - 1 - d : d];
+}
+
+/* Keys in byte order (a prefix first), equal ones by value. */
+static int pf__trie_key_cmp(const void *a, const void *b) {
+    const pf__trie_key *x = (const pf__trie_key *)a, *y = (const pf__trie_key *)b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = n ? memcmp(x->s, y->s, n) : 0;
+    if (c) return c;
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    return x->value < y->value ? -1 : x->value > y->value;
+}
+
+/* The same order for the keys read from their ends. */
+static int pf__trie_key_cmp_reversed(const void *a, const void *b) {
+    const pf__trie_key *x = (const pf__trie_key *)a, *y = (const pf__trie_key *)b;
+    size_t n = x->len < y->len ? x->len : y->len, d;
+    for (d = 0; d < n; d++) {
+        unsigned char p = pf__trie_byte(x, d, 1), q = pf__trie_byte(y, d, 1);
+        if (p != q) return p < q ? -1 : 1;
+    }
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    return x->value < y->value ? -1 : x->value > y->value;
+}
+
+/* Builds the trie of keys[0 .. n) (sorted in place), read from their ends when reversed: once
+   sorted, each node's keys are a range that their next byte splits into its children, so building
+   is linear in the keys' total length. 0, or -1 when out of memory or past 2^32 nodes. */
+PF_PRIVATE int pf__trie_build(pf__trie *tr, pf__trie_key *keys, size_t n, int reversed) {
+    typedef struct { uint32_t lo, hi, depth; } span_t; /* a node's keys while it is built */
+    span_t *span = NULL;
+    size_t node_cap = 0, span_cap = 0, num = 1, head;
+    memset(tr, 0, sizeof *tr);
+    for (head = 0; head < n; head++)
+        if (keys[head].len >= UINT32_MAX) return -1;
+    if (n >= UINT32_MAX) return -1;
+    if (n) qsort(keys, n, sizeof *keys, reversed ? pf__trie_key_cmp_reversed : pf__trie_key_cmp);
+    if (pf__tok_grow((void **)&tr->nodes, &node_cap, 1, sizeof *tr->nodes) ||
+        pf__tok_grow((void **)&span, &span_cap, 1, sizeof *span))
+        goto fail;
+    tr->nodes[0].byte = 0;
+    tr->nodes[0].value = -1;
+    span[0].lo = 0, span[0].hi = (uint32_t)n, span[0].depth = 0;
+    for (head = 0; head < num; head++) {
+        size_t lo = span[head].lo, hi = span[head].hi, d = span[head].depth;
+        tr->nodes[head].first = (uint32_t)num;
+        tr->nodes[head].count = 0;
+        if (lo < hi && keys[lo].len == d) tr->nodes[head].value = keys[lo].value;
+        while (lo < hi && keys[lo].len == d) lo++;
+        while (lo < hi) {
+            unsigned char b = pf__trie_byte(&keys[lo], d, reversed);
+            size_t end = lo + 1;
+            while (end < hi && pf__trie_byte(&keys[end], d, reversed) == b) end++;
+            if (num >= UINT32_MAX || pf__tok_grow((void **)&span, &span_cap, num + 1, sizeof *span) ||
+                pf__tok_grow((void **)&tr->nodes, &node_cap, num + 1, sizeof *tr->nodes))
+                goto fail;
+            tr->nodes[num].byte = b;
+            tr->nodes[num].value = -1;
+            span[num].lo = (uint32_t)lo, span[num].hi = (uint32_t)end, span[num].depth = (uint32_t)d + 1;
+            num++;
+            tr->nodes[head].count++;
+            lo = end;
+        }
+    }
+    free(span);
+    tr->num_nodes = (uint32_t)num;
+    if (num < node_cap) { /* what it grew beyond */
+        pf__trie_node *fit = (pf__trie_node *)realloc(tr->nodes, num * sizeof *fit);
+        if (fit) tr->nodes = fit;
+    }
+    return 0;
+fail:
+    free(span);
+    pf__trie_free(tr);
+    return -1;
+}
+
+/* The child of node by byte, or 0 (the root is no one's child). */
+PF_PRIVATE uint32_t pf__trie_child(const pf__trie *tr, uint32_t node, unsigned char byte) {
+    uint32_t lo = tr->nodes[node].first, end = lo + tr->nodes[node].count, hi = end;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (tr->nodes[mid].byte < byte) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < end && tr->nodes[lo].byte == byte ? lo : 0;
+}
+
+/* The Aho-Corasick links: a node's suffix link from its parent's, in breadth-first order (a
+   suffix is shallower, so its links are known). 0, or -1 when out of memory. */
+PF_PRIVATE int pf__trie_link(pf__trie *tr) {
+    uint32_t u, v;
+    tr->fail = (uint32_t *)malloc(tr->num_nodes * sizeof *tr->fail);
+    tr->out = (int32_t *)malloc(tr->num_nodes * sizeof *tr->out);
+    if (!tr->fail || !tr->out) return -1;
+    tr->fail[0] = 0;
+    tr->out[0] = tr->nodes[0].value;
+    for (u = 0; u < tr->num_nodes; u++)
+        for (v = tr->nodes[u].first; v < tr->nodes[u].first + tr->nodes[u].count; v++) {
+            uint32_t f = tr->fail[u], w = 0;
+            while (u && !(w = pf__trie_child(tr, f, tr->nodes[v].byte)) && f) f = tr->fail[f];
+            tr->fail[v] = w;
+            tr->out[v] = tr->nodes[v].value >= 0 ? tr->nodes[v].value : tr->out[w];
+        }
+    return 0;
+}
+
+PF_PRIVATE void pf__trie_free(pf__trie *tr) {
+    free(tr->nodes);
+    free(tr->fail);
+    free(tr->out);
+    memset(tr, 0, sizeof *tr);
+}
+
 /* ---- encoding: scratch memory ---- */
 
 PF_PRIVATE void pf__tok_ctx_free(pf__tok_ctx *c) {
@@ -7566,6 +7735,8 @@ PF_PRIVATE void pf__tok_ctx_free(pf__tok_ctx *c) {
     free(c->mapped.p);
     free(c->lattice);
     free(c->path);
+    free(c->added_at[0]);
+    free(c->added_at[1]);
 }
 
 /* Appends an id; running out of memory is reported once the encoding ends. */
@@ -7580,10 +7751,9 @@ PF_PRIVATE void pf__tok_emit(pf__tok_ctx *c, int32_t id) {
 /* The id of a token string as the slow tokenizers' convert_tokens_to_ids: an added token's, else
    the vocab's, else unk's. */
 PF_PRIVATE int32_t pf__tok_spm_lookup(const pf_tokenizer *t, const unsigned char *s, size_t len) {
-    size_t i;
+    const pf__tok_added *a = pf__tok_added_find(t, (const char *)s, len);
     int32_t id;
-    for (i = 0; i < t->num_added; i++)
-        if (t->added[i].len == len && !memcmp(t->added[i].content, s, len)) return t->added[i].id;
+    if (a) return a->id;
     id = len ? pf__tok_vocab_find(t, (const char *)s, len) : -1;
     return id >= 0 ? id : t->unk_id;
 }
@@ -8543,18 +8713,21 @@ static int pf__tok_pre_run(pf__tok_ctx *c, int stage, const unsigned char *s, si
 
 /* ---- added tokens ---- */
 
-/* The longest added token of `pass` at s[p], or NULL. */
-static const pf__tok_added *pf__tok_added_at(const pf_tokenizer *t, int pass, const unsigned char *s,
-                                             size_t p, size_t hi) {
-    const pf__tok_added *best = NULL;
-    uint32_t k;
-    for (k = t->added_first[pass][s[p]]; k < t->added_first[pass][s[p] + 1]; k++) {
-        const pf__tok_added *a = &t->added[t->added_order[k]];
-        if (a->match_len <= hi - p && (!best || a->match_len > best->match_len) &&
-            !memcmp(a->match, s + p, a->match_len))
-            best = a;
+/* c->added_at[pass][p - lo]: the longest added token of `pass` at s[p] within s[lo .. hi) (of equal
+   ones the first added), or -1; for every p at once, reading s backwards through the automaton of
+   the reversed matches: its state at p is the longest string from p that ends a match, whose
+   longest match in turn is its out value. Linear in hi - lo, whatever the tokens. */
+static int pf__tok_added_matches(pf__tok_ctx *c, int pass, const unsigned char *s, size_t lo, size_t hi) {
+    const pf__trie *tr = &c->t->added_ac[pass];
+    uint32_t state = 0, w;
+    size_t p;
+    if (pf__tok_grow((void **)&c->added_at[pass], &c->added_at_cap[pass], hi - lo, sizeof *c->added_at[pass])) return -1;
+    for (p = hi; p-- > lo;) {
+        while (!(w = pf__trie_child(tr, state, s[p])) && state) state = tr->fail[state];
+        state = w;
+        c->added_at[pass][p - lo] = tr->out[state];
     }
-    return best;
+    return 0;
 }
 
 static int pf__tok_encode_added(pf__tok_ctx *c, int pass, const unsigned char *s, size_t lo, size_t hi, int first);
@@ -8585,12 +8758,14 @@ static int pf__tok_encode_added(pf__tok_ctx *c, int pass, const unsigned char *s
     size_t p = lo, done = lo, len;
     uint32_t cp;
     if (lo == hi) return 0;
-    if (t->added_first[pass][256] == t->added_first[pass][0]) {
+    if (t->added_ac[pass].num_nodes <= 1) {
         if (pass == 0) return pf__tok_encode_segment(c, s, lo, hi);
         return pf__tok_pre_run(c, 0, s + lo, hi - lo, first);
     }
+    if (pf__tok_added_matches(c, pass, s, lo, hi)) return -1;
     while (p < hi) {
-        const pf__tok_added *a = pf__tok_added_at(t, pass, s, p, hi);
+        int32_t k = c->added_at[pass][p - lo];
+        const pf__tok_added *a = k >= 0 ? &t->added[k] : NULL;
         size_t start = p, stop;
         if (!a) {
             p++;
@@ -8836,10 +9011,8 @@ static int pf__tok_wordpiece_cleanup(pf__tok_list *out, size_t start, int do_not
 
 /* Is s[0 .. n) the text of a special added token (transformers' all_special_tokens)? */
 static int pf__tok_special_text(const pf_tokenizer *t, const unsigned char *s, size_t n) {
-    size_t i;
-    for (i = 0; i < t->num_added; i++)
-        if (t->added[i].special && t->added[i].len == n && !memcmp(t->added[i].content, s, n)) return 1;
-    return 0;
+    const pf__tok_added *a = pf__tok_added_find(t, (const char *)s, n);
+    return a && a->special;
 }
 
 /* SentencePiece's Decode of pieces in[from .. to) with the model sp, appended to out: a control
@@ -9251,14 +9424,21 @@ static pf_result pf__tok_set_merges(pf_tokenizer *t, const pf__tok_merge_text *m
     return res;
 }
 
-/* Adds an added token (its content copied). A content added twice keeps the later entry. */
+/* Puts added token i into the content hash (which has room). */
+static void pf__tok_added_slot(pf_tokenizer *t, size_t i) {
+    size_t k;
+    for (k = t->added[i].hash & t->added_mask; t->added_slots[k]; k = (k + 1) & t->added_mask) {}
+    t->added_slots[k] = (uint32_t)(i + 1);
+}
+
+/* Adds an added token (its content copied). A content added twice keeps the later entry. The
+   contents are found by hash: tokenizers with 10^5 added tokens exist, and a linear search per
+   token made loading them quadratic. */
 PF_PRIVATE pf_result pf__tok_add_token(pf_tokenizer *t, const char *content, size_t len, int32_t id,
                                    int special, int normalized, int lstrip, int rstrip, int single_word) {
-    pf__tok_added *a;
-    size_t i;
-    for (i = 0; i < t->num_added; i++)
-        if (t->added[i].len == len && !memcmp(t->added[i].content, content, len)) break;
-    if (i == t->num_added) {
+    pf__tok_added *a = pf__tok_added_find(t, content, len);
+    if (!a) {
+        if (t->num_added >= UINT32_MAX - 1) return PF_ERROR_OUT_OF_MEMORY;
         if (t->num_added == t->added_cap) {
             size_t cap = t->added_cap ? 2 * t->added_cap : 8;
             pf__tok_added *p = (pf__tok_added *)realloc(t->added, cap * sizeof *p);
@@ -9266,17 +9446,26 @@ PF_PRIVATE pf_result pf__tok_add_token(pf_tokenizer *t, const char *content, siz
             t->added = p;
             t->added_cap = cap;
         }
+        if (2 * (t->num_added + 1) > (t->added_slots ? t->added_mask + 1 : 0)) { /* at most half full */
+            size_t slots = pf__tok_pow2_at_least(4 * (t->num_added + 1)), i;
+            uint32_t *p = (uint32_t *)calloc(slots, sizeof *p);
+            if (!p) return PF_ERROR_OUT_OF_MEMORY;
+            free(t->added_slots);
+            t->added_slots = p;
+            t->added_mask = slots - 1;
+            for (i = 0; i < t->num_added; i++) pf__tok_added_slot(t, i);
+        }
         a = &t->added[t->num_added];
         a->match = NULL;
         a->content = (char *)malloc(len + 1);
         if (!a->content) return PF_ERROR_OUT_OF_MEMORY;
-        memcpy(a->content, content, len);
+        if (len) memcpy(a->content, content, len);
         a->content[len] = 0;
         a->len = len;
+        a->hash = pf__tok_hash(content, len);
         a->unmatched = 0;
-        t->num_added++;
+        pf__tok_added_slot(t, t->num_added++);
     }
-    a = &t->added[i];
     a->id = id;
     a->special = (unsigned char)special;
     a->normalized = (unsigned char)normalized;
@@ -9308,12 +9497,8 @@ static pf_result pf__tok_read_added(pf_tokenizer *t, const pf__json *o, int32_t 
     }
     if (content->string_len == 0) return PF_OK; /* HF ignores it */
     if (id < 0) {
-        size_t i;
-        for (i = 0; i < t->num_added; i++)
-            if (t->added[i].len == content->string_len &&
-                !memcmp(t->added[i].content, content->string, content->string_len))
-                break;
-        if (i < t->num_added) id = t->added[i].id;
+        const pf__tok_added *before = pf__tok_added_find(t, content->string, content->string_len);
+        if (before) id = before->id;
         else if ((id = pf__tok_vocab_find(t, content->string, content->string_len)) < 0) {
             if (*next_id == INT32_MAX) {
                 snprintf(err, err_size, "%s: too many added tokens", path);
@@ -10092,7 +10277,6 @@ PF_PRIVATE pf_result pf__tok_finish(pf_tokenizer *t, const char *path, char *err
     int32_t max_id = -1;
     size_t i, count, found = 0;
     int b;
-    uint32_t k;
     pf__tok_ctx c;
     for (i = 0; i <= t->vocab_mask; i++)
         if (t->vocab[i].id > max_id) max_id = t->vocab[i].id;
@@ -10158,29 +10342,29 @@ PF_PRIVATE pf_result pf__tok_finish(pf_tokenizer *t, const char *path, char *err
     }
     pf__tok_ctx_free(&c);
     if (i < t->num_added) goto oom;
+    t->added_of_id = (int32_t *)malloc((size_t)(t->num_ids ? t->num_ids : 1) * sizeof *t->added_of_id);
+    if (!t->added_of_id) goto oom;
+    for (i = 0; i < (size_t)t->num_ids; i++) t->added_of_id[i] = -1;
     for (i = 0; i < t->num_added; i++) { /* HF decodes an added token to its content, normalized if it is */
         t->id_str[t->added[i].id] = t->added[i].normalized ? t->added[i].match : t->added[i].content;
         t->id_len[t->added[i].id] = (int32_t)(t->added[i].normalized ? t->added[i].match_len : t->added[i].len);
+        if (t->added_of_id[t->added[i].id] < 0) t->added_of_id[t->added[i].id] = (int32_t)i;
     }
 
-    /* added tokens by pass, then first byte (a counting sort); an empty match is never looked for */
-    t->added_order = (uint32_t *)malloc((t->num_added ? t->num_added : 1) * sizeof *t->added_order);
-    if (!t->added_order) goto oom;
-    memset(t->added_first, 0, sizeof t->added_first);
-    for (i = 0; i < t->num_added; i++)
-        if (t->added[i].match_len && !t->added[i].unmatched)
-            t->added_first[t->added[i].normalized][(unsigned char)t->added[i].match[0] + 1]++;
+    /* each pass's matcher (an empty match is never looked for); of equal matches the first added */
     for (b = 0; b < 2; b++) {
-        uint32_t base = b ? t->added_first[0][256] : 0;
-        t->added_first[b][0] = base;
-        for (k = 1; k <= 256; k++) t->added_first[b][k] += t->added_first[b][k - 1];
-    }
-    {
-        uint32_t fill[2][256];
-        for (b = 0; b < 2; b++) memcpy(fill[b], t->added_first[b], sizeof fill[b]);
+        pf__trie_key *keys = (pf__trie_key *)malloc((t->num_added ? t->num_added : 1) * sizeof *keys);
+        size_t n = 0;
+        if (!keys) goto oom;
         for (i = 0; i < t->num_added; i++)
-            if (t->added[i].match_len && !t->added[i].unmatched)
-                t->added_order[fill[t->added[i].normalized][(unsigned char)t->added[i].match[0]]++] = (uint32_t)i;
+            if (t->added[i].normalized == b && t->added[i].match_len && !t->added[i].unmatched) {
+                keys[n].s = (const unsigned char *)t->added[i].match;
+                keys[n].len = t->added[i].match_len;
+                keys[n++].value = (int32_t)i;
+            }
+        int failed = pf__trie_build(&t->added_ac[b], keys, n, 1) || pf__trie_link(&t->added_ac[b]);
+        free(keys);
+        if (failed) goto oom;
     }
     return PF_OK;
 oom:
@@ -10482,9 +10666,7 @@ PF_PRIVATE pf_result pf__tok_from_files(pf_tokenizer *t, const char *dir, char *
     }
     {
         int32_t id = pf__tok_vocab_find(t, eot, sizeof eot - 1);
-        for (i = 0; i < t->num_added; i++)
-            if (t->added[i].len == sizeof eot - 1 && !memcmp(t->added[i].content, eot, sizeof eot - 1)) break;
-        if (id >= 0 && i == t->num_added && pf__tok_add_token(t, eot, sizeof eot - 1, id, 1, 0, 0, 0, 0)) {
+        if (id >= 0 && !pf__tok_added_find(t, eot, sizeof eot - 1) && pf__tok_add_token(t, eot, sizeof eot - 1, id, 1, 0, 0, 0, 0)) {
             snprintf(err, err_size, "%s: out of memory", dir);
             r = PF_ERROR_OUT_OF_MEMORY;
             goto done;
@@ -10517,12 +10699,10 @@ done:
    added token's, else the vocab's; -1 when absent or unknown. */
 PF_PRIVATE int32_t pf__tok_config_token(const pf_tokenizer *t, const pf__json *config, const char *key) {
     const pf__json *v = pf__json_get(config, key);
-    size_t i;
+    const pf__tok_added *a;
     if (v && v->type == PF__JSON_OBJECT) v = pf__json_get(v, "content");
     if (!v || v->type != PF__JSON_STRING) return -1;
-    for (i = 0; i < t->num_added; i++)
-        if (t->added[i].len == v->string_len && !memcmp(t->added[i].content, v->string, v->string_len))
-            return t->added[i].id;
+    if ((a = pf__tok_added_find(t, v->string, v->string_len))) return a->id;
     return pf__tok_vocab_find(t, v->string, v->string_len);
 }
 
@@ -10915,12 +11095,12 @@ static int32_t pf__spm_named_special(pf_tokenizer *t, const pf__json *config, co
                                      int *oom) {
     const pf__json *v = pf__json_get(config, key);
     const char *s = def;
-    size_t len = strlen(def), i;
+    size_t len = strlen(def);
     int32_t id;
+    const pf__tok_added *a;
     if (v && v->type == PF__JSON_OBJECT) v = pf__json_get(v, "content");
     if (v && v->type == PF__JSON_STRING) s = v->string, len = v->string_len;
-    for (i = 0; i < t->num_added; i++)
-        if (t->added[i].len == len && !memcmp(t->added[i].content, s, len)) return t->added[i].id;
+    if ((a = pf__tok_added_find(t, s, len))) return a->id;
     if ((id = len ? pf__tok_vocab_find(t, s, len) : -1) >= 0 && pf__tok_add_token(t, s, len, id, 1, 0, 0, 0, 0)) *oom = 1;
     return id;
 }
@@ -11010,16 +11190,15 @@ static pf_result pf__spm_files_listed_specials(pf_tokenizer *t, const pf__json *
         if (t->added[i].id >= next_id) next_id = t->added[i].id + 1;
     for (const pf__json *e = list && list->type == PF__JSON_ARRAY ? list->first : NULL; e; e = e->next) {
         const pf__json *c = e->type == PF__JSON_OBJECT ? pf__json_get(e, "content") : e;
-        size_t k;
+        pf__tok_added *a;
         int32_t id;
         if (!c || c->type != PF__JSON_STRING || !c->string_len) {
             snprintf(err, err_size, "%s: additional_special_tokens holds a non-string", config_path);
             return PF_ERROR_FORMAT;
         }
-        for (k = 0; k < t->num_added && (t->added[k].len != c->string_len || memcmp(t->added[k].content, c->string, c->string_len)); k++) {}
-        if (k < t->num_added) {
-            t->added[k].special = 1;
-            t->added[k].unmatched = 0;
+        if ((a = pf__tok_added_find(t, c->string, c->string_len))) {
+            a->special = 1;
+            a->unmatched = 0;
             continue;
         }
         if ((id = pf__tok_vocab_find(t, c->string, c->string_len)) < 0) id = next_id++;
@@ -11036,9 +11215,8 @@ static pf_result pf__spm_files_added(pf_tokenizer *t, const char *dir, const pf_
     if (r != PF_OK) return r;
     for (size_t i = 0; i < o->num_langs; i++) {
         char name[16];
-        size_t k, n = (size_t)snprintf(name, sizeof name, "__%s__", o->langs[i]);
-        for (k = 0; k < t->num_added && (t->added[k].len != n || memcmp(t->added[k].content, name, n)); k++) {}
-        if (k < t->num_added) continue;
+        size_t n = (size_t)snprintf(name, sizeof name, "__%s__", o->langs[i]);
+        if (pf__tok_added_find(t, name, n)) continue;
         if (pf__tok_add_token(t, name, n, (int32_t)(t->vocab_count + i), 0, 0, 0, 0, 0)) {
             oom = 1;
             break;
@@ -11103,10 +11281,9 @@ static pf_result pf__spm_files_post(pf_tokenizer *t, const char *dir, const pf__
     }
     if (o->langs) {
         char name[64];
-        int32_t lang = -1;
-        snprintf(name, sizeof name, "__%.40s__", o->src_lang);
-        for (k = 0; k < t->num_added; k++)
-            if (!strcmp(t->added[k].content, name)) lang = t->added[k].id;
+        size_t name_len = (size_t)snprintf(name, sizeof name, "__%.40s__", o->src_lang);
+        const pf__tok_added *a = pf__tok_added_find(t, name, name_len);
+        int32_t lang = a ? a->id : -1;
         for (k = 0; k < o->num_langs && strcmp(o->langs[k], o->src_lang); k++) {}
         if (k == o->num_langs || lang < 0) {
             snprintf(err, err_size, "%s: src_lang \"%.40s\" is not one of M2M100Tokenizer's language codes", config_path,

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -759,6 +760,77 @@ static void test_gguf_vocabulary_without_merges(void) {
     end_case();
 }
 
+/* ---- issue 31: work that grew faster than its input ---- */
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* What a case may take: the fixed code needs well under a second at -O2 and a few under the
+   sanitizers; the quadratic code it replaced needed minutes. */
+#define SCALE_SECONDS 30.0
+
+/* 100,000 added tokens that share their first bytes (tokenizers with 10^5 exist): loading them
+   deduplicated each by a linear search (quadratic: 40,000 took 3.9 s, 200,000 did not load in 120
+   s), and every text position, pf_tokenizer_is_special and pf_tokenizer_token_id scanned them all.
+   Each is a lookup now and a text is matched in one pass; the ids are checked too. */
+static void case_many_added_tokens(void) {
+    enum { N = 100000 };
+    char path[512], name[32];
+    begin_case("100,000 added tokens");
+    dir_path(path, sizeof path, "tokenizer.json");
+    FILE *f = fopen(path, "w");
+    CHECK_MSG(f != NULL, "cannot write %s", path);
+    if (!f) return;
+    /* the vocab: the characters of the tokens and of the text, ids 0 .. 14 */
+    fprintf(f, "{\"version\": \"1.0\", \"model\": {\"type\": \"BPE\", \"merges\": [], \"vocab\": {");
+    for (int i = 0; i < 15; i++) fprintf(f, "%s\"%c\": %d", i ? ", " : "", "0123456789x <>_"[i], i);
+    fprintf(f, "}}, \"added_tokens\": [");
+    for (int i = 0; i < N; i++) /* even ones special */
+        fprintf(f, "%s{\"id\": 0, \"content\": \"<tok_%06d>\", \"special\": %s}", i ? ", " : "", i, i % 2 ? "false" : "true");
+    fprintf(f, "]}");
+    fclose(f);
+
+    double start = now_seconds();
+    pf_tokenizer *t = NULL;
+    char err[256] = "";
+    pf_result r = pf_tokenizer_load(tmp_dir, &t, err, sizeof err);
+    double loaded = now_seconds();
+    CHECK_MSG(r == PF_OK && pf_tokenizer_vocab_size(t) == 15 + N, "%s: %s (%s)", current_case, pf_result_string(r), err);
+    /* 100 KB of text: tokens among single characters */
+    size_t cap = 100000, len = 0, n = 0, expect = 0;
+    char *text = (char *)malloc(cap + 32);
+    int32_t *ids = (int32_t *)malloc((cap + 32) * sizeof *ids);
+    for (int i = 0; text && len < cap; i++, expect += 3) len += (size_t)sprintf(text + len, "x<tok_%06d> ", (int)((i * 7919L) % N));
+    if (r == PF_OK && text && ids) {
+        r = pf_tokenize(t, text, len, ids, cap + 32, &n);
+        CHECK_MSG(r == PF_OK && n == expect && ids[0] == 10 && ids[1] == 15 && ids[2] == 11,
+                  "%s: tokenize: %s, %zu ids (want %zu)", current_case, pf_result_string(r), n, expect);
+        size_t back = 0, special = 0, found = 0;
+        char *decoded = (char *)malloc(2 * len + 32);
+        r = decoded ? pf_detokenize(t, ids, n, decoded, 2 * len + 32, &back) : PF_ERROR_OUT_OF_MEMORY;
+        CHECK_MSG(r == PF_OK && back > len, "%s: detokenize: %s, %zu bytes", current_case, pf_result_string(r), back);
+        free(decoded);
+        for (int32_t id = 0; id < 15 + N; id++) special += (size_t)pf_tokenizer_is_special(t, id);
+        for (int i = 0; i < N; i++) {
+            snprintf(name, sizeof name, "<tok_%06d>", i);
+            found += pf_tokenizer_token_id(t, name) == 15 + i;
+        }
+        CHECK_MSG(special == N / 2 && found == N, "%s: %zu special ids (want %d), %zu tokens by their text (want %d)",
+                  current_case, special, N / 2, found, (int)N);
+    }
+    double done = now_seconds();
+    CHECK_MSG(done - start < SCALE_SECONDS, "%s: %.1f s (loading %.1f s), want under %.0f s", current_case, done - start,
+              loaded - start, SCALE_SECONDS);
+    free(text);
+    free(ids);
+    pf_tokenizer_free(t);
+    remove_in_dir("tokenizer.json");
+    end_case();
+}
+
 void test_fuzz(void) {
     test_empty_text_with_specials();
     test_gguf_vocabulary_without_merges();
@@ -780,6 +852,7 @@ void test_fuzz(void) {
     case_reentry();
     case_api_abuse();
     case_seq2seq_and_image_abuse();
+    case_many_added_tokens();
     alarm(0); /* a case that returned early left its alarm set */
     signal(SIGALRM, SIG_DFL);
     clean_dir();
