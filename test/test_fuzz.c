@@ -831,6 +831,175 @@ static void case_many_added_tokens(void) {
     end_case();
 }
 
+/* ---- GGUF SentencePiece vocabularies ---- */
+
+typedef struct byte_buf {
+    unsigned char *p;
+    size_t len, cap;
+} byte_buf;
+
+static void bb_put(byte_buf *b, const void *s, size_t n) {
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 4096;
+        while (cap < b->len + n) cap *= 2;
+        unsigned char *p = (unsigned char *)realloc(b->p, cap);
+        if (!p) abort();
+        b->p = p, b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+}
+
+static void bb_uint(byte_buf *b, uint64_t v, int bytes) {
+    unsigned char le[8];
+    for (int i = 0; i < bytes; i++) le[i] = (unsigned char)(v >> (8 * i));
+    bb_put(b, le, (size_t)bytes);
+}
+
+static uint64_t le_at(const unsigned char *p, int bytes) {
+    uint64_t v = 0;
+    for (int i = bytes; i-- > 0;) v = v << 8 | p[i];
+    return v;
+}
+
+/* The seed tiny-llama-spm.gguf (a LLaMA of 16 tokens, its data 32-byte aligned) written as DIR/NAME
+   with tokenizer.ggml.tokens, .scores and .token_type replaced by count tokens. */
+static int write_spm_gguf(const char *name, const char *const *tokens, const float *scores, const int32_t *types,
+                          size_t count) {
+    static const int scalar_bytes[13] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+    char path[1024];
+    size_t size = 0, at = 24;
+    snprintf(path, sizeof path, "%s/../fuzz_seeds/gguf/tiny-llama-spm.gguf", test_fixtures);
+    unsigned char *seed = (unsigned char *)test_read_file(path, &size);
+    CHECK_MSG(seed != NULL, "cannot read %s", path);
+    if (!seed) return -1;
+    byte_buf b = {NULL, 0, 0};
+    uint64_t num_tensors = le_at(seed + 8, 8), num_kvs = le_at(seed + 16, 8);
+    bb_put(&b, seed, 24);
+    for (uint64_t k = 0; k < num_kvs; k++) { /* the seed's keys, but for the three arrays */
+        size_t start = at, key_len = (size_t)le_at(seed + at, 8);
+        const char *key = (const char *)seed + at + 8;
+        uint32_t type = (uint32_t)le_at(seed + at + 8 + key_len, 4);
+        at += 8 + key_len + 4;
+        if (type == 8) at += 8 + (size_t)le_at(seed + at, 8);
+        else if (type == 9) {
+            uint32_t elem = (uint32_t)le_at(seed + at, 4);
+            uint64_t n = le_at(seed + at + 4, 8);
+            at += 12;
+            for (uint64_t i = 0; i < n; i++) at += elem == 8 ? 8 + (size_t)le_at(seed + at, 8) : (size_t)scalar_bytes[elem];
+        } else at += (size_t)scalar_bytes[type];
+        int which = key_len == 21 && !memcmp(key, "tokenizer.ggml.tokens", 21) ? 1
+                    : key_len == 21 && !memcmp(key, "tokenizer.ggml.scores", 21) ? 2
+                    : key_len == 25 && !memcmp(key, "tokenizer.ggml.token_type", 25) ? 3 : 0;
+        if (!which) {
+            bb_put(&b, seed + start, at - start);
+            continue;
+        }
+        bb_put(&b, seed + start, 8 + key_len);
+        bb_uint(&b, 9, 4);
+        bb_uint(&b, which == 1 ? 8 : which == 2 ? 6 : 5, 4);
+        bb_uint(&b, count, 8);
+        for (size_t i = 0; i < count; i++) {
+            if (which == 1) {
+                bb_uint(&b, strlen(tokens[i]), 8);
+                bb_put(&b, tokens[i], strlen(tokens[i]));
+            } else if (which == 2) {
+                bb_put(&b, &scores[i], 4);
+            } else {
+                bb_uint(&b, (uint32_t)types[i], 4);
+            }
+        }
+    }
+    size_t infos = at;
+    for (uint64_t i = 0; i < num_tensors; i++) { /* name, dimensions, type, offset */
+        at += 8 + (size_t)le_at(seed + at, 8);
+        at += 4 + 8 * (size_t)le_at(seed + at, 4) + 4 + 8;
+    }
+    bb_put(&b, seed + infos, at - infos);
+    while (b.len % 32) bb_uint(&b, 0, 1);
+    bb_put(&b, seed + (at + 31) / 32 * 32, size - (at + 31) / 32 * 32);
+    dir_path(path, sizeof path, name);
+    int r = test_write_file(path, (const char *)b.p, b.len);
+    CHECK_MSG(r == 0, "cannot write %s", path);
+    free(b.p);
+    free(seed);
+    return r;
+}
+
+/* A SentencePiece vocabulary of <unk>, <s>, </s>, <0x0A>, "\xe2\x96\x81" and `families` runs of a
+   character c: c, cc, ..., c x longest (scores -length), as DIR/NAME. */
+static int write_spm_runs(const char *name, int families, int longest) {
+    static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    size_t count = 5 + (size_t)families * (size_t)longest, n = 0;
+    char **tokens = (char **)calloc(count, sizeof *tokens);
+    float *scores = (float *)calloc(count, sizeof *scores);
+    int32_t *types = (int32_t *)calloc(count, sizeof *types);
+    static const char *const first[5] = {"<unk>", "<s>", "</s>", "<0x0A>", "\xe2\x96\x81"};
+    static const int32_t first_types[5] = {2, 3, 3, 6, 1};
+    int r = -1;
+    if (tokens && scores && types && families <= (int)sizeof letters - 1) {
+        for (; n < 5; n++) tokens[n] = strdup(first[n]), types[n] = first_types[n], scores[n] = n == 4 ? -1.0f : 0.0f;
+        for (int f = 0; f < families; f++)
+            for (int len = 1; len <= longest; len++, n++) {
+                if (!(tokens[n] = (char *)malloc((size_t)len + 1))) break;
+                memset(tokens[n], letters[f], (size_t)len);
+                tokens[n][len] = 0;
+                types[n] = 1;
+                scores[n] = -(float)len;
+            }
+        if (n == count) r = write_spm_gguf(name, (const char *const *)tokens, scores, types, count);
+    }
+    for (size_t i = 0; tokens && i < count; i++) free(tokens[i]);
+    free(tokens);
+    free(scores);
+    free(types);
+    return r;
+}
+
+/* Pieces a, aa, ..., a x 1600 (a 1.3 MB file): every split of every piece became a merge written as
+   JSON and parsed again, cubic in the length (105 s and 3.1 GB before the file was refused). A
+   normal piece longer than SentencePiece allows (512 characters) is refused first; at 512 the
+   vocabulary loads (130,816 merges) and tokenizes; 33 such runs, 4.3 M merges, are more than a
+   vocabulary may make and are refused before the merges are built. */
+static void case_spm_merges(void) {
+    static const struct {
+        int families, longest;
+        pf_result want;
+        const char *needle;
+    } cases[] = {{1, 1600, PF_ERROR_FORMAT, "512 characters"}, {1, 512, PF_OK, ""}, {33, 512, PF_ERROR_FORMAT, "merges"}};
+    char path[512];
+    dir_path(path, sizeof path, "spm.gguf");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "GGUF SentencePiece runs %d x %d", cases[i].families, cases[i].longest);
+        begin_case(name);
+        if (write_spm_runs("spm.gguf", cases[i].families, cases[i].longest)) {
+            end_case();
+            continue;
+        }
+        double start = now_seconds();
+        pf_model *m = NULL;
+        pf_result r = pf_load(path, NULL, &m);
+        CHECK_FAILS(m, r, cases[i].want, cases[i].needle);
+        if (r == PF_OK) { /* a run of 300 a's: its merges put it back together */
+            char text[301], back[400];
+            int32_t ids[400];
+            size_t n = 0, len = 0;
+            memset(text, 'a', 300);
+            text[300] = 0;
+            r = pf_tokenize(pf_model_tokenizer(m), text, 300, ids, 400, &n);
+            if (r == PF_OK) r = pf_detokenize(pf_model_tokenizer(m), ids, n, back, sizeof back, &len);
+            CHECK_MSG(r == PF_OK && n >= 1 && n <= 3 && len == 300 && !memcmp(back, text, 300),
+                      "%s: \"a\" x 300: %s, %zu ids, %zu bytes back", current_case, pf_result_string(r), n, len);
+        }
+        pf_free(m);
+        double took = now_seconds() - start;
+        CHECK_MSG(took < SCALE_SECONDS, "%s: %.1f s, want under %.0f s", current_case, took, SCALE_SECONDS);
+        end_case();
+    }
+    remove_in_dir("spm.gguf");
+}
+
 void test_fuzz(void) {
     test_empty_text_with_specials();
     test_gguf_vocabulary_without_merges();
@@ -853,6 +1022,7 @@ void test_fuzz(void) {
     case_api_abuse();
     case_seq2seq_and_image_abuse();
     case_many_added_tokens();
+    case_spm_merges();
     alarm(0); /* a case that returned early left its alarm set */
     signal(SIGALRM, SIG_DFL);
     clean_dir();
