@@ -2230,6 +2230,10 @@ PF_PRIVATE pf__json *pf__json_parse(const char *text, size_t len, char *err, siz
     p.err = err;
     p.err_size = err_size;
     if (err && err_size) err[0] = 0;
+    if (len > PF__MAX_TEXT_FILE) { /* what a file may hold, for text built or passed in memory too */
+        pf__format(err, err_size, PF_ERROR_FORMAT, "the JSON text is larger than %zu MiB", PF__MAX_TEXT_FILE >> 20);
+        return NULL;
+    }
     /* Room before the root for a pointer to the block chain, so pf__json_free needs only root. */
     void **slot = (void **)pf__json_alloc(&p, 2 * sizeof(void *) + sizeof(pf__json));
     if (!slot) {
@@ -20693,11 +20697,29 @@ static const pf__gguf_kv *pf__gguf_get_array(const pf__gguf *g, const char *key,
 
 /* ---- JSON text built from metadata ---- */
 
-static int pf__gguf_put(pf__tok_buf *b, const char *s) { return pf__buf_put(b, s, strlen(s)); }
+/* The JSON built from metadata stops where a JSON file would be refused (PF__MAX_TEXT_FILE): past
+   it, b->len is left beyond that bound, every later put fails, and pf__gguf_json_failure says so. */
+static int pf__gguf_put_n(pf__tok_buf *b, const char *s, size_t n) {
+    if (b->len > PF__MAX_TEXT_FILE || n > PF__MAX_TEXT_FILE - b->len) {
+        b->len = PF__MAX_TEXT_FILE + 1;
+        return -1;
+    }
+    return pf__buf_put(b, s, n);
+}
+
+static int pf__gguf_put(pf__tok_buf *b, const char *s) { return pf__gguf_put_n(b, s, strlen(s)); }
+
+/* The error of a failed put: the bound, or out of memory. */
+static pf_result pf__gguf_json_failure(const pf__gguf *g, const pf__tok_buf *b, const char *what, char *message, size_t size) {
+    if (b->len > PF__MAX_TEXT_FILE)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s makes more than %zu MiB of JSON", g->path, what,
+                          PF__MAX_TEXT_FILE >> 20);
+    return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+}
 
 /* s[0 .. len) as a JSON string literal. */
 static int pf__gguf_put_json_string(pf__tok_buf *b, const char *s, size_t len) {
-    int bad = pf__buf_put(b, "\"", 1);
+    int bad = pf__gguf_put_n(b, "\"", 1);
     for (size_t i = 0; i < len && !bad; i++) {
         unsigned char ch = (unsigned char)s[i];
         char esc[8];
@@ -20706,7 +20728,7 @@ static int pf__gguf_put_json_string(pf__tok_buf *b, const char *s, size_t len) {
         else esc[0] = (char)ch, esc[1] = 0;
         bad = pf__gguf_put(b, esc);
     }
-    return bad || pf__buf_put(b, "\"", 1);
+    return bad || pf__gguf_put_n(b, "\"", 1);
 }
 
 static int pf__gguf_put_number(pf__tok_buf *b, const char *key, double v) {
@@ -20878,7 +20900,7 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
     if (a->rotary && (r = pf__gguf_rotary_config(g, a->name, heads, b, &bad, message, size))) return r;
     if ((r = pf__gguf_special_ids(g, vocab, b, &bad, message, size))) return r;
     bad |= pf__gguf_put(b, "}");
-    return bad ? pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory") : PF_OK;
+    return bad ? pf__gguf_json_failure(g, b, "the config's metadata", message, size) : PF_OK;
 }
 
 /* ---- tensors ---- */
@@ -21394,7 +21416,7 @@ static pf_result pf__gguf_put_post_processor(pf__tok_buf *b, const pf__gguf *g, 
         }
         bad |= pf__gguf_put(b, "}}");
     }
-    return bad ? pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory") : PF_OK;
+    return bad ? pf__gguf_json_failure(g, b, "the tokenizer's metadata", message, size) : PF_OK;
 }
 
 /* The GGUF's tokenizer as tokenizer.json text in b, as transformers converts the model's own:
@@ -21453,9 +21475,9 @@ static pf_result pf__gguf_tokenizer_json(const pf__gguf *g, pf__tok_buf *b, cons
     }
     if (pf__gguf_put_model(b, g, spm, tokens, merges, texts, lens) ||
         pf__gguf_put_added_and_decoding(b, spm, space_prefix, p, types, texts, lens))
-        return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        return pf__gguf_json_failure(g, b, "the tokenizer's metadata", message, size);
     r = pf__gguf_put_post_processor(b, g, texts, lens, tokens->count, message, size);
-    if (r == PF_OK && pf__gguf_put(b, "}")) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (r == PF_OK && pf__gguf_put(b, "}")) r = pf__gguf_json_failure(g, b, "the tokenizer's metadata", message, size);
     return r;
 }
 

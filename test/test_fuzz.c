@@ -3,12 +3,14 @@
    Every case runs under alarm(), so a case that hangs fails the run with its name instead of
    blocking it. The model directories are written by the test itself; the configs that are
    parser inputs come from test/fuzz_seeds, the seed corpus of later fuzz targets. */
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1000,6 +1002,26 @@ static void case_spm_merges(void) {
     remove_in_dir("spm.gguf");
 }
 
+/* JSON text in memory (GGUF metadata made into config and tokenizer JSON, pf_register_policy_json's
+   text) had no bound where files have 256 MiB. A text one byte over is refused before it is read
+   (a map of /dev/zero: nothing is touched). */
+static void case_json_bound(void) {
+    size_t len = ((size_t)256 << 20) + 1;
+    char error[256] = "";
+    begin_case("in-memory JSON over 256 MiB");
+    int fd = open("/dev/zero", O_RDONLY);
+    void *text = fd >= 0 ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+    CHECK_MSG(text != MAP_FAILED, "cannot map /dev/zero");
+    if (text != MAP_FAILED) {
+        pf_result r = pf_register_policy_json((const char *)text, len, error, sizeof error);
+        CHECK_MSG(r == PF_ERROR_FORMAT && strstr(error, "larger than 256 MiB"), "%s: %s (%s)", current_case,
+                  pf_result_string(r), error);
+        munmap(text, len);
+    }
+    if (fd >= 0) close(fd);
+    end_case();
+}
+
 void test_fuzz(void) {
     test_empty_text_with_specials();
     test_gguf_vocabulary_without_merges();
@@ -1023,6 +1045,7 @@ void test_fuzz(void) {
     case_seq2seq_and_image_abuse();
     case_many_added_tokens();
     case_spm_merges();
+    case_json_bound();
     alarm(0); /* a case that returned early left its alarm set */
     signal(SIGALRM, SIG_DFL);
     clean_dir();
