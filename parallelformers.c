@@ -788,6 +788,7 @@ typedef struct pf__tok_post_item { /* a piece of a post-processor template */
 typedef struct pf__tok_added {
     char *content; /* malloc'd, NUL-terminated: what it decodes to */
     size_t len;
+    uint32_t hash; /* pf__tok_hash of content (the added_slots index) */
     char *match;   /* what is looked for: content, normalized when normalized is set (malloc'd) */
     size_t match_len;
     int32_t id;
@@ -795,6 +796,35 @@ typedef struct pf__tok_added {
     unsigned char unmatched; /* addressable by id and string, never looked for in a text (M2M100's
                                 language codes when the config does not list them as special) */
 } pf__tok_added;
+
+/* A byte trie built at once from a list of strings (pf__trie_build): nodes[0] is the root, the
+   others in breadth-first order; a node's children are nodes first .. first + count - 1, in the
+   order of their bytes. With pf__trie_link, an Aho-Corasick automaton: fail[v] is the node of the
+   longest proper suffix of v's string that is in the trie, out[v] the value of the longest key that
+   v's string ends with (-1: none). */
+typedef struct pf__trie_node {
+    uint32_t first;
+    uint16_t count;
+    unsigned char byte; /* the byte from its parent */
+    int32_t value;      /* the key that ends here (the smallest value of equal keys), or -1 */
+} pf__trie_node;
+
+typedef struct pf__trie {
+    pf__trie_node *nodes;
+    uint32_t num_nodes;
+    uint32_t *fail;
+    int32_t *out;
+} pf__trie;
+
+typedef struct pf__trie_key { /* a string to build from; reversed: read from its end */
+    const unsigned char *s;
+    size_t len;
+    int32_t value;
+} pf__trie_key;
+PF_PRIVATE int pf__trie_build(pf__trie *tr, pf__trie_key *keys, size_t n, int reversed);
+PF_PRIVATE int pf__trie_link(pf__trie *tr);
+PF_PRIVATE uint32_t pf__trie_child(const pf__trie *tr, uint32_t node, unsigned char byte);
+PF_PRIVATE void pf__trie_free(pf__trie *tr);
 
 /* PF__MODEL_BYTES: ByT5, each byte of the text is id byte + PF__BYTES_OFFSET (no vocab file) */
 typedef enum pf__tok_model_kind { PF__MODEL_BPE, PF__MODEL_WORDPIECE, PF__MODEL_UNIGRAM, PF__MODEL_BYTES } pf__tok_model_kind;
@@ -861,12 +891,17 @@ struct pf_tokenizer {
     const char **id_str;
     int32_t *id_len;
 
-    /* added tokens; added_order lists them by pass (0: normalized = false, 1: true), then by first
-       byte of their match; added_first[pass][b] .. added_first[pass][b + 1] are those starting with b */
+    /* added tokens (each content once); added_slots: their index + 1 by content hash (open
+       addressing, 0 empty; [added_mask + 1]); added_of_id[id]: the first one with that id, or -1
+       ([num_ids], once finished); added_ac[pass]: the reversed matches of pass 0 (normalized =
+       false) and 1 (true), an automaton that finds the longest match at each place of a text in
+       one pass from its end (values: indexes into added) */
     pf__tok_added *added;
     size_t num_added, added_cap;
-    uint32_t *added_order;
-    uint32_t added_first[2][257];
+    uint32_t *added_slots;
+    size_t added_mask;
+    int32_t *added_of_id;
+    pf__trie added_ac[2];
 
     pf__tok_norm norms[PF__TOK_MAX_NORMS];
     int num_norms;
@@ -907,6 +942,7 @@ struct pf_tokenizer {
 PF_PRIVATE uint32_t pf__tok_hash(const char *s, size_t len);
 PF_PRIVATE size_t pf__tok_pow2_at_least(size_t n);
 PF_PRIVATE int32_t pf__tok_vocab_find(const pf_tokenizer *t, const char *s, size_t len);
+PF_PRIVATE pf__tok_added *pf__tok_added_find(const pf_tokenizer *t, const char *s, size_t len);
 PF_PRIVATE size_t pf__tok_pair_slot(uint64_t pair, size_t mask);
 
 typedef struct pf__tok_sym {
@@ -938,6 +974,9 @@ typedef struct pf__tok_ctx {
     struct pf__tok_node *lattice;   /* Unigram: [lattice_cap] */
     size_t *path;                   /* Unigram: [path_cap], the best path's piece ends */
     size_t lattice_cap, path_cap;
+    int32_t *added_at[2];           /* per pass: the added token that is the longest match at each
+                                       byte of the piece being split, or -1 */
+    size_t added_at_cap[2];
 } pf__tok_ctx;
 PF_PRIVATE void pf__tok_ctx_free(pf__tok_ctx *c);
 PF_PRIVATE void pf__tok_emit(pf__tok_ctx *c, int32_t id);
@@ -2237,6 +2276,10 @@ PF_PRIVATE pf__json *pf__json_parse(const char *text, size_t len, char *err, siz
     p.err = err;
     p.err_size = err_size;
     if (err && err_size) err[0] = 0;
+    if (len > PF__MAX_TEXT_FILE) { /* what a file may hold, for text built or passed in memory too */
+        pf__format(err, err_size, PF_ERROR_FORMAT, "the JSON text is larger than %zu MiB", PF__MAX_TEXT_FILE >> 20);
+        return NULL;
+    }
     /* Room before the root for a pointer to the block chain, so pf__json_free needs only root. */
     void **slot = (void **)pf__json_alloc(&p, 2 * sizeof(void *) + sizeof(pf__json));
     if (!slot) {
@@ -7845,7 +7888,10 @@ void pf_tokenizer_free(pf_tokenizer *tokenizer) {
         free(tokenizer->decs[k].b);
     }
     free(tokenizer->added);
-    free(tokenizer->added_order);
+    free(tokenizer->added_slots);
+    free(tokenizer->added_of_id);
+    pf__trie_free(&tokenizer->added_ac[0]);
+    pf__trie_free(&tokenizer->added_ac[1]);
     free(tokenizer->vocab);
     free(tokenizer->vocab_text);
     free(tokenizer->merges);
@@ -7878,9 +7924,8 @@ int32_t pf_tokenizer_eos_id(const pf_tokenizer *tokenizer) { return tokenizer ? 
 int pf_tokenizer_is_special(const pf_tokenizer *tokenizer, int32_t id) {
     if (!tokenizer || id < 0) return 0;
     if (id == tokenizer->bos_id || id == tokenizer->eos_id) return 1;
-    for (size_t i = 0; i < tokenizer->num_added; i++) /* a few added tokens, rarely hundreds */
-        if (tokenizer->added[i].id == id) return tokenizer->added[i].special;
-    return 0;
+    if (!tokenizer->added_of_id || id >= tokenizer->num_ids || tokenizer->added_of_id[id] < 0) return 0;
+    return tokenizer->added[tokenizer->added_of_id[id]].special;
 }
 
 /* FNV-1a, 32 bits. */
@@ -7914,13 +7959,24 @@ PF_PRIVATE int32_t pf__tok_vocab_find(const pf_tokenizer *t, const char *s, size
     return pf__tok_vocab_find_hashed(t, s, len, pf__tok_hash(s, len));
 }
 
+/* The added token whose content is s[0 .. len), or NULL. */
+PF_PRIVATE pf__tok_added *pf__tok_added_find(const pf_tokenizer *t, const char *s, size_t len) {
+    uint32_t h = pf__tok_hash(s, len);
+    size_t i;
+    if (!t->added_slots) return NULL;
+    for (i = h & t->added_mask; t->added_slots[i]; i = (i + 1) & t->added_mask) {
+        pf__tok_added *a = &t->added[t->added_slots[i] - 1];
+        if (a->hash == h && a->len == len && !memcmp(a->content, s, len)) return a;
+    }
+    return NULL;
+}
+
 int32_t pf_tokenizer_token_id(const pf_tokenizer *tokenizer, const char *token) {
-    size_t i, len;
+    size_t len;
+    const pf__tok_added *a;
     if (!tokenizer || !token) return -1;
     len = strlen(token);
-    for (i = 0; i < tokenizer->num_added; i++) /* an added token wins, as in HF's convert_tokens_to_ids */
-        if (tokenizer->added[i].len == len && !memcmp(tokenizer->added[i].content, token, len))
-            return tokenizer->added[i].id;
+    if ((a = pf__tok_added_find(tokenizer, token, len))) return a->id; /* an added token wins, as in HF's convert_tokens_to_ids */
     return len ? pf__tok_vocab_find(tokenizer, token, len) : -1;
 }
 
@@ -7940,6 +7996,123 @@ static const pf__tok_merge_slot *pf__tok_merge_find(const pf_tokenizer *t, int32
     }
 }
 
+/* ---- byte tries ---- */
+
+static unsigned char pf__trie_byte(const pf__trie_key *k, size_t d, int reversed) {
+    return k->s[reversed ? k->len - 1 - d : d];
+}
+
+/* Keys in byte order (a prefix first), equal ones by value. */
+static int pf__trie_key_cmp(const void *a, const void *b) {
+    const pf__trie_key *x = (const pf__trie_key *)a, *y = (const pf__trie_key *)b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = n ? memcmp(x->s, y->s, n) : 0;
+    if (c) return c;
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    return x->value < y->value ? -1 : x->value > y->value;
+}
+
+/* The same order for the keys read from their ends. */
+static int pf__trie_key_cmp_reversed(const void *a, const void *b) {
+    const pf__trie_key *x = (const pf__trie_key *)a, *y = (const pf__trie_key *)b;
+    size_t n = x->len < y->len ? x->len : y->len, d;
+    for (d = 0; d < n; d++) {
+        unsigned char p = pf__trie_byte(x, d, 1), q = pf__trie_byte(y, d, 1);
+        if (p != q) return p < q ? -1 : 1;
+    }
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    return x->value < y->value ? -1 : x->value > y->value;
+}
+
+/* Builds the trie of keys[0 .. n) (sorted in place), read from their ends when reversed: once
+   sorted, each node's keys are a range that their next byte splits into its children, so building
+   is linear in the keys' total length. 0, or -1 when out of memory or past 2^32 nodes. */
+PF_PRIVATE int pf__trie_build(pf__trie *tr, pf__trie_key *keys, size_t n, int reversed) {
+    typedef struct { uint32_t lo, hi, depth; } span_t; /* a node's keys while it is built */
+    span_t *span = NULL;
+    size_t node_cap = 0, span_cap = 0, num = 1, head;
+    memset(tr, 0, sizeof *tr);
+    for (head = 0; head < n; head++)
+        if (keys[head].len >= UINT32_MAX) return -1;
+    if (n >= UINT32_MAX) return -1;
+    if (n) qsort(keys, n, sizeof *keys, reversed ? pf__trie_key_cmp_reversed : pf__trie_key_cmp);
+    if (pf__tok_grow((void **)&tr->nodes, &node_cap, 1, sizeof *tr->nodes) ||
+        pf__tok_grow((void **)&span, &span_cap, 1, sizeof *span))
+        goto fail;
+    tr->nodes[0].byte = 0;
+    tr->nodes[0].value = -1;
+    span[0].lo = 0, span[0].hi = (uint32_t)n, span[0].depth = 0;
+    for (head = 0; head < num; head++) {
+        size_t lo = span[head].lo, hi = span[head].hi, d = span[head].depth;
+        tr->nodes[head].first = (uint32_t)num;
+        tr->nodes[head].count = 0;
+        if (lo < hi && keys[lo].len == d) tr->nodes[head].value = keys[lo].value;
+        while (lo < hi && keys[lo].len == d) lo++;
+        while (lo < hi) {
+            unsigned char b = pf__trie_byte(&keys[lo], d, reversed);
+            size_t end = lo + 1;
+            while (end < hi && pf__trie_byte(&keys[end], d, reversed) == b) end++;
+            if (num >= UINT32_MAX || pf__tok_grow((void **)&span, &span_cap, num + 1, sizeof *span) ||
+                pf__tok_grow((void **)&tr->nodes, &node_cap, num + 1, sizeof *tr->nodes))
+                goto fail;
+            tr->nodes[num].byte = b;
+            tr->nodes[num].value = -1;
+            span[num].lo = (uint32_t)lo, span[num].hi = (uint32_t)end, span[num].depth = (uint32_t)d + 1;
+            num++;
+            tr->nodes[head].count++;
+            lo = end;
+        }
+    }
+    free(span);
+    tr->num_nodes = (uint32_t)num;
+    if (num < node_cap) { /* what it grew beyond */
+        pf__trie_node *fit = (pf__trie_node *)realloc(tr->nodes, num * sizeof *fit);
+        if (fit) tr->nodes = fit;
+    }
+    return 0;
+fail:
+    free(span);
+    pf__trie_free(tr);
+    return -1;
+}
+
+/* The child of node by byte, or 0 (the root is no one's child). */
+PF_PRIVATE uint32_t pf__trie_child(const pf__trie *tr, uint32_t node, unsigned char byte) {
+    uint32_t lo = tr->nodes[node].first, end = lo + tr->nodes[node].count, hi = end;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (tr->nodes[mid].byte < byte) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < end && tr->nodes[lo].byte == byte ? lo : 0;
+}
+
+/* The Aho-Corasick links: a node's suffix link from its parent's, in breadth-first order (a
+   suffix is shallower, so its links are known). 0, or -1 when out of memory. */
+PF_PRIVATE int pf__trie_link(pf__trie *tr) {
+    uint32_t u, v;
+    tr->fail = (uint32_t *)malloc(tr->num_nodes * sizeof *tr->fail);
+    tr->out = (int32_t *)malloc(tr->num_nodes * sizeof *tr->out);
+    if (!tr->fail || !tr->out) return -1;
+    tr->fail[0] = 0;
+    tr->out[0] = tr->nodes[0].value;
+    for (u = 0; u < tr->num_nodes; u++)
+        for (v = tr->nodes[u].first; v < tr->nodes[u].first + tr->nodes[u].count; v++) {
+            uint32_t f = tr->fail[u], w = 0;
+            while (u && !(w = pf__trie_child(tr, f, tr->nodes[v].byte)) && f) f = tr->fail[f];
+            tr->fail[v] = w;
+            tr->out[v] = tr->nodes[v].value >= 0 ? tr->nodes[v].value : tr->out[w];
+        }
+    return 0;
+}
+
+PF_PRIVATE void pf__trie_free(pf__trie *tr) {
+    free(tr->nodes);
+    free(tr->fail);
+    free(tr->out);
+    memset(tr, 0, sizeof *tr);
+}
+
 /* ---- encoding: scratch memory ---- */
 
 PF_PRIVATE void pf__tok_ctx_free(pf__tok_ctx *c) {
@@ -7956,6 +8129,8 @@ PF_PRIVATE void pf__tok_ctx_free(pf__tok_ctx *c) {
     free(c->mapped.p);
     free(c->lattice);
     free(c->path);
+    free(c->added_at[0]);
+    free(c->added_at[1]);
 }
 
 /* Appends an id; running out of memory is reported once the encoding ends. */
@@ -7970,10 +8145,9 @@ PF_PRIVATE void pf__tok_emit(pf__tok_ctx *c, int32_t id) {
 /* The id of a token string as the slow tokenizers' convert_tokens_to_ids: an added token's, else
    the vocab's, else unk's. */
 PF_PRIVATE int32_t pf__tok_spm_lookup(const pf_tokenizer *t, const unsigned char *s, size_t len) {
-    size_t i;
+    const pf__tok_added *a = pf__tok_added_find(t, (const char *)s, len);
     int32_t id;
-    for (i = 0; i < t->num_added; i++)
-        if (t->added[i].len == len && !memcmp(t->added[i].content, s, len)) return t->added[i].id;
+    if (a) return a->id;
     id = len ? pf__tok_vocab_find(t, (const char *)s, len) : -1;
     return id >= 0 ? id : t->unk_id;
 }
@@ -8933,18 +9107,21 @@ static int pf__tok_pre_run(pf__tok_ctx *c, int stage, const unsigned char *s, si
 
 /* ---- added tokens ---- */
 
-/* The longest added token of `pass` at s[p], or NULL. */
-static const pf__tok_added *pf__tok_added_at(const pf_tokenizer *t, int pass, const unsigned char *s,
-                                             size_t p, size_t hi) {
-    const pf__tok_added *best = NULL;
-    uint32_t k;
-    for (k = t->added_first[pass][s[p]]; k < t->added_first[pass][s[p] + 1]; k++) {
-        const pf__tok_added *a = &t->added[t->added_order[k]];
-        if (a->match_len <= hi - p && (!best || a->match_len > best->match_len) &&
-            !memcmp(a->match, s + p, a->match_len))
-            best = a;
+/* c->added_at[pass][p - lo]: the longest added token of `pass` at s[p] within s[lo .. hi) (of equal
+   ones the first added), or -1; for every p at once, reading s backwards through the automaton of
+   the reversed matches: its state at p is the longest string from p that ends a match, whose
+   longest match in turn is its out value. Linear in hi - lo, whatever the tokens. */
+static int pf__tok_added_matches(pf__tok_ctx *c, int pass, const unsigned char *s, size_t lo, size_t hi) {
+    const pf__trie *tr = &c->t->added_ac[pass];
+    uint32_t state = 0, w;
+    size_t p;
+    if (pf__tok_grow((void **)&c->added_at[pass], &c->added_at_cap[pass], hi - lo, sizeof *c->added_at[pass])) return -1;
+    for (p = hi; p-- > lo;) {
+        while (!(w = pf__trie_child(tr, state, s[p])) && state) state = tr->fail[state];
+        state = w;
+        c->added_at[pass][p - lo] = tr->out[state];
     }
-    return best;
+    return 0;
 }
 
 static int pf__tok_encode_added(pf__tok_ctx *c, int pass, const unsigned char *s, size_t lo, size_t hi, int first);
@@ -8975,12 +9152,14 @@ static int pf__tok_encode_added(pf__tok_ctx *c, int pass, const unsigned char *s
     size_t p = lo, done = lo, len;
     uint32_t cp;
     if (lo == hi) return 0;
-    if (t->added_first[pass][256] == t->added_first[pass][0]) {
+    if (t->added_ac[pass].num_nodes <= 1) {
         if (pass == 0) return pf__tok_encode_segment(c, s, lo, hi);
         return pf__tok_pre_run(c, 0, s + lo, hi - lo, first);
     }
+    if (pf__tok_added_matches(c, pass, s, lo, hi)) return -1;
     while (p < hi) {
-        const pf__tok_added *a = pf__tok_added_at(t, pass, s, p, hi);
+        int32_t k = c->added_at[pass][p - lo];
+        const pf__tok_added *a = k >= 0 ? &t->added[k] : NULL;
         size_t start = p, stop;
         if (!a) {
             p++;
@@ -9226,10 +9405,8 @@ static int pf__tok_wordpiece_cleanup(pf__tok_list *out, size_t start, int do_not
 
 /* Is s[0 .. n) the text of a special added token (transformers' all_special_tokens)? */
 static int pf__tok_special_text(const pf_tokenizer *t, const unsigned char *s, size_t n) {
-    size_t i;
-    for (i = 0; i < t->num_added; i++)
-        if (t->added[i].special && t->added[i].len == n && !memcmp(t->added[i].content, s, n)) return 1;
-    return 0;
+    const pf__tok_added *a = pf__tok_added_find(t, (const char *)s, n);
+    return a && a->special;
 }
 
 /* SentencePiece's Decode of pieces in[from .. to) with the model sp, appended to out: a control
@@ -9641,14 +9818,21 @@ static pf_result pf__tok_set_merges(pf_tokenizer *t, const pf__tok_merge_text *m
     return res;
 }
 
-/* Adds an added token (its content copied). A content added twice keeps the later entry. */
+/* Puts added token i into the content hash (which has room). */
+static void pf__tok_added_slot(pf_tokenizer *t, size_t i) {
+    size_t k;
+    for (k = t->added[i].hash & t->added_mask; t->added_slots[k]; k = (k + 1) & t->added_mask) {}
+    t->added_slots[k] = (uint32_t)(i + 1);
+}
+
+/* Adds an added token (its content copied). A content added twice keeps the later entry. The
+   contents are found by hash: tokenizers with 10^5 added tokens exist, and a linear search per
+   token made loading them quadratic. */
 PF_PRIVATE pf_result pf__tok_add_token(pf_tokenizer *t, const char *content, size_t len, int32_t id,
                                    int special, int normalized, int lstrip, int rstrip, int single_word) {
-    pf__tok_added *a;
-    size_t i;
-    for (i = 0; i < t->num_added; i++)
-        if (t->added[i].len == len && !memcmp(t->added[i].content, content, len)) break;
-    if (i == t->num_added) {
+    pf__tok_added *a = pf__tok_added_find(t, content, len);
+    if (!a) {
+        if (t->num_added >= UINT32_MAX - 1) return PF_ERROR_OUT_OF_MEMORY;
         if (t->num_added == t->added_cap) {
             size_t cap = t->added_cap ? 2 * t->added_cap : 8;
             pf__tok_added *p = (pf__tok_added *)realloc(t->added, cap * sizeof *p);
@@ -9656,17 +9840,26 @@ PF_PRIVATE pf_result pf__tok_add_token(pf_tokenizer *t, const char *content, siz
             t->added = p;
             t->added_cap = cap;
         }
+        if (2 * (t->num_added + 1) > (t->added_slots ? t->added_mask + 1 : 0)) { /* at most half full */
+            size_t slots = pf__tok_pow2_at_least(4 * (t->num_added + 1)), i;
+            uint32_t *p = (uint32_t *)calloc(slots, sizeof *p);
+            if (!p) return PF_ERROR_OUT_OF_MEMORY;
+            free(t->added_slots);
+            t->added_slots = p;
+            t->added_mask = slots - 1;
+            for (i = 0; i < t->num_added; i++) pf__tok_added_slot(t, i);
+        }
         a = &t->added[t->num_added];
         a->match = NULL;
         a->content = (char *)malloc(len + 1);
         if (!a->content) return PF_ERROR_OUT_OF_MEMORY;
-        memcpy(a->content, content, len);
+        if (len) memcpy(a->content, content, len);
         a->content[len] = 0;
         a->len = len;
+        a->hash = pf__tok_hash(content, len);
         a->unmatched = 0;
-        t->num_added++;
+        pf__tok_added_slot(t, t->num_added++);
     }
-    a = &t->added[i];
     a->id = id;
     a->special = (unsigned char)special;
     a->normalized = (unsigned char)normalized;
@@ -9698,12 +9891,8 @@ static pf_result pf__tok_read_added(pf_tokenizer *t, const pf__json *o, int32_t 
     }
     if (content->string_len == 0) return PF_OK; /* HF ignores it */
     if (id < 0) {
-        size_t i;
-        for (i = 0; i < t->num_added; i++)
-            if (t->added[i].len == content->string_len &&
-                !memcmp(t->added[i].content, content->string, content->string_len))
-                break;
-        if (i < t->num_added) id = t->added[i].id;
+        const pf__tok_added *before = pf__tok_added_find(t, content->string, content->string_len);
+        if (before) id = before->id;
         else if ((id = pf__tok_vocab_find(t, content->string, content->string_len)) < 0) {
             if (*next_id == INT32_MAX) {
                 snprintf(err, err_size, "%s: too many added tokens", path);
@@ -10482,7 +10671,6 @@ PF_PRIVATE pf_result pf__tok_finish(pf_tokenizer *t, const char *path, char *err
     int32_t max_id = -1;
     size_t i, count, found = 0;
     int b;
-    uint32_t k;
     pf__tok_ctx c;
     for (i = 0; i <= t->vocab_mask; i++)
         if (t->vocab[i].id > max_id) max_id = t->vocab[i].id;
@@ -10548,29 +10736,29 @@ PF_PRIVATE pf_result pf__tok_finish(pf_tokenizer *t, const char *path, char *err
     }
     pf__tok_ctx_free(&c);
     if (i < t->num_added) goto oom;
+    t->added_of_id = (int32_t *)malloc((size_t)(t->num_ids ? t->num_ids : 1) * sizeof *t->added_of_id);
+    if (!t->added_of_id) goto oom;
+    for (i = 0; i < (size_t)t->num_ids; i++) t->added_of_id[i] = -1;
     for (i = 0; i < t->num_added; i++) { /* HF decodes an added token to its content, normalized if it is */
         t->id_str[t->added[i].id] = t->added[i].normalized ? t->added[i].match : t->added[i].content;
         t->id_len[t->added[i].id] = (int32_t)(t->added[i].normalized ? t->added[i].match_len : t->added[i].len);
+        if (t->added_of_id[t->added[i].id] < 0) t->added_of_id[t->added[i].id] = (int32_t)i;
     }
 
-    /* added tokens by pass, then first byte (a counting sort); an empty match is never looked for */
-    t->added_order = (uint32_t *)malloc((t->num_added ? t->num_added : 1) * sizeof *t->added_order);
-    if (!t->added_order) goto oom;
-    memset(t->added_first, 0, sizeof t->added_first);
-    for (i = 0; i < t->num_added; i++)
-        if (t->added[i].match_len && !t->added[i].unmatched)
-            t->added_first[t->added[i].normalized][(unsigned char)t->added[i].match[0] + 1]++;
+    /* each pass's matcher (an empty match is never looked for); of equal matches the first added */
     for (b = 0; b < 2; b++) {
-        uint32_t base = b ? t->added_first[0][256] : 0;
-        t->added_first[b][0] = base;
-        for (k = 1; k <= 256; k++) t->added_first[b][k] += t->added_first[b][k - 1];
-    }
-    {
-        uint32_t fill[2][256];
-        for (b = 0; b < 2; b++) memcpy(fill[b], t->added_first[b], sizeof fill[b]);
+        pf__trie_key *keys = (pf__trie_key *)malloc((t->num_added ? t->num_added : 1) * sizeof *keys);
+        size_t n = 0;
+        if (!keys) goto oom;
         for (i = 0; i < t->num_added; i++)
-            if (t->added[i].match_len && !t->added[i].unmatched)
-                t->added_order[fill[t->added[i].normalized][(unsigned char)t->added[i].match[0]]++] = (uint32_t)i;
+            if (t->added[i].normalized == b && t->added[i].match_len && !t->added[i].unmatched) {
+                keys[n].s = (const unsigned char *)t->added[i].match;
+                keys[n].len = t->added[i].match_len;
+                keys[n++].value = (int32_t)i;
+            }
+        int failed = pf__trie_build(&t->added_ac[b], keys, n, 1) || pf__trie_link(&t->added_ac[b]);
+        free(keys);
+        if (failed) goto oom;
     }
     return PF_OK;
 oom:
@@ -10872,9 +11060,7 @@ PF_PRIVATE pf_result pf__tok_from_files(pf_tokenizer *t, const char *dir, char *
     }
     {
         int32_t id = pf__tok_vocab_find(t, eot, sizeof eot - 1);
-        for (i = 0; i < t->num_added; i++)
-            if (t->added[i].len == sizeof eot - 1 && !memcmp(t->added[i].content, eot, sizeof eot - 1)) break;
-        if (id >= 0 && i == t->num_added && pf__tok_add_token(t, eot, sizeof eot - 1, id, 1, 0, 0, 0, 0)) {
+        if (id >= 0 && !pf__tok_added_find(t, eot, sizeof eot - 1) && pf__tok_add_token(t, eot, sizeof eot - 1, id, 1, 0, 0, 0, 0)) {
             snprintf(err, err_size, "%s: out of memory", dir);
             r = PF_ERROR_OUT_OF_MEMORY;
             goto done;
@@ -10907,12 +11093,10 @@ done:
    added token's, else the vocab's; -1 when absent or unknown. */
 PF_PRIVATE int32_t pf__tok_config_token(const pf_tokenizer *t, const pf__json *config, const char *key) {
     const pf__json *v = pf__json_get(config, key);
-    size_t i;
+    const pf__tok_added *a;
     if (v && v->type == PF__JSON_OBJECT) v = pf__json_get(v, "content");
     if (!v || v->type != PF__JSON_STRING) return -1;
-    for (i = 0; i < t->num_added; i++)
-        if (t->added[i].len == v->string_len && !memcmp(t->added[i].content, v->string, v->string_len))
-            return t->added[i].id;
+    if ((a = pf__tok_added_find(t, v->string, v->string_len))) return a->id;
     return pf__tok_vocab_find(t, v->string, v->string_len);
 }
 
@@ -11305,12 +11489,12 @@ static int32_t pf__spm_named_special(pf_tokenizer *t, const pf__json *config, co
                                      int *oom) {
     const pf__json *v = pf__json_get(config, key);
     const char *s = def;
-    size_t len = strlen(def), i;
+    size_t len = strlen(def);
     int32_t id;
+    const pf__tok_added *a;
     if (v && v->type == PF__JSON_OBJECT) v = pf__json_get(v, "content");
     if (v && v->type == PF__JSON_STRING) s = v->string, len = v->string_len;
-    for (i = 0; i < t->num_added; i++)
-        if (t->added[i].len == len && !memcmp(t->added[i].content, s, len)) return t->added[i].id;
+    if ((a = pf__tok_added_find(t, s, len))) return a->id;
     if ((id = len ? pf__tok_vocab_find(t, s, len) : -1) >= 0 && pf__tok_add_token(t, s, len, id, 1, 0, 0, 0, 0)) *oom = 1;
     return id;
 }
@@ -11400,16 +11584,15 @@ static pf_result pf__spm_files_listed_specials(pf_tokenizer *t, const pf__json *
         if (t->added[i].id >= next_id) next_id = t->added[i].id + 1;
     for (const pf__json *e = list && list->type == PF__JSON_ARRAY ? list->first : NULL; e; e = e->next) {
         const pf__json *c = e->type == PF__JSON_OBJECT ? pf__json_get(e, "content") : e;
-        size_t k;
+        pf__tok_added *a;
         int32_t id;
         if (!c || c->type != PF__JSON_STRING || !c->string_len) {
             snprintf(err, err_size, "%s: additional_special_tokens holds a non-string", config_path);
             return PF_ERROR_FORMAT;
         }
-        for (k = 0; k < t->num_added && (t->added[k].len != c->string_len || memcmp(t->added[k].content, c->string, c->string_len)); k++) {}
-        if (k < t->num_added) {
-            t->added[k].special = 1;
-            t->added[k].unmatched = 0;
+        if ((a = pf__tok_added_find(t, c->string, c->string_len))) {
+            a->special = 1;
+            a->unmatched = 0;
             continue;
         }
         if ((id = pf__tok_vocab_find(t, c->string, c->string_len)) < 0) id = next_id++;
@@ -11426,9 +11609,8 @@ static pf_result pf__spm_files_added(pf_tokenizer *t, const char *dir, const pf_
     if (r != PF_OK) return r;
     for (size_t i = 0; i < o->num_langs; i++) {
         char name[16];
-        size_t k, n = (size_t)snprintf(name, sizeof name, "__%s__", o->langs[i]);
-        for (k = 0; k < t->num_added && (t->added[k].len != n || memcmp(t->added[k].content, name, n)); k++) {}
-        if (k < t->num_added) continue;
+        size_t n = (size_t)snprintf(name, sizeof name, "__%s__", o->langs[i]);
+        if (pf__tok_added_find(t, name, n)) continue;
         if (pf__tok_add_token(t, name, n, (int32_t)(t->vocab_count + i), 0, 0, 0, 0, 0)) {
             oom = 1;
             break;
@@ -11493,10 +11675,9 @@ static pf_result pf__spm_files_post(pf_tokenizer *t, const char *dir, const pf__
     }
     if (o->langs) {
         char name[64];
-        int32_t lang = -1;
-        snprintf(name, sizeof name, "__%.40s__", o->src_lang);
-        for (k = 0; k < t->num_added; k++)
-            if (!strcmp(t->added[k].content, name)) lang = t->added[k].id;
+        size_t name_len = (size_t)snprintf(name, sizeof name, "__%.40s__", o->src_lang);
+        const pf__tok_added *a = pf__tok_added_find(t, name, name_len);
+        int32_t lang = a ? a->id : -1;
         for (k = 0; k < o->num_langs && strcmp(o->langs[k], o->src_lang); k++) {}
         if (k == o->num_langs || lang < 0) {
             snprintf(err, err_size, "%s: src_lang \"%.40s\" is not one of M2M100Tokenizer's language codes", config_path,
@@ -21090,11 +21271,29 @@ static const pf__gguf_kv *pf__gguf_get_array(const pf__gguf *g, const char *key,
 
 /* ---- JSON text built from metadata ---- */
 
-static int pf__gguf_put(pf__tok_buf *b, const char *s) { return pf__buf_put(b, s, strlen(s)); }
+/* The JSON built from metadata stops where a JSON file would be refused (PF__MAX_TEXT_FILE): past
+   it, b->len is left beyond that bound, every later put fails, and pf__gguf_json_failure says so. */
+static int pf__gguf_put_n(pf__tok_buf *b, const char *s, size_t n) {
+    if (b->len > PF__MAX_TEXT_FILE || n > PF__MAX_TEXT_FILE - b->len) {
+        b->len = PF__MAX_TEXT_FILE + 1;
+        return -1;
+    }
+    return pf__buf_put(b, s, n);
+}
+
+static int pf__gguf_put(pf__tok_buf *b, const char *s) { return pf__gguf_put_n(b, s, strlen(s)); }
+
+/* The error of a failed put: the bound, or out of memory. */
+static pf_result pf__gguf_json_failure(const pf__gguf *g, const pf__tok_buf *b, const char *what, char *message, size_t size) {
+    if (b->len > PF__MAX_TEXT_FILE)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s makes more than %zu MiB of JSON", g->path, what,
+                          PF__MAX_TEXT_FILE >> 20);
+    return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+}
 
 /* s[0 .. len) as a JSON string literal. */
 static int pf__gguf_put_json_string(pf__tok_buf *b, const char *s, size_t len) {
-    int bad = pf__buf_put(b, "\"", 1);
+    int bad = pf__gguf_put_n(b, "\"", 1);
     for (size_t i = 0; i < len && !bad; i++) {
         unsigned char ch = (unsigned char)s[i];
         char esc[8];
@@ -21103,7 +21302,7 @@ static int pf__gguf_put_json_string(pf__tok_buf *b, const char *s, size_t len) {
         else esc[0] = (char)ch, esc[1] = 0;
         bad = pf__gguf_put(b, esc);
     }
-    return bad || pf__buf_put(b, "\"", 1);
+    return bad || pf__gguf_put_n(b, "\"", 1);
 }
 
 static int pf__gguf_put_number(pf__tok_buf *b, const char *key, double v) {
@@ -21275,7 +21474,7 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
     if (a->rotary && (r = pf__gguf_rotary_config(g, a->name, heads, b, &bad, message, size))) return r;
     if ((r = pf__gguf_special_ids(g, vocab, b, &bad, message, size))) return r;
     bad |= pf__gguf_put(b, "}");
-    return bad ? pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory") : PF_OK;
+    return bad ? pf__gguf_json_failure(g, b, "the config's metadata", message, size) : PF_OK;
 }
 
 /* ---- tensors ---- */
@@ -21524,8 +21723,16 @@ typedef struct pf__gguf_piece {
 
 typedef struct pf__gguf_merge {
     float score;
-    uint32_t left, right, left_len;
+    uint32_t left, right, left_len, whole; /* token ids; where it splits */
 } pf__gguf_merge;
+
+/* SentencePiece's trainer makes pieces of at most 512 characters (max_sentencepiece_length): a
+   longer normal piece comes from no SentencePiece model (and a piece makes up to one merge per
+   character). */
+#define PF__GGUF_MAX_PIECE_CHARS 512
+/* The most merges a SentencePiece vocabulary may make (about 50 bytes each while loading): real
+   ones of 256k pieces make well under a million. */
+#define PF__GGUF_MAX_MERGES ((size_t)1 << 22)
 
 static int pf__gguf_piece_cmp(const void *a, const void *b) {
     const pf__gguf_piece *x = (const pf__gguf_piece *)a, *y = (const pf__gguf_piece *)b;
@@ -21543,74 +21750,150 @@ static int32_t pf__gguf_token_type(const pf__gguf_kv *types, uint64_t i) {
     return types ? (int32_t)pf__gguf_le(types->value + 4 * i, 4) : PF__GGUF_TOKEN_NORMAL;
 }
 
-/* The merges of a SentencePiece vocabulary as a JSON list of [left, right] into b; 0, or -1 when out of memory. */
-static int pf__gguf_spm_merges(pf__tok_buf *b, const char *const *texts, const size_t *lens, const float *scores,
-                               const pf__gguf_kv *types, size_t count) {
+/* The merges of a SentencePiece vocabulary, ranked, into *out (*num_out; malloc'd, NULL without
+   any). The splits of a piece that are two pieces are found by walking it through two tries of the
+   normal pieces, forwards (the pieces it starts with) and backwards (those it ends with), so the
+   work is the pieces' total length; the pieces' lengths and the merges' count are checked before
+   the merges take any memory. */
+static pf_result pf__gguf_spm_merges(const pf__gguf *g, const char *const *texts, const size_t *lens, const float *scores,
+                                     const pf__gguf_kv *types, size_t count, pf__gguf_merge **out, size_t *num_out,
+                                     char *message, size_t size) {
     pf__gguf_piece *sorted = (pf__gguf_piece *)malloc((count ? count : 1) * sizeof *sorted);
+    pf__trie_key *keys = (pf__trie_key *)malloc((count ? count : 1) * sizeof *keys);
+    uint32_t *canon = (uint32_t *)malloc((count ? count : 1) * sizeof *canon);
+    int32_t *left = NULL, *right = NULL;
     pf__gguf_merge *merges = NULL;
-    size_t num_sorted = 0, num_merges = 0, cap = 0;
-    int bad = !sorted;
-    for (size_t i = 0; !bad && i < count; i++)
-        if (pf__gguf_token_type(types, i) == PF__GGUF_TOKEN_NORMAL)
-            sorted[num_sorted].s = texts[i], sorted[num_sorted].len = lens[i], sorted[num_sorted++].id = (uint32_t)i;
-    if (!bad) qsort(sorted, num_sorted, sizeof *sorted, pf__gguf_piece_cmp);
-    for (size_t k = 0; !bad && k < num_sorted; k++) {
-        const pf__gguf_piece *whole = &sorted[k];
-        uint32_t cp;
-        for (size_t at = pf__utf8_decode((const unsigned char *)whole->s, whole->len, &cp); !bad && at < whole->len;
-             at += pf__utf8_decode((const unsigned char *)whole->s + at, whole->len - at, &cp)) {
-            pf__gguf_piece left = {whole->s, at, 0}, right = {whole->s + at, whole->len - at, 0};
-            const pf__gguf_piece *l = (const pf__gguf_piece *)bsearch(&left, sorted, num_sorted, sizeof left, pf__gguf_piece_cmp);
-            const pf__gguf_piece *r = l ? (const pf__gguf_piece *)bsearch(&right, sorted, num_sorted, sizeof right, pf__gguf_piece_cmp) : NULL;
-            if (!r) continue;
-            if (num_merges == cap) {
-                pf__gguf_merge *grown = (pf__gguf_merge *)realloc(merges, (cap = cap ? 2 * cap : 1024) * sizeof *merges);
-                if (!grown) {
-                    bad = 1;
-                    break;
-                }
-                merges = grown;
-            }
-            pf__gguf_merge mg = {scores[whole->id], l->id, r->id, (uint32_t)at};
-            merges[num_merges++] = mg;
+    pf__trie fwd, rev;
+    size_t num_sorted = 0, num_merges = 0, longest = 0;
+    pf_result r = PF_OK;
+    uint32_t cp;
+    memset(&fwd, 0, sizeof fwd);
+    memset(&rev, 0, sizeof rev);
+    *out = NULL;
+    *num_out = 0;
+    if (!sorted || !keys || !canon) goto oom;
+    for (size_t i = 0; i < count; i++) {
+        size_t chars = 0;
+        if (pf__gguf_token_type(types, i) != PF__GGUF_TOKEN_NORMAL) continue;
+        for (size_t at = 0; at < lens[i] && chars <= PF__GGUF_MAX_PIECE_CHARS; chars++)
+            at += pf__utf8_decode((const unsigned char *)texts[i] + at, lens[i] - at, &cp);
+        if (chars > PF__GGUF_MAX_PIECE_CHARS) {
+            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: tokenizer.ggml.tokens: normal token %zu is longer than "
+                           "SentencePiece's pieces can be (%d characters)", g->path, i, PF__GGUF_MAX_PIECE_CHARS);
+            goto done;
         }
+        sorted[num_sorted].s = texts[i], sorted[num_sorted].len = lens[i], sorted[num_sorted++].id = (uint32_t)i;
+        if (lens[i] > longest) longest = lens[i];
     }
-    if (!bad && num_merges) qsort(merges, num_merges, sizeof *merges, pf__gguf_merge_cmp); /* merges is NULL without any */
-    for (size_t i = 0; !bad && i < num_merges; i++)
-        bad = (i && pf__gguf_put(b, ", ")) || pf__gguf_put(b, "[") ||
-              pf__gguf_put_json_string(b, texts[merges[i].left], lens[merges[i].left]) || pf__gguf_put(b, ", ") ||
-              pf__gguf_put_json_string(b, texts[merges[i].right], lens[merges[i].right]) || pf__gguf_put(b, "]");
+    if (num_sorted) qsort(sorted, num_sorted, sizeof *sorted, pf__gguf_piece_cmp);
+    /* of equal pieces, the one a binary search for their text finds stands for them all (as when each
+       split was looked up so) */
+    for (size_t k = 0, end; k < num_sorted; k = end) {
+        for (end = k + 1; end < num_sorted && !pf__gguf_piece_cmp(&sorted[k], &sorted[end]); end++) canon[end] = (uint32_t)end;
+        canon[k] = (uint32_t)(end - k == 1 ? k : (size_t)((const pf__gguf_piece *)bsearch(&sorted[k], sorted, num_sorted,
+                                                                   sizeof *sorted, pf__gguf_piece_cmp) - sorted));
+    }
+    for (int reversed = 0; reversed < 2; reversed++) { /* keys' values: indexes into sorted */
+        for (size_t k = 0; k < num_sorted; k++)
+            keys[k].s = (const unsigned char *)sorted[k].s, keys[k].len = sorted[k].len, keys[k].value = (int32_t)k;
+        if (pf__trie_build(reversed ? &rev : &fwd, keys, num_sorted, reversed)) goto oom;
+    }
+    left = (int32_t *)malloc((longest + 1) * sizeof *left);
+    right = (int32_t *)malloc((longest + 1) * sizeof *right);
+    if (!left || !right) goto oom;
+    for (int fill = 0; fill < 2; fill++) { /* count, then (within the bound) fill */
+        for (size_t k = 0; k < num_sorted; k++) {
+            const unsigned char *s = (const unsigned char *)sorted[k].s;
+            size_t len = sorted[k].len, i;
+            uint32_t node = 0;
+            for (i = 0; i <= len; i++) left[i] = right[i] = -1;
+            for (i = 0; i < len && (node = pf__trie_child(&fwd, node, s[i])); i++) left[i + 1] = fwd.nodes[node].value;
+            for (i = len, node = 0; i-- > 1 && (node = pf__trie_child(&rev, node, s[i]));) right[i] = rev.nodes[node].value;
+            for (size_t at = len ? pf__utf8_decode(s, len, &cp) : 0; at < len; at += pf__utf8_decode(s + at, len - at, &cp)) {
+                if (left[at] < 0 || right[at] < 0) continue;
+                if (fill) {
+                    pf__gguf_merge mg = {scores[sorted[k].id], sorted[canon[left[at]]].id, sorted[canon[right[at]]].id,
+                                         (uint32_t)at, sorted[k].id};
+                    merges[num_merges] = mg;
+                }
+                num_merges++;
+            }
+        }
+        if (fill) break;
+        if (num_merges > PF__GGUF_MAX_MERGES) {
+            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: the SentencePiece vocabulary makes %zu merges, more than "
+                           "the %zu a vocabulary may make", g->path, num_merges, PF__GGUF_MAX_MERGES);
+            goto done;
+        }
+        if (!num_merges) goto done;
+        if (!(merges = (pf__gguf_merge *)malloc(num_merges * sizeof *merges))) goto oom;
+        num_merges = 0;
+    }
+    qsort(merges, num_merges, sizeof *merges, pf__gguf_merge_cmp);
+    *out = merges;
+    *num_out = num_merges;
+    merges = NULL;
+    goto done;
+oom:
+    r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+done:
     free(sorted);
+    free(keys);
+    free(canon);
+    free(left);
+    free(right);
     free(merges);
-    return bad ? -1 : 0;
+    pf__trie_free(&fwd);
+    pf__trie_free(&rev);
+    return r;
 }
 
-/* The tokenizer.json "model" object's body into b: the vocabulary (each token's text into texts
-   and lens), the merges (the file's, or made from SentencePiece's scores), the unk token. Nonzero
-   when out of memory. */
+/* The ranked merges into the tokenizer's merge table, as tokenizer.json's "merges" would be read:
+   the ids the vocab gives the pair's texts, its rank, the id it gives the whole's text (looked up
+   once per token: a merge's texts are as long as its piece). */
+static pf_result pf__gguf_spm_set_merges(pf_tokenizer *t, const pf__gguf_merge *merges, size_t n, const char *const *texts,
+                                         const size_t *lens, size_t count, const char *path, char *message, size_t size) {
+    size_t cap = pf__tok_pow2_at_least(2 * n + 1);
+    pf__tok_merge_slot *table = (pf__tok_merge_slot *)malloc(cap * sizeof *table);
+    int32_t *vocab_id = (int32_t *)malloc((count ? count : 1) * sizeof *vocab_id);
+    pf_result r = PF_OK;
+    if (!table || !vocab_id) {
+        free(table);
+        free(vocab_id);
+        return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    memset(table, 0xFF, cap * sizeof *table); /* rank UINT32_MAX everywhere */
+    free(t->merges);
+    t->merges = table;
+    t->merges_mask = cap - 1;
+    for (size_t i = 0; i < count; i++) vocab_id[i] = -2; /* not looked up yet */
+    for (size_t k = 0; k < n && !r; k++) {
+        const uint32_t piece[3] = {merges[k].left, merges[k].right, merges[k].whole};
+        for (int j = 0; j < 3; j++)
+            if (vocab_id[piece[j]] == -2) vocab_id[piece[j]] = pf__tok_vocab_find(t, texts[piece[j]], lens[piece[j]]);
+        if (vocab_id[piece[0]] < 0 || vocab_id[piece[1]] < 0 || vocab_id[piece[2]] < 0) /* every token is in the vocab */
+            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: merge %zu: a piece is not in the vocab", path, k + 1);
+        else
+            pf__tok_merge_put(t, vocab_id[piece[0]], vocab_id[piece[1]], (uint32_t)k, vocab_id[piece[2]]);
+    }
+    free(vocab_id);
+    return r;
+}
+
+/* The tokenizer.json "model" object's body into b: the vocabulary (texts and lens: each token's
+   text), the merges (the file's; SentencePiece's are set after, pf__gguf_spm_set_merges), the unk
+   token. Nonzero when out of memory. */
 static int pf__gguf_put_model(pf__tok_buf *b, const pf__gguf *g, int spm, const pf__gguf_kv *tokens,
-                              const pf__gguf_kv *merges, const pf__gguf_kv *scores, const pf__gguf_kv *types,
-                              const char **texts, size_t *lens) {
+                              const pf__gguf_kv *merges, const char *const *texts, const size_t *lens) {
     const uint8_t *at = NULL;
     int bad = pf__gguf_put(b, spm ? "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": true, \"fuse_unk\": true, \"vocab\": {"
                                   : "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": false, \"vocab\": {");
     for (uint64_t i = 0; i < tokens->count && !bad; i++) {
         char id[32];
-        pf__gguf_array_strings(tokens, &texts[i], &lens[i], &at);
         snprintf(id, sizeof id, ": %llu", (unsigned long long)i);
         bad = (i && pf__gguf_put(b, ", ")) || pf__gguf_put_json_string(b, texts[i], lens[i]) || pf__gguf_put(b, id);
     }
     bad |= pf__gguf_put(b, "}, \"merges\": [");
-    if (spm && !bad) {
-        float *values = (float *)malloc((tokens->count ? (size_t)tokens->count : 1) * sizeof(float));
-        for (uint64_t i = 0; values && i < tokens->count; i++) {
-            uint32_t bits = (uint32_t)pf__gguf_le(scores->value + 4 * i, 4);
-            memcpy(&values[i], &bits, 4);
-        }
-        bad = !values || pf__gguf_spm_merges(b, texts, lens, values, types, (size_t)tokens->count);
-        free(values);
-    }
-    at = NULL;
     for (uint64_t i = 0; !spm && i < merges->count && !bad; i++) {
         const char *s;
         size_t n;
@@ -21707,7 +21990,7 @@ static pf_result pf__gguf_put_post_processor(pf__tok_buf *b, const pf__gguf *g, 
         }
         bad |= pf__gguf_put(b, "}}");
     }
-    return bad ? pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory") : PF_OK;
+    return bad ? pf__gguf_json_failure(g, b, "the tokenizer's metadata", message, size) : PF_OK;
 }
 
 /* The GGUF's tokenizer as tokenizer.json text in b, as transformers converts the model's own:
@@ -21717,7 +22000,7 @@ static pf_result pf__gguf_put_post_processor(pf__tok_buf *b, const pf__gguf *g, 
    last not special); bos / eos are added as add_bos_token / add_eos_token say. texts and lens get
    each token's text. Another kind of tokenizer is PF_ERROR_UNSUPPORTED. */
 static pf_result pf__gguf_tokenizer_json(const pf__gguf *g, pf__tok_buf *b, const char **texts, size_t *lens,
-                                         char *message, size_t size) {
+                                         pf__gguf_merge **spm_merges, size_t *num_spm_merges, char *message, size_t size) {
     const char *model, *pre = "default";
     size_t model_len, pre_len = 7, p = 0;
     const pf__gguf_kv *tokens = pf__gguf_get_array(g, "tokenizer.ggml.tokens", PF__GGUF_STRING);
@@ -21749,11 +22032,26 @@ static pf_result pf__gguf_tokenizer_json(const pf__gguf *g, pf__tok_buf *b, cons
     if (pf__gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &space_prefix) < 0)
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: tokenizer.ggml.add_space_prefix is not a boolean", g->path);
 
-    if (pf__gguf_put_model(b, g, spm, tokens, merges, scores, types, texts, lens) ||
+    const uint8_t *at = NULL;
+    for (uint64_t i = 0; i < tokens->count; i++) pf__gguf_array_strings(tokens, &texts[i], &lens[i], &at);
+    pf_result r = PF_OK;
+    if (spm) { /* the merges first: a vocabulary that would make too many is refused before the JSON */
+        float *values = (float *)malloc((tokens->count ? (size_t)tokens->count : 1) * sizeof(float));
+        if (!values) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        for (uint64_t i = 0; i < tokens->count; i++) {
+            uint32_t bits = (uint32_t)pf__gguf_le(scores->value + 4 * i, 4);
+            memcpy(&values[i], &bits, 4);
+        }
+        r = pf__gguf_spm_merges(g, texts, lens, values, types, (size_t)tokens->count, spm_merges, num_spm_merges,
+                                message, size);
+        free(values);
+        if (r) return r;
+    }
+    if (pf__gguf_put_model(b, g, spm, tokens, merges, texts, lens) ||
         pf__gguf_put_added_and_decoding(b, spm, space_prefix, p, types, texts, lens))
-        return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    pf_result r = pf__gguf_put_post_processor(b, g, texts, lens, tokens->count, message, size);
-    if (r == PF_OK && pf__gguf_put(b, "}")) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        return pf__gguf_json_failure(g, b, "the tokenizer's metadata", message, size);
+    r = pf__gguf_put_post_processor(b, g, texts, lens, tokens->count, message, size);
+    if (r == PF_OK && pf__gguf_put(b, "}")) r = pf__gguf_json_failure(g, b, "the tokenizer's metadata", message, size);
     return r;
 }
 
@@ -21768,10 +22066,12 @@ static pf_result pf__gguf_tokenizer(const pf__gguf *g, pf_tokenizer **out, char 
     pf__tok_buf json = {NULL, 0, 0};
     pf__json *root = NULL;
     pf_tokenizer *t = NULL;
+    pf__gguf_merge *merges = NULL;
+    size_t num_merges = 0;
     pf_result r = PF_OK;
     char jerr[160] = "";
     if (!texts || !lens) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    if (!r) r = pf__gguf_tokenizer_json(g, &json, texts, lens, message, size);
+    if (!r) r = pf__gguf_tokenizer_json(g, &json, texts, lens, &merges, &num_merges, message, size);
     if (!r && !(root = pf__json_parse((const char *)json.p, json.len, jerr, sizeof jerr)))
         r = pf__format(message, size, strstr(jerr, "out of memory") ? PF_ERROR_OUT_OF_MEMORY : PF_ERROR_FORMAT,
                        "%s: the tokenizer's metadata: %s", g->path, jerr);
@@ -21780,6 +22080,7 @@ static pf_result pf__gguf_tokenizer(const pf__gguf *g, pf_tokenizer **out, char 
         t->unk_id = t->bos_id = t->eos_id = -1;
         r = pf__tok_from_json(t, root, g->path, message, size);
     }
+    if (!r && num_merges) r = pf__gguf_spm_set_merges(t, merges, num_merges, texts, lens, count, g->path, message, size);
     /* bos / eos and their text (for chat templates), the chat template */
     static const char *const keys[2] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"};
     for (int k = 0; k < 2 && !r; k++) {
@@ -21799,6 +22100,7 @@ static pf_result pf__gguf_tokenizer(const pf__gguf *g, pf_tokenizer **out, char 
         r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     free(texts);
     free(lens);
+    free(merges);
     free(json.p);
     pf__json_free(root);
     if (r) pf_tokenizer_free(t);

@@ -382,11 +382,29 @@ static const pf__gguf_kv *pf__gguf_get_array(const pf__gguf *g, const char *key,
 
 /* ---- JSON text built from metadata ---- */
 
-static int pf__gguf_put(pf__tok_buf *b, const char *s) { return pf__buf_put(b, s, strlen(s)); }
+/* The JSON built from metadata stops where a JSON file would be refused (PF__MAX_TEXT_FILE): past
+   it, b->len is left beyond that bound, every later put fails, and pf__gguf_json_failure says so. */
+static int pf__gguf_put_n(pf__tok_buf *b, const char *s, size_t n) {
+    if (b->len > PF__MAX_TEXT_FILE || n > PF__MAX_TEXT_FILE - b->len) {
+        b->len = PF__MAX_TEXT_FILE + 1;
+        return -1;
+    }
+    return pf__buf_put(b, s, n);
+}
+
+static int pf__gguf_put(pf__tok_buf *b, const char *s) { return pf__gguf_put_n(b, s, strlen(s)); }
+
+/* The error of a failed put: the bound, or out of memory. */
+static pf_result pf__gguf_json_failure(const pf__gguf *g, const pf__tok_buf *b, const char *what, char *message, size_t size) {
+    if (b->len > PF__MAX_TEXT_FILE)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s makes more than %zu MiB of JSON", g->path, what,
+                          PF__MAX_TEXT_FILE >> 20);
+    return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+}
 
 /* s[0 .. len) as a JSON string literal. */
 static int pf__gguf_put_json_string(pf__tok_buf *b, const char *s, size_t len) {
-    int bad = pf__buf_put(b, "\"", 1);
+    int bad = pf__gguf_put_n(b, "\"", 1);
     for (size_t i = 0; i < len && !bad; i++) {
         unsigned char ch = (unsigned char)s[i];
         char esc[8];
@@ -395,7 +413,7 @@ static int pf__gguf_put_json_string(pf__tok_buf *b, const char *s, size_t len) {
         else esc[0] = (char)ch, esc[1] = 0;
         bad = pf__gguf_put(b, esc);
     }
-    return bad || pf__buf_put(b, "\"", 1);
+    return bad || pf__gguf_put_n(b, "\"", 1);
 }
 
 static int pf__gguf_put_number(pf__tok_buf *b, const char *key, double v) {
@@ -567,7 +585,7 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
     if (a->rotary && (r = pf__gguf_rotary_config(g, a->name, heads, b, &bad, message, size))) return r;
     if ((r = pf__gguf_special_ids(g, vocab, b, &bad, message, size))) return r;
     bad |= pf__gguf_put(b, "}");
-    return bad ? pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory") : PF_OK;
+    return bad ? pf__gguf_json_failure(g, b, "the config's metadata", message, size) : PF_OK;
 }
 
 /* ---- tensors ---- */
@@ -816,8 +834,16 @@ typedef struct pf__gguf_piece {
 
 typedef struct pf__gguf_merge {
     float score;
-    uint32_t left, right, left_len;
+    uint32_t left, right, left_len, whole; /* token ids; where it splits */
 } pf__gguf_merge;
+
+/* SentencePiece's trainer makes pieces of at most 512 characters (max_sentencepiece_length): a
+   longer normal piece comes from no SentencePiece model (and a piece makes up to one merge per
+   character). */
+#define PF__GGUF_MAX_PIECE_CHARS 512
+/* The most merges a SentencePiece vocabulary may make (about 50 bytes each while loading): real
+   ones of 256k pieces make well under a million. */
+#define PF__GGUF_MAX_MERGES ((size_t)1 << 22)
 
 static int pf__gguf_piece_cmp(const void *a, const void *b) {
     const pf__gguf_piece *x = (const pf__gguf_piece *)a, *y = (const pf__gguf_piece *)b;
@@ -835,74 +861,150 @@ static int32_t pf__gguf_token_type(const pf__gguf_kv *types, uint64_t i) {
     return types ? (int32_t)pf__gguf_le(types->value + 4 * i, 4) : PF__GGUF_TOKEN_NORMAL;
 }
 
-/* The merges of a SentencePiece vocabulary as a JSON list of [left, right] into b; 0, or -1 when out of memory. */
-static int pf__gguf_spm_merges(pf__tok_buf *b, const char *const *texts, const size_t *lens, const float *scores,
-                               const pf__gguf_kv *types, size_t count) {
+/* The merges of a SentencePiece vocabulary, ranked, into *out (*num_out; malloc'd, NULL without
+   any). The splits of a piece that are two pieces are found by walking it through two tries of the
+   normal pieces, forwards (the pieces it starts with) and backwards (those it ends with), so the
+   work is the pieces' total length; the pieces' lengths and the merges' count are checked before
+   the merges take any memory. */
+static pf_result pf__gguf_spm_merges(const pf__gguf *g, const char *const *texts, const size_t *lens, const float *scores,
+                                     const pf__gguf_kv *types, size_t count, pf__gguf_merge **out, size_t *num_out,
+                                     char *message, size_t size) {
     pf__gguf_piece *sorted = (pf__gguf_piece *)malloc((count ? count : 1) * sizeof *sorted);
+    pf__trie_key *keys = (pf__trie_key *)malloc((count ? count : 1) * sizeof *keys);
+    uint32_t *canon = (uint32_t *)malloc((count ? count : 1) * sizeof *canon);
+    int32_t *left = NULL, *right = NULL;
     pf__gguf_merge *merges = NULL;
-    size_t num_sorted = 0, num_merges = 0, cap = 0;
-    int bad = !sorted;
-    for (size_t i = 0; !bad && i < count; i++)
-        if (pf__gguf_token_type(types, i) == PF__GGUF_TOKEN_NORMAL)
-            sorted[num_sorted].s = texts[i], sorted[num_sorted].len = lens[i], sorted[num_sorted++].id = (uint32_t)i;
-    if (!bad) qsort(sorted, num_sorted, sizeof *sorted, pf__gguf_piece_cmp);
-    for (size_t k = 0; !bad && k < num_sorted; k++) {
-        const pf__gguf_piece *whole = &sorted[k];
-        uint32_t cp;
-        for (size_t at = pf__utf8_decode((const unsigned char *)whole->s, whole->len, &cp); !bad && at < whole->len;
-             at += pf__utf8_decode((const unsigned char *)whole->s + at, whole->len - at, &cp)) {
-            pf__gguf_piece left = {whole->s, at, 0}, right = {whole->s + at, whole->len - at, 0};
-            const pf__gguf_piece *l = (const pf__gguf_piece *)bsearch(&left, sorted, num_sorted, sizeof left, pf__gguf_piece_cmp);
-            const pf__gguf_piece *r = l ? (const pf__gguf_piece *)bsearch(&right, sorted, num_sorted, sizeof right, pf__gguf_piece_cmp) : NULL;
-            if (!r) continue;
-            if (num_merges == cap) {
-                pf__gguf_merge *grown = (pf__gguf_merge *)realloc(merges, (cap = cap ? 2 * cap : 1024) * sizeof *merges);
-                if (!grown) {
-                    bad = 1;
-                    break;
-                }
-                merges = grown;
-            }
-            pf__gguf_merge mg = {scores[whole->id], l->id, r->id, (uint32_t)at};
-            merges[num_merges++] = mg;
+    pf__trie fwd, rev;
+    size_t num_sorted = 0, num_merges = 0, longest = 0;
+    pf_result r = PF_OK;
+    uint32_t cp;
+    memset(&fwd, 0, sizeof fwd);
+    memset(&rev, 0, sizeof rev);
+    *out = NULL;
+    *num_out = 0;
+    if (!sorted || !keys || !canon) goto oom;
+    for (size_t i = 0; i < count; i++) {
+        size_t chars = 0;
+        if (pf__gguf_token_type(types, i) != PF__GGUF_TOKEN_NORMAL) continue;
+        for (size_t at = 0; at < lens[i] && chars <= PF__GGUF_MAX_PIECE_CHARS; chars++)
+            at += pf__utf8_decode((const unsigned char *)texts[i] + at, lens[i] - at, &cp);
+        if (chars > PF__GGUF_MAX_PIECE_CHARS) {
+            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: tokenizer.ggml.tokens: normal token %zu is longer than "
+                           "SentencePiece's pieces can be (%d characters)", g->path, i, PF__GGUF_MAX_PIECE_CHARS);
+            goto done;
         }
+        sorted[num_sorted].s = texts[i], sorted[num_sorted].len = lens[i], sorted[num_sorted++].id = (uint32_t)i;
+        if (lens[i] > longest) longest = lens[i];
     }
-    if (!bad && num_merges) qsort(merges, num_merges, sizeof *merges, pf__gguf_merge_cmp); /* merges is NULL without any */
-    for (size_t i = 0; !bad && i < num_merges; i++)
-        bad = (i && pf__gguf_put(b, ", ")) || pf__gguf_put(b, "[") ||
-              pf__gguf_put_json_string(b, texts[merges[i].left], lens[merges[i].left]) || pf__gguf_put(b, ", ") ||
-              pf__gguf_put_json_string(b, texts[merges[i].right], lens[merges[i].right]) || pf__gguf_put(b, "]");
+    if (num_sorted) qsort(sorted, num_sorted, sizeof *sorted, pf__gguf_piece_cmp);
+    /* of equal pieces, the one a binary search for their text finds stands for them all (as when each
+       split was looked up so) */
+    for (size_t k = 0, end; k < num_sorted; k = end) {
+        for (end = k + 1; end < num_sorted && !pf__gguf_piece_cmp(&sorted[k], &sorted[end]); end++) canon[end] = (uint32_t)end;
+        canon[k] = (uint32_t)(end - k == 1 ? k : (size_t)((const pf__gguf_piece *)bsearch(&sorted[k], sorted, num_sorted,
+                                                                   sizeof *sorted, pf__gguf_piece_cmp) - sorted));
+    }
+    for (int reversed = 0; reversed < 2; reversed++) { /* keys' values: indexes into sorted */
+        for (size_t k = 0; k < num_sorted; k++)
+            keys[k].s = (const unsigned char *)sorted[k].s, keys[k].len = sorted[k].len, keys[k].value = (int32_t)k;
+        if (pf__trie_build(reversed ? &rev : &fwd, keys, num_sorted, reversed)) goto oom;
+    }
+    left = (int32_t *)malloc((longest + 1) * sizeof *left);
+    right = (int32_t *)malloc((longest + 1) * sizeof *right);
+    if (!left || !right) goto oom;
+    for (int fill = 0; fill < 2; fill++) { /* count, then (within the bound) fill */
+        for (size_t k = 0; k < num_sorted; k++) {
+            const unsigned char *s = (const unsigned char *)sorted[k].s;
+            size_t len = sorted[k].len, i;
+            uint32_t node = 0;
+            for (i = 0; i <= len; i++) left[i] = right[i] = -1;
+            for (i = 0; i < len && (node = pf__trie_child(&fwd, node, s[i])); i++) left[i + 1] = fwd.nodes[node].value;
+            for (i = len, node = 0; i-- > 1 && (node = pf__trie_child(&rev, node, s[i]));) right[i] = rev.nodes[node].value;
+            for (size_t at = len ? pf__utf8_decode(s, len, &cp) : 0; at < len; at += pf__utf8_decode(s + at, len - at, &cp)) {
+                if (left[at] < 0 || right[at] < 0) continue;
+                if (fill) {
+                    pf__gguf_merge mg = {scores[sorted[k].id], sorted[canon[left[at]]].id, sorted[canon[right[at]]].id,
+                                         (uint32_t)at, sorted[k].id};
+                    merges[num_merges] = mg;
+                }
+                num_merges++;
+            }
+        }
+        if (fill) break;
+        if (num_merges > PF__GGUF_MAX_MERGES) {
+            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: the SentencePiece vocabulary makes %zu merges, more than "
+                           "the %zu a vocabulary may make", g->path, num_merges, PF__GGUF_MAX_MERGES);
+            goto done;
+        }
+        if (!num_merges) goto done;
+        if (!(merges = (pf__gguf_merge *)malloc(num_merges * sizeof *merges))) goto oom;
+        num_merges = 0;
+    }
+    qsort(merges, num_merges, sizeof *merges, pf__gguf_merge_cmp);
+    *out = merges;
+    *num_out = num_merges;
+    merges = NULL;
+    goto done;
+oom:
+    r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+done:
     free(sorted);
+    free(keys);
+    free(canon);
+    free(left);
+    free(right);
     free(merges);
-    return bad ? -1 : 0;
+    pf__trie_free(&fwd);
+    pf__trie_free(&rev);
+    return r;
 }
 
-/* The tokenizer.json "model" object's body into b: the vocabulary (each token's text into texts
-   and lens), the merges (the file's, or made from SentencePiece's scores), the unk token. Nonzero
-   when out of memory. */
+/* The ranked merges into the tokenizer's merge table, as tokenizer.json's "merges" would be read:
+   the ids the vocab gives the pair's texts, its rank, the id it gives the whole's text (looked up
+   once per token: a merge's texts are as long as its piece). */
+static pf_result pf__gguf_spm_set_merges(pf_tokenizer *t, const pf__gguf_merge *merges, size_t n, const char *const *texts,
+                                         const size_t *lens, size_t count, const char *path, char *message, size_t size) {
+    size_t cap = pf__tok_pow2_at_least(2 * n + 1);
+    pf__tok_merge_slot *table = (pf__tok_merge_slot *)malloc(cap * sizeof *table);
+    int32_t *vocab_id = (int32_t *)malloc((count ? count : 1) * sizeof *vocab_id);
+    pf_result r = PF_OK;
+    if (!table || !vocab_id) {
+        free(table);
+        free(vocab_id);
+        return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    memset(table, 0xFF, cap * sizeof *table); /* rank UINT32_MAX everywhere */
+    free(t->merges);
+    t->merges = table;
+    t->merges_mask = cap - 1;
+    for (size_t i = 0; i < count; i++) vocab_id[i] = -2; /* not looked up yet */
+    for (size_t k = 0; k < n && !r; k++) {
+        const uint32_t piece[3] = {merges[k].left, merges[k].right, merges[k].whole};
+        for (int j = 0; j < 3; j++)
+            if (vocab_id[piece[j]] == -2) vocab_id[piece[j]] = pf__tok_vocab_find(t, texts[piece[j]], lens[piece[j]]);
+        if (vocab_id[piece[0]] < 0 || vocab_id[piece[1]] < 0 || vocab_id[piece[2]] < 0) /* every token is in the vocab */
+            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: merge %zu: a piece is not in the vocab", path, k + 1);
+        else
+            pf__tok_merge_put(t, vocab_id[piece[0]], vocab_id[piece[1]], (uint32_t)k, vocab_id[piece[2]]);
+    }
+    free(vocab_id);
+    return r;
+}
+
+/* The tokenizer.json "model" object's body into b: the vocabulary (texts and lens: each token's
+   text), the merges (the file's; SentencePiece's are set after, pf__gguf_spm_set_merges), the unk
+   token. Nonzero when out of memory. */
 static int pf__gguf_put_model(pf__tok_buf *b, const pf__gguf *g, int spm, const pf__gguf_kv *tokens,
-                              const pf__gguf_kv *merges, const pf__gguf_kv *scores, const pf__gguf_kv *types,
-                              const char **texts, size_t *lens) {
+                              const pf__gguf_kv *merges, const char *const *texts, const size_t *lens) {
     const uint8_t *at = NULL;
     int bad = pf__gguf_put(b, spm ? "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": true, \"fuse_unk\": true, \"vocab\": {"
                                   : "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": false, \"vocab\": {");
     for (uint64_t i = 0; i < tokens->count && !bad; i++) {
         char id[32];
-        pf__gguf_array_strings(tokens, &texts[i], &lens[i], &at);
         snprintf(id, sizeof id, ": %llu", (unsigned long long)i);
         bad = (i && pf__gguf_put(b, ", ")) || pf__gguf_put_json_string(b, texts[i], lens[i]) || pf__gguf_put(b, id);
     }
     bad |= pf__gguf_put(b, "}, \"merges\": [");
-    if (spm && !bad) {
-        float *values = (float *)malloc((tokens->count ? (size_t)tokens->count : 1) * sizeof(float));
-        for (uint64_t i = 0; values && i < tokens->count; i++) {
-            uint32_t bits = (uint32_t)pf__gguf_le(scores->value + 4 * i, 4);
-            memcpy(&values[i], &bits, 4);
-        }
-        bad = !values || pf__gguf_spm_merges(b, texts, lens, values, types, (size_t)tokens->count);
-        free(values);
-    }
-    at = NULL;
     for (uint64_t i = 0; !spm && i < merges->count && !bad; i++) {
         const char *s;
         size_t n;
@@ -999,7 +1101,7 @@ static pf_result pf__gguf_put_post_processor(pf__tok_buf *b, const pf__gguf *g, 
         }
         bad |= pf__gguf_put(b, "}}");
     }
-    return bad ? pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory") : PF_OK;
+    return bad ? pf__gguf_json_failure(g, b, "the tokenizer's metadata", message, size) : PF_OK;
 }
 
 /* The GGUF's tokenizer as tokenizer.json text in b, as transformers converts the model's own:
@@ -1009,7 +1111,7 @@ static pf_result pf__gguf_put_post_processor(pf__tok_buf *b, const pf__gguf *g, 
    last not special); bos / eos are added as add_bos_token / add_eos_token say. texts and lens get
    each token's text. Another kind of tokenizer is PF_ERROR_UNSUPPORTED. */
 static pf_result pf__gguf_tokenizer_json(const pf__gguf *g, pf__tok_buf *b, const char **texts, size_t *lens,
-                                         char *message, size_t size) {
+                                         pf__gguf_merge **spm_merges, size_t *num_spm_merges, char *message, size_t size) {
     const char *model, *pre = "default";
     size_t model_len, pre_len = 7, p = 0;
     const pf__gguf_kv *tokens = pf__gguf_get_array(g, "tokenizer.ggml.tokens", PF__GGUF_STRING);
@@ -1041,11 +1143,26 @@ static pf_result pf__gguf_tokenizer_json(const pf__gguf *g, pf__tok_buf *b, cons
     if (pf__gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &space_prefix) < 0)
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: tokenizer.ggml.add_space_prefix is not a boolean", g->path);
 
-    if (pf__gguf_put_model(b, g, spm, tokens, merges, scores, types, texts, lens) ||
+    const uint8_t *at = NULL;
+    for (uint64_t i = 0; i < tokens->count; i++) pf__gguf_array_strings(tokens, &texts[i], &lens[i], &at);
+    pf_result r = PF_OK;
+    if (spm) { /* the merges first: a vocabulary that would make too many is refused before the JSON */
+        float *values = (float *)malloc((tokens->count ? (size_t)tokens->count : 1) * sizeof(float));
+        if (!values) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        for (uint64_t i = 0; i < tokens->count; i++) {
+            uint32_t bits = (uint32_t)pf__gguf_le(scores->value + 4 * i, 4);
+            memcpy(&values[i], &bits, 4);
+        }
+        r = pf__gguf_spm_merges(g, texts, lens, values, types, (size_t)tokens->count, spm_merges, num_spm_merges,
+                                message, size);
+        free(values);
+        if (r) return r;
+    }
+    if (pf__gguf_put_model(b, g, spm, tokens, merges, texts, lens) ||
         pf__gguf_put_added_and_decoding(b, spm, space_prefix, p, types, texts, lens))
-        return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    pf_result r = pf__gguf_put_post_processor(b, g, texts, lens, tokens->count, message, size);
-    if (r == PF_OK && pf__gguf_put(b, "}")) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        return pf__gguf_json_failure(g, b, "the tokenizer's metadata", message, size);
+    r = pf__gguf_put_post_processor(b, g, texts, lens, tokens->count, message, size);
+    if (r == PF_OK && pf__gguf_put(b, "}")) r = pf__gguf_json_failure(g, b, "the tokenizer's metadata", message, size);
     return r;
 }
 
@@ -1060,10 +1177,12 @@ static pf_result pf__gguf_tokenizer(const pf__gguf *g, pf_tokenizer **out, char 
     pf__tok_buf json = {NULL, 0, 0};
     pf__json *root = NULL;
     pf_tokenizer *t = NULL;
+    pf__gguf_merge *merges = NULL;
+    size_t num_merges = 0;
     pf_result r = PF_OK;
     char jerr[160] = "";
     if (!texts || !lens) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    if (!r) r = pf__gguf_tokenizer_json(g, &json, texts, lens, message, size);
+    if (!r) r = pf__gguf_tokenizer_json(g, &json, texts, lens, &merges, &num_merges, message, size);
     if (!r && !(root = pf__json_parse((const char *)json.p, json.len, jerr, sizeof jerr)))
         r = pf__format(message, size, strstr(jerr, "out of memory") ? PF_ERROR_OUT_OF_MEMORY : PF_ERROR_FORMAT,
                        "%s: the tokenizer's metadata: %s", g->path, jerr);
@@ -1072,6 +1191,7 @@ static pf_result pf__gguf_tokenizer(const pf__gguf *g, pf_tokenizer **out, char 
         t->unk_id = t->bos_id = t->eos_id = -1;
         r = pf__tok_from_json(t, root, g->path, message, size);
     }
+    if (!r && num_merges) r = pf__gguf_spm_set_merges(t, merges, num_merges, texts, lens, count, g->path, message, size);
     /* bos / eos and their text (for chat templates), the chat template */
     static const char *const keys[2] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"};
     for (int k = 0; k < 2 && !r; k++) {
@@ -1091,6 +1211,7 @@ static pf_result pf__gguf_tokenizer(const pf__gguf *g, pf_tokenizer **out, char 
         r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     free(texts);
     free(lens);
+    free(merges);
     free(json.p);
     pf__json_free(root);
     if (r) pf_tokenizer_free(t);

@@ -752,6 +752,7 @@ typedef struct pf__tok_post_item { /* a piece of a post-processor template */
 typedef struct pf__tok_added {
     char *content; /* malloc'd, NUL-terminated: what it decodes to */
     size_t len;
+    uint32_t hash; /* pf__tok_hash of content (the added_slots index) */
     char *match;   /* what is looked for: content, normalized when normalized is set (malloc'd) */
     size_t match_len;
     int32_t id;
@@ -759,6 +760,35 @@ typedef struct pf__tok_added {
     unsigned char unmatched; /* addressable by id and string, never looked for in a text (M2M100's
                                 language codes when the config does not list them as special) */
 } pf__tok_added;
+
+/* A byte trie built at once from a list of strings (pf__trie_build): nodes[0] is the root, the
+   others in breadth-first order; a node's children are nodes first .. first + count - 1, in the
+   order of their bytes. With pf__trie_link, an Aho-Corasick automaton: fail[v] is the node of the
+   longest proper suffix of v's string that is in the trie, out[v] the value of the longest key that
+   v's string ends with (-1: none). */
+typedef struct pf__trie_node {
+    uint32_t first;
+    uint16_t count;
+    unsigned char byte; /* the byte from its parent */
+    int32_t value;      /* the key that ends here (the smallest value of equal keys), or -1 */
+} pf__trie_node;
+
+typedef struct pf__trie {
+    pf__trie_node *nodes;
+    uint32_t num_nodes;
+    uint32_t *fail;
+    int32_t *out;
+} pf__trie;
+
+typedef struct pf__trie_key { /* a string to build from; reversed: read from its end */
+    const unsigned char *s;
+    size_t len;
+    int32_t value;
+} pf__trie_key;
+PF_PRIVATE int pf__trie_build(pf__trie *tr, pf__trie_key *keys, size_t n, int reversed);
+PF_PRIVATE int pf__trie_link(pf__trie *tr);
+PF_PRIVATE uint32_t pf__trie_child(const pf__trie *tr, uint32_t node, unsigned char byte);
+PF_PRIVATE void pf__trie_free(pf__trie *tr);
 
 /* PF__MODEL_BYTES: ByT5, each byte of the text is id byte + PF__BYTES_OFFSET (no vocab file) */
 typedef enum pf__tok_model_kind { PF__MODEL_BPE, PF__MODEL_WORDPIECE, PF__MODEL_UNIGRAM, PF__MODEL_BYTES } pf__tok_model_kind;
@@ -825,12 +855,17 @@ struct pf_tokenizer {
     const char **id_str;
     int32_t *id_len;
 
-    /* added tokens; added_order lists them by pass (0: normalized = false, 1: true), then by first
-       byte of their match; added_first[pass][b] .. added_first[pass][b + 1] are those starting with b */
+    /* added tokens (each content once); added_slots: their index + 1 by content hash (open
+       addressing, 0 empty; [added_mask + 1]); added_of_id[id]: the first one with that id, or -1
+       ([num_ids], once finished); added_ac[pass]: the reversed matches of pass 0 (normalized =
+       false) and 1 (true), an automaton that finds the longest match at each place of a text in
+       one pass from its end (values: indexes into added) */
     pf__tok_added *added;
     size_t num_added, added_cap;
-    uint32_t *added_order;
-    uint32_t added_first[2][257];
+    uint32_t *added_slots;
+    size_t added_mask;
+    int32_t *added_of_id;
+    pf__trie added_ac[2];
 
     pf__tok_norm norms[PF__TOK_MAX_NORMS];
     int num_norms;
@@ -871,6 +906,7 @@ struct pf_tokenizer {
 PF_PRIVATE uint32_t pf__tok_hash(const char *s, size_t len);
 PF_PRIVATE size_t pf__tok_pow2_at_least(size_t n);
 PF_PRIVATE int32_t pf__tok_vocab_find(const pf_tokenizer *t, const char *s, size_t len);
+PF_PRIVATE pf__tok_added *pf__tok_added_find(const pf_tokenizer *t, const char *s, size_t len);
 PF_PRIVATE size_t pf__tok_pair_slot(uint64_t pair, size_t mask);
 
 typedef struct pf__tok_sym {
@@ -902,6 +938,9 @@ typedef struct pf__tok_ctx {
     struct pf__tok_node *lattice;   /* Unigram: [lattice_cap] */
     size_t *path;                   /* Unigram: [path_cap], the best path's piece ends */
     size_t lattice_cap, path_cap;
+    int32_t *added_at[2];           /* per pass: the added token that is the longest match at each
+                                       byte of the piece being split, or -1 */
+    size_t added_at_cap[2];
 } pf__tok_ctx;
 PF_PRIVATE void pf__tok_ctx_free(pf__tok_ctx *c);
 PF_PRIVATE void pf__tok_emit(pf__tok_ctx *c, int32_t id);

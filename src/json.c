@@ -282,6 +282,10 @@ PF_PRIVATE pf__json *pf__json_parse(const char *text, size_t len, char *err, siz
     p.err = err;
     p.err_size = err_size;
     if (err && err_size) err[0] = 0;
+    if (len > PF__MAX_TEXT_FILE) { /* what a file may hold, for text built or passed in memory too */
+        pf__format(err, err_size, PF_ERROR_FORMAT, "the JSON text is larger than %zu MiB", PF__MAX_TEXT_FILE >> 20);
+        return NULL;
+    }
     /* Room before the root for a pointer to the block chain, so pf__json_free needs only root. */
     void **slot = (void **)pf__json_alloc(&p, 2 * sizeof(void *) + sizeof(pf__json));
     if (!slot) {

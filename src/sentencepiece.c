@@ -312,12 +312,12 @@ static int32_t pf__spm_named_special(pf_tokenizer *t, const pf__json *config, co
                                      int *oom) {
     const pf__json *v = pf__json_get(config, key);
     const char *s = def;
-    size_t len = strlen(def), i;
+    size_t len = strlen(def);
     int32_t id;
+    const pf__tok_added *a;
     if (v && v->type == PF__JSON_OBJECT) v = pf__json_get(v, "content");
     if (v && v->type == PF__JSON_STRING) s = v->string, len = v->string_len;
-    for (i = 0; i < t->num_added; i++)
-        if (t->added[i].len == len && !memcmp(t->added[i].content, s, len)) return t->added[i].id;
+    if ((a = pf__tok_added_find(t, s, len))) return a->id;
     if ((id = len ? pf__tok_vocab_find(t, s, len) : -1) >= 0 && pf__tok_add_token(t, s, len, id, 1, 0, 0, 0, 0)) *oom = 1;
     return id;
 }
@@ -407,16 +407,15 @@ static pf_result pf__spm_files_listed_specials(pf_tokenizer *t, const pf__json *
         if (t->added[i].id >= next_id) next_id = t->added[i].id + 1;
     for (const pf__json *e = list && list->type == PF__JSON_ARRAY ? list->first : NULL; e; e = e->next) {
         const pf__json *c = e->type == PF__JSON_OBJECT ? pf__json_get(e, "content") : e;
-        size_t k;
+        pf__tok_added *a;
         int32_t id;
         if (!c || c->type != PF__JSON_STRING || !c->string_len) {
             snprintf(err, err_size, "%s: additional_special_tokens holds a non-string", config_path);
             return PF_ERROR_FORMAT;
         }
-        for (k = 0; k < t->num_added && (t->added[k].len != c->string_len || memcmp(t->added[k].content, c->string, c->string_len)); k++) {}
-        if (k < t->num_added) {
-            t->added[k].special = 1;
-            t->added[k].unmatched = 0;
+        if ((a = pf__tok_added_find(t, c->string, c->string_len))) {
+            a->special = 1;
+            a->unmatched = 0;
             continue;
         }
         if ((id = pf__tok_vocab_find(t, c->string, c->string_len)) < 0) id = next_id++;
@@ -433,9 +432,8 @@ static pf_result pf__spm_files_added(pf_tokenizer *t, const char *dir, const pf_
     if (r != PF_OK) return r;
     for (size_t i = 0; i < o->num_langs; i++) {
         char name[16];
-        size_t k, n = (size_t)snprintf(name, sizeof name, "__%s__", o->langs[i]);
-        for (k = 0; k < t->num_added && (t->added[k].len != n || memcmp(t->added[k].content, name, n)); k++) {}
-        if (k < t->num_added) continue;
+        size_t n = (size_t)snprintf(name, sizeof name, "__%s__", o->langs[i]);
+        if (pf__tok_added_find(t, name, n)) continue;
         if (pf__tok_add_token(t, name, n, (int32_t)(t->vocab_count + i), 0, 0, 0, 0, 0)) {
             oom = 1;
             break;
@@ -500,10 +498,9 @@ static pf_result pf__spm_files_post(pf_tokenizer *t, const char *dir, const pf__
     }
     if (o->langs) {
         char name[64];
-        int32_t lang = -1;
-        snprintf(name, sizeof name, "__%.40s__", o->src_lang);
-        for (k = 0; k < t->num_added; k++)
-            if (!strcmp(t->added[k].content, name)) lang = t->added[k].id;
+        size_t name_len = (size_t)snprintf(name, sizeof name, "__%.40s__", o->src_lang);
+        const pf__tok_added *a = pf__tok_added_find(t, name, name_len);
+        int32_t lang = a ? a->id : -1;
         for (k = 0; k < o->num_langs && strcmp(o->langs[k], o->src_lang); k++) {}
         if (k == o->num_langs || lang < 0) {
             snprintf(err, err_size, "%s: src_lang \"%.40s\" is not one of M2M100Tokenizer's language codes", config_path,

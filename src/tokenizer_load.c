@@ -201,14 +201,21 @@ static pf_result pf__tok_set_merges(pf_tokenizer *t, const pf__tok_merge_text *m
     return res;
 }
 
-/* Adds an added token (its content copied). A content added twice keeps the later entry. */
+/* Puts added token i into the content hash (which has room). */
+static void pf__tok_added_slot(pf_tokenizer *t, size_t i) {
+    size_t k;
+    for (k = t->added[i].hash & t->added_mask; t->added_slots[k]; k = (k + 1) & t->added_mask) {}
+    t->added_slots[k] = (uint32_t)(i + 1);
+}
+
+/* Adds an added token (its content copied). A content added twice keeps the later entry. The
+   contents are found by hash: tokenizers with 10^5 added tokens exist, and a linear search per
+   token made loading them quadratic. */
 PF_PRIVATE pf_result pf__tok_add_token(pf_tokenizer *t, const char *content, size_t len, int32_t id,
                                    int special, int normalized, int lstrip, int rstrip, int single_word) {
-    pf__tok_added *a;
-    size_t i;
-    for (i = 0; i < t->num_added; i++)
-        if (t->added[i].len == len && !memcmp(t->added[i].content, content, len)) break;
-    if (i == t->num_added) {
+    pf__tok_added *a = pf__tok_added_find(t, content, len);
+    if (!a) {
+        if (t->num_added >= UINT32_MAX - 1) return PF_ERROR_OUT_OF_MEMORY;
         if (t->num_added == t->added_cap) {
             size_t cap = t->added_cap ? 2 * t->added_cap : 8;
             pf__tok_added *p = (pf__tok_added *)realloc(t->added, cap * sizeof *p);
@@ -216,17 +223,26 @@ PF_PRIVATE pf_result pf__tok_add_token(pf_tokenizer *t, const char *content, siz
             t->added = p;
             t->added_cap = cap;
         }
+        if (2 * (t->num_added + 1) > (t->added_slots ? t->added_mask + 1 : 0)) { /* at most half full */
+            size_t slots = pf__tok_pow2_at_least(4 * (t->num_added + 1)), i;
+            uint32_t *p = (uint32_t *)calloc(slots, sizeof *p);
+            if (!p) return PF_ERROR_OUT_OF_MEMORY;
+            free(t->added_slots);
+            t->added_slots = p;
+            t->added_mask = slots - 1;
+            for (i = 0; i < t->num_added; i++) pf__tok_added_slot(t, i);
+        }
         a = &t->added[t->num_added];
         a->match = NULL;
         a->content = (char *)malloc(len + 1);
         if (!a->content) return PF_ERROR_OUT_OF_MEMORY;
-        memcpy(a->content, content, len);
+        if (len) memcpy(a->content, content, len);
         a->content[len] = 0;
         a->len = len;
+        a->hash = pf__tok_hash(content, len);
         a->unmatched = 0;
-        t->num_added++;
+        pf__tok_added_slot(t, t->num_added++);
     }
-    a = &t->added[i];
     a->id = id;
     a->special = (unsigned char)special;
     a->normalized = (unsigned char)normalized;
@@ -258,12 +274,8 @@ static pf_result pf__tok_read_added(pf_tokenizer *t, const pf__json *o, int32_t 
     }
     if (content->string_len == 0) return PF_OK; /* HF ignores it */
     if (id < 0) {
-        size_t i;
-        for (i = 0; i < t->num_added; i++)
-            if (t->added[i].len == content->string_len &&
-                !memcmp(t->added[i].content, content->string, content->string_len))
-                break;
-        if (i < t->num_added) id = t->added[i].id;
+        const pf__tok_added *before = pf__tok_added_find(t, content->string, content->string_len);
+        if (before) id = before->id;
         else if ((id = pf__tok_vocab_find(t, content->string, content->string_len)) < 0) {
             if (*next_id == INT32_MAX) {
                 snprintf(err, err_size, "%s: too many added tokens", path);
@@ -1042,7 +1054,6 @@ PF_PRIVATE pf_result pf__tok_finish(pf_tokenizer *t, const char *path, char *err
     int32_t max_id = -1;
     size_t i, count, found = 0;
     int b;
-    uint32_t k;
     pf__tok_ctx c;
     for (i = 0; i <= t->vocab_mask; i++)
         if (t->vocab[i].id > max_id) max_id = t->vocab[i].id;
@@ -1108,29 +1119,29 @@ PF_PRIVATE pf_result pf__tok_finish(pf_tokenizer *t, const char *path, char *err
     }
     pf__tok_ctx_free(&c);
     if (i < t->num_added) goto oom;
+    t->added_of_id = (int32_t *)malloc((size_t)(t->num_ids ? t->num_ids : 1) * sizeof *t->added_of_id);
+    if (!t->added_of_id) goto oom;
+    for (i = 0; i < (size_t)t->num_ids; i++) t->added_of_id[i] = -1;
     for (i = 0; i < t->num_added; i++) { /* HF decodes an added token to its content, normalized if it is */
         t->id_str[t->added[i].id] = t->added[i].normalized ? t->added[i].match : t->added[i].content;
         t->id_len[t->added[i].id] = (int32_t)(t->added[i].normalized ? t->added[i].match_len : t->added[i].len);
+        if (t->added_of_id[t->added[i].id] < 0) t->added_of_id[t->added[i].id] = (int32_t)i;
     }
 
-    /* added tokens by pass, then first byte (a counting sort); an empty match is never looked for */
-    t->added_order = (uint32_t *)malloc((t->num_added ? t->num_added : 1) * sizeof *t->added_order);
-    if (!t->added_order) goto oom;
-    memset(t->added_first, 0, sizeof t->added_first);
-    for (i = 0; i < t->num_added; i++)
-        if (t->added[i].match_len && !t->added[i].unmatched)
-            t->added_first[t->added[i].normalized][(unsigned char)t->added[i].match[0] + 1]++;
+    /* each pass's matcher (an empty match is never looked for); of equal matches the first added */
     for (b = 0; b < 2; b++) {
-        uint32_t base = b ? t->added_first[0][256] : 0;
-        t->added_first[b][0] = base;
-        for (k = 1; k <= 256; k++) t->added_first[b][k] += t->added_first[b][k - 1];
-    }
-    {
-        uint32_t fill[2][256];
-        for (b = 0; b < 2; b++) memcpy(fill[b], t->added_first[b], sizeof fill[b]);
+        pf__trie_key *keys = (pf__trie_key *)malloc((t->num_added ? t->num_added : 1) * sizeof *keys);
+        size_t n = 0;
+        if (!keys) goto oom;
         for (i = 0; i < t->num_added; i++)
-            if (t->added[i].match_len && !t->added[i].unmatched)
-                t->added_order[fill[t->added[i].normalized][(unsigned char)t->added[i].match[0]]++] = (uint32_t)i;
+            if (t->added[i].normalized == b && t->added[i].match_len && !t->added[i].unmatched) {
+                keys[n].s = (const unsigned char *)t->added[i].match;
+                keys[n].len = t->added[i].match_len;
+                keys[n++].value = (int32_t)i;
+            }
+        int failed = pf__trie_build(&t->added_ac[b], keys, n, 1) || pf__trie_link(&t->added_ac[b]);
+        free(keys);
+        if (failed) goto oom;
     }
     return PF_OK;
 oom:
@@ -1432,9 +1443,7 @@ PF_PRIVATE pf_result pf__tok_from_files(pf_tokenizer *t, const char *dir, char *
     }
     {
         int32_t id = pf__tok_vocab_find(t, eot, sizeof eot - 1);
-        for (i = 0; i < t->num_added; i++)
-            if (t->added[i].len == sizeof eot - 1 && !memcmp(t->added[i].content, eot, sizeof eot - 1)) break;
-        if (id >= 0 && i == t->num_added && pf__tok_add_token(t, eot, sizeof eot - 1, id, 1, 0, 0, 0, 0)) {
+        if (id >= 0 && !pf__tok_added_find(t, eot, sizeof eot - 1) && pf__tok_add_token(t, eot, sizeof eot - 1, id, 1, 0, 0, 0, 0)) {
             snprintf(err, err_size, "%s: out of memory", dir);
             r = PF_ERROR_OUT_OF_MEMORY;
             goto done;
@@ -1467,12 +1476,10 @@ done:
    added token's, else the vocab's; -1 when absent or unknown. */
 PF_PRIVATE int32_t pf__tok_config_token(const pf_tokenizer *t, const pf__json *config, const char *key) {
     const pf__json *v = pf__json_get(config, key);
-    size_t i;
+    const pf__tok_added *a;
     if (v && v->type == PF__JSON_OBJECT) v = pf__json_get(v, "content");
     if (!v || v->type != PF__JSON_STRING) return -1;
-    for (i = 0; i < t->num_added; i++)
-        if (t->added[i].len == v->string_len && !memcmp(t->added[i].content, v->string, v->string_len))
-            return t->added[i].id;
+    if ((a = pf__tok_added_find(t, v->string, v->string_len))) return a->id;
     return pf__tok_vocab_find(t, v->string, v->string_len);
 }
 

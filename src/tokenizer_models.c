@@ -35,7 +35,10 @@ void pf_tokenizer_free(pf_tokenizer *tokenizer) {
         free(tokenizer->decs[k].b);
     }
     free(tokenizer->added);
-    free(tokenizer->added_order);
+    free(tokenizer->added_slots);
+    free(tokenizer->added_of_id);
+    pf__trie_free(&tokenizer->added_ac[0]);
+    pf__trie_free(&tokenizer->added_ac[1]);
     free(tokenizer->vocab);
     free(tokenizer->vocab_text);
     free(tokenizer->merges);
@@ -68,9 +71,8 @@ int32_t pf_tokenizer_eos_id(const pf_tokenizer *tokenizer) { return tokenizer ? 
 int pf_tokenizer_is_special(const pf_tokenizer *tokenizer, int32_t id) {
     if (!tokenizer || id < 0) return 0;
     if (id == tokenizer->bos_id || id == tokenizer->eos_id) return 1;
-    for (size_t i = 0; i < tokenizer->num_added; i++) /* a few added tokens, rarely hundreds */
-        if (tokenizer->added[i].id == id) return tokenizer->added[i].special;
-    return 0;
+    if (!tokenizer->added_of_id || id >= tokenizer->num_ids || tokenizer->added_of_id[id] < 0) return 0;
+    return tokenizer->added[tokenizer->added_of_id[id]].special;
 }
 
 /* FNV-1a, 32 bits. */
@@ -104,13 +106,24 @@ PF_PRIVATE int32_t pf__tok_vocab_find(const pf_tokenizer *t, const char *s, size
     return pf__tok_vocab_find_hashed(t, s, len, pf__tok_hash(s, len));
 }
 
+/* The added token whose content is s[0 .. len), or NULL. */
+PF_PRIVATE pf__tok_added *pf__tok_added_find(const pf_tokenizer *t, const char *s, size_t len) {
+    uint32_t h = pf__tok_hash(s, len);
+    size_t i;
+    if (!t->added_slots) return NULL;
+    for (i = h & t->added_mask; t->added_slots[i]; i = (i + 1) & t->added_mask) {
+        pf__tok_added *a = &t->added[t->added_slots[i] - 1];
+        if (a->hash == h && a->len == len && !memcmp(a->content, s, len)) return a;
+    }
+    return NULL;
+}
+
 int32_t pf_tokenizer_token_id(const pf_tokenizer *tokenizer, const char *token) {
-    size_t i, len;
+    size_t len;
+    const pf__tok_added *a;
     if (!tokenizer || !token) return -1;
     len = strlen(token);
-    for (i = 0; i < tokenizer->num_added; i++) /* an added token wins, as in HF's convert_tokens_to_ids */
-        if (tokenizer->added[i].len == len && !memcmp(tokenizer->added[i].content, token, len))
-            return tokenizer->added[i].id;
+    if ((a = pf__tok_added_find(tokenizer, token, len))) return a->id; /* an added token wins, as in HF's convert_tokens_to_ids */
     return len ? pf__tok_vocab_find(tokenizer, token, len) : -1;
 }
 
@@ -130,6 +143,123 @@ static const pf__tok_merge_slot *pf__tok_merge_find(const pf_tokenizer *t, int32
     }
 }
 
+/* ---- byte tries ---- */
+
+static unsigned char pf__trie_byte(const pf__trie_key *k, size_t d, int reversed) {
+    return k->s[reversed ? k->len - 1 - d : d];
+}
+
+/* Keys in byte order (a prefix first), equal ones by value. */
+static int pf__trie_key_cmp(const void *a, const void *b) {
+    const pf__trie_key *x = (const pf__trie_key *)a, *y = (const pf__trie_key *)b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = n ? memcmp(x->s, y->s, n) : 0;
+    if (c) return c;
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    return x->value < y->value ? -1 : x->value > y->value;
+}
+
+/* The same order for the keys read from their ends. */
+static int pf__trie_key_cmp_reversed(const void *a, const void *b) {
+    const pf__trie_key *x = (const pf__trie_key *)a, *y = (const pf__trie_key *)b;
+    size_t n = x->len < y->len ? x->len : y->len, d;
+    for (d = 0; d < n; d++) {
+        unsigned char p = pf__trie_byte(x, d, 1), q = pf__trie_byte(y, d, 1);
+        if (p != q) return p < q ? -1 : 1;
+    }
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    return x->value < y->value ? -1 : x->value > y->value;
+}
+
+/* Builds the trie of keys[0 .. n) (sorted in place), read from their ends when reversed: once
+   sorted, each node's keys are a range that their next byte splits into its children, so building
+   is linear in the keys' total length. 0, or -1 when out of memory or past 2^32 nodes. */
+PF_PRIVATE int pf__trie_build(pf__trie *tr, pf__trie_key *keys, size_t n, int reversed) {
+    typedef struct { uint32_t lo, hi, depth; } span_t; /* a node's keys while it is built */
+    span_t *span = NULL;
+    size_t node_cap = 0, span_cap = 0, num = 1, head;
+    memset(tr, 0, sizeof *tr);
+    for (head = 0; head < n; head++)
+        if (keys[head].len >= UINT32_MAX) return -1;
+    if (n >= UINT32_MAX) return -1;
+    if (n) qsort(keys, n, sizeof *keys, reversed ? pf__trie_key_cmp_reversed : pf__trie_key_cmp);
+    if (pf__tok_grow((void **)&tr->nodes, &node_cap, 1, sizeof *tr->nodes) ||
+        pf__tok_grow((void **)&span, &span_cap, 1, sizeof *span))
+        goto fail;
+    tr->nodes[0].byte = 0;
+    tr->nodes[0].value = -1;
+    span[0].lo = 0, span[0].hi = (uint32_t)n, span[0].depth = 0;
+    for (head = 0; head < num; head++) {
+        size_t lo = span[head].lo, hi = span[head].hi, d = span[head].depth;
+        tr->nodes[head].first = (uint32_t)num;
+        tr->nodes[head].count = 0;
+        if (lo < hi && keys[lo].len == d) tr->nodes[head].value = keys[lo].value;
+        while (lo < hi && keys[lo].len == d) lo++;
+        while (lo < hi) {
+            unsigned char b = pf__trie_byte(&keys[lo], d, reversed);
+            size_t end = lo + 1;
+            while (end < hi && pf__trie_byte(&keys[end], d, reversed) == b) end++;
+            if (num >= UINT32_MAX || pf__tok_grow((void **)&span, &span_cap, num + 1, sizeof *span) ||
+                pf__tok_grow((void **)&tr->nodes, &node_cap, num + 1, sizeof *tr->nodes))
+                goto fail;
+            tr->nodes[num].byte = b;
+            tr->nodes[num].value = -1;
+            span[num].lo = (uint32_t)lo, span[num].hi = (uint32_t)end, span[num].depth = (uint32_t)d + 1;
+            num++;
+            tr->nodes[head].count++;
+            lo = end;
+        }
+    }
+    free(span);
+    tr->num_nodes = (uint32_t)num;
+    if (num < node_cap) { /* what it grew beyond */
+        pf__trie_node *fit = (pf__trie_node *)realloc(tr->nodes, num * sizeof *fit);
+        if (fit) tr->nodes = fit;
+    }
+    return 0;
+fail:
+    free(span);
+    pf__trie_free(tr);
+    return -1;
+}
+
+/* The child of node by byte, or 0 (the root is no one's child). */
+PF_PRIVATE uint32_t pf__trie_child(const pf__trie *tr, uint32_t node, unsigned char byte) {
+    uint32_t lo = tr->nodes[node].first, end = lo + tr->nodes[node].count, hi = end;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (tr->nodes[mid].byte < byte) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < end && tr->nodes[lo].byte == byte ? lo : 0;
+}
+
+/* The Aho-Corasick links: a node's suffix link from its parent's, in breadth-first order (a
+   suffix is shallower, so its links are known). 0, or -1 when out of memory. */
+PF_PRIVATE int pf__trie_link(pf__trie *tr) {
+    uint32_t u, v;
+    tr->fail = (uint32_t *)malloc(tr->num_nodes * sizeof *tr->fail);
+    tr->out = (int32_t *)malloc(tr->num_nodes * sizeof *tr->out);
+    if (!tr->fail || !tr->out) return -1;
+    tr->fail[0] = 0;
+    tr->out[0] = tr->nodes[0].value;
+    for (u = 0; u < tr->num_nodes; u++)
+        for (v = tr->nodes[u].first; v < tr->nodes[u].first + tr->nodes[u].count; v++) {
+            uint32_t f = tr->fail[u], w = 0;
+            while (u && !(w = pf__trie_child(tr, f, tr->nodes[v].byte)) && f) f = tr->fail[f];
+            tr->fail[v] = w;
+            tr->out[v] = tr->nodes[v].value >= 0 ? tr->nodes[v].value : tr->out[w];
+        }
+    return 0;
+}
+
+PF_PRIVATE void pf__trie_free(pf__trie *tr) {
+    free(tr->nodes);
+    free(tr->fail);
+    free(tr->out);
+    memset(tr, 0, sizeof *tr);
+}
+
 /* ---- encoding: scratch memory ---- */
 
 PF_PRIVATE void pf__tok_ctx_free(pf__tok_ctx *c) {
@@ -146,6 +276,8 @@ PF_PRIVATE void pf__tok_ctx_free(pf__tok_ctx *c) {
     free(c->mapped.p);
     free(c->lattice);
     free(c->path);
+    free(c->added_at[0]);
+    free(c->added_at[1]);
 }
 
 /* Appends an id; running out of memory is reported once the encoding ends. */
@@ -160,10 +292,9 @@ PF_PRIVATE void pf__tok_emit(pf__tok_ctx *c, int32_t id) {
 /* The id of a token string as the slow tokenizers' convert_tokens_to_ids: an added token's, else
    the vocab's, else unk's. */
 PF_PRIVATE int32_t pf__tok_spm_lookup(const pf_tokenizer *t, const unsigned char *s, size_t len) {
-    size_t i;
+    const pf__tok_added *a = pf__tok_added_find(t, (const char *)s, len);
     int32_t id;
-    for (i = 0; i < t->num_added; i++)
-        if (t->added[i].len == len && !memcmp(t->added[i].content, s, len)) return t->added[i].id;
+    if (a) return a->id;
     id = len ? pf__tok_vocab_find(t, (const char *)s, len) : -1;
     return id >= 0 ? id : t->unk_id;
 }

@@ -289,18 +289,21 @@ static int pf__tok_pre_run(pf__tok_ctx *c, int stage, const unsigned char *s, si
 
 /* ---- added tokens ---- */
 
-/* The longest added token of `pass` at s[p], or NULL. */
-static const pf__tok_added *pf__tok_added_at(const pf_tokenizer *t, int pass, const unsigned char *s,
-                                             size_t p, size_t hi) {
-    const pf__tok_added *best = NULL;
-    uint32_t k;
-    for (k = t->added_first[pass][s[p]]; k < t->added_first[pass][s[p] + 1]; k++) {
-        const pf__tok_added *a = &t->added[t->added_order[k]];
-        if (a->match_len <= hi - p && (!best || a->match_len > best->match_len) &&
-            !memcmp(a->match, s + p, a->match_len))
-            best = a;
+/* c->added_at[pass][p - lo]: the longest added token of `pass` at s[p] within s[lo .. hi) (of equal
+   ones the first added), or -1; for every p at once, reading s backwards through the automaton of
+   the reversed matches: its state at p is the longest string from p that ends a match, whose
+   longest match in turn is its out value. Linear in hi - lo, whatever the tokens. */
+static int pf__tok_added_matches(pf__tok_ctx *c, int pass, const unsigned char *s, size_t lo, size_t hi) {
+    const pf__trie *tr = &c->t->added_ac[pass];
+    uint32_t state = 0, w;
+    size_t p;
+    if (pf__tok_grow((void **)&c->added_at[pass], &c->added_at_cap[pass], hi - lo, sizeof *c->added_at[pass])) return -1;
+    for (p = hi; p-- > lo;) {
+        while (!(w = pf__trie_child(tr, state, s[p])) && state) state = tr->fail[state];
+        state = w;
+        c->added_at[pass][p - lo] = tr->out[state];
     }
-    return best;
+    return 0;
 }
 
 static int pf__tok_encode_added(pf__tok_ctx *c, int pass, const unsigned char *s, size_t lo, size_t hi, int first);
@@ -331,12 +334,14 @@ static int pf__tok_encode_added(pf__tok_ctx *c, int pass, const unsigned char *s
     size_t p = lo, done = lo, len;
     uint32_t cp;
     if (lo == hi) return 0;
-    if (t->added_first[pass][256] == t->added_first[pass][0]) {
+    if (t->added_ac[pass].num_nodes <= 1) {
         if (pass == 0) return pf__tok_encode_segment(c, s, lo, hi);
         return pf__tok_pre_run(c, 0, s + lo, hi - lo, first);
     }
+    if (pf__tok_added_matches(c, pass, s, lo, hi)) return -1;
     while (p < hi) {
-        const pf__tok_added *a = pf__tok_added_at(t, pass, s, p, hi);
+        int32_t k = c->added_at[pass][p - lo];
+        const pf__tok_added *a = k >= 0 ? &t->added[k] : NULL;
         size_t start = p, stop;
         if (!a) {
             p++;
@@ -582,10 +587,8 @@ static int pf__tok_wordpiece_cleanup(pf__tok_list *out, size_t start, int do_not
 
 /* Is s[0 .. n) the text of a special added token (transformers' all_special_tokens)? */
 static int pf__tok_special_text(const pf_tokenizer *t, const unsigned char *s, size_t n) {
-    size_t i;
-    for (i = 0; i < t->num_added; i++)
-        if (t->added[i].special && t->added[i].len == n && !memcmp(t->added[i].content, s, n)) return 1;
-    return 0;
+    const pf__tok_added *a = pf__tok_added_find(t, (const char *)s, n);
+    return a && a->special;
 }
 
 /* SentencePiece's Decode of pieces in[from .. to) with the model sp, appended to out: a control

@@ -3,14 +3,17 @@
    Every case runs under alarm(), so a case that hangs fails the run with its name instead of
    blocking it. The model directories are written by the test itself; the configs that are
    parser inputs come from test/fuzz_seeds, the seed corpus of later fuzz targets. */
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -759,6 +762,266 @@ static void test_gguf_vocabulary_without_merges(void) {
     end_case();
 }
 
+/* ---- issue 31: work that grew faster than its input ---- */
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* What a case may take: the fixed code needs well under a second at -O2 and a few under the
+   sanitizers; the quadratic code it replaced needed minutes. */
+#define SCALE_SECONDS 30.0
+
+/* 100,000 added tokens that share their first bytes (tokenizers with 10^5 exist): loading them
+   deduplicated each by a linear search (quadratic: 40,000 took 3.9 s, 200,000 did not load in 120
+   s), and every text position, pf_tokenizer_is_special and pf_tokenizer_token_id scanned them all.
+   Each is a lookup now and a text is matched in one pass; the ids are checked too. */
+static void case_many_added_tokens(void) {
+    enum { N = 100000 };
+    char path[512], name[32];
+    begin_case("100,000 added tokens");
+    dir_path(path, sizeof path, "tokenizer.json");
+    FILE *f = fopen(path, "w");
+    CHECK_MSG(f != NULL, "cannot write %s", path);
+    if (!f) return;
+    /* the vocab: the characters of the tokens and of the text, ids 0 .. 14 */
+    fprintf(f, "{\"version\": \"1.0\", \"model\": {\"type\": \"BPE\", \"merges\": [], \"vocab\": {");
+    for (int i = 0; i < 15; i++) fprintf(f, "%s\"%c\": %d", i ? ", " : "", "0123456789x <>_"[i], i);
+    fprintf(f, "}}, \"added_tokens\": [");
+    for (int i = 0; i < N; i++) /* even ones special */
+        fprintf(f, "%s{\"id\": 0, \"content\": \"<tok_%06d>\", \"special\": %s}", i ? ", " : "", i, i % 2 ? "false" : "true");
+    fprintf(f, "]}");
+    fclose(f);
+
+    double start = now_seconds();
+    pf_tokenizer *t = NULL;
+    char err[256] = "";
+    pf_result r = pf_tokenizer_load(tmp_dir, &t, err, sizeof err);
+    double loaded = now_seconds();
+    CHECK_MSG(r == PF_OK && pf_tokenizer_vocab_size(t) == 15 + N, "%s: %s (%s)", current_case, pf_result_string(r), err);
+    /* 100 KB of text: tokens among single characters */
+    size_t cap = 100000, len = 0, n = 0, expect = 0;
+    char *text = (char *)malloc(cap + 32);
+    int32_t *ids = (int32_t *)malloc((cap + 32) * sizeof *ids);
+    for (int i = 0; text && len < cap; i++, expect += 3) len += (size_t)sprintf(text + len, "x<tok_%06d> ", (int)((i * 7919L) % N));
+    if (r == PF_OK && text && ids) {
+        r = pf_tokenize(t, text, len, ids, cap + 32, &n);
+        CHECK_MSG(r == PF_OK && n == expect && ids[0] == 10 && ids[1] == 15 && ids[2] == 11,
+                  "%s: tokenize: %s, %zu ids (want %zu)", current_case, pf_result_string(r), n, expect);
+        size_t back = 0, special = 0, found = 0;
+        char *decoded = (char *)malloc(2 * len + 32);
+        r = decoded ? pf_detokenize(t, ids, n, decoded, 2 * len + 32, &back) : PF_ERROR_OUT_OF_MEMORY;
+        CHECK_MSG(r == PF_OK && back > len, "%s: detokenize: %s, %zu bytes", current_case, pf_result_string(r), back);
+        free(decoded);
+        for (int32_t id = 0; id < 15 + N; id++) special += (size_t)pf_tokenizer_is_special(t, id);
+        for (int i = 0; i < N; i++) {
+            snprintf(name, sizeof name, "<tok_%06d>", i);
+            found += pf_tokenizer_token_id(t, name) == 15 + i;
+        }
+        CHECK_MSG(special == N / 2 && found == N, "%s: %zu special ids (want %d), %zu tokens by their text (want %d)",
+                  current_case, special, N / 2, found, (int)N);
+    }
+    double done = now_seconds();
+    CHECK_MSG(done - start < SCALE_SECONDS, "%s: %.1f s (loading %.1f s), want under %.0f s", current_case, done - start,
+              loaded - start, SCALE_SECONDS);
+    free(text);
+    free(ids);
+    pf_tokenizer_free(t);
+    remove_in_dir("tokenizer.json");
+    end_case();
+}
+
+/* ---- GGUF SentencePiece vocabularies ---- */
+
+typedef struct byte_buf {
+    unsigned char *p;
+    size_t len, cap;
+} byte_buf;
+
+static void bb_put(byte_buf *b, const void *s, size_t n) {
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 4096;
+        while (cap < b->len + n) cap *= 2;
+        unsigned char *p = (unsigned char *)realloc(b->p, cap);
+        if (!p) abort();
+        b->p = p, b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+}
+
+static void bb_uint(byte_buf *b, uint64_t v, int bytes) {
+    unsigned char le[8];
+    for (int i = 0; i < bytes; i++) le[i] = (unsigned char)(v >> (8 * i));
+    bb_put(b, le, (size_t)bytes);
+}
+
+static uint64_t le_at(const unsigned char *p, int bytes) {
+    uint64_t v = 0;
+    for (int i = bytes; i-- > 0;) v = v << 8 | p[i];
+    return v;
+}
+
+/* The seed tiny-llama-spm.gguf (a LLaMA of 16 tokens, its data 32-byte aligned) written as DIR/NAME
+   with tokenizer.ggml.tokens, .scores and .token_type replaced by count tokens. */
+static int write_spm_gguf(const char *name, const char *const *tokens, const float *scores, const int32_t *types,
+                          size_t count) {
+    static const int scalar_bytes[13] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+    char path[1024];
+    size_t size = 0, at = 24;
+    snprintf(path, sizeof path, "%s/../fuzz_seeds/gguf/tiny-llama-spm.gguf", test_fixtures);
+    unsigned char *seed = (unsigned char *)test_read_file(path, &size);
+    CHECK_MSG(seed != NULL, "cannot read %s", path);
+    if (!seed) return -1;
+    byte_buf b = {NULL, 0, 0};
+    uint64_t num_tensors = le_at(seed + 8, 8), num_kvs = le_at(seed + 16, 8);
+    bb_put(&b, seed, 24);
+    for (uint64_t k = 0; k < num_kvs; k++) { /* the seed's keys, but for the three arrays */
+        size_t start = at, key_len = (size_t)le_at(seed + at, 8);
+        const char *key = (const char *)seed + at + 8;
+        uint32_t type = (uint32_t)le_at(seed + at + 8 + key_len, 4);
+        at += 8 + key_len + 4;
+        if (type == 8) at += 8 + (size_t)le_at(seed + at, 8);
+        else if (type == 9) {
+            uint32_t elem = (uint32_t)le_at(seed + at, 4);
+            uint64_t n = le_at(seed + at + 4, 8);
+            at += 12;
+            for (uint64_t i = 0; i < n; i++) at += elem == 8 ? 8 + (size_t)le_at(seed + at, 8) : (size_t)scalar_bytes[elem];
+        } else at += (size_t)scalar_bytes[type];
+        int which = key_len == 21 && !memcmp(key, "tokenizer.ggml.tokens", 21) ? 1
+                    : key_len == 21 && !memcmp(key, "tokenizer.ggml.scores", 21) ? 2
+                    : key_len == 25 && !memcmp(key, "tokenizer.ggml.token_type", 25) ? 3 : 0;
+        if (!which) {
+            bb_put(&b, seed + start, at - start);
+            continue;
+        }
+        bb_put(&b, seed + start, 8 + key_len);
+        bb_uint(&b, 9, 4);
+        bb_uint(&b, which == 1 ? 8 : which == 2 ? 6 : 5, 4);
+        bb_uint(&b, count, 8);
+        for (size_t i = 0; i < count; i++) {
+            if (which == 1) {
+                bb_uint(&b, strlen(tokens[i]), 8);
+                bb_put(&b, tokens[i], strlen(tokens[i]));
+            } else if (which == 2) {
+                bb_put(&b, &scores[i], 4);
+            } else {
+                bb_uint(&b, (uint32_t)types[i], 4);
+            }
+        }
+    }
+    size_t infos = at;
+    for (uint64_t i = 0; i < num_tensors; i++) { /* name, dimensions, type, offset */
+        at += 8 + (size_t)le_at(seed + at, 8);
+        at += 4 + 8 * (size_t)le_at(seed + at, 4) + 4 + 8;
+    }
+    bb_put(&b, seed + infos, at - infos);
+    while (b.len % 32) bb_uint(&b, 0, 1);
+    bb_put(&b, seed + (at + 31) / 32 * 32, size - (at + 31) / 32 * 32);
+    dir_path(path, sizeof path, name);
+    int r = test_write_file(path, (const char *)b.p, b.len);
+    CHECK_MSG(r == 0, "cannot write %s", path);
+    free(b.p);
+    free(seed);
+    return r;
+}
+
+/* A SentencePiece vocabulary of <unk>, <s>, </s>, <0x0A>, "\xe2\x96\x81" and `families` runs of a
+   character c: c, cc, ..., c x longest (scores -length), as DIR/NAME. */
+static int write_spm_runs(const char *name, int families, int longest) {
+    static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    size_t count = 5 + (size_t)families * (size_t)longest, n = 0;
+    char **tokens = (char **)calloc(count, sizeof *tokens);
+    float *scores = (float *)calloc(count, sizeof *scores);
+    int32_t *types = (int32_t *)calloc(count, sizeof *types);
+    static const char *const first[5] = {"<unk>", "<s>", "</s>", "<0x0A>", "\xe2\x96\x81"};
+    static const int32_t first_types[5] = {2, 3, 3, 6, 1};
+    int r = -1;
+    if (tokens && scores && types && families <= (int)sizeof letters - 1) {
+        for (; n < 5; n++) tokens[n] = strdup(first[n]), types[n] = first_types[n], scores[n] = n == 4 ? -1.0f : 0.0f;
+        for (int f = 0; f < families; f++)
+            for (int len = 1; len <= longest; len++, n++) {
+                if (!(tokens[n] = (char *)malloc((size_t)len + 1))) break;
+                memset(tokens[n], letters[f], (size_t)len);
+                tokens[n][len] = 0;
+                types[n] = 1;
+                scores[n] = -(float)len;
+            }
+        if (n == count) r = write_spm_gguf(name, (const char *const *)tokens, scores, types, count);
+    }
+    for (size_t i = 0; tokens && i < count; i++) free(tokens[i]);
+    free(tokens);
+    free(scores);
+    free(types);
+    return r;
+}
+
+/* Pieces a, aa, ..., a x 1600 (a 1.3 MB file): every split of every piece became a merge written as
+   JSON and parsed again, cubic in the length (105 s and 3.1 GB before the file was refused). A
+   normal piece longer than SentencePiece allows (512 characters) is refused first; at 512 the
+   vocabulary loads (130,816 merges) and tokenizes; 33 such runs, 4.3 M merges, are more than a
+   vocabulary may make and are refused before the merges are built. */
+static void case_spm_merges(void) {
+    static const struct {
+        int families, longest;
+        pf_result want;
+        const char *needle;
+    } cases[] = {{1, 1600, PF_ERROR_FORMAT, "512 characters"}, {1, 512, PF_OK, ""}, {33, 512, PF_ERROR_FORMAT, "merges"}};
+    char path[512];
+    dir_path(path, sizeof path, "spm.gguf");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "GGUF SentencePiece runs %d x %d", cases[i].families, cases[i].longest);
+        begin_case(name);
+        if (write_spm_runs("spm.gguf", cases[i].families, cases[i].longest)) {
+            end_case();
+            continue;
+        }
+        double start = now_seconds();
+        pf_model *m = NULL;
+        pf_result r = pf_load(path, NULL, &m);
+        CHECK_FAILS(m, r, cases[i].want, cases[i].needle);
+        if (r == PF_OK) { /* a run of 300 a's: its merges put it back together */
+            char text[301], back[400];
+            int32_t ids[400];
+            size_t n = 0, len = 0;
+            memset(text, 'a', 300);
+            text[300] = 0;
+            r = pf_tokenize(pf_model_tokenizer(m), text, 300, ids, 400, &n);
+            if (r == PF_OK) r = pf_detokenize(pf_model_tokenizer(m), ids, n, back, sizeof back, &len);
+            CHECK_MSG(r == PF_OK && n >= 1 && n <= 3 && len == 300 && !memcmp(back, text, 300),
+                      "%s: \"a\" x 300: %s, %zu ids, %zu bytes back", current_case, pf_result_string(r), n, len);
+        }
+        pf_free(m);
+        double took = now_seconds() - start;
+        CHECK_MSG(took < SCALE_SECONDS, "%s: %.1f s, want under %.0f s", current_case, took, SCALE_SECONDS);
+        end_case();
+    }
+    remove_in_dir("spm.gguf");
+}
+
+/* JSON text in memory (GGUF metadata made into config and tokenizer JSON, pf_register_policy_json's
+   text) had no bound where files have 256 MiB. A text one byte over is refused before it is read
+   (a map of /dev/zero: nothing is touched). */
+static void case_json_bound(void) {
+    size_t len = ((size_t)256 << 20) + 1;
+    char error[256] = "";
+    begin_case("in-memory JSON over 256 MiB");
+    int fd = open("/dev/zero", O_RDONLY);
+    void *text = fd >= 0 ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+    CHECK_MSG(text != MAP_FAILED, "cannot map /dev/zero");
+    if (text != MAP_FAILED) {
+        pf_result r = pf_register_policy_json((const char *)text, len, error, sizeof error);
+        CHECK_MSG(r == PF_ERROR_FORMAT && strstr(error, "larger than 256 MiB"), "%s: %s (%s)", current_case,
+                  pf_result_string(r), error);
+        munmap(text, len);
+    }
+    if (fd >= 0) close(fd);
+    end_case();
+}
+
 void test_fuzz(void) {
     test_empty_text_with_specials();
     test_gguf_vocabulary_without_merges();
@@ -780,6 +1043,9 @@ void test_fuzz(void) {
     case_reentry();
     case_api_abuse();
     case_seq2seq_and_image_abuse();
+    case_many_added_tokens();
+    case_spm_merges();
+    case_json_bound();
     alarm(0); /* a case that returned early left its alarm set */
     signal(SIGALRM, SIG_DFL);
     clean_dir();

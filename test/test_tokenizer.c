@@ -582,6 +582,103 @@ static void tt_test_rules(void) {
     tt_rmdir(dir);
 }
 
+/* Added tokens are found by an automaton (issue 31): at each place the longest added token (of
+   equal matches the first added), left to right, non-normalized ones in the raw text first, then
+   normalized ones in the normalized pieces between. Random token sets over a small alphabet, so that
+   tokens overlap, nest and share prefixes and suffixes, against that rule written out by brute force. */
+typedef struct tt_added {
+    char content[8], match[8];
+    size_t len;
+    int normalized;
+    int32_t id;
+} tt_added;
+
+/* The rule for one pass over s[0 .. n): ids of the added tokens, and of the bytes between (a
+   gap: through gap() when given, else the vocab's ids of a and b, which are 0 and 1). */
+static void tt_added_reference(const tt_added *tokens, size_t num, int pass, const char *s, size_t n, int32_t *ids,
+                               size_t *count) {
+    size_t p = 0, gap = 0, i, k;
+    while (p <= n) {
+        const tt_added *best = NULL;
+        for (i = 0; p < n && i < num; i++)
+            if (tokens[i].normalized == pass && tokens[i].len <= n - p && (!best || tokens[i].len > best->len) &&
+                !memcmp(pass ? tokens[i].match : tokens[i].content, s + p, tokens[i].len))
+                best = &tokens[i];
+        if (!best && p < n) {
+            p++;
+            continue;
+        }
+        if (gap < p) { /* the piece before: normalized (lower-cased), then the other pass */
+            char lower[64];
+            for (k = gap; k < p; k++) lower[k - gap] = (char)(s[k] >= 'A' && s[k] <= 'Z' ? s[k] + 32 : s[k]);
+            if (pass == 0) tt_added_reference(tokens, num, 1, lower, p - gap, ids, count);
+            else
+                for (k = 0; k < p - gap; k++) ids[(*count)++] = lower[k] == 'a' ? 0 : 1;
+        }
+        if (!best) break;
+        ids[(*count)++] = best->id;
+        gap = p += best->len;
+    }
+}
+
+static void tt_test_added_matching(void) {
+    static const char head[] =
+        "{\"version\":\"1.0\",\"normalizer\":{\"type\":\"Lowercase\"},\"pre_tokenizer\":null,\"post_processor\":null,"
+        "\"decoder\":null,\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1},\"merges\":[]},\"added_tokens\":[";
+    uint64_t st = 31;
+    char dir[256], json[4096];
+    int round, bad = 0, texts = 0;
+    if (tt_mkdtemp(dir, sizeof dir)) {
+        CHECK_MSG(0, "cannot make a temp dir");
+        return;
+    }
+    for (round = 0; round < 200 && !bad; round++) {
+        tt_added tokens[12];
+        size_t num = 0, want_tokens = 1 + tt_rand(&st) % 12, used, i, j;
+        pf_tokenizer *t;
+        used = (size_t)snprintf(json, sizeof json, "%s", head);
+        while (num < want_tokens) {
+            tt_added *a = &tokens[num];
+            a->len = 1 + tt_rand(&st) % 4;
+            for (i = 0; i < a->len; i++) a->content[i] = "abAB"[tt_rand(&st) % 4];
+            a->content[a->len] = 0;
+            for (i = 0; i <= a->len; i++)
+                a->match[i] = (char)(a->content[i] >= 'A' && a->content[i] <= 'Z' ? a->content[i] + 32 : a->content[i]);
+            a->normalized = (int)(tt_rand(&st) % 2);
+            for (j = 0; j < num && strcmp(tokens[j].content, a->content); j++) {}
+            if (j < num) continue; /* each content once */
+            used += (size_t)snprintf(json + used, sizeof json - used, "%s{\"id\":0,\"content\":\"%s\",\"special\":false,"
+                                     "\"normalized\":%s,\"lstrip\":false,\"rstrip\":false,\"single_word\":false}",
+                                     num ? "," : "", a->content, a->normalized ? "true" : "false");
+            num++;
+        }
+        snprintf(json + used, sizeof json - used, "]}");
+        CHECK(tt_write(dir, "tokenizer.json", json, strlen(json)) == 0);
+        if (!(t = tt_load(dir))) break;
+        for (i = 0; i < num; i++) tokens[i].id = pf_tokenizer_token_id(t, tokens[i].content);
+        for (j = 0; j < 40 && !bad; j++, texts++) {
+            char text[48];
+            int32_t want[48], *got;
+            size_t n = tt_rand(&st) % sizeof text, count = 0, got_n = 0;
+            for (i = 0; i < n; i++) text[i] = "abAB"[tt_rand(&st) % 4];
+            tt_added_reference(tokens, num, 0, text, n, want, &count);
+            got = tt_encode(t, text, n, &got_n);
+            if (!got || !tt_same_ids(got, got_n, want, count)) {
+                char want_s[300], got_s[300];
+                tt_format_ids(want_s, sizeof want_s, want, count);
+                tt_format_ids(got_s, sizeof got_s, got, got ? got_n : 0);
+                CHECK_MSG(0, "added tokens %s, text \"%.*s\": want [%s], got [%s]", json + sizeof head - 1, (int)n, text,
+                          want_s, got_s);
+                bad = 1;
+            }
+            free(got);
+        }
+        pf_tokenizer_free(t);
+    }
+    CHECK_MSG(texts == 200 * 40, "%d random texts matched as the rule says", texts);
+    tt_rmdir(dir);
+}
+
 /* ---- every fixture dir with cases: ids, special ids and decodes as HF's ---- */
 
 typedef struct tt_dec_dir { /* a dir of tokenizer_decode_cases.txt */
@@ -1954,6 +2051,7 @@ void test_tokenizer(void) {
     tt_test_gpt2();
     tt_test_tiny();
     tt_test_rules();
+    tt_test_added_matching();
     tt_test_families();
     tt_test_prompts();
     tt_test_pairs();
