@@ -22829,6 +22829,11 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder-decoder: %s gives its logits for a "
                         "source and decoder inputs", m->config.model_type,
                         m->config.mel_frontend || m->config.conv_subsampler ? "pf_forward_audio" : "pf_forward_seq2seq");
+    const pf__group *g = m->group;
+    if (batch > g->max_batch || seq_len > g->cache_len) /* before the rows are set up or read */
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT,
+                        "batch %d x length %d exceeds what pf_parallelize sized (max_batch %d, max_sequence_length %d)",
+                        batch, seq_len, g->max_batch, g->cache_len);
     if (m->config.head == PF_HEAD_MASKED_LM) { /* rows of equal length: the encoding's logits are the array */
         pf_encoding *e = NULL;
         const int32_t **rows = (const int32_t **)malloc((size_t)batch * sizeof *rows);
@@ -22844,11 +22849,6 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
         free(rows), free(lengths);
         return r;
     }
-    const pf__group *g = m->group;
-    if (batch > g->max_batch || seq_len > g->cache_len)
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT,
-                        "batch %d x length %d exceeds what pf_parallelize sized (max_batch %d, max_sequence_length %d)",
-                        batch, seq_len, g->max_batch, g->cache_len);
     if ((r = pf__check_ids(m, ids, (size_t)batch * seq_len))) return r;
     pf__job job;
     memset(&job, 0, sizeof job);
@@ -23138,6 +23138,8 @@ static pf_result pf__encode_audio_mel(pf_model *m, const float *const *samples, 
     char error[PF__MESSAGE_SIZE];
     if (!samples || !num_samples || batch < 1)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio needs samples, their counts and batch >= 1");
+    if (batch > m->group->max_batch) /* before any row is read or any feature computed */
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, m->group->max_batch);
     pf_audio_processor *processor = NULL;
     pf_result r = pf_audio_processor_load(m->dir, &processor, error, sizeof error);
     if (r) return PF__FAIL(m, r, "pf_encode_audio reads the model's feature extractor: %s", error);
@@ -23175,6 +23177,8 @@ static pf_result pf__encode_audio_fbank(pf_model *m, const float *const *samples
     char error[PF__MESSAGE_SIZE];
     if (!samples || !num_samples || batch < 1)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio needs samples, their counts and batch >= 1");
+    if (batch > m->group->max_batch) /* before any row is read or any feature computed */
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, m->group->max_batch);
     pf_audio_processor *processor = NULL;
     pf_result r = pf_audio_processor_load(m->dir, &processor, error, sizeof error);
     if (r) return PF__FAIL(m, r, "pf_encode_audio reads the model's feature extractor: %s", error);
@@ -23185,10 +23189,19 @@ static pf_result pf__encode_audio_fbank(pf_model *m, const float *const *samples
     float **features = r ? NULL : (float **)calloc((size_t)batch, sizeof *features);
     int *frames = r ? NULL : (int *)calloc((size_t)batch, sizeof(int));
     if (!r && (!features || !frames)) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    for (int b = 0; !r && b < batch; b++) {
+    for (int b = 0; !r && b < batch; b++) { /* every row's size against the cache before any work */
         size_t rows = 0, columns = 0;
         if (!samples[b] || num_samples[b] < 1) r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: no samples", b);
         else if ((r = pf_audio_features_size(processor, (size_t)num_samples[b], &rows, &columns, error, sizeof error)))
+            r = PF__FAIL(m, r, "row %d: %s", b, error);
+        else if (pf__subsampler_frames(c, (int)rows) > m->group->cache_len)
+            r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d samples make %zu feature frames, %d encoder frames, above "
+                         "max_sequence_length %d", b, num_samples[b], rows, pf__subsampler_frames(c, (int)rows),
+                         m->group->cache_len);
+    }
+    for (int b = 0; !r && b < batch; b++) {
+        size_t rows = 0, columns = 0;
+        if ((r = pf_audio_features_size(processor, (size_t)num_samples[b], &rows, &columns, error, sizeof error)))
             r = PF__FAIL(m, r, "row %d: %s", b, error);
         else if (!(features[b] = (float *)malloc(rows * columns * sizeof(float))))
             r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -24047,6 +24060,11 @@ static int pf__stream(pf_model *m, const pf_generate_options *o, int row_index, 
     return stop;
 }
 
+/* The most entries an option's list takes (eos ids, suppressed ids, bad words, stop sequences;
+   as many as generation_config.json's lists may hold): a bound to check a count against before
+   its array is read. */
+#define PF__MAX_OPTION_LIST 1000000
+
 /* Checks options against each other and the model, as transformers does. */
 PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_options *o, int batch) {
     const char *bad = NULL;
@@ -24080,10 +24098,21 @@ PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_o
         bad = "suppress_tokens (or begin_suppress_tokens) and their count disagree";
     if (bad) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "generate options: %s", bad);
     int vocab = m->config.vocab_size;
-    for (int i = 0; i < o->num_suppress_tokens + o->num_begin_suppress_tokens; i++) {
-        int32_t id = i < o->num_suppress_tokens ? o->suppress_tokens[i] : o->begin_suppress_tokens[i - o->num_suppress_tokens];
-        if (id < 0 || id >= vocab)
-            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "suppressed token id %d is outside the vocabulary", (int)id);
+    /* Every count against its limit before its array is read: a count past the caller's array
+       would read beyond it. */
+    const struct { const char *name; int count; } lists[] = {
+        {"num_eos_token_ids", o->num_eos_token_ids}, {"num_suppress_tokens", o->num_suppress_tokens},
+        {"num_begin_suppress_tokens", o->num_begin_suppress_tokens}, {"num_bad_words", o->num_bad_words},
+        {"num_stop_sequences", o->num_stop_sequences}};
+    for (size_t k = 0; k < sizeof lists / sizeof lists[0]; k++)
+        if (lists[k].count > PF__MAX_OPTION_LIST)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "generate options: %s %d is above %d", lists[k].name,
+                            lists[k].count, PF__MAX_OPTION_LIST);
+    for (int k = 0; k < 2; k++) {
+        const int32_t *list = k ? o->begin_suppress_tokens : o->suppress_tokens;
+        for (int i = 0; i < (k ? o->num_begin_suppress_tokens : o->num_suppress_tokens); i++)
+            if (list[i] < 0 || list[i] >= vocab)
+                return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "suppressed token id %d is outside the vocabulary", (int)list[i]);
     }
     for (int i = 0; i < o->num_eos_token_ids; i++)
         if (o->eos_token_ids[i] < 0 || o->eos_token_ids[i] >= vocab)
@@ -24096,6 +24125,10 @@ PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_o
         for (int i = 0; i < count; i++) {
             if (list[i].length < 1 || !list[i].ids)
                 return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s %d is empty", k ? "stop sequence" : "bad word", i);
+            /* no row holds more tokens than the cache: a longer sequence could never match */
+            if (list[i].length > m->group->cache_len)
+                return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s %d: %d ids, more than max_sequence_length %d",
+                                k ? "stop sequence" : "bad word", i, list[i].length, m->group->cache_len);
             pf_result r = pf__check_ids(m, list[i].ids, (size_t)list[i].length);
             if (r) return r;
         }
@@ -24330,12 +24363,12 @@ PF_PRIVATE pf_result pf__generation_resolve(pf__generation_state *st, const int3
     pf_result r;
     for (int b = 0; b < st->batch; b++) {
         if (!prompts[b] || lengths[b] < 1) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "prompt %d is empty", b);
+        if (lengths[b] >= g->cache_len) /* before its ids are read: a length past the caller's array */
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the prompt (%d tokens) leaves no room in the KV cache (%d)",
+                            lengths[b], g->cache_len);
         if ((r = pf__check_ids(m, prompts[b], (size_t)lengths[b]))) return r;
         if (lengths[b] > st->width) st->width = lengths[b];
     }
-    if (st->width >= g->cache_len)
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the prompt (%d tokens) leaves no room in the KV cache (%d)", st->width,
-                        g->cache_len);
     int width = st->width;
     st->vocab = m->config.vocab_size;
     st->eos = o->num_eos_token_ids ? o->eos_token_ids : m->config.eos_ids;
@@ -25498,7 +25531,9 @@ static pf_result pf__forward_audio_locked(pf_model *m, const float *const *featu
     if (r) return r;
     if (!decoder_ids || !decoder_lengths || !logits)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_forward_audio needs decoder inputs, their lengths and logits");
-    for (int b = 0; b < batch && decoder_lengths; b++)
+    if (batch > m->group->max_batch) /* before the lengths are read: a batch past the caller's arrays */
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, m->group->max_batch);
+    for (int b = 0; b < batch; b++)
         if (decoder_lengths[b] > m->config.max_positions)
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d decoder tokens exceed the decoder's %d positions", b,
                             decoder_lengths[b], m->config.max_positions);
@@ -25585,6 +25620,11 @@ static pf_result pf__generate_audio_locked(pf_model *m, const float *const *feat
     if (r) return r;
     float *rows = NULL;
     int T = 0, *pads = NULL;
+    /* before the prompt's last id is read below (and the front end's work) */
+    int longest = c->max_positions < m->group->cache_len ? c->max_positions : m->group->cache_len;
+    if (o->decoder_prompt && (o->decoder_prompt_length < 1 || o->decoder_prompt_length >= longest))
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "decoder_prompt_length %d is not in 1..%d", o->decoder_prompt_length,
+                        longest - 1);
     if ((r = pf__audio_source_rows(m, "pf_generate_audio", features, num_frames, batch, &rows, &T, &pads))) return r;
     /* the model's prompt, which names no language: each row's detected language token after its start token */
     int own = c->num_decoder_prompt_ids > 0 && o->decoder_prompt == c->decoder_prompt_ids &&

@@ -610,7 +610,12 @@ typedef struct pf_token_sequence {
     int length;
 } pf_token_sequence;
 
-/* Defaults equal transformers' GenerationConfig defaults. */
+/* Defaults equal transformers' GenerationConfig defaults. Each count is checked against its
+   limit before its array is read (a larger one is PF_ERROR_INVALID_ARGUMENT): each list
+   (eos_token_ids, suppress_tokens, begin_suppress_tokens, bad_words, stop_sequences) at most
+   1,000,000 entries, each bad word or stop sequence at most max_sequence_length ids,
+   decoder_prompt_length below the decoder's positions and max_sequence_length. Within its limit,
+   a count must not exceed its array. */
 typedef struct pf_generate_options {
     int max_new_tokens;        /* 0: unset, max_length rules; wins over max_length when set */
     int max_length;            /* prompt (padded) + new tokens; 20 */

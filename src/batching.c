@@ -633,7 +633,9 @@ static pf_result pf__forward_audio_locked(pf_model *m, const float *const *featu
     if (r) return r;
     if (!decoder_ids || !decoder_lengths || !logits)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_forward_audio needs decoder inputs, their lengths and logits");
-    for (int b = 0; b < batch && decoder_lengths; b++)
+    if (batch > m->group->max_batch) /* before the lengths are read: a batch past the caller's arrays */
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, m->group->max_batch);
+    for (int b = 0; b < batch; b++)
         if (decoder_lengths[b] > m->config.max_positions)
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d decoder tokens exceed the decoder's %d positions", b,
                             decoder_lengths[b], m->config.max_positions);
@@ -720,6 +722,11 @@ static pf_result pf__generate_audio_locked(pf_model *m, const float *const *feat
     if (r) return r;
     float *rows = NULL;
     int T = 0, *pads = NULL;
+    /* before the prompt's last id is read below (and the front end's work) */
+    int longest = c->max_positions < m->group->cache_len ? c->max_positions : m->group->cache_len;
+    if (o->decoder_prompt && (o->decoder_prompt_length < 1 || o->decoder_prompt_length >= longest))
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "decoder_prompt_length %d is not in 1..%d", o->decoder_prompt_length,
+                        longest - 1);
     if ((r = pf__audio_source_rows(m, "pf_generate_audio", features, num_frames, batch, &rows, &T, &pads))) return r;
     /* the model's prompt, which names no language: each row's detected language token after its start token */
     int own = c->num_decoder_prompt_ids > 0 && o->decoder_prompt == c->decoder_prompt_ids &&

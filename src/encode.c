@@ -83,6 +83,11 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder-decoder: %s gives its logits for a "
                         "source and decoder inputs", m->config.model_type,
                         m->config.mel_frontend || m->config.conv_subsampler ? "pf_forward_audio" : "pf_forward_seq2seq");
+    const pf__group *g = m->group;
+    if (batch > g->max_batch || seq_len > g->cache_len) /* before the rows are set up or read */
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT,
+                        "batch %d x length %d exceeds what pf_parallelize sized (max_batch %d, max_sequence_length %d)",
+                        batch, seq_len, g->max_batch, g->cache_len);
     if (m->config.head == PF_HEAD_MASKED_LM) { /* rows of equal length: the encoding's logits are the array */
         pf_encoding *e = NULL;
         const int32_t **rows = (const int32_t **)malloc((size_t)batch * sizeof *rows);
@@ -98,11 +103,6 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
         free(rows), free(lengths);
         return r;
     }
-    const pf__group *g = m->group;
-    if (batch > g->max_batch || seq_len > g->cache_len)
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT,
-                        "batch %d x length %d exceeds what pf_parallelize sized (max_batch %d, max_sequence_length %d)",
-                        batch, seq_len, g->max_batch, g->cache_len);
     if ((r = pf__check_ids(m, ids, (size_t)batch * seq_len))) return r;
     pf__job job;
     memset(&job, 0, sizeof job);
@@ -392,6 +392,8 @@ static pf_result pf__encode_audio_mel(pf_model *m, const float *const *samples, 
     char error[PF__MESSAGE_SIZE];
     if (!samples || !num_samples || batch < 1)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio needs samples, their counts and batch >= 1");
+    if (batch > m->group->max_batch) /* before any row is read or any feature computed */
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, m->group->max_batch);
     pf_audio_processor *processor = NULL;
     pf_result r = pf_audio_processor_load(m->dir, &processor, error, sizeof error);
     if (r) return PF__FAIL(m, r, "pf_encode_audio reads the model's feature extractor: %s", error);
@@ -429,6 +431,8 @@ static pf_result pf__encode_audio_fbank(pf_model *m, const float *const *samples
     char error[PF__MESSAGE_SIZE];
     if (!samples || !num_samples || batch < 1)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio needs samples, their counts and batch >= 1");
+    if (batch > m->group->max_batch) /* before any row is read or any feature computed */
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, m->group->max_batch);
     pf_audio_processor *processor = NULL;
     pf_result r = pf_audio_processor_load(m->dir, &processor, error, sizeof error);
     if (r) return PF__FAIL(m, r, "pf_encode_audio reads the model's feature extractor: %s", error);
@@ -439,10 +443,19 @@ static pf_result pf__encode_audio_fbank(pf_model *m, const float *const *samples
     float **features = r ? NULL : (float **)calloc((size_t)batch, sizeof *features);
     int *frames = r ? NULL : (int *)calloc((size_t)batch, sizeof(int));
     if (!r && (!features || !frames)) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    for (int b = 0; !r && b < batch; b++) {
+    for (int b = 0; !r && b < batch; b++) { /* every row's size against the cache before any work */
         size_t rows = 0, columns = 0;
         if (!samples[b] || num_samples[b] < 1) r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: no samples", b);
         else if ((r = pf_audio_features_size(processor, (size_t)num_samples[b], &rows, &columns, error, sizeof error)))
+            r = PF__FAIL(m, r, "row %d: %s", b, error);
+        else if (pf__subsampler_frames(c, (int)rows) > m->group->cache_len)
+            r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d samples make %zu feature frames, %d encoder frames, above "
+                         "max_sequence_length %d", b, num_samples[b], rows, pf__subsampler_frames(c, (int)rows),
+                         m->group->cache_len);
+    }
+    for (int b = 0; !r && b < batch; b++) {
+        size_t rows = 0, columns = 0;
+        if ((r = pf_audio_features_size(processor, (size_t)num_samples[b], &rows, &columns, error, sizeof error)))
             r = PF__FAIL(m, r, "row %d: %s", b, error);
         else if (!(features[b] = (float *)malloc(rows * columns * sizeof(float))))
             r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");

@@ -1,0 +1,215 @@
+/* Issue 31's second round of abuse: counts that the library read past before checking them, work
+   sized by untrusted preprocessor configs, misleading messages, and pixels read past the caller's
+   buffer. Each case fails without its fix: a plain assertion on the result and the message (the
+   arrays end with an id outside the vocabulary right after the counted part, so a read past the
+   limit shows as another message), or an AddressSanitizer report under make test-asan (arrays
+   sized exactly). */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define CHECK_FAILS(m, got, want, needle)                                                                \
+    CHECK_MSG((got) == (want) && strstr(pf_error_message(m), (needle)) != NULL,                         \
+              "%s: got %s (\"%s\"), want %s mentioning \"%s\"", what, pf_result_string(got), pf_error_message(m), \
+              pf_result_string(want), (needle))
+
+static pf_model *load_fixture(const char *name, int max_batch, int max_sequence_length) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
+    pf_model *m = NULL;
+    pf_result r = pf_load(dir, NULL, &m);
+    CHECK_MSG(r == PF_OK, "%s: %s", name, pf_error_message(m));
+    if (r) {
+        pf_free(m);
+        return NULL;
+    }
+    pf_parallel_options po = pf_parallel_options_init();
+    if (max_batch) po.max_batch = max_batch;
+    if (max_sequence_length) po.max_sequence_length = max_sequence_length;
+    r = pf_parallelize(m, 1, &po);
+    CHECK_MSG(r == PF_OK, "%s: pf_parallelize: %s", name, pf_error_message(m));
+    if (r) {
+        pf_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* ---- issue 31.9: counts checked before the arrays they count are read ---- */
+
+static void generate_counts(void) {
+    const char *what = "gpt2-tiny generate counts";
+    pf_model *m = load_fixture("gpt2-tiny", 1, 8);
+    if (!m) return;
+    int32_t out[4], *five = (int32_t *)malloc(5 * sizeof(int32_t));
+    int n = 0;
+    for (int i = 0; i < 5; i++) five[i] = i + 1;
+    pf_generate_options o = pf_generate_options_init();
+    o.max_new_tokens = 2;
+    /* the prompt: INT_MAX ids on a 5-id buffer, and one id over the cache with -1 past it */
+    pf_result r = pf_generate(m, five, INT_MAX, &o, out, 4, &n);
+    CHECK_FAILS(m, r, PF_ERROR_INVALID_ARGUMENT, "leaves no room in the KV cache");
+    int32_t nine[9] = {1, 2, 3, 4, 5, 6, 7, 8, -1};
+    r = pf_generate(m, nine, 9, &o, out, 4, &n);
+    CHECK_FAILS(m, r, PF_ERROR_INVALID_ARGUMENT, "leaves no room in the KV cache");
+    const int32_t *prompts[1] = {nine};
+    int nine_length = 9;
+    pf_generation g;
+    r = pf_generate_batch(m, prompts, &nine_length, 1, &o, &g);
+    CHECK_FAILS(m, r, PF_ERROR_INVALID_ARGUMENT, "leaves no room in the KV cache");
+    /* the option lists, each with a count of INT_MAX on a short array */
+    pf_token_sequence one = {five, 2};
+    pf_generate_options bad = o;
+    bad.eos_token_ids = five, bad.num_eos_token_ids = INT_MAX;
+    CHECK_FAILS(m, pf_generate(m, five, 3, &bad, out, 4, &n), PF_ERROR_INVALID_ARGUMENT, "num_eos_token_ids");
+    bad = o, bad.suppress_tokens = five, bad.num_suppress_tokens = INT_MAX;
+    CHECK_FAILS(m, pf_generate(m, five, 3, &bad, out, 4, &n), PF_ERROR_INVALID_ARGUMENT, "num_suppress_tokens");
+    bad = o, bad.begin_suppress_tokens = five, bad.num_begin_suppress_tokens = INT_MAX;
+    CHECK_FAILS(m, pf_generate(m, five, 3, &bad, out, 4, &n), PF_ERROR_INVALID_ARGUMENT, "num_begin_suppress_tokens");
+    /* both suppress lists at INT_MAX: their sum overflowed int */
+    bad.suppress_tokens = five, bad.num_suppress_tokens = INT_MAX;
+    CHECK_FAILS(m, pf_generate(m, five, 3, &bad, out, 4, &n), PF_ERROR_INVALID_ARGUMENT, "suppress_tokens");
+    bad = o, bad.bad_words = &one, bad.num_bad_words = INT_MAX;
+    CHECK_FAILS(m, pf_generate(m, five, 3, &bad, out, 4, &n), PF_ERROR_INVALID_ARGUMENT, "num_bad_words");
+    bad = o, bad.stop_sequences = &one, bad.num_stop_sequences = INT_MAX;
+    CHECK_FAILS(m, pf_generate(m, five, 3, &bad, out, 4, &n), PF_ERROR_INVALID_ARGUMENT, "num_stop_sequences");
+    pf_token_sequence endless = {five, INT_MAX}, past = {nine, 9};
+    bad = o, bad.bad_words = &endless, bad.num_bad_words = 1;
+    CHECK_FAILS(m, pf_generate(m, five, 3, &bad, out, 4, &n), PF_ERROR_INVALID_ARGUMENT, "more than max_sequence_length");
+    bad = o, bad.stop_sequences = &past, bad.num_stop_sequences = 1;
+    CHECK_FAILS(m, pf_generate(m, five, 3, &bad, out, 4, &n), PF_ERROR_INVALID_ARGUMENT, "more than max_sequence_length");
+    /* beam search takes the exclusive path, not the batcher's: the same checks */
+    bad = o, bad.num_beams = 2, bad.eos_token_ids = five, bad.num_eos_token_ids = INT_MAX;
+    CHECK_FAILS(m, pf_generate(m, five, 3, &bad, out, 4, &n), PF_ERROR_INVALID_ARGUMENT, "num_eos_token_ids");
+    /* and lists at their limits still work */
+    bad = o, bad.bad_words = &one, bad.num_bad_words = 1, bad.eos_token_ids = five, bad.num_eos_token_ids = 5;
+    r = pf_generate(m, five, 3, &bad, out, 4, &n);
+    CHECK_MSG(r == PF_OK && n == 2, "%s: lists within their limits: %s", what, pf_error_message(m));
+    free(five);
+    pf_free(m);
+}
+
+/* pf_forward on a masked LM set up batch x seq_len rows before it compared them with max_batch:
+   INT_MAX rows took gigabytes first. */
+static void forward_counts(void) {
+    const char *what = "bert-mlm pf_forward counts";
+    pf_model *m = load_fixture("bert-mlm", 2, 0);
+    if (!m) return;
+    int32_t ids[4] = {1, 2, 3, 4};
+    float logits[16];
+    CHECK_FAILS(m, pf_forward(m, ids, INT_MAX, 1, logits), PF_ERROR_INVALID_ARGUMENT, "max_batch 2");
+    CHECK_FAILS(m, pf_forward(m, ids, 1, INT_MAX, logits), PF_ERROR_INVALID_ARGUMENT, "max_sequence_length");
+    pf_free(m);
+}
+
+static float *zeros(size_t n) { return (float *)calloc(n ? n : 1, sizeof(float)); }
+
+/* Speech encoder-decoders: the decoder's inputs and prompt one over their limit, batches above
+   max_batch on one-row arrays. */
+static void speech_counts(void) {
+    const char *what = "speech2text-s2s counts";
+    pf_model *m = load_fixture("speech2text-s2s", 1, 40);
+    if (m) {
+        pf_model_info info = pf_get_info(m);
+        int frames = 60, limit = (info.max_positions < 40 ? info.max_positions : 40) - 1; /* a prompt leaves room */
+        float *features = zeros((size_t)frames * info.num_mel_bins);
+        const float *rows[1] = {features};
+        int32_t *ids = (int32_t *)malloc((size_t)(limit + 2) * sizeof(int32_t));
+        for (int i = 0; i < limit; i++) ids[i] = 3;
+        ids[limit] = ids[limit + 1] = -1; /* ids past the limit: refused for the length, never read */
+        pf_generate_options o = pf_model_generate_options(m);
+        o.max_new_tokens = 1;
+        o.decoder_prompt = ids;
+        o.decoder_prompt_length = limit + 1;
+        pf_generation g;
+        pf_result r = pf_generate_audio(m, rows, &frames, 1, &o, &g);
+        CHECK_FAILS(m, r, PF_ERROR_INVALID_ARGUMENT, "decoder_prompt_length");
+        if (!r) pf_generation_free(&g);
+        o.decoder_prompt_length = limit;
+        r = pf_generate_audio(m, rows, &frames, 1, &o, &g);
+        CHECK_MSG(r == PF_OK, "%s: a prompt at the limit: %s", what, pf_error_message(m));
+        if (!r) pf_generation_free(&g);
+        /* teacher forcing: one decoder token over the cache */
+        const int32_t *decoders[2] = {ids, ids};
+        int length = 41;
+        float *logits = zeros((size_t)(limit + 2) * info.vocab_size);
+        r = pf_forward_audio(m, rows, &frames, decoders, &length, 1, logits);
+        CHECK_FAILS(m, r, PF_ERROR_INVALID_ARGUMENT, "1 to 40 fit");
+        /* two rows on max_batch 1: refused before row 1's length (1000, over the limit) is read */
+        const float *two_rows[2] = {features, features};
+        int two_frames[2] = {frames, frames}, two_lengths[2] = {3, 1000};
+        r = pf_forward_audio(m, two_rows, two_frames, decoders, two_lengths, 2, logits);
+        CHECK_FAILS(m, r, PF_ERROR_INVALID_ARGUMENT, "batch 2 exceeds max_batch 1");
+        length = 3; /* and on one-row arrays (an over-read under ASan) */
+        r = pf_forward_audio(m, rows, &frames, decoders, &length, 4, logits);
+        CHECK_FAILS(m, r, PF_ERROR_INVALID_ARGUMENT, "exceeds max_batch");
+        /* waveforms: the batch before any row's features */
+        int samples_count = 16000;
+        float *samples = zeros((size_t)samples_count);
+        const float *waves[1] = {samples};
+        pf_encoding *e = NULL;
+        r = pf_encode_audio(m, waves, &samples_count, 3, &e);
+        CHECK_FAILS(m, r, PF_ERROR_INVALID_ARGUMENT, "exceeds max_batch");
+        pf_encoding_free(e);
+        free(samples), free(logits), free(ids), free(features);
+        pf_free(m);
+    }
+    what = "whisper counts";
+    m = load_fixture("whisper", 1, 0);
+    if (m) {
+        pf_model_info info = pf_get_info(m);
+        int frames = info.audio_frames;
+        float *features = zeros((size_t)frames * info.num_mel_bins);
+        const float *rows[1] = {features};
+        int32_t prompt[4] = {0, 0, 0, 0};
+        pf_generate_options o = pf_model_generate_options(m);
+        memcpy(prompt, o.decoder_prompt, (size_t)(o.decoder_prompt_length < 4 ? o.decoder_prompt_length : 4) * sizeof(int32_t));
+        o.decoder_prompt = prompt;
+        o.decoder_prompt_length = INT_MAX; /* its last id was read first */
+        o.max_new_tokens = 1;
+        pf_generation g;
+        pf_result r = pf_generate_audio(m, rows, &frames, 1, &o, &g);
+        CHECK_FAILS(m, r, PF_ERROR_INVALID_ARGUMENT, "decoder_prompt_length");
+        if (!r) pf_generation_free(&g);
+        int samples_count = 1600;
+        float *samples = zeros((size_t)samples_count);
+        const float *waves[1] = {samples};
+        pf_encoding *e = NULL;
+        r = pf_encode_audio(m, waves, &samples_count, 3, &e);
+        CHECK_FAILS(m, r, PF_ERROR_INVALID_ARGUMENT, "exceeds max_batch");
+        pf_encoding_free(e);
+        free(samples), free(features);
+        pf_free(m);
+    }
+}
+
+/* ---- issue 31.11: work sized by the model's limits, checked before it is done ---- */
+
+/* Speech2Text's waveforms: a row whose filter banks would not fit the cache is refused before its
+   features are computed (the message says so; it used to come from the encoder, after them). */
+static void speech2text_rows_before_features(void) {
+    const char *what = "speech2text-s2s waveform longer than the cache";
+    pf_model *m = load_fixture("speech2text-s2s", 1, 8);
+    if (!m) return;
+    int count = 16000;
+    float *samples = zeros((size_t)count);
+    const float *waves[1] = {samples};
+    pf_encoding *e = NULL;
+    pf_result r = pf_encode_audio(m, waves, &count, 1, &e);
+    CHECK_FAILS(m, r, PF_ERROR_INVALID_ARGUMENT, "16000 samples make 98 feature frames");
+    pf_encoding_free(e);
+    free(samples);
+    pf_free(m);
+}
+
+void test_input_checks(void) {
+    generate_counts();
+    forward_counts();
+    speech_counts();
+    speech2text_rows_before_features();
+}
