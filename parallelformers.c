@@ -23005,7 +23005,21 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
 
 /* An image encoder's request: each image [channels][size][size] cut into patches (row-major,
    each patch's values channel-major as the patch convolution's weight is), then the encoder. */
-static pf_result pf__encode_images_locked(pf_model *m, const float *pixels, int batch, pf_encoding **out) {
+/* The pixel values the caller says it holds against what images of the model's size take, before
+   any is read: a processor whose output size is not config.json's image_size gives fewer. */
+static pf_result pf__check_pixel_values(pf_model *m, size_t num_values, int images) {
+    const pf__config *c = &m->config;
+    size_t image = (size_t)c->num_channels * c->image_size * c->image_size;
+    if (num_values / image != (size_t)images || num_values % image)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pixels hold %zu values; %d image%s of %d x %d x %d (config.json's "
+                        "num_channels x image_size x image_size) take %zu: is the image processor's output another size?",
+                        num_values, images, images == 1 ? "" : "s", c->num_channels, c->image_size, c->image_size,
+                        image * (size_t)images);
+    return PF_OK;
+}
+
+static pf_result pf__encode_images_locked(pf_model *m, const float *pixels, size_t num_values, int batch,
+                                          pf_encoding **out) {
     const pf__config *c = &m->config;
     *out = NULL;
     pf_result r = pf__ensure_group(m);
@@ -23015,6 +23029,7 @@ static pf_result pf__encode_images_locked(pf_model *m, const float *pixels, int 
     if (!pixels || batch < 1) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_images needs pixels and batch >= 1");
     const pf__group *g = m->group;
     if (batch > g->max_batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, g->max_batch);
+    if ((r = pf__check_pixel_values(m, num_values, batch))) return r;
     int p = c->patch_size, side = c->image_size / p, S = c->max_positions, channels = c->num_channels;
     if (S > g->cache_len)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "an image's %d positions exceed max_sequence_length %d", S, g->cache_len);
@@ -23073,14 +23088,14 @@ static pf_result pf__encode_images_locked(pf_model *m, const float *pixels, int 
     return r;
 }
 
-pf_result pf_encode_images(pf_model *m, const float *pixels, int batch, pf_encoding **out) {
+pf_result pf_encode_images(pf_model *m, const float *pixels, size_t num_pixel_values, int batch, pf_encoding **out) {
     if (!m) return PF_ERROR_INVALID_ARGUMENT;
     if (out) *out = NULL;
     if (!out) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_images needs an output");
     pf_result r = pf__request_lock(m, "pf_encode_images");
     if (r) return r;
     pf_model *tower = m->loaded && m->towers[1] ? m->towers[1] : m; /* a dual model's vision tower */
-    r = pf__encode_images_locked(tower, pixels, batch, out);
+    r = pf__encode_images_locked(tower, pixels, num_pixel_values, batch, out);
     if (r && tower != m) r = pf__fail_from(m, r, tower);
     pf__request_unlock(m);
     return r;
@@ -23483,7 +23498,7 @@ static pf_result pf__unit_embeds(pf_model *tower, const int32_t *const *ids, con
     for (int first = 0; !r && first < count; first += tower->group->max_batch) {
         int n = count - first < tower->group->max_batch ? count - first : tower->group->max_batch;
         pf_encoding *e = NULL;
-        r = pixels ? pf__encode_images_locked(tower, pixels + (size_t)first * image, n, &e)
+        r = pixels ? pf__encode_images_locked(tower, pixels + (size_t)first * image, (size_t)n * image, n, &e)
                    : pf__encode_locked(tower, ids + first, NULL, lengths + first, n, &e);
         for (int b = 0; !r && b < n; b++) { /* x / |x|, as transformers normalises (no epsilon) */
             const float *x = e->embeds + (size_t)b * dim;
@@ -23498,7 +23513,8 @@ static pf_result pf__unit_embeds(pf_model *tower, const int32_t *const *ids, con
 }
 
 static pf_result pf__image_text_logits_locked(pf_model *m, const int32_t *const *ids, const int *lengths, int num_texts,
-                                              const float *pixels, int num_images, float *logits) {
+                                              const float *pixels, size_t num_pixel_values, int num_images,
+                                              float *logits) {
     if (!m->loaded) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the model did not load");
     if (!m->towers[0])
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is not a dual encoder (CLIP): it has no image-text "
@@ -23506,10 +23522,12 @@ static pf_result pf__image_text_logits_locked(pf_model *m, const int32_t *const 
     if (!ids || !lengths || !pixels || !logits || num_texts < 1 || num_images < 1)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_image_text_logits needs ids, lengths, pixels, logits, "
                         "num_texts >= 1 and num_images >= 1");
+    pf_result r = pf__check_pixel_values(m->towers[1], num_pixel_values, num_images); /* before the texts' work */
+    if (r) return pf__fail_from(m, r, m->towers[1]);
     size_t dim = (size_t)m->config.projection_dim;
     float *texts = (float *)malloc((size_t)num_texts * dim * sizeof(float));
     float *images = (float *)malloc((size_t)num_images * dim * sizeof(float));
-    pf_result r = texts && images ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    r = texts && images ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     if (!r && (r = pf__unit_embeds(m->towers[0], ids, lengths, NULL, num_texts, texts)))
         r = pf__fail_from(m, r, m->towers[0]);
     if (!r && (r = pf__unit_embeds(m->towers[1], NULL, NULL, pixels, num_images, images)))
@@ -23525,11 +23543,11 @@ static pf_result pf__image_text_logits_locked(pf_model *m, const int32_t *const 
 }
 
 pf_result pf_image_text_logits(pf_model *m, const int32_t *const *ids, const int *lengths, int num_texts,
-                               const float *pixels, int num_images, float *logits_per_image) {
+                               const float *pixels, size_t num_pixel_values, int num_images, float *logits_per_image) {
     if (!m) return PF_ERROR_INVALID_ARGUMENT;
     pf_result r = pf__request_lock(m, "pf_image_text_logits");
     if (r) return r;
-    r = pf__image_text_logits_locked(m, ids, lengths, num_texts, pixels, num_images, logits_per_image);
+    r = pf__image_text_logits_locked(m, ids, lengths, num_texts, pixels, num_pixel_values, num_images, logits_per_image);
     pf__request_unlock(m);
     return r;
 }

@@ -484,12 +484,16 @@ void pf_encoding_free(pf_encoding *encoding); /* NULL is fine; any thread */
 
 /* An image encoder (ViT, DeiT): images already preprocessed as the model's image processor does
    (resized, rescaled, normalised), pixels [batch][num_channels][image_size][image_size] floats
-   (pf_model_info's image fields give the sizes). The encoding has, per image, the class token
-   (DeiT: then the distillation token), then the patches row by row: last_hidden_state
+   (pf_model_info's image fields give the sizes), num_pixel_values of them: exactly batch x
+   num_channels x image_size x image_size, else PF_ERROR_INVALID_ARGUMENT before any is read (an
+   image processor whose size, crop_size or do_resize gives another size than config.json's
+   image_size: compare pf_image_output_size with the model's). The encoding has, per image, the
+   class token (DeiT: then the distillation token), then the patches row by row: last_hidden_state
    [batch][tokens][hidden]; pooled [batch][hidden] where the model has a pooler; logits
    [batch][num_labels] for PF_HEAD_IMAGE_CLASSIFICATION. *encoding is the caller's
    (pf_encoding_free). PF_ERROR_UNSUPPORTED for a model that takes token ids. Threads: as pf_encode. */
-pf_result pf_encode_images(pf_model *model, const float *pixels, int batch, pf_encoding **encoding);
+pf_result pf_encode_images(pf_model *model, const float *pixels, size_t num_pixel_values, int batch,
+                           pf_encoding **encoding);
 
 /* A dual encoder (model_type "clip", architectures CLIPModel): pf_encode runs its text tower
    (causal attention; pooled at each row's end-of-text token; embeds: text_embeds as
@@ -506,12 +510,13 @@ pf_result pf_encode_images(pf_model *model, const float *pixels, int batch, pf_e
    logit_scale.exp() * (image_embeds / |image_embeds|) . (text_embeds / |text_embeds|).
    Texts as pf_encode takes them (ids[t] holds lengths[t] ids, each text with its end-of-text
    token; any count: they run max_batch at a time); pixels [num_images][num_channels][image_size]
-   [image_size] as pf_encode_images takes them. logits_per_image [num_images][num_texts] is the
-   caller's (logits_per_text is its transpose). Results: PF_ERROR_INVALID_ARGUMENT (NULLs, counts
-   below 1, and what pf_encode and pf_encode_images refuse), PF_ERROR_UNSUPPORTED (a model that is
-   not a dual encoder), PF_ERROR_OUT_OF_MEMORY, PF_ERROR_DEVICE. Threads: as pf_encode. */
+   [image_size], num_pixel_values floats, as pf_encode_images takes them (checked before any work).
+   logits_per_image [num_images][num_texts] is the caller's (logits_per_text is its transpose).
+   Results: PF_ERROR_INVALID_ARGUMENT (NULLs, counts below 1, and what pf_encode and
+   pf_encode_images refuse), PF_ERROR_UNSUPPORTED (a model that is not a dual encoder),
+   PF_ERROR_OUT_OF_MEMORY, PF_ERROR_DEVICE. Threads: as pf_encode. */
 pf_result pf_image_text_logits(pf_model *model, const int32_t *const *ids, const int *lengths, int num_texts,
-                               const float *pixels, int num_images, float *logits_per_image);
+                               const float *pixels, size_t num_pixel_values, int num_images, float *logits_per_image);
 /* A speech encoder (Wav2Vec2, XLSR, HuBERT) on `batch` waveforms of any lengths: samples[b] holds
    num_samples[b] floats as the model's feature extractor gives them (16 kHz mono, normalised where
    preprocessor_config.json says do_normalize: pf_audio_processor does it). The convolutional front

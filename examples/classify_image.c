@@ -48,6 +48,12 @@ static unsigned char *read_ppm(const char *path, int *width, int *height) {
     return rgb;
 }
 
+/* "classify_image: RESULT: MESSAGE", without the colon when there is no message (a model that
+   could not even be allocated has none). */
+static void report(pf_result r, const char *message) {
+    fprintf(stderr, "classify_image: %s%s%s\n", pf_result_string(r), message && message[0] ? ": " : "", message ? message : "");
+}
+
 static int usage(void) {
     fprintf(stderr, "usage: classify_image MODEL_DIR IMAGE.ppm [--gpus N] [--device cpu|cuda|auto] [--top K] [--logits]\n");
     return 2;
@@ -77,26 +83,46 @@ int main(int argc, char **argv) {
         fprintf(stderr, "classify_image: %s is not a binary 8-bit PPM (P6, maxval 255)\n", image);
         return 1;
     }
-    char error[512];
+    char error[512] = "";
     pf_image_processor *processor = NULL;
     pf_model *model = NULL;
     float *pixels = NULL;
     pf_encoding *e = NULL;
     int status = 1, out_width = 0, out_height = 0;
-    pf_result r = pf_image_processor_load(dir, PF_IMAGE_BACKEND_TORCHVISION, &processor, error, sizeof error);
-    if (!r) r = pf_image_output_size(processor, width, height, &out_width, &out_height, error, sizeof error);
-    size_t count = (size_t)3 * out_width * out_height;
-    if (!r && !(pixels = (float *)malloc(count * sizeof(float)))) r = PF_ERROR_OUT_OF_MEMORY;
-    if (!r) r = pf_image_preprocess(processor, rgb, width, height, pixels, count, error, sizeof error);
-    if (r) {
-        fprintf(stderr, "classify_image: %s: %s\n", pf_result_string(r), error);
-        goto done;
-    }
     pf_parallel_options po = pf_parallel_options_init();
     po.device = device;
-    if ((r = pf_load(dir, NULL, &model)) || (r = pf_parallelize(model, gpus, &po)) ||
-        (r = pf_encode_images(model, pixels, 1, &e))) {
-        fprintf(stderr, "classify_image: %s: %s\n", pf_result_string(r), pf_error_message(model));
+    pf_result r = pf_image_processor_load(dir, PF_IMAGE_BACKEND_TORCHVISION, &processor, error, sizeof error);
+    if (!r) r = pf_image_output_size(processor, width, height, &out_width, &out_height, error, sizeof error);
+    if (r) {
+        report(r, error);
+        goto done;
+    }
+    if ((r = pf_load(dir, NULL, &model)) || (r = pf_parallelize(model, gpus, &po))) {
+        report(r, pf_error_message(model));
+        goto done;
+    }
+    /* The processor's output must be the model's input: a preprocessor_config.json whose size,
+       crop_size or do_resize gives another size than config.json's image_size is refused here. */
+    pf_model_info info = pf_get_info(model);
+    if (info.image_size < 1 || info.num_channels != 3 || out_width != info.image_size || out_height != info.image_size) {
+        fprintf(stderr, "classify_image: %s: the image processor (preprocessor_config.json) makes %d x %d RGB images; the "
+                "model (config.json) takes %d x %d with %d channels\n", dir, out_width, out_height, info.image_size,
+                info.image_size, info.num_channels);
+        goto done;
+    }
+    size_t count = (size_t)3 * out_width * out_height;
+    if (!(pixels = (float *)malloc(count * sizeof(float)))) {
+        r = PF_ERROR_OUT_OF_MEMORY;
+        snprintf(error, sizeof error, "%zu floats for the pixels", count);
+    } else {
+        r = pf_image_preprocess(processor, rgb, width, height, pixels, count, error, sizeof error);
+    }
+    if (r) {
+        report(r, error);
+        goto done;
+    }
+    if ((r = pf_encode_images(model, pixels, count, 1, &e))) {
+        report(r, pf_error_message(model));
         goto done;
     }
     if (!e->logits) {
@@ -108,7 +134,10 @@ int main(int argc, char **argv) {
         printf("\n");
     } else {
         int *order = (int *)malloc((size_t)e->num_logits * sizeof(int));
-        if (!order) goto done;
+        if (!order) {
+            report(PF_ERROR_OUT_OF_MEMORY, "the classes' order");
+            goto done;
+        }
         for (int k = 0; k < e->num_logits; k++) order[k] = k;
         for (int i = 1; i < e->num_logits; i++) /* insertion sort, best first; classes are few */
             for (int j = i; j > 0 && e->logits[order[j]] > e->logits[order[j - 1]]; j--) {

@@ -188,6 +188,106 @@ static void speech_counts(void) {
     }
 }
 
+/* ---- issue 31.1: pixels read past the caller's buffer ---- */
+
+static char tmp_dir[256];
+
+static void write_in_tmp(const char *name, const void *data, size_t size) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", tmp_dir, name);
+    CHECK_MSG(test_write_file(path, data, size) == 0, "cannot write %s", path);
+}
+
+/* FIXTURE/NAME as a symbolic link in the temporary directory (an absolute target). */
+static void link_fixture_file(const char *fixture, const char *name) {
+    char target[2048], cwd[512], path[512];
+    if (test_fixtures[0] == '/' || !getcwd(cwd, sizeof cwd)) cwd[0] = 0;
+    snprintf(target, sizeof target, "%s%s%s/%s/%s", cwd, cwd[0] ? "/" : "", test_fixtures, fixture, name);
+    snprintf(path, sizeof path, "%s/%s", tmp_dir, name);
+    unlink(path);
+    CHECK_MSG(symlink(target, path) == 0, "cannot link %s", target);
+}
+
+static void clean_tmp(void) {
+    const char *names[] = {"config.json", "model.safetensors", "preprocessor_config.json", "image.ppm", "speech.wav",
+                           "tokenizer.json", "tokenizer_config.json", "generation_config.json", "vocab.json",
+                           "sentencepiece.bpe.model"};
+    char path[512];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", tmp_dir, names[i]);
+        unlink(path);
+    }
+}
+
+/* pf_encode_images and pf_image_text_logits take the pixels' count and refuse one that is not
+   exactly the images' (they read num_channels x image_size^2 floats an image). */
+static void image_counts(void) {
+    const char *what = "vit-cls pixel count";
+    pf_model *m = load_fixture("vit-cls", 2, 0);
+    if (m) {
+        size_t image = 3 * 32 * 32;
+        float *pixels = zeros(2 * image);
+        pf_encoding *e = NULL;
+        pf_result r = pf_encode_images(m, pixels, 3 * 16 * 16, 1, &e); /* a 16 x 16 processor output */
+        CHECK_FAILS(m, r, PF_ERROR_INVALID_ARGUMENT, "pixels hold 768 values; 1 image of 3 x 32 x 32");
+        CHECK(!e);
+        r = pf_encode_images(m, pixels, image, 2, &e);
+        CHECK_FAILS(m, r, PF_ERROR_INVALID_ARGUMENT, "take 6144");
+        r = pf_encode_images(m, pixels, 2 * image, 1, &e); /* larger is as wrong: another layout */
+        CHECK_FAILS(m, r, PF_ERROR_INVALID_ARGUMENT, "pixels hold 6144 values");
+        r = pf_encode_images(m, pixels, 2 * image, 2, &e);
+        CHECK_MSG(r == PF_OK && e && e->batch == 2, "%s: the right count: %s", what, pf_error_message(m));
+        pf_encoding_free(e);
+        free(pixels);
+        pf_free(m);
+    }
+    what = "clip pixel count";
+    m = load_fixture("clip", 2, 0);
+    if (m) {
+        size_t image = 3 * 32 * 32;
+        float *pixels = zeros(image), logits[2];
+        int32_t ids[2] = {5, 2};
+        const int32_t *rows[1] = {ids};
+        int length = 2;
+        pf_result r = pf_image_text_logits(m, rows, &length, 1, pixels, image, 2, logits);
+        CHECK_FAILS(m, r, PF_ERROR_INVALID_ARGUMENT, "pixels hold 3072 values; 2 images");
+        pf_encoding *e = NULL;
+        r = pf_encode_images(m, pixels, image - 1, 1, &e);
+        CHECK_FAILS(m, r, PF_ERROR_INVALID_ARGUMENT, "pixels hold 3071 values");
+        free(pixels);
+        pf_free(m);
+    }
+}
+
+/* build/classify_image sized its pixel buffer by the processor's output and the model read
+   image_size^2 pixels from it: a preprocessor_config.json of another size (16 x 16, or no resize
+   of a 45 x 37 image, against vit-cls's 32) over-read. It refuses the mismatch, naming both. */
+static void classify_image_mismatch(void) {
+    static const struct { const char *config, *makes; } cases[] = {
+        {"{\"image_processor_type\": \"ViTImageProcessor\", \"size\": {\"height\": 16, \"width\": 16}}", "makes 16 x 16"},
+        {"{\"image_processor_type\": \"ViTImageProcessor\", \"do_resize\": false}", "makes 45 x 37"},
+        {"{\"image_processor_type\": \"ViTImageProcessor\", \"size\": 32}", NULL},
+    };
+    char binary[1024], command[4096], out[2048];
+    test_example_path("classify_image", binary, sizeof binary);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        clean_tmp();
+        link_fixture_file("vit-cls", "config.json");
+        link_fixture_file("vit-cls", "model.safetensors");
+        link_fixture_file("vit-cls", "image.ppm");
+        write_in_tmp("preprocessor_config.json", cases[k].config, strlen(cases[k].config));
+        snprintf(command, sizeof command, "%s %s %s/image.ppm --device cpu 2>&1", binary, tmp_dir, tmp_dir);
+        int status = test_run_output(command, out, sizeof out);
+        if (cases[k].makes)
+            CHECK_MSG(status == 1 && strstr(out, cases[k].makes) && strstr(out, "takes 32 x 32"),
+                      "classify_image with %s: %d, \"%s\"", cases[k].config, status, out);
+        else /* the same size in other words: classified */
+            CHECK_MSG(status == 0 && out[0] >= '0' && out[0] <= '9', "classify_image with %s: %d, \"%s\"", cases[k].config,
+                      status, out);
+    }
+    clean_tmp();
+}
+
 /* ---- issue 31.11: work sized by the model's limits, checked before it is done ---- */
 
 /* Speech2Text's waveforms: a row whose filter banks would not fit the cache is refused before its
@@ -208,8 +308,17 @@ static void speech2text_rows_before_features(void) {
 }
 
 void test_input_checks(void) {
+    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/pf_checks_XXXXXX");
+    if (!mkdtemp(tmp_dir)) {
+        CHECK_MSG(0, "cannot create a temporary directory");
+        return;
+    }
+    image_counts();
+    classify_image_mismatch();
     generate_counts();
     forward_counts();
     speech_counts();
     speech2text_rows_before_features();
+    clean_tmp();
+    rmdir(tmp_dir);
 }
