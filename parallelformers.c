@@ -14008,6 +14008,7 @@ pf_result pf_apply_chat_template(const pf_tokenizer *tokenizer, const pf_chat_me
 
 #define PF__MAX_IMAGE_SIDE 32768        /* pixels on a side, in or out: a bound against absurd sizes */
 #define PF__MAX_AUDIO_SAMPLES ((size_t)1 << 31)
+#define PF__MAX_MEL_TABLE ((size_t)1 << 22) /* FFT bins x mel bins; Whisper's largest: 201 x 128 */
 
 /* The number under key, or *out unchanged when absent or null; -1 (message) when not a number. */
 static pf_result pf__pre_number(const pf__json *config, const char *key, double *out, const char *path, char *error,
@@ -14769,6 +14770,12 @@ static pf_result pf__audio_read(pf_audio_processor *p, const pf__json *config, c
             return pf__format(error, error_size, PF_ERROR_FORMAT, "%s: %d s chunks are too short for n_fft %d", path, chunk_length,
                               p->n_fft);
     }
+    /* the tables are sized by the file: bounded before they are allocated and filled */
+    size_t entries = (size_t)(p->n_fft / 2 + 1) * (size_t)p->num_mel_bins;
+    if (entries > PF__MAX_MEL_TABLE)
+        return pf__format(error, error_size, PF_ERROR_UNSUPPORTED, "%s: n_fft %d and %d mel bins make a filter table of %zu "
+                          "entries, more than the %zu this library builds", path, p->n_fft, p->num_mel_bins, entries,
+                          PF__MAX_MEL_TABLE);
     return pf__audio_tables(p, path, error, error_size);
 }
 

@@ -970,7 +970,8 @@ typedef struct pf_audio_processor_info {
 } pf_audio_processor_info;
 
 /* Loads DIR/preprocessor_config.json (its feature_extractor_type names the class). Errors as
-   pf_image_processor_load's; dither other than 0 is refused (random noise). */
+   pf_image_processor_load's; dither other than 0 is refused (random noise), and so (before any
+   table is built) are n_fft and mel bins whose filter table would exceed 2^22 entries. */
 pf_result pf_audio_processor_load(const char *dir, pf_audio_processor **processor, char *error, size_t error_size);
 void pf_audio_processor_free(pf_audio_processor *processor);
 pf_audio_processor_info pf_audio_processor_get_info(const pf_audio_processor *processor);
@@ -979,7 +980,9 @@ pf_audio_processor_info pf_audio_processor_get_info(const pf_audio_processor *pr
    transformers' features of one utterance: WAVEFORM 1 x num_samples; LOG_MEL num_mel_bins x
    frames (chunk_length * sampling_rate / hop_length frames, e.g. 80 x 3000); FBANK frames x
    num_mel_bins (1 + (num_samples - 400) / 160 frames). PF_ERROR_INVALID_ARGUMENT for no samples,
-   more than 2^31, or (FBANK) fewer than one frame's 400. */
+   more than 2^31, or (FBANK) fewer than one frame's 400. The size follows preprocessor_config.json
+   (LOG_MEL: chunk_length, hop_length), which may not be trusted: compare it with the model's
+   (pf_model_info's num_mel_bins and audio_frames) before allocating and computing the features. */
 pf_result pf_audio_features_size(const pf_audio_processor *processor, size_t num_samples, size_t *rows,
                                  size_t *columns, char *error, size_t error_size);
 

@@ -190,7 +190,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "transcribe: %s %s\n", wav, why);
         return 1;
     }
-    char error[512];
+    char error[512] = "";
     pf_audio_processor *processor = NULL;
     pf_model *model = NULL;
     float *features = NULL;
@@ -200,32 +200,55 @@ int main(int argc, char **argv) {
     int status = 1, count = 0;
     size_t rows = 0, columns = 0;
     pf_result r = pf_audio_processor_load(dir, &processor, error, sizeof error);
-    if (!r && pf_audio_processor_get_info(processor).sampling_rate != rate) {
+    pf_audio_processor_info audio = pf_audio_processor_get_info(processor);
+    if (!r && audio.sampling_rate != rate) {
         snprintf(error, sizeof error, "%s is at %d Hz, the model wants %d Hz: resample it first", wav, rate,
-                 pf_audio_processor_get_info(processor).sampling_rate);
+                 audio.sampling_rate);
         r = PF_ERROR_INVALID_ARGUMENT;
     }
     if (!r) r = pf_audio_features_size(processor, (size_t)num_samples, &rows, &columns, error, sizeof error);
-    if (!r && !(features = (float *)malloc(rows * columns * sizeof(float)))) r = PF_ERROR_OUT_OF_MEMORY;
-    if (!r) r = pf_audio_features(processor, samples, (size_t)num_samples, features, rows * columns, error, sizeof error);
     if (r) {
         fprintf(stderr, "transcribe: %s: %s\n", pf_result_string(r), error);
         goto done;
     }
-    const float *waves[1] = {features};
     pf_parallel_options po = pf_parallel_options_init();
     po.device = device;
     if ((r = pf_load(dir, NULL, &model)) || (r = pf_parallelize(model, gpus, &po))) {
         fprintf(stderr, "transcribe: %s: %s\n", pf_result_string(r), pf_error_message(model));
         goto done;
     }
+    /* The features' size comes from preprocessor_config.json: compared with what the model takes
+       before they are computed (a chunk_length of an hour pads a second of audio to 360,000 frames). */
     pf_model_info info = pf_get_info(model);
-    if (info.is_encoder_decoder) { /* features into the encoder, text out of the decoder */
-        if (info.num_mel_bins == 0 || (size_t)info.num_mel_bins != (info.mel_major ? rows : columns)) {
-            fprintf(stderr, "transcribe: %s: the model takes %d mel bins, the feature extractor gives %zu x %zu\n", dir,
-                    info.num_mel_bins, rows, columns);
+    if (info.is_encoder_decoder) {
+        size_t bins = info.mel_major ? rows : columns, frames = info.mel_major ? columns : rows;
+        if (info.num_mel_bins == 0 || (size_t)info.num_mel_bins != bins ||
+            (info.audio_frames && frames != (size_t)info.audio_frames)) {
+            if (info.audio_frames)
+                fprintf(stderr, "transcribe: %s: the model takes %d mel bins x %d frames, the feature extractor "
+                        "(preprocessor_config.json) gives %zu x %zu\n", dir, info.num_mel_bins, info.audio_frames,
+                        bins, frames);
+            else
+                fprintf(stderr, "transcribe: %s: the model takes %d mel bins a frame, the feature extractor "
+                        "(preprocessor_config.json) gives %zu\n", dir, info.num_mel_bins, bins);
             goto done;
         }
+    } else if (audio.kind != PF_AUDIO_WAVEFORM) {
+        fprintf(stderr, "transcribe: %s: the feature extractor is not Wav2Vec2's (raw waveforms)\n", dir);
+        goto done;
+    }
+    if (!(features = (float *)malloc(rows * columns * sizeof(float)))) {
+        r = PF_ERROR_OUT_OF_MEMORY;
+        snprintf(error, sizeof error, "%zu x %zu features", rows, columns);
+    } else {
+        r = pf_audio_features(processor, samples, (size_t)num_samples, features, rows * columns, error, sizeof error);
+    }
+    if (r) {
+        fprintf(stderr, "transcribe: %s: %s\n", pf_result_string(r), error);
+        goto done;
+    }
+    const float *waves[1] = {features};
+    if (info.is_encoder_decoder) { /* features into the encoder, text out of the decoder */
         count = (int)(info.mel_major ? columns : rows); /* frames */
         if (!pf_model_tokenizer(model)) { /* before the prompt: --language reads its tokens */
             fprintf(stderr, "transcribe: %s has no tokenizer to turn the generated ids into text\n", dir);
@@ -268,10 +291,6 @@ int main(int argc, char **argv) {
             goto done;
         }
         count = (int)(rows * columns); /* a waveform's features: 1 x num_samples */
-        if (pf_audio_processor_get_info(processor).kind != PF_AUDIO_WAVEFORM) {
-            fprintf(stderr, "transcribe: %s: the feature extractor is not Wav2Vec2's (raw waveforms)\n", dir);
-            goto done;
-        }
         if ((r = pf_encode_audio(model, waves, &count, 1, &e)) || (r = pf_ctc_decode(model, e, 0, &text))) {
             fprintf(stderr, "transcribe: %s: %s\n", pf_result_string(r), pf_error_message(model));
             goto done;

@@ -307,6 +307,58 @@ static void speech2text_rows_before_features(void) {
     pf_free(m);
 }
 
+/* Whisper's extractor padded a second of audio to chunk_length seconds before anything compared
+   its frames with the model's: 3600 s made 360,000 frames (20 s of work, 115 MB). build/transcribe
+   now loads the model first and refuses the mismatch before computing the features. */
+static void transcribe_chunk_mismatch(void) {
+    static const char *const files[] = {"config.json", "model.safetensors", "generation_config.json", "tokenizer.json",
+                                        "tokenizer_config.json", "speech.wav"};
+    static const char config[] = "{\"feature_extractor_type\": \"WhisperFeatureExtractor\", \"feature_size\": 80, "
+                                 "\"chunk_length\": 3600}";
+    char binary[1024], command[4096], out[2048];
+    clean_tmp();
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) link_fixture_file("whisper", files[i]);
+    write_in_tmp("preprocessor_config.json", config, strlen(config));
+    test_example_path("transcribe", binary, sizeof binary);
+    snprintf(command, sizeof command, "%s %s %s/speech.wav --device cpu 2>&1", binary, tmp_dir, tmp_dir);
+    int status = test_run_output(command, out, sizeof out);
+    CHECK_MSG(status == 1 && strstr(out, "takes 80 mel bins x 100 frames") && strstr(out, "gives 80 x 360000"),
+              "transcribe with 3600 s chunks: %d, \"%s\"", status, out);
+    /* the library's own path compares before it computes, as it did */
+    const char *what = "pf_encode_audio with 3600 s chunks";
+    pf_model *m = NULL;
+    pf_result r = pf_load(tmp_dir, NULL, &m);
+    CHECK_MSG(r == PF_OK, "%s: %s", what, pf_error_message(m));
+    if (r == PF_OK) {
+        int count = 16000;
+        float *samples = zeros((size_t)count);
+        const float *waves[1] = {samples};
+        pf_encoding *e = NULL;
+        r = pf_encode_audio(m, waves, &count, 1, &e);
+        CHECK_FAILS(m, r, PF_ERROR_FORMAT, "80 x 360000");
+        pf_encoding_free(e);
+        free(samples);
+    }
+    pf_free(m);
+    clean_tmp();
+}
+
+/* A feature extractor's FFT and mel tables are sized by the file: n_fft 65536 and 4096 mel bins
+   allocated and filled a gigabyte at load. Refused before. */
+static void audio_tables_bounded(void) {
+    static const char config[] = "{\"feature_extractor_type\": \"WhisperFeatureExtractor\", \"feature_size\": 4096, "
+                                 "\"n_fft\": 65536, \"hop_length\": 160}";
+    clean_tmp();
+    write_in_tmp("preprocessor_config.json", config, strlen(config));
+    pf_audio_processor *p = NULL;
+    char error[512] = "";
+    pf_result r = pf_audio_processor_load(tmp_dir, &p, error, sizeof error);
+    CHECK_MSG(r == PF_ERROR_UNSUPPORTED && !p && strstr(error, "n_fft 65536 and 4096 mel bins"),
+              "n_fft 65536 x 4096 mel bins: %s (%s)", pf_result_string(r), error);
+    pf_audio_processor_free(p);
+    clean_tmp();
+}
+
 void test_input_checks(void) {
     snprintf(tmp_dir, sizeof tmp_dir, "/tmp/pf_checks_XXXXXX");
     if (!mkdtemp(tmp_dir)) {
@@ -319,6 +371,8 @@ void test_input_checks(void) {
     forward_counts();
     speech_counts();
     speech2text_rows_before_features();
+    transcribe_chunk_mismatch();
+    audio_tables_bounded();
     clean_tmp();
     rmdir(tmp_dir);
 }
