@@ -3496,8 +3496,13 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
         cfg->position_offset += 1;
         if (cfg->position_offset_from_pad == 1) cfg->max_positions -= cfg->position_offset;
     }
-    if (cfg->patch_size) { /* an image encoder: the class (and distillation) token, then the patches */
-        if (cfg->patch_size < 1 || cfg->image_size < cfg->patch_size || cfg->image_size % cfg->patch_size ||
+    /* an image encoder (a family that reads patch_size, even as 0): the class (and distillation)
+       token, then the patches */
+    if (cfg->patch_size || strcmp(pf__config_key(cfg->arch, offsetof(pf__config, patch_size)), "(derived)")) {
+        if (cfg->patch_size < 1)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"patch_size\" %d is not a positive number of pixels",
+                              path, cfg->patch_size);
+        if (cfg->image_size < cfg->patch_size || cfg->image_size % cfg->patch_size ||
             cfg->image_size > 65536 || cfg->num_channels < 1 || cfg->num_channels > 64)
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: image_size %d, patch_size %d, num_channels %d do not fit",
                               path, cfg->image_size, cfg->patch_size, cfg->num_channels);
@@ -3530,7 +3535,10 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
                               pf__config_key(cfg->arch, offsetof(pf__config, rotary_pct)), cfg->rotary_pct);
         if (cfg->rotary_dim == 0)
             cfg->rotary_dim = (int)((cfg->rope_head_dim ? cfg->rope_head_dim : cfg->head_dim) * cfg->rotary_pct);
-        if (cfg->rotary_dim <= 0 || cfg->rotary_dim > cfg->head_dim || cfg->rotary_dim % 2 || !(cfg->rope_theta > 0))
+        if (!(cfg->rope_theta > 0)) /* NaN included; before the rotary width, which it does not concern */
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: the rotary base rope_theta is %g: it must be a positive "
+                              "number", path, cfg->rope_theta);
+        if (cfg->rotary_dim <= 0 || cfg->rotary_dim > cfg->head_dim || cfg->rotary_dim % 2)
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: rotary dims %d do not fit heads of %d", path,
                               cfg->rotary_dim, cfg->head_dim);
     }
@@ -13172,6 +13180,14 @@ static pf__jv pf__chat_method(pf__chat *c, pf__jv obj, const char *name, size_t 
 
 static int pf__chat_is(const char *name, size_t n, const char *what) { return n == strlen(what) && !memcmp(name, what, n); }
 
+/* Days in a month of the proleptic Gregorian calendar (2024-02 has 29, 2023-02 and 1900-02 28). */
+static int pf__chat_days_in_month(int year, int month) {
+    static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (month < 1 || month > 12) return 0;
+    int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    return days[month - 1] + (month == 2 && leap);
+}
+
 /* strftime_now(format) on the options' date (or now): the directives templates use. */
 static pf__jv pf__chat_strftime(pf__chat *c, pf__jv format, int line) {
     static const char *const months[] = {"January", "February", "March", "April", "May", "June", "July", "August",
@@ -13183,8 +13199,10 @@ static pf__jv pf__chat_strftime(pf__chat *c, pf__jv format, int line) {
         int used = 0;
         if (sscanf(c->date, "%4d-%2d-%2d%n", &year, &month, &day, &used) != 3 ||
             (c->date[used] && sscanf(c->date + used, " %2d:%2d:%2d", &hour, &minute, &second) < 2) || month < 1 ||
-            month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60 || year < 1)
-            pf__chat_fail(c, PF_ERROR_INVALID_ARGUMENT, "chat template: the date \"%.40s\" is not YYYY-MM-DD [HH:MM[:SS]]", c->date);
+            month > 12 || day < 1 || day > pf__chat_days_in_month(year, month) || hour > 23 || minute > 59 ||
+            second > 60 || year < 1)
+            pf__chat_fail(c, PF_ERROR_INVALID_ARGUMENT, "chat template: the date \"%.40s\" is not YYYY-MM-DD [HH:MM[:SS]] "
+                          "(a day that exists)", c->date);
     } else {
         time_t now = time(NULL);
         struct tm tm;
@@ -13571,6 +13589,23 @@ static int pf__chat_mul_overflows(int64_t x, int64_t y) {
     return y > 0 ? x < INT64_MIN / y : x < INT64_MAX / y;
 }
 
+/* x ** y on floats as Python computes it: 0.0 to a negative power raises ZeroDivisionError, a
+   negative base to a fractional power gives a complex number, and a finite result too large for
+   a float raises OverflowError; C's pow would give inf or NaN for each. */
+static pf__jv pf__chat_float_pow(pf__chat *c, double x, double y, int line) {
+    if (x == 0 && y < 0)
+        pf__chat_fail(c, PF_ERROR_INVALID_ARGUMENT, "chat template: line %d: 0.0 cannot be raised to a negative power "
+                      "(ZeroDivisionError)", line);
+    if (x < 0 && isfinite(x) && isfinite(y) && y != floor(y))
+        pf__chat_fail(c, PF_ERROR_UNSUPPORTED, "chat template: line %d: a negative number to a fractional power is a "
+                      "complex number, which is not supported", line);
+    double r = pow(x, y);
+    if (isinf(r) && isfinite(x) && isfinite(y))
+        pf__chat_fail(c, PF_ERROR_INVALID_ARGUMENT, "chat template: line %d: %g ** %g is too large for a float "
+                      "(OverflowError)", line, x, y);
+    return pf__jv_float(r);
+}
+
 static pf__jv pf__chat_arith(pf__chat *c, int op, pf__jv a, pf__jv b, int line) {
     if (a.type == PF__JV_UNDEFINED) pf__chat_undefined_fail(c, a, line);
     if (b.type == PF__JV_UNDEFINED) pf__chat_undefined_fail(c, b, line);
@@ -13615,7 +13650,7 @@ static pf__jv pf__chat_arith(pf__chat *c, int op, pf__jv a, pf__jv b, int line) 
             }
             break;
         case PF__OP_POW:
-            if (y < 0) return pf__jv_float(pow((double)x, (double)y));
+            if (y < 0) return pf__chat_float_pow(c, (double)x, (double)y, line);
             r = 1;
             for (int64_t k = 0; k < y && !overflow; k++) {
                 overflow = pf__chat_mul_overflows(r, x);
@@ -13632,7 +13667,7 @@ static pf__jv pf__chat_arith(pf__chat *c, int op, pf__jv a, pf__jv b, int line) 
     case PF__OP_ADD: return pf__jv_float(x + y);
     case PF__OP_SUB: return pf__jv_float(x - y);
     case PF__OP_MUL: return pf__jv_float(x * y);
-    case PF__OP_POW: return pf__jv_float(pow(x, y));
+    case PF__OP_POW: return pf__chat_float_pow(c, x, y, line);
     default:
         if (y == 0) pf__chat_fail(c, PF_ERROR_INVALID_ARGUMENT, "chat template: line %d: division by zero", line);
         if (op == PF__OP_DIV) return pf__jv_float(x / y);
@@ -14942,6 +14977,8 @@ static pf_result pf__audio_fbank(const pf_audio_processor *p, const float *sampl
             out[t * mels + m] = (float)log(mel > 1.192092955078125e-07 ? mel : 1.192092955078125e-07);
         }
     }
+    /* A bin the same in every frame (silence, constant or exactly periodic audio) has a zero
+       deviation: its normalised values are NaN, as transformers' (pf_encode_audio says why). */
     if (p->cmvn) /* numpy's utterance_cmvn: the standard deviation is about the mean either way */
         for (int m = 0; m < mels; m++) {
             double mean = 0.0, var = 0.0;
@@ -20629,6 +20666,9 @@ static pf_result pf__gguf_rotary_config(const pf__gguf *g, const char *arch, dou
     head_dim = hidden / heads;
     snprintf(key, sizeof key, "%s.attention.key_length", arch);
     if (pf__gguf_get_number(g, key, &v) == 1) head_dim = v;
+    else if (head_dim != floor(head_dim)) /* else every later check names a fractional head */
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s.attention.head_count %g does not divide %s.embedding_length "
+                          "%g (and no %s gives the heads' width)", g->path, arch, heads, arch, hidden, key);
     snprintf(key, sizeof key, "%s.attention.value_length", arch);
     if (pf__gguf_get_number(g, key, &v) == 1 && v != head_dim)
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s %g differs from the key length %g: not supported",
@@ -23125,7 +23165,11 @@ PF_PRIVATE pf_result pf__subsampler_rows(pf_model *m, const char *call, const fl
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d feature frames make %d encoder frames, above "
                             "max_sequence_length %d", b, n, pf__subsampler_frames(c, n), g->cache_len);
         for (size_t i = 0; i < (size_t)n * feature_width; i++)
-            if (!isfinite(features[b][i])) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: features must be finite", b);
+            if (!isfinite(features[b][i]))
+                return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: feature frame %zu, bin %zu is %g, not a finite "
+                                "number (the extractor's variance normalisation makes NaN of a bin that is the same in "
+                                "every frame: silent, constant or exactly periodic audio)", b, i / feature_width,
+                                i % feature_width, (double)features[b][i]);
         if ((size_t)n > longest) longest = (size_t)n;
     }
     int T = pf__subsampler_frames(c, (int)longest);
@@ -23230,6 +23274,11 @@ static pf_result pf__encode_audio_fbank(pf_model *m, const float *const *samples
         else if ((r = pf_audio_features(processor, samples[b], (size_t)num_samples[b], features[b], rows * columns, error,
                                         sizeof error)))
             r = PF__FAIL(m, r, "row %d: %s", b, error);
+        for (size_t i = 0; !r && i < rows * columns; i++) /* from finite samples: say why they are not */
+            if (!isfinite(features[b][i]))
+                r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: filter-bank bin %zu is the same in all %zu frames of "
+                             "these samples (silent, constant or exactly periodic audio), so preprocessor_config.json's "
+                             "variance normalisation divides it by zero (NaN, as in transformers)", b, i % columns, rows);
         if (!r) frames[b] = (int)rows;
     }
     if (!r) r = pf__encode_audio_features_locked(m, (const float *const *)features, frames, batch, out);
@@ -25486,7 +25535,9 @@ static pf_result pf__audio_source_rows(pf_model *m, const char *call, const floa
                             "(max_source_positions x 2: pf_audio_features pads or cuts every input to them)", b,
                             features[b] ? num_frames[b] : 0, M, frames);
         for (size_t i = 0; i < M * (size_t)frames; i++)
-            if (!isfinite(features[b][i])) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: features must be finite", b);
+            if (!isfinite(features[b][i]))
+                return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: mel bin %zu, frame %zu is %g, not a finite number",
+                                b, i / (size_t)frames, i % (size_t)frames, (double)features[b][i]);
     }
     size_t widest = M > d ? M : d;
     float *rows = (float *)malloc((size_t)batch * T * d * sizeof(float));

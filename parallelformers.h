@@ -871,7 +871,8 @@ typedef struct pf_chat_message {
 typedef struct pf_chat_options {
     int add_generation_prompt; /* 1 (the default): end with what opens the assistant's reply */
     const char *date;          /* the date strftime_now() formats, "YYYY-MM-DD" or "YYYY-MM-DD HH:MM[:SS]"
-                                  (reproducible output); NULL: the local time now, as transformers */
+                                  (reproducible output; a day that exists); NULL: the local time now, as
+                                  transformers */
     const char *chat_template; /* a Jinja template to use instead of the tokenizer's; NULL: the tokenizer's */
     const char *bos_token, *eos_token; /* the template's bos_token / eos_token; NULL: the tokenizer's
                                           (tokenizer_config.json's), undefined without one */
@@ -988,7 +989,10 @@ pf_result pf_audio_features_size(const pf_audio_processor *processor, size_t num
 
 /* Computes the features of mono float samples (in [-1, 1], at the info's sampling_rate) into
    out, room for out_capacity floats (PF_ERROR_BUFFER_TOO_SMALL, nothing written, if fewer than
-   rows x columns). A sample that is not finite is PF_ERROR_INVALID_ARGUMENT. Any thread. */
+   rows x columns). A sample that is not finite is PF_ERROR_INVALID_ARGUMENT. FBANK with the
+   utterance's variance normalisation gives NaN for a bin that is the same in every frame (silent,
+   constant or exactly periodic audio), as transformers does; the models refuse such features
+   saying so. Any thread. */
 pf_result pf_audio_features(const pf_audio_processor *processor, const float *samples, size_t num_samples,
                             float *out, size_t out_capacity, char *error, size_t error_size);
 

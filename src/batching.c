@@ -563,7 +563,9 @@ static pf_result pf__audio_source_rows(pf_model *m, const char *call, const floa
                             "(max_source_positions x 2: pf_audio_features pads or cuts every input to them)", b,
                             features[b] ? num_frames[b] : 0, M, frames);
         for (size_t i = 0; i < M * (size_t)frames; i++)
-            if (!isfinite(features[b][i])) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: features must be finite", b);
+            if (!isfinite(features[b][i]))
+                return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: mel bin %zu, frame %zu is %g, not a finite number",
+                                b, i / (size_t)frames, i % (size_t)frames, (double)features[b][i]);
     }
     size_t widest = M > d ? M : d;
     float *rows = (float *)malloc((size_t)batch * T * d * sizeof(float));

@@ -372,7 +372,11 @@ PF_PRIVATE pf_result pf__subsampler_rows(pf_model *m, const char *call, const fl
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d feature frames make %d encoder frames, above "
                             "max_sequence_length %d", b, n, pf__subsampler_frames(c, n), g->cache_len);
         for (size_t i = 0; i < (size_t)n * feature_width; i++)
-            if (!isfinite(features[b][i])) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: features must be finite", b);
+            if (!isfinite(features[b][i]))
+                return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: feature frame %zu, bin %zu is %g, not a finite "
+                                "number (the extractor's variance normalisation makes NaN of a bin that is the same in "
+                                "every frame: silent, constant or exactly periodic audio)", b, i / feature_width,
+                                i % feature_width, (double)features[b][i]);
         if ((size_t)n > longest) longest = (size_t)n;
     }
     int T = pf__subsampler_frames(c, (int)longest);
@@ -477,6 +481,11 @@ static pf_result pf__encode_audio_fbank(pf_model *m, const float *const *samples
         else if ((r = pf_audio_features(processor, samples[b], (size_t)num_samples[b], features[b], rows * columns, error,
                                         sizeof error)))
             r = PF__FAIL(m, r, "row %d: %s", b, error);
+        for (size_t i = 0; !r && i < rows * columns; i++) /* from finite samples: say why they are not */
+            if (!isfinite(features[b][i]))
+                r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: filter-bank bin %zu is the same in all %zu frames of "
+                             "these samples (silent, constant or exactly periodic audio), so preprocessor_config.json's "
+                             "variance normalisation divides it by zero (NaN, as in transformers)", b, i % columns, rows);
         if (!r) frames[b] = (int)rows;
     }
     if (!r) r = pf__encode_audio_features_locked(m, (const float *const *)features, frames, batch, out);

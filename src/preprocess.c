@@ -943,6 +943,8 @@ static pf_result pf__audio_fbank(const pf_audio_processor *p, const float *sampl
             out[t * mels + m] = (float)log(mel > 1.192092955078125e-07 ? mel : 1.192092955078125e-07);
         }
     }
+    /* A bin the same in every frame (silence, constant or exactly periodic audio) has a zero
+       deviation: its normalised values are NaN, as transformers' (pf_encode_audio says why). */
     if (p->cmvn) /* numpy's utterance_cmvn: the standard deviation is about the mean either way */
         for (int m = 0; m < mels; m++) {
             double mean = 0.0, var = 0.0;

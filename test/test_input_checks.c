@@ -359,6 +359,149 @@ static void audio_tables_bounded(void) {
     clean_tmp();
 }
 
+/* ---- issue 31.10: messages that say what is wrong ---- */
+
+/* FIXTURE's config.json with `from` replaced by `to` in a temporary directory beside its weights;
+   pf_load's result and message. */
+static void expect_config_refused(const char *fixture, const char *from, const char *to, const char *needle) {
+    char path[1100], what[256];
+    size_t size = 0;
+    snprintf(what, sizeof what, "%s with %s", fixture, to);
+    snprintf(path, sizeof path, "%s/%s/config.json", test_fixtures, fixture);
+    char *text = test_read_file(path, &size), *at = text ? strstr(text, from) : NULL;
+    CHECK_MSG(at != NULL, "%s: %s lacks %s", what, path, from);
+    if (!at) {
+        free(text);
+        return;
+    }
+    clean_tmp();
+    link_fixture_file(fixture, "model.safetensors");
+    char *changed = (char *)malloc(size + strlen(to) + 1);
+    size_t before = (size_t)(at - text);
+    memcpy(changed, text, before);
+    strcpy(changed + before, to);
+    strcat(changed, at + strlen(from));
+    write_in_tmp("config.json", changed, strlen(changed));
+    pf_model *m = NULL;
+    pf_result r = pf_load(tmp_dir, NULL, &m);
+    CHECK_FAILS(m, r, PF_ERROR_FORMAT, needle);
+    pf_free(m);
+    free(changed), free(text);
+    clean_tmp();
+}
+
+static void config_messages(void) {
+    /* a rotary base of 0 or below was "rotary dims 8 do not fit heads of 8" */
+    expect_config_refused("llama", "\"rope_theta\": 10000.0", "\"rope_theta\": 0", "rope_theta is 0");
+    expect_config_refused("gpt_neox", "\"rope_theta\": 10000", "\"rope_theta\": -5", "rope_theta is -5");
+    /* ViT's patch_size 0 was a position embedding of the wrong shape */
+    expect_config_refused("vit-cls", "\"patch_size\": 8", "\"patch_size\": 0", "\"patch_size\" 0 is not a positive");
+}
+
+/* A GGUF head count that does not divide the width was "rotates part of a head of 0.5". */
+static void gguf_head_count_message(void) {
+    const char *what = "llama-f32.gguf with 96 heads of a 48-wide model";
+    char path[1100];
+    size_t size = 0;
+    snprintf(path, sizeof path, "%s/gguf/llama-f32.gguf", test_fixtures);
+    unsigned char *data = (unsigned char *)test_read_file(path, &size);
+    const char key[] = "llama.attention.head_count";
+    size_t at = 0, n = sizeof key - 1;
+    while (data && at + n + 8 <= size && !(memcmp(data + at, key, n) == 0 && data[at + n] == 4)) at++; /* uint32 follows */
+    CHECK_MSG(data && at + n + 8 <= size, "%s: no %s", what, key);
+    if (data && at + n + 8 <= size) {
+        data[at + n + 4] = 96, data[at + n + 5] = data[at + n + 6] = data[at + n + 7] = 0;
+        clean_tmp();
+        char gguf[512];
+        snprintf(gguf, sizeof gguf, "%s/model.gguf", tmp_dir);
+        CHECK(test_write_file(gguf, data, size) == 0);
+        pf_model *m = NULL;
+        pf_result r = pf_load(gguf, NULL, &m);
+        CHECK_FAILS(m, r, PF_ERROR_FORMAT, "head_count 96 does not divide llama.embedding_length 48");
+        pf_free(m);
+        unlink(gguf);
+    }
+    free(data);
+}
+
+/* Silent, constant or exactly periodic audio has a filter-bank bin with no variance, which
+   Speech2Text's normalisation turns into NaN (as transformers does); the model then said "features
+   must be finite" of finite samples. The message says why, and where. */
+static void audio_nan_messages(void) {
+    const char *what = "speech2text-s2s on silence";
+    pf_model *m = load_fixture("speech2text-s2s", 1, 0);
+    if (m) {
+        int count = 4000;
+        float *samples = zeros((size_t)count);
+        const float *waves[1] = {samples};
+        pf_encoding *e = NULL;
+        pf_result r = pf_encode_audio(m, waves, &count, 1, &e);
+        CHECK_FAILS(m, r, PF_ERROR_INVALID_ARGUMENT, "is the same in all 23 frames");
+        pf_encoding_free(e);
+        pf_model_info info = pf_get_info(m);
+        int frames = 30;
+        float *features = zeros((size_t)frames * info.num_mel_bins);
+        const float *rows[1] = {features};
+        features[5 * info.num_mel_bins + 2] = NAN;
+        pf_generation g;
+        r = pf_generate_audio(m, rows, &frames, 1, NULL, &g);
+        CHECK_FAILS(m, r, PF_ERROR_INVALID_ARGUMENT, "feature frame 5, bin 2 is nan");
+        if (!r) pf_generation_free(&g);
+        free(features), free(samples);
+        pf_free(m);
+    }
+    what = "whisper with a NaN feature";
+    m = load_fixture("whisper", 1, 0);
+    if (m) {
+        pf_model_info info = pf_get_info(m);
+        int frames = info.audio_frames;
+        float *features = zeros((size_t)frames * info.num_mel_bins);
+        const float *rows[1] = {features};
+        features[3 * frames + 7] = INFINITY;
+        pf_generation g;
+        pf_result r = pf_generate_audio(m, rows, &frames, 1, NULL, &g);
+        CHECK_FAILS(m, r, PF_ERROR_INVALID_ARGUMENT, "mel bin 3, frame 7 is inf");
+        if (!r) pf_generation_free(&g);
+        free(features);
+        pf_free(m);
+    }
+}
+
+/* Chat templates: Python raises ZeroDivisionError for 0 ** -1 (rendered "inf"), and dates that
+   do not exist (2024-02-30) were accepted. */
+static void chat_messages(void) {
+    static const struct { const char *template_text, *date; pf_result want; const char *text; } cases[] = {
+        {"{{ 0 ** -1 }}", NULL, PF_ERROR_INVALID_ARGUMENT, "0.0 cannot be raised to a negative power"},
+        {"{{ 0.0 ** -2.5 }}", NULL, PF_ERROR_INVALID_ARGUMENT, "0.0 cannot be raised to a negative power"},
+        {"{{ (-8.0) ** 0.5 }}", NULL, PF_ERROR_UNSUPPORTED, "complex"},
+        {"{{ 2.0 ** 2000 }}", NULL, PF_ERROR_INVALID_ARGUMENT, "too large for a float"},
+        {"{{ 2 ** -1 }} {{ 0 ** 0 }} {{ 0.0 ** 2 }} {{ (-2) ** -1 }} {{ 4 ** 0.5 }}", NULL, PF_OK, "0.5 1 0.0 -0.5 2.0"},
+        {"{{ strftime_now('%d %B %Y') }}", "2024-02-30", PF_ERROR_INVALID_ARGUMENT, "2024-02-30"},
+        {"{{ strftime_now('%d %B %Y') }}", "2023-02-29", PF_ERROR_INVALID_ARGUMENT, "2023-02-29"},
+        {"{{ strftime_now('%d %B %Y') }}", "2024-04-31", PF_ERROR_INVALID_ARGUMENT, "2024-04-31"},
+        {"{{ strftime_now('%d %B %Y') }}", "1900-02-29", PF_ERROR_INVALID_ARGUMENT, "1900-02-29"},
+        {"{{ strftime_now('%d %B %Y') }}", "2024-02-29", PF_OK, "29 February 2024"},
+        {"{{ strftime_now('%d %B %Y') }}", "2000-02-29 10:00", PF_OK, "29 February 2000"},
+    };
+    pf_chat_message message = {"user", "hi"};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        pf_chat_options o = pf_chat_options_init();
+        o.chat_template = cases[k].template_text;
+        o.date = cases[k].date;
+        char *text = NULL, error[512] = "";
+        pf_result r = pf_apply_chat_template(NULL, &message, 1, &o, &text, error, sizeof error);
+        if (cases[k].want == PF_OK)
+            CHECK_MSG(r == PF_OK && text && !strcmp(text, cases[k].text), "%s (date %s): %s \"%s\" (%s), want \"%s\"",
+                      cases[k].template_text, cases[k].date ? cases[k].date : "-", pf_result_string(r), text ? text : "",
+                      error, cases[k].text);
+        else
+            CHECK_MSG(r == cases[k].want && !text && strstr(error, cases[k].text), "%s (date %s): %s (%s), want %s with "
+                      "\"%s\"", cases[k].template_text, cases[k].date ? cases[k].date : "-", pf_result_string(r), error,
+                      pf_result_string(cases[k].want), cases[k].text);
+        pf_string_free(text);
+    }
+}
+
 void test_input_checks(void) {
     snprintf(tmp_dir, sizeof tmp_dir, "/tmp/pf_checks_XXXXXX");
     if (!mkdtemp(tmp_dir)) {
@@ -373,6 +516,10 @@ void test_input_checks(void) {
     speech2text_rows_before_features();
     transcribe_chunk_mismatch();
     audio_tables_bounded();
+    config_messages();
+    gguf_head_count_message();
+    audio_nan_messages();
+    chat_messages();
     clean_tmp();
     rmdir(tmp_dir);
 }
