@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -343,6 +344,36 @@ static void transcribe_chunk_mismatch(void) {
     clean_tmp();
 }
 
+/* An image processor that resizes to 32768 x 32768 and crops the centre 32 x 32 (what vit-cls
+   takes, so classify_image's size check passes) resized the whole image first: 3 GB and tens of
+   seconds. Only the crop's window is resized now (each pixel as before: the fixtures' crops
+   check that against transformers). In a child under alarm(), so that the old way fails. */
+static void image_resize_window(void) {
+    static const char config[] = "{\"image_processor_type\": \"ViTImageProcessor\", \"size\": {\"height\": 32768, "
+                                 "\"width\": 32768}, \"do_center_crop\": true, \"crop_size\": 32}";
+    clean_tmp();
+    write_in_tmp("preprocessor_config.json", config, strlen(config));
+    fflush(NULL);
+    pid_t child = fork();
+    if (child == 0) {
+        alarm(30);
+        pf_image_processor *p = NULL;
+        static uint8_t rgb[45 * 37 * 3];
+        static float out[3 * 32 * 32];
+        for (size_t i = 0; i < sizeof rgb; i++) rgb[i] = (uint8_t)(i * 7);
+        int ok = pf_image_processor_load(tmp_dir, PF_IMAGE_BACKEND_TORCHVISION, &p, NULL, 0) == PF_OK &&
+                 pf_image_preprocess(p, rgb, 45, 37, out, sizeof out / sizeof out[0], NULL, 0) == PF_OK;
+        for (size_t i = 0; ok && i < sizeof out / sizeof out[0]; i++) ok = out[i] >= -1.0f && out[i] <= 1.0f;
+        pf_image_processor_free(p);
+        _exit(ok ? 0 : 1);
+    }
+    int status = -1;
+    CHECK_MSG(child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "resize to 32768 x 32768, crop 32 x 32: status %d (killed by signal %d)", status,
+              WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    clean_tmp();
+}
+
 /* A feature extractor's FFT and mel tables are sized by the file: n_fft 65536 and 4096 mel bins
    allocated and filled a gigabyte at load. Refused before. */
 static void audio_tables_bounded(void) {
@@ -515,6 +546,7 @@ void test_input_checks(void) {
     speech_counts();
     speech2text_rows_before_features();
     transcribe_chunk_mismatch();
+    image_resize_window();
     audio_tables_bounded();
     config_messages();
     gguf_head_count_message();
