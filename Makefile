@@ -138,11 +138,12 @@ $(BUILD)/generate: examples/generate.c $(BUILD)/libparallelformers.a
 $(BUILD)/embed: examples/embed.c $(BUILD)/libparallelformers.a
 	$(CC) $(BASE) $(CFLAGS) -D_POSIX_C_SOURCE=200809L examples/embed.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
 
-$(BUILD)/classify_image: examples/classify_image.c $(BUILD)/libparallelformers.a
-	$(CC) $(BASE) $(CFLAGS) examples/classify_image.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
+# examples/media.c: the PPM and WAV readers of these two (and of the media fuzz target).
+$(BUILD)/classify_image: examples/classify_image.c examples/media.c examples/media.h $(BUILD)/libparallelformers.a
+	$(CC) $(BASE) $(CFLAGS) examples/classify_image.c examples/media.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
 
-$(BUILD)/transcribe: examples/transcribe.c $(BUILD)/libparallelformers.a
-	$(CC) $(BASE) $(CFLAGS) examples/transcribe.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
+$(BUILD)/transcribe: examples/transcribe.c examples/media.c examples/media.h $(BUILD)/libparallelformers.a
+	$(CC) $(BASE) $(CFLAGS) examples/transcribe.c examples/media.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
 
 $(BUILD)/test_parallelformers: $(TESTS) test/test.h test/testing_hooks.h $(BUILD)/parallelformers_testing.o $(CUDA_OBJ)
 	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) $(TESTS) $(BUILD)/parallelformers_testing.o $(CUDA_OBJ) -o $@ $(CUDA_LIBS) $(LDLIBS)
@@ -270,7 +271,13 @@ test-server: server $(BUILD)/generate
 # Installs clang with apt-get when it is missing and we may; skips with a message otherwise.
 FUZZ_SECONDS ?= 10
 FUZZ_CC      ?= clang
-FUZZ_TARGETS := safetensors config generation_config shard_index tokenizer_json tokenizer spm server_request chat_template policy gguf
+FUZZ_TARGETS := safetensors config generation_config shard_index tokenizer_json tokenizer spm server_request chat_template policy gguf \
+                preprocessor media
+# Targets whose work should stay small whatever the input: run with tighter limits (given after
+# the defaults: libFuzzer takes a flag's last value), so that work or memory sized by the input
+# beyond what the output needs is a finding.
+FUZZ_SMALL_TARGETS := preprocessor media
+FUZZ_SMALL_LIMITS  := -timeout=5 -rss_limit_mb=512
 FUZZ_DIR     := $(BUILD)/fuzz
 FUZZ_FLAGS   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_SERVER_FLAGS = $(shell pkg-config --cflags --libs jansson 2>/dev/null)
@@ -279,9 +286,11 @@ $(FUZZ_DIR)/parallelformers.o: $(LIB_SRC)
 	mkdir -p $(FUZZ_DIR)
 	$(FUZZ_CC) $(BASE) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c parallelformers.c -o $@
 
-$(FUZZ_DIR)/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz.h $(FUZZ_DIR)/parallelformers.o examples/server_request.c examples/server_request.h
+$(FUZZ_DIR)/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz.h $(FUZZ_DIR)/parallelformers.o examples/server_request.c examples/server_request.h \
+                   examples/media.c examples/media.h
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -DFUZZ_FIXTURES='"$(CURDIR)/test/fixtures"' $< \
 	    $(if $(filter fuzz_server_request,$(notdir $@)),examples/server_request.c $(FUZZ_SERVER_FLAGS)) \
+	    $(if $(filter fuzz_media,$(notdir $@)),examples/media.c) \
 	    $(FUZZ_DIR)/parallelformers.o -o $@ $(LDLIBS)
 
 fuzz:
@@ -291,7 +300,8 @@ fuzz:
 	 else $(MAKE) --no-print-directory $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_TARGETS)) && \
 	  for t in $(FUZZ_TARGETS); do \
 	    mkdir -p $(FUZZ_DIR)/corpus/$$t; \
-	    $(FUZZ_DIR)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=4096 -max_len=65536 \
+	    case " $(FUZZ_SMALL_TARGETS) " in *" $$t "*) limits="$(FUZZ_SMALL_LIMITS)";; *) limits="";; esac; \
+	    $(FUZZ_DIR)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=4096 $$limits -max_len=65536 \
 	        -print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/$$t- $(FUZZ_DIR)/corpus/$$t test/fuzz_seeds/$$t > $(FUZZ_DIR)/$$t.log 2>&1 \
 	      || { echo "make fuzz: fuzz_$$t found a problem:"; tail -40 $(FUZZ_DIR)/$$t.log; exit 1; }; \
 	    echo "make fuzz: fuzz_$$t: $$(sed -n 's/^stat::number_of_executed_units: *//p' $(FUZZ_DIR)/$$t.log) runs in $(FUZZ_SECONDS) s, no crash"; \

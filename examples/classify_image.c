@@ -13,40 +13,7 @@
 #include <string.h>
 
 #include "../parallelformers.h"
-
-/* A binary PPM's pixels (malloc'd [height][width][3]); NULL when it is not one we read. */
-static unsigned char *read_ppm(const char *path, int *width, int *height) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char magic[3] = "";
-    int maxval = 0;
-    unsigned char *rgb = NULL;
-    if (fscanf(f, "%2s", magic) == 1 && !strcmp(magic, "P6")) {
-        int fields[3], got = 0;
-        while (got < 3) { /* width, height, maxval, with comments allowed between them */
-            int c = fgetc(f);
-            if (c == '#') {
-                while (c != '\n' && c != EOF) c = fgetc(f);
-            } else if (c >= '0' && c <= '9') {
-                ungetc(c, f);
-                if (fscanf(f, "%d", &fields[got++]) != 1) break;
-            } else if (c == EOF) {
-                break;
-            }
-        }
-        *width = fields[0], *height = fields[1], maxval = fields[2];
-        if (got == 3 && maxval == 255 && *width > 0 && *height > 0 && *width <= 32768 && *height <= 32768 && fgetc(f) != EOF) {
-            size_t bytes = (size_t)*width * (size_t)*height * 3;
-            rgb = (unsigned char *)malloc(bytes);
-            if (rgb && fread(rgb, 1, bytes, f) != bytes) {
-                free(rgb);
-                rgb = NULL;
-            }
-        }
-    }
-    fclose(f);
-    return rgb;
-}
+#include "media.h"
 
 /* "classify_image: RESULT: MESSAGE", without the colon when there is no message (a model that
    could not even be allocated has none). */
@@ -78,9 +45,12 @@ int main(int argc, char **argv) {
     }
     if (!dir || !image || gpus < 1 || top < 1) return usage();
     int width = 0, height = 0;
-    unsigned char *rgb = read_ppm(image, &width, &height);
+    size_t file_size = 0;
+    unsigned char *file = media_read_file(image, MEDIA_MAX_FILE_BYTES, &file_size);
+    const unsigned char *rgb = file ? media_ppm_pixels(file, file_size, &width, &height) : NULL;
     if (!rgb) {
-        fprintf(stderr, "classify_image: %s is not a binary 8-bit PPM (P6, maxval 255)\n", image);
+        fprintf(stderr, "classify_image: %s is not a binary 8-bit PPM (P6, maxval 255) of at most 1 GiB\n", image);
+        free(file);
         return 1;
     }
     char error[512] = "";
@@ -154,6 +124,6 @@ done:
     pf_free(model);
     pf_image_processor_free(processor);
     free(pixels);
-    free(rgb);
+    free(file);
     return status;
 }
