@@ -267,6 +267,9 @@ static void classify_image_mismatch(void) {
     static const struct { const char *config, *makes; } cases[] = {
         {"{\"image_processor_type\": \"ViTImageProcessor\", \"size\": {\"height\": 16, \"width\": 16}}", "makes 16 x 16"},
         {"{\"image_processor_type\": \"ViTImageProcessor\", \"do_resize\": false}", "makes 45 x 37"},
+        /* 12 GB of pixels: the old example's malloc failed and it printed "out of memory: " and an
+           uninitialised message, or resized and was killed */
+        {"{\"image_processor_type\": \"ViTImageProcessor\", \"size\": 32768}", "makes 32768 x 32768"},
         {"{\"image_processor_type\": \"ViTImageProcessor\", \"size\": 32}", NULL},
     };
     char binary[1024], command[4096], out[2048];
