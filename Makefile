@@ -31,7 +31,7 @@ INCLUDEDIR ?= $(PREFIX)/include
 TEST_DEFS := -D_POSIX_C_SOURCE=200809L -DPF_TESTING
 
 LIB_SRC  := parallelformers.c parallelformers.h policies.inc $(BUILD)/cuda-$(CUDA).stamp
-TESTS    := test/test_main.c test/test_util.c test/test_models.c test/test_cpu_kernels.c test/test_bad_input.c test/test_config.c test/test_encoders.c test/test_seq2seq.c test/test_whisper.c test/test_cli.c test/test_tokenizer.c test/test_chat.c test/test_generation.c test/test_fuzz.c test/test_preprocessing.c test/test_policies.c test/test_gguf.c
+TESTS    := test/test_main.c test/test_util.c test/test_models.c test/test_cpu_kernels.c test/test_bad_input.c test/test_config.c test/test_encoders.c test/test_seq2seq.c test/test_whisper.c test/test_cli.c test/test_tokenizer.c test/test_chat.c test/test_generation.c test/test_fuzz.c test/test_preprocessing.c test/test_policies.c test/test_gguf.c test/test_input_checks.c
 
 ifeq ($(CUDA),1)
 CUDA_DEFS := -DPF_CUDA
@@ -146,11 +146,12 @@ $(BUILD)/generate: examples/generate.c $(BUILD)/libparallelformers.a
 $(BUILD)/embed: examples/embed.c $(BUILD)/libparallelformers.a
 	$(CC) $(BASE) $(CFLAGS) -D_POSIX_C_SOURCE=200809L examples/embed.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
 
-$(BUILD)/classify_image: examples/classify_image.c $(BUILD)/libparallelformers.a
-	$(CC) $(BASE) $(CFLAGS) examples/classify_image.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
+# examples/media.c: the PPM and WAV readers of these two (and of the media fuzz target).
+$(BUILD)/classify_image: examples/classify_image.c examples/media.c examples/media.h $(BUILD)/libparallelformers.a
+	$(CC) $(BASE) $(CFLAGS) examples/classify_image.c examples/media.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
 
-$(BUILD)/transcribe: examples/transcribe.c $(BUILD)/libparallelformers.a
-	$(CC) $(BASE) $(CFLAGS) examples/transcribe.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
+$(BUILD)/transcribe: examples/transcribe.c examples/media.c examples/media.h $(BUILD)/libparallelformers.a
+	$(CC) $(BASE) $(CFLAGS) examples/transcribe.c examples/media.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
 
 $(BUILD)/test_parallelformers: $(TESTS) test/test.h test/testing_hooks.h $(BUILD)/parallelformers_testing.o $(CUDA_OBJ)
 	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) $(TESTS) $(BUILD)/parallelformers_testing.o $(CUDA_OBJ) -o $@ $(CUDA_LIBS) $(LDLIBS)
@@ -274,14 +275,18 @@ test-server: server $(BUILD)/generate
 # Installs clang with apt-get when it is missing and we may; skips with a message otherwise.
 FUZZ_SECONDS ?= 10
 FUZZ_CC      ?= clang
-FUZZ_TARGETS := safetensors config generation_config shard_index tokenizer_json tokenizer spm server_request chat_template policy gguf
+FUZZ_TARGETS := safetensors config generation_config shard_index tokenizer_json tokenizer spm server_request chat_template policy gguf \
+                preprocessor media
 # Per input: what any target may take, and the tighter bounds of the targets whose work once grew
 # far faster than their input (issue 31: a GGUF vocabulary's merges, cubic; added tokens,
-# quadratic). A healthy input takes milliseconds and these targets peak near 450 MB (ASan's
-# quarantine included), so an input past these is a finding, not noise.
+# quadratic) or should stay small whatever the input (preprocessor configs, PPM and WAV files). A
+# healthy input takes milliseconds and these targets peak near 450 MB (ASan's quarantine
+# included), so an input past these is a finding, not noise.
 FUZZ_LIMITS       := -timeout=20 -rss_limit_mb=4096
 FUZZ_TIGHT        := tokenizer_json tokenizer spm gguf
 FUZZ_TIGHT_LIMITS := -timeout=5 -rss_limit_mb=1024
+FUZZ_SMALL        := preprocessor media
+FUZZ_SMALL_LIMITS := -timeout=5 -rss_limit_mb=512
 FUZZ_DIR     := $(BUILD)/fuzz
 FUZZ_FLAGS   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_SERVER_FLAGS = $(shell pkg-config --cflags --libs jansson 2>/dev/null)
@@ -290,9 +295,11 @@ $(FUZZ_DIR)/parallelformers.o: $(LIB_SRC)
 	mkdir -p $(FUZZ_DIR)
 	$(FUZZ_CC) $(BASE) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c parallelformers.c -o $@
 
-$(FUZZ_DIR)/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz.h $(FUZZ_DIR)/parallelformers.o examples/server_request.c examples/server_request.h
+$(FUZZ_DIR)/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz.h $(FUZZ_DIR)/parallelformers.o examples/server_request.c examples/server_request.h \
+                   examples/media.c examples/media.h
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -DFUZZ_FIXTURES='"$(CURDIR)/test/fixtures"' $< \
 	    $(if $(filter fuzz_server_request,$(notdir $@)),examples/server_request.c $(FUZZ_SERVER_FLAGS)) \
+	    $(if $(filter fuzz_media,$(notdir $@)),examples/media.c) \
 	    $(FUZZ_DIR)/parallelformers.o -o $@ $(LDLIBS)
 
 fuzz:
@@ -303,6 +310,7 @@ fuzz:
 	  for t in $(FUZZ_TARGETS); do \
 	    mkdir -p $(FUZZ_DIR)/corpus/$$t; \
 	    case " $(FUZZ_TIGHT) " in *" $$t "*) limits="$(FUZZ_TIGHT_LIMITS)";; *) limits="$(FUZZ_LIMITS)";; esac; \
+	    case " $(FUZZ_SMALL) " in *" $$t "*) limits="$(FUZZ_SMALL_LIMITS)";; esac; \
 	    $(FUZZ_DIR)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) $$limits -max_len=65536 \
 	        -print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/$$t- $(FUZZ_DIR)/corpus/$$t test/fuzz_seeds/$$t > $(FUZZ_DIR)/$$t.log 2>&1 \
 	      || { echo "make fuzz: fuzz_$$t found a problem:"; tail -40 $(FUZZ_DIR)/$$t.log; exit 1; }; \

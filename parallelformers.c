@@ -3903,8 +3903,13 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
         cfg->position_offset += 1;
         if (cfg->position_offset_from_pad == 1) cfg->max_positions -= cfg->position_offset;
     }
-    if (cfg->patch_size) { /* an image encoder: the class (and distillation) token, then the patches */
-        if (cfg->patch_size < 1 || cfg->image_size < cfg->patch_size || cfg->image_size % cfg->patch_size ||
+    /* an image encoder (a family that reads patch_size, even as 0): the class (and distillation)
+       token, then the patches */
+    if (cfg->patch_size || strcmp(pf__config_key(cfg->arch, offsetof(pf__config, patch_size)), "(derived)")) {
+        if (cfg->patch_size < 1)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"patch_size\" %d is not a positive number of pixels",
+                              path, cfg->patch_size);
+        if (cfg->image_size < cfg->patch_size || cfg->image_size % cfg->patch_size ||
             cfg->image_size > 65536 || cfg->num_channels < 1 || cfg->num_channels > 64)
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: image_size %d, patch_size %d, num_channels %d do not fit",
                               path, cfg->image_size, cfg->patch_size, cfg->num_channels);
@@ -3937,7 +3942,10 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
                               pf__config_key(cfg->arch, offsetof(pf__config, rotary_pct)), cfg->rotary_pct);
         if (cfg->rotary_dim == 0)
             cfg->rotary_dim = (int)((cfg->rope_head_dim ? cfg->rope_head_dim : cfg->head_dim) * cfg->rotary_pct);
-        if (cfg->rotary_dim <= 0 || cfg->rotary_dim > cfg->head_dim || cfg->rotary_dim % 2 || !(cfg->rope_theta > 0))
+        if (!(cfg->rope_theta > 0)) /* NaN included; before the rotary width, which it does not concern */
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: the rotary base rope_theta is %g: it must be a positive "
+                              "number", path, cfg->rope_theta);
+        if (cfg->rotary_dim <= 0 || cfg->rotary_dim > cfg->head_dim || cfg->rotary_dim % 2)
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: rotary dims %d do not fit heads of %d", path,
                               cfg->rotary_dim, cfg->head_dim);
     }
@@ -13743,6 +13751,14 @@ static pf__jv pf__chat_method(pf__chat *c, pf__jv obj, const char *name, size_t 
 
 static int pf__chat_is(const char *name, size_t n, const char *what) { return n == strlen(what) && !memcmp(name, what, n); }
 
+/* Days in a month of the proleptic Gregorian calendar (2024-02 has 29, 2023-02 and 1900-02 28). */
+static int pf__chat_days_in_month(int year, int month) {
+    static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (month < 1 || month > 12) return 0;
+    int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    return days[month - 1] + (month == 2 && leap);
+}
+
 /* strftime_now(format) on the options' date (or now): the directives templates use. */
 static pf__jv pf__chat_strftime(pf__chat *c, pf__jv format, int line) {
     static const char *const months[] = {"January", "February", "March", "April", "May", "June", "July", "August",
@@ -13754,8 +13770,10 @@ static pf__jv pf__chat_strftime(pf__chat *c, pf__jv format, int line) {
         int used = 0;
         if (sscanf(c->date, "%4d-%2d-%2d%n", &year, &month, &day, &used) != 3 ||
             (c->date[used] && sscanf(c->date + used, " %2d:%2d:%2d", &hour, &minute, &second) < 2) || month < 1 ||
-            month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60 || year < 1)
-            pf__chat_fail(c, PF_ERROR_INVALID_ARGUMENT, "chat template: the date \"%.40s\" is not YYYY-MM-DD [HH:MM[:SS]]", c->date);
+            month > 12 || day < 1 || day > pf__chat_days_in_month(year, month) || hour > 23 || minute > 59 ||
+            second > 60 || year < 1)
+            pf__chat_fail(c, PF_ERROR_INVALID_ARGUMENT, "chat template: the date \"%.40s\" is not YYYY-MM-DD [HH:MM[:SS]] "
+                          "(a day that exists)", c->date);
     } else {
         time_t now = time(NULL);
         struct tm tm;
@@ -14142,6 +14160,23 @@ static int pf__chat_mul_overflows(int64_t x, int64_t y) {
     return y > 0 ? x < INT64_MIN / y : x < INT64_MAX / y;
 }
 
+/* x ** y on floats as Python computes it: 0.0 to a negative power raises ZeroDivisionError, a
+   negative base to a fractional power gives a complex number, and a finite result too large for
+   a float raises OverflowError; C's pow would give inf or NaN for each. */
+static pf__jv pf__chat_float_pow(pf__chat *c, double x, double y, int line) {
+    if (x == 0 && y < 0)
+        pf__chat_fail(c, PF_ERROR_INVALID_ARGUMENT, "chat template: line %d: 0.0 cannot be raised to a negative power "
+                      "(ZeroDivisionError)", line);
+    if (x < 0 && isfinite(x) && isfinite(y) && y != floor(y))
+        pf__chat_fail(c, PF_ERROR_UNSUPPORTED, "chat template: line %d: a negative number to a fractional power is a "
+                      "complex number, which is not supported", line);
+    double r = pow(x, y);
+    if (isinf(r) && isfinite(x) && isfinite(y))
+        pf__chat_fail(c, PF_ERROR_INVALID_ARGUMENT, "chat template: line %d: %g ** %g is too large for a float "
+                      "(OverflowError)", line, x, y);
+    return pf__jv_float(r);
+}
+
 static pf__jv pf__chat_arith(pf__chat *c, int op, pf__jv a, pf__jv b, int line) {
     if (a.type == PF__JV_UNDEFINED) pf__chat_undefined_fail(c, a, line);
     if (b.type == PF__JV_UNDEFINED) pf__chat_undefined_fail(c, b, line);
@@ -14186,7 +14221,7 @@ static pf__jv pf__chat_arith(pf__chat *c, int op, pf__jv a, pf__jv b, int line) 
             }
             break;
         case PF__OP_POW:
-            if (y < 0) return pf__jv_float(pow((double)x, (double)y));
+            if (y < 0) return pf__chat_float_pow(c, (double)x, (double)y, line);
             r = 1;
             for (int64_t k = 0; k < y && !overflow; k++) {
                 overflow = pf__chat_mul_overflows(r, x);
@@ -14203,7 +14238,7 @@ static pf__jv pf__chat_arith(pf__chat *c, int op, pf__jv a, pf__jv b, int line) 
     case PF__OP_ADD: return pf__jv_float(x + y);
     case PF__OP_SUB: return pf__jv_float(x - y);
     case PF__OP_MUL: return pf__jv_float(x * y);
-    case PF__OP_POW: return pf__jv_float(pow(x, y));
+    case PF__OP_POW: return pf__chat_float_pow(c, x, y, line);
     default:
         if (y == 0) pf__chat_fail(c, PF_ERROR_INVALID_ARGUMENT, "chat template: line %d: division by zero", line);
         if (op == PF__OP_DIV) return pf__jv_float(x / y);
@@ -14579,6 +14614,7 @@ pf_result pf_apply_chat_template(const pf_tokenizer *tokenizer, const pf_chat_me
 
 #define PF__MAX_IMAGE_SIDE 32768        /* pixels on a side, in or out: a bound against absurd sizes */
 #define PF__MAX_AUDIO_SAMPLES ((size_t)1 << 31)
+#define PF__MAX_MEL_TABLE ((size_t)1 << 22) /* FFT bins x mel bins; Whisper's largest: 201 x 128 */
 
 /* The number under key, or *out unchanged when absent or null; -1 (message) when not a number. */
 static pf_result pf__pre_number(const pf__json *config, const char *key, double *out, const char *path, char *error,
@@ -15004,13 +15040,14 @@ static pf_result pf__resample_axis_init(pf__resample_axis *a, int in, int out, i
     return PF_OK;
 }
 
-/* One pass over 8-bit RGB: along x (horizontal) or y. in is in_w x in_h, out out_w x out_h, one of
-   the sides equal. Each sum starts at half a unit (rounding) and is clipped to 0..255. */
+/* One pass over 8-bit RGB: along x (horizontal) or y. in is in_w wide, out out_w x out_h, and
+   out's pixels along the pass's axis are the axis's outputs from `first` on (a window of them);
+   across it they are in's. Each sum starts at half a unit (rounding) and is clipped to 0..255. */
 static void pf__resample_pass(const pf__resample_axis *a, int horizontal, const uint8_t *in, int in_w, uint8_t *out,
-                              int out_w, int out_h) {
+                              int out_w, int out_h, int first) {
     for (int y = 0; y < out_h; y++)
         for (int x = 0; x < out_w; x++) {
-            int i = horizontal ? x : y;
+            int i = first + (horizontal ? x : y);
             const int32_t *k = a->weights + (size_t)i * a->taps;
             for (int c = 0; c < 3; c++) {
                 int64_t sum = (int64_t)1 << (a->precision - 1);
@@ -15025,17 +15062,20 @@ static void pf__resample_pass(const pf__resample_axis *a, int horizontal, const 
         }
 }
 
-/* Resizes 8-bit RGB as the backend does: torch resamples the width first; Pillow 13 picks the
-   order by the reductions (width first unless the height shrinks by more than twice what the
-   width does: found by testing every shape against its wheel, which is not the order of Pillow's
-   older Resample.c). A side that keeps its length is not resampled. *resized is the caller's. */
-static pf_result pf__image_resize(const uint8_t *rgb, int w, int h, int ow, int oh, int filter, pf_image_backend backend,
-                                  uint8_t **resized) {
+/* The window [x0, x0 + ww) x [y0, y0 + wh) of rgb (w x h) resized to ow x oh as the backend
+   resizes it: torch resamples the width first; Pillow 13 picks the order by the reductions (width
+   first unless the height shrinks by more than twice what the width does: found by testing every
+   shape against its wheel, which is not the order of Pillow's older Resample.c). A side that
+   keeps its length is not resampled. Only the window is computed (a centre crop's), each pixel as
+   in the whole resized image: the size preprocessor_config.json resizes to may be far larger
+   than the crop the model takes. *window (ww x wh) is the caller's. */
+static pf_result pf__image_resize(const uint8_t *rgb, int w, int h, int ow, int oh, int x0, int y0, int ww, int wh,
+                                  int filter, pf_image_backend backend, uint8_t **window) {
     int horizontal_first = backend == PF_IMAGE_BACKEND_TORCHVISION ||
                            2 * (int64_t)(w > ow ? w - ow : 0) >= (int64_t)(h > oh ? h - oh : 0);
     const uint8_t *cur = rgb;
     uint8_t *owned = NULL;
-    int cw = w, ch = h;
+    int cw = w, ch = h, cx0 = 0, cy0 = 0; /* the current image, and where it starts in the axes' current spaces */
     for (int step = 0; step < 2; step++) {
         int horizontal = (step == 0) == horizontal_first;
         int in_len = horizontal ? cw : ch, out_len = horizontal ? ow : oh;
@@ -15045,26 +15085,30 @@ static pf_result pf__image_resize(const uint8_t *rgb, int w, int h, int ow, int 
             free(owned);
             return PF_ERROR_OUT_OF_MEMORY;
         }
-        int nw = horizontal ? ow : cw, nh = horizontal ? ch : oh;
+        int nw = horizontal ? ww : cw, nh = horizontal ? ch : wh;
         uint8_t *next = (uint8_t *)malloc((size_t)nw * (size_t)nh * 3);
         if (!next) {
             pf__resample_axis_free(&a);
             free(owned);
             return PF_ERROR_OUT_OF_MEMORY;
         }
-        pf__resample_pass(&a, horizontal, cur, cw, next, nw, nh);
+        pf__resample_pass(&a, horizontal, cur, cw, next, nw, nh, horizontal ? x0 : y0);
         pf__resample_axis_free(&a);
         free(owned);
         cur = owned = next;
-        cw = nw;
-        ch = nh;
+        if (horizontal) cw = nw, cx0 = x0;
+        else ch = nh, cy0 = y0;
     }
-    if (!owned) { /* nothing to resample: a copy, so that the caller owns what it gets */
-        owned = (uint8_t *)malloc((size_t)w * (size_t)h * 3);
-        if (!owned) return PF_ERROR_OUT_OF_MEMORY;
-        memcpy(owned, rgb, (size_t)w * (size_t)h * 3);
+    /* an axis not resampled still holds all of its side: the window cut from it */
+    uint8_t *out = (uint8_t *)malloc((size_t)ww * (size_t)wh * 3);
+    if (!out) {
+        free(owned);
+        return PF_ERROR_OUT_OF_MEMORY;
     }
-    *resized = owned;
+    for (int y = 0; y < wh; y++)
+        memcpy(out + (size_t)y * ww * 3, cur + ((size_t)(y0 - cy0 + y) * cw + (size_t)(x0 - cx0)) * 3, (size_t)ww * 3);
+    free(owned);
+    *window = out;
     return PF_OK;
 }
 
@@ -15088,15 +15132,22 @@ pf_result pf_image_preprocess(const pf_image_processor *p, const uint8_t *rgb, i
         return pf__format(error, error_size, PF_ERROR_BUFFER_TOO_SMALL, "the output needs %zu floats (3 x %d x %d), has room for %zu",
                           need, oh, ow, out_capacity);
     int rw = width, rh = height;
-    uint8_t *resized = NULL;
-    if (p->do_resize) {
-        pf__image_resized_size(p, width, height, &rw, &rh);
-        if (pf__image_resize(rgb, width, height, rw, rh, p->resample, p->backend, &resized))
-            return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory resizing to %d x %d", rw, rh);
-    }
-    const uint8_t *pixels = resized ? resized : rgb;
+    if (p->do_resize) pf__image_resized_size(p, width, height, &rw, &rh);
     int top = p->do_center_crop ? pf__crop_start(rh, oh, p->backend) : 0;
     int left = p->do_center_crop ? pf__crop_start(rw, ow, p->backend) : 0;
+    /* what the crop keeps of the resized image: [x0, x1) x [y0, y1), the rest is padding */
+    int x0 = left > 0 ? left : 0, y0 = top > 0 ? top : 0;
+    int x1 = left + ow < rw ? left + ow : rw, y1 = top + oh < rh ? top + oh : rh;
+    const uint8_t *pixels = rgb;
+    uint8_t *resized = NULL;
+    int stride = width; /* pixels' width: the input's, or the window's */
+    if (p->do_resize) {
+        if (pf__image_resize(rgb, width, height, rw, rh, x0, y0, x1 - x0, y1 - y0, p->resample, p->backend, &resized))
+            return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory resizing to %d x %d", rw, rh);
+        pixels = resized, stride = x1 - x0;
+    } else {
+        pixels = rgb + ((size_t)y0 * width + (size_t)x0) * 3; /* the window in place */
+    }
     /* rescale and normalise as each backend does in float32: torchvision folds the rescale into
        mean and std (mean / factor), numpy rescales in double, then normalises in float32 */
     float mean[3], std[3];
@@ -15112,7 +15163,7 @@ pf_result pf_image_preprocess(const pf_image_processor *p, const uint8_t *rgb, i
         for (int y = 0; y < oh; y++)
             for (int x = 0; x < ow; x++) {
                 int sy = y + top, sx = x + left;
-                int value = sy >= 0 && sy < rh && sx >= 0 && sx < rw ? pixels[((size_t)sy * rw + sx) * 3 + c] : 0;
+                int value = sy >= y0 && sy < y1 && sx >= x0 && sx < x1 ? pixels[((size_t)(sy - y0) * stride + (sx - x0)) * 3 + c] : 0;
                 float v = (float)value;
                 if (p->backend == PF_IMAGE_BACKEND_TORCHVISION) {
                     if (p->do_normalize) v = (v - mean[c]) / std[c];
@@ -15340,6 +15391,12 @@ static pf_result pf__audio_read(pf_audio_processor *p, const pf__json *config, c
             return pf__format(error, error_size, PF_ERROR_FORMAT, "%s: %d s chunks are too short for n_fft %d", path, chunk_length,
                               p->n_fft);
     }
+    /* the tables are sized by the file: bounded before they are allocated and filled */
+    size_t entries = (size_t)(p->n_fft / 2 + 1) * (size_t)p->num_mel_bins;
+    if (entries > PF__MAX_MEL_TABLE)
+        return pf__format(error, error_size, PF_ERROR_UNSUPPORTED, "%s: n_fft %d and %d mel bins make a filter table of %zu "
+                          "entries, more than the %zu this library builds", path, p->n_fft, p->num_mel_bins, entries,
+                          PF__MAX_MEL_TABLE);
     return pf__audio_tables(p, path, error, error_size);
 }
 
@@ -15506,6 +15563,8 @@ static pf_result pf__audio_fbank(const pf_audio_processor *p, const float *sampl
             out[t * mels + m] = (float)log(mel > 1.192092955078125e-07 ? mel : 1.192092955078125e-07);
         }
     }
+    /* A bin the same in every frame (silence, constant or exactly periodic audio) has a zero
+       deviation: its normalised values are NaN, as transformers' (pf_encode_audio says why). */
     if (p->cmvn) /* numpy's utterance_cmvn: the standard deviation is about the mean either way */
         for (int m = 0; m < mels; m++) {
             double mean = 0.0, var = 0.0;
@@ -21395,6 +21454,9 @@ static pf_result pf__gguf_rotary_config(const pf__gguf *g, const char *arch, dou
     head_dim = hidden / heads;
     snprintf(key, sizeof key, "%s.attention.key_length", arch);
     if (pf__gguf_get_number(g, key, &v) == 1) head_dim = v;
+    else if (head_dim != floor(head_dim)) /* else every later check names a fractional head */
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s.attention.head_count %g does not divide %s.embedding_length "
+                          "%g (and no %s gives the heads' width)", g->path, arch, heads, arch, hidden, key);
     snprintf(key, sizeof key, "%s.attention.value_length", arch);
     if (pf__gguf_get_number(g, key, &v) == 1 && v != head_dim)
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s %g differs from the key length %g: not supported",
@@ -23402,6 +23464,13 @@ static pf_result pf__load_tokenizer(pf_model *m, const char *dir) {
 
 static pf_result pf__load_dual(pf_model *m);
 
+/* A failure of pf_load always has a message: one from a part that gave none (a tokenizer out of
+   memory, say) would leave callers printing "out of memory: " and nothing. */
+static pf_result pf__load_failed(pf_model *m, const char *dir, pf_result r) {
+    if (r && !pf_error_message(m)[0]) PF__FAIL(m, r, "%s: %s while loading", dir, pf_result_string(r));
+    return r;
+}
+
 pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_model **model) {
     if (!model) return PF_ERROR_INVALID_ARGUMENT;
     pf_model *m = pf__model_new(options);
@@ -23416,7 +23485,7 @@ pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_mode
     if (!r && pf__archs[m->config.arch].kind == PF__KIND_DUAL) {
         if (!(r = pf__load_dual(m))) r = pf__load_tokenizer(m, model_dir);
         m->loaded = !r;
-        return r;
+        return pf__load_failed(m, model_dir, r);
     }
     if (!r && !gguf && !m->load_options.skip_generation_config)
         r = pf__generation_config_read(model_dir, &m->config, &m->generate_defaults, pf__error_buffer(m), PF__MESSAGE_SIZE);
@@ -23430,7 +23499,7 @@ pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_mode
         m->inv_freq = (float *)malloc((size_t)m->config.rotary_dim / 2 * sizeof(float));
         if (!m->inv_freq) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }
-    if (r) return r;
+    if (r) return pf__load_failed(m, model_dir, r);
     m->loaded = 1;
     return PF_OK;
 }
@@ -23795,6 +23864,11 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder-decoder: %s gives its logits for a "
                         "source and decoder inputs", m->config.model_type,
                         m->config.mel_frontend || m->config.conv_subsampler ? "pf_forward_audio" : "pf_forward_seq2seq");
+    const pf__group *g = m->group;
+    if (batch > g->max_batch || seq_len > g->cache_len) /* before the rows are set up or read */
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT,
+                        "batch %d x length %d exceeds what pf_parallelize sized (max_batch %d, max_sequence_length %d)",
+                        batch, seq_len, g->max_batch, g->cache_len);
     if (m->config.head == PF_HEAD_MASKED_LM) { /* rows of equal length: the encoding's logits are the array */
         pf_encoding *e = NULL;
         const int32_t **rows = (const int32_t **)malloc((size_t)batch * sizeof *rows);
@@ -23810,11 +23884,6 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
         free(rows), free(lengths);
         return r;
     }
-    const pf__group *g = m->group;
-    if (batch > g->max_batch || seq_len > g->cache_len)
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT,
-                        "batch %d x length %d exceeds what pf_parallelize sized (max_batch %d, max_sequence_length %d)",
-                        batch, seq_len, g->max_batch, g->cache_len);
     if ((r = pf__check_ids(m, ids, (size_t)batch * seq_len))) return r;
     pf__rope_reset(m);
     pf__job job = {.step = {.ids = ids, .batch = batch, .seq_len = seq_len, .inv_freq = pf__rope_frequencies(m, seq_len)},
@@ -23964,7 +24033,21 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
 
 /* An image encoder's request: each image [channels][size][size] cut into patches (row-major,
    each patch's values channel-major as the patch convolution's weight is), then the encoder. */
-static pf_result pf__encode_images_locked(pf_model *m, const float *pixels, int batch, pf_encoding **out) {
+/* The pixel values the caller says it holds against what images of the model's size take, before
+   any is read: a processor whose output size is not config.json's image_size gives fewer. */
+static pf_result pf__check_pixel_values(pf_model *m, size_t num_values, int images) {
+    const pf__config *c = &m->config;
+    size_t image = (size_t)c->num_channels * c->image_size * c->image_size;
+    if (num_values / image != (size_t)images || num_values % image)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pixels hold %zu values; %d image%s of %d x %d x %d (config.json's "
+                        "num_channels x image_size x image_size) take %zu: is the image processor's output another size?",
+                        num_values, images, images == 1 ? "" : "s", c->num_channels, c->image_size, c->image_size,
+                        image * (size_t)images);
+    return PF_OK;
+}
+
+static pf_result pf__encode_images_locked(pf_model *m, const float *pixels, size_t num_values, int batch,
+                                          pf_encoding **out) {
     const pf__config *c = &m->config;
     *out = NULL;
     pf_result r = pf__ensure_group(m);
@@ -23974,6 +24057,7 @@ static pf_result pf__encode_images_locked(pf_model *m, const float *pixels, int 
     if (!pixels || batch < 1) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_images needs pixels and batch >= 1");
     const pf__group *g = m->group;
     if (batch > g->max_batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, g->max_batch);
+    if ((r = pf__check_pixel_values(m, num_values, batch))) return r;
     int p = c->patch_size, side = c->image_size / p, S = c->max_positions, channels = c->num_channels;
     if (S > g->cache_len)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "an image's %d positions exceed max_sequence_length %d", S, g->cache_len);
@@ -24028,14 +24112,14 @@ static pf_result pf__encode_images_locked(pf_model *m, const float *pixels, int 
     return r;
 }
 
-pf_result pf_encode_images(pf_model *m, const float *pixels, int batch, pf_encoding **out) {
+pf_result pf_encode_images(pf_model *m, const float *pixels, size_t num_pixel_values, int batch, pf_encoding **out) {
     if (!m) return PF_ERROR_INVALID_ARGUMENT;
     if (out) *out = NULL;
     if (!out) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_images needs an output");
     pf_result r = pf__request_lock(m, "pf_encode_images");
     if (r) return r;
     pf_model *tower = m->loaded && m->towers[1] ? m->towers[1] : m; /* a dual model's vision tower */
-    r = pf__encode_images_locked(tower, pixels, batch, out);
+    r = pf__encode_images_locked(tower, pixels, num_pixel_values, batch, out);
     if (r && tower != m) r = pf__fail_from(m, r, tower);
     pf__request_unlock(m);
     return r;
@@ -24058,7 +24142,11 @@ PF_PRIVATE pf_result pf__subsampler_rows(pf_model *m, const char *call, const fl
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d feature frames make %d encoder frames, above "
                             "max_sequence_length %d", b, n, pf__subsampler_frames(c, n), g->cache_len);
         for (size_t i = 0; i < (size_t)n * feature_width; i++)
-            if (!isfinite(features[b][i])) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: features must be finite", b);
+            if (!isfinite(features[b][i]))
+                return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: feature frame %zu, bin %zu is %g, not a finite "
+                                "number (the extractor's variance normalisation makes NaN of a bin that is the same in "
+                                "every frame: silent, constant or exactly periodic audio)", b, i / feature_width,
+                                i % feature_width, (double)features[b][i]);
         if ((size_t)n > longest) longest = (size_t)n;
     }
     int T = pf__subsampler_frames(c, (int)longest);
@@ -24093,6 +24181,8 @@ static pf_result pf__encode_audio_mel(pf_model *m, const float *const *samples, 
     char error[PF__MESSAGE_SIZE];
     if (!samples || !num_samples || batch < 1)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio needs samples, their counts and batch >= 1");
+    if (batch > m->group->max_batch) /* before any row is read or any feature computed */
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, m->group->max_batch);
     pf_audio_processor *processor = NULL;
     pf_result r = pf_audio_processor_load(m->dir, &processor, error, sizeof error);
     if (r) return PF__FAIL(m, r, "pf_encode_audio reads the model's feature extractor: %s", error);
@@ -24130,6 +24220,8 @@ static pf_result pf__encode_audio_fbank(pf_model *m, const float *const *samples
     char error[PF__MESSAGE_SIZE];
     if (!samples || !num_samples || batch < 1)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio needs samples, their counts and batch >= 1");
+    if (batch > m->group->max_batch) /* before any row is read or any feature computed */
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, m->group->max_batch);
     pf_audio_processor *processor = NULL;
     pf_result r = pf_audio_processor_load(m->dir, &processor, error, sizeof error);
     if (r) return PF__FAIL(m, r, "pf_encode_audio reads the model's feature extractor: %s", error);
@@ -24140,16 +24232,30 @@ static pf_result pf__encode_audio_fbank(pf_model *m, const float *const *samples
     float **features = r ? NULL : (float **)calloc((size_t)batch, sizeof *features);
     int *frames = r ? NULL : (int *)calloc((size_t)batch, sizeof(int));
     if (!r && (!features || !frames)) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    for (int b = 0; !r && b < batch; b++) {
+    for (int b = 0; !r && b < batch; b++) { /* every row's size against the cache before any work */
         size_t rows = 0, columns = 0;
         if (!samples[b] || num_samples[b] < 1) r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: no samples", b);
         else if ((r = pf_audio_features_size(processor, (size_t)num_samples[b], &rows, &columns, error, sizeof error)))
+            r = PF__FAIL(m, r, "row %d: %s", b, error);
+        else if (pf__subsampler_frames(c, (int)rows) > m->group->cache_len)
+            r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d samples make %zu feature frames, %d encoder frames, above "
+                         "max_sequence_length %d", b, num_samples[b], rows, pf__subsampler_frames(c, (int)rows),
+                         m->group->cache_len);
+    }
+    for (int b = 0; !r && b < batch; b++) {
+        size_t rows = 0, columns = 0;
+        if ((r = pf_audio_features_size(processor, (size_t)num_samples[b], &rows, &columns, error, sizeof error)))
             r = PF__FAIL(m, r, "row %d: %s", b, error);
         else if (!(features[b] = (float *)malloc(rows * columns * sizeof(float))))
             r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
         else if ((r = pf_audio_features(processor, samples[b], (size_t)num_samples[b], features[b], rows * columns, error,
                                         sizeof error)))
             r = PF__FAIL(m, r, "row %d: %s", b, error);
+        for (size_t i = 0; !r && i < rows * columns; i++) /* from finite samples: say why they are not */
+            if (!isfinite(features[b][i]))
+                r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: filter-bank bin %zu is the same in all %zu frames of "
+                             "these samples (silent, constant or exactly periodic audio), so preprocessor_config.json's "
+                             "variance normalisation divides it by zero (NaN, as in transformers)", b, i % columns, rows);
         if (!r) frames[b] = (int)rows;
     }
     if (!r) r = pf__encode_audio_features_locked(m, (const float *const *)features, frames, batch, out);
@@ -24420,7 +24526,7 @@ static pf_result pf__unit_embeds(pf_model *tower, const int32_t *const *ids, con
     for (int first = 0; !r && first < count; first += tower->group->max_batch) {
         int n = count - first < tower->group->max_batch ? count - first : tower->group->max_batch;
         pf_encoding *e = NULL;
-        r = pixels ? pf__encode_images_locked(tower, pixels + (size_t)first * image, n, &e)
+        r = pixels ? pf__encode_images_locked(tower, pixels + (size_t)first * image, (size_t)n * image, n, &e)
                    : pf__encode_locked(tower, ids + first, NULL, lengths + first, n, &e);
         for (int b = 0; !r && b < n; b++) { /* x / |x|, as transformers normalises (no epsilon) */
             const float *x = e->embeds + (size_t)b * dim;
@@ -24435,7 +24541,8 @@ static pf_result pf__unit_embeds(pf_model *tower, const int32_t *const *ids, con
 }
 
 static pf_result pf__image_text_logits_locked(pf_model *m, const int32_t *const *ids, const int *lengths, int num_texts,
-                                              const float *pixels, int num_images, float *logits) {
+                                              const float *pixels, size_t num_pixel_values, int num_images,
+                                              float *logits) {
     if (!m->loaded) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the model did not load");
     if (!m->towers[0])
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is not a dual encoder (CLIP): it has no image-text "
@@ -24443,10 +24550,12 @@ static pf_result pf__image_text_logits_locked(pf_model *m, const int32_t *const 
     if (!ids || !lengths || !pixels || !logits || num_texts < 1 || num_images < 1)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_image_text_logits needs ids, lengths, pixels, logits, "
                         "num_texts >= 1 and num_images >= 1");
+    pf_result r = pf__check_pixel_values(m->towers[1], num_pixel_values, num_images); /* before the texts' work */
+    if (r) return pf__fail_from(m, r, m->towers[1]);
     size_t dim = (size_t)m->config.projection_dim;
     float *texts = (float *)malloc((size_t)num_texts * dim * sizeof(float));
     float *images = (float *)malloc((size_t)num_images * dim * sizeof(float));
-    pf_result r = texts && images ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    r = texts && images ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     if (!r && (r = pf__unit_embeds(m->towers[0], ids, lengths, NULL, num_texts, texts)))
         r = pf__fail_from(m, r, m->towers[0]);
     if (!r && (r = pf__unit_embeds(m->towers[1], NULL, NULL, pixels, num_images, images)))
@@ -24462,11 +24571,11 @@ static pf_result pf__image_text_logits_locked(pf_model *m, const int32_t *const 
 }
 
 pf_result pf_image_text_logits(pf_model *m, const int32_t *const *ids, const int *lengths, int num_texts,
-                               const float *pixels, int num_images, float *logits_per_image) {
+                               const float *pixels, size_t num_pixel_values, int num_images, float *logits_per_image) {
     if (!m) return PF_ERROR_INVALID_ARGUMENT;
     pf_result r = pf__request_lock(m, "pf_image_text_logits");
     if (r) return r;
-    r = pf__image_text_logits_locked(m, ids, lengths, num_texts, pixels, num_images, logits_per_image);
+    r = pf__image_text_logits_locked(m, ids, lengths, num_texts, pixels, num_pixel_values, num_images, logits_per_image);
     pf__request_unlock(m);
     return r;
 }
@@ -25001,6 +25110,11 @@ static int pf__stream(pf_model *m, const pf_generate_options *o, int row_index, 
     return stop;
 }
 
+/* The most entries an option's list takes (eos ids, suppressed ids, bad words, stop sequences;
+   as many as generation_config.json's lists may hold): a bound to check a count against before
+   its array is read. */
+#define PF__MAX_OPTION_LIST 1000000
+
 /* Checks options against each other and the model, as transformers does. */
 PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_options *o, int batch) {
     const char *bad = NULL;
@@ -25034,10 +25148,21 @@ PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_o
         bad = "suppress_tokens (or begin_suppress_tokens) and their count disagree";
     if (bad) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "generate options: %s", bad);
     int vocab = m->config.vocab_size;
-    for (int i = 0; i < o->num_suppress_tokens + o->num_begin_suppress_tokens; i++) {
-        int32_t id = i < o->num_suppress_tokens ? o->suppress_tokens[i] : o->begin_suppress_tokens[i - o->num_suppress_tokens];
-        if (id < 0 || id >= vocab)
-            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "suppressed token id %d is outside the vocabulary", (int)id);
+    /* Every count against its limit before its array is read: a count past the caller's array
+       would read beyond it. */
+    const struct { const char *name; int count; } lists[] = {
+        {"num_eos_token_ids", o->num_eos_token_ids}, {"num_suppress_tokens", o->num_suppress_tokens},
+        {"num_begin_suppress_tokens", o->num_begin_suppress_tokens}, {"num_bad_words", o->num_bad_words},
+        {"num_stop_sequences", o->num_stop_sequences}};
+    for (size_t k = 0; k < sizeof lists / sizeof lists[0]; k++)
+        if (lists[k].count > PF__MAX_OPTION_LIST)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "generate options: %s %d is above %d", lists[k].name,
+                            lists[k].count, PF__MAX_OPTION_LIST);
+    for (int k = 0; k < 2; k++) {
+        const int32_t *list = k ? o->begin_suppress_tokens : o->suppress_tokens;
+        for (int i = 0; i < (k ? o->num_begin_suppress_tokens : o->num_suppress_tokens); i++)
+            if (list[i] < 0 || list[i] >= vocab)
+                return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "suppressed token id %d is outside the vocabulary", (int)list[i]);
     }
     for (int i = 0; i < o->num_eos_token_ids; i++)
         if (o->eos_token_ids[i] < 0 || o->eos_token_ids[i] >= vocab)
@@ -25050,6 +25175,10 @@ PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_o
         for (int i = 0; i < count; i++) {
             if (list[i].length < 1 || !list[i].ids)
                 return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s %d is empty", k ? "stop sequence" : "bad word", i);
+            /* no row holds more tokens than the cache: a longer sequence could never match */
+            if (list[i].length > m->group->cache_len)
+                return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s %d: %d ids, more than max_sequence_length %d",
+                                k ? "stop sequence" : "bad word", i, list[i].length, m->group->cache_len);
             pf_result r = pf__check_ids(m, list[i].ids, (size_t)list[i].length);
             if (r) return r;
         }
@@ -25280,12 +25409,12 @@ PF_PRIVATE pf_result pf__generation_resolve(pf__generation_state *st, const int3
     pf_result r;
     for (int b = 0; b < st->batch; b++) {
         if (!prompts[b] || lengths[b] < 1) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "prompt %d is empty", b);
+        if (lengths[b] >= g->cache_len) /* before its ids are read: a length past the caller's array */
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the prompt (%d tokens) leaves no room in the KV cache (%d)",
+                            lengths[b], g->cache_len);
         if ((r = pf__check_ids(m, prompts[b], (size_t)lengths[b]))) return r;
         if (lengths[b] > st->width) st->width = lengths[b];
     }
-    if (st->width >= g->cache_len)
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the prompt (%d tokens) leaves no room in the KV cache (%d)", st->width,
-                        g->cache_len);
     int width = st->width;
     st->vocab = m->config.vocab_size;
     st->eos = o->num_eos_token_ids ? o->eos_token_ids : m->config.eos_ids;
@@ -26375,7 +26504,9 @@ static pf_result pf__audio_source_rows(pf_model *m, const char *call, const floa
                             "(max_source_positions x 2: pf_audio_features pads or cuts every input to them)", b,
                             features[b] ? num_frames[b] : 0, M, frames);
         for (size_t i = 0; i < M * (size_t)frames; i++)
-            if (!isfinite(features[b][i])) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: features must be finite", b);
+            if (!isfinite(features[b][i]))
+                return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: mel bin %zu, frame %zu is %g, not a finite number",
+                                b, i / (size_t)frames, i % (size_t)frames, (double)features[b][i]);
     }
     size_t widest = M > d ? M : d;
     float *rows = (float *)malloc((size_t)batch * T * d * sizeof(float));
@@ -26445,7 +26576,9 @@ static pf_result pf__forward_audio_locked(pf_model *m, const float *const *featu
     if (r) return r;
     if (!decoder_ids || !decoder_lengths || !logits)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_forward_audio needs decoder inputs, their lengths and logits");
-    for (int b = 0; b < batch && decoder_lengths; b++)
+    if (batch > m->group->max_batch) /* before the lengths are read: a batch past the caller's arrays */
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, m->group->max_batch);
+    for (int b = 0; b < batch; b++)
         if (decoder_lengths[b] > m->config.max_positions)
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d decoder tokens exceed the decoder's %d positions", b,
                             decoder_lengths[b], m->config.max_positions);
@@ -26506,6 +26639,11 @@ static pf_result pf__generate_audio_locked(pf_model *m, const float *const *feat
     if (r) return r;
     float *rows = NULL;
     int T = 0, *pads = NULL;
+    /* before the prompt's last id is read below (and the front end's work) */
+    int longest = c->max_positions < m->group->cache_len ? c->max_positions : m->group->cache_len;
+    if (o->decoder_prompt && (o->decoder_prompt_length < 1 || o->decoder_prompt_length >= longest))
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "decoder_prompt_length %d is not in 1..%d", o->decoder_prompt_length,
+                        longest - 1);
     if ((r = pf__audio_source_rows(m, "pf_generate_audio", features, num_frames, batch, &rows, &T, &pads))) return r;
     /* the model's prompt, which names no language: each row's detected language token after its start token */
     int own = c->num_decoder_prompt_ids > 0 && o->decoder_prompt == c->decoder_prompt_ids &&

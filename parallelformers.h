@@ -500,12 +500,16 @@ void pf_encoding_free(pf_encoding *encoding); /* NULL is fine; any thread */
 
 /* An image encoder (ViT, DeiT): images already preprocessed as the model's image processor does
    (resized, rescaled, normalised), pixels [batch][num_channels][image_size][image_size] floats
-   (pf_model_info's image fields give the sizes). The encoding has, per image, the class token
-   (DeiT: then the distillation token), then the patches row by row: last_hidden_state
+   (pf_model_info's image fields give the sizes), num_pixel_values of them: exactly batch x
+   num_channels x image_size x image_size, else PF_ERROR_INVALID_ARGUMENT before any is read (an
+   image processor whose size, crop_size or do_resize gives another size than config.json's
+   image_size: compare pf_image_output_size with the model's). The encoding has, per image, the
+   class token (DeiT: then the distillation token), then the patches row by row: last_hidden_state
    [batch][tokens][hidden]; pooled [batch][hidden] where the model has a pooler; logits
    [batch][num_labels] for PF_HEAD_IMAGE_CLASSIFICATION. *encoding is the caller's
    (pf_encoding_free). PF_ERROR_UNSUPPORTED for a model that takes token ids. Threads: as pf_encode. */
-pf_result pf_encode_images(pf_model *model, const float *pixels, int batch, pf_encoding **encoding);
+pf_result pf_encode_images(pf_model *model, const float *pixels, size_t num_pixel_values, int batch,
+                           pf_encoding **encoding);
 
 /* A dual encoder (model_type "clip", architectures CLIPModel): pf_encode runs its text tower
    (causal attention; pooled at each row's end-of-text token; embeds: text_embeds as
@@ -522,12 +526,13 @@ pf_result pf_encode_images(pf_model *model, const float *pixels, int batch, pf_e
    logit_scale.exp() * (image_embeds / |image_embeds|) . (text_embeds / |text_embeds|).
    Texts as pf_encode takes them (ids[t] holds lengths[t] ids, each text with its end-of-text
    token; any count: they run max_batch at a time); pixels [num_images][num_channels][image_size]
-   [image_size] as pf_encode_images takes them. logits_per_image [num_images][num_texts] is the
-   caller's (logits_per_text is its transpose). Results: PF_ERROR_INVALID_ARGUMENT (NULLs, counts
-   below 1, and what pf_encode and pf_encode_images refuse), PF_ERROR_UNSUPPORTED (a model that is
-   not a dual encoder), PF_ERROR_OUT_OF_MEMORY, PF_ERROR_DEVICE. Threads: as pf_encode. */
+   [image_size], num_pixel_values floats, as pf_encode_images takes them (checked before any work).
+   logits_per_image [num_images][num_texts] is the caller's (logits_per_text is its transpose).
+   Results: PF_ERROR_INVALID_ARGUMENT (NULLs, counts below 1, and what pf_encode and
+   pf_encode_images refuse), PF_ERROR_UNSUPPORTED (a model that is not a dual encoder),
+   PF_ERROR_OUT_OF_MEMORY, PF_ERROR_DEVICE. Threads: as pf_encode. */
 pf_result pf_image_text_logits(pf_model *model, const int32_t *const *ids, const int *lengths, int num_texts,
-                               const float *pixels, int num_images, float *logits_per_image);
+                               const float *pixels, size_t num_pixel_values, int num_images, float *logits_per_image);
 /* A speech encoder (Wav2Vec2, XLSR, HuBERT) on `batch` waveforms of any lengths: samples[b] holds
    num_samples[b] floats as the model's feature extractor gives them (16 kHz mono, normalised where
    preprocessor_config.json says do_normalize: pf_audio_processor does it). The convolutional front
@@ -626,7 +631,12 @@ typedef struct pf_token_sequence {
     int length;
 } pf_token_sequence;
 
-/* Defaults equal transformers' GenerationConfig defaults. */
+/* Defaults equal transformers' GenerationConfig defaults. Each count is checked against its
+   limit before its array is read (a larger one is PF_ERROR_INVALID_ARGUMENT): each list
+   (eos_token_ids, suppress_tokens, begin_suppress_tokens, bad_words, stop_sequences) at most
+   1,000,000 entries, each bad word or stop sequence at most max_sequence_length ids,
+   decoder_prompt_length below the decoder's positions and max_sequence_length. Within its limit,
+   a count must not exceed its array. */
 typedef struct pf_generate_options {
     int max_new_tokens;        /* 0: unset, max_length rules; wins over max_length when set */
     int max_length;            /* prompt (padded) + new tokens; 20 */
@@ -877,7 +887,8 @@ typedef struct pf_chat_message {
 typedef struct pf_chat_options {
     int add_generation_prompt; /* 1 (the default): end with what opens the assistant's reply */
     const char *date;          /* the date strftime_now() formats, "YYYY-MM-DD" or "YYYY-MM-DD HH:MM[:SS]"
-                                  (reproducible output); NULL: the local time now, as transformers */
+                                  (reproducible output; a day that exists); NULL: the local time now, as
+                                  transformers */
     const char *chat_template; /* a Jinja template to use instead of the tokenizer's; NULL: the tokenizer's */
     const char *bos_token, *eos_token; /* the template's bos_token / eos_token; NULL: the tokenizer's
                                           (tokenizer_config.json's), undefined without one */
@@ -976,7 +987,8 @@ typedef struct pf_audio_processor_info {
 } pf_audio_processor_info;
 
 /* Loads DIR/preprocessor_config.json (its feature_extractor_type names the class). Errors as
-   pf_image_processor_load's; dither other than 0 is refused (random noise). */
+   pf_image_processor_load's; dither other than 0 is refused (random noise), and so (before any
+   table is built) are n_fft and mel bins whose filter table would exceed 2^22 entries. */
 pf_result pf_audio_processor_load(const char *dir, pf_audio_processor **processor, char *error, size_t error_size);
 void pf_audio_processor_free(pf_audio_processor *processor);
 pf_audio_processor_info pf_audio_processor_get_info(const pf_audio_processor *processor);
@@ -985,13 +997,18 @@ pf_audio_processor_info pf_audio_processor_get_info(const pf_audio_processor *pr
    transformers' features of one utterance: WAVEFORM 1 x num_samples; LOG_MEL num_mel_bins x
    frames (chunk_length * sampling_rate / hop_length frames, e.g. 80 x 3000); FBANK frames x
    num_mel_bins (1 + (num_samples - 400) / 160 frames). PF_ERROR_INVALID_ARGUMENT for no samples,
-   more than 2^31, or (FBANK) fewer than one frame's 400. */
+   more than 2^31, or (FBANK) fewer than one frame's 400. The size follows preprocessor_config.json
+   (LOG_MEL: chunk_length, hop_length), which may not be trusted: compare it with the model's
+   (pf_model_info's num_mel_bins and audio_frames) before allocating and computing the features. */
 pf_result pf_audio_features_size(const pf_audio_processor *processor, size_t num_samples, size_t *rows,
                                  size_t *columns, char *error, size_t error_size);
 
 /* Computes the features of mono float samples (in [-1, 1], at the info's sampling_rate) into
    out, room for out_capacity floats (PF_ERROR_BUFFER_TOO_SMALL, nothing written, if fewer than
-   rows x columns). A sample that is not finite is PF_ERROR_INVALID_ARGUMENT. Any thread. */
+   rows x columns). A sample that is not finite is PF_ERROR_INVALID_ARGUMENT. FBANK with the
+   utterance's variance normalisation gives NaN for a bin that is the same in every frame (silent,
+   constant or exactly periodic audio), as transformers does; the models refuse such features
+   saying so. Any thread. */
 pf_result pf_audio_features(const pf_audio_processor *processor, const float *samples, size_t num_samples,
                             float *out, size_t out_capacity, char *error, size_t error_size);
 

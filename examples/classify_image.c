@@ -13,39 +13,12 @@
 #include <string.h>
 
 #include "../parallelformers.h"
+#include "media.h"
 
-/* A binary PPM's pixels (malloc'd [height][width][3]); NULL when it is not one we read. */
-static unsigned char *read_ppm(const char *path, int *width, int *height) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char magic[3] = "";
-    int maxval = 0;
-    unsigned char *rgb = NULL;
-    if (fscanf(f, "%2s", magic) == 1 && !strcmp(magic, "P6")) {
-        int fields[3], got = 0;
-        while (got < 3) { /* width, height, maxval, with comments allowed between them */
-            int c = fgetc(f);
-            if (c == '#') {
-                while (c != '\n' && c != EOF) c = fgetc(f);
-            } else if (c >= '0' && c <= '9') {
-                ungetc(c, f);
-                if (fscanf(f, "%d", &fields[got++]) != 1) break;
-            } else if (c == EOF) {
-                break;
-            }
-        }
-        *width = fields[0], *height = fields[1], maxval = fields[2];
-        if (got == 3 && maxval == 255 && *width > 0 && *height > 0 && *width <= 32768 && *height <= 32768 && fgetc(f) != EOF) {
-            size_t bytes = (size_t)*width * (size_t)*height * 3;
-            rgb = (unsigned char *)malloc(bytes);
-            if (rgb && fread(rgb, 1, bytes, f) != bytes) {
-                free(rgb);
-                rgb = NULL;
-            }
-        }
-    }
-    fclose(f);
-    return rgb;
+/* "classify_image: RESULT: MESSAGE", without the colon when there is no message (a model that
+   could not even be allocated has none). */
+static void report(pf_result r, const char *message) {
+    fprintf(stderr, "classify_image: %s%s%s\n", pf_result_string(r), message && message[0] ? ": " : "", message ? message : "");
 }
 
 static int usage(void) {
@@ -72,31 +45,54 @@ int main(int argc, char **argv) {
     }
     if (!dir || !image || gpus < 1 || top < 1) return usage();
     int width = 0, height = 0;
-    unsigned char *rgb = read_ppm(image, &width, &height);
+    size_t file_size = 0;
+    unsigned char *file = media_read_file(image, MEDIA_MAX_FILE_BYTES, &file_size);
+    const unsigned char *rgb = file ? media_ppm_pixels(file, file_size, &width, &height) : NULL;
     if (!rgb) {
-        fprintf(stderr, "classify_image: %s is not a binary 8-bit PPM (P6, maxval 255)\n", image);
+        fprintf(stderr, "classify_image: %s is not a binary 8-bit PPM (P6, maxval 255) of at most 1 GiB\n", image);
+        free(file);
         return 1;
     }
-    char error[512];
+    char error[512] = "";
     pf_image_processor *processor = NULL;
     pf_model *model = NULL;
     float *pixels = NULL;
     pf_encoding *e = NULL;
     int status = 1, out_width = 0, out_height = 0;
-    pf_result r = pf_image_processor_load(dir, PF_IMAGE_BACKEND_TORCHVISION, &processor, error, sizeof error);
-    if (!r) r = pf_image_output_size(processor, width, height, &out_width, &out_height, error, sizeof error);
-    size_t count = (size_t)3 * out_width * out_height;
-    if (!r && !(pixels = (float *)malloc(count * sizeof(float)))) r = PF_ERROR_OUT_OF_MEMORY;
-    if (!r) r = pf_image_preprocess(processor, rgb, width, height, pixels, count, error, sizeof error);
-    if (r) {
-        fprintf(stderr, "classify_image: %s: %s\n", pf_result_string(r), error);
-        goto done;
-    }
     pf_parallel_options po = pf_parallel_options_init();
     po.device = device;
-    if ((r = pf_load(dir, NULL, &model)) || (r = pf_parallelize(model, gpus, &po)) ||
-        (r = pf_encode_images(model, pixels, 1, &e))) {
-        fprintf(stderr, "classify_image: %s: %s\n", pf_result_string(r), pf_error_message(model));
+    pf_result r = pf_image_processor_load(dir, PF_IMAGE_BACKEND_TORCHVISION, &processor, error, sizeof error);
+    if (!r) r = pf_image_output_size(processor, width, height, &out_width, &out_height, error, sizeof error);
+    if (r) {
+        report(r, error);
+        goto done;
+    }
+    if ((r = pf_load(dir, NULL, &model)) || (r = pf_parallelize(model, gpus, &po))) {
+        report(r, pf_error_message(model));
+        goto done;
+    }
+    /* The processor's output must be the model's input: a preprocessor_config.json whose size,
+       crop_size or do_resize gives another size than config.json's image_size is refused here. */
+    pf_model_info info = pf_get_info(model);
+    if (info.image_size < 1 || info.num_channels != 3 || out_width != info.image_size || out_height != info.image_size) {
+        fprintf(stderr, "classify_image: %s: the image processor (preprocessor_config.json) makes %d x %d RGB images; the "
+                "model (config.json) takes %d x %d with %d channels\n", dir, out_width, out_height, info.image_size,
+                info.image_size, info.num_channels);
+        goto done;
+    }
+    size_t count = (size_t)3 * out_width * out_height;
+    if (!(pixels = (float *)malloc(count * sizeof(float)))) {
+        r = PF_ERROR_OUT_OF_MEMORY;
+        snprintf(error, sizeof error, "%zu floats for the pixels", count);
+    } else {
+        r = pf_image_preprocess(processor, rgb, width, height, pixels, count, error, sizeof error);
+    }
+    if (r) {
+        report(r, error);
+        goto done;
+    }
+    if ((r = pf_encode_images(model, pixels, count, 1, &e))) {
+        report(r, pf_error_message(model));
         goto done;
     }
     if (!e->logits) {
@@ -108,7 +104,10 @@ int main(int argc, char **argv) {
         printf("\n");
     } else {
         int *order = (int *)malloc((size_t)e->num_logits * sizeof(int));
-        if (!order) goto done;
+        if (!order) {
+            report(PF_ERROR_OUT_OF_MEMORY, "the classes' order");
+            goto done;
+        }
         for (int k = 0; k < e->num_logits; k++) order[k] = k;
         for (int i = 1; i < e->num_logits; i++) /* insertion sort, best first; classes are few */
             for (int j = i; j > 0 && e->logits[order[j]] > e->logits[order[j - 1]]; j--) {
@@ -125,6 +124,6 @@ done:
     pf_free(model);
     pf_image_processor_free(processor);
     free(pixels);
-    free(rgb);
+    free(file);
     return status;
 }

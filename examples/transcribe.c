@@ -26,88 +26,7 @@
 #include <string.h>
 
 #include "../parallelformers.h"
-
-/* Larger WAV files than this are refused rather than read into memory (about 5.5 hours of 16 kHz
-   16-bit audio). */
-#define MAX_WAV_BYTES ((size_t)1 << 30)
-
-static uint32_t le32(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
-static uint16_t le16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
-
-/* The whole file (malloc'd), or NULL. */
-static unsigned char *read_all(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    unsigned char *data = NULL;
-    size_t cap = 0, n = 0;
-    if (!f) return NULL;
-    for (;;) {
-        if (n == cap) {
-            size_t grown = cap ? 2 * cap : 65536;
-            unsigned char *p = cap >= MAX_WAV_BYTES ? NULL : (unsigned char *)realloc(data, grown);
-            if (!p) {
-                free(data);
-                fclose(f);
-                return NULL;
-            }
-            data = p, cap = grown;
-        }
-        size_t got = fread(data + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    fclose(f);
-    *size = n;
-    return data;
-}
-
-/* The samples of a mono PCM WAV file as floats in [-1, 1] (malloc'd), or NULL with *why set.
-   Every chunk's size is checked against the bytes left before it is read. */
-static float *read_wav(const char *path, int *num_samples, int *rate, const char **why) {
-    size_t size = 0;
-    unsigned char *file = read_all(path, &size);
-    float *samples = NULL;
-    *why = "cannot be read (or is over 1 GiB)";
-    if (!file) return NULL;
-    const unsigned char *data = NULL;
-    size_t data_bytes = 0;
-    int format = 0, channels = 0, bits = 0;
-    *why = "is not a RIFF/WAVE file";
-    if (size >= 12 && !memcmp(file, "RIFF", 4) && !memcmp(file + 8, "WAVE", 4)) {
-        *why = "has no fmt and data chunks";
-        for (size_t at = 12; at + 8 <= size;) {
-            size_t chunk = le32(file + at + 4), body = at + 8;
-            if (chunk > size - body) chunk = size - body; /* a data chunk cut short: what is there */
-            if (!memcmp(file + at, "fmt ", 4) && chunk >= 16) {
-                format = le16(file + body), channels = le16(file + body + 2), bits = le16(file + body + 14);
-                *rate = (int)le32(file + body + 4);
-                if (format == 0xFFFE && chunk >= 26) format = le16(file + body + 24); /* extensible: its subformat */
-            } else if (!memcmp(file + at, "data", 4)) {
-                data = file + body;
-                data_bytes = chunk;
-            }
-            at = body + chunk + (chunk & 1); /* chunks are padded to even sizes */
-        }
-    }
-    if (data && format) {
-        int pcm16 = format == 1 && bits == 16, float32 = format == 3 && bits == 32;
-        size_t width = pcm16 ? 2 : 4, count = data_bytes / width;
-        if (channels != 1 || !(pcm16 || float32)) *why = "is not mono 16-bit PCM or 32-bit float";
-        else if (count == 0 || count > 0x7fffffff) *why = "has no samples (or too many)";
-        else if (!(samples = (float *)malloc(count * sizeof(float)))) *why = "is too large for memory";
-        for (size_t i = 0; samples && i < count; i++) {
-            const unsigned char *p = data + i * width;
-            if (pcm16) {
-                samples[i] = (float)(int16_t)le16(p) / 32768.0f;
-            } else {
-                uint32_t bitsv = le32(p);
-                memcpy(&samples[i], &bitsv, sizeof bitsv);
-            }
-        }
-        *num_samples = (int)count;
-    }
-    free(file);
-    return samples;
-}
+#include "media.h"
 
 /* ids as text without the special tokens, appended to *text (malloc'd, *used bytes). */
 static pf_result append_text(pf_tokenizer *tokenizer, const int32_t *ids, int count, char **text, size_t *used) {
@@ -185,12 +104,16 @@ int main(int argc, char **argv) {
         (language && (strlen(language) < 2 || strlen(language) > 16)))
         return usage();
     int num_samples = 0, rate = 0;
-    float *samples = read_wav(wav, &num_samples, &rate, &why);
+    size_t file_size = 0;
+    unsigned char *file = media_read_file(wav, MEDIA_MAX_FILE_BYTES, &file_size);
+    float *samples = file ? media_wav_samples(file, file_size, &num_samples, &rate, &why) : NULL;
+    if (!file) why = "cannot be read (or is over 1 GiB)";
+    free(file);
     if (!samples) {
         fprintf(stderr, "transcribe: %s %s\n", wav, why);
         return 1;
     }
-    char error[512];
+    char error[512] = "";
     pf_audio_processor *processor = NULL;
     pf_model *model = NULL;
     float *features = NULL;
@@ -200,32 +123,55 @@ int main(int argc, char **argv) {
     int status = 1, count = 0;
     size_t rows = 0, columns = 0;
     pf_result r = pf_audio_processor_load(dir, &processor, error, sizeof error);
-    if (!r && pf_audio_processor_get_info(processor).sampling_rate != rate) {
+    pf_audio_processor_info audio = pf_audio_processor_get_info(processor);
+    if (!r && audio.sampling_rate != rate) {
         snprintf(error, sizeof error, "%s is at %d Hz, the model wants %d Hz: resample it first", wav, rate,
-                 pf_audio_processor_get_info(processor).sampling_rate);
+                 audio.sampling_rate);
         r = PF_ERROR_INVALID_ARGUMENT;
     }
     if (!r) r = pf_audio_features_size(processor, (size_t)num_samples, &rows, &columns, error, sizeof error);
-    if (!r && !(features = (float *)malloc(rows * columns * sizeof(float)))) r = PF_ERROR_OUT_OF_MEMORY;
-    if (!r) r = pf_audio_features(processor, samples, (size_t)num_samples, features, rows * columns, error, sizeof error);
     if (r) {
         fprintf(stderr, "transcribe: %s: %s\n", pf_result_string(r), error);
         goto done;
     }
-    const float *waves[1] = {features};
     pf_parallel_options po = pf_parallel_options_init();
     po.device = device;
     if ((r = pf_load(dir, NULL, &model)) || (r = pf_parallelize(model, gpus, &po))) {
         fprintf(stderr, "transcribe: %s: %s\n", pf_result_string(r), pf_error_message(model));
         goto done;
     }
+    /* The features' size comes from preprocessor_config.json: compared with what the model takes
+       before they are computed (a chunk_length of an hour pads a second of audio to 360,000 frames). */
     pf_model_info info = pf_get_info(model);
-    if (info.is_encoder_decoder) { /* features into the encoder, text out of the decoder */
-        if (info.num_mel_bins == 0 || (size_t)info.num_mel_bins != (info.mel_major ? rows : columns)) {
-            fprintf(stderr, "transcribe: %s: the model takes %d mel bins, the feature extractor gives %zu x %zu\n", dir,
-                    info.num_mel_bins, rows, columns);
+    if (info.is_encoder_decoder) {
+        size_t bins = info.mel_major ? rows : columns, frames = info.mel_major ? columns : rows;
+        if (info.num_mel_bins == 0 || (size_t)info.num_mel_bins != bins ||
+            (info.audio_frames && frames != (size_t)info.audio_frames)) {
+            if (info.audio_frames)
+                fprintf(stderr, "transcribe: %s: the model takes %d mel bins x %d frames, the feature extractor "
+                        "(preprocessor_config.json) gives %zu x %zu\n", dir, info.num_mel_bins, info.audio_frames,
+                        bins, frames);
+            else
+                fprintf(stderr, "transcribe: %s: the model takes %d mel bins a frame, the feature extractor "
+                        "(preprocessor_config.json) gives %zu\n", dir, info.num_mel_bins, bins);
             goto done;
         }
+    } else if (audio.kind != PF_AUDIO_WAVEFORM) {
+        fprintf(stderr, "transcribe: %s: the feature extractor is not Wav2Vec2's (raw waveforms)\n", dir);
+        goto done;
+    }
+    if (!(features = (float *)malloc(rows * columns * sizeof(float)))) {
+        r = PF_ERROR_OUT_OF_MEMORY;
+        snprintf(error, sizeof error, "%zu x %zu features", rows, columns);
+    } else {
+        r = pf_audio_features(processor, samples, (size_t)num_samples, features, rows * columns, error, sizeof error);
+    }
+    if (r) {
+        fprintf(stderr, "transcribe: %s: %s\n", pf_result_string(r), error);
+        goto done;
+    }
+    const float *waves[1] = {features};
+    if (info.is_encoder_decoder) { /* features into the encoder, text out of the decoder */
         count = (int)(info.mel_major ? columns : rows); /* frames */
         if (!pf_model_tokenizer(model)) { /* before the prompt: --language reads its tokens */
             fprintf(stderr, "transcribe: %s has no tokenizer to turn the generated ids into text\n", dir);
@@ -268,10 +214,6 @@ int main(int argc, char **argv) {
             goto done;
         }
         count = (int)(rows * columns); /* a waveform's features: 1 x num_samples */
-        if (pf_audio_processor_get_info(processor).kind != PF_AUDIO_WAVEFORM) {
-            fprintf(stderr, "transcribe: %s: the feature extractor is not Wav2Vec2's (raw waveforms)\n", dir);
-            goto done;
-        }
         if ((r = pf_encode_audio(model, waves, &count, 1, &e)) || (r = pf_ctc_decode(model, e, 0, &text))) {
             fprintf(stderr, "transcribe: %s: %s\n", pf_result_string(r), pf_error_message(model));
             goto done;

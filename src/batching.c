@@ -562,7 +562,9 @@ static pf_result pf__audio_source_rows(pf_model *m, const char *call, const floa
                             "(max_source_positions x 2: pf_audio_features pads or cuts every input to them)", b,
                             features[b] ? num_frames[b] : 0, M, frames);
         for (size_t i = 0; i < M * (size_t)frames; i++)
-            if (!isfinite(features[b][i])) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: features must be finite", b);
+            if (!isfinite(features[b][i]))
+                return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: mel bin %zu, frame %zu is %g, not a finite number",
+                                b, i / (size_t)frames, i % (size_t)frames, (double)features[b][i]);
     }
     size_t widest = M > d ? M : d;
     float *rows = (float *)malloc((size_t)batch * T * d * sizeof(float));
@@ -632,7 +634,9 @@ static pf_result pf__forward_audio_locked(pf_model *m, const float *const *featu
     if (r) return r;
     if (!decoder_ids || !decoder_lengths || !logits)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_forward_audio needs decoder inputs, their lengths and logits");
-    for (int b = 0; b < batch && decoder_lengths; b++)
+    if (batch > m->group->max_batch) /* before the lengths are read: a batch past the caller's arrays */
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, m->group->max_batch);
+    for (int b = 0; b < batch; b++)
         if (decoder_lengths[b] > m->config.max_positions)
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d decoder tokens exceed the decoder's %d positions", b,
                             decoder_lengths[b], m->config.max_positions);
@@ -693,6 +697,11 @@ static pf_result pf__generate_audio_locked(pf_model *m, const float *const *feat
     if (r) return r;
     float *rows = NULL;
     int T = 0, *pads = NULL;
+    /* before the prompt's last id is read below (and the front end's work) */
+    int longest = c->max_positions < m->group->cache_len ? c->max_positions : m->group->cache_len;
+    if (o->decoder_prompt && (o->decoder_prompt_length < 1 || o->decoder_prompt_length >= longest))
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "decoder_prompt_length %d is not in 1..%d", o->decoder_prompt_length,
+                        longest - 1);
     if ((r = pf__audio_source_rows(m, "pf_generate_audio", features, num_frames, batch, &rows, &T, &pads))) return r;
     /* the model's prompt, which names no language: each row's detected language token after its start token */
     int own = c->num_decoder_prompt_ids > 0 && o->decoder_prompt == c->decoder_prompt_ids &&

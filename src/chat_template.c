@@ -1795,6 +1795,14 @@ static pf__jv pf__chat_method(pf__chat *c, pf__jv obj, const char *name, size_t 
 
 static int pf__chat_is(const char *name, size_t n, const char *what) { return n == strlen(what) && !memcmp(name, what, n); }
 
+/* Days in a month of the proleptic Gregorian calendar (2024-02 has 29, 2023-02 and 1900-02 28). */
+static int pf__chat_days_in_month(int year, int month) {
+    static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (month < 1 || month > 12) return 0;
+    int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    return days[month - 1] + (month == 2 && leap);
+}
+
 /* strftime_now(format) on the options' date (or now): the directives templates use. */
 static pf__jv pf__chat_strftime(pf__chat *c, pf__jv format, int line) {
     static const char *const months[] = {"January", "February", "March", "April", "May", "June", "July", "August",
@@ -1806,8 +1814,10 @@ static pf__jv pf__chat_strftime(pf__chat *c, pf__jv format, int line) {
         int used = 0;
         if (sscanf(c->date, "%4d-%2d-%2d%n", &year, &month, &day, &used) != 3 ||
             (c->date[used] && sscanf(c->date + used, " %2d:%2d:%2d", &hour, &minute, &second) < 2) || month < 1 ||
-            month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60 || year < 1)
-            pf__chat_fail(c, PF_ERROR_INVALID_ARGUMENT, "chat template: the date \"%.40s\" is not YYYY-MM-DD [HH:MM[:SS]]", c->date);
+            month > 12 || day < 1 || day > pf__chat_days_in_month(year, month) || hour > 23 || minute > 59 ||
+            second > 60 || year < 1)
+            pf__chat_fail(c, PF_ERROR_INVALID_ARGUMENT, "chat template: the date \"%.40s\" is not YYYY-MM-DD [HH:MM[:SS]] "
+                          "(a day that exists)", c->date);
     } else {
         time_t now = time(NULL);
         struct tm tm;
@@ -2194,6 +2204,23 @@ static int pf__chat_mul_overflows(int64_t x, int64_t y) {
     return y > 0 ? x < INT64_MIN / y : x < INT64_MAX / y;
 }
 
+/* x ** y on floats as Python computes it: 0.0 to a negative power raises ZeroDivisionError, a
+   negative base to a fractional power gives a complex number, and a finite result too large for
+   a float raises OverflowError; C's pow would give inf or NaN for each. */
+static pf__jv pf__chat_float_pow(pf__chat *c, double x, double y, int line) {
+    if (x == 0 && y < 0)
+        pf__chat_fail(c, PF_ERROR_INVALID_ARGUMENT, "chat template: line %d: 0.0 cannot be raised to a negative power "
+                      "(ZeroDivisionError)", line);
+    if (x < 0 && isfinite(x) && isfinite(y) && y != floor(y))
+        pf__chat_fail(c, PF_ERROR_UNSUPPORTED, "chat template: line %d: a negative number to a fractional power is a "
+                      "complex number, which is not supported", line);
+    double r = pow(x, y);
+    if (isinf(r) && isfinite(x) && isfinite(y))
+        pf__chat_fail(c, PF_ERROR_INVALID_ARGUMENT, "chat template: line %d: %g ** %g is too large for a float "
+                      "(OverflowError)", line, x, y);
+    return pf__jv_float(r);
+}
+
 static pf__jv pf__chat_arith(pf__chat *c, int op, pf__jv a, pf__jv b, int line) {
     if (a.type == PF__JV_UNDEFINED) pf__chat_undefined_fail(c, a, line);
     if (b.type == PF__JV_UNDEFINED) pf__chat_undefined_fail(c, b, line);
@@ -2238,7 +2265,7 @@ static pf__jv pf__chat_arith(pf__chat *c, int op, pf__jv a, pf__jv b, int line) 
             }
             break;
         case PF__OP_POW:
-            if (y < 0) return pf__jv_float(pow((double)x, (double)y));
+            if (y < 0) return pf__chat_float_pow(c, (double)x, (double)y, line);
             r = 1;
             for (int64_t k = 0; k < y && !overflow; k++) {
                 overflow = pf__chat_mul_overflows(r, x);
@@ -2255,7 +2282,7 @@ static pf__jv pf__chat_arith(pf__chat *c, int op, pf__jv a, pf__jv b, int line) 
     case PF__OP_ADD: return pf__jv_float(x + y);
     case PF__OP_SUB: return pf__jv_float(x - y);
     case PF__OP_MUL: return pf__jv_float(x * y);
-    case PF__OP_POW: return pf__jv_float(pow(x, y));
+    case PF__OP_POW: return pf__chat_float_pow(c, x, y, line);
     default:
         if (y == 0) pf__chat_fail(c, PF_ERROR_INVALID_ARGUMENT, "chat template: line %d: division by zero", line);
         if (op == PF__OP_DIV) return pf__jv_float(x / y);

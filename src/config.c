@@ -1235,8 +1235,13 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
         cfg->position_offset += 1;
         if (cfg->position_offset_from_pad == 1) cfg->max_positions -= cfg->position_offset;
     }
-    if (cfg->patch_size) { /* an image encoder: the class (and distillation) token, then the patches */
-        if (cfg->patch_size < 1 || cfg->image_size < cfg->patch_size || cfg->image_size % cfg->patch_size ||
+    /* an image encoder (a family that reads patch_size, even as 0): the class (and distillation)
+       token, then the patches */
+    if (cfg->patch_size || strcmp(pf__config_key(cfg->arch, offsetof(pf__config, patch_size)), "(derived)")) {
+        if (cfg->patch_size < 1)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"patch_size\" %d is not a positive number of pixels",
+                              path, cfg->patch_size);
+        if (cfg->image_size < cfg->patch_size || cfg->image_size % cfg->patch_size ||
             cfg->image_size > 65536 || cfg->num_channels < 1 || cfg->num_channels > 64)
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: image_size %d, patch_size %d, num_channels %d do not fit",
                               path, cfg->image_size, cfg->patch_size, cfg->num_channels);
@@ -1269,7 +1274,10 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
                               pf__config_key(cfg->arch, offsetof(pf__config, rotary_pct)), cfg->rotary_pct);
         if (cfg->rotary_dim == 0)
             cfg->rotary_dim = (int)((cfg->rope_head_dim ? cfg->rope_head_dim : cfg->head_dim) * cfg->rotary_pct);
-        if (cfg->rotary_dim <= 0 || cfg->rotary_dim > cfg->head_dim || cfg->rotary_dim % 2 || !(cfg->rope_theta > 0))
+        if (!(cfg->rope_theta > 0)) /* NaN included; before the rotary width, which it does not concern */
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: the rotary base rope_theta is %g: it must be a positive "
+                              "number", path, cfg->rope_theta);
+        if (cfg->rotary_dim <= 0 || cfg->rotary_dim > cfg->head_dim || cfg->rotary_dim % 2)
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: rotary dims %d do not fit heads of %d", path,
                               cfg->rotary_dim, cfg->head_dim);
     }

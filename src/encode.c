@@ -83,6 +83,11 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder-decoder: %s gives its logits for a "
                         "source and decoder inputs", m->config.model_type,
                         m->config.mel_frontend || m->config.conv_subsampler ? "pf_forward_audio" : "pf_forward_seq2seq");
+    const pf__group *g = m->group;
+    if (batch > g->max_batch || seq_len > g->cache_len) /* before the rows are set up or read */
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT,
+                        "batch %d x length %d exceeds what pf_parallelize sized (max_batch %d, max_sequence_length %d)",
+                        batch, seq_len, g->max_batch, g->cache_len);
     if (m->config.head == PF_HEAD_MASKED_LM) { /* rows of equal length: the encoding's logits are the array */
         pf_encoding *e = NULL;
         const int32_t **rows = (const int32_t **)malloc((size_t)batch * sizeof *rows);
@@ -98,11 +103,6 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
         free(rows), free(lengths);
         return r;
     }
-    const pf__group *g = m->group;
-    if (batch > g->max_batch || seq_len > g->cache_len)
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT,
-                        "batch %d x length %d exceeds what pf_parallelize sized (max_batch %d, max_sequence_length %d)",
-                        batch, seq_len, g->max_batch, g->cache_len);
     if ((r = pf__check_ids(m, ids, (size_t)batch * seq_len))) return r;
     pf__rope_reset(m);
     pf__job job = {.step = {.ids = ids, .batch = batch, .seq_len = seq_len, .inv_freq = pf__rope_frequencies(m, seq_len)},
@@ -252,7 +252,21 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
 
 /* An image encoder's request: each image [channels][size][size] cut into patches (row-major,
    each patch's values channel-major as the patch convolution's weight is), then the encoder. */
-static pf_result pf__encode_images_locked(pf_model *m, const float *pixels, int batch, pf_encoding **out) {
+/* The pixel values the caller says it holds against what images of the model's size take, before
+   any is read: a processor whose output size is not config.json's image_size gives fewer. */
+static pf_result pf__check_pixel_values(pf_model *m, size_t num_values, int images) {
+    const pf__config *c = &m->config;
+    size_t image = (size_t)c->num_channels * c->image_size * c->image_size;
+    if (num_values / image != (size_t)images || num_values % image)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pixels hold %zu values; %d image%s of %d x %d x %d (config.json's "
+                        "num_channels x image_size x image_size) take %zu: is the image processor's output another size?",
+                        num_values, images, images == 1 ? "" : "s", c->num_channels, c->image_size, c->image_size,
+                        image * (size_t)images);
+    return PF_OK;
+}
+
+static pf_result pf__encode_images_locked(pf_model *m, const float *pixels, size_t num_values, int batch,
+                                          pf_encoding **out) {
     const pf__config *c = &m->config;
     *out = NULL;
     pf_result r = pf__ensure_group(m);
@@ -262,6 +276,7 @@ static pf_result pf__encode_images_locked(pf_model *m, const float *pixels, int 
     if (!pixels || batch < 1) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_images needs pixels and batch >= 1");
     const pf__group *g = m->group;
     if (batch > g->max_batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, g->max_batch);
+    if ((r = pf__check_pixel_values(m, num_values, batch))) return r;
     int p = c->patch_size, side = c->image_size / p, S = c->max_positions, channels = c->num_channels;
     if (S > g->cache_len)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "an image's %d positions exceed max_sequence_length %d", S, g->cache_len);
@@ -316,14 +331,14 @@ static pf_result pf__encode_images_locked(pf_model *m, const float *pixels, int 
     return r;
 }
 
-pf_result pf_encode_images(pf_model *m, const float *pixels, int batch, pf_encoding **out) {
+pf_result pf_encode_images(pf_model *m, const float *pixels, size_t num_pixel_values, int batch, pf_encoding **out) {
     if (!m) return PF_ERROR_INVALID_ARGUMENT;
     if (out) *out = NULL;
     if (!out) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_images needs an output");
     pf_result r = pf__request_lock(m, "pf_encode_images");
     if (r) return r;
     pf_model *tower = m->loaded && m->towers[1] ? m->towers[1] : m; /* a dual model's vision tower */
-    r = pf__encode_images_locked(tower, pixels, batch, out);
+    r = pf__encode_images_locked(tower, pixels, num_pixel_values, batch, out);
     if (r && tower != m) r = pf__fail_from(m, r, tower);
     pf__request_unlock(m);
     return r;
@@ -346,7 +361,11 @@ PF_PRIVATE pf_result pf__subsampler_rows(pf_model *m, const char *call, const fl
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d feature frames make %d encoder frames, above "
                             "max_sequence_length %d", b, n, pf__subsampler_frames(c, n), g->cache_len);
         for (size_t i = 0; i < (size_t)n * feature_width; i++)
-            if (!isfinite(features[b][i])) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: features must be finite", b);
+            if (!isfinite(features[b][i]))
+                return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: feature frame %zu, bin %zu is %g, not a finite "
+                                "number (the extractor's variance normalisation makes NaN of a bin that is the same in "
+                                "every frame: silent, constant or exactly periodic audio)", b, i / feature_width,
+                                i % feature_width, (double)features[b][i]);
         if ((size_t)n > longest) longest = (size_t)n;
     }
     int T = pf__subsampler_frames(c, (int)longest);
@@ -381,6 +400,8 @@ static pf_result pf__encode_audio_mel(pf_model *m, const float *const *samples, 
     char error[PF__MESSAGE_SIZE];
     if (!samples || !num_samples || batch < 1)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio needs samples, their counts and batch >= 1");
+    if (batch > m->group->max_batch) /* before any row is read or any feature computed */
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, m->group->max_batch);
     pf_audio_processor *processor = NULL;
     pf_result r = pf_audio_processor_load(m->dir, &processor, error, sizeof error);
     if (r) return PF__FAIL(m, r, "pf_encode_audio reads the model's feature extractor: %s", error);
@@ -418,6 +439,8 @@ static pf_result pf__encode_audio_fbank(pf_model *m, const float *const *samples
     char error[PF__MESSAGE_SIZE];
     if (!samples || !num_samples || batch < 1)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio needs samples, their counts and batch >= 1");
+    if (batch > m->group->max_batch) /* before any row is read or any feature computed */
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, m->group->max_batch);
     pf_audio_processor *processor = NULL;
     pf_result r = pf_audio_processor_load(m->dir, &processor, error, sizeof error);
     if (r) return PF__FAIL(m, r, "pf_encode_audio reads the model's feature extractor: %s", error);
@@ -428,16 +451,30 @@ static pf_result pf__encode_audio_fbank(pf_model *m, const float *const *samples
     float **features = r ? NULL : (float **)calloc((size_t)batch, sizeof *features);
     int *frames = r ? NULL : (int *)calloc((size_t)batch, sizeof(int));
     if (!r && (!features || !frames)) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    for (int b = 0; !r && b < batch; b++) {
+    for (int b = 0; !r && b < batch; b++) { /* every row's size against the cache before any work */
         size_t rows = 0, columns = 0;
         if (!samples[b] || num_samples[b] < 1) r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: no samples", b);
         else if ((r = pf_audio_features_size(processor, (size_t)num_samples[b], &rows, &columns, error, sizeof error)))
+            r = PF__FAIL(m, r, "row %d: %s", b, error);
+        else if (pf__subsampler_frames(c, (int)rows) > m->group->cache_len)
+            r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d samples make %zu feature frames, %d encoder frames, above "
+                         "max_sequence_length %d", b, num_samples[b], rows, pf__subsampler_frames(c, (int)rows),
+                         m->group->cache_len);
+    }
+    for (int b = 0; !r && b < batch; b++) {
+        size_t rows = 0, columns = 0;
+        if ((r = pf_audio_features_size(processor, (size_t)num_samples[b], &rows, &columns, error, sizeof error)))
             r = PF__FAIL(m, r, "row %d: %s", b, error);
         else if (!(features[b] = (float *)malloc(rows * columns * sizeof(float))))
             r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
         else if ((r = pf_audio_features(processor, samples[b], (size_t)num_samples[b], features[b], rows * columns, error,
                                         sizeof error)))
             r = PF__FAIL(m, r, "row %d: %s", b, error);
+        for (size_t i = 0; !r && i < rows * columns; i++) /* from finite samples: say why they are not */
+            if (!isfinite(features[b][i]))
+                r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: filter-bank bin %zu is the same in all %zu frames of "
+                             "these samples (silent, constant or exactly periodic audio), so preprocessor_config.json's "
+                             "variance normalisation divides it by zero (NaN, as in transformers)", b, i % columns, rows);
         if (!r) frames[b] = (int)rows;
     }
     if (!r) r = pf__encode_audio_features_locked(m, (const float *const *)features, frames, batch, out);
@@ -708,7 +745,7 @@ static pf_result pf__unit_embeds(pf_model *tower, const int32_t *const *ids, con
     for (int first = 0; !r && first < count; first += tower->group->max_batch) {
         int n = count - first < tower->group->max_batch ? count - first : tower->group->max_batch;
         pf_encoding *e = NULL;
-        r = pixels ? pf__encode_images_locked(tower, pixels + (size_t)first * image, n, &e)
+        r = pixels ? pf__encode_images_locked(tower, pixels + (size_t)first * image, (size_t)n * image, n, &e)
                    : pf__encode_locked(tower, ids + first, NULL, lengths + first, n, &e);
         for (int b = 0; !r && b < n; b++) { /* x / |x|, as transformers normalises (no epsilon) */
             const float *x = e->embeds + (size_t)b * dim;
@@ -723,7 +760,8 @@ static pf_result pf__unit_embeds(pf_model *tower, const int32_t *const *ids, con
 }
 
 static pf_result pf__image_text_logits_locked(pf_model *m, const int32_t *const *ids, const int *lengths, int num_texts,
-                                              const float *pixels, int num_images, float *logits) {
+                                              const float *pixels, size_t num_pixel_values, int num_images,
+                                              float *logits) {
     if (!m->loaded) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the model did not load");
     if (!m->towers[0])
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is not a dual encoder (CLIP): it has no image-text "
@@ -731,10 +769,12 @@ static pf_result pf__image_text_logits_locked(pf_model *m, const int32_t *const 
     if (!ids || !lengths || !pixels || !logits || num_texts < 1 || num_images < 1)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_image_text_logits needs ids, lengths, pixels, logits, "
                         "num_texts >= 1 and num_images >= 1");
+    pf_result r = pf__check_pixel_values(m->towers[1], num_pixel_values, num_images); /* before the texts' work */
+    if (r) return pf__fail_from(m, r, m->towers[1]);
     size_t dim = (size_t)m->config.projection_dim;
     float *texts = (float *)malloc((size_t)num_texts * dim * sizeof(float));
     float *images = (float *)malloc((size_t)num_images * dim * sizeof(float));
-    pf_result r = texts && images ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    r = texts && images ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     if (!r && (r = pf__unit_embeds(m->towers[0], ids, lengths, NULL, num_texts, texts)))
         r = pf__fail_from(m, r, m->towers[0]);
     if (!r && (r = pf__unit_embeds(m->towers[1], NULL, NULL, pixels, num_images, images)))
@@ -750,11 +790,11 @@ static pf_result pf__image_text_logits_locked(pf_model *m, const int32_t *const 
 }
 
 pf_result pf_image_text_logits(pf_model *m, const int32_t *const *ids, const int *lengths, int num_texts,
-                               const float *pixels, int num_images, float *logits_per_image) {
+                               const float *pixels, size_t num_pixel_values, int num_images, float *logits_per_image) {
     if (!m) return PF_ERROR_INVALID_ARGUMENT;
     pf_result r = pf__request_lock(m, "pf_image_text_logits");
     if (r) return r;
-    r = pf__image_text_logits_locked(m, ids, lengths, num_texts, pixels, num_images, logits_per_image);
+    r = pf__image_text_logits_locked(m, ids, lengths, num_texts, pixels, num_pixel_values, num_images, logits_per_image);
     pf__request_unlock(m);
     return r;
 }

@@ -294,6 +294,11 @@ static int pf__stream(pf_model *m, const pf_generate_options *o, int row_index, 
     return stop;
 }
 
+/* The most entries an option's list takes (eos ids, suppressed ids, bad words, stop sequences;
+   as many as generation_config.json's lists may hold): a bound to check a count against before
+   its array is read. */
+#define PF__MAX_OPTION_LIST 1000000
+
 /* Checks options against each other and the model, as transformers does. */
 PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_options *o, int batch) {
     const char *bad = NULL;
@@ -327,10 +332,21 @@ PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_o
         bad = "suppress_tokens (or begin_suppress_tokens) and their count disagree";
     if (bad) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "generate options: %s", bad);
     int vocab = m->config.vocab_size;
-    for (int i = 0; i < o->num_suppress_tokens + o->num_begin_suppress_tokens; i++) {
-        int32_t id = i < o->num_suppress_tokens ? o->suppress_tokens[i] : o->begin_suppress_tokens[i - o->num_suppress_tokens];
-        if (id < 0 || id >= vocab)
-            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "suppressed token id %d is outside the vocabulary", (int)id);
+    /* Every count against its limit before its array is read: a count past the caller's array
+       would read beyond it. */
+    const struct { const char *name; int count; } lists[] = {
+        {"num_eos_token_ids", o->num_eos_token_ids}, {"num_suppress_tokens", o->num_suppress_tokens},
+        {"num_begin_suppress_tokens", o->num_begin_suppress_tokens}, {"num_bad_words", o->num_bad_words},
+        {"num_stop_sequences", o->num_stop_sequences}};
+    for (size_t k = 0; k < sizeof lists / sizeof lists[0]; k++)
+        if (lists[k].count > PF__MAX_OPTION_LIST)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "generate options: %s %d is above %d", lists[k].name,
+                            lists[k].count, PF__MAX_OPTION_LIST);
+    for (int k = 0; k < 2; k++) {
+        const int32_t *list = k ? o->begin_suppress_tokens : o->suppress_tokens;
+        for (int i = 0; i < (k ? o->num_begin_suppress_tokens : o->num_suppress_tokens); i++)
+            if (list[i] < 0 || list[i] >= vocab)
+                return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "suppressed token id %d is outside the vocabulary", (int)list[i]);
     }
     for (int i = 0; i < o->num_eos_token_ids; i++)
         if (o->eos_token_ids[i] < 0 || o->eos_token_ids[i] >= vocab)
@@ -343,6 +359,10 @@ PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_o
         for (int i = 0; i < count; i++) {
             if (list[i].length < 1 || !list[i].ids)
                 return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s %d is empty", k ? "stop sequence" : "bad word", i);
+            /* no row holds more tokens than the cache: a longer sequence could never match */
+            if (list[i].length > m->group->cache_len)
+                return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s %d: %d ids, more than max_sequence_length %d",
+                                k ? "stop sequence" : "bad word", i, list[i].length, m->group->cache_len);
             pf_result r = pf__check_ids(m, list[i].ids, (size_t)list[i].length);
             if (r) return r;
         }
@@ -573,12 +593,12 @@ PF_PRIVATE pf_result pf__generation_resolve(pf__generation_state *st, const int3
     pf_result r;
     for (int b = 0; b < st->batch; b++) {
         if (!prompts[b] || lengths[b] < 1) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "prompt %d is empty", b);
+        if (lengths[b] >= g->cache_len) /* before its ids are read: a length past the caller's array */
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the prompt (%d tokens) leaves no room in the KV cache (%d)",
+                            lengths[b], g->cache_len);
         if ((r = pf__check_ids(m, prompts[b], (size_t)lengths[b]))) return r;
         if (lengths[b] > st->width) st->width = lengths[b];
     }
-    if (st->width >= g->cache_len)
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the prompt (%d tokens) leaves no room in the KV cache (%d)", st->width,
-                        g->cache_len);
     int width = st->width;
     st->vocab = m->config.vocab_size;
     st->eos = o->num_eos_token_ids ? o->eos_token_ids : m->config.eos_ids;

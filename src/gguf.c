@@ -506,6 +506,9 @@ static pf_result pf__gguf_rotary_config(const pf__gguf *g, const char *arch, dou
     head_dim = hidden / heads;
     snprintf(key, sizeof key, "%s.attention.key_length", arch);
     if (pf__gguf_get_number(g, key, &v) == 1) head_dim = v;
+    else if (head_dim != floor(head_dim)) /* else every later check names a fractional head */
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s.attention.head_count %g does not divide %s.embedding_length "
+                          "%g (and no %s gives the heads' width)", g->path, arch, heads, arch, hidden, key);
     snprintf(key, sizeof key, "%s.attention.value_length", arch);
     if (pf__gguf_get_number(g, key, &v) == 1 && v != head_dim)
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s %g differs from the key length %g: not supported",

@@ -399,6 +399,13 @@ static pf_result pf__load_tokenizer(pf_model *m, const char *dir) {
 
 static pf_result pf__load_dual(pf_model *m);
 
+/* A failure of pf_load always has a message: one from a part that gave none (a tokenizer out of
+   memory, say) would leave callers printing "out of memory: " and nothing. */
+static pf_result pf__load_failed(pf_model *m, const char *dir, pf_result r) {
+    if (r && !pf_error_message(m)[0]) PF__FAIL(m, r, "%s: %s while loading", dir, pf_result_string(r));
+    return r;
+}
+
 pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_model **model) {
     if (!model) return PF_ERROR_INVALID_ARGUMENT;
     pf_model *m = pf__model_new(options);
@@ -413,7 +420,7 @@ pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_mode
     if (!r && pf__archs[m->config.arch].kind == PF__KIND_DUAL) {
         if (!(r = pf__load_dual(m))) r = pf__load_tokenizer(m, model_dir);
         m->loaded = !r;
-        return r;
+        return pf__load_failed(m, model_dir, r);
     }
     if (!r && !gguf && !m->load_options.skip_generation_config)
         r = pf__generation_config_read(model_dir, &m->config, &m->generate_defaults, pf__error_buffer(m), PF__MESSAGE_SIZE);
@@ -427,7 +434,7 @@ pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_mode
         m->inv_freq = (float *)malloc((size_t)m->config.rotary_dim / 2 * sizeof(float));
         if (!m->inv_freq) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }
-    if (r) return r;
+    if (r) return pf__load_failed(m, model_dir, r);
     m->loaded = 1;
     return PF_OK;
 }

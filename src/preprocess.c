@@ -9,6 +9,7 @@
 
 #define PF__MAX_IMAGE_SIDE 32768        /* pixels on a side, in or out: a bound against absurd sizes */
 #define PF__MAX_AUDIO_SAMPLES ((size_t)1 << 31)
+#define PF__MAX_MEL_TABLE ((size_t)1 << 22) /* FFT bins x mel bins; Whisper's largest: 201 x 128 */
 
 /* The number under key, or *out unchanged when absent or null; -1 (message) when not a number. */
 static pf_result pf__pre_number(const pf__json *config, const char *key, double *out, const char *path, char *error,
@@ -434,13 +435,14 @@ static pf_result pf__resample_axis_init(pf__resample_axis *a, int in, int out, i
     return PF_OK;
 }
 
-/* One pass over 8-bit RGB: along x (horizontal) or y. in is in_w x in_h, out out_w x out_h, one of
-   the sides equal. Each sum starts at half a unit (rounding) and is clipped to 0..255. */
+/* One pass over 8-bit RGB: along x (horizontal) or y. in is in_w wide, out out_w x out_h, and
+   out's pixels along the pass's axis are the axis's outputs from `first` on (a window of them);
+   across it they are in's. Each sum starts at half a unit (rounding) and is clipped to 0..255. */
 static void pf__resample_pass(const pf__resample_axis *a, int horizontal, const uint8_t *in, int in_w, uint8_t *out,
-                              int out_w, int out_h) {
+                              int out_w, int out_h, int first) {
     for (int y = 0; y < out_h; y++)
         for (int x = 0; x < out_w; x++) {
-            int i = horizontal ? x : y;
+            int i = first + (horizontal ? x : y);
             const int32_t *k = a->weights + (size_t)i * a->taps;
             for (int c = 0; c < 3; c++) {
                 int64_t sum = (int64_t)1 << (a->precision - 1);
@@ -455,17 +457,20 @@ static void pf__resample_pass(const pf__resample_axis *a, int horizontal, const 
         }
 }
 
-/* Resizes 8-bit RGB as the backend does: torch resamples the width first; Pillow 13 picks the
-   order by the reductions (width first unless the height shrinks by more than twice what the
-   width does: found by testing every shape against its wheel, which is not the order of Pillow's
-   older Resample.c). A side that keeps its length is not resampled. *resized is the caller's. */
-static pf_result pf__image_resize(const uint8_t *rgb, int w, int h, int ow, int oh, int filter, pf_image_backend backend,
-                                  uint8_t **resized) {
+/* The window [x0, x0 + ww) x [y0, y0 + wh) of rgb (w x h) resized to ow x oh as the backend
+   resizes it: torch resamples the width first; Pillow 13 picks the order by the reductions (width
+   first unless the height shrinks by more than twice what the width does: found by testing every
+   shape against its wheel, which is not the order of Pillow's older Resample.c). A side that
+   keeps its length is not resampled. Only the window is computed (a centre crop's), each pixel as
+   in the whole resized image: the size preprocessor_config.json resizes to may be far larger
+   than the crop the model takes. *window (ww x wh) is the caller's. */
+static pf_result pf__image_resize(const uint8_t *rgb, int w, int h, int ow, int oh, int x0, int y0, int ww, int wh,
+                                  int filter, pf_image_backend backend, uint8_t **window) {
     int horizontal_first = backend == PF_IMAGE_BACKEND_TORCHVISION ||
                            2 * (int64_t)(w > ow ? w - ow : 0) >= (int64_t)(h > oh ? h - oh : 0);
     const uint8_t *cur = rgb;
     uint8_t *owned = NULL;
-    int cw = w, ch = h;
+    int cw = w, ch = h, cx0 = 0, cy0 = 0; /* the current image, and where it starts in the axes' current spaces */
     for (int step = 0; step < 2; step++) {
         int horizontal = (step == 0) == horizontal_first;
         int in_len = horizontal ? cw : ch, out_len = horizontal ? ow : oh;
@@ -475,26 +480,30 @@ static pf_result pf__image_resize(const uint8_t *rgb, int w, int h, int ow, int 
             free(owned);
             return PF_ERROR_OUT_OF_MEMORY;
         }
-        int nw = horizontal ? ow : cw, nh = horizontal ? ch : oh;
+        int nw = horizontal ? ww : cw, nh = horizontal ? ch : wh;
         uint8_t *next = (uint8_t *)malloc((size_t)nw * (size_t)nh * 3);
         if (!next) {
             pf__resample_axis_free(&a);
             free(owned);
             return PF_ERROR_OUT_OF_MEMORY;
         }
-        pf__resample_pass(&a, horizontal, cur, cw, next, nw, nh);
+        pf__resample_pass(&a, horizontal, cur, cw, next, nw, nh, horizontal ? x0 : y0);
         pf__resample_axis_free(&a);
         free(owned);
         cur = owned = next;
-        cw = nw;
-        ch = nh;
+        if (horizontal) cw = nw, cx0 = x0;
+        else ch = nh, cy0 = y0;
     }
-    if (!owned) { /* nothing to resample: a copy, so that the caller owns what it gets */
-        owned = (uint8_t *)malloc((size_t)w * (size_t)h * 3);
-        if (!owned) return PF_ERROR_OUT_OF_MEMORY;
-        memcpy(owned, rgb, (size_t)w * (size_t)h * 3);
+    /* an axis not resampled still holds all of its side: the window cut from it */
+    uint8_t *out = (uint8_t *)malloc((size_t)ww * (size_t)wh * 3);
+    if (!out) {
+        free(owned);
+        return PF_ERROR_OUT_OF_MEMORY;
     }
-    *resized = owned;
+    for (int y = 0; y < wh; y++)
+        memcpy(out + (size_t)y * ww * 3, cur + ((size_t)(y0 - cy0 + y) * cw + (size_t)(x0 - cx0)) * 3, (size_t)ww * 3);
+    free(owned);
+    *window = out;
     return PF_OK;
 }
 
@@ -518,15 +527,22 @@ pf_result pf_image_preprocess(const pf_image_processor *p, const uint8_t *rgb, i
         return pf__format(error, error_size, PF_ERROR_BUFFER_TOO_SMALL, "the output needs %zu floats (3 x %d x %d), has room for %zu",
                           need, oh, ow, out_capacity);
     int rw = width, rh = height;
-    uint8_t *resized = NULL;
-    if (p->do_resize) {
-        pf__image_resized_size(p, width, height, &rw, &rh);
-        if (pf__image_resize(rgb, width, height, rw, rh, p->resample, p->backend, &resized))
-            return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory resizing to %d x %d", rw, rh);
-    }
-    const uint8_t *pixels = resized ? resized : rgb;
+    if (p->do_resize) pf__image_resized_size(p, width, height, &rw, &rh);
     int top = p->do_center_crop ? pf__crop_start(rh, oh, p->backend) : 0;
     int left = p->do_center_crop ? pf__crop_start(rw, ow, p->backend) : 0;
+    /* what the crop keeps of the resized image: [x0, x1) x [y0, y1), the rest is padding */
+    int x0 = left > 0 ? left : 0, y0 = top > 0 ? top : 0;
+    int x1 = left + ow < rw ? left + ow : rw, y1 = top + oh < rh ? top + oh : rh;
+    const uint8_t *pixels = rgb;
+    uint8_t *resized = NULL;
+    int stride = width; /* pixels' width: the input's, or the window's */
+    if (p->do_resize) {
+        if (pf__image_resize(rgb, width, height, rw, rh, x0, y0, x1 - x0, y1 - y0, p->resample, p->backend, &resized))
+            return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory resizing to %d x %d", rw, rh);
+        pixels = resized, stride = x1 - x0;
+    } else {
+        pixels = rgb + ((size_t)y0 * width + (size_t)x0) * 3; /* the window in place */
+    }
     /* rescale and normalise as each backend does in float32: torchvision folds the rescale into
        mean and std (mean / factor), numpy rescales in double, then normalises in float32 */
     float mean[3], std[3];
@@ -542,7 +558,7 @@ pf_result pf_image_preprocess(const pf_image_processor *p, const uint8_t *rgb, i
         for (int y = 0; y < oh; y++)
             for (int x = 0; x < ow; x++) {
                 int sy = y + top, sx = x + left;
-                int value = sy >= 0 && sy < rh && sx >= 0 && sx < rw ? pixels[((size_t)sy * rw + sx) * 3 + c] : 0;
+                int value = sy >= y0 && sy < y1 && sx >= x0 && sx < x1 ? pixels[((size_t)(sy - y0) * stride + (sx - x0)) * 3 + c] : 0;
                 float v = (float)value;
                 if (p->backend == PF_IMAGE_BACKEND_TORCHVISION) {
                     if (p->do_normalize) v = (v - mean[c]) / std[c];
@@ -770,6 +786,12 @@ static pf_result pf__audio_read(pf_audio_processor *p, const pf__json *config, c
             return pf__format(error, error_size, PF_ERROR_FORMAT, "%s: %d s chunks are too short for n_fft %d", path, chunk_length,
                               p->n_fft);
     }
+    /* the tables are sized by the file: bounded before they are allocated and filled */
+    size_t entries = (size_t)(p->n_fft / 2 + 1) * (size_t)p->num_mel_bins;
+    if (entries > PF__MAX_MEL_TABLE)
+        return pf__format(error, error_size, PF_ERROR_UNSUPPORTED, "%s: n_fft %d and %d mel bins make a filter table of %zu "
+                          "entries, more than the %zu this library builds", path, p->n_fft, p->num_mel_bins, entries,
+                          PF__MAX_MEL_TABLE);
     return pf__audio_tables(p, path, error, error_size);
 }
 
@@ -936,6 +958,8 @@ static pf_result pf__audio_fbank(const pf_audio_processor *p, const float *sampl
             out[t * mels + m] = (float)log(mel > 1.192092955078125e-07 ? mel : 1.192092955078125e-07);
         }
     }
+    /* A bin the same in every frame (silence, constant or exactly periodic audio) has a zero
+       deviation: its normalised values are NaN, as transformers' (pf_encode_audio says why). */
     if (p->cmvn) /* numpy's utterance_cmvn: the standard deviation is about the mean either way */
         for (int m = 0; m < mels; m++) {
             double mean = 0.0, var = 0.0;

@@ -114,5 +114,6 @@ void test_fuzz(void);
 void test_policies(void);
 void test_gguf(void);
 void test_preprocessing(void);
+void test_input_checks(void);
 
 #endif

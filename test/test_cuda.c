@@ -1548,14 +1548,14 @@ static void test_image_encoder(const char *name) {
     po.device = PF_DEVICE_CPU;
     po.max_batch = batch;
     if (r == PF_OK) r = pf_parallelize(m, 1, &po);
-    if (r == PF_OK) r = pf_encode_images(m, pixels, batch, &want);
+    if (r == PF_OK) r = pf_encode_images(m, pixels, (size_t)batch * image, batch, &want);
     CHECK_MSG(r == PF_OK, "%s on the CPU: %s", name, pf_error_message(m));
     for (int ranks = 1; r == PF_OK && ranks <= 2; ranks++) {
         pf_encoding *got = NULL;
         po.device = PF_DEVICE_CUDA;
         po.dtype = PF_DTYPE_F32;
         pf_result rr = pf_parallelize(m, ranks, &po);
-        if (rr == PF_OK) rr = pf_encode_images(m, pixels, batch, &got);
+        if (rr == PF_OK) rr = pf_encode_images(m, pixels, (size_t)batch * image, batch, &got);
         CHECK_MSG(rr == PF_OK, "%s on %d GPU ranks: %s", name, ranks, pf_error_message(m));
         if (rr) continue;
         size_t tokens = (size_t)want->offsets[batch], d = (size_t)want->hidden_size;
@@ -1661,7 +1661,7 @@ static void test_clip(void) {
     float want_logits[8], got_logits[8];
     if (r == PF_OK) r = pf_parallelize(m, 1, &po);
     if (r == PF_OK) r = pf_encode(m, rows, NULL, lengths, texts, &want);
-    if (r == PF_OK) r = pf_image_text_logits(m, rows, lengths, texts, pixels, images, want_logits);
+    if (r == PF_OK) r = pf_image_text_logits(m, rows, lengths, texts, pixels, (size_t)images * 3 * 32 * 32, images, want_logits);
     CHECK_MSG(r == PF_OK, "clip on the CPU: %s", pf_error_message(m));
     for (int ranks = 1; r == PF_OK && ranks <= 2; ranks++) {
         pf_encoding *got = NULL;
@@ -1669,7 +1669,7 @@ static void test_clip(void) {
         po.dtype = PF_DTYPE_F32;
         pf_result rr = pf_parallelize(m, ranks, &po);
         if (rr == PF_OK) rr = pf_encode(m, rows, NULL, lengths, texts, &got);
-        if (rr == PF_OK) rr = pf_image_text_logits(m, rows, lengths, texts, pixels, images, got_logits);
+        if (rr == PF_OK) rr = pf_image_text_logits(m, rows, lengths, texts, pixels, (size_t)images * 3 * 32 * 32, images, got_logits);
         CHECK_MSG(rr == PF_OK, "clip on %d GPU ranks: %s", ranks, pf_error_message(m));
         if (rr) {
             pf_encoding_free(got);

@@ -276,7 +276,7 @@ static void test_image_fixture(const char *name, pf_head head, int num_logits, i
         po.max_batch = batch;
         pf_encoding *e = NULL;
         pf_result rr = ranks < 4 ? pf_parallelize(m, ranks, &po) : pf_to_cpu(m);
-        if (rr == PF_OK) rr = pf_encode_images(m, pixels, batch, &e);
+        if (rr == PF_OK) rr = pf_encode_images(m, pixels, n, batch, &e);
         CHECK_MSG(rr == PF_OK, "%s: %s", what, pf_error_message(m));
         if (rr) continue;
         CHECK(e->batch == batch && e->offsets[batch] == batch * tokens && e->num_logits == num_logits);
@@ -291,8 +291,8 @@ static void test_image_fixture(const char *name, pf_head head, int num_logits, i
         int length = 2;
         pf_encoding *e = NULL;
         CHECK(pf_encode(m, rows, NULL, &length, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
-        CHECK(pf_encode_images(m, NULL, 1, &e) == PF_ERROR_INVALID_ARGUMENT);
-        CHECK(pf_encode_images(m, pixels, 0, &e) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(pf_encode_images(m, NULL, n / batch, 1, &e) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(pf_encode_images(m, pixels, n, 0, &e) == PF_ERROR_INVALID_ARGUMENT);
     }
     free(pixels);
     pf_free(m);
@@ -392,7 +392,7 @@ static void test_audio_fixture(const char *name) {
         float pixels[3] = {0};
         CHECK(pf_encode(m, rows, NULL, &length, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
         CHECK(strstr(pf_error_message(m), "pf_encode_audio"));
-        CHECK(pf_encode_images(m, pixels, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
+        CHECK(pf_encode_images(m, pixels, 3, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
         CHECK(pf_generate_text(m, "a", NULL, &text) != PF_OK && !text);
         float embedding[48];
         CHECK(pf_embed(m, rows, &length, 1, NULL, embedding) == PF_ERROR_UNSUPPORTED);
@@ -558,7 +558,7 @@ static void test_clip_fixture(void) {
         if (rr) continue;
         CHECK(pf_num_ranks(m) == (ranks < 4 ? ranks : 1) && pf_memory_allocated(m, 0) > 0);
         pf_encoding *e = NULL;
-        rr = pf_encode_images(m, pixels, CLIP_IMAGES, &e);
+        rr = pf_encode_images(m, pixels, n, CLIP_IMAGES, &e);
         CHECK_MSG(rr == PF_OK, "%s: pf_encode_images: %s", what, pf_error_message(m));
         if (rr == PF_OK) {
             CHECK(e->hidden_size == 48 && e->offsets[CLIP_IMAGES] == CLIP_IMAGES * 17 && e->projection_dim == CLIP_PROJECTION);
@@ -572,28 +572,28 @@ static void test_clip_fixture(void) {
                              keep 4, which pf_to_cpu then keeps) */
         if (ranks < 3 && pf_parallelize(m, ranks, &po) != PF_OK) continue;
         float logits[CLIP_IMAGES * CLIP_TEXTS];
-        rr = pf_image_text_logits(m, rows, lengths, CLIP_TEXTS, pixels, CLIP_IMAGES, logits);
+        rr = pf_image_text_logits(m, rows, lengths, CLIP_TEXTS, pixels, n, CLIP_IMAGES, logits);
         CHECK_MSG(rr == PF_OK, "%s: pf_image_text_logits: %s", what, pf_error_message(m));
         if (rr == PF_OK) check_array(what, dir, "logits_per_image.bin", logits, CLIP_IMAGES * CLIP_TEXTS);
     }
     if (r == PF_OK) { /* bad input */
         float logits[CLIP_IMAGES * CLIP_TEXTS];
         pf_encoding *e = NULL;
-        CHECK(pf_image_text_logits(m, NULL, lengths, CLIP_TEXTS, pixels, CLIP_IMAGES, logits) == PF_ERROR_INVALID_ARGUMENT);
-        CHECK(pf_image_text_logits(m, rows, lengths, CLIP_TEXTS, NULL, CLIP_IMAGES, logits) == PF_ERROR_INVALID_ARGUMENT);
-        CHECK(pf_image_text_logits(m, rows, lengths, CLIP_TEXTS, pixels, CLIP_IMAGES, NULL) == PF_ERROR_INVALID_ARGUMENT);
-        CHECK(pf_image_text_logits(m, rows, lengths, 0, pixels, CLIP_IMAGES, logits) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(pf_image_text_logits(m, NULL, lengths, CLIP_TEXTS, pixels, n, CLIP_IMAGES, logits) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(pf_image_text_logits(m, rows, lengths, CLIP_TEXTS, NULL, n, CLIP_IMAGES, logits) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(pf_image_text_logits(m, rows, lengths, CLIP_TEXTS, pixels, n, CLIP_IMAGES, NULL) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(pf_image_text_logits(m, rows, lengths, 0, pixels, n, CLIP_IMAGES, logits) == PF_ERROR_INVALID_ARGUMENT);
         int too_long[CLIP_TEXTS] = {5, 8, 17, 10}; /* beyond the 16 positions */
-        CHECK(pf_image_text_logits(m, rows, too_long, CLIP_TEXTS, pixels, CLIP_IMAGES, logits) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(pf_image_text_logits(m, rows, too_long, CLIP_TEXTS, pixels, n, CLIP_IMAGES, logits) == PF_ERROR_INVALID_ARGUMENT);
         CHECK(strstr(pf_error_message(m), "row 2") != NULL);
         ids[0][1] = 99; /* outside the vocabulary */
-        CHECK(pf_image_text_logits(m, rows, lengths, CLIP_TEXTS, pixels, CLIP_IMAGES, logits) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(pf_image_text_logits(m, rows, lengths, CLIP_TEXTS, pixels, n, CLIP_IMAGES, logits) == PF_ERROR_INVALID_ARGUMENT);
         CHECK(strstr(pf_error_message(m), "outside the vocabulary") != NULL);
         ids[0][1] = 5;
         pixels[7] = NAN;
-        CHECK(pf_image_text_logits(m, rows, lengths, CLIP_TEXTS, pixels, CLIP_IMAGES, logits) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(pf_image_text_logits(m, rows, lengths, CLIP_TEXTS, pixels, n, CLIP_IMAGES, logits) == PF_ERROR_INVALID_ARGUMENT);
         CHECK(strstr(pf_error_message(m), "finite") != NULL);
-        CHECK(pf_encode_images(m, NULL, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+        CHECK(pf_encode_images(m, NULL, n / CLIP_IMAGES, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
         CHECK(pf_encode(m, rows, NULL, lengths, 0, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
         int32_t prompt[2] = {0, 5};
         float vocab_logits[99];
@@ -619,7 +619,7 @@ static void test_clip_fixture(void) {
         int32_t one[1] = {0};
         const int32_t *one_row[1] = {one};
         int one_length = 1;
-        CHECK(pf_image_text_logits(m, one_row, &one_length, 1, pixel, 1, logits) == PF_ERROR_UNSUPPORTED);
+        CHECK(pf_image_text_logits(m, one_row, &one_length, 1, pixel, 3 * 32 * 32, 1, logits) == PF_ERROR_UNSUPPORTED);
     }
     pf_free(m);
 }
@@ -738,9 +738,9 @@ static void test_clip_variants(void) {
         const int32_t *one_row[1] = {one};
         int one_length = 1;
         pf_encoding *e = NULL;
-        CHECK(pf_encode_images(m, pixel, 1, &e) == PF_ERROR_UNSUPPORTED && !e); /* images for a text tower */
+        CHECK(pf_encode_images(m, pixel, 3 * 32 * 32, 1, &e) == PF_ERROR_UNSUPPORTED && !e); /* images for a text tower */
         CHECK(strstr(pf_error_message(m), "takes token ids") != NULL);
-        CHECK(pf_image_text_logits(m, one_row, &one_length, 1, pixel, 1, logits) == PF_ERROR_UNSUPPORTED);
+        CHECK(pf_image_text_logits(m, one_row, &one_length, 1, pixel, 3 * 32 * 32, 1, logits) == PF_ERROR_UNSUPPORTED);
     }
     pf_free(m);
 
@@ -753,7 +753,7 @@ static void test_clip_variants(void) {
     if (r == PF_OK) r = pf_parallelize(m, 2, &po);
     CHECK_MSG(r == PF_OK, "clip-vision: %s", pf_error_message(m));
     pf_encoding *e = NULL;
-    if (r == PF_OK) r = pf_encode_images(m, pixels, CLIP_IMAGES, &e);
+    if (r == PF_OK) r = pf_encode_images(m, pixels, n, CLIP_IMAGES, &e);
     CHECK_MSG(r == PF_OK, "clip-vision: %s", pf_error_message(m));
     if (r == PF_OK) {
         check_array("clip-vision on 2 ranks", dir, "image_hidden.bin", e->last_hidden_state, (size_t)CLIP_IMAGES * 17 * 48);

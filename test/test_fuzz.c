@@ -708,7 +708,7 @@ static void case_seq2seq_and_image_abuse(void) {
         CHECK(pf_generate(m, prompt, 1, &ngram, out, 4, &n) == PF_ERROR_INVALID_ARGUMENT);
         float pixel = 0;
         pf_encoding *e = NULL;
-        CHECK(pf_encode_images(m, &pixel, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
+        CHECK(pf_encode_images(m, &pixel, 1, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
         pf_free(m);
     }
     m = load_fixture("vit-cls");
@@ -716,11 +716,11 @@ static void case_seq2seq_and_image_abuse(void) {
         static float pixels[3 * 32 * 32];
         pf_encoding *e = NULL;
         pixels[5] = NAN;
-        CHECK(pf_encode_images(m, pixels, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
-        CHECK(pf_encode_images(m, pixels, -1, &e) == PF_ERROR_INVALID_ARGUMENT);
-        CHECK(pf_encode_images(m, pixels, 1, NULL) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(pf_encode_images(m, pixels, 3 * 32 * 32, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+        CHECK(pf_encode_images(m, pixels, 3 * 32 * 32, -1, &e) == PF_ERROR_INVALID_ARGUMENT);
+        CHECK(pf_encode_images(m, pixels, 3 * 32 * 32, 1, NULL) == PF_ERROR_INVALID_ARGUMENT);
         pixels[5] = 0;
-        CHECK_MSG(pf_encode_images(m, pixels, 1, &e) == PF_OK && e && e->num_logits == 5, "%s", pf_error_message(m));
+        CHECK_MSG(pf_encode_images(m, pixels, 3 * 32 * 32, 1, &e) == PF_OK && e && e->num_logits == 5, "%s", pf_error_message(m));
         pf_encoding_free(e);
         pf_free(m);
     }

@@ -21,6 +21,7 @@ int main(int argc, char **argv) {
         {"fuzz", test_fuzz},
         {"policies", test_policies},
         {"gguf", test_gguf},
+        {"input", test_input_checks},
     };
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
         int before_pass = test_passed, before_fail = test_failed;
