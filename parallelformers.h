@@ -23,7 +23,7 @@
    it from here). A program linked against a shared library asks pf_get_build_info() for the
    library's own, which may differ. */
 #define PF_VERSION_MAJOR 0
-#define PF_VERSION_MINOR 1
+#define PF_VERSION_MINOR 2
 #define PF_VERSION_PATCH 0
 #define PF__STRINGIFY(x) #x
 #define PF__VERSION_TEXT(major, minor, patch) PF__STRINGIFY(major) "." PF__STRINGIFY(minor) "." PF__STRINGIFY(patch)
