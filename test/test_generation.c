@@ -408,6 +408,38 @@ static int wait_at_gate(void *user, int row, int32_t token, const char *text, si
     return 0;
 }
 
+static void gate_wait_inside(gate *g) { /* until a stream callback waits at the gate */
+    pthread_mutex_lock(&g->mutex);
+    while (!g->inside) pthread_cond_wait(&g->cond, &g->mutex);
+    pthread_mutex_unlock(&g->mutex);
+}
+
+static void gate_open(gate *g) {
+    pthread_mutex_lock(&g->mutex);
+    g->open = 1;
+    pthread_cond_broadcast(&g->cond);
+    pthread_mutex_unlock(&g->mutex);
+}
+
+/* gpt2-tiny without its tokenizer, split on `ranks` CPU ranks; NULL (a failed check) if not. */
+static pf_model *gpt2_tiny_split(int ranks, int max_batch, int max_queued_requests) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/gpt2-tiny", test_fixtures);
+    pf_load_options lo = pf_load_options_init();
+    lo.skip_tokenizer = 1;
+    pf_model *m = NULL;
+    pf_result r = pf_load(dir, &lo, &m);
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.max_batch = max_batch;
+    po.max_queued_requests = max_queued_requests;
+    if (!r) r = pf_parallelize(m, ranks, &po);
+    CHECK_MSG(r == PF_OK, "gpt2-tiny: %s", pf_error_message(m));
+    if (!r) return m;
+    pf_free(m);
+    return NULL;
+}
+
 typedef struct gated_call {
     pf_model *model;
     pf_generate_options options;
@@ -423,22 +455,8 @@ static void *gated_call_main(void *arg) {
 }
 
 static void test_busy_queue(void) {
-    char dir[1024];
-    snprintf(dir, sizeof dir, "%s/gpt2-tiny", test_fixtures);
-    pf_load_options lo = pf_load_options_init();
-    lo.skip_tokenizer = 1;
-    pf_model *m = NULL;
-    pf_result r = pf_load(dir, &lo, &m);
-    pf_parallel_options po = pf_parallel_options_init();
-    po.device = PF_DEVICE_CPU;
-    po.max_batch = 2;
-    po.max_queued_requests = 2;
-    if (!r) r = pf_parallelize(m, 1, &po);
-    CHECK_MSG(r == PF_OK, "gpt2-tiny: %s", pf_error_message(m));
-    if (r) {
-        pf_free(m);
-        return;
-    }
+    pf_model *m = gpt2_tiny_split(1, 2, 2);
+    if (!m) return;
     static gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
     gated_call calls[3];
     pthread_t threads[3];
@@ -450,9 +468,7 @@ static void test_busy_queue(void) {
     calls[0].options.stream = wait_at_gate; /* streaming: runs alone, holding the model */
     calls[0].options.stream_user = &g;
     pthread_create(&threads[0], NULL, gated_call_main, &calls[0]);
-    pthread_mutex_lock(&g.mutex);
-    while (!g.inside) pthread_cond_wait(&g.cond, &g.mutex);
-    pthread_mutex_unlock(&g.mutex);
+    gate_wait_inside(&g);
     for (int i = 1; i < 3; i++) pthread_create(&threads[i], NULL, gated_call_main, &calls[i]);
     for (int tries = 0; pf_testing_batch_queued(m) < 2 && tries < 20000; tries++) {
         struct timespec pause = {0, 100000};
@@ -466,10 +482,7 @@ static void test_busy_queue(void) {
     pf_result busy = pf_generate(m, prompt, 2, &o, out, 8, &n);
     CHECK_MSG(busy == PF_ERROR_BUSY && strstr(pf_error_message(m), "max_queued_requests"), "a third request: %s (%s)",
               pf_result_string(busy), pf_error_message(m));
-    pthread_mutex_lock(&g.mutex);
-    g.open = 1;
-    pthread_cond_broadcast(&g.cond);
-    pthread_mutex_unlock(&g.mutex);
+    gate_open(&g);
     for (int i = 0; i < 3; i++) pthread_join(threads[i], NULL);
     for (int i = 0; i < 3; i++) CHECK_MSG(calls[i].result == PF_OK, "call %d: %s", i, pf_result_string(calls[i].result));
     pf_free(m);
@@ -498,21 +511,8 @@ static void *free_main(void *arg) {
 }
 
 static void test_free_while_requests_run(int batched) {
-    char dir[1024];
-    snprintf(dir, sizeof dir, "%s/gpt2-tiny", test_fixtures);
-    pf_load_options lo = pf_load_options_init();
-    lo.skip_tokenizer = 1;
-    pf_model *m = NULL;
-    pf_result r = pf_load(dir, &lo, &m);
-    pf_parallel_options po = pf_parallel_options_init();
-    po.device = PF_DEVICE_CPU;
-    po.max_batch = 2;
-    if (!r) r = pf_parallelize(m, 2, &po);
-    CHECK_MSG(r == PF_OK, "gpt2-tiny: %s", pf_error_message(m));
-    if (r) {
-        pf_free(m);
-        return;
-    }
+    pf_model *m = gpt2_tiny_split(2, 2, 0);
+    if (!m) return;
     static gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
     g.inside = g.open = 0;
     free_returned = 0;
@@ -528,9 +528,7 @@ static void test_free_while_requests_run(int batched) {
     calls[0].options.stream = wait_at_gate;
     calls[0].options.stream_user = &g;
     pthread_create(&threads[0], NULL, gated_call_main, &calls[0]);
-    pthread_mutex_lock(&g.mutex);
-    while (!g.inside) pthread_cond_wait(&g.cond, &g.mutex);
-    pthread_mutex_unlock(&g.mutex);
+    gate_wait_inside(&g);
     int first = batched ? 1 : 3, want = 4 - first + 1;
     for (int i = first; i < 3; i++) pthread_create(&threads[i], NULL, gated_call_main, &calls[i]);
     pthread_create(&threads[3], NULL, parallelize_main, &calls[3]);
@@ -543,10 +541,7 @@ static void test_free_while_requests_run(int batched) {
     CHECK_MSG(pf_testing_closing(m), "pf_free did not begin");
     nanosleep(&settle, NULL);
     CHECK_MSG(!__atomic_load_n(&free_returned, __ATOMIC_ACQUIRE), "pf_free returned while a request held the model");
-    pthread_mutex_lock(&g.mutex);
-    g.open = 1;
-    pthread_cond_broadcast(&g.cond);
-    pthread_mutex_unlock(&g.mutex);
+    gate_open(&g);
     for (int i = 0; i < 4; i++)
         if (i == 0 || i >= first) pthread_join(threads[i], NULL);
     pthread_join(freer, NULL);
