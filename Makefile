@@ -255,11 +255,11 @@ $(LLAMA_CPP_BIN)/llama-bench:
 # pkg-config finds both; skipped with a message otherwise (the library itself needs neither).
 SERVER_PKGS := libmicrohttpd jansson
 SERVER_FOUND := $(shell pkg-config --exists $(SERVER_PKGS) 2>/dev/null && echo 1)
-SERVER_SRC := examples/server.c examples/server_request.c examples/server_request.h
+SERVER_SRC := examples/server.c examples/server_http.c examples/server_http.h examples/server_request.c examples/server_request.h
 ifeq ($(SERVER_FOUND),1)
 server: $(BUILD)/server
 $(BUILD)/server: $(SERVER_SRC) $(BUILD)/libparallelformers.a
-	$(CC) $(BASE) $(CFLAGS) $(shell pkg-config --cflags $(SERVER_PKGS)) examples/server.c examples/server_request.c \
+	$(CC) $(BASE) $(CFLAGS) $(shell pkg-config --cflags $(SERVER_PKGS)) examples/server.c examples/server_http.c examples/server_request.c \
 	    $(BUILD)/libparallelformers.a -o $@ $(shell pkg-config --libs $(SERVER_PKGS)) $(CUDA_LIBS) $(LDLIBS)
 else
 server:
@@ -276,7 +276,7 @@ test-server: server $(BUILD)/generate
 FUZZ_SECONDS ?= 10
 FUZZ_CC      ?= clang
 FUZZ_TARGETS := safetensors config generation_config shard_index tokenizer_json tokenizer spm server_request chat_template policy gguf \
-                preprocessor media
+                preprocessor media server_http
 # Per input: what any target may take, and the tighter bounds of the targets whose work once grew
 # far faster than their input (issue 31: a GGUF vocabulary's merges, cubic; added tokens,
 # quadratic) or should stay small whatever the input (preprocessor configs, PPM and WAV files). A
@@ -290,22 +290,24 @@ FUZZ_SMALL_LIMITS := -timeout=5 -rss_limit_mb=512
 FUZZ_DIR     := $(BUILD)/fuzz
 FUZZ_FLAGS   := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_SERVER_FLAGS = $(shell pkg-config --cflags --libs jansson 2>/dev/null)
+FUZZ_HTTP_FLAGS = $(shell pkg-config --cflags --libs $(SERVER_PKGS) 2>/dev/null) -lpthread
 
 $(FUZZ_DIR)/parallelformers.o: $(LIB_SRC)
 	mkdir -p $(FUZZ_DIR)
 	$(FUZZ_CC) $(BASE) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c parallelformers.c -o $@
 
-$(FUZZ_DIR)/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz.h $(FUZZ_DIR)/parallelformers.o examples/server_request.c examples/server_request.h \
+$(FUZZ_DIR)/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz.h $(FUZZ_DIR)/parallelformers.o $(SERVER_SRC) \
                    examples/media.c examples/media.h
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -DFUZZ_FIXTURES='"$(CURDIR)/test/fixtures"' $< \
 	    $(if $(filter fuzz_server_request,$(notdir $@)),examples/server_request.c $(FUZZ_SERVER_FLAGS)) \
+	    $(if $(filter fuzz_server_http,$(notdir $@)),examples/server_http.c examples/server_request.c $(FUZZ_HTTP_FLAGS)) \
 	    $(if $(filter fuzz_media,$(notdir $@)),examples/media.c) \
 	    $(FUZZ_DIR)/parallelformers.o -o $@ $(LDLIBS)
 
 fuzz:
 	@command -v $(FUZZ_CC) >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y --no-install-recommends clang >/dev/null; } || true
 	@if ! command -v $(FUZZ_CC) >/dev/null; then echo "make fuzz: skipped: no $(FUZZ_CC) (apt-get install clang)"; \
-	 elif ! pkg-config --exists jansson; then echo "make fuzz: skipped: no jansson for the server target (apt-get install libjansson-dev)"; \
+	 elif ! pkg-config --exists $(SERVER_PKGS); then echo "make fuzz: skipped: no $(SERVER_PKGS) for the server targets (apt-get install libmicrohttpd-dev libjansson-dev)"; \
 	 else $(MAKE) --no-print-directory $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_TARGETS)) && \
 	  for t in $(FUZZ_TARGETS); do \
 	    mkdir -p $(FUZZ_DIR)/corpus/$$t; \

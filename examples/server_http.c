@@ -1,0 +1,725 @@
+/* server_http: see server_http.h. */
+#define _POSIX_C_SOURCE 200809L
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server_http.h"
+
+#if MHD_VERSION < 0x00097002
+typedef int MHD_Result; /* older libmicrohttpd returns int */
+#else
+typedef enum MHD_Result MHD_Result;
+#endif
+
+server the_server;
+
+void server_log(const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    fprintf(stderr, "server: ");
+    vfprintf(stderr, format, args);
+    fprintf(stderr, "\n");
+    va_end(args);
+}
+
+static unsigned long request_number(void) {
+    pthread_mutex_lock(&the_server.counter_lock);
+    unsigned long n = ++the_server.next_request;
+    pthread_mutex_unlock(&the_server.counter_lock);
+    return n;
+}
+
+/* splitmix64: request numbers to well-spread seeds. */
+static uint64_t mix(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* ---- rate limit: a token bucket per client address ---- */
+
+#define RATE_ADDRESSES 1024 /* addresses remembered at once; the least recently seen makes room */
+
+typedef struct rate_bucket {
+    struct sockaddr_storage address; /* family 0: unused */
+    double tokens;                   /* requests it may make now */
+    double last;                     /* when tokens was computed, seconds */
+} rate_bucket;
+
+static rate_bucket rate_buckets[RATE_ADDRESSES];
+static pthread_mutex_t rate_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static double now_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* The address alone (no port): IPv4 or IPv6 bytes. */
+static int same_address(const struct sockaddr *a, const struct sockaddr_storage *b) {
+    if (a->sa_family != b->ss_family) return 0;
+    if (a->sa_family == AF_INET)
+        return !memcmp(&((const struct sockaddr_in *)a)->sin_addr, &((const struct sockaddr_in *)b)->sin_addr,
+                       sizeof(struct in_addr));
+    if (a->sa_family == AF_INET6)
+        return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, &((const struct sockaddr_in6 *)b)->sin6_addr,
+                       sizeof(struct in6_addr));
+    return 0;
+}
+
+/* Whether the client may make one more request: each address holds up to ten seconds' worth of
+   --rate-limit, refilled continuously. */
+static int rate_allows(struct MHD_Connection *connection) {
+    if (the_server.rate_per_minute <= 0) return 1;
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!info || !info->client_addr) return 1;
+    const struct sockaddr *address = info->client_addr;
+    double rate = the_server.rate_per_minute / 60.0, burst = rate * 10 > 1 ? rate * 10 : 1, now = now_seconds();
+    pthread_mutex_lock(&rate_lock);
+    rate_bucket *b = NULL, *oldest = &rate_buckets[0];
+    for (int i = 0; i < RATE_ADDRESSES && !b; i++) {
+        if (same_address(address, &rate_buckets[i].address)) b = &rate_buckets[i];
+        else if (rate_buckets[i].last < oldest->last) oldest = &rate_buckets[i];
+    }
+    if (!b) {
+        b = oldest;
+        memset(&b->address, 0, sizeof b->address);
+        memcpy(&b->address, address, address->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+        b->tokens = burst;
+        b->last = now;
+    }
+    b->tokens += (now - b->last) * rate;
+    if (b->tokens > burst) b->tokens = burst;
+    b->last = now;
+    int allowed = b->tokens >= 1;
+    if (allowed) b->tokens -= 1;
+    pthread_mutex_unlock(&rate_lock);
+    return allowed;
+}
+
+/* ---- responses ---- */
+
+static MHD_Result send_text(struct MHD_Connection *connection, unsigned status, char *text, const char *type) {
+    if (!text) return MHD_NO; /* out of memory: drop the connection */
+    struct MHD_Response *response = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    if (!response) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(response, "Content-Type", type);
+    MHD_Result queued = MHD_queue_response(connection, status, response);
+    MHD_destroy_response(response);
+    return queued;
+}
+
+/* Sends a JSON value and drops the reference. */
+static MHD_Result send_json(struct MHD_Connection *connection, unsigned status, json_t *value) {
+    char *text = value ? json_dumps(value, JSON_COMPACT) : NULL;
+    json_decref(value);
+    return send_text(connection, status, text, "application/json");
+}
+
+/* The HTTP status of a failed call: the caller's fault, a model that cannot take the request now
+   (its queue is full, or it is being freed at shutdown), or ours. */
+static unsigned http_status(pf_result r) {
+    if (r == PF_ERROR_INVALID_ARGUMENT) return 400;
+    if (r == PF_ERROR_BUSY || r == PF_ERROR_CANCELLED) return 503;
+    return 500;
+}
+
+static MHD_Result send_error(struct MHD_Connection *connection, unsigned status, const char *message) {
+    return send_text(connection, status, error_body((int)status, message), "application/json");
+}
+
+/* ---- text ---- */
+
+/* A prompt's ids as transformers' tokenizer(text) gives them (a chat template's text, which holds
+   its special tokens already, without adding any: templated); NULL (reason in error) when empty,
+   too long or not tokenizable. */
+static int32_t *tokenize_prompt(const char *text, int templated, int *count, char *error, size_t error_size) {
+    size_t n = 0, length = strlen(text);
+    pf_result (*encode)(const pf_tokenizer *, const char *, size_t, int32_t *, size_t, size_t *) =
+        templated ? pf_tokenize : pf_tokenize_special;
+    encode(the_server.tokenizer, text, length, NULL, 0, &n);
+    if (n == 0) return snprintf(error, error_size, "the prompt is empty"), NULL;
+    if (n > (size_t)the_server.max_prompt_tokens)
+        return snprintf(error, error_size, "the prompt is %zu tokens; at most %d", n, the_server.max_prompt_tokens), NULL;
+    int32_t *ids = (int32_t *)malloc(n * sizeof *ids);
+    if (!ids || encode(the_server.tokenizer, text, length, ids, n, &n)) {
+        free(ids);
+        return snprintf(error, error_size, "cannot tokenize the prompt"), NULL;
+    }
+    *count = (int)n;
+    return ids;
+}
+
+/* The text of ids without special tokens, as decode(..., skip_special_tokens=True); NULL on failure. */
+static char *ids_text(const int32_t *ids, int count, size_t *length) {
+    int32_t *kept = (int32_t *)malloc((size_t)(count ? count : 1) * sizeof *kept);
+    size_t num_kept = 0, len = 0;
+    char *text = NULL;
+    if (!kept) return NULL;
+    for (int i = 0; i < count; i++)
+        if (!pf_tokenizer_is_special(the_server.tokenizer, ids[i])) kept[num_kept++] = ids[i];
+    pf_result sized = pf_detokenize(the_server.tokenizer, kept, num_kept, NULL, 0, &len);
+    if ((sized == PF_OK || sized == PF_ERROR_BUFFER_TOO_SMALL) && (text = (char *)malloc(len + 1)) &&
+        pf_detokenize(the_server.tokenizer, kept, num_kept, text, len + 1, &len) == PF_OK) {
+        text[len] = 0;
+        *length = len;
+    } else {
+        free(text);
+        text = NULL;
+    }
+    free(kept);
+    return text;
+}
+
+static int is_eos(int32_t token) {
+    for (int i = 0; i < the_server.info.num_eos_token_ids; i++)
+        if (token == the_server.info.eos_token_ids[i]) return 1;
+    return 0;
+}
+
+/* Where the first stop string starts in text, or -1. */
+static long find_stop(const completion_request *request, const char *text, size_t length) {
+    long first = -1;
+    for (int s = 0; s < request->num_stop; s++) {
+        size_t stop_length = strlen(request->stop[s]);
+        for (size_t i = 0; i + stop_length <= length && (first < 0 || (long)i < first); i++)
+            if (!memcmp(text + i, request->stop[s], stop_length)) {
+                first = (long)i;
+                break;
+            }
+    }
+    return first;
+}
+
+/* How many bytes at the end of text could begin a stop string: held back while streaming. */
+static size_t stop_prefix_at_end(const completion_request *request, const char *text, size_t length) {
+    size_t longest = 0;
+    for (int s = 0; s < request->num_stop; s++) {
+        size_t stop_length = strlen(request->stop[s]);
+        for (size_t k = stop_length - 1; k > longest; k--)
+            if (k <= length && !memcmp(text + length - k, request->stop[s], k)) {
+                longest = k;
+                break;
+            }
+    }
+    return longest;
+}
+
+/* ---- completions ---- */
+
+/* Generation options and tokenized stop strings for a request. The stop strings stop generation
+   at the token level (the library's stop_sequences), and cut the text at the byte level, which
+   also catches a stop string the tokens spell differently. */
+typedef struct generation_plan {
+    pf_generate_options options;
+    pf_token_sequence stops[MAX_STOP_STRINGS];
+    int32_t *stop_ids[MAX_STOP_STRINGS];
+    int copies; /* greedy with n > 1: one generation, copied into n choices */
+} generation_plan;
+
+static void plan_free(generation_plan *plan) {
+    for (int i = 0; i < MAX_STOP_STRINGS; i++) free(plan->stop_ids[i]);
+}
+
+static int make_plan(const completion_request *request, generation_plan *plan) {
+    memset(plan, 0, sizeof *plan);
+    pf_generate_options *o = &plan->options;
+    *o = pf_generate_options_init();
+    o->max_new_tokens = request->max_tokens;
+    plan->copies = 1;
+    if (request->temperature > 0) {
+        o->do_sample = 1;
+        o->temperature = (float)request->temperature;
+        o->top_p = (float)request->top_p;
+        o->top_k = 0; /* OpenAI's API has no top-k */
+        o->num_return_sequences = request->n;
+        o->seed = request->has_seed ? request->seed : mix(the_server.seed_base + request_number());
+    } else {
+        plan->copies = request->n;
+    }
+    for (int s = 0; s < request->num_stop; s++) {
+        size_t n = 0, length = strlen(request->stop[s]);
+        pf_tokenize(the_server.tokenizer, request->stop[s], length, NULL, 0, &n);
+        if (!n || !(plan->stop_ids[s] = (int32_t *)malloc(n * sizeof(int32_t))) ||
+            pf_tokenize(the_server.tokenizer, request->stop[s], length, plan->stop_ids[s], n, &n))
+            return -1;
+        plan->stops[o->num_stop_sequences].ids = plan->stop_ids[s];
+        plan->stops[o->num_stop_sequences++].length = (int)n;
+    }
+    o->stop_sequences = o->num_stop_sequences ? plan->stops : NULL;
+    return 0;
+}
+
+static json_t *usage_json(int prompt_tokens, int completion_tokens) {
+    return json_pack("{s:i,s:i,s:i}", "prompt_tokens", prompt_tokens, "completion_tokens", completion_tokens,
+                     "total_tokens", prompt_tokens + completion_tokens);
+}
+
+/* One choice of a finished response. */
+static json_t *choice_json(const completion_request *request, int index, const char *text, size_t length,
+                           const char *finish_reason) {
+    json_t *content = json_text(text, length);
+    if (request->chat)
+        return json_pack("{s:i,s:{s:s,s:o},s:s}", "index", index, "message", "role", "assistant", "content", content,
+                         "finish_reason", finish_reason);
+    return json_pack("{s:i,s:o,s:n,s:s}", "index", index, "text", content, "logprobs", "finish_reason", finish_reason);
+}
+
+static MHD_Result complete(struct MHD_Connection *connection, const completion_request *request, const int32_t *prompt,
+                           int prompt_length) {
+    generation_plan plan;
+    pf_generation result;
+    memset(&result, 0, sizeof result);
+    if (make_plan(request, &plan)) {
+        plan_free(&plan);
+        return send_error(connection, 400, "cannot tokenize a stop sequence");
+    }
+    const int32_t *prompts[1] = {prompt};
+    pf_result r = pf_generate_batch(the_server.model, prompts, &prompt_length, 1, &plan.options, &result);
+    plan_free(&plan);
+    if (r) {
+        char message[512];
+        snprintf(message, sizeof message, "generation failed: %s: %s", pf_result_string(r), pf_error_message(the_server.model));
+        return send_error(connection, http_status(r), message);
+    }
+    json_t *choices = json_array();
+    int completion_tokens = 0;
+    for (int i = 0; i < result.num_sequences; i++) {
+        size_t length = 0;
+        int n = result.lengths[i];
+        char *text = ids_text(result.tokens[i], n, &length);
+        if (!text) {
+            json_decref(choices);
+            pf_generation_free(&result);
+            return send_error(connection, 500, "cannot decode the output");
+        }
+        long stop_at = find_stop(request, text, length);
+        const char *finish_reason = stop_at >= 0 || (n > 0 && is_eos(result.tokens[i][n - 1])) ? "stop" : "length";
+        if (stop_at >= 0) length = (size_t)stop_at;
+        for (int c = 0; c < plan.copies; c++)
+            json_array_append_new(choices, choice_json(request, i * plan.copies + c, text, length, finish_reason));
+        completion_tokens += n * plan.copies;
+        free(text);
+    }
+    pf_generation_free(&result);
+    char id[48];
+    snprintf(id, sizeof id, "%s-%lu", request->chat ? "chatcmpl" : "cmpl", request_number());
+    json_t *body = json_pack("{s:s,s:s,s:I,s:s,s:o,s:o}", "id", id, "object",
+                             request->chat ? "chat.completion" : "text_completion", "created", (json_int_t)time(NULL),
+                             "model", the_server.model_name, "choices", choices, "usage",
+                             usage_json(prompt_length, completion_tokens));
+    return send_json(connection, 200, body);
+}
+
+/* ---- streaming: a generation thread writes server-sent events, the connection reads them ---- */
+
+typedef struct stream_row {
+    char *held; /* text not sent yet: it might begin a stop string */
+    size_t held_length;
+    int stopped; /* a stop string ended it */
+} stream_row;
+
+typedef struct stream_job {
+    pthread_mutex_t lock;
+    pthread_cond_t ready;
+    char *events; /* SSE text waiting for the connection */
+    size_t events_length, events_cap, events_sent;
+    int finished;  /* the generation thread queued everything it will */
+    int cancelled; /* the client went away */
+    int tokens;
+    pthread_t thread;
+    completion_request request;
+    generation_plan plan;
+    int32_t *prompt;
+    int prompt_length;
+    stream_row *rows;
+    int num_rows;
+    char id[48];
+    time_t created;
+} stream_job;
+
+/* Appends "data: <json>\n\n" to the events and wakes the reader; drops the value's reference. */
+static void queue_event(stream_job *job, json_t *value, const char *raw) {
+    char *text = value ? json_dumps(value, JSON_COMPACT) : NULL;
+    const char *data = raw ? raw : text;
+    json_decref(value);
+    if (!data) return;
+    size_t add = strlen(data) + 8;
+    pthread_mutex_lock(&job->lock);
+    if (job->events_length + add + 1 > job->events_cap) {
+        size_t cap = 2 * (job->events_length + add) + 256;
+        char *grown = (char *)realloc(job->events, cap);
+        if (grown) job->events = grown, job->events_cap = cap;
+    }
+    if (job->events_length + add + 1 <= job->events_cap)
+        job->events_length += (size_t)snprintf(job->events + job->events_length, add + 1, "data: %s\n\n", data);
+    pthread_cond_signal(&job->ready);
+    pthread_mutex_unlock(&job->lock);
+    free(text);
+}
+
+/* One chunk: a piece of text for choice `index`, or its finish_reason when finish is given. */
+static void queue_chunk(stream_job *job, int index, const char *text, size_t length, const char *role,
+                        const char *finish) {
+    json_t *choice;
+    if (job->request.chat) {
+        json_t *delta = json_object();
+        if (role) json_object_set_new(delta, "role", json_string(role));
+        if (text) json_object_set_new(delta, "content", json_text(text, length));
+        choice = json_pack("{s:i,s:o,s:o}", "index", index, "delta", delta, "finish_reason",
+                           finish ? json_string(finish) : json_null());
+    } else {
+        choice = json_pack("{s:i,s:o,s:n,s:o}", "index", index, "text", json_text(text ? text : "", text ? length : 0),
+                           "logprobs", "finish_reason", finish ? json_string(finish) : json_null());
+    }
+    queue_event(job, json_pack("{s:s,s:s,s:I,s:s,s:[o]}", "id", job->id, "object",
+                               job->request.chat ? "chat.completion.chunk" : "text_completion", "created",
+                               (json_int_t)job->created, "model", the_server.model_name, "choices", choice),
+                NULL);
+}
+
+static void send_piece(stream_job *job, int row, const char *text, size_t length) {
+    if (!length) return;
+    for (int c = 0; c < job->plan.copies; c++) queue_chunk(job, row * job->plan.copies + c, text, length, NULL, NULL);
+}
+
+static int on_token(void *user, int row_index, int32_t token, const char *text, size_t length) {
+    stream_job *job = (stream_job *)user;
+    pthread_mutex_lock(&job->lock);
+    int cancelled = job->cancelled;
+    job->tokens++;
+    pthread_mutex_unlock(&job->lock);
+    if (cancelled) return 1; /* the client went away: stop the generation */
+    if (the_server.token_delay_ms) nanosleep(&(struct timespec){0, the_server.token_delay_ms * 1000000L}, NULL);
+    if (row_index >= job->num_rows || !text || pf_tokenizer_is_special(the_server.tokenizer, token)) return 0;
+    stream_row *row = &job->rows[row_index];
+    if (row->stopped) return 0;
+    char *grown = (char *)realloc(row->held, row->held_length + length + 1);
+    if (!grown) return 1;
+    row->held = grown;
+    memcpy(row->held + row->held_length, text, length);
+    row->held_length += length;
+    long stop_at = find_stop(&job->request, row->held, row->held_length);
+    size_t ready = stop_at >= 0 ? (size_t)stop_at : row->held_length - stop_prefix_at_end(&job->request, row->held, row->held_length);
+    send_piece(job, row_index, row->held, ready);
+    memmove(row->held, row->held + ready, row->held_length - ready);
+    row->held_length -= ready;
+    if (stop_at >= 0) {
+        row->stopped = 1;
+        int all = 1;
+        for (int i = 0; i < job->num_rows; i++) all &= job->rows[i].stopped;
+        return all;
+    }
+    return 0;
+}
+
+static void *stream_generation(void *user) {
+    stream_job *job = (stream_job *)user;
+    pf_generation result;
+    memset(&result, 0, sizeof result);
+    int choices = job->num_rows * job->plan.copies;
+    if (job->request.chat)
+        for (int i = 0; i < choices; i++) queue_chunk(job, i, NULL, 0, "assistant", NULL);
+    const int32_t *prompts[1] = {job->prompt};
+    pf_result r = pf_generate_batch(the_server.model, prompts, &job->prompt_length, 1, &job->plan.options, &result);
+    if (r) {
+        char message[512];
+        snprintf(message, sizeof message, "generation failed: %s: %s", pf_result_string(r), pf_error_message(the_server.model));
+        char *body = error_body(500, message);
+        queue_event(job, NULL, body);
+        free(body);
+    }
+    for (int i = 0; !r && i < result.num_sequences && i < job->num_rows; i++) {
+        stream_row *row = &job->rows[i];
+        int n = result.lengths[i];
+        if (!row->stopped) send_piece(job, i, row->held, row->held_length);
+        const char *finish = row->stopped || (n > 0 && is_eos(result.tokens[i][n - 1])) ? "stop" : "length";
+        for (int c = 0; c < job->plan.copies; c++) queue_chunk(job, i * job->plan.copies + c, NULL, 0, NULL, finish);
+    }
+    pf_generation_free(&result);
+    queue_event(job, NULL, "[DONE]");
+    pthread_mutex_lock(&job->lock);
+    job->finished = 1;
+    pthread_cond_signal(&job->ready);
+    pthread_mutex_unlock(&job->lock);
+    return NULL;
+}
+
+/* libmicrohttpd asks for the next bytes of the body; waits for the generation thread. */
+static ssize_t read_events(void *user, uint64_t position, char *buffer, size_t max) {
+    stream_job *job = (stream_job *)user;
+    (void)position;
+    pthread_mutex_lock(&job->lock);
+    while (job->events_sent == job->events_length && !job->finished) pthread_cond_wait(&job->ready, &job->lock);
+    size_t n = job->events_length - job->events_sent;
+    if (n > max) n = max;
+    memcpy(buffer, job->events + job->events_sent, n);
+    job->events_sent += n;
+    if (job->events_sent == job->events_length) job->events_sent = job->events_length = 0;
+    pthread_mutex_unlock(&job->lock);
+    return n ? (ssize_t)n : MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+/* The response is done with, finished or not: stop the generation and free the job. */
+static void end_stream(void *user) {
+    stream_job *job = (stream_job *)user;
+    pthread_mutex_lock(&job->lock);
+    int early = !job->finished;
+    job->cancelled = 1;
+    pthread_mutex_unlock(&job->lock);
+    pthread_join(job->thread, NULL);
+    if (early) server_log("%s: the client went away; generation stopped after %d tokens", job->id, job->tokens);
+    for (int i = 0; i < job->num_rows; i++) free(job->rows[i].held);
+    free(job->rows);
+    free(job->events);
+    free(job->prompt);
+    plan_free(&job->plan);
+    completion_request_free(&job->request);
+    pthread_cond_destroy(&job->ready);
+    pthread_mutex_destroy(&job->lock);
+    free(job);
+}
+
+/* Takes the request and the prompt over. */
+static MHD_Result start_stream(struct MHD_Connection *connection, completion_request *request, int32_t *prompt,
+                               int prompt_length) {
+    stream_job *job = (stream_job *)calloc(1, sizeof *job);
+    if (!job) return free(prompt), completion_request_free(request), MHD_NO;
+    job->request = *request;
+    job->prompt = prompt;
+    job->prompt_length = prompt_length;
+    job->created = time(NULL);
+    snprintf(job->id, sizeof job->id, "%s-%lu", request->chat ? "chatcmpl" : "cmpl", request_number());
+    pthread_mutex_init(&job->lock, NULL);
+    pthread_cond_init(&job->ready, NULL);
+    int planned = make_plan(&job->request, &job->plan) == 0;
+    job->num_rows = job->plan.options.num_return_sequences;
+    job->rows = (stream_row *)calloc((size_t)job->num_rows, sizeof *job->rows);
+    job->plan.options.stream = on_token;
+    job->plan.options.stream_user = job;
+    struct MHD_Response *response = NULL;
+    if (planned && job->rows && !pthread_create(&job->thread, NULL, stream_generation, job))
+        response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, read_events, job, end_stream);
+    else
+        job->finished = 1, job->thread = pthread_self();
+    if (!response) {
+        if (job->finished) { /* no thread to join */
+            for (int i = 0; i < job->num_rows; i++) free(job->rows[i].held);
+            free(job->rows), free(job->prompt), plan_free(&job->plan), completion_request_free(&job->request), free(job);
+            return send_error(connection, planned ? 500 : 400, planned ? "cannot start the generation" : "cannot tokenize a stop sequence");
+        }
+        end_stream(job);
+        return MHD_NO;
+    }
+    MHD_add_response_header(response, "Content-Type", "text/event-stream");
+    MHD_add_response_header(response, "Cache-Control", "no-cache");
+    MHD_Result queued = MHD_queue_response(connection, 200, response);
+    MHD_destroy_response(response);
+    return queued;
+}
+
+/* ---- routes ---- */
+
+static MHD_Result completions(struct MHD_Connection *connection, int chat, const char *body, size_t length) {
+    completion_request request;
+    char error[512];
+    int status = parse_completion_request(body, length, chat, &the_server.limits, &request, error, sizeof error);
+    if (status) return send_error(connection, (unsigned)status, error);
+    int templated = chat && pf_tokenizer_chat_template(the_server.tokenizer) != NULL;
+    if (templated) { /* the model's chat template replaces the plain "role: content" prompt */
+        char *text = NULL, *copy = NULL;
+        pf_result r = pf_apply_chat_template(the_server.tokenizer, request.messages, request.num_messages, NULL, &text, error,
+                                             sizeof error);
+        if (r == PF_OK && !(copy = strdup(text))) r = PF_ERROR_OUT_OF_MEMORY, snprintf(error, sizeof error, "out of memory");
+        pf_string_free(text);
+        if (r) {
+            completion_request_free(&request);
+            return send_error(connection, http_status(r), error);
+        }
+        free(request.prompt);
+        request.prompt = copy;
+    }
+    int prompt_length = 0;
+    int32_t *prompt = tokenize_prompt(request.prompt, templated, &prompt_length, error, sizeof error);
+    if (!prompt) {
+        completion_request_free(&request);
+        return send_error(connection, 400, error);
+    }
+    if (request.stream) return start_stream(connection, &request, prompt, prompt_length);
+    MHD_Result sent = complete(connection, &request, prompt, prompt_length);
+    free(prompt);
+    completion_request_free(&request);
+    return sent;
+}
+
+/* An optional query parameter within [lo, hi]; -1 when it is present but not such an integer. */
+static int query_integer(struct MHD_Connection *connection, const char *name, int lo, int hi, int *value) {
+    const char *text = MHD_lookup_connection_value(connection, MHD_GET_ARGUMENT_KIND, name);
+    char *end = NULL;
+    if (!text) return 0;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end || v < lo || v > hi) return -1;
+    *value = (int)v;
+    return 0;
+}
+
+/* The Python parallelformers example's route: beam search, and the prompt and continuation as
+   one text, as tokenizer.batch_decode(model.generate(...)) gives them. */
+static MHD_Result generate_text(struct MHD_Connection *connection, const char *text) {
+    pf_generate_options o = pf_generate_options_init();
+    char error[512];
+    o.num_beams = 5;
+    o.no_repeat_ngram_size = 4;
+    o.max_length = 15;
+    if (query_integer(connection, "max_length", 1, the_server.info.max_positions, &o.max_length) ||
+        query_integer(connection, "num_beams", 1, the_server.limits.max_n, &o.num_beams) ||
+        query_integer(connection, "no_repeat_ngram_size", 0, 64, &o.no_repeat_ngram_size))
+        return send_error(connection, 400, "max_length, num_beams (at most --max-n) and no_repeat_ngram_size want integers");
+    int prompt_length = 0;
+    int32_t *prompt = tokenize_prompt(text, 0, &prompt_length, error, sizeof error);
+    if (!prompt) return send_error(connection, 400, error);
+    int32_t *out = (int32_t *)malloc((size_t)(prompt_length + o.max_length + 1) * sizeof *out);
+    int new_tokens = 0;
+    pf_result r = out ? pf_generate(the_server.model, prompt, prompt_length, &o, out + prompt_length, o.max_length + 1, &new_tokens)
+                      : PF_ERROR_OUT_OF_MEMORY;
+    if (r) {
+        free(prompt), free(out);
+        snprintf(error, sizeof error, "generation failed: %s: %s", pf_result_string(r), pf_error_message(the_server.model));
+        return send_error(connection, http_status(r), error);
+    }
+    memcpy(out, prompt, (size_t)prompt_length * sizeof *out);
+    free(prompt);
+    size_t length = 0;
+    char *output = ids_text(out, prompt_length + new_tokens, &length);
+    free(out);
+    if (!output) return send_error(connection, 500, "cannot decode the output");
+    json_t *body = json_pack("{s:o,s:o}", "inputs", json_text(text, strlen(text)), "outputs", json_text(output, length));
+    free(output);
+    return send_json(connection, 200, body);
+}
+
+/* A POST body as it arrives, bounded by --max-body-bytes and --request-timeout. */
+typedef struct upload {
+    char *body;
+    size_t length;
+    int too_large;
+    double started; /* its headers' arrival, seconds */
+} upload;
+
+static MHD_Result handle(void *user, struct MHD_Connection *connection, const char *url, const char *method,
+                         const char *version, const char *upload_data, size_t *upload_data_size, void **state) {
+    (void)user, (void)version;
+    int post = !strcmp(method, "POST"), get = !strcmp(method, "GET");
+    if (!*state && !rate_allows(connection)) return send_error(connection, 429, "too many requests from this address (--rate-limit)");
+    if (post && !*state) { /* the first call: headers only */
+        const char *declared = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (declared && strtoull(declared, NULL, 10) > the_server.max_body_bytes)
+            return send_error(connection, 413, "the body is larger than --max-body-bytes");
+        upload *u = (upload *)calloc(1, sizeof *u);
+        if (!u) return MHD_NO;
+        u->started = now_seconds();
+        *state = u;
+        return MHD_YES;
+    }
+    if (post && *upload_data_size) { /* more of the body */
+        upload *u = (upload *)*state;
+        if (now_seconds() - u->started > the_server.request_timeout_s) return MHD_NO; /* a trickle: drop it */
+        size_t add = *upload_data_size;
+        *upload_data_size = 0;
+        if (u->too_large || u->length + add > the_server.max_body_bytes) {
+            u->too_large = 1;
+            return MHD_YES;
+        }
+        char *grown = (char *)realloc(u->body, u->length + add + 1);
+        if (!grown) return MHD_NO;
+        memcpy(grown + u->length, upload_data, add);
+        u->body = grown;
+        u->length += add;
+        u->body[u->length] = 0;
+        return MHD_YES;
+    }
+    upload *u = (upload *)*state;
+    const char *body = u && u->body ? u->body : "";
+    size_t body_length = u ? u->length : 0;
+    int chat = !strcmp(url, "/v1/chat/completions");
+    if (chat || !strcmp(url, "/v1/completions")) {
+        if (!post) return send_error(connection, 405, "use POST");
+        if (u->too_large) return send_error(connection, 413, "the body is larger than --max-body-bytes");
+        return completions(connection, chat, body, body_length);
+    }
+    if (!strncmp(url, "/generate_text/", 15)) {
+        if (!get) return send_error(connection, 405, "use GET");
+        return generate_text(connection, url + 15);
+    }
+    if (!strcmp(url, "/health")) {
+        if (!get) return send_error(connection, 405, "use GET");
+        return send_json(connection, 200, json_pack("{s:s,s:s,s:i}", "status", "ok", "model", the_server.model_name,
+                                                    "ranks", pf_num_ranks(the_server.model)));
+    }
+    if (!strcmp(url, "/v1/models")) {
+        if (!get) return send_error(connection, 405, "use GET");
+        return send_json(connection, 200, json_pack("{s:s,s:[{s:s,s:s,s:I,s:s}]}", "object", "list", "data", "id",
+                                                    the_server.model_name, "object", "model", "created",
+                                                    (json_int_t)the_server.started, "owned_by", "parallelformers"));
+    }
+    return send_error(connection, 404, "no such route");
+}
+
+static void request_done(void *user, struct MHD_Connection *connection, void **state, enum MHD_RequestTerminationCode code) {
+    (void)user, (void)connection, (void)code;
+    upload *u = (upload *)*state;
+    if (u) free(u->body), free(u);
+    *state = NULL;
+}
+
+
+/* ---- the server's life ---- */
+
+void server_defaults(server *s) {
+    memset(s, 0, sizeof *s);
+    s->limits.max_tokens = 512;
+    s->limits.max_n = 8;
+    s->max_body_bytes = 1 << 20;
+    s->max_prompt_tokens = 0; /* 0: the model's positions less one */
+    s->max_batch = 16;
+    s->max_connections = 256;
+    s->max_connections_per_address = 32;
+    s->request_timeout_s = 10;
+    s->rate_per_minute = 6000;
+}
+
+int server_cache_rows(const server *s) {
+    int rows = s->max_batch > s->limits.max_n ? s->max_batch : s->limits.max_n;
+    return rows < 5 ? 5 : rows;
+}
+
+void server_ready(server *s, const char *dir) {
+    s->info = pf_get_info(s->model);
+    if (!s->max_prompt_tokens || s->max_prompt_tokens >= s->info.max_positions) s->max_prompt_tokens = s->info.max_positions - 1;
+    const char *base = dir + strlen(dir);
+    while (base > dir && base[-1] == '/') base--;
+    const char *name_end = base;
+    while (base > dir && base[-1] != '/') base--;
+    snprintf(s->model_name, sizeof s->model_name, "%.*s", (int)(name_end - base), base);
+    s->started = time(NULL);
+    s->seed_base = (uint64_t)s->started ^ ((uint64_t)getpid() << 32);
+    pthread_mutex_init(&s->counter_lock, NULL);
+}
+
+struct MHD_Daemon *server_start(const struct sockaddr *address, unsigned extra_flags) {
+    const server *s = &the_server;
+    return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG | extra_flags,
+                            0, NULL, NULL, handle, NULL, MHD_OPTION_SOCK_ADDR, address, MHD_OPTION_NOTIFY_COMPLETED,
+                            request_done, NULL, MHD_OPTION_CONNECTION_LIMIT, s->max_connections,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->max_connections_per_address,
+                            MHD_OPTION_CONNECTION_TIMEOUT, s->request_timeout_s, MHD_OPTION_END);
+}
