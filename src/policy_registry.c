@@ -701,98 +701,107 @@ static pf_result pf__policy_json_texts(const pf__json *list, const char *name, i
     return r;
 }
 
-static pf_result pf__policy_json_config(const pf__json *list, int count, pf_policy_config *out, char *error, size_t size) {
-    static const char *const config_keys[] = {"field", "key", "fallback"};
-    pf_result r = PF_OK;
-    char what[64];
-    int i = 0;
-    PF__POLICY_ITEMS(e, list, i, count) {
-        snprintf(what, sizeof what, "config[%d]", i);
-        r = pf__policy_json_keys(e, what, config_keys, PF__COUNT(config_keys), error, size);
-        snprintf(what, sizeof what, "config[%d].field", i);
-        if (!r) r = pf__policy_json_text(pf__json_get(e, "field"), what, 0, &out[i].field, error, size);
-        snprintf(what, sizeof what, "config[%d].key", i);
-        if (!r) r = pf__policy_json_text(pf__json_get(e, "key"), what, 1, &out[i].key, error, size);
-        if (!r && !pf__json_get(e, "key"))
-            r = pf__format(error, size, PF_ERROR_FORMAT, "policy JSON: %s is missing (null: the field is fixed to fallback)", what);
-        const pf__json *fallback = r ? NULL : pf__json_get(e, "fallback");
-        out[i].fallback = PF_POLICY_NEEDED; /* no fallback: the key must exist */
-        if (fallback && pf__json_number(fallback, &out[i].fallback) != 1)
-            r = pf__format(error, size, PF_ERROR_FORMAT, "policy JSON: config[%d].fallback is not a number", i);
+/* How a member of a list's row reads from its JSON object. */
+typedef enum pf__member_kind {
+    PF__MEMBER_TEXT,           /* a string (absent: NULL, which registration refuses where it matters) */
+    PF__MEMBER_TEXT_OR_NULL,   /* a string or null (absent or null: NULL, the row's default) */
+    PF__MEMBER_PRESENT_TEXT,   /* a string or null, written out: null has a meaning of its own */
+    PF__MEMBER_FLAG,           /* 0 or 1 (absent: 0) */
+    PF__MEMBER_NUMBER,         /* a number, needed */
+    PF__MEMBER_NUMBER_OR_NEEDED /* a number (absent: PF_POLICY_NEEDED) */
+} pf__member_kind;
+
+typedef struct pf__policy_member {
+    const char *name;
+    pf__member_kind kind;
+    size_t offset; /* in the row's struct */
+} pf__policy_member;
+
+/* A list of rows under a top-level key: each row an object of these members, read into a struct of row_size. */
+typedef struct pf__policy_list {
+    const char *name;
+    size_t row_size;
+    const pf__policy_member *members;
+    size_t num_members;
+    const char *null_means; /* PF__MEMBER_PRESENT_TEXT: what its null does, for the message */
+} pf__policy_list;
+
+#define PF__MEMBER(type, member, kind) {#member, kind, offsetof(type, member)}
+static const pf__policy_member pf__config_members[] = {
+    PF__MEMBER(pf_policy_config, field, PF__MEMBER_TEXT), PF__MEMBER(pf_policy_config, key, PF__MEMBER_PRESENT_TEXT),
+    PF__MEMBER(pf_policy_config, fallback, PF__MEMBER_NUMBER_OR_NEEDED)};
+static const pf__policy_member pf__tensor_members[] = {
+    PF__MEMBER(pf_policy_tensor, slot, PF__MEMBER_TEXT), PF__MEMBER(pf_policy_tensor, pattern, PF__MEMBER_TEXT),
+    PF__MEMBER(pf_policy_tensor, layout, PF__MEMBER_TEXT_OR_NULL), PF__MEMBER(pf_policy_tensor, split, PF__MEMBER_TEXT_OR_NULL),
+    PF__MEMBER(pf_policy_tensor, need, PF__MEMBER_TEXT_OR_NULL), PF__MEMBER(pf_policy_tensor, encoder, PF__MEMBER_FLAG)};
+static const pf__policy_member pf__required_value_members[] = {
+    PF__MEMBER(pf_policy_key_value, key, PF__MEMBER_TEXT), PF__MEMBER(pf_policy_key_value, value, PF__MEMBER_NUMBER)};
+static const pf__policy_member pf__null_members[] = {
+    PF__MEMBER(pf_policy_key_value, key, PF__MEMBER_TEXT), PF__MEMBER(pf_policy_key_value, value, PF__MEMBER_NUMBER_OR_NEEDED)};
+static const pf__policy_member pf__layer_types_members[] = {
+    PF__MEMBER(pf_policy_layer_types, key, PF__MEMBER_TEXT), PF__MEMBER(pf_policy_layer_types, needed, PF__MEMBER_FLAG)};
+static const pf__policy_member pf__activation_members[] = {
+    PF__MEMBER(pf_policy_activation, name, PF__MEMBER_TEXT), PF__MEMBER(pf_policy_activation, activation, PF__MEMBER_TEXT)};
+#undef PF__MEMBER
+
+#define PF__POLICY_LIST(name, type, members, null_means) {name, sizeof(type), members, PF__COUNT(members), null_means}
+static const pf__policy_list pf__config_list =
+    PF__POLICY_LIST("config", pf_policy_config, pf__config_members, "the field is fixed to fallback");
+static const pf__policy_list pf__tensor_list = PF__POLICY_LIST("tensors", pf_policy_tensor, pf__tensor_members, NULL);
+static const pf__policy_list pf__required_value_list =
+    PF__POLICY_LIST("required_values", pf_policy_key_value, pf__required_value_members, NULL);
+static const pf__policy_list pf__null_list = PF__POLICY_LIST("nulls", pf_policy_key_value, pf__null_members, NULL);
+static const pf__policy_list pf__layer_types_list =
+    PF__POLICY_LIST("layer_types", pf_policy_layer_types, pf__layer_types_members, NULL);
+static const pf__policy_list pf__activation_list =
+    PF__POLICY_LIST("activations", pf_policy_activation, pf__activation_members, NULL);
+#undef PF__POLICY_LIST
+
+/* One member of a row from its object e; what names it in messages ("config[2].key"). */
+static pf_result pf__policy_json_member(const pf__json *e, const pf__policy_member *m, const char *what,
+                                        const char *null_means, char *row, char *error, size_t size) {
+    const pf__json *v = pf__json_get(e, m->name);
+    void *at = row + m->offset;
+    switch (m->kind) {
+    case PF__MEMBER_PRESENT_TEXT:
+        if (!v) return pf__format(error, size, PF_ERROR_FORMAT, "policy JSON: %s is missing (null: %s)", what, null_means);
+        /* fall through */
+    case PF__MEMBER_TEXT_OR_NULL:
+    case PF__MEMBER_TEXT: {
+        const char *text;
+        pf_result r = pf__policy_json_text(v, what, m->kind != PF__MEMBER_TEXT, &text, error, size);
+        if (!r) memcpy(at, &text, sizeof text);
+        return r;
     }
-    return r;
+    case PF__MEMBER_FLAG: return pf__policy_json_int(v, what, 0, 1, (int *)at, error, size);
+    case PF__MEMBER_NUMBER:
+    case PF__MEMBER_NUMBER_OR_NEEDED: {
+        double x = PF_POLICY_NEEDED;
+        if ((v || m->kind == PF__MEMBER_NUMBER) && pf__json_number(v, &x) != 1)
+            return pf__format(error, size, PF_ERROR_FORMAT, "policy JSON: %s is %s", what, v ? "not a number" : "missing");
+        memcpy(at, &x, sizeof x);
+        return PF_OK;
+    }
+    }
+    return PF_OK;
 }
 
-static pf_result pf__policy_json_tensors(const pf__json *list, int count, pf_policy_tensor *out, char *error, size_t size) {
-    static const char *const tensor_keys[] = {"slot", "pattern", "layout", "split", "need", "encoder"};
+/* A list's count rows (counted before) into out, an array of list->row_size structs. */
+static pf_result pf__policy_json_rows(const pf__json *json, const pf__policy_list *list, int count, void *out, char *error,
+                                      size_t size) {
+    const char *names[8]; /* a row has at most 6 members */
+    for (size_t k = 0; k < list->num_members; k++) names[k] = list->members[k].name;
     pf_result r = PF_OK;
     char what[64];
     int i = 0;
-    PF__POLICY_ITEMS(e, list, i, count) {
-        snprintf(what, sizeof what, "tensors[%d]", i);
-        r = pf__policy_json_keys(e, what, tensor_keys, PF__COUNT(tensor_keys), error, size);
-        const char **fields[] = {&out[i].slot, &out[i].pattern, &out[i].layout, &out[i].split, &out[i].need};
-        for (size_t k = 0; k < PF__COUNT(fields) && !r; k++) { /* tensor_keys[0..4] */
-            snprintf(what, sizeof what, "tensors[%d].%s", i, tensor_keys[k]);
-            r = pf__policy_json_text(pf__json_get(e, tensor_keys[k]), what, k >= 2, fields[k], error, size);
+    PF__POLICY_ITEMS(e, pf__json_get(json, list->name), i, count) {
+        char *row = (char *)out + (size_t)i * list->row_size;
+        snprintf(what, sizeof what, "%s[%d]", list->name, i);
+        r = pf__policy_json_keys(e, what, names, list->num_members, error, size);
+        for (size_t k = 0; k < list->num_members && !r; k++) {
+            snprintf(what, sizeof what, "%s[%d].%s", list->name, i, names[k]);
+            r = pf__policy_json_member(e, &list->members[k], what, list->null_means, row, error, size);
         }
-        snprintf(what, sizeof what, "tensors[%d].encoder", i);
-        if (!r) r = pf__policy_json_int(pf__json_get(e, "encoder"), what, 0, 1, &out[i].encoder, error, size);
-    }
-    return r;
-}
-
-/* "required_values" and "nulls" (value_optional: a null row without a value refuses null). */
-static pf_result pf__policy_json_key_values(const pf__json *list, const char *name, int count, int value_optional,
-                                            pf_policy_key_value *out, char *error, size_t size) {
-    static const char *const key_value_keys[] = {"key", "value"};
-    pf_result r = PF_OK;
-    char what[64];
-    int i = 0;
-    PF__POLICY_ITEMS(e, list, i, count) {
-        snprintf(what, sizeof what, "%s[%d]", name, i);
-        r = pf__policy_json_keys(e, what, key_value_keys, PF__COUNT(key_value_keys), error, size);
-        snprintf(what, sizeof what, "%s[%d].key", name, i);
-        if (!r) r = pf__policy_json_text(pf__json_get(e, "key"), what, 0, &out[i].key, error, size);
-        const pf__json *value = r ? NULL : pf__json_get(e, "value");
-        out[i].value = PF_POLICY_NEEDED;
-        if (!r && (value || !value_optional) && pf__json_number(value, &out[i].value) != 1)
-            r = pf__format(error, size, PF_ERROR_FORMAT, "policy JSON: %s[%d].value is %s", name, i,
-                           value ? "not a number" : "missing");
-    }
-    return r;
-}
-
-static pf_result pf__policy_json_layer_types(const pf__json *list, int count, pf_policy_layer_types *out, char *error,
-                                             size_t size) {
-    static const char *const layer_types_keys[] = {"key", "needed"};
-    pf_result r = PF_OK;
-    char what[64];
-    int i = 0;
-    PF__POLICY_ITEMS(e, list, i, count) {
-        snprintf(what, sizeof what, "layer_types[%d]", i);
-        r = pf__policy_json_keys(e, what, layer_types_keys, PF__COUNT(layer_types_keys), error, size);
-        snprintf(what, sizeof what, "layer_types[%d].key", i);
-        if (!r) r = pf__policy_json_text(pf__json_get(e, "key"), what, 0, &out[i].key, error, size);
-        snprintf(what, sizeof what, "layer_types[%d].needed", i);
-        if (!r) r = pf__policy_json_int(pf__json_get(e, "needed"), what, 0, 1, &out[i].needed, error, size);
-    }
-    return r;
-}
-
-static pf_result pf__policy_json_activations(const pf__json *list, int count, pf_policy_activation *out, char *error,
-                                             size_t size) {
-    static const char *const activation_keys[] = {"name", "activation"};
-    pf_result r = PF_OK;
-    char what[64];
-    int i = 0;
-    PF__POLICY_ITEMS(e, list, i, count) {
-        snprintf(what, sizeof what, "activations[%d]", i);
-        r = pf__policy_json_keys(e, what, activation_keys, PF__COUNT(activation_keys), error, size);
-        snprintf(what, sizeof what, "activations[%d].name", i);
-        if (!r) r = pf__policy_json_text(pf__json_get(e, "name"), what, 0, &out[i].name, error, size);
-        snprintf(what, sizeof what, "activations[%d].activation", i);
-        if (!r) r = pf__policy_json_text(pf__json_get(e, "activation"), what, 0, &out[i].activation, error, size);
     }
     return r;
 }
@@ -824,14 +833,12 @@ pf_result pf_register_policy_json(const char *text, size_t len, char *error, siz
         r = pf__format(error, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     if (!r) r = pf__policy_json_texts(pf__json_get(json, "prefixes"), "prefixes", p.num_prefixes, prefixes, error, size);
     if (!r) r = pf__policy_json_texts(pf__json_get(json, "buffers"), "buffers", p.num_buffers, buffers, error, size);
-    if (!r) r = pf__policy_json_config(pf__json_get(json, "config"), p.num_config, config, error, size);
-    if (!r) r = pf__policy_json_tensors(pf__json_get(json, "tensors"), p.num_tensors, tensors, error, size);
-    if (!r)
-        r = pf__policy_json_key_values(pf__json_get(json, "required_values"), "required_values", p.num_required_values,
-                                       0, required_values, error, size);
-    if (!r) r = pf__policy_json_key_values(pf__json_get(json, "nulls"), "nulls", p.num_nulls, 1, nulls, error, size);
-    if (!r) r = pf__policy_json_layer_types(pf__json_get(json, "layer_types"), p.num_layer_types, layer_types, error, size);
-    if (!r) r = pf__policy_json_activations(pf__json_get(json, "activations"), p.num_activations, activations, error, size);
+    if (!r) r = pf__policy_json_rows(json, &pf__config_list, p.num_config, config, error, size);
+    if (!r) r = pf__policy_json_rows(json, &pf__tensor_list, p.num_tensors, tensors, error, size);
+    if (!r) r = pf__policy_json_rows(json, &pf__required_value_list, p.num_required_values, required_values, error, size);
+    if (!r) r = pf__policy_json_rows(json, &pf__null_list, p.num_nulls, nulls, error, size);
+    if (!r) r = pf__policy_json_rows(json, &pf__layer_types_list, p.num_layer_types, layer_types, error, size);
+    if (!r) r = pf__policy_json_rows(json, &pf__activation_list, p.num_activations, activations, error, size);
     if (!r) {
         p.prefixes = prefixes;
         p.buffers = buffers;
