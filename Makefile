@@ -88,6 +88,7 @@ check-amalgamation: | $(BUILD)
 	@cmp -s $(BUILD)/kernels.cu.check kernels.cu || { \
 	    echo "kernels.cu's src/cuda_abi.h block is not that file: run make amalgamation (and edit src/cuda_abi.h, never the block)"; exit 1; }
 	@echo "check-amalgamation: parallelformers.c and kernels.cu's ABI block are what src/ makes"
+	tool/check_layers.sh
 
 # Switching CUDA=0/1 in one build directory rebuilds the library instead of reusing it.
 $(BUILD)/cuda-$(CUDA).stamp: | $(BUILD)

@@ -16,21 +16,22 @@
      src/sentencepiece.c     SentencePiece model files (Marian's source.spm, M2M100's sentencepiece.bpe.model)
      src/chat_template.c     chat templates: the subset of Jinja that instruct checkpoints' templates use
      src/preprocess.c        preprocessing: images and audio as the Hugging Face processors compute them
-     src/backend.c           backends: the operation table, weights, ranks and groups as the backends see them
+     src/backend.c           what the backends share: rank failures, the barrier, the all-reduce, rank allocations
      src/cpu_backend.c       the CPU backend and its kernels (portable, AVX2, AVX-512, AMX)
-     src/ranks.c             rank threads, barrier and all-reduce
+     src/speech_frontend.c   speech encoders' front ends (Wav2Vec2, XLSR, HuBERT; Speech2Text's subsampler; mel)
      src/slicing.c           slicing weights onto ranks
      src/forward.c           the forward pass
+     src/ranks.c             rank threads: the job loop, running a job on the group (in chunks), ending it
      src/cuda_backend.c      the CUDA backend (kernels.cu), when built with PF_CUDA; the C ABI they share, src/cuda_abi.h, inlined in it
      src/groups.c            parallel groups
      src/gguf.c              GGUF: llama.cpp's one-file checkpoints, read as a config, tensors and a tokenizer
      src/api.c               public API: build info, option defaults, errors, the request lock, head checks
-     src/speech_frontend.c   speech encoders' front ends (Wav2Vec2, XLSR, HuBERT; Speech2Text's subsampler; mel)
-     src/load.c              loading a model: tensors into slots, sentence-transformers' modules, pf_load, pf_free
      src/parallelize.c       pf_parallelize, pf_to_cpu, memory
-     src/encode.c            requests: checks, the forward, encodings of text, images and audio, CTC, embeddings
+     src/encode.c            requests: checks, the forward, encodings of text, images and audio, CTC, embeddings; encoding audio features
      src/generate.c          generation
-     src/batching.c          continuous batching
+     src/generate_audio.c    speech encoder-decoders: logits and generation from audio features
+     src/batching.c          continuous batching; pf_generate, pf_generate_batch, pf_generate_text
+     src/load.c              loading a model: tensors into slots, sentence-transformers' modules, pf_load, pf_free
 */
 #define PF_AMALGAMATION 1 /* one translation unit: internal functions are static (src/internal.h) */
 /* ==== src/internal.h ==== */
@@ -1379,7 +1380,7 @@ typedef struct pf__cpu_rank {
     size_t matmul_scratch_bytes;
 } pf__cpu_rank;
 
-/* ---- src/ranks.c ---- */
+/* ---- jobs, groups and the model: the types of every layer above the backends ---- */
 
 typedef enum { PF__JOB_SETUP, PF__JOB_FORWARD, PF__JOB_LOGITS, PF__JOB_GATHER, PF__JOB_REORDER, PF__JOB_QUIT } pf__job_kind;
 
@@ -1510,66 +1511,23 @@ struct pf_model {
                                      one and under its request lock; NULL otherwise */
     float logit_scale;            /* a dual model's exp(logit_scale): the similarity's temperature */
 };
+
+/* ---- src/backend.c (rank primitives) ---- */
 PF_PRIVATE size_t pf__num_slots(const pf__config *c);
 PF_PRIVATE size_t pf__slot_index(pf__slot slot, int layer);
 PF_PRIVATE void pf__group_abort(pf__group *g);
 PF_PRIVATE int pf__barrier(pf__group *g);
 PF_PRIVATE int pf__rank_failed(pf__rank *r);
+#ifdef PF_TESTING
+PF_PRIVATE void pf__collective_check(pf__rank *r, const char *site, size_t count);
+#endif
 PF_PRIVATE void pf__all_reduce(pf__rank *r, float *x, size_t count, const char *site);
 PF_PRIVATE void *pf__rank_alloc(pf__rank *r, size_t bytes);
-PF_PRIVATE void *pf__rank_main(void *arg);
-PF_PRIVATE pf_result pf__group_run(pf__group *g, pf__job_kind kind, const pf__job *job);
-PF_PRIVATE void pf__group_destroy(pf__group *g);
-PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n);
+PF_PRIVATE void pf__rank_free_all(pf__rank *r);
 
-/* ---- src/slicing.c ---- */
+/* ---- src/cpu_backend.c (the CPU's block formats, which slicing packs) ---- */
 PF_PRIVATE void pf__q8_quantize(void *data, size_t rows, size_t cols);
 PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols);
-PF_PRIVATE int pf__encoder_blocks(const pf__config *c);
-PF_PRIVATE int pf__cache_layer(const pf__config *c, int block);
-PF_PRIVATE size_t pf__rank_cache_layer(const pf__rank *r);
-PF_PRIVATE void pf__rank_setup(pf__rank *r);
-PF_PRIVATE void pf__rank_gather(pf__rank *r);
-
-/* ---- src/forward.c ---- */
-PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job);
-PF_PRIVATE void pf__rank_logits_again(pf__rank *r, const pf__job *job);
-PF_PRIVATE void pf__rank_reorder(pf__rank *r, const pf__job *job);
-
-/* ---- src/cuda_backend.c ---- */
-#ifdef PF_CUDA
-#include <sched.h>
-#endif
-PF_PRIVATE int pf__cuda_usable(void);
-PF_PRIVATE const char *pf__cuda_unavailable_reason(void);
-PF_PRIVATE const pf__backend *pf__cuda_backend(void);
-
-/* ---- src/groups.c ---- */
-PF_PRIVATE void pf__log(const pf_model *m, pf_log_level level, const char *fmt, ...);
-PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_options *o, const pf__backend *backend,
-                                  pf__dtype dtype);
-
-/* ---- src/gguf.c ---- */
-PF_PRIVATE int pf__is_gguf(const char *path);
-PF_PRIVATE pf_result pf__gguf_load(pf_model *m);
-
-/* ---- src/api.c ---- */
-#define PF__FAIL(m, code, ...) pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, code, __VA_ARGS__)
-PF_PRIVATE pf_result pf__fail_from(pf_model *m, pf_result r, const pf_model *tower);
-PF_PRIVATE pf_result pf__request_lock(pf_model *m, const char *call);
-PF_PRIVATE pf_result pf__call_begin(pf_model *m, const char *call);
-PF_PRIVATE void pf__call_end(pf_model *m);
-PF_PRIVATE pf_result pf__check_closing(pf_model *m);
-PF_PRIVATE void pf__request_unlock(pf_model *m);
-PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix);
-PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char **why);
-PF_PRIVATE const char *pf__head_name(pf_head head);
-PF_PRIVATE pf_result pf__check_head_slots(pf_model *m);
-PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, pf__slot slot, int layer,
-                                          const pf__arch_tensor **row, char *name, size_t name_size,
-                                          const pf__st_tensor **other);
-PF_PRIVATE pf_result pf__scale_source(pf_model *m, pf__slot slot, float scale);
-PF_PRIVATE pf_result pf__scale_final_norm(pf_model *m);
 
 /* ---- src/speech_frontend.c ---- */
 
@@ -1620,6 +1578,60 @@ PF_PRIVATE void pf__subsampler_frontend(const pf_model *m, const float *features
 PF_PRIVATE pf_result pf__mel_load(pf_model *m, const char *prefix);
 PF_PRIVATE void pf__mel_frontend(const pf_model *m, const float *mel, int num_frames, float *out, float *work, float *col);
 
+/* ---- src/slicing.c ---- */
+PF_PRIVATE int pf__encoder_blocks(const pf__config *c);
+PF_PRIVATE int pf__cache_layer(const pf__config *c, int block);
+PF_PRIVATE size_t pf__rank_cache_layer(const pf__rank *r);
+PF_PRIVATE void pf__rank_setup(pf__rank *r);
+PF_PRIVATE void pf__rank_gather(pf__rank *r);
+
+/* ---- src/forward.c ---- */
+PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job);
+PF_PRIVATE void pf__rank_logits_again(pf__rank *r, const pf__job *job);
+PF_PRIVATE void pf__rank_reorder(pf__rank *r, const pf__job *job);
+
+/* ---- src/ranks.c ---- */
+PF_PRIVATE void *pf__rank_main(void *arg);
+PF_PRIVATE pf_result pf__group_run(pf__group *g, pf__job_kind kind, const pf__job *job);
+PF_PRIVATE pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job);
+PF_PRIVATE void pf__group_destroy(pf__group *g);
+PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n);
+
+/* ---- src/cuda_backend.c ---- */
+#ifdef PF_CUDA
+#include <sched.h>
+#endif
+PF_PRIVATE int pf__cuda_usable(void);
+PF_PRIVATE const char *pf__cuda_unavailable_reason(void);
+PF_PRIVATE const pf__backend *pf__cuda_backend(void);
+
+/* ---- src/groups.c ---- */
+PF_PRIVATE void pf__log(const pf_model *m, pf_log_level level, const char *fmt, ...);
+PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_options *o, const pf__backend *backend,
+                                  pf__dtype dtype);
+
+/* ---- src/gguf.c ---- */
+PF_PRIVATE int pf__is_gguf(const char *path);
+PF_PRIVATE pf_result pf__gguf_load(pf_model *m);
+
+/* ---- src/api.c ---- */
+#define PF__FAIL(m, code, ...) pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, code, __VA_ARGS__)
+PF_PRIVATE pf_result pf__fail_from(pf_model *m, pf_result r, const pf_model *tower);
+PF_PRIVATE pf_result pf__request_lock(pf_model *m, const char *call);
+PF_PRIVATE pf_result pf__call_begin(pf_model *m, const char *call);
+PF_PRIVATE void pf__call_end(pf_model *m);
+PF_PRIVATE pf_result pf__check_closing(pf_model *m);
+PF_PRIVATE void pf__request_unlock(pf_model *m);
+PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix);
+PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char **why);
+PF_PRIVATE const char *pf__head_name(pf_head head);
+PF_PRIVATE pf_result pf__check_head_slots(pf_model *m);
+PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, pf__slot slot, int layer,
+                                          const pf__arch_tensor **row, char *name, size_t name_size,
+                                          const pf__st_tensor **other);
+PF_PRIVATE pf_result pf__scale_source(pf_model *m, pf__slot slot, float scale);
+PF_PRIVATE pf_result pf__scale_final_norm(pf_model *m);
+
 /* ---- src/parallelize.c ---- */
 PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf_parallel_options *options);
 
@@ -1636,6 +1648,11 @@ PF_PRIVATE pf_result pf__encoder_pass(pf_model *m, const int32_t *sources, const
                                   int width, float *hidden);
 PF_PRIVATE pf_result pf__decoder_logits(pf_model *m, const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
                                     int cross_len, const int *cross_pads, float *logits);
+
+PF_PRIVATE pf_result pf__encode_audio_features_locked(pf_model *m, const float *const *features, const int *num_frames,
+                                                  int batch, pf_encoding **out);
+PF_PRIVATE pf_result pf__audio_source_rows(pf_model *m, const char *call, const float *const *features,
+                                          const int *num_frames, int batch, float **out, int *width, int **pads);
 
 /* ---- src/generate.c ---- */
 
@@ -1670,7 +1687,6 @@ typedef struct pf__stream_state {
     size_t emitted;
 } pf__stream_state;
 PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_options *o, int batch);
-PF_PRIVATE pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job);
 
 /* Where a generation step's forward leaves what the devices chose instead of the logits (a test
    build downloads those too). */
@@ -1783,8 +1799,6 @@ struct pf__batcher {
     pf__device_choice choice;      /* what the step's forward leaves instead of the logits */
 };
 PF_PRIVATE void pf__batcher_stop(pf_model *m);
-PF_PRIVATE pf_result pf__encode_audio_features_locked(pf_model *m, const float *const *features, const int *num_frames,
-                                                  int batch, pf_encoding **out);
 
 #endif /* PF_INTERNAL_H */
 /* ==== src/util.c ==== */
@@ -15614,7 +15628,7 @@ pf_result pf_audio_features(const pf_audio_processor *p, const float *samples, s
 
 /* ==== src/backend.c ==== */
 /* =============================================================================================== */
-/* backends: the operation table and the CPU backend                                               */
+/* what the backends share: rank failures, the barrier, the all-reduce, rank allocations          */
 /* =============================================================================================== */
 
 /* Records the rank's first failure and wakes every rank waiting in a barrier, so none hangs. */
@@ -15634,6 +15648,127 @@ PF_PRIVATE void pf__rank_fail(pf__rank *r, pf_result code, const char *fmt, ...)
 int pf_testing_fail_rank = -1, pf_testing_fail_countdown = 0;
 #endif
 
+PF_PRIVATE size_t pf__num_slots(const pf__config *c) {
+    return PF__SLOT_FIRST_LAYER + (size_t)c->num_layers * PF__LAYER_SLOTS;
+}
+
+PF_PRIVATE size_t pf__slot_index(pf__slot slot, int layer) {
+    return slot < PF__SLOT_FIRST_LAYER ? (size_t)slot
+                                       : PF__SLOT_FIRST_LAYER + (size_t)layer * PF__LAYER_SLOTS + (slot - PF__SLOT_FIRST_LAYER);
+}
+
+PF_PRIVATE void pf__group_abort(pf__group *g) {
+    pthread_mutex_lock(&g->mutex);
+    PF__STORE_FLAG(g->aborted, 1);
+    pthread_cond_broadcast(&g->barrier_cond);
+    pthread_mutex_unlock(&g->mutex);
+}
+
+/* Waits for every rank; returns -1 (at once, and for every waiter) if any rank failed. */
+PF_PRIVATE int pf__barrier(pf__group *g) {
+    pthread_mutex_lock(&g->mutex);
+    int failed = g->aborted;
+    if (!failed) {
+        uint64_t generation = g->barrier_generation;
+        if (++g->barrier_count == g->num_ranks) {
+            g->barrier_count = 0;
+            g->barrier_generation++;
+            pthread_cond_broadcast(&g->barrier_cond);
+        } else {
+            while (generation == g->barrier_generation && !g->aborted) pthread_cond_wait(&g->barrier_cond, &g->mutex);
+        }
+        failed = g->aborted;
+    }
+    pthread_mutex_unlock(&g->mutex);
+    return failed ? -1 : 0;
+}
+
+/* Read between operations and in spin loops: an atomic load, not the group mutex, so that ranks
+   that wait do not contend with the ones that work. */
+PF_PRIVATE int pf__rank_failed(pf__rank *r) {
+    return r->error || PF__LOAD_FLAG(r->group->aborted);
+}
+
+#ifdef PF_TESTING
+/* Test hook: rank pf_testing_skip_reduce_rank skips its pf_testing_skip_reduce_countdown-th
+   all-reduce, so that the tests can see pf__collective_check catch a rank that does. */
+int pf_testing_skip_reduce_rank = -1, pf_testing_skip_reduce_countdown = 0;
+
+/* Every rank must enter the same collectives in the same order with the same sizes, decided from
+   facts all ranks share: a rank that enters one the others skip pairs its all-reduce with a
+   different one (wrong sums, reads past the smaller buffer), and waits forever for the last.
+   Test builds check it before each collective and at the end of each job (which counts as one,
+   so an extra collective on one rank meets the others' end): each rank publishes what it enters,
+   and after a barrier compares every rank's entry with its own. */
+PF_PRIVATE void pf__collective_check(pf__rank *r, const char *site, size_t count) {
+    pf__group *g = r->group;
+    /* after a failure, entries are no longer fenced by barriers: leave them */
+    if (g->num_ranks == 1 || pf__rank_failed(r)) return;
+    g->collectives[r->index].site = site;
+    g->collectives[r->index].count = count;
+    if (pf__barrier(g)) return;
+    for (int k = 0; k < g->num_ranks; k++) {
+        const struct pf__collective *other = &g->collectives[k];
+        if (strcmp(other->site, site) != 0 || other->count != count) {
+            pf__rank_fail(r, PF_ERROR_DEVICE, "collective mismatch: rank %d enters %s (%zu floats) while rank %d enters %s (%zu floats)",
+                          r->index, site, count, k, other->site, other->count);
+            return;
+        }
+    }
+    pf__barrier(g); /* the entries stay until every rank has compared them */
+}
+#endif
+
+/* x = the sum of x over all ranks. Every rank calls it at the same point of the forward pass;
+   site names that point for pf__collective_check. */
+PF_PRIVATE void pf__all_reduce(pf__rank *r, float *x, size_t count, const char *site) {
+#ifdef PF_TESTING
+    if (r->index == pf_testing_skip_reduce_rank && --pf_testing_skip_reduce_countdown == 0) return;
+    pf__collective_check(r, site, count);
+#else
+    (void)site;
+#endif
+    r->backend->all_reduce(r, x, count);
+}
+
+/* Allocations go through here so that pf_memory_allocated is exact. Zero bytes give NULL. */
+PF_PRIVATE void *pf__rank_alloc(pf__rank *r, size_t bytes) {
+    if (!bytes || r->error) return NULL;
+    if (r->counting) {
+        r->counted += bytes;
+        return NULL;
+    }
+    if (r->num_allocations == r->allocations_cap) {
+        size_t cap = r->allocations_cap ? 2 * r->allocations_cap : 64;
+        pf__allocation *grown = (pf__allocation *)realloc(r->allocations, cap * sizeof *grown);
+        if (!grown) {
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+            return NULL;
+        }
+        r->allocations = grown;
+        r->allocations_cap = cap;
+    }
+    void *ptr = r->backend->alloc(r, bytes);
+    if (!ptr) {
+        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes", r->backend->name, bytes);
+        return NULL;
+    }
+    r->allocations[r->num_allocations].ptr = ptr;
+    r->allocations[r->num_allocations].bytes = bytes;
+    r->num_allocations++;
+    r->bytes[r->allocating] += bytes;
+    return ptr;
+}
+
+PF_PRIVATE void pf__rank_free_all(pf__rank *r) {
+    for (size_t i = 0; i < r->num_allocations; i++) r->backend->free(r, r->allocations[i].ptr);
+    free(r->allocations);
+    free(r->weights);
+    r->allocations = NULL;
+    r->weights = NULL;
+    r->num_allocations = r->allocations_cap = 0;
+    memset(r->bytes, 0, sizeof r->bytes);
+}
 /* ==== src/cpu_backend.c ==== */
 /* ---- CPU backend ---- */
 
@@ -17624,6 +17759,47 @@ static void pf__cpu_matmul_bf16_products(float *out, const float *x, const pf__w
     pf__cpu_matmul_rows(out, rounded, w, bias, rows, widened);
 }
 
+/* Quantizes rows [rows][cols] of fp32 values in place into Q8 blocks (cols a multiple of
+   PF__Q8_BLOCK). The scale is rounded to fp16 before the values are divided by it, so that
+   quantizing the dequantized weights again gives them back (pf_to_cpu then pf_parallelize). */
+PF_PRIVATE void pf__q8_quantize(void *data, size_t rows, size_t cols) {
+    const float *in = (const float *)data;
+    unsigned char *out = (unsigned char *)data; /* block b written at 34b, read from 128b: behind */
+    for (size_t b = 0; b < rows * cols / PF__Q8_BLOCK; b++) {
+        float v[PF__Q8_BLOCK], largest = 0;
+        memcpy(v, in + b * PF__Q8_BLOCK, sizeof v);
+        for (int i = 0; i < PF__Q8_BLOCK; i++) largest = fabsf(v[i]) > largest ? fabsf(v[i]) : largest;
+        uint16_t d16 = pf__f32_to_f16(largest / 127.0f);
+        float d = pf__f16_to_f32(d16), inverse = d > 0 ? 1.0f / d : 0.0f;
+        unsigned char *block = out + b * PF__Q8_BYTES;
+        memcpy(block, &d16, 2);
+        for (int i = 0; i < PF__Q8_BLOCK; i++) {
+            block[2 + i] = (unsigned char)pf__round_to_int8(v[i] * inverse);
+        }
+    }
+}
+
+/* The same into Q4 blocks, as llama.cpp's Q4_0 rounds: d = m / -8 for the value m of largest
+   magnitude (so m is q = 0), rounded to fp16 first like Q8's, then q = min(15, floor(w / d + 8.5)). */
+PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols) {
+    const float *in = (const float *)data;
+    unsigned char *out = (unsigned char *)data; /* block b written at 18b, read from 128b: behind */
+    for (size_t b = 0; b < rows * cols / PF__Q8_BLOCK; b++) {
+        float v[PF__Q8_BLOCK], extreme = 0;
+        memcpy(v, in + b * PF__Q8_BLOCK, sizeof v);
+        for (int i = 0; i < PF__Q8_BLOCK; i++) extreme = fabsf(v[i]) > fabsf(extreme) ? v[i] : extreme;
+        uint16_t d16 = pf__f32_to_f16(extreme / -8.0f);
+        float d = pf__f16_to_f32(d16), inverse = d != 0 ? 1.0f / d : 0.0f;
+        unsigned char *block = out + b * PF__Q4_BYTES, q[PF__Q8_BLOCK];
+        for (int i = 0; i < PF__Q8_BLOCK; i++) {
+            float t = pf__floor_small(v[i] * inverse + 8.5f);
+            q[i] = (unsigned char)(t < 0 ? 0 : t > 15 ? 15 : t);
+        }
+        memcpy(block, &d16, 2);
+        for (int i = 0; i < PF__Q8_BLOCK / 2; i++) block[2 + i] = (unsigned char)(q[i] | q[i + PF__Q8_BLOCK / 2] << 4);
+    }
+}
+
 #ifdef PF_TESTING
 /* Test hook: the CPU matmul on plain arrays (w is [n_out][k] of dtype 0 f32, 1 f16, 2 bf16, 3 Q8
    blocks, 4 Q4 blocks, columns col_begin.. of a whole). */
@@ -18135,260 +18311,432 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
        biases, and a decoder step runs every op as it comes. */
 };
 
-/* ==== src/ranks.c ==== */
-/* =============================================================================================== */
-/* rank threads, barrier and all-reduce                                                            */
-/* =============================================================================================== */
+/* ==== src/speech_frontend.c ==== */
+/* ---- speech encoders' front end (Wav2Vec2, XLSR, HuBERT) ---- */
 
-#ifdef PF_TESTING
-/* Test builds download the logits of a step whose tokens the devices chose too, and the
-   generation checks each such token against pf__argmax (or pf__sample) of them; a test sets it
-   to 0 to run a release build's path (no logits unless the host needs them). */
-int pf_testing_check_device_choices = 1;
-#else
-#endif
+PF_PRIVATE size_t pf__speech_bytes(const pf__speech *sp) { return sp->bytes; }
 
-PF_PRIVATE size_t pf__num_slots(const pf__config *c) {
-    return PF__SLOT_FIRST_LAYER + (size_t)c->num_layers * PF__LAYER_SLOTS;
+PF_PRIVATE void pf__speech_free(pf__speech *sp) {
+    if (!sp) return;
+    for (int l = 0; l < 16; l++) free(sp->conv_weight[l]), free(sp->conv_bias[l]), free(sp->conv_norm_weight[l]), free(sp->conv_norm_bias[l]);
+    free(sp->projection_norm_weight), free(sp->projection_norm_bias), free(sp->projection_weight), free(sp->projection_bias);
+    free(sp->pos_weight), free(sp->pos_bias);
+    free(sp->mel_conv1_weight), free(sp->mel_conv1_bias), free(sp->mel_conv2_weight), free(sp->mel_conv2_bias);
+    for (int i = 0; i < sp->num_tokens; i++) free(sp->tokens[i]);
+    free(sp->tokens), free(sp->pad), free(sp->delimiter), free(sp->unk);
+    free(sp);
 }
 
-PF_PRIVATE size_t pf__slot_index(pf__slot slot, int layer) {
-    return slot < PF__SLOT_FIRST_LAYER ? (size_t)slot
-                                       : PF__SLOT_FIRST_LAYER + (size_t)layer * PF__LAYER_SLOTS + (slot - PF__SLOT_FIRST_LAYER);
-}
-
-PF_PRIVATE void pf__group_abort(pf__group *g) {
-    pthread_mutex_lock(&g->mutex);
-    PF__STORE_FLAG(g->aborted, 1);
-    pthread_cond_broadcast(&g->barrier_cond);
-    pthread_mutex_unlock(&g->mutex);
-}
-
-/* Waits for every rank; returns -1 (at once, and for every waiter) if any rank failed. */
-PF_PRIVATE int pf__barrier(pf__group *g) {
-    pthread_mutex_lock(&g->mutex);
-    int failed = g->aborted;
-    if (!failed) {
-        uint64_t generation = g->barrier_generation;
-        if (++g->barrier_count == g->num_ranks) {
-            g->barrier_count = 0;
-            g->barrier_generation++;
-            pthread_cond_broadcast(&g->barrier_cond);
-        } else {
-            while (generation == g->barrier_generation && !g->aborted) pthread_cond_wait(&g->barrier_cond, &g->mutex);
-        }
-        failed = g->aborted;
+/* Frames a waveform of n samples makes: each conv keeps (n - kernel) / stride + 1; 0 if too few. */
+PF_PRIVATE int pf__speech_frames(const pf__config *c, long long n) {
+    const struct pf__speech_config *sc = &c->speech_config;
+    for (int l = 0; l < sc->num_convs; l++) {
+        if (n < sc->conv_kernel[l]) return 0;
+        n = (n - sc->conv_kernel[l]) / sc->conv_stride[l] + 1;
     }
-    pthread_mutex_unlock(&g->mutex);
-    return failed ? -1 : 0;
+    return n > INT_MAX ? INT_MAX : (int)n;
 }
 
-/* Read between operations and in spin loops: an atomic load, not the group mutex, so that ranks
-   that wait do not contend with the ones that work. */
-PF_PRIVATE int pf__rank_failed(pf__rank *r) {
-    return r->error || PF__LOAD_FLAG(r->group->aborted);
-}
-
-#ifdef PF_TESTING
-/* Test hook: rank pf_testing_skip_reduce_rank skips its pf_testing_skip_reduce_countdown-th
-   all-reduce, so that the tests can see pf__collective_check catch a rank that does. */
-int pf_testing_skip_reduce_rank = -1, pf_testing_skip_reduce_countdown = 0;
-
-/* Every rank must enter the same collectives in the same order with the same sizes, decided from
-   facts all ranks share: a rank that enters one the others skip pairs its all-reduce with a
-   different one (wrong sums, reads past the smaller buffer), and waits forever for the last.
-   Test builds check it before each collective and at the end of each job (which counts as one,
-   so an extra collective on one rank meets the others' end): each rank publishes what it enters,
-   and after a barrier compares every rank's entry with its own. */
-static void pf__collective_check(pf__rank *r, const char *site, size_t count) {
-    pf__group *g = r->group;
-    /* after a failure, entries are no longer fenced by barriers: leave them */
-    if (g->num_ranks == 1 || pf__rank_failed(r)) return;
-    g->collectives[r->index].site = site;
-    g->collectives[r->index].count = count;
-    if (pf__barrier(g)) return;
-    for (int k = 0; k < g->num_ranks; k++) {
-        const struct pf__collective *other = &g->collectives[k];
-        if (strcmp(other->site, site) != 0 || other->count != count) {
-            pf__rank_fail(r, PF_ERROR_DEVICE, "collective mismatch: rank %d enters %s (%zu floats) while rank %d enters %s (%zu floats)",
-                          r->index, site, count, k, other->site, other->count);
-            return;
-        }
-    }
-    pf__barrier(g); /* the entries stay until every rank has compared them */
-}
-#endif
-
-/* x = the sum of x over all ranks. Every rank calls it at the same point of the forward pass;
-   site names that point for pf__collective_check. */
-PF_PRIVATE void pf__all_reduce(pf__rank *r, float *x, size_t count, const char *site) {
-#ifdef PF_TESTING
-    if (r->index == pf_testing_skip_reduce_rank && --pf_testing_skip_reduce_countdown == 0) return;
-    pf__collective_check(r, site, count);
-#else
-    (void)site;
-#endif
-    r->backend->all_reduce(r, x, count);
-}
-
-/* Allocations go through here so that pf_memory_allocated is exact. Zero bytes give NULL. */
-PF_PRIVATE void *pf__rank_alloc(pf__rank *r, size_t bytes) {
-    if (!bytes || r->error) return NULL;
-    if (r->counting) {
-        r->counted += bytes;
-        return NULL;
-    }
-    if (r->num_allocations == r->allocations_cap) {
-        size_t cap = r->allocations_cap ? 2 * r->allocations_cap : 64;
-        pf__allocation *grown = (pf__allocation *)realloc(r->allocations, cap * sizeof *grown);
-        if (!grown) {
-            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
-            return NULL;
-        }
-        r->allocations = grown;
-        r->allocations_cap = cap;
-    }
-    void *ptr = r->backend->alloc(r, bytes);
-    if (!ptr) {
-        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes", r->backend->name, bytes);
-        return NULL;
-    }
-    r->allocations[r->num_allocations].ptr = ptr;
-    r->allocations[r->num_allocations].bytes = bytes;
-    r->num_allocations++;
-    r->bytes[r->allocating] += bytes;
-    return ptr;
-}
-
-static void pf__rank_free_all(pf__rank *r) {
-    for (size_t i = 0; i < r->num_allocations; i++) r->backend->free(r, r->allocations[i].ptr);
-    free(r->allocations);
-    free(r->weights);
-    r->allocations = NULL;
-    r->weights = NULL;
-    r->num_allocations = r->allocations_cap = 0;
-    memset(r->bytes, 0, sizeof r->bytes);
-}
-
-PF_PRIVATE void *pf__rank_main(void *arg) {
-    pf__rank *r = (pf__rank *)arg;
-    pf__group *g = r->group;
-    uint64_t seen = 0;
-    int began = r->backend->rank_begin(r) == 0; /* e.g. cudaSetDevice: before anything else */
-    for (;;) {
-        pthread_mutex_lock(&g->mutex);
-        while (g->job_seq == seen) pthread_cond_wait(&g->work, &g->mutex);
-        seen = g->job_seq;
-        pf__job job = g->job;
-        pthread_mutex_unlock(&g->mutex);
-        if (job.kind == PF__JOB_QUIT) break;
-        if (!began) pf__rank_fail(r, PF_ERROR_DEVICE, "%s: cannot start rank %d", r->backend->name, r->index);
-        else if (job.kind == PF__JOB_SETUP) pf__rank_setup(r);
-        else if (job.kind == PF__JOB_FORWARD) pf__rank_forward(r, &job);
-        else if (job.kind == PF__JOB_LOGITS) pf__rank_logits_again(r, &job);
-        else if (job.kind == PF__JOB_GATHER) pf__rank_gather(r);
-        else if (job.kind == PF__JOB_REORDER) pf__rank_reorder(r, &job);
-#ifdef PF_TESTING
-        pf__collective_check(r, "the end of the job", 0);
-#endif
-        /* the device's memory, asked on this thread (whose device is current: asking from the
-           caller's would make a CUDA context there) */
-        size_t used = 0, total = 0;
-        int known = began && r->backend->device_memory(r->device, &used, &total) == 0;
-        pthread_mutex_lock(&g->mutex);
-        r->device_used = known ? used : 0;
-        r->device_total = known ? total : 0;
-        if (++g->jobs_done == g->num_ranks) pthread_cond_signal(&g->done);
-        pthread_mutex_unlock(&g->mutex);
-    }
-    pf__rank_free_all(r);
-    if (began) r->backend->rank_end(r);
+/* The pattern of the family's nth row (0: the first) for a front-end slot, policies.inc's; NULL
+   when there is none. */
+static const char *pf__front_pattern(const pf_model *m, pf__slot slot, int nth) {
+    const pf__policy_rows *rows = pf__rows(m->config.arch);
+    for (size_t i = 0; i < rows->num_tensors; i++)
+        if (rows->tensors[i].arch == m->config.arch && rows->tensors[i].slot == slot && nth-- == 0)
+            return rows->tensors[i].pattern;
     return NULL;
 }
 
-/* Hands a job to every rank and waits for all of them; the first rank error becomes the
-   model's message. */
-PF_PRIVATE pf_result pf__group_run(pf__group *g, pf__job_kind kind, const pf__job *job) {
-    pthread_mutex_lock(&g->mutex);
-    if (job) g->job = *job;
-    g->job.kind = kind;
-    g->jobs_done = 0;
-    PF__STORE_FLAG(g->aborted, 0);
-    g->barrier_count = 0;
-    for (int i = 0; i < g->num_ranks; i++) g->ranks[i].error = PF_OK;
-    g->job_seq++;
-    pthread_cond_broadcast(&g->work);
-    uint64_t reported = UINT64_MAX;
-    while (g->jobs_done < g->threads_started) {
-        if (kind != PF__JOB_SETUP || !g->progress) {
-            pthread_cond_wait(&g->done, &g->mutex);
-            continue;
-        }
-        /* weights being copied: report on this thread, five times a second */
-        uint64_t done = g->progress_done, total = g->progress_total;
-        if (done != reported) {
-            reported = done;
-            pthread_mutex_unlock(&g->mutex);
-            g->progress(g->progress_user, done, total);
-            pthread_mutex_lock(&g->mutex);
-        }
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += 200 * 1000000L;
-        if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
-        pthread_cond_timedwait(&g->done, &g->mutex, &until);
+/* The front-end slot's tensor name, its %d the convolution l. */
+static void pf__front_name(const pf_model *m, pf__slot slot, int l, char *name, size_t size) {
+    const char *pattern = pf__front_pattern(m, slot, 0);
+    snprintf(name, size, pattern ? pattern : "(no row)", l);
+}
+
+/* Tensor prefix + name as an fp32 copy into *out, its shape checked (dims in shape[ndim]);
+   absent: *out NULL, an error where required. The tensor counts as consumed. */
+static pf_result pf__speech_tensor(pf_model *m, const char *prefix, const char *name, const size_t *shape, int ndim,
+                                   int required, float **out) {
+    char full[300];
+    *out = NULL;
+    snprintf(full, sizeof full, "%s%s", prefix, name);
+    const pf__st_tensor *st = pf__st_take(&m->st, full);
+    if (!st) return required ? PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s'", m->dir, full) : PF_OK;
+    if (st->dtype == PF__DTYPE_OTHER)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' has an unsupported dtype (F32, F16 and BF16 are)",
+                        st->file->path, st->name);
+    int ok = st->ndim == ndim;
+    for (int k = 0; ok && k < ndim; k++) ok = st->shape[k] == shape[k];
+    if (!ok) {
+        char want[96] = "", got[96] = "";
+        for (int k = 0; k < ndim; k++)
+            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%zu", k ? ", " : "", shape[k]);
+        for (int k = 0; k < st->ndim && k < 6; k++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%zu", k ? ", " : "", st->shape[k]);
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' has shape [%s] but the config needs [%s]", st->file->path,
+                        st->name, got, want);
     }
-    pthread_mutex_unlock(&g->mutex);
-    for (int i = 0; i < g->num_ranks; i++) {
-        pf__rank *r = &g->ranks[i];
-        if (r->error)
-            return pf__format(pf__error_buffer(g->model), PF__MESSAGE_SIZE, r->error, "rank %d (%s): %s", i,
-                              r->backend->name, r->message);
+    *out = (float *)malloc((st->numel ? st->numel : 1) * sizeof(float));
+    if (!*out) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    size_t width = pf__dtype_size(st->dtype);
+    m->speech->bytes += st->numel * sizeof(float);
+    for (size_t i = 0; i < st->numel; i++) { /* memcpy: a file's header need not leave the data aligned */
+        uint32_t f32 = 0;
+        uint16_t half = 0;
+        if (st->dtype == PF__DTYPE_F32) memcpy(&f32, st->data + i * width, 4), memcpy(&(*out)[i], &f32, 4);
+        else memcpy(&half, st->data + i * width, 2), (*out)[i] = st->dtype == PF__DTYPE_F16 ? pf__f16_to_f32(half) : pf__bf16_to_f32(half);
     }
     return PF_OK;
 }
 
-PF_PRIVATE void pf__group_destroy(pf__group *g) {
-    if (!g) return;
-    if (g->threads_started) {
-        pthread_mutex_lock(&g->mutex);
-        g->job.kind = PF__JOB_QUIT;
-        g->job_seq++;
-        pthread_cond_broadcast(&g->work);
-        pthread_mutex_unlock(&g->mutex);
-        for (int i = 0; i < g->threads_started; i++) pthread_join(g->ranks[i].thread, NULL);
+/* The positional convolution's weight: saved weight-normalised (torch's weight_norm with dim=2,
+   under its old names weight_g / weight_v or its parametrizations' original0 / original1), or
+   plain. Effective weight = g[k] * v[o][i][k] / ||v[:][:][k]||. */
+static pf_result pf__speech_pos_weight(pf_model *m, const char *prefix, size_t hidden, size_t per_group, size_t kernel) {
+    pf__speech *sp = m->speech;
+    size_t g_shape[3] = {1, 1, kernel}, v_shape[3] = {hidden, per_group, kernel};
+    float *g = NULL, *v = NULL, *plain = NULL;
+    const char *plain_name = pf__front_pattern(m, PF__SLOT_POS_CONV_WEIGHT, 0), *last_g = NULL;
+    pf_result r = plain_name ? pf__speech_tensor(m, prefix, plain_name, v_shape, 3, 0, &plain) : PF_OK;
+    int found = plain != NULL;
+    for (int i = 0; !r && pf__front_pattern(m, PF__SLOT_POS_CONV_WEIGHT_G, i); i++) { /* g and v: their i-th spellings */
+        const char *names[2] = {pf__front_pattern(m, PF__SLOT_POS_CONV_WEIGHT_G, i),
+                                pf__front_pattern(m, PF__SLOT_POS_CONV_WEIGHT_V, i)};
+        float *gi = NULL, *vi = NULL;
+        last_g = names[0];
+        if (!names[1]) r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "policies.inc: a spelling of g without one of v");
+        if (!r) r = pf__speech_tensor(m, prefix, names[0], g_shape, 3, 0, &gi);
+        if (!r) r = pf__speech_tensor(m, prefix, names[1], v_shape, 3, 0, &vi);
+        if (!r && (!gi) != (!vi))
+            r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s%s' without '%s%s'", m->dir, prefix, names[gi ? 0 : 1], prefix,
+                         names[gi ? 1 : 0]);
+        if (!r && gi && found)
+            r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: two spellings of the positional convolution's weight", m->dir);
+        if (!r && gi) found = 1, g = gi, v = vi, gi = vi = NULL;
+        free(gi), free(vi);
     }
-    if (g->backend && g->backend->group_end) g->backend->group_end(g);
-    pthread_mutex_destroy(&g->mutex);
-    pthread_cond_destroy(&g->work);
-    pthread_cond_destroy(&g->done);
-    pthread_cond_destroy(&g->barrier_cond);
-    free(g->ranks);
-    free(g->reduce_in);
-    free(g->room_needed);
-    free(g->zero_ids);
-    free(g->choices);
-#ifdef PF_TESTING
-    free(g->collectives);
-#endif
-    free(g);
+    if (!r && !found)
+        r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s%s' (or weight_g and weight_v)", m->dir, prefix,
+                     last_g ? last_g : plain_name ? plain_name : "(no row)");
+    if (!r && plain) {
+        sp->pos_weight = plain;
+        plain = NULL;
+    } else if (!r) {
+        for (size_t k = 0; k < kernel; k++) {
+            double sum = 0;
+            for (size_t j = 0; j < hidden * per_group; j++) sum += (double)v[j * kernel + k] * v[j * kernel + k];
+            float scale = sum > 0 ? (float)(g[k] / sqrt(sum)) : 0.0f;
+            for (size_t j = 0; j < hidden * per_group; j++) v[j * kernel + k] *= scale;
+        }
+        sp->pos_weight = v;
+        v = NULL;
+        sp->bytes -= kernel * sizeof(float); /* g, folded in */
+    }
+    free(g), free(v), free(plain);
+    return r;
 }
 
-/* The heads and MLP columns of rank r of n: contiguous, as even as the sizes allow. Key/value
-   heads follow the query heads: a rank holds every one its query heads read, so with fewer
-   key/value heads than ranks they are replicated. */
-PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n) {
-    pf__share s;
-    int group = c->num_heads / c->num_kv_heads;
-    s.head_begin = (int)((long long)r * c->num_heads / n);
-    s.heads = (int)((long long)(r + 1) * c->num_heads / n) - s.head_begin;
-    s.kv_begin = s.head_begin / group;
-    s.kv_heads = s.heads ? (s.head_begin + s.heads - 1) / group + 1 - s.kv_begin : 0;
-    s.mlp_begin = (int)((long long)r * c->intermediate_size / n);
-    s.mlp_width = (int)((long long)(r + 1) * c->intermediate_size / n) - s.mlp_begin;
-    s.vocab_begin = (int)((long long)r * c->vocab_size / n);
-    s.vocab_rows = (int)((long long)(r + 1) * c->vocab_size / n) - s.vocab_begin;
-    return s;
+/* Reads the front end's tensors (under the prefix the blocks' tensors have). */
+PF_PRIVATE pf_result pf__speech_load(pf_model *m, const char *prefix) {
+    const pf__config *c = &m->config;
+    const struct pf__speech_config *sc = &c->speech_config;
+    m->speech = (pf__speech *)calloc(1, sizeof *m->speech);
+    if (!m->speech) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    pf__speech *sp = m->speech;
+    pf_result r = PF_OK;
+    size_t in = 1;
+    for (int l = 0; l < sc->num_convs && !r; l++) {
+        size_t out = (size_t)sc->conv_dim[l], weight[3] = {out, in, (size_t)sc->conv_kernel[l]}, vec[1] = {out};
+        char name[256];
+        int normed = sc->layer_norm_convs || l == 0;
+        pf__front_name(m, PF__SLOT_FRONT_CONV_WEIGHT, l, name, sizeof name);
+        r = pf__speech_tensor(m, prefix, name, weight, 3, 1, &sp->conv_weight[l]);
+        pf__front_name(m, PF__SLOT_FRONT_CONV_BIAS, l, name, sizeof name);
+        if (!r) r = pf__speech_tensor(m, prefix, name, vec, 1, sc->conv_bias, &sp->conv_bias[l]);
+        if (!r && sp->conv_bias[l] && !sc->conv_bias)
+            r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s%s' is in the checkpoint but config.json says conv_bias is "
+                         "false", m->dir, prefix, name);
+        pf__front_name(m, PF__SLOT_FRONT_CONV_NORM_WEIGHT, l, name, sizeof name);
+        if (!r) r = pf__speech_tensor(m, prefix, name, vec, 1, normed, &sp->conv_norm_weight[l]);
+        pf__front_name(m, PF__SLOT_FRONT_CONV_NORM_BIAS, l, name, sizeof name);
+        if (!r) r = pf__speech_tensor(m, prefix, name, vec, 1, normed, &sp->conv_norm_bias[l]);
+        if (!r && !normed && (sp->conv_norm_weight[l] || sp->conv_norm_bias[l]))
+            r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: conv layer %d has a norm but config.json's feat_extract_norm is "
+                         "\"group\" (a norm on the first layer only)", m->dir, l);
+        in = out;
+    }
+    size_t hidden = (size_t)c->hidden_size, vec[1] = {in}, projection[2] = {hidden, in}, hvec[1] = {hidden};
+    int norm = c->feature_projection_norm;
+    char name[256];
+    pf__front_name(m, PF__SLOT_FEATURE_NORM_WEIGHT, 0, name, sizeof name);
+    if (!r) r = pf__speech_tensor(m, prefix, name, vec, 1, norm, &sp->projection_norm_weight);
+    pf__front_name(m, PF__SLOT_FEATURE_NORM_BIAS, 0, name, sizeof name);
+    if (!r) r = pf__speech_tensor(m, prefix, name, vec, 1, norm, &sp->projection_norm_bias);
+    if (!r && !norm && (sp->projection_norm_weight || sp->projection_norm_bias))
+        r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: the feature projection has a norm but config.json's feat_proj_layer_norm is "
+                     "false", m->dir);
+    pf__front_name(m, PF__SLOT_FEATURE_PROJECTION_WEIGHT, 0, name, sizeof name);
+    if (!r) r = pf__speech_tensor(m, prefix, name, projection, 2, 1, &sp->projection_weight);
+    pf__front_name(m, PF__SLOT_FEATURE_PROJECTION_BIAS, 0, name, sizeof name);
+    if (!r) r = pf__speech_tensor(m, prefix, name, hvec, 1, 1, &sp->projection_bias);
+    if (!r) r = pf__speech_pos_weight(m, prefix, hidden, hidden / (size_t)sc->pos_groups, (size_t)sc->pos_kernel);
+    pf__front_name(m, PF__SLOT_POS_CONV_BIAS, 0, name, sizeof name);
+    if (!r) r = pf__speech_tensor(m, prefix, name, hvec, 1, 1, &sp->pos_bias);
+    /* encoder.layer_norm fills two optional slots: keep the one the config means */
+    pf__slot unused = c->pre_norm ? PF__SLOT_EMBED_NORM_WEIGHT : PF__SLOT_FINAL_NORM_WEIGHT;
+    pf__slot kept = c->pre_norm ? PF__SLOT_FINAL_NORM_WEIGHT : PF__SLOT_EMBED_NORM_WEIGHT;
+    m->sources[unused].data = m->sources[unused + 1].data = NULL;
+    const pf__arch_tensor *kept_row = pf__arch_tensor_for(c->arch, kept);
+    if (!r && (!m->sources[kept].data || !m->sources[kept + 1].data))
+        r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s%s' or its bias", m->dir, prefix,
+                     kept_row ? kept_row->pattern : "(no row)");
+    return r;
+}
+
+static float pf__speech_gelu(float v) { return 0.5f * v * (1.0f + erff(v * 0.7071067811865476f)); }
+
+/* y = (x - mean) / sqrt(var + eps) * weight + bias over n values `step` apart. */
+static void pf__speech_norm(float *x, size_t n, size_t step, const float *weight, const float *bias, size_t wi, size_t wstep,
+                            double eps) {
+    double mean = 0, var = 0;
+    for (size_t i = 0; i < n; i++) mean += x[i * step];
+    mean /= (double)n;
+    for (size_t i = 0; i < n; i++) var += (x[i * step] - mean) * (x[i * step] - mean);
+    float inv = (float)(1.0 / sqrt(var / (double)n + eps));
+    for (size_t i = 0; i < n; i++)
+        x[i * step] = (float)(x[i * step] - mean) * inv * weight[wi + i * wstep] + bias[wi + i * wstep];
+}
+
+/* The columns of the front end's im2col blocks: the widest of in * kernel over the convs and the
+   positional convolution's group width * kernel. */
+PF_PRIVATE size_t pf__speech_col_width(const pf__config *c) {
+    const struct pf__speech_config *sc = &c->speech_config;
+    size_t widest = (size_t)c->hidden_size / (size_t)sc->pos_groups * (size_t)sc->pos_kernel, in = 1;
+    for (int l = 0; l < sc->num_convs; l++) {
+        if (in * (size_t)sc->conv_kernel[l] > widest) widest = in * (size_t)sc->conv_kernel[l];
+        in = (size_t)sc->conv_dim[l];
+    }
+    return widest;
+}
+
+/* The float matrix w [rows][cols] as the CPU backend's matmul reads weights. */
+static pf__weight pf__speech_weight(const float *w, size_t rows, size_t cols) {
+    pf__weight weight;
+    memset(&weight, 0, sizeof weight);
+    weight.data = (void *)w;
+    weight.dtype = PF__DTYPE_F32;
+    weight.rows = rows;
+    weight.cols = cols;
+    return weight;
+}
+
+/* One waveform's frames, out [frames][hidden]: the conv stack, the feature projection, plus the
+   positional convolution. Every convolution gathers PF__SPEECH_BLOCK frames' inputs (im2col, in
+   the weight's [in][kernel] order) and multiplies them by its weight with the CPU backend's
+   matmul. work_a and work_b hold the largest conv output (frames x channels), work_h frames x
+   hidden, col PF__SPEECH_BLOCK x pf__speech_col_width. */
+PF_PRIVATE void pf__speech_frontend(const pf_model *m, const float *samples, int num_samples, float *out, float *work_a,
+                                float *work_b, float *work_h, float *col) {
+    const pf__config *c = &m->config;
+    const struct pf__speech_config *sc = &c->speech_config;
+    const pf__speech *sp = m->speech;
+    const float *x = samples; /* [length][in] */
+    size_t in = 1, length = (size_t)num_samples;
+    float *y = work_a;
+    for (int l = 0; l < sc->num_convs; l++) {
+        size_t outc = (size_t)sc->conv_dim[l], K = (size_t)sc->conv_kernel[l], S = (size_t)sc->conv_stride[l];
+        size_t frames = (length - K) / S + 1, width = in * K;
+        pf__weight w = pf__speech_weight(sp->conv_weight[l], outc, width);
+        for (size_t t0 = 0; t0 < frames; t0 += PF__SPEECH_BLOCK) {
+            size_t n = frames - t0 < PF__SPEECH_BLOCK ? frames - t0 : PF__SPEECH_BLOCK;
+            for (size_t j = 0; j < n; j++)
+                for (size_t i = 0; i < in; i++)
+                    for (size_t k = 0; k < K; k++) col[j * width + i * K + k] = x[((t0 + j) * S + k) * in + i];
+            pf__cpu_matmul_rows(y + t0 * outc, col, &w, sp->conv_bias[l], n, NULL);
+        }
+        if (sp->conv_norm_weight[l] && sc->layer_norm_convs) /* LayerNorm over the channels of each frame */
+            for (size_t t = 0; t < frames; t++)
+                pf__speech_norm(y + t * outc, outc, 1, sp->conv_norm_weight[l], sp->conv_norm_bias[l], 0, 1, 1e-5);
+        else if (sp->conv_norm_weight[l]) /* GroupNorm, a group per channel: over the frames of each channel */
+            for (size_t o = 0; o < outc; o++)
+                pf__speech_norm(y + o, frames, outc, sp->conv_norm_weight[l], sp->conv_norm_bias[l], o, 0, 1e-5);
+        for (size_t i = 0; i < outc * frames; i++) y[i] = pf__speech_gelu(y[i]);
+        x = y;
+        y = y == work_a ? work_b : work_a;
+        in = outc;
+        length = frames;
+    }
+    /* features [frames][channels]: normed (in place: the buffer is ours), projected to hidden */
+    size_t T = length, C = in, H = (size_t)c->hidden_size;
+    float *features = (float *)x;
+    if (sp->projection_norm_weight)
+        for (size_t t = 0; t < T; t++)
+            pf__speech_norm(features + t * C, C, 1, sp->projection_norm_weight, sp->projection_norm_bias, 0, 1, c->norm_eps);
+    pf__weight projection = pf__speech_weight(sp->projection_weight, H, C);
+    pf__cpu_matmul_rows(work_h, features, &projection, sp->projection_bias, T, NULL);
+    /* + GELU(grouped conv over the frames, zero-padded by kernel / 2 on both sides; an even kernel
+       makes one frame too many, the last, never computed), group by group into y */
+    size_t K = (size_t)sc->pos_kernel, per_group = H / (size_t)sc->pos_groups, pad = K / 2, width = per_group * K;
+    float *pos = y; /* [PF__SPEECH_BLOCK][per_group] */
+    for (size_t g = 0; g < (size_t)sc->pos_groups; g++) {
+        pf__weight w = pf__speech_weight(sp->pos_weight + g * per_group * width, per_group, width);
+        for (size_t t0 = 0; t0 < T; t0 += PF__SPEECH_BLOCK) {
+            size_t n = T - t0 < PF__SPEECH_BLOCK ? T - t0 : PF__SPEECH_BLOCK;
+            for (size_t j = 0; j < n; j++)
+                for (size_t k = 0; k < K; k++) {
+                    size_t t = t0 + j + k; /* the input frame, plus pad */
+                    const float *h = t >= pad && t - pad < T ? work_h + (t - pad) * H + g * per_group : NULL;
+                    for (size_t i = 0; i < per_group; i++) col[j * width + i * K + k] = h ? h[i] : 0.0f;
+                }
+            pf__cpu_matmul_rows(pos, col, &w, sp->pos_bias + g * per_group, n, NULL);
+            for (size_t j = 0; j < n; j++)
+                for (size_t i = 0; i < per_group; i++) {
+                    size_t at = (t0 + j) * H + g * per_group + i;
+                    out[at] = work_h[at] + pf__speech_gelu(pos[j * per_group + i]);
+                }
+        }
+    }
+}
+
+/* ---- Speech2Text's convolutional subsampler ---- */
+
+/* Its weights, [out][in][kernel] and [out] per layer, as fp32 copies in the speech struct (the
+   front end's home; its other arrays stay NULL). */
+PF_PRIVATE pf_result pf__subsampler_load(pf_model *m, const char *prefix) {
+    const struct pf__speech_config *sc = &m->config.speech_config;
+    m->speech = (pf__speech *)calloc(1, sizeof *m->speech);
+    if (!m->speech) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    pf_result r = PF_OK;
+    size_t in = (size_t)sc->feature_width;
+    for (int l = 0; l < sc->num_convs && !r; l++) {
+        size_t out = (size_t)sc->conv_dim[l], weight[3] = {out, in, (size_t)sc->conv_kernel[l]}, bias[1] = {out};
+        char name[256];
+        pf__front_name(m, PF__SLOT_FRONT_CONV_WEIGHT, l, name, sizeof name);
+        r = pf__speech_tensor(m, prefix, name, weight, 3, 1, &m->speech->conv_weight[l]);
+        pf__front_name(m, PF__SLOT_FRONT_CONV_BIAS, l, name, sizeof name);
+        if (!r) r = pf__speech_tensor(m, prefix, name, bias, 1, 1, &m->speech->conv_bias[l]);
+        in = out / 2; /* the GLU's */
+    }
+    return r;
+}
+
+/* Encoder frames of n input frames: each convolution keeps (n - 1) / 2 + 1 (odd kernels, padded
+   by half of one), as transformers' _get_feat_extract_output_lengths counts them. */
+PF_PRIVATE int pf__subsampler_frames(const pf__config *c, int n) {
+    for (int l = 0; l < c->speech_config.num_convs; l++) n = (n - 1) / 2 + 1;
+    return n;
+}
+
+/* The widest activation (frames x channels) of the subsampler on `frames` input frames, and its
+   widest im2col row (in * kernel). */
+PF_PRIVATE void pf__subsampler_sizes(const pf__config *c, size_t frames, size_t *widest, size_t *col_width) {
+    const struct pf__speech_config *sc = &c->speech_config;
+    size_t in = (size_t)sc->feature_width;
+    *widest = frames * in;
+    *col_width = 0;
+    for (int l = 0; l < sc->num_convs; l++) {
+        frames = (frames - 1) / 2 + 1;
+        if (frames * (size_t)sc->conv_dim[l] > *widest) *widest = frames * (size_t)sc->conv_dim[l];
+        if (in * (size_t)sc->conv_kernel[l] > *col_width) *col_width = in * (size_t)sc->conv_kernel[l];
+        in = (size_t)sc->conv_dim[l] / 2;
+    }
+}
+
+/* One row's encoder input, out [keep][hidden]: its features [n][feature_width] followed by zeros
+   up to `frames` (the batch's longest row: transformers runs the convolutions over the padded
+   batch, so a shorter row's last frames see the padding's convolved biases), each convolution
+   (stride 2, zero-padded by kernel / 2, im2col blocks through the CPU backend's matmul) then
+   GLU(a, b) = a * sigmoid(b) over its channel halves; the first `keep` frames times embed_scale.
+   work_a and work_b hold the widest activation, col PF__SPEECH_BLOCK im2col rows. */
+PF_PRIVATE void pf__subsampler_frontend(const pf_model *m, const float *features, size_t n, size_t frames, size_t keep,
+                                    float *out, float *work_a, float *work_b, float *col) {
+    const pf__config *c = &m->config;
+    const struct pf__speech_config *sc = &c->speech_config;
+    size_t in = (size_t)sc->feature_width, length = frames;
+    memcpy(work_a, features, n * in * sizeof(float));
+    memset(work_a + n * in, 0, (frames - n) * in * sizeof(float));
+    float *x = work_a, *y = work_b;
+    for (int l = 0; l < sc->num_convs; l++) {
+        size_t outc = (size_t)sc->conv_dim[l], half = outc / 2, K = (size_t)sc->conv_kernel[l], pad = K / 2;
+        size_t produced = (length - 1) / 2 + 1, width = in * K;
+        pf__weight w = pf__speech_weight(m->speech->conv_weight[l], outc, width);
+        for (size_t t0 = 0; t0 < produced; t0 += PF__SPEECH_BLOCK) {
+            size_t rows = produced - t0 < PF__SPEECH_BLOCK ? produced - t0 : PF__SPEECH_BLOCK;
+            for (size_t j = 0; j < rows; j++)
+                for (size_t k = 0; k < K; k++) {
+                    size_t t = (t0 + j) * 2 + k; /* the input frame, plus pad */
+                    const float *src = t >= pad && t - pad < length ? x + (t - pad) * in : NULL;
+                    for (size_t i = 0; i < in; i++) col[j * width + i * K + k] = src ? src[i] : 0.0f;
+                }
+            pf__cpu_matmul_rows(y + t0 * outc, col, &w, m->speech->conv_bias[l], rows, NULL);
+        }
+        for (size_t t = 0; t < produced; t++) /* GLU, in place: row t's halves into its first half-width */
+            for (size_t i = 0; i < half; i++) {
+                float a = y[t * outc + i], b = y[t * outc + half + i];
+                y[t * half + i] = a / (1.0f + expf(-b));
+            }
+        float *spent = x;
+        x = y;
+        y = spent;
+        in = half;
+        length = produced;
+    }
+    float scale = c->embed_scale_sqrt ? sqrtf((float)c->hidden_size) : 1.0f;
+    for (size_t i = 0; i < keep * in; i++) out[i] = x[i] * scale;
+}
+
+/* Whisper's front end tensors (under the blocks' prefix), as fp32 copies the model owns. */
+PF_PRIVATE pf_result pf__mel_load(pf_model *m, const char *prefix) {
+    const pf__config *c = &m->config;
+    m->speech = (pf__speech *)calloc(1, sizeof *m->speech);
+    if (!m->speech) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    pf__speech *sp = m->speech;
+    size_t d = (size_t)c->hidden_size, conv1[3] = {d, (size_t)c->num_mel_bins, 3}, conv2[3] = {d, d, 3}, bias[1] = {d};
+    char name[256];
+    pf__front_name(m, PF__SLOT_MEL_CONV1_WEIGHT, 0, name, sizeof name);
+    pf_result r = pf__speech_tensor(m, prefix, name, conv1, 3, 1, &sp->mel_conv1_weight);
+    pf__front_name(m, PF__SLOT_MEL_CONV1_BIAS, 0, name, sizeof name);
+    if (!r) r = pf__speech_tensor(m, prefix, name, bias, 1, 1, &sp->mel_conv1_bias);
+    pf__front_name(m, PF__SLOT_MEL_CONV2_WEIGHT, 0, name, sizeof name);
+    if (!r) r = pf__speech_tensor(m, prefix, name, conv2, 3, 1, &sp->mel_conv2_weight);
+    pf__front_name(m, PF__SLOT_MEL_CONV2_BIAS, 0, name, sizeof name);
+    if (!r) r = pf__speech_tensor(m, prefix, name, bias, 1, 1, &sp->mel_conv2_bias);
+    return r;
+}
+
+/* One row of log-mel features, mel [num_mel_bins][frames] (mel-major, as pf_audio_features gives
+   them), through Whisper's front end into out [frames / 2][hidden]: GELU(conv1(x)), kernel 3,
+   zero padding 1; then GELU(conv2(.)), kernel 3, stride 2, padding 1. The encoder's positions are
+   added on the ranks. Each convolution gathers PF__SPEECH_BLOCK output frames' inputs (im2col, in
+   the weight's [in][kernel] order) for the CPU backend's matmul. work holds frames x hidden, col
+   PF__SPEECH_BLOCK x hidden x 3 (hidden >= num_mel_bins, or num_mel_bins x 3 where it is larger). */
+PF_PRIVATE void pf__mel_frontend(const pf_model *m, const float *mel, int num_frames, float *out, float *work, float *col) {
+    const pf__config *c = &m->config;
+    const pf__speech *sp = m->speech;
+    size_t d = (size_t)c->hidden_size, M = (size_t)c->num_mel_bins, F = (size_t)num_frames, half = (F + 1) / 2;
+    pf__weight w1 = pf__speech_weight(sp->mel_conv1_weight, d, M * 3), w2 = pf__speech_weight(sp->mel_conv2_weight, d, d * 3);
+    for (size_t t0 = 0; t0 < F; t0 += PF__SPEECH_BLOCK) { /* conv1: frame t reads frames t - 1 .. t + 1 */
+        size_t n = F - t0 < PF__SPEECH_BLOCK ? F - t0 : PF__SPEECH_BLOCK;
+        for (size_t j = 0; j < n; j++)
+            for (size_t i = 0; i < M; i++)
+                for (size_t k = 0; k < 3; k++) {
+                    size_t t = t0 + j + k; /* the input frame, plus the padding of 1 */
+                    col[j * M * 3 + i * 3 + k] = t >= 1 && t - 1 < F ? mel[i * F + t - 1] : 0.0f;
+                }
+        pf__cpu_matmul_rows(work + t0 * d, col, &w1, sp->mel_conv1_bias, n, NULL);
+    }
+    for (size_t i = 0; i < F * d; i++) work[i] = pf__speech_gelu(work[i]);
+    for (size_t t0 = 0; t0 < half; t0 += PF__SPEECH_BLOCK) { /* conv2: frame t reads frames 2t - 1 .. 2t + 1 */
+        size_t n = half - t0 < PF__SPEECH_BLOCK ? half - t0 : PF__SPEECH_BLOCK;
+        for (size_t j = 0; j < n; j++)
+            for (size_t k = 0; k < 3; k++) {
+                size_t t = 2 * (t0 + j) + k; /* plus the padding of 1 */
+                const float *h = t >= 1 && t - 1 < F ? work + (t - 1) * d : NULL;
+                for (size_t i = 0; i < d; i++) col[j * d * 3 + i * 3 + k] = h ? h[i] : 0.0f;
+            }
+        pf__cpu_matmul_rows(out + t0 * d, col, &w2, sp->mel_conv2_bias, n, NULL);
+    }
+    for (size_t i = 0; i < half * d; i++) out[i] = pf__speech_gelu(out[i]);
 }
 
 /* ==== src/slicing.c ==== */
@@ -18545,46 +18893,6 @@ static void pf__progress_add(pf__group *g, uint64_t bytes) {
     pthread_mutex_unlock(&g->mutex);
 }
 
-/* Quantizes rows [rows][cols] of fp32 values in place into Q8 blocks (cols a multiple of
-   PF__Q8_BLOCK). The scale is rounded to fp16 before the values are divided by it, so that
-   quantizing the dequantized weights again gives them back (pf_to_cpu then pf_parallelize). */
-PF_PRIVATE void pf__q8_quantize(void *data, size_t rows, size_t cols) {
-    const float *in = (const float *)data;
-    unsigned char *out = (unsigned char *)data; /* block b written at 34b, read from 128b: behind */
-    for (size_t b = 0; b < rows * cols / PF__Q8_BLOCK; b++) {
-        float v[PF__Q8_BLOCK], largest = 0;
-        memcpy(v, in + b * PF__Q8_BLOCK, sizeof v);
-        for (int i = 0; i < PF__Q8_BLOCK; i++) largest = fabsf(v[i]) > largest ? fabsf(v[i]) : largest;
-        uint16_t d16 = pf__f32_to_f16(largest / 127.0f);
-        float d = pf__f16_to_f32(d16), inverse = d > 0 ? 1.0f / d : 0.0f;
-        unsigned char *block = out + b * PF__Q8_BYTES;
-        memcpy(block, &d16, 2);
-        for (int i = 0; i < PF__Q8_BLOCK; i++) {
-            block[2 + i] = (unsigned char)pf__round_to_int8(v[i] * inverse);
-        }
-    }
-}
-
-/* The same into Q4 blocks, as llama.cpp's Q4_0 rounds: d = m / -8 for the value m of largest
-   magnitude (so m is q = 0), rounded to fp16 first like Q8's, then q = min(15, floor(w / d + 8.5)). */
-PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols) {
-    const float *in = (const float *)data;
-    unsigned char *out = (unsigned char *)data; /* block b written at 18b, read from 128b: behind */
-    for (size_t b = 0; b < rows * cols / PF__Q8_BLOCK; b++) {
-        float v[PF__Q8_BLOCK], extreme = 0;
-        memcpy(v, in + b * PF__Q8_BLOCK, sizeof v);
-        for (int i = 0; i < PF__Q8_BLOCK; i++) extreme = fabsf(v[i]) > fabsf(extreme) ? v[i] : extreme;
-        uint16_t d16 = pf__f32_to_f16(extreme / -8.0f);
-        float d = pf__f16_to_f32(d16), inverse = d != 0 ? 1.0f / d : 0.0f;
-        unsigned char *block = out + b * PF__Q4_BYTES, q[PF__Q8_BLOCK];
-        for (int i = 0; i < PF__Q8_BLOCK; i++) {
-            float t = pf__floor_small(v[i] * inverse + 8.5f);
-            q[i] = (unsigned char)(t < 0 ? 0 : t > 15 ? 15 : t);
-        }
-        memcpy(block, &d16, 2);
-        for (int i = 0; i < PF__Q8_BLOCK / 2; i++) block[2 + i] = (unsigned char)(q[i] | q[i + PF__Q8_BLOCK / 2] << 4);
-    }
-}
 
 static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__source *src, const pf__plan *p,
                           float **staging, size_t *staging_size) {
@@ -19549,6 +19857,172 @@ PF_PRIVATE void pf__rank_reorder(pf__rank *r, const pf__job *job) {
         r->backend->reorder_rows(r, r->cross_k + l * layer, dst, src, n, cross * f, cross * f);
         r->backend->reorder_rows(r, r->cross_v + l * layer, dst, src, n, cross * f, cross * f);
     }
+}
+
+/* ==== src/ranks.c ==== */
+/* =============================================================================================== */
+/* rank threads: the job loop, running a job on a group (in chunks past the scratch), ending it   */
+/* =============================================================================================== */
+
+#ifdef PF_TESTING
+/* Test builds download the logits of a step whose tokens the devices chose too, and the
+   generation checks each such token against pf__argmax (or pf__sample) of them; a test sets it
+   to 0 to run a release build's path (no logits unless the host needs them). */
+int pf_testing_check_device_choices = 1;
+#else
+#endif
+
+PF_PRIVATE void *pf__rank_main(void *arg) {
+    pf__rank *r = (pf__rank *)arg;
+    pf__group *g = r->group;
+    uint64_t seen = 0;
+    int began = r->backend->rank_begin(r) == 0; /* e.g. cudaSetDevice: before anything else */
+    for (;;) {
+        pthread_mutex_lock(&g->mutex);
+        while (g->job_seq == seen) pthread_cond_wait(&g->work, &g->mutex);
+        seen = g->job_seq;
+        pf__job job = g->job;
+        pthread_mutex_unlock(&g->mutex);
+        if (job.kind == PF__JOB_QUIT) break;
+        if (!began) pf__rank_fail(r, PF_ERROR_DEVICE, "%s: cannot start rank %d", r->backend->name, r->index);
+        else if (job.kind == PF__JOB_SETUP) pf__rank_setup(r);
+        else if (job.kind == PF__JOB_FORWARD) pf__rank_forward(r, &job);
+        else if (job.kind == PF__JOB_LOGITS) pf__rank_logits_again(r, &job);
+        else if (job.kind == PF__JOB_GATHER) pf__rank_gather(r);
+        else if (job.kind == PF__JOB_REORDER) pf__rank_reorder(r, &job);
+#ifdef PF_TESTING
+        pf__collective_check(r, "the end of the job", 0);
+#endif
+        /* the device's memory, asked on this thread (whose device is current: asking from the
+           caller's would make a CUDA context there) */
+        size_t used = 0, total = 0;
+        int known = began && r->backend->device_memory(r->device, &used, &total) == 0;
+        pthread_mutex_lock(&g->mutex);
+        r->device_used = known ? used : 0;
+        r->device_total = known ? total : 0;
+        if (++g->jobs_done == g->num_ranks) pthread_cond_signal(&g->done);
+        pthread_mutex_unlock(&g->mutex);
+    }
+    pf__rank_free_all(r);
+    if (began) r->backend->rank_end(r);
+    return NULL;
+}
+
+/* Hands a job to every rank and waits for all of them; the first rank error becomes the
+   model's message. */
+PF_PRIVATE pf_result pf__group_run(pf__group *g, pf__job_kind kind, const pf__job *job) {
+    pthread_mutex_lock(&g->mutex);
+    if (job) g->job = *job;
+    g->job.kind = kind;
+    g->jobs_done = 0;
+    PF__STORE_FLAG(g->aborted, 0);
+    g->barrier_count = 0;
+    for (int i = 0; i < g->num_ranks; i++) g->ranks[i].error = PF_OK;
+    g->job_seq++;
+    pthread_cond_broadcast(&g->work);
+    uint64_t reported = UINT64_MAX;
+    while (g->jobs_done < g->threads_started) {
+        if (kind != PF__JOB_SETUP || !g->progress) {
+            pthread_cond_wait(&g->done, &g->mutex);
+            continue;
+        }
+        /* weights being copied: report on this thread, five times a second */
+        uint64_t done = g->progress_done, total = g->progress_total;
+        if (done != reported) {
+            reported = done;
+            pthread_mutex_unlock(&g->mutex);
+            g->progress(g->progress_user, done, total);
+            pthread_mutex_lock(&g->mutex);
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 200 * 1000000L;
+        if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&g->done, &g->mutex, &until);
+    }
+    pthread_mutex_unlock(&g->mutex);
+    for (int i = 0; i < g->num_ranks; i++) {
+        pf__rank *r = &g->ranks[i];
+        if (r->error)
+            return pf__format(pf__error_buffer(g->model), PF__MESSAGE_SIZE, r->error, "rank %d (%s): %s", i,
+                              r->backend->name, r->message);
+    }
+    return PF_OK;
+}
+
+/* A decoder's forward step, in chunks of positions when batch x length exceeds the tokens the
+   ranks' scratch holds (a long prompt): each chunk appends to the KV cache after the one before,
+   with the step's rotary frequencies (as transformers computes the whole prompt's), and the
+   logits of its positions (all of them, or each row's last, which the last chunk writes). */
+PF_PRIVATE pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job) {
+    const pf__group *g = m->group;
+    const pf__step *s = &job->step;
+    size_t per_chunk = g->max_tokens / (size_t)s->batch;
+    if ((size_t)s->batch * s->seq_len <= g->max_tokens) return pf__group_run(m->group, PF__JOB_FORWARD, job);
+    size_t vocab = (size_t)m->config.vocab_size;
+    int32_t *ids = (int32_t *)malloc((size_t)s->batch * per_chunk * sizeof(int32_t));
+    float *logits = job->all_positions ? (float *)malloc((size_t)s->batch * per_chunk * vocab * sizeof(float)) : NULL;
+    pf_result r = ids && (logits || !job->all_positions) ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (int first = 0; !r && first < s->seq_len; first += (int)per_chunk) {
+        int len = s->seq_len - first < (int)per_chunk ? s->seq_len - first : (int)per_chunk;
+        pf__job chunk = *job;
+        for (int b = 0; b < s->batch; b++)
+            memcpy(ids + (size_t)b * len, s->ids + (size_t)b * s->seq_len + first, (size_t)len * sizeof(int32_t));
+        chunk.step.ids = ids;
+        chunk.step.seq_len = len;
+        chunk.step.past = s->past + first;
+        if (logits) chunk.logits = logits;
+        r = pf__group_run(m->group, PF__JOB_FORWARD, &chunk);
+        for (int b = 0; !r && logits && b < s->batch; b++) /* [batch][len] rows into [batch][seq_len] */
+            memcpy(job->logits + ((size_t)b * s->seq_len + first) * vocab, logits + (size_t)b * len * vocab,
+                   (size_t)len * vocab * sizeof(float));
+    }
+    free(ids);
+    free(logits);
+    return r;
+}
+
+PF_PRIVATE void pf__group_destroy(pf__group *g) {
+    if (!g) return;
+    if (g->threads_started) {
+        pthread_mutex_lock(&g->mutex);
+        g->job.kind = PF__JOB_QUIT;
+        g->job_seq++;
+        pthread_cond_broadcast(&g->work);
+        pthread_mutex_unlock(&g->mutex);
+        for (int i = 0; i < g->threads_started; i++) pthread_join(g->ranks[i].thread, NULL);
+    }
+    if (g->backend && g->backend->group_end) g->backend->group_end(g);
+    pthread_mutex_destroy(&g->mutex);
+    pthread_cond_destroy(&g->work);
+    pthread_cond_destroy(&g->done);
+    pthread_cond_destroy(&g->barrier_cond);
+    free(g->ranks);
+    free(g->reduce_in);
+    free(g->room_needed);
+    free(g->zero_ids);
+    free(g->choices);
+#ifdef PF_TESTING
+    free(g->collectives);
+#endif
+    free(g);
+}
+
+/* The heads and MLP columns of rank r of n: contiguous, as even as the sizes allow. Key/value
+   heads follow the query heads: a rank holds every one its query heads read, so with fewer
+   key/value heads than ranks they are replicated. */
+PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n) {
+    pf__share s;
+    int group = c->num_heads / c->num_kv_heads;
+    s.head_begin = (int)((long long)r * c->num_heads / n);
+    s.heads = (int)((long long)(r + 1) * c->num_heads / n) - s.head_begin;
+    s.kv_begin = s.head_begin / group;
+    s.kv_heads = s.heads ? (s.head_begin + s.heads - 1) / group + 1 - s.kv_begin : 0;
+    s.mlp_begin = (int)((long long)r * c->intermediate_size / n);
+    s.mlp_width = (int)((long long)(r + 1) * c->intermediate_size / n) - s.mlp_begin;
+    s.vocab_begin = (int)((long long)r * c->vocab_size / n);
+    s.vocab_rows = (int)((long long)(r + 1) * c->vocab_size / n) - s.vocab_begin;
+    return s;
 }
 
 /* ==== src/cuda_backend.c ==== */
@@ -22642,950 +23116,9 @@ PF_PRIVATE pf_result pf__scale_final_norm(pf_model *m) {
     return pf__scale_source(m, PF__SLOT_FINAL_NORM_WEIGHT, 1.0f / sqrtf((float)m->config.hidden_size));
 }
 
-/* ==== src/speech_frontend.c ==== */
-/* ---- speech encoders' front end (Wav2Vec2, XLSR, HuBERT) ---- */
+void pf_string_free(char *text) { free(text); }
 
-PF_PRIVATE size_t pf__speech_bytes(const pf__speech *sp) { return sp->bytes; }
-
-PF_PRIVATE void pf__speech_free(pf__speech *sp) {
-    if (!sp) return;
-    for (int l = 0; l < 16; l++) free(sp->conv_weight[l]), free(sp->conv_bias[l]), free(sp->conv_norm_weight[l]), free(sp->conv_norm_bias[l]);
-    free(sp->projection_norm_weight), free(sp->projection_norm_bias), free(sp->projection_weight), free(sp->projection_bias);
-    free(sp->pos_weight), free(sp->pos_bias);
-    free(sp->mel_conv1_weight), free(sp->mel_conv1_bias), free(sp->mel_conv2_weight), free(sp->mel_conv2_bias);
-    for (int i = 0; i < sp->num_tokens; i++) free(sp->tokens[i]);
-    free(sp->tokens), free(sp->pad), free(sp->delimiter), free(sp->unk);
-    free(sp);
-}
-
-/* Frames a waveform of n samples makes: each conv keeps (n - kernel) / stride + 1; 0 if too few. */
-PF_PRIVATE int pf__speech_frames(const pf__config *c, long long n) {
-    const struct pf__speech_config *sc = &c->speech_config;
-    for (int l = 0; l < sc->num_convs; l++) {
-        if (n < sc->conv_kernel[l]) return 0;
-        n = (n - sc->conv_kernel[l]) / sc->conv_stride[l] + 1;
-    }
-    return n > INT_MAX ? INT_MAX : (int)n;
-}
-
-/* The pattern of the family's nth row (0: the first) for a front-end slot, policies.inc's; NULL
-   when there is none. */
-static const char *pf__front_pattern(const pf_model *m, pf__slot slot, int nth) {
-    const pf__policy_rows *rows = pf__rows(m->config.arch);
-    for (size_t i = 0; i < rows->num_tensors; i++)
-        if (rows->tensors[i].arch == m->config.arch && rows->tensors[i].slot == slot && nth-- == 0)
-            return rows->tensors[i].pattern;
-    return NULL;
-}
-
-/* The front-end slot's tensor name, its %d the convolution l. */
-static void pf__front_name(const pf_model *m, pf__slot slot, int l, char *name, size_t size) {
-    const char *pattern = pf__front_pattern(m, slot, 0);
-    snprintf(name, size, pattern ? pattern : "(no row)", l);
-}
-
-/* Tensor prefix + name as an fp32 copy into *out, its shape checked (dims in shape[ndim]);
-   absent: *out NULL, an error where required. The tensor counts as consumed. */
-static pf_result pf__speech_tensor(pf_model *m, const char *prefix, const char *name, const size_t *shape, int ndim,
-                                   int required, float **out) {
-    char full[300];
-    *out = NULL;
-    snprintf(full, sizeof full, "%s%s", prefix, name);
-    const pf__st_tensor *st = pf__st_take(&m->st, full);
-    if (!st) return required ? PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s'", m->dir, full) : PF_OK;
-    if (st->dtype == PF__DTYPE_OTHER)
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' has an unsupported dtype (F32, F16 and BF16 are)",
-                        st->file->path, st->name);
-    int ok = st->ndim == ndim;
-    for (int k = 0; ok && k < ndim; k++) ok = st->shape[k] == shape[k];
-    if (!ok) {
-        char want[96] = "", got[96] = "";
-        for (int k = 0; k < ndim; k++)
-            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%zu", k ? ", " : "", shape[k]);
-        for (int k = 0; k < st->ndim && k < 6; k++)
-            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%zu", k ? ", " : "", st->shape[k]);
-        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' has shape [%s] but the config needs [%s]", st->file->path,
-                        st->name, got, want);
-    }
-    *out = (float *)malloc((st->numel ? st->numel : 1) * sizeof(float));
-    if (!*out) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    size_t width = pf__dtype_size(st->dtype);
-    m->speech->bytes += st->numel * sizeof(float);
-    for (size_t i = 0; i < st->numel; i++) { /* memcpy: a file's header need not leave the data aligned */
-        uint32_t f32 = 0;
-        uint16_t half = 0;
-        if (st->dtype == PF__DTYPE_F32) memcpy(&f32, st->data + i * width, 4), memcpy(&(*out)[i], &f32, 4);
-        else memcpy(&half, st->data + i * width, 2), (*out)[i] = st->dtype == PF__DTYPE_F16 ? pf__f16_to_f32(half) : pf__bf16_to_f32(half);
-    }
-    return PF_OK;
-}
-
-/* The positional convolution's weight: saved weight-normalised (torch's weight_norm with dim=2,
-   under its old names weight_g / weight_v or its parametrizations' original0 / original1), or
-   plain. Effective weight = g[k] * v[o][i][k] / ||v[:][:][k]||. */
-static pf_result pf__speech_pos_weight(pf_model *m, const char *prefix, size_t hidden, size_t per_group, size_t kernel) {
-    pf__speech *sp = m->speech;
-    size_t g_shape[3] = {1, 1, kernel}, v_shape[3] = {hidden, per_group, kernel};
-    float *g = NULL, *v = NULL, *plain = NULL;
-    const char *plain_name = pf__front_pattern(m, PF__SLOT_POS_CONV_WEIGHT, 0), *last_g = NULL;
-    pf_result r = plain_name ? pf__speech_tensor(m, prefix, plain_name, v_shape, 3, 0, &plain) : PF_OK;
-    int found = plain != NULL;
-    for (int i = 0; !r && pf__front_pattern(m, PF__SLOT_POS_CONV_WEIGHT_G, i); i++) { /* g and v: their i-th spellings */
-        const char *names[2] = {pf__front_pattern(m, PF__SLOT_POS_CONV_WEIGHT_G, i),
-                                pf__front_pattern(m, PF__SLOT_POS_CONV_WEIGHT_V, i)};
-        float *gi = NULL, *vi = NULL;
-        last_g = names[0];
-        if (!names[1]) r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "policies.inc: a spelling of g without one of v");
-        if (!r) r = pf__speech_tensor(m, prefix, names[0], g_shape, 3, 0, &gi);
-        if (!r) r = pf__speech_tensor(m, prefix, names[1], v_shape, 3, 0, &vi);
-        if (!r && (!gi) != (!vi))
-            r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s%s' without '%s%s'", m->dir, prefix, names[gi ? 0 : 1], prefix,
-                         names[gi ? 1 : 0]);
-        if (!r && gi && found)
-            r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: two spellings of the positional convolution's weight", m->dir);
-        if (!r && gi) found = 1, g = gi, v = vi, gi = vi = NULL;
-        free(gi), free(vi);
-    }
-    if (!r && !found)
-        r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s%s' (or weight_g and weight_v)", m->dir, prefix,
-                     last_g ? last_g : plain_name ? plain_name : "(no row)");
-    if (!r && plain) {
-        sp->pos_weight = plain;
-        plain = NULL;
-    } else if (!r) {
-        for (size_t k = 0; k < kernel; k++) {
-            double sum = 0;
-            for (size_t j = 0; j < hidden * per_group; j++) sum += (double)v[j * kernel + k] * v[j * kernel + k];
-            float scale = sum > 0 ? (float)(g[k] / sqrt(sum)) : 0.0f;
-            for (size_t j = 0; j < hidden * per_group; j++) v[j * kernel + k] *= scale;
-        }
-        sp->pos_weight = v;
-        v = NULL;
-        sp->bytes -= kernel * sizeof(float); /* g, folded in */
-    }
-    free(g), free(v), free(plain);
-    return r;
-}
-
-/* Reads the front end's tensors (under the prefix the blocks' tensors have). */
-PF_PRIVATE pf_result pf__speech_load(pf_model *m, const char *prefix) {
-    const pf__config *c = &m->config;
-    const struct pf__speech_config *sc = &c->speech_config;
-    m->speech = (pf__speech *)calloc(1, sizeof *m->speech);
-    if (!m->speech) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    pf__speech *sp = m->speech;
-    pf_result r = PF_OK;
-    size_t in = 1;
-    for (int l = 0; l < sc->num_convs && !r; l++) {
-        size_t out = (size_t)sc->conv_dim[l], weight[3] = {out, in, (size_t)sc->conv_kernel[l]}, vec[1] = {out};
-        char name[256];
-        int normed = sc->layer_norm_convs || l == 0;
-        pf__front_name(m, PF__SLOT_FRONT_CONV_WEIGHT, l, name, sizeof name);
-        r = pf__speech_tensor(m, prefix, name, weight, 3, 1, &sp->conv_weight[l]);
-        pf__front_name(m, PF__SLOT_FRONT_CONV_BIAS, l, name, sizeof name);
-        if (!r) r = pf__speech_tensor(m, prefix, name, vec, 1, sc->conv_bias, &sp->conv_bias[l]);
-        if (!r && sp->conv_bias[l] && !sc->conv_bias)
-            r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s%s' is in the checkpoint but config.json says conv_bias is "
-                         "false", m->dir, prefix, name);
-        pf__front_name(m, PF__SLOT_FRONT_CONV_NORM_WEIGHT, l, name, sizeof name);
-        if (!r) r = pf__speech_tensor(m, prefix, name, vec, 1, normed, &sp->conv_norm_weight[l]);
-        pf__front_name(m, PF__SLOT_FRONT_CONV_NORM_BIAS, l, name, sizeof name);
-        if (!r) r = pf__speech_tensor(m, prefix, name, vec, 1, normed, &sp->conv_norm_bias[l]);
-        if (!r && !normed && (sp->conv_norm_weight[l] || sp->conv_norm_bias[l]))
-            r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: conv layer %d has a norm but config.json's feat_extract_norm is "
-                         "\"group\" (a norm on the first layer only)", m->dir, l);
-        in = out;
-    }
-    size_t hidden = (size_t)c->hidden_size, vec[1] = {in}, projection[2] = {hidden, in}, hvec[1] = {hidden};
-    int norm = c->feature_projection_norm;
-    char name[256];
-    pf__front_name(m, PF__SLOT_FEATURE_NORM_WEIGHT, 0, name, sizeof name);
-    if (!r) r = pf__speech_tensor(m, prefix, name, vec, 1, norm, &sp->projection_norm_weight);
-    pf__front_name(m, PF__SLOT_FEATURE_NORM_BIAS, 0, name, sizeof name);
-    if (!r) r = pf__speech_tensor(m, prefix, name, vec, 1, norm, &sp->projection_norm_bias);
-    if (!r && !norm && (sp->projection_norm_weight || sp->projection_norm_bias))
-        r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: the feature projection has a norm but config.json's feat_proj_layer_norm is "
-                     "false", m->dir);
-    pf__front_name(m, PF__SLOT_FEATURE_PROJECTION_WEIGHT, 0, name, sizeof name);
-    if (!r) r = pf__speech_tensor(m, prefix, name, projection, 2, 1, &sp->projection_weight);
-    pf__front_name(m, PF__SLOT_FEATURE_PROJECTION_BIAS, 0, name, sizeof name);
-    if (!r) r = pf__speech_tensor(m, prefix, name, hvec, 1, 1, &sp->projection_bias);
-    if (!r) r = pf__speech_pos_weight(m, prefix, hidden, hidden / (size_t)sc->pos_groups, (size_t)sc->pos_kernel);
-    pf__front_name(m, PF__SLOT_POS_CONV_BIAS, 0, name, sizeof name);
-    if (!r) r = pf__speech_tensor(m, prefix, name, hvec, 1, 1, &sp->pos_bias);
-    /* encoder.layer_norm fills two optional slots: keep the one the config means */
-    pf__slot unused = c->pre_norm ? PF__SLOT_EMBED_NORM_WEIGHT : PF__SLOT_FINAL_NORM_WEIGHT;
-    pf__slot kept = c->pre_norm ? PF__SLOT_FINAL_NORM_WEIGHT : PF__SLOT_EMBED_NORM_WEIGHT;
-    m->sources[unused].data = m->sources[unused + 1].data = NULL;
-    const pf__arch_tensor *kept_row = pf__arch_tensor_for(c->arch, kept);
-    if (!r && (!m->sources[kept].data || !m->sources[kept + 1].data))
-        r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s%s' or its bias", m->dir, prefix,
-                     kept_row ? kept_row->pattern : "(no row)");
-    return r;
-}
-
-static float pf__speech_gelu(float v) { return 0.5f * v * (1.0f + erff(v * 0.7071067811865476f)); }
-
-/* y = (x - mean) / sqrt(var + eps) * weight + bias over n values `step` apart. */
-static void pf__speech_norm(float *x, size_t n, size_t step, const float *weight, const float *bias, size_t wi, size_t wstep,
-                            double eps) {
-    double mean = 0, var = 0;
-    for (size_t i = 0; i < n; i++) mean += x[i * step];
-    mean /= (double)n;
-    for (size_t i = 0; i < n; i++) var += (x[i * step] - mean) * (x[i * step] - mean);
-    float inv = (float)(1.0 / sqrt(var / (double)n + eps));
-    for (size_t i = 0; i < n; i++)
-        x[i * step] = (float)(x[i * step] - mean) * inv * weight[wi + i * wstep] + bias[wi + i * wstep];
-}
-
-/* The columns of the front end's im2col blocks: the widest of in * kernel over the convs and the
-   positional convolution's group width * kernel. */
-PF_PRIVATE size_t pf__speech_col_width(const pf__config *c) {
-    const struct pf__speech_config *sc = &c->speech_config;
-    size_t widest = (size_t)c->hidden_size / (size_t)sc->pos_groups * (size_t)sc->pos_kernel, in = 1;
-    for (int l = 0; l < sc->num_convs; l++) {
-        if (in * (size_t)sc->conv_kernel[l] > widest) widest = in * (size_t)sc->conv_kernel[l];
-        in = (size_t)sc->conv_dim[l];
-    }
-    return widest;
-}
-
-/* The float matrix w [rows][cols] as the CPU backend's matmul reads weights. */
-static pf__weight pf__speech_weight(const float *w, size_t rows, size_t cols) {
-    pf__weight weight;
-    memset(&weight, 0, sizeof weight);
-    weight.data = (void *)w;
-    weight.dtype = PF__DTYPE_F32;
-    weight.rows = rows;
-    weight.cols = cols;
-    return weight;
-}
-
-/* One waveform's frames, out [frames][hidden]: the conv stack, the feature projection, plus the
-   positional convolution. Every convolution gathers PF__SPEECH_BLOCK frames' inputs (im2col, in
-   the weight's [in][kernel] order) and multiplies them by its weight with the CPU backend's
-   matmul. work_a and work_b hold the largest conv output (frames x channels), work_h frames x
-   hidden, col PF__SPEECH_BLOCK x pf__speech_col_width. */
-PF_PRIVATE void pf__speech_frontend(const pf_model *m, const float *samples, int num_samples, float *out, float *work_a,
-                                float *work_b, float *work_h, float *col) {
-    const pf__config *c = &m->config;
-    const struct pf__speech_config *sc = &c->speech_config;
-    const pf__speech *sp = m->speech;
-    const float *x = samples; /* [length][in] */
-    size_t in = 1, length = (size_t)num_samples;
-    float *y = work_a;
-    for (int l = 0; l < sc->num_convs; l++) {
-        size_t outc = (size_t)sc->conv_dim[l], K = (size_t)sc->conv_kernel[l], S = (size_t)sc->conv_stride[l];
-        size_t frames = (length - K) / S + 1, width = in * K;
-        pf__weight w = pf__speech_weight(sp->conv_weight[l], outc, width);
-        for (size_t t0 = 0; t0 < frames; t0 += PF__SPEECH_BLOCK) {
-            size_t n = frames - t0 < PF__SPEECH_BLOCK ? frames - t0 : PF__SPEECH_BLOCK;
-            for (size_t j = 0; j < n; j++)
-                for (size_t i = 0; i < in; i++)
-                    for (size_t k = 0; k < K; k++) col[j * width + i * K + k] = x[((t0 + j) * S + k) * in + i];
-            pf__cpu_matmul_rows(y + t0 * outc, col, &w, sp->conv_bias[l], n, NULL);
-        }
-        if (sp->conv_norm_weight[l] && sc->layer_norm_convs) /* LayerNorm over the channels of each frame */
-            for (size_t t = 0; t < frames; t++)
-                pf__speech_norm(y + t * outc, outc, 1, sp->conv_norm_weight[l], sp->conv_norm_bias[l], 0, 1, 1e-5);
-        else if (sp->conv_norm_weight[l]) /* GroupNorm, a group per channel: over the frames of each channel */
-            for (size_t o = 0; o < outc; o++)
-                pf__speech_norm(y + o, frames, outc, sp->conv_norm_weight[l], sp->conv_norm_bias[l], o, 0, 1e-5);
-        for (size_t i = 0; i < outc * frames; i++) y[i] = pf__speech_gelu(y[i]);
-        x = y;
-        y = y == work_a ? work_b : work_a;
-        in = outc;
-        length = frames;
-    }
-    /* features [frames][channels]: normed (in place: the buffer is ours), projected to hidden */
-    size_t T = length, C = in, H = (size_t)c->hidden_size;
-    float *features = (float *)x;
-    if (sp->projection_norm_weight)
-        for (size_t t = 0; t < T; t++)
-            pf__speech_norm(features + t * C, C, 1, sp->projection_norm_weight, sp->projection_norm_bias, 0, 1, c->norm_eps);
-    pf__weight projection = pf__speech_weight(sp->projection_weight, H, C);
-    pf__cpu_matmul_rows(work_h, features, &projection, sp->projection_bias, T, NULL);
-    /* + GELU(grouped conv over the frames, zero-padded by kernel / 2 on both sides; an even kernel
-       makes one frame too many, the last, never computed), group by group into y */
-    size_t K = (size_t)sc->pos_kernel, per_group = H / (size_t)sc->pos_groups, pad = K / 2, width = per_group * K;
-    float *pos = y; /* [PF__SPEECH_BLOCK][per_group] */
-    for (size_t g = 0; g < (size_t)sc->pos_groups; g++) {
-        pf__weight w = pf__speech_weight(sp->pos_weight + g * per_group * width, per_group, width);
-        for (size_t t0 = 0; t0 < T; t0 += PF__SPEECH_BLOCK) {
-            size_t n = T - t0 < PF__SPEECH_BLOCK ? T - t0 : PF__SPEECH_BLOCK;
-            for (size_t j = 0; j < n; j++)
-                for (size_t k = 0; k < K; k++) {
-                    size_t t = t0 + j + k; /* the input frame, plus pad */
-                    const float *h = t >= pad && t - pad < T ? work_h + (t - pad) * H + g * per_group : NULL;
-                    for (size_t i = 0; i < per_group; i++) col[j * width + i * K + k] = h ? h[i] : 0.0f;
-                }
-            pf__cpu_matmul_rows(pos, col, &w, sp->pos_bias + g * per_group, n, NULL);
-            for (size_t j = 0; j < n; j++)
-                for (size_t i = 0; i < per_group; i++) {
-                    size_t at = (t0 + j) * H + g * per_group + i;
-                    out[at] = work_h[at] + pf__speech_gelu(pos[j * per_group + i]);
-                }
-        }
-    }
-}
-
-/* ---- Speech2Text's convolutional subsampler ---- */
-
-/* Its weights, [out][in][kernel] and [out] per layer, as fp32 copies in the speech struct (the
-   front end's home; its other arrays stay NULL). */
-PF_PRIVATE pf_result pf__subsampler_load(pf_model *m, const char *prefix) {
-    const struct pf__speech_config *sc = &m->config.speech_config;
-    m->speech = (pf__speech *)calloc(1, sizeof *m->speech);
-    if (!m->speech) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    pf_result r = PF_OK;
-    size_t in = (size_t)sc->feature_width;
-    for (int l = 0; l < sc->num_convs && !r; l++) {
-        size_t out = (size_t)sc->conv_dim[l], weight[3] = {out, in, (size_t)sc->conv_kernel[l]}, bias[1] = {out};
-        char name[256];
-        pf__front_name(m, PF__SLOT_FRONT_CONV_WEIGHT, l, name, sizeof name);
-        r = pf__speech_tensor(m, prefix, name, weight, 3, 1, &m->speech->conv_weight[l]);
-        pf__front_name(m, PF__SLOT_FRONT_CONV_BIAS, l, name, sizeof name);
-        if (!r) r = pf__speech_tensor(m, prefix, name, bias, 1, 1, &m->speech->conv_bias[l]);
-        in = out / 2; /* the GLU's */
-    }
-    return r;
-}
-
-/* Encoder frames of n input frames: each convolution keeps (n - 1) / 2 + 1 (odd kernels, padded
-   by half of one), as transformers' _get_feat_extract_output_lengths counts them. */
-PF_PRIVATE int pf__subsampler_frames(const pf__config *c, int n) {
-    for (int l = 0; l < c->speech_config.num_convs; l++) n = (n - 1) / 2 + 1;
-    return n;
-}
-
-/* The widest activation (frames x channels) of the subsampler on `frames` input frames, and its
-   widest im2col row (in * kernel). */
-PF_PRIVATE void pf__subsampler_sizes(const pf__config *c, size_t frames, size_t *widest, size_t *col_width) {
-    const struct pf__speech_config *sc = &c->speech_config;
-    size_t in = (size_t)sc->feature_width;
-    *widest = frames * in;
-    *col_width = 0;
-    for (int l = 0; l < sc->num_convs; l++) {
-        frames = (frames - 1) / 2 + 1;
-        if (frames * (size_t)sc->conv_dim[l] > *widest) *widest = frames * (size_t)sc->conv_dim[l];
-        if (in * (size_t)sc->conv_kernel[l] > *col_width) *col_width = in * (size_t)sc->conv_kernel[l];
-        in = (size_t)sc->conv_dim[l] / 2;
-    }
-}
-
-/* One row's encoder input, out [keep][hidden]: its features [n][feature_width] followed by zeros
-   up to `frames` (the batch's longest row: transformers runs the convolutions over the padded
-   batch, so a shorter row's last frames see the padding's convolved biases), each convolution
-   (stride 2, zero-padded by kernel / 2, im2col blocks through the CPU backend's matmul) then
-   GLU(a, b) = a * sigmoid(b) over its channel halves; the first `keep` frames times embed_scale.
-   work_a and work_b hold the widest activation, col PF__SPEECH_BLOCK im2col rows. */
-PF_PRIVATE void pf__subsampler_frontend(const pf_model *m, const float *features, size_t n, size_t frames, size_t keep,
-                                    float *out, float *work_a, float *work_b, float *col) {
-    const pf__config *c = &m->config;
-    const struct pf__speech_config *sc = &c->speech_config;
-    size_t in = (size_t)sc->feature_width, length = frames;
-    memcpy(work_a, features, n * in * sizeof(float));
-    memset(work_a + n * in, 0, (frames - n) * in * sizeof(float));
-    float *x = work_a, *y = work_b;
-    for (int l = 0; l < sc->num_convs; l++) {
-        size_t outc = (size_t)sc->conv_dim[l], half = outc / 2, K = (size_t)sc->conv_kernel[l], pad = K / 2;
-        size_t produced = (length - 1) / 2 + 1, width = in * K;
-        pf__weight w = pf__speech_weight(m->speech->conv_weight[l], outc, width);
-        for (size_t t0 = 0; t0 < produced; t0 += PF__SPEECH_BLOCK) {
-            size_t rows = produced - t0 < PF__SPEECH_BLOCK ? produced - t0 : PF__SPEECH_BLOCK;
-            for (size_t j = 0; j < rows; j++)
-                for (size_t k = 0; k < K; k++) {
-                    size_t t = (t0 + j) * 2 + k; /* the input frame, plus pad */
-                    const float *src = t >= pad && t - pad < length ? x + (t - pad) * in : NULL;
-                    for (size_t i = 0; i < in; i++) col[j * width + i * K + k] = src ? src[i] : 0.0f;
-                }
-            pf__cpu_matmul_rows(y + t0 * outc, col, &w, m->speech->conv_bias[l], rows, NULL);
-        }
-        for (size_t t = 0; t < produced; t++) /* GLU, in place: row t's halves into its first half-width */
-            for (size_t i = 0; i < half; i++) {
-                float a = y[t * outc + i], b = y[t * outc + half + i];
-                y[t * half + i] = a / (1.0f + expf(-b));
-            }
-        float *spent = x;
-        x = y;
-        y = spent;
-        in = half;
-        length = produced;
-    }
-    float scale = c->embed_scale_sqrt ? sqrtf((float)c->hidden_size) : 1.0f;
-    for (size_t i = 0; i < keep * in; i++) out[i] = x[i] * scale;
-}
-
-/* Whisper's front end tensors (under the blocks' prefix), as fp32 copies the model owns. */
-PF_PRIVATE pf_result pf__mel_load(pf_model *m, const char *prefix) {
-    const pf__config *c = &m->config;
-    m->speech = (pf__speech *)calloc(1, sizeof *m->speech);
-    if (!m->speech) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    pf__speech *sp = m->speech;
-    size_t d = (size_t)c->hidden_size, conv1[3] = {d, (size_t)c->num_mel_bins, 3}, conv2[3] = {d, d, 3}, bias[1] = {d};
-    char name[256];
-    pf__front_name(m, PF__SLOT_MEL_CONV1_WEIGHT, 0, name, sizeof name);
-    pf_result r = pf__speech_tensor(m, prefix, name, conv1, 3, 1, &sp->mel_conv1_weight);
-    pf__front_name(m, PF__SLOT_MEL_CONV1_BIAS, 0, name, sizeof name);
-    if (!r) r = pf__speech_tensor(m, prefix, name, bias, 1, 1, &sp->mel_conv1_bias);
-    pf__front_name(m, PF__SLOT_MEL_CONV2_WEIGHT, 0, name, sizeof name);
-    if (!r) r = pf__speech_tensor(m, prefix, name, conv2, 3, 1, &sp->mel_conv2_weight);
-    pf__front_name(m, PF__SLOT_MEL_CONV2_BIAS, 0, name, sizeof name);
-    if (!r) r = pf__speech_tensor(m, prefix, name, bias, 1, 1, &sp->mel_conv2_bias);
-    return r;
-}
-
-/* One row of log-mel features, mel [num_mel_bins][frames] (mel-major, as pf_audio_features gives
-   them), through Whisper's front end into out [frames / 2][hidden]: GELU(conv1(x)), kernel 3,
-   zero padding 1; then GELU(conv2(.)), kernel 3, stride 2, padding 1. The encoder's positions are
-   added on the ranks. Each convolution gathers PF__SPEECH_BLOCK output frames' inputs (im2col, in
-   the weight's [in][kernel] order) for the CPU backend's matmul. work holds frames x hidden, col
-   PF__SPEECH_BLOCK x hidden x 3 (hidden >= num_mel_bins, or num_mel_bins x 3 where it is larger). */
-PF_PRIVATE void pf__mel_frontend(const pf_model *m, const float *mel, int num_frames, float *out, float *work, float *col) {
-    const pf__config *c = &m->config;
-    const pf__speech *sp = m->speech;
-    size_t d = (size_t)c->hidden_size, M = (size_t)c->num_mel_bins, F = (size_t)num_frames, half = (F + 1) / 2;
-    pf__weight w1 = pf__speech_weight(sp->mel_conv1_weight, d, M * 3), w2 = pf__speech_weight(sp->mel_conv2_weight, d, d * 3);
-    for (size_t t0 = 0; t0 < F; t0 += PF__SPEECH_BLOCK) { /* conv1: frame t reads frames t - 1 .. t + 1 */
-        size_t n = F - t0 < PF__SPEECH_BLOCK ? F - t0 : PF__SPEECH_BLOCK;
-        for (size_t j = 0; j < n; j++)
-            for (size_t i = 0; i < M; i++)
-                for (size_t k = 0; k < 3; k++) {
-                    size_t t = t0 + j + k; /* the input frame, plus the padding of 1 */
-                    col[j * M * 3 + i * 3 + k] = t >= 1 && t - 1 < F ? mel[i * F + t - 1] : 0.0f;
-                }
-        pf__cpu_matmul_rows(work + t0 * d, col, &w1, sp->mel_conv1_bias, n, NULL);
-    }
-    for (size_t i = 0; i < F * d; i++) work[i] = pf__speech_gelu(work[i]);
-    for (size_t t0 = 0; t0 < half; t0 += PF__SPEECH_BLOCK) { /* conv2: frame t reads frames 2t - 1 .. 2t + 1 */
-        size_t n = half - t0 < PF__SPEECH_BLOCK ? half - t0 : PF__SPEECH_BLOCK;
-        for (size_t j = 0; j < n; j++)
-            for (size_t k = 0; k < 3; k++) {
-                size_t t = 2 * (t0 + j) + k; /* plus the padding of 1 */
-                const float *h = t >= 1 && t - 1 < F ? work + (t - 1) * d : NULL;
-                for (size_t i = 0; i < d; i++) col[j * d * 3 + i * 3 + k] = h ? h[i] : 0.0f;
-            }
-        pf__cpu_matmul_rows(out + t0 * d, col, &w2, sp->mel_conv2_bias, n, NULL);
-    }
-    for (size_t i = 0; i < half * d; i++) out[i] = pf__speech_gelu(out[i]);
-}
-
-/* ==== src/load.c ==== */
-/* The name prefix the checkpoint's tensors carry ("transformer.", "model.", ""): the first of the
-   family's that finds its anchor tensor (the token embedding, patch or speech front end). */
-static pf_result pf__find_prefix(pf_model *m, const char **out) {
-    const pf__config *c = &m->config;
-    const pf__arch_tensor *embed = pf__arch_tensor_for(c->arch, PF__SLOT_TOKEN_EMBED); /* anchors the prefix */
-    if (!embed) embed = pf__arch_tensor_for(c->arch, PF__SLOT_PATCH_WEIGHT);
-    if (!embed) embed = pf__arch_tensor_for(c->arch, PF__SLOT_FEATURE_PROJECTION_WEIGHT); /* speech: the front end's */
-    const char *anchor = embed ? embed->pattern : "(no anchor row)";
-    const pf__policy_rows *rows = pf__rows(c->arch);
-    for (size_t i = 0; i < rows->num_prefixes; i++) {
-        char name[256];
-        if (rows->prefixes[i].arch != c->arch) continue;
-        snprintf(name, sizeof name, "%s%s", rows->prefixes[i].prefix, anchor);
-        if (pf__st_find(&m->st, name)) {
-            *out = rows->prefixes[i].prefix;
-            return PF_OK;
-        }
-    }
-    return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s' (under any known prefix)", m->dir, anchor);
-}
-
-/* The checkpoint's tensor st as slot row t's source src (rows and cols set by the config),
-   after checking its shape in t's layout. */
-static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf__st_tensor *st, pf__source *src) {
-    size_t want[2] = {src->rows, src->cols};
-    int want_dims = 2;
-    if (t->layout == PF__LAYOUT_VECTOR) want_dims = 1;
-    if (t->layout == PF__LAYOUT_ROW) { /* [1, n] */
-        want[1] = want[0];
-        want[0] = 1;
-    }
-    if (t->layout == PF__LAYOUT_IN_OUT) {
-        want[0] = src->cols;
-        want[1] = src->rows;
-    }
-    pf__st_tensor flat = *st; /* SQUEEZED and CONV tensors checked as the 2-D [out, in] they are read as */
-    if (t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV) {
-        /* a 1-D SQUEEZED tensor is one row (CLIP's class_embedding) */
-        int leading_ones = t->layout == PF__LAYOUT_SQUEEZED, ok = st->ndim >= 2 || (leading_ones && st->ndim == 1);
-        for (int k = 0; ok && leading_ones && k < st->ndim - 2; k++) ok = st->shape[k] == 1;
-        if (t->layout == PF__LAYOUT_CONV && st->ndim != 4) ok = 0;
-        flat.ndim = ok ? 2 : 0;
-        if (ok && st->ndim == 1) {
-            flat.shape[1] = st->shape[0];
-            flat.shape[0] = 1;
-        } else if (ok) {
-            flat.shape[0] = leading_ones ? st->shape[st->ndim - 2] : st->shape[0];
-            flat.shape[1] = leading_ones ? st->shape[st->ndim - 1] : (st->shape[0] ? st->numel / st->shape[0] : 0);
-        }
-    }
-    if (flat.ndim != want_dims || flat.shape[0] != want[0] || (want_dims == 2 && flat.shape[1] != want[1]))
-        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' has shape [%zu%s%zu] but the config needs [%zu%s%zu]",
-                        st->file->path, st->name, st->shape[0], st->ndim > 1 ? ", " : "",
-                        st->ndim > 1 ? st->shape[1] : 0, want[0], want_dims > 1 ? ", " : "",
-                        want_dims > 1 ? want[1] : 0);
-    src->data = st->data;
-    src->dtype = st->dtype;
-    src->layout = t->layout == PF__LAYOUT_ROW                                       ? PF__LAYOUT_VECTOR
-                  : t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV ? PF__LAYOUT_OUT_IN
-                                                                                    : t->layout;
-    src->split = t->split;
-    return PF_OK;
-}
-
-/* Every slot's tensor under prefix: present where the family and config.json need it, absent
-   where config.json says it is not used, one spelling only, a dtype we read, the right shape. */
-static pf_result pf__take_slots(pf_model *m, const char *prefix) {
-    const pf__config *c = &m->config;
-    for (int slot = 0; slot < PF__SLOT_COUNT; slot++) {
-        if (slot == PF__SLOT_FIRST_FRONT_END) slot = PF__SLOT_FIRST_LAYER; /* the front end reads its own */
-        if (!pf__arch_tensor_for(c->arch, (pf__slot)slot)) continue;
-        int layers = slot < PF__SLOT_FIRST_LAYER ? 1 : c->num_layers;
-        for (int l = 0; l < layers; l++) {
-            char name[300];
-            const pf__arch_tensor *t = NULL;
-            const pf__st_tensor *other = NULL, *st = pf__take_slot(m, prefix, (pf__slot)slot, l, &t, name, sizeof name, &other);
-            if (!t) continue; /* a slot of the other tower only */
-            if (other)
-                return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensors '%s' and '%s' are two spellings of one weight", m->dir,
-                                st->name, other->name);
-            const char *why = NULL;
-            int by_config = pf__need_by_config(c, t->need, &why), wanted = by_config > 0;
-            if (by_config >= 0 && st && !wanted)
-                return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is in the checkpoint but config.json says %s",
-                                m->dir, st->name, why);
-            if (!st) {
-                if (t->need == PF__OPTIONAL || by_config == -2 || (by_config >= 0 && !wanted)) continue;
-                if (by_config >= 0)
-                    return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s' (config.json says %s)", m->dir, name, why);
-                return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s'", m->dir, name);
-            }
-            if (st->dtype == PF__DTYPE_OTHER)
-                return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' has an unsupported dtype (F32, F16 and BF16 are)",
-                                st->file->path, st->name);
-            pf__source *src = &m->sources[pf__slot_index((pf__slot)slot, l)];
-            pf__slot_shape(c, (pf__slot)slot, &src->rows, &src->cols);
-            pf_result r = pf__take_source(m, t, st, src);
-            if (r) return r;
-        }
-    }
-    return PF_OK;
-}
-
-/* The LM head: none where the head type has no vocabulary logits; tied, the embedding (and a
-   head in the file too must hold the same values); untied, present. */
-static pf_result pf__resolve_lm_head(pf_model *m) {
-    const pf__config *c = &m->config;
-    pf__source *head = &m->sources[PF__SLOT_LM_HEAD];
-    const pf__source *embed_src = &m->sources[PF__SLOT_TOKEN_EMBED];
-    int vocab_logits = c->head == PF_HEAD_CAUSAL_LM || c->head == PF_HEAD_MASKED_LM || c->head == PF_HEAD_CTC;
-    if (!vocab_logits && (head->data || m->sources[PF__SLOT_LM_HEAD_BIAS].data))
-        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: the checkpoint has an LM head that config.json's architectures (%s) does "
-                        "not use", m->dir, pf__head_name(c->head));
-    if (c->tie_word_embeddings && head->data) {
-        if (head->dtype != embed_src->dtype || head->rows != embed_src->rows || head->cols != embed_src->cols ||
-            memcmp(head->data, embed_src->data, head->rows * head->cols * pf__dtype_size(head->dtype)))
-            return PF__FAIL(m, PF_ERROR_FORMAT,
-                            "%s: config.json's tie_word_embeddings is true, but the checkpoint's LM head differs from its "
-                            "token embedding", m->dir);
-        head->data = NULL;
-    }
-    if (vocab_logits && !head->data && !c->tie_word_embeddings)
-        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing the LM head (config.json's tie_word_embeddings is false)", m->dir);
-    return PF_OK;
-}
-
-/* A zero key bias where the layer's q and v have biases (Whisper), so that the stack lines up. */
-static pf_result pf__add_zero_k_bias(pf_model *m) {
-    const pf__config *c = &m->config;
-    size_t width = (size_t)c->num_kv_heads * c->head_dim; /* pf__slot_shape's rows of a key bias */
-    for (int l = 0; l < c->num_layers; l++) {
-        size_t base = pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
-        pf__source *k = &m->sources[base + PF__SLOT_K_BIAS];
-        if (k->data || !m->sources[base + PF__SLOT_Q_BIAS].data || !m->sources[base + PF__SLOT_K_WEIGHT].data) continue;
-        if (!m->zero_bias && !(m->zero_bias = (float *)calloc(width, sizeof(float))))
-            return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-        k->data = (const uint8_t *)m->zero_bias;
-        k->dtype = PF__DTYPE_F32;
-        k->layout = PF__LAYOUT_VECTOR;
-        k->split = m->sources[base + PF__SLOT_V_BIAS].split;
-        pf__slot_shape(c, PF__SLOT_K_BIAS, &k->rows, &k->cols);
-    }
-    return PF_OK;
-}
-
-/* Each layer's stacked biases line up with its stacked weights, and it has an attention projection. */
-static pf_result pf__check_stacks(pf_model *m) {
-    const pf__config *c = &m->config;
-    for (int l = 0; l < c->num_layers; l++) {
-        size_t base = pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
-        for (size_t k = 0; k + 1 < pf__stacks_count; k += 2) { /* weight stack, then its bias stack */
-            int weights = 0, biases = 0;
-            for (int j = 0; j < pf__stacks[k].num_members; j++) {
-                int w = m->sources[base + pf__stacks[k].members[j]].data != NULL;
-                int b = m->sources[base + pf__stacks[k + 1].members[j]].data != NULL;
-                weights += w;
-                biases += b;
-                if (b && !w) return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has a bias without its weight", m->dir, l);
-            }
-            if (biases && biases != weights)
-                return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: layer %d has biases on some of its stacked projections only", m->dir, l);
-        }
-        if (!m->sources[base + PF__SLOT_QKV_FUSED_WEIGHT].data && !m->sources[base + PF__SLOT_Q_WEIGHT].data)
-            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has no attention projection", m->dir, l);
-    }
-    return PF_OK;
-}
-
-/* Finds the source tensor of every slot, checking presence, dtype and shape; then the front ends,
-   the tensors no slot consumed, and the scalings and limits that depend on what was found. */
-static pf_result pf__resolve_sources(pf_model *m) {
-    const pf__config *c = &m->config;
-    m->sources = (pf__source *)calloc(pf__num_slots(c), sizeof *m->sources);
-    if (!m->sources) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    const char *prefix = NULL;
-    pf_result r;
-    if ((r = pf__find_prefix(m, &prefix)) || (r = pf__take_slots(m, prefix)) || (r = pf__check_head_slots(m)) ||
-        (r = pf__resolve_lm_head(m)))
-        return r;
-    if (c->k_bias_zero && (r = pf__add_zero_k_bias(m))) return r;
-    if ((r = pf__check_stacks(m))) return r;
-    if (c->speech && (r = pf__speech_load(m, prefix))) return r;
-    if (c->conv_subsampler && (r = pf__subsampler_load(m, prefix))) return r;
-    if (c->mel_frontend && (r = pf__mel_load(m, prefix))) return r;
-    r = pf__account_tensors(m, prefix);
-    if (r) return r;
-    if (c->scale_decoder_outputs && c->num_layers > c->encoder_layers && pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ)
-        if ((r = pf__scale_final_norm(m))) return r;
-    static const pf__slot teacher_heads[] = {PF__SLOT_CLASSIFIER_WEIGHT, PF__SLOT_CLASSIFIER_BIAS,
-                                             PF__SLOT_DIST_CLASSIFIER_WEIGHT, PF__SLOT_DIST_CLASSIFIER_BIAS};
-    for (size_t i = 0; c->teacher_head && i < PF__COUNT(teacher_heads); i++) /* DeiT: the mean of two heads */
-        if ((r = pf__scale_source(m, teacher_heads[i], 0.5f))) return r;
-    if (c->num_kv_heads != c->num_heads && pf__arch_tensor_for(c->arch, PF__SLOT_QKV_FUSED_WEIGHT))
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: grouped-query attention with a fused QKV tensor", m->dir);
-    if (pf__archs[c->arch].qkv_layout == PF__QKV_CODEGEN && c->num_heads % 4)
-        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: CodeGen's fused QKV needs heads divisible by 4", m->dir);
-    return PF_OK;
-}
-
-/* ---- sentence-transformers' modules ---- */
-
-/* A Pooling module's config.json: "pooling_mode" (a name, or a list of one), or the older
-   pooling_mode_* flags with exactly one set. */
-static pf_result pf__sentence_pooling_read(const char *path, struct pf__sentence *s, char *message, size_t size) {
-    static const struct { const char *name, *flag; pf_pooling pooling; } modes[] = {
-        {"mean", "pooling_mode_mean_tokens", PF_POOLING_MEAN}, {"cls", "pooling_mode_cls_token", PF_POOLING_CLS},
-        {"max", "pooling_mode_max_tokens", PF_POOLING_MAX},
-        {"mean_sqrt_len_tokens", "pooling_mode_mean_sqrt_len_tokens", PF_POOLING_MEAN_SQRT_LEN},
-        {"weightedmean", "pooling_mode_weightedmean_tokens", PF_POOLING_WEIGHTED_MEAN},
-        {"lasttoken", "pooling_mode_lasttoken", PF_POOLING_LAST_TOKEN},
-    };
-    pf__json *json;
-    pf_result r = pf__json_load(path, &json, message, size);
-    if (r) return r;
-    const pf__json *mode = pf__json_get(json, "pooling_mode");
-    if (mode && mode->type == PF__JSON_ARRAY && mode->count == 1) mode = mode->first;
-    int found = 0;
-    for (size_t i = 0; i < PF__COUNT(modes); i++) {
-        double flag = 0;
-        int named = mode && mode->type == PF__JSON_STRING && !strcmp(mode->string, modes[i].name);
-        if (named || (!mode && pf__json_number(pf__json_get(json, modes[i].flag), &flag) == 1 && flag != 0)) {
-            s->pooling = modes[i].pooling;
-            found++;
-        }
-    }
-    if (found != 1)
-        snprintf(s->unsupported, sizeof s->unsupported, "%s: a pooling other than one of mean, cls, max, "
-                 "mean_sqrt_len_tokens, weightedmean and lasttoken", path);
-    pf__json_free(json);
-    return PF_OK;
-}
-
-/* modules.json (sentence-transformers): a Transformer, then a Pooling and optionally a
-   Normalize module; without the file, mean pooling and no normalisation, as sentence-transformers
-   makes of a plain checkpoint. sentence_bert_config.json's max_seq_length bounds the tokens. */
-static pf_result pf__sentence_config_read(const char *dir, struct pf__sentence *s, char *message, size_t size) {
-    char path[PF__PATH_SIZE];
-    pf__json *json = NULL;
-    memset(s, 0, sizeof *s);
-    s->pooling = PF_POOLING_MEAN;
-    if (pf__path_join(path, sizeof path, dir, "sentence_bert_config.json") == 0 && pf__file_exists(path)) {
-        pf_result r = pf__json_load(path, &json, message, size);
-        if (r) return r;
-        double length = 0;
-        if (pf__json_number(pf__json_get(json, "max_seq_length"), &length) == 1 && length >= 1 && length < 1e9)
-            s->max_seq_length = (int)length;
-        pf__json_free(json);
-    }
-    if (pf__path_join(path, sizeof path, dir, "modules.json") || !pf__file_exists(path)) return PF_OK;
-    pf_result r = pf__json_load(path, &json, message, size);
-    if (r) return r;
-    for (const pf__json *module = json->type == PF__JSON_ARRAY ? json->first : NULL; module && !r; module = module->next) {
-        const pf__json *type = pf__json_get(module, "type"), *where = pf__json_get(module, "path");
-        const char *name = type && type->type == PF__JSON_STRING ? type->string : "";
-        const char *kind = strrchr(name, '.') ? strrchr(name, '.') + 1 : name;
-        char pooling_path[PF__PATH_SIZE], sub[PF__PATH_SIZE];
-        if (!strcmp(kind, "Transformer")) continue;
-        if (!strcmp(kind, "Normalize")) s->normalize = 1;
-        else if (!strcmp(kind, "Pooling") && where && where->type == PF__JSON_STRING &&
-                 !pf__path_join(sub, sizeof sub, dir, where->string) &&
-                 !pf__path_join(pooling_path, sizeof pooling_path, sub, "config.json"))
-            r = pf__sentence_pooling_read(pooling_path, s, message, size);
-        else if (!s->unsupported[0])
-            snprintf(s->unsupported, sizeof s->unsupported, "%s: module \"%s\"", path, name);
-    }
-    pf__json_free(json);
-    return r;
-}
-
-/* A model with its locks and options, before anything is read. */
-static pf_model *pf__model_new(const pf_load_options *options) {
-    pf_model *m = (pf_model *)calloc(1, sizeof *m);
-    if (!m) return NULL;
-    pthread_mutexattr_t attr;
-    pthread_mutexattr_init(&attr);
-    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
-    pthread_mutex_init(&m->request_lock, &attr);
-    pthread_mutex_init(&m->batcher_start, NULL);
-    pthread_mutex_init(&m->calls_mutex, NULL);
-    pthread_cond_init(&m->calls_done, NULL);
-    pthread_mutexattr_destroy(&attr);
-    m->load_options = options ? *options : pf_load_options_init();
-    m->generate_defaults = pf_generate_options_init();
-    return m;
-}
-
-/* The tensors of a dual model's checkpoint that are not this tower's: under the other tower's
-   prefix, its bare names (its projection) and the dual row's own. Marked as consumed here so that
-   the tower's accounting sees its own; the other tower accounts for its tensors. */
-static void pf__mark_foreign_tensors(pf__st_index *st, pf__arch_id dual, pf__arch_id other) {
-    const pf__policy_rows *others = pf__rows(other), *duals = pf__rows(dual);
-    for (size_t i = 0; i < st->num_tensors; i++) {
-        pf__st_tensor *t = &st->tensors[i];
-        for (size_t k = 0; k < others->num_prefixes && !t->used; k++)
-            if (others->prefixes[k].prefix[0] && !strncmp(t->name, others->prefixes[k].prefix, strlen(others->prefixes[k].prefix)))
-                t->used = 1;
-        for (size_t k = 0; k < others->num_tensors && !t->used; k++)
-            if (!strcmp(t->name, others->tensors[k].pattern)) t->used = 1;
-        for (size_t k = 0; k < duals->num_tensors && !t->used; k++)
-            if (!strcmp(t->name, duals->tensors[k].pattern)) t->used = 1;
-    }
-}
-
-/* A dual model (CLIP): each tower is loaded as a model of its own from config.json's
-   text_config / vision_config (transformers' older text_config_dict / vision_config_dict win
-   whole, as its CLIPConfig lets them), with its projection, over the same checkpoint; the
-   similarity's temperature is read here. */
-static pf_result pf__load_dual(pf_model *m) {
-    static const char *const keys[2][2] = {{"text_config_dict", "text_config"}, {"vision_config_dict", "vision_config"}};
-    static const char *const suffixes[2] = {"_text_model", "_vision_model"};
-    char path[PF__PATH_SIZE];
-    pf__json *json = NULL;
-    if (pf__path_join(path, sizeof path, m->dir, "config.json")) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", m->dir);
-    pf_result r = pf__json_load(path, &json, pf__error_buffer(m), PF__MESSAGE_SIZE);
-    if (r) return r;
-    const pf__json *names = pf__json_get(json, "architectures");
-    const pf__json *first = names && names->type == PF__JSON_ARRAY ? names->first : NULL;
-    if (first && (first->type != PF__JSON_STRING || strlen(first->string) < 5 ||
-                  strcmp(first->string + strlen(first->string) - 5, "Model")))
-        r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported (model_type \"%s\": the two towers "
-                     "and their similarity, an architecture named ...Model, are)", path,
-                     first->type == PF__JSON_STRING ? first->string : "?", m->config.model_type);
-    int tower_arch[2] = {-1, -1};
-    for (int k = 0; k < 2 && !r; k++) {
-        char type[80];
-        snprintf(type, sizeof type, "%s%s", pf__archs[m->config.arch].model_type, suffixes[k]);
-        for (int a = 0; a < PF__ARCH_COUNT; a++)
-            if (!strcmp(pf__archs[a].model_type, type)) tower_arch[k] = a;
-        if (tower_arch[k] < 0) r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: no row for the tower \"%s\"", path, type);
-    }
-    for (int k = 0; k < 2 && !r; k++) {
-        pf_model *t = m->towers[k] = pf__model_new(&m->load_options);
-        if (!t || !(t->dir = strdup(m->dir))) {
-            r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-            break;
-        }
-        const pf__json *sub = pf__json_get(json, keys[k][0]);
-        const char *key = keys[k][0];
-        if (!sub || sub->type == PF__JSON_NULL) sub = pf__json_get(json, key = keys[k][1]);
-        if (sub && sub->type == PF__JSON_NULL) sub = NULL; /* transformers' defaults */
-        if (sub && sub->type != PF__JSON_OBJECT) {
-            r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: \"%s\" is not an object", path, key);
-            break;
-        }
-        char where[PF__PATH_SIZE + 32];
-        snprintf(where, sizeof where, "%s: %s", path, key);
-        r = pf__config_parse(sub, where, tower_arch[k], &t->config, pf__error_buffer(t), PF__MESSAGE_SIZE);
-        t->config.with_projection = 1;
-        t->config.projection_dim = m->config.projection_dim; /* CLIPModel projects to the top-level width */
-        if (!r && pf__archs[t->config.arch].kind != PF__KIND_ENCODER)
-            r = PF__FAIL(t, PF_ERROR_UNSUPPORTED, "%s: the tower is not an encoder", where);
-        if (!r) r = pf__config_check_token_ids(&t->config, where, pf__error_buffer(t), PF__MESSAGE_SIZE);
-        if (!r) r = pf__st_open(m->dir, &t->st, pf__error_buffer(t), PF__MESSAGE_SIZE);
-        if (!r) pf__mark_foreign_tensors(&t->st, m->config.arch, (pf__arch_id)tower_arch[1 - k]);
-        if (!r) r = pf__resolve_sources(t);
-        if (r) {
-            r = pf__fail_from(m, r, t);
-            break;
-        }
-        t->loaded = 1;
-    }
-    const pf__arch_tensor *scale_row = pf__arch_tensor_for(m->config.arch, PF__SLOT_LOGIT_SCALE);
-    const pf__st_tensor *scale = !r && scale_row ? pf__st_find(&m->towers[0]->st, scale_row->pattern) : NULL;
-    if (!r && scale_row && !scale) r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s'", m->dir, scale_row->pattern);
-    if (!r && scale && (scale->numel != 1 || scale->ndim > 1 || scale->dtype == PF__DTYPE_OTHER))
-        r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is not one F32, F16 or BF16 number", m->dir, scale->name);
-    if (!r && scale) {
-        m->logit_scale = expf(pf__weight_value(scale->data, 0, scale->dtype));
-        if (!isfinite(m->logit_scale)) r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' overflows when exponentiated", m->dir, scale->name);
-    }
-    pf__json_free(json);
-    return r;
-}
-
-/* The model's tokenizer, where its directory has one (tokenizer.json, vocab.json, or a
-   tokenizer_config.json naming a class without them, such as ByT5's). A tokenizer of a kind we
-   do not read (Marian's SentencePiece files, say) leaves the model without one: ids still run,
-   and the text calls say why there is no tokenizer. */
-static pf_result pf__load_tokenizer(pf_model *m, const char *dir) {
-    static const char *const files[] = {"tokenizer.json", "vocab.json", "tokenizer_config.json"};
-    int present[3];
-    for (size_t i = 0; i < PF__COUNT(files); i++) {
-        char path[PF__PATH_SIZE];
-        if (pf__path_join(path, sizeof path, dir, files[i])) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", dir);
-        present[i] = pf__file_exists(path);
-    }
-    if (m->load_options.skip_tokenizer || !(present[0] || present[1] || present[2])) return PF_OK;
-    pf_result r = pf__tokenizer_load_dir(dir, &m->tokenizer, m->tokenizer_missing, sizeof m->tokenizer_missing);
-    /* a kind we lack, no vocabulary files, or a speech model's CTC vocabulary (pf_ctc_decode reads it) */
-    if (r == PF_ERROR_UNSUPPORTED || (r && !present[0] && !present[1]) || (r && m->config.speech)) {
-        pf__log(m, PF_LOG_WARNING, "no tokenizer: %s", m->tokenizer_missing);
-        return PF_OK;
-    }
-    if (r) r = PF__FAIL(m, r, "%s", m->tokenizer_missing);
-    m->tokenizer_missing[0] = 0;
-    return r;
-}
-
-static pf_result pf__load_dual(pf_model *m);
-
-/* A failure of pf_load always has a message: one from a part that gave none (a tokenizer out of
-   memory, say) would leave callers printing "out of memory: " and nothing. */
-static pf_result pf__load_failed(pf_model *m, const char *dir, pf_result r) {
-    if (r && !pf_error_message(m)[0]) PF__FAIL(m, r, "%s: %s while loading", dir, pf_result_string(r));
-    return r;
-}
-
-pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_model **model) {
-    if (!model) return PF_ERROR_INVALID_ARGUMENT;
-    pf_model *m = pf__model_new(options);
-    *model = m;
-    if (!m) return PF_ERROR_OUT_OF_MEMORY;
-    if (!model_dir) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "model_dir is NULL");
-    m->dir = strdup(model_dir);
-    if (!m->dir) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    /* a GGUF file gives the config, tensors and tokenizer a directory's files would */
-    int gguf = pf__is_gguf(model_dir);
-    pf_result r = gguf ? pf__gguf_load(m) : pf__config_read(model_dir, &m->config, pf__error_buffer(m), PF__MESSAGE_SIZE);
-    if (!r && pf__archs[m->config.arch].kind == PF__KIND_DUAL) {
-        if (!(r = pf__load_dual(m))) r = pf__load_tokenizer(m, model_dir);
-        m->loaded = !r;
-        return pf__load_failed(m, model_dir, r);
-    }
-    if (!r && !gguf && !m->load_options.skip_generation_config)
-        r = pf__generation_config_read(model_dir, &m->config, &m->generate_defaults, pf__error_buffer(m), PF__MESSAGE_SIZE);
-    if (!r) r = pf__config_check_token_ids(&m->config, model_dir, pf__error_buffer(m), PF__MESSAGE_SIZE);
-    if (!r && !gguf) r = pf__st_open(model_dir, &m->st, pf__error_buffer(m), PF__MESSAGE_SIZE);
-    if (!r) r = pf__resolve_sources(m);
-    if (!r && pf__archs[m->config.arch].kind == PF__KIND_ENCODER)
-        r = pf__sentence_config_read(model_dir, &m->sentence, pf__error_buffer(m), PF__MESSAGE_SIZE);
-    if (!r && !gguf) r = pf__load_tokenizer(m, model_dir);
-    if (!r && m->config.rotary_dim) {
-        m->inv_freq = (float *)malloc((size_t)m->config.rotary_dim / 2 * sizeof(float));
-        if (!m->inv_freq) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    }
-    if (r) return pf__load_failed(m, model_dir, r);
-    m->loaded = 1;
-    return PF_OK;
-}
-
-/* Refuses requests from now on and waits for the ones that began to end (a running generation
-   stops at its next token: pf__check_closing). */
-static void pf__drain_requests(pf_model *m) {
-    pthread_mutex_lock(&m->calls_mutex);
-    __atomic_store_n(&m->closing, 1, __ATOMIC_RELEASE);
-    while (m->active_calls > 0) pthread_cond_wait(&m->calls_done, &m->calls_mutex);
-    pthread_mutex_unlock(&m->calls_mutex);
-}
-
-void pf_free(pf_model *m) {
-    if (!m) return;
-    pf__drain_requests(m);
-    pf_free(m->towers[0]);
-    pf_free(m->towers[1]);
-    pf__batcher_stop(m);
-    pf__group_destroy(m->group);
-    pf_tokenizer_free(m->tokenizer);
-    pf__st_close(&m->st);
-    free(m->sources);
-    for (int i = 0; i < m->num_scaled; i++) free(m->scaled[i]);
-    pf__speech_free(m->speech);
-    free(m->zero_bias);
-    free(m->logits);
-    free(m->inv_freq);
-    free(m->config.layer_window);
-    pf__policy_release(m->config.arch);
-    free(m->config.eos_ids);
-    free(m->config.suppress_ids);
-    free(m->config.begin_suppress_ids);
-    free(m->config.decoder_prompt_ids);
-    free(m->config.lang_ids);
-    free(m->dir);
-    pthread_mutex_destroy(&m->request_lock);
-    pthread_mutex_destroy(&m->batcher_start);
-    pthread_mutex_destroy(&m->calls_mutex);
-    pthread_cond_destroy(&m->calls_done);
-    free(m);
-}
-
-pf_model_info pf_get_info(const pf_model *m) {
-    pf_model_info info;
-    memset(&info, 0, sizeof info);
-    info.eos_token_id = info.bos_token_id = info.pad_token_id = info.decoder_start_token_id = -1;
-    if (!m || !m->loaded) return info;
-    info.model_type = m->config.model_type;
-    info.vocab_size = m->config.vocab_size;
-    info.hidden_size = m->config.hidden_size;
-    info.num_layers = m->config.num_layers;
-    info.num_heads = m->config.num_heads;
-    info.max_positions = m->config.max_positions;
-    const pf__config *c = &m->config;
-    pf__kind kind = pf__archs[c->arch].kind;
-    info.is_encoder_decoder = kind == PF__KIND_SEQ2SEQ && c->num_layers > c->encoder_layers;
-    info.is_encoder = kind == PF__KIND_ENCODER || (kind == PF__KIND_SEQ2SEQ && !info.is_encoder_decoder);
-    info.num_encoder_layers = kind == PF__KIND_SEQ2SEQ ? c->encoder_layers : 0;
-    if (c->patch_size) info.image_size = c->image_size, info.patch_size = c->patch_size, info.num_channels = c->num_channels;
-    if (c->speech) info.audio_stride = c->speech_config.stride, info.audio_min_samples = c->speech_config.min_samples;
-    if (c->conv_subsampler) info.num_mel_bins = c->speech_config.feature_width; /* frame-major, any length */
-    if (c->mel_frontend) info.num_mel_bins = c->num_mel_bins, info.mel_major = 1, info.audio_frames = 2 * c->encoder_max_positions;
-    info.head = c->head;
-    info.num_labels = c->num_labels;
-    info.eos_token_ids = c->eos_ids;
-    info.num_eos_token_ids = c->num_eos_ids;
-    info.eos_token_id = c->num_eos_ids ? c->eos_ids[0] : -1;
-    info.bos_token_id = c->bos_token_id;
-    info.pad_token_id = c->pad_token_id;
-    info.decoder_start_token_id = c->decoder_start_token_id;
-    if (m->towers[0]) { /* a dual model: the text tower's sizes, the vision tower's image */
-        pf_model_info text = pf_get_info(m->towers[0]), vision = pf_get_info(m->towers[1]);
-        text.model_type = info.model_type;
-        text.image_size = vision.image_size, text.patch_size = vision.patch_size, text.num_channels = vision.num_channels;
-        info = text;
-    }
-    return info;
-}
+pf_tokenizer *pf_model_tokenizer(pf_model *m) { return m ? m->tokenizer : NULL; }
 /* ==== src/parallelize.c ==== */
 
 /* The most ranks we start: far more than any machine has devices, small enough to catch typos. */
@@ -24821,6 +24354,100 @@ pf_result pf_forward_seq2seq(pf_model *m, const int32_t *const *source_ids, cons
     return r;
 }
 
+/* ---- speech encoder-decoders: their encoder on audio features ---- */
+
+/* Checks a batch of feature rows and runs each through the host front end: *out [batch][*width]
+   [hidden] and *pads [batch], each row's frames after its left pads (never attended to; Whisper's
+   rows are all one length; Speech2Text's, of any lengths, are padded to the longest), both the
+   caller's to free. */
+PF_PRIVATE pf_result pf__audio_source_rows(pf_model *m, const char *call, const float *const *features, const int *num_frames,
+                                       int batch, float **out, int *width, int **pads) {
+    const pf__config *c = &m->config;
+    *out = NULL;
+    *width = 0;
+    *pads = NULL;
+    if (!c->mel_frontend && !c->conv_subsampler)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is not a speech encoder-decoder (%s takes audio "
+                        "features)", c->model_type, call);
+    if (!features || !num_frames || batch < 1)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s needs features, their frame counts and batch >= 1", call);
+    const pf__group *g = m->group;
+    if (batch > g->max_batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, g->max_batch);
+    if (c->conv_subsampler) return pf__subsampler_rows(m, call, features, num_frames, batch, out, width, pads);
+    int frames = 2 * c->encoder_max_positions, T = c->encoder_max_positions;
+    if (T > g->cache_len)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the encoder's %d positions exceed max_sequence_length %d", T, g->cache_len);
+    size_t M = (size_t)c->num_mel_bins, d = (size_t)c->hidden_size;
+    for (int b = 0; b < batch; b++) {
+        if (!features[b] || num_frames[b] != frames)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d frames of %zu mel bins; the model takes exactly %d "
+                            "(max_source_positions x 2: pf_audio_features pads or cuts every input to them)", b,
+                            features[b] ? num_frames[b] : 0, M, frames);
+        for (size_t i = 0; i < M * (size_t)frames; i++)
+            if (!isfinite(features[b][i]))
+                return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: mel bin %zu, frame %zu is %g, not a finite number",
+                                b, i / (size_t)frames, i % (size_t)frames, (double)features[b][i]);
+    }
+    size_t widest = M > d ? M : d;
+    float *rows = (float *)malloc((size_t)batch * T * d * sizeof(float));
+    float *work = (float *)malloc(((size_t)frames * d + (size_t)PF__SPEECH_BLOCK * widest * 3) * sizeof(float));
+    *pads = (int *)calloc((size_t)batch, sizeof(int));
+    if (!rows || !work || !*pads) {
+        free(rows), free(work), free(*pads);
+        *pads = NULL;
+        return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int b = 0; b < batch; b++)
+        pf__mel_frontend(m, features[b], frames, rows + (size_t)b * T * d, work, work + (size_t)frames * d);
+    free(work);
+    *out = rows;
+    *width = T;
+    return PF_OK;
+}
+
+PF_PRIVATE pf_result pf__encode_audio_features_locked(pf_model *m, const float *const *features, const int *num_frames,
+                                                  int batch, pf_encoding **out) {
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    float *rows = NULL, *hidden = NULL;
+    int T = 0, *pads = NULL;
+    size_t d = (size_t)m->config.hidden_size;
+    if ((r = pf__audio_source_rows(m, "pf_encode_audio_features", features, num_frames, batch, &rows, &T, &pads))) return r;
+    pf_encoding *e = (pf_encoding *)calloc(1, sizeof *e);
+    hidden = (float *)malloc((size_t)batch * T * d * sizeof(float));
+    if (e) e->offsets = (int *)calloc((size_t)batch + 1, sizeof(int));
+    if (!e || !e->offsets || !hidden) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r) r = pf__encoder_pass(m, NULL, rows, pads, batch, T, hidden);
+    if (!r) { /* drop the pads: row b's frames are its last T - pads[b] */
+        e->batch = batch;
+        e->hidden_size = (int)d;
+        e->head = PF_HEAD_NONE;
+        for (int b = 0; b < batch; b++) {
+            e->offsets[b + 1] = e->offsets[b] + T - pads[b];
+            memmove(hidden + (size_t)e->offsets[b] * d, hidden + ((size_t)b * T + pads[b]) * d,
+                    (size_t)(T - pads[b]) * d * sizeof(float));
+        }
+        e->last_hidden_state = hidden;
+        hidden = NULL;
+        *out = e;
+        e = NULL;
+    }
+    pf_encoding_free(e);
+    free(rows), free(pads), free(hidden);
+    return r;
+}
+
+pf_result pf_encode_audio_features(pf_model *m, const float *const *features, const int *num_frames, int batch,
+                                   pf_encoding **out) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    if (out) *out = NULL;
+    if (!out) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio_features needs an output");
+    pf_result r = pf__request_lock(m, "pf_encode_audio_features");
+    if (r) return r;
+    r = pf__encode_audio_features_locked(m, features, num_frames, batch, out);
+    pf__request_unlock(m);
+    return r;
+}
 /* ==== src/generate.c ==== */
 /* =============================================================================================== */
 /* generation                                                                                      */
@@ -25201,38 +24828,6 @@ PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_o
 
 /* Runs one forward step for all rows: the prefill (step == NULL rows' whole padded prompts) or
    one new token per row. Leaves each row's last-position logits in m->logits. */
-/* A decoder's forward step, in chunks of positions when batch x length exceeds the tokens the
-   ranks' scratch holds (a long prompt): each chunk appends to the KV cache after the one before,
-   with the step's rotary frequencies (as transformers computes the whole prompt's), and the
-   logits of its positions (all of them, or each row's last, which the last chunk writes). */
-PF_PRIVATE pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job) {
-    const pf__group *g = m->group;
-    const pf__step *s = &job->step;
-    size_t per_chunk = g->max_tokens / (size_t)s->batch;
-    if ((size_t)s->batch * s->seq_len <= g->max_tokens) return pf__group_run(m->group, PF__JOB_FORWARD, job);
-    size_t vocab = (size_t)m->config.vocab_size;
-    int32_t *ids = (int32_t *)malloc((size_t)s->batch * per_chunk * sizeof(int32_t));
-    float *logits = job->all_positions ? (float *)malloc((size_t)s->batch * per_chunk * vocab * sizeof(float)) : NULL;
-    pf_result r = ids && (logits || !job->all_positions) ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    for (int first = 0; !r && first < s->seq_len; first += (int)per_chunk) {
-        int len = s->seq_len - first < (int)per_chunk ? s->seq_len - first : (int)per_chunk;
-        pf__job chunk = *job;
-        for (int b = 0; b < s->batch; b++)
-            memcpy(ids + (size_t)b * len, s->ids + (size_t)b * s->seq_len + first, (size_t)len * sizeof(int32_t));
-        chunk.step.ids = ids;
-        chunk.step.seq_len = len;
-        chunk.step.past = s->past + first;
-        if (logits) chunk.logits = logits;
-        r = pf__group_run(m->group, PF__JOB_FORWARD, &chunk);
-        for (int b = 0; !r && logits && b < s->batch; b++) /* [batch][len] rows into [batch][seq_len] */
-            memcpy(job->logits + ((size_t)b * s->seq_len + first) * vocab, logits + (size_t)b * len * vocab,
-                   (size_t)len * vocab * sizeof(float));
-    }
-    free(ids);
-    free(logits);
-    return r;
-}
-
 #ifdef PF_TESTING
 int pf_testing_device_choices; /* test hook: tokens the devices chose (pf__combine_choices) */
 int pf_testing_device_samples; /* test hook: tokens drawn from the devices' top-k candidates */
@@ -25947,6 +25542,139 @@ PF_PRIVATE pf_result pf__generate_locked(pf_model *m, const int32_t *const *prom
     return r;
 }
 
+/* ==== src/generate_audio.c ==== */
+/* ---- speech encoder-decoders: logits and generation from audio features ---- */
+
+static pf_result pf__forward_audio_locked(pf_model *m, const float *const *features, const int *num_frames,
+                                          const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
+                                          float *logits) {
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    if (!decoder_ids || !decoder_lengths || !logits)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_forward_audio needs decoder inputs, their lengths and logits");
+    if (batch > m->group->max_batch) /* before the lengths are read: a batch past the caller's arrays */
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, m->group->max_batch);
+    for (int b = 0; b < batch; b++)
+        if (decoder_lengths[b] > m->config.max_positions)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d decoder tokens exceed the decoder's %d positions", b,
+                            decoder_lengths[b], m->config.max_positions);
+    float *rows = NULL;
+    int *src_pads = NULL, T = 0;
+    if ((r = pf__audio_source_rows(m, "pf_forward_audio", features, num_frames, batch, &rows, &T, &src_pads))) return r;
+    r = pf__encoder_pass(m, NULL, rows, src_pads, batch, T, NULL);
+    if (!r) r = pf__decoder_logits(m, decoder_ids, decoder_lengths, batch, T, src_pads, logits);
+    free(rows), free(src_pads);
+    return r;
+}
+
+pf_result pf_forward_audio(pf_model *m, const float *const *features, const int *num_frames,
+                           const int32_t *const *decoder_ids, const int *decoder_lengths, int batch, float *logits) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    pf_result r = pf__request_lock(m, "pf_forward_audio");
+    if (r) return r;
+    r = pf__forward_audio_locked(m, features, num_frames, decoder_ids, decoder_lengths, batch, logits);
+    pf__request_unlock(m);
+    return r;
+}
+
+/* Whisper's language detection, row by row: the decoder's logits after the start token alone, the
+   likeliest of the language tokens (the lowest id on ties, as torch's argmax) into langs[b]. */
+static pf_result pf__detect_languages(pf_model *m, const float *rows, const int *source_pads, int batch, int width,
+                                      int32_t *langs) {
+    const pf__config *c = &m->config;
+    size_t vocab = (size_t)c->vocab_size;
+    int32_t *starts = (int32_t *)malloc((size_t)batch * sizeof(int32_t));
+    int *pads = (int *)calloc((size_t)batch, sizeof(int)); /* the decoder's: none */
+    float *logits = (float *)malloc((size_t)batch * vocab * sizeof(float));
+    pf_result r = starts && pads && logits ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (int b = 0; !r && b < batch; b++) starts[b] = c->decoder_start_token_id;
+    if (!r) r = pf__encoder_pass(m, NULL, rows, source_pads, batch, width, NULL);
+    if (!r) {
+        pf__job job = {.step = {.ids = starts, .batch = batch, .seq_len = 1, .pad = pads, .cross_len = width,
+                                .cross_pad = source_pads},
+                       .logits = logits,
+                       .all_positions = 1};
+        r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
+    }
+    for (int b = 0; !r && b < batch; b++) {
+        const float *row = logits + (size_t)b * vocab;
+        int best = -1;
+        for (int i = 0; i < c->num_lang_ids; i++) /* ascending ids: a strict > keeps the first of equal ones */
+            if (c->lang_ids[i] < c->vocab_size && (best < 0 || row[c->lang_ids[i]] > row[best])) best = c->lang_ids[i];
+        if (best < 0) r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: lang_to_id names no token of the vocabulary", m->dir);
+        else langs[b] = best;
+    }
+    free(starts), free(pads), free(logits);
+    return r;
+}
+
+static pf_result pf__generate_audio_locked(pf_model *m, const float *const *features, const int *num_frames, int batch,
+                                           const pf_generate_options *o, pf_generation *result) {
+    const pf__config *c = &m->config;
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    float *rows = NULL;
+    int T = 0, *pads = NULL;
+    /* before the prompt's last id is read below (and the front end's work) */
+    int longest = c->max_positions < m->group->cache_len ? c->max_positions : m->group->cache_len;
+    if (o->decoder_prompt && (o->decoder_prompt_length < 1 || o->decoder_prompt_length >= longest))
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "decoder_prompt_length %d is not in 1..%d", o->decoder_prompt_length,
+                        longest - 1);
+    if ((r = pf__audio_source_rows(m, "pf_generate_audio", features, num_frames, batch, &rows, &T, &pads))) return r;
+    /* the model's prompt, which names no language: each row's detected language token after its start token */
+    int own = c->num_decoder_prompt_ids > 0 && o->decoder_prompt == c->decoder_prompt_ids &&
+              o->decoder_prompt_length == c->num_decoder_prompt_ids;
+    int detect = c->detect_language && own;
+    /* timestamps: the model's prompt without its <|notimestamps|>, as generate() drops it */
+    pf_generate_options stamped = *o;
+    int ends_untimed = c->timestamp_begin > 0 && o->decoder_prompt && o->decoder_prompt_length > 0 &&
+                       o->decoder_prompt[o->decoder_prompt_length - 1] == c->timestamp_begin - 1;
+    if (o->return_timestamps && ends_untimed) {
+        if (own) stamped.decoder_prompt_length--, o = &stamped;
+        else r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_generate_audio: return_timestamps with a decoder_prompt "
+                          "that ends with <|notimestamps|> (leave it out)");
+    }
+    int32_t *langs = NULL, *prompts = NULL;
+    const int32_t **rows_prompts = NULL;
+    int *lengths = NULL, n = o->decoder_prompt_length + 1;
+    if (detect && !r) {
+        langs = (int32_t *)malloc((size_t)batch * sizeof(int32_t));
+        prompts = (int32_t *)malloc((size_t)batch * n * sizeof(int32_t));
+        rows_prompts = (const int32_t **)malloc((size_t)batch * sizeof *rows_prompts);
+        lengths = (int *)malloc((size_t)batch * sizeof(int));
+        if (!langs || !prompts || !rows_prompts || !lengths) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        if (!r) r = pf__detect_languages(m, rows, pads, batch, T, langs);
+        for (int b = 0; !r && b < batch; b++) {
+            int32_t *p = prompts + (size_t)b * n;
+            p[0] = c->decoder_prompt_ids[0];
+            p[1] = langs[b];
+            memcpy(p + 2, c->decoder_prompt_ids + 1, (size_t)(n - 2) * sizeof(int32_t));
+            rows_prompts[b] = p;
+            lengths[b] = n;
+        }
+    }
+    if (!r) r = pf__generate_locked(m, rows_prompts, lengths, batch, o, result, rows, pads, T);
+    /* with timestamps transformers returns the tokens without the eos that ended them */
+    const int32_t *eos = o->num_eos_token_ids ? o->eos_token_ids : c->eos_ids;
+    int num_eos = o->num_eos_token_ids ? o->num_eos_token_ids : c->num_eos_ids;
+    for (int i = 0; !r && o->return_timestamps && num_eos > 0 && i < result->num_sequences; i++)
+        if (result->lengths[i] > 0 && result->tokens[i][result->lengths[i] - 1] == eos[0]) result->lengths[i]--;
+    free(rows), free(pads), free(langs), free(prompts), free(rows_prompts), free(lengths);
+    return r;
+}
+
+pf_result pf_generate_audio(pf_model *m, const float *const *features, const int *num_frames, int batch,
+                            const pf_generate_options *options, pf_generation *result) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    if (result) memset(result, 0, sizeof *result);
+    if (!result) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_generate_audio needs a result");
+    pf_generate_options o = options ? *options : m->generate_defaults;
+    pf_result r = pf__request_lock(m, "pf_generate_audio");
+    if (r) return r;
+    r = pf__generate_audio_locked(m, features, num_frames, batch, &o, result);
+    pf__request_unlock(m);
+    return r;
+}
 /* ==== src/batching.c ==== */
 /* =============================================================================================== */
 /* continuous batching                                                                             */
@@ -26480,233 +26208,519 @@ pf_result pf_generate_text(pf_model *m, const char *prompt, const pf_generate_op
     pf_generation_free(&g);
     return r;
 }
-
-/* ---- speech encoder-decoders: generation from audio features ---- */
-
-/* Checks a batch of feature rows and runs each through the host front end: *out [batch][*width]
-   [hidden] and *pads [batch], each row's frames after its left pads (never attended to; Whisper's
-   rows are all one length; Speech2Text's, of any lengths, are padded to the longest), both the
-   caller's to free. */
-static pf_result pf__audio_source_rows(pf_model *m, const char *call, const float *const *features, const int *num_frames,
-                                       int batch, float **out, int *width, int **pads) {
+/* ==== src/load.c ==== */
+/* The name prefix the checkpoint's tensors carry ("transformer.", "model.", ""): the first of the
+   family's that finds its anchor tensor (the token embedding, patch or speech front end). */
+static pf_result pf__find_prefix(pf_model *m, const char **out) {
     const pf__config *c = &m->config;
-    *out = NULL;
-    *width = 0;
-    *pads = NULL;
-    if (!c->mel_frontend && !c->conv_subsampler)
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is not a speech encoder-decoder (%s takes audio "
-                        "features)", c->model_type, call);
-    if (!features || !num_frames || batch < 1)
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s needs features, their frame counts and batch >= 1", call);
-    const pf__group *g = m->group;
-    if (batch > g->max_batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, g->max_batch);
-    if (c->conv_subsampler) return pf__subsampler_rows(m, call, features, num_frames, batch, out, width, pads);
-    int frames = 2 * c->encoder_max_positions, T = c->encoder_max_positions;
-    if (T > g->cache_len)
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the encoder's %d positions exceed max_sequence_length %d", T, g->cache_len);
-    size_t M = (size_t)c->num_mel_bins, d = (size_t)c->hidden_size;
-    for (int b = 0; b < batch; b++) {
-        if (!features[b] || num_frames[b] != frames)
-            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d frames of %zu mel bins; the model takes exactly %d "
-                            "(max_source_positions x 2: pf_audio_features pads or cuts every input to them)", b,
-                            features[b] ? num_frames[b] : 0, M, frames);
-        for (size_t i = 0; i < M * (size_t)frames; i++)
-            if (!isfinite(features[b][i]))
-                return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: mel bin %zu, frame %zu is %g, not a finite number",
-                                b, i / (size_t)frames, i % (size_t)frames, (double)features[b][i]);
+    const pf__arch_tensor *embed = pf__arch_tensor_for(c->arch, PF__SLOT_TOKEN_EMBED); /* anchors the prefix */
+    if (!embed) embed = pf__arch_tensor_for(c->arch, PF__SLOT_PATCH_WEIGHT);
+    if (!embed) embed = pf__arch_tensor_for(c->arch, PF__SLOT_FEATURE_PROJECTION_WEIGHT); /* speech: the front end's */
+    const char *anchor = embed ? embed->pattern : "(no anchor row)";
+    const pf__policy_rows *rows = pf__rows(c->arch);
+    for (size_t i = 0; i < rows->num_prefixes; i++) {
+        char name[256];
+        if (rows->prefixes[i].arch != c->arch) continue;
+        snprintf(name, sizeof name, "%s%s", rows->prefixes[i].prefix, anchor);
+        if (pf__st_find(&m->st, name)) {
+            *out = rows->prefixes[i].prefix;
+            return PF_OK;
+        }
     }
-    size_t widest = M > d ? M : d;
-    float *rows = (float *)malloc((size_t)batch * T * d * sizeof(float));
-    float *work = (float *)malloc(((size_t)frames * d + (size_t)PF__SPEECH_BLOCK * widest * 3) * sizeof(float));
-    *pads = (int *)calloc((size_t)batch, sizeof(int));
-    if (!rows || !work || !*pads) {
-        free(rows), free(work), free(*pads);
-        *pads = NULL;
-        return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s' (under any known prefix)", m->dir, anchor);
+}
+
+/* The checkpoint's tensor st as slot row t's source src (rows and cols set by the config),
+   after checking its shape in t's layout. */
+static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf__st_tensor *st, pf__source *src) {
+    size_t want[2] = {src->rows, src->cols};
+    int want_dims = 2;
+    if (t->layout == PF__LAYOUT_VECTOR) want_dims = 1;
+    if (t->layout == PF__LAYOUT_ROW) { /* [1, n] */
+        want[1] = want[0];
+        want[0] = 1;
     }
-    for (int b = 0; b < batch; b++)
-        pf__mel_frontend(m, features[b], frames, rows + (size_t)b * T * d, work, work + (size_t)frames * d);
-    free(work);
-    *out = rows;
-    *width = T;
+    if (t->layout == PF__LAYOUT_IN_OUT) {
+        want[0] = src->cols;
+        want[1] = src->rows;
+    }
+    pf__st_tensor flat = *st; /* SQUEEZED and CONV tensors checked as the 2-D [out, in] they are read as */
+    if (t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV) {
+        /* a 1-D SQUEEZED tensor is one row (CLIP's class_embedding) */
+        int leading_ones = t->layout == PF__LAYOUT_SQUEEZED, ok = st->ndim >= 2 || (leading_ones && st->ndim == 1);
+        for (int k = 0; ok && leading_ones && k < st->ndim - 2; k++) ok = st->shape[k] == 1;
+        if (t->layout == PF__LAYOUT_CONV && st->ndim != 4) ok = 0;
+        flat.ndim = ok ? 2 : 0;
+        if (ok && st->ndim == 1) {
+            flat.shape[1] = st->shape[0];
+            flat.shape[0] = 1;
+        } else if (ok) {
+            flat.shape[0] = leading_ones ? st->shape[st->ndim - 2] : st->shape[0];
+            flat.shape[1] = leading_ones ? st->shape[st->ndim - 1] : (st->shape[0] ? st->numel / st->shape[0] : 0);
+        }
+    }
+    if (flat.ndim != want_dims || flat.shape[0] != want[0] || (want_dims == 2 && flat.shape[1] != want[1]))
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' has shape [%zu%s%zu] but the config needs [%zu%s%zu]",
+                        st->file->path, st->name, st->shape[0], st->ndim > 1 ? ", " : "",
+                        st->ndim > 1 ? st->shape[1] : 0, want[0], want_dims > 1 ? ", " : "",
+                        want_dims > 1 ? want[1] : 0);
+    src->data = st->data;
+    src->dtype = st->dtype;
+    src->layout = t->layout == PF__LAYOUT_ROW                                       ? PF__LAYOUT_VECTOR
+                  : t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV ? PF__LAYOUT_OUT_IN
+                                                                                    : t->layout;
+    src->split = t->split;
     return PF_OK;
 }
 
-PF_PRIVATE pf_result pf__encode_audio_features_locked(pf_model *m, const float *const *features, const int *num_frames,
-                                                  int batch, pf_encoding **out) {
-    pf_result r = pf__ensure_group(m);
-    if (r) return r;
-    float *rows = NULL, *hidden = NULL;
-    int T = 0, *pads = NULL;
-    size_t d = (size_t)m->config.hidden_size;
-    if ((r = pf__audio_source_rows(m, "pf_encode_audio_features", features, num_frames, batch, &rows, &T, &pads))) return r;
-    pf_encoding *e = (pf_encoding *)calloc(1, sizeof *e);
-    hidden = (float *)malloc((size_t)batch * T * d * sizeof(float));
-    if (e) e->offsets = (int *)calloc((size_t)batch + 1, sizeof(int));
-    if (!e || !e->offsets || !hidden) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    if (!r) r = pf__encoder_pass(m, NULL, rows, pads, batch, T, hidden);
-    if (!r) { /* drop the pads: row b's frames are its last T - pads[b] */
-        e->batch = batch;
-        e->hidden_size = (int)d;
-        e->head = PF_HEAD_NONE;
-        for (int b = 0; b < batch; b++) {
-            e->offsets[b + 1] = e->offsets[b] + T - pads[b];
-            memmove(hidden + (size_t)e->offsets[b] * d, hidden + ((size_t)b * T + pads[b]) * d,
-                    (size_t)(T - pads[b]) * d * sizeof(float));
-        }
-        e->last_hidden_state = hidden;
-        hidden = NULL;
-        *out = e;
-        e = NULL;
-    }
-    pf_encoding_free(e);
-    free(rows), free(pads), free(hidden);
-    return r;
-}
-
-pf_result pf_encode_audio_features(pf_model *m, const float *const *features, const int *num_frames, int batch,
-                                   pf_encoding **out) {
-    if (!m) return PF_ERROR_INVALID_ARGUMENT;
-    if (out) *out = NULL;
-    if (!out) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio_features needs an output");
-    pf_result r = pf__request_lock(m, "pf_encode_audio_features");
-    if (r) return r;
-    r = pf__encode_audio_features_locked(m, features, num_frames, batch, out);
-    pf__request_unlock(m);
-    return r;
-}
-
-static pf_result pf__forward_audio_locked(pf_model *m, const float *const *features, const int *num_frames,
-                                          const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
-                                          float *logits) {
-    pf_result r = pf__ensure_group(m);
-    if (r) return r;
-    if (!decoder_ids || !decoder_lengths || !logits)
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_forward_audio needs decoder inputs, their lengths and logits");
-    if (batch > m->group->max_batch) /* before the lengths are read: a batch past the caller's arrays */
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, m->group->max_batch);
-    for (int b = 0; b < batch; b++)
-        if (decoder_lengths[b] > m->config.max_positions)
-            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d decoder tokens exceed the decoder's %d positions", b,
-                            decoder_lengths[b], m->config.max_positions);
-    float *rows = NULL;
-    int *src_pads = NULL, T = 0;
-    if ((r = pf__audio_source_rows(m, "pf_forward_audio", features, num_frames, batch, &rows, &T, &src_pads))) return r;
-    r = pf__encoder_pass(m, NULL, rows, src_pads, batch, T, NULL);
-    if (!r) r = pf__decoder_logits(m, decoder_ids, decoder_lengths, batch, T, src_pads, logits);
-    free(rows), free(src_pads);
-    return r;
-}
-
-pf_result pf_forward_audio(pf_model *m, const float *const *features, const int *num_frames,
-                           const int32_t *const *decoder_ids, const int *decoder_lengths, int batch, float *logits) {
-    if (!m) return PF_ERROR_INVALID_ARGUMENT;
-    pf_result r = pf__request_lock(m, "pf_forward_audio");
-    if (r) return r;
-    r = pf__forward_audio_locked(m, features, num_frames, decoder_ids, decoder_lengths, batch, logits);
-    pf__request_unlock(m);
-    return r;
-}
-
-/* Whisper's language detection, row by row: the decoder's logits after the start token alone, the
-   likeliest of the language tokens (the lowest id on ties, as torch's argmax) into langs[b]. */
-static pf_result pf__detect_languages(pf_model *m, const float *rows, const int *source_pads, int batch, int width,
-                                      int32_t *langs) {
+/* Every slot's tensor under prefix: present where the family and config.json need it, absent
+   where config.json says it is not used, one spelling only, a dtype we read, the right shape. */
+static pf_result pf__take_slots(pf_model *m, const char *prefix) {
     const pf__config *c = &m->config;
-    size_t vocab = (size_t)c->vocab_size;
-    int32_t *starts = (int32_t *)malloc((size_t)batch * sizeof(int32_t));
-    int *pads = (int *)calloc((size_t)batch, sizeof(int)); /* the decoder's: none */
-    float *logits = (float *)malloc((size_t)batch * vocab * sizeof(float));
-    pf_result r = starts && pads && logits ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    for (int b = 0; !r && b < batch; b++) starts[b] = c->decoder_start_token_id;
-    if (!r) r = pf__encoder_pass(m, NULL, rows, source_pads, batch, width, NULL);
-    if (!r) {
-        pf__job job = {.step = {.ids = starts, .batch = batch, .seq_len = 1, .pad = pads, .cross_len = width,
-                                .cross_pad = source_pads},
-                       .logits = logits,
-                       .all_positions = 1};
-        r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
-    }
-    for (int b = 0; !r && b < batch; b++) {
-        const float *row = logits + (size_t)b * vocab;
-        int best = -1;
-        for (int i = 0; i < c->num_lang_ids; i++) /* ascending ids: a strict > keeps the first of equal ones */
-            if (c->lang_ids[i] < c->vocab_size && (best < 0 || row[c->lang_ids[i]] > row[best])) best = c->lang_ids[i];
-        if (best < 0) r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: lang_to_id names no token of the vocabulary", m->dir);
-        else langs[b] = best;
-    }
-    free(starts), free(pads), free(logits);
-    return r;
-}
-
-static pf_result pf__generate_audio_locked(pf_model *m, const float *const *features, const int *num_frames, int batch,
-                                           const pf_generate_options *o, pf_generation *result) {
-    const pf__config *c = &m->config;
-    pf_result r = pf__ensure_group(m);
-    if (r) return r;
-    float *rows = NULL;
-    int T = 0, *pads = NULL;
-    /* before the prompt's last id is read below (and the front end's work) */
-    int longest = c->max_positions < m->group->cache_len ? c->max_positions : m->group->cache_len;
-    if (o->decoder_prompt && (o->decoder_prompt_length < 1 || o->decoder_prompt_length >= longest))
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "decoder_prompt_length %d is not in 1..%d", o->decoder_prompt_length,
-                        longest - 1);
-    if ((r = pf__audio_source_rows(m, "pf_generate_audio", features, num_frames, batch, &rows, &T, &pads))) return r;
-    /* the model's prompt, which names no language: each row's detected language token after its start token */
-    int own = c->num_decoder_prompt_ids > 0 && o->decoder_prompt == c->decoder_prompt_ids &&
-              o->decoder_prompt_length == c->num_decoder_prompt_ids;
-    int detect = c->detect_language && own;
-    /* timestamps: the model's prompt without its <|notimestamps|>, as generate() drops it */
-    pf_generate_options stamped = *o;
-    int ends_untimed = c->timestamp_begin > 0 && o->decoder_prompt && o->decoder_prompt_length > 0 &&
-                       o->decoder_prompt[o->decoder_prompt_length - 1] == c->timestamp_begin - 1;
-    if (o->return_timestamps && ends_untimed) {
-        if (own) stamped.decoder_prompt_length--, o = &stamped;
-        else r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_generate_audio: return_timestamps with a decoder_prompt "
-                          "that ends with <|notimestamps|> (leave it out)");
-    }
-    int32_t *langs = NULL, *prompts = NULL;
-    const int32_t **rows_prompts = NULL;
-    int *lengths = NULL, n = o->decoder_prompt_length + 1;
-    if (detect && !r) {
-        langs = (int32_t *)malloc((size_t)batch * sizeof(int32_t));
-        prompts = (int32_t *)malloc((size_t)batch * n * sizeof(int32_t));
-        rows_prompts = (const int32_t **)malloc((size_t)batch * sizeof *rows_prompts);
-        lengths = (int *)malloc((size_t)batch * sizeof(int));
-        if (!langs || !prompts || !rows_prompts || !lengths) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-        if (!r) r = pf__detect_languages(m, rows, pads, batch, T, langs);
-        for (int b = 0; !r && b < batch; b++) {
-            int32_t *p = prompts + (size_t)b * n;
-            p[0] = c->decoder_prompt_ids[0];
-            p[1] = langs[b];
-            memcpy(p + 2, c->decoder_prompt_ids + 1, (size_t)(n - 2) * sizeof(int32_t));
-            rows_prompts[b] = p;
-            lengths[b] = n;
+    for (int slot = 0; slot < PF__SLOT_COUNT; slot++) {
+        if (slot == PF__SLOT_FIRST_FRONT_END) slot = PF__SLOT_FIRST_LAYER; /* the front end reads its own */
+        if (!pf__arch_tensor_for(c->arch, (pf__slot)slot)) continue;
+        int layers = slot < PF__SLOT_FIRST_LAYER ? 1 : c->num_layers;
+        for (int l = 0; l < layers; l++) {
+            char name[300];
+            const pf__arch_tensor *t = NULL;
+            const pf__st_tensor *other = NULL, *st = pf__take_slot(m, prefix, (pf__slot)slot, l, &t, name, sizeof name, &other);
+            if (!t) continue; /* a slot of the other tower only */
+            if (other)
+                return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensors '%s' and '%s' are two spellings of one weight", m->dir,
+                                st->name, other->name);
+            const char *why = NULL;
+            int by_config = pf__need_by_config(c, t->need, &why), wanted = by_config > 0;
+            if (by_config >= 0 && st && !wanted)
+                return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is in the checkpoint but config.json says %s",
+                                m->dir, st->name, why);
+            if (!st) {
+                if (t->need == PF__OPTIONAL || by_config == -2 || (by_config >= 0 && !wanted)) continue;
+                if (by_config >= 0)
+                    return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s' (config.json says %s)", m->dir, name, why);
+                return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s'", m->dir, name);
+            }
+            if (st->dtype == PF__DTYPE_OTHER)
+                return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' has an unsupported dtype (F32, F16 and BF16 are)",
+                                st->file->path, st->name);
+            pf__source *src = &m->sources[pf__slot_index((pf__slot)slot, l)];
+            pf__slot_shape(c, (pf__slot)slot, &src->rows, &src->cols);
+            pf_result r = pf__take_source(m, t, st, src);
+            if (r) return r;
         }
     }
-    if (!r) r = pf__generate_locked(m, rows_prompts, lengths, batch, o, result, rows, pads, T);
-    /* with timestamps transformers returns the tokens without the eos that ended them */
-    const int32_t *eos = o->num_eos_token_ids ? o->eos_token_ids : c->eos_ids;
-    int num_eos = o->num_eos_token_ids ? o->num_eos_token_ids : c->num_eos_ids;
-    for (int i = 0; !r && o->return_timestamps && num_eos > 0 && i < result->num_sequences; i++)
-        if (result->lengths[i] > 0 && result->tokens[i][result->lengths[i] - 1] == eos[0]) result->lengths[i]--;
-    free(rows), free(pads), free(langs), free(prompts), free(rows_prompts), free(lengths);
-    return r;
+    return PF_OK;
 }
 
-pf_result pf_generate_audio(pf_model *m, const float *const *features, const int *num_frames, int batch,
-                            const pf_generate_options *options, pf_generation *result) {
-    if (!m) return PF_ERROR_INVALID_ARGUMENT;
-    if (result) memset(result, 0, sizeof *result);
-    if (!result) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_generate_audio needs a result");
-    pf_generate_options o = options ? *options : m->generate_defaults;
-    pf_result r = pf__request_lock(m, "pf_generate_audio");
+/* The LM head: none where the head type has no vocabulary logits; tied, the embedding (and a
+   head in the file too must hold the same values); untied, present. */
+static pf_result pf__resolve_lm_head(pf_model *m) {
+    const pf__config *c = &m->config;
+    pf__source *head = &m->sources[PF__SLOT_LM_HEAD];
+    const pf__source *embed_src = &m->sources[PF__SLOT_TOKEN_EMBED];
+    int vocab_logits = c->head == PF_HEAD_CAUSAL_LM || c->head == PF_HEAD_MASKED_LM || c->head == PF_HEAD_CTC;
+    if (!vocab_logits && (head->data || m->sources[PF__SLOT_LM_HEAD_BIAS].data))
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: the checkpoint has an LM head that config.json's architectures (%s) does "
+                        "not use", m->dir, pf__head_name(c->head));
+    if (c->tie_word_embeddings && head->data) {
+        if (head->dtype != embed_src->dtype || head->rows != embed_src->rows || head->cols != embed_src->cols ||
+            memcmp(head->data, embed_src->data, head->rows * head->cols * pf__dtype_size(head->dtype)))
+            return PF__FAIL(m, PF_ERROR_FORMAT,
+                            "%s: config.json's tie_word_embeddings is true, but the checkpoint's LM head differs from its "
+                            "token embedding", m->dir);
+        head->data = NULL;
+    }
+    if (vocab_logits && !head->data && !c->tie_word_embeddings)
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing the LM head (config.json's tie_word_embeddings is false)", m->dir);
+    return PF_OK;
+}
+
+/* A zero key bias where the layer's q and v have biases (Whisper), so that the stack lines up. */
+static pf_result pf__add_zero_k_bias(pf_model *m) {
+    const pf__config *c = &m->config;
+    size_t width = (size_t)c->num_kv_heads * c->head_dim; /* pf__slot_shape's rows of a key bias */
+    for (int l = 0; l < c->num_layers; l++) {
+        size_t base = pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+        pf__source *k = &m->sources[base + PF__SLOT_K_BIAS];
+        if (k->data || !m->sources[base + PF__SLOT_Q_BIAS].data || !m->sources[base + PF__SLOT_K_WEIGHT].data) continue;
+        if (!m->zero_bias && !(m->zero_bias = (float *)calloc(width, sizeof(float))))
+            return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        k->data = (const uint8_t *)m->zero_bias;
+        k->dtype = PF__DTYPE_F32;
+        k->layout = PF__LAYOUT_VECTOR;
+        k->split = m->sources[base + PF__SLOT_V_BIAS].split;
+        pf__slot_shape(c, PF__SLOT_K_BIAS, &k->rows, &k->cols);
+    }
+    return PF_OK;
+}
+
+/* Each layer's stacked biases line up with its stacked weights, and it has an attention projection. */
+static pf_result pf__check_stacks(pf_model *m) {
+    const pf__config *c = &m->config;
+    for (int l = 0; l < c->num_layers; l++) {
+        size_t base = pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+        for (size_t k = 0; k + 1 < pf__stacks_count; k += 2) { /* weight stack, then its bias stack */
+            int weights = 0, biases = 0;
+            for (int j = 0; j < pf__stacks[k].num_members; j++) {
+                int w = m->sources[base + pf__stacks[k].members[j]].data != NULL;
+                int b = m->sources[base + pf__stacks[k + 1].members[j]].data != NULL;
+                weights += w;
+                biases += b;
+                if (b && !w) return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has a bias without its weight", m->dir, l);
+            }
+            if (biases && biases != weights)
+                return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: layer %d has biases on some of its stacked projections only", m->dir, l);
+        }
+        if (!m->sources[base + PF__SLOT_QKV_FUSED_WEIGHT].data && !m->sources[base + PF__SLOT_Q_WEIGHT].data)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has no attention projection", m->dir, l);
+    }
+    return PF_OK;
+}
+
+/* Finds the source tensor of every slot, checking presence, dtype and shape; then the front ends,
+   the tensors no slot consumed, and the scalings and limits that depend on what was found. */
+static pf_result pf__resolve_sources(pf_model *m) {
+    const pf__config *c = &m->config;
+    m->sources = (pf__source *)calloc(pf__num_slots(c), sizeof *m->sources);
+    if (!m->sources) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    const char *prefix = NULL;
+    pf_result r;
+    if ((r = pf__find_prefix(m, &prefix)) || (r = pf__take_slots(m, prefix)) || (r = pf__check_head_slots(m)) ||
+        (r = pf__resolve_lm_head(m)))
+        return r;
+    if (c->k_bias_zero && (r = pf__add_zero_k_bias(m))) return r;
+    if ((r = pf__check_stacks(m))) return r;
+    if (c->speech && (r = pf__speech_load(m, prefix))) return r;
+    if (c->conv_subsampler && (r = pf__subsampler_load(m, prefix))) return r;
+    if (c->mel_frontend && (r = pf__mel_load(m, prefix))) return r;
+    r = pf__account_tensors(m, prefix);
     if (r) return r;
-    r = pf__generate_audio_locked(m, features, num_frames, batch, &o, result);
-    pf__request_unlock(m);
+    if (c->scale_decoder_outputs && c->num_layers > c->encoder_layers && pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ)
+        if ((r = pf__scale_final_norm(m))) return r;
+    static const pf__slot teacher_heads[] = {PF__SLOT_CLASSIFIER_WEIGHT, PF__SLOT_CLASSIFIER_BIAS,
+                                             PF__SLOT_DIST_CLASSIFIER_WEIGHT, PF__SLOT_DIST_CLASSIFIER_BIAS};
+    for (size_t i = 0; c->teacher_head && i < PF__COUNT(teacher_heads); i++) /* DeiT: the mean of two heads */
+        if ((r = pf__scale_source(m, teacher_heads[i], 0.5f))) return r;
+    if (c->num_kv_heads != c->num_heads && pf__arch_tensor_for(c->arch, PF__SLOT_QKV_FUSED_WEIGHT))
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: grouped-query attention with a fused QKV tensor", m->dir);
+    if (pf__archs[c->arch].qkv_layout == PF__QKV_CODEGEN && c->num_heads % 4)
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: CodeGen's fused QKV needs heads divisible by 4", m->dir);
+    return PF_OK;
+}
+
+/* ---- sentence-transformers' modules ---- */
+
+/* A Pooling module's config.json: "pooling_mode" (a name, or a list of one), or the older
+   pooling_mode_* flags with exactly one set. */
+static pf_result pf__sentence_pooling_read(const char *path, struct pf__sentence *s, char *message, size_t size) {
+    static const struct { const char *name, *flag; pf_pooling pooling; } modes[] = {
+        {"mean", "pooling_mode_mean_tokens", PF_POOLING_MEAN}, {"cls", "pooling_mode_cls_token", PF_POOLING_CLS},
+        {"max", "pooling_mode_max_tokens", PF_POOLING_MAX},
+        {"mean_sqrt_len_tokens", "pooling_mode_mean_sqrt_len_tokens", PF_POOLING_MEAN_SQRT_LEN},
+        {"weightedmean", "pooling_mode_weightedmean_tokens", PF_POOLING_WEIGHTED_MEAN},
+        {"lasttoken", "pooling_mode_lasttoken", PF_POOLING_LAST_TOKEN},
+    };
+    pf__json *json;
+    pf_result r = pf__json_load(path, &json, message, size);
+    if (r) return r;
+    const pf__json *mode = pf__json_get(json, "pooling_mode");
+    if (mode && mode->type == PF__JSON_ARRAY && mode->count == 1) mode = mode->first;
+    int found = 0;
+    for (size_t i = 0; i < PF__COUNT(modes); i++) {
+        double flag = 0;
+        int named = mode && mode->type == PF__JSON_STRING && !strcmp(mode->string, modes[i].name);
+        if (named || (!mode && pf__json_number(pf__json_get(json, modes[i].flag), &flag) == 1 && flag != 0)) {
+            s->pooling = modes[i].pooling;
+            found++;
+        }
+    }
+    if (found != 1)
+        snprintf(s->unsupported, sizeof s->unsupported, "%s: a pooling other than one of mean, cls, max, "
+                 "mean_sqrt_len_tokens, weightedmean and lasttoken", path);
+    pf__json_free(json);
+    return PF_OK;
+}
+
+/* modules.json (sentence-transformers): a Transformer, then a Pooling and optionally a
+   Normalize module; without the file, mean pooling and no normalisation, as sentence-transformers
+   makes of a plain checkpoint. sentence_bert_config.json's max_seq_length bounds the tokens. */
+static pf_result pf__sentence_config_read(const char *dir, struct pf__sentence *s, char *message, size_t size) {
+    char path[PF__PATH_SIZE];
+    pf__json *json = NULL;
+    memset(s, 0, sizeof *s);
+    s->pooling = PF_POOLING_MEAN;
+    if (pf__path_join(path, sizeof path, dir, "sentence_bert_config.json") == 0 && pf__file_exists(path)) {
+        pf_result r = pf__json_load(path, &json, message, size);
+        if (r) return r;
+        double length = 0;
+        if (pf__json_number(pf__json_get(json, "max_seq_length"), &length) == 1 && length >= 1 && length < 1e9)
+            s->max_seq_length = (int)length;
+        pf__json_free(json);
+    }
+    if (pf__path_join(path, sizeof path, dir, "modules.json") || !pf__file_exists(path)) return PF_OK;
+    pf_result r = pf__json_load(path, &json, message, size);
+    if (r) return r;
+    for (const pf__json *module = json->type == PF__JSON_ARRAY ? json->first : NULL; module && !r; module = module->next) {
+        const pf__json *type = pf__json_get(module, "type"), *where = pf__json_get(module, "path");
+        const char *name = type && type->type == PF__JSON_STRING ? type->string : "";
+        const char *kind = strrchr(name, '.') ? strrchr(name, '.') + 1 : name;
+        char pooling_path[PF__PATH_SIZE], sub[PF__PATH_SIZE];
+        if (!strcmp(kind, "Transformer")) continue;
+        if (!strcmp(kind, "Normalize")) s->normalize = 1;
+        else if (!strcmp(kind, "Pooling") && where && where->type == PF__JSON_STRING &&
+                 !pf__path_join(sub, sizeof sub, dir, where->string) &&
+                 !pf__path_join(pooling_path, sizeof pooling_path, sub, "config.json"))
+            r = pf__sentence_pooling_read(pooling_path, s, message, size);
+        else if (!s->unsupported[0])
+            snprintf(s->unsupported, sizeof s->unsupported, "%s: module \"%s\"", path, name);
+    }
+    pf__json_free(json);
     return r;
 }
 
-void pf_string_free(char *text) { free(text); }
+/* A model with its locks and options, before anything is read. */
+static pf_model *pf__model_new(const pf_load_options *options) {
+    pf_model *m = (pf_model *)calloc(1, sizeof *m);
+    if (!m) return NULL;
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
+    pthread_mutex_init(&m->request_lock, &attr);
+    pthread_mutex_init(&m->batcher_start, NULL);
+    pthread_mutex_init(&m->calls_mutex, NULL);
+    pthread_cond_init(&m->calls_done, NULL);
+    pthread_mutexattr_destroy(&attr);
+    m->load_options = options ? *options : pf_load_options_init();
+    m->generate_defaults = pf_generate_options_init();
+    return m;
+}
 
-pf_tokenizer *pf_model_tokenizer(pf_model *m) { return m ? m->tokenizer : NULL; }
+/* The tensors of a dual model's checkpoint that are not this tower's: under the other tower's
+   prefix, its bare names (its projection) and the dual row's own. Marked as consumed here so that
+   the tower's accounting sees its own; the other tower accounts for its tensors. */
+static void pf__mark_foreign_tensors(pf__st_index *st, pf__arch_id dual, pf__arch_id other) {
+    const pf__policy_rows *others = pf__rows(other), *duals = pf__rows(dual);
+    for (size_t i = 0; i < st->num_tensors; i++) {
+        pf__st_tensor *t = &st->tensors[i];
+        for (size_t k = 0; k < others->num_prefixes && !t->used; k++)
+            if (others->prefixes[k].prefix[0] && !strncmp(t->name, others->prefixes[k].prefix, strlen(others->prefixes[k].prefix)))
+                t->used = 1;
+        for (size_t k = 0; k < others->num_tensors && !t->used; k++)
+            if (!strcmp(t->name, others->tensors[k].pattern)) t->used = 1;
+        for (size_t k = 0; k < duals->num_tensors && !t->used; k++)
+            if (!strcmp(t->name, duals->tensors[k].pattern)) t->used = 1;
+    }
+}
+
+/* A dual model (CLIP): each tower is loaded as a model of its own from config.json's
+   text_config / vision_config (transformers' older text_config_dict / vision_config_dict win
+   whole, as its CLIPConfig lets them), with its projection, over the same checkpoint; the
+   similarity's temperature is read here. */
+static pf_result pf__load_dual(pf_model *m) {
+    static const char *const keys[2][2] = {{"text_config_dict", "text_config"}, {"vision_config_dict", "vision_config"}};
+    static const char *const suffixes[2] = {"_text_model", "_vision_model"};
+    char path[PF__PATH_SIZE];
+    pf__json *json = NULL;
+    if (pf__path_join(path, sizeof path, m->dir, "config.json")) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", m->dir);
+    pf_result r = pf__json_load(path, &json, pf__error_buffer(m), PF__MESSAGE_SIZE);
+    if (r) return r;
+    const pf__json *names = pf__json_get(json, "architectures");
+    const pf__json *first = names && names->type == PF__JSON_ARRAY ? names->first : NULL;
+    if (first && (first->type != PF__JSON_STRING || strlen(first->string) < 5 ||
+                  strcmp(first->string + strlen(first->string) - 5, "Model")))
+        r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported (model_type \"%s\": the two towers "
+                     "and their similarity, an architecture named ...Model, are)", path,
+                     first->type == PF__JSON_STRING ? first->string : "?", m->config.model_type);
+    int tower_arch[2] = {-1, -1};
+    for (int k = 0; k < 2 && !r; k++) {
+        char type[80];
+        snprintf(type, sizeof type, "%s%s", pf__archs[m->config.arch].model_type, suffixes[k]);
+        for (int a = 0; a < PF__ARCH_COUNT; a++)
+            if (!strcmp(pf__archs[a].model_type, type)) tower_arch[k] = a;
+        if (tower_arch[k] < 0) r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: no row for the tower \"%s\"", path, type);
+    }
+    for (int k = 0; k < 2 && !r; k++) {
+        pf_model *t = m->towers[k] = pf__model_new(&m->load_options);
+        if (!t || !(t->dir = strdup(m->dir))) {
+            r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+            break;
+        }
+        const pf__json *sub = pf__json_get(json, keys[k][0]);
+        const char *key = keys[k][0];
+        if (!sub || sub->type == PF__JSON_NULL) sub = pf__json_get(json, key = keys[k][1]);
+        if (sub && sub->type == PF__JSON_NULL) sub = NULL; /* transformers' defaults */
+        if (sub && sub->type != PF__JSON_OBJECT) {
+            r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: \"%s\" is not an object", path, key);
+            break;
+        }
+        char where[PF__PATH_SIZE + 32];
+        snprintf(where, sizeof where, "%s: %s", path, key);
+        r = pf__config_parse(sub, where, tower_arch[k], &t->config, pf__error_buffer(t), PF__MESSAGE_SIZE);
+        t->config.with_projection = 1;
+        t->config.projection_dim = m->config.projection_dim; /* CLIPModel projects to the top-level width */
+        if (!r && pf__archs[t->config.arch].kind != PF__KIND_ENCODER)
+            r = PF__FAIL(t, PF_ERROR_UNSUPPORTED, "%s: the tower is not an encoder", where);
+        if (!r) r = pf__config_check_token_ids(&t->config, where, pf__error_buffer(t), PF__MESSAGE_SIZE);
+        if (!r) r = pf__st_open(m->dir, &t->st, pf__error_buffer(t), PF__MESSAGE_SIZE);
+        if (!r) pf__mark_foreign_tensors(&t->st, m->config.arch, (pf__arch_id)tower_arch[1 - k]);
+        if (!r) r = pf__resolve_sources(t);
+        if (r) {
+            r = pf__fail_from(m, r, t);
+            break;
+        }
+        t->loaded = 1;
+    }
+    const pf__arch_tensor *scale_row = pf__arch_tensor_for(m->config.arch, PF__SLOT_LOGIT_SCALE);
+    const pf__st_tensor *scale = !r && scale_row ? pf__st_find(&m->towers[0]->st, scale_row->pattern) : NULL;
+    if (!r && scale_row && !scale) r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s'", m->dir, scale_row->pattern);
+    if (!r && scale && (scale->numel != 1 || scale->ndim > 1 || scale->dtype == PF__DTYPE_OTHER))
+        r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is not one F32, F16 or BF16 number", m->dir, scale->name);
+    if (!r && scale) {
+        m->logit_scale = expf(pf__weight_value(scale->data, 0, scale->dtype));
+        if (!isfinite(m->logit_scale)) r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' overflows when exponentiated", m->dir, scale->name);
+    }
+    pf__json_free(json);
+    return r;
+}
+
+/* The model's tokenizer, where its directory has one (tokenizer.json, vocab.json, or a
+   tokenizer_config.json naming a class without them, such as ByT5's). A tokenizer of a kind we
+   do not read (Marian's SentencePiece files, say) leaves the model without one: ids still run,
+   and the text calls say why there is no tokenizer. */
+static pf_result pf__load_tokenizer(pf_model *m, const char *dir) {
+    static const char *const files[] = {"tokenizer.json", "vocab.json", "tokenizer_config.json"};
+    int present[3];
+    for (size_t i = 0; i < PF__COUNT(files); i++) {
+        char path[PF__PATH_SIZE];
+        if (pf__path_join(path, sizeof path, dir, files[i])) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", dir);
+        present[i] = pf__file_exists(path);
+    }
+    if (m->load_options.skip_tokenizer || !(present[0] || present[1] || present[2])) return PF_OK;
+    pf_result r = pf__tokenizer_load_dir(dir, &m->tokenizer, m->tokenizer_missing, sizeof m->tokenizer_missing);
+    /* a kind we lack, no vocabulary files, or a speech model's CTC vocabulary (pf_ctc_decode reads it) */
+    if (r == PF_ERROR_UNSUPPORTED || (r && !present[0] && !present[1]) || (r && m->config.speech)) {
+        pf__log(m, PF_LOG_WARNING, "no tokenizer: %s", m->tokenizer_missing);
+        return PF_OK;
+    }
+    if (r) r = PF__FAIL(m, r, "%s", m->tokenizer_missing);
+    m->tokenizer_missing[0] = 0;
+    return r;
+}
+
+static pf_result pf__load_dual(pf_model *m);
+
+/* A failure of pf_load always has a message: one from a part that gave none (a tokenizer out of
+   memory, say) would leave callers printing "out of memory: " and nothing. */
+static pf_result pf__load_failed(pf_model *m, const char *dir, pf_result r) {
+    if (r && !pf_error_message(m)[0]) PF__FAIL(m, r, "%s: %s while loading", dir, pf_result_string(r));
+    return r;
+}
+
+pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_model **model) {
+    if (!model) return PF_ERROR_INVALID_ARGUMENT;
+    pf_model *m = pf__model_new(options);
+    *model = m;
+    if (!m) return PF_ERROR_OUT_OF_MEMORY;
+    if (!model_dir) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "model_dir is NULL");
+    m->dir = strdup(model_dir);
+    if (!m->dir) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    /* a GGUF file gives the config, tensors and tokenizer a directory's files would */
+    int gguf = pf__is_gguf(model_dir);
+    pf_result r = gguf ? pf__gguf_load(m) : pf__config_read(model_dir, &m->config, pf__error_buffer(m), PF__MESSAGE_SIZE);
+    if (!r && pf__archs[m->config.arch].kind == PF__KIND_DUAL) {
+        if (!(r = pf__load_dual(m))) r = pf__load_tokenizer(m, model_dir);
+        m->loaded = !r;
+        return pf__load_failed(m, model_dir, r);
+    }
+    if (!r && !gguf && !m->load_options.skip_generation_config)
+        r = pf__generation_config_read(model_dir, &m->config, &m->generate_defaults, pf__error_buffer(m), PF__MESSAGE_SIZE);
+    if (!r) r = pf__config_check_token_ids(&m->config, model_dir, pf__error_buffer(m), PF__MESSAGE_SIZE);
+    if (!r && !gguf) r = pf__st_open(model_dir, &m->st, pf__error_buffer(m), PF__MESSAGE_SIZE);
+    if (!r) r = pf__resolve_sources(m);
+    if (!r && pf__archs[m->config.arch].kind == PF__KIND_ENCODER)
+        r = pf__sentence_config_read(model_dir, &m->sentence, pf__error_buffer(m), PF__MESSAGE_SIZE);
+    if (!r && !gguf) r = pf__load_tokenizer(m, model_dir);
+    if (!r && m->config.rotary_dim) {
+        m->inv_freq = (float *)malloc((size_t)m->config.rotary_dim / 2 * sizeof(float));
+        if (!m->inv_freq) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    if (r) return pf__load_failed(m, model_dir, r);
+    m->loaded = 1;
+    return PF_OK;
+}
+
+/* Refuses requests from now on and waits for the ones that began to end (a running generation
+   stops at its next token: pf__check_closing). */
+static void pf__drain_requests(pf_model *m) {
+    pthread_mutex_lock(&m->calls_mutex);
+    __atomic_store_n(&m->closing, 1, __ATOMIC_RELEASE);
+    while (m->active_calls > 0) pthread_cond_wait(&m->calls_done, &m->calls_mutex);
+    pthread_mutex_unlock(&m->calls_mutex);
+}
+
+void pf_free(pf_model *m) {
+    if (!m) return;
+    pf__drain_requests(m);
+    pf_free(m->towers[0]);
+    pf_free(m->towers[1]);
+    pf__batcher_stop(m);
+    pf__group_destroy(m->group);
+    pf_tokenizer_free(m->tokenizer);
+    pf__st_close(&m->st);
+    free(m->sources);
+    for (int i = 0; i < m->num_scaled; i++) free(m->scaled[i]);
+    pf__speech_free(m->speech);
+    free(m->zero_bias);
+    free(m->logits);
+    free(m->inv_freq);
+    free(m->config.layer_window);
+    pf__policy_release(m->config.arch);
+    free(m->config.eos_ids);
+    free(m->config.suppress_ids);
+    free(m->config.begin_suppress_ids);
+    free(m->config.decoder_prompt_ids);
+    free(m->config.lang_ids);
+    free(m->dir);
+    pthread_mutex_destroy(&m->request_lock);
+    pthread_mutex_destroy(&m->batcher_start);
+    pthread_mutex_destroy(&m->calls_mutex);
+    pthread_cond_destroy(&m->calls_done);
+    free(m);
+}
+
+pf_model_info pf_get_info(const pf_model *m) {
+    pf_model_info info;
+    memset(&info, 0, sizeof info);
+    info.eos_token_id = info.bos_token_id = info.pad_token_id = info.decoder_start_token_id = -1;
+    if (!m || !m->loaded) return info;
+    info.model_type = m->config.model_type;
+    info.vocab_size = m->config.vocab_size;
+    info.hidden_size = m->config.hidden_size;
+    info.num_layers = m->config.num_layers;
+    info.num_heads = m->config.num_heads;
+    info.max_positions = m->config.max_positions;
+    const pf__config *c = &m->config;
+    pf__kind kind = pf__archs[c->arch].kind;
+    info.is_encoder_decoder = kind == PF__KIND_SEQ2SEQ && c->num_layers > c->encoder_layers;
+    info.is_encoder = kind == PF__KIND_ENCODER || (kind == PF__KIND_SEQ2SEQ && !info.is_encoder_decoder);
+    info.num_encoder_layers = kind == PF__KIND_SEQ2SEQ ? c->encoder_layers : 0;
+    if (c->patch_size) info.image_size = c->image_size, info.patch_size = c->patch_size, info.num_channels = c->num_channels;
+    if (c->speech) info.audio_stride = c->speech_config.stride, info.audio_min_samples = c->speech_config.min_samples;
+    if (c->conv_subsampler) info.num_mel_bins = c->speech_config.feature_width; /* frame-major, any length */
+    if (c->mel_frontend) info.num_mel_bins = c->num_mel_bins, info.mel_major = 1, info.audio_frames = 2 * c->encoder_max_positions;
+    info.head = c->head;
+    info.num_labels = c->num_labels;
+    info.eos_token_ids = c->eos_ids;
+    info.num_eos_token_ids = c->num_eos_ids;
+    info.eos_token_id = c->num_eos_ids ? c->eos_ids[0] : -1;
+    info.bos_token_id = c->bos_token_id;
+    info.pad_token_id = c->pad_token_id;
+    info.decoder_start_token_id = c->decoder_start_token_id;
+    if (m->towers[0]) { /* a dual model: the text tower's sizes, the vision tower's image */
+        pf_model_info text = pf_get_info(m->towers[0]), vision = pf_get_info(m->towers[1]);
+        text.model_type = info.model_type;
+        text.image_size = vision.image_size, text.patch_size = vision.patch_size, text.num_channels = vision.num_channels;
+        info = text;
+    }
+    return info;
+}

@@ -347,3 +347,6 @@ PF_PRIVATE pf_result pf__scale_final_norm(pf_model *m) {
     return pf__scale_source(m, PF__SLOT_FINAL_NORM_WEIGHT, 1.0f / sqrtf((float)m->config.hidden_size));
 }
 
+void pf_string_free(char *text) { free(text); }
+
+pf_tokenizer *pf_model_tokenizer(pf_model *m) { return m ? m->tokenizer : NULL; }

@@ -1033,3 +1033,97 @@ pf_result pf_forward_seq2seq(pf_model *m, const int32_t *const *source_ids, cons
     return r;
 }
 
+/* ---- speech encoder-decoders: their encoder on audio features ---- */
+
+/* Checks a batch of feature rows and runs each through the host front end: *out [batch][*width]
+   [hidden] and *pads [batch], each row's frames after its left pads (never attended to; Whisper's
+   rows are all one length; Speech2Text's, of any lengths, are padded to the longest), both the
+   caller's to free. */
+PF_PRIVATE pf_result pf__audio_source_rows(pf_model *m, const char *call, const float *const *features, const int *num_frames,
+                                       int batch, float **out, int *width, int **pads) {
+    const pf__config *c = &m->config;
+    *out = NULL;
+    *width = 0;
+    *pads = NULL;
+    if (!c->mel_frontend && !c->conv_subsampler)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is not a speech encoder-decoder (%s takes audio "
+                        "features)", c->model_type, call);
+    if (!features || !num_frames || batch < 1)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s needs features, their frame counts and batch >= 1", call);
+    const pf__group *g = m->group;
+    if (batch > g->max_batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, g->max_batch);
+    if (c->conv_subsampler) return pf__subsampler_rows(m, call, features, num_frames, batch, out, width, pads);
+    int frames = 2 * c->encoder_max_positions, T = c->encoder_max_positions;
+    if (T > g->cache_len)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the encoder's %d positions exceed max_sequence_length %d", T, g->cache_len);
+    size_t M = (size_t)c->num_mel_bins, d = (size_t)c->hidden_size;
+    for (int b = 0; b < batch; b++) {
+        if (!features[b] || num_frames[b] != frames)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d frames of %zu mel bins; the model takes exactly %d "
+                            "(max_source_positions x 2: pf_audio_features pads or cuts every input to them)", b,
+                            features[b] ? num_frames[b] : 0, M, frames);
+        for (size_t i = 0; i < M * (size_t)frames; i++)
+            if (!isfinite(features[b][i]))
+                return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: mel bin %zu, frame %zu is %g, not a finite number",
+                                b, i / (size_t)frames, i % (size_t)frames, (double)features[b][i]);
+    }
+    size_t widest = M > d ? M : d;
+    float *rows = (float *)malloc((size_t)batch * T * d * sizeof(float));
+    float *work = (float *)malloc(((size_t)frames * d + (size_t)PF__SPEECH_BLOCK * widest * 3) * sizeof(float));
+    *pads = (int *)calloc((size_t)batch, sizeof(int));
+    if (!rows || !work || !*pads) {
+        free(rows), free(work), free(*pads);
+        *pads = NULL;
+        return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int b = 0; b < batch; b++)
+        pf__mel_frontend(m, features[b], frames, rows + (size_t)b * T * d, work, work + (size_t)frames * d);
+    free(work);
+    *out = rows;
+    *width = T;
+    return PF_OK;
+}
+
+PF_PRIVATE pf_result pf__encode_audio_features_locked(pf_model *m, const float *const *features, const int *num_frames,
+                                                  int batch, pf_encoding **out) {
+    pf_result r = pf__ensure_group(m);
+    if (r) return r;
+    float *rows = NULL, *hidden = NULL;
+    int T = 0, *pads = NULL;
+    size_t d = (size_t)m->config.hidden_size;
+    if ((r = pf__audio_source_rows(m, "pf_encode_audio_features", features, num_frames, batch, &rows, &T, &pads))) return r;
+    pf_encoding *e = (pf_encoding *)calloc(1, sizeof *e);
+    hidden = (float *)malloc((size_t)batch * T * d * sizeof(float));
+    if (e) e->offsets = (int *)calloc((size_t)batch + 1, sizeof(int));
+    if (!e || !e->offsets || !hidden) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r) r = pf__encoder_pass(m, NULL, rows, pads, batch, T, hidden);
+    if (!r) { /* drop the pads: row b's frames are its last T - pads[b] */
+        e->batch = batch;
+        e->hidden_size = (int)d;
+        e->head = PF_HEAD_NONE;
+        for (int b = 0; b < batch; b++) {
+            e->offsets[b + 1] = e->offsets[b] + T - pads[b];
+            memmove(hidden + (size_t)e->offsets[b] * d, hidden + ((size_t)b * T + pads[b]) * d,
+                    (size_t)(T - pads[b]) * d * sizeof(float));
+        }
+        e->last_hidden_state = hidden;
+        hidden = NULL;
+        *out = e;
+        e = NULL;
+    }
+    pf_encoding_free(e);
+    free(rows), free(pads), free(hidden);
+    return r;
+}
+
+pf_result pf_encode_audio_features(pf_model *m, const float *const *features, const int *num_frames, int batch,
+                                   pf_encoding **out) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    if (out) *out = NULL;
+    if (!out) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode_audio_features needs an output");
+    pf_result r = pf__request_lock(m, "pf_encode_audio_features");
+    if (r) return r;
+    r = pf__encode_audio_features_locked(m, features, num_frames, batch, out);
+    pf__request_unlock(m);
+    return r;
+}

@@ -378,38 +378,6 @@ PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_o
 
 /* Runs one forward step for all rows: the prefill (step == NULL rows' whole padded prompts) or
    one new token per row. Leaves each row's last-position logits in m->logits. */
-/* A decoder's forward step, in chunks of positions when batch x length exceeds the tokens the
-   ranks' scratch holds (a long prompt): each chunk appends to the KV cache after the one before,
-   with the step's rotary frequencies (as transformers computes the whole prompt's), and the
-   logits of its positions (all of them, or each row's last, which the last chunk writes). */
-PF_PRIVATE pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job) {
-    const pf__group *g = m->group;
-    const pf__step *s = &job->step;
-    size_t per_chunk = g->max_tokens / (size_t)s->batch;
-    if ((size_t)s->batch * s->seq_len <= g->max_tokens) return pf__group_run(m->group, PF__JOB_FORWARD, job);
-    size_t vocab = (size_t)m->config.vocab_size;
-    int32_t *ids = (int32_t *)malloc((size_t)s->batch * per_chunk * sizeof(int32_t));
-    float *logits = job->all_positions ? (float *)malloc((size_t)s->batch * per_chunk * vocab * sizeof(float)) : NULL;
-    pf_result r = ids && (logits || !job->all_positions) ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    for (int first = 0; !r && first < s->seq_len; first += (int)per_chunk) {
-        int len = s->seq_len - first < (int)per_chunk ? s->seq_len - first : (int)per_chunk;
-        pf__job chunk = *job;
-        for (int b = 0; b < s->batch; b++)
-            memcpy(ids + (size_t)b * len, s->ids + (size_t)b * s->seq_len + first, (size_t)len * sizeof(int32_t));
-        chunk.step.ids = ids;
-        chunk.step.seq_len = len;
-        chunk.step.past = s->past + first;
-        if (logits) chunk.logits = logits;
-        r = pf__group_run(m->group, PF__JOB_FORWARD, &chunk);
-        for (int b = 0; !r && logits && b < s->batch; b++) /* [batch][len] rows into [batch][seq_len] */
-            memcpy(job->logits + ((size_t)b * s->seq_len + first) * vocab, logits + (size_t)b * len * vocab,
-                   (size_t)len * vocab * sizeof(float));
-    }
-    free(ids);
-    free(logits);
-    return r;
-}
-
 #ifdef PF_TESTING
 int pf_testing_device_choices; /* test hook: tokens the devices chose (pf__combine_choices) */
 int pf_testing_device_samples; /* test hook: tokens drawn from the devices' top-k candidates */

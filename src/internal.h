@@ -1343,7 +1343,7 @@ typedef struct pf__cpu_rank {
     size_t matmul_scratch_bytes;
 } pf__cpu_rank;
 
-/* ---- src/ranks.c ---- */
+/* ---- jobs, groups and the model: the types of every layer above the backends ---- */
 
 typedef enum { PF__JOB_SETUP, PF__JOB_FORWARD, PF__JOB_LOGITS, PF__JOB_GATHER, PF__JOB_REORDER, PF__JOB_QUIT } pf__job_kind;
 
@@ -1474,66 +1474,23 @@ struct pf_model {
                                      one and under its request lock; NULL otherwise */
     float logit_scale;            /* a dual model's exp(logit_scale): the similarity's temperature */
 };
+
+/* ---- src/backend.c (rank primitives) ---- */
 PF_PRIVATE size_t pf__num_slots(const pf__config *c);
 PF_PRIVATE size_t pf__slot_index(pf__slot slot, int layer);
 PF_PRIVATE void pf__group_abort(pf__group *g);
 PF_PRIVATE int pf__barrier(pf__group *g);
 PF_PRIVATE int pf__rank_failed(pf__rank *r);
+#ifdef PF_TESTING
+PF_PRIVATE void pf__collective_check(pf__rank *r, const char *site, size_t count);
+#endif
 PF_PRIVATE void pf__all_reduce(pf__rank *r, float *x, size_t count, const char *site);
 PF_PRIVATE void *pf__rank_alloc(pf__rank *r, size_t bytes);
-PF_PRIVATE void *pf__rank_main(void *arg);
-PF_PRIVATE pf_result pf__group_run(pf__group *g, pf__job_kind kind, const pf__job *job);
-PF_PRIVATE void pf__group_destroy(pf__group *g);
-PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n);
+PF_PRIVATE void pf__rank_free_all(pf__rank *r);
 
-/* ---- src/slicing.c ---- */
+/* ---- src/cpu_backend.c (the CPU's block formats, which slicing packs) ---- */
 PF_PRIVATE void pf__q8_quantize(void *data, size_t rows, size_t cols);
 PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols);
-PF_PRIVATE int pf__encoder_blocks(const pf__config *c);
-PF_PRIVATE int pf__cache_layer(const pf__config *c, int block);
-PF_PRIVATE size_t pf__rank_cache_layer(const pf__rank *r);
-PF_PRIVATE void pf__rank_setup(pf__rank *r);
-PF_PRIVATE void pf__rank_gather(pf__rank *r);
-
-/* ---- src/forward.c ---- */
-PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job);
-PF_PRIVATE void pf__rank_logits_again(pf__rank *r, const pf__job *job);
-PF_PRIVATE void pf__rank_reorder(pf__rank *r, const pf__job *job);
-
-/* ---- src/cuda_backend.c ---- */
-#ifdef PF_CUDA
-#include <sched.h>
-#endif
-PF_PRIVATE int pf__cuda_usable(void);
-PF_PRIVATE const char *pf__cuda_unavailable_reason(void);
-PF_PRIVATE const pf__backend *pf__cuda_backend(void);
-
-/* ---- src/groups.c ---- */
-PF_PRIVATE void pf__log(const pf_model *m, pf_log_level level, const char *fmt, ...);
-PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_options *o, const pf__backend *backend,
-                                  pf__dtype dtype);
-
-/* ---- src/gguf.c ---- */
-PF_PRIVATE int pf__is_gguf(const char *path);
-PF_PRIVATE pf_result pf__gguf_load(pf_model *m);
-
-/* ---- src/api.c ---- */
-#define PF__FAIL(m, code, ...) pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, code, __VA_ARGS__)
-PF_PRIVATE pf_result pf__fail_from(pf_model *m, pf_result r, const pf_model *tower);
-PF_PRIVATE pf_result pf__request_lock(pf_model *m, const char *call);
-PF_PRIVATE pf_result pf__call_begin(pf_model *m, const char *call);
-PF_PRIVATE void pf__call_end(pf_model *m);
-PF_PRIVATE pf_result pf__check_closing(pf_model *m);
-PF_PRIVATE void pf__request_unlock(pf_model *m);
-PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix);
-PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char **why);
-PF_PRIVATE const char *pf__head_name(pf_head head);
-PF_PRIVATE pf_result pf__check_head_slots(pf_model *m);
-PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, pf__slot slot, int layer,
-                                          const pf__arch_tensor **row, char *name, size_t name_size,
-                                          const pf__st_tensor **other);
-PF_PRIVATE pf_result pf__scale_source(pf_model *m, pf__slot slot, float scale);
-PF_PRIVATE pf_result pf__scale_final_norm(pf_model *m);
 
 /* ---- src/speech_frontend.c ---- */
 
@@ -1584,6 +1541,60 @@ PF_PRIVATE void pf__subsampler_frontend(const pf_model *m, const float *features
 PF_PRIVATE pf_result pf__mel_load(pf_model *m, const char *prefix);
 PF_PRIVATE void pf__mel_frontend(const pf_model *m, const float *mel, int num_frames, float *out, float *work, float *col);
 
+/* ---- src/slicing.c ---- */
+PF_PRIVATE int pf__encoder_blocks(const pf__config *c);
+PF_PRIVATE int pf__cache_layer(const pf__config *c, int block);
+PF_PRIVATE size_t pf__rank_cache_layer(const pf__rank *r);
+PF_PRIVATE void pf__rank_setup(pf__rank *r);
+PF_PRIVATE void pf__rank_gather(pf__rank *r);
+
+/* ---- src/forward.c ---- */
+PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job);
+PF_PRIVATE void pf__rank_logits_again(pf__rank *r, const pf__job *job);
+PF_PRIVATE void pf__rank_reorder(pf__rank *r, const pf__job *job);
+
+/* ---- src/ranks.c ---- */
+PF_PRIVATE void *pf__rank_main(void *arg);
+PF_PRIVATE pf_result pf__group_run(pf__group *g, pf__job_kind kind, const pf__job *job);
+PF_PRIVATE pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job);
+PF_PRIVATE void pf__group_destroy(pf__group *g);
+PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n);
+
+/* ---- src/cuda_backend.c ---- */
+#ifdef PF_CUDA
+#include <sched.h>
+#endif
+PF_PRIVATE int pf__cuda_usable(void);
+PF_PRIVATE const char *pf__cuda_unavailable_reason(void);
+PF_PRIVATE const pf__backend *pf__cuda_backend(void);
+
+/* ---- src/groups.c ---- */
+PF_PRIVATE void pf__log(const pf_model *m, pf_log_level level, const char *fmt, ...);
+PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_options *o, const pf__backend *backend,
+                                  pf__dtype dtype);
+
+/* ---- src/gguf.c ---- */
+PF_PRIVATE int pf__is_gguf(const char *path);
+PF_PRIVATE pf_result pf__gguf_load(pf_model *m);
+
+/* ---- src/api.c ---- */
+#define PF__FAIL(m, code, ...) pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, code, __VA_ARGS__)
+PF_PRIVATE pf_result pf__fail_from(pf_model *m, pf_result r, const pf_model *tower);
+PF_PRIVATE pf_result pf__request_lock(pf_model *m, const char *call);
+PF_PRIVATE pf_result pf__call_begin(pf_model *m, const char *call);
+PF_PRIVATE void pf__call_end(pf_model *m);
+PF_PRIVATE pf_result pf__check_closing(pf_model *m);
+PF_PRIVATE void pf__request_unlock(pf_model *m);
+PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix);
+PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char **why);
+PF_PRIVATE const char *pf__head_name(pf_head head);
+PF_PRIVATE pf_result pf__check_head_slots(pf_model *m);
+PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, pf__slot slot, int layer,
+                                          const pf__arch_tensor **row, char *name, size_t name_size,
+                                          const pf__st_tensor **other);
+PF_PRIVATE pf_result pf__scale_source(pf_model *m, pf__slot slot, float scale);
+PF_PRIVATE pf_result pf__scale_final_norm(pf_model *m);
+
 /* ---- src/parallelize.c ---- */
 PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf_parallel_options *options);
 
@@ -1600,6 +1611,11 @@ PF_PRIVATE pf_result pf__encoder_pass(pf_model *m, const int32_t *sources, const
                                   int width, float *hidden);
 PF_PRIVATE pf_result pf__decoder_logits(pf_model *m, const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
                                     int cross_len, const int *cross_pads, float *logits);
+
+PF_PRIVATE pf_result pf__encode_audio_features_locked(pf_model *m, const float *const *features, const int *num_frames,
+                                                  int batch, pf_encoding **out);
+PF_PRIVATE pf_result pf__audio_source_rows(pf_model *m, const char *call, const float *const *features,
+                                          const int *num_frames, int batch, float **out, int *width, int **pads);
 
 /* ---- src/generate.c ---- */
 
@@ -1634,7 +1650,6 @@ typedef struct pf__stream_state {
     size_t emitted;
 } pf__stream_state;
 PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_options *o, int batch);
-PF_PRIVATE pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job);
 
 /* Where a generation step's forward leaves what the devices chose instead of the logits (a test
    build downloads those too). */
@@ -1747,7 +1762,5 @@ struct pf__batcher {
     pf__device_choice choice;      /* what the step's forward leaves instead of the logits */
 };
 PF_PRIVATE void pf__batcher_stop(pf_model *m);
-PF_PRIVATE pf_result pf__encode_audio_features_locked(pf_model *m, const float *const *features, const int *num_frames,
-                                                  int batch, pf_encoding **out);
 
 #endif /* PF_INTERNAL_H */

@@ -152,46 +152,6 @@ static void pf__progress_add(pf__group *g, uint64_t bytes) {
     pthread_mutex_unlock(&g->mutex);
 }
 
-/* Quantizes rows [rows][cols] of fp32 values in place into Q8 blocks (cols a multiple of
-   PF__Q8_BLOCK). The scale is rounded to fp16 before the values are divided by it, so that
-   quantizing the dequantized weights again gives them back (pf_to_cpu then pf_parallelize). */
-PF_PRIVATE void pf__q8_quantize(void *data, size_t rows, size_t cols) {
-    const float *in = (const float *)data;
-    unsigned char *out = (unsigned char *)data; /* block b written at 34b, read from 128b: behind */
-    for (size_t b = 0; b < rows * cols / PF__Q8_BLOCK; b++) {
-        float v[PF__Q8_BLOCK], largest = 0;
-        memcpy(v, in + b * PF__Q8_BLOCK, sizeof v);
-        for (int i = 0; i < PF__Q8_BLOCK; i++) largest = fabsf(v[i]) > largest ? fabsf(v[i]) : largest;
-        uint16_t d16 = pf__f32_to_f16(largest / 127.0f);
-        float d = pf__f16_to_f32(d16), inverse = d > 0 ? 1.0f / d : 0.0f;
-        unsigned char *block = out + b * PF__Q8_BYTES;
-        memcpy(block, &d16, 2);
-        for (int i = 0; i < PF__Q8_BLOCK; i++) {
-            block[2 + i] = (unsigned char)pf__round_to_int8(v[i] * inverse);
-        }
-    }
-}
-
-/* The same into Q4 blocks, as llama.cpp's Q4_0 rounds: d = m / -8 for the value m of largest
-   magnitude (so m is q = 0), rounded to fp16 first like Q8's, then q = min(15, floor(w / d + 8.5)). */
-PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols) {
-    const float *in = (const float *)data;
-    unsigned char *out = (unsigned char *)data; /* block b written at 18b, read from 128b: behind */
-    for (size_t b = 0; b < rows * cols / PF__Q8_BLOCK; b++) {
-        float v[PF__Q8_BLOCK], extreme = 0;
-        memcpy(v, in + b * PF__Q8_BLOCK, sizeof v);
-        for (int i = 0; i < PF__Q8_BLOCK; i++) extreme = fabsf(v[i]) > fabsf(extreme) ? v[i] : extreme;
-        uint16_t d16 = pf__f32_to_f16(extreme / -8.0f);
-        float d = pf__f16_to_f32(d16), inverse = d != 0 ? 1.0f / d : 0.0f;
-        unsigned char *block = out + b * PF__Q4_BYTES, q[PF__Q8_BLOCK];
-        for (int i = 0; i < PF__Q8_BLOCK; i++) {
-            float t = pf__floor_small(v[i] * inverse + 8.5f);
-            q[i] = (unsigned char)(t < 0 ? 0 : t > 15 ? 15 : t);
-        }
-        memcpy(block, &d16, 2);
-        for (int i = 0; i < PF__Q8_BLOCK / 2; i++) block[2 + i] = (unsigned char)(q[i] | q[i + PF__Q8_BLOCK / 2] << 4);
-    }
-}
 
 static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__source *src, const pf__plan *p,
                           float **staging, size_t *staging_size) {
