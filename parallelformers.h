@@ -631,6 +631,12 @@ typedef struct pf_token_sequence {
     int length;
 } pf_token_sequence;
 
+/* A token's score change (pf_generate_options.logit_bias). */
+typedef struct pf_token_bias {
+    int32_t token;
+    float bias; /* added to the token's score; -INFINITY bans it */
+} pf_token_bias;
+
 /* Defaults equal transformers' GenerationConfig defaults. Each count is checked against its
    limit before its array is read (a larger one is PF_ERROR_INVALID_ARGUMENT): each list
    (eos_token_ids, suppress_tokens, begin_suppress_tokens, bad_words, stop_sequences) at most
@@ -687,6 +693,20 @@ typedef struct pf_generate_options {
                                   no_timestamps_token_id: <|0.00|>, <|0.02|>, ...) without the eos.
                                   Greedy search only. 0 by default; the model's options: its
                                   generation_config.json's return_timestamps */
+    float min_p;               /* sampling: tokens less likely than min_p times the likeliest are
+                                  dropped, after top_k and top_p (transformers' min_p); 0: off */
+    float presence_penalty;    /* subtracted once from the score of each token among the row's new
+                                  tokens (OpenAI's presence_penalty); 0: off */
+    float frequency_penalty;   /* subtracted from a token's score once for each time it is among the
+                                  row's new tokens (OpenAI's frequency_penalty); 0: off. Both come
+                                  after repetition_penalty */
+    const pf_token_bias *logit_bias; /* added to these tokens' scores before every other processor
+                                  (transformers' sequence_bias of single tokens; OpenAI's logit_bias) */
+    int num_logit_bias;
+    const char *const *stop_strings; /* a row ends with the token that completes one of these texts
+                                  (UTF-8, not empty) in the decoded text of its new tokens, as
+                                  transformers' stop_strings; needs the model's tokenizer */
+    int num_stop_strings;
 } pf_generate_options;
 
 pf_generate_options pf_generate_options_init(void);

@@ -674,6 +674,7 @@ static const struct pf__generation_key {
     {"do_sample", offsetof(pf_generate_options, do_sample), 'b', 0, 1},
     {"temperature", offsetof(pf_generate_options, temperature), 'f', 1e-30, 1e30},
     {"top_p", offsetof(pf_generate_options, top_p), 'f', 1e-30, 1},
+    {"min_p", offsetof(pf_generate_options, min_p), 'f', 0, 1},
     {"repetition_penalty", offsetof(pf_generate_options, repetition_penalty), 'f', 1e-30, 1e30},
     {"length_penalty", offsetof(pf_generate_options, length_penalty), 'f', -1e30, 1e30},
     {"early_stopping", offsetof(pf_generate_options, early_stopping), 'e', 0, 0},
@@ -686,7 +687,7 @@ static const struct pf__generation_key {
 /* generation_config.json keys that change what generate() does and that we do not implement,
    with the value that leaves generation as ours (null always does): any other value is refused. */
 static const struct { const char *key; double neutral; } pf__generation_unsupported[] = {
-    {"typical_p", 1}, {"epsilon_cutoff", 0}, {"eta_cutoff", 0}, {"min_p", 0}, {"top_h", 0},
+    {"typical_p", 1}, {"epsilon_cutoff", 0}, {"eta_cutoff", 0}, {"top_h", 0},
     {"diversity_penalty", 0}, {"num_beam_groups", 1}, {"penalty_alpha", 0}, {"encoder_repetition_penalty", 1},
     {"guidance_scale", 1}, {"renormalize_logits", 0},
     {"exponential_decay_length_penalty", NAN},

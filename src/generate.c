@@ -38,6 +38,7 @@ static int pf__at_first_new_token(const pf__row *row) { return row->length == ro
 /* transformers' logits processors, in its order, on one row's scores. */
 static void pf__process_scores(const pf_generate_options *o, const pf__row *row, float *scores, int vocab,
                                const int32_t *eos, int num_eos, int min_length, unsigned char *seen) {
+    for (int i = 0; i < o->num_logit_bias; i++) scores[o->logit_bias[i].token] += o->logit_bias[i].bias;
     /* repetition penalty over the row's tokens, left pads excepted: divide positive scores,
        multiply negative ones, once per distinct token */
     if (o->repetition_penalty != 1.0f) {
@@ -47,6 +48,16 @@ static void pf__process_scores(const pf_generate_options *o, const pf__row *row,
             if (t < 0 || t >= vocab || seen[t]) continue;
             seen[t] = 1;
             scores[t] = scores[t] < 0 ? scores[t] * o->repetition_penalty : scores[t] / o->repetition_penalty;
+        }
+    }
+    /* presence and frequency penalties over the row's new tokens */
+    if (o->presence_penalty != 0 || o->frequency_penalty != 0) {
+        memset(seen, 0, (size_t)vocab);
+        for (int i = row->pad + row->prompt; i < row->length; i++) {
+            int32_t t = row->tokens[i];
+            if (t < 0 || t >= vocab) continue;
+            scores[t] -= o->frequency_penalty + (seen[t] ? 0 : o->presence_penalty);
+            seen[t] = 1;
         }
     }
     /* no repeated n-gram: ban the token that would complete an n-gram already present (over the
@@ -165,7 +176,7 @@ static void pf__top_p_candidates(const pf_generate_options *o, pf__candidate *ke
     }
 }
 
-/* Top-k (the k-th's ties kept), top-p and the draw from the softmax over list [n], sorted best
+/* Top-k (the k-th's ties kept), top-p, min-p and the draw from the softmax over list [n], sorted best
    first (k <= n): pf__sample's over a whole row, pf__sample_candidates' over the ranks' best. The
    tokens left out only ever add exact zeros to the sums, so both draw the same. */
 static int32_t pf__sample_sorted(const pf_generate_options *o, pf__candidate *list, int n, int k, uint64_t *rng) {
@@ -173,6 +184,11 @@ static int32_t pf__sample_sorted(const pf_generate_options *o, pf__candidate *li
     int kept = k;
     while (kept < n && list[kept].score >= kth) kept++;
     if (o->top_p < 1.0f) pf__top_p_candidates(o, list, kept);
+    if (o->min_p > 0) { /* p < min_p * p_max, that is score < max + log(min_p); the likeliest stays */
+        float floor_score = list[0].score + logf(o->min_p);
+        for (int j = 1; j < kept; j++)
+            if (list[j].score < floor_score) list[j].score = -INFINITY;
+    }
     qsort(list, (size_t)kept, sizeof *list, pf__candidate_token_cmp); /* the draw runs in id order */
     float max = -INFINITY;
     for (int j = 0; j < kept; j++)
@@ -190,13 +206,13 @@ static int32_t pf__sample_sorted(const pf_generate_options *o, pf__candidate *li
     return last;
 }
 
-/* Sampling warpers (temperature, top-k, top-p) as transformers applies them, then a draw from
+/* Sampling warpers (temperature, top-k, top-p, min-p) as transformers applies them, then a draw from
    the softmax. sorted: scratch of vocab entries. */
 static int32_t pf__sample(const pf_generate_options *o, float *scores, int vocab, uint64_t *rng, pf__candidate *sorted) {
     if (o->temperature != 1.0f)
         for (int i = 0; i < vocab; i++) scores[i] /= o->temperature;
     int k = o->top_k > 0 && o->top_k < vocab ? o->top_k : vocab;
-    if (k < vocab || o->top_p < 1.0f) {
+    if (k < vocab || o->top_p < 1.0f || o->min_p > 0) {
         for (int i = 0; i < vocab; i++) {
             sorted[i].score = scores[i];
             sorted[i].beam = 0;
@@ -298,6 +314,7 @@ static int pf__stream(pf_model *m, const pf_generate_options *o, int row_index, 
    as many as generation_config.json's lists may hold): a bound to check a count against before
    its array is read. */
 #define PF__MAX_OPTION_LIST 1000000
+#define PF__MAX_STOP_STRING 4096 /* bytes: a stop string's text */
 
 /* Checks options against each other and the model, as transformers does. */
 PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_options *o, int batch) {
@@ -312,6 +329,12 @@ PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_o
     else if (!(o->top_p > 0 && o->top_p <= 1)) bad = "top_p must be in (0, 1]";
     else if (o->top_k < 0) bad = "top_k must not be negative";
     else if (!(o->repetition_penalty > 0)) bad = "repetition_penalty must be positive";
+    else if (!(o->min_p >= 0 && o->min_p <= 1)) bad = "min_p must be in [0, 1]";
+    else if (!isfinite(o->presence_penalty) || !isfinite(o->frequency_penalty)) bad = "presence_penalty and frequency_penalty must be finite";
+    else if (o->num_logit_bias < 0 || (o->num_logit_bias > 0 && !o->logit_bias)) bad = "logit_bias and its count disagree";
+    else if (o->num_stop_strings < 0 || (o->num_stop_strings > 0 && !o->stop_strings)) bad = "stop_strings and their count disagree";
+    else if (o->num_stop_strings > 0 && !m->tokenizer) bad = "stop_strings need the model's tokenizer";
+    else if (o->num_stop_strings > 0 && o->num_beams > 1) bad = "stop_strings need greedy search or sampling, not beam search";
     else if (!isfinite(o->length_penalty)) bad = "length_penalty must be finite";
     else if (o->no_repeat_ngram_size < 0) bad = "no_repeat_ngram_size must not be negative";
     else if (o->encoder_no_repeat_ngram_size < 0) bad = "encoder_no_repeat_ngram_size must not be negative";
@@ -337,7 +360,8 @@ PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_o
     const struct { const char *name; int count; } lists[] = {
         {"num_eos_token_ids", o->num_eos_token_ids}, {"num_suppress_tokens", o->num_suppress_tokens},
         {"num_begin_suppress_tokens", o->num_begin_suppress_tokens}, {"num_bad_words", o->num_bad_words},
-        {"num_stop_sequences", o->num_stop_sequences}};
+        {"num_stop_sequences", o->num_stop_sequences}, {"num_logit_bias", o->num_logit_bias},
+        {"num_stop_strings", o->num_stop_strings}};
     for (size_t k = 0; k < sizeof lists / sizeof lists[0]; k++)
         if (lists[k].count > PF__MAX_OPTION_LIST)
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "generate options: %s %d is above %d", lists[k].name,
@@ -347,6 +371,17 @@ PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_o
         for (int i = 0; i < (k ? o->num_begin_suppress_tokens : o->num_suppress_tokens); i++)
             if (list[i] < 0 || list[i] >= vocab)
                 return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "suppressed token id %d is outside the vocabulary", (int)list[i]);
+    }
+    for (int i = 0; i < o->num_logit_bias; i++)
+        if (o->logit_bias[i].token < 0 || o->logit_bias[i].token >= vocab || isnan(o->logit_bias[i].bias) ||
+            o->logit_bias[i].bias == INFINITY)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "logit_bias %d: token %d outside the vocabulary, or a bias that is NaN or +inf",
+                            i, (int)o->logit_bias[i].token);
+    for (int i = 0; i < o->num_stop_strings; i++) {
+        size_t length = o->stop_strings[i] ? strnlen(o->stop_strings[i], PF__MAX_STOP_STRING + 1) : 0;
+        if (length < 1 || length > PF__MAX_STOP_STRING)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "stop string %d is NULL, empty or longer than %d bytes", i,
+                            PF__MAX_STOP_STRING);
     }
     for (int i = 0; i < o->num_eos_token_ids; i++)
         if (o->eos_token_ids[i] < 0 || o->eos_token_ids[i] >= vocab)
@@ -508,7 +543,8 @@ static int pf__choice_is_top_k(const pf__generation_state *st, const pf__row *ro
    conditions. */
 static int pf__processors_idle(const pf__generation_state *st, const pf__row *row) {
     const pf_generate_options *o = st->o;
-    if (o->repetition_penalty != 1.0f || o->no_repeat_ngram_size > 0 || o->num_bad_words > 0 ||
+    if (o->repetition_penalty != 1.0f || o->presence_penalty != 0 || o->frequency_penalty != 0 || o->num_logit_bias > 0 ||
+        o->no_repeat_ngram_size > 0 || o->num_bad_words > 0 ||
         o->num_suppress_tokens > 0 || o->return_timestamps || (o->encoder_no_repeat_ngram_size > 0 && st->sources))
         return 0;
     if (st->num_eos > 0 && pf__min_length_active(o, row, st->min_length)) return 0;
@@ -628,6 +664,10 @@ PF_PRIVATE pf_result pf__generation_alloc(pf__generation_state *st, const int32_
     st->next_tokens = (int32_t *)malloc(rows * sizeof *st->next_tokens);
     st->next_scores = (float *)malloc(rows * sizeof *st->next_scores);
     st->streams = (pf__stream_state *)calloc(rows, sizeof *st->streams);
+    for (int i = 0; i < st->o->num_stop_strings; i++) { /* a token is at least a byte, but for a few special ones */
+        int bytes = (int)strlen(st->o->stop_strings[i]);
+        if (bytes + 16 > st->stop_window) st->stop_window = bytes + 16;
+    }
     st->argmax_tokens = (int32_t *)malloc(rows * sizeof *st->argmax_tokens);
     if (!st->rows || !st->pool[0] || (beams > 1 && !st->pool[1]) || !st->candidates || !st->ids || !st->pads ||
         !st->src || !st->seen || !st->hyps || !st->num_hyps || !st->open || !st->next_tokens || !st->next_scores ||
@@ -799,6 +839,23 @@ static pf_result pf__choose_token(pf__generation_state *st, int i, const int32_t
     return PF_OK;
 }
 
+/* stop_strings: whether the row's last token completes one of them. Only the last stop_window new
+   tokens are decoded (more than the longest stop string's bytes, so more than it can span): an
+   earlier occurrence would have ended the row already. -1 without memory. */
+static int pf__completes_stop_string(pf__generation_state *st, const pf__row *row) {
+    const pf_generate_options *o = st->o;
+    const int32_t *fresh = row->tokens + row->pad + row->prompt;
+    int n = row->length - row->pad - row->prompt, from = n > st->stop_window ? n - st->stop_window : 0;
+    size_t len = pf__stream_decode(st->m, fresh, from, n, &st->stop_text, &st->stop_cap);
+    if (len == (size_t)-1) return -1;
+    for (int i = 0; i < o->num_stop_strings; i++) {
+        size_t stop_len = strlen(o->stop_strings[i]);
+        for (size_t at = 0; at + stop_len <= len; at++)
+            if (!memcmp(st->stop_text + at, o->stop_strings[i], stop_len)) return 1;
+    }
+    return 0;
+}
+
 /* Phase 4a, greedy or sampling: one token per row (finished rows are fed the pad token); *finished
    when every row has ended or a stream callback stopped the request. */
 PF_PRIVATE pf_result pf__generation_sample_step(pf__generation_state *st, int *finished) {
@@ -822,6 +879,14 @@ PF_PRIVATE pf_result pf__generation_sample_step(pf__generation_state *st, int *f
         if (live && (r = pf__choose_token(st, i, chosen, &candidates, &t))) break;
         if (live) ends = last_step || pf__ends_here(o, st->eos, st->num_eos, row->tokens, row->length, t);
         row->tokens[row->length++] = t;
+        if (live && !ends && o->num_stop_strings > 0) {
+            int completes = pf__completes_stop_string(st, row);
+            if (completes < 0) {
+                r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+                break;
+            }
+            ends = completes;
+        }
         if (live && o->stream && pf__stream(m, o, i, row, &st->streams[i], &st->stream_text, &st->stream_cap)) stopped = 1;
         if (ends) row->done = 1;
         all_done &= row->done;
@@ -1016,7 +1081,7 @@ PF_PRIVATE void pf__generation_free(pf__generation_state *st) {
     for (int i = 0; st->hyps && i < st->batch * st->beams; i++) free(st->hyps[i].tokens);
     free(st->rows), free(st->pool[0]), free(st->pool[1]), free(st->ids), free(st->pads), free(st->src), free(st->seen);
     free(st->candidates), free(st->hyps), free(st->num_hyps), free(st->open), free(st->next_tokens), free(st->next_scores);
-    free(st->streams), free(st->stream_text);
+    free(st->streams), free(st->stream_text), free(st->stop_text);
     free(st->sources), free(st->source_pads), free(st->cross_pads), free(st->argmax_tokens), free(st->top_k_candidates);
 }
 

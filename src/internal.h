@@ -1698,6 +1698,9 @@ typedef struct pf__generation_state {
     pf__stream_state *streams;
     char *stream_text;
     size_t stream_cap;
+    char *stop_text;              /* stop_strings: a row's last new tokens, decoded */
+    size_t stop_cap;
+    int stop_window;              /* stop_strings: new tokens decoded to look for them */
     uint64_t rng;
     /* encoder-decoders: the prompts are the sources, each row's decoder starts at the start token */
     int32_t *sources;             /* [batch][source_width], left-padded; NULL for a decoder */

@@ -410,6 +410,15 @@ static void test_generation_config(void) {
         CHECK(info.num_eos_token_ids == 1 && pf_model_generate_options(m).num_beams == 1);
     }
     pf_free(m);
+    /* min_p is read into the defaults; one outside [0, 1] is refused naming it. */
+    if (copy_fixture("llama-generation-config")) return;
+    edit_file("generation_config.json", "\"num_beams\": 2", "\"num_beams\": 2, \"min_p\": 0.25");
+    m = expect_load("min_p in generation_config.json", NULL, PF_OK, NULL);
+    CHECK(m && pf_model_generate_options(m).min_p == 0.25f);
+    pf_free(m);
+    if (copy_fixture("llama-generation-config")) return;
+    edit_file("generation_config.json", "\"num_beams\": 2", "\"num_beams\": 2, \"min_p\": 1.5");
+    expect_load("min_p 1.5 in generation_config.json", NULL, PF_ERROR_FORMAT, "min_p");
     /* Finished rows are fed the pad id: one outside the vocabulary is refused. */
     if (copy_fixture("llama-generation-config")) return;
     edit_file("generation_config.json", "\"pad_token_id\": 0", "\"pad_token_id\": 512");

@@ -631,6 +631,140 @@ static void test_text(void) {
     pf_free(m);
 }
 
+/* gpt2-tiny with its tokenizer on `ranks` CPU ranks, and its reference prompt. */
+static pf_model *gpt2_tiny_text(int ranks, test_reference *ref) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/gpt2-tiny", test_fixtures);
+    pf_model *m = NULL;
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.max_batch = 4;
+    pf_result r = test_read_reference(dir, ref) ? PF_ERROR_IO : pf_load(dir, NULL, &m);
+    if (!r) r = pf_parallelize(m, ranks, &po);
+    CHECK_MSG(r == PF_OK, "gpt2-tiny: %s", pf_error_message(m));
+    if (!r) return m;
+    pf_free(m);
+    return NULL;
+}
+
+/* One prompt's new tokens through pf_generate_batch (the continuous batch); their count, -1 on failure. */
+static int generate_one(pf_model *m, const test_reference *ref, const pf_generate_options *o, int32_t *out, int cap) {
+    int32_t prompt[TEST_MAX_IDS];
+    for (int i = 0; i < ref->num_prompt_ids; i++) prompt[i] = ref->prompt_ids[i];
+    const int32_t *prompts[1] = {prompt};
+    int length = ref->num_prompt_ids, n = -1;
+    pf_generation result;
+    pf_result r = pf_generate_batch(m, prompts, &length, 1, o, &result);
+    CHECK_MSG(r == PF_OK, "pf_generate_batch: %s", pf_error_message(m));
+    if (r) return -1;
+    n = result.lengths[0] < cap ? result.lengths[0] : cap;
+    memcpy(out, result.tokens[0], (size_t)n * sizeof(int32_t));
+    pf_generation_free(&result);
+    return n;
+}
+
+/* Whether the decoded text of ids holds needle. */
+static int text_holds(pf_model *m, const int32_t *ids, int n, const char *needle) {
+    char text[2048];
+    size_t len = 0;
+    if (pf_detokenize(pf_model_tokenizer(m), ids, (size_t)n, text, sizeof text - 1, &len) || len >= sizeof text) return 0;
+    text[len] = 0;
+    return strstr(text, needle) != NULL;
+}
+
+/* stop_strings end a row with the token that completes the text, mid-token too, and no earlier;
+   logit_bias, presence and frequency penalties and min_p change the choice as they say. On 1 and
+   2 ranks, through the continuous batch. */
+static void test_logit_processors_and_stop_strings(void) {
+    for (int ranks = 1; ranks <= 2; ranks++) {
+        test_reference ref;
+        pf_model *m = gpt2_tiny_text(ranks, &ref);
+        if (!m) return;
+        pf_generate_options o = pf_generate_options_init();
+        o.max_new_tokens = 24;
+        o.ignore_eos = 1;
+        int32_t plain[64], got[64];
+        int n = generate_one(m, &ref, &o, plain, 64);
+        CHECK_MSG(n == 24, "%d ranks: %d plain tokens", ranks, n);
+        /* a stop string from the middle of token 6's text into token 8's */
+        char text[2048], before[2048];
+        size_t len = 0, upto5 = 0, upto8 = 0;
+        pf_tokenizer *tok = pf_model_tokenizer(m);
+        pf_detokenize(tok, plain, 24, text, sizeof text - 1, &len);
+        pf_detokenize(tok, plain, 6, before, sizeof before - 1, &upto5);
+        pf_detokenize(tok, plain, 8, before, sizeof before - 1, &upto8);
+        size_t from = upto5 + 1, to = upto8 < len ? upto8 : len;
+        CHECK_MSG(to > from + 1, "%d ranks: tokens 6..8 decode to %zu bytes", ranks, to - from);
+        char stop[256];
+        snprintf(stop, sizeof stop, "%.*s", (int)(to - from), text + from);
+        int expect = 0; /* the first prefix of tokens whose text holds the stop string */
+        while (expect < 24 && !text_holds(m, plain, expect, stop)) expect++;
+        const char *stops[2] = {"no such text anywhere", stop};
+        o.stop_strings = stops;
+        o.num_stop_strings = 2;
+        int k = generate_one(m, &ref, &o, got, 64);
+        CHECK_MSG(k == expect && expect > 6 && expect <= 8 && !memcmp(got, plain, (size_t)k * sizeof(int32_t)),
+                  "%d ranks: stop string \"%s\": %d tokens, want %d", ranks, stop, k, expect);
+        o.num_stop_strings = 0;
+        o.stop_strings = NULL;
+        /* logit_bias: a large bias makes a token the choice at every step */
+        pf_token_bias bias = {plain[3] == 7 ? 8 : 7, 1e4f};
+        o.logit_bias = &bias;
+        o.num_logit_bias = 1;
+        k = generate_one(m, &ref, &o, got, 64);
+        int all = k == 24;
+        for (int i = 0; i < k; i++) all &= got[i] == bias.token;
+        CHECK_MSG(all, "%d ranks: logit_bias +1e4 on %d: %d tokens, first %d", ranks, (int)bias.token, k, k > 0 ? got[0] : -1);
+        /* ... and a frequency penalty as large then spreads it: no token twice in a row */
+        o.frequency_penalty = 2e4f;
+        k = generate_one(m, &ref, &o, got, 64);
+        int repeats = 0;
+        for (int i = 1; i < k; i++) repeats += got[i] == got[i - 1];
+        CHECK_MSG(k == 24 && got[0] == bias.token && repeats == 0, "%d ranks: frequency_penalty: %d repeats", ranks, repeats);
+        o.frequency_penalty = 0;
+        o.num_logit_bias = 0;
+        o.logit_bias = NULL;
+        /* a huge presence penalty: no token twice at all */
+        o.presence_penalty = 1e4f;
+        k = generate_one(m, &ref, &o, got, 64);
+        int twice = 0;
+        for (int i = 0; i < k; i++)
+            for (int j = 0; j < i; j++) twice += got[i] == got[j];
+        CHECK_MSG(k == 24 && twice == 0, "%d ranks: presence_penalty: %d tokens seen before", ranks, twice);
+        o.presence_penalty = 0;
+        /* min_p 1 leaves the likeliest token only: sampling then is greedy, whatever the seed */
+        o.do_sample = 1;
+        o.temperature = 1.3f;
+        o.top_k = 0;
+        o.min_p = 1.0f;
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            o.seed = seed;
+            k = generate_one(m, &ref, &o, got, 64);
+            CHECK_MSG(k == 24 && !memcmp(got, plain, 24 * sizeof(int32_t)), "%d ranks: min_p 1, seed %d: not greedy", ranks, (int)seed);
+        }
+        /* out-of-range values are refused, naming them */
+        int32_t out[4];
+        int num_out = 0;
+        pf_generate_options bad = pf_generate_options_init();
+        bad.min_p = 1.5f;
+        CHECK(pf_generate(m, plain, 2, &bad, out, 4, &num_out) == PF_ERROR_INVALID_ARGUMENT && strstr(pf_error_message(m), "min_p"));
+        bad = pf_generate_options_init();
+        pf_token_bias outside = {ref.vocab_size, 1.0f};
+        bad.logit_bias = &outside;
+        bad.num_logit_bias = 1;
+        CHECK(pf_generate(m, plain, 2, &bad, out, 4, &num_out) == PF_ERROR_INVALID_ARGUMENT && strstr(pf_error_message(m), "logit_bias"));
+        bad = pf_generate_options_init();
+        const char *empty[1] = {""};
+        bad.stop_strings = empty;
+        bad.num_stop_strings = 1;
+        CHECK(pf_generate(m, plain, 2, &bad, out, 4, &num_out) == PF_ERROR_INVALID_ARGUMENT && strstr(pf_error_message(m), "stop string 0"));
+        bad.stop_strings = stops;
+        bad.num_beams = 2;
+        CHECK(pf_generate(m, plain, 2, &bad, out, 4, &num_out) == PF_ERROR_INVALID_ARGUMENT && strstr(pf_error_message(m), "beam"));
+        pf_free(m);
+    }
+}
+
 void test_generation(void) {
     test_recorded_cases();
     test_sampling();
@@ -644,4 +778,5 @@ void test_generation(void) {
     test_free_while_requests_run(1);
     test_generate_while_resplitting();
     test_text();
+    test_logit_processors_and_stop_strings();
 }
