@@ -267,9 +267,14 @@ server:
 	@echo "make: skipping build/server: pkg-config finds no $(SERVER_PKGS) (apt-get install libmicrohttpd-dev libjansson-dev pkg-config)"
 endif
 
-# Starts build/server on a free port with a fixture and calls every route with curl (test/test_server.sh).
-test-server: server $(BUILD)/generate
-	BUILD="$(BUILD)" test/test_server.sh
+# Starts build/server on a free port with a fixture and calls every route with curl, then drives it
+# with the openai package from PyPI (installed once into the build directory) beside a server of
+# all-MiniLM-L6-v2 (test/test_server.sh, test/test_server_openai.py).
+PYCLIENT := $(BUILD)/pyclient
+$(PYCLIENT)/openai/__init__.py:
+	python3 -m pip install --quiet --target $(PYCLIENT) openai
+test-server: server $(BUILD)/generate $(BUILD)/embed $(PYCLIENT)/openai/__init__.py $(MINILM_DIR)/model.safetensors
+	BUILD="$(BUILD)" PYCLIENT="$(PYCLIENT)" MINILM="$(MINILM_DIR)" test/test_server.sh
 
 # libFuzzer targets (test/fuzz), built with clang, AddressSanitizer and UBSan: make fuzz runs each
 # for FUZZ_SECONDS from its seeds in test/fuzz_seeds/<target> (new inputs go to build/fuzz/corpus).

@@ -5,14 +5,16 @@
                           [--max-connections N] [--max-connections-per-address N]
                           [--request-timeout SECONDS] [--rate-limit REQUESTS_PER_MINUTE]
 
-   Routes:
+   Routes (README.md's "Serve a model over HTTP" says which fields each takes):
      GET  /generate_text/<text>  the Python parallelformers example: beam search (5 beams,
                                  no-repeat 4-grams, max_length 15; ?max_length=&num_beams=
                                  &no_repeat_ngram_size= change them), {"inputs", "outputs"}
-     POST /v1/completions        OpenAI's body: prompt, max_tokens, temperature, top_p, n, stop,
-     POST /v1/chat/completions   seed, stream (server-sent events); chat messages go through the
-                                 model's chat template, or without one become "role: content"
-                                 lines then "assistant:"
+     POST /v1/completions        OpenAI's bodies; a field this server does not implement is
+     POST /v1/chat/completions   refused by name unless its value asks for nothing; chat messages
+                                 go through the model's chat template, or without one become
+                                 "role: content" lines then "assistant:"
+     POST /v1/embeddings         text encoders: OpenAI's body, float or base64
+     POST /tokenize, /detokenize as llama.cpp's server names them
      GET  /health, GET /v1/models
    Each connection has its own thread. Greedy and sampling completions that are not streamed share
    the model's decode steps (the library's continuous batching, up to --max-batch rows, 16 by

@@ -216,47 +216,38 @@ static size_t stop_prefix_at_end(const completion_request *request, const char *
 
 /* ---- completions ---- */
 
-/* Generation options and tokenized stop strings for a request. The stop strings stop generation
-   at the token level (the library's stop_sequences), and cut the text at the byte level, which
-   also catches a stop string the tokens spell differently. */
+/* Generation options for a request. Stop strings end a row in the library (stop_strings: the
+   token that completes one ends it) and are cut from the text here, at the byte. */
 typedef struct generation_plan {
     pf_generate_options options;
-    pf_token_sequence stops[MAX_STOP_STRINGS];
-    int32_t *stop_ids[MAX_STOP_STRINGS];
     int copies; /* greedy with n > 1: one generation, copied into n choices */
 } generation_plan;
 
-static void plan_free(generation_plan *plan) {
-    for (int i = 0; i < MAX_STOP_STRINGS; i++) free(plan->stop_ids[i]);
-}
-
-static int make_plan(const completion_request *request, generation_plan *plan) {
+static void make_plan(const completion_request *request, generation_plan *plan) {
     memset(plan, 0, sizeof *plan);
     pf_generate_options *o = &plan->options;
     *o = pf_generate_options_init();
     o->max_new_tokens = request->max_tokens;
+    o->top_k = 0; /* OpenAI's API has no top-k; the request's own below */
     plan->copies = 1;
     if (request->temperature > 0) {
         o->do_sample = 1;
         o->temperature = (float)request->temperature;
         o->top_p = (float)request->top_p;
-        o->top_k = 0; /* OpenAI's API has no top-k */
+        o->top_k = request->top_k;
+        o->min_p = (float)request->min_p;
         o->num_return_sequences = request->n;
         o->seed = request->has_seed ? request->seed : mix(the_server.seed_base + request_number());
     } else {
         plan->copies = request->n;
     }
-    for (int s = 0; s < request->num_stop; s++) {
-        size_t n = 0, length = strlen(request->stop[s]);
-        pf_tokenize(the_server.tokenizer, request->stop[s], length, NULL, 0, &n);
-        if (!n || !(plan->stop_ids[s] = (int32_t *)malloc(n * sizeof(int32_t))) ||
-            pf_tokenize(the_server.tokenizer, request->stop[s], length, plan->stop_ids[s], n, &n))
-            return -1;
-        plan->stops[o->num_stop_sequences].ids = plan->stop_ids[s];
-        plan->stops[o->num_stop_sequences++].length = (int)n;
-    }
-    o->stop_sequences = o->num_stop_sequences ? plan->stops : NULL;
-    return 0;
+    o->repetition_penalty = (float)request->repetition_penalty;
+    o->presence_penalty = (float)request->presence_penalty;
+    o->frequency_penalty = (float)request->frequency_penalty;
+    o->logit_bias = request->logit_bias;
+    o->num_logit_bias = request->num_logit_bias;
+    o->stop_strings = (const char *const *)request->stop;
+    o->num_stop_strings = request->num_stop;
 }
 
 static json_t *usage_json(int prompt_tokens, int completion_tokens) {
@@ -279,13 +270,9 @@ static MHD_Result complete(struct MHD_Connection *connection, const completion_r
     generation_plan plan;
     pf_generation result;
     memset(&result, 0, sizeof result);
-    if (make_plan(request, &plan)) {
-        plan_free(&plan);
-        return send_error(connection, 400, "cannot tokenize a stop sequence");
-    }
+    make_plan(request, &plan);
     const int32_t *prompts[1] = {prompt};
     pf_result r = pf_generate_batch(the_server.model, prompts, &prompt_length, 1, &plan.options, &result);
-    plan_free(&plan);
     if (r) {
         char message[512];
         snprintf(message, sizeof message, "generation failed: %s: %s", pf_result_string(r), pf_error_message(the_server.model));
@@ -294,17 +281,26 @@ static MHD_Result complete(struct MHD_Connection *connection, const completion_r
     json_t *choices = json_array();
     int completion_tokens = 0;
     for (int i = 0; i < result.num_sequences; i++) {
-        size_t length = 0;
+        size_t length = 0, echoed = request->echo ? strlen(request->prompt) : 0;
         int n = result.lengths[i];
         char *text = ids_text(result.tokens[i], n, &length);
+        char *with_prompt = text && echoed ? (char *)malloc(echoed + length + 1) : NULL;
+        if (with_prompt) { /* echo: the prompt's text, then the completion's */
+            memcpy(with_prompt, request->prompt, echoed);
+            memcpy(with_prompt + echoed, text, length + 1);
+            free(text);
+            text = with_prompt;
+        } else if (echoed) {
+            free(text), text = NULL;
+        }
         if (!text) {
             json_decref(choices);
             pf_generation_free(&result);
             return send_error(connection, 500, "cannot decode the output");
         }
-        long stop_at = find_stop(request, text, length);
+        long stop_at = find_stop(request, text + echoed, length);
         const char *finish_reason = stop_at >= 0 || (n > 0 && is_eos(result.tokens[i][n - 1])) ? "stop" : "length";
-        if (stop_at >= 0) length = (size_t)stop_at;
+        length = echoed + (stop_at >= 0 ? (size_t)stop_at : length);
         for (int c = 0; c < plan.copies; c++)
             json_array_append_new(choices, choice_json(request, i * plan.copies + c, text, length, finish_reason));
         completion_tokens += n * plan.copies;
@@ -429,6 +425,8 @@ static void *stream_generation(void *user) {
     int choices = job->num_rows * job->plan.copies;
     if (job->request.chat)
         for (int i = 0; i < choices; i++) queue_chunk(job, i, NULL, 0, "assistant", NULL);
+    if (job->request.echo)
+        for (int i = 0; i < choices; i++) queue_chunk(job, i, job->request.prompt, strlen(job->request.prompt), NULL, NULL);
     const int32_t *prompts[1] = {job->prompt};
     pf_result r = pf_generate_batch(the_server.model, prompts, &job->prompt_length, 1, &job->plan.options, &result);
     if (r) {
@@ -438,14 +436,22 @@ static void *stream_generation(void *user) {
         queue_event(job, NULL, body);
         free(body);
     }
+    int completion_tokens = 0;
     for (int i = 0; !r && i < result.num_sequences && i < job->num_rows; i++) {
         stream_row *row = &job->rows[i];
         int n = result.lengths[i];
+        completion_tokens += n * job->plan.copies;
         if (!row->stopped) send_piece(job, i, row->held, row->held_length);
         const char *finish = row->stopped || (n > 0 && is_eos(result.tokens[i][n - 1])) ? "stop" : "length";
         for (int c = 0; c < job->plan.copies; c++) queue_chunk(job, i * job->plan.copies + c, NULL, 0, NULL, finish);
     }
     pf_generation_free(&result);
+    if (!r && job->request.include_usage) /* stream_options.include_usage: a last chunk without choices */
+        queue_event(job, json_pack("{s:s,s:s,s:I,s:s,s:[],s:o}", "id", job->id, "object",
+                                   job->request.chat ? "chat.completion.chunk" : "text_completion", "created",
+                                   (json_int_t)job->created, "model", the_server.model_name, "choices", "usage",
+                                   usage_json(job->prompt_length, completion_tokens)),
+                    NULL);
     queue_event(job, NULL, "[DONE]");
     pthread_mutex_lock(&job->lock);
     job->finished = 1;
@@ -482,7 +488,6 @@ static void end_stream(void *user) {
     free(job->rows);
     free(job->events);
     free(job->prompt);
-    plan_free(&job->plan);
     completion_request_free(&job->request);
     pthread_cond_destroy(&job->ready);
     pthread_mutex_destroy(&job->lock);
@@ -501,21 +506,21 @@ static MHD_Result start_stream(struct MHD_Connection *connection, completion_req
     snprintf(job->id, sizeof job->id, "%s-%lu", request->chat ? "chatcmpl" : "cmpl", request_number());
     pthread_mutex_init(&job->lock, NULL);
     pthread_cond_init(&job->ready, NULL);
-    int planned = make_plan(&job->request, &job->plan) == 0;
+    make_plan(&job->request, &job->plan);
     job->num_rows = job->plan.options.num_return_sequences;
     job->rows = (stream_row *)calloc((size_t)job->num_rows, sizeof *job->rows);
     job->plan.options.stream = on_token;
     job->plan.options.stream_user = job;
     struct MHD_Response *response = NULL;
-    if (planned && job->rows && !pthread_create(&job->thread, NULL, stream_generation, job))
+    if (job->rows && !pthread_create(&job->thread, NULL, stream_generation, job))
         response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, read_events, job, end_stream);
     else
         job->finished = 1, job->thread = pthread_self();
     if (!response) {
         if (job->finished) { /* no thread to join */
             for (int i = 0; i < job->num_rows; i++) free(job->rows[i].held);
-            free(job->rows), free(job->prompt), plan_free(&job->plan), completion_request_free(&job->request), free(job);
-            return send_error(connection, planned ? 500 : 400, planned ? "cannot start the generation" : "cannot tokenize a stop sequence");
+            free(job->rows), free(job->prompt), completion_request_free(&job->request), free(job);
+            return send_error(connection, 500, "cannot start the generation");
         }
         end_stream(job);
         return MHD_NO;
@@ -529,11 +534,18 @@ static MHD_Result start_stream(struct MHD_Connection *connection, completion_req
 
 /* ---- routes ---- */
 
+/* Whether the model continues text: a decoder or a text encoder-decoder (not an encoder, nor a
+   speech model, whose input is audio). */
+static int generates_text(void) { return !the_server.info.is_encoder && !the_server.info.num_mel_bins; }
+
 static MHD_Result completions(struct MHD_Connection *connection, int chat, const char *body, size_t length) {
     completion_request request;
     char error[512];
+    if (!generates_text())
+        return send_error(connection, 400, "this model does not generate text (an encoder: use /v1/embeddings)");
     int status = parse_completion_request(body, length, chat, &the_server.limits, &request, error, sizeof error);
     if (status) return send_error(connection, (unsigned)status, error);
+    if (request.user) server_log("a request for user \"%s\"", request.user); /* OpenAI's end-user id: for the log */
     int templated = chat && pf_tokenizer_chat_template(the_server.tokenizer) != NULL;
     if (templated) { /* the model's chat template replaces the plain "role: content" prompt */
         char *text = NULL, *copy = NULL;
@@ -561,6 +573,89 @@ static MHD_Result completions(struct MHD_Connection *connection, int chat, const
     return sent;
 }
 
+#define MAX_EMBEDDING_INPUTS 256 /* texts a request */
+
+/* Whether the model embeds text: a text encoder (pf_embed_texts). */
+static int embeds_text(void) {
+    return the_server.info.is_encoder && !the_server.info.image_size && !the_server.info.audio_stride;
+}
+
+/* POST /v1/embeddings: OpenAI's body and answer; the texts as sentence-transformers embeds them. */
+static MHD_Result embeddings(struct MHD_Connection *connection, const char *body, size_t length) {
+    char error[512];
+    if (!embeds_text()) return send_error(connection, 400, "this model makes no text embeddings (it is not a text encoder)");
+    embedding_request request;
+    int width = the_server.info.hidden_size;
+    int status = parse_embedding_request(body, length, width, MAX_EMBEDDING_INPUTS, &request, error, sizeof error);
+    if (status) return send_error(connection, (unsigned)status, error);
+    float *vectors = (float *)malloc((size_t)request.count * (size_t)width * sizeof(float));
+    pf_result r = vectors ? pf_embed_texts(the_server.model, (const char *const *)request.texts, request.count, NULL, vectors)
+                          : PF_ERROR_OUT_OF_MEMORY;
+    json_t *data = json_array();
+    int tokens = 0;
+    for (int i = 0; !r && i < request.count; i++) {
+        size_t n = 0;
+        pf_tokenize_special(the_server.tokenizer, request.texts[i], strlen(request.texts[i]), NULL, 0, &n);
+        tokens += (int)n;
+        json_t *embedding;
+        if (request.base64) {
+            char *text = base64_floats(vectors + (size_t)i * width, (size_t)width);
+            embedding = text ? json_string(text) : NULL;
+            free(text);
+        } else {
+            embedding = json_array();
+            for (int j = 0; j < width; j++) json_array_append_new(embedding, json_real(vectors[(size_t)i * width + j]));
+        }
+        json_array_append_new(data, json_pack("{s:s,s:i,s:o}", "object", "embedding", "index", i, "embedding", embedding));
+    }
+    free(vectors);
+    embedding_request_free(&request);
+    if (r) {
+        json_decref(data);
+        snprintf(error, sizeof error, "embedding failed: %s: %s", pf_result_string(r), pf_error_message(the_server.model));
+        return send_error(connection, http_status(r), error);
+    }
+    return send_json(connection, 200, json_pack("{s:s,s:o,s:s,s:{s:i,s:i}}", "object", "list", "data", data, "model",
+                                                the_server.model_name, "usage", "prompt_tokens", tokens, "total_tokens",
+                                                tokens));
+}
+
+/* POST /tokenize and /detokenize, as llama.cpp's server answers them: {"tokens": [...]} and {"content": "..."}. */
+static MHD_Result tokens_route(struct MHD_Connection *connection, int detokenize, const char *body, size_t length) {
+    char error[512];
+    token_request request;
+    int status = parse_token_request(body, length, detokenize, the_server.info.max_positions, &request, error, sizeof error);
+    if (status) return send_error(connection, (unsigned)status, error);
+    json_t *answer = NULL;
+    if (detokenize) {
+        size_t n = 0;
+        char *text = NULL;
+        for (int i = 0; i < request.count; i++)
+            if (request.tokens[i] >= the_server.info.vocab_size) {
+                token_request_free(&request);
+                return send_error(connection, 400, "a token id is outside the vocabulary");
+            }
+        text = ids_text(request.tokens, request.count, &n);
+        answer = text ? json_pack("{s:o}", "content", json_text(text, n)) : NULL;
+        free(text);
+    } else {
+        size_t n = 0;
+        pf_result (*encode)(const pf_tokenizer *, const char *, size_t, int32_t *, size_t, size_t *) =
+            request.add_special ? pf_tokenize_special : pf_tokenize;
+        size_t text_length = strlen(request.content);
+        encode(the_server.tokenizer, request.content, text_length, NULL, 0, &n);
+        int32_t *ids = (int32_t *)malloc((n + 1) * sizeof *ids);
+        if (ids && !encode(the_server.tokenizer, request.content, text_length, ids, n, &n)) {
+            json_t *list = json_array();
+            for (size_t i = 0; i < n; i++) json_array_append_new(list, json_integer(ids[i]));
+            answer = json_pack("{s:o}", "tokens", list);
+        }
+        free(ids);
+    }
+    token_request_free(&request);
+    return answer ? send_json(connection, 200, answer) : send_error(connection, 500, "out of memory");
+}
+
 /* An optional query parameter within [lo, hi]; -1 when it is present but not such an integer. */
 static int query_integer(struct MHD_Connection *connection, const char *name, int lo, int hi, int *value) {
     const char *text = MHD_lookup_connection_value(connection, MHD_GET_ARGUMENT_KIND, name);
@@ -577,6 +672,7 @@ static int query_integer(struct MHD_Connection *connection, const char *name, in
 static MHD_Result generate_text(struct MHD_Connection *connection, const char *text) {
     pf_generate_options o = pf_generate_options_init();
     char error[512];
+    if (!generates_text()) return send_error(connection, 400, "this model does not generate text");
     o.num_beams = 5;
     o.no_repeat_ngram_size = 4;
     o.max_length = 15;
@@ -655,6 +751,16 @@ static MHD_Result handle(void *user, struct MHD_Connection *connection, const ch
         if (!post) return send_error(connection, 405, "use POST");
         if (u->too_large) return send_error(connection, 413, "the body is larger than --max-body-bytes");
         return completions(connection, chat, body, body_length);
+    }
+    if (!strcmp(url, "/v1/embeddings")) {
+        if (!post) return send_error(connection, 405, "use POST");
+        if (u->too_large) return send_error(connection, 413, "the body is larger than --max-body-bytes");
+        return embeddings(connection, body, body_length);
+    }
+    if (!strcmp(url, "/tokenize") || !strcmp(url, "/detokenize")) {
+        if (!post) return send_error(connection, 405, "use POST");
+        if (u->too_large) return send_error(connection, 413, "the body is larger than --max-body-bytes");
+        return tokens_route(connection, url[1] == 'd', body, body_length);
     }
     if (!strncmp(url, "/generate_text/", 15)) {
         if (!get) return send_error(connection, 405, "use GET");

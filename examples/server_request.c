@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L /* strdup */
 #include "server_request.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,34 @@ static int append(char **buffer, size_t *length, const char *text) {
     return 0;
 }
 
+/* A message's content: a string, or a list of text parts joined by newlines (as vLLM joins them);
+   *text is a new string. */
+static int message_text(json_t *content, size_t index, char **text, char *error, size_t error_size) {
+    size_t length = 0, part_index;
+    json_t *part;
+    *text = NULL;
+    if (json_is_string(content)) {
+        if (strlen(json_string_value(content)) != json_string_length(content))
+            return fail(error, error_size, "messages[%zu] holds a NUL character", index);
+        return (*text = strdup(json_string_value(content))) ? 0 : fail(error, error_size, "out of memory");
+    }
+    if (!json_is_array(content)) return fail(error, error_size, "messages[%zu].content must be a string or a list of parts", index);
+    if (append(text, &length, "")) return fail(error, error_size, "out of memory");
+    json_array_foreach(content, part_index, part) {
+        json_t *type = json_object_get(part, "type"), *part_text = json_object_get(part, "text");
+        if (!json_is_string(type) || strcmp(json_string_value(type), "text") || !json_is_string(part_text) ||
+            json_object_size(part) != 2)
+            return free(*text), *text = NULL,
+                   fail(error, error_size, "messages[%zu].content[%zu]: only text parts ({\"type\": \"text\", \"text\": ...}) "
+                        "are supported", index, part_index);
+        if (strlen(json_string_value(part_text)) != json_string_length(part_text))
+            return free(*text), *text = NULL, fail(error, error_size, "messages[%zu] holds a NUL character", index);
+        if ((part_index && append(text, &length, "\n")) || append(text, &length, json_string_value(part_text)))
+            return free(*text), *text = NULL, fail(error, error_size, "out of memory");
+    }
+    return 0;
+}
+
 /* Chat messages kept for the model's chat template, and as one plain prompt for a model without
    one: "role: content" lines, then "assistant:" for the model to continue. */
 static int format_messages(json_t *messages, completion_request *out, char *error, size_t error_size) {
@@ -89,19 +118,25 @@ static int format_messages(json_t *messages, completion_request *out, char *erro
         if (!json_is_object(message)) return fail(error, error_size, "messages[%zu] must be an object", index);
         if (!json_is_string(role) || json_string_length(role) == 0)
             return fail(error, error_size, "messages[%zu].role must be a non-empty string", index);
-        if (json_is_array(content))
-            return fail(error, error_size, "messages[%zu].content is a list of parts: only text content (a string) is supported", index);
-        if (!json_is_string(content)) return fail(error, error_size, "messages[%zu].content must be a string", index);
-        if (strlen(json_string_value(role)) != json_string_length(role) || strlen(json_string_value(content)) != json_string_length(content))
+        const char *key;
+        json_t *value;
+        json_object_foreach(message, key, value) /* a message's other fields are tools' or audio's */
+            if (strcmp(key, "role") && strcmp(key, "content") && !json_is_null(value))
+                return fail(error, error_size, "messages[%zu].%s is not supported by this server", index, key);
+        if (!json_is_string(role) || json_string_length(role) == 0)
+            return fail(error, error_size, "messages[%zu].role must be a non-empty string", index);
+        if (strlen(json_string_value(role)) != json_string_length(role))
             return fail(error, error_size, "messages[%zu] holds a NUL character", index);
         pf_chat_message *m = &out->messages[out->num_messages];
-        if (!(m->role = strdup(json_string_value(role))) || !(m->content = strdup(json_string_value(content)))) {
-            free((char *)m->role);
+        int status = message_text(content, index, (char **)&m->content, error, error_size);
+        if (status) return status;
+        if (!(m->role = strdup(json_string_value(role)))) {
+            free((char *)m->content);
             return fail(error, error_size, "out of memory");
         }
         out->num_messages++;
-        if (append(prompt, &length, json_string_value(role)) || append(prompt, &length, ": ") ||
-            append(prompt, &length, json_string_value(content)) || append(prompt, &length, "\n"))
+        if (append(prompt, &length, m->role) || append(prompt, &length, ": ") || append(prompt, &length, m->content) ||
+            append(prompt, &length, "\n"))
             return fail(error, error_size, "out of memory");
     }
     if (append(prompt, &length, "assistant:")) return fail(error, error_size, "out of memory");
@@ -161,6 +196,105 @@ static int parse_stop(json_t *stop, completion_request *out, char *error, size_t
     return status;
 }
 
+/* Every field of a completions (1) or chat (2) body: any other is refused, naming it, so that
+   nothing a client asks for is silently ignored. A neutral-only field is one we do not implement:
+   accepted only with the value that asks for nothing (neutral_field). */
+enum { COMPLETIONS = 1, CHAT = 2, BOTH = 3 };
+static const struct {
+    const char *name;
+    int endpoints;
+    int neutral_only;
+} known_fields[] = {
+    {"model", BOTH, 0}, {"prompt", COMPLETIONS, 0}, {"messages", CHAT, 0}, {"max_tokens", BOTH, 0},
+    {"max_completion_tokens", CHAT, 0}, {"n", BOTH, 0}, {"temperature", BOTH, 0}, {"top_p", BOTH, 0},
+    {"top_k", BOTH, 0}, {"min_p", BOTH, 0}, {"repetition_penalty", BOTH, 0}, {"presence_penalty", BOTH, 0},
+    {"frequency_penalty", BOTH, 0}, {"logit_bias", BOTH, 0}, {"seed", BOTH, 0}, {"stop", BOTH, 0},
+    {"stream", BOTH, 0}, {"stream_options", BOTH, 0}, {"echo", COMPLETIONS, 0}, {"user", BOTH, 0},
+    {"logprobs", BOTH, 1}, {"top_logprobs", CHAT, 1}, {"response_format", CHAT, 1}, {"tools", CHAT, 1},
+    {"tool_choice", CHAT, 1}, {"parallel_tool_calls", CHAT, 1}, {"functions", CHAT, 1}, {"function_call", CHAT, 1},
+    {"suffix", COMPLETIONS, 1}, {"best_of", COMPLETIONS, 1}, {"store", CHAT, 1}, {"metadata", CHAT, 1},
+    {"service_tier", BOTH, 1}, {"modalities", CHAT, 1}, {"audio", CHAT, 1}, {"prediction", CHAT, 1},
+    {"reasoning_effort", CHAT, 1}, {"web_search_options", CHAT, 1},
+};
+
+/* A field this server does not implement, given a value that asks for nothing (null, false, 0, an
+   empty list, "none", {"type": "text"}, best_of equal to n, ...) is accepted; any other value
+   is refused, naming the field. */
+static int neutral_field(const char *name, json_t *v, long long n, char *error, size_t error_size) {
+    if (json_is_null(v) || json_is_false(v)) return 0;
+    if (!strcmp(name, "top_logprobs") && json_is_integer(v) && json_integer_value(v) == 0) return 0;
+    if ((!strcmp(name, "tools") || !strcmp(name, "functions") || !strcmp(name, "modalities")) && json_is_array(v) &&
+        json_array_size(v) == 0)
+        return 0;
+    if ((!strcmp(name, "tool_choice") || !strcmp(name, "function_call")) && json_is_string(v) &&
+        !strcmp(json_string_value(v), "none"))
+        return 0;
+    if (!strcmp(name, "response_format") && json_is_object(v) && json_object_size(v) == 1 &&
+        json_is_string(json_object_get(v, "type")) && !strcmp(json_string_value(json_object_get(v, "type")), "text"))
+        return 0;
+    if (!strcmp(name, "suffix") && json_is_string(v) && json_string_length(v) == 0) return 0;
+    if (!strcmp(name, "best_of") && json_is_integer(v) && json_integer_value(v) == n) return 0;
+    if (!strcmp(name, "service_tier") && json_is_string(v) && !strcmp(json_string_value(v), "auto")) return 0;
+    if (!strcmp(name, "metadata") && json_is_object(v) && json_object_size(v) == 0) return 0;
+    return fail(error, error_size, "'%s' is not supported by this server (only its neutral value: null, false, an empty "
+                "list, \"none\" or {\"type\": \"text\"})", name);
+}
+
+/* logit_bias: {"token id": bias in [-100, 100], ...}; -100 bans the token, as OpenAI's. */
+static int parse_logit_bias(json_t *v, completion_request *out, char *error, size_t error_size) {
+    const char *key;
+    json_t *bias;
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_object(v) || json_object_size(v) > MAX_LOGIT_BIAS)
+        return fail(error, error_size, "'logit_bias' must be an object of at most %d token ids", MAX_LOGIT_BIAS);
+    out->logit_bias = (pf_token_bias *)calloc(json_object_size(v) + 1, sizeof *out->logit_bias);
+    if (!out->logit_bias) return fail(error, error_size, "out of memory");
+    json_object_foreach(v, key, bias) {
+        char *end = NULL;
+        long long id = strtoll(key, &end, 10);
+        if (end == key || *end || id < 0 || id > INT32_MAX)
+            return fail(error, error_size, "'logit_bias': \"%.40s\" is not a token id", key);
+        if (!json_is_number(bias) || json_number_value(bias) < -100 || json_number_value(bias) > 100)
+            return fail(error, error_size, "'logit_bias': the bias of %lld must be a number from -100 to 100", id);
+        double b = json_number_value(bias);
+        out->logit_bias[out->num_logit_bias].token = (int32_t)id;
+        out->logit_bias[out->num_logit_bias++].bias = b <= -100 ? -INFINITY : (float)b;
+    }
+    return 0;
+}
+
+/* stream_options: {"include_usage": bool}, with "stream": true only. */
+static int parse_stream_options(json_t *v, completion_request *out, char *error, size_t error_size) {
+    const char *key;
+    json_t *value;
+    if (!v || json_is_null(v)) return 0;
+    if (!out->stream) return fail(error, error_size, "'stream_options' is only for \"stream\": true");
+    if (!json_is_object(v)) return fail(error, error_size, "'stream_options' must be an object");
+    json_object_foreach(v, key, value) {
+        if (strcmp(key, "include_usage")) return fail(error, error_size, "'stream_options.%s' is not supported by this server", key);
+        if (!json_is_boolean(value) && !json_is_null(value))
+            return fail(error, error_size, "'stream_options.include_usage' must be true or false");
+        out->include_usage = json_is_true(value);
+    }
+    return 0;
+}
+
+/* The fields that are not a number within bounds: their presence and types, and the neutral ones. */
+static int check_fields(json_t *root, int chat, long long n, char *error, size_t error_size) {
+    const char *key;
+    json_t *value;
+    json_object_foreach(root, key, value) {
+        size_t i = 0, count = sizeof known_fields / sizeof known_fields[0];
+        while (i < count && (strcmp(known_fields[i].name, key) || !(known_fields[i].endpoints & (chat ? CHAT : COMPLETIONS)))) i++;
+        if (i == count)
+            return fail(error, error_size, "'%.60s' is not a field of %s", key, chat ? "/v1/chat/completions" : "/v1/completions");
+        if (!known_fields[i].neutral_only) continue; /* read below */
+        int status = neutral_field(key, value, n, error, error_size);
+        if (status) return status;
+    }
+    return 0;
+}
+
 int parse_completion_request(const char *body, size_t length, int chat, const request_limits *limits,
                              completion_request *out, char *error, size_t error_size) {
     json_error_t json_error;
@@ -170,16 +304,20 @@ int parse_completion_request(const char *body, size_t length, int chat, const re
     if (chat) out->max_tokens = limits->max_tokens;
     out->temperature = 1.0; /* OpenAI's default: sampling */
     out->top_p = 1.0;
+    out->repetition_penalty = 1.0;
     out->n = 1;
     json_t *root = json_loadb(body, length, 0, &json_error);
     if (!root) return fail(error, error_size, "malformed JSON: %s (line %d, column %d)", json_error.text, json_error.line,
                            json_error.column);
     int status = 0;
-    long long max_tokens = out->max_tokens, n = 1, seed = 0;
+    long long max_tokens = out->max_tokens, n = 1, seed = 0, top_k = 0;
     json_t *stream = json_object_get(root, "stream"), *model = json_object_get(root, "model");
-    json_t *seed_field = json_object_get(root, "seed");
-    if (!json_is_object(root)) {
-        status = fail(error, error_size, "the body must be a JSON object");
+    json_t *seed_field = json_object_get(root, "seed"), *echo = json_object_get(root, "echo");
+    json_t *user = json_object_get(root, "user");
+    if (!json_is_object(root)) status = fail(error, error_size, "the body must be a JSON object");
+    if (!status) status = integer_field(root, "n", 1, limits->max_n, &n, error, error_size);
+    if (!status) status = check_fields(root, chat, n, error, error_size);
+    if (status) {
     } else if (chat) {
         status = format_messages(json_object_get(root, "messages"), out, error, error_size);
     } else {
@@ -191,9 +329,14 @@ int parse_completion_request(const char *body, size_t length, int chat, const re
     if (!status && chat && json_object_get(root, "max_completion_tokens"))
         status = integer_field(root, "max_completion_tokens", 1, limits->max_tokens, &max_tokens, error, error_size);
     if (!status) status = integer_field(root, "max_tokens", 1, limits->max_tokens, &max_tokens, error, error_size);
-    if (!status) status = integer_field(root, "n", 1, limits->max_n, &n, error, error_size);
     if (!status) status = number_field(root, "temperature", 0, 2, 0, &out->temperature, error, error_size);
     if (!status) status = number_field(root, "top_p", 0, 1, 1, &out->top_p, error, error_size);
+    if (!status) status = integer_field(root, "top_k", -1, 1 << 30, &top_k, error, error_size);
+    if (!status) status = number_field(root, "min_p", 0, 1, 0, &out->min_p, error, error_size);
+    if (!status) status = number_field(root, "repetition_penalty", 0, 10, 1, &out->repetition_penalty, error, error_size);
+    if (!status) status = number_field(root, "presence_penalty", -2, 2, 0, &out->presence_penalty, error, error_size);
+    if (!status) status = number_field(root, "frequency_penalty", -2, 2, 0, &out->frequency_penalty, error, error_size);
+    if (!status) status = parse_logit_bias(json_object_get(root, "logit_bias"), out, error, error_size);
     if (!status && seed_field && !json_is_null(seed_field)) {
         status = integer_field(root, "seed", INT64_MIN, INT64_MAX, &seed, error, error_size);
         out->has_seed = 1;
@@ -201,12 +344,21 @@ int parse_completion_request(const char *body, size_t length, int chat, const re
     }
     if (!status && stream && !json_is_null(stream) && !json_is_boolean(stream))
         status = fail(error, error_size, "'stream' must be true or false");
+    out->stream = json_is_true(stream);
+    if (!status) status = parse_stream_options(json_object_get(root, "stream_options"), out, error, error_size);
+    if (!status && echo && !json_is_null(echo) && !json_is_boolean(echo))
+        status = fail(error, error_size, "'echo' must be true or false");
+    out->echo = json_is_true(echo);
+    if (!status && user && !json_is_null(user) && (!json_is_string(user) || json_string_length(user) > 256))
+        status = fail(error, error_size, "'user' must be a string of at most 256 bytes");
+    if (!status && json_is_string(user) && !(out->user = strdup(json_string_value(user))))
+        status = fail(error, error_size, "out of memory");
     if (!status && model && !json_is_null(model) && !json_is_string(model))
         status = fail(error, error_size, "'model' must be a string");
     if (!status) status = parse_stop(json_object_get(root, "stop"), out, error, error_size);
     out->max_tokens = (int)max_tokens;
     out->n = (int)n;
-    out->stream = json_is_true(stream);
+    out->top_k = top_k > 0 ? (int)top_k : 0;
     json_decref(root);
     if (status) completion_request_free(out);
     return status;
@@ -220,5 +372,141 @@ void completion_request_free(completion_request *request) {
     }
     free(request->messages);
     for (int i = 0; i < request->num_stop; i++) free(request->stop[i]);
+    free(request->logit_bias);
+    free(request->user);
     memset(request, 0, sizeof *request);
+}
+
+/* The body as a JSON object whose every key is one of names; 0, or 400 with the reason. */
+static int object_of(const char *body, size_t length, const char *const *names, size_t count, const char *route,
+                     json_t **root, char *error, size_t error_size) {
+    json_error_t json_error;
+    const char *key;
+    json_t *value;
+    *root = json_loadb(body, length, 0, &json_error);
+    if (!*root) return fail(error, error_size, "malformed JSON: %s (line %d, column %d)", json_error.text, json_error.line,
+                            json_error.column);
+    if (!json_is_object(*root)) return fail(error, error_size, "the body must be a JSON object");
+    json_object_foreach(*root, key, value) {
+        size_t i = 0;
+        while (i < count && strcmp(names[i], key)) i++;
+        if (i == count) return fail(error, error_size, "'%.60s' is not a field of %s", key, route);
+    }
+    return 0;
+}
+
+int parse_embedding_request(const char *body, size_t length, int width, int max_inputs, embedding_request *out,
+                            char *error, size_t error_size) {
+    static const char *const names[] = {"input", "model", "encoding_format", "dimensions", "user"};
+    memset(out, 0, sizeof *out);
+    json_t *root, *item;
+    size_t index;
+    int status = object_of(body, length, names, sizeof names / sizeof names[0], "/v1/embeddings", &root, error, error_size);
+    json_t *input = status ? NULL : json_object_get(root, "input"), *format = status ? NULL : json_object_get(root, "encoding_format");
+    json_t *dimensions = status ? NULL : json_object_get(root, "dimensions"), *model = status ? NULL : json_object_get(root, "model");
+    json_t *user = status ? NULL : json_object_get(root, "user");
+    if (status) {
+    } else if (format && !json_is_null(format) &&
+               (!json_is_string(format) || (strcmp(json_string_value(format), "float") && strcmp(json_string_value(format), "base64")))) {
+        status = fail(error, error_size, "'encoding_format' must be \"float\" or \"base64\"");
+    } else if (dimensions && !json_is_null(dimensions) && (!json_is_integer(dimensions) || json_integer_value(dimensions) != width)) {
+        status = fail(error, error_size, "'dimensions' must be the model's width, %d: this model's embeddings are not shortened", width);
+    } else if (model && !json_is_null(model) && !json_is_string(model)) {
+        status = fail(error, error_size, "'model' must be a string");
+    } else if (user && !json_is_null(user) && !json_is_string(user)) {
+        status = fail(error, error_size, "'user' must be a string");
+    } else if (!json_is_string(input) && (!json_is_array(input) || json_array_size(input) == 0)) {
+        status = fail(error, error_size, "'input' must be a string or a non-empty list of strings");
+    } else if (json_is_array(input) && json_array_size(input) > (size_t)max_inputs) {
+        status = fail(error, error_size, "'input' holds %zu texts; at most %d", json_array_size(input), max_inputs);
+    }
+    out->base64 = !status && json_is_string(format) && !strcmp(json_string_value(format), "base64");
+    size_t count = status ? 0 : json_is_string(input) ? 1 : json_array_size(input);
+    if (!status && !(out->texts = (char **)calloc(count, sizeof *out->texts))) status = fail(error, error_size, "out of memory");
+    for (index = 0; !status && index < count; index++) {
+        item = json_is_string(input) ? input : json_array_get(input, index);
+        if (!json_is_string(item))
+            status = fail(error, error_size, "input[%zu] is not a string: lists of token ids are not supported", index);
+        else if (strlen(json_string_value(item)) != json_string_length(item))
+            status = fail(error, error_size, "input[%zu] holds a NUL character", index);
+        else if (!(out->texts[out->count] = strdup(json_string_value(item))))
+            status = fail(error, error_size, "out of memory");
+        else
+            out->count++;
+    }
+    json_decref(root);
+    if (status) embedding_request_free(out);
+    return status;
+}
+
+void embedding_request_free(embedding_request *request) {
+    for (int i = 0; i < request->count; i++) free(request->texts[i]);
+    free(request->texts);
+    memset(request, 0, sizeof *request);
+}
+
+int parse_token_request(const char *body, size_t length, int detokenize, int max_tokens, token_request *out,
+                        char *error, size_t error_size) {
+    static const char *const tokenize_names[] = {"content", "add_special"}, *const detokenize_names[] = {"tokens"};
+    memset(out, 0, sizeof *out);
+    json_t *root, *item;
+    size_t index;
+    int status = detokenize ? object_of(body, length, detokenize_names, 1, "/detokenize", &root, error, error_size)
+                            : object_of(body, length, tokenize_names, 2, "/tokenize", &root, error, error_size);
+    if (!status && !detokenize) {
+        json_t *content = json_object_get(root, "content"), *add_special = json_object_get(root, "add_special");
+        if (!json_is_string(content) || strlen(json_string_value(content)) != json_string_length(content))
+            status = fail(error, error_size, "'content' must be a string (without NUL characters)");
+        else if (add_special && !json_is_null(add_special) && !json_is_boolean(add_special))
+            status = fail(error, error_size, "'add_special' must be true or false");
+        else if (!(out->content = strdup(json_string_value(content))))
+            status = fail(error, error_size, "out of memory");
+        out->add_special = json_is_true(add_special);
+    } else if (!status) {
+        json_t *tokens = json_object_get(root, "tokens");
+        if (!json_is_array(tokens) || json_array_size(tokens) > (size_t)max_tokens)
+            status = fail(error, error_size, "'tokens' must be a list of at most %d token ids", max_tokens);
+        else if (!(out->tokens = (int32_t *)malloc((json_array_size(tokens) + 1) * sizeof *out->tokens)))
+            status = fail(error, error_size, "out of memory");
+        json_array_foreach(status ? NULL : tokens, index, item) {
+            if (!json_is_integer(item) || json_integer_value(item) < 0 || json_integer_value(item) > INT32_MAX) {
+                status = fail(error, error_size, "tokens[%zu] is not a token id", index);
+                break;
+            }
+            out->tokens[out->count++] = (int32_t)json_integer_value(item);
+        }
+    }
+    json_decref(root);
+    if (status) token_request_free(out);
+    return status;
+}
+
+void token_request_free(token_request *request) {
+    free(request->content);
+    free(request->tokens);
+    memset(request, 0, sizeof *request);
+}
+
+char *base64_floats(const float *values, size_t count) {
+    static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t n = count * sizeof(float);
+    unsigned char *bytes = (unsigned char *)malloc(n + 1);
+    char *text = (char *)malloc(4 * ((n + 2) / 3) + 1);
+    if (!bytes || !text) return free(bytes), free(text), NULL;
+    for (size_t i = 0; i < count; i++) { /* little-endian, whatever the host */
+        uint32_t bits;
+        memcpy(&bits, &values[i], 4);
+        for (int b = 0; b < 4; b++) bytes[4 * i + b] = (unsigned char)(bits >> (8 * b));
+    }
+    size_t out = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t group = (uint32_t)bytes[i] << 16 | (i + 1 < n ? (uint32_t)bytes[i + 1] << 8 : 0) | (i + 2 < n ? bytes[i + 2] : 0);
+        text[out++] = digits[group >> 18 & 63];
+        text[out++] = digits[group >> 12 & 63];
+        text[out++] = i + 1 < n ? digits[group >> 6 & 63] : '=';
+        text[out++] = i + 2 < n ? digits[group & 63] : '=';
+    }
+    text[out] = 0;
+    free(bytes);
+    return text;
 }

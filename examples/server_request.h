@@ -13,6 +13,7 @@
 
 #define MAX_STOP_STRINGS 4     /* as OpenAI's API */
 #define MAX_STOP_STRING_BYTES 256
+#define MAX_LOGIT_BIAS 1024    /* tokens in a logit_bias */
 
 /* What a request may ask for at most (the server's command line sets these). */
 typedef struct request_limits {
@@ -36,6 +37,13 @@ typedef struct completion_request {
     int has_seed;
     uint64_t seed;
     int stream;
+    int include_usage;  /* stream_options.include_usage: a last chunk with the usage */
+    int echo;           /* completions: the prompt's text before each choice's */
+    int top_k;          /* 0: off (OpenAI has none; vLLM's -1 means off too) */
+    double min_p, repetition_penalty, presence_penalty, frequency_penalty;
+    pf_token_bias *logit_bias; /* owned */
+    int num_logit_bias;
+    char *user;         /* the end user's id, for the log; owned */
 } completion_request;
 
 /* Parses and checks a request body. Returns 0, or an HTTP status (400) with the reason in error.
@@ -43,6 +51,35 @@ typedef struct completion_request {
 int parse_completion_request(const char *body, size_t length, int chat, const request_limits *limits,
                              completion_request *out, char *error, size_t error_size);
 void completion_request_free(completion_request *request);
+
+/* POST /v1/embeddings: texts to embed (OpenAI's "input": a string or a list of them). */
+typedef struct embedding_request {
+    char **texts; /* owned */
+    int count;
+    int base64;   /* encoding_format "base64": each embedding as its float32 bytes (little-endian) in base64 */
+} embedding_request;
+
+/* Parses and checks an embeddings body for a model whose embeddings are width wide, at most
+   max_inputs texts. Returns 0, or 400 with the reason in error; embedding_request_free after 0. */
+int parse_embedding_request(const char *body, size_t length, int width, int max_inputs, embedding_request *out,
+                            char *error, size_t error_size);
+void embedding_request_free(embedding_request *request);
+
+/* POST /tokenize ({"content": text, "add_special": bool}) and /detokenize ({"tokens": [ids]}),
+   as llama.cpp's server names them. */
+typedef struct token_request {
+    char *content;     /* /tokenize; owned */
+    int add_special;   /* /tokenize: the special tokens the tokenizer adds (a BOS, [CLS] ... [SEP]) */
+    int32_t *tokens;   /* /detokenize; owned */
+    int count;
+} token_request;
+
+int parse_token_request(const char *body, size_t length, int detokenize, int max_tokens, token_request *out,
+                        char *error, size_t error_size);
+void token_request_free(token_request *request);
+
+/* count floats as base64 of their little-endian bytes, a new NUL-terminated string (NULL without memory). */
+char *base64_floats(const float *values, size_t count);
 
 /* A JSON string from bytes that may not be valid UTF-8 (a model's text can end mid-character, a
    URL can hold anything): each invalid byte becomes U+FFFD, as Python's errors="replace" would. */

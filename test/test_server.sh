@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # make test-server: starts build/server on a free 127.0.0.1 port with the gpt2-tiny fixture, calls
 # every route with curl, checks greedy outputs against build/generate's, the error cases, streaming
-# (and a client leaving mid-stream), and 16 concurrent clients. Ends with "N passed, N failed".
+# (and a client leaving mid-stream), and 16 concurrent clients; then the openai package from PyPI
+# (test/test_server_openai.py) against it and a server of all-MiniLM-L6-v2. Ends with "N passed,
+# N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -25,17 +27,24 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-# The whole run is bounded: the server dies after 300 s whatever happens.
-timeout 300 "$BUILD/server" "$FIXTURE" --port 0 --max-body-bytes 4096 --token-delay-ms $SERVER_DELAY_MS \
-    2>"$work/server.log" &
-server_pid=$!
-port=
-for _ in $(seq 100); do
-    port=$(sed -n 's|.*serving .* on http://127.0.0.1:\([0-9]*\) .*|\1|p' "$work/server.log")
-    [ -n "$port" ] && break
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.1
-done
+# start_server NAME SECONDS ARGS...: build/server ARGS on a free port, killed after SECONDS whatever
+# happens, its log in $work/NAME.log; sets NAME_pid, and NAME_port (empty when it did not start).
+start_server() {
+    local name=$1 seconds=$2 pid port=; shift 2
+    timeout "$seconds" "$BUILD/server" "$@" --port 0 2>"$work/$name.log" &
+    pid=$!
+    for _ in $(seq 300); do
+        port=$(sed -n 's|.*serving .* on http://127.0.0.1:\([0-9]*\) .*|\1|p' "$work/$name.log")
+        [ -n "$port" ] && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    printf -v "${name}_pid" %s "$pid"
+    printf -v "${name}_port" %s "$port"
+}
+
+start_server server 300 "$FIXTURE" --max-body-bytes 4096 --token-delay-ms $SERVER_DELAY_MS
+port=$server_port
 if [ -z "$port" ]; then
     echo "test-server: the server did not start:"; cat "$work/server.log"; exit 1
 fi
@@ -131,6 +140,16 @@ check "stop cuts the text before the stop string" equal "$(call POST /v1/complet
 stream=$(curl -sN --max-time 30 -d "$(jq -cn --arg s "$stop" '{prompt: "a", max_tokens: 20, temperature: 0, stop: $s, stream: true}')" "$base/v1/completions")
 check "stop while streaming" equal "$(printf '%s\n' "$stream" | sed -n 's/^data: {/{/p' | jq -j '.choices[0].text')" "$before"
 
+check "stop ends the generation early" equal "$(call POST /v1/completions "$body" >/dev/null; [ "$(json .usage.completion_tokens)" -lt 20 ] && echo early)" early
+check "content as text parts equals content as a string" equal \
+    "$(call POST /v1/chat/completions '{"messages":[{"role":"user","content":[{"type":"text","text":"be"},{"type":"text","text":"brief"}]}],"max_tokens":6,"temperature":0}') $(json '.choices[0].message.content')" \
+    "$(call POST /v1/chat/completions '{"messages":[{"role":"user","content":"be\nbrief"}],"max_tokens":6,"temperature":0}') $(json '.choices[0].message.content')"
+
+# ---- /tokenize and /detokenize (llama.cpp's names) ----
+check "tokenize" equal "$(call POST /tokenize '{"content": "hello there"}') $(json '.tokens | length > 0')" "200 true"
+tokens=$(jq -c .tokens "$work/out")
+check "detokenize gives the text back" equal "$(call POST /detokenize "{\"tokens\": $tokens}") $(json .content)" "200 hello there"
+
 # ---- errors: 4xx with a JSON error ----
 expect_error() { # expect_error NAME STATUS METHOD PATH [BODY]
     local name=$1 want=$2; shift 2
@@ -158,10 +177,20 @@ expect_error "prompt longer than the model" 400 POST /v1/completions "{\"prompt\
 expect_error "messages as a string" 400 POST /v1/chat/completions '{"messages": "hi"}'
 expect_error "a message without content" 400 POST /v1/chat/completions '{"messages": [{"role": "user"}]}'
 expect_error "an empty message list" 400 POST /v1/chat/completions '{"messages": []}'
-expect_error "content as a list of parts" 400 POST /v1/chat/completions '{"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}'
+expect_error "content with an image part" 400 POST /v1/chat/completions '{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}'
+expect_error "an unknown field" 400 POST /v1/completions '{"prompt": "a", "frobnicate": 1}'
+check "the unknown field is named" equal "$(json .error.message)" "'frobnicate' is not a field of /v1/completions"
+expect_error "logprobs asked for" 400 POST /v1/completions '{"prompt": "a", "logprobs": 2}'
+expect_error "echo in chat" 400 POST /v1/chat/completions '{"messages": [{"role": "user", "content": "hi"}], "echo": true}'
+expect_error "stream_options without stream" 400 POST /v1/completions '{"prompt": "a", "stream_options": {"include_usage": true}}'
+expect_error "logit_bias beyond 100" 400 POST /v1/completions '{"prompt": "a", "logit_bias": {"5": 101}}'
+expect_error "logit_bias of a token outside the vocabulary" 400 POST /v1/completions '{"prompt": "a", "logit_bias": {"99999": 1}, "temperature": 0}'
+expect_error "a message with tool calls" 400 POST /v1/chat/completions '{"messages": [{"role": "user", "content": "hi", "tool_calls": [{}]}]}'
+expect_error "embeddings from a decoder" 400 POST /v1/embeddings '{"input": "a"}'
+expect_error "detokenize outside the vocabulary" 400 POST /detokenize '{"tokens": [99999]}'
 expect_error "over-long body" 413 POST /v1/completions "{\"prompt\": \"$(head -c 8000 /dev/zero | tr '\0' a)\"}"
 expect_error "unknown route" 404 GET /nope
-expect_error "unknown POST route" 404 POST /v1/embeddings '{}'
+expect_error "unknown POST route" 404 POST /v1/nope '{}'
 expect_error "GET on a POST route" 405 GET /v1/completions
 expect_error "generate_text with a bad max_length" 400 GET '/generate_text/a?max_length=zero'
 check "the server is still healthy after the errors" equal "$(call GET /health)" 200
@@ -205,15 +234,7 @@ awk '{ print $2 }' "$work/timings" | sort -g | awk -v start="$start" -v end="$en
 
 # ---- a model with a chat template: the chat route uses it, as build/generate --chat does ----
 chat_fixture=test/fixtures/gpt2-tiny-chat
-timeout 120 "$BUILD/server" "$chat_fixture" --port 0 2>"$work/chat_server.log" &
-chat_pid=$!
-chat_port=
-for _ in $(seq 100); do
-    chat_port=$(sed -n 's|.*serving .* on http://127.0.0.1:\([0-9]*\) .*|\1|p' "$work/chat_server.log")
-    [ -n "$chat_port" ] && break
-    kill -0 "$chat_pid" 2>/dev/null || break
-    sleep 0.1
-done
+start_server chat 120 "$chat_fixture"
 if [ -n "$chat_port" ]; then
     curl -s --max-time 30 -o "$work/out" -d '{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}],"max_tokens":6,"temperature":0}' \
         "http://127.0.0.1:$chat_port/v1/chat/completions"
@@ -227,16 +248,7 @@ kill "$chat_pid" 2>/dev/null; wait "$chat_pid" 2>/dev/null
 # ---- clients that hold connections or flood (a server of its own, with small limits): one address
 #      beyond --max-connections-per-address is refused while another is served, bodies trickled
 #      past --request-timeout are dropped, --rate-limit answers 429 ----
-timeout 120 "$BUILD/server" "$FIXTURE" --port 0 --max-connections-per-address 4 --request-timeout 3 --rate-limit 60 \
-    2>"$work/guard_server.log" &
-guard_pid=$!
-guard_port=
-for _ in $(seq 100); do
-    guard_port=$(sed -n 's|.*serving .* on http://127.0.0.1:\([0-9]*\) .*|\1|p' "$work/guard_server.log")
-    [ -n "$guard_port" ] && break
-    kill -0 "$guard_pid" 2>/dev/null || break
-    sleep 0.1
-done
+start_server guard 120 "$FIXTURE" --max-connections-per-address 4 --request-timeout 3 --rate-limit 60
 health_from() { # health_from ADDRESS: the status of GET /health from that loopback address (000: refused)
     curl -s --interface "$1" --max-time 2 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$guard_port/health"
 }
@@ -272,6 +284,45 @@ else
     check "the server with small limits starts" false
 fi
 kill "$guard_pid" 2>/dev/null; wait "$guard_pid" 2>/dev/null
+
+# ---- the openai package (from PyPI, in $PYCLIENT) against this server and one serving
+#      all-MiniLM-L6-v2 ($MINILM): completions, chat, streams with usage, stop, echo, seeds,
+#      logit_bias, penalties, embeddings, and what is refused by name ----
+if [ -n "${PYCLIENT:-}" ] && [ -n "${MINILM:-}" ]; then
+    start_server embedder 120 "$MINILM"
+    call POST /tokenize '{"content": "a"}' >/dev/null
+    a_id=$(json '.tokens[0]')
+    embed_inputs=("a cat sits on the mat" "Parallel ranks agree.")
+    "$BUILD/embed" "$MINILM" --raw "$work/embeddings.bin" "${embed_inputs[@]}" >/dev/null
+    python3 - "$work/embeddings.bin" "$work/expected.json" "$a_id" "$(greedy_text "$chat_prompt" 12)" \
+        "$(greedy_text a 20)" "$(greedy_text "hello there" 20)" "$(greedy_text The 20)" "${embed_inputs[@]}" <<'PY'
+import json, struct, sys
+raw, out, a_id, chat, a, hello, the, *inputs = sys.argv[1:]
+floats = open(raw, "rb").read()
+n = len(floats) // 4
+values = struct.unpack(f"<{n}f", floats)
+width = n // len(inputs)
+json.dump({"greedy": {"a": a, "hello there": hello, "The": the}, "chat": chat, "a_id": int(a_id),
+           "embed_inputs": inputs, "embeddings": [list(values[i * width:(i + 1) * width]) for i in range(len(inputs))]},
+          open(out, "w"))
+PY
+    if [ -n "$embedder_port" ]; then
+        PYTHONPATH="$PYCLIENT" python3 test/test_server_openai.py "$base" "http://127.0.0.1:$embedder_port" \
+            "$work/expected.json" > "$work/openai.out" 2>&1
+        grep -v 'passed, .* failed$' "$work/openai.out"
+        counts=$(tail -1 "$work/openai.out")
+        if [[ "$counts" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+            passed=$((passed + BASH_REMATCH[1])) failed=$((failed + BASH_REMATCH[2]))
+        else
+            check "test_server_openai.py ran to its end" false
+        fi
+    else
+        check "the MiniLM server starts" false
+    fi
+    kill "$embedder_pid" 2>/dev/null; wait "$embedder_pid" 2>/dev/null
+else
+    check "PYCLIENT (the openai package) and MINILM (all-MiniLM-L6-v2) are given: make test-server sets both" false
+fi
 
 check "the server is still running" kill -0 "$server_pid"
 echo "$passed passed, $failed failed"

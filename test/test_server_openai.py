@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""examples/server driven by the `openai` package (a client nobody here wrote), as a user switching
+from another OpenAI-compatible server would drive it. Run by test/test_server.sh (make test-server)
+with the URLs of two servers it started and the texts build/generate gives for the same requests:
+
+  test_server_openai.py GENERATOR_URL EMBEDDER_URL EXPECTED.json
+
+EXPECTED.json: {"greedy": {prompt: text of 20 greedy tokens}, "chat": text, "embeddings": [[floats]],
+"embed_inputs": [texts], "a_id": the token id of "a"}. Prints one line per failed check and ends
+with "N passed, N failed"; exits 1 on a failure."""
+
+import base64
+import json
+import math
+import struct
+import sys
+
+import openai
+
+generator_url, embedder_url, expected_path = sys.argv[1:4]
+with open(expected_path, encoding="utf-8") as f:
+    expected = json.load(f)
+client = openai.OpenAI(base_url=generator_url + "/v1", api_key="none", max_retries=0, timeout=60)
+embedder = openai.OpenAI(base_url=embedder_url + "/v1", api_key="none", max_retries=0, timeout=60)
+passed = failed = 0
+
+
+def check(name, condition, detail=""):
+    global passed, failed
+    if condition:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAIL test_server_openai.py: {name}" + (f": {detail}" if detail else ""))
+
+
+def refused(name, call, field):
+    """The call gets a 400 whose message names the field."""
+    try:
+        call()
+    except openai.BadRequestError as e:
+        check(name, field in str(e), str(e))
+        return
+    except Exception as e:  # noqa: BLE001 - any other outcome is the failure being reported
+        check(name, False, f"{type(e).__name__}: {e}")
+        return
+    check(name, False, "accepted")
+
+
+model = client.models.list().data[0].id
+check("models.list names the model", model == "gpt2-tiny", model)
+
+# greedy completions equal build/generate's, whole and streamed with the usage chunk
+for prompt, want in expected["greedy"].items():
+    r = client.completions.create(model=model, prompt=prompt, max_tokens=20, temperature=0)
+    check(f"completions '{prompt}' equals build/generate", r.choices[0].text == want, repr(r.choices[0].text))
+    ended = r.choices[0].finish_reason
+    check(f"completions '{prompt}' usage", r.usage.completion_tokens == 20 if ended == "length" else
+          0 < r.usage.completion_tokens < 20 and ended == "stop", str(r.usage))
+    chunks = list(client.completions.create(model=model, prompt=prompt, max_tokens=20, temperature=0, stream=True,
+                                            stream_options={"include_usage": True}))
+    text = "".join(c.choices[0].text for c in chunks if c.choices)
+    check(f"streamed '{prompt}' equals the whole", text == want, repr(text))
+    usage = chunks[-1].usage
+    check(f"streamed '{prompt}' ends with the usage", not chunks[-1].choices and usage is not None and
+          usage.completion_tokens == r.usage.completion_tokens and usage.prompt_tokens == r.usage.prompt_tokens,
+          str(chunks[-1]))
+
+# stop strings end the generation (fewer tokens), without streaming as with it
+full = expected["greedy"]["a"]
+stop = full[5:8]
+before = full[: full.index(stop)]
+r = client.completions.create(model=model, prompt="a", max_tokens=20, temperature=0, stop=[stop])
+check("stop cuts the text", r.choices[0].text == before and r.choices[0].finish_reason == "stop", repr(r.choices[0]))
+check("stop ends the generation", r.usage.completion_tokens < 20, str(r.usage))
+streamed = "".join(c.choices[0].text for c in client.completions.create(
+    model=model, prompt="a", max_tokens=20, temperature=0, stop=stop, stream=True))
+check("stop while streaming", streamed == before, repr(streamed))
+
+# echo, n and seed, logit_bias, the penalties
+r = client.completions.create(model=model, prompt="a", max_tokens=20, temperature=0, echo=True)
+check("echo puts the prompt first", r.choices[0].text == "a" + full, repr(r.choices[0].text))
+a = client.completions.create(model=model, prompt="a", max_tokens=8, n=3, seed=11)
+b = client.completions.create(model=model, prompt="a", max_tokens=8, n=3, seed=11)
+check("n=3 with a seed: 3 choices, the same again", len(a.choices) == 3 and
+      [c.text for c in a.choices] == [c.text for c in b.choices])
+r = client.completions.create(model=model, prompt="hello", max_tokens=5, temperature=0,
+                              logit_bias={str(expected["a_id"]): 100})
+check("logit_bias 100 makes the token the choice", r.choices[0].text == "aaaaa", repr(r.choices[0].text))
+r = client.completions.create(model=model, prompt="a", max_tokens=20, temperature=0, frequency_penalty=2.0)
+check("a frequency penalty changes the greedy text", r.choices[0].text != full, repr(r.choices[0].text))
+
+# chat: the role-prefixed prompt (the fixture has no template), content as parts too
+messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
+r = client.chat.completions.create(model=model, messages=messages, max_tokens=12, temperature=0)
+check("chat equals build/generate", r.choices[0].message.content == expected["chat"], repr(r.choices[0].message.content))
+parts = [{"role": "system", "content": [{"type": "text", "text": "be brief"}]},
+         {"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+r = client.chat.completions.create(model=model, messages=parts, max_tokens=12, temperature=0)
+check("chat content as text parts", r.choices[0].message.content == expected["chat"], repr(r.choices[0].message.content))
+chunks = list(client.chat.completions.create(model=model, messages=messages, max_tokens=12, temperature=0, stream=True,
+                                             stream_options={"include_usage": True}))
+text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+check("chat streamed", text == expected["chat"] and chunks[-1].usage.completion_tokens == 12, repr(text))
+
+# what the server does not do is refused by name, never ignored
+refused("an unknown field", lambda: client.completions.create(model=model, prompt="a", max_tokens=2,
+                                                               extra_body={"frobnicate": 1}), "frobnicate")
+refused("logprobs", lambda: client.chat.completions.create(model=model, messages=messages, max_tokens=2,
+                                                            logprobs=True), "logprobs")
+refused("response_format json_object", lambda: client.chat.completions.create(
+    model=model, messages=messages, max_tokens=2, response_format={"type": "json_object"}), "response_format")
+refused("tools", lambda: client.chat.completions.create(model=model, messages=messages, max_tokens=2, tools=[
+    {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]), "tools")
+refused("presence_penalty 3", lambda: client.completions.create(model=model, prompt="a", max_tokens=2,
+                                                                 presence_penalty=3), "presence_penalty")
+refused("embeddings from a decoder", lambda: client.embeddings.create(model=model, input="a"), "embeddings")
+
+# embeddings (all-MiniLM-L6-v2): equal build/embed's, as the client asks by default (base64, which it
+# decodes), in base64 asked for (then ours to decode) and in floats
+for encoding in (None, "base64", "float"):
+    extra = {"encoding_format": encoding} if encoding else {}
+    r = embedder.embeddings.create(model="m", input=expected["embed_inputs"], **extra)
+    got = [d.embedding for d in r.data]
+    if encoding == "base64":
+        got = [list(struct.unpack(f"<{len(base64.b64decode(g)) // 4}f", base64.b64decode(g))) for g in got]
+    worst = max(abs(x - y) for g, w in zip(got, expected["embeddings"]) for x, y in zip(g, w))
+    check(f"embeddings ({encoding}) equal build/embed's", len(got) == len(expected["embeddings"]) and worst < 1e-6,
+          f"max difference {worst}")
+    check(f"embeddings ({encoding}) are unit vectors", all(abs(math.hypot(*g) - 1) < 1e-5 for g in got))
+check("embeddings usage", r.usage.prompt_tokens > 0, str(r.usage))
+refused("completions from an encoder", lambda: embedder.completions.create(model="m", prompt="a", max_tokens=2),
+        "does not generate")
+
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
