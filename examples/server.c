@@ -4,6 +4,8 @@
                           [--max-body-bytes N] [--max-prompt-tokens N] [--max-batch N]
                           [--max-connections N] [--max-connections-per-address N]
                           [--request-timeout SECONDS] [--rate-limit REQUESTS_PER_MINUTE]
+                          [--device auto|cpu|cuda] [--dtype f32|f16|bf16|q8|q4] [--kv-cache f32|f16|bf16]
+                          [--api-key KEY] [--cors ORIGIN] [--alias NAME]
 
    Routes (README.md's "Serve a model over HTTP" says which fields each takes):
      GET  /generate_text/<text>  the Python parallelformers example: beam search (5 beams,
@@ -15,7 +17,7 @@
                                  "role: content" lines then "assistant:"
      POST /v1/embeddings         text encoders: OpenAI's body, float or base64
      POST /tokenize, /detokenize as llama.cpp's server names them
-     GET  /health, GET /v1/models
+     GET  /health, GET /v1/models, GET /metrics (Prometheus' text format)
    Each connection has its own thread. Greedy and sampling completions that are not streamed share
    the model's decode steps (the library's continuous batching, up to --max-batch rows, 16 by
    default); beam search and streamed requests run one at a time between them.
@@ -44,7 +46,22 @@ static void usage(void) {
                     "              [--max-body-bytes N] [--max-prompt-tokens N] [--max-batch N]\n"
                     "              [--max-connections N] [--max-connections-per-address N]\n"
                     "              [--request-timeout SECONDS] [--rate-limit REQUESTS_PER_MINUTE]\n"
-                    "Serves the model over HTTP on ADDRESS:N (default 127.0.0.1:8000); README.md lists the routes.\n");
+                    "              [--device auto|cpu|cuda] [--dtype f32|f16|bf16|q8|q4] [--kv-cache f32|f16|bf16]\n"
+                    "              [--api-key KEY] [--cors ORIGIN] [--alias NAME]\n"
+                    "Serves the model over HTTP on ADDRESS:N (default 127.0.0.1:8000); README.md lists the routes.\n"
+                    "--api-key (or the environment's PF_SERVER_API_KEY): every route but /health wants\n"
+                    "\"Authorization: Bearer KEY\"; --cors: answers carry Access-Control-Allow-Origin: ORIGIN\n"
+                    "(\"*\": any) and OPTIONS preflights are answered; --alias: the model's name in answers.\n");
+}
+
+/* The index of an option's value among choices, or exits. */
+static int option_choice(const char *name, const char *text, const char *const *choices, int count) {
+    for (int i = 0; text && i < count; i++)
+        if (!strcmp(text, choices[i])) return i;
+    fprintf(stderr, "server: %s wants one of", name);
+    for (int i = 0; i < count; i++) fprintf(stderr, " %s", choices[i]);
+    fprintf(stderr, "\n");
+    exit(2);
 }
 
 /* A whole-number option value within [lo, hi], or exits. */
@@ -63,6 +80,11 @@ int main(int argc, char **argv) {
     int port = 8000, ranks = 1;
     server *s = &the_server;
     server_defaults(s);
+    static const char *const devices[] = {"auto", "cpu", "cuda"}, *const dtypes[] = {"f32", "f16", "bf16", "q8", "q4"};
+    static const pf_device device_values[] = {PF_DEVICE_AUTO, PF_DEVICE_CPU, PF_DEVICE_CUDA};
+    static const pf_dtype dtype_values[] = {PF_DTYPE_F32, PF_DTYPE_F16, PF_DTYPE_BF16, PF_DTYPE_Q8_0, PF_DTYPE_Q4_0};
+    int device = 0, dtype = -1, kv_cache = -1;
+    s->api_key = getenv("PF_SERVER_API_KEY");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
         int takes_value = 1;
@@ -81,6 +103,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--request-timeout")) s->request_timeout_s = (unsigned)option_number(a, value, 1, 3600);
         else if (!strcmp(a, "--rate-limit")) s->rate_per_minute = (int)option_number(a, value, 0, 1000000);
         else if (!strcmp(a, "--token-delay-ms")) s->token_delay_ms = (int)option_number(a, value, 0, 1000);
+        else if (!strcmp(a, "--api-key")) s->api_key = value;
+        else if (!strcmp(a, "--cors")) s->cors_origin = value;
+        else if (!strcmp(a, "--alias")) s->alias = value;
+        else if (!strcmp(a, "--device")) device = option_choice(a, value, devices, 3);
+        else if (!strcmp(a, "--dtype")) dtype = option_choice(a, value, dtypes, 5);
+        else if (!strcmp(a, "--kv-cache")) kv_cache = option_choice(a, value, dtypes, 3);
         else if (a[0] == '-' || dir) return usage(), 2;
         else dir = a, takes_value = 0;
         if (takes_value && !value) return usage(), 2;
@@ -96,6 +124,9 @@ int main(int argc, char **argv) {
     }
     pf_parallel_options po = pf_parallel_options_init();
     po.max_batch = server_cache_rows(s);
+    po.device = device_values[device];
+    if (dtype >= 0) po.dtype = dtype_values[dtype];
+    if (kv_cache >= 0) po.kv_cache_dtype = dtype_values[kv_cache];
     if (!r) r = pf_parallelize(s->model, ranks, &po);
     if (r) {
         fprintf(stderr, "server: %s: %s\n", pf_result_string(r), pf_error_message(s->model));

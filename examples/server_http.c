@@ -105,6 +105,27 @@ static int rate_allows(struct MHD_Connection *connection) {
 
 /* ---- responses ---- */
 
+static void count_response(unsigned status) {
+    pthread_mutex_lock(&the_server.counter_lock);
+    struct server_metrics *m = &the_server.metrics;
+    if (status < 300) m->responses_2xx++;
+    else if (status < 500) m->responses_4xx++;
+    else m->responses_5xx++;
+    pthread_mutex_unlock(&the_server.counter_lock);
+}
+
+/* Queues a response with the headers every answer has (CORS), counts it and drops our reference. */
+static MHD_Result queue_response(struct MHD_Connection *connection, unsigned status, struct MHD_Response *response) {
+    if (the_server.cors_origin) {
+        MHD_add_response_header(response, "Access-Control-Allow-Origin", the_server.cors_origin);
+        MHD_add_response_header(response, "Vary", "Origin");
+    }
+    count_response(status);
+    MHD_Result queued = MHD_queue_response(connection, status, response);
+    MHD_destroy_response(response);
+    return queued;
+}
+
 static MHD_Result send_text(struct MHD_Connection *connection, unsigned status, char *text, const char *type) {
     if (!text) return MHD_NO; /* out of memory: drop the connection */
     struct MHD_Response *response = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
@@ -113,9 +134,7 @@ static MHD_Result send_text(struct MHD_Connection *connection, unsigned status, 
         return MHD_NO;
     }
     MHD_add_response_header(response, "Content-Type", type);
-    MHD_Result queued = MHD_queue_response(connection, status, response);
-    MHD_destroy_response(response);
-    return queued;
+    return queue_response(connection, status, response);
 }
 
 /* Sends a JSON value and drops the reference. */
@@ -214,6 +233,62 @@ static size_t stop_prefix_at_end(const completion_request *request, const char *
     return longest;
 }
 
+/* ---- metrics ---- */
+
+/* Around a generation request: one more in flight; then its time and tokens counted. */
+static double generation_begins(void) {
+    pthread_mutex_lock(&the_server.counter_lock);
+    the_server.metrics.generating++;
+    pthread_mutex_unlock(&the_server.counter_lock);
+    return now_seconds();
+}
+
+static void generation_ends(double started, int prompt_tokens, int generated_tokens) {
+    double seconds = now_seconds() - started;
+    pthread_mutex_lock(&the_server.counter_lock);
+    struct server_metrics *m = &the_server.metrics;
+    m->generating--;
+    m->generations++;
+    m->prompt_tokens += (unsigned long)prompt_tokens;
+    m->generated_tokens += (unsigned long)generated_tokens;
+    m->generation_seconds += seconds;
+    pthread_mutex_unlock(&the_server.counter_lock);
+}
+
+/* GET /metrics: Prometheus' text format. */
+static MHD_Result metrics(struct MHD_Connection *connection) {
+    pthread_mutex_lock(&the_server.counter_lock);
+    struct server_metrics m = the_server.metrics;
+    pthread_mutex_unlock(&the_server.counter_lock);
+    char *text = (char *)malloc(2048);
+    if (!text) return MHD_NO;
+    snprintf(text, 2048,
+             "# HELP parallelformers_requests_total HTTP requests received.\n"
+             "# TYPE parallelformers_requests_total counter\n"
+             "parallelformers_requests_total %lu\n"
+             "# HELP parallelformers_responses_total HTTP responses sent, by status class.\n"
+             "# TYPE parallelformers_responses_total counter\n"
+             "parallelformers_responses_total{code=\"2xx\"} %lu\n"
+             "parallelformers_responses_total{code=\"4xx\"} %lu\n"
+             "parallelformers_responses_total{code=\"5xx\"} %lu\n"
+             "# HELP parallelformers_generations_running Completion requests generating now.\n"
+             "# TYPE parallelformers_generations_running gauge\n"
+             "parallelformers_generations_running %d\n"
+             "# HELP parallelformers_generation_seconds Time completion requests took to generate.\n"
+             "# TYPE parallelformers_generation_seconds summary\n"
+             "parallelformers_generation_seconds_sum %.6f\n"
+             "parallelformers_generation_seconds_count %lu\n"
+             "# HELP parallelformers_prompt_tokens_total Prompt tokens of finished completion requests.\n"
+             "# TYPE parallelformers_prompt_tokens_total counter\n"
+             "parallelformers_prompt_tokens_total %lu\n"
+             "# HELP parallelformers_generated_tokens_total Tokens generated for finished completion requests.\n"
+             "# TYPE parallelformers_generated_tokens_total counter\n"
+             "parallelformers_generated_tokens_total %lu\n",
+             m.requests, m.responses_2xx, m.responses_4xx, m.responses_5xx, m.generating, m.generation_seconds,
+             m.generations, m.prompt_tokens, m.generated_tokens);
+    return send_text(connection, 200, text, "text/plain; version=0.0.4");
+}
+
 /* ---- completions ---- */
 
 /* Generation options for a request. Stop strings end a row in the library (stop_strings: the
@@ -272,7 +347,11 @@ static MHD_Result complete(struct MHD_Connection *connection, const completion_r
     memset(&result, 0, sizeof result);
     make_plan(request, &plan);
     const int32_t *prompts[1] = {prompt};
+    double started = generation_begins();
     pf_result r = pf_generate_batch(the_server.model, prompts, &prompt_length, 1, &plan.options, &result);
+    int generated = 0;
+    for (int i = 0; !r && i < result.num_sequences; i++) generated += result.lengths[i];
+    generation_ends(started, r ? 0 : prompt_length, generated);
     if (r) {
         char message[512];
         snprintf(message, sizeof message, "generation failed: %s: %s", pf_result_string(r), pf_error_message(the_server.model));
@@ -428,7 +507,11 @@ static void *stream_generation(void *user) {
     if (job->request.echo)
         for (int i = 0; i < choices; i++) queue_chunk(job, i, job->request.prompt, strlen(job->request.prompt), NULL, NULL);
     const int32_t *prompts[1] = {job->prompt};
+    double started = generation_begins();
     pf_result r = pf_generate_batch(the_server.model, prompts, &job->prompt_length, 1, &job->plan.options, &result);
+    int generated = 0;
+    for (int i = 0; !r && i < result.num_sequences; i++) generated += result.lengths[i];
+    generation_ends(started, r ? 0 : job->prompt_length, generated);
     if (r) {
         char message[512];
         snprintf(message, sizeof message, "generation failed: %s: %s", pf_result_string(r), pf_error_message(the_server.model));
@@ -527,9 +610,7 @@ static MHD_Result start_stream(struct MHD_Connection *connection, completion_req
     }
     MHD_add_response_header(response, "Content-Type", "text/event-stream");
     MHD_add_response_header(response, "Cache-Control", "no-cache");
-    MHD_Result queued = MHD_queue_response(connection, 200, response);
-    MHD_destroy_response(response);
-    return queued;
+    return queue_response(connection, 200, response);
 }
 
 /* ---- routes ---- */
@@ -711,11 +792,42 @@ typedef struct upload {
     double started; /* its headers' arrival, seconds */
 } upload;
 
+/* Whether the request carries the --api-key (compared in time independent of where it differs). */
+static int authorized(struct MHD_Connection *connection) {
+    if (!the_server.api_key) return 1;
+    const char *given = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!given || strncmp(given, "Bearer ", 7)) return 0;
+    given += 7;
+    size_t a = strlen(given), b = strlen(the_server.api_key), n = a > b ? a : b;
+    unsigned char differ = a != b;
+    for (size_t i = 0; i < n; i++) differ |= (unsigned char)((i < a ? given[i] : 0) ^ (i < b ? the_server.api_key[i] : 0));
+    return !differ;
+}
+
+/* OPTIONS: a browser's CORS preflight, answered when --cors allows an origin. */
+static MHD_Result preflight(struct MHD_Connection *connection) {
+    if (!the_server.cors_origin) return send_error(connection, 405, "OPTIONS answers CORS preflights only with --cors");
+    struct MHD_Response *response = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (!response) return MHD_NO;
+    MHD_add_response_header(response, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+    MHD_add_response_header(response, "Access-Control-Allow-Headers", "Authorization, Content-Type");
+    MHD_add_response_header(response, "Access-Control-Max-Age", "600");
+    return queue_response(connection, 204, response);
+}
+
 static MHD_Result handle(void *user, struct MHD_Connection *connection, const char *url, const char *method,
                          const char *version, const char *upload_data, size_t *upload_data_size, void **state) {
     (void)user, (void)version;
     int post = !strcmp(method, "POST"), get = !strcmp(method, "GET");
-    if (!*state && !rate_allows(connection)) return send_error(connection, 429, "too many requests from this address (--rate-limit)");
+    if (!*state) { /* the first call of a request (a POST's headers only) */
+        pthread_mutex_lock(&the_server.counter_lock);
+        the_server.metrics.requests++;
+        pthread_mutex_unlock(&the_server.counter_lock);
+        if (!rate_allows(connection)) return send_error(connection, 429, "too many requests from this address (--rate-limit)");
+        if (!strcmp(method, "OPTIONS")) return preflight(connection);
+        if (strcmp(url, "/health") && !authorized(connection))
+            return send_error(connection, 401, "this server wants \"Authorization: Bearer <its --api-key>\"");
+    }
     if (post && !*state) { /* the first call: headers only */
         const char *declared = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (declared && strtoull(declared, NULL, 10) > the_server.max_body_bytes)
@@ -766,6 +878,10 @@ static MHD_Result handle(void *user, struct MHD_Connection *connection, const ch
         if (!get) return send_error(connection, 405, "use GET");
         return generate_text(connection, url + 15);
     }
+    if (!strcmp(url, "/metrics")) {
+        if (!get) return send_error(connection, 405, "use GET");
+        return metrics(connection);
+    }
     if (!strcmp(url, "/health")) {
         if (!get) return send_error(connection, 405, "use GET");
         return send_json(connection, 200, json_pack("{s:s,s:s,s:i}", "status", "ok", "model", the_server.model_name,
@@ -815,7 +931,8 @@ void server_ready(server *s, const char *dir) {
     while (base > dir && base[-1] == '/') base--;
     const char *name_end = base;
     while (base > dir && base[-1] != '/') base--;
-    snprintf(s->model_name, sizeof s->model_name, "%.*s", (int)(name_end - base), base);
+    if (s->alias) snprintf(s->model_name, sizeof s->model_name, "%s", s->alias);
+    else snprintf(s->model_name, sizeof s->model_name, "%.*s", (int)(name_end - base), base);
     s->started = time(NULL);
     s->seed_base = (uint64_t)s->started ^ ((uint64_t)getpid() << 32);
     pthread_mutex_init(&s->counter_lock, NULL);

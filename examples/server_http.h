@@ -32,6 +32,15 @@ typedef struct server {
     unsigned max_connections, max_connections_per_address;
     unsigned request_timeout_s; /* a request's whole body within it; also the longest silence */
     int rate_per_minute;        /* requests a minute per address; 0: no limit */
+    const char *api_key;        /* --api-key: every route but /health wants "Authorization: Bearer KEY"; NULL: none */
+    const char *cors_origin;    /* --cors: the Access-Control-Allow-Origin of every answer ("*": any); NULL: none */
+    const char *alias;          /* --alias: the model's name in answers; NULL: its directory's name */
+    struct server_metrics {     /* /metrics, under counter_lock */
+        unsigned long requests, responses_2xx, responses_4xx, responses_5xx;
+        unsigned long generations, prompt_tokens, generated_tokens;
+        int generating;         /* generation requests in flight */
+        double generation_seconds; /* summed over finished generation requests */
+    } metrics;
 } server;
 
 extern server the_server;

@@ -285,6 +285,38 @@ else
 fi
 kill "$guard_pid" 2>/dev/null; wait "$guard_pid" 2>/dev/null
 
+# ---- /metrics (Prometheus' text) after all that ----
+metric() { sed -n "s/^$1 //p" "$work/out"; }
+call GET /metrics >/dev/null
+check "/metrics counts the requests" test "$(metric parallelformers_requests_total)" -ge "$requests"
+check "/metrics counts generated tokens" test "$(metric parallelformers_generated_tokens_total)" -ge "$requests"
+check "/metrics: none generating now" equal "$(metric parallelformers_generations_running)" 0
+check "/metrics counts 4xx answers" test "$(metric 'parallelformers_responses_total{code="4xx"}')" -ge 20
+
+# ---- --api-key, --cors, --alias, --dtype q8 ----
+start_server guarded 60 "$FIXTURE" --api-key sekrit --cors https://example.org --alias tiny --dtype q8 --max-batch 2
+if [ -n "$guarded_port" ]; then
+    at=http://127.0.0.1:$guarded_port
+    status_of() { curl -s --max-time 10 -o "$work/out" -w '%{http_code}' "$@"; }
+    check "--api-key: /health needs none" equal "$(status_of "$at/health")" 200
+    check "--api-key: a route without the key is 401" equal "$(status_of "$at/v1/models") $(is_error_json && echo json)" "401 json"
+    check "--api-key: a wrong key is 401" equal "$(status_of -H 'Authorization: Bearer sekriT' "$at/v1/models")" 401
+    check "--api-key and --alias: the key opens it, the alias names the model" \
+        equal "$(status_of -H 'Authorization: Bearer sekrit' "$at/v1/models") $(json '.data[0].id')" "200 tiny"
+    check "--dtype q8 generates" equal "$(status_of -H 'Authorization: Bearer sekrit' -d '{"prompt":"a","max_tokens":4,"temperature":0}' \
+        "$at/v1/completions") $(json '.usage.completion_tokens') $(json .model)" "200 4 tiny"
+    headers=$(curl -s --max-time 10 -D - -o /dev/null -X OPTIONS -H 'Origin: https://example.org' \
+        -H 'Access-Control-Request-Method: POST' "$at/v1/completions" | tr -d '\r')
+    check "--cors: a preflight is answered 204 for the origin" equal \
+        "$(printf '%s\n' "$headers" | head -1 | cut -d' ' -f2) $(printf '%s\n' "$headers" | sed -n 's/^Access-Control-Allow-Origin: //Ip')" \
+        "204 https://example.org"
+    check "--cors: answers carry the origin" equal "$(curl -s --max-time 10 -D - -o /dev/null "$at/health" | tr -d '\r' | \
+        sed -n 's/^Access-Control-Allow-Origin: //Ip')" "https://example.org"
+else
+    check "the server with --api-key starts" false
+fi
+kill "$guarded_pid" 2>/dev/null; wait "$guarded_pid" 2>/dev/null
+
 # ---- the openai package (from PyPI, in $PYCLIENT) against this server and one serving
 #      all-MiniLM-L6-v2 ($MINILM): completions, chat, streams with usage, stop, echo, seeds,
 #      logit_bias, penalties, embeddings, and what is refused by name ----
