@@ -27,6 +27,7 @@ SHARED   := libparallelformers.so.$(VERSION)
 PREFIX     ?= /usr/local
 LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
+BINDIR     ?= $(PREFIX)/bin
 # The tests use POSIX calls (popen, mkdtemp) and a fault-injection hook in the library.
 TEST_DEFS := -D_POSIX_C_SOURCE=200809L -DPF_TESTING
 
@@ -335,8 +336,14 @@ INSTALL_SUBST = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e
                     -e 's|@PRIVATE_LIBS@|$(strip $(PRIVATE_LIBS))|g'
 CMAKE_DIR = $(LIBDIR)/cmake/parallelformers
 
-install: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED)
-	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(CMAKE_DIR)
+# The command-line tools, installed as pf-generate, pf-embed, pf-classify-image, pf-transcribe and
+# pf-server (when built): prefixed, so that generic names do not collide on PATH; linked with the
+# static library, so that they run from any prefix without a run-time library path.
+TOOLS := generate embed classify_image transcribe $(if $(filter 1,$(SERVER_FOUND)),server)
+TOOL_NAME = pf-$(subst _,-,$(1))
+install: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(addprefix $(BUILD)/,$(TOOLS))
+	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(CMAKE_DIR) $(DESTDIR)$(BINDIR)
+	$(foreach t,$(TOOLS),install -m 755 $(BUILD)/$(t) $(DESTDIR)$(BINDIR)/$(call TOOL_NAME,$(t)) &&) true
 	install -m 644 parallelformers.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 $(BUILD)/libparallelformers.a $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(BUILD)/$(SHARED) $(DESTDIR)$(LIBDIR)/
@@ -348,6 +355,7 @@ install: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED)
 	$(INSTALL_SUBST) packaging/parallelformers-config-version.cmake.in > $(DESTDIR)$(CMAKE_DIR)/parallelformers-config-version.cmake
 
 uninstall:
+	rm -f $(foreach t,generate embed classify_image transcribe server,$(DESTDIR)$(BINDIR)/$(call TOOL_NAME,$(t)))
 	rm -f $(DESTDIR)$(INCLUDEDIR)/parallelformers.h $(DESTDIR)$(LIBDIR)/libparallelformers.a \
 	      $(DESTDIR)$(LIBDIR)/$(SHARED) $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libparallelformers.so \
 	      $(DESTDIR)$(LIBDIR)/pkgconfig/parallelformers.pc $(DESTDIR)$(LIBDIR)/pkgconfig/parallelformers-static.pc \
@@ -357,7 +365,7 @@ uninstall:
 
 # Installs into a temporary prefix and builds a small program against it with pkg-config (shared
 # and static) and with CMake (find_package, and add_subdirectory of this tree).
-test-install: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate
+test-install: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(addprefix $(BUILD)/,$(TOOLS))
 	MAKE="$(MAKE)" CC="$(CC)" BUILD="$(BUILD)" CUDA="$(CUDA)" test/install/run.sh
 
 test: all

@@ -21,10 +21,13 @@ static void report(pf_result r, const char *message) {
     fprintf(stderr, "classify_image: %s%s%s\n", pf_result_string(r), message && message[0] ? ": " : "", message ? message : "");
 }
 
-static int usage(void) {
-    fprintf(stderr, "usage: classify_image MODEL_DIR IMAGE.ppm [--gpus N] [--device cpu|cuda|auto] [--top K] [--logits]\n");
-    return 2;
+/* The usage to out; 0 for --help (stdout), 2 for a mistake (stderr). */
+static int usage_to(FILE *out) {
+    fprintf(out, "usage: classify_image MODEL_DIR IMAGE.ppm [--gpus N] [--device cpu|cuda|auto] [--top K] [--logits]\n");
+    return out == stdout ? 0 : 2;
 }
+
+static int usage(void) { return usage_to(stderr); }
 
 int main(int argc, char **argv) {
     const char *dir = NULL, *image = NULL;
@@ -32,6 +35,7 @@ int main(int argc, char **argv) {
     pf_device device = PF_DEVICE_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage_to(stdout);
         if (!strcmp(a, "--gpus") && v) gpus = atoi(argv[++i]);
         else if (!strcmp(a, "--top") && v) top = atoi(argv[++i]);
         else if (!strcmp(a, "--logits")) all_logits = 1;

@@ -74,11 +74,14 @@ static pf_result decode_text(pf_model *model, pf_generation *g, int32_t timestam
     return r;
 }
 
-static int usage(void) {
-    fprintf(stderr, "usage: transcribe MODEL_DIR SPEECH.wav [--gpus N] [--device cpu|cuda|auto] [-n MAX_NEW_TOKENS]\n"
+/* The usage to out; 0 for --help (stdout), 2 for a mistake (stderr). */
+static int usage_to(FILE *out) {
+    fprintf(out, "usage: transcribe MODEL_DIR SPEECH.wav [--gpus N] [--device cpu|cuda|auto] [-n MAX_NEW_TOKENS]\n"
                     "                  [--language CODE] [--task transcribe|translate] [--timestamps]\n");
-    return 2;
+    return out == stdout ? 0 : 2;
 }
+
+static int usage(void) { return usage_to(stderr); }
 
 int main(int argc, char **argv) {
     const char *dir = NULL, *wav = NULL, *why = "", *language = NULL, *task = NULL;
@@ -86,6 +89,7 @@ int main(int argc, char **argv) {
     pf_device device = PF_DEVICE_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage_to(stdout);
         if (!strcmp(a, "--gpus") && v) gpus = atoi(argv[++i]);
         else if (!strcmp(a, "-n") && v) max_new_tokens = atoi(argv[++i]);
         else if (!strcmp(a, "--language") && v) language = argv[++i];

@@ -3,7 +3,8 @@
 # with pkg-config (the shared library; the static one through Libs.private and through
 # parallelformers-static.pc) and with CMake (find_package of the installed package config, shared
 # and static; add_subdirectory of this tree). Each program must print the library's version and
-# the ids build/generate prints for the same prompt. Ends with "N passed, N failed".
+# the ids build/generate prints for the same prompt; the tools run from the prefix's bin. Ends
+# with "N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 MAKE=${MAKE:-make} CC=${CC:-cc} BUILD=${BUILD:-build}
@@ -87,6 +88,26 @@ else
     echo "FAIL cmake is not installed"
     failed=$((failed + 1))
 fi
+
+# The tools, on the prefix's PATH: pf-generate gives build/generate's ids, the others answer --help.
+if [ "$(PATH="$prefix/bin:$PATH" pf-generate "$fixture" --ids 391,330,11 -n 4 --gpus 2 --device cpu 2>&1 | tail -n 1)" = "$want_ids" ]; then
+    echo "ok   pf-generate on the prefix's PATH"
+    passed=$((passed + 1))
+else
+    echo "FAIL pf-generate on the prefix's PATH"
+    failed=$((failed + 1))
+fi
+tools=(pf-embed pf-classify-image pf-transcribe)
+[ -x "$BUILD/server" ] && tools+=(pf-server)
+for tool in "${tools[@]}"; do
+    if PATH="$prefix/bin:$PATH" "$tool" --help >/dev/null 2>&1; then
+        echo "ok   $tool --help"
+        passed=$((passed + 1))
+    else
+        echo "FAIL $tool --help"
+        failed=$((failed + 1))
+    fi
+done
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
