@@ -332,7 +332,7 @@ typedef enum {
     PF__POS_RELATIVE
 } pf__positions;
 
-typedef enum { PF__QKV_BLOCKS, PF__QKV_PER_HEAD, PF__QKV_CODEGEN } pf__qkv_layout;
+typedef enum { PF__QKV_BLOCKS, PF__QKV_PER_HEAD, PF__QKV_CODEGEN, PF__QKV_GROUPED } pf__qkv_layout;
 
 typedef enum { PF__MLP_PLAIN, PF__MLP_GATED, PF__MLP_GATED_IF_NAMED } pf__mlp;
 

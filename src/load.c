@@ -191,8 +191,10 @@ static pf_result pf__resolve_sources(pf_model *m) {
                                              PF__SLOT_DIST_CLASSIFIER_WEIGHT, PF__SLOT_DIST_CLASSIFIER_BIAS};
     for (size_t i = 0; c->teacher_head && i < PF__COUNT(teacher_heads); i++) /* DeiT: the mean of two heads */
         if ((r = pf__scale_source(m, teacher_heads[i], 0.5f))) return r;
-    if (c->num_kv_heads != c->num_heads && pf__arch_tensor_for(c->arch, PF__SLOT_QKV_FUSED_WEIGHT))
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: grouped-query attention with a fused QKV tensor", m->dir);
+    pf__qkv_layout layout = pf__archs[c->arch].qkv_layout;
+    if (c->num_kv_heads != c->num_heads && (layout == PF__QKV_PER_HEAD || layout == PF__QKV_CODEGEN) &&
+        pf__arch_tensor_for(c->arch, PF__SLOT_QKV_FUSED_WEIGHT)) /* blocks and groups place fewer k/v heads */
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: grouped-query attention with a fused QKV tensor interleaved per head", m->dir);
     if (pf__archs[c->arch].qkv_layout == PF__QKV_CODEGEN && c->num_heads % 4)
         return PF__FAIL(m, PF_ERROR_FORMAT, "%s: CodeGen's fused QKV needs heads divisible by 4", m->dir);
     return PF_OK;

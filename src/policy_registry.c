@@ -24,7 +24,9 @@ static const char *pf__positions_name(int v) {
     return NULL;
 }
 static const char *pf__qkv_layout_name(int v) {
-    switch ((pf__qkv_layout)v) { PF__NAME(PF__QKV_, BLOCKS) PF__NAME(PF__QKV_, PER_HEAD) PF__NAME(PF__QKV_, CODEGEN) }
+    switch ((pf__qkv_layout)v) {
+        PF__NAME(PF__QKV_, BLOCKS) PF__NAME(PF__QKV_, PER_HEAD) PF__NAME(PF__QKV_, CODEGEN) PF__NAME(PF__QKV_, GROUPED)
+    }
     return NULL;
 }
 static const char *pf__mlp_name(int v) {

@@ -518,6 +518,34 @@ def greedy_no_cache(model, prompt_ids, eos):
     return new, torch.stack(last)
 
 
+def beam_generate(model, prompt_ids, eos, pad, beams=3):
+    """generate()'s best of `beams` beams (new ids)."""
+    x = torch.tensor([prompt_ids])
+    with torch.no_grad():
+        out = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=MAX_NEW_TOKENS, do_sample=False,
+                             num_beams=beams, eos_token_id=eos, pad_token_id=pad)
+    return out[0, len(prompt_ids):].tolist()
+
+
+PADDED_EXTRA = 3  # the other row of the left-padded batch: the prompt with its first 3 ids repeated in front
+
+
+def padded_generate(model, prompt_ids, eos, pad):
+    """Greedy new ids of the prompt as the second row of a batch whose first row is
+    prompt_ids[:PADDED_EXTRA] + prompt_ids: the prompt left-padded by PADDED_EXTRA."""
+    pad_id = pad if pad is not None else (eos if eos is not None else 0)
+    long = prompt_ids[:PADDED_EXTRA] + prompt_ids
+    x = torch.tensor([long, [pad_id] * PADDED_EXTRA + prompt_ids])
+    mask = torch.tensor([[1] * len(long), [0] * PADDED_EXTRA + [1] * len(prompt_ids)])
+    with torch.no_grad():
+        out = model.generate(x, attention_mask=mask, max_new_tokens=MAX_NEW_TOKENS, do_sample=False, num_beams=1,
+                             eos_token_id=eos, pad_token_id=pad_id)
+    ids = out[1, len(long):].tolist()
+    if eos is not None and eos in ids:  # generate() pads a finished row after its eos
+        ids = ids[:ids.index(eos) + 1]
+    return ids
+
+
 # ----------------------------------------------------------------------------
 # the families
 # ----------------------------------------------------------------------------
@@ -675,6 +703,21 @@ def cfg_ctrl(v, tok):
         vocab_size=v, n_positions=64, n_embd=48, dff=96, n_layer=2, n_head=6, initializer_range=INIT_STD,
         resid_pdrop=0.0, embd_pdrop=0.0,
     )
+
+
+def cfg_gpt_bigcode(v, tok, multi_query=True):
+    from transformers import GPTBigCodeConfig
+
+    bos, eos, _ = _ids(tok)
+    return GPTBigCodeConfig(
+        vocab_size=v, n_positions=64, n_embd=48, n_layer=2, n_head=6, n_inner=96, multi_query=multi_query,
+        activation_function="gelu_pytorch_tanh", initializer_range=INIT_STD, bos_token_id=bos, eos_token_id=eos,
+        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+    )
+
+
+def cfg_gpt_bigcode_mha(v, tok):
+    return cfg_gpt_bigcode(v, tok, multi_query=False)
 
 
 # --- ways to switch one trait off (applied to the config loaded from the dir) ---
@@ -934,6 +977,19 @@ FAMILIES = [
         ablations=[],
     ),
     dict(
+        name="gpt_bigcode", config=cfg_gpt_bigcode, seed=2100, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="multi_query: fused c_attn [q of 6 heads | one k | one v] (nn.Linear); learned positions; "
+               "gelu_pytorch_tanh; all biases; tied head",
+        ablations=[("unscaled attention", set_attr(scale_attn_weights=False))],
+    ),
+    dict(
+        name="gpt_bigcode-mha", config=cfg_gpt_bigcode_mha, seed=2200, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="gpt_bigcode with multi_query false: c_attn [q | k | v] of each of 6 heads",
+        ablations=[],
+    ),
+    dict(
         name="gpt_neo-attention-types", config=cfg_gpt_neo_types, seed=1700, vocab_pad=0, cases=False,
         tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
         traits="gpt_neo with attention_types [[[local, global], 1]] and no attention_layers in config.json (hub "
@@ -1046,6 +1102,9 @@ def make_family(fam) -> dict:
         f"greedy_ids={ids_str(gen_ids)}",
         f"vocab_size={vocab}",
     ]
+    if fam.get("beam"):
+        lines += [f"beam_ids={ids_str(beam_generate(load_model(out), prompt_ids, eos, pad))}",
+                  f"padded_ids={ids_str(padded_generate(load_model(out), prompt_ids, eos, pad))}"]
     (out / "reference.txt").write_text("\n".join(lines) + "\n", encoding="ascii")
     disk_logits.numpy().astype("<f4").tofile(out / "reference_logits.bin")
 
@@ -1104,7 +1163,7 @@ def describe_positions(cfg) -> str:
         return "learned, offset 2"
     if mt == "bloom":
         return "ALiBi"
-    if mt in ("openai-gpt", "gpt2"):
+    if mt in ("openai-gpt", "gpt2", "gpt_bigcode"):
         return "learned"
     if mt == "ctrl":
         return "sinusoidal"

@@ -1,5 +1,8 @@
 /* Runs every test group and ends with one line: "N passed, N failed".
    Usage: test_parallelformers [FIXTURES_DIR [GENERATE_BINARY]] */
+#include <stdlib.h>
+#include <string.h>
+
 #include "test.h"
 
 int main(int argc, char **argv) {
@@ -23,7 +26,9 @@ int main(int argc, char **argv) {
         {"gguf", test_gguf},
         {"input", test_input_checks},
     };
+    const char *only = getenv("PF_TEST_GROUP"); /* one group while iterating, e.g. PF_TEST_GROUP=models */
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
+        if (only && *only && strcmp(only, groups[i].name)) continue;
         int before_pass = test_passed, before_fail = test_failed;
         groups[i].run();
         printf("%-10s %d passed, %d failed\n", groups[i].name, test_passed - before_pass, test_failed - before_fail);
