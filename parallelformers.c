@@ -287,6 +287,8 @@ typedef enum {
     PF__SLOT_MLP_UP_BIAS,      /* [I] */
     PF__SLOT_MLP_DOWN_WEIGHT,  /* [hidden, I] */
     PF__SLOT_MLP_DOWN_BIAS,    /* [hidden] */
+    PF__SLOT_MLP_GATE_UP_WEIGHT, /* [2 I, hidden]: gate's rows, then up's (Phi-3's fused gate_up_proj) */
+    PF__SLOT_MLP_GATE_UP_BIAS,   /* [2 I] */
     /* A decoder block's attention over the encoder's output (encoder-decoders): */
     PF__SLOT_CROSS_NORM_WEIGHT,/* [hidden] */
     PF__SLOT_CROSS_NORM_BIAS,  /* [hidden] */
@@ -330,6 +332,7 @@ typedef enum {
     PF__SPLIT_HEAD_COLUMNS,
     PF__SPLIT_KV_COLUMNS,
     PF__SPLIT_MLP_COLUMNS,
+    PF__SPLIT_GATE_UP_COLUMNS, /* a fused [gate | up]: the rank's gate columns, then the same up columns */
     PF__SPLIT_HEAD_ROWS,
     PF__SPLIT_MLP_ROWS,
     PF__SPLIT_VOCAB
@@ -2674,8 +2677,8 @@ done:
 PF_PRIVATE const struct pf__stack pf__stacks[] = {
     {PF__SLOT_QKV_WEIGHT, {PF__SLOT_QKV_FUSED_WEIGHT, PF__SLOT_Q_WEIGHT, PF__SLOT_K_WEIGHT, PF__SLOT_V_WEIGHT}, 4},
     {PF__SLOT_QKV_BIAS, {PF__SLOT_QKV_FUSED_BIAS, PF__SLOT_Q_BIAS, PF__SLOT_K_BIAS, PF__SLOT_V_BIAS}, 4},
-    {PF__SLOT_MLP_IN_WEIGHT, {PF__SLOT_MLP_GATE_WEIGHT, PF__SLOT_MLP_UP_WEIGHT}, 2},
-    {PF__SLOT_MLP_IN_BIAS, {PF__SLOT_MLP_GATE_BIAS, PF__SLOT_MLP_UP_BIAS}, 2},
+    {PF__SLOT_MLP_IN_WEIGHT, {PF__SLOT_MLP_GATE_UP_WEIGHT, PF__SLOT_MLP_GATE_WEIGHT, PF__SLOT_MLP_UP_WEIGHT}, 3},
+    {PF__SLOT_MLP_IN_BIAS, {PF__SLOT_MLP_GATE_UP_BIAS, PF__SLOT_MLP_GATE_BIAS, PF__SLOT_MLP_UP_BIAS}, 3},
 };
 PF_PRIVATE const size_t pf__stacks_count = sizeof pf__stacks / sizeof pf__stacks[0]; /* for the files that see no size */
 
@@ -4022,7 +4025,7 @@ static const char *pf__split_name(int v) {
     switch ((pf__split)v) {
         PF__NAME(PF__SPLIT_, NONE) PF__NAME(PF__SPLIT_, QKV_COLUMNS) PF__NAME(PF__SPLIT_, HEAD_COLUMNS)
         PF__NAME(PF__SPLIT_, KV_COLUMNS) PF__NAME(PF__SPLIT_, MLP_COLUMNS) PF__NAME(PF__SPLIT_, HEAD_ROWS)
-        PF__NAME(PF__SPLIT_, MLP_ROWS) PF__NAME(PF__SPLIT_, VOCAB)
+        PF__NAME(PF__SPLIT_, MLP_ROWS) PF__NAME(PF__SPLIT_, VOCAB) PF__NAME(PF__SPLIT_, GATE_UP_COLUMNS)
     }
     return NULL;
 }
@@ -4064,7 +4067,8 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, V_BIAS) PF__NAME(PF__SLOT_, ATTN_OUT_WEIGHT) PF__NAME(PF__SLOT_, ATTN_OUT_BIAS)
         PF__NAME(PF__SLOT_, MLP_NORM_WEIGHT) PF__NAME(PF__SLOT_, MLP_NORM_BIAS) PF__NAME(PF__SLOT_, MLP_GATE_WEIGHT)
         PF__NAME(PF__SLOT_, MLP_GATE_BIAS) PF__NAME(PF__SLOT_, MLP_UP_WEIGHT) PF__NAME(PF__SLOT_, MLP_UP_BIAS)
-        PF__NAME(PF__SLOT_, MLP_DOWN_WEIGHT) PF__NAME(PF__SLOT_, MLP_DOWN_BIAS) PF__NAME(PF__SLOT_, CROSS_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, MLP_DOWN_WEIGHT) PF__NAME(PF__SLOT_, MLP_DOWN_BIAS) PF__NAME(PF__SLOT_, MLP_GATE_UP_WEIGHT)
+        PF__NAME(PF__SLOT_, MLP_GATE_UP_BIAS) PF__NAME(PF__SLOT_, CROSS_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, CROSS_NORM_BIAS) PF__NAME(PF__SLOT_, CROSS_Q_WEIGHT) PF__NAME(PF__SLOT_, CROSS_Q_BIAS)
         PF__NAME(PF__SLOT_, CROSS_K_WEIGHT) PF__NAME(PF__SLOT_, CROSS_K_BIAS) PF__NAME(PF__SLOT_, CROSS_V_WEIGHT)
         PF__NAME(PF__SLOT_, CROSS_V_BIAS) PF__NAME(PF__SLOT_, CROSS_OUT_WEIGHT) PF__NAME(PF__SLOT_, CROSS_OUT_BIAS)
@@ -5104,6 +5108,8 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_ATTN_OUT_WEIGHT: case PF__SLOT_CROSS_OUT_WEIGHT: *rows = h; *cols = q; break;
     case PF__SLOT_MLP_GATE_WEIGHT: case PF__SLOT_MLP_UP_WEIGHT: *rows = in; *cols = h; break;
     case PF__SLOT_MLP_GATE_BIAS: case PF__SLOT_MLP_UP_BIAS: *rows = in; break;
+    case PF__SLOT_MLP_GATE_UP_WEIGHT: *rows = 2 * in; *cols = h; break;
+    case PF__SLOT_MLP_GATE_UP_BIAS: *rows = 2 * in; break;
     case PF__SLOT_MLP_DOWN_WEIGHT: *rows = h; *cols = in; break;
     case PF__SLOT_TOKEN_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = c->embed_norm_before_project ? e : h; break;
     case PF__SLOT_HEAD_TRANSFORM_WEIGHT: *rows = c->embed_norm_before_project ? e : h; *cols = h; break;
@@ -18442,6 +18448,15 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
     case PF__SPLIT_HEAD_COLUMNS: p->row_begin = (size_t)s->head_begin * hd, p->rows = (size_t)s->heads * hd; break;
     case PF__SPLIT_KV_COLUMNS: p->row_begin = (size_t)s->kv_begin * hd, p->rows = (size_t)s->kv_heads * hd; break;
     case PF__SPLIT_MLP_COLUMNS: p->row_begin = (size_t)s->mlp_begin, p->rows = (size_t)s->mlp_width; break;
+    case PF__SPLIT_GATE_UP_COLUMNS: { /* [gate | up] of intermediate_size each: the same columns of both */
+        size_t w = (size_t)s->mlp_width, half = src->rows / 2;
+        p->rows = 2 * w;
+        if (!p->rows) break;
+        p->row_map = (size_t *)malloc(p->rows * sizeof *p->row_map);
+        if (!p->row_map) return -1;
+        for (size_t i = 0; i < w; i++) p->row_map[i] = (size_t)s->mlp_begin + i, p->row_map[w + i] = half + (size_t)s->mlp_begin + i;
+        break;
+    }
     case PF__SPLIT_HEAD_ROWS: p->col_begin = (size_t)s->head_begin * hd, p->cols = (size_t)s->heads * hd; break;
     case PF__SPLIT_MLP_ROWS: p->col_begin = (size_t)s->mlp_begin, p->cols = (size_t)s->mlp_width; break;
     case PF__SPLIT_VOCAB: p->row_begin = (size_t)s->vocab_begin, p->rows = (size_t)s->vocab_rows; break;

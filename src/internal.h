@@ -251,6 +251,8 @@ typedef enum {
     PF__SLOT_MLP_UP_BIAS,      /* [I] */
     PF__SLOT_MLP_DOWN_WEIGHT,  /* [hidden, I] */
     PF__SLOT_MLP_DOWN_BIAS,    /* [hidden] */
+    PF__SLOT_MLP_GATE_UP_WEIGHT, /* [2 I, hidden]: gate's rows, then up's (Phi-3's fused gate_up_proj) */
+    PF__SLOT_MLP_GATE_UP_BIAS,   /* [2 I] */
     /* A decoder block's attention over the encoder's output (encoder-decoders): */
     PF__SLOT_CROSS_NORM_WEIGHT,/* [hidden] */
     PF__SLOT_CROSS_NORM_BIAS,  /* [hidden] */
@@ -294,6 +296,7 @@ typedef enum {
     PF__SPLIT_HEAD_COLUMNS,
     PF__SPLIT_KV_COLUMNS,
     PF__SPLIT_MLP_COLUMNS,
+    PF__SPLIT_GATE_UP_COLUMNS, /* a fused [gate | up]: the rank's gate columns, then the same up columns */
     PF__SPLIT_HEAD_ROWS,
     PF__SPLIT_MLP_ROWS,
     PF__SPLIT_VOCAB

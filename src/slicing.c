@@ -54,6 +54,15 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
     case PF__SPLIT_HEAD_COLUMNS: p->row_begin = (size_t)s->head_begin * hd, p->rows = (size_t)s->heads * hd; break;
     case PF__SPLIT_KV_COLUMNS: p->row_begin = (size_t)s->kv_begin * hd, p->rows = (size_t)s->kv_heads * hd; break;
     case PF__SPLIT_MLP_COLUMNS: p->row_begin = (size_t)s->mlp_begin, p->rows = (size_t)s->mlp_width; break;
+    case PF__SPLIT_GATE_UP_COLUMNS: { /* [gate | up] of intermediate_size each: the same columns of both */
+        size_t w = (size_t)s->mlp_width, half = src->rows / 2;
+        p->rows = 2 * w;
+        if (!p->rows) break;
+        p->row_map = (size_t *)malloc(p->rows * sizeof *p->row_map);
+        if (!p->row_map) return -1;
+        for (size_t i = 0; i < w; i++) p->row_map[i] = (size_t)s->mlp_begin + i, p->row_map[w + i] = half + (size_t)s->mlp_begin + i;
+        break;
+    }
     case PF__SPLIT_HEAD_ROWS: p->col_begin = (size_t)s->head_begin * hd, p->cols = (size_t)s->heads * hd; break;
     case PF__SPLIT_MLP_ROWS: p->col_begin = (size_t)s->mlp_begin, p->cols = (size_t)s->mlp_width; break;
     case PF__SPLIT_VOCAB: p->row_begin = (size_t)s->vocab_begin, p->rows = (size_t)s->vocab_rows; break;

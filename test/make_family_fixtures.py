@@ -720,6 +720,19 @@ def cfg_gpt_bigcode_mha(v, tok):
     return cfg_gpt_bigcode(v, tok, multi_query=False)
 
 
+def cfg_phi3(v, tok):
+    from transformers import Phi3Config
+
+    bos, eos, pad = _ids(tok)
+    return Phi3Config(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=2, max_position_embeddings=128, original_max_position_embeddings=128, rms_norm_eps=1e-5,
+        initializer_range=INIT_STD, sliding_window=8,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+        tie_word_embeddings=False, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
 # --- ways to switch one trait off (applied to the config loaded from the dir) ---
 
 
@@ -988,6 +1001,14 @@ FAMILIES = [
         tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
         traits="gpt_bigcode with multi_query false: c_attn [q | k | v] of each of 6 heads",
         ablations=[],
+    ),
+    dict(
+        name="phi3", config=cfg_phi3, seed=2300, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(llama2_tokenizer(512), out), tok_style="as llama",
+        traits="fused qkv_proj [q of 6 heads | k of 2 | v of 2]; fused gate_up_proj [gate | up]; rotary halves on "
+               "partial_rotary_factor 0.5 (4 of 8 dims); sliding_window 8; RMSNorm; untied lm_head",
+        ablations=[("no sliding window", set_attr(sliding_window=None)),
+                   ("rotary over the full head", set_rope(partial_rotary_factor=1.0))],
     ),
     dict(
         name="gpt_neo-attention-types", config=cfg_gpt_neo_types, seed=1700, vocab_pad=0, cases=False,

@@ -329,6 +329,27 @@ static void test_refused_values(void) {
     expect_load("OpenAI GPT with an ACT2FN name", NULL, PF_ERROR_UNSUPPORTED, "gelu_new");
 }
 
+/* Issue 32's families of fused projections: their keys' refusals and hub spellings. */
+static void test_fused_families(void) {
+    /* Phi-3's longrope (older: "su", "yarn") is not implemented here. */
+    if (copy_fixture("phi3")) return;
+    edit_file("config.json", "\"rope_type\": \"default\"", "\"rope_type\": \"longrope\"");
+    expect_load("Phi-3 with longrope", NULL, PF_ERROR_UNSUPPORTED, "longrope");
+    /* Phi-3 configs before transformers 5: rope_theta and partial_rotary_factor at the top, rope_scaling null. */
+    if (copy_fixture("phi3")) return;
+    edit_file("config.json", "\"rope_parameters\": {\n    \"partial_rotary_factor\": 0.5,\n    \"rope_theta\": 10000.0,\n"
+              "    \"rope_type\": \"default\"\n  },", "\"partial_rotary_factor\": 0.5, \"rope_scaling\": null, \"rope_theta\": 10000.0,");
+    check_work_logits("Phi-3 with a top-level partial_rotary_factor and rope_theta", "phi3", 1);
+    /* its sliding_window null: no window (the fixture's is shorter than the prompt) */
+    if (copy_fixture("phi3")) return;
+    edit_file("config.json", "\"sliding_window\": 8", "\"sliding_window\": null");
+    check_work_logits("Phi-3 without a sliding window", "phi3", 0);
+    /* GPT-BigCode's cross-attention blocks. */
+    if (copy_fixture("gpt_bigcode")) return;
+    edit_file("config.json", "\"add_cross_attention\": false", "\"add_cross_attention\": true");
+    expect_load("GPT-BigCode with add_cross_attention", NULL, PF_ERROR_UNSUPPORTED, "add_cross_attention");
+}
+
 /* Weights in a format we do not read get a message naming it and the conversion. */
 static void test_other_formats(void) {
     empty_work_dir();
@@ -729,6 +750,7 @@ void test_config(void) {
     test_refused_keys();
     test_hub_spellings();
     test_refused_values();
+    test_fused_families();
     test_other_formats();
     test_generation_config();
     test_seq2seq_refusals();
