@@ -344,6 +344,14 @@ static void test_fused_families(void) {
     if (copy_fixture("phi3")) return;
     edit_file("config.json", "\"sliding_window\": 8", "\"sliding_window\": null");
     check_work_logits("Phi-3 without a sliding window", "phi3", 0);
+    /* Phi-2's hub config: rope_theta at the top, rope_scaling null, no partial_rotary_factor: 0.5 */
+    if (copy_fixture("phi")) return;
+    edit_file("config.json", "\"rope_parameters\": {\n    \"partial_rotary_factor\": 0.5,\n    \"rope_theta\": 10000.0,\n"
+              "    \"rope_type\": \"default\"\n  },", "\"rope_scaling\": null, \"rope_theta\": 10000.0,");
+    check_work_logits("Phi without partial_rotary_factor (0.5)", "phi", 1);
+    if (copy_fixture("phi")) return;
+    edit_file("config.json", "\"qk_layernorm\": false", "\"qk_layernorm\": true");
+    expect_load("Phi with qk_layernorm", NULL, PF_ERROR_UNSUPPORTED, "qk_layernorm");
     /* GPT-BigCode's cross-attention blocks. */
     if (copy_fixture("gpt_bigcode")) return;
     edit_file("config.json", "\"add_cross_attention\": false", "\"add_cross_attention\": true");
