@@ -746,6 +746,19 @@ def cfg_phi(v, tok):
     )
 
 
+def cfg_starcoder2(v, tok):
+    from transformers import Starcoder2Config
+
+    bos, eos, pad = _ids(tok)
+    return Starcoder2Config(
+        vocab_size=v, hidden_size=48, intermediate_size=96, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=2, max_position_embeddings=128, norm_epsilon=1e-5, hidden_act="gelu_pytorch_tanh",
+        initializer_range=INIT_STD, sliding_window=8, use_bias=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        tie_word_embeddings=False, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
 # --- ways to switch one trait off (applied to the config loaded from the dir) ---
 
 
@@ -1029,6 +1042,13 @@ FAMILIES = [
         traits="parallel block with one input_layernorm (GPT-J's); rotary halves on partial_rotary_factor 0.5 "
                "(4 of 8 dims); q/k/v/dense and fc1/fc2 biases; lm_head with bias; GQA 6/2; gelu_new",
         ablations=[("rotary over the full head", set_rope(partial_rotary_factor=1.0))],
+    ),
+    dict(
+        name="starcoder2", config=cfg_starcoder2, seed=2500, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="LayerNorms with biases; q/k/v/o and c_fc/c_proj biases (use_bias); GQA 6/2; rotary halves over the "
+               "head; sliding_window 8; gelu_pytorch_tanh MLP; untied lm_head",
+        ablations=[("no sliding window", set_attr(sliding_window=None))],
     ),
     dict(
         name="gpt_neo-attention-types", config=cfg_gpt_neo_types, seed=1700, vocab_pad=0, cases=False,

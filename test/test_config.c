@@ -352,6 +352,10 @@ static void test_fused_families(void) {
     if (copy_fixture("phi")) return;
     edit_file("config.json", "\"qk_layernorm\": false", "\"qk_layernorm\": true");
     expect_load("Phi with qk_layernorm", NULL, PF_ERROR_UNSUPPORTED, "qk_layernorm");
+    /* StarCoder2's use_bias false: its bias tensors are ones the config says are not there */
+    if (copy_fixture("starcoder2")) return;
+    edit_file("config.json", "\"use_bias\": true", "\"use_bias\": false");
+    expect_load("StarCoder2 with use_bias false and biases", NULL, PF_ERROR_FORMAT, "q_proj.bias");
     /* GPT-BigCode's cross-attention blocks. */
     if (copy_fixture("gpt_bigcode")) return;
     edit_file("config.json", "\"add_cross_attention\": false", "\"add_cross_attention\": true");
