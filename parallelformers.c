@@ -501,6 +501,10 @@ typedef struct pf__config {
     int scale_decoder_outputs;      /* 1: the decoder's output times hidden^-0.5 before the LM head
                                        (T5); -1 in the table: as tie_word_embeddings */
     int head_dim;                   /* 0 in the file: hidden_size / num_heads */
+    int multi_query;                /* 1: one key/value head; 0: one per query head; -1: num_kv_heads as read
+                                       (GPT-BigCode's and Falcon's multi_query) */
+    int grouped_qkv;                /* 1: num_kv_heads as read whatever multi_query says, and parallel blocks
+                                       only (Falcon's new_decoder_architecture; its grouped fused QKV) */
     int embed_dim;                  /* OPT's word_embed_proj_dim; 0: hidden_size */
     double norm_eps;
     double final_norm_eps;          /* 0: norm_eps */
@@ -3042,6 +3046,7 @@ PF_PRIVATE void pf__config_defaults(pf__config *c) {
     c->pooler_activation = PF__ACT_TANH;
     c->head_activation = -1;
     c->pool_eos_id = -1;
+    c->multi_query = -1;
 }
 
 /* ---- an architecture's rows: compiled in, or registered at run time ---- */
@@ -3920,7 +3925,12 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
         cfg->max_positions = side * side + 1 + cfg->distillation;
     }
     if (cfg->intermediate_size == 0) cfg->intermediate_size = a->mlp_ratio * cfg->hidden_size;
+    if (cfg->multi_query >= 0 && !cfg->grouped_qkv) cfg->num_kv_heads = cfg->multi_query ? 1 : cfg->num_heads;
     if (cfg->num_kv_heads == 0) cfg->num_kv_heads = cfg->num_heads;
+    if (cfg->grouped_qkv && !cfg->parallel_residual) /* transformers builds norms its forward does not use */
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" with \"%s\" false is not supported", path,
+                          pf__config_key(cfg->arch, offsetof(pf__config, grouped_qkv)),
+                          pf__config_key(cfg->arch, offsetof(pf__config, parallel_residual)));
     if (cfg->head_dim == 0 && cfg->num_heads > 0 && cfg->hidden_size % cfg->num_heads == 0)
         cfg->head_dim = cfg->hidden_size / cfg->num_heads; /* else inconsistent, below */
     if (cfg->embed_dim == 0) cfg->embed_dim = cfg->hidden_size;
@@ -23262,6 +23272,9 @@ static pf_result pf__check_stacks(pf_model *m) {
         }
         if (!m->sources[base + PF__SLOT_QKV_FUSED_WEIGHT].data && !m->sources[base + PF__SLOT_Q_WEIGHT].data)
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has no attention projection", m->dir, l);
+        if (pf__archs[c->arch].kind == PF__KIND_DECODER && c->pre_norm && !c->parallel_residual &&
+            !m->sources[base + PF__SLOT_MLP_NORM_WEIGHT].data) /* only a parallel block may share one norm */
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has no norm before its MLP", m->dir, l);
     }
     return PF_OK;
 }

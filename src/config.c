@@ -371,6 +371,7 @@ PF_PRIVATE void pf__config_defaults(pf__config *c) {
     c->pooler_activation = PF__ACT_TANH;
     c->head_activation = -1;
     c->pool_eos_id = -1;
+    c->multi_query = -1;
 }
 
 /* ---- an architecture's rows: compiled in, or registered at run time ---- */
@@ -1249,7 +1250,12 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
         cfg->max_positions = side * side + 1 + cfg->distillation;
     }
     if (cfg->intermediate_size == 0) cfg->intermediate_size = a->mlp_ratio * cfg->hidden_size;
+    if (cfg->multi_query >= 0 && !cfg->grouped_qkv) cfg->num_kv_heads = cfg->multi_query ? 1 : cfg->num_heads;
     if (cfg->num_kv_heads == 0) cfg->num_kv_heads = cfg->num_heads;
+    if (cfg->grouped_qkv && !cfg->parallel_residual) /* transformers builds norms its forward does not use */
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" with \"%s\" false is not supported", path,
+                          pf__config_key(cfg->arch, offsetof(pf__config, grouped_qkv)),
+                          pf__config_key(cfg->arch, offsetof(pf__config, parallel_residual)));
     if (cfg->head_dim == 0 && cfg->num_heads > 0 && cfg->hidden_size % cfg->num_heads == 0)
         cfg->head_dim = cfg->hidden_size / cfg->num_heads; /* else inconsistent, below */
     if (cfg->embed_dim == 0) cfg->embed_dim = cfg->hidden_size;

@@ -465,6 +465,10 @@ typedef struct pf__config {
     int scale_decoder_outputs;      /* 1: the decoder's output times hidden^-0.5 before the LM head
                                        (T5); -1 in the table: as tie_word_embeddings */
     int head_dim;                   /* 0 in the file: hidden_size / num_heads */
+    int multi_query;                /* 1: one key/value head; 0: one per query head; -1: num_kv_heads as read
+                                       (GPT-BigCode's and Falcon's multi_query) */
+    int grouped_qkv;                /* 1: num_kv_heads as read whatever multi_query says, and parallel blocks
+                                       only (Falcon's new_decoder_architecture; its grouped fused QKV) */
     int embed_dim;                  /* OPT's word_embed_proj_dim; 0: hidden_size */
     double norm_eps;
     double final_norm_eps;          /* 0: norm_eps */

@@ -163,6 +163,9 @@ static pf_result pf__check_stacks(pf_model *m) {
         }
         if (!m->sources[base + PF__SLOT_QKV_FUSED_WEIGHT].data && !m->sources[base + PF__SLOT_Q_WEIGHT].data)
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has no attention projection", m->dir, l);
+        if (pf__archs[c->arch].kind == PF__KIND_DECODER && c->pre_norm && !c->parallel_residual &&
+            !m->sources[base + PF__SLOT_MLP_NORM_WEIGHT].data) /* only a parallel block may share one norm */
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has no norm before its MLP", m->dir, l);
     }
     return PF_OK;
 }

@@ -759,6 +759,33 @@ def cfg_starcoder2(v, tok):
     )
 
 
+def cfg_falcon(v, tok, **kw):
+    from transformers import FalconConfig
+
+    bos, eos, pad = _ids(tok)
+    args = dict(
+        vocab_size=v, hidden_size=48, num_hidden_layers=2, num_attention_heads=6, ffn_hidden_size=96,
+        max_position_embeddings=128, layer_norm_epsilon=1e-5, activation="gelu", initializer_range=INIT_STD,
+        alibi=False, new_decoder_architecture=False, multi_query=True, parallel_attn=True, bias=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False,
+        bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+    args.update(kw)
+    return FalconConfig(**args)
+
+
+def cfg_falcon_new(v, tok):
+    return cfg_falcon(v, tok, new_decoder_architecture=True, num_kv_heads=2)
+
+
+def cfg_falcon_new_one_norm(v, tok):
+    return cfg_falcon(v, tok, new_decoder_architecture=True, num_kv_heads=3, num_ln_in_parallel_attn=1, bias=True)
+
+
+def cfg_falcon_sequential(v, tok):
+    return cfg_falcon(v, tok, multi_query=False, parallel_attn=False, bias=True)
+
+
 # --- ways to switch one trait off (applied to the config loaded from the dir) ---
 
 
@@ -1051,6 +1078,34 @@ FAMILIES = [
         ablations=[("no sliding window", set_attr(sliding_window=None))],
     ),
     dict(
+        name="falcon", config=cfg_falcon, seed=2600, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="Falcon-7B style: multi_query (query_key_value [q of 6 heads | k | v]); parallel block with one "
+               "input_layernorm; rotary halves; no biases; gelu; untied lm_head",
+        ablations=[],
+    ),
+    dict(
+        name="falcon-new-arch", config=cfg_falcon_new, seed=2700, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="Falcon-40B/180B style: new_decoder_architecture, num_kv_heads 2 (query_key_value per kv group "
+               "[q q q | k | v]); parallel block with ln_attn and ln_mlp (num_ln_in_parallel_attn null = 2)",
+        ablations=[],
+    ),
+    dict(
+        name="falcon-new-arch-one-norm", config=cfg_falcon_new_one_norm, seed=2800, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="new_decoder_architecture with num_kv_heads 3 and num_ln_in_parallel_attn 1 (one input_layernorm "
+               "feeds both); bias true",
+        ablations=[],
+    ),
+    dict(
+        name="falcon-sequential", config=cfg_falcon_sequential, seed=2900, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="multi_query false (query_key_value [q | k | v] per head), parallel_attn false (input_layernorm, "
+               "attention, post_attention_layernorm, MLP in sequence), bias true",
+        ablations=[],
+    ),
+    dict(
         name="gpt_neo-attention-types", config=cfg_gpt_neo_types, seed=1700, vocab_pad=0, cases=False,
         tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
         traits="gpt_neo with attention_types [[[local, global], 1]] and no attention_layers in config.json (hub "
@@ -1223,6 +1278,10 @@ def describe_positions(cfg) -> str:
     if mt == "opt":
         return "learned, offset 2"
     if mt == "bloom":
+        return "ALiBi"
+    if mt in ("openai-gpt", "gpt2", "gpt_bigcode"):
+        return "learned"
+    if mt == "falcon" and cfg.alibi:
         return "ALiBi"
     if mt in ("openai-gpt", "gpt2", "gpt_bigcode"):
         return "learned"

@@ -356,6 +356,23 @@ static void test_fused_families(void) {
     if (copy_fixture("starcoder2")) return;
     edit_file("config.json", "\"use_bias\": true", "\"use_bias\": false");
     expect_load("StarCoder2 with use_bias false and biases", NULL, PF_ERROR_FORMAT, "q_proj.bias");
+    /* Falcon: ALiBi (rounded to bf16 and added twice by transformers) is not implemented */
+    if (copy_fixture("falcon")) return;
+    edit_file("config.json", "\"alibi\": false", "\"alibi\": true");
+    expect_load("Falcon with alibi", NULL, PF_ERROR_UNSUPPORTED, "alibi");
+    /* the new decoder architecture's blocks are parallel (transformers fails without) */
+    if (copy_fixture("falcon-new-arch")) return;
+    edit_file("config.json", "\"parallel_attn\": true", "\"parallel_attn\": false");
+    expect_load("Falcon's new decoder architecture with parallel_attn false", NULL, PF_ERROR_UNSUPPORTED,
+                "\"new_decoder_architecture\" with \"parallel_attn\" false");
+    /* a sequential block needs its second norm: the one-norm checkpoint made sequential */
+    if (copy_fixture("falcon")) return;
+    edit_file("config.json", "\"parallel_attn\": true", "\"parallel_attn\": false");
+    expect_load("Falcon with parallel_attn false and one norm a block", NULL, PF_ERROR_FORMAT, "no norm before its MLP");
+    /* n_embed (older configs) wins over hidden_size */
+    if (copy_fixture("falcon")) return;
+    edit_file("config.json", "\"hidden_size\": 48", "\"hidden_size\": 24, \"n_embed\": 48");
+    check_work_logits("Falcon with n_embed", "falcon", 1);
     /* GPT-BigCode's cross-attention blocks. */
     if (copy_fixture("gpt_bigcode")) return;
     edit_file("config.json", "\"add_cross_attention\": false", "\"add_cross_attention\": true");
