@@ -786,6 +786,23 @@ def cfg_falcon_sequential(v, tok):
     return cfg_falcon(v, tok, multi_query=False, parallel_attn=False, bias=True)
 
 
+def cfg_stablelm(v, tok, parallel=False, qkv_bias=True):
+    from transformers import StableLmConfig
+
+    bos, eos, pad = _ids(tok)
+    return StableLmConfig(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=2, max_position_embeddings=128, layer_norm_eps=1e-5, hidden_act="silu",
+        initializer_range=INIT_STD, use_qkv_bias=qkv_bias, qk_layernorm=False, use_parallel_residual=parallel,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25},
+        tie_word_embeddings=False, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def cfg_stablelm_parallel(v, tok):
+    return cfg_stablelm(v, tok, parallel=True, qkv_bias=False)
+
+
 # --- ways to switch one trait off (applied to the config loaded from the dir) ---
 
 
@@ -1103,6 +1120,20 @@ FAMILIES = [
         tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
         traits="multi_query false (query_key_value [q | k | v] per head), parallel_attn false (input_layernorm, "
                "attention, post_attention_layernorm, MLP in sequence), bias true",
+        ablations=[],
+    ),
+    dict(
+        name="stablelm", config=cfg_stablelm, seed=3000, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(neox_tokenizer(320), out), tok_style="as gpt_neox",
+        traits="LayerNorms with biases; SwiGLU without biases; q/k/v biases (use_qkv_bias), o without; rotary halves "
+               "on partial_rotary_factor 0.25 (2 of 8 dims); sequential block; GQA 6/2; untied lm_head",
+        ablations=[("rotary on 50%", set_rope(partial_rotary_factor=0.5))],
+    ),
+    dict(
+        name="stablelm-parallel", config=cfg_stablelm_parallel, seed=3100, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(neox_tokenizer(320), out), tok_style="as gpt_neox",
+        traits="stablelm with use_parallel_residual true (input_layernorm feeds attention and MLP, no "
+               "post_attention_layernorm) and use_qkv_bias false",
         ablations=[],
     ),
     dict(

@@ -373,6 +373,14 @@ static void test_fused_families(void) {
     if (copy_fixture("falcon")) return;
     edit_file("config.json", "\"hidden_size\": 48", "\"hidden_size\": 24, \"n_embed\": 48");
     check_work_logits("Falcon with n_embed", "falcon", 1);
+    /* StableLM's hub config: rope_theta at the top, rope_scaling null, no partial_rotary_factor: 0.25 */
+    if (copy_fixture("stablelm")) return;
+    edit_file("config.json", "\"rope_parameters\": {\n    \"partial_rotary_factor\": 0.25,\n    \"rope_theta\": 10000.0,\n"
+              "    \"rope_type\": \"default\"\n  },", "\"rope_scaling\": null, \"rope_theta\": 10000.0,");
+    check_work_logits("StableLM without partial_rotary_factor (0.25)", "stablelm", 1);
+    if (copy_fixture("stablelm")) return;
+    edit_file("config.json", "\"qk_layernorm\": false", "\"qk_layernorm\": true");
+    expect_load("StableLM with qk_layernorm", NULL, PF_ERROR_UNSUPPORTED, "qk_layernorm");
     /* GPT-BigCode's cross-attention blocks. */
     if (copy_fixture("gpt_bigcode")) return;
     edit_file("config.json", "\"add_cross_attention\": false", "\"add_cross_attention\": true");
