@@ -525,6 +525,7 @@ typedef struct pf__config {
     int parallel_residual;          /* x + attn(norm(x)) + mlp(norm'(x)) */
     int position_offset;            /* OPT's learned positions start at 2 */
     int embed_scale_sqrt;           /* token embeddings times sqrt(hidden) (CTRL) */
+    double logit_scale;             /* the logits times this (Cohere), folded into the final norm at load; 0: none */
     int rotary_dim;                 /* rotated dims per head; 0: rotary_pct * head_dim */
     double rotary_pct;
     double rope_theta;
@@ -3947,6 +3948,8 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
                               cfg->encoder_max_positions > (1 << 20)))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: num_mel_bins %d or max_source_positions %d out of range",
                           path, cfg->num_mel_bins, cfg->encoder_max_positions);
+    if (!isfinite(cfg->logit_scale))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"logit_scale\" %g is not a number", path, cfg->logit_scale);
     if (!(cfg->norm_eps > 0 && cfg->norm_eps < 1) || !(cfg->final_norm_eps > 0 && cfg->final_norm_eps < 1))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: norm epsilon %g is not in (0, 1)", path, cfg->norm_eps);
     if (a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS) {
@@ -23299,6 +23302,13 @@ static pf_result pf__resolve_sources(pf_model *m) {
     if (r) return r;
     if (c->scale_decoder_outputs && c->num_layers > c->encoder_layers && pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ)
         if ((r = pf__scale_final_norm(m))) return r;
+    if (c->logit_scale != 0 && c->logit_scale != 1) { /* Cohere's: (norm(x) w + b) W^T s = (norm(x) sw + sb) W^T */
+        if (!m->sources[PF__SLOT_FINAL_NORM_WEIGHT].data)
+            return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: \"logit_scale\" needs a final norm to fold into", m->dir);
+        static const pf__slot scaled[] = {PF__SLOT_FINAL_NORM_WEIGHT, PF__SLOT_FINAL_NORM_BIAS, PF__SLOT_LM_HEAD_BIAS};
+        for (size_t i = 0; i < PF__COUNT(scaled); i++)
+            if ((r = pf__scale_source(m, scaled[i], (float)c->logit_scale))) return r;
+    }
     static const pf__slot teacher_heads[] = {PF__SLOT_CLASSIFIER_WEIGHT, PF__SLOT_CLASSIFIER_BIAS,
                                              PF__SLOT_DIST_CLASSIFIER_WEIGHT, PF__SLOT_DIST_CLASSIFIER_BIAS};
     for (size_t i = 0; c->teacher_head && i < PF__COUNT(teacher_heads); i++) /* DeiT: the mean of two heads */

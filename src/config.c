@@ -1272,6 +1272,8 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
                               cfg->encoder_max_positions > (1 << 20)))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: num_mel_bins %d or max_source_positions %d out of range",
                           path, cfg->num_mel_bins, cfg->encoder_max_positions);
+    if (!isfinite(cfg->logit_scale))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"logit_scale\" %g is not a number", path, cfg->logit_scale);
     if (!(cfg->norm_eps > 0 && cfg->norm_eps < 1) || !(cfg->final_norm_eps > 0 && cfg->final_norm_eps < 1))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: norm epsilon %g is not in (0, 1)", path, cfg->norm_eps);
     if (a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS) {

@@ -489,6 +489,7 @@ typedef struct pf__config {
     int parallel_residual;          /* x + attn(norm(x)) + mlp(norm'(x)) */
     int position_offset;            /* OPT's learned positions start at 2 */
     int embed_scale_sqrt;           /* token embeddings times sqrt(hidden) (CTRL) */
+    double logit_scale;             /* the logits times this (Cohere), folded into the final norm at load; 0: none */
     int rotary_dim;                 /* rotated dims per head; 0: rotary_pct * head_dim */
     double rotary_pct;
     double rope_theta;

@@ -190,6 +190,13 @@ static pf_result pf__resolve_sources(pf_model *m) {
     if (r) return r;
     if (c->scale_decoder_outputs && c->num_layers > c->encoder_layers && pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ)
         if ((r = pf__scale_final_norm(m))) return r;
+    if (c->logit_scale != 0 && c->logit_scale != 1) { /* Cohere's: (norm(x) w + b) W^T s = (norm(x) sw + sb) W^T */
+        if (!m->sources[PF__SLOT_FINAL_NORM_WEIGHT].data)
+            return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: \"logit_scale\" needs a final norm to fold into", m->dir);
+        static const pf__slot scaled[] = {PF__SLOT_FINAL_NORM_WEIGHT, PF__SLOT_FINAL_NORM_BIAS, PF__SLOT_LM_HEAD_BIAS};
+        for (size_t i = 0; i < PF__COUNT(scaled); i++)
+            if ((r = pf__scale_source(m, scaled[i], (float)c->logit_scale))) return r;
+    }
     static const pf__slot teacher_heads[] = {PF__SLOT_CLASSIFIER_WEIGHT, PF__SLOT_CLASSIFIER_BIAS,
                                              PF__SLOT_DIST_CLASSIFIER_WEIGHT, PF__SLOT_DIST_CLASSIFIER_BIAS};
     for (size_t i = 0; c->teacher_head && i < PF__COUNT(teacher_heads); i++) /* DeiT: the mean of two heads */

@@ -803,6 +803,19 @@ def cfg_stablelm_parallel(v, tok):
     return cfg_stablelm(v, tok, parallel=True, qkv_bias=False)
 
 
+def cfg_cohere(v, tok):
+    from transformers import CohereConfig
+
+    bos, eos, pad = _ids(tok)
+    return CohereConfig(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=2, max_position_embeddings=128, layer_norm_eps=1e-5, hidden_act="silu",
+        initializer_range=INIT_STD, logit_scale=0.5, attention_bias=True, use_qk_norm=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        tie_word_embeddings=True, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
 # --- ways to switch one trait off (applied to the config loaded from the dir) ---
 
 
@@ -1135,6 +1148,13 @@ FAMILIES = [
         traits="stablelm with use_parallel_residual true (input_layernorm feeds attention and MLP, no "
                "post_attention_layernorm) and use_qkv_bias false",
         ablations=[],
+    ),
+    dict(
+        name="cohere", config=cfg_cohere, seed=3200, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="one LayerNorm (no bias) feeding a parallel block; SwiGLU; rotary on interleaved pairs over the head; "
+               "logit_scale 0.5; q/k/v/o biases (attention_bias); GQA 6/2; tied embeddings",
+        ablations=[("logit_scale 1", set_attr(logit_scale=1.0))],
     ),
     dict(
         name="gpt_neo-attention-types", config=cfg_gpt_neo_types, seed=1700, vocab_pad=0, cases=False,

@@ -381,6 +381,13 @@ static void test_fused_families(void) {
     if (copy_fixture("stablelm")) return;
     edit_file("config.json", "\"qk_layernorm\": false", "\"qk_layernorm\": true");
     expect_load("StableLM with qk_layernorm", NULL, PF_ERROR_UNSUPPORTED, "qk_layernorm");
+    /* Cohere: per-head q/k LayerNorms (Command R+) are not implemented; logit_scale null fails in transformers */
+    if (copy_fixture("cohere")) return;
+    edit_file("config.json", "\"use_qk_norm\": false", "\"use_qk_norm\": true");
+    expect_load("Cohere with use_qk_norm", NULL, PF_ERROR_UNSUPPORTED, "use_qk_norm");
+    if (copy_fixture("cohere")) return;
+    edit_file("config.json", "\"logit_scale\": 0.5", "\"logit_scale\": null");
+    expect_load("Cohere with a null logit_scale", NULL, PF_ERROR_FORMAT, "\"logit_scale\" is null");
     /* GPT-BigCode's cross-attention blocks. */
     if (copy_fixture("gpt_bigcode")) return;
     edit_file("config.json", "\"add_cross_attention\": false", "\"add_cross_attention\": true");

@@ -888,10 +888,12 @@ void test_models(void) {
                               "codegen", "openai-gpt", "ctrl", "gpt_neo-attention-types", "bloom-post-ln-residual",
                               "llama-biases", "qwen2-window-layers", "llama-eos-list", "llama-generation-config",
                               "gpt_bigcode", "gpt_bigcode-mha", "phi3", "phi", "starcoder2", "falcon", "falcon-new-arch",
-                              "falcon-new-arch-one-norm", "falcon-sequential", "stablelm", "stablelm-parallel"};
+                              "falcon-new-arch-one-norm", "falcon-sequential", "stablelm", "stablelm-parallel",
+                              "cohere"};
     /* issue 32's families: beam search, a left-padded batch and pf_to_cpu against transformers too */
     const char *families[] = {"gpt_bigcode", "gpt_bigcode-mha", "phi3", "phi", "starcoder2", "falcon", "falcon-new-arch",
-                              "falcon-new-arch-one-norm", "falcon-sequential", "stablelm", "stablelm-parallel"};
+                              "falcon-new-arch-one-norm", "falcon-sequential", "stablelm", "stablelm-parallel",
+                              "cohere"};
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_fixture(fixtures[i]);
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) test_family_generation(families[i]);
 #ifdef PF_TESTING
