@@ -537,6 +537,10 @@ typedef struct pf__config {
     int local_window;               /* GPT-Neo's window for its "local" layers */
     int first_window_layer;         /* without a per-layer list: layers from this one on use the
                                        sliding window (Qwen2's max_window_layers) */
+    int window_pattern;             /* > 0, without a per-layer list: layer l uses the sliding window unless
+                                       (l + 1) % window_pattern == 0 (Cohere2's sliding_window_pattern) */
+    int rope_windowed_only;         /* 1: only layers with a window are rotated; the others have no
+                                       positions (Cohere2's global layers) */
     pf__activation activation;
     pf__rope_type rope_type;
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
@@ -3212,6 +3216,8 @@ static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, c
     if (!types) {
         if (needed) return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is missing", path, key);
         for (int l = 0; l < c->num_layers; l++) c->layer_window[l] = l >= c->first_window_layer ? c->sliding_window : 0;
+        for (int l = 0; l < c->num_layers && c->window_pattern > 0; l++)
+            c->layer_window[l] = (l + 1) % c->window_pattern ? c->sliding_window : 0;
         return PF_OK;
     }
     /* Either one kind per layer, or GPT-Neo's runs [[kinds], repeats] that transformers expands
@@ -19297,8 +19303,8 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     const pf__weight *qkv_bias = PF__OR_NULL(L[PF__SLOT_QKV_BIAS]);
     shape->qkv_bias = be->qkv_bias_in_attention ? qkv_bias : NULL;
     be->matmul(r, r->qkv, attn_in, &L[PF__SLOT_QKV_WEIGHT], shape->qkv_bias ? NULL : qkv_bias, N);
-    /* q, k = rotate(q, k) by position */
-    if (rotary) {
+    /* q, k = rotate(q, k) by position (not on the global layers of a model that rotates windowed ones only) */
+    if (rotary && (!c->rope_windowed_only || shape->window)) {
         be->rotary(r, r->qkv, s, shape, a->positions == PF__POS_ROTARY_PAIRS);
         shape->qkv_bias = NULL; /* added */
     }

@@ -501,6 +501,10 @@ typedef struct pf__config {
     int local_window;               /* GPT-Neo's window for its "local" layers */
     int first_window_layer;         /* without a per-layer list: layers from this one on use the
                                        sliding window (Qwen2's max_window_layers) */
+    int window_pattern;             /* > 0, without a per-layer list: layer l uses the sliding window unless
+                                       (l + 1) % window_pattern == 0 (Cohere2's sliding_window_pattern) */
+    int rope_windowed_only;         /* 1: only layers with a window are rotated; the others have no
+                                       positions (Cohere2's global layers) */
     pf__activation activation;
     pf__rope_type rope_type;
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor;

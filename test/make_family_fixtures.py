@@ -816,6 +816,20 @@ def cfg_cohere(v, tok):
     )
 
 
+def cfg_cohere2(v, tok):
+    from transformers import Cohere2Config
+
+    bos, eos, pad = _ids(tok)
+    # 3 layers, pattern 3: sliding (rotary), sliding (rotary), full (no positions)
+    return Cohere2Config(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=3, num_attention_heads=6,
+        num_key_value_heads=2, max_position_embeddings=128, layer_norm_eps=1e-5, hidden_act="silu",
+        initializer_range=INIT_STD, logit_scale=0.5, attention_bias=False, sliding_window=8,
+        sliding_window_pattern=3, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        tie_word_embeddings=True, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
 # --- ways to switch one trait off (applied to the config loaded from the dir) ---
 
 
@@ -1155,6 +1169,15 @@ FAMILIES = [
         traits="one LayerNorm (no bias) feeding a parallel block; SwiGLU; rotary on interleaved pairs over the head; "
                "logit_scale 0.5; q/k/v/o biases (attention_bias); GQA 6/2; tied embeddings",
         ablations=[("logit_scale 1", set_attr(logit_scale=1.0))],
+    ),
+    dict(
+        name="cohere2", config=cfg_cohere2, seed=3300, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="cohere's block; 3 layers sliding, sliding, full (config.json without layer_types: the hub's "
+               "sliding_window_pattern 3); window 8 with rotary on pairs, the full layer without positions; "
+               "logit_scale 0.5; tied embeddings",
+        ablations=[("windows everywhere", windows_everywhere)],
+        legacy=lambda cfg: dict(drop_keys("layer_types")(cfg), sliding_window_pattern=3),
     ),
     dict(
         name="gpt_neo-attention-types", config=cfg_gpt_neo_types, seed=1700, vocab_pad=0, cases=False,

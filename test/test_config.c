@@ -388,6 +388,17 @@ static void test_fused_families(void) {
     if (copy_fixture("cohere")) return;
     edit_file("config.json", "\"logit_scale\": 0.5", "\"logit_scale\": null");
     expect_load("Cohere with a null logit_scale", NULL, PF_ERROR_FORMAT, "\"logit_scale\" is null");
+    /* Cohere2: layer_types (transformers 5's spelling) says what sliding_window_pattern says */
+    if (copy_fixture("cohere2")) return;
+    edit_file("config.json", "\"sliding_window_pattern\": 3", "\"sliding_window_pattern\": 2, \"layer_types\": "
+              "[\"sliding_attention\", \"sliding_attention\", \"full_attention\"]");
+    check_work_logits("Cohere2 with layer_types over sliding_window_pattern", "cohere2", 1);
+    if (copy_fixture("cohere2")) return;
+    edit_file("config.json", "\"sliding_window_pattern\": 3", "\"sliding_window_pattern\": 2");
+    check_work_logits("Cohere2 with another sliding_window_pattern", "cohere2", 0);
+    if (copy_fixture("cohere2")) return;
+    edit_file("config.json", "\"sliding_window\": 8", "\"sliding_window\": null");
+    expect_load("Cohere2 with a null sliding_window", NULL, PF_ERROR_FORMAT, "\"sliding_window\" is null");
     /* GPT-BigCode's cross-attention blocks. */
     if (copy_fixture("gpt_bigcode")) return;
     edit_file("config.json", "\"add_cross_attention\": false", "\"add_cross_attention\": true");

@@ -889,11 +889,11 @@ void test_models(void) {
                               "llama-biases", "qwen2-window-layers", "llama-eos-list", "llama-generation-config",
                               "gpt_bigcode", "gpt_bigcode-mha", "phi3", "phi", "starcoder2", "falcon", "falcon-new-arch",
                               "falcon-new-arch-one-norm", "falcon-sequential", "stablelm", "stablelm-parallel",
-                              "cohere"};
+                              "cohere", "cohere2"};
     /* issue 32's families: beam search, a left-padded batch and pf_to_cpu against transformers too */
     const char *families[] = {"gpt_bigcode", "gpt_bigcode-mha", "phi3", "phi", "starcoder2", "falcon", "falcon-new-arch",
                               "falcon-new-arch-one-norm", "falcon-sequential", "stablelm", "stablelm-parallel",
-                              "cohere"};
+                              "cohere", "cohere2"};
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_fixture(fixtures[i]);
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) test_family_generation(families[i]);
 #ifdef PF_TESTING
