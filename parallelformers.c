@@ -288,6 +288,8 @@ typedef enum {
     PF__SLOT_MLP_UP_BIAS,      /* [I] */
     PF__SLOT_MLP_DOWN_WEIGHT,  /* [hidden, I] */
     PF__SLOT_MLP_DOWN_BIAS,    /* [hidden] */
+    PF__SLOT_MLP_GATE_UP_WEIGHT, /* [2 I, hidden]: gate's rows, then up's (Phi-3's fused gate_up_proj) */
+    PF__SLOT_MLP_GATE_UP_BIAS,   /* [2 I] */
     /* A decoder block's attention over the encoder's output (encoder-decoders): */
     PF__SLOT_CROSS_NORM_WEIGHT,/* [hidden] */
     PF__SLOT_CROSS_NORM_BIAS,  /* [hidden] */
@@ -331,6 +333,7 @@ typedef enum {
     PF__SPLIT_HEAD_COLUMNS,
     PF__SPLIT_KV_COLUMNS,
     PF__SPLIT_MLP_COLUMNS,
+    PF__SPLIT_GATE_UP_COLUMNS, /* a fused [gate | up]: the rank's gate columns, then the same up columns */
     PF__SPLIT_HEAD_ROWS,
     PF__SPLIT_MLP_ROWS,
     PF__SPLIT_VOCAB
@@ -369,7 +372,7 @@ typedef enum {
     PF__POS_RELATIVE
 } pf__positions;
 
-typedef enum { PF__QKV_BLOCKS, PF__QKV_PER_HEAD, PF__QKV_CODEGEN } pf__qkv_layout;
+typedef enum { PF__QKV_BLOCKS, PF__QKV_PER_HEAD, PF__QKV_CODEGEN, PF__QKV_GROUPED } pf__qkv_layout;
 
 typedef enum { PF__MLP_PLAIN, PF__MLP_GATED, PF__MLP_GATED_IF_NAMED } pf__mlp;
 
@@ -499,6 +502,10 @@ typedef struct pf__config {
     int scale_decoder_outputs;      /* 1: the decoder's output times hidden^-0.5 before the LM head
                                        (T5); -1 in the table: as tie_word_embeddings */
     int head_dim;                   /* 0 in the file: hidden_size / num_heads */
+    int multi_query;                /* 1: one key/value head; 0: one per query head; -1: num_kv_heads as read
+                                       (GPT-BigCode's and Falcon's multi_query) */
+    int grouped_qkv;                /* 1: num_kv_heads as read whatever multi_query says, and parallel blocks
+                                       only (Falcon's new_decoder_architecture; its grouped fused QKV) */
     int embed_dim;                  /* OPT's word_embed_proj_dim; 0: hidden_size */
     double norm_eps;
     double final_norm_eps;          /* 0: norm_eps */
@@ -519,6 +526,7 @@ typedef struct pf__config {
     int parallel_residual;          /* x + attn(norm(x)) + mlp(norm'(x)) */
     int position_offset;            /* OPT's learned positions start at 2 */
     int embed_scale_sqrt;           /* token embeddings times sqrt(hidden) (CTRL) */
+    double logit_scale;             /* the logits times this (Cohere), folded into the final norm at load; 0: none */
     int rotary_dim;                 /* rotated dims per head; 0: rotary_pct * head_dim */
     double rotary_pct;
     double rope_theta;
@@ -530,6 +538,10 @@ typedef struct pf__config {
     int local_window;               /* GPT-Neo's window for its "local" layers */
     int first_window_layer;         /* without a per-layer list: layers from this one on use the
                                        sliding window (Qwen2's max_window_layers) */
+    int window_pattern;             /* > 0, without a per-layer list: layer l uses the sliding window unless
+                                       (l + 1) % window_pattern == 0 (Cohere2's sliding_window_pattern) */
+    int rope_windowed_only;         /* 1: only layers with a window are rotated; the others have no
+                                       positions (Cohere2's global layers) */
     pf__activation activation;
     pf__rope_type rope_type;
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
@@ -2691,8 +2703,8 @@ done:
 PF_PRIVATE const struct pf__stack pf__stacks[] = {
     {PF__SLOT_QKV_WEIGHT, {PF__SLOT_QKV_FUSED_WEIGHT, PF__SLOT_Q_WEIGHT, PF__SLOT_K_WEIGHT, PF__SLOT_V_WEIGHT}, 4},
     {PF__SLOT_QKV_BIAS, {PF__SLOT_QKV_FUSED_BIAS, PF__SLOT_Q_BIAS, PF__SLOT_K_BIAS, PF__SLOT_V_BIAS}, 4},
-    {PF__SLOT_MLP_IN_WEIGHT, {PF__SLOT_MLP_GATE_WEIGHT, PF__SLOT_MLP_UP_WEIGHT}, 2},
-    {PF__SLOT_MLP_IN_BIAS, {PF__SLOT_MLP_GATE_BIAS, PF__SLOT_MLP_UP_BIAS}, 2},
+    {PF__SLOT_MLP_IN_WEIGHT, {PF__SLOT_MLP_GATE_UP_WEIGHT, PF__SLOT_MLP_GATE_WEIGHT, PF__SLOT_MLP_UP_WEIGHT}, 3},
+    {PF__SLOT_MLP_IN_BIAS, {PF__SLOT_MLP_GATE_UP_BIAS, PF__SLOT_MLP_GATE_BIAS, PF__SLOT_MLP_UP_BIAS}, 3},
 };
 PF_PRIVATE const size_t pf__stacks_count = sizeof pf__stacks / sizeof pf__stacks[0]; /* for the files that see no size */
 
@@ -3056,6 +3068,7 @@ PF_PRIVATE void pf__config_defaults(pf__config *c) {
     c->pooler_activation = PF__ACT_TANH;
     c->head_activation = -1;
     c->pool_eos_id = -1;
+    c->multi_query = -1;
 }
 
 /* ---- an architecture's rows: compiled in, or registered at run time ---- */
@@ -3220,6 +3233,8 @@ static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, c
     if (!types) {
         if (needed) return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is missing", path, key);
         for (int l = 0; l < c->num_layers; l++) c->layer_window[l] = l >= c->first_window_layer ? c->sliding_window : 0;
+        for (int l = 0; l < c->num_layers && c->window_pattern > 0; l++)
+            c->layer_window[l] = (l + 1) % c->window_pattern ? c->sliding_window : 0;
         return PF_OK;
     }
     /* Either one kind per layer, or GPT-Neo's runs [[kinds], repeats] that transformers expands
@@ -3935,7 +3950,12 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
         cfg->max_positions = side * side + 1 + cfg->distillation;
     }
     if (cfg->intermediate_size == 0) cfg->intermediate_size = a->mlp_ratio * cfg->hidden_size;
+    if (cfg->multi_query >= 0 && !cfg->grouped_qkv) cfg->num_kv_heads = cfg->multi_query ? 1 : cfg->num_heads;
     if (cfg->num_kv_heads == 0) cfg->num_kv_heads = cfg->num_heads;
+    if (cfg->grouped_qkv && !cfg->parallel_residual) /* transformers builds norms its forward does not use */
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" with \"%s\" false is not supported", path,
+                          pf__config_key(cfg->arch, offsetof(pf__config, grouped_qkv)),
+                          pf__config_key(cfg->arch, offsetof(pf__config, parallel_residual)));
     if (cfg->head_dim == 0 && cfg->num_heads > 0 && cfg->hidden_size % cfg->num_heads == 0)
         cfg->head_dim = cfg->hidden_size / cfg->num_heads; /* else inconsistent, below */
     if (cfg->embed_dim == 0) cfg->embed_dim = cfg->hidden_size;
@@ -3952,6 +3972,8 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
                               cfg->encoder_max_positions > (1 << 20)))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: num_mel_bins %d or max_source_positions %d out of range",
                           path, cfg->num_mel_bins, cfg->encoder_max_positions);
+    if (!isfinite(cfg->logit_scale))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"logit_scale\" %g is not a number", path, cfg->logit_scale);
     if (!(cfg->norm_eps > 0 && cfg->norm_eps < 1) || !(cfg->final_norm_eps > 0 && cfg->final_norm_eps < 1))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: norm epsilon %g is not in (0, 1)", path, cfg->norm_eps);
     if (a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS) {
@@ -4013,7 +4035,9 @@ static const char *pf__positions_name(int v) {
     return NULL;
 }
 static const char *pf__qkv_layout_name(int v) {
-    switch ((pf__qkv_layout)v) { PF__NAME(PF__QKV_, BLOCKS) PF__NAME(PF__QKV_, PER_HEAD) PF__NAME(PF__QKV_, CODEGEN) }
+    switch ((pf__qkv_layout)v) {
+        PF__NAME(PF__QKV_, BLOCKS) PF__NAME(PF__QKV_, PER_HEAD) PF__NAME(PF__QKV_, CODEGEN) PF__NAME(PF__QKV_, GROUPED)
+    }
     return NULL;
 }
 static const char *pf__mlp_name(int v) {
@@ -4038,7 +4062,7 @@ static const char *pf__split_name(int v) {
     switch ((pf__split)v) {
         PF__NAME(PF__SPLIT_, NONE) PF__NAME(PF__SPLIT_, QKV_COLUMNS) PF__NAME(PF__SPLIT_, HEAD_COLUMNS)
         PF__NAME(PF__SPLIT_, KV_COLUMNS) PF__NAME(PF__SPLIT_, MLP_COLUMNS) PF__NAME(PF__SPLIT_, HEAD_ROWS)
-        PF__NAME(PF__SPLIT_, MLP_ROWS) PF__NAME(PF__SPLIT_, VOCAB)
+        PF__NAME(PF__SPLIT_, MLP_ROWS) PF__NAME(PF__SPLIT_, VOCAB) PF__NAME(PF__SPLIT_, GATE_UP_COLUMNS)
     }
     return NULL;
 }
@@ -4080,7 +4104,8 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, V_BIAS) PF__NAME(PF__SLOT_, ATTN_OUT_WEIGHT) PF__NAME(PF__SLOT_, ATTN_OUT_BIAS)
         PF__NAME(PF__SLOT_, MLP_NORM_WEIGHT) PF__NAME(PF__SLOT_, MLP_NORM_BIAS) PF__NAME(PF__SLOT_, MLP_GATE_WEIGHT)
         PF__NAME(PF__SLOT_, MLP_GATE_BIAS) PF__NAME(PF__SLOT_, MLP_UP_WEIGHT) PF__NAME(PF__SLOT_, MLP_UP_BIAS)
-        PF__NAME(PF__SLOT_, MLP_DOWN_WEIGHT) PF__NAME(PF__SLOT_, MLP_DOWN_BIAS) PF__NAME(PF__SLOT_, CROSS_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, MLP_DOWN_WEIGHT) PF__NAME(PF__SLOT_, MLP_DOWN_BIAS) PF__NAME(PF__SLOT_, MLP_GATE_UP_WEIGHT)
+        PF__NAME(PF__SLOT_, MLP_GATE_UP_BIAS) PF__NAME(PF__SLOT_, CROSS_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, CROSS_NORM_BIAS) PF__NAME(PF__SLOT_, CROSS_Q_WEIGHT) PF__NAME(PF__SLOT_, CROSS_Q_BIAS)
         PF__NAME(PF__SLOT_, CROSS_K_WEIGHT) PF__NAME(PF__SLOT_, CROSS_K_BIAS) PF__NAME(PF__SLOT_, CROSS_V_WEIGHT)
         PF__NAME(PF__SLOT_, CROSS_V_BIAS) PF__NAME(PF__SLOT_, CROSS_OUT_WEIGHT) PF__NAME(PF__SLOT_, CROSS_OUT_BIAS)
@@ -5127,6 +5152,8 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_ATTN_OUT_WEIGHT: case PF__SLOT_CROSS_OUT_WEIGHT: *rows = h; *cols = q; break;
     case PF__SLOT_MLP_GATE_WEIGHT: case PF__SLOT_MLP_UP_WEIGHT: *rows = in; *cols = h; break;
     case PF__SLOT_MLP_GATE_BIAS: case PF__SLOT_MLP_UP_BIAS: *rows = in; break;
+    case PF__SLOT_MLP_GATE_UP_WEIGHT: *rows = 2 * in; *cols = h; break;
+    case PF__SLOT_MLP_GATE_UP_BIAS: *rows = 2 * in; break;
     case PF__SLOT_MLP_DOWN_WEIGHT: *rows = h; *cols = in; break;
     case PF__SLOT_TOKEN_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = c->embed_norm_before_project ? e : h; break;
     case PF__SLOT_HEAD_TRANSFORM_WEIGHT: *rows = c->embed_norm_before_project ? e : h; *cols = h; break;
@@ -18756,15 +18783,21 @@ typedef struct pf__plan {
     size_t cols, col_begin;
 } pf__plan;
 
-/* Row of element d of head h of part (0 q, 1 k, 2 v) in a fused QKV tensor. */
+/* Row of element d of head h of part (0 q, 1 k, 2 v) in a fused QKV tensor; h counts query heads
+   for q and key/value heads for k and v (fewer where grouped-query attention shares them). */
 static size_t pf__qkv_row(const pf__config *c, pf__qkv_layout layout, int part, int h, int d) {
-    size_t hd = (size_t)c->head_dim, H = (size_t)c->num_heads;
+    size_t hd = (size_t)c->head_dim, H = (size_t)c->num_heads, KV = (size_t)c->num_kv_heads;
     switch (layout) {
-    case PF__QKV_BLOCKS: return (size_t)part * H * hd + (size_t)h * hd + (size_t)d;
+    case PF__QKV_BLOCKS: return (part ? H * hd + (size_t)(part - 1) * KV * hd : 0) + (size_t)h * hd + (size_t)d;
     case PF__QKV_PER_HEAD: return (size_t)h * 3 * hd + (size_t)part * hd + (size_t)d;
     case PF__QKV_CODEGEN: { /* 4 blocks, each [q | v | k] of H/4 heads */
         size_t per_block = H / 4, local = per_block * hd, in_block[3] = {0, 2, 1};
         return ((size_t)h / per_block) * 3 * local + in_block[part] * local + ((size_t)h % per_block) * hd + (size_t)d;
+    }
+    case PF__QKV_GROUPED: { /* per key/value head: its H/KV query heads, then its k, then its v */
+        size_t group = H / KV, block = (group + 2) * hd;
+        if (part == 0) return ((size_t)h / group) * block + ((size_t)h % group) * hd + (size_t)d;
+        return (size_t)h * block + (group + (size_t)part - 1) * hd + (size_t)d;
     }
     }
     return 0;
@@ -18777,20 +18810,31 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
     p->cols = src->cols;
     switch (src->split) {
     case PF__SPLIT_NONE: break;
-    case PF__SPLIT_QKV_COLUMNS: { /* the rank's q heads, then k heads, then v heads */
-        p->rows = 3 * (size_t)s->heads * hd;
+    case PF__SPLIT_QKV_COLUMNS: { /* the rank's q heads, then its k heads, then its v heads */
+        p->rows = ((size_t)s->heads + 2 * (size_t)s->kv_heads) * hd;
         if (!p->rows) break;
         p->row_map = (size_t *)malloc(p->rows * sizeof *p->row_map);
         if (!p->row_map) return -1;
         size_t k = 0;
-        for (int part = 0; part < 3; part++)
-            for (int h = s->head_begin; h < s->head_begin + s->heads; h++)
+        for (int part = 0; part < 3; part++) {
+            int first = part ? s->kv_begin : s->head_begin, count = part ? s->kv_heads : s->heads;
+            for (int h = first; h < first + count; h++)
                 for (size_t d = 0; d < hd; d++) p->row_map[k++] = pf__qkv_row(c, pf__archs[c->arch].qkv_layout, part, h, (int)d);
+        }
         break;
     }
     case PF__SPLIT_HEAD_COLUMNS: p->row_begin = (size_t)s->head_begin * hd, p->rows = (size_t)s->heads * hd; break;
     case PF__SPLIT_KV_COLUMNS: p->row_begin = (size_t)s->kv_begin * hd, p->rows = (size_t)s->kv_heads * hd; break;
     case PF__SPLIT_MLP_COLUMNS: p->row_begin = (size_t)s->mlp_begin, p->rows = (size_t)s->mlp_width; break;
+    case PF__SPLIT_GATE_UP_COLUMNS: { /* [gate | up] of intermediate_size each: the same columns of both */
+        size_t w = (size_t)s->mlp_width, half = src->rows / 2;
+        p->rows = 2 * w;
+        if (!p->rows) break;
+        p->row_map = (size_t *)malloc(p->rows * sizeof *p->row_map);
+        if (!p->row_map) return -1;
+        for (size_t i = 0; i < w; i++) p->row_map[i] = (size_t)s->mlp_begin + i, p->row_map[w + i] = half + (size_t)s->mlp_begin + i;
+        break;
+    }
     case PF__SPLIT_HEAD_ROWS: p->col_begin = (size_t)s->head_begin * hd, p->cols = (size_t)s->heads * hd; break;
     case PF__SPLIT_MLP_ROWS: p->col_begin = (size_t)s->mlp_begin, p->cols = (size_t)s->mlp_width; break;
     case PF__SPLIT_VOCAB: p->row_begin = (size_t)s->vocab_begin, p->rows = (size_t)s->vocab_rows; break;
@@ -18851,10 +18895,14 @@ static void pf__slice_copy(float *dst, const pf__source *src, const pf__plan *p)
     }
 }
 
+/* A plan row that pf__slice_scatter leaves alone (another rank writes it). */
+#define PF__ROW_SKIPPED ((size_t)-1)
+
 /* The inverse of pf__slice_copy into a full host array [rows, cols] (pf_to_cpu). */
 static void pf__slice_scatter(float *full, size_t full_cols, const float *slice, const pf__plan *p) {
     for (size_t i = 0; i < p->rows; i++)
-        memcpy(full + pf__plan_row(p, i) * full_cols + p->col_begin, slice + i * p->cols, p->cols * sizeof(float));
+        if (pf__plan_row(p, i) != PF__ROW_SKIPPED)
+            memcpy(full + pf__plan_row(p, i) * full_cols + p->col_begin, slice + i * p->cols, p->cols * sizeof(float));
 }
 
 /* Tied LM head: the slot has no source of its own and shares the token embedding. */
@@ -19266,6 +19314,11 @@ PF_PRIVATE void pf__rank_gather(pf__rank *r) {
             p.row_begin += hd;
             p.rows -= hd;
         }
+        if (src->split == PF__SPLIT_QKV_COLUMNS && p.row_map && r->share.head_begin % (m->config.num_heads / m->config.num_kv_heads)) {
+            /* The same for a fused tensor: its first key and value head are the rank before's to write. */
+            size_t hd = (size_t)m->config.head_dim, q = (size_t)r->share.heads * hd, kv = (size_t)r->share.kv_heads * hd;
+            for (size_t d = 0; d < hd; d++) p.row_map[q + d] = p.row_map[q + kv + d] = PF__ROW_SKIPPED;
+        }
         size_t numel = w.rows * w.cols;
         float *slice = numel ? (float *)malloc(numel * sizeof(float)) : NULL;
         if (numel && !slice) {
@@ -19569,8 +19622,8 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     const pf__weight *qkv_bias = PF__OR_NULL(L[PF__SLOT_QKV_BIAS]);
     shape->qkv_bias = be->qkv_bias_in_attention ? qkv_bias : NULL;
     be->matmul(r, r->qkv, attn_in, &L[PF__SLOT_QKV_WEIGHT], shape->qkv_bias ? NULL : qkv_bias, N);
-    /* q, k = rotate(q, k) by position */
-    if (rotary) {
+    /* q, k = rotate(q, k) by position (not on the global layers of a model that rotates windowed ones only) */
+    if (rotary && (!c->rope_windowed_only || shape->window)) {
         be->rotary(r, r->qkv, s, shape, a->positions == PF__POS_ROTARY_PAIRS);
         shape->qkv_bias = NULL; /* added */
     }
@@ -26442,6 +26495,9 @@ static pf_result pf__check_stacks(pf_model *m) {
         }
         if (!m->sources[base + PF__SLOT_QKV_FUSED_WEIGHT].data && !m->sources[base + PF__SLOT_Q_WEIGHT].data)
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has no attention projection", m->dir, l);
+        if (pf__archs[c->arch].kind == PF__KIND_DECODER && c->pre_norm && !c->parallel_residual &&
+            !m->sources[base + PF__SLOT_MLP_NORM_WEIGHT].data) /* only a parallel block may share one norm */
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has no norm before its MLP", m->dir, l);
     }
     return PF_OK;
 }
@@ -26466,12 +26522,21 @@ static pf_result pf__resolve_sources(pf_model *m) {
     if (r) return r;
     if (c->scale_decoder_outputs && c->num_layers > c->encoder_layers && pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ)
         if ((r = pf__scale_final_norm(m))) return r;
+    if (c->logit_scale != 0 && c->logit_scale != 1) { /* Cohere's: (norm(x) w + b) W^T s = (norm(x) sw + sb) W^T */
+        if (!m->sources[PF__SLOT_FINAL_NORM_WEIGHT].data)
+            return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: \"logit_scale\" needs a final norm to fold into", m->dir);
+        static const pf__slot scaled[] = {PF__SLOT_FINAL_NORM_WEIGHT, PF__SLOT_FINAL_NORM_BIAS, PF__SLOT_LM_HEAD_BIAS};
+        for (size_t i = 0; i < PF__COUNT(scaled); i++)
+            if ((r = pf__scale_source(m, scaled[i], (float)c->logit_scale))) return r;
+    }
     static const pf__slot teacher_heads[] = {PF__SLOT_CLASSIFIER_WEIGHT, PF__SLOT_CLASSIFIER_BIAS,
                                              PF__SLOT_DIST_CLASSIFIER_WEIGHT, PF__SLOT_DIST_CLASSIFIER_BIAS};
     for (size_t i = 0; c->teacher_head && i < PF__COUNT(teacher_heads); i++) /* DeiT: the mean of two heads */
         if ((r = pf__scale_source(m, teacher_heads[i], 0.5f))) return r;
-    if (c->num_kv_heads != c->num_heads && pf__arch_tensor_for(c->arch, PF__SLOT_QKV_FUSED_WEIGHT))
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: grouped-query attention with a fused QKV tensor", m->dir);
+    pf__qkv_layout layout = pf__archs[c->arch].qkv_layout;
+    if (c->num_kv_heads != c->num_heads && (layout == PF__QKV_PER_HEAD || layout == PF__QKV_CODEGEN) &&
+        pf__arch_tensor_for(c->arch, PF__SLOT_QKV_FUSED_WEIGHT)) /* blocks and groups place fewer k/v heads */
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: grouped-query attention with a fused QKV tensor interleaved per head", m->dir);
     if (pf__archs[c->arch].qkv_layout == PF__QKV_CODEGEN && c->num_heads % 4)
         return PF__FAIL(m, PF_ERROR_FORMAT, "%s: CodeGen's fused QKV needs heads divisible by 4", m->dir);
     return PF_OK;

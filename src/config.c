@@ -6,8 +6,8 @@
 PF_PRIVATE const struct pf__stack pf__stacks[] = {
     {PF__SLOT_QKV_WEIGHT, {PF__SLOT_QKV_FUSED_WEIGHT, PF__SLOT_Q_WEIGHT, PF__SLOT_K_WEIGHT, PF__SLOT_V_WEIGHT}, 4},
     {PF__SLOT_QKV_BIAS, {PF__SLOT_QKV_FUSED_BIAS, PF__SLOT_Q_BIAS, PF__SLOT_K_BIAS, PF__SLOT_V_BIAS}, 4},
-    {PF__SLOT_MLP_IN_WEIGHT, {PF__SLOT_MLP_GATE_WEIGHT, PF__SLOT_MLP_UP_WEIGHT}, 2},
-    {PF__SLOT_MLP_IN_BIAS, {PF__SLOT_MLP_GATE_BIAS, PF__SLOT_MLP_UP_BIAS}, 2},
+    {PF__SLOT_MLP_IN_WEIGHT, {PF__SLOT_MLP_GATE_UP_WEIGHT, PF__SLOT_MLP_GATE_WEIGHT, PF__SLOT_MLP_UP_WEIGHT}, 3},
+    {PF__SLOT_MLP_IN_BIAS, {PF__SLOT_MLP_GATE_UP_BIAS, PF__SLOT_MLP_GATE_BIAS, PF__SLOT_MLP_UP_BIAS}, 3},
 };
 PF_PRIVATE const size_t pf__stacks_count = sizeof pf__stacks / sizeof pf__stacks[0]; /* for the files that see no size */
 
@@ -371,6 +371,7 @@ PF_PRIVATE void pf__config_defaults(pf__config *c) {
     c->pooler_activation = PF__ACT_TANH;
     c->head_activation = -1;
     c->pool_eos_id = -1;
+    c->multi_query = -1;
 }
 
 /* ---- an architecture's rows: compiled in, or registered at run time ---- */
@@ -535,6 +536,8 @@ static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, c
     if (!types) {
         if (needed) return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is missing", path, key);
         for (int l = 0; l < c->num_layers; l++) c->layer_window[l] = l >= c->first_window_layer ? c->sliding_window : 0;
+        for (int l = 0; l < c->num_layers && c->window_pattern > 0; l++)
+            c->layer_window[l] = (l + 1) % c->window_pattern ? c->sliding_window : 0;
         return PF_OK;
     }
     /* Either one kind per layer, or GPT-Neo's runs [[kinds], repeats] that transformers expands
@@ -1250,7 +1253,12 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
         cfg->max_positions = side * side + 1 + cfg->distillation;
     }
     if (cfg->intermediate_size == 0) cfg->intermediate_size = a->mlp_ratio * cfg->hidden_size;
+    if (cfg->multi_query >= 0 && !cfg->grouped_qkv) cfg->num_kv_heads = cfg->multi_query ? 1 : cfg->num_heads;
     if (cfg->num_kv_heads == 0) cfg->num_kv_heads = cfg->num_heads;
+    if (cfg->grouped_qkv && !cfg->parallel_residual) /* transformers builds norms its forward does not use */
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" with \"%s\" false is not supported", path,
+                          pf__config_key(cfg->arch, offsetof(pf__config, grouped_qkv)),
+                          pf__config_key(cfg->arch, offsetof(pf__config, parallel_residual)));
     if (cfg->head_dim == 0 && cfg->num_heads > 0 && cfg->hidden_size % cfg->num_heads == 0)
         cfg->head_dim = cfg->hidden_size / cfg->num_heads; /* else inconsistent, below */
     if (cfg->embed_dim == 0) cfg->embed_dim = cfg->hidden_size;
@@ -1267,6 +1275,8 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
                               cfg->encoder_max_positions > (1 << 20)))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: num_mel_bins %d or max_source_positions %d out of range",
                           path, cfg->num_mel_bins, cfg->encoder_max_positions);
+    if (!isfinite(cfg->logit_scale))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"logit_scale\" %g is not a number", path, cfg->logit_scale);
     if (!(cfg->norm_eps > 0 && cfg->norm_eps < 1) || !(cfg->final_norm_eps > 0 && cfg->final_norm_eps < 1))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: norm epsilon %g is not in (0, 1)", path, cfg->norm_eps);
     if (a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS) {

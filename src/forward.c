@@ -282,8 +282,8 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     const pf__weight *qkv_bias = PF__OR_NULL(L[PF__SLOT_QKV_BIAS]);
     shape->qkv_bias = be->qkv_bias_in_attention ? qkv_bias : NULL;
     be->matmul(r, r->qkv, attn_in, &L[PF__SLOT_QKV_WEIGHT], shape->qkv_bias ? NULL : qkv_bias, N);
-    /* q, k = rotate(q, k) by position */
-    if (rotary) {
+    /* q, k = rotate(q, k) by position (not on the global layers of a model that rotates windowed ones only) */
+    if (rotary && (!c->rope_windowed_only || shape->window)) {
         be->rotary(r, r->qkv, s, shape, a->positions == PF__POS_ROTARY_PAIRS);
         shape->qkv_bias = NULL; /* added */
     }

@@ -251,6 +251,8 @@ typedef enum {
     PF__SLOT_MLP_UP_BIAS,      /* [I] */
     PF__SLOT_MLP_DOWN_WEIGHT,  /* [hidden, I] */
     PF__SLOT_MLP_DOWN_BIAS,    /* [hidden] */
+    PF__SLOT_MLP_GATE_UP_WEIGHT, /* [2 I, hidden]: gate's rows, then up's (Phi-3's fused gate_up_proj) */
+    PF__SLOT_MLP_GATE_UP_BIAS,   /* [2 I] */
     /* A decoder block's attention over the encoder's output (encoder-decoders): */
     PF__SLOT_CROSS_NORM_WEIGHT,/* [hidden] */
     PF__SLOT_CROSS_NORM_BIAS,  /* [hidden] */
@@ -294,6 +296,7 @@ typedef enum {
     PF__SPLIT_HEAD_COLUMNS,
     PF__SPLIT_KV_COLUMNS,
     PF__SPLIT_MLP_COLUMNS,
+    PF__SPLIT_GATE_UP_COLUMNS, /* a fused [gate | up]: the rank's gate columns, then the same up columns */
     PF__SPLIT_HEAD_ROWS,
     PF__SPLIT_MLP_ROWS,
     PF__SPLIT_VOCAB
@@ -332,7 +335,7 @@ typedef enum {
     PF__POS_RELATIVE
 } pf__positions;
 
-typedef enum { PF__QKV_BLOCKS, PF__QKV_PER_HEAD, PF__QKV_CODEGEN } pf__qkv_layout;
+typedef enum { PF__QKV_BLOCKS, PF__QKV_PER_HEAD, PF__QKV_CODEGEN, PF__QKV_GROUPED } pf__qkv_layout;
 
 typedef enum { PF__MLP_PLAIN, PF__MLP_GATED, PF__MLP_GATED_IF_NAMED } pf__mlp;
 
@@ -462,6 +465,10 @@ typedef struct pf__config {
     int scale_decoder_outputs;      /* 1: the decoder's output times hidden^-0.5 before the LM head
                                        (T5); -1 in the table: as tie_word_embeddings */
     int head_dim;                   /* 0 in the file: hidden_size / num_heads */
+    int multi_query;                /* 1: one key/value head; 0: one per query head; -1: num_kv_heads as read
+                                       (GPT-BigCode's and Falcon's multi_query) */
+    int grouped_qkv;                /* 1: num_kv_heads as read whatever multi_query says, and parallel blocks
+                                       only (Falcon's new_decoder_architecture; its grouped fused QKV) */
     int embed_dim;                  /* OPT's word_embed_proj_dim; 0: hidden_size */
     double norm_eps;
     double final_norm_eps;          /* 0: norm_eps */
@@ -482,6 +489,7 @@ typedef struct pf__config {
     int parallel_residual;          /* x + attn(norm(x)) + mlp(norm'(x)) */
     int position_offset;            /* OPT's learned positions start at 2 */
     int embed_scale_sqrt;           /* token embeddings times sqrt(hidden) (CTRL) */
+    double logit_scale;             /* the logits times this (Cohere), folded into the final norm at load; 0: none */
     int rotary_dim;                 /* rotated dims per head; 0: rotary_pct * head_dim */
     double rotary_pct;
     double rope_theta;
@@ -493,6 +501,10 @@ typedef struct pf__config {
     int local_window;               /* GPT-Neo's window for its "local" layers */
     int first_window_layer;         /* without a per-layer list: layers from this one on use the
                                        sliding window (Qwen2's max_window_layers) */
+    int window_pattern;             /* > 0, without a per-layer list: layer l uses the sliding window unless
+                                       (l + 1) % window_pattern == 0 (Cohere2's sliding_window_pattern) */
+    int rope_windowed_only;         /* 1: only layers with a window are rotated; the others have no
+                                       positions (Cohere2's global layers) */
     pf__activation activation;
     pf__rope_type rope_type;
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor;

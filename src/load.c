@@ -163,6 +163,9 @@ static pf_result pf__check_stacks(pf_model *m) {
         }
         if (!m->sources[base + PF__SLOT_QKV_FUSED_WEIGHT].data && !m->sources[base + PF__SLOT_Q_WEIGHT].data)
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has no attention projection", m->dir, l);
+        if (pf__archs[c->arch].kind == PF__KIND_DECODER && c->pre_norm && !c->parallel_residual &&
+            !m->sources[base + PF__SLOT_MLP_NORM_WEIGHT].data) /* only a parallel block may share one norm */
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has no norm before its MLP", m->dir, l);
     }
     return PF_OK;
 }
@@ -187,12 +190,21 @@ static pf_result pf__resolve_sources(pf_model *m) {
     if (r) return r;
     if (c->scale_decoder_outputs && c->num_layers > c->encoder_layers && pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ)
         if ((r = pf__scale_final_norm(m))) return r;
+    if (c->logit_scale != 0 && c->logit_scale != 1) { /* Cohere's: (norm(x) w + b) W^T s = (norm(x) sw + sb) W^T */
+        if (!m->sources[PF__SLOT_FINAL_NORM_WEIGHT].data)
+            return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: \"logit_scale\" needs a final norm to fold into", m->dir);
+        static const pf__slot scaled[] = {PF__SLOT_FINAL_NORM_WEIGHT, PF__SLOT_FINAL_NORM_BIAS, PF__SLOT_LM_HEAD_BIAS};
+        for (size_t i = 0; i < PF__COUNT(scaled); i++)
+            if ((r = pf__scale_source(m, scaled[i], (float)c->logit_scale))) return r;
+    }
     static const pf__slot teacher_heads[] = {PF__SLOT_CLASSIFIER_WEIGHT, PF__SLOT_CLASSIFIER_BIAS,
                                              PF__SLOT_DIST_CLASSIFIER_WEIGHT, PF__SLOT_DIST_CLASSIFIER_BIAS};
     for (size_t i = 0; c->teacher_head && i < PF__COUNT(teacher_heads); i++) /* DeiT: the mean of two heads */
         if ((r = pf__scale_source(m, teacher_heads[i], 0.5f))) return r;
-    if (c->num_kv_heads != c->num_heads && pf__arch_tensor_for(c->arch, PF__SLOT_QKV_FUSED_WEIGHT))
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: grouped-query attention with a fused QKV tensor", m->dir);
+    pf__qkv_layout layout = pf__archs[c->arch].qkv_layout;
+    if (c->num_kv_heads != c->num_heads && (layout == PF__QKV_PER_HEAD || layout == PF__QKV_CODEGEN) &&
+        pf__arch_tensor_for(c->arch, PF__SLOT_QKV_FUSED_WEIGHT)) /* blocks and groups place fewer k/v heads */
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: grouped-query attention with a fused QKV tensor interleaved per head", m->dir);
     if (pf__archs[c->arch].qkv_layout == PF__QKV_CODEGEN && c->num_heads % 4)
         return PF__FAIL(m, PF_ERROR_FORMAT, "%s: CodeGen's fused QKV needs heads divisible by 4", m->dir);
     return PF_OK;

@@ -11,15 +11,21 @@ typedef struct pf__plan {
     size_t cols, col_begin;
 } pf__plan;
 
-/* Row of element d of head h of part (0 q, 1 k, 2 v) in a fused QKV tensor. */
+/* Row of element d of head h of part (0 q, 1 k, 2 v) in a fused QKV tensor; h counts query heads
+   for q and key/value heads for k and v (fewer where grouped-query attention shares them). */
 static size_t pf__qkv_row(const pf__config *c, pf__qkv_layout layout, int part, int h, int d) {
-    size_t hd = (size_t)c->head_dim, H = (size_t)c->num_heads;
+    size_t hd = (size_t)c->head_dim, H = (size_t)c->num_heads, KV = (size_t)c->num_kv_heads;
     switch (layout) {
-    case PF__QKV_BLOCKS: return (size_t)part * H * hd + (size_t)h * hd + (size_t)d;
+    case PF__QKV_BLOCKS: return (part ? H * hd + (size_t)(part - 1) * KV * hd : 0) + (size_t)h * hd + (size_t)d;
     case PF__QKV_PER_HEAD: return (size_t)h * 3 * hd + (size_t)part * hd + (size_t)d;
     case PF__QKV_CODEGEN: { /* 4 blocks, each [q | v | k] of H/4 heads */
         size_t per_block = H / 4, local = per_block * hd, in_block[3] = {0, 2, 1};
         return ((size_t)h / per_block) * 3 * local + in_block[part] * local + ((size_t)h % per_block) * hd + (size_t)d;
+    }
+    case PF__QKV_GROUPED: { /* per key/value head: its H/KV query heads, then its k, then its v */
+        size_t group = H / KV, block = (group + 2) * hd;
+        if (part == 0) return ((size_t)h / group) * block + ((size_t)h % group) * hd + (size_t)d;
+        return (size_t)h * block + (group + (size_t)part - 1) * hd + (size_t)d;
     }
     }
     return 0;
@@ -32,20 +38,31 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
     p->cols = src->cols;
     switch (src->split) {
     case PF__SPLIT_NONE: break;
-    case PF__SPLIT_QKV_COLUMNS: { /* the rank's q heads, then k heads, then v heads */
-        p->rows = 3 * (size_t)s->heads * hd;
+    case PF__SPLIT_QKV_COLUMNS: { /* the rank's q heads, then its k heads, then its v heads */
+        p->rows = ((size_t)s->heads + 2 * (size_t)s->kv_heads) * hd;
         if (!p->rows) break;
         p->row_map = (size_t *)malloc(p->rows * sizeof *p->row_map);
         if (!p->row_map) return -1;
         size_t k = 0;
-        for (int part = 0; part < 3; part++)
-            for (int h = s->head_begin; h < s->head_begin + s->heads; h++)
+        for (int part = 0; part < 3; part++) {
+            int first = part ? s->kv_begin : s->head_begin, count = part ? s->kv_heads : s->heads;
+            for (int h = first; h < first + count; h++)
                 for (size_t d = 0; d < hd; d++) p->row_map[k++] = pf__qkv_row(c, pf__archs[c->arch].qkv_layout, part, h, (int)d);
+        }
         break;
     }
     case PF__SPLIT_HEAD_COLUMNS: p->row_begin = (size_t)s->head_begin * hd, p->rows = (size_t)s->heads * hd; break;
     case PF__SPLIT_KV_COLUMNS: p->row_begin = (size_t)s->kv_begin * hd, p->rows = (size_t)s->kv_heads * hd; break;
     case PF__SPLIT_MLP_COLUMNS: p->row_begin = (size_t)s->mlp_begin, p->rows = (size_t)s->mlp_width; break;
+    case PF__SPLIT_GATE_UP_COLUMNS: { /* [gate | up] of intermediate_size each: the same columns of both */
+        size_t w = (size_t)s->mlp_width, half = src->rows / 2;
+        p->rows = 2 * w;
+        if (!p->rows) break;
+        p->row_map = (size_t *)malloc(p->rows * sizeof *p->row_map);
+        if (!p->row_map) return -1;
+        for (size_t i = 0; i < w; i++) p->row_map[i] = (size_t)s->mlp_begin + i, p->row_map[w + i] = half + (size_t)s->mlp_begin + i;
+        break;
+    }
     case PF__SPLIT_HEAD_ROWS: p->col_begin = (size_t)s->head_begin * hd, p->cols = (size_t)s->heads * hd; break;
     case PF__SPLIT_MLP_ROWS: p->col_begin = (size_t)s->mlp_begin, p->cols = (size_t)s->mlp_width; break;
     case PF__SPLIT_VOCAB: p->row_begin = (size_t)s->vocab_begin, p->rows = (size_t)s->vocab_rows; break;
@@ -106,10 +123,14 @@ static void pf__slice_copy(float *dst, const pf__source *src, const pf__plan *p)
     }
 }
 
+/* A plan row that pf__slice_scatter leaves alone (another rank writes it). */
+#define PF__ROW_SKIPPED ((size_t)-1)
+
 /* The inverse of pf__slice_copy into a full host array [rows, cols] (pf_to_cpu). */
 static void pf__slice_scatter(float *full, size_t full_cols, const float *slice, const pf__plan *p) {
     for (size_t i = 0; i < p->rows; i++)
-        memcpy(full + pf__plan_row(p, i) * full_cols + p->col_begin, slice + i * p->cols, p->cols * sizeof(float));
+        if (pf__plan_row(p, i) != PF__ROW_SKIPPED)
+            memcpy(full + pf__plan_row(p, i) * full_cols + p->col_begin, slice + i * p->cols, p->cols * sizeof(float));
 }
 
 /* Tied LM head: the slot has no source of its own and shares the token embedding. */
@@ -520,6 +541,11 @@ PF_PRIVATE void pf__rank_gather(pf__rank *r) {
             w.data = (char *)w.data + pf__weight_bytes(w.dtype, hd, w.cols);
             p.row_begin += hd;
             p.rows -= hd;
+        }
+        if (src->split == PF__SPLIT_QKV_COLUMNS && p.row_map && r->share.head_begin % (m->config.num_heads / m->config.num_kv_heads)) {
+            /* The same for a fused tensor: its first key and value head are the rank before's to write. */
+            size_t hd = (size_t)m->config.head_dim, q = (size_t)r->share.heads * hd, kv = (size_t)r->share.kv_heads * hd;
+            for (size_t d = 0; d < hd; d++) p.row_map[q + d] = p.row_map[q + kv + d] = PF__ROW_SKIPPED;
         }
         size_t numel = w.rows * w.cols;
         float *slice = numel ? (float *)malloc(numel * sizeof(float)) : NULL;

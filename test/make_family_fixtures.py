@@ -518,6 +518,34 @@ def greedy_no_cache(model, prompt_ids, eos):
     return new, torch.stack(last)
 
 
+def beam_generate(model, prompt_ids, eos, pad, beams=3):
+    """generate()'s best of `beams` beams (new ids)."""
+    x = torch.tensor([prompt_ids])
+    with torch.no_grad():
+        out = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=MAX_NEW_TOKENS, do_sample=False,
+                             num_beams=beams, eos_token_id=eos, pad_token_id=pad)
+    return out[0, len(prompt_ids):].tolist()
+
+
+PADDED_EXTRA = 3  # the other row of the left-padded batch: the prompt with its first 3 ids repeated in front
+
+
+def padded_generate(model, prompt_ids, eos, pad):
+    """Greedy new ids of the prompt as the second row of a batch whose first row is
+    prompt_ids[:PADDED_EXTRA] + prompt_ids: the prompt left-padded by PADDED_EXTRA."""
+    pad_id = pad if pad is not None else (eos if eos is not None else 0)
+    long = prompt_ids[:PADDED_EXTRA] + prompt_ids
+    x = torch.tensor([long, [pad_id] * PADDED_EXTRA + prompt_ids])
+    mask = torch.tensor([[1] * len(long), [0] * PADDED_EXTRA + [1] * len(prompt_ids)])
+    with torch.no_grad():
+        out = model.generate(x, attention_mask=mask, max_new_tokens=MAX_NEW_TOKENS, do_sample=False, num_beams=1,
+                             eos_token_id=eos, pad_token_id=pad_id)
+    ids = out[1, len(long):].tolist()
+    if eos is not None and eos in ids:  # generate() pads a finished row after its eos
+        ids = ids[:ids.index(eos) + 1]
+    return ids
+
+
 # ----------------------------------------------------------------------------
 # the families
 # ----------------------------------------------------------------------------
@@ -674,6 +702,131 @@ def cfg_ctrl(v, tok):
     return CTRLConfig(
         vocab_size=v, n_positions=64, n_embd=48, dff=96, n_layer=2, n_head=6, initializer_range=INIT_STD,
         resid_pdrop=0.0, embd_pdrop=0.0,
+    )
+
+
+def cfg_gpt_bigcode(v, tok, multi_query=True):
+    from transformers import GPTBigCodeConfig
+
+    bos, eos, _ = _ids(tok)
+    return GPTBigCodeConfig(
+        vocab_size=v, n_positions=64, n_embd=48, n_layer=2, n_head=6, n_inner=96, multi_query=multi_query,
+        activation_function="gelu_pytorch_tanh", initializer_range=INIT_STD, bos_token_id=bos, eos_token_id=eos,
+        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+    )
+
+
+def cfg_gpt_bigcode_mha(v, tok):
+    return cfg_gpt_bigcode(v, tok, multi_query=False)
+
+
+def cfg_phi3(v, tok):
+    from transformers import Phi3Config
+
+    bos, eos, pad = _ids(tok)
+    return Phi3Config(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=2, max_position_embeddings=128, original_max_position_embeddings=128, rms_norm_eps=1e-5,
+        initializer_range=INIT_STD, sliding_window=8,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+        tie_word_embeddings=False, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def cfg_phi(v, tok):
+    from transformers import PhiConfig
+
+    bos, eos, pad = _ids(tok)
+    return PhiConfig(
+        vocab_size=v, hidden_size=48, intermediate_size=96, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=2, max_position_embeddings=128, layer_norm_eps=1e-5, hidden_act="gelu_new",
+        initializer_range=INIT_STD, qk_layernorm=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+        tie_word_embeddings=False, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def cfg_starcoder2(v, tok):
+    from transformers import Starcoder2Config
+
+    bos, eos, pad = _ids(tok)
+    return Starcoder2Config(
+        vocab_size=v, hidden_size=48, intermediate_size=96, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=2, max_position_embeddings=128, norm_epsilon=1e-5, hidden_act="gelu_pytorch_tanh",
+        initializer_range=INIT_STD, sliding_window=8, use_bias=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        tie_word_embeddings=False, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def cfg_falcon(v, tok, **kw):
+    from transformers import FalconConfig
+
+    bos, eos, pad = _ids(tok)
+    args = dict(
+        vocab_size=v, hidden_size=48, num_hidden_layers=2, num_attention_heads=6, ffn_hidden_size=96,
+        max_position_embeddings=128, layer_norm_epsilon=1e-5, activation="gelu", initializer_range=INIT_STD,
+        alibi=False, new_decoder_architecture=False, multi_query=True, parallel_attn=True, bias=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False,
+        bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+    args.update(kw)
+    return FalconConfig(**args)
+
+
+def cfg_falcon_new(v, tok):
+    return cfg_falcon(v, tok, new_decoder_architecture=True, num_kv_heads=2)
+
+
+def cfg_falcon_new_one_norm(v, tok):
+    return cfg_falcon(v, tok, new_decoder_architecture=True, num_kv_heads=3, num_ln_in_parallel_attn=1, bias=True)
+
+
+def cfg_falcon_sequential(v, tok):
+    return cfg_falcon(v, tok, multi_query=False, parallel_attn=False, bias=True)
+
+
+def cfg_stablelm(v, tok, parallel=False, qkv_bias=True):
+    from transformers import StableLmConfig
+
+    bos, eos, pad = _ids(tok)
+    return StableLmConfig(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=2, max_position_embeddings=128, layer_norm_eps=1e-5, hidden_act="silu",
+        initializer_range=INIT_STD, use_qkv_bias=qkv_bias, qk_layernorm=False, use_parallel_residual=parallel,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25},
+        tie_word_embeddings=False, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def cfg_stablelm_parallel(v, tok):
+    return cfg_stablelm(v, tok, parallel=True, qkv_bias=False)
+
+
+def cfg_cohere(v, tok):
+    from transformers import CohereConfig
+
+    bos, eos, pad = _ids(tok)
+    return CohereConfig(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=2, max_position_embeddings=128, layer_norm_eps=1e-5, hidden_act="silu",
+        initializer_range=INIT_STD, logit_scale=0.5, attention_bias=True, use_qk_norm=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        tie_word_embeddings=True, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def cfg_cohere2(v, tok):
+    from transformers import Cohere2Config
+
+    bos, eos, pad = _ids(tok)
+    # 3 layers, pattern 3: sliding (rotary), sliding (rotary), full (no positions)
+    return Cohere2Config(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=3, num_attention_heads=6,
+        num_key_value_heads=2, max_position_embeddings=128, layer_norm_eps=1e-5, hidden_act="silu",
+        initializer_range=INIT_STD, logit_scale=0.5, attention_bias=False, sliding_window=8,
+        sliding_window_pattern=3, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        tie_word_embeddings=True, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
     )
 
 
@@ -934,6 +1087,99 @@ FAMILIES = [
         ablations=[],
     ),
     dict(
+        name="gpt_bigcode", config=cfg_gpt_bigcode, seed=2100, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="multi_query: fused c_attn [q of 6 heads | one k | one v] (nn.Linear); learned positions; "
+               "gelu_pytorch_tanh; all biases; tied head",
+        ablations=[("unscaled attention", set_attr(scale_attn_weights=False))],
+    ),
+    dict(
+        name="gpt_bigcode-mha", config=cfg_gpt_bigcode_mha, seed=2200, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="gpt_bigcode with multi_query false: c_attn [q | k | v] of each of 6 heads",
+        ablations=[],
+    ),
+    dict(
+        name="phi3", config=cfg_phi3, seed=2300, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(llama2_tokenizer(512), out), tok_style="as llama",
+        traits="fused qkv_proj [q of 6 heads | k of 2 | v of 2]; fused gate_up_proj [gate | up]; rotary halves on "
+               "partial_rotary_factor 0.5 (4 of 8 dims); sliding_window 8; RMSNorm; untied lm_head",
+        ablations=[("no sliding window", set_attr(sliding_window=None)),
+                   ("rotary over the full head", set_rope(partial_rotary_factor=1.0))],
+    ),
+    dict(
+        name="phi", config=cfg_phi, seed=2400, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="parallel block with one input_layernorm (GPT-J's); rotary halves on partial_rotary_factor 0.5 "
+               "(4 of 8 dims); q/k/v/dense and fc1/fc2 biases; lm_head with bias; GQA 6/2; gelu_new",
+        ablations=[("rotary over the full head", set_rope(partial_rotary_factor=1.0))],
+    ),
+    dict(
+        name="starcoder2", config=cfg_starcoder2, seed=2500, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="LayerNorms with biases; q/k/v/o and c_fc/c_proj biases (use_bias); GQA 6/2; rotary halves over the "
+               "head; sliding_window 8; gelu_pytorch_tanh MLP; untied lm_head",
+        ablations=[("no sliding window", set_attr(sliding_window=None))],
+    ),
+    dict(
+        name="falcon", config=cfg_falcon, seed=2600, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="Falcon-7B style: multi_query (query_key_value [q of 6 heads | k | v]); parallel block with one "
+               "input_layernorm; rotary halves; no biases; gelu; untied lm_head",
+        ablations=[],
+    ),
+    dict(
+        name="falcon-new-arch", config=cfg_falcon_new, seed=2700, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="Falcon-40B/180B style: new_decoder_architecture, num_kv_heads 2 (query_key_value per kv group "
+               "[q q q | k | v]); parallel block with ln_attn and ln_mlp (num_ln_in_parallel_attn null = 2)",
+        ablations=[],
+    ),
+    dict(
+        name="falcon-new-arch-one-norm", config=cfg_falcon_new_one_norm, seed=2800, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="new_decoder_architecture with num_kv_heads 3 and num_ln_in_parallel_attn 1 (one input_layernorm "
+               "feeds both); bias true",
+        ablations=[],
+    ),
+    dict(
+        name="falcon-sequential", config=cfg_falcon_sequential, seed=2900, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="multi_query false (query_key_value [q | k | v] per head), parallel_attn false (input_layernorm, "
+               "attention, post_attention_layernorm, MLP in sequence), bias true",
+        ablations=[],
+    ),
+    dict(
+        name="stablelm", config=cfg_stablelm, seed=3000, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(neox_tokenizer(320), out), tok_style="as gpt_neox",
+        traits="LayerNorms with biases; SwiGLU without biases; q/k/v biases (use_qkv_bias), o without; rotary halves "
+               "on partial_rotary_factor 0.25 (2 of 8 dims); sequential block; GQA 6/2; untied lm_head",
+        ablations=[("rotary on 50%", set_rope(partial_rotary_factor=0.5))],
+    ),
+    dict(
+        name="stablelm-parallel", config=cfg_stablelm_parallel, seed=3100, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(neox_tokenizer(320), out), tok_style="as gpt_neox",
+        traits="stablelm with use_parallel_residual true (input_layernorm feeds attention and MLP, no "
+               "post_attention_layernorm) and use_qkv_bias false",
+        ablations=[],
+    ),
+    dict(
+        name="cohere", config=cfg_cohere, seed=3200, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="one LayerNorm (no bias) feeding a parallel block; SwiGLU; rotary on interleaved pairs over the head; "
+               "logit_scale 0.5; q/k/v/o biases (attention_bias); GQA 6/2; tied embeddings",
+        ablations=[("logit_scale 1", set_attr(logit_scale=1.0))],
+    ),
+    dict(
+        name="cohere2", config=cfg_cohere2, seed=3300, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="cohere's block; 3 layers sliding, sliding, full (config.json without layer_types: the hub's "
+               "sliding_window_pattern 3); window 8 with rotary on pairs, the full layer without positions; "
+               "logit_scale 0.5; tied embeddings",
+        ablations=[("windows everywhere", windows_everywhere)],
+        legacy=lambda cfg: dict(drop_keys("layer_types")(cfg), sliding_window_pattern=3),
+    ),
+    dict(
         name="gpt_neo-attention-types", config=cfg_gpt_neo_types, seed=1700, vocab_pad=0, cases=False,
         tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
         traits="gpt_neo with attention_types [[[local, global], 1]] and no attention_layers in config.json (hub "
@@ -1046,6 +1292,9 @@ def make_family(fam) -> dict:
         f"greedy_ids={ids_str(gen_ids)}",
         f"vocab_size={vocab}",
     ]
+    if fam.get("beam"):
+        lines += [f"beam_ids={ids_str(beam_generate(load_model(out), prompt_ids, eos, pad))}",
+                  f"padded_ids={ids_str(padded_generate(load_model(out), prompt_ids, eos, pad))}"]
     (out / "reference.txt").write_text("\n".join(lines) + "\n", encoding="ascii")
     disk_logits.numpy().astype("<f4").tofile(out / "reference_logits.bin")
 
@@ -1104,7 +1353,11 @@ def describe_positions(cfg) -> str:
         return "learned, offset 2"
     if mt == "bloom":
         return "ALiBi"
-    if mt in ("openai-gpt", "gpt2"):
+    if mt in ("openai-gpt", "gpt2", "gpt_bigcode"):
+        return "learned"
+    if mt == "falcon" and cfg.alibi:
+        return "ALiBi"
+    if mt in ("openai-gpt", "gpt2", "gpt_bigcode"):
         return "learned"
     if mt == "ctrl":
         return "sinusoidal"

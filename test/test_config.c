@@ -329,6 +329,82 @@ static void test_refused_values(void) {
     expect_load("OpenAI GPT with an ACT2FN name", NULL, PF_ERROR_UNSUPPORTED, "gelu_new");
 }
 
+/* Issue 32's families of fused projections: their keys' refusals and hub spellings. */
+static void test_fused_families(void) {
+    /* Phi-3's longrope (older: "su", "yarn") is not implemented here. */
+    if (copy_fixture("phi3")) return;
+    edit_file("config.json", "\"rope_type\": \"default\"", "\"rope_type\": \"longrope\"");
+    expect_load("Phi-3 with longrope", NULL, PF_ERROR_UNSUPPORTED, "longrope");
+    /* Phi-3 configs before transformers 5: rope_theta and partial_rotary_factor at the top, rope_scaling null. */
+    if (copy_fixture("phi3")) return;
+    edit_file("config.json", "\"rope_parameters\": {\n    \"partial_rotary_factor\": 0.5,\n    \"rope_theta\": 10000.0,\n"
+              "    \"rope_type\": \"default\"\n  },", "\"partial_rotary_factor\": 0.5, \"rope_scaling\": null, \"rope_theta\": 10000.0,");
+    check_work_logits("Phi-3 with a top-level partial_rotary_factor and rope_theta", "phi3", 1);
+    /* its sliding_window null: no window (the fixture's is shorter than the prompt) */
+    if (copy_fixture("phi3")) return;
+    edit_file("config.json", "\"sliding_window\": 8", "\"sliding_window\": null");
+    check_work_logits("Phi-3 without a sliding window", "phi3", 0);
+    /* Phi-2's hub config: rope_theta at the top, rope_scaling null, no partial_rotary_factor: 0.5 */
+    if (copy_fixture("phi")) return;
+    edit_file("config.json", "\"rope_parameters\": {\n    \"partial_rotary_factor\": 0.5,\n    \"rope_theta\": 10000.0,\n"
+              "    \"rope_type\": \"default\"\n  },", "\"rope_scaling\": null, \"rope_theta\": 10000.0,");
+    check_work_logits("Phi without partial_rotary_factor (0.5)", "phi", 1);
+    if (copy_fixture("phi")) return;
+    edit_file("config.json", "\"qk_layernorm\": false", "\"qk_layernorm\": true");
+    expect_load("Phi with qk_layernorm", NULL, PF_ERROR_UNSUPPORTED, "qk_layernorm");
+    /* StarCoder2's use_bias false: its bias tensors are ones the config says are not there */
+    if (copy_fixture("starcoder2")) return;
+    edit_file("config.json", "\"use_bias\": true", "\"use_bias\": false");
+    expect_load("StarCoder2 with use_bias false and biases", NULL, PF_ERROR_FORMAT, "q_proj.bias");
+    /* Falcon: ALiBi (rounded to bf16 and added twice by transformers) is not implemented */
+    if (copy_fixture("falcon")) return;
+    edit_file("config.json", "\"alibi\": false", "\"alibi\": true");
+    expect_load("Falcon with alibi", NULL, PF_ERROR_UNSUPPORTED, "alibi");
+    /* the new decoder architecture's blocks are parallel (transformers fails without) */
+    if (copy_fixture("falcon-new-arch")) return;
+    edit_file("config.json", "\"parallel_attn\": true", "\"parallel_attn\": false");
+    expect_load("Falcon's new decoder architecture with parallel_attn false", NULL, PF_ERROR_UNSUPPORTED,
+                "\"new_decoder_architecture\" with \"parallel_attn\" false");
+    /* a sequential block needs its second norm: the one-norm checkpoint made sequential */
+    if (copy_fixture("falcon")) return;
+    edit_file("config.json", "\"parallel_attn\": true", "\"parallel_attn\": false");
+    expect_load("Falcon with parallel_attn false and one norm a block", NULL, PF_ERROR_FORMAT, "no norm before its MLP");
+    /* n_embed (older configs) wins over hidden_size */
+    if (copy_fixture("falcon")) return;
+    edit_file("config.json", "\"hidden_size\": 48", "\"hidden_size\": 24, \"n_embed\": 48");
+    check_work_logits("Falcon with n_embed", "falcon", 1);
+    /* StableLM's hub config: rope_theta at the top, rope_scaling null, no partial_rotary_factor: 0.25 */
+    if (copy_fixture("stablelm")) return;
+    edit_file("config.json", "\"rope_parameters\": {\n    \"partial_rotary_factor\": 0.25,\n    \"rope_theta\": 10000.0,\n"
+              "    \"rope_type\": \"default\"\n  },", "\"rope_scaling\": null, \"rope_theta\": 10000.0,");
+    check_work_logits("StableLM without partial_rotary_factor (0.25)", "stablelm", 1);
+    if (copy_fixture("stablelm")) return;
+    edit_file("config.json", "\"qk_layernorm\": false", "\"qk_layernorm\": true");
+    expect_load("StableLM with qk_layernorm", NULL, PF_ERROR_UNSUPPORTED, "qk_layernorm");
+    /* Cohere: per-head q/k LayerNorms (Command R+) are not implemented; logit_scale null fails in transformers */
+    if (copy_fixture("cohere")) return;
+    edit_file("config.json", "\"use_qk_norm\": false", "\"use_qk_norm\": true");
+    expect_load("Cohere with use_qk_norm", NULL, PF_ERROR_UNSUPPORTED, "use_qk_norm");
+    if (copy_fixture("cohere")) return;
+    edit_file("config.json", "\"logit_scale\": 0.5", "\"logit_scale\": null");
+    expect_load("Cohere with a null logit_scale", NULL, PF_ERROR_FORMAT, "\"logit_scale\" is null");
+    /* Cohere2: layer_types (transformers 5's spelling) says what sliding_window_pattern says */
+    if (copy_fixture("cohere2")) return;
+    edit_file("config.json", "\"sliding_window_pattern\": 3", "\"sliding_window_pattern\": 2, \"layer_types\": "
+              "[\"sliding_attention\", \"sliding_attention\", \"full_attention\"]");
+    check_work_logits("Cohere2 with layer_types over sliding_window_pattern", "cohere2", 1);
+    if (copy_fixture("cohere2")) return;
+    edit_file("config.json", "\"sliding_window_pattern\": 3", "\"sliding_window_pattern\": 2");
+    check_work_logits("Cohere2 with another sliding_window_pattern", "cohere2", 0);
+    if (copy_fixture("cohere2")) return;
+    edit_file("config.json", "\"sliding_window\": 8", "\"sliding_window\": null");
+    expect_load("Cohere2 with a null sliding_window", NULL, PF_ERROR_FORMAT, "\"sliding_window\" is null");
+    /* GPT-BigCode's cross-attention blocks. */
+    if (copy_fixture("gpt_bigcode")) return;
+    edit_file("config.json", "\"add_cross_attention\": false", "\"add_cross_attention\": true");
+    expect_load("GPT-BigCode with add_cross_attention", NULL, PF_ERROR_UNSUPPORTED, "add_cross_attention");
+}
+
 /* Weights in a format we do not read get a message naming it and the conversion. */
 static void test_other_formats(void) {
     empty_work_dir();
@@ -738,6 +814,7 @@ void test_config(void) {
     test_refused_keys();
     test_hub_spellings();
     test_refused_values();
+    test_fused_families();
     test_other_formats();
     test_generation_config();
     test_seq2seq_refusals();
