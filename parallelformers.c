@@ -374,7 +374,8 @@ typedef enum { PF__MLP_PLAIN, PF__MLP_GATED, PF__MLP_GATED_IF_NAMED } pf__mlp;
 
 typedef enum { PF__ACT_GELU_TANH, PF__ACT_GELU_ERF, PF__ACT_RELU, PF__ACT_SILU, PF__ACT_TANH, PF__ACT_QUICK_GELU } pf__activation;
 
-typedef enum { PF__ROPE_DEFAULT, PF__ROPE_LINEAR, PF__ROPE_DYNAMIC, PF__ROPE_LLAMA3 } pf__rope_type;
+typedef enum { PF__ROPE_DEFAULT, PF__ROPE_LINEAR, PF__ROPE_DYNAMIC, PF__ROPE_LLAMA3, PF__ROPE_YARN, PF__ROPE_LONGROPE } pf__rope_type;
+#define PF__MAX_ROPE_FACTORS 512 /* LongRoPE's short and long factors: one per rotary frequency */
 #define PF__NEEDED PF_POLICY_NEEDED
 
 typedef enum {
@@ -533,6 +534,12 @@ typedef struct pf__config {
     pf__rope_type rope_type;
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
     int rope_original_max_positions;
+    int rope_legacy_longrope;       /* 1: rope types "su" and "yarn" mean LongRoPE (Phi-3's config maps them) */
+    double rope_attention_factor;   /* YaRN / LongRoPE: cos and sin times this (transformers' attention_scaling); 1 otherwise */
+    double rope_beta_fast, rope_beta_slow; /* YaRN's ramp bounds, in rotations */
+    int rope_truncate;              /* YaRN: the ramp's bounds rounded outwards to whole dims */
+    int rope_num_factors;           /* LongRoPE: entries in each of the lists below (rotary_dim / 2) */
+    float rope_short_factor[PF__MAX_ROPE_FACTORS], rope_long_factor[PF__MAX_ROPE_FACTORS]; /* LongRoPE's lists */
     int *layer_window;              /* [num_layers]: each layer's window, 0 for global; owned */
     int type_vocab_size;            /* rows of the token type (segment) embedding */
     int gated_mlp;                  /* 1: act(x W_gate) * x W_up (the row's mlp, or T5's "gated-" activations) */
@@ -1107,6 +1114,8 @@ typedef struct pf__attn_shape {
     int window;             /* keys j with pos - j < window; 0: all earlier keys */
     int mask;               /* PF__MASK_*: the keys a query sees, left pads always excepted */
     int rotary_dim;         /* for the rotary op */
+    float rope_scale;       /* the rotary op's cos and sin times this (YaRN's and LongRoPE's attention
+                               factor, transformers' attention_scaling); 0: 1 */
     pf__dtype cache_dtype;  /* how the cache read (and appended to) stores keys and values */
     float scale;
     const float *alibi;     /* device, [heads]: score += slope * key position; NULL: none */
@@ -1166,7 +1175,7 @@ typedef struct pf__backend {
     void (*gated_activation)(pf__rank *r, float *out, const float *in, size_t rows, size_t width, pf__activation act);
     /* x[rows][n] += y (+ bias); y may be NULL (bias alone) */
     void (*add_residual)(pf__rank *r, float *x, const float *y, const pf__weight *bias, size_t rows, size_t n);
-    /* Rotates the first a->rotary_dim dims of every q and k head in the qkv rows by position
+    /* Rotates (cos and sin times a->rope_scale when set) the first a->rotary_dim dims of every q and k head in the qkv rows by position
        past + t: dims (i, i + rotary_dim/2), or (2i, 2i + 1) when pairs; a->qkv_bias, when set,
        added to every element of the rows first. */
     void (*rotary)(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, int pairs);
@@ -3034,6 +3043,7 @@ PF_PRIVATE void pf__config_defaults(pf__config *c) {
     c->rope_theta = 10000.0;
     c->bos_token_id = c->pad_token_id = c->decoder_start_token_id = -1;
     c->rope_factor = 1.0;
+    c->rope_attention_factor = 1.0;
     c->use_sliding_window = 1;
     c->attention_bias = c->mlp_bias = -1;
     c->pooler_activation = PF__ACT_TANH;
@@ -3131,6 +3141,82 @@ PF_PRIVATE int pf__json_number(const pf__json *v, double *out) {
     return 1;
 }
 
+/* LongRoPE's short_factor or long_factor list into out; its length, or -1 if it is not a list of
+   positive numbers that fits. */
+static int pf__config_rope_list(const pf__json *list, float *out) {
+    if (!list || list->type != PF__JSON_ARRAY || list->count > PF__MAX_ROPE_FACTORS) return -1;
+    int n = 0;
+    for (const pf__json *v = list->first; v; v = v->next) {
+        if (v->type != PF__JSON_NUMBER || !(v->number > 0 && v->number < 1e30)) return -1;
+        out[n++] = (float)v->number; /* transformers makes an fp32 tensor of them */
+    }
+    return n;
+}
+
+/* YaRN and LongRoPE (modeling_rope_utils' _compute_yarn_parameters and
+   _compute_longrope_parameters): the pretraining length (a top-level
+   original_max_position_embeddings wins over the dict's, as transformers' standardize_rope_params
+   does; else max_position_embeddings), the factor (absent: the ratio of the two lengths), and the
+   attention factor that multiplies cos and sin. The frequencies themselves are computed per step
+   (pf__rope_frequencies). */
+static pf_result pf__config_rope_extended(const pf__json *json, const pf__json *rope, pf__config *c, const char *path,
+                                          char *message, size_t size) {
+    const char *name = c->rope_type == PF__ROPE_YARN ? "yarn" : "longrope";
+    double original = c->max_positions, v;
+    if (pf__json_number(pf__json_get(json, "original_max_position_embeddings"), &original) != 1 &&
+        pf__json_number(pf__json_get(rope, "original_max_position_embeddings"), &original) < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s rope: \"original_max_position_embeddings\" is not a number", path, name);
+    if (!(original >= 1 && original < 1e9))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s rope: \"original_max_position_embeddings\" %g is not a "
+                          "positive length", path, name, original);
+    c->rope_original_max_positions = (int)original;
+    int has_factor = pf__json_number(pf__json_get(rope, "factor"), &c->rope_factor);
+    if (has_factor < 0) return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s rope: \"factor\" is not a number", path, name);
+    if (!has_factor) c->rope_factor = (double)c->max_positions / c->rope_original_max_positions;
+    if (!(c->rope_factor > 0 && c->rope_factor < 1e6))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s rope: factor %g is not a positive number", path, name,
+                          c->rope_factor);
+    int has_attention = pf__json_number(pf__json_get(rope, "attention_factor"), &v);
+    if (has_attention < 0 || (has_attention && !(v >= 0 && v < 1e6)))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s rope: \"attention_factor\" is not a number >= 0", path, name);
+    double factor = c->rope_factor;
+    if (c->rope_type == PF__ROPE_YARN) {
+        double mscale = 0, mscale_all_dim = 0;
+        if (pf__json_number(pf__json_get(rope, "mscale"), &mscale) < 0 ||
+            pf__json_number(pf__json_get(rope, "mscale_all_dim"), &mscale_all_dim) < 0 ||
+            pf__json_number(pf__json_get(rope, "beta_fast"), &c->rope_beta_fast) < 0 ||
+            pf__json_number(pf__json_get(rope, "beta_slow"), &c->rope_beta_slow) < 0)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: yarn rope: mscale, mscale_all_dim, beta_fast and beta_slow "
+                              "must be numbers", path);
+        if (c->rope_beta_fast == 0) c->rope_beta_fast = 32; /* transformers: `or 32`, `or 1` */
+        if (c->rope_beta_slow == 0) c->rope_beta_slow = 1;
+        double truncate = 1;
+        if (pf__json_number(pf__json_get(rope, "truncate"), &truncate) < 0)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: yarn rope: \"truncate\" is not a boolean", path);
+        c->rope_truncate = truncate != 0;
+        /* the paper's 0.1 ln(s) + 1, or DeepSeek's ratio of two such with their own mscales */
+#define PF__MSCALE(scale, m) ((scale) <= 1 ? 1.0 : 0.1 * (m) * log(scale) + 1.0)
+        if (has_attention) c->rope_attention_factor = v;
+        else if (mscale != 0 && mscale_all_dim != 0)
+            c->rope_attention_factor = PF__MSCALE(factor, mscale) / PF__MSCALE(factor, mscale_all_dim);
+        else c->rope_attention_factor = PF__MSCALE(factor, 1.0);
+#undef PF__MSCALE
+        if (!(c->rope_beta_fast > 0 && c->rope_beta_slow > 0 && isfinite(c->rope_beta_fast) && isfinite(c->rope_beta_slow)))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: yarn rope: beta_fast %g and beta_slow %g must be positive",
+                              path, c->rope_beta_fast, c->rope_beta_slow);
+        return PF_OK;
+    }
+    if (has_attention) c->rope_attention_factor = v;
+    else c->rope_attention_factor = factor <= 1 ? 1.0 : sqrt(1 + log(factor) / log((double)c->rope_original_max_positions));
+    int n_short = pf__config_rope_list(pf__json_get(rope, "short_factor"), c->rope_short_factor);
+    int n_long = pf__config_rope_list(pf__json_get(rope, "long_factor"), c->rope_long_factor);
+    if (n_short < 1 || n_short != n_long)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: longrope rope needs \"short_factor\" and \"long_factor\": "
+                          "lists of positive numbers of one length (one per rotary frequency)", path);
+    c->rope_num_factors = n_short; /* checked against the rotary width once it is known */
+    return PF_OK;
+}
+
 /* transformers' rope scaling: "rope_scaling" (v4) or "rope_parameters" (v5), either naming the
    type as "rope_type" or "type"; a non-empty rope_scaling wins when both are given (transformers 5
    converts it), and rope_theta there wins over the top-level one. Families whose modeling code has
@@ -3154,6 +3240,10 @@ static pf_result pf__config_rope(const pf__json *json, pf__config *c, const char
         if (strcmp(type->string, "linear") == 0) c->rope_type = PF__ROPE_LINEAR;
         else if (strcmp(type->string, "dynamic") == 0) c->rope_type = PF__ROPE_DYNAMIC;
         else if (strcmp(type->string, "llama3") == 0) c->rope_type = PF__ROPE_LLAMA3;
+        else if (c->rope_legacy_longrope && (!strcmp(type->string, "su") || !strcmp(type->string, "yarn")))
+            c->rope_type = PF__ROPE_LONGROPE;
+        else if (strcmp(type->string, "yarn") == 0) c->rope_type = PF__ROPE_YARN;
+        else if (strcmp(type->string, "longrope") == 0) c->rope_type = PF__ROPE_LONGROPE;
         else return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: rope type \"%s\" is not supported", path, type->string);
     }
     /* LLaMA's default rope rotates whole heads whatever the factor; its scaled ropes shorten the
@@ -3163,6 +3253,7 @@ static pf_result pf__config_rope(const pf__json *json, pf__config *c, const char
                           "%s: \"partial_rotary_factor\" = %g with rope type \"%s\" is not supported (transformers "
                           "cannot run it either)", path, partial, type->string);
     if (c->rope_type == PF__ROPE_DEFAULT) return PF_OK;
+    if (c->rope_type == PF__ROPE_YARN || c->rope_type == PF__ROPE_LONGROPE) return pf__config_rope_extended(json, rope, c, path, message, size);
     if (pf__json_number(pf__json_get(rope, "factor"), &c->rope_factor) != 1 || !(c->rope_factor >= 1 && c->rope_factor < 1e6))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: rope scaling needs a factor >= 1", path);
     if (c->rope_type == PF__ROPE_LLAMA3) {
@@ -3948,6 +4039,9 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
         if (cfg->rotary_dim <= 0 || cfg->rotary_dim > cfg->head_dim || cfg->rotary_dim % 2)
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: rotary dims %d do not fit heads of %d", path,
                               cfg->rotary_dim, cfg->head_dim);
+        if (cfg->rope_type == PF__ROPE_LONGROPE && cfg->rope_num_factors != cfg->rotary_dim / 2)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: longrope's short_factor and long_factor have %d entries; "
+                              "the %d rotary dims need %d", path, cfg->rope_num_factors, cfg->rotary_dim, cfg->rotary_dim / 2);
     }
     return PF_OK;
 }
@@ -17773,6 +17867,7 @@ static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf_
     (void)r;
     size_t hd = (size_t)a->head_dim, width = (size_t)(a->heads + 2 * a->kv_heads) * hd;
     int half = a->rotary_dim / 2, rotated_heads = a->heads + a->kv_heads; /* q heads, then k heads */
+    float scale = a->rope_scale ? a->rope_scale : 1.0f;
     if (!rotated_heads) return; /* a rank without heads has no qkv buffer to point into */
     pf__cpu_qkv_bias(qkv, s, a);
     for (int b = 0; b < s->batch; b++)
@@ -17782,7 +17877,7 @@ static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf_
             float pos = (float)(position > 0 ? position : 0);
             for (int i = 0; i < half; i++) {
                 float angle = pos * s->inv_freq[i]; /* fp32, as transformers computes it */
-                float c = cosf(angle), sn = sinf(angle);
+                float c = cosf(angle) * scale, sn = sinf(angle) * scale; /* fp32, as transformers scales them */
                 size_t i1 = pairs ? 2 * (size_t)i : (size_t)i, i2 = pairs ? i1 + 1 : (size_t)(i + half);
                 for (int h = 0; h < rotated_heads; h++) {
                     float *x = row + (size_t)h * hd;
@@ -19100,6 +19195,7 @@ static pf__attn_shape pf__rank_attn_shape(const pf__rank *r, const pf__tower *t)
     shape.kv_group = c->num_heads / c->num_kv_heads;
     shape.cache_len = r->group->cache_len;
     shape.rotary_dim = c->rotary_dim;
+    shape.rope_scale = (float)c->rope_attention_factor;
     shape.cache_dtype = r->cache_dtype;
     shape.alibi = r->alibi;
     shape.rel_bias = t->rel_bias;
@@ -19726,7 +19822,8 @@ int pf_cuda_add_residual_biases(pf_cuda_rank *st, float *x, const float *y, cons
                                 const void *bias2, int dtype2, size_t rows, size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
 int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq, const int *pad,
-                   int batch, int T, const int *past_at, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs);
+                   int batch, int T, const int *past_at, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs,
+                   float scale);
 size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim);
 int pf_cuda_decode_splits(int len);
 int pf_cuda_kv_append(pf_cuda_rank *st, void *k_cache, void *v_cache, int cache_dtype, float *qkv, const void *bias,
@@ -20494,7 +20591,7 @@ static void pf__cuda_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf
     if (r->error) return;
     pf__cuda_ok(r, pf_cuda_rotary(rs->cu, qkv, bias ? bias->data : NULL, pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32),
                                   rs->inv_freq, pad, s->batch, s->seq_len, rs->step_ints, a->heads, a->kv_heads, a->head_dim,
-                                  a->rotary_dim, pairs));
+                                  a->rotary_dim, pairs, a->rope_scale ? a->rope_scale : 1.0f));
 }
 
 /* With a->qkv_bias, the same launch adds the QKV bias to the rows (q too) as it appends. */
@@ -23812,6 +23909,26 @@ static pf_result pf__check_source_ids(pf_model *m, const int32_t *ids, size_t n)
     return pf__check_ids_below(m, ids, n, m->config.src_vocab_size ? m->config.src_vocab_size : m->config.vocab_size);
 }
 
+/* YaRN's frequency i of the rotary dims, pos_freq = base^(2i / dim) in fp32: between 1 / pos_freq
+   (extrapolated, the fast dims) and 1 / (factor pos_freq) (interpolated, the slow ones), with a
+   linear ramp over the dims whose number of rotations within the pretraining length lies between
+   beta_slow and beta_fast (transformers' find_correction_range, in double; the ramp in fp32). */
+static float pf__yarn_frequency(const pf__config *c, int i, float pos_freq) {
+    int dim = c->rotary_dim;
+    double base = c->rope_theta, original = c->rope_original_max_positions, pi = 3.14159265358979323846;
+    double low = dim * log(original / (c->rope_beta_fast * 2 * pi)) / (2 * log(base));
+    double high = dim * log(original / (c->rope_beta_slow * 2 * pi)) / (2 * log(base));
+    if (c->rope_truncate) low = floor(low), high = ceil(high);
+    if (low < 0) low = 0;
+    if (high > dim - 1) high = dim - 1;
+    if (low == high) high += 0.001; /* transformers' guard against a zero-width ramp */
+    float ramp = ((float)i - (float)low) / (float)(high - low);
+    ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+    float extrapolation = 1 - ramp; /* the share of the unscaled frequency */
+    float extrapolated = 1.0f / pos_freq, interpolated = 1.0f / ((float)c->rope_factor * pos_freq);
+    return interpolated * (1 - extrapolation) + extrapolated * extrapolation;
+}
+
 /* The rotary frequencies for a step whose sequences reach `length` tokens, as transformers
    computes them (fp32), or NULL without rotary positions. Dynamic scaling follows transformers
    within one request (the frequencies grow with the longest sequence seen, and reset below the
@@ -23841,6 +23958,11 @@ PF_PRIVATE const float *pf__rope_frequencies(pf_model *m, int length) {
                 scaled = (1 - smooth) * scaled / (float)c->rope_factor + smooth * scaled;
             }
             f = scaled;
+        } else if (c->rope_type == PF__ROPE_LONGROPE) { /* the long factors once the sequence outgrows pretraining */
+            const float *ext = length > c->rope_original_max_positions ? c->rope_long_factor : c->rope_short_factor;
+            f = 1.0f / (ext[i] * powf((float)base, (float)(2 * i) / (float)dim));
+        } else if (c->rope_type == PF__ROPE_YARN) {
+            f = pf__yarn_frequency(c, i, powf((float)base, (float)(2 * i) / (float)dim));
         }
         m->inv_freq[i] = f;
     }
@@ -25975,11 +26097,11 @@ int pf_testing_batch_queued(pf_model *m) {
 #endif
 
 /* Whether a request shares the steps: greedy or sampling on a decoder, without a stream callback
-   (called on the caller's thread, inside its request) and without dynamic rope frequencies (they
-   follow the longest sequence of a step). */
+   (called on the caller's thread, inside its request) and without frequencies that depend on the
+   length (dynamic NTK and LongRoPE: they follow the longest sequence of a step). */
 static int pf__batchable(const pf_model *m, const pf_generate_options *o) {
     return pf__archs[m->config.arch].kind == PF__KIND_DECODER && o->num_beams == 1 && !o->stream &&
-           m->config.rope_type != PF__ROPE_DYNAMIC;
+           m->config.rope_type != PF__ROPE_DYNAMIC && m->config.rope_type != PF__ROPE_LONGROPE;
 }
 
 static void pf__batch_request_free(pf__batch_request *q) {

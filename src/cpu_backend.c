@@ -2144,6 +2144,7 @@ static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf_
     (void)r;
     size_t hd = (size_t)a->head_dim, width = (size_t)(a->heads + 2 * a->kv_heads) * hd;
     int half = a->rotary_dim / 2, rotated_heads = a->heads + a->kv_heads; /* q heads, then k heads */
+    float scale = a->rope_scale ? a->rope_scale : 1.0f;
     if (!rotated_heads) return; /* a rank without heads has no qkv buffer to point into */
     pf__cpu_qkv_bias(qkv, s, a);
     for (int b = 0; b < s->batch; b++)
@@ -2153,7 +2154,7 @@ static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf_
             float pos = (float)(position > 0 ? position : 0);
             for (int i = 0; i < half; i++) {
                 float angle = pos * s->inv_freq[i]; /* fp32, as transformers computes it */
-                float c = cosf(angle), sn = sinf(angle);
+                float c = cosf(angle) * scale, sn = sinf(angle) * scale; /* fp32, as transformers scales them */
                 size_t i1 = pairs ? 2 * (size_t)i : (size_t)i, i2 = pairs ? i1 + 1 : (size_t)(i + half);
                 for (int h = 0; h < rotated_heads; h++) {
                     float *x = row + (size_t)h * hd;

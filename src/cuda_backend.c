@@ -794,7 +794,7 @@ static void pf__cuda_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf
     if (r->error) return;
     pf__cuda_ok(r, pf_cuda_rotary(rs->cu, qkv, bias ? bias->data : NULL, pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32),
                                   rs->inv_freq, pad, s->batch, s->seq_len, rs->step_ints, a->heads, a->kv_heads, a->head_dim,
-                                  a->rotary_dim, pairs));
+                                  a->rotary_dim, pairs, a->rope_scale ? a->rope_scale : 1.0f));
 }
 
 /* With a->qkv_bias, the same launch adds the QKV bias to the rows (q too) as it appends. */

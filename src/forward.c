@@ -132,6 +132,7 @@ static pf__attn_shape pf__rank_attn_shape(const pf__rank *r, const pf__tower *t)
     shape.kv_group = c->num_heads / c->num_kv_heads;
     shape.cache_len = r->group->cache_len;
     shape.rotary_dim = c->rotary_dim;
+    shape.rope_scale = (float)c->rope_attention_factor;
     shape.cache_dtype = r->cache_dtype;
     shape.alibi = r->alibi;
     shape.rel_bias = t->rel_bias;

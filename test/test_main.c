@@ -1,6 +1,22 @@
 /* Runs every test group and ends with one line: "N passed, N failed".
-   Usage: test_parallelformers [FIXTURES_DIR [GENERATE_BINARY]] */
+   Usage: test_parallelformers [FIXTURES_DIR [GENERATE_BINARY]]; PF_TEST_GROUPS=models,gguf runs
+   only the groups named (while iterating on one part). */
+#include <stdlib.h>
+#include <string.h>
 #include "test.h"
+
+/* Whether `name` is in the comma-separated list (NULL: every group runs). */
+static int group_selected(const char *list, const char *name) {
+    if (!list || !*list) return 1;
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && !strncmp(p, name, n)) return 1;
+        p += len + (end != NULL);
+    }
+    return 0;
+}
 
 int main(int argc, char **argv) {
     if (argc > 1) test_fixtures = argv[1];
@@ -23,7 +39,9 @@ int main(int argc, char **argv) {
         {"gguf", test_gguf},
         {"input", test_input_checks},
     };
+    const char *only = getenv("PF_TEST_GROUPS");
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
+        if (!group_selected(only, groups[i].name)) continue;
         int before_pass = test_passed, before_fail = test_failed;
         groups[i].run();
         printf("%-10s %d passed, %d failed\n", groups[i].name, test_passed - before_pass, test_failed - before_fail);
