@@ -194,6 +194,7 @@ int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void 
 int pf_cuda_add_residual_biases(pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype,
                                 const void *bias2, int dtype2, size_t rows, size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
+int pf_cuda_scale(pf_cuda_rank *st, float *x, size_t count, float factor);
 int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq, const int *pad,
                    int batch, int T, const int *past_at, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs,
                    float scale);
@@ -568,6 +569,10 @@ __global__ void pf_add_residual_biases_kernel(float *x, const float *y, const vo
 }
 
 /* sum = in (first) or sum += in */
+__global__ void pf_scale_kernel(float *x, size_t n, float factor) {
+    PF_GRID_STRIDE(i, n) x[i] = __fmul_rn(x[i], factor);
+}
+
 __global__ void pf_sum_kernel(float *sum, const float *in, size_t n, int first) {
     PF_GRID_STRIDE(i, n) sum[i] = first ? in[i] : sum[i] + in[i];
 }
@@ -2209,6 +2214,14 @@ int pf_cuda_add_residual_biases(struct pf_cuda_rank *st, float *x, const float *
 }
 
 /* sum = in (first != 0) or sum += in, count floats, both on this rank's device. */
+/* x[count] *= factor (Granite's residual multiplier and logits scaling). */
+int pf_cuda_scale(struct pf_cuda_rank *st, float *x, size_t count, float factor) {
+    if (!count) return PF_CUDA_OK;
+    pf_scale_kernel<<<pf_blocks(count, PF_THREADS), PF_THREADS, 0, st->stream>>>(x, count, factor);
+    PF_CUDA_CHECK_LAUNCH(st, pf_scale_kernel);
+    return PF_CUDA_OK;
+}
+
 int pf_cuda_sum(struct pf_cuda_rank *st, float *sum, const float *in, size_t count, int first) {
     if (!count) return PF_CUDA_OK;
     pf_sum_kernel<<<pf_blocks(count, PF_THREADS), PF_THREADS, 0, st->stream>>>(sum, in, count, first);

@@ -534,6 +534,10 @@ typedef struct pf__config {
     pf__rope_type rope_type;
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
     int rope_original_max_positions;
+    double embed_multiplier;        /* token embeddings times this (Granite's embedding_multiplier); 0: 1 */
+    double residual_multiplier;     /* each sublayer's output times this before its residual add (Granite); 0: 1 */
+    double attention_multiplier;    /* the attention scores' scale in place of 1/sqrt(head_dim) (Granite); 0: none */
+    double logits_scaling;          /* the vocabulary logits divided by this (Granite); 0: 1 */
     int rope_legacy_longrope;       /* 1: rope types "su" and "yarn" mean LongRoPE (Phi-3's config maps them) */
     double rope_attention_factor;   /* YaRN / LongRoPE: cos and sin times this (transformers' attention_scaling); 1 otherwise */
     double rope_beta_fast, rope_beta_slow; /* YaRN's ramp bounds, in rotations */
@@ -1175,6 +1179,8 @@ typedef struct pf__backend {
     void (*gated_activation)(pf__rank *r, float *out, const float *in, size_t rows, size_t width, pf__activation act);
     /* x[rows][n] += y (+ bias); y may be NULL (bias alone) */
     void (*add_residual)(pf__rank *r, float *x, const float *y, const pf__weight *bias, size_t rows, size_t n);
+    /* x[count] *= factor (Granite's residual multiplier and logits scaling) */
+    void (*scale)(pf__rank *r, float *x, size_t count, float factor);
     /* Rotates (cos and sin times a->rope_scale when set) the first a->rotary_dim dims of every q and k head in the qkv rows by position
        past + t: dims (i, i + rotary_dim/2), or (2i, 2i + 1) when pairs; a->qkv_bias, when set,
        added to every element of the rows first. */
@@ -4021,6 +4027,16 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
                           path, cfg->hidden_size, cfg->num_heads, cfg->num_kv_heads, cfg->head_dim, cfg->num_layers,
                           cfg->vocab_size, cfg->max_positions, cfg->intermediate_size);
     if (cfg->final_norm_eps == 0) cfg->final_norm_eps = cfg->norm_eps;
+    /* Granite's multipliers: 0 in these fields means "none", so a config's 0 cannot be honoured */
+    static const size_t multipliers[] = {offsetof(pf__config, embed_multiplier), offsetof(pf__config, residual_multiplier),
+                                         offsetof(pf__config, attention_multiplier), offsetof(pf__config, logits_scaling)};
+    for (size_t i = 0; i < PF__COUNT(multipliers); i++) {
+        const char *key = pf__config_key(cfg->arch, multipliers[i]);
+        double v = *(const double *)((const char *)cfg + multipliers[i]);
+        if (strcmp(key, "(derived)") && !(v != 0 && fabs(v) < 1e30)) /* NaN included */
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is %g: it must be a finite, non-zero number", path,
+                              key, v);
+    }
     if (cfg->mel_frontend && (cfg->num_mel_bins < 1 || cfg->num_mel_bins > 4096 || cfg->encoder_max_positions < 1 ||
                               cfg->encoder_max_positions > (1 << 20)))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: num_mel_bins %d or max_source_positions %d out of range",
@@ -17854,6 +17870,11 @@ static void pf__cpu_add_residual(pf__rank *r, float *x, const float *y, const pf
     for (size_t row = 0; row < rows; row++) kernels->add_rows(x + row * n, y ? y + row * n : NULL, b, n);
 }
 
+static void pf__cpu_scale(pf__rank *r, float *x, size_t count, float factor) {
+    (void)r;
+    for (size_t i = 0; i < count; i++) x[i] *= factor;
+}
+
 /* qkv rows += a->qkv_bias where it is still to add, as the GEMM would have added it. */
 static void pf__cpu_qkv_bias(float *qkv, const pf__step *s, const pf__attn_shape *a) {
     size_t width = (size_t)(a->heads + 2 * a->kv_heads) * a->head_dim, rows = (size_t)s->batch * s->seq_len;
@@ -18211,6 +18232,7 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .activation = pf__cpu_activation,
     .gated_activation = pf__cpu_gated_activation,
     .add_residual = pf__cpu_add_residual,
+    .scale = pf__cpu_scale,
     .rotary = pf__cpu_rotary,
     .kv_append = pf__cpu_kv_append,
     .attend = pf__cpu_attend,
@@ -19169,6 +19191,7 @@ static void pf__rank_embed(pf__rank *r, const pf__step *s, const pf__tower *t) {
     const pf__weight *W = r->weights;
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
     float embed_scale = c->embed_scale_sqrt ? sqrtf((float)d) : 1.0f;
+    if (c->embed_multiplier) embed_scale *= (float)c->embed_multiplier; /* Granite: embeddings x embedding_multiplier */
     int vocab_split = g->num_ranks > 1 && g->model->sources[t->token_embed].split == PF__SPLIT_VOCAB;
     float *embedded = PF__HAS(W[PF__SLOT_PROJECT_IN]) ? r->embed : r->x;
     be->embed(r, embedded, &W[t->token_embed], s, embed_scale, vocab_split ? r->share.vocab_begin : 0);
@@ -19308,6 +19331,16 @@ static void pf__rank_parallel_mlp(pf__rank *r, const pf__step *s, const pf__weig
     }
 }
 
+/* part (a sublayer's output, summed over ranks) = (part + bias) * residual_multiplier where the
+   config has one (Granite); the bias still to add with the residual (NULL once added). */
+static const pf__weight *pf__rank_scale_output(pf__rank *r, float *part, const pf__weight *bias, size_t rows, size_t n) {
+    const pf__config *c = &r->group->model->config;
+    if (!c->residual_multiplier) return bias;
+    if (bias) r->backend->add_residual(r, part, NULL, bias, rows, n);
+    r->backend->scale(r, part, rows * n, (float)c->residual_multiplier);
+    return NULL;
+}
+
 /* One block l of a tower on x: attention over the cache (appending this step's keys), the
    encoder's output for a decoder tower of an encoder-decoder, then the MLP. *residual: the
    previous block's residual add still to do on entry; this block's on return. */
@@ -19324,6 +19357,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     size_t mlp_width = (size_t)r->share.mlp_width;
     const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
     shape->scale = c->scale_attn_weights ? 1.0f / sqrtf((float)c->head_dim) : 1.0f;
+    if (c->attention_multiplier) shape->scale = (float)c->attention_multiplier; /* Granite's own scale */
     if (c->scale_attn_by_inverse_layer_idx) shape->scale /= (float)(l + 1);
     shape->window = c->layer_window[l];
     const pf__weight *attn_norm_b = PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]);
@@ -19369,7 +19403,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
        residual-from-norm: x = h + ...; pre-norm without cross-attention: h = norm2(x) at once */
     if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
     pf__all_reduce(r, r->part, N * d, "the attention output's all-reduce");
-    const pf__weight *attn_out_b = PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]);
+    const pf__weight *attn_out_b = pf__rank_scale_output(r, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), N, d);
     int mlp_norm_done = c->pre_norm && !t->cross;
     if (!c->pre_norm)
         pf__rank_residual_norm(r, r->x, r->part, attn_out_b, r->x, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b, N, d,
@@ -19398,8 +19432,9 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     /* part = mlp Wdown_r^T, summed over ranks; x += part + bdown; post-norm: x = norm2(x) */
     be->matmul(r, r->part, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
     pf__all_reduce(r, r->part, N * d, "the MLP output's all-reduce");
-    if (c->pre_norm) *residual = (pf__residual){1, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS])}; /* x += part + bdown: next */
-    else pf__rank_residual_norm(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), r->x,
+    const pf__weight *down_b = pf__rank_scale_output(r, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), N, d);
+    if (c->pre_norm) *residual = (pf__residual){1, down_b}; /* x += part + bdown: next */
+    else pf__rank_residual_norm(r, r->x, r->part, down_b, r->x,
                                 &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
 }
 
@@ -19516,6 +19551,7 @@ static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *
             h = r->part;
         }
         r->backend->matmul(r, r->logits, h, &W[PF__SLOT_LM_HEAD], PF__OR_NULL(W[PF__SLOT_LM_HEAD_BIAS]), n);
+        if (c->logits_scaling) r->backend->scale(r, r->logits, n * mine, 1.0f / (float)c->logits_scaling); /* Granite */
         if (job->tokens)
             r->backend->argmax(r, g->choices + (size_t)r->index * g->max_batch + first, r->logits, n, mine,
                                r->share.vocab_begin);
@@ -19821,6 +19857,7 @@ int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void 
 int pf_cuda_add_residual_biases(pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype,
                                 const void *bias2, int dtype2, size_t rows, size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
+int pf_cuda_scale(pf_cuda_rank *st, float *x, size_t count, float factor);
 int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq, const int *pad,
                    int batch, int T, const int *past_at, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs,
                    float scale);
@@ -20506,6 +20543,12 @@ static void pf__cuda_add_residual(pf__rank *r, float *x, const float *y, const p
                                         pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows, n));
 }
 
+static void pf__cuda_scale(pf__rank *r, float *x, size_t count, float factor) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_scale(rs->cu, x, count, factor));
+}
+
 static void pf__cuda_add_residual_biases(pf__rank *r, float *x, const float *y, const pf__weight *bias,
                                          const pf__weight *bias2, size_t rows, size_t n) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
@@ -20854,6 +20897,7 @@ static const pf__backend pf__cuda_table = {
     .activation = pf__cuda_activation,
     .gated_activation = pf__cuda_gated_activation,
     .add_residual = pf__cuda_add_residual,
+    .scale = pf__cuda_scale,
     .rotary = pf__cuda_rotary,
     .kv_append = pf__cuda_kv_append,
     .attend = pf__cuda_attend,

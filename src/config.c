@@ -1344,6 +1344,16 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
                           path, cfg->hidden_size, cfg->num_heads, cfg->num_kv_heads, cfg->head_dim, cfg->num_layers,
                           cfg->vocab_size, cfg->max_positions, cfg->intermediate_size);
     if (cfg->final_norm_eps == 0) cfg->final_norm_eps = cfg->norm_eps;
+    /* Granite's multipliers: 0 in these fields means "none", so a config's 0 cannot be honoured */
+    static const size_t multipliers[] = {offsetof(pf__config, embed_multiplier), offsetof(pf__config, residual_multiplier),
+                                         offsetof(pf__config, attention_multiplier), offsetof(pf__config, logits_scaling)};
+    for (size_t i = 0; i < PF__COUNT(multipliers); i++) {
+        const char *key = pf__config_key(cfg->arch, multipliers[i]);
+        double v = *(const double *)((const char *)cfg + multipliers[i]);
+        if (strcmp(key, "(derived)") && !(v != 0 && fabs(v) < 1e30)) /* NaN included */
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is %g: it must be a finite, non-zero number", path,
+                              key, v);
+    }
     if (cfg->mel_frontend && (cfg->num_mel_bins < 1 || cfg->num_mel_bins > 4096 || cfg->encoder_max_positions < 1 ||
                               cfg->encoder_max_positions > (1 << 20)))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: num_mel_bins %d or max_source_positions %d out of range",

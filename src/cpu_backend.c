@@ -2131,6 +2131,11 @@ static void pf__cpu_add_residual(pf__rank *r, float *x, const float *y, const pf
     for (size_t row = 0; row < rows; row++) kernels->add_rows(x + row * n, y ? y + row * n : NULL, b, n);
 }
 
+static void pf__cpu_scale(pf__rank *r, float *x, size_t count, float factor) {
+    (void)r;
+    for (size_t i = 0; i < count; i++) x[i] *= factor;
+}
+
 /* qkv rows += a->qkv_bias where it is still to add, as the GEMM would have added it. */
 static void pf__cpu_qkv_bias(float *qkv, const pf__step *s, const pf__attn_shape *a) {
     size_t width = (size_t)(a->heads + 2 * a->kv_heads) * a->head_dim, rows = (size_t)s->batch * s->seq_len;
@@ -2488,6 +2493,7 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .activation = pf__cpu_activation,
     .gated_activation = pf__cpu_gated_activation,
     .add_residual = pf__cpu_add_residual,
+    .scale = pf__cpu_scale,
     .rotary = pf__cpu_rotary,
     .kv_append = pf__cpu_kv_append,
     .attend = pf__cpu_attend,

@@ -498,6 +498,10 @@ typedef struct pf__config {
     pf__rope_type rope_type;
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
     int rope_original_max_positions;
+    double embed_multiplier;        /* token embeddings times this (Granite's embedding_multiplier); 0: 1 */
+    double residual_multiplier;     /* each sublayer's output times this before its residual add (Granite); 0: 1 */
+    double attention_multiplier;    /* the attention scores' scale in place of 1/sqrt(head_dim) (Granite); 0: none */
+    double logits_scaling;          /* the vocabulary logits divided by this (Granite); 0: 1 */
     int rope_legacy_longrope;       /* 1: rope types "su" and "yarn" mean LongRoPE (Phi-3's config maps them) */
     double rope_attention_factor;   /* YaRN / LongRoPE: cos and sin times this (transformers' attention_scaling); 1 otherwise */
     double rope_beta_fast, rope_beta_slow; /* YaRN's ramp bounds, in rotations */
@@ -1139,6 +1143,8 @@ typedef struct pf__backend {
     void (*gated_activation)(pf__rank *r, float *out, const float *in, size_t rows, size_t width, pf__activation act);
     /* x[rows][n] += y (+ bias); y may be NULL (bias alone) */
     void (*add_residual)(pf__rank *r, float *x, const float *y, const pf__weight *bias, size_t rows, size_t n);
+    /* x[count] *= factor (Granite's residual multiplier and logits scaling) */
+    void (*scale)(pf__rank *r, float *x, size_t count, float factor);
     /* Rotates (cos and sin times a->rope_scale when set) the first a->rotary_dim dims of every q and k head in the qkv rows by position
        past + t: dims (i, i + rotary_dim/2), or (2i, 2i + 1) when pairs; a->qkv_bias, when set,
        added to every element of the rows first. */

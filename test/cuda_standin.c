@@ -239,6 +239,8 @@ TAPED(gated_activation, GATED_ACTIVATION_ARGS, 0)
 TAPED(add_residual, ADD_RESIDUAL_ARGS, 0)
 #define SUM_ARGS(X) X(float *, sum) X(const float *, in) X(size_t, count) X(int, first)
 TAPED(sum, SUM_ARGS, 0)
+#define SCALE_ARGS(X) X(float *, x) X(size_t, count) X(float, factor)
+TAPED(scale, SCALE_ARGS, 0)
 #define ADD_RESIDUAL_BIASES_ARGS(X) X(float *, x) X(const float *, y) X(const void *, b) X(int, dtype) \
     X(const void *, b2) X(int, dtype2) X(size_t, rows) X(size_t, n)
 TAPED(add_residual_biases, ADD_RESIDUAL_BIASES_ARGS, 0)
@@ -716,6 +718,14 @@ static int add_residual_biases_live(pf_cuda_rank *st, float *x, const float *y, 
         float v = x[i] + ((y ? y[i] : 0.0f) + ld(b, dtype, i % n));
         x[i] = v + (0.0f + ld(b2, dtype2, i % n));
     }
+    return 0;
+}
+
+/* kernels.cu's pf_scale_kernel */
+static int scale_live(pf_cuda_rank *st, float *x, size_t count, float factor) {
+    (void)st;
+    NEED(x, count * 4);
+    for (size_t i = 0; i < count; i++) x[i] *= factor;
     return 0;
 }
 

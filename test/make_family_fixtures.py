@@ -670,6 +670,21 @@ def cfg_llama_longrope_long(v, tok, n_prompt):
     return cfg_llama_longrope(v, tok, n_prompt - 4)
 
 
+def cfg_granite(v, tok):
+    # Granite 3's multipliers at tiny-model strength (granite-3.x: embedding 12, residual 0.22,
+    # attention 1/128 at head_dim 128, logits 8); tied head, as Granite 3 ships it.
+    from transformers import GraniteConfig
+
+    bos, eos, pad = _ids(tok)
+    return GraniteConfig(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-5, initializer_range=INIT_STD,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=True,
+        embedding_multiplier=3.0, residual_multiplier=0.6, attention_multiplier=0.2, logits_scaling=2.5,
+        bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
 def cfg_mistral(v, tok):
     from transformers import MistralConfig
 
@@ -962,6 +977,16 @@ FAMILIES = [
         traits="llama + rope longrope with original_max_position_embeddings 4 below the prompt length: the long "
                "factors from the prompt on",
         ablations=[("plain rope", plain_rope), ("long factors 1", set_rope(long_factor=[1.0] * 4))],
+    ),
+    dict(
+        name="granite", config=cfg_granite, seed=1150, vocab_pad=0, cases=False,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="LLaMA's block (GQA 6/2, RMSNorm, SwiGLU, rotary halves) with embedding_multiplier 3, residual_multiplier "
+               "0.6, attention_multiplier 0.2 (in place of 1/sqrt(8)), logits_scaling 2.5; tied head",
+        ablations=[("embedding_multiplier 1", set_attr(embedding_multiplier=1.0)),
+                   ("residual_multiplier 1", set_attr(residual_multiplier=1.0)),
+                   ("attention_multiplier 1/sqrt(head_dim)", set_attr(attention_multiplier=8 ** -0.5)),
+                   ("logits_scaling 1", set_attr(logits_scaling=1.0))],
     ),
     dict(
         name="mistral", config=cfg_mistral, seed=1200, vocab_pad=0, cases=True, cases_special=True,

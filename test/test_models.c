@@ -816,7 +816,7 @@ void test_models(void) {
     const char *fixtures[] = {"gpt2-tiny", "gpt2-hub", "gpt2-tiny-f16", "gpt2-tiny-bf16", "gpt2-sharded",
                               "gpt_neo", "gptj", "gpt_neox", "gpt_neox-seq", "opt", "opt-350m-style", "bloom",
                               "llama", "llama-rope-linear", "llama-rope-dynamic", "llama3-rope", "llama-rope-yarn", "qwen2-rope-yarn",
-                              "llama-rope-longrope", "llama-rope-longrope-long", "mistral", "qwen2",
+                              "llama-rope-longrope", "llama-rope-longrope-long", "granite", "mistral", "qwen2",
                               "codegen", "openai-gpt", "ctrl", "gpt_neo-attention-types", "bloom-post-ln-residual",
                               "llama-biases", "qwen2-window-layers", "llama-eos-list", "llama-generation-config"};
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_fixture(fixtures[i]);
