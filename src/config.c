@@ -21,6 +21,11 @@ PF_PRIVATE const pf__arch_alias pf__arch_aliases[] = {
 #define PF_ARCH_ALIAS(id, model_type) {PF__ARCH_##id, model_type},
 #include "policies.inc"
 };
+static const struct pf__arch_class { pf__arch_id arch; const char *name; } pf__arch_classes[] = {
+#define PF_ARCH_CLASS(id, class_name) {PF__ARCH_##id, class_name},
+#include "policies.inc"
+};
+
 PF_PRIVATE const size_t pf__arch_aliases_count = sizeof pf__arch_aliases / sizeof pf__arch_aliases[0]; /* for the files that see no size */
 
 /* ---- the tables of rows, as policies.inc's blocks write them ---- */
@@ -1197,6 +1202,17 @@ PF_PRIVATE pf_result pf__config_read(const char *dir, pf__config *cfg, char *mes
 
 /* The architecture row of a config: arch itself, or the row (built in, alias or registered) of
    the object's model_type when arch is -1; -1 after writing the message. */
+/* A model_type no row knows, with "architectures" naming a transformers class whose code runs it
+   (PF_ARCH_CLASS: LLaMA's clones with a model_type of their own): that row, or -1. */
+static int pf__config_arch_by_class(const pf__json *json) {
+    const pf__json *classes = pf__json_get(json, "architectures");
+    if (!classes || classes->type != PF__JSON_ARRAY) return -1;
+    for (const pf__json *c = classes->first; c; c = c->next)
+        for (size_t i = 0; c->type == PF__JSON_STRING && i < PF__COUNT(pf__arch_classes); i++)
+            if (!strcmp(c->string, pf__arch_classes[i].name)) return (int)pf__arch_classes[i].arch;
+    return -1;
+}
+
 static int pf__config_arch(const pf__json *json, const char *path, int arch, pf__config *cfg, pf_result *r,
                            char *message, size_t size) {
     const pf__json *type = pf__json_get(json, "model_type");
@@ -1211,6 +1227,7 @@ static int pf__config_arch(const pf__json *json, const char *path, int arch, pf_
     for (size_t i = 0; by_type && i < PF__COUNT(pf__arch_aliases); i++)
         if (strcmp(pf__arch_aliases[i].model_type, type->string) == 0) arch = (int)pf__arch_aliases[i].arch;
     if (arch < 0) arch = pf__policy_acquire(type->string); /* a registered one, held until pf_free */
+    if (arch < 0 && by_type) arch = pf__config_arch_by_class(json);
     if (arch >= 0) return arch;
     char supported[1024] = "";
     for (int a = 0; a < PF__ARCH_COUNT; a++) {

@@ -275,6 +275,14 @@ static void test_hub_spellings(void) {
     check_work_logits("yarn with beta_fast 0 and beta_slow null (the defaults)", "llama-rope-yarn", 1);
     edit_file("config.json", "\"beta_slow\": null", "\"beta_slow\": 0.25");
     check_work_logits("yarn with beta_slow 0.25", "llama-rope-yarn", 0);
+    /* A LLaMA clone with a model_type of its own whose "architectures" names transformers' LLaMA
+       class runs as LLaMA; naming another class, it stays refused. */
+    if (copy_fixture("llama")) return;
+    edit_file("config.json", "\"model_type\": \"llama\"", "\"model_type\": \"xverse\"");
+    check_work_logits("a model_type of its own with architectures LlamaForCausalLM", "llama", 1);
+    edit_file("config.json", "\"LlamaForCausalLM\"", "\"XverseForCausalLM\"");
+    expect_load("a model_type of its own with architectures XverseForCausalLM", NULL, PF_ERROR_UNSUPPORTED,
+                "model_type \"xverse\" is not supported (supported: ");
     /* Qwen2's older name of a full-attention layer. */
     if (copy_fixture("qwen2")) return;
     edit_file("config.json", "\"full_attention\"", "\"attention\"");
