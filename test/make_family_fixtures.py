@@ -23,6 +23,10 @@ a few tokens or on padding ids, and whose generate() ids equal those of a cache-
 loop (except with dynamic NTK rope, where the two legitimately differ; see evaluate()).
 Each trait that a config switch can turn off (windows, rope scaling, parallel residual, rotary
 fraction) is checked to change the prompt logits by more than TRAIT_MIN_EFFECT.
+Families marked beam_and_batch (LongRoPE, YaRN, Granite: traits that follow the sequence length
+or change what beams score) also record transformers' best of 3 beams and a left-padded batch's
+greedy tokens in reference.txt (beam_ids, batch_skip, batch_ids_0, batch_ids_1; see
+beam_and_batch_lines), which test_models checks on 1 to 4 ranks.
 
 Each model dir gets a tokenizer trained here with `tokenizers` on make_fixtures.TRAINING_TEXT in
 its family's style, saved through the transformers tokenizer class of that family (so
@@ -948,14 +952,14 @@ FAMILIES = [
         legacy=rope_scaling_style_config("rope_type"),
     ),
     dict(
-        name="llama-rope-yarn", config=cfg_llama_yarn, seed=1110, vocab_pad=0, cases=False,
+        name="llama-rope-yarn", beam_and_batch=True, config=cfg_llama_yarn, seed=1110, vocab_pad=0, cases=False,
         tokenizer=lambda out: save_tok(llama2_tokenizer(512), out), tok_style="as llama",
         traits="llama + rope yarn (factor 4, original 32, default betas, truncated ramp: one frequency kept, three "
                "interpolated; cos and sin times 0.1 ln 4 + 1)",
         ablations=[("plain rope", plain_rope), ("attention factor 1", set_rope(attention_factor=1.0))],
     ),
     dict(
-        name="qwen2-rope-yarn", config=cfg_qwen2_yarn, seed=1120, vocab_pad=0, cases=False,
+        name="qwen2-rope-yarn", beam_and_batch=True, config=cfg_qwen2_yarn, seed=1120, vocab_pad=0, cases=False,
         tokenizer=lambda out: save_tok(qwen2_tokenizer(384), out), tok_style="as qwen2",
         traits="qwen2 + rope yarn in the hub spelling (rope_theta + rope_scaling {type: yarn}): factor 8, original 64, "
                "beta_fast 4, beta_slow 0.5, truncate false (a fractional ramp), mscale 1 / mscale_all_dim 0.5",
@@ -964,7 +968,7 @@ FAMILIES = [
         legacy=rope_scaling_style_config("type"),
     ),
     dict(
-        name="llama-rope-longrope", config=cfg_llama_longrope_short, seed=1130, vocab_pad=0, cases=False, dynamic=True,
+        name="llama-rope-longrope", beam_and_batch=True, config=cfg_llama_longrope_short, seed=1130, vocab_pad=0, cases=False, dynamic=True,
         tokenizer=lambda out: save_tok(llama2_tokenizer(512), out), tok_style="as llama",
         traits="llama + rope longrope (4 short and 4 long factors, original_max_position_embeddings = prompt + 5, "
                "max_position_embeddings 4x that: attention factor sqrt(1 + ln 4 / ln original)): prompt logits with "
@@ -972,14 +976,14 @@ FAMILIES = [
         ablations=[("plain rope", plain_rope), ("short factors 1", set_rope(short_factor=[1.0] * 4))],
     ),
     dict(
-        name="llama-rope-longrope-long", config=cfg_llama_longrope_long, seed=1140, vocab_pad=0, cases=False,
+        name="llama-rope-longrope-long", beam_and_batch=True, config=cfg_llama_longrope_long, seed=1140, vocab_pad=0, cases=False,
         dynamic=True, tokenizer=lambda out: save_tok(llama2_tokenizer(512), out), tok_style="as llama",
         traits="llama + rope longrope with original_max_position_embeddings 4 below the prompt length: the long "
                "factors from the prompt on",
         ablations=[("plain rope", plain_rope), ("long factors 1", set_rope(long_factor=[1.0] * 4))],
     ),
     dict(
-        name="granite", config=cfg_granite, seed=1150, vocab_pad=0, cases=False,
+        name="granite", beam_and_batch=True, config=cfg_granite, seed=1150, vocab_pad=0, cases=False,
         tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
         traits="LLaMA's block (GQA 6/2, RMSNorm, SwiGLU, rotary halves) with embedding_multiplier 3, residual_multiplier "
                "0.6, attention_multiplier 0.2 (in place of 1/sqrt(8)), logits_scaling 2.5; tied head",
@@ -1105,6 +1109,35 @@ def evaluate(config, seed, prompt_ids, eos, pad, n_tok, cache_free_may_differ=Fa
     return base, logits, gen_ids, margin, cache_diff, diverge, ok
 
 
+BATCH_SKIP = 3  # the padded batch's second row: the prompt less its first 3 tokens
+
+
+def beam_and_batch_lines(out: Path, prompt_ids, eos, pad):
+    """reference.txt lines for the families whose traits follow the sequence length (LongRoPE) or
+    change what beams score (logits scaling): beam_ids, transformers' best of 3 beams; and a
+    left-padded batch of the prompt and prompt[BATCH_SKIP:] decoded greedily for MAX_NEW_TOKENS
+    tokens without stopping at eos (batch_ids_0, batch_ids_1)."""
+    model = load_model(out)
+    x = torch.tensor([prompt_ids])
+    with torch.no_grad():
+        beams = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=MAX_NEW_TOKENS, do_sample=False,
+                               num_beams=3, eos_token_id=eos, pad_token_id=pad if pad is not None else eos)
+    beam_ids = beams[0, len(prompt_ids):].tolist()
+    while beam_ids and pad is not None and beam_ids[-1] == pad and pad != eos:
+        beam_ids.pop()
+    short = prompt_ids[BATCH_SKIP:]
+    pad_id = pad if pad is not None else eos
+    rows = torch.tensor([prompt_ids, [pad_id] * BATCH_SKIP + short])
+    mask = torch.tensor([[1] * len(prompt_ids), [0] * BATCH_SKIP + [1] * len(short)])
+    with torch.no_grad():
+        batch = load_model(out).generate(rows, attention_mask=mask, max_new_tokens=MAX_NEW_TOKENS, do_sample=False,
+                                         num_beams=1, eos_token_id=None, pad_token_id=pad_id, min_new_tokens=MAX_NEW_TOKENS)
+    batch_ids = [batch[b, len(prompt_ids):].tolist() for b in range(2)]
+    assert all(len(r) == MAX_NEW_TOKENS for r in batch_ids), batch_ids
+    return [f"beam_ids={ids_str(beam_ids)}", f"batch_skip={BATCH_SKIP}", f"batch_ids_0={ids_str(batch_ids[0])}",
+            f"batch_ids_1={ids_str(batch_ids[1])}"]
+
+
 def make_family(fam) -> dict:
     name = fam["name"]
     out = reset_dir(FIXTURES / name)
@@ -1148,6 +1181,8 @@ def make_family(fam) -> dict:
         f"greedy_ids={ids_str(gen_ids)}",
         f"vocab_size={vocab}",
     ]
+    if fam.get("beam_and_batch"):
+        lines += beam_and_batch_lines(out, prompt_ids, eos, pad)
     (out / "reference.txt").write_text("\n".join(lines) + "\n", encoding="ascii")
     disk_logits.numpy().astype("<f4").tofile(out / "reference_logits.bin")
 
