@@ -28,6 +28,8 @@ writes test/fixtures/gguf/:
   gpt_neox-f32.gguf, gpt_neox-seq-f32.gguf  the gpt_neox fixtures (fused qkv regrouped as all q, all
                     k, all v; rope.dimension_count; use_parallel_residual)
   bloom-f32.gguf    the bloom fixture (fused qkv regrouped; the tied head written as output.weight)
+  granite-f32.gguf  the granite fixture: LLaMA's layout under arch "granite", the multipliers as
+                    granite.embedding_scale / residual_scale / attention.scale / logit_scale
   The fixtures' logits are transformers' on the fixture directories themselves: F32 files hold
   exactly their weights.
   gguf_reference.txt  a line per file: name, prompt ids, transformers' greedy new ids (8),
@@ -520,6 +522,30 @@ def write_dense_families(lines):
                 tensors[name] = regroup_qkv(tensors[name], config.num_attention_heads)
         finish(w, tensors)
         lines.append(fixture_reference(fixture, directory, path.stem))
+
+    # Granite: LLaMA's layout (q/k permuted) under arch "granite", its multipliers as *_scale keys
+    from transformers import GraniteConfig
+    directory = FIXTURES / "granite"
+    config = GraniteConfig.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    path = OUT / "granite-f32.gguf"
+    w = GGUFWriter(str(path), "granite")
+    llama_metadata(w, config)
+    w.add_attention_scale(config.attention_multiplier)
+    w.add_embedding_scale(config.embedding_multiplier)
+    w.add_residual_scale(config.residual_multiplier)
+    w.add_logit_scale(config.logits_scaling)
+    special_ids(w, config)
+    tensors = {}
+    for name, t in llama_state_to_gguf(state).items():
+        if name.endswith("attn_q.weight"):
+            t = permute(t, config.num_attention_heads)
+        elif name.endswith("attn_k.weight"):
+            t = permute(t, config.num_key_value_heads)
+        tensors[name] = t
+    assert "output.weight" not in tensors  # tied
+    finish(w, tensors)
+    lines.append(fixture_reference("granite", directory, path.stem))
 
     # BLOOM: context length is seq_length or n_embed; the tied head written out as output.weight
     directory = FIXTURES / "bloom"
