@@ -21991,12 +21991,23 @@ static pf_result pf__gguf_add_tensor(pf__st_index *index, const pf__gguf *g, con
 
 /* ---- the tokenizer ---- */
 
-/* tokenizer.ggml.pre names llama.cpp's pre-tokenizer; each as transformers' tokenizer.json writes it. */
-static const struct { const char *pre, *json; } pf__gguf_pretokenizers[] = {
-    {"default", "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}"},
-    {"gpt-2", "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}"},
+/* tokenizer.ggml.pre names llama.cpp's pre-tokenizer; each as transformers' tokenizer.json writes it,
+   whether llama.cpp's BPE then takes a whole word that is a token before its merges (LLaMA 3's
+   ignore_merges), and the normalizer of the model's own tokenizer.json (Qwen2's NFC, which llama.cpp
+   leaves out: we tokenize as transformers does). */
+static const struct { const char *pre, *json; int ignore_merges; const char *normalizer; } pf__gguf_pretokenizers[] = {
+    {"default", "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}", 0, NULL},
+    {"gpt-2", "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}", 0, NULL},
     {"smollm", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Digits\", \"individual_digits\": true}, "
-               "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}]}"},
+               "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}]}", 0, NULL},
+    {"llama-bpe", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"Regex\": "
+                   "\"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}{1,3}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+\"}, "
+                   "\"behavior\": \"Isolated\", \"invert\": false}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
+                   "\"trim_offsets\": true, \"use_regex\": false}]}", 1, NULL},
+    {"qwen2", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"Regex\": "
+                   "\"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+\"}, "
+                   "\"behavior\": \"Isolated\", \"invert\": false}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
+                   "\"trim_offsets\": true, \"use_regex\": false}]}", 0, "{\"type\": \"NFC\"}"},
 };
 
 enum { /* llama.cpp's token types (tokenizer.ggml.token_type) */
@@ -22193,11 +22204,13 @@ static pf_result pf__gguf_spm_set_merges(pf_tokenizer *t, const pf__gguf_merge *
 /* The tokenizer.json "model" object's body into b: the vocabulary (texts and lens: each token's
    text), the merges (the file's; SentencePiece's are set after, pf__gguf_spm_set_merges), the unk
    token. Nonzero when out of memory. */
-static int pf__gguf_put_model(pf__tok_buf *b, const pf__gguf *g, int spm, const pf__gguf_kv *tokens,
+static int pf__gguf_put_model(pf__tok_buf *b, const pf__gguf *g, int spm, int ignore_merges, const pf__gguf_kv *tokens,
                               const pf__gguf_kv *merges, const char *const *texts, const size_t *lens) {
     const uint8_t *at = NULL;
     int bad = pf__gguf_put(b, spm ? "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": true, \"fuse_unk\": true, \"vocab\": {"
-                                  : "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": false, \"vocab\": {");
+                                  : ignore_merges ? "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": false, "
+                                                    "\"ignore_merges\": true, \"vocab\": {"
+                                                  : "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": false, \"vocab\": {");
     for (uint64_t i = 0; i < tokens->count && !bad; i++) {
         char id[32];
         snprintf(id, sizeof id, ": %llu", (unsigned long long)i);
@@ -22245,7 +22258,10 @@ static int pf__gguf_put_added_and_decoding(pf__tok_buf *b, int spm, int space_pr
                                "{\"type\": \"Fuse\"}") ||
                pf__gguf_put(b, space_prefix ? ", {\"type\": \"Strip\", \"content\": \" \", \"start\": 1, \"stop\": 0}]}" : "]}");
     else
-        bad |= pf__gguf_put(b, "], \"normalizer\": null, \"pre_tokenizer\": ") ||
+        bad |= pf__gguf_put(b, "], \"normalizer\": ") ||
+               pf__gguf_put(b, pf__gguf_pretokenizers[pretokenizer].normalizer ? pf__gguf_pretokenizers[pretokenizer].normalizer
+                                                                               : "null") ||
+               pf__gguf_put(b, ", \"pre_tokenizer\": ") ||
                pf__gguf_put(b, pf__gguf_pretokenizers[pretokenizer].json) || pf__gguf_put(b, ", \"decoder\": {\"type\": \"ByteLevel\"}");
     return bad;
 }
@@ -22336,7 +22352,7 @@ static pf_result pf__gguf_tokenizer_json(const pf__gguf *g, pf__tok_buf *b, cons
             if (strlen(pf__gguf_pretokenizers[p].pre) == pre_len && !memcmp(pf__gguf_pretokenizers[p].pre, pre, pre_len)) break;
         if (p == PF__COUNT(pf__gguf_pretokenizers))
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tokenizer.ggml.pre \"%.*s\" is not supported "
-                              "(default, gpt-2 and smollm are)", g->path, pf__gguf_shown(pre_len), pre);
+                              "(default, gpt-2, smollm, llama-bpe and qwen2 are)", g->path, pf__gguf_shown(pre_len), pre);
     }
     int space_prefix = 1;
     if (pf__gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &space_prefix) < 0)
@@ -22357,7 +22373,7 @@ static pf_result pf__gguf_tokenizer_json(const pf__gguf *g, pf__tok_buf *b, cons
         free(values);
         if (r) return r;
     }
-    if (pf__gguf_put_model(b, g, spm, tokens, merges, texts, lens) ||
+    if (pf__gguf_put_model(b, g, spm, !spm && pf__gguf_pretokenizers[p].ignore_merges, tokens, merges, texts, lens) ||
         pf__gguf_put_added_and_decoding(b, spm, space_prefix, p, types, texts, lens))
         return pf__gguf_json_failure(g, b, "the tokenizer's metadata", message, size);
     r = pf__gguf_put_post_processor(b, g, texts, lens, tokens->count, message, size);

@@ -241,6 +241,32 @@ def gpt2_tokenizer(directory):
     return add
 
 
+def bpe_tokenizer(directory, pre, add_bos):
+    """A byte-level BPE tokenizer.json as llama.cpp's converter writes it: model "gpt2", the
+    pre-tokenizer's llama.cpp name, tokens by id (specials CONTROL), merges, special ids."""
+    spec = json.loads((directory / "tokenizer.json").read_text())
+    vocab = dict(spec["model"]["vocab"])
+    for t in spec["added_tokens"]:
+        vocab[t["content"]] = t["id"]
+    vocab = sorted(vocab.items(), key=lambda kv: kv[1])
+    assert [i for _, i in vocab] == list(range(len(vocab)))
+    special = {t["id"] for t in spec["added_tokens"] if t["special"]}
+    merges = [m if isinstance(m, str) else " ".join(m) for m in spec["model"]["merges"]]
+    config = json.loads((directory / "config.json").read_text())
+
+    def add(w):
+        w.add_tokenizer_model("gpt2")
+        w.add_tokenizer_pre(pre)
+        w.add_token_list([t for t, _ in vocab])
+        w.add_token_types([TokenType.CONTROL if i in special else TokenType.NORMAL for _, i in vocab])
+        w.add_token_merges(merges)
+        if config.get("bos_token_id") is not None:
+            w.add_bos_token_id(config["bos_token_id"])
+        w.add_eos_token_id(config["eos_token_id"])
+        w.add_add_bos_token(add_bos)
+    return add
+
+
 GPT2_BLOCK = {"ln_1": "attn_norm", "attn.c_attn": "attn_qkv", "attn.c_proj": "attn_output", "ln_2": "ffn_norm",
               "mlp.c_fc": "ffn_up", "mlp.c_proj": "ffn_down"}
 CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
@@ -430,7 +456,7 @@ def write_dense_families(lines):
     path = OUT / "llama3-rope-rope-freqs.gguf"
     w = GGUFWriter(str(path), "llama")
     llama_metadata(w, config)
-    special_ids(w, config)
+    bpe_tokenizer(directory, "llama-bpe", True)(w)
     tensors = {}
     for name, t in llama_state_to_gguf(state).items():
         if name.endswith("attn_q.weight"):
@@ -477,7 +503,7 @@ def write_dense_families(lines):
     w.add_head_count_kv(config.num_key_value_heads)
     w.add_rope_freq_base(config.rope_parameters["rope_theta"])
     w.add_layer_norm_rms_eps(config.rms_norm_eps)
-    special_ids(w, config)
+    bpe_tokenizer(directory, "qwen2", False)(w)
     assert "lm_head.weight" not in state
     finish(w, llama_state_to_gguf(state))
     lines.append(fixture_reference("qwen2", directory, path.stem))

@@ -531,6 +531,8 @@ void test_gguf(void) {
     gguf_check_split();
     gguf_check_tokenizer("gpt2-tiny", "gpt2-f32.gguf");
     gguf_check_tokenizer("llama", "llama-f32.gguf");
+    gguf_check_tokenizer("llama3-rope", "llama3-rope-rope-freqs.gguf"); /* "llama-bpe": LLaMA 3's split, ignore_merges */
+    gguf_check_tokenizer("qwen2", "qwen2-f32.gguf");
     gguf_check_requantized_blocks();
     gguf_check_bad_files();
 }
