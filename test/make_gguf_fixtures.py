@@ -19,6 +19,8 @@ writes test/fixtures/gguf/:
   llama3-rope-rope-freqs.gguf  the llama3-rope fixture, F32, with LLaMA 3.1's rope scaling as
                     llama.cpp's converter stores it: a rope_freqs tensor of per-frequency factors
                     (computed with the fixture's original_max_position_embeddings) and no scaling keys
+  llama-rope-yarn-f32.gguf  the llama-rope-yarn fixture with rope.scaling.type yarn, its factor and
+                    original_context_length (the converter's generic rope scaling keys)
   llama-split-0000K-of-00003.gguf  the llama fixture, F32, split over 3 files as gguf-split and the
                     gguf package write them (split.no / split.count / split.tensors.count)
   qwen2-f32.gguf    the qwen2 fixture as the converter writes Qwen2 (no q/k permutation, biases, tied)
@@ -42,6 +44,7 @@ import json
 import math
 from pathlib import Path
 
+import gguf
 import numpy as np
 import torch
 from gguf import GGMLQuantizationType as Q
@@ -467,6 +470,29 @@ def write_dense_families(lines):
     tensors["rope_freqs.weight"] = np.array(factors, dtype=np.float32)
     finish(w, tensors)
     lines.append(fixture_reference("llama3-rope", directory, path.stem))
+
+    # YaRN as the converter's generic rope scaling writes it (type, factor, original context length)
+    directory = FIXTURES / "llama-rope-yarn"
+    config = LlamaConfig.from_pretrained(directory)
+    rope = config.rope_parameters
+    assert set(rope) == {"rope_type", "factor", "original_max_position_embeddings", "rope_theta"}, rope
+    state = load_file(str(directory / "model.safetensors"))
+    path = OUT / "llama-rope-yarn-f32.gguf"
+    w = GGUFWriter(str(path), "llama")
+    llama_metadata(w, config)
+    w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+    w.add_rope_scaling_factor(rope["factor"])
+    w.add_rope_scaling_orig_ctx_len(rope["original_max_position_embeddings"])
+    special_ids(w, config)
+    tensors = {}
+    for name, t in llama_state_to_gguf(state).items():
+        if name.endswith("attn_q.weight"):
+            t = permute(t, config.num_attention_heads)
+        elif name.endswith("attn_k.weight"):
+            t = permute(t, config.num_key_value_heads)
+        tensors[name] = t
+    finish(w, tensors)
+    lines.append(fixture_reference("llama-rope-yarn", directory, path.stem))
 
     # the llama fixture split over 3 files
     directory = FIXTURES / "llama"
