@@ -830,9 +830,11 @@ static void test_logging_and_progress(void) {
 
 /* Prompts longer than a step's scratch run in chunks of positions: the same logits as one step
    (within the ranks' tolerance) and the same greedy tokens as transformers, on 1 and 2 ranks, for
-   learned positions, rotary (dynamic NTK included), ALiBi and a sliding window. */
+   learned positions, rotary (dynamic NTK and LongRoPE included: a chunk takes the frequencies of the
+   whole prompt's length, as transformers' one forward does), ALiBi and a sliding window. */
 static void test_chunked_prefill(void) {
-    static const char *const names[] = {"gpt2-tiny", "llama", "llama-rope-dynamic", "bloom", "mistral"};
+    static const char *const names[] = {"gpt2-tiny", "llama", "llama-rope-dynamic", "llama-rope-longrope",
+                                        "llama-rope-longrope-long", "bloom", "mistral"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char dir[1024];
         test_reference ref;
