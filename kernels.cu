@@ -194,8 +194,10 @@ int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void 
 int pf_cuda_add_residual_biases(pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype,
                                 const void *bias2, int dtype2, size_t rows, size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
+int pf_cuda_scale(pf_cuda_rank *st, float *x, size_t count, float factor);
 int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq, const int *pad,
-                   int batch, int T, const int *past_at, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs);
+                   int batch, int T, const int *past_at, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs,
+                   float scale);
 size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim);
 int pf_cuda_decode_splits(int len);
 int pf_cuda_kv_append(pf_cuda_rank *st, void *k_cache, void *v_cache, int cache_dtype, float *qkv, const void *bias,
@@ -567,6 +569,10 @@ __global__ void pf_add_residual_biases_kernel(float *x, const float *y, const vo
 }
 
 /* sum = in (first) or sum += in */
+__global__ void pf_scale_kernel(float *x, size_t n, float factor) {
+    PF_GRID_STRIDE(i, n) x[i] = __fmul_rn(x[i], factor);
+}
+
 __global__ void pf_sum_kernel(float *sum, const float *in, size_t n, int first) {
     PF_GRID_STRIDE(i, n) sum[i] = first ? in[i] : sum[i] + in[i];
 }
@@ -587,7 +593,7 @@ __device__ __forceinline__ size_t pf_unrotated(size_t j, int rotated_heads, int 
 
 __global__ void pf_rotary_kernel(float *qkv, const void *bias, int bias_dtype, const float *inv_freq, const int *pad,
                                  size_t rows, int T, const int *past_at, int rotated_heads, int hd, size_t row_width,
-                                 int half, int pairs) {
+                                 int half, int pairs, float scale) {
     const int past = *past_at;
     size_t n = rows * (size_t)rotated_heads * (size_t)half;
     size_t unrotated = bias ? row_width - (size_t)rotated_heads * (size_t)(2 * half) : 0; /* a row's */
@@ -604,7 +610,7 @@ __global__ void pf_rotary_kernel(float *qkv, const void *bias, int bias_dtype, c
         int b = (int)(row / (size_t)T), t = (int)(row % (size_t)T);
         float pos = (float)pf_position(pad, b, past, t);
         float angle = __fmul_rn(pos, inv_freq[i]);
-        float c = cosf(angle), sn = sinf(angle);
+        float c = __fmul_rn(cosf(angle), scale), sn = __fmul_rn(sinf(angle), scale);
         float *x = qkv + row * row_width + (size_t)h * hd;
         int i1 = pairs ? 2 * i : i, i2 = pairs ? i1 + 1 : i + half;
         float x1 = x[i1], x2 = x[i2];
@@ -2208,6 +2214,14 @@ int pf_cuda_add_residual_biases(struct pf_cuda_rank *st, float *x, const float *
 }
 
 /* sum = in (first != 0) or sum += in, count floats, both on this rank's device. */
+/* x[count] *= factor (Granite's residual multiplier and logits scaling). */
+int pf_cuda_scale(struct pf_cuda_rank *st, float *x, size_t count, float factor) {
+    if (!count) return PF_CUDA_OK;
+    pf_scale_kernel<<<pf_blocks(count, PF_THREADS), PF_THREADS, 0, st->stream>>>(x, count, factor);
+    PF_CUDA_CHECK_LAUNCH(st, pf_scale_kernel);
+    return PF_CUDA_OK;
+}
+
 int pf_cuda_sum(struct pf_cuda_rank *st, float *sum, const float *in, size_t count, int first) {
     if (!count) return PF_CUDA_OK;
     pf_sum_kernel<<<pf_blocks(count, PF_THREADS), PF_THREADS, 0, st->stream>>>(sum, in, count, first);
@@ -2224,7 +2238,7 @@ int pf_cuda_sum(struct pf_cuda_rank *st, float *sum, const float *in, size_t cou
    first (pf_rotary_kernel). */
 int pf_cuda_rotary(struct pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq,
                    const int *pad, int batch, int T, const int *past_at, int heads, int kv_heads, int head_dim,
-                   int rotary_dim, int pairs) {
+                   int rotary_dim, int pairs, float scale) {
     int half = rotary_dim / 2, rotated = heads + kv_heads;
     size_t rows = (size_t)batch * (size_t)T;
     if (!rows || T <= 0 || rotated <= 0 || (half <= 0 && !bias)) return PF_CUDA_OK;
@@ -2235,7 +2249,7 @@ int pf_cuda_rotary(struct pf_cuda_rank *st, float *qkv, const void *bias, int bi
     size_t row_width = (size_t)(heads + 2 * kv_heads) * head_dim;
     size_t n = rows * (size_t)rotated * (size_t)half + (bias ? rows * (row_width - (size_t)rotated * 2 * half) : 0);
     pf_rotary_kernel<<<pf_blocks(n, PF_THREADS), PF_THREADS, 0, st->stream>>>(
-        qkv, bias, bias_dtype, inv_freq, pad, rows, T, past_at, rotated, head_dim, row_width, half, pairs);
+        qkv, bias, bias_dtype, inv_freq, pad, rows, T, past_at, rotated, head_dim, row_width, half, pairs, scale);
     PF_CUDA_CHECK_LAUNCH(st, pf_rotary_kernel);
     return PF_CUDA_OK;
 }

@@ -378,7 +378,8 @@ typedef enum { PF__MLP_PLAIN, PF__MLP_GATED, PF__MLP_GATED_IF_NAMED } pf__mlp;
 
 typedef enum { PF__ACT_GELU_TANH, PF__ACT_GELU_ERF, PF__ACT_RELU, PF__ACT_SILU, PF__ACT_TANH, PF__ACT_QUICK_GELU } pf__activation;
 
-typedef enum { PF__ROPE_DEFAULT, PF__ROPE_LINEAR, PF__ROPE_DYNAMIC, PF__ROPE_LLAMA3 } pf__rope_type;
+typedef enum { PF__ROPE_DEFAULT, PF__ROPE_LINEAR, PF__ROPE_DYNAMIC, PF__ROPE_LLAMA3, PF__ROPE_YARN, PF__ROPE_LONGROPE } pf__rope_type;
+#define PF__MAX_ROPE_FACTORS 512 /* LongRoPE's short and long factors: one per rotary frequency */
 #define PF__NEEDED PF_POLICY_NEEDED
 
 typedef enum {
@@ -546,6 +547,19 @@ typedef struct pf__config {
     pf__rope_type rope_type;
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
     int rope_original_max_positions;
+    double embed_multiplier;        /* token embeddings times this (Granite's embedding_multiplier); 0: 1 */
+    double residual_multiplier;     /* each sublayer's output times this before its residual add (Granite); 0: 1 */
+    double attention_multiplier;    /* the attention scores' scale in place of 1/sqrt(head_dim) (Granite); 0: none */
+    double logits_scaling;          /* the vocabulary logits divided by this (Granite); 0: 1 */
+    int rope_legacy_longrope;       /* 1: rope types "su" and "yarn" mean LongRoPE (Phi-3's config maps them) */
+    int longrope_drops_cache;       /* 1: the family's generate() drops the KV cache when a sequence
+                                       crosses original_max_position_embeddings under LongRoPE
+                                       (Phi-3): not implemented, so LongRoPE is refused */
+    double rope_attention_factor;   /* YaRN / LongRoPE: cos and sin times this (transformers' attention_scaling); 1 otherwise */
+    double rope_beta_fast, rope_beta_slow; /* YaRN's ramp bounds, in rotations */
+    int rope_truncate;              /* YaRN: the ramp's bounds rounded outwards to whole dims */
+    int rope_num_factors;           /* LongRoPE: entries in each of the lists below (rotary_dim / 2) */
+    float rope_short_factor[PF__MAX_ROPE_FACTORS], rope_long_factor[PF__MAX_ROPE_FACTORS]; /* LongRoPE's lists */
     int *layer_window;              /* [num_layers]: each layer's window, 0 for global; owned */
     int type_vocab_size;            /* rows of the token type (segment) embedding */
     int gated_mlp;                  /* 1: act(x W_gate) * x W_up (the row's mlp, or T5's "gated-" activations) */
@@ -1120,6 +1134,8 @@ typedef struct pf__attn_shape {
     int window;             /* keys j with pos - j < window; 0: all earlier keys */
     int mask;               /* PF__MASK_*: the keys a query sees, left pads always excepted */
     int rotary_dim;         /* for the rotary op */
+    float rope_scale;       /* the rotary op's cos and sin times this (YaRN's and LongRoPE's attention
+                               factor, transformers' attention_scaling); 0: 1 */
     pf__dtype cache_dtype;  /* how the cache read (and appended to) stores keys and values */
     float scale;
     const float *alibi;     /* device, [heads]: score += slope * key position; NULL: none */
@@ -1179,7 +1195,9 @@ typedef struct pf__backend {
     void (*gated_activation)(pf__rank *r, float *out, const float *in, size_t rows, size_t width, pf__activation act);
     /* x[rows][n] += y (+ bias); y may be NULL (bias alone) */
     void (*add_residual)(pf__rank *r, float *x, const float *y, const pf__weight *bias, size_t rows, size_t n);
-    /* Rotates the first a->rotary_dim dims of every q and k head in the qkv rows by position
+    /* x[count] *= factor (Granite's residual multiplier and logits scaling) */
+    void (*scale)(pf__rank *r, float *x, size_t count, float factor);
+    /* Rotates (cos and sin times a->rope_scale when set) the first a->rotary_dim dims of every q and k head in the qkv rows by position
        past + t: dims (i, i + rotary_dim/2), or (2i, 2i + 1) when pairs; a->qkv_bias, when set,
        added to every element of the rows first. */
     void (*rotary)(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, int pairs);
@@ -2718,6 +2736,11 @@ PF_PRIVATE const pf__arch_alias pf__arch_aliases[] = {
 #define PF_ARCH_ALIAS(id, model_type) {PF__ARCH_##id, model_type},
 #include "policies.inc"
 };
+static const struct pf__arch_class { pf__arch_id arch; const char *name; } pf__arch_classes[] = {
+#define PF_ARCH_CLASS(id, class_name) {PF__ARCH_##id, class_name},
+#include "policies.inc"
+};
+
 PF_PRIVATE const size_t pf__arch_aliases_count = sizeof pf__arch_aliases / sizeof pf__arch_aliases[0]; /* for the files that see no size */
 
 /* ---- the tables of rows, as policies.inc's blocks write them ---- */
@@ -3063,6 +3086,7 @@ PF_PRIVATE void pf__config_defaults(pf__config *c) {
     c->rope_theta = 10000.0;
     c->bos_token_id = c->pad_token_id = c->decoder_start_token_id = -1;
     c->rope_factor = 1.0;
+    c->rope_attention_factor = 1.0;
     c->use_sliding_window = 1;
     c->attention_bias = c->mlp_bias = -1;
     c->pooler_activation = PF__ACT_TANH;
@@ -3161,6 +3185,82 @@ PF_PRIVATE int pf__json_number(const pf__json *v, double *out) {
     return 1;
 }
 
+/* LongRoPE's short_factor or long_factor list into out; its length, or -1 if it is not a list of
+   positive numbers that fits. */
+static int pf__config_rope_list(const pf__json *list, float *out) {
+    if (!list || list->type != PF__JSON_ARRAY || list->count > PF__MAX_ROPE_FACTORS) return -1;
+    int n = 0;
+    for (const pf__json *v = list->first; v; v = v->next) {
+        if (v->type != PF__JSON_NUMBER || !(v->number > 0 && v->number < 1e30)) return -1;
+        out[n++] = (float)v->number; /* transformers makes an fp32 tensor of them */
+    }
+    return n;
+}
+
+/* YaRN and LongRoPE (modeling_rope_utils' _compute_yarn_parameters and
+   _compute_longrope_parameters): the pretraining length (a top-level
+   original_max_position_embeddings wins over the dict's, as transformers' standardize_rope_params
+   does; else max_position_embeddings), the factor (absent: the ratio of the two lengths), and the
+   attention factor that multiplies cos and sin. The frequencies themselves are computed per step
+   (pf__rope_frequencies). */
+static pf_result pf__config_rope_extended(const pf__json *json, const pf__json *rope, pf__config *c, const char *path,
+                                          char *message, size_t size) {
+    const char *name = c->rope_type == PF__ROPE_YARN ? "yarn" : "longrope";
+    double original = c->max_positions, v;
+    if (pf__json_number(pf__json_get(json, "original_max_position_embeddings"), &original) != 1 &&
+        pf__json_number(pf__json_get(rope, "original_max_position_embeddings"), &original) < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s rope: \"original_max_position_embeddings\" is not a number", path, name);
+    if (!(original >= 1 && original < 1e9))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s rope: \"original_max_position_embeddings\" %g is not a "
+                          "positive length", path, name, original);
+    c->rope_original_max_positions = (int)original;
+    int has_factor = pf__json_number(pf__json_get(rope, "factor"), &c->rope_factor);
+    if (has_factor < 0) return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s rope: \"factor\" is not a number", path, name);
+    if (!has_factor) c->rope_factor = (double)c->max_positions / c->rope_original_max_positions;
+    if (!(c->rope_factor > 0 && c->rope_factor < 1e6))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s rope: factor %g is not a positive number", path, name,
+                          c->rope_factor);
+    int has_attention = pf__json_number(pf__json_get(rope, "attention_factor"), &v);
+    if (has_attention < 0 || (has_attention && !(v >= 0 && v < 1e6)))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s rope: \"attention_factor\" is not a number >= 0", path, name);
+    double factor = c->rope_factor;
+    if (c->rope_type == PF__ROPE_YARN) {
+        double mscale = 0, mscale_all_dim = 0;
+        if (pf__json_number(pf__json_get(rope, "mscale"), &mscale) < 0 ||
+            pf__json_number(pf__json_get(rope, "mscale_all_dim"), &mscale_all_dim) < 0 ||
+            pf__json_number(pf__json_get(rope, "beta_fast"), &c->rope_beta_fast) < 0 ||
+            pf__json_number(pf__json_get(rope, "beta_slow"), &c->rope_beta_slow) < 0)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: yarn rope: mscale, mscale_all_dim, beta_fast and beta_slow "
+                              "must be numbers", path);
+        if (c->rope_beta_fast == 0) c->rope_beta_fast = 32; /* transformers: `or 32`, `or 1` */
+        if (c->rope_beta_slow == 0) c->rope_beta_slow = 1;
+        double truncate = 1;
+        if (pf__json_number(pf__json_get(rope, "truncate"), &truncate) < 0)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: yarn rope: \"truncate\" is not a boolean", path);
+        c->rope_truncate = truncate != 0;
+        /* the paper's 0.1 ln(s) + 1, or DeepSeek's ratio of two such with their own mscales */
+#define PF__MSCALE(scale, m) ((scale) <= 1 ? 1.0 : 0.1 * (m) * log(scale) + 1.0)
+        if (has_attention) c->rope_attention_factor = v;
+        else if (mscale != 0 && mscale_all_dim != 0)
+            c->rope_attention_factor = PF__MSCALE(factor, mscale) / PF__MSCALE(factor, mscale_all_dim);
+        else c->rope_attention_factor = PF__MSCALE(factor, 1.0);
+#undef PF__MSCALE
+        if (!(c->rope_beta_fast > 0 && c->rope_beta_slow > 0 && isfinite(c->rope_beta_fast) && isfinite(c->rope_beta_slow)))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: yarn rope: beta_fast %g and beta_slow %g must be positive",
+                              path, c->rope_beta_fast, c->rope_beta_slow);
+        return PF_OK;
+    }
+    if (has_attention) c->rope_attention_factor = v;
+    else c->rope_attention_factor = factor <= 1 ? 1.0 : sqrt(1 + log(factor) / log((double)c->rope_original_max_positions));
+    int n_short = pf__config_rope_list(pf__json_get(rope, "short_factor"), c->rope_short_factor);
+    int n_long = pf__config_rope_list(pf__json_get(rope, "long_factor"), c->rope_long_factor);
+    if (n_short < 1 || n_short != n_long)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: longrope rope needs \"short_factor\" and \"long_factor\": "
+                          "lists of positive numbers of one length (one per rotary frequency)", path);
+    c->rope_num_factors = n_short; /* checked against the rotary width once it is known */
+    return PF_OK;
+}
+
 /* transformers' rope scaling: "rope_scaling" (v4) or "rope_parameters" (v5), either naming the
    type as "rope_type" or "type"; a non-empty rope_scaling wins when both are given (transformers 5
    converts it), and rope_theta there wins over the top-level one. Families whose modeling code has
@@ -3184,6 +3284,10 @@ static pf_result pf__config_rope(const pf__json *json, pf__config *c, const char
         if (strcmp(type->string, "linear") == 0) c->rope_type = PF__ROPE_LINEAR;
         else if (strcmp(type->string, "dynamic") == 0) c->rope_type = PF__ROPE_DYNAMIC;
         else if (strcmp(type->string, "llama3") == 0) c->rope_type = PF__ROPE_LLAMA3;
+        else if (c->rope_legacy_longrope && (!strcmp(type->string, "su") || !strcmp(type->string, "yarn")))
+            c->rope_type = PF__ROPE_LONGROPE;
+        else if (strcmp(type->string, "yarn") == 0) c->rope_type = PF__ROPE_YARN;
+        else if (strcmp(type->string, "longrope") == 0) c->rope_type = PF__ROPE_LONGROPE;
         else return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: rope type \"%s\" is not supported", path, type->string);
     }
     /* LLaMA's default rope rotates whole heads whatever the factor; its scaled ropes shorten the
@@ -3193,6 +3297,12 @@ static pf_result pf__config_rope(const pf__json *json, pf__config *c, const char
                           "%s: \"partial_rotary_factor\" = %g with rope type \"%s\" is not supported (transformers "
                           "cannot run it either)", path, partial, type->string);
     if (c->rope_type == PF__ROPE_DEFAULT) return PF_OK;
+    if (c->rope_type == PF__ROPE_LONGROPE && c->longrope_drops_cache)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED,
+                          "%s: rope type \"%s\" (LongRoPE) of this family is not supported: its generate() drops the KV "
+                          "cache and recomputes it with the long factors when a sequence crosses "
+                          "original_max_position_embeddings", path, type->string);
+    if (c->rope_type == PF__ROPE_YARN || c->rope_type == PF__ROPE_LONGROPE) return pf__config_rope_extended(json, rope, c, path, message, size);
     if (pf__json_number(pf__json_get(rope, "factor"), &c->rope_factor) != 1 || !(c->rope_factor >= 1 && c->rope_factor < 1e6))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: rope scaling needs a factor >= 1", path);
     if (c->rope_type == PF__ROPE_LLAMA3) {
@@ -3816,6 +3926,17 @@ PF_PRIVATE pf_result pf__config_read(const char *dir, pf__config *cfg, char *mes
 
 /* The architecture row of a config: arch itself, or the row (built in, alias or registered) of
    the object's model_type when arch is -1; -1 after writing the message. */
+/* A model_type no row knows, with "architectures" naming a transformers class whose code runs it
+   (PF_ARCH_CLASS: LLaMA's clones with a model_type of their own): that row, or -1. */
+static int pf__config_arch_by_class(const pf__json *json) {
+    const pf__json *classes = pf__json_get(json, "architectures");
+    if (!classes || classes->type != PF__JSON_ARRAY) return -1;
+    for (const pf__json *c = classes->first; c; c = c->next)
+        for (size_t i = 0; c->type == PF__JSON_STRING && i < PF__COUNT(pf__arch_classes); i++)
+            if (!strcmp(c->string, pf__arch_classes[i].name)) return (int)pf__arch_classes[i].arch;
+    return -1;
+}
+
 static int pf__config_arch(const pf__json *json, const char *path, int arch, pf__config *cfg, pf_result *r,
                            char *message, size_t size) {
     const pf__json *type = pf__json_get(json, "model_type");
@@ -3830,6 +3951,7 @@ static int pf__config_arch(const pf__json *json, const char *path, int arch, pf_
     for (size_t i = 0; by_type && i < PF__COUNT(pf__arch_aliases); i++)
         if (strcmp(pf__arch_aliases[i].model_type, type->string) == 0) arch = (int)pf__arch_aliases[i].arch;
     if (arch < 0) arch = pf__policy_acquire(type->string); /* a registered one, held until pf_free */
+    if (arch < 0 && by_type) arch = pf__config_arch_by_class(json);
     if (arch >= 0) return arch;
     char supported[1024] = "";
     for (int a = 0; a < PF__ARCH_COUNT; a++) {
@@ -3968,6 +4090,16 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
                           path, cfg->hidden_size, cfg->num_heads, cfg->num_kv_heads, cfg->head_dim, cfg->num_layers,
                           cfg->vocab_size, cfg->max_positions, cfg->intermediate_size);
     if (cfg->final_norm_eps == 0) cfg->final_norm_eps = cfg->norm_eps;
+    /* Granite's multipliers: 0 in these fields means "none", so a config's 0 cannot be honoured */
+    static const size_t multipliers[] = {offsetof(pf__config, embed_multiplier), offsetof(pf__config, residual_multiplier),
+                                         offsetof(pf__config, attention_multiplier), offsetof(pf__config, logits_scaling)};
+    for (size_t i = 0; i < PF__COUNT(multipliers); i++) {
+        const char *key = pf__config_key(cfg->arch, multipliers[i]);
+        double v = *(const double *)((const char *)cfg + multipliers[i]);
+        if (strcmp(key, "(derived)") && !(v != 0 && fabs(v) < 1e30)) /* NaN included */
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is %g: it must be a finite, non-zero number", path,
+                              key, v);
+    }
     if (cfg->mel_frontend && (cfg->num_mel_bins < 1 || cfg->num_mel_bins > 4096 || cfg->encoder_max_positions < 1 ||
                               cfg->encoder_max_positions > (1 << 20)))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: num_mel_bins %d or max_source_positions %d out of range",
@@ -3988,6 +4120,9 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
         if (cfg->rotary_dim <= 0 || cfg->rotary_dim > cfg->head_dim || cfg->rotary_dim % 2)
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: rotary dims %d do not fit heads of %d", path,
                               cfg->rotary_dim, cfg->head_dim);
+        if (cfg->rope_type == PF__ROPE_LONGROPE && cfg->rope_num_factors != cfg->rotary_dim / 2)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: longrope's short_factor and long_factor have %d entries; "
+                              "the %d rotary dims need %d", path, cfg->rope_num_factors, cfg->rotary_dim, cfg->rotary_dim / 2);
     }
     return PF_OK;
 }
@@ -17974,6 +18109,11 @@ static void pf__cpu_add_residual(pf__rank *r, float *x, const float *y, const pf
     for (size_t row = 0; row < rows; row++) kernels->add_rows(x + row * n, y ? y + row * n : NULL, b, n);
 }
 
+static void pf__cpu_scale(pf__rank *r, float *x, size_t count, float factor) {
+    (void)r;
+    for (size_t i = 0; i < count; i++) x[i] *= factor;
+}
+
 /* qkv rows += a->qkv_bias where it is still to add, as the GEMM would have added it. */
 static void pf__cpu_qkv_bias(float *qkv, const pf__step *s, const pf__attn_shape *a) {
     size_t width = (size_t)(a->heads + 2 * a->kv_heads) * a->head_dim, rows = (size_t)s->batch * s->seq_len;
@@ -17987,6 +18127,7 @@ static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf_
     (void)r;
     size_t hd = (size_t)a->head_dim, width = (size_t)(a->heads + 2 * a->kv_heads) * hd;
     int half = a->rotary_dim / 2, rotated_heads = a->heads + a->kv_heads; /* q heads, then k heads */
+    float scale = a->rope_scale ? a->rope_scale : 1.0f;
     if (!rotated_heads) return; /* a rank without heads has no qkv buffer to point into */
     pf__cpu_qkv_bias(qkv, s, a);
     for (int b = 0; b < s->batch; b++)
@@ -17996,7 +18137,7 @@ static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf_
             float pos = (float)(position > 0 ? position : 0);
             for (int i = 0; i < half; i++) {
                 float angle = pos * s->inv_freq[i]; /* fp32, as transformers computes it */
-                float c = cosf(angle), sn = sinf(angle);
+                float c = cosf(angle) * scale, sn = sinf(angle) * scale; /* fp32, as transformers scales them */
                 size_t i1 = pairs ? 2 * (size_t)i : (size_t)i, i2 = pairs ? i1 + 1 : (size_t)(i + half);
                 for (int h = 0; h < rotated_heads; h++) {
                     float *x = row + (size_t)h * hd;
@@ -18330,6 +18471,7 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .activation = pf__cpu_activation,
     .gated_activation = pf__cpu_gated_activation,
     .add_residual = pf__cpu_add_residual,
+    .scale = pf__cpu_scale,
     .rotary = pf__cpu_rotary,
     .kv_append = pf__cpu_kv_append,
     .attend = pf__cpu_attend,
@@ -19446,6 +19588,7 @@ static void pf__rank_embed(pf__rank *r, const pf__step *s, const pf__tower *t) {
     const pf__weight *W = r->weights;
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
     float embed_scale = c->embed_scale_sqrt ? sqrtf((float)d) : 1.0f;
+    if (c->embed_multiplier) embed_scale *= (float)c->embed_multiplier; /* Granite: embeddings x embedding_multiplier */
     int vocab_split = g->num_ranks > 1 && g->model->sources[t->token_embed].split == PF__SPLIT_VOCAB;
     float *embedded = PF__HAS(W[PF__SLOT_PROJECT_IN]) ? r->embed : r->x;
     be->embed(r, embedded, &W[t->token_embed], s, embed_scale, vocab_split ? r->share.vocab_begin : 0);
@@ -19472,6 +19615,7 @@ static pf__attn_shape pf__rank_attn_shape(const pf__rank *r, const pf__tower *t)
     shape.kv_group = c->num_heads / c->num_kv_heads;
     shape.cache_len = r->group->cache_len;
     shape.rotary_dim = c->rotary_dim;
+    shape.rope_scale = (float)c->rope_attention_factor;
     shape.cache_dtype = r->cache_dtype;
     shape.alibi = r->alibi;
     shape.rel_bias = t->rel_bias;
@@ -19584,6 +19728,16 @@ static void pf__rank_parallel_mlp(pf__rank *r, const pf__step *s, const pf__weig
     }
 }
 
+/* part (a sublayer's output, summed over ranks) = (part + bias) * residual_multiplier where the
+   config has one (Granite); the bias still to add with the residual (NULL once added). */
+static const pf__weight *pf__rank_scale_output(pf__rank *r, float *part, const pf__weight *bias, size_t rows, size_t n) {
+    const pf__config *c = &r->group->model->config;
+    if (!c->residual_multiplier) return bias;
+    if (bias) r->backend->add_residual(r, part, NULL, bias, rows, n);
+    r->backend->scale(r, part, rows * n, (float)c->residual_multiplier);
+    return NULL;
+}
+
 /* One block l of a tower on x: attention over the cache (appending this step's keys), the
    encoder's output for a decoder tower of an encoder-decoder, then the MLP. *residual: the
    previous block's residual add still to do on entry; this block's on return. */
@@ -19600,6 +19754,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     size_t mlp_width = (size_t)r->share.mlp_width;
     const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
     shape->scale = c->scale_attn_weights ? 1.0f / sqrtf((float)c->head_dim) : 1.0f;
+    if (c->attention_multiplier) shape->scale = (float)c->attention_multiplier; /* Granite's own scale */
     if (c->scale_attn_by_inverse_layer_idx) shape->scale /= (float)(l + 1);
     shape->window = c->layer_window[l];
     const pf__weight *attn_norm_b = PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]);
@@ -19645,7 +19800,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
        residual-from-norm: x = h + ...; pre-norm without cross-attention: h = norm2(x) at once */
     if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
     pf__all_reduce(r, r->part, N * d, "the attention output's all-reduce");
-    const pf__weight *attn_out_b = PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]);
+    const pf__weight *attn_out_b = pf__rank_scale_output(r, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), N, d);
     int mlp_norm_done = c->pre_norm && !t->cross;
     if (!c->pre_norm)
         pf__rank_residual_norm(r, r->x, r->part, attn_out_b, r->x, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b, N, d,
@@ -19674,8 +19829,9 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     /* part = mlp Wdown_r^T, summed over ranks; x += part + bdown; post-norm: x = norm2(x) */
     be->matmul(r, r->part, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
     pf__all_reduce(r, r->part, N * d, "the MLP output's all-reduce");
-    if (c->pre_norm) *residual = (pf__residual){1, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS])}; /* x += part + bdown: next */
-    else pf__rank_residual_norm(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), r->x,
+    const pf__weight *down_b = pf__rank_scale_output(r, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), N, d);
+    if (c->pre_norm) *residual = (pf__residual){1, down_b}; /* x += part + bdown: next */
+    else pf__rank_residual_norm(r, r->x, r->part, down_b, r->x,
                                 &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
 }
 
@@ -19792,6 +19948,7 @@ static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *
             h = r->part;
         }
         r->backend->matmul(r, r->logits, h, &W[PF__SLOT_LM_HEAD], PF__OR_NULL(W[PF__SLOT_LM_HEAD_BIAS]), n);
+        if (c->logits_scaling) r->backend->scale(r, r->logits, n * mine, 1.0f / (float)c->logits_scaling); /* Granite */
         if (job->tokens)
             r->backend->argmax(r, g->choices + (size_t)r->index * g->max_batch + first, r->logits, n, mine,
                                r->share.vocab_begin);
@@ -20263,8 +20420,10 @@ int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void 
 int pf_cuda_add_residual_biases(pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype,
                                 const void *bias2, int dtype2, size_t rows, size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
+int pf_cuda_scale(pf_cuda_rank *st, float *x, size_t count, float factor);
 int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq, const int *pad,
-                   int batch, int T, const int *past_at, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs);
+                   int batch, int T, const int *past_at, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs,
+                   float scale);
 size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim);
 int pf_cuda_decode_splits(int len);
 int pf_cuda_kv_append(pf_cuda_rank *st, void *k_cache, void *v_cache, int cache_dtype, float *qkv, const void *bias,
@@ -20947,6 +21106,12 @@ static void pf__cuda_add_residual(pf__rank *r, float *x, const float *y, const p
                                         pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows, n));
 }
 
+static void pf__cuda_scale(pf__rank *r, float *x, size_t count, float factor) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_scale(rs->cu, x, count, factor));
+}
+
 static void pf__cuda_add_residual_biases(pf__rank *r, float *x, const float *y, const pf__weight *bias,
                                          const pf__weight *bias2, size_t rows, size_t n) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
@@ -21032,7 +21197,7 @@ static void pf__cuda_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf
     if (r->error) return;
     pf__cuda_ok(r, pf_cuda_rotary(rs->cu, qkv, bias ? bias->data : NULL, pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32),
                                   rs->inv_freq, pad, s->batch, s->seq_len, rs->step_ints, a->heads, a->kv_heads, a->head_dim,
-                                  a->rotary_dim, pairs));
+                                  a->rotary_dim, pairs, a->rope_scale ? a->rope_scale : 1.0f));
 }
 
 /* With a->qkv_bias, the same launch adds the QKV bias to the rows (q too) as it appends. */
@@ -21295,6 +21460,7 @@ static const pf__backend pf__cuda_table = {
     .activation = pf__cuda_activation,
     .gated_activation = pf__cuda_gated_activation,
     .add_residual = pf__cuda_add_residual,
+    .scale = pf__cuda_scale,
     .rotary = pf__cuda_rotary,
     .kv_append = pf__cuda_kv_append,
     .attend = pf__cuda_attend,
@@ -21836,6 +22002,10 @@ static int pf__gguf_get_number(const pf__gguf *g, const char *key, double *out) 
         memcpy(out, &bits, 8);
         return 1;
     }
+    if (kv->type == PF__GGUF_BOOL) { /* GPT-NeoX's use_parallel_residual */
+        *out = kv->value[0] != 0;
+        return 1;
+    }
     if (pf__gguf_get_uint(g, key, &u) != 1) return -1;
     *out = (double)u;
     return 1;
@@ -21979,6 +22149,44 @@ static pf_result pf__gguf_known_keys(const pf__gguf *g, const char *arch, pf__to
     return PF_OK;
 }
 
+static void pf__gguf_dequantize_row(const pf__gguf_tensor *t, size_t row, float *out);
+
+/* LLaMA 3.1's rope_freqs tensor: llama.cpp's converter stores the llama3 scaling as a factor per
+   rotary frequency (each frequency divided by it) and no llama3 parameters, so the factors are
+   used as they are: transformers' longrope with the same short and long lists and attention
+   factor 1 computes exactly base^(-2i/d) / factor_i. */
+static pf_result pf__gguf_rope_freqs(const pf__gguf *g, double head_dim, int scaled, pf__tok_buf *b, int *bad,
+                                     char *message, size_t size) {
+    pf__gguf_tensor probe;
+    probe.name = "rope_freqs.weight";
+    probe.name_len = strlen(probe.name);
+    const pf__gguf_tensor *t = (const pf__gguf_tensor *)bsearch(&probe, g->tensors, g->num_tensors, sizeof probe,
+                                                                pf__gguf_tensor_name_cmp);
+    if (!t) return PF_OK;
+    if (scaled)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: rope_freqs.weight with a rope scaling type as well is "
+                          "not supported", g->path);
+    if (t->ndim != 1 || (double)t->cols * 2 != head_dim || t->cols > PF__MAX_ROPE_FACTORS ||
+        (t->type != PF__GGML_F32 && t->type != PF__GGML_F16 && t->type != PF__GGML_BF16))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: rope_freqs.weight is not a float vector of %g factors (one "
+                          "per rotary frequency)", g->path, head_dim / 2);
+    float factors[PF__MAX_ROPE_FACTORS];
+    pf__gguf_dequantize_row(t, 0, factors);
+    for (int list = 0; list < 2; list++) {
+        *bad |= pf__gguf_put(b, list ? "], \"long_factor\": [" : ", \"rope_scaling\": {\"rope_type\": \"longrope\", "
+                                      "\"factor\": 1.0, \"attention_factor\": 1.0, \"short_factor\": [");
+        for (size_t i = 0; i < t->cols; i++) {
+            char number[40];
+            if (!(factors[i] > 0 && factors[i] < 1e30))
+                return pf__format(message, size, PF_ERROR_FORMAT, "%s: rope_freqs.weight[%zu] = %g is not a positive factor",
+                                  g->path, i, factors[i]);
+            snprintf(number, sizeof number, "%s%.9g", i ? ", " : "", factors[i]);
+            *bad |= pf__gguf_put(b, number);
+        }
+    }
+    return *bad |= pf__gguf_put(b, "]}"), PF_OK;
+}
+
 /* LLaMA's widths as transformers computes them (the rotary width is the whole head) and its rope
    scaling (none or linear); biases where the first block has them. */
 static pf_result pf__gguf_rotary_config(const pf__gguf *g, const char *arch, double heads, pf__tok_buf *b, int *bad,
@@ -22017,18 +22225,28 @@ static pf_result pf__gguf_rotary_config(const pf__gguf *g, const char *arch, dou
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s.rope.scaling.type or its factor has the wrong type",
                           g->path, arch);
     int linear = has_type ? type_len == 6 && !memcmp(type, "linear", 6) : has_factor && factor != 1;
-    if (has_type && !linear && !(type_len == 4 && !memcmp(type, "none", 4)))
-        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s.rope.scaling.type \"%.*s\" is not supported (none "
-                          "and linear are)", g->path, arch, pf__gguf_shown(type_len), type);
-    if (linear && !(factor >= 1 && factor < 1e6))
-        return pf__format(message, size, PF_ERROR_FORMAT, "%s: the linear rope scaling factor %g is not in [1, 1e6)",
-                          g->path, factor);
+    int yarn = has_type && type_len == 4 && !memcmp(type, "yarn", 4);
+    if (has_type && !linear && !yarn && !(type_len == 4 && !memcmp(type, "none", 4)))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s.rope.scaling.type \"%.*s\" is not supported (none, "
+                          "linear and yarn are)", g->path, arch, pf__gguf_shown(type_len), type);
+    if ((linear || yarn) && !(factor >= 1 && factor < 1e6))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: the rope scaling factor %g is not in [1, 1e6)", g->path, factor);
     if (linear) {
         char text[96];
         snprintf(text, sizeof text, ", \"rope_scaling\": {\"type\": \"linear\", \"factor\": %.17g}", factor);
         *bad |= pf__gguf_put(b, text);
     }
-    return PF_OK;
+    if (yarn) { /* transformers' yarn with its default betas and attention factor, as llama.cpp's defaults are */
+        double original = 0;
+        char text[160];
+        snprintf(key, sizeof key, "%s.rope.scaling.original_context_length", arch);
+        if (pf__gguf_get_number(g, key, &original) != 1 || !(original >= 1 && original < 1e9))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: yarn rope scaling needs %s", g->path, key);
+        snprintf(text, sizeof text, ", \"rope_scaling\": {\"type\": \"yarn\", \"factor\": %.17g, "
+                 "\"original_max_position_embeddings\": %.17g}", factor, original);
+        *bad |= pf__gguf_put(b, text);
+    }
+    return pf__gguf_rope_freqs(g, head_dim, linear || yarn, b, bad, message, size);
 }
 
 /* The special ids, as config.json and generation_config.json give them. */
@@ -22071,7 +22289,28 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' is %g, but the token embedding has %lld rows",
                           g->path, key, v, (long long)vocab);
     bad |= pf__gguf_put_number(b, "vocab_size", (double)vocab);
-    if (a->rotary && (r = pf__gguf_rotary_config(g, a->name, heads, b, &bad, message, size))) return r;
+    if (a->rotary == 1 && (r = pf__gguf_rotary_config(g, a->name, heads, b, &bad, message, size))) return r;
+    if (a->rotary == 2) { /* GPT-NeoX: the rotated share of each head */
+        double hidden = 0, dims;
+        snprintf(key, sizeof key, "%s.embedding_length", a->name);
+        pf__gguf_get_number(g, key, &hidden);
+        snprintf(key, sizeof key, "%s.rope.dimension_count", a->name);
+        if (pf__gguf_get_number(g, key, &dims) == 1) {
+            if (!(hidden > 0 && dims > 0 && dims <= hidden / heads))
+                return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s %g does not fit heads of %g", g->path, key, dims,
+                                  hidden / heads);
+            bad |= pf__gguf_put_number(b, "rotary_pct", dims / (hidden / heads));
+        }
+    }
+    if (!a->rotary) { /* the architectures without grouped heads repeat the head count */
+        snprintf(key, sizeof key, "%s.attention.head_count_kv", a->name);
+        if (pf__gguf_get_number(g, key, &v) == 1 && v != heads)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s %g differs from the %g heads: not supported",
+                              g->path, key, v, heads);
+    }
+    if (pf__gguf_has_tensor(g, "blk.0.attn_qkv.weight"))
+        bad |= pf__gguf_put(b, pf__gguf_has_tensor(g, "blk.0.attn_qkv.bias") ? ", \"attention_bias\": true"
+                                                                            : ", \"attention_bias\": false");
     if ((r = pf__gguf_special_ids(g, vocab, b, &bad, message, size))) return r;
     bad |= pf__gguf_put(b, "}");
     return bad ? pf__gguf_json_failure(g, b, "the config's metadata", message, size) : PF_OK;
@@ -22082,7 +22321,7 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
 /* How a GGUF tensor becomes the checkpoint's: llama.cpp's converter reorders the rows of LLaMA's
    q and k (its rotary pairs adjacent dimensions, transformers' rotates halves) and stores GPT-2's
    Conv1D weights as [out][in]; we undo both. */
-typedef enum { PF__GGUF_AS_IS, PF__GGUF_UNPERMUTE_Q, PF__GGUF_UNPERMUTE_K, PF__GGUF_TRANSPOSE } pf__gguf_transform;
+typedef enum { PF__GGUF_AS_IS, PF__GGUF_UNPERMUTE_Q, PF__GGUF_UNPERMUTE_K, PF__GGUF_TRANSPOSE, PF__GGUF_INTERLEAVE_QKV } pf__gguf_transform;
 
 typedef struct pf__gguf_name {
     const char *arch;
@@ -22218,6 +22457,13 @@ static size_t pf__gguf_unpermuted_source(size_t hf_row, size_t head_rows) {
     return head * head_rows + (local % half) * 2 + local / half;
 }
 
+/* The GGUF row that transformers' row of a fused q|k|v per head (GPT-NeoX, BLOOM) was: llama.cpp's
+   converter regroups [head][q, k, v][head_rows] as [q, k, v][head][head_rows]. */
+static size_t pf__gguf_interleaved_source(size_t hf_row, size_t heads, size_t head_rows) {
+    size_t head = hf_row / (3 * head_rows), part = hf_row % (3 * head_rows) / head_rows, i = hf_row % head_rows;
+    return part * heads * head_rows + head * head_rows + i;
+}
+
 /* GGUF tensor t as the checkpoint tensor `name` of out: F32, F16 and BF16 tensors that need no
    rearranging point into the map; the others become fp32 copies (quantized types dequantized as
    ggml does), owned by the index. heads: the q or k weight's head count. */
@@ -22229,6 +22475,8 @@ static pf_result pf__gguf_add_tensor(pf__st_index *index, const pf__gguf *g, con
     if (!owned_name || pf__st_own(index, owned_name)) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     st->name = owned_name;
     st->file = &index->files[0];
+    for (int k = 1; k < index->num_files; k++) /* the part of a split file that holds it */
+        if (t->data >= index->files[k].data && t->data < index->files[k].data + index->files[k].size) st->file = &index->files[k];
     /* numpy's order: the outermost dim first */
     st->ndim = t->ndim;
     for (int d = 0; d < t->ndim; d++) st->shape[d] = (size_t)t->ne[t->ndim - 1 - d];
@@ -22242,6 +22490,10 @@ static pf_result pf__gguf_add_tensor(pf__st_index *index, const pf__gguf *g, con
         return PF_OK;
     }
     size_t rows = t->ndim == 1 ? t->cols : t->rows, head_rows = heads ? rows / heads : 0; /* a bias: its elements are rows */
+    if (transform == PF__GGUF_INTERLEAVE_QKV && (!heads || rows % (3 * heads)))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has %zu rows, not q, k and v for %zu heads",
+                          g->path, pf__gguf_shown(t->name_len), t->name, rows, heads);
+    if (transform == PF__GGUF_INTERLEAVE_QKV) head_rows = rows / (3 * heads);
     if (transform == PF__GGUF_UNPERMUTE_Q || transform == PF__GGUF_UNPERMUTE_K) {
         if (!heads || rows % heads || head_rows % 2)
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has %zu rows, not an even number per "
@@ -22256,17 +22508,21 @@ static pf_result pf__gguf_add_tensor(pf__st_index *index, const pf__gguf *g, con
         return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }
     int permuted = transform == PF__GGUF_UNPERMUTE_Q || transform == PF__GGUF_UNPERMUTE_K;
-    if (t->ndim == 1 && permuted) { /* a bias: its elements are the rows */
+    int interleaved = transform == PF__GGUF_INTERLEAVE_QKV;
+#define PF__GGUF_SOURCE(r) (permuted ? pf__gguf_unpermuted_source(r, head_rows) \
+                            : interleaved ? pf__gguf_interleaved_source(r, heads, head_rows) : (r))
+    if (t->ndim == 1 && (permuted || interleaved)) { /* a bias: its elements are the rows */
         pf__gguf_dequantize_row(t, 0, row);
-        for (size_t r = 0; r < rows; r++) out[r] = row[pf__gguf_unpermuted_source(r, head_rows)];
+        for (size_t r = 0; r < rows; r++) out[r] = row[PF__GGUF_SOURCE(r)];
     } else {
         for (size_t r = 0; r < t->rows; r++) {
-            pf__gguf_dequantize_row(t, permuted ? pf__gguf_unpermuted_source(r, head_rows) : r, row);
+            pf__gguf_dequantize_row(t, PF__GGUF_SOURCE(r), row);
             if (transform == PF__GGUF_TRANSPOSE) /* GGUF [out][in] rows into the checkpoint's [in][out] */
                 for (size_t k = 0; k < t->cols; k++) out[k * t->rows + r] = row[k];
             else memcpy(out + r * t->cols, row, t->cols * sizeof(float));
         }
     }
+#undef PF__GGUF_SOURCE
     free(row);
     if (transform == PF__GGUF_TRANSPOSE) { /* the checkpoint's shape: [in][out] */
         st->shape[0] = t->cols;
@@ -22281,12 +22537,23 @@ static pf_result pf__gguf_add_tensor(pf__st_index *index, const pf__gguf *g, con
 
 /* ---- the tokenizer ---- */
 
-/* tokenizer.ggml.pre names llama.cpp's pre-tokenizer; each as transformers' tokenizer.json writes it. */
-static const struct { const char *pre, *json; } pf__gguf_pretokenizers[] = {
-    {"default", "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}"},
-    {"gpt-2", "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}"},
+/* tokenizer.ggml.pre names llama.cpp's pre-tokenizer; each as transformers' tokenizer.json writes it,
+   whether llama.cpp's BPE then takes a whole word that is a token before its merges (LLaMA 3's
+   ignore_merges), and the normalizer of the model's own tokenizer.json (Qwen2's NFC, which llama.cpp
+   leaves out: we tokenize as transformers does). */
+static const struct { const char *pre, *json; int ignore_merges; const char *normalizer; } pf__gguf_pretokenizers[] = {
+    {"default", "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}", 0, NULL},
+    {"gpt-2", "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}", 0, NULL},
     {"smollm", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Digits\", \"individual_digits\": true}, "
-               "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}]}"},
+               "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}]}", 0, NULL},
+    {"llama-bpe", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"Regex\": "
+                   "\"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}{1,3}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+\"}, "
+                   "\"behavior\": \"Isolated\", \"invert\": false}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
+                   "\"trim_offsets\": true, \"use_regex\": false}]}", 1, NULL},
+    {"qwen2", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"Regex\": "
+                   "\"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+\"}, "
+                   "\"behavior\": \"Isolated\", \"invert\": false}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
+                   "\"trim_offsets\": true, \"use_regex\": false}]}", 0, "{\"type\": \"NFC\"}"},
 };
 
 enum { /* llama.cpp's token types (tokenizer.ggml.token_type) */
@@ -22483,11 +22750,13 @@ static pf_result pf__gguf_spm_set_merges(pf_tokenizer *t, const pf__gguf_merge *
 /* The tokenizer.json "model" object's body into b: the vocabulary (texts and lens: each token's
    text), the merges (the file's; SentencePiece's are set after, pf__gguf_spm_set_merges), the unk
    token. Nonzero when out of memory. */
-static int pf__gguf_put_model(pf__tok_buf *b, const pf__gguf *g, int spm, const pf__gguf_kv *tokens,
+static int pf__gguf_put_model(pf__tok_buf *b, const pf__gguf *g, int spm, int ignore_merges, const pf__gguf_kv *tokens,
                               const pf__gguf_kv *merges, const char *const *texts, const size_t *lens) {
     const uint8_t *at = NULL;
     int bad = pf__gguf_put(b, spm ? "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": true, \"fuse_unk\": true, \"vocab\": {"
-                                  : "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": false, \"vocab\": {");
+                                  : ignore_merges ? "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": false, "
+                                                    "\"ignore_merges\": true, \"vocab\": {"
+                                                  : "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": false, \"vocab\": {");
     for (uint64_t i = 0; i < tokens->count && !bad; i++) {
         char id[32];
         snprintf(id, sizeof id, ": %llu", (unsigned long long)i);
@@ -22535,7 +22804,10 @@ static int pf__gguf_put_added_and_decoding(pf__tok_buf *b, int spm, int space_pr
                                "{\"type\": \"Fuse\"}") ||
                pf__gguf_put(b, space_prefix ? ", {\"type\": \"Strip\", \"content\": \" \", \"start\": 1, \"stop\": 0}]}" : "]}");
     else
-        bad |= pf__gguf_put(b, "], \"normalizer\": null, \"pre_tokenizer\": ") ||
+        bad |= pf__gguf_put(b, "], \"normalizer\": ") ||
+               pf__gguf_put(b, pf__gguf_pretokenizers[pretokenizer].normalizer ? pf__gguf_pretokenizers[pretokenizer].normalizer
+                                                                               : "null") ||
+               pf__gguf_put(b, ", \"pre_tokenizer\": ") ||
                pf__gguf_put(b, pf__gguf_pretokenizers[pretokenizer].json) || pf__gguf_put(b, ", \"decoder\": {\"type\": \"ByteLevel\"}");
     return bad;
 }
@@ -22626,7 +22898,7 @@ static pf_result pf__gguf_tokenizer_json(const pf__gguf *g, pf__tok_buf *b, cons
             if (strlen(pf__gguf_pretokenizers[p].pre) == pre_len && !memcmp(pf__gguf_pretokenizers[p].pre, pre, pre_len)) break;
         if (p == PF__COUNT(pf__gguf_pretokenizers))
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tokenizer.ggml.pre \"%.*s\" is not supported "
-                              "(default, gpt-2 and smollm are)", g->path, pf__gguf_shown(pre_len), pre);
+                              "(default, gpt-2, smollm, llama-bpe and qwen2 are)", g->path, pf__gguf_shown(pre_len), pre);
     }
     int space_prefix = 1;
     if (pf__gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &space_prefix) < 0)
@@ -22647,7 +22919,7 @@ static pf_result pf__gguf_tokenizer_json(const pf__gguf *g, pf__tok_buf *b, cons
         free(values);
         if (r) return r;
     }
-    if (pf__gguf_put_model(b, g, spm, tokens, merges, texts, lens) ||
+    if (pf__gguf_put_model(b, g, spm, !spm && pf__gguf_pretokenizers[p].ignore_merges, tokens, merges, texts, lens) ||
         pf__gguf_put_added_and_decoding(b, spm, space_prefix, p, types, texts, lens))
         return pf__gguf_json_failure(g, b, "the tokenizer's metadata", message, size);
     r = pf__gguf_put_post_processor(b, g, texts, lens, tokens->count, message, size);
@@ -22724,6 +22996,72 @@ PF_PRIVATE int pf__is_gguf(const char *path) {
     return got == 4 && !memcmp(magic, "GGUF", 4);
 }
 
+/* The other files of a GGUF split over `count` (llama.cpp's gguf-split and the gguf package write
+   PREFIX-00001-of-0000N.gguf ...; split.no counts from 0, split.count and split.tensors.count are
+   in each; only the first has the model's metadata): each mapped into m->st.files, its tensors
+   added to g's, which are then sorted by name again (a name twice is an error). g is the first. */
+static pf_result pf__gguf_load_splits(pf_model *m, pf__gguf *g, int count, char *message, size_t size) {
+    pf__st_index *index = &m->st;
+    uint64_t no = 0, total = 0;
+    size_t len = strlen(m->dir);
+    unsigned part = 0, parts = 0;
+    const char *dash = len > 20 ? m->dir + len - 20 : NULL; /* "-00001-of-00003.gguf" */
+    if (pf__gguf_get_uint(g, "split.no", &no) != 1 || no != 0 || !dash ||
+        sscanf(dash, "-%5u-of-%5u.gguf", &part, &parts) != 2 || part != 1 || (int)parts != count)
+        return pf__format(message, size, PF_ERROR_INVALID_ARGUMENT, "%s: a GGUF split over %d files: load the first, "
+                          "named ...-00001-of-%05d.gguf", g->path, count, count);
+    if (pf__gguf_get_uint(g, "split.tensors.count", &total) != 1)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata 'split.tensors.count' is missing", g->path);
+    pf__file_map *files = (pf__file_map *)realloc(index->files, (size_t)count * sizeof *files);
+    pf__json **headers = files ? (pf__json **)realloc(index->headers, (size_t)count * sizeof *headers) : NULL;
+    if (files) index->files = files;
+    if (headers) index->headers = headers;
+    if (!files || !headers) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (int k = 1; k < count; k++) {
+        char *path = strdup(m->dir);
+        pf__gguf part_g;
+        uint64_t part_no = 0, part_count = 0, part_total = 0;
+        memset(&part_g, 0, sizeof part_g);
+        if (!path) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        snprintf(path + len - 20, 21, "-%05d-of-%05d.gguf", k + 1, count);
+        headers[k] = NULL;
+        pf_result r = pf__map_file(path, &files[k], message, size);
+        if (!r) {
+            index->num_files = k + 1;
+            part_g.path = path;
+            part_g.data = files[k].data;
+            part_g.size = files[k].size;
+            r = pf__gguf_parse(&part_g, message, size);
+        }
+        if (!r && (pf__gguf_get_uint(&part_g, "split.no", &part_no) != 1 || part_no != (uint64_t)k ||
+                   pf__gguf_get_uint(&part_g, "split.count", &part_count) != 1 || part_count != (uint64_t)count ||
+                   pf__gguf_get_uint(&part_g, "split.tensors.count", &part_total) != 1 || part_total != total))
+            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: not part %d of the %d of %s (its split.no, split.count or "
+                           "split.tensors.count say otherwise)", path, k + 1, count, g->path);
+        pf__gguf_tensor *grown = r ? NULL : (pf__gguf_tensor *)realloc(g->tensors, (g->num_tensors + part_g.num_tensors + 1) *
+                                                                                       sizeof *grown);
+        if (!r && !grown) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        if (!r) {
+            g->tensors = grown;
+            memcpy(g->tensors + g->num_tensors, part_g.tensors, part_g.num_tensors * sizeof *grown);
+            g->num_tensors += part_g.num_tensors;
+        }
+        free(part_g.kvs);
+        free(part_g.tensors);
+        free(path);
+        if (r) return r;
+    }
+    if (g->num_tensors != total)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: the %d files hold %zu tensors, split.tensors.count says %llu",
+                          g->path, count, g->num_tensors, (unsigned long long)total);
+    qsort(g->tensors, g->num_tensors, sizeof *g->tensors, pf__gguf_tensor_name_cmp);
+    for (size_t i = 1; i < g->num_tensors; i++)
+        if (!pf__gguf_tensor_name_cmp(&g->tensors[i - 1], &g->tensors[i]))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' is in two of its %d files", g->path,
+                              pf__gguf_shown(g->tensors[i].name_len), g->tensors[i].name, count);
+    return PF_OK;
+}
+
 /* Loads m->dir, a GGUF file: its config into m->config, its tensors (under transformers' names)
    into m->st, its tokenizer into m->tokenizer. */
 PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
@@ -22748,6 +23086,13 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
     g.data = index->files[0].data;
     g.size = index->files[0].size;
     if ((r = pf__gguf_parse(&g, message, size))) goto done;
+    uint64_t split_no = 0;
+    if (pf__gguf_get_uint(&g, "split.no", &split_no) == 1 && split_no > 0 && pf__gguf_get_uint(&g, "split.count", &splits) == 1) {
+        r = pf__format(message, size, PF_ERROR_INVALID_ARGUMENT, "%s: part %llu of a GGUF split over %llu files: load the "
+                       "first, named ...-00001-of-%05llu.gguf", g.path, (unsigned long long)split_no + 1,
+                       (unsigned long long)splits, (unsigned long long)splits);
+        goto done;
+    }
 
     int has_arch = pf__gguf_get_string(&g, "general.architecture", &arch, &arch_len);
     if (has_arch != 1) {
@@ -22761,11 +23106,11 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
         goto done;
     }
     const char *arch_name = known_arch->name;
-    if (pf__gguf_get_uint(&g, "split.count", &splits) < 0 || splits > 1) {
-        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: a GGUF split over several files is not supported (merge "
-                       "it with llama.cpp's gguf-split --merge)", g.path);
+    if (pf__gguf_get_uint(&g, "split.count", &splits) < 0 || splits > 9999) {
+        r = pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata 'split.count' is not a count of files", g.path);
         goto done;
     }
+    if (splits > 1 && (r = pf__gguf_load_splits(m, &g, (int)splits, message, size))) goto done;
     pf__gguf_tensor probe;
     probe.name = "token_embd.weight";
     probe.name_len = strlen(probe.name);
@@ -22794,15 +23139,17 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
         int layer;
         const pf__gguf_name *e = pf__gguf_name_for(arch_name, t, &layer);
         char name[160];
+        if (known_arch->rotary == 1 && t->name_len == 17 && !memcmp(t->name, "rope_freqs.weight", 17))
+            continue; /* read into the config's rope scaling */
         if (!e || layer >= m->config.num_layers) {
             r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%.*s' is not one of a %s model that "
                            "parallelformers reads%s", g.path, pf__gguf_shown(t->name_len), t->name,
-                           arch_name, t->name_len == 17 && !memcmp(t->name, "rope_freqs.weight", 17) ?
-                           " (LLaMA 3's rope scaling as frequency factors is not supported)" : "");
+                           arch_name, "");
             break;
         }
         snprintf(name, sizeof name, e->hf, layer);
-        size_t heads = e->transform == PF__GGUF_UNPERMUTE_Q   ? (size_t)m->config.num_heads
+        size_t heads = e->transform == PF__GGUF_UNPERMUTE_Q || e->transform == PF__GGUF_INTERLEAVE_QKV
+                           ? (size_t)m->config.num_heads
                        : e->transform == PF__GGUF_UNPERMUTE_K ? (size_t)m->config.num_kv_heads
                                                                : 0;
         r = pf__gguf_add_tensor(index, &g, t, name, e->transform, heads, message, size);
@@ -23409,6 +23756,26 @@ static pf_result pf__check_source_ids(pf_model *m, const int32_t *ids, size_t n)
     return pf__check_ids_below(m, ids, n, m->config.src_vocab_size ? m->config.src_vocab_size : m->config.vocab_size);
 }
 
+/* YaRN's frequency i of the rotary dims, pos_freq = base^(2i / dim) in fp32: between 1 / pos_freq
+   (extrapolated, the fast dims) and 1 / (factor pos_freq) (interpolated, the slow ones), with a
+   linear ramp over the dims whose number of rotations within the pretraining length lies between
+   beta_slow and beta_fast (transformers' find_correction_range, in double; the ramp in fp32). */
+static float pf__yarn_frequency(const pf__config *c, int i, float pos_freq) {
+    int dim = c->rotary_dim;
+    double base = c->rope_theta, original = c->rope_original_max_positions, pi = 3.14159265358979323846;
+    double low = dim * log(original / (c->rope_beta_fast * 2 * pi)) / (2 * log(base));
+    double high = dim * log(original / (c->rope_beta_slow * 2 * pi)) / (2 * log(base));
+    if (c->rope_truncate) low = floor(low), high = ceil(high);
+    if (low < 0) low = 0;
+    if (high > dim - 1) high = dim - 1;
+    if (low == high) high += 0.001; /* transformers' guard against a zero-width ramp */
+    float ramp = ((float)i - (float)low) / (float)(high - low);
+    ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+    float extrapolation = 1 - ramp; /* the share of the unscaled frequency */
+    float extrapolated = 1.0f / pos_freq, interpolated = 1.0f / ((float)c->rope_factor * pos_freq);
+    return interpolated * (1 - extrapolation) + extrapolated * extrapolation;
+}
+
 /* The rotary frequencies for a step whose sequences reach `length` tokens, as transformers
    computes them (fp32), or NULL without rotary positions. Dynamic scaling follows transformers
    within one request (the frequencies grow with the longest sequence seen, and reset below the
@@ -23438,6 +23805,11 @@ PF_PRIVATE const float *pf__rope_frequencies(pf_model *m, int length) {
                 scaled = (1 - smooth) * scaled / (float)c->rope_factor + smooth * scaled;
             }
             f = scaled;
+        } else if (c->rope_type == PF__ROPE_LONGROPE) { /* the long factors once the sequence outgrows pretraining */
+            const float *ext = length > c->rope_original_max_positions ? c->rope_long_factor : c->rope_short_factor;
+            f = 1.0f / (ext[i] * powf((float)base, (float)(2 * i) / (float)dim));
+        } else if (c->rope_type == PF__ROPE_YARN) {
+            f = pf__yarn_frequency(c, i, powf((float)base, (float)(2 * i) / (float)dim));
         }
         m->inv_freq[i] = f;
     }
@@ -25832,11 +26204,13 @@ int pf_testing_batch_queued(pf_model *m) {
 #endif
 
 /* Whether a request shares the steps: greedy or sampling on a decoder, without a stream callback
-   (called on the caller's thread, inside its request) and without dynamic rope frequencies (they
-   follow the longest sequence of a step). */
+   (called on the caller's thread, inside its request) and without frequencies that depend on the
+   length (dynamic NTK and LongRoPE: they follow the longest sequence of a step). */
 static int pf__batchable(const pf_model *m, const pf_generate_options *o) {
     return pf__archs[m->config.arch].kind == PF__KIND_DECODER && o->num_beams == 1 && !o->stream &&
-           m->config.rope_type != PF__ROPE_DYNAMIC;
+           m->config.rope_type != PF__ROPE_DYNAMIC &&
+           (m->config.rope_type != PF__ROPE_LONGROPE || /* a GGUF's rope_freqs: one list */
+            memcmp(m->config.rope_short_factor, m->config.rope_long_factor, sizeof m->config.rope_long_factor));
 }
 
 static void pf__batch_request_free(pf__batch_request *q) {

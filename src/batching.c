@@ -33,11 +33,13 @@ int pf_testing_batch_queued(pf_model *m) {
 #endif
 
 /* Whether a request shares the steps: greedy or sampling on a decoder, without a stream callback
-   (called on the caller's thread, inside its request) and without dynamic rope frequencies (they
-   follow the longest sequence of a step). */
+   (called on the caller's thread, inside its request) and without frequencies that depend on the
+   length (dynamic NTK and LongRoPE: they follow the longest sequence of a step). */
 static int pf__batchable(const pf_model *m, const pf_generate_options *o) {
     return pf__archs[m->config.arch].kind == PF__KIND_DECODER && o->num_beams == 1 && !o->stream &&
-           m->config.rope_type != PF__ROPE_DYNAMIC;
+           m->config.rope_type != PF__ROPE_DYNAMIC &&
+           (m->config.rope_type != PF__ROPE_LONGROPE || /* a GGUF's rope_freqs: one list */
+            memcmp(m->config.rope_short_factor, m->config.rope_long_factor, sizeof m->config.rope_long_factor));
 }
 
 static void pf__batch_request_free(pf__batch_request *q) {

@@ -21,6 +21,11 @@ PF_PRIVATE const pf__arch_alias pf__arch_aliases[] = {
 #define PF_ARCH_ALIAS(id, model_type) {PF__ARCH_##id, model_type},
 #include "policies.inc"
 };
+static const struct pf__arch_class { pf__arch_id arch; const char *name; } pf__arch_classes[] = {
+#define PF_ARCH_CLASS(id, class_name) {PF__ARCH_##id, class_name},
+#include "policies.inc"
+};
+
 PF_PRIVATE const size_t pf__arch_aliases_count = sizeof pf__arch_aliases / sizeof pf__arch_aliases[0]; /* for the files that see no size */
 
 /* ---- the tables of rows, as policies.inc's blocks write them ---- */
@@ -366,6 +371,7 @@ PF_PRIVATE void pf__config_defaults(pf__config *c) {
     c->rope_theta = 10000.0;
     c->bos_token_id = c->pad_token_id = c->decoder_start_token_id = -1;
     c->rope_factor = 1.0;
+    c->rope_attention_factor = 1.0;
     c->use_sliding_window = 1;
     c->attention_bias = c->mlp_bias = -1;
     c->pooler_activation = PF__ACT_TANH;
@@ -464,6 +470,82 @@ PF_PRIVATE int pf__json_number(const pf__json *v, double *out) {
     return 1;
 }
 
+/* LongRoPE's short_factor or long_factor list into out; its length, or -1 if it is not a list of
+   positive numbers that fits. */
+static int pf__config_rope_list(const pf__json *list, float *out) {
+    if (!list || list->type != PF__JSON_ARRAY || list->count > PF__MAX_ROPE_FACTORS) return -1;
+    int n = 0;
+    for (const pf__json *v = list->first; v; v = v->next) {
+        if (v->type != PF__JSON_NUMBER || !(v->number > 0 && v->number < 1e30)) return -1;
+        out[n++] = (float)v->number; /* transformers makes an fp32 tensor of them */
+    }
+    return n;
+}
+
+/* YaRN and LongRoPE (modeling_rope_utils' _compute_yarn_parameters and
+   _compute_longrope_parameters): the pretraining length (a top-level
+   original_max_position_embeddings wins over the dict's, as transformers' standardize_rope_params
+   does; else max_position_embeddings), the factor (absent: the ratio of the two lengths), and the
+   attention factor that multiplies cos and sin. The frequencies themselves are computed per step
+   (pf__rope_frequencies). */
+static pf_result pf__config_rope_extended(const pf__json *json, const pf__json *rope, pf__config *c, const char *path,
+                                          char *message, size_t size) {
+    const char *name = c->rope_type == PF__ROPE_YARN ? "yarn" : "longrope";
+    double original = c->max_positions, v;
+    if (pf__json_number(pf__json_get(json, "original_max_position_embeddings"), &original) != 1 &&
+        pf__json_number(pf__json_get(rope, "original_max_position_embeddings"), &original) < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s rope: \"original_max_position_embeddings\" is not a number", path, name);
+    if (!(original >= 1 && original < 1e9))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s rope: \"original_max_position_embeddings\" %g is not a "
+                          "positive length", path, name, original);
+    c->rope_original_max_positions = (int)original;
+    int has_factor = pf__json_number(pf__json_get(rope, "factor"), &c->rope_factor);
+    if (has_factor < 0) return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s rope: \"factor\" is not a number", path, name);
+    if (!has_factor) c->rope_factor = (double)c->max_positions / c->rope_original_max_positions;
+    if (!(c->rope_factor > 0 && c->rope_factor < 1e6))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s rope: factor %g is not a positive number", path, name,
+                          c->rope_factor);
+    int has_attention = pf__json_number(pf__json_get(rope, "attention_factor"), &v);
+    if (has_attention < 0 || (has_attention && !(v >= 0 && v < 1e6)))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s rope: \"attention_factor\" is not a number >= 0", path, name);
+    double factor = c->rope_factor;
+    if (c->rope_type == PF__ROPE_YARN) {
+        double mscale = 0, mscale_all_dim = 0;
+        if (pf__json_number(pf__json_get(rope, "mscale"), &mscale) < 0 ||
+            pf__json_number(pf__json_get(rope, "mscale_all_dim"), &mscale_all_dim) < 0 ||
+            pf__json_number(pf__json_get(rope, "beta_fast"), &c->rope_beta_fast) < 0 ||
+            pf__json_number(pf__json_get(rope, "beta_slow"), &c->rope_beta_slow) < 0)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: yarn rope: mscale, mscale_all_dim, beta_fast and beta_slow "
+                              "must be numbers", path);
+        if (c->rope_beta_fast == 0) c->rope_beta_fast = 32; /* transformers: `or 32`, `or 1` */
+        if (c->rope_beta_slow == 0) c->rope_beta_slow = 1;
+        double truncate = 1;
+        if (pf__json_number(pf__json_get(rope, "truncate"), &truncate) < 0)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: yarn rope: \"truncate\" is not a boolean", path);
+        c->rope_truncate = truncate != 0;
+        /* the paper's 0.1 ln(s) + 1, or DeepSeek's ratio of two such with their own mscales */
+#define PF__MSCALE(scale, m) ((scale) <= 1 ? 1.0 : 0.1 * (m) * log(scale) + 1.0)
+        if (has_attention) c->rope_attention_factor = v;
+        else if (mscale != 0 && mscale_all_dim != 0)
+            c->rope_attention_factor = PF__MSCALE(factor, mscale) / PF__MSCALE(factor, mscale_all_dim);
+        else c->rope_attention_factor = PF__MSCALE(factor, 1.0);
+#undef PF__MSCALE
+        if (!(c->rope_beta_fast > 0 && c->rope_beta_slow > 0 && isfinite(c->rope_beta_fast) && isfinite(c->rope_beta_slow)))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: yarn rope: beta_fast %g and beta_slow %g must be positive",
+                              path, c->rope_beta_fast, c->rope_beta_slow);
+        return PF_OK;
+    }
+    if (has_attention) c->rope_attention_factor = v;
+    else c->rope_attention_factor = factor <= 1 ? 1.0 : sqrt(1 + log(factor) / log((double)c->rope_original_max_positions));
+    int n_short = pf__config_rope_list(pf__json_get(rope, "short_factor"), c->rope_short_factor);
+    int n_long = pf__config_rope_list(pf__json_get(rope, "long_factor"), c->rope_long_factor);
+    if (n_short < 1 || n_short != n_long)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: longrope rope needs \"short_factor\" and \"long_factor\": "
+                          "lists of positive numbers of one length (one per rotary frequency)", path);
+    c->rope_num_factors = n_short; /* checked against the rotary width once it is known */
+    return PF_OK;
+}
+
 /* transformers' rope scaling: "rope_scaling" (v4) or "rope_parameters" (v5), either naming the
    type as "rope_type" or "type"; a non-empty rope_scaling wins when both are given (transformers 5
    converts it), and rope_theta there wins over the top-level one. Families whose modeling code has
@@ -487,6 +569,10 @@ static pf_result pf__config_rope(const pf__json *json, pf__config *c, const char
         if (strcmp(type->string, "linear") == 0) c->rope_type = PF__ROPE_LINEAR;
         else if (strcmp(type->string, "dynamic") == 0) c->rope_type = PF__ROPE_DYNAMIC;
         else if (strcmp(type->string, "llama3") == 0) c->rope_type = PF__ROPE_LLAMA3;
+        else if (c->rope_legacy_longrope && (!strcmp(type->string, "su") || !strcmp(type->string, "yarn")))
+            c->rope_type = PF__ROPE_LONGROPE;
+        else if (strcmp(type->string, "yarn") == 0) c->rope_type = PF__ROPE_YARN;
+        else if (strcmp(type->string, "longrope") == 0) c->rope_type = PF__ROPE_LONGROPE;
         else return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: rope type \"%s\" is not supported", path, type->string);
     }
     /* LLaMA's default rope rotates whole heads whatever the factor; its scaled ropes shorten the
@@ -496,6 +582,12 @@ static pf_result pf__config_rope(const pf__json *json, pf__config *c, const char
                           "%s: \"partial_rotary_factor\" = %g with rope type \"%s\" is not supported (transformers "
                           "cannot run it either)", path, partial, type->string);
     if (c->rope_type == PF__ROPE_DEFAULT) return PF_OK;
+    if (c->rope_type == PF__ROPE_LONGROPE && c->longrope_drops_cache)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED,
+                          "%s: rope type \"%s\" (LongRoPE) of this family is not supported: its generate() drops the KV "
+                          "cache and recomputes it with the long factors when a sequence crosses "
+                          "original_max_position_embeddings", path, type->string);
+    if (c->rope_type == PF__ROPE_YARN || c->rope_type == PF__ROPE_LONGROPE) return pf__config_rope_extended(json, rope, c, path, message, size);
     if (pf__json_number(pf__json_get(rope, "factor"), &c->rope_factor) != 1 || !(c->rope_factor >= 1 && c->rope_factor < 1e6))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: rope scaling needs a factor >= 1", path);
     if (c->rope_type == PF__ROPE_LLAMA3) {
@@ -1119,6 +1211,17 @@ PF_PRIVATE pf_result pf__config_read(const char *dir, pf__config *cfg, char *mes
 
 /* The architecture row of a config: arch itself, or the row (built in, alias or registered) of
    the object's model_type when arch is -1; -1 after writing the message. */
+/* A model_type no row knows, with "architectures" naming a transformers class whose code runs it
+   (PF_ARCH_CLASS: LLaMA's clones with a model_type of their own): that row, or -1. */
+static int pf__config_arch_by_class(const pf__json *json) {
+    const pf__json *classes = pf__json_get(json, "architectures");
+    if (!classes || classes->type != PF__JSON_ARRAY) return -1;
+    for (const pf__json *c = classes->first; c; c = c->next)
+        for (size_t i = 0; c->type == PF__JSON_STRING && i < PF__COUNT(pf__arch_classes); i++)
+            if (!strcmp(c->string, pf__arch_classes[i].name)) return (int)pf__arch_classes[i].arch;
+    return -1;
+}
+
 static int pf__config_arch(const pf__json *json, const char *path, int arch, pf__config *cfg, pf_result *r,
                            char *message, size_t size) {
     const pf__json *type = pf__json_get(json, "model_type");
@@ -1133,6 +1236,7 @@ static int pf__config_arch(const pf__json *json, const char *path, int arch, pf_
     for (size_t i = 0; by_type && i < PF__COUNT(pf__arch_aliases); i++)
         if (strcmp(pf__arch_aliases[i].model_type, type->string) == 0) arch = (int)pf__arch_aliases[i].arch;
     if (arch < 0) arch = pf__policy_acquire(type->string); /* a registered one, held until pf_free */
+    if (arch < 0 && by_type) arch = pf__config_arch_by_class(json);
     if (arch >= 0) return arch;
     char supported[1024] = "";
     for (int a = 0; a < PF__ARCH_COUNT; a++) {
@@ -1271,6 +1375,16 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
                           path, cfg->hidden_size, cfg->num_heads, cfg->num_kv_heads, cfg->head_dim, cfg->num_layers,
                           cfg->vocab_size, cfg->max_positions, cfg->intermediate_size);
     if (cfg->final_norm_eps == 0) cfg->final_norm_eps = cfg->norm_eps;
+    /* Granite's multipliers: 0 in these fields means "none", so a config's 0 cannot be honoured */
+    static const size_t multipliers[] = {offsetof(pf__config, embed_multiplier), offsetof(pf__config, residual_multiplier),
+                                         offsetof(pf__config, attention_multiplier), offsetof(pf__config, logits_scaling)};
+    for (size_t i = 0; i < PF__COUNT(multipliers); i++) {
+        const char *key = pf__config_key(cfg->arch, multipliers[i]);
+        double v = *(const double *)((const char *)cfg + multipliers[i]);
+        if (strcmp(key, "(derived)") && !(v != 0 && fabs(v) < 1e30)) /* NaN included */
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is %g: it must be a finite, non-zero number", path,
+                              key, v);
+    }
     if (cfg->mel_frontend && (cfg->num_mel_bins < 1 || cfg->num_mel_bins > 4096 || cfg->encoder_max_positions < 1 ||
                               cfg->encoder_max_positions > (1 << 20)))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: num_mel_bins %d or max_source_positions %d out of range",
@@ -1291,6 +1405,9 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
         if (cfg->rotary_dim <= 0 || cfg->rotary_dim > cfg->head_dim || cfg->rotary_dim % 2)
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: rotary dims %d do not fit heads of %d", path,
                               cfg->rotary_dim, cfg->head_dim);
+        if (cfg->rope_type == PF__ROPE_LONGROPE && cfg->rope_num_factors != cfg->rotary_dim / 2)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: longrope's short_factor and long_factor have %d entries; "
+                              "the %d rotary dims need %d", path, cfg->rope_num_factors, cfg->rotary_dim, cfg->rotary_dim / 2);
     }
     return PF_OK;
 }

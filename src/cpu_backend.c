@@ -2172,6 +2172,11 @@ static void pf__cpu_add_residual(pf__rank *r, float *x, const float *y, const pf
     for (size_t row = 0; row < rows; row++) kernels->add_rows(x + row * n, y ? y + row * n : NULL, b, n);
 }
 
+static void pf__cpu_scale(pf__rank *r, float *x, size_t count, float factor) {
+    (void)r;
+    for (size_t i = 0; i < count; i++) x[i] *= factor;
+}
+
 /* qkv rows += a->qkv_bias where it is still to add, as the GEMM would have added it. */
 static void pf__cpu_qkv_bias(float *qkv, const pf__step *s, const pf__attn_shape *a) {
     size_t width = (size_t)(a->heads + 2 * a->kv_heads) * a->head_dim, rows = (size_t)s->batch * s->seq_len;
@@ -2185,6 +2190,7 @@ static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf_
     (void)r;
     size_t hd = (size_t)a->head_dim, width = (size_t)(a->heads + 2 * a->kv_heads) * hd;
     int half = a->rotary_dim / 2, rotated_heads = a->heads + a->kv_heads; /* q heads, then k heads */
+    float scale = a->rope_scale ? a->rope_scale : 1.0f;
     if (!rotated_heads) return; /* a rank without heads has no qkv buffer to point into */
     pf__cpu_qkv_bias(qkv, s, a);
     for (int b = 0; b < s->batch; b++)
@@ -2194,7 +2200,7 @@ static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf_
             float pos = (float)(position > 0 ? position : 0);
             for (int i = 0; i < half; i++) {
                 float angle = pos * s->inv_freq[i]; /* fp32, as transformers computes it */
-                float c = cosf(angle), sn = sinf(angle);
+                float c = cosf(angle) * scale, sn = sinf(angle) * scale; /* fp32, as transformers scales them */
                 size_t i1 = pairs ? 2 * (size_t)i : (size_t)i, i2 = pairs ? i1 + 1 : (size_t)(i + half);
                 for (int h = 0; h < rotated_heads; h++) {
                     float *x = row + (size_t)h * hd;
@@ -2528,6 +2534,7 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .activation = pf__cpu_activation,
     .gated_activation = pf__cpu_gated_activation,
     .add_residual = pf__cpu_add_residual,
+    .scale = pf__cpu_scale,
     .rotary = pf__cpu_rotary,
     .kv_append = pf__cpu_kv_append,
     .attend = pf__cpu_attend,

@@ -709,6 +709,12 @@ static void pf__cuda_add_residual(pf__rank *r, float *x, const float *y, const p
                                         pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows, n));
 }
 
+static void pf__cuda_scale(pf__rank *r, float *x, size_t count, float factor) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_scale(rs->cu, x, count, factor));
+}
+
 static void pf__cuda_add_residual_biases(pf__rank *r, float *x, const float *y, const pf__weight *bias,
                                          const pf__weight *bias2, size_t rows, size_t n) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
@@ -794,7 +800,7 @@ static void pf__cuda_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf
     if (r->error) return;
     pf__cuda_ok(r, pf_cuda_rotary(rs->cu, qkv, bias ? bias->data : NULL, pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32),
                                   rs->inv_freq, pad, s->batch, s->seq_len, rs->step_ints, a->heads, a->kv_heads, a->head_dim,
-                                  a->rotary_dim, pairs));
+                                  a->rotary_dim, pairs, a->rope_scale ? a->rope_scale : 1.0f));
 }
 
 /* With a->qkv_bias, the same launch adds the QKV bias to the rows (q too) as it appends. */
@@ -1057,6 +1063,7 @@ static const pf__backend pf__cuda_table = {
     .activation = pf__cuda_activation,
     .gated_activation = pf__cuda_gated_activation,
     .add_residual = pf__cuda_add_residual,
+    .scale = pf__cuda_scale,
     .rotary = pf__cuda_rotary,
     .kv_append = pf__cuda_kv_append,
     .attend = pf__cuda_attend,

@@ -31,6 +31,26 @@ static pf_result pf__check_source_ids(pf_model *m, const int32_t *ids, size_t n)
     return pf__check_ids_below(m, ids, n, m->config.src_vocab_size ? m->config.src_vocab_size : m->config.vocab_size);
 }
 
+/* YaRN's frequency i of the rotary dims, pos_freq = base^(2i / dim) in fp32: between 1 / pos_freq
+   (extrapolated, the fast dims) and 1 / (factor pos_freq) (interpolated, the slow ones), with a
+   linear ramp over the dims whose number of rotations within the pretraining length lies between
+   beta_slow and beta_fast (transformers' find_correction_range, in double; the ramp in fp32). */
+static float pf__yarn_frequency(const pf__config *c, int i, float pos_freq) {
+    int dim = c->rotary_dim;
+    double base = c->rope_theta, original = c->rope_original_max_positions, pi = 3.14159265358979323846;
+    double low = dim * log(original / (c->rope_beta_fast * 2 * pi)) / (2 * log(base));
+    double high = dim * log(original / (c->rope_beta_slow * 2 * pi)) / (2 * log(base));
+    if (c->rope_truncate) low = floor(low), high = ceil(high);
+    if (low < 0) low = 0;
+    if (high > dim - 1) high = dim - 1;
+    if (low == high) high += 0.001; /* transformers' guard against a zero-width ramp */
+    float ramp = ((float)i - (float)low) / (float)(high - low);
+    ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+    float extrapolation = 1 - ramp; /* the share of the unscaled frequency */
+    float extrapolated = 1.0f / pos_freq, interpolated = 1.0f / ((float)c->rope_factor * pos_freq);
+    return interpolated * (1 - extrapolation) + extrapolated * extrapolation;
+}
+
 /* The rotary frequencies for a step whose sequences reach `length` tokens, as transformers
    computes them (fp32), or NULL without rotary positions. Dynamic scaling follows transformers
    within one request (the frequencies grow with the longest sequence seen, and reset below the
@@ -60,6 +80,11 @@ PF_PRIVATE const float *pf__rope_frequencies(pf_model *m, int length) {
                 scaled = (1 - smooth) * scaled / (float)c->rope_factor + smooth * scaled;
             }
             f = scaled;
+        } else if (c->rope_type == PF__ROPE_LONGROPE) { /* the long factors once the sequence outgrows pretraining */
+            const float *ext = length > c->rope_original_max_positions ? c->rope_long_factor : c->rope_short_factor;
+            f = 1.0f / (ext[i] * powf((float)base, (float)(2 * i) / (float)dim));
+        } else if (c->rope_type == PF__ROPE_YARN) {
+            f = pf__yarn_frequency(c, i, powf((float)base, (float)(2 * i) / (float)dim));
         }
         m->inv_freq[i] = f;
     }

@@ -350,6 +350,10 @@ static int pf__gguf_get_number(const pf__gguf *g, const char *key, double *out) 
         memcpy(out, &bits, 8);
         return 1;
     }
+    if (kv->type == PF__GGUF_BOOL) { /* GPT-NeoX's use_parallel_residual */
+        *out = kv->value[0] != 0;
+        return 1;
+    }
     if (pf__gguf_get_uint(g, key, &u) != 1) return -1;
     *out = (double)u;
     return 1;
@@ -493,6 +497,44 @@ static pf_result pf__gguf_known_keys(const pf__gguf *g, const char *arch, pf__to
     return PF_OK;
 }
 
+static void pf__gguf_dequantize_row(const pf__gguf_tensor *t, size_t row, float *out);
+
+/* LLaMA 3.1's rope_freqs tensor: llama.cpp's converter stores the llama3 scaling as a factor per
+   rotary frequency (each frequency divided by it) and no llama3 parameters, so the factors are
+   used as they are: transformers' longrope with the same short and long lists and attention
+   factor 1 computes exactly base^(-2i/d) / factor_i. */
+static pf_result pf__gguf_rope_freqs(const pf__gguf *g, double head_dim, int scaled, pf__tok_buf *b, int *bad,
+                                     char *message, size_t size) {
+    pf__gguf_tensor probe;
+    probe.name = "rope_freqs.weight";
+    probe.name_len = strlen(probe.name);
+    const pf__gguf_tensor *t = (const pf__gguf_tensor *)bsearch(&probe, g->tensors, g->num_tensors, sizeof probe,
+                                                                pf__gguf_tensor_name_cmp);
+    if (!t) return PF_OK;
+    if (scaled)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: rope_freqs.weight with a rope scaling type as well is "
+                          "not supported", g->path);
+    if (t->ndim != 1 || (double)t->cols * 2 != head_dim || t->cols > PF__MAX_ROPE_FACTORS ||
+        (t->type != PF__GGML_F32 && t->type != PF__GGML_F16 && t->type != PF__GGML_BF16))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: rope_freqs.weight is not a float vector of %g factors (one "
+                          "per rotary frequency)", g->path, head_dim / 2);
+    float factors[PF__MAX_ROPE_FACTORS];
+    pf__gguf_dequantize_row(t, 0, factors);
+    for (int list = 0; list < 2; list++) {
+        *bad |= pf__gguf_put(b, list ? "], \"long_factor\": [" : ", \"rope_scaling\": {\"rope_type\": \"longrope\", "
+                                      "\"factor\": 1.0, \"attention_factor\": 1.0, \"short_factor\": [");
+        for (size_t i = 0; i < t->cols; i++) {
+            char number[40];
+            if (!(factors[i] > 0 && factors[i] < 1e30))
+                return pf__format(message, size, PF_ERROR_FORMAT, "%s: rope_freqs.weight[%zu] = %g is not a positive factor",
+                                  g->path, i, factors[i]);
+            snprintf(number, sizeof number, "%s%.9g", i ? ", " : "", factors[i]);
+            *bad |= pf__gguf_put(b, number);
+        }
+    }
+    return *bad |= pf__gguf_put(b, "]}"), PF_OK;
+}
+
 /* LLaMA's widths as transformers computes them (the rotary width is the whole head) and its rope
    scaling (none or linear); biases where the first block has them. */
 static pf_result pf__gguf_rotary_config(const pf__gguf *g, const char *arch, double heads, pf__tok_buf *b, int *bad,
@@ -531,18 +573,28 @@ static pf_result pf__gguf_rotary_config(const pf__gguf *g, const char *arch, dou
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s.rope.scaling.type or its factor has the wrong type",
                           g->path, arch);
     int linear = has_type ? type_len == 6 && !memcmp(type, "linear", 6) : has_factor && factor != 1;
-    if (has_type && !linear && !(type_len == 4 && !memcmp(type, "none", 4)))
-        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s.rope.scaling.type \"%.*s\" is not supported (none "
-                          "and linear are)", g->path, arch, pf__gguf_shown(type_len), type);
-    if (linear && !(factor >= 1 && factor < 1e6))
-        return pf__format(message, size, PF_ERROR_FORMAT, "%s: the linear rope scaling factor %g is not in [1, 1e6)",
-                          g->path, factor);
+    int yarn = has_type && type_len == 4 && !memcmp(type, "yarn", 4);
+    if (has_type && !linear && !yarn && !(type_len == 4 && !memcmp(type, "none", 4)))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s.rope.scaling.type \"%.*s\" is not supported (none, "
+                          "linear and yarn are)", g->path, arch, pf__gguf_shown(type_len), type);
+    if ((linear || yarn) && !(factor >= 1 && factor < 1e6))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: the rope scaling factor %g is not in [1, 1e6)", g->path, factor);
     if (linear) {
         char text[96];
         snprintf(text, sizeof text, ", \"rope_scaling\": {\"type\": \"linear\", \"factor\": %.17g}", factor);
         *bad |= pf__gguf_put(b, text);
     }
-    return PF_OK;
+    if (yarn) { /* transformers' yarn with its default betas and attention factor, as llama.cpp's defaults are */
+        double original = 0;
+        char text[160];
+        snprintf(key, sizeof key, "%s.rope.scaling.original_context_length", arch);
+        if (pf__gguf_get_number(g, key, &original) != 1 || !(original >= 1 && original < 1e9))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: yarn rope scaling needs %s", g->path, key);
+        snprintf(text, sizeof text, ", \"rope_scaling\": {\"type\": \"yarn\", \"factor\": %.17g, "
+                 "\"original_max_position_embeddings\": %.17g}", factor, original);
+        *bad |= pf__gguf_put(b, text);
+    }
+    return pf__gguf_rope_freqs(g, head_dim, linear || yarn, b, bad, message, size);
 }
 
 /* The special ids, as config.json and generation_config.json give them. */
@@ -585,7 +637,28 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' is %g, but the token embedding has %lld rows",
                           g->path, key, v, (long long)vocab);
     bad |= pf__gguf_put_number(b, "vocab_size", (double)vocab);
-    if (a->rotary && (r = pf__gguf_rotary_config(g, a->name, heads, b, &bad, message, size))) return r;
+    if (a->rotary == 1 && (r = pf__gguf_rotary_config(g, a->name, heads, b, &bad, message, size))) return r;
+    if (a->rotary == 2) { /* GPT-NeoX: the rotated share of each head */
+        double hidden = 0, dims;
+        snprintf(key, sizeof key, "%s.embedding_length", a->name);
+        pf__gguf_get_number(g, key, &hidden);
+        snprintf(key, sizeof key, "%s.rope.dimension_count", a->name);
+        if (pf__gguf_get_number(g, key, &dims) == 1) {
+            if (!(hidden > 0 && dims > 0 && dims <= hidden / heads))
+                return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s %g does not fit heads of %g", g->path, key, dims,
+                                  hidden / heads);
+            bad |= pf__gguf_put_number(b, "rotary_pct", dims / (hidden / heads));
+        }
+    }
+    if (!a->rotary) { /* the architectures without grouped heads repeat the head count */
+        snprintf(key, sizeof key, "%s.attention.head_count_kv", a->name);
+        if (pf__gguf_get_number(g, key, &v) == 1 && v != heads)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s %g differs from the %g heads: not supported",
+                              g->path, key, v, heads);
+    }
+    if (pf__gguf_has_tensor(g, "blk.0.attn_qkv.weight"))
+        bad |= pf__gguf_put(b, pf__gguf_has_tensor(g, "blk.0.attn_qkv.bias") ? ", \"attention_bias\": true"
+                                                                            : ", \"attention_bias\": false");
     if ((r = pf__gguf_special_ids(g, vocab, b, &bad, message, size))) return r;
     bad |= pf__gguf_put(b, "}");
     return bad ? pf__gguf_json_failure(g, b, "the config's metadata", message, size) : PF_OK;
@@ -596,7 +669,7 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
 /* How a GGUF tensor becomes the checkpoint's: llama.cpp's converter reorders the rows of LLaMA's
    q and k (its rotary pairs adjacent dimensions, transformers' rotates halves) and stores GPT-2's
    Conv1D weights as [out][in]; we undo both. */
-typedef enum { PF__GGUF_AS_IS, PF__GGUF_UNPERMUTE_Q, PF__GGUF_UNPERMUTE_K, PF__GGUF_TRANSPOSE } pf__gguf_transform;
+typedef enum { PF__GGUF_AS_IS, PF__GGUF_UNPERMUTE_Q, PF__GGUF_UNPERMUTE_K, PF__GGUF_TRANSPOSE, PF__GGUF_INTERLEAVE_QKV } pf__gguf_transform;
 
 typedef struct pf__gguf_name {
     const char *arch;
@@ -732,6 +805,13 @@ static size_t pf__gguf_unpermuted_source(size_t hf_row, size_t head_rows) {
     return head * head_rows + (local % half) * 2 + local / half;
 }
 
+/* The GGUF row that transformers' row of a fused q|k|v per head (GPT-NeoX, BLOOM) was: llama.cpp's
+   converter regroups [head][q, k, v][head_rows] as [q, k, v][head][head_rows]. */
+static size_t pf__gguf_interleaved_source(size_t hf_row, size_t heads, size_t head_rows) {
+    size_t head = hf_row / (3 * head_rows), part = hf_row % (3 * head_rows) / head_rows, i = hf_row % head_rows;
+    return part * heads * head_rows + head * head_rows + i;
+}
+
 /* GGUF tensor t as the checkpoint tensor `name` of out: F32, F16 and BF16 tensors that need no
    rearranging point into the map; the others become fp32 copies (quantized types dequantized as
    ggml does), owned by the index. heads: the q or k weight's head count. */
@@ -743,6 +823,8 @@ static pf_result pf__gguf_add_tensor(pf__st_index *index, const pf__gguf *g, con
     if (!owned_name || pf__st_own(index, owned_name)) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     st->name = owned_name;
     st->file = &index->files[0];
+    for (int k = 1; k < index->num_files; k++) /* the part of a split file that holds it */
+        if (t->data >= index->files[k].data && t->data < index->files[k].data + index->files[k].size) st->file = &index->files[k];
     /* numpy's order: the outermost dim first */
     st->ndim = t->ndim;
     for (int d = 0; d < t->ndim; d++) st->shape[d] = (size_t)t->ne[t->ndim - 1 - d];
@@ -756,6 +838,10 @@ static pf_result pf__gguf_add_tensor(pf__st_index *index, const pf__gguf *g, con
         return PF_OK;
     }
     size_t rows = t->ndim == 1 ? t->cols : t->rows, head_rows = heads ? rows / heads : 0; /* a bias: its elements are rows */
+    if (transform == PF__GGUF_INTERLEAVE_QKV && (!heads || rows % (3 * heads)))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has %zu rows, not q, k and v for %zu heads",
+                          g->path, pf__gguf_shown(t->name_len), t->name, rows, heads);
+    if (transform == PF__GGUF_INTERLEAVE_QKV) head_rows = rows / (3 * heads);
     if (transform == PF__GGUF_UNPERMUTE_Q || transform == PF__GGUF_UNPERMUTE_K) {
         if (!heads || rows % heads || head_rows % 2)
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has %zu rows, not an even number per "
@@ -770,17 +856,21 @@ static pf_result pf__gguf_add_tensor(pf__st_index *index, const pf__gguf *g, con
         return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }
     int permuted = transform == PF__GGUF_UNPERMUTE_Q || transform == PF__GGUF_UNPERMUTE_K;
-    if (t->ndim == 1 && permuted) { /* a bias: its elements are the rows */
+    int interleaved = transform == PF__GGUF_INTERLEAVE_QKV;
+#define PF__GGUF_SOURCE(r) (permuted ? pf__gguf_unpermuted_source(r, head_rows) \
+                            : interleaved ? pf__gguf_interleaved_source(r, heads, head_rows) : (r))
+    if (t->ndim == 1 && (permuted || interleaved)) { /* a bias: its elements are the rows */
         pf__gguf_dequantize_row(t, 0, row);
-        for (size_t r = 0; r < rows; r++) out[r] = row[pf__gguf_unpermuted_source(r, head_rows)];
+        for (size_t r = 0; r < rows; r++) out[r] = row[PF__GGUF_SOURCE(r)];
     } else {
         for (size_t r = 0; r < t->rows; r++) {
-            pf__gguf_dequantize_row(t, permuted ? pf__gguf_unpermuted_source(r, head_rows) : r, row);
+            pf__gguf_dequantize_row(t, PF__GGUF_SOURCE(r), row);
             if (transform == PF__GGUF_TRANSPOSE) /* GGUF [out][in] rows into the checkpoint's [in][out] */
                 for (size_t k = 0; k < t->cols; k++) out[k * t->rows + r] = row[k];
             else memcpy(out + r * t->cols, row, t->cols * sizeof(float));
         }
     }
+#undef PF__GGUF_SOURCE
     free(row);
     if (transform == PF__GGUF_TRANSPOSE) { /* the checkpoint's shape: [in][out] */
         st->shape[0] = t->cols;
@@ -795,12 +885,23 @@ static pf_result pf__gguf_add_tensor(pf__st_index *index, const pf__gguf *g, con
 
 /* ---- the tokenizer ---- */
 
-/* tokenizer.ggml.pre names llama.cpp's pre-tokenizer; each as transformers' tokenizer.json writes it. */
-static const struct { const char *pre, *json; } pf__gguf_pretokenizers[] = {
-    {"default", "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}"},
-    {"gpt-2", "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}"},
+/* tokenizer.ggml.pre names llama.cpp's pre-tokenizer; each as transformers' tokenizer.json writes it,
+   whether llama.cpp's BPE then takes a whole word that is a token before its merges (LLaMA 3's
+   ignore_merges), and the normalizer of the model's own tokenizer.json (Qwen2's NFC, which llama.cpp
+   leaves out: we tokenize as transformers does). */
+static const struct { const char *pre, *json; int ignore_merges; const char *normalizer; } pf__gguf_pretokenizers[] = {
+    {"default", "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}", 0, NULL},
+    {"gpt-2", "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}", 0, NULL},
     {"smollm", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Digits\", \"individual_digits\": true}, "
-               "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}]}"},
+               "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}]}", 0, NULL},
+    {"llama-bpe", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"Regex\": "
+                   "\"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}{1,3}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+\"}, "
+                   "\"behavior\": \"Isolated\", \"invert\": false}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
+                   "\"trim_offsets\": true, \"use_regex\": false}]}", 1, NULL},
+    {"qwen2", "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"Regex\": "
+                   "\"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+\"}, "
+                   "\"behavior\": \"Isolated\", \"invert\": false}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
+                   "\"trim_offsets\": true, \"use_regex\": false}]}", 0, "{\"type\": \"NFC\"}"},
 };
 
 enum { /* llama.cpp's token types (tokenizer.ggml.token_type) */
@@ -997,11 +1098,13 @@ static pf_result pf__gguf_spm_set_merges(pf_tokenizer *t, const pf__gguf_merge *
 /* The tokenizer.json "model" object's body into b: the vocabulary (texts and lens: each token's
    text), the merges (the file's; SentencePiece's are set after, pf__gguf_spm_set_merges), the unk
    token. Nonzero when out of memory. */
-static int pf__gguf_put_model(pf__tok_buf *b, const pf__gguf *g, int spm, const pf__gguf_kv *tokens,
+static int pf__gguf_put_model(pf__tok_buf *b, const pf__gguf *g, int spm, int ignore_merges, const pf__gguf_kv *tokens,
                               const pf__gguf_kv *merges, const char *const *texts, const size_t *lens) {
     const uint8_t *at = NULL;
     int bad = pf__gguf_put(b, spm ? "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": true, \"fuse_unk\": true, \"vocab\": {"
-                                  : "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": false, \"vocab\": {");
+                                  : ignore_merges ? "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": false, "
+                                                    "\"ignore_merges\": true, \"vocab\": {"
+                                                  : "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": false, \"vocab\": {");
     for (uint64_t i = 0; i < tokens->count && !bad; i++) {
         char id[32];
         snprintf(id, sizeof id, ": %llu", (unsigned long long)i);
@@ -1049,7 +1152,10 @@ static int pf__gguf_put_added_and_decoding(pf__tok_buf *b, int spm, int space_pr
                                "{\"type\": \"Fuse\"}") ||
                pf__gguf_put(b, space_prefix ? ", {\"type\": \"Strip\", \"content\": \" \", \"start\": 1, \"stop\": 0}]}" : "]}");
     else
-        bad |= pf__gguf_put(b, "], \"normalizer\": null, \"pre_tokenizer\": ") ||
+        bad |= pf__gguf_put(b, "], \"normalizer\": ") ||
+               pf__gguf_put(b, pf__gguf_pretokenizers[pretokenizer].normalizer ? pf__gguf_pretokenizers[pretokenizer].normalizer
+                                                                               : "null") ||
+               pf__gguf_put(b, ", \"pre_tokenizer\": ") ||
                pf__gguf_put(b, pf__gguf_pretokenizers[pretokenizer].json) || pf__gguf_put(b, ", \"decoder\": {\"type\": \"ByteLevel\"}");
     return bad;
 }
@@ -1140,7 +1246,7 @@ static pf_result pf__gguf_tokenizer_json(const pf__gguf *g, pf__tok_buf *b, cons
             if (strlen(pf__gguf_pretokenizers[p].pre) == pre_len && !memcmp(pf__gguf_pretokenizers[p].pre, pre, pre_len)) break;
         if (p == PF__COUNT(pf__gguf_pretokenizers))
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tokenizer.ggml.pre \"%.*s\" is not supported "
-                              "(default, gpt-2 and smollm are)", g->path, pf__gguf_shown(pre_len), pre);
+                              "(default, gpt-2, smollm, llama-bpe and qwen2 are)", g->path, pf__gguf_shown(pre_len), pre);
     }
     int space_prefix = 1;
     if (pf__gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &space_prefix) < 0)
@@ -1161,7 +1267,7 @@ static pf_result pf__gguf_tokenizer_json(const pf__gguf *g, pf__tok_buf *b, cons
         free(values);
         if (r) return r;
     }
-    if (pf__gguf_put_model(b, g, spm, tokens, merges, texts, lens) ||
+    if (pf__gguf_put_model(b, g, spm, !spm && pf__gguf_pretokenizers[p].ignore_merges, tokens, merges, texts, lens) ||
         pf__gguf_put_added_and_decoding(b, spm, space_prefix, p, types, texts, lens))
         return pf__gguf_json_failure(g, b, "the tokenizer's metadata", message, size);
     r = pf__gguf_put_post_processor(b, g, texts, lens, tokens->count, message, size);
@@ -1238,6 +1344,72 @@ PF_PRIVATE int pf__is_gguf(const char *path) {
     return got == 4 && !memcmp(magic, "GGUF", 4);
 }
 
+/* The other files of a GGUF split over `count` (llama.cpp's gguf-split and the gguf package write
+   PREFIX-00001-of-0000N.gguf ...; split.no counts from 0, split.count and split.tensors.count are
+   in each; only the first has the model's metadata): each mapped into m->st.files, its tensors
+   added to g's, which are then sorted by name again (a name twice is an error). g is the first. */
+static pf_result pf__gguf_load_splits(pf_model *m, pf__gguf *g, int count, char *message, size_t size) {
+    pf__st_index *index = &m->st;
+    uint64_t no = 0, total = 0;
+    size_t len = strlen(m->dir);
+    unsigned part = 0, parts = 0;
+    const char *dash = len > 20 ? m->dir + len - 20 : NULL; /* "-00001-of-00003.gguf" */
+    if (pf__gguf_get_uint(g, "split.no", &no) != 1 || no != 0 || !dash ||
+        sscanf(dash, "-%5u-of-%5u.gguf", &part, &parts) != 2 || part != 1 || (int)parts != count)
+        return pf__format(message, size, PF_ERROR_INVALID_ARGUMENT, "%s: a GGUF split over %d files: load the first, "
+                          "named ...-00001-of-%05d.gguf", g->path, count, count);
+    if (pf__gguf_get_uint(g, "split.tensors.count", &total) != 1)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata 'split.tensors.count' is missing", g->path);
+    pf__file_map *files = (pf__file_map *)realloc(index->files, (size_t)count * sizeof *files);
+    pf__json **headers = files ? (pf__json **)realloc(index->headers, (size_t)count * sizeof *headers) : NULL;
+    if (files) index->files = files;
+    if (headers) index->headers = headers;
+    if (!files || !headers) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (int k = 1; k < count; k++) {
+        char *path = strdup(m->dir);
+        pf__gguf part_g;
+        uint64_t part_no = 0, part_count = 0, part_total = 0;
+        memset(&part_g, 0, sizeof part_g);
+        if (!path) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        snprintf(path + len - 20, 21, "-%05d-of-%05d.gguf", k + 1, count);
+        headers[k] = NULL;
+        pf_result r = pf__map_file(path, &files[k], message, size);
+        if (!r) {
+            index->num_files = k + 1;
+            part_g.path = path;
+            part_g.data = files[k].data;
+            part_g.size = files[k].size;
+            r = pf__gguf_parse(&part_g, message, size);
+        }
+        if (!r && (pf__gguf_get_uint(&part_g, "split.no", &part_no) != 1 || part_no != (uint64_t)k ||
+                   pf__gguf_get_uint(&part_g, "split.count", &part_count) != 1 || part_count != (uint64_t)count ||
+                   pf__gguf_get_uint(&part_g, "split.tensors.count", &part_total) != 1 || part_total != total))
+            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: not part %d of the %d of %s (its split.no, split.count or "
+                           "split.tensors.count say otherwise)", path, k + 1, count, g->path);
+        pf__gguf_tensor *grown = r ? NULL : (pf__gguf_tensor *)realloc(g->tensors, (g->num_tensors + part_g.num_tensors + 1) *
+                                                                                       sizeof *grown);
+        if (!r && !grown) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        if (!r) {
+            g->tensors = grown;
+            memcpy(g->tensors + g->num_tensors, part_g.tensors, part_g.num_tensors * sizeof *grown);
+            g->num_tensors += part_g.num_tensors;
+        }
+        free(part_g.kvs);
+        free(part_g.tensors);
+        free(path);
+        if (r) return r;
+    }
+    if (g->num_tensors != total)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: the %d files hold %zu tensors, split.tensors.count says %llu",
+                          g->path, count, g->num_tensors, (unsigned long long)total);
+    qsort(g->tensors, g->num_tensors, sizeof *g->tensors, pf__gguf_tensor_name_cmp);
+    for (size_t i = 1; i < g->num_tensors; i++)
+        if (!pf__gguf_tensor_name_cmp(&g->tensors[i - 1], &g->tensors[i]))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' is in two of its %d files", g->path,
+                              pf__gguf_shown(g->tensors[i].name_len), g->tensors[i].name, count);
+    return PF_OK;
+}
+
 /* Loads m->dir, a GGUF file: its config into m->config, its tensors (under transformers' names)
    into m->st, its tokenizer into m->tokenizer. */
 PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
@@ -1262,6 +1434,13 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
     g.data = index->files[0].data;
     g.size = index->files[0].size;
     if ((r = pf__gguf_parse(&g, message, size))) goto done;
+    uint64_t split_no = 0;
+    if (pf__gguf_get_uint(&g, "split.no", &split_no) == 1 && split_no > 0 && pf__gguf_get_uint(&g, "split.count", &splits) == 1) {
+        r = pf__format(message, size, PF_ERROR_INVALID_ARGUMENT, "%s: part %llu of a GGUF split over %llu files: load the "
+                       "first, named ...-00001-of-%05llu.gguf", g.path, (unsigned long long)split_no + 1,
+                       (unsigned long long)splits, (unsigned long long)splits);
+        goto done;
+    }
 
     int has_arch = pf__gguf_get_string(&g, "general.architecture", &arch, &arch_len);
     if (has_arch != 1) {
@@ -1275,11 +1454,11 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
         goto done;
     }
     const char *arch_name = known_arch->name;
-    if (pf__gguf_get_uint(&g, "split.count", &splits) < 0 || splits > 1) {
-        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: a GGUF split over several files is not supported (merge "
-                       "it with llama.cpp's gguf-split --merge)", g.path);
+    if (pf__gguf_get_uint(&g, "split.count", &splits) < 0 || splits > 9999) {
+        r = pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata 'split.count' is not a count of files", g.path);
         goto done;
     }
+    if (splits > 1 && (r = pf__gguf_load_splits(m, &g, (int)splits, message, size))) goto done;
     pf__gguf_tensor probe;
     probe.name = "token_embd.weight";
     probe.name_len = strlen(probe.name);
@@ -1308,15 +1487,17 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
         int layer;
         const pf__gguf_name *e = pf__gguf_name_for(arch_name, t, &layer);
         char name[160];
+        if (known_arch->rotary == 1 && t->name_len == 17 && !memcmp(t->name, "rope_freqs.weight", 17))
+            continue; /* read into the config's rope scaling */
         if (!e || layer >= m->config.num_layers) {
             r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%.*s' is not one of a %s model that "
                            "parallelformers reads%s", g.path, pf__gguf_shown(t->name_len), t->name,
-                           arch_name, t->name_len == 17 && !memcmp(t->name, "rope_freqs.weight", 17) ?
-                           " (LLaMA 3's rope scaling as frequency factors is not supported)" : "");
+                           arch_name, "");
             break;
         }
         snprintf(name, sizeof name, e->hf, layer);
-        size_t heads = e->transform == PF__GGUF_UNPERMUTE_Q   ? (size_t)m->config.num_heads
+        size_t heads = e->transform == PF__GGUF_UNPERMUTE_Q || e->transform == PF__GGUF_INTERLEAVE_QKV
+                           ? (size_t)m->config.num_heads
                        : e->transform == PF__GGUF_UNPERMUTE_K ? (size_t)m->config.num_kv_heads
                                                                : 0;
         r = pf__gguf_add_tensor(index, &g, t, name, e->transform, heads, message, size);

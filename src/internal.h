@@ -341,7 +341,8 @@ typedef enum { PF__MLP_PLAIN, PF__MLP_GATED, PF__MLP_GATED_IF_NAMED } pf__mlp;
 
 typedef enum { PF__ACT_GELU_TANH, PF__ACT_GELU_ERF, PF__ACT_RELU, PF__ACT_SILU, PF__ACT_TANH, PF__ACT_QUICK_GELU } pf__activation;
 
-typedef enum { PF__ROPE_DEFAULT, PF__ROPE_LINEAR, PF__ROPE_DYNAMIC, PF__ROPE_LLAMA3 } pf__rope_type;
+typedef enum { PF__ROPE_DEFAULT, PF__ROPE_LINEAR, PF__ROPE_DYNAMIC, PF__ROPE_LLAMA3, PF__ROPE_YARN, PF__ROPE_LONGROPE } pf__rope_type;
+#define PF__MAX_ROPE_FACTORS 512 /* LongRoPE's short and long factors: one per rotary frequency */
 #define PF__NEEDED PF_POLICY_NEEDED
 
 typedef enum {
@@ -509,6 +510,19 @@ typedef struct pf__config {
     pf__rope_type rope_type;
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
     int rope_original_max_positions;
+    double embed_multiplier;        /* token embeddings times this (Granite's embedding_multiplier); 0: 1 */
+    double residual_multiplier;     /* each sublayer's output times this before its residual add (Granite); 0: 1 */
+    double attention_multiplier;    /* the attention scores' scale in place of 1/sqrt(head_dim) (Granite); 0: none */
+    double logits_scaling;          /* the vocabulary logits divided by this (Granite); 0: 1 */
+    int rope_legacy_longrope;       /* 1: rope types "su" and "yarn" mean LongRoPE (Phi-3's config maps them) */
+    int longrope_drops_cache;       /* 1: the family's generate() drops the KV cache when a sequence
+                                       crosses original_max_position_embeddings under LongRoPE
+                                       (Phi-3): not implemented, so LongRoPE is refused */
+    double rope_attention_factor;   /* YaRN / LongRoPE: cos and sin times this (transformers' attention_scaling); 1 otherwise */
+    double rope_beta_fast, rope_beta_slow; /* YaRN's ramp bounds, in rotations */
+    int rope_truncate;              /* YaRN: the ramp's bounds rounded outwards to whole dims */
+    int rope_num_factors;           /* LongRoPE: entries in each of the lists below (rotary_dim / 2) */
+    float rope_short_factor[PF__MAX_ROPE_FACTORS], rope_long_factor[PF__MAX_ROPE_FACTORS]; /* LongRoPE's lists */
     int *layer_window;              /* [num_layers]: each layer's window, 0 for global; owned */
     int type_vocab_size;            /* rows of the token type (segment) embedding */
     int gated_mlp;                  /* 1: act(x W_gate) * x W_up (the row's mlp, or T5's "gated-" activations) */
@@ -1083,6 +1097,8 @@ typedef struct pf__attn_shape {
     int window;             /* keys j with pos - j < window; 0: all earlier keys */
     int mask;               /* PF__MASK_*: the keys a query sees, left pads always excepted */
     int rotary_dim;         /* for the rotary op */
+    float rope_scale;       /* the rotary op's cos and sin times this (YaRN's and LongRoPE's attention
+                               factor, transformers' attention_scaling); 0: 1 */
     pf__dtype cache_dtype;  /* how the cache read (and appended to) stores keys and values */
     float scale;
     const float *alibi;     /* device, [heads]: score += slope * key position; NULL: none */
@@ -1142,7 +1158,9 @@ typedef struct pf__backend {
     void (*gated_activation)(pf__rank *r, float *out, const float *in, size_t rows, size_t width, pf__activation act);
     /* x[rows][n] += y (+ bias); y may be NULL (bias alone) */
     void (*add_residual)(pf__rank *r, float *x, const float *y, const pf__weight *bias, size_t rows, size_t n);
-    /* Rotates the first a->rotary_dim dims of every q and k head in the qkv rows by position
+    /* x[count] *= factor (Granite's residual multiplier and logits scaling) */
+    void (*scale)(pf__rank *r, float *x, size_t count, float factor);
+    /* Rotates (cos and sin times a->rope_scale when set) the first a->rotary_dim dims of every q and k head in the qkv rows by position
        past + t: dims (i, i + rotary_dim/2), or (2i, 2i + 1) when pairs; a->qkv_bias, when set,
        added to every element of the rows first. */
     void (*rotary)(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, int pairs);

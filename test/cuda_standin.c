@@ -239,12 +239,14 @@ TAPED(gated_activation, GATED_ACTIVATION_ARGS, 0)
 TAPED(add_residual, ADD_RESIDUAL_ARGS, 0)
 #define SUM_ARGS(X) X(float *, sum) X(const float *, in) X(size_t, count) X(int, first)
 TAPED(sum, SUM_ARGS, 0)
+#define SCALE_ARGS(X) X(float *, x) X(size_t, count) X(float, factor)
+TAPED(scale, SCALE_ARGS, 0)
 #define ADD_RESIDUAL_BIASES_ARGS(X) X(float *, x) X(const float *, y) X(const void *, b) X(int, dtype) \
     X(const void *, b2) X(int, dtype2) X(size_t, rows) X(size_t, n)
 TAPED(add_residual_biases, ADD_RESIDUAL_BIASES_ARGS, 0)
 #define ROTARY_ARGS(X) X(float *, qkv) X(const void *, bias) X(int, bias_dtype) X(const float *, inv_freq) \
     X(const int *, pad) X(int, batch) X(int, T) X(const int *, past_at) X(int, heads) X(int, kv_heads) X(int, hd) \
-    X(int, rotary_dim) X(int, pairs)
+    X(int, rotary_dim) X(int, pairs) X(float, scale)
 TAPED(rotary, ROTARY_ARGS, 0)
 #define KV_APPEND_ARGS(X) X(void *, kc) X(void *, vc) X(int, cache_dtype) X(float *, qkv) X(const void *, bias) \
     X(int, bias_dtype) X(const int *, cache_rows) X(int, batch) X(int, T) X(int, past) X(const int *, past_at) \
@@ -719,6 +721,14 @@ static int add_residual_biases_live(pf_cuda_rank *st, float *x, const float *y, 
     return 0;
 }
 
+/* kernels.cu's pf_scale_kernel */
+static int scale_live(pf_cuda_rank *st, float *x, size_t count, float factor) {
+    (void)st;
+    NEED(x, count * 4);
+    for (size_t i = 0; i < count; i++) x[i] *= factor;
+    return 0;
+}
+
 static int sum_live(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first) {
     (void)st;
     NEED(sum, count * 4);
@@ -738,7 +748,7 @@ static void add_qkv_bias(float *qkv, const void *bias, int bias_dtype, size_t ro
 
 static int rotary_live(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq,
                        const int *pad, int batch, int T, const int *past_at, int heads, int kv_heads, int hd,
-                       int rotary_dim, int pairs) {
+                       int rotary_dim, int pairs, float scale) {
     int half = rotary_dim / 2, rotated = heads + kv_heads;
     size_t rows = (size_t)batch * T;
     if (!rows || T <= 0 || rotated <= 0 || (half <= 0 && !bias)) return 0;
@@ -759,7 +769,7 @@ static int rotary_live(pf_cuda_rank *st, float *qkv, const void *bias, int bias_
             for (int i = 0; i < half; i++) {
                 float pos = (float)position(pad, (int)(row / (size_t)T), past, (int)(row % (size_t)T));
                 float angle = pos * inv_freq[i];
-                float c = cosf(angle), sn = sinf(angle);
+                float c = cosf(angle) * scale, sn = sinf(angle) * scale;
                 float *x = qkv + row * row_width + (size_t)h * hd;
                 int i1 = pairs ? 2 * i : i, i2 = pairs ? i1 + 1 : i + half;
                 float x1 = x[i1], x2 = x[i2];

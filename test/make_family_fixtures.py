@@ -23,6 +23,10 @@ a few tokens or on padding ids, and whose generate() ids equal those of a cache-
 loop (except with dynamic NTK rope, where the two legitimately differ; see evaluate()).
 Each trait that a config switch can turn off (windows, rope scaling, parallel residual, rotary
 fraction) is checked to change the prompt logits by more than TRAIT_MIN_EFFECT.
+Families marked beam_and_batch (LongRoPE, YaRN, Granite: traits that follow the sequence length
+or change what beams score) also record transformers' best of 3 beams and a left-padded batch's
+greedy tokens in reference.txt (beam_ids, batch_skip, batch_ids_0, batch_ids_1; see
+beam_and_batch_lines), which test_models checks on 1 to 4 ranks.
 
 Each model dir gets a tokenizer trained here with `tokenizers` on make_fixtures.TRAINING_TEXT in
 its family's style, saved through the transformers tokenizer class of that family (so
@@ -652,6 +656,67 @@ def cfg_llama3(v, tok):
     return cfg_llama(v, tok, rope=rope, max_pos=2048)
 
 
+def cfg_llama_yarn(v, tok):
+    # head_dim 8, theta 1e4, original 32: find_correction_range gives dims 0..1 (beta_fast 32, beta_slow
+    # 1, truncated), so frequency 0 is kept, 1..3 divided by the factor; attention factor 0.1 ln 4 + 1.
+    rope = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32, "rope_theta": 10000.0}
+    return cfg_llama(v, tok, rope=rope, max_pos=128)
+
+
+def cfg_qwen2_yarn(v, tok):
+    # Qwen2's shape (q/k/v biases, 6 q heads / 1 kv head, tied) with YaRN as Qwen2.5 / DeepSeek spell
+    # it: beta_fast 4 and beta_slow 0.5 put the ramp over dims 0.41 .. 1.31 untruncated (a fractional
+    # ramp), and mscale / mscale_all_dim make the attention factor their ratio.
+    from transformers import Qwen2Config
+
+    bos, eos, pad = _ids(tok)
+    rope = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 64, "rope_theta": 10000.0,
+            "beta_fast": 4.0, "beta_slow": 0.5, "truncate": False, "mscale": 1.0, "mscale_all_dim": 0.5}
+    return Qwen2Config(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=1, max_position_embeddings=512, rms_norm_eps=1e-6, initializer_range=INIT_STD,
+        rope_parameters=rope, use_sliding_window=False,
+        tie_word_embeddings=True, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+LONGROPE_SHORT = [1.0, 1.5, 2.5, 4.0]
+LONGROPE_LONG = [1.2, 3.0, 9.0, 20.0]
+
+
+def cfg_llama_longrope(v, tok, original):
+    # factor absent: max_position_embeddings / original (4), attention factor sqrt(1 + ln 4 / ln original).
+    rope = {"rope_type": "longrope", "short_factor": LONGROPE_SHORT, "long_factor": LONGROPE_LONG,
+            "original_max_position_embeddings": original, "rope_theta": 10000.0}
+    return cfg_llama(v, tok, rope=rope, max_pos=4 * original)
+
+
+def cfg_llama_longrope_short(v, tok, n_prompt):
+    # the prompt within the original length (short factors), generation past it: each decode step past
+    # original_max_position_embeddings rotates its token with the long factors, the cached keys keep theirs
+    return cfg_llama_longrope(v, tok, n_prompt + 5)
+
+
+def cfg_llama_longrope_long(v, tok, n_prompt):
+    # the prompt already past the original length: long factors from the first token
+    return cfg_llama_longrope(v, tok, n_prompt - 4)
+
+
+def cfg_granite(v, tok):
+    # Granite 3's multipliers at tiny-model strength (granite-3.x: embedding 12, residual 0.22,
+    # attention 1/128 at head_dim 128, logits 8); tied head, as Granite 3 ships it.
+    from transformers import GraniteConfig
+
+    bos, eos, pad = _ids(tok)
+    return GraniteConfig(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-5, initializer_range=INIT_STD,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=True,
+        embedding_multiplier=3.0, residual_multiplier=0.6, attention_multiplier=0.2, logits_scaling=2.5,
+        bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
 def cfg_mistral(v, tok):
     from transformers import MistralConfig
 
@@ -1040,6 +1105,47 @@ FAMILIES = [
         legacy=rope_scaling_style_config("rope_type"),
     ),
     dict(
+        name="llama-rope-yarn", beam_and_batch=True, config=cfg_llama_yarn, seed=1110, vocab_pad=0, cases=False,
+        tokenizer=lambda out: save_tok(llama2_tokenizer(512), out), tok_style="as llama",
+        traits="llama + rope yarn (factor 4, original 32, default betas, truncated ramp: one frequency kept, three "
+               "interpolated; cos and sin times 0.1 ln 4 + 1)",
+        ablations=[("plain rope", plain_rope), ("attention factor 1", set_rope(attention_factor=1.0))],
+    ),
+    dict(
+        name="qwen2-rope-yarn", beam_and_batch=True, config=cfg_qwen2_yarn, seed=1120, vocab_pad=0, cases=False,
+        tokenizer=lambda out: save_tok(qwen2_tokenizer(384), out), tok_style="as qwen2",
+        traits="qwen2 + rope yarn in the hub spelling (rope_theta + rope_scaling {type: yarn}): factor 8, original 64, "
+               "beta_fast 4, beta_slow 0.5, truncate false (a fractional ramp), mscale 1 / mscale_all_dim 0.5",
+        ablations=[("plain rope", plain_rope), ("truncate true", set_rope(truncate=True)),
+                   ("no mscale", set_rope(mscale=None, mscale_all_dim=None))],
+        legacy=rope_scaling_style_config("type"),
+    ),
+    dict(
+        name="llama-rope-longrope", beam_and_batch=True, config=cfg_llama_longrope_short, seed=1130, vocab_pad=0, cases=False, dynamic=True,
+        tokenizer=lambda out: save_tok(llama2_tokenizer(512), out), tok_style="as llama",
+        traits="llama + rope longrope (4 short and 4 long factors, original_max_position_embeddings = prompt + 5, "
+               "max_position_embeddings 4x that: attention factor sqrt(1 + ln 4 / ln original)): prompt logits with "
+               "the short factors; greedy steps past the original length rotate the new token with the long ones",
+        ablations=[("plain rope", plain_rope), ("short factors 1", set_rope(short_factor=[1.0] * 4))],
+    ),
+    dict(
+        name="llama-rope-longrope-long", beam_and_batch=True, config=cfg_llama_longrope_long, seed=1140, vocab_pad=0, cases=False,
+        dynamic=True, tokenizer=lambda out: save_tok(llama2_tokenizer(512), out), tok_style="as llama",
+        traits="llama + rope longrope with original_max_position_embeddings 4 below the prompt length: the long "
+               "factors from the prompt on",
+        ablations=[("plain rope", plain_rope), ("long factors 1", set_rope(long_factor=[1.0] * 4))],
+    ),
+    dict(
+        name="granite", beam_and_batch=True, config=cfg_granite, seed=1150, vocab_pad=0, cases=False,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="LLaMA's block (GQA 6/2, RMSNorm, SwiGLU, rotary halves) with embedding_multiplier 3, residual_multiplier "
+               "0.6, attention_multiplier 0.2 (in place of 1/sqrt(8)), logits_scaling 2.5; tied head",
+        ablations=[("embedding_multiplier 1", set_attr(embedding_multiplier=1.0)),
+                   ("residual_multiplier 1", set_attr(residual_multiplier=1.0)),
+                   ("attention_multiplier 1/sqrt(head_dim)", set_attr(attention_multiplier=8 ** -0.5)),
+                   ("logits_scaling 1", set_attr(logits_scaling=1.0))],
+    ),
+    dict(
         name="mistral", config=cfg_mistral, seed=1200, vocab_pad=0, cases=True, cases_special=True,
         tokenizer=lambda out: save_tok(mistral_tokenizer(512)[0], out, "LlamaTokenizer"),
         tok_style=LLAMA2_HUB_STYLE,
@@ -1249,6 +1355,35 @@ def evaluate(config, seed, prompt_ids, eos, pad, n_tok, cache_free_may_differ=Fa
     return base, logits, gen_ids, margin, cache_diff, diverge, ok
 
 
+BATCH_SKIP = 3  # the padded batch's second row: the prompt less its first 3 tokens
+
+
+def beam_and_batch_lines(out: Path, prompt_ids, eos, pad):
+    """reference.txt lines for the families whose traits follow the sequence length (LongRoPE) or
+    change what beams score (logits scaling): beam_ids, transformers' best of 3 beams; and a
+    left-padded batch of the prompt and prompt[BATCH_SKIP:] decoded greedily for MAX_NEW_TOKENS
+    tokens without stopping at eos (batch_ids_0, batch_ids_1)."""
+    model = load_model(out)
+    x = torch.tensor([prompt_ids])
+    with torch.no_grad():
+        beams = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=MAX_NEW_TOKENS, do_sample=False,
+                               num_beams=3, eos_token_id=eos, pad_token_id=pad if pad is not None else eos)
+    beam_ids = beams[0, len(prompt_ids):].tolist()
+    while beam_ids and pad is not None and beam_ids[-1] == pad and pad != eos:
+        beam_ids.pop()
+    short = prompt_ids[BATCH_SKIP:]
+    pad_id = pad if pad is not None else eos
+    rows = torch.tensor([prompt_ids, [pad_id] * BATCH_SKIP + short])
+    mask = torch.tensor([[1] * len(prompt_ids), [0] * BATCH_SKIP + [1] * len(short)])
+    with torch.no_grad():
+        batch = load_model(out).generate(rows, attention_mask=mask, max_new_tokens=MAX_NEW_TOKENS, do_sample=False,
+                                         num_beams=1, eos_token_id=None, pad_token_id=pad_id, min_new_tokens=MAX_NEW_TOKENS)
+    batch_ids = [batch[b, len(prompt_ids):].tolist() for b in range(2)]
+    assert all(len(r) == MAX_NEW_TOKENS for r in batch_ids), batch_ids
+    return [f"beam_ids={ids_str(beam_ids)}", f"batch_skip={BATCH_SKIP}", f"batch_ids_0={ids_str(batch_ids[0])}",
+            f"batch_ids_1={ids_str(batch_ids[1])}"]
+
+
 def make_family(fam) -> dict:
     name = fam["name"]
     out = reset_dir(FIXTURES / name)
@@ -1295,6 +1430,8 @@ def make_family(fam) -> dict:
     if fam.get("beam"):
         lines += [f"beam_ids={ids_str(beam_generate(load_model(out), prompt_ids, eos, pad))}",
                   f"padded_ids={ids_str(padded_generate(load_model(out), prompt_ids, eos, pad))}"]
+    if fam.get("beam_and_batch"):
+        lines += beam_and_batch_lines(out, prompt_ids, eos, pad)
     (out / "reference.txt").write_text("\n".join(lines) + "\n", encoding="ascii")
     disk_logits.numpy().astype("<f4").tofile(out / "reference_logits.bin")
 
@@ -1339,6 +1476,14 @@ def make_family(fam) -> dict:
 # ----------------------------------------------------------------------------
 
 
+def _rope_value(v) -> str:
+    if isinstance(v, list):
+        return "[" + " ".join(f"{x:g}" for x in v) + "]"
+    if isinstance(v, bool) or v is None:
+        return str(v).lower()
+    return f"{v:g}"
+
+
 def describe_positions(cfg) -> str:
     mt = cfg.model_type
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
@@ -1364,7 +1509,7 @@ def describe_positions(cfg) -> str:
     extra = {k: v for k, v in rope.items() if k not in ("rope_type", "type", "rope_theta")}
     text = f"rotary halves on {head_dim}, theta {rope['rope_theta']:g}"
     if rope.get("rope_type", "default") != "default":
-        text += f"; {rope['rope_type']} " + ", ".join(f"{k} {v:g}" for k, v in extra.items())
+        text += f"; {rope['rope_type']} " + ", ".join(f"{k} {_rope_value(v)}" for k, v in extra.items())
         text += f"; max_position_embeddings {cfg.max_position_embeddings}"
     if getattr(cfg, "sliding_window", None):
         text += f"; sliding window {cfg.sliding_window}"

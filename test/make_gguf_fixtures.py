@@ -16,6 +16,24 @@ writes test/fixtures/gguf/:
   llama-bias.gguf   a random LLaMA with attention and MLP biases and a tied head, F32
   gpt2-f32.gguf     the gpt2-tiny fixture, F32, with its byte-level BPE tokenizer ("gpt2", "gpt-2")
   gpt2-q8.gguf      the same, matrices Q8_0 / Q4_0 / Q4_1
+  llama3-rope-rope-freqs.gguf  the llama3-rope fixture, F32, with LLaMA 3.1's rope scaling as
+                    llama.cpp's converter stores it: a rope_freqs tensor of per-frequency factors
+                    (computed with the fixture's original_max_position_embeddings) and no scaling keys
+  llama-rope-yarn-f32.gguf  the llama-rope-yarn fixture with rope.scaling.type yarn, its factor and
+                    original_context_length (the converter's generic rope scaling keys)
+  llama-split-0000K-of-00003.gguf  the llama fixture, F32, split over 3 files as gguf-split and the
+                    gguf package write them (split.no / split.count / split.tensors.count)
+  qwen2-f32.gguf    the qwen2 fixture as the converter writes Qwen2 (no q/k permutation, biases, tied)
+  mistral-f32.gguf  the mistral fixture as the converter writes MistralForCausalLM: arch "llama"
+                    (permuted q/k) and no sliding window, so its reference is LLaMA's math on those
+                    weights (transformers' Mistral without the window)
+  gpt_neox-f32.gguf, gpt_neox-seq-f32.gguf  the gpt_neox fixtures (fused qkv regrouped as all q, all
+                    k, all v; rope.dimension_count; use_parallel_residual)
+  bloom-f32.gguf    the bloom fixture (fused qkv regrouped; the tied head written as output.weight)
+  granite-f32.gguf  the granite fixture: LLaMA's layout under arch "granite", the multipliers as
+                    granite.embedding_scale / residual_scale / attention.scale / logit_scale
+  The fixtures' logits are transformers' on the fixture directories themselves: F32 files hold
+  exactly their weights.
   gguf_reference.txt  a line per file: name, prompt ids, transformers' greedy new ids (8),
                     transformers' logits at every prompt position (comma floats)
 and test/fuzz_seeds/gguf/tiny-gpt2.gguf and tiny-llama-spm.gguf, the fuzz target's seeds.
@@ -23,8 +41,10 @@ Q4_K and Q6_K blocks are packed by the small quantizers below (gguf-py has dequa
 them, no quantizers); the gguf package's dequantizer reads them back for the reference.
 """
 import json
+import math
 from pathlib import Path
 
+import gguf
 import numpy as np
 import torch
 from gguf import GGMLQuantizationType as Q
@@ -224,6 +244,32 @@ def gpt2_tokenizer(directory):
     return add
 
 
+def bpe_tokenizer(directory, pre, add_bos):
+    """A byte-level BPE tokenizer.json as llama.cpp's converter writes it: model "gpt2", the
+    pre-tokenizer's llama.cpp name, tokens by id (specials CONTROL), merges, special ids."""
+    spec = json.loads((directory / "tokenizer.json").read_text())
+    vocab = dict(spec["model"]["vocab"])
+    for t in spec["added_tokens"]:
+        vocab[t["content"]] = t["id"]
+    vocab = sorted(vocab.items(), key=lambda kv: kv[1])
+    assert [i for _, i in vocab] == list(range(len(vocab)))
+    special = {t["id"] for t in spec["added_tokens"] if t["special"]}
+    merges = [m if isinstance(m, str) else " ".join(m) for m in spec["model"]["merges"]]
+    config = json.loads((directory / "config.json").read_text())
+
+    def add(w):
+        w.add_tokenizer_model("gpt2")
+        w.add_tokenizer_pre(pre)
+        w.add_token_list([t for t, _ in vocab])
+        w.add_token_types([TokenType.CONTROL if i in special else TokenType.NORMAL for _, i in vocab])
+        w.add_token_merges(merges)
+        if config.get("bos_token_id") is not None:
+            w.add_bos_token_id(config["bos_token_id"])
+        w.add_eos_token_id(config["eos_token_id"])
+        w.add_add_bos_token(add_bos)
+    return add
+
+
 GPT2_BLOCK = {"ln_1": "attn_norm", "attn.c_attn": "attn_qkv", "attn.c_proj": "attn_output", "ln_2": "ffn_norm",
               "mlp.c_fc": "ffn_up", "mlp.c_proj": "ffn_down"}
 CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
@@ -335,6 +381,266 @@ def write_fuzz_seed():
     write_llama(seeds / "tiny-llama-spm.gguf", config, state, lambda n, t: Q.Q4_0 if t.ndim == 2 else Q.F32, spm)
 
 
+def hf_block_names(state, fixed, block, prefix):
+    """transformers' names to llama.cpp's: fixed names, then prefix + N.module.kind via block."""
+    out = {}
+    for name, w in state.items():
+        if name in fixed:
+            out[fixed[name]] = w
+            continue
+        assert name.startswith(prefix), name
+        layer, rest = name[len(prefix):].split(".", 1)
+        module, kind = rest.rsplit(".", 1)
+        out[f"blk.{layer}.{block[module]}.{kind}"] = w
+    return out
+
+
+def regroup_qkv(w, n_head):
+    """convert_hf_to_gguf.py's GPT-NeoX and BLOOM reshaping: [head][q, k, v] rows to [q, k, v][head]."""
+    head_rows = w.shape[0] // n_head // 3
+    return w.reshape(n_head, 3, head_rows, *w.shape[1:]).swapaxes(0, 1).reshape(w.shape)
+
+
+def finish(w, tensors):
+    for name, t in tensors.items():
+        add(w, name, np.ascontiguousarray(t), Q.F32)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def fixture_reference(name, directory, gguf_name, config_class=None):
+    """transformers on the fixture directory (or its weights under config_class), the fixture's prompt."""
+    from transformers import AutoModelForCausalLM
+    ids = [int(x) for x in next(line for line in (directory / "reference.txt").read_text().splitlines()
+                                if line.startswith("prompt_ids=")).split("=", 1)[1].split(",")]
+    if config_class is None:
+        model = AutoModelForCausalLM.from_pretrained(directory, dtype=torch.float32, attn_implementation="eager").eval()
+    else:
+        model = config_class.from_pretrained(directory, dtype=torch.float32, attn_implementation="eager").eval()
+    eos = model.config.eos_token_id
+    return reference_line(gguf_name, model, ids, eos if isinstance(eos, int) else eos[0])
+
+
+def special_ids(w, config):
+    if config.bos_token_id is not None:
+        w.add_bos_token_id(config.bos_token_id)
+    eos = config.eos_token_id
+    if eos is not None:
+        w.add_eos_token_id(eos if isinstance(eos, int) else eos[0])
+
+
+def write_dense_families(lines):
+    """Families llama.cpp writes under their own architectures (and Mistral under llama's)."""
+    from transformers import BloomConfig, GPTNeoXConfig, MistralConfig, Qwen2Config
+
+    # LLaMA 3.1's rope scaling as a rope_freqs tensor (convert_hf_to_gguf.py's LlamaModel
+    # generate_extra_tensors), its factors from the fixture's own rope parameters
+    directory = FIXTURES / "llama3-rope"
+    config = LlamaConfig.from_pretrained(directory)
+    rope = config.rope_parameters
+    dim = config.hidden_size // config.num_attention_heads
+    freqs = 1.0 / (rope["rope_theta"] ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+    old, low, high, factor = (rope["original_max_position_embeddings"], rope["low_freq_factor"],
+                              rope["high_freq_factor"], rope["factor"])
+    factors = []
+    for freq in freqs.tolist():
+        wavelen = 2 * math.pi / freq
+        if wavelen < old / high:
+            factors.append(1)
+        elif wavelen > old / low:
+            factors.append(factor)
+        else:
+            smooth = (old / wavelen - low) / (high - low)
+            factors.append(1 / ((1 - smooth) / factor + smooth))
+    assert len(set(factors)) == 3, factors  # kept, divided and smoothed frequencies
+    state = load_file(str(directory / "model.safetensors"))
+    path = OUT / "llama3-rope-rope-freqs.gguf"
+    w = GGUFWriter(str(path), "llama")
+    llama_metadata(w, config)
+    bpe_tokenizer(directory, "llama-bpe", True)(w)
+    tensors = {}
+    for name, t in llama_state_to_gguf(state).items():
+        if name.endswith("attn_q.weight"):
+            t = permute(t, config.num_attention_heads)
+        elif name.endswith("attn_k.weight"):
+            t = permute(t, config.num_key_value_heads)
+        tensors[name] = t
+    tensors["rope_freqs.weight"] = np.array(factors, dtype=np.float32)
+    finish(w, tensors)
+    lines.append(fixture_reference("llama3-rope", directory, path.stem))
+
+    # YaRN as the converter's generic rope scaling writes it (type, factor, original context length)
+    directory = FIXTURES / "llama-rope-yarn"
+    config = LlamaConfig.from_pretrained(directory)
+    rope = config.rope_parameters
+    assert set(rope) == {"rope_type", "factor", "original_max_position_embeddings", "rope_theta"}, rope
+    state = load_file(str(directory / "model.safetensors"))
+    path = OUT / "llama-rope-yarn-f32.gguf"
+    w = GGUFWriter(str(path), "llama")
+    llama_metadata(w, config)
+    w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+    w.add_rope_scaling_factor(rope["factor"])
+    w.add_rope_scaling_orig_ctx_len(rope["original_max_position_embeddings"])
+    special_ids(w, config)
+    tensors = {}
+    for name, t in llama_state_to_gguf(state).items():
+        if name.endswith("attn_q.weight"):
+            t = permute(t, config.num_attention_heads)
+        elif name.endswith("attn_k.weight"):
+            t = permute(t, config.num_key_value_heads)
+        tensors[name] = t
+    finish(w, tensors)
+    lines.append(fixture_reference("llama-rope-yarn", directory, path.stem))
+
+    # the llama fixture split over 3 files
+    directory = FIXTURES / "llama"
+    config = LlamaConfig.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    for old_part in OUT.glob("llama-split-*.gguf"):
+        old_part.unlink()
+    w = GGUFWriter(str(OUT / "llama-split.gguf"), "llama", split_max_tensors=8)
+    llama_metadata(w, config)
+    special_ids(w, config)
+    tensors = {}
+    for name, t in llama_state_to_gguf(state).items():
+        if name.endswith("attn_q.weight"):
+            t = permute(t, config.num_attention_heads)
+        elif name.endswith("attn_k.weight"):
+            t = permute(t, config.num_key_value_heads)
+        tensors[name] = t
+    finish(w, tensors)
+    parts = sorted(OUT.glob("llama-split-*.gguf"))
+    assert [p.name for p in parts] == [f"llama-split-{i:05d}-of-00003.gguf" for i in (1, 2, 3)], parts
+    lines.append(fixture_reference("llama", directory, "llama-split-00001-of-00003"))
+
+    # Qwen2: the generic TextModel metadata, transformers' rows as they are, tied head
+    directory = FIXTURES / "qwen2"
+    config = Qwen2Config.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    path = OUT / "qwen2-f32.gguf"
+    w = GGUFWriter(str(path), "qwen2")
+    w.add_block_count(config.num_hidden_layers)
+    w.add_context_length(config.max_position_embeddings)
+    w.add_embedding_length(config.hidden_size)
+    w.add_feed_forward_length(config.intermediate_size)
+    w.add_head_count(config.num_attention_heads)
+    w.add_head_count_kv(config.num_key_value_heads)
+    w.add_rope_freq_base(config.rope_parameters["rope_theta"])
+    w.add_layer_norm_rms_eps(config.rms_norm_eps)
+    bpe_tokenizer(directory, "qwen2", False)(w)
+    assert "lm_head.weight" not in state
+    finish(w, llama_state_to_gguf(state))
+    lines.append(fixture_reference("qwen2", directory, path.stem))
+
+    # Mistral: LlamaModel converts MistralForCausalLM to arch "llama", with no sliding window
+    directory = FIXTURES / "mistral"
+    config = MistralConfig.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    llama_config = LlamaConfig(**{k: v for k, v in config.to_dict().items() if k not in ("model_type", "sliding_window")})
+    path = OUT / "mistral-f32.gguf"
+    write_llama(path, llama_config, state, lambda n, t: Q.F32)
+    model = llama_from_gguf(path, llama_config)
+    ids = [1, 464, 398, 266, 372, 340, 323, 339, 320, 422, 357, 271, 342, 312]
+    lines.append(reference_line(path.stem, model, ids, config.eos_token_id))
+
+    # GPT-NeoX, parallel and sequential
+    neox_block = {"input_layernorm": "attn_norm", "attention.query_key_value": "attn_qkv",
+                  "attention.dense": "attn_output", "post_attention_layernorm": "ffn_norm",
+                  "mlp.dense_h_to_4h": "ffn_up", "mlp.dense_4h_to_h": "ffn_down"}
+    neox_fixed = {"gpt_neox.embed_in.weight": "token_embd.weight", "gpt_neox.final_layer_norm.weight": "output_norm.weight",
+                  "gpt_neox.final_layer_norm.bias": "output_norm.bias", "embed_out.weight": "output.weight"}
+    for fixture in ("gpt_neox", "gpt_neox-seq"):
+        directory = FIXTURES / fixture
+        config = GPTNeoXConfig.from_pretrained(directory)
+        state = {k: v for k, v in load_file(str(directory / "model.safetensors")).items()
+                 if not k.endswith((".attention.bias", ".attention.masked_bias", ".rotary_emb.inv_freq"))}
+        head_dim = config.hidden_size // config.num_attention_heads
+        path = OUT / f"{fixture}-f32.gguf"
+        w = GGUFWriter(str(path), "gptneox")
+        w.add_context_length(config.max_position_embeddings)
+        w.add_embedding_length(config.hidden_size)
+        w.add_block_count(config.num_hidden_layers)
+        w.add_feed_forward_length(config.intermediate_size)
+        w.add_rope_dimension_count(int(config.rope_parameters["partial_rotary_factor"] * head_dim))
+        w.add_head_count(config.num_attention_heads)
+        w.add_parallel_residual(config.use_parallel_residual)
+        w.add_layer_norm_eps(config.layer_norm_eps)
+        special_ids(w, config)
+        tensors = hf_block_names(state, neox_fixed, neox_block, "gpt_neox.layers.")
+        for name in list(tensors):
+            if ".attn_qkv." in name:
+                tensors[name] = regroup_qkv(tensors[name], config.num_attention_heads)
+        finish(w, tensors)
+        lines.append(fixture_reference(fixture, directory, path.stem))
+
+    # Granite: LLaMA's layout (q/k permuted) under arch "granite", its multipliers as *_scale keys
+    from transformers import GraniteConfig
+    directory = FIXTURES / "granite"
+    config = GraniteConfig.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    path = OUT / "granite-f32.gguf"
+    w = GGUFWriter(str(path), "granite")
+    llama_metadata(w, config)
+    w.add_attention_scale(config.attention_multiplier)
+    w.add_embedding_scale(config.embedding_multiplier)
+    w.add_residual_scale(config.residual_multiplier)
+    w.add_logit_scale(config.logits_scaling)
+    special_ids(w, config)
+    tensors = {}
+    for name, t in llama_state_to_gguf(state).items():
+        if name.endswith("attn_q.weight"):
+            t = permute(t, config.num_attention_heads)
+        elif name.endswith("attn_k.weight"):
+            t = permute(t, config.num_key_value_heads)
+        tensors[name] = t
+    assert "output.weight" not in tensors  # tied
+    finish(w, tensors)
+    lines.append(fixture_reference("granite", directory, path.stem))
+
+    # BLOOM: context length is seq_length or n_embed; the tied head written out as output.weight
+    directory = FIXTURES / "bloom"
+    config = BloomConfig.from_pretrained(directory)
+    state = {k.removeprefix("transformer."): v for k, v in load_file(str(directory / "model.safetensors")).items()}
+    path = OUT / "bloom-f32.gguf"
+    w = GGUFWriter(str(path), "bloom")
+    w.add_context_length(getattr(config, "seq_length", None) or config.hidden_size)
+    w.add_embedding_length(config.hidden_size)
+    w.add_feed_forward_length(4 * config.hidden_size)
+    w.add_block_count(config.n_layer)
+    w.add_head_count(config.n_head)
+    w.add_head_count_kv(config.n_head)
+    w.add_layer_norm_eps(config.layer_norm_epsilon)
+    special_ids(w, config)
+    bloom_block = {"input_layernorm": "attn_norm", "self_attention.query_key_value": "attn_qkv",
+                   "self_attention.dense": "attn_output", "post_attention_layernorm": "ffn_norm",
+                   "mlp.dense_h_to_4h": "ffn_up", "mlp.dense_4h_to_h": "ffn_down"}
+    bloom_fixed = {"word_embeddings.weight": "token_embd.weight", "word_embeddings_layernorm.weight": "token_embd_norm.weight",
+                   "word_embeddings_layernorm.bias": "token_embd_norm.bias", "ln_f.weight": "output_norm.weight",
+                   "ln_f.bias": "output_norm.bias"}
+    tensors = hf_block_names(state, bloom_fixed, bloom_block, "h.")
+    for name in list(tensors):
+        if ".attn_qkv." in name:
+            tensors[name] = regroup_qkv(tensors[name], config.n_head)
+    tensors["output.weight"] = tensors["token_embd.weight"]
+    finish(w, tensors)
+    lines.append(fixture_reference("bloom", directory, path.stem))
+
+
+def llama_metadata(w, config):
+    w.add_context_length(config.max_position_embeddings)
+    w.add_embedding_length(config.hidden_size)
+    w.add_block_count(config.num_hidden_layers)
+    w.add_feed_forward_length(config.intermediate_size)
+    w.add_head_count(config.num_attention_heads)
+    w.add_head_count_kv(config.num_key_value_heads)
+    w.add_layer_norm_rms_eps(config.rms_norm_eps)
+    w.add_rope_freq_base(config.rope_parameters["rope_theta"])
+    w.add_rope_dimension_count(config.hidden_size // config.num_attention_heads)
+    w.add_vocab_size(config.vocab_size)
+
+
 def main():
     OUT.mkdir(exist_ok=True)
     lines = []
@@ -411,6 +717,7 @@ def main():
         path = OUT / f"{name}.gguf"
         write_gpt2(path, config, state, types, gpt2_tokenizer(directory))
         lines.append(reference_line(name, gpt2_from_gguf(path, config), ids, config.eos_token_id))
+    write_dense_families(lines)
     # not reference.txt: a directory holding one is a model fixture to the test programs
     (OUT / "gguf_reference.txt").write_text("\n".join(lines) + "\n")
     write_fuzz_seed()

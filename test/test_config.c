@@ -261,6 +261,28 @@ static void test_hub_spellings(void) {
     edit_file("config.json", "\"original_max_position_embeddings\": 256", "\"original_max_position_embeddings\": 64");
     edit_file("config.json", "{", "{\"original_max_position_embeddings\": 256,");
     check_work_logits("llama3 rope with a top-level original_max_position_embeddings", "llama3-rope", 1);
+    /* yarn and longrope likewise; longrope's factor defaults to max / original positions (76 / 19). */
+    if (copy_fixture("llama-rope-longrope")) return;
+    edit_file("config.json", "\"original_max_position_embeddings\": 19", "\"original_max_position_embeddings\": 40");
+    edit_file("config.json", "{", "{\"original_max_position_embeddings\": 19,");
+    check_work_logits("longrope with a top-level original_max_position_embeddings", "llama-rope-longrope", 1);
+    edit_file("config.json", "\"rope_type\": \"longrope\",", "\"rope_type\": \"longrope\", \"factor\": 4.0,");
+    check_work_logits("longrope with its implied factor spelt out", "llama-rope-longrope", 1);
+    edit_file("config.json", "\"factor\": 4.0,", "\"factor\": 4.0, \"attention_factor\": 1.0,");
+    check_work_logits("longrope with attention_factor 1", "llama-rope-longrope", 0);
+    if (copy_fixture("llama-rope-yarn")) return;
+    edit_file("config.json", "\"original_max_position_embeddings\": 32", "\"original_max_position_embeddings\": 32, \"beta_fast\": 0, \"beta_slow\": null, \"truncate\": true");
+    check_work_logits("yarn with beta_fast 0 and beta_slow null (the defaults)", "llama-rope-yarn", 1);
+    edit_file("config.json", "\"beta_slow\": null", "\"beta_slow\": 0.25");
+    check_work_logits("yarn with beta_slow 0.25", "llama-rope-yarn", 0);
+    /* A LLaMA clone with a model_type of its own whose "architectures" names transformers' LLaMA
+       class runs as LLaMA; naming another class, it stays refused. */
+    if (copy_fixture("llama")) return;
+    edit_file("config.json", "\"model_type\": \"llama\"", "\"model_type\": \"xverse\"");
+    check_work_logits("a model_type of its own with architectures LlamaForCausalLM", "llama", 1);
+    edit_file("config.json", "\"LlamaForCausalLM\"", "\"XverseForCausalLM\"");
+    expect_load("a model_type of its own with architectures XverseForCausalLM", NULL, PF_ERROR_UNSUPPORTED,
+                "model_type \"xverse\" is not supported (supported: ");
     /* Qwen2's older name of a full-attention layer. */
     if (copy_fixture("qwen2")) return;
     edit_file("config.json", "\"full_attention\"", "\"attention\"");
@@ -293,6 +315,17 @@ static void test_refused_values(void) {
     edit_file("config.json", "\"factor\": 2.0,", "\"factor\": 2.0, \"partial_rotary_factor\": 0.5,");
     expect_load("LLaMA with a partial_rotary_factor and linear rope", NULL, PF_ERROR_UNSUPPORTED,
                 "\"partial_rotary_factor\" = 0.5 with rope type \"linear\"");
+    /* LongRoPE's factors: one per rotary frequency; "su" is Phi-3's older name, a KeyError for LLaMA. */
+    if (copy_fixture("llama-rope-longrope")) return;
+    edit_file("config.json", "1.2,", "");
+    expect_load("longrope with 3 long factors", NULL, PF_ERROR_FORMAT, "short_factor\" and \"long_factor\"");
+    if (copy_fixture("llama-rope-longrope")) return;
+    edit_file("config.json", "1.2,", "");
+    edit_file("config.json", "1.0,", "");
+    expect_load("longrope with 3 factors for 4 frequencies", NULL, PF_ERROR_FORMAT, "have 3 entries; the 8 rotary dims need 4");
+    if (copy_fixture("llama-rope-longrope")) return;
+    edit_file("config.json", "\"longrope\"", "\"su\"");
+    expect_load("LLaMA with rope type su", NULL, PF_ERROR_UNSUPPORTED, "rope type \"su\" is not supported");
     /* GPT-J's rotary_dim may not be null (transformers 5 refuses it too). */
     if (copy_fixture("gptj")) return;
     edit_file("config.json", "\"rotary_dim\": 4", "\"rotary_dim\": null");

@@ -195,6 +195,52 @@ static void gguf_check_requantized_blocks(void) {
               q8_same, BLOCKS, q4_same, BLOCKS);
 }
 
+/* A GGUF split over 3 files (llama-split-0000K-of-00003.gguf) loads from its first part (the
+   reference lines check its logits); a later part, a first part renamed, or a set missing a part
+   is refused, naming what to load or what is missing. */
+static void gguf_check_split(void) {
+    char dir[] = "/tmp/pf_gguf_split_XXXXXX", path[1100], to[1100], renamed[1100];
+    pf_model *m = NULL;
+    snprintf(path, sizeof path, "%s/gguf/llama-split-00002-of-00003.gguf", test_fixtures);
+    pf_result r = pf_load(path, NULL, &m);
+    CHECK_MSG(r == PF_ERROR_INVALID_ARGUMENT && strstr(pf_error_message(m), "load the first, named ...-00001-of-00003.gguf"),
+              "the second part of a split GGUF: %s", pf_error_message(m));
+    pf_free(m);
+    if (!mkdtemp(dir)) {
+        CHECK_MSG(0, "mkdtemp");
+        return;
+    }
+    for (int part = 1; part <= 2; part++) {
+        size_t size = 0;
+        snprintf(path, sizeof path, "%s/gguf/llama-split-%05d-of-00003.gguf", test_fixtures, part);
+        char *data = test_read_file(path, &size);
+        snprintf(to, sizeof to, "%s/model-%05d-of-00003.gguf", dir, part);
+        CHECK(data && test_write_file(to, data, size) == 0);
+        if (part == 1) {
+            snprintf(renamed, sizeof renamed, "%s/renamed.gguf", dir);
+            CHECK(data && test_write_file(renamed, data, size) == 0);
+        }
+        free(data);
+    }
+    m = NULL;
+    r = pf_load(renamed, NULL, &m);
+    CHECK_MSG(r == PF_ERROR_INVALID_ARGUMENT && strstr(pf_error_message(m), "a GGUF split over 3 files"),
+              "a split GGUF's first part renamed: %s", pf_error_message(m));
+    pf_free(m);
+    unlink(renamed);
+    snprintf(path, sizeof path, "%s/model-00001-of-00003.gguf", dir);
+    m = NULL;
+    r = pf_load(path, NULL, &m);
+    CHECK_MSG(r != PF_OK && strstr(pf_error_message(m), "model-00003-of-00003.gguf"), "a split GGUF missing its last part: %s",
+              pf_error_message(m));
+    pf_free(m);
+    for (int part = 1; part <= 2; part++) {
+        snprintf(to, sizeof to, "%s/model-%05d-of-00003.gguf", dir, part);
+        unlink(to);
+    }
+    rmdir(dir);
+}
+
 /* ---- bad files ---- */
 
 typedef struct gguf_file {
@@ -440,13 +486,18 @@ static void gguf_check_bad_files(void) {
     gguf_expect("a key that changes the math", &f, PF_ERROR_UNSUPPORTED, "'llama.expert_count'");
     free(f.p);
     gguf_build(&f, "llama", 1, "output_norm.weight", "llama.rope.scaling.type", "yarn");
-    gguf_expect("yarn rope scaling", &f, PF_ERROR_UNSUPPORTED, "\"yarn\"");
+    gguf_expect("yarn rope scaling without its original length", &f, PF_ERROR_FORMAT,
+                "yarn rope scaling needs llama.rope.scaling.original_context_length");
+    free(f.p);
+    gguf_build(&f, "llama", 1, "output_norm.weight", "llama.rope.scaling.type", "longrope");
+    gguf_expect("another rope scaling", &f, PF_ERROR_UNSUPPORTED, "\"longrope\" is not supported");
     free(f.p);
     gguf_build(&f, "llama", 1, "blk.0.ffn_gate_exps.weight", NULL, NULL);
     gguf_expect("a tensor we do not know", &f, PF_ERROR_UNSUPPORTED, "'blk.0.ffn_gate_exps.weight'");
     free(f.p);
     gguf_build(&f, "llama", 1, "rope_freqs.weight", NULL, NULL);
-    gguf_expect("LLaMA 3's rope factors", &f, PF_ERROR_UNSUPPORTED, "LLaMA 3");
+    gguf_expect("LLaMA 3's rope factors of the wrong shape", &f, PF_ERROR_FORMAT,
+                "rope_freqs.weight is not a float vector of");
     free(f.p);
     gguf_build(&f, "llama", 1, "output_norm.weight", NULL, NULL);
     gguf_expect("missing tensors", &f, PF_ERROR_FORMAT, "missing tensor 'model.layers.0.");
@@ -474,11 +525,14 @@ void test_gguf(void) {
         if (!next) break;
         line = next;
     }
-    CHECK_MSG(lines == 6, "%s: %d fixtures", path, lines);
+    CHECK_MSG(lines == 15, "%s: %d fixtures", path, lines);
     free(data);
     gguf_check_same_as_safetensors();
+    gguf_check_split();
     gguf_check_tokenizer("gpt2-tiny", "gpt2-f32.gguf");
     gguf_check_tokenizer("llama", "llama-f32.gguf");
+    gguf_check_tokenizer("llama3-rope", "llama3-rope-rope-freqs.gguf"); /* "llama-bpe": LLaMA 3's split, ignore_merges */
+    gguf_check_tokenizer("qwen2", "qwen2-f32.gguf");
     gguf_check_requantized_blocks();
     gguf_check_bad_files();
 }

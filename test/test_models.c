@@ -89,6 +89,63 @@ static void check_greedy(fixture *f, const char *name, int ranks) {
               name, ranks, n, n ? out[0] : -1, f->ref.num_greedy_ids, f->ref.greedy_ids[0]);
 }
 
+/* reference.txt's optional lines (make_family_fixtures.py's beam_and_batch families): transformers'
+   best of 3 beams, and a left-padded batch of the prompt and the prompt less its first batch_skip
+   tokens decoded greedily without stopping at eos. */
+typedef struct extra_reference {
+    int beam[TEST_MAX_IDS], num_beam;
+    int batch[2][TEST_MAX_IDS], num_batch[2];
+    int batch_skip; /* 0: no such lines */
+} extra_reference;
+
+static void read_extra_reference(const char *name, extra_reference *x) {
+    char path[1100], line[4096];
+    memset(x, 0, sizeof *x);
+    snprintf(path, sizeof path, "%s/%s/reference.txt", test_fixtures, name);
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = 0;
+        char *value = strchr(line, '=');
+        if (!value) continue;
+        *value++ = 0;
+        if (!strcmp(line, "beam_ids")) x->num_beam = test_parse_ids(value, x->beam, TEST_MAX_IDS);
+        else if (!strcmp(line, "batch_skip")) x->batch_skip = atoi(value);
+        else if (!strcmp(line, "batch_ids_0")) x->num_batch[0] = test_parse_ids(value, x->batch[0], TEST_MAX_IDS);
+        else if (!strcmp(line, "batch_ids_1")) x->num_batch[1] = test_parse_ids(value, x->batch[1], TEST_MAX_IDS);
+    }
+    if (f) fclose(f);
+}
+
+/* The beam and padded-batch tokens of x on the model as it is parallelized. */
+static void check_beam_and_batch(fixture *f, const extra_reference *x, const char *name, int ranks) {
+    int32_t prompt[TEST_MAX_IDS], out[TEST_MAX_IDS];
+    int n = 0;
+    for (int i = 0; i < f->ref.num_prompt_ids; i++) prompt[i] = f->ref.prompt_ids[i];
+    pf_generate_options o = pf_generate_options_init();
+    o.max_new_tokens = f->ref.max_new_tokens;
+    o.num_beams = 3;
+    pf_result r = pf_generate(f->model, prompt, f->ref.num_prompt_ids, &o, out, TEST_MAX_IDS, &n);
+    int same = r == PF_OK && n == x->num_beam;
+    for (int i = 0; same && i < n; i++) same = out[i] == x->beam[i];
+    CHECK_MSG(same, "%s on %d ranks: 3 beams give other tokens than transformers' (%s, %d tokens, want %d)", name, ranks,
+              pf_error_message(f->model), n, x->num_beam);
+    const int32_t *prompts[2] = {prompt, prompt + x->batch_skip};
+    int lengths[2] = {f->ref.num_prompt_ids, f->ref.num_prompt_ids - x->batch_skip};
+    pf_generate_options g = pf_generate_options_init();
+    g.max_new_tokens = f->ref.max_new_tokens;
+    g.ignore_eos = 1;
+    pf_generation result;
+    r = pf_generate_batch(f->model, prompts, lengths, 2, &g, &result);
+    same = r == PF_OK && result.num_sequences == 2;
+    for (int b = 0; same && b < 2; b++) {
+        same = result.lengths[b] == x->num_batch[b];
+        for (int i = 0; same && i < result.lengths[b]; i++) same = result.tokens[b][i] == x->batch[b][i];
+    }
+    CHECK_MSG(same, "%s on %d ranks: a left-padded batch gives other tokens than transformers' (%s)", name, ranks,
+              pf_error_message(f->model));
+    if (r == PF_OK) pf_generation_free(&result);
+}
+
 /* Every rank count from 1 to 4 gives transformers' logits and tokens, and one rank's logits, with
    the weights stored as `dtype` on the ranks. */
 static void test_fixture_stored(const char *name, pf_dtype dtype) {
@@ -101,6 +158,9 @@ static void test_fixture_stored(const char *name, pf_dtype dtype) {
     po.dtype = dtype;
     int need = f.ref.num_prompt_ids + f.ref.max_new_tokens;
     if (need > pf_get_info(f.model).max_positions) po.max_sequence_length = need;
+    extra_reference extra;
+    read_extra_reference(name, &extra);
+    if (extra.batch_skip) po.max_batch = 3; /* 3 beams */
     for (int ranks = 1; ranks <= 4; ranks++) {
         pf_result r = pf_parallelize(f.model, ranks, &po);
         CHECK_MSG(r == PF_OK, "%s: pf_parallelize(%d): %s", name, ranks, pf_error_message(f.model));
@@ -120,6 +180,7 @@ static void test_fixture_stored(const char *name, pf_dtype dtype) {
             free(logits);
         }
         check_greedy(&f, name, ranks);
+        if (extra.batch_skip) check_beam_and_batch(&f, &extra, name, ranks);
     }
     free(one_rank);
 
@@ -769,9 +830,11 @@ static void test_logging_and_progress(void) {
 
 /* Prompts longer than a step's scratch run in chunks of positions: the same logits as one step
    (within the ranks' tolerance) and the same greedy tokens as transformers, on 1 and 2 ranks, for
-   learned positions, rotary (dynamic NTK included), ALiBi and a sliding window. */
+   learned positions, rotary (dynamic NTK and LongRoPE included: a chunk takes the frequencies of the
+   whole prompt's length, as transformers' one forward does), ALiBi and a sliding window. */
 static void test_chunked_prefill(void) {
-    static const char *const names[] = {"gpt2-tiny", "llama", "llama-rope-dynamic", "bloom", "mistral"};
+    static const char *const names[] = {"gpt2-tiny", "llama", "llama-rope-dynamic", "llama-rope-longrope",
+                                        "llama-rope-longrope-long", "bloom", "mistral"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char dir[1024];
         test_reference ref;
@@ -884,7 +947,8 @@ void test_models(void) {
     test_chunked_prefill();
     const char *fixtures[] = {"gpt2-tiny", "gpt2-hub", "gpt2-tiny-f16", "gpt2-tiny-bf16", "gpt2-sharded",
                               "gpt_neo", "gptj", "gpt_neox", "gpt_neox-seq", "opt", "opt-350m-style", "bloom",
-                              "llama", "llama-rope-linear", "llama-rope-dynamic", "llama3-rope", "mistral", "qwen2",
+                              "llama", "llama-rope-linear", "llama-rope-dynamic", "llama3-rope", "llama-rope-yarn", "qwen2-rope-yarn",
+                              "llama-rope-longrope", "llama-rope-longrope-long", "granite", "mistral", "qwen2",
                               "codegen", "openai-gpt", "ctrl", "gpt_neo-attention-types", "bloom-post-ln-residual",
                               "llama-biases", "qwen2-window-layers", "llama-eos-list", "llama-generation-config",
                               "gpt_bigcode", "gpt_bigcode-mha", "phi3", "phi", "starcoder2", "falcon", "falcon-new-arch",
