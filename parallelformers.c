@@ -287,6 +287,12 @@ typedef enum {
     PF__SLOT_MLP_UP_BIAS,      /* [I] */
     PF__SLOT_MLP_DOWN_WEIGHT,  /* [hidden, I] */
     PF__SLOT_MLP_DOWN_BIAS,    /* [hidden] */
+    /* Norms of a sublayer's output before its residual add ("sandwich" norms: Gemma 2; OLMo 2's,
+       which has no pre-norms), each used where present, independent of the pre-norms: */
+    PF__SLOT_ATTN_POST_NORM_WEIGHT, /* [hidden] */
+    PF__SLOT_ATTN_POST_NORM_BIAS,   /* [hidden] */
+    PF__SLOT_MLP_POST_NORM_WEIGHT,  /* [hidden] */
+    PF__SLOT_MLP_POST_NORM_BIAS,    /* [hidden] */
     /* A decoder block's attention over the encoder's output (encoder-decoders): */
     PF__SLOT_CROSS_NORM_WEIGHT,/* [hidden] */
     PF__SLOT_CROSS_NORM_BIAS,  /* [hidden] */
@@ -4062,7 +4068,9 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, V_BIAS) PF__NAME(PF__SLOT_, ATTN_OUT_WEIGHT) PF__NAME(PF__SLOT_, ATTN_OUT_BIAS)
         PF__NAME(PF__SLOT_, MLP_NORM_WEIGHT) PF__NAME(PF__SLOT_, MLP_NORM_BIAS) PF__NAME(PF__SLOT_, MLP_GATE_WEIGHT)
         PF__NAME(PF__SLOT_, MLP_GATE_BIAS) PF__NAME(PF__SLOT_, MLP_UP_WEIGHT) PF__NAME(PF__SLOT_, MLP_UP_BIAS)
-        PF__NAME(PF__SLOT_, MLP_DOWN_WEIGHT) PF__NAME(PF__SLOT_, MLP_DOWN_BIAS) PF__NAME(PF__SLOT_, CROSS_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, MLP_DOWN_WEIGHT) PF__NAME(PF__SLOT_, MLP_DOWN_BIAS)
+        PF__NAME(PF__SLOT_, ATTN_POST_NORM_WEIGHT) PF__NAME(PF__SLOT_, ATTN_POST_NORM_BIAS)
+        PF__NAME(PF__SLOT_, MLP_POST_NORM_WEIGHT) PF__NAME(PF__SLOT_, MLP_POST_NORM_BIAS) PF__NAME(PF__SLOT_, CROSS_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, CROSS_NORM_BIAS) PF__NAME(PF__SLOT_, CROSS_Q_WEIGHT) PF__NAME(PF__SLOT_, CROSS_Q_BIAS)
         PF__NAME(PF__SLOT_, CROSS_K_WEIGHT) PF__NAME(PF__SLOT_, CROSS_K_BIAS) PF__NAME(PF__SLOT_, CROSS_V_WEIGHT)
         PF__NAME(PF__SLOT_, CROSS_V_BIAS) PF__NAME(PF__SLOT_, CROSS_OUT_WEIGHT) PF__NAME(PF__SLOT_, CROSS_OUT_BIAS)
@@ -19236,7 +19244,12 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     /* h = norm1(x) (pre-norm; x += the previous block's part + bdown first, when pending), or x
        itself (post-norm) */
     const float *attn_in = r->x;
-    if (c->pre_norm) {
+    int attn_pre_norm = c->pre_norm && PF__HAS(L[PF__SLOT_ATTN_NORM_WEIGHT]); /* OLMo 2 norms outputs only */
+    int mlp_pre_norm = c->pre_norm && PF__HAS(L[PF__SLOT_MLP_NORM_WEIGHT]);
+    if (c->pre_norm && !attn_pre_norm) {
+        if (residual->pending) be->add_residual(r, r->x, r->part, residual->bias, N, d);
+        residual->pending = 0;
+    } else if (c->pre_norm) {
         if (residual->pending)
             pf__rank_residual_norm(r, r->x, r->part, residual->bias, r->h, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b,
                                    N, d, eps, a->norm);
@@ -19274,7 +19287,13 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
     pf__all_reduce(r, r->part, N * d, "the attention output's all-reduce");
     const pf__weight *attn_out_b = PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]);
-    int mlp_norm_done = c->pre_norm && !t->cross;
+    if (PF__HAS(L[PF__SLOT_ATTN_POST_NORM_WEIGHT])) { /* part = post-norm(part + bo): the sublayer's output normed */
+        if (attn_out_b) be->add_residual(r, r->part, NULL, attn_out_b, N, d);
+        attn_out_b = NULL;
+        be->norm(r, r->part, r->part, &L[PF__SLOT_ATTN_POST_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_ATTN_POST_NORM_BIAS]),
+                 N, d, eps, a->norm);
+    }
+    int mlp_norm_done = mlp_pre_norm && !t->cross;
     if (!c->pre_norm)
         pf__rank_residual_norm(r, r->x, r->part, attn_out_b, r->x, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b, N, d,
                                eps, a->norm);
@@ -19285,7 +19304,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
         be->add_residual(r, r->x, r->part, attn_out_b, N, d);
     if (t->cross) pf__rank_cross_attention(r, s, L, l - t->first_block, shape);
     const float *mlp_in = r->x;
-    if (c->pre_norm) {
+    if (mlp_pre_norm) {
         if (!mlp_norm_done) be->norm(r, r->h, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
         mlp_in = r->h;
         if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
@@ -19302,8 +19321,15 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     /* part = mlp Wdown_r^T, summed over ranks; x += part + bdown; post-norm: x = norm2(x) */
     be->matmul(r, r->part, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
     pf__all_reduce(r, r->part, N * d, "the MLP output's all-reduce");
-    if (c->pre_norm) *residual = (pf__residual){1, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS])}; /* x += part + bdown: next */
-    else pf__rank_residual_norm(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), r->x,
+    const pf__weight *down_b = PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]);
+    if (PF__HAS(L[PF__SLOT_MLP_POST_NORM_WEIGHT])) { /* part = post-norm(part + bdown) */
+        if (down_b) be->add_residual(r, r->part, NULL, down_b, N, d);
+        down_b = NULL;
+        be->norm(r, r->part, r->part, &L[PF__SLOT_MLP_POST_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_POST_NORM_BIAS]),
+                 N, d, eps, a->norm);
+    }
+    if (c->pre_norm) *residual = (pf__residual){1, down_b}; /* x += part + bdown: next */
+    else pf__rank_residual_norm(r, r->x, r->part, down_b, r->x,
                                 &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
 }
 

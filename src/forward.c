@@ -268,7 +268,12 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     /* h = norm1(x) (pre-norm; x += the previous block's part + bdown first, when pending), or x
        itself (post-norm) */
     const float *attn_in = r->x;
-    if (c->pre_norm) {
+    int attn_pre_norm = c->pre_norm && PF__HAS(L[PF__SLOT_ATTN_NORM_WEIGHT]); /* OLMo 2 norms outputs only */
+    int mlp_pre_norm = c->pre_norm && PF__HAS(L[PF__SLOT_MLP_NORM_WEIGHT]);
+    if (c->pre_norm && !attn_pre_norm) {
+        if (residual->pending) be->add_residual(r, r->x, r->part, residual->bias, N, d);
+        residual->pending = 0;
+    } else if (c->pre_norm) {
         if (residual->pending)
             pf__rank_residual_norm(r, r->x, r->part, residual->bias, r->h, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b,
                                    N, d, eps, a->norm);
@@ -306,7 +311,13 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
     pf__all_reduce(r, r->part, N * d, "the attention output's all-reduce");
     const pf__weight *attn_out_b = PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]);
-    int mlp_norm_done = c->pre_norm && !t->cross;
+    if (PF__HAS(L[PF__SLOT_ATTN_POST_NORM_WEIGHT])) { /* part = post-norm(part + bo): the sublayer's output normed */
+        if (attn_out_b) be->add_residual(r, r->part, NULL, attn_out_b, N, d);
+        attn_out_b = NULL;
+        be->norm(r, r->part, r->part, &L[PF__SLOT_ATTN_POST_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_ATTN_POST_NORM_BIAS]),
+                 N, d, eps, a->norm);
+    }
+    int mlp_norm_done = mlp_pre_norm && !t->cross;
     if (!c->pre_norm)
         pf__rank_residual_norm(r, r->x, r->part, attn_out_b, r->x, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b, N, d,
                                eps, a->norm);
@@ -317,7 +328,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
         be->add_residual(r, r->x, r->part, attn_out_b, N, d);
     if (t->cross) pf__rank_cross_attention(r, s, L, l - t->first_block, shape);
     const float *mlp_in = r->x;
-    if (c->pre_norm) {
+    if (mlp_pre_norm) {
         if (!mlp_norm_done) be->norm(r, r->h, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
         mlp_in = r->h;
         if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
@@ -334,8 +345,15 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     /* part = mlp Wdown_r^T, summed over ranks; x += part + bdown; post-norm: x = norm2(x) */
     be->matmul(r, r->part, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
     pf__all_reduce(r, r->part, N * d, "the MLP output's all-reduce");
-    if (c->pre_norm) *residual = (pf__residual){1, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS])}; /* x += part + bdown: next */
-    else pf__rank_residual_norm(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), r->x,
+    const pf__weight *down_b = PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]);
+    if (PF__HAS(L[PF__SLOT_MLP_POST_NORM_WEIGHT])) { /* part = post-norm(part + bdown) */
+        if (down_b) be->add_residual(r, r->part, NULL, down_b, N, d);
+        down_b = NULL;
+        be->norm(r, r->part, r->part, &L[PF__SLOT_MLP_POST_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_POST_NORM_BIAS]),
+                 N, d, eps, a->norm);
+    }
+    if (c->pre_norm) *residual = (pf__residual){1, down_b}; /* x += part + bdown: next */
+    else pf__rank_residual_norm(r, r->x, r->part, down_b, r->x,
                                 &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
 }
 

@@ -251,6 +251,12 @@ typedef enum {
     PF__SLOT_MLP_UP_BIAS,      /* [I] */
     PF__SLOT_MLP_DOWN_WEIGHT,  /* [hidden, I] */
     PF__SLOT_MLP_DOWN_BIAS,    /* [hidden] */
+    /* Norms of a sublayer's output before its residual add ("sandwich" norms: Gemma 2; OLMo 2's,
+       which has no pre-norms), each used where present, independent of the pre-norms: */
+    PF__SLOT_ATTN_POST_NORM_WEIGHT, /* [hidden] */
+    PF__SLOT_ATTN_POST_NORM_BIAS,   /* [hidden] */
+    PF__SLOT_MLP_POST_NORM_WEIGHT,  /* [hidden] */
+    PF__SLOT_MLP_POST_NORM_BIAS,    /* [hidden] */
     /* A decoder block's attention over the encoder's output (encoder-decoders): */
     PF__SLOT_CROSS_NORM_WEIGHT,/* [hidden] */
     PF__SLOT_CROSS_NORM_BIAS,  /* [hidden] */
