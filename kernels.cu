@@ -399,7 +399,8 @@ __global__ void pf_add_positions_kernel(float *x, const void *table, int dtype, 
 }
 
 /* One row of a norm, by one block, all in fp32. LayerNorm: (x - mean) / sqrt(var + eps) * w + b;
-   RMSNorm (rms): mean 0, x / sqrt(mean(x^2) + eps) * w + b. An absent weight is 1, an absent
+   RMSNorm (rms 1): mean 0, x / sqrt(mean(x^2) + eps) * w + b; rms 2: the same with the gain 1 + w
+   (Gemma's, added in fp32). An absent weight is 1, an absent
    bias 0. o may be xr: every thread reads xr[i] for the sums before any writes it (the block
    sums' barriers), then reads and writes only its own elements. o16 (or NULL): the same values
    rounded to nearest in o16_dtype (fp16/bf16), the next GEMM's input, so that it needs no
@@ -420,7 +421,8 @@ __device__ void pf_norm_row(float *o, const float *xr, const void *w, int w_dtyp
     float var = pf_block_sum(v, red) / (float)n;
     float inv = 1.0f / sqrtf(var + eps);
     for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
-        float y = (xr[i] - mean) * inv * (w ? pf_load(w, w_dtype, i) : 1.0f) + pf_load(b, b_dtype, i);
+        float y = (xr[i] - mean) * inv * (w ? pf_load(w, w_dtype, i) + (rms == 2 ? 1.0f : 0.0f) : 1.0f) +
+                  pf_load(b, b_dtype, i);
         o[i] = y;
         pf_store16(o16, o16_dtype, i, y);
     }
@@ -498,7 +500,8 @@ __global__ void pf_add_residual_norm_regs_kernel(float *x, const float *y, const
     for (int k = 0; k < PF_NORM_REGS; k++) {
         size_t i = threadIdx.x + (size_t)k * blockDim.x;
         if (i < n) {
-            float yv = (xv[k] - mean) * inv * (w ? pf_load(w, w_dtype, i) : 1.0f) + pf_load(b, b_dtype, i);
+            float yv = (xv[k] - mean) * inv * (w ? pf_load(w, w_dtype, i) + (rms == 2 ? 1.0f : 0.0f) : 1.0f) +
+                       pf_load(b, b_dtype, i);
             o[i] = yv;
             pf_store16(o16, out16_dtype, i, yv);
         }
@@ -2007,7 +2010,7 @@ int pf_cuda_add_positions(struct pf_cuda_rank *st, float *x, const void *table, 
     return PF_CUDA_OK;
 }
 
-/* out[rows][n] = LayerNorm (rms 0) or RMSNorm (rms 1) of x[rows][n] times weight plus bias, each
+/* out[rows][n] = LayerNorm (rms 0) or RMSNorm (rms 1; rms 2: times 1 + weight) of x[rows][n] times weight plus bias, each
    in its own dtype; weight NULL: 1, bias NULL: 0. out may equal x. out16: NULL, or room for
    rows * n values of out16_dtype (PF_CUDA_F16/BF16) that receive out rounded to nearest, for a
    pf_cuda_matmul over out that is then told its input is converted already. */

@@ -361,7 +361,10 @@ typedef enum {
 
 typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ, PF__KIND_DUAL } pf__kind;
 
-typedef enum { PF__NORM_LAYER, PF__NORM_RMS } pf__norm;
+typedef enum {
+    PF__NORM_LAYER, PF__NORM_RMS,
+    PF__NORM_RMS_PLUS_ONE /* RMSNorm whose gain is 1 + w, added in fp32 (Gemma) */
+} pf__norm;
 
 typedef enum { PF__SINUSOID_F32, PF__SINUSOID_F64, PF__SINUSOID_T2T } pf__sinusoid_kind; /* pf__sinusoid_table */
 
@@ -524,6 +527,8 @@ typedef struct pf__config {
     int parallel_residual;          /* x + attn(norm(x)) + mlp(norm'(x)) */
     int position_offset;            /* OPT's learned positions start at 2 */
     int embed_scale_sqrt;           /* token embeddings times sqrt(hidden) (CTRL) */
+    int embed_scale_rounded;        /* 1: that scale rounded to the weights' 16-bit dtype first, where
+                                       they have one (Gemma: transformers casts it to the model's dtype) */
     int rotary_dim;                 /* rotated dims per head; 0: rotary_pct * head_dim */
     double rotary_pct;
     double rope_theta;
@@ -3990,7 +3995,7 @@ static const char *pf__kind_name(int v) {
     return NULL;
 }
 static const char *pf__norm_name(int v) {
-    switch ((pf__norm)v) { PF__NAME(PF__NORM_, LAYER) PF__NAME(PF__NORM_, RMS) }
+    switch ((pf__norm)v) { PF__NAME(PF__NORM_, LAYER) PF__NAME(PF__NORM_, RMS) PF__NAME(PF__NORM_, RMS_PLUS_ONE) }
     return NULL;
 }
 static const char *pf__positions_name(int v) {
@@ -15704,13 +15709,14 @@ static void pf__add_rows_portable(float *x, const float *y, const float *b, size
     for (size_t i = 0; i < n; i++) x[i] += (y ? y[i] : 0.0f) + (b ? b[i] : 0.0f);
 }
 
-/* out[i] = (float)(x[i] - mean) * inv * g[i] (+ b[i]): a norm's row once its moments are known. */
+/* out[i] = (float)(x[i] - mean) * inv * (g[i] + g_offset) (+ b[i]): a norm's row once its
+   moments are known (g_offset 1: Gemma's 1 + w, else 0, which leaves g[i] as it is). */
 static void pf__normalize_portable(float *out, const float *x, size_t n, double mean, float inv, const float *g,
-                                   const float *b) {
+                                   float g_offset, const float *b) {
     if (b)
-        for (size_t i = 0; i < n; i++) out[i] = (float)(x[i] - mean) * inv * g[i] + b[i];
+        for (size_t i = 0; i < n; i++) out[i] = (float)(x[i] - mean) * inv * (g[i] + g_offset) + b[i];
     else
-        for (size_t i = 0; i < n; i++) out[i] = (float)(x[i] - mean) * inv * g[i];
+        for (size_t i = 0; i < n; i++) out[i] = (float)(x[i] - mean) * inv * (g[i] + g_offset);
 }
 
 /* sum plus x[i] - shift (squared where `squares`) for i = from..n - 1, in order. */
@@ -16274,7 +16280,7 @@ PF__AVX512_TARGET static void pf__add_rows_avx512(float *x, const float *y, cons
 }
 
 PF__AVX512_TARGET static void pf__normalize_avx512(float *out, const float *x, size_t n, double mean, float inv,
-                                                   const float *g, const float *b) {
+                                                   const float *g, float g_offset, const float *b) {
     __m512d m = _mm512_set1_pd(mean);
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 lanes = pf__lanes16(n - i);
@@ -16283,7 +16289,8 @@ PF__AVX512_TARGET static void pf__normalize_avx512(float *out, const float *x, s
         __m256 upper = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); /* AVX-512F only */
         __m256 high = _mm512_cvtpd_ps(_mm512_sub_pd(_mm512_cvtps_pd(upper), m));
         __m512 y = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(low)), _mm256_castps_pd(high), 1));
-        y = _mm512_mul_ps(_mm512_mul_ps(y, _mm512_set1_ps(inv)), _mm512_maskz_loadu_ps(lanes, g + i));
+        __m512 gain = _mm512_add_ps(_mm512_maskz_loadu_ps(lanes, g + i), _mm512_set1_ps(g_offset));
+        y = _mm512_mul_ps(_mm512_mul_ps(y, _mm512_set1_ps(inv)), gain);
         if (b) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(lanes, b + i));
         _mm512_mask_storeu_ps(out + i, lanes, y);
     }
@@ -17340,7 +17347,8 @@ typedef struct pf__cpu_kernels {
     pf__bf16_tiles_fn *bf16_tiles; /* AMX-BF16 where the processor and the OS allow it; else NULL */
     double (*sum_shifted)(const float *x, size_t n, double shift, int squares); /* norms, softmax */
     void (*add_rows)(float *x, const float *y, const float *b, size_t n);
-    void (*normalize)(float *out, const float *x, size_t n, double mean, float inv, const float *g, const float *b);
+    void (*normalize)(float *out, const float *x, size_t n, double mean, float inv, const float *g, float g_offset,
+                      const float *b);
 } pf__cpu_kernels;
 
 static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_PORTABLE,
@@ -17475,7 +17483,7 @@ static void pf__cpu_norm(pf__rank *r, float *out, const float *x, const pf__weig
         double mean = kind == PF__NORM_LAYER ? kernels->sum_shifted(xr, n, 0.0, 0) / (double)n : 0.0;
         double var = kernels->sum_shifted(xr, n, mean, 1) / (double)n;
         float inv = (float)(1.0 / sqrt(var + eps));
-        kernels->normalize(o, xr, n, mean, inv, g, b);
+        kernels->normalize(o, xr, n, mean, inv, g, kind == PF__NORM_RMS_PLUS_ONE ? 1.0f : 0.0f, b);
     }
 }
 
@@ -17698,7 +17706,7 @@ void pf_testing_cpu_add_rows(float *x, const float *y, const float *b, size_t n)
 }
 void pf_testing_cpu_normalize(float *out, const float *x, size_t n, double mean, float inv, const float *g,
                               const float *b) {
-    pf__cpu_kernels_here()->normalize(out, x, n, mean, inv, g, b);
+    pf__cpu_kernels_here()->normalize(out, x, n, mean, inv, g, 0.0f, b);
 }
 #endif
 
@@ -19082,6 +19090,10 @@ static void pf__rank_embed(pf__rank *r, const pf__step *s, const pf__tower *t) {
     const pf__weight *W = r->weights;
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
     float embed_scale = c->embed_scale_sqrt ? sqrtf((float)d) : 1.0f;
+    if (c->embed_scale_sqrt && c->embed_scale_rounded && g->dtype == PF__DTYPE_F16)
+        embed_scale = pf__f16_to_f32(pf__f32_to_f16(embed_scale));
+    else if (c->embed_scale_sqrt && c->embed_scale_rounded && g->dtype == PF__DTYPE_BF16)
+        embed_scale = pf__bf16_to_f32(pf__f32_to_bf16(embed_scale));
     int vocab_split = g->num_ranks > 1 && g->model->sources[t->token_embed].split == PF__SPLIT_VOCAB;
     float *embedded = PF__HAS(W[PF__SLOT_PROJECT_IN]) ? r->embed : r->x;
     be->embed(r, embedded, &W[t->token_embed], s, embed_scale, vocab_split ? r->share.vocab_begin : 0);
@@ -20332,6 +20344,11 @@ static void *pf__cuda_out16(const pf__cuda_rank_state *rs, size_t elements) {
     return rs->x16 && elements <= rs->x16_elements ? rs->x16 : NULL;
 }
 
+/* pf_cuda_norm's rms argument: 0 LayerNorm, 1 RMSNorm, 2 RMSNorm with the gain 1 + w. */
+static int pf__cuda_norm_mode(pf__norm kind) {
+    return kind == PF__NORM_RMS ? 1 : kind == PF__NORM_RMS_PLUS_ONE ? 2 : 0;
+}
+
 static void pf__cuda_norm(pf__rank *r, float *out, const float *x, const pf__weight *weight, const pf__weight *bias,
                           size_t rows, size_t n, float eps, pf__norm kind) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
@@ -20340,7 +20357,7 @@ static void pf__cuda_norm(pf__rank *r, float *out, const float *x, const pf__wei
     if (!pf__cuda_ok(r, pf_cuda_norm(rs->cu, out, x, weight ? weight->data : NULL,
                                      pf__cuda_dtype(weight ? weight->dtype : PF__DTYPE_F32), bias ? bias->data : NULL,
                                      pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows, n, eps,
-                                     kind == PF__NORM_RMS, out16, pf__cuda_dtype(r->group->dtype))))
+                                     pf__cuda_norm_mode(kind), out16, pf__cuda_dtype(r->group->dtype))))
         return;
     if (out16) rs->x16_now = (pf__cuda_x16_holds){out, rows * n};
 }
@@ -20358,7 +20375,7 @@ static void pf__cuda_add_residual_norm(pf__rank *r, float *x, const float *y, co
                                                   pf__cuda_dtype(weight ? weight->dtype : PF__DTYPE_F32),
                                                   norm_bias ? norm_bias->data : NULL,
                                                   pf__cuda_dtype(norm_bias ? norm_bias->dtype : PF__DTYPE_F32), rows, n,
-                                                  eps, kind == PF__NORM_RMS, out16, pf__cuda_dtype(r->group->dtype))))
+                                                  eps, pf__cuda_norm_mode(kind), out16, pf__cuda_dtype(r->group->dtype))))
         return;
     if (out16) rs->x16_now = (pf__cuda_x16_holds){out, rows * n};
 }

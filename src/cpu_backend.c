@@ -67,13 +67,14 @@ static void pf__add_rows_portable(float *x, const float *y, const float *b, size
     for (size_t i = 0; i < n; i++) x[i] += (y ? y[i] : 0.0f) + (b ? b[i] : 0.0f);
 }
 
-/* out[i] = (float)(x[i] - mean) * inv * g[i] (+ b[i]): a norm's row once its moments are known. */
+/* out[i] = (float)(x[i] - mean) * inv * (g[i] + g_offset) (+ b[i]): a norm's row once its
+   moments are known (g_offset 1: Gemma's 1 + w, else 0, which leaves g[i] as it is). */
 static void pf__normalize_portable(float *out, const float *x, size_t n, double mean, float inv, const float *g,
-                                   const float *b) {
+                                   float g_offset, const float *b) {
     if (b)
-        for (size_t i = 0; i < n; i++) out[i] = (float)(x[i] - mean) * inv * g[i] + b[i];
+        for (size_t i = 0; i < n; i++) out[i] = (float)(x[i] - mean) * inv * (g[i] + g_offset) + b[i];
     else
-        for (size_t i = 0; i < n; i++) out[i] = (float)(x[i] - mean) * inv * g[i];
+        for (size_t i = 0; i < n; i++) out[i] = (float)(x[i] - mean) * inv * (g[i] + g_offset);
 }
 
 /* sum plus x[i] - shift (squared where `squares`) for i = from..n - 1, in order. */
@@ -637,7 +638,7 @@ PF__AVX512_TARGET static void pf__add_rows_avx512(float *x, const float *y, cons
 }
 
 PF__AVX512_TARGET static void pf__normalize_avx512(float *out, const float *x, size_t n, double mean, float inv,
-                                                   const float *g, const float *b) {
+                                                   const float *g, float g_offset, const float *b) {
     __m512d m = _mm512_set1_pd(mean);
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 lanes = pf__lanes16(n - i);
@@ -646,7 +647,8 @@ PF__AVX512_TARGET static void pf__normalize_avx512(float *out, const float *x, s
         __m256 upper = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); /* AVX-512F only */
         __m256 high = _mm512_cvtpd_ps(_mm512_sub_pd(_mm512_cvtps_pd(upper), m));
         __m512 y = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(low)), _mm256_castps_pd(high), 1));
-        y = _mm512_mul_ps(_mm512_mul_ps(y, _mm512_set1_ps(inv)), _mm512_maskz_loadu_ps(lanes, g + i));
+        __m512 gain = _mm512_add_ps(_mm512_maskz_loadu_ps(lanes, g + i), _mm512_set1_ps(g_offset));
+        y = _mm512_mul_ps(_mm512_mul_ps(y, _mm512_set1_ps(inv)), gain);
         if (b) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(lanes, b + i));
         _mm512_mask_storeu_ps(out + i, lanes, y);
     }
@@ -1703,7 +1705,8 @@ typedef struct pf__cpu_kernels {
     pf__bf16_tiles_fn *bf16_tiles; /* AMX-BF16 where the processor and the OS allow it; else NULL */
     double (*sum_shifted)(const float *x, size_t n, double shift, int squares); /* norms, softmax */
     void (*add_rows)(float *x, const float *y, const float *b, size_t n);
-    void (*normalize)(float *out, const float *x, size_t n, double mean, float inv, const float *g, const float *b);
+    void (*normalize)(float *out, const float *x, size_t n, double mean, float inv, const float *g, float g_offset,
+                      const float *b);
 } pf__cpu_kernels;
 
 static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_PORTABLE,
@@ -1838,7 +1841,7 @@ static void pf__cpu_norm(pf__rank *r, float *out, const float *x, const pf__weig
         double mean = kind == PF__NORM_LAYER ? kernels->sum_shifted(xr, n, 0.0, 0) / (double)n : 0.0;
         double var = kernels->sum_shifted(xr, n, mean, 1) / (double)n;
         float inv = (float)(1.0 / sqrt(var + eps));
-        kernels->normalize(o, xr, n, mean, inv, g, b);
+        kernels->normalize(o, xr, n, mean, inv, g, kind == PF__NORM_RMS_PLUS_ONE ? 1.0f : 0.0f, b);
     }
 }
 
@@ -2061,7 +2064,7 @@ void pf_testing_cpu_add_rows(float *x, const float *y, const float *b, size_t n)
 }
 void pf_testing_cpu_normalize(float *out, const float *x, size_t n, double mean, float inv, const float *g,
                               const float *b) {
-    pf__cpu_kernels_here()->normalize(out, x, n, mean, inv, g, b);
+    pf__cpu_kernels_here()->normalize(out, x, n, mean, inv, g, 0.0f, b);
 }
 #endif
 

@@ -606,6 +606,11 @@ static void *pf__cuda_out16(const pf__cuda_rank_state *rs, size_t elements) {
     return rs->x16 && elements <= rs->x16_elements ? rs->x16 : NULL;
 }
 
+/* pf_cuda_norm's rms argument: 0 LayerNorm, 1 RMSNorm, 2 RMSNorm with the gain 1 + w. */
+static int pf__cuda_norm_mode(pf__norm kind) {
+    return kind == PF__NORM_RMS ? 1 : kind == PF__NORM_RMS_PLUS_ONE ? 2 : 0;
+}
+
 static void pf__cuda_norm(pf__rank *r, float *out, const float *x, const pf__weight *weight, const pf__weight *bias,
                           size_t rows, size_t n, float eps, pf__norm kind) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
@@ -614,7 +619,7 @@ static void pf__cuda_norm(pf__rank *r, float *out, const float *x, const pf__wei
     if (!pf__cuda_ok(r, pf_cuda_norm(rs->cu, out, x, weight ? weight->data : NULL,
                                      pf__cuda_dtype(weight ? weight->dtype : PF__DTYPE_F32), bias ? bias->data : NULL,
                                      pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows, n, eps,
-                                     kind == PF__NORM_RMS, out16, pf__cuda_dtype(r->group->dtype))))
+                                     pf__cuda_norm_mode(kind), out16, pf__cuda_dtype(r->group->dtype))))
         return;
     if (out16) rs->x16_now = (pf__cuda_x16_holds){out, rows * n};
 }
@@ -632,7 +637,7 @@ static void pf__cuda_add_residual_norm(pf__rank *r, float *x, const float *y, co
                                                   pf__cuda_dtype(weight ? weight->dtype : PF__DTYPE_F32),
                                                   norm_bias ? norm_bias->data : NULL,
                                                   pf__cuda_dtype(norm_bias ? norm_bias->dtype : PF__DTYPE_F32), rows, n,
-                                                  eps, kind == PF__NORM_RMS, out16, pf__cuda_dtype(r->group->dtype))))
+                                                  eps, pf__cuda_norm_mode(kind), out16, pf__cuda_dtype(r->group->dtype))))
         return;
     if (out16) rs->x16_now = (pf__cuda_x16_holds){out, rows * n};
 }

@@ -106,6 +106,10 @@ static void pf__rank_embed(pf__rank *r, const pf__step *s, const pf__tower *t) {
     const pf__weight *W = r->weights;
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
     float embed_scale = c->embed_scale_sqrt ? sqrtf((float)d) : 1.0f;
+    if (c->embed_scale_sqrt && c->embed_scale_rounded && g->dtype == PF__DTYPE_F16)
+        embed_scale = pf__f16_to_f32(pf__f32_to_f16(embed_scale));
+    else if (c->embed_scale_sqrt && c->embed_scale_rounded && g->dtype == PF__DTYPE_BF16)
+        embed_scale = pf__bf16_to_f32(pf__f32_to_bf16(embed_scale));
     int vocab_split = g->num_ranks > 1 && g->model->sources[t->token_embed].split == PF__SPLIT_VOCAB;
     float *embedded = PF__HAS(W[PF__SLOT_PROJECT_IN]) ? r->embed : r->x;
     be->embed(r, embedded, &W[t->token_embed], s, embed_scale, vocab_split ? r->share.vocab_begin : 0);

@@ -325,7 +325,10 @@ typedef enum {
 
 typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ, PF__KIND_DUAL } pf__kind;
 
-typedef enum { PF__NORM_LAYER, PF__NORM_RMS } pf__norm;
+typedef enum {
+    PF__NORM_LAYER, PF__NORM_RMS,
+    PF__NORM_RMS_PLUS_ONE /* RMSNorm whose gain is 1 + w, added in fp32 (Gemma) */
+} pf__norm;
 
 typedef enum { PF__SINUSOID_F32, PF__SINUSOID_F64, PF__SINUSOID_T2T } pf__sinusoid_kind; /* pf__sinusoid_table */
 
@@ -488,6 +491,8 @@ typedef struct pf__config {
     int parallel_residual;          /* x + attn(norm(x)) + mlp(norm'(x)) */
     int position_offset;            /* OPT's learned positions start at 2 */
     int embed_scale_sqrt;           /* token embeddings times sqrt(hidden) (CTRL) */
+    int embed_scale_rounded;        /* 1: that scale rounded to the weights' 16-bit dtype first, where
+                                       they have one (Gemma: transformers casts it to the model's dtype) */
     int rotary_dim;                 /* rotated dims per head; 0: rotary_pct * head_dim */
     double rotary_pct;
     double rope_theta;

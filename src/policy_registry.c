@@ -13,7 +13,7 @@ static const char *pf__kind_name(int v) {
     return NULL;
 }
 static const char *pf__norm_name(int v) {
-    switch ((pf__norm)v) { PF__NAME(PF__NORM_, LAYER) PF__NAME(PF__NORM_, RMS) }
+    switch ((pf__norm)v) { PF__NAME(PF__NORM_, LAYER) PF__NAME(PF__NORM_, RMS) PF__NAME(PF__NORM_, RMS_PLUS_ONE) }
     return NULL;
 }
 static const char *pf__positions_name(int v) {

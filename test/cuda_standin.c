@@ -488,7 +488,7 @@ static int norm_live(pf_cuda_rank *st, float *out, const float *x, const void *w
         float var = block_reduce(part, threads, 0) / (float)n;
         float inv = 1.0f / sqrtf(var + eps);
         for (size_t i = 0; i < n; i++) {
-            o[i] = (xr[i] - mean) * inv * (w ? ld(w, w_dtype, i) : 1.0f) + ld(b, b_dtype, i);
+            o[i] = (xr[i] - mean) * inv * (w ? ld(w, w_dtype, i) + (rms == 2 ? 1.0f : 0.0f) : 1.0f) + ld(b, b_dtype, i);
             if (out16) store16(out16, out16_dtype, r * n + i, o[i]);
         }
     }

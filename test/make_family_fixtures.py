@@ -310,6 +310,23 @@ def mistral_tokenizer(size: int):
     ), tok
 
 
+def gemma_tokenizer(size: int):
+    """Gemma as transformers 5 writes it (GemmaTokenizer): <pad> <eos> <bos> <unk> <mask> = 0..4,
+    the byte tokens, then pieces; normalizer Replace(' ', '▁'), no prefix space, byte fallback,
+    <bos> added."""
+    from transformers import GemmaTokenizer
+
+    pieces, merges = train_llama2_pieces(size)
+    front = ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<start_of_turn>", "<end_of_turn>"]
+    vocab = {t: i for i, t in enumerate(front)}
+    for t, _ in sorted(pieces.items(), key=lambda kv: kv[1]):
+        if t not in vocab and t not in ("<s>", "</s>"):
+            vocab[t] = len(vocab)
+    tok = GemmaTokenizer(vocab=vocab, merges=merges)
+    tok.add_special_tokens({"additional_special_tokens": ["<start_of_turn>", "<end_of_turn>"]})
+    return tok
+
+
 def train_suffix_bpe(tok: Tokenizer, texts, size: int):
     """BPE with '</w>' on each word's last symbol, trained here in Python: the tokenizers trainer
     orders the '</w>' alphabet and breaks ties between equal pair counts differently from run to
@@ -648,6 +665,40 @@ def cfg_qwen2(v, tok):
     )
 
 
+def cfg_gemma(v, tok):
+    from transformers import GemmaConfig
+
+    bos, eos, pad = _ids(tok)
+    # head_dim 12 with hidden 48 and 6 heads: q is 72 wide, not hidden; 2 kv heads (GQA)
+    return GemmaConfig(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=2, head_dim=12, max_position_embeddings=128, rms_norm_eps=1e-6,
+        initializer_range=INIT_STD, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        hidden_act="gelu_pytorch_tanh", tie_word_embeddings=True, bos_token_id=bos, eos_token_id=eos,
+        pad_token_id=pad,
+    )
+
+
+def gemma_plain_norms(model):
+    """RMSNorm gains w instead of 1 + w (LLaMA's): a patch, no config switch selects it."""
+    def plain(module):
+        def forward(x):
+            out = module._norm(x.float()) * module.weight.float()
+            return out.type_as(x)
+        return forward
+    for name, module in model.named_modules():
+        if type(module).__name__.endswith("RMSNorm"):
+            module.forward = plain(module)
+
+
+def gemma_no_embed_scale(model):
+    model.model.embed_tokens.embed_scale.fill_(1.0)
+
+
+def patch_only(patch):
+    return lambda cfg: patch
+
+
 def cfg_codegen(v, tok):
     from transformers import CodeGenConfig
 
@@ -953,6 +1004,18 @@ FAMILIES = [
         tokenizer=lambda out: save_tok(llama2_tokenizer(512), out), tok_style="as llama",
         traits="llama with mlp_bias and attention_bias true: gate/up/down and q/k/v/o biases",
         ablations=[],
+    ),
+    dict(
+        name="gemma", config=cfg_gemma, seed=2100, vocab_pad=0, cases=True, cases_special=True,
+        tweak=scale_params({"embed_tokens.weight": 0.3}),
+        tokenizer=lambda out: save_tok(gemma_tokenizer(512), out),
+        tok_style="Gemma SentencePiece-BPE, byte fallback; Replace(' ', '▁') normalizer, no prefix space; <bos> "
+                  "added (GemmaTokenizer)",
+        traits="RMSNorm with gains 1 + w (fp32); embeddings times sqrt(48); explicit head_dim 12 (q 72 wide, "
+               "hidden 48); GQA 6/2; gelu_pytorch_tanh gated MLP; tied head",
+        ablations=[("norm gains w", patch_only(gemma_plain_norms)),
+                   ("embeddings unscaled", patch_only(gemma_no_embed_scale)),
+                   ("exact gelu", set_attr(hidden_act="gelu"), 3 * LOGITS_TOLERANCE)],
     ),
     dict(
         name="qwen2-window-layers", config=cfg_qwen2_window_layers, seed=2000, vocab_pad=0, cases=False,
