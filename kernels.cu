@@ -145,6 +145,7 @@ typedef struct pf_cuda_attention_args {
     int window;                         /* keys within this distance of the query (sliding window); 0: all */
     int mask;                           /* 0: bidirectional (encoders), 1: causal, 2: cross-attention */
     float scale;
+    float softcap;                      /* > 0: scaled scores become tanh(s / softcap) * softcap first (Gemma 2) */
     const float *rel_bias;              /* [heads][rel_rows]: T5's bucketed relative bias, or NULL */
     int rel_rows, rel_buckets, rel_max_distance;
 } pf_cuda_attention_args;
@@ -185,6 +186,7 @@ int pf_cuda_add_residual_norm(pf_cuda_rank *st, float *x, const float *y, const 
 int pf_cuda_matmul(pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const void *bias,
                    int bias_dtype, size_t rows, size_t n_out, size_t k, void *x_scratch, int x_converted);
 int pf_cuda_activation(pf_cuda_rank *st, float *x, size_t count, int act, void *x16, int x16_dtype);
+int pf_cuda_softcap(pf_cuda_rank *st, float *x, size_t count, float cap);
 int pf_cuda_gated_activation(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act,
                              void *out16, int out16_dtype);
 int pf_cuda_bias_activation(pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act,
@@ -543,6 +545,11 @@ __global__ void pf_activation_kernel(float *x, size_t count, int act, void *x16,
     }
 }
 
+/* x = tanh(x / cap) * cap elementwise: soft-capped logits (Gemma 2). */
+__global__ void pf_softcap_kernel(float *x, size_t count, float cap) {
+    PF_GRID_STRIDE(i, count) x[i] = tanhf(x[i] / cap) * cap;
+}
+
 /* out[row][i] = act(in[row][i]) * in[row][width + i]; in rows are 2 * width wide. */
 __global__ void pf_gated_activation_kernel(float *out, const float *in, size_t rows, size_t width, int act,
                                            void *out16, int out16_dtype) {
@@ -679,6 +686,7 @@ struct pf_attn_args {
     int mask;   /* 0: every key of the sequence (encoders); 1: keys up to the query (decoders); 2: all
                    cache_len keys, q rows packed (cross-attention over an encoder's output) */
     float scale;
+    float softcap;      /* > 0: a scaled score s becomes tanh(s / softcap) * softcap (Gemma 2) */
     const float *alibi; /* [heads] or NULL */
     const float *rel_bias; /* [heads][rel_rows] or NULL: T5's bucketed relative bias */
     int rel_rows, rel_buckets, rel_max_distance;
@@ -695,6 +703,13 @@ struct pf_attn_args {
    max m and sum l (online softmax); acc holds sum_j exp(s_j - m) v_j. With one split it writes
    out = acc / l (zeros for a query with no key: a pad's own); otherwise the partial (m, l, acc)
    for pf_attention_combine_kernel. Dynamic shared memory: q[hd] acc[hd] p[PF_CHUNK] red[32]. */
+/* A score q.k times the scale, soft-capped where the model caps it: tanh(s / cap) * cap (Gemma 2),
+   before ALiBi, the relative bias and the mask, as transformers applies it. */
+__device__ __forceinline__ float pf_scaled_score(float s, const pf_attn_args &a) {
+    s *= a.scale;
+    return a.softcap > 0.0f ? tanhf(s / a.softcap) * a.softcap : s;
+}
+
 /* T5's bucket of a relative distance (key position - query position), in fp32 as transformers
    computes it: both ways, or towards the past only (decoders). */
 __device__ int pf_relative_bucket(int distance, int num_buckets, int max_distance, int bidirectional) {
@@ -751,7 +766,7 @@ __global__ void pf_attention_kernel(float *out, float *partials, const float *qk
             for (int i = lane; i < hd; i += 32) s += q[i] * pf_cache_load(k, i);
             s = pf_warp_sum(s);
             if (lane == 0) {
-                p[jj] = s * a.scale + slope * (float)(j0 + jj - pad);
+                p[jj] = pf_scaled_score(s, a) + slope * (float)(j0 + jj - pad);
                 if (a.rel_bias)
                     p[jj] += a.rel_bias[(size_t)h * a.rel_rows + pf_relative_bucket(j0 + jj - pos, a.rel_buckets, a.rel_max_distance, a.mask != 1)];
             }
@@ -941,7 +956,7 @@ __device__ void pf_flash_softmax_row(const pf_attn_args &a, const float *s, C *p
         int j = k0 + c;
         score[c] = -INFINITY;
         if (j >= first && j <= last) {
-            score[c] = s[c] * a.scale + slope * (float)(j - pad);
+            score[c] = pf_scaled_score(s[c], a) + slope * (float)(j - pad);
             if (a.rel_bias)
                 score[c] += a.rel_bias[(size_t)h * a.rel_rows +
                                        pf_relative_bucket(j - pos, a.rel_buckets, a.rel_max_distance, a.mask != 1)];
@@ -1305,7 +1320,7 @@ template <int N> __device__ __forceinline__ void pf_cp_async_wait() { asm volati
 __device__ __forceinline__ float pf_flash2_score(const pf_attn_args &a, float s, int j, int first, int last, int pad,
                                                  int pos, int h, float slope) {
     if (j < first || j > last) return -INFINITY;
-    float v = s * a.scale + slope * (float)(j - pad);
+    float v = pf_scaled_score(s, a) + slope * (float)(j - pad);
     if (a.rel_bias)
         v += a.rel_bias[(size_t)h * a.rel_rows + pf_relative_bucket(j - pos, a.rel_buckets, a.rel_max_distance, a.mask != 1)];
     return v * 1.4426950408889634f;
@@ -1578,7 +1593,7 @@ __global__ void __launch_bounds__(32 * PF_DECODE_WARPS) pf_decode_attention_kern
             float s = 0.0f;
 #pragma unroll
             for (int c = 0; c < PF_DECODE_PER_LANE; c++) s += q[c] * kr[u][c];
-            s = pf_warp_sum(s) * a.scale + slope * (float)(j - pad);
+            s = pf_scaled_score(pf_warp_sum(s), a) + slope * (float)(j - pad);
             if (a.rel_bias)
                 s += a.rel_bias[(size_t)h * a.rel_rows + pf_relative_bucket(j - pos, a.rel_buckets, a.rel_max_distance, a.mask != 1)];
             float m_new = fmaxf(m, s);
@@ -2168,6 +2183,14 @@ int pf_cuda_activation(struct pf_cuda_rank *st, float *x, size_t count, int act,
     return PF_CUDA_OK;
 }
 
+/* x = tanh(x / cap) * cap elementwise (a rank's share of soft-capped logits). */
+int pf_cuda_softcap(struct pf_cuda_rank *st, float *x, size_t count, float cap) {
+    if (!count) return PF_CUDA_OK;
+    pf_softcap_kernel<<<pf_blocks(count, PF_THREADS), PF_THREADS, 0, st->stream>>>(x, count, cap);
+    PF_CUDA_CHECK_LAUNCH(st, pf_softcap_kernel);
+    return PF_CUDA_OK;
+}
+
 /* x[rows][n] = act(x + bias), bias [n] in dtype: the bias of the GEMM that wrote x (called
    without it), folded into the activation's launch. */
 int pf_cuda_bias_activation(struct pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act,
@@ -2338,6 +2361,7 @@ int pf_cuda_attend(struct pf_cuda_rank *st, const pf_cuda_attention_args *args) 
     a.window = window;
     a.mask = mask;
     a.scale = args->scale;
+    a.softcap = args->softcap;
     a.alibi = args->alibi;
     a.rel_bias = args->rel_bias;
     a.rel_rows = args->rel_rows;

@@ -536,6 +536,11 @@ typedef struct pf__config {
     int partial_rotary_ignored;     /* 1: a partial_rotary_factor does not change the rotation (LLaMA) */
     int rope_head_dim;              /* GPT-NeoX's head_dim key: the rotary width's base; 0: head_dim */
     int sliding_window;             /* keys within this distance of the query; 0: all */
+    int window_pattern;             /* without a per-layer list: layer l uses the sliding window unless
+                                       (l + 1) is a multiple of this (Gemma 2: 2, Gemma 3: 6); 0: first_window_layer rules */
+    double query_pre_attn_scalar;   /* > 0: scores scaled by its -1/2 power instead of head_dim's (Gemma 2) */
+    double attn_softcap;            /* > 0: scaled scores become tanh(s / cap) * cap before the mask (Gemma 2) */
+    double final_softcap;           /* > 0: the same on the logits (Gemma 2's final_logit_softcapping) */
     int use_sliding_window;         /* 0: the config's sliding_window is only informative (Qwen2) */
     int local_window;               /* GPT-Neo's window for its "local" layers */
     int first_window_layer;         /* without a per-layer list: layers from this one on use the
@@ -1120,6 +1125,7 @@ typedef struct pf__attn_shape {
     int rotary_dim;         /* for the rotary op */
     pf__dtype cache_dtype;  /* how the cache read (and appended to) stores keys and values */
     float scale;
+    float softcap;          /* > 0: score = tanh(score * scale / softcap) * softcap, before ALiBi, bias and mask */
     const float *alibi;     /* device, [heads]: score += slope * key position; NULL: none */
     const float *rel_bias;  /* device, [heads][rel_rows]: score += rel_bias[h][bucket(key - query)],
                                bucketed as T5 does (bidirectional); NULL: none */
@@ -1173,6 +1179,8 @@ typedef struct pf__backend {
     void (*matmul)(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__weight *bias, size_t rows);
     /* x = act(x) */
     void (*activation)(pf__rank *r, float *x, size_t count, pf__activation act);
+    /* x = tanh(x / cap) * cap elementwise (soft-capped logits) */
+    void (*softcap)(pf__rank *r, float *x, size_t count, float cap);
     /* out[row][i] = act(in[row][i]) * in[row][width + i]: gate and up side by side */
     void (*gated_activation)(pf__rank *r, float *out, const float *in, size_t rows, size_t width, pf__activation act);
     /* x[rows][n] += y (+ bias); y may be NULL (bias alone) */
@@ -3213,7 +3221,9 @@ static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, c
     }
     if (!types) {
         if (needed) return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is missing", path, key);
-        for (int l = 0; l < c->num_layers; l++) c->layer_window[l] = l >= c->first_window_layer ? c->sliding_window : 0;
+        for (int l = 0; l < c->num_layers; l++)
+            c->layer_window[l] = c->window_pattern > 0 ? ((l + 1) % c->window_pattern ? c->sliding_window : 0)
+                                 : l >= c->first_window_layer ? c->sliding_window : 0;
         return PF_OK;
     }
     /* Either one kind per layer, or GPT-Neo's runs [[kinds], repeats] that transformers expands
@@ -17760,6 +17770,11 @@ static void pf__cpu_activation(pf__rank *r, float *x, size_t count, pf__activati
     pf__cpu_kernels_here()->activate(x, x, NULL, count, act);
 }
 
+static void pf__cpu_softcap(pf__rank *r, float *x, size_t count, float cap) {
+    (void)r;
+    for (size_t i = 0; i < count; i++) x[i] = tanhf(x[i] / cap) * cap;
+}
+
 static void pf__cpu_gated_activation(pf__rank *r, float *out, const float *in, size_t rows, size_t width,
                                      pf__activation act) {
     (void)r;
@@ -17875,7 +17890,14 @@ static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t 
                                size_t pad, int h, const pf__attn_shape *a) {
     float slope = a->alibi ? a->alibi[h] : 0.0f, scale = a->scale;
     const float *rel = a->rel_bias ? a->rel_bias + (size_t)h * a->rel_rows : NULL;
-    if (rel || slope != 0.0f) {
+    if (a->softcap > 0) { /* Gemma 2: tanh(s / cap) * cap of the scaled score, then the rest */
+        for (size_t j = 0; j < count; j++) {
+            p[j] = tanhf(p[j] * scale / a->softcap) * a->softcap + slope * (float)(first + j - pad);
+            if (rel)
+                p[j] += rel[pf__relative_bucket((int)(first + j) - (int)pos, a->rel_buckets, a->rel_max_distance,
+                                                a->mask != PF__MASK_CAUSAL)];
+        }
+    } else if (rel || slope != 0.0f) {
         for (size_t j = 0; j < count; j++) {
             p[j] = p[j] * scale + slope * (float)(first + j - pad);
             if (rel)
@@ -18130,6 +18152,7 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .norm = pf__cpu_norm,
     .matmul = pf__cpu_matmul,
     .activation = pf__cpu_activation,
+    .softcap = pf__cpu_softcap,
     .gated_activation = pf__cpu_gated_activation,
     .add_residual = pf__cpu_add_residual,
     .rotary = pf__cpu_rotary,
@@ -19248,6 +19271,8 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     size_t mlp_width = (size_t)r->share.mlp_width;
     const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
     shape->scale = c->scale_attn_weights ? 1.0f / sqrtf((float)c->head_dim) : 1.0f;
+    if (c->query_pre_attn_scalar > 0) shape->scale = (float)pow(c->query_pre_attn_scalar, -0.5);
+    shape->softcap = (float)c->attn_softcap;
     if (c->scale_attn_by_inverse_layer_idx) shape->scale /= (float)(l + 1);
     shape->window = c->layer_window[l];
     const pf__weight *attn_norm_b = PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]);
@@ -19458,6 +19483,7 @@ static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *
             h = r->part;
         }
         r->backend->matmul(r, r->logits, h, &W[PF__SLOT_LM_HEAD], PF__OR_NULL(W[PF__SLOT_LM_HEAD_BIAS]), n);
+        if (c->final_softcap > 0) r->backend->softcap(r, r->logits, n * mine, (float)c->final_softcap); /* elementwise: each rank its share */
         if (job->tokens)
             r->backend->argmax(r, g->choices + (size_t)r->index * g->max_batch + first, r->logits, n, mine,
                                r->share.vocab_begin);
@@ -19714,6 +19740,7 @@ typedef struct pf_cuda_attention_args {
     int window;                         /* keys within this distance of the query (sliding window); 0: all */
     int mask;                           /* 0: bidirectional (encoders), 1: causal, 2: cross-attention */
     float scale;
+    float softcap;                      /* > 0: scaled scores become tanh(s / softcap) * softcap first (Gemma 2) */
     const float *rel_bias;              /* [heads][rel_rows]: T5's bucketed relative bias, or NULL */
     int rel_rows, rel_buckets, rel_max_distance;
 } pf_cuda_attention_args;
@@ -19754,6 +19781,7 @@ int pf_cuda_add_residual_norm(pf_cuda_rank *st, float *x, const float *y, const 
 int pf_cuda_matmul(pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const void *bias,
                    int bias_dtype, size_t rows, size_t n_out, size_t k, void *x_scratch, int x_converted);
 int pf_cuda_activation(pf_cuda_rank *st, float *x, size_t count, int act, void *x16, int x16_dtype);
+int pf_cuda_softcap(pf_cuda_rank *st, float *x, size_t count, float cap);
 int pf_cuda_gated_activation(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act,
                              void *out16, int out16_dtype);
 int pf_cuda_bias_activation(pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act,
@@ -20422,6 +20450,11 @@ static void pf__cuda_activation(pf__rank *r, float *x, size_t count, pf__activat
         rs->x16_now = (pf__cuda_x16_holds){x, count};
 }
 
+static void pf__cuda_softcap(pf__rank *r, float *x, size_t count, float cap) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (rs) pf__cuda_ok(r, pf_cuda_softcap(rs->cu, x, count, cap));
+}
+
 static void pf__cuda_bias_activation(pf__rank *r, float *x, const pf__weight *bias, size_t rows, size_t n,
                                      pf__activation act) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
@@ -20572,6 +20605,7 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const voi
         .cache_len = a->cache_len, .window = a->window,
         .mask = a->mask, /* PF__MASK_BIDIRECTIONAL, _CAUSAL, _CROSS: the ABI's 0, 1, 2 */
         .scale = a->scale,
+        .softcap = a->softcap,
         .rel_bias = a->rel_bias, .rel_rows = a->rel_rows, .rel_buckets = a->rel_buckets,
         .rel_max_distance = a->rel_max_distance,
     };
@@ -20798,6 +20832,7 @@ static const pf__backend pf__cuda_table = {
     .norm = pf__cuda_norm,
     .matmul = pf__cuda_matmul,
     .activation = pf__cuda_activation,
+    .softcap = pf__cuda_softcap,
     .gated_activation = pf__cuda_gated_activation,
     .add_residual = pf__cuda_add_residual,
     .rotary = pf__cuda_rotary,

@@ -534,7 +534,9 @@ static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, c
     }
     if (!types) {
         if (needed) return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is missing", path, key);
-        for (int l = 0; l < c->num_layers; l++) c->layer_window[l] = l >= c->first_window_layer ? c->sliding_window : 0;
+        for (int l = 0; l < c->num_layers; l++)
+            c->layer_window[l] = c->window_pattern > 0 ? ((l + 1) % c->window_pattern ? c->sliding_window : 0)
+                                 : l >= c->first_window_layer ? c->sliding_window : 0;
         return PF_OK;
     }
     /* Either one kind per layer, or GPT-Neo's runs [[kinds], repeats] that transformers expands

@@ -2118,6 +2118,11 @@ static void pf__cpu_activation(pf__rank *r, float *x, size_t count, pf__activati
     pf__cpu_kernels_here()->activate(x, x, NULL, count, act);
 }
 
+static void pf__cpu_softcap(pf__rank *r, float *x, size_t count, float cap) {
+    (void)r;
+    for (size_t i = 0; i < count; i++) x[i] = tanhf(x[i] / cap) * cap;
+}
+
 static void pf__cpu_gated_activation(pf__rank *r, float *out, const float *in, size_t rows, size_t width,
                                      pf__activation act) {
     (void)r;
@@ -2233,7 +2238,14 @@ static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t 
                                size_t pad, int h, const pf__attn_shape *a) {
     float slope = a->alibi ? a->alibi[h] : 0.0f, scale = a->scale;
     const float *rel = a->rel_bias ? a->rel_bias + (size_t)h * a->rel_rows : NULL;
-    if (rel || slope != 0.0f) {
+    if (a->softcap > 0) { /* Gemma 2: tanh(s / cap) * cap of the scaled score, then the rest */
+        for (size_t j = 0; j < count; j++) {
+            p[j] = tanhf(p[j] * scale / a->softcap) * a->softcap + slope * (float)(first + j - pad);
+            if (rel)
+                p[j] += rel[pf__relative_bucket((int)(first + j) - (int)pos, a->rel_buckets, a->rel_max_distance,
+                                                a->mask != PF__MASK_CAUSAL)];
+        }
+    } else if (rel || slope != 0.0f) {
         for (size_t j = 0; j < count; j++) {
             p[j] = p[j] * scale + slope * (float)(first + j - pad);
             if (rel)
@@ -2488,6 +2500,7 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .norm = pf__cpu_norm,
     .matmul = pf__cpu_matmul,
     .activation = pf__cpu_activation,
+    .softcap = pf__cpu_softcap,
     .gated_activation = pf__cpu_gated_activation,
     .add_residual = pf__cpu_add_residual,
     .rotary = pf__cpu_rotary,

@@ -684,6 +684,11 @@ static void pf__cuda_activation(pf__rank *r, float *x, size_t count, pf__activat
         rs->x16_now = (pf__cuda_x16_holds){x, count};
 }
 
+static void pf__cuda_softcap(pf__rank *r, float *x, size_t count, float cap) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (rs) pf__cuda_ok(r, pf_cuda_softcap(rs->cu, x, count, cap));
+}
+
 static void pf__cuda_bias_activation(pf__rank *r, float *x, const pf__weight *bias, size_t rows, size_t n,
                                      pf__activation act) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
@@ -834,6 +839,7 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const voi
         .cache_len = a->cache_len, .window = a->window,
         .mask = a->mask, /* PF__MASK_BIDIRECTIONAL, _CAUSAL, _CROSS: the ABI's 0, 1, 2 */
         .scale = a->scale,
+        .softcap = a->softcap,
         .rel_bias = a->rel_bias, .rel_rows = a->rel_rows, .rel_buckets = a->rel_buckets,
         .rel_max_distance = a->rel_max_distance,
     };
@@ -1060,6 +1066,7 @@ static const pf__backend pf__cuda_table = {
     .norm = pf__cuda_norm,
     .matmul = pf__cuda_matmul,
     .activation = pf__cuda_activation,
+    .softcap = pf__cuda_softcap,
     .gated_activation = pf__cuda_gated_activation,
     .add_residual = pf__cuda_add_residual,
     .rotary = pf__cuda_rotary,

@@ -500,6 +500,11 @@ typedef struct pf__config {
     int partial_rotary_ignored;     /* 1: a partial_rotary_factor does not change the rotation (LLaMA) */
     int rope_head_dim;              /* GPT-NeoX's head_dim key: the rotary width's base; 0: head_dim */
     int sliding_window;             /* keys within this distance of the query; 0: all */
+    int window_pattern;             /* without a per-layer list: layer l uses the sliding window unless
+                                       (l + 1) is a multiple of this (Gemma 2: 2, Gemma 3: 6); 0: first_window_layer rules */
+    double query_pre_attn_scalar;   /* > 0: scores scaled by its -1/2 power instead of head_dim's (Gemma 2) */
+    double attn_softcap;            /* > 0: scaled scores become tanh(s / cap) * cap before the mask (Gemma 2) */
+    double final_softcap;           /* > 0: the same on the logits (Gemma 2's final_logit_softcapping) */
     int use_sliding_window;         /* 0: the config's sliding_window is only informative (Qwen2) */
     int local_window;               /* GPT-Neo's window for its "local" layers */
     int first_window_layer;         /* without a per-layer list: layers from this one on use the
@@ -1084,6 +1089,7 @@ typedef struct pf__attn_shape {
     int rotary_dim;         /* for the rotary op */
     pf__dtype cache_dtype;  /* how the cache read (and appended to) stores keys and values */
     float scale;
+    float softcap;          /* > 0: score = tanh(score * scale / softcap) * softcap, before ALiBi, bias and mask */
     const float *alibi;     /* device, [heads]: score += slope * key position; NULL: none */
     const float *rel_bias;  /* device, [heads][rel_rows]: score += rel_bias[h][bucket(key - query)],
                                bucketed as T5 does (bidirectional); NULL: none */
@@ -1137,6 +1143,8 @@ typedef struct pf__backend {
     void (*matmul)(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__weight *bias, size_t rows);
     /* x = act(x) */
     void (*activation)(pf__rank *r, float *x, size_t count, pf__activation act);
+    /* x = tanh(x / cap) * cap elementwise (soft-capped logits) */
+    void (*softcap)(pf__rank *r, float *x, size_t count, float cap);
     /* out[row][i] = act(in[row][i]) * in[row][width + i]: gate and up side by side */
     void (*gated_activation)(pf__rank *r, float *out, const float *in, size_t rows, size_t width, pf__activation act);
     /* x[rows][n] += y (+ bias); y may be NULL (bias alone) */

@@ -228,6 +228,8 @@ TAPED(matmul, MATMUL_ARGS, 0)
 TAPED(argmax, ARGMAX_ARGS, 0)
 #define ACTIVATION_ARGS(X) X(float *, x) X(size_t, count) X(int, act) X(void *, x16) X(int, x16_dtype)
 TAPED(activation, ACTIVATION_ARGS, 0)
+#define SOFTCAP_ARGS(X) X(float *, x) X(size_t, count) X(float, cap)
+TAPED(softcap, SOFTCAP_ARGS, 0)
 #define BIAS_ACTIVATION_ARGS(X) X(float *, x) X(const void *, bias) X(int, dtype) X(size_t, rows) X(size_t, n) \
     X(int, act) X(void *, x16) X(int, x16_dtype)
 TAPED(bias_activation, BIAS_ACTIVATION_ARGS, 0)
@@ -661,6 +663,14 @@ static int activation_live(pf_cuda_rank *st, float *x, size_t count, int act, vo
     return 0;
 }
 
+/* kernels.cu's pf_softcap_kernel */
+static int softcap_live(pf_cuda_rank *st, float *x, size_t count, float cap) {
+    (void)st;
+    NEED(x, count * 4);
+    for (size_t i = 0; i < count; i++) x[i] = tanhf(x[i] / cap) * cap;
+    return 0;
+}
+
 /* kernels.cu's pf_bias_activation_kernel: pf_add_bias_kernel's sum, then the activation */
 static int bias_activation_live(pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act,
                             void *x16, int x16_dtype) {
@@ -866,8 +876,14 @@ static float round16(int dtype, float v) {
    rounded P in key order, o = o * alpha, then o += P v (fp32, key order; wmma's order again
    unspecified). out = o / l, zeros without a key. k and v: the row's cache head (keys kv_width
    apart); q16 and o: hd floats of scratch. */
+/* kernels.cu's pf_scaled_score: s * scale, soft-capped as tanh(s / cap) * cap where cap > 0. */
+static float scaled_score(float s, float scale, float softcap) {
+    s *= scale;
+    return softcap > 0.0f ? tanhf(s / softcap) * softcap : s;
+}
+
 static void flash_row(float *out, const float *q, const void *kc, const void *vc, int dtype, size_t base,
-                      size_t kv_width, int hd, int first, int last, int pd, int pos, float scale, float slope,
+                      size_t kv_width, int hd, int first, int last, int pd, int pos, float scale, float softcap, float slope,
                       const float *rel, int rel_buckets, int rel_max_distance, int bidirectional, float *q16,
                       float *o) {
     for (int i = 0; i < hd; i++) {
@@ -883,7 +899,7 @@ static void flash_row(float *out, const float *q, const void *kc, const void *vc
             if (j >= first && j <= last) {
                 float s = 0.0f;
                 for (int i = 0; i < hd; i++) s += q16[i] * ld(kc, dtype, base + (size_t)j * kv_width + i);
-                score[c] = s * scale + slope * (float)(j - pd);
+                score[c] = scaled_score(s, scale, softcap) + slope * (float)(j - pd);
                 if (rel) score[c] += rel[relative_bucket(j - pos, rel_buckets, rel_max_distance, bidirectional)];
             }
             tile_max = fmaxf(tile_max, score[c]);
@@ -917,7 +933,7 @@ static int attend_live(pf_cuda_rank *st, const pf_cuda_attention_args *args) {
     int heads = args->heads, kv_heads = args->kv_heads, hd = args->head_dim;
     int head_begin = args->head_begin, kv_begin = args->kv_begin, kv_group = args->kv_group;
     int cache_len = args->cache_len, window = args->window, mask = args->mask;
-    float scale = args->scale;
+    float scale = args->scale, softcap = args->softcap;
     int rel_rows = args->rel_rows, rel_buckets = args->rel_buckets, rel_max_distance = args->rel_max_distance;
     if (heads <= 0 || hd <= 0 || batch <= 0 || T <= 0) return 0;
     if (kv_heads <= 0 || kv_group <= 0 || head_begin / kv_group - kv_begin < 0 ||
@@ -955,7 +971,7 @@ static int attend_live(pf_cuda_rank *st, const pf_cuda_attention_args *args) {
                     size_t cache_row = cache_rows ? (size_t)cache_rows[b] : (size_t)b;
                     size_t base = cache_row * cache_len * kv_width + (size_t)((head_begin + h) / kv_group - kv_begin) * hd;
                     flash_row(out + row * q_width + (size_t)h * hd, qkv + row * row_width + (size_t)h * hd, kc, vc,
-                              cache_dtype, base, kv_width, hd, first, last, pd, pos, scale, alibi ? alibi[h] : 0.0f,
+                              cache_dtype, base, kv_width, hd, first, last, pd, pos, scale, softcap, alibi ? alibi[h] : 0.0f,
                               rel_bias ? rel_bias + (size_t)h * rel_rows : NULL, rel_buckets, rel_max_distance,
                               mask != 1, q16, acc);
                     continue;
@@ -980,7 +996,7 @@ static int attend_live(pf_cuda_rank *st, const pf_cuda_attention_args *args) {
                                 s += q[i] * ld(kc, cache_dtype, base + (size_t)(j0 + jj) * kv_width + i);
                             lanes[lane] = s;
                         }
-                        p[jj] = warp_reduce(lanes, 0) * scale + slope * (float)(j0 + jj - pd);
+                        p[jj] = scaled_score(warp_reduce(lanes, 0), scale, softcap) + slope * (float)(j0 + jj - pd);
                         if (rel_bias) p[jj] += rel_bias[(size_t)h * rel_rows + relative_bucket(j0 + jj - pos, rel_buckets, rel_max_distance, mask != 1)];
                     }
                     for (int th = 0; th < ATTN_THREADS; th++) part[th] = th < n ? p[th] : -INFINITY;

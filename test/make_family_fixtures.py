@@ -679,6 +679,28 @@ def cfg_gemma(v, tok):
     )
 
 
+def cfg_gemma2(v, tok):
+    from transformers import Gemma2Config
+
+    bos, eos, pad = _ids(tok)
+    # 3 layers: sliding (window 8), full, sliding; multi-query; head_dim 16 but scores scaled by
+    # query_pre_attn_scalar 24 ** -0.5; caps low enough to bite on these large random weights
+    return Gemma2Config(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=3, num_attention_heads=6,
+        num_key_value_heads=1, head_dim=16, max_position_embeddings=128, rms_norm_eps=1e-6,
+        initializer_range=INIT_STD, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=24, sliding_window=8,
+        attn_logit_softcapping=4.0, final_logit_softcapping=6.0, tie_word_embeddings=True, bos_token_id=bos,
+        eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def gemma2_no_post_norms(model):
+    for layer in model.model.layers:
+        layer.post_attention_layernorm.forward = lambda x: x
+        layer.post_feedforward_layernorm.forward = lambda x: x
+
+
 def gemma_plain_norms(model):
     """RMSNorm gains w instead of 1 + w (LLaMA's): a patch, no config switch selects it."""
     def plain(module):
@@ -1016,6 +1038,21 @@ FAMILIES = [
         ablations=[("norm gains w", patch_only(gemma_plain_norms)),
                    ("embeddings unscaled", patch_only(gemma_no_embed_scale)),
                    ("exact gelu", set_attr(hidden_act="gelu"), 3 * LOGITS_TOLERANCE)],
+    ),
+    dict(
+        name="gemma2", config=cfg_gemma2, seed=2200, vocab_pad=0, cases=False,
+        tweak=scale_params({"embed_tokens.weight": 0.3}),
+        tokenizer=lambda out: save_tok(gemma_tokenizer(512), out), tok_style="as gemma",
+        traits="sandwich norms (post_attention_layernorm after attention, pre/post_feedforward_layernorm around "
+               "the MLP); query_pre_attn_scalar 24 (head_dim 16); attention logits soft-capped at 4, final logits "
+               "at 6; 3 layers sliding (window 8), full, sliding from the default pattern (config.json without "
+               "layer_types, as the first hub configs); multi-query 6/1; hidden_activation; tied head",
+        ablations=[("no post norms", patch_only(gemma2_no_post_norms)),
+                   ("query_pre_attn_scalar = head_dim", set_attr(query_pre_attn_scalar=16)),
+                   ("no attention soft-capping", set_attr(attn_logit_softcapping=None)),
+                   ("no final soft-capping", set_attr(final_logit_softcapping=None)),
+                   ("window 64", set_attr(sliding_window=64))],
+        legacy=drop_keys("layer_types"),
     ),
     dict(
         name="qwen2-window-layers", config=cfg_qwen2_window_layers, seed=2000, vocab_pad=0, cases=False,

@@ -818,7 +818,7 @@ void test_models(void) {
                               "llama", "llama-rope-linear", "llama-rope-dynamic", "llama3-rope", "mistral", "qwen2",
                               "codegen", "openai-gpt", "ctrl", "gpt_neo-attention-types", "bloom-post-ln-residual",
                               "llama-biases", "qwen2-window-layers", "llama-eos-list", "llama-generation-config",
-                              "gemma"};
+                              "gemma", "gemma2"};
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_fixture(fixtures[i]);
 #ifdef PF_TESTING
     /* The same on the portable kernel, which machines without AVX2 run. */
