@@ -196,6 +196,8 @@ int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void 
 int pf_cuda_add_residual_biases(pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype,
                                 const void *bias2, int dtype2, size_t rows, size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
+int pf_cuda_head_norm(pf_cuda_rank *st, float *qkv, const void *q_weight, int q_dtype, const void *k_weight, int k_dtype,
+                      size_t rows, int heads, int kv_heads, int head_dim, float eps, int rms);
 int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq, const int *pad,
                    int batch, int T, const int *past_at, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs);
 size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim);
@@ -452,6 +454,21 @@ __global__ void pf_add_residual_norm_kernel(float *x, const float *y, const void
     for (size_t i = threadIdx.x; i < n; i += blockDim.x) xr[i] += (y ? y[row + i] : 0.0f) + pf_load(bias, bias_dtype, i);
     pf_norm_row(out + row, xr, w, w_dtype, b, b_dtype, n, eps, rms, out16 ? (char *)out16 + 2 * row : NULL, out16_dtype,
                 red);
+}
+
+/* One block per head of a qkv row: q heads 0..heads-1, then k heads (rows [q | k | v] of width
+   `width`), normed in place over head_dim (pf_norm_row) with the side's gain [head_dim]; a side
+   whose gain is NULL is left as it is. */
+__global__ void pf_head_norm_kernel(float *qkv, const void *q_w, int q_dtype, const void *k_w, int k_dtype, int heads,
+                                    int kv_heads, int head_dim, size_t width, float eps, int rms) {
+    __shared__ float red[32];
+    size_t row = blockIdx.x / (unsigned)(heads + kv_heads);
+    int h = (int)(blockIdx.x % (unsigned)(heads + kv_heads));
+    const void *w = h < heads ? q_w : k_w;
+    if (!w) return; /* the whole block alike */
+    float *xr = qkv + row * width + (size_t)h * head_dim;
+    pf_norm_row(xr, xr, w, h < heads ? q_dtype : k_dtype, NULL, PF_CUDA_F32, (size_t)head_dim, eps, rms, NULL,
+                PF_CUDA_F32, red);
 }
 
 #ifdef PF_CUDA_NEXT_KERNELS
@@ -2238,6 +2255,26 @@ int pf_cuda_sum(struct pf_cuda_rank *st, float *sum, const float *in, size_t cou
     if (!count) return PF_CUDA_OK;
     pf_sum_kernel<<<pf_blocks(count, PF_THREADS), PF_THREADS, 0, st->stream>>>(sum, in, count, first);
     PF_CUDA_CHECK_LAUNCH(st, pf_sum_kernel);
+    return PF_CUDA_OK;
+}
+
+/* qk-norm: each of the heads q heads and kv_heads k heads of the rows rows of qkv ([q heads | k
+   heads | v heads] of head_dim each) normed in place over its head_dim values as pf_cuda_norm
+   normalises a row (LayerNorm, or RMSNorm when rms), times its side's gain [head_dim] (in
+   q_dtype, k_dtype; NULL: that side is left as it is), no bias (pf_head_norm_kernel). */
+int pf_cuda_head_norm(struct pf_cuda_rank *st, float *qkv, const void *q_weight, int q_dtype, const void *k_weight,
+                      int k_dtype, size_t rows, int heads, int kv_heads, int head_dim, float eps, int rms) {
+    int count = heads + kv_heads;
+    if (!rows || count <= 0 || head_dim <= 0 || (!q_weight && !k_weight)) return PF_CUDA_OK;
+    unsigned threads = head_dim >= PF_THREADS ? PF_THREADS : (unsigned)((head_dim + 31) / 32 * 32);
+    size_t width = (size_t)(heads + 2 * kv_heads) * (size_t)head_dim;
+    const size_t most = ((size_t)1 << 30) / (size_t)count; /* rows per launch: blocks well within gridDim.x */
+    for (size_t first = 0; first < rows; first += most) {
+        size_t n = rows - first < most ? rows - first : most;
+        pf_head_norm_kernel<<<(unsigned)(n * (size_t)count), threads, 0, st->stream>>>(
+            qkv + first * width, q_weight, q_dtype, k_weight, k_dtype, heads, kv_heads, head_dim, width, eps, rms);
+        PF_CUDA_CHECK_LAUNCH(st, pf_head_norm_kernel);
+    }
     return PF_CUDA_OK;
 }
 

@@ -277,6 +277,9 @@ typedef enum {
     PF__SLOT_K_BIAS,           /* [KV] */
     PF__SLOT_V_WEIGHT,         /* [KV, hidden] */
     PF__SLOT_V_BIAS,           /* [KV] */
+    /* A norm of q and of k before the rotary (qk-norm), as the config's qk_norm says (PF__QK_NORM_*): */
+    PF__SLOT_Q_NORM_WEIGHT,    /* [head_dim]: one gain for every query head (PF__QK_NORM_HEAD) */
+    PF__SLOT_K_NORM_WEIGHT,    /* [head_dim]: the same for every key head */
     PF__SLOT_ATTN_OUT_WEIGHT,  /* [hidden, Q] */
     PF__SLOT_ATTN_OUT_BIAS,    /* [hidden] */
     PF__SLOT_MLP_NORM_WEIGHT,  /* [hidden] */
@@ -380,6 +383,16 @@ typedef enum {
 typedef enum { PF__QKV_BLOCKS, PF__QKV_PER_HEAD, PF__QKV_CODEGEN } pf__qkv_layout;
 
 typedef enum { PF__MLP_PLAIN, PF__MLP_GATED, PF__MLP_GATED_IF_NAMED } pf__mlp;
+
+/* How q and k are normed after their projection, before the rotary (pf__config.qk_norm), by a
+   norm of the family's kind (its pf__arch.norm) without bias, with the gains of
+   PF__SLOT_Q_NORM_WEIGHT and PF__SLOT_K_NORM_WEIGHT:
+   PF__QK_NORM_NONE  no such norm;
+   PF__QK_NORM_HEAD  each head over its head_dim values, one gain [head_dim] shared by the heads
+                     (Qwen3; Gemma 3 with its RMSNorm kind). Per-head gains [heads][head_dim]
+                     (Cohere R+, StableLM 12B) and a norm over the whole projection width (OLMo 2)
+                     are values to come of this trait, with the same slots. */
+typedef enum { PF__QK_NORM_NONE, PF__QK_NORM_HEAD } pf__qk_norm;
 
 typedef enum { PF__ACT_GELU_TANH, PF__ACT_GELU_ERF, PF__ACT_RELU, PF__ACT_SILU, PF__ACT_TANH, PF__ACT_QUICK_GELU } pf__activation;
 
@@ -524,6 +537,7 @@ typedef struct pf__config {
     int residual_from_norm;         /* 1: each block's residual is its norm's output (BLOOM's
                                        apply_residual_connection_post_layernorm) */
     int attention_bias, mlp_bias;   /* 1: the projections of attention (of the MLP) have biases */
+    int qk_norm;                    /* a pf__qk_norm: q and k normed before the rotary */
     int parallel_residual;          /* x + attn(norm(x)) + mlp(norm'(x)) */
     int position_offset;            /* OPT's learned positions start at 2 */
     int embed_scale_sqrt;           /* token embeddings times sqrt(hidden) (CTRL) */
@@ -1185,6 +1199,13 @@ typedef struct pf__backend {
     void (*gated_activation)(pf__rank *r, float *out, const float *in, size_t rows, size_t width, pf__activation act);
     /* x[rows][n] += y (+ bias); y may be NULL (bias alone) */
     void (*add_residual)(pf__rank *r, float *x, const float *y, const pf__weight *bias, size_t rows, size_t n);
+    /* Normalises, in place in the qkv rows [q (heads*head_dim) | k (kv_heads*head_dim) | v] of
+       `rows` tokens, each q head and each k head over its head_dim values: a norm of `kind`
+       (pf__backend.norm's math, no bias) with the gain q_weight (k_weight) [head_dim], shared by
+       the heads (NULL: that side is left as it is, as v always is). a->qkv_bias is not added:
+       the caller has the GEMM add it. */
+    void (*head_norm)(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight, size_t rows,
+                      const pf__attn_shape *a, float eps, pf__norm kind);
     /* Rotates the first a->rotary_dim dims of every q and k head in the qkv rows by position
        past + t: dims (i, i + rotary_dim/2), or (2i, 2i + 1) when pairs; a->qkv_bias, when set,
        added to every element of the rows first. */
@@ -4080,7 +4101,8 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, ATTN_NORM_WEIGHT) PF__NAME(PF__SLOT_, ATTN_NORM_BIAS)
         PF__NAME(PF__SLOT_, QKV_FUSED_WEIGHT) PF__NAME(PF__SLOT_, QKV_FUSED_BIAS) PF__NAME(PF__SLOT_, Q_WEIGHT)
         PF__NAME(PF__SLOT_, Q_BIAS) PF__NAME(PF__SLOT_, K_WEIGHT) PF__NAME(PF__SLOT_, K_BIAS) PF__NAME(PF__SLOT_, V_WEIGHT)
-        PF__NAME(PF__SLOT_, V_BIAS) PF__NAME(PF__SLOT_, ATTN_OUT_WEIGHT) PF__NAME(PF__SLOT_, ATTN_OUT_BIAS)
+        PF__NAME(PF__SLOT_, V_BIAS) PF__NAME(PF__SLOT_, Q_NORM_WEIGHT) PF__NAME(PF__SLOT_, K_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, ATTN_OUT_WEIGHT) PF__NAME(PF__SLOT_, ATTN_OUT_BIAS)
         PF__NAME(PF__SLOT_, MLP_NORM_WEIGHT) PF__NAME(PF__SLOT_, MLP_NORM_BIAS) PF__NAME(PF__SLOT_, MLP_GATE_WEIGHT)
         PF__NAME(PF__SLOT_, MLP_GATE_BIAS) PF__NAME(PF__SLOT_, MLP_UP_WEIGHT) PF__NAME(PF__SLOT_, MLP_UP_BIAS)
         PF__NAME(PF__SLOT_, MLP_DOWN_WEIGHT) PF__NAME(PF__SLOT_, MLP_DOWN_BIAS)
@@ -5123,6 +5145,7 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
         break;
     case PF__SLOT_K_BIAS: case PF__SLOT_V_BIAS: case PF__SLOT_CROSS_K_BIAS: case PF__SLOT_CROSS_V_BIAS: *rows = kv; break;
     case PF__SLOT_ATTN_OUT_WEIGHT: case PF__SLOT_CROSS_OUT_WEIGHT: *rows = h; *cols = q; break;
+    case PF__SLOT_Q_NORM_WEIGHT: case PF__SLOT_K_NORM_WEIGHT: *rows = (size_t)c->head_dim; break; /* PF__QK_NORM_HEAD */
     case PF__SLOT_MLP_GATE_WEIGHT: case PF__SLOT_MLP_UP_WEIGHT: *rows = in; *cols = h; break;
     case PF__SLOT_MLP_GATE_BIAS: case PF__SLOT_MLP_UP_BIAS: *rows = in; break;
     case PF__SLOT_MLP_DOWN_WEIGHT: *rows = h; *cols = in; break;
@@ -17800,6 +17823,18 @@ static void pf__cpu_qkv_bias(float *qkv, const pf__step *s, const pf__attn_shape
         for (size_t i = 0; i < width; i++) qkv[row * width + i] += b[i];
 }
 
+/* Each q and each k head of the qkv rows normed over its head_dim values, in place: the heads of
+   one side of a row are `heads` rows of head_dim for pf__cpu_norm, with the one gain. */
+static void pf__cpu_head_norm(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight,
+                              size_t rows, const pf__attn_shape *a, float eps, pf__norm kind) {
+    size_t hd = (size_t)a->head_dim, q = (size_t)a->heads * hd, kv = (size_t)a->kv_heads * hd, width = q + 2 * kv;
+    for (size_t t = 0; t < rows; t++) {
+        float *row = qkv + t * width;
+        if (q_weight && a->heads) pf__cpu_norm(r, row, row, q_weight, NULL, (size_t)a->heads, hd, eps, kind);
+        if (k_weight && a->kv_heads) pf__cpu_norm(r, row + q, row + q, k_weight, NULL, (size_t)a->kv_heads, hd, eps, kind);
+    }
+}
+
 static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, int pairs) {
     (void)r;
     size_t hd = (size_t)a->head_dim, width = (size_t)(a->heads + 2 * a->kv_heads) * hd;
@@ -18155,6 +18190,7 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .softcap = pf__cpu_softcap,
     .gated_activation = pf__cpu_gated_activation,
     .add_residual = pf__cpu_add_residual,
+    .head_norm = pf__cpu_head_norm,
     .rotary = pf__cpu_rotary,
     .kv_append = pf__cpu_kv_append,
     .attend = pf__cpu_attend,
@@ -19298,8 +19334,13 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     /* qkv = h Wqkv_r^T + bqkv_r: this rank's query and key/value heads only (+ bqkv_r by the
        first op after the GEMM where the backend folds it in there) */
     const pf__weight *qkv_bias = PF__OR_NULL(L[PF__SLOT_QKV_BIAS]);
-    shape->qkv_bias = be->qkv_bias_in_attention ? qkv_bias : NULL;
+    const pf__weight *q_norm = PF__OR_NULL(L[PF__SLOT_Q_NORM_WEIGHT]), *k_norm = PF__OR_NULL(L[PF__SLOT_K_NORM_WEIGHT]);
+    int qk_norm = c->qk_norm == PF__QK_NORM_HEAD && (q_norm || k_norm);
+    shape->qkv_bias = be->qkv_bias_in_attention && !qk_norm ? qkv_bias : NULL; /* the norm needs it added */
     be->matmul(r, r->qkv, attn_in, &L[PF__SLOT_QKV_WEIGHT], shape->qkv_bias ? NULL : qkv_bias, N);
+    /* q, k = norm(q), norm(k): each head over its head_dim values (qk-norm), before the rotary */
+    if (qk_norm)
+        be->head_norm(r, r->qkv, q_norm, k_norm, N, shape, eps, a->norm);
     /* q, k = rotate(q, k) by position */
     if (rotary) {
         be->rotary(r, r->qkv, s, shape, a->positions == PF__POS_ROTARY_PAIRS);
@@ -19791,6 +19832,8 @@ int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void 
 int pf_cuda_add_residual_biases(pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype,
                                 const void *bias2, int dtype2, size_t rows, size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
+int pf_cuda_head_norm(pf_cuda_rank *st, float *qkv, const void *q_weight, int q_dtype, const void *k_weight, int k_dtype,
+                      size_t rows, int heads, int kv_heads, int head_dim, float eps, int rms);
 int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq, const int *pad,
                    int batch, int T, const int *past_at, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs);
 size_t pf_cuda_attention_scratch_floats(int max_batch, int heads, int head_dim);
@@ -20549,6 +20592,18 @@ static void pf__cuda_prepare(pf__rank *r, const pf__step *s) {
     }
 }
 
+/* qk-norm: each q and k head of the qkv rows normed in place, one block a head. */
+static void pf__cuda_head_norm(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight,
+                               size_t rows, const pf__attn_shape *a, float eps, pf__norm kind) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_head_norm(rs->cu, qkv, q_weight ? q_weight->data : NULL,
+                                     pf__cuda_dtype(q_weight ? q_weight->dtype : PF__DTYPE_F32),
+                                     k_weight ? k_weight->data : NULL,
+                                     pf__cuda_dtype(k_weight ? k_weight->dtype : PF__DTYPE_F32), rows, a->heads,
+                                     a->kv_heads, a->head_dim, eps, pf__cuda_norm_mode(kind)));
+}
+
 /* The step's frequencies (a host array the caller may rewrite between steps) go to the device
    through inv_freq_host, queued without a wait whenever they differ from what was queued last:
    once per step at most, and once per pf_parallelize without dynamic scaling. The copy is from
@@ -20835,6 +20890,7 @@ static const pf__backend pf__cuda_table = {
     .softcap = pf__cuda_softcap,
     .gated_activation = pf__cuda_gated_activation,
     .add_residual = pf__cuda_add_residual,
+    .head_norm = pf__cuda_head_norm,
     .rotary = pf__cuda_rotary,
     .kv_append = pf__cuda_kv_append,
     .attend = pf__cuda_attend,

@@ -2148,6 +2148,18 @@ static void pf__cpu_qkv_bias(float *qkv, const pf__step *s, const pf__attn_shape
         for (size_t i = 0; i < width; i++) qkv[row * width + i] += b[i];
 }
 
+/* Each q and each k head of the qkv rows normed over its head_dim values, in place: the heads of
+   one side of a row are `heads` rows of head_dim for pf__cpu_norm, with the one gain. */
+static void pf__cpu_head_norm(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight,
+                              size_t rows, const pf__attn_shape *a, float eps, pf__norm kind) {
+    size_t hd = (size_t)a->head_dim, q = (size_t)a->heads * hd, kv = (size_t)a->kv_heads * hd, width = q + 2 * kv;
+    for (size_t t = 0; t < rows; t++) {
+        float *row = qkv + t * width;
+        if (q_weight && a->heads) pf__cpu_norm(r, row, row, q_weight, NULL, (size_t)a->heads, hd, eps, kind);
+        if (k_weight && a->kv_heads) pf__cpu_norm(r, row + q, row + q, k_weight, NULL, (size_t)a->kv_heads, hd, eps, kind);
+    }
+}
+
 static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, int pairs) {
     (void)r;
     size_t hd = (size_t)a->head_dim, width = (size_t)(a->heads + 2 * a->kv_heads) * hd;
@@ -2503,6 +2515,7 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .softcap = pf__cpu_softcap,
     .gated_activation = pf__cpu_gated_activation,
     .add_residual = pf__cpu_add_residual,
+    .head_norm = pf__cpu_head_norm,
     .rotary = pf__cpu_rotary,
     .kv_append = pf__cpu_kv_append,
     .attend = pf__cpu_attend,

@@ -783,6 +783,18 @@ static void pf__cuda_prepare(pf__rank *r, const pf__step *s) {
     }
 }
 
+/* qk-norm: each q and k head of the qkv rows normed in place, one block a head. */
+static void pf__cuda_head_norm(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight,
+                               size_t rows, const pf__attn_shape *a, float eps, pf__norm kind) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_head_norm(rs->cu, qkv, q_weight ? q_weight->data : NULL,
+                                     pf__cuda_dtype(q_weight ? q_weight->dtype : PF__DTYPE_F32),
+                                     k_weight ? k_weight->data : NULL,
+                                     pf__cuda_dtype(k_weight ? k_weight->dtype : PF__DTYPE_F32), rows, a->heads,
+                                     a->kv_heads, a->head_dim, eps, pf__cuda_norm_mode(kind)));
+}
+
 /* The step's frequencies (a host array the caller may rewrite between steps) go to the device
    through inv_freq_host, queued without a wait whenever they differ from what was queued last:
    once per step at most, and once per pf_parallelize without dynamic scaling. The copy is from
@@ -1069,6 +1081,7 @@ static const pf__backend pf__cuda_table = {
     .softcap = pf__cuda_softcap,
     .gated_activation = pf__cuda_gated_activation,
     .add_residual = pf__cuda_add_residual,
+    .head_norm = pf__cuda_head_norm,
     .rotary = pf__cuda_rotary,
     .kv_append = pf__cuda_kv_append,
     .attend = pf__cuda_attend,

@@ -291,8 +291,13 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     /* qkv = h Wqkv_r^T + bqkv_r: this rank's query and key/value heads only (+ bqkv_r by the
        first op after the GEMM where the backend folds it in there) */
     const pf__weight *qkv_bias = PF__OR_NULL(L[PF__SLOT_QKV_BIAS]);
-    shape->qkv_bias = be->qkv_bias_in_attention ? qkv_bias : NULL;
+    const pf__weight *q_norm = PF__OR_NULL(L[PF__SLOT_Q_NORM_WEIGHT]), *k_norm = PF__OR_NULL(L[PF__SLOT_K_NORM_WEIGHT]);
+    int qk_norm = c->qk_norm == PF__QK_NORM_HEAD && (q_norm || k_norm);
+    shape->qkv_bias = be->qkv_bias_in_attention && !qk_norm ? qkv_bias : NULL; /* the norm needs it added */
     be->matmul(r, r->qkv, attn_in, &L[PF__SLOT_QKV_WEIGHT], shape->qkv_bias ? NULL : qkv_bias, N);
+    /* q, k = norm(q), norm(k): each head over its head_dim values (qk-norm), before the rotary */
+    if (qk_norm)
+        be->head_norm(r, r->qkv, q_norm, k_norm, N, shape, eps, a->norm);
     /* q, k = rotate(q, k) by position */
     if (rotary) {
         be->rotary(r, r->qkv, s, shape, a->positions == PF__POS_ROTARY_PAIRS);

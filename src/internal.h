@@ -241,6 +241,9 @@ typedef enum {
     PF__SLOT_K_BIAS,           /* [KV] */
     PF__SLOT_V_WEIGHT,         /* [KV, hidden] */
     PF__SLOT_V_BIAS,           /* [KV] */
+    /* A norm of q and of k before the rotary (qk-norm), as the config's qk_norm says (PF__QK_NORM_*): */
+    PF__SLOT_Q_NORM_WEIGHT,    /* [head_dim]: one gain for every query head (PF__QK_NORM_HEAD) */
+    PF__SLOT_K_NORM_WEIGHT,    /* [head_dim]: the same for every key head */
     PF__SLOT_ATTN_OUT_WEIGHT,  /* [hidden, Q] */
     PF__SLOT_ATTN_OUT_BIAS,    /* [hidden] */
     PF__SLOT_MLP_NORM_WEIGHT,  /* [hidden] */
@@ -344,6 +347,16 @@ typedef enum {
 typedef enum { PF__QKV_BLOCKS, PF__QKV_PER_HEAD, PF__QKV_CODEGEN } pf__qkv_layout;
 
 typedef enum { PF__MLP_PLAIN, PF__MLP_GATED, PF__MLP_GATED_IF_NAMED } pf__mlp;
+
+/* How q and k are normed after their projection, before the rotary (pf__config.qk_norm), by a
+   norm of the family's kind (its pf__arch.norm) without bias, with the gains of
+   PF__SLOT_Q_NORM_WEIGHT and PF__SLOT_K_NORM_WEIGHT:
+   PF__QK_NORM_NONE  no such norm;
+   PF__QK_NORM_HEAD  each head over its head_dim values, one gain [head_dim] shared by the heads
+                     (Qwen3; Gemma 3 with its RMSNorm kind). Per-head gains [heads][head_dim]
+                     (Cohere R+, StableLM 12B) and a norm over the whole projection width (OLMo 2)
+                     are values to come of this trait, with the same slots. */
+typedef enum { PF__QK_NORM_NONE, PF__QK_NORM_HEAD } pf__qk_norm;
 
 typedef enum { PF__ACT_GELU_TANH, PF__ACT_GELU_ERF, PF__ACT_RELU, PF__ACT_SILU, PF__ACT_TANH, PF__ACT_QUICK_GELU } pf__activation;
 
@@ -488,6 +501,7 @@ typedef struct pf__config {
     int residual_from_norm;         /* 1: each block's residual is its norm's output (BLOOM's
                                        apply_residual_connection_post_layernorm) */
     int attention_bias, mlp_bias;   /* 1: the projections of attention (of the MLP) have biases */
+    int qk_norm;                    /* a pf__qk_norm: q and k normed before the rotary */
     int parallel_residual;          /* x + attn(norm(x)) + mlp(norm'(x)) */
     int position_offset;            /* OPT's learned positions start at 2 */
     int embed_scale_sqrt;           /* token embeddings times sqrt(hidden) (CTRL) */
@@ -1149,6 +1163,13 @@ typedef struct pf__backend {
     void (*gated_activation)(pf__rank *r, float *out, const float *in, size_t rows, size_t width, pf__activation act);
     /* x[rows][n] += y (+ bias); y may be NULL (bias alone) */
     void (*add_residual)(pf__rank *r, float *x, const float *y, const pf__weight *bias, size_t rows, size_t n);
+    /* Normalises, in place in the qkv rows [q (heads*head_dim) | k (kv_heads*head_dim) | v] of
+       `rows` tokens, each q head and each k head over its head_dim values: a norm of `kind`
+       (pf__backend.norm's math, no bias) with the gain q_weight (k_weight) [head_dim], shared by
+       the heads (NULL: that side is left as it is, as v always is). a->qkv_bias is not added:
+       the caller has the GEMM add it. */
+    void (*head_norm)(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight, size_t rows,
+                      const pf__attn_shape *a, float eps, pf__norm kind);
     /* Rotates the first a->rotary_dim dims of every q and k head in the qkv rows by position
        past + t: dims (i, i + rotary_dim/2), or (2i, 2i + 1) when pairs; a->qkv_bias, when set,
        added to every element of the rows first. */

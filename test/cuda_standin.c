@@ -248,6 +248,9 @@ TAPED(add_residual_biases, ADD_RESIDUAL_BIASES_ARGS, 0)
     X(const int *, pad) X(int, batch) X(int, T) X(const int *, past_at) X(int, heads) X(int, kv_heads) X(int, hd) \
     X(int, rotary_dim) X(int, pairs)
 TAPED(rotary, ROTARY_ARGS, 0)
+#define HEAD_NORM_ARGS(X) X(float *, qkv) X(const void *, q_w) X(int, q_dtype) X(const void *, k_w) X(int, k_dtype) \
+    X(size_t, rows) X(int, heads) X(int, kv_heads) X(int, hd) X(float, eps) X(int, rms)
+TAPED(head_norm, HEAD_NORM_ARGS, 0)
 #define KV_APPEND_ARGS(X) X(void *, kc) X(void *, vc) X(int, cache_dtype) X(float *, qkv) X(const void *, bias) \
     X(int, bias_dtype) X(const int *, cache_rows) X(int, batch) X(int, T) X(int, past) X(const int *, past_at) \
     X(int, heads) X(int, kv_heads) X(int, hd) X(int, cache_len)
@@ -744,6 +747,23 @@ static void add_qkv_bias(float *qkv, const void *bias, int bias_dtype, size_t ro
     NEED(bias, width * dsize(bias_dtype));
     for (size_t row = 0; row < rows; row++)
         for (size_t c = 0; c < width; c++) qkv[row * width + c] += ld(bias, bias_dtype, c);
+}
+
+/* kernels.cu's pf_head_norm_kernel: each q head and k head of the rows, one block's pf_norm_row
+   over its head_dim values in place (norm_live on that slice), a side without its gain skipped. */
+static int head_norm_live(pf_cuda_rank *st, float *qkv, const void *q_w, int q_dtype, const void *k_w, int k_dtype,
+                          size_t rows, int heads, int kv_heads, int hd, float eps, int rms) {
+    if (!rows || heads + kv_heads <= 0 || hd <= 0 || (!q_w && !k_w)) return 0;
+    size_t width = (size_t)(heads + 2 * kv_heads) * hd;
+    NEED(qkv, rows * width * 4);
+    for (size_t row = 0; row < rows; row++)
+        for (int h = 0; h < heads + kv_heads; h++) {
+            const void *w = h < heads ? q_w : k_w;
+            float *xr = qkv + row * width + (size_t)h * hd;
+            if (w && norm_live(st, xr, xr, w, h < heads ? q_dtype : k_dtype, NULL, 0, 1, (size_t)hd, eps, rms, NULL, 0))
+                return 1;
+        }
+    return 0;
 }
 
 static int rotary_live(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq,

@@ -535,6 +535,34 @@ def greedy_no_cache(model, prompt_ids, eos):
     return new, torch.stack(last)
 
 
+def beam_generate(model, prompt_ids, eos, pad, beams=3):
+    """generate()'s best of `beams` beams (new ids)."""
+    x = torch.tensor([prompt_ids])
+    with torch.no_grad():
+        out = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=MAX_NEW_TOKENS, do_sample=False,
+                             num_beams=beams, eos_token_id=eos, pad_token_id=pad)
+    return out[0, len(prompt_ids):].tolist()
+
+
+PADDED_EXTRA = 3  # the other row of the left-padded batch: the prompt with its first 3 ids repeated in front
+
+
+def padded_generate(model, prompt_ids, eos, pad):
+    """Greedy new ids of the prompt as the second row of a batch whose first row is
+    prompt_ids[:PADDED_EXTRA] + prompt_ids: the prompt left-padded by PADDED_EXTRA."""
+    pad_id = pad if pad is not None else (eos if eos is not None else 0)
+    long = prompt_ids[:PADDED_EXTRA] + prompt_ids
+    x = torch.tensor([long, [pad_id] * PADDED_EXTRA + prompt_ids])
+    mask = torch.tensor([[1] * len(long), [0] * PADDED_EXTRA + [1] * len(prompt_ids)])
+    with torch.no_grad():
+        out = model.generate(x, attention_mask=mask, max_new_tokens=MAX_NEW_TOKENS, do_sample=False, num_beams=1,
+                             eos_token_id=eos, pad_token_id=pad_id)
+    ids = out[1, len(long):].tolist()
+    if eos is not None and eos in ids:  # generate() pads a finished row after its eos
+        ids = ids[:ids.index(eos) + 1]
+    return ids
+
+
 # ----------------------------------------------------------------------------
 # the families
 # ----------------------------------------------------------------------------
@@ -719,6 +747,23 @@ def gemma_no_embed_scale(model):
 
 def patch_only(patch):
     return lambda cfg: patch
+def cfg_qwen3(v, tok, window=False):
+    from transformers import Qwen3Config
+
+    bos, eos, pad = _ids(tok)
+    # head_dim 12, not hidden / heads = 8: q is [72], k and v [24]; with window, 3 layers, the
+    # window (8, shorter than the prompt) from layer 1 on, and q/k/v/o biases
+    return Qwen3Config(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=3 if window else 2, num_attention_heads=6,
+        num_key_value_heads=2, head_dim=12, max_position_embeddings=128, rms_norm_eps=1e-6, initializer_range=INIT_STD,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}, use_sliding_window=window,
+        sliding_window=8, max_window_layers=1, attention_bias=window, tie_word_embeddings=not window,
+        bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def cfg_qwen3_window_bias(v, tok):
+    return cfg_qwen3(v, tok, window=True)
 
 
 def cfg_codegen(v, tok):
@@ -792,6 +837,17 @@ def cfg_qwen2_window_layers(v, tok):
     )
 
 
+def qwen3_hub_config(cfg: dict) -> dict:
+    """config.json as the Qwen3 checkpoints on the hub spell it (transformers 4.51+): rope_theta and
+    rope_scaling null at the top level, no layer_types, torch_dtype."""
+    rope = cfg.pop("rope_parameters")
+    cfg["rope_theta"] = rope["rope_theta"]
+    cfg["rope_scaling"] = None
+    cfg.pop("layer_types")
+    cfg["torch_dtype"] = cfg.pop("dtype")
+    return cfg
+
+
 def drop_keys(*keys):
     """config.json as hub checkpoints older than the derived key spell it: the derived key left out."""
     def rewrite(cfg: dict) -> dict:
@@ -814,6 +870,15 @@ def exact_gelu(cfg):
     def patch(model):
         for block in model.transformer.h:
             block.mlp.act = torch.nn.GELU()
+    return patch
+
+
+def without_qk_norm(cfg):
+    """q and k unnormed (Qwen3's q_norm, k_norm replaced by the identity), which no config value selects."""
+    def patch(model):
+        for layer in model.model.layers:
+            layer.self_attn.q_norm = torch.nn.Identity()
+            layer.self_attn.k_norm = torch.nn.Identity()
     return patch
 
 
@@ -973,6 +1038,22 @@ FAMILIES = [
                   "<|im_start|> <|im_end|> at the end; no BOS",
         traits="q/k/v bias (no o bias); multi-query: 6 q heads / 1 kv head; tied embeddings; rope theta 1e6",
         ablations=[],
+    ),
+    dict(
+        name="qwen3", config=cfg_qwen3, seed=2300, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(qwen2_tokenizer(384), out), tok_style="as qwen2",
+        traits="qk-norm: q and k RMSNormed per head (q_norm, k_norm [head_dim]) before the rotary; head_dim 12 "
+               "explicit (hidden / heads is 8); GQA 6/2; no biases; tied embeddings; rope theta 1e6",
+        ablations=[("no qk-norm", without_qk_norm)],
+    ),
+    dict(
+        name="qwen3-window-bias", config=cfg_qwen3_window_bias, seed=2400, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(qwen2_tokenizer(384), out), tok_style="as qwen2",
+        traits="qwen3 with 3 layers, attention_bias true (q/k/v/o biases, added before the qk-norm), "
+               "use_sliding_window true, sliding_window 8, max_window_layers 1; config.json in the Qwen3 hub "
+               "spelling (rope_theta + rope_scaling null at the top, no layer_types): layers full, sliding, sliding",
+        ablations=[("window on every layer", windows_everywhere), ("no qk-norm", without_qk_norm)],
+        legacy=qwen3_hub_config,
     ),
     dict(
         name="codegen", config=cfg_codegen, seed=1400, vocab_pad=12, cases=True,
@@ -1146,6 +1227,9 @@ def make_family(fam) -> dict:
         f"greedy_ids={ids_str(gen_ids)}",
         f"vocab_size={vocab}",
     ]
+    if fam.get("beam"):
+        lines += [f"beam_ids={ids_str(beam_generate(load_model(out), prompt_ids, eos, pad))}",
+                  f"padded_ids={ids_str(padded_generate(load_model(out), prompt_ids, eos, pad))}"]
     (out / "reference.txt").write_text("\n".join(lines) + "\n", encoding="ascii")
     disk_logits.numpy().astype("<f4").tofile(out / "reference_logits.bin")
 

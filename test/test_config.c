@@ -717,6 +717,34 @@ static void test_speech_bf16(void) {
     free(want);
 }
 
+/* Qwen3 (issue 32): its head_dim, attention_bias, qk-norm tensors and sliding window keys, each
+   honoured or refused by name. */
+static void test_qwen3_keys(void) {
+    if (copy_fixture("qwen3")) return;
+    edit_file("config.json", "\"head_dim\": 12", "\"head_dim\": null");
+    expect_load("Qwen3 with head_dim null", NULL, PF_ERROR_FORMAT, "head_dim");
+    if (copy_fixture("qwen3")) return;
+    edit_file("config.json", "\"head_dim\": 12,", "");
+    expect_load("Qwen3 without head_dim (128: not the file's q_proj)", NULL, PF_ERROR_FORMAT, "q_proj");
+    if (copy_fixture("qwen3")) return;
+    rename_tensor("model.layers.1.self_attn.k_norm.weight", "model.layers.1.self_attn.k_nrm_.weight");
+    expect_load("Qwen3 without a k_norm", NULL, PF_ERROR_FORMAT, "k_norm");
+    if (copy_fixture("qwen3")) return;
+    edit_file("config.json", "\"attention_bias\": false", "\"attention_bias\": true");
+    expect_load("Qwen3 attention_bias true, no biases in the file", NULL, PF_ERROR_FORMAT, "attention_bias is true");
+    if (copy_fixture("qwen3-window-bias")) return;
+    edit_file("config.json", "\"attention_bias\": true", "\"attention_bias\": false");
+    expect_load("Qwen3 biases in the file, attention_bias false", NULL, PF_ERROR_FORMAT, "attention_bias is false");
+    /* the window is read as Qwen2's: use_sliding_window false leaves it out, max_window_layers moves it */
+    if (copy_fixture("qwen3-window-bias")) return;
+    check_work_logits("Qwen3 in the hub spelling", "qwen3-window-bias", 1);
+    edit_file("config.json", "\"use_sliding_window\": true", "\"use_sliding_window\": false");
+    check_work_logits("Qwen3 with use_sliding_window false", "qwen3-window-bias", 0);
+    if (copy_fixture("qwen3-window-bias")) return;
+    edit_file("config.json", "\"max_window_layers\": 1", "\"max_window_layers\": 0");
+    check_work_logits("Qwen3 with max_window_layers 0", "qwen3-window-bias", 0);
+}
+
 void test_config(void) {
     snprintf(work_dir, sizeof work_dir, "/tmp/pf_config_XXXXXX");
     if (!mkdtemp(work_dir)) {
@@ -737,6 +765,7 @@ void test_config(void) {
     test_ctc_vocabulary();
     test_speech_bf16();
     test_whisper_tensors();
+    test_qwen3_keys();
     empty_work_dir();
     rmdir(work_dir);
 }

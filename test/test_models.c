@@ -810,6 +810,75 @@ static void test_chunked_prefill(void) {
     }
 }
 
+/* reference.txt's key (beam_ids, padded_ids: make_family_fixtures.py's families with beam=True) into out;
+   its count, or -1 when the file lacks it. */
+static int reference_ids(const char *name, const char *key, int32_t *out, int cap) {
+    char path[1100], *text;
+    snprintf(path, sizeof path, "%s/%s/reference.txt", test_fixtures, name);
+    size_t size = 0;
+    if (!(text = test_read_file(path, &size))) return -1;
+    int ids[TEST_MAX_IDS], n = -1;
+    size_t klen = strlen(key);
+    for (char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        if (!strncmp(line, key, klen) && line[klen] == '=') {
+            char *end = strchr(line, '\n');
+            if (end) *end = 0;
+            n = test_parse_ids(line + klen + 1, ids, TEST_MAX_IDS);
+            break;
+        }
+    free(text);
+    for (int i = 0; i < n && i < cap; i++) out[i] = ids[i];
+    return n > cap ? -1 : n;
+}
+
+#define PADDED_EXTRA 3 /* make_family_fixtures.py's: the batch's other row repeats the prompt's first 3 ids in front */
+
+/* A family fixture's beam search (3 beams) and its prompt as the left-padded row of a batch give
+   transformers' tokens on 1, 2 and 3 ranks; 3 ranks gathered by pf_to_cpu give its logits and
+   greedy tokens. */
+static void test_family_generation(const char *name) {
+    fixture f;
+    int32_t beam_ref[TEST_MAX_IDS], padded_ref[TEST_MAX_IDS], out[64];
+    int num_beam = reference_ids(name, "beam_ids", beam_ref, TEST_MAX_IDS);
+    int num_padded = reference_ids(name, "padded_ids", padded_ref, TEST_MAX_IDS);
+    CHECK_MSG(num_beam > 0 && num_padded > 0, "%s: reference.txt lacks beam_ids or padded_ids", name);
+    if (num_beam <= 0 || num_padded <= 0 || fixture_open(name, &f)) return;
+    int32_t prompt[64], longer[64 + PADDED_EXTRA];
+    int T = f.ref.num_prompt_ids;
+    for (int i = 0; i < T; i++) prompt[i] = f.ref.prompt_ids[i];
+    for (int i = 0; i < PADDED_EXTRA; i++) longer[i] = prompt[i];
+    for (int i = 0; i < T; i++) longer[PADDED_EXTRA + i] = prompt[i];
+    pf_parallel_options po = cpu_options();
+    po.max_batch = 3;
+    for (int ranks = 1; ranks <= 3; ranks++) {
+        pf_result r = pf_parallelize(f.model, ranks, &po);
+        CHECK_MSG(r == PF_OK, "%s: pf_parallelize(%d): %s", name, ranks, pf_error_message(f.model));
+        if (r) continue;
+        int n = beam_tokens(&f, out);
+        int same = n == num_beam;
+        for (int i = 0; same && i < n; i++) same = out[i] == beam_ref[i];
+        CHECK_MSG(same, "%s on %d ranks: beam search tokens differ from transformers'", name, ranks);
+        const int32_t *prompts[2] = {longer, prompt};
+        int lengths[2] = {T + PADDED_EXTRA, T};
+        pf_generate_options o = pf_generate_options_init();
+        o.max_new_tokens = f.ref.max_new_tokens;
+        pf_generation g = {0};
+        r = pf_generate_batch(f.model, prompts, lengths, 2, &o, &g);
+        same = r == PF_OK && g.num_sequences == 2 && g.lengths[1] == num_padded;
+        for (int i = 0; same && i < num_padded; i++) same = g.tokens[1][i] == padded_ref[i];
+        CHECK_MSG(same, "%s on %d ranks: the left-padded row's greedy tokens differ from transformers' (%s)", name,
+                  ranks, r ? pf_error_message(f.model) : "");
+        pf_generation_free(&g);
+    }
+    CHECK_MSG(pf_to_cpu(f.model) == PF_OK, "%s: pf_to_cpu: %s", name, pf_error_message(f.model));
+    float *logits = prompt_logits(&f);
+    float diff = logits ? test_max_abs_diff(logits, f.ref_logits, (size_t)T * f.vocab) : -1;
+    CHECK_MSG(logits && diff <= TOLERANCE_HF, "%s gathered from 3 ranks: logits differ from transformers by %g", name, diff);
+    check_greedy(&f, name, 1);
+    free(logits);
+    fixture_close(&f);
+}
+
 void test_models(void) {
     test_logging_and_progress();
     test_chunked_prefill();
@@ -818,8 +887,11 @@ void test_models(void) {
                               "llama", "llama-rope-linear", "llama-rope-dynamic", "llama3-rope", "mistral", "qwen2",
                               "codegen", "openai-gpt", "ctrl", "gpt_neo-attention-types", "bloom-post-ln-residual",
                               "llama-biases", "qwen2-window-layers", "llama-eos-list", "llama-generation-config",
-                              "gemma", "gemma2"};
+                              "qwen3", "qwen3-window-bias", "gemma", "gemma2"};
+    /* issue 32's families: beam search, a left-padded batch and pf_to_cpu against transformers too */
+    const char *families[] = {"qwen3", "qwen3-window-bias"};
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_fixture(fixtures[i]);
+    for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) test_family_generation(families[i]);
 #ifdef PF_TESTING
     /* The same on the portable kernel, which machines without AVX2 run. */
     pf_testing_portable_cpu = 1;
