@@ -196,6 +196,7 @@ int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void 
 int pf_cuda_add_residual_biases(pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype,
                                 const void *bias2, int dtype2, size_t rows, size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
+int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
 int pf_cuda_head_norm(pf_cuda_rank *st, float *qkv, const void *q_weight, int q_dtype, const void *k_weight, int k_dtype,
                       size_t rows, int heads, int kv_heads, int head_dim, float eps, int rms);
 int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq, const int *pad,
@@ -454,6 +455,11 @@ __global__ void pf_add_residual_norm_kernel(float *x, const float *y, const void
     for (size_t i = threadIdx.x; i < n; i += blockDim.x) xr[i] += (y ? y[row + i] : 0.0f) + pf_load(bias, bias_dtype, i);
     pf_norm_row(out + row, xr, w, w_dtype, b, b_dtype, n, eps, rms, out16 ? (char *)out16 + 2 * row : NULL, out16_dtype,
                 red);
+}
+
+/* x[i] = min(max(x[i], -limit), limit), as torch's clamp_(min=-limit, max=limit) (OLMo's clip_qkv). */
+__global__ void pf_clamp_kernel(float *x, size_t count, float limit) {
+    PF_GRID_STRIDE(i, count) x[i] = fminf(fmaxf(x[i], -limit), limit);
 }
 
 /* One block per head of a qkv row: q heads 0..heads-1, then k heads (rows [q | k | v] of width
@@ -2255,6 +2261,14 @@ int pf_cuda_sum(struct pf_cuda_rank *st, float *sum, const float *in, size_t cou
     if (!count) return PF_CUDA_OK;
     pf_sum_kernel<<<pf_blocks(count, PF_THREADS), PF_THREADS, 0, st->stream>>>(sum, in, count, first);
     PF_CUDA_CHECK_LAUNCH(st, pf_sum_kernel);
+    return PF_CUDA_OK;
+}
+
+/* count values of x clamped to [-limit, limit] in place (pf_clamp_kernel). */
+int pf_cuda_clamp(struct pf_cuda_rank *st, float *x, size_t count, float limit) {
+    if (!count) return PF_CUDA_OK;
+    pf_clamp_kernel<<<pf_blocks(count, PF_THREADS), PF_THREADS, 0, st->stream>>>(x, count, limit);
+    PF_CUDA_CHECK_LAUNCH(st, pf_clamp_kernel);
     return PF_CUDA_OK;
 }
 

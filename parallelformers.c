@@ -538,6 +538,10 @@ typedef struct pf__config {
                                        apply_residual_connection_post_layernorm) */
     int attention_bias, mlp_bias;   /* 1: the projections of attention (of the MLP) have biases */
     int qk_norm;                    /* a pf__qk_norm: q and k normed before the rotary */
+    int norm_weightless;            /* 1: the blocks' and the final norms have no weight or bias tensors
+                                       (OLMo's non-parametric LayerNorm): normed with the gain 1 */
+    double clip_qkv;                /* > 0: q, k and v clamped to [-clip_qkv, clip_qkv] after their
+                                       projection and bias, before the rotary (OLMo); 0: none */
     int parallel_residual;          /* x + attn(norm(x)) + mlp(norm'(x)) */
     int position_offset;            /* OPT's learned positions start at 2 */
     int embed_scale_sqrt;           /* token embeddings times sqrt(hidden) (CTRL) */
@@ -1206,6 +1210,8 @@ typedef struct pf__backend {
        the caller has the GEMM add it. */
     void (*head_norm)(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight, size_t rows,
                       const pf__attn_shape *a, float eps, pf__norm kind);
+    /* x[i] = min(max(x[i], -limit), limit) for count values (OLMo's clip_qkv over the qkv rows) */
+    void (*clamp)(pf__rank *r, float *x, size_t count, float limit);
     /* Rotates the first a->rotary_dim dims of every q and k head in the qkv rows by position
        past + t: dims (i, i + rotary_dim/2), or (2i, 2i + 1) when pairs; a->qkv_bias, when set,
        added to every element of the rows first. */
@@ -3933,6 +3939,11 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
         if (cfg->scale_decoder_outputs < 0) cfg->scale_decoder_outputs = cfg->tie_word_embeddings;
     }
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
+    const char *clip_key = pf__config_key(cfg->arch, offsetof(pf__config, clip_qkv));
+    const pf__json *clip = strcmp(clip_key, "(derived)") ? pf__json_get(json, clip_key) : NULL;
+    if (!r && clip && clip->type == PF__JSON_NUMBER && !(clip->number > 0)) /* torch's clamp(-c, c), c <= 0: all c */
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" %g is not supported (a limit above 0, or null)",
+                       path, clip_key, clip->number);
     if (!r) r = pf__config_stray_windows(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_windows(json, cfg, path, message, size);
     return r;
@@ -17509,14 +17520,17 @@ static void pf__cpu_norm(pf__rank *r, float *out, const float *x, const pf__weig
                          size_t rows, size_t n, float eps, pf__norm kind) {
     (void)r;
     const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
-    const float *g = (const float *)weight->data, *b = bias ? (const float *)bias->data : NULL;
+    const float *g = weight ? (const float *)weight->data : NULL, *b = bias ? (const float *)bias->data : NULL;
     for (size_t row = 0; row < rows; row++) {
         const float *xr = x + row * n;
         float *o = out + row * n;
         double mean = kind == PF__NORM_LAYER ? kernels->sum_shifted(xr, n, 0.0, 0) / (double)n : 0.0;
         double var = kernels->sum_shifted(xr, n, mean, 1) / (double)n;
         float inv = (float)(1.0 / sqrt(var + eps));
-        kernels->normalize(o, xr, n, mean, inv, g, kind == PF__NORM_RMS_PLUS_ONE ? 1.0f : 0.0f, b);
+        if (!g) /* a norm without weight (OLMo's): the gain is 1 (1 + 0 for PF__NORM_RMS_PLUS_ONE) */
+            for (size_t i = 0; i < n; i++) o[i] = (float)(xr[i] - mean) * inv + (b ? b[i] : 0.0f);
+        else
+            kernels->normalize(o, xr, n, mean, inv, g, kind == PF__NORM_RMS_PLUS_ONE ? 1.0f : 0.0f, b);
     }
 }
 
@@ -17833,6 +17847,11 @@ static void pf__cpu_head_norm(pf__rank *r, float *qkv, const pf__weight *q_weigh
         if (q_weight && a->heads) pf__cpu_norm(r, row, row, q_weight, NULL, (size_t)a->heads, hd, eps, kind);
         if (k_weight && a->kv_heads) pf__cpu_norm(r, row + q, row + q, k_weight, NULL, (size_t)a->kv_heads, hd, eps, kind);
     }
+}
+
+static void pf__cpu_clamp(pf__rank *r, float *x, size_t count, float limit) {
+    (void)r;
+    for (size_t i = 0; i < count; i++) x[i] = fminf(fmaxf(x[i], -limit), limit);
 }
 
 static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, int pairs) {
@@ -18191,6 +18210,7 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .gated_activation = pf__cpu_gated_activation,
     .add_residual = pf__cpu_add_residual,
     .head_norm = pf__cpu_head_norm,
+    .clamp = pf__cpu_clamp,
     .rotary = pf__cpu_rotary,
     .kv_append = pf__cpu_kv_append,
     .attend = pf__cpu_attend,
@@ -19317,8 +19337,9 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     /* h = norm1(x) (pre-norm; x += the previous block's part + bdown first, when pending), or x
        itself (post-norm) */
     const float *attn_in = r->x;
-    int attn_pre_norm = c->pre_norm && PF__HAS(L[PF__SLOT_ATTN_NORM_WEIGHT]); /* OLMo 2 norms outputs only */
-    int mlp_pre_norm = c->pre_norm && PF__HAS(L[PF__SLOT_MLP_NORM_WEIGHT]);
+    /* OLMo 2 norms outputs only; OLMo's weightless norms are there without tensors */
+    int attn_pre_norm = c->pre_norm && (PF__HAS(L[PF__SLOT_ATTN_NORM_WEIGHT]) || c->norm_weightless);
+    int mlp_pre_norm = c->pre_norm && (PF__HAS(L[PF__SLOT_MLP_NORM_WEIGHT]) || c->norm_weightless);
     if (c->pre_norm && !attn_pre_norm) {
         if (residual->pending) be->add_residual(r, r->x, r->part, residual->bias, N, d);
         residual->pending = 0;
@@ -19336,8 +19357,12 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     const pf__weight *qkv_bias = PF__OR_NULL(L[PF__SLOT_QKV_BIAS]);
     const pf__weight *q_norm = PF__OR_NULL(L[PF__SLOT_Q_NORM_WEIGHT]), *k_norm = PF__OR_NULL(L[PF__SLOT_K_NORM_WEIGHT]);
     int qk_norm = c->qk_norm == PF__QK_NORM_HEAD && (q_norm || k_norm);
-    shape->qkv_bias = be->qkv_bias_in_attention && !qk_norm ? qkv_bias : NULL; /* the norm needs it added */
+    /* the qk-norm and the clip need the bias added first */
+    shape->qkv_bias = be->qkv_bias_in_attention && !qk_norm && !(c->clip_qkv > 0) ? qkv_bias : NULL;
     be->matmul(r, r->qkv, attn_in, &L[PF__SLOT_QKV_WEIGHT], shape->qkv_bias ? NULL : qkv_bias, N);
+    /* q, k, v = clamp(q, k, v, -clip, clip) (OLMo's clip_qkv) */
+    if (c->clip_qkv > 0)
+        be->clamp(r, r->qkv, N * (size_t)(shape->heads + 2 * shape->kv_heads) * (size_t)c->head_dim, (float)c->clip_qkv);
     /* q, k = norm(q), norm(k): each head over its head_dim values (qk-norm), before the rotary */
     if (qk_norm)
         be->head_norm(r, r->qkv, q_norm, k_norm, N, shape, eps, a->norm);
@@ -19426,7 +19451,7 @@ static void pf__rank_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
 static void pf__rank_final_norm(pf__rank *r, const pf__tower *t, float *out, const float *x, size_t rows) {
     const pf__config *c = &r->group->model->config;
     const pf__weight *W = r->weights;
-    if (PF__HAS(W[t->final_norm]))
+    if (PF__HAS(W[t->final_norm]) || c->norm_weightless)
         r->backend->norm(r, out, x, &W[t->final_norm], PF__OR_NULL(W[t->final_norm + 1]), rows, (size_t)c->hidden_size,
                          (float)c->final_norm_eps, pf__archs[c->arch].norm);
     else if (out != x)
@@ -19461,7 +19486,7 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
 static const float *pf__rank_decoder_rows(const pf__rank *r, const pf__job *job) {
     const pf__tower t = pf__tower_of(r, 0);
     int picked = !job->all_positions && job->step.seq_len > 1;
-    return picked || PF__HAS(r->weights[t.final_norm]) ? r->h : r->x;
+    return picked || PF__HAS(r->weights[t.final_norm]) || r->group->model->config.norm_weightless ? r->h : r->x;
 }
 
 /* A decoder's device work up to the logits, with no wait and no host copy (a backend may capture
@@ -19480,7 +19505,8 @@ static void pf__rank_decoder_hidden(pf__rank *r, const pf__job *job) {
         for (size_t b = 0; b < rows; b++) r->backend->copy(r, r->h + b * d, r->x + (b * s->seq_len + s->seq_len - 1) * d, d * sizeof(float));
         wanted = r->h;
     }
-    if (PF__HAS(r->weights[t.final_norm])) pf__rank_final_norm(r, &t, r->h, wanted, rows);
+    if (PF__HAS(r->weights[t.final_norm]) || r->group->model->config.norm_weightless)
+        pf__rank_final_norm(r, &t, r->h, wanted, rows);
 }
 
 /* Runs on every rank's thread with the same step; rank 0 also computes the logits. */
@@ -19832,6 +19858,7 @@ int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void 
 int pf_cuda_add_residual_biases(pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype,
                                 const void *bias2, int dtype2, size_t rows, size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
+int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
 int pf_cuda_head_norm(pf_cuda_rank *st, float *qkv, const void *q_weight, int q_dtype, const void *k_weight, int k_dtype,
                       size_t rows, int heads, int kv_heads, int head_dim, float eps, int rms);
 int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq, const int *pad,
@@ -20592,6 +20619,12 @@ static void pf__cuda_prepare(pf__rank *r, const pf__step *s) {
     }
 }
 
+static void pf__cuda_clamp(pf__rank *r, float *x, size_t count, float limit) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_clamp(rs->cu, x, count, limit));
+}
+
 /* qk-norm: each q and k head of the qkv rows normed in place, one block a head. */
 static void pf__cuda_head_norm(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight,
                                size_t rows, const pf__attn_shape *a, float eps, pf__norm kind) {
@@ -20891,6 +20924,7 @@ static const pf__backend pf__cuda_table = {
     .gated_activation = pf__cuda_gated_activation,
     .add_residual = pf__cuda_add_residual,
     .head_norm = pf__cuda_head_norm,
+    .clamp = pf__cuda_clamp,
     .rotary = pf__cuda_rotary,
     .kv_append = pf__cuda_kv_append,
     .attend = pf__cuda_attend,

@@ -1834,14 +1834,17 @@ static void pf__cpu_norm(pf__rank *r, float *out, const float *x, const pf__weig
                          size_t rows, size_t n, float eps, pf__norm kind) {
     (void)r;
     const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
-    const float *g = (const float *)weight->data, *b = bias ? (const float *)bias->data : NULL;
+    const float *g = weight ? (const float *)weight->data : NULL, *b = bias ? (const float *)bias->data : NULL;
     for (size_t row = 0; row < rows; row++) {
         const float *xr = x + row * n;
         float *o = out + row * n;
         double mean = kind == PF__NORM_LAYER ? kernels->sum_shifted(xr, n, 0.0, 0) / (double)n : 0.0;
         double var = kernels->sum_shifted(xr, n, mean, 1) / (double)n;
         float inv = (float)(1.0 / sqrt(var + eps));
-        kernels->normalize(o, xr, n, mean, inv, g, kind == PF__NORM_RMS_PLUS_ONE ? 1.0f : 0.0f, b);
+        if (!g) /* a norm without weight (OLMo's): the gain is 1 (1 + 0 for PF__NORM_RMS_PLUS_ONE) */
+            for (size_t i = 0; i < n; i++) o[i] = (float)(xr[i] - mean) * inv + (b ? b[i] : 0.0f);
+        else
+            kernels->normalize(o, xr, n, mean, inv, g, kind == PF__NORM_RMS_PLUS_ONE ? 1.0f : 0.0f, b);
     }
 }
 
@@ -2158,6 +2161,11 @@ static void pf__cpu_head_norm(pf__rank *r, float *qkv, const pf__weight *q_weigh
         if (q_weight && a->heads) pf__cpu_norm(r, row, row, q_weight, NULL, (size_t)a->heads, hd, eps, kind);
         if (k_weight && a->kv_heads) pf__cpu_norm(r, row + q, row + q, k_weight, NULL, (size_t)a->kv_heads, hd, eps, kind);
     }
+}
+
+static void pf__cpu_clamp(pf__rank *r, float *x, size_t count, float limit) {
+    (void)r;
+    for (size_t i = 0; i < count; i++) x[i] = fminf(fmaxf(x[i], -limit), limit);
 }
 
 static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, int pairs) {
@@ -2516,6 +2524,7 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .gated_activation = pf__cpu_gated_activation,
     .add_residual = pf__cpu_add_residual,
     .head_norm = pf__cpu_head_norm,
+    .clamp = pf__cpu_clamp,
     .rotary = pf__cpu_rotary,
     .kv_append = pf__cpu_kv_append,
     .attend = pf__cpu_attend,

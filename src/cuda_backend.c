@@ -783,6 +783,12 @@ static void pf__cuda_prepare(pf__rank *r, const pf__step *s) {
     }
 }
 
+static void pf__cuda_clamp(pf__rank *r, float *x, size_t count, float limit) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_clamp(rs->cu, x, count, limit));
+}
+
 /* qk-norm: each q and k head of the qkv rows normed in place, one block a head. */
 static void pf__cuda_head_norm(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight,
                                size_t rows, const pf__attn_shape *a, float eps, pf__norm kind) {
@@ -1082,6 +1088,7 @@ static const pf__backend pf__cuda_table = {
     .gated_activation = pf__cuda_gated_activation,
     .add_residual = pf__cuda_add_residual,
     .head_norm = pf__cuda_head_norm,
+    .clamp = pf__cuda_clamp,
     .rotary = pf__cuda_rotary,
     .kv_append = pf__cuda_kv_append,
     .attend = pf__cuda_attend,

@@ -274,8 +274,9 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     /* h = norm1(x) (pre-norm; x += the previous block's part + bdown first, when pending), or x
        itself (post-norm) */
     const float *attn_in = r->x;
-    int attn_pre_norm = c->pre_norm && PF__HAS(L[PF__SLOT_ATTN_NORM_WEIGHT]); /* OLMo 2 norms outputs only */
-    int mlp_pre_norm = c->pre_norm && PF__HAS(L[PF__SLOT_MLP_NORM_WEIGHT]);
+    /* OLMo 2 norms outputs only; OLMo's weightless norms are there without tensors */
+    int attn_pre_norm = c->pre_norm && (PF__HAS(L[PF__SLOT_ATTN_NORM_WEIGHT]) || c->norm_weightless);
+    int mlp_pre_norm = c->pre_norm && (PF__HAS(L[PF__SLOT_MLP_NORM_WEIGHT]) || c->norm_weightless);
     if (c->pre_norm && !attn_pre_norm) {
         if (residual->pending) be->add_residual(r, r->x, r->part, residual->bias, N, d);
         residual->pending = 0;
@@ -293,8 +294,12 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     const pf__weight *qkv_bias = PF__OR_NULL(L[PF__SLOT_QKV_BIAS]);
     const pf__weight *q_norm = PF__OR_NULL(L[PF__SLOT_Q_NORM_WEIGHT]), *k_norm = PF__OR_NULL(L[PF__SLOT_K_NORM_WEIGHT]);
     int qk_norm = c->qk_norm == PF__QK_NORM_HEAD && (q_norm || k_norm);
-    shape->qkv_bias = be->qkv_bias_in_attention && !qk_norm ? qkv_bias : NULL; /* the norm needs it added */
+    /* the qk-norm and the clip need the bias added first */
+    shape->qkv_bias = be->qkv_bias_in_attention && !qk_norm && !(c->clip_qkv > 0) ? qkv_bias : NULL;
     be->matmul(r, r->qkv, attn_in, &L[PF__SLOT_QKV_WEIGHT], shape->qkv_bias ? NULL : qkv_bias, N);
+    /* q, k, v = clamp(q, k, v, -clip, clip) (OLMo's clip_qkv) */
+    if (c->clip_qkv > 0)
+        be->clamp(r, r->qkv, N * (size_t)(shape->heads + 2 * shape->kv_heads) * (size_t)c->head_dim, (float)c->clip_qkv);
     /* q, k = norm(q), norm(k): each head over its head_dim values (qk-norm), before the rotary */
     if (qk_norm)
         be->head_norm(r, r->qkv, q_norm, k_norm, N, shape, eps, a->norm);
@@ -383,7 +388,7 @@ static void pf__rank_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
 static void pf__rank_final_norm(pf__rank *r, const pf__tower *t, float *out, const float *x, size_t rows) {
     const pf__config *c = &r->group->model->config;
     const pf__weight *W = r->weights;
-    if (PF__HAS(W[t->final_norm]))
+    if (PF__HAS(W[t->final_norm]) || c->norm_weightless)
         r->backend->norm(r, out, x, &W[t->final_norm], PF__OR_NULL(W[t->final_norm + 1]), rows, (size_t)c->hidden_size,
                          (float)c->final_norm_eps, pf__archs[c->arch].norm);
     else if (out != x)
@@ -418,7 +423,7 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
 static const float *pf__rank_decoder_rows(const pf__rank *r, const pf__job *job) {
     const pf__tower t = pf__tower_of(r, 0);
     int picked = !job->all_positions && job->step.seq_len > 1;
-    return picked || PF__HAS(r->weights[t.final_norm]) ? r->h : r->x;
+    return picked || PF__HAS(r->weights[t.final_norm]) || r->group->model->config.norm_weightless ? r->h : r->x;
 }
 
 /* A decoder's device work up to the logits, with no wait and no host copy (a backend may capture
@@ -437,7 +442,8 @@ static void pf__rank_decoder_hidden(pf__rank *r, const pf__job *job) {
         for (size_t b = 0; b < rows; b++) r->backend->copy(r, r->h + b * d, r->x + (b * s->seq_len + s->seq_len - 1) * d, d * sizeof(float));
         wanted = r->h;
     }
-    if (PF__HAS(r->weights[t.final_norm])) pf__rank_final_norm(r, &t, r->h, wanted, rows);
+    if (PF__HAS(r->weights[t.final_norm]) || r->group->model->config.norm_weightless)
+        pf__rank_final_norm(r, &t, r->h, wanted, rows);
 }
 
 /* Runs on every rank's thread with the same step; rank 0 also computes the logits. */

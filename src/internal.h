@@ -502,6 +502,10 @@ typedef struct pf__config {
                                        apply_residual_connection_post_layernorm) */
     int attention_bias, mlp_bias;   /* 1: the projections of attention (of the MLP) have biases */
     int qk_norm;                    /* a pf__qk_norm: q and k normed before the rotary */
+    int norm_weightless;            /* 1: the blocks' and the final norms have no weight or bias tensors
+                                       (OLMo's non-parametric LayerNorm): normed with the gain 1 */
+    double clip_qkv;                /* > 0: q, k and v clamped to [-clip_qkv, clip_qkv] after their
+                                       projection and bias, before the rotary (OLMo); 0: none */
     int parallel_residual;          /* x + attn(norm(x)) + mlp(norm'(x)) */
     int position_offset;            /* OPT's learned positions start at 2 */
     int embed_scale_sqrt;           /* token embeddings times sqrt(hidden) (CTRL) */
@@ -1170,6 +1174,8 @@ typedef struct pf__backend {
        the caller has the GEMM add it. */
     void (*head_norm)(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight, size_t rows,
                       const pf__attn_shape *a, float eps, pf__norm kind);
+    /* x[i] = min(max(x[i], -limit), limit) for count values (OLMo's clip_qkv over the qkv rows) */
+    void (*clamp)(pf__rank *r, float *x, size_t count, float limit);
     /* Rotates the first a->rotary_dim dims of every q and k head in the qkv rows by position
        past + t: dims (i, i + rotary_dim/2), or (2i, 2i + 1) when pairs; a->qkv_bias, when set,
        added to every element of the rows first. */

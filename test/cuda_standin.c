@@ -248,6 +248,8 @@ TAPED(add_residual_biases, ADD_RESIDUAL_BIASES_ARGS, 0)
     X(const int *, pad) X(int, batch) X(int, T) X(const int *, past_at) X(int, heads) X(int, kv_heads) X(int, hd) \
     X(int, rotary_dim) X(int, pairs)
 TAPED(rotary, ROTARY_ARGS, 0)
+#define CLAMP_ARGS(X) X(float *, x) X(size_t, count) X(float, limit)
+TAPED(clamp, CLAMP_ARGS, 0)
 #define HEAD_NORM_ARGS(X) X(float *, qkv) X(const void *, q_w) X(int, q_dtype) X(const void *, k_w) X(int, k_dtype) \
     X(size_t, rows) X(int, heads) X(int, kv_heads) X(int, hd) X(float, eps) X(int, rms)
 TAPED(head_norm, HEAD_NORM_ARGS, 0)
@@ -747,6 +749,15 @@ static void add_qkv_bias(float *qkv, const void *bias, int bias_dtype, size_t ro
     NEED(bias, width * dsize(bias_dtype));
     for (size_t row = 0; row < rows; row++)
         for (size_t c = 0; c < width; c++) qkv[row * width + c] += ld(bias, bias_dtype, c);
+}
+
+/* kernels.cu's pf_clamp_kernel. */
+static int clamp_live(pf_cuda_rank *st, float *x, size_t count, float limit) {
+    (void)st;
+    if (!count) return 0;
+    NEED(x, count * 4);
+    for (size_t i = 0; i < count; i++) x[i] = fminf(fmaxf(x[i], -limit), limit);
+    return 0;
 }
 
 /* kernels.cu's pf_head_norm_kernel: each q head and k head of the rows, one block's pf_norm_row

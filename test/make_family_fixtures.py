@@ -766,6 +766,23 @@ def cfg_qwen3_window_bias(v, tok):
     return cfg_qwen3(v, tok, window=True)
 
 
+def cfg_olmo(v, tok, clip=None):
+    from transformers import OlmoConfig
+
+    bos, eos, pad = _ids(tok)
+    return OlmoConfig(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=2, max_position_embeddings=128, initializer_range=INIT_STD,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, attention_bias=clip is not None,
+        clip_qkv=clip, tie_word_embeddings=False, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def cfg_olmo_clip(v, tok):
+    # q, k, v of this tiny model reach about 10: a limit of 3 clips many of them
+    return cfg_olmo(v, tok, clip=3.0)
+
+
 def cfg_codegen(v, tok):
     from transformers import CodeGenConfig
 
@@ -1054,6 +1071,20 @@ FAMILIES = [
                "spelling (rope_theta + rope_scaling null at the top, no layer_types): layers full, sliding, sliding",
         ablations=[("window on every layer", windows_everywhere), ("no qk-norm", without_qk_norm)],
         legacy=qwen3_hub_config,
+    ),
+    dict(
+        name="olmo", config=cfg_olmo, seed=2500, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="LayerNorm without weight or bias (eps 1e-5 fixed) before attention, MLP and the head; SwiGLU; "
+               "rotary halves; GQA 6/2; no biases; clip_qkv null; untied lm_head",
+        ablations=[],
+    ),
+    dict(
+        name="olmo-clip-qkv", config=cfg_olmo_clip, seed=2600, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="olmo with clip_qkv 3 (q, k, v clamped to [-3, 3] after their biases, before the rotary) and "
+               "attention_bias true (q/k/v/o biases)",
+        ablations=[("no clipping", set_attr(clip_qkv=None))],
     ),
     dict(
         name="codegen", config=cfg_codegen, seed=1400, vocab_pad=12, cases=True,

@@ -745,6 +745,25 @@ static void test_qwen3_keys(void) {
     check_work_logits("Qwen3 with max_window_layers 0", "qwen3-window-bias", 0);
 }
 
+/* OLMo (issue 32): clip_qkv honoured (null: none) or refused by name; its norms have no tensors. */
+static void test_olmo_keys(void) {
+    if (copy_fixture("olmo-clip-qkv")) return;
+    edit_file("config.json", "\"clip_qkv\": 3.0", "\"clip_qkv\": null");
+    check_work_logits("OLMo with clip_qkv null", "olmo-clip-qkv", 0);
+    if (copy_fixture("olmo-clip-qkv")) return;
+    edit_file("config.json", "\"clip_qkv\": 3.0", "\"clip_qkv\": 0");
+    expect_load("OLMo with clip_qkv 0", NULL, PF_ERROR_UNSUPPORTED, "clip_qkv");
+    if (copy_fixture("olmo-clip-qkv")) return;
+    edit_file("config.json", "\"clip_qkv\": 3.0", "\"clip_qkv\": -2");
+    expect_load("OLMo with clip_qkv -2", NULL, PF_ERROR_UNSUPPORTED, "clip_qkv");
+    if (copy_fixture("olmo")) return;
+    add_tensor("model.layers.0.input_layernorm.weight");
+    expect_load("OLMo with a norm weight", NULL, PF_ERROR_UNSUPPORTED, "input_layernorm");
+    if (copy_fixture("olmo-clip-qkv")) return;
+    edit_file("config.json", "\"attention_bias\": true", "\"attention_bias\": false");
+    expect_load("OLMo biases in the file, attention_bias false", NULL, PF_ERROR_FORMAT, "attention_bias is false");
+}
+
 void test_config(void) {
     snprintf(work_dir, sizeof work_dir, "/tmp/pf_config_XXXXXX");
     if (!mkdtemp(work_dir)) {
@@ -766,6 +785,7 @@ void test_config(void) {
     test_speech_bf16();
     test_whisper_tensors();
     test_qwen3_keys();
+    test_olmo_keys();
     empty_work_dir();
     rmdir(work_dir);
 }
