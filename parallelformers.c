@@ -568,6 +568,11 @@ typedef struct pf__config {
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
     int rope_original_max_positions;
     int *layer_window;              /* [num_layers]: each layer's window, 0 for global; owned */
+    int no_rope_interval;           /* > 0: some layers rotate nothing (NoPE): config.json's no_rope_layers
+                                       list (1: rotary), or every no_rope_interval-th layer (SmolLM3) */
+    int nope_windowed;              /* 1: without a per-layer list of kinds, the sliding window is on the
+                                       NoPE layers (SmolLM3) */
+    int *layer_rope;                /* [num_layers]: 1 where the layer rotates q and k; NULL: every layer; owned */
     int type_vocab_size;            /* rows of the token type (segment) embedding */
     int gated_mlp;                  /* 1: act(x W_gate) * x W_up (the row's mlp, or T5's "gated-" activations) */
     int rel_table_rows;             /* rows of the relative bias table (its config key) */
@@ -3228,6 +3233,35 @@ static pf_result pf__config_rope(const pf__json *json, pf__config *c, const char
 
 /* The window of each layer: from a per-layer list when the architecture names one, else the
    sliding window (if any) everywhere. */
+/* Which layers rotate q and k, where the family has NoPE layers (a no_rope_interval row): config.json's
+   no_rope_layers, one 1 (rotary) or 0 (none) a layer, or when it is absent or null every
+   no_rope_interval-th layer without (layer l rotates unless (l + 1) % interval is 0), as
+   SmolLM3Config derives it. */
+static pf_result pf__config_layer_rope(const pf__json *json, pf__config *c, const char *path, char *message,
+                                       size_t size) {
+    const char *interval_key = pf__config_key(c->arch, offsetof(pf__config, no_rope_interval));
+    if (!strcmp(interval_key, "(derived)")) return PF_OK; /* every layer rotates */
+    const pf__json *list = pf__json_get(json, "no_rope_layers");
+    if (list && list->type == PF__JSON_NULL) list = NULL;
+    if (list && (list->type != PF__JSON_ARRAY || list->count != (size_t)c->num_layers))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"no_rope_layers\" is not a list of %d layers", path,
+                          c->num_layers);
+    if (!list && c->no_rope_interval <= 0) /* transformers divides by it */
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" %d is not a positive number", path,
+                          interval_key, c->no_rope_interval);
+    c->layer_rope = (int *)calloc((size_t)c->num_layers, sizeof(int));
+    if (!c->layer_rope) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    const pf__json *v = list ? list->first : NULL;
+    for (int l = 0; l < c->num_layers; l++, v = v ? v->next : NULL) {
+        double x = 0;
+        if (list && (pf__json_number(v, &x) != 1 || (x != 0 && x != 1)))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"no_rope_layers\" holds something other than 0 or 1",
+                              path);
+        c->layer_rope[l] = list ? x != 0 : (l + 1) % c->no_rope_interval != 0;
+    }
+    return PF_OK;
+}
+
 static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, const char *path, char *message,
                                           size_t size) {
     if (!c->use_sliding_window) c->sliding_window = 0;
@@ -3249,7 +3283,8 @@ static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, c
     if (!types) {
         if (needed) return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is missing", path, key);
         for (int l = 0; l < c->num_layers; l++)
-            c->layer_window[l] = c->window_pattern > 0 ? ((l + 1) % c->window_pattern ? c->sliding_window : 0)
+            c->layer_window[l] = c->nope_windowed && c->layer_rope ? (c->layer_rope[l] ? 0 : c->sliding_window)
+                                 : c->window_pattern > 0 ? ((l + 1) % c->window_pattern ? c->sliding_window : 0)
                                  : l >= c->first_window_layer ? c->sliding_window : 0;
         return PF_OK;
     }
@@ -3945,6 +3980,7 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
         r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" %g is not supported (a limit above 0, or null)",
                        path, clip_key, clip->number);
     if (!r) r = pf__config_stray_windows(json, cfg, path, message, size);
+    if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_rope(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_windows(json, cfg, path, message, size);
     return r;
 }
@@ -19323,7 +19359,8 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
     float eps = (float)c->norm_eps;
     size_t cache_stride = pf__rank_cache_layer(r) * pf__dtype_size(r->cache_dtype); /* one layer's cache, in bytes */
-    int rotary = a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS;
+    int rotary = (a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS) &&
+                 (!c->layer_rope || c->layer_rope[l]); /* NoPE layers rotate nothing */
     size_t mlp_width = (size_t)r->share.mlp_width;
     const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
     shape->scale = c->scale_attn_weights ? 1.0f / sqrtf((float)c->head_dim) : 1.0f;
@@ -23697,6 +23734,7 @@ void pf_free(pf_model *m) {
     free(m->logits);
     free(m->inv_freq);
     free(m->config.layer_window);
+    free(m->config.layer_rope);
     pf__policy_release(m->config.arch);
     free(m->config.eos_ids);
     free(m->config.suppress_ids);

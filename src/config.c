@@ -514,6 +514,35 @@ static pf_result pf__config_rope(const pf__json *json, pf__config *c, const char
 
 /* The window of each layer: from a per-layer list when the architecture names one, else the
    sliding window (if any) everywhere. */
+/* Which layers rotate q and k, where the family has NoPE layers (a no_rope_interval row): config.json's
+   no_rope_layers, one 1 (rotary) or 0 (none) a layer, or when it is absent or null every
+   no_rope_interval-th layer without (layer l rotates unless (l + 1) % interval is 0), as
+   SmolLM3Config derives it. */
+static pf_result pf__config_layer_rope(const pf__json *json, pf__config *c, const char *path, char *message,
+                                       size_t size) {
+    const char *interval_key = pf__config_key(c->arch, offsetof(pf__config, no_rope_interval));
+    if (!strcmp(interval_key, "(derived)")) return PF_OK; /* every layer rotates */
+    const pf__json *list = pf__json_get(json, "no_rope_layers");
+    if (list && list->type == PF__JSON_NULL) list = NULL;
+    if (list && (list->type != PF__JSON_ARRAY || list->count != (size_t)c->num_layers))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"no_rope_layers\" is not a list of %d layers", path,
+                          c->num_layers);
+    if (!list && c->no_rope_interval <= 0) /* transformers divides by it */
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" %d is not a positive number", path,
+                          interval_key, c->no_rope_interval);
+    c->layer_rope = (int *)calloc((size_t)c->num_layers, sizeof(int));
+    if (!c->layer_rope) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    const pf__json *v = list ? list->first : NULL;
+    for (int l = 0; l < c->num_layers; l++, v = v ? v->next : NULL) {
+        double x = 0;
+        if (list && (pf__json_number(v, &x) != 1 || (x != 0 && x != 1)))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"no_rope_layers\" holds something other than 0 or 1",
+                              path);
+        c->layer_rope[l] = list ? x != 0 : (l + 1) % c->no_rope_interval != 0;
+    }
+    return PF_OK;
+}
+
 static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, const char *path, char *message,
                                           size_t size) {
     if (!c->use_sliding_window) c->sliding_window = 0;
@@ -535,7 +564,8 @@ static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, c
     if (!types) {
         if (needed) return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is missing", path, key);
         for (int l = 0; l < c->num_layers; l++)
-            c->layer_window[l] = c->window_pattern > 0 ? ((l + 1) % c->window_pattern ? c->sliding_window : 0)
+            c->layer_window[l] = c->nope_windowed && c->layer_rope ? (c->layer_rope[l] ? 0 : c->sliding_window)
+                                 : c->window_pattern > 0 ? ((l + 1) % c->window_pattern ? c->sliding_window : 0)
                                  : l >= c->first_window_layer ? c->sliding_window : 0;
         return PF_OK;
     }
@@ -1231,6 +1261,7 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
         r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" %g is not supported (a limit above 0, or null)",
                        path, clip_key, clip->number);
     if (!r) r = pf__config_stray_windows(json, cfg, path, message, size);
+    if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_rope(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_windows(json, cfg, path, message, size);
     return r;
 }

@@ -532,6 +532,11 @@ typedef struct pf__config {
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
     int rope_original_max_positions;
     int *layer_window;              /* [num_layers]: each layer's window, 0 for global; owned */
+    int no_rope_interval;           /* > 0: some layers rotate nothing (NoPE): config.json's no_rope_layers
+                                       list (1: rotary), or every no_rope_interval-th layer (SmolLM3) */
+    int nope_windowed;              /* 1: without a per-layer list of kinds, the sliding window is on the
+                                       NoPE layers (SmolLM3) */
+    int *layer_rope;                /* [num_layers]: 1 where the layer rotates q and k; NULL: every layer; owned */
     int type_vocab_size;            /* rows of the token type (segment) embedding */
     int gated_mlp;                  /* 1: act(x W_gate) * x W_up (the row's mlp, or T5's "gated-" activations) */
     int rel_table_rows;             /* rows of the relative bias table (its config key) */

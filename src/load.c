@@ -464,6 +464,7 @@ void pf_free(pf_model *m) {
     free(m->logits);
     free(m->inv_freq);
     free(m->config.layer_window);
+    free(m->config.layer_rope);
     pf__policy_release(m->config.arch);
     free(m->config.eos_ids);
     free(m->config.suppress_ids);

@@ -783,6 +783,26 @@ def cfg_olmo_clip(v, tok):
     return cfg_olmo(v, tok, clip=3.0)
 
 
+def cfg_smollm3(v, tok, window=False):
+    from transformers import SmolLM3Config
+
+    bos, eos, pad = _ids(tok)
+    # 3 layers, layer 1 without rotary (a list unlike the every-4th default); with window, 4 layers,
+    # every 2nd without rotary (no_rope_layer_interval 2) and those windowed (sliding_window 8)
+    return SmolLM3Config(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=4 if window else 3,
+        num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=128, rms_norm_eps=1e-6,
+        initializer_range=INIT_STD, rope_parameters={"rope_type": "default", "rope_theta": 2000000.0},
+        no_rope_layers=None if window else [1, 0, 1], no_rope_layer_interval=2 if window else 4,
+        use_sliding_window=window, sliding_window=8 if window else None, tie_word_embeddings=not window,
+        bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def cfg_smollm3_window(v, tok):
+    return cfg_smollm3(v, tok, window=True)
+
+
 def cfg_codegen(v, tok):
     from transformers import CodeGenConfig
 
@@ -1085,6 +1105,21 @@ FAMILIES = [
         traits="olmo with clip_qkv 3 (q, k, v clamped to [-3, 3] after their biases, before the rotary) and "
                "attention_bias true (q/k/v/o biases)",
         ablations=[("no clipping", set_attr(clip_qkv=None))],
+    ),
+    dict(
+        name="smollm3", config=cfg_smollm3, seed=2700, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(llama3_tokenizer(384)[0], out, "PreTrainedTokenizerFast"), tok_style="as llama3-rope",
+        traits="no_rope_layers [1, 0, 1]: layer 1 attends without rotary (NoPE); GQA 6/2; rope theta 2e6; tied head",
+        ablations=[("rotary on every layer", set_attr(no_rope_layers=[1, 1, 1]))],
+    ),
+    dict(
+        name="smollm3-window", config=cfg_smollm3_window, seed=2800, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(llama3_tokenizer(384)[0], out, "PreTrainedTokenizerFast"), tok_style="as llama3-rope",
+        traits="4 layers, no_rope_layer_interval 2 (layers 1 and 3 NoPE), use_sliding_window true, sliding_window 8 "
+               "on the NoPE layers; config.json without no_rope_layers and layer_types (both derived); untied head",
+        ablations=[("rotary on every layer", set_attr(no_rope_layers=[1, 1, 1, 1])),
+                   ("no window", set_attr(layer_types=["full_attention"] * 4))],
+        legacy=drop_keys("no_rope_layers", "layer_types"),
     ),
     dict(
         name="codegen", config=cfg_codegen, seed=1400, vocab_pad=12, cases=True,

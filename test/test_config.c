@@ -764,6 +764,30 @@ static void test_olmo_keys(void) {
     expect_load("OLMo biases in the file, attention_bias false", NULL, PF_ERROR_FORMAT, "attention_bias is false");
 }
 
+/* SmolLM3 (issue 32): no_rope_layers and no_rope_layer_interval honoured (the window on the NoPE
+   layers without layer_types) or refused by name. */
+static void test_smollm3_keys(void) {
+    if (copy_fixture("smollm3")) return;
+    edit_file("config.json", "\"no_rope_layers\": [\n    1,\n    0,\n    1\n  ]", "\"no_rope_layers\": [1, 0]");
+    expect_load("SmolLM3 with no_rope_layers for 2 layers", NULL, PF_ERROR_FORMAT, "no_rope_layers");
+    if (copy_fixture("smollm3")) return;
+    edit_file("config.json", "\"no_rope_layers\": [\n    1,\n    0,\n    1\n  ]", "\"no_rope_layers\": [1, 2, 1]");
+    expect_load("SmolLM3 with a 2 in no_rope_layers", NULL, PF_ERROR_FORMAT, "no_rope_layers");
+    if (copy_fixture("smollm3")) return;
+    edit_file("config.json", "\"no_rope_layers\": [\n    1,\n    0,\n    1\n  ]", "\"no_rope_layers\": [1, 1, 1]");
+    check_work_logits("SmolLM3 with rotary on every layer", "smollm3", 0);
+    if (copy_fixture("smollm3-window")) return;
+    check_work_logits("SmolLM3 without no_rope_layers and layer_types", "smollm3-window", 1);
+    edit_file("config.json", "\"no_rope_layer_interval\": 2", "\"no_rope_layer_interval\": 0");
+    expect_load("SmolLM3 with no_rope_layer_interval 0", NULL, PF_ERROR_FORMAT, "no_rope_layer_interval");
+    if (copy_fixture("smollm3-window")) return;
+    edit_file("config.json", "\"no_rope_layer_interval\": 2", "\"no_rope_layer_interval\": 4");
+    check_work_logits("SmolLM3 with no_rope_layer_interval 4", "smollm3-window", 0);
+    if (copy_fixture("smollm3-window")) return;
+    edit_file("config.json", "\"use_sliding_window\": true", "\"use_sliding_window\": false");
+    check_work_logits("SmolLM3 with use_sliding_window false", "smollm3-window", 0);
+}
+
 void test_config(void) {
     snprintf(work_dir, sizeof work_dir, "/tmp/pf_config_XXXXXX");
     if (!mkdtemp(work_dir)) {
@@ -786,6 +810,7 @@ void test_config(void) {
     test_whisper_tensors();
     test_qwen3_keys();
     test_olmo_keys();
+    test_smollm3_keys();
     empty_work_dir();
     rmdir(work_dir);
 }
