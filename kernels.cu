@@ -197,6 +197,11 @@ int pf_cuda_add_residual_biases(pf_cuda_rank *st, float *x, const float *y, cons
                                 const void *bias2, int dtype2, size_t rows, size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
 int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
+int pf_cuda_qk_sum_squares(pf_cuda_rank *st, float *sums, const float *qkv, size_t rows, int heads, int kv_heads,
+                           int head_dim, int k_first, int k_count);
+int pf_cuda_qk_scale(pf_cuda_rank *st, float *qkv, const float *sums, const void *q_weight, int q_dtype,
+                     const void *k_weight, int k_dtype, size_t rows, int heads, int kv_heads, int head_dim, float q_width,
+                     float k_width, float eps);
 int pf_cuda_head_norm(pf_cuda_rank *st, float *qkv, const void *q_weight, int q_dtype, const void *k_weight, int k_dtype,
                       size_t rows, int heads, int kv_heads, int head_dim, float eps, int rms);
 int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq, const int *pad,
@@ -460,6 +465,39 @@ __global__ void pf_add_residual_norm_kernel(float *x, const float *y, const void
 /* x[i] = min(max(x[i], -limit), limit), as torch's clamp_(min=-limit, max=limit) (OLMo's clip_qkv). */
 __global__ void pf_clamp_kernel(float *x, size_t count, float limit) {
     PF_GRID_STRIDE(i, count) x[i] = fminf(fmaxf(x[i], -limit), limit);
+}
+
+/* One block per row of qkv (width wide): sums[row] = {the sum of squares of its first q values, of
+   its k_len values from q + k_first}, each a strided per-thread sum then pf_block_sum. */
+__global__ void pf_qk_sum_squares_kernel(float *sums, const float *qkv, size_t q, size_t k_first, size_t k_len,
+                                         size_t width) {
+    __shared__ float red[32];
+    size_t row = blockIdx.x;
+    const float *xr = qkv + row * width;
+    float s = 0.0f;
+    for (size_t i = threadIdx.x; i < q; i += blockDim.x) s += xr[i] * xr[i];
+    float sq = pf_block_sum(s, red);
+    s = 0.0f;
+    for (size_t i = threadIdx.x; i < k_len; i += blockDim.x) s += xr[q + k_first + i] * xr[q + k_first + i];
+    float sk = pf_block_sum(s, red);
+    if (threadIdx.x == 0) sums[2 * row] = sq, sums[2 * row + 1] = sk;
+}
+
+/* Each q value (the first q of a row of width) times its gain after 1 / sqrt(sums[row][0] /
+   q_width + eps), each k value (the kv after them) likewise with sums[row][1]; a side whose gain is
+   NULL is left as it is. */
+__global__ void pf_qk_scale_kernel(float *qkv, const float *sums, const void *qw, int q_dtype, const void *kw,
+                                   int k_dtype, size_t rows, size_t q, size_t kv, size_t width, float q_width,
+                                   float k_width, float eps) {
+    PF_GRID_STRIDE(e, rows * (q + kv)) {
+        size_t row = e / (q + kv), i = e % (q + kv);
+        int is_q = i < q;
+        const void *w = is_q ? qw : kw;
+        if (!w) continue;
+        float inv = 1.0f / sqrtf(sums[2 * row + (is_q ? 0 : 1)] / (is_q ? q_width : k_width) + eps);
+        float *x = qkv + row * width + i;
+        *x = pf_load(w, is_q ? q_dtype : k_dtype, is_q ? i : i - q) * (*x * inv);
+    }
 }
 
 /* One block per head of a qkv row: q heads 0..heads-1, then k heads (rows [q | k | v] of width
@@ -2269,6 +2307,39 @@ int pf_cuda_clamp(struct pf_cuda_rank *st, float *x, size_t count, float limit) 
     if (!count) return PF_CUDA_OK;
     pf_clamp_kernel<<<pf_blocks(count, PF_THREADS), PF_THREADS, 0, st->stream>>>(x, count, limit);
     PF_CUDA_CHECK_LAUNCH(st, pf_clamp_kernel);
+    return PF_CUDA_OK;
+}
+
+/* OLMo 2's qk-norm statistics: sums[row] = {the sum of squares of the heads q heads of a qkv row,
+   of its k heads k_first..k_first + k_count - 1}, zeros without heads (pf_qk_sum_squares_kernel). */
+int pf_cuda_qk_sum_squares(struct pf_cuda_rank *st, float *sums, const float *qkv, size_t rows, int heads, int kv_heads,
+                           int head_dim, int k_first, int k_count) {
+    if (!rows) return PF_CUDA_OK;
+    size_t hd = (size_t)head_dim, q = heads > 0 ? (size_t)heads * hd : 0;
+    size_t width = heads > 0 ? (size_t)(heads + 2 * kv_heads) * hd : 0;
+    size_t k_len = heads > 0 && k_count > 0 ? (size_t)k_count * hd : 0;
+    const size_t most = (size_t)1 << 30; /* rows per launch */
+    for (size_t first = 0; first < rows; first += most) {
+        size_t n = rows - first < most ? rows - first : most;
+        pf_qk_sum_squares_kernel<<<(unsigned)n, PF_THREADS, 0, st->stream>>>(
+            sums + 2 * first, qkv ? qkv + first * width : qkv, q, (size_t)(k_first > 0 ? k_first : 0) * hd, k_len, width);
+        PF_CUDA_CHECK_LAUNCH(st, pf_qk_sum_squares_kernel);
+    }
+    return PF_CUDA_OK;
+}
+
+/* Then q and k of the rows rows of qkv normed by those sums, summed over the ranks: x = gain *
+   (x / sqrt(sum / width + eps)), gains [heads * head_dim] in q_dtype and [kv_heads * head_dim]
+   in k_dtype (NULL: that side left as it is) (pf_qk_scale_kernel). */
+int pf_cuda_qk_scale(struct pf_cuda_rank *st, float *qkv, const float *sums, const void *q_weight, int q_dtype,
+                     const void *k_weight, int k_dtype, size_t rows, int heads, int kv_heads, int head_dim, float q_width,
+                     float k_width, float eps) {
+    if (!rows || heads <= 0 || (!q_weight && !k_weight)) return PF_CUDA_OK;
+    size_t hd = (size_t)head_dim, q = (size_t)heads * hd, kv = (size_t)kv_heads * hd;
+    size_t n = rows * (q + kv);
+    pf_qk_scale_kernel<<<pf_blocks(n, PF_THREADS), PF_THREADS, 0, st->stream>>>(
+        qkv, sums, q_weight, q_dtype, k_weight, k_dtype, rows, q, kv, q + 2 * kv, q_width, k_width, eps);
+    PF_CUDA_CHECK_LAUNCH(st, pf_qk_scale_kernel);
     return PF_CUDA_OK;
 }
 

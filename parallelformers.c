@@ -278,8 +278,8 @@ typedef enum {
     PF__SLOT_V_WEIGHT,         /* [KV, hidden] */
     PF__SLOT_V_BIAS,           /* [KV] */
     /* A norm of q and of k before the rotary (qk-norm), as the config's qk_norm says (PF__QK_NORM_*): */
-    PF__SLOT_Q_NORM_WEIGHT,    /* [head_dim]: one gain for every query head (PF__QK_NORM_HEAD) */
-    PF__SLOT_K_NORM_WEIGHT,    /* [head_dim]: the same for every key head */
+    PF__SLOT_Q_NORM_WEIGHT,    /* [head_dim]: one gain for every query head (PF__QK_NORM_HEAD); [Q] (_PROJECTION) */
+    PF__SLOT_K_NORM_WEIGHT,    /* [head_dim]: the same for every key head; [KV] (_PROJECTION) */
     PF__SLOT_ATTN_OUT_WEIGHT,  /* [hidden, Q] */
     PF__SLOT_ATTN_OUT_BIAS,    /* [hidden] */
     PF__SLOT_MLP_NORM_WEIGHT,  /* [hidden] */
@@ -389,10 +389,14 @@ typedef enum { PF__MLP_PLAIN, PF__MLP_GATED, PF__MLP_GATED_IF_NAMED } pf__mlp;
    PF__SLOT_Q_NORM_WEIGHT and PF__SLOT_K_NORM_WEIGHT:
    PF__QK_NORM_NONE  no such norm;
    PF__QK_NORM_HEAD  each head over its head_dim values, one gain [head_dim] shared by the heads
-                     (Qwen3; Gemma 3 with its RMSNorm kind). Per-head gains [heads][head_dim]
-                     (Cohere R+, StableLM 12B) and a norm over the whole projection width (OLMo 2)
-                     are values to come of this trait, with the same slots. */
-typedef enum { PF__QK_NORM_NONE, PF__QK_NORM_HEAD } pf__qk_norm;
+                     (Qwen3; Gemma 3 with its RMSNorm kind);
+   PF__QK_NORM_PROJECTION  an RMSNorm of q over the whole projection (num_heads * head_dim values)
+                     and of k over its (num_kv_heads * head_dim), gains [Q] and [KV] split with the
+                     heads (OLMo 2): the ranks' sums of squares are all-reduced, each key/value
+                     head counted once (by the rank holding its first query head).
+   Per-head gains [heads][head_dim] (Cohere R+, StableLM 12B) are a value to come of this trait,
+   with the same slots. */
+typedef enum { PF__QK_NORM_NONE, PF__QK_NORM_HEAD, PF__QK_NORM_PROJECTION } pf__qk_norm;
 
 typedef enum { PF__ACT_GELU_TANH, PF__ACT_GELU_ERF, PF__ACT_RELU, PF__ACT_SILU, PF__ACT_TANH, PF__ACT_QUICK_GELU } pf__activation;
 
@@ -1215,6 +1219,16 @@ typedef struct pf__backend {
        the caller has the GEMM add it. */
     void (*head_norm)(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight, size_t rows,
                       const pf__attn_shape *a, float eps, pf__norm kind);
+    /* PF__QK_NORM_PROJECTION's statistics: sums[t][0] = the sum of squares of the rank's q values
+       of token t of the qkv rows, sums[t][1] = of its k heads k_first..k_first + k_count - 1
+       (local indices: the ones it counts); zeros on a rank without heads. */
+    void (*qk_sum_squares)(pf__rank *r, float *sums, const float *qkv, size_t rows, const pf__attn_shape *a,
+                           int k_first, int k_count);
+    /* Then each q value x = gain * (x / sqrt(sums[t][0] / q_width + eps)), k the same with
+       sums[t][1] and k_width, over all ranks' summed sums; gains [the rank's q] and [its k] (NULL:
+       that side left as it is). */
+    void (*qk_scale)(pf__rank *r, float *qkv, const float *sums, const pf__weight *q_weight, const pf__weight *k_weight,
+                     size_t rows, const pf__attn_shape *a, float q_width, float k_width, float eps);
     /* x[i] = min(max(x[i], -limit), limit) for count values (OLMo's clip_qkv over the qkv rows) */
     void (*clamp)(pf__rank *r, float *x, size_t count, float limit);
     /* Rotates the first a->rotary_dim dims of every q and k head in the qkv rows by position
@@ -5192,7 +5206,8 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
         break;
     case PF__SLOT_K_BIAS: case PF__SLOT_V_BIAS: case PF__SLOT_CROSS_K_BIAS: case PF__SLOT_CROSS_V_BIAS: *rows = kv; break;
     case PF__SLOT_ATTN_OUT_WEIGHT: case PF__SLOT_CROSS_OUT_WEIGHT: *rows = h; *cols = q; break;
-    case PF__SLOT_Q_NORM_WEIGHT: case PF__SLOT_K_NORM_WEIGHT: *rows = (size_t)c->head_dim; break; /* PF__QK_NORM_HEAD */
+    case PF__SLOT_Q_NORM_WEIGHT: *rows = c->qk_norm == PF__QK_NORM_PROJECTION ? q : (size_t)c->head_dim; break;
+    case PF__SLOT_K_NORM_WEIGHT: *rows = c->qk_norm == PF__QK_NORM_PROJECTION ? kv : (size_t)c->head_dim; break;
     case PF__SLOT_MLP_GATE_WEIGHT: case PF__SLOT_MLP_UP_WEIGHT: *rows = in; *cols = h; break;
     case PF__SLOT_MLP_GATE_BIAS: case PF__SLOT_MLP_UP_BIAS: *rows = in; break;
     case PF__SLOT_MLP_DOWN_WEIGHT: *rows = h; *cols = in; break;
@@ -17890,6 +17905,35 @@ static void pf__cpu_clamp(pf__rank *r, float *x, size_t count, float limit) {
     for (size_t i = 0; i < count; i++) x[i] = fminf(fmaxf(x[i], -limit), limit);
 }
 
+static void pf__cpu_qk_sum_squares(pf__rank *r, float *sums, const float *qkv, size_t rows, const pf__attn_shape *a,
+                                   int k_first, int k_count) {
+    (void)r;
+    size_t hd = (size_t)a->head_dim, q = (size_t)a->heads * hd, width = q + 2 * (size_t)a->kv_heads * hd;
+    for (size_t t = 0; t < rows; t++) {
+        double sq = 0, sk = 0;
+        const float *row = a->heads ? qkv + t * width : NULL;
+        for (size_t i = 0; row && i < q; i++) sq += (double)row[i] * row[i];
+        for (size_t i = (size_t)k_first * hd; row && i < (size_t)(k_first + k_count) * hd; i++)
+            sk += (double)row[q + i] * row[q + i];
+        sums[2 * t] = (float)sq, sums[2 * t + 1] = (float)sk;
+    }
+}
+
+static void pf__cpu_qk_scale(pf__rank *r, float *qkv, const float *sums, const pf__weight *q_weight,
+                             const pf__weight *k_weight, size_t rows, const pf__attn_shape *a, float q_width,
+                             float k_width, float eps) {
+    (void)r;
+    size_t hd = (size_t)a->head_dim, q = (size_t)a->heads * hd, kv = (size_t)a->kv_heads * hd, width = q + 2 * kv;
+    if (!a->heads) return;
+    const float *gq = q_weight ? (const float *)q_weight->data : NULL, *gk = k_weight ? (const float *)k_weight->data : NULL;
+    for (size_t t = 0; t < rows; t++) {
+        float *row = qkv + t * width;
+        float inv_q = 1.0f / sqrtf(sums[2 * t] / q_width + eps), inv_k = 1.0f / sqrtf(sums[2 * t + 1] / k_width + eps);
+        for (size_t i = 0; gq && i < q; i++) row[i] = gq[i] * (row[i] * inv_q);
+        for (size_t i = 0; gk && i < kv; i++) row[q + i] = gk[i] * (row[q + i] * inv_k);
+    }
+}
+
 static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, int pairs) {
     (void)r;
     size_t hd = (size_t)a->head_dim, width = (size_t)(a->heads + 2 * a->kv_heads) * hd;
@@ -18247,6 +18291,8 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .add_residual = pf__cpu_add_residual,
     .head_norm = pf__cpu_head_norm,
     .clamp = pf__cpu_clamp,
+    .qk_sum_squares = pf__cpu_qk_sum_squares,
+    .qk_scale = pf__cpu_qk_scale,
     .rotary = pf__cpu_rotary,
     .kv_append = pf__cpu_kv_append,
     .attend = pf__cpu_attend,
@@ -19347,6 +19393,23 @@ static void pf__rank_parallel_mlp(pf__rank *r, const pf__step *s, const pf__weig
     }
 }
 
+/* OLMo 2's qk-norm over the whole projection widths Q and KV, which the ranks hold parts of: each
+   rank's sums of squares of its q and of the key/value heads it counts (those whose first query
+   head is its own: a head replicated on several ranks counts once), summed over the ranks, then
+   q, k = gain * x / sqrt(sum / width + eps). The sums live in part, free between the block's
+   first norm (which took any pending residual from it) and the output projection. */
+static void pf__rank_projection_qk_norm(pf__rank *r, const pf__weight *q_norm, const pf__weight *k_norm, size_t N,
+                                        const pf__attn_shape *shape, float eps) {
+    const pf__config *c = &r->group->model->config;
+    int group = c->num_heads / c->num_kv_heads, hb = shape->head_begin;
+    int first = (hb + group - 1) / group, end = shape->heads ? (hb + shape->heads - 1) / group + 1 : first;
+    float *sums = r->part; /* [N][2] */
+    r->backend->qk_sum_squares(r, sums, r->qkv, N, shape, first - shape->kv_begin, end - first);
+    pf__all_reduce(r, sums, 2 * N, "the qk-norm's all-reduce");
+    r->backend->qk_scale(r, r->qkv, sums, q_norm, k_norm, N, shape, (float)((size_t)c->num_heads * c->head_dim),
+                         (float)((size_t)c->num_kv_heads * c->head_dim), eps);
+}
+
 /* One block l of a tower on x: attention over the cache (appending this step's keys), the
    encoder's output for a decoder tower of an encoder-decoder, then the MLP. *residual: the
    previous block's residual add still to do on entry; this block's on return. */
@@ -19394,15 +19457,18 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     const pf__weight *qkv_bias = PF__OR_NULL(L[PF__SLOT_QKV_BIAS]);
     const pf__weight *q_norm = PF__OR_NULL(L[PF__SLOT_Q_NORM_WEIGHT]), *k_norm = PF__OR_NULL(L[PF__SLOT_K_NORM_WEIGHT]);
     int qk_norm = c->qk_norm == PF__QK_NORM_HEAD && (q_norm || k_norm);
-    /* the qk-norm and the clip need the bias added first */
-    shape->qkv_bias = be->qkv_bias_in_attention && !qk_norm && !(c->clip_qkv > 0) ? qkv_bias : NULL;
+    /* the qk-norms and the clip need the bias added first */
+    shape->qkv_bias = be->qkv_bias_in_attention && c->qk_norm == PF__QK_NORM_NONE && !(c->clip_qkv > 0) ? qkv_bias : NULL;
     be->matmul(r, r->qkv, attn_in, &L[PF__SLOT_QKV_WEIGHT], shape->qkv_bias ? NULL : qkv_bias, N);
     /* q, k, v = clamp(q, k, v, -clip, clip) (OLMo's clip_qkv) */
     if (c->clip_qkv > 0)
         be->clamp(r, r->qkv, N * (size_t)(shape->heads + 2 * shape->kv_heads) * (size_t)c->head_dim, (float)c->clip_qkv);
-    /* q, k = norm(q), norm(k): each head over its head_dim values (qk-norm), before the rotary */
+    /* q, k = norm(q), norm(k): each head over its head_dim values (qk-norm), before the rotary;
+       or over the whole projection, its statistics summed over the ranks */
     if (qk_norm)
         be->head_norm(r, r->qkv, q_norm, k_norm, N, shape, eps, a->norm);
+    if (c->qk_norm == PF__QK_NORM_PROJECTION && (q_norm || k_norm))
+        pf__rank_projection_qk_norm(r, q_norm, k_norm, N, shape, eps);
     /* q, k = rotate(q, k) by position */
     if (rotary) {
         be->rotary(r, r->qkv, s, shape, a->positions == PF__POS_ROTARY_PAIRS);
@@ -19896,6 +19962,11 @@ int pf_cuda_add_residual_biases(pf_cuda_rank *st, float *x, const float *y, cons
                                 const void *bias2, int dtype2, size_t rows, size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
 int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
+int pf_cuda_qk_sum_squares(pf_cuda_rank *st, float *sums, const float *qkv, size_t rows, int heads, int kv_heads,
+                           int head_dim, int k_first, int k_count);
+int pf_cuda_qk_scale(pf_cuda_rank *st, float *qkv, const float *sums, const void *q_weight, int q_dtype,
+                     const void *k_weight, int k_dtype, size_t rows, int heads, int kv_heads, int head_dim, float q_width,
+                     float k_width, float eps);
 int pf_cuda_head_norm(pf_cuda_rank *st, float *qkv, const void *q_weight, int q_dtype, const void *k_weight, int k_dtype,
                       size_t rows, int heads, int kv_heads, int head_dim, float eps, int rms);
 int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq, const int *pad,
@@ -20662,6 +20733,25 @@ static void pf__cuda_clamp(pf__rank *r, float *x, size_t count, float limit) {
     pf__cuda_ok(r, pf_cuda_clamp(rs->cu, x, count, limit));
 }
 
+static void pf__cuda_qk_sum_squares(pf__rank *r, float *sums, const float *qkv, size_t rows, const pf__attn_shape *a,
+                                    int k_first, int k_count) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_qk_sum_squares(rs->cu, sums, qkv, rows, a->heads, a->kv_heads, a->head_dim, k_first, k_count));
+}
+
+static void pf__cuda_qk_scale(pf__rank *r, float *qkv, const float *sums, const pf__weight *q_weight,
+                              const pf__weight *k_weight, size_t rows, const pf__attn_shape *a, float q_width,
+                              float k_width, float eps) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_qk_scale(rs->cu, qkv, sums, q_weight ? q_weight->data : NULL,
+                                    pf__cuda_dtype(q_weight ? q_weight->dtype : PF__DTYPE_F32),
+                                    k_weight ? k_weight->data : NULL,
+                                    pf__cuda_dtype(k_weight ? k_weight->dtype : PF__DTYPE_F32), rows, a->heads,
+                                    a->kv_heads, a->head_dim, q_width, k_width, eps));
+}
+
 /* qk-norm: each q and k head of the qkv rows normed in place, one block a head. */
 static void pf__cuda_head_norm(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight,
                                size_t rows, const pf__attn_shape *a, float eps, pf__norm kind) {
@@ -20962,6 +21052,8 @@ static const pf__backend pf__cuda_table = {
     .add_residual = pf__cuda_add_residual,
     .head_norm = pf__cuda_head_norm,
     .clamp = pf__cuda_clamp,
+    .qk_sum_squares = pf__cuda_qk_sum_squares,
+    .qk_scale = pf__cuda_qk_scale,
     .rotary = pf__cuda_rotary,
     .kv_append = pf__cuda_kv_append,
     .attend = pf__cuda_attend,

@@ -2168,6 +2168,35 @@ static void pf__cpu_clamp(pf__rank *r, float *x, size_t count, float limit) {
     for (size_t i = 0; i < count; i++) x[i] = fminf(fmaxf(x[i], -limit), limit);
 }
 
+static void pf__cpu_qk_sum_squares(pf__rank *r, float *sums, const float *qkv, size_t rows, const pf__attn_shape *a,
+                                   int k_first, int k_count) {
+    (void)r;
+    size_t hd = (size_t)a->head_dim, q = (size_t)a->heads * hd, width = q + 2 * (size_t)a->kv_heads * hd;
+    for (size_t t = 0; t < rows; t++) {
+        double sq = 0, sk = 0;
+        const float *row = a->heads ? qkv + t * width : NULL;
+        for (size_t i = 0; row && i < q; i++) sq += (double)row[i] * row[i];
+        for (size_t i = (size_t)k_first * hd; row && i < (size_t)(k_first + k_count) * hd; i++)
+            sk += (double)row[q + i] * row[q + i];
+        sums[2 * t] = (float)sq, sums[2 * t + 1] = (float)sk;
+    }
+}
+
+static void pf__cpu_qk_scale(pf__rank *r, float *qkv, const float *sums, const pf__weight *q_weight,
+                             const pf__weight *k_weight, size_t rows, const pf__attn_shape *a, float q_width,
+                             float k_width, float eps) {
+    (void)r;
+    size_t hd = (size_t)a->head_dim, q = (size_t)a->heads * hd, kv = (size_t)a->kv_heads * hd, width = q + 2 * kv;
+    if (!a->heads) return;
+    const float *gq = q_weight ? (const float *)q_weight->data : NULL, *gk = k_weight ? (const float *)k_weight->data : NULL;
+    for (size_t t = 0; t < rows; t++) {
+        float *row = qkv + t * width;
+        float inv_q = 1.0f / sqrtf(sums[2 * t] / q_width + eps), inv_k = 1.0f / sqrtf(sums[2 * t + 1] / k_width + eps);
+        for (size_t i = 0; gq && i < q; i++) row[i] = gq[i] * (row[i] * inv_q);
+        for (size_t i = 0; gk && i < kv; i++) row[q + i] = gk[i] * (row[q + i] * inv_k);
+    }
+}
+
 static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, int pairs) {
     (void)r;
     size_t hd = (size_t)a->head_dim, width = (size_t)(a->heads + 2 * a->kv_heads) * hd;
@@ -2525,6 +2554,8 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .add_residual = pf__cpu_add_residual,
     .head_norm = pf__cpu_head_norm,
     .clamp = pf__cpu_clamp,
+    .qk_sum_squares = pf__cpu_qk_sum_squares,
+    .qk_scale = pf__cpu_qk_scale,
     .rotary = pf__cpu_rotary,
     .kv_append = pf__cpu_kv_append,
     .attend = pf__cpu_attend,

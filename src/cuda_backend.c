@@ -789,6 +789,25 @@ static void pf__cuda_clamp(pf__rank *r, float *x, size_t count, float limit) {
     pf__cuda_ok(r, pf_cuda_clamp(rs->cu, x, count, limit));
 }
 
+static void pf__cuda_qk_sum_squares(pf__rank *r, float *sums, const float *qkv, size_t rows, const pf__attn_shape *a,
+                                    int k_first, int k_count) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_qk_sum_squares(rs->cu, sums, qkv, rows, a->heads, a->kv_heads, a->head_dim, k_first, k_count));
+}
+
+static void pf__cuda_qk_scale(pf__rank *r, float *qkv, const float *sums, const pf__weight *q_weight,
+                              const pf__weight *k_weight, size_t rows, const pf__attn_shape *a, float q_width,
+                              float k_width, float eps) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_qk_scale(rs->cu, qkv, sums, q_weight ? q_weight->data : NULL,
+                                    pf__cuda_dtype(q_weight ? q_weight->dtype : PF__DTYPE_F32),
+                                    k_weight ? k_weight->data : NULL,
+                                    pf__cuda_dtype(k_weight ? k_weight->dtype : PF__DTYPE_F32), rows, a->heads,
+                                    a->kv_heads, a->head_dim, q_width, k_width, eps));
+}
+
 /* qk-norm: each q and k head of the qkv rows normed in place, one block a head. */
 static void pf__cuda_head_norm(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight,
                                size_t rows, const pf__attn_shape *a, float eps, pf__norm kind) {
@@ -1089,6 +1108,8 @@ static const pf__backend pf__cuda_table = {
     .add_residual = pf__cuda_add_residual,
     .head_norm = pf__cuda_head_norm,
     .clamp = pf__cuda_clamp,
+    .qk_sum_squares = pf__cuda_qk_sum_squares,
+    .qk_scale = pf__cuda_qk_scale,
     .rotary = pf__cuda_rotary,
     .kv_append = pf__cuda_kv_append,
     .attend = pf__cuda_attend,

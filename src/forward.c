@@ -248,6 +248,23 @@ static void pf__rank_parallel_mlp(pf__rank *r, const pf__step *s, const pf__weig
     }
 }
 
+/* OLMo 2's qk-norm over the whole projection widths Q and KV, which the ranks hold parts of: each
+   rank's sums of squares of its q and of the key/value heads it counts (those whose first query
+   head is its own: a head replicated on several ranks counts once), summed over the ranks, then
+   q, k = gain * x / sqrt(sum / width + eps). The sums live in part, free between the block's
+   first norm (which took any pending residual from it) and the output projection. */
+static void pf__rank_projection_qk_norm(pf__rank *r, const pf__weight *q_norm, const pf__weight *k_norm, size_t N,
+                                        const pf__attn_shape *shape, float eps) {
+    const pf__config *c = &r->group->model->config;
+    int group = c->num_heads / c->num_kv_heads, hb = shape->head_begin;
+    int first = (hb + group - 1) / group, end = shape->heads ? (hb + shape->heads - 1) / group + 1 : first;
+    float *sums = r->part; /* [N][2] */
+    r->backend->qk_sum_squares(r, sums, r->qkv, N, shape, first - shape->kv_begin, end - first);
+    pf__all_reduce(r, sums, 2 * N, "the qk-norm's all-reduce");
+    r->backend->qk_scale(r, r->qkv, sums, q_norm, k_norm, N, shape, (float)((size_t)c->num_heads * c->head_dim),
+                         (float)((size_t)c->num_kv_heads * c->head_dim), eps);
+}
+
 /* One block l of a tower on x: attention over the cache (appending this step's keys), the
    encoder's output for a decoder tower of an encoder-decoder, then the MLP. *residual: the
    previous block's residual add still to do on entry; this block's on return. */
@@ -295,15 +312,18 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     const pf__weight *qkv_bias = PF__OR_NULL(L[PF__SLOT_QKV_BIAS]);
     const pf__weight *q_norm = PF__OR_NULL(L[PF__SLOT_Q_NORM_WEIGHT]), *k_norm = PF__OR_NULL(L[PF__SLOT_K_NORM_WEIGHT]);
     int qk_norm = c->qk_norm == PF__QK_NORM_HEAD && (q_norm || k_norm);
-    /* the qk-norm and the clip need the bias added first */
-    shape->qkv_bias = be->qkv_bias_in_attention && !qk_norm && !(c->clip_qkv > 0) ? qkv_bias : NULL;
+    /* the qk-norms and the clip need the bias added first */
+    shape->qkv_bias = be->qkv_bias_in_attention && c->qk_norm == PF__QK_NORM_NONE && !(c->clip_qkv > 0) ? qkv_bias : NULL;
     be->matmul(r, r->qkv, attn_in, &L[PF__SLOT_QKV_WEIGHT], shape->qkv_bias ? NULL : qkv_bias, N);
     /* q, k, v = clamp(q, k, v, -clip, clip) (OLMo's clip_qkv) */
     if (c->clip_qkv > 0)
         be->clamp(r, r->qkv, N * (size_t)(shape->heads + 2 * shape->kv_heads) * (size_t)c->head_dim, (float)c->clip_qkv);
-    /* q, k = norm(q), norm(k): each head over its head_dim values (qk-norm), before the rotary */
+    /* q, k = norm(q), norm(k): each head over its head_dim values (qk-norm), before the rotary;
+       or over the whole projection, its statistics summed over the ranks */
     if (qk_norm)
         be->head_norm(r, r->qkv, q_norm, k_norm, N, shape, eps, a->norm);
+    if (c->qk_norm == PF__QK_NORM_PROJECTION && (q_norm || k_norm))
+        pf__rank_projection_qk_norm(r, q_norm, k_norm, N, shape, eps);
     /* q, k = rotate(q, k) by position */
     if (rotary) {
         be->rotary(r, r->qkv, s, shape, a->positions == PF__POS_ROTARY_PAIRS);

@@ -242,8 +242,8 @@ typedef enum {
     PF__SLOT_V_WEIGHT,         /* [KV, hidden] */
     PF__SLOT_V_BIAS,           /* [KV] */
     /* A norm of q and of k before the rotary (qk-norm), as the config's qk_norm says (PF__QK_NORM_*): */
-    PF__SLOT_Q_NORM_WEIGHT,    /* [head_dim]: one gain for every query head (PF__QK_NORM_HEAD) */
-    PF__SLOT_K_NORM_WEIGHT,    /* [head_dim]: the same for every key head */
+    PF__SLOT_Q_NORM_WEIGHT,    /* [head_dim]: one gain for every query head (PF__QK_NORM_HEAD); [Q] (_PROJECTION) */
+    PF__SLOT_K_NORM_WEIGHT,    /* [head_dim]: the same for every key head; [KV] (_PROJECTION) */
     PF__SLOT_ATTN_OUT_WEIGHT,  /* [hidden, Q] */
     PF__SLOT_ATTN_OUT_BIAS,    /* [hidden] */
     PF__SLOT_MLP_NORM_WEIGHT,  /* [hidden] */
@@ -353,10 +353,14 @@ typedef enum { PF__MLP_PLAIN, PF__MLP_GATED, PF__MLP_GATED_IF_NAMED } pf__mlp;
    PF__SLOT_Q_NORM_WEIGHT and PF__SLOT_K_NORM_WEIGHT:
    PF__QK_NORM_NONE  no such norm;
    PF__QK_NORM_HEAD  each head over its head_dim values, one gain [head_dim] shared by the heads
-                     (Qwen3; Gemma 3 with its RMSNorm kind). Per-head gains [heads][head_dim]
-                     (Cohere R+, StableLM 12B) and a norm over the whole projection width (OLMo 2)
-                     are values to come of this trait, with the same slots. */
-typedef enum { PF__QK_NORM_NONE, PF__QK_NORM_HEAD } pf__qk_norm;
+                     (Qwen3; Gemma 3 with its RMSNorm kind);
+   PF__QK_NORM_PROJECTION  an RMSNorm of q over the whole projection (num_heads * head_dim values)
+                     and of k over its (num_kv_heads * head_dim), gains [Q] and [KV] split with the
+                     heads (OLMo 2): the ranks' sums of squares are all-reduced, each key/value
+                     head counted once (by the rank holding its first query head).
+   Per-head gains [heads][head_dim] (Cohere R+, StableLM 12B) are a value to come of this trait,
+   with the same slots. */
+typedef enum { PF__QK_NORM_NONE, PF__QK_NORM_HEAD, PF__QK_NORM_PROJECTION } pf__qk_norm;
 
 typedef enum { PF__ACT_GELU_TANH, PF__ACT_GELU_ERF, PF__ACT_RELU, PF__ACT_SILU, PF__ACT_TANH, PF__ACT_QUICK_GELU } pf__activation;
 
@@ -1179,6 +1183,16 @@ typedef struct pf__backend {
        the caller has the GEMM add it. */
     void (*head_norm)(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight, size_t rows,
                       const pf__attn_shape *a, float eps, pf__norm kind);
+    /* PF__QK_NORM_PROJECTION's statistics: sums[t][0] = the sum of squares of the rank's q values
+       of token t of the qkv rows, sums[t][1] = of its k heads k_first..k_first + k_count - 1
+       (local indices: the ones it counts); zeros on a rank without heads. */
+    void (*qk_sum_squares)(pf__rank *r, float *sums, const float *qkv, size_t rows, const pf__attn_shape *a,
+                           int k_first, int k_count);
+    /* Then each q value x = gain * (x / sqrt(sums[t][0] / q_width + eps)), k the same with
+       sums[t][1] and k_width, over all ranks' summed sums; gains [the rank's q] and [its k] (NULL:
+       that side left as it is). */
+    void (*qk_scale)(pf__rank *r, float *qkv, const float *sums, const pf__weight *q_weight, const pf__weight *k_weight,
+                     size_t rows, const pf__attn_shape *a, float q_width, float k_width, float eps);
     /* x[i] = min(max(x[i], -limit), limit) for count values (OLMo's clip_qkv over the qkv rows) */
     void (*clamp)(pf__rank *r, float *x, size_t count, float limit);
     /* Rotates the first a->rotary_dim dims of every q and k head in the qkv rows by position

@@ -250,6 +250,13 @@ TAPED(add_residual_biases, ADD_RESIDUAL_BIASES_ARGS, 0)
 TAPED(rotary, ROTARY_ARGS, 0)
 #define CLAMP_ARGS(X) X(float *, x) X(size_t, count) X(float, limit)
 TAPED(clamp, CLAMP_ARGS, 0)
+#define QK_SUM_SQUARES_ARGS(X) X(float *, sums) X(const float *, qkv) X(size_t, rows) X(int, heads) X(int, kv_heads) \
+    X(int, hd) X(int, k_first) X(int, k_count)
+TAPED(qk_sum_squares, QK_SUM_SQUARES_ARGS, 0)
+#define QK_SCALE_ARGS(X) X(float *, qkv) X(const float *, sums) X(const void *, q_w) X(int, q_dtype) \
+    X(const void *, k_w) X(int, k_dtype) X(size_t, rows) X(int, heads) X(int, kv_heads) X(int, hd) X(float, q_width) \
+    X(float, k_width) X(float, eps)
+TAPED(qk_scale, QK_SCALE_ARGS, 0)
 #define HEAD_NORM_ARGS(X) X(float *, qkv) X(const void *, q_w) X(int, q_dtype) X(const void *, k_w) X(int, k_dtype) \
     X(size_t, rows) X(int, heads) X(int, kv_heads) X(int, hd) X(float, eps) X(int, rms)
 TAPED(head_norm, HEAD_NORM_ARGS, 0)
@@ -757,6 +764,58 @@ static int clamp_live(pf_cuda_rank *st, float *x, size_t count, float limit) {
     if (!count) return 0;
     NEED(x, count * 4);
     for (size_t i = 0; i < count; i++) x[i] = fminf(fmaxf(x[i], -limit), limit);
+    return 0;
+}
+
+/* kernels.cu's pf_qk_sum_squares_kernel: 256 threads' strided sums of squares, then the block's sum. */
+static int qk_sum_squares_live(pf_cuda_rank *st, float *sums, const float *qkv, size_t rows, int heads, int kv_heads,
+                               int hd, int k_first, int k_count) {
+    (void)st;
+    if (!rows) return 0;
+    size_t q = heads > 0 ? (size_t)heads * hd : 0, width = heads > 0 ? (size_t)(heads + 2 * kv_heads) * hd : 0;
+    size_t k0 = (size_t)(k_first > 0 ? k_first : 0) * hd, k_len = heads > 0 && k_count > 0 ? (size_t)k_count * hd : 0;
+    NEED(sums, rows * 2 * 4);
+    if (width) NEED(qkv, rows * width * 4);
+    enum { THREADS = 256 };
+    float part[THREADS];
+    for (size_t row = 0; row < rows; row++) {
+        const float *xr = width ? qkv + row * width : NULL;
+        for (int t = 0; t < THREADS; t++) {
+            float s = 0.0f;
+            for (size_t i = (size_t)t; i < q; i += THREADS) s += xr[i] * xr[i];
+            part[t] = s;
+        }
+        sums[2 * row] = block_reduce(part, THREADS, 0);
+        for (int t = 0; t < THREADS; t++) {
+            float s = 0.0f;
+            for (size_t i = (size_t)t; i < k_len; i += THREADS) s += xr[q + k0 + i] * xr[q + k0 + i];
+            part[t] = s;
+        }
+        sums[2 * row + 1] = block_reduce(part, THREADS, 0);
+    }
+    return 0;
+}
+
+/* kernels.cu's pf_qk_scale_kernel. */
+static int qk_scale_live(pf_cuda_rank *st, float *qkv, const float *sums, const void *q_w, int q_dtype, const void *k_w,
+                         int k_dtype, size_t rows, int heads, int kv_heads, int hd, float q_width, float k_width,
+                         float eps) {
+    (void)st;
+    if (!rows || heads <= 0 || (!q_w && !k_w)) return 0;
+    size_t q = (size_t)heads * hd, kv = (size_t)kv_heads * hd, width = q + 2 * kv;
+    NEED(qkv, rows * width * 4);
+    NEED(sums, rows * 2 * 4);
+    if (q_w) NEED(q_w, q * dsize(q_dtype));
+    if (k_w) NEED(k_w, kv * dsize(k_dtype));
+    for (size_t row = 0; row < rows; row++)
+        for (size_t i = 0; i < q + kv; i++) {
+            int is_q = i < q;
+            const void *w = is_q ? q_w : k_w;
+            if (!w) continue;
+            float inv = 1.0f / sqrtf(sums[2 * row + (is_q ? 0 : 1)] / (is_q ? q_width : k_width) + eps);
+            float *x = qkv + row * width + i;
+            *x = ld(w, is_q ? q_dtype : k_dtype, is_q ? i : i - q) * (*x * inv);
+        }
     return 0;
 }
 

@@ -803,6 +803,45 @@ def cfg_smollm3_window(v, tok):
     return cfg_smollm3(v, tok, window=True)
 
 
+def cfg_olmo2(v, tok, bias=False):
+    from transformers import Olmo2Config
+
+    bos, eos, pad = _ids(tok)
+    # 6 query heads / 2 key-value heads: on 4 ranks the query heads split 1, 2, 1, 2 and key-value
+    # head 0 sits on ranks 0 and 1 (counted once in the k norm's statistics)
+    return Olmo2Config(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=2, max_position_embeddings=128, rms_norm_eps=1e-6, initializer_range=INIT_STD,
+        rope_parameters={"rope_type": "default", "rope_theta": 500000.0}, attention_bias=bias,
+        tie_word_embeddings=False, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def cfg_olmo2_bias(v, tok):
+    return cfg_olmo2(v, tok, bias=True)
+
+
+def per_head_qk_norm(cfg):
+    """Qwen3's qk-norm in place of OLMo 2's: q and k RMSNormed per head, the same gains reused for
+    every head's slice (the statistics per head, not over the whole projection)."""
+    def patch(model):
+        for layer in model.model.layers:
+            attn = layer.self_attn
+            for name in ("q_norm", "k_norm"):
+                norm = getattr(attn, name)
+                hd = attn.head_dim
+                weight = norm.weight.detach().clone()
+                eps = norm.variance_epsilon
+
+                def per_head(x, weight=weight, eps=eps, hd=hd):
+                    shape = x.shape
+                    h = x.view(*shape[:-1], -1, hd).float()
+                    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+                    return weight * h.view(shape)
+                norm.forward = per_head
+    return patch
+
+
 def cfg_codegen(v, tok):
     from transformers import CodeGenConfig
 
@@ -1120,6 +1159,20 @@ FAMILIES = [
         ablations=[("rotary on every layer", set_attr(no_rope_layers=[1, 1, 1, 1])),
                    ("no window", set_attr(layer_types=["full_attention"] * 4))],
         legacy=drop_keys("no_rope_layers", "layer_types"),
+    ),
+    dict(
+        name="olmo2", config=cfg_olmo2, seed=2900, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="norms after the sublayers only (post_attention_layernorm, post_feedforward_layernorm), no "
+               "input_layernorm; q and k RMSNormed over the whole projection (48 and 16 values: 6 q heads, 2 kv "
+               "heads of 8), split over the ranks; rope theta 5e5; untied lm_head",
+        ablations=[("qk-norm per head", per_head_qk_norm)],
+    ),
+    dict(
+        name="olmo2-bias", config=cfg_olmo2_bias, seed=3000, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="olmo2 with attention_bias true: q/k/v/o biases, q and k biases added before their norms",
+        ablations=[("qk-norm per head", per_head_qk_norm)],
     ),
     dict(
         name="codegen", config=cfg_codegen, seed=1400, vocab_pad=12, cases=True,

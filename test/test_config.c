@@ -788,6 +788,20 @@ static void test_smollm3_keys(void) {
     check_work_logits("SmolLM3 with use_sliding_window false", "smollm3-window", 0);
 }
 
+/* OLMo 2 (issue 32): its norms are the post-sublayer ones (a pre-norm tensor is refused);
+   attention_bias is honoured both ways. */
+static void test_olmo2_keys(void) {
+    if (copy_fixture("olmo2")) return;
+    add_tensor("model.layers.1.input_layernorm.weight");
+    expect_load("OLMo 2 with an input_layernorm", NULL, PF_ERROR_UNSUPPORTED, "input_layernorm");
+    if (copy_fixture("olmo2")) return;
+    edit_file("config.json", "\"attention_bias\": false", "\"attention_bias\": true");
+    expect_load("OLMo 2 attention_bias true, no biases in the file", NULL, PF_ERROR_FORMAT, "attention_bias is true");
+    if (copy_fixture("olmo2-bias")) return;
+    edit_file("config.json", "\"attention_bias\": true", "\"attention_bias\": false");
+    expect_load("OLMo 2 biases in the file, attention_bias false", NULL, PF_ERROR_FORMAT, "attention_bias is false");
+}
+
 void test_config(void) {
     snprintf(work_dir, sizeof work_dir, "/tmp/pf_config_XXXXXX");
     if (!mkdtemp(work_dir)) {
@@ -811,6 +825,7 @@ void test_config(void) {
     test_qwen3_keys();
     test_olmo_keys();
     test_smollm3_keys();
+    test_olmo2_keys();
     empty_work_dir();
     rmdir(work_dir);
 }
