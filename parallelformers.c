@@ -549,11 +549,12 @@ typedef struct pf__config {
     int parallel_residual;          /* x + attn(norm(x)) + mlp(norm'(x)) */
     int position_offset;            /* OPT's learned positions start at 2 */
     int embed_scale_sqrt;           /* token embeddings times sqrt(hidden) (CTRL) */
-    int embed_scale_rounded;        /* 1: that scale rounded to the weights' 16-bit dtype first, where
-                                       they have one (Gemma: transformers casts it to the model's dtype) */
     int rotary_dim;                 /* rotated dims per head; 0: rotary_pct * head_dim */
     double rotary_pct;
     double rope_theta;
+    double rope_local_theta;        /* > 0: the sliding-window layers rotate with their own table of this
+                                       base, unscaled; rope_theta and the scaling are the global layers'
+                                       (Gemma 3's rope_local_base_freq, rope_parameters.sliding_attention) */
     int reads_rope_dict;            /* 1: rope_scaling / rope_parameters apply (else transformers ignores them) */
     int partial_rotary_ignored;     /* 1: a partial_rotary_factor does not change the rotation (LLaMA) */
     int rope_head_dim;              /* GPT-NeoX's head_dim key: the rotary width's base; 0: head_dim */
@@ -571,7 +572,10 @@ typedef struct pf__config {
     pf__rope_type rope_type;
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
     int rope_original_max_positions;
-    int *layer_window;              /* [num_layers]: each layer's window, 0 for global; owned */
+    int *layer_window;              /* [num_layers]: each layer's window, 0 for global; owned, with
+                                       layer_local after it */
+    int *layer_local;               /* [num_layers]: 1 where the layer is a sliding ("local") one by its
+                                       kind, whatever its window; points into layer_window's block */
     int no_rope_interval;           /* > 0: some layers rotate nothing (NoPE): config.json's no_rope_layers
                                        list (1: rotary), or every no_rope_interval-th layer (SmolLM3) */
     int nope_windowed;              /* 1: without a per-layer list of kinds, the sliding window is on the
@@ -1117,7 +1121,8 @@ typedef struct pf__step {
     const int32_t *ids;     /* host, [batch][seq_len] */
     int batch, seq_len;
     int past;               /* tokens already in the KV cache of each sequence */
-    const float *inv_freq;  /* host, [rotary_dim / 2]: rotary frequencies for this step, or NULL */
+    const float *inv_freq;  /* host, [pf__rope_floats]: rotary frequencies for this step (the global
+                               table, then the local one where the model has it), or NULL */
     const int *pad;         /* host, [batch]: left pads of each sequence (masked keys; positions
                                count from the first real token), or NULL */
     const int32_t *type_ids;/* host, [batch][seq_len]: token type (segment) ids; set whenever the
@@ -1150,6 +1155,8 @@ typedef struct pf__attn_shape {
     int window;             /* keys j with pos - j < window; 0: all earlier keys */
     int mask;               /* PF__MASK_*: the keys a query sees, left pads always excepted */
     int rotary_dim;         /* for the rotary op */
+    int rope_table;         /* which of the step's frequency tables the layer rotates with (pf__rope_floats):
+                               0 the global one, 1 the local layers' (rope_local_theta) */
     pf__dtype cache_dtype;  /* how the cache read (and appended to) stores keys and values */
     float scale;
     float softcap;          /* > 0: score = tanh(score * scale / softcap) * softcap, before ALiBi, bias and mask */
@@ -1692,6 +1699,10 @@ PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf
 PF_PRIVATE pf_result pf__ensure_group(pf_model *m);
 PF_PRIVATE pf_result pf__check_ids(pf_model *m, const int32_t *ids, size_t n);
 PF_PRIVATE const float *pf__rope_frequencies(pf_model *m, int length);
+/* Floats of a step's rotary frequencies: rotary_dim / 2 per table, two tables with a local base. */
+static inline size_t pf__rope_floats(const pf__config *c) {
+    return c->rotary_dim > 0 ? (size_t)c->rotary_dim / 2 * (c->rope_local_theta > 0 ? 2 : 1) : 0;
+}
 PF_PRIVATE void pf__rope_reset(pf_model *m);
 PF_PRIVATE pf_result pf__subsampler_rows(pf_model *m, const char *call, const float *const *features, const int *num_frames,
                                      int batch, float **out, int *width, int **pads);
@@ -3205,9 +3216,31 @@ static pf_result pf__config_rope(const pf__json *json, pf__config *c, const char
     const pf__json *rope = pf__json_get(json, "rope_scaling");
     if (!rope || rope->type != PF__JSON_OBJECT || !rope->count) rope = pf__json_get(json, "rope_parameters");
     if (rope && rope->type != PF__JSON_OBJECT) rope = NULL;
+    double v, partial = 1;
+    if (c->rope_local_theta > 0) { /* rope_parameters per layer kind (Gemma 3); rope_scaling updates the global one */
+        const pf__json *params = pf__json_get(json, "rope_parameters");
+        if (params && params->type != PF__JSON_OBJECT) params = NULL;
+        const pf__json *full = pf__json_get(params, "full_attention"), *local = pf__json_get(params, "sliding_attention");
+        if (full && full->type != PF__JSON_OBJECT) full = NULL;
+        if (local && local->type != PF__JSON_OBJECT) local = NULL;
+        if (params && params->count && !full && !local)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"rope_parameters\" has neither "
+                              "\"full_attention\" nor \"sliding_attention\" (model_type \"%s\" reads one per kind of layer)",
+                              path, c->model_type);
+        const pf__json *local_type = pf__json_get(local, "rope_type");
+        if (!local_type) local_type = pf__json_get(local, "type");
+        if (local_type && (local_type->type != PF__JSON_STRING || strcmp(local_type->string, "default")))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: a scaled rope on the sliding layers "
+                              "(\"rope_parameters.sliding_attention.rope_type\") is not supported", path);
+        if (pf__json_number(pf__json_get(local, "rope_theta"), &v) == 1) c->rope_local_theta = v;
+        if (!(c->rope_local_theta > 0))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: the sliding layers' rope_theta is not positive", path);
+        if (pf__json_number(pf__json_get(full, "rope_theta"), &v) == 1) c->rope_theta = v;
+        rope = pf__json_get(json, "rope_scaling");
+        if (!rope || rope->type != PF__JSON_OBJECT || !rope->count) rope = full;
+    }
     const pf__json *type = pf__json_get(rope, "rope_type");
     if (!type) type = pf__json_get(rope, "type");
-    double v, partial = 1;
     if (pf__json_number(pf__json_get(rope, "rope_theta"), &v) == 1) c->rope_theta = v;
     int has_partial = pf__json_number(pf__json_get(rope, "partial_rotary_factor"), &partial) == 1;
     if (!has_partial && c->partial_rotary_ignored) /* transformers 5 moves a top-level one into the dict */
@@ -3279,8 +3312,9 @@ static pf_result pf__config_layer_rope(const pf__json *json, pf__config *c, cons
 static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, const char *path, char *message,
                                           size_t size) {
     if (!c->use_sliding_window) c->sliding_window = 0;
-    c->layer_window = (int *)calloc((size_t)c->num_layers, sizeof(int));
+    c->layer_window = (int *)calloc(2 * (size_t)c->num_layers, sizeof(int));
     if (!c->layer_window) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    c->layer_local = c->layer_window + c->num_layers;
     const pf__json *types = NULL;
     const char *key = NULL;
     int needed = 0;
@@ -3296,10 +3330,12 @@ static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, c
     }
     if (!types) {
         if (needed) return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is missing", path, key);
-        for (int l = 0; l < c->num_layers; l++)
-            c->layer_window[l] = c->nope_windowed && c->layer_rope ? (c->layer_rope[l] ? 0 : c->sliding_window)
-                                 : c->window_pattern > 0 ? ((l + 1) % c->window_pattern ? c->sliding_window : 0)
-                                 : l >= c->first_window_layer ? c->sliding_window : 0;
+        for (int l = 0; l < c->num_layers; l++) {
+            c->layer_local[l] = c->nope_windowed && c->layer_rope ? !c->layer_rope[l]
+                                : c->window_pattern > 0 ? (l + 1) % c->window_pattern != 0
+                                : l >= c->first_window_layer;
+            c->layer_window[l] = c->layer_local[l] ? c->sliding_window : 0;
+        }
         return PF_OK;
     }
     /* Either one kind per layer, or GPT-Neo's runs [[kinds], repeats] that transformers expands
@@ -3322,8 +3358,8 @@ static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, c
                 if (kind->type != PF__JSON_STRING)
                     return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" holds a non-string", path, key);
                 if (l >= c->num_layers) continue; /* too many: counted, refused below */
-                if (!strcmp(kind->string, "local")) c->layer_window[l] = c->local_window;
-                else if (!strcmp(kind->string, "sliding_attention")) c->layer_window[l] = c->sliding_window;
+                if (!strcmp(kind->string, "local")) c->layer_window[l] = c->local_window, c->layer_local[l] = 1;
+                else if (!strcmp(kind->string, "sliding_attention")) c->layer_window[l] = c->sliding_window, c->layer_local[l] = 1;
                 else if (strcmp(kind->string, "global") && strcmp(kind->string, "full_attention") &&
                          strcmp(kind->string, "attention")) /* Qwen2's older name of full_attention */
                     return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: attention kind \"%s\" is not supported", path,
@@ -17946,7 +17982,7 @@ static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf_
             int position = s->past + t - (s->pad ? s->pad[b] : 0);
             float pos = (float)(position > 0 ? position : 0);
             for (int i = 0; i < half; i++) {
-                float angle = pos * s->inv_freq[i]; /* fp32, as transformers computes it */
+                float angle = pos * s->inv_freq[(size_t)a->rope_table * half + i]; /* fp32, as transformers computes it */
                 float c = cosf(angle), sn = sinf(angle);
                 size_t i1 = pairs ? 2 * (size_t)i : (size_t)i, i2 = pairs ? i1 + 1 : (size_t)(i + half);
                 for (int h = 0; h < rotated_heads; h++) {
@@ -19251,10 +19287,6 @@ static void pf__rank_embed(pf__rank *r, const pf__step *s, const pf__tower *t) {
     const pf__weight *W = r->weights;
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
     float embed_scale = c->embed_scale_sqrt ? sqrtf((float)d) : 1.0f;
-    if (c->embed_scale_sqrt && c->embed_scale_rounded && g->dtype == PF__DTYPE_F16)
-        embed_scale = pf__f16_to_f32(pf__f32_to_f16(embed_scale));
-    else if (c->embed_scale_sqrt && c->embed_scale_rounded && g->dtype == PF__DTYPE_BF16)
-        embed_scale = pf__bf16_to_f32(pf__f32_to_bf16(embed_scale));
     int vocab_split = g->num_ranks > 1 && g->model->sources[t->token_embed].split == PF__SPLIT_VOCAB;
     float *embedded = PF__HAS(W[PF__SLOT_PROJECT_IN]) ? r->embed : r->x;
     be->embed(r, embedded, &W[t->token_embed], s, embed_scale, vocab_split ? r->share.vocab_begin : 0);
@@ -19431,6 +19463,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     shape->softcap = (float)c->attn_softcap;
     if (c->scale_attn_by_inverse_layer_idx) shape->scale /= (float)(l + 1);
     shape->window = c->layer_window[l];
+    shape->rope_table = c->rope_local_theta > 0 && c->layer_local[l];
     const pf__weight *attn_norm_b = PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]);
     const pf__weight *mlp_norm_b = PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]);
 
@@ -20167,7 +20200,7 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     if ((size_t)c->embed_dim > k_max) k_max = (size_t)c->embed_dim;
     if (width > k_max) k_max = width;
     if (mlp > k_max) k_max = mlp;
-    size_t half = c->rotary_dim > 0 ? (size_t)c->rotary_dim / 2 : 0;
+    size_t half = pf__rope_floats(c); /* every table */
     size_t batch = (size_t)g->max_batch, kv_width = (size_t)r->share.kv_heads * c->head_dim;
     pf__mem_kind kind = r->allocating;
     rs->scratch_done = 1; /* once, even if it fails: the failure is the rank's error */
@@ -20716,8 +20749,8 @@ static void pf__cuda_prepare(pf__rank *r, const pf__step *s) {
         pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->type_ids, s->type_ids, tokens * sizeof(int32_t))))
         rs->type_ids_from = s->type_ids;
     /* every rank: add_positions and rotary read pads and frequencies on a rank without heads too */
-    size_t half = (size_t)r->group->model->config.rotary_dim / 2;
-    if (half && s->inv_freq && rs->inv_freq) pf__cuda_stage_inv_freq(r, rs, s, half);
+    size_t tables = pf__rope_floats(&r->group->model->config);
+    if (tables && s->inv_freq && rs->inv_freq) pf__cuda_stage_inv_freq(r, rs, s, tables);
     pf__cuda_pads(r, rs, s);
     pf__cuda_cache_rows(r, rs, s);
     if (s->cross_pad) {
@@ -20780,11 +20813,11 @@ static void pf__cuda_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf
         pf__cuda_break(r->group);
         return;
     }
-    if (half && pf__cuda_stage_inv_freq(r, rs, s, half)) return;
+    if (half && pf__cuda_stage_inv_freq(r, rs, s, pf__rope_floats(&r->group->model->config))) return;
     const int *pad = pf__cuda_pads(r, rs, s);
     if (r->error) return;
     pf__cuda_ok(r, pf_cuda_rotary(rs->cu, qkv, bias ? bias->data : NULL, pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32),
-                                  rs->inv_freq, pad, s->batch, s->seq_len, rs->step_ints, a->heads, a->kv_heads, a->head_dim,
+                                  rs->inv_freq + (size_t)a->rope_table * half, pad, s->batch, s->seq_len, rs->step_ints, a->heads, a->kv_heads, a->head_dim,
                                   a->rotary_dim, pairs));
 }
 
@@ -23793,7 +23826,7 @@ pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_mode
         r = pf__sentence_config_read(model_dir, &m->sentence, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r && !gguf) r = pf__load_tokenizer(m, model_dir);
     if (!r && m->config.rotary_dim) {
-        m->inv_freq = (float *)malloc((size_t)m->config.rotary_dim / 2 * sizeof(float));
+        m->inv_freq = (float *)malloc(pf__rope_floats(&m->config) * sizeof(float));
         if (!m->inv_freq) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }
     if (r) return pf__load_failed(m, model_dir, r);
@@ -24142,6 +24175,8 @@ PF_PRIVATE const float *pf__rope_frequencies(pf_model *m, int length) {
         }
         m->inv_freq[i] = f;
     }
+    for (int i = 0; c->rope_local_theta > 0 && i < dim / 2; i++) /* the local layers': plain, their own base */
+        m->inv_freq[dim / 2 + i] = 1.0f / powf((float)c->rope_local_theta, (float)(2 * i) / (float)dim);
     return m->inv_freq;
 }
 

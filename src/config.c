@@ -472,9 +472,31 @@ static pf_result pf__config_rope(const pf__json *json, pf__config *c, const char
     const pf__json *rope = pf__json_get(json, "rope_scaling");
     if (!rope || rope->type != PF__JSON_OBJECT || !rope->count) rope = pf__json_get(json, "rope_parameters");
     if (rope && rope->type != PF__JSON_OBJECT) rope = NULL;
+    double v, partial = 1;
+    if (c->rope_local_theta > 0) { /* rope_parameters per layer kind (Gemma 3); rope_scaling updates the global one */
+        const pf__json *params = pf__json_get(json, "rope_parameters");
+        if (params && params->type != PF__JSON_OBJECT) params = NULL;
+        const pf__json *full = pf__json_get(params, "full_attention"), *local = pf__json_get(params, "sliding_attention");
+        if (full && full->type != PF__JSON_OBJECT) full = NULL;
+        if (local && local->type != PF__JSON_OBJECT) local = NULL;
+        if (params && params->count && !full && !local)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"rope_parameters\" has neither "
+                              "\"full_attention\" nor \"sliding_attention\" (model_type \"%s\" reads one per kind of layer)",
+                              path, c->model_type);
+        const pf__json *local_type = pf__json_get(local, "rope_type");
+        if (!local_type) local_type = pf__json_get(local, "type");
+        if (local_type && (local_type->type != PF__JSON_STRING || strcmp(local_type->string, "default")))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: a scaled rope on the sliding layers "
+                              "(\"rope_parameters.sliding_attention.rope_type\") is not supported", path);
+        if (pf__json_number(pf__json_get(local, "rope_theta"), &v) == 1) c->rope_local_theta = v;
+        if (!(c->rope_local_theta > 0))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: the sliding layers' rope_theta is not positive", path);
+        if (pf__json_number(pf__json_get(full, "rope_theta"), &v) == 1) c->rope_theta = v;
+        rope = pf__json_get(json, "rope_scaling");
+        if (!rope || rope->type != PF__JSON_OBJECT || !rope->count) rope = full;
+    }
     const pf__json *type = pf__json_get(rope, "rope_type");
     if (!type) type = pf__json_get(rope, "type");
-    double v, partial = 1;
     if (pf__json_number(pf__json_get(rope, "rope_theta"), &v) == 1) c->rope_theta = v;
     int has_partial = pf__json_number(pf__json_get(rope, "partial_rotary_factor"), &partial) == 1;
     if (!has_partial && c->partial_rotary_ignored) /* transformers 5 moves a top-level one into the dict */
@@ -546,8 +568,9 @@ static pf_result pf__config_layer_rope(const pf__json *json, pf__config *c, cons
 static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, const char *path, char *message,
                                           size_t size) {
     if (!c->use_sliding_window) c->sliding_window = 0;
-    c->layer_window = (int *)calloc((size_t)c->num_layers, sizeof(int));
+    c->layer_window = (int *)calloc(2 * (size_t)c->num_layers, sizeof(int));
     if (!c->layer_window) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    c->layer_local = c->layer_window + c->num_layers;
     const pf__json *types = NULL;
     const char *key = NULL;
     int needed = 0;
@@ -563,10 +586,12 @@ static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, c
     }
     if (!types) {
         if (needed) return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is missing", path, key);
-        for (int l = 0; l < c->num_layers; l++)
-            c->layer_window[l] = c->nope_windowed && c->layer_rope ? (c->layer_rope[l] ? 0 : c->sliding_window)
-                                 : c->window_pattern > 0 ? ((l + 1) % c->window_pattern ? c->sliding_window : 0)
-                                 : l >= c->first_window_layer ? c->sliding_window : 0;
+        for (int l = 0; l < c->num_layers; l++) {
+            c->layer_local[l] = c->nope_windowed && c->layer_rope ? !c->layer_rope[l]
+                                : c->window_pattern > 0 ? (l + 1) % c->window_pattern != 0
+                                : l >= c->first_window_layer;
+            c->layer_window[l] = c->layer_local[l] ? c->sliding_window : 0;
+        }
         return PF_OK;
     }
     /* Either one kind per layer, or GPT-Neo's runs [[kinds], repeats] that transformers expands
@@ -589,8 +614,8 @@ static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, c
                 if (kind->type != PF__JSON_STRING)
                     return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" holds a non-string", path, key);
                 if (l >= c->num_layers) continue; /* too many: counted, refused below */
-                if (!strcmp(kind->string, "local")) c->layer_window[l] = c->local_window;
-                else if (!strcmp(kind->string, "sliding_attention")) c->layer_window[l] = c->sliding_window;
+                if (!strcmp(kind->string, "local")) c->layer_window[l] = c->local_window, c->layer_local[l] = 1;
+                else if (!strcmp(kind->string, "sliding_attention")) c->layer_window[l] = c->sliding_window, c->layer_local[l] = 1;
                 else if (strcmp(kind->string, "global") && strcmp(kind->string, "full_attention") &&
                          strcmp(kind->string, "attention")) /* Qwen2's older name of full_attention */
                     return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: attention kind \"%s\" is not supported", path,

@@ -2209,7 +2209,7 @@ static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf_
             int position = s->past + t - (s->pad ? s->pad[b] : 0);
             float pos = (float)(position > 0 ? position : 0);
             for (int i = 0; i < half; i++) {
-                float angle = pos * s->inv_freq[i]; /* fp32, as transformers computes it */
+                float angle = pos * s->inv_freq[(size_t)a->rope_table * half + i]; /* fp32, as transformers computes it */
                 float c = cosf(angle), sn = sinf(angle);
                 size_t i1 = pairs ? 2 * (size_t)i : (size_t)i, i2 = pairs ? i1 + 1 : (size_t)(i + half);
                 for (int h = 0; h < rotated_heads; h++) {

@@ -223,7 +223,7 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     if ((size_t)c->embed_dim > k_max) k_max = (size_t)c->embed_dim;
     if (width > k_max) k_max = width;
     if (mlp > k_max) k_max = mlp;
-    size_t half = c->rotary_dim > 0 ? (size_t)c->rotary_dim / 2 : 0;
+    size_t half = pf__rope_floats(c); /* every table */
     size_t batch = (size_t)g->max_batch, kv_width = (size_t)r->share.kv_heads * c->head_dim;
     pf__mem_kind kind = r->allocating;
     rs->scratch_done = 1; /* once, even if it fails: the failure is the rank's error */
@@ -772,8 +772,8 @@ static void pf__cuda_prepare(pf__rank *r, const pf__step *s) {
         pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->type_ids, s->type_ids, tokens * sizeof(int32_t))))
         rs->type_ids_from = s->type_ids;
     /* every rank: add_positions and rotary read pads and frequencies on a rank without heads too */
-    size_t half = (size_t)r->group->model->config.rotary_dim / 2;
-    if (half && s->inv_freq && rs->inv_freq) pf__cuda_stage_inv_freq(r, rs, s, half);
+    size_t tables = pf__rope_floats(&r->group->model->config);
+    if (tables && s->inv_freq && rs->inv_freq) pf__cuda_stage_inv_freq(r, rs, s, tables);
     pf__cuda_pads(r, rs, s);
     pf__cuda_cache_rows(r, rs, s);
     if (s->cross_pad) {
@@ -836,11 +836,11 @@ static void pf__cuda_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf
         pf__cuda_break(r->group);
         return;
     }
-    if (half && pf__cuda_stage_inv_freq(r, rs, s, half)) return;
+    if (half && pf__cuda_stage_inv_freq(r, rs, s, pf__rope_floats(&r->group->model->config))) return;
     const int *pad = pf__cuda_pads(r, rs, s);
     if (r->error) return;
     pf__cuda_ok(r, pf_cuda_rotary(rs->cu, qkv, bias ? bias->data : NULL, pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32),
-                                  rs->inv_freq, pad, s->batch, s->seq_len, rs->step_ints, a->heads, a->kv_heads, a->head_dim,
+                                  rs->inv_freq + (size_t)a->rope_table * half, pad, s->batch, s->seq_len, rs->step_ints, a->heads, a->kv_heads, a->head_dim,
                                   a->rotary_dim, pairs));
 }
 

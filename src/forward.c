@@ -106,10 +106,6 @@ static void pf__rank_embed(pf__rank *r, const pf__step *s, const pf__tower *t) {
     const pf__weight *W = r->weights;
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
     float embed_scale = c->embed_scale_sqrt ? sqrtf((float)d) : 1.0f;
-    if (c->embed_scale_sqrt && c->embed_scale_rounded && g->dtype == PF__DTYPE_F16)
-        embed_scale = pf__f16_to_f32(pf__f32_to_f16(embed_scale));
-    else if (c->embed_scale_sqrt && c->embed_scale_rounded && g->dtype == PF__DTYPE_BF16)
-        embed_scale = pf__bf16_to_f32(pf__f32_to_bf16(embed_scale));
     int vocab_split = g->num_ranks > 1 && g->model->sources[t->token_embed].split == PF__SPLIT_VOCAB;
     float *embedded = PF__HAS(W[PF__SLOT_PROJECT_IN]) ? r->embed : r->x;
     be->embed(r, embedded, &W[t->token_embed], s, embed_scale, vocab_split ? r->share.vocab_begin : 0);
@@ -286,6 +282,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     shape->softcap = (float)c->attn_softcap;
     if (c->scale_attn_by_inverse_layer_idx) shape->scale /= (float)(l + 1);
     shape->window = c->layer_window[l];
+    shape->rope_table = c->rope_local_theta > 0 && c->layer_local[l];
     const pf__weight *attn_norm_b = PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]);
     const pf__weight *mlp_norm_b = PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]);
 

@@ -513,11 +513,12 @@ typedef struct pf__config {
     int parallel_residual;          /* x + attn(norm(x)) + mlp(norm'(x)) */
     int position_offset;            /* OPT's learned positions start at 2 */
     int embed_scale_sqrt;           /* token embeddings times sqrt(hidden) (CTRL) */
-    int embed_scale_rounded;        /* 1: that scale rounded to the weights' 16-bit dtype first, where
-                                       they have one (Gemma: transformers casts it to the model's dtype) */
     int rotary_dim;                 /* rotated dims per head; 0: rotary_pct * head_dim */
     double rotary_pct;
     double rope_theta;
+    double rope_local_theta;        /* > 0: the sliding-window layers rotate with their own table of this
+                                       base, unscaled; rope_theta and the scaling are the global layers'
+                                       (Gemma 3's rope_local_base_freq, rope_parameters.sliding_attention) */
     int reads_rope_dict;            /* 1: rope_scaling / rope_parameters apply (else transformers ignores them) */
     int partial_rotary_ignored;     /* 1: a partial_rotary_factor does not change the rotation (LLaMA) */
     int rope_head_dim;              /* GPT-NeoX's head_dim key: the rotary width's base; 0: head_dim */
@@ -535,7 +536,10 @@ typedef struct pf__config {
     pf__rope_type rope_type;
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
     int rope_original_max_positions;
-    int *layer_window;              /* [num_layers]: each layer's window, 0 for global; owned */
+    int *layer_window;              /* [num_layers]: each layer's window, 0 for global; owned, with
+                                       layer_local after it */
+    int *layer_local;               /* [num_layers]: 1 where the layer is a sliding ("local") one by its
+                                       kind, whatever its window; points into layer_window's block */
     int no_rope_interval;           /* > 0: some layers rotate nothing (NoPE): config.json's no_rope_layers
                                        list (1: rotary), or every no_rope_interval-th layer (SmolLM3) */
     int nope_windowed;              /* 1: without a per-layer list of kinds, the sliding window is on the
@@ -1081,7 +1085,8 @@ typedef struct pf__step {
     const int32_t *ids;     /* host, [batch][seq_len] */
     int batch, seq_len;
     int past;               /* tokens already in the KV cache of each sequence */
-    const float *inv_freq;  /* host, [rotary_dim / 2]: rotary frequencies for this step, or NULL */
+    const float *inv_freq;  /* host, [pf__rope_floats]: rotary frequencies for this step (the global
+                               table, then the local one where the model has it), or NULL */
     const int *pad;         /* host, [batch]: left pads of each sequence (masked keys; positions
                                count from the first real token), or NULL */
     const int32_t *type_ids;/* host, [batch][seq_len]: token type (segment) ids; set whenever the
@@ -1114,6 +1119,8 @@ typedef struct pf__attn_shape {
     int window;             /* keys j with pos - j < window; 0: all earlier keys */
     int mask;               /* PF__MASK_*: the keys a query sees, left pads always excepted */
     int rotary_dim;         /* for the rotary op */
+    int rope_table;         /* which of the step's frequency tables the layer rotates with (pf__rope_floats):
+                               0 the global one, 1 the local layers' (rope_local_theta) */
     pf__dtype cache_dtype;  /* how the cache read (and appended to) stores keys and values */
     float scale;
     float softcap;          /* > 0: score = tanh(score * scale / softcap) * softcap, before ALiBi, bias and mask */
@@ -1656,6 +1663,10 @@ PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf
 PF_PRIVATE pf_result pf__ensure_group(pf_model *m);
 PF_PRIVATE pf_result pf__check_ids(pf_model *m, const int32_t *ids, size_t n);
 PF_PRIVATE const float *pf__rope_frequencies(pf_model *m, int length);
+/* Floats of a step's rotary frequencies: rotary_dim / 2 per table, two tables with a local base. */
+static inline size_t pf__rope_floats(const pf__config *c) {
+    return c->rotary_dim > 0 ? (size_t)c->rotary_dim / 2 * (c->rope_local_theta > 0 ? 2 : 1) : 0;
+}
 PF_PRIVATE void pf__rope_reset(pf_model *m);
 PF_PRIVATE pf_result pf__subsampler_rows(pf_model *m, const char *call, const float *const *features, const int *num_frames,
                                      int batch, float **out, int *width, int **pads);

@@ -431,7 +431,7 @@ pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_mode
         r = pf__sentence_config_read(model_dir, &m->sentence, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r && !gguf) r = pf__load_tokenizer(m, model_dir);
     if (!r && m->config.rotary_dim) {
-        m->inv_freq = (float *)malloc((size_t)m->config.rotary_dim / 2 * sizeof(float));
+        m->inv_freq = (float *)malloc(pf__rope_floats(&m->config) * sizeof(float));
         if (!m->inv_freq) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }
     if (r) return pf__load_failed(m, model_dir, r);

@@ -723,6 +723,57 @@ def cfg_gemma2(v, tok):
     )
 
 
+def cfg_gemma3(v, tok):
+    from transformers import Gemma3TextConfig
+
+    bos, eos, pad = _ids(tok)
+    # 6 layers: 5 sliding (window 8, local rope base 1e4) then 1 global (base 1e6, linear scaling 8,
+    # as Gemma 3 4B+); q/k RMSNorms (1 + w) per head; GQA 6/2 with head_dim 16
+    return Gemma3TextConfig(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=6, num_attention_heads=6,
+        num_key_value_heads=2, head_dim=16, max_position_embeddings=256, rms_norm_eps=1e-6,
+        initializer_range=INIT_STD, hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=16,
+        sliding_window=8, tie_word_embeddings=True, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+        rope_parameters={
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0},
+        },
+    )
+
+
+def gemma3_hub_style_config(cfg: dict) -> dict:
+    """config.json as the Gemma 3 hub repos spell it: rope_theta, rope_local_base_freq, rope_scaling
+    and sliding_window_pattern, no rope_parameters nor layer_types."""
+    rope = cfg.pop("rope_parameters")
+    cfg.pop("layer_types")
+    full, local = dict(rope["full_attention"]), rope["sliding_attention"]
+    cfg["rope_theta"] = full.pop("rope_theta")
+    cfg["rope_local_base_freq"] = local["rope_theta"]
+    cfg["rope_scaling"] = full
+    cfg.pop("_sliding_window_pattern", None)
+    cfg["sliding_window_pattern"] = 6
+    return cfg
+
+
+def set_rope_kind(kind, **kv):
+    def apply(cfg):
+        cfg.rope_parameters = dict(cfg.rope_parameters)
+        cfg.rope_parameters[kind] = dict(cfg.rope_parameters[kind], **kv)
+    return apply
+
+
+def plain_global_rope(cfg):
+    cfg.rope_parameters = dict(cfg.rope_parameters)
+    cfg.rope_parameters["full_attention"] = {"rope_type": "default",
+                                             "rope_theta": cfg.rope_parameters["full_attention"]["rope_theta"]}
+
+
+def gemma3_no_qk_norms(model):
+    for layer in model.model.layers:
+        layer.self_attn.q_norm.forward = lambda x: x
+        layer.self_attn.k_norm.forward = lambda x: x
+
+
 def gemma2_no_post_norms(model):
     for layer in model.model.layers:
         layer.post_attention_layernorm.forward = lambda x: x
@@ -1228,7 +1279,7 @@ FAMILIES = [
         ablations=[],
     ),
     dict(
-        name="gemma", config=cfg_gemma, seed=2100, vocab_pad=0, cases=True, cases_special=True,
+        name="gemma", config=cfg_gemma, seed=2100, vocab_pad=0, cases=True, cases_special=True, beam=True,
         tweak=scale_params({"embed_tokens.weight": 0.3}),
         tokenizer=lambda out: save_tok(gemma_tokenizer(512), out),
         tok_style="Gemma SentencePiece-BPE, byte fallback; Replace(' ', '▁') normalizer, no prefix space; <bos> "
@@ -1240,7 +1291,7 @@ FAMILIES = [
                    ("exact gelu", set_attr(hidden_act="gelu"), 3 * LOGITS_TOLERANCE)],
     ),
     dict(
-        name="gemma2", config=cfg_gemma2, seed=2200, vocab_pad=0, cases=False,
+        name="gemma2", config=cfg_gemma2, seed=2200, vocab_pad=0, cases=False, beam=True,
         tweak=scale_params({"embed_tokens.weight": 0.3}),
         tokenizer=lambda out: save_tok(gemma_tokenizer(512), out), tok_style="as gemma",
         traits="sandwich norms (post_attention_layernorm after attention, pre/post_feedforward_layernorm around "
@@ -1253,6 +1304,28 @@ FAMILIES = [
                    ("no final soft-capping", set_attr(final_logit_softcapping=None)),
                    ("window 64", set_attr(sliding_window=64))],
         legacy=drop_keys("layer_types"),
+    ),
+    dict(
+        name="gemma3_text", config=cfg_gemma3, seed=2300, vocab_pad=0, cases=False, beam=True,
+        tweak=scale_params({"embed_tokens.weight": 0.3}),
+        tokenizer=lambda out: save_tok(gemma_tokenizer(512), out), tok_style="as gemma",
+        traits="Gemma 2's block with q/k RMSNorms (1 + w) per head before the rotary; 6 layers, 5 sliding (window 8) "
+               "then 1 global; the sliding layers rotate with base 1e4 unscaled, the global one with base 1e6 and "
+               "linear scaling 8 (rope_parameters per layer kind, as transformers 5 writes it); no soft-capping",
+        ablations=[("no q/k norms", patch_only(gemma3_no_qk_norms)),
+                   ("local rope base 1e6", set_rope_kind("sliding_attention", rope_theta=1000000.0)),
+                   ("global rope unscaled", plain_global_rope),
+                   ("global rope base 1e4", set_rope_kind("full_attention", rope_theta=10000.0))],
+    ),
+    dict(
+        name="gemma3_text-hub", config=cfg_gemma3, seed=2400, vocab_pad=0, cases=False, beam=True,
+        tweak=scale_params({"embed_tokens.weight": 0.3}),
+        tokenizer=lambda out: save_tok(gemma_tokenizer(512), out), tok_style="as gemma",
+        traits="gemma3_text with config.json in the hub spelling: rope_theta 1e6 + rope_scaling {linear, 8} for "
+               "the global layers, rope_local_base_freq 1e4, sliding_window_pattern 6, no rope_parameters or "
+               "layer_types",
+        ablations=[],
+        legacy=gemma3_hub_style_config,
     ),
     dict(
         name="qwen2-window-layers", config=cfg_qwen2_window_layers, seed=2000, vocab_pad=0, cases=False,
@@ -1411,8 +1484,14 @@ def describe_positions(cfg) -> str:
         return "learned"
     if mt == "ctrl":
         return "sinusoidal"
+    if "full_attention" in rope:  # Gemma 3: one rope per kind of layer
+        local = rope["sliding_attention"]
+        rope = rope["full_attention"]
+        head = f"rotary halves on {head_dim}; sliding layers theta {local['rope_theta']:g}, global layers"
+    else:
+        head = f"rotary halves on {head_dim},"
     extra = {k: v for k, v in rope.items() if k not in ("rope_type", "type", "rope_theta")}
-    text = f"rotary halves on {head_dim}, theta {rope['rope_theta']:g}"
+    text = f"{head} theta {rope['rope_theta']:g}"
     if rope.get("rope_type", "default") != "default":
         text += f"; {rope['rope_type']} " + ", ".join(f"{k} {v:g}" for k, v in extra.items())
         text += f"; max_position_embeddings {cfg.max_position_embeddings}"

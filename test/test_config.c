@@ -802,6 +802,57 @@ static void test_olmo2_keys(void) {
     expect_load("OLMo 2 biases in the file, attention_bias false", NULL, PF_ERROR_FORMAT, "attention_bias is false");
 }
 
+/* Gemma, Gemma 2 and Gemma 3's keys: each refused value named, each honoured one changing the
+   logits as transformers' math says (the fixtures' own values reproduce transformers'). */
+static void test_gemma_keys(void) {
+    if (copy_fixture("gemma")) return;
+    edit_file("config.json", "\"use_bidirectional_attention\": null", "\"use_bidirectional_attention\": true");
+    expect_load("Gemma with bidirectional attention", NULL, PF_ERROR_UNSUPPORTED, "use_bidirectional_attention");
+    if (copy_fixture("gemma")) return; /* GemmaConfig turns "gelu" into gelu_pytorch_tanh */
+    edit_file("config.json", "\"hidden_act\": \"gelu_pytorch_tanh\"", "\"hidden_act\": \"gelu\"");
+    check_work_logits("Gemma with hidden_act gelu", "gemma", 1);
+    if (copy_fixture("gemma2")) return;
+    edit_file("config.json", "\"query_pre_attn_scalar\": 24", "\"query_pre_attn_scalar\": null");
+    expect_load("Gemma 2 with a null query_pre_attn_scalar", NULL, PF_ERROR_FORMAT, "query_pre_attn_scalar");
+    if (copy_fixture("gemma2")) return;
+    edit_file("config.json", "\"attn_logit_softcapping\": 4.0", "\"attn_logit_softcapping\": null");
+    check_work_logits("Gemma 2 without attention soft-capping", "gemma2", 0);
+    if (copy_fixture("gemma2")) return;
+    edit_file("config.json", "\"final_logit_softcapping\": 6.0", "\"final_logit_softcapping\": null");
+    check_work_logits("Gemma 2 without final soft-capping", "gemma2", 0);
+    /* the fixture has no layer_types (sliding, full, sliding by the pattern): the same written out */
+    if (copy_fixture("gemma2")) return;
+    edit_file("config.json", "\"use_bidirectional_attention\"",
+              "\"layer_types\": [\"sliding_attention\", \"full_attention\", \"sliding_attention\"], "
+              "\"use_bidirectional_attention\"");
+    check_work_logits("Gemma 2 with its layer_types written out", "gemma2", 1);
+    if (copy_fixture("gemma2")) return;
+    edit_file("config.json", "\"use_bidirectional_attention\"",
+              "\"layer_types\": [\"full_attention\", \"sliding_attention\", \"sliding_attention\"], "
+              "\"use_bidirectional_attention\"");
+    check_work_logits("Gemma 2 with other layer_types", "gemma2", 0);
+    if (copy_fixture("gemma3_text")) return;
+    edit_file("config.json", "\"rope_theta\": 10000.0,\n      \"rope_type\": \"default\"",
+              "\"factor\": 2.0, \"rope_theta\": 10000.0, \"rope_type\": \"linear\"");
+    expect_load("Gemma 3 with a scaled rope on its sliding layers", NULL, PF_ERROR_UNSUPPORTED, "sliding_attention");
+    if (copy_fixture("gemma3_text")) return;
+    edit_file("config.json", "\"rope_theta\": 10000.0,\n      \"rope_type\": \"default\"",
+              "\"rope_theta\": 1000000.0, \"rope_type\": \"default\"");
+    check_work_logits("Gemma 3 with the global base on its sliding layers", "gemma3_text", 0);
+    if (copy_fixture("gemma3_text-hub")) return;
+    edit_file("config.json", "\"sliding_window_pattern\": 6", "\"sliding_window_pattern\": null");
+    expect_load("Gemma 3 with a null sliding_window_pattern", NULL, PF_ERROR_FORMAT, "sliding_window_pattern");
+    if (copy_fixture("gemma3_text-hub")) return;
+    edit_file("config.json", "\"sliding_window_pattern\": 6", "\"sliding_window_pattern\": 3");
+    check_work_logits("Gemma 3 with a global layer every 3", "gemma3_text-hub", 0);
+    if (copy_fixture("gemma3_text-hub")) return; /* 1e4 is rope_local_base_freq's default */
+    edit_file("config.json", "\"rope_local_base_freq\": 10000.0,", "");
+    check_work_logits("Gemma 3 without rope_local_base_freq", "gemma3_text-hub", 1);
+    if (copy_fixture("gemma3_text-hub")) return;
+    edit_file("config.json", "\"rope_scaling\": {", "\"rope_scaling\": {\"rope_theta\": 10000.0, ");
+    check_work_logits("Gemma 3 with rope_scaling's own rope_theta", "gemma3_text-hub", 0);
+}
+
 void test_config(void) {
     snprintf(work_dir, sizeof work_dir, "/tmp/pf_config_XXXXXX");
     if (!mkdtemp(work_dir)) {
@@ -826,6 +877,7 @@ void test_config(void) {
     test_olmo_keys();
     test_smollm3_keys();
     test_olmo2_keys();
+    test_gemma_keys();
     empty_work_dir();
     rmdir(work_dir);
 }

@@ -887,11 +887,11 @@ void test_models(void) {
                               "llama", "llama-rope-linear", "llama-rope-dynamic", "llama3-rope", "mistral", "qwen2",
                               "codegen", "openai-gpt", "ctrl", "gpt_neo-attention-types", "bloom-post-ln-residual",
                               "llama-biases", "qwen2-window-layers", "llama-eos-list", "llama-generation-config",
-                              "qwen3", "qwen3-window-bias", "gemma", "gemma2", "olmo", "olmo-clip-qkv",
-                              "smollm3", "smollm3-window", "olmo2", "olmo2-bias"};
+                              "qwen3", "qwen3-window-bias", "gemma", "gemma2", "gemma3_text", "gemma3_text-hub",
+                              "olmo", "olmo-clip-qkv", "smollm3", "smollm3-window", "olmo2", "olmo2-bias"};
     /* issue 32's families: beam search, a left-padded batch and pf_to_cpu against transformers too */
-    const char *families[] = {"qwen3", "qwen3-window-bias", "olmo", "olmo-clip-qkv", "smollm3", "smollm3-window",
-                              "olmo2", "olmo2-bias"};
+    const char *families[] = {"qwen3", "qwen3-window-bias", "gemma", "gemma2", "gemma3_text", "gemma3_text-hub",
+                              "olmo", "olmo-clip-qkv", "smollm3", "smollm3-window", "olmo2", "olmo2-bias"};
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_fixture(fixtures[i]);
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) test_family_generation(families[i]);
 #ifdef PF_TESTING
