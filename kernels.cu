@@ -145,6 +145,7 @@ typedef struct pf_cuda_attention_args {
     int window;                         /* keys within this distance of the query (sliding window); 0: all */
     int mask;                           /* 0: bidirectional (encoders), 1: causal, 2: cross-attention */
     float scale;
+    float softcap;                      /* > 0: scaled scores become tanh(s / softcap) * softcap first (Gemma 2) */
     const float *rel_bias;              /* [heads][rel_rows]: T5's bucketed relative bias, or NULL */
     int rel_rows, rel_buckets, rel_max_distance;
 } pf_cuda_attention_args;
@@ -185,6 +186,7 @@ int pf_cuda_add_residual_norm(pf_cuda_rank *st, float *x, const float *y, const 
 int pf_cuda_matmul(pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const void *bias,
                    int bias_dtype, size_t rows, size_t n_out, size_t k, void *x_scratch, int x_converted);
 int pf_cuda_activation(pf_cuda_rank *st, float *x, size_t count, int act, void *x16, int x16_dtype);
+int pf_cuda_softcap(pf_cuda_rank *st, float *x, size_t count, float cap);
 int pf_cuda_gated_activation(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act,
                              void *out16, int out16_dtype);
 int pf_cuda_bias_activation(pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act,
@@ -195,6 +197,14 @@ int pf_cuda_add_residual_biases(pf_cuda_rank *st, float *x, const float *y, cons
                                 const void *bias2, int dtype2, size_t rows, size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
 int pf_cuda_scale(pf_cuda_rank *st, float *x, size_t count, float factor);
+int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
+int pf_cuda_qk_sum_squares(pf_cuda_rank *st, float *sums, const float *qkv, size_t rows, int heads, int kv_heads,
+                           int head_dim, int k_first, int k_count);
+int pf_cuda_qk_scale(pf_cuda_rank *st, float *qkv, const float *sums, const void *q_weight, int q_dtype,
+                     const void *k_weight, int k_dtype, size_t rows, int heads, int kv_heads, int head_dim, float q_width,
+                     float k_width, float eps);
+int pf_cuda_head_norm(pf_cuda_rank *st, float *qkv, const void *q_weight, int q_dtype, const void *k_weight, int k_dtype,
+                      size_t rows, int heads, int kv_heads, int head_dim, float eps, int rms);
 int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq, const int *pad,
                    int batch, int T, const int *past_at, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs,
                    float scale);
@@ -401,7 +411,8 @@ __global__ void pf_add_positions_kernel(float *x, const void *table, int dtype, 
 }
 
 /* One row of a norm, by one block, all in fp32. LayerNorm: (x - mean) / sqrt(var + eps) * w + b;
-   RMSNorm (rms): mean 0, x / sqrt(mean(x^2) + eps) * w + b. An absent weight is 1, an absent
+   RMSNorm (rms 1): mean 0, x / sqrt(mean(x^2) + eps) * w + b; rms 2: the same with the gain 1 + w
+   (Gemma's, added in fp32). An absent weight is 1, an absent
    bias 0. o may be xr: every thread reads xr[i] for the sums before any writes it (the block
    sums' barriers), then reads and writes only its own elements. o16 (or NULL): the same values
    rounded to nearest in o16_dtype (fp16/bf16), the next GEMM's input, so that it needs no
@@ -422,7 +433,8 @@ __device__ void pf_norm_row(float *o, const float *xr, const void *w, int w_dtyp
     float var = pf_block_sum(v, red) / (float)n;
     float inv = 1.0f / sqrtf(var + eps);
     for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
-        float y = (xr[i] - mean) * inv * (w ? pf_load(w, w_dtype, i) : 1.0f) + pf_load(b, b_dtype, i);
+        float y = (xr[i] - mean) * inv * (w ? pf_load(w, w_dtype, i) + (rms == 2 ? 1.0f : 0.0f) : 1.0f) +
+                  pf_load(b, b_dtype, i);
         o[i] = y;
         pf_store16(o16, o16_dtype, i, y);
     }
@@ -450,6 +462,59 @@ __global__ void pf_add_residual_norm_kernel(float *x, const float *y, const void
     for (size_t i = threadIdx.x; i < n; i += blockDim.x) xr[i] += (y ? y[row + i] : 0.0f) + pf_load(bias, bias_dtype, i);
     pf_norm_row(out + row, xr, w, w_dtype, b, b_dtype, n, eps, rms, out16 ? (char *)out16 + 2 * row : NULL, out16_dtype,
                 red);
+}
+
+/* x[i] = min(max(x[i], -limit), limit), as torch's clamp_(min=-limit, max=limit) (OLMo's clip_qkv). */
+__global__ void pf_clamp_kernel(float *x, size_t count, float limit) {
+    PF_GRID_STRIDE(i, count) x[i] = fminf(fmaxf(x[i], -limit), limit);
+}
+
+/* One block per row of qkv (width wide): sums[row] = {the sum of squares of its first q values, of
+   its k_len values from q + k_first}, each a strided per-thread sum then pf_block_sum. */
+__global__ void pf_qk_sum_squares_kernel(float *sums, const float *qkv, size_t q, size_t k_first, size_t k_len,
+                                         size_t width) {
+    __shared__ float red[32];
+    size_t row = blockIdx.x;
+    const float *xr = qkv + row * width;
+    float s = 0.0f;
+    for (size_t i = threadIdx.x; i < q; i += blockDim.x) s += xr[i] * xr[i];
+    float sq = pf_block_sum(s, red);
+    s = 0.0f;
+    for (size_t i = threadIdx.x; i < k_len; i += blockDim.x) s += xr[q + k_first + i] * xr[q + k_first + i];
+    float sk = pf_block_sum(s, red);
+    if (threadIdx.x == 0) sums[2 * row] = sq, sums[2 * row + 1] = sk;
+}
+
+/* Each q value (the first q of a row of width) times its gain after 1 / sqrt(sums[row][0] /
+   q_width + eps), each k value (the kv after them) likewise with sums[row][1]; a side whose gain is
+   NULL is left as it is. */
+__global__ void pf_qk_scale_kernel(float *qkv, const float *sums, const void *qw, int q_dtype, const void *kw,
+                                   int k_dtype, size_t rows, size_t q, size_t kv, size_t width, float q_width,
+                                   float k_width, float eps) {
+    PF_GRID_STRIDE(e, rows * (q + kv)) {
+        size_t row = e / (q + kv), i = e % (q + kv);
+        int is_q = i < q;
+        const void *w = is_q ? qw : kw;
+        if (!w) continue;
+        float inv = 1.0f / sqrtf(sums[2 * row + (is_q ? 0 : 1)] / (is_q ? q_width : k_width) + eps);
+        float *x = qkv + row * width + i;
+        *x = pf_load(w, is_q ? q_dtype : k_dtype, is_q ? i : i - q) * (*x * inv);
+    }
+}
+
+/* One block per head of a qkv row: q heads 0..heads-1, then k heads (rows [q | k | v] of width
+   `width`), normed in place over head_dim (pf_norm_row) with the side's gain [head_dim]; a side
+   whose gain is NULL is left as it is. */
+__global__ void pf_head_norm_kernel(float *qkv, const void *q_w, int q_dtype, const void *k_w, int k_dtype, int heads,
+                                    int kv_heads, int head_dim, size_t width, float eps, int rms) {
+    __shared__ float red[32];
+    size_t row = blockIdx.x / (unsigned)(heads + kv_heads);
+    int h = (int)(blockIdx.x % (unsigned)(heads + kv_heads));
+    const void *w = h < heads ? q_w : k_w;
+    if (!w) return; /* the whole block alike */
+    float *xr = qkv + row * width + (size_t)h * head_dim;
+    pf_norm_row(xr, xr, w, h < heads ? q_dtype : k_dtype, NULL, PF_CUDA_F32, (size_t)head_dim, eps, rms, NULL,
+                PF_CUDA_F32, red);
 }
 
 #ifdef PF_CUDA_NEXT_KERNELS
@@ -500,7 +565,8 @@ __global__ void pf_add_residual_norm_regs_kernel(float *x, const float *y, const
     for (int k = 0; k < PF_NORM_REGS; k++) {
         size_t i = threadIdx.x + (size_t)k * blockDim.x;
         if (i < n) {
-            float yv = (xv[k] - mean) * inv * (w ? pf_load(w, w_dtype, i) : 1.0f) + pf_load(b, b_dtype, i);
+            float yv = (xv[k] - mean) * inv * (w ? pf_load(w, w_dtype, i) + (rms == 2 ? 1.0f : 0.0f) : 1.0f) +
+                       pf_load(b, b_dtype, i);
             o[i] = yv;
             pf_store16(o16, out16_dtype, i, yv);
         }
@@ -540,6 +606,11 @@ __global__ void pf_activation_kernel(float *x, size_t count, int act, void *x16,
         x[i] = pf_act(x[i], act);
         pf_store16(x16, x16_dtype, i, x[i]);
     }
+}
+
+/* x = tanh(x / cap) * cap elementwise: soft-capped logits (Gemma 2). */
+__global__ void pf_softcap_kernel(float *x, size_t count, float cap) {
+    PF_GRID_STRIDE(i, count) x[i] = tanhf(x[i] / cap) * cap;
 }
 
 /* out[row][i] = act(in[row][i]) * in[row][width + i]; in rows are 2 * width wide. */
@@ -682,6 +753,7 @@ struct pf_attn_args {
     int mask;   /* 0: every key of the sequence (encoders); 1: keys up to the query (decoders); 2: all
                    cache_len keys, q rows packed (cross-attention over an encoder's output) */
     float scale;
+    float softcap;      /* > 0: a scaled score s becomes tanh(s / softcap) * softcap (Gemma 2) */
     const float *alibi; /* [heads] or NULL */
     const float *rel_bias; /* [heads][rel_rows] or NULL: T5's bucketed relative bias */
     int rel_rows, rel_buckets, rel_max_distance;
@@ -698,6 +770,13 @@ struct pf_attn_args {
    max m and sum l (online softmax); acc holds sum_j exp(s_j - m) v_j. With one split it writes
    out = acc / l (zeros for a query with no key: a pad's own); otherwise the partial (m, l, acc)
    for pf_attention_combine_kernel. Dynamic shared memory: q[hd] acc[hd] p[PF_CHUNK] red[32]. */
+/* A score q.k times the scale, soft-capped where the model caps it: tanh(s / cap) * cap (Gemma 2),
+   before ALiBi, the relative bias and the mask, as transformers applies it. */
+__device__ __forceinline__ float pf_scaled_score(float s, const pf_attn_args &a) {
+    s *= a.scale;
+    return a.softcap > 0.0f ? tanhf(s / a.softcap) * a.softcap : s;
+}
+
 /* T5's bucket of a relative distance (key position - query position), in fp32 as transformers
    computes it: both ways, or towards the past only (decoders). */
 __device__ int pf_relative_bucket(int distance, int num_buckets, int max_distance, int bidirectional) {
@@ -754,7 +833,7 @@ __global__ void pf_attention_kernel(float *out, float *partials, const float *qk
             for (int i = lane; i < hd; i += 32) s += q[i] * pf_cache_load(k, i);
             s = pf_warp_sum(s);
             if (lane == 0) {
-                p[jj] = s * a.scale + slope * (float)(j0 + jj - pad);
+                p[jj] = pf_scaled_score(s, a) + slope * (float)(j0 + jj - pad);
                 if (a.rel_bias)
                     p[jj] += a.rel_bias[(size_t)h * a.rel_rows + pf_relative_bucket(j0 + jj - pos, a.rel_buckets, a.rel_max_distance, a.mask != 1)];
             }
@@ -944,7 +1023,7 @@ __device__ void pf_flash_softmax_row(const pf_attn_args &a, const float *s, C *p
         int j = k0 + c;
         score[c] = -INFINITY;
         if (j >= first && j <= last) {
-            score[c] = s[c] * a.scale + slope * (float)(j - pad);
+            score[c] = pf_scaled_score(s[c], a) + slope * (float)(j - pad);
             if (a.rel_bias)
                 score[c] += a.rel_bias[(size_t)h * a.rel_rows +
                                        pf_relative_bucket(j - pos, a.rel_buckets, a.rel_max_distance, a.mask != 1)];
@@ -1308,7 +1387,7 @@ template <int N> __device__ __forceinline__ void pf_cp_async_wait() { asm volati
 __device__ __forceinline__ float pf_flash2_score(const pf_attn_args &a, float s, int j, int first, int last, int pad,
                                                  int pos, int h, float slope) {
     if (j < first || j > last) return -INFINITY;
-    float v = s * a.scale + slope * (float)(j - pad);
+    float v = pf_scaled_score(s, a) + slope * (float)(j - pad);
     if (a.rel_bias)
         v += a.rel_bias[(size_t)h * a.rel_rows + pf_relative_bucket(j - pos, a.rel_buckets, a.rel_max_distance, a.mask != 1)];
     return v * 1.4426950408889634f;
@@ -1581,7 +1660,7 @@ __global__ void __launch_bounds__(32 * PF_DECODE_WARPS) pf_decode_attention_kern
             float s = 0.0f;
 #pragma unroll
             for (int c = 0; c < PF_DECODE_PER_LANE; c++) s += q[c] * kr[u][c];
-            s = pf_warp_sum(s) * a.scale + slope * (float)(j - pad);
+            s = pf_scaled_score(pf_warp_sum(s), a) + slope * (float)(j - pad);
             if (a.rel_bias)
                 s += a.rel_bias[(size_t)h * a.rel_rows + pf_relative_bucket(j - pos, a.rel_buckets, a.rel_max_distance, a.mask != 1)];
             float m_new = fmaxf(m, s);
@@ -2013,7 +2092,7 @@ int pf_cuda_add_positions(struct pf_cuda_rank *st, float *x, const void *table, 
     return PF_CUDA_OK;
 }
 
-/* out[rows][n] = LayerNorm (rms 0) or RMSNorm (rms 1) of x[rows][n] times weight plus bias, each
+/* out[rows][n] = LayerNorm (rms 0) or RMSNorm (rms 1; rms 2: times 1 + weight) of x[rows][n] times weight plus bias, each
    in its own dtype; weight NULL: 1, bias NULL: 0. out may equal x. out16: NULL, or room for
    rows * n values of out16_dtype (PF_CUDA_F16/BF16) that receive out rounded to nearest, for a
    pf_cuda_matmul over out that is then told its input is converted already. */
@@ -2171,6 +2250,14 @@ int pf_cuda_activation(struct pf_cuda_rank *st, float *x, size_t count, int act,
     return PF_CUDA_OK;
 }
 
+/* x = tanh(x / cap) * cap elementwise (a rank's share of soft-capped logits). */
+int pf_cuda_softcap(struct pf_cuda_rank *st, float *x, size_t count, float cap) {
+    if (!count) return PF_CUDA_OK;
+    pf_softcap_kernel<<<pf_blocks(count, PF_THREADS), PF_THREADS, 0, st->stream>>>(x, count, cap);
+    PF_CUDA_CHECK_LAUNCH(st, pf_softcap_kernel);
+    return PF_CUDA_OK;
+}
+
 /* x[rows][n] = act(x + bias), bias [n] in dtype: the bias of the GEMM that wrote x (called
    without it), folded into the activation's launch. */
 int pf_cuda_bias_activation(struct pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act,
@@ -2226,6 +2313,67 @@ int pf_cuda_sum(struct pf_cuda_rank *st, float *sum, const float *in, size_t cou
     if (!count) return PF_CUDA_OK;
     pf_sum_kernel<<<pf_blocks(count, PF_THREADS), PF_THREADS, 0, st->stream>>>(sum, in, count, first);
     PF_CUDA_CHECK_LAUNCH(st, pf_sum_kernel);
+    return PF_CUDA_OK;
+}
+
+/* count values of x clamped to [-limit, limit] in place (pf_clamp_kernel). */
+int pf_cuda_clamp(struct pf_cuda_rank *st, float *x, size_t count, float limit) {
+    if (!count) return PF_CUDA_OK;
+    pf_clamp_kernel<<<pf_blocks(count, PF_THREADS), PF_THREADS, 0, st->stream>>>(x, count, limit);
+    PF_CUDA_CHECK_LAUNCH(st, pf_clamp_kernel);
+    return PF_CUDA_OK;
+}
+
+/* OLMo 2's qk-norm statistics: sums[row] = {the sum of squares of the heads q heads of a qkv row,
+   of its k heads k_first..k_first + k_count - 1}, zeros without heads (pf_qk_sum_squares_kernel). */
+int pf_cuda_qk_sum_squares(struct pf_cuda_rank *st, float *sums, const float *qkv, size_t rows, int heads, int kv_heads,
+                           int head_dim, int k_first, int k_count) {
+    if (!rows) return PF_CUDA_OK;
+    size_t hd = (size_t)head_dim, q = heads > 0 ? (size_t)heads * hd : 0;
+    size_t width = heads > 0 ? (size_t)(heads + 2 * kv_heads) * hd : 0;
+    size_t k_len = heads > 0 && k_count > 0 ? (size_t)k_count * hd : 0;
+    const size_t most = (size_t)1 << 30; /* rows per launch */
+    for (size_t first = 0; first < rows; first += most) {
+        size_t n = rows - first < most ? rows - first : most;
+        pf_qk_sum_squares_kernel<<<(unsigned)n, PF_THREADS, 0, st->stream>>>(
+            sums + 2 * first, qkv ? qkv + first * width : qkv, q, (size_t)(k_first > 0 ? k_first : 0) * hd, k_len, width);
+        PF_CUDA_CHECK_LAUNCH(st, pf_qk_sum_squares_kernel);
+    }
+    return PF_CUDA_OK;
+}
+
+/* Then q and k of the rows rows of qkv normed by those sums, summed over the ranks: x = gain *
+   (x / sqrt(sum / width + eps)), gains [heads * head_dim] in q_dtype and [kv_heads * head_dim]
+   in k_dtype (NULL: that side left as it is) (pf_qk_scale_kernel). */
+int pf_cuda_qk_scale(struct pf_cuda_rank *st, float *qkv, const float *sums, const void *q_weight, int q_dtype,
+                     const void *k_weight, int k_dtype, size_t rows, int heads, int kv_heads, int head_dim, float q_width,
+                     float k_width, float eps) {
+    if (!rows || heads <= 0 || (!q_weight && !k_weight)) return PF_CUDA_OK;
+    size_t hd = (size_t)head_dim, q = (size_t)heads * hd, kv = (size_t)kv_heads * hd;
+    size_t n = rows * (q + kv);
+    pf_qk_scale_kernel<<<pf_blocks(n, PF_THREADS), PF_THREADS, 0, st->stream>>>(
+        qkv, sums, q_weight, q_dtype, k_weight, k_dtype, rows, q, kv, q + 2 * kv, q_width, k_width, eps);
+    PF_CUDA_CHECK_LAUNCH(st, pf_qk_scale_kernel);
+    return PF_CUDA_OK;
+}
+
+/* qk-norm: each of the heads q heads and kv_heads k heads of the rows rows of qkv ([q heads | k
+   heads | v heads] of head_dim each) normed in place over its head_dim values as pf_cuda_norm
+   normalises a row (LayerNorm, or RMSNorm when rms), times its side's gain [head_dim] (in
+   q_dtype, k_dtype; NULL: that side is left as it is), no bias (pf_head_norm_kernel). */
+int pf_cuda_head_norm(struct pf_cuda_rank *st, float *qkv, const void *q_weight, int q_dtype, const void *k_weight,
+                      int k_dtype, size_t rows, int heads, int kv_heads, int head_dim, float eps, int rms) {
+    int count = heads + kv_heads;
+    if (!rows || count <= 0 || head_dim <= 0 || (!q_weight && !k_weight)) return PF_CUDA_OK;
+    unsigned threads = head_dim >= PF_THREADS ? PF_THREADS : (unsigned)((head_dim + 31) / 32 * 32);
+    size_t width = (size_t)(heads + 2 * kv_heads) * (size_t)head_dim;
+    const size_t most = ((size_t)1 << 30) / (size_t)count; /* rows per launch: blocks well within gridDim.x */
+    for (size_t first = 0; first < rows; first += most) {
+        size_t n = rows - first < most ? rows - first : most;
+        pf_head_norm_kernel<<<(unsigned)(n * (size_t)count), threads, 0, st->stream>>>(
+            qkv + first * width, q_weight, q_dtype, k_weight, k_dtype, heads, kv_heads, head_dim, width, eps, rms);
+        PF_CUDA_CHECK_LAUNCH(st, pf_head_norm_kernel);
+    }
     return PF_CUDA_OK;
 }
 
@@ -2349,6 +2497,7 @@ int pf_cuda_attend(struct pf_cuda_rank *st, const pf_cuda_attention_args *args) 
     a.window = window;
     a.mask = mask;
     a.scale = args->scale;
+    a.softcap = args->softcap;
     a.alibi = args->alibi;
     a.rel_bias = args->rel_bias;
     a.rel_rows = args->rel_rows;

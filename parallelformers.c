@@ -278,6 +278,9 @@ typedef enum {
     PF__SLOT_K_BIAS,           /* [KV] */
     PF__SLOT_V_WEIGHT,         /* [KV, hidden] */
     PF__SLOT_V_BIAS,           /* [KV] */
+    /* A norm of q and of k before the rotary (qk-norm), as the config's qk_norm says (PF__QK_NORM_*): */
+    PF__SLOT_Q_NORM_WEIGHT,    /* [head_dim]: one gain for every query head (PF__QK_NORM_HEAD); [Q] (_PROJECTION) */
+    PF__SLOT_K_NORM_WEIGHT,    /* [head_dim]: the same for every key head; [KV] (_PROJECTION) */
     PF__SLOT_ATTN_OUT_WEIGHT,  /* [hidden, Q] */
     PF__SLOT_ATTN_OUT_BIAS,    /* [hidden] */
     PF__SLOT_MLP_NORM_WEIGHT,  /* [hidden] */
@@ -290,6 +293,12 @@ typedef enum {
     PF__SLOT_MLP_DOWN_BIAS,    /* [hidden] */
     PF__SLOT_MLP_GATE_UP_WEIGHT, /* [2 I, hidden]: gate's rows, then up's (Phi-3's fused gate_up_proj) */
     PF__SLOT_MLP_GATE_UP_BIAS,   /* [2 I] */
+    /* Norms of a sublayer's output before its residual add ("sandwich" norms: Gemma 2; OLMo 2's,
+       which has no pre-norms), each used where present, independent of the pre-norms: */
+    PF__SLOT_ATTN_POST_NORM_WEIGHT, /* [hidden] */
+    PF__SLOT_ATTN_POST_NORM_BIAS,   /* [hidden] */
+    PF__SLOT_MLP_POST_NORM_WEIGHT,  /* [hidden] */
+    PF__SLOT_MLP_POST_NORM_BIAS,    /* [hidden] */
     /* A decoder block's attention over the encoder's output (encoder-decoders): */
     PF__SLOT_CROSS_NORM_WEIGHT,/* [hidden] */
     PF__SLOT_CROSS_NORM_BIAS,  /* [hidden] */
@@ -359,7 +368,10 @@ typedef enum {
 
 typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ, PF__KIND_DUAL } pf__kind;
 
-typedef enum { PF__NORM_LAYER, PF__NORM_RMS } pf__norm;
+typedef enum {
+    PF__NORM_LAYER, PF__NORM_RMS,
+    PF__NORM_RMS_PLUS_ONE /* RMSNorm whose gain is 1 + w, added in fp32 (Gemma) */
+} pf__norm;
 
 typedef enum { PF__SINUSOID_F32, PF__SINUSOID_F64, PF__SINUSOID_T2T } pf__sinusoid_kind; /* pf__sinusoid_table */
 
@@ -375,6 +387,20 @@ typedef enum {
 typedef enum { PF__QKV_BLOCKS, PF__QKV_PER_HEAD, PF__QKV_CODEGEN, PF__QKV_GROUPED } pf__qkv_layout;
 
 typedef enum { PF__MLP_PLAIN, PF__MLP_GATED, PF__MLP_GATED_IF_NAMED } pf__mlp;
+
+/* How q and k are normed after their projection, before the rotary (pf__config.qk_norm), by a
+   norm of the family's kind (its pf__arch.norm) without bias, with the gains of
+   PF__SLOT_Q_NORM_WEIGHT and PF__SLOT_K_NORM_WEIGHT:
+   PF__QK_NORM_NONE  no such norm;
+   PF__QK_NORM_HEAD  each head over its head_dim values, one gain [head_dim] shared by the heads
+                     (Qwen3; Gemma 3 with its RMSNorm kind);
+   PF__QK_NORM_PROJECTION  an RMSNorm of q over the whole projection (num_heads * head_dim values)
+                     and of k over its (num_kv_heads * head_dim), gains [Q] and [KV] split with the
+                     heads (OLMo 2): the ranks' sums of squares are all-reduced, each key/value
+                     head counted once (by the rank holding its first query head).
+   Per-head gains [heads][head_dim] (Cohere R+, StableLM 12B) are a value to come of this trait,
+   with the same slots. */
+typedef enum { PF__QK_NORM_NONE, PF__QK_NORM_HEAD, PF__QK_NORM_PROJECTION } pf__qk_norm;
 
 typedef enum { PF__ACT_GELU_TANH, PF__ACT_GELU_ERF, PF__ACT_RELU, PF__ACT_SILU, PF__ACT_TANH, PF__ACT_QUICK_GELU } pf__activation;
 
@@ -524,6 +550,11 @@ typedef struct pf__config {
     int residual_from_norm;         /* 1: each block's residual is its norm's output (BLOOM's
                                        apply_residual_connection_post_layernorm) */
     int attention_bias, mlp_bias;   /* 1: the projections of attention (of the MLP) have biases */
+    int qk_norm;                    /* a pf__qk_norm: q and k normed before the rotary */
+    int norm_weightless;            /* 1: the blocks' and the final norms have no weight or bias tensors
+                                       (OLMo's non-parametric LayerNorm): normed with the gain 1 */
+    double clip_qkv;                /* > 0: q, k and v clamped to [-clip_qkv, clip_qkv] after their
+                                       projection and bias, before the rotary (OLMo); 0: none */
     int parallel_residual;          /* x + attn(norm(x)) + mlp(norm'(x)) */
     int position_offset;            /* OPT's learned positions start at 2 */
     int embed_scale_sqrt;           /* token embeddings times sqrt(hidden) (CTRL) */
@@ -531,16 +562,23 @@ typedef struct pf__config {
     int rotary_dim;                 /* rotated dims per head; 0: rotary_pct * head_dim */
     double rotary_pct;
     double rope_theta;
+    double rope_local_theta;        /* > 0: the sliding-window layers rotate with their own table of this
+                                       base, unscaled; rope_theta and the scaling are the global layers'
+                                       (Gemma 3's rope_local_base_freq, rope_parameters.sliding_attention) */
     int reads_rope_dict;            /* 1: rope_scaling / rope_parameters apply (else transformers ignores them) */
     int partial_rotary_ignored;     /* 1: a partial_rotary_factor does not change the rotation (LLaMA) */
     int rope_head_dim;              /* GPT-NeoX's head_dim key: the rotary width's base; 0: head_dim */
     int sliding_window;             /* keys within this distance of the query; 0: all */
+    int window_pattern;             /* without a per-layer list: layer l uses the sliding window unless
+                                       (l + 1) is a multiple of this (Gemma 2: 2, Gemma 3: 6, Cohere2's
+                                       sliding_window_pattern); 0: first_window_layer rules */
+    double query_pre_attn_scalar;   /* > 0: scores scaled by its -1/2 power instead of head_dim's (Gemma 2) */
+    double attn_softcap;            /* > 0: scaled scores become tanh(s / cap) * cap before the mask (Gemma 2) */
+    double final_softcap;           /* > 0: the same on the logits (Gemma 2's final_logit_softcapping) */
     int use_sliding_window;         /* 0: the config's sliding_window is only informative (Qwen2) */
     int local_window;               /* GPT-Neo's window for its "local" layers */
     int first_window_layer;         /* without a per-layer list: layers from this one on use the
                                        sliding window (Qwen2's max_window_layers) */
-    int window_pattern;             /* > 0, without a per-layer list: layer l uses the sliding window unless
-                                       (l + 1) % window_pattern == 0 (Cohere2's sliding_window_pattern) */
     int rope_windowed_only;         /* 1: only layers with a window are rotated; the others have no
                                        positions (Cohere2's global layers) */
     pf__activation activation;
@@ -560,7 +598,15 @@ typedef struct pf__config {
     int rope_truncate;              /* YaRN: the ramp's bounds rounded outwards to whole dims */
     int rope_num_factors;           /* LongRoPE: entries in each of the lists below (rotary_dim / 2) */
     float rope_short_factor[PF__MAX_ROPE_FACTORS], rope_long_factor[PF__MAX_ROPE_FACTORS]; /* LongRoPE's lists */
-    int *layer_window;              /* [num_layers]: each layer's window, 0 for global; owned */
+    int *layer_window;              /* [num_layers]: each layer's window, 0 for global; owned, with
+                                       layer_local after it */
+    int *layer_local;               /* [num_layers]: 1 where the layer is a sliding ("local") one by its
+                                       kind, whatever its window; points into layer_window's block */
+    int no_rope_interval;           /* > 0: some layers rotate nothing (NoPE): config.json's no_rope_layers
+                                       list (1: rotary), or every no_rope_interval-th layer (SmolLM3) */
+    int nope_windowed;              /* 1: without a per-layer list of kinds, the sliding window is on the
+                                       NoPE layers (SmolLM3) */
+    int *layer_rope;                /* [num_layers]: 1 where the layer rotates q and k; NULL: every layer; owned */
     int type_vocab_size;            /* rows of the token type (segment) embedding */
     int gated_mlp;                  /* 1: act(x W_gate) * x W_up (the row's mlp, or T5's "gated-" activations) */
     int rel_table_rows;             /* rows of the relative bias table (its config key) */
@@ -1101,7 +1147,8 @@ typedef struct pf__step {
     const int32_t *ids;     /* host, [batch][seq_len] */
     int batch, seq_len;
     int past;               /* tokens already in the KV cache of each sequence */
-    const float *inv_freq;  /* host, [rotary_dim / 2]: rotary frequencies for this step, or NULL */
+    const float *inv_freq;  /* host, [pf__rope_floats]: rotary frequencies for this step (the global
+                               table, then the local one where the model has it), or NULL */
     const int *pad;         /* host, [batch]: left pads of each sequence (masked keys; positions
                                count from the first real token), or NULL */
     const int32_t *type_ids;/* host, [batch][seq_len]: token type (segment) ids; set whenever the
@@ -1136,8 +1183,11 @@ typedef struct pf__attn_shape {
     int rotary_dim;         /* for the rotary op */
     float rope_scale;       /* the rotary op's cos and sin times this (YaRN's and LongRoPE's attention
                                factor, transformers' attention_scaling); 0: 1 */
+    int rope_table;         /* which of the step's frequency tables the layer rotates with (pf__rope_floats):
+                               0 the global one, 1 the local layers' (rope_local_theta) */
     pf__dtype cache_dtype;  /* how the cache read (and appended to) stores keys and values */
     float scale;
+    float softcap;          /* > 0: score = tanh(score * scale / softcap) * softcap, before ALiBi, bias and mask */
     const float *alibi;     /* device, [heads]: score += slope * key position; NULL: none */
     const float *rel_bias;  /* device, [heads][rel_rows]: score += rel_bias[h][bucket(key - query)],
                                bucketed as T5 does (bidirectional); NULL: none */
@@ -1191,12 +1241,33 @@ typedef struct pf__backend {
     void (*matmul)(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__weight *bias, size_t rows);
     /* x = act(x) */
     void (*activation)(pf__rank *r, float *x, size_t count, pf__activation act);
+    /* x = tanh(x / cap) * cap elementwise (soft-capped logits) */
+    void (*softcap)(pf__rank *r, float *x, size_t count, float cap);
     /* out[row][i] = act(in[row][i]) * in[row][width + i]: gate and up side by side */
     void (*gated_activation)(pf__rank *r, float *out, const float *in, size_t rows, size_t width, pf__activation act);
     /* x[rows][n] += y (+ bias); y may be NULL (bias alone) */
     void (*add_residual)(pf__rank *r, float *x, const float *y, const pf__weight *bias, size_t rows, size_t n);
     /* x[count] *= factor (Granite's residual multiplier and logits scaling) */
     void (*scale)(pf__rank *r, float *x, size_t count, float factor);
+    /* Normalises, in place in the qkv rows [q (heads*head_dim) | k (kv_heads*head_dim) | v] of
+       `rows` tokens, each q head and each k head over its head_dim values: a norm of `kind`
+       (pf__backend.norm's math, no bias) with the gain q_weight (k_weight) [head_dim], shared by
+       the heads (NULL: that side is left as it is, as v always is). a->qkv_bias is not added:
+       the caller has the GEMM add it. */
+    void (*head_norm)(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight, size_t rows,
+                      const pf__attn_shape *a, float eps, pf__norm kind);
+    /* PF__QK_NORM_PROJECTION's statistics: sums[t][0] = the sum of squares of the rank's q values
+       of token t of the qkv rows, sums[t][1] = of its k heads k_first..k_first + k_count - 1
+       (local indices: the ones it counts); zeros on a rank without heads. */
+    void (*qk_sum_squares)(pf__rank *r, float *sums, const float *qkv, size_t rows, const pf__attn_shape *a,
+                           int k_first, int k_count);
+    /* Then each q value x = gain * (x / sqrt(sums[t][0] / q_width + eps)), k the same with
+       sums[t][1] and k_width, over all ranks' summed sums; gains [the rank's q] and [its k] (NULL:
+       that side left as it is). */
+    void (*qk_scale)(pf__rank *r, float *qkv, const float *sums, const pf__weight *q_weight, const pf__weight *k_weight,
+                     size_t rows, const pf__attn_shape *a, float q_width, float k_width, float eps);
+    /* x[i] = min(max(x[i], -limit), limit) for count values (OLMo's clip_qkv over the qkv rows) */
+    void (*clamp)(pf__rank *r, float *x, size_t count, float limit);
     /* Rotates (cos and sin times a->rope_scale when set) the first a->rotary_dim dims of every q and k head in the qkv rows by position
        past + t: dims (i, i + rotary_dim/2), or (2i, 2i + 1) when pairs; a->qkv_bias, when set,
        added to every element of the rows first. */
@@ -1669,6 +1740,10 @@ PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf
 PF_PRIVATE pf_result pf__ensure_group(pf_model *m);
 PF_PRIVATE pf_result pf__check_ids(pf_model *m, const int32_t *ids, size_t n);
 PF_PRIVATE const float *pf__rope_frequencies(pf_model *m, int length);
+/* Floats of a step's rotary frequencies: rotary_dim / 2 per table, two tables with a local base. */
+static inline size_t pf__rope_floats(const pf__config *c) {
+    return c->rotary_dim > 0 ? (size_t)c->rotary_dim / 2 * (c->rope_local_theta > 0 ? 2 : 1) : 0;
+}
 PF_PRIVATE void pf__rope_reset(pf_model *m);
 PF_PRIVATE pf_result pf__subsampler_rows(pf_model *m, const char *call, const float *const *features, const int *num_frames,
                                      int batch, float **out, int *width, int **pads);
@@ -3270,9 +3345,31 @@ static pf_result pf__config_rope(const pf__json *json, pf__config *c, const char
     const pf__json *rope = pf__json_get(json, "rope_scaling");
     if (!rope || rope->type != PF__JSON_OBJECT || !rope->count) rope = pf__json_get(json, "rope_parameters");
     if (rope && rope->type != PF__JSON_OBJECT) rope = NULL;
+    double v, partial = 1;
+    if (c->rope_local_theta > 0) { /* rope_parameters per layer kind (Gemma 3); rope_scaling updates the global one */
+        const pf__json *params = pf__json_get(json, "rope_parameters");
+        if (params && params->type != PF__JSON_OBJECT) params = NULL;
+        const pf__json *full = pf__json_get(params, "full_attention"), *local = pf__json_get(params, "sliding_attention");
+        if (full && full->type != PF__JSON_OBJECT) full = NULL;
+        if (local && local->type != PF__JSON_OBJECT) local = NULL;
+        if (params && params->count && !full && !local)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"rope_parameters\" has neither "
+                              "\"full_attention\" nor \"sliding_attention\" (model_type \"%s\" reads one per kind of layer)",
+                              path, c->model_type);
+        const pf__json *local_type = pf__json_get(local, "rope_type");
+        if (!local_type) local_type = pf__json_get(local, "type");
+        if (local_type && (local_type->type != PF__JSON_STRING || strcmp(local_type->string, "default")))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: a scaled rope on the sliding layers "
+                              "(\"rope_parameters.sliding_attention.rope_type\") is not supported", path);
+        if (pf__json_number(pf__json_get(local, "rope_theta"), &v) == 1) c->rope_local_theta = v;
+        if (!(c->rope_local_theta > 0))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: the sliding layers' rope_theta is not positive", path);
+        if (pf__json_number(pf__json_get(full, "rope_theta"), &v) == 1) c->rope_theta = v;
+        rope = pf__json_get(json, "rope_scaling");
+        if (!rope || rope->type != PF__JSON_OBJECT || !rope->count) rope = full;
+    }
     const pf__json *type = pf__json_get(rope, "rope_type");
     if (!type) type = pf__json_get(rope, "type");
-    double v, partial = 1;
     if (pf__json_number(pf__json_get(rope, "rope_theta"), &v) == 1) c->rope_theta = v;
     int has_partial = pf__json_number(pf__json_get(rope, "partial_rotary_factor"), &partial) == 1;
     if (!has_partial && c->partial_rotary_ignored) /* transformers 5 moves a top-level one into the dict */
@@ -3322,11 +3419,41 @@ static pf_result pf__config_rope(const pf__json *json, pf__config *c, const char
 
 /* The window of each layer: from a per-layer list when the architecture names one, else the
    sliding window (if any) everywhere. */
+/* Which layers rotate q and k, where the family has NoPE layers (a no_rope_interval row): config.json's
+   no_rope_layers, one 1 (rotary) or 0 (none) a layer, or when it is absent or null every
+   no_rope_interval-th layer without (layer l rotates unless (l + 1) % interval is 0), as
+   SmolLM3Config derives it. */
+static pf_result pf__config_layer_rope(const pf__json *json, pf__config *c, const char *path, char *message,
+                                       size_t size) {
+    const char *interval_key = pf__config_key(c->arch, offsetof(pf__config, no_rope_interval));
+    if (!strcmp(interval_key, "(derived)")) return PF_OK; /* every layer rotates */
+    const pf__json *list = pf__json_get(json, "no_rope_layers");
+    if (list && list->type == PF__JSON_NULL) list = NULL;
+    if (list && (list->type != PF__JSON_ARRAY || list->count != (size_t)c->num_layers))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"no_rope_layers\" is not a list of %d layers", path,
+                          c->num_layers);
+    if (!list && c->no_rope_interval <= 0) /* transformers divides by it */
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" %d is not a positive number", path,
+                          interval_key, c->no_rope_interval);
+    c->layer_rope = (int *)calloc((size_t)c->num_layers, sizeof(int));
+    if (!c->layer_rope) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    const pf__json *v = list ? list->first : NULL;
+    for (int l = 0; l < c->num_layers; l++, v = v ? v->next : NULL) {
+        double x = 0;
+        if (list && (pf__json_number(v, &x) != 1 || (x != 0 && x != 1)))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"no_rope_layers\" holds something other than 0 or 1",
+                              path);
+        c->layer_rope[l] = list ? x != 0 : (l + 1) % c->no_rope_interval != 0;
+    }
+    return PF_OK;
+}
+
 static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, const char *path, char *message,
                                           size_t size) {
     if (!c->use_sliding_window) c->sliding_window = 0;
-    c->layer_window = (int *)calloc((size_t)c->num_layers, sizeof(int));
+    c->layer_window = (int *)calloc(2 * (size_t)c->num_layers, sizeof(int));
     if (!c->layer_window) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    c->layer_local = c->layer_window + c->num_layers;
     const pf__json *types = NULL;
     const char *key = NULL;
     int needed = 0;
@@ -3342,9 +3469,12 @@ static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, c
     }
     if (!types) {
         if (needed) return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is missing", path, key);
-        for (int l = 0; l < c->num_layers; l++) c->layer_window[l] = l >= c->first_window_layer ? c->sliding_window : 0;
-        for (int l = 0; l < c->num_layers && c->window_pattern > 0; l++)
-            c->layer_window[l] = (l + 1) % c->window_pattern ? c->sliding_window : 0;
+        for (int l = 0; l < c->num_layers; l++) {
+            c->layer_local[l] = c->nope_windowed && c->layer_rope ? !c->layer_rope[l]
+                                : c->window_pattern > 0 ? (l + 1) % c->window_pattern != 0
+                                : l >= c->first_window_layer;
+            c->layer_window[l] = c->layer_local[l] ? c->sliding_window : 0;
+        }
         return PF_OK;
     }
     /* Either one kind per layer, or GPT-Neo's runs [[kinds], repeats] that transformers expands
@@ -3367,8 +3497,8 @@ static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, c
                 if (kind->type != PF__JSON_STRING)
                     return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" holds a non-string", path, key);
                 if (l >= c->num_layers) continue; /* too many: counted, refused below */
-                if (!strcmp(kind->string, "local")) c->layer_window[l] = c->local_window;
-                else if (!strcmp(kind->string, "sliding_attention")) c->layer_window[l] = c->sliding_window;
+                if (!strcmp(kind->string, "local")) c->layer_window[l] = c->local_window, c->layer_local[l] = 1;
+                else if (!strcmp(kind->string, "sliding_attention")) c->layer_window[l] = c->sliding_window, c->layer_local[l] = 1;
                 else if (strcmp(kind->string, "global") && strcmp(kind->string, "full_attention") &&
                          strcmp(kind->string, "attention")) /* Qwen2's older name of full_attention */
                     return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: attention kind \"%s\" is not supported", path,
@@ -4046,7 +4176,13 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
         if (cfg->scale_decoder_outputs < 0) cfg->scale_decoder_outputs = cfg->tie_word_embeddings;
     }
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
+    const char *clip_key = pf__config_key(cfg->arch, offsetof(pf__config, clip_qkv));
+    const pf__json *clip = strcmp(clip_key, "(derived)") ? pf__json_get(json, clip_key) : NULL;
+    if (!r && clip && clip->type == PF__JSON_NUMBER && !(clip->number > 0)) /* torch's clamp(-c, c), c <= 0: all c */
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" %g is not supported (a limit above 0, or null)",
+                       path, clip_key, clip->number);
     if (!r) r = pf__config_stray_windows(json, cfg, path, message, size);
+    if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_rope(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_windows(json, cfg, path, message, size);
     return r;
 }
@@ -4159,7 +4295,7 @@ static const char *pf__kind_name(int v) {
     return NULL;
 }
 static const char *pf__norm_name(int v) {
-    switch ((pf__norm)v) { PF__NAME(PF__NORM_, LAYER) PF__NAME(PF__NORM_, RMS) }
+    switch ((pf__norm)v) { PF__NAME(PF__NORM_, LAYER) PF__NAME(PF__NORM_, RMS) PF__NAME(PF__NORM_, RMS_PLUS_ONE) }
     return NULL;
 }
 static const char *pf__positions_name(int v) {
@@ -4236,11 +4372,14 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, ATTN_NORM_WEIGHT) PF__NAME(PF__SLOT_, ATTN_NORM_BIAS)
         PF__NAME(PF__SLOT_, QKV_FUSED_WEIGHT) PF__NAME(PF__SLOT_, QKV_FUSED_BIAS) PF__NAME(PF__SLOT_, Q_WEIGHT)
         PF__NAME(PF__SLOT_, Q_BIAS) PF__NAME(PF__SLOT_, K_WEIGHT) PF__NAME(PF__SLOT_, K_BIAS) PF__NAME(PF__SLOT_, V_WEIGHT)
-        PF__NAME(PF__SLOT_, V_BIAS) PF__NAME(PF__SLOT_, ATTN_OUT_WEIGHT) PF__NAME(PF__SLOT_, ATTN_OUT_BIAS)
+        PF__NAME(PF__SLOT_, V_BIAS) PF__NAME(PF__SLOT_, Q_NORM_WEIGHT) PF__NAME(PF__SLOT_, K_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, ATTN_OUT_WEIGHT) PF__NAME(PF__SLOT_, ATTN_OUT_BIAS)
         PF__NAME(PF__SLOT_, MLP_NORM_WEIGHT) PF__NAME(PF__SLOT_, MLP_NORM_BIAS) PF__NAME(PF__SLOT_, MLP_GATE_WEIGHT)
         PF__NAME(PF__SLOT_, MLP_GATE_BIAS) PF__NAME(PF__SLOT_, MLP_UP_WEIGHT) PF__NAME(PF__SLOT_, MLP_UP_BIAS)
         PF__NAME(PF__SLOT_, MLP_DOWN_WEIGHT) PF__NAME(PF__SLOT_, MLP_DOWN_BIAS) PF__NAME(PF__SLOT_, MLP_GATE_UP_WEIGHT)
-        PF__NAME(PF__SLOT_, MLP_GATE_UP_BIAS) PF__NAME(PF__SLOT_, CROSS_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, MLP_GATE_UP_BIAS) PF__NAME(PF__SLOT_, ATTN_POST_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, ATTN_POST_NORM_BIAS) PF__NAME(PF__SLOT_, MLP_POST_NORM_WEIGHT) PF__NAME(PF__SLOT_, MLP_POST_NORM_BIAS)
+        PF__NAME(PF__SLOT_, CROSS_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, CROSS_NORM_BIAS) PF__NAME(PF__SLOT_, CROSS_Q_WEIGHT) PF__NAME(PF__SLOT_, CROSS_Q_BIAS)
         PF__NAME(PF__SLOT_, CROSS_K_WEIGHT) PF__NAME(PF__SLOT_, CROSS_K_BIAS) PF__NAME(PF__SLOT_, CROSS_V_WEIGHT)
         PF__NAME(PF__SLOT_, CROSS_V_BIAS) PF__NAME(PF__SLOT_, CROSS_OUT_WEIGHT) PF__NAME(PF__SLOT_, CROSS_OUT_BIAS)
@@ -5285,6 +5424,8 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
         break;
     case PF__SLOT_K_BIAS: case PF__SLOT_V_BIAS: case PF__SLOT_CROSS_K_BIAS: case PF__SLOT_CROSS_V_BIAS: *rows = kv; break;
     case PF__SLOT_ATTN_OUT_WEIGHT: case PF__SLOT_CROSS_OUT_WEIGHT: *rows = h; *cols = q; break;
+    case PF__SLOT_Q_NORM_WEIGHT: *rows = c->qk_norm == PF__QK_NORM_PROJECTION ? q : (size_t)c->head_dim; break;
+    case PF__SLOT_K_NORM_WEIGHT: *rows = c->qk_norm == PF__QK_NORM_PROJECTION ? kv : (size_t)c->head_dim; break;
     case PF__SLOT_MLP_GATE_WEIGHT: case PF__SLOT_MLP_UP_WEIGHT: *rows = in; *cols = h; break;
     case PF__SLOT_MLP_GATE_BIAS: case PF__SLOT_MLP_UP_BIAS: *rows = in; break;
     case PF__SLOT_MLP_GATE_UP_WEIGHT: *rows = 2 * in; *cols = h; break;
@@ -16004,13 +16145,14 @@ static void pf__add_rows_portable(float *x, const float *y, const float *b, size
     for (size_t i = 0; i < n; i++) x[i] += (y ? y[i] : 0.0f) + (b ? b[i] : 0.0f);
 }
 
-/* out[i] = (float)(x[i] - mean) * inv * g[i] (+ b[i]): a norm's row once its moments are known. */
+/* out[i] = (float)(x[i] - mean) * inv * (g[i] + g_offset) (+ b[i]): a norm's row once its
+   moments are known (g_offset 1: Gemma's 1 + w, else 0, which leaves g[i] as it is). */
 static void pf__normalize_portable(float *out, const float *x, size_t n, double mean, float inv, const float *g,
-                                   const float *b) {
+                                   float g_offset, const float *b) {
     if (b)
-        for (size_t i = 0; i < n; i++) out[i] = (float)(x[i] - mean) * inv * g[i] + b[i];
+        for (size_t i = 0; i < n; i++) out[i] = (float)(x[i] - mean) * inv * (g[i] + g_offset) + b[i];
     else
-        for (size_t i = 0; i < n; i++) out[i] = (float)(x[i] - mean) * inv * g[i];
+        for (size_t i = 0; i < n; i++) out[i] = (float)(x[i] - mean) * inv * (g[i] + g_offset);
 }
 
 /* sum plus x[i] - shift (squared where `squares`) for i = from..n - 1, in order. */
@@ -16574,7 +16716,7 @@ PF__AVX512_TARGET static void pf__add_rows_avx512(float *x, const float *y, cons
 }
 
 PF__AVX512_TARGET static void pf__normalize_avx512(float *out, const float *x, size_t n, double mean, float inv,
-                                                   const float *g, const float *b) {
+                                                   const float *g, float g_offset, const float *b) {
     __m512d m = _mm512_set1_pd(mean);
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 lanes = pf__lanes16(n - i);
@@ -16583,7 +16725,8 @@ PF__AVX512_TARGET static void pf__normalize_avx512(float *out, const float *x, s
         __m256 upper = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); /* AVX-512F only */
         __m256 high = _mm512_cvtpd_ps(_mm512_sub_pd(_mm512_cvtps_pd(upper), m));
         __m512 y = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(low)), _mm256_castps_pd(high), 1));
-        y = _mm512_mul_ps(_mm512_mul_ps(y, _mm512_set1_ps(inv)), _mm512_maskz_loadu_ps(lanes, g + i));
+        __m512 gain = _mm512_add_ps(_mm512_maskz_loadu_ps(lanes, g + i), _mm512_set1_ps(g_offset));
+        y = _mm512_mul_ps(_mm512_mul_ps(y, _mm512_set1_ps(inv)), gain);
         if (b) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(lanes, b + i));
         _mm512_mask_storeu_ps(out + i, lanes, y);
     }
@@ -17640,7 +17783,8 @@ typedef struct pf__cpu_kernels {
     pf__bf16_tiles_fn *bf16_tiles; /* AMX-BF16 where the processor and the OS allow it; else NULL */
     double (*sum_shifted)(const float *x, size_t n, double shift, int squares); /* norms, softmax */
     void (*add_rows)(float *x, const float *y, const float *b, size_t n);
-    void (*normalize)(float *out, const float *x, size_t n, double mean, float inv, const float *g, const float *b);
+    void (*normalize)(float *out, const float *x, size_t n, double mean, float inv, const float *g, float g_offset,
+                      const float *b);
 } pf__cpu_kernels;
 
 static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_PORTABLE,
@@ -17768,14 +17912,17 @@ static void pf__cpu_norm(pf__rank *r, float *out, const float *x, const pf__weig
                          size_t rows, size_t n, float eps, pf__norm kind) {
     (void)r;
     const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
-    const float *g = (const float *)weight->data, *b = bias ? (const float *)bias->data : NULL;
+    const float *g = weight ? (const float *)weight->data : NULL, *b = bias ? (const float *)bias->data : NULL;
     for (size_t row = 0; row < rows; row++) {
         const float *xr = x + row * n;
         float *o = out + row * n;
         double mean = kind == PF__NORM_LAYER ? kernels->sum_shifted(xr, n, 0.0, 0) / (double)n : 0.0;
         double var = kernels->sum_shifted(xr, n, mean, 1) / (double)n;
         float inv = (float)(1.0 / sqrt(var + eps));
-        kernels->normalize(o, xr, n, mean, inv, g, b);
+        if (!g) /* a norm without weight (OLMo's): the gain is 1 (1 + 0 for PF__NORM_RMS_PLUS_ONE) */
+            for (size_t i = 0; i < n; i++) o[i] = (float)(xr[i] - mean) * inv + (b ? b[i] : 0.0f);
+        else
+            kernels->normalize(o, xr, n, mean, inv, g, kind == PF__NORM_RMS_PLUS_ONE ? 1.0f : 0.0f, b);
     }
 }
 
@@ -18039,7 +18186,7 @@ void pf_testing_cpu_add_rows(float *x, const float *y, const float *b, size_t n)
 }
 void pf_testing_cpu_normalize(float *out, const float *x, size_t n, double mean, float inv, const float *g,
                               const float *b) {
-    pf__cpu_kernels_here()->normalize(out, x, n, mean, inv, g, b);
+    pf__cpu_kernels_here()->normalize(out, x, n, mean, inv, g, 0.0f, b);
 }
 #endif
 
@@ -18093,6 +18240,11 @@ static void pf__cpu_activation(pf__rank *r, float *x, size_t count, pf__activati
     pf__cpu_kernels_here()->activate(x, x, NULL, count, act);
 }
 
+static void pf__cpu_softcap(pf__rank *r, float *x, size_t count, float cap) {
+    (void)r;
+    for (size_t i = 0; i < count; i++) x[i] = tanhf(x[i] / cap) * cap;
+}
+
 static void pf__cpu_gated_activation(pf__rank *r, float *out, const float *in, size_t rows, size_t width,
                                      pf__activation act) {
     (void)r;
@@ -18123,6 +18275,52 @@ static void pf__cpu_qkv_bias(float *qkv, const pf__step *s, const pf__attn_shape
         for (size_t i = 0; i < width; i++) qkv[row * width + i] += b[i];
 }
 
+/* Each q and each k head of the qkv rows normed over its head_dim values, in place: the heads of
+   one side of a row are `heads` rows of head_dim for pf__cpu_norm, with the one gain. */
+static void pf__cpu_head_norm(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight,
+                              size_t rows, const pf__attn_shape *a, float eps, pf__norm kind) {
+    size_t hd = (size_t)a->head_dim, q = (size_t)a->heads * hd, kv = (size_t)a->kv_heads * hd, width = q + 2 * kv;
+    for (size_t t = 0; t < rows; t++) {
+        float *row = qkv + t * width;
+        if (q_weight && a->heads) pf__cpu_norm(r, row, row, q_weight, NULL, (size_t)a->heads, hd, eps, kind);
+        if (k_weight && a->kv_heads) pf__cpu_norm(r, row + q, row + q, k_weight, NULL, (size_t)a->kv_heads, hd, eps, kind);
+    }
+}
+
+static void pf__cpu_clamp(pf__rank *r, float *x, size_t count, float limit) {
+    (void)r;
+    for (size_t i = 0; i < count; i++) x[i] = fminf(fmaxf(x[i], -limit), limit);
+}
+
+static void pf__cpu_qk_sum_squares(pf__rank *r, float *sums, const float *qkv, size_t rows, const pf__attn_shape *a,
+                                   int k_first, int k_count) {
+    (void)r;
+    size_t hd = (size_t)a->head_dim, q = (size_t)a->heads * hd, width = q + 2 * (size_t)a->kv_heads * hd;
+    for (size_t t = 0; t < rows; t++) {
+        double sq = 0, sk = 0;
+        const float *row = a->heads ? qkv + t * width : NULL;
+        for (size_t i = 0; row && i < q; i++) sq += (double)row[i] * row[i];
+        for (size_t i = (size_t)k_first * hd; row && i < (size_t)(k_first + k_count) * hd; i++)
+            sk += (double)row[q + i] * row[q + i];
+        sums[2 * t] = (float)sq, sums[2 * t + 1] = (float)sk;
+    }
+}
+
+static void pf__cpu_qk_scale(pf__rank *r, float *qkv, const float *sums, const pf__weight *q_weight,
+                             const pf__weight *k_weight, size_t rows, const pf__attn_shape *a, float q_width,
+                             float k_width, float eps) {
+    (void)r;
+    size_t hd = (size_t)a->head_dim, q = (size_t)a->heads * hd, kv = (size_t)a->kv_heads * hd, width = q + 2 * kv;
+    if (!a->heads) return;
+    const float *gq = q_weight ? (const float *)q_weight->data : NULL, *gk = k_weight ? (const float *)k_weight->data : NULL;
+    for (size_t t = 0; t < rows; t++) {
+        float *row = qkv + t * width;
+        float inv_q = 1.0f / sqrtf(sums[2 * t] / q_width + eps), inv_k = 1.0f / sqrtf(sums[2 * t + 1] / k_width + eps);
+        for (size_t i = 0; gq && i < q; i++) row[i] = gq[i] * (row[i] * inv_q);
+        for (size_t i = 0; gk && i < kv; i++) row[q + i] = gk[i] * (row[q + i] * inv_k);
+    }
+}
+
 static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, int pairs) {
     (void)r;
     size_t hd = (size_t)a->head_dim, width = (size_t)(a->heads + 2 * a->kv_heads) * hd;
@@ -18136,7 +18334,7 @@ static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf_
             int position = s->past + t - (s->pad ? s->pad[b] : 0);
             float pos = (float)(position > 0 ? position : 0);
             for (int i = 0; i < half; i++) {
-                float angle = pos * s->inv_freq[i]; /* fp32, as transformers computes it */
+                float angle = pos * s->inv_freq[(size_t)a->rope_table * half + i]; /* fp32, as transformers computes it */
                 float c = cosf(angle) * scale, sn = sinf(angle) * scale; /* fp32, as transformers scales them */
                 size_t i1 = pairs ? 2 * (size_t)i : (size_t)i, i2 = pairs ? i1 + 1 : (size_t)(i + half);
                 for (int h = 0; h < rotated_heads; h++) {
@@ -18214,7 +18412,14 @@ static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t 
                                size_t pad, int h, const pf__attn_shape *a) {
     float slope = a->alibi ? a->alibi[h] : 0.0f, scale = a->scale;
     const float *rel = a->rel_bias ? a->rel_bias + (size_t)h * a->rel_rows : NULL;
-    if (rel || slope != 0.0f) {
+    if (a->softcap > 0) { /* Gemma 2: tanh(s / cap) * cap of the scaled score, then the rest */
+        for (size_t j = 0; j < count; j++) {
+            p[j] = tanhf(p[j] * scale / a->softcap) * a->softcap + slope * (float)(first + j - pad);
+            if (rel)
+                p[j] += rel[pf__relative_bucket((int)(first + j) - (int)pos, a->rel_buckets, a->rel_max_distance,
+                                                a->mask != PF__MASK_CAUSAL)];
+        }
+    } else if (rel || slope != 0.0f) {
         for (size_t j = 0; j < count; j++) {
             p[j] = p[j] * scale + slope * (float)(first + j - pad);
             if (rel)
@@ -18469,9 +18674,14 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .norm = pf__cpu_norm,
     .matmul = pf__cpu_matmul,
     .activation = pf__cpu_activation,
+    .softcap = pf__cpu_softcap,
     .gated_activation = pf__cpu_gated_activation,
     .add_residual = pf__cpu_add_residual,
     .scale = pf__cpu_scale,
+    .head_norm = pf__cpu_head_norm,
+    .clamp = pf__cpu_clamp,
+    .qk_sum_squares = pf__cpu_qk_sum_squares,
+    .qk_scale = pf__cpu_qk_scale,
     .rotary = pf__cpu_rotary,
     .kv_append = pf__cpu_kv_append,
     .attend = pf__cpu_attend,
@@ -19738,6 +19948,23 @@ static const pf__weight *pf__rank_scale_output(pf__rank *r, float *part, const p
     return NULL;
 }
 
+/* OLMo 2's qk-norm over the whole projection widths Q and KV, which the ranks hold parts of: each
+   rank's sums of squares of its q and of the key/value heads it counts (those whose first query
+   head is its own: a head replicated on several ranks counts once), summed over the ranks, then
+   q, k = gain * x / sqrt(sum / width + eps). The sums live in part, free between the block's
+   first norm (which took any pending residual from it) and the output projection. */
+static void pf__rank_projection_qk_norm(pf__rank *r, const pf__weight *q_norm, const pf__weight *k_norm, size_t N,
+                                        const pf__attn_shape *shape, float eps) {
+    const pf__config *c = &r->group->model->config;
+    int group = c->num_heads / c->num_kv_heads, hb = shape->head_begin;
+    int first = (hb + group - 1) / group, end = shape->heads ? (hb + shape->heads - 1) / group + 1 : first;
+    float *sums = r->part; /* [N][2] */
+    r->backend->qk_sum_squares(r, sums, r->qkv, N, shape, first - shape->kv_begin, end - first);
+    pf__all_reduce(r, sums, 2 * N, "the qk-norm's all-reduce");
+    r->backend->qk_scale(r, r->qkv, sums, q_norm, k_norm, N, shape, (float)((size_t)c->num_heads * c->head_dim),
+                         (float)((size_t)c->num_kv_heads * c->head_dim), eps);
+}
+
 /* One block l of a tower on x: attention over the cache (appending this step's keys), the
    encoder's output for a decoder tower of an encoder-decoder, then the MLP. *residual: the
    previous block's residual add still to do on entry; this block's on return. */
@@ -19750,20 +19977,30 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
     float eps = (float)c->norm_eps;
     size_t cache_stride = pf__rank_cache_layer(r) * pf__dtype_size(r->cache_dtype); /* one layer's cache, in bytes */
-    int rotary = a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS;
+    int rotary = (a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS) &&
+                 (!c->layer_rope || c->layer_rope[l]); /* NoPE layers rotate nothing */
     size_t mlp_width = (size_t)r->share.mlp_width;
     const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
     shape->scale = c->scale_attn_weights ? 1.0f / sqrtf((float)c->head_dim) : 1.0f;
     if (c->attention_multiplier) shape->scale = (float)c->attention_multiplier; /* Granite's own scale */
+    if (c->query_pre_attn_scalar > 0) shape->scale = (float)pow(c->query_pre_attn_scalar, -0.5);
+    shape->softcap = (float)c->attn_softcap;
     if (c->scale_attn_by_inverse_layer_idx) shape->scale /= (float)(l + 1);
     shape->window = c->layer_window[l];
+    shape->rope_table = c->rope_local_theta > 0 && c->layer_local[l];
     const pf__weight *attn_norm_b = PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]);
     const pf__weight *mlp_norm_b = PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]);
 
     /* h = norm1(x) (pre-norm; x += the previous block's part + bdown first, when pending), or x
        itself (post-norm) */
     const float *attn_in = r->x;
-    if (c->pre_norm) {
+    /* OLMo 2 norms outputs only; OLMo's weightless norms are there without tensors */
+    int attn_pre_norm = c->pre_norm && (PF__HAS(L[PF__SLOT_ATTN_NORM_WEIGHT]) || c->norm_weightless);
+    int mlp_pre_norm = c->pre_norm && (PF__HAS(L[PF__SLOT_MLP_NORM_WEIGHT]) || c->norm_weightless);
+    if (c->pre_norm && !attn_pre_norm) {
+        if (residual->pending) be->add_residual(r, r->x, r->part, residual->bias, N, d);
+        residual->pending = 0;
+    } else if (c->pre_norm) {
         if (residual->pending)
             pf__rank_residual_norm(r, r->x, r->part, residual->bias, r->h, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b,
                                    N, d, eps, a->norm);
@@ -19775,8 +20012,20 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     /* qkv = h Wqkv_r^T + bqkv_r: this rank's query and key/value heads only (+ bqkv_r by the
        first op after the GEMM where the backend folds it in there) */
     const pf__weight *qkv_bias = PF__OR_NULL(L[PF__SLOT_QKV_BIAS]);
-    shape->qkv_bias = be->qkv_bias_in_attention ? qkv_bias : NULL;
+    const pf__weight *q_norm = PF__OR_NULL(L[PF__SLOT_Q_NORM_WEIGHT]), *k_norm = PF__OR_NULL(L[PF__SLOT_K_NORM_WEIGHT]);
+    int qk_norm = c->qk_norm == PF__QK_NORM_HEAD && (q_norm || k_norm);
+    /* the qk-norms and the clip need the bias added first */
+    shape->qkv_bias = be->qkv_bias_in_attention && c->qk_norm == PF__QK_NORM_NONE && !(c->clip_qkv > 0) ? qkv_bias : NULL;
     be->matmul(r, r->qkv, attn_in, &L[PF__SLOT_QKV_WEIGHT], shape->qkv_bias ? NULL : qkv_bias, N);
+    /* q, k, v = clamp(q, k, v, -clip, clip) (OLMo's clip_qkv) */
+    if (c->clip_qkv > 0)
+        be->clamp(r, r->qkv, N * (size_t)(shape->heads + 2 * shape->kv_heads) * (size_t)c->head_dim, (float)c->clip_qkv);
+    /* q, k = norm(q), norm(k): each head over its head_dim values (qk-norm), before the rotary;
+       or over the whole projection, its statistics summed over the ranks */
+    if (qk_norm)
+        be->head_norm(r, r->qkv, q_norm, k_norm, N, shape, eps, a->norm);
+    if (c->qk_norm == PF__QK_NORM_PROJECTION && (q_norm || k_norm))
+        pf__rank_projection_qk_norm(r, q_norm, k_norm, N, shape, eps);
     /* q, k = rotate(q, k) by position (not on the global layers of a model that rotates windowed ones only) */
     if (rotary && (!c->rope_windowed_only || shape->window)) {
         be->rotary(r, r->qkv, s, shape, a->positions == PF__POS_ROTARY_PAIRS);
@@ -19800,8 +20049,15 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
        residual-from-norm: x = h + ...; pre-norm without cross-attention: h = norm2(x) at once */
     if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
     pf__all_reduce(r, r->part, N * d, "the attention output's all-reduce");
-    const pf__weight *attn_out_b = pf__rank_scale_output(r, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), N, d);
-    int mlp_norm_done = c->pre_norm && !t->cross;
+    const pf__weight *attn_out_b = PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]);
+    if (PF__HAS(L[PF__SLOT_ATTN_POST_NORM_WEIGHT])) { /* part = post-norm(part + bo): the sublayer's output normed */
+        if (attn_out_b) be->add_residual(r, r->part, NULL, attn_out_b, N, d);
+        attn_out_b = NULL;
+        be->norm(r, r->part, r->part, &L[PF__SLOT_ATTN_POST_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_ATTN_POST_NORM_BIAS]),
+                 N, d, eps, a->norm);
+    }
+    attn_out_b = pf__rank_scale_output(r, r->part, attn_out_b, N, d); /* Granite */
+    int mlp_norm_done = mlp_pre_norm && !t->cross;
     if (!c->pre_norm)
         pf__rank_residual_norm(r, r->x, r->part, attn_out_b, r->x, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b, N, d,
                                eps, a->norm);
@@ -19812,7 +20068,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
         be->add_residual(r, r->x, r->part, attn_out_b, N, d);
     if (t->cross) pf__rank_cross_attention(r, s, L, l - t->first_block, shape);
     const float *mlp_in = r->x;
-    if (c->pre_norm) {
+    if (mlp_pre_norm) {
         if (!mlp_norm_done) be->norm(r, r->h, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
         mlp_in = r->h;
         if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
@@ -19829,7 +20085,14 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     /* part = mlp Wdown_r^T, summed over ranks; x += part + bdown; post-norm: x = norm2(x) */
     be->matmul(r, r->part, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
     pf__all_reduce(r, r->part, N * d, "the MLP output's all-reduce");
-    const pf__weight *down_b = pf__rank_scale_output(r, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), N, d);
+    const pf__weight *down_b = PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]);
+    if (PF__HAS(L[PF__SLOT_MLP_POST_NORM_WEIGHT])) { /* part = post-norm(part + bdown) */
+        if (down_b) be->add_residual(r, r->part, NULL, down_b, N, d);
+        down_b = NULL;
+        be->norm(r, r->part, r->part, &L[PF__SLOT_MLP_POST_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_POST_NORM_BIAS]),
+                 N, d, eps, a->norm);
+    }
+    down_b = pf__rank_scale_output(r, r->part, down_b, N, d); /* Granite */
     if (c->pre_norm) *residual = (pf__residual){1, down_b}; /* x += part + bdown: next */
     else pf__rank_residual_norm(r, r->x, r->part, down_b, r->x,
                                 &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
@@ -19850,7 +20113,7 @@ static void pf__rank_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
 static void pf__rank_final_norm(pf__rank *r, const pf__tower *t, float *out, const float *x, size_t rows) {
     const pf__config *c = &r->group->model->config;
     const pf__weight *W = r->weights;
-    if (PF__HAS(W[t->final_norm]))
+    if (PF__HAS(W[t->final_norm]) || c->norm_weightless)
         r->backend->norm(r, out, x, &W[t->final_norm], PF__OR_NULL(W[t->final_norm + 1]), rows, (size_t)c->hidden_size,
                          (float)c->final_norm_eps, pf__archs[c->arch].norm);
     else if (out != x)
@@ -19885,7 +20148,7 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
 static const float *pf__rank_decoder_rows(const pf__rank *r, const pf__job *job) {
     const pf__tower t = pf__tower_of(r, 0);
     int picked = !job->all_positions && job->step.seq_len > 1;
-    return picked || PF__HAS(r->weights[t.final_norm]) ? r->h : r->x;
+    return picked || PF__HAS(r->weights[t.final_norm]) || r->group->model->config.norm_weightless ? r->h : r->x;
 }
 
 /* A decoder's device work up to the logits, with no wait and no host copy (a backend may capture
@@ -19904,7 +20167,8 @@ static void pf__rank_decoder_hidden(pf__rank *r, const pf__job *job) {
         for (size_t b = 0; b < rows; b++) r->backend->copy(r, r->h + b * d, r->x + (b * s->seq_len + s->seq_len - 1) * d, d * sizeof(float));
         wanted = r->h;
     }
-    if (PF__HAS(r->weights[t.final_norm])) pf__rank_final_norm(r, &t, r->h, wanted, rows);
+    if (PF__HAS(r->weights[t.final_norm]) || r->group->model->config.norm_weightless)
+        pf__rank_final_norm(r, &t, r->h, wanted, rows);
 }
 
 /* Runs on every rank's thread with the same step; rank 0 also computes the logits. */
@@ -19949,6 +20213,7 @@ static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *
         }
         r->backend->matmul(r, r->logits, h, &W[PF__SLOT_LM_HEAD], PF__OR_NULL(W[PF__SLOT_LM_HEAD_BIAS]), n);
         if (c->logits_scaling) r->backend->scale(r, r->logits, n * mine, 1.0f / (float)c->logits_scaling); /* Granite */
+        if (c->final_softcap > 0) r->backend->softcap(r, r->logits, n * mine, (float)c->final_softcap); /* elementwise: each rank its share */
         if (job->tokens)
             r->backend->argmax(r, g->choices + (size_t)r->index * g->max_batch + first, r->logits, n, mine,
                                r->share.vocab_begin);
@@ -20371,6 +20636,7 @@ typedef struct pf_cuda_attention_args {
     int window;                         /* keys within this distance of the query (sliding window); 0: all */
     int mask;                           /* 0: bidirectional (encoders), 1: causal, 2: cross-attention */
     float scale;
+    float softcap;                      /* > 0: scaled scores become tanh(s / softcap) * softcap first (Gemma 2) */
     const float *rel_bias;              /* [heads][rel_rows]: T5's bucketed relative bias, or NULL */
     int rel_rows, rel_buckets, rel_max_distance;
 } pf_cuda_attention_args;
@@ -20411,6 +20677,7 @@ int pf_cuda_add_residual_norm(pf_cuda_rank *st, float *x, const float *y, const 
 int pf_cuda_matmul(pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const void *bias,
                    int bias_dtype, size_t rows, size_t n_out, size_t k, void *x_scratch, int x_converted);
 int pf_cuda_activation(pf_cuda_rank *st, float *x, size_t count, int act, void *x16, int x16_dtype);
+int pf_cuda_softcap(pf_cuda_rank *st, float *x, size_t count, float cap);
 int pf_cuda_gated_activation(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act,
                              void *out16, int out16_dtype);
 int pf_cuda_bias_activation(pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act,
@@ -20421,6 +20688,14 @@ int pf_cuda_add_residual_biases(pf_cuda_rank *st, float *x, const float *y, cons
                                 const void *bias2, int dtype2, size_t rows, size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
 int pf_cuda_scale(pf_cuda_rank *st, float *x, size_t count, float factor);
+int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
+int pf_cuda_qk_sum_squares(pf_cuda_rank *st, float *sums, const float *qkv, size_t rows, int heads, int kv_heads,
+                           int head_dim, int k_first, int k_count);
+int pf_cuda_qk_scale(pf_cuda_rank *st, float *qkv, const float *sums, const void *q_weight, int q_dtype,
+                     const void *k_weight, int k_dtype, size_t rows, int heads, int kv_heads, int head_dim, float q_width,
+                     float k_width, float eps);
+int pf_cuda_head_norm(pf_cuda_rank *st, float *qkv, const void *q_weight, int q_dtype, const void *k_weight, int k_dtype,
+                      size_t rows, int heads, int kv_heads, int head_dim, float eps, int rms);
 int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq, const int *pad,
                    int batch, int T, const int *past_at, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs,
                    float scale);
@@ -20620,7 +20895,7 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     if ((size_t)c->embed_dim > k_max) k_max = (size_t)c->embed_dim;
     if (width > k_max) k_max = width;
     if (mlp > k_max) k_max = mlp;
-    size_t half = c->rotary_dim > 0 ? (size_t)c->rotary_dim / 2 : 0;
+    size_t half = pf__rope_floats(c); /* every table */
     size_t batch = (size_t)g->max_batch, kv_width = (size_t)r->share.kv_heads * c->head_dim;
     pf__mem_kind kind = r->allocating;
     rs->scratch_done = 1; /* once, even if it fails: the failure is the rank's error */
@@ -21003,6 +21278,11 @@ static void *pf__cuda_out16(const pf__cuda_rank_state *rs, size_t elements) {
     return rs->x16 && elements <= rs->x16_elements ? rs->x16 : NULL;
 }
 
+/* pf_cuda_norm's rms argument: 0 LayerNorm, 1 RMSNorm, 2 RMSNorm with the gain 1 + w. */
+static int pf__cuda_norm_mode(pf__norm kind) {
+    return kind == PF__NORM_RMS ? 1 : kind == PF__NORM_RMS_PLUS_ONE ? 2 : 0;
+}
+
 static void pf__cuda_norm(pf__rank *r, float *out, const float *x, const pf__weight *weight, const pf__weight *bias,
                           size_t rows, size_t n, float eps, pf__norm kind) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
@@ -21011,7 +21291,7 @@ static void pf__cuda_norm(pf__rank *r, float *out, const float *x, const pf__wei
     if (!pf__cuda_ok(r, pf_cuda_norm(rs->cu, out, x, weight ? weight->data : NULL,
                                      pf__cuda_dtype(weight ? weight->dtype : PF__DTYPE_F32), bias ? bias->data : NULL,
                                      pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows, n, eps,
-                                     kind == PF__NORM_RMS, out16, pf__cuda_dtype(r->group->dtype))))
+                                     pf__cuda_norm_mode(kind), out16, pf__cuda_dtype(r->group->dtype))))
         return;
     if (out16) rs->x16_now = (pf__cuda_x16_holds){out, rows * n};
 }
@@ -21029,7 +21309,7 @@ static void pf__cuda_add_residual_norm(pf__rank *r, float *x, const float *y, co
                                                   pf__cuda_dtype(weight ? weight->dtype : PF__DTYPE_F32),
                                                   norm_bias ? norm_bias->data : NULL,
                                                   pf__cuda_dtype(norm_bias ? norm_bias->dtype : PF__DTYPE_F32), rows, n,
-                                                  eps, kind == PF__NORM_RMS, out16, pf__cuda_dtype(r->group->dtype))))
+                                                  eps, pf__cuda_norm_mode(kind), out16, pf__cuda_dtype(r->group->dtype))))
         return;
     if (out16) rs->x16_now = (pf__cuda_x16_holds){out, rows * n};
 }
@@ -21074,6 +21354,11 @@ static void pf__cuda_activation(pf__rank *r, float *x, size_t count, pf__activat
     void *x16 = pf__cuda_out16(rs, count);
     if (pf__cuda_ok(r, pf_cuda_activation(rs->cu, x, count, pf__cuda_act(act), x16, pf__cuda_dtype(r->group->dtype))) && x16)
         rs->x16_now = (pf__cuda_x16_holds){x, count};
+}
+
+static void pf__cuda_softcap(pf__rank *r, float *x, size_t count, float cap) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (rs) pf__cuda_ok(r, pf_cuda_softcap(rs->cu, x, count, cap));
 }
 
 static void pf__cuda_bias_activation(pf__rank *r, float *x, const pf__weight *bias, size_t rows, size_t n,
@@ -21165,8 +21450,8 @@ static void pf__cuda_prepare(pf__rank *r, const pf__step *s) {
         pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->type_ids, s->type_ids, tokens * sizeof(int32_t))))
         rs->type_ids_from = s->type_ids;
     /* every rank: add_positions and rotary read pads and frequencies on a rank without heads too */
-    size_t half = (size_t)r->group->model->config.rotary_dim / 2;
-    if (half && s->inv_freq && rs->inv_freq) pf__cuda_stage_inv_freq(r, rs, s, half);
+    size_t tables = pf__rope_floats(&r->group->model->config);
+    if (tables && s->inv_freq && rs->inv_freq) pf__cuda_stage_inv_freq(r, rs, s, tables);
     pf__cuda_pads(r, rs, s);
     pf__cuda_cache_rows(r, rs, s);
     if (s->cross_pad) {
@@ -21174,6 +21459,43 @@ static void pf__cuda_prepare(pf__rank *r, const pf__step *s) {
         keys.pad = s->cross_pad;
         pf__cuda_pads(r, rs, &keys);
     }
+}
+
+static void pf__cuda_clamp(pf__rank *r, float *x, size_t count, float limit) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_clamp(rs->cu, x, count, limit));
+}
+
+static void pf__cuda_qk_sum_squares(pf__rank *r, float *sums, const float *qkv, size_t rows, const pf__attn_shape *a,
+                                    int k_first, int k_count) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_qk_sum_squares(rs->cu, sums, qkv, rows, a->heads, a->kv_heads, a->head_dim, k_first, k_count));
+}
+
+static void pf__cuda_qk_scale(pf__rank *r, float *qkv, const float *sums, const pf__weight *q_weight,
+                              const pf__weight *k_weight, size_t rows, const pf__attn_shape *a, float q_width,
+                              float k_width, float eps) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_qk_scale(rs->cu, qkv, sums, q_weight ? q_weight->data : NULL,
+                                    pf__cuda_dtype(q_weight ? q_weight->dtype : PF__DTYPE_F32),
+                                    k_weight ? k_weight->data : NULL,
+                                    pf__cuda_dtype(k_weight ? k_weight->dtype : PF__DTYPE_F32), rows, a->heads,
+                                    a->kv_heads, a->head_dim, q_width, k_width, eps));
+}
+
+/* qk-norm: each q and k head of the qkv rows normed in place, one block a head. */
+static void pf__cuda_head_norm(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight,
+                               size_t rows, const pf__attn_shape *a, float eps, pf__norm kind) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_head_norm(rs->cu, qkv, q_weight ? q_weight->data : NULL,
+                                     pf__cuda_dtype(q_weight ? q_weight->dtype : PF__DTYPE_F32),
+                                     k_weight ? k_weight->data : NULL,
+                                     pf__cuda_dtype(k_weight ? k_weight->dtype : PF__DTYPE_F32), rows, a->heads,
+                                     a->kv_heads, a->head_dim, eps, pf__cuda_norm_mode(kind)));
 }
 
 /* The step's frequencies (a host array the caller may rewrite between steps) go to the device
@@ -21192,11 +21514,11 @@ static void pf__cuda_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf
         pf__cuda_break(r->group);
         return;
     }
-    if (half && pf__cuda_stage_inv_freq(r, rs, s, half)) return;
+    if (half && pf__cuda_stage_inv_freq(r, rs, s, pf__rope_floats(&r->group->model->config))) return;
     const int *pad = pf__cuda_pads(r, rs, s);
     if (r->error) return;
     pf__cuda_ok(r, pf_cuda_rotary(rs->cu, qkv, bias ? bias->data : NULL, pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32),
-                                  rs->inv_freq, pad, s->batch, s->seq_len, rs->step_ints, a->heads, a->kv_heads, a->head_dim,
+                                  rs->inv_freq + (size_t)a->rope_table * half, pad, s->batch, s->seq_len, rs->step_ints, a->heads, a->kv_heads, a->head_dim,
                                   a->rotary_dim, pairs, a->rope_scale ? a->rope_scale : 1.0f));
 }
 
@@ -21232,6 +21554,7 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const voi
         .cache_len = a->cache_len, .window = a->window,
         .mask = a->mask, /* PF__MASK_BIDIRECTIONAL, _CAUSAL, _CROSS: the ABI's 0, 1, 2 */
         .scale = a->scale,
+        .softcap = a->softcap,
         .rel_bias = a->rel_bias, .rel_rows = a->rel_rows, .rel_buckets = a->rel_buckets,
         .rel_max_distance = a->rel_max_distance,
     };
@@ -21458,9 +21781,14 @@ static const pf__backend pf__cuda_table = {
     .norm = pf__cuda_norm,
     .matmul = pf__cuda_matmul,
     .activation = pf__cuda_activation,
+    .softcap = pf__cuda_softcap,
     .gated_activation = pf__cuda_gated_activation,
     .add_residual = pf__cuda_add_residual,
     .scale = pf__cuda_scale,
+    .head_norm = pf__cuda_head_norm,
+    .clamp = pf__cuda_clamp,
+    .qk_sum_squares = pf__cuda_qk_sum_squares,
+    .qk_scale = pf__cuda_qk_scale,
     .rotary = pf__cuda_rotary,
     .kv_append = pf__cuda_kv_append,
     .attend = pf__cuda_attend,
@@ -23813,6 +24141,8 @@ PF_PRIVATE const float *pf__rope_frequencies(pf_model *m, int length) {
         }
         m->inv_freq[i] = f;
     }
+    for (int i = 0; c->rope_local_theta > 0 && i < dim / 2; i++) /* the local layers': plain, their own base */
+        m->inv_freq[dim / 2 + i] = 1.0f / powf((float)c->rope_local_theta, (float)(2 * i) / (float)dim);
     return m->inv_freq;
 }
 
@@ -26869,8 +27199,9 @@ static pf_result pf__check_stacks(pf_model *m) {
         }
         if (!m->sources[base + PF__SLOT_QKV_FUSED_WEIGHT].data && !m->sources[base + PF__SLOT_Q_WEIGHT].data)
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has no attention projection", m->dir, l);
-        if (pf__archs[c->arch].kind == PF__KIND_DECODER && c->pre_norm && !c->parallel_residual &&
-            !m->sources[base + PF__SLOT_MLP_NORM_WEIGHT].data) /* only a parallel block may share one norm */
+        if (pf__archs[c->arch].kind == PF__KIND_DECODER && c->pre_norm && !c->parallel_residual && !c->norm_weightless &&
+            !m->sources[base + PF__SLOT_MLP_NORM_WEIGHT].data && !m->sources[base + PF__SLOT_MLP_POST_NORM_WEIGHT].data)
+            /* only a parallel block may share one norm; OLMo 2 norms the MLP's output instead */
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has no norm before its MLP", m->dir, l);
     }
     return PF_OK;
@@ -27149,7 +27480,7 @@ pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_mode
         r = pf__sentence_config_read(model_dir, &m->sentence, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r && !gguf) r = pf__load_tokenizer(m, model_dir);
     if (!r && m->config.rotary_dim) {
-        m->inv_freq = (float *)malloc((size_t)m->config.rotary_dim / 2 * sizeof(float));
+        m->inv_freq = (float *)malloc(pf__rope_floats(&m->config) * sizeof(float));
         if (!m->inv_freq) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }
     if (r) return pf__load_failed(m, model_dir, r);
@@ -27182,6 +27513,7 @@ void pf_free(pf_model *m) {
     free(m->logits);
     free(m->inv_freq);
     free(m->config.layer_window);
+    free(m->config.layer_rope);
     pf__policy_release(m->config.arch);
     free(m->config.eos_ids);
     free(m->config.suppress_ids);

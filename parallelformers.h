@@ -252,7 +252,7 @@ typedef struct pf_policy_activation {
 typedef struct pf_policy {
     const char *model_type;         /* config.json's "model_type"; not one compiled in or registered */
     const char *kind;               /* "decoder" (NULL), "encoder", "seq2seq" */
-    const char *norm;               /* "layer" (NULL: LayerNorm), "rms" */
+    const char *norm;               /* "layer" (NULL: LayerNorm), "rms", "rms_plus_one" (gain 1 + w) */
     const char *positions;          /* "learned" (NULL), "rotary_halves", "rotary_pairs", "alibi",
                                        "sinusoidal", "relative" */
     const char *qkv_layout;         /* a fused QKV tensor's rows: "blocks" (NULL), "per_head", "codegen" */

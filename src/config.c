@@ -555,9 +555,31 @@ static pf_result pf__config_rope(const pf__json *json, pf__config *c, const char
     const pf__json *rope = pf__json_get(json, "rope_scaling");
     if (!rope || rope->type != PF__JSON_OBJECT || !rope->count) rope = pf__json_get(json, "rope_parameters");
     if (rope && rope->type != PF__JSON_OBJECT) rope = NULL;
+    double v, partial = 1;
+    if (c->rope_local_theta > 0) { /* rope_parameters per layer kind (Gemma 3); rope_scaling updates the global one */
+        const pf__json *params = pf__json_get(json, "rope_parameters");
+        if (params && params->type != PF__JSON_OBJECT) params = NULL;
+        const pf__json *full = pf__json_get(params, "full_attention"), *local = pf__json_get(params, "sliding_attention");
+        if (full && full->type != PF__JSON_OBJECT) full = NULL;
+        if (local && local->type != PF__JSON_OBJECT) local = NULL;
+        if (params && params->count && !full && !local)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"rope_parameters\" has neither "
+                              "\"full_attention\" nor \"sliding_attention\" (model_type \"%s\" reads one per kind of layer)",
+                              path, c->model_type);
+        const pf__json *local_type = pf__json_get(local, "rope_type");
+        if (!local_type) local_type = pf__json_get(local, "type");
+        if (local_type && (local_type->type != PF__JSON_STRING || strcmp(local_type->string, "default")))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: a scaled rope on the sliding layers "
+                              "(\"rope_parameters.sliding_attention.rope_type\") is not supported", path);
+        if (pf__json_number(pf__json_get(local, "rope_theta"), &v) == 1) c->rope_local_theta = v;
+        if (!(c->rope_local_theta > 0))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: the sliding layers' rope_theta is not positive", path);
+        if (pf__json_number(pf__json_get(full, "rope_theta"), &v) == 1) c->rope_theta = v;
+        rope = pf__json_get(json, "rope_scaling");
+        if (!rope || rope->type != PF__JSON_OBJECT || !rope->count) rope = full;
+    }
     const pf__json *type = pf__json_get(rope, "rope_type");
     if (!type) type = pf__json_get(rope, "type");
-    double v, partial = 1;
     if (pf__json_number(pf__json_get(rope, "rope_theta"), &v) == 1) c->rope_theta = v;
     int has_partial = pf__json_number(pf__json_get(rope, "partial_rotary_factor"), &partial) == 1;
     if (!has_partial && c->partial_rotary_ignored) /* transformers 5 moves a top-level one into the dict */
@@ -607,11 +629,41 @@ static pf_result pf__config_rope(const pf__json *json, pf__config *c, const char
 
 /* The window of each layer: from a per-layer list when the architecture names one, else the
    sliding window (if any) everywhere. */
+/* Which layers rotate q and k, where the family has NoPE layers (a no_rope_interval row): config.json's
+   no_rope_layers, one 1 (rotary) or 0 (none) a layer, or when it is absent or null every
+   no_rope_interval-th layer without (layer l rotates unless (l + 1) % interval is 0), as
+   SmolLM3Config derives it. */
+static pf_result pf__config_layer_rope(const pf__json *json, pf__config *c, const char *path, char *message,
+                                       size_t size) {
+    const char *interval_key = pf__config_key(c->arch, offsetof(pf__config, no_rope_interval));
+    if (!strcmp(interval_key, "(derived)")) return PF_OK; /* every layer rotates */
+    const pf__json *list = pf__json_get(json, "no_rope_layers");
+    if (list && list->type == PF__JSON_NULL) list = NULL;
+    if (list && (list->type != PF__JSON_ARRAY || list->count != (size_t)c->num_layers))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"no_rope_layers\" is not a list of %d layers", path,
+                          c->num_layers);
+    if (!list && c->no_rope_interval <= 0) /* transformers divides by it */
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" %d is not a positive number", path,
+                          interval_key, c->no_rope_interval);
+    c->layer_rope = (int *)calloc((size_t)c->num_layers, sizeof(int));
+    if (!c->layer_rope) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    const pf__json *v = list ? list->first : NULL;
+    for (int l = 0; l < c->num_layers; l++, v = v ? v->next : NULL) {
+        double x = 0;
+        if (list && (pf__json_number(v, &x) != 1 || (x != 0 && x != 1)))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"no_rope_layers\" holds something other than 0 or 1",
+                              path);
+        c->layer_rope[l] = list ? x != 0 : (l + 1) % c->no_rope_interval != 0;
+    }
+    return PF_OK;
+}
+
 static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, const char *path, char *message,
                                           size_t size) {
     if (!c->use_sliding_window) c->sliding_window = 0;
-    c->layer_window = (int *)calloc((size_t)c->num_layers, sizeof(int));
+    c->layer_window = (int *)calloc(2 * (size_t)c->num_layers, sizeof(int));
     if (!c->layer_window) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    c->layer_local = c->layer_window + c->num_layers;
     const pf__json *types = NULL;
     const char *key = NULL;
     int needed = 0;
@@ -627,9 +679,12 @@ static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, c
     }
     if (!types) {
         if (needed) return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is missing", path, key);
-        for (int l = 0; l < c->num_layers; l++) c->layer_window[l] = l >= c->first_window_layer ? c->sliding_window : 0;
-        for (int l = 0; l < c->num_layers && c->window_pattern > 0; l++)
-            c->layer_window[l] = (l + 1) % c->window_pattern ? c->sliding_window : 0;
+        for (int l = 0; l < c->num_layers; l++) {
+            c->layer_local[l] = c->nope_windowed && c->layer_rope ? !c->layer_rope[l]
+                                : c->window_pattern > 0 ? (l + 1) % c->window_pattern != 0
+                                : l >= c->first_window_layer;
+            c->layer_window[l] = c->layer_local[l] ? c->sliding_window : 0;
+        }
         return PF_OK;
     }
     /* Either one kind per layer, or GPT-Neo's runs [[kinds], repeats] that transformers expands
@@ -652,8 +707,8 @@ static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, c
                 if (kind->type != PF__JSON_STRING)
                     return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" holds a non-string", path, key);
                 if (l >= c->num_layers) continue; /* too many: counted, refused below */
-                if (!strcmp(kind->string, "local")) c->layer_window[l] = c->local_window;
-                else if (!strcmp(kind->string, "sliding_attention")) c->layer_window[l] = c->sliding_window;
+                if (!strcmp(kind->string, "local")) c->layer_window[l] = c->local_window, c->layer_local[l] = 1;
+                else if (!strcmp(kind->string, "sliding_attention")) c->layer_window[l] = c->sliding_window, c->layer_local[l] = 1;
                 else if (strcmp(kind->string, "global") && strcmp(kind->string, "full_attention") &&
                          strcmp(kind->string, "attention")) /* Qwen2's older name of full_attention */
                     return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: attention kind \"%s\" is not supported", path,
@@ -1331,7 +1386,13 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
         if (cfg->scale_decoder_outputs < 0) cfg->scale_decoder_outputs = cfg->tie_word_embeddings;
     }
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
+    const char *clip_key = pf__config_key(cfg->arch, offsetof(pf__config, clip_qkv));
+    const pf__json *clip = strcmp(clip_key, "(derived)") ? pf__json_get(json, clip_key) : NULL;
+    if (!r && clip && clip->type == PF__JSON_NUMBER && !(clip->number > 0)) /* torch's clamp(-c, c), c <= 0: all c */
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" %g is not supported (a limit above 0, or null)",
+                       path, clip_key, clip->number);
     if (!r) r = pf__config_stray_windows(json, cfg, path, message, size);
+    if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_rope(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_windows(json, cfg, path, message, size);
     return r;
 }

@@ -67,13 +67,14 @@ static void pf__add_rows_portable(float *x, const float *y, const float *b, size
     for (size_t i = 0; i < n; i++) x[i] += (y ? y[i] : 0.0f) + (b ? b[i] : 0.0f);
 }
 
-/* out[i] = (float)(x[i] - mean) * inv * g[i] (+ b[i]): a norm's row once its moments are known. */
+/* out[i] = (float)(x[i] - mean) * inv * (g[i] + g_offset) (+ b[i]): a norm's row once its
+   moments are known (g_offset 1: Gemma's 1 + w, else 0, which leaves g[i] as it is). */
 static void pf__normalize_portable(float *out, const float *x, size_t n, double mean, float inv, const float *g,
-                                   const float *b) {
+                                   float g_offset, const float *b) {
     if (b)
-        for (size_t i = 0; i < n; i++) out[i] = (float)(x[i] - mean) * inv * g[i] + b[i];
+        for (size_t i = 0; i < n; i++) out[i] = (float)(x[i] - mean) * inv * (g[i] + g_offset) + b[i];
     else
-        for (size_t i = 0; i < n; i++) out[i] = (float)(x[i] - mean) * inv * g[i];
+        for (size_t i = 0; i < n; i++) out[i] = (float)(x[i] - mean) * inv * (g[i] + g_offset);
 }
 
 /* sum plus x[i] - shift (squared where `squares`) for i = from..n - 1, in order. */
@@ -637,7 +638,7 @@ PF__AVX512_TARGET static void pf__add_rows_avx512(float *x, const float *y, cons
 }
 
 PF__AVX512_TARGET static void pf__normalize_avx512(float *out, const float *x, size_t n, double mean, float inv,
-                                                   const float *g, const float *b) {
+                                                   const float *g, float g_offset, const float *b) {
     __m512d m = _mm512_set1_pd(mean);
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 lanes = pf__lanes16(n - i);
@@ -646,7 +647,8 @@ PF__AVX512_TARGET static void pf__normalize_avx512(float *out, const float *x, s
         __m256 upper = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); /* AVX-512F only */
         __m256 high = _mm512_cvtpd_ps(_mm512_sub_pd(_mm512_cvtps_pd(upper), m));
         __m512 y = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(low)), _mm256_castps_pd(high), 1));
-        y = _mm512_mul_ps(_mm512_mul_ps(y, _mm512_set1_ps(inv)), _mm512_maskz_loadu_ps(lanes, g + i));
+        __m512 gain = _mm512_add_ps(_mm512_maskz_loadu_ps(lanes, g + i), _mm512_set1_ps(g_offset));
+        y = _mm512_mul_ps(_mm512_mul_ps(y, _mm512_set1_ps(inv)), gain);
         if (b) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(lanes, b + i));
         _mm512_mask_storeu_ps(out + i, lanes, y);
     }
@@ -1703,7 +1705,8 @@ typedef struct pf__cpu_kernels {
     pf__bf16_tiles_fn *bf16_tiles; /* AMX-BF16 where the processor and the OS allow it; else NULL */
     double (*sum_shifted)(const float *x, size_t n, double shift, int squares); /* norms, softmax */
     void (*add_rows)(float *x, const float *y, const float *b, size_t n);
-    void (*normalize)(float *out, const float *x, size_t n, double mean, float inv, const float *g, const float *b);
+    void (*normalize)(float *out, const float *x, size_t n, double mean, float inv, const float *g, float g_offset,
+                      const float *b);
 } pf__cpu_kernels;
 
 static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_PORTABLE,
@@ -1831,14 +1834,17 @@ static void pf__cpu_norm(pf__rank *r, float *out, const float *x, const pf__weig
                          size_t rows, size_t n, float eps, pf__norm kind) {
     (void)r;
     const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
-    const float *g = (const float *)weight->data, *b = bias ? (const float *)bias->data : NULL;
+    const float *g = weight ? (const float *)weight->data : NULL, *b = bias ? (const float *)bias->data : NULL;
     for (size_t row = 0; row < rows; row++) {
         const float *xr = x + row * n;
         float *o = out + row * n;
         double mean = kind == PF__NORM_LAYER ? kernels->sum_shifted(xr, n, 0.0, 0) / (double)n : 0.0;
         double var = kernels->sum_shifted(xr, n, mean, 1) / (double)n;
         float inv = (float)(1.0 / sqrt(var + eps));
-        kernels->normalize(o, xr, n, mean, inv, g, b);
+        if (!g) /* a norm without weight (OLMo's): the gain is 1 (1 + 0 for PF__NORM_RMS_PLUS_ONE) */
+            for (size_t i = 0; i < n; i++) o[i] = (float)(xr[i] - mean) * inv + (b ? b[i] : 0.0f);
+        else
+            kernels->normalize(o, xr, n, mean, inv, g, kind == PF__NORM_RMS_PLUS_ONE ? 1.0f : 0.0f, b);
     }
 }
 
@@ -2102,7 +2108,7 @@ void pf_testing_cpu_add_rows(float *x, const float *y, const float *b, size_t n)
 }
 void pf_testing_cpu_normalize(float *out, const float *x, size_t n, double mean, float inv, const float *g,
                               const float *b) {
-    pf__cpu_kernels_here()->normalize(out, x, n, mean, inv, g, b);
+    pf__cpu_kernels_here()->normalize(out, x, n, mean, inv, g, 0.0f, b);
 }
 #endif
 
@@ -2156,6 +2162,11 @@ static void pf__cpu_activation(pf__rank *r, float *x, size_t count, pf__activati
     pf__cpu_kernels_here()->activate(x, x, NULL, count, act);
 }
 
+static void pf__cpu_softcap(pf__rank *r, float *x, size_t count, float cap) {
+    (void)r;
+    for (size_t i = 0; i < count; i++) x[i] = tanhf(x[i] / cap) * cap;
+}
+
 static void pf__cpu_gated_activation(pf__rank *r, float *out, const float *in, size_t rows, size_t width,
                                      pf__activation act) {
     (void)r;
@@ -2186,6 +2197,52 @@ static void pf__cpu_qkv_bias(float *qkv, const pf__step *s, const pf__attn_shape
         for (size_t i = 0; i < width; i++) qkv[row * width + i] += b[i];
 }
 
+/* Each q and each k head of the qkv rows normed over its head_dim values, in place: the heads of
+   one side of a row are `heads` rows of head_dim for pf__cpu_norm, with the one gain. */
+static void pf__cpu_head_norm(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight,
+                              size_t rows, const pf__attn_shape *a, float eps, pf__norm kind) {
+    size_t hd = (size_t)a->head_dim, q = (size_t)a->heads * hd, kv = (size_t)a->kv_heads * hd, width = q + 2 * kv;
+    for (size_t t = 0; t < rows; t++) {
+        float *row = qkv + t * width;
+        if (q_weight && a->heads) pf__cpu_norm(r, row, row, q_weight, NULL, (size_t)a->heads, hd, eps, kind);
+        if (k_weight && a->kv_heads) pf__cpu_norm(r, row + q, row + q, k_weight, NULL, (size_t)a->kv_heads, hd, eps, kind);
+    }
+}
+
+static void pf__cpu_clamp(pf__rank *r, float *x, size_t count, float limit) {
+    (void)r;
+    for (size_t i = 0; i < count; i++) x[i] = fminf(fmaxf(x[i], -limit), limit);
+}
+
+static void pf__cpu_qk_sum_squares(pf__rank *r, float *sums, const float *qkv, size_t rows, const pf__attn_shape *a,
+                                   int k_first, int k_count) {
+    (void)r;
+    size_t hd = (size_t)a->head_dim, q = (size_t)a->heads * hd, width = q + 2 * (size_t)a->kv_heads * hd;
+    for (size_t t = 0; t < rows; t++) {
+        double sq = 0, sk = 0;
+        const float *row = a->heads ? qkv + t * width : NULL;
+        for (size_t i = 0; row && i < q; i++) sq += (double)row[i] * row[i];
+        for (size_t i = (size_t)k_first * hd; row && i < (size_t)(k_first + k_count) * hd; i++)
+            sk += (double)row[q + i] * row[q + i];
+        sums[2 * t] = (float)sq, sums[2 * t + 1] = (float)sk;
+    }
+}
+
+static void pf__cpu_qk_scale(pf__rank *r, float *qkv, const float *sums, const pf__weight *q_weight,
+                             const pf__weight *k_weight, size_t rows, const pf__attn_shape *a, float q_width,
+                             float k_width, float eps) {
+    (void)r;
+    size_t hd = (size_t)a->head_dim, q = (size_t)a->heads * hd, kv = (size_t)a->kv_heads * hd, width = q + 2 * kv;
+    if (!a->heads) return;
+    const float *gq = q_weight ? (const float *)q_weight->data : NULL, *gk = k_weight ? (const float *)k_weight->data : NULL;
+    for (size_t t = 0; t < rows; t++) {
+        float *row = qkv + t * width;
+        float inv_q = 1.0f / sqrtf(sums[2 * t] / q_width + eps), inv_k = 1.0f / sqrtf(sums[2 * t + 1] / k_width + eps);
+        for (size_t i = 0; gq && i < q; i++) row[i] = gq[i] * (row[i] * inv_q);
+        for (size_t i = 0; gk && i < kv; i++) row[q + i] = gk[i] * (row[q + i] * inv_k);
+    }
+}
+
 static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, int pairs) {
     (void)r;
     size_t hd = (size_t)a->head_dim, width = (size_t)(a->heads + 2 * a->kv_heads) * hd;
@@ -2199,7 +2256,7 @@ static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf_
             int position = s->past + t - (s->pad ? s->pad[b] : 0);
             float pos = (float)(position > 0 ? position : 0);
             for (int i = 0; i < half; i++) {
-                float angle = pos * s->inv_freq[i]; /* fp32, as transformers computes it */
+                float angle = pos * s->inv_freq[(size_t)a->rope_table * half + i]; /* fp32, as transformers computes it */
                 float c = cosf(angle) * scale, sn = sinf(angle) * scale; /* fp32, as transformers scales them */
                 size_t i1 = pairs ? 2 * (size_t)i : (size_t)i, i2 = pairs ? i1 + 1 : (size_t)(i + half);
                 for (int h = 0; h < rotated_heads; h++) {
@@ -2277,7 +2334,14 @@ static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t 
                                size_t pad, int h, const pf__attn_shape *a) {
     float slope = a->alibi ? a->alibi[h] : 0.0f, scale = a->scale;
     const float *rel = a->rel_bias ? a->rel_bias + (size_t)h * a->rel_rows : NULL;
-    if (rel || slope != 0.0f) {
+    if (a->softcap > 0) { /* Gemma 2: tanh(s / cap) * cap of the scaled score, then the rest */
+        for (size_t j = 0; j < count; j++) {
+            p[j] = tanhf(p[j] * scale / a->softcap) * a->softcap + slope * (float)(first + j - pad);
+            if (rel)
+                p[j] += rel[pf__relative_bucket((int)(first + j) - (int)pos, a->rel_buckets, a->rel_max_distance,
+                                                a->mask != PF__MASK_CAUSAL)];
+        }
+    } else if (rel || slope != 0.0f) {
         for (size_t j = 0; j < count; j++) {
             p[j] = p[j] * scale + slope * (float)(first + j - pad);
             if (rel)
@@ -2532,9 +2596,14 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .norm = pf__cpu_norm,
     .matmul = pf__cpu_matmul,
     .activation = pf__cpu_activation,
+    .softcap = pf__cpu_softcap,
     .gated_activation = pf__cpu_gated_activation,
     .add_residual = pf__cpu_add_residual,
     .scale = pf__cpu_scale,
+    .head_norm = pf__cpu_head_norm,
+    .clamp = pf__cpu_clamp,
+    .qk_sum_squares = pf__cpu_qk_sum_squares,
+    .qk_scale = pf__cpu_qk_scale,
     .rotary = pf__cpu_rotary,
     .kv_append = pf__cpu_kv_append,
     .attend = pf__cpu_attend,

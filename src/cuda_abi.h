@@ -77,6 +77,7 @@ typedef struct pf_cuda_attention_args {
     int window;                         /* keys within this distance of the query (sliding window); 0: all */
     int mask;                           /* 0: bidirectional (encoders), 1: causal, 2: cross-attention */
     float scale;
+    float softcap;                      /* > 0: scaled scores become tanh(s / softcap) * softcap first (Gemma 2) */
     const float *rel_bias;              /* [heads][rel_rows]: T5's bucketed relative bias, or NULL */
     int rel_rows, rel_buckets, rel_max_distance;
 } pf_cuda_attention_args;
@@ -117,6 +118,7 @@ int pf_cuda_add_residual_norm(pf_cuda_rank *st, float *x, const float *y, const 
 int pf_cuda_matmul(pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const void *bias,
                    int bias_dtype, size_t rows, size_t n_out, size_t k, void *x_scratch, int x_converted);
 int pf_cuda_activation(pf_cuda_rank *st, float *x, size_t count, int act, void *x16, int x16_dtype);
+int pf_cuda_softcap(pf_cuda_rank *st, float *x, size_t count, float cap);
 int pf_cuda_gated_activation(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act,
                              void *out16, int out16_dtype);
 int pf_cuda_bias_activation(pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act,
@@ -127,6 +129,14 @@ int pf_cuda_add_residual_biases(pf_cuda_rank *st, float *x, const float *y, cons
                                 const void *bias2, int dtype2, size_t rows, size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
 int pf_cuda_scale(pf_cuda_rank *st, float *x, size_t count, float factor);
+int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
+int pf_cuda_qk_sum_squares(pf_cuda_rank *st, float *sums, const float *qkv, size_t rows, int heads, int kv_heads,
+                           int head_dim, int k_first, int k_count);
+int pf_cuda_qk_scale(pf_cuda_rank *st, float *qkv, const float *sums, const void *q_weight, int q_dtype,
+                     const void *k_weight, int k_dtype, size_t rows, int heads, int kv_heads, int head_dim, float q_width,
+                     float k_width, float eps);
+int pf_cuda_head_norm(pf_cuda_rank *st, float *qkv, const void *q_weight, int q_dtype, const void *k_weight, int k_dtype,
+                      size_t rows, int heads, int kv_heads, int head_dim, float eps, int rms);
 int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq, const int *pad,
                    int batch, int T, const int *past_at, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs,
                    float scale);

@@ -223,7 +223,7 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     if ((size_t)c->embed_dim > k_max) k_max = (size_t)c->embed_dim;
     if (width > k_max) k_max = width;
     if (mlp > k_max) k_max = mlp;
-    size_t half = c->rotary_dim > 0 ? (size_t)c->rotary_dim / 2 : 0;
+    size_t half = pf__rope_floats(c); /* every table */
     size_t batch = (size_t)g->max_batch, kv_width = (size_t)r->share.kv_heads * c->head_dim;
     pf__mem_kind kind = r->allocating;
     rs->scratch_done = 1; /* once, even if it fails: the failure is the rank's error */
@@ -606,6 +606,11 @@ static void *pf__cuda_out16(const pf__cuda_rank_state *rs, size_t elements) {
     return rs->x16 && elements <= rs->x16_elements ? rs->x16 : NULL;
 }
 
+/* pf_cuda_norm's rms argument: 0 LayerNorm, 1 RMSNorm, 2 RMSNorm with the gain 1 + w. */
+static int pf__cuda_norm_mode(pf__norm kind) {
+    return kind == PF__NORM_RMS ? 1 : kind == PF__NORM_RMS_PLUS_ONE ? 2 : 0;
+}
+
 static void pf__cuda_norm(pf__rank *r, float *out, const float *x, const pf__weight *weight, const pf__weight *bias,
                           size_t rows, size_t n, float eps, pf__norm kind) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
@@ -614,7 +619,7 @@ static void pf__cuda_norm(pf__rank *r, float *out, const float *x, const pf__wei
     if (!pf__cuda_ok(r, pf_cuda_norm(rs->cu, out, x, weight ? weight->data : NULL,
                                      pf__cuda_dtype(weight ? weight->dtype : PF__DTYPE_F32), bias ? bias->data : NULL,
                                      pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows, n, eps,
-                                     kind == PF__NORM_RMS, out16, pf__cuda_dtype(r->group->dtype))))
+                                     pf__cuda_norm_mode(kind), out16, pf__cuda_dtype(r->group->dtype))))
         return;
     if (out16) rs->x16_now = (pf__cuda_x16_holds){out, rows * n};
 }
@@ -632,7 +637,7 @@ static void pf__cuda_add_residual_norm(pf__rank *r, float *x, const float *y, co
                                                   pf__cuda_dtype(weight ? weight->dtype : PF__DTYPE_F32),
                                                   norm_bias ? norm_bias->data : NULL,
                                                   pf__cuda_dtype(norm_bias ? norm_bias->dtype : PF__DTYPE_F32), rows, n,
-                                                  eps, kind == PF__NORM_RMS, out16, pf__cuda_dtype(r->group->dtype))))
+                                                  eps, pf__cuda_norm_mode(kind), out16, pf__cuda_dtype(r->group->dtype))))
         return;
     if (out16) rs->x16_now = (pf__cuda_x16_holds){out, rows * n};
 }
@@ -677,6 +682,11 @@ static void pf__cuda_activation(pf__rank *r, float *x, size_t count, pf__activat
     void *x16 = pf__cuda_out16(rs, count);
     if (pf__cuda_ok(r, pf_cuda_activation(rs->cu, x, count, pf__cuda_act(act), x16, pf__cuda_dtype(r->group->dtype))) && x16)
         rs->x16_now = (pf__cuda_x16_holds){x, count};
+}
+
+static void pf__cuda_softcap(pf__rank *r, float *x, size_t count, float cap) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (rs) pf__cuda_ok(r, pf_cuda_softcap(rs->cu, x, count, cap));
 }
 
 static void pf__cuda_bias_activation(pf__rank *r, float *x, const pf__weight *bias, size_t rows, size_t n,
@@ -768,8 +778,8 @@ static void pf__cuda_prepare(pf__rank *r, const pf__step *s) {
         pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->type_ids, s->type_ids, tokens * sizeof(int32_t))))
         rs->type_ids_from = s->type_ids;
     /* every rank: add_positions and rotary read pads and frequencies on a rank without heads too */
-    size_t half = (size_t)r->group->model->config.rotary_dim / 2;
-    if (half && s->inv_freq && rs->inv_freq) pf__cuda_stage_inv_freq(r, rs, s, half);
+    size_t tables = pf__rope_floats(&r->group->model->config);
+    if (tables && s->inv_freq && rs->inv_freq) pf__cuda_stage_inv_freq(r, rs, s, tables);
     pf__cuda_pads(r, rs, s);
     pf__cuda_cache_rows(r, rs, s);
     if (s->cross_pad) {
@@ -777,6 +787,43 @@ static void pf__cuda_prepare(pf__rank *r, const pf__step *s) {
         keys.pad = s->cross_pad;
         pf__cuda_pads(r, rs, &keys);
     }
+}
+
+static void pf__cuda_clamp(pf__rank *r, float *x, size_t count, float limit) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_clamp(rs->cu, x, count, limit));
+}
+
+static void pf__cuda_qk_sum_squares(pf__rank *r, float *sums, const float *qkv, size_t rows, const pf__attn_shape *a,
+                                    int k_first, int k_count) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_qk_sum_squares(rs->cu, sums, qkv, rows, a->heads, a->kv_heads, a->head_dim, k_first, k_count));
+}
+
+static void pf__cuda_qk_scale(pf__rank *r, float *qkv, const float *sums, const pf__weight *q_weight,
+                              const pf__weight *k_weight, size_t rows, const pf__attn_shape *a, float q_width,
+                              float k_width, float eps) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_qk_scale(rs->cu, qkv, sums, q_weight ? q_weight->data : NULL,
+                                    pf__cuda_dtype(q_weight ? q_weight->dtype : PF__DTYPE_F32),
+                                    k_weight ? k_weight->data : NULL,
+                                    pf__cuda_dtype(k_weight ? k_weight->dtype : PF__DTYPE_F32), rows, a->heads,
+                                    a->kv_heads, a->head_dim, q_width, k_width, eps));
+}
+
+/* qk-norm: each q and k head of the qkv rows normed in place, one block a head. */
+static void pf__cuda_head_norm(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight,
+                               size_t rows, const pf__attn_shape *a, float eps, pf__norm kind) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_head_norm(rs->cu, qkv, q_weight ? q_weight->data : NULL,
+                                     pf__cuda_dtype(q_weight ? q_weight->dtype : PF__DTYPE_F32),
+                                     k_weight ? k_weight->data : NULL,
+                                     pf__cuda_dtype(k_weight ? k_weight->dtype : PF__DTYPE_F32), rows, a->heads,
+                                     a->kv_heads, a->head_dim, eps, pf__cuda_norm_mode(kind)));
 }
 
 /* The step's frequencies (a host array the caller may rewrite between steps) go to the device
@@ -795,11 +842,11 @@ static void pf__cuda_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf
         pf__cuda_break(r->group);
         return;
     }
-    if (half && pf__cuda_stage_inv_freq(r, rs, s, half)) return;
+    if (half && pf__cuda_stage_inv_freq(r, rs, s, pf__rope_floats(&r->group->model->config))) return;
     const int *pad = pf__cuda_pads(r, rs, s);
     if (r->error) return;
     pf__cuda_ok(r, pf_cuda_rotary(rs->cu, qkv, bias ? bias->data : NULL, pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32),
-                                  rs->inv_freq, pad, s->batch, s->seq_len, rs->step_ints, a->heads, a->kv_heads, a->head_dim,
+                                  rs->inv_freq + (size_t)a->rope_table * half, pad, s->batch, s->seq_len, rs->step_ints, a->heads, a->kv_heads, a->head_dim,
                                   a->rotary_dim, pairs, a->rope_scale ? a->rope_scale : 1.0f));
 }
 
@@ -835,6 +882,7 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const voi
         .cache_len = a->cache_len, .window = a->window,
         .mask = a->mask, /* PF__MASK_BIDIRECTIONAL, _CAUSAL, _CROSS: the ABI's 0, 1, 2 */
         .scale = a->scale,
+        .softcap = a->softcap,
         .rel_bias = a->rel_bias, .rel_rows = a->rel_rows, .rel_buckets = a->rel_buckets,
         .rel_max_distance = a->rel_max_distance,
     };
@@ -1061,9 +1109,14 @@ static const pf__backend pf__cuda_table = {
     .norm = pf__cuda_norm,
     .matmul = pf__cuda_matmul,
     .activation = pf__cuda_activation,
+    .softcap = pf__cuda_softcap,
     .gated_activation = pf__cuda_gated_activation,
     .add_residual = pf__cuda_add_residual,
     .scale = pf__cuda_scale,
+    .head_norm = pf__cuda_head_norm,
+    .clamp = pf__cuda_clamp,
+    .qk_sum_squares = pf__cuda_qk_sum_squares,
+    .qk_scale = pf__cuda_qk_scale,
     .rotary = pf__cuda_rotary,
     .kv_append = pf__cuda_kv_append,
     .attend = pf__cuda_attend,

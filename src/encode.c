@@ -88,6 +88,8 @@ PF_PRIVATE const float *pf__rope_frequencies(pf_model *m, int length) {
         }
         m->inv_freq[i] = f;
     }
+    for (int i = 0; c->rope_local_theta > 0 && i < dim / 2; i++) /* the local layers': plain, their own base */
+        m->inv_freq[dim / 2 + i] = 1.0f / powf((float)c->rope_local_theta, (float)(2 * i) / (float)dim);
     return m->inv_freq;
 }
 

@@ -256,6 +256,23 @@ static const pf__weight *pf__rank_scale_output(pf__rank *r, float *part, const p
     return NULL;
 }
 
+/* OLMo 2's qk-norm over the whole projection widths Q and KV, which the ranks hold parts of: each
+   rank's sums of squares of its q and of the key/value heads it counts (those whose first query
+   head is its own: a head replicated on several ranks counts once), summed over the ranks, then
+   q, k = gain * x / sqrt(sum / width + eps). The sums live in part, free between the block's
+   first norm (which took any pending residual from it) and the output projection. */
+static void pf__rank_projection_qk_norm(pf__rank *r, const pf__weight *q_norm, const pf__weight *k_norm, size_t N,
+                                        const pf__attn_shape *shape, float eps) {
+    const pf__config *c = &r->group->model->config;
+    int group = c->num_heads / c->num_kv_heads, hb = shape->head_begin;
+    int first = (hb + group - 1) / group, end = shape->heads ? (hb + shape->heads - 1) / group + 1 : first;
+    float *sums = r->part; /* [N][2] */
+    r->backend->qk_sum_squares(r, sums, r->qkv, N, shape, first - shape->kv_begin, end - first);
+    pf__all_reduce(r, sums, 2 * N, "the qk-norm's all-reduce");
+    r->backend->qk_scale(r, r->qkv, sums, q_norm, k_norm, N, shape, (float)((size_t)c->num_heads * c->head_dim),
+                         (float)((size_t)c->num_kv_heads * c->head_dim), eps);
+}
+
 /* One block l of a tower on x: attention over the cache (appending this step's keys), the
    encoder's output for a decoder tower of an encoder-decoder, then the MLP. *residual: the
    previous block's residual add still to do on entry; this block's on return. */
@@ -268,20 +285,30 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
     float eps = (float)c->norm_eps;
     size_t cache_stride = pf__rank_cache_layer(r) * pf__dtype_size(r->cache_dtype); /* one layer's cache, in bytes */
-    int rotary = a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS;
+    int rotary = (a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS) &&
+                 (!c->layer_rope || c->layer_rope[l]); /* NoPE layers rotate nothing */
     size_t mlp_width = (size_t)r->share.mlp_width;
     const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
     shape->scale = c->scale_attn_weights ? 1.0f / sqrtf((float)c->head_dim) : 1.0f;
     if (c->attention_multiplier) shape->scale = (float)c->attention_multiplier; /* Granite's own scale */
+    if (c->query_pre_attn_scalar > 0) shape->scale = (float)pow(c->query_pre_attn_scalar, -0.5);
+    shape->softcap = (float)c->attn_softcap;
     if (c->scale_attn_by_inverse_layer_idx) shape->scale /= (float)(l + 1);
     shape->window = c->layer_window[l];
+    shape->rope_table = c->rope_local_theta > 0 && c->layer_local[l];
     const pf__weight *attn_norm_b = PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]);
     const pf__weight *mlp_norm_b = PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]);
 
     /* h = norm1(x) (pre-norm; x += the previous block's part + bdown first, when pending), or x
        itself (post-norm) */
     const float *attn_in = r->x;
-    if (c->pre_norm) {
+    /* OLMo 2 norms outputs only; OLMo's weightless norms are there without tensors */
+    int attn_pre_norm = c->pre_norm && (PF__HAS(L[PF__SLOT_ATTN_NORM_WEIGHT]) || c->norm_weightless);
+    int mlp_pre_norm = c->pre_norm && (PF__HAS(L[PF__SLOT_MLP_NORM_WEIGHT]) || c->norm_weightless);
+    if (c->pre_norm && !attn_pre_norm) {
+        if (residual->pending) be->add_residual(r, r->x, r->part, residual->bias, N, d);
+        residual->pending = 0;
+    } else if (c->pre_norm) {
         if (residual->pending)
             pf__rank_residual_norm(r, r->x, r->part, residual->bias, r->h, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b,
                                    N, d, eps, a->norm);
@@ -293,8 +320,20 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     /* qkv = h Wqkv_r^T + bqkv_r: this rank's query and key/value heads only (+ bqkv_r by the
        first op after the GEMM where the backend folds it in there) */
     const pf__weight *qkv_bias = PF__OR_NULL(L[PF__SLOT_QKV_BIAS]);
-    shape->qkv_bias = be->qkv_bias_in_attention ? qkv_bias : NULL;
+    const pf__weight *q_norm = PF__OR_NULL(L[PF__SLOT_Q_NORM_WEIGHT]), *k_norm = PF__OR_NULL(L[PF__SLOT_K_NORM_WEIGHT]);
+    int qk_norm = c->qk_norm == PF__QK_NORM_HEAD && (q_norm || k_norm);
+    /* the qk-norms and the clip need the bias added first */
+    shape->qkv_bias = be->qkv_bias_in_attention && c->qk_norm == PF__QK_NORM_NONE && !(c->clip_qkv > 0) ? qkv_bias : NULL;
     be->matmul(r, r->qkv, attn_in, &L[PF__SLOT_QKV_WEIGHT], shape->qkv_bias ? NULL : qkv_bias, N);
+    /* q, k, v = clamp(q, k, v, -clip, clip) (OLMo's clip_qkv) */
+    if (c->clip_qkv > 0)
+        be->clamp(r, r->qkv, N * (size_t)(shape->heads + 2 * shape->kv_heads) * (size_t)c->head_dim, (float)c->clip_qkv);
+    /* q, k = norm(q), norm(k): each head over its head_dim values (qk-norm), before the rotary;
+       or over the whole projection, its statistics summed over the ranks */
+    if (qk_norm)
+        be->head_norm(r, r->qkv, q_norm, k_norm, N, shape, eps, a->norm);
+    if (c->qk_norm == PF__QK_NORM_PROJECTION && (q_norm || k_norm))
+        pf__rank_projection_qk_norm(r, q_norm, k_norm, N, shape, eps);
     /* q, k = rotate(q, k) by position (not on the global layers of a model that rotates windowed ones only) */
     if (rotary && (!c->rope_windowed_only || shape->window)) {
         be->rotary(r, r->qkv, s, shape, a->positions == PF__POS_ROTARY_PAIRS);
@@ -318,8 +357,15 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
        residual-from-norm: x = h + ...; pre-norm without cross-attention: h = norm2(x) at once */
     if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
     pf__all_reduce(r, r->part, N * d, "the attention output's all-reduce");
-    const pf__weight *attn_out_b = pf__rank_scale_output(r, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), N, d);
-    int mlp_norm_done = c->pre_norm && !t->cross;
+    const pf__weight *attn_out_b = PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]);
+    if (PF__HAS(L[PF__SLOT_ATTN_POST_NORM_WEIGHT])) { /* part = post-norm(part + bo): the sublayer's output normed */
+        if (attn_out_b) be->add_residual(r, r->part, NULL, attn_out_b, N, d);
+        attn_out_b = NULL;
+        be->norm(r, r->part, r->part, &L[PF__SLOT_ATTN_POST_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_ATTN_POST_NORM_BIAS]),
+                 N, d, eps, a->norm);
+    }
+    attn_out_b = pf__rank_scale_output(r, r->part, attn_out_b, N, d); /* Granite */
+    int mlp_norm_done = mlp_pre_norm && !t->cross;
     if (!c->pre_norm)
         pf__rank_residual_norm(r, r->x, r->part, attn_out_b, r->x, &L[PF__SLOT_ATTN_NORM_WEIGHT], attn_norm_b, N, d,
                                eps, a->norm);
@@ -330,7 +376,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
         be->add_residual(r, r->x, r->part, attn_out_b, N, d);
     if (t->cross) pf__rank_cross_attention(r, s, L, l - t->first_block, shape);
     const float *mlp_in = r->x;
-    if (c->pre_norm) {
+    if (mlp_pre_norm) {
         if (!mlp_norm_done) be->norm(r, r->h, r->x, &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
         mlp_in = r->h;
         if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
@@ -347,7 +393,14 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     /* part = mlp Wdown_r^T, summed over ranks; x += part + bdown; post-norm: x = norm2(x) */
     be->matmul(r, r->part, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
     pf__all_reduce(r, r->part, N * d, "the MLP output's all-reduce");
-    const pf__weight *down_b = pf__rank_scale_output(r, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), N, d);
+    const pf__weight *down_b = PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]);
+    if (PF__HAS(L[PF__SLOT_MLP_POST_NORM_WEIGHT])) { /* part = post-norm(part + bdown) */
+        if (down_b) be->add_residual(r, r->part, NULL, down_b, N, d);
+        down_b = NULL;
+        be->norm(r, r->part, r->part, &L[PF__SLOT_MLP_POST_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_POST_NORM_BIAS]),
+                 N, d, eps, a->norm);
+    }
+    down_b = pf__rank_scale_output(r, r->part, down_b, N, d); /* Granite */
     if (c->pre_norm) *residual = (pf__residual){1, down_b}; /* x += part + bdown: next */
     else pf__rank_residual_norm(r, r->x, r->part, down_b, r->x,
                                 &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
@@ -368,7 +421,7 @@ static void pf__rank_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
 static void pf__rank_final_norm(pf__rank *r, const pf__tower *t, float *out, const float *x, size_t rows) {
     const pf__config *c = &r->group->model->config;
     const pf__weight *W = r->weights;
-    if (PF__HAS(W[t->final_norm]))
+    if (PF__HAS(W[t->final_norm]) || c->norm_weightless)
         r->backend->norm(r, out, x, &W[t->final_norm], PF__OR_NULL(W[t->final_norm + 1]), rows, (size_t)c->hidden_size,
                          (float)c->final_norm_eps, pf__archs[c->arch].norm);
     else if (out != x)
@@ -403,7 +456,7 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
 static const float *pf__rank_decoder_rows(const pf__rank *r, const pf__job *job) {
     const pf__tower t = pf__tower_of(r, 0);
     int picked = !job->all_positions && job->step.seq_len > 1;
-    return picked || PF__HAS(r->weights[t.final_norm]) ? r->h : r->x;
+    return picked || PF__HAS(r->weights[t.final_norm]) || r->group->model->config.norm_weightless ? r->h : r->x;
 }
 
 /* A decoder's device work up to the logits, with no wait and no host copy (a backend may capture
@@ -422,7 +475,8 @@ static void pf__rank_decoder_hidden(pf__rank *r, const pf__job *job) {
         for (size_t b = 0; b < rows; b++) r->backend->copy(r, r->h + b * d, r->x + (b * s->seq_len + s->seq_len - 1) * d, d * sizeof(float));
         wanted = r->h;
     }
-    if (PF__HAS(r->weights[t.final_norm])) pf__rank_final_norm(r, &t, r->h, wanted, rows);
+    if (PF__HAS(r->weights[t.final_norm]) || r->group->model->config.norm_weightless)
+        pf__rank_final_norm(r, &t, r->h, wanted, rows);
 }
 
 /* Runs on every rank's thread with the same step; rank 0 also computes the logits. */
@@ -467,6 +521,7 @@ static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *
         }
         r->backend->matmul(r, r->logits, h, &W[PF__SLOT_LM_HEAD], PF__OR_NULL(W[PF__SLOT_LM_HEAD_BIAS]), n);
         if (c->logits_scaling) r->backend->scale(r, r->logits, n * mine, 1.0f / (float)c->logits_scaling); /* Granite */
+        if (c->final_softcap > 0) r->backend->softcap(r, r->logits, n * mine, (float)c->final_softcap); /* elementwise: each rank its share */
         if (job->tokens)
             r->backend->argmax(r, g->choices + (size_t)r->index * g->max_batch + first, r->logits, n, mine,
                                r->share.vocab_begin);

@@ -241,6 +241,9 @@ typedef enum {
     PF__SLOT_K_BIAS,           /* [KV] */
     PF__SLOT_V_WEIGHT,         /* [KV, hidden] */
     PF__SLOT_V_BIAS,           /* [KV] */
+    /* A norm of q and of k before the rotary (qk-norm), as the config's qk_norm says (PF__QK_NORM_*): */
+    PF__SLOT_Q_NORM_WEIGHT,    /* [head_dim]: one gain for every query head (PF__QK_NORM_HEAD); [Q] (_PROJECTION) */
+    PF__SLOT_K_NORM_WEIGHT,    /* [head_dim]: the same for every key head; [KV] (_PROJECTION) */
     PF__SLOT_ATTN_OUT_WEIGHT,  /* [hidden, Q] */
     PF__SLOT_ATTN_OUT_BIAS,    /* [hidden] */
     PF__SLOT_MLP_NORM_WEIGHT,  /* [hidden] */
@@ -253,6 +256,12 @@ typedef enum {
     PF__SLOT_MLP_DOWN_BIAS,    /* [hidden] */
     PF__SLOT_MLP_GATE_UP_WEIGHT, /* [2 I, hidden]: gate's rows, then up's (Phi-3's fused gate_up_proj) */
     PF__SLOT_MLP_GATE_UP_BIAS,   /* [2 I] */
+    /* Norms of a sublayer's output before its residual add ("sandwich" norms: Gemma 2; OLMo 2's,
+       which has no pre-norms), each used where present, independent of the pre-norms: */
+    PF__SLOT_ATTN_POST_NORM_WEIGHT, /* [hidden] */
+    PF__SLOT_ATTN_POST_NORM_BIAS,   /* [hidden] */
+    PF__SLOT_MLP_POST_NORM_WEIGHT,  /* [hidden] */
+    PF__SLOT_MLP_POST_NORM_BIAS,    /* [hidden] */
     /* A decoder block's attention over the encoder's output (encoder-decoders): */
     PF__SLOT_CROSS_NORM_WEIGHT,/* [hidden] */
     PF__SLOT_CROSS_NORM_BIAS,  /* [hidden] */
@@ -322,7 +331,10 @@ typedef enum {
 
 typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ, PF__KIND_DUAL } pf__kind;
 
-typedef enum { PF__NORM_LAYER, PF__NORM_RMS } pf__norm;
+typedef enum {
+    PF__NORM_LAYER, PF__NORM_RMS,
+    PF__NORM_RMS_PLUS_ONE /* RMSNorm whose gain is 1 + w, added in fp32 (Gemma) */
+} pf__norm;
 
 typedef enum { PF__SINUSOID_F32, PF__SINUSOID_F64, PF__SINUSOID_T2T } pf__sinusoid_kind; /* pf__sinusoid_table */
 
@@ -338,6 +350,20 @@ typedef enum {
 typedef enum { PF__QKV_BLOCKS, PF__QKV_PER_HEAD, PF__QKV_CODEGEN, PF__QKV_GROUPED } pf__qkv_layout;
 
 typedef enum { PF__MLP_PLAIN, PF__MLP_GATED, PF__MLP_GATED_IF_NAMED } pf__mlp;
+
+/* How q and k are normed after their projection, before the rotary (pf__config.qk_norm), by a
+   norm of the family's kind (its pf__arch.norm) without bias, with the gains of
+   PF__SLOT_Q_NORM_WEIGHT and PF__SLOT_K_NORM_WEIGHT:
+   PF__QK_NORM_NONE  no such norm;
+   PF__QK_NORM_HEAD  each head over its head_dim values, one gain [head_dim] shared by the heads
+                     (Qwen3; Gemma 3 with its RMSNorm kind);
+   PF__QK_NORM_PROJECTION  an RMSNorm of q over the whole projection (num_heads * head_dim values)
+                     and of k over its (num_kv_heads * head_dim), gains [Q] and [KV] split with the
+                     heads (OLMo 2): the ranks' sums of squares are all-reduced, each key/value
+                     head counted once (by the rank holding its first query head).
+   Per-head gains [heads][head_dim] (Cohere R+, StableLM 12B) are a value to come of this trait,
+   with the same slots. */
+typedef enum { PF__QK_NORM_NONE, PF__QK_NORM_HEAD, PF__QK_NORM_PROJECTION } pf__qk_norm;
 
 typedef enum { PF__ACT_GELU_TANH, PF__ACT_GELU_ERF, PF__ACT_RELU, PF__ACT_SILU, PF__ACT_TANH, PF__ACT_QUICK_GELU } pf__activation;
 
@@ -487,6 +513,11 @@ typedef struct pf__config {
     int residual_from_norm;         /* 1: each block's residual is its norm's output (BLOOM's
                                        apply_residual_connection_post_layernorm) */
     int attention_bias, mlp_bias;   /* 1: the projections of attention (of the MLP) have biases */
+    int qk_norm;                    /* a pf__qk_norm: q and k normed before the rotary */
+    int norm_weightless;            /* 1: the blocks' and the final norms have no weight or bias tensors
+                                       (OLMo's non-parametric LayerNorm): normed with the gain 1 */
+    double clip_qkv;                /* > 0: q, k and v clamped to [-clip_qkv, clip_qkv] after their
+                                       projection and bias, before the rotary (OLMo); 0: none */
     int parallel_residual;          /* x + attn(norm(x)) + mlp(norm'(x)) */
     int position_offset;            /* OPT's learned positions start at 2 */
     int embed_scale_sqrt;           /* token embeddings times sqrt(hidden) (CTRL) */
@@ -494,16 +525,23 @@ typedef struct pf__config {
     int rotary_dim;                 /* rotated dims per head; 0: rotary_pct * head_dim */
     double rotary_pct;
     double rope_theta;
+    double rope_local_theta;        /* > 0: the sliding-window layers rotate with their own table of this
+                                       base, unscaled; rope_theta and the scaling are the global layers'
+                                       (Gemma 3's rope_local_base_freq, rope_parameters.sliding_attention) */
     int reads_rope_dict;            /* 1: rope_scaling / rope_parameters apply (else transformers ignores them) */
     int partial_rotary_ignored;     /* 1: a partial_rotary_factor does not change the rotation (LLaMA) */
     int rope_head_dim;              /* GPT-NeoX's head_dim key: the rotary width's base; 0: head_dim */
     int sliding_window;             /* keys within this distance of the query; 0: all */
+    int window_pattern;             /* without a per-layer list: layer l uses the sliding window unless
+                                       (l + 1) is a multiple of this (Gemma 2: 2, Gemma 3: 6, Cohere2's
+                                       sliding_window_pattern); 0: first_window_layer rules */
+    double query_pre_attn_scalar;   /* > 0: scores scaled by its -1/2 power instead of head_dim's (Gemma 2) */
+    double attn_softcap;            /* > 0: scaled scores become tanh(s / cap) * cap before the mask (Gemma 2) */
+    double final_softcap;           /* > 0: the same on the logits (Gemma 2's final_logit_softcapping) */
     int use_sliding_window;         /* 0: the config's sliding_window is only informative (Qwen2) */
     int local_window;               /* GPT-Neo's window for its "local" layers */
     int first_window_layer;         /* without a per-layer list: layers from this one on use the
                                        sliding window (Qwen2's max_window_layers) */
-    int window_pattern;             /* > 0, without a per-layer list: layer l uses the sliding window unless
-                                       (l + 1) % window_pattern == 0 (Cohere2's sliding_window_pattern) */
     int rope_windowed_only;         /* 1: only layers with a window are rotated; the others have no
                                        positions (Cohere2's global layers) */
     pf__activation activation;
@@ -523,7 +561,15 @@ typedef struct pf__config {
     int rope_truncate;              /* YaRN: the ramp's bounds rounded outwards to whole dims */
     int rope_num_factors;           /* LongRoPE: entries in each of the lists below (rotary_dim / 2) */
     float rope_short_factor[PF__MAX_ROPE_FACTORS], rope_long_factor[PF__MAX_ROPE_FACTORS]; /* LongRoPE's lists */
-    int *layer_window;              /* [num_layers]: each layer's window, 0 for global; owned */
+    int *layer_window;              /* [num_layers]: each layer's window, 0 for global; owned, with
+                                       layer_local after it */
+    int *layer_local;               /* [num_layers]: 1 where the layer is a sliding ("local") one by its
+                                       kind, whatever its window; points into layer_window's block */
+    int no_rope_interval;           /* > 0: some layers rotate nothing (NoPE): config.json's no_rope_layers
+                                       list (1: rotary), or every no_rope_interval-th layer (SmolLM3) */
+    int nope_windowed;              /* 1: without a per-layer list of kinds, the sliding window is on the
+                                       NoPE layers (SmolLM3) */
+    int *layer_rope;                /* [num_layers]: 1 where the layer rotates q and k; NULL: every layer; owned */
     int type_vocab_size;            /* rows of the token type (segment) embedding */
     int gated_mlp;                  /* 1: act(x W_gate) * x W_up (the row's mlp, or T5's "gated-" activations) */
     int rel_table_rows;             /* rows of the relative bias table (its config key) */
@@ -1064,7 +1110,8 @@ typedef struct pf__step {
     const int32_t *ids;     /* host, [batch][seq_len] */
     int batch, seq_len;
     int past;               /* tokens already in the KV cache of each sequence */
-    const float *inv_freq;  /* host, [rotary_dim / 2]: rotary frequencies for this step, or NULL */
+    const float *inv_freq;  /* host, [pf__rope_floats]: rotary frequencies for this step (the global
+                               table, then the local one where the model has it), or NULL */
     const int *pad;         /* host, [batch]: left pads of each sequence (masked keys; positions
                                count from the first real token), or NULL */
     const int32_t *type_ids;/* host, [batch][seq_len]: token type (segment) ids; set whenever the
@@ -1099,8 +1146,11 @@ typedef struct pf__attn_shape {
     int rotary_dim;         /* for the rotary op */
     float rope_scale;       /* the rotary op's cos and sin times this (YaRN's and LongRoPE's attention
                                factor, transformers' attention_scaling); 0: 1 */
+    int rope_table;         /* which of the step's frequency tables the layer rotates with (pf__rope_floats):
+                               0 the global one, 1 the local layers' (rope_local_theta) */
     pf__dtype cache_dtype;  /* how the cache read (and appended to) stores keys and values */
     float scale;
+    float softcap;          /* > 0: score = tanh(score * scale / softcap) * softcap, before ALiBi, bias and mask */
     const float *alibi;     /* device, [heads]: score += slope * key position; NULL: none */
     const float *rel_bias;  /* device, [heads][rel_rows]: score += rel_bias[h][bucket(key - query)],
                                bucketed as T5 does (bidirectional); NULL: none */
@@ -1154,12 +1204,33 @@ typedef struct pf__backend {
     void (*matmul)(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__weight *bias, size_t rows);
     /* x = act(x) */
     void (*activation)(pf__rank *r, float *x, size_t count, pf__activation act);
+    /* x = tanh(x / cap) * cap elementwise (soft-capped logits) */
+    void (*softcap)(pf__rank *r, float *x, size_t count, float cap);
     /* out[row][i] = act(in[row][i]) * in[row][width + i]: gate and up side by side */
     void (*gated_activation)(pf__rank *r, float *out, const float *in, size_t rows, size_t width, pf__activation act);
     /* x[rows][n] += y (+ bias); y may be NULL (bias alone) */
     void (*add_residual)(pf__rank *r, float *x, const float *y, const pf__weight *bias, size_t rows, size_t n);
     /* x[count] *= factor (Granite's residual multiplier and logits scaling) */
     void (*scale)(pf__rank *r, float *x, size_t count, float factor);
+    /* Normalises, in place in the qkv rows [q (heads*head_dim) | k (kv_heads*head_dim) | v] of
+       `rows` tokens, each q head and each k head over its head_dim values: a norm of `kind`
+       (pf__backend.norm's math, no bias) with the gain q_weight (k_weight) [head_dim], shared by
+       the heads (NULL: that side is left as it is, as v always is). a->qkv_bias is not added:
+       the caller has the GEMM add it. */
+    void (*head_norm)(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight, size_t rows,
+                      const pf__attn_shape *a, float eps, pf__norm kind);
+    /* PF__QK_NORM_PROJECTION's statistics: sums[t][0] = the sum of squares of the rank's q values
+       of token t of the qkv rows, sums[t][1] = of its k heads k_first..k_first + k_count - 1
+       (local indices: the ones it counts); zeros on a rank without heads. */
+    void (*qk_sum_squares)(pf__rank *r, float *sums, const float *qkv, size_t rows, const pf__attn_shape *a,
+                           int k_first, int k_count);
+    /* Then each q value x = gain * (x / sqrt(sums[t][0] / q_width + eps)), k the same with
+       sums[t][1] and k_width, over all ranks' summed sums; gains [the rank's q] and [its k] (NULL:
+       that side left as it is). */
+    void (*qk_scale)(pf__rank *r, float *qkv, const float *sums, const pf__weight *q_weight, const pf__weight *k_weight,
+                     size_t rows, const pf__attn_shape *a, float q_width, float k_width, float eps);
+    /* x[i] = min(max(x[i], -limit), limit) for count values (OLMo's clip_qkv over the qkv rows) */
+    void (*clamp)(pf__rank *r, float *x, size_t count, float limit);
     /* Rotates (cos and sin times a->rope_scale when set) the first a->rotary_dim dims of every q and k head in the qkv rows by position
        past + t: dims (i, i + rotary_dim/2), or (2i, 2i + 1) when pairs; a->qkv_bias, when set,
        added to every element of the rows first. */
@@ -1632,6 +1703,10 @@ PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf
 PF_PRIVATE pf_result pf__ensure_group(pf_model *m);
 PF_PRIVATE pf_result pf__check_ids(pf_model *m, const int32_t *ids, size_t n);
 PF_PRIVATE const float *pf__rope_frequencies(pf_model *m, int length);
+/* Floats of a step's rotary frequencies: rotary_dim / 2 per table, two tables with a local base. */
+static inline size_t pf__rope_floats(const pf__config *c) {
+    return c->rotary_dim > 0 ? (size_t)c->rotary_dim / 2 * (c->rope_local_theta > 0 ? 2 : 1) : 0;
+}
 PF_PRIVATE void pf__rope_reset(pf_model *m);
 PF_PRIVATE pf_result pf__subsampler_rows(pf_model *m, const char *call, const float *const *features, const int *num_frames,
                                      int batch, float **out, int *width, int **pads);

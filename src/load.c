@@ -163,8 +163,9 @@ static pf_result pf__check_stacks(pf_model *m) {
         }
         if (!m->sources[base + PF__SLOT_QKV_FUSED_WEIGHT].data && !m->sources[base + PF__SLOT_Q_WEIGHT].data)
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has no attention projection", m->dir, l);
-        if (pf__archs[c->arch].kind == PF__KIND_DECODER && c->pre_norm && !c->parallel_residual &&
-            !m->sources[base + PF__SLOT_MLP_NORM_WEIGHT].data) /* only a parallel block may share one norm */
+        if (pf__archs[c->arch].kind == PF__KIND_DECODER && c->pre_norm && !c->parallel_residual && !c->norm_weightless &&
+            !m->sources[base + PF__SLOT_MLP_NORM_WEIGHT].data && !m->sources[base + PF__SLOT_MLP_POST_NORM_WEIGHT].data)
+            /* only a parallel block may share one norm; OLMo 2 norms the MLP's output instead */
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has no norm before its MLP", m->dir, l);
     }
     return PF_OK;
@@ -443,7 +444,7 @@ pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_mode
         r = pf__sentence_config_read(model_dir, &m->sentence, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r && !gguf) r = pf__load_tokenizer(m, model_dir);
     if (!r && m->config.rotary_dim) {
-        m->inv_freq = (float *)malloc((size_t)m->config.rotary_dim / 2 * sizeof(float));
+        m->inv_freq = (float *)malloc(pf__rope_floats(&m->config) * sizeof(float));
         if (!m->inv_freq) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }
     if (r) return pf__load_failed(m, model_dir, r);
@@ -476,6 +477,7 @@ void pf_free(pf_model *m) {
     free(m->logits);
     free(m->inv_freq);
     free(m->config.layer_window);
+    free(m->config.layer_rope);
     pf__policy_release(m->config.arch);
     free(m->config.eos_ids);
     free(m->config.suppress_ids);

@@ -13,7 +13,7 @@ static const char *pf__kind_name(int v) {
     return NULL;
 }
 static const char *pf__norm_name(int v) {
-    switch ((pf__norm)v) { PF__NAME(PF__NORM_, LAYER) PF__NAME(PF__NORM_, RMS) }
+    switch ((pf__norm)v) { PF__NAME(PF__NORM_, LAYER) PF__NAME(PF__NORM_, RMS) PF__NAME(PF__NORM_, RMS_PLUS_ONE) }
     return NULL;
 }
 static const char *pf__positions_name(int v) {
@@ -90,11 +90,14 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, ATTN_NORM_WEIGHT) PF__NAME(PF__SLOT_, ATTN_NORM_BIAS)
         PF__NAME(PF__SLOT_, QKV_FUSED_WEIGHT) PF__NAME(PF__SLOT_, QKV_FUSED_BIAS) PF__NAME(PF__SLOT_, Q_WEIGHT)
         PF__NAME(PF__SLOT_, Q_BIAS) PF__NAME(PF__SLOT_, K_WEIGHT) PF__NAME(PF__SLOT_, K_BIAS) PF__NAME(PF__SLOT_, V_WEIGHT)
-        PF__NAME(PF__SLOT_, V_BIAS) PF__NAME(PF__SLOT_, ATTN_OUT_WEIGHT) PF__NAME(PF__SLOT_, ATTN_OUT_BIAS)
+        PF__NAME(PF__SLOT_, V_BIAS) PF__NAME(PF__SLOT_, Q_NORM_WEIGHT) PF__NAME(PF__SLOT_, K_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, ATTN_OUT_WEIGHT) PF__NAME(PF__SLOT_, ATTN_OUT_BIAS)
         PF__NAME(PF__SLOT_, MLP_NORM_WEIGHT) PF__NAME(PF__SLOT_, MLP_NORM_BIAS) PF__NAME(PF__SLOT_, MLP_GATE_WEIGHT)
         PF__NAME(PF__SLOT_, MLP_GATE_BIAS) PF__NAME(PF__SLOT_, MLP_UP_WEIGHT) PF__NAME(PF__SLOT_, MLP_UP_BIAS)
         PF__NAME(PF__SLOT_, MLP_DOWN_WEIGHT) PF__NAME(PF__SLOT_, MLP_DOWN_BIAS) PF__NAME(PF__SLOT_, MLP_GATE_UP_WEIGHT)
-        PF__NAME(PF__SLOT_, MLP_GATE_UP_BIAS) PF__NAME(PF__SLOT_, CROSS_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, MLP_GATE_UP_BIAS) PF__NAME(PF__SLOT_, ATTN_POST_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, ATTN_POST_NORM_BIAS) PF__NAME(PF__SLOT_, MLP_POST_NORM_WEIGHT) PF__NAME(PF__SLOT_, MLP_POST_NORM_BIAS)
+        PF__NAME(PF__SLOT_, CROSS_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, CROSS_NORM_BIAS) PF__NAME(PF__SLOT_, CROSS_Q_WEIGHT) PF__NAME(PF__SLOT_, CROSS_Q_BIAS)
         PF__NAME(PF__SLOT_, CROSS_K_WEIGHT) PF__NAME(PF__SLOT_, CROSS_K_BIAS) PF__NAME(PF__SLOT_, CROSS_V_WEIGHT)
         PF__NAME(PF__SLOT_, CROSS_V_BIAS) PF__NAME(PF__SLOT_, CROSS_OUT_WEIGHT) PF__NAME(PF__SLOT_, CROSS_OUT_BIAS)
@@ -1139,6 +1142,8 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
         break;
     case PF__SLOT_K_BIAS: case PF__SLOT_V_BIAS: case PF__SLOT_CROSS_K_BIAS: case PF__SLOT_CROSS_V_BIAS: *rows = kv; break;
     case PF__SLOT_ATTN_OUT_WEIGHT: case PF__SLOT_CROSS_OUT_WEIGHT: *rows = h; *cols = q; break;
+    case PF__SLOT_Q_NORM_WEIGHT: *rows = c->qk_norm == PF__QK_NORM_PROJECTION ? q : (size_t)c->head_dim; break;
+    case PF__SLOT_K_NORM_WEIGHT: *rows = c->qk_norm == PF__QK_NORM_PROJECTION ? kv : (size_t)c->head_dim; break;
     case PF__SLOT_MLP_GATE_WEIGHT: case PF__SLOT_MLP_UP_WEIGHT: *rows = in; *cols = h; break;
     case PF__SLOT_MLP_GATE_BIAS: case PF__SLOT_MLP_UP_BIAS: *rows = in; break;
     case PF__SLOT_MLP_GATE_UP_WEIGHT: *rows = 2 * in; *cols = h; break;

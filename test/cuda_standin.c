@@ -228,6 +228,8 @@ TAPED(matmul, MATMUL_ARGS, 0)
 TAPED(argmax, ARGMAX_ARGS, 0)
 #define ACTIVATION_ARGS(X) X(float *, x) X(size_t, count) X(int, act) X(void *, x16) X(int, x16_dtype)
 TAPED(activation, ACTIVATION_ARGS, 0)
+#define SOFTCAP_ARGS(X) X(float *, x) X(size_t, count) X(float, cap)
+TAPED(softcap, SOFTCAP_ARGS, 0)
 #define BIAS_ACTIVATION_ARGS(X) X(float *, x) X(const void *, bias) X(int, dtype) X(size_t, rows) X(size_t, n) \
     X(int, act) X(void *, x16) X(int, x16_dtype)
 TAPED(bias_activation, BIAS_ACTIVATION_ARGS, 0)
@@ -248,6 +250,18 @@ TAPED(add_residual_biases, ADD_RESIDUAL_BIASES_ARGS, 0)
     X(const int *, pad) X(int, batch) X(int, T) X(const int *, past_at) X(int, heads) X(int, kv_heads) X(int, hd) \
     X(int, rotary_dim) X(int, pairs) X(float, scale)
 TAPED(rotary, ROTARY_ARGS, 0)
+#define CLAMP_ARGS(X) X(float *, x) X(size_t, count) X(float, limit)
+TAPED(clamp, CLAMP_ARGS, 0)
+#define QK_SUM_SQUARES_ARGS(X) X(float *, sums) X(const float *, qkv) X(size_t, rows) X(int, heads) X(int, kv_heads) \
+    X(int, hd) X(int, k_first) X(int, k_count)
+TAPED(qk_sum_squares, QK_SUM_SQUARES_ARGS, 0)
+#define QK_SCALE_ARGS(X) X(float *, qkv) X(const float *, sums) X(const void *, q_w) X(int, q_dtype) \
+    X(const void *, k_w) X(int, k_dtype) X(size_t, rows) X(int, heads) X(int, kv_heads) X(int, hd) X(float, q_width) \
+    X(float, k_width) X(float, eps)
+TAPED(qk_scale, QK_SCALE_ARGS, 0)
+#define HEAD_NORM_ARGS(X) X(float *, qkv) X(const void *, q_w) X(int, q_dtype) X(const void *, k_w) X(int, k_dtype) \
+    X(size_t, rows) X(int, heads) X(int, kv_heads) X(int, hd) X(float, eps) X(int, rms)
+TAPED(head_norm, HEAD_NORM_ARGS, 0)
 #define KV_APPEND_ARGS(X) X(void *, kc) X(void *, vc) X(int, cache_dtype) X(float *, qkv) X(const void *, bias) \
     X(int, bias_dtype) X(const int *, cache_rows) X(int, batch) X(int, T) X(int, past) X(const int *, past_at) \
     X(int, heads) X(int, kv_heads) X(int, hd) X(int, cache_len)
@@ -490,7 +504,7 @@ static int norm_live(pf_cuda_rank *st, float *out, const float *x, const void *w
         float var = block_reduce(part, threads, 0) / (float)n;
         float inv = 1.0f / sqrtf(var + eps);
         for (size_t i = 0; i < n; i++) {
-            o[i] = (xr[i] - mean) * inv * (w ? ld(w, w_dtype, i) : 1.0f) + ld(b, b_dtype, i);
+            o[i] = (xr[i] - mean) * inv * (w ? ld(w, w_dtype, i) + (rms == 2 ? 1.0f : 0.0f) : 1.0f) + ld(b, b_dtype, i);
             if (out16) store16(out16, out16_dtype, r * n + i, o[i]);
         }
     }
@@ -663,6 +677,14 @@ static int activation_live(pf_cuda_rank *st, float *x, size_t count, int act, vo
     return 0;
 }
 
+/* kernels.cu's pf_softcap_kernel */
+static int softcap_live(pf_cuda_rank *st, float *x, size_t count, float cap) {
+    (void)st;
+    NEED(x, count * 4);
+    for (size_t i = 0; i < count; i++) x[i] = tanhf(x[i] / cap) * cap;
+    return 0;
+}
+
 /* kernels.cu's pf_bias_activation_kernel: pf_add_bias_kernel's sum, then the activation */
 static int bias_activation_live(pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act,
                             void *x16, int x16_dtype) {
@@ -744,6 +766,84 @@ static void add_qkv_bias(float *qkv, const void *bias, int bias_dtype, size_t ro
     NEED(bias, width * dsize(bias_dtype));
     for (size_t row = 0; row < rows; row++)
         for (size_t c = 0; c < width; c++) qkv[row * width + c] += ld(bias, bias_dtype, c);
+}
+
+/* kernels.cu's pf_clamp_kernel. */
+static int clamp_live(pf_cuda_rank *st, float *x, size_t count, float limit) {
+    (void)st;
+    if (!count) return 0;
+    NEED(x, count * 4);
+    for (size_t i = 0; i < count; i++) x[i] = fminf(fmaxf(x[i], -limit), limit);
+    return 0;
+}
+
+/* kernels.cu's pf_qk_sum_squares_kernel: 256 threads' strided sums of squares, then the block's sum. */
+static int qk_sum_squares_live(pf_cuda_rank *st, float *sums, const float *qkv, size_t rows, int heads, int kv_heads,
+                               int hd, int k_first, int k_count) {
+    (void)st;
+    if (!rows) return 0;
+    size_t q = heads > 0 ? (size_t)heads * hd : 0, width = heads > 0 ? (size_t)(heads + 2 * kv_heads) * hd : 0;
+    size_t k0 = (size_t)(k_first > 0 ? k_first : 0) * hd, k_len = heads > 0 && k_count > 0 ? (size_t)k_count * hd : 0;
+    NEED(sums, rows * 2 * 4);
+    if (width) NEED(qkv, rows * width * 4);
+    enum { THREADS = 256 };
+    float part[THREADS];
+    for (size_t row = 0; row < rows; row++) {
+        const float *xr = width ? qkv + row * width : NULL;
+        for (int t = 0; t < THREADS; t++) {
+            float s = 0.0f;
+            for (size_t i = (size_t)t; i < q; i += THREADS) s += xr[i] * xr[i];
+            part[t] = s;
+        }
+        sums[2 * row] = block_reduce(part, THREADS, 0);
+        for (int t = 0; t < THREADS; t++) {
+            float s = 0.0f;
+            for (size_t i = (size_t)t; i < k_len; i += THREADS) s += xr[q + k0 + i] * xr[q + k0 + i];
+            part[t] = s;
+        }
+        sums[2 * row + 1] = block_reduce(part, THREADS, 0);
+    }
+    return 0;
+}
+
+/* kernels.cu's pf_qk_scale_kernel. */
+static int qk_scale_live(pf_cuda_rank *st, float *qkv, const float *sums, const void *q_w, int q_dtype, const void *k_w,
+                         int k_dtype, size_t rows, int heads, int kv_heads, int hd, float q_width, float k_width,
+                         float eps) {
+    (void)st;
+    if (!rows || heads <= 0 || (!q_w && !k_w)) return 0;
+    size_t q = (size_t)heads * hd, kv = (size_t)kv_heads * hd, width = q + 2 * kv;
+    NEED(qkv, rows * width * 4);
+    NEED(sums, rows * 2 * 4);
+    if (q_w) NEED(q_w, q * dsize(q_dtype));
+    if (k_w) NEED(k_w, kv * dsize(k_dtype));
+    for (size_t row = 0; row < rows; row++)
+        for (size_t i = 0; i < q + kv; i++) {
+            int is_q = i < q;
+            const void *w = is_q ? q_w : k_w;
+            if (!w) continue;
+            float inv = 1.0f / sqrtf(sums[2 * row + (is_q ? 0 : 1)] / (is_q ? q_width : k_width) + eps);
+            float *x = qkv + row * width + i;
+            *x = ld(w, is_q ? q_dtype : k_dtype, is_q ? i : i - q) * (*x * inv);
+        }
+    return 0;
+}
+
+/* kernels.cu's pf_head_norm_kernel: each q head and k head of the rows, one block's pf_norm_row
+   over its head_dim values in place (norm_live on that slice), a side without its gain skipped. */
+static int head_norm_live(pf_cuda_rank *st, float *qkv, const void *q_w, int q_dtype, const void *k_w, int k_dtype,
+                          size_t rows, int heads, int kv_heads, int hd, float eps, int rms) {
+    if (!rows || heads + kv_heads <= 0 || hd <= 0 || (!q_w && !k_w)) return 0;
+    size_t width = (size_t)(heads + 2 * kv_heads) * hd;
+    NEED(qkv, rows * width * 4);
+    for (size_t row = 0; row < rows; row++)
+        for (int h = 0; h < heads + kv_heads; h++) {
+            const void *w = h < heads ? q_w : k_w;
+            float *xr = qkv + row * width + (size_t)h * hd;
+            if (w && norm_live(st, xr, xr, w, h < heads ? q_dtype : k_dtype, NULL, 0, 1, (size_t)hd, eps, rms, NULL, 0))
+                return 1;
+        }
+    return 0;
 }
 
 static int rotary_live(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq,
@@ -876,8 +976,14 @@ static float round16(int dtype, float v) {
    rounded P in key order, o = o * alpha, then o += P v (fp32, key order; wmma's order again
    unspecified). out = o / l, zeros without a key. k and v: the row's cache head (keys kv_width
    apart); q16 and o: hd floats of scratch. */
+/* kernels.cu's pf_scaled_score: s * scale, soft-capped as tanh(s / cap) * cap where cap > 0. */
+static float scaled_score(float s, float scale, float softcap) {
+    s *= scale;
+    return softcap > 0.0f ? tanhf(s / softcap) * softcap : s;
+}
+
 static void flash_row(float *out, const float *q, const void *kc, const void *vc, int dtype, size_t base,
-                      size_t kv_width, int hd, int first, int last, int pd, int pos, float scale, float slope,
+                      size_t kv_width, int hd, int first, int last, int pd, int pos, float scale, float softcap, float slope,
                       const float *rel, int rel_buckets, int rel_max_distance, int bidirectional, float *q16,
                       float *o) {
     for (int i = 0; i < hd; i++) {
@@ -893,7 +999,7 @@ static void flash_row(float *out, const float *q, const void *kc, const void *vc
             if (j >= first && j <= last) {
                 float s = 0.0f;
                 for (int i = 0; i < hd; i++) s += q16[i] * ld(kc, dtype, base + (size_t)j * kv_width + i);
-                score[c] = s * scale + slope * (float)(j - pd);
+                score[c] = scaled_score(s, scale, softcap) + slope * (float)(j - pd);
                 if (rel) score[c] += rel[relative_bucket(j - pos, rel_buckets, rel_max_distance, bidirectional)];
             }
             tile_max = fmaxf(tile_max, score[c]);
@@ -927,7 +1033,7 @@ static int attend_live(pf_cuda_rank *st, const pf_cuda_attention_args *args) {
     int heads = args->heads, kv_heads = args->kv_heads, hd = args->head_dim;
     int head_begin = args->head_begin, kv_begin = args->kv_begin, kv_group = args->kv_group;
     int cache_len = args->cache_len, window = args->window, mask = args->mask;
-    float scale = args->scale;
+    float scale = args->scale, softcap = args->softcap;
     int rel_rows = args->rel_rows, rel_buckets = args->rel_buckets, rel_max_distance = args->rel_max_distance;
     if (heads <= 0 || hd <= 0 || batch <= 0 || T <= 0) return 0;
     if (kv_heads <= 0 || kv_group <= 0 || head_begin / kv_group - kv_begin < 0 ||
@@ -965,7 +1071,7 @@ static int attend_live(pf_cuda_rank *st, const pf_cuda_attention_args *args) {
                     size_t cache_row = cache_rows ? (size_t)cache_rows[b] : (size_t)b;
                     size_t base = cache_row * cache_len * kv_width + (size_t)((head_begin + h) / kv_group - kv_begin) * hd;
                     flash_row(out + row * q_width + (size_t)h * hd, qkv + row * row_width + (size_t)h * hd, kc, vc,
-                              cache_dtype, base, kv_width, hd, first, last, pd, pos, scale, alibi ? alibi[h] : 0.0f,
+                              cache_dtype, base, kv_width, hd, first, last, pd, pos, scale, softcap, alibi ? alibi[h] : 0.0f,
                               rel_bias ? rel_bias + (size_t)h * rel_rows : NULL, rel_buckets, rel_max_distance,
                               mask != 1, q16, acc);
                     continue;
@@ -990,7 +1096,7 @@ static int attend_live(pf_cuda_rank *st, const pf_cuda_attention_args *args) {
                                 s += q[i] * ld(kc, cache_dtype, base + (size_t)(j0 + jj) * kv_width + i);
                             lanes[lane] = s;
                         }
-                        p[jj] = warp_reduce(lanes, 0) * scale + slope * (float)(j0 + jj - pd);
+                        p[jj] = scaled_score(warp_reduce(lanes, 0), scale, softcap) + slope * (float)(j0 + jj - pd);
                         if (rel_bias) p[jj] += rel_bias[(size_t)h * rel_rows + relative_bucket(j0 + jj - pos, rel_buckets, rel_max_distance, mask != 1)];
                     }
                     for (int th = 0; th < ATTN_THREADS; th++) part[th] = th < n ? p[th] : -INFINITY;

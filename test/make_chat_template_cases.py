@@ -384,6 +384,28 @@ GEMMA = (
     "trim + '<end_of_turn>\n' }}{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %}"
 )
 
+# Gemma 3's: a system message becomes a prefix of the first user turn; content strings or lists of
+# {type: text/image} items
+GEMMA3 = (
+    "{{ bos_token }}\n{%- if messages[0]['role'] == 'system' -%}\n    {%- if messages[0]['content'] is string -%}\n"
+    "        {%- set first_user_prefix = messages[0]['content'] + '\\n\\n' -%}\n    {%- else -%}\n"
+    "        {%- set first_user_prefix = messages[0]['content'][0]['text'] + '\\n\\n' -%}\n    {%- endif -%}\n"
+    "    {%- set loop_messages = messages[1:] -%}\n{%- else -%}\n    {%- set first_user_prefix = \"\" -%}\n"
+    "    {%- set loop_messages = messages -%}\n{%- endif -%}\n{%- for message in loop_messages -%}\n"
+    "    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}\n"
+    "        {{ raise_exception(\"Conversation roles must alternate user/assistant/user/assistant/...\") }}\n"
+    "    {%- endif -%}\n    {%- if (message['role'] == 'assistant') -%}\n        {%- set role = \"model\" -%}\n"
+    "    {%- else -%}\n        {%- set role = message['role'] -%}\n    {%- endif -%}\n"
+    "    {{ '<start_of_turn>' + role + '\\n' + (first_user_prefix if loop.first else \"\") }}\n"
+    "    {%- if message['content'] is string -%}\n        {{ message['content'] | trim }}\n"
+    "    {%- elif message['content'] is iterable -%}\n        {%- for item in message['content'] -%}\n"
+    "            {%- if item['type'] == 'image' -%}\n                {{ '<start_of_image>' }}\n"
+    "            {%- elif item['type'] == 'text' -%}\n                {{ item['text'] | trim }}\n"
+    "            {%- endif -%}\n        {%- endfor -%}\n    {%- else -%}\n"
+    "        {{ raise_exception(\"Invalid content type\") }}\n    {%- endif -%}\n    {{ '<end_of_turn>\\n' }}\n"
+    "{%- endfor -%}\n{%- if add_generation_prompt -%}\n    {{'<start_of_turn>model\\n'}}\n{%- endif -%}\n"
+)
+
 CHATML = (
     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}"
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
@@ -457,6 +479,7 @@ TEMPLATES = [
     ("zephyr", ZEPHYR, "<s>", "</s>"),
     ("phi3", PHI3, "<s>", "<|endoftext|>"),
     ("gemma", GEMMA, "<bos>", "<eos>"),
+    ("gemma3", GEMMA3, "<bos>", "<eos>"),
     ("chatml", CHATML, "<|im_start|>", "<|im_end|>"),
     ("smollm2", SMOLLM2, "<|im_start|>", "<|im_end|>"),
     ("falcon", FALCON, "<|endoftext|>", "<|endoftext|>"),

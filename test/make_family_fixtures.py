@@ -314,6 +314,23 @@ def mistral_tokenizer(size: int):
     ), tok
 
 
+def gemma_tokenizer(size: int):
+    """Gemma as transformers 5 writes it (GemmaTokenizer): <pad> <eos> <bos> <unk> <mask> = 0..4,
+    the byte tokens, then pieces; normalizer Replace(' ', '▁'), no prefix space, byte fallback,
+    <bos> added."""
+    from transformers import GemmaTokenizer
+
+    pieces, merges = train_llama2_pieces(size)
+    front = ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<start_of_turn>", "<end_of_turn>"]
+    vocab = {t: i for i, t in enumerate(front)}
+    for t, _ in sorted(pieces.items(), key=lambda kv: kv[1]):
+        if t not in vocab and t not in ("<s>", "</s>"):
+            vocab[t] = len(vocab)
+    tok = GemmaTokenizer(vocab=vocab, merges=merges)
+    tok.add_special_tokens({"additional_special_tokens": ["<start_of_turn>", "<end_of_turn>"]})
+    return tok
+
+
 def train_suffix_bpe(tok: Tokenizer, texts, size: int):
     """BPE with '</w>' on each word's last symbol, trained here in Python: the tokenizers trainer
     orders the '</w>' alphabet and breaks ties between equal pair counts differently from run to
@@ -741,6 +758,206 @@ def cfg_qwen2(v, tok):
     )
 
 
+def cfg_gemma(v, tok):
+    from transformers import GemmaConfig
+
+    bos, eos, pad = _ids(tok)
+    # head_dim 12 with hidden 48 and 6 heads: q is 72 wide, not hidden; 2 kv heads (GQA)
+    return GemmaConfig(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=2, head_dim=12, max_position_embeddings=128, rms_norm_eps=1e-6,
+        initializer_range=INIT_STD, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        hidden_act="gelu_pytorch_tanh", tie_word_embeddings=True, bos_token_id=bos, eos_token_id=eos,
+        pad_token_id=pad,
+    )
+
+
+def cfg_gemma2(v, tok):
+    from transformers import Gemma2Config
+
+    bos, eos, pad = _ids(tok)
+    # 3 layers: sliding (window 8), full, sliding; multi-query; head_dim 16 but scores scaled by
+    # query_pre_attn_scalar 24 ** -0.5; caps low enough to bite on these large random weights
+    return Gemma2Config(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=3, num_attention_heads=6,
+        num_key_value_heads=1, head_dim=16, max_position_embeddings=128, rms_norm_eps=1e-6,
+        initializer_range=INIT_STD, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=24, sliding_window=8,
+        attn_logit_softcapping=4.0, final_logit_softcapping=6.0, tie_word_embeddings=True, bos_token_id=bos,
+        eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def cfg_gemma3(v, tok):
+    from transformers import Gemma3TextConfig
+
+    bos, eos, pad = _ids(tok)
+    # 6 layers: 5 sliding (window 8, local rope base 1e4) then 1 global (base 1e6, linear scaling 8,
+    # as Gemma 3 4B+); q/k RMSNorms (1 + w) per head; GQA 6/2 with head_dim 16
+    return Gemma3TextConfig(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=6, num_attention_heads=6,
+        num_key_value_heads=2, head_dim=16, max_position_embeddings=256, rms_norm_eps=1e-6,
+        initializer_range=INIT_STD, hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=16,
+        sliding_window=8, tie_word_embeddings=True, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+        rope_parameters={
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0},
+        },
+    )
+
+
+def gemma3_hub_style_config(cfg: dict) -> dict:
+    """config.json as the Gemma 3 hub repos spell it: rope_theta, rope_local_base_freq, rope_scaling
+    and sliding_window_pattern, no rope_parameters nor layer_types."""
+    rope = cfg.pop("rope_parameters")
+    cfg.pop("layer_types")
+    full, local = dict(rope["full_attention"]), rope["sliding_attention"]
+    cfg["rope_theta"] = full.pop("rope_theta")
+    cfg["rope_local_base_freq"] = local["rope_theta"]
+    cfg["rope_scaling"] = full
+    cfg.pop("_sliding_window_pattern", None)
+    cfg["sliding_window_pattern"] = 6
+    return cfg
+
+
+def set_rope_kind(kind, **kv):
+    def apply(cfg):
+        cfg.rope_parameters = dict(cfg.rope_parameters)
+        cfg.rope_parameters[kind] = dict(cfg.rope_parameters[kind], **kv)
+    return apply
+
+
+def plain_global_rope(cfg):
+    cfg.rope_parameters = dict(cfg.rope_parameters)
+    cfg.rope_parameters["full_attention"] = {"rope_type": "default",
+                                             "rope_theta": cfg.rope_parameters["full_attention"]["rope_theta"]}
+
+
+def gemma3_no_qk_norms(model):
+    for layer in model.model.layers:
+        layer.self_attn.q_norm.forward = lambda x: x
+        layer.self_attn.k_norm.forward = lambda x: x
+
+
+def gemma2_no_post_norms(model):
+    for layer in model.model.layers:
+        layer.post_attention_layernorm.forward = lambda x: x
+        layer.post_feedforward_layernorm.forward = lambda x: x
+
+
+def gemma_plain_norms(model):
+    """RMSNorm gains w instead of 1 + w (LLaMA's): a patch, no config switch selects it."""
+    def plain(module):
+        def forward(x):
+            out = module._norm(x.float()) * module.weight.float()
+            return out.type_as(x)
+        return forward
+    for name, module in model.named_modules():
+        if type(module).__name__.endswith("RMSNorm"):
+            module.forward = plain(module)
+
+
+def gemma_no_embed_scale(model):
+    model.model.embed_tokens.embed_scale.fill_(1.0)
+
+
+def patch_only(patch):
+    return lambda cfg: patch
+def cfg_qwen3(v, tok, window=False):
+    from transformers import Qwen3Config
+
+    bos, eos, pad = _ids(tok)
+    # head_dim 12, not hidden / heads = 8: q is [72], k and v [24]; with window, 3 layers, the
+    # window (8, shorter than the prompt) from layer 1 on, and q/k/v/o biases
+    return Qwen3Config(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=3 if window else 2, num_attention_heads=6,
+        num_key_value_heads=2, head_dim=12, max_position_embeddings=128, rms_norm_eps=1e-6, initializer_range=INIT_STD,
+        rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}, use_sliding_window=window,
+        sliding_window=8, max_window_layers=1, attention_bias=window, tie_word_embeddings=not window,
+        bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def cfg_qwen3_window_bias(v, tok):
+    return cfg_qwen3(v, tok, window=True)
+
+
+def cfg_olmo(v, tok, clip=None):
+    from transformers import OlmoConfig
+
+    bos, eos, pad = _ids(tok)
+    return OlmoConfig(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=2, max_position_embeddings=128, initializer_range=INIT_STD,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, attention_bias=clip is not None,
+        clip_qkv=clip, tie_word_embeddings=False, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def cfg_olmo_clip(v, tok):
+    # q, k, v of this tiny model reach about 10: a limit of 3 clips many of them
+    return cfg_olmo(v, tok, clip=3.0)
+
+
+def cfg_smollm3(v, tok, window=False):
+    from transformers import SmolLM3Config
+
+    bos, eos, pad = _ids(tok)
+    # 3 layers, layer 1 without rotary (a list unlike the every-4th default); with window, 4 layers,
+    # every 2nd without rotary (no_rope_layer_interval 2) and those windowed (sliding_window 8)
+    return SmolLM3Config(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=4 if window else 3,
+        num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=128, rms_norm_eps=1e-6,
+        initializer_range=INIT_STD, rope_parameters={"rope_type": "default", "rope_theta": 2000000.0},
+        no_rope_layers=None if window else [1, 0, 1], no_rope_layer_interval=2 if window else 4,
+        use_sliding_window=window, sliding_window=8 if window else None, tie_word_embeddings=not window,
+        bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def cfg_smollm3_window(v, tok):
+    return cfg_smollm3(v, tok, window=True)
+
+
+def cfg_olmo2(v, tok, bias=False):
+    from transformers import Olmo2Config
+
+    bos, eos, pad = _ids(tok)
+    # 6 query heads / 2 key-value heads: on 4 ranks the query heads split 1, 2, 1, 2 and key-value
+    # head 0 sits on ranks 0 and 1 (counted once in the k norm's statistics)
+    return Olmo2Config(
+        vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=2, num_attention_heads=6,
+        num_key_value_heads=2, max_position_embeddings=128, rms_norm_eps=1e-6, initializer_range=INIT_STD,
+        rope_parameters={"rope_type": "default", "rope_theta": 500000.0}, attention_bias=bias,
+        tie_word_embeddings=False, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def cfg_olmo2_bias(v, tok):
+    return cfg_olmo2(v, tok, bias=True)
+
+
+def per_head_qk_norm(cfg):
+    """Qwen3's qk-norm in place of OLMo 2's: q and k RMSNormed per head, the same gains reused for
+    every head's slice (the statistics per head, not over the whole projection)."""
+    def patch(model):
+        for layer in model.model.layers:
+            attn = layer.self_attn
+            for name in ("q_norm", "k_norm"):
+                norm = getattr(attn, name)
+                hd = attn.head_dim
+                weight = norm.weight.detach().clone()
+                eps = norm.variance_epsilon
+
+                def per_head(x, weight=weight, eps=eps, hd=hd):
+                    shape = x.shape
+                    h = x.view(*shape[:-1], -1, hd).float()
+                    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+                    return weight * h.view(shape)
+                norm.forward = per_head
+    return patch
+
+
 def cfg_codegen(v, tok):
     from transformers import CodeGenConfig
 
@@ -937,6 +1154,17 @@ def cfg_qwen2_window_layers(v, tok):
     )
 
 
+def qwen3_hub_config(cfg: dict) -> dict:
+    """config.json as the Qwen3 checkpoints on the hub spell it (transformers 4.51+): rope_theta and
+    rope_scaling null at the top level, no layer_types, torch_dtype."""
+    rope = cfg.pop("rope_parameters")
+    cfg["rope_theta"] = rope["rope_theta"]
+    cfg["rope_scaling"] = None
+    cfg.pop("layer_types")
+    cfg["torch_dtype"] = cfg.pop("dtype")
+    return cfg
+
+
 def drop_keys(*keys):
     """config.json as hub checkpoints older than the derived key spell it: the derived key left out."""
     def rewrite(cfg: dict) -> dict:
@@ -959,6 +1187,15 @@ def exact_gelu(cfg):
     def patch(model):
         for block in model.transformer.h:
             block.mlp.act = torch.nn.GELU()
+    return patch
+
+
+def without_qk_norm(cfg):
+    """q and k unnormed (Qwen3's q_norm, k_norm replaced by the identity), which no config value selects."""
+    def patch(model):
+        for layer in model.model.layers:
+            layer.self_attn.q_norm = torch.nn.Identity()
+            layer.self_attn.k_norm = torch.nn.Identity()
     return patch
 
 
@@ -1161,6 +1398,65 @@ FAMILIES = [
         ablations=[],
     ),
     dict(
+        name="qwen3", config=cfg_qwen3, seed=2300, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(qwen2_tokenizer(384), out), tok_style="as qwen2",
+        traits="qk-norm: q and k RMSNormed per head (q_norm, k_norm [head_dim]) before the rotary; head_dim 12 "
+               "explicit (hidden / heads is 8); GQA 6/2; no biases; tied embeddings; rope theta 1e6",
+        ablations=[("no qk-norm", without_qk_norm)],
+    ),
+    dict(
+        name="qwen3-window-bias", config=cfg_qwen3_window_bias, seed=2400, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(qwen2_tokenizer(384), out), tok_style="as qwen2",
+        traits="qwen3 with 3 layers, attention_bias true (q/k/v/o biases, added before the qk-norm), "
+               "use_sliding_window true, sliding_window 8, max_window_layers 1; config.json in the Qwen3 hub "
+               "spelling (rope_theta + rope_scaling null at the top, no layer_types): layers full, sliding, sliding",
+        ablations=[("window on every layer", windows_everywhere), ("no qk-norm", without_qk_norm)],
+        legacy=qwen3_hub_config,
+    ),
+    dict(
+        name="olmo", config=cfg_olmo, seed=2500, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="LayerNorm without weight or bias (eps 1e-5 fixed) before attention, MLP and the head; SwiGLU; "
+               "rotary halves; GQA 6/2; no biases; clip_qkv null; untied lm_head",
+        ablations=[],
+    ),
+    dict(
+        name="olmo-clip-qkv", config=cfg_olmo_clip, seed=2600, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="olmo with clip_qkv 3 (q, k, v clamped to [-3, 3] after their biases, before the rotary) and "
+               "attention_bias true (q/k/v/o biases)",
+        ablations=[("no clipping", set_attr(clip_qkv=None))],
+    ),
+    dict(
+        name="smollm3", config=cfg_smollm3, seed=2700, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(llama3_tokenizer(384)[0], out, "PreTrainedTokenizerFast"), tok_style="as llama3-rope",
+        traits="no_rope_layers [1, 0, 1]: layer 1 attends without rotary (NoPE); GQA 6/2; rope theta 2e6; tied head",
+        ablations=[("rotary on every layer", set_attr(no_rope_layers=[1, 1, 1]))],
+    ),
+    dict(
+        name="smollm3-window", config=cfg_smollm3_window, seed=2800, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(llama3_tokenizer(384)[0], out, "PreTrainedTokenizerFast"), tok_style="as llama3-rope",
+        traits="4 layers, no_rope_layer_interval 2 (layers 1 and 3 NoPE), use_sliding_window true, sliding_window 8 "
+               "on the NoPE layers; config.json without no_rope_layers and layer_types (both derived); untied head",
+        ablations=[("rotary on every layer", set_attr(no_rope_layers=[1, 1, 1, 1])),
+                   ("no window", set_attr(layer_types=["full_attention"] * 4))],
+        legacy=drop_keys("no_rope_layers", "layer_types"),
+    ),
+    dict(
+        name="olmo2", config=cfg_olmo2, seed=2900, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="norms after the sublayers only (post_attention_layernorm, post_feedforward_layernorm), no "
+               "input_layernorm; q and k RMSNormed over the whole projection (48 and 16 values: 6 q heads, 2 kv "
+               "heads of 8), split over the ranks; rope theta 5e5; untied lm_head",
+        ablations=[("qk-norm per head", per_head_qk_norm)],
+    ),
+    dict(
+        name="olmo2-bias", config=cfg_olmo2_bias, seed=3000, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="olmo2 with attention_bias true: q/k/v/o biases, q and k biases added before their norms",
+        ablations=[("qk-norm per head", per_head_qk_norm)],
+    ),
+    dict(
         name="codegen", config=cfg_codegen, seed=1400, vocab_pad=12, cases=True,
         tokenizer=lambda out: save_tok(codegen_tokenizer(320), out),
         tok_style="byte-level BPE, GPT-2 regex; <|endoftext|> then added (non-special) tokens for 8..2 spaces and "
@@ -1305,6 +1601,55 @@ FAMILIES = [
         tokenizer=lambda out: save_tok(llama2_tokenizer(512), out), tok_style="as llama",
         traits="llama with mlp_bias and attention_bias true: gate/up/down and q/k/v/o biases",
         ablations=[],
+    ),
+    dict(
+        name="gemma", config=cfg_gemma, seed=2100, vocab_pad=0, cases=True, cases_special=True, beam=True,
+        tweak=scale_params({"embed_tokens.weight": 0.3}),
+        tokenizer=lambda out: save_tok(gemma_tokenizer(512), out),
+        tok_style="Gemma SentencePiece-BPE, byte fallback; Replace(' ', '▁') normalizer, no prefix space; <bos> "
+                  "added (GemmaTokenizer)",
+        traits="RMSNorm with gains 1 + w (fp32); embeddings times sqrt(48); explicit head_dim 12 (q 72 wide, "
+               "hidden 48); GQA 6/2; gelu_pytorch_tanh gated MLP; tied head",
+        ablations=[("norm gains w", patch_only(gemma_plain_norms)),
+                   ("embeddings unscaled", patch_only(gemma_no_embed_scale)),
+                   ("exact gelu", set_attr(hidden_act="gelu"), 3 * LOGITS_TOLERANCE)],
+    ),
+    dict(
+        name="gemma2", config=cfg_gemma2, seed=2200, vocab_pad=0, cases=False, beam=True,
+        tweak=scale_params({"embed_tokens.weight": 0.3}),
+        tokenizer=lambda out: save_tok(gemma_tokenizer(512), out), tok_style="as gemma",
+        traits="sandwich norms (post_attention_layernorm after attention, pre/post_feedforward_layernorm around "
+               "the MLP); query_pre_attn_scalar 24 (head_dim 16); attention logits soft-capped at 4, final logits "
+               "at 6; 3 layers sliding (window 8), full, sliding from the default pattern (config.json without "
+               "layer_types, as the first hub configs); multi-query 6/1; hidden_activation; tied head",
+        ablations=[("no post norms", patch_only(gemma2_no_post_norms)),
+                   ("query_pre_attn_scalar = head_dim", set_attr(query_pre_attn_scalar=16)),
+                   ("no attention soft-capping", set_attr(attn_logit_softcapping=None)),
+                   ("no final soft-capping", set_attr(final_logit_softcapping=None)),
+                   ("window 64", set_attr(sliding_window=64))],
+        legacy=drop_keys("layer_types"),
+    ),
+    dict(
+        name="gemma3_text", config=cfg_gemma3, seed=2300, vocab_pad=0, cases=False, beam=True,
+        tweak=scale_params({"embed_tokens.weight": 0.3}),
+        tokenizer=lambda out: save_tok(gemma_tokenizer(512), out), tok_style="as gemma",
+        traits="Gemma 2's block with q/k RMSNorms (1 + w) per head before the rotary; 6 layers, 5 sliding (window 8) "
+               "then 1 global; the sliding layers rotate with base 1e4 unscaled, the global one with base 1e6 and "
+               "linear scaling 8 (rope_parameters per layer kind, as transformers 5 writes it); no soft-capping",
+        ablations=[("no q/k norms", patch_only(gemma3_no_qk_norms)),
+                   ("local rope base 1e6", set_rope_kind("sliding_attention", rope_theta=1000000.0)),
+                   ("global rope unscaled", plain_global_rope),
+                   ("global rope base 1e4", set_rope_kind("full_attention", rope_theta=10000.0))],
+    ),
+    dict(
+        name="gemma3_text-hub", config=cfg_gemma3, seed=2400, vocab_pad=0, cases=False, beam=True,
+        tweak=scale_params({"embed_tokens.weight": 0.3}),
+        tokenizer=lambda out: save_tok(gemma_tokenizer(512), out), tok_style="as gemma",
+        traits="gemma3_text with config.json in the hub spelling: rope_theta 1e6 + rope_scaling {linear, 8} for "
+               "the global layers, rope_local_base_freq 1e4, sliding_window_pattern 6, no rope_parameters or "
+               "layer_types",
+        ablations=[],
+        legacy=gemma3_hub_style_config,
     ),
     dict(
         name="qwen2-window-layers", config=cfg_qwen2_window_layers, seed=2000, vocab_pad=0, cases=False,
@@ -1506,8 +1851,14 @@ def describe_positions(cfg) -> str:
         return "learned"
     if mt == "ctrl":
         return "sinusoidal"
+    if "full_attention" in rope:  # Gemma 3: one rope per kind of layer
+        local = rope["sliding_attention"]
+        rope = rope["full_attention"]
+        head = f"rotary halves on {head_dim}; sliding layers theta {local['rope_theta']:g}, global layers"
+    else:
+        head = f"rotary halves on {head_dim},"
     extra = {k: v for k, v in rope.items() if k not in ("rope_type", "type", "rope_theta")}
-    text = f"rotary halves on {head_dim}, theta {rope['rope_theta']:g}"
+    text = f"{head} theta {rope['rope_theta']:g}"
     if rope.get("rope_type", "default") != "default":
         text += f"; {rope['rope_type']} " + ", ".join(f"{k} {_rope_value(v)}" for k, v in extra.items())
         text += f"; max_position_embeddings {cfg.max_position_embeddings}"

@@ -835,6 +835,142 @@ static void test_speech_bf16(void) {
     free(want);
 }
 
+/* Qwen3 (issue 32): its head_dim, attention_bias, qk-norm tensors and sliding window keys, each
+   honoured or refused by name. */
+static void test_qwen3_keys(void) {
+    if (copy_fixture("qwen3")) return;
+    edit_file("config.json", "\"head_dim\": 12", "\"head_dim\": null");
+    expect_load("Qwen3 with head_dim null", NULL, PF_ERROR_FORMAT, "head_dim");
+    if (copy_fixture("qwen3")) return;
+    edit_file("config.json", "\"head_dim\": 12,", "");
+    expect_load("Qwen3 without head_dim (128: not the file's q_proj)", NULL, PF_ERROR_FORMAT, "q_proj");
+    if (copy_fixture("qwen3")) return;
+    rename_tensor("model.layers.1.self_attn.k_norm.weight", "model.layers.1.self_attn.k_nrm_.weight");
+    expect_load("Qwen3 without a k_norm", NULL, PF_ERROR_FORMAT, "k_norm");
+    if (copy_fixture("qwen3")) return;
+    edit_file("config.json", "\"attention_bias\": false", "\"attention_bias\": true");
+    expect_load("Qwen3 attention_bias true, no biases in the file", NULL, PF_ERROR_FORMAT, "attention_bias is true");
+    if (copy_fixture("qwen3-window-bias")) return;
+    edit_file("config.json", "\"attention_bias\": true", "\"attention_bias\": false");
+    expect_load("Qwen3 biases in the file, attention_bias false", NULL, PF_ERROR_FORMAT, "attention_bias is false");
+    /* the window is read as Qwen2's: use_sliding_window false leaves it out, max_window_layers moves it */
+    if (copy_fixture("qwen3-window-bias")) return;
+    check_work_logits("Qwen3 in the hub spelling", "qwen3-window-bias", 1);
+    edit_file("config.json", "\"use_sliding_window\": true", "\"use_sliding_window\": false");
+    check_work_logits("Qwen3 with use_sliding_window false", "qwen3-window-bias", 0);
+    if (copy_fixture("qwen3-window-bias")) return;
+    edit_file("config.json", "\"max_window_layers\": 1", "\"max_window_layers\": 0");
+    check_work_logits("Qwen3 with max_window_layers 0", "qwen3-window-bias", 0);
+}
+
+/* OLMo (issue 32): clip_qkv honoured (null: none) or refused by name; its norms have no tensors. */
+static void test_olmo_keys(void) {
+    if (copy_fixture("olmo-clip-qkv")) return;
+    edit_file("config.json", "\"clip_qkv\": 3.0", "\"clip_qkv\": null");
+    check_work_logits("OLMo with clip_qkv null", "olmo-clip-qkv", 0);
+    if (copy_fixture("olmo-clip-qkv")) return;
+    edit_file("config.json", "\"clip_qkv\": 3.0", "\"clip_qkv\": 0");
+    expect_load("OLMo with clip_qkv 0", NULL, PF_ERROR_UNSUPPORTED, "clip_qkv");
+    if (copy_fixture("olmo-clip-qkv")) return;
+    edit_file("config.json", "\"clip_qkv\": 3.0", "\"clip_qkv\": -2");
+    expect_load("OLMo with clip_qkv -2", NULL, PF_ERROR_UNSUPPORTED, "clip_qkv");
+    if (copy_fixture("olmo")) return;
+    add_tensor("model.layers.0.input_layernorm.weight");
+    expect_load("OLMo with a norm weight", NULL, PF_ERROR_UNSUPPORTED, "input_layernorm");
+    if (copy_fixture("olmo-clip-qkv")) return;
+    edit_file("config.json", "\"attention_bias\": true", "\"attention_bias\": false");
+    expect_load("OLMo biases in the file, attention_bias false", NULL, PF_ERROR_FORMAT, "attention_bias is false");
+}
+
+/* SmolLM3 (issue 32): no_rope_layers and no_rope_layer_interval honoured (the window on the NoPE
+   layers without layer_types) or refused by name. */
+static void test_smollm3_keys(void) {
+    if (copy_fixture("smollm3")) return;
+    edit_file("config.json", "\"no_rope_layers\": [\n    1,\n    0,\n    1\n  ]", "\"no_rope_layers\": [1, 0]");
+    expect_load("SmolLM3 with no_rope_layers for 2 layers", NULL, PF_ERROR_FORMAT, "no_rope_layers");
+    if (copy_fixture("smollm3")) return;
+    edit_file("config.json", "\"no_rope_layers\": [\n    1,\n    0,\n    1\n  ]", "\"no_rope_layers\": [1, 2, 1]");
+    expect_load("SmolLM3 with a 2 in no_rope_layers", NULL, PF_ERROR_FORMAT, "no_rope_layers");
+    if (copy_fixture("smollm3")) return;
+    edit_file("config.json", "\"no_rope_layers\": [\n    1,\n    0,\n    1\n  ]", "\"no_rope_layers\": [1, 1, 1]");
+    check_work_logits("SmolLM3 with rotary on every layer", "smollm3", 0);
+    if (copy_fixture("smollm3-window")) return;
+    check_work_logits("SmolLM3 without no_rope_layers and layer_types", "smollm3-window", 1);
+    edit_file("config.json", "\"no_rope_layer_interval\": 2", "\"no_rope_layer_interval\": 0");
+    expect_load("SmolLM3 with no_rope_layer_interval 0", NULL, PF_ERROR_FORMAT, "no_rope_layer_interval");
+    if (copy_fixture("smollm3-window")) return;
+    edit_file("config.json", "\"no_rope_layer_interval\": 2", "\"no_rope_layer_interval\": 4");
+    check_work_logits("SmolLM3 with no_rope_layer_interval 4", "smollm3-window", 0);
+    if (copy_fixture("smollm3-window")) return;
+    edit_file("config.json", "\"use_sliding_window\": true", "\"use_sliding_window\": false");
+    check_work_logits("SmolLM3 with use_sliding_window false", "smollm3-window", 0);
+}
+
+/* OLMo 2 (issue 32): its norms are the post-sublayer ones (a pre-norm tensor is refused);
+   attention_bias is honoured both ways. */
+static void test_olmo2_keys(void) {
+    if (copy_fixture("olmo2")) return;
+    add_tensor("model.layers.1.input_layernorm.weight");
+    expect_load("OLMo 2 with an input_layernorm", NULL, PF_ERROR_UNSUPPORTED, "input_layernorm");
+    if (copy_fixture("olmo2")) return;
+    edit_file("config.json", "\"attention_bias\": false", "\"attention_bias\": true");
+    expect_load("OLMo 2 attention_bias true, no biases in the file", NULL, PF_ERROR_FORMAT, "attention_bias is true");
+    if (copy_fixture("olmo2-bias")) return;
+    edit_file("config.json", "\"attention_bias\": true", "\"attention_bias\": false");
+    expect_load("OLMo 2 biases in the file, attention_bias false", NULL, PF_ERROR_FORMAT, "attention_bias is false");
+}
+
+/* Gemma, Gemma 2 and Gemma 3's keys: each refused value named, each honoured one changing the
+   logits as transformers' math says (the fixtures' own values reproduce transformers'). */
+static void test_gemma_keys(void) {
+    if (copy_fixture("gemma")) return;
+    edit_file("config.json", "\"use_bidirectional_attention\": null", "\"use_bidirectional_attention\": true");
+    expect_load("Gemma with bidirectional attention", NULL, PF_ERROR_UNSUPPORTED, "use_bidirectional_attention");
+    if (copy_fixture("gemma")) return; /* GemmaConfig turns "gelu" into gelu_pytorch_tanh */
+    edit_file("config.json", "\"hidden_act\": \"gelu_pytorch_tanh\"", "\"hidden_act\": \"gelu\"");
+    check_work_logits("Gemma with hidden_act gelu", "gemma", 1);
+    if (copy_fixture("gemma2")) return;
+    edit_file("config.json", "\"query_pre_attn_scalar\": 24", "\"query_pre_attn_scalar\": null");
+    expect_load("Gemma 2 with a null query_pre_attn_scalar", NULL, PF_ERROR_FORMAT, "query_pre_attn_scalar");
+    if (copy_fixture("gemma2")) return;
+    edit_file("config.json", "\"attn_logit_softcapping\": 4.0", "\"attn_logit_softcapping\": null");
+    check_work_logits("Gemma 2 without attention soft-capping", "gemma2", 0);
+    if (copy_fixture("gemma2")) return;
+    edit_file("config.json", "\"final_logit_softcapping\": 6.0", "\"final_logit_softcapping\": null");
+    check_work_logits("Gemma 2 without final soft-capping", "gemma2", 0);
+    /* the fixture has no layer_types (sliding, full, sliding by the pattern): the same written out */
+    if (copy_fixture("gemma2")) return;
+    edit_file("config.json", "\"use_bidirectional_attention\"",
+              "\"layer_types\": [\"sliding_attention\", \"full_attention\", \"sliding_attention\"], "
+              "\"use_bidirectional_attention\"");
+    check_work_logits("Gemma 2 with its layer_types written out", "gemma2", 1);
+    if (copy_fixture("gemma2")) return;
+    edit_file("config.json", "\"use_bidirectional_attention\"",
+              "\"layer_types\": [\"full_attention\", \"sliding_attention\", \"sliding_attention\"], "
+              "\"use_bidirectional_attention\"");
+    check_work_logits("Gemma 2 with other layer_types", "gemma2", 0);
+    if (copy_fixture("gemma3_text")) return;
+    edit_file("config.json", "\"rope_theta\": 10000.0,\n      \"rope_type\": \"default\"",
+              "\"factor\": 2.0, \"rope_theta\": 10000.0, \"rope_type\": \"linear\"");
+    expect_load("Gemma 3 with a scaled rope on its sliding layers", NULL, PF_ERROR_UNSUPPORTED, "sliding_attention");
+    if (copy_fixture("gemma3_text")) return;
+    edit_file("config.json", "\"rope_theta\": 10000.0,\n      \"rope_type\": \"default\"",
+              "\"rope_theta\": 1000000.0, \"rope_type\": \"default\"");
+    check_work_logits("Gemma 3 with the global base on its sliding layers", "gemma3_text", 0);
+    if (copy_fixture("gemma3_text-hub")) return;
+    edit_file("config.json", "\"sliding_window_pattern\": 6", "\"sliding_window_pattern\": null");
+    expect_load("Gemma 3 with a null sliding_window_pattern", NULL, PF_ERROR_FORMAT, "sliding_window_pattern");
+    if (copy_fixture("gemma3_text-hub")) return;
+    edit_file("config.json", "\"sliding_window_pattern\": 6", "\"sliding_window_pattern\": 3");
+    check_work_logits("Gemma 3 with a global layer every 3", "gemma3_text-hub", 0);
+    if (copy_fixture("gemma3_text-hub")) return; /* 1e4 is rope_local_base_freq's default */
+    edit_file("config.json", "\"rope_local_base_freq\": 10000.0,", "");
+    check_work_logits("Gemma 3 without rope_local_base_freq", "gemma3_text-hub", 1);
+    if (copy_fixture("gemma3_text-hub")) return;
+    edit_file("config.json", "\"rope_scaling\": {", "\"rope_scaling\": {\"rope_theta\": 10000.0, ");
+    check_work_logits("Gemma 3 with rope_scaling's own rope_theta", "gemma3_text-hub", 0);
+}
+
 void test_config(void) {
     snprintf(work_dir, sizeof work_dir, "/tmp/pf_config_XXXXXX");
     if (!mkdtemp(work_dir)) {
@@ -856,6 +992,11 @@ void test_config(void) {
     test_ctc_vocabulary();
     test_speech_bf16();
     test_whisper_tensors();
+    test_qwen3_keys();
+    test_olmo_keys();
+    test_smollm3_keys();
+    test_olmo2_keys();
+    test_gemma_keys();
     empty_work_dir();
     rmdir(work_dir);
 }

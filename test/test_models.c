@@ -953,11 +953,15 @@ void test_models(void) {
                               "llama-biases", "qwen2-window-layers", "llama-eos-list", "llama-generation-config",
                               "gpt_bigcode", "gpt_bigcode-mha", "phi3", "phi", "starcoder2", "falcon", "falcon-new-arch",
                               "falcon-new-arch-one-norm", "falcon-sequential", "stablelm", "stablelm-parallel",
-                              "cohere", "cohere2"};
+                              "cohere", "cohere2",
+                              "qwen3", "qwen3-window-bias", "gemma", "gemma2", "gemma3_text", "gemma3_text-hub",
+                              "olmo", "olmo-clip-qkv", "smollm3", "smollm3-window", "olmo2", "olmo2-bias"};
     /* issue 32's families: beam search, a left-padded batch and pf_to_cpu against transformers too */
     const char *families[] = {"gpt_bigcode", "gpt_bigcode-mha", "phi3", "phi", "starcoder2", "falcon", "falcon-new-arch",
                               "falcon-new-arch-one-norm", "falcon-sequential", "stablelm", "stablelm-parallel",
-                              "cohere", "cohere2"};
+                              "cohere", "cohere2",
+                              "qwen3", "qwen3-window-bias", "gemma", "gemma2", "gemma3_text", "gemma3_text-hub",
+                              "olmo", "olmo-clip-qkv", "smollm3", "smollm3-window", "olmo2", "olmo2-bias"};
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_fixture(fixtures[i]);
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) test_family_generation(families[i]);
 #ifdef PF_TESTING

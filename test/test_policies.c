@@ -188,7 +188,7 @@ static void test_policy_from_json(void) {
 static void test_policy_refusals(void) {
     pf_policy p = my_llama_policy();
     p.norm = "group";
-    CHECK_REFUSED(p, PF_ERROR_INVALID_ARGUMENT, "norm: unknown name \"group\" (known: layer, rms)");
+    CHECK_REFUSED(p, PF_ERROR_INVALID_ARGUMENT, "norm: unknown name \"group\" (known: layer, rms, rms_plus_one)");
     p = my_llama_policy();
     p.positions = "RoTaRy_halves"; /* one spelling: lower case */
     CHECK_REFUSED(p, PF_ERROR_INVALID_ARGUMENT, "positions: unknown name \"RoTaRy_halves\"");
