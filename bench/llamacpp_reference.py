@@ -6,7 +6,7 @@
 
 DIR is a llama.cpp source tree with llama-bench and llama-quantize built in DIR/build/bin (`make
 llama-cpp` builds the one that the PyPI package llama-cpp-python ships). The checkpoint (a
-GPT-2 or LLaMA directory that build/bench writes: config.json and model.safetensors) is written
+GPT-2, LLaMA or Qwen3 directory that build/bench writes: config.json and model.safetensors) is written
 once as an F32 GGUF with llama.cpp's own gguf-py (tensor names from its name map; LLaMA's q and k
 rows permuted for its rotary layout, GPT-2's Conv1D weights transposed, as its converter does; a
 stand-in vocabulary of the model's size, since the timing never tokenizes text), then converted by
@@ -53,7 +53,7 @@ def stand_in_vocab(gguf, writer, model_type, vocab_size):
     else:
         tokens = ["t", "0"] + [f"t{i}" for i in range(vocab_size - 2)]
         writer.add_tokenizer_model("gpt2")
-        writer.add_tokenizer_pre("gpt-2")
+        writer.add_tokenizer_pre("qwen2" if model_type == "qwen3" else "gpt-2")
         writer.add_token_list(tokens)
         writer.add_token_types([gguf.TokenType.NORMAL] * vocab_size)
         writer.add_token_merges(["t 0"])  # llama.cpp wants the key; one merge, "t0", is in the list
@@ -79,8 +79,10 @@ def write_f32_gguf(gguf, model_dir, path):
         arch, layers = gguf.MODEL_ARCH.GPT2, config["n_layer"]
     elif model_type == "llama":
         arch, layers = gguf.MODEL_ARCH.LLAMA, config["num_hidden_layers"]
+    elif model_type == "qwen3":  # NeoX rotary in llama.cpp too: q and k rows as they are
+        arch, layers = gguf.MODEL_ARCH.QWEN3, config["num_hidden_layers"]
     else:
-        fail(f"model_type {model_type}: only gpt2 and llama are written as GGUF here")
+        fail(f"model_type {model_type}: only gpt2, llama and qwen3 are written as GGUF here")
     names = gguf.get_tensor_name_map(arch, layers)
     writer = gguf.GGUFWriter(path, gguf.MODEL_ARCH_NAMES[arch])
     if model_type == "gpt2":
@@ -100,7 +102,11 @@ def write_f32_gguf(gguf, model_dir, path):
         writer.add_head_count_kv(kv_heads)
         writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
         writer.add_rope_freq_base(config["rope_theta"])
-        writer.add_rope_dimension_count(config["hidden_size"] // heads)
+        head_dim = config.get("head_dim") or config["hidden_size"] // heads
+        writer.add_rope_dimension_count(head_dim)
+        if model_type == "qwen3":
+            writer.add_key_length(head_dim)
+            writer.add_value_length(head_dim)
     writer.add_file_type(gguf.LlamaFileType.ALL_F32)
     stand_in_vocab(gguf, writer, model_type, config["vocab_size"])
     for hf_name, data in tensors.items():

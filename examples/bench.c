@@ -2,7 +2,7 @@
    engine (Hugging Face transformers + torch) run on the same machine in the same run.
 
    build/bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16|q8|q4]
-               [--models gpt2,gpt2-xl,llama-1b,llama-8b,bert-base] [--quick | --full] [--prompt N]
+               [--models gpt2,gpt2-xl,llama-1b,llama-8b,bert-base,qwen3-0.6b] [--quick | --full] [--prompt N]
                [--new N] [--runs N] [--rounds N] [--batch16 | --no-batch16] [--default-cache]
                [--kv-cache f32|f16|bf16] [--bf16-products] [--dir DIR] [--seed N]
                [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]
@@ -16,9 +16,10 @@
      --bf16-products  with --dtype bf16: round each product's input to bf16 (pf_parallel_options.bf16_products;
                   AMX-BF16 on the CPU where present); the reference then runs torch in bf16 too, and
                   the tables call the format bf16p
-     --models     which shapes (default: gpt2 and bert-base with --quick, all four with --full);
+     --models     which shapes (default: gpt2, qwen3-0.6b and bert-base with --quick, all but
+                  llama-8b with --full);
                   bert-base is an encoder, measured in a table of its own (below)
-     --quick      gpt2 and bert-base, prompt 128, 32 new tokens, 5 runs (bert-base: 3), no batch 16:
+     --quick      gpt2, qwen3-0.6b and bert-base, prompt 128, 32 new tokens, 5 runs (bert-base: 3), no batch 16:
                   the CPU default
      --full       every model, prompt 512, 128 new tokens, 5 runs, batch 16: the default on CUDA
      --prompt N, --new N, --runs N   override the prompt length, decode steps and timed runs
@@ -142,33 +143,40 @@ static double median(double *v, int n) {
 /* model shapes and their tensors                                                                  */
 /* =============================================================================================== */
 
-typedef enum { FAMILY_GPT2, FAMILY_LLAMA, FAMILY_BERT } model_family;
+typedef enum { FAMILY_GPT2, FAMILY_LLAMA, FAMILY_BERT, FAMILY_QWEN3 } model_family;
 
 typedef struct shape {
     const char *name;
     model_family family;
     int hidden, layers, heads, kv_heads, intermediate, vocab, positions, tied;
+    int head_dim; /* 0: hidden / heads */
 } shape;
 
 static const shape shapes[] = {
-    {"gpt2", FAMILY_GPT2, 768, 12, 12, 12, 3072, 50257, 1024, 1},
-    {"gpt2-xl", FAMILY_GPT2, 1600, 48, 25, 25, 6400, 50257, 1024, 1},
+    {"gpt2", FAMILY_GPT2, 768, 12, 12, 12, 3072, 50257, 1024, 1, 0},
+    {"gpt2-xl", FAMILY_GPT2, 1600, 48, 25, 25, 6400, 50257, 1024, 1, 0},
     /* Llama 3.2 1B's body (2048 wide, 16 layers, 32 heads, 8 key/value heads, MLP 8192, tied
        embeddings) with LLaMA 2's 32000-token vocabulary: 1.04 B parameters. */
-    {"llama-1b", FAMILY_LLAMA, 2048, 16, 32, 8, 8192, 32000, 2048, 1},
+    {"llama-1b", FAMILY_LLAMA, 2048, 16, 32, 8, 8192, 32000, 2048, 1, 0},
     /* Llama 3.1 8B's shape (4096 wide, 32 layers, 32 heads, 8 key/value heads, MLP 14336, a
        128256-token vocabulary, untied, 131072 positions): 8.0 B parameters, 16 GB in F16. Only
        when asked for (--models llama-8b): with --default-cache it checks that a 7-8B model fits
        one GPU with pf_parallelize's defaults. */
-    {"llama-8b", FAMILY_LLAMA, 4096, 32, 32, 8, 14336, 128256, 131072, 0},
+    {"llama-8b", FAMILY_LLAMA, 4096, 32, 32, 8, 14336, 128256, 131072, 0, 0},
     /* BERT-base (bert-base-uncased's shape) as transformers' BertModel saves it: an encoder,
        run through pf_encode rather than pf_generate. */
-    {"bert-base", FAMILY_BERT, 768, 12, 12, 12, 3072, 30522, 512, 0},
+    {"bert-base", FAMILY_BERT, 768, 12, 12, 12, 3072, 30522, 512, 0, 0},
+    /* Qwen3-0.6B's shape (1024 wide, 28 layers, 16 heads of 128 (a q of 2048, wider than the
+       model), 8 key/value heads, MLP 3072, 151936 tokens, tied, q and k RMSNormed per head): a
+       family after LLaMA, 0.6 B parameters (0.44 B without the embedding). */
+    {"qwen3-0.6b", FAMILY_QWEN3, 1024, 28, 16, 8, 3072, 151936, 40960, 1, 128},
 };
 #define NUM_SHAPES (sizeof shapes / sizeof shapes[0])
 #define BERT_TYPE_VOCAB 2 /* segment ids 0 and 1: sentence A and sentence B */
 
 static int is_encoder(const shape *s) { return s->family == FAMILY_BERT; }
+
+static size_t head_dim(const shape *s) { return s->head_dim ? (size_t)s->head_dim : (size_t)(s->hidden / s->heads); }
 
 typedef enum { INIT_NORMAL, INIT_ONES, INIT_ZEROS } init_kind;
 
@@ -198,7 +206,7 @@ static void add_tensor(tensor *out, size_t *n, init_kind init, size_t d0, size_t
    weights are [in, out], nn.Linear's [out, in]); out may be NULL to count them. */
 static size_t shape_tensors(const shape *s, tensor *out) {
     size_t n = 0, d = (size_t)s->hidden, I = (size_t)s->intermediate, V = (size_t)s->vocab;
-    size_t hd = d / (size_t)s->heads, q = (size_t)s->heads * hd, kv = (size_t)s->kv_heads * hd;
+    size_t hd = head_dim(s), q = (size_t)s->heads * hd, kv = (size_t)s->kv_heads * hd;
     if (s->family == FAMILY_GPT2) {
         add_tensor(out, &n, INIT_NORMAL, V, d, "transformer.wte.weight", 0);
         add_tensor(out, &n, INIT_NORMAL, (size_t)s->positions, d, "transformer.wpe.weight", 0);
@@ -252,6 +260,10 @@ static size_t shape_tensors(const shape *s, tensor *out) {
             add_tensor(out, &n, INIT_NORMAL, kv, d, "model.layers.%d.self_attn.k_proj.weight", l);
             add_tensor(out, &n, INIT_NORMAL, kv, d, "model.layers.%d.self_attn.v_proj.weight", l);
             add_tensor(out, &n, INIT_NORMAL, d, q, "model.layers.%d.self_attn.o_proj.weight", l);
+            if (s->family == FAMILY_QWEN3) {
+                add_tensor(out, &n, INIT_ONES, hd, 0, "model.layers.%d.self_attn.q_norm.weight", l);
+                add_tensor(out, &n, INIT_ONES, hd, 0, "model.layers.%d.self_attn.k_norm.weight", l);
+            }
             add_tensor(out, &n, INIT_ONES, d, 0, "model.layers.%d.post_attention_layernorm.weight", l);
             add_tensor(out, &n, INIT_NORMAL, I, d, "model.layers.%d.mlp.gate_proj.weight", l);
             add_tensor(out, &n, INIT_NORMAL, I, d, "model.layers.%d.mlp.up_proj.weight", l);
@@ -288,13 +300,14 @@ static void rank_share(const shape *s, int r, int n, size_t *heads, size_t *kv_h
    like the token embedding). The token and position embeddings are read one row at a time and
    are left out. */
 static size_t rank_decode_elements(const shape *s, int r, int n) {
-    size_t d = (size_t)s->hidden, hd = d / (size_t)s->heads, V = (size_t)s->vocab;
+    size_t d = (size_t)s->hidden, hd = head_dim(s), V = (size_t)s->vocab;
     size_t hr, kvr, mr, layer;
     rank_share(s, r, n, &hr, &kvr, &mr);
     if (s->family == FAMILY_GPT2)
         layer = 2 * d + (d + 1) * 3 * hr * hd + hr * hd * d + d + 2 * d + (d + 1) * mr + mr * d + d;
     else
-        layer = d + d * hr * hd + 2 * d * kvr * hd + hr * hd * d + d + 2 * d * mr + mr * d;
+        layer = d + d * hr * hd + 2 * d * kvr * hd + hr * hd * d + d + 2 * d * mr + mr * d +
+                (s->family == FAMILY_QWEN3 ? 2 * hd : 0); /* the q and k norms' gains */
     size_t total = (size_t)s->layers * layer;
     size_t vocab_rows = (size_t)((long long)(r + 1) * (long long)V / n - (long long)r * (long long)V / n);
     total += (s->family == FAMILY_GPT2 ? 2 * d : d) + vocab_rows * d;
@@ -304,7 +317,7 @@ static size_t rank_decode_elements(const shape *s, int r, int n) {
 /* Keys and values (elements) the busiest rank reads at a decode step after `positions` tokens:
    its key/value heads' slice of every layer's cache. */
 static size_t decode_cache_elements_per_rank(const shape *s, int n, size_t positions) {
-    size_t most = 0, hd = (size_t)s->hidden / (size_t)s->heads;
+    size_t most = 0, hd = head_dim(s);
     for (int r = 0; r < n; r++) {
         size_t heads, kv_heads, mlp;
         rank_share(s, r, n, &heads, &kv_heads, &mlp);
@@ -325,7 +338,7 @@ static size_t decode_elements_per_rank(const shape *s, int n) {
 /* Matrix FLOPs of a prefill of T tokens on the whole model: the layers' projections, causal
    attention (q k^T and p v over T^2 / 2 pairs), and the LM head on the last position. */
 static double prefill_flops(const shape *s, int T) {
-    double d = s->hidden, I = s->intermediate, hd = d / s->heads, q = s->heads * hd, kv = s->kv_heads * hd;
+    double d = s->hidden, I = s->intermediate, hd = (double)head_dim(s), q = s->heads * hd, kv = s->kv_heads * hd;
     double per_token = s->family == FAMILY_GPT2 ? d * 3 * d + d * d + 2 * d * I : d * (q + 2 * kv) + q * d + 3 * d * I;
     return 2.0 * T * s->layers * per_token + 2.0 * (double)T * T * q * s->layers + 2.0 * d * s->vocab;
 }
@@ -445,6 +458,18 @@ static int write_config(const shape *s, const char *dir, const char *torch_dtype
                 "  \"layer_norm_eps\": 1e-12,\n  \"hidden_act\": \"gelu\",\n"
                 "  \"initializer_range\": 0.02,\n  \"pad_token_id\": 0,\n  \"torch_dtype\": \"%s\"\n}\n",
                 s->vocab, s->hidden, s->layers, s->heads, s->intermediate, s->positions, BERT_TYPE_VOCAB, torch_dtype);
+    else if (s->family == FAMILY_QWEN3)
+        fprintf(f,
+                "{\n  \"architectures\": [\"Qwen3ForCausalLM\"],\n  \"model_type\": \"qwen3\",\n  \"vocab_size\": %d,\n"
+                "  \"hidden_size\": %d,\n  \"intermediate_size\": %d,\n  \"num_hidden_layers\": %d,\n"
+                "  \"num_attention_heads\": %d,\n  \"num_key_value_heads\": %d,\n  \"head_dim\": %d,\n"
+                "  \"max_position_embeddings\": %d,\n  \"rms_norm_eps\": 1e-06,\n  \"rope_theta\": 1000000.0,\n"
+                "  \"hidden_act\": \"silu\",\n  \"attention_bias\": false,\n  \"use_sliding_window\": false,\n"
+                "  \"sliding_window\": null,\n  \"max_window_layers\": %d,\n  \"initializer_range\": 0.02,\n"
+                "  \"bos_token_id\": 151643,\n  \"eos_token_id\": 151645,\n  \"tie_word_embeddings\": %s,\n"
+                "  \"torch_dtype\": \"%s\"\n}\n",
+                s->vocab, s->hidden, s->intermediate, s->layers, s->heads, s->kv_heads, (int)head_dim(s), s->positions,
+                s->layers, s->tied ? "true" : "false", torch_dtype);
     else
         fprintf(f,
                 "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n  \"vocab_size\": %d,\n"
@@ -1361,7 +1386,7 @@ static const reference *ref_for(const reference *ref, int threads, int *index) {
 static void usage(void) {
     fprintf(stderr,
             "usage: bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16|q8|q4]\n"
-            "             [--models gpt2,gpt2-xl,llama-1b,llama-8b,bert-base] [--quick | --full] [--prompt N]\n"
+            "             [--models gpt2,gpt2-xl,llama-1b,llama-8b,bert-base,qwen3-0.6b] [--quick | --full] [--prompt N]\n"
             "             [--new N] [--runs N] [--rounds N] [--batch16 | --no-batch16] [--default-cache]\n"
             "             [--kv-cache f32|f16|bf16] [--bf16-products] [--dir DIR] [--seed N]\n"
             "             [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]\n"
@@ -1712,7 +1737,7 @@ int main(int argc, char **argv) {
     cfg.rounds = rounds;
     cfg.encoder_runs = runs ? runs : quick ? 3 : 5;
     cfg.batch16 = batch16 >= 0 ? batch16 : !quick;
-    if (!models) models = quick ? "gpt2,bert-base" : "gpt2,gpt2-xl,llama-1b,bert-base";
+    if (!models) models = quick ? "gpt2,qwen3-0.6b,bert-base" : "gpt2,gpt2-xl,llama-1b,qwen3-0.6b,bert-base";
     int quantized = cfg.dtype == PF_DTYPE_Q8_0 || cfg.dtype == PF_DTYPE_Q4_0;
     if (cfg.bf16_products && cfg.dtype != PF_DTYPE_BF16) {
         fprintf(stderr, "bench: --bf16-products multiplies bf16 weights: give --dtype bf16\n");
