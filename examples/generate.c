@@ -2,7 +2,8 @@
 
    build/generate MODEL_DIR [options] PROMPT | --ids 1,2,3 | --batch-file FILE
    build/generate MODEL_DIR --chat [--system TEXT] PROMPT    (the model's chat template)
-   build/generate MODEL_DIR -i [--system TEXT]                 (a conversation, a turn per line of stdin)
+   build/generate MODEL_DIR -i [--system TEXT]                 (a conversation, a turn per line of stdin;
+                                                               Ctrl-C stops a reply, at the prompt ends it)
    build/generate --help lists the options (the table below); --version says the library's version
    and features. With a text prompt and no beams, tokens are printed as they are chosen; special
    tokens (<|endoftext|>, </s>, ...) are left out of the text unless --special is given, as
@@ -10,6 +11,7 @@
    for a wrong command line, 1 for a failure after it. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, getpid */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +39,8 @@ enum {
     OPT_IDS, OPT_BATCH_FILE, OPT_IDS_LINES, OPT_MAX_NEW_TOKENS, OPT_GPUS, OPT_DEVICE, OPT_DTYPE, OPT_BF16_PRODUCTS,
     OPT_KV_CACHE, OPT_NO_CUDA_GRAPHS, OPT_DUMP_LOGITS,
     OPT_POLICY, OPT_BEAMS, OPT_RETURN, OPT_NO_REPEAT_NGRAM, OPT_SAMPLE, OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P,
-    OPT_REPETITION_PENALTY, OPT_SEED, OPT_SPECIAL, OPT_CHAT, OPT_SYSTEM, OPT_INTERACTIVE, OPT_VERBOSE, OPT_HELP, OPT_VERSION,
-    OPT_COUNT
+    OPT_REPETITION_PENALTY, OPT_MIN_P, OPT_PRESENCE_PENALTY, OPT_FREQUENCY_PENALTY, OPT_STOP, OPT_FILE, OPT_SEED,
+    OPT_IGNORE_EOS, OPT_SPECIAL, OPT_CHAT, OPT_SYSTEM, OPT_INTERACTIVE, OPT_VERBOSE, OPT_TOKEN_DELAY, OPT_HELP, OPT_VERSION, OPT_COUNT
 };
 
 #define MAX_SEED 9007199254740991.0 /* 2^53 - 1: every seed is exact in a double */
@@ -73,8 +75,17 @@ static const cli_option cli_options[OPT_COUNT] = {
     [OPT_TOP_P] = {NULL, "--top-p", NUMBER, "P", 0, 1, 1, "sample among the likeliest tokens whose sum is P (default 1)"},
     [OPT_REPETITION_PENALTY] = {NULL, "--repetition-penalty", NUMBER, "R", 0, 1e6, 1,
                                 "penalize tokens already present by R (default 1: off)"},
+    [OPT_MIN_P] = {NULL, "--min-p", NUMBER, "P", 0, 1, 0,
+                   "sampling: drop tokens less likely than P times the likeliest (default 0: off)"},
+    [OPT_PRESENCE_PENALTY] = {NULL, "--presence-penalty", NUMBER, "X", -1e6, 1e6, 0,
+                              "subtract X from the score of every token already generated (default 0)"},
+    [OPT_FREQUENCY_PENALTY] = {NULL, "--frequency-penalty", NUMBER, "X", -1e6, 1e6, 0,
+                               "subtract X per time a token was already generated (default 0)"},
+    [OPT_STOP] = {NULL, "--stop", TEXT, "TEXT", 0, 0, 0, "end at the token that completes TEXT (left out of the output)"},
+    [OPT_FILE] = {"-f", "--file", TEXT, "FILE", 0, 0, 0, "the prompt is this file's text"},
     [OPT_SEED] = {NULL, "--seed", INTEGER, "S", 0, MAX_SEED, 0,
                   "sampling seed, the same text on any rank count (default: fresh)"},
+    [OPT_IGNORE_EOS] = {NULL, "--ignore-eos", FLAG, NULL, 0, 0, 0, "go on past the end-of-sequence tokens, to -n"},
     [OPT_SPECIAL] = {NULL, "--special", FLAG, NULL, 0, 0, 0, "print special tokens (<|endoftext|>, </s>, ...) too"},
     [OPT_CHAT] = {NULL, "--chat", FLAG, NULL, 0, 0, 0, "PROMPT is a user message, put through the model's chat template"},
     [OPT_SYSTEM] = {NULL, "--system", TEXT, "TEXT", 0, 0, 0, "a system message first, with --chat or -i"},
@@ -82,6 +93,8 @@ static const cli_option cli_options[OPT_COUNT] = {
                          "chat: each line of stdin is a user turn, answered in the conversation so far"},
     [OPT_VERBOSE] = {"-v", "--verbose", FLAG, NULL, 0, 0, 0,
                      "the seed, backend, ranks, dtype, tokens/s, memory (MiB)"},
+    [OPT_TOKEN_DELAY] = {NULL, "--token-delay-ms", INTEGER, "MS", 0, 1000, 0,
+                         "tests: pause after each printed token (so that a reply can be interrupted mid-way)"},
     [OPT_HELP] = {"-h", "--help", FLAG, NULL, 0, 0, 0, "print this help and exit"},
     [OPT_VERSION] = {NULL, "--version", FLAG, NULL, 0, 0, 0, "print the version and features compiled in, and exit"},
 };
@@ -225,16 +238,18 @@ static int parse_command_line(int argc, char **argv, cli_args *args) {
     }
 
     /* What the options mean together. */
-    int prompts = !!args->prompt + args->given[OPT_IDS] + args->given[OPT_BATCH_FILE];
+    int prompts = !!args->prompt + args->given[OPT_IDS] + args->given[OPT_BATCH_FILE] + args->given[OPT_FILE];
     int interactive = args->given[OPT_INTERACTIVE], chat = args->given[OPT_CHAT] || interactive;
     const char *wrong = !args->dir     ? "no MODEL_DIR (generate --help shows the usage)"
-                        : interactive && prompts ? "-i reads the prompts from stdin: give no PROMPT, --ids or --batch-file"
-                        : prompts == 0 && !interactive ? "nothing to continue: give a PROMPT, --ids or --batch-file (or -i)"
-                        : prompts > 1  ? "give one of PROMPT, --ids and --batch-file, not several"
-                        : chat && prompts && !args->prompt ? "--chat takes a text PROMPT, not --ids or --batch-file"
+                        : interactive && prompts ? "-i reads the prompts from stdin: give no PROMPT, -f, --ids or --batch-file"
+                        : prompts == 0 && !interactive ? "nothing to continue: give a PROMPT, -f FILE, --ids or --batch-file (or -i)"
+                        : prompts > 1  ? "give one of PROMPT, -f, --ids and --batch-file, not several"
+                        : chat && (args->given[OPT_IDS] || args->given[OPT_BATCH_FILE]) ? "--chat takes a text PROMPT (or -f), not --ids or --batch-file"
+                        : args->given[OPT_STOP] && !args->prompt && !args->given[OPT_FILE] && !interactive ? "--stop goes with a text prompt"
                         : args->given[OPT_SYSTEM] && !chat ? "--system goes with --chat or -i"
                         : interactive && (args->given[OPT_BEAMS] || args->given[OPT_RETURN]) ? "-i answers with one sequence: no --beams or --return"
                         : args->given[OPT_IDS_LINES] && !args->given[OPT_BATCH_FILE] ? "--ids-lines goes with --batch-file"
+                        : args->given[OPT_STOP] && args->given[OPT_BEAMS] ? "--stop needs greedy search or sampling, not --beams"
                                                                                       : NULL;
     if (wrong) {
         fprintf(stderr, "generate: %s\n", wrong);
@@ -251,7 +266,7 @@ static int parse_command_line(int argc, char **argv, cli_args *args) {
         return 2;
     }
     /* Sampling's options do nothing without it: said, not refused (transformers warns too). */
-    static const int sampling_only[] = {OPT_TOP_K, OPT_TOP_P, OPT_SEED};
+    static const int sampling_only[] = {OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_SEED};
     for (size_t k = 0; k < sizeof sampling_only / sizeof sampling_only[0]; k++)
         if (args->given[sampling_only[k]] && !args->given[OPT_SAMPLE])
             fprintf(stderr, "generate: %s only matters with --sample\n", cli_options[sampling_only[k]].name);
@@ -299,15 +314,54 @@ typedef struct stream_state {
     pf_tokenizer *tokenizer;
     int show_special;
     double first_token_time; /* 0 until the first token */
+    const char *stop;        /* --stop: text held back while it may begin it, never printed; or NULL */
+    char *held;              /* text not printed yet (it may begin the stop text) */
+    size_t held_length;
+    int stopped;             /* the stop text came: the rest is not printed */
+    int delay_ms;            /* --token-delay-ms */
 } stream_state;
+
+/* Ctrl-C during -i's reply: the reply stops there and the conversation goes on (at the prompt,
+   the program ends). Set by the signal handler, read by the stream callback. */
+static volatile sig_atomic_t interrupted;
+static void on_interrupt(int sig) { (void)sig, interrupted = 1; }
+
+/* Prints what of s->held cannot begin the stop text (all of it without one, or at the end). */
+static void print_held(stream_state *s, int at_end) {
+    size_t ready = s->held_length;
+    if (s->stop && !s->stopped) {
+        const char *found = NULL;
+        size_t stop_length = strlen(s->stop);
+        for (size_t i = 0; i + stop_length <= s->held_length && !found; i++)
+            if (!memcmp(s->held + i, s->stop, stop_length)) found = s->held + i;
+        if (found) ready = (size_t)(found - s->held), s->stopped = 1;
+        else if (!at_end) /* keep a tail that could begin the stop text */
+            for (size_t k = stop_length - 1; k > 0; k--)
+                if (k <= s->held_length && !memcmp(s->held + s->held_length - k, s->stop, k)) {
+                    ready = s->held_length - k;
+                    break;
+                }
+    }
+    fwrite(s->held, 1, ready, stdout);
+    memmove(s->held, s->held + ready, s->held_length - ready);
+    s->held_length = s->stopped || at_end ? 0 : s->held_length - ready;
+    fflush(stdout);
+}
 
 static int print_piece(void *user, int row, int32_t token, const char *text, size_t len) {
     stream_state *s = (stream_state *)user;
     (void)row;
     if (!s->first_token_time) s->first_token_time = seconds_now();
-    if (text && (s->show_special || !pf_tokenizer_is_special(s->tokenizer, token))) fwrite(text, 1, len, stdout);
-    fflush(stdout);
-    return 0;
+    if (text && !s->stopped && (s->show_special || !pf_tokenizer_is_special(s->tokenizer, token))) {
+        char *grown = (char *)realloc(s->held, s->held_length + len + 1);
+        if (!grown) return 1;
+        s->held = grown;
+        memcpy(s->held + s->held_length, text, len);
+        s->held_length += len;
+        print_held(s, 0);
+    }
+    if (s->delay_ms) nanosleep(&(struct timespec){s->delay_ms / 1000, (s->delay_ms % 1000) * 1000000L}, NULL);
+    return interrupted; /* Ctrl-C: stop this reply */
 }
 
 /* Parses "17,523,4"; returns the count or -1. */
@@ -395,6 +449,12 @@ static char *chat_prompt(pf_model *model, const conversation *c, int verbose) {
     return text;
 }
 
+/* Ends text (NUL) where the stop text begins in it, if it does. */
+static void cut_at_stop(char *text, const char *stop) {
+    char *at = text && stop ? strstr(text, stop) : NULL;
+    if (at) *at = 0;
+}
+
 /* -i: each line of stdin is a user turn; the reply streams to stdout, ends with a newline and
    joins the conversation (as its text without special tokens, as transformers' chat pipelines
    keep it). Returns the exit status. */
@@ -405,7 +465,7 @@ static int run_interactive(pf_model *model, pf_generate_options *go, conversatio
     for (;;) {
         if (prompt_on_tty) fputs("> ", stderr);
         ssize_t len = getline(&line, &line_cap, stdin);
-        if (len < 0) break;
+        if (len < 0) break; /* the end of the input, or Ctrl-C at the prompt */
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
         if (!len) continue;
         if (conversation_add(c, "user", line)) {
@@ -428,9 +488,15 @@ static int run_interactive(pf_model *model, pf_generate_options *go, conversatio
             break;
         }
         free(ids);
+        stream_state *stream = (stream_state *)go->stream_user;
+        print_held(stream, 1);
+        stream->stopped = 0;
         char *reply = sequence_text(pf_model_tokenizer(model), result.tokens[0], result.lengths[0], 0);
+        cut_at_stop(reply, stream->stop);
         printf("\n");
         fflush(stdout);
+        if (interrupted) fputs("generate: interrupted (Ctrl-C again at the prompt ends the conversation)\n", stderr);
+        interrupted = 0;
         pf_generation_free(&result);
         if (!reply || conversation_add(c, "assistant", reply)) {
             fprintf(stderr, "generate: cannot keep the reply\n");
@@ -463,6 +529,20 @@ static char *sequence_text(pf_tokenizer *tok, const int32_t *ids, int n, int sho
         text = NULL;
     }
     free(kept);
+    return text;
+}
+
+/* A whole file as a NUL-terminated string (the caller frees it), or NULL. */
+static char *read_text_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    long size = -1;
+    char *text = NULL;
+    if (f && !fseek(f, 0, SEEK_END) && (size = ftell(f)) >= 0 && !fseek(f, 0, SEEK_SET) &&
+        (text = (char *)malloc((size_t)size + 1)) && fread(text, 1, (size_t)size, f) == (size_t)size)
+        text[size] = 0;
+    else
+        free(text), text = NULL;
+    if (f) fclose(f);
     return text;
 }
 
@@ -513,6 +593,9 @@ int main(int argc, char **argv) {
     if (parsed >= 0) return parsed;
     const char *dir = args.dir, *prompt = args.prompt, *ids_text = args.text[OPT_IDS], *batch_file = args.text[OPT_BATCH_FILE];
     int ranks = args.given[OPT_GPUS] ? (int)args.number[OPT_GPUS] : 1, verbose = args.given[OPT_VERBOSE];
+    int delay_ms = args.given[OPT_TOKEN_DELAY] ? (int)args.number[OPT_TOKEN_DELAY] : 0;
+    stream_state stream; /* how streamed tokens are printed: filled in once the model is loaded */
+    memset(&stream, 0, sizeof stream);
     int ids_lines = args.given[OPT_IDS_LINES], show_special = args.given[OPT_SPECIAL];
     int interactive = args.given[OPT_INTERACTIVE], chat = args.given[OPT_CHAT] || interactive;
     conversation conv;
@@ -526,6 +609,25 @@ int main(int argc, char **argv) {
     if (args.given[OPT_TOP_K]) go.top_k = (int)args.number[OPT_TOP_K];
     if (args.given[OPT_TOP_P]) go.top_p = (float)args.number[OPT_TOP_P];
     if (args.given[OPT_REPETITION_PENALTY]) go.repetition_penalty = (float)args.number[OPT_REPETITION_PENALTY];
+    if (args.given[OPT_MIN_P]) go.min_p = (float)args.number[OPT_MIN_P];
+    go.ignore_eos = args.given[OPT_IGNORE_EOS];
+    if (args.given[OPT_PRESENCE_PENALTY]) go.presence_penalty = (float)args.number[OPT_PRESENCE_PENALTY];
+    if (args.given[OPT_FREQUENCY_PENALTY]) go.frequency_penalty = (float)args.number[OPT_FREQUENCY_PENALTY];
+    const char *stop = args.given[OPT_STOP] ? args.text[OPT_STOP] : NULL;
+    if (stop && !*stop) {
+        fprintf(stderr, "generate: --stop wants a text that is not empty\n");
+        return 2;
+    }
+    if (stop) go.stop_strings = &stop, go.num_stop_strings = 1;
+    /* -f FILE: the prompt is the file's text */
+    char *prompt_file_text = NULL;
+    if (args.given[OPT_FILE]) {
+        if (!(prompt_file_text = read_text_file(args.text[OPT_FILE]))) {
+            fprintf(stderr, "generate: cannot read %s\n", args.text[OPT_FILE]);
+            return 1;
+        }
+        prompt = prompt_file_text;
+    }
     go.do_sample = args.given[OPT_SAMPLE];
     if (args.given[OPT_TEMPERATURE]) {
         if (args.number[OPT_TEMPERATURE] == 0) go.do_sample = 0; /* the limit of sampling as T falls: the most likely token */
@@ -558,6 +660,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "generate: %s: %s\n", pf_result_string(r), pf_error_message(model));
         goto done;
     }
+    /* a chat reply runs to its end of turn (or the model's positions) unless -n says otherwise */
+    if (chat && !args.given[OPT_MAX_NEW_TOKENS]) go.max_new_tokens = pf_get_info(model).max_positions;
     if (text_mode && !pf_model_tokenizer(model)) {
         fprintf(stderr, "generate: %s has no tokenizer; use --ids\n", dir);
         goto done;
@@ -579,9 +683,14 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "generate: %s: %s\n", pf_result_string(r), pf_error_message(model));
                 goto done;
             }
-            stream_state stream = {pf_model_tokenizer(model), show_special, 0};
+            stream = (stream_state){pf_model_tokenizer(model), show_special, 0, stop, NULL, 0, 0, delay_ms};
             go.stream = print_piece;
             go.stream_user = &stream;
+            struct sigaction action;
+            memset(&action, 0, sizeof action);
+            action.sa_handler = on_interrupt; /* no SA_RESTART: Ctrl-C at the prompt ends getline */
+            sigemptyset(&action.sa_mask);
+            sigaction(SIGINT, &action, NULL);
             status = run_interactive(model, &go, &conv, verbose, show_special);
             goto done;
         }
@@ -666,7 +775,7 @@ int main(int argc, char **argv) {
             goto done;
         }
     }
-    stream_state stream = {pf_model_tokenizer(model), show_special, 0};
+    stream = (stream_state){pf_model_tokenizer(model), show_special, 0, stop, NULL, 0, 0, delay_ms};
     /* an encoder-decoder's output is a text of its own (a translation, a summary), not the
        prompt's continuation: the prompt is not echoed, and the decoder's positions bound it */
     const char *echo = info.is_encoder_decoder ? "" : prompt;
@@ -694,12 +803,14 @@ int main(int argc, char **argv) {
         for (int k = 0; n > 0 && k < info.num_eos_token_ids; k++) ended_by_eos |= result.tokens[i][n - 1] == info.eos_token_ids[k];
         if (room < go.max_new_tokens && n >= room && !ended_by_eos) cut_short = 1;
         if (streaming) {
+            print_held(&stream, 1);
             printf("\n");
         } else if (!text_mode) {
             for (int t = 0; t < n; t++) printf("%s%d", t ? "," : "", (int)result.tokens[i][t]);
             printf("\n");
         } else {
             char *text = sequence_text(pf_model_tokenizer(model), result.tokens[i], n, show_special);
+            cut_at_stop(text, stop);
             if (!text) {
                 fprintf(stderr, "generate: cannot decode the output\n");
                 goto done;
@@ -726,5 +837,7 @@ done:
     pf_free(model);
     pf_string_free(chat_text);
     conversation_free(&conv);
+    free(stream.held);
+    free(prompt_file_text);
     return status;
 }

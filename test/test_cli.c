@@ -1,10 +1,15 @@
 /* build/generate, as scripts use it: --ids with --dump-logits on 1 and 3 ranks must give
    transformers' logits and greedy tokens for the hub-style checkpoint; errors exit non-zero. And
    as people use it: --help, --version, messages that name the wrong flag, what it prints. */
+#define _XOPEN_SOURCE 600 /* posix_openpt */
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -30,7 +35,8 @@ static void check_cli_help(const char *dir) {
     static const char *const options[] = {"--ids", "--batch-file", "--ids-lines", "-n, --max-new-tokens", "--gpus",
                                           "--device", "--dtype", "--bf16-products", "--kv-cache", "--no-cuda-graphs", "--dump-logits", "--policy", "--beams", "--return",
                                           "--no-repeat-ngram", "--sample", "--temperature", "--top-k", "--top-p",
-                                          "--repetition-penalty", "--seed", "--special", "--chat", "--system",
+                                          "--repetition-penalty", "--min-p", "--presence-penalty", "--frequency-penalty",
+                                          "--stop", "-f, --file", "--ignore-eos", "--token-delay-ms", "--seed", "--special", "--chat", "--system",
                                           "-i, --interactive", "-v, --verbose", "-h, --help",
                                           "--version"};
     char command[2048], out[16384];
@@ -287,6 +293,114 @@ static void check_cli_chat(void) {
     CHECK(test_run_output(command, plain, sizeof plain) == 2 && strstr(plain, "--chat takes a text PROMPT"));
 }
 
+/* --stop ends at the token that completes the text, left out of what is printed (streamed, and
+   from a file with -f); --frequency-penalty changes the greedy text; --stop with --beams is a
+   command-line mistake. */
+static void check_cli_stop_and_file(const char *dir) {
+    char command[2048], plain[4096], stopped[4096], from_file[4096], penalised[4096];
+    snprintf(command, sizeof command, "%s %s -n 20 'hello there'", test_generate_binary, dir);
+    CHECK(run(command, plain, sizeof plain) == 0);
+    size_t prefix = strlen("hello there");
+    CHECK_MSG(strlen(plain) > prefix + 8, "printed \"%s\"", plain);
+    if (strlen(plain) <= prefix + 8) return;
+    char stop[8], want[4096];
+    snprintf(stop, sizeof stop, "%.3s", plain + prefix + 4); /* from the middle of the continuation */
+    snprintf(want, sizeof want, "%.*s\n", (int)(strstr(plain + prefix, stop) - plain), plain);
+    snprintf(command, sizeof command, "%s %s -n 20 --stop '%s' 'hello there'", test_generate_binary, dir, stop);
+    CHECK(run(command, stopped, sizeof stopped) == 0);
+    CHECK_MSG(!strcmp(stopped, want), "--stop '%s' printed \"%s\", want \"%s\"", stop, stopped, want);
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/pf_cli_prompt_%d.txt", (int)getpid());
+    FILE *f = fopen(path, "w");
+    if (f) fputs("hello there", f), fclose(f);
+    snprintf(command, sizeof command, "%s %s -n 20 --stop '%s' -f %s", test_generate_binary, dir, stop, path);
+    CHECK(run(command, from_file, sizeof from_file) == 0);
+    CHECK_MSG(!strcmp(from_file, want), "-f printed \"%s\", want \"%s\"", from_file, want);
+    remove(path);
+    snprintf(command, sizeof command, "%s %s -n 20 --frequency-penalty 5 'hello there'", test_generate_binary, dir);
+    CHECK(run(command, penalised, sizeof penalised) == 0);
+    CHECK_MSG(strcmp(penalised, plain), "--frequency-penalty 5 printed the plain text \"%s\"", penalised);
+    snprintf(command, sizeof command, "%s %s --stop x --beams 2 hello 2>&1", test_generate_binary, dir);
+    CHECK(test_run_output(command, plain, sizeof plain) == 2 && strstr(plain, "--stop needs greedy search"));
+}
+
+/* Reads what the pseudo-terminal's program writes into out (appended, NUL-terminated) until
+   `want` is in it or `seconds` pass; whether it came. */
+static int pty_wait_for(int master, char *out, size_t cap, const char *want, double seconds) {
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        if (strstr(out, want)) return 1;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double left = seconds - (double)(now.tv_sec - start.tv_sec) - (double)(now.tv_nsec - start.tv_nsec) * 1e-9;
+        if (left <= 0) return 0;
+        struct pollfd p = {master, POLLIN, 0};
+        if (poll(&p, 1, (int)(left * 1000) + 1) <= 0) continue;
+        size_t used = strlen(out);
+        ssize_t n = read(master, out + used, cap - used - 1);
+        if (n <= 0) return strstr(out, want) != NULL; /* the program closed the terminal */
+        out[used + (size_t)n] = 0;
+    }
+}
+
+/* -i on a terminal (a pseudo-terminal, as a person at a shell): Ctrl-C stops a reply mid-way and
+   the conversation goes on; Ctrl-C at the prompt ends the program with status 0. */
+static void check_cli_interrupt(void) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/gpt2-tiny-chat", test_fixtures);
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    if (master < 0 || grantpt(master) || unlockpt(master) || !ptsname(master)) {
+        CHECK_MSG(0, "no pseudo-terminal");
+        if (master >= 0) close(master);
+        return;
+    }
+    char slave_name[256];
+    snprintf(slave_name, sizeof slave_name, "%s", ptsname(master));
+    pid_t child = fork();
+    if (child == 0) { /* a session whose controlling terminal is the slave: Ctrl-C there is SIGINT */
+        setsid();
+        int slave = open(slave_name, O_RDWR);
+        if (slave < 0) _exit(126);
+        dup2(slave, 0), dup2(slave, 1), dup2(slave, 2);
+        close(master);
+        execl(test_generate_binary, test_generate_binary, dir, "-i", "--ignore-eos", "-n", "40", "--token-delay-ms", "50",
+              (char *)NULL);
+        _exit(127);
+    }
+    static char out[1 << 16];
+    out[0] = 0;
+    int ok = child > 0 && pty_wait_for(master, out, sizeof out, "> ", 20);
+    CHECK_MSG(ok, "-i shows no prompt on a terminal: \"%s\"", out);
+    for (int turn = 0; ok && turn < 2; turn++) {
+        size_t before = strlen(out);
+        if (write(master, turn ? "Ok\n" : "Hi\n", 3) != 3) break;
+        /* a few tokens of the reply (40 at 50 ms: 2 s in all), then Ctrl-C */
+        struct timespec pause = {0, 300 * 1000000L};
+        nanosleep(&pause, NULL);
+        if (write(master, "\x03", 1) != 1) break;
+        ok = pty_wait_for(master, out + before, sizeof out - before, "interrupted", 1.5) &&
+             pty_wait_for(master, out + before, sizeof out - before, "> ", 5);
+        CHECK_MSG(ok, "turn %d: Ctrl-C did not stop the reply within 1.5 s and give the prompt back: \"%s\"", turn, out + before);
+    }
+    if (ok && write(master, "\x03", 1) == 1) { /* at the prompt: the end */
+        int status = -1;
+        for (int i = 0; i < 100 && waitpid(child, &status, WNOHANG) == 0; i++) {
+            struct timespec pause = {0, 50 * 1000000L};
+            char drain[4096];
+            struct pollfd p = {master, POLLIN, 0};
+            if (poll(&p, 1, 0) > 0 && read(master, drain, sizeof drain) <= 0) { /* closed */ }
+            nanosleep(&pause, NULL);
+            status = -1;
+        }
+        if (status == -1 && waitpid(child, &status, WNOHANG) == 0) status = -2;
+        CHECK_MSG(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "Ctrl-C at the prompt: the program %s", status == -2 ? "is still running" : "did not exit with 0");
+        if (status >= 0) child = -1;
+    }
+    if (child > 0) kill(child, SIGKILL), waitpid(child, NULL, 0);
+    close(master);
+}
+
 void test_cli(void) {
     check_cli_chat();
     check_build_info();
@@ -312,6 +426,8 @@ void test_cli(void) {
         check_cli_output(dir, &ref);
     }
     check_cli_help(dir);
+    check_cli_stop_and_file(dir);
+    check_cli_interrupt();
     /* The parallelformers README's beam search, as recorded from transformers (gpt2-tiny's
        beam5_ngram4 case: 5 beams, no repeated 4-gram, max_length 15 = 4 new tokens). */
     snprintf(command, sizeof command, "%s %s --ids 391,330,11,305,277,259,283,220,354,388,331 -n 4 --beams 5 "
