@@ -614,7 +614,8 @@ pf_result pf_embed_texts(pf_model *model, const char *const *texts, int count, c
 
 /* Receives each new token as it is chosen (greedy and sampling, not beam search): the row of the
    batch, the id, and the text it completes (whole UTF-8 characters; may be empty; NULL without
-   a tokenizer). Return nonzero to stop the whole generation. Called on the caller's thread,
+   a tokenizer). A special token's text is passed too ("</s>", "<|im_end|>"): check the id with
+   pf_tokenizer_is_special to leave it out, as transformers' skip_special_tokens does. Return nonzero to stop the whole generation. Called on the caller's thread,
    inside the request: pf_forward, the pf_generate calls, pf_parallelize and pf_to_cpu on the
    same model return PF_ERROR_INVALID_ARGUMENT from there (other models are fine). */
 typedef int (*pf_stream_callback)(void *user, int row, int32_t token, const char *text, size_t text_len);
@@ -822,7 +823,10 @@ pf_result pf_tokenizer_load(const char *dir, pf_tokenizer **tokenizer, char *err
                             size_t error_size);
 void pf_tokenizer_free(pf_tokenizer *tokenizer); /* one from pf_tokenizer_load; NULL is fine */
 
-/* Text (UTF-8; invalid bytes are encoded as their byte tokens) to ids. Writes at most capacity
+/* Text (UTF-8; invalid bytes are encoded as their byte tokens) to ids. Special tokens written in
+   the text ("<|im_start|>", "</s>", ...) are recognised and become their ids, as transformers'
+   tokenizers do with added tokens (so a rendered chat template tokenizes as it should; text from
+   an untrusted user can spell them too: filter it first where that matters). Writes at most capacity
    ids; *num_ids is the full count (PF_ERROR_BUFFER_TOO_SMALL if it exceeds capacity). Thread-safe
    on a loaded tokenizer. PF_ERROR_INVALID_ARGUMENT (and no ids) where HF tokenizers fails too: a
    WordPiece word that needs an unk token the vocab lacks, a character a Unigram model without
