@@ -27203,6 +27203,10 @@ static pf_result pf__check_stacks(pf_model *m) {
             !m->sources[base + PF__SLOT_MLP_NORM_WEIGHT].data && !m->sources[base + PF__SLOT_MLP_POST_NORM_WEIGHT].data)
             /* only a parallel block may share one norm; OLMo 2 norms the MLP's output instead */
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has no norm before its MLP", m->dir, l);
+        if (c->parallel_residual && (m->sources[base + PF__SLOT_ATTN_POST_NORM_WEIGHT].data ||
+                                     m->sources[base + PF__SLOT_MLP_POST_NORM_WEIGHT].data))
+            return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: layer %d norms its sublayers' outputs in a parallel block: not "
+                            "implemented (no family has both)", m->dir, l);
     }
     return PF_OK;
 }
