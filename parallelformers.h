@@ -615,9 +615,12 @@ pf_result pf_embed_texts(pf_model *model, const char *const *texts, int count, c
 /* Receives each new token as it is chosen (greedy and sampling, not beam search): the row of the
    batch, the id, and the text it completes (whole UTF-8 characters; may be empty; NULL without
    a tokenizer). A special token's text is passed too ("</s>", "<|im_end|>"): check the id with
-   pf_tokenizer_is_special to leave it out, as transformers' skip_special_tokens does. Return nonzero to stop the whole generation. Called on the caller's thread,
-   inside the request: pf_forward, the pf_generate calls, pf_parallelize and pf_to_cpu on the
-   same model return PF_ERROR_INVALID_ARGUMENT from there (other models are fine). */
+   pf_tokenizer_is_special to leave it out, as transformers' skip_special_tokens does. Return
+   nonzero to stop the whole generation. Called on the caller's thread, inside the request:
+   pf_forward, the pf_generate calls, pf_parallelize and pf_to_cpu on the same model return
+   PF_ERROR_INVALID_ARGUMENT from there (other models are fine). Greedy and sampled streams of
+   decoders share the continuous batch's steps with the model's other requests; each step waits
+   until every stream in it has taken its tokens, so a callback should return promptly. */
 typedef int (*pf_stream_callback)(void *user, int row, int32_t token, const char *text, size_t text_len);
 
 typedef enum pf_early_stopping {

@@ -18,9 +18,9 @@
      POST /v1/embeddings         text encoders: OpenAI's body, float or base64
      POST /tokenize, /detokenize as llama.cpp's server names them
      GET  /health, GET /v1/models, GET /metrics (Prometheus' text format)
-   Each connection has its own thread. Greedy and sampling completions that are not streamed share
-   the model's decode steps (the library's continuous batching, up to --max-batch rows, 16 by
-   default); beam search and streamed requests run one at a time between them.
+   Each connection has its own thread. Greedy and sampling completions, streamed or not, share the
+   model's decode steps (the library's continuous batching, up to --max-batch rows, 16 by
+   default); beam search runs one request at a time between them.
    Against clients that hold connections or flood it: at most --max-connections (256) connections,
    --max-connections-per-address (32) from one address, a request's body arriving within
    --request-timeout seconds (10; also the longest a connection may stay silent), and

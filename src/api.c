@@ -141,9 +141,14 @@ PF_PRIVATE pf_result pf__check_closing(pf_model *m) {
 PF_PRIVATE pf_result pf__request_lock(pf_model *m, const char *call) {
     pf_result r = pf__call_begin(m, call);
     if (r) return r;
-    __atomic_add_fetch(&m->exclusive_waiting, 1, __ATOMIC_ACQ_REL); /* the batcher stops admitting */
-    int e = pthread_mutex_lock(&m->request_lock);
-    __atomic_sub_fetch(&m->exclusive_waiting, 1, __ATOMIC_ACQ_REL);
+    /* this thread is inside a request on the model (a stream callback): an exclusive one holds the
+       lock itself (EDEADLK below), a batched one has the scheduler hold it for the caller */
+    int e = pf__lock_holder == m ? EDEADLK : 0;
+    if (!e) {
+        __atomic_add_fetch(&m->exclusive_waiting, 1, __ATOMIC_ACQ_REL); /* the batcher stops admitting */
+        e = pthread_mutex_lock(&m->request_lock);
+        __atomic_sub_fetch(&m->exclusive_waiting, 1, __ATOMIC_ACQ_REL);
+    }
     if (!e) pf__lock_holder = m;
     if (e == EDEADLK)
         r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT,

@@ -12,9 +12,11 @@
    before as left pads (tokens count their positions from the first real token), so each row
    computes exactly what it would alone; it is admitted only while that holds (W <= C, and its
    max_length fits from C - W) and otherwise waits for the running requests to end (the clock
-   starts again at 0 when none runs). While it has requests to run, the scheduler holds the
-   model's request lock: the other calls (beam search, streaming, encoder-decoders, pf_forward,
-   pf_parallelize, ...) run in between, and a waiting one stops new admissions. */
+   starts again at 0 when none runs). A streamed request's tokens are streamed on its caller's
+   thread, and each step waits for every stream to have taken the step before. While it has
+   requests to run, the scheduler holds the model's request lock: the other calls (beam search,
+   encoder-decoders, pf_forward, pf_parallelize, ...) run in between, and a waiting one stops new
+   admissions. */
 
 #define PF__BATCH_QUEUE_MAX 1024   /* requests waiting at once by default; more get PF_ERROR_BUSY */
 #ifdef PF_TESTING
@@ -32,11 +34,11 @@ int pf_testing_batch_queued(pf_model *m) {
 }
 #endif
 
-/* Whether a request shares the steps: greedy or sampling on a decoder, without a stream callback
-   (called on the caller's thread, inside its request) and without frequencies that depend on the
-   length (dynamic NTK and LongRoPE: they follow the longest sequence of a step). */
+/* Whether a request shares the steps: greedy or sampling on a decoder (streamed or not), without
+   frequencies that depend on the length (dynamic NTK and LongRoPE: they follow the longest
+   sequence of a step). */
 static int pf__batchable(const pf_model *m, const pf_generate_options *o) {
-    return pf__archs[m->config.arch].kind == PF__KIND_DECODER && o->num_beams == 1 && !o->stream &&
+    return pf__archs[m->config.arch].kind == PF__KIND_DECODER && o->num_beams == 1 &&
            m->config.rope_type != PF__ROPE_DYNAMIC &&
            (m->config.rope_type != PF__ROPE_LONGROPE || /* a GGUF's rope_freqs: one list */
             memcmp(m->config.rope_short_factor, m->config.rope_long_factor, sizeof m->config.rope_long_factor));
@@ -44,7 +46,9 @@ static int pf__batchable(const pf_model *m, const pf_generate_options *o) {
 
 static void pf__batch_request_free(pf__batch_request *q) {
     pf__generation_free(&q->st);
-    free(q->cache_rows), free(q->pads);
+    free(q->cache_rows), free(q->pads), free(q->delivered);
+    q->cache_rows = q->pads = NULL;
+    q->delivered = NULL;
 }
 
 /* Ends a request: its result (or failure), its rows given back, its caller woken. The batcher's
@@ -75,7 +79,8 @@ static pf_result pf__batch_prepare(pf_model *m, pf__batch_request *q) {
     size_t rows = (size_t)q->st.num_rows;
     q->cache_rows = (int *)malloc(rows * sizeof(int));
     q->pads = (int *)malloc(rows * sizeof(int));
-    if (!q->cache_rows || !q->pads)
+    q->delivered = q->stream ? (int32_t *)malloc(rows * sizeof(int32_t)) : NULL;
+    if (!q->cache_rows || !q->pads || (q->stream && !q->delivered))
         return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (size_t i = 0; i < rows; i++) q->cache_rows[i] = -1;
     return PF_OK;
@@ -134,6 +139,51 @@ static void pf__batch_hand_out(pf_model *m, pf__batch_request *q, const pf__job 
                                                        (size_t)offset, m->logits};
 }
 
+/* A request's sampling after a step, then (streaming) the tokens its live rows got handed to its
+   caller, who streams them on its own thread before the next step. */
+static pf_result pf__batch_sample(pf__batcher *b, pf__batch_request *q, int *finished) {
+    for (int i = 0; q->stream && i < q->st.num_rows; i++) q->delivered[i] = q->st.rows[i].done ? -1 : 0;
+    pf_result r = pf__generation_sample_step(&q->st, finished);
+    if (r || !q->stream) return r;
+    for (int i = 0; i < q->st.num_rows; i++)
+        if (q->delivered[i] >= 0) q->delivered[i] = q->st.rows[i].tokens[q->st.rows[i].length - 1];
+    pthread_mutex_lock(&b->mutex);
+    q->to_deliver = 1;
+    pthread_cond_broadcast(&b->done);
+    pthread_mutex_unlock(&b->mutex);
+    return PF_OK;
+}
+
+/* Before a step: every running request's tokens streamed (their callbacks run on their callers'
+   threads: a step waits for the slowest), and the requests whose callback asked to stop ended with
+   their results so far. Returns 0 instead, early, when requests arrived meanwhile: they are
+   admitted first, so that streams sent together start together. */
+static int pf__batch_await_streams(pf_model *m, pf__batcher *b) {
+    pthread_mutex_lock(&b->mutex);
+    for (;;) {
+        int waiting = 0;
+        for (pf__batch_request *q = b->running; q; q = q->next) waiting |= q->to_deliver;
+        if (!waiting) break;
+        if (b->arrived != b->admission_seen && !PF__LOAD_FLAG(m->exclusive_waiting)) {
+            pthread_mutex_unlock(&b->mutex);
+            return 0;
+        }
+        pthread_cond_wait(&b->streamed, &b->mutex);
+    }
+    for (pf__batch_request *q = b->running, **link = &b->running, *next; q; q = next) {
+        next = q->next;
+        if (!q->stop_asked) {
+            link = &q->next;
+            continue;
+        }
+        *link = next;
+        pf_result r = pf__generation_results(&q->st, q->result);
+        pf__batch_finish(b, q, r, r ? pf_error_message(m) : "");
+    }
+    pthread_mutex_unlock(&b->mutex);
+    return 1;
+}
+
 /* Gives a request free cache rows, its prompt at the clock's positions. */
 static void pf__batch_place(pf__batcher *b, pf__batch_request *q) {
     for (int i = 0, k = 0; i < q->st.num_rows; i++) {
@@ -185,7 +235,7 @@ static void pf__batch_prefill(pf_model *m, pf__batcher *b, pf__batch_request *ad
         pf_result qr = r;
         pf__batch_hand_out(m, q, &job, offset);
         offset += q->st.num_rows;
-        if (!qr) qr = pf__generation_sample_step(&q->st, &finished);
+        if (!qr) qr = pf__batch_sample(b, q, &finished);
         if (!qr && finished) qr = pf__generation_results(&q->st, q->result);
         pthread_mutex_lock(&b->mutex);
         if (qr || finished) {
@@ -202,6 +252,7 @@ static void pf__batch_prefill(pf_model *m, pf__batcher *b, pf__batch_request *ad
 /* One decode step of every running row at the clock, then each request's sampling. Requests that
    end are finished (the batcher's mutex is taken for that). */
 static pf_result pf__batch_step(pf_model *m, pf__batcher *b) {
+    if (!pf__batch_await_streams(m, b) || !b->running) return PF_OK;
     int n = 0;
     for (pf__batch_request *q = b->running; q; q = q->next)
         for (int i = 0; i < q->st.num_rows; i++, n++) {
@@ -229,7 +280,7 @@ static pf_result pf__batch_step(pf_model *m, pf__batcher *b) {
         int finished = 0;
         pf__batch_hand_out(m, q, &job, offset);
         offset += q->st.num_rows;
-        pf_result qr = pf__generation_sample_step(&q->st, &finished);
+        pf_result qr = pf__batch_sample(b, q, &finished);
         if (!qr && finished) qr = pf__generation_results(&q->st, q->result);
         if (qr || finished) {
             pthread_mutex_lock(&b->mutex);
@@ -251,6 +302,7 @@ static void pf__batch_admit(pf_model *m, pf__batcher *b) {
     int busy = b->running != NULL;
     for (;;) {
         pthread_mutex_lock(&b->mutex);
+        b->admission_seen = b->arrived;
         pf__batch_request *q = b->queue;
         if (!q || PF__LOAD_FLAG(m->exclusive_waiting)) {
             pthread_mutex_unlock(&b->mutex);
@@ -368,12 +420,14 @@ static pf__batcher *pf__batcher_get(pf_model *m) {
             pthread_mutex_init(&b->mutex, NULL);
             pthread_cond_init(&b->work, NULL);
             pthread_cond_init(&b->done, NULL);
+            pthread_cond_init(&b->streamed, NULL);
             m->batcher = b;
             if (pthread_create(&b->thread, NULL, pf__batcher_main, m)) {
                 m->batcher = NULL;
                 pthread_mutex_destroy(&b->mutex);
                 pthread_cond_destroy(&b->work);
                 pthread_cond_destroy(&b->done);
+                pthread_cond_destroy(&b->streamed);
                 free(b);
             }
         }
@@ -394,12 +448,60 @@ PF_PRIVATE void pf__batcher_stop(pf_model *m) {
     pthread_mutex_destroy(&b->mutex);
     pthread_cond_destroy(&b->work);
     pthread_cond_destroy(&b->done);
+    pthread_cond_destroy(&b->streamed);
     free(b->row_used), free(b->ids), free(b->tokens), free(b->pads), free(b->cache_rows), free(b->candidates);
     free(b);
     m->batcher = NULL;
 }
 
-/* A batched request from the caller's thread: queued, then waited for. */
+/* The caller's side of a streamed batched request: each row's new tokens so far, for their text. */
+typedef struct pf__batch_stream {
+    int32_t **tokens;          /* [rows][capacity] */
+    int *count;                /* [rows] */
+    pf__stream_state *states;  /* [rows] */
+    char *text;
+    size_t text_cap;
+} pf__batch_stream;
+
+static void pf__batch_stream_free(pf__batch_stream *s, int rows) {
+    for (int i = 0; s->tokens && i < rows; i++) free(s->tokens[i]);
+    free(s->tokens), free(s->count), free(s->states), free(s->text);
+}
+
+/* Streams the tokens the scheduler handed out, on the caller's thread without the batcher's
+   mutex: each live row's text through the caller's callback, as an exclusive request streams it,
+   with the request lock's owner set to this thread meanwhile (so that the model's other calls
+   from the callback are refused as they are there). Returns nonzero when the callback asks to
+   stop, -1 without memory. */
+static int pf__batch_deliver(pf_model *m, pf__batch_request *q, pf__batch_stream *s) {
+    int rows = q->st.num_rows;
+    if (!s->tokens) {
+        s->tokens = (int32_t **)calloc((size_t)rows, sizeof *s->tokens);
+        s->count = (int *)calloc((size_t)rows, sizeof *s->count);
+        s->states = (pf__stream_state *)calloc((size_t)rows, sizeof *s->states);
+        for (int i = 0; s->tokens && i < rows; i++) s->tokens[i] = (int32_t *)malloc((size_t)q->st.capacity * sizeof(int32_t));
+        for (int i = 0; s->tokens && i < rows; i++)
+            if (!s->tokens[i]) return -1;
+        if (!s->tokens || !s->count || !s->states) return -1;
+    }
+    pf_generate_options o = q->options;
+    o.stream = q->stream;
+    o.stream_user = q->stream_user;
+    const void *holder = pf__lock_holder;
+    pf__lock_holder = m;
+    int stop = 0;
+    for (int i = 0; i < rows; i++) {
+        if (q->delivered[i] < 0 || (size_t)s->count[i] >= q->st.capacity) continue;
+        s->tokens[i][s->count[i]++] = q->delivered[i];
+        pf__row row = {.tokens = s->tokens[i], .length = s->count[i]};
+        if (pf__stream(m, &o, i, &row, &s->states[i], &s->text, &s->text_cap)) stop = 1;
+    }
+    pf__lock_holder = holder;
+    return stop;
+}
+
+/* A batched request from the caller's thread: queued, then waited for (streaming its tokens as
+   they come, when it streams). */
 static pf_result pf__generate_batched_counted(pf_model *m, const int32_t *const *prompts, const int *lengths, int batch,
                                       const pf_generate_options *o, pf_generation *result) {
     if (pf__lock_holder == m) /* a stream callback of an exclusive request: the scheduler would wait for it */
@@ -412,6 +514,10 @@ static pf_result pf__generate_batched_counted(pf_model *m, const int32_t *const 
     q.prompts = prompts;
     q.lengths = lengths;
     q.options = *o;
+    q.stream = o->stream; /* called here, on the caller's thread: not by the sampling step */
+    q.stream_user = o->stream_user;
+    q.options.stream = NULL;
+    q.options.stream_user = NULL;
     q.result = result;
     q.st.batch = batch;
     int most = __atomic_load_n(&m->max_queued_requests, __ATOMIC_RELAXED);
@@ -425,9 +531,27 @@ static pf_result pf__generate_batched_counted(pf_model *m, const int32_t *const 
     while (*tail) tail = &(*tail)->next;
     *tail = &q;
     b->queued++;
+    b->arrived++;
     pthread_cond_signal(&b->work);
-    while (q.state != PF__BATCH_DONE) pthread_cond_wait(&b->done, &b->mutex);
+    pthread_cond_broadcast(&b->streamed); /* a scheduler waiting for streams admits it first */
+    pf__batch_stream streaming;
+    memset(&streaming, 0, sizeof streaming);
+    int stream_rows = 0;
+    while (q.state != PF__BATCH_DONE || q.to_deliver) {
+        if (!q.to_deliver) {
+            pthread_cond_wait(&b->done, &b->mutex);
+            continue;
+        }
+        pthread_mutex_unlock(&b->mutex);
+        stream_rows = q.st.num_rows;
+        int stop = pf__batch_deliver(m, &q, &streaming);
+        pthread_mutex_lock(&b->mutex);
+        q.to_deliver = 0;
+        if (stop) q.stop_asked = 1; /* without memory too: the request ends */
+        pthread_cond_broadcast(&b->streamed);
+    }
     pthread_mutex_unlock(&b->mutex);
+    pf__batch_stream_free(&streaming, stream_rows);
     pf_result r = q.error;
     if (r) {
         pf_generation_free(result);

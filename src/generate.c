@@ -284,7 +284,7 @@ static size_t pf__stream_decode(pf_model *m, const int32_t *fresh, int from, int
 }
 
 /* Emits the text a row's new tokens complete since the last call: whole UTF-8 characters only. */
-static int pf__stream(pf_model *m, const pf_generate_options *o, int row_index, const pf__row *row,
+PF_PRIVATE int pf__stream(pf_model *m, const pf_generate_options *o, int row_index, const pf__row *row,
                       pf__stream_state *state, char **buffer, size_t *buffer_cap) {
     int32_t token = row->tokens[row->length - 1];
     const int32_t *fresh = row->tokens + row->pad + row->prompt;

@@ -1831,6 +1831,9 @@ PF_PRIVATE pf_result pf__generation_alloc(pf__generation_state *st, const int32_
 PF_PRIVATE pf_result pf__generation_sample_step(pf__generation_state *st, int *finished);
 PF_PRIVATE pf_result pf__generation_results(pf__generation_state *st, pf_generation *result);
 PF_PRIVATE void pf__generation_free(pf__generation_state *st);
+/* Calls o->stream with the text the row's last new token completes (state: the row's place in it). */
+PF_PRIVATE int pf__stream(pf_model *m, const pf_generate_options *o, int row_index, const pf__row *row,
+                          pf__stream_state *state, char **buffer, size_t *buffer_cap);
 PF_PRIVATE pf_result pf__generate_locked(pf_model *m, const int32_t *const *prompts, const int *lengths, int batch,
                                      const pf_generate_options *o, pf_generation *result, const float *features,
                                      const int *feature_pads, int feature_width);
@@ -1850,12 +1853,23 @@ typedef struct pf__batch_request {
     pf__batch_state state;
     pf_result error;
     char message[PF__MESSAGE_SIZE];
+    /* streaming: the caller's callback runs on the caller's thread (options.stream is NULL here);
+       the scheduler hands it each step's tokens and waits for them to be streamed before the next
+       step (under the batcher's mutex) */
+    pf_stream_callback stream;
+    void *stream_user;
+    int32_t *delivered;            /* [num_rows]: the last step's token of each row live in it, or -1 */
+    int to_deliver;                /* delivered holds tokens not streamed yet */
+    int stop_asked;                /* the callback returned nonzero: the request ends, its results so far */
     struct pf__batch_request *next;
 } pf__batch_request;
 
 struct pf__batcher {
     pthread_mutex_t mutex;
     pthread_cond_t work, done;
+    pthread_cond_t streamed;       /* a caller streamed its request's tokens, or a request arrived */
+    unsigned long arrived;         /* requests queued so far */
+    unsigned long admission_seen;  /* `arrived` when admission last looked at the queue */
     pthread_t thread;
     int stopping;
     pf__batch_request *queue, *running;

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../parallelformers.h"
 #include "test.h"
@@ -454,8 +455,11 @@ static void *gated_call_main(void *arg) {
     return NULL;
 }
 
+/* max_queued_requests: a streamed request whose callback waits holds the decode steps (they wait
+   for its tokens to be streamed) and the one cache row; two more requests wait in the queue, its
+   limit; a fourth is refused with PF_ERROR_BUSY. */
 static void test_busy_queue(void) {
-    pf_model *m = gpt2_tiny_split(1, 2, 2);
+    pf_model *m = gpt2_tiny_split(1, 1, 2);
     if (!m) return;
     static gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
     gated_call calls[3];
@@ -465,7 +469,7 @@ static void test_busy_queue(void) {
         calls[i].options = pf_generate_options_init();
         calls[i].options.max_new_tokens = 3;
     }
-    calls[0].options.stream = wait_at_gate; /* streaming: runs alone, holding the model */
+    calls[0].options.stream = wait_at_gate;
     calls[0].options.stream_user = &g;
     pthread_create(&threads[0], NULL, gated_call_main, &calls[0]);
     gate_wait_inside(&g);
@@ -765,6 +769,95 @@ static void test_logit_processors_and_stop_strings(void) {
     }
 }
 
+/* Streamed requests join the continuous batch: three sent together start together (each
+   callback, at its first token, waits up to 20 s for the other two to have theirs, which would
+   never come if a stream held the model alone), give the tokens they give alone, and a callback
+   that returns nonzero ends its own request there while the others go on. */
+typedef struct together {
+    pthread_mutex_t mutex;
+    pthread_cond_t cond;
+    int started; /* streams that have their first token */
+    int timed_out;
+} together;
+
+typedef struct stream_call {
+    pf_model *model;
+    together *t;
+    int index, tokens, stop_after;
+    int32_t out[24];
+    int n;
+    pf_result result;
+} stream_call;
+
+static int stream_together(void *user, int row, int32_t token, const char *text, size_t len) {
+    stream_call *c = (stream_call *)user;
+    (void)row, (void)token, (void)text, (void)len;
+    if (c->tokens++ == 0) {
+        together *t = c->t;
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 20;
+        pthread_mutex_lock(&t->mutex);
+        t->started++;
+        pthread_cond_broadcast(&t->cond);
+        while (t->started < 3 && !t->timed_out)
+            if (pthread_cond_timedwait(&t->cond, &t->mutex, &until)) t->timed_out = 1;
+        pthread_mutex_unlock(&t->mutex);
+    }
+    return c->stop_after && c->tokens >= c->stop_after;
+}
+
+static void *stream_call_main(void *arg) {
+    stream_call *c = (stream_call *)arg;
+    int32_t prompt[3] = {391, 330, (int32_t)(11 + c->index)};
+    pf_generate_options o = pf_generate_options_init();
+    o.max_new_tokens = 16;
+    o.ignore_eos = 1;
+    o.stream = stream_together;
+    o.stream_user = c;
+    c->result = pf_generate(c->model, prompt, 3, &o, c->out, 24, &c->n);
+    return NULL;
+}
+
+static void test_streams_batched(void) {
+    for (int ranks = 1; ranks <= 2; ranks++) {
+        pf_model *m = gpt2_tiny_split(ranks, 4, 0);
+        if (!m) return;
+        static together t;
+        pthread_mutex_init(&t.mutex, NULL);
+        pthread_cond_init(&t.cond, NULL);
+        t.started = t.timed_out = 0;
+        stream_call calls[3];
+        pthread_t threads[3];
+        pf_testing_batch_rows = 0;
+        for (int i = 0; i < 3; i++) {
+            memset(&calls[i], 0, sizeof calls[i]);
+            calls[i].model = m, calls[i].t = &t, calls[i].index = i;
+            calls[i].stop_after = i == 2 ? 5 : 0;
+            pthread_create(&threads[i], NULL, stream_call_main, &calls[i]);
+        }
+        for (int i = 0; i < 3; i++) pthread_join(threads[i], NULL);
+        CHECK_MSG(!t.timed_out && t.started == 3, "%d ranks: streams sent together did not start together", ranks);
+        CHECK_MSG(pf_testing_batch_rows >= 2, "%d ranks: no decode step ran two streams' rows (%d)", ranks, pf_testing_batch_rows);
+        for (int i = 0; i < 3; i++) { /* the same request alone, without a stream */
+            int32_t prompt[3] = {391, 330, (int32_t)(11 + i)}, alone[24];
+            int n = 0;
+            pf_generate_options o = pf_generate_options_init();
+            o.max_new_tokens = 16;
+            o.ignore_eos = 1;
+            CHECK(pf_generate(m, prompt, 3, &o, alone, 24, &n) == PF_OK);
+            int want = calls[i].stop_after ? calls[i].stop_after : 16;
+            CHECK_MSG(calls[i].result == PF_OK && calls[i].n == want && calls[i].tokens == want &&
+                      !memcmp(calls[i].out, alone, (size_t)want * sizeof(int32_t)),
+                      "%d ranks: stream %d: %s, %d tokens (%d streamed), want %d as alone", ranks, i,
+                      pf_result_string(calls[i].result), calls[i].n, calls[i].tokens, want);
+        }
+        pthread_mutex_destroy(&t.mutex);
+        pthread_cond_destroy(&t.cond);
+        pf_free(m);
+    }
+}
+
 void test_generation(void) {
     test_recorded_cases();
     test_sampling();
@@ -774,6 +867,7 @@ void test_generation(void) {
     test_concurrency();
     test_continuous_batching();
     test_busy_queue();
+    test_streams_batched();
     test_free_while_requests_run(0);
     test_free_while_requests_run(1);
     test_generate_while_resplitting();
