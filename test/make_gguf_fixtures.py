@@ -628,6 +628,44 @@ def write_dense_families(lines):
     lines.append(fixture_reference("bloom", directory, path.stem))
 
 
+QK_NORM_BLOCK = {**LLAMA_BLOCK, "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm"}
+LLAMA_FIXED = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
+               "lm_head.weight": "output.weight"}
+
+
+def text_model_metadata(w, config):
+    """convert_hf_to_gguf.py's TextModel.set_gguf_parameters: the generic keys (head_dim as the key
+    and value lengths where the config has one)."""
+    w.add_block_count(config.num_hidden_layers)
+    w.add_context_length(config.max_position_embeddings)
+    w.add_embedding_length(config.hidden_size)
+    w.add_feed_forward_length(config.intermediate_size)
+    w.add_head_count(config.num_attention_heads)
+    w.add_head_count_kv(config.num_key_value_heads)
+    w.add_rope_freq_base(config.rope_parameters["rope_theta"])
+    w.add_layer_norm_rms_eps(config.rms_norm_eps)
+    if getattr(config, "head_dim", None) is not None:
+        w.add_key_length(config.head_dim)
+        w.add_value_length(config.head_dim)
+
+
+def write_issue32_families(lines):
+    """The dense families of issue 32 as llama.cpp's converter writes them."""
+    from transformers import Qwen3Config
+
+    # Qwen3: Qwen2's layout (no q/k permutation) with the per-head q/k norms, its head_dim as key_length
+    directory = FIXTURES / "qwen3"
+    config = Qwen3Config.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    assert config.head_dim * config.num_attention_heads != config.hidden_size  # key_length matters
+    path = OUT / "qwen3-f32.gguf"
+    w = GGUFWriter(str(path), "qwen3")
+    text_model_metadata(w, config)
+    special_ids(w, config)
+    finish(w, hf_block_names(state, LLAMA_FIXED, QK_NORM_BLOCK, "model.layers."))
+    lines.append(fixture_reference("qwen3", directory, path.stem))
+
+
 def llama_metadata(w, config):
     w.add_context_length(config.max_position_embeddings)
     w.add_embedding_length(config.hidden_size)
@@ -718,6 +756,7 @@ def main():
         write_gpt2(path, config, state, types, gpt2_tokenizer(directory))
         lines.append(reference_line(name, gpt2_from_gguf(path, config), ids, config.eos_token_id))
     write_dense_families(lines)
+    write_issue32_families(lines)
     # not reference.txt: a directory holding one is a model fixture to the test programs
     (OUT / "gguf_reference.txt").write_text("\n".join(lines) + "\n")
     write_fuzz_seed()
