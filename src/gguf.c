@@ -668,8 +668,11 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
 
 /* How a GGUF tensor becomes the checkpoint's: llama.cpp's converter reorders the rows of LLaMA's
    q and k (its rotary pairs adjacent dimensions, transformers' rotates halves) and stores GPT-2's
-   Conv1D weights as [out][in]; we undo both. */
-typedef enum { PF__GGUF_AS_IS, PF__GGUF_UNPERMUTE_Q, PF__GGUF_UNPERMUTE_K, PF__GGUF_TRANSPOSE, PF__GGUF_INTERLEAVE_QKV } pf__gguf_transform;
+   Conv1D weights as [out][in], and Gemma's norm weights with the 1 its norm adds already added;
+   we undo each. */
+typedef enum {
+    PF__GGUF_AS_IS, PF__GGUF_UNPERMUTE_Q, PF__GGUF_UNPERMUTE_K, PF__GGUF_TRANSPOSE, PF__GGUF_INTERLEAVE_QKV, PF__GGUF_MINUS_ONE
+} pf__gguf_transform;
 
 typedef struct pf__gguf_name {
     const char *arch;
@@ -872,6 +875,8 @@ static pf_result pf__gguf_add_tensor(pf__st_index *index, const pf__gguf *g, con
     }
 #undef PF__GGUF_SOURCE
     free(row);
+    if (transform == PF__GGUF_MINUS_ONE) /* the checkpoint's weight w of a norm scaling by 1 + w */
+        for (size_t i = 0; i < st->numel; i++) out[i] -= 1.0f;
     if (transform == PF__GGUF_TRANSPOSE) { /* the checkpoint's shape: [in][out] */
         st->shape[0] = t->cols;
         st->shape[1] = t->rows;

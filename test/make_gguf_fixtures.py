@@ -665,6 +665,34 @@ def write_issue32_families(lines):
     finish(w, hf_block_names(state, LLAMA_FIXED, QK_NORM_BLOCK, "model.layers."))
     lines.append(fixture_reference("qwen3", directory, path.stem))
 
+    # Gemma: no q/k permutation, every norm weight stored as 1 + w (the scale its norm applies), no
+    # rope base (llama.cpp's 10000, transformers' default), the head width as key_length, tied head
+    from transformers import GemmaConfig
+    directory = FIXTURES / "gemma"
+    config = GemmaConfig.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    assert config.rope_parameters["rope_theta"] == 10000 and config.head_dim * config.num_attention_heads != config.hidden_size
+    path = OUT / "gemma-f32.gguf"
+    w = GGUFWriter(str(path), "gemma")
+    w.add_context_length(config.max_position_embeddings)
+    w.add_embedding_length(config.hidden_size)
+    w.add_block_count(config.num_hidden_layers)
+    w.add_feed_forward_length(config.intermediate_size)
+    w.add_head_count(config.num_attention_heads)
+    w.add_head_count_kv(config.num_key_value_heads)
+    w.add_layer_norm_rms_eps(config.rms_norm_eps)
+    w.add_key_length(config.head_dim)
+    w.add_value_length(config.head_dim)
+    special_ids(w, config)
+    tensors = hf_block_names(state, LLAMA_FIXED, LLAMA_BLOCK, "model.layers.")
+    assert "output.weight" not in tensors
+    for name in tensors:
+        if name.endswith("norm.weight"):
+            assert np.abs(tensors[name]).max() > 0.05, name  # norms away from 0: a missed 1 shows
+            tensors[name] = tensors[name] + 1
+    finish(w, tensors)
+    lines.append(fixture_reference("gemma", directory, path.stem))
+
 
 def llama_metadata(w, config):
     w.add_context_length(config.max_position_embeddings)
