@@ -22421,6 +22421,19 @@ static const pf__gguf_config_key pf__gguf_config_keys[] = {
 #include "policies.inc"
 };
 
+/* Values of "<arch>." keys that llama.cpp reads as more than their number (PF_GGUF_REFUSE rows). */
+typedef struct pf__gguf_refused_value {
+    const char *arch, *suffix;
+    double value;
+    const char *why;
+} pf__gguf_refused_value;
+
+static const pf__gguf_refused_value pf__gguf_refused_values[] = {
+#define PF_GGUF_REFUSE(arch, suffix, value, why) {arch, suffix, value, why},
+#include "policies.inc"
+    {"", "", 0, ""} /* none may be listed */
+};
+
 /* A tensor of that name is in the file. */
 static int pf__gguf_has_tensor(const pf__gguf *g, const char *name) {
     pf__gguf_tensor probe;
@@ -22455,24 +22468,35 @@ static pf_result pf__gguf_known_keys(const pf__gguf *g, const char *arch, pf__to
     for (size_t i = 0; i < g->num_kvs; i++) {
         const pf__gguf_kv *kv = &g->kvs[i];
         if (kv->key_len <= prefix || memcmp(kv->key, arch, prefix - 1) || kv->key[prefix - 1] != '.') continue;
-        const pf__gguf_config_key *known = NULL;
-        for (size_t k = 0; k < PF__COUNT(pf__gguf_config_keys) && !known; k++)
-            if (!strcmp(pf__gguf_config_keys[k].arch, arch) && kv->key_len - prefix == strlen(pf__gguf_config_keys[k].suffix) &&
-                !memcmp(kv->key + prefix, pf__gguf_config_keys[k].suffix, kv->key_len - prefix))
-                known = &pf__gguf_config_keys[k];
+        int known = 0; /* a key may feed several config keys (a row each) */
+        for (size_t k = 0; k < PF__COUNT(pf__gguf_config_keys); k++) {
+            const pf__gguf_config_key *row = &pf__gguf_config_keys[k];
+            if (strcmp(row->arch, arch) || kv->key_len - prefix != strlen(row->suffix) ||
+                memcmp(kv->key + prefix, row->suffix, kv->key_len - prefix))
+                continue;
+            if (!known++ && kv->type == PF__GGUF_ARRAY) /* llama.cpp's per-layer values (head counts of hybrid models) */
+                return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: metadata '%.*s' differs per layer: not supported",
+                                  g->path, pf__gguf_shown(kv->key_len), kv->key);
+            if (!row->config_key) continue;
+            char full[96];
+            double v;
+            snprintf(full, sizeof full, "%s.%s", arch, row->suffix);
+            if (pf__gguf_get_number(g, full, &v) != 1 || !isfinite(v))
+                return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' is not a finite number", g->path, full);
+            *bad |= pf__gguf_put_number(b, row->config_key, v);
+        }
         if (!known)
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: metadata '%.*s' is not supported (it may change "
                               "the model's math)", g->path, pf__gguf_shown(kv->key_len), kv->key);
-        if (kv->type == PF__GGUF_ARRAY) /* llama.cpp's per-layer values (head counts of hybrid models) */
-            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: metadata '%.*s' differs per layer: not supported",
-                              g->path, pf__gguf_shown(kv->key_len), kv->key);
-        if (!known->config_key) continue;
+    }
+    for (size_t k = 0; k < PF__COUNT(pf__gguf_refused_values); k++) {
+        const pf__gguf_refused_value *row = &pf__gguf_refused_values[k];
         char full[96];
         double v;
-        snprintf(full, sizeof full, "%s.%s", arch, known->suffix);
-        if (pf__gguf_get_number(g, full, &v) != 1 || !isfinite(v))
-            return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' is not a finite number", g->path, full);
-        *bad |= pf__gguf_put_number(b, known->config_key, v);
+        if (strcmp(row->arch, arch)) continue;
+        snprintf(full, sizeof full, "%s.%s", arch, row->suffix);
+        if (pf__gguf_get_number(g, full, &v) == 1 && v == row->value)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: metadata '%s' %g: %s", g->path, full, v, row->why);
     }
     return PF_OK;
 }

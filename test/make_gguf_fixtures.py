@@ -410,12 +410,20 @@ def finish(w, tensors):
     w.close()
 
 
-def fixture_reference(name, directory, gguf_name, config_class=None):
-    """transformers on the fixture directory (or its weights under config_class), the fixture's prompt."""
-    from transformers import AutoModelForCausalLM
+def fixture_reference(name, directory, gguf_name, config_class=None, **overrides):
+    """transformers on the fixture directory (or its weights under config_class), the fixture's prompt;
+    overrides: config values changed to what llama.cpp's reading of the file means."""
+    from transformers import AutoConfig, AutoModelForCausalLM
     ids = [int(x) for x in next(line for line in (directory / "reference.txt").read_text().splitlines()
                                 if line.startswith("prompt_ids=")).split("=", 1)[1].split(",")]
-    if config_class is None:
+    if overrides:
+        config = AutoConfig.from_pretrained(directory)
+        for k, v in overrides.items():
+            assert getattr(config, k) != v, k  # the override changes the model
+            setattr(config, k, v)
+        model = AutoModelForCausalLM.from_pretrained(directory, config=config, dtype=torch.float32,
+                                                     attn_implementation="eager").eval()
+    elif config_class is None:
         model = AutoModelForCausalLM.from_pretrained(directory, dtype=torch.float32, attn_implementation="eager").eval()
     else:
         model = config_class.from_pretrained(directory, dtype=torch.float32, attn_implementation="eager").eval()
@@ -649,6 +657,39 @@ def text_model_metadata(w, config):
         w.add_value_length(config.head_dim)
 
 
+def converter_names(state, arch):
+    """transformers' names to llama.cpp's, by the gguf package's own tensor name map for arch."""
+    names = gguf.get_tensor_name_map(arch, 64)
+    out = {}
+    for name, t in state.items():
+        gname = names.get_name(name, try_suffixes=(".weight", ".bias"))
+        assert gname, name
+        out[gname] = t
+    return out
+
+
+def gemma_metadata(w, config):
+    """GemmaModel's and Gemma2Model's set_gguf_parameters (no rope base: llama.cpp's 10000)."""
+    w.add_context_length(config.max_position_embeddings)
+    w.add_embedding_length(config.hidden_size)
+    w.add_block_count(config.num_hidden_layers)
+    w.add_feed_forward_length(config.intermediate_size)
+    w.add_head_count(config.num_attention_heads)
+    w.add_head_count_kv(config.num_key_value_heads)
+    w.add_layer_norm_rms_eps(config.rms_norm_eps)
+    w.add_key_length(config.head_dim)
+    w.add_value_length(config.head_dim)
+
+
+def plus_one_norms(tensors):
+    """The converter's Gemma norms: 1 + w (the scale its norm applies)."""
+    for name in tensors:
+        if name.endswith("norm.weight"):
+            assert np.abs(tensors[name]).max() > 0.05, name  # norms away from 0: a missed 1 shows
+            tensors[name] = tensors[name] + 1
+    return tensors
+
+
 def write_issue32_families(lines):
     """The dense families of issue 32 as llama.cpp's converter writes them."""
     from transformers import Qwen3Config
@@ -692,6 +733,26 @@ def write_issue32_families(lines):
             tensors[name] = tensors[name] + 1
     finish(w, tensors)
     lines.append(fixture_reference("gemma", directory, path.stem))
+
+    # Gemma 2: Gemma's layout, its sandwich norms, soft caps and window as keys; no
+    # query_pre_attn_scalar in the file: llama.cpp scales scores by the key length (but for the
+    # 27B), so the reference is the fixture's weights with query_pre_attn_scalar = head_dim
+    from transformers import Gemma2Config
+    directory = FIXTURES / "gemma2"
+    config = Gemma2Config.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    assert config.rope_parameters["rope_theta"] == 10000 and config.num_hidden_layers != 46
+    assert config.layer_types == ["sliding_attention" if i % 2 == 0 else "full_attention"
+                                  for i in range(config.num_hidden_layers)]  # llama.cpp's fixed pattern
+    path = OUT / "gemma2-f32.gguf"
+    w = GGUFWriter(str(path), "gemma2")
+    gemma_metadata(w, config)
+    w.add_attn_logit_softcapping(config.attn_logit_softcapping)
+    w.add_final_logit_softcapping(config.final_logit_softcapping)
+    w.add_sliding_window(config.sliding_window)
+    special_ids(w, config)
+    finish(w, plus_one_norms(converter_names(state, gguf.MODEL_ARCH.GEMMA2)))
+    lines.append(fixture_reference("gemma2", directory, path.stem, query_pre_attn_scalar=config.head_dim))
 
 
 def llama_metadata(w, config):
