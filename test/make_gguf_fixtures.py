@@ -754,6 +754,30 @@ def write_issue32_families(lines):
     finish(w, plus_one_norms(converter_names(state, gguf.MODEL_ARCH.GEMMA2)))
     lines.append(fixture_reference("gemma2", directory, path.stem, query_pre_attn_scalar=config.head_dim))
 
+    # Gemma 3 (text): the generic keys (the global layers' rope base and linear scaling) with
+    # Gemma's, q/k norms +1 too; llama.cpp fixes the sliding layers (5 of 6, base 10000, unscaled)
+    from transformers import Gemma3TextConfig
+    directory = FIXTURES / "gemma3_text"
+    config = Gemma3TextConfig.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    full, local = config.rope_parameters["full_attention"], config.rope_parameters["sliding_attention"]
+    assert local == {"rope_type": "default", "rope_theta": 10000.0} and full["rope_type"] == "linear", config.rope_parameters
+    assert config.layer_types == ["full_attention" if (i + 1) % 6 == 0 else "sliding_attention"
+                                  for i in range(config.num_hidden_layers)]
+    assert config.query_pre_attn_scalar == config.head_dim and config.attn_logit_softcapping is None
+    path = OUT / "gemma3_text-f32.gguf"
+    w = GGUFWriter(str(path), "gemma3")
+    gemma_metadata(w, config)
+    w.add_rope_freq_base(full["rope_theta"])
+    w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+    w.add_rope_scaling_factor(full["factor"])
+    if config.final_logit_softcapping:
+        w.add_final_logit_softcapping(config.final_logit_softcapping)
+    w.add_sliding_window(config.sliding_window)
+    special_ids(w, config)
+    finish(w, plus_one_norms(converter_names(state, gguf.MODEL_ARCH.GEMMA3)))
+    lines.append(fixture_reference("gemma3_text", directory, path.stem))
+
 
 def llama_metadata(w, config):
     w.add_context_length(config.max_position_embeddings)

@@ -527,6 +527,8 @@ static void gguf_check_bad_files(void) {
     /* llama.cpp's Gemma 2 27B (46 blocks) scales scores by hidden / heads: refused, not misread */
     gguf_expect_uint32_patch("gemma2-f32.gguf", "gemma2.block_count", 46, PF_ERROR_UNSUPPORTED,
                              "'gemma2.block_count' 46: llama.cpp takes 46 blocks for Gemma 2 27B");
+    gguf_expect_uint32_patch("gemma3_text-f32.gguf", "gemma3.block_count", 62, PF_ERROR_UNSUPPORTED,
+                             "'gemma3.block_count' 62: llama.cpp takes 62 blocks for Gemma 3 27B");
     gguf_expect_tokenizer_kind("tokenizer.ggml.model", "bert!", PF_OK, "tokenizer.ggml.model \"bert!\" is not supported");
     gguf_expect_tokenizer_kind("general.architecture", "mpt!!", PF_ERROR_UNSUPPORTED, "\"mpt!!\"");
     unlink(gguf_path);
@@ -547,7 +549,7 @@ void test_gguf(void) {
         if (!next) break;
         line = next;
     }
-    CHECK_MSG(lines == 18, "%s: %d fixtures", path, lines);
+    CHECK_MSG(lines == 19, "%s: %d fixtures", path, lines);
     free(data);
     gguf_check_same_as_safetensors();
     gguf_check_split();
