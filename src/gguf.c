@@ -662,7 +662,7 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
                           g->path, key, v, (long long)vocab);
     bad |= pf__gguf_put_number(b, "vocab_size", (double)vocab);
     if (a->rotary == 1 && (r = pf__gguf_rotary_config(g, a->name, heads, b, &bad, message, size))) return r;
-    if (a->rotary == 2) { /* GPT-NeoX: the rotated share of each head */
+    if (a->rotary == 2 || a->rotary == 3) { /* the rotated share of each head: GPT-NeoX's key, or the later one */
         double hidden = 0, dims;
         snprintf(key, sizeof key, "%s.embedding_length", a->name);
         pf__gguf_get_number(g, key, &hidden);
@@ -671,7 +671,7 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
             if (!(hidden > 0 && dims > 0 && dims <= hidden / heads))
                 return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s %g does not fit heads of %g", g->path, key, dims,
                                   hidden / heads);
-            bad |= pf__gguf_put_number(b, "rotary_pct", dims / (hidden / heads));
+            bad |= pf__gguf_put_number(b, a->rotary == 2 ? "rotary_pct" : "partial_rotary_factor", dims / (hidden / heads));
         }
     }
     if (!a->rotary) { /* the architectures without grouped heads repeat the head count */

@@ -778,6 +778,31 @@ def write_issue32_families(lines):
     finish(w, plus_one_norms(converter_names(state, gguf.MODEL_ARCH.GEMMA3)))
     lines.append(fixture_reference("gemma3_text", directory, path.stem))
 
+    # Phi-3: Phi3MiniModel's keys (the rotated width as rope.dimension_count, the window, 0 for
+    # none), fused qkv and gate_up as they are
+    from transformers import Phi3Config
+    directory = FIXTURES / "phi3"
+    config = Phi3Config.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    rope = config.rope_parameters
+    assert rope["rope_type"] == "default" and rope["partial_rotary_factor"] != 1, rope
+    path = OUT / "phi3-f32.gguf"
+    w = GGUFWriter(str(path), "phi3")
+    w.add_context_length(config.max_position_embeddings)
+    w.add_rope_scaling_orig_ctx_len(config.original_max_position_embeddings)
+    w.add_embedding_length(config.hidden_size)
+    w.add_feed_forward_length(config.intermediate_size)
+    w.add_block_count(config.num_hidden_layers)
+    w.add_head_count(config.num_attention_heads)
+    w.add_head_count_kv(config.num_key_value_heads)
+    w.add_layer_norm_rms_eps(config.rms_norm_eps)
+    w.add_rope_dimension_count(int(rope["partial_rotary_factor"] * config.hidden_size) // config.num_attention_heads)
+    w.add_rope_freq_base(rope["rope_theta"])
+    w.add_sliding_window(config.sliding_window or 0)
+    special_ids(w, config)
+    finish(w, converter_names(state, gguf.MODEL_ARCH.PHI3))
+    lines.append(fixture_reference("phi3", directory, path.stem))
+
 
 def llama_metadata(w, config):
     w.add_context_length(config.max_position_embeddings)
