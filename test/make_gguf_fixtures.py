@@ -803,6 +803,27 @@ def write_issue32_families(lines):
     finish(w, converter_names(state, gguf.MODEL_ARCH.PHI3))
     lines.append(fixture_reference("phi3", directory, path.stem))
 
+    # StarCoder2: the generic keys (norm_epsilon as layer_norm_epsilon), no window: llama.cpp
+    # attends to every key, so the reference is the fixture's weights without its window
+    from transformers import Starcoder2Config
+    directory = FIXTURES / "starcoder2"
+    config = Starcoder2Config.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    assert getattr(config, "head_dim", None) is None and config.rope_parameters["rope_type"] == "default"
+    path = OUT / "starcoder2-f32.gguf"
+    w = GGUFWriter(str(path), "starcoder2")
+    w.add_block_count(config.num_hidden_layers)
+    w.add_context_length(config.max_position_embeddings)
+    w.add_embedding_length(config.hidden_size)
+    w.add_feed_forward_length(config.intermediate_size)
+    w.add_head_count(config.num_attention_heads)
+    w.add_head_count_kv(config.num_key_value_heads)
+    w.add_rope_freq_base(config.rope_parameters["rope_theta"])
+    w.add_layer_norm_eps(config.norm_epsilon)
+    special_ids(w, config)
+    finish(w, converter_names(state, gguf.MODEL_ARCH.STARCODER2))
+    lines.append(fixture_reference("starcoder2", directory, path.stem, sliding_window=None))
+
 
 def llama_metadata(w, config):
     w.add_context_length(config.max_position_embeddings)
