@@ -824,6 +824,18 @@ def write_issue32_families(lines):
     finish(w, converter_names(state, gguf.MODEL_ARCH.STARCODER2))
     lines.append(fixture_reference("starcoder2", directory, path.stem, sliding_window=None))
 
+    # OLMo 2: the generic keys, its post-sublayer norms and whole-projection q/k norms, not permuted
+    from transformers import Olmo2Config
+    directory = FIXTURES / "olmo2"
+    config = Olmo2Config.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    path = OUT / "olmo2-f32.gguf"
+    w = GGUFWriter(str(path), "olmo2")
+    text_model_metadata(w, config)
+    special_ids(w, config)
+    finish(w, converter_names(state, gguf.MODEL_ARCH.OLMO2))
+    lines.append(fixture_reference("olmo2", directory, path.stem))
+
 
 def llama_metadata(w, config):
     w.add_context_length(config.max_position_embeddings)
