@@ -836,6 +836,38 @@ def write_issue32_families(lines):
     finish(w, converter_names(state, gguf.MODEL_ARCH.OLMO2))
     lines.append(fixture_reference("olmo2", directory, path.stem))
 
+    # Phi-2: Phi2Model writes 4 x hidden as the MLP width and the heads as key/value heads, which
+    # the phi fixture (MLP 2 x hidden, 2 key/value heads) is not: a random Phi of Phi-2's shape,
+    # norms and biases away from 1 and 0, the fixture's other settings
+    from transformers import PhiConfig, PhiForCausalLM
+    base = PhiConfig.from_pretrained(FIXTURES / "phi")
+    torch.manual_seed(32)
+    config = PhiConfig(**{**base.to_dict(), "intermediate_size": 4 * base.hidden_size,
+                          "num_key_value_heads": base.num_attention_heads}, attn_implementation="eager")
+    model = PhiForCausalLM(config)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if p.ndim == 1:
+                p.copy_((1 if "layernorm" in n else 0) + 0.3 * torch.randn_like(p))
+    model.eval()
+    state = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+    rope = config.rope_parameters
+    assert rope["rope_theta"] == 10000 and rope["partial_rotary_factor"] != 1 and not config.qk_layernorm
+    path = OUT / "phi2-f32.gguf"
+    w = GGUFWriter(str(path), "phi2")
+    w.add_context_length(config.max_position_embeddings)
+    w.add_embedding_length(config.hidden_size)
+    w.add_feed_forward_length(4 * config.hidden_size)
+    w.add_block_count(config.num_hidden_layers)
+    w.add_head_count(config.num_attention_heads)
+    w.add_head_count_kv(config.num_attention_heads)
+    w.add_layer_norm_eps(config.layer_norm_eps)
+    w.add_rope_dimension_count(int(rope["partial_rotary_factor"] * config.hidden_size) // config.num_attention_heads)
+    special_ids(w, config)
+    finish(w, converter_names(state, gguf.MODEL_ARCH.PHI2))
+    ids = [383, 17, 42, 5, 88, 23, 61, 9, 300, 12]
+    lines.append(reference_line(path.stem, model, ids, config.eos_token_id))
+
 
 def llama_metadata(w, config):
     w.add_context_length(config.max_position_embeddings)
