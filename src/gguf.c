@@ -454,6 +454,13 @@ static const pf__gguf_refused_value pf__gguf_refused_values[] = {
     {"", "", 0, ""} /* none may be listed */
 };
 
+/* Config text added where the file has a tensor (PF_GGUF_IF_TENSOR rows). */
+static const struct { const char *arch, *tensor, *config; } pf__gguf_if_tensor[] = {
+#define PF_GGUF_IF_TENSOR(arch, tensor, config) {arch, tensor, config},
+#include "policies.inc"
+    {"", "", ""} /* none may be listed */
+};
+
 /* A tensor of that name is in the file. */
 static int pf__gguf_has_tensor(const pf__gguf *g, const char *name) {
     pf__gguf_tensor probe;
@@ -683,6 +690,9 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
     if (pf__gguf_has_tensor(g, "blk.0.attn_qkv.weight"))
         bad |= pf__gguf_put(b, pf__gguf_has_tensor(g, "blk.0.attn_qkv.bias") ? ", \"attention_bias\": true"
                                                                             : ", \"attention_bias\": false");
+    for (size_t i = 0; i < PF__COUNT(pf__gguf_if_tensor); i++)
+        if (!strcmp(pf__gguf_if_tensor[i].arch, a->name) && pf__gguf_has_tensor(g, pf__gguf_if_tensor[i].tensor))
+            bad |= pf__gguf_put(b, pf__gguf_if_tensor[i].config);
     if ((r = pf__gguf_special_ids(g, vocab, b, &bad, message, size))) return r;
     bad |= pf__gguf_put(b, "}");
     return bad ? pf__gguf_json_failure(g, b, "the config's metadata", message, size) : PF_OK;

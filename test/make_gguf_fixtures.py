@@ -868,6 +868,28 @@ def write_issue32_families(lines):
     ids = [383, 17, 42, 5, 88, 23, 61, 9, 300, 12]
     lines.append(reference_line(path.stem, model, ids, config.eos_token_id))
 
+    # StableLM: StableLMModel's keys (the rotated width, use_parallel_residual), q/k/v biases
+    from transformers import StableLmConfig
+    directory = FIXTURES / "stablelm"
+    config = StableLmConfig.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    rope = config.rope_parameters
+    assert rope["rope_theta"] == 10000 and not config.qk_layernorm and config.use_qkv_bias
+    path = OUT / "stablelm-f32.gguf"
+    w = GGUFWriter(str(path), "stablelm")
+    w.add_context_length(config.max_position_embeddings)
+    w.add_embedding_length(config.hidden_size)
+    w.add_block_count(config.num_hidden_layers)
+    w.add_feed_forward_length(config.intermediate_size)
+    w.add_rope_dimension_count(int(rope["partial_rotary_factor"] * (config.hidden_size // config.num_attention_heads)))
+    w.add_head_count(config.num_attention_heads)
+    w.add_head_count_kv(config.num_key_value_heads)
+    w.add_parallel_residual(config.use_parallel_residual)
+    w.add_layer_norm_eps(config.layer_norm_eps)
+    special_ids(w, config)
+    finish(w, converter_names(state, gguf.MODEL_ARCH.STABLELM))
+    lines.append(fixture_reference("stablelm", directory, path.stem))
+
 
 def llama_metadata(w, config):
     w.add_context_length(config.max_position_embeddings)
