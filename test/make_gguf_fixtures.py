@@ -890,6 +890,30 @@ def write_issue32_families(lines):
     finish(w, converter_names(state, gguf.MODEL_ARCH.STABLELM))
     lines.append(fixture_reference("stablelm", directory, path.stem))
 
+    # Command-R: the generic keys, logit_scale, rope scaling "none", tied head, q/k as they are
+    from transformers import CohereConfig
+    directory = FIXTURES / "cohere"
+    config = CohereConfig.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    assert not config.use_qk_norm and config.attention_bias and config.rope_parameters["rope_type"] == "default"
+    path = OUT / "cohere-f32.gguf"
+    w = GGUFWriter(str(path), "command-r")
+    w.add_block_count(config.num_hidden_layers)
+    w.add_context_length(config.max_position_embeddings)
+    w.add_embedding_length(config.hidden_size)
+    w.add_feed_forward_length(config.intermediate_size)
+    w.add_head_count(config.num_attention_heads)
+    w.add_head_count_kv(config.num_key_value_heads)
+    w.add_rope_freq_base(config.rope_parameters["rope_theta"])
+    w.add_layer_norm_eps(config.layer_norm_eps)
+    w.add_logit_scale(config.logit_scale)
+    w.add_rope_scaling_type(gguf.RopeScalingType.NONE)
+    special_ids(w, config)
+    tensors = converter_names(state, gguf.MODEL_ARCH.COMMAND_R)
+    assert "output.weight" not in tensors
+    finish(w, tensors)
+    lines.append(fixture_reference("cohere", directory, path.stem))
+
 
 def llama_metadata(w, config):
     w.add_context_length(config.max_position_embeddings)

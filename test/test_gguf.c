@@ -549,7 +549,7 @@ void test_gguf(void) {
         if (!next) break;
         line = next;
     }
-    CHECK_MSG(lines == 24, "%s: %d fixtures", path, lines);
+    CHECK_MSG(lines == 25, "%s: %d fixtures", path, lines);
     free(data);
     gguf_check_same_as_safetensors();
     gguf_check_split();
