@@ -441,6 +441,26 @@ static const pf__gguf_config_key pf__gguf_config_keys[] = {
 #include "policies.inc"
 };
 
+/* Values of "<arch>." keys that llama.cpp reads as more than their number (PF_GGUF_REFUSE rows). */
+typedef struct pf__gguf_refused_value {
+    const char *arch, *suffix;
+    double value;
+    const char *why;
+} pf__gguf_refused_value;
+
+static const pf__gguf_refused_value pf__gguf_refused_values[] = {
+#define PF_GGUF_REFUSE(arch, suffix, value, why) {arch, suffix, value, why},
+#include "policies.inc"
+    {"", "", 0, ""} /* none may be listed */
+};
+
+/* Config text added where the file has a tensor (PF_GGUF_IF_TENSOR rows). */
+static const struct { const char *arch, *tensor, *config; } pf__gguf_if_tensor[] = {
+#define PF_GGUF_IF_TENSOR(arch, tensor, config) {arch, tensor, config},
+#include "policies.inc"
+    {"", "", ""} /* none may be listed */
+};
+
 /* A tensor of that name is in the file. */
 static int pf__gguf_has_tensor(const pf__gguf *g, const char *name) {
     pf__gguf_tensor probe;
@@ -475,24 +495,35 @@ static pf_result pf__gguf_known_keys(const pf__gguf *g, const char *arch, pf__to
     for (size_t i = 0; i < g->num_kvs; i++) {
         const pf__gguf_kv *kv = &g->kvs[i];
         if (kv->key_len <= prefix || memcmp(kv->key, arch, prefix - 1) || kv->key[prefix - 1] != '.') continue;
-        const pf__gguf_config_key *known = NULL;
-        for (size_t k = 0; k < PF__COUNT(pf__gguf_config_keys) && !known; k++)
-            if (!strcmp(pf__gguf_config_keys[k].arch, arch) && kv->key_len - prefix == strlen(pf__gguf_config_keys[k].suffix) &&
-                !memcmp(kv->key + prefix, pf__gguf_config_keys[k].suffix, kv->key_len - prefix))
-                known = &pf__gguf_config_keys[k];
+        int known = 0; /* a key may feed several config keys (a row each) */
+        for (size_t k = 0; k < PF__COUNT(pf__gguf_config_keys); k++) {
+            const pf__gguf_config_key *row = &pf__gguf_config_keys[k];
+            if (strcmp(row->arch, arch) || kv->key_len - prefix != strlen(row->suffix) ||
+                memcmp(kv->key + prefix, row->suffix, kv->key_len - prefix))
+                continue;
+            if (!known++ && kv->type == PF__GGUF_ARRAY) /* llama.cpp's per-layer values (head counts of hybrid models) */
+                return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: metadata '%.*s' differs per layer: not supported",
+                                  g->path, pf__gguf_shown(kv->key_len), kv->key);
+            if (!row->config_key) continue;
+            char full[96];
+            double v;
+            snprintf(full, sizeof full, "%s.%s", arch, row->suffix);
+            if (pf__gguf_get_number(g, full, &v) != 1 || !isfinite(v))
+                return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' is not a finite number", g->path, full);
+            *bad |= pf__gguf_put_number(b, row->config_key, v);
+        }
         if (!known)
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: metadata '%.*s' is not supported (it may change "
                               "the model's math)", g->path, pf__gguf_shown(kv->key_len), kv->key);
-        if (kv->type == PF__GGUF_ARRAY) /* llama.cpp's per-layer values (head counts of hybrid models) */
-            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: metadata '%.*s' differs per layer: not supported",
-                              g->path, pf__gguf_shown(kv->key_len), kv->key);
-        if (!known->config_key) continue;
+    }
+    for (size_t k = 0; k < PF__COUNT(pf__gguf_refused_values); k++) {
+        const pf__gguf_refused_value *row = &pf__gguf_refused_values[k];
         char full[96];
         double v;
-        snprintf(full, sizeof full, "%s.%s", arch, known->suffix);
-        if (pf__gguf_get_number(g, full, &v) != 1 || !isfinite(v))
-            return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' is not a finite number", g->path, full);
-        *bad |= pf__gguf_put_number(b, known->config_key, v);
+        if (strcmp(row->arch, arch)) continue;
+        snprintf(full, sizeof full, "%s.%s", arch, row->suffix);
+        if (pf__gguf_get_number(g, full, &v) == 1 && v == row->value)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: metadata '%s' %g: %s", g->path, full, v, row->why);
     }
     return PF_OK;
 }
@@ -638,7 +669,7 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
                           g->path, key, v, (long long)vocab);
     bad |= pf__gguf_put_number(b, "vocab_size", (double)vocab);
     if (a->rotary == 1 && (r = pf__gguf_rotary_config(g, a->name, heads, b, &bad, message, size))) return r;
-    if (a->rotary == 2) { /* GPT-NeoX: the rotated share of each head */
+    if (a->rotary == 2 || a->rotary == 3) { /* the rotated share of each head: GPT-NeoX's key, or the later one */
         double hidden = 0, dims;
         snprintf(key, sizeof key, "%s.embedding_length", a->name);
         pf__gguf_get_number(g, key, &hidden);
@@ -647,7 +678,7 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
             if (!(hidden > 0 && dims > 0 && dims <= hidden / heads))
                 return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s %g does not fit heads of %g", g->path, key, dims,
                                   hidden / heads);
-            bad |= pf__gguf_put_number(b, "rotary_pct", dims / (hidden / heads));
+            bad |= pf__gguf_put_number(b, a->rotary == 2 ? "rotary_pct" : "partial_rotary_factor", dims / (hidden / heads));
         }
     }
     if (!a->rotary) { /* the architectures without grouped heads repeat the head count */
@@ -659,6 +690,9 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
     if (pf__gguf_has_tensor(g, "blk.0.attn_qkv.weight"))
         bad |= pf__gguf_put(b, pf__gguf_has_tensor(g, "blk.0.attn_qkv.bias") ? ", \"attention_bias\": true"
                                                                             : ", \"attention_bias\": false");
+    for (size_t i = 0; i < PF__COUNT(pf__gguf_if_tensor); i++)
+        if (!strcmp(pf__gguf_if_tensor[i].arch, a->name) && pf__gguf_has_tensor(g, pf__gguf_if_tensor[i].tensor))
+            bad |= pf__gguf_put(b, pf__gguf_if_tensor[i].config);
     if ((r = pf__gguf_special_ids(g, vocab, b, &bad, message, size))) return r;
     bad |= pf__gguf_put(b, "}");
     return bad ? pf__gguf_json_failure(g, b, "the config's metadata", message, size) : PF_OK;
@@ -668,8 +702,11 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
 
 /* How a GGUF tensor becomes the checkpoint's: llama.cpp's converter reorders the rows of LLaMA's
    q and k (its rotary pairs adjacent dimensions, transformers' rotates halves) and stores GPT-2's
-   Conv1D weights as [out][in]; we undo both. */
-typedef enum { PF__GGUF_AS_IS, PF__GGUF_UNPERMUTE_Q, PF__GGUF_UNPERMUTE_K, PF__GGUF_TRANSPOSE, PF__GGUF_INTERLEAVE_QKV } pf__gguf_transform;
+   Conv1D weights as [out][in], and Gemma's norm weights with the 1 its norm adds already added;
+   we undo each. */
+typedef enum {
+    PF__GGUF_AS_IS, PF__GGUF_UNPERMUTE_Q, PF__GGUF_UNPERMUTE_K, PF__GGUF_TRANSPOSE, PF__GGUF_INTERLEAVE_QKV, PF__GGUF_MINUS_ONE
+} pf__gguf_transform;
 
 typedef struct pf__gguf_name {
     const char *arch;
@@ -872,6 +909,8 @@ static pf_result pf__gguf_add_tensor(pf__st_index *index, const pf__gguf *g, con
     }
 #undef PF__GGUF_SOURCE
     free(row);
+    if (transform == PF__GGUF_MINUS_ONE) /* the checkpoint's weight w of a norm scaling by 1 + w */
+        for (size_t i = 0; i < st->numel; i++) out[i] -= 1.0f;
     if (transform == PF__GGUF_TRANSPOSE) { /* the checkpoint's shape: [in][out] */
         st->shape[0] = t->cols;
         st->shape[1] = t->rows;

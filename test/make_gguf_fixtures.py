@@ -410,12 +410,20 @@ def finish(w, tensors):
     w.close()
 
 
-def fixture_reference(name, directory, gguf_name, config_class=None):
-    """transformers on the fixture directory (or its weights under config_class), the fixture's prompt."""
-    from transformers import AutoModelForCausalLM
+def fixture_reference(name, directory, gguf_name, config_class=None, **overrides):
+    """transformers on the fixture directory (or its weights under config_class), the fixture's prompt;
+    overrides: config values changed to what llama.cpp's reading of the file means."""
+    from transformers import AutoConfig, AutoModelForCausalLM
     ids = [int(x) for x in next(line for line in (directory / "reference.txt").read_text().splitlines()
                                 if line.startswith("prompt_ids=")).split("=", 1)[1].split(",")]
-    if config_class is None:
+    if overrides:
+        config = AutoConfig.from_pretrained(directory)
+        for k, v in overrides.items():
+            assert getattr(config, k) != v, k  # the override changes the model
+            setattr(config, k, v)
+        model = AutoModelForCausalLM.from_pretrained(directory, config=config, dtype=torch.float32,
+                                                     attn_implementation="eager").eval()
+    elif config_class is None:
         model = AutoModelForCausalLM.from_pretrained(directory, dtype=torch.float32, attn_implementation="eager").eval()
     else:
         model = config_class.from_pretrained(directory, dtype=torch.float32, attn_implementation="eager").eval()
@@ -628,6 +636,285 @@ def write_dense_families(lines):
     lines.append(fixture_reference("bloom", directory, path.stem))
 
 
+QK_NORM_BLOCK = {**LLAMA_BLOCK, "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm"}
+LLAMA_FIXED = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
+               "lm_head.weight": "output.weight"}
+
+
+def text_model_metadata(w, config):
+    """convert_hf_to_gguf.py's TextModel.set_gguf_parameters: the generic keys (head_dim as the key
+    and value lengths where the config has one)."""
+    w.add_block_count(config.num_hidden_layers)
+    w.add_context_length(config.max_position_embeddings)
+    w.add_embedding_length(config.hidden_size)
+    w.add_feed_forward_length(config.intermediate_size)
+    w.add_head_count(config.num_attention_heads)
+    w.add_head_count_kv(config.num_key_value_heads)
+    w.add_rope_freq_base(config.rope_parameters["rope_theta"])
+    w.add_layer_norm_rms_eps(config.rms_norm_eps)
+    if getattr(config, "head_dim", None) is not None:
+        w.add_key_length(config.head_dim)
+        w.add_value_length(config.head_dim)
+
+
+def converter_names(state, arch):
+    """transformers' names to llama.cpp's, by the gguf package's own tensor name map for arch."""
+    names = gguf.get_tensor_name_map(arch, 64)
+    out = {}
+    for name, t in state.items():
+        gname = names.get_name(name, try_suffixes=(".weight", ".bias"))
+        assert gname, name
+        out[gname] = t
+    return out
+
+
+def gemma_metadata(w, config):
+    """GemmaModel's and Gemma2Model's set_gguf_parameters (no rope base: llama.cpp's 10000)."""
+    w.add_context_length(config.max_position_embeddings)
+    w.add_embedding_length(config.hidden_size)
+    w.add_block_count(config.num_hidden_layers)
+    w.add_feed_forward_length(config.intermediate_size)
+    w.add_head_count(config.num_attention_heads)
+    w.add_head_count_kv(config.num_key_value_heads)
+    w.add_layer_norm_rms_eps(config.rms_norm_eps)
+    w.add_key_length(config.head_dim)
+    w.add_value_length(config.head_dim)
+
+
+def plus_one_norms(tensors):
+    """The converter's Gemma norms: 1 + w (the scale its norm applies)."""
+    for name in tensors:
+        if name.endswith("norm.weight"):
+            assert np.abs(tensors[name]).max() > 0.05, name  # norms away from 0: a missed 1 shows
+            tensors[name] = tensors[name] + 1
+    return tensors
+
+
+def write_issue32_families(lines):
+    """The dense families of issue 32 as llama.cpp's converter writes them."""
+    from transformers import Qwen3Config
+
+    # Qwen3: Qwen2's layout (no q/k permutation) with the per-head q/k norms, its head_dim as key_length
+    directory = FIXTURES / "qwen3"
+    config = Qwen3Config.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    assert config.head_dim * config.num_attention_heads != config.hidden_size  # key_length matters
+    path = OUT / "qwen3-f32.gguf"
+    w = GGUFWriter(str(path), "qwen3")
+    text_model_metadata(w, config)
+    special_ids(w, config)
+    finish(w, hf_block_names(state, LLAMA_FIXED, QK_NORM_BLOCK, "model.layers."))
+    lines.append(fixture_reference("qwen3", directory, path.stem))
+
+    # Gemma: no q/k permutation, every norm weight stored as 1 + w (the scale its norm applies), no
+    # rope base (llama.cpp's 10000, transformers' default), the head width as key_length, tied head
+    from transformers import GemmaConfig
+    directory = FIXTURES / "gemma"
+    config = GemmaConfig.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    assert config.rope_parameters["rope_theta"] == 10000 and config.head_dim * config.num_attention_heads != config.hidden_size
+    path = OUT / "gemma-f32.gguf"
+    w = GGUFWriter(str(path), "gemma")
+    w.add_context_length(config.max_position_embeddings)
+    w.add_embedding_length(config.hidden_size)
+    w.add_block_count(config.num_hidden_layers)
+    w.add_feed_forward_length(config.intermediate_size)
+    w.add_head_count(config.num_attention_heads)
+    w.add_head_count_kv(config.num_key_value_heads)
+    w.add_layer_norm_rms_eps(config.rms_norm_eps)
+    w.add_key_length(config.head_dim)
+    w.add_value_length(config.head_dim)
+    special_ids(w, config)
+    tensors = hf_block_names(state, LLAMA_FIXED, LLAMA_BLOCK, "model.layers.")
+    assert "output.weight" not in tensors
+    for name in tensors:
+        if name.endswith("norm.weight"):
+            assert np.abs(tensors[name]).max() > 0.05, name  # norms away from 0: a missed 1 shows
+            tensors[name] = tensors[name] + 1
+    finish(w, tensors)
+    lines.append(fixture_reference("gemma", directory, path.stem))
+
+    # Gemma 2: Gemma's layout, its sandwich norms, soft caps and window as keys; no
+    # query_pre_attn_scalar in the file: llama.cpp scales scores by the key length (but for the
+    # 27B), so the reference is the fixture's weights with query_pre_attn_scalar = head_dim
+    from transformers import Gemma2Config
+    directory = FIXTURES / "gemma2"
+    config = Gemma2Config.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    assert config.rope_parameters["rope_theta"] == 10000 and config.num_hidden_layers != 46
+    assert config.layer_types == ["sliding_attention" if i % 2 == 0 else "full_attention"
+                                  for i in range(config.num_hidden_layers)]  # llama.cpp's fixed pattern
+    path = OUT / "gemma2-f32.gguf"
+    w = GGUFWriter(str(path), "gemma2")
+    gemma_metadata(w, config)
+    w.add_attn_logit_softcapping(config.attn_logit_softcapping)
+    w.add_final_logit_softcapping(config.final_logit_softcapping)
+    w.add_sliding_window(config.sliding_window)
+    special_ids(w, config)
+    finish(w, plus_one_norms(converter_names(state, gguf.MODEL_ARCH.GEMMA2)))
+    lines.append(fixture_reference("gemma2", directory, path.stem, query_pre_attn_scalar=config.head_dim))
+
+    # Gemma 3 (text): the generic keys (the global layers' rope base and linear scaling) with
+    # Gemma's, q/k norms +1 too; llama.cpp fixes the sliding layers (5 of 6, base 10000, unscaled)
+    from transformers import Gemma3TextConfig
+    directory = FIXTURES / "gemma3_text"
+    config = Gemma3TextConfig.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    full, local = config.rope_parameters["full_attention"], config.rope_parameters["sliding_attention"]
+    assert local == {"rope_type": "default", "rope_theta": 10000.0} and full["rope_type"] == "linear", config.rope_parameters
+    assert config.layer_types == ["full_attention" if (i + 1) % 6 == 0 else "sliding_attention"
+                                  for i in range(config.num_hidden_layers)]
+    assert config.query_pre_attn_scalar == config.head_dim and config.attn_logit_softcapping is None
+    path = OUT / "gemma3_text-f32.gguf"
+    w = GGUFWriter(str(path), "gemma3")
+    gemma_metadata(w, config)
+    w.add_rope_freq_base(full["rope_theta"])
+    w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+    w.add_rope_scaling_factor(full["factor"])
+    if config.final_logit_softcapping:
+        w.add_final_logit_softcapping(config.final_logit_softcapping)
+    w.add_sliding_window(config.sliding_window)
+    special_ids(w, config)
+    finish(w, plus_one_norms(converter_names(state, gguf.MODEL_ARCH.GEMMA3)))
+    lines.append(fixture_reference("gemma3_text", directory, path.stem))
+
+    # Phi-3: Phi3MiniModel's keys (the rotated width as rope.dimension_count, the window, 0 for
+    # none), fused qkv and gate_up as they are
+    from transformers import Phi3Config
+    directory = FIXTURES / "phi3"
+    config = Phi3Config.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    rope = config.rope_parameters
+    assert rope["rope_type"] == "default" and rope["partial_rotary_factor"] != 1, rope
+    path = OUT / "phi3-f32.gguf"
+    w = GGUFWriter(str(path), "phi3")
+    w.add_context_length(config.max_position_embeddings)
+    w.add_rope_scaling_orig_ctx_len(config.original_max_position_embeddings)
+    w.add_embedding_length(config.hidden_size)
+    w.add_feed_forward_length(config.intermediate_size)
+    w.add_block_count(config.num_hidden_layers)
+    w.add_head_count(config.num_attention_heads)
+    w.add_head_count_kv(config.num_key_value_heads)
+    w.add_layer_norm_rms_eps(config.rms_norm_eps)
+    w.add_rope_dimension_count(int(rope["partial_rotary_factor"] * config.hidden_size) // config.num_attention_heads)
+    w.add_rope_freq_base(rope["rope_theta"])
+    w.add_sliding_window(config.sliding_window or 0)
+    special_ids(w, config)
+    finish(w, converter_names(state, gguf.MODEL_ARCH.PHI3))
+    lines.append(fixture_reference("phi3", directory, path.stem))
+
+    # StarCoder2: the generic keys (norm_epsilon as layer_norm_epsilon), no window: llama.cpp
+    # attends to every key, so the reference is the fixture's weights without its window
+    from transformers import Starcoder2Config
+    directory = FIXTURES / "starcoder2"
+    config = Starcoder2Config.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    assert getattr(config, "head_dim", None) is None and config.rope_parameters["rope_type"] == "default"
+    path = OUT / "starcoder2-f32.gguf"
+    w = GGUFWriter(str(path), "starcoder2")
+    w.add_block_count(config.num_hidden_layers)
+    w.add_context_length(config.max_position_embeddings)
+    w.add_embedding_length(config.hidden_size)
+    w.add_feed_forward_length(config.intermediate_size)
+    w.add_head_count(config.num_attention_heads)
+    w.add_head_count_kv(config.num_key_value_heads)
+    w.add_rope_freq_base(config.rope_parameters["rope_theta"])
+    w.add_layer_norm_eps(config.norm_epsilon)
+    special_ids(w, config)
+    finish(w, converter_names(state, gguf.MODEL_ARCH.STARCODER2))
+    lines.append(fixture_reference("starcoder2", directory, path.stem, sliding_window=None))
+
+    # OLMo 2: the generic keys, its post-sublayer norms and whole-projection q/k norms, not permuted
+    from transformers import Olmo2Config
+    directory = FIXTURES / "olmo2"
+    config = Olmo2Config.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    path = OUT / "olmo2-f32.gguf"
+    w = GGUFWriter(str(path), "olmo2")
+    text_model_metadata(w, config)
+    special_ids(w, config)
+    finish(w, converter_names(state, gguf.MODEL_ARCH.OLMO2))
+    lines.append(fixture_reference("olmo2", directory, path.stem))
+
+    # Phi-2: Phi2Model writes 4 x hidden as the MLP width and the heads as key/value heads, which
+    # the phi fixture (MLP 2 x hidden, 2 key/value heads) is not: a random Phi of Phi-2's shape,
+    # norms and biases away from 1 and 0, the fixture's other settings
+    from transformers import PhiConfig, PhiForCausalLM
+    base = PhiConfig.from_pretrained(FIXTURES / "phi")
+    torch.manual_seed(32)
+    config = PhiConfig(**{**base.to_dict(), "intermediate_size": 4 * base.hidden_size,
+                          "num_key_value_heads": base.num_attention_heads}, attn_implementation="eager")
+    model = PhiForCausalLM(config)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if p.ndim == 1:
+                p.copy_((1 if "layernorm" in n else 0) + 0.3 * torch.randn_like(p))
+    model.eval()
+    state = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+    rope = config.rope_parameters
+    assert rope["rope_theta"] == 10000 and rope["partial_rotary_factor"] != 1 and not config.qk_layernorm
+    path = OUT / "phi2-f32.gguf"
+    w = GGUFWriter(str(path), "phi2")
+    w.add_context_length(config.max_position_embeddings)
+    w.add_embedding_length(config.hidden_size)
+    w.add_feed_forward_length(4 * config.hidden_size)
+    w.add_block_count(config.num_hidden_layers)
+    w.add_head_count(config.num_attention_heads)
+    w.add_head_count_kv(config.num_attention_heads)
+    w.add_layer_norm_eps(config.layer_norm_eps)
+    w.add_rope_dimension_count(int(rope["partial_rotary_factor"] * config.hidden_size) // config.num_attention_heads)
+    special_ids(w, config)
+    finish(w, converter_names(state, gguf.MODEL_ARCH.PHI2))
+    ids = [383, 17, 42, 5, 88, 23, 61, 9, 300, 12]
+    lines.append(reference_line(path.stem, model, ids, config.eos_token_id))
+
+    # StableLM: StableLMModel's keys (the rotated width, use_parallel_residual), q/k/v biases
+    from transformers import StableLmConfig
+    directory = FIXTURES / "stablelm"
+    config = StableLmConfig.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    rope = config.rope_parameters
+    assert rope["rope_theta"] == 10000 and not config.qk_layernorm and config.use_qkv_bias
+    path = OUT / "stablelm-f32.gguf"
+    w = GGUFWriter(str(path), "stablelm")
+    w.add_context_length(config.max_position_embeddings)
+    w.add_embedding_length(config.hidden_size)
+    w.add_block_count(config.num_hidden_layers)
+    w.add_feed_forward_length(config.intermediate_size)
+    w.add_rope_dimension_count(int(rope["partial_rotary_factor"] * (config.hidden_size // config.num_attention_heads)))
+    w.add_head_count(config.num_attention_heads)
+    w.add_head_count_kv(config.num_key_value_heads)
+    w.add_parallel_residual(config.use_parallel_residual)
+    w.add_layer_norm_eps(config.layer_norm_eps)
+    special_ids(w, config)
+    finish(w, converter_names(state, gguf.MODEL_ARCH.STABLELM))
+    lines.append(fixture_reference("stablelm", directory, path.stem))
+
+    # Command-R: the generic keys, logit_scale, rope scaling "none", tied head, q/k as they are
+    from transformers import CohereConfig
+    directory = FIXTURES / "cohere"
+    config = CohereConfig.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    assert not config.use_qk_norm and config.attention_bias and config.rope_parameters["rope_type"] == "default"
+    path = OUT / "cohere-f32.gguf"
+    w = GGUFWriter(str(path), "command-r")
+    w.add_block_count(config.num_hidden_layers)
+    w.add_context_length(config.max_position_embeddings)
+    w.add_embedding_length(config.hidden_size)
+    w.add_feed_forward_length(config.intermediate_size)
+    w.add_head_count(config.num_attention_heads)
+    w.add_head_count_kv(config.num_key_value_heads)
+    w.add_rope_freq_base(config.rope_parameters["rope_theta"])
+    w.add_layer_norm_eps(config.layer_norm_eps)
+    w.add_logit_scale(config.logit_scale)
+    w.add_rope_scaling_type(gguf.RopeScalingType.NONE)
+    special_ids(w, config)
+    tensors = converter_names(state, gguf.MODEL_ARCH.COMMAND_R)
+    assert "output.weight" not in tensors
+    finish(w, tensors)
+    lines.append(fixture_reference("cohere", directory, path.stem))
+
+
 def llama_metadata(w, config):
     w.add_context_length(config.max_position_embeddings)
     w.add_embedding_length(config.hidden_size)
@@ -718,6 +1005,7 @@ def main():
         write_gpt2(path, config, state, types, gpt2_tokenizer(directory))
         lines.append(reference_line(name, gpt2_from_gguf(path, config), ids, config.eos_token_id))
     write_dense_families(lines)
+    write_issue32_families(lines)
     # not reference.txt: a directory holding one is a model fixture to the test programs
     (OUT / "gguf_reference.txt").write_text("\n".join(lines) + "\n")
     write_fuzz_seed()

@@ -411,6 +411,25 @@ static void gguf_expect_tokenizer_kind(const char *key, const char *value, pf_re
     free(data);
 }
 
+/* Fixture `name` with the uint32 value of metadata `key` set to v: refused with needle. */
+static void gguf_expect_uint32_patch(const char *name, const char *key, uint32_t v, pf_result want, const char *needle) {
+    char path[1024];
+    size_t size = 0, key_len = strlen(key);
+    snprintf(path, sizeof path, "%s/gguf/%s", test_fixtures, name);
+    unsigned char *data = (unsigned char *)test_read_file(path, &size);
+    size_t at = 0;
+    while (data && at + key_len + 12 <= size && memcmp(data + at, key, key_len)) at++;
+    int found = data && at + key_len + 12 <= size && data[at + key_len] == 4; /* GGUF's uint32 */
+    if (found) memcpy(data + at + key_len + 4, &v, 4); /* little-endian, as the files are */
+    CHECK_MSG(found, "%s lacks a uint32 %s", name, key);
+    pf_model *m = NULL;
+    pf_result r = found ? gguf_load_bytes(data, size, &m) : PF_ERROR_IO;
+    CHECK_MSG(r == want && strstr(pf_error_message(m), needle), "%s with %s %u: %s", name, key, (unsigned)v,
+              pf_error_message(m));
+    pf_free(m);
+    free(data);
+}
+
 static void gguf_check_bad_files(void) {
     char dir[] = "/tmp/pf_gguf_XXXXXX";
     if (!mkdtemp(dir)) {
@@ -505,6 +524,11 @@ static void gguf_check_bad_files(void) {
     gguf_build(&f, "llama", 1, "blk.1.attn_norm.weight", NULL, NULL);
     gguf_expect("a layer past block_count", &f, PF_ERROR_UNSUPPORTED, "'blk.1.attn_norm.weight'");
     free(f.p);
+    /* llama.cpp's Gemma 2 27B (46 blocks) scales scores by hidden / heads: refused, not misread */
+    gguf_expect_uint32_patch("gemma2-f32.gguf", "gemma2.block_count", 46, PF_ERROR_UNSUPPORTED,
+                             "'gemma2.block_count' 46: llama.cpp takes 46 blocks for Gemma 2 27B");
+    gguf_expect_uint32_patch("gemma3_text-f32.gguf", "gemma3.block_count", 62, PF_ERROR_UNSUPPORTED,
+                             "'gemma3.block_count' 62: llama.cpp takes 62 blocks for Gemma 3 27B");
     gguf_expect_tokenizer_kind("tokenizer.ggml.model", "bert!", PF_OK, "tokenizer.ggml.model \"bert!\" is not supported");
     gguf_expect_tokenizer_kind("general.architecture", "mpt!!", PF_ERROR_UNSUPPORTED, "\"mpt!!\"");
     unlink(gguf_path);
@@ -525,7 +549,7 @@ void test_gguf(void) {
         if (!next) break;
         line = next;
     }
-    CHECK_MSG(lines == 15, "%s: %d fixtures", path, lines);
+    CHECK_MSG(lines == 25, "%s: %d fixtures", path, lines);
     free(data);
     gguf_check_same_as_safetensors();
     gguf_check_split();
