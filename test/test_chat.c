@@ -136,7 +136,7 @@ static void check_recorded_cases(void) {
         pf_string_free(text);
         for (int i = 0; i < c.num_messages; i++) free((char *)c.messages[i].role);
     }
-    CHECK_MSG(templates >= 20 && rendered >= 450 && refused >= 120 && thinking >= 40,
+    CHECK_MSG(templates >= 21 && rendered >= 560 && refused >= 130 && thinking >= 100,
               "%d templates, %d renderings (%d with enable_thinking passed), %d refusals read", templates, rendered, thinking,
               refused);
     free(bos), free(eos), free(tmpl);
