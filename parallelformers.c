@@ -12303,9 +12303,9 @@ pf_result pf_tokenizer_load(const char *dir, pf_tokenizer **tokenizer, char *err
 
 /* tokenizer_config.json's chat_template is a Jinja template that transformers renders with
    jinja2's ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, loopcontrols), the
-   variables messages, add_generation_prompt, tools / documents (None), the tokenizer's special
-   tokens, and the globals raise_exception, strftime_now and namespace. This section lexes and
-   parses such a template into a tree, refusing what it does not know by name, then renders it.
+   variables messages, add_generation_prompt, tools / documents (None), enable_thinking when
+   the caller gives it, the tokenizer's special tokens, and the globals raise_exception,
+   strftime_now and namespace. This section lexes and parses such a template into a tree, refusing what it does not know by name, then renders it.
    Every allocation of a render lives in one arena freed at the end, and failures longjmp back to
    the entry point with their message: a hostile template cannot leak, and is bounded in nesting,
    steps, memory and output. */
@@ -14837,6 +14837,7 @@ pf_chat_options pf_chat_options_init(void) {
     pf_chat_options o;
     memset(&o, 0, sizeof o);
     o.add_generation_prompt = 1;
+    o.enable_thinking = -1; /* undefined, as transformers leaves it when not given */
     return o;
 }
 
@@ -14878,6 +14879,8 @@ static void pf__chat_run(pf__chat *c, const char *template_text, const pf_chat_m
     pf__chat_bind(c, "add_generation_prompt", 21, pf__jv_bool(options->add_generation_prompt));
     pf__chat_bind(c, "tools", 5, pf__jv_none());
     pf__chat_bind(c, "documents", 9, pf__jv_none());
+    if (options->enable_thinking == 0 || options->enable_thinking == 1)
+        pf__chat_bind(c, "enable_thinking", 15, pf__jv_bool(options->enable_thinking));
     if (bos) pf__chat_bind(c, "bos_token", 9, pf__jv_cstr(bos));
     if (eos) pf__chat_bind(c, "eos_token", 9, pf__jv_cstr(eos));
     c->scope_base = c->num_vars;
@@ -14916,6 +14919,11 @@ pf_result pf_apply_chat_template(const pf_tokenizer *tokenizer, const pf_chat_me
     }
     if (count == 0) { /* as transformers */
         snprintf(error, error_size, "pf_apply_chat_template: an empty conversation: give at least one message");
+        return PF_ERROR_INVALID_ARGUMENT;
+    }
+    if (options->enable_thinking < -1 || options->enable_thinking > 1) {
+        snprintf(error, error_size, "pf_apply_chat_template: enable_thinking is %d: give -1 (undefined), 0 or 1",
+                 options->enable_thinking);
         return PF_ERROR_INVALID_ARGUMENT;
     }
     template_text = options->chat_template ? options->chat_template : tokenizer ? tokenizer->chat_template : NULL;

@@ -919,6 +919,14 @@ typedef struct pf_chat_options {
     const char *chat_template; /* a Jinja template to use instead of the tokenizer's; NULL: the tokenizer's */
     const char *bos_token, *eos_token; /* the template's bos_token / eos_token; NULL: the tokenizer's
                                           (tokenizer_config.json's), undefined without one */
+    int enable_thinking;       /* the template variable enable_thinking that reasoning models' templates
+                                  read (Qwen3's: false opens the reply with an empty <think></think>
+                                  block, so the model answers without reasoning): -1 (the default):
+                                  left undefined, as transformers does when apply_chat_template is
+                                  not given it; 0 or 1: defined, false or true (enable_thinking=False
+                                  / True); other values are refused. Templates that do not read it
+                                  ignore it. Start from pf_chat_options_init: a zeroed struct passes
+                                  false */
 } pf_chat_options;
 
 pf_chat_options pf_chat_options_init(void);
@@ -932,15 +940,17 @@ const char *pf_tokenizer_chat_template(const pf_tokenizer *tokenizer);
    tokenizer's) into *text, as transformers' tokenizer.apply_chat_template(messages,
    tokenize=False, add_generation_prompt=...) does, byte for byte: a Jinja subset interpreter with
    jinja2's trim_blocks and lstrip_blocks, the variables messages, add_generation_prompt,
-   bos_token, eos_token, tools and documents (None), and the globals raise_exception,
+   bos_token, eos_token, tools and documents (None), enable_thinking (options->enable_thinking:
+   undefined at -1, else False or True), and the globals raise_exception,
    strftime_now, namespace, dict and range. The text holds the special tokens as text: tokenize it
    with pf_tokenize (not pf_tokenize_special, which would add a second bos).
    tokenizer may be NULL when options->chat_template is given. options may be NULL (the defaults).
    On success *text is a NUL-terminated string to free with pf_string_free. On failure *text is
    NULL and error (when error_size > 0) holds the message; results:
-   PF_ERROR_INVALID_ARGUMENT: NULL arguments, no template, a message without a role, the template
-     raised an exception (raise_exception("...")'s message is the error), or a runtime error (an
-     undefined value used, a type mismatch, past the limits on steps, memory or output size);
+   PF_ERROR_INVALID_ARGUMENT: NULL arguments, no template, a message without a role,
+     options->enable_thinking other than -1, 0 or 1, the template raised an exception
+     (raise_exception("...")'s message is the error), or a runtime error (an undefined value
+     used, a type mismatch, past the limits on steps, memory or output size);
    PF_ERROR_FORMAT: the template is not valid Jinja;
    PF_ERROR_UNSUPPORTED: the template uses Jinja we do not implement (macros, a filter, test or
      method outside the subset, ...): the message names it;

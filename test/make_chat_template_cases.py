@@ -9,7 +9,10 @@ does through transformers, whatever the string. Also writes the templates as fuz
 Format of chat_cases.txt, one record after another (lengths in bytes; the bytes follow the header
 line, then one newline):
   template NAME BOS_LEN EOS_LEN TEMPLATE_LEN\\n BOS EOS TEMPLATE \\n
-  case NAME ADD_GENERATION_PROMPT DATE NUM_MESSAGES\\n
+  case NAME ADD_GENERATION_PROMPT DATE NUM_MESSAGES [ENABLE_THINKING]\\n
+                                 (ENABLE_THINKING 0 or 1: passed as enable_thinking=False / True;
+                                 absent: not passed. Templates that read enable_thinking get each
+                                 case three times: not passed, 1, 0)
   message ROLE CONTENT_LEN\\n CONTENT \\n        (CONTENT_LEN -1: no content, no bytes)
   expected LEN\\n TEXT \\n   or   error LEN\\n MESSAGE \\n   (transformers raised)
 Cases belong to the template above them.
@@ -362,6 +365,190 @@ QWEN25 = """{%- if tools %}
 {%- endif %}
 """
 
+# Qwen3's (Qwen/Qwen3-0.6B's tokenizer_config.json as published with the checkpoint, the same text
+# Hugging Face's own Jinja port, huggingface.js packages/jinja, tests under "Qwen/Qwen3-0.6B"): it
+# reads enable_thinking (false: an empty <think></think> block opens the reply) and shows an
+# assistant message's reasoning (its reasoning_content, else the <think>...</think> part of its
+# content) only after the last user query
+QWEN3 = """{%- if tools %}
+    {{- '<|im_start|>system\\n' }}
+    {%- if messages[0].role == 'system' %}
+        {{- messages[0].content + '\\n\\n' }}
+    {%- endif %}
+    {{- "# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\nYou are provided with function signatures within <tools></tools> XML tags:\\n<tools>" }}
+    {%- for tool in tools %}
+        {{- "\\n" }}
+        {{- tool | tojson }}
+    {%- endfor %}
+    {{- "\\n</tools>\\n\\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\\"name\\": <function-name>, \\"arguments\\": <args-json-object>}\\n</tool_call><|im_end|>\\n" }}
+{%- else %}
+    {%- if messages[0].role == 'system' %}
+        {{- '<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n' }}
+    {%- endif %}
+{%- endif %}
+{%- set ns = namespace(multi_step_tool=true, last_query_index=messages|length - 1) %}
+{%- for message in messages[::-1] %}
+    {%- set index = (messages|length - 1) - loop.index0 %}
+    {%- if ns.multi_step_tool and message.role == "user" and not(message.content.startswith('<tool_response>') and message.content.endswith('</tool_response>')) %}
+        {%- set ns.multi_step_tool = false %}
+        {%- set ns.last_query_index = index %}
+    {%- endif %}
+{%- endfor %}
+{%- for message in messages %}
+    {%- if (message.role == "user") or (message.role == "system" and not loop.first) %}
+        {{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}
+    {%- elif message.role == "assistant" %}
+        {%- set content = message.content %}
+        {%- set reasoning_content = '' %}
+        {%- if message.reasoning_content is defined and message.reasoning_content is not none %}
+            {%- set reasoning_content = message.reasoning_content %}
+        {%- else %}
+            {%- if '</think>' in message.content %}
+                {%- set content = message.content.split('</think>')[-1].lstrip('\\n') %}
+                {%- set reasoning_content = message.content.split('</think>')[0].rstrip('\\n').split('<think>')[-1].lstrip('\\n') %}
+            {%- endif %}
+        {%- endif %}
+        {%- if loop.index0 > ns.last_query_index %}
+            {%- if loop.last or (not loop.last and reasoning_content) %}
+                {{- '<|im_start|>' + message.role + '\\n<think>\\n' + reasoning_content.strip('\\n') + '\\n</think>\\n\\n' + content.lstrip('\\n') }}
+            {%- else %}
+                {{- '<|im_start|>' + message.role + '\\n' + content }}
+            {%- endif %}
+        {%- else %}
+            {{- '<|im_start|>' + message.role + '\\n' + content }}
+        {%- endif %}
+        {%- if message.tool_calls %}
+            {%- for tool_call in message.tool_calls %}
+                {%- if (loop.first and content) or (not loop.first) %}
+                    {{- '\\n' }}
+                {%- endif %}
+                {%- if tool_call.function %}
+                    {%- set tool_call = tool_call.function %}
+                {%- endif %}
+                {{- '<tool_call>\\n{"name": "' }}
+                {{- tool_call.name }}
+                {{- '", "arguments": ' }}
+                {%- if tool_call.arguments is string %}
+                    {{- tool_call.arguments }}
+                {%- else %}
+                    {{- tool_call.arguments | tojson }}
+                {%- endif %}
+                {{- '}\\n</tool_call>' }}
+            {%- endfor %}
+        {%- endif %}
+        {{- '<|im_end|>\\n' }}
+    {%- elif message.role == "tool" %}
+        {%- if loop.first or (messages[loop.index0 - 1].role != "tool") %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\\n<tool_response>\\n' }}
+        {{- message.content }}
+        {{- '\\n</tool_response>' }}
+        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}
+            {{- '<|im_end|>\\n' }}
+        {%- endif %}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\\n' }}
+    {%- if enable_thinking is defined and enable_thinking is false %}
+        {{- '<think>\\n\\n</think>\\n\\n' }}
+    {%- endif %}
+{%- endif %}"""
+
+# The family's later revision of it (Qwen/Qwen3-8B's tokenizer_config.json, as guidance-ai's
+# guidance/chat.py copies it): content that is not a string counts as '', reasoning_content is
+# read when it is a string
+QWEN3_8B = """{%- if tools %}
+    {{- '<|im_start|>system\\n' }}
+    {%- if messages[0].role == 'system' %}
+        {{- messages[0].content + '\\n\\n' }}
+    {%- endif %}
+    {{- "# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\nYou are provided with function signatures within <tools></tools> XML tags:\\n<tools>" }}
+    {%- for tool in tools %}
+        {{- "\\n" }}
+        {{- tool | tojson }}
+    {%- endfor %}
+    {{- "\\n</tools>\\n\\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\\"name\\": <function-name>, \\"arguments\\": <args-json-object>}\\n</tool_call><|im_end|>\\n" }}
+{%- else %}
+    {%- if messages[0].role == 'system' %}
+        {{- '<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n' }}
+    {%- endif %}
+{%- endif %}
+{%- set ns = namespace(multi_step_tool=true, last_query_index=messages|length - 1) %}
+{%- for message in messages[::-1] %}
+    {%- set index = (messages|length - 1) - loop.index0 %}
+    {%- if ns.multi_step_tool and message.role == "user" and message.content is string and not(message.content.startswith('<tool_response>') and message.content.endswith('</tool_response>')) %}
+        {%- set ns.multi_step_tool = false %}
+        {%- set ns.last_query_index = index %}
+    {%- endif %}
+{%- endfor %}
+{%- for message in messages %}
+    {%- if message.content is string %}
+        {%- set content = message.content %}
+    {%- else %}
+        {%- set content = '' %}
+    {%- endif %}
+    {%- if (message.role == "user") or (message.role == "system" and not loop.first) %}
+        {{- '<|im_start|>' + message.role + '\\n' + content + '<|im_end|>' + '\\n' }}
+    {%- elif message.role == "assistant" %}
+        {%- set reasoning_content = '' %}
+        {%- if message.reasoning_content is string %}
+            {%- set reasoning_content = message.reasoning_content %}
+        {%- else %}
+            {%- if '</think>' in content %}
+                {%- set reasoning_content = content.split('</think>')[0].rstrip('\\n').split('<think>')[-1].lstrip('\\n') %}
+                {%- set content = content.split('</think>')[-1].lstrip('\\n') %}
+            {%- endif %}
+        {%- endif %}
+        {%- if loop.index0 > ns.last_query_index %}
+            {%- if loop.last or (not loop.last and reasoning_content) %}
+                {{- '<|im_start|>' + message.role + '\\n<think>\\n' + reasoning_content.strip('\\n') + '\\n</think>\\n\\n' + content.lstrip('\\n') }}
+            {%- else %}
+                {{- '<|im_start|>' + message.role + '\\n' + content }}
+            {%- endif %}
+        {%- else %}
+            {{- '<|im_start|>' + message.role + '\\n' + content }}
+        {%- endif %}
+        {%- if message.tool_calls %}
+            {%- for tool_call in message.tool_calls %}
+                {%- if (loop.first and content) or (not loop.first) %}
+                    {{- '\\n' }}
+                {%- endif %}
+                {%- if tool_call.function %}
+                    {%- set tool_call = tool_call.function %}
+                {%- endif %}
+                {{- '<tool_call>\\n{"name": "' }}
+                {{- tool_call.name }}
+                {{- '", "arguments": ' }}
+                {%- if tool_call.arguments is string %}
+                    {{- tool_call.arguments }}
+                {%- else %}
+                    {{- tool_call.arguments | tojson }}
+                {%- endif %}
+                {{- '}\\n</tool_call>' }}
+            {%- endfor %}
+        {%- endif %}
+        {{- '<|im_end|>\\n' }}
+    {%- elif message.role == "tool" %}
+        {%- if loop.first or (messages[loop.index0 - 1].role != "tool") %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\\n<tool_response>\\n' }}
+        {{- content }}
+        {{- '\\n</tool_response>' }}
+        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}
+            {{- '<|im_end|>\\n' }}
+        {%- endif %}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\\n' }}
+    {%- if enable_thinking is defined and enable_thinking is false %}
+        {{- '<think>\\n\\n</think>\\n\\n' }}
+    {%- endif %}
+{%- endif %}"""
+
 ZEPHYR = (
     "{% for message in messages %}\n{% if message['role'] == 'user' %}\n{{ '<|user|>\n' + message['content'] + eos_token }}\n"
     "{% elif message['role'] == 'system' %}\n{{ '<|system|>\n' + message['content'] + eos_token }}\n{% elif message['role'] == "
@@ -476,6 +663,8 @@ TEMPLATES = [
     ("mistral-v0.3", MISTRAL_V03, "<s>", "</s>"),
     ("qwen2", QWEN2, "<|endoftext|>", "<|im_end|>"),
     ("qwen2.5", QWEN25, "<|endoftext|>", "<|im_end|>"),
+    ("qwen3", QWEN3, "<|endoftext|>", "<|im_end|>"),
+    ("qwen3-8b", QWEN3_8B, "<|endoftext|>", "<|im_end|>"),
     ("zephyr", ZEPHYR, "<s>", "</s>"),
     ("phi3", PHI3, "<s>", "<|endoftext|>"),
     ("gemma", GEMMA, "<bos>", "<eos>"),
@@ -500,16 +689,19 @@ CONVERSATIONS = [
     ("empty", [("user", ""), ("assistant", ""), ("user", "")]),
     ("no-content", [("user", "Call it"), ("assistant", None), ("user", "ok")]),
     ("tool", [("user", "Weather?"), ("tool", "{\"temp\": 21}")]),
+    ("thinking", [("user", "1+1?"), ("assistant", "<think>\nOne and one.\n</think>\n\n2"), ("user", "And 2+2?")]),
+    ("thinking-last", [("user", "2+2?"), ("assistant", "<think>\n\nTwo and two.\n\n</think>\n\n\n4"), ("assistant", "Sure.")]),
     ("not-alternating", [("user", "a"), ("user", "b")]),
     ("assistant-first", [("assistant", "I start.")]),
     ("none", []),
 ]
 
 
-def render(tokenizer, template, bos, eos, messages, gen):
+def render(tokenizer, template, bos, eos, messages, gen, thinking=None):
     msgs = [{"role": r, "content": c} for r, c in messages]
+    extra = {} if thinking is None else {"enable_thinking": bool(thinking)}
     return tokenizer.apply_chat_template(
-        msgs, chat_template=template, tokenize=False, add_generation_prompt=gen, bos_token=bos, eos_token=eos
+        msgs, chat_template=template, tokenize=False, add_generation_prompt=gen, bos_token=bos, eos_token=eos, **extra
     )
 
 
@@ -531,16 +723,18 @@ def main():
             parts = [x.encode("utf-8") for x in (bos, eos, template)]
             out.write(f"template {name} {len(parts[0])} {len(parts[1])} {len(parts[2])}\n".encode())
             out.write(b"".join(parts) + b"\n")
+            thinkings = (None, 1, 0) if "enable_thinking" in template else (None,)
             for conv_name, messages in CONVERSATIONS:
-                for gen in (1, 0):
-                    out.write(f"case {conv_name} {gen} {DATE.replace(' ', 'T')} {len(messages)}\n".encode())
+                for gen, thinking in ((g, t) for t in thinkings for g in (1, 0)):
+                    option = "" if thinking is None else f" {thinking}"
+                    out.write(f"case {conv_name} {gen} {DATE.replace(' ', 'T')} {len(messages)}{option}\n".encode())
                     for role, content in messages:
                         if content is None:
                             out.write(f"message {role} -1\n".encode())
                         else:
                             blob(out, f"message {role}", content)
                     try:
-                        text = render(tokenizer, template, bos, eos, messages, bool(gen))
+                        text = render(tokenizer, template, bos, eos, messages, bool(gen), thinking)
                         blob(out, "expected", text)
                         counts["expected"] += 1
                     except Exception as e:  # jinja2's TemplateError, UndefinedError, TypeError ...

@@ -16,6 +16,7 @@
 typedef struct chat_case {
     char name[64];
     int add_generation_prompt;
+    int enable_thinking; /* -1: not passed */
     char date[32];
     pf_chat_message messages[MAX_MESSAGES];
     int num_messages;
@@ -51,7 +52,7 @@ static void check_recorded_cases(void) {
     if (!data) return;
     char *p = data, *end = data + size;
     char name[64] = "", *bos = NULL, *eos = NULL, *tmpl = NULL;
-    int templates = 0, rendered = 0, refused = 0;
+    int templates = 0, rendered = 0, refused = 0, thinking = 0;
     if (*p == '#') p = strchr(p, '\n') + 1;
     while (p < end) {
         long bl, el, tl;
@@ -68,7 +69,17 @@ static void check_recorded_cases(void) {
         }
         chat_case c;
         memset(&c, 0, sizeof c);
-        if (sscanf(p, "case %63s %d %31s %d", c.name, &c.add_generation_prompt, c.date, &c.num_messages) != 4 ||
+        /* the case's line, with an optional fifth field: enable_thinking passed (0 or 1) */
+        char line[256];
+        char *eol = memchr(p, '\n', (size_t)(end - p));
+        size_t line_len = eol ? (size_t)(eol - p) : 0;
+        if (line_len >= sizeof line) line_len = 0;
+        memcpy(line, p, line_len);
+        line[line_len] = 0;
+        c.enable_thinking = -1;
+        int fields = sscanf(line, "case %63s %d %31s %d %d", c.name, &c.add_generation_prompt, c.date, &c.num_messages,
+                            &c.enable_thinking);
+        if ((fields != 4 && fields != 5) || c.enable_thinking < -1 || c.enable_thinking > 1 || (fields == 5 && c.enable_thinking < 0) ||
             c.num_messages > MAX_MESSAGES || !tmpl) {
             CHECK_MSG(0, "%s: malformed near byte %ld", path, (long)(p - data));
             break;
@@ -100,6 +111,7 @@ static void check_recorded_cases(void) {
         pf_chat_options options = pf_chat_options_init();
         options.add_generation_prompt = c.add_generation_prompt;
         options.date = c.date;
+        options.enable_thinking = c.enable_thinking;
         options.chat_template = tmpl;
         options.bos_token = bos;
         options.eos_token = eos;
@@ -107,9 +119,11 @@ static void check_recorded_cases(void) {
         pf_result r = pf_apply_chat_template(NULL, c.messages, c.num_messages, &options, &text, error, sizeof error);
         if (c.expected) {
             CHECK_MSG(r == PF_OK && strlen(text) == c.expected_len && !memcmp(text, c.expected, c.expected_len),
-                      "%s, %s, generation prompt %d: %s\n--- got ---\n%s\n--- transformers ---\n%s\n---", name, c.name,
-                      c.add_generation_prompt, r == PF_OK ? "differs" : error, text ? text : "", c.expected);
+                      "%s, %s, generation prompt %d, enable_thinking %d: %s\n--- got ---\n%s\n--- transformers ---\n%s\n---", name,
+                      c.name, c.add_generation_prompt, c.enable_thinking, r == PF_OK ? "differs" : error, text ? text : "",
+                      c.expected);
             rendered++;
+            thinking += c.enable_thinking >= 0;
         } else {
             CHECK_MSG(r != PF_OK && text == NULL && error[0], "%s, %s: transformers raised (%s) but we rendered:\n%s", name,
                       c.name, c.error, text ? text : "");
@@ -122,8 +136,9 @@ static void check_recorded_cases(void) {
         pf_string_free(text);
         for (int i = 0; i < c.num_messages; i++) free((char *)c.messages[i].role);
     }
-    CHECK_MSG(templates >= 17 && rendered >= 300 && refused >= 80, "%d templates, %d renderings, %d refusals read", templates,
-              rendered, refused);
+    CHECK_MSG(templates >= 21 && rendered >= 560 && refused >= 130 && thinking >= 100,
+              "%d templates, %d renderings (%d with enable_thinking passed), %d refusals read", templates, rendered, thinking,
+              refused);
     free(bos), free(eos), free(tmpl);
     free(data);
 }
@@ -238,6 +253,24 @@ static void check_api(void) {
     options.date = NULL; /* now: some year */
     CHECK(pf_apply_chat_template(NULL, &m, 1, &options, &text, error, sizeof error) == PF_OK && strlen(text) == 4 && text[0] == '2');
     pf_string_free(text);
+    /* enable_thinking: undefined by default (-1), else a bool; other values refused */
+    CHECK(options.enable_thinking == -1);
+    options.chat_template = "{{ enable_thinking is defined }} {{ enable_thinking is false }} {{ enable_thinking is true }}";
+    static const char *const thinking_out[] = {"False False False", "True True False", "True False True"};
+    for (int v = -1; v <= 1; v++) {
+        options.enable_thinking = v;
+        text = NULL;
+        CHECK_MSG(pf_apply_chat_template(NULL, &m, 1, &options, &text, error, sizeof error) == PF_OK && !strcmp(text, thinking_out[v + 1]),
+                  "enable_thinking %d: %s", v, text ? text : error);
+        pf_string_free(text);
+    }
+    for (int v = -2; v <= 2; v += 4) {
+        options.enable_thinking = v;
+        text = (char *)1;
+        CHECK_MSG(pf_apply_chat_template(NULL, &m, 1, &options, &text, error, sizeof error) == PF_ERROR_INVALID_ARGUMENT && !text &&
+                      strstr(error, "enable_thinking"),
+                  "enable_thinking %d: %s", v, error);
+    }
 }
 
 /* tokenizer_config.json's template (a string, or a list with "default"), chat_template.jinja

@@ -14,6 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     options.date = "2025-03-05 14:07:09";
     options.bos_token = "<s>";
     options.eos_token = "</s>";
+    options.enable_thinking = (int)(size % 3) - 1; /* undefined, false or true, by the input's length */
     if (pf_apply_chat_template(NULL, messages, 5, &options, &text, error, sizeof error) == PF_OK) pf_string_free(text);
     free(template_text);
     return 0;
