@@ -357,8 +357,9 @@ typedef enum { PF__QKV_BLOCKS, PF__QKV_PER_HEAD, PF__QKV_CODEGEN, PF__QKV_GROUPE
 typedef enum { PF__MLP_PLAIN, PF__MLP_GATED, PF__MLP_GATED_IF_NAMED } pf__mlp;
 
 /* How q and k are normed after their projection, before the rotary (pf__config.qk_norm), by a
-   norm of the family's kind (its pf__arch.norm) without bias, with the gains of
-   PF__SLOT_Q_NORM_WEIGHT and PF__SLOT_K_NORM_WEIGHT:
+   norm of the family's kind (its pf__arch.norm), with the gains of PF__SLOT_Q_NORM_WEIGHT and
+   PF__SLOT_K_NORM_WEIGHT (and, per head only, the biases of PF__SLOT_Q_NORM_BIAS and
+   PF__SLOT_K_NORM_BIAS [head_dim] where present: Phi's qk_layernorm):
    PF__QK_NORM_NONE  no such norm;
    PF__QK_NORM_HEAD  each head over its head_dim values, one gain [head_dim] shared by the heads
                      (Qwen3; Gemma 3 with its RMSNorm kind);
