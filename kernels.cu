@@ -204,7 +204,8 @@ int pf_cuda_qk_scale(pf_cuda_rank *st, float *qkv, const float *sums, const void
                      const void *k_weight, int k_dtype, size_t rows, int heads, int kv_heads, int head_dim, float q_width,
                      float k_width, float eps);
 int pf_cuda_head_norm(pf_cuda_rank *st, float *qkv, const void *q_weight, int q_dtype, const void *k_weight, int k_dtype,
-                      size_t rows, int heads, int kv_heads, int head_dim, float eps, int rms);
+                      const void *q_bias, int qb_dtype, const void *k_bias, int kb_dtype, size_t rows, int heads,
+                      int kv_heads, int head_dim, float eps, int rms, int per_head);
 int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq, const int *pad,
                    int batch, int T, const int *past_at, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs,
                    float scale);
@@ -505,16 +506,20 @@ __global__ void pf_qk_scale_kernel(float *qkv, const float *sums, const void *qw
 /* One block per head of a qkv row: q heads 0..heads-1, then k heads (rows [q | k | v] of width
    `width`), normed in place over head_dim (pf_norm_row) with the side's gain [head_dim]; a side
    whose gain is NULL is left as it is. */
-__global__ void pf_head_norm_kernel(float *qkv, const void *q_w, int q_dtype, const void *k_w, int k_dtype, int heads,
-                                    int kv_heads, int head_dim, size_t width, float eps, int rms) {
+__global__ void pf_head_norm_kernel(float *qkv, const void *q_w, int q_dtype, const void *k_w, int k_dtype,
+                                    const void *q_b, int qb_dtype, const void *k_b, int kb_dtype, int heads,
+                                    int kv_heads, int head_dim, size_t width, float eps, int rms, int per_head) {
     __shared__ float red[32];
     size_t row = blockIdx.x / (unsigned)(heads + kv_heads);
     int h = (int)(blockIdx.x % (unsigned)(heads + kv_heads));
     const void *w = h < heads ? q_w : k_w;
+    int dtype = h < heads ? q_dtype : k_dtype;
     if (!w) return; /* the whole block alike */
+    if (per_head) /* this head's own gain: row h (of its side) of [heads][head_dim] */
+        w = (const char *)w + (size_t)(h < heads ? h : h - heads) * head_dim * (dtype == PF_CUDA_F32 ? 4 : 2);
     float *xr = qkv + row * width + (size_t)h * head_dim;
-    pf_norm_row(xr, xr, w, h < heads ? q_dtype : k_dtype, NULL, PF_CUDA_F32, (size_t)head_dim, eps, rms, NULL,
-                PF_CUDA_F32, red);
+    pf_norm_row(xr, xr, w, dtype, h < heads ? q_b : k_b, h < heads ? qb_dtype : kb_dtype, (size_t)head_dim, eps, rms,
+                NULL, PF_CUDA_F32, red);
 }
 
 #ifdef PF_CUDA_NEXT_KERNELS
@@ -2360,9 +2365,12 @@ int pf_cuda_qk_scale(struct pf_cuda_rank *st, float *qkv, const float *sums, con
 /* qk-norm: each of the heads q heads and kv_heads k heads of the rows rows of qkv ([q heads | k
    heads | v heads] of head_dim each) normed in place over its head_dim values as pf_cuda_norm
    normalises a row (LayerNorm, or RMSNorm when rms), times its side's gain [head_dim] (in
-   q_dtype, k_dtype; NULL: that side is left as it is), no bias (pf_head_norm_kernel). */
+   q_dtype, k_dtype; NULL: that side is left as it is), or with per_head its own gain, row h of
+   its side's [heads][head_dim]; plus its side's bias [head_dim] (q_bias, k_bias; NULL: none)
+   (pf_head_norm_kernel). */
 int pf_cuda_head_norm(struct pf_cuda_rank *st, float *qkv, const void *q_weight, int q_dtype, const void *k_weight,
-                      int k_dtype, size_t rows, int heads, int kv_heads, int head_dim, float eps, int rms) {
+                      int k_dtype, const void *q_bias, int qb_dtype, const void *k_bias, int kb_dtype, size_t rows,
+                      int heads, int kv_heads, int head_dim, float eps, int rms, int per_head) {
     int count = heads + kv_heads;
     if (!rows || count <= 0 || head_dim <= 0 || (!q_weight && !k_weight)) return PF_CUDA_OK;
     unsigned threads = head_dim >= PF_THREADS ? PF_THREADS : (unsigned)((head_dim + 31) / 32 * 32);
@@ -2371,7 +2379,8 @@ int pf_cuda_head_norm(struct pf_cuda_rank *st, float *qkv, const void *q_weight,
     for (size_t first = 0; first < rows; first += most) {
         size_t n = rows - first < most ? rows - first : most;
         pf_head_norm_kernel<<<(unsigned)(n * (size_t)count), threads, 0, st->stream>>>(
-            qkv + first * width, q_weight, q_dtype, k_weight, k_dtype, heads, kv_heads, head_dim, width, eps, rms);
+            qkv + first * width, q_weight, q_dtype, k_weight, k_dtype, q_bias, qb_dtype, k_bias, kb_dtype, heads,
+            kv_heads, head_dim, width, eps, rms, per_head);
         PF_CUDA_CHECK_LAUNCH(st, pf_head_norm_kernel);
     }
     return PF_CUDA_OK;

@@ -279,8 +279,10 @@ typedef enum {
     PF__SLOT_V_WEIGHT,         /* [KV, hidden] */
     PF__SLOT_V_BIAS,           /* [KV] */
     /* A norm of q and of k before the rotary (qk-norm), as the config's qk_norm says (PF__QK_NORM_*): */
-    PF__SLOT_Q_NORM_WEIGHT,    /* [head_dim]: one gain for every query head (PF__QK_NORM_HEAD); [Q] (_PROJECTION) */
-    PF__SLOT_K_NORM_WEIGHT,    /* [head_dim]: the same for every key head; [KV] (_PROJECTION) */
+    PF__SLOT_Q_NORM_WEIGHT,    /* [head_dim]: one gain for every query head (PF__QK_NORM_HEAD); [Q] (_PROJECTION, qk_norm_per_head) */
+    PF__SLOT_K_NORM_WEIGHT,    /* [head_dim]: the same for every key head; [KV] (_PROJECTION, qk_norm_per_head) */
+    PF__SLOT_Q_NORM_BIAS,      /* [head_dim]: PF__QK_NORM_HEAD's LayerNorm bias, shared by the heads (Phi's qk_layernorm) */
+    PF__SLOT_K_NORM_BIAS,      /* [head_dim]: the same for the key heads */
     PF__SLOT_ATTN_OUT_WEIGHT,  /* [hidden, Q] */
     PF__SLOT_ATTN_OUT_BIAS,    /* [hidden] */
     PF__SLOT_MLP_NORM_WEIGHT,  /* [hidden] */
@@ -333,8 +335,10 @@ extern PF_PRIVATE const size_t pf__stacks_count;
 /* PF__LAYOUT_ROW: a vector stored as [1, n] (BART's final_logits_bias); read as PF__LAYOUT_VECTOR.
    PF__LAYOUT_SQUEEZED: [1, ..., 1, rows, cols] (ViT's class token, position table), or [cols] for
    one row (CLIP's class_embedding); read as OUT_IN.
-   PF__LAYOUT_CONV: [out, channels, kh, kw] (ViT's patch embedding); read as OUT_IN [out, c kh kw]. */
-typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV } pf__layout;
+   PF__LAYOUT_CONV: [out, channels, kh, kw] (ViT's patch embedding); read as OUT_IN [out, c kh kw].
+   PF__LAYOUT_HEADS: [heads, head_dim] (Cohere's per-head qk-norm gains); read as the VECTOR of its
+   heads * head_dim values, head after head. */
+typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV, PF__LAYOUT_HEADS } pf__layout;
 
 typedef enum {
     PF__SPLIT_NONE,
@@ -363,7 +367,8 @@ typedef enum {
     PF__POSITION_TABLE, /* required with learned positions; with sinusoidal ones optional (a saved copy
                            of the sinusoid, used as it is; computed when absent) */
     PF__IF_DISTILLATION, /* present exactly when the family has a distillation token (DeiT) */
-    PF__IF_WITH_PROJECTION /* present exactly when the config field with_projection is 1 (CLIP's towers) */
+    PF__IF_WITH_PROJECTION, /* present exactly when the config field with_projection is 1 (CLIP's towers) */
+    PF__IF_QK_NORM /* present exactly when the config field qk_norm is not PF__QK_NORM_NONE (Cohere's use_qk_norm) */
 } pf__need;
 
 typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ, PF__KIND_DUAL } pf__kind;
@@ -389,8 +394,9 @@ typedef enum { PF__QKV_BLOCKS, PF__QKV_PER_HEAD, PF__QKV_CODEGEN, PF__QKV_GROUPE
 typedef enum { PF__MLP_PLAIN, PF__MLP_GATED, PF__MLP_GATED_IF_NAMED } pf__mlp;
 
 /* How q and k are normed after their projection, before the rotary (pf__config.qk_norm), by a
-   norm of the family's kind (its pf__arch.norm) without bias, with the gains of
-   PF__SLOT_Q_NORM_WEIGHT and PF__SLOT_K_NORM_WEIGHT:
+   norm of the family's kind (its pf__arch.norm), with the gains of PF__SLOT_Q_NORM_WEIGHT and
+   PF__SLOT_K_NORM_WEIGHT (and, per head only, the biases of PF__SLOT_Q_NORM_BIAS and
+   PF__SLOT_K_NORM_BIAS [head_dim] where present: Phi's qk_layernorm):
    PF__QK_NORM_NONE  no such norm;
    PF__QK_NORM_HEAD  each head over its head_dim values, one gain [head_dim] shared by the heads
                      (Qwen3; Gemma 3 with its RMSNorm kind);
@@ -398,8 +404,10 @@ typedef enum { PF__MLP_PLAIN, PF__MLP_GATED, PF__MLP_GATED_IF_NAMED } pf__mlp;
                      and of k over its (num_kv_heads * head_dim), gains [Q] and [KV] split with the
                      heads (OLMo 2): the ranks' sums of squares are all-reduced, each key/value
                      head counted once (by the rank holding its first query head).
-   Per-head gains [heads][head_dim] (Cohere R+, StableLM 12B) are a value to come of this trait,
-   with the same slots. */
+   With _HEAD, pf__config.qk_norm_per_head gives each head a gain of its own: [Q] and [KV], head
+   after head, split with the heads as _PROJECTION's (a replicated key/value head's gains go with
+   it) (Cohere's use_qk_norm, Command R+). StableLM 2 12B's per-head gains (one tensor a head,
+   q_layernorm.norms.<h>.weight) are still to come. */
 typedef enum { PF__QK_NORM_NONE, PF__QK_NORM_HEAD, PF__QK_NORM_PROJECTION } pf__qk_norm;
 
 typedef enum { PF__ACT_GELU_TANH, PF__ACT_GELU_ERF, PF__ACT_RELU, PF__ACT_SILU, PF__ACT_TANH, PF__ACT_QUICK_GELU } pf__activation;
@@ -551,6 +559,7 @@ typedef struct pf__config {
                                        apply_residual_connection_post_layernorm) */
     int attention_bias, mlp_bias;   /* 1: the projections of attention (of the MLP) have biases */
     int qk_norm;                    /* a pf__qk_norm: q and k normed before the rotary */
+    int qk_norm_per_head;           /* with PF__QK_NORM_HEAD: a gain per head, [heads][head_dim] */
     int norm_weightless;            /* 1: the blocks' and the final norms have no weight or bias tensors
                                        (OLMo's non-parametric LayerNorm): normed with the gain 1 */
     double clip_qkv;                /* > 0: q, k and v clamped to [-clip_qkv, clip_qkv] after their
@@ -1251,11 +1260,13 @@ typedef struct pf__backend {
     void (*scale)(pf__rank *r, float *x, size_t count, float factor);
     /* Normalises, in place in the qkv rows [q (heads*head_dim) | k (kv_heads*head_dim) | v] of
        `rows` tokens, each q head and each k head over its head_dim values: a norm of `kind`
-       (pf__backend.norm's math, no bias) with the gain q_weight (k_weight) [head_dim], shared by
-       the heads (NULL: that side is left as it is, as v always is). a->qkv_bias is not added:
-       the caller has the GEMM add it. */
-    void (*head_norm)(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight, size_t rows,
-                      const pf__attn_shape *a, float eps, pf__norm kind);
+       (pf__backend.norm's math) with the gain q_weight (k_weight) [head_dim], shared by the heads,
+       or with per_head [the rank's heads][head_dim], head h's gain at h * head_dim (NULL: that
+       side is left as it is, as v always is), plus q_bias (k_bias) [head_dim], shared by the
+       heads (NULL: none). a->qkv_bias is not added: the caller has the GEMM add it. */
+    void (*head_norm)(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight,
+                      const pf__weight *q_bias, const pf__weight *k_bias, size_t rows, const pf__attn_shape *a,
+                      float eps, pf__norm kind, int per_head);
     /* PF__QK_NORM_PROJECTION's statistics: sums[t][0] = the sum of squares of the rank's q values
        of token t of the qkv rows, sums[t][1] = of its k heads k_first..k_first + k_count - 1
        (local indices: the ones it counts); zeros on a rank without heads. */
@@ -4339,7 +4350,7 @@ static const char *pf__activation_name(int v) {
 static const char *pf__layout_name(int v) {
     switch ((pf__layout)v) {
         PF__NAME(PF__LAYOUT_, OUT_IN) PF__NAME(PF__LAYOUT_, IN_OUT) PF__NAME(PF__LAYOUT_, VECTOR)
-        PF__NAME(PF__LAYOUT_, ROW) PF__NAME(PF__LAYOUT_, SQUEEZED) PF__NAME(PF__LAYOUT_, CONV)
+        PF__NAME(PF__LAYOUT_, ROW) PF__NAME(PF__LAYOUT_, SQUEEZED) PF__NAME(PF__LAYOUT_, CONV) PF__NAME(PF__LAYOUT_, HEADS)
     }
     return NULL;
 }
@@ -4355,7 +4366,7 @@ static const char *pf__need_name(int v) {
     switch ((pf__need)v) {
         PF__NAME(PF__, OPTIONAL) PF__NAME(PF__, REQUIRED) PF__NAME(PF__, IF_ATTENTION_BIAS) PF__NAME(PF__, IF_MLP_BIAS)
         PF__NAME(PF__, IF_FINAL_NORM) PF__NAME(PF__, IF_PROJECTION) PF__NAME(PF__, IF_GATED) PF__NAME(PF__, IF_DECODER)
-        PF__NAME(PF__, IF_EMBED_NORM) PF__NAME(PF__, POSITION_TABLE) PF__NAME(PF__, IF_DISTILLATION)
+        PF__NAME(PF__, IF_EMBED_NORM) PF__NAME(PF__, POSITION_TABLE) PF__NAME(PF__, IF_DISTILLATION) PF__NAME(PF__, IF_QK_NORM)
         PF__NAME(PF__, IF_WITH_PROJECTION)
     }
     return NULL;
@@ -4387,6 +4398,7 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, QKV_FUSED_WEIGHT) PF__NAME(PF__SLOT_, QKV_FUSED_BIAS) PF__NAME(PF__SLOT_, Q_WEIGHT)
         PF__NAME(PF__SLOT_, Q_BIAS) PF__NAME(PF__SLOT_, K_WEIGHT) PF__NAME(PF__SLOT_, K_BIAS) PF__NAME(PF__SLOT_, V_WEIGHT)
         PF__NAME(PF__SLOT_, V_BIAS) PF__NAME(PF__SLOT_, Q_NORM_WEIGHT) PF__NAME(PF__SLOT_, K_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, Q_NORM_BIAS) PF__NAME(PF__SLOT_, K_NORM_BIAS)
         PF__NAME(PF__SLOT_, ATTN_OUT_WEIGHT) PF__NAME(PF__SLOT_, ATTN_OUT_BIAS)
         PF__NAME(PF__SLOT_, MLP_NORM_WEIGHT) PF__NAME(PF__SLOT_, MLP_NORM_BIAS) PF__NAME(PF__SLOT_, MLP_GATE_WEIGHT)
         PF__NAME(PF__SLOT_, MLP_GATE_BIAS) PF__NAME(PF__SLOT_, MLP_UP_WEIGHT) PF__NAME(PF__SLOT_, MLP_UP_BIAS)
@@ -5438,8 +5450,9 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
         break;
     case PF__SLOT_K_BIAS: case PF__SLOT_V_BIAS: case PF__SLOT_CROSS_K_BIAS: case PF__SLOT_CROSS_V_BIAS: *rows = kv; break;
     case PF__SLOT_ATTN_OUT_WEIGHT: case PF__SLOT_CROSS_OUT_WEIGHT: *rows = h; *cols = q; break;
-    case PF__SLOT_Q_NORM_WEIGHT: *rows = c->qk_norm == PF__QK_NORM_PROJECTION ? q : (size_t)c->head_dim; break;
-    case PF__SLOT_K_NORM_WEIGHT: *rows = c->qk_norm == PF__QK_NORM_PROJECTION ? kv : (size_t)c->head_dim; break;
+    case PF__SLOT_Q_NORM_WEIGHT: *rows = c->qk_norm == PF__QK_NORM_PROJECTION || c->qk_norm_per_head ? q : (size_t)c->head_dim; break;
+    case PF__SLOT_K_NORM_WEIGHT: *rows = c->qk_norm == PF__QK_NORM_PROJECTION || c->qk_norm_per_head ? kv : (size_t)c->head_dim; break;
+    case PF__SLOT_Q_NORM_BIAS: case PF__SLOT_K_NORM_BIAS: *rows = (size_t)c->head_dim; break;
     case PF__SLOT_MLP_GATE_WEIGHT: case PF__SLOT_MLP_UP_WEIGHT: *rows = in; *cols = h; break;
     case PF__SLOT_MLP_GATE_BIAS: case PF__SLOT_MLP_UP_BIAS: *rows = in; break;
     case PF__SLOT_MLP_GATE_UP_WEIGHT: *rows = 2 * in; *cols = h; break;
@@ -18298,14 +18311,32 @@ static void pf__cpu_qkv_bias(float *qkv, const pf__step *s, const pf__attn_shape
 }
 
 /* Each q and each k head of the qkv rows normed over its head_dim values, in place: the heads of
-   one side of a row are `heads` rows of head_dim for pf__cpu_norm, with the one gain. */
+   one side of a row are `heads` rows of head_dim for pf__cpu_norm, with the one gain, or one
+   head at a time with its own gain (per_head: the gains are host fp32 vectors, head after head);
+   the side's bias (if any) shared by its heads. */
+static void pf__cpu_head_norm_side(pf__rank *r, float *x, const pf__weight *w, const pf__weight *b, size_t heads,
+                                   size_t hd, float eps, pf__norm kind, int per_head) {
+    if (!per_head) {
+        pf__cpu_norm(r, x, x, w, b, heads, hd, eps, kind);
+        return;
+    }
+    for (size_t h = 0; h < heads; h++) {
+        pf__weight one = *w;
+        one.data = (float *)w->data + h * hd;
+        pf__cpu_norm(r, x + h * hd, x + h * hd, &one, b, 1, hd, eps, kind);
+    }
+}
+
 static void pf__cpu_head_norm(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight,
-                              size_t rows, const pf__attn_shape *a, float eps, pf__norm kind) {
+                              const pf__weight *q_bias, const pf__weight *k_bias, size_t rows, const pf__attn_shape *a,
+                              float eps, pf__norm kind, int per_head) {
     size_t hd = (size_t)a->head_dim, q = (size_t)a->heads * hd, kv = (size_t)a->kv_heads * hd, width = q + 2 * kv;
     for (size_t t = 0; t < rows; t++) {
         float *row = qkv + t * width;
-        if (q_weight && a->heads) pf__cpu_norm(r, row, row, q_weight, NULL, (size_t)a->heads, hd, eps, kind);
-        if (k_weight && a->kv_heads) pf__cpu_norm(r, row + q, row + q, k_weight, NULL, (size_t)a->kv_heads, hd, eps, kind);
+        if (q_weight && a->heads)
+            pf__cpu_head_norm_side(r, row, q_weight, q_bias, (size_t)a->heads, hd, eps, kind, per_head);
+        if (k_weight && a->kv_heads)
+            pf__cpu_head_norm_side(r, row + q, k_weight, k_bias, (size_t)a->kv_heads, hd, eps, kind, per_head);
     }
 }
 
@@ -20035,6 +20066,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
        first op after the GEMM where the backend folds it in there) */
     const pf__weight *qkv_bias = PF__OR_NULL(L[PF__SLOT_QKV_BIAS]);
     const pf__weight *q_norm = PF__OR_NULL(L[PF__SLOT_Q_NORM_WEIGHT]), *k_norm = PF__OR_NULL(L[PF__SLOT_K_NORM_WEIGHT]);
+    const pf__weight *q_norm_b = PF__OR_NULL(L[PF__SLOT_Q_NORM_BIAS]), *k_norm_b = PF__OR_NULL(L[PF__SLOT_K_NORM_BIAS]);
     int qk_norm = c->qk_norm == PF__QK_NORM_HEAD && (q_norm || k_norm);
     /* the qk-norms and the clip need the bias added first */
     shape->qkv_bias = be->qkv_bias_in_attention && c->qk_norm == PF__QK_NORM_NONE && !(c->clip_qkv > 0) ? qkv_bias : NULL;
@@ -20045,7 +20077,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     /* q, k = norm(q), norm(k): each head over its head_dim values (qk-norm), before the rotary;
        or over the whole projection, its statistics summed over the ranks */
     if (qk_norm)
-        be->head_norm(r, r->qkv, q_norm, k_norm, N, shape, eps, a->norm);
+        be->head_norm(r, r->qkv, q_norm, k_norm, q_norm_b, k_norm_b, N, shape, eps, a->norm, c->qk_norm_per_head);
     if (c->qk_norm == PF__QK_NORM_PROJECTION && (q_norm || k_norm))
         pf__rank_projection_qk_norm(r, q_norm, k_norm, N, shape, eps);
     /* q, k = rotate(q, k) by position (not on the global layers of a model that rotates windowed ones only) */
@@ -20717,7 +20749,8 @@ int pf_cuda_qk_scale(pf_cuda_rank *st, float *qkv, const float *sums, const void
                      const void *k_weight, int k_dtype, size_t rows, int heads, int kv_heads, int head_dim, float q_width,
                      float k_width, float eps);
 int pf_cuda_head_norm(pf_cuda_rank *st, float *qkv, const void *q_weight, int q_dtype, const void *k_weight, int k_dtype,
-                      size_t rows, int heads, int kv_heads, int head_dim, float eps, int rms);
+                      const void *q_bias, int qb_dtype, const void *k_bias, int kb_dtype, size_t rows, int heads,
+                      int kv_heads, int head_dim, float eps, int rms, int per_head);
 int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq, const int *pad,
                    int batch, int T, const int *past_at, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs,
                    float scale);
@@ -21508,16 +21541,20 @@ static void pf__cuda_qk_scale(pf__rank *r, float *qkv, const float *sums, const 
                                     a->kv_heads, a->head_dim, q_width, k_width, eps));
 }
 
-/* qk-norm: each q and k head of the qkv rows normed in place, one block a head. */
+/* qk-norm: each q and k head of the qkv rows normed in place, one block a head (per_head: head h's
+   gain at h * head_dim), plus its side's bias. */
 static void pf__cuda_head_norm(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight,
-                               size_t rows, const pf__attn_shape *a, float eps, pf__norm kind) {
+                               const pf__weight *q_bias, const pf__weight *k_bias, size_t rows,
+                               const pf__attn_shape *a, float eps, pf__norm kind, int per_head) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
     pf__cuda_ok(r, pf_cuda_head_norm(rs->cu, qkv, q_weight ? q_weight->data : NULL,
                                      pf__cuda_dtype(q_weight ? q_weight->dtype : PF__DTYPE_F32),
                                      k_weight ? k_weight->data : NULL,
-                                     pf__cuda_dtype(k_weight ? k_weight->dtype : PF__DTYPE_F32), rows, a->heads,
-                                     a->kv_heads, a->head_dim, eps, pf__cuda_norm_mode(kind)));
+                                     pf__cuda_dtype(k_weight ? k_weight->dtype : PF__DTYPE_F32),
+                                     q_bias ? q_bias->data : NULL, pf__cuda_dtype(q_bias ? q_bias->dtype : PF__DTYPE_F32),
+                                     k_bias ? k_bias->data : NULL, pf__cuda_dtype(k_bias ? k_bias->dtype : PF__DTYPE_F32),
+                                     rows, a->heads, a->kv_heads, a->head_dim, eps, pf__cuda_norm_mode(kind), per_head));
 }
 
 /* The step's frequencies (a host array the caller may rewrite between steps) go to the device
@@ -23779,6 +23816,10 @@ PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char
     case PF__IF_EMBED_NORM:
         *why = c->embed_norm ? "the family norms its embeddings" : "the family does not norm its embeddings";
         return c->embed_norm;
+    case PF__IF_QK_NORM:
+        *why = c->qk_norm ? "q and k are normed (use_qk_norm / qk_layernorm is true)"
+                           : "q and k are not normed (use_qk_norm / qk_layernorm is false)";
+        return c->qk_norm != PF__QK_NORM_NONE;
     case PF__POSITION_TABLE:
         *why = "the positions are learned";
         return pf__archs[c->arch].positions == PF__POS_LEARNED ? 1 : -2;
@@ -27275,6 +27316,12 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
             flat.shape[1] = leading_ones ? st->shape[st->ndim - 1] : (st->shape[0] ? st->numel / st->shape[0] : 0);
         }
     }
+    if (t->layout == PF__LAYOUT_HEADS) { /* [heads, head_dim] checked as the vector of its values */
+        int ok = st->ndim == 2 && st->shape[1] == (size_t)m->config.head_dim;
+        flat.ndim = ok ? 1 : 0;
+        flat.shape[0] = ok ? st->shape[0] * st->shape[1] : 0;
+        want_dims = 1;
+    }
     if (flat.ndim != want_dims || flat.shape[0] != want[0] || (want_dims == 2 && flat.shape[1] != want[1]))
         return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' has shape [%zu%s%zu] but the config needs [%zu%s%zu]",
                         st->file->path, st->name, st->shape[0], st->ndim > 1 ? ", " : "",
@@ -27284,6 +27331,7 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
     src->dtype = st->dtype;
     src->layout = t->layout == PF__LAYOUT_ROW                                       ? PF__LAYOUT_VECTOR
                   : t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV ? PF__LAYOUT_OUT_IN
+                  : t->layout == PF__LAYOUT_HEADS                                   ? PF__LAYOUT_VECTOR
                                                                                     : t->layout;
     src->split = t->split;
     return PF_OK;

@@ -217,6 +217,10 @@ PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char
     case PF__IF_EMBED_NORM:
         *why = c->embed_norm ? "the family norms its embeddings" : "the family does not norm its embeddings";
         return c->embed_norm;
+    case PF__IF_QK_NORM:
+        *why = c->qk_norm ? "q and k are normed (use_qk_norm / qk_layernorm is true)"
+                           : "q and k are not normed (use_qk_norm / qk_layernorm is false)";
+        return c->qk_norm != PF__QK_NORM_NONE;
     case PF__POSITION_TABLE:
         *why = "the positions are learned";
         return pf__archs[c->arch].positions == PF__POS_LEARNED ? 1 : -2;

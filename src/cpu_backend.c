@@ -2198,14 +2198,32 @@ static void pf__cpu_qkv_bias(float *qkv, const pf__step *s, const pf__attn_shape
 }
 
 /* Each q and each k head of the qkv rows normed over its head_dim values, in place: the heads of
-   one side of a row are `heads` rows of head_dim for pf__cpu_norm, with the one gain. */
+   one side of a row are `heads` rows of head_dim for pf__cpu_norm, with the one gain, or one
+   head at a time with its own gain (per_head: the gains are host fp32 vectors, head after head);
+   the side's bias (if any) shared by its heads. */
+static void pf__cpu_head_norm_side(pf__rank *r, float *x, const pf__weight *w, const pf__weight *b, size_t heads,
+                                   size_t hd, float eps, pf__norm kind, int per_head) {
+    if (!per_head) {
+        pf__cpu_norm(r, x, x, w, b, heads, hd, eps, kind);
+        return;
+    }
+    for (size_t h = 0; h < heads; h++) {
+        pf__weight one = *w;
+        one.data = (float *)w->data + h * hd;
+        pf__cpu_norm(r, x + h * hd, x + h * hd, &one, b, 1, hd, eps, kind);
+    }
+}
+
 static void pf__cpu_head_norm(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight,
-                              size_t rows, const pf__attn_shape *a, float eps, pf__norm kind) {
+                              const pf__weight *q_bias, const pf__weight *k_bias, size_t rows, const pf__attn_shape *a,
+                              float eps, pf__norm kind, int per_head) {
     size_t hd = (size_t)a->head_dim, q = (size_t)a->heads * hd, kv = (size_t)a->kv_heads * hd, width = q + 2 * kv;
     for (size_t t = 0; t < rows; t++) {
         float *row = qkv + t * width;
-        if (q_weight && a->heads) pf__cpu_norm(r, row, row, q_weight, NULL, (size_t)a->heads, hd, eps, kind);
-        if (k_weight && a->kv_heads) pf__cpu_norm(r, row + q, row + q, k_weight, NULL, (size_t)a->kv_heads, hd, eps, kind);
+        if (q_weight && a->heads)
+            pf__cpu_head_norm_side(r, row, q_weight, q_bias, (size_t)a->heads, hd, eps, kind, per_head);
+        if (k_weight && a->kv_heads)
+            pf__cpu_head_norm_side(r, row + q, k_weight, k_bias, (size_t)a->kv_heads, hd, eps, kind, per_head);
     }
 }
 

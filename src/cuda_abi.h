@@ -136,7 +136,8 @@ int pf_cuda_qk_scale(pf_cuda_rank *st, float *qkv, const float *sums, const void
                      const void *k_weight, int k_dtype, size_t rows, int heads, int kv_heads, int head_dim, float q_width,
                      float k_width, float eps);
 int pf_cuda_head_norm(pf_cuda_rank *st, float *qkv, const void *q_weight, int q_dtype, const void *k_weight, int k_dtype,
-                      size_t rows, int heads, int kv_heads, int head_dim, float eps, int rms);
+                      const void *q_bias, int qb_dtype, const void *k_bias, int kb_dtype, size_t rows, int heads,
+                      int kv_heads, int head_dim, float eps, int rms, int per_head);
 int pf_cuda_rotary(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq, const int *pad,
                    int batch, int T, const int *past_at, int heads, int kv_heads, int head_dim, int rotary_dim, int pairs,
                    float scale);

@@ -814,16 +814,20 @@ static void pf__cuda_qk_scale(pf__rank *r, float *qkv, const float *sums, const 
                                     a->kv_heads, a->head_dim, q_width, k_width, eps));
 }
 
-/* qk-norm: each q and k head of the qkv rows normed in place, one block a head. */
+/* qk-norm: each q and k head of the qkv rows normed in place, one block a head (per_head: head h's
+   gain at h * head_dim), plus its side's bias. */
 static void pf__cuda_head_norm(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight,
-                               size_t rows, const pf__attn_shape *a, float eps, pf__norm kind) {
+                               const pf__weight *q_bias, const pf__weight *k_bias, size_t rows,
+                               const pf__attn_shape *a, float eps, pf__norm kind, int per_head) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
     pf__cuda_ok(r, pf_cuda_head_norm(rs->cu, qkv, q_weight ? q_weight->data : NULL,
                                      pf__cuda_dtype(q_weight ? q_weight->dtype : PF__DTYPE_F32),
                                      k_weight ? k_weight->data : NULL,
-                                     pf__cuda_dtype(k_weight ? k_weight->dtype : PF__DTYPE_F32), rows, a->heads,
-                                     a->kv_heads, a->head_dim, eps, pf__cuda_norm_mode(kind)));
+                                     pf__cuda_dtype(k_weight ? k_weight->dtype : PF__DTYPE_F32),
+                                     q_bias ? q_bias->data : NULL, pf__cuda_dtype(q_bias ? q_bias->dtype : PF__DTYPE_F32),
+                                     k_bias ? k_bias->data : NULL, pf__cuda_dtype(k_bias ? k_bias->dtype : PF__DTYPE_F32),
+                                     rows, a->heads, a->kv_heads, a->head_dim, eps, pf__cuda_norm_mode(kind), per_head));
 }
 
 /* The step's frequencies (a host array the caller may rewrite between steps) go to the device

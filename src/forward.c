@@ -321,6 +321,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
        first op after the GEMM where the backend folds it in there) */
     const pf__weight *qkv_bias = PF__OR_NULL(L[PF__SLOT_QKV_BIAS]);
     const pf__weight *q_norm = PF__OR_NULL(L[PF__SLOT_Q_NORM_WEIGHT]), *k_norm = PF__OR_NULL(L[PF__SLOT_K_NORM_WEIGHT]);
+    const pf__weight *q_norm_b = PF__OR_NULL(L[PF__SLOT_Q_NORM_BIAS]), *k_norm_b = PF__OR_NULL(L[PF__SLOT_K_NORM_BIAS]);
     int qk_norm = c->qk_norm == PF__QK_NORM_HEAD && (q_norm || k_norm);
     /* the qk-norms and the clip need the bias added first */
     shape->qkv_bias = be->qkv_bias_in_attention && c->qk_norm == PF__QK_NORM_NONE && !(c->clip_qkv > 0) ? qkv_bias : NULL;
@@ -331,7 +332,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     /* q, k = norm(q), norm(k): each head over its head_dim values (qk-norm), before the rotary;
        or over the whole projection, its statistics summed over the ranks */
     if (qk_norm)
-        be->head_norm(r, r->qkv, q_norm, k_norm, N, shape, eps, a->norm);
+        be->head_norm(r, r->qkv, q_norm, k_norm, q_norm_b, k_norm_b, N, shape, eps, a->norm, c->qk_norm_per_head);
     if (c->qk_norm == PF__QK_NORM_PROJECTION && (q_norm || k_norm))
         pf__rank_projection_qk_norm(r, q_norm, k_norm, N, shape, eps);
     /* q, k = rotate(q, k) by position (not on the global layers of a model that rotates windowed ones only) */

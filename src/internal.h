@@ -242,8 +242,10 @@ typedef enum {
     PF__SLOT_V_WEIGHT,         /* [KV, hidden] */
     PF__SLOT_V_BIAS,           /* [KV] */
     /* A norm of q and of k before the rotary (qk-norm), as the config's qk_norm says (PF__QK_NORM_*): */
-    PF__SLOT_Q_NORM_WEIGHT,    /* [head_dim]: one gain for every query head (PF__QK_NORM_HEAD); [Q] (_PROJECTION) */
-    PF__SLOT_K_NORM_WEIGHT,    /* [head_dim]: the same for every key head; [KV] (_PROJECTION) */
+    PF__SLOT_Q_NORM_WEIGHT,    /* [head_dim]: one gain for every query head (PF__QK_NORM_HEAD); [Q] (_PROJECTION, qk_norm_per_head) */
+    PF__SLOT_K_NORM_WEIGHT,    /* [head_dim]: the same for every key head; [KV] (_PROJECTION, qk_norm_per_head) */
+    PF__SLOT_Q_NORM_BIAS,      /* [head_dim]: PF__QK_NORM_HEAD's LayerNorm bias, shared by the heads (Phi's qk_layernorm) */
+    PF__SLOT_K_NORM_BIAS,      /* [head_dim]: the same for the key heads */
     PF__SLOT_ATTN_OUT_WEIGHT,  /* [hidden, Q] */
     PF__SLOT_ATTN_OUT_BIAS,    /* [hidden] */
     PF__SLOT_MLP_NORM_WEIGHT,  /* [hidden] */
@@ -296,8 +298,10 @@ extern PF_PRIVATE const size_t pf__stacks_count;
 /* PF__LAYOUT_ROW: a vector stored as [1, n] (BART's final_logits_bias); read as PF__LAYOUT_VECTOR.
    PF__LAYOUT_SQUEEZED: [1, ..., 1, rows, cols] (ViT's class token, position table), or [cols] for
    one row (CLIP's class_embedding); read as OUT_IN.
-   PF__LAYOUT_CONV: [out, channels, kh, kw] (ViT's patch embedding); read as OUT_IN [out, c kh kw]. */
-typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV } pf__layout;
+   PF__LAYOUT_CONV: [out, channels, kh, kw] (ViT's patch embedding); read as OUT_IN [out, c kh kw].
+   PF__LAYOUT_HEADS: [heads, head_dim] (Cohere's per-head qk-norm gains); read as the VECTOR of its
+   heads * head_dim values, head after head. */
+typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV, PF__LAYOUT_HEADS } pf__layout;
 
 typedef enum {
     PF__SPLIT_NONE,
@@ -326,7 +330,8 @@ typedef enum {
     PF__POSITION_TABLE, /* required with learned positions; with sinusoidal ones optional (a saved copy
                            of the sinusoid, used as it is; computed when absent) */
     PF__IF_DISTILLATION, /* present exactly when the family has a distillation token (DeiT) */
-    PF__IF_WITH_PROJECTION /* present exactly when the config field with_projection is 1 (CLIP's towers) */
+    PF__IF_WITH_PROJECTION, /* present exactly when the config field with_projection is 1 (CLIP's towers) */
+    PF__IF_QK_NORM /* present exactly when the config field qk_norm is not PF__QK_NORM_NONE (Cohere's use_qk_norm) */
 } pf__need;
 
 typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ, PF__KIND_DUAL } pf__kind;
@@ -352,8 +357,9 @@ typedef enum { PF__QKV_BLOCKS, PF__QKV_PER_HEAD, PF__QKV_CODEGEN, PF__QKV_GROUPE
 typedef enum { PF__MLP_PLAIN, PF__MLP_GATED, PF__MLP_GATED_IF_NAMED } pf__mlp;
 
 /* How q and k are normed after their projection, before the rotary (pf__config.qk_norm), by a
-   norm of the family's kind (its pf__arch.norm) without bias, with the gains of
-   PF__SLOT_Q_NORM_WEIGHT and PF__SLOT_K_NORM_WEIGHT:
+   norm of the family's kind (its pf__arch.norm), with the gains of PF__SLOT_Q_NORM_WEIGHT and
+   PF__SLOT_K_NORM_WEIGHT (and, per head only, the biases of PF__SLOT_Q_NORM_BIAS and
+   PF__SLOT_K_NORM_BIAS [head_dim] where present: Phi's qk_layernorm):
    PF__QK_NORM_NONE  no such norm;
    PF__QK_NORM_HEAD  each head over its head_dim values, one gain [head_dim] shared by the heads
                      (Qwen3; Gemma 3 with its RMSNorm kind);
@@ -361,8 +367,10 @@ typedef enum { PF__MLP_PLAIN, PF__MLP_GATED, PF__MLP_GATED_IF_NAMED } pf__mlp;
                      and of k over its (num_kv_heads * head_dim), gains [Q] and [KV] split with the
                      heads (OLMo 2): the ranks' sums of squares are all-reduced, each key/value
                      head counted once (by the rank holding its first query head).
-   Per-head gains [heads][head_dim] (Cohere R+, StableLM 12B) are a value to come of this trait,
-   with the same slots. */
+   With _HEAD, pf__config.qk_norm_per_head gives each head a gain of its own: [Q] and [KV], head
+   after head, split with the heads as _PROJECTION's (a replicated key/value head's gains go with
+   it) (Cohere's use_qk_norm, Command R+). StableLM 2 12B's per-head gains (one tensor a head,
+   q_layernorm.norms.<h>.weight) are still to come. */
 typedef enum { PF__QK_NORM_NONE, PF__QK_NORM_HEAD, PF__QK_NORM_PROJECTION } pf__qk_norm;
 
 typedef enum { PF__ACT_GELU_TANH, PF__ACT_GELU_ERF, PF__ACT_RELU, PF__ACT_SILU, PF__ACT_TANH, PF__ACT_QUICK_GELU } pf__activation;
@@ -514,6 +522,7 @@ typedef struct pf__config {
                                        apply_residual_connection_post_layernorm) */
     int attention_bias, mlp_bias;   /* 1: the projections of attention (of the MLP) have biases */
     int qk_norm;                    /* a pf__qk_norm: q and k normed before the rotary */
+    int qk_norm_per_head;           /* with PF__QK_NORM_HEAD: a gain per head, [heads][head_dim] */
     int norm_weightless;            /* 1: the blocks' and the final norms have no weight or bias tensors
                                        (OLMo's non-parametric LayerNorm): normed with the gain 1 */
     double clip_qkv;                /* > 0: q, k and v clamped to [-clip_qkv, clip_qkv] after their
@@ -1214,11 +1223,13 @@ typedef struct pf__backend {
     void (*scale)(pf__rank *r, float *x, size_t count, float factor);
     /* Normalises, in place in the qkv rows [q (heads*head_dim) | k (kv_heads*head_dim) | v] of
        `rows` tokens, each q head and each k head over its head_dim values: a norm of `kind`
-       (pf__backend.norm's math, no bias) with the gain q_weight (k_weight) [head_dim], shared by
-       the heads (NULL: that side is left as it is, as v always is). a->qkv_bias is not added:
-       the caller has the GEMM add it. */
-    void (*head_norm)(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight, size_t rows,
-                      const pf__attn_shape *a, float eps, pf__norm kind);
+       (pf__backend.norm's math) with the gain q_weight (k_weight) [head_dim], shared by the heads,
+       or with per_head [the rank's heads][head_dim], head h's gain at h * head_dim (NULL: that
+       side is left as it is, as v always is), plus q_bias (k_bias) [head_dim], shared by the
+       heads (NULL: none). a->qkv_bias is not added: the caller has the GEMM add it. */
+    void (*head_norm)(pf__rank *r, float *qkv, const pf__weight *q_weight, const pf__weight *k_weight,
+                      const pf__weight *q_bias, const pf__weight *k_bias, size_t rows, const pf__attn_shape *a,
+                      float eps, pf__norm kind, int per_head);
     /* PF__QK_NORM_PROJECTION's statistics: sums[t][0] = the sum of squares of the rank's q values
        of token t of the qkv rows, sums[t][1] = of its k heads k_first..k_first + k_count - 1
        (local indices: the ones it counts); zeros on a rank without heads. */

@@ -49,6 +49,12 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
             flat.shape[1] = leading_ones ? st->shape[st->ndim - 1] : (st->shape[0] ? st->numel / st->shape[0] : 0);
         }
     }
+    if (t->layout == PF__LAYOUT_HEADS) { /* [heads, head_dim] checked as the vector of its values */
+        int ok = st->ndim == 2 && st->shape[1] == (size_t)m->config.head_dim;
+        flat.ndim = ok ? 1 : 0;
+        flat.shape[0] = ok ? st->shape[0] * st->shape[1] : 0;
+        want_dims = 1;
+    }
     if (flat.ndim != want_dims || flat.shape[0] != want[0] || (want_dims == 2 && flat.shape[1] != want[1]))
         return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' has shape [%zu%s%zu] but the config needs [%zu%s%zu]",
                         st->file->path, st->name, st->shape[0], st->ndim > 1 ? ", " : "",
@@ -58,6 +64,7 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
     src->dtype = st->dtype;
     src->layout = t->layout == PF__LAYOUT_ROW                                       ? PF__LAYOUT_VECTOR
                   : t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV ? PF__LAYOUT_OUT_IN
+                  : t->layout == PF__LAYOUT_HEADS                                   ? PF__LAYOUT_VECTOR
                                                                                     : t->layout;
     src->split = t->split;
     return PF_OK;

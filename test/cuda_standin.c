@@ -260,7 +260,8 @@ TAPED(qk_sum_squares, QK_SUM_SQUARES_ARGS, 0)
     X(float, k_width) X(float, eps)
 TAPED(qk_scale, QK_SCALE_ARGS, 0)
 #define HEAD_NORM_ARGS(X) X(float *, qkv) X(const void *, q_w) X(int, q_dtype) X(const void *, k_w) X(int, k_dtype) \
-    X(size_t, rows) X(int, heads) X(int, kv_heads) X(int, hd) X(float, eps) X(int, rms)
+    X(const void *, q_b) X(int, qb_dtype) X(const void *, k_b) X(int, kb_dtype) \
+    X(size_t, rows) X(int, heads) X(int, kv_heads) X(int, hd) X(float, eps) X(int, rms) X(int, per_head)
 TAPED(head_norm, HEAD_NORM_ARGS, 0)
 #define KV_APPEND_ARGS(X) X(void *, kc) X(void *, vc) X(int, cache_dtype) X(float *, qkv) X(const void *, bias) \
     X(int, bias_dtype) X(const int *, cache_rows) X(int, batch) X(int, T) X(int, past) X(const int *, past_at) \
@@ -830,17 +831,23 @@ static int qk_scale_live(pf_cuda_rank *st, float *qkv, const float *sums, const 
 }
 
 /* kernels.cu's pf_head_norm_kernel: each q head and k head of the rows, one block's pf_norm_row
-   over its head_dim values in place (norm_live on that slice), a side without its gain skipped. */
+   over its head_dim values in place (norm_live on that slice), a side without its gain skipped;
+   per_head: head h's gain is row h of its side's [heads][hd]; its side's bias added. */
 static int head_norm_live(pf_cuda_rank *st, float *qkv, const void *q_w, int q_dtype, const void *k_w, int k_dtype,
-                          size_t rows, int heads, int kv_heads, int hd, float eps, int rms) {
+                          const void *q_b, int qb_dtype, const void *k_b, int kb_dtype, size_t rows, int heads,
+                          int kv_heads, int hd, float eps, int rms, int per_head) {
     if (!rows || heads + kv_heads <= 0 || hd <= 0 || (!q_w && !k_w)) return 0;
     size_t width = (size_t)(heads + 2 * kv_heads) * hd;
     NEED(qkv, rows * width * 4);
     for (size_t row = 0; row < rows; row++)
         for (int h = 0; h < heads + kv_heads; h++) {
             const void *w = h < heads ? q_w : k_w;
+            int dtype = h < heads ? q_dtype : k_dtype;
             float *xr = qkv + row * width + (size_t)h * hd;
-            if (w && norm_live(st, xr, xr, w, h < heads ? q_dtype : k_dtype, NULL, 0, 1, (size_t)hd, eps, rms, NULL, 0))
+            if (w && per_head)
+                w = (const char *)w + (size_t)(h < heads ? h : h - heads) * hd * (dtype == PF_CUDA_F32 ? 4 : 2);
+            if (w && norm_live(st, xr, xr, w, dtype, h < heads ? q_b : k_b, h < heads ? qb_dtype : kb_dtype, 1,
+                               (size_t)hd, eps, rms, NULL, 0))
                 return 1;
         }
     return 0;

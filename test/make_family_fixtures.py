@@ -1015,17 +1015,21 @@ def cfg_phi3(v, tok):
     )
 
 
-def cfg_phi(v, tok):
+def cfg_phi(v, tok, qk_layernorm=False):
     from transformers import PhiConfig
 
     bos, eos, pad = _ids(tok)
     return PhiConfig(
         vocab_size=v, hidden_size=48, intermediate_size=96, num_hidden_layers=2, num_attention_heads=6,
         num_key_value_heads=2, max_position_embeddings=128, layer_norm_eps=1e-5, hidden_act="gelu_new",
-        initializer_range=INIT_STD, qk_layernorm=False,
+        initializer_range=INIT_STD, qk_layernorm=qk_layernorm,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
         tie_word_embeddings=False, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
     )
+
+
+def cfg_phi_qk_layernorm(v, tok):
+    return cfg_phi(v, tok, qk_layernorm=True)
 
 
 def cfg_starcoder2(v, tok):
@@ -1085,17 +1089,21 @@ def cfg_stablelm_parallel(v, tok):
     return cfg_stablelm(v, tok, parallel=True, qkv_bias=False)
 
 
-def cfg_cohere(v, tok):
+def cfg_cohere(v, tok, qk_norm=False):
     from transformers import CohereConfig
 
     bos, eos, pad = _ids(tok)
     return CohereConfig(
         vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=2, num_attention_heads=6,
         num_key_value_heads=2, max_position_embeddings=128, layer_norm_eps=1e-5, hidden_act="silu",
-        initializer_range=INIT_STD, logit_scale=0.5, attention_bias=True, use_qk_norm=False,
+        initializer_range=INIT_STD, logit_scale=0.5, attention_bias=True, use_qk_norm=qk_norm,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
         tie_word_embeddings=True, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
     )
+
+
+def cfg_cohere_qk_norm(v, tok):
+    return cfg_cohere(v, tok, qk_norm=True)
 
 
 def cfg_cohere2(v, tok):
@@ -1196,6 +1204,27 @@ def without_qk_norm(cfg):
         for layer in model.model.layers:
             layer.self_attn.q_norm = torch.nn.Identity()
             layer.self_attn.k_norm = torch.nn.Identity()
+    return patch
+
+
+def shared_qk_gains(cfg):
+    """Every head's q (k) LayerNorm gain replaced by head 0's: the per-head gains' effect."""
+    def patch(model):
+        with torch.no_grad():
+            for layer in model.model.layers:
+                for name in ("q_norm", "k_norm"):
+                    w = getattr(layer.self_attn, name).weight
+                    w.copy_(w[0:1].expand_as(w))
+    return patch
+
+
+def phi_no_qk_norm_bias(cfg):
+    """Phi's q and k LayerNorms without their biases: the biases' effect."""
+    def patch(model):
+        with torch.no_grad():
+            for layer in model.model.layers:
+                layer.self_attn.q_layernorm.bias.zero_()
+                layer.self_attn.k_layernorm.bias.zero_()
     return patch
 
 
@@ -1517,6 +1546,13 @@ FAMILIES = [
         ablations=[("rotary over the full head", set_rope(partial_rotary_factor=1.0))],
     ),
     dict(
+        name="phi-qk-layernorm", config=cfg_phi_qk_layernorm, seed=2450, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="phi with qk_layernorm true: q and k LayerNormed per head (head_dim 8) before the rotary by one "
+               "LayerNorm each, weight and bias [8] shared by the heads; GQA 6/2",
+        ablations=[("no qk-norm biases", phi_no_qk_norm_bias)],
+    ),
+    dict(
         name="starcoder2", config=cfg_starcoder2, seed=2500, vocab_pad=0, cases=False, beam=True,
         tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
         traits="LayerNorms with biases; q/k/v/o and c_fc/c_proj biases (use_bias); GQA 6/2; rotary halves over the "
@@ -1571,6 +1607,14 @@ FAMILIES = [
         traits="one LayerNorm (no bias) feeding a parallel block; SwiGLU; rotary on interleaved pairs over the head; "
                "logit_scale 0.5; q/k/v/o biases (attention_bias); GQA 6/2; tied embeddings",
         ablations=[("logit_scale 1", set_attr(logit_scale=1.0))],
+    ),
+    dict(
+        name="cohere-qk-norm", config=cfg_cohere_qk_norm, seed=3250, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="cohere with use_qk_norm true (Command R+): q and k LayerNormed per head (no bias) before the "
+               "rotary, a gain per head (q_norm [6, 8], k_norm [2, 8]); GQA 6/2: on 3 ranks kv heads 0 and 1 "
+               "both on rank 1, with their gains",
+        ablations=[("one gain for every head", shared_qk_gains)],
     ),
     dict(
         name="cohere2", config=cfg_cohere2, seed=3300, vocab_pad=0, cases=False, beam=True,

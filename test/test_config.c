@@ -384,7 +384,10 @@ static void test_fused_families(void) {
     check_work_logits("Phi without partial_rotary_factor (0.5)", "phi", 1);
     if (copy_fixture("phi")) return;
     edit_file("config.json", "\"qk_layernorm\": false", "\"qk_layernorm\": true");
-    expect_load("Phi with qk_layernorm", NULL, PF_ERROR_UNSUPPORTED, "qk_layernorm");
+    expect_load("Phi with qk_layernorm and no q/k LayerNorms", NULL, PF_ERROR_FORMAT, "q_layernorm.weight");
+    if (copy_fixture("phi-qk-layernorm")) return;
+    edit_file("config.json", "\"qk_layernorm\": true", "\"qk_layernorm\": false");
+    expect_load("Phi without qk_layernorm and with q/k LayerNorms", NULL, PF_ERROR_FORMAT, "q_layernorm.weight");
     /* StarCoder2's use_bias false: its bias tensors are ones the config says are not there */
     if (copy_fixture("starcoder2")) return;
     edit_file("config.json", "\"use_bias\": true", "\"use_bias\": false");
@@ -414,10 +417,14 @@ static void test_fused_families(void) {
     if (copy_fixture("stablelm")) return;
     edit_file("config.json", "\"qk_layernorm\": false", "\"qk_layernorm\": true");
     expect_load("StableLM with qk_layernorm", NULL, PF_ERROR_UNSUPPORTED, "qk_layernorm");
-    /* Cohere: per-head q/k LayerNorms (Command R+) are not implemented; logit_scale null fails in transformers */
+    /* Cohere: use_qk_norm says whether the per-head q/k norms (Command R+) are there: true without
+       them, or false with them, is refused; logit_scale null fails in transformers */
     if (copy_fixture("cohere")) return;
     edit_file("config.json", "\"use_qk_norm\": false", "\"use_qk_norm\": true");
-    expect_load("Cohere with use_qk_norm", NULL, PF_ERROR_UNSUPPORTED, "use_qk_norm");
+    expect_load("Cohere with use_qk_norm and no q/k norms", NULL, PF_ERROR_FORMAT, "q_norm.weight");
+    if (copy_fixture("cohere-qk-norm")) return;
+    edit_file("config.json", "\"use_qk_norm\": true", "\"use_qk_norm\": false");
+    expect_load("Cohere without use_qk_norm and with q/k norms", NULL, PF_ERROR_FORMAT, "q_norm.weight");
     if (copy_fixture("cohere")) return;
     edit_file("config.json", "\"logit_scale\": 0.5", "\"logit_scale\": null");
     expect_load("Cohere with a null logit_scale", NULL, PF_ERROR_FORMAT, "\"logit_scale\" is null");

@@ -497,11 +497,13 @@ static void test_fixture(const char *name) {
     if (fixture_open(name, &f)) return;
     static const pf_dtype dtypes[] = {PF_DTYPE_F32, PF_DTYPE_F16, PF_DTYPE_BF16};
     static const int zeros[4] = {0, 0, 0, 0}, gpus01[2] = {0, 1};
-    /* 1 and 2 ranks everywhere; 3 on llama's (and the Gemmas', Qwen3's, OLMo 2's) 6 heads / 2 KV
-       heads replicate KV head 0 and 1 on the middle rank (OLMo 2's k norm must count them once); 4
+    /* 1 and 2 ranks everywhere; 3 on llama's (and the Gemmas', Qwen3's, OLMo 2's, Cohere's with
+       per-head qk-norm gains, Phi's with qk_layernorm) 6 heads / 2 KV heads replicate KV head 0 and 1 on the middle rank
+       (OLMo 2's k norm must count them once; each takes its own gain); 4
        on gpt2-hub's 3 heads leave a rank with none. */
     int rank_counts[3] = {1, 2, 0}, num_counts = 2;
-    if (!strcmp(name, "llama") || !strncmp(name, "gemma", 5) || !strncmp(name, "qwen3", 5) || !strncmp(name, "olmo2", 5))
+    if (!strcmp(name, "llama") || !strncmp(name, "gemma", 5) || !strncmp(name, "qwen3", 5) || !strncmp(name, "olmo2", 5) ||
+        !strcmp(name, "cohere-qk-norm") || !strcmp(name, "phi-qk-layernorm"))
         rank_counts[num_counts++] = 3;
     if (!strcmp(name, "gpt2-hub")) rank_counts[num_counts++] = 4;
     for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
