@@ -588,7 +588,7 @@ typedef struct pf__config {
     int local_window;               /* GPT-Neo's window for its "local" layers */
     int first_window_layer;         /* without a per-layer list: layers from this one on use the
                                        sliding window (Qwen2's max_window_layers) */
-    int rope_windowed_only;         /* 1: only layers with a window are rotated; the others have no
+    int rope_windowed_only;         /* 1: only layers with a window are rotated (layer_rope made from the windows); the others have no
                                        positions (Cohere2's global layers) */
     pf__activation activation;
     pf__rope_type rope_type;
@@ -4209,6 +4209,11 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
     if (!r) r = pf__config_stray_windows(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_rope(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_windows(json, cfg, path, message, size);
+    if (!r && cfg->rope_windowed_only && cfg->layer_window && !cfg->layer_rope) { /* the global layers are NoPE ones */
+        cfg->layer_rope = (int *)calloc((size_t)cfg->num_layers, sizeof(int));
+        if (!cfg->layer_rope) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        for (int l = 0; !r && l < cfg->num_layers; l++) cfg->layer_rope[l] = cfg->layer_window[l] != 0;
+    }
     return r;
 }
 
@@ -20080,8 +20085,8 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
         be->head_norm(r, r->qkv, q_norm, k_norm, q_norm_b, k_norm_b, N, shape, eps, a->norm, c->qk_norm_per_head);
     if (c->qk_norm == PF__QK_NORM_PROJECTION && (q_norm || k_norm))
         pf__rank_projection_qk_norm(r, q_norm, k_norm, N, shape, eps);
-    /* q, k = rotate(q, k) by position (not on the global layers of a model that rotates windowed ones only) */
-    if (rotary && (!c->rope_windowed_only || shape->window)) {
+    /* q, k = rotate(q, k) by position (not on NoPE layers: layer_rope, SmolLM3's list or Cohere2's global layers) */
+    if (rotary) {
         be->rotary(r, r->qkv, s, shape, a->positions == PF__POS_ROTARY_PAIRS);
         shape->qkv_bias = NULL; /* added */
     }

@@ -1394,6 +1394,11 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
     if (!r) r = pf__config_stray_windows(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_rope(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_windows(json, cfg, path, message, size);
+    if (!r && cfg->rope_windowed_only && cfg->layer_window && !cfg->layer_rope) { /* the global layers are NoPE ones */
+        cfg->layer_rope = (int *)calloc((size_t)cfg->num_layers, sizeof(int));
+        if (!cfg->layer_rope) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        for (int l = 0; !r && l < cfg->num_layers; l++) cfg->layer_rope[l] = cfg->layer_window[l] != 0;
+    }
     return r;
 }
 

@@ -335,8 +335,8 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
         be->head_norm(r, r->qkv, q_norm, k_norm, q_norm_b, k_norm_b, N, shape, eps, a->norm, c->qk_norm_per_head);
     if (c->qk_norm == PF__QK_NORM_PROJECTION && (q_norm || k_norm))
         pf__rank_projection_qk_norm(r, q_norm, k_norm, N, shape, eps);
-    /* q, k = rotate(q, k) by position (not on the global layers of a model that rotates windowed ones only) */
-    if (rotary && (!c->rope_windowed_only || shape->window)) {
+    /* q, k = rotate(q, k) by position (not on NoPE layers: layer_rope, SmolLM3's list or Cohere2's global layers) */
+    if (rotary) {
         be->rotary(r, r->qkv, s, shape, a->positions == PF__POS_ROTARY_PAIRS);
         shape->qkv_bias = NULL; /* added */
     }

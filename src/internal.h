@@ -551,7 +551,7 @@ typedef struct pf__config {
     int local_window;               /* GPT-Neo's window for its "local" layers */
     int first_window_layer;         /* without a per-layer list: layers from this one on use the
                                        sliding window (Qwen2's max_window_layers) */
-    int rope_windowed_only;         /* 1: only layers with a window are rotated; the others have no
+    int rope_windowed_only;         /* 1: only layers with a window are rotated (layer_rope made from the windows); the others have no
                                        positions (Cohere2's global layers) */
     pf__activation activation;
     pf__rope_type rope_type;
