@@ -599,9 +599,9 @@ typedef struct pf__config {
     double attention_multiplier;    /* the attention scores' scale in place of 1/sqrt(head_dim) (Granite); 0: none */
     double logits_scaling;          /* the vocabulary logits divided by this (Granite); 0: 1 */
     int rope_legacy_longrope;       /* 1: rope types "su" and "yarn" mean LongRoPE (Phi-3's config maps them) */
-    int longrope_drops_cache;       /* 1: the family's generate() drops the KV cache when a sequence
-                                       crosses original_max_position_embeddings under LongRoPE
-                                       (Phi-3): not implemented, so LongRoPE is refused */
+    int longrope_drops_cache;       /* 1: under LongRoPE, the generation step that takes the sequence past
+                                       original_max_position_embeddings recomputes the whole cache with the
+                                       long factors instead of appending to it (Phi-3's generate()) */
     double rope_attention_factor;   /* YaRN / LongRoPE: cos and sin times this (transformers' attention_scaling); 1 otherwise */
     double rope_beta_fast, rope_beta_slow; /* YaRN's ramp bounds, in rotations */
     int rope_truncate;              /* YaRN: the ramp's bounds rounded outwards to whole dims */
@@ -3419,11 +3419,6 @@ static pf_result pf__config_rope(const pf__json *json, pf__config *c, const char
                           "%s: \"partial_rotary_factor\" = %g with rope type \"%s\" is not supported (transformers "
                           "cannot run it either)", path, partial, type->string);
     if (c->rope_type == PF__ROPE_DEFAULT) return PF_OK;
-    if (c->rope_type == PF__ROPE_LONGROPE && c->longrope_drops_cache)
-        return pf__format(message, size, PF_ERROR_UNSUPPORTED,
-                          "%s: rope type \"%s\" (LongRoPE) of this family is not supported: its generate() drops the KV "
-                          "cache and recomputes it with the long factors when a sequence crosses "
-                          "original_max_position_embeddings", path, type->string);
     if (c->rope_type == PF__ROPE_YARN || c->rope_type == PF__ROPE_LONGROPE) return pf__config_rope_extended(json, rope, c, path, message, size);
     if (pf__json_number(pf__json_get(rope, "factor"), &c->rope_factor) != 1 || !(c->rope_factor >= 1 && c->rope_factor < 1e6))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: rope scaling needs a factor >= 1", path);
@@ -25968,13 +25963,23 @@ static int pf__generation_alloc_top_k(pf__generation_state *st) {
     return st->top_k_candidates ? 0 : -1;
 }
 
+/* The width of the generation step that recomputes the cache instead of appending one position,
+   or 0 where none does: Phi-3's generate() under LongRoPE drops the cache once the padded rows
+   outgrow original_max_position_embeddings (their keys were rotated with the short factors) and runs
+   every position again with the long ones. */
+static int pf__recompute_width(const pf__config *c) {
+    return c->rope_type == PF__ROPE_LONGROPE && c->longrope_drops_cache ? c->rope_original_max_positions + 1 : 0;
+}
+
 /* Phase 2: the buffers, and every row as left pads then its prompt. */
 PF_PRIVATE pf_result pf__generation_alloc(pf__generation_state *st, const int32_t *const *prompts, const int *lengths) {
     size_t rows = (size_t)st->num_rows, batch = (size_t)st->batch, beams = (size_t)st->beams;
     st->rows = (pf__row *)calloc(rows, sizeof *st->rows);
     st->pool[0] = (int32_t *)malloc(rows * st->capacity * sizeof(int32_t));
     st->pool[1] = beams > 1 ? (int32_t *)malloc(rows * st->capacity * sizeof(int32_t)) : NULL;
-    st->ids = (int32_t *)malloc(rows * (size_t)st->width * sizeof *st->ids);
+    size_t step_width = (size_t)st->width, recompute = (size_t)pf__recompute_width(&st->m->config);
+    if (recompute > step_width && recompute <= st->capacity) step_width = recompute; /* that step's ids */
+    st->ids = (int32_t *)malloc(rows * step_width * sizeof *st->ids);
     st->pads = (int *)malloc(rows * sizeof *st->pads);
     st->src = (int *)malloc(rows * sizeof *st->src);
     st->seen = (unsigned char *)malloc((size_t)st->vocab);
@@ -26467,8 +26472,9 @@ PF_PRIVATE pf_result pf__generate_locked(pf_model *m, const int32_t *const *prom
     if (!r) r = pf__generation_prefill(&st);
     for (int finished = 0; !r && !finished;) {
         r = st.beams > 1 ? pf__generation_beam_step(&st, &finished) : pf__generation_sample_step(&st, &finished);
+        int recompute = st.rows[0].length == pf__recompute_width(&m->config); /* all positions again */
         if (!r && !finished)
-            r = pf__generate_step(m, st.rows, st.num_rows, 0, st.ids, st.pads, st.cross_pads, st.source_width,
+            r = pf__generate_step(m, st.rows, st.num_rows, recompute, st.ids, st.pads, st.cross_pads, st.source_width,
                                   pf__choose_on_devices(&st));
     }
     if (!r) r = pf__generation_results(&st, result);
@@ -26654,7 +26660,7 @@ static int pf__batchable(const pf_model *m, const pf_generate_options *o) {
     return pf__archs[m->config.arch].kind == PF__KIND_DECODER && o->num_beams == 1 &&
            m->config.rope_type != PF__ROPE_DYNAMIC &&
            (m->config.rope_type != PF__ROPE_LONGROPE || /* a GGUF's rope_freqs: one list */
-            memcmp(m->config.rope_short_factor, m->config.rope_long_factor, sizeof m->config.rope_long_factor));
+            !memcmp(m->config.rope_short_factor, m->config.rope_long_factor, sizeof m->config.rope_long_factor));
 }
 
 static void pf__batch_request_free(pf__batch_request *q) {

@@ -41,7 +41,7 @@ static int pf__batchable(const pf_model *m, const pf_generate_options *o) {
     return pf__archs[m->config.arch].kind == PF__KIND_DECODER && o->num_beams == 1 &&
            m->config.rope_type != PF__ROPE_DYNAMIC &&
            (m->config.rope_type != PF__ROPE_LONGROPE || /* a GGUF's rope_freqs: one list */
-            memcmp(m->config.rope_short_factor, m->config.rope_long_factor, sizeof m->config.rope_long_factor));
+            !memcmp(m->config.rope_short_factor, m->config.rope_long_factor, sizeof m->config.rope_long_factor));
 }
 
 static void pf__batch_request_free(pf__batch_request *q) {

@@ -604,11 +604,6 @@ static pf_result pf__config_rope(const pf__json *json, pf__config *c, const char
                           "%s: \"partial_rotary_factor\" = %g with rope type \"%s\" is not supported (transformers "
                           "cannot run it either)", path, partial, type->string);
     if (c->rope_type == PF__ROPE_DEFAULT) return PF_OK;
-    if (c->rope_type == PF__ROPE_LONGROPE && c->longrope_drops_cache)
-        return pf__format(message, size, PF_ERROR_UNSUPPORTED,
-                          "%s: rope type \"%s\" (LongRoPE) of this family is not supported: its generate() drops the KV "
-                          "cache and recomputes it with the long factors when a sequence crosses "
-                          "original_max_position_embeddings", path, type->string);
     if (c->rope_type == PF__ROPE_YARN || c->rope_type == PF__ROPE_LONGROPE) return pf__config_rope_extended(json, rope, c, path, message, size);
     if (pf__json_number(pf__json_get(rope, "factor"), &c->rope_factor) != 1 || !(c->rope_factor >= 1 && c->rope_factor < 1e6))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: rope scaling needs a factor >= 1", path);

@@ -647,13 +647,23 @@ static int pf__generation_alloc_top_k(pf__generation_state *st) {
     return st->top_k_candidates ? 0 : -1;
 }
 
+/* The width of the generation step that recomputes the cache instead of appending one position,
+   or 0 where none does: Phi-3's generate() under LongRoPE drops the cache once the padded rows
+   outgrow original_max_position_embeddings (their keys were rotated with the short factors) and runs
+   every position again with the long ones. */
+static int pf__recompute_width(const pf__config *c) {
+    return c->rope_type == PF__ROPE_LONGROPE && c->longrope_drops_cache ? c->rope_original_max_positions + 1 : 0;
+}
+
 /* Phase 2: the buffers, and every row as left pads then its prompt. */
 PF_PRIVATE pf_result pf__generation_alloc(pf__generation_state *st, const int32_t *const *prompts, const int *lengths) {
     size_t rows = (size_t)st->num_rows, batch = (size_t)st->batch, beams = (size_t)st->beams;
     st->rows = (pf__row *)calloc(rows, sizeof *st->rows);
     st->pool[0] = (int32_t *)malloc(rows * st->capacity * sizeof(int32_t));
     st->pool[1] = beams > 1 ? (int32_t *)malloc(rows * st->capacity * sizeof(int32_t)) : NULL;
-    st->ids = (int32_t *)malloc(rows * (size_t)st->width * sizeof *st->ids);
+    size_t step_width = (size_t)st->width, recompute = (size_t)pf__recompute_width(&st->m->config);
+    if (recompute > step_width && recompute <= st->capacity) step_width = recompute; /* that step's ids */
+    st->ids = (int32_t *)malloc(rows * step_width * sizeof *st->ids);
     st->pads = (int *)malloc(rows * sizeof *st->pads);
     st->src = (int *)malloc(rows * sizeof *st->src);
     st->seen = (unsigned char *)malloc((size_t)st->vocab);
@@ -1146,8 +1156,9 @@ PF_PRIVATE pf_result pf__generate_locked(pf_model *m, const int32_t *const *prom
     if (!r) r = pf__generation_prefill(&st);
     for (int finished = 0; !r && !finished;) {
         r = st.beams > 1 ? pf__generation_beam_step(&st, &finished) : pf__generation_sample_step(&st, &finished);
+        int recompute = st.rows[0].length == pf__recompute_width(&m->config); /* all positions again */
         if (!r && !finished)
-            r = pf__generate_step(m, st.rows, st.num_rows, 0, st.ids, st.pads, st.cross_pads, st.source_width,
+            r = pf__generate_step(m, st.rows, st.num_rows, recompute, st.ids, st.pads, st.cross_pads, st.source_width,
                                   pf__choose_on_devices(&st));
     }
     if (!r) r = pf__generation_results(&st, result);

@@ -562,9 +562,9 @@ typedef struct pf__config {
     double attention_multiplier;    /* the attention scores' scale in place of 1/sqrt(head_dim) (Granite); 0: none */
     double logits_scaling;          /* the vocabulary logits divided by this (Granite); 0: 1 */
     int rope_legacy_longrope;       /* 1: rope types "su" and "yarn" mean LongRoPE (Phi-3's config maps them) */
-    int longrope_drops_cache;       /* 1: the family's generate() drops the KV cache when a sequence
-                                       crosses original_max_position_embeddings under LongRoPE
-                                       (Phi-3): not implemented, so LongRoPE is refused */
+    int longrope_drops_cache;       /* 1: under LongRoPE, the generation step that takes the sequence past
+                                       original_max_position_embeddings recomputes the whole cache with the
+                                       long factors instead of appending to it (Phi-3's generate()) */
     double rope_attention_factor;   /* YaRN / LongRoPE: cos and sin times this (transformers' attention_scaling); 1 otherwise */
     double rope_beta_fast, rope_beta_slow; /* YaRN's ramp bounds, in rotations */
     int rope_truncate;              /* YaRN: the ramp's bounds rounded outwards to whole dims */

@@ -1015,6 +1015,21 @@ def cfg_phi3(v, tok):
     )
 
 
+def cfg_phi3_longrope(v, tok, n_prompt):
+    # Phi-3.5's LongRoPE at tiny size: the prompt within original_max_position_embeddings (short
+    # factors), generation past it, where Phi-3's generate() drops the cache and recomputes every
+    # position with the long factors (partial rotary: 4 of 8 dims, so 2 factors each)
+    config = cfg_phi3(v, tok)
+    original = n_prompt + 5
+    config.original_max_position_embeddings = original
+    config.max_position_embeddings = 4 * original
+    config.rope_parameters = {"rope_type": "longrope", "short_factor": [1.0, 2.5], "long_factor": [1.5, 9.0],
+                              "original_max_position_embeddings": original, "rope_theta": 10000.0,
+                              "partial_rotary_factor": 0.5}
+    config.sliding_window = None
+    return config
+
+
 def cfg_phi(v, tok, qk_layernorm=False):
     from transformers import PhiConfig
 
@@ -1537,6 +1552,16 @@ FAMILIES = [
                "partial_rotary_factor 0.5 (4 of 8 dims); sliding_window 8; RMSNorm; untied lm_head",
         ablations=[("no sliding window", set_attr(sliding_window=None)),
                    ("rotary over the full head", set_rope(partial_rotary_factor=1.0))],
+    ),
+    dict(
+        name="phi3-longrope", beam_and_batch=True, config=cfg_phi3_longrope, seed=2350, vocab_pad=0, cases=False,
+        dynamic=True, tokenizer=lambda out: save_tok(llama2_tokenizer(512), out), tok_style="as llama",
+        traits="phi3 + rope longrope (2 short and 2 long factors on 4 of 8 dims, original_max_position_embeddings = "
+               "prompt + 5): prompt logits with the short factors; the step past the original length recomputes "
+               "every position with the long ones (Phi-3's generate() drops the cache there)",
+        ablations=[("plain rope", lambda cfg: setattr(cfg, "rope_parameters", {"rope_type": "default", "rope_theta": 10000.0,
+                                                                                  "partial_rotary_factor": 0.5})),
+                   ("short factors 1", set_rope(short_factor=[1.0] * 2))],
     ),
     dict(
         name="phi", config=cfg_phi, seed=2400, vocab_pad=0, cases=False, beam=True,

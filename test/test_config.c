@@ -364,10 +364,13 @@ static void test_refused_values(void) {
 
 /* Issue 32's families of fused projections: their keys' refusals and hub spellings. */
 static void test_fused_families(void) {
-    /* Phi-3's longrope (older: "su", "yarn") is not implemented here. */
+    /* Phi-3's longrope needs its two lists; older configs name it "su" (or "yarn"), which Phi-3's config maps. */
     if (copy_fixture("phi3")) return;
     edit_file("config.json", "\"rope_type\": \"default\"", "\"rope_type\": \"longrope\"");
-    expect_load("Phi-3 with longrope", NULL, PF_ERROR_UNSUPPORTED, "longrope");
+    expect_load("Phi-3 with longrope and no factors", NULL, PF_ERROR_FORMAT, "short_factor");
+    if (copy_fixture("phi3-longrope")) return;
+    edit_file("config.json", "\"rope_type\": \"longrope\"", "\"rope_type\": \"su\"");
+    pf_free(expect_load("Phi-3 with rope type su", NULL, PF_OK, NULL));
     /* Phi-3 configs before transformers 5: rope_theta and partial_rotary_factor at the top, rope_scaling null. */
     if (copy_fixture("phi3")) return;
     edit_file("config.json", "\"rope_parameters\": {\n    \"partial_rotary_factor\": 0.5,\n    \"rope_theta\": 10000.0,\n"

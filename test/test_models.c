@@ -951,7 +951,7 @@ void test_models(void) {
                               "llama-rope-longrope", "llama-rope-longrope-long", "granite", "mistral", "qwen2",
                               "codegen", "openai-gpt", "ctrl", "gpt_neo-attention-types", "bloom-post-ln-residual",
                               "llama-biases", "qwen2-window-layers", "llama-eos-list", "llama-generation-config",
-                              "gpt_bigcode", "gpt_bigcode-mha", "phi3", "phi", "phi-qk-layernorm", "starcoder2", "falcon", "falcon-new-arch",
+                              "gpt_bigcode", "gpt_bigcode-mha", "phi3", "phi3-longrope", "phi", "phi-qk-layernorm", "starcoder2", "falcon", "falcon-new-arch",
                               "falcon-new-arch-one-norm", "falcon-sequential", "stablelm", "stablelm-parallel",
                               "cohere", "cohere-qk-norm", "cohere2",
                               "qwen3", "qwen3-window-bias", "gemma", "gemma2", "gemma3_text", "gemma3_text-hub",
