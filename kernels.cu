@@ -134,6 +134,7 @@ typedef struct pf_cuda_attention_args {
     int cache_dtype;                    /* PF_CUDA_F32, _F16 or _BF16 */
     float *partials;                    /* decode's split sums (pf_cuda_attention_scratch_floats); NULL: one split */
     const float *alibi;                 /* [heads] slopes, or NULL */
+    int alibi_rounded;                  /* 1: the bias bf16(slope * position) times scale (Falcon's) */
     const int *pad;                     /* [batch] left pad counts, or NULL for none */
     const int *rows;                    /* [batch] the cache row of each sequence, or NULL for row b */
     int batch, T;                       /* sequences, and tokens of each in this step */
@@ -760,6 +761,7 @@ struct pf_attn_args {
     float scale;
     float softcap;      /* > 0: a scaled score s becomes tanh(s / softcap) * softcap (Gemma 2) */
     const float *alibi; /* [heads] or NULL */
+    int alibi_rounded;  /* 1: Falcon's bias, bf16(slope * position) * scale */
     const float *rel_bias; /* [heads][rel_rows] or NULL: T5's bucketed relative bias */
     int rel_rows, rel_buckets, rel_max_distance;
     const int *pad;     /* [batch] left pads, or NULL */
@@ -780,6 +782,13 @@ struct pf_attn_args {
 __device__ __forceinline__ float pf_scaled_score(float s, const pf_attn_args &a) {
     s *= a.scale;
     return a.softcap > 0.0f ? tanhf(s / a.softcap) * a.softcap : s;
+}
+
+/* ALiBi's bias for a head's slope and a key `position` tokens after its row's first: Falcon's
+   rounded to bf16 and scaled as q.k is (its bias joins the score before the scale). */
+__device__ __forceinline__ float pf_alibi_bias(const pf_attn_args &a, float slope, int position) {
+    float bias = slope * (float)position;
+    return a.alibi_rounded ? __bfloat162float(__float2bfloat16_rn(bias)) * a.scale : bias;
 }
 
 /* T5's bucket of a relative distance (key position - query position), in fp32 as transformers
@@ -838,7 +847,7 @@ __global__ void pf_attention_kernel(float *out, float *partials, const float *qk
             for (int i = lane; i < hd; i += 32) s += q[i] * pf_cache_load(k, i);
             s = pf_warp_sum(s);
             if (lane == 0) {
-                p[jj] = pf_scaled_score(s, a) + slope * (float)(j0 + jj - pad);
+                p[jj] = pf_scaled_score(s, a) + pf_alibi_bias(a, slope, j0 + jj - pad);
                 if (a.rel_bias)
                     p[jj] += a.rel_bias[(size_t)h * a.rel_rows + pf_relative_bucket(j0 + jj - pos, a.rel_buckets, a.rel_max_distance, a.mask != 1)];
             }
@@ -1028,7 +1037,7 @@ __device__ void pf_flash_softmax_row(const pf_attn_args &a, const float *s, C *p
         int j = k0 + c;
         score[c] = -INFINITY;
         if (j >= first && j <= last) {
-            score[c] = pf_scaled_score(s[c], a) + slope * (float)(j - pad);
+            score[c] = pf_scaled_score(s[c], a) + pf_alibi_bias(a, slope, j - pad);
             if (a.rel_bias)
                 score[c] += a.rel_bias[(size_t)h * a.rel_rows +
                                        pf_relative_bucket(j - pos, a.rel_buckets, a.rel_max_distance, a.mask != 1)];
@@ -1392,7 +1401,7 @@ template <int N> __device__ __forceinline__ void pf_cp_async_wait() { asm volati
 __device__ __forceinline__ float pf_flash2_score(const pf_attn_args &a, float s, int j, int first, int last, int pad,
                                                  int pos, int h, float slope) {
     if (j < first || j > last) return -INFINITY;
-    float v = pf_scaled_score(s, a) + slope * (float)(j - pad);
+    float v = pf_scaled_score(s, a) + pf_alibi_bias(a, slope, j - pad);
     if (a.rel_bias)
         v += a.rel_bias[(size_t)h * a.rel_rows + pf_relative_bucket(j - pos, a.rel_buckets, a.rel_max_distance, a.mask != 1)];
     return v * 1.4426950408889634f;
@@ -1665,7 +1674,7 @@ __global__ void __launch_bounds__(32 * PF_DECODE_WARPS) pf_decode_attention_kern
             float s = 0.0f;
 #pragma unroll
             for (int c = 0; c < PF_DECODE_PER_LANE; c++) s += q[c] * kr[u][c];
-            s = pf_scaled_score(pf_warp_sum(s), a) + slope * (float)(j - pad);
+            s = pf_scaled_score(pf_warp_sum(s), a) + pf_alibi_bias(a, slope, j - pad);
             if (a.rel_bias)
                 s += a.rel_bias[(size_t)h * a.rel_rows + pf_relative_bucket(j - pos, a.rel_buckets, a.rel_max_distance, a.mask != 1)];
             float m_new = fmaxf(m, s);
@@ -2508,6 +2517,7 @@ int pf_cuda_attend(struct pf_cuda_rank *st, const pf_cuda_attention_args *args) 
     a.scale = args->scale;
     a.softcap = args->softcap;
     a.alibi = args->alibi;
+    a.alibi_rounded = args->alibi_rounded;
     a.rel_bias = args->rel_bias;
     a.rel_rows = args->rel_rows;
     a.rel_buckets = args->rel_buckets;

@@ -576,6 +576,8 @@ typedef struct pf__config {
                                        (Gemma 3's rope_local_base_freq, rope_parameters.sliding_attention) */
     int reads_rope_dict;            /* 1: rope_scaling / rope_parameters apply (else transformers ignores them) */
     int partial_rotary_ignored;     /* 1: a partial_rotary_factor does not change the rotation (LLaMA) */
+    int alibi_rounded;              /* 1: positions by ALiBi in place of the rotary (Falcon's "alibi"): the
+                                       bias slope * position rounded to bf16 and, like q.k, times the scale */
     int rope_head_dim;              /* GPT-NeoX's head_dim key: the rotary width's base; 0: head_dim */
     int sliding_window;             /* keys within this distance of the query; 0: all */
     int window_pattern;             /* without a per-layer list: layer l uses the sliding window unless
@@ -1198,6 +1200,7 @@ typedef struct pf__attn_shape {
     float scale;
     float softcap;          /* > 0: score = tanh(score * scale / softcap) * softcap, before ALiBi, bias and mask */
     const float *alibi;     /* device, [heads]: score += slope * key position; NULL: none */
+    int alibi_rounded;      /* 1: score += bf16(slope * key position) * scale instead (Falcon's) */
     const float *rel_bias;  /* device, [heads][rel_rows]: score += rel_bias[h][bucket(key - query)],
                                bucketed as T5 does (bidirectional); NULL: none */
     int rel_rows, rel_buckets, rel_max_distance;
@@ -18460,6 +18463,13 @@ static void pf__attend_range(const pf__step *s, const pf__attn_shape *a, size_t 
         *first = pos + 1 - (size_t)a->window;
 }
 
+/* ALiBi's bias for a head's slope and a key `position` tokens after its row's first: Falcon's
+   rounded to bf16 and scaled as q.k is (its bias joins the score before the scale). */
+static inline float pf__alibi_bias(const pf__attn_shape *a, float slope, size_t position) {
+    float bias = slope * (float)position;
+    return a->alibi_rounded ? pf__bf16_to_f32(pf__f32_to_bf16(bias)) * a->scale : bias;
+}
+
 /* One query's scores p[0..count) of keys first.. into probabilities, for head h. */
 static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t count, size_t first, size_t pos,
                                size_t pad, int h, const pf__attn_shape *a) {
@@ -18467,14 +18477,14 @@ static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t 
     const float *rel = a->rel_bias ? a->rel_bias + (size_t)h * a->rel_rows : NULL;
     if (a->softcap > 0) { /* Gemma 2: tanh(s / cap) * cap of the scaled score, then the rest */
         for (size_t j = 0; j < count; j++) {
-            p[j] = tanhf(p[j] * scale / a->softcap) * a->softcap + slope * (float)(first + j - pad);
+            p[j] = tanhf(p[j] * scale / a->softcap) * a->softcap + pf__alibi_bias(a, slope, first + j - pad);
             if (rel)
                 p[j] += rel[pf__relative_bucket((int)(first + j) - (int)pos, a->rel_buckets, a->rel_max_distance,
                                                 a->mask != PF__MASK_CAUSAL)];
         }
     } else if (rel || slope != 0.0f) {
         for (size_t j = 0; j < count; j++) {
-            p[j] = p[j] * scale + slope * (float)(first + j - pad);
+            p[j] = p[j] * scale + pf__alibi_bias(a, slope, first + j - pad);
             if (rel)
                 p[j] += rel[pf__relative_bucket((int)(first + j) - (int)pos, a->rel_buckets, a->rel_max_distance,
                                                 a->mask != PF__MASK_CAUSAL)];
@@ -19604,8 +19614,10 @@ static void pf__rank_make_tables(pf__rank *r) {
             w->cols = hidden;
             w->data = pf__rank_upload_table(r, table, table_size);
         }
-    } else if (a->positions == PF__POS_ALIBI && r->share.heads) {
+    } else if ((a->positions == PF__POS_ALIBI || c->alibi_rounded) && r->share.heads) {
         pf__alibi_slopes(c->num_heads, r->share.head_begin, r->share.heads, table);
+        for (int h = 0; c->alibi_rounded && h < r->share.heads; h++) /* Falcon's slopes are bf16 */
+            table[h] = pf__bf16_to_f32(pf__f32_to_bf16(table[h]));
         r->alibi = (float *)pf__rank_upload_table(r, table, table_size);
     }
     free(table);
@@ -19881,6 +19893,7 @@ static pf__attn_shape pf__rank_attn_shape(const pf__rank *r, const pf__tower *t)
     shape.rope_scale = (float)c->rope_attention_factor;
     shape.cache_dtype = r->cache_dtype;
     shape.alibi = r->alibi;
+    shape.alibi_rounded = c->alibi_rounded;
     shape.rel_bias = t->rel_bias;
     shape.rel_rows = c->rel_table_rows;
     shape.rel_buckets = c->rel_buckets;
@@ -20030,8 +20043,8 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
     float eps = (float)c->norm_eps;
     size_t cache_stride = pf__rank_cache_layer(r) * pf__dtype_size(r->cache_dtype); /* one layer's cache, in bytes */
-    int rotary = (a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS) &&
-                 (!c->layer_rope || c->layer_rope[l]); /* NoPE layers rotate nothing */
+    int rotary = (a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS) && !c->alibi_rounded &&
+                 (!c->layer_rope || c->layer_rope[l]); /* NoPE layers rotate nothing; Falcon-RW's ALiBi */
     size_t mlp_width = (size_t)r->share.mlp_width;
     const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
     shape->scale = c->scale_attn_weights ? 1.0f / sqrtf((float)c->head_dim) : 1.0f;
@@ -20679,6 +20692,7 @@ typedef struct pf_cuda_attention_args {
     int cache_dtype;                    /* PF_CUDA_F32, _F16 or _BF16 */
     float *partials;                    /* decode's split sums (pf_cuda_attention_scratch_floats); NULL: one split */
     const float *alibi;                 /* [heads] slopes, or NULL */
+    int alibi_rounded;                  /* 1: the bias bf16(slope * position) times scale (Falcon's) */
     const int *pad;                     /* [batch] left pad counts, or NULL for none */
     const int *rows;                    /* [batch] the cache row of each sequence, or NULL for row b */
     int batch, T;                       /* sequences, and tokens of each in this step */
@@ -21605,7 +21619,7 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const voi
     const pf_cuda_attention_args args = {
         .out = out, .qkv = qkv, .k_cache = k_cache, .v_cache = v_cache,
         .cache_dtype = pf__cuda_dtype(a->cache_dtype), .partials = rs->partials,
-        .alibi = a->alibi, .pad = pad, .rows = rows,
+        .alibi = a->alibi, .alibi_rounded = a->alibi_rounded, .pad = pad, .rows = rows,
         .batch = s->batch, .T = s->seq_len,
         .past = s->past, .past_at = rs->step_ints, /* the same past, staged in device memory */
         .heads = a->heads, .kv_heads = a->kv_heads, .head_dim = a->head_dim,

@@ -2347,6 +2347,13 @@ static void pf__attend_range(const pf__step *s, const pf__attn_shape *a, size_t 
         *first = pos + 1 - (size_t)a->window;
 }
 
+/* ALiBi's bias for a head's slope and a key `position` tokens after its row's first: Falcon's
+   rounded to bf16 and scaled as q.k is (its bias joins the score before the scale). */
+static inline float pf__alibi_bias(const pf__attn_shape *a, float slope, size_t position) {
+    float bias = slope * (float)position;
+    return a->alibi_rounded ? pf__bf16_to_f32(pf__f32_to_bf16(bias)) * a->scale : bias;
+}
+
 /* One query's scores p[0..count) of keys first.. into probabilities, for head h. */
 static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t count, size_t first, size_t pos,
                                size_t pad, int h, const pf__attn_shape *a) {
@@ -2354,14 +2361,14 @@ static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t 
     const float *rel = a->rel_bias ? a->rel_bias + (size_t)h * a->rel_rows : NULL;
     if (a->softcap > 0) { /* Gemma 2: tanh(s / cap) * cap of the scaled score, then the rest */
         for (size_t j = 0; j < count; j++) {
-            p[j] = tanhf(p[j] * scale / a->softcap) * a->softcap + slope * (float)(first + j - pad);
+            p[j] = tanhf(p[j] * scale / a->softcap) * a->softcap + pf__alibi_bias(a, slope, first + j - pad);
             if (rel)
                 p[j] += rel[pf__relative_bucket((int)(first + j) - (int)pos, a->rel_buckets, a->rel_max_distance,
                                                 a->mask != PF__MASK_CAUSAL)];
         }
     } else if (rel || slope != 0.0f) {
         for (size_t j = 0; j < count; j++) {
-            p[j] = p[j] * scale + slope * (float)(first + j - pad);
+            p[j] = p[j] * scale + pf__alibi_bias(a, slope, first + j - pad);
             if (rel)
                 p[j] += rel[pf__relative_bucket((int)(first + j) - (int)pos, a->rel_buckets, a->rel_max_distance,
                                                 a->mask != PF__MASK_CAUSAL)];

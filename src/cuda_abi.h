@@ -66,6 +66,7 @@ typedef struct pf_cuda_attention_args {
     int cache_dtype;                    /* PF_CUDA_F32, _F16 or _BF16 */
     float *partials;                    /* decode's split sums (pf_cuda_attention_scratch_floats); NULL: one split */
     const float *alibi;                 /* [heads] slopes, or NULL */
+    int alibi_rounded;                  /* 1: the bias bf16(slope * position) times scale (Falcon's) */
     const int *pad;                     /* [batch] left pad counts, or NULL for none */
     const int *rows;                    /* [batch] the cache row of each sequence, or NULL for row b */
     int batch, T;                       /* sequences, and tokens of each in this step */

@@ -878,7 +878,7 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const voi
     const pf_cuda_attention_args args = {
         .out = out, .qkv = qkv, .k_cache = k_cache, .v_cache = v_cache,
         .cache_dtype = pf__cuda_dtype(a->cache_dtype), .partials = rs->partials,
-        .alibi = a->alibi, .pad = pad, .rows = rows,
+        .alibi = a->alibi, .alibi_rounded = a->alibi_rounded, .pad = pad, .rows = rows,
         .batch = s->batch, .T = s->seq_len,
         .past = s->past, .past_at = rs->step_ints, /* the same past, staged in device memory */
         .heads = a->heads, .kv_heads = a->kv_heads, .head_dim = a->head_dim,

@@ -136,6 +136,7 @@ static pf__attn_shape pf__rank_attn_shape(const pf__rank *r, const pf__tower *t)
     shape.rope_scale = (float)c->rope_attention_factor;
     shape.cache_dtype = r->cache_dtype;
     shape.alibi = r->alibi;
+    shape.alibi_rounded = c->alibi_rounded;
     shape.rel_bias = t->rel_bias;
     shape.rel_rows = c->rel_table_rows;
     shape.rel_buckets = c->rel_buckets;
@@ -285,8 +286,8 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
     float eps = (float)c->norm_eps;
     size_t cache_stride = pf__rank_cache_layer(r) * pf__dtype_size(r->cache_dtype); /* one layer's cache, in bytes */
-    int rotary = (a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS) &&
-                 (!c->layer_rope || c->layer_rope[l]); /* NoPE layers rotate nothing */
+    int rotary = (a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS) && !c->alibi_rounded &&
+                 (!c->layer_rope || c->layer_rope[l]); /* NoPE layers rotate nothing; Falcon-RW's ALiBi */
     size_t mlp_width = (size_t)r->share.mlp_width;
     const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
     shape->scale = c->scale_attn_weights ? 1.0f / sqrtf((float)c->head_dim) : 1.0f;

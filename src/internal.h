@@ -539,6 +539,8 @@ typedef struct pf__config {
                                        (Gemma 3's rope_local_base_freq, rope_parameters.sliding_attention) */
     int reads_rope_dict;            /* 1: rope_scaling / rope_parameters apply (else transformers ignores them) */
     int partial_rotary_ignored;     /* 1: a partial_rotary_factor does not change the rotation (LLaMA) */
+    int alibi_rounded;              /* 1: positions by ALiBi in place of the rotary (Falcon's "alibi"): the
+                                       bias slope * position rounded to bf16 and, like q.k, times the scale */
     int rope_head_dim;              /* GPT-NeoX's head_dim key: the rotary width's base; 0: head_dim */
     int sliding_window;             /* keys within this distance of the query; 0: all */
     int window_pattern;             /* without a per-layer list: layer l uses the sliding window unless
@@ -1161,6 +1163,7 @@ typedef struct pf__attn_shape {
     float scale;
     float softcap;          /* > 0: score = tanh(score * scale / softcap) * softcap, before ALiBi, bias and mask */
     const float *alibi;     /* device, [heads]: score += slope * key position; NULL: none */
+    int alibi_rounded;      /* 1: score += bf16(slope * key position) * scale instead (Falcon's) */
     const float *rel_bias;  /* device, [heads][rel_rows]: score += rel_bias[h][bucket(key - query)],
                                bucketed as T5 does (bidirectional); NULL: none */
     int rel_rows, rel_buckets, rel_max_distance;

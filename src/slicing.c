@@ -427,8 +427,10 @@ static void pf__rank_make_tables(pf__rank *r) {
             w->cols = hidden;
             w->data = pf__rank_upload_table(r, table, table_size);
         }
-    } else if (a->positions == PF__POS_ALIBI && r->share.heads) {
+    } else if ((a->positions == PF__POS_ALIBI || c->alibi_rounded) && r->share.heads) {
         pf__alibi_slopes(c->num_heads, r->share.head_begin, r->share.heads, table);
+        for (int h = 0; c->alibi_rounded && h < r->share.heads; h++) /* Falcon's slopes are bf16 */
+            table[h] = pf__bf16_to_f32(pf__f32_to_bf16(table[h]));
         r->alibi = (float *)pf__rank_upload_table(r, table, table_size);
     }
     free(table);

@@ -989,8 +989,15 @@ static float scaled_score(float s, float scale, float softcap) {
     return softcap > 0.0f ? tanhf(s / softcap) * softcap : s;
 }
 
+/* kernels.cu's pf_alibi_bias: slope * position, Falcon's rounded to bf16 and times the scale. */
+static float alibi_bias(float slope, int position, int rounded, float scale) {
+    float bias = slope * (float)position;
+    return rounded ? round16(2, bias) * scale : bias;
+}
+
 static void flash_row(float *out, const float *q, const void *kc, const void *vc, int dtype, size_t base,
                       size_t kv_width, int hd, int first, int last, int pd, int pos, float scale, float softcap, float slope,
+                      int alibi_rounded,
                       const float *rel, int rel_buckets, int rel_max_distance, int bidirectional, float *q16,
                       float *o) {
     for (int i = 0; i < hd; i++) {
@@ -1006,7 +1013,7 @@ static void flash_row(float *out, const float *q, const void *kc, const void *vc
             if (j >= first && j <= last) {
                 float s = 0.0f;
                 for (int i = 0; i < hd; i++) s += q16[i] * ld(kc, dtype, base + (size_t)j * kv_width + i);
-                score[c] = scaled_score(s, scale, softcap) + slope * (float)(j - pd);
+                score[c] = scaled_score(s, scale, softcap) + alibi_bias(slope, j - pd, alibi_rounded, scale);
                 if (rel) score[c] += rel[relative_bucket(j - pos, rel_buckets, rel_max_distance, bidirectional)];
             }
             tile_max = fmaxf(tile_max, score[c]);
@@ -1079,6 +1086,7 @@ static int attend_live(pf_cuda_rank *st, const pf_cuda_attention_args *args) {
                     size_t base = cache_row * cache_len * kv_width + (size_t)((head_begin + h) / kv_group - kv_begin) * hd;
                     flash_row(out + row * q_width + (size_t)h * hd, qkv + row * row_width + (size_t)h * hd, kc, vc,
                               cache_dtype, base, kv_width, hd, first, last, pd, pos, scale, softcap, alibi ? alibi[h] : 0.0f,
+                              args->alibi_rounded,
                               rel_bias ? rel_bias + (size_t)h * rel_rows : NULL, rel_buckets, rel_max_distance,
                               mask != 1, q16, acc);
                     continue;
@@ -1103,7 +1111,8 @@ static int attend_live(pf_cuda_rank *st, const pf_cuda_attention_args *args) {
                                 s += q[i] * ld(kc, cache_dtype, base + (size_t)(j0 + jj) * kv_width + i);
                             lanes[lane] = s;
                         }
-                        p[jj] = scaled_score(warp_reduce(lanes, 0), scale, softcap) + slope * (float)(j0 + jj - pd);
+                        p[jj] = scaled_score(warp_reduce(lanes, 0), scale, softcap) +
+                                alibi_bias(slope, j0 + jj - pd, args->alibi_rounded, scale);
                         if (rel_bias) p[jj] += rel_bias[(size_t)h * rel_rows + relative_bucket(j0 + jj - pos, rel_buckets, rel_max_distance, mask != 1)];
                     }
                     for (int th = 0; th < ATTN_THREADS; th++) part[th] = th < n ? p[th] : -INFINITY;

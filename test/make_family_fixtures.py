@@ -467,9 +467,15 @@ def randomize(model: torch.nn.Module, seed: int) -> None:
                     p.copy_(0.1 * torch.randn(p.shape, generator=gen))
 
 
+# The attention implementation the references are computed with: eager, but for a family whose
+# eager path computes other math than its default one (make_family sets it from the family's "attn").
+ATTENTION = {"implementation": "eager"}
+
+
 def build_model(config, seed: int, tweak=None):
     torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32, attn_implementation="eager").eval()
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32,
+                                             attn_implementation=ATTENTION["implementation"]).eval()
     randomize(model, seed)
     if tweak is not None:
         with torch.no_grad():
@@ -492,7 +498,8 @@ def scale_params(factors: dict[str, float]):
 
 def load_model(path: Path, config=None):
     kwargs = {} if config is None else {"config": config}
-    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation="eager", **kwargs).eval()
+    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation=ATTENTION["implementation"],
+                                                **kwargs).eval()
 
 
 def prompt_logits(model, prompt_ids) -> torch.Tensor:
@@ -1087,6 +1094,14 @@ def cfg_falcon_sequential(v, tok):
     return cfg_falcon(v, tok, multi_query=False, parallel_attn=False, bias=True)
 
 
+def cfg_falcon_alibi(v, tok):
+    # Falcon-RW-1B's shape: ALiBi instead of the rotary, sequential blocks, a k and v per head, biases;
+    # 12 heads, so that 4 slopes are odd powers of 2^-0.5, whose bf16 rounding shows (powers of two
+    # times positions below 256 are exact in bf16)
+    return cfg_falcon(v, tok, alibi=True, multi_query=False, parallel_attn=False, bias=True, hidden_size=96,
+                      num_attention_heads=12)
+
+
 def cfg_stablelm(v, tok, parallel=False, qkv_bias=True):
     from transformers import StableLmConfig
 
@@ -1613,6 +1628,14 @@ FAMILIES = [
         ablations=[],
     ),
     dict(
+        name="falcon-alibi", config=cfg_falcon_alibi, seed=2950, vocab_pad=0, cases=False, beam=True, attn="sdpa",
+        tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="alibi true (Falcon-RW), 12 heads of 8: no rotary; the bias bf16(bf16(slope) * position) joins the score before the "
+               "1/sqrt(head_dim) scale; references from the sdpa attention (transformers' default: the eager path "
+               "adds the bias a second time through the mask, unlike the original model); otherwise as falcon-sequential",
+        ablations=[("no alibi", set_attr(alibi=False))],
+    ),
+    dict(
         name="stablelm", config=cfg_stablelm, seed=3000, vocab_pad=0, cases=False, beam=True,
         tokenizer=lambda out: save_tok(neox_tokenizer(320), out), tok_style="as gpt_neox",
         traits="LayerNorms with biases; SwiGLU without biases; q/k/v biases (use_qkv_bias), o without; rotary halves "
@@ -1800,6 +1823,7 @@ def beam_and_batch_lines(out: Path, prompt_ids, eos, pad):
 
 def make_family(fam) -> dict:
     name = fam["name"]
+    ATTENTION["implementation"] = fam.get("attn", "eager")
     out = reset_dir(FIXTURES / name)
     tok = fam["tokenizer"](out)  # the transformers tokenizer object that was saved
     prompt_text, prompt_ids = pick_prompt(tok)
