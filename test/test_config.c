@@ -395,10 +395,6 @@ static void test_fused_families(void) {
     if (copy_fixture("starcoder2")) return;
     edit_file("config.json", "\"use_bias\": true", "\"use_bias\": false");
     expect_load("StarCoder2 with use_bias false and biases", NULL, PF_ERROR_FORMAT, "q_proj.bias");
-    /* Falcon: ALiBi (rounded to bf16 and added twice by transformers) is not implemented */
-    if (copy_fixture("falcon")) return;
-    edit_file("config.json", "\"alibi\": false", "\"alibi\": true");
-    expect_load("Falcon with alibi", NULL, PF_ERROR_UNSUPPORTED, "alibi");
     /* the new decoder architecture's blocks are parallel (transformers fails without) */
     if (copy_fixture("falcon-new-arch")) return;
     edit_file("config.json", "\"parallel_attn\": true", "\"parallel_attn\": false");
