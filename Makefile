@@ -64,7 +64,7 @@ DEV_SRC  := src/ORDER $(wildcard src/*.c src/*.h) tool/amalgamate.sh
 
 .PHONY: amalgamation check-amalgamation test-amalgamation all llama-cpp server test-server fuzz test test-asan test-native test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm test-smollm2 valgrind test-install install uninstall clean bench fixtures
 
-all: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate $(BUILD)/embed $(BUILD)/classify_image $(BUILD)/transcribe \
+all: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate $(BUILD)/tokenize $(BUILD)/embed $(BUILD)/classify_image $(BUILD)/transcribe \
      $(BUILD)/test_parallelformers $(BUILD)/test_cuda \
      $(BUILD)/bench $(BUILD)/header_cxx.o server
 
@@ -144,6 +144,9 @@ $(BUILD)/$(SHARED): $(BUILD)/parallelformers.o $(CUDA_OBJ)
 
 $(BUILD)/generate: examples/generate.c $(BUILD)/libparallelformers.a
 	$(CC) $(BASE) $(CFLAGS) examples/generate.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
+
+$(BUILD)/tokenize: examples/tokenize.c $(BUILD)/libparallelformers.a
+	$(CC) $(BASE) $(CFLAGS) examples/tokenize.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
 
 $(BUILD)/embed: examples/embed.c $(BUILD)/libparallelformers.a
 	$(CC) $(BASE) $(CFLAGS) -D_POSIX_C_SOURCE=200809L examples/embed.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
@@ -336,10 +339,10 @@ INSTALL_SUBST = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e
                     -e 's|@PRIVATE_LIBS@|$(strip $(PRIVATE_LIBS))|g'
 CMAKE_DIR = $(LIBDIR)/cmake/parallelformers
 
-# The command-line tools, installed as pf-generate, pf-embed, pf-classify-image, pf-transcribe and
-# pf-server (when built): prefixed, so that generic names do not collide on PATH; linked with the
+# The command-line tools, installed as pf-generate, pf-tokenize, pf-embed, pf-classify-image,
+# pf-transcribe and pf-server (when built): prefixed, so that generic names do not collide on PATH; linked with the
 # static library, so that they run from any prefix without a run-time library path.
-TOOLS := generate embed classify_image transcribe $(if $(filter 1,$(SERVER_FOUND)),server)
+TOOLS := generate tokenize embed classify_image transcribe $(if $(filter 1,$(SERVER_FOUND)),server)
 TOOL_NAME = pf-$(subst _,-,$(1))
 install: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(addprefix $(BUILD)/,$(TOOLS))
 	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(CMAKE_DIR) $(DESTDIR)$(BINDIR)
@@ -355,7 +358,7 @@ install: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(addprefix $(BUILD)/,
 	$(INSTALL_SUBST) packaging/parallelformers-config-version.cmake.in > $(DESTDIR)$(CMAKE_DIR)/parallelformers-config-version.cmake
 
 uninstall:
-	rm -f $(foreach t,generate embed classify_image transcribe server,$(DESTDIR)$(BINDIR)/$(call TOOL_NAME,$(t)))
+	rm -f $(foreach t,generate tokenize embed classify_image transcribe server,$(DESTDIR)$(BINDIR)/$(call TOOL_NAME,$(t)))
 	rm -f $(DESTDIR)$(INCLUDEDIR)/parallelformers.h $(DESTDIR)$(LIBDIR)/libparallelformers.a \
 	      $(DESTDIR)$(LIBDIR)/$(SHARED) $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libparallelformers.so \
 	      $(DESTDIR)$(LIBDIR)/pkgconfig/parallelformers.pc $(DESTDIR)$(LIBDIR)/pkgconfig/parallelformers-static.pc \

@@ -191,7 +191,7 @@ PF_PRIVATE void pf__st_close(pf__st_index *index);
 PF_PRIVATE pf_result pf__maps_unchanged(const pf__st_index *index, char *message, size_t size);
 PF_PRIVATE const pf__st_tensor *pf__st_find(const pf__st_index *index, const char *name);
 PF_PRIVATE const pf__st_tensor *pf__st_take(pf__st_index *index, const char *name);
-PF_PRIVATE pf_result pf__st_open(const char *dir, pf__st_index *index, char *message, size_t size);
+PF_PRIVATE pf_result pf__st_open(const char *dir, const char *class_name, pf__st_index *index, char *message, size_t size);
 
 /* ---- src/config.c ---- */
 
@@ -476,6 +476,7 @@ typedef struct pf__arch_buffer { pf__arch_id arch; const char *pattern; } pf__ar
 typedef struct pf__config {
     pf__arch_id arch;
     char model_type[64];            /* config.json's: the row's, or one of its aliases */
+    char class_name[96];            /* the transformers class config.json's "architectures" names first; "" if none */
     int hidden_size, num_heads, num_kv_heads, num_layers, vocab_size, max_positions, intermediate_size;
     int encoder_layers;             /* encoder-decoders: blocks 0..encoder_layers-1 are the encoder
                                        tower's, the rest (num_layers in all) the decoder's */
@@ -1716,7 +1717,7 @@ PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n);
 #ifdef PF_CUDA
 #include <sched.h>
 #endif
-PF_PRIVATE int pf__cuda_usable(void);
+PF_PRIVATE int pf__cuda_devices(void); /* 0: none usable */
 PF_PRIVATE const char *pf__cuda_unavailable_reason(void);
 PF_PRIVATE const pf__backend *pf__cuda_backend(void);
 
@@ -2718,7 +2719,7 @@ PF_PRIVATE const pf__st_tensor *pf__st_take(pf__st_index *index, const char *nam
    says which, and how to convert. PyTorch pickles are not read: unpickling runs code from the file,
    and a reader restricted to tensor storages would be a second parser to keep safe for a format the
    hub has replaced (nearly every checkpoint there has safetensors). */
-static pf_result pf__st_other_formats(const char *dir, char *message, size_t size) {
+static pf_result pf__st_other_formats(const char *dir, const char *class_name, char *message, size_t size) {
     static const struct { const char *file, *format; } others[] = {
         {"pytorch_model.bin", "a PyTorch pickle"}, {"pytorch_model.bin.index.json", "sharded PyTorch pickles"},
         {"model.pt", "a PyTorch pickle"}, {"tf_model.h5", "TensorFlow HDF5"}, {"flax_model.msgpack", "Flax msgpack"},
@@ -2730,13 +2731,15 @@ static pf_result pf__st_other_formats(const char *dir, char *message, size_t siz
             return pf__format(message, size, PF_ERROR_UNSUPPORTED,
                               "%s holds %s (%s), which parallelformers does not read; it reads safetensors. Convert "
                               "once with transformers: python -c \"import transformers as t; "
-                              "t.AutoModelForCausalLM.from_pretrained('%s').save_pretrained('%s')\" (writes model.safetensors)",
-                              dir, others[i].file, others[i].format, dir, dir);
+                              "t.%s.from_pretrained('%s').save_pretrained('%s')\" (writes model.safetensors)",
+                              dir, others[i].file, others[i].format, class_name && *class_name ? class_name : "AutoModel",
+                              dir, dir);
     return PF_OK;
 }
 
-/* Opens model.safetensors, or the shards listed by model.safetensors.index.json. */
-PF_PRIVATE pf_result pf__st_open(const char *dir, pf__st_index *index, char *message, size_t size) {
+/* Opens model.safetensors, or the shards listed by model.safetensors.index.json; class_name (or
+   NULL) is the transformers class a hint to convert other formats names. */
+PF_PRIVATE pf_result pf__st_open(const char *dir, const char *class_name, pf__st_index *index, char *message, size_t size) {
     memset(index, 0, sizeof *index);
     char path[PF__PATH_SIZE];
     const char **names = NULL; /* distinct shard file names */
@@ -2769,7 +2772,7 @@ PF_PRIVATE pf_result pf__st_open(const char *dir, pf__st_index *index, char *mes
             if (!seen) names[num_names++] = e->string;
         }
     } else {
-        if ((r = pf__st_other_formats(dir, message, size))) return r;
+        if ((r = pf__st_other_formats(dir, class_name, message, size))) return r;
         names = &single;
         num_names = 1;
     }
@@ -3912,12 +3915,14 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
     else if (pf__json_number(pf__json_get(json, "num_labels"), &count) < 0 || !(count >= 1 && count <= 1e6) || count != floor(count))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"num_labels\" is not a count", path);
     c->num_labels = count >= 1 ? (int)count : 1;
+    const pf__json *names = pf__json_get(json, "architectures");
+    const pf__json *first = names && names->type == PF__JSON_ARRAY ? names->first : NULL;
+    if (first && first->type == PF__JSON_STRING && strlen(first->string) < sizeof c->class_name)
+        memcpy(c->class_name, first->string, strlen(first->string) + 1);
     if (pf__archs[c->arch].kind == PF__KIND_DECODER) {
         c->head = PF_HEAD_CAUSAL_LM;
         return PF_OK;
     }
-    const pf__json *names = pf__json_get(json, "architectures");
-    const pf__json *first = names && names->type == PF__JSON_ARRAY ? names->first : NULL;
     if (pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ) return pf__config_seq2seq_head(first, c, path, message, size);
     c->head = PF_HEAD_NONE;
     if (!first || first->type != PF__JSON_STRING) return PF_OK; /* the tensors must then be the bare encoder's */
@@ -21880,10 +21885,10 @@ static const pf__backend pf__cuda_table = {
     .add_residual_biases = pf__cuda_add_residual_biases,
 };
 
-/* A device is present and the runtime works; quiet (0) when the driver or the device is missing. */
-PF_PRIVATE int pf__cuda_usable(void) {
+/* The CUDA devices the runtime sees; quiet (0) when the driver or the device is missing. */
+PF_PRIVATE int pf__cuda_devices(void) {
     int count = 0;
-    return pf_cuda_device_count(&count, NULL) == PF_CUDA_OK && count > 0;
+    return pf_cuda_device_count(&count, NULL) == PF_CUDA_OK && count > 0 ? count : 0;
 }
 
 PF_PRIVATE const char *pf__cuda_unavailable_reason(void) {
@@ -21895,7 +21900,7 @@ PF_PRIVATE const char *pf__cuda_unavailable_reason(void) {
 
 PF_PRIVATE const pf__backend *pf__cuda_backend(void) { return &pf__cuda_table; }
 #else
-PF_PRIVATE int pf__cuda_usable(void) { return 0; }
+PF_PRIVATE int pf__cuda_devices(void) { return 0; }
 PF_PRIVATE const char *pf__cuda_unavailable_reason(void) { return "this build has no CUDA backend (build with nvcc)"; }
 PF_PRIVATE const pf__backend *pf__cuda_backend(void) { return NULL; }
 #endif
@@ -23979,12 +23984,32 @@ pf_tokenizer *pf_model_tokenizer(pf_model *m) { return m ? m->tokenizer : NULL; 
 /* The longest KV cache we size without a position table to bound it. */
 #define PF__MAX_SEQUENCE (1 << 22)
 
+/* Ranks for num_ranks 0: a rank per online core on the CPU (a CPU rank is one thread), one per
+   visible GPU on CUDA; never more than PF__MAX_RANKS. */
+static int pf__every_device(const pf__backend *backend) {
+    long n = backend == &pf__cpu_backend ? sysconf(_SC_NPROCESSORS_ONLN) : (long)pf__cuda_devices();
+    return n < 1 ? 1 : n > PF__MAX_RANKS ? PF__MAX_RANKS : (int)n;
+}
+
 PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf_parallel_options *options) {
     if (!m->loaded) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the model did not load");
     pf_parallel_options o = options ? *options : pf_parallel_options_init();
     const pf__config *c = &m->config;
+    const pf__backend *backend = NULL;
+    switch (o.device) {
+    case PF_DEVICE_CPU: backend = &pf__cpu_backend; break;
+    case PF_DEVICE_AUTO: backend = pf__cuda_devices() ? pf__cuda_backend() : &pf__cpu_backend; break;
+    case PF_DEVICE_CUDA:
+        if (!pf__cuda_devices())
+            return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "no CUDA device: %s", pf__cuda_unavailable_reason());
+        backend = pf__cuda_backend();
+        break;
+    default: return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "unknown device %d", (int)o.device);
+    }
+    if (num_ranks == 0) num_ranks = o.device_ids ? o.num_device_ids : pf__every_device(backend);
     if (num_ranks < 1 || num_ranks > PF__MAX_RANKS)
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "num_ranks %d is not in 1..%d", num_ranks, PF__MAX_RANKS);
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "num_ranks %d is not in 1..%d (0: every device)", num_ranks,
+                        PF__MAX_RANKS);
     if (o.max_queued_requests < 0)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "max_queued_requests %d is negative", o.max_queued_requests);
     if (o.max_batch < 0 || o.max_batch > 4096)
@@ -24004,17 +24029,6 @@ PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf
     if (o.dtype < PF_DTYPE_AUTO || o.dtype > PF_DTYPE_Q4_0)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "unknown dtype %d", (int)o.dtype);
 
-    const pf__backend *backend = NULL;
-    switch (o.device) {
-    case PF_DEVICE_CPU: backend = &pf__cpu_backend; break;
-    case PF_DEVICE_AUTO: backend = pf__cuda_usable() ? pf__cuda_backend() : &pf__cpu_backend; break;
-    case PF_DEVICE_CUDA:
-        if (!pf__cuda_usable())
-            return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "no CUDA device: %s", pf__cuda_unavailable_reason());
-        backend = pf__cuda_backend();
-        break;
-    default: return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "unknown device %d", (int)o.device);
-    }
     static const pf__dtype dtypes[] = {PF__DTYPE_F32, PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8,
                                        PF__DTYPE_Q4};
     pf__dtype dtype = o.dtype == PF_DTYPE_AUTO && backend != &pf__cpu_backend ? PF__DTYPE_F16 : dtypes[o.dtype];
@@ -27667,7 +27681,7 @@ static pf_result pf__load_dual(pf_model *m) {
         if (!r && pf__archs[t->config.arch].kind != PF__KIND_ENCODER)
             r = PF__FAIL(t, PF_ERROR_UNSUPPORTED, "%s: the tower is not an encoder", where);
         if (!r) r = pf__config_check_token_ids(&t->config, where, pf__error_buffer(t), PF__MESSAGE_SIZE);
-        if (!r) r = pf__st_open(m->dir, &t->st, pf__error_buffer(t), PF__MESSAGE_SIZE);
+        if (!r) r = pf__st_open(m->dir, m->config.class_name, &t->st, pf__error_buffer(t), PF__MESSAGE_SIZE);
         if (!r) pf__mark_foreign_tensors(&t->st, m->config.arch, (pf__arch_id)tower_arch[1 - k]);
         if (!r) r = pf__resolve_sources(t);
         if (r) {
@@ -27741,7 +27755,7 @@ pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_mode
     if (!r && !gguf && !m->load_options.skip_generation_config)
         r = pf__generation_config_read(model_dir, &m->config, &m->generate_defaults, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r) r = pf__config_check_token_ids(&m->config, model_dir, pf__error_buffer(m), PF__MESSAGE_SIZE);
-    if (!r && !gguf) r = pf__st_open(model_dir, &m->st, pf__error_buffer(m), PF__MESSAGE_SIZE);
+    if (!r && !gguf) r = pf__st_open(model_dir, m->config.class_name, &m->st, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r) r = pf__resolve_sources(m);
     if (!r && pf__archs[m->config.arch].kind == PF__KIND_ENCODER)
         r = pf__sentence_config_read(model_dir, &m->sentence, pf__error_buffer(m), PF__MESSAGE_SIZE);

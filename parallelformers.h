@@ -397,9 +397,11 @@ pf_parallel_options pf_parallel_options_init(void); /* the defaults described ab
    columns of the MLP and its rows of the vocabulary (token embedding and LM head); norms and
    position tables are copied to every rank. Heads need not divide by num_ranks: ranks then hold
    different head counts (a rank may hold none). Weights are sliced straight from the memory map
-   into each rank's memory. Calling it on a model that is already parallel re-splits it; calls
-   from other threads wait for it. options may be NULL. Results: PF_ERROR_INVALID_ARGUMENT (a
-   rank count outside 1..64, absurd options, a device id that is not a device, called from a
+   into each rank's memory. num_ranks 0 means every device: a rank per online core on the CPU
+   (a CPU rank is one thread), one per visible GPU on CUDA, or one per options->device_ids entry.
+   Calling it on a model that is already parallel re-splits it; calls from other threads wait for
+   it. options may be NULL. Results: PF_ERROR_INVALID_ARGUMENT (a rank count outside 0..64, absurd
+   options, a device id that is not a device, called from a
    stream callback), PF_ERROR_UNSUPPORTED (CUDA asked for where there is none, a dtype the
    backend lacks), PF_ERROR_OUT_OF_MEMORY, PF_ERROR_DEVICE (a backend call failed on a rank: the
    message names the rank); after a failure the model runs again once parallelized anew. */

@@ -36,11 +36,11 @@ typedef struct cli_option {
 } cli_option;
 
 enum {
-    OPT_IDS, OPT_BATCH_FILE, OPT_IDS_LINES, OPT_MAX_NEW_TOKENS, OPT_GPUS, OPT_DEVICE, OPT_DTYPE, OPT_BF16_PRODUCTS,
+    OPT_IDS, OPT_BATCH_FILE, OPT_IDS_LINES, OPT_MAX_NEW_TOKENS, OPT_RANKS, OPT_GPUS, OPT_CTX_SIZE, OPT_DEVICE, OPT_DTYPE, OPT_BF16_PRODUCTS,
     OPT_KV_CACHE, OPT_NO_CUDA_GRAPHS, OPT_DUMP_LOGITS,
     OPT_POLICY, OPT_BEAMS, OPT_RETURN, OPT_NO_REPEAT_NGRAM, OPT_SAMPLE, OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P,
     OPT_REPETITION_PENALTY, OPT_MIN_P, OPT_PRESENCE_PENALTY, OPT_FREQUENCY_PENALTY, OPT_STOP, OPT_FILE, OPT_SEED,
-    OPT_IGNORE_EOS, OPT_SPECIAL, OPT_CHAT, OPT_SYSTEM, OPT_INTERACTIVE, OPT_VERBOSE, OPT_TOKEN_DELAY, OPT_HELP, OPT_VERSION, OPT_COUNT
+    OPT_IGNORE_EOS, OPT_SPECIAL, OPT_PERPLEXITY, OPT_CHAT, OPT_SYSTEM, OPT_INTERACTIVE, OPT_VERBOSE, OPT_TOKEN_DELAY, OPT_HELP, OPT_VERSION, OPT_COUNT
 };
 
 #define MAX_SEED 9007199254740991.0 /* 2^53 - 1: every seed is exact in a double */
@@ -52,7 +52,11 @@ static const cli_option cli_options[OPT_COUNT] = {
                         "one prompt per line; one output line per returned sequence"},
     [OPT_IDS_LINES] = {NULL, "--ids-lines", FLAG, NULL, 0, 0, 0, "the batch file's lines are ids (1,2,3), not text"},
     [OPT_MAX_NEW_TOKENS] = {"-n", "--max-new-tokens", INTEGER, "N", 1, 1e6, 0, "new tokens at most (default 20)"},
-    [OPT_GPUS] = {NULL, "--gpus", INTEGER, "N", 1, 64, 0, "ranks (devices) to split the model over (default 1)"},
+    [OPT_RANKS] = {"-r", "--ranks", INTEGER, "N", 1, 64, 0,
+                   "ranks to split the model over: threads on the CPU, GPUs on CUDA (default: every core, or every GPU)"},
+    [OPT_GPUS] = {NULL, "--gpus", INTEGER, "N", 1, 64, 0, "the same as --ranks (the name parallelformers used first)"},
+    [OPT_CTX_SIZE] = {"-c", "--ctx-size", INTEGER, "N", 1, 1 << 22, 0,
+                      "tokens the KV cache holds per sequence: prompt and reply (default: the model's positions)"},
     [OPT_DEVICE] = {NULL, "--device", CHOICE, "cpu|cuda|auto", 0, 0, 0, "where ranks run (default auto: CUDA if there is a GPU)"},
     [OPT_DTYPE] = {NULL, "--dtype", CHOICE, "f32|f16|bf16|q8|q4", 0, 0, 0,
                    "how ranks store weights (default f32 on the CPU, f16 on CUDA; q8, q4: CPU only)"},
@@ -87,6 +91,8 @@ static const cli_option cli_options[OPT_COUNT] = {
                   "sampling seed, the same text on any rank count (default: fresh)"},
     [OPT_IGNORE_EOS] = {NULL, "--ignore-eos", FLAG, NULL, 0, 0, 0, "go on past the end-of-sequence tokens, to -n"},
     [OPT_SPECIAL] = {NULL, "--special", FLAG, NULL, 0, 0, 0, "print special tokens (<|endoftext|>, </s>, ...) too"},
+    [OPT_PERPLEXITY] = {NULL, "--perplexity", TEXT, "FILE", 0, 0, 0,
+                        "print the model's perplexity on FILE's text, over windows of -c tokens (default 512)"},
     [OPT_CHAT] = {NULL, "--chat", FLAG, NULL, 0, 0, 0, "PROMPT is a user message, put through the model's chat template"},
     [OPT_SYSTEM] = {NULL, "--system", TEXT, "TEXT", 0, 0, 0, "a system message first, with --chat or -i"},
     [OPT_INTERACTIVE] = {"-i", "--interactive", FLAG, NULL, 0, 0, 0,
@@ -115,7 +121,7 @@ static void print_help(void) {
            "       generate MODEL_DIR [options] --chat [--system TEXT] PROMPT\n"
            "       generate MODEL_DIR [options] -i [--system TEXT]\n"
            "Continues a prompt with the model in MODEL_DIR (config.json, *.safetensors, tokenizer.json),\n"
-           "split over --gpus ranks.\n\noptions:\n");
+           "split over --ranks ranks.\n\noptions:\n");
     for (int i = 0; i < OPT_COUNT; i++) {
         const cli_option *o = &cli_options[i];
         char left[64];
@@ -240,7 +246,10 @@ static int parse_command_line(int argc, char **argv, cli_args *args) {
     /* What the options mean together. */
     int prompts = !!args->prompt + args->given[OPT_IDS] + args->given[OPT_BATCH_FILE] + args->given[OPT_FILE];
     int interactive = args->given[OPT_INTERACTIVE], chat = args->given[OPT_CHAT] || interactive;
+    int perplexity = args->given[OPT_PERPLEXITY];
     const char *wrong = !args->dir     ? "no MODEL_DIR (generate --help shows the usage)"
+                        : perplexity && (prompts || chat) ? "--perplexity reads its text from FILE: no PROMPT, -f, --ids, --batch-file, --chat or -i"
+                        : perplexity ? NULL
                         : interactive && prompts ? "-i reads the prompts from stdin: give no PROMPT, -f, --ids or --batch-file"
                         : prompts == 0 && !interactive ? "nothing to continue: give a PROMPT, -f FILE, --ids or --batch-file (or -i)"
                         : prompts > 1  ? "give one of PROMPT, -f, --ids and --batch-file, not several"
@@ -406,6 +415,51 @@ static int tokenize(pf_model *model, const char *text, int templated, int32_t **
 }
 
 static char *sequence_text(pf_tokenizer *tok, const int32_t *ids, int n, int show_special);
+
+/* ---- perplexity ---- */
+
+static char *read_text_file(const char *path);
+
+/* exp(mean negative log-likelihood) of a text's tokens, cut into windows of `window` tokens that
+   do not overlap; each window's first token has no prefix and is not scored (transformers'
+   perplexity recipe with stride = window). 0 on success. */
+static int run_perplexity(pf_model *model, const char *path, int window) {
+    char *text = read_text_file(path);
+    int32_t *ids = NULL;
+    int n = text ? tokenize(model, text, 0, &ids) : -1;
+    free(text);
+    if (n < 2) {
+        fprintf(stderr, "generate: %s: %s\n", path, n < 0 ? "cannot read or tokenize it" : "fewer than 2 tokens");
+        free(ids);
+        return 1;
+    }
+    int vocab = pf_get_info(model).vocab_size, scored = 0, windows = 0;
+    float *logits = (float *)malloc((size_t)(window < n ? window : n) * (size_t)vocab * sizeof *logits);
+    double nll = 0;
+    for (int start = 0; logits && start + 1 < n; start += window, windows++) {
+        int T = n - start < window ? n - start : window;
+        pf_result r = pf_forward(model, ids + start, 1, T, logits);
+        if (r) {
+            fprintf(stderr, "generate: %s: %s\n", pf_result_string(r), pf_error_message(model));
+            break;
+        }
+        for (int t = 0; t + 1 < T; t++) { /* -log softmax(logits[t])[next token], in double */
+            const float *row = logits + (size_t)t * vocab;
+            double max = row[0], sum = 0;
+            for (int v = 1; v < vocab; v++) max = row[v] > max ? row[v] : max;
+            for (int v = 0; v < vocab; v++) sum += exp((double)row[v] - max);
+            nll += max + log(sum) - (double)row[ids[start + t + 1]];
+            scored++;
+        }
+    }
+    int ok = logits && scored == n - (n + window - 1) / window;
+    if (!logits) fprintf(stderr, "generate: out of memory\n");
+    if (ok) printf("perplexity: %.6f over %d tokens (%d window%s of %d)\n", exp(nll / scored), scored, windows,
+                   windows == 1 ? "" : "s", window);
+    free(logits);
+    free(ids);
+    return ok ? 0 : 1;
+}
 
 /* ---- chat ---- */
 
@@ -573,7 +627,7 @@ static void print_run_summary(pf_model *model, int new_tokens, double seconds, d
     fprintf(stderr, "\n");
 }
 
-/* The ranks' options as --device, --dtype, --bf16-products, --kv-cache and --no-cuda-graphs ask. */
+/* The ranks' options as --device, --dtype, --bf16-products, --kv-cache, --ctx-size and --no-cuda-graphs ask. */
 static pf_parallel_options parallel_options(const cli_args *args) {
     static const pf_device devices[] = {PF_DEVICE_CPU, PF_DEVICE_CUDA, PF_DEVICE_AUTO}; /* --device's order */
     static const pf_dtype dtypes[] = {PF_DTYPE_F32, PF_DTYPE_F16, PF_DTYPE_BF16, PF_DTYPE_Q8_0,
@@ -584,6 +638,7 @@ static pf_parallel_options parallel_options(const cli_args *args) {
     po.bf16_products = args->given[OPT_BF16_PRODUCTS];
     po.kv_cache_dtype = args->given[OPT_KV_CACHE] ? dtypes[(int)args->number[OPT_KV_CACHE]] : PF_DTYPE_AUTO;
     po.disable_cuda_graphs = args->given[OPT_NO_CUDA_GRAPHS];
+    if (args->given[OPT_CTX_SIZE]) po.max_sequence_length = (int)args->number[OPT_CTX_SIZE];
     return po;
 }
 
@@ -592,7 +647,9 @@ int main(int argc, char **argv) {
     int parsed = parse_command_line(argc, argv, &args);
     if (parsed >= 0) return parsed;
     const char *dir = args.dir, *prompt = args.prompt, *ids_text = args.text[OPT_IDS], *batch_file = args.text[OPT_BATCH_FILE];
-    int ranks = args.given[OPT_GPUS] ? (int)args.number[OPT_GPUS] : 1, verbose = args.given[OPT_VERBOSE];
+    int ranks = args.given[OPT_RANKS] ? (int)args.number[OPT_RANKS] : args.given[OPT_GPUS] ? (int)args.number[OPT_GPUS]
+                                                                                           : 0; /* 0: every device */
+    int verbose = args.given[OPT_VERBOSE];
     int delay_ms = args.given[OPT_TOKEN_DELAY] ? (int)args.number[OPT_TOKEN_DELAY] : 0;
     stream_state stream; /* how streamed tokens are printed: filled in once the model is loaded */
     memset(&stream, 0, sizeof stream);
@@ -658,6 +715,19 @@ int main(int argc, char **argv) {
     r = pf_load(dir, &lo, &model);
     if (r) {
         fprintf(stderr, "generate: %s: %s\n", pf_result_string(r), pf_error_message(model));
+        goto done;
+    }
+    if (args.given[OPT_PERPLEXITY]) {
+        int window = args.given[OPT_CTX_SIZE] ? (int)args.number[OPT_CTX_SIZE] : 512;
+        if (window > pf_get_info(model).max_positions) window = pf_get_info(model).max_positions;
+        pf_parallel_options po = parallel_options(&args);
+        po.max_sequence_length = window;
+        if ((r = pf_parallelize(model, ranks, &po))) {
+            fprintf(stderr, "generate: %s: %s\n", pf_result_string(r), pf_error_message(model));
+            goto done;
+        }
+        status = window < 2 ? (fprintf(stderr, "generate: --perplexity needs windows of 2 tokens or more\n"), 2)
+                            : run_perplexity(model, args.text[OPT_PERPLEXITY], window);
         goto done;
     }
     /* a chat reply runs to its end of turn (or the model's positions) unless -n says otherwise */
@@ -793,9 +863,11 @@ int main(int argc, char **argv) {
     double seconds = seconds_now() - start;
     int new_tokens = 0, longest_prompt = 0, cut_short = 0;
     for (int b = 0; b < batch; b++) longest_prompt = lengths[b] > longest_prompt ? lengths[b] : longest_prompt;
-    /* the KV cache holds max_positions tokens: the prompt's and the new ones, or (an
+    /* the KV cache holds max_positions tokens (or -c's): the prompt's and the new ones, or (an
        encoder-decoder) the decoder's start token and the new ones */
-    int room = info.max_positions - (info.is_encoder_decoder ? 1 : longest_prompt);
+    int positions = args.given[OPT_CTX_SIZE] && args.number[OPT_CTX_SIZE] < info.max_positions ? (int)args.number[OPT_CTX_SIZE]
+                                                                                                 : info.max_positions;
+    int room = positions - (info.is_encoder_decoder ? 1 : longest_prompt);
     for (int i = 0; i < result.num_sequences; i++) {
         int n = result.lengths[i];
         new_tokens += n;
@@ -824,8 +896,9 @@ int main(int argc, char **argv) {
     fflush(stdout);
     if (cut_short)
         fprintf(stderr, "generate: the context length cut the generation short: %d tokens after the %d-token prompt%s "
-                        "fill the model's %d positions (-n asked for %d)\n",
-                room, longest_prompt, batch > 1 ? " (the longest)" : "", info.max_positions, go.max_new_tokens);
+                        "fill the %s %d positions (-n asked for %d)\n",
+                room, longest_prompt, batch > 1 ? " (the longest)" : "", positions < info.max_positions ? "KV cache's (-c)" : "model's",
+                positions, go.max_new_tokens);
     if (verbose) print_run_summary(model, new_tokens, seconds, stream.first_token_time ? stream.first_token_time - start : 0);
     status = 0;
 done:

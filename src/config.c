@@ -1094,12 +1094,14 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
     else if (pf__json_number(pf__json_get(json, "num_labels"), &count) < 0 || !(count >= 1 && count <= 1e6) || count != floor(count))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"num_labels\" is not a count", path);
     c->num_labels = count >= 1 ? (int)count : 1;
+    const pf__json *names = pf__json_get(json, "architectures");
+    const pf__json *first = names && names->type == PF__JSON_ARRAY ? names->first : NULL;
+    if (first && first->type == PF__JSON_STRING && strlen(first->string) < sizeof c->class_name)
+        memcpy(c->class_name, first->string, strlen(first->string) + 1);
     if (pf__archs[c->arch].kind == PF__KIND_DECODER) {
         c->head = PF_HEAD_CAUSAL_LM;
         return PF_OK;
     }
-    const pf__json *names = pf__json_get(json, "architectures");
-    const pf__json *first = names && names->type == PF__JSON_ARRAY ? names->first : NULL;
     if (pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ) return pf__config_seq2seq_head(first, c, path, message, size);
     c->head = PF_HEAD_NONE;
     if (!first || first->type != PF__JSON_STRING) return PF_OK; /* the tensors must then be the bare encoder's */

@@ -1139,10 +1139,10 @@ static const pf__backend pf__cuda_table = {
     .add_residual_biases = pf__cuda_add_residual_biases,
 };
 
-/* A device is present and the runtime works; quiet (0) when the driver or the device is missing. */
-PF_PRIVATE int pf__cuda_usable(void) {
+/* The CUDA devices the runtime sees; quiet (0) when the driver or the device is missing. */
+PF_PRIVATE int pf__cuda_devices(void) {
     int count = 0;
-    return pf_cuda_device_count(&count, NULL) == PF_CUDA_OK && count > 0;
+    return pf_cuda_device_count(&count, NULL) == PF_CUDA_OK && count > 0 ? count : 0;
 }
 
 PF_PRIVATE const char *pf__cuda_unavailable_reason(void) {
@@ -1154,7 +1154,7 @@ PF_PRIVATE const char *pf__cuda_unavailable_reason(void) {
 
 PF_PRIVATE const pf__backend *pf__cuda_backend(void) { return &pf__cuda_table; }
 #else
-PF_PRIVATE int pf__cuda_usable(void) { return 0; }
+PF_PRIVATE int pf__cuda_devices(void) { return 0; }
 PF_PRIVATE const char *pf__cuda_unavailable_reason(void) { return "this build has no CUDA backend (build with nvcc)"; }
 PF_PRIVATE const pf__backend *pf__cuda_backend(void) { return NULL; }
 #endif

@@ -154,7 +154,7 @@ PF_PRIVATE void pf__st_close(pf__st_index *index);
 PF_PRIVATE pf_result pf__maps_unchanged(const pf__st_index *index, char *message, size_t size);
 PF_PRIVATE const pf__st_tensor *pf__st_find(const pf__st_index *index, const char *name);
 PF_PRIVATE const pf__st_tensor *pf__st_take(pf__st_index *index, const char *name);
-PF_PRIVATE pf_result pf__st_open(const char *dir, pf__st_index *index, char *message, size_t size);
+PF_PRIVATE pf_result pf__st_open(const char *dir, const char *class_name, pf__st_index *index, char *message, size_t size);
 
 /* ---- src/config.c ---- */
 
@@ -439,6 +439,7 @@ typedef struct pf__arch_buffer { pf__arch_id arch; const char *pattern; } pf__ar
 typedef struct pf__config {
     pf__arch_id arch;
     char model_type[64];            /* config.json's: the row's, or one of its aliases */
+    char class_name[96];            /* the transformers class config.json's "architectures" names first; "" if none */
     int hidden_size, num_heads, num_kv_heads, num_layers, vocab_size, max_positions, intermediate_size;
     int encoder_layers;             /* encoder-decoders: blocks 0..encoder_layers-1 are the encoder
                                        tower's, the rest (num_layers in all) the decoder's */
@@ -1679,7 +1680,7 @@ PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n);
 #ifdef PF_CUDA
 #include <sched.h>
 #endif
-PF_PRIVATE int pf__cuda_usable(void);
+PF_PRIVATE int pf__cuda_devices(void); /* 0: none usable */
 PF_PRIVATE const char *pf__cuda_unavailable_reason(void);
 PF_PRIVATE const pf__backend *pf__cuda_backend(void);
 

@@ -375,7 +375,7 @@ static pf_result pf__load_dual(pf_model *m) {
         if (!r && pf__archs[t->config.arch].kind != PF__KIND_ENCODER)
             r = PF__FAIL(t, PF_ERROR_UNSUPPORTED, "%s: the tower is not an encoder", where);
         if (!r) r = pf__config_check_token_ids(&t->config, where, pf__error_buffer(t), PF__MESSAGE_SIZE);
-        if (!r) r = pf__st_open(m->dir, &t->st, pf__error_buffer(t), PF__MESSAGE_SIZE);
+        if (!r) r = pf__st_open(m->dir, m->config.class_name, &t->st, pf__error_buffer(t), PF__MESSAGE_SIZE);
         if (!r) pf__mark_foreign_tensors(&t->st, m->config.arch, (pf__arch_id)tower_arch[1 - k]);
         if (!r) r = pf__resolve_sources(t);
         if (r) {
@@ -449,7 +449,7 @@ pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_mode
     if (!r && !gguf && !m->load_options.skip_generation_config)
         r = pf__generation_config_read(model_dir, &m->config, &m->generate_defaults, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r) r = pf__config_check_token_ids(&m->config, model_dir, pf__error_buffer(m), PF__MESSAGE_SIZE);
-    if (!r && !gguf) r = pf__st_open(model_dir, &m->st, pf__error_buffer(m), PF__MESSAGE_SIZE);
+    if (!r && !gguf) r = pf__st_open(model_dir, m->config.class_name, &m->st, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r) r = pf__resolve_sources(m);
     if (!r && pf__archs[m->config.arch].kind == PF__KIND_ENCODER)
         r = pf__sentence_config_read(model_dir, &m->sentence, pf__error_buffer(m), PF__MESSAGE_SIZE);

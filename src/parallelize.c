@@ -5,12 +5,32 @@
 /* The longest KV cache we size without a position table to bound it. */
 #define PF__MAX_SEQUENCE (1 << 22)
 
+/* Ranks for num_ranks 0: a rank per online core on the CPU (a CPU rank is one thread), one per
+   visible GPU on CUDA; never more than PF__MAX_RANKS. */
+static int pf__every_device(const pf__backend *backend) {
+    long n = backend == &pf__cpu_backend ? sysconf(_SC_NPROCESSORS_ONLN) : (long)pf__cuda_devices();
+    return n < 1 ? 1 : n > PF__MAX_RANKS ? PF__MAX_RANKS : (int)n;
+}
+
 PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf_parallel_options *options) {
     if (!m->loaded) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the model did not load");
     pf_parallel_options o = options ? *options : pf_parallel_options_init();
     const pf__config *c = &m->config;
+    const pf__backend *backend = NULL;
+    switch (o.device) {
+    case PF_DEVICE_CPU: backend = &pf__cpu_backend; break;
+    case PF_DEVICE_AUTO: backend = pf__cuda_devices() ? pf__cuda_backend() : &pf__cpu_backend; break;
+    case PF_DEVICE_CUDA:
+        if (!pf__cuda_devices())
+            return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "no CUDA device: %s", pf__cuda_unavailable_reason());
+        backend = pf__cuda_backend();
+        break;
+    default: return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "unknown device %d", (int)o.device);
+    }
+    if (num_ranks == 0) num_ranks = o.device_ids ? o.num_device_ids : pf__every_device(backend);
     if (num_ranks < 1 || num_ranks > PF__MAX_RANKS)
-        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "num_ranks %d is not in 1..%d", num_ranks, PF__MAX_RANKS);
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "num_ranks %d is not in 1..%d (0: every device)", num_ranks,
+                        PF__MAX_RANKS);
     if (o.max_queued_requests < 0)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "max_queued_requests %d is negative", o.max_queued_requests);
     if (o.max_batch < 0 || o.max_batch > 4096)
@@ -30,17 +50,6 @@ PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf
     if (o.dtype < PF_DTYPE_AUTO || o.dtype > PF_DTYPE_Q4_0)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "unknown dtype %d", (int)o.dtype);
 
-    const pf__backend *backend = NULL;
-    switch (o.device) {
-    case PF_DEVICE_CPU: backend = &pf__cpu_backend; break;
-    case PF_DEVICE_AUTO: backend = pf__cuda_usable() ? pf__cuda_backend() : &pf__cpu_backend; break;
-    case PF_DEVICE_CUDA:
-        if (!pf__cuda_usable())
-            return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "no CUDA device: %s", pf__cuda_unavailable_reason());
-        backend = pf__cuda_backend();
-        break;
-    default: return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "unknown device %d", (int)o.device);
-    }
     static const pf__dtype dtypes[] = {PF__DTYPE_F32, PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8,
                                        PF__DTYPE_Q4};
     pf__dtype dtype = o.dtype == PF_DTYPE_AUTO && backend != &pf__cpu_backend ? PF__DTYPE_F16 : dtypes[o.dtype];

@@ -231,7 +231,7 @@ PF_PRIVATE const pf__st_tensor *pf__st_take(pf__st_index *index, const char *nam
    says which, and how to convert. PyTorch pickles are not read: unpickling runs code from the file,
    and a reader restricted to tensor storages would be a second parser to keep safe for a format the
    hub has replaced (nearly every checkpoint there has safetensors). */
-static pf_result pf__st_other_formats(const char *dir, char *message, size_t size) {
+static pf_result pf__st_other_formats(const char *dir, const char *class_name, char *message, size_t size) {
     static const struct { const char *file, *format; } others[] = {
         {"pytorch_model.bin", "a PyTorch pickle"}, {"pytorch_model.bin.index.json", "sharded PyTorch pickles"},
         {"model.pt", "a PyTorch pickle"}, {"tf_model.h5", "TensorFlow HDF5"}, {"flax_model.msgpack", "Flax msgpack"},
@@ -243,13 +243,15 @@ static pf_result pf__st_other_formats(const char *dir, char *message, size_t siz
             return pf__format(message, size, PF_ERROR_UNSUPPORTED,
                               "%s holds %s (%s), which parallelformers does not read; it reads safetensors. Convert "
                               "once with transformers: python -c \"import transformers as t; "
-                              "t.AutoModelForCausalLM.from_pretrained('%s').save_pretrained('%s')\" (writes model.safetensors)",
-                              dir, others[i].file, others[i].format, dir, dir);
+                              "t.%s.from_pretrained('%s').save_pretrained('%s')\" (writes model.safetensors)",
+                              dir, others[i].file, others[i].format, class_name && *class_name ? class_name : "AutoModel",
+                              dir, dir);
     return PF_OK;
 }
 
-/* Opens model.safetensors, or the shards listed by model.safetensors.index.json. */
-PF_PRIVATE pf_result pf__st_open(const char *dir, pf__st_index *index, char *message, size_t size) {
+/* Opens model.safetensors, or the shards listed by model.safetensors.index.json; class_name (or
+   NULL) is the transformers class a hint to convert other formats names. */
+PF_PRIVATE pf_result pf__st_open(const char *dir, const char *class_name, pf__st_index *index, char *message, size_t size) {
     memset(index, 0, sizeof *index);
     char path[PF__PATH_SIZE];
     const char **names = NULL; /* distinct shard file names */
@@ -282,7 +284,7 @@ PF_PRIVATE pf_result pf__st_open(const char *dir, pf__st_index *index, char *mes
             if (!seen) names[num_names++] = e->string;
         }
     } else {
-        if ((r = pf__st_other_formats(dir, message, size))) return r;
+        if ((r = pf__st_other_formats(dir, class_name, message, size))) return r;
         names = &single;
         num_names = 1;
     }

@@ -3,6 +3,7 @@
    as people use it: --help, --version, messages that name the wrong flag, what it prints. */
 #define _XOPEN_SOURCE 600 /* posix_openpt */
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -32,11 +33,11 @@ static int run(const char *command, char *last_line, size_t cap) {
 /* The CLI explains itself: --help has a line for every option, --version says the library's,
    and a wrong flag or value is named with what is allowed (exit status 2). */
 static void check_cli_help(const char *dir) {
-    static const char *const options[] = {"--ids", "--batch-file", "--ids-lines", "-n, --max-new-tokens", "--gpus",
+    static const char *const options[] = {"--ids", "--batch-file", "--ids-lines", "-n, --max-new-tokens", "-r, --ranks", "--gpus", "-c, --ctx-size",
                                           "--device", "--dtype", "--bf16-products", "--kv-cache", "--no-cuda-graphs", "--dump-logits", "--policy", "--beams", "--return",
                                           "--no-repeat-ngram", "--sample", "--temperature", "--top-k", "--top-p",
                                           "--repetition-penalty", "--min-p", "--presence-penalty", "--frequency-penalty",
-                                          "--stop", "-f, --file", "--ignore-eos", "--token-delay-ms", "--seed", "--special", "--chat", "--system",
+                                          "--stop", "-f, --file", "--ignore-eos", "--token-delay-ms", "--seed", "--special", "--perplexity", "--chat", "--system",
                                           "-i, --interactive", "-v, --verbose", "-h, --help",
                                           "--version"};
     char command[2048], out[16384];
@@ -67,6 +68,8 @@ static void check_cli_help(const char *dir) {
         {"--ids 1 --return 2", {"--return", "--sample or --beams"}},
         {"--ids 1 'a prompt'", {"PROMPT", "--ids"}},
         {"", {"PROMPT", "--batch-file"}},
+        {"--ids 1 -c 0", {"-c", "an integer from 1"}},
+        {"--perplexity x.txt --ids 1", {"--perplexity", "no PROMPT"}},
     };
     for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
         snprintf(command, sizeof command, "%s %s %s 2>&1", test_generate_binary, dir, wrong[i].arguments);
@@ -401,7 +404,69 @@ static void check_cli_interrupt(void) {
     close(master);
 }
 
+/* --perplexity against transformers' on the same text and windows (make_perplexity_reference.py),
+   on 1 and 2 ranks; the default rank count (every core) runs it too. */
+static void check_cli_perplexity(void) {
+    char path[1024], command[2048], out[4096], *text;
+    size_t size = 0;
+    snprintf(path, sizeof path, "%s/perplexity/reference.txt", test_fixtures);
+    if (!(text = test_read_file(path, &size))) {
+        CHECK_MSG(0, "cannot read %s", path);
+        return;
+    }
+    static const struct { int window; const char *ranks; } runs[] = {{16, "-r 1"}, {16, "-r 2"}, {64, ""}};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "window_%d=", runs[i].window);
+        const char *at = strstr(text, key);
+        double want = at ? atof(at + strlen(key)) : 0;
+        int want_scored = at ? atoi(strchr(at, ' ') + 1) : 0;
+        snprintf(command, sizeof command, "%s %s/gpt2-tiny --perplexity %s/perplexity/text.txt -c %d %s 2>&1",
+                 test_generate_binary, test_fixtures, test_fixtures, runs[i].window, runs[i].ranks);
+        int status = test_run_output(command, out, sizeof out);
+        double got = 0;
+        int scored = 0;
+        int parsed = sscanf(out, "perplexity: %lf over %d tokens", &got, &scored) == 2;
+        CHECK_MSG(status == 0 && parsed && at && scored == want_scored && fabs(got - want) <= 1e-5 * want,
+                  "--perplexity, windows of %d %s: \"%s\" (transformers: %.9g over %d tokens)", runs[i].window,
+                  runs[i].ranks, out, want, want_scored);
+    }
+    free(text);
+}
+
+/* build/tokenize (beside build/generate): transformers' ids for the fixtures' prompts, with and
+   without the special tokens the tokenizer adds, from a directory and from a GGUF file; the text
+   back from --decode; each token's text; bad input exits 1 or 2 with a message. */
+static void check_cli_tokenize(void) {
+    char tool[1024], command[4096], out[4096];
+    snprintf(tool, sizeof tool, "%s", test_generate_binary);
+    char *slash = strrchr(tool, '/');
+    snprintf(slash ? slash + 1 : tool, sizeof tool - (size_t)(slash ? slash + 1 - tool : 0), "tokenize");
+    static const struct { const char *source, *arguments, *want; int status; } cases[] = {
+        /* reference.txt's prompt_ids for its prompt_text */
+        {"gpt2-tiny", "'Hello world, this is a test of 12 tokens'", "391,330,11,305,277,259,283,220,354,388,331\n", 0},
+        {"gguf/gpt2-f32.gguf", "'Hello world, this is a test of 12 tokens'", "391,330,11,305,277,259,283,220,354,388,331\n", 0},
+        {"llama", "'Hello world'", "1,464,398\n", 0}, /* LLaMA's <s> first */
+        {"llama", "--no-special 'Hello world'", "464,398\n", 0},
+        {"llama", "--count 'Hello world'", "3\n", 0},
+        {"gpt2-tiny", "--pieces 'Hello world'", "391\tHello\n330\t world\n", 0},
+        {"gpt2-tiny", "--decode 391,330,11", "Hello world,\n", 0},
+        {"gpt2-tiny", "--decode 1,x", "tokenize: --decode wants comma-separated non-negative integers\n", 2},
+        {"gpt2-tiny", "--decode 999999", "tokenize: an id is not in the vocabulary\n", 1},
+        {"gpt2-tiny", "", "tokenize: give one of TEXT, -f FILE and --decode IDS\n", 2},
+        {"nonexistent", "x", NULL, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(command, sizeof command, "%s %s/%s %s 2>&1", tool, test_fixtures, cases[i].source, cases[i].arguments);
+        int status = test_run_output(command, out, sizeof out);
+        CHECK_MSG(status == cases[i].status && (!cases[i].want || !strcmp(out, cases[i].want)),
+                  "tokenize %s %s: exit %d, printed \"%s\"", cases[i].source, cases[i].arguments, status, out);
+    }
+}
+
 void test_cli(void) {
+    check_cli_perplexity();
+    check_cli_tokenize();
     check_cli_chat();
     check_build_info();
     check_ids_and_logits("gpt2-hub", 1, NULL, NULL);

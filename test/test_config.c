@@ -444,16 +444,24 @@ static void test_fused_families(void) {
     expect_load("GPT-BigCode with add_cross_attention", NULL, PF_ERROR_UNSUPPORTED, "add_cross_attention");
 }
 
-/* Weights in a format we do not read get a message naming it and the conversion. */
+/* Weights in a format we do not read get a message naming it and the conversion, through the
+   class config.json names (an encoder's head is not a causal LM's). */
 static void test_other_formats(void) {
-    empty_work_dir();
-    if (copy_fixture("gpt2-tiny")) return;
-    char path[1024];
-    snprintf(path, sizeof path, "%s/model.safetensors", work_dir);
-    unlink(path);
-    write_work_file("pytorch_model.bin", "PK\003\004 not really a zip");
-    expect_load("pytorch_model.bin only", NULL, PF_ERROR_UNSUPPORTED, "pytorch_model.bin (a PyTorch pickle)");
-    expect_load("pytorch_model.bin only", NULL, PF_ERROR_UNSUPPORTED, "save_pretrained");
+    static const struct { const char *fixture, *conversion; } cases[] = {
+        {"gpt2-tiny", "t.GPT2LMHeadModel.from_pretrained("},
+        {"bert-cls", "t.BertForSequenceClassification.from_pretrained("},
+        {"mt5-s2s", "t.MT5ForConditionalGeneration.from_pretrained("},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        empty_work_dir();
+        if (copy_fixture(cases[i].fixture)) return;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/model.safetensors", work_dir);
+        unlink(path);
+        write_work_file("pytorch_model.bin", "PK\003\004 not really a zip");
+        expect_load(cases[i].fixture, NULL, PF_ERROR_UNSUPPORTED, "pytorch_model.bin (a PyTorch pickle)");
+        expect_load(cases[i].fixture, NULL, PF_ERROR_UNSUPPORTED, cases[i].conversion);
+    }
 }
 
 /* Reads KEY=ids from a fixture's reference.txt. */

@@ -388,9 +388,14 @@ static void test_bad_arguments(void) {
     if (fixture_open("gpt2-tiny", &f)) return;
     pf_model *m = f.model;
     pf_parallel_options o = cpu_options();
-    CHECK(pf_parallelize(m, 0, NULL) == PF_ERROR_INVALID_ARGUMENT);
+    CHECK(pf_parallelize(m, -1, NULL) == PF_ERROR_INVALID_ARGUMENT);
     CHECK(strstr(pf_error_message(m), "num_ranks") != NULL);
     CHECK(pf_parallelize(m, 100000, NULL) == PF_ERROR_INVALID_ARGUMENT);
+    /* 0: a rank per online core on the CPU */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int every = cores < 1 ? 1 : cores > 64 ? 64 : (int)cores;
+    CHECK(pf_parallelize(m, 0, &o) == PF_OK);
+    CHECK_MSG(pf_num_ranks(m) == every, "num_ranks 0 made %d ranks on a machine of %ld cores", pf_num_ranks(m), cores);
     o.max_sequence_length = 1 << 20;
     CHECK(pf_parallelize(m, 1, &o) == PF_ERROR_INVALID_ARGUMENT);
     o = cpu_options();
