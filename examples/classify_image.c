@@ -23,7 +23,8 @@ static void report(pf_result r, const char *message) {
 
 /* The usage to out; 0 for --help (stdout), 2 for a mistake (stderr). */
 static int usage_to(FILE *out) {
-    fprintf(out, "usage: classify_image MODEL_DIR IMAGE.ppm [--gpus N] [--device cpu|cuda|auto] [--top K] [--logits]\n");
+    fprintf(out, "usage: classify_image MODEL_DIR IMAGE.ppm [--gpus N] [--device cpu|cuda|auto] [--top K] [--logits]\n"
+                 "--gpus N: ranks (GPUs, or CPU threads without CUDA); default 0: every GPU, or every core\n");
     return out == stdout ? 0 : 2;
 }
 
@@ -31,7 +32,7 @@ static int usage(void) { return usage_to(stderr); }
 
 int main(int argc, char **argv) {
     const char *dir = NULL, *image = NULL;
-    int gpus = 1, top = 5, all_logits = 0;
+    int gpus = 0 /* every device */, top = 5, all_logits = 0;
     pf_device device = PF_DEVICE_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -47,7 +48,7 @@ int main(int argc, char **argv) {
         else if (a[0] != '-' && !image) image = a;
         else return usage();
     }
-    if (!dir || !image || gpus < 1 || top < 1) return usage();
+    if (!dir || !image || gpus < 0 || top < 1) return usage();
     int width = 0, height = 0;
     size_t file_size = 0;
     unsigned char *file = media_read_file(image, MEDIA_MAX_FILE_BYTES, &file_size);

@@ -19,7 +19,7 @@
 static void usage(FILE *out) {
     fprintf(out,
             "usage: embed MODEL_DIR [options] [SENTENCE...]\n"
-            "  --gpus N         ranks (GPUs, or CPU threads without CUDA); default 1\n"
+            "  --gpus N         ranks (GPUs, or CPU threads without CUDA); default 0: every GPU, or every core\n"
             "  --device D       cpu, cuda or auto (default auto)\n"
             "  --pooling MODE   mean, cls, max, mean_sqrt_len, weightedmean or lasttoken; default: the\n"
             "                   model's sentence-transformers pooling, else mean\n"
@@ -67,7 +67,7 @@ static int parse_ids(const char *line, int32_t **ids) {
 int main(int argc, char **argv) {
     const char *model_dir = NULL, *file = NULL, *raw = NULL;
     const char *texts[MAX_INPUTS];
-    int num_texts = 0, ranks = 1, ids_lines = 0;
+    int num_texts = 0, ranks = 0 /* every device */, ids_lines = 0;
     pf_parallel_options po = pf_parallel_options_init();
     pf_embed_options eo = pf_embed_options_init();
     eo.normalize = 1;
@@ -79,8 +79,8 @@ int main(int argc, char **argv) {
             return 0;
         } else if (!strcmp(a, "--gpus") && has_value) {
             ranks = atoi(argv[++i]);
-            if (ranks < 1) {
-                fprintf(stderr, "embed: --gpus needs a count of at least 1, not %s\n", argv[i]);
+            if (ranks < 0 || (ranks == 0 && strcmp(argv[i], "0"))) {
+                fprintf(stderr, "embed: --gpus needs a count (0: every device), not %s\n", argv[i]);
                 return 2;
             }
         } else if (!strcmp(a, "--device") && has_value) {

@@ -77,7 +77,8 @@ static pf_result decode_text(pf_model *model, pf_generation *g, int32_t timestam
 /* The usage to out; 0 for --help (stdout), 2 for a mistake (stderr). */
 static int usage_to(FILE *out) {
     fprintf(out, "usage: transcribe MODEL_DIR SPEECH.wav [--gpus N] [--device cpu|cuda|auto] [-n MAX_NEW_TOKENS]\n"
-                    "                  [--language CODE] [--task transcribe|translate] [--timestamps]\n");
+                    "                  [--language CODE] [--task transcribe|translate] [--timestamps]\n"
+                    "--gpus N: ranks (GPUs, or CPU threads without CUDA); default 0: every GPU, or every core\n");
     return out == stdout ? 0 : 2;
 }
 
@@ -85,7 +86,7 @@ static int usage(void) { return usage_to(stderr); }
 
 int main(int argc, char **argv) {
     const char *dir = NULL, *wav = NULL, *why = "", *language = NULL, *task = NULL;
-    int gpus = 1, max_new_tokens = 0, timestamps = 0;
+    int gpus = 0 /* every device */, max_new_tokens = 0, timestamps = 0;
     pf_device device = PF_DEVICE_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -103,7 +104,7 @@ int main(int argc, char **argv) {
         else if (a[0] != '-' && !wav) wav = a;
         else return usage();
     }
-    if (!dir || !wav || gpus < 1 || max_new_tokens < 0 || (task && !language) ||
+    if (!dir || !wav || gpus < 0 || max_new_tokens < 0 || (task && !language) ||
         (task && strcmp(task, "transcribe") && strcmp(task, "translate")) ||
         (language && (strlen(language) < 2 || strlen(language) > 16)))
         return usage();
