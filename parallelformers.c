@@ -11377,7 +11377,7 @@ PF_PRIVATE pf_result pf__tok_from_files(pf_tokenizer *t, const char *dir, char *
     char path[4096];
     pf__json *vocab = NULL, *config = NULL;
     char *text = NULL;
-    size_t len, n = 0, cap = 0, line = 0, i;
+    size_t len, n = 0, cap = 0, line = 0, i, word_ends = 0;
     pf__tok_merge_text *mt = NULL;
     pf_result r;
     int add_prefix_space = 0;
@@ -11398,6 +11398,7 @@ PF_PRIVATE pf_result pf__tok_from_files(pf_tokenizer *t, const char *dir, char *
         i = end + 1;
         if (l && s[l - 1] == '\r') l--;
         if (l == 0 || (l >= 8 && !memcmp(s, "#version", 8))) continue;
+        word_ends += l >= 4 && !memcmp(s + l - 4, "</w>", 4);
         if (n == cap) {
             size_t c2 = cap ? 2 * cap : 1024;
             pf__tok_merge_text *p = (pf__tok_merge_text *)realloc(mt, c2 * sizeof *p);
@@ -11415,6 +11416,13 @@ PF_PRIVATE pf_result pf__tok_from_files(pf_tokenizer *t, const char *dir, char *
             goto done;
         }
         n++;
+    }
+    if (2 * word_ends > n) { /* most merges end words: OpenAI GPT's, CLIP's, HerBERT's kind, not bytes */
+        snprintf(err, err_size, "%s: a BPE whose merges end words with </w>, not a byte-level BPE (the only kind read from "
+                 "vocab.json + merges.txt); write its tokenizer.json once with transformers: python -c \"import transformers "
+                 "as t; t.AutoTokenizer.from_pretrained('%s').save_pretrained('%s')\"", path, dir, dir);
+        r = PF_ERROR_UNSUPPORTED;
+        goto done;
     }
     if ((r = pf__tok_set_merges(t, mt, n, path, err, err_size)) != PF_OK) goto done;
 
@@ -12128,6 +12136,21 @@ static const struct {
     {"Wav2Vec2CTCTokenizer", "a character vocabulary for CTC output (pf_ctc_decode reads its vocab.json)"},
 };
 
+/* The tokenizer classes transformers builds as a byte-level BPE (GPT-2's bytes-to-unicode
+   alphabet and split pattern) from vocab.json + merges.txt, with or without "Fast": the only kind
+   read from those files. Any other class with them (HerBERT's and CLIP's </w> BPE, Qwen2's own
+   split pattern, ...) would give wrong ids: refused, with the way to write its tokenizer.json. */
+static int pf__tok_byte_level_class(const char *tokenizer_class) {
+    static const char *const classes[] = {"GPT2Tokenizer", "RobertaTokenizer", "BartTokenizer", "LongformerTokenizer",
+                                          "LEDTokenizer", "BlenderbotTokenizer", "CodeGenTokenizer", "DebertaTokenizer",
+                                          "MvpTokenizer", "WhisperTokenizer"};
+    size_t n = strlen(tokenizer_class);
+    if (n > 4 && !strcmp(tokenizer_class + n - 4, "Fast")) n -= 4;
+    for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++)
+        if (strlen(classes[i]) == n && !strncmp(tokenizer_class, classes[i], n)) return 1;
+    return 0;
+}
+
 /* The index of tokenizer_class in pf__tok_slow_only, or its count when it is not there. */
 static size_t pf__tok_slow_index(const char *tokenizer_class) {
     size_t i, n = sizeof pf__tok_slow_only / sizeof pf__tok_slow_only[0];
@@ -12294,6 +12317,13 @@ PF_PRIVATE pf_result pf__tokenizer_load_dir(const char *dir, pf_tokenizer **out,
                      "not supported: it needs %s. Supported without tokenizer.json: vocab.json + merges.txt of a "
                      "byte-level BPE (GPT-2, RoBERTa, BART, ...) and ByT5Tokenizer", dir, pf__tok_slow_only[i].name,
                      pf__tok_slow_only[i].needs);
+            r = PF_ERROR_UNSUPPORTED;
+        } else if (cls && cls->type == PF__JSON_STRING && !pf__tok_byte_level_class(cls->string) &&
+                   pf__file_exists(vocab) && pf__file_exists(merges)) {
+            snprintf(err, err_size, "%s: %s with vocab.json + merges.txt and no tokenizer.json is not supported: these "
+                     "files are read as a byte-level BPE (GPT-2, RoBERTa, BART, ...), which this class is not. Write its "
+                     "tokenizer.json once with transformers: python -c \"import transformers as t; "
+                     "t.AutoTokenizer.from_pretrained('%s').save_pretrained('%s')\"", dir, cls->string, dir, dir);
             r = PF_ERROR_UNSUPPORTED;
         } else if (pf__file_exists(vocab) && pf__file_exists(merges)) {
             from_files = 1;

@@ -580,6 +580,21 @@ static const struct {
     {"Wav2Vec2CTCTokenizer", "a character vocabulary for CTC output (pf_ctc_decode reads its vocab.json)"},
 };
 
+/* The tokenizer classes transformers builds as a byte-level BPE (GPT-2's bytes-to-unicode
+   alphabet and split pattern) from vocab.json + merges.txt, with or without "Fast": the only kind
+   read from those files. Any other class with them (HerBERT's and CLIP's </w> BPE, Qwen2's own
+   split pattern, ...) would give wrong ids: refused, with the way to write its tokenizer.json. */
+static int pf__tok_byte_level_class(const char *tokenizer_class) {
+    static const char *const classes[] = {"GPT2Tokenizer", "RobertaTokenizer", "BartTokenizer", "LongformerTokenizer",
+                                          "LEDTokenizer", "BlenderbotTokenizer", "CodeGenTokenizer", "DebertaTokenizer",
+                                          "MvpTokenizer", "WhisperTokenizer"};
+    size_t n = strlen(tokenizer_class);
+    if (n > 4 && !strcmp(tokenizer_class + n - 4, "Fast")) n -= 4;
+    for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++)
+        if (strlen(classes[i]) == n && !strncmp(tokenizer_class, classes[i], n)) return 1;
+    return 0;
+}
+
 /* The index of tokenizer_class in pf__tok_slow_only, or its count when it is not there. */
 static size_t pf__tok_slow_index(const char *tokenizer_class) {
     size_t i, n = sizeof pf__tok_slow_only / sizeof pf__tok_slow_only[0];
@@ -746,6 +761,13 @@ PF_PRIVATE pf_result pf__tokenizer_load_dir(const char *dir, pf_tokenizer **out,
                      "not supported: it needs %s. Supported without tokenizer.json: vocab.json + merges.txt of a "
                      "byte-level BPE (GPT-2, RoBERTa, BART, ...) and ByT5Tokenizer", dir, pf__tok_slow_only[i].name,
                      pf__tok_slow_only[i].needs);
+            r = PF_ERROR_UNSUPPORTED;
+        } else if (cls && cls->type == PF__JSON_STRING && !pf__tok_byte_level_class(cls->string) &&
+                   pf__file_exists(vocab) && pf__file_exists(merges)) {
+            snprintf(err, err_size, "%s: %s with vocab.json + merges.txt and no tokenizer.json is not supported: these "
+                     "files are read as a byte-level BPE (GPT-2, RoBERTa, BART, ...), which this class is not. Write its "
+                     "tokenizer.json once with transformers: python -c \"import transformers as t; "
+                     "t.AutoTokenizer.from_pretrained('%s').save_pretrained('%s')\"", dir, cls->string, dir, dir);
             r = PF_ERROR_UNSUPPORTED;
         } else if (pf__file_exists(vocab) && pf__file_exists(merges)) {
             from_files = 1;

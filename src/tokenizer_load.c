@@ -1389,7 +1389,7 @@ PF_PRIVATE pf_result pf__tok_from_files(pf_tokenizer *t, const char *dir, char *
     char path[4096];
     pf__json *vocab = NULL, *config = NULL;
     char *text = NULL;
-    size_t len, n = 0, cap = 0, line = 0, i;
+    size_t len, n = 0, cap = 0, line = 0, i, word_ends = 0;
     pf__tok_merge_text *mt = NULL;
     pf_result r;
     int add_prefix_space = 0;
@@ -1410,6 +1410,7 @@ PF_PRIVATE pf_result pf__tok_from_files(pf_tokenizer *t, const char *dir, char *
         i = end + 1;
         if (l && s[l - 1] == '\r') l--;
         if (l == 0 || (l >= 8 && !memcmp(s, "#version", 8))) continue;
+        word_ends += l >= 4 && !memcmp(s + l - 4, "</w>", 4);
         if (n == cap) {
             size_t c2 = cap ? 2 * cap : 1024;
             pf__tok_merge_text *p = (pf__tok_merge_text *)realloc(mt, c2 * sizeof *p);
@@ -1427,6 +1428,13 @@ PF_PRIVATE pf_result pf__tok_from_files(pf_tokenizer *t, const char *dir, char *
             goto done;
         }
         n++;
+    }
+    if (2 * word_ends > n) { /* most merges end words: OpenAI GPT's, CLIP's, HerBERT's kind, not bytes */
+        snprintf(err, err_size, "%s: a BPE whose merges end words with </w>, not a byte-level BPE (the only kind read from "
+                 "vocab.json + merges.txt); write its tokenizer.json once with transformers: python -c \"import transformers "
+                 "as t; t.AutoTokenizer.from_pretrained('%s').save_pretrained('%s')\"", path, dir, dir);
+        r = PF_ERROR_UNSUPPORTED;
+        goto done;
     }
     if ((r = pf__tok_set_merges(t, mt, n, path, err, err_size)) != PF_OK) goto done;
 

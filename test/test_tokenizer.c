@@ -1610,6 +1610,41 @@ static void tt_test_bad_components(void) {
 #undef TT_Q
 }
 
+/* vocab.json + merges.txt are read as a byte-level BPE; a tokenizer_class that is not one (HerBERT's,
+   CLIP's, Qwen2's own split pattern) or merges that end words with </w> are refused with the way to
+   write a tokenizer.json, not read into wrong ids. GPT-2's files still load, with or without its
+   class named. */
+static void tt_test_not_byte_level_files(void) {
+    static const struct { const char *config, *merges, *said; pf_result want; } cases[] = {
+        {"{\"tokenizer_class\": \"HerbertTokenizer\"}", NULL, "HerbertTokenizer", PF_ERROR_UNSUPPORTED},
+        {"{\"tokenizer_class\": \"CLIPTokenizerFast\"}", NULL, "save_pretrained", PF_ERROR_UNSUPPORTED},
+        {"{\"tokenizer_class\": \"Qwen2Tokenizer\"}", NULL, "Qwen2Tokenizer", PF_ERROR_UNSUPPORTED},
+        {NULL, "#version: 0.2\na b</w>\nc d</w>\ne f\n", "</w>", PF_ERROR_UNSUPPORTED},
+        {"{\"tokenizer_class\": \"GPT2TokenizerFast\"}", NULL, NULL, PF_OK},
+        {"{\"tokenizer_class\": \"RobertaTokenizer\"}", NULL, NULL, PF_OK},
+        {NULL, NULL, NULL, PF_OK},
+    };
+    char source[512], dir[256], err[1024];
+    snprintf(source, sizeof source, "%s/gpt2-hub", test_fixtures);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (tt_mkdtemp(dir, sizeof dir)) {
+            CHECK_MSG(0, "mkdtemp failed");
+            return;
+        }
+        int ok = tt_copy(source, "vocab.json", dir) == 0 &&
+                 (cases[i].merges ? tt_write(dir, "merges.txt", cases[i].merges, strlen(cases[i].merges))
+                                  : tt_copy(source, "merges.txt", dir)) == 0 &&
+                 (!cases[i].config || tt_write(dir, "tokenizer_config.json", cases[i].config, strlen(cases[i].config)) == 0);
+        pf_tokenizer *t = NULL;
+        err[0] = 0;
+        pf_result r = ok ? pf_tokenizer_load(dir, &t, err, sizeof err) : PF_ERROR_IO;
+        CHECK_MSG(ok && r == cases[i].want && (!cases[i].said || strstr(err, cases[i].said)),
+                  "case %zu: %s (%s)", i, pf_result_string(r), err);
+        pf_tokenizer_free(t);
+        tt_rmdir(dir);
+    }
+}
+
 static void tt_test_bad_input(void) {
     char dir[1024], err[512] = "", small[8];
     pf_tokenizer *t = (pf_tokenizer *)&t;
@@ -2059,6 +2094,7 @@ void test_tokenizer(void) {
     tt_test_styles();
     tt_test_components();
     tt_test_bad_input();
+    tt_test_not_byte_level_files();
     tt_test_hostile_charsmap();
     tt_test_seq2seq();
 }
