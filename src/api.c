@@ -274,10 +274,20 @@ PF_PRIVATE const char *pf__head_name(pf_head head) {
 }
 
 PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
-    const pf__config *c = &m->config;
+    pf__config *c = &m->config;
     const struct pf__head_slots *mine = NULL;
     for (size_t i = 0; i < PF__COUNT(pf__head_slots); i++)
         if (pf__head_slots[i].head == c->head) mine = &pf__head_slots[i];
+    int present = 0;
+    for (int i = 0; mine && i < mine->num_needs; i++) present += m->sources[mine->needs[i]].data != NULL;
+    if (mine && !present && pf__archs[c->arch].kind == PF__KIND_ENCODER && !c->teacher_head) {
+        /* the bare encoder under a head's name (all-mpnet-base-v2 names MPNetForMaskedLM):
+           transformers' AutoModel and sentence-transformers load it as the bare model */
+        pf__log(m, PF_LOG_INFO, "config.json's architectures names %s, but the checkpoint holds none of its tensors: "
+                "loaded as the bare encoder, as transformers' AutoModel loads it", pf__head_name(c->head));
+        c->head = PF_HEAD_NONE;
+        mine = NULL;
+    }
     for (int i = 0; mine && i < mine->num_needs; i++) {
         const pf__arch_tensor *t = pf__arch_tensor_for(c->arch, mine->needs[i]);
         if (!m->sources[mine->needs[i]].data)

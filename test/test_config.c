@@ -464,6 +464,43 @@ static void test_other_formats(void) {
     }
 }
 
+static void rename_tensor(const char *from, const char *to);
+
+/* A bare encoder whose config.json names a head it does not hold (all-mpnet-base-v2 names
+   MPNetForMaskedLM): loaded as the bare encoder, as transformers' AutoModel loads it, with the
+   bare checkpoint's outputs; a head with some of its tensors missing is still an error. */
+static void test_bare_encoder_under_head_name(void) {
+    char bare_dir[1024];
+    snprintf(bare_dir, sizeof bare_dir, "%s/mpnet", test_fixtures);
+    empty_work_dir();
+    if (copy_fixture("mpnet")) return;
+    edit_file("config.json", "\"MPNetModel\"", "\"MPNetForMaskedLM\"");
+    pf_model *named = expect_load("mpnet named MPNetForMaskedLM", NULL, PF_OK, NULL), *bare = NULL;
+    CHECK(pf_load(bare_dir, NULL, &bare) == PF_OK);
+    if (named && bare) {
+        CHECK_MSG(pf_get_info(named).head == PF_HEAD_NONE, "head %d", (int)pf_get_info(named).head);
+        int32_t ids[] = {0, 12, 40, 7, 2};
+        const int32_t *rows[] = {ids};
+        int lengths[] = {5};
+        pf_encoding *a = NULL, *b = NULL;
+        pf_result r = pf_encode(named, rows, NULL, lengths, 1, &a);
+        if (!r) r = pf_encode(bare, rows, NULL, lengths, 1, &b);
+        CHECK_MSG(r == PF_OK && a && b && a->offsets[1] == b->offsets[1] &&
+                      !memcmp(a->last_hidden_state, b->last_hidden_state,
+                              (size_t)a->offsets[1] * (size_t)a->hidden_size * sizeof(float)),
+                  "the renamed bare encoder's outputs differ from the bare checkpoint's: %s", pf_error_message(named));
+        pf_encoding_free(a);
+        pf_encoding_free(b);
+    }
+    pf_free(named);
+    pf_free(bare);
+    /* the sequence classification head with its dense layer but no output projection */
+    empty_work_dir();
+    if (copy_fixture("mpnet-cls")) return;
+    rename_tensor("classifier.out_proj.weight", "classifier.out_prxx.weight");
+    expect_load("mpnet-cls without its out_proj", NULL, PF_ERROR_FORMAT, "out_proj");
+}
+
 /* Reads KEY=ids from a fixture's reference.txt. */
 static int reference_ids(const char *fixture, const char *key, int *out, int cap) {
     char path[1024], line[4096];
@@ -999,6 +1036,7 @@ void test_config(void) {
     test_refused_values();
     test_fused_families();
     test_other_formats();
+    test_bare_encoder_under_head_name();
     test_generation_config();
     test_seq2seq_refusals();
     test_suppress_lists();
