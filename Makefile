@@ -142,16 +142,16 @@ $(BUILD)/$(SHARED): $(BUILD)/parallelformers.o $(CUDA_OBJ)
 	ln -sf $(SHARED) $(BUILD)/$(SONAME)
 	ln -sf $(SONAME) $(BUILD)/libparallelformers.so
 
-$(BUILD)/generate: examples/generate.c $(BUILD)/libparallelformers.a
-	$(CC) $(BASE) $(CFLAGS) examples/generate.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
+$(BUILD)/generate: examples/generate.c examples/media.c examples/media.h $(BUILD)/libparallelformers.a
+	$(CC) $(BASE) $(CFLAGS) examples/generate.c examples/media.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
 
-$(BUILD)/tokenize: examples/tokenize.c $(BUILD)/libparallelformers.a
-	$(CC) $(BASE) $(CFLAGS) examples/tokenize.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
+$(BUILD)/tokenize: examples/tokenize.c examples/media.c examples/media.h $(BUILD)/libparallelformers.a
+	$(CC) $(BASE) $(CFLAGS) examples/tokenize.c examples/media.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
 
 $(BUILD)/embed: examples/embed.c $(BUILD)/libparallelformers.a
 	$(CC) $(BASE) $(CFLAGS) -D_POSIX_C_SOURCE=200809L examples/embed.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
 
-# examples/media.c: the PPM and WAV readers of these two (and of the media fuzz target).
+# examples/media.c: the file, PPM and WAV readers of the examples (and of the media fuzz target).
 $(BUILD)/classify_image: examples/classify_image.c examples/media.c examples/media.h $(BUILD)/libparallelformers.a
 	$(CC) $(BASE) $(CFLAGS) examples/classify_image.c examples/media.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../parallelformers.h"
+#include "media.h"
 
 /* ---- the command line ---- */
 
@@ -418,13 +419,12 @@ static char *sequence_text(pf_tokenizer *tok, const int32_t *ids, int n, int sho
 
 /* ---- perplexity ---- */
 
-static char *read_text_file(const char *path);
 
 /* exp(mean negative log-likelihood) of a text's tokens, cut into windows of `window` tokens that
    do not overlap; each window's first token has no prefix and is not scored (transformers'
    perplexity recipe with stride = window). 0 on success. */
 static int run_perplexity(pf_model *model, const char *path, int window) {
-    char *text = read_text_file(path);
+    char *text = media_read_text(path, MEDIA_MAX_FILE_BYTES);
     int32_t *ids = NULL;
     int n = text ? tokenize(model, text, 0, &ids) : -1;
     free(text);
@@ -586,20 +586,6 @@ static char *sequence_text(pf_tokenizer *tok, const int32_t *ids, int n, int sho
     return text;
 }
 
-/* A whole file as a NUL-terminated string (the caller frees it), or NULL. */
-static char *read_text_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    long size = -1;
-    char *text = NULL;
-    if (f && !fseek(f, 0, SEEK_END) && (size = ftell(f)) >= 0 && !fseek(f, 0, SEEK_SET) &&
-        (text = (char *)malloc((size_t)size + 1)) && fread(text, 1, (size_t)size, f) == (size_t)size)
-        text[size] = 0;
-    else
-        free(text), text = NULL;
-    if (f) fclose(f);
-    return text;
-}
-
 static const char *device_name(pf_device device) { return device == PF_DEVICE_CUDA ? "cuda" : "cpu"; }
 
 static const char *dtype_name(pf_dtype dtype) {
@@ -679,7 +665,7 @@ int main(int argc, char **argv) {
     /* -f FILE: the prompt is the file's text */
     char *prompt_file_text = NULL;
     if (args.given[OPT_FILE]) {
-        if (!(prompt_file_text = read_text_file(args.text[OPT_FILE]))) {
+        if (!(prompt_file_text = media_read_text(args.text[OPT_FILE], MEDIA_MAX_FILE_BYTES))) {
             fprintf(stderr, "generate: cannot read %s\n", args.text[OPT_FILE]);
             return 1;
         }
@@ -771,17 +757,8 @@ int main(int argc, char **argv) {
     /* the prompts: one from the command line, or one per line of the batch file */
     char *file_text = NULL;
     if (batch_file) {
-        FILE *f = fopen(batch_file, "rb");
-        long size = -1;
-        if (f && !fseek(f, 0, SEEK_END) && (size = ftell(f)) >= 0 && !fseek(f, 0, SEEK_SET) &&
-            (file_text = (char *)malloc((size_t)size + 1)) && fread(file_text, 1, (size_t)size, f) == (size_t)size)
-            file_text[size] = 0;
-        else
-            size = -1;
-        if (f) fclose(f);
-        if (size < 0) {
+        if (!(file_text = media_read_text(batch_file, MEDIA_MAX_FILE_BYTES))) {
             fprintf(stderr, "generate: cannot read %s\n", batch_file);
-            free(file_text);
             goto done;
         }
     }

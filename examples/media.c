@@ -1,4 +1,4 @@
-/* media: PPM and WAV files from memory (media.h). */
+/* media: the files the examples read; PPM and WAV from memory (media.h). */
 #include "media.h"
 
 #include <stdint.h>
@@ -34,6 +34,18 @@ unsigned char *media_read_file(const char *path, size_t max_bytes, size_t *size)
     }
     *size = n;
     return data;
+}
+
+char *media_read_text(const char *path, size_t max_bytes) {
+    size_t size = 0;
+    unsigned char *data = media_read_file(path, max_bytes, &size);
+    unsigned char *text = data ? (unsigned char *)realloc(data, size + 1) : NULL;
+    if (!text) {
+        free(data);
+        return NULL;
+    }
+    text[size] = 0;
+    return (char *)text;
 }
 
 static int media_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }

@@ -1,6 +1,7 @@
-/* media: the image and audio files the examples read (binary PPM for classify_image, mono PCM WAV
-   for transcribe), parsed from memory. Kept apart from the examples so that a fuzz target
-   (test/fuzz/fuzz_media.c) can feed the parsers arbitrary bytes. */
+/* media: the files the examples read: whole files and texts (prompts, batch files), and the image
+   and audio files (binary PPM for classify_image, mono PCM WAV for transcribe), parsed from
+   memory. Kept apart from the examples so that a fuzz target (test/fuzz/fuzz_media.c) can feed the
+   parsers arbitrary bytes. */
 #ifndef MEDIA_H
 #define MEDIA_H
 
@@ -12,6 +13,10 @@
 
 /* The whole file (malloc'd) and its size, or NULL: unreadable, or more than max_bytes. */
 unsigned char *media_read_file(const char *path, size_t max_bytes, size_t *size);
+
+/* The whole file as a NUL-terminated string (malloc'd), or NULL: unreadable, or more than
+   max_bytes. A NUL byte inside ends the text where C reads it. */
+char *media_read_text(const char *path, size_t max_bytes);
 
 /* A binary PPM (P6, maxval 255; comments allowed between the header's fields, sides 1 .. 32768):
    a pointer into data at its width x height x 3 bytes of RGB, which the data must hold; NULL when

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../parallelformers.h"
+#include "media.h"
 
 static void usage(FILE *to) {
     fprintf(to, "usage: tokenize MODEL_DIR|FILE.gguf [options] TEXT\n"
@@ -26,19 +27,6 @@ static void usage(FILE *to) {
                 "  -f, --file FILE     tokenize this file's text\n"
                 "      --decode IDS    print the text of comma-separated ids instead\n"
                 "  -h, --help          print this help and exit\n");
-}
-
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    long size = -1;
-    char *text = NULL;
-    if (f && !fseek(f, 0, SEEK_END) && (size = ftell(f)) >= 0 && !fseek(f, 0, SEEK_SET) &&
-        (text = (char *)malloc((size_t)size + 1)) && fread(text, 1, (size_t)size, f) == (size_t)size)
-        text[size] = 0;
-    else
-        free(text), text = NULL;
-    if (f) fclose(f);
-    return text;
 }
 
 /* "1,2,3" into *ids; the count, or -1 on anything but comma-separated ids in 0..INT32_MAX. */
@@ -148,7 +136,7 @@ int main(int argc, char **argv) {
         }
         goto done;
     }
-    if (file && !(text = file_text = read_file(file))) {
+    if (file && !(text = file_text = media_read_text(file, MEDIA_MAX_FILE_BYTES))) {
         fprintf(stderr, "tokenize: cannot read %s\n", file);
         goto done;
     }
