@@ -39,6 +39,8 @@ typedef struct completion_request {
     int stream;
     int include_usage;  /* stream_options.include_usage: a last chunk with the usage */
     int echo;           /* completions: the prompt's text before each choice's */
+    int logprobs;       /* chat's logprobs true, or completions' logprobs (an integer, even 0) */
+    int top_logprobs;   /* chat's top_logprobs (0..20), completions' logprobs (0..5) */
     int top_k;          /* 0: off (OpenAI has none; vLLM's -1 means off too) */
     double min_p, repetition_penalty, presence_penalty, frequency_penalty;
     pf_token_bias *logit_bias; /* owned */
