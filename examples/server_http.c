@@ -787,6 +787,25 @@ static MHD_Result start_stream(struct MHD_Connection *connection, completion_req
 
 /* Whether the model continues text: a decoder or a text encoder-decoder (not an encoder, nor a
    speech model, whose input is audio). */
+/* A prompt given as token ids: taken over (the library checks them against the vocabulary), and
+   its text decoded for echo. NULL (reason in error) when too long or not decodable. */
+static int32_t *prompt_from_ids(completion_request *request, int *count, char *error, size_t error_size) {
+    size_t length = 0;
+    if (request->num_prompt_ids > the_server.max_prompt_tokens)
+        return snprintf(error, error_size, "the prompt is %d tokens; at most %d", request->num_prompt_ids,
+                        the_server.max_prompt_tokens), NULL;
+    for (int i = 0; i < request->num_prompt_ids; i++)
+        if (request->prompt_ids[i] >= the_server.info.vocab_size)
+            return snprintf(error, error_size, "prompt token %d (%d) is outside the vocabulary (%d)", i,
+                            (int)request->prompt_ids[i], the_server.info.vocab_size), NULL;
+    if (!(request->prompt = ids_text(request->prompt_ids, request->num_prompt_ids, &length)))
+        return snprintf(error, error_size, "cannot decode the prompt's token ids"), NULL;
+    int32_t *ids = request->prompt_ids;
+    *count = request->num_prompt_ids;
+    request->prompt_ids = NULL;
+    return ids;
+}
+
 static int generates_text(void) { return !the_server.info.is_encoder && !the_server.info.num_mel_bins; }
 
 static MHD_Result completions(struct MHD_Connection *connection, int chat, const char *body, size_t length) {
@@ -812,7 +831,8 @@ static MHD_Result completions(struct MHD_Connection *connection, int chat, const
         request.prompt = copy;
     }
     int prompt_length = 0;
-    int32_t *prompt = tokenize_prompt(request.prompt, templated, &prompt_length, error, sizeof error);
+    int32_t *prompt = request.prompt_ids ? prompt_from_ids(&request, &prompt_length, error, sizeof error)
+                                         : tokenize_prompt(request.prompt, templated, &prompt_length, error, sizeof error);
     if (!prompt) {
         completion_request_free(&request);
         return send_error(connection, 400, error);

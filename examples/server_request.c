@@ -262,6 +262,26 @@ static int parse_logit_bias(json_t *v, completion_request *out, char *error, siz
     return 0;
 }
 
+#define MAX_PROMPT_IDS 1000000 /* the server checks the model's own limit after */
+
+/* A completions prompt as token ids: a non-empty array of non-negative integers (the library
+   checks them against the vocabulary). */
+static int parse_prompt_ids(json_t *array, completion_request *out, char *error, size_t error_size) {
+    size_t n = json_array_size(array);
+    if (n == 0) return fail(error, error_size, "the prompt is empty");
+    if (n > MAX_PROMPT_IDS) return fail(error, error_size, "'prompt' holds more than %d token ids", MAX_PROMPT_IDS);
+    if (!(out->prompt_ids = (int32_t *)malloc(n * sizeof *out->prompt_ids))) return fail(error, error_size, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        json_t *id = json_array_get(array, i);
+        if (!json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) > INT32_MAX)
+            return fail(error, error_size, "'prompt' as token ids: entry %zu is not a token id (several prompts in one "
+                        "request are not supported by this server)", i);
+        out->prompt_ids[i] = (int32_t)json_integer_value(id);
+    }
+    out->num_prompt_ids = (int)n;
+    return 0;
+}
+
 /* Chat: "logprobs" true or false, "top_logprobs" 0..20 with it; completions: "logprobs" 0..5
    (the alternatives each token gets) or null, as OpenAI's API takes them. */
 static int parse_logprobs(json_t *root, int chat, completion_request *out, char *error, size_t error_size) {
@@ -344,8 +364,12 @@ int parse_completion_request(const char *body, size_t length, int chat, const re
         status = format_messages(json_object_get(root, "messages"), out, error, error_size);
     } else {
         json_t *prompt = json_object_get(root, "prompt");
-        if (json_is_array(prompt) && json_array_size(prompt) == 1) prompt = json_array_get(prompt, 0);
-        if (!json_is_string(prompt)) status = fail(error, error_size, "'prompt' must be a string (or an array of one)");
+        if (json_is_array(prompt) && json_array_size(prompt) == 1 && !json_is_integer(json_array_get(prompt, 0)))
+            prompt = json_array_get(prompt, 0);
+        if (json_is_array(prompt)) status = parse_prompt_ids(prompt, out, error, error_size);
+        else if (!json_is_string(prompt))
+            status = fail(error, error_size, "'prompt' must be a string or token ids (or an array of one of them; several "
+                          "prompts in one request are not supported by this server)");
         else if (!(out->prompt = strdup(json_string_value(prompt)))) status = fail(error, error_size, "out of memory");
     }
     if (!status && chat && json_object_get(root, "max_completion_tokens"))
@@ -389,6 +413,7 @@ int parse_completion_request(const char *body, size_t length, int chat, const re
 
 void completion_request_free(completion_request *request) {
     free(request->prompt);
+    free(request->prompt_ids);
     for (int i = 0; i < request->num_messages; i++) {
         free((char *)request->messages[i].role);
         free((char *)request->messages[i].content);

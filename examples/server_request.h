@@ -25,7 +25,10 @@ typedef struct request_limits {
    also formatted into one plain prompt (for models without one). */
 typedef struct completion_request {
     int chat;           /* 1: /v1/chat/completions */
-    char *prompt;       /* UTF-8, NUL-terminated; owned */
+    char *prompt;       /* UTF-8, NUL-terminated; owned (completions given token ids: NULL until
+                           the server decodes them, for echo) */
+    int32_t *prompt_ids; /* completions: a prompt given as token ids (OpenAI's [int] form); owned */
+    int num_prompt_ids;
     pf_chat_message *messages; /* chat: role and content strings, owned */
     int num_messages;
     int max_tokens;

@@ -14,6 +14,7 @@ import json
 import math
 import struct
 import sys
+import urllib.request
 
 import openai
 
@@ -155,6 +156,21 @@ for echo in (False, True):
     check(f"completions logprobs (echo {echo}) streamed as whole",
           [t for p in parts for t in p.tokens] == lp.tokens and [v for p in parts for v in p.token_logprobs] ==
           lp.token_logprobs and [o for p in parts for o in p.text_offset] == lp.text_offset, repr(parts))
+
+# a completions prompt as token ids (as /tokenize gives them) answers as its text does
+for prompt, want in expected["greedy"].items():
+    asked = urllib.request.Request(generator_url + "/tokenize", json.dumps({"content": prompt, "add_special": True}).encode(),
+                                   {"Content-Type": "application/json"})
+    with urllib.request.urlopen(asked, timeout=60) as answer:
+        ids = json.load(answer)["tokens"]
+    for form in (ids, [ids]):
+        r = client.completions.create(model=model, prompt=form, max_tokens=20, temperature=0, echo=True)
+        check(f"completions of '{prompt}' as token ids", r.choices[0].text == prompt + want and
+              r.usage.prompt_tokens == len(ids), repr(r.choices[0].text))
+refused("several prompts", lambda: client.completions.create(model=model, prompt=["a", "b"], max_tokens=2),
+        "several prompts")
+refused("a token id outside the vocabulary", lambda: client.completions.create(model=model, prompt=[1, 10 ** 6],
+                                                                                max_tokens=2), "vocabulary")
 
 # what the server does not do is refused by name, never ignored
 refused("an unknown field", lambda: client.completions.create(model=model, prompt="a", max_tokens=2,
