@@ -625,6 +625,20 @@ pf_result pf_embed_texts(pf_model *model, const char *const *texts, int count, c
    until every stream in it has taken its tokens, so a callback should return promptly. */
 typedef int (*pf_stream_callback)(void *user, int row, int32_t token, const char *text, size_t text_len);
 
+/* Receives each chosen token's log-probability when pf_generate_options.logprobs is set: the row
+   (as the results number them), the token, its log-probability, and the top_logprobs most likely
+   tokens with theirs (most likely first, ties by lower id). The log-probabilities are of the
+   model's own distribution, log_softmax of its logits before any logits processor (temperature,
+   penalties, logit_bias, top_k, ...), as OpenAI's logprobs, vLLM's default (raw_logprobs) and
+   transformers' output_logits give them: a processor changes which token is chosen, not the
+   numbers reported. Called once per new token of a live row, in order: for a streamed request on
+   the caller's thread just before that token's stream callback; otherwise on the thread that
+   runs the step (the caller's, or the continuous batch's), before the call returns. The arrays are
+   valid during the call only. */
+#define PF_MAX_TOP_LOGPROBS 256
+typedef void (*pf_logprobs_callback)(void *user, int row, int32_t token, float logprob, const int32_t *top_tokens,
+                                     const float *top_logprobs, int num_top);
+
 typedef enum pf_early_stopping {
     PF_EARLY_STOPPING_HEURISTIC = 0, /* transformers' early_stopping=False */
     PF_EARLY_STOPPING_ON,            /* early_stopping=True: stop when num_beams are finished */
@@ -713,6 +727,11 @@ typedef struct pf_generate_options {
                                   (UTF-8, not empty) in the decoded text of its new tokens, as
                                   transformers' stop_strings; needs the model's tokenizer */
     int num_stop_strings;
+    int logprobs;              /* 1: each chosen token's log-probability (and top_logprobs
+                                  alternatives) to logprobs_callback; greedy search or sampling */
+    int top_logprobs;          /* 0..PF_MAX_TOP_LOGPROBS: the most likely tokens given with each */
+    pf_logprobs_callback logprobs_callback;
+    void *logprobs_user;
 } pf_generate_options;
 
 pf_generate_options pf_generate_options_init(void);

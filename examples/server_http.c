@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -293,10 +294,141 @@ static MHD_Result metrics(struct MHD_Connection *connection) {
 
 /* Generation options for a request. Stop strings end a row in the library (stop_strings: the
    token that completes one ends it) and are cut from the text here, at the byte. */
+/* logprobs: each row's tokens with theirs, as the library reports them (special tokens left out,
+   as the text leaves them out). */
+#define MAX_TOP_LOGPROBS 20 /* OpenAI's most for chat; completions allow 5 */
+typedef struct token_logprob {
+    int32_t token;
+    float logprob;
+    int num_top;
+    int32_t top[MAX_TOP_LOGPROBS];
+    float top_logprob[MAX_TOP_LOGPROBS];
+} token_logprob;
+
+typedef struct logprob_row {
+    token_logprob *items;
+    int count, cap;
+    int sent;          /* streaming: entries already in a chunk */
+    size_t text_offset; /* completions: bytes of the choice's text before the next entry */
+} logprob_row;
+
+typedef struct logprob_rows {
+    logprob_row *rows;
+    int num_rows;
+    int failed; /* out of memory: the response says so rather than giving a partial list */
+} logprob_rows;
+
+static void on_logprobs(void *user, int row, int32_t token, float logprob, const int32_t *top, const float *top_logprob,
+                        int num_top) {
+    logprob_rows *all = (logprob_rows *)user;
+    if (row < 0 || row >= all->num_rows || pf_tokenizer_is_special(the_server.tokenizer, token)) return;
+    logprob_row *r = &all->rows[row];
+    if (r->count == r->cap) {
+        int cap = 2 * r->cap + 16;
+        token_logprob *grown = (token_logprob *)realloc(r->items, (size_t)cap * sizeof *grown);
+        if (!grown) {
+            all->failed = 1;
+            return;
+        }
+        r->items = grown, r->cap = cap;
+    }
+    token_logprob *e = &r->items[r->count++];
+    e->token = token;
+    e->logprob = logprob;
+    e->num_top = num_top < MAX_TOP_LOGPROBS ? num_top : MAX_TOP_LOGPROBS;
+    memcpy(e->top, top, (size_t)e->num_top * sizeof *top);
+    memcpy(e->top_logprob, top_logprob, (size_t)e->num_top * sizeof *top_logprob);
+}
+
+static void logprob_rows_free(logprob_rows *all) {
+    for (int i = 0; i < all->num_rows; i++) free(all->rows[i].items);
+    free(all->rows);
+    memset(all, 0, sizeof *all);
+}
+
+/* A token's text as a JSON string, its bytes into piece (OpenAI's "bytes": a token may end
+   mid-character); its length. */
+static size_t token_piece(int32_t token, char *piece, size_t cap) {
+    size_t length = 0;
+    if (pf_detokenize(the_server.tokenizer, &token, 1, piece, cap, &length) != PF_OK || length >= cap) length = 0;
+    piece[length] = 0;
+    return length;
+}
+
+/* -inf (a token no processor touched has none, but a model may give one) as OpenAI writes it. */
+static json_t *logprob_json(float logprob) { return json_real(isfinite(logprob) ? logprob : -9999.0); }
+
+static json_t *bytes_json(const char *piece, size_t length) {
+    json_t *bytes = json_array();
+    for (size_t i = 0; i < length; i++) json_array_append_new(bytes, json_integer((unsigned char)piece[i]));
+    return bytes;
+}
+
+/* Chat: {"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}, ...]} of entries [from, to). */
+static json_t *chat_logprobs_json(const logprob_row *r, int from, int to) {
+    json_t *content = json_array();
+    char piece[512];
+    for (int i = from; i < to; i++) {
+        const token_logprob *e = &r->items[i];
+        size_t length = token_piece(e->token, piece, sizeof piece);
+        json_t *top = json_array();
+        for (int k = 0; k < e->num_top; k++) {
+            size_t top_length = token_piece(e->top[k], piece, sizeof piece);
+            json_array_append_new(top, json_pack("{s:o,s:o,s:o}", "token", json_text(piece, top_length), "logprob",
+                                                 logprob_json(e->top_logprob[k]), "bytes", bytes_json(piece, top_length)));
+        }
+        length = token_piece(e->token, piece, sizeof piece);
+        json_array_append_new(content, json_pack("{s:o,s:o,s:o,s:o}", "token", json_text(piece, length), "logprob",
+                                                 logprob_json(e->logprob), "bytes", bytes_json(piece, length),
+                                                 "top_logprobs", top));
+    }
+    return json_pack("{s:o}", "content", content);
+}
+
+/* Completions: {"tokens", "token_logprobs", "top_logprobs": [{text: logprob}], "text_offset"} of
+   entries [from, to); text_offset in bytes of the choice's text, from r->text_offset on. */
+static json_t *completion_logprobs_json(logprob_row *r, int from, int to) {
+    json_t *tokens = json_array(), *values = json_array(), *tops = json_array(), *offsets = json_array();
+    char piece[512];
+    for (int i = from; i < to; i++) {
+        const token_logprob *e = &r->items[i];
+        json_t *top = json_object();
+        for (int k = 0; k < e->num_top; k++) {
+            size_t top_length = token_piece(e->top[k], piece, sizeof piece);
+            json_t *key = json_text(piece, top_length);
+            json_object_set_new(top, json_string_value(key), logprob_json(e->top_logprob[k]));
+            json_decref(key);
+        }
+        size_t length = token_piece(e->token, piece, sizeof piece);
+        json_array_append_new(tokens, json_text(piece, length));
+        json_array_append_new(values, logprob_json(e->logprob));
+        json_array_append_new(tops, top);
+        json_array_append_new(offsets, json_integer((json_int_t)r->text_offset));
+        r->text_offset += length;
+    }
+    return json_pack("{s:o,s:o,s:o,s:o}", "tokens", tokens, "token_logprobs", values, "top_logprobs", tops, "text_offset",
+                     offsets);
+}
+
 typedef struct generation_plan {
     pf_generate_options options;
     int copies; /* greedy with n > 1: one generation, copied into n choices */
+    logprob_rows logprobs; /* request->logprobs: filled by on_logprobs */
 } generation_plan;
+
+/* The plan's logprob rows when the request asks for logprobs; -1 without memory. */
+static int plan_logprobs(const completion_request *request, generation_plan *plan) {
+    if (!request->logprobs) return 0;
+    int rows = plan->options.num_return_sequences;
+    plan->logprobs.rows = (logprob_row *)calloc((size_t)rows, sizeof *plan->logprobs.rows);
+    if (!plan->logprobs.rows) return -1;
+    plan->logprobs.num_rows = rows;
+    plan->options.logprobs = 1;
+    plan->options.top_logprobs = request->top_logprobs;
+    plan->options.logprobs_callback = on_logprobs;
+    plan->options.logprobs_user = &plan->logprobs;
+    return 0;
+}
 
 static void make_plan(const completion_request *request, generation_plan *plan) {
     memset(plan, 0, sizeof *plan);
@@ -332,12 +464,23 @@ static json_t *usage_json(int prompt_tokens, int completion_tokens) {
 
 /* One choice of a finished response. */
 static json_t *choice_json(const completion_request *request, int index, const char *text, size_t length,
-                           const char *finish_reason) {
+                           const char *finish_reason, json_t *logprobs) {
     json_t *content = json_text(text, length);
+    if (!logprobs) logprobs = json_null();
     if (request->chat)
-        return json_pack("{s:i,s:{s:s,s:o},s:s}", "index", index, "message", "role", "assistant", "content", content,
-                         "finish_reason", finish_reason);
-    return json_pack("{s:i,s:o,s:n,s:s}", "index", index, "text", content, "logprobs", "finish_reason", finish_reason);
+        return json_pack("{s:i,s:{s:s,s:o},s:o,s:s}", "index", index, "message", "role", "assistant", "content", content,
+                         "logprobs", logprobs, "finish_reason", finish_reason);
+    return json_pack("{s:i,s:o,s:o,s:s}", "index", index, "text", content, "logprobs", logprobs, "finish_reason",
+                     finish_reason);
+}
+
+/* Row i's logprobs for a whole response (NULL when not asked for). */
+static json_t *row_logprobs_json(const completion_request *request, generation_plan *plan, int i, size_t echoed) {
+    if (!request->logprobs || i >= plan->logprobs.num_rows) return NULL;
+    logprob_row *r = &plan->logprobs.rows[i];
+    if (request->chat) return chat_logprobs_json(r, 0, r->count);
+    r->text_offset = echoed;
+    return completion_logprobs_json(r, 0, r->count);
 }
 
 static MHD_Result complete(struct MHD_Connection *connection, const completion_request *request, const int32_t *prompt,
@@ -346,15 +489,22 @@ static MHD_Result complete(struct MHD_Connection *connection, const completion_r
     pf_generation result;
     memset(&result, 0, sizeof result);
     make_plan(request, &plan);
+    if (plan_logprobs(request, &plan)) return send_error(connection, 500, "out of memory");
     const int32_t *prompts[1] = {prompt};
     double started = generation_begins();
     pf_result r = pf_generate_batch(the_server.model, prompts, &prompt_length, 1, &plan.options, &result);
+    if (!r && plan.logprobs.failed) {
+        pf_generation_free(&result);
+        logprob_rows_free(&plan.logprobs);
+        return send_error(connection, 500, "out of memory for the logprobs");
+    }
     int generated = 0;
     for (int i = 0; !r && i < result.num_sequences; i++) generated += result.lengths[i];
     generation_ends(started, r ? 0 : prompt_length, generated);
     if (r) {
         char message[512];
         snprintf(message, sizeof message, "generation failed: %s: %s", pf_result_string(r), pf_error_message(the_server.model));
+        logprob_rows_free(&plan.logprobs);
         return send_error(connection, http_status(r), message);
     }
     json_t *choices = json_array();
@@ -375,17 +525,20 @@ static MHD_Result complete(struct MHD_Connection *connection, const completion_r
         if (!text) {
             json_decref(choices);
             pf_generation_free(&result);
+            logprob_rows_free(&plan.logprobs);
             return send_error(connection, 500, "cannot decode the output");
         }
         long stop_at = find_stop(request, text + echoed, length);
         const char *finish_reason = stop_at >= 0 || (n > 0 && is_eos(result.tokens[i][n - 1])) ? "stop" : "length";
         length = echoed + (stop_at >= 0 ? (size_t)stop_at : length);
         for (int c = 0; c < plan.copies; c++)
-            json_array_append_new(choices, choice_json(request, i * plan.copies + c, text, length, finish_reason));
+            json_array_append_new(choices, choice_json(request, i * plan.copies + c, text, length, finish_reason,
+                                                       row_logprobs_json(request, &plan, i, echoed)));
         completion_tokens += n * plan.copies;
         free(text);
     }
     pf_generation_free(&result);
+    logprob_rows_free(&plan.logprobs);
     char id[48];
     snprintf(id, sizeof id, "%s-%lu", request->chat ? "chatcmpl" : "cmpl", request_number());
     json_t *body = json_pack("{s:s,s:s,s:I,s:s,s:o,s:o}", "id", id, "object",
@@ -444,17 +597,18 @@ static void queue_event(stream_job *job, json_t *value, const char *raw) {
 
 /* One chunk: a piece of text for choice `index`, or its finish_reason when finish is given. */
 static void queue_chunk(stream_job *job, int index, const char *text, size_t length, const char *role,
-                        const char *finish) {
+                        const char *finish, json_t *logprobs) {
     json_t *choice;
+    if (!logprobs) logprobs = json_null();
     if (job->request.chat) {
         json_t *delta = json_object();
         if (role) json_object_set_new(delta, "role", json_string(role));
         if (text) json_object_set_new(delta, "content", json_text(text, length));
-        choice = json_pack("{s:i,s:o,s:o}", "index", index, "delta", delta, "finish_reason",
+        choice = json_pack("{s:i,s:o,s:o,s:o}", "index", index, "delta", delta, "logprobs", logprobs, "finish_reason",
                            finish ? json_string(finish) : json_null());
     } else {
-        choice = json_pack("{s:i,s:o,s:n,s:o}", "index", index, "text", json_text(text ? text : "", text ? length : 0),
-                           "logprobs", "finish_reason", finish ? json_string(finish) : json_null());
+        choice = json_pack("{s:i,s:o,s:o,s:o}", "index", index, "text", json_text(text ? text : "", text ? length : 0),
+                           "logprobs", logprobs, "finish_reason", finish ? json_string(finish) : json_null());
     }
     queue_event(job, json_pack("{s:s,s:s,s:I,s:s,s:[o]}", "id", job->id, "object",
                                job->request.chat ? "chat.completion.chunk" : "text_completion", "created",
@@ -462,9 +616,20 @@ static void queue_chunk(stream_job *job, int index, const char *text, size_t len
                 NULL);
 }
 
-static void send_piece(stream_job *job, int row, const char *text, size_t length) {
-    if (!length) return;
-    for (int c = 0; c < job->plan.copies; c++) queue_chunk(job, row * job->plan.copies + c, text, length, NULL, NULL);
+/* A piece of row's text, with the logprobs of the tokens that came since the last piece (sent
+   with an empty text when the text is held back no longer: the end). */
+static void send_piece(stream_job *job, int row, const char *text, size_t length, int last) {
+    logprob_row *r = job->request.logprobs && row < job->plan.logprobs.num_rows ? &job->plan.logprobs.rows[row] : NULL;
+    int from = r ? r->sent : 0, to = r ? r->count : 0;
+    if (!length && !(last && to > from)) return;
+    if (r) r->sent = to;
+    size_t offset = r ? r->text_offset : 0;
+    for (int c = 0; c < job->plan.copies; c++) {
+        json_t *logprobs = NULL;
+        if (r && job->request.chat) logprobs = chat_logprobs_json(r, from, to);
+        else if (r) r->text_offset = offset, logprobs = completion_logprobs_json(r, from, to);
+        queue_chunk(job, row * job->plan.copies + c, text ? text : "", length, NULL, NULL, logprobs);
+    }
 }
 
 static int on_token(void *user, int row_index, int32_t token, const char *text, size_t length) {
@@ -485,7 +650,7 @@ static int on_token(void *user, int row_index, int32_t token, const char *text, 
     row->held_length += length;
     long stop_at = find_stop(&job->request, row->held, row->held_length);
     size_t ready = stop_at >= 0 ? (size_t)stop_at : row->held_length - stop_prefix_at_end(&job->request, row->held, row->held_length);
-    send_piece(job, row_index, row->held, ready);
+    send_piece(job, row_index, row->held, ready, stop_at >= 0);
     memmove(row->held, row->held + ready, row->held_length - ready);
     row->held_length -= ready;
     if (stop_at >= 0) {
@@ -503,9 +668,11 @@ static void *stream_generation(void *user) {
     memset(&result, 0, sizeof result);
     int choices = job->num_rows * job->plan.copies;
     if (job->request.chat)
-        for (int i = 0; i < choices; i++) queue_chunk(job, i, NULL, 0, "assistant", NULL);
+        for (int i = 0; i < choices; i++) queue_chunk(job, i, NULL, 0, "assistant", NULL, NULL);
     if (job->request.echo)
-        for (int i = 0; i < choices; i++) queue_chunk(job, i, job->request.prompt, strlen(job->request.prompt), NULL, NULL);
+        for (int i = 0; i < choices; i++) queue_chunk(job, i, job->request.prompt, strlen(job->request.prompt), NULL, NULL, NULL);
+    for (int i = 0; job->request.echo && i < job->plan.logprobs.num_rows; i++)
+        job->plan.logprobs.rows[i].text_offset = strlen(job->request.prompt);
     const int32_t *prompts[1] = {job->prompt};
     double started = generation_begins();
     pf_result r = pf_generate_batch(the_server.model, prompts, &job->prompt_length, 1, &job->plan.options, &result);
@@ -524,9 +691,9 @@ static void *stream_generation(void *user) {
         stream_row *row = &job->rows[i];
         int n = result.lengths[i];
         completion_tokens += n * job->plan.copies;
-        if (!row->stopped) send_piece(job, i, row->held, row->held_length);
+        if (!row->stopped) send_piece(job, i, row->held, row->held_length, 1);
         const char *finish = row->stopped || (n > 0 && is_eos(result.tokens[i][n - 1])) ? "stop" : "length";
-        for (int c = 0; c < job->plan.copies; c++) queue_chunk(job, i * job->plan.copies + c, NULL, 0, NULL, finish);
+        for (int c = 0; c < job->plan.copies; c++) queue_chunk(job, i * job->plan.copies + c, NULL, 0, NULL, finish, NULL);
     }
     pf_generation_free(&result);
     if (!r && job->request.include_usage) /* stream_options.include_usage: a last chunk without choices */
@@ -569,6 +736,7 @@ static void end_stream(void *user) {
     if (early) server_log("%s: the client went away; generation stopped after %d tokens", job->id, job->tokens);
     for (int i = 0; i < job->num_rows; i++) free(job->rows[i].held);
     free(job->rows);
+    logprob_rows_free(&job->plan.logprobs);
     free(job->events);
     free(job->prompt);
     completion_request_free(&job->request);
@@ -592,6 +760,7 @@ static MHD_Result start_stream(struct MHD_Connection *connection, completion_req
     make_plan(&job->request, &job->plan);
     job->num_rows = job->plan.options.num_return_sequences;
     job->rows = (stream_row *)calloc((size_t)job->num_rows, sizeof *job->rows);
+    if (job->rows && plan_logprobs(&job->request, &job->plan)) free(job->rows), job->rows = NULL;
     job->plan.options.stream = on_token;
     job->plan.options.stream_user = job;
     struct MHD_Response *response = NULL;
@@ -602,7 +771,8 @@ static MHD_Result start_stream(struct MHD_Connection *connection, completion_req
     if (!response) {
         if (job->finished) { /* no thread to join */
             for (int i = 0; i < job->num_rows; i++) free(job->rows[i].held);
-            free(job->rows), free(job->prompt), completion_request_free(&job->request), free(job);
+            free(job->rows), free(job->prompt), completion_request_free(&job->request);
+            logprob_rows_free(&job->plan.logprobs), free(job);
             return send_error(connection, 500, "cannot start the generation");
         }
         end_stream(job);
@@ -617,6 +787,25 @@ static MHD_Result start_stream(struct MHD_Connection *connection, completion_req
 
 /* Whether the model continues text: a decoder or a text encoder-decoder (not an encoder, nor a
    speech model, whose input is audio). */
+/* A prompt given as token ids: taken over (the library checks them against the vocabulary), and
+   its text decoded for echo. NULL (reason in error) when too long or not decodable. */
+static int32_t *prompt_from_ids(completion_request *request, int *count, char *error, size_t error_size) {
+    size_t length = 0;
+    if (request->num_prompt_ids > the_server.max_prompt_tokens)
+        return snprintf(error, error_size, "the prompt is %d tokens; at most %d", request->num_prompt_ids,
+                        the_server.max_prompt_tokens), NULL;
+    for (int i = 0; i < request->num_prompt_ids; i++)
+        if (request->prompt_ids[i] >= the_server.info.vocab_size)
+            return snprintf(error, error_size, "prompt token %d (%d) is outside the vocabulary (%d)", i,
+                            (int)request->prompt_ids[i], the_server.info.vocab_size), NULL;
+    if (!(request->prompt = ids_text(request->prompt_ids, request->num_prompt_ids, &length)))
+        return snprintf(error, error_size, "cannot decode the prompt's token ids"), NULL;
+    int32_t *ids = request->prompt_ids;
+    *count = request->num_prompt_ids;
+    request->prompt_ids = NULL;
+    return ids;
+}
+
 static int generates_text(void) { return !the_server.info.is_encoder && !the_server.info.num_mel_bins; }
 
 static MHD_Result completions(struct MHD_Connection *connection, int chat, const char *body, size_t length) {
@@ -642,7 +831,8 @@ static MHD_Result completions(struct MHD_Connection *connection, int chat, const
         request.prompt = copy;
     }
     int prompt_length = 0;
-    int32_t *prompt = tokenize_prompt(request.prompt, templated, &prompt_length, error, sizeof error);
+    int32_t *prompt = request.prompt_ids ? prompt_from_ids(&request, &prompt_length, error, sizeof error)
+                                         : tokenize_prompt(request.prompt, templated, &prompt_length, error, sizeof error);
     if (!prompt) {
         completion_request_free(&request);
         return send_error(connection, 400, error);

@@ -210,7 +210,7 @@ static const struct {
     {"top_k", BOTH, 0}, {"min_p", BOTH, 0}, {"repetition_penalty", BOTH, 0}, {"presence_penalty", BOTH, 0},
     {"frequency_penalty", BOTH, 0}, {"logit_bias", BOTH, 0}, {"seed", BOTH, 0}, {"stop", BOTH, 0},
     {"stream", BOTH, 0}, {"stream_options", BOTH, 0}, {"echo", COMPLETIONS, 0}, {"user", BOTH, 0},
-    {"logprobs", BOTH, 1}, {"top_logprobs", CHAT, 1}, {"response_format", CHAT, 1}, {"tools", CHAT, 1},
+    {"logprobs", BOTH, 0}, {"top_logprobs", CHAT, 0}, {"response_format", CHAT, 1}, {"tools", CHAT, 1},
     {"tool_choice", CHAT, 1}, {"parallel_tool_calls", CHAT, 1}, {"functions", CHAT, 1}, {"function_call", CHAT, 1},
     {"suffix", COMPLETIONS, 1}, {"best_of", COMPLETIONS, 1}, {"store", CHAT, 1}, {"metadata", CHAT, 1},
     {"service_tier", BOTH, 1}, {"modalities", CHAT, 1}, {"audio", CHAT, 1}, {"prediction", CHAT, 1},
@@ -222,7 +222,6 @@ static const struct {
    is refused, naming the field. */
 static int neutral_field(const char *name, json_t *v, long long n, char *error, size_t error_size) {
     if (json_is_null(v) || json_is_false(v)) return 0;
-    if (!strcmp(name, "top_logprobs") && json_is_integer(v) && json_integer_value(v) == 0) return 0;
     if ((!strcmp(name, "tools") || !strcmp(name, "functions") || !strcmp(name, "modalities")) && json_is_array(v) &&
         json_array_size(v) == 0)
         return 0;
@@ -260,6 +259,49 @@ static int parse_logit_bias(json_t *v, completion_request *out, char *error, siz
         out->logit_bias[out->num_logit_bias].token = (int32_t)id;
         out->logit_bias[out->num_logit_bias++].bias = b <= -100 ? -INFINITY : (float)b;
     }
+    return 0;
+}
+
+#define MAX_PROMPT_IDS 1000000 /* the server checks the model's own limit after */
+
+/* A completions prompt as token ids: a non-empty array of non-negative integers (the library
+   checks them against the vocabulary). */
+static int parse_prompt_ids(json_t *array, completion_request *out, char *error, size_t error_size) {
+    size_t n = json_array_size(array);
+    if (n == 0) return fail(error, error_size, "the prompt is empty");
+    if (n > MAX_PROMPT_IDS) return fail(error, error_size, "'prompt' holds more than %d token ids", MAX_PROMPT_IDS);
+    if (!(out->prompt_ids = (int32_t *)malloc(n * sizeof *out->prompt_ids))) return fail(error, error_size, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        json_t *id = json_array_get(array, i);
+        if (!json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) > INT32_MAX)
+            return fail(error, error_size, "'prompt' as token ids: entry %zu is not a token id (several prompts in one "
+                        "request are not supported by this server)", i);
+        out->prompt_ids[i] = (int32_t)json_integer_value(id);
+    }
+    out->num_prompt_ids = (int)n;
+    return 0;
+}
+
+/* Chat: "logprobs" true or false, "top_logprobs" 0..20 with it; completions: "logprobs" 0..5
+   (the alternatives each token gets) or null, as OpenAI's API takes them. */
+static int parse_logprobs(json_t *root, int chat, completion_request *out, char *error, size_t error_size) {
+    json_t *logprobs = json_object_get(root, "logprobs"), *top = json_object_get(root, "top_logprobs");
+    long long count = 0;
+    int status = 0;
+    if (chat) {
+        if (logprobs && !json_is_null(logprobs) && !json_is_boolean(logprobs))
+            return fail(error, error_size, "'logprobs' must be true or false");
+        out->logprobs = json_is_true(logprobs);
+        if (top && !json_is_null(top)) {
+            if ((status = integer_field(root, "top_logprobs", 0, 20, &count, error, error_size))) return status;
+            if (!out->logprobs) return fail(error, error_size, "'top_logprobs' needs \"logprobs\": true");
+        }
+    } else if (logprobs && !json_is_null(logprobs)) {
+        if (json_is_boolean(logprobs)) return fail(error, error_size, "'logprobs' must be an integer 0..5 or null here");
+        if ((status = integer_field(root, "logprobs", 0, 5, &count, error, error_size))) return status;
+        out->logprobs = 1;
+    }
+    out->top_logprobs = (int)count;
     return 0;
 }
 
@@ -322,8 +364,12 @@ int parse_completion_request(const char *body, size_t length, int chat, const re
         status = format_messages(json_object_get(root, "messages"), out, error, error_size);
     } else {
         json_t *prompt = json_object_get(root, "prompt");
-        if (json_is_array(prompt) && json_array_size(prompt) == 1) prompt = json_array_get(prompt, 0);
-        if (!json_is_string(prompt)) status = fail(error, error_size, "'prompt' must be a string (or an array of one)");
+        if (json_is_array(prompt) && json_array_size(prompt) == 1 && !json_is_integer(json_array_get(prompt, 0)))
+            prompt = json_array_get(prompt, 0);
+        if (json_is_array(prompt)) status = parse_prompt_ids(prompt, out, error, error_size);
+        else if (!json_is_string(prompt))
+            status = fail(error, error_size, "'prompt' must be a string or token ids (or an array of one of them; several "
+                          "prompts in one request are not supported by this server)");
         else if (!(out->prompt = strdup(json_string_value(prompt)))) status = fail(error, error_size, "out of memory");
     }
     if (!status && chat && json_object_get(root, "max_completion_tokens"))
@@ -355,6 +401,7 @@ int parse_completion_request(const char *body, size_t length, int chat, const re
         status = fail(error, error_size, "out of memory");
     if (!status && model && !json_is_null(model) && !json_is_string(model))
         status = fail(error, error_size, "'model' must be a string");
+    if (!status) status = parse_logprobs(root, chat, out, error, error_size);
     if (!status) status = parse_stop(json_object_get(root, "stop"), out, error, error_size);
     out->max_tokens = (int)max_tokens;
     out->n = (int)n;
@@ -366,6 +413,7 @@ int parse_completion_request(const char *body, size_t length, int chat, const re
 
 void completion_request_free(completion_request *request) {
     free(request->prompt);
+    free(request->prompt_ids);
     for (int i = 0; i < request->num_messages; i++) {
         free((char *)request->messages[i].role);
         free((char *)request->messages[i].content);

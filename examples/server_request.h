@@ -25,7 +25,10 @@ typedef struct request_limits {
    also formatted into one plain prompt (for models without one). */
 typedef struct completion_request {
     int chat;           /* 1: /v1/chat/completions */
-    char *prompt;       /* UTF-8, NUL-terminated; owned */
+    char *prompt;       /* UTF-8, NUL-terminated; owned (completions given token ids: NULL until
+                           the server decodes them, for echo) */
+    int32_t *prompt_ids; /* completions: a prompt given as token ids (OpenAI's [int] form); owned */
+    int num_prompt_ids;
     pf_chat_message *messages; /* chat: role and content strings, owned */
     int num_messages;
     int max_tokens;
@@ -39,6 +42,8 @@ typedef struct completion_request {
     int stream;
     int include_usage;  /* stream_options.include_usage: a last chunk with the usage */
     int echo;           /* completions: the prompt's text before each choice's */
+    int logprobs;       /* chat's logprobs true, or completions' logprobs (an integer, even 0) */
+    int top_logprobs;   /* chat's top_logprobs (0..20), completions' logprobs (0..5) */
     int top_k;          /* 0: off (OpenAI has none; vLLM's -1 means off too) */
     double min_p, repetition_penalty, presence_penalty, frequency_penalty;
     pf_token_bias *logit_bias; /* owned */

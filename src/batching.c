@@ -487,12 +487,14 @@ static int pf__batch_deliver(pf_model *m, pf__batch_request *q, pf__batch_stream
     pf_generate_options o = q->options;
     o.stream = q->stream;
     o.stream_user = q->stream_user;
+    o.logprobs_callback = q->logprobs_callback;
     const void *holder = pf__lock_holder;
     pf__lock_holder = m;
     int stop = 0;
     for (int i = 0; i < rows; i++) {
         if (q->delivered[i] < 0 || (size_t)s->count[i] >= q->st.capacity) continue;
         s->tokens[i][s->count[i]++] = q->delivered[i];
+        if (o.logprobs) pf__report_logprobs(&q->st, &o, i, q->delivered[i]);
         pf__row row = {.tokens = s->tokens[i], .length = s->count[i]};
         if (pf__stream(m, &o, i, &row, &s->states[i], &s->text, &s->text_cap)) stop = 1;
     }
@@ -518,6 +520,10 @@ static pf_result pf__generate_batched_counted(pf_model *m, const int32_t *const 
     q.stream_user = o->stream_user;
     q.options.stream = NULL;
     q.options.stream_user = NULL;
+    if (o->stream) { /* a stream's logprobs go with its tokens (pf__batch_deliver) */
+        q.logprobs_callback = o->logprobs_callback;
+        q.options.logprobs_callback = NULL;
+    }
     q.result = result;
     q.st.batch = batch;
     int most = __atomic_load_n(&m->max_queued_requests, __ATOMIC_RELAXED);

@@ -342,6 +342,9 @@ PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_o
         bad = "encoder_no_repeat_ngram_size needs an encoder-decoder";
     else if (o->early_stopping < PF_EARLY_STOPPING_HEURISTIC || o->early_stopping > PF_EARLY_STOPPING_NEVER) bad = "unknown early_stopping";
     else if (o->stream && o->num_beams > 1) bad = "streaming needs greedy search or sampling, not beam search";
+    else if (o->logprobs && o->num_beams > 1) bad = "logprobs need greedy search or sampling, not beam search";
+    else if (o->top_logprobs < 0 || o->top_logprobs > PF_MAX_TOP_LOGPROBS) bad = "top_logprobs must be in 0..PF_MAX_TOP_LOGPROBS";
+    else if (o->top_logprobs > 0 && !o->logprobs) bad = "top_logprobs needs logprobs";
     else if (o->return_timestamps && (m->config.timestamp_begin <= 0 || m->config.timestamp_begin >= m->config.vocab_size))
         bad = "return_timestamps needs a Whisper model with timestamp tokens (the ids after its generation config's "
               "no_timestamps_token_id)";
@@ -543,6 +546,7 @@ static int pf__choice_is_top_k(const pf__generation_state *st, const pf__row *ro
    conditions. */
 static int pf__processors_idle(const pf__generation_state *st, const pf__row *row) {
     const pf_generate_options *o = st->o;
+    if (o->logprobs) return 0; /* not a processor, but it reads the whole row's logits */
     if (o->repetition_penalty != 1.0f || o->presence_penalty != 0 || o->frequency_penalty != 0 || o->num_logit_bias > 0 ||
         o->no_repeat_ngram_size > 0 || o->num_bad_words > 0 ||
         o->num_suppress_tokens > 0 || o->return_timestamps || (o->encoder_no_repeat_ngram_size > 0 && st->sources))
@@ -679,6 +683,15 @@ PF_PRIVATE pf_result pf__generation_alloc(pf__generation_state *st, const int32_
         if (bytes + 16 > st->stop_window) st->stop_window = bytes + 16;
     }
     st->argmax_tokens = (int32_t *)malloc(rows * sizeof *st->argmax_tokens);
+    if (st->o->logprobs) {
+        size_t top = (size_t)st->o->top_logprobs;
+        st->raw_scores = (float *)malloc((size_t)st->vocab * sizeof(float));
+        st->step_logprobs = (float *)malloc(rows * sizeof(float));
+        st->step_top_tokens = (int32_t *)malloc((rows * top + 1) * sizeof(int32_t));
+        st->step_top_logprobs = (float *)malloc((rows * top + 1) * sizeof(float));
+        if (!st->raw_scores || !st->step_logprobs || !st->step_top_tokens || !st->step_top_logprobs)
+            return PF__FAIL(st->m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
     if (!st->rows || !st->pool[0] || (beams > 1 && !st->pool[1]) || !st->candidates || !st->ids || !st->pads ||
         !st->src || !st->seen || !st->hyps || !st->num_hyps || !st->open || !st->next_tokens || !st->next_scores ||
         !st->streams || !st->argmax_tokens || pf__generation_alloc_top_k(st))
@@ -804,6 +817,43 @@ static pf_result pf__fetch_unsettled_logits(pf__generation_state *st, const pf__
     return PF_OK;
 }
 
+/* Row i's logprobs of this step from its raw logits (st->raw_scores): the chosen token's
+   log_softmax, and the top_logprobs best tokens (most likely first, ties by lower id), kept by
+   insertion into a short sorted list in one pass over the vocabulary. */
+static void pf__step_logprobs(pf__generation_state *st, int i, int32_t token) {
+    const float *x = st->raw_scores;
+    int vocab = st->vocab, top = st->o->top_logprobs, kept = 0;
+    float max = -INFINITY;
+    for (int v = 0; v < vocab; v++)
+        if (x[v] > max) max = x[v];
+    double sum = 0;
+    for (int v = 0; v < vocab; v++) sum += exp((double)x[v] - max);
+    float log_norm = max + (float)log(sum);
+    st->step_logprobs[i] = x[token] - log_norm;
+    int32_t *ids = st->step_top_tokens + (size_t)i * top;
+    float *values = st->step_top_logprobs + (size_t)i * top;
+    for (int v = 0; v < vocab && top > 0; v++) {
+        if (kept == top && !(x[v] > values[top - 1])) continue; /* ties keep the lower id, seen first */
+        int at = kept < top ? kept++ : top - 1;
+        while (at > 0 && x[v] > values[at - 1]) {
+            values[at] = values[at - 1];
+            ids[at] = ids[at - 1];
+            at--;
+        }
+        values[at] = x[v];
+        ids[at] = v;
+    }
+    for (int k = 0; k < kept; k++) values[k] -= log_norm;
+    for (int k = kept; k < top; k++) ids[k] = -1; /* fewer tokens than asked: never with top <= vocab */
+}
+
+PF_PRIVATE void pf__report_logprobs(const pf__generation_state *st, const pf_generate_options *o, int i, int32_t token) {
+    int top = st->o->top_logprobs;
+    if (!o->logprobs_callback) return;
+    o->logprobs_callback(o->logprobs_user, i, token, st->step_logprobs[i], st->step_top_tokens + (size_t)i * top,
+                         st->step_top_logprobs + (size_t)i * top, top < st->vocab ? top : st->vocab);
+}
+
 /* Live row i's next token: the devices' arg-max (chosen), a draw from the devices' candidates
    where they settle it, else the processors then pf__argmax or pf__sample over its logits. A test
    build checks each device choice against the host's over the same logits. */
@@ -841,11 +891,13 @@ static pf_result pf__choose_token(pf__generation_state *st, int i, const int32_t
 #endif
         return PF_OK;
     }
+    if (o->logprobs) memcpy(st->raw_scores, s, (size_t)st->vocab * sizeof(float));
     pf__process_scores(o, row, s, st->vocab, st->eos, st->num_eos, st->min_length, st->seen);
     pf__ban_source_ngrams(st, i, s);
     if (o->return_timestamps) pf__timestamp_rules(&m->config, row, s, st->vocab, st->num_eos ? st->eos[0] : -1);
     pf__force_tokens(o, row, s, st->vocab, st->max_length);
     *token = o->do_sample ? pf__sample(o, s, st->vocab, &st->rng, st->candidates) : pf__argmax(s, st->vocab);
+    if (o->logprobs) pf__step_logprobs(st, i, *token);
     return PF_OK;
 }
 
@@ -897,6 +949,7 @@ PF_PRIVATE pf_result pf__generation_sample_step(pf__generation_state *st, int *f
             }
             ends = completes;
         }
+        if (live && o->logprobs) pf__report_logprobs(st, o, i, t);
         if (live && o->stream && pf__stream(m, o, i, row, &st->streams[i], &st->stream_text, &st->stream_cap)) stopped = 1;
         if (ends) row->done = 1;
         all_done &= row->done;
@@ -1093,6 +1146,7 @@ PF_PRIVATE void pf__generation_free(pf__generation_state *st) {
     free(st->candidates), free(st->hyps), free(st->num_hyps), free(st->open), free(st->next_tokens), free(st->next_scores);
     free(st->streams), free(st->stream_text), free(st->stop_text);
     free(st->sources), free(st->source_pads), free(st->cross_pads), free(st->argmax_tokens), free(st->top_k_candidates);
+    free(st->raw_scores), free(st->step_logprobs), free(st->step_top_tokens), free(st->step_top_logprobs);
 }
 
 /* features, feature_pads, feature_width: a speech encoder-decoder's front end output

@@ -1838,12 +1838,19 @@ typedef struct pf__generation_state {
                                      candidates, when the backend can take them (device.per_row > 0) */
     pf__candidate_view device_candidates; /* the last step's top-k candidates when the devices took
                                      them (device.candidates, or the batcher's), else .all NULL */
+    /* logprobs: the last step's, per row, for pf__report_logprobs */
+    float *raw_scores;            /* [vocab]: a row's logits before the processors change them */
+    float *step_logprobs;         /* [num_rows]: the chosen token's */
+    int32_t *step_top_tokens;     /* [num_rows][top_logprobs] */
+    float *step_top_logprobs;     /* [num_rows][top_logprobs] */
 } pf__generation_state;
 PF_PRIVATE int pf__generation_argmax_only(const pf__generation_state *st);
 PF_PRIVATE int pf__generation_top_k_only(const pf__generation_state *st);
 PF_PRIVATE pf_result pf__generation_resolve(pf__generation_state *st, const int32_t *const *prompts, const int *lengths);
 PF_PRIVATE pf_result pf__generation_alloc(pf__generation_state *st, const int32_t *const *prompts, const int *lengths);
 PF_PRIVATE pf_result pf__generation_sample_step(pf__generation_state *st, int *finished);
+/* Calls o->logprobs_callback with row i's token of the last step (o->logprobs set). */
+PF_PRIVATE void pf__report_logprobs(const pf__generation_state *st, const pf_generate_options *o, int i, int32_t token);
 PF_PRIVATE pf_result pf__generation_results(pf__generation_state *st, pf_generation *result);
 PF_PRIVATE void pf__generation_free(pf__generation_state *st);
 /* Calls o->stream with the text the row's last new token completes (state: the row's place in it). */
@@ -1873,6 +1880,7 @@ typedef struct pf__batch_request {
        step (under the batcher's mutex) */
     pf_stream_callback stream;
     void *stream_user;
+    pf_logprobs_callback logprobs_callback; /* a stream's: called with its tokens, as stream is */
     int32_t *delivered;            /* [num_rows]: the last step's token of each row live in it, or -1 */
     int to_deliver;                /* delivered holds tokens not streamed yet */
     int stop_asked;                /* the callback returned nonzero: the request ends, its results so far */

@@ -59,6 +59,7 @@ PYTHON=${PYTHON:-python3}
 STEPS=(
 "gpt2|make_fixtures.py|torch transformers tokenizers numpy safetensors|5.23|gpt2-tiny, gpt2-hub, gpt2-tiny-f16/-bf16, gpt2-sharded, tokenizer-gpt2 (its vocabulary from the openai-whisper sdist, which it fetches with pip download when whisper is not installed; without it tokenizer-gpt2/tokenizer.json stays as it is). Empties gpt2-tiny and gpt2-hub: run generation after it"
 "generation|make_generation_fixtures.py|torch transformers|5.23|gpt2-tiny and gpt2-hub generation_cases.txt (after gpt2)"
+"logprobs|make_logprobs_reference.py|torch transformers|5.23|gpt2-tiny/logprobs.txt (after gpt2)"
 "family|make_family_fixtures.py|torch transformers tokenizers|5.23|the decoder families (FAMILIES.md, llama, mistral, ..., gpt2-wide, llama-wide). Empties gpt2-wide: run q8 after it"
 "q8|make_q8_references.py|torch transformers numpy|5.24|llama-q8, and gpt2-wide/{q8,q4,bf16p} (after family)"
 "policy|make_policy_fixture.py||-|my-llama, from llama (after family; the standard library only)"

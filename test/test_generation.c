@@ -3,6 +3,7 @@
    penalty, min length, bad words, several eos ids, padded batches) token for token, on 1 and 2
    ranks; sampling reproducible for a seed and equal across rank counts; streaming; the text API;
    contradictory options; 8 threads x 20 concurrent calls equal to the same calls made in turn. */
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -860,6 +861,136 @@ static void test_streams_batched(void) {
     }
 }
 
+/* logprobs: what a callback received, one entry per new token of row 0. */
+typedef struct logprobs_seen {
+    int count, streamed, order_ok, other_rows;
+    int32_t tokens[32], top_tokens[32][5];
+    float logprobs[32], top_logprobs[32][5];
+    int num_top;
+} logprobs_seen;
+
+static void logprobs_record(void *user, int row, int32_t token, float logprob, const int32_t *top_tokens,
+                            const float *top_logprobs, int num_top) {
+    logprobs_seen *s = (logprobs_seen *)user;
+    if (row != 0) {
+        s->other_rows++;
+        return;
+    }
+    if (s->count != s->streamed) s->order_ok = 0; /* each token's logprobs come before its stream callback */
+    if (s->count >= 32) return;
+    s->tokens[s->count] = token;
+    s->logprobs[s->count] = logprob;
+    s->num_top = num_top;
+    for (int k = 0; k < num_top && k < 5; k++) {
+        s->top_tokens[s->count][k] = top_tokens[k];
+        s->top_logprobs[s->count][k] = top_logprobs[k];
+    }
+    s->count++;
+}
+
+static int logprobs_stream(void *user, int row, int32_t token, const char *text, size_t text_len) {
+    (void)token, (void)text, (void)text_len;
+    logprobs_seen *s = (logprobs_seen *)user;
+    if (row == 0) s->streamed++;
+    return 0;
+}
+
+/* Each greedy token's log-probability and top 5 against transformers' log_softmax of the raw
+   logits (logprobs.txt: with a repetition penalty, so that the raw and processed distributions
+   disagree at some steps), streamed and not, on 1, 2 and 3 ranks; sampled rows report theirs too;
+   beam search and a top_logprobs without logprobs are refused. */
+static void test_logprobs(void) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/gpt2-tiny/logprobs.txt", test_fixtures);
+    FILE *f = fopen(path, "r");
+    CHECK_MSG(f != NULL, "cannot open %s", path);
+    if (!f) return;
+    char line[1024];
+    int32_t prompt[16], want_tokens[16], want_top[16][5];
+    double want_lp[16], want_top_lp[16][5];
+    int prompt_len = 0, steps = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#') continue;
+        char *p = line, *end;
+        if (!prompt_len) {
+            for (long v; prompt_len < 16 && (v = strtol(p, &end, 10), end != p); p = end) prompt[prompt_len++] = (int32_t)v;
+            continue;
+        }
+        if (steps >= 16) break;
+        want_tokens[steps] = (int32_t)strtol(p, &p, 10);
+        want_lp[steps] = strtod(p, &p);
+        for (int k = 0; k < 5; k++) {
+            want_top[steps][k] = (int32_t)strtol(p, &p, 10);
+            want_top_lp[steps][k] = strtod(p, &p);
+        }
+        steps++;
+    }
+    fclose(f);
+    CHECK_MSG(prompt_len == 6 && steps == 8, "%s: %d prompt ids, %d steps", path, prompt_len, steps);
+    if (prompt_len != 6 || steps != 8) return;
+    for (int ranks = 1; ranks <= 3; ranks++) {
+        pf_model *m = gpt2_tiny_split(ranks, 4, 0);
+        if (!m) return;
+        for (int streamed = 0; streamed <= 1; streamed++) {
+            logprobs_seen seen;
+            memset(&seen, 0, sizeof seen);
+            seen.order_ok = 1;
+            pf_generate_options o = pf_generate_options_init();
+            o.max_new_tokens = steps;
+            o.repetition_penalty = 1.5f;
+            o.logprobs = 1;
+            o.top_logprobs = 5;
+            o.logprobs_callback = logprobs_record;
+            o.logprobs_user = &seen;
+            if (streamed) o.stream = logprobs_stream, o.stream_user = &seen;
+            int32_t out[16];
+            int n = 0;
+            pf_result r = pf_generate(m, prompt, prompt_len, &o, out, 16, &n);
+            CHECK_MSG(r == PF_OK && n == steps && seen.count == steps && seen.num_top == 5 && seen.other_rows == 0,
+                      "%d ranks, streamed %d: %s, %d tokens, %d logprobs (%d top)", ranks, streamed, pf_error_message(m), n,
+                      seen.count, seen.num_top);
+            CHECK_MSG(!streamed || (seen.order_ok && seen.streamed == steps), "%d ranks: logprobs not before each streamed token",
+                      ranks);
+            for (int t = 0; t < steps && t < seen.count && t < n; t++) {
+                CHECK_MSG(out[t] == want_tokens[t] && seen.tokens[t] == out[t] && fabs(seen.logprobs[t] - want_lp[t]) < 1e-4,
+                          "%d ranks, streamed %d, step %d: token %d (callback %d) logprob %.6f, transformers: %d %.6f", ranks,
+                          streamed, t, (int)out[t], (int)seen.tokens[t], seen.logprobs[t], (int)want_tokens[t], want_lp[t]);
+                for (int k = 0; k < 5; k++)
+                    CHECK_MSG(seen.top_tokens[t][k] == want_top[t][k] && fabs(seen.top_logprobs[t][k] - want_top_lp[t][k]) < 1e-4,
+                              "%d ranks, step %d, top %d: %d %.6f, transformers: %d %.6f", ranks, t, k,
+                              (int)seen.top_tokens[t][k], seen.top_logprobs[t][k], (int)want_top[t][k], want_top_lp[t][k]);
+            }
+        }
+        /* sampling: each token's logprob is its own row's, top 1 is at least as likely */
+        logprobs_seen seen;
+        memset(&seen, 0, sizeof seen);
+        pf_generate_options o = pf_generate_options_init();
+        o.do_sample = 1, o.seed = 7, o.temperature = 0.7f, o.max_new_tokens = 12, o.ignore_eos = 1;
+        o.logprobs = 1, o.top_logprobs = 1, o.logprobs_callback = logprobs_record, o.logprobs_user = &seen;
+        int32_t out[16], plain[16];
+        int n = 0, n_plain = 0;
+        CHECK(pf_generate(m, prompt, prompt_len, &o, out, 16, &n) == PF_OK && n == 12 && seen.count == 12);
+        for (int t = 0; t < seen.count && t < n; t++)
+            CHECK_MSG(seen.tokens[t] == out[t] && seen.logprobs[t] <= 0 && seen.top_logprobs[t][0] >= seen.logprobs[t] &&
+                      (seen.top_tokens[t][0] != out[t] || seen.top_logprobs[t][0] == seen.logprobs[t]),
+                      "%d ranks, sampled step %d: token %d logprob %f, top %d %f", ranks, t, (int)out[t], seen.logprobs[t],
+                      (int)seen.top_tokens[t][0], seen.top_logprobs[t][0]);
+        o.logprobs = 0, o.top_logprobs = 0; /* the same tokens without them */
+        CHECK(pf_generate(m, prompt, prompt_len, &o, plain, 16, &n_plain) == PF_OK && n_plain == n &&
+              !memcmp(plain, out, (size_t)n * sizeof(int32_t)));
+        o = pf_generate_options_init();
+        o.top_logprobs = 2;
+        CHECK(pf_generate(m, prompt, prompt_len, &o, out, 16, &n) == PF_ERROR_INVALID_ARGUMENT &&
+              strstr(pf_error_message(m), "top_logprobs"));
+        o.logprobs = 1, o.num_beams = 2;
+        CHECK(pf_generate(m, prompt, prompt_len, &o, out, 16, &n) == PF_ERROR_INVALID_ARGUMENT &&
+              strstr(pf_error_message(m), "beam"));
+        o.num_beams = 1, o.top_logprobs = PF_MAX_TOP_LOGPROBS + 1;
+        CHECK(pf_generate(m, prompt, prompt_len, &o, out, 16, &n) == PF_ERROR_INVALID_ARGUMENT);
+        pf_free(m);
+    }
+}
+
 void test_generation(void) {
     test_recorded_cases();
     test_sampling();
@@ -875,4 +1006,5 @@ void test_generation(void) {
     test_generate_while_resplitting();
     test_text();
     test_logit_processors_and_stop_strings();
+    test_logprobs();
 }

@@ -180,7 +180,8 @@ expect_error "an empty message list" 400 POST /v1/chat/completions '{"messages":
 expect_error "content with an image part" 400 POST /v1/chat/completions '{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}'
 expect_error "an unknown field" 400 POST /v1/completions '{"prompt": "a", "frobnicate": 1}'
 check "the unknown field is named" equal "$(json .error.message)" "'frobnicate' is not a field of /v1/completions"
-expect_error "logprobs asked for" 400 POST /v1/completions '{"prompt": "a", "logprobs": 2}'
+expect_error "logprobs above 5" 400 POST /v1/completions '{"prompt": "a", "logprobs": 6}'
+expect_error "chat logprobs not a boolean" 400 POST /v1/chat/completions '{"messages": [{"role": "user", "content": "hi"}], "logprobs": 2}'
 expect_error "echo in chat" 400 POST /v1/chat/completions '{"messages": [{"role": "user", "content": "hi"}], "echo": true}'
 expect_error "stream_options without stream" 400 POST /v1/completions '{"prompt": "a", "stream_options": {"include_usage": true}}'
 expect_error "logit_bias beyond 100" 400 POST /v1/completions '{"prompt": "a", "logit_bias": {"5": 101}}'

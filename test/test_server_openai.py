@@ -14,6 +14,7 @@ import json
 import math
 import struct
 import sys
+import urllib.request
 
 import openai
 
@@ -103,11 +104,83 @@ chunks = list(client.chat.completions.create(model=model, messages=messages, max
 text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
 check("chat streamed", text == expected["chat"] and chunks[-1].usage.completion_tokens == 12, repr(text))
 
+# logprobs (the model's raw distribution; the library's test compares the numbers with transformers'):
+# greedy without processors, each token is its own top 1; the tokens spell the text; streamed the same
+def entries_ok(name, entries, text, top):
+    check(f"{name}: the tokens spell the text", "".join(e.token for e in entries) == text,
+          repr([e.token for e in entries]))
+    for i, e in enumerate(entries):
+        tops = e.top_logprobs
+        ok = (len(tops) == top and tops[0].token == e.token and abs(tops[0].logprob - e.logprob) < 1e-6 and
+              all(a.logprob >= b.logprob for a, b in zip(tops, tops[1:])) and sum(math.exp(t.logprob) for t in tops) <= 1 + 1e-5
+              and e.logprob <= 0 and bytes(e.bytes).decode("utf-8", "replace") == e.token)
+        check(f"{name}: token {i}", ok, repr(e))
+
+
+r = client.chat.completions.create(model=model, messages=messages, max_tokens=12, temperature=0, logprobs=True,
+                                   top_logprobs=3)
+whole = r.choices[0].logprobs.content
+entries_ok("chat logprobs", whole, r.choices[0].message.content, 3)
+check("chat logprobs: one a token", len(whole) == r.usage.completion_tokens, f"{len(whole)} {r.usage}")
+chunks = list(client.chat.completions.create(model=model, messages=messages, max_tokens=12, temperature=0,
+                                             logprobs=True, top_logprobs=3, stream=True))
+streamed = [e for c in chunks if c.choices and c.choices[0].logprobs for e in c.choices[0].logprobs.content]
+check("chat logprobs streamed as whole", [(e.token, e.logprob) for e in streamed] == [(e.token, e.logprob) for e in whole],
+      repr(streamed))
+r = client.chat.completions.create(model=model, messages=messages, max_tokens=12, temperature=0, logprobs=True)
+check("chat logprobs without top_logprobs", [(e.token, e.logprob, e.top_logprobs) for e in r.choices[0].logprobs.content]
+      == [(e.token, e.logprob, []) for e in whole])
+r = client.chat.completions.create(model=model, messages=messages, max_tokens=12, temperature=0)
+check("no logprobs unless asked", r.choices[0].logprobs is None, repr(r.choices[0].logprobs))
+# a penalty changes the choice, not the numbers: a chosen token may then be less likely than the top one
+r = client.chat.completions.create(model=model, messages=messages, max_tokens=12, temperature=0, logprobs=True,
+                                   top_logprobs=1, extra_body={"repetition_penalty": 1.5})
+content = r.choices[0].logprobs.content
+check("logprobs under a penalty are the raw ones", all(e.logprob <= e.top_logprobs[0].logprob + 1e-6 for e in content)
+      and any(e.token != e.top_logprobs[0].token for e in content), repr(content))
+prompt = next(iter(expected["greedy"]))
+for echo in (False, True):
+    r = client.completions.create(model=model, prompt=prompt, max_tokens=10, temperature=0, logprobs=2, echo=echo)
+    lp = r.choices[0].logprobs
+    start = len(prompt.encode()) if echo else 0
+    check(f"completions logprobs (echo {echo}): tokens spell the text",
+          "".join(lp.tokens) == r.choices[0].text[len(prompt) if echo else 0:], repr(lp.tokens))
+    check(f"completions logprobs (echo {echo}): offsets", lp.text_offset == [
+        start + sum(len(t.encode()) for t in lp.tokens[:i]) for i in range(len(lp.tokens))], repr(lp.text_offset))
+    check(f"completions logprobs (echo {echo}): top 2, the token first",
+          all(len(t) == 2 and abs(max(t.values()) - v) < 1e-6 for t, v in zip(lp.top_logprobs, lp.token_logprobs)),
+          repr(lp.top_logprobs))
+    chunks = list(client.completions.create(model=model, prompt=prompt, max_tokens=10, temperature=0, logprobs=2,
+                                            echo=echo, stream=True))
+    parts = [c.choices[0].logprobs for c in chunks if c.choices and c.choices[0].logprobs]
+    check(f"completions logprobs (echo {echo}) streamed as whole",
+          [t for p in parts for t in p.tokens] == lp.tokens and [v for p in parts for v in p.token_logprobs] ==
+          lp.token_logprobs and [o for p in parts for o in p.text_offset] == lp.text_offset, repr(parts))
+
+# a completions prompt as token ids (as /tokenize gives them) answers as its text does
+for prompt, want in expected["greedy"].items():
+    asked = urllib.request.Request(generator_url + "/tokenize", json.dumps({"content": prompt, "add_special": True}).encode(),
+                                   {"Content-Type": "application/json"})
+    with urllib.request.urlopen(asked, timeout=60) as answer:
+        ids = json.load(answer)["tokens"]
+    for form in (ids, [ids]):
+        r = client.completions.create(model=model, prompt=form, max_tokens=20, temperature=0, echo=True)
+        check(f"completions of '{prompt}' as token ids", r.choices[0].text == prompt + want and
+              r.usage.prompt_tokens == len(ids), repr(r.choices[0].text))
+refused("several prompts", lambda: client.completions.create(model=model, prompt=["a", "b"], max_tokens=2),
+        "several prompts")
+refused("a token id outside the vocabulary", lambda: client.completions.create(model=model, prompt=[1, 10 ** 6],
+                                                                                max_tokens=2), "vocabulary")
+
 # what the server does not do is refused by name, never ignored
 refused("an unknown field", lambda: client.completions.create(model=model, prompt="a", max_tokens=2,
                                                                extra_body={"frobnicate": 1}), "frobnicate")
-refused("logprobs", lambda: client.chat.completions.create(model=model, messages=messages, max_tokens=2,
-                                                            logprobs=True), "logprobs")
+refused("top_logprobs above 20", lambda: client.chat.completions.create(model=model, messages=messages, max_tokens=2,
+                                                                         logprobs=True, top_logprobs=21), "top_logprobs")
+refused("top_logprobs without logprobs", lambda: client.chat.completions.create(
+    model=model, messages=messages, max_tokens=2, top_logprobs=2), "top_logprobs")
+refused("completions logprobs above 5", lambda: client.completions.create(model=model, prompt="a", max_tokens=2,
+                                                                           logprobs=6), "logprobs")
 refused("response_format json_object", lambda: client.chat.completions.create(
     model=model, messages=messages, max_tokens=2, response_format={"type": "json_object"}), "response_format")
 refused("tools", lambda: client.chat.completions.create(model=model, messages=messages, max_tokens=2, tools=[

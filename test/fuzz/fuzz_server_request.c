@@ -9,7 +9,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     completion_request request;
     char error[512];
     if (parse_completion_request((const char *)data + 1, size - 1, data[0] & 1, &limits, &request, error, sizeof error) == 0) {
-        if (!request.prompt || request.max_tokens < 1 || request.max_tokens > 512 || request.n < 1 || request.n > 8) abort();
+        if ((!request.prompt && !request.num_prompt_ids) || (request.prompt && request.num_prompt_ids) ||
+            request.max_tokens < 1 || request.max_tokens > 512 || request.n < 1 || request.n > 8) abort();
         completion_request_free(&request);
     }
     json_t *text = json_text((const char *)data, size);
