@@ -396,9 +396,13 @@ typedef struct pf_parallel_options {
                                 pf_free) and gets the same results; the program calls
                                 MPI_Init_thread with MPI_THREAD_SERIALIZED (or more) first, and
                                 calls no MPI itself while a request of this model runs. A rank
-                                failing in one process fails the request on all of them. See the
-                                README, "Across processes and hosts". 0 (the default): this
-                                process's ranks alone. */
+                                failing in one process fails the request on all of them; so do
+                                processes that make different calls. Requests go one at a time,
+                                in the same order everywhere (not from several threads at once).
+                                pf_num_ranks and pf_get_memory_info count this process's ranks.
+                                CPU ranks only; pf_to_cpu is refused. See the README, "Across
+                                processes and hosts (MPI)". 0 (the default): this process's ranks
+                                alone. */
 } pf_parallel_options;
 
 pf_parallel_options pf_parallel_options_init(void); /* the defaults described above; any thread */

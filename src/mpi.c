@@ -125,7 +125,23 @@ PF_PRIVATE int pf__mpi_agree(pf__group *g, int ok) {
     return all;
 }
 
-/* Receives process q's END into its verdict (after MPI_Probe saw it). */
+/* MPI_Probe that sleeps while it waits long: a blocking probe spins on a core for as long as a peer
+   computes (a long prompt's layer, or a peer that is late to the request), which the ranks of this
+   host's other processes need. It spins first (a peer at the same all-reduce answers within
+   microseconds), then naps in steps of 20 us. */
+static int pf__mpi_probe(struct pf__mpi *p, int q, MPI_Status *probed) {
+    for (int spins = 0;; spins++) {
+        int found = 0;
+        int status = MPI_Iprobe(q, MPI_ANY_TAG, p->comm, &found, probed);
+        if (status != MPI_SUCCESS || found) return status;
+        if (spins >= 1000) {
+            struct timespec nap = {0, 20000};
+            nanosleep(&nap, NULL);
+        }
+    }
+}
+
+/* Receives process q's END into its verdict (after pf__mpi_probe saw it). */
 static int pf__mpi_receive_end(struct pf__mpi *p, int q) {
     p->ended[q] = 1;
     return MPI_Recv(&p->verdicts[q], (int)sizeof p->verdicts[q], MPI_BYTE, q, PF__TAG_END, p->comm, MPI_STATUS_IGNORE);
@@ -138,7 +154,7 @@ static int pf__mpi_receive_end(struct pf__mpi *p, int q) {
 PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *local, size_t count) {
     pf__group *g = leader->group;
     struct pf__mpi *p = g->mpi;
-    int L = g->num_ranks, sends = 0, status = MPI_SUCCESS, ended = -1;
+    int L = g->num_ranks, sends = 0, status = MPI_SUCCESS, ended = -1, count_differs = 0;
     if (count > INT_MAX) {
         pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "MPI: an all-reduce of %zu floats exceeds one message", count);
         return NULL;
@@ -162,11 +178,20 @@ PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *
     for (int q = 0; q < p->processes && status == MPI_SUCCESS; q++) {
         for (int k = 0; q != p->process && k < L && status == MPI_SUCCESS; k++) {
             MPI_Status probed;
-            status = MPI_Probe(q, MPI_ANY_TAG, p->comm, &probed);
+            status = pf__mpi_probe(p, q, &probed);
             if (status != MPI_SUCCESS) break;
             if (probed.MPI_TAG == PF__TAG_END) {
                 status = pf__mpi_receive_end(p, q);
                 if (ended < 0) ended = q;
+                break;
+            }
+            int sent = 0;
+            MPI_Get_count(&probed, MPI_FLOAT, &sent);
+            if (sent != (int)count) { /* different requests: an error on both sides, as the collective check's */
+                pf__rank_fail(leader, PF_ERROR_INVALID_ARGUMENT, "process %d enters an all-reduce of %d floats where "
+                              "this one enters %zu: every process must make the same calls with the same arguments",
+                              q, sent, count);
+                count_differs = 1;
                 break;
             }
             float *into = p->gathered + (size_t)(q * L + k) * count;
@@ -176,6 +201,7 @@ PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *
     }
     int waited = sends ? MPI_Waitall(sends, p->requests, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
     if (status == MPI_SUCCESS) status = waited;
+    if (count_differs) return NULL; /* its DATA stays queued: the job's end drains it */
     char message[PF__MESSAGE_SIZE];
     if (pf__mpi_failed(status, message, sizeof message, "the all-reduce's exchange")) {
         pf__rank_fail(leader, PF_ERROR_DEVICE, "%s (an all-reduce of %zu floats: do all processes run the same "
@@ -197,7 +223,7 @@ PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *
 static int pf__mpi_drain(struct pf__mpi *p, int q) {
     while (!p->ended[q]) {
         MPI_Status probed;
-        int status = MPI_Probe(q, MPI_ANY_TAG, p->comm, &probed);
+        int status = pf__mpi_probe(p, q, &probed);
         if (status != MPI_SUCCESS) return status;
         if (probed.MPI_TAG == PF__TAG_END) return pf__mpi_receive_end(p, q);
         int bytes = 0;

@@ -213,6 +213,23 @@ static void test_rank_failure(void) {
     pf_free(m);
 }
 
+/* Processes that make different calls (a bad program): each request fails with a message on every
+   process instead of waiting forever, and the next one, made alike, succeeds. */
+static void test_different_requests(void) {
+    pf_model *m = load_split("gpt2-tiny", 1);
+    if (!m) return;
+    int32_t ids[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    size_t vocab = (size_t)pf_get_info(m).vocab_size;
+    float *logits = (float *)malloc(8 * vocab * sizeof(float));
+    pf_result r = pf_forward(m, ids, 1, 3 + process, logits); /* every process a different length */
+    CHECK_MSG(r == PF_ERROR_INVALID_ARGUMENT && strstr(pf_error_message(m), "same calls"),
+              "process %d: different requests give %d, \"%s\"", process, (int)r, pf_error_message(m));
+    r = pf_forward(m, ids, 1, 4, logits);
+    CHECK_MSG(r == PF_OK, "process %d: the request after different ones: %s", process, pf_error_message(m));
+    free(logits);
+    pf_free(m);
+}
+
 /* test/test_mpi_kill.sh: a long generation loop; the last process kills itself after ms. */
 static void run_until_killed(int ms) {
     pf_model *m = load_split("gpt2-tiny", 1);
@@ -268,6 +285,7 @@ int main(int argc, char **argv) {
     test_encoder_decoder("bart-s2s");
     test_encoder_decoder("t5-s2s");
     test_rank_failure();
+    test_different_requests();
     int counts[2] = {test_passed, test_failed}, totals[2] = {0, 0};
     MPI_Reduce(counts, totals, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Bcast(totals, 2, MPI_INT, 0, MPI_COMM_WORLD);
