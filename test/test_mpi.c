@@ -230,6 +230,25 @@ static void test_different_requests(void) {
     pf_free(m);
 }
 
+/* Processes that ask for different rank counts: refused on every process, naming the counts. */
+static void test_different_rank_counts(void) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/gpt2-tiny", test_fixtures);
+    pf_model *m = NULL;
+    if (pf_load(dir, NULL, &m) != PF_OK) {
+        CHECK_MSG(0, "loading gpt2-tiny: %s", pf_error_message(m));
+        pf_free(m);
+        return;
+    }
+    pf_parallel_options o = pf_parallel_options_init();
+    o.device = PF_DEVICE_CPU;
+    o.across_processes = 1;
+    pf_result r = pf_parallelize(m, process == 0 ? 2 : 1, &o);
+    CHECK_MSG(r == PF_ERROR_INVALID_ARGUMENT && strstr(pf_error_message(m), "same number"),
+              "process %d: different rank counts give %d, \"%s\"", process, (int)r, pf_error_message(m));
+    pf_free(m);
+}
+
 /* test/test_mpi_kill.sh: a long generation loop; the last process kills itself after ms. */
 static void run_until_killed(int ms) {
     pf_model *m = load_split("gpt2-tiny", 1);
@@ -286,6 +305,7 @@ int main(int argc, char **argv) {
     test_encoder_decoder("t5-s2s");
     test_rank_failure();
     test_different_requests();
+    test_different_rank_counts();
     int counts[2] = {test_passed, test_failed}, totals[2] = {0, 0};
     MPI_Reduce(counts, totals, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Bcast(totals, 2, MPI_INT, 0, MPI_COMM_WORLD);
