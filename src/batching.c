@@ -115,7 +115,7 @@ static const pf__device_choice *pf__batch_choose_on_devices(const pf_model *m, p
         b->choice.tokens = b->tokens;
         return &b->choice;
     }
-    size_t need = (size_t)g->num_ranks * rows * per_row;
+    size_t need = (size_t)g->world_ranks * rows * per_row;
     if (!top_k || rows > g->logit_rows) return NULL;
     if (need > b->candidates_cap) { /* out of memory: the logits, as without the op */
         pf__choice *grown = (pf__choice *)realloc(b->candidates, need * sizeof *grown);

@@ -2115,7 +2115,7 @@ void pf_testing_cpu_normalize(float *out, const float *x, size_t n, double mean,
 static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__weight *bias,
                            size_t rows) {
 #ifdef PF_TESTING
-    if (r->index == pf_testing_fail_rank && --pf_testing_fail_countdown == 0) {
+    if (r->world == pf_testing_fail_rank && --pf_testing_fail_countdown == 0) {
         pf__rank_fail(r, PF_ERROR_DEVICE, "injected failure (test)");
         return;
     }
@@ -2571,17 +2571,25 @@ static int pf__cpu_device_memory(int device, size_t *used, size_t *total) {
 
 /* Every rank publishes its buffer, then sums all of them in rank order into its scratch, so the
    result is bit-identical on every rank; a second barrier keeps the buffers alive until all have
-   read them. */
+   read them. Across processes, rank 0 also trades its process's buffers for the others' (between
+   two barriers), and each rank sums all of the world's in world rank order: the same terms in the
+   same order as one process with as many ranks, so the same bits. */
 static void pf__cpu_all_reduce(pf__rank *r, float *x, size_t count) {
     pf__group *g = r->group;
-    if (g->num_ranks == 1) return;
+    if (g->world_ranks == 1) return;
     g->reduce_in[r->index] = x;
     if (pf__barrier(g)) return;
+    const float *const *in = (const float *const *)g->reduce_in;
+    if (g->mpi) {
+        if (r->index == 0) g->reduce_world = pf__mpi_exchange(r, g->reduce_in, count);
+        if (pf__barrier(g)) return;
+        in = g->reduce_world;
+    }
     float *sum = pf__cpu(r)->reduce_tmp;
-    memcpy(sum, g->reduce_in[0], count * sizeof(float));
-    for (int k = 1; k < g->num_ranks; k++) {
-        const float *in = g->reduce_in[k];
-        for (size_t i = 0; i < count; i++) sum[i] += in[i];
+    memcpy(sum, in[0], count * sizeof(float));
+    for (int k = 1; k < g->world_ranks; k++) {
+        const float *term = in[k];
+        for (size_t i = 0; i < count; i++) sum[i] += term[i];
     }
     if (pf__barrier(g)) return;
     memcpy(x, sum, count * sizeof(float));
@@ -2601,7 +2609,7 @@ static void pf__cpu_alloc_scratch(pf__rank *r) {
         cpu->attn_pack_floats = (size_t)g->cache_len * hd;
         cpu->attn_pack = (float *)pf__rank_alloc(r, 2 * cpu->attn_pack_floats * sizeof(float));
     }
-    if (g->num_ranks > 1) cpu->reduce_tmp = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
+    if (g->world_ranks > 1) cpu->reduce_tmp = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
     if (g->max_batch > 1) cpu->reorder_tmp = (float *)pf__rank_alloc(r, (size_t)g->max_batch * PF__REORDER_SLICE);
 }
 

@@ -107,7 +107,7 @@ static void pf__rank_embed(pf__rank *r, const pf__step *s, const pf__tower *t) {
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
     float embed_scale = c->embed_scale_sqrt ? sqrtf((float)d) : 1.0f;
     if (c->embed_multiplier) embed_scale *= (float)c->embed_multiplier; /* Granite: embeddings x embedding_multiplier */
-    int vocab_split = g->num_ranks > 1 && g->model->sources[t->token_embed].split == PF__SPLIT_VOCAB;
+    int vocab_split = g->world_ranks > 1 && g->model->sources[t->token_embed].split == PF__SPLIT_VOCAB;
     float *embedded = PF__HAS(W[PF__SLOT_PROJECT_IN]) ? r->embed : r->x;
     be->embed(r, embedded, &W[t->token_embed], s, embed_scale, vocab_split ? r->share.vocab_begin : 0);
     if (vocab_split) pf__all_reduce(r, embedded, N * (size_t)c->embed_dim, "the token embedding's all-reduce");
@@ -448,7 +448,7 @@ static void pf__rank_encoder_pass(pf__rank *r, const pf__job *job) {
         r->backend->matmul(r, r->cross_k + k * layer, r->x, &L[PF__SLOT_CROSS_K_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_K_BIAS]), N);
         r->backend->matmul(r, r->cross_v + k * layer, r->x, &L[PF__SLOT_CROSS_V_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_V_BIAS]), N);
     }
-    if (r->index == 0 && job->hidden && !r->error) r->backend->download(r, job->hidden, r->x, N * d * sizeof(float));
+    if (r->world == 0 && job->hidden && !r->error) r->backend->download(r, job->hidden, r->x, N * d * sizeof(float));
 }
 
 static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__tower *t);
@@ -525,11 +525,11 @@ static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *
         if (c->logits_scaling) r->backend->scale(r, r->logits, n * mine, 1.0f / (float)c->logits_scaling); /* Granite */
         if (c->final_softcap > 0) r->backend->softcap(r, r->logits, n * mine, (float)c->final_softcap); /* elementwise: each rank its share */
         if (job->tokens)
-            r->backend->argmax(r, g->choices + (size_t)r->index * g->max_batch + first, r->logits, n, mine,
+            r->backend->argmax(r, g->choices + (size_t)r->world * g->max_batch + first, r->logits, n, mine,
                                r->share.vocab_begin);
         if (job->candidates) {
             size_t per_row = job->candidates_per_row;
-            r->backend->top_k(r, job->candidates + ((size_t)r->index * rows + first) * per_row, per_row, r->logits, n,
+            r->backend->top_k(r, job->candidates + ((size_t)r->world * rows + first) * per_row, per_row, r->logits, n,
                               mine, r->share.vocab_begin, per_row < mine ? per_row : mine);
         }
         if ((!job->tokens && !job->candidates) || pf__check_device_choices)
@@ -576,7 +576,7 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
         if (job->logits) pf__rank_vocab_logits(r, job, h, N, width);
     }
     if (c->head == PF_HEAD_CTC && job->logits) pf__rank_vocab_logits(r, job, r->x, N, d); /* every rank its rows */
-    if (r->index != 0 || r->error) return;
+    if (r->world != 0 || r->error) return;
     if (job->hidden) be->download(r, job->hidden, r->x, N * d * sizeof(float));
     float *pooled = r->part; /* [batch][hidden] */
     if (PF__HAS(W[PF__SLOT_POOLER_WEIGHT]) || PF__HAS(W[PF__SLOT_POOLER_NORM_WEIGHT]) || job->pool_at) {
@@ -622,6 +622,43 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
         be->download(r, job->logits, r->head_out, B * labels * sizeof(float));
     }
 }
+/* The host arrays the functions above write in a FORWARD or LOGITS job, and who writes them: each
+   rank its vocabulary columns of the logits and its choices or candidates, world rank 0 the
+   encoders' hidden state, pooled output, projection and task head. (A group across processes sends
+   them to every process after the job.) */
+PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf__host_outputs *out) {
+    const pf_model *m = g->model;
+    const pf__config *c = &m->config;
+    const pf__step *s = &job->step;
+    size_t B = (size_t)s->batch, N = B * (size_t)s->seq_len, d = (size_t)c->hidden_size, f = sizeof(float);
+    memset(out, 0, sizeof *out);
+#define PF__BY_FIRST_RANK(ptr, floats) \
+    (out->by_first_rank[out->num_by_first_rank].data = (ptr), out->by_first_rank[out->num_by_first_rank++].bytes = (floats) * f)
+    if (job->kind == PF__JOB_LOGITS) {
+        out->vocab_rows = B;
+    } else if (job->encoder_pass) {
+        if (job->hidden) PF__BY_FIRST_RANK(job->hidden, N * d);
+    } else if (pf__archs[c->arch].kind != PF__KIND_ENCODER) {
+        size_t rows = job->all_positions ? N : B;
+        if ((!job->tokens && !job->candidates) || pf__check_device_choices) out->vocab_rows = rows;
+        if (job->tokens) out->choice_rows = rows;
+        if (job->candidates) out->candidate_rows = rows;
+    } else {
+        size_t labels = (size_t)c->num_labels;
+        if ((c->head == PF_HEAD_MASKED_LM || c->head == PF_HEAD_CTC) && job->logits) out->vocab_rows = N;
+        if (job->hidden) PF__BY_FIRST_RANK(job->hidden, N * d);
+        if (m->sources[PF__SLOT_POOLER_WEIGHT].data || m->sources[PF__SLOT_POOLER_NORM_WEIGHT].data || job->pool_at) {
+            if (job->pooled) PF__BY_FIRST_RANK(job->pooled, B * d);
+            if (m->sources[PF__SLOT_PROJECTION].data && job->embeds) PF__BY_FIRST_RANK(job->embeds, B * (size_t)c->projection_dim);
+        }
+        if (job->logits && (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION || c->head == PF_HEAD_IMAGE_CLASSIFICATION))
+            PF__BY_FIRST_RANK(job->logits, B * labels);
+        if (job->logits && c->head == PF_HEAD_TOKEN_CLASSIFICATION) PF__BY_FIRST_RANK(job->logits, N * labels);
+        if (job->logits && c->head == PF_HEAD_QUESTION_ANSWERING) PF__BY_FIRST_RANK(job->logits, N * 2);
+    }
+#undef PF__BY_FIRST_RANK
+}
+
 #undef PF__HAS
 #undef PF__OR_NULL
 

@@ -427,8 +427,8 @@ int pf_testing_device_samples; /* test hook: tokens drawn from the devices' top-
 static void pf__combine_choices(const pf__group *g, int rows, int32_t *tokens) {
     for (int b = 0; b < rows; b++) {
         pf__choice best = {-INFINITY, -1};
-        for (int k = 0; k < g->num_ranks; k++) {
-            if (!g->ranks[k].weights || !g->ranks[k].weights[PF__SLOT_LM_HEAD].rows) continue; /* no vocabulary: wrote none */
+        for (int k = 0; k < g->world_ranks; k++) {
+            if (!g->lm_rows[k]) continue; /* no vocabulary: wrote none */
             pf__choice c = g->choices[(size_t)k * g->max_batch + b];
             if (c.index >= 0 &&
                 (best.index < 0 || c.value > best.value || (c.value == best.value && c.index < best.index)))
@@ -646,7 +646,7 @@ static int pf__generation_alloc_top_k(pf__generation_state *st) {
     const pf_generate_options *o = st->o;
     size_t k = o->top_k > 0 && o->top_k < st->vocab ? (size_t)o->top_k : (size_t)st->vocab;
     if (!g->backend->top_k || !o->do_sample || st->beams > 1 || k + 1 > g->backend->top_k_max) return 0;
-    st->top_k_candidates = (pf__choice *)malloc((size_t)g->num_ranks * st->num_rows * (k + 1) * sizeof(pf__choice));
+    st->top_k_candidates = (pf__choice *)malloc((size_t)g->world_ranks * st->num_rows * (k + 1) * sizeof(pf__choice));
     st->device.per_row = st->top_k_candidates ? k + 1 : 0;
     return st->top_k_candidates ? 0 : -1;
 }
@@ -772,8 +772,8 @@ static int pf__gather_candidates(const pf__generation_state *st, int i, const pf
     size_t per_row = v->per_row;
     int n = 0;
     *unseen = -INFINITY;
-    for (int k = 0; k < g->num_ranks; k++) {
-        size_t mine = g->ranks[k].weights ? g->ranks[k].weights[PF__SLOT_LM_HEAD].rows : 0;
+    for (int k = 0; k < g->world_ranks; k++) {
+        size_t mine = g->lm_rows[k];
         size_t count = per_row < mine ? per_row : mine;
         const pf__choice *c = v->all + ((size_t)k * v->rows + v->offset + (size_t)i) * per_row;
         for (size_t j = 0; j < count; j++, n++) {

@@ -40,7 +40,16 @@ static const char *pf__backend_missing(const pf__backend *b) {
     return NULL;
 }
 
-/* Starts num_ranks rank threads on `backend` and has each slice its weights from m->sources. */
+/* A group that cannot start: every process is told (across processes, the others would wait for
+   its ranks in the setup job), then it is undone; returns res. */
+static pf_result pf__group_abandon(pf__group *g, pf_result res) {
+    if (g->mpi) pf__mpi_agree(g, 0);
+    pf__group_destroy(g);
+    return res;
+}
+
+/* Starts num_ranks rank threads on `backend` and has each slice its weights from m->sources;
+   across processes (o->across_processes), each process num_ranks of them. */
 PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_parallel_options *o, const pf__backend *backend,
                                   pf__dtype dtype) {
     const pf__config *c = &m->config;
@@ -65,7 +74,14 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
                      : o->kv_cache_dtype == PF_DTYPE_F16   ? PF__DTYPE_F16
                      : o->kv_cache_dtype == PF_DTYPE_BF16  ? PF__DTYPE_BF16
                                                            : PF__DTYPE_F32;
-    g->num_ranks = num_ranks;
+    g->num_ranks = g->world_ranks = num_ranks;
+    if (o->across_processes) {
+        pf_result res = pf__mpi_group_begin(g, pf__error_buffer(m), PF__MESSAGE_SIZE);
+        if (res) {
+            pf__group_destroy(g);
+            return res;
+        }
+    }
     g->max_batch = o->max_batch ? o->max_batch : 1;
     /* an encoder longer than its decoder (Whisper) needs room for its frames */
     int positions = c->encoder_max_positions > c->max_positions ? c->encoder_max_positions : c->max_positions;
@@ -89,12 +105,11 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
     g->ranks = (pf__rank *)calloc((size_t)num_ranks, sizeof *g->ranks);
     g->reduce_in = (float **)calloc((size_t)num_ranks, sizeof *g->reduce_in);
     g->room_needed = (size_t *)calloc((size_t)num_ranks, sizeof *g->room_needed);
+    g->lm_rows = (size_t *)calloc((size_t)g->world_ranks, sizeof *g->lm_rows);
 #ifdef PF_TESTING
     g->collectives = (struct pf__collective *)calloc((size_t)num_ranks, sizeof *g->collectives);
-    if (!g->collectives) {
-        pf__group_destroy(g);
-        return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    }
+    if (!g->collectives)
+        return pf__group_abandon(g, pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory"));
 #endif
     size_t logit_floats = (size_t)g->max_batch * c->vocab_size;
     float *logits = (float *)realloc(m->logits, logit_floats * sizeof(float));
@@ -103,33 +118,34 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
         memset(logits, 0, logit_floats * sizeof(float));
     }
     g->zero_ids = (int32_t *)calloc((size_t)g->max_batch, sizeof(int32_t));
-    if (backend->argmax) g->choices = (pf__choice *)calloc((size_t)num_ranks * g->max_batch, sizeof *g->choices);
-    if (!g->ranks || !g->reduce_in || !g->room_needed || !logits || !g->zero_ids || (backend->argmax && !g->choices)) {
-        pf__group_destroy(g);
-        return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    }
+    if (backend->argmax) g->choices = (pf__choice *)calloc((size_t)g->world_ranks * g->max_batch, sizeof *g->choices);
+    if (!g->ranks || !g->reduce_in || !g->room_needed || !g->lm_rows || !logits || !g->zero_ids ||
+        (backend->argmax && !g->choices))
+        return pf__group_abandon(g, pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory"));
     for (int i = 0; i < num_ranks; i++) {
         pf__rank *r = &g->ranks[i];
         r->group = g;
         r->index = i;
+        r->world = g->first_rank + i;
         r->backend = backend;
         r->device = o->device_ids ? o->device_ids[i] : i;
-        r->share = pf__share_for(c, i, num_ranks);
+        r->share = pf__share_for(c, r->world, g->world_ranks);
     }
     if (backend->group_begin) {
         pf_result res = backend->group_begin(g, pf__error_buffer(m), PF__MESSAGE_SIZE);
-        if (res) {
-            pf__group_destroy(g);
-            return res;
-        }
+        if (res) return pf__group_abandon(g, res);
     }
     for (int i = 0; i < num_ranks; i++) {
         pf__rank *r = &g->ranks[i];
-        if (pthread_create(&r->thread, NULL, pf__rank_main, r) != 0) {
-            pf__group_destroy(g);
-            return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "cannot start rank thread %d", i);
-        }
+        if (pthread_create(&r->thread, NULL, pf__rank_main, r) != 0)
+            return pf__group_abandon(g, pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY,
+                                                   "cannot start rank thread %d", i));
         g->threads_started++;
+    }
+    if (g->mpi && !pf__mpi_agree(g, 1)) {
+        pf__group_destroy(g);
+        return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_DEVICE, "across_processes: another process "
+                          "could not start its ranks");
     }
     m->group = g;
     pf_result res = pf__group_run(g, PF__JOB_SETUP, NULL);
@@ -138,14 +154,25 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
         pf__group_destroy(g);
         return res;
     }
+    for (int i = 0; i < num_ranks; i++) {
+        const pf__rank *r = &g->ranks[i];
+        g->lm_rows[r->world] = r->weights ? r->weights[PF__SLOT_LM_HEAD].rows : 0;
+    }
+    for (int k = 0; g->mpi && !res && k < g->world_ranks; k++) /* the other processes' ranks' */
+        res = pf__mpi_broadcast_rows(g, k, &g->lm_rows[k], 1, sizeof *g->lm_rows, 0, pf__error_buffer(m), PF__MESSAGE_SIZE);
+    if (res) {
+        m->group = NULL;
+        pf__group_destroy(g);
+        return res;
+    }
     if (g->progress) g->progress(g->progress_user, g->progress_total, g->progress_total);
     pf__log_memory_table(m, o->verbose ? PF_LOG_INFO : PF_LOG_DEBUG);
-    if (num_ranks > c->num_kv_heads)
+    if (g->world_ranks > c->num_kv_heads)
         pf__log(m, PF_LOG_INFO, "%d ranks outnumber the %d key/value heads: ranks share them, each holding a copy",
-                num_ranks, c->num_kv_heads);
-    if (c->num_heads % num_ranks)
+                g->world_ranks, c->num_kv_heads);
+    if (c->num_heads % g->world_ranks)
         pf__log(m, PF_LOG_INFO, "%d heads do not divide by %d ranks: the ranks hold different head counts", c->num_heads,
-                num_ranks);
+                g->world_ranks);
     return PF_OK;
 }
 

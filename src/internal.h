@@ -1334,7 +1334,9 @@ typedef enum { PF__MEM_WEIGHTS, PF__MEM_CACHE, PF__MEM_SCRATCH, PF__MEM_KINDS } 
 
 struct pf__rank {
     pf__group *group;
-    int index;
+    int index;                /* in this process's group.ranks */
+    int world;                /* in the whole group, every process's ranks (group.first_rank + index):
+                                 what the rank's share of the weights and its outputs follow */
     const pf__backend *backend;
     void *backend_state;
     int device;               /* the backend's device ordinal */
@@ -1486,7 +1488,7 @@ typedef struct pf__job {
     int32_t *tokens;      /* FORWARD, greedy generation on a backend with argmax: host [batch], each
                              sequence's arg-max token, chosen where the logits are (a release build
                              then downloads no logits; a test build does, and checks the choice) */
-    pf__choice *candidates; /* FORWARD, sampling on a backend with top_k: host [num_ranks][batch]
+    pf__choice *candidates; /* FORWARD, sampling on a backend with top_k: host [world_ranks][batch]
                              [candidates_per_row], each rank's best of its slice of each row's logits
                              (as job->tokens, no logits are downloaded in a release build).
                              LOGITS: the last forward's logits (still on the ranks) to job->logits */
@@ -1515,8 +1517,14 @@ struct pf__group {
     void *backend_state;
     pf__dtype dtype;      /* weight storage on every rank */
     pf__dtype cache_dtype; /* keys and values in the self-attention caches */
-    int num_ranks;
+    int num_ranks;        /* this process's ranks (threads), in ranks */
     pf__rank *ranks;
+    /* The whole group: world_ranks ranks, of which this process holds num_ranks from first_rank
+       on. Across processes (MPI builds, across_processes) process p holds p x num_ranks on; in
+       one process the world is its ranks. */
+    int world_ranks, first_rank;
+    struct pf__mpi *mpi;  /* the processes' communicator and exchanges (src/mpi.c); NULL in one process */
+    size_t *lm_rows;      /* [world_ranks]: the vocabulary rows of each rank's LM head (known after setup) */
     int threads_started;
     pthread_mutex_t mutex;
     pthread_cond_t work, done, barrier_cond;
@@ -1529,13 +1537,14 @@ struct pf__group {
     int aborted;
     /* CPU all-reduce: each rank publishes its buffer here */
     float **reduce_in;
+    const float *const *reduce_world; /* across processes: every world rank's buffer (src/mpi.c) */
     size_t *room_needed;  /* [num_ranks]: each rank's caches and scratch, published at setup */
     pf_parallel_options options; /* what pf_parallelize was asked (device_ids not kept) */
     /* sizes every rank shares */
     int max_batch, cache_len;
     int32_t *zero_ids;    /* [max_batch] zeros: row 0 of a one-row table for every sequence */
     size_t max_tokens, logit_rows;
-    pf__choice *choices;  /* [num_ranks][max_batch]: the ranks' arg-max candidates of a step
+    pf__choice *choices;  /* [world_ranks][max_batch]: the ranks' arg-max candidates of a step
                              (backend->argmax), or NULL without one */
     float **gather;      /* PF__JOB_GATHER: host arrays, one per slot, filled by the ranks */
     /* PF__JOB_SETUP: weight bytes copied, of about progress_total (under mutex) */
@@ -1604,6 +1613,15 @@ PF_PRIVATE void pf__all_reduce(pf__rank *r, float *x, size_t count, const char *
 PF_PRIVATE void *pf__rank_alloc(pf__rank *r, size_t bytes);
 PF_PRIVATE void pf__rank_free_all(pf__rank *r);
 
+/* ---- src/mpi.c (ranks in several processes; stubs that refuse without PF_MPI) ---- */
+PF_PRIVATE pf_result pf__mpi_group_begin(pf__group *g, char *error, size_t error_size);
+PF_PRIVATE void pf__mpi_group_end(pf__group *g);
+PF_PRIVATE int pf__mpi_agree(pf__group *g, int ok);
+PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *local, size_t count);
+PF_PRIVATE pf_result pf__mpi_end_job(pf__group *g, pf_result local, char *message, size_t message_size);
+PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *first, size_t rows, size_t row_bytes,
+                                            size_t stride_bytes, char *error, size_t error_size);
+
 /* ---- src/cpu_backend.c (the CPU's block formats, which slicing packs) ---- */
 PF_PRIVATE void pf__q8_quantize(void *data, size_t rows, size_t cols);
 PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols);
@@ -1667,6 +1685,15 @@ PF_PRIVATE void pf__rank_gather(pf__rank *r);
 /* ---- src/forward.c ---- */
 PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job);
 PF_PRIVATE void pf__rank_logits_again(pf__rank *r, const pf__job *job);
+/* What a FORWARD or LOGITS job leaves in host memory, as the forward writes it. */
+typedef struct pf__host_outputs {
+    size_t vocab_rows;     /* rows of job->logits (vocab floats each) whose columns each rank writes */
+    size_t choice_rows;    /* rows of group.choices (from each rank's max_batch block) each rank writes */
+    size_t candidate_rows; /* rows of job->candidates (candidates_per_row each) each rank writes */
+    struct { void *data; size_t bytes; } by_first_rank[4]; /* what world rank 0 alone writes */
+    int num_by_first_rank;
+} pf__host_outputs;
+PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf__host_outputs *out);
 PF_PRIVATE void pf__rank_reorder(pf__rank *r, const pf__job *job);
 
 /* ---- src/ranks.c ---- */

@@ -65,6 +65,9 @@ PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf
     if (backend->cache_in_weight_dtype && o.kv_cache_dtype != PF_DTYPE_AUTO && dtypes[o.kv_cache_dtype] != dtype)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "kv_cache_dtype: the %s backend keeps keys and values in the weights' dtype",
                         backend->name);
+    if (o.across_processes && backend != &pf__cpu_backend)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "across_processes runs CPU ranks only (ranks on the %s backend across "
+                        "processes are not implemented): set device PF_DEVICE_CPU", backend->name);
     if (backend == &pf__cpu_backend) o.device_ids = NULL; /* CPU ranks have no device to pick */
     pf__group_destroy(m->group);
     m->group = NULL;
@@ -94,7 +97,9 @@ pf_result pf_parallelize(pf_model *m, int num_ranks, const pf_parallel_options *
 static pf_result pf__to_cpu_locked(pf_model *m) {
     if (!m->loaded) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the model did not load");
     pf__group *g = m->group;
-    if (!g || (g->num_ranks == 1 && g->ranks[0].backend == &pf__cpu_backend)) return PF_OK;
+    if (!g || (g->num_ranks == 1 && !g->mpi && g->ranks[0].backend == &pf__cpu_backend)) return PF_OK;
+    if (g->mpi) /* the other processes' slices are theirs */
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "pf_to_cpu: a model split across processes cannot be gathered into one");
 
     /* Gather every slice into full host arrays, then build one CPU rank from them. */
     size_t num_slots = pf__num_slots(&m->config);

@@ -47,8 +47,35 @@ PF_PRIVATE void *pf__rank_main(void *arg) {
     return NULL;
 }
 
+/* Across processes, after a job every process agreed succeeded: what each rank wrote into this
+   process's host arrays (its vocabulary columns of the logits, its choices or candidates; world rank
+   0 the encoders' outputs) is broadcast from that rank's process, so that every process holds the
+   whole outputs, as one process would, and its host code (sampling, beams) goes the same way. */
+static pf_result pf__group_share_outputs(pf__group *g, const pf__job *job, char *error) {
+    const pf__config *c = &g->model->config;
+    size_t vocab = (size_t)c->vocab_size, per_row = job->candidates_per_row;
+    pf__host_outputs o;
+    pf__job_host_outputs(g, job, &o);
+    pf_result res = PF_OK;
+    for (int k = 0; !res && k < g->world_ranks; k++) {
+        if (o.vocab_rows && job->logits)
+            res = pf__mpi_broadcast_rows(g, k, job->logits + pf__share_for(c, k, g->world_ranks).vocab_begin, o.vocab_rows,
+                                         g->lm_rows[k] * sizeof(float), vocab * sizeof(float), error, PF__MESSAGE_SIZE);
+        if (!res && o.choice_rows)
+            res = pf__mpi_broadcast_rows(g, k, g->choices + (size_t)k * g->max_batch, 1, o.choice_rows * sizeof(pf__choice), 0,
+                                         error, PF__MESSAGE_SIZE);
+        if (!res && o.candidate_rows)
+            res = pf__mpi_broadcast_rows(g, k, job->candidates + (size_t)k * o.candidate_rows * per_row, 1,
+                                         o.candidate_rows * per_row * sizeof(pf__choice), 0, error, PF__MESSAGE_SIZE);
+    }
+    for (int i = 0; !res && i < o.num_by_first_rank; i++)
+        res = pf__mpi_broadcast_rows(g, 0, o.by_first_rank[i].data, 1, o.by_first_rank[i].bytes, 0, error, PF__MESSAGE_SIZE);
+    return res;
+}
+
 /* Hands a job to every rank and waits for all of them; the first rank error becomes the
-   model's message. */
+   model's message. Across processes, every process returns the same result (the first failing
+   process's error) and, on success, the same outputs. */
 PF_PRIVATE pf_result pf__group_run(pf__group *g, pf__job_kind kind, const pf__job *job) {
     pthread_mutex_lock(&g->mutex);
     if (job) g->job = *job;
@@ -80,13 +107,17 @@ PF_PRIVATE pf_result pf__group_run(pf__group *g, pf__job_kind kind, const pf__jo
         pthread_cond_timedwait(&g->done, &g->mutex, &until);
     }
     pthread_mutex_unlock(&g->mutex);
-    for (int i = 0; i < g->num_ranks; i++) {
+    pf_result res = PF_OK;
+    char message[PF__MESSAGE_SIZE] = "";
+    for (int i = 0; i < g->num_ranks && !res; i++) {
         pf__rank *r = &g->ranks[i];
         if (r->error)
-            return pf__format(pf__error_buffer(g->model), PF__MESSAGE_SIZE, r->error, "rank %d (%s): %s", i,
-                              r->backend->name, r->message);
+            res = pf__format(message, sizeof message, r->error, "rank %d (%s): %s", r->world, r->backend->name, r->message);
     }
-    return PF_OK;
+    if (g->mpi) res = pf__mpi_end_job(g, res, message, sizeof message);
+    if (g->mpi && !res && (kind == PF__JOB_FORWARD || kind == PF__JOB_LOGITS))
+        res = pf__group_share_outputs(g, &g->job, message);
+    return res ? pf__format(pf__error_buffer(g->model), PF__MESSAGE_SIZE, res, "%s", message) : PF_OK;
 }
 
 /* A decoder's forward step, in chunks of positions when batch x length exceeds the tokens the
@@ -132,6 +163,7 @@ PF_PRIVATE void pf__group_destroy(pf__group *g) {
         for (int i = 0; i < g->threads_started; i++) pthread_join(g->ranks[i].thread, NULL);
     }
     if (g->backend && g->backend->group_end) g->backend->group_end(g);
+    pf__mpi_group_end(g);
     pthread_mutex_destroy(&g->mutex);
     pthread_cond_destroy(&g->work);
     pthread_cond_destroy(&g->done);
@@ -139,6 +171,7 @@ PF_PRIVATE void pf__group_destroy(pf__group *g) {
     free(g->ranks);
     free(g->reduce_in);
     free(g->room_needed);
+    free(g->lm_rows);
     free(g->zero_ids);
     free(g->choices);
 #ifdef PF_TESTING

@@ -296,7 +296,7 @@ static float *pf__rank_rel_table(pf__rank *r, const pf__source *rel) {
    during pf_parallelize rather than inside a forward's collectives. */
 static void pf__rank_warm_up(pf__rank *r) {
     float value = 0;
-    if (r->group->num_ranks < 2 || r->error || !r->x) return;
+    if (r->group->world_ranks < 2 || r->error || !r->x) return;
     r->backend->upload(r, r->x, &value, sizeof value);
     pf__all_reduce(r, r->x, 1, "the communicators' warm-up");
     r->backend->download(r, &value, r->x, sizeof value);
@@ -477,9 +477,9 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
     if (m->sources[PF__SLOT_PATCH_WEIGHT].data)
         r->patch_in = (float *)pf__rank_alloc(r, (size_t)g->max_batch * (size_t)(c->max_positions - 1 - c->distillation) *
                                                      m->sources[PF__SLOT_PATCH_WEIGHT].cols * sizeof(float));
-    if (r->index == 0 && m->sources[PF__SLOT_PROJECTION].data)
+    if (r->world == 0 && m->sources[PF__SLOT_PROJECTION].data)
         r->projected = (float *)pf__rank_alloc(r, (size_t)g->max_batch * c->projection_dim * sizeof(float));
-    if (r->index == 0 && (m->sources[PF__SLOT_CLASSIFIER_WEIGHT].data || m->sources[PF__SLOT_SPAN_WEIGHT].data))
+    if (r->world == 0 && (m->sources[PF__SLOT_CLASSIFIER_WEIGHT].data || m->sources[PF__SLOT_SPAN_WEIGHT].data))
         r->head_out = (float *)pf__rank_alloc(r, T * (size_t)(c->num_labels > 2 ? c->num_labels : 2) * sizeof(float));
     if (r->backend->alloc_scratch) r->backend->alloc_scratch(r);
 }

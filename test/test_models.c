@@ -287,6 +287,15 @@ static void test_cpu_kv_cache_dtypes(void) {
         po.kv_cache_dtype = PF_DTYPE_Q8_0;
         CHECK(pf_parallelize(f.model, 1, &po) == PF_ERROR_INVALID_ARGUMENT &&
               strstr(pf_error_message(f.model), "kv_cache_dtype"));
+        /* ranks across processes need the MPI build (make MPI=1; make test-mpi runs it), and there
+           a program that initialized MPI */
+        po.kv_cache_dtype = PF_DTYPE_AUTO;
+        po.across_processes = 1;
+        pf_result across = pf_parallelize(f.model, 2, &po);
+        CHECK_MSG((across == PF_ERROR_UNSUPPORTED && strstr(pf_error_message(f.model), "MPI=1")) ||
+                      (across == PF_ERROR_INVALID_ARGUMENT && strstr(pf_error_message(f.model), "MPI_Init_thread")),
+                  "across_processes without MPI gives %d: %s", (int)across, pf_error_message(f.model));
+        po.across_processes = 0;
         free(fp32_logits);
         fixture_close(&f);
     }

@@ -1,0 +1,331 @@
+#include "internal.h"
+/* =============================================================================================== */
+/* ranks in several processes (MPI builds): the world, the ranks' buffers exchanged, jobs ended   */
+/* =============================================================================================== */
+
+/* A group across processes (pf_parallel_options.across_processes, built with PF_MPI) runs SPMD:
+   every process of MPI_COMM_WORLD makes the same calls with the same arguments, and holds the same
+   number of rank threads; process p's ranks are world ranks p x num_ranks on. One thread of a
+   process talks to the others at a time (its rank 0 inside a job, the caller between jobs), so
+   MPI_THREAD_SERIALIZED is enough: rank threads calling MPI at once (MPI_THREAD_MULTIPLE) would
+   send the same bytes with a lock per call, and Open MPI's support for it is a build option.
+
+   Inside a job the processes talk point to point, never through a collective, so that a process
+   whose ranks fail can stop at any point: it sends END (its verdict) where the others expect its
+   DATA, and as one process's messages to another arrive in order, every process waiting on it
+   sees END, fails its own ranks, and ends the job too. Each process then receives every other's
+   END (draining DATA sent before it), so no message outlives the job, and all of them return the
+   same error: the first failing process's. Between jobs, after all agreed, outputs are broadcast. */
+
+#ifdef PF_MPI
+#include <mpi.h>
+
+enum { PF__TAG_DATA = 1, PF__TAG_END = 2 };
+
+/* A process's last message of a job. */
+typedef struct pf__mpi_verdict {
+    int code;       /* pf_result */
+    int propagated; /* it failed because another process did */
+    char message[PF__MESSAGE_SIZE];
+} pf__mpi_verdict;
+
+struct pf__mpi {
+    MPI_Comm comm;                /* a duplicate of MPI_COMM_WORLD: the library's messages alone */
+    int process, processes;
+    float *gathered;              /* [world_ranks][count]: the other processes' ranks' buffers */
+    size_t gathered_floats;
+    const float **world_in;       /* [world_ranks]: every rank's buffer, in world rank order */
+    MPI_Request *requests;        /* [processes x num_ranks] */
+    pf__mpi_verdict *verdicts;    /* [processes]: this job's ENDs */
+    unsigned char *ended;         /* [processes]: END already received in this job */
+    int peer_failed;              /* this process failed because another did */
+    char *drain;                  /* room for DATA that arrives after a failure */
+    size_t drain_bytes;
+};
+
+/* An MPI call's failure as a message; 0 when it succeeded. */
+static int pf__mpi_failed(int status, char *error, size_t size, const char *what) {
+    if (status == MPI_SUCCESS) return 0;
+    char text[MPI_MAX_ERROR_STRING];
+    int length = 0;
+    if (MPI_Error_string(status, text, &length) != MPI_SUCCESS) snprintf(text, sizeof text, "error %d", status);
+    pf__format(error, size, PF_ERROR_DEVICE, "MPI: %s: %s", what, text);
+    return 1;
+}
+
+PF_PRIVATE pf_result pf__mpi_group_begin(pf__group *g, char *error, size_t error_size) {
+    int initialized = 0, finalized = 0, level = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (!initialized || finalized)
+        return pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
+                          "across_processes: MPI is not running: call MPI_Init_thread (MPI_THREAD_SERIALIZED) first, "
+                          "and run the program with mpirun");
+    MPI_Query_thread(&level);
+    if (level < MPI_THREAD_SERIALIZED)
+        return pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
+                          "across_processes: MPI gives this process thread level %d: rank threads need "
+                          "MPI_THREAD_SERIALIZED (MPI_Init_thread)", level);
+    struct pf__mpi *p = (struct pf__mpi *)calloc(1, sizeof *p);
+    if (!p) return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (pf__mpi_failed(MPI_Comm_dup(MPI_COMM_WORLD, &p->comm), error, error_size, "MPI_Comm_dup")) {
+        free(p);
+        return PF_ERROR_DEVICE;
+    }
+    g->mpi = p;
+    MPI_Comm_set_errhandler(p->comm, MPI_ERRORS_RETURN); /* a failed call is an error, not an abort */
+    MPI_Comm_rank(p->comm, &p->process);
+    MPI_Comm_size(p->comm, &p->processes);
+    int *counts = (int *)calloc((size_t)p->processes, sizeof(int));
+    p->requests = (MPI_Request *)calloc((size_t)p->processes * g->num_ranks, sizeof *p->requests);
+    p->verdicts = (pf__mpi_verdict *)calloc((size_t)p->processes, sizeof *p->verdicts);
+    p->ended = (unsigned char *)calloc((size_t)p->processes, 1);
+    if (!counts || !p->requests || !p->verdicts || !p->ended) {
+        free(counts);
+        return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    pf_result res = pf__mpi_failed(MPI_Allgather(&g->num_ranks, 1, MPI_INT, counts, 1, MPI_INT, p->comm), error,
+                                   error_size, "MPI_Allgather")
+                        ? PF_ERROR_DEVICE
+                        : PF_OK;
+    for (int q = 0; !res && q < p->processes; q++)
+        if (counts[q] != g->num_ranks)
+            res = pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
+                             "across_processes: process %d asks for %d ranks and process %d for %d: every process "
+                             "holds the same number", q, counts[q], p->process, g->num_ranks);
+    free(counts);
+    if (res) return res;
+    g->world_ranks = p->processes * g->num_ranks;
+    g->first_rank = p->process * g->num_ranks;
+    p->world_in = (const float **)calloc((size_t)g->world_ranks, sizeof *p->world_in);
+    if (!p->world_in) return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    return PF_OK;
+}
+
+PF_PRIVATE void pf__mpi_group_end(pf__group *g) {
+    struct pf__mpi *p = g->mpi;
+    if (!p) return;
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&p->comm);
+    free(p->gathered);
+    free(p->world_in);
+    free(p->requests);
+    free(p->verdicts);
+    free(p->ended);
+    free(p->drain);
+    free(p);
+    g->mpi = NULL;
+}
+
+/* Whether every process says ok (outside jobs: a step of setup that one process may fail). */
+PF_PRIVATE int pf__mpi_agree(pf__group *g, int ok) {
+    int all = 0;
+    if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, g->mpi->comm) != MPI_SUCCESS) return 0;
+    return all;
+}
+
+/* MPI_Probe that sleeps while it waits long: a blocking probe spins on a core for as long as a peer
+   computes (a long prompt's layer, or a peer that is late to the request), which the ranks of this
+   host's other processes need. It spins first (a peer at the same all-reduce answers within
+   microseconds), then naps in steps of 20 us. */
+static int pf__mpi_probe(struct pf__mpi *p, int q, MPI_Status *probed) {
+    for (int spins = 0;; spins++) {
+        int found = 0;
+        int status = MPI_Iprobe(q, MPI_ANY_TAG, p->comm, &found, probed);
+        if (status != MPI_SUCCESS || found) return status;
+        if (spins >= 1000) {
+            struct timespec nap = {0, 20000};
+            nanosleep(&nap, NULL);
+        }
+    }
+}
+
+/* Receives process q's END into its verdict (after pf__mpi_probe saw it). */
+static int pf__mpi_receive_end(struct pf__mpi *p, int q) {
+    p->ended[q] = 1;
+    return MPI_Recv(&p->verdicts[q], (int)sizeof p->verdicts[q], MPI_BYTE, q, PF__TAG_END, p->comm, MPI_STATUS_IGNORE);
+}
+
+/* On the leader (the process's rank 0), while the others wait in a barrier: sends the process's
+   ranks' buffers (local[num_ranks], count floats each) to every other process and receives theirs.
+   Returns every rank's buffer in world rank order, or NULL with the leader failed: another process
+   ended the job (its verdict becomes this one's reason), or MPI failed. */
+PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *local, size_t count) {
+    pf__group *g = leader->group;
+    struct pf__mpi *p = g->mpi;
+    int L = g->num_ranks, sends = 0, status = MPI_SUCCESS, ended = -1, count_differs = 0;
+    if (count > INT_MAX) {
+        pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "MPI: an all-reduce of %zu floats exceeds one message", count);
+        return NULL;
+    }
+    size_t need = (size_t)g->world_ranks * count;
+    if (need > p->gathered_floats) {
+        float *grown = (float *)realloc(p->gathered, need * sizeof(float));
+        if (!grown) {
+            pf__rank_fail(leader, PF_ERROR_OUT_OF_MEMORY, "out of host memory for the processes' all-reduce");
+            return NULL;
+        }
+        p->gathered = grown;
+        p->gathered_floats = need;
+    }
+    for (int k = 0; k < L; k++) p->world_in[g->first_rank + k] = local[k];
+    for (int q = 0; q < p->processes && status == MPI_SUCCESS; q++)
+        for (int k = 0; q != p->process && k < L && status == MPI_SUCCESS; k++)
+            status = MPI_Isend(local[k], (int)count, MPI_FLOAT, q, PF__TAG_DATA, p->comm, &p->requests[sends++]);
+    /* every process that reached this exchange sent its buffers before waiting for ours; one that
+       did not will send END: so these receives end */
+    for (int q = 0; q < p->processes && status == MPI_SUCCESS; q++) {
+        for (int k = 0; q != p->process && k < L && status == MPI_SUCCESS; k++) {
+            MPI_Status probed;
+            status = pf__mpi_probe(p, q, &probed);
+            if (status != MPI_SUCCESS) break;
+            if (probed.MPI_TAG == PF__TAG_END) {
+                status = pf__mpi_receive_end(p, q);
+                if (ended < 0) ended = q;
+                break;
+            }
+            int sent = 0;
+            MPI_Get_count(&probed, MPI_FLOAT, &sent);
+            if (sent != (int)count) { /* different requests: an error on both sides, as the collective check's */
+                pf__rank_fail(leader, PF_ERROR_INVALID_ARGUMENT, "process %d enters an all-reduce of %d floats where "
+                              "this one enters %zu: every process must make the same calls with the same arguments",
+                              q, sent, count);
+                count_differs = 1;
+                break;
+            }
+            float *into = p->gathered + (size_t)(q * L + k) * count;
+            status = MPI_Recv(into, (int)count, MPI_FLOAT, q, PF__TAG_DATA, p->comm, MPI_STATUS_IGNORE);
+            p->world_in[q * L + k] = into;
+        }
+    }
+    int waited = sends ? MPI_Waitall(sends, p->requests, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
+    if (status == MPI_SUCCESS) status = waited;
+    if (count_differs) return NULL; /* its DATA stays queued: the job's end drains it */
+    char message[PF__MESSAGE_SIZE];
+    if (pf__mpi_failed(status, message, sizeof message, "the all-reduce's exchange")) {
+        pf__rank_fail(leader, PF_ERROR_DEVICE, "%s (an all-reduce of %zu floats: do all processes run the same "
+                      "request?)", message, count);
+        return NULL;
+    }
+    if (ended >= 0) {
+        const pf__mpi_verdict *v = &p->verdicts[ended];
+        p->peer_failed = 1;
+        if (v->code) pf__rank_fail(leader, (pf_result)v->code, "process %d failed: %s", ended, v->message);
+        else pf__rank_fail(leader, PF_ERROR_DEVICE, "process %d ended the job while this one waits in an all-reduce: "
+                           "the processes ran different requests", ended);
+        return NULL;
+    }
+    return p->world_in;
+}
+
+/* Receives what process q sent before its END (DATA of exchanges this process left), then END. */
+static int pf__mpi_drain(struct pf__mpi *p, int q) {
+    while (!p->ended[q]) {
+        MPI_Status probed;
+        int status = pf__mpi_probe(p, q, &probed);
+        if (status != MPI_SUCCESS) return status;
+        if (probed.MPI_TAG == PF__TAG_END) return pf__mpi_receive_end(p, q);
+        int bytes = 0;
+        MPI_Get_count(&probed, MPI_BYTE, &bytes);
+        if ((size_t)bytes > p->drain_bytes) {
+            char *grown = (char *)realloc(p->drain, (size_t)bytes);
+            if (!grown) return MPI_ERR_NO_MEM;
+            p->drain = grown;
+            p->drain_bytes = (size_t)bytes;
+        }
+        status = MPI_Recv(p->drain, bytes, MPI_BYTE, q, probed.MPI_TAG, p->comm, MPI_STATUS_IGNORE);
+        if (status != MPI_SUCCESS) return status;
+    }
+    return MPI_SUCCESS;
+}
+
+/* On the caller's thread, after this process's ranks ended the job (local: their first error, its
+   text in message): sends END to every other process and receives theirs. Returns the job's result
+   on every process alike: the first process's own failure (not one it took from another), with its
+   message in message; PF_OK when none failed. */
+PF_PRIVATE pf_result pf__mpi_end_job(pf__group *g, pf_result local, char *message, size_t message_size) {
+    struct pf__mpi *p = g->mpi;
+    pf__mpi_verdict *mine = &p->verdicts[p->process];
+    mine->code = (int)local;
+    mine->propagated = p->peer_failed;
+    snprintf(mine->message, sizeof mine->message, "%s", local ? message : "");
+    int sends = 0, status = MPI_SUCCESS;
+    for (int q = 0; q < p->processes && status == MPI_SUCCESS; q++)
+        if (q != p->process)
+            status = MPI_Isend(mine, (int)sizeof *mine, MPI_BYTE, q, PF__TAG_END, p->comm, &p->requests[sends++]);
+    for (int q = 0; q < p->processes && status == MPI_SUCCESS; q++)
+        if (q != p->process) status = pf__mpi_drain(p, q);
+    int waited = sends ? MPI_Waitall(sends, p->requests, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
+    if (status == MPI_SUCCESS) status = waited;
+    memset(p->ended, 0, (size_t)p->processes);
+    p->peer_failed = 0;
+    if (status != MPI_SUCCESS) {
+        pf__mpi_failed(status, message, message_size, "ending a job");
+        return PF_ERROR_DEVICE;
+    }
+    int first = -1;
+    for (int q = 0; q < p->processes; q++) {
+        const pf__mpi_verdict *v = &p->verdicts[q];
+        if (v->code && (first < 0 || (p->verdicts[first].propagated && !v->propagated))) first = q;
+    }
+    if (first < 0) return PF_OK;
+    const pf__mpi_verdict *v = &p->verdicts[first];
+    char text[PF__MESSAGE_SIZE];
+    snprintf(text, sizeof text, "%s", v->message);
+    return pf__format(message, message_size, (pf_result)v->code, "process %d: %s", first, text);
+}
+
+/* Every process's copy of `rows` rows of row_bytes, stride_bytes apart from first, becomes world
+   rank root_rank's process's. Outside jobs, after all processes agreed the job succeeded. */
+PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *first, size_t rows, size_t row_bytes,
+                                            size_t stride_bytes, char *error, size_t error_size) {
+    struct pf__mpi *p = g->mpi;
+    if (!rows || !row_bytes) return PF_OK;
+    if (row_bytes > INT_MAX || stride_bytes > INT_MAX)
+        return pf__format(error, error_size, PF_ERROR_UNSUPPORTED, "MPI: rows of %zu bytes exceed one message", row_bytes);
+    int root = root_rank / g->num_ranks;
+    for (size_t done = 0; done < rows;) { /* in pieces that an int counts */
+        size_t n = rows - done;
+        size_t most = (size_t)INT_MAX / (stride_bytes > row_bytes ? stride_bytes : row_bytes);
+        if (n > most) n = most ? most : 1;
+        MPI_Datatype type;
+        int status = MPI_Type_vector((int)n, (int)row_bytes, (int)(rows > 1 ? stride_bytes : row_bytes), MPI_BYTE, &type);
+        if (status == MPI_SUCCESS) status = MPI_Type_commit(&type);
+        if (status == MPI_SUCCESS) {
+            status = MPI_Bcast((char *)first + done * stride_bytes, 1, type, root, p->comm);
+            MPI_Type_free(&type);
+        }
+        if (pf__mpi_failed(status, error, error_size, "broadcasting a job's outputs")) return PF_ERROR_DEVICE;
+        done += n;
+    }
+    return PF_OK;
+}
+
+#else /* one process: pf_parallelize refuses across_processes, and nothing else is reached */
+
+PF_PRIVATE pf_result pf__mpi_group_begin(pf__group *g, char *error, size_t error_size) {
+    (void)g;
+    return pf__format(error, error_size, PF_ERROR_UNSUPPORTED,
+                      "across_processes: this build has no MPI (build with make MPI=1, which defines PF_MPI)");
+}
+PF_PRIVATE void pf__mpi_group_end(pf__group *g) { (void)g; }
+PF_PRIVATE int pf__mpi_agree(pf__group *g, int ok) {
+    (void)g;
+    return ok;
+}
+PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *local, size_t count) {
+    (void)local, (void)count;
+    pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "this build has no MPI");
+    return NULL;
+}
+PF_PRIVATE pf_result pf__mpi_end_job(pf__group *g, pf_result local, char *message, size_t message_size) {
+    (void)g, (void)message, (void)message_size;
+    return local;
+}
+PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *first, size_t rows, size_t row_bytes,
+                                            size_t stride_bytes, char *error, size_t error_size) {
+    (void)g, (void)root_rank, (void)first, (void)rows, (void)row_bytes, (void)stride_bytes;
+    return pf__format(error, error_size, PF_ERROR_UNSUPPORTED, "this build has no MPI");
+}
+#endif

@@ -1,0 +1,316 @@
+/* Ranks across processes (make MPI=1; run under mpirun by make test-mpi): every process runs this
+   program, SPMD. Each fixture is split over the world (P processes x L ranks, across_processes)
+   and, in every process alone, over the same number of ranks in one process; the two must give
+   the same bits (the all-reduce sums every rank's partial in world rank order either way), and
+   transformers' outputs within the suite's tolerances. Then a rank failing in the last process
+   must fail the request on every process, and the next request must succeed.
+     mpirun -np P build/mpi/test_mpi test/fixtures L
+     mpirun -np P build/mpi/test_mpi test/fixtures L --kill-after-ms MS   (test/test_mpi_kill.sh) */
+#include <mpi.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test.h"
+#include "testing_hooks.h"
+
+#define TOLERANCE_HF 1e-4f /* fp32 outputs against transformers, as test_models.c and test_seq2seq.c */
+
+static int process, processes, local_ranks, world;
+
+/* The fixture split over the world (across) or over `world` ranks in this process alone. */
+static pf_model *load_split(const char *name, int across) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
+    pf_model *m = NULL;
+    pf_result r = pf_load(dir, NULL, &m);
+    CHECK_MSG(r == PF_OK, "loading %s: %s", name, pf_error_message(m));
+    if (r) {
+        pf_free(m);
+        return NULL;
+    }
+    pf_parallel_options o = pf_parallel_options_init();
+    o.device = PF_DEVICE_CPU;
+    o.max_batch = 16; /* the generation cases' prompts x beams */
+    o.across_processes = across;
+    r = pf_parallelize(m, across ? local_ranks : world, &o);
+    CHECK_MSG(r == PF_OK, "%s: pf_parallelize (%s): %s", name, across ? "across processes" : "one process",
+              pf_error_message(m));
+    if (r) {
+        pf_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+static void check_same_bits(const char *what, const float *across, const float *alone, size_t n) {
+    CHECK_MSG(memcmp(across, alone, n * sizeof(float)) == 0,
+              "%s: %d processes x %d ranks differ from %d ranks in one process (largest difference %g)", what, processes,
+              local_ranks, world, test_max_abs_diff(across, alone, n));
+}
+
+static void check_reference(const char *what, const char *name, const char *file, const float *got, size_t n) {
+    char path[1100];
+    size_t count = 0;
+    snprintf(path, sizeof path, "%s/%s/%s", test_fixtures, name, file);
+    float *want = test_read_floats(path, &count);
+    CHECK_MSG(want && count == n, "%s: %s holds %zu floats, the output %zu", what, file, want ? count : 0, n);
+    if (want && count == n) {
+        float diff = test_max_abs_diff(got, want, n);
+        CHECK_MSG(diff <= TOLERANCE_HF, "%s: %s differs from transformers by %g", what, file, diff);
+    }
+    free(want);
+}
+
+/* Every generation case (greedy, beams, sampling: transformers' sequences) on the split model. */
+static void check_generation_cases(pf_model *m, const char *name) {
+    static test_gen_case cases[TEST_MAX_GEN_CASES];
+    int n = test_read_gen_cases(name, cases, TEST_MAX_GEN_CASES);
+    CHECK_MSG(n > 0, "%s: generation_cases.txt", name);
+    test_gen_cases_with_model_defaults(m, cases, n);
+    char what[128];
+    snprintf(what, sizeof what, "%s across %d processes x %d ranks", name, processes, local_ranks);
+    for (int i = 0; i < n; i++) test_check_gen_case(m, what, &cases[i]);
+}
+
+static void test_decoder(const char *name, int cases) {
+    pf_model *across = load_split(name, 1), *alone = load_split(name, 0);
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
+    test_reference ref;
+    int ok = test_read_reference(dir, &ref) == 0;
+    CHECK_MSG(ok, "%s: reference.txt", name);
+    if (across && alone && ok) {
+        size_t n = (size_t)ref.num_prompt_ids * ref.vocab_size;
+        float *a = (float *)malloc(n * sizeof(float)), *b = (float *)malloc(n * sizeof(float));
+        int32_t ids[TEST_MAX_IDS], out_a[TEST_MAX_IDS], out_b[TEST_MAX_IDS];
+        for (int i = 0; i < ref.num_prompt_ids; i++) ids[i] = ref.prompt_ids[i];
+        pf_result ra = pf_forward(across, ids, 1, ref.num_prompt_ids, a);
+        pf_result rb = pf_forward(alone, ids, 1, ref.num_prompt_ids, b);
+        CHECK_MSG(ra == PF_OK && rb == PF_OK, "%s: pf_forward: %s / %s", name, pf_error_message(across), pf_error_message(alone));
+        if (!ra && !rb) {
+            check_same_bits(name, a, b, n);
+            check_reference(name, name, "reference_logits.bin", a, n);
+        }
+        pf_generate_options o = pf_generate_options_init();
+        o.max_new_tokens = ref.max_new_tokens;
+        int na = 0, nb = 0;
+        ra = pf_generate(across, ids, ref.num_prompt_ids, &o, out_a, TEST_MAX_IDS, &na);
+        rb = pf_generate(alone, ids, ref.num_prompt_ids, &o, out_b, TEST_MAX_IDS, &nb);
+        CHECK_MSG(ra == PF_OK && rb == PF_OK, "%s: pf_generate: %s", name, pf_error_message(across));
+        int same = na == ref.num_greedy_ids && nb == na;
+        for (int i = 0; same && i < na; i++) same = out_a[i] == ref.greedy_ids[i] && out_b[i] == out_a[i];
+        CHECK_MSG(same, "%s: greedy tokens across processes differ from transformers or one process", name);
+        free(a);
+        free(b);
+    }
+    if (across && cases) check_generation_cases(across, name);
+    pf_free(across);
+    pf_free(alone);
+}
+
+/* An encoder's hidden states, pooled output and head logits (the masked LM's are split by
+   vocabulary) on the reference's rows. */
+static void test_encoder(const char *name, const char *hidden_file) {
+    pf_model *across = load_split(name, 1), *alone = load_split(name, 0);
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
+    test_encoder_reference ref;
+    int ok = test_read_encoder_reference(dir, &ref) == 0;
+    CHECK_MSG(ok, "%s: reference.txt", name);
+    if (across && alone && ok) {
+        const int32_t *ids[TEST_ENCODER_ROWS], *types[TEST_ENCODER_ROWS];
+        for (int b = 0; b < ref.rows; b++) ids[b] = ref.ids[b], types[b] = ref.types[b];
+        pf_encoding *a = NULL, *b = NULL;
+        pf_result ra = pf_encode(across, ids, types, ref.lengths, ref.rows, &a);
+        pf_result rb = pf_encode(alone, ids, types, ref.lengths, ref.rows, &b);
+        CHECK_MSG(ra == PF_OK && rb == PF_OK, "%s: pf_encode: %s / %s", name, pf_error_message(across), pf_error_message(alone));
+        if (!ra && !rb) {
+            size_t tokens = (size_t)a->offsets[a->batch], d = (size_t)a->hidden_size;
+            check_same_bits(name, a->last_hidden_state, b->last_hidden_state, tokens * d);
+            if (hidden_file) check_reference(name, name, hidden_file, a->last_hidden_state, tokens * d);
+            CHECK_MSG(!a->pooled == !b->pooled, "%s: pooled output on one side only", name);
+            if (a->pooled && b->pooled) check_same_bits(name, a->pooled, b->pooled, (size_t)a->batch * d);
+            CHECK_MSG(!a->logits == !b->logits && a->num_logits == b->num_logits, "%s: logits differ in shape", name);
+            if (a->logits && b->logits)
+                check_same_bits(name, a->logits, b->logits,
+                                (a->logits_per_token ? tokens : (size_t)a->batch) * (size_t)a->num_logits);
+        }
+        pf_encoding_free(a);
+        pf_encoding_free(b);
+    }
+    pf_free(across);
+    pf_free(alone);
+}
+
+/* An encoder-decoder: the decoder's logits on reference.txt's rows, then every generation case. */
+static void test_encoder_decoder(const char *name) {
+    pf_model *across = load_split(name, 1), *alone = load_split(name, 0);
+    char path[1100], line[4096];
+    snprintf(path, sizeof path, "%s/%s/reference.txt", test_fixtures, name);
+    static int32_t src[4][TEST_MAX_IDS], dec[4][TEST_MAX_IDS];
+    int src_len[4] = {0}, dec_len[4] = {0}, rows = 0;
+    FILE *f = fopen(path, "r");
+    CHECK_MSG(f != NULL, "%s: reference.txt", name);
+    while (f && fgets(line, sizeof line, f)) {
+        int row, values[TEST_MAX_IDS], n;
+        char *eq = strchr(line, '=');
+        if (!eq) continue;
+        int is_src = sscanf(line, "src%d=", &row) == 1, is_dec = !is_src && sscanf(line, "dec%d=", &row) == 1;
+        if (!strncmp(line, "rows=", 5)) rows = atoi(line + 5);
+        else if ((is_src || is_dec) && row >= 0 && row < 4 && (n = test_parse_ids(eq + 1, values, TEST_MAX_IDS)) > 0) {
+            for (int i = 0; i < n; i++) (is_src ? src : dec)[row][i] = values[i];
+            (is_src ? src_len : dec_len)[row] = n;
+        }
+    }
+    if (f) fclose(f);
+    if (across && alone && rows > 0 && rows <= 4) {
+        const int32_t *s[4], *t[4];
+        size_t tokens = 0, vocab = (size_t)pf_get_info(across).vocab_size;
+        for (int b = 0; b < rows; b++) s[b] = src[b], t[b] = dec[b], tokens += (size_t)dec_len[b];
+        float *a = (float *)malloc(tokens * vocab * sizeof(float)), *b = (float *)malloc(tokens * vocab * sizeof(float));
+        pf_result ra = pf_forward_seq2seq(across, s, src_len, t, dec_len, rows, a);
+        pf_result rb = pf_forward_seq2seq(alone, s, src_len, t, dec_len, rows, b);
+        CHECK_MSG(ra == PF_OK && rb == PF_OK, "%s: pf_forward_seq2seq: %s / %s", name, pf_error_message(across),
+                  pf_error_message(alone));
+        if (!ra && !rb) {
+            check_same_bits(name, a, b, tokens * vocab);
+            check_reference(name, name, "decoder_logits.bin", a, tokens * vocab);
+        }
+        free(a);
+        free(b);
+    }
+    if (across) check_generation_cases(across, name);
+    pf_free(across);
+    pf_free(alone);
+}
+
+/* The last world rank fails a matmul: every process's request fails with its message, none waits
+   forever, and the group serves the next request. */
+static void test_rank_failure(void) {
+    pf_model *m = load_split("gpt2-tiny", 1);
+    if (!m) return;
+    int32_t ids[4] = {1, 2, 3, 4};
+    size_t vocab = (size_t)pf_get_info(m).vocab_size;
+    float *logits = (float *)malloc(4 * vocab * sizeof(float));
+    for (int countdown = 1; countdown <= 7; countdown += 3) { /* the first matmul, and some later */
+        pf_testing_fail_rank = world - 1;
+        pf_testing_fail_countdown = countdown;
+        pf_result r = pf_forward(m, ids, 1, 4, logits);
+        pf_testing_fail_rank = -1;
+        const char *message = pf_error_message(m);
+        char want[64];
+        snprintf(want, sizeof want, "process %d: rank %d", processes - 1, world - 1);
+        CHECK_MSG(r == PF_ERROR_DEVICE && strstr(message, want) && strstr(message, "injected failure"),
+                  "process %d: a failing rank gives %d, \"%s\" (want \"%s ... injected failure\")", process, (int)r, message,
+                  want);
+        r = pf_forward(m, ids, 1, 4, logits);
+        CHECK_MSG(r == PF_OK, "process %d: the request after a failure: %s", process, pf_error_message(m));
+    }
+    free(logits);
+    pf_free(m);
+}
+
+/* Processes that make different calls (a bad program): each request fails with a message on every
+   process instead of waiting forever, and the next one, made alike, succeeds. */
+static void test_different_requests(void) {
+    pf_model *m = load_split("gpt2-tiny", 1);
+    if (!m) return;
+    int32_t ids[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    size_t vocab = (size_t)pf_get_info(m).vocab_size;
+    float *logits = (float *)malloc(8 * vocab * sizeof(float));
+    pf_result r = pf_forward(m, ids, 1, 3 + process, logits); /* every process a different length */
+    CHECK_MSG(r == PF_ERROR_INVALID_ARGUMENT && strstr(pf_error_message(m), "same calls"),
+              "process %d: different requests give %d, \"%s\"", process, (int)r, pf_error_message(m));
+    r = pf_forward(m, ids, 1, 4, logits);
+    CHECK_MSG(r == PF_OK, "process %d: the request after different ones: %s", process, pf_error_message(m));
+    free(logits);
+    pf_free(m);
+}
+
+/* Processes that ask for different rank counts: refused on every process, naming the counts. */
+static void test_different_rank_counts(void) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/gpt2-tiny", test_fixtures);
+    pf_model *m = NULL;
+    if (pf_load(dir, NULL, &m) != PF_OK) {
+        CHECK_MSG(0, "loading gpt2-tiny: %s", pf_error_message(m));
+        pf_free(m);
+        return;
+    }
+    pf_parallel_options o = pf_parallel_options_init();
+    o.device = PF_DEVICE_CPU;
+    o.across_processes = 1;
+    pf_result r = pf_parallelize(m, process == 0 ? 2 : 1, &o);
+    CHECK_MSG(r == PF_ERROR_INVALID_ARGUMENT && strstr(pf_error_message(m), "same number"),
+              "process %d: different rank counts give %d, \"%s\"", process, (int)r, pf_error_message(m));
+    pf_free(m);
+}
+
+/* test/test_mpi_kill.sh: a long generation loop; the last process kills itself after ms. */
+static void run_until_killed(int ms) {
+    pf_model *m = load_split("gpt2-tiny", 1);
+    if (!m) return;
+    if (process == processes - 1) {
+        struct timespec wait = {ms / 1000, (long)(ms % 1000) * 1000000L};
+        pid_t child = fork(); /* a helper that kills this process mid-request */
+        if (child == 0) {
+            pid_t parent = getppid();
+            nanosleep(&wait, NULL);
+            kill(parent, SIGKILL);
+            _exit(0);
+        }
+    }
+    int32_t prompt[2] = {1, 2}, out[64];
+    pf_generate_options o = pf_generate_options_init();
+    o.max_new_tokens = 48;
+    for (int i = 0; i < 100000; i++) {
+        int n = 0;
+        if (pf_generate(m, prompt, 2, &o, out, 64, &n) != PF_OK) {
+            printf("process %d: pf_generate failed: %s\n", process, pf_error_message(m));
+            break;
+        }
+    }
+    pf_free(m);
+}
+
+int main(int argc, char **argv) {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &process);
+    MPI_Comm_size(MPI_COMM_WORLD, &processes);
+    if (argc < 3) {
+        if (!process) fprintf(stderr, "usage: mpirun -np P %s FIXTURES LOCAL_RANKS [--kill-after-ms MS]\n", argv[0]);
+        MPI_Finalize();
+        return 2;
+    }
+    test_fixtures = argv[1];
+    local_ranks = atoi(argv[2]);
+    world = processes * local_ranks;
+    if (argc >= 5 && !strcmp(argv[3], "--kill-after-ms")) {
+        run_until_killed(atoi(argv[4]));
+        MPI_Finalize();
+        return 0;
+    }
+    test_register_fixture_policies();
+    test_decoder("gpt2-tiny", 1); /* with its generation cases: greedy, beams, sampling */
+    test_decoder("llama", 0);
+    test_decoder("qwen3", 0);
+    test_encoder("bert", "hidden.bin");
+    test_encoder("bert-mlm", NULL);
+    test_encoder("bert-cls", NULL);
+    test_encoder_decoder("bart-s2s");
+    test_encoder_decoder("t5-s2s");
+    test_rank_failure();
+    test_different_requests();
+    test_different_rank_counts();
+    int counts[2] = {test_passed, test_failed}, totals[2] = {0, 0};
+    MPI_Reduce(counts, totals, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Bcast(totals, 2, MPI_INT, 0, MPI_COMM_WORLD);
+    if (!process)
+        printf("test_mpi, %d processes x %d ranks: %d passed, %d failed\n", processes, local_ranks, totals[0], totals[1]);
+    MPI_Finalize();
+    return totals[1] ? 1 : 0;
+}
