@@ -16866,6 +16866,16 @@ static void pf__blocks_rows_portable(float *out, size_t ld, const int8_t *qx, co
 }
 
 #ifdef PF__AVX2
+/* src/blocks.c's sizes and minimum flag again, as constants where t is one (the kernels unroll). */
+static PF__INLINE size_t pf__values_of(const pf__dtype t) { return t >= PF__DTYPE_Q4_K && t <= PF__DTYPE_Q6_K ? 256 : 32; }
+static PF__INLINE size_t pf__bytes_of(const pf__dtype t) {
+    return t == PF__DTYPE_Q8 ? 34 : t == PF__DTYPE_Q4 ? 18 : t == PF__DTYPE_Q4_1 ? 20 : t == PF__DTYPE_Q5_0 ? 22
+           : t == PF__DTYPE_Q5_1 ? 24 : t == PF__DTYPE_Q4_K ? 144 : t == PF__DTYPE_Q5_K ? 176 : 210;
+}
+static PF__INLINE int pf__has_min_of(const pf__dtype t) {
+    return t == PF__DTYPE_Q4_1 || t == PF__DTYPE_Q5_1 || t == PF__DTYPE_Q4_K || t == PF__DTYPE_Q5_K;
+}
+
 /* 32 bytes: 0xff where bit i of the 4 bytes at p is set (Q5's fifth bits). */
 PF__AVX2_TARGET static PF__INLINE __m256i pf__bits_to_bytes_avx2(const unsigned char *p) {
     uint32_t bits;
@@ -16936,9 +16946,9 @@ PF__AVX2_TARGET static PF__INLINE __m256i pf__sub_block_avx2(pf__dtype t, const 
 PF__AVX2_TARGET static PF__INLINE void pf__blocks_rows_avx2_as(float *out, size_t ld, const int8_t *qx, const float *dx,
                                                                const int32_t *sx, size_t rows, const unsigned char *w,
                                                                size_t k, size_t n_out, const pf__dtype t) {
-    size_t values = pf__block_values(t), bytes = pf__block_bytes(t), subs = values / 32, nx = k / 32;
+    size_t values = pf__values_of(t), bytes = pf__bytes_of(t), subs = values / 32, nx = k / 32;
     size_t row_bytes = k / values * bytes;
-    int has_min = pf__block_has_min(t);
+    int has_min = pf__has_min_of(t);
     for (size_t r0 = 0; r0 < rows; r0 += PF__BLOCKS_R) {
         size_t nr = rows - r0 < PF__BLOCKS_R ? rows - r0 : PF__BLOCKS_R;
         for (size_t o = 0; o < n_out; o += 8) {
@@ -17047,53 +17057,62 @@ static void pf__blocks_f32_portable(float *out, size_t ld, const float *x, const
 
 #ifdef PF__AVX2
 #define PF__F32_R 4 /* rows of x a decoded sub-block meets */
+/* Weight row `row` against R rows of x from r0 (R a constant where inlined: the accumulators stay
+   in registers). */
+PF__AVX2_TARGET static PF__INLINE void pf__blocks_f32_tile_avx2(float *out, size_t ld, const float *x,
+                                                                const float *x_sums, const unsigned char *row,
+                                                                size_t k, size_t r0, const int R, const pf__dtype t) {
+    size_t values = pf__values_of(t), bytes = pf__bytes_of(t), subs = values / 32, nx = k / 32;
+    int has_min = pf__has_min_of(t);
+    __m256 acc[PF__F32_R];
+    PF__UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    for (size_t b = 0; b < k / values; b++) {
+        _mm_prefetch((const char *)(row + (b + 8) * bytes), _MM_HINT_T0);
+        const unsigned char *block = row + b * bytes;
+        for (size_t j = 0; j < subs; j++) {
+            float dw, mw = 0.0f;
+            __m256i scales = _mm256_set1_epi16(1), v;
+            if (t == PF__DTYPE_Q8) v = _mm256_loadu_si256((const __m256i *)(block + 2)), dw = pf__f16_at_f16c(block);
+            else if (t == PF__DTYPE_Q4) v = _mm256_sub_epi8(pf__q4_load(block + 2), _mm256_set1_epi8(8)), dw = pf__f16_at_f16c(block);
+            else v = pf__sub_block_avx2(t, block, (int)j, &dw, &mw, &scales);
+            __m256 wq[4];
+            __m128i low = _mm256_castsi256_si128(v), high = _mm256_extracti128_si256(v, 1);
+            wq[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(low));
+            wq[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(low, 8)));
+            wq[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(high));
+            wq[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(high, 8)));
+            if (t == PF__DTYPE_Q6_K) {
+                __m256 s0 = _mm256_set1_ps((float)(int16_t)_mm256_extract_epi16(scales, 0));
+                __m256 s1 = _mm256_set1_ps((float)(int16_t)_mm256_extract_epi16(scales, 8));
+                wq[0] = _mm256_mul_ps(wq[0], s0), wq[1] = _mm256_mul_ps(wq[1], s0);
+                wq[2] = _mm256_mul_ps(wq[2], s1), wq[3] = _mm256_mul_ps(wq[3], s1);
+            }
+            __m256 dwv = _mm256_set1_ps(dw), mwv = _mm256_setr_ps(mw, 0, 0, 0, 0, 0, 0, 0);
+            PF__UNROLL for (int r = 0; r < R; r++) {
+                size_t xb = (r0 + (size_t)r) * nx + b * subs + j;
+                const float *xr = x + xb * 32;
+                __m256 p = _mm256_fmadd_ps(wq[0], _mm256_loadu_ps(xr), _mm256_setzero_ps());
+                p = _mm256_fmadd_ps(wq[1], _mm256_loadu_ps(xr + 8), p);
+                p = _mm256_fmadd_ps(wq[2], _mm256_loadu_ps(xr + 16), p);
+                p = _mm256_fmadd_ps(wq[3], _mm256_loadu_ps(xr + 24), p);
+                acc[r] = _mm256_fmadd_ps(dwv, p, acc[r]);
+                if (has_min) acc[r] = _mm256_fmadd_ps(mwv, _mm256_set1_ps(x_sums[xb]), acc[r]);
+            }
+        }
+    }
+    PF__UNROLL for (int r = 0; r < R; r++) out[(r0 + (size_t)r) * ld] = pf__hsum_avx2(acc[r]);
+}
+
 PF__AVX2_TARGET static PF__INLINE void pf__blocks_f32_avx2_as(float *out, size_t ld, const float *x, const float *x_sums,
                                                               size_t rows, const unsigned char *w, size_t k,
                                                               size_t n_out, const pf__dtype t) {
-    size_t values = pf__block_values(t), bytes = pf__block_bytes(t), subs = values / 32, nx = k / 32;
-    size_t row_bytes = k / values * bytes;
-    int has_min = pf__block_has_min(t);
-    for (size_t o = 0; o < n_out; o++)
-        for (size_t r0 = 0; r0 < rows; r0 += PF__F32_R) {
-            size_t nr = rows - r0 < PF__F32_R ? rows - r0 : PF__F32_R;
-            __m256 acc[PF__F32_R];
-            for (int r = 0; r < PF__F32_R; r++) acc[r] = _mm256_setzero_ps();
-            const unsigned char *row = w + o * row_bytes;
-            for (size_t b = 0; b < k / values; b++) {
-                _mm_prefetch((const char *)(row + (b + 8) * bytes), _MM_HINT_T0);
-                for (size_t j = 0; j < subs; j++) {
-                    float dw, mw = 0.0f;
-                    __m256i scales = _mm256_set1_epi16(1), v;
-                    if (t == PF__DTYPE_Q8) v = _mm256_loadu_si256((const __m256i *)(row + b * bytes + 2)), dw = pf__f16_at_f16c(row + b * bytes);
-                    else if (t == PF__DTYPE_Q4) v = _mm256_sub_epi8(pf__q4_load(row + b * bytes + 2), _mm256_set1_epi8(8)), dw = pf__f16_at_f16c(row + b * bytes);
-                    else v = pf__sub_block_avx2(t, row + b * bytes, (int)j, &dw, &mw, &scales);
-                    __m256 wq[4];
-                    __m128i low = _mm256_castsi256_si128(v), high = _mm256_extracti128_si256(v, 1);
-                    wq[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(low));
-                    wq[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(low, 8)));
-                    wq[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(high));
-                    wq[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(high, 8)));
-                    if (t == PF__DTYPE_Q6_K) {
-                        __m256 s0 = _mm256_set1_ps((float)(int16_t)_mm256_extract_epi16(scales, 0));
-                        __m256 s1 = _mm256_set1_ps((float)(int16_t)_mm256_extract_epi16(scales, 8));
-                        wq[0] = _mm256_mul_ps(wq[0], s0), wq[1] = _mm256_mul_ps(wq[1], s0);
-                        wq[2] = _mm256_mul_ps(wq[2], s1), wq[3] = _mm256_mul_ps(wq[3], s1);
-                    }
-                    __m256 dwv = _mm256_set1_ps(dw), mwv = _mm256_setr_ps(mw, 0, 0, 0, 0, 0, 0, 0);
-                    for (size_t r = 0; r < nr; r++) {
-                        size_t xb = (r0 + r) * nx + b * subs + j;
-                        const float *xr = x + xb * 32;
-                        __m256 p = _mm256_fmadd_ps(wq[0], _mm256_loadu_ps(xr), _mm256_setzero_ps());
-                        p = _mm256_fmadd_ps(wq[1], _mm256_loadu_ps(xr + 8), p);
-                        p = _mm256_fmadd_ps(wq[2], _mm256_loadu_ps(xr + 16), p);
-                        p = _mm256_fmadd_ps(wq[3], _mm256_loadu_ps(xr + 24), p);
-                        acc[r] = _mm256_fmadd_ps(dwv, p, acc[r]);
-                        if (has_min) acc[r] = _mm256_fmadd_ps(mwv, _mm256_set1_ps(x_sums[xb]), acc[r]);
-                    }
-                }
-            }
-            for (size_t r = 0; r < nr; r++) out[(r0 + r) * ld + o] = pf__hsum_avx2(acc[r]);
-        }
+    size_t row_bytes = k / pf__values_of(t) * pf__bytes_of(t), whole = rows / PF__F32_R * PF__F32_R;
+    for (size_t o = 0; o < n_out; o++) {
+        for (size_t r0 = 0; r0 < whole; r0 += PF__F32_R)
+            pf__blocks_f32_tile_avx2(out + o, ld, x, x_sums, w + o * row_bytes, k, r0, PF__F32_R, t);
+        for (size_t r0 = whole; r0 < rows; r0++)
+            pf__blocks_f32_tile_avx2(out + o, ld, x, x_sums, w + o * row_bytes, k, r0, 1, t);
+    }
 }
 
 PF__AVX2_TARGET static void pf__blocks_f32_avx2(float *out, size_t ld, const float *x, const float *x_sums, size_t rows,
