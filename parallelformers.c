@@ -20385,13 +20385,25 @@ PF_PRIVATE void pf__rank_gather(pf__rank *r) {
             pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
             return;
         }
+        /* widened in place from the back (a value's 16-bit, Q8 or Q4 source lies before it); the
+           other block formats keep factors behind their values (Q6_K) or read sub-block scales
+           that the first values overwrite (Q4_K), so they widen from a copy */
+        int in_place = w.dtype == PF__DTYPE_F16 || w.dtype == PF__DTYPE_BF16 || PF__QUANTIZED(w.dtype);
+        size_t bytes = pf__weight_bytes(w.dtype, w.rows, w.cols);
+        void *raw = numel && w.dtype != PF__DTYPE_F32 && !in_place ? malloc(bytes) : NULL;
+        if (numel && w.dtype != PF__DTYPE_F32 && !in_place && !raw) {
+            free(slice);
+            free(p.row_map);
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+            return;
+        }
         if (numel) {
-            r->backend->download(r, slice, w.data, pf__weight_bytes(w.dtype, w.rows, w.cols));
-            if (w.dtype != PF__DTYPE_F32) { /* widen in place, from the back (Q8 too: a value's block lies before it) */
-                for (size_t k = numel; k-- > 0;) slice[k] = pf__weight_value(slice, k, w.dtype);
-            }
+            r->backend->download(r, raw ? raw : slice, w.data, bytes);
+            if (w.dtype != PF__DTYPE_F32)
+                for (size_t k = numel; k-- > 0;) slice[k] = pf__weight_value(raw ? raw : slice, k, w.dtype);
             pf__slice_scatter(g->gather[i], src->cols, slice, &p);
         }
+        free(raw);
         free(slice);
         free(p.row_map);
     }

@@ -156,6 +156,32 @@ static void gguf_check_blocks_memory(void) {
     pf_free(m);
 }
 
+/* pf_to_cpu gathers 2 ranks' blocks as their fp32 values: the same logits within fp32's rounding
+   of the sums. gpt2-q8 keeps its Q8_0 embedding and head in blocks (its Conv1D matrices are
+   transposed at load, hence expanded); the other formats' gathering is not reached by a fixture
+   that splits over 2 ranks (llama-quant's K blocks do not). */
+static void gguf_check_blocks_to_cpu(void) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/gguf/gpt2-q8.gguf", test_fixtures);
+    pf_model *m = NULL;
+    pf_result r = pf_load(path, NULL, &m);
+    int32_t ids[5] = {1, 17, 42, 5, 88};
+    size_t vocab = r ? 0 : (size_t)pf_get_info(m).vocab_size;
+    float *kept = (float *)malloc(5 * vocab * sizeof(float) + 1), *gathered = (float *)malloc(5 * vocab * sizeof(float) + 1);
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    if (!r) r = pf_parallelize(m, 2, &po);
+    if (!r) r = pf_forward(m, ids, 1, 5, kept);
+    if (!r) r = pf_to_cpu(m);
+    if (!r) r = pf_forward(m, ids, 1, 5, gathered);
+    float diff = r ? 1.0f : test_max_abs_diff(kept, gathered, 5 * vocab);
+    CHECK_MSG(r == PF_OK && diff <= GGUF_LOGIT_TOLERANCE, "gpt2-q8.gguf: pf_to_cpu of 2 ranks' blocks: %s, logits %g apart",
+              pf_error_message(m), diff);
+    free(kept);
+    free(gathered);
+    pf_free(m);
+}
+
 /* The tokenizer from a GGUF's metadata against the fixture's tokenizer.json, on every case of the
    fixture's cases files: the same ids (special tokens added), the same text back. */
 static void gguf_check_tokenizer(const char *fixture, const char *gguf) {
@@ -610,6 +636,7 @@ void test_gguf(void) {
     free(data);
     gguf_check_same_as_safetensors();
     gguf_check_blocks_memory();
+    gguf_check_blocks_to_cpu();
     gguf_check_split();
     gguf_check_tokenizer("gpt2-tiny", "gpt2-f32.gguf");
     gguf_check_tokenizer("llama", "llama-f32.gguf");
