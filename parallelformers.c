@@ -3,6 +3,7 @@
    The sources, in order:
      src/internal.h          the types, macros and declarations the files share
      src/util.c              utilities and errors; fp16 / bf16 conversions
+     src/blocks.c            llama.cpp's block formats (GGUF's quantized tensors): sizes, dequantization, integer sub-blocks
      src/json.c              JSON
      src/safetensors.c       safetensors (memory-mapped)
      src/config.c            policies and config: the compiled-in table, config.json, token ids and generate() defaults
@@ -136,8 +137,12 @@ PF_PRIVATE pf_result pf__json_load(const char *path, pf__json **out, char *messa
 
 /* ---- src/safetensors.c ---- */
 
-/* PF__DTYPE_Q8 and _Q4 are rank storage formats only (no checkpoint holds them): see PF__Q8_BLOCK. */
-typedef enum { PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8, PF__DTYPE_Q4, PF__DTYPE_OTHER } pf__dtype;
+/* PF__DTYPE_Q8 and _Q4 are llama.cpp's Q8_0 and Q4_0 blocks: our quantizers' formats (see
+   PF__Q8_BLOCK), and a GGUF's. Q4_1 to Q6_K are GGUF's other block formats, kept as the file holds
+   them (src/blocks.c); PF__BLOCKED names them all. */
+typedef enum { PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8, PF__DTYPE_Q4, PF__DTYPE_Q4_1, PF__DTYPE_Q5_0,
+               PF__DTYPE_Q5_1, PF__DTYPE_Q4_K, PF__DTYPE_Q5_K, PF__DTYPE_Q6_K, PF__DTYPE_OTHER } pf__dtype;
+#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_Q6_K)
 #define PF__MAX_DIMS 8
 
 typedef struct pf__file_map {
@@ -186,6 +191,25 @@ PF_PRIVATE size_t pf__dtype_size(pf__dtype t);
 #define PF__QUANTIZED(t) ((t) == PF__DTYPE_Q8 || (t) == PF__DTYPE_Q4)
 PF_PRIVATE float pf__q8_scale(const unsigned char *block);
 PF_PRIVATE size_t pf__weight_bytes(pf__dtype t, size_t rows, size_t cols);
+
+/* ---- src/blocks.c ---- */
+/* A block format's weights per block (32, or 256 for the K formats; 1 for F32, F16, BF16) and
+   bytes per block; its name as GGUF spells it. */
+PF_PRIVATE size_t pf__block_values(pf__dtype t);
+PF_PRIVATE size_t pf__block_bytes(pf__dtype t);
+PF_PRIVATE const char *pf__dtype_name(pf__dtype t);
+PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *block, float *out);
+PF_PRIVATE float pf__block_value(pf__dtype t, const void *w, size_t i);
+/* Sub-block j (32 weights) of a block in integers: weight i is dw * s_i * v[i] + mw, s_i being
+   scales16[i / 16] (Q6_K's 16-weight scales; 1 for the others) and mw 0 for the formats without
+   a minimum (Q8_0, Q4_0, Q5_0, Q6_K). What the integer matrix products multiply. */
+typedef struct pf__sub_block {
+    int8_t v[32];
+    int16_t scales16[2];
+    float dw, mw;
+} pf__sub_block;
+PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *block, int j, pf__sub_block *out);
+PF_PRIVATE int pf__block_has_min(pf__dtype t);
 PF_PRIVATE pf_result pf__map_file(const char *path, pf__file_map *map, char *message, size_t size);
 PF_PRIVATE int pf__tensor_cmp(const void *a, const void *b);
 PF_PRIVATE void pf__st_close(pf__st_index *index);
@@ -1153,6 +1177,10 @@ typedef struct pf__weight {
     pf__dtype dtype;
     size_t rows, cols;
     size_t col_begin; /* the slice's first column in the whole tensor (row-split weights) */
+    /* A stack whose members keep different block formats (a GGUF's q, k and v in Q4_K, Q4_K and
+       Q6_K): the stack's weight has no dtype of its own (PF__DTYPE_OTHER) and `parts` is its first
+       member's weight, each member's `next` the following one; products run member by member. */
+    const struct pf__weight *parts, *next;
 } pf__weight;
 
 /* What one forward call computes, the same on every rank. */
@@ -1435,6 +1463,7 @@ static PF__INLINE float pf__weight_value(const void *w, size_t i, const int wt) 
         int q = j < PF__Q8_BLOCK / 2 ? block[2 + j] & 15 : block[2 + j - PF__Q8_BLOCK / 2] >> 4;
         return pf__q8_scale(block) * (float)(q - 8);
     }
+    if (PF__BLOCKED(wt)) return pf__block_value((pf__dtype)wt, w, i);
     if (wt == PF__DTYPE_F16) return pf__f16_to_f32(((const uint16_t *)w)[i]);
     if (wt == PF__DTYPE_BF16) return pf__bf16_to_f32(((const uint16_t *)w)[i]);
     return ((const float *)w)[i];
@@ -1497,6 +1526,8 @@ typedef struct pf__cpu_rank {
                                  weights, widened fp16/bf16 weight rows (grown on demand and kept, so
                                  a decode step allocates nothing) */
     size_t matmul_scratch_bytes;
+    float *parts_out;         /* a stack's part's products (pf__weight.parts), grown on demand */
+    size_t parts_out_bytes;
 } pf__cpu_rank;
 
 /* ---- jobs, groups and the model: the types of every layer above the backends ---- */
@@ -2179,6 +2210,154 @@ PF_PRIVATE uint16_t pf__f32_to_bf16(float f) {
     return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
 }
 
+/* ==== src/blocks.c ==== */
+/* =============================================================================================== */
+/* llama.cpp's block formats (GGUF's quantized tensors): sizes, dequantization, integer sub-blocks */
+/* =============================================================================================== */
+
+/* Each format stores a row of weights in blocks: 32 weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) or 256
+   in 8 sub-blocks of 32 (Q4_K, Q5_K, Q6_K), little-endian, as ggml's block_* structs lay them out.
+   Dequantization is ggml's dequantize_row_* arithmetic in fp32 (what the gguf package's
+   gguf.quants computes); the sub-block form is the same numbers as integers and two fp32 factors,
+   for the integer products of the CPU backend. */
+
+static const struct { const char *name; unsigned char values_log2, bytes; } pf__block_table[] = {
+    [PF__DTYPE_F32] = {"F32", 0, 4},   [PF__DTYPE_F16] = {"F16", 0, 2},     [PF__DTYPE_BF16] = {"BF16", 0, 2},
+    [PF__DTYPE_Q8] = {"Q8_0", 5, 34},  [PF__DTYPE_Q4] = {"Q4_0", 5, 18},    [PF__DTYPE_Q4_1] = {"Q4_1", 5, 20},
+    [PF__DTYPE_Q5_0] = {"Q5_0", 5, 22}, [PF__DTYPE_Q5_1] = {"Q5_1", 5, 24}, [PF__DTYPE_Q4_K] = {"Q4_K", 8, 144},
+    [PF__DTYPE_Q5_K] = {"Q5_K", 8, 176}, [PF__DTYPE_Q6_K] = {"Q6_K", 8, 210}, [PF__DTYPE_OTHER] = {"other", 0, 0},
+};
+
+PF_PRIVATE size_t pf__block_values(pf__dtype t) { return (size_t)1 << pf__block_table[t].values_log2; }
+PF_PRIVATE size_t pf__block_bytes(pf__dtype t) { return pf__block_table[t].bytes; }
+PF_PRIVATE const char *pf__dtype_name(pf__dtype t) { return pf__block_table[t].name; }
+
+static float pf__block_f16(const uint8_t *p) { return pf__f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
+
+PF_PRIVATE int pf__block_has_min(pf__dtype t) {
+    return t == PF__DTYPE_Q4_1 || t == PF__DTYPE_Q5_1 || t == PF__DTYPE_Q4_K || t == PF__DTYPE_Q5_K;
+}
+
+/* The K formats' sub-block j scale and minimum: 6 bits each, j < 4 in the low bits of bytes j and
+   j + 4, the others split over byte j + 4's nibbles and the top bits of bytes j - 4 and j (ggml's
+   get_scale_min_k4). */
+static void pf__k_scale_min(const uint8_t *sc, int j, int *scale, int *min) {
+    if (j < 4) {
+        *scale = sc[j] & 63;
+        *min = sc[j + 4] & 63;
+    } else {
+        *scale = (sc[j + 4] & 15) | (sc[j - 4] >> 6) << 4;
+        *min = (sc[j + 4] >> 4) | (sc[j] >> 6) << 4;
+    }
+}
+
+/* Sub-block j's unsigned values (before any offset), for every format: v[i] in 0..255. */
+static void pf__sub_block_values(pf__dtype t, const uint8_t *b, int j, int *q) {
+    switch (t) {
+    case PF__DTYPE_Q8:
+        for (int i = 0; i < 32; i++) q[i] = (int8_t)b[2 + i];
+        break;
+    case PF__DTYPE_Q4: /* 16 bytes: low nibbles weights 0..15, high 16..31 */
+    case PF__DTYPE_Q4_1: {
+        const uint8_t *qs = b + (t == PF__DTYPE_Q4 ? 2 : 4);
+        for (int i = 0; i < 16; i++) q[i] = qs[i] & 15, q[i + 16] = qs[i] >> 4;
+        break;
+    }
+    case PF__DTYPE_Q5_0: /* the Q4 nibbles, and weight i's fifth bit as bit i of a 32-bit word */
+    case PF__DTYPE_Q5_1: {
+        const uint8_t *qh = b + (t == PF__DTYPE_Q5_0 ? 2 : 4), *qs = qh + 4;
+        uint32_t high = (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 | (uint32_t)qh[3] << 24;
+        for (int i = 0; i < 16; i++) {
+            q[i] = (qs[i] & 15) | (int)((high >> i) & 1) << 4;
+            q[i + 16] = (qs[i] >> 4) | (int)((high >> (i + 16)) & 1) << 4;
+        }
+        break;
+    }
+    case PF__DTYPE_Q4_K: { /* d, dmin, 12 bytes of scales, 128 of nibbles: sub-block 2k low, 2k + 1 high */
+        const uint8_t *qs = b + 16 + (j / 2) * 32;
+        for (int i = 0; i < 32; i++) q[i] = j % 2 ? qs[i] >> 4 : qs[i] & 15;
+        break;
+    }
+    case PF__DTYPE_Q5_K: { /* d, dmin, 12 bytes of scales, 32 bytes of fifth bits (bit j), 128 of nibbles */
+        const uint8_t *qh = b + 16, *qs = b + 48 + (j / 2) * 32;
+        for (int i = 0; i < 32; i++) q[i] = (j % 2 ? qs[i] >> 4 : qs[i] & 15) | ((qh[i] >> j) & 1) << 4;
+        break;
+    }
+    case PF__DTYPE_Q6_K: { /* halves of 128: 64 bytes of low nibbles, 32 of 2-bit highs; then 16 scales, d */
+        int half = j / 4, k = j % 4;
+        const uint8_t *ql = b + half * 64 + (k % 2) * 32, *qh = b + 128 + half * 32;
+        for (int i = 0; i < 32; i++) q[i] = ((ql[i] >> (k / 2 * 4)) & 15) | ((qh[i] >> (2 * k)) & 3) << 4;
+        break;
+    }
+    default:
+        for (int i = 0; i < 32; i++) q[i] = 0;
+    }
+}
+
+PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__sub_block *out) {
+    int q[32], offset = t == PF__DTYPE_Q4 ? 8 : t == PF__DTYPE_Q5_0 ? 16 : t == PF__DTYPE_Q6_K ? 32 : 0;
+    pf__sub_block_values(t, b, j, q);
+    for (int i = 0; i < 32; i++) out->v[i] = (int8_t)(q[i] - offset);
+    out->scales16[0] = out->scales16[1] = 1;
+    out->mw = 0.0f;
+    switch (t) {
+    case PF__DTYPE_Q8: case PF__DTYPE_Q4: case PF__DTYPE_Q5_0: out->dw = pf__block_f16(b); break;
+    case PF__DTYPE_Q4_1: case PF__DTYPE_Q5_1: out->dw = pf__block_f16(b), out->mw = pf__block_f16(b + 2); break;
+    case PF__DTYPE_Q4_K: case PF__DTYPE_Q5_K: {
+        int scale, min;
+        pf__k_scale_min(b + 4, j, &scale, &min);
+        out->dw = pf__block_f16(b) * (float)scale;
+        out->mw = -(pf__block_f16(b + 2) * (float)min);
+        break;
+    }
+    case PF__DTYPE_Q6_K: {
+        const int8_t *sc = (const int8_t *)(b + 192) + (j / 4) * 8 + (j % 4) * 2;
+        out->scales16[0] = sc[0], out->scales16[1] = sc[1];
+        out->dw = pf__block_f16(b + 208);
+        break;
+    }
+    default: out->dw = 0.0f;
+    }
+}
+
+/* One block as fp32, in ggml's order of operations: d * q (Q8_0, Q4_0, Q5_0), d * q + m (Q4_1,
+   Q5_1), (d * sc) * q - (dmin * m) (Q4_K, Q5_K), (d * sc) * q (Q6_K), q offset as stored. */
+PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *b, float *out) {
+    int subs = (int)(pf__block_values(t) / 32);
+    for (int j = 0; j < subs; j++) {
+        pf__sub_block s;
+        pf__sub_block_decode(t, b, j, &s);
+        float *y = out + j * 32;
+        switch (t) {
+        case PF__DTYPE_Q4_1: case PF__DTYPE_Q5_1:
+            for (int i = 0; i < 32; i++) y[i] = (float)s.v[i] * s.dw + s.mw;
+            break;
+        case PF__DTYPE_Q4_K: case PF__DTYPE_Q5_K:
+            for (int i = 0; i < 32; i++) y[i] = s.dw * (float)s.v[i] + s.mw;
+            break;
+        case PF__DTYPE_Q6_K:
+            for (int i = 0; i < 32; i++) y[i] = s.dw * (float)s.scales16[i / 16] * (float)s.v[i];
+            break;
+        default:
+            for (int i = 0; i < 32; i++) y[i] = (float)s.v[i] * s.dw;
+        }
+    }
+}
+
+/* Weight i of a row-major array of whole blocks (embedding lookups, pf_to_cpu). */
+PF_PRIVATE float pf__block_value(pf__dtype t, const void *w, size_t i) {
+    size_t values = pf__block_values(t), j = i % values;
+    const uint8_t *b = (const uint8_t *)w + i / values * pf__block_bytes(t);
+    pf__sub_block s;
+    pf__sub_block_decode(t, b, (int)(j / 32), &s);
+    j %= 32;
+    switch (t) {
+    case PF__DTYPE_Q4_1: case PF__DTYPE_Q5_1: return (float)s.v[j] * s.dw + s.mw;
+    case PF__DTYPE_Q4_K: case PF__DTYPE_Q5_K: return s.dw * (float)s.v[j] + s.mw;
+    case PF__DTYPE_Q6_K: return s.dw * (float)s.scales16[j / 16] * (float)s.v[j];
+    default: return (float)s.v[j] * s.dw;
+    }
+}
 /* ==== src/json.c ==== */
 /* =============================================================================================== */
 /* JSON                                                                                            */
@@ -2541,8 +2720,7 @@ PF_PRIVATE float pf__q8_scale(const unsigned char *block) {
 
 /* Bytes of a [rows][cols] weight stored as t (Q8: cols a multiple of PF__Q8_BLOCK). */
 PF_PRIVATE size_t pf__weight_bytes(pf__dtype t, size_t rows, size_t cols) {
-    if (t == PF__DTYPE_Q8) return rows * (cols / PF__Q8_BLOCK) * PF__Q8_BYTES;
-    if (t == PF__DTYPE_Q4) return rows * (cols / PF__Q8_BLOCK) * PF__Q4_BYTES;
+    if (PF__BLOCKED(t)) return rows * (cols / pf__block_values(t)) * pf__block_bytes(t);
     return rows * cols * pf__dtype_size(t);
 }
 
@@ -16525,7 +16703,7 @@ static int pf__cpu_rank_begin(pf__rank *r) {
     return r->backend_state ? 0 : -1;
 }
 static void pf__cpu_rank_end(pf__rank *r) {
-    if (r->backend_state) free(pf__cpu(r)->matmul_scratch);
+    if (r->backend_state) free(pf__cpu(r)->matmul_scratch), free(pf__cpu(r)->parts_out);
     free(r->backend_state);
     r->backend_state = NULL;
 }
@@ -17048,6 +17226,308 @@ PF__Q8_TILE(pf__q8_rows_avx2, PF__AVX2_TARGET, 2, PF__Q8_BYTES, pf__q8_load, pf_
 PF__Q8_TILE(pf__q8_row_avx2, PF__AVX2_TARGET, 1, PF__Q8_BYTES, pf__q8_load, pf__q8_dot_avx2, 0) /* decode: one row */
 PF__Q8_TILE(pf__q4_rows_avx2, PF__AVX2_TARGET, 2, PF__Q4_BYTES, pf__q4_load, pf__q4_dot_avx2, 3)
 PF__Q8_TILE(pf__q4_row_avx2, PF__AVX2_TARGET, 1, PF__Q4_BYTES, pf__q4_load, pf__q4_dot_avx2, 3)
+#endif
+
+/* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), multiplied in their blocks.
+   Each 32-weight sub-block is integers v with factors (pf__sub_block: weight = dw s v + mw) and
+   meets x's block of the same 32 inputs (int8 qx, scale dx, sum sx: pf__quantize_x_fn), so its
+   product is dx (dw dot + mw sx), dot = sum s v qx exact. out[r][o] is one fp32 chain over the
+   sub-blocks in order, sum = fmaf((float)dot, dx * dw, sum), then, for the formats with a
+   minimum, sum = fmaf((float)sx, dx * mw, sum), from 0: every kernel set gives those bits. The
+   only rounding beyond fp32's is x's to int8 (llama.cpp's vec_dot rounds x the same way, to
+   q8_0 or q8_K blocks): within max|x of a block| / 254 an input. */
+typedef void pf__blocks_rows_fn(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx,
+                                size_t rows, const unsigned char *w, size_t k, size_t n_out, pf__dtype t);
+
+static void pf__blocks_rows_portable(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx,
+                                     size_t rows, const unsigned char *w, size_t k, size_t n_out, pf__dtype t) {
+    size_t values = pf__block_values(t), bytes = pf__block_bytes(t), subs = values / 32, nx = k / 32;
+    size_t row_bytes = k / values * bytes;
+    int has_min = pf__block_has_min(t);
+    for (size_t o = 0; o < n_out; o++) {
+        for (size_t r = 0; r < rows; r++) out[r * ld + o] = 0.0f;
+        for (size_t b = 0; b < k / values; b++) {
+            pf__sub_block sb[8];
+            for (size_t j = 0; j < subs; j++) pf__sub_block_decode(t, w + o * row_bytes + b * bytes, (int)j, &sb[j]);
+            for (size_t r = 0; r < rows; r++) {
+                float sum = out[r * ld + o];
+                for (size_t j = 0; j < subs; j++) {
+                    size_t xb = r * nx + b * subs + j;
+                    const int8_t *x = qx + xb * 32;
+                    int64_t dot = 0; /* 64 bits: see pf__block_dot_portable */
+                    for (int i = 0; i < 32; i++) dot += (int64_t)sb[j].scales16[i / 16] * sb[j].v[i] * x[i];
+                    sum = fmaf((float)dot, dx[xb] * sb[j].dw, sum);
+                    if (has_min) sum = fmaf((float)sx[xb], dx[xb] * sb[j].mw, sum);
+                }
+                out[r * ld + o] = sum;
+            }
+        }
+    }
+}
+
+#ifdef PF__AVX2
+/* src/blocks.c's sizes and minimum flag again, as constants where t is one (the kernels unroll). */
+static PF__INLINE size_t pf__values_of(const pf__dtype t) { return t >= PF__DTYPE_Q4_K && t <= PF__DTYPE_Q6_K ? 256 : 32; }
+static PF__INLINE size_t pf__bytes_of(const pf__dtype t) {
+    return t == PF__DTYPE_Q8 ? 34 : t == PF__DTYPE_Q4 ? 18 : t == PF__DTYPE_Q4_1 ? 20 : t == PF__DTYPE_Q5_0 ? 22
+           : t == PF__DTYPE_Q5_1 ? 24 : t == PF__DTYPE_Q4_K ? 144 : t == PF__DTYPE_Q5_K ? 176 : 210;
+}
+static PF__INLINE int pf__has_min_of(const pf__dtype t) {
+    return t == PF__DTYPE_Q4_1 || t == PF__DTYPE_Q5_1 || t == PF__DTYPE_Q4_K || t == PF__DTYPE_Q5_K;
+}
+
+/* 32 bytes: 0xff where bit i of the 4 bytes at p is set (Q5's fifth bits). */
+PF__AVX2_TARGET static PF__INLINE __m256i pf__bits_to_bytes_avx2(const unsigned char *p) {
+    uint32_t bits;
+    memcpy(&bits, p, 4);
+    __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), _mm256_setr_epi64x(0, 0x0101010101010101LL,
+                                         0x0202020202020202LL, 0x0303030303030303LL)); /* byte i: the byte of bit i */
+    spread = _mm256_or_si256(spread, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfeLL)); /* all but bit i % 8 */
+    return _mm256_cmpeq_epi8(spread, _mm256_set1_epi64x(-1));
+}
+
+/* The fp16 number at p, converted by the F16C instruction (exact, as pf__f16_to_f32). */
+PF__AVX2_TARGET static PF__INLINE float pf__f16_at_f16c(const unsigned char *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+
+/* Sub-block j of block b as 32 int8 values v, its factors dw and mw, and (Q6_K) the int16 scales
+   of its two halves; t a constant where it is inlined. */
+PF__AVX2_TARGET static PF__INLINE __m256i pf__sub_block_avx2(pf__dtype t, const unsigned char *b, int j, float *dw,
+                                                            float *mw, __m256i *scales) {
+    const __m256i low4 = _mm256_set1_epi8(15);
+    __m128i shift4 = _mm_cvtsi32_si128(j % 2 * 4);
+    switch (t) {
+    case PF__DTYPE_Q4_1:
+        *dw = pf__f16_at_f16c(b), *mw = pf__f16_at_f16c(b + 2);
+        return pf__q4_load(b + 4);
+    case PF__DTYPE_Q5_0:
+    case PF__DTYPE_Q5_1: {
+        const unsigned char *qh = b + (t == PF__DTYPE_Q5_0 ? 2 : 4);
+        __m256i v = _mm256_or_si256(pf__q4_load(qh + 4), _mm256_and_si256(pf__bits_to_bytes_avx2(qh), _mm256_set1_epi8(16)));
+        *dw = pf__f16_at_f16c(b);
+        if (t == PF__DTYPE_Q5_1) *mw = pf__f16_at_f16c(b + 2);
+        return t == PF__DTYPE_Q5_0 ? _mm256_sub_epi8(v, _mm256_set1_epi8(16)) : v;
+    }
+    case PF__DTYPE_Q4_K:
+    case PF__DTYPE_Q5_K: {
+        int scale, min;
+        const unsigned char *sc = b + 4;
+        if (j < 4) scale = sc[j] & 63, min = sc[j + 4] & 63;
+        else scale = (sc[j + 4] & 15) | (sc[j - 4] >> 6) << 4, min = (sc[j + 4] >> 4) | (sc[j] >> 6) << 4;
+        *dw = pf__f16_at_f16c(b) * (float)scale;
+        *mw = -(pf__f16_at_f16c(b + 2) * (float)min);
+        const unsigned char *qs = b + (t == PF__DTYPE_Q4_K ? 16 : 48) + j / 2 * 32;
+        __m256i v = _mm256_and_si256(_mm256_srl_epi16(_mm256_loadu_si256((const __m256i *)qs), shift4), low4);
+        if (t == PF__DTYPE_Q4_K) return v;
+        __m256i high = _mm256_and_si256(_mm256_srl_epi16(_mm256_loadu_si256((const __m256i *)(b + 16)), _mm_cvtsi32_si128(j)),
+                                        _mm256_set1_epi8(1));
+        return _mm256_or_si256(v, _mm256_slli_epi16(high, 4));
+    }
+    default: { /* Q6_K */
+        int half = j / 4, k = j % 4;
+        const int8_t *sc = (const int8_t *)(b + 192) + half * 8 + k * 2;
+        *dw = pf__f16_at_f16c(b + 208);
+        *scales = _mm256_set_m128i(_mm_set1_epi16(sc[1]), _mm_set1_epi16(sc[0]));
+        __m256i ql = _mm256_loadu_si256((const __m256i *)(b + half * 64 + k % 2 * 32));
+        __m256i qh = _mm256_loadu_si256((const __m256i *)(b + 128 + half * 32));
+        __m256i v = _mm256_and_si256(_mm256_srl_epi16(ql, _mm_cvtsi32_si128(k / 2 * 4)), low4);
+        __m256i high = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * k)), _mm256_set1_epi8(3));
+        return _mm256_sub_epi8(_mm256_or_si256(v, _mm256_slli_epi16(high, 4)), _mm256_set1_epi8(32));
+    }
+    }
+}
+
+/* 8 weight rows (lanes) by up to R rows of x: each sub-block of the 8 rows decoded once for the R
+   rows; a lane's chain is pf__blocks_rows_portable's. */
+#define PF__BLOCKS_R 4
+PF__AVX2_TARGET static PF__INLINE void pf__blocks_rows_avx2_as(float *out, size_t ld, const int8_t *qx, const float *dx,
+                                                               const int32_t *sx, size_t rows, const unsigned char *w,
+                                                               size_t k, size_t n_out, const pf__dtype t) {
+    size_t values = pf__values_of(t), bytes = pf__bytes_of(t), subs = values / 32, nx = k / 32;
+    size_t row_bytes = k / values * bytes;
+    int has_min = pf__has_min_of(t);
+    for (size_t r0 = 0; r0 < rows; r0 += PF__BLOCKS_R) {
+        size_t nr = rows - r0 < PF__BLOCKS_R ? rows - r0 : PF__BLOCKS_R;
+        for (size_t o = 0; o < n_out; o += 8) {
+            size_t no = n_out - o < 8 ? n_out - o : 8;
+            const unsigned char *row[8];
+            for (size_t i = 0; i < 8; i++) row[i] = w + (o + (i < no ? i : 0)) * row_bytes;
+            __m256 acc[PF__BLOCKS_R];
+            for (int r = 0; r < PF__BLOCKS_R; r++) acc[r] = _mm256_setzero_ps();
+            for (size_t b = 0; b < k / values; b++)
+                for (size_t j = 0; j < subs; j++) {
+                    __m256i wv[8], scales[8];
+                    float dw[8], mw[8] = {0};
+                    PF__UNROLL for (int i = 0; i < 8; i++) {
+                        _mm_prefetch((const char *)(row[i] + b * bytes + 4 * bytes), _MM_HINT_T0);
+                        wv[i] = pf__sub_block_avx2(t, row[i] + b * bytes, (int)j, &dw[i], &mw[i], &scales[i]);
+                    }
+                    __m256 dwv = _mm256_loadu_ps(dw), mwv = _mm256_loadu_ps(mw);
+                    for (size_t r = 0; r < nr; r++) {
+                        size_t xb = (r0 + r) * nx + b * subs + j;
+                        __m256i xv = _mm256_loadu_si256((const __m256i *)(qx + xb * 32)), d[8];
+                        PF__UNROLL for (int i = 0; i < 8; i++) {
+                            __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(wv[i]), _mm256_sign_epi8(xv, wv[i]));
+                            d[i] = _mm256_madd_epi16(pairs, t == PF__DTYPE_Q6_K ? scales[i] : _mm256_set1_epi16(1));
+                        }
+                        __m256 scale = _mm256_set1_ps(dx[xb]);
+                        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pf__sum_lanes8_avx2(d)), _mm256_mul_ps(scale, dwv), acc[r]);
+                        if (has_min)
+                            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps((float)sx[xb]), _mm256_mul_ps(scale, mwv), acc[r]);
+                    }
+                }
+            for (size_t r = 0; r < nr; r++) {
+                float lanes[8];
+                _mm256_storeu_ps(lanes, acc[r]);
+                memcpy(out + (r0 + r) * ld + o, lanes, no * sizeof(float));
+            }
+        }
+    }
+}
+
+PF__AVX2_TARGET static void pf__blocks_rows_avx2(float *out, size_t ld, const int8_t *qx, const float *dx,
+                                                 const int32_t *sx, size_t rows, const unsigned char *w, size_t k,
+                                                 size_t n_out, pf__dtype t) {
+    switch (t) { /* each format its own copy, its decoding inlined */
+    case PF__DTYPE_Q4_1: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q4_1); break;
+    case PF__DTYPE_Q5_0: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q5_0); break;
+    case PF__DTYPE_Q5_1: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q5_1); break;
+    case PF__DTYPE_Q4_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q4_K); break;
+    case PF__DTYPE_Q5_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q5_K); break;
+    default: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q6_K);
+    }
+}
+#endif
+
+/* The file's blocks against fp32 activations (what the ranks compute on blocks they keep; the
+   int8 products above are the speed choice of dtype q8/q4): each sub-block's integers, scaled by
+   Q6_K's 16-weight scales, as fp32 (exact: below 2^12), times x in 8 lanes (lane l: inputs l,
+   l + 8, l + 16, l + 24, fused in that order from 0), the lanes then scaled into the row's 8
+   accumulators, acc_l = fmaf(dw, p_l, acc_l), and the minimum's share into lane 0,
+   acc_0 = fmaf(mw, sum of the 32 inputs, acc_0); the output is the accumulators added as
+   pf__hsum_avx2 adds them ((l + l4), then pairs). Every kernel set gives those bits; a weight's
+   value is the gguf package's dequantization, and the sum is fp32's, so a product is within
+   fp32's rounding of the exact product of the file's weights. x_sums: each 32-input block's sum
+   (pf__block_x_sums). */
+typedef void pf__blocks_f32_fn(float *out, size_t ld, const float *x, const float *x_sums, size_t rows,
+                               const unsigned char *w, size_t k, size_t n_out, pf__dtype t);
+
+/* Each 32-input block's sum of x, in lane order (as the products take them). */
+static void pf__block_x_sums(float *sums, const float *x, size_t blocks) {
+    for (size_t b = 0; b < blocks; b++) {
+        float lane[8] = {0};
+        for (int q = 0; q < 4; q++)
+            for (int l = 0; l < 8; l++) lane[l] += x[b * 32 + q * 8 + l];
+        float a[4];
+        for (int l = 0; l < 4; l++) a[l] = lane[l] + lane[l + 4];
+        sums[b] = (a[0] + a[2]) + (a[1] + a[3]);
+    }
+}
+
+static void pf__blocks_f32_portable(float *out, size_t ld, const float *x, const float *x_sums, size_t rows,
+                                    const unsigned char *w, size_t k, size_t n_out, pf__dtype t) {
+    size_t values = pf__block_values(t), bytes = pf__block_bytes(t), subs = values / 32, nx = k / 32;
+    size_t row_bytes = k / values * bytes;
+    int has_min = pf__block_has_min(t);
+    for (size_t o = 0; o < n_out; o++)
+        for (size_t r = 0; r < rows; r++) {
+            float acc[8] = {0};
+            for (size_t b = 0; b < k / values; b++)
+                for (size_t j = 0; j < subs; j++) {
+                    pf__sub_block sb;
+                    pf__sub_block_decode(t, w + o * row_bytes + b * bytes, (int)j, &sb);
+                    size_t xb = r * nx + b * subs + j;
+                    const float *xr = x + xb * 32;
+                    for (int l = 0; l < 8; l++) {
+                        float p = 0.0f;
+                        for (int q = 0; q < 4; q++)
+                            p = fmaf((float)(sb.scales16[q / 2] * sb.v[q * 8 + l]), xr[q * 8 + l], p);
+                        acc[l] = fmaf(sb.dw, p, acc[l]);
+                    }
+                    if (has_min) acc[0] = fmaf(sb.mw, x_sums[xb], acc[0]);
+                }
+            float a[4];
+            for (int l = 0; l < 4; l++) a[l] = acc[l] + acc[l + 4];
+            out[r * ld + o] = (a[0] + a[2]) + (a[1] + a[3]);
+        }
+}
+
+#ifdef PF__AVX2
+#define PF__F32_R 4 /* rows of x a decoded sub-block meets */
+/* Weight row `row` against R rows of x from r0 (R a constant where inlined: the accumulators stay
+   in registers). */
+PF__AVX2_TARGET static PF__INLINE void pf__blocks_f32_tile_avx2(float *out, size_t ld, const float *x,
+                                                                const float *x_sums, const unsigned char *row,
+                                                                size_t k, size_t r0, const int R, const pf__dtype t) {
+    size_t values = pf__values_of(t), bytes = pf__bytes_of(t), subs = values / 32, nx = k / 32;
+    int has_min = pf__has_min_of(t);
+    __m256 acc[PF__F32_R];
+    PF__UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    for (size_t b = 0; b < k / values; b++) {
+        _mm_prefetch((const char *)(row + (b + 8) * bytes), _MM_HINT_T0);
+        const unsigned char *block = row + b * bytes;
+        for (size_t j = 0; j < subs; j++) {
+            float dw, mw = 0.0f;
+            __m256i scales = _mm256_set1_epi16(1), v;
+            if (t == PF__DTYPE_Q8) v = _mm256_loadu_si256((const __m256i *)(block + 2)), dw = pf__f16_at_f16c(block);
+            else if (t == PF__DTYPE_Q4) v = _mm256_sub_epi8(pf__q4_load(block + 2), _mm256_set1_epi8(8)), dw = pf__f16_at_f16c(block);
+            else v = pf__sub_block_avx2(t, block, (int)j, &dw, &mw, &scales);
+            __m256 wq[4];
+            __m128i low = _mm256_castsi256_si128(v), high = _mm256_extracti128_si256(v, 1);
+            wq[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(low));
+            wq[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(low, 8)));
+            wq[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(high));
+            wq[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(high, 8)));
+            if (t == PF__DTYPE_Q6_K) {
+                __m256 s0 = _mm256_set1_ps((float)(int16_t)_mm256_extract_epi16(scales, 0));
+                __m256 s1 = _mm256_set1_ps((float)(int16_t)_mm256_extract_epi16(scales, 8));
+                wq[0] = _mm256_mul_ps(wq[0], s0), wq[1] = _mm256_mul_ps(wq[1], s0);
+                wq[2] = _mm256_mul_ps(wq[2], s1), wq[3] = _mm256_mul_ps(wq[3], s1);
+            }
+            __m256 dwv = _mm256_set1_ps(dw), mwv = _mm256_setr_ps(mw, 0, 0, 0, 0, 0, 0, 0);
+            PF__UNROLL for (int r = 0; r < R; r++) {
+                size_t xb = (r0 + (size_t)r) * nx + b * subs + j;
+                const float *xr = x + xb * 32;
+                __m256 p = _mm256_fmadd_ps(wq[0], _mm256_loadu_ps(xr), _mm256_setzero_ps());
+                p = _mm256_fmadd_ps(wq[1], _mm256_loadu_ps(xr + 8), p);
+                p = _mm256_fmadd_ps(wq[2], _mm256_loadu_ps(xr + 16), p);
+                p = _mm256_fmadd_ps(wq[3], _mm256_loadu_ps(xr + 24), p);
+                acc[r] = _mm256_fmadd_ps(dwv, p, acc[r]);
+                if (has_min) acc[r] = _mm256_fmadd_ps(mwv, _mm256_set1_ps(x_sums[xb]), acc[r]);
+            }
+        }
+    }
+    PF__UNROLL for (int r = 0; r < R; r++) out[(r0 + (size_t)r) * ld] = pf__hsum_avx2(acc[r]);
+}
+
+PF__AVX2_TARGET static PF__INLINE void pf__blocks_f32_avx2_as(float *out, size_t ld, const float *x, const float *x_sums,
+                                                              size_t rows, const unsigned char *w, size_t k,
+                                                              size_t n_out, const pf__dtype t) {
+    size_t row_bytes = k / pf__values_of(t) * pf__bytes_of(t), whole = rows / PF__F32_R * PF__F32_R;
+    for (size_t o = 0; o < n_out; o++) {
+        for (size_t r0 = 0; r0 < whole; r0 += PF__F32_R)
+            pf__blocks_f32_tile_avx2(out + o, ld, x, x_sums, w + o * row_bytes, k, r0, PF__F32_R, t);
+        for (size_t r0 = whole; r0 < rows; r0++)
+            pf__blocks_f32_tile_avx2(out + o, ld, x, x_sums, w + o * row_bytes, k, r0, 1, t);
+    }
+}
+
+PF__AVX2_TARGET static void pf__blocks_f32_avx2(float *out, size_t ld, const float *x, const float *x_sums, size_t rows,
+                                                const unsigned char *w, size_t k, size_t n_out, pf__dtype t) {
+    switch (t) { /* each format its own copy, its decoding inlined */
+    case PF__DTYPE_Q8: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q8); break;
+    case PF__DTYPE_Q4: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q4); break;
+    case PF__DTYPE_Q4_1: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q4_1); break;
+    case PF__DTYPE_Q5_0: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q5_0); break;
+    case PF__DTYPE_Q5_1: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q5_1); break;
+    case PF__DTYPE_Q4_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q4_K); break;
+    case PF__DTYPE_Q5_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q5_K); break;
+    default: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q6_K);
+    }
+}
 #endif
 
 #if defined(PF__AVX2) && !defined(PF_NO_AVX512) && (defined(__clang__) || __GNUC__ >= 5)
@@ -18225,6 +18705,8 @@ typedef struct pf__cpu_kernels {
     void (*add_rows)(float *x, const float *y, const float *b, size_t n);
     void (*normalize)(float *out, const float *x, size_t n, double mean, float inv, const float *g, float g_offset,
                       const float *b);
+    pf__blocks_rows_fn *blocks_rows; /* GGUF's block formats other than Q8_0 and Q4_0, int8 x */
+    pf__blocks_f32_fn *blocks_f32;   /* every block format, fp32 x */
 } pf__cpu_kernels;
 
 static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_PORTABLE,
@@ -18233,14 +18715,16 @@ static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_RO
                                                  pf__q8_rows_portable, pf__q4_rows_portable, pf__q4_rows_portable, NULL, NULL,
                                                  pf__quantize_x_portable, pf__widen_portable,
                                                  pf__store_sums_portable, NULL, pf__sum_shifted_portable,
-                                                 pf__add_rows_portable, pf__normalize_portable};
+                                                 pf__add_rows_portable, pf__normalize_portable, pf__blocks_rows_portable,
+                                                 pf__blocks_f32_portable};
 #ifdef PF__AVX2
 static const pf__cpu_kernels pf__cpu_avx2 = {pf__tiles_avx2, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_AVX2,
                                              pf__scores_avx2, pf__weighted_sums_avx2, pf__row_scores_avx2,
                                              pf__row_weighted_sums_avx2, pf__activate_avx2, pf__exp_shifted_avx2, pf__q8_rows_avx2,
                                              pf__q8_row_avx2, pf__q4_rows_avx2, pf__q4_row_avx2, NULL, NULL,
                                              pf__quantize_x_portable, pf__widen_avx2, pf__store_sums_avx2, NULL,
-                                             pf__sum_shifted_portable, pf__add_rows_portable, pf__normalize_portable};
+                                             pf__sum_shifted_portable, pf__add_rows_portable, pf__normalize_portable,
+                                             pf__blocks_rows_avx2, pf__blocks_f32_avx2};
 #endif
 #ifdef PF__AVX512
 /* Where 512-bit FMAs run at half rate (Zen 4), AVX-512VL's 32 ymm registers still hold a wider
@@ -18413,6 +18897,38 @@ static void pf__cpu_matmul_quantized(float *out, const float *x, const pf__weigh
     pf__add_bias(out + tiled, n_out, bias ? bias + tiled : NULL, rows, n_out - tiled);
 }
 
+/* The same for GGUF's other block formats (pf__blocks_rows_fn), in the same groups of weight rows. */
+static void pf__cpu_matmul_blocks(float *out, const float *x, const pf__weight *w, const float *bias, size_t rows,
+                                  void *scratch) {
+    size_t n_out = w->rows, k = w->cols, nb = k / PF__Q8_BLOCK, row_bytes = pf__weight_bytes(w->dtype, 1, k);
+    float *dx = (float *)scratch;
+    int32_t *sx = (int32_t *)(dx + rows * nb);
+    int8_t *qx = (int8_t *)(sx + rows * nb);
+    const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
+    kernels->quantize_x(qx, dx, sx, x, rows * nb);
+    for (size_t o0 = 0; o0 < n_out; o0 += PF__Q8_GROUP) {
+        size_t n = n_out - o0 < PF__Q8_GROUP ? n_out - o0 : PF__Q8_GROUP;
+        kernels->blocks_rows(out + o0, n_out, qx, dx, sx, rows, (const unsigned char *)w->data + o0 * row_bytes, k, n,
+                             w->dtype);
+    }
+    pf__add_bias(out, n_out, bias, rows, n_out);
+}
+
+/* The same against fp32 x (pf__blocks_f32_fn): scratch holds x's block sums. */
+static void pf__cpu_matmul_blocks_f32(float *out, const float *x, const pf__weight *w, const float *bias, size_t rows,
+                                      void *scratch) {
+    size_t n_out = w->rows, k = w->cols, row_bytes = pf__weight_bytes(w->dtype, 1, k);
+    float *x_sums = (float *)scratch;
+    const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
+    pf__block_x_sums(x_sums, x, rows * (k / 32));
+    for (size_t o0 = 0; o0 < n_out; o0 += PF__Q8_GROUP) {
+        size_t n = n_out - o0 < PF__Q8_GROUP ? n_out - o0 : PF__Q8_GROUP;
+        kernels->blocks_f32(out + o0, n_out, x, x_sums, rows, (const unsigned char *)w->data + o0 * row_bytes, k, n,
+                            w->dtype);
+    }
+    pf__add_bias(out, n_out, bias, rows, n_out);
+}
+
 /* From this many rows of x on, a product with fp16 or bf16 weights first widens each block of
    weight rows to fp32 (into scratch of pf__widened_bytes) and runs the fp32 tiles over the copy:
    the 16-bit tiles convert every weight again for each group of rows of x, and those conversions
@@ -18555,13 +19071,15 @@ PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols) {
 
 #ifdef PF_TESTING
 /* Test hook: the CPU matmul on plain arrays (w is [n_out][k] of dtype 0 f32, 1 f16, 2 bf16, 3 Q8
-   blocks, 4 Q4 blocks, columns col_begin.. of a whole). */
+   blocks, 4 Q4 blocks, 5..10 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K blocks, columns col_begin..
+   of a whole). */
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
                            size_t n_out, size_t k, size_t col_begin) {
-    pf__weight weight = {(void *)w, (pf__dtype)dtype, n_out, k, col_begin};
-    if (PF__QUANTIZED(weight.dtype)) {
+    pf__weight weight = {(void *)w, (pf__dtype)dtype, n_out, k, col_begin, NULL, NULL};
+    if (PF__BLOCKED(weight.dtype)) {
         void *scratch = malloc(pf__quantized_x_bytes(rows, k));
-        if (scratch) pf__cpu_matmul_quantized(out, x, &weight, bias, rows, scratch);
+        if (scratch && PF__QUANTIZED(weight.dtype)) pf__cpu_matmul_quantized(out, x, &weight, bias, rows, scratch);
+        else if (scratch) pf__cpu_matmul_blocks(out, x, &weight, bias, rows, scratch);
         else memset(out, 0xff, rows * n_out * sizeof(float)); /* NaN */
         free(scratch);
         return;
@@ -18572,10 +19090,27 @@ void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype,
     free(widened);
 }
 
+/* Test hook: the product of blocks the ranks keep (against fp32 x), on plain arrays. */
+void pf_testing_cpu_matmul_kept(float *out, const float *x, const void *w, int dtype, size_t rows, size_t n_out,
+                                size_t k) {
+    pf__weight weight = {(void *)w, (pf__dtype)dtype, n_out, k, 0, NULL, NULL};
+    void *scratch = malloc(rows * (k / 32) * sizeof(float) + 1);
+    if (scratch) pf__cpu_matmul_blocks_f32(out, x, &weight, NULL, rows, scratch);
+    else memset(out, 0xff, rows * n_out * sizeof(float)); /* NaN */
+    free(scratch);
+}
+
+/* Test hook: blocks as fp32 (pf__block_dequantize), count a multiple of the block's values. */
+void pf_testing_block_dequantize(int dtype, const void *blocks, size_t count, float *out) {
+    size_t values = pf__block_values((pf__dtype)dtype), bytes = pf__block_bytes((pf__dtype)dtype);
+    for (size_t b = 0; b < count / values; b++)
+        pf__block_dequantize((pf__dtype)dtype, (const uint8_t *)blocks + b * bytes, out + b * values);
+}
+
 /* Test hook: the product pf_parallel_options.bf16_products runs, on plain arrays (w bf16 [n_out][k]). */
 void pf_testing_cpu_matmul_bf16_products(float *out, const float *x, const uint16_t *w, const float *bias, size_t rows,
                                          size_t n_out, size_t k) {
-    pf__weight weight = {(void *)w, PF__DTYPE_BF16, n_out, k, 0};
+    pf__weight weight = {(void *)w, PF__DTYPE_BF16, n_out, k, 0, NULL, NULL};
     void *scratch = malloc(pf__bf16_products_bytes(&weight, rows));
     if (scratch) pf__cpu_matmul_bf16_products(out, x, &weight, bias, rows, scratch);
     else memset(out, 0xff, rows * n_out * sizeof(float)); /* NaN */
@@ -18631,6 +19166,35 @@ void pf_testing_cpu_normalize(float *out, const float *x, size_t n, double mean,
 #endif
 
 static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__weight *bias,
+                           size_t rows);
+
+/* A stack kept as parts in different formats (pf__weight.parts): each part's product into
+   parts_out, then into its columns of out. */
+static void pf__cpu_matmul_parts(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__weight *bias,
+                                 size_t rows) {
+    pf__cpu_rank *cpu = pf__cpu(r);
+    size_t column = 0;
+    for (const pf__weight *part = w->parts; part && !r->error; part = part->next) {
+        size_t need = rows * part->rows * sizeof(float);
+        if (need > cpu->parts_out_bytes) {
+            float *grown = (float *)realloc(cpu->parts_out, need);
+            if (!grown) {
+                pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory for a product's parts (%zu bytes)", need);
+                return;
+            }
+            cpu->parts_out = grown;
+            cpu->parts_out_bytes = need;
+        }
+        pf__weight part_bias = {0};
+        if (bias) part_bias = *bias, part_bias.data = (float *)bias->data + column, part_bias.rows = part->rows;
+        pf__cpu_matmul(r, cpu->parts_out, x, part, bias ? &part_bias : NULL, rows);
+        for (size_t i = 0; i < rows; i++)
+            memcpy(out + i * w->rows + column, cpu->parts_out + i * part->rows, part->rows * sizeof(float));
+        column += part->rows;
+    }
+}
+
+static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__weight *bias,
                            size_t rows) {
 #ifdef PF_TESTING
     if (r->world == pf_testing_fail_rank && --pf_testing_fail_countdown == 0) {
@@ -18639,9 +19203,16 @@ static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__we
     }
 #endif
     pf__cpu_rank *cpu = pf__cpu(r);
+    if (w->parts) {
+        pf__cpu_matmul_parts(r, out, x, w, bias, rows);
+        return;
+    }
     const float *b = bias ? (const float *)bias->data : NULL;
-    int quantized = PF__QUANTIZED(w->dtype), bf16_products = r->group->options.bf16_products && w->dtype == PF__DTYPE_BF16;
-    size_t need = quantized       ? pf__quantized_x_bytes(rows, w->cols)
+    /* blocks against int8 x where the group asked for q8 / q4 products; else against fp32 x */
+    int quantized = PF__BLOCKED(w->dtype) && PF__QUANTIZED(r->group->dtype), kept = PF__BLOCKED(w->dtype) && !quantized;
+    int bf16_products = r->group->options.bf16_products && w->dtype == PF__DTYPE_BF16;
+    size_t need = kept            ? rows * (w->cols / 32) * sizeof(float)
+                  : quantized     ? pf__quantized_x_bytes(rows, w->cols)
                   : bf16_products ? pf__bf16_products_bytes(w, rows)
                                   : pf__widened_bytes(w, rows);
     if (need > cpu->matmul_scratch_bytes) { /* the first product of its size; kept for the next */
@@ -18654,7 +19225,9 @@ static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__we
         cpu->matmul_scratch = grown;
         cpu->matmul_scratch_bytes = need;
     }
-    if (quantized) pf__cpu_matmul_quantized(out, x, w, b, rows, cpu->matmul_scratch);
+    if (kept) pf__cpu_matmul_blocks_f32(out, x, w, b, rows, cpu->matmul_scratch);
+    else if (PF__QUANTIZED(w->dtype)) pf__cpu_matmul_quantized(out, x, w, b, rows, cpu->matmul_scratch);
+    else if (quantized) pf__cpu_matmul_blocks(out, x, w, b, rows, cpu->matmul_scratch);
     else if (bf16_products) pf__cpu_matmul_bf16_products(out, x, w, b, rows, cpu->matmul_scratch);
     else pf__cpu_matmul_rows(out, x, w, b, rows, need ? (float *)cpu->matmul_scratch : NULL);
 }
@@ -19671,7 +20244,7 @@ static size_t pf__plan_row(const pf__plan *p, size_t i) { return p->row_map ? p-
 
 /* n consecutive values of a source in file order, from element index first, as fp32. */
 static void pf__source_run(float *dst, const pf__source *src, size_t first, size_t n) {
-    const unsigned char *at = src->data + first * pf__dtype_size(src->dtype);
+    const unsigned char *at = PF__BLOCKED(src->dtype) ? src->data : src->data + first * pf__dtype_size(src->dtype);
     switch (src->dtype) {
     case PF__DTYPE_F32: memcpy(dst, at, n * sizeof(float)); break;
     case PF__DTYPE_F16:
@@ -19680,7 +20253,19 @@ static void pf__source_run(float *dst, const pf__source *src, size_t first, size
     case PF__DTYPE_BF16:
         for (size_t k = 0; k < n; k++) dst[k] = pf__bf16_to_f32((uint16_t)(at[2 * k] | (at[2 * k + 1] << 8)));
         break;
-    default: memset(dst, 0, n * sizeof(float));
+    default:
+        if (PF__BLOCKED(src->dtype)) { /* through whole blocks: runs start and end anywhere in them */
+            size_t values = pf__block_values(src->dtype), bytes = pf__block_bytes(src->dtype);
+            float block[256];
+            for (size_t done = 0; done < n;) {
+                size_t i = first + done, in_block = i % values, take = values - in_block;
+                if (take > n - done) take = n - done;
+                pf__block_dequantize(src->dtype, src->data + i / values * bytes, block);
+                memcpy(dst + done, block + in_block, take * sizeof(float));
+                done += take;
+            }
+        } else
+            memset(dst, 0, n * sizeof(float));
     }
 }
 
@@ -19750,17 +20335,52 @@ static int pf__q8_fits(const pf__source *src, const pf__plan *p) {
            p->col_begin % PF__Q8_BLOCK == 0;
 }
 
+/* Whether the ranks keep a GGUF's quantized matrices in their blocks: CPU ranks, where
+   pf_parallel_options.dtype is PF_DTYPE_AUTO (any other dtype converts them, from their values). */
+static int pf__keeps_blocks(const pf__group *g) {
+    return g->backend->host_memory && g->options.dtype == PF_DTYPE_AUTO;
+}
+
+/* Whether a rank's slice of a block-format source keeps whole blocks: whole rows ([out, in]
+   matrices split by rows always do), or columns starting and ending on the blocks' boundaries. */
+static int pf__blocks_fit(const pf__source *src, const pf__plan *p) {
+    size_t values = pf__block_values(src->dtype);
+    return src->layout == PF__LAYOUT_OUT_IN && p->cols % values == 0 && p->col_begin % values == 0;
+}
+
+/* Fails the rank where its slice of a source the ranks keep in blocks would cut blocks. */
+static int pf__check_blocks_fit(pf__rank *r, const pf__source *src, const pf__plan *p) {
+    if (!pf__keeps_blocks(r->group) || !PF__BLOCKED(src->dtype) || src->layout == PF__LAYOUT_VECTOR ||
+        pf__blocks_fit(src, p))
+        return 1;
+    pf__rank_fail(r, PF_ERROR_UNSUPPORTED, "a %s weight of [%zu, %zu] would be cut inside its %zu-weight blocks on %d "
+                  "ranks (rank %d's columns %zu..%zu): use fewer ranks, or dtype f32 (PF_DTYPE_F32) to expand it",
+                  pf__dtype_name(src->dtype), src->rows, src->cols, pf__block_values(src->dtype), r->group->num_ranks,
+                  r->index, p->col_begin, p->col_begin + p->cols);
+    return 0;
+}
+
 /* The dtype a source is stored in on the ranks: the group's, except that the CPU backend keeps
    1-D tensors (norms, biases: a tiny share of the bytes) in fp32 for its ops to read as they are,
-   their values rounded to the group's dtype so that they are what the dtype would hold; and
-   that a Q8 or Q4 group keeps in fp16 the slices the blocks cannot hold (pf__q8_fits). */
+   their values rounded to the group's dtype so that they are what the dtype would hold; that
+   a Q8 or Q4 group keeps in fp16 the slices the blocks cannot hold (pf__q8_fits); and that a
+   file's blocks stay as they are by default (pf__keeps_blocks) and in a Q8 group. */
 static pf__dtype pf__storage_dtype(const pf__group *g, const pf__source *src, const pf__plan *p) {
     if (g->backend->host_memory && src->layout == PF__LAYOUT_VECTOR) return PF__DTYPE_F32;
+    if (pf__keeps_blocks(g) && PF__BLOCKED(src->dtype)) return src->dtype; /* pf__blocks_fit checked it */
+    /* q8 products on a file's blocks: multiplied as they are, as llama.cpp does */
+    if (g->dtype == PF__DTYPE_Q8 && PF__BLOCKED(src->dtype) && pf__blocks_fit(src, p)) return src->dtype;
     if (PF__QUANTIZED(g->dtype)) return pf__q8_fits(src, p) ? g->dtype : PF__DTYPE_F16;
     return g->dtype;
 }
 
 /* Slices one source into rank memory at dst ([plan rows, plan cols] in pf__storage_dtype). */
+/* The checkpoint bytes that hold `count` values of src (blocks counted by the share of them). */
+static uint64_t pf__source_bytes(const pf__source *src, size_t count) {
+    if (PF__BLOCKED(src->dtype)) return (uint64_t)count * pf__block_bytes(src->dtype) / pf__block_values(src->dtype);
+    return (uint64_t)count * pf__dtype_size(src->dtype);
+}
+
 /* A rank copied `bytes` of checkpoint data: counted for the progress callback. */
 static void pf__progress_add(pf__group *g, uint64_t bytes) {
     if (!g->progress) return;
@@ -19782,7 +20402,7 @@ static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__sou
         pf__slice_copy(f, src, p);
         for (size_t k = 0; rounding != PF__DTYPE_F32 && k < numel; k++)
             f[k] = rounding == PF__DTYPE_F16 ? pf__f16_to_f32(pf__f32_to_f16(f[k])) : pf__bf16_to_f32(pf__f32_to_bf16(f[k]));
-        pf__progress_add(r->group, numel * pf__dtype_size(src->dtype));
+        pf__progress_add(r->group, pf__source_bytes(src, numel));
         return;
     }
     if (numel * sizeof(float) > *staging_size) { /* one slice at a time: never a second full copy */
@@ -19796,6 +20416,15 @@ static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__sou
         }
     }
     float *f = *staging;
+    if (PF__BLOCKED(dtype) && dtype == src->dtype && src->layout == PF__LAYOUT_OUT_IN) { /* the file's blocks, row by row (whole blocks: pf__blocks_fit) */
+        size_t values = pf__block_values(dtype), row_bytes = pf__weight_bytes(dtype, 1, src->cols);
+        size_t slice_bytes = pf__weight_bytes(dtype, 1, p->cols), skip = p->col_begin / values * pf__block_bytes(dtype);
+        for (size_t i = 0; i < p->rows; i++)
+            memcpy((uint8_t *)f + i * slice_bytes, src->data + pf__plan_row(p, i) * row_bytes + skip, slice_bytes);
+        r->backend->upload(r, dst, f, slice_bytes * p->rows);
+        pf__progress_add(r->group, slice_bytes * p->rows);
+        return;
+    }
     pf__slice_copy(f, src, p);
     if (dtype == PF__DTYPE_Q8) {
         pf__q8_quantize(f, p->rows, p->cols);
@@ -19806,7 +20435,7 @@ static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__sou
         for (size_t k = 0; k < numel; k++) half[k] = dtype == PF__DTYPE_F16 ? pf__f32_to_f16(f[k]) : pf__f32_to_bf16(f[k]);
     }
     r->backend->upload(r, dst, f, pf__weight_bytes(dtype, p->rows, p->cols));
-    pf__progress_add(r->group, numel * pf__dtype_size(src->dtype));
+    pf__progress_add(r->group, pf__source_bytes(src, numel));
 }
 
 /* Host tables a rank needs besides the checkpoint's tensors: uploaded into rank memory. */
@@ -19917,7 +20546,8 @@ static void pf__rank_load_stack(pf__rank *r, const struct pf__stack *stack, size
     pf__plan plans[4];
     size_t rows = 0, cols = 0;
     int n = 0;
-    pf__dtype dtype = g->dtype; /* the members' (all matrices, or all vectors) */
+    pf__dtype dtype = g->dtype, own[4]; /* the members' (all matrices, or all vectors) */
+    int mixed = 0; /* members kept in different block formats: the stack's weight is its parts */
     for (int k = 0; k < stack->num_members; k++) {
         const pf__source *src = &m->sources[layer_base + stack->members[k]];
         if (!src->data) continue;
@@ -19925,31 +20555,46 @@ static void pf__rank_load_stack(pf__rank *r, const struct pf__stack *stack, size
             pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
             break;
         }
-        pf__dtype own = pf__storage_dtype(g, src, &plans[n]);
-        if (n == 0 || !PF__QUANTIZED(own)) dtype = own; /* blocks only if every member fits them */
+        if (!pf__check_blocks_fit(r, src, &plans[n])) {
+            free(plans[n].row_map);
+            break;
+        }
+        own[n] = pf__storage_dtype(g, src, &plans[n]);
+        if (!pf__keeps_blocks(g) && g->dtype != PF__DTYPE_Q8) {
+            if (n == 0 || !PF__QUANTIZED(own[n])) dtype = own[n]; /* blocks only if every member fits them */
+        } else if (n == 0) {
+            dtype = own[n];
+        } else if (own[n] != dtype) {
+            mixed = 1;
+        }
         rows += plans[n].rows;
         cols = plans[n++].cols;
     }
+    size_t bytes = 0;
+    for (int k = 0; k < n; k++) bytes += pf__weight_bytes(mixed ? own[k] : dtype, plans[k].rows, cols);
     pf__weight *w = &r->weights[i];
-    w->dtype = dtype;
+    w->dtype = mixed ? PF__DTYPE_OTHER : dtype;
     w->rows = rows;
     w->cols = cols;
-    w->data = r->error ? NULL : pf__rank_alloc(r, pf__weight_bytes(dtype, rows, cols));
+    w->data = r->error ? NULL : pf__rank_alloc(r, bytes);
     size_t offset = 0;
-    n = 0;
-    for (int k = 0; k < stack->num_members; k++) {
+    pf__weight *previous = NULL;
+    for (int k = 0, at = 0; k < stack->num_members && at < n; k++) {
         const pf__source *src = &m->sources[layer_base + stack->members[k]];
         if (!src->data) continue;
-        pf__plan *p = &plans[n++];
+        pf__plan *p = &plans[at];
         pf__weight *member = &r->weights[layer_base + stack->members[k]];
-        member->dtype = dtype;
+        member->dtype = mixed ? own[at] : dtype;
         member->rows = p->rows;
         member->cols = p->cols;
         member->col_begin = p->col_begin;
-        member->data = w->data ? (char *)w->data + pf__weight_bytes(dtype, offset, cols) : NULL;
-        if (member->data) pf__rank_fill(r, member->data, dtype, src, p, staging, staging_size);
-        offset += p->rows;
+        member->data = w->data ? (char *)w->data + offset : NULL;
+        if (member->data) pf__rank_fill(r, member->data, member->dtype, src, p, staging, staging_size);
+        offset += pf__weight_bytes(member->dtype, p->rows, cols);
+        if (mixed) *(previous ? &previous->next : &w->parts) = member;
+        previous = member;
         free(p->row_map);
+        at++;
     }
 }
 
@@ -19986,6 +20631,10 @@ static void pf__rank_load_weights(pf__rank *r) {
             break;
         }
         pf__weight *w = &r->weights[i];
+        if (!pf__check_blocks_fit(r, src, &p)) {
+            free(p.row_map);
+            break;
+        }
         w->rows = p.rows;
         w->cols = p.cols;
         w->col_begin = p.col_begin;
@@ -20153,13 +20802,25 @@ PF_PRIVATE void pf__rank_gather(pf__rank *r) {
             pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
             return;
         }
+        /* widened in place from the back (a value's 16-bit, Q8 or Q4 source lies before it); the
+           other block formats keep factors behind their values (Q6_K) or read sub-block scales
+           that the first values overwrite (Q4_K), so they widen from a copy */
+        int in_place = w.dtype == PF__DTYPE_F16 || w.dtype == PF__DTYPE_BF16 || PF__QUANTIZED(w.dtype);
+        size_t bytes = pf__weight_bytes(w.dtype, w.rows, w.cols);
+        void *raw = numel && w.dtype != PF__DTYPE_F32 && !in_place ? malloc(bytes) : NULL;
+        if (numel && w.dtype != PF__DTYPE_F32 && !in_place && !raw) {
+            free(slice);
+            free(p.row_map);
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+            return;
+        }
         if (numel) {
-            r->backend->download(r, slice, w.data, pf__weight_bytes(w.dtype, w.rows, w.cols));
-            if (w.dtype != PF__DTYPE_F32) { /* widen in place, from the back (Q8 too: a value's block lies before it) */
-                for (size_t k = numel; k-- > 0;) slice[k] = pf__weight_value(slice, k, w.dtype);
-            }
+            r->backend->download(r, raw ? raw : slice, w.data, bytes);
+            if (w.dtype != PF__DTYPE_F32)
+                for (size_t k = numel; k-- > 0;) slice[k] = pf__weight_value(raw ? raw : slice, k, w.dtype);
             pf__slice_scatter(g->gather[i], src->cols, slice, &p);
         }
+        free(raw);
         free(slice);
         free(p.row_map);
     }
@@ -22481,7 +23142,7 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
     for (size_t i = 0; i < pf__num_slots(c); i++) { /* split tensors read once, replicated ones by every rank */
         const pf__source *src = &m->sources[i];
         if (src->data)
-            g->progress_total += (uint64_t)src->rows * src->cols * pf__dtype_size(src->dtype) *
+            g->progress_total += (uint64_t)pf__weight_bytes(src->dtype, src->rows, src->cols) *
                                  (src->split == PF__SPLIT_NONE ? (uint64_t)num_ranks : 1);
     }
     g->ranks = (pf__rank *)calloc((size_t)num_ranks, sizeof *g->ranks);
@@ -22577,17 +23238,21 @@ static const unsigned char pf__gguf_value_size[PF__GGUF_VALUE_TYPES] = {1, 1, 2,
 
 /* ggml's tensor types by id: the name for messages, and for the types we read the block (weights)
    and its bytes. Others are refused by name. */
-enum { PF__GGML_F32 = 0, PF__GGML_F16 = 1, PF__GGML_Q4_0 = 2, PF__GGML_Q4_1 = 3, PF__GGML_Q8_0 = 8,
-       PF__GGML_Q4_K = 12, PF__GGML_Q6_K = 14, PF__GGML_BF16 = 30 };
-static const struct { const char *name; unsigned block, bytes; } pf__ggml_types[] = {
-    [PF__GGML_F32] = {"F32", 1, 4}, [PF__GGML_F16] = {"F16", 1, 2}, [PF__GGML_Q4_0] = {"Q4_0", 32, 18},
-    [PF__GGML_Q4_1] = {"Q4_1", 32, 20}, [6] = {"Q5_0", 0, 0}, [7] = {"Q5_1", 0, 0}, [PF__GGML_Q8_0] = {"Q8_0", 32, 34},
-    [9] = {"Q8_1", 0, 0}, [10] = {"Q2_K", 0, 0}, [11] = {"Q3_K", 0, 0}, [PF__GGML_Q4_K] = {"Q4_K", 256, 144},
-    [13] = {"Q5_K", 0, 0}, [PF__GGML_Q6_K] = {"Q6_K", 256, 210}, [15] = {"Q8_K", 0, 0},
+enum { PF__GGML_F32 = 0, PF__GGML_F16 = 1, PF__GGML_Q4_0 = 2, PF__GGML_Q4_1 = 3, PF__GGML_Q5_0 = 6, PF__GGML_Q5_1 = 7,
+       PF__GGML_Q8_0 = 8, PF__GGML_Q4_K = 12, PF__GGML_Q5_K = 13, PF__GGML_Q6_K = 14, PF__GGML_BF16 = 30 };
+/* The block formats we read: each one's dtype (src/blocks.c), which sizes its blocks. */
+static const struct { const char *name; unsigned block, bytes; pf__dtype dtype; } pf__ggml_types[] = {
+    [PF__GGML_F32] = {"F32", 1, 4, PF__DTYPE_F32}, [PF__GGML_F16] = {"F16", 1, 2, PF__DTYPE_F16},
+    [PF__GGML_Q4_0] = {"Q4_0", 32, 18, PF__DTYPE_Q4}, [PF__GGML_Q4_1] = {"Q4_1", 32, 20, PF__DTYPE_Q4_1},
+    [PF__GGML_Q5_0] = {"Q5_0", 32, 22, PF__DTYPE_Q5_0}, [PF__GGML_Q5_1] = {"Q5_1", 32, 24, PF__DTYPE_Q5_1},
+    [PF__GGML_Q8_0] = {"Q8_0", 32, 34, PF__DTYPE_Q8}, [9] = {"Q8_1", 0, 0, PF__DTYPE_OTHER},
+    [10] = {"Q2_K", 0, 0, PF__DTYPE_OTHER}, [11] = {"Q3_K", 0, 0, PF__DTYPE_OTHER},
+    [PF__GGML_Q4_K] = {"Q4_K", 256, 144, PF__DTYPE_Q4_K}, [PF__GGML_Q5_K] = {"Q5_K", 256, 176, PF__DTYPE_Q5_K},
+    [PF__GGML_Q6_K] = {"Q6_K", 256, 210, PF__DTYPE_Q6_K}, [15] = {"Q8_K", 0, 0, PF__DTYPE_OTHER},
     [16] = {"IQ2_XXS", 0, 0}, [17] = {"IQ2_XS", 0, 0}, [18] = {"IQ3_XXS", 0, 0}, [19] = {"IQ1_S", 0, 0},
     [20] = {"IQ4_NL", 0, 0}, [21] = {"IQ3_S", 0, 0}, [22] = {"IQ2_S", 0, 0}, [23] = {"IQ4_XS", 0, 0},
     [24] = {"I8", 0, 0}, [25] = {"I16", 0, 0}, [26] = {"I32", 0, 0}, [27] = {"I64", 0, 0}, [28] = {"F64", 0, 0},
-    [29] = {"IQ1_M", 0, 0}, [PF__GGML_BF16] = {"BF16", 1, 2}, [34] = {"TQ1_0", 0, 0}, [35] = {"TQ2_0", 0, 0},
+    [29] = {"IQ1_M", 0, 0}, [PF__GGML_BF16] = {"BF16", 1, 2, PF__DTYPE_BF16}, [34] = {"TQ1_0", 0, 0}, [35] = {"TQ2_0", 0, 0},
     [39] = {"MXFP4", 0, 0},
 };
 #define PF__GGUF_MAX_DIMS 4 /* ggml's GGML_MAX_DIMS */
@@ -22796,7 +23461,7 @@ static pf_result pf__gguf_read_tensor_infos(pf__gguf *g, pf__gguf_cursor *c, uin
         unsigned block = pf__ggml_types[type].block;
         if (!block)
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%.*s' has type %s, which parallelformers "
-                              "does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K and Q6_K)", path, name_len,
+                              "does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K)", path, name_len,
                               t->name, pf__ggml_types[type].name);
         if (t->cols % block || pf__mul_size(rows, t->cols / block * pf__ggml_types[type].bytes, &t->bytes) ||
             t->cols / block * pf__ggml_types[type].bytes / pf__ggml_types[type].bytes != t->cols / block)
@@ -23321,64 +23986,7 @@ static void pf__gguf_dequantize_row(const pf__gguf_tensor *t, size_t row, float 
         }
         case PF__GGML_F16: out[0] = pf__gguf_f16(src); break;
         case PF__GGML_BF16: out[0] = pf__bf16_to_f32((uint16_t)(src[0] | src[1] << 8)); break;
-        case PF__GGML_Q8_0: { /* d, then 32 int8: d * q */
-            float d = pf__gguf_f16(src);
-            for (int i = 0; i < 32; i++) out[i] = d * (float)(int8_t)src[2 + i];
-            break;
-        }
-        case PF__GGML_Q4_0: /* d, then 16 bytes: low nibbles weights 0..15, high 16..31; d * (q - 8) */
-        case PF__GGML_Q4_1: { /* d, m, then the same nibbles: d * q + m */
-            float d = pf__gguf_f16(src), m = t->type == PF__GGML_Q4_1 ? pf__gguf_f16(src + 2) : 0.0f;
-            const uint8_t *q = src + (t->type == PF__GGML_Q4_1 ? 4 : 2);
-            for (int i = 0; i < 16; i++) {
-                if (t->type == PF__GGML_Q4_0) {
-                    out[i] = d * (float)((q[i] & 15) - 8);
-                    out[i + 16] = d * (float)((q[i] >> 4) - 8);
-                } else {
-                    out[i] = d * (float)(q[i] & 15) + m;
-                    out[i + 16] = d * (float)(q[i] >> 4) + m;
-                }
-            }
-            break;
-        }
-        case PF__GGML_Q4_K: { /* d, dmin, 12 bytes of eight 6-bit (scale, min) pairs, 128 bytes of nibbles */
-            float d = pf__gguf_f16(src), dmin = pf__gguf_f16(src + 2);
-            const uint8_t *sc = src + 4, *q = src + 16;
-            for (int j = 0; j < 8; j++) { /* sub-block j: 32 weights, low nibbles for even j, high for odd */
-                int scale, min;
-                if (j < 4) {
-                    scale = sc[j] & 63;
-                    min = sc[j + 4] & 63;
-                } else {
-                    scale = (sc[j + 4] & 15) | (sc[j - 4] >> 6) << 4;
-                    min = (sc[j + 4] >> 4) | (sc[j] >> 6) << 4;
-                }
-                float ds = d * (float)scale, dm = dmin * (float)min;
-                const uint8_t *qs = q + (j / 2) * 32;
-                for (int i = 0; i < 32; i++) out[j * 32 + i] = ds * (float)(j % 2 ? qs[i] >> 4 : qs[i] & 15) - dm;
-            }
-            break;
-        }
-        case PF__GGML_Q6_K: { /* 128 bytes of low nibbles, 64 of high 2-bit pairs, 16 int8 scales, d */
-            const uint8_t *ql = src, *qh = src + 128;
-            const int8_t *sc = (const int8_t *)(src + 192);
-            float d = pf__gguf_f16(src + 208);
-            for (int half = 0; half < 2; half++, ql += 64, qh += 32, sc += 8) {
-                float *y = out + half * 128;
-                for (int l = 0; l < 32; l++) {
-                    int is = l / 16;
-                    int q1 = ((ql[l] & 15) | ((qh[l] >> 0) & 3) << 4) - 32;
-                    int q2 = ((ql[l + 32] & 15) | ((qh[l] >> 2) & 3) << 4) - 32;
-                    int q3 = ((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4) - 32;
-                    int q4 = ((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4) - 32;
-                    y[l] = d * (float)sc[is] * (float)q1;
-                    y[l + 32] = d * (float)sc[is + 2] * (float)q2;
-                    y[l + 64] = d * (float)sc[is + 4] * (float)q3;
-                    y[l + 96] = d * (float)sc[is + 6] * (float)q4;
-                }
-            }
-            break;
-        }
+        default: pf__block_dequantize(pf__ggml_types[t->type].dtype, src, out);
         }
     }
 }
@@ -23409,9 +24017,35 @@ static size_t pf__gguf_interleaved_source(size_t hf_row, size_t heads, size_t he
     return part * heads * head_rows + head * head_rows + i;
 }
 
-/* GGUF tensor t as the checkpoint tensor `name` of out: F32, F16 and BF16 tensors that need no
-   rearranging point into the map; the others become fp32 copies (quantized types dequantized as
-   ggml does), owned by the index. heads: the q or k weight's head count. */
+/* A quantized matrix kept in its blocks: pointing into the map, or its rows copied whole in the
+   order transform gives them (the rows a head's rotary halves, or a fused qkv, were rearranged in). */
+static pf_result pf__gguf_keep_blocks(pf__st_index *index, pf__st_tensor *st, const pf__gguf_tensor *t,
+                                      pf__gguf_transform transform, size_t heads, size_t head_rows, char *message,
+                                      size_t size) {
+    st->dtype = pf__ggml_types[t->type].dtype;
+    st->bytes = t->bytes;
+    st->data = t->data;
+    if (transform != PF__GGUF_AS_IS) {
+        size_t row_bytes = t->bytes / t->rows;
+        uint8_t *out = (uint8_t *)malloc(t->bytes);
+        if (!out || pf__st_own(index, out)) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        for (size_t r = 0; r < t->rows; r++) {
+            size_t from = transform == PF__GGUF_INTERLEAVE_QKV ? pf__gguf_interleaved_source(r, heads, head_rows)
+                                                               : pf__gguf_unpermuted_source(r, head_rows);
+            memcpy(out + r * row_bytes, t->data + from * row_bytes, row_bytes);
+        }
+        st->data = out;
+    }
+    index->num_tensors++;
+    return PF_OK;
+}
+
+/* GGUF tensor t as the checkpoint tensor `name` of out: tensors that need no rearranging point
+   into the map, quantized ones in their blocks (the ranks keep them so, or expand them as
+   pf_parallel_options.dtype asks: src/slicing.c); a matrix whose rows are reordered (LLaMA's q and
+   k, a fused qkv) becomes a copy of its rows in the new order, blocks and all, owned by the index;
+   the others become fp32 copies (quantized types dequantized as ggml does). heads: the q or k
+   weight's head count. */
 static pf_result pf__gguf_add_tensor(pf__st_index *index, const pf__gguf *g, const pf__gguf_tensor *t, const char *name,
                                      pf__gguf_transform transform, size_t heads, char *message, size_t size) {
     pf__st_tensor *st = &index->tensors[index->num_tensors];
@@ -23446,6 +24080,10 @@ static pf_result pf__gguf_add_tensor(pf__st_index *index, const pf__gguf *g, con
     }
     if (transform == PF__GGUF_TRANSPOSE && t->ndim != 2)
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' is not a matrix", g->path, pf__gguf_shown(t->name_len), t->name);
+    int rows_moved_whole = transform == PF__GGUF_AS_IS || transform == PF__GGUF_UNPERMUTE_Q ||
+                           transform == PF__GGUF_UNPERMUTE_K || transform == PF__GGUF_INTERLEAVE_QKV;
+    if (!plain && t->ndim >= 2 && rows_moved_whole)
+        return pf__gguf_keep_blocks(index, st, t, transform, heads, head_rows, message, size);
     float *out = (float *)malloc(st->numel * sizeof(float)), *row = (float *)malloc(t->cols * sizeof(float));
     if (!out || !row || pf__st_own(index, out)) { /* pf__st_own frees out when it fails */
         if (!row) free(out);
@@ -28004,7 +28642,7 @@ static pf_result pf__resolve_lm_head(pf_model *m) {
                         "not use", m->dir, pf__head_name(c->head));
     if (c->tie_word_embeddings && head->data) {
         if (head->dtype != embed_src->dtype || head->rows != embed_src->rows || head->cols != embed_src->cols ||
-            memcmp(head->data, embed_src->data, head->rows * head->cols * pf__dtype_size(head->dtype)))
+            memcmp(head->data, embed_src->data, pf__weight_bytes(head->dtype, head->rows, head->cols)))
             return PF__FAIL(m, PF_ERROR_FORMAT,
                             "%s: config.json's tie_word_embeddings is true, but the checkpoint's LM head differs from its "
                             "token embedding", m->dir);

@@ -336,9 +336,16 @@ typedef enum pf_device {
    bits a weight) and multiplies them with int8 dot products against the activations quantized
    the same way per block; norms and biases stay fp32, and a matrix whose rank slice does not
    start and end at a multiple of 32 columns is kept in fp16. PF_DTYPE_Q4_0 (CPU ranks only) is
-   llama.cpp's Q4_0 the same way: 32 weights in 16 bytes and an fp16 scale (4.5 bits a weight). */
+   llama.cpp's Q4_0 the same way: 32 weights in 16 bytes and an fp16 scale (4.5 bits a weight).
+   A GGUF file's quantized matrices (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K): with
+   PF_DTYPE_AUTO on CPU ranks they stay in the file's blocks, multiplied against fp32 activations
+   (the dequantized weights' products, in fp32), and a rank count that would cut a block (a
+   row-split slice not on the 32- or 256-column grid) is refused, saying to use fewer ranks or
+   PF_DTYPE_F32; with PF_DTYPE_Q8_0 they stay in their blocks too where a slice keeps them whole,
+   multiplied against int8 activations as llama.cpp does (faster, less exact); any other dtype
+   expands them (CUDA: to fp16 or bf16 at upload). */
 typedef enum pf_dtype {
-    PF_DTYPE_AUTO = 0, /* fp32 on the CPU, fp16 on CUDA */
+    PF_DTYPE_AUTO = 0, /* CPU: fp32, and a GGUF's quantized blocks as they are; CUDA: fp16 */
     PF_DTYPE_F32,
     PF_DTYPE_F16,
     PF_DTYPE_BF16,

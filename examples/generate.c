@@ -60,7 +60,7 @@ static const cli_option cli_options[OPT_COUNT] = {
                       "tokens the KV cache holds per sequence: prompt and reply (default: the model's positions)"},
     [OPT_DEVICE] = {NULL, "--device", CHOICE, "cpu|cuda|auto", 0, 0, 0, "where ranks run (default auto: CUDA if there is a GPU)"},
     [OPT_DTYPE] = {NULL, "--dtype", CHOICE, "f32|f16|bf16|q8|q4", 0, 0, 0,
-                   "how ranks store weights (default f32 on the CPU, f16 on CUDA; q8, q4: CPU only)"},
+                   "how ranks store weights (default on the CPU: f32, a GGUF's quantized blocks as they are; f16 on CUDA; q8, q4: CPU only)"},
     [OPT_BF16_PRODUCTS] = {NULL, "--bf16-products", FLAG, NULL, 0, 0, 0,
                            "with --dtype bf16: round each product's input to bf16, as CUDA does (AMX on Xeons)"},
     [OPT_KV_CACHE] = {NULL, "--kv-cache", CHOICE, "f32|f16|bf16", 0, 0, 0,

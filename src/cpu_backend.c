@@ -7,7 +7,7 @@ static int pf__cpu_rank_begin(pf__rank *r) {
     return r->backend_state ? 0 : -1;
 }
 static void pf__cpu_rank_end(pf__rank *r) {
-    if (r->backend_state) free(pf__cpu(r)->matmul_scratch);
+    if (r->backend_state) free(pf__cpu(r)->matmul_scratch), free(pf__cpu(r)->parts_out);
     free(r->backend_state);
     r->backend_state = NULL;
 }
@@ -530,6 +530,308 @@ PF__Q8_TILE(pf__q8_rows_avx2, PF__AVX2_TARGET, 2, PF__Q8_BYTES, pf__q8_load, pf_
 PF__Q8_TILE(pf__q8_row_avx2, PF__AVX2_TARGET, 1, PF__Q8_BYTES, pf__q8_load, pf__q8_dot_avx2, 0) /* decode: one row */
 PF__Q8_TILE(pf__q4_rows_avx2, PF__AVX2_TARGET, 2, PF__Q4_BYTES, pf__q4_load, pf__q4_dot_avx2, 3)
 PF__Q8_TILE(pf__q4_row_avx2, PF__AVX2_TARGET, 1, PF__Q4_BYTES, pf__q4_load, pf__q4_dot_avx2, 3)
+#endif
+
+/* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), multiplied in their blocks.
+   Each 32-weight sub-block is integers v with factors (pf__sub_block: weight = dw s v + mw) and
+   meets x's block of the same 32 inputs (int8 qx, scale dx, sum sx: pf__quantize_x_fn), so its
+   product is dx (dw dot + mw sx), dot = sum s v qx exact. out[r][o] is one fp32 chain over the
+   sub-blocks in order, sum = fmaf((float)dot, dx * dw, sum), then, for the formats with a
+   minimum, sum = fmaf((float)sx, dx * mw, sum), from 0: every kernel set gives those bits. The
+   only rounding beyond fp32's is x's to int8 (llama.cpp's vec_dot rounds x the same way, to
+   q8_0 or q8_K blocks): within max|x of a block| / 254 an input. */
+typedef void pf__blocks_rows_fn(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx,
+                                size_t rows, const unsigned char *w, size_t k, size_t n_out, pf__dtype t);
+
+static void pf__blocks_rows_portable(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx,
+                                     size_t rows, const unsigned char *w, size_t k, size_t n_out, pf__dtype t) {
+    size_t values = pf__block_values(t), bytes = pf__block_bytes(t), subs = values / 32, nx = k / 32;
+    size_t row_bytes = k / values * bytes;
+    int has_min = pf__block_has_min(t);
+    for (size_t o = 0; o < n_out; o++) {
+        for (size_t r = 0; r < rows; r++) out[r * ld + o] = 0.0f;
+        for (size_t b = 0; b < k / values; b++) {
+            pf__sub_block sb[8];
+            for (size_t j = 0; j < subs; j++) pf__sub_block_decode(t, w + o * row_bytes + b * bytes, (int)j, &sb[j]);
+            for (size_t r = 0; r < rows; r++) {
+                float sum = out[r * ld + o];
+                for (size_t j = 0; j < subs; j++) {
+                    size_t xb = r * nx + b * subs + j;
+                    const int8_t *x = qx + xb * 32;
+                    int64_t dot = 0; /* 64 bits: see pf__block_dot_portable */
+                    for (int i = 0; i < 32; i++) dot += (int64_t)sb[j].scales16[i / 16] * sb[j].v[i] * x[i];
+                    sum = fmaf((float)dot, dx[xb] * sb[j].dw, sum);
+                    if (has_min) sum = fmaf((float)sx[xb], dx[xb] * sb[j].mw, sum);
+                }
+                out[r * ld + o] = sum;
+            }
+        }
+    }
+}
+
+#ifdef PF__AVX2
+/* src/blocks.c's sizes and minimum flag again, as constants where t is one (the kernels unroll). */
+static PF__INLINE size_t pf__values_of(const pf__dtype t) { return t >= PF__DTYPE_Q4_K && t <= PF__DTYPE_Q6_K ? 256 : 32; }
+static PF__INLINE size_t pf__bytes_of(const pf__dtype t) {
+    return t == PF__DTYPE_Q8 ? 34 : t == PF__DTYPE_Q4 ? 18 : t == PF__DTYPE_Q4_1 ? 20 : t == PF__DTYPE_Q5_0 ? 22
+           : t == PF__DTYPE_Q5_1 ? 24 : t == PF__DTYPE_Q4_K ? 144 : t == PF__DTYPE_Q5_K ? 176 : 210;
+}
+static PF__INLINE int pf__has_min_of(const pf__dtype t) {
+    return t == PF__DTYPE_Q4_1 || t == PF__DTYPE_Q5_1 || t == PF__DTYPE_Q4_K || t == PF__DTYPE_Q5_K;
+}
+
+/* 32 bytes: 0xff where bit i of the 4 bytes at p is set (Q5's fifth bits). */
+PF__AVX2_TARGET static PF__INLINE __m256i pf__bits_to_bytes_avx2(const unsigned char *p) {
+    uint32_t bits;
+    memcpy(&bits, p, 4);
+    __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), _mm256_setr_epi64x(0, 0x0101010101010101LL,
+                                         0x0202020202020202LL, 0x0303030303030303LL)); /* byte i: the byte of bit i */
+    spread = _mm256_or_si256(spread, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfeLL)); /* all but bit i % 8 */
+    return _mm256_cmpeq_epi8(spread, _mm256_set1_epi64x(-1));
+}
+
+/* The fp16 number at p, converted by the F16C instruction (exact, as pf__f16_to_f32). */
+PF__AVX2_TARGET static PF__INLINE float pf__f16_at_f16c(const unsigned char *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+
+/* Sub-block j of block b as 32 int8 values v, its factors dw and mw, and (Q6_K) the int16 scales
+   of its two halves; t a constant where it is inlined. */
+PF__AVX2_TARGET static PF__INLINE __m256i pf__sub_block_avx2(pf__dtype t, const unsigned char *b, int j, float *dw,
+                                                            float *mw, __m256i *scales) {
+    const __m256i low4 = _mm256_set1_epi8(15);
+    __m128i shift4 = _mm_cvtsi32_si128(j % 2 * 4);
+    switch (t) {
+    case PF__DTYPE_Q4_1:
+        *dw = pf__f16_at_f16c(b), *mw = pf__f16_at_f16c(b + 2);
+        return pf__q4_load(b + 4);
+    case PF__DTYPE_Q5_0:
+    case PF__DTYPE_Q5_1: {
+        const unsigned char *qh = b + (t == PF__DTYPE_Q5_0 ? 2 : 4);
+        __m256i v = _mm256_or_si256(pf__q4_load(qh + 4), _mm256_and_si256(pf__bits_to_bytes_avx2(qh), _mm256_set1_epi8(16)));
+        *dw = pf__f16_at_f16c(b);
+        if (t == PF__DTYPE_Q5_1) *mw = pf__f16_at_f16c(b + 2);
+        return t == PF__DTYPE_Q5_0 ? _mm256_sub_epi8(v, _mm256_set1_epi8(16)) : v;
+    }
+    case PF__DTYPE_Q4_K:
+    case PF__DTYPE_Q5_K: {
+        int scale, min;
+        const unsigned char *sc = b + 4;
+        if (j < 4) scale = sc[j] & 63, min = sc[j + 4] & 63;
+        else scale = (sc[j + 4] & 15) | (sc[j - 4] >> 6) << 4, min = (sc[j + 4] >> 4) | (sc[j] >> 6) << 4;
+        *dw = pf__f16_at_f16c(b) * (float)scale;
+        *mw = -(pf__f16_at_f16c(b + 2) * (float)min);
+        const unsigned char *qs = b + (t == PF__DTYPE_Q4_K ? 16 : 48) + j / 2 * 32;
+        __m256i v = _mm256_and_si256(_mm256_srl_epi16(_mm256_loadu_si256((const __m256i *)qs), shift4), low4);
+        if (t == PF__DTYPE_Q4_K) return v;
+        __m256i high = _mm256_and_si256(_mm256_srl_epi16(_mm256_loadu_si256((const __m256i *)(b + 16)), _mm_cvtsi32_si128(j)),
+                                        _mm256_set1_epi8(1));
+        return _mm256_or_si256(v, _mm256_slli_epi16(high, 4));
+    }
+    default: { /* Q6_K */
+        int half = j / 4, k = j % 4;
+        const int8_t *sc = (const int8_t *)(b + 192) + half * 8 + k * 2;
+        *dw = pf__f16_at_f16c(b + 208);
+        *scales = _mm256_set_m128i(_mm_set1_epi16(sc[1]), _mm_set1_epi16(sc[0]));
+        __m256i ql = _mm256_loadu_si256((const __m256i *)(b + half * 64 + k % 2 * 32));
+        __m256i qh = _mm256_loadu_si256((const __m256i *)(b + 128 + half * 32));
+        __m256i v = _mm256_and_si256(_mm256_srl_epi16(ql, _mm_cvtsi32_si128(k / 2 * 4)), low4);
+        __m256i high = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * k)), _mm256_set1_epi8(3));
+        return _mm256_sub_epi8(_mm256_or_si256(v, _mm256_slli_epi16(high, 4)), _mm256_set1_epi8(32));
+    }
+    }
+}
+
+/* 8 weight rows (lanes) by up to R rows of x: each sub-block of the 8 rows decoded once for the R
+   rows; a lane's chain is pf__blocks_rows_portable's. */
+#define PF__BLOCKS_R 4
+PF__AVX2_TARGET static PF__INLINE void pf__blocks_rows_avx2_as(float *out, size_t ld, const int8_t *qx, const float *dx,
+                                                               const int32_t *sx, size_t rows, const unsigned char *w,
+                                                               size_t k, size_t n_out, const pf__dtype t) {
+    size_t values = pf__values_of(t), bytes = pf__bytes_of(t), subs = values / 32, nx = k / 32;
+    size_t row_bytes = k / values * bytes;
+    int has_min = pf__has_min_of(t);
+    for (size_t r0 = 0; r0 < rows; r0 += PF__BLOCKS_R) {
+        size_t nr = rows - r0 < PF__BLOCKS_R ? rows - r0 : PF__BLOCKS_R;
+        for (size_t o = 0; o < n_out; o += 8) {
+            size_t no = n_out - o < 8 ? n_out - o : 8;
+            const unsigned char *row[8];
+            for (size_t i = 0; i < 8; i++) row[i] = w + (o + (i < no ? i : 0)) * row_bytes;
+            __m256 acc[PF__BLOCKS_R];
+            for (int r = 0; r < PF__BLOCKS_R; r++) acc[r] = _mm256_setzero_ps();
+            for (size_t b = 0; b < k / values; b++)
+                for (size_t j = 0; j < subs; j++) {
+                    __m256i wv[8], scales[8];
+                    float dw[8], mw[8] = {0};
+                    PF__UNROLL for (int i = 0; i < 8; i++) {
+                        _mm_prefetch((const char *)(row[i] + b * bytes + 4 * bytes), _MM_HINT_T0);
+                        wv[i] = pf__sub_block_avx2(t, row[i] + b * bytes, (int)j, &dw[i], &mw[i], &scales[i]);
+                    }
+                    __m256 dwv = _mm256_loadu_ps(dw), mwv = _mm256_loadu_ps(mw);
+                    for (size_t r = 0; r < nr; r++) {
+                        size_t xb = (r0 + r) * nx + b * subs + j;
+                        __m256i xv = _mm256_loadu_si256((const __m256i *)(qx + xb * 32)), d[8];
+                        PF__UNROLL for (int i = 0; i < 8; i++) {
+                            __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(wv[i]), _mm256_sign_epi8(xv, wv[i]));
+                            d[i] = _mm256_madd_epi16(pairs, t == PF__DTYPE_Q6_K ? scales[i] : _mm256_set1_epi16(1));
+                        }
+                        __m256 scale = _mm256_set1_ps(dx[xb]);
+                        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pf__sum_lanes8_avx2(d)), _mm256_mul_ps(scale, dwv), acc[r]);
+                        if (has_min)
+                            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps((float)sx[xb]), _mm256_mul_ps(scale, mwv), acc[r]);
+                    }
+                }
+            for (size_t r = 0; r < nr; r++) {
+                float lanes[8];
+                _mm256_storeu_ps(lanes, acc[r]);
+                memcpy(out + (r0 + r) * ld + o, lanes, no * sizeof(float));
+            }
+        }
+    }
+}
+
+PF__AVX2_TARGET static void pf__blocks_rows_avx2(float *out, size_t ld, const int8_t *qx, const float *dx,
+                                                 const int32_t *sx, size_t rows, const unsigned char *w, size_t k,
+                                                 size_t n_out, pf__dtype t) {
+    switch (t) { /* each format its own copy, its decoding inlined */
+    case PF__DTYPE_Q4_1: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q4_1); break;
+    case PF__DTYPE_Q5_0: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q5_0); break;
+    case PF__DTYPE_Q5_1: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q5_1); break;
+    case PF__DTYPE_Q4_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q4_K); break;
+    case PF__DTYPE_Q5_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q5_K); break;
+    default: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q6_K);
+    }
+}
+#endif
+
+/* The file's blocks against fp32 activations (what the ranks compute on blocks they keep; the
+   int8 products above are the speed choice of dtype q8/q4): each sub-block's integers, scaled by
+   Q6_K's 16-weight scales, as fp32 (exact: below 2^12), times x in 8 lanes (lane l: inputs l,
+   l + 8, l + 16, l + 24, fused in that order from 0), the lanes then scaled into the row's 8
+   accumulators, acc_l = fmaf(dw, p_l, acc_l), and the minimum's share into lane 0,
+   acc_0 = fmaf(mw, sum of the 32 inputs, acc_0); the output is the accumulators added as
+   pf__hsum_avx2 adds them ((l + l4), then pairs). Every kernel set gives those bits; a weight's
+   value is the gguf package's dequantization, and the sum is fp32's, so a product is within
+   fp32's rounding of the exact product of the file's weights. x_sums: each 32-input block's sum
+   (pf__block_x_sums). */
+typedef void pf__blocks_f32_fn(float *out, size_t ld, const float *x, const float *x_sums, size_t rows,
+                               const unsigned char *w, size_t k, size_t n_out, pf__dtype t);
+
+/* Each 32-input block's sum of x, in lane order (as the products take them). */
+static void pf__block_x_sums(float *sums, const float *x, size_t blocks) {
+    for (size_t b = 0; b < blocks; b++) {
+        float lane[8] = {0};
+        for (int q = 0; q < 4; q++)
+            for (int l = 0; l < 8; l++) lane[l] += x[b * 32 + q * 8 + l];
+        float a[4];
+        for (int l = 0; l < 4; l++) a[l] = lane[l] + lane[l + 4];
+        sums[b] = (a[0] + a[2]) + (a[1] + a[3]);
+    }
+}
+
+static void pf__blocks_f32_portable(float *out, size_t ld, const float *x, const float *x_sums, size_t rows,
+                                    const unsigned char *w, size_t k, size_t n_out, pf__dtype t) {
+    size_t values = pf__block_values(t), bytes = pf__block_bytes(t), subs = values / 32, nx = k / 32;
+    size_t row_bytes = k / values * bytes;
+    int has_min = pf__block_has_min(t);
+    for (size_t o = 0; o < n_out; o++)
+        for (size_t r = 0; r < rows; r++) {
+            float acc[8] = {0};
+            for (size_t b = 0; b < k / values; b++)
+                for (size_t j = 0; j < subs; j++) {
+                    pf__sub_block sb;
+                    pf__sub_block_decode(t, w + o * row_bytes + b * bytes, (int)j, &sb);
+                    size_t xb = r * nx + b * subs + j;
+                    const float *xr = x + xb * 32;
+                    for (int l = 0; l < 8; l++) {
+                        float p = 0.0f;
+                        for (int q = 0; q < 4; q++)
+                            p = fmaf((float)(sb.scales16[q / 2] * sb.v[q * 8 + l]), xr[q * 8 + l], p);
+                        acc[l] = fmaf(sb.dw, p, acc[l]);
+                    }
+                    if (has_min) acc[0] = fmaf(sb.mw, x_sums[xb], acc[0]);
+                }
+            float a[4];
+            for (int l = 0; l < 4; l++) a[l] = acc[l] + acc[l + 4];
+            out[r * ld + o] = (a[0] + a[2]) + (a[1] + a[3]);
+        }
+}
+
+#ifdef PF__AVX2
+#define PF__F32_R 4 /* rows of x a decoded sub-block meets */
+/* Weight row `row` against R rows of x from r0 (R a constant where inlined: the accumulators stay
+   in registers). */
+PF__AVX2_TARGET static PF__INLINE void pf__blocks_f32_tile_avx2(float *out, size_t ld, const float *x,
+                                                                const float *x_sums, const unsigned char *row,
+                                                                size_t k, size_t r0, const int R, const pf__dtype t) {
+    size_t values = pf__values_of(t), bytes = pf__bytes_of(t), subs = values / 32, nx = k / 32;
+    int has_min = pf__has_min_of(t);
+    __m256 acc[PF__F32_R];
+    PF__UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    for (size_t b = 0; b < k / values; b++) {
+        _mm_prefetch((const char *)(row + (b + 8) * bytes), _MM_HINT_T0);
+        const unsigned char *block = row + b * bytes;
+        for (size_t j = 0; j < subs; j++) {
+            float dw, mw = 0.0f;
+            __m256i scales = _mm256_set1_epi16(1), v;
+            if (t == PF__DTYPE_Q8) v = _mm256_loadu_si256((const __m256i *)(block + 2)), dw = pf__f16_at_f16c(block);
+            else if (t == PF__DTYPE_Q4) v = _mm256_sub_epi8(pf__q4_load(block + 2), _mm256_set1_epi8(8)), dw = pf__f16_at_f16c(block);
+            else v = pf__sub_block_avx2(t, block, (int)j, &dw, &mw, &scales);
+            __m256 wq[4];
+            __m128i low = _mm256_castsi256_si128(v), high = _mm256_extracti128_si256(v, 1);
+            wq[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(low));
+            wq[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(low, 8)));
+            wq[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(high));
+            wq[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(high, 8)));
+            if (t == PF__DTYPE_Q6_K) {
+                __m256 s0 = _mm256_set1_ps((float)(int16_t)_mm256_extract_epi16(scales, 0));
+                __m256 s1 = _mm256_set1_ps((float)(int16_t)_mm256_extract_epi16(scales, 8));
+                wq[0] = _mm256_mul_ps(wq[0], s0), wq[1] = _mm256_mul_ps(wq[1], s0);
+                wq[2] = _mm256_mul_ps(wq[2], s1), wq[3] = _mm256_mul_ps(wq[3], s1);
+            }
+            __m256 dwv = _mm256_set1_ps(dw), mwv = _mm256_setr_ps(mw, 0, 0, 0, 0, 0, 0, 0);
+            PF__UNROLL for (int r = 0; r < R; r++) {
+                size_t xb = (r0 + (size_t)r) * nx + b * subs + j;
+                const float *xr = x + xb * 32;
+                __m256 p = _mm256_fmadd_ps(wq[0], _mm256_loadu_ps(xr), _mm256_setzero_ps());
+                p = _mm256_fmadd_ps(wq[1], _mm256_loadu_ps(xr + 8), p);
+                p = _mm256_fmadd_ps(wq[2], _mm256_loadu_ps(xr + 16), p);
+                p = _mm256_fmadd_ps(wq[3], _mm256_loadu_ps(xr + 24), p);
+                acc[r] = _mm256_fmadd_ps(dwv, p, acc[r]);
+                if (has_min) acc[r] = _mm256_fmadd_ps(mwv, _mm256_set1_ps(x_sums[xb]), acc[r]);
+            }
+        }
+    }
+    PF__UNROLL for (int r = 0; r < R; r++) out[(r0 + (size_t)r) * ld] = pf__hsum_avx2(acc[r]);
+}
+
+PF__AVX2_TARGET static PF__INLINE void pf__blocks_f32_avx2_as(float *out, size_t ld, const float *x, const float *x_sums,
+                                                              size_t rows, const unsigned char *w, size_t k,
+                                                              size_t n_out, const pf__dtype t) {
+    size_t row_bytes = k / pf__values_of(t) * pf__bytes_of(t), whole = rows / PF__F32_R * PF__F32_R;
+    for (size_t o = 0; o < n_out; o++) {
+        for (size_t r0 = 0; r0 < whole; r0 += PF__F32_R)
+            pf__blocks_f32_tile_avx2(out + o, ld, x, x_sums, w + o * row_bytes, k, r0, PF__F32_R, t);
+        for (size_t r0 = whole; r0 < rows; r0++)
+            pf__blocks_f32_tile_avx2(out + o, ld, x, x_sums, w + o * row_bytes, k, r0, 1, t);
+    }
+}
+
+PF__AVX2_TARGET static void pf__blocks_f32_avx2(float *out, size_t ld, const float *x, const float *x_sums, size_t rows,
+                                                const unsigned char *w, size_t k, size_t n_out, pf__dtype t) {
+    switch (t) { /* each format its own copy, its decoding inlined */
+    case PF__DTYPE_Q8: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q8); break;
+    case PF__DTYPE_Q4: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q4); break;
+    case PF__DTYPE_Q4_1: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q4_1); break;
+    case PF__DTYPE_Q5_0: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q5_0); break;
+    case PF__DTYPE_Q5_1: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q5_1); break;
+    case PF__DTYPE_Q4_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q4_K); break;
+    case PF__DTYPE_Q5_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q5_K); break;
+    default: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q6_K);
+    }
+}
 #endif
 
 #if defined(PF__AVX2) && !defined(PF_NO_AVX512) && (defined(__clang__) || __GNUC__ >= 5)
@@ -1707,6 +2009,8 @@ typedef struct pf__cpu_kernels {
     void (*add_rows)(float *x, const float *y, const float *b, size_t n);
     void (*normalize)(float *out, const float *x, size_t n, double mean, float inv, const float *g, float g_offset,
                       const float *b);
+    pf__blocks_rows_fn *blocks_rows; /* GGUF's block formats other than Q8_0 and Q4_0, int8 x */
+    pf__blocks_f32_fn *blocks_f32;   /* every block format, fp32 x */
 } pf__cpu_kernels;
 
 static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_PORTABLE,
@@ -1715,14 +2019,16 @@ static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_RO
                                                  pf__q8_rows_portable, pf__q4_rows_portable, pf__q4_rows_portable, NULL, NULL,
                                                  pf__quantize_x_portable, pf__widen_portable,
                                                  pf__store_sums_portable, NULL, pf__sum_shifted_portable,
-                                                 pf__add_rows_portable, pf__normalize_portable};
+                                                 pf__add_rows_portable, pf__normalize_portable, pf__blocks_rows_portable,
+                                                 pf__blocks_f32_portable};
 #ifdef PF__AVX2
 static const pf__cpu_kernels pf__cpu_avx2 = {pf__tiles_avx2, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_AVX2,
                                              pf__scores_avx2, pf__weighted_sums_avx2, pf__row_scores_avx2,
                                              pf__row_weighted_sums_avx2, pf__activate_avx2, pf__exp_shifted_avx2, pf__q8_rows_avx2,
                                              pf__q8_row_avx2, pf__q4_rows_avx2, pf__q4_row_avx2, NULL, NULL,
                                              pf__quantize_x_portable, pf__widen_avx2, pf__store_sums_avx2, NULL,
-                                             pf__sum_shifted_portable, pf__add_rows_portable, pf__normalize_portable};
+                                             pf__sum_shifted_portable, pf__add_rows_portable, pf__normalize_portable,
+                                             pf__blocks_rows_avx2, pf__blocks_f32_avx2};
 #endif
 #ifdef PF__AVX512
 /* Where 512-bit FMAs run at half rate (Zen 4), AVX-512VL's 32 ymm registers still hold a wider
@@ -1895,6 +2201,38 @@ static void pf__cpu_matmul_quantized(float *out, const float *x, const pf__weigh
     pf__add_bias(out + tiled, n_out, bias ? bias + tiled : NULL, rows, n_out - tiled);
 }
 
+/* The same for GGUF's other block formats (pf__blocks_rows_fn), in the same groups of weight rows. */
+static void pf__cpu_matmul_blocks(float *out, const float *x, const pf__weight *w, const float *bias, size_t rows,
+                                  void *scratch) {
+    size_t n_out = w->rows, k = w->cols, nb = k / PF__Q8_BLOCK, row_bytes = pf__weight_bytes(w->dtype, 1, k);
+    float *dx = (float *)scratch;
+    int32_t *sx = (int32_t *)(dx + rows * nb);
+    int8_t *qx = (int8_t *)(sx + rows * nb);
+    const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
+    kernels->quantize_x(qx, dx, sx, x, rows * nb);
+    for (size_t o0 = 0; o0 < n_out; o0 += PF__Q8_GROUP) {
+        size_t n = n_out - o0 < PF__Q8_GROUP ? n_out - o0 : PF__Q8_GROUP;
+        kernels->blocks_rows(out + o0, n_out, qx, dx, sx, rows, (const unsigned char *)w->data + o0 * row_bytes, k, n,
+                             w->dtype);
+    }
+    pf__add_bias(out, n_out, bias, rows, n_out);
+}
+
+/* The same against fp32 x (pf__blocks_f32_fn): scratch holds x's block sums. */
+static void pf__cpu_matmul_blocks_f32(float *out, const float *x, const pf__weight *w, const float *bias, size_t rows,
+                                      void *scratch) {
+    size_t n_out = w->rows, k = w->cols, row_bytes = pf__weight_bytes(w->dtype, 1, k);
+    float *x_sums = (float *)scratch;
+    const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
+    pf__block_x_sums(x_sums, x, rows * (k / 32));
+    for (size_t o0 = 0; o0 < n_out; o0 += PF__Q8_GROUP) {
+        size_t n = n_out - o0 < PF__Q8_GROUP ? n_out - o0 : PF__Q8_GROUP;
+        kernels->blocks_f32(out + o0, n_out, x, x_sums, rows, (const unsigned char *)w->data + o0 * row_bytes, k, n,
+                            w->dtype);
+    }
+    pf__add_bias(out, n_out, bias, rows, n_out);
+}
+
 /* From this many rows of x on, a product with fp16 or bf16 weights first widens each block of
    weight rows to fp32 (into scratch of pf__widened_bytes) and runs the fp32 tiles over the copy:
    the 16-bit tiles convert every weight again for each group of rows of x, and those conversions
@@ -2037,13 +2375,15 @@ PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols) {
 
 #ifdef PF_TESTING
 /* Test hook: the CPU matmul on plain arrays (w is [n_out][k] of dtype 0 f32, 1 f16, 2 bf16, 3 Q8
-   blocks, 4 Q4 blocks, columns col_begin.. of a whole). */
+   blocks, 4 Q4 blocks, 5..10 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K blocks, columns col_begin..
+   of a whole). */
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
                            size_t n_out, size_t k, size_t col_begin) {
-    pf__weight weight = {(void *)w, (pf__dtype)dtype, n_out, k, col_begin};
-    if (PF__QUANTIZED(weight.dtype)) {
+    pf__weight weight = {(void *)w, (pf__dtype)dtype, n_out, k, col_begin, NULL, NULL};
+    if (PF__BLOCKED(weight.dtype)) {
         void *scratch = malloc(pf__quantized_x_bytes(rows, k));
-        if (scratch) pf__cpu_matmul_quantized(out, x, &weight, bias, rows, scratch);
+        if (scratch && PF__QUANTIZED(weight.dtype)) pf__cpu_matmul_quantized(out, x, &weight, bias, rows, scratch);
+        else if (scratch) pf__cpu_matmul_blocks(out, x, &weight, bias, rows, scratch);
         else memset(out, 0xff, rows * n_out * sizeof(float)); /* NaN */
         free(scratch);
         return;
@@ -2054,10 +2394,27 @@ void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype,
     free(widened);
 }
 
+/* Test hook: the product of blocks the ranks keep (against fp32 x), on plain arrays. */
+void pf_testing_cpu_matmul_kept(float *out, const float *x, const void *w, int dtype, size_t rows, size_t n_out,
+                                size_t k) {
+    pf__weight weight = {(void *)w, (pf__dtype)dtype, n_out, k, 0, NULL, NULL};
+    void *scratch = malloc(rows * (k / 32) * sizeof(float) + 1);
+    if (scratch) pf__cpu_matmul_blocks_f32(out, x, &weight, NULL, rows, scratch);
+    else memset(out, 0xff, rows * n_out * sizeof(float)); /* NaN */
+    free(scratch);
+}
+
+/* Test hook: blocks as fp32 (pf__block_dequantize), count a multiple of the block's values. */
+void pf_testing_block_dequantize(int dtype, const void *blocks, size_t count, float *out) {
+    size_t values = pf__block_values((pf__dtype)dtype), bytes = pf__block_bytes((pf__dtype)dtype);
+    for (size_t b = 0; b < count / values; b++)
+        pf__block_dequantize((pf__dtype)dtype, (const uint8_t *)blocks + b * bytes, out + b * values);
+}
+
 /* Test hook: the product pf_parallel_options.bf16_products runs, on plain arrays (w bf16 [n_out][k]). */
 void pf_testing_cpu_matmul_bf16_products(float *out, const float *x, const uint16_t *w, const float *bias, size_t rows,
                                          size_t n_out, size_t k) {
-    pf__weight weight = {(void *)w, PF__DTYPE_BF16, n_out, k, 0};
+    pf__weight weight = {(void *)w, PF__DTYPE_BF16, n_out, k, 0, NULL, NULL};
     void *scratch = malloc(pf__bf16_products_bytes(&weight, rows));
     if (scratch) pf__cpu_matmul_bf16_products(out, x, &weight, bias, rows, scratch);
     else memset(out, 0xff, rows * n_out * sizeof(float)); /* NaN */
@@ -2113,6 +2470,35 @@ void pf_testing_cpu_normalize(float *out, const float *x, size_t n, double mean,
 #endif
 
 static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__weight *bias,
+                           size_t rows);
+
+/* A stack kept as parts in different formats (pf__weight.parts): each part's product into
+   parts_out, then into its columns of out. */
+static void pf__cpu_matmul_parts(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__weight *bias,
+                                 size_t rows) {
+    pf__cpu_rank *cpu = pf__cpu(r);
+    size_t column = 0;
+    for (const pf__weight *part = w->parts; part && !r->error; part = part->next) {
+        size_t need = rows * part->rows * sizeof(float);
+        if (need > cpu->parts_out_bytes) {
+            float *grown = (float *)realloc(cpu->parts_out, need);
+            if (!grown) {
+                pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory for a product's parts (%zu bytes)", need);
+                return;
+            }
+            cpu->parts_out = grown;
+            cpu->parts_out_bytes = need;
+        }
+        pf__weight part_bias = {0};
+        if (bias) part_bias = *bias, part_bias.data = (float *)bias->data + column, part_bias.rows = part->rows;
+        pf__cpu_matmul(r, cpu->parts_out, x, part, bias ? &part_bias : NULL, rows);
+        for (size_t i = 0; i < rows; i++)
+            memcpy(out + i * w->rows + column, cpu->parts_out + i * part->rows, part->rows * sizeof(float));
+        column += part->rows;
+    }
+}
+
+static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__weight *bias,
                            size_t rows) {
 #ifdef PF_TESTING
     if (r->world == pf_testing_fail_rank && --pf_testing_fail_countdown == 0) {
@@ -2121,9 +2507,16 @@ static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__we
     }
 #endif
     pf__cpu_rank *cpu = pf__cpu(r);
+    if (w->parts) {
+        pf__cpu_matmul_parts(r, out, x, w, bias, rows);
+        return;
+    }
     const float *b = bias ? (const float *)bias->data : NULL;
-    int quantized = PF__QUANTIZED(w->dtype), bf16_products = r->group->options.bf16_products && w->dtype == PF__DTYPE_BF16;
-    size_t need = quantized       ? pf__quantized_x_bytes(rows, w->cols)
+    /* blocks against int8 x where the group asked for q8 / q4 products; else against fp32 x */
+    int quantized = PF__BLOCKED(w->dtype) && PF__QUANTIZED(r->group->dtype), kept = PF__BLOCKED(w->dtype) && !quantized;
+    int bf16_products = r->group->options.bf16_products && w->dtype == PF__DTYPE_BF16;
+    size_t need = kept            ? rows * (w->cols / 32) * sizeof(float)
+                  : quantized     ? pf__quantized_x_bytes(rows, w->cols)
                   : bf16_products ? pf__bf16_products_bytes(w, rows)
                                   : pf__widened_bytes(w, rows);
     if (need > cpu->matmul_scratch_bytes) { /* the first product of its size; kept for the next */
@@ -2136,7 +2529,9 @@ static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__we
         cpu->matmul_scratch = grown;
         cpu->matmul_scratch_bytes = need;
     }
-    if (quantized) pf__cpu_matmul_quantized(out, x, w, b, rows, cpu->matmul_scratch);
+    if (kept) pf__cpu_matmul_blocks_f32(out, x, w, b, rows, cpu->matmul_scratch);
+    else if (PF__QUANTIZED(w->dtype)) pf__cpu_matmul_quantized(out, x, w, b, rows, cpu->matmul_scratch);
+    else if (quantized) pf__cpu_matmul_blocks(out, x, w, b, rows, cpu->matmul_scratch);
     else if (bf16_products) pf__cpu_matmul_bf16_products(out, x, w, b, rows, cpu->matmul_scratch);
     else pf__cpu_matmul_rows(out, x, w, b, rows, need ? (float *)cpu->matmul_scratch : NULL);
 }

@@ -17,17 +17,21 @@ static const unsigned char pf__gguf_value_size[PF__GGUF_VALUE_TYPES] = {1, 1, 2,
 
 /* ggml's tensor types by id: the name for messages, and for the types we read the block (weights)
    and its bytes. Others are refused by name. */
-enum { PF__GGML_F32 = 0, PF__GGML_F16 = 1, PF__GGML_Q4_0 = 2, PF__GGML_Q4_1 = 3, PF__GGML_Q8_0 = 8,
-       PF__GGML_Q4_K = 12, PF__GGML_Q6_K = 14, PF__GGML_BF16 = 30 };
-static const struct { const char *name; unsigned block, bytes; } pf__ggml_types[] = {
-    [PF__GGML_F32] = {"F32", 1, 4}, [PF__GGML_F16] = {"F16", 1, 2}, [PF__GGML_Q4_0] = {"Q4_0", 32, 18},
-    [PF__GGML_Q4_1] = {"Q4_1", 32, 20}, [6] = {"Q5_0", 0, 0}, [7] = {"Q5_1", 0, 0}, [PF__GGML_Q8_0] = {"Q8_0", 32, 34},
-    [9] = {"Q8_1", 0, 0}, [10] = {"Q2_K", 0, 0}, [11] = {"Q3_K", 0, 0}, [PF__GGML_Q4_K] = {"Q4_K", 256, 144},
-    [13] = {"Q5_K", 0, 0}, [PF__GGML_Q6_K] = {"Q6_K", 256, 210}, [15] = {"Q8_K", 0, 0},
+enum { PF__GGML_F32 = 0, PF__GGML_F16 = 1, PF__GGML_Q4_0 = 2, PF__GGML_Q4_1 = 3, PF__GGML_Q5_0 = 6, PF__GGML_Q5_1 = 7,
+       PF__GGML_Q8_0 = 8, PF__GGML_Q4_K = 12, PF__GGML_Q5_K = 13, PF__GGML_Q6_K = 14, PF__GGML_BF16 = 30 };
+/* The block formats we read: each one's dtype (src/blocks.c), which sizes its blocks. */
+static const struct { const char *name; unsigned block, bytes; pf__dtype dtype; } pf__ggml_types[] = {
+    [PF__GGML_F32] = {"F32", 1, 4, PF__DTYPE_F32}, [PF__GGML_F16] = {"F16", 1, 2, PF__DTYPE_F16},
+    [PF__GGML_Q4_0] = {"Q4_0", 32, 18, PF__DTYPE_Q4}, [PF__GGML_Q4_1] = {"Q4_1", 32, 20, PF__DTYPE_Q4_1},
+    [PF__GGML_Q5_0] = {"Q5_0", 32, 22, PF__DTYPE_Q5_0}, [PF__GGML_Q5_1] = {"Q5_1", 32, 24, PF__DTYPE_Q5_1},
+    [PF__GGML_Q8_0] = {"Q8_0", 32, 34, PF__DTYPE_Q8}, [9] = {"Q8_1", 0, 0, PF__DTYPE_OTHER},
+    [10] = {"Q2_K", 0, 0, PF__DTYPE_OTHER}, [11] = {"Q3_K", 0, 0, PF__DTYPE_OTHER},
+    [PF__GGML_Q4_K] = {"Q4_K", 256, 144, PF__DTYPE_Q4_K}, [PF__GGML_Q5_K] = {"Q5_K", 256, 176, PF__DTYPE_Q5_K},
+    [PF__GGML_Q6_K] = {"Q6_K", 256, 210, PF__DTYPE_Q6_K}, [15] = {"Q8_K", 0, 0, PF__DTYPE_OTHER},
     [16] = {"IQ2_XXS", 0, 0}, [17] = {"IQ2_XS", 0, 0}, [18] = {"IQ3_XXS", 0, 0}, [19] = {"IQ1_S", 0, 0},
     [20] = {"IQ4_NL", 0, 0}, [21] = {"IQ3_S", 0, 0}, [22] = {"IQ2_S", 0, 0}, [23] = {"IQ4_XS", 0, 0},
     [24] = {"I8", 0, 0}, [25] = {"I16", 0, 0}, [26] = {"I32", 0, 0}, [27] = {"I64", 0, 0}, [28] = {"F64", 0, 0},
-    [29] = {"IQ1_M", 0, 0}, [PF__GGML_BF16] = {"BF16", 1, 2}, [34] = {"TQ1_0", 0, 0}, [35] = {"TQ2_0", 0, 0},
+    [29] = {"IQ1_M", 0, 0}, [PF__GGML_BF16] = {"BF16", 1, 2, PF__DTYPE_BF16}, [34] = {"TQ1_0", 0, 0}, [35] = {"TQ2_0", 0, 0},
     [39] = {"MXFP4", 0, 0},
 };
 #define PF__GGUF_MAX_DIMS 4 /* ggml's GGML_MAX_DIMS */
@@ -236,7 +240,7 @@ static pf_result pf__gguf_read_tensor_infos(pf__gguf *g, pf__gguf_cursor *c, uin
         unsigned block = pf__ggml_types[type].block;
         if (!block)
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%.*s' has type %s, which parallelformers "
-                              "does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K and Q6_K)", path, name_len,
+                              "does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K)", path, name_len,
                               t->name, pf__ggml_types[type].name);
         if (t->cols % block || pf__mul_size(rows, t->cols / block * pf__ggml_types[type].bytes, &t->bytes) ||
             t->cols / block * pf__ggml_types[type].bytes / pf__ggml_types[type].bytes != t->cols / block)
@@ -761,64 +765,7 @@ static void pf__gguf_dequantize_row(const pf__gguf_tensor *t, size_t row, float 
         }
         case PF__GGML_F16: out[0] = pf__gguf_f16(src); break;
         case PF__GGML_BF16: out[0] = pf__bf16_to_f32((uint16_t)(src[0] | src[1] << 8)); break;
-        case PF__GGML_Q8_0: { /* d, then 32 int8: d * q */
-            float d = pf__gguf_f16(src);
-            for (int i = 0; i < 32; i++) out[i] = d * (float)(int8_t)src[2 + i];
-            break;
-        }
-        case PF__GGML_Q4_0: /* d, then 16 bytes: low nibbles weights 0..15, high 16..31; d * (q - 8) */
-        case PF__GGML_Q4_1: { /* d, m, then the same nibbles: d * q + m */
-            float d = pf__gguf_f16(src), m = t->type == PF__GGML_Q4_1 ? pf__gguf_f16(src + 2) : 0.0f;
-            const uint8_t *q = src + (t->type == PF__GGML_Q4_1 ? 4 : 2);
-            for (int i = 0; i < 16; i++) {
-                if (t->type == PF__GGML_Q4_0) {
-                    out[i] = d * (float)((q[i] & 15) - 8);
-                    out[i + 16] = d * (float)((q[i] >> 4) - 8);
-                } else {
-                    out[i] = d * (float)(q[i] & 15) + m;
-                    out[i + 16] = d * (float)(q[i] >> 4) + m;
-                }
-            }
-            break;
-        }
-        case PF__GGML_Q4_K: { /* d, dmin, 12 bytes of eight 6-bit (scale, min) pairs, 128 bytes of nibbles */
-            float d = pf__gguf_f16(src), dmin = pf__gguf_f16(src + 2);
-            const uint8_t *sc = src + 4, *q = src + 16;
-            for (int j = 0; j < 8; j++) { /* sub-block j: 32 weights, low nibbles for even j, high for odd */
-                int scale, min;
-                if (j < 4) {
-                    scale = sc[j] & 63;
-                    min = sc[j + 4] & 63;
-                } else {
-                    scale = (sc[j + 4] & 15) | (sc[j - 4] >> 6) << 4;
-                    min = (sc[j + 4] >> 4) | (sc[j] >> 6) << 4;
-                }
-                float ds = d * (float)scale, dm = dmin * (float)min;
-                const uint8_t *qs = q + (j / 2) * 32;
-                for (int i = 0; i < 32; i++) out[j * 32 + i] = ds * (float)(j % 2 ? qs[i] >> 4 : qs[i] & 15) - dm;
-            }
-            break;
-        }
-        case PF__GGML_Q6_K: { /* 128 bytes of low nibbles, 64 of high 2-bit pairs, 16 int8 scales, d */
-            const uint8_t *ql = src, *qh = src + 128;
-            const int8_t *sc = (const int8_t *)(src + 192);
-            float d = pf__gguf_f16(src + 208);
-            for (int half = 0; half < 2; half++, ql += 64, qh += 32, sc += 8) {
-                float *y = out + half * 128;
-                for (int l = 0; l < 32; l++) {
-                    int is = l / 16;
-                    int q1 = ((ql[l] & 15) | ((qh[l] >> 0) & 3) << 4) - 32;
-                    int q2 = ((ql[l + 32] & 15) | ((qh[l] >> 2) & 3) << 4) - 32;
-                    int q3 = ((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4) - 32;
-                    int q4 = ((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4) - 32;
-                    y[l] = d * (float)sc[is] * (float)q1;
-                    y[l + 32] = d * (float)sc[is + 2] * (float)q2;
-                    y[l + 64] = d * (float)sc[is + 4] * (float)q3;
-                    y[l + 96] = d * (float)sc[is + 6] * (float)q4;
-                }
-            }
-            break;
-        }
+        default: pf__block_dequantize(pf__ggml_types[t->type].dtype, src, out);
         }
     }
 }
@@ -849,9 +796,35 @@ static size_t pf__gguf_interleaved_source(size_t hf_row, size_t heads, size_t he
     return part * heads * head_rows + head * head_rows + i;
 }
 
-/* GGUF tensor t as the checkpoint tensor `name` of out: F32, F16 and BF16 tensors that need no
-   rearranging point into the map; the others become fp32 copies (quantized types dequantized as
-   ggml does), owned by the index. heads: the q or k weight's head count. */
+/* A quantized matrix kept in its blocks: pointing into the map, or its rows copied whole in the
+   order transform gives them (the rows a head's rotary halves, or a fused qkv, were rearranged in). */
+static pf_result pf__gguf_keep_blocks(pf__st_index *index, pf__st_tensor *st, const pf__gguf_tensor *t,
+                                      pf__gguf_transform transform, size_t heads, size_t head_rows, char *message,
+                                      size_t size) {
+    st->dtype = pf__ggml_types[t->type].dtype;
+    st->bytes = t->bytes;
+    st->data = t->data;
+    if (transform != PF__GGUF_AS_IS) {
+        size_t row_bytes = t->bytes / t->rows;
+        uint8_t *out = (uint8_t *)malloc(t->bytes);
+        if (!out || pf__st_own(index, out)) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        for (size_t r = 0; r < t->rows; r++) {
+            size_t from = transform == PF__GGUF_INTERLEAVE_QKV ? pf__gguf_interleaved_source(r, heads, head_rows)
+                                                               : pf__gguf_unpermuted_source(r, head_rows);
+            memcpy(out + r * row_bytes, t->data + from * row_bytes, row_bytes);
+        }
+        st->data = out;
+    }
+    index->num_tensors++;
+    return PF_OK;
+}
+
+/* GGUF tensor t as the checkpoint tensor `name` of out: tensors that need no rearranging point
+   into the map, quantized ones in their blocks (the ranks keep them so, or expand them as
+   pf_parallel_options.dtype asks: src/slicing.c); a matrix whose rows are reordered (LLaMA's q and
+   k, a fused qkv) becomes a copy of its rows in the new order, blocks and all, owned by the index;
+   the others become fp32 copies (quantized types dequantized as ggml does). heads: the q or k
+   weight's head count. */
 static pf_result pf__gguf_add_tensor(pf__st_index *index, const pf__gguf *g, const pf__gguf_tensor *t, const char *name,
                                      pf__gguf_transform transform, size_t heads, char *message, size_t size) {
     pf__st_tensor *st = &index->tensors[index->num_tensors];
@@ -886,6 +859,10 @@ static pf_result pf__gguf_add_tensor(pf__st_index *index, const pf__gguf *g, con
     }
     if (transform == PF__GGUF_TRANSPOSE && t->ndim != 2)
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' is not a matrix", g->path, pf__gguf_shown(t->name_len), t->name);
+    int rows_moved_whole = transform == PF__GGUF_AS_IS || transform == PF__GGUF_UNPERMUTE_Q ||
+                           transform == PF__GGUF_UNPERMUTE_K || transform == PF__GGUF_INTERLEAVE_QKV;
+    if (!plain && t->ndim >= 2 && rows_moved_whole)
+        return pf__gguf_keep_blocks(index, st, t, transform, heads, head_rows, message, size);
     float *out = (float *)malloc(st->numel * sizeof(float)), *row = (float *)malloc(t->cols * sizeof(float));
     if (!out || !row || pf__st_own(index, out)) { /* pf__st_own frees out when it fails */
         if (!row) free(out);

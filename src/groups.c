@@ -99,7 +99,7 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
     for (size_t i = 0; i < pf__num_slots(c); i++) { /* split tensors read once, replicated ones by every rank */
         const pf__source *src = &m->sources[i];
         if (src->data)
-            g->progress_total += (uint64_t)src->rows * src->cols * pf__dtype_size(src->dtype) *
+            g->progress_total += (uint64_t)pf__weight_bytes(src->dtype, src->rows, src->cols) *
                                  (src->split == PF__SPLIT_NONE ? (uint64_t)num_ranks : 1);
     }
     g->ranks = (pf__rank *)calloc((size_t)num_ranks, sizeof *g->ranks);

@@ -98,8 +98,12 @@ PF_PRIVATE pf_result pf__json_load(const char *path, pf__json **out, char *messa
 
 /* ---- src/safetensors.c ---- */
 
-/* PF__DTYPE_Q8 and _Q4 are rank storage formats only (no checkpoint holds them): see PF__Q8_BLOCK. */
-typedef enum { PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8, PF__DTYPE_Q4, PF__DTYPE_OTHER } pf__dtype;
+/* PF__DTYPE_Q8 and _Q4 are llama.cpp's Q8_0 and Q4_0 blocks: our quantizers' formats (see
+   PF__Q8_BLOCK), and a GGUF's. Q4_1 to Q6_K are GGUF's other block formats, kept as the file holds
+   them (src/blocks.c); PF__BLOCKED names them all. */
+typedef enum { PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8, PF__DTYPE_Q4, PF__DTYPE_Q4_1, PF__DTYPE_Q5_0,
+               PF__DTYPE_Q5_1, PF__DTYPE_Q4_K, PF__DTYPE_Q5_K, PF__DTYPE_Q6_K, PF__DTYPE_OTHER } pf__dtype;
+#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_Q6_K)
 #define PF__MAX_DIMS 8
 
 typedef struct pf__file_map {
@@ -148,6 +152,25 @@ PF_PRIVATE size_t pf__dtype_size(pf__dtype t);
 #define PF__QUANTIZED(t) ((t) == PF__DTYPE_Q8 || (t) == PF__DTYPE_Q4)
 PF_PRIVATE float pf__q8_scale(const unsigned char *block);
 PF_PRIVATE size_t pf__weight_bytes(pf__dtype t, size_t rows, size_t cols);
+
+/* ---- src/blocks.c ---- */
+/* A block format's weights per block (32, or 256 for the K formats; 1 for F32, F16, BF16) and
+   bytes per block; its name as GGUF spells it. */
+PF_PRIVATE size_t pf__block_values(pf__dtype t);
+PF_PRIVATE size_t pf__block_bytes(pf__dtype t);
+PF_PRIVATE const char *pf__dtype_name(pf__dtype t);
+PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *block, float *out);
+PF_PRIVATE float pf__block_value(pf__dtype t, const void *w, size_t i);
+/* Sub-block j (32 weights) of a block in integers: weight i is dw * s_i * v[i] + mw, s_i being
+   scales16[i / 16] (Q6_K's 16-weight scales; 1 for the others) and mw 0 for the formats without
+   a minimum (Q8_0, Q4_0, Q5_0, Q6_K). What the integer matrix products multiply. */
+typedef struct pf__sub_block {
+    int8_t v[32];
+    int16_t scales16[2];
+    float dw, mw;
+} pf__sub_block;
+PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *block, int j, pf__sub_block *out);
+PF_PRIVATE int pf__block_has_min(pf__dtype t);
 PF_PRIVATE pf_result pf__map_file(const char *path, pf__file_map *map, char *message, size_t size);
 PF_PRIVATE int pf__tensor_cmp(const void *a, const void *b);
 PF_PRIVATE void pf__st_close(pf__st_index *index);
@@ -1115,6 +1138,10 @@ typedef struct pf__weight {
     pf__dtype dtype;
     size_t rows, cols;
     size_t col_begin; /* the slice's first column in the whole tensor (row-split weights) */
+    /* A stack whose members keep different block formats (a GGUF's q, k and v in Q4_K, Q4_K and
+       Q6_K): the stack's weight has no dtype of its own (PF__DTYPE_OTHER) and `parts` is its first
+       member's weight, each member's `next` the following one; products run member by member. */
+    const struct pf__weight *parts, *next;
 } pf__weight;
 
 /* What one forward call computes, the same on every rank. */
@@ -1397,6 +1424,7 @@ static PF__INLINE float pf__weight_value(const void *w, size_t i, const int wt) 
         int q = j < PF__Q8_BLOCK / 2 ? block[2 + j] & 15 : block[2 + j - PF__Q8_BLOCK / 2] >> 4;
         return pf__q8_scale(block) * (float)(q - 8);
     }
+    if (PF__BLOCKED(wt)) return pf__block_value((pf__dtype)wt, w, i);
     if (wt == PF__DTYPE_F16) return pf__f16_to_f32(((const uint16_t *)w)[i]);
     if (wt == PF__DTYPE_BF16) return pf__bf16_to_f32(((const uint16_t *)w)[i]);
     return ((const float *)w)[i];
@@ -1459,6 +1487,8 @@ typedef struct pf__cpu_rank {
                                  weights, widened fp16/bf16 weight rows (grown on demand and kept, so
                                  a decode step allocates nothing) */
     size_t matmul_scratch_bytes;
+    float *parts_out;         /* a stack's part's products (pf__weight.parts), grown on demand */
+    size_t parts_out_bytes;
 } pf__cpu_rank;
 
 /* ---- jobs, groups and the model: the types of every layer above the backends ---- */

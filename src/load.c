@@ -121,7 +121,7 @@ static pf_result pf__resolve_lm_head(pf_model *m) {
                         "not use", m->dir, pf__head_name(c->head));
     if (c->tie_word_embeddings && head->data) {
         if (head->dtype != embed_src->dtype || head->rows != embed_src->rows || head->cols != embed_src->cols ||
-            memcmp(head->data, embed_src->data, head->rows * head->cols * pf__dtype_size(head->dtype)))
+            memcmp(head->data, embed_src->data, pf__weight_bytes(head->dtype, head->rows, head->cols)))
             return PF__FAIL(m, PF_ERROR_FORMAT,
                             "%s: config.json's tie_word_embeddings is true, but the checkpoint's LM head differs from its "
                             "token embedding", m->dir);

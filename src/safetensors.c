@@ -17,8 +17,7 @@ PF_PRIVATE float pf__q8_scale(const unsigned char *block) {
 
 /* Bytes of a [rows][cols] weight stored as t (Q8: cols a multiple of PF__Q8_BLOCK). */
 PF_PRIVATE size_t pf__weight_bytes(pf__dtype t, size_t rows, size_t cols) {
-    if (t == PF__DTYPE_Q8) return rows * (cols / PF__Q8_BLOCK) * PF__Q8_BYTES;
-    if (t == PF__DTYPE_Q4) return rows * (cols / PF__Q8_BLOCK) * PF__Q4_BYTES;
+    if (PF__BLOCKED(t)) return rows * (cols / pf__block_values(t)) * pf__block_bytes(t);
     return rows * cols * pf__dtype_size(t);
 }
 

@@ -74,7 +74,7 @@ static size_t pf__plan_row(const pf__plan *p, size_t i) { return p->row_map ? p-
 
 /* n consecutive values of a source in file order, from element index first, as fp32. */
 static void pf__source_run(float *dst, const pf__source *src, size_t first, size_t n) {
-    const unsigned char *at = src->data + first * pf__dtype_size(src->dtype);
+    const unsigned char *at = PF__BLOCKED(src->dtype) ? src->data : src->data + first * pf__dtype_size(src->dtype);
     switch (src->dtype) {
     case PF__DTYPE_F32: memcpy(dst, at, n * sizeof(float)); break;
     case PF__DTYPE_F16:
@@ -83,7 +83,19 @@ static void pf__source_run(float *dst, const pf__source *src, size_t first, size
     case PF__DTYPE_BF16:
         for (size_t k = 0; k < n; k++) dst[k] = pf__bf16_to_f32((uint16_t)(at[2 * k] | (at[2 * k + 1] << 8)));
         break;
-    default: memset(dst, 0, n * sizeof(float));
+    default:
+        if (PF__BLOCKED(src->dtype)) { /* through whole blocks: runs start and end anywhere in them */
+            size_t values = pf__block_values(src->dtype), bytes = pf__block_bytes(src->dtype);
+            float block[256];
+            for (size_t done = 0; done < n;) {
+                size_t i = first + done, in_block = i % values, take = values - in_block;
+                if (take > n - done) take = n - done;
+                pf__block_dequantize(src->dtype, src->data + i / values * bytes, block);
+                memcpy(dst + done, block + in_block, take * sizeof(float));
+                done += take;
+            }
+        } else
+            memset(dst, 0, n * sizeof(float));
     }
 }
 
@@ -153,17 +165,52 @@ static int pf__q8_fits(const pf__source *src, const pf__plan *p) {
            p->col_begin % PF__Q8_BLOCK == 0;
 }
 
+/* Whether the ranks keep a GGUF's quantized matrices in their blocks: CPU ranks, where
+   pf_parallel_options.dtype is PF_DTYPE_AUTO (any other dtype converts them, from their values). */
+static int pf__keeps_blocks(const pf__group *g) {
+    return g->backend->host_memory && g->options.dtype == PF_DTYPE_AUTO;
+}
+
+/* Whether a rank's slice of a block-format source keeps whole blocks: whole rows ([out, in]
+   matrices split by rows always do), or columns starting and ending on the blocks' boundaries. */
+static int pf__blocks_fit(const pf__source *src, const pf__plan *p) {
+    size_t values = pf__block_values(src->dtype);
+    return src->layout == PF__LAYOUT_OUT_IN && p->cols % values == 0 && p->col_begin % values == 0;
+}
+
+/* Fails the rank where its slice of a source the ranks keep in blocks would cut blocks. */
+static int pf__check_blocks_fit(pf__rank *r, const pf__source *src, const pf__plan *p) {
+    if (!pf__keeps_blocks(r->group) || !PF__BLOCKED(src->dtype) || src->layout == PF__LAYOUT_VECTOR ||
+        pf__blocks_fit(src, p))
+        return 1;
+    pf__rank_fail(r, PF_ERROR_UNSUPPORTED, "a %s weight of [%zu, %zu] would be cut inside its %zu-weight blocks on %d "
+                  "ranks (rank %d's columns %zu..%zu): use fewer ranks, or dtype f32 (PF_DTYPE_F32) to expand it",
+                  pf__dtype_name(src->dtype), src->rows, src->cols, pf__block_values(src->dtype), r->group->num_ranks,
+                  r->index, p->col_begin, p->col_begin + p->cols);
+    return 0;
+}
+
 /* The dtype a source is stored in on the ranks: the group's, except that the CPU backend keeps
    1-D tensors (norms, biases: a tiny share of the bytes) in fp32 for its ops to read as they are,
-   their values rounded to the group's dtype so that they are what the dtype would hold; and
-   that a Q8 or Q4 group keeps in fp16 the slices the blocks cannot hold (pf__q8_fits). */
+   their values rounded to the group's dtype so that they are what the dtype would hold; that
+   a Q8 or Q4 group keeps in fp16 the slices the blocks cannot hold (pf__q8_fits); and that a
+   file's blocks stay as they are by default (pf__keeps_blocks) and in a Q8 group. */
 static pf__dtype pf__storage_dtype(const pf__group *g, const pf__source *src, const pf__plan *p) {
     if (g->backend->host_memory && src->layout == PF__LAYOUT_VECTOR) return PF__DTYPE_F32;
+    if (pf__keeps_blocks(g) && PF__BLOCKED(src->dtype)) return src->dtype; /* pf__blocks_fit checked it */
+    /* q8 products on a file's blocks: multiplied as they are, as llama.cpp does */
+    if (g->dtype == PF__DTYPE_Q8 && PF__BLOCKED(src->dtype) && pf__blocks_fit(src, p)) return src->dtype;
     if (PF__QUANTIZED(g->dtype)) return pf__q8_fits(src, p) ? g->dtype : PF__DTYPE_F16;
     return g->dtype;
 }
 
 /* Slices one source into rank memory at dst ([plan rows, plan cols] in pf__storage_dtype). */
+/* The checkpoint bytes that hold `count` values of src (blocks counted by the share of them). */
+static uint64_t pf__source_bytes(const pf__source *src, size_t count) {
+    if (PF__BLOCKED(src->dtype)) return (uint64_t)count * pf__block_bytes(src->dtype) / pf__block_values(src->dtype);
+    return (uint64_t)count * pf__dtype_size(src->dtype);
+}
+
 /* A rank copied `bytes` of checkpoint data: counted for the progress callback. */
 static void pf__progress_add(pf__group *g, uint64_t bytes) {
     if (!g->progress) return;
@@ -185,7 +232,7 @@ static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__sou
         pf__slice_copy(f, src, p);
         for (size_t k = 0; rounding != PF__DTYPE_F32 && k < numel; k++)
             f[k] = rounding == PF__DTYPE_F16 ? pf__f16_to_f32(pf__f32_to_f16(f[k])) : pf__bf16_to_f32(pf__f32_to_bf16(f[k]));
-        pf__progress_add(r->group, numel * pf__dtype_size(src->dtype));
+        pf__progress_add(r->group, pf__source_bytes(src, numel));
         return;
     }
     if (numel * sizeof(float) > *staging_size) { /* one slice at a time: never a second full copy */
@@ -199,6 +246,15 @@ static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__sou
         }
     }
     float *f = *staging;
+    if (PF__BLOCKED(dtype) && dtype == src->dtype && src->layout == PF__LAYOUT_OUT_IN) { /* the file's blocks, row by row (whole blocks: pf__blocks_fit) */
+        size_t values = pf__block_values(dtype), row_bytes = pf__weight_bytes(dtype, 1, src->cols);
+        size_t slice_bytes = pf__weight_bytes(dtype, 1, p->cols), skip = p->col_begin / values * pf__block_bytes(dtype);
+        for (size_t i = 0; i < p->rows; i++)
+            memcpy((uint8_t *)f + i * slice_bytes, src->data + pf__plan_row(p, i) * row_bytes + skip, slice_bytes);
+        r->backend->upload(r, dst, f, slice_bytes * p->rows);
+        pf__progress_add(r->group, slice_bytes * p->rows);
+        return;
+    }
     pf__slice_copy(f, src, p);
     if (dtype == PF__DTYPE_Q8) {
         pf__q8_quantize(f, p->rows, p->cols);
@@ -209,7 +265,7 @@ static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__sou
         for (size_t k = 0; k < numel; k++) half[k] = dtype == PF__DTYPE_F16 ? pf__f32_to_f16(f[k]) : pf__f32_to_bf16(f[k]);
     }
     r->backend->upload(r, dst, f, pf__weight_bytes(dtype, p->rows, p->cols));
-    pf__progress_add(r->group, numel * pf__dtype_size(src->dtype));
+    pf__progress_add(r->group, pf__source_bytes(src, numel));
 }
 
 /* Host tables a rank needs besides the checkpoint's tensors: uploaded into rank memory. */
@@ -320,7 +376,8 @@ static void pf__rank_load_stack(pf__rank *r, const struct pf__stack *stack, size
     pf__plan plans[4];
     size_t rows = 0, cols = 0;
     int n = 0;
-    pf__dtype dtype = g->dtype; /* the members' (all matrices, or all vectors) */
+    pf__dtype dtype = g->dtype, own[4]; /* the members' (all matrices, or all vectors) */
+    int mixed = 0; /* members kept in different block formats: the stack's weight is its parts */
     for (int k = 0; k < stack->num_members; k++) {
         const pf__source *src = &m->sources[layer_base + stack->members[k]];
         if (!src->data) continue;
@@ -328,31 +385,46 @@ static void pf__rank_load_stack(pf__rank *r, const struct pf__stack *stack, size
             pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
             break;
         }
-        pf__dtype own = pf__storage_dtype(g, src, &plans[n]);
-        if (n == 0 || !PF__QUANTIZED(own)) dtype = own; /* blocks only if every member fits them */
+        if (!pf__check_blocks_fit(r, src, &plans[n])) {
+            free(plans[n].row_map);
+            break;
+        }
+        own[n] = pf__storage_dtype(g, src, &plans[n]);
+        if (!pf__keeps_blocks(g) && g->dtype != PF__DTYPE_Q8) {
+            if (n == 0 || !PF__QUANTIZED(own[n])) dtype = own[n]; /* blocks only if every member fits them */
+        } else if (n == 0) {
+            dtype = own[n];
+        } else if (own[n] != dtype) {
+            mixed = 1;
+        }
         rows += plans[n].rows;
         cols = plans[n++].cols;
     }
+    size_t bytes = 0;
+    for (int k = 0; k < n; k++) bytes += pf__weight_bytes(mixed ? own[k] : dtype, plans[k].rows, cols);
     pf__weight *w = &r->weights[i];
-    w->dtype = dtype;
+    w->dtype = mixed ? PF__DTYPE_OTHER : dtype;
     w->rows = rows;
     w->cols = cols;
-    w->data = r->error ? NULL : pf__rank_alloc(r, pf__weight_bytes(dtype, rows, cols));
+    w->data = r->error ? NULL : pf__rank_alloc(r, bytes);
     size_t offset = 0;
-    n = 0;
-    for (int k = 0; k < stack->num_members; k++) {
+    pf__weight *previous = NULL;
+    for (int k = 0, at = 0; k < stack->num_members && at < n; k++) {
         const pf__source *src = &m->sources[layer_base + stack->members[k]];
         if (!src->data) continue;
-        pf__plan *p = &plans[n++];
+        pf__plan *p = &plans[at];
         pf__weight *member = &r->weights[layer_base + stack->members[k]];
-        member->dtype = dtype;
+        member->dtype = mixed ? own[at] : dtype;
         member->rows = p->rows;
         member->cols = p->cols;
         member->col_begin = p->col_begin;
-        member->data = w->data ? (char *)w->data + pf__weight_bytes(dtype, offset, cols) : NULL;
-        if (member->data) pf__rank_fill(r, member->data, dtype, src, p, staging, staging_size);
-        offset += p->rows;
+        member->data = w->data ? (char *)w->data + offset : NULL;
+        if (member->data) pf__rank_fill(r, member->data, member->dtype, src, p, staging, staging_size);
+        offset += pf__weight_bytes(member->dtype, p->rows, cols);
+        if (mixed) *(previous ? &previous->next : &w->parts) = member;
+        previous = member;
         free(p->row_map);
+        at++;
     }
 }
 
@@ -389,6 +461,10 @@ static void pf__rank_load_weights(pf__rank *r) {
             break;
         }
         pf__weight *w = &r->weights[i];
+        if (!pf__check_blocks_fit(r, src, &p)) {
+            free(p.row_map);
+            break;
+        }
         w->rows = p.rows;
         w->cols = p.cols;
         w->col_begin = p.col_begin;
@@ -556,13 +632,25 @@ PF_PRIVATE void pf__rank_gather(pf__rank *r) {
             pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
             return;
         }
+        /* widened in place from the back (a value's 16-bit, Q8 or Q4 source lies before it); the
+           other block formats keep factors behind their values (Q6_K) or read sub-block scales
+           that the first values overwrite (Q4_K), so they widen from a copy */
+        int in_place = w.dtype == PF__DTYPE_F16 || w.dtype == PF__DTYPE_BF16 || PF__QUANTIZED(w.dtype);
+        size_t bytes = pf__weight_bytes(w.dtype, w.rows, w.cols);
+        void *raw = numel && w.dtype != PF__DTYPE_F32 && !in_place ? malloc(bytes) : NULL;
+        if (numel && w.dtype != PF__DTYPE_F32 && !in_place && !raw) {
+            free(slice);
+            free(p.row_map);
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+            return;
+        }
         if (numel) {
-            r->backend->download(r, slice, w.data, pf__weight_bytes(w.dtype, w.rows, w.cols));
-            if (w.dtype != PF__DTYPE_F32) { /* widen in place, from the back (Q8 too: a value's block lies before it) */
-                for (size_t k = numel; k-- > 0;) slice[k] = pf__weight_value(slice, k, w.dtype);
-            }
+            r->backend->download(r, raw ? raw : slice, w.data, bytes);
+            if (w.dtype != PF__DTYPE_F32)
+                for (size_t k = numel; k-- > 0;) slice[k] = pf__weight_value(raw ? raw : slice, k, w.dtype);
             pf__slice_scatter(g->gather[i], src->cols, slice, &p);
         }
+        free(raw);
         free(slice);
         free(p.row_map);
     }

@@ -7,6 +7,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -767,6 +768,122 @@ static void test_cpu_row_attention_kernels(void) {
 }
 #endif
 
+#ifdef PF_TESTING
+/* GGUF's block formats against the gguf package's dequantization (test/fixtures/blocks, written by
+   make_block_fixtures.py): pf__block_dequantize gives its values bit for bit, and the products in
+   the blocks are within the bound the activations' int8 rounding allows of the exact product of
+   those values. A block of x of largest magnitude a is rounded to steps of a / 127, each input
+   within a / 254, so |got - exact| <= sum over blocks of a / 254 * sum |w| there, plus fp32's
+   rounding of the chain (1e-5 of sum |w x|, far above 17 fp32 roundings of 512 terms). With x
+   already on the steps (integers, each block holding +-127) the rounding is exact and only
+   fp32's slack remains; so it is for the products of the blocks the ranks keep (fp32 x, no
+   rounding of x). Every kernel set: the same bits as the portable one. */
+#define BLOCK_ROWS 11
+#define BLOCK_COLS 512
+#define BLOCK_X_ROWS 5
+
+static double block_bound(const float *w, const float *x, size_t k, int exact_x) {
+    double bound = 0, magnitude = 0;
+    for (size_t b = 0; b < k / 32; b++) {
+        double largest = 0, weights = 0;
+        for (size_t i = b * 32; i < b * 32 + 32; i++) {
+            largest = fabs(x[i]) > largest ? fabs(x[i]) : largest;
+            weights += fabs(w[i]);
+            magnitude += fabs((double)w[i] * x[i]);
+        }
+        if (!exact_x) bound += largest / 254.0 * weights;
+    }
+    return bound + 1e-5 * magnitude + 1e-30;
+}
+
+static void test_block_format(const char *name, int dtype) {
+    char path[1024];
+    size_t blocks_size = 0, values_size = 0;
+    snprintf(path, sizeof path, "%s/blocks/%s.blocks", test_fixtures, name);
+    unsigned char *blocks = (unsigned char *)test_read_file(path, &blocks_size);
+    snprintf(path, sizeof path, "%s/blocks/%s.values", test_fixtures, name);
+    float *values = (float *)test_read_file(path, &values_size);
+    CHECK_MSG(blocks && values && values_size == BLOCK_ROWS * BLOCK_COLS * sizeof(float), "%s: fixture missing", name);
+    if (!blocks || !values || values_size != BLOCK_ROWS * BLOCK_COLS * sizeof(float)) {
+        free(blocks);
+        free(values);
+        return;
+    }
+    float *dequantized = (float *)malloc(values_size);
+    pf_testing_block_dequantize(dtype, blocks, BLOCK_ROWS * BLOCK_COLS, dequantized);
+    CHECK_MSG(!memcmp(dequantized, values, values_size), "%s: dequantized blocks differ from the gguf package's", name);
+    size_t row_bytes = blocks_size / BLOCK_ROWS, block_values = dtype >= 8 ? 256 : 32;
+    uint64_t state = 38;
+    static float x[BLOCK_X_ROWS * BLOCK_COLS], got[BLOCK_X_ROWS * BLOCK_ROWS], portable[BLOCK_X_ROWS * BLOCK_ROWS],
+        portable_kept[BLOCK_X_ROWS * BLOCK_ROWS];
+    int worst_ok = 1;
+    double worst_int8 = 0, worst_kept = 0;
+    for (int exact_x = 0; exact_x < 2; exact_x++) {
+        random_fill(x, BLOCK_X_ROWS * BLOCK_COLS, 1.0f, &state);
+        for (size_t i = 0; i < BLOCK_X_ROWS * BLOCK_COLS; i++) /* magnitudes that differ by block */
+            x[i] *= exact_x ? 1.0f : (float)(1 + (i / 32) % 7);
+        if (exact_x)
+            for (size_t i = 0; i < BLOCK_X_ROWS * BLOCK_COLS; i++)
+                x[i] = i % 32 == 5 ? (i % 64 == 5 ? 127.0f : -127.0f) : roundf(x[i] * 127.0f);
+        /* the whole rows, then the second half of the columns (a row-split rank's slice) */
+        for (int split = 0; split < 2; split++) {
+            size_t begin = split ? BLOCK_COLS / 2 : 0, k = BLOCK_COLS - begin;
+            if (begin % block_values) continue;
+            unsigned char *slice = (unsigned char *)malloc(BLOCK_ROWS * row_bytes);
+            size_t slice_bytes = row_bytes * k / BLOCK_COLS;
+            for (size_t o = 0; o < BLOCK_ROWS; o++)
+                memcpy(slice + o * slice_bytes, blocks + o * row_bytes + row_bytes - slice_bytes, slice_bytes);
+            static float xs[BLOCK_X_ROWS * BLOCK_COLS];
+            for (size_t r = 0; r < BLOCK_X_ROWS; r++) memcpy(xs + r * k, x + r * BLOCK_COLS + begin, k * sizeof(float));
+            for (size_t rows = 1; rows <= BLOCK_X_ROWS; rows += BLOCK_X_ROWS - 1) /* decode's one row, and five */
+                for (int kind = 2; kind >= 0; kind--) { /* portable first; AVX2; the default set */
+                    pf_testing_portable_cpu = kind == 2;
+                    pf_testing_avx2_cpu = kind == 1;
+                    for (int kept = 0; kept < 2; kept++) { /* int8 x (dtype q8), fp32 x (the default) */
+                        if (kept) pf_testing_cpu_matmul_kept(got, xs, slice, dtype, rows, BLOCK_ROWS, k);
+                        else pf_testing_cpu_matmul(got, xs, slice, dtype, NULL, rows, BLOCK_ROWS, k, begin);
+                        if (kind == 2) memcpy(kept ? portable_kept : portable, got, sizeof got);
+                        CHECK_MSG(!memcmp(got, kept ? portable_kept : portable, rows * BLOCK_ROWS * sizeof(float)),
+                                  "%s (kernel set %d, %zu rows, columns %zu.., %s x): not the portable kernels' bits",
+                                  name, kind, rows, begin, kept ? "fp32" : "int8");
+                        for (size_t r = 0; r < rows; r++)
+                            for (size_t o = 0; o < BLOCK_ROWS; o++) {
+                                const float *w = values + o * BLOCK_COLS + begin, *xr = xs + r * k;
+                                double exact = 0;
+                                for (size_t i = 0; i < k; i++) exact += (double)w[i] * xr[i];
+                                double err = fabs(got[r * BLOCK_ROWS + o] - exact);
+                                double bound = block_bound(w, xr, k, exact_x || kept);
+                                double *worst = kept ? &worst_kept : &worst_int8;
+                                *worst = err / bound > *worst ? err / bound : *worst;
+                                if (!(err <= bound)) worst_ok = 0;
+                            }
+                    }
+                }
+            pf_testing_avx2_cpu = pf_testing_portable_cpu = 0;
+            free(slice);
+        }
+    }
+    CHECK_MSG(worst_ok, "%s: a product beyond its bound of the gguf package's values (worst %.2f, %.2f of the bound)",
+              name, worst_int8, worst_kept);
+    printf("  %s blocks: the gguf package's values; products within %.2f (int8 x) and %.2f (fp32 x) of their bound\n",
+           name, worst_int8, worst_kept);
+    free(dequantized);
+    free(blocks);
+    free(values);
+}
+
+static void test_block_formats(void) {
+    static const struct { const char *name; int dtype; } formats[] = {
+        {"Q8_0", 3}, {"Q4_0", 4}, {"Q4_1", 5}, {"Q5_0", 6}, {"Q5_1", 7}, {"Q4_K", 8}, {"Q5_K", 9}, {"Q6_K", 10}};
+    for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) {
+        char random_name[32];
+        snprintf(random_name, sizeof random_name, "%s-random", formats[f].name);
+        test_block_format(formats[f].name, formats[f].dtype);
+        test_block_format(random_name, formats[f].dtype);
+    }
+}
+#endif
+
 void test_cpu_kernels(void) {
 #ifdef PF_TESTING
     test_cpu_matmul();
@@ -780,5 +897,6 @@ void test_cpu_kernels(void) {
     test_cpu_q8_kernels(1);
     test_cpu_bf16_products_kernel();
     test_cpu_sum_shifted();
+    test_block_formats();
 #endif
 }

@@ -16,6 +16,13 @@
 #include "testing_hooks.h"
 
 #define GGUF_LOGIT_TOLERANCE 1e-4f /* fp32 against fp32 on the same weights, as every fixture */
+/* dtype q8 keeps a file's blocks too but multiplies them against int8-rounded activations, as
+   llama.cpp's vec_dot does (test_cpu_kernels.c bounds each product by that rounding: 1/254 of a
+   block's largest input an input). On these random fixtures a product is about 1/16 of its sum
+   of |w x| (random signs over 256 inputs), so its relative error reaches a few percent and
+   compounds over the layers: llama-quant lands at 3.0 % of its largest logit, gpt2-q8 at 0.6 %.
+   Checked: within 5 % of the largest logit, and the same greedy tokens. */
+#define GGUF_BLOCKS_TOLERANCE 0.05f
 #define GGUF_NEW_TOKENS 8          /* as make_gguf_fixtures.py */
 
 static void gguf_check_reference_line(char *line) {
@@ -50,15 +57,35 @@ static void gguf_check_reference_line(char *line) {
     CHECK_MSG(count == (size_t)num_ids * vocab, "%s: %zu reference logits for %d positions of %zu", path, count, num_ids, vocab);
     int32_t prompt[TEST_MAX_IDS];
     for (int i = 0; i < num_ids; i++) prompt[i] = ids[i];
-    for (int ranks = 1; got && count == (size_t)num_ids * vocab && ranks <= 2; ranks++) {
+    float largest = 0;
+    for (size_t i = 0; i < count; i++) largest = fabsf(want[i]) > largest ? fabsf(want[i]) : largest;
+    /* dtype f32 expands every tensor (as the gguf package dequantizes); the default keeps the
+       blocks and multiplies them against fp32 activations; q8 against int8 ones */
+    static const pf_dtype dtypes[3] = {PF_DTYPE_F32, PF_DTYPE_AUTO, PF_DTYPE_Q8_0};
+    size_t weights[3] = {0, 0, 0}; /* on 1 rank, per dtype */
+    for (int run = 0; got && count == (size_t)num_ids * vocab && run < 6; run++) {
+        int ranks = 1 + run % 2, blocks = run >= 2, int8 = run >= 4;
         pf_parallel_options po = pf_parallel_options_init();
         po.device = PF_DEVICE_CPU;
+        po.dtype = dtypes[run / 2];
         r = pf_parallelize(m, ranks, &po);
+        pf_memory_info memory = {0};
+        if (!r) r = pf_get_memory_info(m, 0, &memory);
+        if (!r && ranks == 1) weights[run / 2] = memory.weights;
+        if (int8 && weights[1] >= weights[0]) break; /* no blocks in the file: q8 would requantize (not this test) */
         if (!r) r = pf_forward(m, prompt, 1, num_ids, got);
+        if (r && blocks && ranks == 2 && strstr(pf_error_message(m), "use fewer ranks, or dtype f32")) {
+            printf("  %s: on 2 ranks, %s\n", fields[0], pf_error_message(m)); /* K blocks of 256 on 128-wide halves */
+            continue;
+        }
         CHECK_MSG(r == PF_OK, "%s on %d ranks: %s", fields[0], ranks, pf_error_message(m));
         if (r) continue;
         float diff = test_max_abs_diff(got, want, count);
-        CHECK_MSG(diff <= GGUF_LOGIT_TOLERANCE, "%s on %d ranks: logits differ from transformers' by %g", fields[0], ranks, diff);
+        float tolerance = int8 && largest * GGUF_BLOCKS_TOLERANCE > GGUF_LOGIT_TOLERANCE ? largest * GGUF_BLOCKS_TOLERANCE
+                                                                                         : GGUF_LOGIT_TOLERANCE;
+        static const char *const how[3] = {"", " (in blocks)", " (dtype q8)"};
+        CHECK_MSG(diff <= tolerance, "%s on %d ranks%s: logits differ from transformers' by %g", fields[0], ranks,
+                  how[run / 2], diff);
         pf_generate_options o = pf_model_generate_options(m);
         o.max_new_tokens = GGUF_NEW_TOKENS;
         int32_t out[TEST_MAX_IDS];
@@ -66,8 +93,12 @@ static void gguf_check_reference_line(char *line) {
         r = pf_generate(m, prompt, num_ids, &o, out, TEST_MAX_IDS, &n);
         int same = r == PF_OK && n == num_greedy;
         for (int i = 0; same && i < n; i++) same = out[i] == greedy[i];
-        CHECK_MSG(same, "%s on %d ranks: greedy tokens differ from transformers' (%s)", fields[0], ranks, pf_result_string(r));
-        if (ranks == 1) printf("  %s: %zu logits within %.1e of transformers'\n", fields[0], count, diff);
+        /* int8 rounding may flip these random models' near ties: q8 is held to its logits' bound */
+        CHECK_MSG(same || (int8 && r == PF_OK), "%s on %d ranks%s: greedy tokens differ from transformers' (%s)", fields[0],
+                  ranks, how[run / 2], pf_result_string(r));
+        if (ranks == 1 && (!blocks || diff > GGUF_LOGIT_TOLERANCE))
+            printf("  %s%s: %zu logits within %.1e of transformers' (%.1f %% of the largest)\n", fields[0], how[run / 2],
+                   count, diff, 100.0 * diff / largest);
     }
     free(want);
     free(got);
@@ -97,6 +128,58 @@ static void gguf_check_same_as_safetensors(void) {
     }
     pf_free(a);
     pf_free(b);
+}
+
+/* A quantized file's weights held by default in its own blocks: the rank's weight bytes within 5 %
+   of the file's size (the file's BF16 norms are fp32 on CPU ranks; the metadata is not copied),
+   and a quarter of what dtype f32 expands them to at most. */
+static void gguf_check_blocks_memory(void) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/gguf/llama-quant.gguf", test_fixtures);
+    size_t file_size = 0;
+    free(test_read_file(path, &file_size));
+    pf_model *m = NULL;
+    pf_result r = pf_load(path, NULL, &m);
+    pf_memory_info blocks = {0}, expanded = {0};
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    if (!r) r = pf_parallelize(m, 1, &po);
+    if (!r) r = pf_get_memory_info(m, 0, &blocks);
+    po.dtype = PF_DTYPE_F32;
+    if (!r) r = pf_parallelize(m, 1, &po);
+    if (!r) r = pf_get_memory_info(m, 0, &expanded);
+    CHECK_MSG(r == PF_OK && file_size && blocks.weights <= file_size + file_size / 20 && 4 * blocks.weights <= expanded.weights,
+              "llama-quant.gguf (%zu bytes): weights take %zu bytes in blocks, %zu in fp32 (%s)", file_size,
+              blocks.weights, expanded.weights, pf_error_message(m));
+    printf("  llama-quant.gguf (%zu bytes): weights in %zu bytes in their blocks, %zu expanded to fp32\n", file_size,
+           blocks.weights, expanded.weights);
+    pf_free(m);
+}
+
+/* pf_to_cpu gathers 2 ranks' blocks as their fp32 values: the same logits within fp32's rounding
+   of the sums. gpt2-q8 keeps its Q8_0 embedding and head in blocks (its Conv1D matrices are
+   transposed at load, hence expanded); the other formats' gathering is not reached by a fixture
+   that splits over 2 ranks (llama-quant's K blocks do not). */
+static void gguf_check_blocks_to_cpu(void) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/gguf/gpt2-q8.gguf", test_fixtures);
+    pf_model *m = NULL;
+    pf_result r = pf_load(path, NULL, &m);
+    int32_t ids[5] = {1, 17, 42, 5, 88};
+    size_t vocab = r ? 0 : (size_t)pf_get_info(m).vocab_size;
+    float *kept = (float *)malloc(5 * vocab * sizeof(float) + 1), *gathered = (float *)malloc(5 * vocab * sizeof(float) + 1);
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    if (!r) r = pf_parallelize(m, 2, &po);
+    if (!r) r = pf_forward(m, ids, 1, 5, kept);
+    if (!r) r = pf_to_cpu(m);
+    if (!r) r = pf_forward(m, ids, 1, 5, gathered);
+    float diff = r ? 1.0f : test_max_abs_diff(kept, gathered, 5 * vocab);
+    CHECK_MSG(r == PF_OK && diff <= GGUF_LOGIT_TOLERANCE, "gpt2-q8.gguf: pf_to_cpu of 2 ranks' blocks: %s, logits %g apart",
+              pf_error_message(m), diff);
+    free(kept);
+    free(gathered);
+    pf_free(m);
 }
 
 /* The tokenizer from a GGUF's metadata against the fixture's tokenizer.json, on every case of the
@@ -479,7 +562,7 @@ static void gguf_check_bad_files(void) {
     gguf_case_patch("misaligned offset", GGUF_FIELD(at_offset1), 516, 8, PF_ERROR_FORMAT, "alignment");
     gguf_case_patch("overlapping tensors", GGUF_FIELD(at_offset1), 256, 8, PF_ERROR_FORMAT, "overlap");
     gguf_case_patch("unknown tensor type", GGUF_FIELD(at_type), 99, 4, PF_ERROR_FORMAT, "unknown type 99");
-    gguf_case_patch("a type we do not read", GGUF_FIELD(at_type), 13, 4, PF_ERROR_UNSUPPORTED, "Q5_K");
+    gguf_case_patch("a type we do not read", GGUF_FIELD(at_type), 10, 4, PF_ERROR_UNSUPPORTED, "Q2_K");
     gguf_case_patch("rows off the block grid", GGUF_FIELD(at_type), 12, 4, PF_ERROR_FORMAT, "256-weight blocks");
     { /* dimensions whose product overflows */
         gguf_build(&f, "llama", 0, "output_norm.weight", NULL, NULL);
@@ -552,6 +635,8 @@ void test_gguf(void) {
     CHECK_MSG(lines == 25, "%s: %d fixtures", path, lines);
     free(data);
     gguf_check_same_as_safetensors();
+    gguf_check_blocks_memory();
+    gguf_check_blocks_to_cpu();
     gguf_check_split();
     gguf_check_tokenizer("gpt2-tiny", "gpt2-f32.gguf");
     gguf_check_tokenizer("llama", "llama-f32.gguf");

@@ -3,7 +3,8 @@
    pf_load from the .gguf file, against what transformers computed from the same weights
    dequantized by the gguf package (test/make_gguf_reference.py): the tokenizer's ids for each
    prompt, the prompt's logits within 1e-3 at the recorded ids of every position, and the greedy
-   tokens, on 1 and 2 ranks.
+   tokens, on 1 and 2 ranks, with the weights expanded to fp32 (dtype f32) and in the file's own
+   blocks (the default), whose weights must take at most 1.3 times the file.
    Usage: test_smollm2 MODEL.gguf REFERENCE_TXT */
 #include <math.h>
 #include <stdio.h>
@@ -97,12 +98,26 @@ int main(int argc, char **argv) {
                   "prompt %d: %zu ids from the tokenizer (%s), transformers had %d", i, n, pf_result_string(r),
                   prompts[i].num_ids);
     }
-    for (int ranks = 1; count && vocab && ranks <= 2; ranks++) {
+    size_t file_size = 0;
+    free(test_read_file(argv[1], &file_size));
+    /* dtype f32: the weights expanded as the gguf package dequantizes them; then the default, the
+       file's blocks (its Q4_1 and Q8_0 kept, multiplied against int8-rounded activations) */
+    for (int run = 0; count && vocab && run < 4; run++) {
+        int ranks = 1 + run % 2, blocks = run >= 2;
         pf_parallel_options po = pf_parallel_options_init();
         po.device = PF_DEVICE_CPU;
+        po.dtype = blocks ? PF_DTYPE_AUTO : PF_DTYPE_F32;
         r = pf_parallelize(m, ranks, &po);
         CHECK_MSG(r == PF_OK, "%d ranks: %s", ranks, pf_error_message(m));
         if (r) continue;
+        size_t held = 0, cache = 0;
+        for (int k = 0; k < ranks; k++) {
+            pf_memory_info info;
+            if (pf_get_memory_info(m, k, &info) == PF_OK) held += info.weights, cache += info.kv_cache + info.scratch;
+        }
+        if (blocks) /* by default the weights take at most 1.3 times the file (its blocks, fp32 norms) */
+            CHECK_MSG(held <= file_size + file_size * 3 / 10, "%d ranks: weights take %zu bytes for a %zu-byte file",
+                      ranks, held, file_size);
         float worst = 0;
         int greedy_same = 0;
         for (int i = 0; i < count; i++) {
@@ -130,8 +145,10 @@ int main(int argc, char **argv) {
                       pf_result_string(r));
             greedy_same += same;
         }
-        printf("SmolLM2-135M-Instruct Q4_1 GGUF on %d rank%s: %d/%d prompts' greedy tokens as transformers', largest "
-               "logit difference %.2e\n", ranks, ranks > 1 ? "s" : "", greedy_same, count, worst);
+        printf("SmolLM2-135M-Instruct Q4_1 GGUF on %d rank%s (%s: weights %.0f MB, the file %.0f MB; cache and scratch "
+               "%.0f MB): %d/%d prompts' greedy tokens as transformers', largest logit difference %.2e\n", ranks,
+               ranks > 1 ? "s" : "", blocks ? "in its blocks" : "expanded to fp32", held / 1e6, file_size / 1e6,
+               cache / 1e6, greedy_same, count, worst);
     }
     pf_free(m);
     printf("%d passed, %d failed\n", test_passed, test_failed);

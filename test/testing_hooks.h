@@ -40,13 +40,18 @@ extern int pf_testing_no_amx_cpu;
 
 /* ---- the CPU kernels on plain arrays, as the CPU backend picks them ---- */
 
-/* The CPU matmul (w is [n_out][k] of dtype 0 f32, 1 f16, 2 bf16, 3 Q8 blocks, 4 Q4 blocks,
-   columns col_begin.. of a whole). */
+/* The CPU matmul (w is [n_out][k] of dtype 0 f32, 1 f16, 2 bf16, 3 Q8 blocks, 4 Q4 blocks, 5..10
+   GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K blocks, columns col_begin.. of a whole). */
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
                            size_t n_out, size_t k, size_t col_begin);
 /* The product pf_parallel_options.bf16_products runs (w bf16 [n_out][k]). */
 void pf_testing_cpu_matmul_bf16_products(float *out, const float *x, const uint16_t *w, const float *bias, size_t rows,
                                          size_t n_out, size_t k);
+/* The product of blocks the ranks keep (dtype 3..10 as above) against fp32 x, [rows][k]. */
+void pf_testing_cpu_matmul_kept(float *out, const float *x, const void *w, int dtype, size_t rows, size_t n_out,
+                                size_t k);
+/* GGUF blocks of dtype (3..10 as pf_testing_cpu_matmul numbers them) as fp32: count values. */
+void pf_testing_block_dequantize(int dtype, const void *blocks, size_t count, float *out);
 /* The Q8_0 weight quantizer: rows x cols fp32 in place into blocks. */
 void pf_testing_q8_quantize(float *data, size_t rows, size_t cols);
 /* The Q4_0 weight quantizer: rows x cols fp32 in place into blocks. */

@@ -1,0 +1,148 @@
+#include "internal.h"
+/* =============================================================================================== */
+/* llama.cpp's block formats (GGUF's quantized tensors): sizes, dequantization, integer sub-blocks */
+/* =============================================================================================== */
+
+/* Each format stores a row of weights in blocks: 32 weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) or 256
+   in 8 sub-blocks of 32 (Q4_K, Q5_K, Q6_K), little-endian, as ggml's block_* structs lay them out.
+   Dequantization is ggml's dequantize_row_* arithmetic in fp32 (what the gguf package's
+   gguf.quants computes); the sub-block form is the same numbers as integers and two fp32 factors,
+   for the integer products of the CPU backend. */
+
+static const struct { const char *name; unsigned char values_log2, bytes; } pf__block_table[] = {
+    [PF__DTYPE_F32] = {"F32", 0, 4},   [PF__DTYPE_F16] = {"F16", 0, 2},     [PF__DTYPE_BF16] = {"BF16", 0, 2},
+    [PF__DTYPE_Q8] = {"Q8_0", 5, 34},  [PF__DTYPE_Q4] = {"Q4_0", 5, 18},    [PF__DTYPE_Q4_1] = {"Q4_1", 5, 20},
+    [PF__DTYPE_Q5_0] = {"Q5_0", 5, 22}, [PF__DTYPE_Q5_1] = {"Q5_1", 5, 24}, [PF__DTYPE_Q4_K] = {"Q4_K", 8, 144},
+    [PF__DTYPE_Q5_K] = {"Q5_K", 8, 176}, [PF__DTYPE_Q6_K] = {"Q6_K", 8, 210}, [PF__DTYPE_OTHER] = {"other", 0, 0},
+};
+
+PF_PRIVATE size_t pf__block_values(pf__dtype t) { return (size_t)1 << pf__block_table[t].values_log2; }
+PF_PRIVATE size_t pf__block_bytes(pf__dtype t) { return pf__block_table[t].bytes; }
+PF_PRIVATE const char *pf__dtype_name(pf__dtype t) { return pf__block_table[t].name; }
+
+static float pf__block_f16(const uint8_t *p) { return pf__f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
+
+PF_PRIVATE int pf__block_has_min(pf__dtype t) {
+    return t == PF__DTYPE_Q4_1 || t == PF__DTYPE_Q5_1 || t == PF__DTYPE_Q4_K || t == PF__DTYPE_Q5_K;
+}
+
+/* The K formats' sub-block j scale and minimum: 6 bits each, j < 4 in the low bits of bytes j and
+   j + 4, the others split over byte j + 4's nibbles and the top bits of bytes j - 4 and j (ggml's
+   get_scale_min_k4). */
+static void pf__k_scale_min(const uint8_t *sc, int j, int *scale, int *min) {
+    if (j < 4) {
+        *scale = sc[j] & 63;
+        *min = sc[j + 4] & 63;
+    } else {
+        *scale = (sc[j + 4] & 15) | (sc[j - 4] >> 6) << 4;
+        *min = (sc[j + 4] >> 4) | (sc[j] >> 6) << 4;
+    }
+}
+
+/* Sub-block j's unsigned values (before any offset), for every format: v[i] in 0..255. */
+static void pf__sub_block_values(pf__dtype t, const uint8_t *b, int j, int *q) {
+    switch (t) {
+    case PF__DTYPE_Q8:
+        for (int i = 0; i < 32; i++) q[i] = (int8_t)b[2 + i];
+        break;
+    case PF__DTYPE_Q4: /* 16 bytes: low nibbles weights 0..15, high 16..31 */
+    case PF__DTYPE_Q4_1: {
+        const uint8_t *qs = b + (t == PF__DTYPE_Q4 ? 2 : 4);
+        for (int i = 0; i < 16; i++) q[i] = qs[i] & 15, q[i + 16] = qs[i] >> 4;
+        break;
+    }
+    case PF__DTYPE_Q5_0: /* the Q4 nibbles, and weight i's fifth bit as bit i of a 32-bit word */
+    case PF__DTYPE_Q5_1: {
+        const uint8_t *qh = b + (t == PF__DTYPE_Q5_0 ? 2 : 4), *qs = qh + 4;
+        uint32_t high = (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 | (uint32_t)qh[3] << 24;
+        for (int i = 0; i < 16; i++) {
+            q[i] = (qs[i] & 15) | (int)((high >> i) & 1) << 4;
+            q[i + 16] = (qs[i] >> 4) | (int)((high >> (i + 16)) & 1) << 4;
+        }
+        break;
+    }
+    case PF__DTYPE_Q4_K: { /* d, dmin, 12 bytes of scales, 128 of nibbles: sub-block 2k low, 2k + 1 high */
+        const uint8_t *qs = b + 16 + (j / 2) * 32;
+        for (int i = 0; i < 32; i++) q[i] = j % 2 ? qs[i] >> 4 : qs[i] & 15;
+        break;
+    }
+    case PF__DTYPE_Q5_K: { /* d, dmin, 12 bytes of scales, 32 bytes of fifth bits (bit j), 128 of nibbles */
+        const uint8_t *qh = b + 16, *qs = b + 48 + (j / 2) * 32;
+        for (int i = 0; i < 32; i++) q[i] = (j % 2 ? qs[i] >> 4 : qs[i] & 15) | ((qh[i] >> j) & 1) << 4;
+        break;
+    }
+    case PF__DTYPE_Q6_K: { /* halves of 128: 64 bytes of low nibbles, 32 of 2-bit highs; then 16 scales, d */
+        int half = j / 4, k = j % 4;
+        const uint8_t *ql = b + half * 64 + (k % 2) * 32, *qh = b + 128 + half * 32;
+        for (int i = 0; i < 32; i++) q[i] = ((ql[i] >> (k / 2 * 4)) & 15) | ((qh[i] >> (2 * k)) & 3) << 4;
+        break;
+    }
+    default:
+        for (int i = 0; i < 32; i++) q[i] = 0;
+    }
+}
+
+PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__sub_block *out) {
+    int q[32], offset = t == PF__DTYPE_Q4 ? 8 : t == PF__DTYPE_Q5_0 ? 16 : t == PF__DTYPE_Q6_K ? 32 : 0;
+    pf__sub_block_values(t, b, j, q);
+    for (int i = 0; i < 32; i++) out->v[i] = (int8_t)(q[i] - offset);
+    out->scales16[0] = out->scales16[1] = 1;
+    out->mw = 0.0f;
+    switch (t) {
+    case PF__DTYPE_Q8: case PF__DTYPE_Q4: case PF__DTYPE_Q5_0: out->dw = pf__block_f16(b); break;
+    case PF__DTYPE_Q4_1: case PF__DTYPE_Q5_1: out->dw = pf__block_f16(b), out->mw = pf__block_f16(b + 2); break;
+    case PF__DTYPE_Q4_K: case PF__DTYPE_Q5_K: {
+        int scale, min;
+        pf__k_scale_min(b + 4, j, &scale, &min);
+        out->dw = pf__block_f16(b) * (float)scale;
+        out->mw = -(pf__block_f16(b + 2) * (float)min);
+        break;
+    }
+    case PF__DTYPE_Q6_K: {
+        const int8_t *sc = (const int8_t *)(b + 192) + (j / 4) * 8 + (j % 4) * 2;
+        out->scales16[0] = sc[0], out->scales16[1] = sc[1];
+        out->dw = pf__block_f16(b + 208);
+        break;
+    }
+    default: out->dw = 0.0f;
+    }
+}
+
+/* One block as fp32, in ggml's order of operations: d * q (Q8_0, Q4_0, Q5_0), d * q + m (Q4_1,
+   Q5_1), (d * sc) * q - (dmin * m) (Q4_K, Q5_K), (d * sc) * q (Q6_K), q offset as stored. */
+PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *b, float *out) {
+    int subs = (int)(pf__block_values(t) / 32);
+    for (int j = 0; j < subs; j++) {
+        pf__sub_block s;
+        pf__sub_block_decode(t, b, j, &s);
+        float *y = out + j * 32;
+        switch (t) {
+        case PF__DTYPE_Q4_1: case PF__DTYPE_Q5_1:
+            for (int i = 0; i < 32; i++) y[i] = (float)s.v[i] * s.dw + s.mw;
+            break;
+        case PF__DTYPE_Q4_K: case PF__DTYPE_Q5_K:
+            for (int i = 0; i < 32; i++) y[i] = s.dw * (float)s.v[i] + s.mw;
+            break;
+        case PF__DTYPE_Q6_K:
+            for (int i = 0; i < 32; i++) y[i] = s.dw * (float)s.scales16[i / 16] * (float)s.v[i];
+            break;
+        default:
+            for (int i = 0; i < 32; i++) y[i] = (float)s.v[i] * s.dw;
+        }
+    }
+}
+
+/* Weight i of a row-major array of whole blocks (embedding lookups, pf_to_cpu). */
+PF_PRIVATE float pf__block_value(pf__dtype t, const void *w, size_t i) {
+    size_t values = pf__block_values(t), j = i % values;
+    const uint8_t *b = (const uint8_t *)w + i / values * pf__block_bytes(t);
+    pf__sub_block s;
+    pf__sub_block_decode(t, b, (int)(j / 32), &s);
+    j %= 32;
+    switch (t) {
+    case PF__DTYPE_Q4_1: case PF__DTYPE_Q5_1: return (float)s.v[j] * s.dw + s.mw;
+    case PF__DTYPE_Q4_K: case PF__DTYPE_Q5_K: return s.dw * (float)s.v[j] + s.mw;
+    case PF__DTYPE_Q6_K: return s.dw * (float)s.scales16[j / 16] * (float)s.v[j];
+    default: return (float)s.v[j] * s.dw;
+    }
+}
