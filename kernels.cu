@@ -216,6 +216,14 @@ int pf_cuda_kv_append(pf_cuda_rank *st, void *k_cache, void *v_cache, int cache_
                       int bias_dtype, const int *rows, int batch, int T, int past, const int *past_at, int heads,
                       int kv_heads, int head_dim, int cache_len);
 int pf_cuda_attend(pf_cuda_rank *st, const pf_cuda_attention_args *args);
+int pf_cuda_latent_append(pf_cuda_rank *st, void *cache, int cache_dtype, const float *latent, const void *norm,
+                          int norm_dtype, const float *inv_freq, const int *pad, const int *rows, int batch, int T,
+                          int past, const int *past_at, int latent_rank, int rope_dim, int cache_len, int pairs,
+                          float rope_scale, float eps);
+int pf_cuda_latent_attend(pf_cuda_rank *st, float *out, float *q, const void *cache, int cache_dtype, const void *kv_b,
+                          int kv_b_dtype, const float *inv_freq, const int *pad, const int *rows, int batch, int T,
+                          int past, const int *past_at, int heads, int head_dim, int rope_dim, int v_head_dim,
+                          int latent_rank, int cache_len, int window, float scale, int pairs, float rope_scale);
 int pf_cuda_reorder_rows(pf_cuda_rank *st, void *cache, void *scratch, const int *dst, const int *src, int count,
                          size_t row_bytes, size_t used_bytes);
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);
@@ -1292,6 +1300,144 @@ __global__ void __launch_bounds__(PF_TOP_K_THREADS) pf_top_k_kernel(float *value
         values[(size_t)blockIdx.x * count + j] = row[i];
         indices[(size_t)blockIdx.x * count + j] = first + (int)i;
     }
+}
+
+/* Rotates dims (i1, i2) of x, pair i of `half` (pairs (2i, 2i + 1) or halves (i, i + half)), by
+   position pos, as pf_rotary_kernel does. */
+__device__ __forceinline__ void pf_rotate_one(float *x, int i, int half, int pairs, float pos, const float *inv_freq,
+                                              float scale) {
+    float angle = __fmul_rn(pos, inv_freq[i]);
+    float c = __fmul_rn(cosf(angle), scale), sn = __fmul_rn(sinf(angle), scale);
+    int i1 = pairs ? 2 * i : i, i2 = pairs ? i1 + 1 : i + half;
+    float x1 = x[i1], x2 = x[i2];
+    x[i1] = __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, sn));
+    x[i2] = __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, sn));
+}
+
+/* Latent attention's cache rows, one block a token: [latent RMSNormed with the gain norm | the
+   shared key rotated] from the latent rows [latent (rank) | key (rope)]. */
+template <typename C>
+__global__ void pf_latent_append_kernel(C *cache, const float *latent, const void *norm, int norm_dtype,
+                                        const float *inv_freq, const int *pad, const int *rows, int T,
+                                        const int *past_at, int cache_len, int rank, int rope, int pairs,
+                                        float rope_scale, float eps) {
+    extern __shared__ float key[]; /* [rope], then 32 for the reduction */
+    const int past = *past_at;
+    size_t token = blockIdx.x, width = (size_t)rank + rope;
+    int b = (int)(token / (size_t)T), t = (int)(token % (size_t)T);
+    const float *in = latent + token * width;
+    float squares = 0.0f;
+    for (int c = threadIdx.x; c < rank; c += blockDim.x) squares += in[c] * in[c];
+    float inv = 1.0f / sqrtf(pf_block_sum(squares, key + rope) / (float)rank + eps);
+    size_t dst = ((size_t)(rows ? rows[b] : b) * (size_t)cache_len + (size_t)past + (size_t)t) * width;
+    for (int c = threadIdx.x; c < rank; c += blockDim.x)
+        pf_cache_store(cache, dst + c, __fmul_rn(__fmul_rn(in[c], inv), pf_load(norm, norm_dtype, c)));
+    for (int d = threadIdx.x; d < rope; d += blockDim.x) key[d] = in[rank + d];
+    __syncthreads();
+    float pos = (float)pf_position(pad, b, past, t);
+    for (int i = threadIdx.x; i < rope / 2; i += blockDim.x) pf_rotate_one(key, i, rope / 2, pairs, pos, inv_freq, rope_scale);
+    __syncthreads();
+    for (int d = threadIdx.x; d < rope; d += blockDim.x) pf_cache_store(cache, dst + rank + d, key[d]);
+}
+
+/* Latent attention in the absorbed form, one block a (token, head): q's rope part rotated (in
+   place), its nope part through the head's key rows of kv_b into the latent space, the scores
+   over the keys the query sees in chunks of blockDim with a running softmax, the latents'
+   weighted sum, then the head's value rows of kv_b. */
+template <typename C>
+__global__ void pf_latent_attention_kernel(float *out, float *q, const C *cache, const void *kv_b, int kv_b_dtype,
+                                           const float *inv_freq, const int *pad, const int *rows, int T,
+                                           const int *past_at, int cache_len, int window, int hd, int rope, int vd,
+                                           int rank, float scale, int pairs, float rope_scale) {
+    extern __shared__ float sh[]; /* q head [hd], q_lat [rank], o_lat [rank], chunk [blockDim], 32 */
+    const int past = *past_at, heads = gridDim.y, h = blockIdx.y;
+    size_t token = blockIdx.x, width = (size_t)rank + rope;
+    int b = (int)(token / (size_t)T), t = (int)(token % (size_t)T), nope = hd - rope;
+    size_t w0 = (size_t)h * (size_t)(nope + vd); /* the head's first row of kv_b */
+    float *qh = sh, *q_lat = qh + hd, *o_lat = q_lat + rank, *chunk = o_lat + rank, *red = chunk + blockDim.x;
+    float *q_row = q + (token * heads + h) * (size_t)hd;
+    for (int d = threadIdx.x; d < hd; d += blockDim.x) qh[d] = q_row[d];
+    __syncthreads();
+    float position = (float)pf_position(pad, b, past, t);
+    for (int i = threadIdx.x; i < rope / 2; i += blockDim.x)
+        pf_rotate_one(qh + nope, i, rope / 2, pairs, position, inv_freq, rope_scale);
+    __syncthreads();
+    for (int d = threadIdx.x; d < rope; d += blockDim.x) q_row[nope + d] = qh[nope + d];
+    for (int c = threadIdx.x; c < rank; c += blockDim.x) {
+        float sum = 0.0f;
+        for (int d = 0; d < nope; d++) sum = fmaf(qh[d], pf_load(kv_b, kv_b_dtype, (w0 + d) * rank + c), sum);
+        q_lat[c] = sum;
+        o_lat[c] = 0.0f;
+    }
+    __syncthreads();
+    int pos = past + t, first = pad ? pad[b] : 0, last = pos;
+    if (window > 0 && pos + 1 > window && pos + 1 - window > first) first = pos + 1 - window;
+    float *o_row = out + (token * heads + h) * (size_t)vd;
+    if (first > last) { /* a pad's own query: nothing to see, and nobody reads it */
+        for (int e = threadIdx.x; e < vd; e += blockDim.x) o_row[e] = 0.0f;
+        return;
+    }
+    const C *rows_of = cache + (size_t)(rows ? rows[b] : b) * (size_t)cache_len * width;
+    float running_max = -INFINITY, running_sum = 0.0f;
+    for (int j0 = first; j0 <= last; j0 += blockDim.x) {
+        int j = j0 + threadIdx.x, count = last + 1 - j0 < (int)blockDim.x ? last + 1 - j0 : (int)blockDim.x;
+        float score = -INFINITY;
+        if (j <= last) {
+            const C *key = rows_of + (size_t)j * width;
+            float sum = 0.0f;
+            for (int c = 0; c < rank; c++) sum = fmaf(q_lat[c], pf_cache_load(key, c), sum);
+            for (int d = 0; d < rope; d++) sum = fmaf(qh[nope + d], pf_cache_load(key, (size_t)rank + d), sum);
+            score = sum * scale;
+        }
+        float new_max = fmaxf(running_max, pf_block_max(score, red));
+        float p = j <= last ? expf(score - new_max) : 0.0f;
+        float rescale = expf(running_max - new_max); /* 0 at the first chunk */
+        running_sum = running_sum * rescale + pf_block_sum(p, red);
+        running_max = new_max;
+        chunk[threadIdx.x] = p;
+        __syncthreads();
+        for (int c = threadIdx.x; c < rank; c += blockDim.x) {
+            float acc = o_lat[c] * rescale;
+            for (int k = 0; k < count; k++) acc = fmaf(chunk[k], pf_cache_load(rows_of + (size_t)(j0 + k) * width, c), acc);
+            o_lat[c] = acc;
+        }
+        __syncthreads();
+    }
+    for (int e = threadIdx.x; e < vd; e += blockDim.x) {
+        float sum = 0.0f;
+        for (int c = 0; c < rank; c++) sum = fmaf(o_lat[c], pf_load(kv_b, kv_b_dtype, (w0 + nope + e) * rank + c), sum);
+        o_row[e] = sum / running_sum;
+    }
+}
+
+#define PF_LATENT_THREADS 128
+
+/* Launches pf_latent_append_kernel into a cache of element type C. */
+template <typename C>
+static int pf_cuda__latent_append(struct pf_cuda_rank *st, C *cache, const float *latent, const void *norm,
+                                  int norm_dtype, const float *inv_freq, const int *pad, const int *rows, int batch,
+                                  int T, const int *past_at, int rank, int rope, int cache_len, int pairs,
+                                  float rope_scale, float eps) {
+    size_t shared = ((size_t)rope + 32) * sizeof(float);
+    pf_latent_append_kernel<C><<<(unsigned)(batch * T), PF_LATENT_THREADS, shared, st->stream>>>(
+        cache, latent, norm, norm_dtype, inv_freq, pad, rows, T, past_at, cache_len, rank, rope, pairs, rope_scale, eps);
+    PF_CUDA_CHECK_LAUNCH(st, pf_latent_append_kernel);
+    return PF_CUDA_OK;
+}
+
+/* Launches pf_latent_attention_kernel over a cache of element type C. */
+template <typename C>
+static int pf_cuda__latent_attend(struct pf_cuda_rank *st, float *out, float *q, const C *cache, const void *kv_b,
+                                  int kv_b_dtype, const float *inv_freq, const int *pad, const int *rows, int batch,
+                                  int T, const int *past_at, int heads, int hd, int rope, int vd, int rank,
+                                  int cache_len, int window, float scale, int pairs, float rope_scale) {
+    size_t shared = ((size_t)hd + 2 * (size_t)rank + PF_LATENT_THREADS + 32) * sizeof(float);
+    dim3 grid((unsigned)(batch * T), (unsigned)heads);
+    pf_latent_attention_kernel<C><<<grid, PF_LATENT_THREADS, shared, st->stream>>>(
+        out, q, cache, kv_b, kv_b_dtype, inv_freq, pad, rows, T, past_at, cache_len, window, hd, rope, vd, rank, scale,
+        pairs, rope_scale);
+    PF_CUDA_CHECK_LAUNCH(st, pf_latent_attention_kernel);
+    return PF_CUDA_OK;
 }
 
 /* Launches pf_kv_append_kernel into caches of element type C. */
@@ -2566,6 +2712,62 @@ int pf_cuda_attend(struct pf_cuda_rank *st, const pf_cuda_attention_args *args) 
         PF_CUDA_CHECK_LAUNCH(st, pf_attention_combine_kernel);
     }
     return PF_CUDA_OK;
+}
+
+/* Latent attention's cache rows (multi-head latent attention, DeepSeek): this step's rows of
+   kv_a_proj, latent [batch*T][latent_rank + rope_dim] = [latent | shared key], into the cache
+   ([rows][cache_len][latent_rank + rope_dim] of cache_dtype) at positions past..past+T-1,
+   sequence b in cache row rows[b] (device; NULL: row b): the latent RMSNormed (gain norm
+   [latent_rank], eps), the key rotated by position (pad: device left pads or NULL; inv_freq:
+   device [rope_dim / 2]; pairs or halves; cos and sin times rope_scale). past is checked here,
+   the kernel reads it from past_at. */
+int pf_cuda_latent_append(struct pf_cuda_rank *st, void *cache, int cache_dtype, const float *latent, const void *norm,
+                          int norm_dtype, const float *inv_freq, const int *pad, const int *rows, int batch, int T,
+                          int past, const int *past_at, int latent_rank, int rope_dim, int cache_len, int pairs,
+                          float rope_scale, float eps) {
+    if (batch <= 0 || T <= 0 || latent_rank <= 0) return PF_CUDA_OK;
+    if (past < 0 || past + T > cache_len || !past_at || rope_dim % 2 || (size_t)batch * T > 2147483647u)
+        return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_latent_append",
+                             "positions beyond the cache, or no device copy of past", __LINE__);
+    if (cache_dtype == PF_CUDA_F16)
+        return pf_cuda__latent_append(st, (__half *)cache, latent, norm, norm_dtype, inv_freq, pad, rows, batch, T,
+                                      past_at, latent_rank, rope_dim, cache_len, pairs, rope_scale, eps);
+    if (cache_dtype == PF_CUDA_BF16)
+        return pf_cuda__latent_append(st, (__nv_bfloat16 *)cache, latent, norm, norm_dtype, inv_freq, pad, rows, batch,
+                                      T, past_at, latent_rank, rope_dim, cache_len, pairs, rope_scale, eps);
+    return pf_cuda__latent_append(st, (float *)cache, latent, norm, norm_dtype, inv_freq, pad, rows, batch, T, past_at,
+                                  latent_rank, rope_dim, cache_len, pairs, rope_scale, eps);
+}
+
+/* Latent attention (DeepSeek) over the cached latents, causal: out[b*T+t] ([heads][v_head_dim]) =
+   per local head h, softmax over the keys j the query at pos = past + t sees (pad[b] <= j <= pos,
+   pos - j < window when window > 0) of q.k_j * scale, times v_j, where k_j = [kv_b's key rows of
+   h . latent_j | key_j] and v_j = kv_b's value rows of h . latent_j (kv_b: [heads * (head_dim -
+   rope_dim + v_head_dim)][latent_rank] in kv_b_dtype), computed in the absorbed form; q rows
+   ([heads][head_dim], rope part last) have their rope part rotated in place first. A pad's own
+   query gets zeros. */
+int pf_cuda_latent_attend(struct pf_cuda_rank *st, float *out, float *q, const void *cache, int cache_dtype,
+                          const void *kv_b, int kv_b_dtype, const float *inv_freq, const int *pad, const int *rows,
+                          int batch, int T, int past, const int *past_at, int heads, int head_dim, int rope_dim,
+                          int v_head_dim, int latent_rank, int cache_len, int window, float scale, int pairs,
+                          float rope_scale) {
+    if (heads <= 0 || batch <= 0 || T <= 0) return PF_CUDA_OK;
+    size_t shared = ((size_t)head_dim + 2 * (size_t)latent_rank + PF_LATENT_THREADS + 32) * sizeof(float);
+    if (past < 0 || past + T > cache_len || !past_at || rope_dim % 2 || rope_dim >= head_dim || heads > 65535 ||
+        (size_t)batch * T > 2147483647u || shared > 48 * 1024)
+        return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_latent_attend",
+                             "positions beyond the cache, no device copy of past, or sizes beyond the kernel's", __LINE__);
+    if (cache_dtype == PF_CUDA_F16)
+        return pf_cuda__latent_attend(st, out, q, (const __half *)cache, kv_b, kv_b_dtype, inv_freq, pad, rows, batch,
+                                      T, past_at, heads, head_dim, rope_dim, v_head_dim, latent_rank, cache_len, window,
+                                      scale, pairs, rope_scale);
+    if (cache_dtype == PF_CUDA_BF16)
+        return pf_cuda__latent_attend(st, out, q, (const __nv_bfloat16 *)cache, kv_b, kv_b_dtype, inv_freq, pad, rows,
+                                      batch, T, past_at, heads, head_dim, rope_dim, v_head_dim, latent_rank, cache_len,
+                                      window, scale, pairs, rope_scale);
+    return pf_cuda__latent_attend(st, out, q, (const float *)cache, kv_b, kv_b_dtype, inv_freq, pad, rows, batch, T,
+                                  past_at, heads, head_dim, rope_dim, v_head_dim, latent_rank, cache_len, window, scale,
+                                  pairs, rope_scale);
 }
 
 /* Beam search: row dst[k] of cache becomes old row src[k], k < count (dst, src: device arrays,

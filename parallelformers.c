@@ -308,7 +308,19 @@ typedef enum {
     PF__SLOT_K_NORM_WEIGHT,    /* [head_dim]: the same for every key head; [KV] (_PROJECTION, qk_norm_per_head) */
     PF__SLOT_Q_NORM_BIAS,      /* [head_dim]: PF__QK_NORM_HEAD's LayerNorm bias, shared by the heads (Phi's qk_layernorm) */
     PF__SLOT_K_NORM_BIAS,      /* [head_dim]: the same for the key heads */
-    PF__SLOT_ATTN_OUT_WEIGHT,  /* [hidden, Q] */
+    /* Multi-head latent attention (DeepSeek V2/V3; config.kv_lora_rank > 0), Q's heads being
+       qk_nope_head_dim + qk_rope_head_dim wide (head_dim), each its nope part then its rope part: */
+    PF__SLOT_Q_A_WEIGHT,       /* [q_lora_rank, hidden]: low-rank q's down projection, whole on every rank */
+    PF__SLOT_Q_A_BIAS,         /* [q_lora_rank] */
+    PF__SLOT_Q_A_NORM_WEIGHT,  /* [q_lora_rank]: the compressed q's RMSNorm gain */
+    PF__SLOT_Q_B_WEIGHT,       /* [Q, q_lora_rank]: its up projection, split with the heads */
+    PF__SLOT_KV_A_WEIGHT,      /* [kv_lora_rank + qk_rope_head_dim, hidden]: the latent, then the rotary key
+                                  every head shares; whole on every rank */
+    PF__SLOT_KV_A_BIAS,        /* [kv_lora_rank + qk_rope_head_dim] */
+    PF__SLOT_KV_A_NORM_WEIGHT, /* [kv_lora_rank]: the latent's RMSNorm gain */
+    PF__SLOT_KV_B_WEIGHT,      /* [heads * (qk_nope_head_dim + v_head_dim), kv_lora_rank]: per head its
+                                  key rows (nope part) then its value rows, split with the heads */
+    PF__SLOT_ATTN_OUT_WEIGHT,  /* [hidden, heads * value head width (v_head_dim, else head_dim)] */
     PF__SLOT_ATTN_OUT_BIAS,    /* [hidden] */
     PF__SLOT_MLP_NORM_WEIGHT,  /* [hidden] */
     PF__SLOT_MLP_NORM_BIAS,    /* [hidden] */
@@ -372,9 +384,10 @@ typedef enum {
     PF__SPLIT_KV_COLUMNS,
     PF__SPLIT_MLP_COLUMNS,
     PF__SPLIT_GATE_UP_COLUMNS, /* a fused [gate | up]: the rank's gate columns, then the same up columns */
-    PF__SPLIT_HEAD_ROWS,
+    PF__SPLIT_HEAD_ROWS,       /* input features, value head by value head (pf__value_head_dim) */
     PF__SPLIT_MLP_ROWS,
-    PF__SPLIT_VOCAB
+    PF__SPLIT_VOCAB,
+    PF__SPLIT_LATENT_KV_COLUMNS /* kv_b_proj's rows: qk_nope_head_dim + v_head_dim per query head */
 } pf__split;
 
 /* Whether a tensor must be in the file: the PF__IF_ needs follow a config field (present exactly
@@ -393,7 +406,9 @@ typedef enum {
                            of the sinusoid, used as it is; computed when absent) */
     PF__IF_DISTILLATION, /* present exactly when the family has a distillation token (DeiT) */
     PF__IF_WITH_PROJECTION, /* present exactly when the config field with_projection is 1 (CLIP's towers) */
-    PF__IF_QK_NORM /* present exactly when the config field qk_norm is not PF__QK_NORM_NONE (Cohere's use_qk_norm) */
+    PF__IF_QK_NORM, /* present exactly when the config field qk_norm is not PF__QK_NORM_NONE (Cohere's use_qk_norm) */
+    PF__IF_Q_LORA,  /* present exactly when the config field q_lora_rank is above 0 (latent attention's low-rank q) */
+    PF__IF_NO_Q_LORA /* present exactly when it is 0 (q_proj straight from the hidden state) */
 } pf__need;
 
 typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ, PF__KIND_DUAL } pf__kind;
@@ -644,6 +659,17 @@ typedef struct pf__config {
     int nope_windowed;              /* 1: without a per-layer list of kinds, the sliding window is on the
                                        NoPE layers (SmolLM3) */
     int *layer_rope;                /* [num_layers]: 1 where the layer rotates q and k; NULL: every layer; owned */
+    /* Multi-head latent attention (DeepSeek V2/V3), on when kv_lora_rank > 0: head_dim is then
+       qk_nope_head_dim + qk_rope_head_dim (q's and k's heads), rotary_dim qk_rope_head_dim (the
+       end of each head, and of the latent row); the cache holds each token's normed latent and its
+       rotated shared key, kv_lora_rank + qk_rope_head_dim values, whatever the heads. */
+    int q_lora_rank;                /* > 0: q = q_b(norm(q_a(x))); 0: q = q_proj(x) */
+    int kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim;
+    int v_head_dim;                 /* the value heads' width; 0: head_dim */
+    double latent_norm_eps;         /* the q_a and kv_a RMSNorms' epsilon (transformers' default, not rms_norm_eps) */
+    double rope_mscale_all_dim;     /* YaRN's mscale_all_dim: latent attention's scores times mscale^2 (0: none) */
+    int first_dense_layers;         /* layers before the first mixture-of-experts one (first_k_dense_replace):
+                                       all of them, until the MoE block joins */
     int type_vocab_size;            /* rows of the token type (segment) embedding */
     int gated_mlp;                  /* 1: act(x W_gate) * x W_up (the row's mlp, or T5's "gated-" activations) */
     int rel_table_rows;             /* rows of the relative bias table (its config key) */
@@ -668,6 +694,8 @@ typedef struct pf__arch_config {
     const char *key;
     double fallback;
 } pf__arch_config;
+/* The value heads' width: latent attention's v_head_dim, else head_dim. */
+static inline int pf__value_head_dim(const pf__config *c) { return c->v_head_dim ? c->v_head_dim : c->head_dim; }
 #define PF__FIELD_IS_DOUBLE(field) (sizeof(((pf__config *)0)->field) == sizeof(double))
 #define PF__COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -1234,6 +1262,8 @@ typedef struct pf__attn_shape {
     const float *rel_bias;  /* device, [heads][rel_rows]: score += rel_bias[h][bucket(key - query)],
                                bucketed as T5 does (bidirectional); NULL: none */
     int rel_rows, rel_buckets, rel_max_distance;
+    int latent_rank, v_head_dim; /* latent attention: kv_lora_rank and the value heads' width (head_dim
+                               is q's and k's: its last rotary_dim values rotated) */
     const pf__weight *qkv_bias; /* the QKV projection's bias, which its GEMM left out (a backend with
                                qkv_bias_in_attention): added to the whole qkv rows by rotary where
                                it runs, else by kv_append; NULL once added, or with none to add */
@@ -1326,6 +1356,20 @@ typedef struct pf__backend {
        PF__MASK_CROSS). */
     void (*attend)(pf__rank *r, float *out, const float *qkv, const void *k_cache, const void *v_cache,
                    const pf__step *s, const pf__attn_shape *a);
+    /* Multi-head latent attention (config.kv_lora_rank > 0; NULL: the backend has none, and such
+       models are refused on it). latent_append: this step's rows of kv_a_proj, [latent (a->latent_rank)
+       | shared key (a->rotary_dim)], into the cache [rows][cache_len][latent_rank + rotary_dim] at
+       past..past+T-1 (as kv_append places them): the latent RMSNormed (gain norm, eps), the key
+       rotated by position (pairs or halves, as rotary). latent_attend: out[b*T+t] = per head, softmax
+       over the keys the query sees (as attend: mask, window, left pads) of q.k * a->scale, times v,
+       where head h's key j is [kv_b's nope rows of h . latent_j | key_j] and its value kv_b's value
+       rows of h . latent_j (kv_b: the rank's heads, [heads * (head_dim - rotary_dim + v_head_dim),
+       latent_rank]); q rows [heads][head_dim], their last rotary_dim values rotated in place first;
+       out rows [heads][v_head_dim]. */
+    void (*latent_append)(pf__rank *r, void *cache, const float *latent, const pf__weight *norm, const pf__step *s,
+                          const pf__attn_shape *a, int pairs, float eps);
+    void (*latent_attend)(pf__rank *r, float *out, float *q, const void *cache, const pf__weight *kv_b,
+                          const pf__step *s, const pf__attn_shape *a, int pairs);
     /* x = sum of x over all ranks, identical on every rank afterwards */
     void (*all_reduce)(pf__rank *r, float *x, size_t count);
     /* Beam search: row dst[k] of a cache [rows][row_bytes] becomes old row src[k], k < count
@@ -1412,7 +1456,8 @@ struct pf__rank {
     float *alibi;             /* [heads]: the rank's ALiBi slopes, or NULL */
     float *rel_bias;          /* [heads][rel rows]: the rank's heads of the relative bias table, or NULL */
     float *enc_rel_bias;      /* the same of an encoder-decoder's encoder tower */
-    void *k_cache, *v_cache;  /* [pf__cache_layers][max_batch][cache_len][kv_heads * head_dim] in cache_dtype */
+    void *k_cache, *v_cache;  /* [pf__cache_layers][max_batch][cache_len][kv_heads * head_dim] in cache_dtype;
+                                 latent attention: k_cache alone, of pf__rank_cache_width values a position */
     pf__dtype cache_dtype;
     float *cross_k, *cross_v; /* encoder-decoders: [decoder blocks][max_batch][cache_len][kv width], each
                                  row's encoder keys (values) packed by the request's cross_len */
@@ -1420,7 +1465,8 @@ struct pf__rank {
     float *x, *h, *part;      /* width hidden */
     float *embed;             /* width embed_dim, when the embedding is projected in */
     float *qkv;               /* width (heads + 2 kv_heads) * head_dim */
-    float *attn;              /* width heads * head_dim */
+    float *attn;              /* width heads * head_dim (or * v_head_dim, when wider) */
+    float *latent;            /* latent attention: width kv_lora_rank + qk_rope_head_dim, then q_lora_rank */
     float *mlp;               /* width mlp_width (times 2 when gated) */
     float *mlp_act;           /* width mlp_width, when gated */
     float *logits;            /* rank 0 only: [logit_rows][vocab] */
@@ -1748,6 +1794,7 @@ PF_PRIVATE void pf__mel_frontend(const pf_model *m, const float *mel, int num_fr
 PF_PRIVATE int pf__encoder_blocks(const pf__config *c);
 PF_PRIVATE int pf__cache_layer(const pf__config *c, int block);
 PF_PRIVATE size_t pf__rank_cache_layer(const pf__rank *r);
+PF_PRIVATE size_t pf__rank_cache_width(const pf__rank *r);
 PF_PRIVATE void pf__rank_setup(pf__rank *r);
 PF_PRIVATE void pf__rank_gather(pf__rank *r);
 
@@ -3560,6 +3607,7 @@ static pf_result pf__config_rope_extended(const pf__json *json, const pf__json *
         c->rope_truncate = truncate != 0;
         /* the paper's 0.1 ln(s) + 1, or DeepSeek's ratio of two such with their own mscales */
 #define PF__MSCALE(scale, m) ((scale) <= 1 ? 1.0 : 0.1 * (m) * log(scale) + 1.0)
+        c->rope_mscale_all_dim = mscale_all_dim;
         if (has_attention) c->rope_attention_factor = v;
         else if (mscale != 0 && mscale_all_dim != 0)
             c->rope_attention_factor = PF__MSCALE(factor, mscale) / PF__MSCALE(factor, mscale_all_dim);
@@ -4434,6 +4482,37 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
     return r;
 }
 
+/* Multi-head latent attention's sizes (DeepSeek V2/V3): q's and k's heads are nope + rope wide,
+   the rope part rotated; the softmax scale is head_dim^-1/2 times YaRN's mscale(factor,
+   mscale_all_dim)^2 where the rope is scaled (transformers' yarn_apply_mscale). Checked here:
+   every head count, since each rank takes whole heads of kv_b_proj. */
+static pf_result pf__config_latent(const char *path, pf__config *cfg, char *message, size_t size) {
+    if (cfg->kv_lora_rank < 1 || cfg->kv_lora_rank > 65536 || cfg->q_lora_rank < 0 || cfg->q_lora_rank > 65536 ||
+        cfg->qk_nope_head_dim < 1 || cfg->qk_nope_head_dim > 4096 || cfg->qk_rope_head_dim < 2 ||
+        cfg->qk_rope_head_dim > 4096 || cfg->qk_rope_head_dim % 2 || cfg->v_head_dim < 1 || cfg->v_head_dim > 4096)
+        return pf__format(message, size, PF_ERROR_FORMAT,
+                          "%s: latent attention's sizes do not fit (kv_lora_rank %d, q_lora_rank %d, qk_nope_head_dim %d, "
+                          "qk_rope_head_dim %d (even), v_head_dim %d)",
+                          path, cfg->kv_lora_rank, cfg->q_lora_rank, cfg->qk_nope_head_dim, cfg->qk_rope_head_dim,
+                          cfg->v_head_dim);
+    if (cfg->num_kv_heads != cfg->num_heads) /* transformers repeats the expanded heads and fails */
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"num_key_value_heads\" %d must equal "
+                          "\"num_attention_heads\" %d with latent attention", path, cfg->num_kv_heads, cfg->num_heads);
+    if (cfg->first_dense_layers < cfg->num_layers)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"first_k_dense_replace\" %d leaves layers %d..%d "
+                          "mixture-of-experts ones, which are not supported yet (all %d dense is)",
+                          path, cfg->first_dense_layers, cfg->first_dense_layers, cfg->num_layers - 1, cfg->num_layers);
+    cfg->head_dim = cfg->qk_nope_head_dim + cfg->qk_rope_head_dim;
+    cfg->rotary_dim = cfg->qk_rope_head_dim;
+    double scale = 1.0 / sqrt((double)cfg->head_dim), m = cfg->rope_mscale_all_dim, factor = cfg->rope_factor;
+    if (cfg->rope_type != PF__ROPE_DEFAULT && m != 0 && factor > 1) {
+        double mscale = 0.1 * m * log(factor) + 1.0;
+        scale *= mscale * mscale;
+    }
+    cfg->attention_multiplier = scale;
+    return PF_OK;
+}
+
 /* The sizes derived from the others, and the checks that they fit together. */
 static pf_result pf__config_derive(const char *path, pf__config *cfg, char *message, size_t size) {
     const pf__arch *a = &pf__archs[cfg->arch];
@@ -4461,6 +4540,10 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" with \"%s\" false is not supported", path,
                           pf__config_key(cfg->arch, offsetof(pf__config, grouped_qkv)),
                           pf__config_key(cfg->arch, offsetof(pf__config, parallel_residual)));
+    if (cfg->kv_lora_rank) {
+        pf_result r = pf__config_latent(path, cfg, message, size);
+        if (r) return r;
+    }
     if (cfg->head_dim == 0 && cfg->num_heads > 0 && cfg->hidden_size % cfg->num_heads == 0)
         cfg->head_dim = cfg->hidden_size / cfg->num_heads; /* else inconsistent, below */
     if (cfg->embed_dim == 0) cfg->embed_dim = cfg->hidden_size;
@@ -4580,7 +4663,7 @@ static const char *pf__split_name(int v) {
     switch ((pf__split)v) {
         PF__NAME(PF__SPLIT_, NONE) PF__NAME(PF__SPLIT_, QKV_COLUMNS) PF__NAME(PF__SPLIT_, HEAD_COLUMNS)
         PF__NAME(PF__SPLIT_, KV_COLUMNS) PF__NAME(PF__SPLIT_, MLP_COLUMNS) PF__NAME(PF__SPLIT_, HEAD_ROWS)
-        PF__NAME(PF__SPLIT_, MLP_ROWS) PF__NAME(PF__SPLIT_, VOCAB) PF__NAME(PF__SPLIT_, GATE_UP_COLUMNS)
+        PF__NAME(PF__SPLIT_, MLP_ROWS) PF__NAME(PF__SPLIT_, VOCAB) PF__NAME(PF__SPLIT_, GATE_UP_COLUMNS) PF__NAME(PF__SPLIT_, LATENT_KV_COLUMNS)
     }
     return NULL;
 }
@@ -4589,7 +4672,7 @@ static const char *pf__need_name(int v) {
         PF__NAME(PF__, OPTIONAL) PF__NAME(PF__, REQUIRED) PF__NAME(PF__, IF_ATTENTION_BIAS) PF__NAME(PF__, IF_MLP_BIAS)
         PF__NAME(PF__, IF_FINAL_NORM) PF__NAME(PF__, IF_PROJECTION) PF__NAME(PF__, IF_GATED) PF__NAME(PF__, IF_DECODER)
         PF__NAME(PF__, IF_EMBED_NORM) PF__NAME(PF__, POSITION_TABLE) PF__NAME(PF__, IF_DISTILLATION) PF__NAME(PF__, IF_QK_NORM)
-        PF__NAME(PF__, IF_WITH_PROJECTION)
+        PF__NAME(PF__, IF_WITH_PROJECTION) PF__NAME(PF__, IF_Q_LORA) PF__NAME(PF__, IF_NO_Q_LORA)
     }
     return NULL;
 }
@@ -4621,6 +4704,9 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, Q_BIAS) PF__NAME(PF__SLOT_, K_WEIGHT) PF__NAME(PF__SLOT_, K_BIAS) PF__NAME(PF__SLOT_, V_WEIGHT)
         PF__NAME(PF__SLOT_, V_BIAS) PF__NAME(PF__SLOT_, Q_NORM_WEIGHT) PF__NAME(PF__SLOT_, K_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, Q_NORM_BIAS) PF__NAME(PF__SLOT_, K_NORM_BIAS)
+        PF__NAME(PF__SLOT_, Q_A_WEIGHT) PF__NAME(PF__SLOT_, Q_A_BIAS) PF__NAME(PF__SLOT_, Q_A_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, Q_B_WEIGHT) PF__NAME(PF__SLOT_, KV_A_WEIGHT) PF__NAME(PF__SLOT_, KV_A_BIAS)
+        PF__NAME(PF__SLOT_, KV_A_NORM_WEIGHT) PF__NAME(PF__SLOT_, KV_B_WEIGHT)
         PF__NAME(PF__SLOT_, ATTN_OUT_WEIGHT) PF__NAME(PF__SLOT_, ATTN_OUT_BIAS)
         PF__NAME(PF__SLOT_, MLP_NORM_WEIGHT) PF__NAME(PF__SLOT_, MLP_NORM_BIAS) PF__NAME(PF__SLOT_, MLP_GATE_WEIGHT)
         PF__NAME(PF__SLOT_, MLP_GATE_BIAS) PF__NAME(PF__SLOT_, MLP_UP_WEIGHT) PF__NAME(PF__SLOT_, MLP_UP_BIAS)
@@ -5671,7 +5757,18 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
         *cols = h;
         break;
     case PF__SLOT_K_BIAS: case PF__SLOT_V_BIAS: case PF__SLOT_CROSS_K_BIAS: case PF__SLOT_CROSS_V_BIAS: *rows = kv; break;
-    case PF__SLOT_ATTN_OUT_WEIGHT: case PF__SLOT_CROSS_OUT_WEIGHT: *rows = h; *cols = q; break;
+    case PF__SLOT_ATTN_OUT_WEIGHT: *rows = h; *cols = (size_t)c->num_heads * pf__value_head_dim(c); break;
+    case PF__SLOT_CROSS_OUT_WEIGHT: *rows = h; *cols = q; break;
+    case PF__SLOT_Q_A_WEIGHT: *rows = (size_t)c->q_lora_rank; *cols = h; break;
+    case PF__SLOT_Q_A_BIAS: case PF__SLOT_Q_A_NORM_WEIGHT: *rows = (size_t)c->q_lora_rank; break;
+    case PF__SLOT_Q_B_WEIGHT: *rows = q; *cols = (size_t)c->q_lora_rank; break;
+    case PF__SLOT_KV_A_WEIGHT: *rows = (size_t)c->kv_lora_rank + (size_t)c->qk_rope_head_dim; *cols = h; break;
+    case PF__SLOT_KV_A_BIAS: *rows = (size_t)c->kv_lora_rank + (size_t)c->qk_rope_head_dim; break;
+    case PF__SLOT_KV_A_NORM_WEIGHT: *rows = (size_t)c->kv_lora_rank; break;
+    case PF__SLOT_KV_B_WEIGHT:
+        *rows = (size_t)c->num_heads * ((size_t)c->qk_nope_head_dim + (size_t)c->v_head_dim);
+        *cols = (size_t)c->kv_lora_rank;
+        break;
     case PF__SLOT_Q_NORM_WEIGHT: *rows = c->qk_norm == PF__QK_NORM_PROJECTION || c->qk_norm_per_head ? q : (size_t)c->head_dim; break;
     case PF__SLOT_K_NORM_WEIGHT: *rows = c->qk_norm == PF__QK_NORM_PROJECTION || c->qk_norm_per_head ? kv : (size_t)c->head_dim; break;
     case PF__SLOT_Q_NORM_BIAS: case PF__SLOT_K_NORM_BIAS: *rows = (size_t)c->head_dim; break;
@@ -19686,6 +19783,125 @@ static void pf__cpu_all_reduce(pf__rank *r, float *x, size_t count) {
     memcpy(x, sum, count * sizeof(float));
 }
 
+/* Rotates the first `dims` values of x as the rotary op does a head's: by position pos, pairs
+   (2i, 2i + 1) or halves (i, i + dims/2), cos and sin times scale. */
+static void pf__rotate_span(float *x, float pos, const float *inv_freq, int dims, int pairs, float scale) {
+    int half = dims / 2;
+    for (int i = 0; i < half; i++) {
+        float angle = pos * inv_freq[i]; /* fp32, as transformers computes it */
+        float c = cosf(angle) * scale, sn = sinf(angle) * scale;
+        size_t i1 = pairs ? 2 * (size_t)i : (size_t)i, i2 = pairs ? i1 + 1 : (size_t)(i + half);
+        float x1 = x[i1], x2 = x[i2];
+        x[i1] = x1 * c - x2 * sn;
+        x[i2] = x2 * c + x1 * sn;
+    }
+}
+
+/* The rotary position of token t of row b (left pads count from the first real token). */
+static float pf__rope_position(const pf__step *s, int b, size_t t) {
+    int position = s->past + (int)t - (s->pad ? s->pad[b] : 0);
+    return (float)(position > 0 ? position : 0);
+}
+
+/* Latent attention's cache rows: each token's [latent (latent_rank) | shared key (rotary_dim)]
+   from kv_a_proj's output, the latent RMSNormed with the gain norm, the key rotated. */
+static void pf__cpu_latent_append(pf__rank *r, void *cache, const float *latent, const pf__weight *norm,
+                                  const pf__step *s, const pf__attn_shape *a, int pairs, float eps) {
+    const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
+    size_t rank = (size_t)a->latent_rank, width = rank + (size_t)a->rotary_dim, T = (size_t)s->seq_len;
+    size_t position_bytes = width * pf__dtype_size(a->cache_dtype);
+    float *row = (float *)malloc(width * sizeof(float));
+    if (!row) {
+        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        return;
+    }
+    for (int b = 0; b < s->batch; b++) {
+        size_t cache_row = s->cache_rows ? (size_t)s->cache_rows[b] : (size_t)b;
+        char *dst = (char *)cache + cache_row * a->cache_len * position_bytes;
+        for (size_t t = 0; t < T; t++) {
+            const float *in = latent + ((size_t)b * T + t) * width;
+            double var = kernels->sum_shifted(in, rank, 0.0, 1) / (double)rank;
+            kernels->normalize(row, in, rank, 0.0, (float)(1.0 / sqrt(var + eps)), (const float *)norm->data, 0.0f, NULL);
+            memcpy(row + rank, in + rank, (size_t)a->rotary_dim * sizeof(float));
+            pf__rotate_span(row + rank, pf__rope_position(s, b, t), s->inv_freq, a->rotary_dim, pairs,
+                            a->rope_scale ? a->rope_scale : 1.0f);
+            pf__cache_store(dst + (s->past + t) * position_bytes, row, width, a->cache_dtype);
+        }
+    }
+    free(row);
+}
+
+/* Latent attention over the cached latents, in the absorbed form: for each query head h (q rows
+   [heads][nope | rope], their rope parts rotated here first), q_h's nope part taken into the
+   latent space through head h's key rows of kv_b (q_lat = W_k^T q_nope), scores q_lat . latent_j +
+   q_rope . key_j, softmax, the latents' weighted sum, then head h's value rows of kv_b
+   (out_h = W_v o_lat): the keys and values of every head are never made. */
+static void pf__cpu_latent_attend(pf__rank *r, float *out, float *q, const void *cache, const pf__weight *kv_b,
+                                  const pf__step *s, const pf__attn_shape *a, int pairs) {
+    const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
+    pf__cpu_rank *cpu = pf__cpu(r);
+    size_t rank = (size_t)a->latent_rank, rope = (size_t)a->rotary_dim, width = rank + rope, T = (size_t)s->seq_len;
+    size_t hd = (size_t)a->head_dim, nope = hd - rope, vd = (size_t)a->v_head_dim, per_head = nope + vd;
+    size_t esize = pf__dtype_size(a->cache_dtype);
+    if (!a->heads) return;
+    float *work = (float *)malloc((2 * rank + width) * sizeof(float)), *p = cpu->scores;
+    if (!work) {
+        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        return;
+    }
+    float *q_lat = work, *o_lat = work + rank, *key = work + 2 * rank;
+    for (int b = 0; b < s->batch; b++) {
+        size_t cache_row = s->cache_rows ? (size_t)s->cache_rows[b] : (size_t)b, pad = s->pad ? (size_t)s->pad[b] : 0;
+        const char *rows = (const char *)cache + cache_row * a->cache_len * width * esize;
+        for (size_t t = 0; t < T; t++) {
+            size_t first, last, pos = (size_t)s->past + t;
+            float *q_row = q + ((size_t)b * T + t) * (size_t)a->heads * hd, *o_row = out + ((size_t)b * T + t) * (size_t)a->heads * vd;
+            pf__attend_range(s, a, pad, pos, &first, &last);
+            if (first > last) { /* a pad's own query: nothing to see, and nobody reads it */
+                memset(o_row, 0, (size_t)a->heads * vd * sizeof(float));
+                continue;
+            }
+            size_t count = last + 1 - first;
+            for (int h = 0; h < a->heads; h++) {
+                float *qh = q_row + (size_t)h * hd;
+                size_t w0 = (size_t)h * per_head; /* head h's first row of the rank's kv_b */
+                pf__rotate_span(qh + nope, pf__rope_position(s, b, t), s->inv_freq, (int)rope, pairs,
+                                a->rope_scale ? a->rope_scale : 1.0f);
+                for (size_t c = 0; c < rank; c++) {
+                    double sum = 0;
+                    for (size_t d = 0; d < nope; d++)
+                        sum += (double)qh[d] * pf__weight_value(kv_b->data, (w0 + d) * rank + c, kv_b->dtype);
+                    q_lat[c] = (float)sum;
+                }
+                for (size_t j = 0; j < count; j++) {
+                    const char *at = rows + (first + j) * width * esize;
+                    if (a->cache_dtype == PF__DTYPE_F32) memcpy(key, at, width * sizeof(float));
+                    else kernels->widen(key, (const uint16_t *)at, a->cache_dtype, width);
+                    double score = 0;
+                    for (size_t c = 0; c < rank; c++) score += (double)q_lat[c] * key[c];
+                    for (size_t d = 0; d < rope; d++) score += (double)qh[nope + d] * key[rank + d];
+                    p[j] = (float)score;
+                }
+                pf__attend_softmax(kernels, p, count, first, pos, pad, h, a);
+                memset(o_lat, 0, rank * sizeof(float));
+                for (size_t j = 0; j < count; j++) {
+                    const char *at = rows + (first + j) * width * esize;
+                    if (a->cache_dtype == PF__DTYPE_F32) memcpy(key, at, rank * sizeof(float));
+                    else kernels->widen(key, (const uint16_t *)at, a->cache_dtype, rank);
+                    for (size_t c = 0; c < rank; c++) o_lat[c] += p[j] * key[c];
+                }
+                for (size_t e = 0; e < vd; e++) {
+                    double sum = 0;
+                    for (size_t c = 0; c < rank; c++)
+                        sum += (double)o_lat[c] * pf__weight_value(kv_b->data, (w0 + nope + e) * rank + c, kv_b->dtype);
+                    o_row[(size_t)h * vd + e] = (float)sum;
+                }
+            }
+        }
+    }
+    free(work);
+}
+
 /* The CPU's work space beside the scratch every backend shares (pf__rank_alloc_scratch). */
 static void pf__cpu_alloc_scratch(pf__rank *r) {
     const pf__group *g = r->group;
@@ -19731,6 +19947,8 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .rotary = pf__cpu_rotary,
     .kv_append = pf__cpu_kv_append,
     .attend = pf__cpu_attend,
+    .latent_append = pf__cpu_latent_append,
+    .latent_attend = pf__cpu_latent_attend,
     .all_reduce = pf__cpu_all_reduce,
     .reorder_rows = pf__cpu_reorder_rows,
     .device_memory = pf__cpu_device_memory,
@@ -20233,7 +20451,16 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
         for (size_t i = 0; i < w; i++) p->row_map[i] = (size_t)s->mlp_begin + i, p->row_map[w + i] = half + (size_t)s->mlp_begin + i;
         break;
     }
-    case PF__SPLIT_HEAD_ROWS: p->col_begin = (size_t)s->head_begin * hd, p->cols = (size_t)s->heads * hd; break;
+    case PF__SPLIT_HEAD_ROWS: { /* value head by value head */
+        size_t vd = (size_t)pf__value_head_dim(c);
+        p->col_begin = (size_t)s->head_begin * vd, p->cols = (size_t)s->heads * vd;
+        break;
+    }
+    case PF__SPLIT_LATENT_KV_COLUMNS: { /* per query head its key (nope) rows and its value rows */
+        size_t per_head = (size_t)c->qk_nope_head_dim + (size_t)c->v_head_dim;
+        p->row_begin = (size_t)s->head_begin * per_head, p->rows = (size_t)s->heads * per_head;
+        break;
+    }
     case PF__SPLIT_MLP_ROWS: p->col_begin = (size_t)s->mlp_begin, p->cols = (size_t)s->mlp_width; break;
     case PF__SPLIT_VOCAB: p->row_begin = (size_t)s->vocab_begin, p->rows = (size_t)s->vocab_rows; break;
     }
@@ -20528,10 +20755,19 @@ static void pf__rank_warm_up(pf__rank *r) {
     r->backend->download(r, &value, r->x, sizeof value);
 }
 
-/* Values in one layer's K (or V) cache of the rank, self or cross: [max_batch][cache_len][kv width]. */
+/* Values in one layer's K (or V) cache of the rank, self or cross: [max_batch][cache_len][kv width];
+   with latent attention its one cache, [max_batch][cache_len][kv_lora_rank + qk_rope_head_dim]
+   whatever its heads. */
 PF_PRIVATE size_t pf__rank_cache_layer(const pf__rank *r) {
     const pf__group *g = r->group;
-    return (size_t)g->max_batch * g->cache_len * r->share.kv_heads * g->model->config.head_dim;
+    return (size_t)g->max_batch * g->cache_len * pf__rank_cache_width(r);
+}
+
+/* Values one cached position of a layer takes on the rank. */
+PF_PRIVATE size_t pf__rank_cache_width(const pf__rank *r) {
+    const pf__config *c = &r->group->model->config;
+    if (c->kv_lora_rank) return r->share.heads ? (size_t)c->kv_lora_rank + (size_t)c->qk_rope_head_dim : 0;
+    return (size_t)r->share.kv_heads * c->head_dim;
 }
 
 /* Runs on the rank's thread: slices every weight into the rank's memory (stacked slots as one
@@ -20694,7 +20930,7 @@ static void pf__rank_alloc_caches(pf__rank *r) {
     size_t cross_layer = pf__rank_cache_layer(r) * sizeof(float);
     r->allocating = PF__MEM_CACHE;
     r->k_cache = pf__rank_alloc(r, (size_t)pf__cache_layers(c) * self_layer);
-    r->v_cache = pf__rank_alloc(r, (size_t)pf__cache_layers(c) * self_layer);
+    if (!c->kv_lora_rank) r->v_cache = pf__rank_alloc(r, (size_t)pf__cache_layers(c) * self_layer); /* latents: one cache */
     if (a->kind == PF__KIND_SEQ2SEQ && c->num_layers > c->encoder_layers) {
         r->cross_k = (float *)pf__rank_alloc(r, (size_t)(c->num_layers - c->encoder_layers) * cross_layer);
         r->cross_v = (float *)pf__rank_alloc(r, (size_t)(c->num_layers - c->encoder_layers) * cross_layer);
@@ -20716,7 +20952,10 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
     r->part = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
     if (m->sources[PF__SLOT_PROJECT_IN].data) r->embed = (float *)pf__rank_alloc(r, T * c->embed_dim * sizeof(float));
     r->qkv = (float *)pf__rank_alloc(r, T * (q_width + 2 * kv_width) * sizeof(float));
-    r->attn = (float *)pf__rank_alloc(r, T * q_width * sizeof(float));
+    size_t v_width = (size_t)r->share.heads * pf__value_head_dim(c); /* latent attention's value heads may be wider */
+    r->attn = (float *)pf__rank_alloc(r, T * (v_width > q_width ? v_width : q_width) * sizeof(float));
+    if (c->kv_lora_rank) /* kv_a_proj's rows, then q_a_proj's */
+        r->latent = (float *)pf__rank_alloc(r, T * ((size_t)c->kv_lora_rank + c->qk_rope_head_dim + c->q_lora_rank) * sizeof(float));
     r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
     if (c->gated_mlp) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
     r->logits = (float *)pf__rank_alloc(r, g->logit_rows * r->share.vocab_rows * sizeof(float));
@@ -20961,6 +21200,8 @@ static pf__attn_shape pf__rank_attn_shape(const pf__rank *r, const pf__tower *t)
     shape.kv_group = c->num_heads / c->num_kv_heads;
     shape.cache_len = r->group->cache_len;
     shape.rotary_dim = c->rotary_dim;
+    shape.latent_rank = c->kv_lora_rank;
+    shape.v_head_dim = pf__value_head_dim(c);
     shape.rope_scale = (float)c->rope_attention_factor;
     shape.cache_dtype = r->cache_dtype;
     shape.alibi = r->alibi;
@@ -21102,6 +21343,72 @@ static void pf__rank_projection_qk_norm(pf__rank *r, const pf__weight *q_norm, c
                          (float)((size_t)c->num_kv_heads * c->head_dim), eps);
 }
 
+/* The attention of every family but latent attention's, on the block's input h, into attn:
+   qkv = h Wqkv_r^T + bqkv_r (clamped, qk-normed, rotated, as the config says), k and v appended to
+   the caches, attend. */
+static void pf__rank_attention(pf__rank *r, const pf__step *s, const pf__weight *L, int l, const float *in,
+                               void *k_cache, void *v_cache, pf__attn_shape *shape) {
+    const pf__config *c = &r->group->model->config;
+    const pf__arch *a = &pf__archs[c->arch];
+    const pf__backend *be = r->backend;
+    size_t N = (size_t)s->batch * s->seq_len;
+    float eps = (float)c->norm_eps;
+    int rotary = (a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS) && !c->alibi_rounded &&
+                 (!c->layer_rope || c->layer_rope[l]); /* NoPE layers rotate nothing; Falcon-RW's ALiBi */
+    /* qkv = h Wqkv_r^T + bqkv_r: this rank's query and key/value heads only (+ bqkv_r by the
+       first op after the GEMM where the backend folds it in there) */
+    const pf__weight *qkv_bias = PF__OR_NULL(L[PF__SLOT_QKV_BIAS]);
+    const pf__weight *q_norm = PF__OR_NULL(L[PF__SLOT_Q_NORM_WEIGHT]), *k_norm = PF__OR_NULL(L[PF__SLOT_K_NORM_WEIGHT]);
+    const pf__weight *q_norm_b = PF__OR_NULL(L[PF__SLOT_Q_NORM_BIAS]), *k_norm_b = PF__OR_NULL(L[PF__SLOT_K_NORM_BIAS]);
+    int qk_norm = c->qk_norm == PF__QK_NORM_HEAD && (q_norm || k_norm);
+    /* the qk-norms and the clip need the bias added first */
+    shape->qkv_bias = be->qkv_bias_in_attention && c->qk_norm == PF__QK_NORM_NONE && !(c->clip_qkv > 0) ? qkv_bias : NULL;
+    be->matmul(r, r->qkv, in, &L[PF__SLOT_QKV_WEIGHT], shape->qkv_bias ? NULL : qkv_bias, N);
+    /* q, k, v = clamp(q, k, v, -clip, clip) (OLMo's clip_qkv) */
+    if (c->clip_qkv > 0)
+        be->clamp(r, r->qkv, N * (size_t)(shape->heads + 2 * shape->kv_heads) * (size_t)c->head_dim, (float)c->clip_qkv);
+    /* q, k = norm(q), norm(k): each head over its head_dim values (qk-norm), before the rotary;
+       or over the whole projection, its statistics summed over the ranks */
+    if (qk_norm)
+        be->head_norm(r, r->qkv, q_norm, k_norm, q_norm_b, k_norm_b, N, shape, eps, a->norm, c->qk_norm_per_head);
+    if (c->qk_norm == PF__QK_NORM_PROJECTION && (q_norm || k_norm))
+        pf__rank_projection_qk_norm(r, q_norm, k_norm, N, shape, eps);
+    /* q, k = rotate(q, k) by position (not on NoPE layers: layer_rope, SmolLM3's list or Cohere2's global layers) */
+    if (rotary) {
+        be->rotary(r, r->qkv, s, shape, a->positions == PF__POS_ROTARY_PAIRS);
+        shape->qkv_bias = NULL; /* added */
+    }
+    /* attn = softmax(q k^T * scale + alibi + relative bias) v over the cache, k and v appended to it */
+    be->kv_append(r, k_cache, v_cache, r->qkv, s, shape);
+    shape->qkv_bias = NULL;
+    be->attend(r, r->attn, r->qkv, k_cache, v_cache, s, shape);
+}
+
+/* Multi-head latent attention (DeepSeek V2/V3) on the block's input h, into attn (the rank's heads,
+   v_head_dim each): q = h Wq_r^T, or low-rank q_b_r(norm(q_a(h))); the latent row [c | k_rope] =
+   h Wkv_a^T (whole on every rank), appended to the cache as norm(c) and rotated k_rope; then
+   attention through kv_b_r's rows of the rank's heads. */
+static void pf__rank_latent_attention(pf__rank *r, const pf__step *s, const pf__weight *L, const float *in,
+                                      void *cache, const pf__attn_shape *shape) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    size_t N = (size_t)s->batch * s->seq_len, latent_width = (size_t)c->kv_lora_rank + c->qk_rope_head_dim;
+    int pairs = pf__archs[c->arch].positions == PF__POS_ROTARY_PAIRS;
+    float eps = (float)c->latent_norm_eps;
+    if (!shape->heads) return; /* a rank without heads: nothing to attend, its output rows none */
+    if (c->q_lora_rank) { /* q = q_b(norm(q_a(h))) */
+        float *q_low = r->latent + N * latent_width;
+        be->matmul(r, q_low, in, &L[PF__SLOT_Q_A_WEIGHT], PF__OR_NULL(L[PF__SLOT_Q_A_BIAS]), N);
+        be->norm(r, q_low, q_low, &L[PF__SLOT_Q_A_NORM_WEIGHT], NULL, N, (size_t)c->q_lora_rank, eps, PF__NORM_RMS);
+        be->matmul(r, r->qkv, q_low, &L[PF__SLOT_Q_B_WEIGHT], NULL, N);
+    } else {
+        be->matmul(r, r->qkv, in, &L[PF__SLOT_QKV_WEIGHT], NULL, N); /* q_proj alone */
+    }
+    be->matmul(r, r->latent, in, &L[PF__SLOT_KV_A_WEIGHT], PF__OR_NULL(L[PF__SLOT_KV_A_BIAS]), N);
+    be->latent_append(r, cache, r->latent, &L[PF__SLOT_KV_A_NORM_WEIGHT], s, shape, pairs, eps);
+    be->latent_attend(r, r->attn, r->qkv, cache, &L[PF__SLOT_KV_B_WEIGHT], s, shape, pairs);
+}
+
 /* One block l of a tower on x: attention over the cache (appending this step's keys), the
    encoder's output for a decoder tower of an encoder-decoder, then the MLP. *residual: the
    previous block's residual add still to do on entry; this block's on return. */
@@ -21114,8 +21421,6 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
     float eps = (float)c->norm_eps;
     size_t cache_stride = pf__rank_cache_layer(r) * pf__dtype_size(r->cache_dtype); /* one layer's cache, in bytes */
-    int rotary = (a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS) && !c->alibi_rounded &&
-                 (!c->layer_rope || c->layer_rope[l]); /* NoPE layers rotate nothing; Falcon-RW's ALiBi */
     size_t mlp_width = (size_t)r->share.mlp_width;
     const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
     shape->scale = c->scale_attn_weights ? 1.0f / sqrtf((float)c->head_dim) : 1.0f;
@@ -21146,36 +21451,11 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
         residual->pending = 0;
         attn_in = r->h;
     }
-    /* qkv = h Wqkv_r^T + bqkv_r: this rank's query and key/value heads only (+ bqkv_r by the
-       first op after the GEMM where the backend folds it in there) */
-    const pf__weight *qkv_bias = PF__OR_NULL(L[PF__SLOT_QKV_BIAS]);
-    const pf__weight *q_norm = PF__OR_NULL(L[PF__SLOT_Q_NORM_WEIGHT]), *k_norm = PF__OR_NULL(L[PF__SLOT_K_NORM_WEIGHT]);
-    const pf__weight *q_norm_b = PF__OR_NULL(L[PF__SLOT_Q_NORM_BIAS]), *k_norm_b = PF__OR_NULL(L[PF__SLOT_K_NORM_BIAS]);
-    int qk_norm = c->qk_norm == PF__QK_NORM_HEAD && (q_norm || k_norm);
-    /* the qk-norms and the clip need the bias added first */
-    shape->qkv_bias = be->qkv_bias_in_attention && c->qk_norm == PF__QK_NORM_NONE && !(c->clip_qkv > 0) ? qkv_bias : NULL;
-    be->matmul(r, r->qkv, attn_in, &L[PF__SLOT_QKV_WEIGHT], shape->qkv_bias ? NULL : qkv_bias, N);
-    /* q, k, v = clamp(q, k, v, -clip, clip) (OLMo's clip_qkv) */
-    if (c->clip_qkv > 0)
-        be->clamp(r, r->qkv, N * (size_t)(shape->heads + 2 * shape->kv_heads) * (size_t)c->head_dim, (float)c->clip_qkv);
-    /* q, k = norm(q), norm(k): each head over its head_dim values (qk-norm), before the rotary;
-       or over the whole projection, its statistics summed over the ranks */
-    if (qk_norm)
-        be->head_norm(r, r->qkv, q_norm, k_norm, q_norm_b, k_norm_b, N, shape, eps, a->norm, c->qk_norm_per_head);
-    if (c->qk_norm == PF__QK_NORM_PROJECTION && (q_norm || k_norm))
-        pf__rank_projection_qk_norm(r, q_norm, k_norm, N, shape, eps);
-    /* q, k = rotate(q, k) by position (not on NoPE layers: layer_rope, SmolLM3's list or Cohere2's global layers) */
-    if (rotary) {
-        be->rotary(r, r->qkv, s, shape, a->positions == PF__POS_ROTARY_PAIRS);
-        shape->qkv_bias = NULL; /* added */
-    }
-    /* attn = softmax(q k^T * scale + alibi + relative bias) v over the cache, k and v appended to it */
     size_t cache_layer = (size_t)pf__cache_layer(c, l);
     void *k_cache = r->k_cache ? (char *)r->k_cache + cache_layer * cache_stride : NULL; /* NULL: a rank without heads */
     void *v_cache = r->v_cache ? (char *)r->v_cache + cache_layer * cache_stride : NULL;
-    be->kv_append(r, k_cache, v_cache, r->qkv, s, shape);
-    shape->qkv_bias = NULL;
-    be->attend(r, r->attn, r->qkv, k_cache, v_cache, s, shape);
+    if (c->kv_lora_rank) pf__rank_latent_attention(r, s, L, attn_in, k_cache, shape);
+    else pf__rank_attention(r, s, L, l, attn_in, k_cache, v_cache, shape);
     /* part = attn Wo_r^T: this rank's share of the output projection */
     be->matmul(r, r->part, r->attn, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, N);
 
@@ -21495,7 +21775,7 @@ PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf_
 PF_PRIVATE void pf__rank_reorder(pf__rank *r, const pf__job *job) {
     const pf__group *g = r->group;
     const pf__config *c = &g->model->config;
-    size_t kv_width = (size_t)r->share.kv_heads * c->head_dim, self_size = pf__dtype_size(r->cache_dtype);
+    size_t kv_width = pf__rank_cache_width(r), self_size = pf__dtype_size(r->cache_dtype);
     size_t row = (size_t)g->cache_len * kv_width, layer = pf__rank_cache_layer(r); /* in elements */
     size_t used = (size_t)job->step.past * kv_width, cross = (size_t)job->step.cross_len * kv_width;
     int decoder_blocks = c->num_layers - pf__encoder_blocks(c);
@@ -21505,7 +21785,8 @@ PF_PRIVATE void pf__rank_reorder(pf__rank *r, const pf__job *job) {
     for (int l = 0; l < decoder_blocks && !pf__rank_failed(r); l++) {
         size_t self_layer = l * layer * self_size;
         r->backend->reorder_rows(r, (char *)r->k_cache + self_layer, dst, src, n, row * self_size, used * self_size);
-        r->backend->reorder_rows(r, (char *)r->v_cache + self_layer, dst, src, n, row * self_size, used * self_size);
+        if (r->v_cache) /* latent attention has one cache */
+            r->backend->reorder_rows(r, (char *)r->v_cache + self_layer, dst, src, n, row * self_size, used * self_size);
         if (!job->reorder_cross || !r->cross_k) continue; /* cross caches: fp32 */
         size_t f = sizeof(float);
         r->backend->reorder_rows(r, r->cross_k + l * layer, dst, src, n, cross * f, cross * f);
@@ -21915,6 +22196,14 @@ int pf_cuda_kv_append(pf_cuda_rank *st, void *k_cache, void *v_cache, int cache_
                       int bias_dtype, const int *rows, int batch, int T, int past, const int *past_at, int heads,
                       int kv_heads, int head_dim, int cache_len);
 int pf_cuda_attend(pf_cuda_rank *st, const pf_cuda_attention_args *args);
+int pf_cuda_latent_append(pf_cuda_rank *st, void *cache, int cache_dtype, const float *latent, const void *norm,
+                          int norm_dtype, const float *inv_freq, const int *pad, const int *rows, int batch, int T,
+                          int past, const int *past_at, int latent_rank, int rope_dim, int cache_len, int pairs,
+                          float rope_scale, float eps);
+int pf_cuda_latent_attend(pf_cuda_rank *st, float *out, float *q, const void *cache, int cache_dtype, const void *kv_b,
+                          int kv_b_dtype, const float *inv_freq, const int *pad, const int *rows, int batch, int T,
+                          int past, const int *past_at, int heads, int head_dim, int rope_dim, int v_head_dim,
+                          int latent_rank, int cache_len, int window, float scale, int pairs, float rope_scale);
 int pf_cuda_reorder_rows(pf_cuda_rank *st, void *cache, void *scratch, const int *dst, const int *src, int count,
                          size_t row_bytes, size_t used_bytes);
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);
@@ -22105,8 +22394,11 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     if ((size_t)c->embed_dim > k_max) k_max = (size_t)c->embed_dim;
     if (width > k_max) k_max = width;
     if (mlp > k_max) k_max = mlp;
+    size_t v_width = (size_t)r->share.heads * pf__value_head_dim(c); /* latent attention: o_proj's input */
+    if (v_width > k_max) k_max = v_width;
+    if ((size_t)c->q_lora_rank > k_max) k_max = (size_t)c->q_lora_rank; /* and q_b_proj's */
     size_t half = pf__rope_floats(c); /* every table */
-    size_t batch = (size_t)g->max_batch, kv_width = (size_t)r->share.kv_heads * c->head_dim;
+    size_t batch = (size_t)g->max_batch, kv_width = pf__rank_cache_width(r); /* a cached position's values */
     pf__mem_kind kind = r->allocating;
     rs->scratch_done = 1; /* once, even if it fails: the failure is the rank's error */
     r->allocating = PF__MEM_SCRATCH;
@@ -22775,6 +23067,47 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const voi
     pf__cuda_ok(r, pf_cuda_attend(rs->cu, &args));
 }
 
+/* The device copies a latent attention op reads (frequencies, pads, cache rows), staged; 0 on a
+   failure (see r->error). */
+static pf__cuda_rank_state *pf__cuda_latent_begin(pf__rank *r, const pf__step *s, const int **pad, const int **rows) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs || !s->batch || !s->seq_len) return NULL;
+    if (!s->inv_freq || !rs->inv_freq) {
+        pf__rank_fail(r, PF_ERROR_DEVICE, "latent attention without its rotary frequencies");
+        pf__cuda_break(r->group);
+        return NULL;
+    }
+    if (pf__cuda_stage_inv_freq(r, rs, s, pf__rope_floats(&r->group->model->config))) return NULL;
+    *pad = pf__cuda_pads(r, rs, s);
+    *rows = r->error ? NULL : pf__cuda_cache_rows(r, rs, s);
+    return r->error ? NULL : rs;
+}
+
+static void pf__cuda_latent_append(pf__rank *r, void *cache, const float *latent, const pf__weight *norm,
+                                   const pf__step *s, const pf__attn_shape *a, int pairs, float eps) {
+    const int *pad = NULL, *rows = NULL;
+    if (!a->heads) return;
+    pf__cuda_rank_state *rs = pf__cuda_latent_begin(r, s, &pad, &rows);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_latent_append(rs->cu, cache, pf__cuda_dtype(a->cache_dtype), latent, norm->data,
+                                         pf__cuda_dtype(norm->dtype), rs->inv_freq, pad, rows, s->batch, s->seq_len,
+                                         s->past, rs->step_ints, a->latent_rank, a->rotary_dim, a->cache_len, pairs,
+                                         a->rope_scale ? a->rope_scale : 1.0f, eps));
+}
+
+static void pf__cuda_latent_attend(pf__rank *r, float *out, float *q, const void *cache, const pf__weight *kv_b,
+                                   const pf__step *s, const pf__attn_shape *a, int pairs) {
+    const int *pad = NULL, *rows = NULL;
+    if (!a->heads) return;
+    pf__cuda_rank_state *rs = pf__cuda_latent_begin(r, s, &pad, &rows);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_latent_attend(rs->cu, out, q, cache, pf__cuda_dtype(a->cache_dtype), kv_b->data,
+                                         pf__cuda_dtype(kv_b->dtype), rs->inv_freq, pad, rows, s->batch, s->seq_len,
+                                         s->past, rs->step_ints, a->heads, a->head_dim, a->rotary_dim, a->v_head_dim,
+                                         a->latent_rank, a->cache_len, a->window, a->scale, pairs,
+                                         a->rope_scale ? a->rope_scale : 1.0f));
+}
+
 /* Beam search, per layer for the K and V caches: row i of cache [rows][row_bytes] becomes old row
    src[i] (host), for the first used_bytes of each row. Nothing moves when every row keeps its
    own; otherwise src goes to the device (pf__cuda_stage_ints: once per reorder job, as every
@@ -22791,8 +23124,8 @@ static void pf__cuda_reorder_rows(pf__rank *r, void *cache, const int *dst, cons
             return;
         }
     }
-    size_t room = (size_t)g->max_batch * g->cache_len * (size_t)r->share.kv_heads * g->model->config.head_dim *
-                  sizeof(float); /* reorder_tmp's bytes: one fp32 layer */
+    size_t room = (size_t)g->max_batch * g->cache_len * pf__rank_cache_width(r) * sizeof(float); /* reorder_tmp's
+                  bytes: one fp32 layer */
     if (count > g->max_batch || used_bytes > row_bytes || (size_t)count * used_bytes > room || !rs->reorder_tmp) {
         pf__rank_fail(r, PF_ERROR_DEVICE, "beam reorder of %d rows of %zu bytes does not fit its buffer", count,
                       used_bytes);
@@ -23006,6 +23339,8 @@ static const pf__backend pf__cuda_table = {
     .rotary = pf__cuda_rotary,
     .kv_append = pf__cuda_kv_append,
     .attend = pf__cuda_attend,
+    .latent_append = pf__cuda_latent_append,
+    .latent_attend = pf__cuda_latent_attend,
     .all_reduce = pf__cuda_all_reduce,
     .reorder_rows = pf__cuda_reorder_rows,
     .device_memory = pf__cuda_device_memory,
@@ -24979,6 +25314,9 @@ PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char
         *why = c->qk_norm ? "q and k are normed (use_qk_norm / qk_layernorm is true)"
                            : "q and k are not normed (use_qk_norm / qk_layernorm is false)";
         return c->qk_norm != PF__QK_NORM_NONE;
+    case PF__IF_Q_LORA: case PF__IF_NO_Q_LORA:
+        *why = c->q_lora_rank ? "q is low-rank (q_lora_rank is set)" : "q is q_proj's (q_lora_rank is null)";
+        return (c->q_lora_rank > 0) == (need == PF__IF_Q_LORA);
     case PF__POSITION_TABLE:
         *why = "the positions are learned";
         return pf__archs[c->arch].positions == PF__POS_LEARNED ? 1 : -2;
@@ -25191,6 +25529,9 @@ PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf
         o.kv_cache_dtype != PF_DTYPE_BF16)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "kv_cache_dtype %d is not PF_DTYPE_AUTO, _F32, _F16 or _BF16",
                         (int)o.kv_cache_dtype);
+    if (m->config.kv_lora_rank && !backend->latent_attend)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\": the %s backend has no latent attention yet "
+                        "(kv_lora_rank): run it on CPU ranks", m->config.model_type, backend->name);
     if (backend->cache_in_weight_dtype && o.kv_cache_dtype != PF_DTYPE_AUTO && dtypes[o.kv_cache_dtype] != dtype)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "kv_cache_dtype: the %s backend keeps keys and values in the weights' dtype",
                         backend->name);
@@ -28689,7 +29030,8 @@ static pf_result pf__check_stacks(pf_model *m) {
             if (biases && biases != weights)
                 return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: layer %d has biases on some of its stacked projections only", m->dir, l);
         }
-        if (!m->sources[base + PF__SLOT_QKV_FUSED_WEIGHT].data && !m->sources[base + PF__SLOT_Q_WEIGHT].data)
+        if (!m->sources[base + PF__SLOT_QKV_FUSED_WEIGHT].data && !m->sources[base + PF__SLOT_Q_WEIGHT].data &&
+            !m->sources[base + PF__SLOT_Q_B_WEIGHT].data) /* latent attention's low-rank q */
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has no attention projection", m->dir, l);
         if (pf__archs[c->arch].kind == PF__KIND_DECODER && c->pre_norm && !c->parallel_residual && !c->norm_weightless &&
             !m->sources[base + PF__SLOT_MLP_NORM_WEIGHT].data && !m->sources[base + PF__SLOT_MLP_POST_NORM_WEIGHT].data)

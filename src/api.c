@@ -221,6 +221,9 @@ PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char
         *why = c->qk_norm ? "q and k are normed (use_qk_norm / qk_layernorm is true)"
                            : "q and k are not normed (use_qk_norm / qk_layernorm is false)";
         return c->qk_norm != PF__QK_NORM_NONE;
+    case PF__IF_Q_LORA: case PF__IF_NO_Q_LORA:
+        *why = c->q_lora_rank ? "q is low-rank (q_lora_rank is set)" : "q is q_proj's (q_lora_rank is null)";
+        return (c->q_lora_rank > 0) == (need == PF__IF_Q_LORA);
     case PF__POSITION_TABLE:
         *why = "the positions are learned";
         return pf__archs[c->arch].positions == PF__POS_LEARNED ? 1 : -2;

@@ -525,6 +525,7 @@ static pf_result pf__config_rope_extended(const pf__json *json, const pf__json *
         c->rope_truncate = truncate != 0;
         /* the paper's 0.1 ln(s) + 1, or DeepSeek's ratio of two such with their own mscales */
 #define PF__MSCALE(scale, m) ((scale) <= 1 ? 1.0 : 0.1 * (m) * log(scale) + 1.0)
+        c->rope_mscale_all_dim = mscale_all_dim;
         if (has_attention) c->rope_attention_factor = v;
         else if (mscale != 0 && mscale_all_dim != 0)
             c->rope_attention_factor = PF__MSCALE(factor, mscale) / PF__MSCALE(factor, mscale_all_dim);
@@ -1399,6 +1400,37 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
     return r;
 }
 
+/* Multi-head latent attention's sizes (DeepSeek V2/V3): q's and k's heads are nope + rope wide,
+   the rope part rotated; the softmax scale is head_dim^-1/2 times YaRN's mscale(factor,
+   mscale_all_dim)^2 where the rope is scaled (transformers' yarn_apply_mscale). Checked here:
+   every head count, since each rank takes whole heads of kv_b_proj. */
+static pf_result pf__config_latent(const char *path, pf__config *cfg, char *message, size_t size) {
+    if (cfg->kv_lora_rank < 1 || cfg->kv_lora_rank > 65536 || cfg->q_lora_rank < 0 || cfg->q_lora_rank > 65536 ||
+        cfg->qk_nope_head_dim < 1 || cfg->qk_nope_head_dim > 4096 || cfg->qk_rope_head_dim < 2 ||
+        cfg->qk_rope_head_dim > 4096 || cfg->qk_rope_head_dim % 2 || cfg->v_head_dim < 1 || cfg->v_head_dim > 4096)
+        return pf__format(message, size, PF_ERROR_FORMAT,
+                          "%s: latent attention's sizes do not fit (kv_lora_rank %d, q_lora_rank %d, qk_nope_head_dim %d, "
+                          "qk_rope_head_dim %d (even), v_head_dim %d)",
+                          path, cfg->kv_lora_rank, cfg->q_lora_rank, cfg->qk_nope_head_dim, cfg->qk_rope_head_dim,
+                          cfg->v_head_dim);
+    if (cfg->num_kv_heads != cfg->num_heads) /* transformers repeats the expanded heads and fails */
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"num_key_value_heads\" %d must equal "
+                          "\"num_attention_heads\" %d with latent attention", path, cfg->num_kv_heads, cfg->num_heads);
+    if (cfg->first_dense_layers < cfg->num_layers)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"first_k_dense_replace\" %d leaves layers %d..%d "
+                          "mixture-of-experts ones, which are not supported yet (all %d dense is)",
+                          path, cfg->first_dense_layers, cfg->first_dense_layers, cfg->num_layers - 1, cfg->num_layers);
+    cfg->head_dim = cfg->qk_nope_head_dim + cfg->qk_rope_head_dim;
+    cfg->rotary_dim = cfg->qk_rope_head_dim;
+    double scale = 1.0 / sqrt((double)cfg->head_dim), m = cfg->rope_mscale_all_dim, factor = cfg->rope_factor;
+    if (cfg->rope_type != PF__ROPE_DEFAULT && m != 0 && factor > 1) {
+        double mscale = 0.1 * m * log(factor) + 1.0;
+        scale *= mscale * mscale;
+    }
+    cfg->attention_multiplier = scale;
+    return PF_OK;
+}
+
 /* The sizes derived from the others, and the checks that they fit together. */
 static pf_result pf__config_derive(const char *path, pf__config *cfg, char *message, size_t size) {
     const pf__arch *a = &pf__archs[cfg->arch];
@@ -1426,6 +1458,10 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" with \"%s\" false is not supported", path,
                           pf__config_key(cfg->arch, offsetof(pf__config, grouped_qkv)),
                           pf__config_key(cfg->arch, offsetof(pf__config, parallel_residual)));
+    if (cfg->kv_lora_rank) {
+        pf_result r = pf__config_latent(path, cfg, message, size);
+        if (r) return r;
+    }
     if (cfg->head_dim == 0 && cfg->num_heads > 0 && cfg->hidden_size % cfg->num_heads == 0)
         cfg->head_dim = cfg->hidden_size / cfg->num_heads; /* else inconsistent, below */
     if (cfg->embed_dim == 0) cfg->embed_dim = cfg->hidden_size;

@@ -2990,6 +2990,125 @@ static void pf__cpu_all_reduce(pf__rank *r, float *x, size_t count) {
     memcpy(x, sum, count * sizeof(float));
 }
 
+/* Rotates the first `dims` values of x as the rotary op does a head's: by position pos, pairs
+   (2i, 2i + 1) or halves (i, i + dims/2), cos and sin times scale. */
+static void pf__rotate_span(float *x, float pos, const float *inv_freq, int dims, int pairs, float scale) {
+    int half = dims / 2;
+    for (int i = 0; i < half; i++) {
+        float angle = pos * inv_freq[i]; /* fp32, as transformers computes it */
+        float c = cosf(angle) * scale, sn = sinf(angle) * scale;
+        size_t i1 = pairs ? 2 * (size_t)i : (size_t)i, i2 = pairs ? i1 + 1 : (size_t)(i + half);
+        float x1 = x[i1], x2 = x[i2];
+        x[i1] = x1 * c - x2 * sn;
+        x[i2] = x2 * c + x1 * sn;
+    }
+}
+
+/* The rotary position of token t of row b (left pads count from the first real token). */
+static float pf__rope_position(const pf__step *s, int b, size_t t) {
+    int position = s->past + (int)t - (s->pad ? s->pad[b] : 0);
+    return (float)(position > 0 ? position : 0);
+}
+
+/* Latent attention's cache rows: each token's [latent (latent_rank) | shared key (rotary_dim)]
+   from kv_a_proj's output, the latent RMSNormed with the gain norm, the key rotated. */
+static void pf__cpu_latent_append(pf__rank *r, void *cache, const float *latent, const pf__weight *norm,
+                                  const pf__step *s, const pf__attn_shape *a, int pairs, float eps) {
+    const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
+    size_t rank = (size_t)a->latent_rank, width = rank + (size_t)a->rotary_dim, T = (size_t)s->seq_len;
+    size_t position_bytes = width * pf__dtype_size(a->cache_dtype);
+    float *row = (float *)malloc(width * sizeof(float));
+    if (!row) {
+        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        return;
+    }
+    for (int b = 0; b < s->batch; b++) {
+        size_t cache_row = s->cache_rows ? (size_t)s->cache_rows[b] : (size_t)b;
+        char *dst = (char *)cache + cache_row * a->cache_len * position_bytes;
+        for (size_t t = 0; t < T; t++) {
+            const float *in = latent + ((size_t)b * T + t) * width;
+            double var = kernels->sum_shifted(in, rank, 0.0, 1) / (double)rank;
+            kernels->normalize(row, in, rank, 0.0, (float)(1.0 / sqrt(var + eps)), (const float *)norm->data, 0.0f, NULL);
+            memcpy(row + rank, in + rank, (size_t)a->rotary_dim * sizeof(float));
+            pf__rotate_span(row + rank, pf__rope_position(s, b, t), s->inv_freq, a->rotary_dim, pairs,
+                            a->rope_scale ? a->rope_scale : 1.0f);
+            pf__cache_store(dst + (s->past + t) * position_bytes, row, width, a->cache_dtype);
+        }
+    }
+    free(row);
+}
+
+/* Latent attention over the cached latents, in the absorbed form: for each query head h (q rows
+   [heads][nope | rope], their rope parts rotated here first), q_h's nope part taken into the
+   latent space through head h's key rows of kv_b (q_lat = W_k^T q_nope), scores q_lat . latent_j +
+   q_rope . key_j, softmax, the latents' weighted sum, then head h's value rows of kv_b
+   (out_h = W_v o_lat): the keys and values of every head are never made. */
+static void pf__cpu_latent_attend(pf__rank *r, float *out, float *q, const void *cache, const pf__weight *kv_b,
+                                  const pf__step *s, const pf__attn_shape *a, int pairs) {
+    const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
+    pf__cpu_rank *cpu = pf__cpu(r);
+    size_t rank = (size_t)a->latent_rank, rope = (size_t)a->rotary_dim, width = rank + rope, T = (size_t)s->seq_len;
+    size_t hd = (size_t)a->head_dim, nope = hd - rope, vd = (size_t)a->v_head_dim, per_head = nope + vd;
+    size_t esize = pf__dtype_size(a->cache_dtype);
+    if (!a->heads) return;
+    float *work = (float *)malloc((2 * rank + width) * sizeof(float)), *p = cpu->scores;
+    if (!work) {
+        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        return;
+    }
+    float *q_lat = work, *o_lat = work + rank, *key = work + 2 * rank;
+    for (int b = 0; b < s->batch; b++) {
+        size_t cache_row = s->cache_rows ? (size_t)s->cache_rows[b] : (size_t)b, pad = s->pad ? (size_t)s->pad[b] : 0;
+        const char *rows = (const char *)cache + cache_row * a->cache_len * width * esize;
+        for (size_t t = 0; t < T; t++) {
+            size_t first, last, pos = (size_t)s->past + t;
+            float *q_row = q + ((size_t)b * T + t) * (size_t)a->heads * hd, *o_row = out + ((size_t)b * T + t) * (size_t)a->heads * vd;
+            pf__attend_range(s, a, pad, pos, &first, &last);
+            if (first > last) { /* a pad's own query: nothing to see, and nobody reads it */
+                memset(o_row, 0, (size_t)a->heads * vd * sizeof(float));
+                continue;
+            }
+            size_t count = last + 1 - first;
+            for (int h = 0; h < a->heads; h++) {
+                float *qh = q_row + (size_t)h * hd;
+                size_t w0 = (size_t)h * per_head; /* head h's first row of the rank's kv_b */
+                pf__rotate_span(qh + nope, pf__rope_position(s, b, t), s->inv_freq, (int)rope, pairs,
+                                a->rope_scale ? a->rope_scale : 1.0f);
+                for (size_t c = 0; c < rank; c++) {
+                    double sum = 0;
+                    for (size_t d = 0; d < nope; d++)
+                        sum += (double)qh[d] * pf__weight_value(kv_b->data, (w0 + d) * rank + c, kv_b->dtype);
+                    q_lat[c] = (float)sum;
+                }
+                for (size_t j = 0; j < count; j++) {
+                    const char *at = rows + (first + j) * width * esize;
+                    if (a->cache_dtype == PF__DTYPE_F32) memcpy(key, at, width * sizeof(float));
+                    else kernels->widen(key, (const uint16_t *)at, a->cache_dtype, width);
+                    double score = 0;
+                    for (size_t c = 0; c < rank; c++) score += (double)q_lat[c] * key[c];
+                    for (size_t d = 0; d < rope; d++) score += (double)qh[nope + d] * key[rank + d];
+                    p[j] = (float)score;
+                }
+                pf__attend_softmax(kernels, p, count, first, pos, pad, h, a);
+                memset(o_lat, 0, rank * sizeof(float));
+                for (size_t j = 0; j < count; j++) {
+                    const char *at = rows + (first + j) * width * esize;
+                    if (a->cache_dtype == PF__DTYPE_F32) memcpy(key, at, rank * sizeof(float));
+                    else kernels->widen(key, (const uint16_t *)at, a->cache_dtype, rank);
+                    for (size_t c = 0; c < rank; c++) o_lat[c] += p[j] * key[c];
+                }
+                for (size_t e = 0; e < vd; e++) {
+                    double sum = 0;
+                    for (size_t c = 0; c < rank; c++)
+                        sum += (double)o_lat[c] * pf__weight_value(kv_b->data, (w0 + nope + e) * rank + c, kv_b->dtype);
+                    o_row[(size_t)h * vd + e] = (float)sum;
+                }
+            }
+        }
+    }
+    free(work);
+}
+
 /* The CPU's work space beside the scratch every backend shares (pf__rank_alloc_scratch). */
 static void pf__cpu_alloc_scratch(pf__rank *r) {
     const pf__group *g = r->group;
@@ -3035,6 +3154,8 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .rotary = pf__cpu_rotary,
     .kv_append = pf__cpu_kv_append,
     .attend = pf__cpu_attend,
+    .latent_append = pf__cpu_latent_append,
+    .latent_attend = pf__cpu_latent_attend,
     .all_reduce = pf__cpu_all_reduce,
     .reorder_rows = pf__cpu_reorder_rows,
     .device_memory = pf__cpu_device_memory,

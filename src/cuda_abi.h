@@ -148,6 +148,14 @@ int pf_cuda_kv_append(pf_cuda_rank *st, void *k_cache, void *v_cache, int cache_
                       int bias_dtype, const int *rows, int batch, int T, int past, const int *past_at, int heads,
                       int kv_heads, int head_dim, int cache_len);
 int pf_cuda_attend(pf_cuda_rank *st, const pf_cuda_attention_args *args);
+int pf_cuda_latent_append(pf_cuda_rank *st, void *cache, int cache_dtype, const float *latent, const void *norm,
+                          int norm_dtype, const float *inv_freq, const int *pad, const int *rows, int batch, int T,
+                          int past, const int *past_at, int latent_rank, int rope_dim, int cache_len, int pairs,
+                          float rope_scale, float eps);
+int pf_cuda_latent_attend(pf_cuda_rank *st, float *out, float *q, const void *cache, int cache_dtype, const void *kv_b,
+                          int kv_b_dtype, const float *inv_freq, const int *pad, const int *rows, int batch, int T,
+                          int past, const int *past_at, int heads, int head_dim, int rope_dim, int v_head_dim,
+                          int latent_rank, int cache_len, int window, float scale, int pairs, float rope_scale);
 int pf_cuda_reorder_rows(pf_cuda_rank *st, void *cache, void *scratch, const int *dst, const int *src, int count,
                          size_t row_bytes, size_t used_bytes);
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);

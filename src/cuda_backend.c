@@ -223,8 +223,11 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     if ((size_t)c->embed_dim > k_max) k_max = (size_t)c->embed_dim;
     if (width > k_max) k_max = width;
     if (mlp > k_max) k_max = mlp;
+    size_t v_width = (size_t)r->share.heads * pf__value_head_dim(c); /* latent attention: o_proj's input */
+    if (v_width > k_max) k_max = v_width;
+    if ((size_t)c->q_lora_rank > k_max) k_max = (size_t)c->q_lora_rank; /* and q_b_proj's */
     size_t half = pf__rope_floats(c); /* every table */
-    size_t batch = (size_t)g->max_batch, kv_width = (size_t)r->share.kv_heads * c->head_dim;
+    size_t batch = (size_t)g->max_batch, kv_width = pf__rank_cache_width(r); /* a cached position's values */
     pf__mem_kind kind = r->allocating;
     rs->scratch_done = 1; /* once, even if it fails: the failure is the rank's error */
     r->allocating = PF__MEM_SCRATCH;
@@ -893,6 +896,47 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const voi
     pf__cuda_ok(r, pf_cuda_attend(rs->cu, &args));
 }
 
+/* The device copies a latent attention op reads (frequencies, pads, cache rows), staged; 0 on a
+   failure (see r->error). */
+static pf__cuda_rank_state *pf__cuda_latent_begin(pf__rank *r, const pf__step *s, const int **pad, const int **rows) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs || !s->batch || !s->seq_len) return NULL;
+    if (!s->inv_freq || !rs->inv_freq) {
+        pf__rank_fail(r, PF_ERROR_DEVICE, "latent attention without its rotary frequencies");
+        pf__cuda_break(r->group);
+        return NULL;
+    }
+    if (pf__cuda_stage_inv_freq(r, rs, s, pf__rope_floats(&r->group->model->config))) return NULL;
+    *pad = pf__cuda_pads(r, rs, s);
+    *rows = r->error ? NULL : pf__cuda_cache_rows(r, rs, s);
+    return r->error ? NULL : rs;
+}
+
+static void pf__cuda_latent_append(pf__rank *r, void *cache, const float *latent, const pf__weight *norm,
+                                   const pf__step *s, const pf__attn_shape *a, int pairs, float eps) {
+    const int *pad = NULL, *rows = NULL;
+    if (!a->heads) return;
+    pf__cuda_rank_state *rs = pf__cuda_latent_begin(r, s, &pad, &rows);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_latent_append(rs->cu, cache, pf__cuda_dtype(a->cache_dtype), latent, norm->data,
+                                         pf__cuda_dtype(norm->dtype), rs->inv_freq, pad, rows, s->batch, s->seq_len,
+                                         s->past, rs->step_ints, a->latent_rank, a->rotary_dim, a->cache_len, pairs,
+                                         a->rope_scale ? a->rope_scale : 1.0f, eps));
+}
+
+static void pf__cuda_latent_attend(pf__rank *r, float *out, float *q, const void *cache, const pf__weight *kv_b,
+                                   const pf__step *s, const pf__attn_shape *a, int pairs) {
+    const int *pad = NULL, *rows = NULL;
+    if (!a->heads) return;
+    pf__cuda_rank_state *rs = pf__cuda_latent_begin(r, s, &pad, &rows);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_latent_attend(rs->cu, out, q, cache, pf__cuda_dtype(a->cache_dtype), kv_b->data,
+                                         pf__cuda_dtype(kv_b->dtype), rs->inv_freq, pad, rows, s->batch, s->seq_len,
+                                         s->past, rs->step_ints, a->heads, a->head_dim, a->rotary_dim, a->v_head_dim,
+                                         a->latent_rank, a->cache_len, a->window, a->scale, pairs,
+                                         a->rope_scale ? a->rope_scale : 1.0f));
+}
+
 /* Beam search, per layer for the K and V caches: row i of cache [rows][row_bytes] becomes old row
    src[i] (host), for the first used_bytes of each row. Nothing moves when every row keeps its
    own; otherwise src goes to the device (pf__cuda_stage_ints: once per reorder job, as every
@@ -909,8 +953,8 @@ static void pf__cuda_reorder_rows(pf__rank *r, void *cache, const int *dst, cons
             return;
         }
     }
-    size_t room = (size_t)g->max_batch * g->cache_len * (size_t)r->share.kv_heads * g->model->config.head_dim *
-                  sizeof(float); /* reorder_tmp's bytes: one fp32 layer */
+    size_t room = (size_t)g->max_batch * g->cache_len * pf__rank_cache_width(r) * sizeof(float); /* reorder_tmp's
+                  bytes: one fp32 layer */
     if (count > g->max_batch || used_bytes > row_bytes || (size_t)count * used_bytes > room || !rs->reorder_tmp) {
         pf__rank_fail(r, PF_ERROR_DEVICE, "beam reorder of %d rows of %zu bytes does not fit its buffer", count,
                       used_bytes);
@@ -1124,6 +1168,8 @@ static const pf__backend pf__cuda_table = {
     .rotary = pf__cuda_rotary,
     .kv_append = pf__cuda_kv_append,
     .attend = pf__cuda_attend,
+    .latent_append = pf__cuda_latent_append,
+    .latent_attend = pf__cuda_latent_attend,
     .all_reduce = pf__cuda_all_reduce,
     .reorder_rows = pf__cuda_reorder_rows,
     .device_memory = pf__cuda_device_memory,

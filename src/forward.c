@@ -133,6 +133,8 @@ static pf__attn_shape pf__rank_attn_shape(const pf__rank *r, const pf__tower *t)
     shape.kv_group = c->num_heads / c->num_kv_heads;
     shape.cache_len = r->group->cache_len;
     shape.rotary_dim = c->rotary_dim;
+    shape.latent_rank = c->kv_lora_rank;
+    shape.v_head_dim = pf__value_head_dim(c);
     shape.rope_scale = (float)c->rope_attention_factor;
     shape.cache_dtype = r->cache_dtype;
     shape.alibi = r->alibi;
@@ -274,6 +276,72 @@ static void pf__rank_projection_qk_norm(pf__rank *r, const pf__weight *q_norm, c
                          (float)((size_t)c->num_kv_heads * c->head_dim), eps);
 }
 
+/* The attention of every family but latent attention's, on the block's input h, into attn:
+   qkv = h Wqkv_r^T + bqkv_r (clamped, qk-normed, rotated, as the config says), k and v appended to
+   the caches, attend. */
+static void pf__rank_attention(pf__rank *r, const pf__step *s, const pf__weight *L, int l, const float *in,
+                               void *k_cache, void *v_cache, pf__attn_shape *shape) {
+    const pf__config *c = &r->group->model->config;
+    const pf__arch *a = &pf__archs[c->arch];
+    const pf__backend *be = r->backend;
+    size_t N = (size_t)s->batch * s->seq_len;
+    float eps = (float)c->norm_eps;
+    int rotary = (a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS) && !c->alibi_rounded &&
+                 (!c->layer_rope || c->layer_rope[l]); /* NoPE layers rotate nothing; Falcon-RW's ALiBi */
+    /* qkv = h Wqkv_r^T + bqkv_r: this rank's query and key/value heads only (+ bqkv_r by the
+       first op after the GEMM where the backend folds it in there) */
+    const pf__weight *qkv_bias = PF__OR_NULL(L[PF__SLOT_QKV_BIAS]);
+    const pf__weight *q_norm = PF__OR_NULL(L[PF__SLOT_Q_NORM_WEIGHT]), *k_norm = PF__OR_NULL(L[PF__SLOT_K_NORM_WEIGHT]);
+    const pf__weight *q_norm_b = PF__OR_NULL(L[PF__SLOT_Q_NORM_BIAS]), *k_norm_b = PF__OR_NULL(L[PF__SLOT_K_NORM_BIAS]);
+    int qk_norm = c->qk_norm == PF__QK_NORM_HEAD && (q_norm || k_norm);
+    /* the qk-norms and the clip need the bias added first */
+    shape->qkv_bias = be->qkv_bias_in_attention && c->qk_norm == PF__QK_NORM_NONE && !(c->clip_qkv > 0) ? qkv_bias : NULL;
+    be->matmul(r, r->qkv, in, &L[PF__SLOT_QKV_WEIGHT], shape->qkv_bias ? NULL : qkv_bias, N);
+    /* q, k, v = clamp(q, k, v, -clip, clip) (OLMo's clip_qkv) */
+    if (c->clip_qkv > 0)
+        be->clamp(r, r->qkv, N * (size_t)(shape->heads + 2 * shape->kv_heads) * (size_t)c->head_dim, (float)c->clip_qkv);
+    /* q, k = norm(q), norm(k): each head over its head_dim values (qk-norm), before the rotary;
+       or over the whole projection, its statistics summed over the ranks */
+    if (qk_norm)
+        be->head_norm(r, r->qkv, q_norm, k_norm, q_norm_b, k_norm_b, N, shape, eps, a->norm, c->qk_norm_per_head);
+    if (c->qk_norm == PF__QK_NORM_PROJECTION && (q_norm || k_norm))
+        pf__rank_projection_qk_norm(r, q_norm, k_norm, N, shape, eps);
+    /* q, k = rotate(q, k) by position (not on NoPE layers: layer_rope, SmolLM3's list or Cohere2's global layers) */
+    if (rotary) {
+        be->rotary(r, r->qkv, s, shape, a->positions == PF__POS_ROTARY_PAIRS);
+        shape->qkv_bias = NULL; /* added */
+    }
+    /* attn = softmax(q k^T * scale + alibi + relative bias) v over the cache, k and v appended to it */
+    be->kv_append(r, k_cache, v_cache, r->qkv, s, shape);
+    shape->qkv_bias = NULL;
+    be->attend(r, r->attn, r->qkv, k_cache, v_cache, s, shape);
+}
+
+/* Multi-head latent attention (DeepSeek V2/V3) on the block's input h, into attn (the rank's heads,
+   v_head_dim each): q = h Wq_r^T, or low-rank q_b_r(norm(q_a(h))); the latent row [c | k_rope] =
+   h Wkv_a^T (whole on every rank), appended to the cache as norm(c) and rotated k_rope; then
+   attention through kv_b_r's rows of the rank's heads. */
+static void pf__rank_latent_attention(pf__rank *r, const pf__step *s, const pf__weight *L, const float *in,
+                                      void *cache, const pf__attn_shape *shape) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    size_t N = (size_t)s->batch * s->seq_len, latent_width = (size_t)c->kv_lora_rank + c->qk_rope_head_dim;
+    int pairs = pf__archs[c->arch].positions == PF__POS_ROTARY_PAIRS;
+    float eps = (float)c->latent_norm_eps;
+    if (!shape->heads) return; /* a rank without heads: nothing to attend, its output rows none */
+    if (c->q_lora_rank) { /* q = q_b(norm(q_a(h))) */
+        float *q_low = r->latent + N * latent_width;
+        be->matmul(r, q_low, in, &L[PF__SLOT_Q_A_WEIGHT], PF__OR_NULL(L[PF__SLOT_Q_A_BIAS]), N);
+        be->norm(r, q_low, q_low, &L[PF__SLOT_Q_A_NORM_WEIGHT], NULL, N, (size_t)c->q_lora_rank, eps, PF__NORM_RMS);
+        be->matmul(r, r->qkv, q_low, &L[PF__SLOT_Q_B_WEIGHT], NULL, N);
+    } else {
+        be->matmul(r, r->qkv, in, &L[PF__SLOT_QKV_WEIGHT], NULL, N); /* q_proj alone */
+    }
+    be->matmul(r, r->latent, in, &L[PF__SLOT_KV_A_WEIGHT], PF__OR_NULL(L[PF__SLOT_KV_A_BIAS]), N);
+    be->latent_append(r, cache, r->latent, &L[PF__SLOT_KV_A_NORM_WEIGHT], s, shape, pairs, eps);
+    be->latent_attend(r, r->attn, r->qkv, cache, &L[PF__SLOT_KV_B_WEIGHT], s, shape, pairs);
+}
+
 /* One block l of a tower on x: attention over the cache (appending this step's keys), the
    encoder's output for a decoder tower of an encoder-decoder, then the MLP. *residual: the
    previous block's residual add still to do on entry; this block's on return. */
@@ -286,8 +354,6 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
     float eps = (float)c->norm_eps;
     size_t cache_stride = pf__rank_cache_layer(r) * pf__dtype_size(r->cache_dtype); /* one layer's cache, in bytes */
-    int rotary = (a->positions == PF__POS_ROTARY_HALVES || a->positions == PF__POS_ROTARY_PAIRS) && !c->alibi_rounded &&
-                 (!c->layer_rope || c->layer_rope[l]); /* NoPE layers rotate nothing; Falcon-RW's ALiBi */
     size_t mlp_width = (size_t)r->share.mlp_width;
     const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
     shape->scale = c->scale_attn_weights ? 1.0f / sqrtf((float)c->head_dim) : 1.0f;
@@ -318,36 +384,11 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
         residual->pending = 0;
         attn_in = r->h;
     }
-    /* qkv = h Wqkv_r^T + bqkv_r: this rank's query and key/value heads only (+ bqkv_r by the
-       first op after the GEMM where the backend folds it in there) */
-    const pf__weight *qkv_bias = PF__OR_NULL(L[PF__SLOT_QKV_BIAS]);
-    const pf__weight *q_norm = PF__OR_NULL(L[PF__SLOT_Q_NORM_WEIGHT]), *k_norm = PF__OR_NULL(L[PF__SLOT_K_NORM_WEIGHT]);
-    const pf__weight *q_norm_b = PF__OR_NULL(L[PF__SLOT_Q_NORM_BIAS]), *k_norm_b = PF__OR_NULL(L[PF__SLOT_K_NORM_BIAS]);
-    int qk_norm = c->qk_norm == PF__QK_NORM_HEAD && (q_norm || k_norm);
-    /* the qk-norms and the clip need the bias added first */
-    shape->qkv_bias = be->qkv_bias_in_attention && c->qk_norm == PF__QK_NORM_NONE && !(c->clip_qkv > 0) ? qkv_bias : NULL;
-    be->matmul(r, r->qkv, attn_in, &L[PF__SLOT_QKV_WEIGHT], shape->qkv_bias ? NULL : qkv_bias, N);
-    /* q, k, v = clamp(q, k, v, -clip, clip) (OLMo's clip_qkv) */
-    if (c->clip_qkv > 0)
-        be->clamp(r, r->qkv, N * (size_t)(shape->heads + 2 * shape->kv_heads) * (size_t)c->head_dim, (float)c->clip_qkv);
-    /* q, k = norm(q), norm(k): each head over its head_dim values (qk-norm), before the rotary;
-       or over the whole projection, its statistics summed over the ranks */
-    if (qk_norm)
-        be->head_norm(r, r->qkv, q_norm, k_norm, q_norm_b, k_norm_b, N, shape, eps, a->norm, c->qk_norm_per_head);
-    if (c->qk_norm == PF__QK_NORM_PROJECTION && (q_norm || k_norm))
-        pf__rank_projection_qk_norm(r, q_norm, k_norm, N, shape, eps);
-    /* q, k = rotate(q, k) by position (not on NoPE layers: layer_rope, SmolLM3's list or Cohere2's global layers) */
-    if (rotary) {
-        be->rotary(r, r->qkv, s, shape, a->positions == PF__POS_ROTARY_PAIRS);
-        shape->qkv_bias = NULL; /* added */
-    }
-    /* attn = softmax(q k^T * scale + alibi + relative bias) v over the cache, k and v appended to it */
     size_t cache_layer = (size_t)pf__cache_layer(c, l);
     void *k_cache = r->k_cache ? (char *)r->k_cache + cache_layer * cache_stride : NULL; /* NULL: a rank without heads */
     void *v_cache = r->v_cache ? (char *)r->v_cache + cache_layer * cache_stride : NULL;
-    be->kv_append(r, k_cache, v_cache, r->qkv, s, shape);
-    shape->qkv_bias = NULL;
-    be->attend(r, r->attn, r->qkv, k_cache, v_cache, s, shape);
+    if (c->kv_lora_rank) pf__rank_latent_attention(r, s, L, attn_in, k_cache, shape);
+    else pf__rank_attention(r, s, L, l, attn_in, k_cache, v_cache, shape);
     /* part = attn Wo_r^T: this rank's share of the output projection */
     be->matmul(r, r->part, r->attn, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, N);
 
@@ -667,7 +708,7 @@ PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf_
 PF_PRIVATE void pf__rank_reorder(pf__rank *r, const pf__job *job) {
     const pf__group *g = r->group;
     const pf__config *c = &g->model->config;
-    size_t kv_width = (size_t)r->share.kv_heads * c->head_dim, self_size = pf__dtype_size(r->cache_dtype);
+    size_t kv_width = pf__rank_cache_width(r), self_size = pf__dtype_size(r->cache_dtype);
     size_t row = (size_t)g->cache_len * kv_width, layer = pf__rank_cache_layer(r); /* in elements */
     size_t used = (size_t)job->step.past * kv_width, cross = (size_t)job->step.cross_len * kv_width;
     int decoder_blocks = c->num_layers - pf__encoder_blocks(c);
@@ -677,7 +718,8 @@ PF_PRIVATE void pf__rank_reorder(pf__rank *r, const pf__job *job) {
     for (int l = 0; l < decoder_blocks && !pf__rank_failed(r); l++) {
         size_t self_layer = l * layer * self_size;
         r->backend->reorder_rows(r, (char *)r->k_cache + self_layer, dst, src, n, row * self_size, used * self_size);
-        r->backend->reorder_rows(r, (char *)r->v_cache + self_layer, dst, src, n, row * self_size, used * self_size);
+        if (r->v_cache) /* latent attention has one cache */
+            r->backend->reorder_rows(r, (char *)r->v_cache + self_layer, dst, src, n, row * self_size, used * self_size);
         if (!job->reorder_cross || !r->cross_k) continue; /* cross caches: fp32 */
         size_t f = sizeof(float);
         r->backend->reorder_rows(r, r->cross_k + l * layer, dst, src, n, cross * f, cross * f);

@@ -269,7 +269,19 @@ typedef enum {
     PF__SLOT_K_NORM_WEIGHT,    /* [head_dim]: the same for every key head; [KV] (_PROJECTION, qk_norm_per_head) */
     PF__SLOT_Q_NORM_BIAS,      /* [head_dim]: PF__QK_NORM_HEAD's LayerNorm bias, shared by the heads (Phi's qk_layernorm) */
     PF__SLOT_K_NORM_BIAS,      /* [head_dim]: the same for the key heads */
-    PF__SLOT_ATTN_OUT_WEIGHT,  /* [hidden, Q] */
+    /* Multi-head latent attention (DeepSeek V2/V3; config.kv_lora_rank > 0), Q's heads being
+       qk_nope_head_dim + qk_rope_head_dim wide (head_dim), each its nope part then its rope part: */
+    PF__SLOT_Q_A_WEIGHT,       /* [q_lora_rank, hidden]: low-rank q's down projection, whole on every rank */
+    PF__SLOT_Q_A_BIAS,         /* [q_lora_rank] */
+    PF__SLOT_Q_A_NORM_WEIGHT,  /* [q_lora_rank]: the compressed q's RMSNorm gain */
+    PF__SLOT_Q_B_WEIGHT,       /* [Q, q_lora_rank]: its up projection, split with the heads */
+    PF__SLOT_KV_A_WEIGHT,      /* [kv_lora_rank + qk_rope_head_dim, hidden]: the latent, then the rotary key
+                                  every head shares; whole on every rank */
+    PF__SLOT_KV_A_BIAS,        /* [kv_lora_rank + qk_rope_head_dim] */
+    PF__SLOT_KV_A_NORM_WEIGHT, /* [kv_lora_rank]: the latent's RMSNorm gain */
+    PF__SLOT_KV_B_WEIGHT,      /* [heads * (qk_nope_head_dim + v_head_dim), kv_lora_rank]: per head its
+                                  key rows (nope part) then its value rows, split with the heads */
+    PF__SLOT_ATTN_OUT_WEIGHT,  /* [hidden, heads * value head width (v_head_dim, else head_dim)] */
     PF__SLOT_ATTN_OUT_BIAS,    /* [hidden] */
     PF__SLOT_MLP_NORM_WEIGHT,  /* [hidden] */
     PF__SLOT_MLP_NORM_BIAS,    /* [hidden] */
@@ -333,9 +345,10 @@ typedef enum {
     PF__SPLIT_KV_COLUMNS,
     PF__SPLIT_MLP_COLUMNS,
     PF__SPLIT_GATE_UP_COLUMNS, /* a fused [gate | up]: the rank's gate columns, then the same up columns */
-    PF__SPLIT_HEAD_ROWS,
+    PF__SPLIT_HEAD_ROWS,       /* input features, value head by value head (pf__value_head_dim) */
     PF__SPLIT_MLP_ROWS,
-    PF__SPLIT_VOCAB
+    PF__SPLIT_VOCAB,
+    PF__SPLIT_LATENT_KV_COLUMNS /* kv_b_proj's rows: qk_nope_head_dim + v_head_dim per query head */
 } pf__split;
 
 /* Whether a tensor must be in the file: the PF__IF_ needs follow a config field (present exactly
@@ -354,7 +367,9 @@ typedef enum {
                            of the sinusoid, used as it is; computed when absent) */
     PF__IF_DISTILLATION, /* present exactly when the family has a distillation token (DeiT) */
     PF__IF_WITH_PROJECTION, /* present exactly when the config field with_projection is 1 (CLIP's towers) */
-    PF__IF_QK_NORM /* present exactly when the config field qk_norm is not PF__QK_NORM_NONE (Cohere's use_qk_norm) */
+    PF__IF_QK_NORM, /* present exactly when the config field qk_norm is not PF__QK_NORM_NONE (Cohere's use_qk_norm) */
+    PF__IF_Q_LORA,  /* present exactly when the config field q_lora_rank is above 0 (latent attention's low-rank q) */
+    PF__IF_NO_Q_LORA /* present exactly when it is 0 (q_proj straight from the hidden state) */
 } pf__need;
 
 typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ, PF__KIND_DUAL } pf__kind;
@@ -605,6 +620,17 @@ typedef struct pf__config {
     int nope_windowed;              /* 1: without a per-layer list of kinds, the sliding window is on the
                                        NoPE layers (SmolLM3) */
     int *layer_rope;                /* [num_layers]: 1 where the layer rotates q and k; NULL: every layer; owned */
+    /* Multi-head latent attention (DeepSeek V2/V3), on when kv_lora_rank > 0: head_dim is then
+       qk_nope_head_dim + qk_rope_head_dim (q's and k's heads), rotary_dim qk_rope_head_dim (the
+       end of each head, and of the latent row); the cache holds each token's normed latent and its
+       rotated shared key, kv_lora_rank + qk_rope_head_dim values, whatever the heads. */
+    int q_lora_rank;                /* > 0: q = q_b(norm(q_a(x))); 0: q = q_proj(x) */
+    int kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim;
+    int v_head_dim;                 /* the value heads' width; 0: head_dim */
+    double latent_norm_eps;         /* the q_a and kv_a RMSNorms' epsilon (transformers' default, not rms_norm_eps) */
+    double rope_mscale_all_dim;     /* YaRN's mscale_all_dim: latent attention's scores times mscale^2 (0: none) */
+    int first_dense_layers;         /* layers before the first mixture-of-experts one (first_k_dense_replace):
+                                       all of them, until the MoE block joins */
     int type_vocab_size;            /* rows of the token type (segment) embedding */
     int gated_mlp;                  /* 1: act(x W_gate) * x W_up (the row's mlp, or T5's "gated-" activations) */
     int rel_table_rows;             /* rows of the relative bias table (its config key) */
@@ -629,6 +655,8 @@ typedef struct pf__arch_config {
     const char *key;
     double fallback;
 } pf__arch_config;
+/* The value heads' width: latent attention's v_head_dim, else head_dim. */
+static inline int pf__value_head_dim(const pf__config *c) { return c->v_head_dim ? c->v_head_dim : c->head_dim; }
 #define PF__FIELD_IS_DOUBLE(field) (sizeof(((pf__config *)0)->field) == sizeof(double))
 #define PF__COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -1195,6 +1223,8 @@ typedef struct pf__attn_shape {
     const float *rel_bias;  /* device, [heads][rel_rows]: score += rel_bias[h][bucket(key - query)],
                                bucketed as T5 does (bidirectional); NULL: none */
     int rel_rows, rel_buckets, rel_max_distance;
+    int latent_rank, v_head_dim; /* latent attention: kv_lora_rank and the value heads' width (head_dim
+                               is q's and k's: its last rotary_dim values rotated) */
     const pf__weight *qkv_bias; /* the QKV projection's bias, which its GEMM left out (a backend with
                                qkv_bias_in_attention): added to the whole qkv rows by rotary where
                                it runs, else by kv_append; NULL once added, or with none to add */
@@ -1287,6 +1317,20 @@ typedef struct pf__backend {
        PF__MASK_CROSS). */
     void (*attend)(pf__rank *r, float *out, const float *qkv, const void *k_cache, const void *v_cache,
                    const pf__step *s, const pf__attn_shape *a);
+    /* Multi-head latent attention (config.kv_lora_rank > 0; NULL: the backend has none, and such
+       models are refused on it). latent_append: this step's rows of kv_a_proj, [latent (a->latent_rank)
+       | shared key (a->rotary_dim)], into the cache [rows][cache_len][latent_rank + rotary_dim] at
+       past..past+T-1 (as kv_append places them): the latent RMSNormed (gain norm, eps), the key
+       rotated by position (pairs or halves, as rotary). latent_attend: out[b*T+t] = per head, softmax
+       over the keys the query sees (as attend: mask, window, left pads) of q.k * a->scale, times v,
+       where head h's key j is [kv_b's nope rows of h . latent_j | key_j] and its value kv_b's value
+       rows of h . latent_j (kv_b: the rank's heads, [heads * (head_dim - rotary_dim + v_head_dim),
+       latent_rank]); q rows [heads][head_dim], their last rotary_dim values rotated in place first;
+       out rows [heads][v_head_dim]. */
+    void (*latent_append)(pf__rank *r, void *cache, const float *latent, const pf__weight *norm, const pf__step *s,
+                          const pf__attn_shape *a, int pairs, float eps);
+    void (*latent_attend)(pf__rank *r, float *out, float *q, const void *cache, const pf__weight *kv_b,
+                          const pf__step *s, const pf__attn_shape *a, int pairs);
     /* x = sum of x over all ranks, identical on every rank afterwards */
     void (*all_reduce)(pf__rank *r, float *x, size_t count);
     /* Beam search: row dst[k] of a cache [rows][row_bytes] becomes old row src[k], k < count
@@ -1373,7 +1417,8 @@ struct pf__rank {
     float *alibi;             /* [heads]: the rank's ALiBi slopes, or NULL */
     float *rel_bias;          /* [heads][rel rows]: the rank's heads of the relative bias table, or NULL */
     float *enc_rel_bias;      /* the same of an encoder-decoder's encoder tower */
-    void *k_cache, *v_cache;  /* [pf__cache_layers][max_batch][cache_len][kv_heads * head_dim] in cache_dtype */
+    void *k_cache, *v_cache;  /* [pf__cache_layers][max_batch][cache_len][kv_heads * head_dim] in cache_dtype;
+                                 latent attention: k_cache alone, of pf__rank_cache_width values a position */
     pf__dtype cache_dtype;
     float *cross_k, *cross_v; /* encoder-decoders: [decoder blocks][max_batch][cache_len][kv width], each
                                  row's encoder keys (values) packed by the request's cross_len */
@@ -1381,7 +1426,8 @@ struct pf__rank {
     float *x, *h, *part;      /* width hidden */
     float *embed;             /* width embed_dim, when the embedding is projected in */
     float *qkv;               /* width (heads + 2 kv_heads) * head_dim */
-    float *attn;              /* width heads * head_dim */
+    float *attn;              /* width heads * head_dim (or * v_head_dim, when wider) */
+    float *latent;            /* latent attention: width kv_lora_rank + qk_rope_head_dim, then q_lora_rank */
     float *mlp;               /* width mlp_width (times 2 when gated) */
     float *mlp_act;           /* width mlp_width, when gated */
     float *logits;            /* rank 0 only: [logit_rows][vocab] */
@@ -1709,6 +1755,7 @@ PF_PRIVATE void pf__mel_frontend(const pf_model *m, const float *mel, int num_fr
 PF_PRIVATE int pf__encoder_blocks(const pf__config *c);
 PF_PRIVATE int pf__cache_layer(const pf__config *c, int block);
 PF_PRIVATE size_t pf__rank_cache_layer(const pf__rank *r);
+PF_PRIVATE size_t pf__rank_cache_width(const pf__rank *r);
 PF_PRIVATE void pf__rank_setup(pf__rank *r);
 PF_PRIVATE void pf__rank_gather(pf__rank *r);
 

@@ -168,7 +168,8 @@ static pf_result pf__check_stacks(pf_model *m) {
             if (biases && biases != weights)
                 return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: layer %d has biases on some of its stacked projections only", m->dir, l);
         }
-        if (!m->sources[base + PF__SLOT_QKV_FUSED_WEIGHT].data && !m->sources[base + PF__SLOT_Q_WEIGHT].data)
+        if (!m->sources[base + PF__SLOT_QKV_FUSED_WEIGHT].data && !m->sources[base + PF__SLOT_Q_WEIGHT].data &&
+            !m->sources[base + PF__SLOT_Q_B_WEIGHT].data) /* latent attention's low-rank q */
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has no attention projection", m->dir, l);
         if (pf__archs[c->arch].kind == PF__KIND_DECODER && c->pre_norm && !c->parallel_residual && !c->norm_weightless &&
             !m->sources[base + PF__SLOT_MLP_NORM_WEIGHT].data && !m->sources[base + PF__SLOT_MLP_POST_NORM_WEIGHT].data)

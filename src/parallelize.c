@@ -62,6 +62,9 @@ PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf
         o.kv_cache_dtype != PF_DTYPE_BF16)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "kv_cache_dtype %d is not PF_DTYPE_AUTO, _F32, _F16 or _BF16",
                         (int)o.kv_cache_dtype);
+    if (m->config.kv_lora_rank && !backend->latent_attend)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\": the %s backend has no latent attention yet "
+                        "(kv_lora_rank): run it on CPU ranks", m->config.model_type, backend->name);
     if (backend->cache_in_weight_dtype && o.kv_cache_dtype != PF_DTYPE_AUTO && dtypes[o.kv_cache_dtype] != dtype)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "kv_cache_dtype: the %s backend keeps keys and values in the weights' dtype",
                         backend->name);

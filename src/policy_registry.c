@@ -51,7 +51,7 @@ static const char *pf__split_name(int v) {
     switch ((pf__split)v) {
         PF__NAME(PF__SPLIT_, NONE) PF__NAME(PF__SPLIT_, QKV_COLUMNS) PF__NAME(PF__SPLIT_, HEAD_COLUMNS)
         PF__NAME(PF__SPLIT_, KV_COLUMNS) PF__NAME(PF__SPLIT_, MLP_COLUMNS) PF__NAME(PF__SPLIT_, HEAD_ROWS)
-        PF__NAME(PF__SPLIT_, MLP_ROWS) PF__NAME(PF__SPLIT_, VOCAB) PF__NAME(PF__SPLIT_, GATE_UP_COLUMNS)
+        PF__NAME(PF__SPLIT_, MLP_ROWS) PF__NAME(PF__SPLIT_, VOCAB) PF__NAME(PF__SPLIT_, GATE_UP_COLUMNS) PF__NAME(PF__SPLIT_, LATENT_KV_COLUMNS)
     }
     return NULL;
 }
@@ -60,7 +60,7 @@ static const char *pf__need_name(int v) {
         PF__NAME(PF__, OPTIONAL) PF__NAME(PF__, REQUIRED) PF__NAME(PF__, IF_ATTENTION_BIAS) PF__NAME(PF__, IF_MLP_BIAS)
         PF__NAME(PF__, IF_FINAL_NORM) PF__NAME(PF__, IF_PROJECTION) PF__NAME(PF__, IF_GATED) PF__NAME(PF__, IF_DECODER)
         PF__NAME(PF__, IF_EMBED_NORM) PF__NAME(PF__, POSITION_TABLE) PF__NAME(PF__, IF_DISTILLATION) PF__NAME(PF__, IF_QK_NORM)
-        PF__NAME(PF__, IF_WITH_PROJECTION)
+        PF__NAME(PF__, IF_WITH_PROJECTION) PF__NAME(PF__, IF_Q_LORA) PF__NAME(PF__, IF_NO_Q_LORA)
     }
     return NULL;
 }
@@ -92,6 +92,9 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, Q_BIAS) PF__NAME(PF__SLOT_, K_WEIGHT) PF__NAME(PF__SLOT_, K_BIAS) PF__NAME(PF__SLOT_, V_WEIGHT)
         PF__NAME(PF__SLOT_, V_BIAS) PF__NAME(PF__SLOT_, Q_NORM_WEIGHT) PF__NAME(PF__SLOT_, K_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, Q_NORM_BIAS) PF__NAME(PF__SLOT_, K_NORM_BIAS)
+        PF__NAME(PF__SLOT_, Q_A_WEIGHT) PF__NAME(PF__SLOT_, Q_A_BIAS) PF__NAME(PF__SLOT_, Q_A_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, Q_B_WEIGHT) PF__NAME(PF__SLOT_, KV_A_WEIGHT) PF__NAME(PF__SLOT_, KV_A_BIAS)
+        PF__NAME(PF__SLOT_, KV_A_NORM_WEIGHT) PF__NAME(PF__SLOT_, KV_B_WEIGHT)
         PF__NAME(PF__SLOT_, ATTN_OUT_WEIGHT) PF__NAME(PF__SLOT_, ATTN_OUT_BIAS)
         PF__NAME(PF__SLOT_, MLP_NORM_WEIGHT) PF__NAME(PF__SLOT_, MLP_NORM_BIAS) PF__NAME(PF__SLOT_, MLP_GATE_WEIGHT)
         PF__NAME(PF__SLOT_, MLP_GATE_BIAS) PF__NAME(PF__SLOT_, MLP_UP_WEIGHT) PF__NAME(PF__SLOT_, MLP_UP_BIAS)
@@ -1142,7 +1145,18 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
         *cols = h;
         break;
     case PF__SLOT_K_BIAS: case PF__SLOT_V_BIAS: case PF__SLOT_CROSS_K_BIAS: case PF__SLOT_CROSS_V_BIAS: *rows = kv; break;
-    case PF__SLOT_ATTN_OUT_WEIGHT: case PF__SLOT_CROSS_OUT_WEIGHT: *rows = h; *cols = q; break;
+    case PF__SLOT_ATTN_OUT_WEIGHT: *rows = h; *cols = (size_t)c->num_heads * pf__value_head_dim(c); break;
+    case PF__SLOT_CROSS_OUT_WEIGHT: *rows = h; *cols = q; break;
+    case PF__SLOT_Q_A_WEIGHT: *rows = (size_t)c->q_lora_rank; *cols = h; break;
+    case PF__SLOT_Q_A_BIAS: case PF__SLOT_Q_A_NORM_WEIGHT: *rows = (size_t)c->q_lora_rank; break;
+    case PF__SLOT_Q_B_WEIGHT: *rows = q; *cols = (size_t)c->q_lora_rank; break;
+    case PF__SLOT_KV_A_WEIGHT: *rows = (size_t)c->kv_lora_rank + (size_t)c->qk_rope_head_dim; *cols = h; break;
+    case PF__SLOT_KV_A_BIAS: *rows = (size_t)c->kv_lora_rank + (size_t)c->qk_rope_head_dim; break;
+    case PF__SLOT_KV_A_NORM_WEIGHT: *rows = (size_t)c->kv_lora_rank; break;
+    case PF__SLOT_KV_B_WEIGHT:
+        *rows = (size_t)c->num_heads * ((size_t)c->qk_nope_head_dim + (size_t)c->v_head_dim);
+        *cols = (size_t)c->kv_lora_rank;
+        break;
     case PF__SLOT_Q_NORM_WEIGHT: *rows = c->qk_norm == PF__QK_NORM_PROJECTION || c->qk_norm_per_head ? q : (size_t)c->head_dim; break;
     case PF__SLOT_K_NORM_WEIGHT: *rows = c->qk_norm == PF__QK_NORM_PROJECTION || c->qk_norm_per_head ? kv : (size_t)c->head_dim; break;
     case PF__SLOT_Q_NORM_BIAS: case PF__SLOT_K_NORM_BIAS: *rows = (size_t)c->head_dim; break;

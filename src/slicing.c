@@ -63,7 +63,16 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
         for (size_t i = 0; i < w; i++) p->row_map[i] = (size_t)s->mlp_begin + i, p->row_map[w + i] = half + (size_t)s->mlp_begin + i;
         break;
     }
-    case PF__SPLIT_HEAD_ROWS: p->col_begin = (size_t)s->head_begin * hd, p->cols = (size_t)s->heads * hd; break;
+    case PF__SPLIT_HEAD_ROWS: { /* value head by value head */
+        size_t vd = (size_t)pf__value_head_dim(c);
+        p->col_begin = (size_t)s->head_begin * vd, p->cols = (size_t)s->heads * vd;
+        break;
+    }
+    case PF__SPLIT_LATENT_KV_COLUMNS: { /* per query head its key (nope) rows and its value rows */
+        size_t per_head = (size_t)c->qk_nope_head_dim + (size_t)c->v_head_dim;
+        p->row_begin = (size_t)s->head_begin * per_head, p->rows = (size_t)s->heads * per_head;
+        break;
+    }
     case PF__SPLIT_MLP_ROWS: p->col_begin = (size_t)s->mlp_begin, p->cols = (size_t)s->mlp_width; break;
     case PF__SPLIT_VOCAB: p->row_begin = (size_t)s->vocab_begin, p->rows = (size_t)s->vocab_rows; break;
     }
@@ -358,10 +367,19 @@ static void pf__rank_warm_up(pf__rank *r) {
     r->backend->download(r, &value, r->x, sizeof value);
 }
 
-/* Values in one layer's K (or V) cache of the rank, self or cross: [max_batch][cache_len][kv width]. */
+/* Values in one layer's K (or V) cache of the rank, self or cross: [max_batch][cache_len][kv width];
+   with latent attention its one cache, [max_batch][cache_len][kv_lora_rank + qk_rope_head_dim]
+   whatever its heads. */
 PF_PRIVATE size_t pf__rank_cache_layer(const pf__rank *r) {
     const pf__group *g = r->group;
-    return (size_t)g->max_batch * g->cache_len * r->share.kv_heads * g->model->config.head_dim;
+    return (size_t)g->max_batch * g->cache_len * pf__rank_cache_width(r);
+}
+
+/* Values one cached position of a layer takes on the rank. */
+PF_PRIVATE size_t pf__rank_cache_width(const pf__rank *r) {
+    const pf__config *c = &r->group->model->config;
+    if (c->kv_lora_rank) return r->share.heads ? (size_t)c->kv_lora_rank + (size_t)c->qk_rope_head_dim : 0;
+    return (size_t)r->share.kv_heads * c->head_dim;
 }
 
 /* Runs on the rank's thread: slices every weight into the rank's memory (stacked slots as one
@@ -524,7 +542,7 @@ static void pf__rank_alloc_caches(pf__rank *r) {
     size_t cross_layer = pf__rank_cache_layer(r) * sizeof(float);
     r->allocating = PF__MEM_CACHE;
     r->k_cache = pf__rank_alloc(r, (size_t)pf__cache_layers(c) * self_layer);
-    r->v_cache = pf__rank_alloc(r, (size_t)pf__cache_layers(c) * self_layer);
+    if (!c->kv_lora_rank) r->v_cache = pf__rank_alloc(r, (size_t)pf__cache_layers(c) * self_layer); /* latents: one cache */
     if (a->kind == PF__KIND_SEQ2SEQ && c->num_layers > c->encoder_layers) {
         r->cross_k = (float *)pf__rank_alloc(r, (size_t)(c->num_layers - c->encoder_layers) * cross_layer);
         r->cross_v = (float *)pf__rank_alloc(r, (size_t)(c->num_layers - c->encoder_layers) * cross_layer);
@@ -546,7 +564,10 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
     r->part = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
     if (m->sources[PF__SLOT_PROJECT_IN].data) r->embed = (float *)pf__rank_alloc(r, T * c->embed_dim * sizeof(float));
     r->qkv = (float *)pf__rank_alloc(r, T * (q_width + 2 * kv_width) * sizeof(float));
-    r->attn = (float *)pf__rank_alloc(r, T * q_width * sizeof(float));
+    size_t v_width = (size_t)r->share.heads * pf__value_head_dim(c); /* latent attention's value heads may be wider */
+    r->attn = (float *)pf__rank_alloc(r, T * (v_width > q_width ? v_width : q_width) * sizeof(float));
+    if (c->kv_lora_rank) /* kv_a_proj's rows, then q_a_proj's */
+        r->latent = (float *)pf__rank_alloc(r, T * ((size_t)c->kv_lora_rank + c->qk_rope_head_dim + c->q_lora_rank) * sizeof(float));
     r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
     if (c->gated_mlp) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
     r->logits = (float *)pf__rank_alloc(r, g->logit_rows * r->share.vocab_rows * sizeof(float));

@@ -267,6 +267,16 @@ TAPED(head_norm, HEAD_NORM_ARGS, 0)
     X(int, bias_dtype) X(const int *, cache_rows) X(int, batch) X(int, T) X(int, past) X(const int *, past_at) \
     X(int, heads) X(int, kv_heads) X(int, hd) X(int, cache_len)
 TAPED(kv_append, KV_APPEND_ARGS, 0)
+#define LATENT_APPEND_ARGS(X) X(void *, cache) X(int, cache_dtype) X(const float *, latent) X(const void *, norm) \
+    X(int, norm_dtype) X(const float *, inv_freq) X(const int *, pad) X(const int *, cache_rows) X(int, batch) X(int, T) \
+    X(int, past) X(const int *, past_at) X(int, rank) X(int, rope) X(int, cache_len) X(int, pairs) \
+    X(float, rope_scale) X(float, eps)
+TAPED(latent_append, LATENT_APPEND_ARGS, 0)
+#define LATENT_ATTEND_ARGS(X) X(float *, out) X(float *, q) X(const void *, cache) X(int, cache_dtype) \
+    X(const void *, kv_b) X(int, kv_b_dtype) X(const float *, inv_freq) X(const int *, pad) X(const int *, cache_rows) \
+    X(int, batch) X(int, T) X(int, past) X(const int *, past_at) X(int, heads) X(int, hd) X(int, rope) X(int, vd) \
+    X(int, rank) X(int, cache_len) X(int, window) X(float, scale) X(int, pairs) X(float, rope_scale)
+TAPED(latent_attend, LATENT_ATTEND_ARGS, 0)
 /* pf_cuda_attend takes its arguments as a struct: the tape keeps a copy of it (as a captured
    launch keeps its by-value arguments), never the caller's pointer, which may be gone at replay. */
 static int attend_live(pf_cuda_rank *st, const pf_cuda_attention_args *args);
@@ -955,6 +965,123 @@ static int kv_append_live(pf_cuda_rank *st, void *kc, void *vc, int cache_dtype,
             cache_store(kc, cache_dtype, dst, qkv[row * row_width + q_width + c]);
             cache_store(vc, cache_dtype, dst, qkv[row * row_width + q_width + kv_width + c]);
         }
+    return 0;
+}
+
+/* kernels.cu's pf_rotate_one: pair i of x rotated by position pos. */
+static void rotate_one(float *x, int i, int half, int pairs, float pos, const float *inv_freq, float scale) {
+    float angle = pos * inv_freq[i];
+    float c = cosf(angle) * scale, sn = sinf(angle) * scale;
+    int i1 = pairs ? 2 * i : i, i2 = pairs ? i1 + 1 : i + half;
+    float x1 = x[i1], x2 = x[i2];
+    float a1 = x1 * c, a2 = x2 * sn, b1 = x2 * c, b2 = x1 * sn;
+    x[i1] = a1 - a2;
+    x[i2] = b1 + b2;
+}
+
+/* kernels.cu's pf_latent_append_kernel: [latent RMSNormed | shared key rotated] into the cache. */
+static int latent_append_live(pf_cuda_rank *st, void *cache, int cache_dtype, const float *latent, const void *norm,
+                              int norm_dtype, const float *inv_freq, const int *pad, const int *cache_rows, int batch,
+                              int T, int past, const int *past_at, int rank, int rope, int cache_len, int pairs,
+                              float rope_scale, float eps) {
+    if (batch <= 0 || T <= 0 || rank <= 0) return 0;
+    if (past < 0 || past + T > cache_len || !past_at || rope % 2 || rope > 4096) {
+        snprintf(st->message, sizeof st->message, "pf_cuda_latent_append failed: positions beyond the cache (mock)");
+        return 1;
+    }
+    NEED(past_at, 4);
+    past = *past_at;
+    size_t width = (size_t)rank + rope, rows = (size_t)batch * T;
+    NEED(latent, rows * width * 4);
+    NEED(norm, (size_t)rank * dsize(norm_dtype));
+    NEED(inv_freq, (size_t)(rope / 2) * 4);
+    if (pad) NEED(pad, (size_t)batch * 4);
+    NEED(cache, cache_rows_needed(cache_rows, batch) * cache_len * width * dsize(cache_dtype));
+    float key[4096];
+    for (size_t row = 0; row < rows; row++) {
+        int b = (int)(row / (size_t)T), t = (int)(row % (size_t)T);
+        const float *in = latent + row * width;
+        float squares = 0.0f;
+        for (int c = 0; c < rank; c++) squares += in[c] * in[c];
+        float inv = 1.0f / sqrtf(squares / (float)rank + eps);
+        size_t dst = ((size_t)(cache_rows ? cache_rows[b] : b) * cache_len + (size_t)past + (size_t)t) * width;
+        for (int c = 0; c < rank; c++) cache_store(cache, cache_dtype, dst + c, in[c] * inv * ld(norm, norm_dtype, c));
+        memcpy(key, in + rank, (size_t)rope * 4);
+        for (int i = 0; i < rope / 2; i++)
+            rotate_one(key, i, rope / 2, pairs, (float)position(pad, b, past, t), inv_freq, rope_scale);
+        for (int d = 0; d < rope; d++) cache_store(cache, cache_dtype, dst + rank + d, key[d]);
+    }
+    return 0;
+}
+
+/* kernels.cu's pf_latent_attention_kernel: the absorbed form, the softmax over all the keys the
+   query sees at once (the kernel's running softmax over chunks is the same sum). */
+static int latent_attend_live(pf_cuda_rank *st, float *out, float *q, const void *cache, int cache_dtype,
+                              const void *kv_b, int kv_b_dtype, const float *inv_freq, const int *pad,
+                              const int *cache_rows, int batch, int T, int past, const int *past_at, int heads, int hd,
+                              int rope, int vd, int rank, int cache_len, int window, float scale, int pairs,
+                              float rope_scale) {
+    if (heads <= 0 || batch <= 0 || T <= 0) return 0;
+    if (past < 0 || past + T > cache_len || !past_at || rope % 2 || rope >= hd || rank > 65536) {
+        snprintf(st->message, sizeof st->message, "pf_cuda_latent_attend failed: positions beyond the cache (mock)");
+        return 1;
+    }
+    NEED(past_at, 4);
+    past = *past_at;
+    int nope = hd - rope;
+    size_t width = (size_t)rank + rope, rows = (size_t)batch * T, per_head = (size_t)(nope + vd);
+    NEED(q, rows * heads * hd * 4);
+    NEED(out, rows * heads * vd * 4);
+    NEED(kv_b, (size_t)heads * per_head * rank * dsize(kv_b_dtype));
+    NEED(inv_freq, (size_t)(rope / 2) * 4);
+    if (pad) NEED(pad, (size_t)batch * 4);
+    NEED(cache, cache_rows_needed(cache_rows, batch) * cache_len * width * dsize(cache_dtype));
+    float *q_lat = malloc((2 * (size_t)rank + (size_t)cache_len) * sizeof(float));
+    if (!q_lat) {
+        snprintf(st->message, sizeof st->message, "pf_cuda_latent_attend failed: out of host memory (mock)");
+        return 1;
+    }
+    float *o_lat = q_lat + rank, *p = o_lat + rank;
+    for (size_t row = 0; row < rows; row++) {
+        int b = (int)(row / (size_t)T), t = (int)(row % (size_t)T);
+        int pos = past + t, first = pad ? pad[b] : 0, last = pos;
+        if (window > 0 && pos + 1 > window && pos + 1 - window > first) first = pos + 1 - window;
+        size_t base = (size_t)(cache_rows ? cache_rows[b] : b) * cache_len * width;
+        for (int h = 0; h < heads; h++) {
+            float *qh = q + (row * heads + h) * hd, *o = out + (row * heads + h) * vd;
+            size_t w0 = (size_t)h * per_head;
+            for (int i = 0; i < rope / 2; i++)
+                rotate_one(qh + nope, i, rope / 2, pairs, (float)position(pad, b, past, t), inv_freq, rope_scale);
+            if (first > last) {
+                for (int e = 0; e < vd; e++) o[e] = 0.0f;
+                continue;
+            }
+            for (int c = 0; c < rank; c++) {
+                float sum = 0.0f;
+                for (int d = 0; d < nope; d++) sum = fmaf(qh[d], ld(kv_b, kv_b_dtype, (w0 + d) * rank + c), sum);
+                q_lat[c] = sum;
+                o_lat[c] = 0.0f;
+            }
+            float max = -INFINITY, total = 0.0f;
+            for (int j = first; j <= last; j++) {
+                size_t at = base + (size_t)j * width;
+                float sum = 0.0f;
+                for (int c = 0; c < rank; c++) sum = fmaf(q_lat[c], ld(cache, cache_dtype, at + c), sum);
+                for (int d = 0; d < rope; d++) sum = fmaf(qh[nope + d], ld(cache, cache_dtype, at + rank + d), sum);
+                p[j] = sum * scale;
+                max = p[j] > max ? p[j] : max;
+            }
+            for (int j = first; j <= last; j++) total += p[j] = expf(p[j] - max);
+            for (int j = first; j <= last; j++)
+                for (int c = 0; c < rank; c++) o_lat[c] = fmaf(p[j], ld(cache, cache_dtype, base + (size_t)j * width + c), o_lat[c]);
+            for (int e = 0; e < vd; e++) {
+                float sum = 0.0f;
+                for (int c = 0; c < rank; c++) sum = fmaf(o_lat[c], ld(kv_b, kv_b_dtype, (w0 + nope + e) * rank + c), sum);
+                o[e] = sum / total;
+            }
+        }
+    }
+    free(q_lat);
     return 0;
 }
 

@@ -1150,6 +1150,40 @@ def cfg_cohere2(v, tok):
     )
 
 
+def cfg_deepseek_v2(v, tok):
+    # Multi-head latent attention with q straight from q_proj (q_lora_rank null); 5 heads (not a
+    # multiple of 2 or 3 ranks); qk head 8 + 4 rotary dims, v head 6; YaRN with mscale_all_dim (the
+    # softmax scale times mscale^2); all layers dense (first_k_dense_replace = num_hidden_layers).
+    from transformers import DeepseekV2Config
+
+    bos, eos, pad = _ids(tok)
+    rope = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32, "rope_theta": 10000.0,
+            "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 0.707, "mscale_all_dim": 0.707}
+    return DeepseekV2Config(
+        vocab_size=v, hidden_size=40, intermediate_size=64, num_hidden_layers=2, num_attention_heads=5,
+        num_key_value_heads=5, max_position_embeddings=128, rms_norm_eps=1e-5, initializer_range=INIT_STD,
+        q_lora_rank=None, kv_lora_rank=12, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=6,
+        first_k_dense_replace=2, rope_parameters=rope, tie_word_embeddings=False,
+        bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def cfg_deepseek_v3(v, tok):
+    # Latent attention with low-rank q (q_a_proj, q_a_layernorm, q_b_proj), attention biases,
+    # interleaved rotary pairs (rope_interleave), 5 heads, plain rope; all layers dense.
+    from transformers import DeepseekV3Config
+
+    bos, eos, pad = _ids(tok)
+    return DeepseekV3Config(
+        vocab_size=v, hidden_size=40, intermediate_size=64, num_hidden_layers=2, num_attention_heads=5,
+        num_key_value_heads=5, max_position_embeddings=128, rms_norm_eps=1e-5, initializer_range=INIT_STD,
+        q_lora_rank=16, kv_lora_rank=12, qk_nope_head_dim=6, qk_rope_head_dim=4, v_head_dim=12,
+        first_k_dense_replace=2, attention_bias=True, rope_interleave=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False,
+        bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
 # --- ways to switch one trait off (applied to the config loaded from the dir) ---
 
 
@@ -1751,6 +1785,23 @@ FAMILIES = [
         ablations=[("window on every layer", windows_everywhere)],
         legacy=drop_keys("layer_types"),
     ),
+    dict(
+        name="deepseek_v2", beam=True, config=cfg_deepseek_v2, seed=3400, vocab_pad=0, cases=False,
+        tokenizer=lambda out: save_tok(llama2_tokenizer(512), out), tok_style="as llama",
+        traits="multi-head latent attention: q_proj (q_lora_rank null), kv_a_proj_with_mqa to a 12-wide latent and "
+               "a shared 4-dim rotary key, kv_a_layernorm, kv_b_proj to 5 heads of k_nope 8 and v 6; rotary on "
+               "interleaved pairs of the rope part only; YaRN (factor 4) with mscale_all_dim: scale 12^-1/2 mscale^2; "
+               "all layers dense",
+        ablations=[("no mscale_all_dim", set_rope(mscale_all_dim=0.0))],
+    ),
+    dict(
+        name="deepseek_v3", beam=True, config=cfg_deepseek_v3, seed=3500, vocab_pad=0, cases=False,
+        tokenizer=lambda out: save_tok(llama2_tokenizer(512), out), tok_style="as llama",
+        traits="latent attention with low-rank q (q_a_proj 16, q_a_layernorm, q_b_proj), attention biases on "
+               "q_a_proj, kv_a_proj_with_mqa and o_proj, v head 12 wider than the qk head 10 = 6 + 4, rope_interleave; "
+               "5 heads; all layers dense",
+        ablations=[],
+    ),
 ]
 
 
@@ -1944,7 +1995,10 @@ def describe_positions(cfg) -> str:
         return "learned"
     if mt == "ctrl":
         return "sinusoidal"
-    if "full_attention" in rope:  # Gemma 3: one rope per kind of layer
+    if mt in ("deepseek_v2", "deepseek_v3"):  # latent attention: only the rope part of each head rotates
+        head = (f"rotary pairs on the last {cfg.qk_rope_head_dim} of {cfg.qk_nope_head_dim + cfg.qk_rope_head_dim} "
+                f"(and on the shared key),")
+    elif "full_attention" in rope:  # Gemma 3: one rope per kind of layer
         local = rope["sliding_attention"]
         rope = rope["full_attention"]
         head = f"rotary halves on {head_dim}; sliding layers theta {local['rope_theta']:g}, global layers"

@@ -1022,6 +1022,32 @@ static void test_gemma_keys(void) {
     check_work_logits("Gemma 3 with rope_scaling's own rope_theta", "gemma3_text-hub", 0);
 }
 
+/* DeepSeek's latent attention: MoE layers are refused until that block joins, as are the keys
+   whose other values we do not compute; the ones that change the math do change the logits. */
+static void test_deepseek_keys(void) {
+    if (copy_fixture("deepseek_v2")) return;
+    edit_file("config.json", "\"first_k_dense_replace\": 2", "\"first_k_dense_replace\": 1");
+    expect_load("DeepSeek-V2 with a mixture-of-experts layer", NULL, PF_ERROR_UNSUPPORTED, "first_k_dense_replace");
+    if (copy_fixture("deepseek_v3")) return;
+    edit_file("config.json", "\"first_k_dense_replace\": 2,", "");
+    pf_free(expect_load("DeepSeek-V3 without first_k_dense_replace (its default 3 covers both layers)", NULL, PF_OK, NULL));
+    if (copy_fixture("deepseek_v3")) return;
+    edit_file("config.json", "\"rope_interleave\": true", "\"rope_interleave\": false");
+    expect_load("DeepSeek-V3 with rotary halves", NULL, PF_ERROR_UNSUPPORTED, "rope_interleave");
+    if (copy_fixture("deepseek_v3")) return;
+    edit_file("config.json", "\"num_key_value_heads\": 5", "\"num_key_value_heads\": 1");
+    expect_load("DeepSeek-V3 with fewer key/value heads", NULL, PF_ERROR_UNSUPPORTED, "num_key_value_heads");
+    if (copy_fixture("deepseek_v3")) return;
+    edit_file("config.json", "\"q_lora_rank\": 16", "\"q_lora_rank\": null");
+    expect_load("DeepSeek-V3 with low-rank q tensors and q_lora_rank null", NULL, PF_ERROR_FORMAT, "q_proj.weight");
+    if (copy_fixture("deepseek_v2")) return;
+    edit_file("config.json", "\"mscale_all_dim\": 0.707", "\"mscale_all_dim\": 0");
+    check_work_logits("DeepSeek-V2 without mscale_all_dim", "deepseek_v2", 0);
+    if (copy_fixture("deepseek_v2")) return;
+    edit_file("config.json", "\"mscale_all_dim\": 0.707", "\"mscale_all_dim\": 0.707");
+    check_work_logits("DeepSeek-V2 as saved", "deepseek_v2", 1);
+}
+
 void test_config(void) {
     snprintf(work_dir, sizeof work_dir, "/tmp/pf_config_XXXXXX");
     if (!mkdtemp(work_dir)) {
@@ -1049,6 +1075,7 @@ void test_config(void) {
     test_smollm3_keys();
     test_olmo2_keys();
     test_gemma_keys();
+    test_deepseek_keys();
     empty_work_dir();
     rmdir(work_dir);
 }

@@ -301,6 +301,56 @@ static void test_cpu_kv_cache_dtypes(void) {
     }
 }
 
+/* A number of the fixture's config.json (key "name": value), or -1. */
+static long config_number(const char *fixture_name, const char *key) {
+    char path[1024], needle[128];
+    snprintf(path, sizeof path, "%s/%s/config.json", test_fixtures, fixture_name);
+    snprintf(needle, sizeof needle, "\"%s\":", key);
+    size_t size = 0;
+    char *text = test_read_file(path, &size);
+    const char *at = text ? strstr(text, needle) : NULL;
+    long value = at ? strtol(at + strlen(needle), NULL, 10) : -1;
+    free(text);
+    return value;
+}
+
+/* Latent attention caches each token's latent and shared rotary key, kv_lora_rank +
+   qk_rope_head_dim values per layer, whatever the heads and on every rank alike (the latent is
+   replicated), in the cache's dtype: not the heads' keys and values. */
+static void test_latent_cache(void) {
+    static const char *const names[] = {"deepseek_v2", "deepseek_v3"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        fixture f;
+        if (fixture_open(names[i], &f)) continue;
+        long rank = config_number(names[i], "kv_lora_rank"), rope = config_number(names[i], "qk_rope_head_dim");
+        long layers = config_number(names[i], "num_hidden_layers"), heads = config_number(names[i], "num_attention_heads");
+        long nope = config_number(names[i], "qk_nope_head_dim"), v = config_number(names[i], "v_head_dim");
+        CHECK_MSG(rank > 0 && rope > 0 && layers > 0 && heads > 0 && nope > 0 && v > 0, "%s: config.json's sizes", names[i]);
+        pf_parallel_options po = cpu_options();
+        po.max_batch = 2;
+        po.max_sequence_length = 40;
+        size_t per_token = (size_t)(rank + rope) * (size_t)layers; /* values a token takes in the cache */
+        for (int ranks = 1; ranks <= 3; ranks++)
+            for (int half = 0; half < 2; half++) {
+                po.kv_cache_dtype = half ? PF_DTYPE_BF16 : PF_DTYPE_F32;
+                if (pf_parallelize(f.model, ranks, &po) != PF_OK) {
+                    CHECK_MSG(0, "%s on %d ranks: %s", names[i], ranks, pf_error_message(f.model));
+                    continue;
+                }
+                for (int k = 0; k < ranks; k++) {
+                    pf_memory_info info = {0};
+                    CHECK(pf_get_memory_info(f.model, k, &info) == PF_OK);
+                    size_t want = per_token * 2 * 40 * (half ? 2 : 4);
+                    CHECK_MSG(info.kv_cache == want, "%s, rank %d of %d, %s cache: %zu bytes, latents take %zu", names[i],
+                              k, ranks, half ? "bf16" : "fp32", info.kv_cache, want);
+                    CHECK_MSG((size_t)(rank + rope) < (size_t)heads * (size_t)(nope + rope + v),
+                              "%s: the latent is no smaller than the heads' keys and values", names[i]);
+                }
+            }
+        fixture_close(&f);
+    }
+}
+
 /* pf_to_cpu gathers the slices of 3 ranks into one model that computes exactly what one rank
    sliced from the file computes; memory per rank falls when split. */
 static void test_to_cpu_and_memory(void) {
@@ -969,13 +1019,15 @@ void test_models(void) {
                               "falcon-new-arch-one-norm", "falcon-sequential", "falcon-alibi", "stablelm", "stablelm-parallel",
                               "cohere", "cohere-qk-norm", "cohere2",
                               "qwen3", "qwen3-window-bias", "gemma", "gemma2", "gemma3_text", "gemma3_text-hub",
-                              "olmo", "olmo-clip-qkv", "smollm3", "smollm3-window", "olmo2", "olmo2-bias"};
+                              "olmo", "olmo-clip-qkv", "smollm3", "smollm3-window", "olmo2", "olmo2-bias",
+                              "deepseek_v2", "deepseek_v3"};
     /* issue 32's families: beam search, a left-padded batch and pf_to_cpu against transformers too */
     const char *families[] = {"gpt_bigcode", "gpt_bigcode-mha", "phi3", "phi", "phi-qk-layernorm", "starcoder2", "falcon", "falcon-new-arch",
                               "falcon-new-arch-one-norm", "falcon-sequential", "falcon-alibi", "stablelm", "stablelm-parallel",
                               "cohere", "cohere-qk-norm", "cohere2",
                               "qwen3", "qwen3-window-bias", "gemma", "gemma2", "gemma3_text", "gemma3_text-hub",
-                              "olmo", "olmo-clip-qkv", "smollm3", "smollm3-window", "olmo2", "olmo2-bias"};
+                              "olmo", "olmo-clip-qkv", "smollm3", "smollm3-window", "olmo2", "olmo2-bias",
+                              "deepseek_v2", "deepseek_v3"};
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_fixture(fixtures[i]);
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) test_family_generation(families[i]);
 #ifdef PF_TESTING
@@ -996,6 +1048,7 @@ void test_models(void) {
 #endif
     test_to_cpu_and_memory();
     test_cpu_kv_cache_dtypes();
+    test_latent_cache();
     test_batch();
     test_bad_arguments();
 #ifdef PF_TESTING
