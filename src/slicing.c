@@ -471,6 +471,12 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
     if (m->sources[PF__SLOT_PROJECT_IN].data) r->embed = (float *)pf__rank_alloc(r, T * c->embed_dim * sizeof(float));
     r->qkv = (float *)pf__rank_alloc(r, T * (q_width + 2 * kv_width) * sizeof(float));
     r->attn = (float *)pf__rank_alloc(r, T * q_width * sizeof(float));
+    if (c->disentangled) { /* DeBERTa: its relative embeddings, their projections, a layer's dense bias */
+        size_t rel_rows = 2 * (size_t)c->rel_span;
+        r->rel_normed = (float *)pf__rank_alloc(r, rel_rows * hidden * sizeof(float));
+        r->rel_qkv = (float *)pf__rank_alloc(r, rel_rows * (q_width + 2 * kv_width) * sizeof(float));
+        r->dense_bias = (float *)pf__rank_alloc(r, T * (size_t)r->share.heads * (size_t)g->cache_len * sizeof(float));
+    }
     r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
     if (c->gated_mlp) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
     r->logits = (float *)pf__rank_alloc(r, g->logit_rows * r->share.vocab_rows * sizeof(float));
