@@ -20198,18 +20198,22 @@ static void pf__rank_rel_embeddings(pf__rank *r) {
     const pf__config *c = &r->group->model->config;
     const pf__weight *W = r->weights;
     size_t rows = 2 * (size_t)c->rel_span, d = (size_t)c->hidden_size;
-    if (!PF__HAS(W[PF__SLOT_REL_EMBED]) || !r->backend->disentangled_bias) {
+    if (!PF__HAS(W[PF__SLOT_REL_EMBED]) || !r->backend->disentangled_bias) { /* a registered backend may lack the op */
         pf__rank_fail(r, PF_ERROR_UNSUPPORTED, PF__HAS(W[PF__SLOT_REL_EMBED])
                       ? "DeBERTa's disentangled attention has no kernel on this backend (the CPU backend has one)"
                       : "relative_attention is true but the checkpoint has no encoder.rel_embeddings.weight");
         return;
     }
-    pf__step table; /* the table in its storage dtype, read as one sequence of ids 0, 1, ... */
-    memset(&table, 0, sizeof table);
-    table.ids = r->group->rel_ids;
-    table.batch = 1;
-    table.seq_len = (int)rows;
-    r->backend->embed(r, r->rel_normed, &W[PF__SLOT_REL_EMBED], &table, 1.0f, 0);
+    /* the table in its storage dtype, read as sequences of ids 0, 1, ... of at most a step's
+       tokens (what a backend stages ids for) */
+    for (size_t done = 0, most = r->group->max_tokens; done < rows; done += most) {
+        pf__step table;
+        memset(&table, 0, sizeof table);
+        table.ids = r->group->rel_ids + done;
+        table.batch = 1;
+        table.seq_len = (int)(rows - done < most ? rows - done : most);
+        r->backend->embed(r, r->rel_normed + done * d, &W[PF__SLOT_REL_EMBED], &table, 1.0f, 0);
+    }
     if (PF__HAS(W[PF__SLOT_REL_EMBED_NORM_WEIGHT]))
         r->backend->norm(r, r->rel_normed, r->rel_normed, &W[PF__SLOT_REL_EMBED_NORM_WEIGHT],
                          PF__OR_NULL(W[PF__SLOT_REL_EMBED_NORM_BIAS]), rows, d, (float)c->norm_eps, PF__NORM_LAYER);
@@ -20909,6 +20913,8 @@ typedef struct pf_cuda_attention_args {
     float softcap;                      /* > 0: scaled scores become tanh(s / softcap) * softcap first (Gemma 2) */
     const float *rel_bias;              /* [heads][rel_rows]: T5's bucketed relative bias, or NULL */
     int rel_rows, rel_buckets, rel_max_distance;
+    const float *dense_bias;            /* [batch * T][heads][T]: added to the scaled score of key j (past 0),
+                                           DeBERTa's disentangled terms; NULL: none (then the plain kernel) */
 } pf_cuda_attention_args;
 
 int pf_cuda_device_count(int *count, const char **reason);
@@ -20976,6 +20982,9 @@ int pf_cuda_kv_append(pf_cuda_rank *st, void *k_cache, void *v_cache, int cache_
                       int bias_dtype, const int *rows, int batch, int T, int past, const int *past_at, int heads,
                       int kv_heads, int head_dim, int cache_len);
 int pf_cuda_attend(pf_cuda_rank *st, const pf_cuda_attention_args *args);
+int pf_cuda_disentangled_bias(pf_cuda_rank *st, float *out, const float *qkv, const float *rel_qkv, int batch, int T,
+                              int heads, int kv_heads, int head_dim, int head_begin, int kv_begin, int kv_group, int c2p,
+                              int p2c, int position_buckets, int max_relative_positions, int span, float scale);
 int pf_cuda_reorder_rows(pf_cuda_rank *st, void *cache, void *scratch, const int *dst, const int *src, int count,
                          size_t row_bytes, size_t used_bytes);
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);
@@ -21832,8 +21841,18 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const voi
         .softcap = a->softcap,
         .rel_bias = a->rel_bias, .rel_rows = a->rel_rows, .rel_buckets = a->rel_buckets,
         .rel_max_distance = a->rel_max_distance,
+        .dense_bias = a->dense_bias,
     };
     pf__cuda_ok(r, pf_cuda_attend(rs->cu, &args));
+}
+
+static void pf__cuda_disentangled_bias(pf__rank *r, float *out, const float *qkv, const float *rel_qkv, const pf__step *s,
+                                       const pf__attn_shape *a, const pf__config *c) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 0);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_disentangled_bias(rs->cu, out, qkv, rel_qkv, s->batch, s->seq_len, a->heads, a->kv_heads,
+                                             a->head_dim, a->head_begin, a->kv_begin, a->kv_group, c->rel_c2p, c->rel_p2c,
+                                             c->position_buckets, c->max_relative_positions, c->rel_span, a->scale));
 }
 
 /* Beam search, per layer for the K and V caches: row i of cache [rows][row_bytes] becomes old row
@@ -22067,6 +22086,7 @@ static const pf__backend pf__cuda_table = {
     .rotary = pf__cuda_rotary,
     .kv_append = pf__cuda_kv_append,
     .attend = pf__cuda_attend,
+    .disentangled_bias = pf__cuda_disentangled_bias,
     .all_reduce = pf__cuda_all_reduce,
     .reorder_rows = pf__cuda_reorder_rows,
     .device_memory = pf__cuda_device_memory,

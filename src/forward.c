@@ -280,18 +280,22 @@ static void pf__rank_rel_embeddings(pf__rank *r) {
     const pf__config *c = &r->group->model->config;
     const pf__weight *W = r->weights;
     size_t rows = 2 * (size_t)c->rel_span, d = (size_t)c->hidden_size;
-    if (!PF__HAS(W[PF__SLOT_REL_EMBED]) || !r->backend->disentangled_bias) {
+    if (!PF__HAS(W[PF__SLOT_REL_EMBED]) || !r->backend->disentangled_bias) { /* a registered backend may lack the op */
         pf__rank_fail(r, PF_ERROR_UNSUPPORTED, PF__HAS(W[PF__SLOT_REL_EMBED])
                       ? "DeBERTa's disentangled attention has no kernel on this backend (the CPU backend has one)"
                       : "relative_attention is true but the checkpoint has no encoder.rel_embeddings.weight");
         return;
     }
-    pf__step table; /* the table in its storage dtype, read as one sequence of ids 0, 1, ... */
-    memset(&table, 0, sizeof table);
-    table.ids = r->group->rel_ids;
-    table.batch = 1;
-    table.seq_len = (int)rows;
-    r->backend->embed(r, r->rel_normed, &W[PF__SLOT_REL_EMBED], &table, 1.0f, 0);
+    /* the table in its storage dtype, read as sequences of ids 0, 1, ... of at most a step's
+       tokens (what a backend stages ids for) */
+    for (size_t done = 0, most = r->group->max_tokens; done < rows; done += most) {
+        pf__step table;
+        memset(&table, 0, sizeof table);
+        table.ids = r->group->rel_ids + done;
+        table.batch = 1;
+        table.seq_len = (int)(rows - done < most ? rows - done : most);
+        r->backend->embed(r, r->rel_normed + done * d, &W[PF__SLOT_REL_EMBED], &table, 1.0f, 0);
+    }
     if (PF__HAS(W[PF__SLOT_REL_EMBED_NORM_WEIGHT]))
         r->backend->norm(r, r->rel_normed, r->rel_normed, &W[PF__SLOT_REL_EMBED_NORM_WEIGHT],
                          PF__OR_NULL(W[PF__SLOT_REL_EMBED_NORM_BIAS]), rows, d, (float)c->norm_eps, PF__NORM_LAYER);
