@@ -824,6 +824,8 @@ typedef enum pf__tok_norm_kind {
     PF__NORM_STRIP_MARKS,    /* StripAccents: combining marks dropped (BertNormalizer's strip_accents is
                                 NFD then its own marks: PF__NORM_STRIP_ACCENTS) */
     PF__NORM_REPLACE_SPACES, /* Replace with the regex " {2,}": runs of two or more spaces */
+    PF__NORM_REPLACE_WHITESPACE, /* Replace with the regex "\s{2,}|[\n\r\t]" (DeBERTa-v2's): runs of two or
+                                more \s, or one \n, \r or \t */
     PF__NORM_PRECOMPILED,    /* SentencePiece's precompiled_charsmap */
     PF__NORM_SPM             /* SentencePiece's own Normalizer: its charsmap (longest key first) and its
                                 whitespace rules (flags in spm), for its .model files */
@@ -5591,7 +5593,7 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
    A tokenizer.json is read component by component, each implemented once and driven by the
    file (nothing here is per model family):
      normalizer     NFC, NFD, NFKC, NFKD, Lowercase, StripAccents, Prepend, Replace (a string
-                    pattern, a regex that is a literal, or the regex " {2,}"), Strip, BertNormalizer (clean_text,
+                    pattern, a regex that is a literal, the regex " {2,}" or DeBERTa-v2's "\s{2,}|[\n\r\t]"), Strip, BertNormalizer (clean_text,
                     handle_chinese_chars, strip_accents, lowercase), Precompiled (SentencePiece's
                     charsmap, on grapheme clusters as HF's spm_precompiled), Sequence
      pre_tokenizer  ByteLevel (add_prefix_space, use_regex), Split (a known regex, or a string;
@@ -8903,6 +8905,23 @@ static int pf__tok_norm_step(pf__tok_ctx *c, const pf__tok_norm *nm, const unsig
             }
         }
         return 0;
+    case PF__NORM_REPLACE_WHITESPACE: /* leftmost first: a run of two or more \s, else one \n \r \t */
+        for (i = 0; i < n; i = k) {
+            size_t run = 0, first_len = 0;
+            for (k = i; k < n;) {
+                size_t len = pf__utf8_decode(s + k, n - k, &cp);
+                if (!(pf__unicode_class(cp) & PF__UC_S)) break;
+                if (!run++) first_len = len;
+                k += len;
+            }
+            if (run >= 2 || (run == 1 && (s[i] == '\n' || s[i] == '\r' || s[i] == '\t'))) {
+                if (pf__buf_put(out, nm->b, nm->b_len)) return -1;
+            } else {
+                k = i + (run ? first_len : 1);
+                if (pf__buf_put(out, s + i, k - i)) return -1;
+            }
+        }
+        return 0;
     case PF__NORM_SPM:
         return pf__tok_spm_normalize(nm, s, n, out);
     case PF__NORM_PRECOMPILED:
@@ -10471,7 +10490,7 @@ static pf_result pf__tok_json_pattern(const pf__json *o, const char *what, char 
         free(*out);
         *out = NULL;
         snprintf(err, err_size, "%s: %s with the Regex pattern \"%.40s\" is not supported (only String, a literal "
-                 "Regex, and \" {2,}\" in a normalizer)", path, what, re->string);
+                 "Regex, \" {2,}\" and \"\\s{2,}|[\\n\\r\\t]\" in a normalizer)", path, what, re->string);
         return PF_ERROR_UNSUPPORTED;
     }
     if (!v) {
@@ -10688,11 +10707,13 @@ static pf_result pf__tok_read_normalizer(pf_tokenizer *t, const pf__json *j, int
         if (!(n = pf__tok_add_norm(t, PF__NORM_PRECOMPILED))) return pf__tok_too_many(path, "normalizer", err, err_size);
         return pf__tok_read_charsmap(n, j, path, err, err_size);
     }
-    if (!strcmp(name, "Replace")) { /* the regex " {2,}" of SentencePiece converters, recognised by its source */
+    if (!strcmp(name, "Replace")) { /* the regexes " {2,}" of SentencePiece converters and "\s{2,}|[\n\r\t]" of
+                                       DeBERTa-v2's tokenizer, recognised by their source */
         const pf__json *re = pf__tok_json_str(pf__json_get(j, "pattern"), "Regex", &bad),
                        *content = pf__tok_json_str(j, "content", &bad);
-        if (re && content && !strcmp(re->string, " {2,}")) {
-            if (!(n = pf__tok_add_norm(t, PF__NORM_REPLACE_SPACES)))
+        int spaces = re && !strcmp(re->string, " {2,}"), whitespace = re && !strcmp(re->string, "\\s{2,}|[\\n\\r\\t]");
+        if (content && (spaces || whitespace)) {
+            if (!(n = pf__tok_add_norm(t, spaces ? PF__NORM_REPLACE_SPACES : PF__NORM_REPLACE_WHITESPACE)))
                 return pf__tok_too_many(path, "normalizer", err, err_size);
             if (!(n->b = pf__tok_dup(content->string, content->string_len))) return pf__tok_out_of_memory(path, err, err_size);
             n->b_len = content->string_len;

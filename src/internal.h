@@ -787,6 +787,8 @@ typedef enum pf__tok_norm_kind {
     PF__NORM_STRIP_MARKS,    /* StripAccents: combining marks dropped (BertNormalizer's strip_accents is
                                 NFD then its own marks: PF__NORM_STRIP_ACCENTS) */
     PF__NORM_REPLACE_SPACES, /* Replace with the regex " {2,}": runs of two or more spaces */
+    PF__NORM_REPLACE_WHITESPACE, /* Replace with the regex "\s{2,}|[\n\r\t]" (DeBERTa-v2's): runs of two or
+                                more \s, or one \n, \r or \t */
     PF__NORM_PRECOMPILED,    /* SentencePiece's precompiled_charsmap */
     PF__NORM_SPM             /* SentencePiece's own Normalizer: its charsmap (longest key first) and its
                                 whitespace rules (flags in spm), for its .model files */
