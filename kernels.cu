@@ -149,6 +149,8 @@ typedef struct pf_cuda_attention_args {
     float softcap;                      /* > 0: scaled scores become tanh(s / softcap) * softcap first (Gemma 2) */
     const float *rel_bias;              /* [heads][rel_rows]: T5's bucketed relative bias, or NULL */
     int rel_rows, rel_buckets, rel_max_distance;
+    const float *dense_bias;            /* [batch * T][heads][T]: added to the scaled score of key j (past 0),
+                                           DeBERTa's disentangled terms; NULL: none (then the plain kernel) */
 } pf_cuda_attention_args;
 
 int pf_cuda_device_count(int *count, const char **reason);
@@ -224,6 +226,9 @@ int pf_cuda_latent_attend(pf_cuda_rank *st, float *out, float *q, const void *ca
                           int kv_b_dtype, const float *inv_freq, const int *pad, const int *rows, int batch, int T,
                           int past, const int *past_at, int heads, int head_dim, int rope_dim, int v_head_dim,
                           int latent_rank, int cache_len, int window, float scale, int pairs, float rope_scale);
+int pf_cuda_disentangled_bias(pf_cuda_rank *st, float *out, const float *qkv, const float *rel_qkv, int batch, int T,
+                              int heads, int kv_heads, int head_dim, int head_begin, int kv_begin, int kv_group, int c2p,
+                              int p2c, int position_buckets, int max_relative_positions, int span, float scale);
 int pf_cuda_reorder_rows(pf_cuda_rank *st, void *cache, void *scratch, const int *dst, const int *src, int count,
                          size_t row_bytes, size_t used_bytes);
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);
@@ -772,6 +777,7 @@ struct pf_attn_args {
     int alibi_rounded;  /* 1: Falcon's bias, bf16(slope * position) * scale */
     const float *rel_bias; /* [heads][rel_rows] or NULL: T5's bucketed relative bias */
     int rel_rows, rel_buckets, rel_max_distance;
+    const float *dense_bias; /* [batch * T][heads][T] or NULL: DeBERTa's terms (plain kernel only) */
     const int *pad;     /* [batch] left pads, or NULL */
     const int *rows;    /* [batch] the cache row of each sequence, or NULL: row b */
 };
@@ -858,6 +864,7 @@ __global__ void pf_attention_kernel(float *out, float *partials, const float *qk
                 p[jj] = pf_scaled_score(s, a) + pf_alibi_bias(a, slope, j0 + jj - pad);
                 if (a.rel_bias)
                     p[jj] += a.rel_bias[(size_t)h * a.rel_rows + pf_relative_bucket(j0 + jj - pos, a.rel_buckets, a.rel_max_distance, a.mask != 1)];
+                if (a.dense_bias) p[jj] += a.dense_bias[((size_t)blockIdx.x * a.heads + h) * a.T + j0 + jj];
             }
         }
         __syncthreads();
@@ -1980,7 +1987,7 @@ __global__ void __launch_bounds__(32 * PF_GEMV_WARPS) pf_gemv16_kernel(float *ou
    test/cuda_standin.c's flash_takes states the same without the device's conditions. */
 static int pf_cuda__flash_possible(struct pf_cuda_rank *st, const pf_attn_args &a, int cache_dtype,
                                    const void *k_cache, const void *v_cache) {
-    if (a.T <= 1 || cache_dtype == PF_CUDA_F32 || a.mask == 2) return 0;
+    if (a.T <= 1 || cache_dtype == PF_CUDA_F32 || a.mask == 2 || a.dense_bias) return 0;
     if (a.hd % 16 || a.hd > PF_FLASH_MAX_HEAD_DIM || (((uintptr_t)k_cache | (uintptr_t)v_cache) & 15u)) return 0;
     int major = 0, most_shared = 0;
     if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, st->device) != cudaSuccess ||
@@ -2668,6 +2675,7 @@ int pf_cuda_attend(struct pf_cuda_rank *st, const pf_cuda_attention_args *args) 
     a.rel_rows = args->rel_rows;
     a.rel_buckets = args->rel_buckets;
     a.rel_max_distance = args->rel_max_distance;
+    a.dense_bias = args->dense_bias;
     a.pad = args->pad;
     a.rows = args->rows;
 #ifdef PF_CUDA_NEXT_KERNELS
@@ -2677,7 +2685,7 @@ int pf_cuda_attend(struct pf_cuda_rank *st, const pf_cuda_attention_args *args) 
                    : pf_cuda__flash2_attention(st, batch, out, qkv, (const __nv_bfloat16 *)k_cache,
                                                (const __nv_bfloat16 *)v_cache, a);
     /* Decode in one launch where the rank's counters cover the (row, head) pairs. */
-    if (T == 1 && head_dim <= 32 * PF_DECODE_PER_LANE && st->counters &&
+    if (T == 1 && head_dim <= 32 * PF_DECODE_PER_LANE && st->counters && !a.dense_bias &&
         (splits == 1 || (size_t)batch * heads <= PF_DECODE_COUNTERS)) {
         dim3 decode_grid((unsigned)batch, (unsigned)heads, (unsigned)splits);
         return cache_dtype == PF_CUDA_F16
@@ -2768,6 +2776,59 @@ int pf_cuda_latent_attend(struct pf_cuda_rank *st, float *out, float *q, const v
     return pf_cuda__latent_attend(st, out, q, (const float *)cache, kv_b, kv_b_dtype, inv_freq, pad, rows, batch, T,
                                   past_at, heads, head_dim, rope_dim, v_head_dim, latent_rank, cache_len, window, scale,
                                   pairs, rope_scale);
+}
+
+/* DeBERTa's row of the relative embeddings for a distance (make_log_bucket_position in fp32, as
+   the CPU backend's pf__disentangled_row): log buckets beyond position_buckets / 2, clamped. */
+__device__ int pf_disentangled_row(int distance, int position_buckets, int max_relative_positions, int span) {
+    int bucket = distance;
+    if (position_buckets > 0) {
+        int mid = position_buckets / 2, magnitude = distance < 0 ? -distance : distance;
+        if (magnitude > mid) {
+            float reach = (float)((double)(max_relative_positions - 1) / mid);
+            float log_pos = ceilf(logf((float)magnitude / (float)mid) / logf(reach) * (float)(mid - 1)) + (float)mid;
+            bucket = (int)(distance < 0 ? -log_pos : log_pos);
+        }
+    }
+    int row = bucket + span;
+    return row < 0 ? 0 : row > 2 * span - 1 ? 2 * span - 1 : row;
+}
+
+/* grid (batch * T query rows, heads), threads over the keys: out[row][h][j] = (c2p q.pk + p2c
+   k_j.pq) * scale at the pair's row of rel_qkv ([2 span][q | k | v] of the rank's heads). */
+__global__ void pf_disentangled_bias_kernel(float *out, const float *qkv, const float *rel_qkv, int T, int heads,
+                                            int kv_heads, int hd, int head_begin, int kv_begin, int kv_group, int c2p,
+                                            int p2c, int position_buckets, int max_relative_positions, int span,
+                                            float scale) {
+    size_t row = blockIdx.x, q_width = (size_t)heads * hd, row_width = q_width + 2 * (size_t)kv_heads * hd;
+    int h = blockIdx.y, i = (int)(row % T);
+    size_t kv = (size_t)((head_begin + h) / kv_group - kv_begin) * hd, first = row - i;
+    const float *q = qkv + row * row_width + (size_t)h * hd;
+    for (int j = threadIdx.x; j < T; j += blockDim.x) {
+        const float *k = qkv + (first + j) * row_width + q_width + kv;
+        const float *rel = rel_qkv + (size_t)pf_disentangled_row(i - j, position_buckets, max_relative_positions, span) * row_width;
+        float c2p_sum = 0.0f, p2c_sum = 0.0f;
+        for (int d = 0; d < hd; d++) {
+            c2p_sum += q[d] * rel[q_width + kv + d];
+            p2c_sum += k[d] * rel[(size_t)h * hd + d];
+        }
+        out[(row * heads + h) * T + j] = ((c2p ? c2p_sum : 0.0f) + (p2c ? p2c_sum : 0.0f)) * scale;
+    }
+}
+
+int pf_cuda_disentangled_bias(struct pf_cuda_rank *st, float *out, const float *qkv, const float *rel_qkv, int batch, int T,
+                              int heads, int kv_heads, int head_dim, int head_begin, int kv_begin, int kv_group, int c2p,
+                              int p2c, int position_buckets, int max_relative_positions, int span, float scale) {
+    if (batch <= 0 || T <= 0 || heads <= 0) return PF_CUDA_OK;
+    if ((size_t)batch * T > 2147483647u || heads > 65535 || span <= 0 || kv_group <= 0)
+        return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_disentangled_bias",
+                             "bad shape", __LINE__);
+    dim3 grid((unsigned)((size_t)batch * T), (unsigned)heads);
+    pf_disentangled_bias_kernel<<<grid, 128, 0, st->stream>>>(out, qkv, rel_qkv, T, heads, kv_heads, head_dim, head_begin,
+                                                             kv_begin, kv_group, c2p, p2c, position_buckets,
+                                                             max_relative_positions, span, scale);
+    PF_CUDA_CHECK_LAUNCH(st, pf_disentangled_bias_kernel);
+    return PF_CUDA_OK;
 }
 
 /* Beam search: row dst[k] of cache becomes old row src[k], k < count (dst, src: device arrays,

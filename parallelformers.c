@@ -248,6 +248,10 @@ typedef enum {
     PF__SLOT_SPAN_BIAS,        /* [2] */
     PF__SLOT_REL_BIAS,         /* [rel_table_rows, heads]: a learned score bias per head and bucket
                                   of relative distance, shared by the layers (MPNet, T5) */
+    PF__SLOT_REL_EMBED,        /* [2 rel_span, hidden]: DeBERTa's relative position embeddings, projected by
+                                  every layer's own query and key weights (disentangled attention) */
+    PF__SLOT_REL_EMBED_NORM_WEIGHT, /* [hidden]: their LayerNorm (norm_rel_ebd "layer_norm") */
+    PF__SLOT_REL_EMBED_NORM_BIAS,   /* [hidden] */
     /* An encoder-decoder's encoder tower has its own (the slots above being the decoder's): */
     PF__SLOT_ENC_POSITION_EMBED,    /* as PF__SLOT_POSITION_EMBED */
     PF__SLOT_ENC_EMBED_NORM_WEIGHT, /* [hidden] BART's layernorm_embedding */
@@ -408,7 +412,10 @@ typedef enum {
     PF__IF_WITH_PROJECTION, /* present exactly when the config field with_projection is 1 (CLIP's towers) */
     PF__IF_QK_NORM, /* present exactly when the config field qk_norm is not PF__QK_NORM_NONE (Cohere's use_qk_norm) */
     PF__IF_Q_LORA,  /* present exactly when the config field q_lora_rank is above 0 (latent attention's low-rank q) */
-    PF__IF_NO_Q_LORA /* present exactly when it is 0 (q_proj straight from the hidden state) */
+    PF__IF_NO_Q_LORA, /* present exactly when it is 0 (q_proj straight from the hidden state) */
+    PF__IF_POSITION_BIASED, /* present exactly when the config field position_biased_input is 1 (DeBERTa's
+                               absolute positions beside its relative ones) */
+    PF__IF_REL_EMBED_NORM   /* present exactly when the config field rel_embed_norm is 1 (DeBERTa's norm_rel_ebd) */
 } pf__need;
 
 typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ, PF__KIND_DUAL } pf__kind;
@@ -680,7 +687,21 @@ typedef struct pf__config {
     int position_offset_from_pad;   /* 1: position_offset was read as the pad id, positions start
                                        after it and the table's rows include them (RoBERTa); 2: the
                                        same over a computed table, the bound kept (M2M100) */
-    int pooler_activation;          /* a pf__activation: tanh (BERT), relu (DistilBERT); -1: the model's */
+#define PF__POOLER_ACT_NAMED 99 /* above every pf__activation */
+    int pooler_activation;          /* a pf__activation: tanh (BERT), relu (DistilBERT); -1: the model's;
+                                       PF__POOLER_ACT_NAMED: config.json's pooler_hidden_act (DeBERTa) */
+    /* DeBERTa's disentangled attention: score(i, j) = (q_i.k_j + c2p q_i.pk[d] + p2c k_j.pq[d]) /
+       sqrt(head_dim * (1 + c2p + p2c)), d = clamp(bucket(i - j) + rel_span, 0, 2 rel_span - 1),
+       pq and pk the layer's query and key projections of the (normed) relative embeddings */
+    int disentangled;               /* 1: relative_attention with c2p and/or p2c (the terms below) */
+    int rel_c2p, rel_p2c;           /* pos_att_type's terms */
+    int rel_span;                   /* position_buckets when > 0, else max_relative_positions */
+    int position_buckets;           /* > 0: log buckets (make_log_bucket_position) beyond position_buckets / 2 */
+    int max_relative_positions;     /* the log buckets' reach (max_position_embeddings when < 1) */
+    int position_biased_input;      /* 1: absolute position embeddings added (PF__IF_POSITION_BIASED) */
+    int rel_embed_norm;             /* 1: the relative embeddings are LayerNormed (norm_rel_ebd "layer_norm") */
+    int share_att_key;              /* 1: positions projected by the layer's query and key weights */
+    int relative_attention;         /* DeBERTa: 1 adds the disentangled terms */
     int head_activation;            /* the masked-LM head's pf__activation; -1: the model's */
     pf_head head;                   /* what the output stage computes */
     int num_labels;                 /* classification heads' outputs */
@@ -857,6 +878,8 @@ typedef enum pf__tok_norm_kind {
     PF__NORM_STRIP_MARKS,    /* StripAccents: combining marks dropped (BertNormalizer's strip_accents is
                                 NFD then its own marks: PF__NORM_STRIP_ACCENTS) */
     PF__NORM_REPLACE_SPACES, /* Replace with the regex " {2,}": runs of two or more spaces */
+    PF__NORM_REPLACE_WHITESPACE, /* Replace with the regex "\s{2,}|[\n\r\t]" (DeBERTa-v2's): runs of two or
+                                more \s, or one \n, \r or \t */
     PF__NORM_PRECOMPILED,    /* SentencePiece's precompiled_charsmap */
     PF__NORM_SPM             /* SentencePiece's own Normalizer: its charsmap (longest key first) and its
                                 whitespace rules (flags in spm), for its .model files */
@@ -1259,6 +1282,8 @@ typedef struct pf__attn_shape {
     float softcap;          /* > 0: score = tanh(score * scale / softcap) * softcap, before ALiBi, bias and mask */
     const float *alibi;     /* device, [heads]: score += slope * key position; NULL: none */
     int alibi_rounded;      /* 1: score += bf16(slope * key position) * scale instead (Falcon's) */
+    const float *dense_bias; /* device, [batch * seq_len][heads][seq_len]: score += dense_bias[query row][h][key]
+                               after the scale (this step's keys, past 0: encoders); NULL: none */
     const float *rel_bias;  /* device, [heads][rel_rows]: score += rel_bias[h][bucket(key - query)],
                                bucketed as T5 does (bidirectional); NULL: none */
     int rel_rows, rel_buckets, rel_max_distance;
@@ -1370,6 +1395,12 @@ typedef struct pf__backend {
                           const pf__attn_shape *a, int pairs, float eps);
     void (*latent_attend)(pf__rank *r, float *out, float *q, const void *cache, const pf__weight *kv_b,
                           const pf__step *s, const pf__attn_shape *a, int pairs);
+    /* DeBERTa's disentangled terms as a dense bias (pf__attn_shape.dense_bias's layout), already
+       scaled by a->scale: out[b*T+i][h][j] = (c2p q_i.pk_h[d] + p2c k_j.pq_h[d]) * scale, d as
+       pf__config says; q, k from the qkv rows (biases added), pq | pk | (v) from rel_qkv rows
+       [2 rel_span][q_r | k_r | v_r]. NULL: the backend has none (DeBERTa is refused on it). */
+    void (*disentangled_bias)(pf__rank *r, float *out, const float *qkv, const float *rel_qkv, const pf__step *s,
+                              const pf__attn_shape *a, const pf__config *c);
     /* x = sum of x over all ranks, identical on every rank afterwards */
     void (*all_reduce)(pf__rank *r, float *x, size_t count);
     /* Beam search: row dst[k] of a cache [rows][row_bytes] becomes old row src[k], k < count
@@ -1467,6 +1498,9 @@ struct pf__rank {
     float *qkv;               /* width (heads + 2 kv_heads) * head_dim */
     float *attn;              /* width heads * head_dim (or * v_head_dim, when wider) */
     float *latent;            /* latent attention: width kv_lora_rank + qk_rope_head_dim, then q_lora_rank */
+    float *rel_normed;        /* DeBERTa: [2 rel_span][hidden], the relative embeddings normed; else NULL */
+    float *rel_qkv;           /* DeBERTa: [2 rel_span][q_r | k_r | v_r], their projections by a layer */
+    float *dense_bias;        /* DeBERTa: [max_tokens][heads_r][cache_len], a layer's disentangled terms */
     float *mlp;               /* width mlp_width (times 2 when gated) */
     float *mlp_act;           /* width mlp_width, when gated */
     float *logits;            /* rank 0 only: [logit_rows][vocab] */
@@ -1658,6 +1692,7 @@ struct pf__group {
     /* sizes every rank shares */
     int max_batch, cache_len;
     int32_t *zero_ids;    /* [max_batch] zeros: row 0 of a one-row table for every sequence */
+    int32_t *rel_ids;     /* DeBERTa: [2 rel_span] 0, 1, ...: its relative embeddings as one row of ids */
     size_t max_tokens, logit_rows;
     pf__choice *choices;  /* [world_ranks][max_batch]: the ranks' arg-max candidates of a step
                              (backend->argmax), or NULL without one */
@@ -4443,6 +4478,69 @@ static pf_result pf__config_read_rows(const pf__json *json, const char *path, pf
     return r;
 }
 
+/* A "|"-separated name or a list of names (DeBERTa's pos_att_type, norm_rel_ebd): 1 when `name`
+   is among them (lowercase, spaces trimmed, as transformers reads them), 0 when not, -1 when the
+   value is neither a string nor a list of strings. */
+static int pf__config_names_have(const pf__json *v, const char *name) {
+    if (!v || v->type == PF__JSON_NULL) return 0;
+    const pf__json *item = v->type == PF__JSON_ARRAY ? v->first : v;
+    if (v->type != PF__JSON_ARRAY && v->type != PF__JSON_STRING) return -1;
+    size_t n = strlen(name);
+    for (; item; item = v->type == PF__JSON_ARRAY ? item->next : NULL) {
+        if (item->type != PF__JSON_STRING) return -1;
+        for (const char *p = item->string; *p;) {
+            while (*p == ' ' || *p == '|') p++;
+            const char *end = p;
+            while (*end && *end != '|') end++;
+            const char *last = end;
+            while (last > p && last[-1] == ' ') last--;
+            size_t k = 0;
+            while (k < n && p + k < last && tolower((unsigned char)p[k]) == name[k]) k++;
+            if (k == n && p + n == last) return 1;
+            p = end;
+        }
+    }
+    return 0;
+}
+
+/* DeBERTa's disentangled attention (a family whose rows read relative_attention): pos_att_type's
+   terms, norm_rel_ebd, the span of the relative embeddings and the scores' scale; its pooler's
+   activation by name. */
+static pf_result pf__config_disentangled(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
+    const pf__json *types = pf__json_get(json, "pos_att_type"), *norm = pf__json_get(json, "norm_rel_ebd");
+    c->rel_c2p = pf__config_names_have(types, "c2p");
+    c->rel_p2c = pf__config_names_have(types, "p2c");
+    c->rel_embed_norm = pf__config_names_have(norm, "layer_norm");
+    if (c->rel_c2p < 0 || c->rel_p2c < 0 || c->rel_embed_norm < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"pos_att_type\" or \"norm_rel_ebd\" is not a name or a list of names",
+                          path);
+    if (pf__config_names_have(types, "p2p") || pf__config_names_have(types, "c2c"))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"pos_att_type\" p2p (DeBERTa v1's research "
+                          "term) is not supported: c2p and p2c are", path);
+    if (c->max_relative_positions < 1) c->max_relative_positions = c->max_positions;
+    c->rel_span = c->position_buckets > 0 ? c->position_buckets : c->max_relative_positions;
+    c->disentangled = c->relative_attention && (c->rel_c2p || c->rel_p2c);
+    if (!c->relative_attention) c->rel_embed_norm = 0; /* transformers builds the norm, the embeddings absent */
+    if (c->disentangled && !c->share_att_key)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"share_att_key\" false (DeBERTa v2's own position "
+                          "projections pos_key_proj / pos_query_proj) is not supported yet", path);
+    if (c->disentangled && (c->rel_span > (1 << 16) || (c->position_buckets > 0 && c->max_relative_positions <= c->position_buckets / 2 + 1)))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: position_buckets %d and max_relative_positions %d do not fit",
+                          path, c->position_buckets, c->max_relative_positions);
+    if (c->embed_dim && c->embed_dim != c->hidden_size)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"embedding_size\" %d != hidden_size %d (DeBERTa's "
+                          "embed_proj before the embedding norm) is not supported yet", path, c->embed_dim, c->hidden_size);
+    if (c->pooler_activation == PF__POOLER_ACT_NAMED) {
+        const pf__json *act = pf__json_get(json, "pooler_hidden_act");
+        const char *name = act && act->type == PF__JSON_STRING ? act->string : "gelu";
+        pf__activation named;
+        if (pf__activation_from_name(c->arch, name, &named))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: pooler_hidden_act \"%s\" is not supported", path, name);
+        c->pooler_activation = (int)named;
+    }
+    return PF_OK;
+}
+
 /* What the rows do not hold: activation, rope, token ids, head, speech front end, tied embeddings,
    required values and attention windows. */
 static pf_result pf__config_read_extras(const pf__json *json, const char *path, pf__config *cfg, char *message,
@@ -4466,6 +4564,8 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
         if (cfg->scale_decoder_outputs < 0) cfg->scale_decoder_outputs = cfg->tie_word_embeddings;
     }
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
+    if (!r && strcmp(pf__config_key(cfg->arch, offsetof(pf__config, relative_attention)), "(derived)"))
+        r = pf__config_disentangled(json, cfg, path, message, size);
     const char *clip_key = pf__config_key(cfg->arch, offsetof(pf__config, clip_qkv));
     const pf__json *clip = strcmp(clip_key, "(derived)") ? pf__json_get(json, clip_key) : NULL;
     if (!r && clip && clip->type == PF__JSON_NUMBER && !(clip->number > 0)) /* torch's clamp(-c, c), c <= 0: all c */
@@ -4547,6 +4647,9 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
     if (cfg->head_dim == 0 && cfg->num_heads > 0 && cfg->hidden_size % cfg->num_heads == 0)
         cfg->head_dim = cfg->hidden_size / cfg->num_heads; /* else inconsistent, below */
     if (cfg->embed_dim == 0) cfg->embed_dim = cfg->hidden_size;
+    if (strcmp(pf__config_key(cfg->arch, offsetof(pf__config, relative_attention)), "(derived)"))
+        /* DeBERTa scales by 1 / sqrt(head_dim * (1 + its terms)), whether it adds them or not */
+        cfg->query_pre_attn_scalar = (double)cfg->head_dim * (1 + cfg->rel_c2p + cfg->rel_p2c);
     if (cfg->hidden_size <= 0 || cfg->num_heads <= 0 || cfg->num_layers <= 0 || cfg->num_layers > 100000 ||
         cfg->vocab_size <= 0 || cfg->max_positions <= 0 || cfg->intermediate_size <= 0 || cfg->head_dim <= 0 ||
         cfg->num_kv_heads <= 0 || cfg->num_heads % cfg->num_kv_heads)
@@ -4673,6 +4776,7 @@ static const char *pf__need_name(int v) {
         PF__NAME(PF__, IF_FINAL_NORM) PF__NAME(PF__, IF_PROJECTION) PF__NAME(PF__, IF_GATED) PF__NAME(PF__, IF_DECODER)
         PF__NAME(PF__, IF_EMBED_NORM) PF__NAME(PF__, POSITION_TABLE) PF__NAME(PF__, IF_DISTILLATION) PF__NAME(PF__, IF_QK_NORM)
         PF__NAME(PF__, IF_WITH_PROJECTION) PF__NAME(PF__, IF_Q_LORA) PF__NAME(PF__, IF_NO_Q_LORA)
+        PF__NAME(PF__, IF_POSITION_BIASED) PF__NAME(PF__, IF_REL_EMBED_NORM)
     }
     return NULL;
 }
@@ -4687,7 +4791,8 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, HEAD_TRANSFORM_WEIGHT)
         PF__NAME(PF__SLOT_, HEAD_TRANSFORM_BIAS) PF__NAME(PF__SLOT_, HEAD_NORM_WEIGHT) PF__NAME(PF__SLOT_, HEAD_NORM_BIAS)
         PF__NAME(PF__SLOT_, CLASSIFIER_WEIGHT) PF__NAME(PF__SLOT_, CLASSIFIER_BIAS) PF__NAME(PF__SLOT_, SPAN_WEIGHT)
-        PF__NAME(PF__SLOT_, SPAN_BIAS) PF__NAME(PF__SLOT_, REL_BIAS) PF__NAME(PF__SLOT_, ENC_POSITION_EMBED)
+        PF__NAME(PF__SLOT_, SPAN_BIAS) PF__NAME(PF__SLOT_, REL_BIAS) PF__NAME(PF__SLOT_, REL_EMBED)
+        PF__NAME(PF__SLOT_, REL_EMBED_NORM_WEIGHT) PF__NAME(PF__SLOT_, REL_EMBED_NORM_BIAS) PF__NAME(PF__SLOT_, ENC_POSITION_EMBED)
         PF__NAME(PF__SLOT_, ENC_EMBED_NORM_WEIGHT) PF__NAME(PF__SLOT_, ENC_EMBED_NORM_BIAS)
         PF__NAME(PF__SLOT_, ENC_FINAL_NORM_WEIGHT) PF__NAME(PF__SLOT_, ENC_FINAL_NORM_BIAS) PF__NAME(PF__SLOT_, ENC_REL_BIAS)
         PF__NAME(PF__SLOT_, ENC_TOKEN_EMBED) PF__NAME(PF__SLOT_, PATCH_WEIGHT) PF__NAME(PF__SLOT_, PATCH_BIAS)
@@ -5790,6 +5895,7 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_LOGIT_SCALE: *rows = 1; break;
     case PF__SLOT_SPAN_BIAS: *rows = 2; break;
     case PF__SLOT_REL_BIAS: case PF__SLOT_ENC_REL_BIAS: *rows = (size_t)c->rel_table_rows; *cols = (size_t)c->num_heads; break;
+    case PF__SLOT_REL_EMBED: *rows = 2 * (size_t)c->rel_span; *cols = h; break;
     default: *rows = h; break; /* norms and the remaining biases */
     }
 }
@@ -5804,7 +5910,7 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
    A tokenizer.json is read component by component, each implemented once and driven by the
    file (nothing here is per model family):
      normalizer     NFC, NFD, NFKC, NFKD, Lowercase, StripAccents, Prepend, Replace (a string
-                    pattern, a regex that is a literal, or the regex " {2,}"), Strip, BertNormalizer (clean_text,
+                    pattern, a regex that is a literal, the regex " {2,}" or DeBERTa-v2's "\s{2,}|[\n\r\t]"), Strip, BertNormalizer (clean_text,
                     handle_chinese_chars, strip_accents, lowercase), Precompiled (SentencePiece's
                     charsmap, on grapheme clusters as HF's spm_precompiled), Sequence
      pre_tokenizer  ByteLevel (add_prefix_space, use_regex), Split (a known regex, or a string;
@@ -9116,6 +9222,23 @@ static int pf__tok_norm_step(pf__tok_ctx *c, const pf__tok_norm *nm, const unsig
             }
         }
         return 0;
+    case PF__NORM_REPLACE_WHITESPACE: /* leftmost first: a run of two or more \s, else one \n \r \t */
+        for (i = 0; i < n; i = k) {
+            size_t run = 0, first_len = 0;
+            for (k = i; k < n;) {
+                size_t len = pf__utf8_decode(s + k, n - k, &cp);
+                if (!(pf__unicode_class(cp) & PF__UC_S)) break;
+                if (!run++) first_len = len;
+                k += len;
+            }
+            if (run >= 2 || (run == 1 && (s[i] == '\n' || s[i] == '\r' || s[i] == '\t'))) {
+                if (pf__buf_put(out, nm->b, nm->b_len)) return -1;
+            } else {
+                k = i + (run ? first_len : 1);
+                if (pf__buf_put(out, s + i, k - i)) return -1;
+            }
+        }
+        return 0;
     case PF__NORM_SPM:
         return pf__tok_spm_normalize(nm, s, n, out);
     case PF__NORM_PRECOMPILED:
@@ -10684,7 +10807,7 @@ static pf_result pf__tok_json_pattern(const pf__json *o, const char *what, char 
         free(*out);
         *out = NULL;
         snprintf(err, err_size, "%s: %s with the Regex pattern \"%.40s\" is not supported (only String, a literal "
-                 "Regex, and \" {2,}\" in a normalizer)", path, what, re->string);
+                 "Regex, \" {2,}\" and \"\\s{2,}|[\\n\\r\\t]\" in a normalizer)", path, what, re->string);
         return PF_ERROR_UNSUPPORTED;
     }
     if (!v) {
@@ -10901,11 +11024,13 @@ static pf_result pf__tok_read_normalizer(pf_tokenizer *t, const pf__json *j, int
         if (!(n = pf__tok_add_norm(t, PF__NORM_PRECOMPILED))) return pf__tok_too_many(path, "normalizer", err, err_size);
         return pf__tok_read_charsmap(n, j, path, err, err_size);
     }
-    if (!strcmp(name, "Replace")) { /* the regex " {2,}" of SentencePiece converters, recognised by its source */
+    if (!strcmp(name, "Replace")) { /* the regexes " {2,}" of SentencePiece converters and "\s{2,}|[\n\r\t]" of
+                                       DeBERTa-v2's tokenizer, recognised by their source */
         const pf__json *re = pf__tok_json_str(pf__json_get(j, "pattern"), "Regex", &bad),
                        *content = pf__tok_json_str(j, "content", &bad);
-        if (re && content && !strcmp(re->string, " {2,}")) {
-            if (!(n = pf__tok_add_norm(t, PF__NORM_REPLACE_SPACES)))
+        int spaces = re && !strcmp(re->string, " {2,}"), whitespace = re && !strcmp(re->string, "\\s{2,}|[\\n\\r\\t]");
+        if (content && (spaces || whitespace)) {
+            if (!(n = pf__tok_add_norm(t, spaces ? PF__NORM_REPLACE_SPACES : PF__NORM_REPLACE_WHITESPACE)))
                 return pf__tok_too_many(path, "normalizer", err, err_size);
             if (!(n->b = pf__tok_dup(content->string, content->string_len))) return pf__tok_out_of_memory(path, err, err_size);
             n->b_len = content->string_len;
@@ -19542,9 +19667,16 @@ static inline float pf__alibi_bias(const pf__attn_shape *a, float slope, size_t 
     return a->alibi_rounded ? pf__bf16_to_f32(pf__f32_to_bf16(bias)) * a->scale : bias;
 }
 
-/* One query's scores p[0..count) of keys first.. into probabilities, for head h. */
+/* The dense bias row (pf__attn_shape.dense_bias) of row b's query t and head h; NULL: none. */
+static const float *pf__dense_bias_row(const pf__attn_shape *a, const pf__step *s, size_t b, size_t t, int h) {
+    size_t T = (size_t)s->seq_len;
+    return a->dense_bias ? a->dense_bias + ((b * T + t) * (size_t)a->heads + (size_t)h) * T : NULL;
+}
+
+/* One query's scores p[0..count) of keys first.. into probabilities, for head h; dense: its dense
+   bias row over the step's keys, or NULL. */
 static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t count, size_t first, size_t pos,
-                               size_t pad, int h, const pf__attn_shape *a) {
+                               size_t pad, int h, const pf__attn_shape *a, const float *dense) {
     float slope = a->alibi ? a->alibi[h] : 0.0f, scale = a->scale;
     const float *rel = a->rel_bias ? a->rel_bias + (size_t)h * a->rel_rows : NULL;
     if (a->softcap > 0) { /* Gemma 2: tanh(s / cap) * cap of the scaled score, then the rest */
@@ -19564,6 +19696,7 @@ static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t 
     } else {
         for (size_t j = 0; j < count; j++) p[j] = p[j] * scale; /* the same value as above: slope 0 adds +0 */
     }
+    if (dense) for (size_t j = 0; j < count; j++) p[j] += dense[first + j]; /* keys of this step (past 0) */
     float maxima[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
     size_t j = 0;
     for (; j + 8 <= count; j += 8) /* eight independent maxima: one chain of them waited on each other */
@@ -19601,7 +19734,7 @@ static void pf__attend_pack(const pf__cpu_kernels *kernels, float *k_out, float 
    rows it sees walked once, every head's slice of each (pf__row_scores). Scores go to cpu->scores,
    [heads][cache_len]. kc, vc: the row's caches. */
 static void pf__attend_one_query(pf__rank *r, const pf__cpu_kernels *kernels, float *out, const float *q, const char *kc,
-                                 const char *vc, const pf__step *s, const pf__attn_shape *a, size_t pad) {
+                                 const char *vc, const pf__step *s, const pf__attn_shape *a, size_t b, size_t pad) {
     size_t hd = (size_t)a->head_dim, kv_width = (size_t)a->kv_heads * hd, ld = (size_t)a->cache_len, first, last;
     pf__cpu_rank *cpu = pf__cpu(r);
     size_t esize = pf__dtype_size(a->cache_dtype), *kv = cpu->head_slices;
@@ -19615,8 +19748,49 @@ static void pf__attend_one_query(pf__rank *r, const pf__cpu_kernels *kernels, fl
     size_t count = last + 1 - first;
     kernels->row_scores(cpu->scores, ld, q, hs, kc + first * kv_width * esize, a->cache_dtype, kv_width, count, hd);
     for (int h = 0; h < a->heads; h++)
-        pf__attend_softmax(kernels, cpu->scores + (size_t)h * ld, count, first, (size_t)s->past, pad, h, a);
+        pf__attend_softmax(kernels, cpu->scores + (size_t)h * ld, count, first, (size_t)s->past, pad, h, a,
+                           pf__dense_bias_row(a, s, b, 0, h));
     kernels->row_weighted_sums(out, cpu->scores, ld, hs, vc + first * kv_width * esize, a->cache_dtype, kv_width, count, hd);
+}
+
+/* DeBERTa's log buckets of a relative distance (transformers' make_log_bucket_position, in its
+   fp32): distances within position_buckets / 2 as they are, the others on a log scale reaching
+   max_relative_positions; then the row of the relative embeddings, clamped to 0..2 span - 1. */
+static int pf__disentangled_row(int distance, int position_buckets, int max_relative_positions, int span) {
+    int bucket = distance;
+    if (position_buckets > 0) {
+        int mid = position_buckets / 2, magnitude = distance < 0 ? -distance : distance;
+        if (magnitude > mid) {
+            float reach = (float)((double)(max_relative_positions - 1) / mid);
+            float log_pos = ceilf(logf((float)magnitude / (float)mid) / logf(reach) * (float)(mid - 1)) + (float)mid;
+            bucket = (int)(distance < 0 ? -log_pos : log_pos);
+        }
+    }
+    int row = bucket + span;
+    return row < 0 ? 0 : row > 2 * span - 1 ? 2 * span - 1 : row;
+}
+
+static void pf__cpu_disentangled_bias(pf__rank *r, float *out, const float *qkv, const float *rel_qkv, const pf__step *s,
+                                      const pf__attn_shape *a, const pf__config *c) {
+    size_t hd = (size_t)a->head_dim, q_width = (size_t)a->heads * hd, kv_width = (size_t)a->kv_heads * hd;
+    size_t row_width = q_width + 2 * kv_width, T = (size_t)s->seq_len, H = (size_t)a->heads;
+    (void)r;
+    for (size_t b = 0; b < (size_t)s->batch; b++)
+        for (size_t i = 0; i < T; i++)
+            for (size_t h = 0; h < H; h++) {
+                size_t kv = (size_t)((a->head_begin + (int)h) / a->kv_group - a->kv_begin) * hd;
+                const float *q = qkv + (b * T + i) * row_width + h * hd;
+                float *bias = out + ((b * T + i) * H + h) * T;
+                for (size_t j = 0; j < T; j++) {
+                    const float *k = qkv + (b * T + j) * row_width + q_width + kv;
+                    const float *rel = rel_qkv + (size_t)pf__disentangled_row((int)i - (int)j, c->position_buckets,
+                                                                             c->max_relative_positions, c->rel_span) * row_width;
+                    float sum = 0.0f;
+                    if (c->rel_c2p) sum += pf__dot(q, rel + q_width + kv, hd); /* c2p: q_i . pk(i - j) */
+                    if (c->rel_p2c) sum += pf__dot(k, rel + h * hd, hd);       /* p2c: k_j . pq(i - j) */
+                    bias[j] = sum * a->scale;
+                }
+            }
 }
 
 static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void *k_cache, const void *v_cache,
@@ -19632,7 +19806,8 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
         const char *vc = (const char *)v_cache + cache_row * a->cache_len * kv_width * esize;
         size_t pad = s->pad ? (size_t)s->pad[b] : 0, lo_all = SIZE_MAX, hi_all = 0;
         if (T == 1) {
-            pf__attend_one_query(r, kernels, out + (size_t)b * q_width, qkv + (size_t)b * row_width, kc, vc, s, a, pad);
+            pf__attend_one_query(r, kernels, out + (size_t)b * q_width, qkv + (size_t)b * row_width, kc, vc, s, a, (size_t)b,
+                                 pad);
             continue;
         }
         for (size_t t = 0; t < T; t++) { /* the keys any query of the row sees */
@@ -19687,7 +19862,8 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
                         continue;
                     }
                     pf__attend_softmax(kernels, row + (first[i] - lo), last[i] + 1 - first[i], first[i],
-                                       (size_t)s->past + t0 + (size_t)i, pad, h, a);
+                                       (size_t)s->past + t0 + (size_t)i, pad, h, a,
+                                       pf__dense_bias_row(a, s, (size_t)b, t0 + (size_t)i, h));
                     memset(row, 0, (first[i] - lo) * sizeof(float));
                     memset(row + (last[i] + 1 - lo), 0, (hi - last[i]) * sizeof(float));
                 }
@@ -19882,7 +20058,7 @@ static void pf__cpu_latent_attend(pf__rank *r, float *out, float *q, const void 
                     for (size_t d = 0; d < rope; d++) score += (double)qh[nope + d] * key[rank + d];
                     p[j] = (float)score;
                 }
-                pf__attend_softmax(kernels, p, count, first, pos, pad, h, a);
+                pf__attend_softmax(kernels, p, count, first, pos, pad, h, a, NULL); /* latent attention has no dense bias */
                 memset(o_lat, 0, rank * sizeof(float));
                 for (size_t j = 0; j < count; j++) {
                     const char *at = rows + (first + j) * width * esize;
@@ -19949,6 +20125,7 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .attend = pf__cpu_attend,
     .latent_append = pf__cpu_latent_append,
     .latent_attend = pf__cpu_latent_attend,
+    .disentangled_bias = pf__cpu_disentangled_bias,
     .all_reduce = pf__cpu_all_reduce,
     .reorder_rows = pf__cpu_reorder_rows,
     .device_memory = pf__cpu_device_memory,
@@ -20956,6 +21133,12 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
     r->attn = (float *)pf__rank_alloc(r, T * (v_width > q_width ? v_width : q_width) * sizeof(float));
     if (c->kv_lora_rank) /* kv_a_proj's rows, then q_a_proj's */
         r->latent = (float *)pf__rank_alloc(r, T * ((size_t)c->kv_lora_rank + c->qk_rope_head_dim + c->q_lora_rank) * sizeof(float));
+    if (c->disentangled) { /* DeBERTa: its relative embeddings, their projections, a layer's dense bias */
+        size_t rel_rows = 2 * (size_t)c->rel_span;
+        r->rel_normed = (float *)pf__rank_alloc(r, rel_rows * hidden * sizeof(float));
+        r->rel_qkv = (float *)pf__rank_alloc(r, rel_rows * (q_width + 2 * kv_width) * sizeof(float));
+        r->dense_bias = (float *)pf__rank_alloc(r, T * (size_t)r->share.heads * (size_t)g->cache_len * sizeof(float));
+    }
     r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
     if (c->gated_mlp) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
     r->logits = (float *)pf__rank_alloc(r, g->logit_rows * r->share.vocab_rows * sizeof(float));
@@ -21343,6 +21526,46 @@ static void pf__rank_projection_qk_norm(pf__rank *r, const pf__weight *q_norm, c
                          (float)((size_t)c->num_kv_heads * c->head_dim), eps);
 }
 
+/* DeBERTa's relative embeddings for this request, normed once (norm_rel_ebd) into r->rel_normed:
+   every layer projects them with its own query and key weights. */
+static void pf__rank_rel_embeddings(pf__rank *r) {
+    const pf__config *c = &r->group->model->config;
+    const pf__weight *W = r->weights;
+    size_t rows = 2 * (size_t)c->rel_span, d = (size_t)c->hidden_size;
+    if (!PF__HAS(W[PF__SLOT_REL_EMBED]) || !r->backend->disentangled_bias) { /* a registered backend may lack the op */
+        pf__rank_fail(r, PF_ERROR_UNSUPPORTED, PF__HAS(W[PF__SLOT_REL_EMBED])
+                      ? "DeBERTa's disentangled attention has no kernel on this backend (the CPU backend has one)"
+                      : "relative_attention is true but the checkpoint has no encoder.rel_embeddings.weight");
+        return;
+    }
+    /* the table in its storage dtype, read as sequences of ids 0, 1, ... of at most a step's
+       tokens (what a backend stages ids for) */
+    for (size_t done = 0, most = r->group->max_tokens; done < rows; done += most) {
+        pf__step table;
+        memset(&table, 0, sizeof table);
+        table.ids = r->group->rel_ids + done;
+        table.batch = 1;
+        table.seq_len = (int)(rows - done < most ? rows - done : most);
+        r->backend->embed(r, r->rel_normed + done * d, &W[PF__SLOT_REL_EMBED], &table, 1.0f, 0);
+    }
+    if (PF__HAS(W[PF__SLOT_REL_EMBED_NORM_WEIGHT]))
+        r->backend->norm(r, r->rel_normed, r->rel_normed, &W[PF__SLOT_REL_EMBED_NORM_WEIGHT],
+                         PF__OR_NULL(W[PF__SLOT_REL_EMBED_NORM_BIAS]), rows, d, (float)c->norm_eps, PF__NORM_LAYER);
+}
+
+/* DeBERTa's c2p and p2c terms of block l as a dense score bias: the rank's heads of the layer's
+   query and key projections of the relative embeddings (the same slice of heads as its q and k),
+   then each query's and key's dot products with them at their bucketed distance. */
+static void pf__rank_disentangled(pf__rank *r, const pf__step *s, const pf__weight *L, pf__attn_shape *shape) {
+    const pf__config *c = &r->group->model->config;
+    shape->dense_bias = NULL;
+    if (!shape->heads) return;
+    r->backend->matmul(r, r->rel_qkv, r->rel_normed, &L[PF__SLOT_QKV_WEIGHT], PF__OR_NULL(L[PF__SLOT_QKV_BIAS]),
+                       2 * (size_t)c->rel_span);
+    r->backend->disentangled_bias(r, r->dense_bias, r->qkv, r->rel_qkv, s, shape, c);
+    shape->dense_bias = r->dense_bias;
+}
+
 /* The attention of every family but latent attention's, on the block's input h, into attn:
    qkv = h Wqkv_r^T + bqkv_r (clamped, qk-normed, rotated, as the config says), k and v appended to
    the caches, attend. */
@@ -21362,7 +21585,8 @@ static void pf__rank_attention(pf__rank *r, const pf__step *s, const pf__weight 
     const pf__weight *q_norm_b = PF__OR_NULL(L[PF__SLOT_Q_NORM_BIAS]), *k_norm_b = PF__OR_NULL(L[PF__SLOT_K_NORM_BIAS]);
     int qk_norm = c->qk_norm == PF__QK_NORM_HEAD && (q_norm || k_norm);
     /* the qk-norms and the clip need the bias added first */
-    shape->qkv_bias = be->qkv_bias_in_attention && c->qk_norm == PF__QK_NORM_NONE && !(c->clip_qkv > 0) ? qkv_bias : NULL;
+    shape->qkv_bias = be->qkv_bias_in_attention && c->qk_norm == PF__QK_NORM_NONE && !(c->clip_qkv > 0) && !c->disentangled
+                      ? qkv_bias : NULL; /* DeBERTa's terms read q and k with their biases */
     be->matmul(r, r->qkv, in, &L[PF__SLOT_QKV_WEIGHT], shape->qkv_bias ? NULL : qkv_bias, N);
     /* q, k, v = clamp(q, k, v, -clip, clip) (OLMo's clip_qkv) */
     if (c->clip_qkv > 0)
@@ -21378,7 +21602,9 @@ static void pf__rank_attention(pf__rank *r, const pf__step *s, const pf__weight 
         be->rotary(r, r->qkv, s, shape, a->positions == PF__POS_ROTARY_PAIRS);
         shape->qkv_bias = NULL; /* added */
     }
-    /* attn = softmax(q k^T * scale + alibi + relative bias) v over the cache, k and v appended to it */
+    /* DeBERTa: bias = (c2p q.pk + p2c k.pq) * scale at each query's and key's bucketed distance */
+    if (c->disentangled) pf__rank_disentangled(r, s, L, shape);
+    /* attn = softmax(q k^T * scale + alibi + relative bias (+ bias)) v over the cache, k and v appended to it */
     be->kv_append(r, k_cache, v_cache, r->qkv, s, shape);
     shape->qkv_bias = NULL;
     be->attend(r, r->attn, r->qkv, k_cache, v_cache, s, shape);
@@ -21520,6 +21746,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
 static void pf__rank_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)r->group->model->config.hidden_size;
     pf__rank_embed(r, s, t);
+    if (r->group->model->config.disentangled) pf__rank_rel_embeddings(r);
     pf__attn_shape shape = pf__rank_attn_shape(r, t);
     pf__residual residual = {0, NULL};
     for (int l = t->first_block; l < t->end_block && !pf__rank_failed(r); l++)
@@ -21969,6 +22196,7 @@ PF_PRIVATE void pf__group_destroy(pf__group *g) {
     free(g->room_needed);
     free(g->lm_rows);
     free(g->zero_ids);
+    free(g->rel_ids);
     free(g->choices);
 #ifdef PF_TESTING
     free(g->collectives);
@@ -22129,6 +22357,8 @@ typedef struct pf_cuda_attention_args {
     float softcap;                      /* > 0: scaled scores become tanh(s / softcap) * softcap first (Gemma 2) */
     const float *rel_bias;              /* [heads][rel_rows]: T5's bucketed relative bias, or NULL */
     int rel_rows, rel_buckets, rel_max_distance;
+    const float *dense_bias;            /* [batch * T][heads][T]: added to the scaled score of key j (past 0),
+                                           DeBERTa's disentangled terms; NULL: none (then the plain kernel) */
 } pf_cuda_attention_args;
 
 int pf_cuda_device_count(int *count, const char **reason);
@@ -22204,6 +22434,9 @@ int pf_cuda_latent_attend(pf_cuda_rank *st, float *out, float *q, const void *ca
                           int kv_b_dtype, const float *inv_freq, const int *pad, const int *rows, int batch, int T,
                           int past, const int *past_at, int heads, int head_dim, int rope_dim, int v_head_dim,
                           int latent_rank, int cache_len, int window, float scale, int pairs, float rope_scale);
+int pf_cuda_disentangled_bias(pf_cuda_rank *st, float *out, const float *qkv, const float *rel_qkv, int batch, int T,
+                              int heads, int kv_heads, int head_dim, int head_begin, int kv_begin, int kv_group, int c2p,
+                              int p2c, int position_buckets, int max_relative_positions, int span, float scale);
 int pf_cuda_reorder_rows(pf_cuda_rank *st, void *cache, void *scratch, const int *dst, const int *src, int count,
                          size_t row_bytes, size_t used_bytes);
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);
@@ -23063,6 +23296,7 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const voi
         .softcap = a->softcap,
         .rel_bias = a->rel_bias, .rel_rows = a->rel_rows, .rel_buckets = a->rel_buckets,
         .rel_max_distance = a->rel_max_distance,
+        .dense_bias = a->dense_bias,
     };
     pf__cuda_ok(r, pf_cuda_attend(rs->cu, &args));
 }
@@ -23106,6 +23340,15 @@ static void pf__cuda_latent_attend(pf__rank *r, float *out, float *q, const void
                                          s->past, rs->step_ints, a->heads, a->head_dim, a->rotary_dim, a->v_head_dim,
                                          a->latent_rank, a->cache_len, a->window, a->scale, pairs,
                                          a->rope_scale ? a->rope_scale : 1.0f));
+}
+
+static void pf__cuda_disentangled_bias(pf__rank *r, float *out, const float *qkv, const float *rel_qkv, const pf__step *s,
+                                       const pf__attn_shape *a, const pf__config *c) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 0);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_disentangled_bias(rs->cu, out, qkv, rel_qkv, s->batch, s->seq_len, a->heads, a->kv_heads,
+                                             a->head_dim, a->head_begin, a->kv_begin, a->kv_group, c->rel_c2p, c->rel_p2c,
+                                             c->position_buckets, c->max_relative_positions, c->rel_span, a->scale));
 }
 
 /* Beam search, per layer for the K and V caches: row i of cache [rows][row_bytes] becomes old row
@@ -23341,6 +23584,7 @@ static const pf__backend pf__cuda_table = {
     .attend = pf__cuda_attend,
     .latent_append = pf__cuda_latent_append,
     .latent_attend = pf__cuda_latent_attend,
+    .disentangled_bias = pf__cuda_disentangled_bias,
     .all_reduce = pf__cuda_all_reduce,
     .reorder_rows = pf__cuda_reorder_rows,
     .device_memory = pf__cuda_device_memory,
@@ -23496,9 +23740,13 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
         memset(logits, 0, logit_floats * sizeof(float));
     }
     g->zero_ids = (int32_t *)calloc((size_t)g->max_batch, sizeof(int32_t));
+    if (c->disentangled) { /* DeBERTa's relative embeddings, read as a table's rows 0..2 span - 1 */
+        g->rel_ids = (int32_t *)malloc(2 * (size_t)c->rel_span * sizeof(int32_t));
+        for (int i = 0; g->rel_ids && i < 2 * c->rel_span; i++) g->rel_ids[i] = i;
+    }
     if (backend->argmax) g->choices = (pf__choice *)calloc((size_t)g->world_ranks * g->max_batch, sizeof *g->choices);
     if (!g->ranks || !g->reduce_in || !g->room_needed || !g->lm_rows || !logits || !g->zero_ids ||
-        (backend->argmax && !g->choices))
+        (c->disentangled && !g->rel_ids) || (backend->argmax && !g->choices))
         return pf__group_abandon(g, pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory"));
     for (int i = 0; i < num_ranks; i++) {
         pf__rank *r = &g->ranks[i];
@@ -25320,6 +25568,12 @@ PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char
     case PF__POSITION_TABLE:
         *why = "the positions are learned";
         return pf__archs[c->arch].positions == PF__POS_LEARNED ? 1 : -2;
+    case PF__IF_POSITION_BIASED:
+        *why = c->position_biased_input ? "position_biased_input is true" : "position_biased_input is false";
+        return c->position_biased_input;
+    case PF__IF_REL_EMBED_NORM:
+        *why = c->rel_embed_norm ? "norm_rel_ebd names layer_norm" : "norm_rel_ebd does not name layer_norm";
+        return c->rel_embed_norm;
     case PF__IF_DISTILLATION:
         *why = c->distillation ? "the family has a distillation token" : "the family has no distillation token";
         return c->distillation;

@@ -227,6 +227,12 @@ PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char
     case PF__POSITION_TABLE:
         *why = "the positions are learned";
         return pf__archs[c->arch].positions == PF__POS_LEARNED ? 1 : -2;
+    case PF__IF_POSITION_BIASED:
+        *why = c->position_biased_input ? "position_biased_input is true" : "position_biased_input is false";
+        return c->position_biased_input;
+    case PF__IF_REL_EMBED_NORM:
+        *why = c->rel_embed_norm ? "norm_rel_ebd names layer_norm" : "norm_rel_ebd does not name layer_norm";
+        return c->rel_embed_norm;
     case PF__IF_DISTILLATION:
         *why = c->distillation ? "the family has a distillation token" : "the family has no distillation token";
         return c->distillation;

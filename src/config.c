@@ -1361,6 +1361,69 @@ static pf_result pf__config_read_rows(const pf__json *json, const char *path, pf
     return r;
 }
 
+/* A "|"-separated name or a list of names (DeBERTa's pos_att_type, norm_rel_ebd): 1 when `name`
+   is among them (lowercase, spaces trimmed, as transformers reads them), 0 when not, -1 when the
+   value is neither a string nor a list of strings. */
+static int pf__config_names_have(const pf__json *v, const char *name) {
+    if (!v || v->type == PF__JSON_NULL) return 0;
+    const pf__json *item = v->type == PF__JSON_ARRAY ? v->first : v;
+    if (v->type != PF__JSON_ARRAY && v->type != PF__JSON_STRING) return -1;
+    size_t n = strlen(name);
+    for (; item; item = v->type == PF__JSON_ARRAY ? item->next : NULL) {
+        if (item->type != PF__JSON_STRING) return -1;
+        for (const char *p = item->string; *p;) {
+            while (*p == ' ' || *p == '|') p++;
+            const char *end = p;
+            while (*end && *end != '|') end++;
+            const char *last = end;
+            while (last > p && last[-1] == ' ') last--;
+            size_t k = 0;
+            while (k < n && p + k < last && tolower((unsigned char)p[k]) == name[k]) k++;
+            if (k == n && p + n == last) return 1;
+            p = end;
+        }
+    }
+    return 0;
+}
+
+/* DeBERTa's disentangled attention (a family whose rows read relative_attention): pos_att_type's
+   terms, norm_rel_ebd, the span of the relative embeddings and the scores' scale; its pooler's
+   activation by name. */
+static pf_result pf__config_disentangled(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
+    const pf__json *types = pf__json_get(json, "pos_att_type"), *norm = pf__json_get(json, "norm_rel_ebd");
+    c->rel_c2p = pf__config_names_have(types, "c2p");
+    c->rel_p2c = pf__config_names_have(types, "p2c");
+    c->rel_embed_norm = pf__config_names_have(norm, "layer_norm");
+    if (c->rel_c2p < 0 || c->rel_p2c < 0 || c->rel_embed_norm < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"pos_att_type\" or \"norm_rel_ebd\" is not a name or a list of names",
+                          path);
+    if (pf__config_names_have(types, "p2p") || pf__config_names_have(types, "c2c"))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"pos_att_type\" p2p (DeBERTa v1's research "
+                          "term) is not supported: c2p and p2c are", path);
+    if (c->max_relative_positions < 1) c->max_relative_positions = c->max_positions;
+    c->rel_span = c->position_buckets > 0 ? c->position_buckets : c->max_relative_positions;
+    c->disentangled = c->relative_attention && (c->rel_c2p || c->rel_p2c);
+    if (!c->relative_attention) c->rel_embed_norm = 0; /* transformers builds the norm, the embeddings absent */
+    if (c->disentangled && !c->share_att_key)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"share_att_key\" false (DeBERTa v2's own position "
+                          "projections pos_key_proj / pos_query_proj) is not supported yet", path);
+    if (c->disentangled && (c->rel_span > (1 << 16) || (c->position_buckets > 0 && c->max_relative_positions <= c->position_buckets / 2 + 1)))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: position_buckets %d and max_relative_positions %d do not fit",
+                          path, c->position_buckets, c->max_relative_positions);
+    if (c->embed_dim && c->embed_dim != c->hidden_size)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"embedding_size\" %d != hidden_size %d (DeBERTa's "
+                          "embed_proj before the embedding norm) is not supported yet", path, c->embed_dim, c->hidden_size);
+    if (c->pooler_activation == PF__POOLER_ACT_NAMED) {
+        const pf__json *act = pf__json_get(json, "pooler_hidden_act");
+        const char *name = act && act->type == PF__JSON_STRING ? act->string : "gelu";
+        pf__activation named;
+        if (pf__activation_from_name(c->arch, name, &named))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: pooler_hidden_act \"%s\" is not supported", path, name);
+        c->pooler_activation = (int)named;
+    }
+    return PF_OK;
+}
+
 /* What the rows do not hold: activation, rope, token ids, head, speech front end, tied embeddings,
    required values and attention windows. */
 static pf_result pf__config_read_extras(const pf__json *json, const char *path, pf__config *cfg, char *message,
@@ -1384,6 +1447,8 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
         if (cfg->scale_decoder_outputs < 0) cfg->scale_decoder_outputs = cfg->tie_word_embeddings;
     }
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
+    if (!r && strcmp(pf__config_key(cfg->arch, offsetof(pf__config, relative_attention)), "(derived)"))
+        r = pf__config_disentangled(json, cfg, path, message, size);
     const char *clip_key = pf__config_key(cfg->arch, offsetof(pf__config, clip_qkv));
     const pf__json *clip = strcmp(clip_key, "(derived)") ? pf__json_get(json, clip_key) : NULL;
     if (!r && clip && clip->type == PF__JSON_NUMBER && !(clip->number > 0)) /* torch's clamp(-c, c), c <= 0: all c */
@@ -1465,6 +1530,9 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
     if (cfg->head_dim == 0 && cfg->num_heads > 0 && cfg->hidden_size % cfg->num_heads == 0)
         cfg->head_dim = cfg->hidden_size / cfg->num_heads; /* else inconsistent, below */
     if (cfg->embed_dim == 0) cfg->embed_dim = cfg->hidden_size;
+    if (strcmp(pf__config_key(cfg->arch, offsetof(pf__config, relative_attention)), "(derived)"))
+        /* DeBERTa scales by 1 / sqrt(head_dim * (1 + its terms)), whether it adds them or not */
+        cfg->query_pre_attn_scalar = (double)cfg->head_dim * (1 + cfg->rel_c2p + cfg->rel_p2c);
     if (cfg->hidden_size <= 0 || cfg->num_heads <= 0 || cfg->num_layers <= 0 || cfg->num_layers > 100000 ||
         cfg->vocab_size <= 0 || cfg->max_positions <= 0 || cfg->intermediate_size <= 0 || cfg->head_dim <= 0 ||
         cfg->num_kv_heads <= 0 || cfg->num_heads % cfg->num_kv_heads)

@@ -2749,9 +2749,16 @@ static inline float pf__alibi_bias(const pf__attn_shape *a, float slope, size_t 
     return a->alibi_rounded ? pf__bf16_to_f32(pf__f32_to_bf16(bias)) * a->scale : bias;
 }
 
-/* One query's scores p[0..count) of keys first.. into probabilities, for head h. */
+/* The dense bias row (pf__attn_shape.dense_bias) of row b's query t and head h; NULL: none. */
+static const float *pf__dense_bias_row(const pf__attn_shape *a, const pf__step *s, size_t b, size_t t, int h) {
+    size_t T = (size_t)s->seq_len;
+    return a->dense_bias ? a->dense_bias + ((b * T + t) * (size_t)a->heads + (size_t)h) * T : NULL;
+}
+
+/* One query's scores p[0..count) of keys first.. into probabilities, for head h; dense: its dense
+   bias row over the step's keys, or NULL. */
 static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t count, size_t first, size_t pos,
-                               size_t pad, int h, const pf__attn_shape *a) {
+                               size_t pad, int h, const pf__attn_shape *a, const float *dense) {
     float slope = a->alibi ? a->alibi[h] : 0.0f, scale = a->scale;
     const float *rel = a->rel_bias ? a->rel_bias + (size_t)h * a->rel_rows : NULL;
     if (a->softcap > 0) { /* Gemma 2: tanh(s / cap) * cap of the scaled score, then the rest */
@@ -2771,6 +2778,7 @@ static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t 
     } else {
         for (size_t j = 0; j < count; j++) p[j] = p[j] * scale; /* the same value as above: slope 0 adds +0 */
     }
+    if (dense) for (size_t j = 0; j < count; j++) p[j] += dense[first + j]; /* keys of this step (past 0) */
     float maxima[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
     size_t j = 0;
     for (; j + 8 <= count; j += 8) /* eight independent maxima: one chain of them waited on each other */
@@ -2808,7 +2816,7 @@ static void pf__attend_pack(const pf__cpu_kernels *kernels, float *k_out, float 
    rows it sees walked once, every head's slice of each (pf__row_scores). Scores go to cpu->scores,
    [heads][cache_len]. kc, vc: the row's caches. */
 static void pf__attend_one_query(pf__rank *r, const pf__cpu_kernels *kernels, float *out, const float *q, const char *kc,
-                                 const char *vc, const pf__step *s, const pf__attn_shape *a, size_t pad) {
+                                 const char *vc, const pf__step *s, const pf__attn_shape *a, size_t b, size_t pad) {
     size_t hd = (size_t)a->head_dim, kv_width = (size_t)a->kv_heads * hd, ld = (size_t)a->cache_len, first, last;
     pf__cpu_rank *cpu = pf__cpu(r);
     size_t esize = pf__dtype_size(a->cache_dtype), *kv = cpu->head_slices;
@@ -2822,8 +2830,49 @@ static void pf__attend_one_query(pf__rank *r, const pf__cpu_kernels *kernels, fl
     size_t count = last + 1 - first;
     kernels->row_scores(cpu->scores, ld, q, hs, kc + first * kv_width * esize, a->cache_dtype, kv_width, count, hd);
     for (int h = 0; h < a->heads; h++)
-        pf__attend_softmax(kernels, cpu->scores + (size_t)h * ld, count, first, (size_t)s->past, pad, h, a);
+        pf__attend_softmax(kernels, cpu->scores + (size_t)h * ld, count, first, (size_t)s->past, pad, h, a,
+                           pf__dense_bias_row(a, s, b, 0, h));
     kernels->row_weighted_sums(out, cpu->scores, ld, hs, vc + first * kv_width * esize, a->cache_dtype, kv_width, count, hd);
+}
+
+/* DeBERTa's log buckets of a relative distance (transformers' make_log_bucket_position, in its
+   fp32): distances within position_buckets / 2 as they are, the others on a log scale reaching
+   max_relative_positions; then the row of the relative embeddings, clamped to 0..2 span - 1. */
+static int pf__disentangled_row(int distance, int position_buckets, int max_relative_positions, int span) {
+    int bucket = distance;
+    if (position_buckets > 0) {
+        int mid = position_buckets / 2, magnitude = distance < 0 ? -distance : distance;
+        if (magnitude > mid) {
+            float reach = (float)((double)(max_relative_positions - 1) / mid);
+            float log_pos = ceilf(logf((float)magnitude / (float)mid) / logf(reach) * (float)(mid - 1)) + (float)mid;
+            bucket = (int)(distance < 0 ? -log_pos : log_pos);
+        }
+    }
+    int row = bucket + span;
+    return row < 0 ? 0 : row > 2 * span - 1 ? 2 * span - 1 : row;
+}
+
+static void pf__cpu_disentangled_bias(pf__rank *r, float *out, const float *qkv, const float *rel_qkv, const pf__step *s,
+                                      const pf__attn_shape *a, const pf__config *c) {
+    size_t hd = (size_t)a->head_dim, q_width = (size_t)a->heads * hd, kv_width = (size_t)a->kv_heads * hd;
+    size_t row_width = q_width + 2 * kv_width, T = (size_t)s->seq_len, H = (size_t)a->heads;
+    (void)r;
+    for (size_t b = 0; b < (size_t)s->batch; b++)
+        for (size_t i = 0; i < T; i++)
+            for (size_t h = 0; h < H; h++) {
+                size_t kv = (size_t)((a->head_begin + (int)h) / a->kv_group - a->kv_begin) * hd;
+                const float *q = qkv + (b * T + i) * row_width + h * hd;
+                float *bias = out + ((b * T + i) * H + h) * T;
+                for (size_t j = 0; j < T; j++) {
+                    const float *k = qkv + (b * T + j) * row_width + q_width + kv;
+                    const float *rel = rel_qkv + (size_t)pf__disentangled_row((int)i - (int)j, c->position_buckets,
+                                                                             c->max_relative_positions, c->rel_span) * row_width;
+                    float sum = 0.0f;
+                    if (c->rel_c2p) sum += pf__dot(q, rel + q_width + kv, hd); /* c2p: q_i . pk(i - j) */
+                    if (c->rel_p2c) sum += pf__dot(k, rel + h * hd, hd);       /* p2c: k_j . pq(i - j) */
+                    bias[j] = sum * a->scale;
+                }
+            }
 }
 
 static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void *k_cache, const void *v_cache,
@@ -2839,7 +2888,8 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
         const char *vc = (const char *)v_cache + cache_row * a->cache_len * kv_width * esize;
         size_t pad = s->pad ? (size_t)s->pad[b] : 0, lo_all = SIZE_MAX, hi_all = 0;
         if (T == 1) {
-            pf__attend_one_query(r, kernels, out + (size_t)b * q_width, qkv + (size_t)b * row_width, kc, vc, s, a, pad);
+            pf__attend_one_query(r, kernels, out + (size_t)b * q_width, qkv + (size_t)b * row_width, kc, vc, s, a, (size_t)b,
+                                 pad);
             continue;
         }
         for (size_t t = 0; t < T; t++) { /* the keys any query of the row sees */
@@ -2894,7 +2944,8 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
                         continue;
                     }
                     pf__attend_softmax(kernels, row + (first[i] - lo), last[i] + 1 - first[i], first[i],
-                                       (size_t)s->past + t0 + (size_t)i, pad, h, a);
+                                       (size_t)s->past + t0 + (size_t)i, pad, h, a,
+                                       pf__dense_bias_row(a, s, (size_t)b, t0 + (size_t)i, h));
                     memset(row, 0, (first[i] - lo) * sizeof(float));
                     memset(row + (last[i] + 1 - lo), 0, (hi - last[i]) * sizeof(float));
                 }
@@ -3089,7 +3140,7 @@ static void pf__cpu_latent_attend(pf__rank *r, float *out, float *q, const void 
                     for (size_t d = 0; d < rope; d++) score += (double)qh[nope + d] * key[rank + d];
                     p[j] = (float)score;
                 }
-                pf__attend_softmax(kernels, p, count, first, pos, pad, h, a);
+                pf__attend_softmax(kernels, p, count, first, pos, pad, h, a, NULL); /* latent attention has no dense bias */
                 memset(o_lat, 0, rank * sizeof(float));
                 for (size_t j = 0; j < count; j++) {
                     const char *at = rows + (first + j) * width * esize;
@@ -3156,6 +3207,7 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .attend = pf__cpu_attend,
     .latent_append = pf__cpu_latent_append,
     .latent_attend = pf__cpu_latent_attend,
+    .disentangled_bias = pf__cpu_disentangled_bias,
     .all_reduce = pf__cpu_all_reduce,
     .reorder_rows = pf__cpu_reorder_rows,
     .device_memory = pf__cpu_device_memory,

@@ -81,6 +81,8 @@ typedef struct pf_cuda_attention_args {
     float softcap;                      /* > 0: scaled scores become tanh(s / softcap) * softcap first (Gemma 2) */
     const float *rel_bias;              /* [heads][rel_rows]: T5's bucketed relative bias, or NULL */
     int rel_rows, rel_buckets, rel_max_distance;
+    const float *dense_bias;            /* [batch * T][heads][T]: added to the scaled score of key j (past 0),
+                                           DeBERTa's disentangled terms; NULL: none (then the plain kernel) */
 } pf_cuda_attention_args;
 
 int pf_cuda_device_count(int *count, const char **reason);
@@ -156,6 +158,9 @@ int pf_cuda_latent_attend(pf_cuda_rank *st, float *out, float *q, const void *ca
                           int kv_b_dtype, const float *inv_freq, const int *pad, const int *rows, int batch, int T,
                           int past, const int *past_at, int heads, int head_dim, int rope_dim, int v_head_dim,
                           int latent_rank, int cache_len, int window, float scale, int pairs, float rope_scale);
+int pf_cuda_disentangled_bias(pf_cuda_rank *st, float *out, const float *qkv, const float *rel_qkv, int batch, int T,
+                              int heads, int kv_heads, int head_dim, int head_begin, int kv_begin, int kv_group, int c2p,
+                              int p2c, int position_buckets, int max_relative_positions, int span, float scale);
 int pf_cuda_reorder_rows(pf_cuda_rank *st, void *cache, void *scratch, const int *dst, const int *src, int count,
                          size_t row_bytes, size_t used_bytes);
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);

@@ -892,6 +892,7 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const voi
         .softcap = a->softcap,
         .rel_bias = a->rel_bias, .rel_rows = a->rel_rows, .rel_buckets = a->rel_buckets,
         .rel_max_distance = a->rel_max_distance,
+        .dense_bias = a->dense_bias,
     };
     pf__cuda_ok(r, pf_cuda_attend(rs->cu, &args));
 }
@@ -935,6 +936,15 @@ static void pf__cuda_latent_attend(pf__rank *r, float *out, float *q, const void
                                          s->past, rs->step_ints, a->heads, a->head_dim, a->rotary_dim, a->v_head_dim,
                                          a->latent_rank, a->cache_len, a->window, a->scale, pairs,
                                          a->rope_scale ? a->rope_scale : 1.0f));
+}
+
+static void pf__cuda_disentangled_bias(pf__rank *r, float *out, const float *qkv, const float *rel_qkv, const pf__step *s,
+                                       const pf__attn_shape *a, const pf__config *c) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 0);
+    if (!rs) return;
+    pf__cuda_ok(r, pf_cuda_disentangled_bias(rs->cu, out, qkv, rel_qkv, s->batch, s->seq_len, a->heads, a->kv_heads,
+                                             a->head_dim, a->head_begin, a->kv_begin, a->kv_group, c->rel_c2p, c->rel_p2c,
+                                             c->position_buckets, c->max_relative_positions, c->rel_span, a->scale));
 }
 
 /* Beam search, per layer for the K and V caches: row i of cache [rows][row_bytes] becomes old row
@@ -1170,6 +1180,7 @@ static const pf__backend pf__cuda_table = {
     .attend = pf__cuda_attend,
     .latent_append = pf__cuda_latent_append,
     .latent_attend = pf__cuda_latent_attend,
+    .disentangled_bias = pf__cuda_disentangled_bias,
     .all_reduce = pf__cuda_all_reduce,
     .reorder_rows = pf__cuda_reorder_rows,
     .device_memory = pf__cuda_device_memory,

@@ -276,6 +276,46 @@ static void pf__rank_projection_qk_norm(pf__rank *r, const pf__weight *q_norm, c
                          (float)((size_t)c->num_kv_heads * c->head_dim), eps);
 }
 
+/* DeBERTa's relative embeddings for this request, normed once (norm_rel_ebd) into r->rel_normed:
+   every layer projects them with its own query and key weights. */
+static void pf__rank_rel_embeddings(pf__rank *r) {
+    const pf__config *c = &r->group->model->config;
+    const pf__weight *W = r->weights;
+    size_t rows = 2 * (size_t)c->rel_span, d = (size_t)c->hidden_size;
+    if (!PF__HAS(W[PF__SLOT_REL_EMBED]) || !r->backend->disentangled_bias) { /* a registered backend may lack the op */
+        pf__rank_fail(r, PF_ERROR_UNSUPPORTED, PF__HAS(W[PF__SLOT_REL_EMBED])
+                      ? "DeBERTa's disentangled attention has no kernel on this backend (the CPU backend has one)"
+                      : "relative_attention is true but the checkpoint has no encoder.rel_embeddings.weight");
+        return;
+    }
+    /* the table in its storage dtype, read as sequences of ids 0, 1, ... of at most a step's
+       tokens (what a backend stages ids for) */
+    for (size_t done = 0, most = r->group->max_tokens; done < rows; done += most) {
+        pf__step table;
+        memset(&table, 0, sizeof table);
+        table.ids = r->group->rel_ids + done;
+        table.batch = 1;
+        table.seq_len = (int)(rows - done < most ? rows - done : most);
+        r->backend->embed(r, r->rel_normed + done * d, &W[PF__SLOT_REL_EMBED], &table, 1.0f, 0);
+    }
+    if (PF__HAS(W[PF__SLOT_REL_EMBED_NORM_WEIGHT]))
+        r->backend->norm(r, r->rel_normed, r->rel_normed, &W[PF__SLOT_REL_EMBED_NORM_WEIGHT],
+                         PF__OR_NULL(W[PF__SLOT_REL_EMBED_NORM_BIAS]), rows, d, (float)c->norm_eps, PF__NORM_LAYER);
+}
+
+/* DeBERTa's c2p and p2c terms of block l as a dense score bias: the rank's heads of the layer's
+   query and key projections of the relative embeddings (the same slice of heads as its q and k),
+   then each query's and key's dot products with them at their bucketed distance. */
+static void pf__rank_disentangled(pf__rank *r, const pf__step *s, const pf__weight *L, pf__attn_shape *shape) {
+    const pf__config *c = &r->group->model->config;
+    shape->dense_bias = NULL;
+    if (!shape->heads) return;
+    r->backend->matmul(r, r->rel_qkv, r->rel_normed, &L[PF__SLOT_QKV_WEIGHT], PF__OR_NULL(L[PF__SLOT_QKV_BIAS]),
+                       2 * (size_t)c->rel_span);
+    r->backend->disentangled_bias(r, r->dense_bias, r->qkv, r->rel_qkv, s, shape, c);
+    shape->dense_bias = r->dense_bias;
+}
+
 /* The attention of every family but latent attention's, on the block's input h, into attn:
    qkv = h Wqkv_r^T + bqkv_r (clamped, qk-normed, rotated, as the config says), k and v appended to
    the caches, attend. */
@@ -295,7 +335,8 @@ static void pf__rank_attention(pf__rank *r, const pf__step *s, const pf__weight 
     const pf__weight *q_norm_b = PF__OR_NULL(L[PF__SLOT_Q_NORM_BIAS]), *k_norm_b = PF__OR_NULL(L[PF__SLOT_K_NORM_BIAS]);
     int qk_norm = c->qk_norm == PF__QK_NORM_HEAD && (q_norm || k_norm);
     /* the qk-norms and the clip need the bias added first */
-    shape->qkv_bias = be->qkv_bias_in_attention && c->qk_norm == PF__QK_NORM_NONE && !(c->clip_qkv > 0) ? qkv_bias : NULL;
+    shape->qkv_bias = be->qkv_bias_in_attention && c->qk_norm == PF__QK_NORM_NONE && !(c->clip_qkv > 0) && !c->disentangled
+                      ? qkv_bias : NULL; /* DeBERTa's terms read q and k with their biases */
     be->matmul(r, r->qkv, in, &L[PF__SLOT_QKV_WEIGHT], shape->qkv_bias ? NULL : qkv_bias, N);
     /* q, k, v = clamp(q, k, v, -clip, clip) (OLMo's clip_qkv) */
     if (c->clip_qkv > 0)
@@ -311,7 +352,9 @@ static void pf__rank_attention(pf__rank *r, const pf__step *s, const pf__weight 
         be->rotary(r, r->qkv, s, shape, a->positions == PF__POS_ROTARY_PAIRS);
         shape->qkv_bias = NULL; /* added */
     }
-    /* attn = softmax(q k^T * scale + alibi + relative bias) v over the cache, k and v appended to it */
+    /* DeBERTa: bias = (c2p q.pk + p2c k.pq) * scale at each query's and key's bucketed distance */
+    if (c->disentangled) pf__rank_disentangled(r, s, L, shape);
+    /* attn = softmax(q k^T * scale + alibi + relative bias (+ bias)) v over the cache, k and v appended to it */
     be->kv_append(r, k_cache, v_cache, r->qkv, s, shape);
     shape->qkv_bias = NULL;
     be->attend(r, r->attn, r->qkv, k_cache, v_cache, s, shape);
@@ -453,6 +496,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
 static void pf__rank_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)r->group->model->config.hidden_size;
     pf__rank_embed(r, s, t);
+    if (r->group->model->config.disentangled) pf__rank_rel_embeddings(r);
     pf__attn_shape shape = pf__rank_attn_shape(r, t);
     pf__residual residual = {0, NULL};
     for (int l = t->first_block; l < t->end_block && !pf__rank_failed(r); l++)

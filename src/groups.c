@@ -118,9 +118,13 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
         memset(logits, 0, logit_floats * sizeof(float));
     }
     g->zero_ids = (int32_t *)calloc((size_t)g->max_batch, sizeof(int32_t));
+    if (c->disentangled) { /* DeBERTa's relative embeddings, read as a table's rows 0..2 span - 1 */
+        g->rel_ids = (int32_t *)malloc(2 * (size_t)c->rel_span * sizeof(int32_t));
+        for (int i = 0; g->rel_ids && i < 2 * c->rel_span; i++) g->rel_ids[i] = i;
+    }
     if (backend->argmax) g->choices = (pf__choice *)calloc((size_t)g->world_ranks * g->max_batch, sizeof *g->choices);
     if (!g->ranks || !g->reduce_in || !g->room_needed || !g->lm_rows || !logits || !g->zero_ids ||
-        (backend->argmax && !g->choices))
+        (c->disentangled && !g->rel_ids) || (backend->argmax && !g->choices))
         return pf__group_abandon(g, pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory"));
     for (int i = 0; i < num_ranks; i++) {
         pf__rank *r = &g->ranks[i];

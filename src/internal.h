@@ -209,6 +209,10 @@ typedef enum {
     PF__SLOT_SPAN_BIAS,        /* [2] */
     PF__SLOT_REL_BIAS,         /* [rel_table_rows, heads]: a learned score bias per head and bucket
                                   of relative distance, shared by the layers (MPNet, T5) */
+    PF__SLOT_REL_EMBED,        /* [2 rel_span, hidden]: DeBERTa's relative position embeddings, projected by
+                                  every layer's own query and key weights (disentangled attention) */
+    PF__SLOT_REL_EMBED_NORM_WEIGHT, /* [hidden]: their LayerNorm (norm_rel_ebd "layer_norm") */
+    PF__SLOT_REL_EMBED_NORM_BIAS,   /* [hidden] */
     /* An encoder-decoder's encoder tower has its own (the slots above being the decoder's): */
     PF__SLOT_ENC_POSITION_EMBED,    /* as PF__SLOT_POSITION_EMBED */
     PF__SLOT_ENC_EMBED_NORM_WEIGHT, /* [hidden] BART's layernorm_embedding */
@@ -369,7 +373,10 @@ typedef enum {
     PF__IF_WITH_PROJECTION, /* present exactly when the config field with_projection is 1 (CLIP's towers) */
     PF__IF_QK_NORM, /* present exactly when the config field qk_norm is not PF__QK_NORM_NONE (Cohere's use_qk_norm) */
     PF__IF_Q_LORA,  /* present exactly when the config field q_lora_rank is above 0 (latent attention's low-rank q) */
-    PF__IF_NO_Q_LORA /* present exactly when it is 0 (q_proj straight from the hidden state) */
+    PF__IF_NO_Q_LORA, /* present exactly when it is 0 (q_proj straight from the hidden state) */
+    PF__IF_POSITION_BIASED, /* present exactly when the config field position_biased_input is 1 (DeBERTa's
+                               absolute positions beside its relative ones) */
+    PF__IF_REL_EMBED_NORM   /* present exactly when the config field rel_embed_norm is 1 (DeBERTa's norm_rel_ebd) */
 } pf__need;
 
 typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ, PF__KIND_DUAL } pf__kind;
@@ -641,7 +648,21 @@ typedef struct pf__config {
     int position_offset_from_pad;   /* 1: position_offset was read as the pad id, positions start
                                        after it and the table's rows include them (RoBERTa); 2: the
                                        same over a computed table, the bound kept (M2M100) */
-    int pooler_activation;          /* a pf__activation: tanh (BERT), relu (DistilBERT); -1: the model's */
+#define PF__POOLER_ACT_NAMED 99 /* above every pf__activation */
+    int pooler_activation;          /* a pf__activation: tanh (BERT), relu (DistilBERT); -1: the model's;
+                                       PF__POOLER_ACT_NAMED: config.json's pooler_hidden_act (DeBERTa) */
+    /* DeBERTa's disentangled attention: score(i, j) = (q_i.k_j + c2p q_i.pk[d] + p2c k_j.pq[d]) /
+       sqrt(head_dim * (1 + c2p + p2c)), d = clamp(bucket(i - j) + rel_span, 0, 2 rel_span - 1),
+       pq and pk the layer's query and key projections of the (normed) relative embeddings */
+    int disentangled;               /* 1: relative_attention with c2p and/or p2c (the terms below) */
+    int rel_c2p, rel_p2c;           /* pos_att_type's terms */
+    int rel_span;                   /* position_buckets when > 0, else max_relative_positions */
+    int position_buckets;           /* > 0: log buckets (make_log_bucket_position) beyond position_buckets / 2 */
+    int max_relative_positions;     /* the log buckets' reach (max_position_embeddings when < 1) */
+    int position_biased_input;      /* 1: absolute position embeddings added (PF__IF_POSITION_BIASED) */
+    int rel_embed_norm;             /* 1: the relative embeddings are LayerNormed (norm_rel_ebd "layer_norm") */
+    int share_att_key;              /* 1: positions projected by the layer's query and key weights */
+    int relative_attention;         /* DeBERTa: 1 adds the disentangled terms */
     int head_activation;            /* the masked-LM head's pf__activation; -1: the model's */
     pf_head head;                   /* what the output stage computes */
     int num_labels;                 /* classification heads' outputs */
@@ -818,6 +839,8 @@ typedef enum pf__tok_norm_kind {
     PF__NORM_STRIP_MARKS,    /* StripAccents: combining marks dropped (BertNormalizer's strip_accents is
                                 NFD then its own marks: PF__NORM_STRIP_ACCENTS) */
     PF__NORM_REPLACE_SPACES, /* Replace with the regex " {2,}": runs of two or more spaces */
+    PF__NORM_REPLACE_WHITESPACE, /* Replace with the regex "\s{2,}|[\n\r\t]" (DeBERTa-v2's): runs of two or
+                                more \s, or one \n, \r or \t */
     PF__NORM_PRECOMPILED,    /* SentencePiece's precompiled_charsmap */
     PF__NORM_SPM             /* SentencePiece's own Normalizer: its charsmap (longest key first) and its
                                 whitespace rules (flags in spm), for its .model files */
@@ -1220,6 +1243,8 @@ typedef struct pf__attn_shape {
     float softcap;          /* > 0: score = tanh(score * scale / softcap) * softcap, before ALiBi, bias and mask */
     const float *alibi;     /* device, [heads]: score += slope * key position; NULL: none */
     int alibi_rounded;      /* 1: score += bf16(slope * key position) * scale instead (Falcon's) */
+    const float *dense_bias; /* device, [batch * seq_len][heads][seq_len]: score += dense_bias[query row][h][key]
+                               after the scale (this step's keys, past 0: encoders); NULL: none */
     const float *rel_bias;  /* device, [heads][rel_rows]: score += rel_bias[h][bucket(key - query)],
                                bucketed as T5 does (bidirectional); NULL: none */
     int rel_rows, rel_buckets, rel_max_distance;
@@ -1331,6 +1356,12 @@ typedef struct pf__backend {
                           const pf__attn_shape *a, int pairs, float eps);
     void (*latent_attend)(pf__rank *r, float *out, float *q, const void *cache, const pf__weight *kv_b,
                           const pf__step *s, const pf__attn_shape *a, int pairs);
+    /* DeBERTa's disentangled terms as a dense bias (pf__attn_shape.dense_bias's layout), already
+       scaled by a->scale: out[b*T+i][h][j] = (c2p q_i.pk_h[d] + p2c k_j.pq_h[d]) * scale, d as
+       pf__config says; q, k from the qkv rows (biases added), pq | pk | (v) from rel_qkv rows
+       [2 rel_span][q_r | k_r | v_r]. NULL: the backend has none (DeBERTa is refused on it). */
+    void (*disentangled_bias)(pf__rank *r, float *out, const float *qkv, const float *rel_qkv, const pf__step *s,
+                              const pf__attn_shape *a, const pf__config *c);
     /* x = sum of x over all ranks, identical on every rank afterwards */
     void (*all_reduce)(pf__rank *r, float *x, size_t count);
     /* Beam search: row dst[k] of a cache [rows][row_bytes] becomes old row src[k], k < count
@@ -1428,6 +1459,9 @@ struct pf__rank {
     float *qkv;               /* width (heads + 2 kv_heads) * head_dim */
     float *attn;              /* width heads * head_dim (or * v_head_dim, when wider) */
     float *latent;            /* latent attention: width kv_lora_rank + qk_rope_head_dim, then q_lora_rank */
+    float *rel_normed;        /* DeBERTa: [2 rel_span][hidden], the relative embeddings normed; else NULL */
+    float *rel_qkv;           /* DeBERTa: [2 rel_span][q_r | k_r | v_r], their projections by a layer */
+    float *dense_bias;        /* DeBERTa: [max_tokens][heads_r][cache_len], a layer's disentangled terms */
     float *mlp;               /* width mlp_width (times 2 when gated) */
     float *mlp_act;           /* width mlp_width, when gated */
     float *logits;            /* rank 0 only: [logit_rows][vocab] */
@@ -1619,6 +1653,7 @@ struct pf__group {
     /* sizes every rank shares */
     int max_batch, cache_len;
     int32_t *zero_ids;    /* [max_batch] zeros: row 0 of a one-row table for every sequence */
+    int32_t *rel_ids;     /* DeBERTa: [2 rel_span] 0, 1, ...: its relative embeddings as one row of ids */
     size_t max_tokens, logit_rows;
     pf__choice *choices;  /* [world_ranks][max_batch]: the ranks' arg-max candidates of a step
                              (backend->argmax), or NULL without one */

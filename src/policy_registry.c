@@ -61,6 +61,7 @@ static const char *pf__need_name(int v) {
         PF__NAME(PF__, IF_FINAL_NORM) PF__NAME(PF__, IF_PROJECTION) PF__NAME(PF__, IF_GATED) PF__NAME(PF__, IF_DECODER)
         PF__NAME(PF__, IF_EMBED_NORM) PF__NAME(PF__, POSITION_TABLE) PF__NAME(PF__, IF_DISTILLATION) PF__NAME(PF__, IF_QK_NORM)
         PF__NAME(PF__, IF_WITH_PROJECTION) PF__NAME(PF__, IF_Q_LORA) PF__NAME(PF__, IF_NO_Q_LORA)
+        PF__NAME(PF__, IF_POSITION_BIASED) PF__NAME(PF__, IF_REL_EMBED_NORM)
     }
     return NULL;
 }
@@ -75,7 +76,8 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, HEAD_TRANSFORM_WEIGHT)
         PF__NAME(PF__SLOT_, HEAD_TRANSFORM_BIAS) PF__NAME(PF__SLOT_, HEAD_NORM_WEIGHT) PF__NAME(PF__SLOT_, HEAD_NORM_BIAS)
         PF__NAME(PF__SLOT_, CLASSIFIER_WEIGHT) PF__NAME(PF__SLOT_, CLASSIFIER_BIAS) PF__NAME(PF__SLOT_, SPAN_WEIGHT)
-        PF__NAME(PF__SLOT_, SPAN_BIAS) PF__NAME(PF__SLOT_, REL_BIAS) PF__NAME(PF__SLOT_, ENC_POSITION_EMBED)
+        PF__NAME(PF__SLOT_, SPAN_BIAS) PF__NAME(PF__SLOT_, REL_BIAS) PF__NAME(PF__SLOT_, REL_EMBED)
+        PF__NAME(PF__SLOT_, REL_EMBED_NORM_WEIGHT) PF__NAME(PF__SLOT_, REL_EMBED_NORM_BIAS) PF__NAME(PF__SLOT_, ENC_POSITION_EMBED)
         PF__NAME(PF__SLOT_, ENC_EMBED_NORM_WEIGHT) PF__NAME(PF__SLOT_, ENC_EMBED_NORM_BIAS)
         PF__NAME(PF__SLOT_, ENC_FINAL_NORM_WEIGHT) PF__NAME(PF__SLOT_, ENC_FINAL_NORM_BIAS) PF__NAME(PF__SLOT_, ENC_REL_BIAS)
         PF__NAME(PF__SLOT_, ENC_TOKEN_EMBED) PF__NAME(PF__SLOT_, PATCH_WEIGHT) PF__NAME(PF__SLOT_, PATCH_BIAS)
@@ -1178,6 +1180,7 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_LOGIT_SCALE: *rows = 1; break;
     case PF__SLOT_SPAN_BIAS: *rows = 2; break;
     case PF__SLOT_REL_BIAS: case PF__SLOT_ENC_REL_BIAS: *rows = (size_t)c->rel_table_rows; *cols = (size_t)c->num_heads; break;
+    case PF__SLOT_REL_EMBED: *rows = 2 * (size_t)c->rel_span; *cols = h; break;
     default: *rows = h; break; /* norms and the remaining biases */
     }
 }

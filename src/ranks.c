@@ -173,6 +173,7 @@ PF_PRIVATE void pf__group_destroy(pf__group *g) {
     free(g->room_needed);
     free(g->lm_rows);
     free(g->zero_ids);
+    free(g->rel_ids);
     free(g->choices);
 #ifdef PF_TESTING
     free(g->collectives);

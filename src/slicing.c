@@ -568,6 +568,12 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
     r->attn = (float *)pf__rank_alloc(r, T * (v_width > q_width ? v_width : q_width) * sizeof(float));
     if (c->kv_lora_rank) /* kv_a_proj's rows, then q_a_proj's */
         r->latent = (float *)pf__rank_alloc(r, T * ((size_t)c->kv_lora_rank + c->qk_rope_head_dim + c->q_lora_rank) * sizeof(float));
+    if (c->disentangled) { /* DeBERTa: its relative embeddings, their projections, a layer's dense bias */
+        size_t rel_rows = 2 * (size_t)c->rel_span;
+        r->rel_normed = (float *)pf__rank_alloc(r, rel_rows * hidden * sizeof(float));
+        r->rel_qkv = (float *)pf__rank_alloc(r, rel_rows * (q_width + 2 * kv_width) * sizeof(float));
+        r->dense_bias = (float *)pf__rank_alloc(r, T * (size_t)r->share.heads * (size_t)g->cache_len * sizeof(float));
+    }
     r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
     if (c->gated_mlp) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
     r->logits = (float *)pf__rank_alloc(r, g->logit_rows * r->share.vocab_rows * sizeof(float));

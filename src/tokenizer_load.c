@@ -385,7 +385,7 @@ static pf_result pf__tok_json_pattern(const pf__json *o, const char *what, char 
         free(*out);
         *out = NULL;
         snprintf(err, err_size, "%s: %s with the Regex pattern \"%.40s\" is not supported (only String, a literal "
-                 "Regex, and \" {2,}\" in a normalizer)", path, what, re->string);
+                 "Regex, \" {2,}\" and \"\\s{2,}|[\\n\\r\\t]\" in a normalizer)", path, what, re->string);
         return PF_ERROR_UNSUPPORTED;
     }
     if (!v) {
@@ -602,11 +602,13 @@ static pf_result pf__tok_read_normalizer(pf_tokenizer *t, const pf__json *j, int
         if (!(n = pf__tok_add_norm(t, PF__NORM_PRECOMPILED))) return pf__tok_too_many(path, "normalizer", err, err_size);
         return pf__tok_read_charsmap(n, j, path, err, err_size);
     }
-    if (!strcmp(name, "Replace")) { /* the regex " {2,}" of SentencePiece converters, recognised by its source */
+    if (!strcmp(name, "Replace")) { /* the regexes " {2,}" of SentencePiece converters and "\s{2,}|[\n\r\t]" of
+                                       DeBERTa-v2's tokenizer, recognised by their source */
         const pf__json *re = pf__tok_json_str(pf__json_get(j, "pattern"), "Regex", &bad),
                        *content = pf__tok_json_str(j, "content", &bad);
-        if (re && content && !strcmp(re->string, " {2,}")) {
-            if (!(n = pf__tok_add_norm(t, PF__NORM_REPLACE_SPACES)))
+        int spaces = re && !strcmp(re->string, " {2,}"), whitespace = re && !strcmp(re->string, "\\s{2,}|[\\n\\r\\t]");
+        if (content && (spaces || whitespace)) {
+            if (!(n = pf__tok_add_norm(t, spaces ? PF__NORM_REPLACE_SPACES : PF__NORM_REPLACE_WHITESPACE)))
                 return pf__tok_too_many(path, "normalizer", err, err_size);
             if (!(n->b = pf__tok_dup(content->string, content->string_len))) return pf__tok_out_of_memory(path, err, err_size);
             n->b_len = content->string_len;

@@ -581,6 +581,23 @@ static int pf__tok_norm_step(pf__tok_ctx *c, const pf__tok_norm *nm, const unsig
             }
         }
         return 0;
+    case PF__NORM_REPLACE_WHITESPACE: /* leftmost first: a run of two or more \s, else one \n \r \t */
+        for (i = 0; i < n; i = k) {
+            size_t run = 0, first_len = 0;
+            for (k = i; k < n;) {
+                size_t len = pf__utf8_decode(s + k, n - k, &cp);
+                if (!(pf__unicode_class(cp) & PF__UC_S)) break;
+                if (!run++) first_len = len;
+                k += len;
+            }
+            if (run >= 2 || (run == 1 && (s[i] == '\n' || s[i] == '\r' || s[i] == '\t'))) {
+                if (pf__buf_put(out, nm->b, nm->b_len)) return -1;
+            } else {
+                k = i + (run ? first_len : 1);
+                if (pf__buf_put(out, s + i, k - i)) return -1;
+            }
+        }
+        return 0;
     case PF__NORM_SPM:
         return pf__tok_spm_normalize(nm, s, n, out);
     case PF__NORM_PRECOMPILED:

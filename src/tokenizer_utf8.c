@@ -8,7 +8,7 @@
    A tokenizer.json is read component by component, each implemented once and driven by the
    file (nothing here is per model family):
      normalizer     NFC, NFD, NFKC, NFKD, Lowercase, StripAccents, Prepend, Replace (a string
-                    pattern, a regex that is a literal, or the regex " {2,}"), Strip, BertNormalizer (clean_text,
+                    pattern, a regex that is a literal, the regex " {2,}" or DeBERTa-v2's "\s{2,}|[\n\r\t]"), Strip, BertNormalizer (clean_text,
                     handle_chinese_chars, strip_accents, lowercase), Precompiled (SentencePiece's
                     charsmap, on grapheme clusters as HF's spm_precompiled), Sequence
      pre_tokenizer  ByteLevel (add_prefix_space, use_regex), Split (a known regex, or a string;

@@ -285,6 +285,10 @@ int pf_cuda_attend(pf_cuda_rank *st, const pf_cuda_attention_args *args) {
     if (!st->tape) return attend_live(st, args);
     return tape_record(st, attend_replay, args, sizeof *args, "attend");
 }
+#define DISENTANGLED_BIAS_ARGS(X) X(float *, out) X(const float *, qkv) X(const float *, rel_qkv) X(int, batch) \
+    X(int, T) X(int, heads) X(int, kv_heads) X(int, hd) X(int, head_begin) X(int, kv_begin) X(int, kv_group) \
+    X(int, c2p) X(int, p2c) X(int, position_buckets) X(int, max_relative_positions) X(int, span) X(float, scale)
+TAPED(disentangled_bias, DISENTANGLED_BIAS_ARGS, 0)
 #define REORDER_ROWS_ARGS(X) X(void *, cache_) X(void *, scratch_) X(const int *, dst) X(const int *, src) \
     X(int, rows) X(size_t, row_bytes) X(size_t, used)
 TAPED(reorder_rows, REORDER_ROWS_ARGS, 0)
@@ -1090,8 +1094,8 @@ static int latent_attend_live(pf_cuda_rank *st, float *out, float *q, const void
    memory) and 16-byte aligned caches, which hold on every GPU the build targets. */
 #define FLASH_KEYS 32
 #define FLASH_MAX_HEAD_DIM 256
-static int flash_takes(int T, int cache_dtype, int mask, int hd) {
-    return T > 1 && cache_dtype != 0 && mask != 2 && hd % 16 == 0 && hd <= FLASH_MAX_HEAD_DIM;
+static int flash_takes(int T, int cache_dtype, int mask, int hd, const float *dense_bias) {
+    return T > 1 && cache_dtype != 0 && mask != 2 && hd % 16 == 0 && hd <= FLASH_MAX_HEAD_DIM && !dense_bias;
 }
 
 /* v rounded to the 16-bit cache dtype (1 fp16, 2 bf16), as a float. */
@@ -1163,6 +1167,53 @@ static void flash_row(float *out, const float *q, const void *kc, const void *vc
     for (int i = 0; i < hd; i++) out[i] = l > 0.0f ? o[i] / l : 0.0f;
 }
 
+/* kernels.cu's pf_disentangled_row: DeBERTa's log bucket of a distance, as a row of rel_qkv. */
+static int disentangled_row(int distance, int position_buckets, int max_relative_positions, int span) {
+    int bucket = distance;
+    if (position_buckets > 0) {
+        int mid = position_buckets / 2, magnitude = distance < 0 ? -distance : distance;
+        if (magnitude > mid) {
+            float reach = (float)((double)(max_relative_positions - 1) / mid);
+            float log_pos = ceilf(logf((float)magnitude / (float)mid) / logf(reach) * (float)(mid - 1)) + (float)mid;
+            bucket = (int)(distance < 0 ? -log_pos : log_pos);
+        }
+    }
+    int row = bucket + span;
+    return row < 0 ? 0 : row > 2 * span - 1 ? 2 * span - 1 : row;
+}
+
+/* kernels.cu's pf_disentangled_bias_kernel: one (query row, head) at a time, a key per thread. */
+static int disentangled_bias_live(pf_cuda_rank *st, float *out, const float *qkv, const float *rel_qkv, int batch, int T,
+                                  int heads, int kv_heads, int hd, int head_begin, int kv_begin, int kv_group, int c2p,
+                                  int p2c, int position_buckets, int max_relative_positions, int span, float scale) {
+    if (batch <= 0 || T <= 0 || heads <= 0) return 0;
+    if (span <= 0 || kv_group <= 0) {
+        snprintf(st->message, sizeof st->message, "pf_cuda_disentangled_bias failed: bad shape (mock)");
+        return 1;
+    }
+    size_t rows = (size_t)batch * T, q_width = (size_t)heads * hd, row_width = q_width + 2 * (size_t)kv_heads * hd;
+    NEED(out, rows * heads * (size_t)T * 4);
+    NEED(qkv, rows * row_width * 4);
+    NEED(rel_qkv, 2 * (size_t)span * row_width * 4);
+    for (size_t row = 0; row < rows; row++)
+        for (int h = 0; h < heads; h++) {
+            int i = (int)(row % (size_t)T);
+            size_t kv = (size_t)((head_begin + h) / kv_group - kv_begin) * hd, first = row - (size_t)i;
+            const float *q = qkv + row * row_width + (size_t)h * hd;
+            for (int j = 0; j < T; j++) {
+                const float *k = qkv + (first + (size_t)j) * row_width + q_width + kv;
+                const float *rel = rel_qkv + (size_t)disentangled_row(i - j, position_buckets, max_relative_positions, span) * row_width;
+                float c2p_sum = 0.0f, p2c_sum = 0.0f;
+                for (int d = 0; d < hd; d++) {
+                    c2p_sum += q[d] * rel[q_width + kv + (size_t)d];
+                    p2c_sum += k[d] * rel[(size_t)h * hd + (size_t)d];
+                }
+                out[(row * heads + (size_t)h) * T + (size_t)j] = ((c2p ? c2p_sum : 0.0f) + (p2c ? p2c_sum : 0.0f)) * scale;
+            }
+        }
+    return 0;
+}
+
 /* past checks the shape and sizes the decode splits, as in kernels.cu; the arithmetic reads it
    from past_at (device memory), as the kernels do. */
 static int attend_live(pf_cuda_rank *st, const pf_cuda_attention_args *args) {
@@ -1201,7 +1252,8 @@ static int attend_live(pf_cuda_rank *st, const pf_cuda_attention_args *args) {
     NEED(past_at, 4);
     past = *past_at; /* the kernels' past: from here on, as on the device */
     float *acc = malloc((size_t)hd * sizeof(float)), *q16 = malloc((size_t)hd * sizeof(float)), p[CHUNK], part[ATTN_THREADS];
-    int flash = flash_takes(T, cache_dtype, mask, hd);
+    if (args->dense_bias) NEED(args->dense_bias, rows * heads * (size_t)T * 4);
+    int flash = flash_takes(T, cache_dtype, mask, hd, args->dense_bias);
     for (size_t row = 0; row < rows; row++)
         for (int h = 0; h < heads; h++)
             for (int split = 0; split < splits; split++) {
@@ -1241,6 +1293,7 @@ static int attend_live(pf_cuda_rank *st, const pf_cuda_attention_args *args) {
                         p[jj] = scaled_score(warp_reduce(lanes, 0), scale, softcap) +
                                 alibi_bias(slope, j0 + jj - pd, args->alibi_rounded, scale);
                         if (rel_bias) p[jj] += rel_bias[(size_t)h * rel_rows + relative_bucket(j0 + jj - pos, rel_buckets, rel_max_distance, mask != 1)];
+                        if (args->dense_bias) p[jj] += args->dense_bias[(row * heads + (size_t)h) * T + (size_t)(j0 + jj)];
                     }
                     for (int th = 0; th < ATTN_THREADS; th++) part[th] = th < n ? p[th] : -INFINITY;
                     float mn = fmaxf(m, block_reduce(part, ATTN_THREADS, 1)), alpha = expf(m - mn);

@@ -48,6 +48,16 @@ T5_SHAPE = dict(vocab_size=120, d_model=48, d_kv=8, d_ff=96, num_layers=2, num_h
                 initializer_factor=1.0, dropout_rate=0.0)
 DISTILBERT_SHAPE = dict(vocab_size=120, dim=48, n_layers=2, n_heads=6, hidden_dim=96, max_position_embeddings=32,
                         initializer_range=0.2, activation="gelu", dropout=0.0, attention_dropout=0.0)
+# DeBERTa-v3's traits (deberta-v3-base's config at this size): disentangled attention c2p|p2c
+# over relative embeddings LayerNormed and projected by each layer's own query and key weights
+# (share_att_key), log buckets (position_buckets 8: distances of 4 and more share buckets on the
+# 12-token row), no absolute positions, no segments; 4 heads so that 3 ranks split them unevenly.
+DEBERTA_V3_SHAPE = dict(vocab_size=120, hidden_size=48, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=96, max_position_embeddings=32, type_vocab_size=0, initializer_range=0.2,
+                        hidden_act="gelu", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                        relative_attention=True, position_buckets=8, max_relative_positions=-1,
+                        pos_att_type="p2c|c2p", share_att_key=True, norm_rel_ebd="layer_norm",
+                        position_biased_input=False, layer_norm_eps=1e-7, pad_token_id=0)
 FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("bert", "BertConfig", BERT_SHAPE, "BertModel", None),
     ("bert-mlm", "BertConfig", BERT_SHAPE, "BertForMaskedLM", None),
@@ -77,7 +87,15 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("distilbert-mlm", "DistilBertConfig", DISTILBERT_SHAPE, "DistilBertForMaskedLM", None),
     ("distilbert-cls", "DistilBertConfig", DISTILBERT_SHAPE, "DistilBertForSequenceClassification", 3),
     ("distilbert-qa", "DistilBertConfig", DISTILBERT_SHAPE, "DistilBertForQuestionAnswering", None),
+    ("deberta-v3", "DebertaV2Config", DEBERTA_V3_SHAPE, "DebertaV2Model", None),
+    ("deberta-v3-mlm", "DebertaV2Config", DEBERTA_V3_SHAPE, "DebertaV2ForMaskedLM", None),
+    ("deberta-v3-cls", "DebertaV2Config", DEBERTA_V3_SHAPE, "DebertaV2ForSequenceClassification", 3),
+    ("deberta-v3-tok", "DebertaV2Config", DEBERTA_V3_SHAPE, "DebertaV2ForTokenClassification", 5),
+    ("deberta-v3-qa", "DebertaV2Config", DEBERTA_V3_SHAPE, "DebertaV2ForQuestionAnswering", None),
 ]
+# A trait the fixtures exist to test must move the outputs well past the tests' 1e-4: DeBERTa's
+# hidden states without the c2p or the p2c term differ by at least this much.
+TRAIT_MIN_EFFECT = 1e-2
 
 
 def segments(model) -> bool:
@@ -132,6 +150,9 @@ def pooled_features(model, base, hidden):
     """What the library returns as pooled: BERT's pooler, or the first token through a
     classification head's dense and activation (RoBERTa's tanh, ELECTRA's gelu, DistilBERT's
     ReLU)."""
+    if model.config.model_type == "deberta-v2":  # ContextPooler: dense and pooler_hidden_act on token 0
+        pooler = getattr(model, "pooler", None)
+        return pooler(hidden) if pooler is not None else None
     if getattr(base, "pooler_activation", None) is not None:  # ALBERT's pooler is a bare Linear
         return base.pooler_activation(base.pooler(hidden[:, 0]))
     if getattr(base, "pooler", None) is not None:
@@ -175,9 +196,20 @@ def make(name, config_class, shape, class_name, labels, seed):
         logits.numpy().astype("<f4").tofile(out / "logits.bin")
     if name == "bert":
         write_poolings(out, reloaded)
+    if name == "deberta-v3":
+        check_disentangled_terms_matter(out, hidden, rows)
     arch = json.loads((out / "config.json").read_text())["architectures"]
     print(f"  {name}: {arch[0]}, hidden std {float(hidden.std()):.2f}"
           + (f", logits {tuple(logits.shape)} std {float(logits.std()):.2f}" if logits is not None else ""))
+
+
+def check_disentangled_terms_matter(out, hidden, rows):
+    """The fixture fails to test c2p or p2c if dropping either leaves the outputs within reach."""
+    for kept in (["c2p"], ["p2c"]):
+        ablated = transformers.DebertaV2Model.from_pretrained(out, attn_implementation="eager", pos_att_type=kept).eval()
+        effect = float((run_rows(ablated, rows)[0] - hidden).abs().max())
+        assert effect > TRAIT_MIN_EFFECT, f"deberta-v3: only {kept} moves the hidden states by {effect}"
+        print(f"  deberta-v3 with {kept} alone: hidden states move by {effect:.3f}")
 
 
 def main() -> None:

@@ -35,6 +35,10 @@ transformers saves it (save_pretrained: tokenizer.json, tokenizer_config.json):
                         add random strings of GRAPHEME_POOL
   tokenizer-albert      ALBERT's chain as transformers' AlbertTokenizer builds it: Replace, NFKD,
                         StripAccents, Lowercase, Precompiled (the same grapheme charsmap)
+  tokenizer-deberta-v3  a SentencePiece Unigram in DeBERTa-v3's layout ([PAD] [CLS] [SEP] [UNK], the
+                        pieces, [MASK] last) as transformers' DebertaV2Tokenizer builds it: Replace
+                        "\s{2,}|[\n\r\t]" by a space, NFC, Strip right, Metaspace (prepend always),
+                        "[CLS] $A [SEP]" / "... $B:1 [SEP]:1"
 
 Every dir gets, from the hard strings of make_fixtures.py and random strings of the pieces of
 make_tokenizer_cases.py:
@@ -53,8 +57,8 @@ from pathlib import Path
 import tempfile
 
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-from transformers import (AlbertTokenizer, AutoTokenizer, BertTokenizer, RobertaTokenizer, T5Tokenizer,
-                          XLMRobertaTokenizer)
+from transformers import (AlbertTokenizer, AutoTokenizer, BertTokenizer, DebertaV2Tokenizer, RobertaTokenizer,
+                          T5Tokenizer, XLMRobertaTokenizer)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_fixtures import TOKENIZER_CASES, TRAINING_TEXT  # noqa: E402  the hard strings, defined once
@@ -347,6 +351,18 @@ def make_albert():
     write_cases(out, grapheme_cases=True)
 
 
+def make_deberta_v3():
+    """DeBERTa-v3's spm.model layout ([PAD] [CLS] [SEP] [UNK] = 0..3, [MASK] after the pieces), saved
+    by DebertaV2Tokenizer as transformers 5 saves a DeBERTa-v3 checkpoint's tokenizer."""
+    pieces, _, _ = read_model(train_spm(pad_id=0, bos_id=1, eos_id=2, unk_id=3, pad_piece="[PAD]", bos_piece="[CLS]",
+                                        eos_piece="[SEP]", unk_piece="[UNK]", normalization_rule_name="identity"))
+    vocab = [(p, sc) for p, sc, _ in pieces] + [("[MASK]", 0.0)]
+    out = reset("tokenizer-deberta-v3")
+    DebertaV2Tokenizer(vocab=vocab).save_pretrained(str(out))
+    keep_tokenizer_files(out)
+    write_cases(out)
+
+
 def main():
     vocab = train_wordpiece()
     make_bert(vocab)
@@ -357,6 +373,7 @@ def main():
     make_xlmr()
     make_t5()
     make_albert()
+    make_deberta_v3()
 
 
 if __name__ == "__main__":

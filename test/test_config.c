@@ -303,6 +303,32 @@ static void test_hub_spellings(void) {
     check_work_logits("Mistral with a null sliding_window", "mistral", 0);
 }
 
+/* DeBERTa-v2's keys we do not implement are refused by name; those that say which tensors exist
+   are checked against them. */
+static void test_deberta_refusals(void) {
+    if (copy_fixture("deberta-v3")) return;
+    edit_file("config.json", "\"share_att_key\": true", "\"share_att_key\": false");
+    expect_load("DeBERTa with share_att_key false", NULL, PF_ERROR_UNSUPPORTED, "\"share_att_key\" false");
+    if (copy_fixture("deberta-v3")) return;
+    edit_file("config.json", "\"share_att_key\": true,", "");
+    expect_load("DeBERTa without share_att_key (false)", NULL, PF_ERROR_UNSUPPORTED, "\"share_att_key\" false");
+    if (copy_fixture("deberta-v3")) return;
+    edit_file("config.json", "\"share_att_key\": true", "\"share_att_key\": true, \"conv_kernel_size\": 3");
+    expect_load("DeBERTa with a ConvLayer", NULL, PF_ERROR_UNSUPPORTED, "conv_kernel_size");
+    if (copy_fixture("deberta-v3")) return;
+    edit_file("config.json", "\"share_att_key\": true", "\"share_att_key\": true, \"embedding_size\": 32");
+    expect_load("DeBERTa with embedding_size", NULL, PF_ERROR_UNSUPPORTED, "\"embedding_size\" 32");
+    if (copy_fixture("deberta-v3")) return;
+    edit_file("config.json", "\"c2p\"", "\"p2p\"");
+    expect_load("DeBERTa with p2p", NULL, PF_ERROR_UNSUPPORTED, "p2p");
+    if (copy_fixture("deberta-v3")) return;
+    edit_file("config.json", "\"position_biased_input\": false", "\"position_biased_input\": true");
+    expect_load("DeBERTa with position_biased_input and no position table", NULL, PF_ERROR_FORMAT, "position_embeddings");
+    if (copy_fixture("deberta-v3")) return;
+    edit_file("config.json", "\"norm_rel_ebd\": \"layer_norm\"", "\"norm_rel_ebd\": \"none\"");
+    expect_load("DeBERTa with norm_rel_ebd none and the norm's tensors", NULL, PF_ERROR_FORMAT, "encoder.LayerNorm");
+}
+
 /* Values transformers computes differently from what we implement, or cannot compute, are
    refused by name. */
 static void test_refused_values(void) {
@@ -1060,6 +1086,7 @@ void test_config(void) {
     test_refused_keys();
     test_hub_spellings();
     test_refused_values();
+    test_deberta_refusals();
     test_fused_families();
     test_other_formats();
     test_bare_encoder_under_head_name();
