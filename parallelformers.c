@@ -19,6 +19,7 @@
      src/backend.c           what the backends share: rank failures, the barrier, the all-reduce, rank allocations
      src/cpu_backend.c       the CPU backend and its kernels (portable, AVX2, AVX-512, AMX)
      src/speech_frontend.c   speech encoders' front ends (Wav2Vec2, XLSR, HuBERT; Speech2Text's subsampler; mel)
+     src/moe.c               mixtures of experts: routing, and the experts a rank holds (expert parallelism)
      src/slicing.c           slicing weights onto ranks
      src/forward.c           the forward pass
      src/ranks.c             rank threads: the job loop, running a job on the group (in chunks), ending it
@@ -295,6 +296,10 @@ typedef enum {
     PF__SLOT_MLP_DOWN_BIAS,    /* [hidden] */
     PF__SLOT_MLP_GATE_UP_WEIGHT, /* [2 I, hidden]: gate's rows, then up's (Phi-3's fused gate_up_proj) */
     PF__SLOT_MLP_GATE_UP_BIAS,   /* [2 I] */
+    /* A mixture-of-experts layer's (pf__config.layer_sparse), in place of the MLP's: */
+    PF__SLOT_ROUTER_WEIGHT,      /* [experts, hidden]: the router, whole on every rank */
+    PF__SLOT_EXPERTS_GATE_UP,    /* [experts * 2 I_e, hidden]: expert e's gate rows, then its up rows */
+    PF__SLOT_EXPERTS_DOWN,       /* [experts * hidden, I_e]: expert e's down projection */
     /* Norms of a sublayer's output before its residual add ("sandwich" norms: Gemma 2; OLMo 2's,
        which has no pre-norms), each used where present, independent of the pre-norms: */
     PF__SLOT_ATTN_POST_NORM_WEIGHT, /* [hidden] */
@@ -337,8 +342,14 @@ extern PF_PRIVATE const size_t pf__stacks_count;
    one row (CLIP's class_embedding); read as OUT_IN.
    PF__LAYOUT_CONV: [out, channels, kh, kw] (ViT's patch embedding); read as OUT_IN [out, c kh kw].
    PF__LAYOUT_HEADS: [heads, head_dim] (Cohere's per-head qk-norm gains); read as the VECTOR of its
-   heads * head_dim values, head after head. */
-typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV, PF__LAYOUT_HEADS } pf__layout;
+   heads * head_dim values, head after head.
+   PF__LAYOUT_EXPERTS: [experts, rows / experts, cols], every expert's [out, in] (transformers 5's fused
+   experts.gate_up_proj, Granite-MoE's input_linear); read as OUT_IN [rows, cols].
+   PF__LAYOUT_PER_EXPERT: one [out, in] tensor per expert and part, the pattern's second %d the
+   expert, its parts separated by '|' (gate_proj|up_proj): expert 0's parts, then expert 1's ...;
+   read as OUT_IN, the pieces joined without a copy (pf__source.pieces). */
+typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV, PF__LAYOUT_HEADS,
+               PF__LAYOUT_EXPERTS, PF__LAYOUT_PER_EXPERT } pf__layout;
 
 typedef enum {
     PF__SPLIT_NONE,
@@ -349,7 +360,9 @@ typedef enum {
     PF__SPLIT_GATE_UP_COLUMNS, /* a fused [gate | up]: the rank's gate columns, then the same up columns */
     PF__SPLIT_HEAD_ROWS,
     PF__SPLIT_MLP_ROWS,
-    PF__SPLIT_VOCAB
+    PF__SPLIT_VOCAB,
+    PF__SPLIT_EXPERTS /* rows of whole experts ([experts * R, cols], expert-major): the rank's experts'
+                         (expert parallelism) */
 } pf__split;
 
 /* Whether a tensor must be in the file: the PF__IF_ needs follow a config field (present exactly
@@ -368,7 +381,9 @@ typedef enum {
                            of the sinusoid, used as it is; computed when absent) */
     PF__IF_DISTILLATION, /* present exactly when the family has a distillation token (DeiT) */
     PF__IF_WITH_PROJECTION, /* present exactly when the config field with_projection is 1 (CLIP's towers) */
-    PF__IF_QK_NORM /* present exactly when the config field qk_norm is not PF__QK_NORM_NONE (Cohere's use_qk_norm) */
+    PF__IF_QK_NORM, /* present exactly when the config field qk_norm is not PF__QK_NORM_NONE (Cohere's use_qk_norm) */
+    PF__IF_SPARSE_LAYER, /* present exactly in the layers with experts (pf__config.layer_sparse) */
+    PF__IF_DENSE_LAYER   /* present exactly in the layers without (a dense MLP) */
 } pf__need;
 
 typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ, PF__KIND_DUAL } pf__kind;
@@ -616,6 +631,17 @@ typedef struct pf__config {
     int nope_windowed;              /* 1: without a per-layer list of kinds, the sliding window is on the
                                        NoPE layers (SmolLM3) */
     int *layer_rope;                /* [num_layers]: 1 where the layer rotates q and k; NULL: every layer; owned */
+    /* Mixtures of experts: num_experts > 0 gives the layers in layer_sparse a router over
+       num_experts experts (gated MLPs of width moe_intermediate_size) instead of the dense MLP */
+    int num_experts;                /* 0: a dense model */
+    int experts_per_token;          /* top-k: the experts each token is routed to */
+    int norm_topk_prob;             /* 1: the top-k routing weights renormalised to sum 1 */
+    int router_sigmoid;             /* 1: scores are sigmoid(logits) (DeepSeek V3); 0: softmax over the experts */
+    double routed_scaling;          /* the routed experts' sum times this; 0: 1 (DeepSeek's routed_scaling_factor) */
+    int moe_intermediate_size;      /* each expert's MLP width */
+    int decoder_sparse_step;        /* layer l has experts when (l + 1) % step == 0 (Qwen2-MoE); 0: every layer */
+    int *layer_sparse;              /* [num_layers]: 1 where the layer has experts (decoder_sparse_step, minus
+                                       mlp_only_layers); NULL for a dense model; owned */
     int type_vocab_size;            /* rows of the token type (segment) embedding */
     int gated_mlp;                  /* 1: act(x W_gate) * x W_up (the row's mlp, or T5's "gated-" activations) */
     int rel_table_rows;             /* rows of the relative bias table (its config key) */
@@ -1348,6 +1374,13 @@ typedef struct pf__backend {
     /* The backend's own work space of a rank, after the scratch every backend shares (NULL: none,
        or made on demand) */
     void (*alloc_scratch)(pf__rank *r);
+    /* Mixtures of experts (NULL: a backend that runs none; such models are refused on it). rows
+       and scales are host arrays of count entries. gather_rows: dst[i] = src[rows[i]];
+       scatter_add_rows: dst[rows[i]] += scales[i] * src[i], in i's order (a row may repeat: the
+       sum is the same on every backend only in that order). Rows of width values. */
+    void (*gather_rows)(pf__rank *r, float *dst, const float *src, const int32_t *rows, size_t count, size_t width);
+    void (*scatter_add_rows)(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales,
+                             size_t count, size_t width);
 } pf__backend;
 
 /* A share of the split dimensions held by one rank. */
@@ -1355,6 +1388,7 @@ typedef struct pf__share {
     int head_begin, heads;
     int kv_begin, kv_heads; /* the key/value heads its query heads read (replicated if shared) */
     int mlp_begin, mlp_width;
+    int expert_begin, experts;   /* the whole experts it holds (expert parallelism) */
     int vocab_begin, vocab_rows; /* token embedding and LM head rows */
 } pf__share;
 
@@ -1388,6 +1422,10 @@ struct pf__rank {
     float *attn;              /* width heads * head_dim */
     float *mlp;               /* width mlp_width (times 2 when gated) */
     float *mlp_act;           /* width mlp_width, when gated */
+    /* mixtures of experts: the router's logits [max_tokens][experts]; an expert's tokens' rows
+       [max_tokens] of width hidden (in, then out) and of its gate | up and activation (2 I_e, I_e) */
+    float *router, *expert_in, *expert_out, *expert_mid, *expert_act;
+    struct pf__routing *routing; /* host: the step's routing (src/moe.c), or NULL; owned */
     float *logits;            /* rank 0 only: [logit_rows][vocab] */
     float *head_out;          /* rank 0, classification heads: [max_tokens][num_labels or 2] */
     float *projected;         /* rank 0, with a projection: [max_batch][projection_dim] */
@@ -1540,6 +1578,10 @@ typedef struct pf__source {
     pf__layout layout;
     pf__split split;
     size_t rows, cols;   /* logical [out, in] */
+    const uint8_t **pieces; /* PF__LAYOUT_PER_EXPERT: [rows / piece_rows] tensors of piece_rows rows each,
+                               the source's rows in order (data is pieces[0]); NULL: data is the whole
+                               tensor; owned by the model */
+    size_t piece_rows;
 } pf__source;
 
 struct pf__group {
@@ -1707,6 +1749,7 @@ PF_PRIVATE void *pf__rank_main(void *arg);
 PF_PRIVATE pf_result pf__group_run(pf__group *g, pf__job_kind kind, const pf__job *job);
 PF_PRIVATE pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job);
 PF_PRIVATE void pf__group_destroy(pf__group *g);
+PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, const float *h, float *part, size_t N);
 PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n);
 
 /* ---- src/cuda_backend.c ---- */
@@ -1738,6 +1781,8 @@ PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix);
 PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char **why);
 PF_PRIVATE const char *pf__head_name(pf_head head);
 PF_PRIVATE pf_result pf__check_head_slots(pf_model *m);
+PF_PRIVATE void pf__pattern_name(char *out, size_t size, const pf__arch_tensor *t, int layer, int expert, int part);
+PF_PRIVATE int pf__pattern_parts(const char *pattern);
 PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, pf__slot slot, int layer,
                                           const pf__arch_tensor **row, char *name, size_t name_size,
                                           const pf__st_tensor **other);
@@ -3473,6 +3518,35 @@ static pf_result pf__config_layer_rope(const pf__json *json, pf__config *c, cons
     return PF_OK;
 }
 
+/* Which layers have experts, where the family has them (num_experts > 0): layer l unless
+   (l + 1) % decoder_sparse_step != 0 or l is in mlp_only_layers, as Qwen2-MoE's layers decide; and
+   the routing's sizes checked. */
+static pf_result pf__config_layer_sparse(const pf__json *json, pf__config *c, const char *path, char *message,
+                                         size_t size) {
+    if (c->num_experts <= 0) return PF_OK;
+    if (c->experts_per_token < 1 || c->experts_per_token > c->num_experts || c->moe_intermediate_size < 1 ||
+        c->num_experts > 65536)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %d experts, %d per token, expert width %d do not fit",
+                          path, c->num_experts, c->experts_per_token, c->moe_intermediate_size);
+    if (c->decoder_sparse_step < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"decoder_sparse_step\" %d is negative", path,
+                          c->decoder_sparse_step);
+    c->layer_sparse = (int *)calloc((size_t)c->num_layers, sizeof(int));
+    if (!c->layer_sparse) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (int l = 0; l < c->num_layers; l++) c->layer_sparse[l] = c->decoder_sparse_step <= 1 || (l + 1) % c->decoder_sparse_step == 0;
+    const pf__json *dense = pf__json_get(json, "mlp_only_layers");
+    if (dense && dense->type == PF__JSON_NULL) dense = NULL;
+    if (dense && dense->type != PF__JSON_ARRAY)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"mlp_only_layers\" is not a list", path);
+    for (const pf__json *v = dense ? dense->first : NULL; v; v = v->next) {
+        double x = -1;
+        if (pf__json_number(v, &x) != 1 || x != floor(x))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"mlp_only_layers\" holds something other than a layer index", path);
+        if (x >= 0 && x < c->num_layers) c->layer_sparse[(int)x] = 0; /* others name no layer, as in transformers */
+    }
+    return PF_OK;
+}
+
 static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, const char *path, char *message,
                                           size_t size) {
     if (!c->use_sliding_window) c->sliding_window = 0;
@@ -4209,6 +4283,7 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
     if (!r) r = pf__config_stray_windows(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_rope(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_windows(json, cfg, path, message, size);
+    if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_sparse(json, cfg, path, message, size);
     if (!r && cfg->rope_windowed_only && cfg->layer_window && !cfg->layer_rope) { /* the global layers are NoPE ones */
         cfg->layer_rope = (int *)calloc((size_t)cfg->num_layers, sizeof(int));
         if (!cfg->layer_rope) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -4356,6 +4431,7 @@ static const char *pf__layout_name(int v) {
     switch ((pf__layout)v) {
         PF__NAME(PF__LAYOUT_, OUT_IN) PF__NAME(PF__LAYOUT_, IN_OUT) PF__NAME(PF__LAYOUT_, VECTOR)
         PF__NAME(PF__LAYOUT_, ROW) PF__NAME(PF__LAYOUT_, SQUEEZED) PF__NAME(PF__LAYOUT_, CONV) PF__NAME(PF__LAYOUT_, HEADS)
+        PF__NAME(PF__LAYOUT_, EXPERTS) PF__NAME(PF__LAYOUT_, PER_EXPERT)
     }
     return NULL;
 }
@@ -4364,6 +4440,7 @@ static const char *pf__split_name(int v) {
         PF__NAME(PF__SPLIT_, NONE) PF__NAME(PF__SPLIT_, QKV_COLUMNS) PF__NAME(PF__SPLIT_, HEAD_COLUMNS)
         PF__NAME(PF__SPLIT_, KV_COLUMNS) PF__NAME(PF__SPLIT_, MLP_COLUMNS) PF__NAME(PF__SPLIT_, HEAD_ROWS)
         PF__NAME(PF__SPLIT_, MLP_ROWS) PF__NAME(PF__SPLIT_, VOCAB) PF__NAME(PF__SPLIT_, GATE_UP_COLUMNS)
+        PF__NAME(PF__SPLIT_, EXPERTS)
     }
     return NULL;
 }
@@ -4372,7 +4449,7 @@ static const char *pf__need_name(int v) {
         PF__NAME(PF__, OPTIONAL) PF__NAME(PF__, REQUIRED) PF__NAME(PF__, IF_ATTENTION_BIAS) PF__NAME(PF__, IF_MLP_BIAS)
         PF__NAME(PF__, IF_FINAL_NORM) PF__NAME(PF__, IF_PROJECTION) PF__NAME(PF__, IF_GATED) PF__NAME(PF__, IF_DECODER)
         PF__NAME(PF__, IF_EMBED_NORM) PF__NAME(PF__, POSITION_TABLE) PF__NAME(PF__, IF_DISTILLATION) PF__NAME(PF__, IF_QK_NORM)
-        PF__NAME(PF__, IF_WITH_PROJECTION)
+        PF__NAME(PF__, IF_WITH_PROJECTION) PF__NAME(PF__, IF_SPARSE_LAYER) PF__NAME(PF__, IF_DENSE_LAYER)
     }
     return NULL;
 }
@@ -4408,7 +4485,8 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, MLP_NORM_WEIGHT) PF__NAME(PF__SLOT_, MLP_NORM_BIAS) PF__NAME(PF__SLOT_, MLP_GATE_WEIGHT)
         PF__NAME(PF__SLOT_, MLP_GATE_BIAS) PF__NAME(PF__SLOT_, MLP_UP_WEIGHT) PF__NAME(PF__SLOT_, MLP_UP_BIAS)
         PF__NAME(PF__SLOT_, MLP_DOWN_WEIGHT) PF__NAME(PF__SLOT_, MLP_DOWN_BIAS) PF__NAME(PF__SLOT_, MLP_GATE_UP_WEIGHT)
-        PF__NAME(PF__SLOT_, MLP_GATE_UP_BIAS) PF__NAME(PF__SLOT_, ATTN_POST_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, MLP_GATE_UP_BIAS) PF__NAME(PF__SLOT_, ROUTER_WEIGHT) PF__NAME(PF__SLOT_, EXPERTS_GATE_UP)
+        PF__NAME(PF__SLOT_, EXPERTS_DOWN) PF__NAME(PF__SLOT_, ATTN_POST_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, ATTN_POST_NORM_BIAS) PF__NAME(PF__SLOT_, MLP_POST_NORM_WEIGHT) PF__NAME(PF__SLOT_, MLP_POST_NORM_BIAS)
         PF__NAME(PF__SLOT_, CROSS_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, CROSS_NORM_BIAS) PF__NAME(PF__SLOT_, CROSS_Q_WEIGHT) PF__NAME(PF__SLOT_, CROSS_Q_BIAS)
@@ -4581,6 +4659,13 @@ static int pf__draft_trait(pf__policy_draft *d, const char *what, const char *te
     return v;
 }
 
+/* How many '|'-separated parts a PF__LAYOUT_PER_EXPERT pattern has. */
+PF_PRIVATE int pf__pattern_parts(const char *pattern) {
+    int n = 1;
+    for (const char *p = pattern; (p = strchr(p, '|')) != NULL; p++) n++;
+    return n;
+}
+
 /* How many "%d" a name pattern has; -1 when it has another '%' (patterns are printf formats). */
 static int pf__pattern_layers(const char *pattern) {
     int n = 0;
@@ -4628,10 +4713,12 @@ static pf_result pf__draft_tensors(pf__policy_draft *d, const pf_policy *p) {
                                   "Whisper, Speech2Text) is compiled in, not a policy's", i, in->slot);
         /* a per-layer pattern without "%d" is one tensor all layers share (ALBERT) */
         int per_layer = slot >= PF__SLOT_FIRST_LAYER, layers = pf__pattern_layers(t->pattern);
+        if (layout == PF__LAYOUT_PER_EXPERT && per_layer) /* each '|' part: the layer's %d, then the expert's */
+            layers = layers == 2 * pf__pattern_parts(t->pattern) ? 1 : -1;
         if (layers < 0 || layers > per_layer)
             return pf__draft_fail(d, PF_ERROR_INVALID_ARGUMENT, "%s \"%s\": %s", what, t->pattern,
-                                  per_layer ? "a per-layer slot's pattern takes one \"%d\" (the layer) at most, and no "
-                                              "other '%'"
+                                  per_layer ? "a per-layer slot's pattern takes one \"%d\" (the layer) at most (per_expert: "
+                                              "two in each '|' part, the layer's and the expert's), and no other '%'"
                                             : "a slot outside the layers takes no '%' in its pattern");
         for (int column = 0; column < 2; column++) {
             pf__slot_column c = {(pf__slot)slot, column};
@@ -5463,6 +5550,9 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_MLP_GATE_UP_WEIGHT: *rows = 2 * in; *cols = h; break;
     case PF__SLOT_MLP_GATE_UP_BIAS: *rows = 2 * in; break;
     case PF__SLOT_MLP_DOWN_WEIGHT: *rows = h; *cols = in; break;
+    case PF__SLOT_ROUTER_WEIGHT: *rows = (size_t)c->num_experts; *cols = h; break;
+    case PF__SLOT_EXPERTS_GATE_UP: *rows = (size_t)c->num_experts * 2 * (size_t)c->moe_intermediate_size; *cols = h; break;
+    case PF__SLOT_EXPERTS_DOWN: *rows = (size_t)c->num_experts * h; *cols = (size_t)c->moe_intermediate_size; break;
     case PF__SLOT_TOKEN_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = c->embed_norm_before_project ? e : h; break;
     case PF__SLOT_HEAD_TRANSFORM_WEIGHT: *rows = c->embed_norm_before_project ? e : h; *cols = h; break;
     case PF__SLOT_HEAD_TRANSFORM_BIAS: case PF__SLOT_HEAD_NORM_WEIGHT: case PF__SLOT_HEAD_NORM_BIAS:
@@ -16111,6 +16201,8 @@ PF_PRIVATE void pf__rank_free_all(pf__rank *r) {
     for (size_t i = 0; i < r->num_allocations; i++) r->backend->free(r, r->allocations[i].ptr);
     free(r->allocations);
     free(r->weights);
+    free(r->routing);
+    r->routing = NULL;
     r->allocations = NULL;
     r->weights = NULL;
     r->num_allocations = r->allocations_cap = 0;
@@ -18716,6 +18808,22 @@ static void pf__cpu_alloc_scratch(pf__rank *r) {
     if (g->max_batch > 1) cpu->reorder_tmp = (float *)pf__rank_alloc(r, (size_t)g->max_batch * PF__REORDER_SLICE);
 }
 
+static void pf__cpu_gather_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows, size_t count,
+                                size_t width) {
+    (void)r;
+    for (size_t i = 0; i < count; i++) memcpy(dst + i * width, src + (size_t)rows[i] * width, width * sizeof(float));
+}
+
+static void pf__cpu_scatter_add_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales,
+                                     size_t count, size_t width) {
+    (void)r;
+    for (size_t i = 0; i < count; i++) {
+        float *out = dst + (size_t)rows[i] * width;
+        const float *in = src + i * width;
+        for (size_t k = 0; k < width; k++) out[k] += scales[i] * in[k];
+    }
+}
+
 PF_PRIVATE const pf__backend pf__cpu_backend = {
     .name = "cpu",
     .host_memory = 1,
@@ -18747,6 +18855,8 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .reorder_rows = pf__cpu_reorder_rows,
     .device_memory = pf__cpu_device_memory,
     .alloc_scratch = pf__cpu_alloc_scratch,
+    .gather_rows = pf__cpu_gather_rows,
+    .scatter_add_rows = pf__cpu_scatter_add_rows,
     /* The optional ops stay NULL: the host takes the arg-max and samples from downloaded logits,
        residual, norm and biases run as separate passes over host memory, the GEMMs add their
        biases, and a decoder step runs every op as it comes. */
@@ -19180,6 +19290,157 @@ PF_PRIVATE void pf__mel_frontend(const pf_model *m, const float *mel, int num_fr
     for (size_t i = 0; i < half * d; i++) out[i] = pf__speech_gelu(out[i]);
 }
 
+/* ==== src/moe.c ==== */
+/* =============================================================================================== */
+/* mixtures of experts: routing, and the experts a rank holds                                      */
+/* =============================================================================================== */
+
+/* Expert parallelism: every rank holds whole experts (pf__share.expert_begin, .experts; the
+   PF__SPLIT_EXPERTS slices), computes the router on the same input with the same whole weight
+   (so every rank routes every token alike, bit for bit), runs its own experts on the tokens
+   routed to them and adds their weighted outputs into its partial sum, which the block's existing
+   all-reduce completes. The routing itself runs on the host from the downloaded router logits. */
+
+/* One step's routing on a rank's host, in one allocation. */
+typedef struct pf__routing {
+    size_t max_tokens;
+    int experts, top_k;
+    float *logits;    /* [max_tokens][experts]: the router's, downloaded */
+    int32_t *choice;  /* [max_tokens][top_k]: each token's experts, best first */
+    float *weight;    /* [max_tokens][top_k]: their routing weights */
+    int32_t *first;   /* [experts + 1]: expert e's tokens are rows[first[e] .. first[e + 1]) */
+    int32_t *rows;    /* [max_tokens * top_k]: tokens grouped by expert, each group in token order */
+    float *scales;    /* [max_tokens * top_k]: the routing weight of each of those */
+    float *scores;    /* [experts + 1]: one token's scores, then the experts' fill positions */
+} pf__routing;
+
+#ifdef PF_TESTING
+int pf_testing_moe_fault; /* test hooks (testing_hooks.h): 1 rank 1 routes its tokens to other experts,
+                             2 rank 0 drops its first expert's tokens, 3 it adds them twice */
+#endif
+
+static pf__routing *pf__routing_new(size_t max_tokens, int experts, int top_k) {
+    size_t picks = max_tokens * (size_t)top_k;
+    size_t bytes = sizeof(pf__routing) + max_tokens * (size_t)experts * sizeof(float) + picks * 2 * (sizeof(int32_t) + sizeof(float)) +
+                   ((size_t)experts + 1) * (sizeof(int32_t) + sizeof(float));
+    pf__routing *rt = (pf__routing *)malloc(bytes);
+    if (!rt) return NULL;
+    rt->max_tokens = max_tokens;
+    rt->experts = experts;
+    rt->top_k = top_k;
+    rt->logits = (float *)(rt + 1);
+    rt->weight = rt->logits + max_tokens * (size_t)experts;
+    rt->scales = rt->weight + picks;
+    rt->choice = (int32_t *)(rt->scales + picks);
+    rt->rows = rt->choice + picks;
+    rt->first = rt->rows + picks;
+    rt->scores = (float *)(rt->first + experts + 1);
+    return rt;
+}
+
+/* Token t's experts and weights from its router logits: scores (softmax over the experts, or
+   sigmoid), the top_k best (the lower index first on equal scores), their scores renormalised to
+   sum 1 where the family does, times routed_scaling. */
+static void pf__route_token(const pf__config *c, const float *logits, int32_t *choice, float *weight, float *scores) {
+    int E = c->num_experts, k = c->experts_per_token;
+    if (c->router_sigmoid) {
+        for (int e = 0; e < E; e++) scores[e] = 1.0f / (1.0f + expf(-logits[e]));
+    } else {
+        float max = logits[0], sum = 0;
+        for (int e = 1; e < E; e++) max = logits[e] > max ? logits[e] : max;
+        for (int e = 0; e < E; e++) sum += scores[e] = expf(logits[e] - max);
+        for (int e = 0; e < E; e++) scores[e] /= sum;
+    }
+    for (int j = 0; j < k; j++) {
+        int best = -1;
+        for (int e = 0; e < E; e++) {
+            int taken = 0;
+            for (int i = 0; i < j && !taken; i++) taken = choice[i] == e;
+            if (!taken && (best < 0 || scores[e] > scores[best])) best = e;
+        }
+        choice[j] = best;
+        weight[j] = scores[best];
+    }
+    float total = 0;
+    for (int j = 0; j < k; j++) total += weight[j];
+    for (int j = 0; j < k; j++) {
+        if (c->norm_topk_prob) weight[j] /= total;
+        if (c->routed_scaling) weight[j] *= (float)c->routed_scaling;
+    }
+}
+
+/* The routing of n tokens from rt->logits: each token's choices, then the tokens grouped by expert. */
+static void pf__route(const pf__config *c, pf__routing *rt, size_t n, float *scores) {
+    int E = rt->experts, k = rt->top_k;
+    memset(rt->first, 0, ((size_t)E + 1) * sizeof(int32_t));
+    for (size_t t = 0; t < n; t++) {
+        pf__route_token(c, rt->logits + t * (size_t)E, rt->choice + t * (size_t)k, rt->weight + t * (size_t)k, scores);
+        for (int j = 0; j < k; j++) rt->first[rt->choice[t * (size_t)k + (size_t)j] + 1]++;
+    }
+    for (int e = 0; e < E; e++) rt->first[e + 1] += rt->first[e];
+    int32_t *next = (int32_t *)scores; /* scores are spent: the fill position of each expert */
+    for (int e = 0; e < E; e++) next[e] = rt->first[e];
+    for (size_t t = 0; t < n; t++)
+        for (int j = 0; j < k; j++) {
+            int32_t e = rt->choice[t * (size_t)k + (size_t)j], at = next[e]++;
+            rt->rows[at] = (int32_t)t;
+            rt->scales[at] = rt->weight[t * (size_t)k + (size_t)j];
+        }
+}
+
+/* Expert e's (local index) rows of a PF__SPLIT_EXPERTS weight, as a weight of their own. */
+static pf__weight pf__expert_view(const pf__weight *w, int local, int held) {
+    pf__weight v = *w;
+    v.rows = w->rows / (size_t)held;
+    v.data = (char *)w->data + pf__weight_bytes(w->dtype, (size_t)local * v.rows, w->cols);
+    return v;
+}
+
+/* part[N][hidden] = sum over the rank's experts e of routing weight * expert_e(h) for the tokens
+   routed to e (zeros for the others): the layer's share of this rank, summed over the ranks by the
+   caller's all-reduce. h is the same on every rank, and so is the routing. */
+PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, const float *h, float *part, size_t N) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    size_t d = (size_t)c->hidden_size, E = (size_t)c->num_experts, width = (size_t)c->moe_intermediate_size;
+    if (!r->routing || r->routing->max_tokens < N) {
+        free(r->routing);
+        r->routing = pf__routing_new(r->group->max_tokens > N ? r->group->max_tokens : N, c->num_experts, c->experts_per_token);
+        if (!r->routing) {
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory for the routing of %zu tokens", N);
+            return;
+        }
+    }
+    pf__routing *rt = r->routing;
+    /* router = h Wr^T, whole on every rank; each token's experts from it, on the host */
+    be->matmul(r, r->router, h, &L[PF__SLOT_ROUTER_WEIGHT], NULL, N);
+    be->download(r, rt->logits, r->router, N * E * sizeof(float));
+    pf__route(c, rt, N, rt->scores);
+    int faulty = 0;
+#ifdef PF_TESTING
+    faulty = pf_testing_moe_fault;
+    if (faulty == 1 && r->index == 1) /* this rank's tokens go to the next expert */
+        for (size_t i = 0; i < N * (size_t)rt->top_k; i++) rt->rows[i] = (rt->rows[i] + 1) % (int32_t)N;
+#endif
+    be->scale(r, part, N * d, 0.0f);
+    const pf__weight *gate_up = &L[PF__SLOT_EXPERTS_GATE_UP], *down = &L[PF__SLOT_EXPERTS_DOWN];
+    int held = r->share.experts;
+    for (int local = 0; local < held && !pf__rank_failed(r); local++) {
+        int e = r->share.expert_begin + local;
+        size_t first = (size_t)rt->first[e], n = (size_t)rt->first[e + 1] - first;
+        if (!n) continue; /* decode reads only the chosen experts' weights */
+        if (faulty == 2 && r->index == 0 && local == 0) continue;
+        /* mid = gather(h) Wgu_e^T; act = act(gate) * up; out = act Wd_e^T; part[token] += weight * out */
+        pf__weight gu = pf__expert_view(gate_up, local, held), dn = pf__expert_view(down, local, held);
+        be->gather_rows(r, r->expert_in, h, rt->rows + first, n, d);
+        be->matmul(r, r->expert_mid, r->expert_in, &gu, NULL, n);
+        be->gated_activation(r, r->expert_act, r->expert_mid, n, width, c->activation);
+        be->matmul(r, r->expert_out, r->expert_act, &dn, NULL, n);
+        be->scatter_add_rows(r, part, r->expert_out, rt->rows + first, rt->scales + first, n, d);
+        if (faulty == 3 && r->index == 0 && local == 0)
+            be->scatter_add_rows(r, part, r->expert_out, rt->rows + first, rt->scales + first, n, d);
+    }
+}
 /* ==== src/slicing.c ==== */
 /* =============================================================================================== */
 /* slicing weights onto ranks                                                                      */
@@ -19248,6 +19509,11 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
     case PF__SPLIT_HEAD_ROWS: p->col_begin = (size_t)s->head_begin * hd, p->cols = (size_t)s->heads * hd; break;
     case PF__SPLIT_MLP_ROWS: p->col_begin = (size_t)s->mlp_begin, p->cols = (size_t)s->mlp_width; break;
     case PF__SPLIT_VOCAB: p->row_begin = (size_t)s->vocab_begin, p->rows = (size_t)s->vocab_rows; break;
+    case PF__SPLIT_EXPERTS: { /* each expert's rows are contiguous, the experts one after another */
+        size_t per_expert = src->rows / (size_t)c->num_experts;
+        p->row_begin = (size_t)s->expert_begin * per_expert, p->rows = (size_t)s->experts * per_expert;
+        break;
+    }
     }
     return 0;
 }
@@ -19257,6 +19523,10 @@ static size_t pf__plan_row(const pf__plan *p, size_t i) { return p->row_map ? p-
 /* n consecutive values of a source in file order, from element index first, as fp32. */
 static void pf__source_run(float *dst, const pf__source *src, size_t first, size_t n) {
     const unsigned char *at = src->data + first * pf__dtype_size(src->dtype);
+    if (src->pieces) { /* a run never crosses a row's end, so it lies in one piece */
+        size_t piece = src->piece_rows * src->cols;
+        at = src->pieces[first / piece] + (first % piece) * pf__dtype_size(src->dtype);
+    }
     switch (src->dtype) {
     case PF__DTYPE_F32: memcpy(dst, at, n * sizeof(float)); break;
     case PF__DTYPE_F16:
@@ -19653,6 +19923,14 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
     r->attn = (float *)pf__rank_alloc(r, T * q_width * sizeof(float));
     r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
     if (c->gated_mlp) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
+    if (c->num_experts > 0) { /* the router's logits, and one expert's tokens at a time */
+        size_t width = (size_t)c->moe_intermediate_size;
+        r->router = (float *)pf__rank_alloc(r, T * (size_t)c->num_experts * sizeof(float));
+        r->expert_in = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
+        r->expert_out = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
+        r->expert_mid = (float *)pf__rank_alloc(r, T * 2 * width * sizeof(float));
+        r->expert_act = (float *)pf__rank_alloc(r, T * width * sizeof(float));
+    }
     r->logits = (float *)pf__rank_alloc(r, g->logit_rows * r->share.vocab_rows * sizeof(float));
     if (m->sources[PF__SLOT_PATCH_WEIGHT].data)
         r->patch_in = (float *)pf__rank_alloc(r, (size_t)g->max_batch * (size_t)(c->max_positions - 1 - c->distillation) *
@@ -20132,17 +20410,21 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
         mlp_in = r->h;
         if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
     }
-    /* mlp = act(h Win_r^T + bin_r), or act(gate) * up: this rank's columns */
+    /* mlp = act(h Win_r^T + bin_r), or act(gate) * up: this rank's columns; then
+       part = mlp Wdown_r^T. A layer with experts: part = its experts' share of this rank */
     const float *act = r->mlp;
-    if (c->gated_mlp) {
+    int sparse = c->layer_sparse && c->layer_sparse[l];
+    if (sparse) {
+        pf__rank_experts(r, L, mlp_in, r->part, N);
+    } else if (c->gated_mlp) {
         be->matmul(r, r->mlp, mlp_in, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N);
         be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;
     } else {
         pf__rank_mlp_in(r, r->mlp, mlp_in, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N,
                         c->activation);
     }
-    /* part = mlp Wdown_r^T, summed over ranks; x += part + bdown; post-norm: x = norm2(x) */
-    be->matmul(r, r->part, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
+    /* part summed over ranks; x += part + bdown; post-norm: x = norm2(x) */
+    if (!sparse) be->matmul(r, r->part, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
     pf__all_reduce(r, r->part, N * d, "the MLP output's all-reduce");
     const pf__weight *down_b = PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]);
     if (PF__HAS(L[PF__SLOT_MLP_POST_NORM_WEIGHT])) { /* part = post-norm(part + bdown) */
@@ -20546,7 +20828,8 @@ PF_PRIVATE void pf__group_destroy(pf__group *g) {
     free(g);
 }
 
-/* The heads and MLP columns of rank r of n: contiguous, as even as the sizes allow. Key/value
+/* The heads, MLP columns and experts of rank r of n: contiguous, as even as the sizes allow (whole
+   experts: expert parallelism; with fewer experts than ranks some hold none). Key/value
    heads follow the query heads: a rank holds every one its query heads read, so with fewer
    key/value heads than ranks they are replicated. */
 PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n) {
@@ -20558,6 +20841,8 @@ PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n) {
     s.kv_heads = s.heads ? (s.head_begin + s.heads - 1) / group + 1 - s.kv_begin : 0;
     s.mlp_begin = (int)((long long)r * c->intermediate_size / n);
     s.mlp_width = (int)((long long)(r + 1) * c->intermediate_size / n) - s.mlp_begin;
+    s.expert_begin = (int)((long long)r * c->num_experts / n);
+    s.experts = (int)((long long)(r + 1) * c->num_experts / n) - s.expert_begin;
     s.vocab_begin = (int)((long long)r * c->vocab_size / n);
     s.vocab_rows = (int)((long long)(r + 1) * c->vocab_size / n) - s.vocab_begin;
     return s;
@@ -23908,6 +24193,24 @@ PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
    table order) present under the prefix, or bare (lm_head.weight sits outside it). *row is the
    row that matched (the first row when none did) and name its full name; a second spelling
    present too is *other. */
+/* Row t's tensor name for layer `layer`: its pattern, or with PF__LAYOUT_PER_EXPERT the part-th of
+   its '|'-separated parts for expert `expert` (the pattern's second %d). */
+PF_PRIVATE void pf__pattern_name(char *out, size_t size, const pf__arch_tensor *t, int layer, int expert, int part) {
+    if (t->layout != PF__LAYOUT_PER_EXPERT) {
+        snprintf(out, size, t->pattern, layer);
+        return;
+    }
+    const char *begin = t->pattern;
+    for (int k = 0; k < part && strchr(begin, '|'); k++) begin = strchr(begin, '|') + 1;
+    const char *end = strchr(begin, '|');
+    char one[256];
+    size_t n = end ? (size_t)(end - begin) : strlen(begin);
+    if (n >= sizeof one) n = sizeof one - 1;
+    memcpy(one, begin, n);
+    one[n] = 0;
+    snprintf(out, size, one, layer, expert);
+}
+
 PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, pf__slot slot, int layer,
                                           const pf__arch_tensor **row, char *name, size_t name_size,
                                           const pf__st_tensor **other) {
@@ -23922,7 +24225,7 @@ PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, p
         const pf__arch_tensor *t = &rows->tensors[i];
         char pattern[256], full[300];
         if (t->arch != m->config.arch || t->slot != slot || t->encoder != encoder) continue;
-        snprintf(pattern, sizeof pattern, t->pattern, index);
+        pf__pattern_name(pattern, sizeof pattern, t, index, 0, 0);
         snprintf(full, sizeof full, "%s%s", prefix, pattern);
         const pf__st_tensor *st = pf__st_take(&m->st, full);
         if (!st) st = pf__st_take(&m->st, pattern);
@@ -24006,6 +24309,9 @@ PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf
         break;
     default: return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "unknown device %d", (int)o.device);
     }
+    if (c->num_experts > 0 && !backend->scatter_add_rows)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "the %s backend runs no mixture of experts yet (num_experts %d): use CPU ranks",
+                        backend->name, c->num_experts);
     static const pf__dtype dtypes[] = {PF__DTYPE_F32, PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8,
                                        PF__DTYPE_Q4};
     pf__dtype dtype = o.dtype == PF_DTYPE_AUTO && backend != &pf__cpu_backend ? PF__DTYPE_F16 : dtypes[o.dtype];
@@ -24065,6 +24371,7 @@ static pf_result pf__to_cpu_locked(pf_model *m) {
         gathered[i] = m->sources[i];
         gathered[i].data = (const uint8_t *)full[i];
         gathered[i].dtype = PF__DTYPE_F32;
+        gathered[i].pieces = NULL; /* gathered whole */
         if (gathered[i].layout == PF__LAYOUT_IN_OUT) gathered[i].layout = PF__LAYOUT_OUT_IN; /* gathered as [rows][cols] */
         if ((i == PF__SLOT_REL_BIAS || i == PF__SLOT_ENC_REL_BIAS) && full[i]) /* no rank holds it as a weight (each has a table): from the source */
             for (size_t k = 0; k < m->sources[i].rows * m->sources[i].cols; k++)
@@ -27321,6 +27628,13 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
             flat.shape[1] = leading_ones ? st->shape[st->ndim - 1] : (st->shape[0] ? st->numel / st->shape[0] : 0);
         }
     }
+    if (t->layout == PF__LAYOUT_EXPERTS) { /* [experts, rows / experts, cols] checked as [rows, cols] */
+        size_t experts = (size_t)m->config.num_experts;
+        int ok = st->ndim == 3 && st->shape[0] == experts;
+        flat.ndim = ok ? 2 : 0;
+        flat.shape[0] = ok ? st->shape[0] * st->shape[1] : 0;
+        flat.shape[1] = ok ? st->shape[2] : 0;
+    }
     if (t->layout == PF__LAYOUT_HEADS) { /* [heads, head_dim] checked as the vector of its values */
         int ok = st->ndim == 2 && st->shape[1] == (size_t)m->config.head_dim;
         flat.ndim = ok ? 1 : 0;
@@ -27337,7 +27651,49 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
     src->layout = t->layout == PF__LAYOUT_ROW                                       ? PF__LAYOUT_VECTOR
                   : t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV ? PF__LAYOUT_OUT_IN
                   : t->layout == PF__LAYOUT_HEADS                                   ? PF__LAYOUT_VECTOR
+                  : t->layout == PF__LAYOUT_EXPERTS                                 ? PF__LAYOUT_OUT_IN
                                                                                     : t->layout;
+    src->split = t->split;
+    return PF_OK;
+}
+
+/* pf__need_by_config, and the needs that follow the layer: a mixture of experts' layers have a
+   router and experts (layer_sparse), the others a dense MLP. */
+static int pf__need_by_layer(const pf__config *c, pf__need need, int layer, const char **why) {
+    if (need != PF__IF_SPARSE_LAYER && need != PF__IF_DENSE_LAYER) return pf__need_by_config(c, need, why);
+    int sparse = c->layer_sparse && c->layer_sparse[layer];
+    *why = sparse ? "the layer has experts (num_experts, decoder_sparse_step, mlp_only_layers)"
+                  : "the layer has a dense MLP (num_experts, decoder_sparse_step, mlp_only_layers)";
+    return need == PF__IF_SPARSE_LAYER ? sparse : !sparse;
+}
+
+/* A PF__LAYOUT_PER_EXPERT slot of layer l: every expert's tensor of every part of row t's
+   pattern, each [rows / (experts * parts), cols] of one dtype, joined as src's pieces (no copy). */
+static pf_result pf__take_expert_pieces(pf_model *m, const char *prefix, const pf__arch_tensor *t, int l, pf__source *src) {
+    const pf__config *c = &m->config;
+    int parts = pf__pattern_parts(t->pattern);
+    size_t count = (size_t)c->num_experts * (size_t)parts, piece_rows = src->rows / count;
+    src->pieces = (const uint8_t **)calloc(count, sizeof *src->pieces);
+    if (!src->pieces) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    src->piece_rows = piece_rows;
+    for (size_t k = 0; k < count; k++) {
+        char bare[256], name[300];
+        pf__pattern_name(bare, sizeof bare, t, l, (int)(k / (size_t)parts), (int)(k % (size_t)parts));
+        snprintf(name, sizeof name, "%s%s", prefix, bare);
+        const pf__st_tensor *st = pf__st_take(&m->st, name);
+        if (!st) st = pf__st_take(&m->st, bare);
+        if (!st) return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s'", m->dir, name);
+        if (st->dtype == PF__DTYPE_OTHER || (k && st->dtype != src->dtype))
+            return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' has %s", st->file->path, st->name,
+                            k ? "another dtype than its layer's other experts" : "an unsupported dtype (F32, F16 and BF16 are)");
+        if (st->ndim != 2 || st->shape[0] != piece_rows || st->shape[1] != src->cols)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is not [%zu, %zu] as the config needs", st->file->path,
+                            st->name, piece_rows, src->cols);
+        src->pieces[k] = st->data;
+        src->dtype = st->dtype;
+    }
+    src->data = src->pieces[0];
+    src->layout = PF__LAYOUT_OUT_IN;
     src->split = t->split;
     return PF_OK;
 }
@@ -27359,7 +27715,7 @@ static pf_result pf__take_slots(pf_model *m, const char *prefix) {
                 return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensors '%s' and '%s' are two spellings of one weight", m->dir,
                                 st->name, other->name);
             const char *why = NULL;
-            int by_config = pf__need_by_config(c, t->need, &why), wanted = by_config > 0;
+            int by_config = pf__need_by_layer(c, t->need, l, &why), wanted = by_config > 0;
             if (by_config >= 0 && st && !wanted)
                 return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is in the checkpoint but config.json says %s",
                                 m->dir, st->name, why);
@@ -27374,7 +27730,8 @@ static pf_result pf__take_slots(pf_model *m, const char *prefix) {
                                 st->file->path, st->name);
             pf__source *src = &m->sources[pf__slot_index((pf__slot)slot, l)];
             pf__slot_shape(c, (pf__slot)slot, &src->rows, &src->cols);
-            pf_result r = pf__take_source(m, t, st, src);
+            pf_result r = t->layout == PF__LAYOUT_PER_EXPERT ? pf__take_expert_pieces(m, prefix, t, l, src)
+                                                             : pf__take_source(m, t, st, src);
             if (r) return r;
         }
     }
@@ -27753,6 +28110,7 @@ void pf_free(pf_model *m) {
     pf__group_destroy(m->group);
     pf_tokenizer_free(m->tokenizer);
     pf__st_close(&m->st);
+    for (size_t i = 0; m->sources && i < pf__num_slots(&m->config); i++) free((void *)m->sources[i].pieces);
     free(m->sources);
     for (int i = 0; i < m->num_scaled; i++) free(m->scaled[i]);
     pf__speech_free(m->speech);
@@ -27761,6 +28119,7 @@ void pf_free(pf_model *m) {
     free(m->inv_freq);
     free(m->config.layer_window);
     free(m->config.layer_rope);
+    free(m->config.layer_sparse);
     pf__policy_release(m->config.arch);
     free(m->config.eos_ids);
     free(m->config.suppress_ids);

@@ -382,17 +382,21 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
         mlp_in = r->h;
         if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
     }
-    /* mlp = act(h Win_r^T + bin_r), or act(gate) * up: this rank's columns */
+    /* mlp = act(h Win_r^T + bin_r), or act(gate) * up: this rank's columns; then
+       part = mlp Wdown_r^T. A layer with experts: part = its experts' share of this rank */
     const float *act = r->mlp;
-    if (c->gated_mlp) {
+    int sparse = c->layer_sparse && c->layer_sparse[l];
+    if (sparse) {
+        pf__rank_experts(r, L, mlp_in, r->part, N);
+    } else if (c->gated_mlp) {
         be->matmul(r, r->mlp, mlp_in, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N);
         be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;
     } else {
         pf__rank_mlp_in(r, r->mlp, mlp_in, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N,
                         c->activation);
     }
-    /* part = mlp Wdown_r^T, summed over ranks; x += part + bdown; post-norm: x = norm2(x) */
-    be->matmul(r, r->part, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
+    /* part summed over ranks; x += part + bdown; post-norm: x = norm2(x) */
+    if (!sparse) be->matmul(r, r->part, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
     pf__all_reduce(r, r->part, N * d, "the MLP output's all-reduce");
     const pf__weight *down_b = PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]);
     if (PF__HAS(L[PF__SLOT_MLP_POST_NORM_WEIGHT])) { /* part = post-norm(part + bdown) */
