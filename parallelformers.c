@@ -361,8 +361,11 @@ typedef enum {
     PF__SPLIT_HEAD_ROWS,
     PF__SPLIT_MLP_ROWS,
     PF__SPLIT_VOCAB,
-    PF__SPLIT_EXPERTS /* rows of whole experts ([experts * R, cols], expert-major): the rank's experts'
-                         (expert parallelism) */
+    /* experts stacked expert after expert: each rank the rows of its experts (pf__share.experts;
+       expert parallelism: all of each one's), and of each its expert columns (expert slicing: all
+       experts, each split as a dense MLP is) */
+    PF__SPLIT_EXPERTS_GATE_UP, /* [experts * 2 I, hidden]: the columns of gate and of up */
+    PF__SPLIT_EXPERTS_DOWN     /* [experts * hidden, I]: the input columns */
 } pf__split;
 
 /* Whether a tensor must be in the file: the PF__IF_ needs follow a config field (present exactly
@@ -1388,7 +1391,8 @@ typedef struct pf__share {
     int head_begin, heads;
     int kv_begin, kv_heads; /* the key/value heads its query heads read (replicated if shared) */
     int mlp_begin, mlp_width;
-    int expert_begin, experts;   /* the whole experts it holds (expert parallelism) */
+    int expert_begin, experts;   /* the experts it holds a part of: some (expert parallelism) or all (slicing) */
+    int expert_col_begin, expert_width; /* of each, these columns of moe_intermediate_size: all, or a share */
     int vocab_begin, vocab_rows; /* token embedding and LM head rows */
 } pf__share;
 
@@ -1750,7 +1754,7 @@ PF_PRIVATE pf_result pf__group_run(pf__group *g, pf__job_kind kind, const pf__jo
 PF_PRIVATE pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job);
 PF_PRIVATE void pf__group_destroy(pf__group *g);
 PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, const float *h, float *part, size_t N);
-PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n);
+PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n, int slice_experts);
 
 /* ---- src/cuda_backend.c ---- */
 #ifdef PF_CUDA
@@ -4440,7 +4444,7 @@ static const char *pf__split_name(int v) {
         PF__NAME(PF__SPLIT_, NONE) PF__NAME(PF__SPLIT_, QKV_COLUMNS) PF__NAME(PF__SPLIT_, HEAD_COLUMNS)
         PF__NAME(PF__SPLIT_, KV_COLUMNS) PF__NAME(PF__SPLIT_, MLP_COLUMNS) PF__NAME(PF__SPLIT_, HEAD_ROWS)
         PF__NAME(PF__SPLIT_, MLP_ROWS) PF__NAME(PF__SPLIT_, VOCAB) PF__NAME(PF__SPLIT_, GATE_UP_COLUMNS)
-        PF__NAME(PF__SPLIT_, EXPERTS)
+        PF__NAME(PF__SPLIT_, EXPERTS_GATE_UP) PF__NAME(PF__SPLIT_, EXPERTS_DOWN)
     }
     return NULL;
 }
@@ -19296,7 +19300,7 @@ PF_PRIVATE void pf__mel_frontend(const pf_model *m, const float *mel, int num_fr
 /* =============================================================================================== */
 
 /* Expert parallelism: every rank holds whole experts (pf__share.expert_begin, .experts; the
-   PF__SPLIT_EXPERTS slices), computes the router on the same input with the same whole weight
+   PF__SPLIT_EXPERTS_* slices), or with expert slicing its columns of every expert; computes the router on the same input with the same whole weight
    (so every rank routes every token alike, bit for bit), runs its own experts on the tokens
    routed to them and adds their weighted outputs into its partial sum, which the block's existing
    all-reduce completes. The routing itself runs on the host from the downloaded router logits. */
@@ -19388,7 +19392,7 @@ static void pf__route(const pf__config *c, pf__routing *rt, size_t n, float *sco
         }
 }
 
-/* Expert e's (local index) rows of a PF__SPLIT_EXPERTS weight, as a weight of their own. */
+/* Expert e's (local index) rows of a PF__SPLIT_EXPERTS_* weight, as a weight of their own. */
 static pf__weight pf__expert_view(const pf__weight *w, int local, int held) {
     pf__weight v = *w;
     v.rows = w->rows / (size_t)held;
@@ -19402,7 +19406,7 @@ static pf__weight pf__expert_view(const pf__weight *w, int local, int held) {
 PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, const float *h, float *part, size_t N) {
     const pf__config *c = &r->group->model->config;
     const pf__backend *be = r->backend;
-    size_t d = (size_t)c->hidden_size, E = (size_t)c->num_experts, width = (size_t)c->moe_intermediate_size;
+    size_t d = (size_t)c->hidden_size, E = (size_t)c->num_experts, width = (size_t)r->share.expert_width;
     if (!r->routing || r->routing->max_tokens < N) {
         free(r->routing);
         r->routing = pf__routing_new(r->group->max_tokens > N ? r->group->max_tokens : N, c->num_experts, c->experts_per_token);
@@ -19428,7 +19432,7 @@ PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, const float *
     for (int local = 0; local < held && !pf__rank_failed(r); local++) {
         int e = r->share.expert_begin + local;
         size_t first = (size_t)rt->first[e], n = (size_t)rt->first[e + 1] - first;
-        if (!n) continue; /* decode reads only the chosen experts' weights */
+        if (!n || !width) continue; /* decode reads only the chosen experts' weights */
         if (faulty == 2 && r->index == 0 && local == 0) continue;
         /* mid = gather(h) Wgu_e^T; act = act(gate) * up; out = act Wd_e^T; part[token] += weight * out */
         pf__weight gu = pf__expert_view(gate_up, local, held), dn = pf__expert_view(down, local, held);
@@ -19509,9 +19513,22 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
     case PF__SPLIT_HEAD_ROWS: p->col_begin = (size_t)s->head_begin * hd, p->cols = (size_t)s->heads * hd; break;
     case PF__SPLIT_MLP_ROWS: p->col_begin = (size_t)s->mlp_begin, p->cols = (size_t)s->mlp_width; break;
     case PF__SPLIT_VOCAB: p->row_begin = (size_t)s->vocab_begin, p->rows = (size_t)s->vocab_rows; break;
-    case PF__SPLIT_EXPERTS: { /* each expert's rows are contiguous, the experts one after another */
+    case PF__SPLIT_EXPERTS_GATE_UP: { /* of each of its experts, its columns of gate, then of up */
+        size_t I = (size_t)c->moe_intermediate_size, w = (size_t)s->expert_width;
+        p->rows = (size_t)s->experts * 2 * w;
+        if (!p->rows) break;
+        p->row_map = (size_t *)malloc(p->rows * sizeof *p->row_map);
+        if (!p->row_map) return -1;
+        for (size_t e = 0, k = 0; e < (size_t)s->experts; e++)
+            for (size_t half = 0; half < 2; half++)
+                for (size_t i = 0; i < w; i++)
+                    p->row_map[k++] = ((size_t)s->expert_begin + e) * 2 * I + half * I + (size_t)s->expert_col_begin + i;
+        break;
+    }
+    case PF__SPLIT_EXPERTS_DOWN: { /* each expert's [hidden, I] after the other: the experts' rows, its columns */
         size_t per_expert = src->rows / (size_t)c->num_experts;
         p->row_begin = (size_t)s->expert_begin * per_expert, p->rows = (size_t)s->experts * per_expert;
+        p->col_begin = (size_t)s->expert_col_begin, p->cols = (size_t)s->expert_width;
         break;
     }
     }
@@ -20361,7 +20378,10 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
        or over the whole projection, its statistics summed over the ranks */
     if (qk_norm)
         be->head_norm(r, r->qkv, q_norm, k_norm, q_norm_b, k_norm_b, N, shape, eps, a->norm, c->qk_norm_per_head);
-    if (c->qk_norm == PF__QK_NORM_PROJECTION && (q_norm || k_norm))
+    /* (every rank enters its all-reduce, one without heads too: the model decides, not the slice) */
+    const pf__source *sources = g->model->sources;
+    if (c->qk_norm == PF__QK_NORM_PROJECTION && (sources[pf__slot_index(PF__SLOT_Q_NORM_WEIGHT, l)].data ||
+                                                 sources[pf__slot_index(PF__SLOT_K_NORM_WEIGHT, l)].data))
         pf__rank_projection_qk_norm(r, q_norm, k_norm, N, shape, eps);
     /* q, k = rotate(q, k) by position (not on NoPE layers: layer_rope, SmolLM3's list or Cohere2's global layers) */
     if (rotary) {
@@ -20828,11 +20848,12 @@ PF_PRIVATE void pf__group_destroy(pf__group *g) {
     free(g);
 }
 
-/* The heads, MLP columns and experts of rank r of n: contiguous, as even as the sizes allow (whole
-   experts: expert parallelism; with fewer experts than ranks some hold none). Key/value
+/* The heads, MLP columns and experts of rank r of n: contiguous, as even as the sizes allow: whole
+   experts (expert parallelism; with fewer experts than ranks some hold none), or with slice_experts
+   every expert's columns as a dense MLP's. Key/value
    heads follow the query heads: a rank holds every one its query heads read, so with fewer
    key/value heads than ranks they are replicated. */
-PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n) {
+PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n, int slice_experts) {
     pf__share s;
     int group = c->num_heads / c->num_kv_heads;
     s.head_begin = (int)((long long)r * c->num_heads / n);
@@ -20841,8 +20862,11 @@ PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n) {
     s.kv_heads = s.heads ? (s.head_begin + s.heads - 1) / group + 1 - s.kv_begin : 0;
     s.mlp_begin = (int)((long long)r * c->intermediate_size / n);
     s.mlp_width = (int)((long long)(r + 1) * c->intermediate_size / n) - s.mlp_begin;
-    s.expert_begin = (int)((long long)r * c->num_experts / n);
-    s.experts = (int)((long long)(r + 1) * c->num_experts / n) - s.expert_begin;
+    s.expert_begin = slice_experts ? 0 : (int)((long long)r * c->num_experts / n);
+    s.experts = slice_experts ? c->num_experts : (int)((long long)(r + 1) * c->num_experts / n) - s.expert_begin;
+    s.expert_col_begin = slice_experts ? (int)((long long)r * c->moe_intermediate_size / n) : 0;
+    s.expert_width = slice_experts ? (int)((long long)(r + 1) * c->moe_intermediate_size / n) - s.expert_col_begin
+                                   : c->moe_intermediate_size;
     s.vocab_begin = (int)((long long)r * c->vocab_size / n);
     s.vocab_rows = (int)((long long)(r + 1) * c->vocab_size / n) - s.vocab_begin;
     return s;
@@ -22286,13 +22310,16 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
         pf__group_destroy(g);
         return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }
+    /* expert slicing where asked, or by default where whole experts would leave ranks without any */
+    int slice_experts = o->expert_split == PF_EXPERT_SPLIT_COLUMNS ||
+                        (o->expert_split == PF_EXPERT_SPLIT_AUTO && c->num_experts > 0 && c->num_experts < num_ranks);
     for (int i = 0; i < num_ranks; i++) {
         pf__rank *r = &g->ranks[i];
         r->group = g;
         r->index = i;
         r->backend = backend;
         r->device = o->device_ids ? o->device_ids[i] : i;
-        r->share = pf__share_for(c, i, num_ranks);
+        r->share = pf__share_for(c, i, num_ranks, slice_experts);
     }
     if (backend->group_begin) {
         pf_result res = backend->group_begin(g, pf__error_buffer(m), PF__MESSAGE_SIZE);
@@ -24309,6 +24336,8 @@ PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf
         break;
     default: return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "unknown device %d", (int)o.device);
     }
+    if (o.expert_split < PF_EXPERT_SPLIT_AUTO || o.expert_split > PF_EXPERT_SPLIT_COLUMNS)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "unknown expert_split %d", (int)o.expert_split);
     if (c->num_experts > 0 && !backend->scatter_add_rows)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "the %s backend runs no mixture of experts yet (num_experts %d): use CPU ranks",
                         backend->name, c->num_experts);

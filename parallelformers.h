@@ -346,6 +346,14 @@ typedef enum pf_dtype {
     PF_DTYPE_Q4_0
 } pf_dtype;
 
+/* Where a mixture of experts' experts go (pf_parallel_options.expert_split). */
+typedef enum pf_expert_split {
+    PF_EXPERT_SPLIT_AUTO = 0, /* whole experts, unless the model has fewer experts than ranks: columns */
+    PF_EXPERT_SPLIT_WHOLE,    /* expert parallelism: each rank holds whole experts (as even a count as
+                                 the numbers allow) and runs them on the tokens routed to them */
+    PF_EXPERT_SPLIT_COLUMNS   /* every expert on every rank, split by its columns as a dense MLP is */
+} pf_expert_split;
+
 typedef struct pf_parallel_options {
     pf_device device;
     pf_dtype dtype;          /* weight storage on the ranks (see pf_dtype) */
@@ -388,6 +396,9 @@ typedef struct pf_parallel_options {
                                 PF_ERROR_OUT_OF_MEMORY naming max_sequence_length and max_batch,
                                 before anything is allocated, instead of an allocation that the
                                 system grants lazily and a first long request that is killed. */
+    pf_expert_split expert_split; /* mixtures of experts: whole experts per rank or every expert's
+                                columns (see pf_expert_split); the routing, attention and dense
+                                layers are the same either way. 0: PF_EXPERT_SPLIT_AUTO */
 } pf_parallel_options;
 
 pf_parallel_options pf_parallel_options_init(void); /* the defaults described above; any thread */

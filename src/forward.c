@@ -333,7 +333,10 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
        or over the whole projection, its statistics summed over the ranks */
     if (qk_norm)
         be->head_norm(r, r->qkv, q_norm, k_norm, q_norm_b, k_norm_b, N, shape, eps, a->norm, c->qk_norm_per_head);
-    if (c->qk_norm == PF__QK_NORM_PROJECTION && (q_norm || k_norm))
+    /* (every rank enters its all-reduce, one without heads too: the model decides, not the slice) */
+    const pf__source *sources = g->model->sources;
+    if (c->qk_norm == PF__QK_NORM_PROJECTION && (sources[pf__slot_index(PF__SLOT_Q_NORM_WEIGHT, l)].data ||
+                                                 sources[pf__slot_index(PF__SLOT_K_NORM_WEIGHT, l)].data))
         pf__rank_projection_qk_norm(r, q_norm, k_norm, N, shape, eps);
     /* q, k = rotate(q, k) by position (not on NoPE layers: layer_rope, SmolLM3's list or Cohere2's global layers) */
     if (rotary) {

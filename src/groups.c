@@ -108,13 +108,16 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
         pf__group_destroy(g);
         return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }
+    /* expert slicing where asked, or by default where whole experts would leave ranks without any */
+    int slice_experts = o->expert_split == PF_EXPERT_SPLIT_COLUMNS ||
+                        (o->expert_split == PF_EXPERT_SPLIT_AUTO && c->num_experts > 0 && c->num_experts < num_ranks);
     for (int i = 0; i < num_ranks; i++) {
         pf__rank *r = &g->ranks[i];
         r->group = g;
         r->index = i;
         r->backend = backend;
         r->device = o->device_ids ? o->device_ids[i] : i;
-        r->share = pf__share_for(c, i, num_ranks);
+        r->share = pf__share_for(c, i, num_ranks, slice_experts);
     }
     if (backend->group_begin) {
         pf_result res = backend->group_begin(g, pf__error_buffer(m), PF__MESSAGE_SIZE);

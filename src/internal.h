@@ -323,8 +323,11 @@ typedef enum {
     PF__SPLIT_HEAD_ROWS,
     PF__SPLIT_MLP_ROWS,
     PF__SPLIT_VOCAB,
-    PF__SPLIT_EXPERTS /* rows of whole experts ([experts * R, cols], expert-major): the rank's experts'
-                         (expert parallelism) */
+    /* experts stacked expert after expert: each rank the rows of its experts (pf__share.experts;
+       expert parallelism: all of each one's), and of each its expert columns (expert slicing: all
+       experts, each split as a dense MLP is) */
+    PF__SPLIT_EXPERTS_GATE_UP, /* [experts * 2 I, hidden]: the columns of gate and of up */
+    PF__SPLIT_EXPERTS_DOWN     /* [experts * hidden, I]: the input columns */
 } pf__split;
 
 /* Whether a tensor must be in the file: the PF__IF_ needs follow a config field (present exactly
@@ -1350,7 +1353,8 @@ typedef struct pf__share {
     int head_begin, heads;
     int kv_begin, kv_heads; /* the key/value heads its query heads read (replicated if shared) */
     int mlp_begin, mlp_width;
-    int expert_begin, experts;   /* the whole experts it holds (expert parallelism) */
+    int expert_begin, experts;   /* the experts it holds a part of: some (expert parallelism) or all (slicing) */
+    int expert_col_begin, expert_width; /* of each, these columns of moe_intermediate_size: all, or a share */
     int vocab_begin, vocab_rows; /* token embedding and LM head rows */
 } pf__share;
 
@@ -1712,7 +1716,7 @@ PF_PRIVATE pf_result pf__group_run(pf__group *g, pf__job_kind kind, const pf__jo
 PF_PRIVATE pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job);
 PF_PRIVATE void pf__group_destroy(pf__group *g);
 PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, const float *h, float *part, size_t N);
-PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n);
+PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n, int slice_experts);
 
 /* ---- src/cuda_backend.c ---- */
 #ifdef PF_CUDA

@@ -4,7 +4,7 @@
 /* =============================================================================================== */
 
 /* Expert parallelism: every rank holds whole experts (pf__share.expert_begin, .experts; the
-   PF__SPLIT_EXPERTS slices), computes the router on the same input with the same whole weight
+   PF__SPLIT_EXPERTS_* slices), or with expert slicing its columns of every expert; computes the router on the same input with the same whole weight
    (so every rank routes every token alike, bit for bit), runs its own experts on the tokens
    routed to them and adds their weighted outputs into its partial sum, which the block's existing
    all-reduce completes. The routing itself runs on the host from the downloaded router logits. */
@@ -96,7 +96,7 @@ static void pf__route(const pf__config *c, pf__routing *rt, size_t n, float *sco
         }
 }
 
-/* Expert e's (local index) rows of a PF__SPLIT_EXPERTS weight, as a weight of their own. */
+/* Expert e's (local index) rows of a PF__SPLIT_EXPERTS_* weight, as a weight of their own. */
 static pf__weight pf__expert_view(const pf__weight *w, int local, int held) {
     pf__weight v = *w;
     v.rows = w->rows / (size_t)held;
@@ -110,7 +110,7 @@ static pf__weight pf__expert_view(const pf__weight *w, int local, int held) {
 PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, const float *h, float *part, size_t N) {
     const pf__config *c = &r->group->model->config;
     const pf__backend *be = r->backend;
-    size_t d = (size_t)c->hidden_size, E = (size_t)c->num_experts, width = (size_t)c->moe_intermediate_size;
+    size_t d = (size_t)c->hidden_size, E = (size_t)c->num_experts, width = (size_t)r->share.expert_width;
     if (!r->routing || r->routing->max_tokens < N) {
         free(r->routing);
         r->routing = pf__routing_new(r->group->max_tokens > N ? r->group->max_tokens : N, c->num_experts, c->experts_per_token);
@@ -136,7 +136,7 @@ PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, const float *
     for (int local = 0; local < held && !pf__rank_failed(r); local++) {
         int e = r->share.expert_begin + local;
         size_t first = (size_t)rt->first[e], n = (size_t)rt->first[e + 1] - first;
-        if (!n) continue; /* decode reads only the chosen experts' weights */
+        if (!n || !width) continue; /* decode reads only the chosen experts' weights */
         if (faulty == 2 && r->index == 0 && local == 0) continue;
         /* mid = gather(h) Wgu_e^T; act = act(gate) * up; out = act Wd_e^T; part[token] += weight * out */
         pf__weight gu = pf__expert_view(gate_up, local, held), dn = pf__expert_view(down, local, held);

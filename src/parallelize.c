@@ -41,6 +41,8 @@ PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf
         break;
     default: return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "unknown device %d", (int)o.device);
     }
+    if (o.expert_split < PF_EXPERT_SPLIT_AUTO || o.expert_split > PF_EXPERT_SPLIT_COLUMNS)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "unknown expert_split %d", (int)o.expert_split);
     if (c->num_experts > 0 && !backend->scatter_add_rows)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "the %s backend runs no mixture of experts yet (num_experts %d): use CPU ranks",
                         backend->name, c->num_experts);

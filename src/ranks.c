@@ -147,11 +147,12 @@ PF_PRIVATE void pf__group_destroy(pf__group *g) {
     free(g);
 }
 
-/* The heads, MLP columns and experts of rank r of n: contiguous, as even as the sizes allow (whole
-   experts: expert parallelism; with fewer experts than ranks some hold none). Key/value
+/* The heads, MLP columns and experts of rank r of n: contiguous, as even as the sizes allow: whole
+   experts (expert parallelism; with fewer experts than ranks some hold none), or with slice_experts
+   every expert's columns as a dense MLP's. Key/value
    heads follow the query heads: a rank holds every one its query heads read, so with fewer
    key/value heads than ranks they are replicated. */
-PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n) {
+PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n, int slice_experts) {
     pf__share s;
     int group = c->num_heads / c->num_kv_heads;
     s.head_begin = (int)((long long)r * c->num_heads / n);
@@ -160,8 +161,11 @@ PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n) {
     s.kv_heads = s.heads ? (s.head_begin + s.heads - 1) / group + 1 - s.kv_begin : 0;
     s.mlp_begin = (int)((long long)r * c->intermediate_size / n);
     s.mlp_width = (int)((long long)(r + 1) * c->intermediate_size / n) - s.mlp_begin;
-    s.expert_begin = (int)((long long)r * c->num_experts / n);
-    s.experts = (int)((long long)(r + 1) * c->num_experts / n) - s.expert_begin;
+    s.expert_begin = slice_experts ? 0 : (int)((long long)r * c->num_experts / n);
+    s.experts = slice_experts ? c->num_experts : (int)((long long)(r + 1) * c->num_experts / n) - s.expert_begin;
+    s.expert_col_begin = slice_experts ? (int)((long long)r * c->moe_intermediate_size / n) : 0;
+    s.expert_width = slice_experts ? (int)((long long)(r + 1) * c->moe_intermediate_size / n) - s.expert_col_begin
+                                   : c->moe_intermediate_size;
     s.vocab_begin = (int)((long long)r * c->vocab_size / n);
     s.vocab_rows = (int)((long long)(r + 1) * c->vocab_size / n) - s.vocab_begin;
     return s;

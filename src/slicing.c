@@ -66,9 +66,22 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
     case PF__SPLIT_HEAD_ROWS: p->col_begin = (size_t)s->head_begin * hd, p->cols = (size_t)s->heads * hd; break;
     case PF__SPLIT_MLP_ROWS: p->col_begin = (size_t)s->mlp_begin, p->cols = (size_t)s->mlp_width; break;
     case PF__SPLIT_VOCAB: p->row_begin = (size_t)s->vocab_begin, p->rows = (size_t)s->vocab_rows; break;
-    case PF__SPLIT_EXPERTS: { /* each expert's rows are contiguous, the experts one after another */
+    case PF__SPLIT_EXPERTS_GATE_UP: { /* of each of its experts, its columns of gate, then of up */
+        size_t I = (size_t)c->moe_intermediate_size, w = (size_t)s->expert_width;
+        p->rows = (size_t)s->experts * 2 * w;
+        if (!p->rows) break;
+        p->row_map = (size_t *)malloc(p->rows * sizeof *p->row_map);
+        if (!p->row_map) return -1;
+        for (size_t e = 0, k = 0; e < (size_t)s->experts; e++)
+            for (size_t half = 0; half < 2; half++)
+                for (size_t i = 0; i < w; i++)
+                    p->row_map[k++] = ((size_t)s->expert_begin + e) * 2 * I + half * I + (size_t)s->expert_col_begin + i;
+        break;
+    }
+    case PF__SPLIT_EXPERTS_DOWN: { /* each expert's [hidden, I] after the other: the experts' rows, its columns */
         size_t per_expert = src->rows / (size_t)c->num_experts;
         p->row_begin = (size_t)s->expert_begin * per_expert, p->rows = (size_t)s->experts * per_expert;
+        p->col_begin = (size_t)s->expert_col_begin, p->cols = (size_t)s->expert_width;
         break;
     }
     }

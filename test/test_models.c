@@ -1044,10 +1044,46 @@ static void test_moe_memory(const char *name) {
     fixture_close(&f);
 }
 
+/* Expert slicing (PF_EXPERT_SPLIT_COLUMNS, and the default where experts are fewer than ranks):
+   every expert's columns on every rank give transformers' logits and greedy tokens too, with the
+   weights near 1/N per rank. */
+static void test_moe_slicing(const char *name) {
+    fixture f;
+    if (fixture_open(name, &f)) return;
+    size_t n = (size_t)f.ref.num_prompt_ids * f.vocab;
+    pf_parallel_options po = cpu_options();
+    pf_memory_info one = {0};
+    CHECK(pf_parallelize(f.model, 1, &po) == PF_OK && pf_get_memory_info(f.model, 0, &one) == PF_OK);
+    for (int ranks = 2; ranks <= 8; ranks += ranks == 3 ? 5 : 1) { /* 2, 3, and 8: more ranks than experts */
+        po.expert_split = ranks == 8 ? PF_EXPERT_SPLIT_AUTO : PF_EXPERT_SPLIT_COLUMNS;
+        pf_result r = pf_parallelize(f.model, ranks, &po);
+        CHECK_MSG(r == PF_OK, "%s sliced on %d ranks: %s", name, ranks, pf_error_message(f.model));
+        if (r) continue;
+        float *logits = prompt_logits(&f);
+        float diff = logits ? test_max_abs_diff(logits, f.ref_logits, n) : -1;
+        CHECK_MSG(logits && diff <= TOLERANCE_HF, "%s with its experts sliced on %d ranks: logits differ from "
+                  "transformers by %g", name, ranks, diff);
+        free(logits);
+        check_greedy(&f, name, ranks);
+        size_t most = 0;
+        for (int i = 0; i < ranks; i++) {
+            pf_memory_info info = {0};
+            CHECK(pf_get_memory_info(f.model, i, &info) == PF_OK);
+            if (info.weights > most) most = info.weights;
+        }
+        CHECK_MSG((double)most < (double)one.weights / ranks * 1.25 + 64 * 1024,
+                  "%s sliced on %d ranks: a rank holds %zu weight bytes of %zu on one", name, ranks, most, one.weights);
+    }
+    po.expert_split = (pf_expert_split)7;
+    CHECK(pf_parallelize(f.model, 2, &po) == PF_ERROR_INVALID_ARGUMENT && strstr(pf_error_message(f.model), "expert_split"));
+    fixture_close(&f);
+}
+
 void test_moe(void) {
     for (size_t i = 0; i < sizeof moe_fixtures / sizeof moe_fixtures[0]; i++) {
         test_family_generation(moe_fixtures[i]);
         test_moe_memory(moe_fixtures[i]);
+        test_moe_slicing(moe_fixtures[i]);
 #ifdef PF_TESTING
         test_moe_faults(moe_fixtures[i]);
 #endif
