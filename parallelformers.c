@@ -300,6 +300,12 @@ typedef enum {
     PF__SLOT_ROUTER_WEIGHT,      /* [experts, hidden]: the router, whole on every rank */
     PF__SLOT_EXPERTS_GATE_UP,    /* [experts * 2 I_e, hidden]: expert e's gate rows, then its up rows */
     PF__SLOT_EXPERTS_DOWN,       /* [experts * hidden, I_e]: expert e's down projection */
+    PF__SLOT_SHARED_GATE_WEIGHT, /* [I_s, hidden]: the shared expert every token runs (Qwen2-MoE), split as a dense MLP */
+    PF__SLOT_SHARED_GATE_BIAS,   /* [I_s] (no family has it: the stack's bias pair) */
+    PF__SLOT_SHARED_UP_WEIGHT,   /* [I_s, hidden] */
+    PF__SLOT_SHARED_UP_BIAS,     /* [I_s] */
+    PF__SLOT_SHARED_DOWN_WEIGHT, /* [hidden, I_s] */
+    PF__SLOT_SHARED_EXPERT_GATE, /* [1, hidden]: the shared expert's output times sigmoid(x w), whole on every rank */
     /* Norms of a sublayer's output before its residual add ("sandwich" norms: Gemma 2; OLMo 2's,
        which has no pre-norms), each used where present, independent of the pre-norms: */
     PF__SLOT_ATTN_POST_NORM_WEIGHT, /* [hidden] */
@@ -322,6 +328,8 @@ typedef enum {
     PF__SLOT_QKV_BIAS,
     PF__SLOT_MLP_IN_WEIGHT,    /* [gate_r | up_r, hidden], or up_r alone */
     PF__SLOT_MLP_IN_BIAS,
+    PF__SLOT_SHARED_IN_WEIGHT, /* [gate_r | up_r, hidden] of the shared expert */
+    PF__SLOT_SHARED_IN_BIAS,
     PF__SLOT_COUNT
 } pf__slot;
 #define PF__LAYER_SLOTS (PF__SLOT_COUNT - PF__SLOT_FIRST_LAYER)
@@ -365,7 +373,9 @@ typedef enum {
        expert parallelism: all of each one's), and of each its expert columns (expert slicing: all
        experts, each split as a dense MLP is) */
     PF__SPLIT_EXPERTS_GATE_UP, /* [experts * 2 I, hidden]: the columns of gate and of up */
-    PF__SPLIT_EXPERTS_DOWN     /* [experts * hidden, I]: the input columns */
+    PF__SPLIT_EXPERTS_DOWN,    /* [experts * hidden, I]: the input columns */
+    PF__SPLIT_SHARED_COLUMNS,  /* the shared expert's output features (pf__share.shared_begin, .shared_width) */
+    PF__SPLIT_SHARED_ROWS      /* its input features */
 } pf__split;
 
 /* Whether a tensor must be in the file: the PF__IF_ needs follow a config field (present exactly
@@ -642,6 +652,7 @@ typedef struct pf__config {
     int router_sigmoid;             /* 1: scores are sigmoid(logits) (DeepSeek V3); 0: softmax over the experts */
     double routed_scaling;          /* the routed experts' sum times this; 0: 1 (DeepSeek's routed_scaling_factor) */
     int moe_intermediate_size;      /* each expert's MLP width */
+    int shared_intermediate_size;   /* the shared expert's width (Qwen2-MoE); 0: none */
     int decoder_sparse_step;        /* layer l has experts when (l + 1) % step == 0 (Qwen2-MoE); 0: every layer */
     int *layer_sparse;              /* [num_layers]: 1 where the layer has experts (decoder_sparse_step, minus
                                        mlp_only_layers); NULL for a dense model; owned */
@@ -1393,6 +1404,7 @@ typedef struct pf__share {
     int mlp_begin, mlp_width;
     int expert_begin, experts;   /* the experts it holds a part of: some (expert parallelism) or all (slicing) */
     int expert_col_begin, expert_width; /* of each, these columns of moe_intermediate_size: all, or a share */
+    int shared_begin, shared_width; /* the shared expert's columns (shared_expert_intermediate_size) */
     int vocab_begin, vocab_rows; /* token embedding and LM head rows */
 } pf__share;
 
@@ -2872,6 +2884,8 @@ PF_PRIVATE const struct pf__stack pf__stacks[] = {
     {PF__SLOT_QKV_BIAS, {PF__SLOT_QKV_FUSED_BIAS, PF__SLOT_Q_BIAS, PF__SLOT_K_BIAS, PF__SLOT_V_BIAS}, 4},
     {PF__SLOT_MLP_IN_WEIGHT, {PF__SLOT_MLP_GATE_UP_WEIGHT, PF__SLOT_MLP_GATE_WEIGHT, PF__SLOT_MLP_UP_WEIGHT}, 3},
     {PF__SLOT_MLP_IN_BIAS, {PF__SLOT_MLP_GATE_UP_BIAS, PF__SLOT_MLP_GATE_BIAS, PF__SLOT_MLP_UP_BIAS}, 3},
+    {PF__SLOT_SHARED_IN_WEIGHT, {PF__SLOT_SHARED_GATE_WEIGHT, PF__SLOT_SHARED_UP_WEIGHT}, 2},
+    {PF__SLOT_SHARED_IN_BIAS, {PF__SLOT_SHARED_GATE_BIAS, PF__SLOT_SHARED_UP_BIAS}, 2},
 };
 PF_PRIVATE const size_t pf__stacks_count = sizeof pf__stacks / sizeof pf__stacks[0]; /* for the files that see no size */
 
@@ -4444,7 +4458,8 @@ static const char *pf__split_name(int v) {
         PF__NAME(PF__SPLIT_, NONE) PF__NAME(PF__SPLIT_, QKV_COLUMNS) PF__NAME(PF__SPLIT_, HEAD_COLUMNS)
         PF__NAME(PF__SPLIT_, KV_COLUMNS) PF__NAME(PF__SPLIT_, MLP_COLUMNS) PF__NAME(PF__SPLIT_, HEAD_ROWS)
         PF__NAME(PF__SPLIT_, MLP_ROWS) PF__NAME(PF__SPLIT_, VOCAB) PF__NAME(PF__SPLIT_, GATE_UP_COLUMNS)
-        PF__NAME(PF__SPLIT_, EXPERTS_GATE_UP) PF__NAME(PF__SPLIT_, EXPERTS_DOWN)
+        PF__NAME(PF__SPLIT_, EXPERTS_GATE_UP) PF__NAME(PF__SPLIT_, EXPERTS_DOWN) PF__NAME(PF__SPLIT_, SHARED_COLUMNS)
+        PF__NAME(PF__SPLIT_, SHARED_ROWS)
     }
     return NULL;
 }
@@ -4490,7 +4505,9 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, MLP_GATE_BIAS) PF__NAME(PF__SLOT_, MLP_UP_WEIGHT) PF__NAME(PF__SLOT_, MLP_UP_BIAS)
         PF__NAME(PF__SLOT_, MLP_DOWN_WEIGHT) PF__NAME(PF__SLOT_, MLP_DOWN_BIAS) PF__NAME(PF__SLOT_, MLP_GATE_UP_WEIGHT)
         PF__NAME(PF__SLOT_, MLP_GATE_UP_BIAS) PF__NAME(PF__SLOT_, ROUTER_WEIGHT) PF__NAME(PF__SLOT_, EXPERTS_GATE_UP)
-        PF__NAME(PF__SLOT_, EXPERTS_DOWN) PF__NAME(PF__SLOT_, ATTN_POST_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, EXPERTS_DOWN) PF__NAME(PF__SLOT_, SHARED_GATE_WEIGHT) PF__NAME(PF__SLOT_, SHARED_GATE_BIAS)
+        PF__NAME(PF__SLOT_, SHARED_UP_WEIGHT) PF__NAME(PF__SLOT_, SHARED_UP_BIAS) PF__NAME(PF__SLOT_, SHARED_DOWN_WEIGHT)
+        PF__NAME(PF__SLOT_, SHARED_EXPERT_GATE) PF__NAME(PF__SLOT_, ATTN_POST_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, ATTN_POST_NORM_BIAS) PF__NAME(PF__SLOT_, MLP_POST_NORM_WEIGHT) PF__NAME(PF__SLOT_, MLP_POST_NORM_BIAS)
         PF__NAME(PF__SLOT_, CROSS_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, CROSS_NORM_BIAS) PF__NAME(PF__SLOT_, CROSS_Q_WEIGHT) PF__NAME(PF__SLOT_, CROSS_Q_BIAS)
@@ -4498,6 +4515,7 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, CROSS_V_BIAS) PF__NAME(PF__SLOT_, CROSS_OUT_WEIGHT) PF__NAME(PF__SLOT_, CROSS_OUT_BIAS)
     /* built on each rank from the slots above, never read from files */
     case PF__SLOT_QKV_WEIGHT: case PF__SLOT_QKV_BIAS: case PF__SLOT_MLP_IN_WEIGHT: case PF__SLOT_MLP_IN_BIAS:
+    case PF__SLOT_SHARED_IN_WEIGHT: case PF__SLOT_SHARED_IN_BIAS:
     case PF__SLOT_COUNT: return NULL;
     }
     return NULL;
@@ -5557,6 +5575,10 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_ROUTER_WEIGHT: *rows = (size_t)c->num_experts; *cols = h; break;
     case PF__SLOT_EXPERTS_GATE_UP: *rows = (size_t)c->num_experts * 2 * (size_t)c->moe_intermediate_size; *cols = h; break;
     case PF__SLOT_EXPERTS_DOWN: *rows = (size_t)c->num_experts * h; *cols = (size_t)c->moe_intermediate_size; break;
+    case PF__SLOT_SHARED_GATE_WEIGHT: case PF__SLOT_SHARED_UP_WEIGHT: *rows = (size_t)c->shared_intermediate_size; *cols = h; break;
+    case PF__SLOT_SHARED_GATE_BIAS: case PF__SLOT_SHARED_UP_BIAS: *rows = (size_t)c->shared_intermediate_size; break;
+    case PF__SLOT_SHARED_DOWN_WEIGHT: *rows = h; *cols = (size_t)c->shared_intermediate_size; break;
+    case PF__SLOT_SHARED_EXPERT_GATE: *rows = 1; *cols = h; break;
     case PF__SLOT_TOKEN_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = c->embed_norm_before_project ? e : h; break;
     case PF__SLOT_HEAD_TRANSFORM_WEIGHT: *rows = c->embed_norm_before_project ? e : h; *cols = h; break;
     case PF__SLOT_HEAD_TRANSFORM_BIAS: case PF__SLOT_HEAD_NORM_WEIGHT: case PF__SLOT_HEAD_NORM_BIAS:
@@ -19316,6 +19338,8 @@ typedef struct pf__routing {
     int32_t *rows;    /* [max_tokens * top_k]: tokens grouped by expert, each group in token order */
     float *scales;    /* [max_tokens * top_k]: the routing weight of each of those */
     float *scores;    /* [experts + 1]: one token's scores, then the experts' fill positions */
+    int32_t *tokens;  /* [max_tokens]: 0, 1, 2, ... (the shared expert's rows) */
+    float *gates;     /* [max_tokens]: the shared expert's sigmoid gate of each token */
 } pf__routing;
 
 #ifdef PF_TESTING
@@ -19326,7 +19350,7 @@ int pf_testing_moe_fault; /* test hooks (testing_hooks.h): 1 rank 1 routes its t
 static pf__routing *pf__routing_new(size_t max_tokens, int experts, int top_k) {
     size_t picks = max_tokens * (size_t)top_k;
     size_t bytes = sizeof(pf__routing) + max_tokens * (size_t)experts * sizeof(float) + picks * 2 * (sizeof(int32_t) + sizeof(float)) +
-                   ((size_t)experts + 1) * (sizeof(int32_t) + sizeof(float));
+                   ((size_t)experts + 1) * (sizeof(int32_t) + sizeof(float)) + max_tokens * (sizeof(int32_t) + sizeof(float));
     pf__routing *rt = (pf__routing *)malloc(bytes);
     if (!rt) return NULL;
     rt->max_tokens = max_tokens;
@@ -19339,6 +19363,9 @@ static pf__routing *pf__routing_new(size_t max_tokens, int experts, int top_k) {
     rt->rows = rt->choice + picks;
     rt->first = rt->rows + picks;
     rt->scores = (float *)(rt->first + experts + 1);
+    rt->gates = rt->scores + experts + 1;
+    rt->tokens = (int32_t *)(rt->gates + max_tokens);
+    for (size_t t = 0; t < max_tokens; t++) rt->tokens[t] = (int32_t)t;
     return rt;
 }
 
@@ -19400,6 +19427,23 @@ static pf__weight pf__expert_view(const pf__weight *w, int local, int held) {
     return v;
 }
 
+/* part[N][hidden] += sigmoid(h w_g) * shared(h) for the rank's columns of the shared expert
+   (Qwen2-MoE's shared_expert and shared_expert_gate): a dense gated MLP every token runs, split by
+   columns, its gate a scalar per token from a whole [1, hidden] weight (on the host, as the routing). */
+static void pf__rank_shared_expert(pf__rank *r, const pf__weight *L, const float *h, float *part, size_t N) {
+    const pf__backend *be = r->backend;
+    pf__routing *rt = r->routing;
+    size_t d = (size_t)r->group->model->config.hidden_size, width = (size_t)r->share.shared_width;
+    be->matmul(r, r->router, h, &L[PF__SLOT_SHARED_EXPERT_GATE], NULL, N);
+    be->download(r, rt->gates, r->router, N * sizeof(float));
+    for (size_t t = 0; t < N; t++) rt->gates[t] = 1.0f / (1.0f + expf(-rt->gates[t]));
+    if (!width) return; /* more ranks than the shared expert's columns */
+    be->matmul(r, r->expert_mid, h, &L[PF__SLOT_SHARED_IN_WEIGHT], NULL, N);
+    be->gated_activation(r, r->expert_act, r->expert_mid, N, width, r->group->model->config.activation);
+    be->matmul(r, r->expert_out, r->expert_act, &L[PF__SLOT_SHARED_DOWN_WEIGHT], NULL, N);
+    be->scatter_add_rows(r, part, r->expert_out, rt->tokens, rt->gates, N, d);
+}
+
 /* part[N][hidden] = sum over the rank's experts e of routing weight * expert_e(h) for the tokens
    routed to e (zeros for the others): the layer's share of this rank, summed over the ranks by the
    caller's all-reduce. h is the same on every rank, and so is the routing. */
@@ -19444,6 +19488,7 @@ PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, const float *
         if (faulty == 3 && r->index == 0 && local == 0)
             be->scatter_add_rows(r, part, r->expert_out, rt->rows + first, rt->scales + first, n, d);
     }
+    if (L[PF__SLOT_SHARED_EXPERT_GATE].data) pf__rank_shared_expert(r, L, h, part, N);
 }
 /* ==== src/slicing.c ==== */
 /* =============================================================================================== */
@@ -19525,6 +19570,8 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
                     p->row_map[k++] = ((size_t)s->expert_begin + e) * 2 * I + half * I + (size_t)s->expert_col_begin + i;
         break;
     }
+    case PF__SPLIT_SHARED_COLUMNS: p->row_begin = (size_t)s->shared_begin, p->rows = (size_t)s->shared_width; break;
+    case PF__SPLIT_SHARED_ROWS: p->col_begin = (size_t)s->shared_begin, p->cols = (size_t)s->shared_width; break;
     case PF__SPLIT_EXPERTS_DOWN: { /* each expert's [hidden, I] after the other: the experts' rows, its columns */
         size_t per_expert = src->rows / (size_t)c->num_experts;
         p->row_begin = (size_t)s->expert_begin * per_expert, p->rows = (size_t)s->experts * per_expert;
@@ -19941,7 +19988,8 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
     r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
     if (c->gated_mlp) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
     if (c->num_experts > 0) { /* the router's logits, and one expert's tokens at a time */
-        size_t width = (size_t)c->moe_intermediate_size;
+        size_t width = (size_t)(c->moe_intermediate_size > c->shared_intermediate_size ? c->moe_intermediate_size
+                                                                                      : c->shared_intermediate_size);
         r->router = (float *)pf__rank_alloc(r, T * (size_t)c->num_experts * sizeof(float));
         r->expert_in = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
         r->expert_out = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
@@ -20867,6 +20915,8 @@ PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n, int slice_
     s.expert_col_begin = slice_experts ? (int)((long long)r * c->moe_intermediate_size / n) : 0;
     s.expert_width = slice_experts ? (int)((long long)(r + 1) * c->moe_intermediate_size / n) - s.expert_col_begin
                                    : c->moe_intermediate_size;
+    s.shared_begin = (int)((long long)r * c->shared_intermediate_size / n);
+    s.shared_width = (int)((long long)(r + 1) * c->shared_intermediate_size / n) - s.shared_begin;
     s.vocab_begin = (int)((long long)r * c->vocab_size / n);
     s.vocab_rows = (int)((long long)(r + 1) * c->vocab_size / n) - s.vocab_begin;
     return s;

@@ -262,6 +262,12 @@ typedef enum {
     PF__SLOT_ROUTER_WEIGHT,      /* [experts, hidden]: the router, whole on every rank */
     PF__SLOT_EXPERTS_GATE_UP,    /* [experts * 2 I_e, hidden]: expert e's gate rows, then its up rows */
     PF__SLOT_EXPERTS_DOWN,       /* [experts * hidden, I_e]: expert e's down projection */
+    PF__SLOT_SHARED_GATE_WEIGHT, /* [I_s, hidden]: the shared expert every token runs (Qwen2-MoE), split as a dense MLP */
+    PF__SLOT_SHARED_GATE_BIAS,   /* [I_s] (no family has it: the stack's bias pair) */
+    PF__SLOT_SHARED_UP_WEIGHT,   /* [I_s, hidden] */
+    PF__SLOT_SHARED_UP_BIAS,     /* [I_s] */
+    PF__SLOT_SHARED_DOWN_WEIGHT, /* [hidden, I_s] */
+    PF__SLOT_SHARED_EXPERT_GATE, /* [1, hidden]: the shared expert's output times sigmoid(x w), whole on every rank */
     /* Norms of a sublayer's output before its residual add ("sandwich" norms: Gemma 2; OLMo 2's,
        which has no pre-norms), each used where present, independent of the pre-norms: */
     PF__SLOT_ATTN_POST_NORM_WEIGHT, /* [hidden] */
@@ -284,6 +290,8 @@ typedef enum {
     PF__SLOT_QKV_BIAS,
     PF__SLOT_MLP_IN_WEIGHT,    /* [gate_r | up_r, hidden], or up_r alone */
     PF__SLOT_MLP_IN_BIAS,
+    PF__SLOT_SHARED_IN_WEIGHT, /* [gate_r | up_r, hidden] of the shared expert */
+    PF__SLOT_SHARED_IN_BIAS,
     PF__SLOT_COUNT
 } pf__slot;
 #define PF__LAYER_SLOTS (PF__SLOT_COUNT - PF__SLOT_FIRST_LAYER)
@@ -327,7 +335,9 @@ typedef enum {
        expert parallelism: all of each one's), and of each its expert columns (expert slicing: all
        experts, each split as a dense MLP is) */
     PF__SPLIT_EXPERTS_GATE_UP, /* [experts * 2 I, hidden]: the columns of gate and of up */
-    PF__SPLIT_EXPERTS_DOWN     /* [experts * hidden, I]: the input columns */
+    PF__SPLIT_EXPERTS_DOWN,    /* [experts * hidden, I]: the input columns */
+    PF__SPLIT_SHARED_COLUMNS,  /* the shared expert's output features (pf__share.shared_begin, .shared_width) */
+    PF__SPLIT_SHARED_ROWS      /* its input features */
 } pf__split;
 
 /* Whether a tensor must be in the file: the PF__IF_ needs follow a config field (present exactly
@@ -604,6 +614,7 @@ typedef struct pf__config {
     int router_sigmoid;             /* 1: scores are sigmoid(logits) (DeepSeek V3); 0: softmax over the experts */
     double routed_scaling;          /* the routed experts' sum times this; 0: 1 (DeepSeek's routed_scaling_factor) */
     int moe_intermediate_size;      /* each expert's MLP width */
+    int shared_intermediate_size;   /* the shared expert's width (Qwen2-MoE); 0: none */
     int decoder_sparse_step;        /* layer l has experts when (l + 1) % step == 0 (Qwen2-MoE); 0: every layer */
     int *layer_sparse;              /* [num_layers]: 1 where the layer has experts (decoder_sparse_step, minus
                                        mlp_only_layers); NULL for a dense model; owned */
@@ -1355,6 +1366,7 @@ typedef struct pf__share {
     int mlp_begin, mlp_width;
     int expert_begin, experts;   /* the experts it holds a part of: some (expert parallelism) or all (slicing) */
     int expert_col_begin, expert_width; /* of each, these columns of moe_intermediate_size: all, or a share */
+    int shared_begin, shared_width; /* the shared expert's columns (shared_expert_intermediate_size) */
     int vocab_begin, vocab_rows; /* token embedding and LM head rows */
 } pf__share;
 

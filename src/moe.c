@@ -20,6 +20,8 @@ typedef struct pf__routing {
     int32_t *rows;    /* [max_tokens * top_k]: tokens grouped by expert, each group in token order */
     float *scales;    /* [max_tokens * top_k]: the routing weight of each of those */
     float *scores;    /* [experts + 1]: one token's scores, then the experts' fill positions */
+    int32_t *tokens;  /* [max_tokens]: 0, 1, 2, ... (the shared expert's rows) */
+    float *gates;     /* [max_tokens]: the shared expert's sigmoid gate of each token */
 } pf__routing;
 
 #ifdef PF_TESTING
@@ -30,7 +32,7 @@ int pf_testing_moe_fault; /* test hooks (testing_hooks.h): 1 rank 1 routes its t
 static pf__routing *pf__routing_new(size_t max_tokens, int experts, int top_k) {
     size_t picks = max_tokens * (size_t)top_k;
     size_t bytes = sizeof(pf__routing) + max_tokens * (size_t)experts * sizeof(float) + picks * 2 * (sizeof(int32_t) + sizeof(float)) +
-                   ((size_t)experts + 1) * (sizeof(int32_t) + sizeof(float));
+                   ((size_t)experts + 1) * (sizeof(int32_t) + sizeof(float)) + max_tokens * (sizeof(int32_t) + sizeof(float));
     pf__routing *rt = (pf__routing *)malloc(bytes);
     if (!rt) return NULL;
     rt->max_tokens = max_tokens;
@@ -43,6 +45,9 @@ static pf__routing *pf__routing_new(size_t max_tokens, int experts, int top_k) {
     rt->rows = rt->choice + picks;
     rt->first = rt->rows + picks;
     rt->scores = (float *)(rt->first + experts + 1);
+    rt->gates = rt->scores + experts + 1;
+    rt->tokens = (int32_t *)(rt->gates + max_tokens);
+    for (size_t t = 0; t < max_tokens; t++) rt->tokens[t] = (int32_t)t;
     return rt;
 }
 
@@ -104,6 +109,23 @@ static pf__weight pf__expert_view(const pf__weight *w, int local, int held) {
     return v;
 }
 
+/* part[N][hidden] += sigmoid(h w_g) * shared(h) for the rank's columns of the shared expert
+   (Qwen2-MoE's shared_expert and shared_expert_gate): a dense gated MLP every token runs, split by
+   columns, its gate a scalar per token from a whole [1, hidden] weight (on the host, as the routing). */
+static void pf__rank_shared_expert(pf__rank *r, const pf__weight *L, const float *h, float *part, size_t N) {
+    const pf__backend *be = r->backend;
+    pf__routing *rt = r->routing;
+    size_t d = (size_t)r->group->model->config.hidden_size, width = (size_t)r->share.shared_width;
+    be->matmul(r, r->router, h, &L[PF__SLOT_SHARED_EXPERT_GATE], NULL, N);
+    be->download(r, rt->gates, r->router, N * sizeof(float));
+    for (size_t t = 0; t < N; t++) rt->gates[t] = 1.0f / (1.0f + expf(-rt->gates[t]));
+    if (!width) return; /* more ranks than the shared expert's columns */
+    be->matmul(r, r->expert_mid, h, &L[PF__SLOT_SHARED_IN_WEIGHT], NULL, N);
+    be->gated_activation(r, r->expert_act, r->expert_mid, N, width, r->group->model->config.activation);
+    be->matmul(r, r->expert_out, r->expert_act, &L[PF__SLOT_SHARED_DOWN_WEIGHT], NULL, N);
+    be->scatter_add_rows(r, part, r->expert_out, rt->tokens, rt->gates, N, d);
+}
+
 /* part[N][hidden] = sum over the rank's experts e of routing weight * expert_e(h) for the tokens
    routed to e (zeros for the others): the layer's share of this rank, summed over the ranks by the
    caller's all-reduce. h is the same on every rank, and so is the routing. */
@@ -148,4 +170,5 @@ PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, const float *
         if (faulty == 3 && r->index == 0 && local == 0)
             be->scatter_add_rows(r, part, r->expert_out, rt->rows + first, rt->scales + first, n, d);
     }
+    if (L[PF__SLOT_SHARED_EXPERT_GATE].data) pf__rank_shared_expert(r, L, h, part, N);
 }

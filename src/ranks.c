@@ -166,6 +166,8 @@ PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n, int slice_
     s.expert_col_begin = slice_experts ? (int)((long long)r * c->moe_intermediate_size / n) : 0;
     s.expert_width = slice_experts ? (int)((long long)(r + 1) * c->moe_intermediate_size / n) - s.expert_col_begin
                                    : c->moe_intermediate_size;
+    s.shared_begin = (int)((long long)r * c->shared_intermediate_size / n);
+    s.shared_width = (int)((long long)(r + 1) * c->shared_intermediate_size / n) - s.shared_begin;
     s.vocab_begin = (int)((long long)r * c->vocab_size / n);
     s.vocab_rows = (int)((long long)(r + 1) * c->vocab_size / n) - s.vocab_begin;
     return s;

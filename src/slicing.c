@@ -78,6 +78,8 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
                     p->row_map[k++] = ((size_t)s->expert_begin + e) * 2 * I + half * I + (size_t)s->expert_col_begin + i;
         break;
     }
+    case PF__SPLIT_SHARED_COLUMNS: p->row_begin = (size_t)s->shared_begin, p->rows = (size_t)s->shared_width; break;
+    case PF__SPLIT_SHARED_ROWS: p->col_begin = (size_t)s->shared_begin, p->cols = (size_t)s->shared_width; break;
     case PF__SPLIT_EXPERTS_DOWN: { /* each expert's [hidden, I] after the other: the experts' rows, its columns */
         size_t per_expert = src->rows / (size_t)c->num_experts;
         p->row_begin = (size_t)s->expert_begin * per_expert, p->rows = (size_t)s->experts * per_expert;
@@ -494,7 +496,8 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
     r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
     if (c->gated_mlp) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
     if (c->num_experts > 0) { /* the router's logits, and one expert's tokens at a time */
-        size_t width = (size_t)c->moe_intermediate_size;
+        size_t width = (size_t)(c->moe_intermediate_size > c->shared_intermediate_size ? c->moe_intermediate_size
+                                                                                      : c->shared_intermediate_size);
         r->router = (float *)pf__rank_alloc(r, T * (size_t)c->num_experts * sizeof(float));
         r->expert_in = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
         r->expert_out = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));

@@ -903,6 +903,31 @@ def cfg_mixtral(v, tok):
     )
 
 
+def cfg_qwen2_moe(v, tok):
+    from transformers import Qwen2MoeConfig
+
+    bos, eos, pad = _ids(tok)
+    # 8 experts, 2 a token; a shared expert of width 56 behind its sigmoid gate; every 2nd layer
+    # sparse (decoder_sparse_step 2), layers 0 and 2 dense; q/k/v biases
+    return Qwen2MoeConfig(
+        vocab_size=v, hidden_size=48, intermediate_size=64, moe_intermediate_size=40, shared_expert_intermediate_size=56,
+        num_experts=8, num_experts_per_tok=2, norm_topk_prob=False, decoder_sparse_step=2, num_hidden_layers=3,
+        num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=128, rms_norm_eps=1e-6,
+        initializer_range=INIT_STD, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}, qkv_bias=True,
+        tie_word_embeddings=False, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def without_shared_expert(cfg):
+    """The shared expert's output zeroed (its down projection), as a model patch."""
+    def patch(model):
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if "shared_expert.down_proj" in name:
+                    p.zero_()
+    return patch
+
+
 def cfg_olmoe(v, tok):
     from transformers import OlmoeConfig
 
@@ -1530,6 +1555,14 @@ FAMILIES = [
         traits="Qwen3's attention (qk-norm, GQA 6/2, head_dim 12); 7 experts of width 40, 2 a token, not "
                "renormalised; layer 1 dense (mlp_only_layers); experts saved per expert; router weights x2",
         ablations=[("renormalised top-k", set_attr(norm_topk_prob=True))],
+    ),
+    dict(
+        name="qwen2_moe", config=cfg_qwen2_moe, seed=5400, vocab_pad=0, cases=False, beam=True, moe=True,
+        tweak=scale_routers, tokenizer=lambda out: save_tok(qwen2_tokenizer(384), out), tok_style="as qwen2",
+        traits="Qwen2's attention (q/k/v biases, GQA 6/2); layer 1 sparse (decoder_sparse_step 2): 8 experts of "
+               "width 40, 2 a token, not renormalised, and a shared expert of width 56 scaled by "
+               "sigmoid(shared_expert_gate); layers 0 and 2 dense; router weights x2",
+        ablations=[("no shared expert", without_shared_expert)],
     ),
     dict(
         name="mixtral", config=cfg_mixtral, seed=5100, vocab_pad=0, cases=False, beam=True, moe=True,
