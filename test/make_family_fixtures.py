@@ -1551,6 +1551,7 @@ FAMILIES = [
     ),
     dict(
         name="qwen3_moe", config=cfg_qwen3_moe, seed=5000, vocab_pad=0, cases=False, beam=True, moe=True,
+        routing_margin=0.1,  # bf16 weights (CUDA's test) move its router logits by ~0.05
         tweak=scale_routers, tokenizer=lambda out: save_tok(qwen2_tokenizer(384), out), tok_style="as qwen2",
         traits="Qwen3's attention (qk-norm, GQA 6/2, head_dim 12); 7 experts of width 40, 2 a token, not "
                "renormalised; layer 1 dense (mlp_only_layers); experts saved per expert; router weights x2",
@@ -1944,7 +1945,8 @@ def make_family(fam) -> dict:
             config_of(), seed, prompt_ids, eos, pad, n_tok, bool(fam.get("dynamic")), fam.get("tweak")
         )
         if ok and fam.get("moe"):  # and decisive routing
-            ok = routing_margin(__import__("copy").deepcopy(model), prompt_ids, eos, pad) > MIN_ROUTING_MARGIN
+            least = fam.get("routing_margin", MIN_ROUTING_MARGIN)
+            ok = routing_margin(__import__("copy").deepcopy(model), prompt_ids, eos, pad) > least
         if ok:
             break
     else:
@@ -1983,7 +1985,7 @@ def make_family(fam) -> dict:
         lines += beam_and_batch_lines(out, prompt_ids, eos, pad)
     if fam.get("moe"):
         routing = routing_margin(load_model(out), prompt_ids, eos, pad)
-        assert routing > MIN_ROUTING_MARGIN, f"{name}: a router's k-th and next logits are only {routing} apart"
+        assert routing > fam.get("routing_margin", MIN_ROUTING_MARGIN), f"{name}: router logits only {routing} apart"
         print(f"  {name}: routing margin {routing:.3f}")
     (out / "reference.txt").write_text("\n".join(lines) + "\n", encoding="ascii")
     disk_logits.numpy().astype("<f4").tofile(out / "reference_logits.bin")

@@ -503,7 +503,8 @@ static void test_fixture(const char *name) {
        on gpt2-hub's 3 heads leave a rank with none. */
     int rank_counts[3] = {1, 2, 0}, num_counts = 2;
     if (!strcmp(name, "llama") || !strncmp(name, "gemma", 5) || !strncmp(name, "qwen3", 5) || !strncmp(name, "olmo2", 5) ||
-        !strcmp(name, "cohere-qk-norm") || !strcmp(name, "phi-qk-layernorm"))
+        !strcmp(name, "cohere-qk-norm") || !strcmp(name, "phi-qk-layernorm") || !strcmp(name, "qwen2_moe") ||
+        !strcmp(name, "mixtral") || !strcmp(name, "olmoe") || !strcmp(name, "granitemoe")) /* MoE: 3 ranks of 5-9 experts */
         rank_counts[num_counts++] = 3;
     if (!strcmp(name, "gpt2-hub")) rank_counts[num_counts++] = 4;
     for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
