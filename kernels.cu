@@ -200,6 +200,11 @@ int pf_cuda_add_residual_biases(pf_cuda_rank *st, float *x, const float *y, cons
                                 const void *bias2, int dtype2, size_t rows, size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
 int pf_cuda_scale(pf_cuda_rank *st, float *x, size_t count, float factor);
+/* Mixtures of experts: dst[i] = src[rows[i]] (rows of width floats); dst[rows[i]] += scales[i] * src[i],
+   the rows distinct within a call (one expert's tokens); rows and scales on the device. */
+int pf_cuda_gather_rows(pf_cuda_rank *st, float *dst, const float *src, const int32_t *rows, size_t count, size_t width);
+int pf_cuda_scatter_add_rows(pf_cuda_rank *st, float *dst, const float *src, const int32_t *rows, const float *scales,
+                             size_t count, size_t width);
 int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
 int pf_cuda_qk_sum_squares(pf_cuda_rank *st, float *sums, const float *qkv, size_t rows, int heads, int kv_heads,
                            int head_dim, int k_first, int k_count);
@@ -661,6 +666,19 @@ __global__ void pf_add_residual_biases_kernel(float *x, const float *y, const vo
 /* sum = in (first) or sum += in */
 __global__ void pf_scale_kernel(float *x, size_t n, float factor) {
     PF_GRID_STRIDE(i, n) x[i] = __fmul_rn(x[i], factor);
+}
+
+__global__ void pf_gather_rows_kernel(float *dst, const float *src, const int32_t *rows, size_t count, size_t width) {
+    PF_GRID_STRIDE(i, count * width) dst[i] = src[(size_t)rows[i / width] * width + i % width];
+}
+
+/* one thread per element: the rows are distinct within a call, so no two threads add to one value */
+__global__ void pf_scatter_add_rows_kernel(float *dst, const float *src, const int32_t *rows, const float *scales,
+                                           size_t count, size_t width) {
+    PF_GRID_STRIDE(i, count * width) {
+        float *out = dst + (size_t)rows[i / width] * width + i % width;
+        *out = __fadd_rn(*out, __fmul_rn(scales[i / width], src[i]));
+    }
 }
 
 __global__ void pf_sum_kernel(float *sum, const float *in, size_t n, int first) {
@@ -2473,6 +2491,23 @@ int pf_cuda_scale(struct pf_cuda_rank *st, float *x, size_t count, float factor)
     if (!count) return PF_CUDA_OK;
     pf_scale_kernel<<<pf_blocks(count, PF_THREADS), PF_THREADS, 0, st->stream>>>(x, count, factor);
     PF_CUDA_CHECK_LAUNCH(st, pf_scale_kernel);
+    return PF_CUDA_OK;
+}
+
+int pf_cuda_gather_rows(struct pf_cuda_rank *st, float *dst, const float *src, const int32_t *rows, size_t count,
+                        size_t width) {
+    if (!count || !width) return PF_CUDA_OK;
+    pf_gather_rows_kernel<<<pf_blocks(count * width, PF_THREADS), PF_THREADS, 0, st->stream>>>(dst, src, rows, count, width);
+    PF_CUDA_CHECK_LAUNCH(st, pf_gather_rows_kernel);
+    return PF_CUDA_OK;
+}
+
+int pf_cuda_scatter_add_rows(struct pf_cuda_rank *st, float *dst, const float *src, const int32_t *rows,
+                             const float *scales, size_t count, size_t width) {
+    if (!count || !width) return PF_CUDA_OK;
+    pf_scatter_add_rows_kernel<<<pf_blocks(count * width, PF_THREADS), PF_THREADS, 0, st->stream>>>(
+        dst, src, rows, scales, count, width);
+    PF_CUDA_CHECK_LAUNCH(st, pf_scatter_add_rows_kernel);
     return PF_CUDA_OK;
 }
 

@@ -21,6 +21,7 @@
      src/mpi.c               ranks in several processes (MPI builds): the world, the ranks' buffers exchanged, jobs ended
      src/cpu_backend.c       the CPU backend and its kernels (portable, AVX2, AVX-512, AMX)
      src/speech_frontend.c   speech encoders' front ends (Wav2Vec2, XLSR, HuBERT; Speech2Text's subsampler; mel)
+     src/moe.c               mixtures of experts: routing, and the experts a rank holds (expert parallelism)
      src/slicing.c           slicing weights onto ranks
      src/forward.c           the forward pass
      src/ranks.c             rank threads: the job loop, running a job on the group (in chunks), ending it
@@ -336,6 +337,16 @@ typedef enum {
     PF__SLOT_MLP_DOWN_BIAS,    /* [hidden] */
     PF__SLOT_MLP_GATE_UP_WEIGHT, /* [2 I, hidden]: gate's rows, then up's (Phi-3's fused gate_up_proj) */
     PF__SLOT_MLP_GATE_UP_BIAS,   /* [2 I] */
+    /* A mixture-of-experts layer's (pf__config.layer_sparse), in place of the MLP's: */
+    PF__SLOT_ROUTER_WEIGHT,      /* [experts, hidden]: the router, whole on every rank */
+    PF__SLOT_EXPERTS_GATE_UP,    /* [experts * 2 I_e, hidden]: expert e's gate rows, then its up rows */
+    PF__SLOT_EXPERTS_DOWN,       /* [experts * hidden, I_e]: expert e's down projection */
+    PF__SLOT_SHARED_GATE_WEIGHT, /* [I_s, hidden]: the shared expert every token runs (Qwen2-MoE), split as a dense MLP */
+    PF__SLOT_SHARED_GATE_BIAS,   /* [I_s] (no family has it: the stack's bias pair) */
+    PF__SLOT_SHARED_UP_WEIGHT,   /* [I_s, hidden] */
+    PF__SLOT_SHARED_UP_BIAS,     /* [I_s] */
+    PF__SLOT_SHARED_DOWN_WEIGHT, /* [hidden, I_s] */
+    PF__SLOT_SHARED_EXPERT_GATE, /* [1, hidden]: the shared expert's output times sigmoid(x w), whole on every rank */
     /* Norms of a sublayer's output before its residual add ("sandwich" norms: Gemma 2; OLMo 2's,
        which has no pre-norms), each used where present, independent of the pre-norms: */
     PF__SLOT_ATTN_POST_NORM_WEIGHT, /* [hidden] */
@@ -358,6 +369,8 @@ typedef enum {
     PF__SLOT_QKV_BIAS,
     PF__SLOT_MLP_IN_WEIGHT,    /* [gate_r | up_r, hidden], or up_r alone */
     PF__SLOT_MLP_IN_BIAS,
+    PF__SLOT_SHARED_IN_WEIGHT, /* [gate_r | up_r, hidden] of the shared expert */
+    PF__SLOT_SHARED_IN_BIAS,
     PF__SLOT_COUNT
 } pf__slot;
 #define PF__LAYER_SLOTS (PF__SLOT_COUNT - PF__SLOT_FIRST_LAYER)
@@ -378,8 +391,14 @@ extern PF_PRIVATE const size_t pf__stacks_count;
    one row (CLIP's class_embedding); read as OUT_IN.
    PF__LAYOUT_CONV: [out, channels, kh, kw] (ViT's patch embedding); read as OUT_IN [out, c kh kw].
    PF__LAYOUT_HEADS: [heads, head_dim] (Cohere's per-head qk-norm gains); read as the VECTOR of its
-   heads * head_dim values, head after head. */
-typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV, PF__LAYOUT_HEADS } pf__layout;
+   heads * head_dim values, head after head.
+   PF__LAYOUT_EXPERTS: [experts, rows / experts, cols], every expert's [out, in] (transformers 5's fused
+   experts.gate_up_proj, Granite-MoE's input_linear); read as OUT_IN [rows, cols].
+   PF__LAYOUT_PER_EXPERT: one [out, in] tensor per expert and part, the pattern's second %d the
+   expert, its parts separated by '|' (gate_proj|up_proj): expert 0's parts, then expert 1's ...;
+   read as OUT_IN, the pieces joined without a copy (pf__source.pieces). */
+typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV, PF__LAYOUT_HEADS,
+               PF__LAYOUT_EXPERTS, PF__LAYOUT_PER_EXPERT } pf__layout;
 
 typedef enum {
     PF__SPLIT_NONE,
@@ -391,7 +410,14 @@ typedef enum {
     PF__SPLIT_HEAD_ROWS,       /* input features, value head by value head (pf__value_head_dim) */
     PF__SPLIT_MLP_ROWS,
     PF__SPLIT_VOCAB,
-    PF__SPLIT_LATENT_KV_COLUMNS /* kv_b_proj's rows: qk_nope_head_dim + v_head_dim per query head */
+    PF__SPLIT_LATENT_KV_COLUMNS, /* kv_b_proj's rows: qk_nope_head_dim + v_head_dim per query head */
+    /* experts stacked expert after expert: each rank the rows of its experts (pf__share.experts;
+       expert parallelism: all of each one's), and of each its expert columns (expert slicing: all
+       experts, each split as a dense MLP is) */
+    PF__SPLIT_EXPERTS_GATE_UP, /* [experts * 2 I, hidden]: the columns of gate and of up */
+    PF__SPLIT_EXPERTS_DOWN,    /* [experts * hidden, I]: the input columns */
+    PF__SPLIT_SHARED_COLUMNS,  /* the shared expert's output features (pf__share.shared_begin, .shared_width) */
+    PF__SPLIT_SHARED_ROWS      /* its input features */
 } pf__split;
 
 /* Whether a tensor must be in the file: the PF__IF_ needs follow a config field (present exactly
@@ -415,7 +441,9 @@ typedef enum {
     PF__IF_NO_Q_LORA, /* present exactly when it is 0 (q_proj straight from the hidden state) */
     PF__IF_POSITION_BIASED, /* present exactly when the config field position_biased_input is 1 (DeBERTa's
                                absolute positions beside its relative ones) */
-    PF__IF_REL_EMBED_NORM   /* present exactly when the config field rel_embed_norm is 1 (DeBERTa's norm_rel_ebd) */
+    PF__IF_REL_EMBED_NORM,  /* present exactly when the config field rel_embed_norm is 1 (DeBERTa's norm_rel_ebd) */
+    PF__IF_SPARSE_LAYER, /* present exactly in the layers with experts (pf__config.layer_sparse) */
+    PF__IF_DENSE_LAYER   /* present exactly in the layers without (a dense MLP) */
 } pf__need;
 
 typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ, PF__KIND_DUAL } pf__kind;
@@ -677,6 +705,18 @@ typedef struct pf__config {
     double rope_mscale_all_dim;     /* YaRN's mscale_all_dim: latent attention's scores times mscale^2 (0: none) */
     int first_dense_layers;         /* layers before the first mixture-of-experts one (first_k_dense_replace):
                                        all of them, until the MoE block joins */
+    /* Mixtures of experts: num_experts > 0 gives the layers in layer_sparse a router over
+       num_experts experts (gated MLPs of width moe_intermediate_size) instead of the dense MLP */
+    int num_experts;                /* 0: a dense model */
+    int experts_per_token;          /* top-k: the experts each token is routed to */
+    int norm_topk_prob;             /* 1: the top-k routing weights renormalised to sum 1 */
+    int router_sigmoid;             /* 1: scores are sigmoid(logits) (DeepSeek V3); 0: softmax over the experts */
+    double routed_scaling;          /* the routed experts' sum times this; 0: 1 (DeepSeek's routed_scaling_factor) */
+    int moe_intermediate_size;      /* each expert's MLP width */
+    int shared_intermediate_size;   /* the shared expert's width (Qwen2-MoE); 0: none */
+    int decoder_sparse_step;        /* layer l has experts when (l + 1) % step == 0 (Qwen2-MoE); 0: every layer */
+    int *layer_sparse;              /* [num_layers]: 1 where the layer has experts (decoder_sparse_step, minus
+                                       mlp_only_layers); NULL for a dense model; owned */
     int type_vocab_size;            /* rows of the token type (segment) embedding */
     int gated_mlp;                  /* 1: act(x W_gate) * x W_up (the row's mlp, or T5's "gated-" activations) */
     int rel_table_rows;             /* rows of the relative bias table (its config key) */
@@ -1456,6 +1496,13 @@ typedef struct pf__backend {
     /* The backend's own work space of a rank, after the scratch every backend shares (NULL: none,
        or made on demand) */
     void (*alloc_scratch)(pf__rank *r);
+    /* Mixtures of experts (NULL: a backend that runs none; such models are refused on it). rows
+       and scales are host arrays of count entries (the rows distinct: one expert's tokens), kept
+       until the next routing. gather_rows: dst[i] = src[rows[i]]; scatter_add_rows:
+       dst[rows[i]] += scales[i] * src[i]. Rows of width values. */
+    void (*gather_rows)(pf__rank *r, float *dst, const float *src, const int32_t *rows, size_t count, size_t width);
+    void (*scatter_add_rows)(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales,
+                             size_t count, size_t width);
 } pf__backend;
 
 /* A share of the split dimensions held by one rank. */
@@ -1463,6 +1510,9 @@ typedef struct pf__share {
     int head_begin, heads;
     int kv_begin, kv_heads; /* the key/value heads its query heads read (replicated if shared) */
     int mlp_begin, mlp_width;
+    int expert_begin, experts;   /* the experts it holds a part of: some (expert parallelism) or all (slicing) */
+    int expert_col_begin, expert_width; /* of each, these columns of moe_intermediate_size: all, or a share */
+    int shared_begin, shared_width; /* the shared expert's columns (shared_expert_intermediate_size) */
     int vocab_begin, vocab_rows; /* token embedding and LM head rows */
 } pf__share;
 
@@ -1503,6 +1553,10 @@ struct pf__rank {
     float *dense_bias;        /* DeBERTa: [max_tokens][heads_r][cache_len], a layer's disentangled terms */
     float *mlp;               /* width mlp_width (times 2 when gated) */
     float *mlp_act;           /* width mlp_width, when gated */
+    /* mixtures of experts: the router's logits [max_tokens][experts]; an expert's tokens' rows
+       [max_tokens] of width hidden (in, then out) and of its gate | up and activation (2 I_e, I_e) */
+    float *router, *expert_in, *expert_out, *expert_mid, *expert_act;
+    struct pf__routing *routing; /* host: the step's routing (src/moe.c), or NULL; owned */
     float *logits;            /* rank 0 only: [logit_rows][vocab] */
     float *head_out;          /* rank 0, classification heads: [max_tokens][num_labels or 2] */
     float *projected;         /* rank 0, with a projection: [max_batch][projection_dim] */
@@ -1658,6 +1712,10 @@ typedef struct pf__source {
     pf__layout layout;
     pf__split split;
     size_t rows, cols;   /* logical [out, in] */
+    const uint8_t **pieces; /* PF__LAYOUT_PER_EXPERT: [rows / piece_rows] tensors of piece_rows rows each,
+                               the source's rows in order (data is pieces[0]); NULL: data is the whole
+                               tensor; owned by the model */
+    size_t piece_rows;
 } pf__source;
 
 struct pf__group {
@@ -1852,7 +1910,8 @@ PF_PRIVATE void *pf__rank_main(void *arg);
 PF_PRIVATE pf_result pf__group_run(pf__group *g, pf__job_kind kind, const pf__job *job);
 PF_PRIVATE pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job);
 PF_PRIVATE void pf__group_destroy(pf__group *g);
-PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n);
+PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, const float *h, float *part, size_t N);
+PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n, int slice_experts);
 
 /* ---- src/cuda_backend.c ---- */
 #ifdef PF_CUDA
@@ -1883,6 +1942,8 @@ PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix);
 PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char **why);
 PF_PRIVATE const char *pf__head_name(pf_head head);
 PF_PRIVATE pf_result pf__check_head_slots(pf_model *m);
+PF_PRIVATE void pf__pattern_name(char *out, size_t size, const pf__arch_tensor *t, int layer, int expert, int part);
+PF_PRIVATE int pf__pattern_parts(const char *pattern);
 PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, pf__slot slot, int layer,
                                           const pf__arch_tensor **row, char *name, size_t name_size,
                                           const pf__st_tensor **other);
@@ -3125,6 +3186,8 @@ PF_PRIVATE const struct pf__stack pf__stacks[] = {
     {PF__SLOT_QKV_BIAS, {PF__SLOT_QKV_FUSED_BIAS, PF__SLOT_Q_BIAS, PF__SLOT_K_BIAS, PF__SLOT_V_BIAS}, 4},
     {PF__SLOT_MLP_IN_WEIGHT, {PF__SLOT_MLP_GATE_UP_WEIGHT, PF__SLOT_MLP_GATE_WEIGHT, PF__SLOT_MLP_UP_WEIGHT}, 3},
     {PF__SLOT_MLP_IN_BIAS, {PF__SLOT_MLP_GATE_UP_BIAS, PF__SLOT_MLP_GATE_BIAS, PF__SLOT_MLP_UP_BIAS}, 3},
+    {PF__SLOT_SHARED_IN_WEIGHT, {PF__SLOT_SHARED_GATE_WEIGHT, PF__SLOT_SHARED_UP_WEIGHT}, 2},
+    {PF__SLOT_SHARED_IN_BIAS, {PF__SLOT_SHARED_GATE_BIAS, PF__SLOT_SHARED_UP_BIAS}, 2},
 };
 PF_PRIVATE const size_t pf__stacks_count = sizeof pf__stacks / sizeof pf__stacks[0]; /* for the files that see no size */
 
@@ -3767,6 +3830,35 @@ static pf_result pf__config_layer_rope(const pf__json *json, pf__config *c, cons
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"no_rope_layers\" holds something other than 0 or 1",
                               path);
         c->layer_rope[l] = list ? x != 0 : (l + 1) % c->no_rope_interval != 0;
+    }
+    return PF_OK;
+}
+
+/* Which layers have experts, where the family has them (num_experts > 0): layer l unless
+   (l + 1) % decoder_sparse_step != 0 or l is in mlp_only_layers, as Qwen2-MoE's layers decide; and
+   the routing's sizes checked. */
+static pf_result pf__config_layer_sparse(const pf__json *json, pf__config *c, const char *path, char *message,
+                                         size_t size) {
+    if (c->num_experts <= 0) return PF_OK;
+    if (c->experts_per_token < 1 || c->experts_per_token > c->num_experts || c->moe_intermediate_size < 1 ||
+        c->num_experts > 65536)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %d experts, %d per token, expert width %d do not fit",
+                          path, c->num_experts, c->experts_per_token, c->moe_intermediate_size);
+    if (c->decoder_sparse_step < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"decoder_sparse_step\" %d is negative", path,
+                          c->decoder_sparse_step);
+    c->layer_sparse = (int *)calloc((size_t)c->num_layers, sizeof(int));
+    if (!c->layer_sparse) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (int l = 0; l < c->num_layers; l++) c->layer_sparse[l] = c->decoder_sparse_step <= 1 || (l + 1) % c->decoder_sparse_step == 0;
+    const pf__json *dense = pf__json_get(json, "mlp_only_layers");
+    if (dense && dense->type == PF__JSON_NULL) dense = NULL;
+    if (dense && dense->type != PF__JSON_ARRAY)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"mlp_only_layers\" is not a list", path);
+    for (const pf__json *v = dense ? dense->first : NULL; v; v = v->next) {
+        double x = -1;
+        if (pf__json_number(v, &x) != 1 || x != floor(x))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"mlp_only_layers\" holds something other than a layer index", path);
+        if (x >= 0 && x < c->num_layers) c->layer_sparse[(int)x] = 0; /* others name no layer, as in transformers */
     }
     return PF_OK;
 }
@@ -4574,6 +4666,7 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
     if (!r) r = pf__config_stray_windows(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_rope(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_windows(json, cfg, path, message, size);
+    if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_sparse(json, cfg, path, message, size);
     if (!r && cfg->rope_windowed_only && cfg->layer_window && !cfg->layer_rope) { /* the global layers are NoPE ones */
         cfg->layer_rope = (int *)calloc((size_t)cfg->num_layers, sizeof(int));
         if (!cfg->layer_rope) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -4759,6 +4852,7 @@ static const char *pf__layout_name(int v) {
     switch ((pf__layout)v) {
         PF__NAME(PF__LAYOUT_, OUT_IN) PF__NAME(PF__LAYOUT_, IN_OUT) PF__NAME(PF__LAYOUT_, VECTOR)
         PF__NAME(PF__LAYOUT_, ROW) PF__NAME(PF__LAYOUT_, SQUEEZED) PF__NAME(PF__LAYOUT_, CONV) PF__NAME(PF__LAYOUT_, HEADS)
+        PF__NAME(PF__LAYOUT_, EXPERTS) PF__NAME(PF__LAYOUT_, PER_EXPERT)
     }
     return NULL;
 }
@@ -4767,6 +4861,8 @@ static const char *pf__split_name(int v) {
         PF__NAME(PF__SPLIT_, NONE) PF__NAME(PF__SPLIT_, QKV_COLUMNS) PF__NAME(PF__SPLIT_, HEAD_COLUMNS)
         PF__NAME(PF__SPLIT_, KV_COLUMNS) PF__NAME(PF__SPLIT_, MLP_COLUMNS) PF__NAME(PF__SPLIT_, HEAD_ROWS)
         PF__NAME(PF__SPLIT_, MLP_ROWS) PF__NAME(PF__SPLIT_, VOCAB) PF__NAME(PF__SPLIT_, GATE_UP_COLUMNS) PF__NAME(PF__SPLIT_, LATENT_KV_COLUMNS)
+        PF__NAME(PF__SPLIT_, EXPERTS_GATE_UP) PF__NAME(PF__SPLIT_, EXPERTS_DOWN) PF__NAME(PF__SPLIT_, SHARED_COLUMNS)
+        PF__NAME(PF__SPLIT_, SHARED_ROWS)
     }
     return NULL;
 }
@@ -4777,6 +4873,7 @@ static const char *pf__need_name(int v) {
         PF__NAME(PF__, IF_EMBED_NORM) PF__NAME(PF__, POSITION_TABLE) PF__NAME(PF__, IF_DISTILLATION) PF__NAME(PF__, IF_QK_NORM)
         PF__NAME(PF__, IF_WITH_PROJECTION) PF__NAME(PF__, IF_Q_LORA) PF__NAME(PF__, IF_NO_Q_LORA)
         PF__NAME(PF__, IF_POSITION_BIASED) PF__NAME(PF__, IF_REL_EMBED_NORM)
+        PF__NAME(PF__, IF_SPARSE_LAYER) PF__NAME(PF__, IF_DENSE_LAYER)
     }
     return NULL;
 }
@@ -4816,7 +4913,10 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, MLP_NORM_WEIGHT) PF__NAME(PF__SLOT_, MLP_NORM_BIAS) PF__NAME(PF__SLOT_, MLP_GATE_WEIGHT)
         PF__NAME(PF__SLOT_, MLP_GATE_BIAS) PF__NAME(PF__SLOT_, MLP_UP_WEIGHT) PF__NAME(PF__SLOT_, MLP_UP_BIAS)
         PF__NAME(PF__SLOT_, MLP_DOWN_WEIGHT) PF__NAME(PF__SLOT_, MLP_DOWN_BIAS) PF__NAME(PF__SLOT_, MLP_GATE_UP_WEIGHT)
-        PF__NAME(PF__SLOT_, MLP_GATE_UP_BIAS) PF__NAME(PF__SLOT_, ATTN_POST_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, MLP_GATE_UP_BIAS) PF__NAME(PF__SLOT_, ROUTER_WEIGHT) PF__NAME(PF__SLOT_, EXPERTS_GATE_UP)
+        PF__NAME(PF__SLOT_, EXPERTS_DOWN) PF__NAME(PF__SLOT_, SHARED_GATE_WEIGHT) PF__NAME(PF__SLOT_, SHARED_GATE_BIAS)
+        PF__NAME(PF__SLOT_, SHARED_UP_WEIGHT) PF__NAME(PF__SLOT_, SHARED_UP_BIAS) PF__NAME(PF__SLOT_, SHARED_DOWN_WEIGHT)
+        PF__NAME(PF__SLOT_, SHARED_EXPERT_GATE) PF__NAME(PF__SLOT_, ATTN_POST_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, ATTN_POST_NORM_BIAS) PF__NAME(PF__SLOT_, MLP_POST_NORM_WEIGHT) PF__NAME(PF__SLOT_, MLP_POST_NORM_BIAS)
         PF__NAME(PF__SLOT_, CROSS_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, CROSS_NORM_BIAS) PF__NAME(PF__SLOT_, CROSS_Q_WEIGHT) PF__NAME(PF__SLOT_, CROSS_Q_BIAS)
@@ -4824,6 +4924,7 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, CROSS_V_BIAS) PF__NAME(PF__SLOT_, CROSS_OUT_WEIGHT) PF__NAME(PF__SLOT_, CROSS_OUT_BIAS)
     /* built on each rank from the slots above, never read from files */
     case PF__SLOT_QKV_WEIGHT: case PF__SLOT_QKV_BIAS: case PF__SLOT_MLP_IN_WEIGHT: case PF__SLOT_MLP_IN_BIAS:
+    case PF__SLOT_SHARED_IN_WEIGHT: case PF__SLOT_SHARED_IN_BIAS:
     case PF__SLOT_COUNT: return NULL;
     }
     return NULL;
@@ -4989,6 +5090,13 @@ static int pf__draft_trait(pf__policy_draft *d, const char *what, const char *te
     return v;
 }
 
+/* How many '|'-separated parts a PF__LAYOUT_PER_EXPERT pattern has. */
+PF_PRIVATE int pf__pattern_parts(const char *pattern) {
+    int n = 1;
+    for (const char *p = pattern; (p = strchr(p, '|')) != NULL; p++) n++;
+    return n;
+}
+
 /* How many "%d" a name pattern has; -1 when it has another '%' (patterns are printf formats). */
 static int pf__pattern_layers(const char *pattern) {
     int n = 0;
@@ -5036,10 +5144,12 @@ static pf_result pf__draft_tensors(pf__policy_draft *d, const pf_policy *p) {
                                   "Whisper, Speech2Text) is compiled in, not a policy's", i, in->slot);
         /* a per-layer pattern without "%d" is one tensor all layers share (ALBERT) */
         int per_layer = slot >= PF__SLOT_FIRST_LAYER, layers = pf__pattern_layers(t->pattern);
+        if (layout == PF__LAYOUT_PER_EXPERT && per_layer) /* each '|' part: the layer's %d, then the expert's */
+            layers = layers == 2 * pf__pattern_parts(t->pattern) ? 1 : -1;
         if (layers < 0 || layers > per_layer)
             return pf__draft_fail(d, PF_ERROR_INVALID_ARGUMENT, "%s \"%s\": %s", what, t->pattern,
-                                  per_layer ? "a per-layer slot's pattern takes one \"%d\" (the layer) at most, and no "
-                                              "other '%'"
+                                  per_layer ? "a per-layer slot's pattern takes one \"%d\" (the layer) at most (per_expert: "
+                                              "two in each '|' part, the layer's and the expert's), and no other '%'"
                                             : "a slot outside the layers takes no '%' in its pattern");
         for (int column = 0; column < 2; column++) {
             pf__slot_column c = {(pf__slot)slot, column};
@@ -5882,6 +5992,13 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_MLP_GATE_UP_WEIGHT: *rows = 2 * in; *cols = h; break;
     case PF__SLOT_MLP_GATE_UP_BIAS: *rows = 2 * in; break;
     case PF__SLOT_MLP_DOWN_WEIGHT: *rows = h; *cols = in; break;
+    case PF__SLOT_ROUTER_WEIGHT: *rows = (size_t)c->num_experts; *cols = h; break;
+    case PF__SLOT_EXPERTS_GATE_UP: *rows = (size_t)c->num_experts * 2 * (size_t)c->moe_intermediate_size; *cols = h; break;
+    case PF__SLOT_EXPERTS_DOWN: *rows = (size_t)c->num_experts * h; *cols = (size_t)c->moe_intermediate_size; break;
+    case PF__SLOT_SHARED_GATE_WEIGHT: case PF__SLOT_SHARED_UP_WEIGHT: *rows = (size_t)c->shared_intermediate_size; *cols = h; break;
+    case PF__SLOT_SHARED_GATE_BIAS: case PF__SLOT_SHARED_UP_BIAS: *rows = (size_t)c->shared_intermediate_size; break;
+    case PF__SLOT_SHARED_DOWN_WEIGHT: *rows = h; *cols = (size_t)c->shared_intermediate_size; break;
+    case PF__SLOT_SHARED_EXPERT_GATE: *rows = 1; *cols = h; break;
     case PF__SLOT_TOKEN_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = c->embed_norm_before_project ? e : h; break;
     case PF__SLOT_HEAD_TRANSFORM_WEIGHT: *rows = c->embed_norm_before_project ? e : h; *cols = h; break;
     case PF__SLOT_HEAD_TRANSFORM_BIAS: case PF__SLOT_HEAD_NORM_WEIGHT: case PF__SLOT_HEAD_NORM_BIAS:
@@ -16580,6 +16697,8 @@ PF_PRIVATE void pf__rank_free_all(pf__rank *r) {
     for (size_t i = 0; i < r->num_allocations; i++) r->backend->free(r, r->allocations[i].ptr);
     free(r->allocations);
     free(r->weights);
+    free(r->routing);
+    r->routing = NULL;
     r->allocations = NULL;
     r->weights = NULL;
     r->num_allocations = r->allocations_cap = 0;
@@ -20096,6 +20215,22 @@ static void pf__cpu_alloc_scratch(pf__rank *r) {
     if (g->max_batch > 1) cpu->reorder_tmp = (float *)pf__rank_alloc(r, (size_t)g->max_batch * PF__REORDER_SLICE);
 }
 
+static void pf__cpu_gather_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows, size_t count,
+                                size_t width) {
+    (void)r;
+    for (size_t i = 0; i < count; i++) memcpy(dst + i * width, src + (size_t)rows[i] * width, width * sizeof(float));
+}
+
+static void pf__cpu_scatter_add_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales,
+                                     size_t count, size_t width) {
+    (void)r;
+    for (size_t i = 0; i < count; i++) {
+        float *out = dst + (size_t)rows[i] * width;
+        const float *in = src + i * width;
+        for (size_t k = 0; k < width; k++) out[k] += scales[i] * in[k];
+    }
+}
+
 PF_PRIVATE const pf__backend pf__cpu_backend = {
     .name = "cpu",
     .host_memory = 1,
@@ -20130,6 +20265,8 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .reorder_rows = pf__cpu_reorder_rows,
     .device_memory = pf__cpu_device_memory,
     .alloc_scratch = pf__cpu_alloc_scratch,
+    .gather_rows = pf__cpu_gather_rows,
+    .scatter_add_rows = pf__cpu_scatter_add_rows,
     /* The optional ops stay NULL: the host takes the arg-max and samples from downloaded logits,
        residual, norm and biases run as separate passes over host memory, the GEMMs add their
        biases, and a decoder step runs every op as it comes. */
@@ -20563,6 +20700,180 @@ PF_PRIVATE void pf__mel_frontend(const pf_model *m, const float *mel, int num_fr
     for (size_t i = 0; i < half * d; i++) out[i] = pf__speech_gelu(out[i]);
 }
 
+/* ==== src/moe.c ==== */
+/* =============================================================================================== */
+/* mixtures of experts: routing, and the experts a rank holds                                      */
+/* =============================================================================================== */
+
+/* Expert parallelism: every rank holds whole experts (pf__share.expert_begin, .experts; the
+   PF__SPLIT_EXPERTS_* slices), or with expert slicing its columns of every expert; computes the router on the same input with the same whole weight
+   (so every rank routes every token alike, bit for bit), runs its own experts on the tokens
+   routed to them and adds their weighted outputs into its partial sum, which the block's existing
+   all-reduce completes. The routing itself runs on the host from the downloaded router logits. */
+
+/* One step's routing on a rank's host, in one allocation. */
+typedef struct pf__routing {
+    size_t max_tokens;
+    int experts, top_k;
+    float *logits;    /* [max_tokens][experts]: the router's, downloaded */
+    int32_t *choice;  /* [max_tokens][top_k]: each token's experts, best first */
+    float *weight;    /* [max_tokens][top_k]: their routing weights */
+    int32_t *first;   /* [experts + 1]: expert e's tokens are rows[first[e] .. first[e + 1]) */
+    int32_t *rows;    /* [max_tokens * top_k]: tokens grouped by expert, each group in token order */
+    float *scales;    /* [max_tokens * top_k]: the routing weight of each of those */
+    float *scores;    /* [experts + 1]: one token's scores, then the experts' fill positions */
+    int32_t *tokens;  /* [max_tokens]: 0, 1, 2, ... (the shared expert's rows) */
+    float *gates;     /* [max_tokens]: the shared expert's sigmoid gate of each token */
+} pf__routing;
+
+#ifdef PF_TESTING
+int pf_testing_moe_fault; /* test hooks (testing_hooks.h): 1 rank 1 routes its tokens to other experts,
+                             2 rank 0 drops its first expert's tokens, 3 it adds them twice */
+#endif
+
+static pf__routing *pf__routing_new(size_t max_tokens, int experts, int top_k) {
+    size_t picks = max_tokens * (size_t)top_k;
+    size_t bytes = sizeof(pf__routing) + max_tokens * (size_t)experts * sizeof(float) + picks * 2 * (sizeof(int32_t) + sizeof(float)) +
+                   ((size_t)experts + 1) * (sizeof(int32_t) + sizeof(float)) + max_tokens * (sizeof(int32_t) + sizeof(float));
+    pf__routing *rt = (pf__routing *)malloc(bytes);
+    if (!rt) return NULL;
+    rt->max_tokens = max_tokens;
+    rt->experts = experts;
+    rt->top_k = top_k;
+    rt->logits = (float *)(rt + 1);
+    rt->weight = rt->logits + max_tokens * (size_t)experts;
+    rt->scales = rt->weight + picks;
+    rt->choice = (int32_t *)(rt->scales + picks);
+    rt->rows = rt->choice + picks;
+    rt->first = rt->rows + picks;
+    rt->scores = (float *)(rt->first + experts + 1);
+    rt->gates = rt->scores + experts + 1;
+    rt->tokens = (int32_t *)(rt->gates + max_tokens);
+    for (size_t t = 0; t < max_tokens; t++) rt->tokens[t] = (int32_t)t;
+    return rt;
+}
+
+/* Token t's experts and weights from its router logits: scores (softmax over the experts, or
+   sigmoid), the top_k best (the lower index first on equal scores), their scores renormalised to
+   sum 1 where the family does, times routed_scaling. */
+static void pf__route_token(const pf__config *c, const float *logits, int32_t *choice, float *weight, float *scores) {
+    int E = c->num_experts, k = c->experts_per_token;
+    if (c->router_sigmoid) {
+        for (int e = 0; e < E; e++) scores[e] = 1.0f / (1.0f + expf(-logits[e]));
+    } else {
+        float max = logits[0], sum = 0;
+        for (int e = 1; e < E; e++) max = logits[e] > max ? logits[e] : max;
+        for (int e = 0; e < E; e++) sum += scores[e] = expf(logits[e] - max);
+        for (int e = 0; e < E; e++) scores[e] /= sum;
+    }
+    for (int j = 0; j < k; j++) {
+        int best = -1;
+        for (int e = 0; e < E; e++) {
+            int taken = 0;
+            for (int i = 0; i < j && !taken; i++) taken = choice[i] == e;
+            if (!taken && (best < 0 || scores[e] > scores[best])) best = e;
+        }
+        choice[j] = best;
+        weight[j] = scores[best];
+    }
+    float total = 0;
+    for (int j = 0; j < k; j++) total += weight[j];
+    for (int j = 0; j < k; j++) {
+        if (c->norm_topk_prob) weight[j] /= total;
+        if (c->routed_scaling) weight[j] *= (float)c->routed_scaling;
+    }
+}
+
+/* The routing of n tokens from rt->logits: each token's choices, then the tokens grouped by expert. */
+static void pf__route(const pf__config *c, pf__routing *rt, size_t n, float *scores) {
+    int E = rt->experts, k = rt->top_k;
+    memset(rt->first, 0, ((size_t)E + 1) * sizeof(int32_t));
+    for (size_t t = 0; t < n; t++) {
+        pf__route_token(c, rt->logits + t * (size_t)E, rt->choice + t * (size_t)k, rt->weight + t * (size_t)k, scores);
+        for (int j = 0; j < k; j++) rt->first[rt->choice[t * (size_t)k + (size_t)j] + 1]++;
+    }
+    for (int e = 0; e < E; e++) rt->first[e + 1] += rt->first[e];
+    int32_t *next = (int32_t *)scores; /* scores are spent: the fill position of each expert */
+    for (int e = 0; e < E; e++) next[e] = rt->first[e];
+    for (size_t t = 0; t < n; t++)
+        for (int j = 0; j < k; j++) {
+            int32_t e = rt->choice[t * (size_t)k + (size_t)j], at = next[e]++;
+            rt->rows[at] = (int32_t)t;
+            rt->scales[at] = rt->weight[t * (size_t)k + (size_t)j];
+        }
+}
+
+/* Expert e's (local index) rows of a PF__SPLIT_EXPERTS_* weight, as a weight of their own. */
+static pf__weight pf__expert_view(const pf__weight *w, int local, int held) {
+    pf__weight v = *w;
+    v.rows = w->rows / (size_t)held;
+    v.data = (char *)w->data + pf__weight_bytes(w->dtype, (size_t)local * v.rows, w->cols);
+    return v;
+}
+
+/* part[N][hidden] += sigmoid(h w_g) * shared(h) for the rank's columns of the shared expert
+   (Qwen2-MoE's shared_expert and shared_expert_gate): a dense gated MLP every token runs, split by
+   columns, its gate a scalar per token from a whole [1, hidden] weight (on the host, as the routing). */
+static void pf__rank_shared_expert(pf__rank *r, const pf__weight *L, const float *h, float *part, size_t N) {
+    const pf__backend *be = r->backend;
+    pf__routing *rt = r->routing;
+    size_t d = (size_t)r->group->model->config.hidden_size, width = (size_t)r->share.shared_width;
+    be->matmul(r, r->router, h, &L[PF__SLOT_SHARED_EXPERT_GATE], NULL, N);
+    be->download(r, rt->gates, r->router, N * sizeof(float));
+    for (size_t t = 0; t < N; t++) rt->gates[t] = 1.0f / (1.0f + expf(-rt->gates[t]));
+    if (!width) return; /* more ranks than the shared expert's columns */
+    be->matmul(r, r->expert_mid, h, &L[PF__SLOT_SHARED_IN_WEIGHT], NULL, N);
+    be->gated_activation(r, r->expert_act, r->expert_mid, N, width, r->group->model->config.activation);
+    be->matmul(r, r->expert_out, r->expert_act, &L[PF__SLOT_SHARED_DOWN_WEIGHT], NULL, N);
+    be->scatter_add_rows(r, part, r->expert_out, rt->tokens, rt->gates, N, d);
+}
+
+/* part[N][hidden] = sum over the rank's experts e of routing weight * expert_e(h) for the tokens
+   routed to e (zeros for the others): the layer's share of this rank, summed over the ranks by the
+   caller's all-reduce. h is the same on every rank, and so is the routing. */
+PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, const float *h, float *part, size_t N) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    size_t d = (size_t)c->hidden_size, E = (size_t)c->num_experts, width = (size_t)r->share.expert_width;
+    if (!r->routing || r->routing->max_tokens < N) {
+        free(r->routing);
+        r->routing = pf__routing_new(r->group->max_tokens > N ? r->group->max_tokens : N, c->num_experts, c->experts_per_token);
+        if (!r->routing) {
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory for the routing of %zu tokens", N);
+            return;
+        }
+    }
+    pf__routing *rt = r->routing;
+    /* router = h Wr^T, whole on every rank; each token's experts from it, on the host */
+    be->matmul(r, r->router, h, &L[PF__SLOT_ROUTER_WEIGHT], NULL, N);
+    be->download(r, rt->logits, r->router, N * E * sizeof(float));
+    pf__route(c, rt, N, rt->scores);
+    int faulty = 0;
+#ifdef PF_TESTING
+    faulty = pf_testing_moe_fault;
+    if (faulty == 1 && r->index == 1) /* this rank's tokens go to the next expert */
+        for (size_t i = 0; i < N * (size_t)rt->top_k; i++) rt->rows[i] = (rt->rows[i] + 1) % (int32_t)N;
+#endif
+    be->scale(r, part, N * d, 0.0f);
+    const pf__weight *gate_up = &L[PF__SLOT_EXPERTS_GATE_UP], *down = &L[PF__SLOT_EXPERTS_DOWN];
+    int held = r->share.experts;
+    for (int local = 0; local < held && !pf__rank_failed(r); local++) {
+        int e = r->share.expert_begin + local;
+        size_t first = (size_t)rt->first[e], n = (size_t)rt->first[e + 1] - first;
+        if (!n || !width) continue; /* decode reads only the chosen experts' weights */
+        if (faulty == 2 && r->index == 0 && local == 0) continue;
+        /* mid = gather(h) Wgu_e^T; act = act(gate) * up; out = act Wd_e^T; part[token] += weight * out */
+        pf__weight gu = pf__expert_view(gate_up, local, held), dn = pf__expert_view(down, local, held);
+        be->gather_rows(r, r->expert_in, h, rt->rows + first, n, d);
+        be->matmul(r, r->expert_mid, r->expert_in, &gu, NULL, n);
+        be->gated_activation(r, r->expert_act, r->expert_mid, n, width, c->activation);
+        be->matmul(r, r->expert_out, r->expert_act, &dn, NULL, n);
+        be->scatter_add_rows(r, part, r->expert_out, rt->rows + first, rt->scales + first, n, d);
+        if (faulty == 3 && r->index == 0 && local == 0)
+            be->scatter_add_rows(r, part, r->expert_out, rt->rows + first, rt->scales + first, n, d);
+    }
+    if (L[PF__SLOT_SHARED_EXPERT_GATE].data) pf__rank_shared_expert(r, L, h, part, N);
+}
 /* ==== src/slicing.c ==== */
 /* =============================================================================================== */
 /* slicing weights onto ranks                                                                      */
@@ -20640,6 +20951,26 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
     }
     case PF__SPLIT_MLP_ROWS: p->col_begin = (size_t)s->mlp_begin, p->cols = (size_t)s->mlp_width; break;
     case PF__SPLIT_VOCAB: p->row_begin = (size_t)s->vocab_begin, p->rows = (size_t)s->vocab_rows; break;
+    case PF__SPLIT_EXPERTS_GATE_UP: { /* of each of its experts, its columns of gate, then of up */
+        size_t I = (size_t)c->moe_intermediate_size, w = (size_t)s->expert_width;
+        p->rows = (size_t)s->experts * 2 * w;
+        if (!p->rows) break;
+        p->row_map = (size_t *)malloc(p->rows * sizeof *p->row_map);
+        if (!p->row_map) return -1;
+        for (size_t e = 0, k = 0; e < (size_t)s->experts; e++)
+            for (size_t half = 0; half < 2; half++)
+                for (size_t i = 0; i < w; i++)
+                    p->row_map[k++] = ((size_t)s->expert_begin + e) * 2 * I + half * I + (size_t)s->expert_col_begin + i;
+        break;
+    }
+    case PF__SPLIT_SHARED_COLUMNS: p->row_begin = (size_t)s->shared_begin, p->rows = (size_t)s->shared_width; break;
+    case PF__SPLIT_SHARED_ROWS: p->col_begin = (size_t)s->shared_begin, p->cols = (size_t)s->shared_width; break;
+    case PF__SPLIT_EXPERTS_DOWN: { /* each expert's [hidden, I] after the other: the experts' rows, its columns */
+        size_t per_expert = src->rows / (size_t)c->num_experts;
+        p->row_begin = (size_t)s->expert_begin * per_expert, p->rows = (size_t)s->experts * per_expert;
+        p->col_begin = (size_t)s->expert_col_begin, p->cols = (size_t)s->expert_width;
+        break;
+    }
     }
     return 0;
 }
@@ -20649,6 +20980,10 @@ static size_t pf__plan_row(const pf__plan *p, size_t i) { return p->row_map ? p-
 /* n consecutive values of a source in file order, from element index first, as fp32. */
 static void pf__source_run(float *dst, const pf__source *src, size_t first, size_t n) {
     const unsigned char *at = PF__BLOCKED(src->dtype) ? src->data : src->data + first * pf__dtype_size(src->dtype);
+    if (src->pieces) { /* a run never crosses a row's end, so it lies in one piece */
+        size_t piece = src->piece_rows * src->cols;
+        at = src->pieces[first / piece] + (first % piece) * pf__dtype_size(src->dtype);
+    }
     switch (src->dtype) {
     case PF__DTYPE_F32: memcpy(dst, at, n * sizeof(float)); break;
     case PF__DTYPE_F16:
@@ -21141,6 +21476,15 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
     }
     r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
     if (c->gated_mlp) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
+    if (c->num_experts > 0) { /* the router's logits, and one expert's tokens at a time */
+        size_t width = (size_t)(c->moe_intermediate_size > c->shared_intermediate_size ? c->moe_intermediate_size
+                                                                                      : c->shared_intermediate_size);
+        r->router = (float *)pf__rank_alloc(r, T * (size_t)c->num_experts * sizeof(float));
+        r->expert_in = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
+        r->expert_out = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
+        r->expert_mid = (float *)pf__rank_alloc(r, T * 2 * width * sizeof(float));
+        r->expert_act = (float *)pf__rank_alloc(r, T * width * sizeof(float));
+    }
     r->logits = (float *)pf__rank_alloc(r, g->logit_rows * r->share.vocab_rows * sizeof(float));
     if (m->sources[PF__SLOT_PATCH_WEIGHT].data)
         r->patch_in = (float *)pf__rank_alloc(r, (size_t)g->max_batch * (size_t)(c->max_positions - 1 - c->distillation) *
@@ -21595,7 +21939,10 @@ static void pf__rank_attention(pf__rank *r, const pf__step *s, const pf__weight 
        or over the whole projection, its statistics summed over the ranks */
     if (qk_norm)
         be->head_norm(r, r->qkv, q_norm, k_norm, q_norm_b, k_norm_b, N, shape, eps, a->norm, c->qk_norm_per_head);
-    if (c->qk_norm == PF__QK_NORM_PROJECTION && (q_norm || k_norm))
+    /* (every rank enters its all-reduce, one without heads too: the model decides, not the slice) */
+    const pf__source *sources = r->group->model->sources;
+    if (c->qk_norm == PF__QK_NORM_PROJECTION && (sources[pf__slot_index(PF__SLOT_Q_NORM_WEIGHT, l)].data ||
+                                                 sources[pf__slot_index(PF__SLOT_K_NORM_WEIGHT, l)].data))
         pf__rank_projection_qk_norm(r, q_norm, k_norm, N, shape, eps);
     /* q, k = rotate(q, k) by position (not on NoPE layers: layer_rope, SmolLM3's list or Cohere2's global layers) */
     if (rotary) {
@@ -21717,17 +22064,21 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
         mlp_in = r->h;
         if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
     }
-    /* mlp = act(h Win_r^T + bin_r), or act(gate) * up: this rank's columns */
+    /* mlp = act(h Win_r^T + bin_r), or act(gate) * up: this rank's columns; then
+       part = mlp Wdown_r^T. A layer with experts: part = its experts' share of this rank */
     const float *act = r->mlp;
-    if (c->gated_mlp) {
+    int sparse = c->layer_sparse && c->layer_sparse[l];
+    if (sparse) {
+        pf__rank_experts(r, L, mlp_in, r->part, N);
+    } else if (c->gated_mlp) {
         be->matmul(r, r->mlp, mlp_in, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N);
         be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;
     } else {
         pf__rank_mlp_in(r, r->mlp, mlp_in, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N,
                         c->activation);
     }
-    /* part = mlp Wdown_r^T, summed over ranks; x += part + bdown; post-norm: x = norm2(x) */
-    be->matmul(r, r->part, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
+    /* part summed over ranks; x += part + bdown; post-norm: x = norm2(x) */
+    if (!sparse) be->matmul(r, r->part, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
     pf__all_reduce(r, r->part, N * d, "the MLP output's all-reduce");
     const pf__weight *down_b = PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]);
     if (PF__HAS(L[PF__SLOT_MLP_POST_NORM_WEIGHT])) { /* part = post-norm(part + bdown) */
@@ -22081,8 +22432,8 @@ static pf_result pf__group_share_outputs(pf__group *g, const pf__job *job, char 
     pf__job_host_outputs(g, job, &o);
     pf_result res = PF_OK;
     for (int k = 0; !res && k < g->world_ranks; k++) {
-        if (o.vocab_rows && job->logits)
-            res = pf__mpi_broadcast_rows(g, k, job->logits + pf__share_for(c, k, g->world_ranks).vocab_begin, o.vocab_rows,
+        if (o.vocab_rows && job->logits) /* the vocabulary split does not depend on the experts' */
+            res = pf__mpi_broadcast_rows(g, k, job->logits + pf__share_for(c, k, g->world_ranks, 0).vocab_begin, o.vocab_rows,
                                          g->lm_rows[k] * sizeof(float), vocab * sizeof(float), error, PF__MESSAGE_SIZE);
         if (!res && o.choice_rows)
             res = pf__mpi_broadcast_rows(g, k, g->choices + (size_t)k * g->max_batch, 1, o.choice_rows * sizeof(pf__choice), 0,
@@ -22204,10 +22555,12 @@ PF_PRIVATE void pf__group_destroy(pf__group *g) {
     free(g);
 }
 
-/* The heads and MLP columns of rank r of n: contiguous, as even as the sizes allow. Key/value
+/* The heads, MLP columns and experts of rank r of n: contiguous, as even as the sizes allow: whole
+   experts (expert parallelism; with fewer experts than ranks some hold none), or with slice_experts
+   every expert's columns as a dense MLP's. Key/value
    heads follow the query heads: a rank holds every one its query heads read, so with fewer
    key/value heads than ranks they are replicated. */
-PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n) {
+PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n, int slice_experts) {
     pf__share s;
     int group = c->num_heads / c->num_kv_heads;
     s.head_begin = (int)((long long)r * c->num_heads / n);
@@ -22216,6 +22569,13 @@ PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n) {
     s.kv_heads = s.heads ? (s.head_begin + s.heads - 1) / group + 1 - s.kv_begin : 0;
     s.mlp_begin = (int)((long long)r * c->intermediate_size / n);
     s.mlp_width = (int)((long long)(r + 1) * c->intermediate_size / n) - s.mlp_begin;
+    s.expert_begin = slice_experts ? 0 : (int)((long long)r * c->num_experts / n);
+    s.experts = slice_experts ? c->num_experts : (int)((long long)(r + 1) * c->num_experts / n) - s.expert_begin;
+    s.expert_col_begin = slice_experts ? (int)((long long)r * c->moe_intermediate_size / n) : 0;
+    s.expert_width = slice_experts ? (int)((long long)(r + 1) * c->moe_intermediate_size / n) - s.expert_col_begin
+                                   : c->moe_intermediate_size;
+    s.shared_begin = (int)((long long)r * c->shared_intermediate_size / n);
+    s.shared_width = (int)((long long)(r + 1) * c->shared_intermediate_size / n) - s.shared_begin;
     s.vocab_begin = (int)((long long)r * c->vocab_size / n);
     s.vocab_rows = (int)((long long)(r + 1) * c->vocab_size / n) - s.vocab_begin;
     return s;
@@ -22408,6 +22768,11 @@ int pf_cuda_add_residual_biases(pf_cuda_rank *st, float *x, const float *y, cons
                                 const void *bias2, int dtype2, size_t rows, size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
 int pf_cuda_scale(pf_cuda_rank *st, float *x, size_t count, float factor);
+/* Mixtures of experts: dst[i] = src[rows[i]] (rows of width floats); dst[rows[i]] += scales[i] * src[i],
+   the rows distinct within a call (one expert's tokens); rows and scales on the device. */
+int pf_cuda_gather_rows(pf_cuda_rank *st, float *dst, const float *src, const int32_t *rows, size_t count, size_t width);
+int pf_cuda_scatter_add_rows(pf_cuda_rank *st, float *dst, const float *src, const int32_t *rows, const float *scales,
+                             size_t count, size_t width);
 int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
 int pf_cuda_qk_sum_squares(pf_cuda_rank *st, float *sums, const float *qkv, size_t rows, int heads, int kv_heads,
                            int head_dim, int k_first, int k_count);
@@ -22523,6 +22888,8 @@ typedef struct pf__cuda_rank_state {
     float *choice;            /* [2 logit_rows PF_CUDA_TOP_K_MAX]: a step's arg-max or top-k candidates,
                                  values then ids (int32), on the device; ranks holding vocabulary rows */
     void *choice_host;        /* the same in pinned host memory (pf_cuda_host_alloc) */
+    int32_t *expert_rows;     /* [max_tokens]: mixtures of experts: one expert's tokens (pf__backend.gather_rows) */
+    float *expert_scales;     /* [max_tokens]: their routing weights */
     pf__cuda_graph graphs[PF__CUDA_GRAPHS]; /* captured decode steps */
     unsigned long long graph_clock;
     int capturing;            /* inside a capture: no host copy may be queued (it would be replayed stale) */
@@ -22630,6 +22997,8 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     size_t v_width = (size_t)r->share.heads * pf__value_head_dim(c); /* latent attention: o_proj's input */
     if (v_width > k_max) k_max = v_width;
     if ((size_t)c->q_lora_rank > k_max) k_max = (size_t)c->q_lora_rank; /* and q_b_proj's */
+    if ((size_t)c->moe_intermediate_size > k_max) k_max = (size_t)c->moe_intermediate_size; /* experts' down GEMMs */
+    if ((size_t)c->shared_intermediate_size > k_max) k_max = (size_t)c->shared_intermediate_size;
     size_t half = pf__rope_floats(c); /* every table */
     size_t batch = (size_t)g->max_batch, kv_width = pf__rank_cache_width(r); /* a cached position's values */
     pf__mem_kind kind = r->allocating;
@@ -22655,6 +23024,10 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
         size_t wide = hidden > (size_t)c->embed_dim ? hidden : (size_t)c->embed_dim;
         rs->reduce_sum = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
         if (gs->mixed) rs->reduce_tmp = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
+    }
+    if (c->num_experts > 0) {
+        rs->expert_rows = (int32_t *)pf__rank_alloc(r, T * sizeof(int32_t));
+        rs->expert_scales = (float *)pf__rank_alloc(r, T * sizeof(float));
     }
     rs->pad = (int *)pf__rank_alloc(r, batch * sizeof(int));
     rs->pad_host = (int *)malloc(batch * sizeof(int));
@@ -23126,6 +23499,26 @@ static void pf__cuda_add_residual(pf__rank *r, float *x, const float *y, const p
                                         pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows, n));
 }
 
+/* Mixtures of experts: the host's rows (and weights) of one expert's tokens, queued to the device
+   in the stream's order (the host arrays stay until the layer's next routing, after a download). */
+static void pf__cuda_gather_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows, size_t count,
+                                 size_t width) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs || !count) return;
+    if (!pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->expert_rows, rows, count * sizeof(int32_t)))) return;
+    pf__cuda_ok(r, pf_cuda_gather_rows(rs->cu, dst, src, rs->expert_rows, count, width));
+}
+
+static void pf__cuda_scatter_add_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows,
+                                      const float *scales, size_t count, size_t width) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs || !count) return;
+    if (!pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->expert_rows, rows, count * sizeof(int32_t))) ||
+        !pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->expert_scales, scales, count * sizeof(float))))
+        return;
+    pf__cuda_ok(r, pf_cuda_scatter_add_rows(rs->cu, dst, src, rs->expert_rows, rs->expert_scales, count, width));
+}
+
 static void pf__cuda_scale(pf__rank *r, float *x, size_t count, float factor) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
@@ -23436,6 +23829,7 @@ static int pf__cuda_graph_eligible(const pf__rank *r, const pf__job *job) {
     const pf__step *s = &job->step;
     if (g->options.disable_cuda_graphs || job->encoder_pass) return 0;
     if (s->seq_len != 1 || !s->ids || s->features || s->patches || s->type_ids) return 0;
+    if (g->model->config.num_experts > 0) return 0; /* the routing downloads the router's logits mid-step */
     return g->num_ranks == 1 || gs->use_nccl;
 }
 
@@ -23575,6 +23969,8 @@ static const pf__backend pf__cuda_table = {
     .gated_activation = pf__cuda_gated_activation,
     .add_residual = pf__cuda_add_residual,
     .scale = pf__cuda_scale,
+    .gather_rows = pf__cuda_gather_rows,
+    .scatter_add_rows = pf__cuda_scatter_add_rows,
     .head_norm = pf__cuda_head_norm,
     .clamp = pf__cuda_clamp,
     .qk_sum_squares = pf__cuda_qk_sum_squares,
@@ -23744,6 +24140,9 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
         g->rel_ids = (int32_t *)malloc(2 * (size_t)c->rel_span * sizeof(int32_t));
         for (int i = 0; g->rel_ids && i < 2 * c->rel_span; i++) g->rel_ids[i] = i;
     }
+    /* expert slicing where asked, or by default where whole experts would leave ranks without any */
+    int slice_experts = o->expert_split == PF_EXPERT_SPLIT_COLUMNS ||
+                        (o->expert_split == PF_EXPERT_SPLIT_AUTO && c->num_experts > 0 && c->num_experts < g->world_ranks);
     if (backend->argmax) g->choices = (pf__choice *)calloc((size_t)g->world_ranks * g->max_batch, sizeof *g->choices);
     if (!g->ranks || !g->reduce_in || !g->room_needed || !g->lm_rows || !logits || !g->zero_ids ||
         (c->disentangled && !g->rel_ids) || (backend->argmax && !g->choices))
@@ -23755,7 +24154,7 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
         r->world = g->first_rank + i;
         r->backend = backend;
         r->device = o->device_ids ? o->device_ids[i] : i;
-        r->share = pf__share_for(c, r->world, g->world_ranks);
+        r->share = pf__share_for(c, r->world, g->world_ranks, slice_experts);
     }
     if (backend->group_begin) {
         pf_result res = backend->group_begin(g, pf__error_buffer(m), PF__MESSAGE_SIZE);
@@ -25664,6 +26063,24 @@ PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
    table order) present under the prefix, or bare (lm_head.weight sits outside it). *row is the
    row that matched (the first row when none did) and name its full name; a second spelling
    present too is *other. */
+/* Row t's tensor name for layer `layer`: its pattern, or with PF__LAYOUT_PER_EXPERT the part-th of
+   its '|'-separated parts for expert `expert` (the pattern's second %d). */
+PF_PRIVATE void pf__pattern_name(char *out, size_t size, const pf__arch_tensor *t, int layer, int expert, int part) {
+    if (t->layout != PF__LAYOUT_PER_EXPERT) {
+        snprintf(out, size, t->pattern, layer);
+        return;
+    }
+    const char *begin = t->pattern;
+    for (int k = 0; k < part && strchr(begin, '|'); k++) begin = strchr(begin, '|') + 1;
+    const char *end = strchr(begin, '|');
+    char one[256];
+    size_t n = end ? (size_t)(end - begin) : strlen(begin);
+    if (n >= sizeof one) n = sizeof one - 1;
+    memcpy(one, begin, n);
+    one[n] = 0;
+    snprintf(out, size, one, layer, expert);
+}
+
 PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, pf__slot slot, int layer,
                                           const pf__arch_tensor **row, char *name, size_t name_size,
                                           const pf__st_tensor **other) {
@@ -25678,7 +26095,7 @@ PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, p
         const pf__arch_tensor *t = &rows->tensors[i];
         char pattern[256], full[300];
         if (t->arch != m->config.arch || t->slot != slot || t->encoder != encoder) continue;
-        snprintf(pattern, sizeof pattern, t->pattern, index);
+        pf__pattern_name(pattern, sizeof pattern, t, index, 0, 0);
         snprintf(full, sizeof full, "%s%s", prefix, pattern);
         const pf__st_tensor *st = pf__st_take(&m->st, full);
         if (!st) st = pf__st_take(&m->st, pattern);
@@ -25771,6 +26188,11 @@ PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf
     if (o.dtype < PF_DTYPE_AUTO || o.dtype > PF_DTYPE_Q4_0)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "unknown dtype %d", (int)o.dtype);
 
+    if (o.expert_split < PF_EXPERT_SPLIT_AUTO || o.expert_split > PF_EXPERT_SPLIT_COLUMNS)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "unknown expert_split %d", (int)o.expert_split);
+    if (c->num_experts > 0 && !backend->scatter_add_rows)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "the %s backend runs no mixture of experts yet (num_experts %d): use CPU ranks",
+                        backend->name, c->num_experts);
     static const pf__dtype dtypes[] = {PF__DTYPE_F32, PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8,
                                        PF__DTYPE_Q4};
     pf__dtype dtype = o.dtype == PF_DTYPE_AUTO && backend != &pf__cpu_backend ? PF__DTYPE_F16 : dtypes[o.dtype];
@@ -25838,6 +26260,7 @@ static pf_result pf__to_cpu_locked(pf_model *m) {
         gathered[i] = m->sources[i];
         gathered[i].data = (const uint8_t *)full[i];
         gathered[i].dtype = PF__DTYPE_F32;
+        gathered[i].pieces = NULL; /* gathered whole */
         if (gathered[i].layout == PF__LAYOUT_IN_OUT) gathered[i].layout = PF__LAYOUT_OUT_IN; /* gathered as [rows][cols] */
         if ((i == PF__SLOT_REL_BIAS || i == PF__SLOT_ENC_REL_BIAS) && full[i]) /* no rank holds it as a weight (each has a table): from the source */
             for (size_t k = 0; k < m->sources[i].rows * m->sources[i].cols; k++)
@@ -29165,6 +29588,13 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
             flat.shape[1] = leading_ones ? st->shape[st->ndim - 1] : (st->shape[0] ? st->numel / st->shape[0] : 0);
         }
     }
+    if (t->layout == PF__LAYOUT_EXPERTS) { /* [experts, rows / experts, cols] checked as [rows, cols] */
+        size_t experts = (size_t)m->config.num_experts;
+        int ok = st->ndim == 3 && st->shape[0] == experts;
+        flat.ndim = ok ? 2 : 0;
+        flat.shape[0] = ok ? st->shape[0] * st->shape[1] : 0;
+        flat.shape[1] = ok ? st->shape[2] : 0;
+    }
     if (t->layout == PF__LAYOUT_HEADS) { /* [heads, head_dim] checked as the vector of its values */
         int ok = st->ndim == 2 && st->shape[1] == (size_t)m->config.head_dim;
         flat.ndim = ok ? 1 : 0;
@@ -29181,7 +29611,49 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
     src->layout = t->layout == PF__LAYOUT_ROW                                       ? PF__LAYOUT_VECTOR
                   : t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV ? PF__LAYOUT_OUT_IN
                   : t->layout == PF__LAYOUT_HEADS                                   ? PF__LAYOUT_VECTOR
+                  : t->layout == PF__LAYOUT_EXPERTS                                 ? PF__LAYOUT_OUT_IN
                                                                                     : t->layout;
+    src->split = t->split;
+    return PF_OK;
+}
+
+/* pf__need_by_config, and the needs that follow the layer: a mixture of experts' layers have a
+   router and experts (layer_sparse), the others a dense MLP. */
+static int pf__need_by_layer(const pf__config *c, pf__need need, int layer, const char **why) {
+    if (need != PF__IF_SPARSE_LAYER && need != PF__IF_DENSE_LAYER) return pf__need_by_config(c, need, why);
+    int sparse = c->layer_sparse && c->layer_sparse[layer];
+    *why = sparse ? "the layer has experts (num_experts, decoder_sparse_step, mlp_only_layers)"
+                  : "the layer has a dense MLP (num_experts, decoder_sparse_step, mlp_only_layers)";
+    return need == PF__IF_SPARSE_LAYER ? sparse : !sparse;
+}
+
+/* A PF__LAYOUT_PER_EXPERT slot of layer l: every expert's tensor of every part of row t's
+   pattern, each [rows / (experts * parts), cols] of one dtype, joined as src's pieces (no copy). */
+static pf_result pf__take_expert_pieces(pf_model *m, const char *prefix, const pf__arch_tensor *t, int l, pf__source *src) {
+    const pf__config *c = &m->config;
+    int parts = pf__pattern_parts(t->pattern);
+    size_t count = (size_t)c->num_experts * (size_t)parts, piece_rows = src->rows / count;
+    src->pieces = (const uint8_t **)calloc(count, sizeof *src->pieces);
+    if (!src->pieces) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    src->piece_rows = piece_rows;
+    for (size_t k = 0; k < count; k++) {
+        char bare[256], name[300];
+        pf__pattern_name(bare, sizeof bare, t, l, (int)(k / (size_t)parts), (int)(k % (size_t)parts));
+        snprintf(name, sizeof name, "%s%s", prefix, bare);
+        const pf__st_tensor *st = pf__st_take(&m->st, name);
+        if (!st) st = pf__st_take(&m->st, bare);
+        if (!st) return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s'", m->dir, name);
+        if (st->dtype == PF__DTYPE_OTHER || (k && st->dtype != src->dtype))
+            return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' has %s", st->file->path, st->name,
+                            k ? "another dtype than its layer's other experts" : "an unsupported dtype (F32, F16 and BF16 are)");
+        if (st->ndim != 2 || st->shape[0] != piece_rows || st->shape[1] != src->cols)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is not [%zu, %zu] as the config needs", st->file->path,
+                            st->name, piece_rows, src->cols);
+        src->pieces[k] = st->data;
+        src->dtype = st->dtype;
+    }
+    src->data = src->pieces[0];
+    src->layout = PF__LAYOUT_OUT_IN;
     src->split = t->split;
     return PF_OK;
 }
@@ -29203,7 +29675,7 @@ static pf_result pf__take_slots(pf_model *m, const char *prefix) {
                 return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensors '%s' and '%s' are two spellings of one weight", m->dir,
                                 st->name, other->name);
             const char *why = NULL;
-            int by_config = pf__need_by_config(c, t->need, &why), wanted = by_config > 0;
+            int by_config = pf__need_by_layer(c, t->need, l, &why), wanted = by_config > 0;
             if (by_config >= 0 && st && !wanted)
                 return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is in the checkpoint but config.json says %s",
                                 m->dir, st->name, why);
@@ -29218,7 +29690,8 @@ static pf_result pf__take_slots(pf_model *m, const char *prefix) {
                                 st->file->path, st->name);
             pf__source *src = &m->sources[pf__slot_index((pf__slot)slot, l)];
             pf__slot_shape(c, (pf__slot)slot, &src->rows, &src->cols);
-            pf_result r = pf__take_source(m, t, st, src);
+            pf_result r = t->layout == PF__LAYOUT_PER_EXPERT ? pf__take_expert_pieces(m, prefix, t, l, src)
+                                                             : pf__take_source(m, t, st, src);
             if (r) return r;
         }
     }
@@ -29598,6 +30071,7 @@ void pf_free(pf_model *m) {
     pf__group_destroy(m->group);
     pf_tokenizer_free(m->tokenizer);
     pf__st_close(&m->st);
+    for (size_t i = 0; m->sources && i < pf__num_slots(&m->config); i++) free((void *)m->sources[i].pieces);
     free(m->sources);
     for (int i = 0; i < m->num_scaled; i++) free(m->scaled[i]);
     pf__speech_free(m->speech);
@@ -29606,6 +30080,7 @@ void pf_free(pf_model *m) {
     free(m->inv_freq);
     free(m->config.layer_window);
     free(m->config.layer_rope);
+    free(m->config.layer_sparse);
     pf__policy_release(m->config.arch);
     free(m->config.eos_ids);
     free(m->config.suppress_ids);

@@ -353,6 +353,14 @@ typedef enum pf_dtype {
     PF_DTYPE_Q4_0
 } pf_dtype;
 
+/* Where a mixture of experts' experts go (pf_parallel_options.expert_split). */
+typedef enum pf_expert_split {
+    PF_EXPERT_SPLIT_AUTO = 0, /* whole experts, unless the model has fewer experts than ranks: columns */
+    PF_EXPERT_SPLIT_WHOLE,    /* expert parallelism: each rank holds whole experts (as even a count as
+                                 the numbers allow) and runs them on the tokens routed to them */
+    PF_EXPERT_SPLIT_COLUMNS   /* every expert on every rank, split by its columns as a dense MLP is */
+} pf_expert_split;
+
 typedef struct pf_parallel_options {
     pf_device device;
     pf_dtype dtype;          /* weight storage on the ranks (see pf_dtype) */
@@ -410,6 +418,9 @@ typedef struct pf_parallel_options {
                                 CPU ranks only; pf_to_cpu is refused. See the README, "Across
                                 processes and hosts (MPI)". 0 (the default): this process's ranks
                                 alone. */
+    pf_expert_split expert_split; /* mixtures of experts: whole experts per rank or every expert's
+                                columns (see pf_expert_split); the routing, attention and dense
+                                layers are the same either way. 0: PF_EXPERT_SPLIT_AUTO */
 } pf_parallel_options;
 
 pf_parallel_options pf_parallel_options_init(void); /* the defaults described above; any thread */

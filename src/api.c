@@ -323,6 +323,24 @@ PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
    table order) present under the prefix, or bare (lm_head.weight sits outside it). *row is the
    row that matched (the first row when none did) and name its full name; a second spelling
    present too is *other. */
+/* Row t's tensor name for layer `layer`: its pattern, or with PF__LAYOUT_PER_EXPERT the part-th of
+   its '|'-separated parts for expert `expert` (the pattern's second %d). */
+PF_PRIVATE void pf__pattern_name(char *out, size_t size, const pf__arch_tensor *t, int layer, int expert, int part) {
+    if (t->layout != PF__LAYOUT_PER_EXPERT) {
+        snprintf(out, size, t->pattern, layer);
+        return;
+    }
+    const char *begin = t->pattern;
+    for (int k = 0; k < part && strchr(begin, '|'); k++) begin = strchr(begin, '|') + 1;
+    const char *end = strchr(begin, '|');
+    char one[256];
+    size_t n = end ? (size_t)(end - begin) : strlen(begin);
+    if (n >= sizeof one) n = sizeof one - 1;
+    memcpy(one, begin, n);
+    one[n] = 0;
+    snprintf(out, size, one, layer, expert);
+}
+
 PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, pf__slot slot, int layer,
                                           const pf__arch_tensor **row, char *name, size_t name_size,
                                           const pf__st_tensor **other) {
@@ -337,7 +355,7 @@ PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, p
         const pf__arch_tensor *t = &rows->tensors[i];
         char pattern[256], full[300];
         if (t->arch != m->config.arch || t->slot != slot || t->encoder != encoder) continue;
-        snprintf(pattern, sizeof pattern, t->pattern, index);
+        pf__pattern_name(pattern, sizeof pattern, t, index, 0, 0);
         snprintf(full, sizeof full, "%s%s", prefix, pattern);
         const pf__st_tensor *st = pf__st_take(&m->st, full);
         if (!st) st = pf__st_take(&m->st, pattern);

@@ -136,6 +136,8 @@ PF_PRIVATE void pf__rank_free_all(pf__rank *r) {
     for (size_t i = 0; i < r->num_allocations; i++) r->backend->free(r, r->allocations[i].ptr);
     free(r->allocations);
     free(r->weights);
+    free(r->routing);
+    r->routing = NULL;
     r->allocations = NULL;
     r->weights = NULL;
     r->num_allocations = r->allocations_cap = 0;

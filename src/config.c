@@ -8,6 +8,8 @@ PF_PRIVATE const struct pf__stack pf__stacks[] = {
     {PF__SLOT_QKV_BIAS, {PF__SLOT_QKV_FUSED_BIAS, PF__SLOT_Q_BIAS, PF__SLOT_K_BIAS, PF__SLOT_V_BIAS}, 4},
     {PF__SLOT_MLP_IN_WEIGHT, {PF__SLOT_MLP_GATE_UP_WEIGHT, PF__SLOT_MLP_GATE_WEIGHT, PF__SLOT_MLP_UP_WEIGHT}, 3},
     {PF__SLOT_MLP_IN_BIAS, {PF__SLOT_MLP_GATE_UP_BIAS, PF__SLOT_MLP_GATE_BIAS, PF__SLOT_MLP_UP_BIAS}, 3},
+    {PF__SLOT_SHARED_IN_WEIGHT, {PF__SLOT_SHARED_GATE_WEIGHT, PF__SLOT_SHARED_UP_WEIGHT}, 2},
+    {PF__SLOT_SHARED_IN_BIAS, {PF__SLOT_SHARED_GATE_BIAS, PF__SLOT_SHARED_UP_BIAS}, 2},
 };
 PF_PRIVATE const size_t pf__stacks_count = sizeof pf__stacks / sizeof pf__stacks[0]; /* for the files that see no size */
 
@@ -650,6 +652,35 @@ static pf_result pf__config_layer_rope(const pf__json *json, pf__config *c, cons
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"no_rope_layers\" holds something other than 0 or 1",
                               path);
         c->layer_rope[l] = list ? x != 0 : (l + 1) % c->no_rope_interval != 0;
+    }
+    return PF_OK;
+}
+
+/* Which layers have experts, where the family has them (num_experts > 0): layer l unless
+   (l + 1) % decoder_sparse_step != 0 or l is in mlp_only_layers, as Qwen2-MoE's layers decide; and
+   the routing's sizes checked. */
+static pf_result pf__config_layer_sparse(const pf__json *json, pf__config *c, const char *path, char *message,
+                                         size_t size) {
+    if (c->num_experts <= 0) return PF_OK;
+    if (c->experts_per_token < 1 || c->experts_per_token > c->num_experts || c->moe_intermediate_size < 1 ||
+        c->num_experts > 65536)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %d experts, %d per token, expert width %d do not fit",
+                          path, c->num_experts, c->experts_per_token, c->moe_intermediate_size);
+    if (c->decoder_sparse_step < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"decoder_sparse_step\" %d is negative", path,
+                          c->decoder_sparse_step);
+    c->layer_sparse = (int *)calloc((size_t)c->num_layers, sizeof(int));
+    if (!c->layer_sparse) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (int l = 0; l < c->num_layers; l++) c->layer_sparse[l] = c->decoder_sparse_step <= 1 || (l + 1) % c->decoder_sparse_step == 0;
+    const pf__json *dense = pf__json_get(json, "mlp_only_layers");
+    if (dense && dense->type == PF__JSON_NULL) dense = NULL;
+    if (dense && dense->type != PF__JSON_ARRAY)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"mlp_only_layers\" is not a list", path);
+    for (const pf__json *v = dense ? dense->first : NULL; v; v = v->next) {
+        double x = -1;
+        if (pf__json_number(v, &x) != 1 || x != floor(x))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"mlp_only_layers\" holds something other than a layer index", path);
+        if (x >= 0 && x < c->num_layers) c->layer_sparse[(int)x] = 0; /* others name no layer, as in transformers */
     }
     return PF_OK;
 }
@@ -1457,6 +1488,7 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
     if (!r) r = pf__config_stray_windows(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_rope(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_windows(json, cfg, path, message, size);
+    if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_sparse(json, cfg, path, message, size);
     if (!r && cfg->rope_windowed_only && cfg->layer_window && !cfg->layer_rope) { /* the global layers are NoPE ones */
         cfg->layer_rope = (int *)calloc((size_t)cfg->num_layers, sizeof(int));
         if (!cfg->layer_rope) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");

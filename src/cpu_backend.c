@@ -3178,6 +3178,22 @@ static void pf__cpu_alloc_scratch(pf__rank *r) {
     if (g->max_batch > 1) cpu->reorder_tmp = (float *)pf__rank_alloc(r, (size_t)g->max_batch * PF__REORDER_SLICE);
 }
 
+static void pf__cpu_gather_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows, size_t count,
+                                size_t width) {
+    (void)r;
+    for (size_t i = 0; i < count; i++) memcpy(dst + i * width, src + (size_t)rows[i] * width, width * sizeof(float));
+}
+
+static void pf__cpu_scatter_add_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales,
+                                     size_t count, size_t width) {
+    (void)r;
+    for (size_t i = 0; i < count; i++) {
+        float *out = dst + (size_t)rows[i] * width;
+        const float *in = src + i * width;
+        for (size_t k = 0; k < width; k++) out[k] += scales[i] * in[k];
+    }
+}
+
 PF_PRIVATE const pf__backend pf__cpu_backend = {
     .name = "cpu",
     .host_memory = 1,
@@ -3212,6 +3228,8 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .reorder_rows = pf__cpu_reorder_rows,
     .device_memory = pf__cpu_device_memory,
     .alloc_scratch = pf__cpu_alloc_scratch,
+    .gather_rows = pf__cpu_gather_rows,
+    .scatter_add_rows = pf__cpu_scatter_add_rows,
     /* The optional ops stay NULL: the host takes the arg-max and samples from downloaded logits,
        residual, norm and biases run as separate passes over host memory, the GEMMs add their
        biases, and a decoder step runs every op as it comes. */

@@ -119,6 +119,8 @@ typedef struct pf__cuda_rank_state {
     float *choice;            /* [2 logit_rows PF_CUDA_TOP_K_MAX]: a step's arg-max or top-k candidates,
                                  values then ids (int32), on the device; ranks holding vocabulary rows */
     void *choice_host;        /* the same in pinned host memory (pf_cuda_host_alloc) */
+    int32_t *expert_rows;     /* [max_tokens]: mixtures of experts: one expert's tokens (pf__backend.gather_rows) */
+    float *expert_scales;     /* [max_tokens]: their routing weights */
     pf__cuda_graph graphs[PF__CUDA_GRAPHS]; /* captured decode steps */
     unsigned long long graph_clock;
     int capturing;            /* inside a capture: no host copy may be queued (it would be replayed stale) */
@@ -226,6 +228,8 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     size_t v_width = (size_t)r->share.heads * pf__value_head_dim(c); /* latent attention: o_proj's input */
     if (v_width > k_max) k_max = v_width;
     if ((size_t)c->q_lora_rank > k_max) k_max = (size_t)c->q_lora_rank; /* and q_b_proj's */
+    if ((size_t)c->moe_intermediate_size > k_max) k_max = (size_t)c->moe_intermediate_size; /* experts' down GEMMs */
+    if ((size_t)c->shared_intermediate_size > k_max) k_max = (size_t)c->shared_intermediate_size;
     size_t half = pf__rope_floats(c); /* every table */
     size_t batch = (size_t)g->max_batch, kv_width = pf__rank_cache_width(r); /* a cached position's values */
     pf__mem_kind kind = r->allocating;
@@ -251,6 +255,10 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
         size_t wide = hidden > (size_t)c->embed_dim ? hidden : (size_t)c->embed_dim;
         rs->reduce_sum = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
         if (gs->mixed) rs->reduce_tmp = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
+    }
+    if (c->num_experts > 0) {
+        rs->expert_rows = (int32_t *)pf__rank_alloc(r, T * sizeof(int32_t));
+        rs->expert_scales = (float *)pf__rank_alloc(r, T * sizeof(float));
     }
     rs->pad = (int *)pf__rank_alloc(r, batch * sizeof(int));
     rs->pad_host = (int *)malloc(batch * sizeof(int));
@@ -722,6 +730,26 @@ static void pf__cuda_add_residual(pf__rank *r, float *x, const float *y, const p
                                         pf__cuda_dtype(bias ? bias->dtype : PF__DTYPE_F32), rows, n));
 }
 
+/* Mixtures of experts: the host's rows (and weights) of one expert's tokens, queued to the device
+   in the stream's order (the host arrays stay until the layer's next routing, after a download). */
+static void pf__cuda_gather_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows, size_t count,
+                                 size_t width) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs || !count) return;
+    if (!pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->expert_rows, rows, count * sizeof(int32_t)))) return;
+    pf__cuda_ok(r, pf_cuda_gather_rows(rs->cu, dst, src, rs->expert_rows, count, width));
+}
+
+static void pf__cuda_scatter_add_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows,
+                                      const float *scales, size_t count, size_t width) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs || !count) return;
+    if (!pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->expert_rows, rows, count * sizeof(int32_t))) ||
+        !pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->expert_scales, scales, count * sizeof(float))))
+        return;
+    pf__cuda_ok(r, pf_cuda_scatter_add_rows(rs->cu, dst, src, rs->expert_rows, rs->expert_scales, count, width));
+}
+
 static void pf__cuda_scale(pf__rank *r, float *x, size_t count, float factor) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
@@ -1032,6 +1060,7 @@ static int pf__cuda_graph_eligible(const pf__rank *r, const pf__job *job) {
     const pf__step *s = &job->step;
     if (g->options.disable_cuda_graphs || job->encoder_pass) return 0;
     if (s->seq_len != 1 || !s->ids || s->features || s->patches || s->type_ids) return 0;
+    if (g->model->config.num_experts > 0) return 0; /* the routing downloads the router's logits mid-step */
     return g->num_ranks == 1 || gs->use_nccl;
 }
 
@@ -1171,6 +1200,8 @@ static const pf__backend pf__cuda_table = {
     .gated_activation = pf__cuda_gated_activation,
     .add_residual = pf__cuda_add_residual,
     .scale = pf__cuda_scale,
+    .gather_rows = pf__cuda_gather_rows,
+    .scatter_add_rows = pf__cuda_scatter_add_rows,
     .head_norm = pf__cuda_head_norm,
     .clamp = pf__cuda_clamp,
     .qk_sum_squares = pf__cuda_qk_sum_squares,

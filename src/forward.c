@@ -345,7 +345,10 @@ static void pf__rank_attention(pf__rank *r, const pf__step *s, const pf__weight 
        or over the whole projection, its statistics summed over the ranks */
     if (qk_norm)
         be->head_norm(r, r->qkv, q_norm, k_norm, q_norm_b, k_norm_b, N, shape, eps, a->norm, c->qk_norm_per_head);
-    if (c->qk_norm == PF__QK_NORM_PROJECTION && (q_norm || k_norm))
+    /* (every rank enters its all-reduce, one without heads too: the model decides, not the slice) */
+    const pf__source *sources = r->group->model->sources;
+    if (c->qk_norm == PF__QK_NORM_PROJECTION && (sources[pf__slot_index(PF__SLOT_Q_NORM_WEIGHT, l)].data ||
+                                                 sources[pf__slot_index(PF__SLOT_K_NORM_WEIGHT, l)].data))
         pf__rank_projection_qk_norm(r, q_norm, k_norm, N, shape, eps);
     /* q, k = rotate(q, k) by position (not on NoPE layers: layer_rope, SmolLM3's list or Cohere2's global layers) */
     if (rotary) {
@@ -467,17 +470,21 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
         mlp_in = r->h;
         if (c->residual_from_norm) be->copy(r, r->x, r->h, N * d * sizeof(float));
     }
-    /* mlp = act(h Win_r^T + bin_r), or act(gate) * up: this rank's columns */
+    /* mlp = act(h Win_r^T + bin_r), or act(gate) * up: this rank's columns; then
+       part = mlp Wdown_r^T. A layer with experts: part = its experts' share of this rank */
     const float *act = r->mlp;
-    if (c->gated_mlp) {
+    int sparse = c->layer_sparse && c->layer_sparse[l];
+    if (sparse) {
+        pf__rank_experts(r, L, mlp_in, r->part, N);
+    } else if (c->gated_mlp) {
         be->matmul(r, r->mlp, mlp_in, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N);
         be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;
     } else {
         pf__rank_mlp_in(r, r->mlp, mlp_in, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N,
                         c->activation);
     }
-    /* part = mlp Wdown_r^T, summed over ranks; x += part + bdown; post-norm: x = norm2(x) */
-    be->matmul(r, r->part, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
+    /* part summed over ranks; x += part + bdown; post-norm: x = norm2(x) */
+    if (!sparse) be->matmul(r, r->part, act, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
     pf__all_reduce(r, r->part, N * d, "the MLP output's all-reduce");
     const pf__weight *down_b = PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]);
     if (PF__HAS(L[PF__SLOT_MLP_POST_NORM_WEIGHT])) { /* part = post-norm(part + bdown) */

@@ -122,6 +122,9 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
         g->rel_ids = (int32_t *)malloc(2 * (size_t)c->rel_span * sizeof(int32_t));
         for (int i = 0; g->rel_ids && i < 2 * c->rel_span; i++) g->rel_ids[i] = i;
     }
+    /* expert slicing where asked, or by default where whole experts would leave ranks without any */
+    int slice_experts = o->expert_split == PF_EXPERT_SPLIT_COLUMNS ||
+                        (o->expert_split == PF_EXPERT_SPLIT_AUTO && c->num_experts > 0 && c->num_experts < g->world_ranks);
     if (backend->argmax) g->choices = (pf__choice *)calloc((size_t)g->world_ranks * g->max_batch, sizeof *g->choices);
     if (!g->ranks || !g->reduce_in || !g->room_needed || !g->lm_rows || !logits || !g->zero_ids ||
         (c->disentangled && !g->rel_ids) || (backend->argmax && !g->choices))
@@ -133,7 +136,7 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
         r->world = g->first_rank + i;
         r->backend = backend;
         r->device = o->device_ids ? o->device_ids[i] : i;
-        r->share = pf__share_for(c, r->world, g->world_ranks);
+        r->share = pf__share_for(c, r->world, g->world_ranks, slice_experts);
     }
     if (backend->group_begin) {
         pf_result res = backend->group_begin(g, pf__error_buffer(m), PF__MESSAGE_SIZE);

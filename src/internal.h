@@ -297,6 +297,16 @@ typedef enum {
     PF__SLOT_MLP_DOWN_BIAS,    /* [hidden] */
     PF__SLOT_MLP_GATE_UP_WEIGHT, /* [2 I, hidden]: gate's rows, then up's (Phi-3's fused gate_up_proj) */
     PF__SLOT_MLP_GATE_UP_BIAS,   /* [2 I] */
+    /* A mixture-of-experts layer's (pf__config.layer_sparse), in place of the MLP's: */
+    PF__SLOT_ROUTER_WEIGHT,      /* [experts, hidden]: the router, whole on every rank */
+    PF__SLOT_EXPERTS_GATE_UP,    /* [experts * 2 I_e, hidden]: expert e's gate rows, then its up rows */
+    PF__SLOT_EXPERTS_DOWN,       /* [experts * hidden, I_e]: expert e's down projection */
+    PF__SLOT_SHARED_GATE_WEIGHT, /* [I_s, hidden]: the shared expert every token runs (Qwen2-MoE), split as a dense MLP */
+    PF__SLOT_SHARED_GATE_BIAS,   /* [I_s] (no family has it: the stack's bias pair) */
+    PF__SLOT_SHARED_UP_WEIGHT,   /* [I_s, hidden] */
+    PF__SLOT_SHARED_UP_BIAS,     /* [I_s] */
+    PF__SLOT_SHARED_DOWN_WEIGHT, /* [hidden, I_s] */
+    PF__SLOT_SHARED_EXPERT_GATE, /* [1, hidden]: the shared expert's output times sigmoid(x w), whole on every rank */
     /* Norms of a sublayer's output before its residual add ("sandwich" norms: Gemma 2; OLMo 2's,
        which has no pre-norms), each used where present, independent of the pre-norms: */
     PF__SLOT_ATTN_POST_NORM_WEIGHT, /* [hidden] */
@@ -319,6 +329,8 @@ typedef enum {
     PF__SLOT_QKV_BIAS,
     PF__SLOT_MLP_IN_WEIGHT,    /* [gate_r | up_r, hidden], or up_r alone */
     PF__SLOT_MLP_IN_BIAS,
+    PF__SLOT_SHARED_IN_WEIGHT, /* [gate_r | up_r, hidden] of the shared expert */
+    PF__SLOT_SHARED_IN_BIAS,
     PF__SLOT_COUNT
 } pf__slot;
 #define PF__LAYER_SLOTS (PF__SLOT_COUNT - PF__SLOT_FIRST_LAYER)
@@ -339,8 +351,14 @@ extern PF_PRIVATE const size_t pf__stacks_count;
    one row (CLIP's class_embedding); read as OUT_IN.
    PF__LAYOUT_CONV: [out, channels, kh, kw] (ViT's patch embedding); read as OUT_IN [out, c kh kw].
    PF__LAYOUT_HEADS: [heads, head_dim] (Cohere's per-head qk-norm gains); read as the VECTOR of its
-   heads * head_dim values, head after head. */
-typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV, PF__LAYOUT_HEADS } pf__layout;
+   heads * head_dim values, head after head.
+   PF__LAYOUT_EXPERTS: [experts, rows / experts, cols], every expert's [out, in] (transformers 5's fused
+   experts.gate_up_proj, Granite-MoE's input_linear); read as OUT_IN [rows, cols].
+   PF__LAYOUT_PER_EXPERT: one [out, in] tensor per expert and part, the pattern's second %d the
+   expert, its parts separated by '|' (gate_proj|up_proj): expert 0's parts, then expert 1's ...;
+   read as OUT_IN, the pieces joined without a copy (pf__source.pieces). */
+typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV, PF__LAYOUT_HEADS,
+               PF__LAYOUT_EXPERTS, PF__LAYOUT_PER_EXPERT } pf__layout;
 
 typedef enum {
     PF__SPLIT_NONE,
@@ -352,7 +370,14 @@ typedef enum {
     PF__SPLIT_HEAD_ROWS,       /* input features, value head by value head (pf__value_head_dim) */
     PF__SPLIT_MLP_ROWS,
     PF__SPLIT_VOCAB,
-    PF__SPLIT_LATENT_KV_COLUMNS /* kv_b_proj's rows: qk_nope_head_dim + v_head_dim per query head */
+    PF__SPLIT_LATENT_KV_COLUMNS, /* kv_b_proj's rows: qk_nope_head_dim + v_head_dim per query head */
+    /* experts stacked expert after expert: each rank the rows of its experts (pf__share.experts;
+       expert parallelism: all of each one's), and of each its expert columns (expert slicing: all
+       experts, each split as a dense MLP is) */
+    PF__SPLIT_EXPERTS_GATE_UP, /* [experts * 2 I, hidden]: the columns of gate and of up */
+    PF__SPLIT_EXPERTS_DOWN,    /* [experts * hidden, I]: the input columns */
+    PF__SPLIT_SHARED_COLUMNS,  /* the shared expert's output features (pf__share.shared_begin, .shared_width) */
+    PF__SPLIT_SHARED_ROWS      /* its input features */
 } pf__split;
 
 /* Whether a tensor must be in the file: the PF__IF_ needs follow a config field (present exactly
@@ -376,7 +401,9 @@ typedef enum {
     PF__IF_NO_Q_LORA, /* present exactly when it is 0 (q_proj straight from the hidden state) */
     PF__IF_POSITION_BIASED, /* present exactly when the config field position_biased_input is 1 (DeBERTa's
                                absolute positions beside its relative ones) */
-    PF__IF_REL_EMBED_NORM   /* present exactly when the config field rel_embed_norm is 1 (DeBERTa's norm_rel_ebd) */
+    PF__IF_REL_EMBED_NORM,  /* present exactly when the config field rel_embed_norm is 1 (DeBERTa's norm_rel_ebd) */
+    PF__IF_SPARSE_LAYER, /* present exactly in the layers with experts (pf__config.layer_sparse) */
+    PF__IF_DENSE_LAYER   /* present exactly in the layers without (a dense MLP) */
 } pf__need;
 
 typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ, PF__KIND_DUAL } pf__kind;
@@ -638,6 +665,18 @@ typedef struct pf__config {
     double rope_mscale_all_dim;     /* YaRN's mscale_all_dim: latent attention's scores times mscale^2 (0: none) */
     int first_dense_layers;         /* layers before the first mixture-of-experts one (first_k_dense_replace):
                                        all of them, until the MoE block joins */
+    /* Mixtures of experts: num_experts > 0 gives the layers in layer_sparse a router over
+       num_experts experts (gated MLPs of width moe_intermediate_size) instead of the dense MLP */
+    int num_experts;                /* 0: a dense model */
+    int experts_per_token;          /* top-k: the experts each token is routed to */
+    int norm_topk_prob;             /* 1: the top-k routing weights renormalised to sum 1 */
+    int router_sigmoid;             /* 1: scores are sigmoid(logits) (DeepSeek V3); 0: softmax over the experts */
+    double routed_scaling;          /* the routed experts' sum times this; 0: 1 (DeepSeek's routed_scaling_factor) */
+    int moe_intermediate_size;      /* each expert's MLP width */
+    int shared_intermediate_size;   /* the shared expert's width (Qwen2-MoE); 0: none */
+    int decoder_sparse_step;        /* layer l has experts when (l + 1) % step == 0 (Qwen2-MoE); 0: every layer */
+    int *layer_sparse;              /* [num_layers]: 1 where the layer has experts (decoder_sparse_step, minus
+                                       mlp_only_layers); NULL for a dense model; owned */
     int type_vocab_size;            /* rows of the token type (segment) embedding */
     int gated_mlp;                  /* 1: act(x W_gate) * x W_up (the row's mlp, or T5's "gated-" activations) */
     int rel_table_rows;             /* rows of the relative bias table (its config key) */
@@ -1417,6 +1456,13 @@ typedef struct pf__backend {
     /* The backend's own work space of a rank, after the scratch every backend shares (NULL: none,
        or made on demand) */
     void (*alloc_scratch)(pf__rank *r);
+    /* Mixtures of experts (NULL: a backend that runs none; such models are refused on it). rows
+       and scales are host arrays of count entries (the rows distinct: one expert's tokens), kept
+       until the next routing. gather_rows: dst[i] = src[rows[i]]; scatter_add_rows:
+       dst[rows[i]] += scales[i] * src[i]. Rows of width values. */
+    void (*gather_rows)(pf__rank *r, float *dst, const float *src, const int32_t *rows, size_t count, size_t width);
+    void (*scatter_add_rows)(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales,
+                             size_t count, size_t width);
 } pf__backend;
 
 /* A share of the split dimensions held by one rank. */
@@ -1424,6 +1470,9 @@ typedef struct pf__share {
     int head_begin, heads;
     int kv_begin, kv_heads; /* the key/value heads its query heads read (replicated if shared) */
     int mlp_begin, mlp_width;
+    int expert_begin, experts;   /* the experts it holds a part of: some (expert parallelism) or all (slicing) */
+    int expert_col_begin, expert_width; /* of each, these columns of moe_intermediate_size: all, or a share */
+    int shared_begin, shared_width; /* the shared expert's columns (shared_expert_intermediate_size) */
     int vocab_begin, vocab_rows; /* token embedding and LM head rows */
 } pf__share;
 
@@ -1464,6 +1513,10 @@ struct pf__rank {
     float *dense_bias;        /* DeBERTa: [max_tokens][heads_r][cache_len], a layer's disentangled terms */
     float *mlp;               /* width mlp_width (times 2 when gated) */
     float *mlp_act;           /* width mlp_width, when gated */
+    /* mixtures of experts: the router's logits [max_tokens][experts]; an expert's tokens' rows
+       [max_tokens] of width hidden (in, then out) and of its gate | up and activation (2 I_e, I_e) */
+    float *router, *expert_in, *expert_out, *expert_mid, *expert_act;
+    struct pf__routing *routing; /* host: the step's routing (src/moe.c), or NULL; owned */
     float *logits;            /* rank 0 only: [logit_rows][vocab] */
     float *head_out;          /* rank 0, classification heads: [max_tokens][num_labels or 2] */
     float *projected;         /* rank 0, with a projection: [max_batch][projection_dim] */
@@ -1619,6 +1672,10 @@ typedef struct pf__source {
     pf__layout layout;
     pf__split split;
     size_t rows, cols;   /* logical [out, in] */
+    const uint8_t **pieces; /* PF__LAYOUT_PER_EXPERT: [rows / piece_rows] tensors of piece_rows rows each,
+                               the source's rows in order (data is pieces[0]); NULL: data is the whole
+                               tensor; owned by the model */
+    size_t piece_rows;
 } pf__source;
 
 struct pf__group {
@@ -1813,7 +1870,8 @@ PF_PRIVATE void *pf__rank_main(void *arg);
 PF_PRIVATE pf_result pf__group_run(pf__group *g, pf__job_kind kind, const pf__job *job);
 PF_PRIVATE pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job);
 PF_PRIVATE void pf__group_destroy(pf__group *g);
-PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n);
+PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, const float *h, float *part, size_t N);
+PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n, int slice_experts);
 
 /* ---- src/cuda_backend.c ---- */
 #ifdef PF_CUDA
@@ -1844,6 +1902,8 @@ PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix);
 PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char **why);
 PF_PRIVATE const char *pf__head_name(pf_head head);
 PF_PRIVATE pf_result pf__check_head_slots(pf_model *m);
+PF_PRIVATE void pf__pattern_name(char *out, size_t size, const pf__arch_tensor *t, int layer, int expert, int part);
+PF_PRIVATE int pf__pattern_parts(const char *pattern);
 PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, pf__slot slot, int layer,
                                           const pf__arch_tensor **row, char *name, size_t name_size,
                                           const pf__st_tensor **other);

@@ -49,6 +49,13 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
             flat.shape[1] = leading_ones ? st->shape[st->ndim - 1] : (st->shape[0] ? st->numel / st->shape[0] : 0);
         }
     }
+    if (t->layout == PF__LAYOUT_EXPERTS) { /* [experts, rows / experts, cols] checked as [rows, cols] */
+        size_t experts = (size_t)m->config.num_experts;
+        int ok = st->ndim == 3 && st->shape[0] == experts;
+        flat.ndim = ok ? 2 : 0;
+        flat.shape[0] = ok ? st->shape[0] * st->shape[1] : 0;
+        flat.shape[1] = ok ? st->shape[2] : 0;
+    }
     if (t->layout == PF__LAYOUT_HEADS) { /* [heads, head_dim] checked as the vector of its values */
         int ok = st->ndim == 2 && st->shape[1] == (size_t)m->config.head_dim;
         flat.ndim = ok ? 1 : 0;
@@ -65,7 +72,49 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
     src->layout = t->layout == PF__LAYOUT_ROW                                       ? PF__LAYOUT_VECTOR
                   : t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV ? PF__LAYOUT_OUT_IN
                   : t->layout == PF__LAYOUT_HEADS                                   ? PF__LAYOUT_VECTOR
+                  : t->layout == PF__LAYOUT_EXPERTS                                 ? PF__LAYOUT_OUT_IN
                                                                                     : t->layout;
+    src->split = t->split;
+    return PF_OK;
+}
+
+/* pf__need_by_config, and the needs that follow the layer: a mixture of experts' layers have a
+   router and experts (layer_sparse), the others a dense MLP. */
+static int pf__need_by_layer(const pf__config *c, pf__need need, int layer, const char **why) {
+    if (need != PF__IF_SPARSE_LAYER && need != PF__IF_DENSE_LAYER) return pf__need_by_config(c, need, why);
+    int sparse = c->layer_sparse && c->layer_sparse[layer];
+    *why = sparse ? "the layer has experts (num_experts, decoder_sparse_step, mlp_only_layers)"
+                  : "the layer has a dense MLP (num_experts, decoder_sparse_step, mlp_only_layers)";
+    return need == PF__IF_SPARSE_LAYER ? sparse : !sparse;
+}
+
+/* A PF__LAYOUT_PER_EXPERT slot of layer l: every expert's tensor of every part of row t's
+   pattern, each [rows / (experts * parts), cols] of one dtype, joined as src's pieces (no copy). */
+static pf_result pf__take_expert_pieces(pf_model *m, const char *prefix, const pf__arch_tensor *t, int l, pf__source *src) {
+    const pf__config *c = &m->config;
+    int parts = pf__pattern_parts(t->pattern);
+    size_t count = (size_t)c->num_experts * (size_t)parts, piece_rows = src->rows / count;
+    src->pieces = (const uint8_t **)calloc(count, sizeof *src->pieces);
+    if (!src->pieces) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    src->piece_rows = piece_rows;
+    for (size_t k = 0; k < count; k++) {
+        char bare[256], name[300];
+        pf__pattern_name(bare, sizeof bare, t, l, (int)(k / (size_t)parts), (int)(k % (size_t)parts));
+        snprintf(name, sizeof name, "%s%s", prefix, bare);
+        const pf__st_tensor *st = pf__st_take(&m->st, name);
+        if (!st) st = pf__st_take(&m->st, bare);
+        if (!st) return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s'", m->dir, name);
+        if (st->dtype == PF__DTYPE_OTHER || (k && st->dtype != src->dtype))
+            return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' has %s", st->file->path, st->name,
+                            k ? "another dtype than its layer's other experts" : "an unsupported dtype (F32, F16 and BF16 are)");
+        if (st->ndim != 2 || st->shape[0] != piece_rows || st->shape[1] != src->cols)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is not [%zu, %zu] as the config needs", st->file->path,
+                            st->name, piece_rows, src->cols);
+        src->pieces[k] = st->data;
+        src->dtype = st->dtype;
+    }
+    src->data = src->pieces[0];
+    src->layout = PF__LAYOUT_OUT_IN;
     src->split = t->split;
     return PF_OK;
 }
@@ -87,7 +136,7 @@ static pf_result pf__take_slots(pf_model *m, const char *prefix) {
                 return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensors '%s' and '%s' are two spellings of one weight", m->dir,
                                 st->name, other->name);
             const char *why = NULL;
-            int by_config = pf__need_by_config(c, t->need, &why), wanted = by_config > 0;
+            int by_config = pf__need_by_layer(c, t->need, l, &why), wanted = by_config > 0;
             if (by_config >= 0 && st && !wanted)
                 return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is in the checkpoint but config.json says %s",
                                 m->dir, st->name, why);
@@ -102,7 +151,8 @@ static pf_result pf__take_slots(pf_model *m, const char *prefix) {
                                 st->file->path, st->name);
             pf__source *src = &m->sources[pf__slot_index((pf__slot)slot, l)];
             pf__slot_shape(c, (pf__slot)slot, &src->rows, &src->cols);
-            pf_result r = pf__take_source(m, t, st, src);
+            pf_result r = t->layout == PF__LAYOUT_PER_EXPERT ? pf__take_expert_pieces(m, prefix, t, l, src)
+                                                             : pf__take_source(m, t, st, src);
             if (r) return r;
         }
     }
@@ -482,6 +532,7 @@ void pf_free(pf_model *m) {
     pf__group_destroy(m->group);
     pf_tokenizer_free(m->tokenizer);
     pf__st_close(&m->st);
+    for (size_t i = 0; m->sources && i < pf__num_slots(&m->config); i++) free((void *)m->sources[i].pieces);
     free(m->sources);
     for (int i = 0; i < m->num_scaled; i++) free(m->scaled[i]);
     pf__speech_free(m->speech);
@@ -490,6 +541,7 @@ void pf_free(pf_model *m) {
     free(m->inv_freq);
     free(m->config.layer_window);
     free(m->config.layer_rope);
+    free(m->config.layer_sparse);
     pf__policy_release(m->config.arch);
     free(m->config.eos_ids);
     free(m->config.suppress_ids);

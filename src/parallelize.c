@@ -50,6 +50,11 @@ PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf
     if (o.dtype < PF_DTYPE_AUTO || o.dtype > PF_DTYPE_Q4_0)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "unknown dtype %d", (int)o.dtype);
 
+    if (o.expert_split < PF_EXPERT_SPLIT_AUTO || o.expert_split > PF_EXPERT_SPLIT_COLUMNS)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "unknown expert_split %d", (int)o.expert_split);
+    if (c->num_experts > 0 && !backend->scatter_add_rows)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "the %s backend runs no mixture of experts yet (num_experts %d): use CPU ranks",
+                        backend->name, c->num_experts);
     static const pf__dtype dtypes[] = {PF__DTYPE_F32, PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8,
                                        PF__DTYPE_Q4};
     pf__dtype dtype = o.dtype == PF_DTYPE_AUTO && backend != &pf__cpu_backend ? PF__DTYPE_F16 : dtypes[o.dtype];
@@ -117,6 +122,7 @@ static pf_result pf__to_cpu_locked(pf_model *m) {
         gathered[i] = m->sources[i];
         gathered[i].data = (const uint8_t *)full[i];
         gathered[i].dtype = PF__DTYPE_F32;
+        gathered[i].pieces = NULL; /* gathered whole */
         if (gathered[i].layout == PF__LAYOUT_IN_OUT) gathered[i].layout = PF__LAYOUT_OUT_IN; /* gathered as [rows][cols] */
         if ((i == PF__SLOT_REL_BIAS || i == PF__SLOT_ENC_REL_BIAS) && full[i]) /* no rank holds it as a weight (each has a table): from the source */
             for (size_t k = 0; k < m->sources[i].rows * m->sources[i].cols; k++)

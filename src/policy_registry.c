@@ -44,6 +44,7 @@ static const char *pf__layout_name(int v) {
     switch ((pf__layout)v) {
         PF__NAME(PF__LAYOUT_, OUT_IN) PF__NAME(PF__LAYOUT_, IN_OUT) PF__NAME(PF__LAYOUT_, VECTOR)
         PF__NAME(PF__LAYOUT_, ROW) PF__NAME(PF__LAYOUT_, SQUEEZED) PF__NAME(PF__LAYOUT_, CONV) PF__NAME(PF__LAYOUT_, HEADS)
+        PF__NAME(PF__LAYOUT_, EXPERTS) PF__NAME(PF__LAYOUT_, PER_EXPERT)
     }
     return NULL;
 }
@@ -52,6 +53,8 @@ static const char *pf__split_name(int v) {
         PF__NAME(PF__SPLIT_, NONE) PF__NAME(PF__SPLIT_, QKV_COLUMNS) PF__NAME(PF__SPLIT_, HEAD_COLUMNS)
         PF__NAME(PF__SPLIT_, KV_COLUMNS) PF__NAME(PF__SPLIT_, MLP_COLUMNS) PF__NAME(PF__SPLIT_, HEAD_ROWS)
         PF__NAME(PF__SPLIT_, MLP_ROWS) PF__NAME(PF__SPLIT_, VOCAB) PF__NAME(PF__SPLIT_, GATE_UP_COLUMNS) PF__NAME(PF__SPLIT_, LATENT_KV_COLUMNS)
+        PF__NAME(PF__SPLIT_, EXPERTS_GATE_UP) PF__NAME(PF__SPLIT_, EXPERTS_DOWN) PF__NAME(PF__SPLIT_, SHARED_COLUMNS)
+        PF__NAME(PF__SPLIT_, SHARED_ROWS)
     }
     return NULL;
 }
@@ -62,6 +65,7 @@ static const char *pf__need_name(int v) {
         PF__NAME(PF__, IF_EMBED_NORM) PF__NAME(PF__, POSITION_TABLE) PF__NAME(PF__, IF_DISTILLATION) PF__NAME(PF__, IF_QK_NORM)
         PF__NAME(PF__, IF_WITH_PROJECTION) PF__NAME(PF__, IF_Q_LORA) PF__NAME(PF__, IF_NO_Q_LORA)
         PF__NAME(PF__, IF_POSITION_BIASED) PF__NAME(PF__, IF_REL_EMBED_NORM)
+        PF__NAME(PF__, IF_SPARSE_LAYER) PF__NAME(PF__, IF_DENSE_LAYER)
     }
     return NULL;
 }
@@ -101,7 +105,10 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, MLP_NORM_WEIGHT) PF__NAME(PF__SLOT_, MLP_NORM_BIAS) PF__NAME(PF__SLOT_, MLP_GATE_WEIGHT)
         PF__NAME(PF__SLOT_, MLP_GATE_BIAS) PF__NAME(PF__SLOT_, MLP_UP_WEIGHT) PF__NAME(PF__SLOT_, MLP_UP_BIAS)
         PF__NAME(PF__SLOT_, MLP_DOWN_WEIGHT) PF__NAME(PF__SLOT_, MLP_DOWN_BIAS) PF__NAME(PF__SLOT_, MLP_GATE_UP_WEIGHT)
-        PF__NAME(PF__SLOT_, MLP_GATE_UP_BIAS) PF__NAME(PF__SLOT_, ATTN_POST_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, MLP_GATE_UP_BIAS) PF__NAME(PF__SLOT_, ROUTER_WEIGHT) PF__NAME(PF__SLOT_, EXPERTS_GATE_UP)
+        PF__NAME(PF__SLOT_, EXPERTS_DOWN) PF__NAME(PF__SLOT_, SHARED_GATE_WEIGHT) PF__NAME(PF__SLOT_, SHARED_GATE_BIAS)
+        PF__NAME(PF__SLOT_, SHARED_UP_WEIGHT) PF__NAME(PF__SLOT_, SHARED_UP_BIAS) PF__NAME(PF__SLOT_, SHARED_DOWN_WEIGHT)
+        PF__NAME(PF__SLOT_, SHARED_EXPERT_GATE) PF__NAME(PF__SLOT_, ATTN_POST_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, ATTN_POST_NORM_BIAS) PF__NAME(PF__SLOT_, MLP_POST_NORM_WEIGHT) PF__NAME(PF__SLOT_, MLP_POST_NORM_BIAS)
         PF__NAME(PF__SLOT_, CROSS_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, CROSS_NORM_BIAS) PF__NAME(PF__SLOT_, CROSS_Q_WEIGHT) PF__NAME(PF__SLOT_, CROSS_Q_BIAS)
@@ -109,6 +116,7 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, CROSS_V_BIAS) PF__NAME(PF__SLOT_, CROSS_OUT_WEIGHT) PF__NAME(PF__SLOT_, CROSS_OUT_BIAS)
     /* built on each rank from the slots above, never read from files */
     case PF__SLOT_QKV_WEIGHT: case PF__SLOT_QKV_BIAS: case PF__SLOT_MLP_IN_WEIGHT: case PF__SLOT_MLP_IN_BIAS:
+    case PF__SLOT_SHARED_IN_WEIGHT: case PF__SLOT_SHARED_IN_BIAS:
     case PF__SLOT_COUNT: return NULL;
     }
     return NULL;
@@ -274,6 +282,13 @@ static int pf__draft_trait(pf__policy_draft *d, const char *what, const char *te
     return v;
 }
 
+/* How many '|'-separated parts a PF__LAYOUT_PER_EXPERT pattern has. */
+PF_PRIVATE int pf__pattern_parts(const char *pattern) {
+    int n = 1;
+    for (const char *p = pattern; (p = strchr(p, '|')) != NULL; p++) n++;
+    return n;
+}
+
 /* How many "%d" a name pattern has; -1 when it has another '%' (patterns are printf formats). */
 static int pf__pattern_layers(const char *pattern) {
     int n = 0;
@@ -321,10 +336,12 @@ static pf_result pf__draft_tensors(pf__policy_draft *d, const pf_policy *p) {
                                   "Whisper, Speech2Text) is compiled in, not a policy's", i, in->slot);
         /* a per-layer pattern without "%d" is one tensor all layers share (ALBERT) */
         int per_layer = slot >= PF__SLOT_FIRST_LAYER, layers = pf__pattern_layers(t->pattern);
+        if (layout == PF__LAYOUT_PER_EXPERT && per_layer) /* each '|' part: the layer's %d, then the expert's */
+            layers = layers == 2 * pf__pattern_parts(t->pattern) ? 1 : -1;
         if (layers < 0 || layers > per_layer)
             return pf__draft_fail(d, PF_ERROR_INVALID_ARGUMENT, "%s \"%s\": %s", what, t->pattern,
-                                  per_layer ? "a per-layer slot's pattern takes one \"%d\" (the layer) at most, and no "
-                                              "other '%'"
+                                  per_layer ? "a per-layer slot's pattern takes one \"%d\" (the layer) at most (per_expert: "
+                                              "two in each '|' part, the layer's and the expert's), and no other '%'"
                                             : "a slot outside the layers takes no '%' in its pattern");
         for (int column = 0; column < 2; column++) {
             pf__slot_column c = {(pf__slot)slot, column};
@@ -1167,6 +1184,13 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_MLP_GATE_UP_WEIGHT: *rows = 2 * in; *cols = h; break;
     case PF__SLOT_MLP_GATE_UP_BIAS: *rows = 2 * in; break;
     case PF__SLOT_MLP_DOWN_WEIGHT: *rows = h; *cols = in; break;
+    case PF__SLOT_ROUTER_WEIGHT: *rows = (size_t)c->num_experts; *cols = h; break;
+    case PF__SLOT_EXPERTS_GATE_UP: *rows = (size_t)c->num_experts * 2 * (size_t)c->moe_intermediate_size; *cols = h; break;
+    case PF__SLOT_EXPERTS_DOWN: *rows = (size_t)c->num_experts * h; *cols = (size_t)c->moe_intermediate_size; break;
+    case PF__SLOT_SHARED_GATE_WEIGHT: case PF__SLOT_SHARED_UP_WEIGHT: *rows = (size_t)c->shared_intermediate_size; *cols = h; break;
+    case PF__SLOT_SHARED_GATE_BIAS: case PF__SLOT_SHARED_UP_BIAS: *rows = (size_t)c->shared_intermediate_size; break;
+    case PF__SLOT_SHARED_DOWN_WEIGHT: *rows = h; *cols = (size_t)c->shared_intermediate_size; break;
+    case PF__SLOT_SHARED_EXPERT_GATE: *rows = 1; *cols = h; break;
     case PF__SLOT_TOKEN_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = c->embed_norm_before_project ? e : h; break;
     case PF__SLOT_HEAD_TRANSFORM_WEIGHT: *rows = c->embed_norm_before_project ? e : h; *cols = h; break;
     case PF__SLOT_HEAD_TRANSFORM_BIAS: case PF__SLOT_HEAD_NORM_WEIGHT: case PF__SLOT_HEAD_NORM_BIAS:

@@ -58,8 +58,8 @@ static pf_result pf__group_share_outputs(pf__group *g, const pf__job *job, char 
     pf__job_host_outputs(g, job, &o);
     pf_result res = PF_OK;
     for (int k = 0; !res && k < g->world_ranks; k++) {
-        if (o.vocab_rows && job->logits)
-            res = pf__mpi_broadcast_rows(g, k, job->logits + pf__share_for(c, k, g->world_ranks).vocab_begin, o.vocab_rows,
+        if (o.vocab_rows && job->logits) /* the vocabulary split does not depend on the experts' */
+            res = pf__mpi_broadcast_rows(g, k, job->logits + pf__share_for(c, k, g->world_ranks, 0).vocab_begin, o.vocab_rows,
                                          g->lm_rows[k] * sizeof(float), vocab * sizeof(float), error, PF__MESSAGE_SIZE);
         if (!res && o.choice_rows)
             res = pf__mpi_broadcast_rows(g, k, g->choices + (size_t)k * g->max_batch, 1, o.choice_rows * sizeof(pf__choice), 0,
@@ -181,10 +181,12 @@ PF_PRIVATE void pf__group_destroy(pf__group *g) {
     free(g);
 }
 
-/* The heads and MLP columns of rank r of n: contiguous, as even as the sizes allow. Key/value
+/* The heads, MLP columns and experts of rank r of n: contiguous, as even as the sizes allow: whole
+   experts (expert parallelism; with fewer experts than ranks some hold none), or with slice_experts
+   every expert's columns as a dense MLP's. Key/value
    heads follow the query heads: a rank holds every one its query heads read, so with fewer
    key/value heads than ranks they are replicated. */
-PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n) {
+PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n, int slice_experts) {
     pf__share s;
     int group = c->num_heads / c->num_kv_heads;
     s.head_begin = (int)((long long)r * c->num_heads / n);
@@ -193,6 +195,13 @@ PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n) {
     s.kv_heads = s.heads ? (s.head_begin + s.heads - 1) / group + 1 - s.kv_begin : 0;
     s.mlp_begin = (int)((long long)r * c->intermediate_size / n);
     s.mlp_width = (int)((long long)(r + 1) * c->intermediate_size / n) - s.mlp_begin;
+    s.expert_begin = slice_experts ? 0 : (int)((long long)r * c->num_experts / n);
+    s.experts = slice_experts ? c->num_experts : (int)((long long)(r + 1) * c->num_experts / n) - s.expert_begin;
+    s.expert_col_begin = slice_experts ? (int)((long long)r * c->moe_intermediate_size / n) : 0;
+    s.expert_width = slice_experts ? (int)((long long)(r + 1) * c->moe_intermediate_size / n) - s.expert_col_begin
+                                   : c->moe_intermediate_size;
+    s.shared_begin = (int)((long long)r * c->shared_intermediate_size / n);
+    s.shared_width = (int)((long long)(r + 1) * c->shared_intermediate_size / n) - s.shared_begin;
     s.vocab_begin = (int)((long long)r * c->vocab_size / n);
     s.vocab_rows = (int)((long long)(r + 1) * c->vocab_size / n) - s.vocab_begin;
     return s;

@@ -75,6 +75,26 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
     }
     case PF__SPLIT_MLP_ROWS: p->col_begin = (size_t)s->mlp_begin, p->cols = (size_t)s->mlp_width; break;
     case PF__SPLIT_VOCAB: p->row_begin = (size_t)s->vocab_begin, p->rows = (size_t)s->vocab_rows; break;
+    case PF__SPLIT_EXPERTS_GATE_UP: { /* of each of its experts, its columns of gate, then of up */
+        size_t I = (size_t)c->moe_intermediate_size, w = (size_t)s->expert_width;
+        p->rows = (size_t)s->experts * 2 * w;
+        if (!p->rows) break;
+        p->row_map = (size_t *)malloc(p->rows * sizeof *p->row_map);
+        if (!p->row_map) return -1;
+        for (size_t e = 0, k = 0; e < (size_t)s->experts; e++)
+            for (size_t half = 0; half < 2; half++)
+                for (size_t i = 0; i < w; i++)
+                    p->row_map[k++] = ((size_t)s->expert_begin + e) * 2 * I + half * I + (size_t)s->expert_col_begin + i;
+        break;
+    }
+    case PF__SPLIT_SHARED_COLUMNS: p->row_begin = (size_t)s->shared_begin, p->rows = (size_t)s->shared_width; break;
+    case PF__SPLIT_SHARED_ROWS: p->col_begin = (size_t)s->shared_begin, p->cols = (size_t)s->shared_width; break;
+    case PF__SPLIT_EXPERTS_DOWN: { /* each expert's [hidden, I] after the other: the experts' rows, its columns */
+        size_t per_expert = src->rows / (size_t)c->num_experts;
+        p->row_begin = (size_t)s->expert_begin * per_expert, p->rows = (size_t)s->experts * per_expert;
+        p->col_begin = (size_t)s->expert_col_begin, p->cols = (size_t)s->expert_width;
+        break;
+    }
     }
     return 0;
 }
@@ -84,6 +104,10 @@ static size_t pf__plan_row(const pf__plan *p, size_t i) { return p->row_map ? p-
 /* n consecutive values of a source in file order, from element index first, as fp32. */
 static void pf__source_run(float *dst, const pf__source *src, size_t first, size_t n) {
     const unsigned char *at = PF__BLOCKED(src->dtype) ? src->data : src->data + first * pf__dtype_size(src->dtype);
+    if (src->pieces) { /* a run never crosses a row's end, so it lies in one piece */
+        size_t piece = src->piece_rows * src->cols;
+        at = src->pieces[first / piece] + (first % piece) * pf__dtype_size(src->dtype);
+    }
     switch (src->dtype) {
     case PF__DTYPE_F32: memcpy(dst, at, n * sizeof(float)); break;
     case PF__DTYPE_F16:
@@ -576,6 +600,15 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
     }
     r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
     if (c->gated_mlp) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
+    if (c->num_experts > 0) { /* the router's logits, and one expert's tokens at a time */
+        size_t width = (size_t)(c->moe_intermediate_size > c->shared_intermediate_size ? c->moe_intermediate_size
+                                                                                      : c->shared_intermediate_size);
+        r->router = (float *)pf__rank_alloc(r, T * (size_t)c->num_experts * sizeof(float));
+        r->expert_in = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
+        r->expert_out = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
+        r->expert_mid = (float *)pf__rank_alloc(r, T * 2 * width * sizeof(float));
+        r->expert_act = (float *)pf__rank_alloc(r, T * width * sizeof(float));
+    }
     r->logits = (float *)pf__rank_alloc(r, g->logit_rows * r->share.vocab_rows * sizeof(float));
     if (m->sources[PF__SLOT_PATCH_WEIGHT].data)
         r->patch_in = (float *)pf__rank_alloc(r, (size_t)g->max_batch * (size_t)(c->max_positions - 1 - c->distillation) *

@@ -243,6 +243,11 @@ TAPED(add_residual, ADD_RESIDUAL_ARGS, 0)
 TAPED(sum, SUM_ARGS, 0)
 #define SCALE_ARGS(X) X(float *, x) X(size_t, count) X(float, factor)
 TAPED(scale, SCALE_ARGS, 0)
+#define GATHER_ROWS_ARGS(X) X(float *, dst) X(const float *, src) X(const int32_t *, rows) X(size_t, count) X(size_t, width)
+TAPED(gather_rows, GATHER_ROWS_ARGS, 0)
+#define SCATTER_ADD_ROWS_ARGS(X) X(float *, dst) X(const float *, src) X(const int32_t *, rows) \
+    X(const float *, scales) X(size_t, count) X(size_t, width)
+TAPED(scatter_add_rows, SCATTER_ADD_ROWS_ARGS, 0)
 #define ADD_RESIDUAL_BIASES_ARGS(X) X(float *, x) X(const float *, y) X(const void *, b) X(int, dtype) \
     X(const void *, b2) X(int, dtype2) X(size_t, rows) X(size_t, n)
 TAPED(add_residual_biases, ADD_RESIDUAL_BIASES_ARGS, 0)
@@ -763,6 +768,25 @@ static int scale_live(pf_cuda_rank *st, float *x, size_t count, float factor) {
     (void)st;
     NEED(x, count * 4);
     for (size_t i = 0; i < count; i++) x[i] *= factor;
+    return 0;
+}
+
+static int gather_rows_live(pf_cuda_rank *st, float *dst, const float *src, const int32_t *rows, size_t count,
+                            size_t width) {
+    (void)st;
+    NEED(dst, count * width * 4);
+    NEED(rows, count * 4);
+    for (size_t i = 0; i < count * width; i++) dst[i] = src[(size_t)rows[i / width] * width + i % width];
+    return 0;
+}
+
+static int scatter_add_rows_live(pf_cuda_rank *st, float *dst, const float *src, const int32_t *rows,
+                                 const float *scales, size_t count, size_t width) {
+    (void)st;
+    NEED(src, count * width * 4);
+    NEED(rows, count * 4);
+    NEED(scales, count * 4);
+    for (size_t i = 0; i < count * width; i++) dst[(size_t)rows[i / width] * width + i % width] += scales[i / width] * src[i];
     return 0;
 }
 

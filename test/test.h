@@ -101,6 +101,7 @@ int test_read_encoder_reference(const char *dir, test_encoder_reference *ref); /
 /* Each test file of test_parallelformers provides one entry point, called from test_main.c. */
 void test_tokenizer(void);
 void test_models(void);
+void test_moe(void);
 void test_cpu_kernels(void);
 void test_bad_input(void);
 void test_config(void);

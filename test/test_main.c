@@ -27,6 +27,7 @@ int main(int argc, char **argv) {
         {"chat", test_chat},
         {"preprocess", test_preprocessing},
         {"models", test_models},
+        {"moe", test_moe},
         {"kernels", test_cpu_kernels},
         {"bad input", test_bad_input},
         {"config", test_config},

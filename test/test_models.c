@@ -1020,7 +1020,8 @@ void test_models(void) {
                               "cohere", "cohere-qk-norm", "cohere2",
                               "qwen3", "qwen3-window-bias", "gemma", "gemma2", "gemma3_text", "gemma3_text-hub",
                               "olmo", "olmo-clip-qkv", "smollm3", "smollm3-window", "olmo2", "olmo2-bias",
-                              "deepseek_v2", "deepseek_v3"};
+                              "deepseek_v2", "deepseek_v3",
+                              "qwen3_moe", "qwen2_moe", "mixtral", "olmoe", "granitemoe"}; /* test_moe: their beams, batches, memory and faults */
     /* issue 32's families: beam search, a left-padded batch and pf_to_cpu against transformers too */
     const char *families[] = {"gpt_bigcode", "gpt_bigcode-mha", "phi3", "phi", "phi-qk-layernorm", "starcoder2", "falcon", "falcon-new-arch",
                               "falcon-new-arch-one-norm", "falcon-sequential", "falcon-alibi", "stablelm", "stablelm-parallel",
@@ -1054,4 +1055,104 @@ void test_models(void) {
 #ifdef PF_TESTING
     test_failing_rank();
 #endif
+}
+
+/* Mixtures of experts (issue 33): each family's fixture on 1 to 4 ranks (7 experts: 1..4 ranks
+   hold uneven shares, 4 ranks of 5 experts leave none to one); the expert weights' bytes on each
+   rank near 1/N of them; and the checks that catch a rank that routes otherwise or an expert's
+   contribution dropped or added twice (test hooks: the logits then differ from transformers). */
+static const char *const moe_fixtures[] = {"qwen3_moe", "qwen2_moe", "mixtral", "olmoe", "granitemoe"};
+
+#ifdef PF_TESTING
+static void test_moe_faults(const char *name) {
+    static const struct { int fault, ranks; const char *what; } faults[] = {
+        {1, 2, "rank 1 routes its tokens otherwise"}, {2, 2, "an expert's contribution is dropped"},
+        {3, 1, "an expert's contribution is counted twice"}};
+    fixture f;
+    if (fixture_open(name, &f)) return;
+    size_t n = (size_t)f.ref.num_prompt_ids * f.vocab;
+    pf_parallel_options po = cpu_options();
+    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) {
+        CHECK(pf_parallelize(f.model, faults[i].ranks, &po) == PF_OK);
+        pf_testing_moe_fault = faults[i].fault;
+        float *logits = prompt_logits(&f);
+        pf_testing_moe_fault = 0;
+        float diff = logits ? test_max_abs_diff(logits, f.ref_logits, n) : 0;
+        CHECK_MSG(diff > 100 * TOLERANCE_HF, "%s when %s: logits still within %g of transformers' (the check would not "
+                  "catch it)", name, faults[i].what, diff);
+        free(logits);
+    }
+    fixture_close(&f);
+}
+#endif
+
+/* The weights' bytes on each of N ranks: the experts (most of the weights) split, so each rank
+   holds near 1/N of them, none more than its whole experts' share plus the replicated rest. */
+static void test_moe_memory(const char *name) {
+    fixture f;
+    if (fixture_open(name, &f)) return;
+    pf_parallel_options po = cpu_options();
+    pf_memory_info one = {0};
+    CHECK(pf_parallelize(f.model, 1, &po) == PF_OK && pf_get_memory_info(f.model, 0, &one) == PF_OK);
+    for (int ranks = 2; ranks <= 3; ranks++) {
+        CHECK(pf_parallelize(f.model, ranks, &po) == PF_OK);
+        size_t most = 0;
+        for (int i = 0; i < ranks; i++) {
+            pf_memory_info info = {0};
+            CHECK(pf_get_memory_info(f.model, i, &info) == PF_OK);
+            if (info.weights > most) most = info.weights;
+        }
+        /* ceil(experts / N) of the experts per rank, the rest split or small: well under 1/N + 25% */
+        CHECK_MSG((double)most < (double)one.weights / ranks * 1.25 + 64 * 1024,
+                  "%s on %d ranks: a rank holds %zu weight bytes of %zu on one", name, ranks, most, one.weights);
+        printf("  %s on %d ranks: the largest rank holds %.1f%% of the weights\n", name, ranks,
+               100.0 * (double)most / (double)one.weights);
+    }
+    fixture_close(&f);
+}
+
+/* Expert slicing (PF_EXPERT_SPLIT_COLUMNS, and the default where experts are fewer than ranks):
+   every expert's columns on every rank give transformers' logits and greedy tokens too, with the
+   weights near 1/N per rank. */
+static void test_moe_slicing(const char *name) {
+    fixture f;
+    if (fixture_open(name, &f)) return;
+    size_t n = (size_t)f.ref.num_prompt_ids * f.vocab;
+    pf_parallel_options po = cpu_options();
+    pf_memory_info one = {0};
+    CHECK(pf_parallelize(f.model, 1, &po) == PF_OK && pf_get_memory_info(f.model, 0, &one) == PF_OK);
+    for (int ranks = 2; ranks <= 8; ranks += ranks == 3 ? 5 : 1) { /* 2, 3, and 8: more ranks than experts */
+        po.expert_split = ranks == 8 ? PF_EXPERT_SPLIT_AUTO : PF_EXPERT_SPLIT_COLUMNS;
+        pf_result r = pf_parallelize(f.model, ranks, &po);
+        CHECK_MSG(r == PF_OK, "%s sliced on %d ranks: %s", name, ranks, pf_error_message(f.model));
+        if (r) continue;
+        float *logits = prompt_logits(&f);
+        float diff = logits ? test_max_abs_diff(logits, f.ref_logits, n) : -1;
+        CHECK_MSG(logits && diff <= TOLERANCE_HF, "%s with its experts sliced on %d ranks: logits differ from "
+                  "transformers by %g", name, ranks, diff);
+        free(logits);
+        check_greedy(&f, name, ranks);
+        size_t most = 0;
+        for (int i = 0; i < ranks; i++) {
+            pf_memory_info info = {0};
+            CHECK(pf_get_memory_info(f.model, i, &info) == PF_OK);
+            if (info.weights > most) most = info.weights;
+        }
+        CHECK_MSG((double)most < (double)one.weights / ranks * 1.25 + 64 * 1024,
+                  "%s sliced on %d ranks: a rank holds %zu weight bytes of %zu on one", name, ranks, most, one.weights);
+    }
+    po.expert_split = (pf_expert_split)7;
+    CHECK(pf_parallelize(f.model, 2, &po) == PF_ERROR_INVALID_ARGUMENT && strstr(pf_error_message(f.model), "expert_split"));
+    fixture_close(&f);
+}
+
+void test_moe(void) {
+    for (size_t i = 0; i < sizeof moe_fixtures / sizeof moe_fixtures[0]; i++) {
+        test_family_generation(moe_fixtures[i]);
+        test_moe_memory(moe_fixtures[i]);
+        test_moe_slicing(moe_fixtures[i]);
+#ifdef PF_TESTING
+        test_moe_faults(moe_fixtures[i]);
+#endif
+    }
 }

@@ -23,6 +23,9 @@ pf_result pf_testing_policy_json(const char *model_type, char *json, size_t capa
 
 /* ---- failures injected into the ranks ---- */
 
+/* Mixtures of experts' faults (src/moe.c): 1 rank 1 routes its tokens otherwise, 2 rank 0 drops
+   its first expert's contribution, 3 it adds it twice; 0 none. */
+extern int pf_testing_moe_fault;
 /* Rank pf_testing_fail_rank (-1: none) fails its pf_testing_fail_countdown-th matmul. */
 extern int pf_testing_fail_rank, pf_testing_fail_countdown;
 /* Rank pf_testing_skip_reduce_rank (-1: none) skips its pf_testing_skip_reduce_countdown-th
