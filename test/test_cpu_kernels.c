@@ -200,12 +200,14 @@ static void test_cpu_matmul_shapes(void) {
    the library's quantizers write the same bytes, and every kernel set's product (the activations
    quantized per 32-input block as Q8, integer dot products) is the exact sum of the blocks'
    integer dots times their scales, within fp32 rounding, at tile tails (1-67 weight rows; 1, 2
-   and 5 rows of x on the vector kernels, 16 and 37 on AMX where present) and odd block counts.
+   and 5 rows of x on the vector kernels, from 5 on AVX2's repacked panels, 16 and 37 on AMX where
+   present) and odd block counts.
    Every kernel set gives the same bits (one fp32 chain of block products, in block order), and a
    row alone (decode) gives what it gives in a batch. */
 static void test_cpu_q8_kernels(int q4) {
-    static const size_t rows_list[] = {1, 2, 5, 16, 37}, outs_list[] = {1, 3, 4, 5, 9, 67}, blocks_list[] = {1, 2, 3, 24};
-    enum { MAXR = 37, MAXO = 67, MAXK = 24 * 32 };
+    /* 40 blocks: more than the AVX2 prefill kernel repacks at once (PF__PANEL_BLOCKS) */
+    static const size_t rows_list[] = {1, 2, 5, 16, 37}, outs_list[] = {1, 3, 4, 5, 9, 67}, blocks_list[] = {1, 2, 3, 24, 40};
+    enum { MAXR = 37, MAXO = 67, MAXK = 40 * 32 };
     const size_t BYTES = q4 ? 18 : 34;
     float *x = malloc(sizeof(float) * MAXR * MAXK), *w = malloc(sizeof(float) * MAXO * MAXK), bias[MAXO];
     float *out = malloc(sizeof(float) * MAXR * MAXO), *copy = malloc(sizeof(float) * MAXO * MAXK);
