@@ -1437,6 +1437,12 @@ static PF__INLINE float pf__weight_value(const void *w, size_t i, const int wt) 
 #include <cpuid.h>
 #include <immintrin.h>
 #endif
+/* ARM64: NEON is part of the base architecture; the dot product instructions (FEAT_DotProd) are
+   asked of the processor at run time. */
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__) && !defined(PF_NO_NEON)
+#define PF__NEON 1
+#include <arm_neon.h>
+#endif
 
 /* roundf (halves away from zero) to an int8 in [-127, 127], and floorf, for the quantizers' values:
    within int's range the truncating conversion is exact, and so is x minus it. libm's calls were
@@ -16249,6 +16255,7 @@ static float pf__dot(const float *a, const float *b, size_t n) {
 #define PF__TILE_OUTS 3
 #define PF__ROW_OUTS_AVX2 8     /* one row of x (decode): more weight rows in flight, 10% faster */
 #define PF__ROW_OUTS_PORTABLE 4 /* its double lanes spill beyond 4 */
+#define PF__ROW_OUTS_NEON 4     /* 32 vector registers: 8 weight rows' lanes and sums would spill */
 #define PF__MAX_OUTS 8
 #define PF__MAX_ROWS 8
 
@@ -16422,6 +16429,64 @@ PF__AVX2_TARGET static PF__INLINE void pf__tile_avx2(double *acc, size_t ld, con
 PF__TILE_SHAPES(portable, , PF__TILE_ROWS, PF__TILE_OUTS, PF__ROW_OUTS_PORTABLE)
 #ifdef PF__AVX2
 PF__TILE_SHAPES(avx2, PF__AVX2_TARGET, PF__TILE_ROWS, PF__TILE_OUTS, PF__ROW_OUTS_AVX2)
+#endif
+#ifdef PF__NEON
+/* The portable tile's sums on ARM64's NEON, lane for lane: exact products summed in 4 double
+   lanes (lane l holds inputs l, l + 4, ...; a double FMA of two fp32 values rounds as the
+   portable product-then-add does, the product being exact), added up as ((0 + 1) + (2 + 3)),
+   then the last few inputs in order: the portable kernels' bits. The AVX2 tile's fp32 chunks,
+   lane for lane on NEON beside the portable attention and activations, put Gemma 2's fixture
+   1.2e-5 apart between rank counts, past the 1e-5 bound. */
+
+/* Weights i..i+3 of w, stored as wt, as fp32 lanes. */
+static PF__INLINE float32x4_t pf__load4_weights_neon(const void *w, size_t i, const int wt) {
+    if (wt == PF__DTYPE_F32) return vld1q_f32((const float *)w + i);
+    uint16x4_t h = vld1_u16((const uint16_t *)w + i);
+    if (wt == PF__DTYPE_BF16) return vreinterpretq_f32_u32(vshll_n_u16(h, 16));
+    return vcvt_f32_f16(vreinterpret_f16_u16(h));
+}
+
+/* Adds 4 inputs' products from p to the lanes of mr rows of x by nr weight rows. */
+static PF__INLINE void pf__tile_step4_neon(float64x2_t lanes[][PF__MAX_OUTS][2], const float *x, const void *w,
+                                           size_t k, size_t p, const int mr, const int nr, const int wt) {
+    float64x2_t wd[PF__MAX_OUTS][2];
+    PF__UNROLL for (int j = 0; j < nr; j++) {
+        float32x4_t v = pf__load4_weights_neon(w, j * k + p, wt);
+        wd[j][0] = vcvt_f64_f32(vget_low_f32(v)), wd[j][1] = vcvt_high_f64_f32(v);
+    }
+    PF__UNROLL for (int i = 0; i < mr; i++) {
+        float32x4_t xv = vld1q_f32(x + i * k + p);
+        float64x2_t x_low = vcvt_f64_f32(vget_low_f32(xv)), x_high = vcvt_high_f64_f32(xv);
+        PF__UNROLL for (int j = 0; j < nr; j++) {
+            lanes[i][j][0] = vfmaq_f64(lanes[i][j][0], x_low, wd[j][0]);
+            lanes[i][j][1] = vfmaq_f64(lanes[i][j][1], x_high, wd[j][1]);
+        }
+    }
+}
+
+static PF__INLINE void pf__tile_neon(double *acc, size_t ld, const float *x, const void *w, size_t k, size_t begin,
+                                     size_t end, size_t first_end, const int mr, const int nr, const int wt) {
+    float64x2_t lanes[PF__TILE_ROWS][PF__MAX_OUTS][2]; /* double lanes 0-1, 2-3 */
+    (void)first_end;
+    PF__UNROLL for (int i = 0; i < mr; i++)
+        PF__UNROLL for (int j = 0; j < nr; j++) lanes[i][j][0] = lanes[i][j][1] = vdupq_n_f64(0);
+    size_t p = begin;
+    for (; p + 4 <= end; p += 4) pf__tile_step4_neon(lanes, x, w, k, p, mr, nr, wt);
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++) {
+            double sum = (vgetq_lane_f64(lanes[i][j][0], 0) + vgetq_lane_f64(lanes[i][j][0], 1)) +
+                         (vgetq_lane_f64(lanes[i][j][1], 0) + vgetq_lane_f64(lanes[i][j][1], 1));
+            for (size_t q = p; q < end; q++) sum += (double)x[i * k + q] * pf__weight_value(w, j * k + q, wt);
+            acc[i * ld + j] += sum;
+        }
+}
+PF__TILE_SHAPES(neon, , PF__TILE_ROWS, PF__TILE_OUTS, PF__ROW_OUTS_NEON)
+
+static void pf__widen_neon(float *out, const void *w, int wt, size_t count) {
+    size_t i = 0;
+    for (; i + 4 <= count; i += 4) vst1q_f32(out + i, pf__load4_weights_neon(w, i, wt));
+    for (; i < count; i++) out[i] = pf__weight_value(w, i, wt);
+}
 #endif
 
 /* count fp16 or bf16 weights (wt) of w as fp32 in out. The conversion is exact, so the fp32 tiles
@@ -16838,6 +16903,76 @@ PF__AVX2_TARGET static void pf__q4_panels_avx2(float *out, size_t ld, const int8
     if (rows < PF__PANEL_FROM_ROWS) pf__q4_rows_avx2(out, ld, qx, dx, sx, rows, w, nb, n_out);
     else pf__quantized_panels_avx2(out, ld, qx, dx, sx, rows, w, nb, n_out, 1);
 }
+#endif
+
+#ifdef PF__NEON
+/* Q8/Q4 products on ARM64, the defined chain of block products (pf__q8_rows_fn) for 1 row of x by
+   4 weight rows at a time (4 chains in flight). A block's exact dot: with NEON alone, int8
+   products widened to int16 (two of them, at most 2 * 128 * 127, fit) and pairwise added into
+   int32 lanes; with FEAT_DotProd, sdot. Q4's nibbles (0..15) multiply as they are, and 8 sum x is
+   taken away from the dot. */
+static PF__INLINE int32x4_t pf__block_dot_neon(int8x16_t w0, int8x16_t w1, const int8_t *x) {
+    int8x16_t x0 = vld1q_s8(x), x1 = vld1q_s8(x + 16);
+    int16x8_t low = vmlal_high_s8(vmull_s8(vget_low_s8(w0), vget_low_s8(x0)), w0, x0);
+    int16x8_t high = vmlal_high_s8(vmull_s8(vget_low_s8(w1), vget_low_s8(x1)), w1, x1);
+    return vpadalq_s16(vpaddlq_s16(low), high);
+}
+
+/* GCC's arm_neon.h declares sdot's intrinsic for this function target; clang's (14, the one here)
+   only where the whole file is compiled for it, so clang builds take the NEON products alone.
+   Asked of Linux (getauxval); other systems take them alone too, unchecked here. */
+#if !defined(__clang__) && __GNUC__ >= 10 && defined(__linux__)
+#define PF__DOTPROD 1
+#define PF__DOTPROD_TARGET __attribute__((target("arch=armv8.2-a+dotprod")))
+PF__DOTPROD_TARGET static PF__INLINE int32x4_t pf__block_dot_sdot(int8x16_t w0, int8x16_t w1, const int8_t *x) {
+    return vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, vld1q_s8(x)), w1, vld1q_s8(x + 16));
+}
+#endif
+
+/* A block's fp16 scale as fp32 (exact, as pf__q8_scale). */
+static PF__INLINE float pf__block_scale_neon(const unsigned char *block) {
+    uint16_t bits;
+    memcpy(&bits, block, 2);
+    return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(bits))), 0);
+}
+
+#define PF__Q8_ROWS_NEON(name, target, BYTES, q4, dot)                                                                \
+    target static void name(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx, size_t rows,\
+                            const unsigned char *w, size_t nb, size_t n_out) {                                       \
+        size_t row_bytes = nb * BYTES, k = nb * PF__Q8_BLOCK;                                                       \
+        for (size_t r = 0; r < rows; r++)                                                                           \
+            for (size_t o = 0; o < n_out; o += 4) {                                                                 \
+                size_t no = n_out - o < 4 ? n_out - o : 4;                                                          \
+                const unsigned char *row[4];                                                                        \
+                float sum[4] = {0, 0, 0, 0};                                                                        \
+                for (size_t j = 0; j < 4; j++) row[j] = w + (o + (j < no ? j : 0)) * row_bytes;                      \
+                for (size_t b = 0; b < nb; b++) {                                                                   \
+                    const int8_t *xb = qx + r * k + b * PF__Q8_BLOCK;                                               \
+                    int32_t beyond = q4 ? 8 * sx[r * nb + b] : 0;                                                   \
+                    float d = dx[r * nb + b];                                                                       \
+                    PF__UNROLL for (size_t j = 0; j < 4; j++) {                                                     \
+                        const unsigned char *block = row[j] + b * BYTES;                                            \
+                        int8x16_t w0, w1;                                                                           \
+                        if (q4) {                                                                                   \
+                            uint8x16_t packed = vld1q_u8(block + 2);                                                \
+                            w0 = vreinterpretq_s8_u8(vandq_u8(packed, vdupq_n_u8(15)));                             \
+                            w1 = vreinterpretq_s8_u8(vshrq_n_u8(packed, 4));                                        \
+                        } else {                                                                                    \
+                            w0 = vld1q_s8((const int8_t *)block + 2), w1 = vld1q_s8((const int8_t *)block + 18);    \
+                        }                                                                                           \
+                        int32_t exact = vaddvq_s32(dot(w0, w1, xb)) - beyond;                                       \
+                        sum[j] = fmaf((float)exact, d * pf__block_scale_neon(block), sum[j]);                       \
+                    }                                                                                               \
+                }                                                                                                   \
+                memcpy(out + r * ld + o, sum, no * sizeof(float));                                                  \
+            }                                                                                                       \
+    }
+PF__Q8_ROWS_NEON(pf__q8_rows_neon, , PF__Q8_BYTES, 0, pf__block_dot_neon)
+PF__Q8_ROWS_NEON(pf__q4_rows_neon, , PF__Q4_BYTES, 1, pf__block_dot_neon)
+#ifdef PF__DOTPROD
+PF__Q8_ROWS_NEON(pf__q8_rows_sdot, PF__DOTPROD_TARGET, PF__Q8_BYTES, 0, pf__block_dot_sdot)
+PF__Q8_ROWS_NEON(pf__q4_rows_sdot, PF__DOTPROD_TARGET, PF__Q4_BYTES, 1, pf__block_dot_sdot)
+#endif
 #endif
 
 #if defined(PF__AVX2) && !defined(PF_NO_AVX512) && (defined(__clang__) || __GNUC__ >= 5)
@@ -18124,6 +18259,30 @@ static void pf__cpu_probe(void) {
 }
 #endif
 
+#ifdef PF__NEON
+/* ARM64: NEON's tiles and Q8/Q4 products; attention, activations and norms stay portable. */
+static const pf__cpu_kernels pf__cpu_neon = {pf__tiles_neon, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_NEON,
+                                             pf__scores, pf__weighted_sums, pf__row_scores, pf__row_weighted_sums,
+                                             pf__activate_portable, pf__exp_shifted, pf__q8_rows_neon, pf__q8_rows_neon,
+                                             pf__q4_rows_neon, pf__q4_rows_neon, NULL, NULL, pf__quantize_x_portable,
+                                             pf__widen_neon, pf__store_sums_portable, NULL, pf__sum_shifted_portable,
+                                             pf__add_rows_portable, pf__normalize_portable};
+#ifdef PF__DOTPROD
+#include <sys/auxv.h>
+/* The NEON set with sdot's Q8/Q4 products, where the processor has FEAT_DotProd. */
+static pf__cpu_kernels pf__cpu_neon_dotprod;
+static int pf__cpu_dotprod_usable;
+static pthread_once_t pf__cpu_neon_probe_once = PTHREAD_ONCE_INIT;
+
+static void pf__cpu_neon_probe(void) {
+    pf__cpu_dotprod_usable = (getauxval(AT_HWCAP) & (1ul << 20)) != 0; /* HWCAP_ASIMDDP */
+    pf__cpu_neon_dotprod = pf__cpu_neon;
+    pf__cpu_neon_dotprod.q8_rows = pf__cpu_neon_dotprod.q8_row = pf__q8_rows_sdot;
+    pf__cpu_neon_dotprod.q4_rows = pf__cpu_neon_dotprod.q4_row = pf__q4_rows_sdot;
+}
+#endif
+#endif
+
 static const pf__cpu_kernels *pf__cpu_kernels_here(void) {
 #ifdef PF_TESTING
     if (pf_testing_portable_cpu) return &pf__cpu_portable;
@@ -18134,6 +18293,13 @@ static const pf__cpu_kernels *pf__cpu_kernels_here(void) {
     if (pf__cpu_avx512_usable && !PF__AVX2_ASKED) return &pf__cpu_avx512;
 #endif
     if (pf__cpu_avx2_usable) return &pf__cpu_avx2;
+#endif
+#ifdef PF__NEON
+#ifdef PF__DOTPROD
+    pthread_once(&pf__cpu_neon_probe_once, pf__cpu_neon_probe);
+    if (pf__cpu_dotprod_usable) return &pf__cpu_neon_dotprod;
+#endif
+    return &pf__cpu_neon;
 #endif
     return &pf__cpu_portable;
 }
@@ -18161,6 +18327,9 @@ int pf_cpu_vector_bits(void) {
     const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
 #ifdef PF__AVX512
     if (kernels == &pf__cpu_avx512 && pf__cpu_wide_fma) return 512;
+#endif
+#ifdef PF__NEON
+    if (kernels != &pf__cpu_portable) return 128;
 #endif
     return kernels == &pf__cpu_portable ? 0 : 256;
 }

@@ -125,7 +125,8 @@ static const char *const kernel_names[] = {"default", "AVX2", "portable", "no-AM
 
 /* Small odd shapes (rows, weight rows and inputs off every tile and chunk size, slices off the
    8-input grid) in each weight dtype, on each kernel set (the default one: AVX-512's 16-lane tiles
-   where present; AVX2; portable): within 2^-18 of the sum of |products| of the portable sums, and
+   where present; AVX2; portable; on ARM64 NEON, with the portable bits): within 2^-18 of the sum
+   of |products| of the portable sums, and
    an output the same bit for bit whichever tile computed it: a row of x alone (decode's tiles) as
    in the batch, and the last weight rows alone (a rank's share of a column split) as among all. */
 static void test_cpu_matmul_shapes(void) {
@@ -187,6 +188,12 @@ static void test_cpu_matmul_shapes(void) {
                             CHECK_MSG(0, "%s matmul %zux%zux%zu (columns %zu..) dtype %d: %g from portable",
                                       kernel_names[kind], rows, outs, k, begin, dtype, worst);
                     }
+#ifdef __aarch64__
+                    /* NEON's tiles sum as the portable ones do (exact products in double lanes) */
+                    if (memcmp(out[0], out[2], sizeof(float) * rows * outs) && failures++ < 5)
+                        CHECK_MSG(0, "NEON matmul %zux%zux%zu (columns %zu..) dtype %d: bits differ from portable's", rows,
+                                  outs, k, begin, dtype);
+#endif
                 }
     }
     CHECK(failures == 0);
@@ -770,6 +777,10 @@ static void test_cpu_row_attention_kernels(void) {
 #endif
 
 void test_cpu_kernels(void) {
+#ifdef __aarch64__
+    /* what the comparisons below take as the default set: NEON's, in 128-bit vectors */
+    CHECK_MSG(pf_cpu_vector_bits() == 128, "ARM64 without the NEON kernels: %d-bit vectors", pf_cpu_vector_bits());
+#endif
 #ifdef PF_TESTING
     test_cpu_matmul();
     test_cpu_matmul_shapes();
