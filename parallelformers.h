@@ -66,7 +66,7 @@ pf_build_info pf_get_build_info(void);
 
 /* The width in bits of the vectors the CPU backend's matrix products use on this processor: 512
    (AVX-512 where a core runs 512-bit FMAs at full rate), 256 (AVX2 and FMA; AVX-512VL's 32
-   registers where it has them) or 0 (portable C). Any thread. */
+   registers where it has them), 128 (ARM64's NEON) or 0 (portable C). Any thread. */
 int pf_cpu_vector_bits(void);
 
 /* The same as one constant string: the version, then each feature with + (compiled in) or -

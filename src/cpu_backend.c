@@ -131,6 +131,7 @@ static float pf__dot(const float *a, const float *b, size_t n) {
 #define PF__TILE_OUTS 3
 #define PF__ROW_OUTS_AVX2 8     /* one row of x (decode): more weight rows in flight, 10% faster */
 #define PF__ROW_OUTS_PORTABLE 4 /* its double lanes spill beyond 4 */
+#define PF__ROW_OUTS_NEON 4     /* 32 vector registers: 8 weight rows' lanes and sums would spill */
 #define PF__MAX_OUTS 8
 #define PF__MAX_ROWS 8
 
@@ -304,6 +305,64 @@ PF__AVX2_TARGET static PF__INLINE void pf__tile_avx2(double *acc, size_t ld, con
 PF__TILE_SHAPES(portable, , PF__TILE_ROWS, PF__TILE_OUTS, PF__ROW_OUTS_PORTABLE)
 #ifdef PF__AVX2
 PF__TILE_SHAPES(avx2, PF__AVX2_TARGET, PF__TILE_ROWS, PF__TILE_OUTS, PF__ROW_OUTS_AVX2)
+#endif
+#ifdef PF__NEON
+/* The portable tile's sums on ARM64's NEON, lane for lane: exact products summed in 4 double
+   lanes (lane l holds inputs l, l + 4, ...; a double FMA of two fp32 values rounds as the
+   portable product-then-add does, the product being exact), added up as ((0 + 1) + (2 + 3)),
+   then the last few inputs in order: the portable kernels' bits. The AVX2 tile's fp32 chunks,
+   lane for lane on NEON beside the portable attention and activations, put Gemma 2's fixture
+   1.2e-5 apart between rank counts, past the 1e-5 bound. */
+
+/* Weights i..i+3 of w, stored as wt, as fp32 lanes. */
+static PF__INLINE float32x4_t pf__load4_weights_neon(const void *w, size_t i, const int wt) {
+    if (wt == PF__DTYPE_F32) return vld1q_f32((const float *)w + i);
+    uint16x4_t h = vld1_u16((const uint16_t *)w + i);
+    if (wt == PF__DTYPE_BF16) return vreinterpretq_f32_u32(vshll_n_u16(h, 16));
+    return vcvt_f32_f16(vreinterpret_f16_u16(h));
+}
+
+/* Adds 4 inputs' products from p to the lanes of mr rows of x by nr weight rows. */
+static PF__INLINE void pf__tile_step4_neon(float64x2_t lanes[][PF__MAX_OUTS][2], const float *x, const void *w,
+                                           size_t k, size_t p, const int mr, const int nr, const int wt) {
+    float64x2_t wd[PF__MAX_OUTS][2];
+    PF__UNROLL for (int j = 0; j < nr; j++) {
+        float32x4_t v = pf__load4_weights_neon(w, j * k + p, wt);
+        wd[j][0] = vcvt_f64_f32(vget_low_f32(v)), wd[j][1] = vcvt_high_f64_f32(v);
+    }
+    PF__UNROLL for (int i = 0; i < mr; i++) {
+        float32x4_t xv = vld1q_f32(x + i * k + p);
+        float64x2_t x_low = vcvt_f64_f32(vget_low_f32(xv)), x_high = vcvt_high_f64_f32(xv);
+        PF__UNROLL for (int j = 0; j < nr; j++) {
+            lanes[i][j][0] = vfmaq_f64(lanes[i][j][0], x_low, wd[j][0]);
+            lanes[i][j][1] = vfmaq_f64(lanes[i][j][1], x_high, wd[j][1]);
+        }
+    }
+}
+
+static PF__INLINE void pf__tile_neon(double *acc, size_t ld, const float *x, const void *w, size_t k, size_t begin,
+                                     size_t end, size_t first_end, const int mr, const int nr, const int wt) {
+    float64x2_t lanes[PF__TILE_ROWS][PF__MAX_OUTS][2]; /* double lanes 0-1, 2-3 */
+    (void)first_end;
+    PF__UNROLL for (int i = 0; i < mr; i++)
+        PF__UNROLL for (int j = 0; j < nr; j++) lanes[i][j][0] = lanes[i][j][1] = vdupq_n_f64(0);
+    size_t p = begin;
+    for (; p + 4 <= end; p += 4) pf__tile_step4_neon(lanes, x, w, k, p, mr, nr, wt);
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++) {
+            double sum = (vgetq_lane_f64(lanes[i][j][0], 0) + vgetq_lane_f64(lanes[i][j][0], 1)) +
+                         (vgetq_lane_f64(lanes[i][j][1], 0) + vgetq_lane_f64(lanes[i][j][1], 1));
+            for (size_t q = p; q < end; q++) sum += (double)x[i * k + q] * pf__weight_value(w, j * k + q, wt);
+            acc[i * ld + j] += sum;
+        }
+}
+PF__TILE_SHAPES(neon, , PF__TILE_ROWS, PF__TILE_OUTS, PF__ROW_OUTS_NEON)
+
+static void pf__widen_neon(float *out, const void *w, int wt, size_t count) {
+    size_t i = 0;
+    for (; i + 4 <= count; i += 4) vst1q_f32(out + i, pf__load4_weights_neon(w, i, wt));
+    for (; i < count; i++) out[i] = pf__weight_value(w, i, wt);
+}
 #endif
 
 /* count fp16 or bf16 weights (wt) of w as fp32 in out. The conversion is exact, so the fp32 tiles
@@ -529,7 +588,267 @@ PF__AVX2_TARGET static PF__INLINE __m256i pf__q4_dot_avx2(__m256i x, __m256i q) 
 PF__Q8_TILE(pf__q8_rows_avx2, PF__AVX2_TARGET, 2, PF__Q8_BYTES, pf__q8_load, pf__q8_dot_avx2, 0)
 PF__Q8_TILE(pf__q8_row_avx2, PF__AVX2_TARGET, 1, PF__Q8_BYTES, pf__q8_load, pf__q8_dot_avx2, 0) /* decode: one row */
 PF__Q8_TILE(pf__q4_rows_avx2, PF__AVX2_TARGET, 2, PF__Q4_BYTES, pf__q4_load, pf__q4_dot_avx2, 3)
-PF__Q8_TILE(pf__q4_row_avx2, PF__AVX2_TARGET, 1, PF__Q4_BYTES, pf__q4_load, pf__q4_dot_avx2, 3)
+/* Decode's Q4 product (one row of x): two weight rows' 16 packed bytes share one vector, so each
+   maddubs multiplies two rows' nibbles by x's 16 values repeated in both halves; a row's 8 int16
+   pair sums of its low and high nibbles (at most 2 * 2 * 15 * 127) add in int16, and three hadds
+   leave the 8 rows' dots in one vector: a third of the tile's instructions per block, which
+   otherwise held decode below the memory's speed. */
+PF__AVX2_TARGET static void pf__q4_row_pairs_avx2(float *out, size_t ld, const int8_t *qx, const float *dx,
+                                                  const int32_t *sx, size_t rows, const unsigned char *w, size_t nb,
+                                                  size_t n_out) {
+    size_t row_bytes = nb * PF__Q4_BYTES, k = nb * PF__Q8_BLOCK;
+    const __m256i nibble = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+    const __m256i row_order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7); /* the hadds leave rows 0 2 4 6 1 3 5 7 */
+    for (size_t r = 0; r < rows; r++)
+        for (size_t o = 0; o < n_out; o += 8) {
+            size_t no = n_out - o < 8 ? n_out - o : 8;
+            PF__ROW_OFFSETS(at, 8, o, n_out, row_bytes);
+            __m256i offsets = _mm256_loadu_si256((const __m256i *)at);
+            __m256 acc = _mm256_setzero_ps();
+            for (size_t b = 0; b < nb; b++) {
+                const unsigned char *blocks = w + b * PF__Q4_BYTES;
+                const int8_t *xb = qx + r * k + b * PF__Q8_BLOCK;
+                __m256i x_low = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)xb));
+                __m256i x_high = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(xb + 16)));
+                __m256i pair[4];
+                PF__UNROLL for (int p = 0; p < 4; p++) {
+                    _mm_prefetch((const char *)(blocks + at[2 * p] + PF__Q8_AHEAD), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(blocks + at[2 * p + 1] + PF__Q8_AHEAD), _MM_HINT_T0);
+                    __m256i both = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(blocks + at[2 * p + 1] + 2)),
+                                                    _mm_loadu_si128((const __m128i *)(blocks + at[2 * p] + 2)));
+                    __m256i low = _mm256_and_si256(both, nibble);
+                    __m256i high = _mm256_and_si256(_mm256_srli_epi16(both, 4), nibble);
+                    __m256i sums = _mm256_add_epi16(_mm256_maddubs_epi16(low, x_low), _mm256_maddubs_epi16(high, x_high));
+                    pair[p] = _mm256_madd_epi16(sums, ones);
+                }
+                __m256i dots = _mm256_hadd_epi32(_mm256_hadd_epi32(pair[0], pair[1]), _mm256_hadd_epi32(pair[2], pair[3]));
+                dots = _mm256_sub_epi32(_mm256_permutevar8x32_epi32(dots, row_order),
+                                        _mm256_set1_epi32(sx[r * nb + b] * 8));
+                __m256 dw = pf__block_scales_avx2(blocks, offsets);
+                acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), _mm256_mul_ps(_mm256_set1_ps(dx[r * nb + b]), dw), acc);
+            }
+            float lanes[8];
+            _mm256_storeu_ps(lanes, acc);
+            memcpy(out + r * ld + o, lanes, no * sizeof(float));
+        }
+}
+
+/* Prefill's AVX2 products (many rows of x): the tile above sums each block's 32 products across
+   the lanes of a vector, a horizontal sum per row of x and weight row that costs more than the
+   products. Here a panel of 8 weight rows is first repacked for a run of blocks, so that lane j of
+   the panel's vector v holds values 4v..4v+3 of weight row j's block: maddubs against values
+   4v..4v+3 of x broadcast to every lane then adds up, in lane j, weight row j's products, and the
+   8 vectors of a block give the 8 rows' exact dots with no horizontal sum. The panel is repacked
+   once and read by every row of x. The dots are the same integers, so the chain of block products
+   (and every output's bits) is the tile's. */
+#define PF__PANEL_BLOCKS 32 /* blocks a repacked panel holds: 9 KiB, beside 4 rows of x in L1 */
+#define PF__PANEL_ROWS 4    /* rows of x per pass over a panel: their sums stay in registers */
+
+typedef struct {
+    __m256i values[PF__PANEL_BLOCKS][8]; /* Q8's int8 values; Q4's 0..15 */
+    float scales[PF__PANEL_BLOCKS][8];   /* the 8 weight rows' scales, as fp32 */
+} pf__q8_panel;
+
+/* The 8x8 transpose of 32-bit elements: rows[j] lane v becomes rows[v] lane j. */
+PF__AVX2_TARGET static PF__INLINE void pf__transpose8_avx2(__m256i r[8]) {
+    __m256i a0 = _mm256_unpacklo_epi32(r[0], r[1]), a1 = _mm256_unpackhi_epi32(r[0], r[1]);
+    __m256i a2 = _mm256_unpacklo_epi32(r[2], r[3]), a3 = _mm256_unpackhi_epi32(r[2], r[3]);
+    __m256i a4 = _mm256_unpacklo_epi32(r[4], r[5]), a5 = _mm256_unpackhi_epi32(r[4], r[5]);
+    __m256i a6 = _mm256_unpacklo_epi32(r[6], r[7]), a7 = _mm256_unpackhi_epi32(r[6], r[7]);
+    __m256i b0 = _mm256_unpacklo_epi64(a0, a2), b1 = _mm256_unpackhi_epi64(a0, a2);
+    __m256i b2 = _mm256_unpacklo_epi64(a1, a3), b3 = _mm256_unpackhi_epi64(a1, a3);
+    __m256i b4 = _mm256_unpacklo_epi64(a4, a6), b5 = _mm256_unpackhi_epi64(a4, a6);
+    __m256i b6 = _mm256_unpacklo_epi64(a5, a7), b7 = _mm256_unpackhi_epi64(a5, a7);
+    r[0] = _mm256_permute2x128_si256(b0, b4, 0x20), r[4] = _mm256_permute2x128_si256(b0, b4, 0x31);
+    r[1] = _mm256_permute2x128_si256(b1, b5, 0x20), r[5] = _mm256_permute2x128_si256(b1, b5, 0x31);
+    r[2] = _mm256_permute2x128_si256(b2, b6, 0x20), r[6] = _mm256_permute2x128_si256(b2, b6, 0x31);
+    r[3] = _mm256_permute2x128_si256(b3, b7, 0x20), r[7] = _mm256_permute2x128_si256(b3, b7, 0x31);
+}
+
+/* Repacks blocks b0..b0+count of weight rows `at` (8 byte offsets from w; rows past the product's
+   end repeat a real one) into p. */
+PF__AVX2_TARGET static PF__INLINE void pf__pack_panel_avx2(pf__q8_panel *p, const unsigned char *w, const int32_t *at,
+                                                           size_t b0, size_t count, size_t bytes, int q4) {
+    for (size_t b = 0; b < count; b++) {
+        __m256i r[8];
+        uint16_t halves[8];
+        PF__UNROLL for (int j = 0; j < 8; j++) {
+            const unsigned char *block = w + at[j] + (b0 + b) * bytes;
+            memcpy(&halves[j], block, 2);
+            r[j] = q4 ? pf__q4_load(block + 2) : pf__q8_load(block + 2);
+        }
+        pf__transpose8_avx2(r);
+        PF__UNROLL for (int v = 0; v < 8; v++) _mm256_store_si256(&p->values[b][v], r[v]);
+        _mm256_store_ps(p->scales[b], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)halves)));
+    }
+}
+
+/* R rows of x (from row r0; rows past `rows` repeat row r0) against a repacked panel, for its
+   `count` blocks from b0: acc[r] holds the 8 weight rows' running sums. */
+#define PF__PANEL_PASS(name, R, q4)                                                                                   \
+    PF__AVX2_TARGET static PF__INLINE void name(__m256 *acc, const pf__q8_panel *p, const int8_t *qx,                 \
+                                                const float *dx, const int32_t *sx, size_t rows, size_t r0, size_t k, \
+                                                size_t nb, size_t b0, size_t count) {                                 \
+        const __m256i ones = _mm256_set1_epi16(1);                                                                    \
+        const int8_t *xr[R];                                                                                          \
+        size_t row[R];                                                                                                \
+        PF__UNROLL for (int r = 0; r < R; r++) {                                                                      \
+            row[r] = r0 + (r0 + r < rows ? (size_t)r : 0);                                                             \
+            xr[r] = qx + row[r] * k;                                                                                  \
+        }                                                                                                             \
+        for (size_t b = 0; b < count; b++) {                                                                          \
+            size_t bb = b0 + b;                                                                                       \
+            __m256i dots[R];                                                                                          \
+            PF__UNROLL for (int r = 0; r < R; r++) dots[r] = _mm256_setzero_si256();                                  \
+            PF__UNROLL for (int v = 0; v < 8; v++) {                                                                  \
+                __m256i wv = _mm256_load_si256(&p->values[b][v]);                                                     \
+                if (q4) { /* Q4: pair sums below 2 * 15 * 127, so 8 of them still fit int16 */                         \
+                    PF__UNROLL for (int r = 0; r < R; r++) {                                                          \
+                        int32_t four;                                                                                 \
+                        memcpy(&four, xr[r] + bb * PF__Q8_BLOCK + 4 * v, 4);                                          \
+                        dots[r] = _mm256_add_epi16(dots[r], _mm256_maddubs_epi16(wv, _mm256_set1_epi32(four)));       \
+                    }                                                                                                 \
+                } else { /* Q8: w's sign onto x (pf__q8_dot_avx2), each pair sum to int32 at once */                 \
+                    __m256i magnitude = _mm256_abs_epi8(wv);                                                          \
+                    PF__UNROLL for (int r = 0; r < R; r++) {                                                          \
+                        int32_t four;                                                                                 \
+                        memcpy(&four, xr[r] + bb * PF__Q8_BLOCK + 4 * v, 4);                                          \
+                        __m256i signed_x = _mm256_sign_epi8(_mm256_set1_epi32(four), wv);                             \
+                        dots[r] = _mm256_add_epi32(                                                                   \
+                            dots[r], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, signed_x), ones));             \
+                    }                                                                                                 \
+                }                                                                                                     \
+            }                                                                                                         \
+            __m256 dw = _mm256_load_ps(p->scales[b]);                                                                 \
+            PF__UNROLL for (int r = 0; r < R; r++) {                                                                  \
+                __m256i d = dots[r];                                                                                  \
+                if (q4) d = _mm256_sub_epi32(_mm256_madd_epi16(d, ones), _mm256_set1_epi32(sx[row[r] * nb + bb] * 8)); \
+                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_mul_ps(_mm256_set1_ps(dx[row[r] * nb + bb]), dw), \
+                                         acc[r]);                                                                     \
+            }                                                                                                         \
+        }                                                                                                             \
+    }
+PF__PANEL_PASS(pf__q8_panel_pass_avx2, PF__PANEL_ROWS, 0)
+PF__PANEL_PASS(pf__q4_panel_pass_avx2, PF__PANEL_ROWS, 1)
+
+PF__AVX2_TARGET static PF__INLINE void pf__quantized_panels_avx2(float *out, size_t ld, const int8_t *qx,
+                                                                 const float *dx, const int32_t *sx, size_t rows,
+                                                                 const unsigned char *w, size_t nb, size_t n_out,
+                                                                 int q4) {
+    size_t bytes = q4 ? PF__Q4_BYTES : PF__Q8_BYTES, row_bytes = nb * bytes, k = nb * PF__Q8_BLOCK;
+    pf__q8_panel panel __attribute__((aligned(32)));
+    for (size_t o = 0; o < n_out; o += 8) {
+        size_t no = n_out - o < 8 ? n_out - o : 8;
+        PF__ROW_OFFSETS(at, 8, o, n_out, row_bytes);
+        for (size_t b0 = 0; b0 < nb; b0 += PF__PANEL_BLOCKS) {
+            size_t count = nb - b0 < PF__PANEL_BLOCKS ? nb - b0 : PF__PANEL_BLOCKS;
+            pf__pack_panel_avx2(&panel, w, at, b0, count, bytes, q4);
+            for (size_t r0 = 0; r0 < rows; r0 += PF__PANEL_ROWS) {
+                size_t nr = rows - r0 < PF__PANEL_ROWS ? rows - r0 : PF__PANEL_ROWS;
+                __m256 acc[PF__PANEL_ROWS];
+                float lanes[8] = {0};
+                /* a run after the first goes on from the sums in out: fp32 there as in a register */
+                PF__UNROLL for (int r = 0; r < PF__PANEL_ROWS; r++) {
+                    if (b0 && (size_t)r < nr) memcpy(lanes, out + (r0 + r) * ld + o, no * sizeof(float));
+                    acc[r] = _mm256_loadu_ps(lanes);
+                }
+                if (q4) pf__q4_panel_pass_avx2(acc, &panel, qx, dx, sx, rows, r0, k, nb, b0, count);
+                else pf__q8_panel_pass_avx2(acc, &panel, qx, dx, sx, rows, r0, k, nb, b0, count);
+                for (size_t r = 0; r < nr; r++) {
+                    _mm256_storeu_ps(lanes, acc[r]);
+                    memcpy(out + (r0 + r) * ld + o, lanes, no * sizeof(float));
+                }
+            }
+        }
+    }
+}
+
+/* From this many rows of x on, the repacked panels; fewer rows do not repay the repacking. */
+#define PF__PANEL_FROM_ROWS 4
+
+PF__AVX2_TARGET static void pf__q8_panels_avx2(float *out, size_t ld, const int8_t *qx, const float *dx,
+                                               const int32_t *sx, size_t rows, const unsigned char *w, size_t nb,
+                                               size_t n_out) {
+    if (rows < PF__PANEL_FROM_ROWS) pf__q8_rows_avx2(out, ld, qx, dx, sx, rows, w, nb, n_out);
+    else pf__quantized_panels_avx2(out, ld, qx, dx, sx, rows, w, nb, n_out, 0);
+}
+
+PF__AVX2_TARGET static void pf__q4_panels_avx2(float *out, size_t ld, const int8_t *qx, const float *dx,
+                                               const int32_t *sx, size_t rows, const unsigned char *w, size_t nb,
+                                               size_t n_out) {
+    if (rows < PF__PANEL_FROM_ROWS) pf__q4_rows_avx2(out, ld, qx, dx, sx, rows, w, nb, n_out);
+    else pf__quantized_panels_avx2(out, ld, qx, dx, sx, rows, w, nb, n_out, 1);
+}
+#endif
+
+#ifdef PF__NEON
+/* Q8/Q4 products on ARM64, the defined chain of block products (pf__q8_rows_fn) for 1 row of x by
+   4 weight rows at a time (4 chains in flight). A block's exact dot: with NEON alone, int8
+   products widened to int16 (two of them, at most 2 * 128 * 127, fit) and pairwise added into
+   int32 lanes; with FEAT_DotProd, sdot. Q4's nibbles (0..15) multiply as they are, and 8 sum x is
+   taken away from the dot. */
+static PF__INLINE int32x4_t pf__block_dot_neon(int8x16_t w0, int8x16_t w1, const int8_t *x) {
+    int8x16_t x0 = vld1q_s8(x), x1 = vld1q_s8(x + 16);
+    int16x8_t low = vmlal_high_s8(vmull_s8(vget_low_s8(w0), vget_low_s8(x0)), w0, x0);
+    int16x8_t high = vmlal_high_s8(vmull_s8(vget_low_s8(w1), vget_low_s8(x1)), w1, x1);
+    return vpadalq_s16(vpaddlq_s16(low), high);
+}
+
+/* GCC's arm_neon.h declares sdot's intrinsic for this function target; clang's (14, the one here)
+   only where the whole file is compiled for it, so clang builds take the NEON products alone.
+   Asked of Linux (getauxval); other systems take them alone too, unchecked here. */
+#if !defined(__clang__) && __GNUC__ >= 10 && defined(__linux__)
+#define PF__DOTPROD 1
+#define PF__DOTPROD_TARGET __attribute__((target("arch=armv8.2-a+dotprod")))
+PF__DOTPROD_TARGET static PF__INLINE int32x4_t pf__block_dot_sdot(int8x16_t w0, int8x16_t w1, const int8_t *x) {
+    return vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, vld1q_s8(x)), w1, vld1q_s8(x + 16));
+}
+#endif
+
+/* A block's fp16 scale as fp32 (exact, as pf__q8_scale). */
+static PF__INLINE float pf__block_scale_neon(const unsigned char *block) {
+    uint16_t bits;
+    memcpy(&bits, block, 2);
+    return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(bits))), 0);
+}
+
+#define PF__Q8_ROWS_NEON(name, target, BYTES, q4, dot)                                                                \
+    target static void name(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx, size_t rows,\
+                            const unsigned char *w, size_t nb, size_t n_out) {                                       \
+        size_t row_bytes = nb * BYTES, k = nb * PF__Q8_BLOCK;                                                       \
+        for (size_t r = 0; r < rows; r++)                                                                           \
+            for (size_t o = 0; o < n_out; o += 4) {                                                                 \
+                size_t no = n_out - o < 4 ? n_out - o : 4;                                                          \
+                const unsigned char *row[4];                                                                        \
+                float sum[4] = {0, 0, 0, 0};                                                                        \
+                for (size_t j = 0; j < 4; j++) row[j] = w + (o + (j < no ? j : 0)) * row_bytes;                      \
+                for (size_t b = 0; b < nb; b++) {                                                                   \
+                    const int8_t *xb = qx + r * k + b * PF__Q8_BLOCK;                                               \
+                    int32_t beyond = q4 ? 8 * sx[r * nb + b] : 0;                                                   \
+                    float d = dx[r * nb + b];                                                                       \
+                    PF__UNROLL for (size_t j = 0; j < 4; j++) {                                                     \
+                        const unsigned char *block = row[j] + b * BYTES;                                            \
+                        int8x16_t w0, w1;                                                                           \
+                        if (q4) {                                                                                   \
+                            uint8x16_t packed = vld1q_u8(block + 2);                                                \
+                            w0 = vreinterpretq_s8_u8(vandq_u8(packed, vdupq_n_u8(15)));                             \
+                            w1 = vreinterpretq_s8_u8(vshrq_n_u8(packed, 4));                                        \
+                        } else {                                                                                    \
+                            w0 = vld1q_s8((const int8_t *)block + 2), w1 = vld1q_s8((const int8_t *)block + 18);    \
+                        }                                                                                           \
+                        int32_t exact = vaddvq_s32(dot(w0, w1, xb)) - beyond;                                       \
+                        sum[j] = fmaf((float)exact, d * pf__block_scale_neon(block), sum[j]);                       \
+                    }                                                                                               \
+                }                                                                                                   \
+                memcpy(out + r * ld + o, sum, no * sizeof(float));                                                  \
+            }                                                                                                       \
+    }
+PF__Q8_ROWS_NEON(pf__q8_rows_neon, , PF__Q8_BYTES, 0, pf__block_dot_neon)
+PF__Q8_ROWS_NEON(pf__q4_rows_neon, , PF__Q4_BYTES, 1, pf__block_dot_neon)
+#ifdef PF__DOTPROD
+PF__Q8_ROWS_NEON(pf__q8_rows_sdot, PF__DOTPROD_TARGET, PF__Q8_BYTES, 0, pf__block_dot_sdot)
+PF__Q8_ROWS_NEON(pf__q4_rows_sdot, PF__DOTPROD_TARGET, PF__Q4_BYTES, 1, pf__block_dot_sdot)
+#endif
 #endif
 
 /* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), multiplied in their blocks.
@@ -2024,8 +2343,8 @@ static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_RO
 #ifdef PF__AVX2
 static const pf__cpu_kernels pf__cpu_avx2 = {pf__tiles_avx2, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_AVX2,
                                              pf__scores_avx2, pf__weighted_sums_avx2, pf__row_scores_avx2,
-                                             pf__row_weighted_sums_avx2, pf__activate_avx2, pf__exp_shifted_avx2, pf__q8_rows_avx2,
-                                             pf__q8_row_avx2, pf__q4_rows_avx2, pf__q4_row_avx2, NULL, NULL,
+                                             pf__row_weighted_sums_avx2, pf__activate_avx2, pf__exp_shifted_avx2, pf__q8_panels_avx2,
+                                             pf__q8_row_avx2, pf__q4_panels_avx2, pf__q4_row_pairs_avx2, NULL, NULL,
                                              pf__quantize_x_portable, pf__widen_avx2, pf__store_sums_avx2, NULL,
                                              pf__sum_shifted_portable, pf__add_rows_portable, pf__normalize_portable,
                                              pf__blocks_rows_avx2, pf__blocks_f32_avx2};
@@ -2122,16 +2441,47 @@ static void pf__cpu_probe(void) {
 }
 #endif
 
+#ifdef PF__NEON
+/* ARM64: NEON's tiles and Q8/Q4 products; attention, activations and norms stay portable. */
+static const pf__cpu_kernels pf__cpu_neon = {pf__tiles_neon, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_NEON,
+                                             pf__scores, pf__weighted_sums, pf__row_scores, pf__row_weighted_sums,
+                                             pf__activate_portable, pf__exp_shifted, pf__q8_rows_neon, pf__q8_rows_neon,
+                                             pf__q4_rows_neon, pf__q4_rows_neon, NULL, NULL, pf__quantize_x_portable,
+                                             pf__widen_neon, pf__store_sums_portable, NULL, pf__sum_shifted_portable,
+                                             pf__add_rows_portable, pf__normalize_portable};
+#ifdef PF__DOTPROD
+#include <sys/auxv.h>
+/* The NEON set with sdot's Q8/Q4 products, where the processor has FEAT_DotProd. */
+static pf__cpu_kernels pf__cpu_neon_dotprod;
+static int pf__cpu_dotprod_usable;
+static pthread_once_t pf__cpu_neon_probe_once = PTHREAD_ONCE_INIT;
+
+static void pf__cpu_neon_probe(void) {
+    pf__cpu_dotprod_usable = (getauxval(AT_HWCAP) & (1ul << 20)) != 0; /* HWCAP_ASIMDDP */
+    pf__cpu_neon_dotprod = pf__cpu_neon;
+    pf__cpu_neon_dotprod.q8_rows = pf__cpu_neon_dotprod.q8_row = pf__q8_rows_sdot;
+    pf__cpu_neon_dotprod.q4_rows = pf__cpu_neon_dotprod.q4_row = pf__q4_rows_sdot;
+}
+#endif
+#endif
+
 static const pf__cpu_kernels *pf__cpu_kernels_here(void) {
-#ifdef PF__AVX2
 #ifdef PF_TESTING
     if (pf_testing_portable_cpu) return &pf__cpu_portable;
 #endif
+#ifdef PF__AVX2
     pthread_once(&pf__cpu_probe_once, pf__cpu_probe);
 #ifdef PF__AVX512
     if (pf__cpu_avx512_usable && !PF__AVX2_ASKED) return &pf__cpu_avx512;
 #endif
     if (pf__cpu_avx2_usable) return &pf__cpu_avx2;
+#endif
+#ifdef PF__NEON
+#ifdef PF__DOTPROD
+    pthread_once(&pf__cpu_neon_probe_once, pf__cpu_neon_probe);
+    if (pf__cpu_dotprod_usable) return &pf__cpu_neon_dotprod;
+#endif
+    return &pf__cpu_neon;
 #endif
     return &pf__cpu_portable;
 }
@@ -2159,6 +2509,9 @@ int pf_cpu_vector_bits(void) {
     const pf__cpu_kernels *kernels = pf__cpu_kernels_here();
 #ifdef PF__AVX512
     if (kernels == &pf__cpu_avx512 && pf__cpu_wide_fma) return 512;
+#endif
+#ifdef PF__NEON
+    if (kernels != &pf__cpu_portable) return 128;
 #endif
     return kernels == &pf__cpu_portable ? 0 : 256;
 }

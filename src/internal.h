@@ -1567,6 +1567,12 @@ static PF__INLINE float pf__weight_value(const void *w, size_t i, const int wt) 
 #include <cpuid.h>
 #include <immintrin.h>
 #endif
+/* ARM64: NEON is part of the base architecture; the dot product instructions (FEAT_DotProd) are
+   asked of the processor at run time. */
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__) && !defined(PF_NO_NEON)
+#define PF__NEON 1
+#include <arm_neon.h>
+#endif
 
 /* roundf (halves away from zero) to an int8 in [-127, 127], and floorf, for the quantizers' values:
    within int's range the truncating conversion is exact, and so is x minus it. libm's calls were

@@ -357,8 +357,11 @@ static void check_cli_interrupt(void) {
         if (master >= 0) close(master);
         return;
     }
-    char slave_name[256];
+    char slave_name[256], command[2048];
     snprintf(slave_name, sizeof slave_name, "%s", ptsname(master));
+    /* through the shell, as the other checks' popen: test_generate_binary may be a command with its
+       runner (qemu-user for a cross build) */
+    snprintf(command, sizeof command, "exec %s %s -i --ignore-eos -n 40 --token-delay-ms 50", test_generate_binary, dir);
     pid_t child = fork();
     if (child == 0) { /* a session whose controlling terminal is the slave: Ctrl-C there is SIGINT */
         setsid();
@@ -366,8 +369,7 @@ static void check_cli_interrupt(void) {
         if (slave < 0) _exit(126);
         dup2(slave, 0), dup2(slave, 1), dup2(slave, 2);
         close(master);
-        execl(test_generate_binary, test_generate_binary, dir, "-i", "--ignore-eos", "-n", "40", "--token-delay-ms", "50",
-              (char *)NULL);
+        execl("/bin/sh", "sh", "-c", command, (char *)NULL);
         _exit(127);
     }
     static char out[1 << 16];

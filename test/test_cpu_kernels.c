@@ -126,7 +126,8 @@ static const char *const kernel_names[] = {"default", "AVX2", "portable", "no-AM
 
 /* Small odd shapes (rows, weight rows and inputs off every tile and chunk size, slices off the
    8-input grid) in each weight dtype, on each kernel set (the default one: AVX-512's 16-lane tiles
-   where present; AVX2; portable): within 2^-18 of the sum of |products| of the portable sums, and
+   where present; AVX2; portable; on ARM64 NEON, with the portable bits): within 2^-18 of the sum
+   of |products| of the portable sums, and
    an output the same bit for bit whichever tile computed it: a row of x alone (decode's tiles) as
    in the batch, and the last weight rows alone (a rank's share of a column split) as among all. */
 static void test_cpu_matmul_shapes(void) {
@@ -188,6 +189,12 @@ static void test_cpu_matmul_shapes(void) {
                             CHECK_MSG(0, "%s matmul %zux%zux%zu (columns %zu..) dtype %d: %g from portable",
                                       kernel_names[kind], rows, outs, k, begin, dtype, worst);
                     }
+#ifdef __aarch64__
+                    /* NEON's tiles sum as the portable ones do (exact products in double lanes) */
+                    if (memcmp(out[0], out[2], sizeof(float) * rows * outs) && failures++ < 5)
+                        CHECK_MSG(0, "NEON matmul %zux%zux%zu (columns %zu..) dtype %d: bits differ from portable's", rows,
+                                  outs, k, begin, dtype);
+#endif
                 }
     }
     CHECK(failures == 0);
@@ -201,12 +208,14 @@ static void test_cpu_matmul_shapes(void) {
    the library's quantizers write the same bytes, and every kernel set's product (the activations
    quantized per 32-input block as Q8, integer dot products) is the exact sum of the blocks'
    integer dots times their scales, within fp32 rounding, at tile tails (1-67 weight rows; 1, 2
-   and 5 rows of x on the vector kernels, 16 and 37 on AMX where present) and odd block counts.
+   and 5 rows of x on the vector kernels, from 5 on AVX2's repacked panels, 16 and 37 on AMX where
+   present) and odd block counts.
    Every kernel set gives the same bits (one fp32 chain of block products, in block order), and a
    row alone (decode) gives what it gives in a batch. */
 static void test_cpu_q8_kernels(int q4) {
-    static const size_t rows_list[] = {1, 2, 5, 16, 37}, outs_list[] = {1, 3, 4, 5, 9, 67}, blocks_list[] = {1, 2, 3, 24};
-    enum { MAXR = 37, MAXO = 67, MAXK = 24 * 32 };
+    /* 40 blocks: more than the AVX2 prefill kernel repacks at once (PF__PANEL_BLOCKS) */
+    static const size_t rows_list[] = {1, 2, 5, 16, 37}, outs_list[] = {1, 3, 4, 5, 9, 67}, blocks_list[] = {1, 2, 3, 24, 40};
+    enum { MAXR = 37, MAXO = 67, MAXK = 40 * 32 };
     const size_t BYTES = q4 ? 18 : 34;
     float *x = malloc(sizeof(float) * MAXR * MAXK), *w = malloc(sizeof(float) * MAXO * MAXK), bias[MAXO];
     float *out = malloc(sizeof(float) * MAXR * MAXO), *copy = malloc(sizeof(float) * MAXO * MAXK);
@@ -885,6 +894,10 @@ static void test_block_formats(void) {
 #endif
 
 void test_cpu_kernels(void) {
+#ifdef __aarch64__
+    /* what the comparisons below take as the default set: NEON's, in 128-bit vectors */
+    CHECK_MSG(pf_cpu_vector_bits() == 128, "ARM64 without the NEON kernels: %d-bit vectors", pf_cpu_vector_bits());
+#endif
 #ifdef PF_TESTING
     test_cpu_matmul();
     test_cpu_matmul_shapes();
