@@ -1086,6 +1086,17 @@ static void test_moe_faults(const char *name) {
 }
 #endif
 
+/* The most weight bytes one of the model's ranks holds. */
+static size_t largest_rank_weights(pf_model *m, int ranks) {
+    size_t most = 0;
+    for (int i = 0; i < ranks; i++) {
+        pf_memory_info info = {0};
+        CHECK(pf_get_memory_info(m, i, &info) == PF_OK);
+        if (info.weights > most) most = info.weights;
+    }
+    return most;
+}
+
 /* The weights' bytes on each of N ranks: the experts (most of the weights) split, so each rank
    holds near 1/N of them, none more than its whole experts' share plus the replicated rest. */
 static void test_moe_memory(const char *name) {
@@ -1096,12 +1107,7 @@ static void test_moe_memory(const char *name) {
     CHECK(pf_parallelize(f.model, 1, &po) == PF_OK && pf_get_memory_info(f.model, 0, &one) == PF_OK);
     for (int ranks = 2; ranks <= 3; ranks++) {
         CHECK(pf_parallelize(f.model, ranks, &po) == PF_OK);
-        size_t most = 0;
-        for (int i = 0; i < ranks; i++) {
-            pf_memory_info info = {0};
-            CHECK(pf_get_memory_info(f.model, i, &info) == PF_OK);
-            if (info.weights > most) most = info.weights;
-        }
+        size_t most = largest_rank_weights(f.model, ranks);
         /* ceil(experts / N) of the experts per rank, the rest split or small: well under 1/N + 25% */
         CHECK_MSG((double)most < (double)one.weights / ranks * 1.25 + 64 * 1024,
                   "%s on %d ranks: a rank holds %zu weight bytes of %zu on one", name, ranks, most, one.weights);
@@ -1132,12 +1138,7 @@ static void test_moe_slicing(const char *name) {
                   "transformers by %g", name, ranks, diff);
         free(logits);
         check_greedy(&f, name, ranks);
-        size_t most = 0;
-        for (int i = 0; i < ranks; i++) {
-            pf_memory_info info = {0};
-            CHECK(pf_get_memory_info(f.model, i, &info) == PF_OK);
-            if (info.weights > most) most = info.weights;
-        }
+        size_t most = largest_rank_weights(f.model, ranks);
         CHECK_MSG((double)most < (double)one.weights / ranks * 1.25 + 64 * 1024,
                   "%s sliced on %d ranks: a rank holds %zu weight bytes of %zu on one", name, ranks, most, one.weights);
     }
