@@ -25949,7 +25949,9 @@ static pf_result pf__gguf_load_splits(pf_model *m, pf__gguf *g, int count, char 
         uint64_t part_no = 0, part_count = 0, part_total = 0;
         memset(&part_g, 0, sizeof part_g);
         if (!path) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-        snprintf(path + len - 20, 21, "-%05d-of-%05d.gguf", k + 1, count);
+        char tail[32]; /* 20 characters and its NUL: count is at most 99999 (checked above) */
+        snprintf(tail, sizeof tail, "-%05d-of-%05d.gguf", k + 1, count);
+        memcpy(path + len - 20, tail, 21);
         headers[k] = NULL;
         pf_result r = pf__map_file(path, &files[k], message, size);
         if (!r) {

@@ -34,6 +34,18 @@ static int encoder_requests(pf_model *m) {
 
 static int requests(pf_model *m, int ranks);
 
+/* pf_parallelize; a GGUF whose quantized blocks a split would cut (llama-quant's 256-wide K
+   blocks on 2 ranks) is expanded to fp32 instead, as the refusal says to, so that both paths run. */
+static pf_result parallelize(pf_model *m, int ranks, pf_parallel_options *po) {
+    pf_result r = pf_parallelize(m, ranks, po);
+    if (r == PF_ERROR_UNSUPPORTED && po->dtype == PF_DTYPE_AUTO && strstr(pf_error_message(m), "blocks")) {
+        pf_parallel_options expanded = *po;
+        expanded.dtype = PF_DTYPE_F32;
+        r = pf_parallelize(m, ranks, &expanded);
+    }
+    return r;
+}
+
 /* A speech encoder-decoder's requests (Whisper, Speech2Text) on two rows of made-up features
    (rows of two lengths where the model takes any): beam search, greedy with the model's prompt
    (its language detection where it has one), sampling, the teacher-forced logits and the
@@ -99,14 +111,14 @@ static int requests(pf_model *m, int ranks) {
     if (pf_get_info(m).num_mel_bins) {
         pf_parallel_options po = pf_parallel_options_init();
         po.max_batch = 4;
-        int bad = failed(m, "pf_parallelize", pf_parallelize(m, ranks, &po)) || audio_requests(m);
+        int bad = failed(m, "pf_parallelize", parallelize(m, ranks, &po)) || audio_requests(m);
         bad = bad || failed(m, "pf_to_cpu", pf_to_cpu(m)) || audio_requests(m);
         return bad;
     }
     if (pf_get_info(m).is_encoder) {
         pf_parallel_options po = pf_parallel_options_init();
         po.max_batch = 2;
-        int bad = failed(m, "pf_parallelize", pf_parallelize(m, ranks, &po)) || encoder_requests(m);
+        int bad = failed(m, "pf_parallelize", parallelize(m, ranks, &po)) || encoder_requests(m);
         bad = bad || failed(m, "pf_to_cpu", pf_to_cpu(m)) || encoder_requests(m);
         return bad;
     }
@@ -120,7 +132,7 @@ static int requests(pf_model *m, int ranks) {
     float *logits = (float *)malloc((size_t)2 * 4 * vocab * sizeof(float));
     pf_generation g;
     int bad = !logits;
-    bad = bad || failed(m, "pf_parallelize", pf_parallelize(m, ranks, &po));
+    bad = bad || failed(m, "pf_parallelize", parallelize(m, ranks, &po));
     /* beam search first, on buffers no earlier request wrote */
     pf_generate_options o = pf_generate_options_init();
     o.max_new_tokens = 6;
@@ -152,7 +164,7 @@ static int requests(pf_model *m, int ranks) {
     }
 
     bad = bad || failed(m, "pf_to_cpu", pf_to_cpu(m));
-    bad = bad || failed(m, "pf_parallelize again", pf_parallelize(m, 3 - ranks, &po));
+    bad = bad || failed(m, "pf_parallelize again", parallelize(m, 3 - ranks, &po));
     o = pf_generate_options_init();
     o.max_new_tokens = 4;
     o.ignore_eos = 1;
