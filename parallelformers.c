@@ -19491,7 +19491,8 @@ static const pf__cpu_kernels pf__cpu_neon = {pf__tiles_neon, PF__TILE_ROWS, PF__
                                              pf__activate_portable, pf__exp_shifted, pf__q8_rows_neon, pf__q8_rows_neon,
                                              pf__q4_rows_neon, pf__q4_rows_neon, NULL, NULL, pf__quantize_x_portable,
                                              pf__widen_neon, pf__store_sums_portable, NULL, pf__sum_shifted_portable,
-                                             pf__add_rows_portable, pf__normalize_portable};
+                                             pf__add_rows_portable, pf__normalize_portable, pf__blocks_rows_portable,
+                                             pf__blocks_f32_portable};
 #ifdef PF__DOTPROD
 #include <sys/auxv.h>
 /* The NEON set with sdot's Q8/Q4 products, where the processor has FEAT_DotProd. */
