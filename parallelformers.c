@@ -19343,7 +19343,8 @@ PF__AVX512_TARGET static void pf__row_weighted_sums_avx512(float *out, const flo
 }
 #endif
 
-/* The CPU backend's inner loops, for one instruction set. Attention is computed whole on one rank,
+/* The CPU backend's inner loops, for one instruction set (tables below by field name: a field a
+   set leaves out is NULL, never another field's function). Attention is computed whole on one rank,
    so its sums need no care for rank counts: fp32 is enough there. */
 typedef struct pf__cpu_kernels {
     const pf__tile_fn *const *tiles; /* [weight dtype][shape] */
@@ -19375,22 +19376,25 @@ typedef struct pf__cpu_kernels {
     pf__blocks_f32_fn *blocks_f32;   /* every block format, fp32 x */
 } pf__cpu_kernels;
 
-static const pf__cpu_kernels pf__cpu_portable = {pf__tiles_portable, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_PORTABLE,
-                                                 pf__scores, pf__weighted_sums, pf__row_scores,
-                                                 pf__row_weighted_sums, pf__activate_portable, pf__exp_shifted, pf__q8_rows_portable,
-                                                 pf__q8_rows_portable, pf__q4_rows_portable, pf__q4_rows_portable, NULL, NULL,
-                                                 pf__quantize_x_portable, pf__widen_portable,
-                                                 pf__store_sums_portable, NULL, pf__sum_shifted_portable,
-                                                 pf__add_rows_portable, pf__normalize_portable, pf__blocks_rows_portable,
-                                                 pf__blocks_f32_portable};
+static const pf__cpu_kernels pf__cpu_portable = {
+    .tiles = pf__tiles_portable, .tile_rows = PF__TILE_ROWS, .tile_outs = PF__TILE_OUTS, .chunk = PF__CHUNK,
+    .row_outs = PF__ROW_OUTS_PORTABLE, .scores = pf__scores, .weighted_sums = pf__weighted_sums,
+    .row_scores = pf__row_scores, .row_weighted_sums = pf__row_weighted_sums, .activate = pf__activate_portable,
+    .exp_shifted = pf__exp_shifted, .q8_rows = pf__q8_rows_portable, .q8_row = pf__q8_rows_portable,
+    .q4_rows = pf__q4_rows_portable, .q4_row = pf__q4_rows_portable, .quantize_x = pf__quantize_x_portable,
+    .widen = pf__widen_portable, .store_sums = pf__store_sums_portable, .sum_shifted = pf__sum_shifted_portable,
+    .add_rows = pf__add_rows_portable, .normalize = pf__normalize_portable, .blocks_rows = pf__blocks_rows_portable,
+    .blocks_f32 = pf__blocks_f32_portable};
 #ifdef PF__AVX2
-static const pf__cpu_kernels pf__cpu_avx2 = {pf__tiles_avx2, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_AVX2,
-                                             pf__scores_avx2, pf__weighted_sums_avx2, pf__row_scores_avx2,
-                                             pf__row_weighted_sums_avx2, pf__activate_avx2, pf__exp_shifted_avx2, pf__q8_panels_avx2,
-                                             pf__q8_row_avx2, pf__q4_panels_avx2, pf__q4_row_pairs_avx2, NULL, NULL,
-                                             pf__quantize_x_portable, pf__widen_avx2, pf__store_sums_avx2, NULL,
-                                             pf__sum_shifted_portable, pf__add_rows_portable, pf__normalize_portable,
-                                             pf__blocks_rows_avx2, pf__blocks_f32_avx2};
+static const pf__cpu_kernels pf__cpu_avx2 = {
+    .tiles = pf__tiles_avx2, .tile_rows = PF__TILE_ROWS, .tile_outs = PF__TILE_OUTS, .chunk = PF__CHUNK,
+    .row_outs = PF__ROW_OUTS_AVX2, .scores = pf__scores_avx2, .weighted_sums = pf__weighted_sums_avx2,
+    .row_scores = pf__row_scores_avx2, .row_weighted_sums = pf__row_weighted_sums_avx2,
+    .activate = pf__activate_avx2, .exp_shifted = pf__exp_shifted_avx2, .q8_rows = pf__q8_panels_avx2,
+    .q8_row = pf__q8_row_avx2, .q4_rows = pf__q4_panels_avx2, .q4_row = pf__q4_row_pairs_avx2,
+    .quantize_x = pf__quantize_x_portable, .widen = pf__widen_avx2, .store_sums = pf__store_sums_avx2,
+    .sum_shifted = pf__sum_shifted_portable, .add_rows = pf__add_rows_portable, .normalize = pf__normalize_portable,
+    .blocks_rows = pf__blocks_rows_avx2, .blocks_f32 = pf__blocks_f32_avx2};
 #endif
 #ifdef PF__AVX512
 /* Where 512-bit FMAs run at half rate (Zen 4), AVX-512VL's 32 ymm registers still hold a wider
@@ -19486,13 +19490,15 @@ static void pf__cpu_probe(void) {
 
 #ifdef PF__NEON
 /* ARM64: NEON's tiles and Q8/Q4 products; attention, activations and norms stay portable. */
-static const pf__cpu_kernels pf__cpu_neon = {pf__tiles_neon, PF__TILE_ROWS, PF__TILE_OUTS, PF__CHUNK, PF__ROW_OUTS_NEON,
-                                             pf__scores, pf__weighted_sums, pf__row_scores, pf__row_weighted_sums,
-                                             pf__activate_portable, pf__exp_shifted, pf__q8_rows_neon, pf__q8_rows_neon,
-                                             pf__q4_rows_neon, pf__q4_rows_neon, NULL, NULL, pf__quantize_x_portable,
-                                             pf__widen_neon, pf__store_sums_portable, NULL, pf__sum_shifted_portable,
-                                             pf__add_rows_portable, pf__normalize_portable, pf__blocks_rows_portable,
-                                             pf__blocks_f32_portable};
+static const pf__cpu_kernels pf__cpu_neon = {
+    .tiles = pf__tiles_neon, .tile_rows = PF__TILE_ROWS, .tile_outs = PF__TILE_OUTS, .chunk = PF__CHUNK,
+    .row_outs = PF__ROW_OUTS_NEON, .scores = pf__scores, .weighted_sums = pf__weighted_sums,
+    .row_scores = pf__row_scores, .row_weighted_sums = pf__row_weighted_sums, .activate = pf__activate_portable,
+    .exp_shifted = pf__exp_shifted, .q8_rows = pf__q8_rows_neon, .q8_row = pf__q8_rows_neon,
+    .q4_rows = pf__q4_rows_neon, .q4_row = pf__q4_rows_neon, .quantize_x = pf__quantize_x_portable,
+    .widen = pf__widen_neon, .store_sums = pf__store_sums_portable, .sum_shifted = pf__sum_shifted_portable,
+    .add_rows = pf__add_rows_portable, .normalize = pf__normalize_portable, .blocks_rows = pf__blocks_rows_portable,
+    .blocks_f32 = pf__blocks_f32_portable};
 #ifdef PF__DOTPROD
 #include <sys/auxv.h>
 /* The NEON set with sdot's Q8/Q4 products, where the processor has FEAT_DotProd. */
