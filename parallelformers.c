@@ -1947,6 +1947,7 @@ PF_PRIVATE void pf__request_unlock(pf_model *m);
 PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix);
 PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char **why);
 PF_PRIVATE const char *pf__head_name(pf_head head);
+PF_PRIVATE pf_result pf__check_generates(pf_model *m);
 PF_PRIVATE pf_result pf__check_head_slots(pf_model *m);
 PF_PRIVATE void pf__pattern_name(char *out, size_t size, const pf__arch_tensor *t, int layer, int expert, int part);
 PF_PRIVATE int pf__pattern_parts(const char *pattern);
@@ -4296,6 +4297,11 @@ static pf_result pf__config_seq2seq_head(const pf__json *first, pf__config *c, c
     return PF_OK;
 }
 
+static int pf__has_suffix(const char *s, const char *suffix) {
+    size_t len = strlen(s), n = strlen(suffix);
+    return len >= n && !strcmp(s + len - n, suffix);
+}
+
 static pf_result pf__config_head(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
     static const struct { const char *suffix; pf_head head; } heads[] = {
         {"ForMaskedLM", PF_HEAD_MASKED_LM}, {"ForSequenceClassification", PF_HEAD_SEQUENCE_CLASSIFICATION},
@@ -4315,7 +4321,14 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
     if (first && first->type == PF__JSON_STRING && strlen(first->string) < sizeof c->class_name)
         memcpy(c->class_name, first->string, strlen(first->string) + 1);
     if (pf__archs[c->arch].kind == PF__KIND_DECODER) {
-        c->head = PF_HEAD_CAUSAL_LM;
+        /* besides the causal LM: reward models (LlamaForSequenceClassification's score) and the bare
+           model that decoder-based embedders ship (e5-mistral's MistralModel); GPT2LMHeadModel and
+           GPT2DoubleHeadsModel are causal LMs */
+        const char *name = first && first->type == PF__JSON_STRING ? first->string : "";
+        c->head = pf__has_suffix(name, "ForSequenceClassification") ? PF_HEAD_SEQUENCE_CLASSIFICATION
+                  : pf__has_suffix(name, "Model") && !pf__has_suffix(name, "HeadModel") && !pf__has_suffix(name, "HeadsModel")
+                      ? PF_HEAD_NONE
+                      : PF_HEAD_CAUSAL_LM;
         return PF_OK;
     }
     if (pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ) return pf__config_seq2seq_head(first, c, path, message, size);
@@ -22533,6 +22546,28 @@ static void pf__rank_decoder_hidden(pf__rank *r, const pf__job *job) {
         pf__rank_final_norm(r, &t, r->h, wanted, rows);
 }
 
+/* A decoder run as an encoder (pf_encode, pf_embed), one chunk of positions: rank 0 downloads the
+   final norm of every position, and a sequence-classification head's scores (transformers'
+   ...ForSequenceClassification: the score of each row's last token that is not padding) for the
+   rows whose pooled token is in this chunk: job->pool_at[b] its column here, -1 for none. */
+static void pf__rank_decoder_encoding(pf__rank *r, const pf__job *job, const pf__tower *t) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    const pf__step *s = &job->step;
+    size_t B = (size_t)s->batch, N = B * (size_t)s->seq_len, d = (size_t)c->hidden_size, labels = (size_t)c->num_labels;
+    pf__rank_final_norm(r, t, r->x, r->x, N);
+    if (r->world != 0 || r->error) return;
+    be->download(r, job->hidden, r->x, N * d * sizeof(float));
+    if (c->head != PF_HEAD_SEQUENCE_CLASSIFICATION || !job->logits || !job->pool_at) return;
+    for (size_t b = 0; b < B; b++) {
+        size_t column = job->pool_at[b] >= 0 ? (size_t)job->pool_at[b] : (size_t)s->seq_len - 1; /* unused when -1 */
+        be->copy(r, r->h + b * d, r->x + (b * (size_t)s->seq_len + column) * d, d * sizeof(float));
+    }
+    be->matmul(r, r->head_out, r->h, &r->weights[PF__SLOT_CLASSIFIER_WEIGHT], NULL, B);
+    for (size_t b = 0; b < B; b++)
+        if (job->pool_at[b] >= 0) be->download(r, job->logits + b * labels, r->head_out + b * labels, labels * sizeof(float));
+}
+
 /* Runs on every rank's thread with the same step; rank 0 also computes the logits. */
 PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     const pf__group *g = r->group;
@@ -22548,6 +22583,12 @@ PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
         pf__tower t = pf__tower_of(r, 1);
         pf__rank_tower(r, s, &t);
         if (!pf__rank_failed(r)) pf__rank_encoder_outputs(r, job, &t);
+        return;
+    }
+    if (job->hidden) { /* pf_encode on a decoder */
+        pf__tower t = pf__tower_of(r, 0);
+        pf__rank_tower(r, s, &t);
+        if (!pf__rank_failed(r)) pf__rank_decoder_encoding(r, job, &t);
         return;
     }
     /* h = final norm(x) for the rows wanted (or x itself); then the vocabulary logits */
@@ -22690,6 +22731,10 @@ PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf_
         out->vocab_rows = B;
     } else if (job->encoder_pass) {
         if (job->hidden) PF__BY_FIRST_RANK(job->hidden, N * d);
+    } else if (pf__archs[c->arch].kind == PF__KIND_DECODER && job->hidden) { /* pf_encode on a decoder */
+        PF__BY_FIRST_RANK(job->hidden, N * d);
+        if (job->logits && job->pool_at && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION)
+            PF__BY_FIRST_RANK(job->logits, B * (size_t)c->num_labels);
     } else if (pf__archs[c->arch].kind != PF__KIND_ENCODER) {
         size_t rows = job->all_positions ? N : B;
         if ((!job->tokens && !job->candidates) || pf__check_device_choices) out->vocab_rows = rows;
@@ -26361,14 +26406,16 @@ PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char
    tensors in a checkpoint whose "architectures" names another head would go unused: refused. */
 static const struct pf__head_slots {
     pf_head head;
+    int decoder; /* 1: a decoder's head (its score reads the last token, with no pooler) */
     pf__slot needs[3];
     int num_needs;
 } pf__head_slots[] = {
-    {PF_HEAD_MASKED_LM, {PF__SLOT_HEAD_TRANSFORM_WEIGHT, PF__SLOT_HEAD_NORM_WEIGHT}, 2},
-    {PF_HEAD_SEQUENCE_CLASSIFICATION, {PF__SLOT_POOLER_WEIGHT, PF__SLOT_CLASSIFIER_WEIGHT}, 2},
-    {PF_HEAD_TOKEN_CLASSIFICATION, {PF__SLOT_CLASSIFIER_WEIGHT}, 1},
-    {PF_HEAD_QUESTION_ANSWERING, {PF__SLOT_SPAN_WEIGHT}, 1},
-    {PF_HEAD_IMAGE_CLASSIFICATION, {PF__SLOT_CLASSIFIER_WEIGHT}, 1},
+    {PF_HEAD_MASKED_LM, 0, {PF__SLOT_HEAD_TRANSFORM_WEIGHT, PF__SLOT_HEAD_NORM_WEIGHT}, 2},
+    {PF_HEAD_SEQUENCE_CLASSIFICATION, 0, {PF__SLOT_POOLER_WEIGHT, PF__SLOT_CLASSIFIER_WEIGHT}, 2},
+    {PF_HEAD_SEQUENCE_CLASSIFICATION, 1, {PF__SLOT_CLASSIFIER_WEIGHT}, 1},
+    {PF_HEAD_TOKEN_CLASSIFICATION, 0, {PF__SLOT_CLASSIFIER_WEIGHT}, 1},
+    {PF_HEAD_QUESTION_ANSWERING, 0, {PF__SLOT_SPAN_WEIGHT}, 1},
+    {PF_HEAD_IMAGE_CLASSIFICATION, 0, {PF__SLOT_CLASSIFIER_WEIGHT}, 1},
 };
 static const pf__slot pf__head_only_slots[] = {
     PF__SLOT_HEAD_TRANSFORM_WEIGHT, PF__SLOT_HEAD_TRANSFORM_BIAS, PF__SLOT_HEAD_NORM_WEIGHT, PF__SLOT_HEAD_NORM_BIAS,
@@ -26390,11 +26437,23 @@ PF_PRIVATE const char *pf__head_name(pf_head head) {
     return "?";
 }
 
+/* PF_OK for a model that generates (a causal LM head), else its refusal. */
+PF_PRIVATE pf_result pf__check_generates(pf_model *m) {
+    const pf__config *c = &m->config;
+    if (c->head == PF_HEAD_CAUSAL_LM) return PF_OK;
+    if (pf__archs[c->arch].kind != PF__KIND_DECODER)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder: it does not generate (pf_encode runs it)",
+                        c->model_type);
+    return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: config.json's architectures names %s, not a causal LM: it does not "
+                    "generate (pf_encode runs it)", c->model_type, c->head == PF_HEAD_NONE ? "the bare decoder" : pf__head_name(c->head));
+}
+
 PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
     pf__config *c = &m->config;
     const struct pf__head_slots *mine = NULL;
+    int decoder = pf__archs[c->arch].kind == PF__KIND_DECODER;
     for (size_t i = 0; i < PF__COUNT(pf__head_slots); i++)
-        if (pf__head_slots[i].head == c->head) mine = &pf__head_slots[i];
+        if (pf__head_slots[i].head == c->head && pf__head_slots[i].decoder == decoder) mine = &pf__head_slots[i];
     int present = 0;
     for (int i = 0; mine && i < mine->num_needs; i++) present += m->sources[mine->needs[i]].data != NULL;
     if (mine && !present && pf__archs[c->arch].kind == PF__KIND_ENCODER && !c->teacher_head) {
@@ -26904,6 +26963,50 @@ static int pf__eos_position(const pf__config *c, const int32_t *ids, int length)
     return c->pool_eos_id != 2 && (length < 1 || ids[at] != c->pool_eos_id) ? 0 : at;
 }
 
+/* The token a decoder's sequence-classification head scores, as transformers picks it: the row's
+   last that is not pad_token_id (the first when every token is), or the last without a pad id. */
+static int pf__score_position(const pf__config *c, const int32_t *ids, int length) {
+    if (c->pad_token_id < 0) return length - 1;
+    for (int t = length - 1; t > 0; t--)
+        if (ids[t] != c->pad_token_id) return t;
+    return 0;
+}
+
+/* A decoder's encoding (job: its left-padded rows, job->pool_at the scored token's column in
+   them or NULL) in chunks of the positions the ranks' scratch holds, as pf__forward_in_chunks
+   runs a prompt: each chunk's hidden states into their columns of job->hidden, each row's scores
+   from the chunk that holds its scored token. */
+static pf_result pf__encode_decoder_in_chunks(pf_model *m, const pf__job *job) {
+    const pf__step *s = &job->step;
+    size_t B = (size_t)s->batch, T = (size_t)s->seq_len, d = (size_t)m->config.hidden_size;
+    size_t per_chunk = m->group->max_tokens / B < T ? m->group->max_tokens / B : T;
+    int32_t *ids = (int32_t *)malloc(B * per_chunk * sizeof(int32_t));
+    float *hidden = (float *)malloc(B * per_chunk * d * sizeof(float));
+    int *pool_at = (int *)malloc(B * sizeof(int));
+    pf_result r = ids && hidden && pool_at ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (size_t first = 0; !r && first < T; first += per_chunk) {
+        size_t len = T - first < per_chunk ? T - first : per_chunk;
+        pf__job chunk = *job;
+        for (size_t b = 0; b < B; b++) {
+            memcpy(ids + b * len, s->ids + b * T + first, len * sizeof(int32_t));
+            if (job->pool_at)
+                pool_at[b] = (size_t)job->pool_at[b] >= first && (size_t)job->pool_at[b] < first + len
+                                 ? job->pool_at[b] - (int)first : -1;
+        }
+        chunk.step.ids = ids;
+        chunk.step.type_ids = NULL; /* refused above: a decoder has none */
+        chunk.step.seq_len = (int)len;
+        chunk.step.past = s->past + (int)first;
+        chunk.hidden = hidden;
+        chunk.pool_at = job->pool_at ? pool_at : NULL;
+        r = pf__group_run(m->group, PF__JOB_FORWARD, &chunk);
+        for (size_t b = 0; !r && b < B; b++) /* [batch][len] rows into [batch][seq_len] */
+            memcpy(job->hidden + (b * T + first) * d, hidden + b * len * d, len * d * sizeof(float));
+    }
+    free(ids), free(hidden), free(pool_at);
+    return r;
+}
+
 /* Fills the host arrays of one encoder request: rows left-padded to the longest (pads are
    masked and take positions from the first real token, so every row computes what it would
    alone), and its outputs compacted into e. */
@@ -26921,9 +27024,10 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     if (c->mel_frontend)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes audio features: pf_encode_audio_features runs "
                         "its encoder", c->model_type);
-    if (pf__archs[c->arch].kind == PF__KIND_DECODER)
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is a decoder: pf_forward and pf_generate run it",
-                        c->model_type);
+    int decoder = pf__archs[c->arch].kind == PF__KIND_DECODER;
+    if (decoder && m->sources[PF__SLOT_PROJECT_OUT].data)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" with \"word_embed_proj_dim\" below the hidden size: "
+                        "pf_encode does not give its projected hidden states", c->model_type);
     if (!ids || !lengths || batch < 1) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode needs ids, lengths and batch >= 1");
     const pf__group *g = m->group;
     if (batch > g->max_batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, g->max_batch);
@@ -26933,6 +27037,9 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d tokens (1 to %d fit)", b, ids[b] ? lengths[b] : 0, g->cache_len);
         if ((r = seq2seq ? pf__check_source_ids(m, ids[b], (size_t)lengths[b]) : pf__check_ids(m, ids[b], (size_t)lengths[b])))
             return r;
+        for (int t = 0; decoder && types && types[b] && t < lengths[b]; t++)
+            if (types[b][t])
+                return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "row %d: token types on a decoder are not supported", b);
         for (int t = 0; types && types[b] && t < lengths[b]; t++)
             if (types[b][t] < 0 || types[b][t] >= (c->type_vocab_size > 0 ? c->type_vocab_size : 1))
                 return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: token type %d is outside 0..%d", b, (int)types[b][t],
@@ -26944,7 +27051,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     int num_logits = seq2seq ? 0
                      : c->head == PF_HEAD_MASKED_LM ? c->vocab_size
                      : c->head == PF_HEAD_QUESTION_ANSWERING ? 2
-                     : c->head == PF_HEAD_NONE ? 0 : c->num_labels;
+                     : c->head == PF_HEAD_NONE || c->head == PF_HEAD_CAUSAL_LM ? 0 : c->num_labels;
     int32_t *padded = (int32_t *)calloc(N, sizeof(int32_t)), *padded_types = (int32_t *)calloc(N, sizeof(int32_t));
     int *pads = (int *)calloc((size_t)batch, sizeof(int));
     float *hidden = (float *)malloc(N * d * sizeof(float));
@@ -26954,11 +27061,13 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         e->offsets = (int *)calloc((size_t)batch + 1, sizeof(int));
         r = pf__encoding_pooled(m, e, batch);
     }
-    int *pool_at = c->pool_eos_id >= 0 ? (int *)calloc((size_t)batch, sizeof(int)) : NULL;
+    int pools = c->pool_eos_id >= 0 || (decoder && num_logits);
+    int *pool_at = pools ? (int *)calloc((size_t)batch, sizeof(int)) : NULL;
     if (!r && (!padded || !padded_types || !pads || !hidden || (num_logits && !logits) || !e || !e->offsets ||
-               (c->pool_eos_id >= 0 && !pool_at)))
+               (pools && !pool_at)))
         r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    for (int b = 0; !r && pool_at && b < batch; b++) pool_at[b] = pf__eos_position(c, ids[b], lengths[b]);
+    for (int b = 0; !r && pool_at && b < batch; b++)
+        pool_at[b] = decoder ? T - lengths[b] + pf__score_position(c, ids[b], lengths[b]) : pf__eos_position(c, ids[b], lengths[b]);
     for (int b = 0; !r && b < batch; b++) {
         pads[b] = T - lengths[b];
         memcpy(padded + (size_t)b * T + pads[b], ids[b], (size_t)lengths[b] * sizeof(int32_t));
@@ -26979,7 +27088,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                        .pool_at = pool_at,
                        .logits = logits,
                        .encoder_pass = seq2seq};
-        r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
+        r = decoder ? pf__encode_decoder_in_chunks(m, &job) : pf__group_run(m->group, PF__JOB_FORWARD, &job);
     }
     if (!r) { /* drop the pads: row b's real tokens are its last lengths[b] */
         e->batch = batch;
@@ -29042,9 +29151,7 @@ PF_PRIVATE pf_result pf__generate_locked(pf_model *m, const int32_t *const *prom
                                      const int *feature_pads, int feature_width) {
     pf_result r = pf__ensure_group(m);
     if (r) return r;
-    if (m->config.head != PF_HEAD_CAUSAL_LM)
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder: it does not generate (pf_encode runs it)",
-                        m->config.model_type);
+    if ((r = pf__check_generates(m))) return r;
     if ((r = pf__check_generate_options(m, o, batch))) return r;
     if (m->config.mel_frontend && !features)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes audio features: pf_generate_audio runs it",
@@ -29310,9 +29417,7 @@ static pf_result pf__batch_prepare(pf_model *m, pf__batch_request *q) {
     pf_result r = pf__check_closing(m);
     if (!r) r = pf__ensure_group(m);
     if (r) return r;
-    if (m->config.head != PF_HEAD_CAUSAL_LM)
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder: it does not generate (pf_encode runs it)",
-                        m->config.model_type);
+    if ((r = pf__check_generates(m))) return r;
     if ((r = pf__check_generate_options(m, &q->options, q->st.batch))) return r;
     q->st.m = m;
     q->st.o = &q->options;

@@ -142,10 +142,13 @@ const char *pf_error_message(const pf_model *model);
    thread, after pf_load succeeded. */
 /* What a model's output head computes (from config.json's "architectures": BertForMaskedLM, ...). */
 typedef enum pf_head {
-    PF_HEAD_NONE = 0,                /* the bare encoder (BertModel): hidden states (and the pooler's) */
+    PF_HEAD_NONE = 0,                /* the bare encoder (BertModel): hidden states (and the pooler's);
+                                        the bare decoder (MistralModel: pf_encode, pf_embed) */
     PF_HEAD_CAUSAL_LM,               /* a decoder's next-token logits: pf_forward, pf_generate */
     PF_HEAD_MASKED_LM,               /* vocabulary logits for every token */
-    PF_HEAD_SEQUENCE_CLASSIFICATION, /* num_labels logits per sequence, from the pooled output */
+    PF_HEAD_SEQUENCE_CLASSIFICATION, /* num_labels logits per sequence, from the pooled output (a
+                                        decoder's, LlamaForSequenceClassification: from the last
+                                        token that is not pad_token_id, as transformers scores it) */
     PF_HEAD_TOKEN_CLASSIFICATION,    /* num_labels logits per token */
     PF_HEAD_QUESTION_ANSWERING,      /* 2 logits per token: answer start, answer end */
     PF_HEAD_IMAGE_CLASSIFICATION,    /* num_labels logits per image, from its class token (DeiT with
@@ -525,10 +528,14 @@ typedef struct pf_encoding {
    what pf_parallelize sized; the padding is the library's and never attends or is attended to):
    ids[b] holds lengths[b] ids; token_type_ids[b] likewise (segment ids; NULL for all zero). On
    success *out holds the results (free with pf_encoding_free). An encoder-decoder gives its
-   encoder's last hidden state. Results: PF_ERROR_INVALID_ARGUMENT (NULLs, a row empty or longer
-   than max_sequence_length, a batch above max_batch, an id or segment id out of range),
-   PF_ERROR_UNSUPPORTED (a decoder; an image encoder: pf_encode_images), PF_ERROR_OUT_OF_MEMORY,
-   PF_ERROR_DEVICE. Any thread; requests on one model run one after another. */
+   encoder's last hidden state. A decoder gives its last hidden state (causal attention, after its
+   final norm, as transformers' LlamaModel gives it; rows longer than pf_parallelize's
+   prefill_chunk run in chunks), and with a sequence-classification head (reward models) each
+   row's scores; it takes no token types. Results: PF_ERROR_INVALID_ARGUMENT (NULLs, a row empty
+   or longer than max_sequence_length, a batch above max_batch, an id or segment id out of range),
+   PF_ERROR_UNSUPPORTED (an image encoder: pf_encode_images; token types on a decoder),
+   PF_ERROR_OUT_OF_MEMORY, PF_ERROR_DEVICE. Any thread; requests on one model run one after
+   another. */
 pf_result pf_encode(pf_model *model, const int32_t *const *ids, const int32_t *const *token_type_ids,
                     const int *lengths, int batch, pf_encoding **out);
 void pf_encoding_free(pf_encoding *encoding); /* NULL is fine; any thread */

@@ -806,13 +806,17 @@ static int32_t *prompt_from_ids(completion_request *request, int *count, char *e
     return ids;
 }
 
-static int generates_text(void) { return !the_server.info.is_encoder && !the_server.info.num_mel_bins; }
+static int generates_text(void) {
+    const pf_model_info *info = &the_server.info;
+    return !info->is_encoder && !info->num_mel_bins && (info->is_encoder_decoder || info->head == PF_HEAD_CAUSAL_LM);
+}
 
 static MHD_Result completions(struct MHD_Connection *connection, int chat, const char *body, size_t length) {
     completion_request request;
     char error[512];
     if (!generates_text())
-        return send_error(connection, 400, "this model does not generate text (an encoder: use /v1/embeddings)");
+        return send_error(connection, 400, "this model does not generate text (an encoder, a classifier or a bare "
+                                           "decoder: use /v1/embeddings where it embeds)");
     int status = parse_completion_request(body, length, chat, &the_server.limits, &request, error, sizeof error);
     if (status) return send_error(connection, (unsigned)status, error);
     if (request.user) server_log("a request for user \"%s\"", request.user); /* OpenAI's end-user id: for the log */
@@ -846,9 +850,12 @@ static MHD_Result completions(struct MHD_Connection *connection, int chat, const
 
 #define MAX_EMBEDDING_INPUTS 256 /* texts a request */
 
-/* Whether the model embeds text: a text encoder (pf_embed_texts). */
+/* Whether the model embeds text (pf_embed_texts): a text encoder, or a bare decoder (the ...Model
+   of decoder-based embedders: e5-mistral). */
 static int embeds_text(void) {
-    return the_server.info.is_encoder && !the_server.info.image_size && !the_server.info.audio_stride;
+    const pf_model_info *info = &the_server.info;
+    int bare_decoder = !info->is_encoder && !info->is_encoder_decoder && info->head == PF_HEAD_NONE;
+    return (info->is_encoder && !info->image_size && !info->audio_stride) || bare_decoder;
 }
 
 /* POST /v1/embeddings: OpenAI's body and answer; the texts as sentence-transformers embeds them. */

@@ -253,14 +253,16 @@ PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char
    tensors in a checkpoint whose "architectures" names another head would go unused: refused. */
 static const struct pf__head_slots {
     pf_head head;
+    int decoder; /* 1: a decoder's head (its score reads the last token, with no pooler) */
     pf__slot needs[3];
     int num_needs;
 } pf__head_slots[] = {
-    {PF_HEAD_MASKED_LM, {PF__SLOT_HEAD_TRANSFORM_WEIGHT, PF__SLOT_HEAD_NORM_WEIGHT}, 2},
-    {PF_HEAD_SEQUENCE_CLASSIFICATION, {PF__SLOT_POOLER_WEIGHT, PF__SLOT_CLASSIFIER_WEIGHT}, 2},
-    {PF_HEAD_TOKEN_CLASSIFICATION, {PF__SLOT_CLASSIFIER_WEIGHT}, 1},
-    {PF_HEAD_QUESTION_ANSWERING, {PF__SLOT_SPAN_WEIGHT}, 1},
-    {PF_HEAD_IMAGE_CLASSIFICATION, {PF__SLOT_CLASSIFIER_WEIGHT}, 1},
+    {PF_HEAD_MASKED_LM, 0, {PF__SLOT_HEAD_TRANSFORM_WEIGHT, PF__SLOT_HEAD_NORM_WEIGHT}, 2},
+    {PF_HEAD_SEQUENCE_CLASSIFICATION, 0, {PF__SLOT_POOLER_WEIGHT, PF__SLOT_CLASSIFIER_WEIGHT}, 2},
+    {PF_HEAD_SEQUENCE_CLASSIFICATION, 1, {PF__SLOT_CLASSIFIER_WEIGHT}, 1},
+    {PF_HEAD_TOKEN_CLASSIFICATION, 0, {PF__SLOT_CLASSIFIER_WEIGHT}, 1},
+    {PF_HEAD_QUESTION_ANSWERING, 0, {PF__SLOT_SPAN_WEIGHT}, 1},
+    {PF_HEAD_IMAGE_CLASSIFICATION, 0, {PF__SLOT_CLASSIFIER_WEIGHT}, 1},
 };
 static const pf__slot pf__head_only_slots[] = {
     PF__SLOT_HEAD_TRANSFORM_WEIGHT, PF__SLOT_HEAD_TRANSFORM_BIAS, PF__SLOT_HEAD_NORM_WEIGHT, PF__SLOT_HEAD_NORM_BIAS,
@@ -282,11 +284,23 @@ PF_PRIVATE const char *pf__head_name(pf_head head) {
     return "?";
 }
 
+/* PF_OK for a model that generates (a causal LM head), else its refusal. */
+PF_PRIVATE pf_result pf__check_generates(pf_model *m) {
+    const pf__config *c = &m->config;
+    if (c->head == PF_HEAD_CAUSAL_LM) return PF_OK;
+    if (pf__archs[c->arch].kind != PF__KIND_DECODER)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder: it does not generate (pf_encode runs it)",
+                        c->model_type);
+    return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: config.json's architectures names %s, not a causal LM: it does not "
+                    "generate (pf_encode runs it)", c->model_type, c->head == PF_HEAD_NONE ? "the bare decoder" : pf__head_name(c->head));
+}
+
 PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
     pf__config *c = &m->config;
     const struct pf__head_slots *mine = NULL;
+    int decoder = pf__archs[c->arch].kind == PF__KIND_DECODER;
     for (size_t i = 0; i < PF__COUNT(pf__head_slots); i++)
-        if (pf__head_slots[i].head == c->head) mine = &pf__head_slots[i];
+        if (pf__head_slots[i].head == c->head && pf__head_slots[i].decoder == decoder) mine = &pf__head_slots[i];
     int present = 0;
     for (int i = 0; mine && i < mine->num_needs; i++) present += m->sources[mine->needs[i]].data != NULL;
     if (mine && !present && pf__archs[c->arch].kind == PF__KIND_ENCODER && !c->teacher_head) {

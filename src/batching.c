@@ -68,9 +68,7 @@ static pf_result pf__batch_prepare(pf_model *m, pf__batch_request *q) {
     pf_result r = pf__check_closing(m);
     if (!r) r = pf__ensure_group(m);
     if (r) return r;
-    if (m->config.head != PF_HEAD_CAUSAL_LM)
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder: it does not generate (pf_encode runs it)",
-                        m->config.model_type);
+    if ((r = pf__check_generates(m))) return r;
     if ((r = pf__check_generate_options(m, &q->options, q->st.batch))) return r;
     q->st.m = m;
     q->st.o = &q->options;

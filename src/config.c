@@ -1112,6 +1112,11 @@ static pf_result pf__config_seq2seq_head(const pf__json *first, pf__config *c, c
     return PF_OK;
 }
 
+static int pf__has_suffix(const char *s, const char *suffix) {
+    size_t len = strlen(s), n = strlen(suffix);
+    return len >= n && !strcmp(s + len - n, suffix);
+}
+
 static pf_result pf__config_head(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
     static const struct { const char *suffix; pf_head head; } heads[] = {
         {"ForMaskedLM", PF_HEAD_MASKED_LM}, {"ForSequenceClassification", PF_HEAD_SEQUENCE_CLASSIFICATION},
@@ -1131,7 +1136,14 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
     if (first && first->type == PF__JSON_STRING && strlen(first->string) < sizeof c->class_name)
         memcpy(c->class_name, first->string, strlen(first->string) + 1);
     if (pf__archs[c->arch].kind == PF__KIND_DECODER) {
-        c->head = PF_HEAD_CAUSAL_LM;
+        /* besides the causal LM: reward models (LlamaForSequenceClassification's score) and the bare
+           model that decoder-based embedders ship (e5-mistral's MistralModel); GPT2LMHeadModel and
+           GPT2DoubleHeadsModel are causal LMs */
+        const char *name = first && first->type == PF__JSON_STRING ? first->string : "";
+        c->head = pf__has_suffix(name, "ForSequenceClassification") ? PF_HEAD_SEQUENCE_CLASSIFICATION
+                  : pf__has_suffix(name, "Model") && !pf__has_suffix(name, "HeadModel") && !pf__has_suffix(name, "HeadsModel")
+                      ? PF_HEAD_NONE
+                      : PF_HEAD_CAUSAL_LM;
         return PF_OK;
     }
     if (pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ) return pf__config_seq2seq_head(first, c, path, message, size);

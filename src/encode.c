@@ -175,6 +175,50 @@ static int pf__eos_position(const pf__config *c, const int32_t *ids, int length)
     return c->pool_eos_id != 2 && (length < 1 || ids[at] != c->pool_eos_id) ? 0 : at;
 }
 
+/* The token a decoder's sequence-classification head scores, as transformers picks it: the row's
+   last that is not pad_token_id (the first when every token is), or the last without a pad id. */
+static int pf__score_position(const pf__config *c, const int32_t *ids, int length) {
+    if (c->pad_token_id < 0) return length - 1;
+    for (int t = length - 1; t > 0; t--)
+        if (ids[t] != c->pad_token_id) return t;
+    return 0;
+}
+
+/* A decoder's encoding (job: its left-padded rows, job->pool_at the scored token's column in
+   them or NULL) in chunks of the positions the ranks' scratch holds, as pf__forward_in_chunks
+   runs a prompt: each chunk's hidden states into their columns of job->hidden, each row's scores
+   from the chunk that holds its scored token. */
+static pf_result pf__encode_decoder_in_chunks(pf_model *m, const pf__job *job) {
+    const pf__step *s = &job->step;
+    size_t B = (size_t)s->batch, T = (size_t)s->seq_len, d = (size_t)m->config.hidden_size;
+    size_t per_chunk = m->group->max_tokens / B < T ? m->group->max_tokens / B : T;
+    int32_t *ids = (int32_t *)malloc(B * per_chunk * sizeof(int32_t));
+    float *hidden = (float *)malloc(B * per_chunk * d * sizeof(float));
+    int *pool_at = (int *)malloc(B * sizeof(int));
+    pf_result r = ids && hidden && pool_at ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (size_t first = 0; !r && first < T; first += per_chunk) {
+        size_t len = T - first < per_chunk ? T - first : per_chunk;
+        pf__job chunk = *job;
+        for (size_t b = 0; b < B; b++) {
+            memcpy(ids + b * len, s->ids + b * T + first, len * sizeof(int32_t));
+            if (job->pool_at)
+                pool_at[b] = (size_t)job->pool_at[b] >= first && (size_t)job->pool_at[b] < first + len
+                                 ? job->pool_at[b] - (int)first : -1;
+        }
+        chunk.step.ids = ids;
+        chunk.step.type_ids = NULL; /* refused above: a decoder has none */
+        chunk.step.seq_len = (int)len;
+        chunk.step.past = s->past + (int)first;
+        chunk.hidden = hidden;
+        chunk.pool_at = job->pool_at ? pool_at : NULL;
+        r = pf__group_run(m->group, PF__JOB_FORWARD, &chunk);
+        for (size_t b = 0; !r && b < B; b++) /* [batch][len] rows into [batch][seq_len] */
+            memcpy(job->hidden + (b * T + first) * d, hidden + b * len * d, len * d * sizeof(float));
+    }
+    free(ids), free(hidden), free(pool_at);
+    return r;
+}
+
 /* Fills the host arrays of one encoder request: rows left-padded to the longest (pads are
    masked and take positions from the first real token, so every row computes what it would
    alone), and its outputs compacted into e. */
@@ -192,9 +236,10 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     if (c->mel_frontend)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes audio features: pf_encode_audio_features runs "
                         "its encoder", c->model_type);
-    if (pf__archs[c->arch].kind == PF__KIND_DECODER)
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is a decoder: pf_forward and pf_generate run it",
-                        c->model_type);
+    int decoder = pf__archs[c->arch].kind == PF__KIND_DECODER;
+    if (decoder && m->sources[PF__SLOT_PROJECT_OUT].data)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" with \"word_embed_proj_dim\" below the hidden size: "
+                        "pf_encode does not give its projected hidden states", c->model_type);
     if (!ids || !lengths || batch < 1) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode needs ids, lengths and batch >= 1");
     const pf__group *g = m->group;
     if (batch > g->max_batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, g->max_batch);
@@ -204,6 +249,9 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d tokens (1 to %d fit)", b, ids[b] ? lengths[b] : 0, g->cache_len);
         if ((r = seq2seq ? pf__check_source_ids(m, ids[b], (size_t)lengths[b]) : pf__check_ids(m, ids[b], (size_t)lengths[b])))
             return r;
+        for (int t = 0; decoder && types && types[b] && t < lengths[b]; t++)
+            if (types[b][t])
+                return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "row %d: token types on a decoder are not supported", b);
         for (int t = 0; types && types[b] && t < lengths[b]; t++)
             if (types[b][t] < 0 || types[b][t] >= (c->type_vocab_size > 0 ? c->type_vocab_size : 1))
                 return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: token type %d is outside 0..%d", b, (int)types[b][t],
@@ -215,7 +263,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     int num_logits = seq2seq ? 0
                      : c->head == PF_HEAD_MASKED_LM ? c->vocab_size
                      : c->head == PF_HEAD_QUESTION_ANSWERING ? 2
-                     : c->head == PF_HEAD_NONE ? 0 : c->num_labels;
+                     : c->head == PF_HEAD_NONE || c->head == PF_HEAD_CAUSAL_LM ? 0 : c->num_labels;
     int32_t *padded = (int32_t *)calloc(N, sizeof(int32_t)), *padded_types = (int32_t *)calloc(N, sizeof(int32_t));
     int *pads = (int *)calloc((size_t)batch, sizeof(int));
     float *hidden = (float *)malloc(N * d * sizeof(float));
@@ -225,11 +273,13 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         e->offsets = (int *)calloc((size_t)batch + 1, sizeof(int));
         r = pf__encoding_pooled(m, e, batch);
     }
-    int *pool_at = c->pool_eos_id >= 0 ? (int *)calloc((size_t)batch, sizeof(int)) : NULL;
+    int pools = c->pool_eos_id >= 0 || (decoder && num_logits);
+    int *pool_at = pools ? (int *)calloc((size_t)batch, sizeof(int)) : NULL;
     if (!r && (!padded || !padded_types || !pads || !hidden || (num_logits && !logits) || !e || !e->offsets ||
-               (c->pool_eos_id >= 0 && !pool_at)))
+               (pools && !pool_at)))
         r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    for (int b = 0; !r && pool_at && b < batch; b++) pool_at[b] = pf__eos_position(c, ids[b], lengths[b]);
+    for (int b = 0; !r && pool_at && b < batch; b++)
+        pool_at[b] = decoder ? T - lengths[b] + pf__score_position(c, ids[b], lengths[b]) : pf__eos_position(c, ids[b], lengths[b]);
     for (int b = 0; !r && b < batch; b++) {
         pads[b] = T - lengths[b];
         memcpy(padded + (size_t)b * T + pads[b], ids[b], (size_t)lengths[b] * sizeof(int32_t));
@@ -250,7 +300,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                        .pool_at = pool_at,
                        .logits = logits,
                        .encoder_pass = seq2seq};
-        r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
+        r = decoder ? pf__encode_decoder_in_chunks(m, &job) : pf__group_run(m->group, PF__JOB_FORWARD, &job);
     }
     if (!r) { /* drop the pads: row b's real tokens are its last lengths[b] */
         e->batch = batch;

@@ -573,6 +573,28 @@ static void pf__rank_decoder_hidden(pf__rank *r, const pf__job *job) {
         pf__rank_final_norm(r, &t, r->h, wanted, rows);
 }
 
+/* A decoder run as an encoder (pf_encode, pf_embed), one chunk of positions: rank 0 downloads the
+   final norm of every position, and a sequence-classification head's scores (transformers'
+   ...ForSequenceClassification: the score of each row's last token that is not padding) for the
+   rows whose pooled token is in this chunk: job->pool_at[b] its column here, -1 for none. */
+static void pf__rank_decoder_encoding(pf__rank *r, const pf__job *job, const pf__tower *t) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    const pf__step *s = &job->step;
+    size_t B = (size_t)s->batch, N = B * (size_t)s->seq_len, d = (size_t)c->hidden_size, labels = (size_t)c->num_labels;
+    pf__rank_final_norm(r, t, r->x, r->x, N);
+    if (r->world != 0 || r->error) return;
+    be->download(r, job->hidden, r->x, N * d * sizeof(float));
+    if (c->head != PF_HEAD_SEQUENCE_CLASSIFICATION || !job->logits || !job->pool_at) return;
+    for (size_t b = 0; b < B; b++) {
+        size_t column = job->pool_at[b] >= 0 ? (size_t)job->pool_at[b] : (size_t)s->seq_len - 1; /* unused when -1 */
+        be->copy(r, r->h + b * d, r->x + (b * (size_t)s->seq_len + column) * d, d * sizeof(float));
+    }
+    be->matmul(r, r->head_out, r->h, &r->weights[PF__SLOT_CLASSIFIER_WEIGHT], NULL, B);
+    for (size_t b = 0; b < B; b++)
+        if (job->pool_at[b] >= 0) be->download(r, job->logits + b * labels, r->head_out + b * labels, labels * sizeof(float));
+}
+
 /* Runs on every rank's thread with the same step; rank 0 also computes the logits. */
 PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     const pf__group *g = r->group;
@@ -588,6 +610,12 @@ PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
         pf__tower t = pf__tower_of(r, 1);
         pf__rank_tower(r, s, &t);
         if (!pf__rank_failed(r)) pf__rank_encoder_outputs(r, job, &t);
+        return;
+    }
+    if (job->hidden) { /* pf_encode on a decoder */
+        pf__tower t = pf__tower_of(r, 0);
+        pf__rank_tower(r, s, &t);
+        if (!pf__rank_failed(r)) pf__rank_decoder_encoding(r, job, &t);
         return;
     }
     /* h = final norm(x) for the rows wanted (or x itself); then the vocabulary logits */
@@ -730,6 +758,10 @@ PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf_
         out->vocab_rows = B;
     } else if (job->encoder_pass) {
         if (job->hidden) PF__BY_FIRST_RANK(job->hidden, N * d);
+    } else if (pf__archs[c->arch].kind == PF__KIND_DECODER && job->hidden) { /* pf_encode on a decoder */
+        PF__BY_FIRST_RANK(job->hidden, N * d);
+        if (job->logits && job->pool_at && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION)
+            PF__BY_FIRST_RANK(job->logits, B * (size_t)c->num_labels);
     } else if (pf__archs[c->arch].kind != PF__KIND_ENCODER) {
         size_t rows = job->all_positions ? N : B;
         if ((!job->tokens && !job->candidates) || pf__check_device_choices) out->vocab_rows = rows;

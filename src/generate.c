@@ -1157,9 +1157,7 @@ PF_PRIVATE pf_result pf__generate_locked(pf_model *m, const int32_t *const *prom
                                      const int *feature_pads, int feature_width) {
     pf_result r = pf__ensure_group(m);
     if (r) return r;
-    if (m->config.head != PF_HEAD_CAUSAL_LM)
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder: it does not generate (pf_encode runs it)",
-                        m->config.model_type);
+    if ((r = pf__check_generates(m))) return r;
     if ((r = pf__check_generate_options(m, o, batch))) return r;
     if (m->config.mel_frontend && !features)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes audio features: pf_generate_audio runs it",

@@ -1907,6 +1907,7 @@ PF_PRIVATE void pf__request_unlock(pf_model *m);
 PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix);
 PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char **why);
 PF_PRIVATE const char *pf__head_name(pf_head head);
+PF_PRIVATE pf_result pf__check_generates(pf_model *m);
 PF_PRIVATE pf_result pf__check_head_slots(pf_model *m);
 PF_PRIVATE void pf__pattern_name(char *out, size_t size, const pf__arch_tensor *t, int layer, int expert, int part);
 PF_PRIVATE int pf__pattern_parts(const char *pattern);

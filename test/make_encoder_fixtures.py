@@ -58,6 +58,16 @@ DEBERTA_V3_SHAPE = dict(vocab_size=120, hidden_size=48, num_hidden_layers=2, num
                         relative_attention=True, position_buckets=8, max_relative_positions=-1,
                         pos_att_type="p2c|c2p", share_att_key=True, norm_rel_ebd="layer_norm",
                         position_biased_input=False, layer_norm_eps=1e-7, pad_token_id=0)
+# Decoders run as encoders (pf_encode, pf_embed): 6 query heads over 2 key/value heads (3 ranks
+# replicate them), pad id 0, which the last row ends with: a sequence-classification head scores
+# the token before it, as transformers picks the last token that is not padding.
+LLAMA_SHAPE = dict(vocab_size=120, hidden_size=48, num_hidden_layers=2, num_attention_heads=6, num_key_value_heads=2,
+                   intermediate_size=96, max_position_embeddings=32, initializer_range=0.2, pad_token_id=0)
+QWEN3_SHAPE = dict(LLAMA_SHAPE, head_dim=16, tie_word_embeddings=False)
+GPT2_SHAPE = dict(vocab_size=120, n_embd=48, n_layer=2, n_head=6, n_positions=32, initializer_range=0.2,
+                  resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, pad_token_id=0, bos_token_id=2,
+                  eos_token_id=3)
+DECODER_ROWS = [(ids, [0] * len(ids)) for ids in (ROWS[0][0], ROWS[1][0], ROWS[2][0] + [0])]
 FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("bert", "BertConfig", BERT_SHAPE, "BertModel", None),
     ("bert-mlm", "BertConfig", BERT_SHAPE, "BertForMaskedLM", None),
@@ -92,6 +102,9 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("deberta-v3-cls", "DebertaV2Config", DEBERTA_V3_SHAPE, "DebertaV2ForSequenceClassification", 3),
     ("deberta-v3-tok", "DebertaV2Config", DEBERTA_V3_SHAPE, "DebertaV2ForTokenClassification", 5),
     ("deberta-v3-qa", "DebertaV2Config", DEBERTA_V3_SHAPE, "DebertaV2ForQuestionAnswering", None),
+    ("llama-cls", "LlamaConfig", LLAMA_SHAPE, "LlamaForSequenceClassification", 3),
+    ("gpt2-cls", "GPT2Config", GPT2_SHAPE, "GPT2ForSequenceClassification", 2),
+    ("qwen3-bare", "Qwen3Config", QWEN3_SHAPE, "Qwen3Model", None),
 ]
 # A trait the fixtures exist to test must move the outputs well past the tests' 1e-4: DeBERTa's
 # hidden states without the c2p or the p2c term differ by at least this much.
@@ -100,6 +113,10 @@ TRAIT_MIN_EFFECT = 1e-2
 
 def segments(model) -> bool:
     return getattr(model.config, "type_vocab_size", 0) > 1
+
+
+def is_decoder(model) -> bool:
+    return model.config.model_type in ("llama", "gpt2", "qwen3")
 
 
 def run_rows(model, rows):
@@ -115,9 +132,11 @@ def run_rows(model, rows):
     base = getattr(model, model.base_model_prefix, model)  # a classifier's pooled features are not among its outputs
     with torch.no_grad():
         out = model(**kwargs)
-        pooled = pooled_features(model, base, out.hidden_states[-1])
+        # a decoder's last hidden state is its final norm's output, which hidden_states may not hold
+        last = base(input_ids=ids, attention_mask=mask).last_hidden_state if is_decoder(model) else out.hidden_states[-1]
+        pooled = None if is_decoder(model) else pooled_features(model, base, last)
     real = mask.bool()
-    hidden = out.hidden_states[-1][real]
+    hidden = last[real]
     if hasattr(out, "start_logits"):
         logits = torch.stack([out.start_logits, out.end_logits], dim=-1)[real]
     elif hasattr(out, "logits"):
@@ -144,6 +163,21 @@ def write_poolings(out, model):
             pooling = Pooling(hidden.shape[-1], pooling_mode=mode)
             pooled = pooling({"token_embeddings": hidden, "attention_mask": mask})["sentence_embedding"]
             pooled.numpy().astype("<f4").tofile(out / f"embed_{mode}.bin")
+
+
+def write_last_token_pooling(out, model, rows):
+    """A decoder-based embedder's sentence embedding (Qwen3-Embedding, e5-mistral): sentence-transformers'
+    last-token Pooling of the right-padded batch."""
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    width = max(len(ids) for ids, _ in rows)
+    ids = torch.tensor([r + [0] * (width - len(r)) for r, _ in rows])
+    mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r, _ in rows])
+    with torch.no_grad():
+        hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state
+        pooling = Pooling(hidden.shape[-1], pooling_mode="lasttoken")
+        pooled = pooling({"token_embeddings": hidden, "attention_mask": mask})["sentence_embedding"]
+    pooled.numpy().astype("<f4").tofile(out / "embed_lasttoken.bin")
 
 
 def pooled_features(model, base, hidden):
@@ -180,7 +214,7 @@ def make(name, config_class, shape, class_name, labels, seed):
         stale.unlink()
     model.save_pretrained(out)
     reloaded = getattr(transformers, class_name).from_pretrained(out, attn_implementation="eager").eval()
-    rows = ROWS if segments(reloaded) else [(ids, [0] * len(ids)) for ids, _ in ROWS]
+    rows = DECODER_ROWS if is_decoder(reloaded) else ROWS if segments(reloaded) else [(ids, [0] * len(ids)) for ids, _ in ROWS]
     hidden, pooled, logits = run_rows(reloaded, rows)
     alone = [run_rows(reloaded, [row])[0] for row in rows]  # each row by itself: padding changes nothing
     assert torch.allclose(torch.cat(alone), hidden, atol=1e-5), f"{name}: padding changed the outputs"
@@ -196,6 +230,8 @@ def make(name, config_class, shape, class_name, labels, seed):
         logits.numpy().astype("<f4").tofile(out / "logits.bin")
     if name == "bert":
         write_poolings(out, reloaded)
+    if name == "qwen3-bare":
+        write_last_token_pooling(out, reloaded, rows)
     if name == "deberta-v3":
         check_disentangled_terms_matter(out, hidden, rows)
     arch = json.loads((out / "config.json").read_text())["architectures"]

@@ -31,7 +31,10 @@ static void check_array(const char *what, const char *dir, const char *file, con
     free(want);
 }
 
-static void test_encoder_fixture(const char *name, pf_head head, int num_logits, int per_token) {
+/* decoder: a decoder run as an encoder (its hidden states after the final norm; a sequence
+   classifier's score of each row's last token that is not padding), also in chunks of 2 positions
+   a row, as long inputs run. */
+static void test_encoder_fixture_of(const char *name, pf_head head, int num_logits, int per_token, int decoder) {
     char dir[1024];
     test_encoder_reference ref;
     snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
@@ -47,7 +50,7 @@ static void test_encoder_fixture(const char *name, pf_head head, int num_logits,
         return;
     }
     pf_model_info info = pf_get_info(m);
-    CHECK_MSG(info.is_encoder && info.head == head, "%s: encoder %d, head %d", name, info.is_encoder, (int)info.head);
+    CHECK_MSG(info.is_encoder == !decoder && info.head == head, "%s: encoder %d, head %d", name, info.is_encoder, (int)info.head);
     const int32_t *ids[TEST_ENCODER_ROWS], *types[TEST_ENCODER_ROWS];
     size_t tokens = 0;
     for (int b = 0; b < ref.rows; b++) {
@@ -55,12 +58,14 @@ static void test_encoder_fixture(const char *name, pf_head head, int num_logits,
         types[b] = ref.types[b];
         tokens += (size_t)ref.lengths[b];
     }
-    for (int ranks = 1; ranks <= 3; ranks++) {
+    for (int run = 0; run < (decoder ? 4 : 3); run++) {
+        int ranks = run < 3 ? run + 1 : 2, chunked = run == 3;
         char what[128];
-        snprintf(what, sizeof what, "%s on %d ranks", name, ranks);
+        snprintf(what, sizeof what, "%s on %d ranks%s", name, ranks, chunked ? ", 2 positions a chunk" : "");
         pf_parallel_options po = pf_parallel_options_init();
         po.device = PF_DEVICE_CPU;
         po.max_batch = ref.rows;
+        if (chunked) po.prefill_chunk = 2 * ref.rows;
         pf_encoding *e = NULL;
         r = pf_parallelize(m, ranks, &po);
         if (r == PF_OK) r = pf_encode(m, ids, types, ref.lengths, ref.rows, &e);
@@ -105,7 +110,43 @@ static void test_encoder_fixture(const char *name, pf_head head, int num_logits,
     int32_t out[4];
     int n = 0;
     CHECK(pf_generate(m, ref.ids[0], ref.lengths[0], NULL, out, 4, &n) == PF_ERROR_UNSUPPORTED);
-    CHECK(strstr(pf_error_message(m), "encoder") != NULL);
+    CHECK(strstr(pf_error_message(m), decoder ? "not a causal LM" : "is an encoder") != NULL);
+    pf_free(m);
+}
+
+static void test_encoder_fixture(const char *name, pf_head head, int num_logits, int per_token) {
+    test_encoder_fixture_of(name, head, num_logits, per_token, 0);
+}
+
+/* A decoder-based embedder (Qwen3-Embedding, e5-mistral: the bare decoder, last-token pooling)
+   against sentence-transformers, on 1 to 3 ranks, two rows a batch. */
+static void test_decoder_embeddings(void) {
+    char dir[1024];
+    test_encoder_reference ref;
+    snprintf(dir, sizeof dir, "%s/qwen3-bare", test_fixtures);
+    pf_model *m = NULL;
+    if (test_read_encoder_reference(dir, &ref) || pf_load(dir, NULL, &m) != PF_OK) {
+        CHECK_MSG(0, "loading %s: %s", dir, pf_error_message(m));
+        pf_free(m);
+        return;
+    }
+    const int32_t *ids[TEST_ENCODER_ROWS];
+    for (int b = 0; b < ref.rows; b++) ids[b] = ref.ids[b];
+    size_t d = (size_t)pf_get_info(m).hidden_size;
+    float got[TEST_ENCODER_ROWS * 64];
+    for (int ranks = 1; ranks <= 3 && d <= 64; ranks++) {
+        pf_parallel_options po = pf_parallel_options_init();
+        po.device = PF_DEVICE_CPU;
+        po.max_batch = 2;
+        CHECK(pf_parallelize(m, ranks, &po) == PF_OK);
+        char what[160];
+        snprintf(what, sizeof what, "qwen3-bare's last-token embeddings on %d ranks", ranks);
+        pf_embed_options o = pf_embed_options_init();
+        o.pooling = PF_POOLING_LAST_TOKEN;
+        pf_result r = pf_embed(m, ids, ref.lengths, ref.rows, &o, got);
+        CHECK_MSG(r == PF_OK, "%s: %s", what, pf_error_message(m));
+        if (r == PF_OK) check_array(what, dir, "embed_lasttoken.bin", got, (size_t)ref.rows * d);
+    }
     pf_free(m);
 }
 
@@ -242,10 +283,17 @@ static void test_encode_refusals(void) {
     pf_encoding_free(NULL);
     pf_free(m);
 
+    /* a causal LM encodes too: its final norm's output, no logits; token types are refused */
     snprintf(dir, sizeof dir, "%s/gpt2-tiny", test_fixtures);
     if (pf_load(dir, NULL, &m) == PF_OK) {
         e = NULL;
-        CHECK(pf_encode(m, rows, NULL, &length, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
+        CHECK(pf_encode(m, rows, NULL, &length, 1, &e) == PF_OK && e && e->head == PF_HEAD_CAUSAL_LM && !e->logits &&
+              e->num_logits == 0 && !e->pooled && e->offsets[1] == 3);
+        pf_encoding_free(e);
+        e = NULL;
+        bad_types[1] = 1;
+        CHECK(pf_encode(m, rows, type_rows, &length, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
+        CHECK(strstr(pf_error_message(m), "token types on a decoder") != NULL);
         CHECK(pf_get_info(m).head == PF_HEAD_CAUSAL_LM && !pf_get_info(m).is_encoder);
     }
     pf_free(m);
@@ -860,6 +908,10 @@ void test_encoders(void) {
     test_encoder_fixture("deberta-v3-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
     test_encoder_fixture("deberta-v3-tok", PF_HEAD_TOKEN_CLASSIFICATION, 5, 1);
     test_encoder_fixture("deberta-v3-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
+    test_encoder_fixture_of("llama-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0, 1);
+    test_encoder_fixture_of("gpt2-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 2, 0, 1);
+    test_encoder_fixture_of("qwen3-bare", PF_HEAD_NONE, 0, 0, 1);
+    test_decoder_embeddings();
     test_embed_poolings();
     test_embed_cli();
     test_encode_refusals();
