@@ -288,11 +288,12 @@ PF_PRIVATE const char *pf__head_name(pf_head head) {
 PF_PRIVATE pf_result pf__check_generates(pf_model *m) {
     const pf__config *c = &m->config;
     if (c->head == PF_HEAD_CAUSAL_LM) return PF_OK;
-    if (pf__archs[c->arch].kind != PF__KIND_DECODER)
+    if (pf__archs[c->arch].kind == PF__KIND_ENCODER || (pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ && !c->decoder_layers))
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder: it does not generate (pf_encode runs it)",
                         c->model_type);
     return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: config.json's architectures names %s, not a causal LM: it does not "
-                    "generate (pf_encode runs it)", c->model_type, c->head == PF_HEAD_NONE ? "the bare decoder" : pf__head_name(c->head));
+                    "generate (pf_encode runs it)", c->model_type,
+                    c->head == PF_HEAD_NONE ? "the bare model" : pf__head_name(c->head));
 }
 
 PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {

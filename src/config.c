@@ -1095,10 +1095,18 @@ static pf_result pf__config_seq2seq_head(const pf__json *first, pf__config *c, c
     } else if (!name || (len >= 24 && !strcmp(name + len - 24, "ForConditionalGeneration")) ||
                (len >= 7 && !strcmp(name + len - 7, "MTModel"))) { /* MarianMTModel */
         c->head = PF_HEAD_CAUSAL_LM;
-    } else {
+    } else if (len >= 25 && !strcmp(name + len - 25, "ForSequenceClassification") &&
+               pf__arch_tensor_for(c->arch, PF__SLOT_CLASSIFIER_WEIGHT)) { /* bart-large-mnli */
+        c->head = PF_HEAD_SEQUENCE_CLASSIFICATION;
+    } else if (len >= 20 && !strcmp(name + len - 20, "ForQuestionAnswering") &&
+               pf__arch_tensor_for(c->arch, PF__SLOT_SPAN_WEIGHT)) {
+        c->head = PF_HEAD_QUESTION_ANSWERING;
+    } else { /* the families whose rows name these heads' tensors: BART's */
         return pf__format(message, size, PF_ERROR_UNSUPPORTED,
                           "%s: architecture \"%s\" is not supported (its head; ...ForConditionalGeneration, "
-                          "MarianMTModel and ...EncoderModel are)", path, name);
+                          "MarianMTModel and ...EncoderModel are; BART's ...ForSequenceClassification and "
+                          "...ForQuestionAnswering)",
+                          path, name);
     }
     if ((c->decoder_num_heads && c->decoder_num_heads != c->num_heads) ||
         (c->decoder_intermediate_size && c->decoder_intermediate_size != c->intermediate_size))

@@ -184,6 +184,46 @@ static int pf__score_position(const pf__config *c, const int32_t *ids, int lengt
     return 0;
 }
 
+/* The position of a row's last eos token (config.json's eos_token_id), where an encoder-decoder's
+   sequence classifier reads its decoder's state (BartForSequenceClassification); -1 for none. */
+static int pf__last_eos_position(const pf__config *c, const int32_t *ids, int length) {
+    for (int t = length - 1; c->num_eos_ids > 0 && t >= 0; t--)
+        if (ids[t] == c->eos_ids[0]) return t;
+    return -1;
+}
+
+/* An encoder-decoder's task head after its encoder pass over sources [batch][width] (left pads):
+   its decoder over the sources shifted right behind decoder_start_token_id (transformers' default
+   decoder inputs for these heads), then the head on the decoder's last states: scores of each
+   row's token pool_at (from its first real token) through the pooler, or span logits per token. */
+static pf_result pf__seq2seq_head(pf_model *m, const int32_t *sources, const int *pads, int batch, int width,
+                                  const int *pool_at, float *pooled, float *logits) {
+    const pf__config *c = &m->config;
+    if (c->decoder_start_token_id < 0)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: config.json names no decoder_start_token_id", c->class_name);
+    size_t B = (size_t)batch, T = (size_t)width;
+    int32_t *shifted = (int32_t *)calloc(B * T, sizeof(int32_t));
+    float *states = (float *)malloc(B * T * (size_t)c->hidden_size * sizeof(float));
+    pf_result r = shifted && states ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (size_t b = 0; !r && b < B; b++) {
+        size_t first = b * T + (size_t)pads[b];
+        shifted[first] = (int32_t)c->decoder_start_token_id;
+        memcpy(shifted + first + 1, sources + first, (T - (size_t)pads[b] - 1) * sizeof(int32_t));
+    }
+    if (!r) {
+        pf__job job = {.step = {.ids = shifted, .batch = batch, .seq_len = width, .pad = pads, .cross_len = width,
+                                .cross_pad = pads, .inv_freq = pf__rope_frequencies(m, width)},
+                       .all_positions = 1,
+                       .hidden = states,
+                       .pooled = pooled,
+                       .pool_at = pool_at,
+                       .logits = logits};
+        r = pf__group_run(m->group, PF__JOB_FORWARD, &job);
+    }
+    free(shifted), free(states);
+    return r;
+}
+
 /* A decoder's encoding (job: its left-padded rows, job->pool_at the scored token's column in
    them or NULL) in chunks of the positions the ranks' scratch holds, as pf__forward_in_chunks
    runs a prompt: each chunk's hidden states into their columns of job->hidden, each row's scores
@@ -260,8 +300,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     }
     size_t N = (size_t)batch * T, d = (size_t)c->hidden_size;
     int per_token = c->head != PF_HEAD_SEQUENCE_CLASSIFICATION;
-    int num_logits = seq2seq ? 0
-                     : c->head == PF_HEAD_MASKED_LM ? c->vocab_size
+    int num_logits = c->head == PF_HEAD_MASKED_LM ? c->vocab_size
                      : c->head == PF_HEAD_QUESTION_ANSWERING ? 2
                      : c->head == PF_HEAD_NONE || c->head == PF_HEAD_CAUSAL_LM ? 0 : c->num_labels;
     int32_t *padded = (int32_t *)calloc(N, sizeof(int32_t)), *padded_types = (int32_t *)calloc(N, sizeof(int32_t));
@@ -273,13 +312,19 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         e->offsets = (int *)calloc((size_t)batch + 1, sizeof(int));
         r = pf__encoding_pooled(m, e, batch);
     }
-    int pools = c->pool_eos_id >= 0 || (decoder && num_logits);
+    int pools = c->pool_eos_id >= 0 || ((decoder || seq2seq) && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION);
     int *pool_at = pools ? (int *)calloc((size_t)batch, sizeof(int)) : NULL;
     if (!r && (!padded || !padded_types || !pads || !hidden || (num_logits && !logits) || !e || !e->offsets ||
                (pools && !pool_at)))
         r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    for (int b = 0; !r && pool_at && b < batch; b++)
-        pool_at[b] = decoder ? T - lengths[b] + pf__score_position(c, ids[b], lengths[b]) : pf__eos_position(c, ids[b], lengths[b]);
+    for (int b = 0; !r && pool_at && b < batch; b++) {
+        pool_at[b] = decoder   ? T - lengths[b] + pf__score_position(c, ids[b], lengths[b])
+                     : seq2seq ? pf__last_eos_position(c, ids[b], lengths[b])
+                               : pf__eos_position(c, ids[b], lengths[b]);
+        if (pool_at[b] < 0)
+            r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d holds no eos token (id %d): %s classifies at the last one",
+                         b, c->num_eos_ids ? (int)c->eos_ids[0] : -1, c->class_name);
+    }
     for (int b = 0; !r && b < batch; b++) {
         pads[b] = T - lengths[b];
         memcpy(padded + (size_t)b * T + pads[b], ids[b], (size_t)lengths[b] * sizeof(int32_t));
@@ -300,12 +345,15 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                        .pool_at = pool_at,
                        .logits = logits,
                        .encoder_pass = seq2seq};
+        if (seq2seq) job.pooled = NULL, job.logits = NULL, job.pool_at = NULL; /* the decoder's, below */
         r = decoder ? pf__encode_decoder_in_chunks(m, &job) : pf__group_run(m->group, PF__JOB_FORWARD, &job);
+        if (!r && seq2seq && num_logits)
+            r = pf__seq2seq_head(m, padded, pads, batch, T, pool_at, e->pooled, logits);
     }
     if (!r) { /* drop the pads: row b's real tokens are its last lengths[b] */
         e->batch = batch;
         e->hidden_size = (int)d;
-        e->head = seq2seq ? PF_HEAD_NONE : c->head;
+        e->head = seq2seq && !num_logits ? PF_HEAD_NONE : c->head;
         e->num_logits = num_logits;
         e->logits_per_token = num_logits ? per_token : 0;
         for (int b = 0; b < batch; b++) e->offsets[b + 1] = e->offsets[b] + lengths[b];
@@ -1086,6 +1134,7 @@ static pf_result pf__forward_seq2seq_locked(pf_model *m, const int32_t *const *s
     if (!pf_get_info(m).is_encoder_decoder)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" (as loaded) is not an encoder-decoder",
                         m->config.model_type);
+    if ((r = pf__check_generates(m))) return r; /* a task head has no vocabulary logits */
     if (m->config.mel_frontend)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes audio features: pf_forward_audio runs it",
                         m->config.model_type);

@@ -612,10 +612,12 @@ PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
         if (!pf__rank_failed(r)) pf__rank_encoder_outputs(r, job, &t);
         return;
     }
-    if (job->hidden) { /* pf_encode on a decoder */
+    if (job->hidden) { /* pf_encode on a decoder, or an encoder-decoder's head on its decoder's states */
         pf__tower t = pf__tower_of(r, 0);
         pf__rank_tower(r, s, &t);
-        if (!pf__rank_failed(r)) pf__rank_decoder_encoding(r, job, &t);
+        if (pf__rank_failed(r)) return;
+        if (pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ) pf__rank_encoder_outputs(r, job, &t);
+        else pf__rank_decoder_encoding(r, job, &t);
         return;
     }
     /* h = final norm(x) for the rows wanted (or x itself); then the vocabulary logits */
@@ -673,8 +675,9 @@ PF_PRIVATE void pf__rank_logits_again(pf__rank *r, const pf__job *job) {
                               mine * sizeof(float), mine * sizeof(float), rows);
 }
 
-/* An encoder's outputs from its last hidden state x: x itself, the pooler's dense + tanh of each
-   sequence's first token, and the head. The masked-LM head (dense + act + norm, then the
+/* An encoder's outputs from its last hidden state x (or an encoder-decoder's, from its decoder's:
+   BartForSequenceClassification): x itself, the pooler's dense + tanh of each sequence's first
+   token (or the one job->pool_at names), and the head. The masked-LM head (dense + act + norm, then the
    vocabulary rows) runs on every rank; the small replicated ones (pooler, classifiers) on rank 0
    alone, after the last collective. */
 static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__tower *t) {
@@ -762,7 +765,7 @@ PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf_
         PF__BY_FIRST_RANK(job->hidden, N * d);
         if (job->logits && job->pool_at && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION)
             PF__BY_FIRST_RANK(job->logits, B * (size_t)c->num_labels);
-    } else if (pf__archs[c->arch].kind != PF__KIND_ENCODER) {
+    } else if (pf__archs[c->arch].kind != PF__KIND_ENCODER && !job->hidden) {
         size_t rows = job->all_positions ? N : B;
         if ((!job->tokens && !job->candidates) || pf__check_device_choices) out->vocab_rows = rows;
         if (job->tokens) out->choice_rows = rows;

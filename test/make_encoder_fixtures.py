@@ -68,6 +68,18 @@ GPT2_SHAPE = dict(vocab_size=120, n_embd=48, n_layer=2, n_head=6, n_positions=32
                   resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, pad_token_id=0, bos_token_id=2,
                   eos_token_id=3)
 DECODER_ROWS = [(ids, [0] * len(ids)) for ids in (ROWS[0][0], ROWS[1][0], ROWS[2][0] + [0])]
+# BART's task heads (bart-large-mnli): the decoder over the source shifted right, the classifier on
+# its state at each row's last eos (id 2; every row holds two, a pair "a </s> b </s>", as
+# transformers requires an equal count); 6 heads, init_std large enough that a wrong trait shows.
+BART_SHAPE = dict(vocab_size=120, d_model=48, encoder_layers=2, decoder_layers=2, encoder_attention_heads=6,
+                  decoder_attention_heads=6, encoder_ffn_dim=96, decoder_ffn_dim=96, max_position_embeddings=32,
+                  init_std=0.2, dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, pad_token_id=1,
+                  bos_token_id=0, eos_token_id=2, decoder_start_token_id=2, forced_eos_token_id=None)
+SEQ2SEQ_ROWS = [
+    ([0, 17, 45, 2, 88, 9, 63, 2], [0] * 8),
+    ([0, 5, 77, 31, 101, 2, 54, 12, 96, 40, 8, 2], [0] * 12),
+    ([0, 119, 2, 64, 2], [0] * 5),
+]
 FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("bert", "BertConfig", BERT_SHAPE, "BertModel", None),
     ("bert-mlm", "BertConfig", BERT_SHAPE, "BertForMaskedLM", None),
@@ -105,6 +117,8 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("llama-cls", "LlamaConfig", LLAMA_SHAPE, "LlamaForSequenceClassification", 3),
     ("gpt2-cls", "GPT2Config", GPT2_SHAPE, "GPT2ForSequenceClassification", 2),
     ("qwen3-bare", "Qwen3Config", QWEN3_SHAPE, "Qwen3Model", None),
+    ("bart-cls", "BartConfig", BART_SHAPE, "BartForSequenceClassification", 3),
+    ("bart-qa", "BartConfig", BART_SHAPE, "BartForQuestionAnswering", None),
 ]
 # A trait the fixtures exist to test must move the outputs well past the tests' 1e-4: DeBERTa's
 # hidden states without the c2p or the p2c term differ by at least this much.
@@ -130,6 +144,8 @@ def run_rows(model, rows):
     if segments(model):
         kwargs["token_type_ids"] = types
     base = getattr(model, model.base_model_prefix, model)  # a classifier's pooled features are not among its outputs
+    if model.config.is_encoder_decoder:
+        return run_seq2seq_rows(model, ids, mask)
     with torch.no_grad():
         out = model(**kwargs)
         # a decoder's last hidden state is its final norm's output, which hidden_states may not hold
@@ -144,6 +160,25 @@ def run_rows(model, rows):
     else:
         logits = None
     return hidden, pooled, logits
+
+
+def run_seq2seq_rows(model, ids, mask):
+    """An encoder-decoder's task head: the encoder's last hidden state (what pf_encode returns as
+    last_hidden_state), the classification head's dense + tanh (its pooled) and the logits."""
+    captured = []
+    head = getattr(model, "classification_head", None)
+    hook = head.dense.register_forward_hook(lambda m, i, o: captured.append(torch.tanh(o))) if head else None
+    with torch.no_grad():
+        out = model(input_ids=ids, attention_mask=mask)
+    if hook:
+        hook.remove()
+    real = mask.bool()
+    hidden = out.encoder_last_hidden_state[real]
+    if hasattr(out, "start_logits"):
+        logits = torch.stack([out.start_logits, out.end_logits], dim=-1)[real]
+    else:
+        logits = out.logits
+    return hidden, (captured[0] if captured else None), logits
 
 
 POOLING_MODES = ["cls", "max", "mean", "mean_sqrt_len_tokens", "weightedmean", "lasttoken"]
@@ -214,7 +249,8 @@ def make(name, config_class, shape, class_name, labels, seed):
         stale.unlink()
     model.save_pretrained(out)
     reloaded = getattr(transformers, class_name).from_pretrained(out, attn_implementation="eager").eval()
-    rows = DECODER_ROWS if is_decoder(reloaded) else ROWS if segments(reloaded) else [(ids, [0] * len(ids)) for ids, _ in ROWS]
+    rows = (DECODER_ROWS if is_decoder(reloaded) else SEQ2SEQ_ROWS if reloaded.config.is_encoder_decoder
+            else ROWS if segments(reloaded) else [(ids, [0] * len(ids)) for ids, _ in ROWS])
     hidden, pooled, logits = run_rows(reloaded, rows)
     alone = [run_rows(reloaded, [row])[0] for row in rows]  # each row by itself: padding changes nothing
     assert torch.allclose(torch.cat(alone), hidden, atol=1e-5), f"{name}: padding changed the outputs"

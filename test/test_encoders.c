@@ -31,10 +31,14 @@ static void check_array(const char *what, const char *dir, const char *file, con
     free(want);
 }
 
-/* decoder: a decoder run as an encoder (its hidden states after the final norm; a sequence
-   classifier's score of each row's last token that is not padding), also in chunks of 2 positions
-   a row, as long inputs run. */
-static void test_encoder_fixture_of(const char *name, pf_head head, int num_logits, int per_token, int decoder) {
+/* The kinds of model an encoding fixture holds. A decoder runs as an encoder (its hidden states
+   after the final norm; a sequence classifier's score of each row's last token that is not
+   padding), also in chunks of 2 positions a row, as long inputs run; an encoder-decoder's task
+   head reads its decoder's states (the encoding's hidden states are its encoder's). */
+typedef enum { ENCODER, DECODER, ENCODER_DECODER } fixture_kind;
+
+static void test_encoder_fixture_of(const char *name, pf_head head, int num_logits, int per_token, fixture_kind kind) {
+    int decoder = kind == DECODER;
     char dir[1024];
     test_encoder_reference ref;
     snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
@@ -50,7 +54,7 @@ static void test_encoder_fixture_of(const char *name, pf_head head, int num_logi
         return;
     }
     pf_model_info info = pf_get_info(m);
-    CHECK_MSG(info.is_encoder == !decoder && info.head == head, "%s: encoder %d, head %d", name, info.is_encoder, (int)info.head);
+    CHECK_MSG(info.is_encoder == (kind == ENCODER) && info.is_encoder_decoder == (kind == ENCODER_DECODER) && info.head == head, "%s: encoder %d, head %d", name, info.is_encoder, (int)info.head);
     const int32_t *ids[TEST_ENCODER_ROWS], *types[TEST_ENCODER_ROWS];
     size_t tokens = 0;
     for (int b = 0; b < ref.rows; b++) {
@@ -110,12 +114,24 @@ static void test_encoder_fixture_of(const char *name, pf_head head, int num_logi
     int32_t out[4];
     int n = 0;
     CHECK(pf_generate(m, ref.ids[0], ref.lengths[0], NULL, out, 4, &n) == PF_ERROR_UNSUPPORTED);
-    CHECK(strstr(pf_error_message(m), decoder ? "not a causal LM" : "is an encoder") != NULL);
+    CHECK(strstr(pf_error_message(m), kind == ENCODER ? "is an encoder" : "not a causal LM") != NULL);
+    if (kind == ENCODER_DECODER) { /* no vocabulary logits; a classifier needs each row's eos */
+        float logit;
+        CHECK(pf_forward_seq2seq(m, ids, ref.lengths, ids, ref.lengths, 1, &logit) == PF_ERROR_UNSUPPORTED);
+        int32_t no_eos[3] = {0, 17, 45};
+        const int32_t *rows[1] = {no_eos};
+        int length = 3;
+        pf_encoding *e = NULL;
+        pf_result want = head == PF_HEAD_SEQUENCE_CLASSIFICATION ? PF_ERROR_INVALID_ARGUMENT : PF_OK;
+        CHECK(pf_encode(m, rows, NULL, &length, 1, &e) == want && !e == (want != PF_OK));
+        if (want) CHECK(strstr(pf_error_message(m), "no eos token") != NULL);
+        pf_encoding_free(e);
+    }
     pf_free(m);
 }
 
 static void test_encoder_fixture(const char *name, pf_head head, int num_logits, int per_token) {
-    test_encoder_fixture_of(name, head, num_logits, per_token, 0);
+    test_encoder_fixture_of(name, head, num_logits, per_token, ENCODER);
 }
 
 /* A decoder-based embedder (Qwen3-Embedding, e5-mistral: the bare decoder, last-token pooling)
@@ -908,9 +924,11 @@ void test_encoders(void) {
     test_encoder_fixture("deberta-v3-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
     test_encoder_fixture("deberta-v3-tok", PF_HEAD_TOKEN_CLASSIFICATION, 5, 1);
     test_encoder_fixture("deberta-v3-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
-    test_encoder_fixture_of("llama-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0, 1);
-    test_encoder_fixture_of("gpt2-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 2, 0, 1);
-    test_encoder_fixture_of("qwen3-bare", PF_HEAD_NONE, 0, 0, 1);
+    test_encoder_fixture_of("llama-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0, DECODER);
+    test_encoder_fixture_of("gpt2-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 2, 0, DECODER);
+    test_encoder_fixture_of("qwen3-bare", PF_HEAD_NONE, 0, 0, DECODER);
+    test_encoder_fixture_of("bart-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0, ENCODER_DECODER);
+    test_encoder_fixture_of("bart-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1, ENCODER_DECODER);
     test_decoder_embeddings();
     test_embed_poolings();
     test_embed_cli();
