@@ -30575,7 +30575,7 @@ pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_mode
     if (!r) r = pf__config_check_token_ids(&m->config, model_dir, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r && !gguf) r = pf__st_open(model_dir, m->config.class_name, &m->st, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r) r = pf__resolve_sources(m);
-    if (!r && pf__archs[m->config.arch].kind == PF__KIND_ENCODER)
+    if (!r && pf__archs[m->config.arch].kind != PF__KIND_SEQ2SEQ) /* encoders, and decoder-based embedders */
         r = pf__sentence_config_read(model_dir, &m->sentence, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r && !gguf) r = pf__load_tokenizer(m, model_dir);
     if (!r && m->config.rotary_dim) {

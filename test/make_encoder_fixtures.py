@@ -20,6 +20,7 @@ transformers pads the rows on the right and masks the pads (attention_mask); the
 the left; both give every row what it gives alone.
 """
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -213,6 +214,14 @@ def write_last_token_pooling(out, model, rows):
         pooling = Pooling(hidden.shape[-1], pooling_mode="lasttoken")
         pooled = pooling({"token_embeddings": hidden, "attention_mask": mask})["sentence_embedding"]
     pooled.numpy().astype("<f4").tofile(out / "embed_lasttoken.bin")
+    # sentence-transformers' modules as Qwen3-Embedding ships them: last-token pooling, normalised
+    modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+               {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+               {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]
+    (out / "modules.json").write_text(json.dumps(modules, indent=2) + "\n", encoding="ascii")
+    (out / "1_Pooling").mkdir(exist_ok=True)
+    (out / "1_Pooling" / "config.json").write_text(json.dumps(Pooling(hidden.shape[-1], pooling_mode="lasttoken")
+                                                   .get_config_dict(), indent=2) + "\n", encoding="ascii")
 
 
 def pooled_features(model, base, hidden):
@@ -245,8 +254,8 @@ def make(name, config_class, shape, class_name, labels, seed):
     model = getattr(transformers, class_name)(config).eval()
     out = FIXTURES / name
     out.mkdir(parents=True, exist_ok=True)
-    for stale in out.iterdir():
-        stale.unlink()
+    shutil.rmtree(out)
+    out.mkdir(parents=True)
     model.save_pretrained(out)
     reloaded = getattr(transformers, class_name).from_pretrained(out, attn_implementation="eager").eval()
     rows = (DECODER_ROWS if is_decoder(reloaded) else SEQ2SEQ_ROWS if reloaded.config.is_encoder_decoder

@@ -135,7 +135,8 @@ static void test_encoder_fixture(const char *name, pf_head head, int num_logits,
 }
 
 /* A decoder-based embedder (Qwen3-Embedding, e5-mistral: the bare decoder, last-token pooling)
-   against sentence-transformers, on 1 to 3 ranks, two rows a batch. */
+   against sentence-transformers, on 1 to 3 ranks, two rows a batch: the pooling asked for, and
+   the model's own (modules.json: last token, normalised). */
 static void test_decoder_embeddings(void) {
     char dir[1024];
     test_encoder_reference ref;
@@ -159,9 +160,26 @@ static void test_decoder_embeddings(void) {
         snprintf(what, sizeof what, "qwen3-bare's last-token embeddings on %d ranks", ranks);
         pf_embed_options o = pf_embed_options_init();
         o.pooling = PF_POOLING_LAST_TOKEN;
+        o.normalize = 0;
         pf_result r = pf_embed(m, ids, ref.lengths, ref.rows, &o, got);
         CHECK_MSG(r == PF_OK, "%s: %s", what, pf_error_message(m));
         if (r == PF_OK) check_array(what, dir, "embed_lasttoken.bin", got, (size_t)ref.rows * d);
+        /* the model's modules.json: last-token pooling, then Normalize */
+        char path[1100];
+        size_t n = 0;
+        snprintf(path, sizeof path, "%s/embed_lasttoken.bin", dir);
+        float *want = test_read_floats(path, &n);
+        r = pf_embed(m, ids, ref.lengths, ref.rows, NULL, got);
+        CHECK_MSG(r == PF_OK && want && n == (size_t)ref.rows * d, "qwen3-bare's own pooling: %s", pf_error_message(m));
+        if (r == PF_OK && want && n == (size_t)ref.rows * d) {
+            for (int b = 0; b < ref.rows; b++) {
+                double norm = 0;
+                for (size_t i = 0; i < d; i++) norm += (double)want[b * d + i] * want[b * d + i];
+                for (size_t i = 0; i < d; i++) want[b * d + i] = (float)(want[b * d + i] / sqrt(norm));
+            }
+            CHECK_MSG(test_max_abs_diff(got, want, n) <= TOLERANCE, "qwen3-bare's modules.json pooling on %d ranks", ranks);
+        }
+        free(want);
     }
     pf_free(m);
 }
