@@ -1782,6 +1782,7 @@ struct pf_model {
     float *zero_bias;     /* [kv width] zeros: the key bias of models without one (k_bias_zero), owned */
     struct pf__speech *speech; /* a speech encoder's front end and CTC vocabulary, owned; else NULL */
     int num_scaled;
+    char **label_names;   /* [config.num_labels]: config.json's id2label, owned; NULL without one */
     pf_tokenizer *tokenizer;
     struct pf__batcher *batcher;  /* continuous batching's scheduler, from the first batched request */
     pthread_mutex_t batcher_start;
@@ -30547,6 +30548,31 @@ static pf_result pf__load_tokenizer(pf_model *m, const char *dir) {
 
 static pf_result pf__load_dual(pf_model *m);
 
+/* config.json's id2label: a name per label of a classification head (keys "0".."num_labels - 1"),
+   for pf_label_name. */
+static pf_result pf__label_names_read(pf_model *m, const char *dir) {
+    char path[PF__PATH_SIZE];
+    pf__json *json = NULL;
+    if (pf__path_join(path, sizeof path, dir, "config.json")) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", dir);
+    pf_result r = pf__json_load(path, &json, pf__error_buffer(m), PF__MESSAGE_SIZE);
+    if (r) return r;
+    const pf__json *labels = pf__json_get(json, "id2label");
+    int n = m->config.num_labels;
+    if (labels && labels->type == PF__JSON_OBJECT && labels->count == (size_t)n && n > 0 &&
+        !(m->label_names = (char **)calloc((size_t)n, sizeof *m->label_names)))
+        r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (const pf__json *v = m->label_names ? labels->first : NULL; v && !r; v = v->next) {
+        char *end = NULL;
+        long index = strtol(v->key, &end, 10);
+        if (!v->key[0] || *end || index < 0 || index >= n || m->label_names[index] || v->type != PF__JSON_STRING)
+            r = PF__FAIL(m, PF_ERROR_FORMAT, "%s: id2label's \"%s\" is not a name for one of the %d labels", path, v->key, n);
+        else if (!(m->label_names[index] = strdup(v->string)))
+            r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    pf__json_free(json);
+    return r;
+}
+
 /* A failure of pf_load always has a message: one from a part that gave none (a tokenizer out of
    memory, say) would leave callers printing "out of memory: " and nothing. */
 static pf_result pf__load_failed(pf_model *m, const char *dir, pf_result r) {
@@ -30578,6 +30604,7 @@ pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_mode
     if (!r && pf__archs[m->config.arch].kind != PF__KIND_SEQ2SEQ) /* encoders, and decoder-based embedders */
         r = pf__sentence_config_read(model_dir, &m->sentence, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r && !gguf) r = pf__load_tokenizer(m, model_dir);
+    if (!r && !gguf && m->config.head != PF_HEAD_CAUSAL_LM) r = pf__label_names_read(m, model_dir);
     if (!r && m->config.rotary_dim) {
         m->inv_freq = (float *)malloc(pf__rope_floats(&m->config) * sizeof(float));
         if (!m->inv_freq) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -30610,6 +30637,8 @@ void pf_free(pf_model *m) {
     for (int i = 0; i < m->num_scaled; i++) free(m->scaled[i]);
     pf__speech_free(m->speech);
     free(m->zero_bias);
+    for (int i = 0; m->label_names && i < m->config.num_labels; i++) free(m->label_names[i]);
+    free(m->label_names);
     free(m->logits);
     free(m->inv_freq);
     free(m->config.layer_window);
@@ -30627,6 +30656,11 @@ void pf_free(pf_model *m) {
     pthread_mutex_destroy(&m->calls_mutex);
     pthread_cond_destroy(&m->calls_done);
     free(m);
+}
+
+const char *pf_label_name(const pf_model *m, int label) {
+    if (!m || !m->loaded || !m->label_names || label < 0 || label >= m->config.num_labels) return NULL;
+    return m->label_names[label];
 }
 
 pf_model_info pf_get_info(const pf_model *m) {

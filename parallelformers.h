@@ -189,6 +189,11 @@ typedef struct pf_model_info {
    pf_free. A model that failed to load (or NULL) gives zeros and -1 ids. Any thread. */
 pf_model_info pf_get_info(const pf_model *model);
 
+/* The name config.json's id2label gives label `label` of a classification head ("entailment",
+   "POSITIVE"); NULL for a label out of range or a model without names. The string belongs to the
+   model (until pf_free). Any thread. */
+const char *pf_label_name(const pf_model *model, int label);
+
 /* ---- custom policies -------------------------------------------------------------------------- */
 
 /* An architecture that is not compiled in, registered at run time in the vocabulary of a

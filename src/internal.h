@@ -1742,6 +1742,7 @@ struct pf_model {
     float *zero_bias;     /* [kv width] zeros: the key bias of models without one (k_bias_zero), owned */
     struct pf__speech *speech; /* a speech encoder's front end and CTC vocabulary, owned; else NULL */
     int num_scaled;
+    char **label_names;   /* [config.num_labels]: config.json's id2label, owned; NULL without one */
     pf_tokenizer *tokenizer;
     struct pf__batcher *batcher;  /* continuous batching's scheduler, from the first batched request */
     pthread_mutex_t batcher_start;

@@ -293,12 +293,47 @@ def check_disentangled_terms_matter(out, hidden, rows):
         print(f"  deberta-v3 with {kept} alone: hidden states move by {effect:.3f}")
 
 
+ZERO_SHOT_TEXT = "The new phone has a great camera and a battery that lasts two days."
+ZERO_SHOT_LABELS = ["technology", "cooking", "sports"]
+
+
+def write_scores(path, results):
+    """transformers' pipeline results as build/classify prints them: "score label", best first."""
+    path.write_text("".join(f"{score:.6f} {label}\n" for label, score in results), encoding="utf-8")
+
+
+def make_zero_shot(name="bart-mnli", seed=2100):
+    """An NLI classifier with BART's tokenizer (tokenizer-bart) and MNLI's label names, and what
+    transformers' zero-shot-classification and text-classification pipelines make of a text: the
+    references of build/classify."""
+    torch.manual_seed(seed)
+    out = FIXTURES / name
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    labels = {0: "contradiction", 1: "neutral", 2: "entailment"}
+    config = transformers.BartConfig(**dict(BART_SHAPE, vocab_size=420, max_position_embeddings=128), id2label=labels,
+                                     label2id={v: k for k, v in labels.items()})
+    transformers.BartForSequenceClassification(config).eval().save_pretrained(out)
+    for file in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(FIXTURES / "tokenizer-bart" / file, out / file)
+    zero_shot = transformers.pipeline("zero-shot-classification", model=str(out), device="cpu")
+    for multi, file in ((False, "zero_shot.txt"), (True, "zero_shot_multi.txt")):
+        result = zero_shot(ZERO_SHOT_TEXT, candidate_labels=ZERO_SHOT_LABELS, multi_label=multi)
+        write_scores(out / file, zip(result["labels"], result["scores"]))
+    plain = transformers.pipeline("text-classification", model=str(out), device="cpu", top_k=None)
+    write_scores(out / "text_classification.txt", [(r["label"], r["score"]) for r in plain([ZERO_SHOT_TEXT])[0]])
+    (out / "text.txt").write_text(ZERO_SHOT_TEXT + "\n" + ",".join(ZERO_SHOT_LABELS) + "\n", encoding="utf-8")
+    print(f"  {name}: zero-shot {(out / 'zero_shot.txt').read_text().split()}")
+
+
 def main() -> None:
     torch.set_num_threads(1)
     only = set(sys.argv[1:])
     for i, (name, config_class, shape, class_name, labels) in enumerate(FIXTURE_HEADS):
         if not only or name in only:
             make(name, config_class, shape, class_name, labels, seed=2000 + i)
+    if not only or "bart-mnli" in only:
+        make_zero_shot()
 
 
 if __name__ == "__main__":

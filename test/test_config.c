@@ -649,6 +649,15 @@ static void test_seq2seq_refusals(void) {
     if (copy_fixture("t5-s2s")) return;
     edit_file("config.json", "\"T5ForConditionalGeneration\"", "\"T5ForQuestionAnswering\"");
     expect_load("a T5 head we lack", NULL, PF_ERROR_UNSUPPORTED, "T5ForQuestionAnswering");
+    /* id2label: a name per label (pf_label_name), keys the label indices */
+    if (copy_fixture("bart-mnli")) return;
+    pf_model *m = expect_load("an NLI classifier", NULL, PF_OK, NULL);
+    CHECK(m && pf_label_name(m, 2) && !strcmp(pf_label_name(m, 2), "entailment") && !pf_label_name(m, 3) &&
+          !pf_label_name(m, -1));
+    pf_free(m);
+    CHECK(!pf_label_name(NULL, 0));
+    edit_file("config.json", "\"2\": \"entailment\"", "\"two\": \"entailment\"");
+    expect_load("an id2label key that is no index", NULL, PF_ERROR_FORMAT, "\"two\" is not a name");
     if (copy_fixture("t5-s2s")) return;
     edit_file("config.json", "\"T5ForConditionalGeneration\"", "\"T5EncoderModel\"");
     expect_load("the decoder's tensors under T5EncoderModel", NULL, PF_ERROR_FORMAT, "decoder.");

@@ -896,6 +896,55 @@ static void test_classify_cli(void) {
     CHECK_MSG(WEXITSTATUS(system(command)) == 1, "classify_image on a file that is not a PPM must fail");
 }
 
+/* Lines "score label" printed against the reference's: the same labels in the same order, the
+   scores within TOLERANCE. */
+static void check_scores(const char *what, const char *got, const char *reference_path) {
+    size_t size = 0;
+    char *want = test_read_file(reference_path, &size);
+    int lines = 0, same = want != NULL;
+    for (const char *a = got, *b = want; same && b && *b; lines++) {
+        char label_a[64] = "", label_b[64] = "";
+        float x = 0, y = 0;
+        int na = 0, nb = 0;
+        same = sscanf(a, "%f %63s%n", &x, label_a, &na) == 2 && sscanf(b, "%f %63s%n", &y, label_b, &nb) == 2 &&
+               !strcmp(label_a, label_b) && fabsf(x - y) <= TOLERANCE;
+        a += na, b += nb;
+        while (*a == '\n') a++;
+        while (*b == '\n') b++;
+    }
+    CHECK_MSG(same && lines == 3, "%s printed \"%s\" (want \"%s\")", what, got, want ? want : "?");
+    free(want);
+}
+
+/* build/classify against transformers' pipelines on an NLI model (test/make_encoder_fixtures.py's
+   bart-mnli): the text's label scores, zero-shot over three labels (one softmax, and each label
+   alone), on 2 and 3 ranks; a model without the head refused. */
+static void test_text_classify_cli(void) {
+    char binary[1024], dir[1024], command[4096], out[1024], path[1100], text[512] = "";
+    test_example_path("classify", binary, sizeof binary);
+    snprintf(dir, sizeof dir, "%s/bart-mnli", test_fixtures);
+    snprintf(path, sizeof path, "%s/text.txt", dir);
+    size_t size = 0;
+    char *lines = test_read_file(path, &size);
+    if (lines) snprintf(text, sizeof text, "%.*s", (int)strcspn(lines, "\n"), lines);
+    free(lines);
+    static const struct { const char *options, *reference; } runs[] = {
+        {"--gpus 2", "text_classification.txt"},
+        {"--gpus 3 --labels technology,cooking,sports", "zero_shot.txt"},
+        {"--gpus 2 --labels technology,cooking,sports --multi-label", "zero_shot_multi.txt"},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        snprintf(command, sizeof command, "%s %s \"%s\" --device cpu %s 2>&1", binary, dir, text, runs[i].options);
+        int status = test_run_output(command, out, sizeof out);
+        snprintf(path, sizeof path, "%s/%s", dir, runs[i].reference);
+        CHECK_MSG(status == 0, "classify %s: exit %d: %s", runs[i].options, status, out);
+        if (status == 0) check_scores(runs[i].options, out, path);
+    }
+    snprintf(command, sizeof command, "%s %s/gpt2-tiny \"a text\" --device cpu 2>&1", binary, test_fixtures);
+    int status = test_run_output(command, out, sizeof out);
+    CHECK_MSG(status == 1 && strstr(out, "no sequence-classification head"), "classify on a causal LM: exit %d: %s", status, out);
+}
+
 void test_encoders(void) {
     test_audio_fixture("wav2vec2-ctc");
     test_audio_fixture("xlsr-ctc");
@@ -903,6 +952,7 @@ void test_encoders(void) {
     test_audio_refusals();
     test_transcribe_cli();
     test_classify_cli();
+    test_text_classify_cli();
     test_clip_fixture();
     test_clip_variants();
     test_image_fixture("vit", PF_HEAD_NONE, 0, 17);
