@@ -269,6 +269,10 @@ typedef enum {
     PF__SLOT_DIST_TOKEN,            /* [1, hidden]: DeiT's distillation token after it */
     PF__SLOT_DIST_CLASSIFIER_WEIGHT,/* [num_labels, hidden]: DeiT's head on the distillation token */
     PF__SLOT_DIST_CLASSIFIER_BIAS,  /* [num_labels] */
+    PF__SLOT_DISCRIMINATOR_WEIGHT,  /* [hidden, hidden]: ELECTRA's discriminator head: dense + act, */
+    PF__SLOT_DISCRIMINATOR_BIAS,    /* [hidden] */
+    PF__SLOT_DISCRIMINATOR_OUT_WEIGHT, /* [1, hidden]: then one logit per token */
+    PF__SLOT_DISCRIMINATOR_OUT_BIAS,   /* [1] */
     /* Dual encoders (CLIP): */
     PF__SLOT_POOLER_NORM_WEIGHT,    /* [hidden]: a norm of the pooled token (CLIP vision's post_layernorm) */
     PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */
@@ -4316,7 +4320,7 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
         {"ForMaskedLM", PF_HEAD_MASKED_LM}, {"ForSequenceClassification", PF_HEAD_SEQUENCE_CLASSIFICATION},
         {"ForTokenClassification", PF_HEAD_TOKEN_CLASSIFICATION}, {"ForQuestionAnswering", PF_HEAD_QUESTION_ANSWERING},
         {"ForImageClassification", PF_HEAD_IMAGE_CLASSIFICATION}, {"ForImageClassificationWithTeacher", PF_HEAD_IMAGE_CLASSIFICATION},
-        {"ForCTC", PF_HEAD_CTC},
+        {"ForCTC", PF_HEAD_CTC}, {"ForPreTraining", PF_HEAD_REPLACED_TOKEN_DETECTION}, /* ELECTRA's; not BERT's */
         {"Model", PF_HEAD_NONE}, {"ModelWithProjection", PF_HEAD_NONE}, /* CLIP's towers, with their projection */
     };
     const pf__json *labels = pf__json_get(json, "id2label");
@@ -4353,6 +4357,8 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
     for (size_t i = 0; i < PF__COUNT(heads); i++) {
         size_t n = strlen(heads[i].suffix);
         if (len >= n && !strcmp(first->string + len - n, heads[i].suffix)) {
+            if (heads[i].head == PF_HEAD_REPLACED_TOKEN_DETECTION && !pf__arch_tensor_for(c->arch, PF__SLOT_DISCRIMINATOR_WEIGHT))
+                break; /* a family whose pretraining head we lack */
             c->head = heads[i].head;
             return PF_OK;
         }
@@ -4922,7 +4928,9 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, ENC_FINAL_NORM_WEIGHT) PF__NAME(PF__SLOT_, ENC_FINAL_NORM_BIAS) PF__NAME(PF__SLOT_, ENC_REL_BIAS)
         PF__NAME(PF__SLOT_, ENC_TOKEN_EMBED) PF__NAME(PF__SLOT_, PATCH_WEIGHT) PF__NAME(PF__SLOT_, PATCH_BIAS)
         PF__NAME(PF__SLOT_, CLS_TOKEN) PF__NAME(PF__SLOT_, DIST_TOKEN) PF__NAME(PF__SLOT_, DIST_CLASSIFIER_WEIGHT)
-        PF__NAME(PF__SLOT_, DIST_CLASSIFIER_BIAS) PF__NAME(PF__SLOT_, FRONT_CONV_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_BIAS)
+        PF__NAME(PF__SLOT_, DIST_CLASSIFIER_BIAS) PF__NAME(PF__SLOT_, DISCRIMINATOR_WEIGHT)
+        PF__NAME(PF__SLOT_, DISCRIMINATOR_BIAS) PF__NAME(PF__SLOT_, DISCRIMINATOR_OUT_WEIGHT)
+        PF__NAME(PF__SLOT_, DISCRIMINATOR_OUT_BIAS) PF__NAME(PF__SLOT_, FRONT_CONV_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_BIAS)
         PF__NAME(PF__SLOT_, FRONT_CONV_NORM_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_NORM_BIAS)
         PF__NAME(PF__SLOT_, FEATURE_NORM_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_NORM_BIAS)
         PF__NAME(PF__SLOT_, FEATURE_PROJECTION_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_PROJECTION_BIAS)
@@ -6039,6 +6047,9 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_PROJECTION: *rows = (size_t)c->projection_dim; *cols = h; break;
     case PF__SLOT_LOGIT_SCALE: *rows = 1; break;
     case PF__SLOT_SPAN_BIAS: *rows = 2; break;
+    case PF__SLOT_DISCRIMINATOR_WEIGHT: *rows = h; *cols = h; break;
+    case PF__SLOT_DISCRIMINATOR_OUT_WEIGHT: *rows = 1; *cols = h; break;
+    case PF__SLOT_DISCRIMINATOR_OUT_BIAS: *rows = 1; break;
     case PF__SLOT_REL_BIAS: case PF__SLOT_ENC_REL_BIAS: *rows = (size_t)c->rel_table_rows; *cols = (size_t)c->num_heads; break;
     case PF__SLOT_REL_EMBED: *rows = 2 * (size_t)c->rel_span; *cols = h; break;
     default: *rows = h; break; /* norms and the remaining biases */
@@ -21879,7 +21890,8 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
                                                      m->sources[PF__SLOT_PATCH_WEIGHT].cols * sizeof(float));
     if (r->world == 0 && m->sources[PF__SLOT_PROJECTION].data)
         r->projected = (float *)pf__rank_alloc(r, (size_t)g->max_batch * c->projection_dim * sizeof(float));
-    if (r->world == 0 && (m->sources[PF__SLOT_CLASSIFIER_WEIGHT].data || m->sources[PF__SLOT_SPAN_WEIGHT].data))
+    if (r->world == 0 && (m->sources[PF__SLOT_CLASSIFIER_WEIGHT].data || m->sources[PF__SLOT_SPAN_WEIGHT].data ||
+                          m->sources[PF__SLOT_DISCRIMINATOR_OUT_WEIGHT].data))
         r->head_out = (float *)pf__rank_alloc(r, T * (size_t)(c->num_labels > 2 ? c->num_labels : 2) * sizeof(float));
     if (r->backend->alloc_scratch) r->backend->alloc_scratch(r);
 }
@@ -22714,6 +22726,11 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
     } else if (c->head == PF_HEAD_QUESTION_ANSWERING) {
         be->matmul(r, r->head_out, r->x, &W[PF__SLOT_SPAN_WEIGHT], PF__OR_NULL(W[PF__SLOT_SPAN_BIAS]), N);
         be->download(r, job->logits, r->head_out, N * 2 * sizeof(float));
+    } else if (c->head == PF_HEAD_REPLACED_TOKEN_DETECTION) { /* dense + act, then one logit a token */
+        be->matmul(r, r->h, r->x, &W[PF__SLOT_DISCRIMINATOR_WEIGHT], PF__OR_NULL(W[PF__SLOT_DISCRIMINATOR_BIAS]), N);
+        be->activation(r, r->h, N * d, c->activation);
+        be->matmul(r, r->head_out, r->h, &W[PF__SLOT_DISCRIMINATOR_OUT_WEIGHT], PF__OR_NULL(W[PF__SLOT_DISCRIMINATOR_OUT_BIAS]), N);
+        be->download(r, job->logits, r->head_out, N * sizeof(float));
     } else if (c->head == PF_HEAD_IMAGE_CLASSIFICATION) { /* the class token's head (+ the distillation token's) */
         size_t labels = (size_t)c->num_labels;
         for (size_t b = 0; b < B; b++) be->copy(r, r->h + b * d, r->x + b * (size_t)s->seq_len * d, d * sizeof(float));
@@ -22764,6 +22781,7 @@ PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf_
             PF__BY_FIRST_RANK(job->logits, B * labels);
         if (job->logits && c->head == PF_HEAD_TOKEN_CLASSIFICATION) PF__BY_FIRST_RANK(job->logits, N * labels);
         if (job->logits && c->head == PF_HEAD_QUESTION_ANSWERING) PF__BY_FIRST_RANK(job->logits, N * 2);
+        if (job->logits && c->head == PF_HEAD_REPLACED_TOKEN_DETECTION) PF__BY_FIRST_RANK(job->logits, N);
     }
 #undef PF__BY_FIRST_RANK
 }
@@ -26428,11 +26446,13 @@ static const struct pf__head_slots {
     {PF_HEAD_TOKEN_CLASSIFICATION, 0, {PF__SLOT_CLASSIFIER_WEIGHT}, 1},
     {PF_HEAD_QUESTION_ANSWERING, 0, {PF__SLOT_SPAN_WEIGHT}, 1},
     {PF_HEAD_IMAGE_CLASSIFICATION, 0, {PF__SLOT_CLASSIFIER_WEIGHT}, 1},
+    {PF_HEAD_REPLACED_TOKEN_DETECTION, 0, {PF__SLOT_DISCRIMINATOR_WEIGHT, PF__SLOT_DISCRIMINATOR_OUT_WEIGHT}, 2},
 };
 static const pf__slot pf__head_only_slots[] = {
     PF__SLOT_HEAD_TRANSFORM_WEIGHT, PF__SLOT_HEAD_TRANSFORM_BIAS, PF__SLOT_HEAD_NORM_WEIGHT, PF__SLOT_HEAD_NORM_BIAS,
     PF__SLOT_CLASSIFIER_WEIGHT, PF__SLOT_CLASSIFIER_BIAS, PF__SLOT_SPAN_WEIGHT, PF__SLOT_SPAN_BIAS,
-    PF__SLOT_DIST_CLASSIFIER_WEIGHT, PF__SLOT_DIST_CLASSIFIER_BIAS,
+    PF__SLOT_DIST_CLASSIFIER_WEIGHT, PF__SLOT_DIST_CLASSIFIER_BIAS, PF__SLOT_DISCRIMINATOR_WEIGHT,
+    PF__SLOT_DISCRIMINATOR_BIAS, PF__SLOT_DISCRIMINATOR_OUT_WEIGHT, PF__SLOT_DISCRIMINATOR_OUT_BIAS,
 };
 
 PF_PRIVATE const char *pf__head_name(pf_head head) {
@@ -26445,6 +26465,7 @@ PF_PRIVATE const char *pf__head_name(pf_head head) {
     case PF_HEAD_QUESTION_ANSWERING: return "question answering";
     case PF_HEAD_IMAGE_CLASSIFICATION: return "image classification";
     case PF_HEAD_CTC: return "CTC";
+    case PF_HEAD_REPLACED_TOKEN_DETECTION: return "replaced-token detection";
     }
     return "?";
 }
@@ -27103,6 +27124,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     int per_token = c->head != PF_HEAD_SEQUENCE_CLASSIFICATION;
     int num_logits = c->head == PF_HEAD_MASKED_LM ? c->vocab_size
                      : c->head == PF_HEAD_QUESTION_ANSWERING ? 2
+                     : c->head == PF_HEAD_REPLACED_TOKEN_DETECTION ? 1
                      : c->head == PF_HEAD_NONE || c->head == PF_HEAD_CAUSAL_LM ? 0 : c->num_labels;
     int32_t *padded = (int32_t *)calloc(N, sizeof(int32_t)), *padded_types = (int32_t *)calloc(N, sizeof(int32_t));
     int *pads = (int *)calloc((size_t)batch, sizeof(int));

@@ -153,8 +153,10 @@ typedef enum pf_head {
     PF_HEAD_QUESTION_ANSWERING,      /* 2 logits per token: answer start, answer end */
     PF_HEAD_IMAGE_CLASSIFICATION,    /* num_labels logits per image, from its class token (DeiT with
                                         teacher: the mean of the class and distillation tokens' heads) */
-    PF_HEAD_CTC                      /* a speech encoder's vocab_size logits per frame (Wav2Vec2ForCTC,
+    PF_HEAD_CTC,                     /* a speech encoder's vocab_size logits per frame (Wav2Vec2ForCTC,
                                         HubertForCTC): pf_ctc_decode turns them into text */
+    PF_HEAD_REPLACED_TOKEN_DETECTION /* ELECTRA's discriminator (ElectraForPreTraining): 1 logit per
+                                        token, above 0 where it judges the token replaced */
 } pf_head;
 
 typedef struct pf_model_info {
@@ -519,7 +521,8 @@ typedef struct pf_encoding {
                                  model has none of them */
     pf_head head;             /* as pf_get_info's */
     int num_logits;           /* logits per token (masked LM: vocab_size, token classification:
-                                 num_labels, question answering: 2, start then end) or per
+                                 num_labels, question answering: 2, start then end, replaced-token
+                                 detection: 1) or per
                                  sequence (sequence classification: num_labels); 0 without a head */
     int logits_per_token;     /* 1: logits is [offsets[batch]][num_logits]; 0: [batch][num_logits] */
     float *logits;            /* NULL without a head */

@@ -1130,7 +1130,7 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
         {"ForMaskedLM", PF_HEAD_MASKED_LM}, {"ForSequenceClassification", PF_HEAD_SEQUENCE_CLASSIFICATION},
         {"ForTokenClassification", PF_HEAD_TOKEN_CLASSIFICATION}, {"ForQuestionAnswering", PF_HEAD_QUESTION_ANSWERING},
         {"ForImageClassification", PF_HEAD_IMAGE_CLASSIFICATION}, {"ForImageClassificationWithTeacher", PF_HEAD_IMAGE_CLASSIFICATION},
-        {"ForCTC", PF_HEAD_CTC},
+        {"ForCTC", PF_HEAD_CTC}, {"ForPreTraining", PF_HEAD_REPLACED_TOKEN_DETECTION}, /* ELECTRA's; not BERT's */
         {"Model", PF_HEAD_NONE}, {"ModelWithProjection", PF_HEAD_NONE}, /* CLIP's towers, with their projection */
     };
     const pf__json *labels = pf__json_get(json, "id2label");
@@ -1167,6 +1167,8 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
     for (size_t i = 0; i < PF__COUNT(heads); i++) {
         size_t n = strlen(heads[i].suffix);
         if (len >= n && !strcmp(first->string + len - n, heads[i].suffix)) {
+            if (heads[i].head == PF_HEAD_REPLACED_TOKEN_DETECTION && !pf__arch_tensor_for(c->arch, PF__SLOT_DISCRIMINATOR_WEIGHT))
+                break; /* a family whose pretraining head we lack */
             c->head = heads[i].head;
             return PF_OK;
         }

@@ -302,6 +302,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     int per_token = c->head != PF_HEAD_SEQUENCE_CLASSIFICATION;
     int num_logits = c->head == PF_HEAD_MASKED_LM ? c->vocab_size
                      : c->head == PF_HEAD_QUESTION_ANSWERING ? 2
+                     : c->head == PF_HEAD_REPLACED_TOKEN_DETECTION ? 1
                      : c->head == PF_HEAD_NONE || c->head == PF_HEAD_CAUSAL_LM ? 0 : c->num_labels;
     int32_t *padded = (int32_t *)calloc(N, sizeof(int32_t)), *padded_types = (int32_t *)calloc(N, sizeof(int32_t));
     int *pads = (int *)calloc((size_t)batch, sizeof(int));

@@ -732,6 +732,11 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
     } else if (c->head == PF_HEAD_QUESTION_ANSWERING) {
         be->matmul(r, r->head_out, r->x, &W[PF__SLOT_SPAN_WEIGHT], PF__OR_NULL(W[PF__SLOT_SPAN_BIAS]), N);
         be->download(r, job->logits, r->head_out, N * 2 * sizeof(float));
+    } else if (c->head == PF_HEAD_REPLACED_TOKEN_DETECTION) { /* dense + act, then one logit a token */
+        be->matmul(r, r->h, r->x, &W[PF__SLOT_DISCRIMINATOR_WEIGHT], PF__OR_NULL(W[PF__SLOT_DISCRIMINATOR_BIAS]), N);
+        be->activation(r, r->h, N * d, c->activation);
+        be->matmul(r, r->head_out, r->h, &W[PF__SLOT_DISCRIMINATOR_OUT_WEIGHT], PF__OR_NULL(W[PF__SLOT_DISCRIMINATOR_OUT_BIAS]), N);
+        be->download(r, job->logits, r->head_out, N * sizeof(float));
     } else if (c->head == PF_HEAD_IMAGE_CLASSIFICATION) { /* the class token's head (+ the distillation token's) */
         size_t labels = (size_t)c->num_labels;
         for (size_t b = 0; b < B; b++) be->copy(r, r->h + b * d, r->x + b * (size_t)s->seq_len * d, d * sizeof(float));
@@ -782,6 +787,7 @@ PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf_
             PF__BY_FIRST_RANK(job->logits, B * labels);
         if (job->logits && c->head == PF_HEAD_TOKEN_CLASSIFICATION) PF__BY_FIRST_RANK(job->logits, N * labels);
         if (job->logits && c->head == PF_HEAD_QUESTION_ANSWERING) PF__BY_FIRST_RANK(job->logits, N * 2);
+        if (job->logits && c->head == PF_HEAD_REPLACED_TOKEN_DETECTION) PF__BY_FIRST_RANK(job->logits, N);
     }
 #undef PF__BY_FIRST_RANK
 }

@@ -229,6 +229,10 @@ typedef enum {
     PF__SLOT_DIST_TOKEN,            /* [1, hidden]: DeiT's distillation token after it */
     PF__SLOT_DIST_CLASSIFIER_WEIGHT,/* [num_labels, hidden]: DeiT's head on the distillation token */
     PF__SLOT_DIST_CLASSIFIER_BIAS,  /* [num_labels] */
+    PF__SLOT_DISCRIMINATOR_WEIGHT,  /* [hidden, hidden]: ELECTRA's discriminator head: dense + act, */
+    PF__SLOT_DISCRIMINATOR_BIAS,    /* [hidden] */
+    PF__SLOT_DISCRIMINATOR_OUT_WEIGHT, /* [1, hidden]: then one logit per token */
+    PF__SLOT_DISCRIMINATOR_OUT_BIAS,   /* [1] */
     /* Dual encoders (CLIP): */
     PF__SLOT_POOLER_NORM_WEIGHT,    /* [hidden]: a norm of the pooled token (CLIP vision's post_layernorm) */
     PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */

@@ -615,7 +615,8 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
                                                      m->sources[PF__SLOT_PATCH_WEIGHT].cols * sizeof(float));
     if (r->world == 0 && m->sources[PF__SLOT_PROJECTION].data)
         r->projected = (float *)pf__rank_alloc(r, (size_t)g->max_batch * c->projection_dim * sizeof(float));
-    if (r->world == 0 && (m->sources[PF__SLOT_CLASSIFIER_WEIGHT].data || m->sources[PF__SLOT_SPAN_WEIGHT].data))
+    if (r->world == 0 && (m->sources[PF__SLOT_CLASSIFIER_WEIGHT].data || m->sources[PF__SLOT_SPAN_WEIGHT].data ||
+                          m->sources[PF__SLOT_DISCRIMINATOR_OUT_WEIGHT].data))
         r->head_out = (float *)pf__rank_alloc(r, T * (size_t)(c->num_labels > 2 ? c->num_labels : 2) * sizeof(float));
     if (r->backend->alloc_scratch) r->backend->alloc_scratch(r);
 }

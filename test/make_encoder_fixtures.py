@@ -120,6 +120,7 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("qwen3-bare", "Qwen3Config", QWEN3_SHAPE, "Qwen3Model", None),
     ("bart-cls", "BartConfig", BART_SHAPE, "BartForSequenceClassification", 3),
     ("bart-qa", "BartConfig", BART_SHAPE, "BartForQuestionAnswering", None),
+    ("electra-rtd", "ElectraConfig", ELECTRA_SHAPE, "ElectraForPreTraining", None),
 ]
 # A trait the fixtures exist to test must move the outputs well past the tests' 1e-4: DeBERTa's
 # hidden states without the c2p or the p2c term differ by at least this much.
@@ -156,8 +157,9 @@ def run_rows(model, rows):
     hidden = last[real]
     if hasattr(out, "start_logits"):
         logits = torch.stack([out.start_logits, out.end_logits], dim=-1)[real]
-    elif hasattr(out, "logits"):
-        logits = out.logits if out.logits.dim() == 2 else out.logits[real]
+    elif hasattr(out, "logits"):  # per sequence, or per token (ElectraForPreTraining's [batch, tokens])
+        per_sequence = out.logits.dim() == 2 and not type(model).__name__.endswith("ForPreTraining")
+        logits = out.logits if per_sequence else out.logits[real]
     else:
         logits = None
     return hidden, pooled, logits
