@@ -898,6 +898,85 @@ static MHD_Result embeddings(struct MHD_Connection *connection, const char *body
                                                 tokens));
 }
 
+#define MAX_RERANK_DOCUMENTS 1024
+
+/* The relevance of each (query, document) pair by a cross-encoder (a sequence classifier of one
+   label: ms-marco MiniLM, bge-reranker): the pair tokenized as its tokenizer pairs texts (cut
+   longest first to the model's positions), the logit through a sigmoid, as sentence-transformers'
+   CrossEncoder scores it; max_batch pairs a pass. */
+static pf_result rerank_scores(const rerank_request *request, float *scores) {
+    int max = the_server.info.max_positions, batch = the_server.max_batch;
+    int32_t *ids[MAX_RERANK_DOCUMENTS] = {0}, *types[MAX_RERANK_DOCUMENTS] = {0};
+    int lengths[MAX_RERANK_DOCUMENTS];
+    pf_tokenize_options o = pf_tokenize_options_init();
+    o.max_length = (size_t)max;
+    pf_result r = PF_OK;
+    for (int i = 0; i < request->count && !r; i++) {
+        size_t n = 0;
+        const char *q = request->query, *doc = request->documents[i];
+        r = pf_tokenize_pair(the_server.tokenizer, q, strlen(q), doc, strlen(doc), &o, NULL, NULL, 0, &n);
+        if (r == PF_ERROR_BUFFER_TOO_SMALL) r = PF_OK;
+        ids[i] = (int32_t *)malloc((n + 1) * sizeof(int32_t));
+        types[i] = (int32_t *)malloc((n + 1) * sizeof(int32_t));
+        if (!r && (!ids[i] || !types[i])) r = PF_ERROR_OUT_OF_MEMORY;
+        if (!r) r = pf_tokenize_pair(the_server.tokenizer, q, strlen(q), doc, strlen(doc), &o, ids[i], types[i], n, &n);
+        lengths[i] = (int)n;
+    }
+    for (int first = 0; first < request->count && !r; first += batch) {
+        int n = request->count - first < batch ? request->count - first : batch;
+        pf_encoding *e = NULL;
+        r = pf_encode(the_server.model, (const int32_t *const *)ids + first, (const int32_t *const *)types + first,
+                      lengths + first, n, &e);
+        for (int i = 0; !r && i < n; i++) scores[first + i] = (float)(1 / (1 + exp(-(double)e->logits[i])));
+        pf_encoding_free(e);
+    }
+    for (int i = 0; i < request->count; i++) free(ids[i]), free(types[i]);
+    return r;
+}
+
+/* POST /v1/rerank (and /rerank): the documents by relevance to the query, best first, as
+   llama.cpp's and vLLM's servers answer (Jina's and Cohere's API). */
+static MHD_Result rerank(struct MHD_Connection *connection, const char *body, size_t length) {
+    char error[512];
+    if (the_server.info.head != PF_HEAD_SEQUENCE_CLASSIFICATION || the_server.info.num_labels != 1 || !the_server.tokenizer)
+        return send_error(connection, 400, "this model does not rerank: that takes a cross-encoder (a sequence "
+                                           "classifier of one label, with its tokenizer)");
+    rerank_request request;
+    int status = parse_rerank_request(body, length, MAX_RERANK_DOCUMENTS, &request, error, sizeof error);
+    if (status) return send_error(connection, (unsigned)status, error);
+    float *scores = (float *)malloc((size_t)request.count * sizeof(float));
+    int *order = (int *)malloc((size_t)request.count * sizeof(int));
+    pf_result r = scores && order ? rerank_scores(&request, scores) : PF_ERROR_OUT_OF_MEMORY;
+    json_t *results = json_array();
+    int tokens = 0;
+    for (int i = 0; !r && i < request.count; i++) { /* best first; ties keep the documents' order */
+        int j = i;
+        for (; j > 0 && scores[order[j - 1]] < scores[i]; j--) order[j] = order[j - 1];
+        order[j] = i;
+        size_t n = 0;
+        pf_tokenize_pair(the_server.tokenizer, request.query, strlen(request.query), request.documents[i],
+                         strlen(request.documents[i]), NULL, NULL, NULL, 0, &n);
+        tokens += (int)n;
+    }
+    for (int k = 0; !r && k < request.top_n; k++) {
+        int i = order[k];
+        json_t *item = json_pack("{s:i,s:f}", "index", i, "relevance_score", (double)scores[i]);
+        if (request.return_documents)
+            json_object_set_new(item, "document", json_pack("{s:s}", "text", request.documents[i]));
+        json_array_append_new(results, item);
+    }
+    free(scores), free(order);
+    rerank_request_free(&request);
+    if (r) {
+        json_decref(results);
+        snprintf(error, sizeof error, "reranking failed: %s: %s", pf_result_string(r), pf_error_message(the_server.model));
+        return send_error(connection, http_status(r), error);
+    }
+    return send_json(connection, 200, json_pack("{s:s,s:s,s:o,s:{s:i,s:i}}", "object", "list", "model",
+                                                the_server.model_name, "results", results, "usage", "prompt_tokens",
+                                                tokens, "total_tokens", tokens));
+}
+
 /* POST /tokenize and /detokenize, as llama.cpp's server answers them: {"tokens": [...]} and {"content": "..."}. */
 static MHD_Result tokens_route(struct MHD_Connection *connection, int detokenize, const char *body, size_t length) {
     char error[512];
@@ -1065,6 +1144,11 @@ static MHD_Result handle(void *user, struct MHD_Connection *connection, const ch
         if (!post) return send_error(connection, 405, "use POST");
         if (u->too_large) return send_error(connection, 413, "the body is larger than --max-body-bytes");
         return embeddings(connection, body, body_length);
+    }
+    if (!strcmp(url, "/v1/rerank") || !strcmp(url, "/rerank")) {
+        if (!post) return send_error(connection, 405, "use POST");
+        if (u->too_large) return send_error(connection, 413, "the body is larger than --max-body-bytes");
+        return rerank(connection, body, body_length);
     }
     if (!strcmp(url, "/tokenize") || !strcmp(url, "/detokenize")) {
         if (!post) return send_error(connection, 405, "use POST");

@@ -493,6 +493,67 @@ void embedding_request_free(embedding_request *request) {
     memset(request, 0, sizeof *request);
 }
 
+/* A JSON string without NUL characters, copied; NULL (with the reason in error) otherwise. */
+static char *text_of(const json_t *value, const char *what, char *error, size_t error_size) {
+    if (!json_is_string(value)) return fail(error, error_size, "%s must be a string", what), NULL;
+    if (strlen(json_string_value(value)) != json_string_length(value))
+        return fail(error, error_size, "%s holds a NUL character", what), NULL;
+    char *copy = strdup(json_string_value(value));
+    if (!copy) fail(error, error_size, "out of memory");
+    return copy;
+}
+
+int parse_rerank_request(const char *body, size_t length, int max_documents, rerank_request *out, char *error,
+                         size_t error_size) {
+    static const char *const names[] = {"query", "documents", "top_n", "return_documents", "model"};
+    memset(out, 0, sizeof *out);
+    json_t *root;
+    int status = object_of(body, length, names, sizeof names / sizeof names[0], "/v1/rerank", &root, error, error_size);
+    json_t *documents = status ? NULL : json_object_get(root, "documents"), *top_n = status ? NULL : json_object_get(root, "top_n");
+    json_t *give = status ? NULL : json_object_get(root, "return_documents"), *model = status ? NULL : json_object_get(root, "model");
+    if (status) {
+    } else if (!json_is_array(documents) || json_array_size(documents) == 0) {
+        status = fail(error, error_size, "'documents' must be a non-empty list");
+    } else if (json_array_size(documents) > (size_t)max_documents) {
+        status = fail(error, error_size, "'documents' holds %zu documents; at most %d", json_array_size(documents), max_documents);
+    } else if (top_n && !json_is_null(top_n) && (!json_is_integer(top_n) || json_integer_value(top_n) < 1)) {
+        status = fail(error, error_size, "'top_n' must be a positive integer");
+    } else if (give && !json_is_null(give) && !json_is_boolean(give)) {
+        status = fail(error, error_size, "'return_documents' must be a boolean");
+    } else if (model && !json_is_null(model) && !json_is_string(model)) {
+        status = fail(error, error_size, "'model' must be a string");
+    } else if (!(out->query = text_of(json_object_get(root, "query"), "'query'", error, error_size))) {
+        status = 400;
+    } else if (!(out->documents = (char **)calloc(json_array_size(documents), sizeof *out->documents))) {
+        status = fail(error, error_size, "out of memory");
+    }
+    for (size_t i = 0; !status && i < json_array_size(documents); i++) {
+        const json_t *item = json_array_get(documents, i);
+        char what[48];
+        snprintf(what, sizeof what, "documents[%zu]%s", i, json_is_object(item) ? "'s 'text'" : "");
+        if (json_is_object(item) && json_object_size(item) != 1)
+            status = fail(error, error_size, "documents[%zu] must be a string or {\"text\": string}", i);
+        else if (!(out->documents[out->count] = text_of(json_is_object(item) ? json_object_get(item, "text") : item, what,
+                                                        error, error_size)))
+            status = 400;
+        else
+            out->count++;
+    }
+    out->top_n = !status && json_is_integer(top_n) && json_integer_value(top_n) < out->count ? (int)json_integer_value(top_n)
+                                                                                           : out->count;
+    out->return_documents = !status && json_is_true(give);
+    if (root) json_decref(root);
+    if (status) rerank_request_free(out);
+    return status;
+}
+
+void rerank_request_free(rerank_request *request) {
+    for (int i = 0; i < request->count; i++) free(request->documents[i]);
+    free(request->documents);
+    free(request->query);
+    memset(request, 0, sizeof *request);
+}
+
 int parse_token_request(const char *body, size_t length, int detokenize, int max_tokens, token_request *out,
                         char *error, size_t error_size) {
     static const char *const tokenize_names[] = {"content", "add_special"}, *const detokenize_names[] = {"tokens"};

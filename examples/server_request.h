@@ -70,6 +70,23 @@ int parse_embedding_request(const char *body, size_t length, int width, int max_
                             char *error, size_t error_size);
 void embedding_request_free(embedding_request *request);
 
+/* POST /v1/rerank (and /rerank): a query and documents for a cross-encoder, as llama.cpp's and
+   vLLM's servers take them (Jina's and Cohere's API): "query", "documents" (strings, or objects
+   with a "text"), "top_n", "return_documents". */
+typedef struct rerank_request {
+    char *query;       /* owned */
+    char **documents;  /* owned */
+    int count;
+    int top_n;         /* results to return, best first: every document unless "top_n" is given */
+    int return_documents;
+} rerank_request;
+
+/* Parses and checks a rerank body of at most max_documents documents. Returns 0, or 400 with the
+   reason in error; rerank_request_free after 0. */
+int parse_rerank_request(const char *body, size_t length, int max_documents, rerank_request *out, char *error,
+                         size_t error_size);
+void rerank_request_free(rerank_request *request);
+
 /* POST /tokenize ({"content": text, "add_special": bool}) and /detokenize ({"tokens": [ids]}),
    as llama.cpp's server names them. */
 typedef struct token_request {

@@ -328,6 +328,31 @@ def make_zero_shot(name="bart-mnli", seed=2100):
     print(f"  {name}: zero-shot {(out / 'zero_shot.txt').read_text().split()}")
 
 
+RERANK_QUERY = "how long does the battery last"
+RERANK_DOCUMENTS = ["Charging takes an hour; the battery then lasts long.", "Our team won the match in the last minute.",
+                    "Preheat the oven before baking the bread.", "The battery lasts two days on one charge."]
+
+
+def make_reranker(name="bert-rerank", seed=2200):
+    """A cross-encoder (a BERT sequence classifier of one label) with BERT's tokenizer
+    (tokenizer-bert), and what sentence-transformers' CrossEncoder scores of a query against
+    documents: the reference of the server's /v1/rerank."""
+    from sentence_transformers import CrossEncoder
+
+    torch.manual_seed(seed)
+    out = FIXTURES / name
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    config = transformers.BertConfig(**dict(BERT_SHAPE, vocab_size=420, max_position_embeddings=64), num_labels=1)
+    transformers.BertForSequenceClassification(config).eval().save_pretrained(out)
+    for file in ("tokenizer.json", "tokenizer_config.json", "vocab.txt"):
+        shutil.copy(FIXTURES / "tokenizer-bert" / file, out / file)
+    scores = CrossEncoder(str(out), device="cpu").predict([(RERANK_QUERY, d) for d in RERANK_DOCUMENTS])
+    reference = {"query": RERANK_QUERY, "documents": RERANK_DOCUMENTS, "scores": [float(x) for x in scores]}
+    (out / "rerank.json").write_text(json.dumps(reference, indent=2) + "\n", encoding="utf-8")
+    print(f"  {name}: CrossEncoder scores {[round(float(x), 4) for x in scores]}")
+
+
 def main() -> None:
     torch.set_num_threads(1)
     only = set(sys.argv[1:])
@@ -336,6 +361,8 @@ def main() -> None:
             make(name, config_class, shape, class_name, labels, seed=2000 + i)
     if not only or "bart-mnli" in only:
         make_zero_shot()
+    if not only or "bert-rerank" in only:
+        make_reranker()
 
 
 if __name__ == "__main__":

@@ -246,6 +246,36 @@ else
 fi
 kill "$chat_pid" 2>/dev/null; wait "$chat_pid" 2>/dev/null
 
+# ---- /v1/rerank with a cross-encoder (test/make_encoder_fixtures.py's bert-rerank): the scores of
+#      sentence-transformers' CrossEncoder, best first, top_n, documents given as objects, refusals ----
+rerank_fixture=test/fixtures/bert-rerank
+start_server reranker 120 "$rerank_fixture" --max-batch 3
+if [ -n "$reranker_port" ]; then
+    body=$(jq -c '{query: .query, documents: ([.documents[0], {text: .documents[1]}] + .documents[2:]), top_n: 3,
+                   return_documents: true}' "$rerank_fixture/rerank.json")
+    curl -s --max-time 30 -o "$work/out" -d "$body" "http://127.0.0.1:$reranker_port/v1/rerank"
+    close_scores() { # the results against the reference: best first, within 1e-4, the texts returned
+        jq -e --slurpfile ref "$rerank_fixture/rerank.json" '
+            ($ref[0].scores | to_entries | sort_by(-.value) | .[:3]) as $want
+            | (.results | length) == 3
+            and ([.results[].index] == [$want[].key])
+            and ([range(3) as $i | (.results[$i].relevance_score - $want[$i].value) | fabs < 1e-4] | all)
+            and ([.results[] | .document.text == $ref[0].documents[.index]] | all)' "$work/out" >/dev/null
+    }
+    check "/v1/rerank gives CrossEncoder's scores, best first" close_scores
+    status=$(curl -s --max-time 30 -o "$work/out" -w '%{http_code}' -d '{"query": "a", "documents": []}' \
+             "http://127.0.0.1:$reranker_port/rerank")
+    check "/rerank without documents is a 400" equal "$status $(jq -r .error.message "$work/out")" "400 'documents' must be a non-empty list"
+    status=$(curl -s --max-time 30 -o "$work/out" -w '%{http_code}' -d '{"query": "a", "documents": ["b"], "rank_fields": 1}' \
+             "http://127.0.0.1:$reranker_port/v1/rerank")
+    check "/v1/rerank refuses a field it does not know" equal "$status $(jq -r .error.message "$work/out")" \
+          "400 'rank_fields' is not a field of /v1/rerank"
+else
+    check "the reranker server starts" false
+fi
+kill "$reranker_pid" 2>/dev/null; wait "$reranker_pid" 2>/dev/null
+expect_error "rerank on a causal LM" 400 POST /v1/rerank '{"query": "a", "documents": ["b"]}'
+
 # ---- clients that hold connections or flood (a server of its own, with small limits): one address
 #      beyond --max-connections-per-address is refused while another is served, bodies trickled
 #      past --request-timeout are dropped, --rate-limit answers 429 ----
