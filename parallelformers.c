@@ -4321,6 +4321,7 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
         {"ForTokenClassification", PF_HEAD_TOKEN_CLASSIFICATION}, {"ForQuestionAnswering", PF_HEAD_QUESTION_ANSWERING},
         {"ForImageClassification", PF_HEAD_IMAGE_CLASSIFICATION}, {"ForImageClassificationWithTeacher", PF_HEAD_IMAGE_CLASSIFICATION},
         {"ForCTC", PF_HEAD_CTC}, {"ForPreTraining", PF_HEAD_REPLACED_TOKEN_DETECTION}, /* ELECTRA's; not BERT's */
+        {"ForMultipleChoice", PF_HEAD_MULTIPLE_CHOICE},
         {"Model", PF_HEAD_NONE}, {"ModelWithProjection", PF_HEAD_NONE}, /* CLIP's towers, with their projection */
     };
     const pf__json *labels = pf__json_get(json, "id2label");
@@ -4360,6 +4361,7 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
             if (heads[i].head == PF_HEAD_REPLACED_TOKEN_DETECTION && !pf__arch_tensor_for(c->arch, PF__SLOT_DISCRIMINATOR_WEIGHT))
                 break; /* a family whose pretraining head we lack */
             c->head = heads[i].head;
+            if (c->head == PF_HEAD_MULTIPLE_CHOICE) c->num_labels = 1; /* a score per choice, whatever id2label says */
             return PF_OK;
         }
     }
@@ -22717,7 +22719,7 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
         }
     }
     if (!job->logits) return;
-    if (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION) {
+    if (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION || c->head == PF_HEAD_MULTIPLE_CHOICE) {
         be->matmul(r, r->head_out, pooled, &W[PF__SLOT_CLASSIFIER_WEIGHT], PF__OR_NULL(W[PF__SLOT_CLASSIFIER_BIAS]), B);
         be->download(r, job->logits, r->head_out, B * (size_t)c->num_labels * sizeof(float));
     } else if (c->head == PF_HEAD_TOKEN_CLASSIFICATION) {
@@ -22777,7 +22779,8 @@ PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf_
             if (job->pooled) PF__BY_FIRST_RANK(job->pooled, B * d);
             if (m->sources[PF__SLOT_PROJECTION].data && job->embeds) PF__BY_FIRST_RANK(job->embeds, B * (size_t)c->projection_dim);
         }
-        if (job->logits && (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION || c->head == PF_HEAD_IMAGE_CLASSIFICATION))
+        if (job->logits && (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION || c->head == PF_HEAD_IMAGE_CLASSIFICATION ||
+                            c->head == PF_HEAD_MULTIPLE_CHOICE))
             PF__BY_FIRST_RANK(job->logits, B * labels);
         if (job->logits && c->head == PF_HEAD_TOKEN_CLASSIFICATION) PF__BY_FIRST_RANK(job->logits, N * labels);
         if (job->logits && c->head == PF_HEAD_QUESTION_ANSWERING) PF__BY_FIRST_RANK(job->logits, N * 2);
@@ -26447,6 +26450,7 @@ static const struct pf__head_slots {
     {PF_HEAD_QUESTION_ANSWERING, 0, {PF__SLOT_SPAN_WEIGHT}, 1},
     {PF_HEAD_IMAGE_CLASSIFICATION, 0, {PF__SLOT_CLASSIFIER_WEIGHT}, 1},
     {PF_HEAD_REPLACED_TOKEN_DETECTION, 0, {PF__SLOT_DISCRIMINATOR_WEIGHT, PF__SLOT_DISCRIMINATOR_OUT_WEIGHT}, 2},
+    {PF_HEAD_MULTIPLE_CHOICE, 0, {PF__SLOT_POOLER_WEIGHT, PF__SLOT_CLASSIFIER_WEIGHT}, 2},
 };
 static const pf__slot pf__head_only_slots[] = {
     PF__SLOT_HEAD_TRANSFORM_WEIGHT, PF__SLOT_HEAD_TRANSFORM_BIAS, PF__SLOT_HEAD_NORM_WEIGHT, PF__SLOT_HEAD_NORM_BIAS,
@@ -26466,6 +26470,7 @@ PF_PRIVATE const char *pf__head_name(pf_head head) {
     case PF_HEAD_IMAGE_CLASSIFICATION: return "image classification";
     case PF_HEAD_CTC: return "CTC";
     case PF_HEAD_REPLACED_TOKEN_DETECTION: return "replaced-token detection";
+    case PF_HEAD_MULTIPLE_CHOICE: return "multiple choice";
     }
     return "?";
 }
@@ -27121,7 +27126,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         if (lengths[b] > T) T = lengths[b];
     }
     size_t N = (size_t)batch * T, d = (size_t)c->hidden_size;
-    int per_token = c->head != PF_HEAD_SEQUENCE_CLASSIFICATION;
+    int per_token = c->head != PF_HEAD_SEQUENCE_CLASSIFICATION && c->head != PF_HEAD_MULTIPLE_CHOICE;
     int num_logits = c->head == PF_HEAD_MASKED_LM ? c->vocab_size
                      : c->head == PF_HEAD_QUESTION_ANSWERING ? 2
                      : c->head == PF_HEAD_REPLACED_TOKEN_DETECTION ? 1

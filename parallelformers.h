@@ -155,8 +155,11 @@ typedef enum pf_head {
                                         teacher: the mean of the class and distillation tokens' heads) */
     PF_HEAD_CTC,                     /* a speech encoder's vocab_size logits per frame (Wav2Vec2ForCTC,
                                         HubertForCTC): pf_ctc_decode turns them into text */
-    PF_HEAD_REPLACED_TOKEN_DETECTION /* ELECTRA's discriminator (ElectraForPreTraining): 1 logit per
+    PF_HEAD_REPLACED_TOKEN_DETECTION, /* ELECTRA's discriminator (ElectraForPreTraining): 1 logit per
                                         token, above 0 where it judges the token replaced */
+    PF_HEAD_MULTIPLE_CHOICE          /* ...ForMultipleChoice: 1 logit per sequence, from the pooled
+                                        output; give a question's choices as rows (each the context
+                                        paired with one choice) and take the softmax over them */
 } pf_head;
 
 typedef struct pf_model_info {
@@ -522,8 +525,8 @@ typedef struct pf_encoding {
     pf_head head;             /* as pf_get_info's */
     int num_logits;           /* logits per token (masked LM: vocab_size, token classification:
                                  num_labels, question answering: 2, start then end, replaced-token
-                                 detection: 1) or per
-                                 sequence (sequence classification: num_labels); 0 without a head */
+                                 detection: 1) or per sequence (sequence classification:
+                                 num_labels, multiple choice: 1); 0 without a head */
     int logits_per_token;     /* 1: logits is [offsets[batch]][num_logits]; 0: [batch][num_logits] */
     float *logits;            /* NULL without a head */
     int projection_dim;       /* embeds' width; 0 without a projection */

@@ -264,6 +264,7 @@ static const struct pf__head_slots {
     {PF_HEAD_QUESTION_ANSWERING, 0, {PF__SLOT_SPAN_WEIGHT}, 1},
     {PF_HEAD_IMAGE_CLASSIFICATION, 0, {PF__SLOT_CLASSIFIER_WEIGHT}, 1},
     {PF_HEAD_REPLACED_TOKEN_DETECTION, 0, {PF__SLOT_DISCRIMINATOR_WEIGHT, PF__SLOT_DISCRIMINATOR_OUT_WEIGHT}, 2},
+    {PF_HEAD_MULTIPLE_CHOICE, 0, {PF__SLOT_POOLER_WEIGHT, PF__SLOT_CLASSIFIER_WEIGHT}, 2},
 };
 static const pf__slot pf__head_only_slots[] = {
     PF__SLOT_HEAD_TRANSFORM_WEIGHT, PF__SLOT_HEAD_TRANSFORM_BIAS, PF__SLOT_HEAD_NORM_WEIGHT, PF__SLOT_HEAD_NORM_BIAS,
@@ -283,6 +284,7 @@ PF_PRIVATE const char *pf__head_name(pf_head head) {
     case PF_HEAD_IMAGE_CLASSIFICATION: return "image classification";
     case PF_HEAD_CTC: return "CTC";
     case PF_HEAD_REPLACED_TOKEN_DETECTION: return "replaced-token detection";
+    case PF_HEAD_MULTIPLE_CHOICE: return "multiple choice";
     }
     return "?";
 }

@@ -1131,6 +1131,7 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
         {"ForTokenClassification", PF_HEAD_TOKEN_CLASSIFICATION}, {"ForQuestionAnswering", PF_HEAD_QUESTION_ANSWERING},
         {"ForImageClassification", PF_HEAD_IMAGE_CLASSIFICATION}, {"ForImageClassificationWithTeacher", PF_HEAD_IMAGE_CLASSIFICATION},
         {"ForCTC", PF_HEAD_CTC}, {"ForPreTraining", PF_HEAD_REPLACED_TOKEN_DETECTION}, /* ELECTRA's; not BERT's */
+        {"ForMultipleChoice", PF_HEAD_MULTIPLE_CHOICE},
         {"Model", PF_HEAD_NONE}, {"ModelWithProjection", PF_HEAD_NONE}, /* CLIP's towers, with their projection */
     };
     const pf__json *labels = pf__json_get(json, "id2label");
@@ -1170,6 +1171,7 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
             if (heads[i].head == PF_HEAD_REPLACED_TOKEN_DETECTION && !pf__arch_tensor_for(c->arch, PF__SLOT_DISCRIMINATOR_WEIGHT))
                 break; /* a family whose pretraining head we lack */
             c->head = heads[i].head;
+            if (c->head == PF_HEAD_MULTIPLE_CHOICE) c->num_labels = 1; /* a score per choice, whatever id2label says */
             return PF_OK;
         }
     }

@@ -121,6 +121,9 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("bart-cls", "BartConfig", BART_SHAPE, "BartForSequenceClassification", 3),
     ("bart-qa", "BartConfig", BART_SHAPE, "BartForQuestionAnswering", None),
     ("electra-rtd", "ElectraConfig", ELECTRA_SHAPE, "ElectraForPreTraining", None),
+    ("bert-mc", "BertConfig", BERT_SHAPE, "BertForMultipleChoice", None),
+    ("roberta-mc", "RobertaConfig", ROBERTA_SHAPE, "RobertaForMultipleChoice", None),
+    ("distilbert-mc", "DistilBertConfig", DISTILBERT_SHAPE, "DistilBertForMultipleChoice", None),
 ]
 # A trait the fixtures exist to test must move the outputs well past the tests' 1e-4: DeBERTa's
 # hidden states without the c2p or the p2c term differ by at least this much.
@@ -148,6 +151,8 @@ def run_rows(model, rows):
     base = getattr(model, model.base_model_prefix, model)  # a classifier's pooled features are not among its outputs
     if model.config.is_encoder_decoder:
         return run_seq2seq_rows(model, ids, mask)
+    if type(model).__name__.endswith("ForMultipleChoice"):  # the rows as one question's choices
+        return run_choices(model, base, kwargs, mask)
     with torch.no_grad():
         out = model(**kwargs)
         # a decoder's last hidden state is its final norm's output, which hidden_states may not hold
@@ -163,6 +168,16 @@ def run_rows(model, rows):
     else:
         logits = None
     return hidden, pooled, logits
+
+
+def run_choices(model, base, kwargs, mask):
+    """A multiple-choice head on the rows as the choices of one question ([1, choices, tokens]):
+    the rows' hidden states and pooled outputs, and a logit per row."""
+    with torch.no_grad():
+        out = model(**{k: (v[None] if torch.is_tensor(v) else v) for k, v in kwargs.items()})
+        last = out.hidden_states[-1]
+        pooled = pooled_features(model, base, last)
+    return last[mask.bool()], pooled, out.logits.reshape(-1, 1)
 
 
 def run_seq2seq_rows(model, ids, mask):
