@@ -124,6 +124,9 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("bert-mc", "BertConfig", BERT_SHAPE, "BertForMultipleChoice", None),
     ("roberta-mc", "RobertaConfig", ROBERTA_SHAPE, "RobertaForMultipleChoice", None),
     ("distilbert-mc", "DistilBertConfig", DISTILBERT_SHAPE, "DistilBertForMultipleChoice", None),
+    ("deberta-v3-mc", "DebertaV2Config", DEBERTA_V3_SHAPE, "DebertaV2ForMultipleChoice", None),
+    ("albert-mc", "AlbertConfig", ALBERT_SHAPE, "AlbertForMultipleChoice", None),
+    ("mpnet-mc", "MPNetConfig", MPNET_SHAPE, "MPNetForMultipleChoice", None),
 ]
 # A trait the fixtures exist to test must move the outputs well past the tests' 1e-4: DeBERTa's
 # hidden states without the c2p or the p2c term differ by at least this much.

@@ -977,6 +977,9 @@ void test_encoders(void) {
     test_encoder_fixture("bert-mc", PF_HEAD_MULTIPLE_CHOICE, 1, 0);
     test_encoder_fixture("roberta-mc", PF_HEAD_MULTIPLE_CHOICE, 1, 0);
     test_encoder_fixture("distilbert-mc", PF_HEAD_MULTIPLE_CHOICE, 1, 0);
+    test_encoder_fixture("deberta-v3-mc", PF_HEAD_MULTIPLE_CHOICE, 1, 0);
+    test_encoder_fixture("albert-mc", PF_HEAD_MULTIPLE_CHOICE, 1, 0);
+    test_encoder_fixture("mpnet-mc", PF_HEAD_MULTIPLE_CHOICE, 1, 0);
     test_encoder_fixture("albert", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("albert-mlm", PF_HEAD_MASKED_LM, 120, 1);
     test_encoder_fixture("albert-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
