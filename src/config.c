@@ -1565,8 +1565,8 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
         if (cfg->patch_size < 1)
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"patch_size\" %d is not a positive number of pixels",
                               path, cfg->patch_size);
-        if (cfg->image_size < cfg->patch_size || cfg->image_size % cfg->patch_size ||
-            cfg->image_size > 65536 || cfg->num_channels < 1 || cfg->num_channels > 64)
+        /* a patch size that does not divide the image: the strided convolution drops the rest */
+        if (cfg->image_size < cfg->patch_size || cfg->image_size > 65536 || cfg->num_channels < 1 || cfg->num_channels > 64)
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: image_size %d, patch_size %d, num_channels %d do not fit",
                               path, cfg->image_size, cfg->patch_size, cfg->num_channels);
         int side = cfg->image_size / cfg->patch_size;

@@ -26,19 +26,22 @@ import transformers
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SHAPE = dict(hidden_size=48, num_hidden_layers=2, num_attention_heads=6, intermediate_size=96, image_size=32,
              patch_size=8, num_labels=5, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-FIXTURE_CLASSES = [  # dir, config class, model class
-    ("vit", "ViTConfig", "ViTModel"),
-    ("vit-cls", "ViTConfig", "ViTForImageClassification"),
-    ("deit-cls", "DeiTConfig", "DeiTForImageClassification"),
-    ("deit-teacher", "DeiTConfig", "DeiTForImageClassificationWithTeacher"),
+FIXTURE_CLASSES = [  # dir, config class, model class, changes to SHAPE
+    ("vit", "ViTConfig", "ViTModel", {}),
+    ("vit-cls", "ViTConfig", "ViTForImageClassification", {}),
+    ("deit-cls", "DeiTConfig", "DeiTForImageClassification", {}),
+    ("deit-teacher", "DeiTConfig", "DeiTForImageClassificationWithTeacher", {}),
+    # a patch size that does not divide the image: the strided convolution drops the last 2 pixels
+    # of each row and column (5 x 5 patches)
+    ("vit-uneven", "ViTConfig", "ViTModel", {"patch_size": 6}),
 ]
 
 
 def main():
     torch.manual_seed(0)
     pixels = torch.randn(3, 3, 32, 32)
-    for name, config_class, model_class in FIXTURE_CLASSES:
-        config = getattr(transformers, config_class)(**SHAPE)
+    for name, config_class, model_class, changes in FIXTURE_CLASSES:
+        config = getattr(transformers, config_class)(**dict(SHAPE, **changes))
         model = getattr(transformers, model_class)(config).eval()
         with torch.no_grad():  # weights larger than the default init, so a wrong trait shows far above 1e-4
             for key, p in model.named_parameters():

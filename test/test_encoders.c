@@ -336,7 +336,7 @@ static void test_encode_refusals(void) {
 /* An image encoder (test/make_vision_fixtures.py: ViT, DeiT) on three images: the hidden states,
    pooled output and logits transformers computed, within 1e-4, on 1, 2 and 3 ranks and after
    pf_to_cpu; token ids refused. */
-static void test_image_fixture(const char *name, pf_head head, int num_logits, int tokens) {
+static void test_image_fixture(const char *name, pf_head head, int num_logits, int tokens, int patch_size) {
     char dir[1024], path[1100];
     snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
     snprintf(path, sizeof path, "%s/pixels.bin", dir);
@@ -347,7 +347,7 @@ static void test_image_fixture(const char *name, pf_head head, int num_logits, i
     CHECK_MSG(r == PF_OK && pixels, "loading %s: %s", name, pf_error_message(m));
     pf_model_info info = pf_get_info(m);
     int batch = 3;
-    CHECK_MSG(r != PF_OK || (info.is_encoder && info.head == head && info.image_size == 32 && info.patch_size == 8 &&
+    CHECK_MSG(r != PF_OK || (info.is_encoder && info.head == head && info.image_size == 32 && info.patch_size == patch_size &&
                              n == (size_t)batch * 3 * 32 * 32),
               "%s: head %d, image %d, patch %d, %zu pixels", name, (int)info.head, info.image_size, info.patch_size, n);
     for (int ranks = 1; r == PF_OK && pixels && ranks <= 4; ranks++) { /* 4: a rank after pf_to_cpu */
@@ -955,10 +955,11 @@ void test_encoders(void) {
     test_text_classify_cli();
     test_clip_fixture();
     test_clip_variants();
-    test_image_fixture("vit", PF_HEAD_NONE, 0, 17);
-    test_image_fixture("vit-cls", PF_HEAD_IMAGE_CLASSIFICATION, 5, 17);
-    test_image_fixture("deit-cls", PF_HEAD_IMAGE_CLASSIFICATION, 5, 18);
-    test_image_fixture("deit-teacher", PF_HEAD_IMAGE_CLASSIFICATION, 5, 18);
+    test_image_fixture("vit", PF_HEAD_NONE, 0, 17, 8);
+    test_image_fixture("vit-cls", PF_HEAD_IMAGE_CLASSIFICATION, 5, 17, 8);
+    test_image_fixture("deit-cls", PF_HEAD_IMAGE_CLASSIFICATION, 5, 18, 8);
+    test_image_fixture("deit-teacher", PF_HEAD_IMAGE_CLASSIFICATION, 5, 18, 8);
+    test_image_fixture("vit-uneven", PF_HEAD_NONE, 0, 26, 6); /* 32 pixels in patches of 6: 5 x 5 of them */
     test_encoder_fixture("bert", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("bert-mlm", PF_HEAD_MASKED_LM, 120, 1);
     test_encoder_fixture("bert-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
