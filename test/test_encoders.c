@@ -134,19 +134,50 @@ static void test_encoder_fixture(const char *name, pf_head head, int num_logits,
     test_encoder_fixture_of(name, head, num_logits, per_token, ENCODER);
 }
 
+/* An encoding fixture's reference rows and model (dir: its directory); NULL, with a failed check,
+   when either does not load. */
+static pf_model *load_embedding_fixture(const char *name, char *dir, size_t dir_size, test_encoder_reference *ref) {
+    pf_model *m = NULL;
+    snprintf(dir, dir_size, "%s/%s", test_fixtures, name);
+    if (test_read_encoder_reference(dir, ref) || pf_load(dir, NULL, &m) != PF_OK) {
+        CHECK_MSG(0, "loading %s: %s", dir, pf_error_message(m));
+        pf_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* pf_embed with options o against the fixture's file of unnormalised embeddings brought to unit
+   length. */
+static void check_normalized_embeddings(const char *what, pf_model *m, const char *dir, const char *file,
+                                        const test_encoder_reference *ref, const pf_embed_options *o) {
+    const int32_t *ids[TEST_ENCODER_ROWS];
+    for (int b = 0; b < ref->rows; b++) ids[b] = ref->ids[b];
+    size_t d = (size_t)pf_get_info(m).hidden_size, n = 0;
+    char path[1100];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    float *want = test_read_floats(path, &n), *got = (float *)malloc((size_t)ref->rows * d * sizeof(float));
+    pf_result r = want && got && n == (size_t)ref->rows * d ? pf_embed(m, ids, ref->lengths, ref->rows, o, got) : PF_ERROR_IO;
+    CHECK_MSG(r == PF_OK, "%s: %s", what, pf_error_message(m));
+    if (r == PF_OK) {
+        for (int b = 0; b < ref->rows; b++) {
+            double norm = 0;
+            for (size_t i = 0; i < d; i++) norm += (double)want[b * d + i] * want[b * d + i];
+            for (size_t i = 0; i < d; i++) want[b * d + i] = (float)(want[b * d + i] / sqrt(norm));
+        }
+        CHECK_MSG(test_max_abs_diff(got, want, n) <= TOLERANCE, "%s: differs from the reference", what);
+    }
+    free(want), free(got);
+}
+
 /* A decoder-based embedder (Qwen3-Embedding, e5-mistral: the bare decoder, last-token pooling)
    against sentence-transformers, on 1 to 3 ranks, two rows a batch: the pooling asked for, and
    the model's own (modules.json: last token, normalised). */
 static void test_decoder_embeddings(void) {
     char dir[1024];
     test_encoder_reference ref;
-    snprintf(dir, sizeof dir, "%s/qwen3-bare", test_fixtures);
-    pf_model *m = NULL;
-    if (test_read_encoder_reference(dir, &ref) || pf_load(dir, NULL, &m) != PF_OK) {
-        CHECK_MSG(0, "loading %s: %s", dir, pf_error_message(m));
-        pf_free(m);
-        return;
-    }
+    pf_model *m = load_embedding_fixture("qwen3-bare", dir, sizeof dir, &ref);
+    if (!m) return;
     const int32_t *ids[TEST_ENCODER_ROWS];
     for (int b = 0; b < ref.rows; b++) ids[b] = ref.ids[b];
     size_t d = (size_t)pf_get_info(m).hidden_size;
@@ -165,21 +196,8 @@ static void test_decoder_embeddings(void) {
         CHECK_MSG(r == PF_OK, "%s: %s", what, pf_error_message(m));
         if (r == PF_OK) check_array(what, dir, "embed_lasttoken.bin", got, (size_t)ref.rows * d);
         /* the model's modules.json: last-token pooling, then Normalize */
-        char path[1100];
-        size_t n = 0;
-        snprintf(path, sizeof path, "%s/embed_lasttoken.bin", dir);
-        float *want = test_read_floats(path, &n);
-        r = pf_embed(m, ids, ref.lengths, ref.rows, NULL, got);
-        CHECK_MSG(r == PF_OK && want && n == (size_t)ref.rows * d, "qwen3-bare's own pooling: %s", pf_error_message(m));
-        if (r == PF_OK && want && n == (size_t)ref.rows * d) {
-            for (int b = 0; b < ref.rows; b++) {
-                double norm = 0;
-                for (size_t i = 0; i < d; i++) norm += (double)want[b * d + i] * want[b * d + i];
-                for (size_t i = 0; i < d; i++) want[b * d + i] = (float)(want[b * d + i] / sqrt(norm));
-            }
-            CHECK_MSG(test_max_abs_diff(got, want, n) <= TOLERANCE, "qwen3-bare's modules.json pooling on %d ranks", ranks);
-        }
-        free(want);
+        snprintf(what, sizeof what, "qwen3-bare's modules.json pooling on %d ranks", ranks);
+        check_normalized_embeddings(what, m, dir, "embed_lasttoken.bin", &ref, NULL);
     }
     pf_free(m);
 }
@@ -194,13 +212,8 @@ static void test_embed_poolings(void) {
     };
     char dir[1024];
     test_encoder_reference ref;
-    snprintf(dir, sizeof dir, "%s/bert", test_fixtures);
-    pf_model *m = NULL;
-    if (test_read_encoder_reference(dir, &ref) || pf_load(dir, NULL, &m) != PF_OK) {
-        CHECK_MSG(0, "loading %s: %s", dir, pf_error_message(m));
-        pf_free(m);
-        return;
-    }
+    pf_model *m = load_embedding_fixture("bert", dir, sizeof dir, &ref);
+    if (!m) return;
     const int32_t *ids[TEST_ENCODER_ROWS];
     for (int b = 0; b < ref.rows; b++) ids[b] = ref.ids[b];
     size_t d = (size_t)pf_get_info(m).hidden_size;
@@ -222,21 +235,9 @@ static void test_embed_poolings(void) {
         /* normalised: mean pooling over the unit length */
         pf_embed_options o = pf_embed_options_init();
         o.normalize = 1;
-        char path[1100];
-        size_t n = 0;
-        snprintf(path, sizeof path, "%s/embed_mean.bin", dir);
-        float *want = test_read_floats(path, &n);
-        if (want && n == (size_t)ref.rows * d && pf_embed(m, ids, ref.lengths, ref.rows, &o, got) == PF_OK) {
-            for (int b = 0; b < ref.rows; b++) {
-                double norm = 0;
-                for (size_t i = 0; i < d; i++) norm += (double)want[b * d + i] * want[b * d + i];
-                for (size_t i = 0; i < d; i++) want[b * d + i] = (float)(want[b * d + i] / sqrt(norm));
-            }
-            CHECK_MSG(test_max_abs_diff(got, want, n) <= TOLERANCE, "normalised mean pooling on %d ranks", ranks);
-        } else {
-            CHECK_MSG(0, "normalised mean pooling on %d ranks: %s", ranks, pf_error_message(m));
-        }
-        free(want);
+        char what[160];
+        snprintf(what, sizeof what, "normalised mean pooling on %d ranks", ranks);
+        check_normalized_embeddings(what, m, dir, "embed_mean.bin", &ref, &o);
     }
     pf_embed_options bad = pf_embed_options_init();
     bad.pooling = (pf_pooling)42;
