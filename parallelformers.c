@@ -30352,7 +30352,8 @@ static pf_result pf__resolve_sources(pf_model *m) {
     if (c->mel_frontend && (r = pf__mel_load(m, prefix))) return r;
     r = pf__account_tensors(m, prefix);
     if (r) return r;
-    if (c->scale_decoder_outputs && c->num_layers > c->encoder_layers && pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ)
+    if (c->scale_decoder_outputs && c->num_layers > c->encoder_layers && pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ &&
+        c->head == PF_HEAD_CAUSAL_LM) /* the LM head's input alone: task heads read the states unscaled */
         if ((r = pf__scale_final_norm(m))) return r;
     if (c->logit_scale != 0 && c->logit_scale != 1) { /* Cohere's: (norm(x) w + b) W^T s = (norm(x) sw + sb) W^T */
         if (!m->sources[PF__SLOT_FINAL_NORM_WEIGHT].data)

@@ -76,6 +76,8 @@ BART_SHAPE = dict(vocab_size=120, d_model=48, encoder_layers=2, decoder_layers=2
                   decoder_attention_heads=6, encoder_ffn_dim=96, decoder_ffn_dim=96, max_position_embeddings=32,
                   init_std=0.2, dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, pad_token_id=1,
                   bos_token_id=0, eos_token_id=2, decoder_start_token_id=2, forced_eos_token_id=None)
+# T5's task heads as BART's: eos 2 (the rows' eos), decoder start 0
+T5_TASK_SHAPE = dict(T5_SHAPE, eos_token_id=2, pad_token_id=0, decoder_start_token_id=0)
 SEQ2SEQ_ROWS = [
     ([0, 17, 45, 2, 88, 9, 63, 2], [0] * 8),
     ([0, 5, 77, 31, 101, 2, 54, 12, 96, 40, 8, 2], [0] * 12),
@@ -127,6 +129,8 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("deberta-v3-mc", "DebertaV2Config", DEBERTA_V3_SHAPE, "DebertaV2ForMultipleChoice", None),
     ("albert-mc", "AlbertConfig", ALBERT_SHAPE, "AlbertForMultipleChoice", None),
     ("mpnet-mc", "MPNetConfig", MPNET_SHAPE, "MPNetForMultipleChoice", None),
+    ("t5-cls", "T5Config", T5_TASK_SHAPE, "T5ForSequenceClassification", 3),
+    ("t5-qa", "T5Config", T5_TASK_SHAPE, "T5ForQuestionAnswering", None),
 ]
 # A trait the fixtures exist to test must move the outputs well past the tests' 1e-4: DeBERTa's
 # hidden states without the c2p or the p2c term differ by at least this much.

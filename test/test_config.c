@@ -647,8 +647,8 @@ static void test_seq2seq_refusals(void) {
     edit_file("config.json", "\"share_encoder_decoder_embeddings\": true", "\"share_encoder_decoder_embeddings\": false");
     expect_load("Marian with separate vocabularies", NULL, PF_ERROR_UNSUPPORTED, "share_encoder_decoder_embeddings");
     if (copy_fixture("t5-s2s")) return;
-    edit_file("config.json", "\"T5ForConditionalGeneration\"", "\"T5ForQuestionAnswering\"");
-    expect_load("a T5 head we lack", NULL, PF_ERROR_UNSUPPORTED, "T5ForQuestionAnswering");
+    edit_file("config.json", "\"T5ForConditionalGeneration\"", "\"T5ForTokenClassification\"");
+    expect_load("a T5 head we lack", NULL, PF_ERROR_UNSUPPORTED, "T5ForTokenClassification");
     /* id2label: a name per label (pf_label_name), keys the label indices */
     if (copy_fixture("bart-mnli")) return;
     pf_model *m = expect_load("an NLI classifier", NULL, PF_OK, NULL);
