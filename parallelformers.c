@@ -567,6 +567,8 @@ typedef struct pf__config {
     int pool_eos_id;                /* >= 0: the pooled output is the token at the first of this id
                                        (2: at the largest id, as configs before transformers 4.31
                                        meant it; CLIP's text); -1: the first token */
+    int pool_first_token;           /* 1: the pooled output is the first token's state as it is (DPR's
+                                       encoders, which have no pooler) */
     int projection_dim;             /* PF__SLOT_PROJECTION's rows (CLIP) */
     int with_projection;            /* 1: the tower has its projection (PF__IF_WITH_PROJECTION) */
     int speech;                     /* 1: a speech encoder (Wav2Vec2, HuBERT): waveforms through the
@@ -4322,6 +4324,7 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
         {"ForImageClassification", PF_HEAD_IMAGE_CLASSIFICATION}, {"ForImageClassificationWithTeacher", PF_HEAD_IMAGE_CLASSIFICATION},
         {"ForCTC", PF_HEAD_CTC}, {"ForPreTraining", PF_HEAD_REPLACED_TOKEN_DETECTION}, /* ELECTRA's; not BERT's */
         {"ForMultipleChoice", PF_HEAD_MULTIPLE_CHOICE},
+        {"QuestionEncoder", PF_HEAD_NONE}, {"ContextEncoder", PF_HEAD_NONE}, /* DPR's */
         {"Model", PF_HEAD_NONE}, {"ModelWithProjection", PF_HEAD_NONE}, /* CLIP's towers, with their projection */
     };
     const pf__json *labels = pf__json_get(json, "id2label");
@@ -26978,7 +26981,8 @@ void pf_encoding_free(pf_encoding *e) {
 /* The pooled output and the projection of an encoding, where the model has them. */
 static pf_result pf__encoding_pooled(pf_model *m, pf_encoding *e, int batch) {
     const pf__config *c = &m->config;
-    int pools = m->sources[PF__SLOT_POOLER_WEIGHT].data || m->sources[PF__SLOT_POOLER_NORM_WEIGHT].data || c->pool_eos_id >= 0;
+    int pools = m->sources[PF__SLOT_POOLER_WEIGHT].data || m->sources[PF__SLOT_POOLER_NORM_WEIGHT].data ||
+                c->pool_eos_id >= 0 || c->pool_first_token;
     if (pools) e->pooled = (float *)malloc((size_t)batch * c->hidden_size * sizeof(float));
     if (m->sources[PF__SLOT_PROJECTION].data) {
         e->projection_dim = c->projection_dim;
@@ -27140,15 +27144,16 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         e->offsets = (int *)calloc((size_t)batch + 1, sizeof(int));
         r = pf__encoding_pooled(m, e, batch);
     }
-    int pools = c->pool_eos_id >= 0 || ((decoder || seq2seq) && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION);
+    int pools = c->pool_eos_id >= 0 || c->pool_first_token || ((decoder || seq2seq) && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION);
     int *pool_at = pools ? (int *)calloc((size_t)batch, sizeof(int)) : NULL;
     if (!r && (!padded || !padded_types || !pads || !hidden || (num_logits && !logits) || !e || !e->offsets ||
                (pools && !pool_at)))
         r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (int b = 0; !r && pool_at && b < batch; b++) {
-        pool_at[b] = decoder   ? T - lengths[b] + pf__score_position(c, ids[b], lengths[b])
-                     : seq2seq ? pf__last_eos_position(c, ids[b], lengths[b])
-                               : pf__eos_position(c, ids[b], lengths[b]);
+        pool_at[b] = decoder                ? T - lengths[b] + pf__score_position(c, ids[b], lengths[b])
+                     : seq2seq              ? pf__last_eos_position(c, ids[b], lengths[b])
+                     : c->pool_first_token ? 0
+                                            : pf__eos_position(c, ids[b], lengths[b]);
         if (pool_at[b] < 0)
             r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d holds no eos token (id %d): %s classifies at the last one",
                          b, c->num_eos_ids ? (int)c->eos_ids[0] : -1, c->class_name);

@@ -1132,6 +1132,7 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
         {"ForImageClassification", PF_HEAD_IMAGE_CLASSIFICATION}, {"ForImageClassificationWithTeacher", PF_HEAD_IMAGE_CLASSIFICATION},
         {"ForCTC", PF_HEAD_CTC}, {"ForPreTraining", PF_HEAD_REPLACED_TOKEN_DETECTION}, /* ELECTRA's; not BERT's */
         {"ForMultipleChoice", PF_HEAD_MULTIPLE_CHOICE},
+        {"QuestionEncoder", PF_HEAD_NONE}, {"ContextEncoder", PF_HEAD_NONE}, /* DPR's */
         {"Model", PF_HEAD_NONE}, {"ModelWithProjection", PF_HEAD_NONE}, /* CLIP's towers, with their projection */
     };
     const pf__json *labels = pf__json_get(json, "id2label");

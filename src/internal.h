@@ -527,6 +527,8 @@ typedef struct pf__config {
     int pool_eos_id;                /* >= 0: the pooled output is the token at the first of this id
                                        (2: at the largest id, as configs before transformers 4.31
                                        meant it; CLIP's text); -1: the first token */
+    int pool_first_token;           /* 1: the pooled output is the first token's state as it is (DPR's
+                                       encoders, which have no pooler) */
     int projection_dim;             /* PF__SLOT_PROJECTION's rows (CLIP) */
     int with_projection;            /* 1: the tower has its projection (PF__IF_WITH_PROJECTION) */
     int speech;                     /* 1: a speech encoder (Wav2Vec2, HuBERT): waveforms through the

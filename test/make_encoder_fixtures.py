@@ -131,6 +131,8 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("mpnet-mc", "MPNetConfig", MPNET_SHAPE, "MPNetForMultipleChoice", None),
     ("t5-cls", "T5Config", T5_TASK_SHAPE, "T5ForSequenceClassification", 3),
     ("t5-qa", "T5Config", T5_TASK_SHAPE, "T5ForQuestionAnswering", None),
+    ("dpr-question", "DPRConfig", BERT_SHAPE, "DPRQuestionEncoder", None),
+    ("dpr-context", "DPRConfig", BERT_SHAPE, "DPRContextEncoder", None),
 ]
 # A trait the fixtures exist to test must move the outputs well past the tests' 1e-4: DeBERTa's
 # hidden states without the c2p or the p2c term differ by at least this much.
@@ -252,6 +254,8 @@ def pooled_features(model, base, hidden):
     """What the library returns as pooled: BERT's pooler, or the first token through a
     classification head's dense and activation (RoBERTa's tanh, ELECTRA's gelu, DistilBERT's
     ReLU)."""
+    if model.config.model_type == "dpr":  # the [CLS] state itself (projection_dim 0)
+        return hidden[:, 0]
     if model.config.model_type == "deberta-v2":  # ContextPooler: dense and pooler_hidden_act on token 0
         pooler = getattr(model, "pooler", None)
         return pooler(hidden) if pooler is not None else None

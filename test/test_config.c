@@ -649,6 +649,9 @@ static void test_seq2seq_refusals(void) {
     if (copy_fixture("t5-s2s")) return;
     edit_file("config.json", "\"T5ForConditionalGeneration\"", "\"T5ForTokenClassification\"");
     expect_load("a T5 head we lack", NULL, PF_ERROR_UNSUPPORTED, "T5ForTokenClassification");
+    if (copy_fixture("dpr-question")) return;
+    edit_file("config.json", "\"projection_dim\": 0", "\"projection_dim\": 8");
+    expect_load("DPR's encode_proj", NULL, PF_ERROR_UNSUPPORTED, "projection_dim");
     /* id2label: a name per label (pf_label_name), keys the label indices */
     if (copy_fixture("bart-mnli")) return;
     pf_model *m = expect_load("an NLI classifier", NULL, PF_OK, NULL);

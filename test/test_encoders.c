@@ -1008,6 +1008,8 @@ void test_encoders(void) {
     test_encoder_fixture_of("bart-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1, ENCODER_DECODER);
     test_encoder_fixture_of("t5-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0, ENCODER_DECODER);
     test_encoder_fixture_of("t5-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1, ENCODER_DECODER);
+    test_encoder_fixture("dpr-question", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("dpr-context", PF_HEAD_NONE, 0, 0);
     test_decoder_embeddings();
     test_embed_poolings();
     test_embed_cli();
