@@ -273,6 +273,8 @@ typedef enum {
     PF__SLOT_DISCRIMINATOR_BIAS,    /* [hidden] */
     PF__SLOT_DISCRIMINATOR_OUT_WEIGHT, /* [1, hidden]: then one logit per token */
     PF__SLOT_DISCRIMINATOR_OUT_BIAS,   /* [1] */
+    PF__SLOT_NEXT_SENTENCE_WEIGHT,  /* [2, hidden]: BERT's next-sentence head on the pooled output */
+    PF__SLOT_NEXT_SENTENCE_BIAS,    /* [2] */
     /* Dual encoders (CLIP): */
     PF__SLOT_POOLER_NORM_WEIGHT,    /* [hidden]: a norm of the pooled token (CLIP vision's post_layernorm) */
     PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */
@@ -4323,7 +4325,7 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
         {"ForTokenClassification", PF_HEAD_TOKEN_CLASSIFICATION}, {"ForQuestionAnswering", PF_HEAD_QUESTION_ANSWERING},
         {"ForImageClassification", PF_HEAD_IMAGE_CLASSIFICATION}, {"ForImageClassificationWithTeacher", PF_HEAD_IMAGE_CLASSIFICATION},
         {"ForCTC", PF_HEAD_CTC}, {"ForPreTraining", PF_HEAD_REPLACED_TOKEN_DETECTION}, /* ELECTRA's; not BERT's */
-        {"ForMultipleChoice", PF_HEAD_MULTIPLE_CHOICE},
+        {"ForMultipleChoice", PF_HEAD_MULTIPLE_CHOICE}, {"ForNextSentencePrediction", PF_HEAD_NEXT_SENTENCE},
         {"QuestionEncoder", PF_HEAD_NONE}, {"ContextEncoder", PF_HEAD_NONE}, /* DPR's */
         {"Model", PF_HEAD_NONE}, {"ModelWithProjection", PF_HEAD_NONE}, /* CLIP's towers, with their projection */
     };
@@ -4361,10 +4363,15 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
     for (size_t i = 0; i < PF__COUNT(heads); i++) {
         size_t n = strlen(heads[i].suffix);
         if (len >= n && !strcmp(first->string + len - n, heads[i].suffix)) {
-            if (heads[i].head == PF_HEAD_REPLACED_TOKEN_DETECTION && !pf__arch_tensor_for(c->arch, PF__SLOT_DISCRIMINATOR_WEIGHT))
-                break; /* a family whose pretraining head we lack */
             c->head = heads[i].head;
+            if (c->head == PF_HEAD_REPLACED_TOKEN_DETECTION && !pf__arch_tensor_for(c->arch, PF__SLOT_DISCRIMINATOR_WEIGHT)) {
+                /* BertForPreTraining: its masked LM, as transformers' AutoModelForMaskedLM loads it
+                   (the next-sentence head a pretraining leftover); others we lack */
+                if (!pf__arch_tensor_for(c->arch, PF__SLOT_NEXT_SENTENCE_WEIGHT)) break;
+                c->head = PF_HEAD_MASKED_LM;
+            }
             if (c->head == PF_HEAD_MULTIPLE_CHOICE) c->num_labels = 1; /* a score per choice, whatever id2label says */
+            if (c->head == PF_HEAD_NEXT_SENTENCE) c->num_labels = 2;
             return PF_OK;
         }
     }
@@ -4935,7 +4942,8 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, CLS_TOKEN) PF__NAME(PF__SLOT_, DIST_TOKEN) PF__NAME(PF__SLOT_, DIST_CLASSIFIER_WEIGHT)
         PF__NAME(PF__SLOT_, DIST_CLASSIFIER_BIAS) PF__NAME(PF__SLOT_, DISCRIMINATOR_WEIGHT)
         PF__NAME(PF__SLOT_, DISCRIMINATOR_BIAS) PF__NAME(PF__SLOT_, DISCRIMINATOR_OUT_WEIGHT)
-        PF__NAME(PF__SLOT_, DISCRIMINATOR_OUT_BIAS) PF__NAME(PF__SLOT_, FRONT_CONV_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_BIAS)
+        PF__NAME(PF__SLOT_, DISCRIMINATOR_OUT_BIAS) PF__NAME(PF__SLOT_, NEXT_SENTENCE_WEIGHT)
+        PF__NAME(PF__SLOT_, NEXT_SENTENCE_BIAS) PF__NAME(PF__SLOT_, FRONT_CONV_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_BIAS)
         PF__NAME(PF__SLOT_, FRONT_CONV_NORM_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_NORM_BIAS)
         PF__NAME(PF__SLOT_, FEATURE_NORM_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_NORM_BIAS)
         PF__NAME(PF__SLOT_, FEATURE_PROJECTION_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_PROJECTION_BIAS)
@@ -6055,6 +6063,8 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_DISCRIMINATOR_WEIGHT: *rows = h; *cols = h; break;
     case PF__SLOT_DISCRIMINATOR_OUT_WEIGHT: *rows = 1; *cols = h; break;
     case PF__SLOT_DISCRIMINATOR_OUT_BIAS: *rows = 1; break;
+    case PF__SLOT_NEXT_SENTENCE_WEIGHT: *rows = 2; *cols = h; break;
+    case PF__SLOT_NEXT_SENTENCE_BIAS: *rows = 2; break;
     case PF__SLOT_REL_BIAS: case PF__SLOT_ENC_REL_BIAS: *rows = (size_t)c->rel_table_rows; *cols = (size_t)c->num_heads; break;
     case PF__SLOT_REL_EMBED: *rows = 2 * (size_t)c->rel_span; *cols = h; break;
     default: *rows = h; break; /* norms and the remaining biases */
@@ -21896,7 +21906,7 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
     if (r->world == 0 && m->sources[PF__SLOT_PROJECTION].data)
         r->projected = (float *)pf__rank_alloc(r, (size_t)g->max_batch * c->projection_dim * sizeof(float));
     if (r->world == 0 && (m->sources[PF__SLOT_CLASSIFIER_WEIGHT].data || m->sources[PF__SLOT_SPAN_WEIGHT].data ||
-                          m->sources[PF__SLOT_DISCRIMINATOR_OUT_WEIGHT].data))
+                          m->sources[PF__SLOT_DISCRIMINATOR_OUT_WEIGHT].data || m->sources[PF__SLOT_NEXT_SENTENCE_WEIGHT].data))
         r->head_out = (float *)pf__rank_alloc(r, T * (size_t)(c->num_labels > 2 ? c->num_labels : 2) * sizeof(float));
     if (r->backend->alloc_scratch) r->backend->alloc_scratch(r);
 }
@@ -22722,8 +22732,9 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
         }
     }
     if (!job->logits) return;
-    if (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION || c->head == PF_HEAD_MULTIPLE_CHOICE) {
-        be->matmul(r, r->head_out, pooled, &W[PF__SLOT_CLASSIFIER_WEIGHT], PF__OR_NULL(W[PF__SLOT_CLASSIFIER_BIAS]), B);
+    if (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION || c->head == PF_HEAD_MULTIPLE_CHOICE || c->head == PF_HEAD_NEXT_SENTENCE) {
+        pf__slot head = c->head == PF_HEAD_NEXT_SENTENCE ? PF__SLOT_NEXT_SENTENCE_WEIGHT : PF__SLOT_CLASSIFIER_WEIGHT;
+        be->matmul(r, r->head_out, pooled, &W[head], PF__OR_NULL(W[head + 1]), B);
         be->download(r, job->logits, r->head_out, B * (size_t)c->num_labels * sizeof(float));
     } else if (c->head == PF_HEAD_TOKEN_CLASSIFICATION) {
         be->matmul(r, r->head_out, r->x, &W[PF__SLOT_CLASSIFIER_WEIGHT], PF__OR_NULL(W[PF__SLOT_CLASSIFIER_BIAS]), N);
@@ -22783,7 +22794,7 @@ PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf_
             if (m->sources[PF__SLOT_PROJECTION].data && job->embeds) PF__BY_FIRST_RANK(job->embeds, B * (size_t)c->projection_dim);
         }
         if (job->logits && (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION || c->head == PF_HEAD_IMAGE_CLASSIFICATION ||
-                            c->head == PF_HEAD_MULTIPLE_CHOICE))
+                            c->head == PF_HEAD_MULTIPLE_CHOICE || c->head == PF_HEAD_NEXT_SENTENCE))
             PF__BY_FIRST_RANK(job->logits, B * labels);
         if (job->logits && c->head == PF_HEAD_TOKEN_CLASSIFICATION) PF__BY_FIRST_RANK(job->logits, N * labels);
         if (job->logits && c->head == PF_HEAD_QUESTION_ANSWERING) PF__BY_FIRST_RANK(job->logits, N * 2);
@@ -26454,12 +26465,14 @@ static const struct pf__head_slots {
     {PF_HEAD_IMAGE_CLASSIFICATION, 0, {PF__SLOT_CLASSIFIER_WEIGHT}, 1},
     {PF_HEAD_REPLACED_TOKEN_DETECTION, 0, {PF__SLOT_DISCRIMINATOR_WEIGHT, PF__SLOT_DISCRIMINATOR_OUT_WEIGHT}, 2},
     {PF_HEAD_MULTIPLE_CHOICE, 0, {PF__SLOT_POOLER_WEIGHT, PF__SLOT_CLASSIFIER_WEIGHT}, 2},
+    {PF_HEAD_NEXT_SENTENCE, 0, {PF__SLOT_POOLER_WEIGHT, PF__SLOT_NEXT_SENTENCE_WEIGHT}, 2},
 };
 static const pf__slot pf__head_only_slots[] = {
     PF__SLOT_HEAD_TRANSFORM_WEIGHT, PF__SLOT_HEAD_TRANSFORM_BIAS, PF__SLOT_HEAD_NORM_WEIGHT, PF__SLOT_HEAD_NORM_BIAS,
     PF__SLOT_CLASSIFIER_WEIGHT, PF__SLOT_CLASSIFIER_BIAS, PF__SLOT_SPAN_WEIGHT, PF__SLOT_SPAN_BIAS,
     PF__SLOT_DIST_CLASSIFIER_WEIGHT, PF__SLOT_DIST_CLASSIFIER_BIAS, PF__SLOT_DISCRIMINATOR_WEIGHT,
     PF__SLOT_DISCRIMINATOR_BIAS, PF__SLOT_DISCRIMINATOR_OUT_WEIGHT, PF__SLOT_DISCRIMINATOR_OUT_BIAS,
+    PF__SLOT_NEXT_SENTENCE_WEIGHT, PF__SLOT_NEXT_SENTENCE_BIAS,
 };
 
 PF_PRIVATE const char *pf__head_name(pf_head head) {
@@ -26474,6 +26487,7 @@ PF_PRIVATE const char *pf__head_name(pf_head head) {
     case PF_HEAD_CTC: return "CTC";
     case PF_HEAD_REPLACED_TOKEN_DETECTION: return "replaced-token detection";
     case PF_HEAD_MULTIPLE_CHOICE: return "multiple choice";
+    case PF_HEAD_NEXT_SENTENCE: return "next-sentence prediction";
     }
     return "?";
 }
@@ -26511,6 +26525,13 @@ PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
         if (!m->sources[mine->needs[i]].data)
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: config.json's architectures names %s, but tensor '%s' is missing",
                             m->dir, pf__head_name(c->head), t ? t->pattern : "?");
+    }
+    if (c->head == PF_HEAD_MASKED_LM && m->sources[PF__SLOT_NEXT_SENTENCE_WEIGHT].data) {
+        /* pretraining's next-sentence head beside the masked LM (bert-base-uncased names
+           BertForMaskedLM and ships both): unused, as transformers leaves it */
+        pf__log(m, PF_LOG_INFO, "the checkpoint's next-sentence head (%s) is not used by %s, as transformers leaves it",
+                pf__arch_tensor_for(c->arch, PF__SLOT_NEXT_SENTENCE_WEIGHT)->pattern, pf__head_name(c->head));
+        m->sources[PF__SLOT_NEXT_SENTENCE_WEIGHT].data = m->sources[PF__SLOT_NEXT_SENTENCE_BIAS].data = NULL;
     }
     if (c->teacher_head && !m->sources[PF__SLOT_DIST_CLASSIFIER_WEIGHT].data)
         return PF__FAIL(m, PF_ERROR_FORMAT, "%s: config.json's architectures names a head with teacher, but the "
@@ -27130,7 +27151,8 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         if (lengths[b] > T) T = lengths[b];
     }
     size_t N = (size_t)batch * T, d = (size_t)c->hidden_size;
-    int per_token = c->head != PF_HEAD_SEQUENCE_CLASSIFICATION && c->head != PF_HEAD_MULTIPLE_CHOICE;
+    int per_token = c->head != PF_HEAD_SEQUENCE_CLASSIFICATION && c->head != PF_HEAD_MULTIPLE_CHOICE &&
+                    c->head != PF_HEAD_NEXT_SENTENCE;
     int num_logits = c->head == PF_HEAD_MASKED_LM ? c->vocab_size
                      : c->head == PF_HEAD_QUESTION_ANSWERING ? 2
                      : c->head == PF_HEAD_REPLACED_TOKEN_DETECTION ? 1

@@ -157,9 +157,12 @@ typedef enum pf_head {
                                         HubertForCTC): pf_ctc_decode turns them into text */
     PF_HEAD_REPLACED_TOKEN_DETECTION, /* ELECTRA's discriminator (ElectraForPreTraining): 1 logit per
                                         token, above 0 where it judges the token replaced */
-    PF_HEAD_MULTIPLE_CHOICE          /* ...ForMultipleChoice: 1 logit per sequence, from the pooled
+    PF_HEAD_MULTIPLE_CHOICE,         /* ...ForMultipleChoice: 1 logit per sequence, from the pooled
                                         output; give a question's choices as rows (each the context
                                         paired with one choice) and take the softmax over them */
+    PF_HEAD_NEXT_SENTENCE            /* BertForNextSentencePrediction: 2 logits per sequence (a pair),
+                                        from the pooled output: the second text follows the first,
+                                        then it does not */
 } pf_head;
 
 typedef struct pf_model_info {
@@ -526,7 +529,8 @@ typedef struct pf_encoding {
     int num_logits;           /* logits per token (masked LM: vocab_size, token classification:
                                  num_labels, question answering: 2, start then end, replaced-token
                                  detection: 1) or per sequence (sequence classification:
-                                 num_labels, multiple choice: 1); 0 without a head */
+                                 num_labels, multiple choice: 1, next sentence: 2); 0 without a
+                                 head */
     int logits_per_token;     /* 1: logits is [offsets[batch]][num_logits]; 0: [batch][num_logits] */
     float *logits;            /* NULL without a head */
     int projection_dim;       /* embeds' width; 0 without a projection */

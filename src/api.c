@@ -265,12 +265,14 @@ static const struct pf__head_slots {
     {PF_HEAD_IMAGE_CLASSIFICATION, 0, {PF__SLOT_CLASSIFIER_WEIGHT}, 1},
     {PF_HEAD_REPLACED_TOKEN_DETECTION, 0, {PF__SLOT_DISCRIMINATOR_WEIGHT, PF__SLOT_DISCRIMINATOR_OUT_WEIGHT}, 2},
     {PF_HEAD_MULTIPLE_CHOICE, 0, {PF__SLOT_POOLER_WEIGHT, PF__SLOT_CLASSIFIER_WEIGHT}, 2},
+    {PF_HEAD_NEXT_SENTENCE, 0, {PF__SLOT_POOLER_WEIGHT, PF__SLOT_NEXT_SENTENCE_WEIGHT}, 2},
 };
 static const pf__slot pf__head_only_slots[] = {
     PF__SLOT_HEAD_TRANSFORM_WEIGHT, PF__SLOT_HEAD_TRANSFORM_BIAS, PF__SLOT_HEAD_NORM_WEIGHT, PF__SLOT_HEAD_NORM_BIAS,
     PF__SLOT_CLASSIFIER_WEIGHT, PF__SLOT_CLASSIFIER_BIAS, PF__SLOT_SPAN_WEIGHT, PF__SLOT_SPAN_BIAS,
     PF__SLOT_DIST_CLASSIFIER_WEIGHT, PF__SLOT_DIST_CLASSIFIER_BIAS, PF__SLOT_DISCRIMINATOR_WEIGHT,
     PF__SLOT_DISCRIMINATOR_BIAS, PF__SLOT_DISCRIMINATOR_OUT_WEIGHT, PF__SLOT_DISCRIMINATOR_OUT_BIAS,
+    PF__SLOT_NEXT_SENTENCE_WEIGHT, PF__SLOT_NEXT_SENTENCE_BIAS,
 };
 
 PF_PRIVATE const char *pf__head_name(pf_head head) {
@@ -285,6 +287,7 @@ PF_PRIVATE const char *pf__head_name(pf_head head) {
     case PF_HEAD_CTC: return "CTC";
     case PF_HEAD_REPLACED_TOKEN_DETECTION: return "replaced-token detection";
     case PF_HEAD_MULTIPLE_CHOICE: return "multiple choice";
+    case PF_HEAD_NEXT_SENTENCE: return "next-sentence prediction";
     }
     return "?";
 }
@@ -322,6 +325,13 @@ PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
         if (!m->sources[mine->needs[i]].data)
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: config.json's architectures names %s, but tensor '%s' is missing",
                             m->dir, pf__head_name(c->head), t ? t->pattern : "?");
+    }
+    if (c->head == PF_HEAD_MASKED_LM && m->sources[PF__SLOT_NEXT_SENTENCE_WEIGHT].data) {
+        /* pretraining's next-sentence head beside the masked LM (bert-base-uncased names
+           BertForMaskedLM and ships both): unused, as transformers leaves it */
+        pf__log(m, PF_LOG_INFO, "the checkpoint's next-sentence head (%s) is not used by %s, as transformers leaves it",
+                pf__arch_tensor_for(c->arch, PF__SLOT_NEXT_SENTENCE_WEIGHT)->pattern, pf__head_name(c->head));
+        m->sources[PF__SLOT_NEXT_SENTENCE_WEIGHT].data = m->sources[PF__SLOT_NEXT_SENTENCE_BIAS].data = NULL;
     }
     if (c->teacher_head && !m->sources[PF__SLOT_DIST_CLASSIFIER_WEIGHT].data)
         return PF__FAIL(m, PF_ERROR_FORMAT, "%s: config.json's architectures names a head with teacher, but the "

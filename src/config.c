@@ -1131,7 +1131,7 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
         {"ForTokenClassification", PF_HEAD_TOKEN_CLASSIFICATION}, {"ForQuestionAnswering", PF_HEAD_QUESTION_ANSWERING},
         {"ForImageClassification", PF_HEAD_IMAGE_CLASSIFICATION}, {"ForImageClassificationWithTeacher", PF_HEAD_IMAGE_CLASSIFICATION},
         {"ForCTC", PF_HEAD_CTC}, {"ForPreTraining", PF_HEAD_REPLACED_TOKEN_DETECTION}, /* ELECTRA's; not BERT's */
-        {"ForMultipleChoice", PF_HEAD_MULTIPLE_CHOICE},
+        {"ForMultipleChoice", PF_HEAD_MULTIPLE_CHOICE}, {"ForNextSentencePrediction", PF_HEAD_NEXT_SENTENCE},
         {"QuestionEncoder", PF_HEAD_NONE}, {"ContextEncoder", PF_HEAD_NONE}, /* DPR's */
         {"Model", PF_HEAD_NONE}, {"ModelWithProjection", PF_HEAD_NONE}, /* CLIP's towers, with their projection */
     };
@@ -1169,10 +1169,15 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
     for (size_t i = 0; i < PF__COUNT(heads); i++) {
         size_t n = strlen(heads[i].suffix);
         if (len >= n && !strcmp(first->string + len - n, heads[i].suffix)) {
-            if (heads[i].head == PF_HEAD_REPLACED_TOKEN_DETECTION && !pf__arch_tensor_for(c->arch, PF__SLOT_DISCRIMINATOR_WEIGHT))
-                break; /* a family whose pretraining head we lack */
             c->head = heads[i].head;
+            if (c->head == PF_HEAD_REPLACED_TOKEN_DETECTION && !pf__arch_tensor_for(c->arch, PF__SLOT_DISCRIMINATOR_WEIGHT)) {
+                /* BertForPreTraining: its masked LM, as transformers' AutoModelForMaskedLM loads it
+                   (the next-sentence head a pretraining leftover); others we lack */
+                if (!pf__arch_tensor_for(c->arch, PF__SLOT_NEXT_SENTENCE_WEIGHT)) break;
+                c->head = PF_HEAD_MASKED_LM;
+            }
             if (c->head == PF_HEAD_MULTIPLE_CHOICE) c->num_labels = 1; /* a score per choice, whatever id2label says */
+            if (c->head == PF_HEAD_NEXT_SENTENCE) c->num_labels = 2;
             return PF_OK;
         }
     }

@@ -233,6 +233,8 @@ typedef enum {
     PF__SLOT_DISCRIMINATOR_BIAS,    /* [hidden] */
     PF__SLOT_DISCRIMINATOR_OUT_WEIGHT, /* [1, hidden]: then one logit per token */
     PF__SLOT_DISCRIMINATOR_OUT_BIAS,   /* [1] */
+    PF__SLOT_NEXT_SENTENCE_WEIGHT,  /* [2, hidden]: BERT's next-sentence head on the pooled output */
+    PF__SLOT_NEXT_SENTENCE_BIAS,    /* [2] */
     /* Dual encoders (CLIP): */
     PF__SLOT_POOLER_NORM_WEIGHT,    /* [hidden]: a norm of the pooled token (CLIP vision's post_layernorm) */
     PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */

@@ -616,7 +616,7 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
     if (r->world == 0 && m->sources[PF__SLOT_PROJECTION].data)
         r->projected = (float *)pf__rank_alloc(r, (size_t)g->max_batch * c->projection_dim * sizeof(float));
     if (r->world == 0 && (m->sources[PF__SLOT_CLASSIFIER_WEIGHT].data || m->sources[PF__SLOT_SPAN_WEIGHT].data ||
-                          m->sources[PF__SLOT_DISCRIMINATOR_OUT_WEIGHT].data))
+                          m->sources[PF__SLOT_DISCRIMINATOR_OUT_WEIGHT].data || m->sources[PF__SLOT_NEXT_SENTENCE_WEIGHT].data))
         r->head_out = (float *)pf__rank_alloc(r, T * (size_t)(c->num_labels > 2 ? c->num_labels : 2) * sizeof(float));
     if (r->backend->alloc_scratch) r->backend->alloc_scratch(r);
 }

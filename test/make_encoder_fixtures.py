@@ -133,6 +133,8 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("t5-qa", "T5Config", T5_TASK_SHAPE, "T5ForQuestionAnswering", None),
     ("dpr-question", "DPRConfig", BERT_SHAPE, "DPRQuestionEncoder", None),
     ("dpr-context", "DPRConfig", BERT_SHAPE, "DPRContextEncoder", None),
+    ("bert-nsp", "BertConfig", BERT_SHAPE, "BertForNextSentencePrediction", None),
+    ("bert-pretraining", "BertConfig", BERT_SHAPE, "BertForPreTraining", None),  # its masked LM; NSP unused
 ]
 # A trait the fixtures exist to test must move the outputs well past the tests' 1e-4: DeBERTa's
 # hidden states without the c2p or the p2c term differ by at least this much.
@@ -171,6 +173,8 @@ def run_rows(model, rows):
     hidden = last[real]
     if hasattr(out, "start_logits"):
         logits = torch.stack([out.start_logits, out.end_logits], dim=-1)[real]
+    elif hasattr(out, "prediction_logits"):  # BertForPreTraining: its masked LM's
+        logits = out.prediction_logits[real]
     elif hasattr(out, "logits"):  # per sequence, or per token (ElectraForPreTraining's [batch, tokens])
         per_sequence = out.logits.dim() == 2 and not type(model).__name__.endswith("ForPreTraining")
         logits = out.logits if per_sequence else out.logits[real]

@@ -649,6 +649,12 @@ static void test_seq2seq_refusals(void) {
     if (copy_fixture("t5-s2s")) return;
     edit_file("config.json", "\"T5ForConditionalGeneration\"", "\"T5ForTokenClassification\"");
     expect_load("a T5 head we lack", NULL, PF_ERROR_UNSUPPORTED, "T5ForTokenClassification");
+    /* bert-base-uncased names BertForMaskedLM and ships pretraining's next-sentence head too */
+    if (copy_fixture("bert-pretraining")) return;
+    edit_file("config.json", "\"BertForPreTraining\"", "\"BertForMaskedLM\"");
+    pf_free(expect_load("a masked LM with a next-sentence head beside it", NULL, PF_OK, NULL));
+    edit_file("config.json", "\"BertForMaskedLM\"", "\"BertForNextSentencePrediction\"");
+    expect_load("a next-sentence head with a masked LM beside it", NULL, PF_ERROR_FORMAT, "belongs to a head");
     if (copy_fixture("dpr-question")) return;
     edit_file("config.json", "\"projection_dim\": 0", "\"projection_dim\": 8");
     expect_load("DPR's encode_proj", NULL, PF_ERROR_UNSUPPORTED, "projection_dim");

@@ -1010,6 +1010,8 @@ void test_encoders(void) {
     test_encoder_fixture_of("t5-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1, ENCODER_DECODER);
     test_encoder_fixture("dpr-question", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("dpr-context", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("bert-nsp", PF_HEAD_NEXT_SENTENCE, 2, 0);
+    test_encoder_fixture("bert-pretraining", PF_HEAD_MASKED_LM, 120, 1);
     test_decoder_embeddings();
     test_embed_poolings();
     test_embed_cli();
