@@ -139,11 +139,11 @@ PF_PRIVATE pf_result pf__json_load(const char *path, pf__json **out, char *messa
 /* ---- src/safetensors.c ---- */
 
 /* PF__DTYPE_Q8 and _Q4 are llama.cpp's Q8_0 and Q4_0 blocks: our quantizers' formats (see
-   PF__Q8_BLOCK), and a GGUF's. Q4_1 to Q6_K are GGUF's other block formats, kept as the file holds
+   PF__Q8_BLOCK), and a GGUF's. Q4_1 to Q3_K are GGUF's other block formats, kept as the file holds
    them (src/blocks.c); PF__BLOCKED names them all. */
 typedef enum { PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8, PF__DTYPE_Q4, PF__DTYPE_Q4_1, PF__DTYPE_Q5_0,
-               PF__DTYPE_Q5_1, PF__DTYPE_Q4_K, PF__DTYPE_Q5_K, PF__DTYPE_Q6_K, PF__DTYPE_OTHER } pf__dtype;
-#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_Q6_K)
+               PF__DTYPE_Q5_1, PF__DTYPE_Q4_K, PF__DTYPE_Q5_K, PF__DTYPE_Q6_K, PF__DTYPE_Q3_K, PF__DTYPE_OTHER } pf__dtype;
+#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_Q3_K)
 #define PF__MAX_DIMS 8
 
 typedef struct pf__file_map {
@@ -202,8 +202,9 @@ PF_PRIVATE const char *pf__dtype_name(pf__dtype t);
 PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *block, float *out);
 PF_PRIVATE float pf__block_value(pf__dtype t, const void *w, size_t i);
 /* Sub-block j (32 weights) of a block in integers: weight i is dw * s_i * v[i] + mw, s_i being
-   scales16[i / 16] (Q6_K's 16-weight scales; 1 for the others) and mw 0 for the formats without
-   a minimum (Q8_0, Q4_0, Q5_0, Q6_K). What the integer matrix products multiply. */
+   scales16[i / 16] (Q6_K's and Q3_K's 16-weight scales; 1 for the others) and mw 0 for the
+   formats without a minimum (Q8_0, Q4_0, Q5_0, Q6_K, Q3_K). What the integer matrix products
+   multiply. */
 typedef struct pf__sub_block {
     int8_t v[32];
     int16_t scales16[2];
@@ -2375,7 +2376,7 @@ PF_PRIVATE uint16_t pf__f32_to_bf16(float f) {
 /* =============================================================================================== */
 
 /* Each format stores a row of weights in blocks: 32 weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) or 256
-   in 8 sub-blocks of 32 (Q4_K, Q5_K, Q6_K), little-endian, as ggml's block_* structs lay them out.
+   in 8 sub-blocks of 32 (Q4_K, Q5_K, Q6_K, Q3_K), little-endian, as ggml's block_* structs lay them out.
    Dequantization is ggml's dequantize_row_* arithmetic in fp32 (what the gguf package's
    gguf.quants computes); the sub-block form is the same numbers as integers and two fp32 factors,
    for the integer products of the CPU backend. */
@@ -2384,7 +2385,8 @@ static const struct { const char *name; unsigned char values_log2, bytes; } pf__
     [PF__DTYPE_F32] = {"F32", 0, 4},   [PF__DTYPE_F16] = {"F16", 0, 2},     [PF__DTYPE_BF16] = {"BF16", 0, 2},
     [PF__DTYPE_Q8] = {"Q8_0", 5, 34},  [PF__DTYPE_Q4] = {"Q4_0", 5, 18},    [PF__DTYPE_Q4_1] = {"Q4_1", 5, 20},
     [PF__DTYPE_Q5_0] = {"Q5_0", 5, 22}, [PF__DTYPE_Q5_1] = {"Q5_1", 5, 24}, [PF__DTYPE_Q4_K] = {"Q4_K", 8, 144},
-    [PF__DTYPE_Q5_K] = {"Q5_K", 8, 176}, [PF__DTYPE_Q6_K] = {"Q6_K", 8, 210}, [PF__DTYPE_OTHER] = {"other", 0, 0},
+    [PF__DTYPE_Q5_K] = {"Q5_K", 8, 176}, [PF__DTYPE_Q6_K] = {"Q6_K", 8, 210}, [PF__DTYPE_Q3_K] = {"Q3_K", 8, 110},
+    [PF__DTYPE_OTHER] = {"other", 0, 0},
 };
 
 PF_PRIVATE size_t pf__block_values(pf__dtype t) { return (size_t)1 << pf__block_table[t].values_log2; }
@@ -2408,6 +2410,14 @@ static void pf__k_scale_min(const uint8_t *sc, int j, int *scale, int *min) {
         *scale = (sc[j + 4] & 15) | (sc[j - 4] >> 6) << 4;
         *min = (sc[j + 4] >> 4) | (sc[j] >> 6) << 4;
     }
+}
+
+/* Q3_K's 16-weight scale s (of 16): 6 bits, the low 4 in the nibbles of bytes 0..7, the high 2 in
+   bytes 8..11 (ggml's kmask unpacking), less 32. */
+static int pf__q3_k_scale(const uint8_t *sc, int s) {
+    int low = s < 8 ? sc[s] & 15 : sc[s - 8] >> 4;
+    int high = (sc[8 + s % 4] >> (2 * (s / 4))) & 3;
+    return (low | high << 4) - 32;
 }
 
 /* Sub-block j's unsigned values (before any offset), for every format: v[i] in 0..255. */
@@ -2448,13 +2458,19 @@ static void pf__sub_block_values(pf__dtype t, const uint8_t *b, int j, int *q) {
         for (int i = 0; i < 32; i++) q[i] = ((ql[i] >> (k / 2 * 4)) & 15) | ((qh[i] >> (2 * k)) & 3) << 4;
         break;
     }
+    case PF__DTYPE_Q3_K: { /* 32 bytes of high bits (bit 4 half + k), 64 of 2-bit lows (halves of 32, by 2k) */
+        int half = j / 4, k = j % 4;
+        const uint8_t *hmask = b, *qs = b + 32 + half * 32;
+        for (int i = 0; i < 32; i++) q[i] = ((qs[i] >> (2 * k)) & 3) | ((hmask[i] >> (4 * half + k)) & 1) << 2;
+        break;
+    }
     default:
         for (int i = 0; i < 32; i++) q[i] = 0;
     }
 }
 
 PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__sub_block *out) {
-    int q[32], offset = t == PF__DTYPE_Q4 ? 8 : t == PF__DTYPE_Q5_0 ? 16 : t == PF__DTYPE_Q6_K ? 32 : 0;
+    int q[32], offset = t == PF__DTYPE_Q4 ? 8 : t == PF__DTYPE_Q5_0 ? 16 : t == PF__DTYPE_Q6_K ? 32 : t == PF__DTYPE_Q3_K ? 4 : 0;
     pf__sub_block_values(t, b, j, q);
     for (int i = 0; i < 32; i++) out->v[i] = (int8_t)(q[i] - offset);
     out->scales16[0] = out->scales16[1] = 1;
@@ -2475,12 +2491,16 @@ PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__s
         out->dw = pf__block_f16(b + 208);
         break;
     }
+    case PF__DTYPE_Q3_K: /* then 12 bytes of 6-bit scales, d */
+        out->scales16[0] = (int16_t)pf__q3_k_scale(b + 96, 2 * j), out->scales16[1] = (int16_t)pf__q3_k_scale(b + 96, 2 * j + 1);
+        out->dw = pf__block_f16(b + 108);
+        break;
     default: out->dw = 0.0f;
     }
 }
 
 /* One block as fp32, in ggml's order of operations: d * q (Q8_0, Q4_0, Q5_0), d * q + m (Q4_1,
-   Q5_1), (d * sc) * q - (dmin * m) (Q4_K, Q5_K), (d * sc) * q (Q6_K), q offset as stored. */
+   Q5_1), (d * sc) * q - (dmin * m) (Q4_K, Q5_K), (d * sc) * q (Q6_K, Q3_K), q offset as stored. */
 PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *b, float *out) {
     int subs = (int)(pf__block_values(t) / 32);
     for (int j = 0; j < subs; j++) {
@@ -2494,7 +2514,7 @@ PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *b, float *out) 
         case PF__DTYPE_Q4_K: case PF__DTYPE_Q5_K:
             for (int i = 0; i < 32; i++) y[i] = s.dw * (float)s.v[i] + s.mw;
             break;
-        case PF__DTYPE_Q6_K:
+        case PF__DTYPE_Q6_K: case PF__DTYPE_Q3_K:
             for (int i = 0; i < 32; i++) y[i] = s.dw * (float)s.scales16[i / 16] * (float)s.v[i];
             break;
         default:
@@ -2513,7 +2533,7 @@ PF_PRIVATE float pf__block_value(pf__dtype t, const void *w, size_t i) {
     switch (t) {
     case PF__DTYPE_Q4_1: case PF__DTYPE_Q5_1: return (float)s.v[j] * s.dw + s.mw;
     case PF__DTYPE_Q4_K: case PF__DTYPE_Q5_K: return s.dw * (float)s.v[j] + s.mw;
-    case PF__DTYPE_Q6_K: return s.dw * (float)s.scales16[j / 16] * (float)s.v[j];
+    case PF__DTYPE_Q6_K: case PF__DTYPE_Q3_K: return s.dw * (float)s.scales16[j / 16] * (float)s.v[j];
     default: return (float)s.v[j] * s.dw;
     }
 }
@@ -17942,7 +17962,7 @@ PF__Q8_ROWS_NEON(pf__q4_rows_sdot, PF__DOTPROD_TARGET, PF__Q4_BYTES, 1, pf__bloc
 #endif
 #endif
 
-/* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), multiplied in their blocks.
+/* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K), multiplied in their blocks.
    Each 32-weight sub-block is integers v with factors (pf__sub_block: weight = dw s v + mw) and
    meets x's block of the same 32 inputs (int8 qx, scale dx, sum sx: pf__quantize_x_fn), so its
    product is dx (dw dot + mw sx), dot = sum s v qx exact. out[r][o] is one fp32 chain over the
@@ -17981,11 +18001,13 @@ static void pf__blocks_rows_portable(float *out, size_t ld, const int8_t *qx, co
 
 #ifdef PF__AVX2
 /* src/blocks.c's sizes and minimum flag again, as constants where t is one (the kernels unroll). */
-static PF__INLINE size_t pf__values_of(const pf__dtype t) { return t >= PF__DTYPE_Q4_K && t <= PF__DTYPE_Q6_K ? 256 : 32; }
+static PF__INLINE size_t pf__values_of(const pf__dtype t) { return t >= PF__DTYPE_Q4_K && t <= PF__DTYPE_Q3_K ? 256 : 32; }
 static PF__INLINE size_t pf__bytes_of(const pf__dtype t) {
     return t == PF__DTYPE_Q8 ? 34 : t == PF__DTYPE_Q4 ? 18 : t == PF__DTYPE_Q4_1 ? 20 : t == PF__DTYPE_Q5_0 ? 22
-           : t == PF__DTYPE_Q5_1 ? 24 : t == PF__DTYPE_Q4_K ? 144 : t == PF__DTYPE_Q5_K ? 176 : 210;
+           : t == PF__DTYPE_Q5_1 ? 24 : t == PF__DTYPE_Q4_K ? 144 : t == PF__DTYPE_Q5_K ? 176 : t == PF__DTYPE_Q3_K ? 110 : 210;
 }
+/* The formats whose sub-blocks have a scale per 16 weights (pf__sub_block's scales16). */
+static PF__INLINE int pf__scales16_of(const pf__dtype t) { return t == PF__DTYPE_Q6_K || t == PF__DTYPE_Q3_K; }
 static PF__INLINE int pf__has_min_of(const pf__dtype t) {
     return t == PF__DTYPE_Q4_1 || t == PF__DTYPE_Q5_1 || t == PF__DTYPE_Q4_K || t == PF__DTYPE_Q5_K;
 }
@@ -18007,8 +18029,8 @@ PF__AVX2_TARGET static PF__INLINE float pf__f16_at_f16c(const unsigned char *p) 
     return _cvtsh_ss(h);
 }
 
-/* Sub-block j of block b as 32 int8 values v, its factors dw and mw, and (Q6_K) the int16 scales
-   of its two halves; t a constant where it is inlined. */
+/* Sub-block j of block b as 32 int8 values v, its factors dw and mw, and (Q6_K, Q3_K) the int16
+   scales of its two halves; t a constant where it is inlined. */
 PF__AVX2_TARGET static PF__INLINE __m256i pf__sub_block_avx2(pf__dtype t, const unsigned char *b, int j, float *dw,
                                                             float *mw, __m256i *scales) {
     const __m256i low4 = _mm256_set1_epi8(15);
@@ -18039,6 +18061,21 @@ PF__AVX2_TARGET static PF__INLINE __m256i pf__sub_block_avx2(pf__dtype t, const 
         __m256i high = _mm256_and_si256(_mm256_srl_epi16(_mm256_loadu_si256((const __m256i *)(b + 16)), _mm_cvtsi32_si128(j)),
                                         _mm256_set1_epi8(1));
         return _mm256_or_si256(v, _mm256_slli_epi16(high, 4));
+    }
+    case PF__DTYPE_Q3_K: { /* as pf__sub_block_values: 2-bit lows by 2k, the high bit 4 half + k, less 4 */
+        int half = j / 4, k = j % 4;
+        const unsigned char *sc = b + 96;
+        int s0 = 2 * j, s1 = 2 * j + 1;
+        int low0 = s0 < 8 ? sc[s0] & 15 : sc[s0 - 8] >> 4, low1 = s1 < 8 ? sc[s1] & 15 : sc[s1 - 8] >> 4;
+        int high0 = (sc[8 + s0 % 4] >> (2 * (s0 / 4))) & 3, high1 = (sc[8 + s1 % 4] >> (2 * (s1 / 4))) & 3;
+        *dw = pf__f16_at_f16c(b + 108);
+        *scales = _mm256_set_m128i(_mm_set1_epi16((short)((low1 | high1 << 4) - 32)),
+                                   _mm_set1_epi16((short)((low0 | high0 << 4) - 32)));
+        __m256i low = _mm256_and_si256(_mm256_srl_epi16(_mm256_loadu_si256((const __m256i *)(b + 32 + half * 32)),
+                                                        _mm_cvtsi32_si128(2 * k)), _mm256_set1_epi8(3));
+        __m256i high = _mm256_and_si256(_mm256_srl_epi16(_mm256_loadu_si256((const __m256i *)b), _mm_cvtsi32_si128(4 * half + k)),
+                                        _mm256_set1_epi8(1));
+        return _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi16(high, 2)), _mm256_set1_epi8(4));
     }
     default: { /* Q6_K */
         int half = j / 4, k = j % 4;
@@ -18085,7 +18122,7 @@ PF__AVX2_TARGET static PF__INLINE void pf__blocks_rows_avx2_as(float *out, size_
                         __m256i xv = _mm256_loadu_si256((const __m256i *)(qx + xb * 32)), d[8];
                         PF__UNROLL for (int i = 0; i < 8; i++) {
                             __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(wv[i]), _mm256_sign_epi8(xv, wv[i]));
-                            d[i] = _mm256_madd_epi16(pairs, t == PF__DTYPE_Q6_K ? scales[i] : _mm256_set1_epi16(1));
+                            d[i] = _mm256_madd_epi16(pairs, pf__scales16_of(t) ? scales[i] : _mm256_set1_epi16(1));
                         }
                         __m256 scale = _mm256_set1_ps(dx[xb]);
                         acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pf__sum_lanes8_avx2(d)), _mm256_mul_ps(scale, dwv), acc[r]);
@@ -18111,6 +18148,7 @@ PF__AVX2_TARGET static void pf__blocks_rows_avx2(float *out, size_t ld, const in
     case PF__DTYPE_Q5_1: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q5_1); break;
     case PF__DTYPE_Q4_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q4_K); break;
     case PF__DTYPE_Q5_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q5_K); break;
+    case PF__DTYPE_Q3_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q3_K); break;
     default: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q6_K);
     }
 }
@@ -18118,7 +18156,7 @@ PF__AVX2_TARGET static void pf__blocks_rows_avx2(float *out, size_t ld, const in
 
 /* The file's blocks against fp32 activations (what the ranks compute on blocks they keep; the
    int8 products above are the speed choice of dtype q8/q4): each sub-block's integers, scaled by
-   Q6_K's 16-weight scales, as fp32 (exact: below 2^12), times x in 8 lanes (lane l: inputs l,
+   Q6_K's and Q3_K's 16-weight scales, as fp32 (exact: below 2^12), times x in 8 lanes (lane l: inputs l,
    l + 8, l + 16, l + 24, fused in that order from 0), the lanes then scaled into the row's 8
    accumulators, acc_l = fmaf(dw, p_l, acc_l), and the minimum's share into lane 0,
    acc_0 = fmaf(mw, sum of the 32 inputs, acc_0); the output is the accumulators added as
@@ -18195,7 +18233,7 @@ PF__AVX2_TARGET static PF__INLINE void pf__blocks_f32_tile_avx2(float *out, size
             wq[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(low, 8)));
             wq[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(high));
             wq[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(high, 8)));
-            if (t == PF__DTYPE_Q6_K) {
+            if (pf__scales16_of(t)) {
                 __m256 s0 = _mm256_set1_ps((float)(int16_t)_mm256_extract_epi16(scales, 0));
                 __m256 s1 = _mm256_set1_ps((float)(int16_t)_mm256_extract_epi16(scales, 8));
                 wq[0] = _mm256_mul_ps(wq[0], s0), wq[1] = _mm256_mul_ps(wq[1], s0);
@@ -18239,6 +18277,7 @@ PF__AVX2_TARGET static void pf__blocks_f32_avx2(float *out, size_t ld, const flo
     case PF__DTYPE_Q5_1: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q5_1); break;
     case PF__DTYPE_Q4_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q4_K); break;
     case PF__DTYPE_Q5_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q5_K); break;
+    case PF__DTYPE_Q3_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q3_K); break;
     default: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q6_K);
     }
 }
@@ -19826,7 +19865,7 @@ PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols) {
 
 #ifdef PF_TESTING
 /* Test hook: the CPU matmul on plain arrays (w is [n_out][k] of dtype 0 f32, 1 f16, 2 bf16, 3 Q8
-   blocks, 4 Q4 blocks, 5..10 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K blocks, columns col_begin..
+   blocks, 4 Q4 blocks, 5..11 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K blocks, columns col_begin..
    of a whole). */
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
                            size_t n_out, size_t k, size_t col_begin) {
@@ -24679,14 +24718,14 @@ static const unsigned char pf__gguf_value_size[PF__GGUF_VALUE_TYPES] = {1, 1, 2,
 /* ggml's tensor types by id: the name for messages, and for the types we read the block (weights)
    and its bytes. Others are refused by name. */
 enum { PF__GGML_F32 = 0, PF__GGML_F16 = 1, PF__GGML_Q4_0 = 2, PF__GGML_Q4_1 = 3, PF__GGML_Q5_0 = 6, PF__GGML_Q5_1 = 7,
-       PF__GGML_Q8_0 = 8, PF__GGML_Q4_K = 12, PF__GGML_Q5_K = 13, PF__GGML_Q6_K = 14, PF__GGML_BF16 = 30 };
+       PF__GGML_Q8_0 = 8, PF__GGML_Q3_K = 11, PF__GGML_Q4_K = 12, PF__GGML_Q5_K = 13, PF__GGML_Q6_K = 14, PF__GGML_BF16 = 30 };
 /* The block formats we read: each one's dtype (src/blocks.c), which sizes its blocks. */
 static const struct { const char *name; unsigned block, bytes; pf__dtype dtype; } pf__ggml_types[] = {
     [PF__GGML_F32] = {"F32", 1, 4, PF__DTYPE_F32}, [PF__GGML_F16] = {"F16", 1, 2, PF__DTYPE_F16},
     [PF__GGML_Q4_0] = {"Q4_0", 32, 18, PF__DTYPE_Q4}, [PF__GGML_Q4_1] = {"Q4_1", 32, 20, PF__DTYPE_Q4_1},
     [PF__GGML_Q5_0] = {"Q5_0", 32, 22, PF__DTYPE_Q5_0}, [PF__GGML_Q5_1] = {"Q5_1", 32, 24, PF__DTYPE_Q5_1},
     [PF__GGML_Q8_0] = {"Q8_0", 32, 34, PF__DTYPE_Q8}, [9] = {"Q8_1", 0, 0, PF__DTYPE_OTHER},
-    [10] = {"Q2_K", 0, 0, PF__DTYPE_OTHER}, [11] = {"Q3_K", 0, 0, PF__DTYPE_OTHER},
+    [10] = {"Q2_K", 0, 0, PF__DTYPE_OTHER}, [PF__GGML_Q3_K] = {"Q3_K", 256, 110, PF__DTYPE_Q3_K},
     [PF__GGML_Q4_K] = {"Q4_K", 256, 144, PF__DTYPE_Q4_K}, [PF__GGML_Q5_K] = {"Q5_K", 256, 176, PF__DTYPE_Q5_K},
     [PF__GGML_Q6_K] = {"Q6_K", 256, 210, PF__DTYPE_Q6_K}, [15] = {"Q8_K", 0, 0, PF__DTYPE_OTHER},
     [16] = {"IQ2_XXS", 0, 0}, [17] = {"IQ2_XS", 0, 0}, [18] = {"IQ3_XXS", 0, 0}, [19] = {"IQ1_S", 0, 0},
@@ -24901,7 +24940,7 @@ static pf_result pf__gguf_read_tensor_infos(pf__gguf *g, pf__gguf_cursor *c, uin
         unsigned block = pf__ggml_types[type].block;
         if (!block)
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%.*s' has type %s, which parallelformers "
-                              "does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K)", path, name_len,
+                              "does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K and Q6_K)", path, name_len,
                               t->name, pf__ggml_types[type].name);
         if (t->cols % block || pf__mul_size(rows, t->cols / block * pf__ggml_types[type].bytes, &t->bytes) ||
             t->cols / block * pf__ggml_types[type].bytes / pf__ggml_types[type].bytes != t->cols / block)

@@ -4,7 +4,7 @@
 /* =============================================================================================== */
 
 /* Each format stores a row of weights in blocks: 32 weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) or 256
-   in 8 sub-blocks of 32 (Q4_K, Q5_K, Q6_K), little-endian, as ggml's block_* structs lay them out.
+   in 8 sub-blocks of 32 (Q4_K, Q5_K, Q6_K, Q3_K), little-endian, as ggml's block_* structs lay them out.
    Dequantization is ggml's dequantize_row_* arithmetic in fp32 (what the gguf package's
    gguf.quants computes); the sub-block form is the same numbers as integers and two fp32 factors,
    for the integer products of the CPU backend. */
@@ -13,7 +13,8 @@ static const struct { const char *name; unsigned char values_log2, bytes; } pf__
     [PF__DTYPE_F32] = {"F32", 0, 4},   [PF__DTYPE_F16] = {"F16", 0, 2},     [PF__DTYPE_BF16] = {"BF16", 0, 2},
     [PF__DTYPE_Q8] = {"Q8_0", 5, 34},  [PF__DTYPE_Q4] = {"Q4_0", 5, 18},    [PF__DTYPE_Q4_1] = {"Q4_1", 5, 20},
     [PF__DTYPE_Q5_0] = {"Q5_0", 5, 22}, [PF__DTYPE_Q5_1] = {"Q5_1", 5, 24}, [PF__DTYPE_Q4_K] = {"Q4_K", 8, 144},
-    [PF__DTYPE_Q5_K] = {"Q5_K", 8, 176}, [PF__DTYPE_Q6_K] = {"Q6_K", 8, 210}, [PF__DTYPE_OTHER] = {"other", 0, 0},
+    [PF__DTYPE_Q5_K] = {"Q5_K", 8, 176}, [PF__DTYPE_Q6_K] = {"Q6_K", 8, 210}, [PF__DTYPE_Q3_K] = {"Q3_K", 8, 110},
+    [PF__DTYPE_OTHER] = {"other", 0, 0},
 };
 
 PF_PRIVATE size_t pf__block_values(pf__dtype t) { return (size_t)1 << pf__block_table[t].values_log2; }
@@ -37,6 +38,14 @@ static void pf__k_scale_min(const uint8_t *sc, int j, int *scale, int *min) {
         *scale = (sc[j + 4] & 15) | (sc[j - 4] >> 6) << 4;
         *min = (sc[j + 4] >> 4) | (sc[j] >> 6) << 4;
     }
+}
+
+/* Q3_K's 16-weight scale s (of 16): 6 bits, the low 4 in the nibbles of bytes 0..7, the high 2 in
+   bytes 8..11 (ggml's kmask unpacking), less 32. */
+static int pf__q3_k_scale(const uint8_t *sc, int s) {
+    int low = s < 8 ? sc[s] & 15 : sc[s - 8] >> 4;
+    int high = (sc[8 + s % 4] >> (2 * (s / 4))) & 3;
+    return (low | high << 4) - 32;
 }
 
 /* Sub-block j's unsigned values (before any offset), for every format: v[i] in 0..255. */
@@ -77,13 +86,19 @@ static void pf__sub_block_values(pf__dtype t, const uint8_t *b, int j, int *q) {
         for (int i = 0; i < 32; i++) q[i] = ((ql[i] >> (k / 2 * 4)) & 15) | ((qh[i] >> (2 * k)) & 3) << 4;
         break;
     }
+    case PF__DTYPE_Q3_K: { /* 32 bytes of high bits (bit 4 half + k), 64 of 2-bit lows (halves of 32, by 2k) */
+        int half = j / 4, k = j % 4;
+        const uint8_t *hmask = b, *qs = b + 32 + half * 32;
+        for (int i = 0; i < 32; i++) q[i] = ((qs[i] >> (2 * k)) & 3) | ((hmask[i] >> (4 * half + k)) & 1) << 2;
+        break;
+    }
     default:
         for (int i = 0; i < 32; i++) q[i] = 0;
     }
 }
 
 PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__sub_block *out) {
-    int q[32], offset = t == PF__DTYPE_Q4 ? 8 : t == PF__DTYPE_Q5_0 ? 16 : t == PF__DTYPE_Q6_K ? 32 : 0;
+    int q[32], offset = t == PF__DTYPE_Q4 ? 8 : t == PF__DTYPE_Q5_0 ? 16 : t == PF__DTYPE_Q6_K ? 32 : t == PF__DTYPE_Q3_K ? 4 : 0;
     pf__sub_block_values(t, b, j, q);
     for (int i = 0; i < 32; i++) out->v[i] = (int8_t)(q[i] - offset);
     out->scales16[0] = out->scales16[1] = 1;
@@ -104,12 +119,16 @@ PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__s
         out->dw = pf__block_f16(b + 208);
         break;
     }
+    case PF__DTYPE_Q3_K: /* then 12 bytes of 6-bit scales, d */
+        out->scales16[0] = (int16_t)pf__q3_k_scale(b + 96, 2 * j), out->scales16[1] = (int16_t)pf__q3_k_scale(b + 96, 2 * j + 1);
+        out->dw = pf__block_f16(b + 108);
+        break;
     default: out->dw = 0.0f;
     }
 }
 
 /* One block as fp32, in ggml's order of operations: d * q (Q8_0, Q4_0, Q5_0), d * q + m (Q4_1,
-   Q5_1), (d * sc) * q - (dmin * m) (Q4_K, Q5_K), (d * sc) * q (Q6_K), q offset as stored. */
+   Q5_1), (d * sc) * q - (dmin * m) (Q4_K, Q5_K), (d * sc) * q (Q6_K, Q3_K), q offset as stored. */
 PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *b, float *out) {
     int subs = (int)(pf__block_values(t) / 32);
     for (int j = 0; j < subs; j++) {
@@ -123,7 +142,7 @@ PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *b, float *out) 
         case PF__DTYPE_Q4_K: case PF__DTYPE_Q5_K:
             for (int i = 0; i < 32; i++) y[i] = s.dw * (float)s.v[i] + s.mw;
             break;
-        case PF__DTYPE_Q6_K:
+        case PF__DTYPE_Q6_K: case PF__DTYPE_Q3_K:
             for (int i = 0; i < 32; i++) y[i] = s.dw * (float)s.scales16[i / 16] * (float)s.v[i];
             break;
         default:
@@ -142,7 +161,7 @@ PF_PRIVATE float pf__block_value(pf__dtype t, const void *w, size_t i) {
     switch (t) {
     case PF__DTYPE_Q4_1: case PF__DTYPE_Q5_1: return (float)s.v[j] * s.dw + s.mw;
     case PF__DTYPE_Q4_K: case PF__DTYPE_Q5_K: return s.dw * (float)s.v[j] + s.mw;
-    case PF__DTYPE_Q6_K: return s.dw * (float)s.scales16[j / 16] * (float)s.v[j];
+    case PF__DTYPE_Q6_K: case PF__DTYPE_Q3_K: return s.dw * (float)s.scales16[j / 16] * (float)s.v[j];
     default: return (float)s.v[j] * s.dw;
     }
 }

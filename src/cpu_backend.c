@@ -851,7 +851,7 @@ PF__Q8_ROWS_NEON(pf__q4_rows_sdot, PF__DOTPROD_TARGET, PF__Q4_BYTES, 1, pf__bloc
 #endif
 #endif
 
-/* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), multiplied in their blocks.
+/* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K), multiplied in their blocks.
    Each 32-weight sub-block is integers v with factors (pf__sub_block: weight = dw s v + mw) and
    meets x's block of the same 32 inputs (int8 qx, scale dx, sum sx: pf__quantize_x_fn), so its
    product is dx (dw dot + mw sx), dot = sum s v qx exact. out[r][o] is one fp32 chain over the
@@ -890,11 +890,13 @@ static void pf__blocks_rows_portable(float *out, size_t ld, const int8_t *qx, co
 
 #ifdef PF__AVX2
 /* src/blocks.c's sizes and minimum flag again, as constants where t is one (the kernels unroll). */
-static PF__INLINE size_t pf__values_of(const pf__dtype t) { return t >= PF__DTYPE_Q4_K && t <= PF__DTYPE_Q6_K ? 256 : 32; }
+static PF__INLINE size_t pf__values_of(const pf__dtype t) { return t >= PF__DTYPE_Q4_K && t <= PF__DTYPE_Q3_K ? 256 : 32; }
 static PF__INLINE size_t pf__bytes_of(const pf__dtype t) {
     return t == PF__DTYPE_Q8 ? 34 : t == PF__DTYPE_Q4 ? 18 : t == PF__DTYPE_Q4_1 ? 20 : t == PF__DTYPE_Q5_0 ? 22
-           : t == PF__DTYPE_Q5_1 ? 24 : t == PF__DTYPE_Q4_K ? 144 : t == PF__DTYPE_Q5_K ? 176 : 210;
+           : t == PF__DTYPE_Q5_1 ? 24 : t == PF__DTYPE_Q4_K ? 144 : t == PF__DTYPE_Q5_K ? 176 : t == PF__DTYPE_Q3_K ? 110 : 210;
 }
+/* The formats whose sub-blocks have a scale per 16 weights (pf__sub_block's scales16). */
+static PF__INLINE int pf__scales16_of(const pf__dtype t) { return t == PF__DTYPE_Q6_K || t == PF__DTYPE_Q3_K; }
 static PF__INLINE int pf__has_min_of(const pf__dtype t) {
     return t == PF__DTYPE_Q4_1 || t == PF__DTYPE_Q5_1 || t == PF__DTYPE_Q4_K || t == PF__DTYPE_Q5_K;
 }
@@ -916,8 +918,8 @@ PF__AVX2_TARGET static PF__INLINE float pf__f16_at_f16c(const unsigned char *p) 
     return _cvtsh_ss(h);
 }
 
-/* Sub-block j of block b as 32 int8 values v, its factors dw and mw, and (Q6_K) the int16 scales
-   of its two halves; t a constant where it is inlined. */
+/* Sub-block j of block b as 32 int8 values v, its factors dw and mw, and (Q6_K, Q3_K) the int16
+   scales of its two halves; t a constant where it is inlined. */
 PF__AVX2_TARGET static PF__INLINE __m256i pf__sub_block_avx2(pf__dtype t, const unsigned char *b, int j, float *dw,
                                                             float *mw, __m256i *scales) {
     const __m256i low4 = _mm256_set1_epi8(15);
@@ -948,6 +950,21 @@ PF__AVX2_TARGET static PF__INLINE __m256i pf__sub_block_avx2(pf__dtype t, const 
         __m256i high = _mm256_and_si256(_mm256_srl_epi16(_mm256_loadu_si256((const __m256i *)(b + 16)), _mm_cvtsi32_si128(j)),
                                         _mm256_set1_epi8(1));
         return _mm256_or_si256(v, _mm256_slli_epi16(high, 4));
+    }
+    case PF__DTYPE_Q3_K: { /* as pf__sub_block_values: 2-bit lows by 2k, the high bit 4 half + k, less 4 */
+        int half = j / 4, k = j % 4;
+        const unsigned char *sc = b + 96;
+        int s0 = 2 * j, s1 = 2 * j + 1;
+        int low0 = s0 < 8 ? sc[s0] & 15 : sc[s0 - 8] >> 4, low1 = s1 < 8 ? sc[s1] & 15 : sc[s1 - 8] >> 4;
+        int high0 = (sc[8 + s0 % 4] >> (2 * (s0 / 4))) & 3, high1 = (sc[8 + s1 % 4] >> (2 * (s1 / 4))) & 3;
+        *dw = pf__f16_at_f16c(b + 108);
+        *scales = _mm256_set_m128i(_mm_set1_epi16((short)((low1 | high1 << 4) - 32)),
+                                   _mm_set1_epi16((short)((low0 | high0 << 4) - 32)));
+        __m256i low = _mm256_and_si256(_mm256_srl_epi16(_mm256_loadu_si256((const __m256i *)(b + 32 + half * 32)),
+                                                        _mm_cvtsi32_si128(2 * k)), _mm256_set1_epi8(3));
+        __m256i high = _mm256_and_si256(_mm256_srl_epi16(_mm256_loadu_si256((const __m256i *)b), _mm_cvtsi32_si128(4 * half + k)),
+                                        _mm256_set1_epi8(1));
+        return _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi16(high, 2)), _mm256_set1_epi8(4));
     }
     default: { /* Q6_K */
         int half = j / 4, k = j % 4;
@@ -994,7 +1011,7 @@ PF__AVX2_TARGET static PF__INLINE void pf__blocks_rows_avx2_as(float *out, size_
                         __m256i xv = _mm256_loadu_si256((const __m256i *)(qx + xb * 32)), d[8];
                         PF__UNROLL for (int i = 0; i < 8; i++) {
                             __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(wv[i]), _mm256_sign_epi8(xv, wv[i]));
-                            d[i] = _mm256_madd_epi16(pairs, t == PF__DTYPE_Q6_K ? scales[i] : _mm256_set1_epi16(1));
+                            d[i] = _mm256_madd_epi16(pairs, pf__scales16_of(t) ? scales[i] : _mm256_set1_epi16(1));
                         }
                         __m256 scale = _mm256_set1_ps(dx[xb]);
                         acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pf__sum_lanes8_avx2(d)), _mm256_mul_ps(scale, dwv), acc[r]);
@@ -1020,6 +1037,7 @@ PF__AVX2_TARGET static void pf__blocks_rows_avx2(float *out, size_t ld, const in
     case PF__DTYPE_Q5_1: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q5_1); break;
     case PF__DTYPE_Q4_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q4_K); break;
     case PF__DTYPE_Q5_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q5_K); break;
+    case PF__DTYPE_Q3_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q3_K); break;
     default: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q6_K);
     }
 }
@@ -1027,7 +1045,7 @@ PF__AVX2_TARGET static void pf__blocks_rows_avx2(float *out, size_t ld, const in
 
 /* The file's blocks against fp32 activations (what the ranks compute on blocks they keep; the
    int8 products above are the speed choice of dtype q8/q4): each sub-block's integers, scaled by
-   Q6_K's 16-weight scales, as fp32 (exact: below 2^12), times x in 8 lanes (lane l: inputs l,
+   Q6_K's and Q3_K's 16-weight scales, as fp32 (exact: below 2^12), times x in 8 lanes (lane l: inputs l,
    l + 8, l + 16, l + 24, fused in that order from 0), the lanes then scaled into the row's 8
    accumulators, acc_l = fmaf(dw, p_l, acc_l), and the minimum's share into lane 0,
    acc_0 = fmaf(mw, sum of the 32 inputs, acc_0); the output is the accumulators added as
@@ -1104,7 +1122,7 @@ PF__AVX2_TARGET static PF__INLINE void pf__blocks_f32_tile_avx2(float *out, size
             wq[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(low, 8)));
             wq[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(high));
             wq[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(high, 8)));
-            if (t == PF__DTYPE_Q6_K) {
+            if (pf__scales16_of(t)) {
                 __m256 s0 = _mm256_set1_ps((float)(int16_t)_mm256_extract_epi16(scales, 0));
                 __m256 s1 = _mm256_set1_ps((float)(int16_t)_mm256_extract_epi16(scales, 8));
                 wq[0] = _mm256_mul_ps(wq[0], s0), wq[1] = _mm256_mul_ps(wq[1], s0);
@@ -1148,6 +1166,7 @@ PF__AVX2_TARGET static void pf__blocks_f32_avx2(float *out, size_t ld, const flo
     case PF__DTYPE_Q5_1: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q5_1); break;
     case PF__DTYPE_Q4_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q4_K); break;
     case PF__DTYPE_Q5_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q5_K); break;
+    case PF__DTYPE_Q3_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q3_K); break;
     default: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q6_K);
     }
 }
@@ -2735,7 +2754,7 @@ PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols) {
 
 #ifdef PF_TESTING
 /* Test hook: the CPU matmul on plain arrays (w is [n_out][k] of dtype 0 f32, 1 f16, 2 bf16, 3 Q8
-   blocks, 4 Q4 blocks, 5..10 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K blocks, columns col_begin..
+   blocks, 4 Q4 blocks, 5..11 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K blocks, columns col_begin..
    of a whole). */
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
                            size_t n_out, size_t k, size_t col_begin) {

@@ -13,6 +13,7 @@ writes test/fixtures/gguf/:
   llama-f16.gguf    the same, matrices F16 (norms F32, as llama.cpp keeps vectors)
   llama-quant.gguf  a random LLaMA whose rows are 256 wide, each matrix in one of Q8_0, Q4_0, Q4_1,
                     Q4_K, Q6_K (every type in each layer's slots, rotated per layer), norms BF16
+  llama-q3k.gguf    the same random LLaMA, every matrix Q3_K
   llama-bias.gguf   a random LLaMA with attention and MLP biases and a tied head, F32
   gpt2-f32.gguf     the gpt2-tiny fixture, F32, with its byte-level BPE tokenizer ("gpt2", "gpt-2")
   gpt2-q8.gguf      the same, matrices Q8_0 / Q4_0 / Q4_1
@@ -37,7 +38,7 @@ writes test/fixtures/gguf/:
   gguf_reference.txt  a line per file: name, prompt ids, transformers' greedy new ids (8),
                     transformers' logits at every prompt position (comma floats)
 and test/fuzz_seeds/gguf/tiny-gpt2.gguf and tiny-llama-spm.gguf, the fuzz target's seeds.
-Q4_K and Q6_K blocks are packed by the small quantizers below (gguf-py has dequantizers for
+Q3_K, Q4_K and Q6_K blocks are packed by the small quantizers below (gguf-py has dequantizers for
 them, no quantizers); the gguf package's dequantizer reads them back for the reference.
 """
 import json
@@ -102,6 +103,32 @@ def quantize_q6_k(w):
     return out.reshape(w.shape[0], -1)
 
 
+def quantize_q3_k(w):
+    """[rows][cols] (cols % 256 == 0) into Q3_K blocks: 32 bytes of high bits (bit 4 h + k of byte
+    i: weight i of sub-block 4 h + k's third bit), 64 bytes of 2-bit lows (half h's 32 bytes, bits
+    2k: sub-block 4 h + k), 12 bytes of 6-bit scales per 16 weights (low nibbles in bytes 0..7,
+    high bit pairs in bytes 8..11), d; x ~ d * (sc - 32) * q, q in -4..3."""
+    groups = w.reshape(-1, 16, 16).astype(np.float32)
+    step = np.abs(groups).max(axis=2) / 4
+    d = (np.maximum(step.max(axis=1), 1e-8) / 31).astype(np.float16).astype(np.float32)
+    sc = np.clip(np.round(step / d[:, None]), 1, 31).astype(np.int32) + 32
+    q = np.clip(np.round(groups / (d[:, None] * (sc - 32))[:, :, None]), -4, 3).astype(np.int32) + 4  # 0..7
+    q = q.reshape(-1, 2, 4, 32)  # [block][half][k][weight]
+    hmask = np.zeros((q.shape[0], 32), dtype=np.uint8)
+    qs = np.zeros((q.shape[0], 2, 32), dtype=np.uint8)
+    for h in range(2):
+        for k in range(4):
+            hmask |= ((q[:, h, k] >> 2) & 1).astype(np.uint8) << (4 * h + k)
+            qs[:, h] |= (q[:, h, k] & 3).astype(np.uint8) << (2 * k)
+    packed = np.zeros((q.shape[0], 12), dtype=np.uint8)
+    for s in range(16):
+        low, high = sc[:, s] & 15, (sc[:, s] >> 4) & 3
+        packed[:, s if s < 8 else s - 8] |= (low << (0 if s < 8 else 4)).astype(np.uint8)
+        packed[:, 8 + s % 4] |= (high << (2 * (s // 4))).astype(np.uint8)
+    out = np.concatenate([hmask, qs.reshape(-1, 64), packed, f16_bytes(d)], axis=1)
+    return out.reshape(w.shape[0], -1)
+
+
 def encode(w, qtype):
     """w ([rows][cols] float32) as qtype's bytes, for GGUFWriter.add_tensor with raw_dtype."""
     if qtype == Q.F32:
@@ -110,6 +137,8 @@ def encode(w, qtype):
         return w.astype(np.float16)
     if qtype == Q.Q4_K:
         return quantize_q4_k(w)
+    if qtype == Q.Q3_K:
+        return quantize_q3_k(w)
     if qtype == Q.Q6_K:
         return quantize_q6_k(w)
     return quantize(w.astype(np.float32), qtype)
@@ -973,6 +1002,10 @@ def main():
         err = np.abs(back[k].numpy() - v).max() / max(np.abs(v).max(), 1e-6)
         assert err < 0.2, (k, err)
     lines.append(reference_line("llama-quant", llama_from_gguf(path, config), [1, 17, 42, 5, 88, 23, 61, 9], 2))
+    # the same LLaMA with every matrix in Q3_K (3-bit weights, a 6-bit scale per 16: Q3_K_S files)
+    path = OUT / "llama-q3k.gguf"
+    write_llama(path, config, state, lambda name, t: Q.BF16 if t.ndim == 1 else Q.Q3_K)
+    lines.append(reference_line("llama-q3k", llama_from_gguf(path, config), [1, 17, 42, 5, 88, 23, 61, 9], 2))
 
     # a LLaMA with attention and MLP biases (q and k biases permuted like their rows), F32
     torch.manual_seed(7)

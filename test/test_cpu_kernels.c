@@ -883,7 +883,8 @@ static void test_block_format(const char *name, int dtype) {
 
 static void test_block_formats(void) {
     static const struct { const char *name; int dtype; } formats[] = {
-        {"Q8_0", 3}, {"Q4_0", 4}, {"Q4_1", 5}, {"Q5_0", 6}, {"Q5_1", 7}, {"Q4_K", 8}, {"Q5_K", 9}, {"Q6_K", 10}};
+        {"Q8_0", 3}, {"Q4_0", 4}, {"Q4_1", 5}, {"Q5_0", 6}, {"Q5_1", 7}, {"Q4_K", 8}, {"Q5_K", 9}, {"Q6_K", 10},
+        {"Q3_K", 11}};
     for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) {
         char random_name[32];
         snprintf(random_name, sizeof random_name, "%s-random", formats[f].name);
