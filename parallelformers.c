@@ -139,11 +139,12 @@ PF_PRIVATE pf_result pf__json_load(const char *path, pf__json **out, char *messa
 /* ---- src/safetensors.c ---- */
 
 /* PF__DTYPE_Q8 and _Q4 are llama.cpp's Q8_0 and Q4_0 blocks: our quantizers' formats (see
-   PF__Q8_BLOCK), and a GGUF's. Q4_1 to Q3_K are GGUF's other block formats, kept as the file holds
-   them (src/blocks.c); PF__BLOCKED names them all. */
+   PF__Q8_BLOCK), and a GGUF's. Q4_1 to IQ4_XS are GGUF's other block formats, kept as the file
+   holds them (src/blocks.c); PF__BLOCKED names them all. */
 typedef enum { PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8, PF__DTYPE_Q4, PF__DTYPE_Q4_1, PF__DTYPE_Q5_0,
-               PF__DTYPE_Q5_1, PF__DTYPE_Q4_K, PF__DTYPE_Q5_K, PF__DTYPE_Q6_K, PF__DTYPE_Q3_K, PF__DTYPE_OTHER } pf__dtype;
-#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_Q3_K)
+               PF__DTYPE_Q5_1, PF__DTYPE_Q4_K, PF__DTYPE_Q5_K, PF__DTYPE_Q6_K, PF__DTYPE_Q3_K, PF__DTYPE_IQ4_NL,
+               PF__DTYPE_IQ4_XS, PF__DTYPE_OTHER } pf__dtype;
+#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_IQ4_XS)
 #define PF__MAX_DIMS 8
 
 typedef struct pf__file_map {
@@ -199,6 +200,7 @@ PF_PRIVATE size_t pf__weight_bytes(pf__dtype t, size_t rows, size_t cols);
 PF_PRIVATE size_t pf__block_values(pf__dtype t);
 PF_PRIVATE size_t pf__block_bytes(pf__dtype t);
 PF_PRIVATE const char *pf__dtype_name(pf__dtype t);
+extern PF_PRIVATE const int8_t pf__iq4_levels[16];
 PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *block, float *out);
 PF_PRIVATE float pf__block_value(pf__dtype t, const void *w, size_t i);
 /* Sub-block j (32 weights) of a block in integers: weight i is dw * s_i * v[i] + mw, s_i being
@@ -2375,8 +2377,8 @@ PF_PRIVATE uint16_t pf__f32_to_bf16(float f) {
 /* llama.cpp's block formats (GGUF's quantized tensors): sizes, dequantization, integer sub-blocks */
 /* =============================================================================================== */
 
-/* Each format stores a row of weights in blocks: 32 weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) or 256
-   in 8 sub-blocks of 32 (Q4_K, Q5_K, Q6_K, Q3_K), little-endian, as ggml's block_* structs lay them out.
+/* Each format stores a row of weights in blocks: 32 weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+   IQ4_NL) or 256 in 8 sub-blocks of 32 (Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS), little-endian, as ggml's block_* structs lay them out.
    Dequantization is ggml's dequantize_row_* arithmetic in fp32 (what the gguf package's
    gguf.quants computes); the sub-block form is the same numbers as integers and two fp32 factors,
    for the integer products of the CPU backend. */
@@ -2386,8 +2388,11 @@ static const struct { const char *name; unsigned char values_log2, bytes; } pf__
     [PF__DTYPE_Q8] = {"Q8_0", 5, 34},  [PF__DTYPE_Q4] = {"Q4_0", 5, 18},    [PF__DTYPE_Q4_1] = {"Q4_1", 5, 20},
     [PF__DTYPE_Q5_0] = {"Q5_0", 5, 22}, [PF__DTYPE_Q5_1] = {"Q5_1", 5, 24}, [PF__DTYPE_Q4_K] = {"Q4_K", 8, 144},
     [PF__DTYPE_Q5_K] = {"Q5_K", 8, 176}, [PF__DTYPE_Q6_K] = {"Q6_K", 8, 210}, [PF__DTYPE_Q3_K] = {"Q3_K", 8, 110},
-    [PF__DTYPE_OTHER] = {"other", 0, 0},
+    [PF__DTYPE_IQ4_NL] = {"IQ4_NL", 5, 18}, [PF__DTYPE_IQ4_XS] = {"IQ4_XS", 8, 136}, [PF__DTYPE_OTHER] = {"other", 0, 0},
 };
+
+/* The IQ4 formats' 16 levels a nibble stands for (ggml's kvalues_iq4nl): a non-linear 4-bit grid. */
+PF_PRIVATE const int8_t pf__iq4_levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 PF_PRIVATE size_t pf__block_values(pf__dtype t) { return (size_t)1 << pf__block_table[t].values_log2; }
 PF_PRIVATE size_t pf__block_bytes(pf__dtype t) { return pf__block_table[t].bytes; }
@@ -2420,7 +2425,15 @@ static int pf__q3_k_scale(const uint8_t *sc, int s) {
     return (low | high << 4) - 32;
 }
 
-/* Sub-block j's unsigned values (before any offset), for every format: v[i] in 0..255. */
+/* IQ4_XS's sub-block j scale: 6 bits, the low 4 a nibble of bytes 4..7, the high 2 bits 2j of the
+   16-bit word at byte 2 (ggml's scales_l and scales_h). */
+static int pf__iq4_xs_scale(const uint8_t *b, int j) {
+    int high = (int)(((unsigned)b[2] | (unsigned)b[3] << 8) >> (2 * j)) & 3;
+    return ((b[4 + j / 2] >> (4 * (j % 2))) & 15) | high << 4;
+}
+
+/* Sub-block j's unsigned values (before any offset), for every format: v[i] in 0..255 (the IQ4
+   formats' nibbles, which index pf__iq4_levels). */
 static void pf__sub_block_values(pf__dtype t, const uint8_t *b, int j, int *q) {
     switch (t) {
     case PF__DTYPE_Q8:
@@ -2458,6 +2471,12 @@ static void pf__sub_block_values(pf__dtype t, const uint8_t *b, int j, int *q) {
         for (int i = 0; i < 32; i++) q[i] = ((ql[i] >> (k / 2 * 4)) & 15) | ((qh[i] >> (2 * k)) & 3) << 4;
         break;
     }
+    case PF__DTYPE_IQ4_NL: /* d, then Q4_0's nibbles */
+    case PF__DTYPE_IQ4_XS: { /* d, 2 bytes of the scales' high bits, 4 of their nibbles, 16 bytes of nibbles a sub-block */
+        const uint8_t *qs = b + (t == PF__DTYPE_IQ4_NL ? 2 : 8 + j * 16);
+        for (int i = 0; i < 16; i++) q[i] = qs[i] & 15, q[i + 16] = qs[i] >> 4;
+        break;
+    }
     case PF__DTYPE_Q3_K: { /* 32 bytes of high bits (bit 4 half + k), 64 of 2-bit lows (halves of 32, by 2k) */
         int half = j / 4, k = j % 4;
         const uint8_t *hmask = b, *qs = b + 32 + half * 32;
@@ -2472,11 +2491,13 @@ static void pf__sub_block_values(pf__dtype t, const uint8_t *b, int j, int *q) {
 PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__sub_block *out) {
     int q[32], offset = t == PF__DTYPE_Q4 ? 8 : t == PF__DTYPE_Q5_0 ? 16 : t == PF__DTYPE_Q6_K ? 32 : t == PF__DTYPE_Q3_K ? 4 : 0;
     pf__sub_block_values(t, b, j, q);
-    for (int i = 0; i < 32; i++) out->v[i] = (int8_t)(q[i] - offset);
+    int iq4 = t == PF__DTYPE_IQ4_NL || t == PF__DTYPE_IQ4_XS;
+    for (int i = 0; i < 32; i++) out->v[i] = iq4 ? pf__iq4_levels[q[i]] : (int8_t)(q[i] - offset);
     out->scales16[0] = out->scales16[1] = 1;
     out->mw = 0.0f;
     switch (t) {
-    case PF__DTYPE_Q8: case PF__DTYPE_Q4: case PF__DTYPE_Q5_0: out->dw = pf__block_f16(b); break;
+    case PF__DTYPE_Q8: case PF__DTYPE_Q4: case PF__DTYPE_Q5_0: case PF__DTYPE_IQ4_NL: out->dw = pf__block_f16(b); break;
+    case PF__DTYPE_IQ4_XS: out->dw = pf__block_f16(b) * (float)(pf__iq4_xs_scale(b, j) - 32); break;
     case PF__DTYPE_Q4_1: case PF__DTYPE_Q5_1: out->dw = pf__block_f16(b), out->mw = pf__block_f16(b + 2); break;
     case PF__DTYPE_Q4_K: case PF__DTYPE_Q5_K: {
         int scale, min;
@@ -17962,7 +17983,7 @@ PF__Q8_ROWS_NEON(pf__q4_rows_sdot, PF__DOTPROD_TARGET, PF__Q4_BYTES, 1, pf__bloc
 #endif
 #endif
 
-/* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K), multiplied in their blocks.
+/* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS), multiplied in their blocks.
    Each 32-weight sub-block is integers v with factors (pf__sub_block: weight = dw s v + mw) and
    meets x's block of the same 32 inputs (int8 qx, scale dx, sum sx: pf__quantize_x_fn), so its
    product is dx (dw dot + mw sx), dot = sum s v qx exact. out[r][o] is one fp32 chain over the
@@ -18001,10 +18022,13 @@ static void pf__blocks_rows_portable(float *out, size_t ld, const int8_t *qx, co
 
 #ifdef PF__AVX2
 /* src/blocks.c's sizes and minimum flag again, as constants where t is one (the kernels unroll). */
-static PF__INLINE size_t pf__values_of(const pf__dtype t) { return t >= PF__DTYPE_Q4_K && t <= PF__DTYPE_Q3_K ? 256 : 32; }
+static PF__INLINE size_t pf__values_of(const pf__dtype t) {
+    return (t >= PF__DTYPE_Q4_K && t <= PF__DTYPE_Q3_K) || t == PF__DTYPE_IQ4_XS ? 256 : 32;
+}
 static PF__INLINE size_t pf__bytes_of(const pf__dtype t) {
-    return t == PF__DTYPE_Q8 ? 34 : t == PF__DTYPE_Q4 ? 18 : t == PF__DTYPE_Q4_1 ? 20 : t == PF__DTYPE_Q5_0 ? 22
-           : t == PF__DTYPE_Q5_1 ? 24 : t == PF__DTYPE_Q4_K ? 144 : t == PF__DTYPE_Q5_K ? 176 : t == PF__DTYPE_Q3_K ? 110 : 210;
+    return t == PF__DTYPE_Q8 ? 34 : t == PF__DTYPE_Q4 || t == PF__DTYPE_IQ4_NL ? 18 : t == PF__DTYPE_Q4_1 ? 20
+           : t == PF__DTYPE_Q5_0 ? 22 : t == PF__DTYPE_Q5_1 ? 24 : t == PF__DTYPE_Q4_K ? 144 : t == PF__DTYPE_Q5_K ? 176
+           : t == PF__DTYPE_Q3_K ? 110 : t == PF__DTYPE_IQ4_XS ? 136 : 210;
 }
 /* The formats whose sub-blocks have a scale per 16 weights (pf__sub_block's scales16). */
 static PF__INLINE int pf__scales16_of(const pf__dtype t) { return t == PF__DTYPE_Q6_K || t == PF__DTYPE_Q3_K; }
@@ -18061,6 +18085,17 @@ PF__AVX2_TARGET static PF__INLINE __m256i pf__sub_block_avx2(pf__dtype t, const 
         __m256i high = _mm256_and_si256(_mm256_srl_epi16(_mm256_loadu_si256((const __m256i *)(b + 16)), _mm_cvtsi32_si128(j)),
                                         _mm256_set1_epi8(1));
         return _mm256_or_si256(v, _mm256_slli_epi16(high, 4));
+    }
+    case PF__DTYPE_IQ4_NL:
+    case PF__DTYPE_IQ4_XS: { /* Q4_0's nibbles, each the index of one of pf__iq4_levels */
+        const __m256i levels = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)pf__iq4_levels));
+        if (t == PF__DTYPE_IQ4_NL) {
+            *dw = pf__f16_at_f16c(b);
+            return _mm256_shuffle_epi8(levels, pf__q4_load(b + 2));
+        }
+        int high = (int)(((unsigned)b[2] | (unsigned)b[3] << 8) >> (2 * j)) & 3;
+        *dw = pf__f16_at_f16c(b) * (float)((((b[4 + j / 2] >> (4 * (j % 2))) & 15) | high << 4) - 32);
+        return _mm256_shuffle_epi8(levels, pf__q4_load(b + 8 + j * 16));
     }
     case PF__DTYPE_Q3_K: { /* as pf__sub_block_values: 2-bit lows by 2k, the high bit 4 half + k, less 4 */
         int half = j / 4, k = j % 4;
@@ -18149,6 +18184,8 @@ PF__AVX2_TARGET static void pf__blocks_rows_avx2(float *out, size_t ld, const in
     case PF__DTYPE_Q4_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q4_K); break;
     case PF__DTYPE_Q5_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q5_K); break;
     case PF__DTYPE_Q3_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q3_K); break;
+    case PF__DTYPE_IQ4_NL: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_IQ4_NL); break;
+    case PF__DTYPE_IQ4_XS: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_IQ4_XS); break;
     default: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q6_K);
     }
 }
@@ -18278,6 +18315,8 @@ PF__AVX2_TARGET static void pf__blocks_f32_avx2(float *out, size_t ld, const flo
     case PF__DTYPE_Q4_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q4_K); break;
     case PF__DTYPE_Q5_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q5_K); break;
     case PF__DTYPE_Q3_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q3_K); break;
+    case PF__DTYPE_IQ4_NL: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_IQ4_NL); break;
+    case PF__DTYPE_IQ4_XS: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_IQ4_XS); break;
     default: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q6_K);
     }
 }
@@ -19865,7 +19904,8 @@ PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols) {
 
 #ifdef PF_TESTING
 /* Test hook: the CPU matmul on plain arrays (w is [n_out][k] of dtype 0 f32, 1 f16, 2 bf16, 3 Q8
-   blocks, 4 Q4 blocks, 5..11 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K blocks, columns col_begin..
+   blocks, 4 Q4 blocks, 5..13 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS blocks,
+   columns col_begin..
    of a whole). */
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
                            size_t n_out, size_t k, size_t col_begin) {
@@ -24718,7 +24758,7 @@ static const unsigned char pf__gguf_value_size[PF__GGUF_VALUE_TYPES] = {1, 1, 2,
 /* ggml's tensor types by id: the name for messages, and for the types we read the block (weights)
    and its bytes. Others are refused by name. */
 enum { PF__GGML_F32 = 0, PF__GGML_F16 = 1, PF__GGML_Q4_0 = 2, PF__GGML_Q4_1 = 3, PF__GGML_Q5_0 = 6, PF__GGML_Q5_1 = 7,
-       PF__GGML_Q8_0 = 8, PF__GGML_Q3_K = 11, PF__GGML_Q4_K = 12, PF__GGML_Q5_K = 13, PF__GGML_Q6_K = 14, PF__GGML_BF16 = 30 };
+       PF__GGML_Q8_0 = 8, PF__GGML_Q3_K = 11, PF__GGML_Q4_K = 12, PF__GGML_IQ4_NL = 20, PF__GGML_IQ4_XS = 23, PF__GGML_Q5_K = 13, PF__GGML_Q6_K = 14, PF__GGML_BF16 = 30 };
 /* The block formats we read: each one's dtype (src/blocks.c), which sizes its blocks. */
 static const struct { const char *name; unsigned block, bytes; pf__dtype dtype; } pf__ggml_types[] = {
     [PF__GGML_F32] = {"F32", 1, 4, PF__DTYPE_F32}, [PF__GGML_F16] = {"F16", 1, 2, PF__DTYPE_F16},
@@ -24729,7 +24769,7 @@ static const struct { const char *name; unsigned block, bytes; pf__dtype dtype; 
     [PF__GGML_Q4_K] = {"Q4_K", 256, 144, PF__DTYPE_Q4_K}, [PF__GGML_Q5_K] = {"Q5_K", 256, 176, PF__DTYPE_Q5_K},
     [PF__GGML_Q6_K] = {"Q6_K", 256, 210, PF__DTYPE_Q6_K}, [15] = {"Q8_K", 0, 0, PF__DTYPE_OTHER},
     [16] = {"IQ2_XXS", 0, 0}, [17] = {"IQ2_XS", 0, 0}, [18] = {"IQ3_XXS", 0, 0}, [19] = {"IQ1_S", 0, 0},
-    [20] = {"IQ4_NL", 0, 0}, [21] = {"IQ3_S", 0, 0}, [22] = {"IQ2_S", 0, 0}, [23] = {"IQ4_XS", 0, 0},
+    [PF__GGML_IQ4_NL] = {"IQ4_NL", 32, 18, PF__DTYPE_IQ4_NL}, [21] = {"IQ3_S", 0, 0}, [22] = {"IQ2_S", 0, 0}, [PF__GGML_IQ4_XS] = {"IQ4_XS", 256, 136, PF__DTYPE_IQ4_XS},
     [24] = {"I8", 0, 0}, [25] = {"I16", 0, 0}, [26] = {"I32", 0, 0}, [27] = {"I64", 0, 0}, [28] = {"F64", 0, 0},
     [29] = {"IQ1_M", 0, 0}, [PF__GGML_BF16] = {"BF16", 1, 2, PF__DTYPE_BF16}, [34] = {"TQ1_0", 0, 0}, [35] = {"TQ2_0", 0, 0},
     [39] = {"MXFP4", 0, 0},
@@ -24940,7 +24980,7 @@ static pf_result pf__gguf_read_tensor_infos(pf__gguf *g, pf__gguf_cursor *c, uin
         unsigned block = pf__ggml_types[type].block;
         if (!block)
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%.*s' has type %s, which parallelformers "
-                              "does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K and Q6_K)", path, name_len,
+                              "does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS)", path, name_len,
                               t->name, pf__ggml_types[type].name);
         if (t->cols % block || pf__mul_size(rows, t->cols / block * pf__ggml_types[type].bytes, &t->bytes) ||
             t->cols / block * pf__ggml_types[type].bytes / pf__ggml_types[type].bytes != t->cols / block)

@@ -3,8 +3,8 @@
 /* llama.cpp's block formats (GGUF's quantized tensors): sizes, dequantization, integer sub-blocks */
 /* =============================================================================================== */
 
-/* Each format stores a row of weights in blocks: 32 weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) or 256
-   in 8 sub-blocks of 32 (Q4_K, Q5_K, Q6_K, Q3_K), little-endian, as ggml's block_* structs lay them out.
+/* Each format stores a row of weights in blocks: 32 weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+   IQ4_NL) or 256 in 8 sub-blocks of 32 (Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS), little-endian, as ggml's block_* structs lay them out.
    Dequantization is ggml's dequantize_row_* arithmetic in fp32 (what the gguf package's
    gguf.quants computes); the sub-block form is the same numbers as integers and two fp32 factors,
    for the integer products of the CPU backend. */
@@ -14,8 +14,11 @@ static const struct { const char *name; unsigned char values_log2, bytes; } pf__
     [PF__DTYPE_Q8] = {"Q8_0", 5, 34},  [PF__DTYPE_Q4] = {"Q4_0", 5, 18},    [PF__DTYPE_Q4_1] = {"Q4_1", 5, 20},
     [PF__DTYPE_Q5_0] = {"Q5_0", 5, 22}, [PF__DTYPE_Q5_1] = {"Q5_1", 5, 24}, [PF__DTYPE_Q4_K] = {"Q4_K", 8, 144},
     [PF__DTYPE_Q5_K] = {"Q5_K", 8, 176}, [PF__DTYPE_Q6_K] = {"Q6_K", 8, 210}, [PF__DTYPE_Q3_K] = {"Q3_K", 8, 110},
-    [PF__DTYPE_OTHER] = {"other", 0, 0},
+    [PF__DTYPE_IQ4_NL] = {"IQ4_NL", 5, 18}, [PF__DTYPE_IQ4_XS] = {"IQ4_XS", 8, 136}, [PF__DTYPE_OTHER] = {"other", 0, 0},
 };
+
+/* The IQ4 formats' 16 levels a nibble stands for (ggml's kvalues_iq4nl): a non-linear 4-bit grid. */
+PF_PRIVATE const int8_t pf__iq4_levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 PF_PRIVATE size_t pf__block_values(pf__dtype t) { return (size_t)1 << pf__block_table[t].values_log2; }
 PF_PRIVATE size_t pf__block_bytes(pf__dtype t) { return pf__block_table[t].bytes; }
@@ -48,7 +51,15 @@ static int pf__q3_k_scale(const uint8_t *sc, int s) {
     return (low | high << 4) - 32;
 }
 
-/* Sub-block j's unsigned values (before any offset), for every format: v[i] in 0..255. */
+/* IQ4_XS's sub-block j scale: 6 bits, the low 4 a nibble of bytes 4..7, the high 2 bits 2j of the
+   16-bit word at byte 2 (ggml's scales_l and scales_h). */
+static int pf__iq4_xs_scale(const uint8_t *b, int j) {
+    int high = (int)(((unsigned)b[2] | (unsigned)b[3] << 8) >> (2 * j)) & 3;
+    return ((b[4 + j / 2] >> (4 * (j % 2))) & 15) | high << 4;
+}
+
+/* Sub-block j's unsigned values (before any offset), for every format: v[i] in 0..255 (the IQ4
+   formats' nibbles, which index pf__iq4_levels). */
 static void pf__sub_block_values(pf__dtype t, const uint8_t *b, int j, int *q) {
     switch (t) {
     case PF__DTYPE_Q8:
@@ -86,6 +97,12 @@ static void pf__sub_block_values(pf__dtype t, const uint8_t *b, int j, int *q) {
         for (int i = 0; i < 32; i++) q[i] = ((ql[i] >> (k / 2 * 4)) & 15) | ((qh[i] >> (2 * k)) & 3) << 4;
         break;
     }
+    case PF__DTYPE_IQ4_NL: /* d, then Q4_0's nibbles */
+    case PF__DTYPE_IQ4_XS: { /* d, 2 bytes of the scales' high bits, 4 of their nibbles, 16 bytes of nibbles a sub-block */
+        const uint8_t *qs = b + (t == PF__DTYPE_IQ4_NL ? 2 : 8 + j * 16);
+        for (int i = 0; i < 16; i++) q[i] = qs[i] & 15, q[i + 16] = qs[i] >> 4;
+        break;
+    }
     case PF__DTYPE_Q3_K: { /* 32 bytes of high bits (bit 4 half + k), 64 of 2-bit lows (halves of 32, by 2k) */
         int half = j / 4, k = j % 4;
         const uint8_t *hmask = b, *qs = b + 32 + half * 32;
@@ -100,11 +117,13 @@ static void pf__sub_block_values(pf__dtype t, const uint8_t *b, int j, int *q) {
 PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__sub_block *out) {
     int q[32], offset = t == PF__DTYPE_Q4 ? 8 : t == PF__DTYPE_Q5_0 ? 16 : t == PF__DTYPE_Q6_K ? 32 : t == PF__DTYPE_Q3_K ? 4 : 0;
     pf__sub_block_values(t, b, j, q);
-    for (int i = 0; i < 32; i++) out->v[i] = (int8_t)(q[i] - offset);
+    int iq4 = t == PF__DTYPE_IQ4_NL || t == PF__DTYPE_IQ4_XS;
+    for (int i = 0; i < 32; i++) out->v[i] = iq4 ? pf__iq4_levels[q[i]] : (int8_t)(q[i] - offset);
     out->scales16[0] = out->scales16[1] = 1;
     out->mw = 0.0f;
     switch (t) {
-    case PF__DTYPE_Q8: case PF__DTYPE_Q4: case PF__DTYPE_Q5_0: out->dw = pf__block_f16(b); break;
+    case PF__DTYPE_Q8: case PF__DTYPE_Q4: case PF__DTYPE_Q5_0: case PF__DTYPE_IQ4_NL: out->dw = pf__block_f16(b); break;
+    case PF__DTYPE_IQ4_XS: out->dw = pf__block_f16(b) * (float)(pf__iq4_xs_scale(b, j) - 32); break;
     case PF__DTYPE_Q4_1: case PF__DTYPE_Q5_1: out->dw = pf__block_f16(b), out->mw = pf__block_f16(b + 2); break;
     case PF__DTYPE_Q4_K: case PF__DTYPE_Q5_K: {
         int scale, min;

@@ -851,7 +851,7 @@ PF__Q8_ROWS_NEON(pf__q4_rows_sdot, PF__DOTPROD_TARGET, PF__Q4_BYTES, 1, pf__bloc
 #endif
 #endif
 
-/* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K), multiplied in their blocks.
+/* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS), multiplied in their blocks.
    Each 32-weight sub-block is integers v with factors (pf__sub_block: weight = dw s v + mw) and
    meets x's block of the same 32 inputs (int8 qx, scale dx, sum sx: pf__quantize_x_fn), so its
    product is dx (dw dot + mw sx), dot = sum s v qx exact. out[r][o] is one fp32 chain over the
@@ -890,10 +890,13 @@ static void pf__blocks_rows_portable(float *out, size_t ld, const int8_t *qx, co
 
 #ifdef PF__AVX2
 /* src/blocks.c's sizes and minimum flag again, as constants where t is one (the kernels unroll). */
-static PF__INLINE size_t pf__values_of(const pf__dtype t) { return t >= PF__DTYPE_Q4_K && t <= PF__DTYPE_Q3_K ? 256 : 32; }
+static PF__INLINE size_t pf__values_of(const pf__dtype t) {
+    return (t >= PF__DTYPE_Q4_K && t <= PF__DTYPE_Q3_K) || t == PF__DTYPE_IQ4_XS ? 256 : 32;
+}
 static PF__INLINE size_t pf__bytes_of(const pf__dtype t) {
-    return t == PF__DTYPE_Q8 ? 34 : t == PF__DTYPE_Q4 ? 18 : t == PF__DTYPE_Q4_1 ? 20 : t == PF__DTYPE_Q5_0 ? 22
-           : t == PF__DTYPE_Q5_1 ? 24 : t == PF__DTYPE_Q4_K ? 144 : t == PF__DTYPE_Q5_K ? 176 : t == PF__DTYPE_Q3_K ? 110 : 210;
+    return t == PF__DTYPE_Q8 ? 34 : t == PF__DTYPE_Q4 || t == PF__DTYPE_IQ4_NL ? 18 : t == PF__DTYPE_Q4_1 ? 20
+           : t == PF__DTYPE_Q5_0 ? 22 : t == PF__DTYPE_Q5_1 ? 24 : t == PF__DTYPE_Q4_K ? 144 : t == PF__DTYPE_Q5_K ? 176
+           : t == PF__DTYPE_Q3_K ? 110 : t == PF__DTYPE_IQ4_XS ? 136 : 210;
 }
 /* The formats whose sub-blocks have a scale per 16 weights (pf__sub_block's scales16). */
 static PF__INLINE int pf__scales16_of(const pf__dtype t) { return t == PF__DTYPE_Q6_K || t == PF__DTYPE_Q3_K; }
@@ -950,6 +953,17 @@ PF__AVX2_TARGET static PF__INLINE __m256i pf__sub_block_avx2(pf__dtype t, const 
         __m256i high = _mm256_and_si256(_mm256_srl_epi16(_mm256_loadu_si256((const __m256i *)(b + 16)), _mm_cvtsi32_si128(j)),
                                         _mm256_set1_epi8(1));
         return _mm256_or_si256(v, _mm256_slli_epi16(high, 4));
+    }
+    case PF__DTYPE_IQ4_NL:
+    case PF__DTYPE_IQ4_XS: { /* Q4_0's nibbles, each the index of one of pf__iq4_levels */
+        const __m256i levels = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)pf__iq4_levels));
+        if (t == PF__DTYPE_IQ4_NL) {
+            *dw = pf__f16_at_f16c(b);
+            return _mm256_shuffle_epi8(levels, pf__q4_load(b + 2));
+        }
+        int high = (int)(((unsigned)b[2] | (unsigned)b[3] << 8) >> (2 * j)) & 3;
+        *dw = pf__f16_at_f16c(b) * (float)((((b[4 + j / 2] >> (4 * (j % 2))) & 15) | high << 4) - 32);
+        return _mm256_shuffle_epi8(levels, pf__q4_load(b + 8 + j * 16));
     }
     case PF__DTYPE_Q3_K: { /* as pf__sub_block_values: 2-bit lows by 2k, the high bit 4 half + k, less 4 */
         int half = j / 4, k = j % 4;
@@ -1038,6 +1052,8 @@ PF__AVX2_TARGET static void pf__blocks_rows_avx2(float *out, size_t ld, const in
     case PF__DTYPE_Q4_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q4_K); break;
     case PF__DTYPE_Q5_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q5_K); break;
     case PF__DTYPE_Q3_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q3_K); break;
+    case PF__DTYPE_IQ4_NL: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_IQ4_NL); break;
+    case PF__DTYPE_IQ4_XS: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_IQ4_XS); break;
     default: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q6_K);
     }
 }
@@ -1167,6 +1183,8 @@ PF__AVX2_TARGET static void pf__blocks_f32_avx2(float *out, size_t ld, const flo
     case PF__DTYPE_Q4_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q4_K); break;
     case PF__DTYPE_Q5_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q5_K); break;
     case PF__DTYPE_Q3_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q3_K); break;
+    case PF__DTYPE_IQ4_NL: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_IQ4_NL); break;
+    case PF__DTYPE_IQ4_XS: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_IQ4_XS); break;
     default: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q6_K);
     }
 }
@@ -2754,7 +2772,8 @@ PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols) {
 
 #ifdef PF_TESTING
 /* Test hook: the CPU matmul on plain arrays (w is [n_out][k] of dtype 0 f32, 1 f16, 2 bf16, 3 Q8
-   blocks, 4 Q4 blocks, 5..11 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K blocks, columns col_begin..
+   blocks, 4 Q4 blocks, 5..13 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS blocks,
+   columns col_begin..
    of a whole). */
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
                            size_t n_out, size_t k, size_t col_begin) {

@@ -18,7 +18,7 @@ static const unsigned char pf__gguf_value_size[PF__GGUF_VALUE_TYPES] = {1, 1, 2,
 /* ggml's tensor types by id: the name for messages, and for the types we read the block (weights)
    and its bytes. Others are refused by name. */
 enum { PF__GGML_F32 = 0, PF__GGML_F16 = 1, PF__GGML_Q4_0 = 2, PF__GGML_Q4_1 = 3, PF__GGML_Q5_0 = 6, PF__GGML_Q5_1 = 7,
-       PF__GGML_Q8_0 = 8, PF__GGML_Q3_K = 11, PF__GGML_Q4_K = 12, PF__GGML_Q5_K = 13, PF__GGML_Q6_K = 14, PF__GGML_BF16 = 30 };
+       PF__GGML_Q8_0 = 8, PF__GGML_Q3_K = 11, PF__GGML_Q4_K = 12, PF__GGML_IQ4_NL = 20, PF__GGML_IQ4_XS = 23, PF__GGML_Q5_K = 13, PF__GGML_Q6_K = 14, PF__GGML_BF16 = 30 };
 /* The block formats we read: each one's dtype (src/blocks.c), which sizes its blocks. */
 static const struct { const char *name; unsigned block, bytes; pf__dtype dtype; } pf__ggml_types[] = {
     [PF__GGML_F32] = {"F32", 1, 4, PF__DTYPE_F32}, [PF__GGML_F16] = {"F16", 1, 2, PF__DTYPE_F16},
@@ -29,7 +29,7 @@ static const struct { const char *name; unsigned block, bytes; pf__dtype dtype; 
     [PF__GGML_Q4_K] = {"Q4_K", 256, 144, PF__DTYPE_Q4_K}, [PF__GGML_Q5_K] = {"Q5_K", 256, 176, PF__DTYPE_Q5_K},
     [PF__GGML_Q6_K] = {"Q6_K", 256, 210, PF__DTYPE_Q6_K}, [15] = {"Q8_K", 0, 0, PF__DTYPE_OTHER},
     [16] = {"IQ2_XXS", 0, 0}, [17] = {"IQ2_XS", 0, 0}, [18] = {"IQ3_XXS", 0, 0}, [19] = {"IQ1_S", 0, 0},
-    [20] = {"IQ4_NL", 0, 0}, [21] = {"IQ3_S", 0, 0}, [22] = {"IQ2_S", 0, 0}, [23] = {"IQ4_XS", 0, 0},
+    [PF__GGML_IQ4_NL] = {"IQ4_NL", 32, 18, PF__DTYPE_IQ4_NL}, [21] = {"IQ3_S", 0, 0}, [22] = {"IQ2_S", 0, 0}, [PF__GGML_IQ4_XS] = {"IQ4_XS", 256, 136, PF__DTYPE_IQ4_XS},
     [24] = {"I8", 0, 0}, [25] = {"I16", 0, 0}, [26] = {"I32", 0, 0}, [27] = {"I64", 0, 0}, [28] = {"F64", 0, 0},
     [29] = {"IQ1_M", 0, 0}, [PF__GGML_BF16] = {"BF16", 1, 2, PF__DTYPE_BF16}, [34] = {"TQ1_0", 0, 0}, [35] = {"TQ2_0", 0, 0},
     [39] = {"MXFP4", 0, 0},
@@ -240,7 +240,7 @@ static pf_result pf__gguf_read_tensor_infos(pf__gguf *g, pf__gguf_cursor *c, uin
         unsigned block = pf__ggml_types[type].block;
         if (!block)
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%.*s' has type %s, which parallelformers "
-                              "does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K and Q6_K)", path, name_len,
+                              "does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS)", path, name_len,
                               t->name, pf__ggml_types[type].name);
         if (t->cols % block || pf__mul_size(rows, t->cols / block * pf__ggml_types[type].bytes, &t->bytes) ||
             t->cols / block * pf__ggml_types[type].bytes / pf__ggml_types[type].bytes != t->cols / block)

@@ -99,11 +99,12 @@ PF_PRIVATE pf_result pf__json_load(const char *path, pf__json **out, char *messa
 /* ---- src/safetensors.c ---- */
 
 /* PF__DTYPE_Q8 and _Q4 are llama.cpp's Q8_0 and Q4_0 blocks: our quantizers' formats (see
-   PF__Q8_BLOCK), and a GGUF's. Q4_1 to Q3_K are GGUF's other block formats, kept as the file holds
-   them (src/blocks.c); PF__BLOCKED names them all. */
+   PF__Q8_BLOCK), and a GGUF's. Q4_1 to IQ4_XS are GGUF's other block formats, kept as the file
+   holds them (src/blocks.c); PF__BLOCKED names them all. */
 typedef enum { PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8, PF__DTYPE_Q4, PF__DTYPE_Q4_1, PF__DTYPE_Q5_0,
-               PF__DTYPE_Q5_1, PF__DTYPE_Q4_K, PF__DTYPE_Q5_K, PF__DTYPE_Q6_K, PF__DTYPE_Q3_K, PF__DTYPE_OTHER } pf__dtype;
-#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_Q3_K)
+               PF__DTYPE_Q5_1, PF__DTYPE_Q4_K, PF__DTYPE_Q5_K, PF__DTYPE_Q6_K, PF__DTYPE_Q3_K, PF__DTYPE_IQ4_NL,
+               PF__DTYPE_IQ4_XS, PF__DTYPE_OTHER } pf__dtype;
+#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_IQ4_XS)
 #define PF__MAX_DIMS 8
 
 typedef struct pf__file_map {
@@ -159,6 +160,7 @@ PF_PRIVATE size_t pf__weight_bytes(pf__dtype t, size_t rows, size_t cols);
 PF_PRIVATE size_t pf__block_values(pf__dtype t);
 PF_PRIVATE size_t pf__block_bytes(pf__dtype t);
 PF_PRIVATE const char *pf__dtype_name(pf__dtype t);
+extern PF_PRIVATE const int8_t pf__iq4_levels[16];
 PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *block, float *out);
 PF_PRIVATE float pf__block_value(pf__dtype t, const void *w, size_t i);
 /* Sub-block j (32 weights) of a block in integers: weight i is dw * s_i * v[i] + mw, s_i being

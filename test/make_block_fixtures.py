@@ -19,14 +19,15 @@ import numpy as np
 from gguf import GGMLQuantizationType as Q
 from gguf.quants import dequantize, quantize
 
-from make_gguf_fixtures import f16_bytes, quantize_q3_k, quantize_q4_k, quantize_q6_k
+from make_gguf_fixtures import f16_bytes, quantize_iq4_nl, quantize_iq4_xs, quantize_q3_k, quantize_q4_k, quantize_q6_k
 
 OUT = Path(__file__).resolve().parent / "fixtures" / "blocks"
 ROWS, COLS = 11, 512
 # bytes of each format's block, and where its fp16 factors sit (offsets in the block)
 LAYOUT = {Q.Q8_0: (34, [0]), Q.Q4_0: (18, [0]), Q.Q4_1: (20, [0, 2]), Q.Q5_0: (22, [0]), Q.Q5_1: (24, [0, 2]),
-          Q.Q4_K: (144, [0, 2]), Q.Q5_K: (176, [0, 2]), Q.Q6_K: (210, [208]), Q.Q3_K: (110, [108])}
-SUPER_BLOCKS = (Q.Q4_K, Q.Q5_K, Q.Q6_K, Q.Q3_K)  # 256 weights a block
+          Q.Q4_K: (144, [0, 2]), Q.Q5_K: (176, [0, 2]), Q.Q6_K: (210, [208]), Q.Q3_K: (110, [108]),
+          Q.IQ4_NL: (18, [0]), Q.IQ4_XS: (136, [0])}
+SUPER_BLOCKS = (Q.Q4_K, Q.Q5_K, Q.Q6_K, Q.Q3_K, Q.IQ4_XS)  # 256 weights a block
 
 
 def quantize_q5_k(w):
@@ -58,6 +59,10 @@ def quantize_q5_k(w):
 def quantized(w, qtype):
     if qtype == Q.Q3_K:
         return quantize_q3_k(w)
+    if qtype == Q.IQ4_NL:
+        return quantize_iq4_nl(w)
+    if qtype == Q.IQ4_XS:
+        return quantize_iq4_xs(w)
     if qtype == Q.Q4_K:
         return quantize_q4_k(w)
     if qtype == Q.Q5_K:

@@ -14,6 +14,7 @@ writes test/fixtures/gguf/:
   llama-quant.gguf  a random LLaMA whose rows are 256 wide, each matrix in one of Q8_0, Q4_0, Q4_1,
                     Q4_K, Q6_K (every type in each layer's slots, rotated per layer), norms BF16
   llama-q3k.gguf    the same random LLaMA, every matrix Q3_K
+  llama-iq4.gguf    the same, matrices IQ4_XS, the embedding and output IQ4_NL
   llama-bias.gguf   a random LLaMA with attention and MLP biases and a tied head, F32
   gpt2-f32.gguf     the gpt2-tiny fixture, F32, with its byte-level BPE tokenizer ("gpt2", "gpt-2")
   gpt2-q8.gguf      the same, matrices Q8_0 / Q4_0 / Q4_1
@@ -38,7 +39,7 @@ writes test/fixtures/gguf/:
   gguf_reference.txt  a line per file: name, prompt ids, transformers' greedy new ids (8),
                     transformers' logits at every prompt position (comma floats)
 and test/fuzz_seeds/gguf/tiny-gpt2.gguf and tiny-llama-spm.gguf, the fuzz target's seeds.
-Q3_K, Q4_K and Q6_K blocks are packed by the small quantizers below (gguf-py has dequantizers for
+Q3_K, Q4_K, Q6_K, IQ4_NL and IQ4_XS blocks are packed by the small quantizers below (gguf-py has dequantizers for
 them, no quantizers); the gguf package's dequantizer reads them back for the reference.
 """
 import json
@@ -129,6 +130,41 @@ def quantize_q3_k(w):
     return out.reshape(w.shape[0], -1)
 
 
+IQ4_LEVELS = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], dtype=np.float32)
+
+
+def iq4_nibbles(groups, step):
+    """groups [n][32] over step [n]: the nearest of the IQ4 levels' indices, packed as Q4_0 packs
+    (weight i low nibble, i + 16 high)."""
+    ratio = groups / np.where(step == 0, 1, step)[:, None]
+    idx = np.abs(ratio[:, :, None] - IQ4_LEVELS[None, None, :]).argmin(axis=2).astype(np.uint8)
+    return idx[:, :16] | (idx[:, 16:] << 4)
+
+
+def quantize_iq4_nl(w):
+    """[rows][cols] (cols % 32 == 0) into IQ4_NL blocks: d, 16 bytes of level indices; x ~ d * level."""
+    groups = w.reshape(-1, 32).astype(np.float32)
+    d = (np.abs(groups).max(axis=1) / 127).astype(np.float16).astype(np.float32)
+    return np.concatenate([f16_bytes(d), iq4_nibbles(groups, d)], axis=1).reshape(w.shape[0], -1)
+
+
+def quantize_iq4_xs(w):
+    """[rows][cols] (cols % 256 == 0) into IQ4_XS blocks: d, 16 bits of the 8 sub-block scales' high
+    bit pairs, 4 bytes of their low nibbles, 8 x 16 bytes of level indices; x ~ d * (ls - 32) * level."""
+    groups = w.reshape(-1, 8, 32).astype(np.float32)
+    step = np.abs(groups).max(axis=2) / 127
+    d = (np.maximum(step.max(axis=1), 1e-8) / 31).astype(np.float16).astype(np.float32)
+    ls = np.clip(np.round(step / d[:, None]), 1, 31).astype(np.int32) + 32
+    nibbles = iq4_nibbles(groups.reshape(-1, 32), (d[:, None] * (ls - 32)).reshape(-1)).reshape(-1, 128)
+    high = np.zeros(groups.shape[0], dtype=np.uint32)
+    low = np.zeros((groups.shape[0], 4), dtype=np.uint8)
+    for j in range(8):
+        high |= ((ls[:, j] >> 4) & 3).astype(np.uint32) << (2 * j)
+        low[:, j // 2] |= ((ls[:, j] & 15) << (4 * (j % 2))).astype(np.uint8)
+    scales_h = np.stack([high & 255, high >> 8], axis=1).astype(np.uint8)
+    return np.concatenate([f16_bytes(d), scales_h, low, nibbles], axis=1).reshape(w.shape[0], -1)
+
+
 def encode(w, qtype):
     """w ([rows][cols] float32) as qtype's bytes, for GGUFWriter.add_tensor with raw_dtype."""
     if qtype == Q.F32:
@@ -139,6 +175,10 @@ def encode(w, qtype):
         return quantize_q4_k(w)
     if qtype == Q.Q3_K:
         return quantize_q3_k(w)
+    if qtype == Q.IQ4_NL:
+        return quantize_iq4_nl(w)
+    if qtype == Q.IQ4_XS:
+        return quantize_iq4_xs(w)
     if qtype == Q.Q6_K:
         return quantize_q6_k(w)
     return quantize(w.astype(np.float32), qtype)
@@ -1006,6 +1046,11 @@ def main():
     path = OUT / "llama-q3k.gguf"
     write_llama(path, config, state, lambda name, t: Q.BF16 if t.ndim == 1 else Q.Q3_K)
     lines.append(reference_line("llama-q3k", llama_from_gguf(path, config), [1, 17, 42, 5, 88, 23, 61, 9], 2))
+    # and with its matrices in IQ4_XS, the embedding and output IQ4_NL (IQ4_XS files' non-linear levels)
+    path = OUT / "llama-iq4.gguf"
+    write_llama(path, config, state, lambda name, t: Q.BF16 if t.ndim == 1 else
+                Q.IQ4_NL if name in ("token_embd.weight", "output.weight") else Q.IQ4_XS)
+    lines.append(reference_line("llama-iq4", llama_from_gguf(path, config), [1, 17, 42, 5, 88, 23, 61, 9], 2))
 
     # a LLaMA with attention and MLP biases (q and k biases permuted like their rows), F32
     torch.manual_seed(7)

@@ -805,7 +805,7 @@ static double block_bound(const float *w, const float *x, size_t k, int exact_x)
     return bound + 1e-5 * magnitude + 1e-30;
 }
 
-static void test_block_format(const char *name, int dtype) {
+static void test_block_format(const char *name, int dtype, size_t block_values) {
     char path[1024];
     size_t blocks_size = 0, values_size = 0;
     snprintf(path, sizeof path, "%s/blocks/%s.blocks", test_fixtures, name);
@@ -821,7 +821,7 @@ static void test_block_format(const char *name, int dtype) {
     float *dequantized = (float *)malloc(values_size);
     pf_testing_block_dequantize(dtype, blocks, BLOCK_ROWS * BLOCK_COLS, dequantized);
     CHECK_MSG(!memcmp(dequantized, values, values_size), "%s: dequantized blocks differ from the gguf package's", name);
-    size_t row_bytes = blocks_size / BLOCK_ROWS, block_values = dtype >= 8 ? 256 : 32;
+    size_t row_bytes = blocks_size / BLOCK_ROWS;
     uint64_t state = 38;
     static float x[BLOCK_X_ROWS * BLOCK_COLS], got[BLOCK_X_ROWS * BLOCK_ROWS], portable[BLOCK_X_ROWS * BLOCK_ROWS],
         portable_kept[BLOCK_X_ROWS * BLOCK_ROWS];
@@ -882,14 +882,14 @@ static void test_block_format(const char *name, int dtype) {
 }
 
 static void test_block_formats(void) {
-    static const struct { const char *name; int dtype; } formats[] = {
-        {"Q8_0", 3}, {"Q4_0", 4}, {"Q4_1", 5}, {"Q5_0", 6}, {"Q5_1", 7}, {"Q4_K", 8}, {"Q5_K", 9}, {"Q6_K", 10},
-        {"Q3_K", 11}};
+    static const struct { const char *name; int dtype; size_t values; } formats[] = { /* weights a block */
+        {"Q8_0", 3, 32}, {"Q4_0", 4, 32}, {"Q4_1", 5, 32}, {"Q5_0", 6, 32}, {"Q5_1", 7, 32}, {"Q4_K", 8, 256},
+        {"Q5_K", 9, 256}, {"Q6_K", 10, 256}, {"Q3_K", 11, 256}, {"IQ4_NL", 12, 32}, {"IQ4_XS", 13, 256}};
     for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) {
         char random_name[32];
         snprintf(random_name, sizeof random_name, "%s-random", formats[f].name);
-        test_block_format(formats[f].name, formats[f].dtype);
-        test_block_format(random_name, formats[f].dtype);
+        test_block_format(formats[f].name, formats[f].dtype, formats[f].values);
+        test_block_format(random_name, formats[f].dtype, formats[f].values);
     }
 }
 #endif

@@ -632,7 +632,7 @@ void test_gguf(void) {
         if (!next) break;
         line = next;
     }
-    CHECK_MSG(lines == 26, "%s: %d fixtures", path, lines);
+    CHECK_MSG(lines == 27, "%s: %d fixtures", path, lines);
     free(data);
     gguf_check_same_as_safetensors();
     gguf_check_blocks_memory();
