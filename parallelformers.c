@@ -452,7 +452,9 @@ typedef enum {
                                absolute positions beside its relative ones) */
     PF__IF_REL_EMBED_NORM,  /* present exactly when the config field rel_embed_norm is 1 (DeBERTa's norm_rel_ebd) */
     PF__IF_SPARSE_LAYER, /* present exactly in the layers with experts (pf__config.layer_sparse) */
-    PF__IF_DENSE_LAYER   /* present exactly in the layers without (a dense MLP) */
+    PF__IF_DENSE_LAYER,  /* present exactly in the layers without (a dense MLP) */
+    PF__IF_SEPARATE_VOCAB /* present exactly when the config field shared_vocab is 0 (Marian's
+                             share_encoder_decoder_embeddings false: each tower its vocabulary) */
 } pf__need;
 
 typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ, PF__KIND_DUAL } pf__kind;
@@ -566,6 +568,10 @@ typedef struct pf__config {
                                        tower's, the rest (num_layers in all) the decoder's */
     int decoder_layers;             /* encoder-decoders, as read; 0: as many as the encoder (T5) */
     int src_vocab_size;             /* an encoder vocabulary of its own (FSMT's src_vocab_size); 0: vocab_size */
+    int shared_vocab;               /* 0: the towers have vocabularies of their own (Marian's
+                                       share_encoder_decoder_embeddings false): vocab_size is then
+                                       decoder_vocab_size, the encoder's src_vocab_size */
+    int decoder_vocab_size;         /* Marian's target vocabulary, read as it is; 0: none named */
     int image_size, patch_size, num_channels; /* image encoders: max_positions follows from them */
     int distillation;               /* 1: a distillation token after the class token (DeiT) */
     int causal_encoder;             /* 1: an encoder whose tokens attend to earlier ones only (CLIP's text) */
@@ -4814,6 +4820,10 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
         cfg->max_positions = side * side + 1 + cfg->distillation;
     }
     if (cfg->intermediate_size == 0) cfg->intermediate_size = a->mlp_ratio * cfg->hidden_size;
+    if (!cfg->shared_vocab && cfg->decoder_vocab_size > 0) { /* Marian's own target vocabulary */
+        cfg->src_vocab_size = cfg->vocab_size;
+        cfg->vocab_size = cfg->decoder_vocab_size;
+    }
     if (cfg->multi_query >= 0 && !cfg->grouped_qkv) cfg->num_kv_heads = cfg->multi_query ? 1 : cfg->num_heads;
     if (cfg->num_kv_heads == 0) cfg->num_kv_heads = cfg->num_heads;
     if (cfg->grouped_qkv && !cfg->parallel_residual) /* transformers builds norms its forward does not use */
@@ -4960,7 +4970,7 @@ static const char *pf__need_name(int v) {
         PF__NAME(PF__, IF_EMBED_NORM) PF__NAME(PF__, POSITION_TABLE) PF__NAME(PF__, IF_DISTILLATION) PF__NAME(PF__, IF_QK_NORM)
         PF__NAME(PF__, IF_WITH_PROJECTION) PF__NAME(PF__, IF_Q_LORA) PF__NAME(PF__, IF_NO_Q_LORA)
         PF__NAME(PF__, IF_POSITION_BIASED) PF__NAME(PF__, IF_REL_EMBED_NORM)
-        PF__NAME(PF__, IF_SPARSE_LAYER) PF__NAME(PF__, IF_DENSE_LAYER)
+        PF__NAME(PF__, IF_SPARSE_LAYER) PF__NAME(PF__, IF_DENSE_LAYER) PF__NAME(PF__, IF_SEPARATE_VOCAB)
     }
     return NULL;
 }
@@ -26509,6 +26519,9 @@ PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char
     case PF__IF_POSITION_BIASED:
         *why = c->position_biased_input ? "position_biased_input is true" : "position_biased_input is false";
         return c->position_biased_input;
+    case PF__IF_SEPARATE_VOCAB:
+        *why = c->shared_vocab ? "share_encoder_decoder_embeddings is true" : "share_encoder_decoder_embeddings is false";
+        return !c->shared_vocab;
     case PF__IF_REL_EMBED_NORM:
         *why = c->rel_embed_norm ? "norm_rel_ebd names layer_norm" : "norm_rel_ebd does not name layer_norm";
         return c->rel_embed_norm;
@@ -26650,6 +26663,13 @@ PF_PRIVATE void pf__pattern_name(char *out, size_t size, const pf__arch_tensor *
     snprintf(out, size, one, layer, expert);
 }
 
+/* Whether pattern names one of the family's buffers (tensors a checkpoint may carry as copies). */
+static int pf__is_buffer(const pf__policy_rows *rows, pf__arch_id arch, const char *pattern) {
+    for (size_t i = 0; i < rows->num_buffers; i++)
+        if (rows->buffers[i].arch == arch && !strcmp(rows->buffers[i].pattern, pattern)) return 1;
+    return 0;
+}
+
 PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, pf__slot slot, int layer,
                                           const pf__arch_tensor **row, char *name, size_t name_size,
                                           const pf__st_tensor **other) {
@@ -26664,6 +26684,10 @@ PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, p
         const pf__arch_tensor *t = &rows->tensors[i];
         char pattern[256], full[300];
         if (t->arch != m->config.arch || t->slot != slot || t->encoder != encoder) continue;
+        const char *why = NULL;
+        if (t->need != PF__IF_SPARSE_LAYER && t->need != PF__IF_DENSE_LAYER && pf__need_by_config(&m->config, t->need, &why) == 0 &&
+            pf__is_buffer(rows, m->config.arch, t->pattern))
+            continue; /* a spelling the config rules out that is also a copy of another: the buffers take it */
         pf__pattern_name(pattern, sizeof pattern, t, index, 0, 0);
         snprintf(full, sizeof full, "%s%s", prefix, pattern);
         const pf__st_tensor *st = pf__st_take(&m->st, full);
@@ -30216,12 +30240,16 @@ static pf_result pf__find_prefix(pf_model *m, const char **out) {
     const char *anchor = embed ? embed->pattern : "(no anchor row)";
     const pf__policy_rows *rows = pf__rows(c->arch);
     for (size_t i = 0; i < rows->num_prefixes; i++) {
-        char name[256];
         if (rows->prefixes[i].arch != c->arch) continue;
-        snprintf(name, sizeof name, "%s%s", rows->prefixes[i].prefix, anchor);
-        if (pf__st_find(&m->st, name)) {
-            *out = rows->prefixes[i].prefix;
-            return PF_OK;
+        for (size_t j = 0; j < rows->num_tensors; j++) { /* each spelling of the anchor (Marian's two) */
+            const pf__arch_tensor *t = &rows->tensors[j];
+            char name[256];
+            if (embed && (t->arch != c->arch || t->slot != embed->slot || t->encoder != embed->encoder)) continue;
+            snprintf(name, sizeof name, "%s%s", rows->prefixes[i].prefix, embed ? t->pattern : anchor);
+            if (pf__st_find(&m->st, name)) {
+                *out = rows->prefixes[i].prefix;
+                return PF_OK;
+            }
         }
     }
     return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s' (under any known prefix)", m->dir, anchor);

@@ -230,6 +230,9 @@ PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char
     case PF__IF_POSITION_BIASED:
         *why = c->position_biased_input ? "position_biased_input is true" : "position_biased_input is false";
         return c->position_biased_input;
+    case PF__IF_SEPARATE_VOCAB:
+        *why = c->shared_vocab ? "share_encoder_decoder_embeddings is true" : "share_encoder_decoder_embeddings is false";
+        return !c->shared_vocab;
     case PF__IF_REL_EMBED_NORM:
         *why = c->rel_embed_norm ? "norm_rel_ebd names layer_norm" : "norm_rel_ebd does not name layer_norm";
         return c->rel_embed_norm;
@@ -371,6 +374,13 @@ PF_PRIVATE void pf__pattern_name(char *out, size_t size, const pf__arch_tensor *
     snprintf(out, size, one, layer, expert);
 }
 
+/* Whether pattern names one of the family's buffers (tensors a checkpoint may carry as copies). */
+static int pf__is_buffer(const pf__policy_rows *rows, pf__arch_id arch, const char *pattern) {
+    for (size_t i = 0; i < rows->num_buffers; i++)
+        if (rows->buffers[i].arch == arch && !strcmp(rows->buffers[i].pattern, pattern)) return 1;
+    return 0;
+}
+
 PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, pf__slot slot, int layer,
                                           const pf__arch_tensor **row, char *name, size_t name_size,
                                           const pf__st_tensor **other) {
@@ -385,6 +395,10 @@ PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, p
         const pf__arch_tensor *t = &rows->tensors[i];
         char pattern[256], full[300];
         if (t->arch != m->config.arch || t->slot != slot || t->encoder != encoder) continue;
+        const char *why = NULL;
+        if (t->need != PF__IF_SPARSE_LAYER && t->need != PF__IF_DENSE_LAYER && pf__need_by_config(&m->config, t->need, &why) == 0 &&
+            pf__is_buffer(rows, m->config.arch, t->pattern))
+            continue; /* a spelling the config rules out that is also a copy of another: the buffers take it */
         pf__pattern_name(pattern, sizeof pattern, t, index, 0, 0);
         snprintf(full, sizeof full, "%s%s", prefix, pattern);
         const pf__st_tensor *st = pf__st_take(&m->st, full);

@@ -1579,6 +1579,10 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
         cfg->max_positions = side * side + 1 + cfg->distillation;
     }
     if (cfg->intermediate_size == 0) cfg->intermediate_size = a->mlp_ratio * cfg->hidden_size;
+    if (!cfg->shared_vocab && cfg->decoder_vocab_size > 0) { /* Marian's own target vocabulary */
+        cfg->src_vocab_size = cfg->vocab_size;
+        cfg->vocab_size = cfg->decoder_vocab_size;
+    }
     if (cfg->multi_query >= 0 && !cfg->grouped_qkv) cfg->num_kv_heads = cfg->multi_query ? 1 : cfg->num_heads;
     if (cfg->num_kv_heads == 0) cfg->num_kv_heads = cfg->num_heads;
     if (cfg->grouped_qkv && !cfg->parallel_residual) /* transformers builds norms its forward does not use */

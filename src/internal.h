@@ -412,7 +412,9 @@ typedef enum {
                                absolute positions beside its relative ones) */
     PF__IF_REL_EMBED_NORM,  /* present exactly when the config field rel_embed_norm is 1 (DeBERTa's norm_rel_ebd) */
     PF__IF_SPARSE_LAYER, /* present exactly in the layers with experts (pf__config.layer_sparse) */
-    PF__IF_DENSE_LAYER   /* present exactly in the layers without (a dense MLP) */
+    PF__IF_DENSE_LAYER,  /* present exactly in the layers without (a dense MLP) */
+    PF__IF_SEPARATE_VOCAB /* present exactly when the config field shared_vocab is 0 (Marian's
+                             share_encoder_decoder_embeddings false: each tower its vocabulary) */
 } pf__need;
 
 typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ, PF__KIND_DUAL } pf__kind;
@@ -526,6 +528,10 @@ typedef struct pf__config {
                                        tower's, the rest (num_layers in all) the decoder's */
     int decoder_layers;             /* encoder-decoders, as read; 0: as many as the encoder (T5) */
     int src_vocab_size;             /* an encoder vocabulary of its own (FSMT's src_vocab_size); 0: vocab_size */
+    int shared_vocab;               /* 0: the towers have vocabularies of their own (Marian's
+                                       share_encoder_decoder_embeddings false): vocab_size is then
+                                       decoder_vocab_size, the encoder's src_vocab_size */
+    int decoder_vocab_size;         /* Marian's target vocabulary, read as it is; 0: none named */
     int image_size, patch_size, num_channels; /* image encoders: max_positions follows from them */
     int distillation;               /* 1: a distillation token after the class token (DeiT) */
     int causal_encoder;             /* 1: an encoder whose tokens attend to earlier ones only (CLIP's text) */

@@ -9,12 +9,16 @@ static pf_result pf__find_prefix(pf_model *m, const char **out) {
     const char *anchor = embed ? embed->pattern : "(no anchor row)";
     const pf__policy_rows *rows = pf__rows(c->arch);
     for (size_t i = 0; i < rows->num_prefixes; i++) {
-        char name[256];
         if (rows->prefixes[i].arch != c->arch) continue;
-        snprintf(name, sizeof name, "%s%s", rows->prefixes[i].prefix, anchor);
-        if (pf__st_find(&m->st, name)) {
-            *out = rows->prefixes[i].prefix;
-            return PF_OK;
+        for (size_t j = 0; j < rows->num_tensors; j++) { /* each spelling of the anchor (Marian's two) */
+            const pf__arch_tensor *t = &rows->tensors[j];
+            char name[256];
+            if (embed && (t->arch != c->arch || t->slot != embed->slot || t->encoder != embed->encoder)) continue;
+            snprintf(name, sizeof name, "%s%s", rows->prefixes[i].prefix, embed ? t->pattern : anchor);
+            if (pf__st_find(&m->st, name)) {
+                *out = rows->prefixes[i].prefix;
+                return PF_OK;
+            }
         }
     }
     return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s' (under any known prefix)", m->dir, anchor);

@@ -24,8 +24,11 @@ import torch
 import transformers
 
 FIXTURES = Path(__file__).resolve().parent / 'fixtures'
+ONLY = set(sys.argv[1:])  # names given: write only those fixtures (each seeds itself where it must)
 torch.manual_seed(0)
 def make(name, cfg_cls, model_cls, kw, scale=0.2):
+    if ONLY and name not in ONLY:
+        return
     cfg = getattr(transformers, cfg_cls)(**kw)
     m = getattr(transformers, model_cls)(cfg).eval()
     with torch.no_grad():
@@ -75,6 +78,8 @@ make('pegasus-s2s', 'PegasusConfig', 'PegasusForConditionalGeneration', dict(KIN
 
 
 def cases(name, model_cls):
+    if ONLY and name not in ONLY:
+        return
     d = FIXTURES / name
     m = getattr(transformers, model_cls).from_pretrained(d).eval()
     P = [[5, 17, 45, 88, 9, 63, 2], [5, 77, 31, 101, 3, 54, 12, 96, 40, 8, 33, 2], [19, 64, 3, 2]]
@@ -140,6 +145,8 @@ def make_text(name, cfg_cls, model_cls, kw, tokenizer_dir):
     case a source= line (the text) and an output= line, transformers' decode of greedy generate()
     (12 new tokens) with skip_special_tokens=True; the library's pf_generate_text and
     build/generate must print the same."""
+    if ONLY and name not in ONLY:
+        return
     tok = transformers.AutoTokenizer.from_pretrained(ROOT / 'fixtures' / tokenizer_dir)
     make(name, cfg_cls, model_cls, dict(kw, vocab_size=len(tok)))
     d = FIXTURES / name
@@ -207,3 +214,11 @@ def make_untied_t5():
 
 
 make_untied_t5()
+
+# Marian with a vocabulary per tower (share_encoder_decoder_embeddings false, decoder_vocab_size
+# below vocab_size: several opus-mt checkpoints), seeded on its own so that it can be written alone
+torch.manual_seed(11)
+make('marian-separate-s2s', 'MarianConfig', 'MarianMTModel',
+     dict(KIN, scale_embedding=True, pad_token_id=1, decoder_start_token_id=1, activation_function='swish',
+          share_encoder_decoder_embeddings=False, decoder_vocab_size=90))
+cases('marian-separate-s2s', 'MarianMTModel')
