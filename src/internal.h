@@ -160,7 +160,9 @@ PF_PRIVATE size_t pf__weight_bytes(pf__dtype t, size_t rows, size_t cols);
 PF_PRIVATE size_t pf__block_values(pf__dtype t);
 PF_PRIVATE size_t pf__block_bytes(pf__dtype t);
 PF_PRIVATE const char *pf__dtype_name(pf__dtype t);
-extern PF_PRIVATE const int8_t pf__iq4_levels[16];
+#ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
+extern PF_PRIVATE const int8_t pf__iq4_levels[16]; /* the IQ4 formats' levels (ggml's kvalues_iq4nl) */
+#endif
 PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *block, float *out);
 PF_PRIVATE float pf__block_value(pf__dtype t, const void *w, size_t i);
 /* Sub-block j (32 weights) of a block in integers: weight i is dw * s_i * v[i] + mw, s_i being
