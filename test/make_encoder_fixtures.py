@@ -135,6 +135,8 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("dpr-context", "DPRConfig", BERT_SHAPE, "DPRContextEncoder", None),
     ("bert-nsp", "BertConfig", BERT_SHAPE, "BertForNextSentencePrediction", None),
     ("bert-pretraining", "BertConfig", BERT_SHAPE, "BertForPreTraining", None),  # its masked LM; NSP unused
+    ("ibert", "IBertConfig", dict(ROBERTA_SHAPE, quant_mode=False), "IBertModel", None),
+    ("ibert-cls", "IBertConfig", dict(ROBERTA_SHAPE, quant_mode=False), "IBertForSequenceClassification", 3),
 ]
 # A trait the fixtures exist to test must move the outputs well past the tests' 1e-4: DeBERTa's
 # hidden states without the c2p or the p2c term differ by at least this much.

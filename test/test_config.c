@@ -661,6 +661,13 @@ static void test_seq2seq_refusals(void) {
     pf_free(expect_load("a masked LM with a next-sentence head beside it", NULL, PF_OK, NULL));
     edit_file("config.json", "\"BertForMaskedLM\"", "\"BertForNextSentencePrediction\"");
     expect_load("a next-sentence head with a masked LM beside it", NULL, PF_ERROR_FORMAT, "belongs to a head");
+    /* I-BERT in float only; its IntGELU is gelu */
+    if (copy_fixture("ibert")) return;
+    edit_file("config.json", "\"quant_mode\": false", "\"quant_mode\": true");
+    expect_load("I-BERT's integer-only mode", NULL, PF_ERROR_UNSUPPORTED, "quant_mode");
+    if (copy_fixture("ibert")) return;
+    edit_file("config.json", "\"hidden_act\": \"gelu\"", "\"hidden_act\": \"relu\"");
+    expect_load("I-BERT with another activation", NULL, PF_ERROR_UNSUPPORTED, "relu");
     if (copy_fixture("dpr-question")) return;
     edit_file("config.json", "\"projection_dim\": 0", "\"projection_dim\": 8");
     expect_load("DPR's encode_proj", NULL, PF_ERROR_UNSUPPORTED, "projection_dim");

@@ -1012,6 +1012,8 @@ void test_encoders(void) {
     test_encoder_fixture("dpr-context", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("bert-nsp", PF_HEAD_NEXT_SENTENCE, 2, 0);
     test_encoder_fixture("bert-pretraining", PF_HEAD_MASKED_LM, 120, 1);
+    test_encoder_fixture("ibert", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("ibert-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
     test_decoder_embeddings();
     test_embed_poolings();
     test_embed_cli();
