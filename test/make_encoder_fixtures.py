@@ -137,6 +137,9 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("bert-pretraining", "BertConfig", BERT_SHAPE, "BertForPreTraining", None),  # its masked LM; NSP unused
     ("ibert", "IBertConfig", dict(ROBERTA_SHAPE, quant_mode=False), "IBertModel", None),
     ("ibert-cls", "IBertConfig", dict(ROBERTA_SHAPE, quant_mode=False), "IBertForSequenceClassification", 3),
+    ("xlm-roberta-xl", "XLMRobertaXLConfig", ROBERTA_SHAPE, "XLMRobertaXLModel", None),
+    ("xlm-roberta-xl-mlm", "XLMRobertaXLConfig", ROBERTA_SHAPE, "XLMRobertaXLForMaskedLM", None),
+    ("xlm-roberta-xl-cls", "XLMRobertaXLConfig", ROBERTA_SHAPE, "XLMRobertaXLForSequenceClassification", 3),
 ]
 # A trait the fixtures exist to test must move the outputs well past the tests' 1e-4: DeBERTa's
 # hidden states without the c2p or the p2c term differ by at least this much.
