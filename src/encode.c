@@ -105,7 +105,7 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
     if (r) return r;
     if (m->config.head != PF_HEAD_CAUSAL_LM && m->config.head != PF_HEAD_MASKED_LM)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "pf_forward gives vocabulary logits; this model computes %s (pf_encode runs it)",
-                        pf__head_name(m->config.head));
+                        m->config.head == PF_HEAD_NONE ? "hidden states alone (the bare model)" : pf__head_name(m->config.head));
     if (pf__archs[m->config.arch].kind == PF__KIND_SEQ2SEQ)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder-decoder: %s gives its logits for a "
                         "source and decoder inputs", m->config.model_type,
