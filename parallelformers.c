@@ -280,6 +280,7 @@ typedef enum {
     PF__SLOT_DISCRIMINATOR_OUT_BIAS,   /* [1] */
     PF__SLOT_NEXT_SENTENCE_WEIGHT,  /* [2, hidden]: BERT's next-sentence head on the pooled output */
     PF__SLOT_NEXT_SENTENCE_BIAS,    /* [2] */
+    PF__SLOT_TASK_TYPE_EMBED,       /* [task_type_vocab, hidden]: ERNIE's task embedding (row 0 added to every token) */
     /* Dual encoders (CLIP): */
     PF__SLOT_POOLER_NORM_WEIGHT,    /* [hidden]: a norm of the pooled token (CLIP vision's post_layernorm) */
     PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */
@@ -455,8 +456,9 @@ typedef enum {
     PF__IF_REL_EMBED_NORM,  /* present exactly when the config field rel_embed_norm is 1 (DeBERTa's norm_rel_ebd) */
     PF__IF_SPARSE_LAYER, /* present exactly in the layers with experts (pf__config.layer_sparse) */
     PF__IF_DENSE_LAYER,  /* present exactly in the layers without (a dense MLP) */
-    PF__IF_SEPARATE_VOCAB /* present exactly when the config field shared_vocab is 0 (Marian's
-                             share_encoder_decoder_embeddings false: each tower its vocabulary) */
+    PF__IF_SEPARATE_VOCAB, /* present exactly when the config field shared_vocab is 0 (Marian's
+                              share_encoder_decoder_embeddings false: each tower its vocabulary) */
+    PF__IF_TASK_ID         /* present exactly when the config field use_task_id is 1 (ERNIE's) */
 } pf__need;
 
 typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ, PF__KIND_DUAL } pf__kind;
@@ -574,6 +576,7 @@ typedef struct pf__config {
                                        share_encoder_decoder_embeddings false): vocab_size is then
                                        decoder_vocab_size, the encoder's src_vocab_size */
     int decoder_vocab_size;         /* Marian's target vocabulary, read as it is; 0: none named */
+    int use_task_id, task_type_vocab_size; /* ERNIE's task embedding, added with task 0 (transformers' default) */
     int image_size, patch_size, num_channels; /* image encoders: max_positions follows from them */
     int distillation;               /* 1: a distillation token after the class token (DeiT) */
     int causal_encoder;             /* 1: an encoder whose tokens attend to earlier ones only (CLIP's text) */
@@ -4973,6 +4976,7 @@ static const char *pf__need_name(int v) {
         PF__NAME(PF__, IF_WITH_PROJECTION) PF__NAME(PF__, IF_Q_LORA) PF__NAME(PF__, IF_NO_Q_LORA)
         PF__NAME(PF__, IF_POSITION_BIASED) PF__NAME(PF__, IF_REL_EMBED_NORM)
         PF__NAME(PF__, IF_SPARSE_LAYER) PF__NAME(PF__, IF_DENSE_LAYER) PF__NAME(PF__, IF_SEPARATE_VOCAB)
+        PF__NAME(PF__, IF_TASK_ID)
     }
     return NULL;
 }
@@ -4996,7 +5000,7 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, DIST_CLASSIFIER_BIAS) PF__NAME(PF__SLOT_, DISCRIMINATOR_WEIGHT)
         PF__NAME(PF__SLOT_, DISCRIMINATOR_BIAS) PF__NAME(PF__SLOT_, DISCRIMINATOR_OUT_WEIGHT)
         PF__NAME(PF__SLOT_, DISCRIMINATOR_OUT_BIAS) PF__NAME(PF__SLOT_, NEXT_SENTENCE_WEIGHT)
-        PF__NAME(PF__SLOT_, NEXT_SENTENCE_BIAS) PF__NAME(PF__SLOT_, FRONT_CONV_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_BIAS)
+        PF__NAME(PF__SLOT_, NEXT_SENTENCE_BIAS) PF__NAME(PF__SLOT_, TASK_TYPE_EMBED) PF__NAME(PF__SLOT_, FRONT_CONV_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_BIAS)
         PF__NAME(PF__SLOT_, FRONT_CONV_NORM_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_NORM_BIAS)
         PF__NAME(PF__SLOT_, FEATURE_NORM_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_NORM_BIAS)
         PF__NAME(PF__SLOT_, FEATURE_PROJECTION_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_PROJECTION_BIAS)
@@ -6118,6 +6122,7 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_DISCRIMINATOR_OUT_BIAS: *rows = 1; break;
     case PF__SLOT_NEXT_SENTENCE_WEIGHT: *rows = 2; *cols = h; break;
     case PF__SLOT_NEXT_SENTENCE_BIAS: *rows = 2; break;
+    case PF__SLOT_TASK_TYPE_EMBED: *rows = (size_t)c->task_type_vocab_size; *cols = h; break;
     case PF__SLOT_REL_BIAS: case PF__SLOT_ENC_REL_BIAS: *rows = (size_t)c->rel_table_rows; *cols = (size_t)c->num_heads; break;
     case PF__SLOT_REL_EMBED: *rows = 2 * (size_t)c->rel_span; *cols = h; break;
     default: *rows = h; break; /* norms and the remaining biases */
@@ -22155,6 +22160,12 @@ static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__towe
         be->embed(r, r->part, &W[PF__SLOT_TOKEN_TYPE_EMBED], &types, 1.0f, 0);
         be->add_residual(r, x, r->part, NULL, N, width);
     }
+    if (PF__HAS(W[PF__SLOT_TASK_TYPE_EMBED])) { /* ERNIE: task 0's row on every token, as transformers' default */
+        pf__step tasks = *s;
+        tasks.ids = r->group->zero_ids;
+        be->embed(r, r->part, &W[PF__SLOT_TASK_TYPE_EMBED], &tasks, 1.0f, 0);
+        be->add_residual(r, x, r->part, NULL, N, width);
+    }
     if (!norm_first && PF__HAS(W[t->embed_norm]))
         be->norm(r, x, x, &W[t->embed_norm], PF__OR_NULL(W[t->embed_norm + 1]), N, width, (float)c->norm_eps,
                  pf__archs[c->arch].norm);
@@ -24684,7 +24695,8 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
         m->logits = logits;
         memset(logits, 0, logit_floats * sizeof(float));
     }
-    g->zero_ids = (int32_t *)calloc((size_t)g->max_batch, sizeof(int32_t));
+    g->zero_ids = (int32_t *)calloc(g->max_tokens > (size_t)g->max_batch ? g->max_tokens : (size_t)g->max_batch,
+                                    sizeof(int32_t)); /* a step's tokens of id 0 (ERNIE's task) */
     if (c->disentangled) { /* DeBERTa's relative embeddings, read as a table's rows 0..2 span - 1 */
         g->rel_ids = (int32_t *)malloc(2 * (size_t)c->rel_span * sizeof(int32_t));
         for (int i = 0; g->rel_ids && i < 2 * c->rel_span; i++) g->rel_ids[i] = i;
@@ -26521,6 +26533,9 @@ PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char
     case PF__IF_POSITION_BIASED:
         *why = c->position_biased_input ? "position_biased_input is true" : "position_biased_input is false";
         return c->position_biased_input;
+    case PF__IF_TASK_ID:
+        *why = c->use_task_id ? "use_task_id is true" : "use_task_id is false";
+        return c->use_task_id;
     case PF__IF_SEPARATE_VOCAB:
         *why = c->shared_vocab ? "share_encoder_decoder_embeddings is true" : "share_encoder_decoder_embeddings is false";
         return !c->shared_vocab;

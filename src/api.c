@@ -230,6 +230,9 @@ PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char
     case PF__IF_POSITION_BIASED:
         *why = c->position_biased_input ? "position_biased_input is true" : "position_biased_input is false";
         return c->position_biased_input;
+    case PF__IF_TASK_ID:
+        *why = c->use_task_id ? "use_task_id is true" : "use_task_id is false";
+        return c->use_task_id;
     case PF__IF_SEPARATE_VOCAB:
         *why = c->shared_vocab ? "share_encoder_decoder_embeddings is true" : "share_encoder_decoder_embeddings is false";
         return !c->shared_vocab;

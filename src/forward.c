@@ -55,6 +55,12 @@ static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__towe
         be->embed(r, r->part, &W[PF__SLOT_TOKEN_TYPE_EMBED], &types, 1.0f, 0);
         be->add_residual(r, x, r->part, NULL, N, width);
     }
+    if (PF__HAS(W[PF__SLOT_TASK_TYPE_EMBED])) { /* ERNIE: task 0's row on every token, as transformers' default */
+        pf__step tasks = *s;
+        tasks.ids = r->group->zero_ids;
+        be->embed(r, r->part, &W[PF__SLOT_TASK_TYPE_EMBED], &tasks, 1.0f, 0);
+        be->add_residual(r, x, r->part, NULL, N, width);
+    }
     if (!norm_first && PF__HAS(W[t->embed_norm]))
         be->norm(r, x, x, &W[t->embed_norm], PF__OR_NULL(W[t->embed_norm + 1]), N, width, (float)c->norm_eps,
                  pf__archs[c->arch].norm);

@@ -117,7 +117,8 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
         m->logits = logits;
         memset(logits, 0, logit_floats * sizeof(float));
     }
-    g->zero_ids = (int32_t *)calloc((size_t)g->max_batch, sizeof(int32_t));
+    g->zero_ids = (int32_t *)calloc(g->max_tokens > (size_t)g->max_batch ? g->max_tokens : (size_t)g->max_batch,
+                                    sizeof(int32_t)); /* a step's tokens of id 0 (ERNIE's task) */
     if (c->disentangled) { /* DeBERTa's relative embeddings, read as a table's rows 0..2 span - 1 */
         g->rel_ids = (int32_t *)malloc(2 * (size_t)c->rel_span * sizeof(int32_t));
         for (int i = 0; g->rel_ids && i < 2 * c->rel_span; i++) g->rel_ids[i] = i;

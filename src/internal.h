@@ -240,6 +240,7 @@ typedef enum {
     PF__SLOT_DISCRIMINATOR_OUT_BIAS,   /* [1] */
     PF__SLOT_NEXT_SENTENCE_WEIGHT,  /* [2, hidden]: BERT's next-sentence head on the pooled output */
     PF__SLOT_NEXT_SENTENCE_BIAS,    /* [2] */
+    PF__SLOT_TASK_TYPE_EMBED,       /* [task_type_vocab, hidden]: ERNIE's task embedding (row 0 added to every token) */
     /* Dual encoders (CLIP): */
     PF__SLOT_POOLER_NORM_WEIGHT,    /* [hidden]: a norm of the pooled token (CLIP vision's post_layernorm) */
     PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */
@@ -415,8 +416,9 @@ typedef enum {
     PF__IF_REL_EMBED_NORM,  /* present exactly when the config field rel_embed_norm is 1 (DeBERTa's norm_rel_ebd) */
     PF__IF_SPARSE_LAYER, /* present exactly in the layers with experts (pf__config.layer_sparse) */
     PF__IF_DENSE_LAYER,  /* present exactly in the layers without (a dense MLP) */
-    PF__IF_SEPARATE_VOCAB /* present exactly when the config field shared_vocab is 0 (Marian's
-                             share_encoder_decoder_embeddings false: each tower its vocabulary) */
+    PF__IF_SEPARATE_VOCAB, /* present exactly when the config field shared_vocab is 0 (Marian's
+                              share_encoder_decoder_embeddings false: each tower its vocabulary) */
+    PF__IF_TASK_ID         /* present exactly when the config field use_task_id is 1 (ERNIE's) */
 } pf__need;
 
 typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ, PF__KIND_DUAL } pf__kind;
@@ -534,6 +536,7 @@ typedef struct pf__config {
                                        share_encoder_decoder_embeddings false): vocab_size is then
                                        decoder_vocab_size, the encoder's src_vocab_size */
     int decoder_vocab_size;         /* Marian's target vocabulary, read as it is; 0: none named */
+    int use_task_id, task_type_vocab_size; /* ERNIE's task embedding, added with task 0 (transformers' default) */
     int image_size, patch_size, num_channels; /* image encoders: max_positions follows from them */
     int distillation;               /* 1: a distillation token after the class token (DeiT) */
     int causal_encoder;             /* 1: an encoder whose tokens attend to earlier ones only (CLIP's text) */

@@ -140,6 +140,8 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("xlm-roberta-xl", "XLMRobertaXLConfig", ROBERTA_SHAPE, "XLMRobertaXLModel", None),
     ("xlm-roberta-xl-mlm", "XLMRobertaXLConfig", ROBERTA_SHAPE, "XLMRobertaXLForMaskedLM", None),
     ("xlm-roberta-xl-cls", "XLMRobertaXLConfig", ROBERTA_SHAPE, "XLMRobertaXLForSequenceClassification", 3),
+    ("ernie", "ErnieConfig", dict(BERT_SHAPE, use_task_id=True), "ErnieModel", None),
+    ("ernie-cls", "ErnieConfig", dict(BERT_SHAPE, use_task_id=True), "ErnieForSequenceClassification", 3),
 ]
 # A trait the fixtures exist to test must move the outputs well past the tests' 1e-4: DeBERTa's
 # hidden states without the c2p or the p2c term differ by at least this much.

@@ -1017,6 +1017,8 @@ void test_encoders(void) {
     test_encoder_fixture("xlm-roberta-xl", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("xlm-roberta-xl-mlm", PF_HEAD_MASKED_LM, 120, 1);
     test_encoder_fixture("xlm-roberta-xl-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
+    test_encoder_fixture("ernie", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("ernie-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
     test_decoder_embeddings();
     test_embed_poolings();
     test_embed_cli();
