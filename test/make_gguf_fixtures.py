@@ -165,22 +165,19 @@ def quantize_iq4_xs(w):
     return np.concatenate([f16_bytes(d), scales_h, low, nibbles], axis=1).reshape(w.shape[0], -1)
 
 
+# the formats gguf-py dequantizes but cannot quantize: our small quantizers above
+QUANTIZERS = {Q.Q3_K: quantize_q3_k, Q.Q4_K: quantize_q4_k, Q.Q6_K: quantize_q6_k, Q.IQ4_NL: quantize_iq4_nl,
+              Q.IQ4_XS: quantize_iq4_xs}
+
+
 def encode(w, qtype):
     """w ([rows][cols] float32) as qtype's bytes, for GGUFWriter.add_tensor with raw_dtype."""
     if qtype == Q.F32:
         return w.astype(np.float32)
     if qtype == Q.F16:
         return w.astype(np.float16)
-    if qtype == Q.Q4_K:
-        return quantize_q4_k(w)
-    if qtype == Q.Q3_K:
-        return quantize_q3_k(w)
-    if qtype == Q.IQ4_NL:
-        return quantize_iq4_nl(w)
-    if qtype == Q.IQ4_XS:
-        return quantize_iq4_xs(w)
-    if qtype == Q.Q6_K:
-        return quantize_q6_k(w)
+    if qtype in QUANTIZERS:
+        return QUANTIZERS[qtype](w)
     return quantize(w.astype(np.float32), qtype)
 
 
