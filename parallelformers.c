@@ -4397,6 +4397,8 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
            GPT2DoubleHeadsModel are causal LMs */
         const char *name = first && first->type == PF__JSON_STRING ? first->string : "";
         c->head = pf__has_suffix(name, "ForSequenceClassification") ? PF_HEAD_SEQUENCE_CLASSIFICATION
+                  : pf__has_suffix(name, "ForTokenClassification")  ? PF_HEAD_TOKEN_CLASSIFICATION
+                  : pf__has_suffix(name, "ForQuestionAnswering")    ? PF_HEAD_QUESTION_ANSWERING
                   : pf__has_suffix(name, "Model") && !pf__has_suffix(name, "HeadModel") && !pf__has_suffix(name, "HeadsModel")
                       ? PF_HEAD_NONE
                       : PF_HEAD_CAUSAL_LM;
@@ -22685,9 +22687,10 @@ static void pf__rank_decoder_hidden(pf__rank *r, const pf__job *job) {
 }
 
 /* A decoder run as an encoder (pf_encode, pf_embed), one chunk of positions: rank 0 downloads the
-   final norm of every position, and a sequence-classification head's scores (transformers'
-   ...ForSequenceClassification: the score of each row's last token that is not padding) for the
-   rows whose pooled token is in this chunk: job->pool_at[b] its column here, -1 for none. */
+   final norm of every position; a token classifier's or span head's logits for each (transformers'
+   generic ...ForTokenClassification, ...ForQuestionAnswering); or a sequence-classification head's
+   scores (...ForSequenceClassification: the score of each row's last token that is not padding)
+   for the rows whose pooled token is in this chunk: job->pool_at[b] its column here, -1 for none. */
 static void pf__rank_decoder_encoding(pf__rank *r, const pf__job *job, const pf__tower *t) {
     const pf__config *c = &r->group->model->config;
     const pf__backend *be = r->backend;
@@ -22696,6 +22699,13 @@ static void pf__rank_decoder_encoding(pf__rank *r, const pf__job *job, const pf_
     pf__rank_final_norm(r, t, r->x, r->x, N);
     if (r->world != 0 || r->error) return;
     be->download(r, job->hidden, r->x, N * d * sizeof(float));
+    if (job->logits && (c->head == PF_HEAD_TOKEN_CLASSIFICATION || c->head == PF_HEAD_QUESTION_ANSWERING)) { /* every position's */
+        pf__slot head = c->head == PF_HEAD_TOKEN_CLASSIFICATION ? PF__SLOT_CLASSIFIER_WEIGHT : PF__SLOT_SPAN_WEIGHT;
+        size_t outputs = c->head == PF_HEAD_TOKEN_CLASSIFICATION ? labels : 2;
+        be->matmul(r, r->head_out, r->x, &r->weights[head], PF__OR_NULL(r->weights[head + 1]), N);
+        be->download(r, job->logits, r->head_out, N * outputs * sizeof(float));
+        return;
+    }
     if (c->head != PF_HEAD_SEQUENCE_CLASSIFICATION || !job->logits || !job->pool_at) return;
     for (size_t b = 0; b < B; b++) {
         size_t column = job->pool_at[b] >= 0 ? (size_t)job->pool_at[b] : (size_t)s->seq_len - 1; /* unused when -1 */
@@ -22882,6 +22892,8 @@ PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf_
         PF__BY_FIRST_RANK(job->hidden, N * d);
         if (job->logits && job->pool_at && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION)
             PF__BY_FIRST_RANK(job->logits, B * (size_t)c->num_labels);
+        if (job->logits && c->head == PF_HEAD_TOKEN_CLASSIFICATION) PF__BY_FIRST_RANK(job->logits, N * (size_t)c->num_labels);
+        if (job->logits && c->head == PF_HEAD_QUESTION_ANSWERING) PF__BY_FIRST_RANK(job->logits, N * 2);
     } else if (pf__archs[c->arch].kind != PF__KIND_ENCODER && !job->hidden) {
         size_t rows = job->all_positions ? N : B;
         if ((!job->tokens && !job->candidates) || pf__check_device_choices) out->vocab_rows = rows;
@@ -26569,6 +26581,8 @@ static const struct pf__head_slots {
     {PF_HEAD_MASKED_LM, 0, {PF__SLOT_HEAD_TRANSFORM_WEIGHT, PF__SLOT_HEAD_NORM_WEIGHT}, 2},
     {PF_HEAD_SEQUENCE_CLASSIFICATION, 0, {PF__SLOT_POOLER_WEIGHT, PF__SLOT_CLASSIFIER_WEIGHT}, 2},
     {PF_HEAD_SEQUENCE_CLASSIFICATION, 1, {PF__SLOT_CLASSIFIER_WEIGHT}, 1},
+    {PF_HEAD_TOKEN_CLASSIFICATION, 1, {PF__SLOT_CLASSIFIER_WEIGHT}, 1},
+    {PF_HEAD_QUESTION_ANSWERING, 1, {PF__SLOT_SPAN_WEIGHT}, 1},
     {PF_HEAD_TOKEN_CLASSIFICATION, 0, {PF__SLOT_CLASSIFIER_WEIGHT}, 1},
     {PF_HEAD_QUESTION_ANSWERING, 0, {PF__SLOT_SPAN_WEIGHT}, 1},
     {PF_HEAD_IMAGE_CLASSIFICATION, 0, {PF__SLOT_CLASSIFIER_WEIGHT}, 1},
@@ -27201,13 +27215,18 @@ static pf_result pf__seq2seq_head(pf_model *m, const int32_t *sources, const int
    runs a prompt: each chunk's hidden states into their columns of job->hidden, each row's scores
    from the chunk that holds its scored token. */
 static pf_result pf__encode_decoder_in_chunks(pf_model *m, const pf__job *job) {
+    const pf__config *c = &m->config;
     const pf__step *s = &job->step;
-    size_t B = (size_t)s->batch, T = (size_t)s->seq_len, d = (size_t)m->config.hidden_size;
+    size_t B = (size_t)s->batch, T = (size_t)s->seq_len, d = (size_t)c->hidden_size;
     size_t per_chunk = m->group->max_tokens / B < T ? m->group->max_tokens / B : T;
+    size_t token_logits = !job->logits ? 0 : c->head == PF_HEAD_TOKEN_CLASSIFICATION ? (size_t)c->num_labels
+                          : c->head == PF_HEAD_QUESTION_ANSWERING ? 2 : 0; /* a head's logits per position */
     int32_t *ids = (int32_t *)malloc(B * per_chunk * sizeof(int32_t));
     float *hidden = (float *)malloc(B * per_chunk * d * sizeof(float));
+    float *logits = token_logits ? (float *)malloc(B * per_chunk * token_logits * sizeof(float)) : NULL;
     int *pool_at = (int *)malloc(B * sizeof(int));
-    pf_result r = ids && hidden && pool_at ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    pf_result r = ids && hidden && pool_at && (logits || !token_logits) ? PF_OK
+                                                                        : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (size_t first = 0; !r && first < T; first += per_chunk) {
         size_t len = T - first < per_chunk ? T - first : per_chunk;
         pf__job chunk = *job;
@@ -27223,11 +27242,16 @@ static pf_result pf__encode_decoder_in_chunks(pf_model *m, const pf__job *job) {
         chunk.step.past = s->past + (int)first;
         chunk.hidden = hidden;
         chunk.pool_at = job->pool_at ? pool_at : NULL;
+        if (logits) chunk.logits = logits;
         r = pf__group_run(m->group, PF__JOB_FORWARD, &chunk);
-        for (size_t b = 0; !r && b < B; b++) /* [batch][len] rows into [batch][seq_len] */
+        for (size_t b = 0; !r && b < B; b++) { /* [batch][len] rows into [batch][seq_len] */
             memcpy(job->hidden + (b * T + first) * d, hidden + b * len * d, len * d * sizeof(float));
+            if (logits)
+                memcpy(job->logits + (b * T + first) * token_logits, logits + b * len * token_logits,
+                       len * token_logits * sizeof(float));
+        }
     }
-    free(ids), free(hidden), free(pool_at);
+    free(ids), free(hidden), free(logits), free(pool_at);
     return r;
 }
 

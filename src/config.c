@@ -1151,6 +1151,8 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
            GPT2DoubleHeadsModel are causal LMs */
         const char *name = first && first->type == PF__JSON_STRING ? first->string : "";
         c->head = pf__has_suffix(name, "ForSequenceClassification") ? PF_HEAD_SEQUENCE_CLASSIFICATION
+                  : pf__has_suffix(name, "ForTokenClassification")  ? PF_HEAD_TOKEN_CLASSIFICATION
+                  : pf__has_suffix(name, "ForQuestionAnswering")    ? PF_HEAD_QUESTION_ANSWERING
                   : pf__has_suffix(name, "Model") && !pf__has_suffix(name, "HeadModel") && !pf__has_suffix(name, "HeadsModel")
                       ? PF_HEAD_NONE
                       : PF_HEAD_CAUSAL_LM;

@@ -230,13 +230,18 @@ static pf_result pf__seq2seq_head(pf_model *m, const int32_t *sources, const int
    runs a prompt: each chunk's hidden states into their columns of job->hidden, each row's scores
    from the chunk that holds its scored token. */
 static pf_result pf__encode_decoder_in_chunks(pf_model *m, const pf__job *job) {
+    const pf__config *c = &m->config;
     const pf__step *s = &job->step;
-    size_t B = (size_t)s->batch, T = (size_t)s->seq_len, d = (size_t)m->config.hidden_size;
+    size_t B = (size_t)s->batch, T = (size_t)s->seq_len, d = (size_t)c->hidden_size;
     size_t per_chunk = m->group->max_tokens / B < T ? m->group->max_tokens / B : T;
+    size_t token_logits = !job->logits ? 0 : c->head == PF_HEAD_TOKEN_CLASSIFICATION ? (size_t)c->num_labels
+                          : c->head == PF_HEAD_QUESTION_ANSWERING ? 2 : 0; /* a head's logits per position */
     int32_t *ids = (int32_t *)malloc(B * per_chunk * sizeof(int32_t));
     float *hidden = (float *)malloc(B * per_chunk * d * sizeof(float));
+    float *logits = token_logits ? (float *)malloc(B * per_chunk * token_logits * sizeof(float)) : NULL;
     int *pool_at = (int *)malloc(B * sizeof(int));
-    pf_result r = ids && hidden && pool_at ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    pf_result r = ids && hidden && pool_at && (logits || !token_logits) ? PF_OK
+                                                                        : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (size_t first = 0; !r && first < T; first += per_chunk) {
         size_t len = T - first < per_chunk ? T - first : per_chunk;
         pf__job chunk = *job;
@@ -252,11 +257,16 @@ static pf_result pf__encode_decoder_in_chunks(pf_model *m, const pf__job *job) {
         chunk.step.past = s->past + (int)first;
         chunk.hidden = hidden;
         chunk.pool_at = job->pool_at ? pool_at : NULL;
+        if (logits) chunk.logits = logits;
         r = pf__group_run(m->group, PF__JOB_FORWARD, &chunk);
-        for (size_t b = 0; !r && b < B; b++) /* [batch][len] rows into [batch][seq_len] */
+        for (size_t b = 0; !r && b < B; b++) { /* [batch][len] rows into [batch][seq_len] */
             memcpy(job->hidden + (b * T + first) * d, hidden + b * len * d, len * d * sizeof(float));
+            if (logits)
+                memcpy(job->logits + (b * T + first) * token_logits, logits + b * len * token_logits,
+                       len * token_logits * sizeof(float));
+        }
     }
-    free(ids), free(hidden), free(pool_at);
+    free(ids), free(hidden), free(logits), free(pool_at);
     return r;
 }
 

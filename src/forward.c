@@ -580,9 +580,10 @@ static void pf__rank_decoder_hidden(pf__rank *r, const pf__job *job) {
 }
 
 /* A decoder run as an encoder (pf_encode, pf_embed), one chunk of positions: rank 0 downloads the
-   final norm of every position, and a sequence-classification head's scores (transformers'
-   ...ForSequenceClassification: the score of each row's last token that is not padding) for the
-   rows whose pooled token is in this chunk: job->pool_at[b] its column here, -1 for none. */
+   final norm of every position; a token classifier's or span head's logits for each (transformers'
+   generic ...ForTokenClassification, ...ForQuestionAnswering); or a sequence-classification head's
+   scores (...ForSequenceClassification: the score of each row's last token that is not padding)
+   for the rows whose pooled token is in this chunk: job->pool_at[b] its column here, -1 for none. */
 static void pf__rank_decoder_encoding(pf__rank *r, const pf__job *job, const pf__tower *t) {
     const pf__config *c = &r->group->model->config;
     const pf__backend *be = r->backend;
@@ -591,6 +592,13 @@ static void pf__rank_decoder_encoding(pf__rank *r, const pf__job *job, const pf_
     pf__rank_final_norm(r, t, r->x, r->x, N);
     if (r->world != 0 || r->error) return;
     be->download(r, job->hidden, r->x, N * d * sizeof(float));
+    if (job->logits && (c->head == PF_HEAD_TOKEN_CLASSIFICATION || c->head == PF_HEAD_QUESTION_ANSWERING)) { /* every position's */
+        pf__slot head = c->head == PF_HEAD_TOKEN_CLASSIFICATION ? PF__SLOT_CLASSIFIER_WEIGHT : PF__SLOT_SPAN_WEIGHT;
+        size_t outputs = c->head == PF_HEAD_TOKEN_CLASSIFICATION ? labels : 2;
+        be->matmul(r, r->head_out, r->x, &r->weights[head], PF__OR_NULL(r->weights[head + 1]), N);
+        be->download(r, job->logits, r->head_out, N * outputs * sizeof(float));
+        return;
+    }
     if (c->head != PF_HEAD_SEQUENCE_CLASSIFICATION || !job->logits || !job->pool_at) return;
     for (size_t b = 0; b < B; b++) {
         size_t column = job->pool_at[b] >= 0 ? (size_t)job->pool_at[b] : (size_t)s->seq_len - 1; /* unused when -1 */
@@ -777,6 +785,8 @@ PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf_
         PF__BY_FIRST_RANK(job->hidden, N * d);
         if (job->logits && job->pool_at && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION)
             PF__BY_FIRST_RANK(job->logits, B * (size_t)c->num_labels);
+        if (job->logits && c->head == PF_HEAD_TOKEN_CLASSIFICATION) PF__BY_FIRST_RANK(job->logits, N * (size_t)c->num_labels);
+        if (job->logits && c->head == PF_HEAD_QUESTION_ANSWERING) PF__BY_FIRST_RANK(job->logits, N * 2);
     } else if (pf__archs[c->arch].kind != PF__KIND_ENCODER && !job->hidden) {
         size_t rows = job->all_positions ? N : B;
         if ((!job->tokens && !job->candidates) || pf__check_device_choices) out->vocab_rows = rows;

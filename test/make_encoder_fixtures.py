@@ -142,6 +142,10 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("xlm-roberta-xl-cls", "XLMRobertaXLConfig", ROBERTA_SHAPE, "XLMRobertaXLForSequenceClassification", 3),
     ("ernie", "ErnieConfig", dict(BERT_SHAPE, use_task_id=True), "ErnieModel", None),
     ("ernie-cls", "ErnieConfig", dict(BERT_SHAPE, use_task_id=True), "ErnieForSequenceClassification", 3),
+    ("llama-tok", "LlamaConfig", LLAMA_SHAPE, "LlamaForTokenClassification", 5),
+    ("llama-qa", "LlamaConfig", LLAMA_SHAPE, "LlamaForQuestionAnswering", None),
+    ("gpt2-tok", "GPT2Config", GPT2_SHAPE, "GPT2ForTokenClassification", 5),
+    ("gpt2-qa", "GPT2Config", GPT2_SHAPE, "GPT2ForQuestionAnswering", None),
 ]
 # A trait the fixtures exist to test must move the outputs well past the tests' 1e-4: DeBERTa's
 # hidden states without the c2p or the p2c term differ by at least this much.

@@ -1004,6 +1004,10 @@ void test_encoders(void) {
     test_encoder_fixture_of("llama-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0, DECODER);
     test_encoder_fixture_of("gpt2-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 2, 0, DECODER);
     test_encoder_fixture_of("qwen3-bare", PF_HEAD_NONE, 0, 0, DECODER);
+    test_encoder_fixture_of("llama-tok", PF_HEAD_TOKEN_CLASSIFICATION, 5, 1, DECODER);
+    test_encoder_fixture_of("llama-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1, DECODER);
+    test_encoder_fixture_of("gpt2-tok", PF_HEAD_TOKEN_CLASSIFICATION, 5, 1, DECODER);
+    test_encoder_fixture_of("gpt2-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1, DECODER);
     test_encoder_fixture_of("bart-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0, ENCODER_DECODER);
     test_encoder_fixture_of("bart-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1, ENCODER_DECODER);
     test_encoder_fixture_of("t5-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0, ENCODER_DECODER);
