@@ -543,10 +543,14 @@ typedef struct pf_encoding {
    what pf_parallelize sized; the padding is the library's and never attends or is attended to):
    ids[b] holds lengths[b] ids; token_type_ids[b] likewise (segment ids; NULL for all zero). On
    success *out holds the results (free with pf_encoding_free). An encoder-decoder gives its
-   encoder's last hidden state. A decoder gives its last hidden state (causal attention, after its
+   encoder's last hidden state, and with a task head (BART's and T5's ...ForSequenceClassification,
+   ...ForQuestionAnswering) the head's logits from its decoder run over the source shifted right
+   (a sequence classifier reads each row's last eos: a row without one is refused). A decoder
+   gives its last hidden state (causal attention, after its
    final norm, as transformers' LlamaModel gives it; rows longer than pf_parallelize's
    prefill_chunk run in chunks), and with a sequence-classification head (reward models) each
-   row's scores; it takes no token types. Results: PF_ERROR_INVALID_ARGUMENT (NULLs, a row empty
+   row's scores, with a token-classification or span head each position's; it takes no token
+   types. Results: PF_ERROR_INVALID_ARGUMENT (NULLs, a row empty
    or longer than max_sequence_length, a batch above max_batch, an id or segment id out of range),
    PF_ERROR_UNSUPPORTED (an image encoder: pf_encode_images; token types on a decoder),
    PF_ERROR_OUT_OF_MEMORY, PF_ERROR_DEVICE. Any thread; requests on one model run one after
