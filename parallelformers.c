@@ -200,6 +200,10 @@ PF_PRIVATE size_t pf__weight_bytes(pf__dtype t, size_t rows, size_t cols);
 PF_PRIVATE size_t pf__block_values(pf__dtype t);
 PF_PRIVATE size_t pf__block_bytes(pf__dtype t);
 PF_PRIVATE const char *pf__dtype_name(pf__dtype t);
+/* Q3_K's 16-weight scale s (of 16) from its 12 scale bytes, and IQ4_XS's sub-block j scale from
+   its block, as stored (Q3_K's less 32; IQ4_XS's 0..63): what every kernel set decodes them with. */
+PF_PRIVATE int pf__q3_k_scale(const uint8_t *sc, int s);
+PF_PRIVATE int pf__iq4_xs_scale(const uint8_t *b, int j);
 #ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
 extern PF_PRIVATE const int8_t pf__iq4_levels[16]; /* the IQ4 formats' levels (ggml's kvalues_iq4nl) */
 #endif
@@ -2430,7 +2434,7 @@ static void pf__k_scale_min(const uint8_t *sc, int j, int *scale, int *min) {
 
 /* Q3_K's 16-weight scale s (of 16): 6 bits, the low 4 in the nibbles of bytes 0..7, the high 2 in
    bytes 8..11 (ggml's kmask unpacking), less 32. */
-static int pf__q3_k_scale(const uint8_t *sc, int s) {
+PF_PRIVATE int pf__q3_k_scale(const uint8_t *sc, int s) {
     int low = s < 8 ? sc[s] & 15 : sc[s - 8] >> 4;
     int high = (sc[8 + s % 4] >> (2 * (s / 4))) & 3;
     return (low | high << 4) - 32;
@@ -2438,7 +2442,7 @@ static int pf__q3_k_scale(const uint8_t *sc, int s) {
 
 /* IQ4_XS's sub-block j scale: 6 bits, the low 4 a nibble of bytes 4..7, the high 2 bits 2j of the
    16-bit word at byte 2 (ggml's scales_l and scales_h). */
-static int pf__iq4_xs_scale(const uint8_t *b, int j) {
+PF_PRIVATE int pf__iq4_xs_scale(const uint8_t *b, int j) {
     int high = (int)(((unsigned)b[2] | (unsigned)b[3] << 8) >> (2 * j)) & 3;
     return ((b[4 + j / 2] >> (4 * (j % 2))) & 15) | high << 4;
 }
@@ -4328,24 +4332,26 @@ PF_PRIVATE pf_result pf__config_check_token_ids(const pf__config *c, const char 
 /* The output head: a decoder's LM head, or for an encoder what the class named first in
    "architectures" computes (transformers' naming: BertModel, BertForMaskedLM, ...); and the
    classifiers' label count (id2label's size, else num_labels, else transformers' 2). */
+static int pf__has_suffix(const char *s, const char *suffix) {
+    size_t len = strlen(s), n = strlen(suffix);
+    return len >= n && !strcmp(s + len - n, suffix);
+}
+
 /* An encoder-decoder's towers by its class: ...ForConditionalGeneration (or no architectures) has
    both and the LM head; ...EncoderModel the encoder alone, as pf_encode's bare encoder. */
 static pf_result pf__config_seq2seq_head(const pf__json *first, pf__config *c, const char *path, char *message,
                                          size_t size) {
     const char *name = first && first->type == PF__JSON_STRING ? first->string : NULL;
-    size_t len = name ? strlen(name) : 0;
     if (c->decoder_layers == 0) c->decoder_layers = c->encoder_layers; /* T5: num_decoder_layers absent or null */
-    if (name && len >= 12 && !strcmp(name + len - 12, "EncoderModel")) {
+    if (name && pf__has_suffix(name, "EncoderModel")) {
         c->head = PF_HEAD_NONE;
         c->decoder_layers = 0;
-    } else if (!name || (len >= 24 && !strcmp(name + len - 24, "ForConditionalGeneration")) ||
-               (len >= 7 && !strcmp(name + len - 7, "MTModel"))) { /* MarianMTModel */
+    } else if (!name || pf__has_suffix(name, "ForConditionalGeneration") || pf__has_suffix(name, "MTModel")) { /* MarianMTModel */
         c->head = PF_HEAD_CAUSAL_LM;
-    } else if (len >= 25 && !strcmp(name + len - 25, "ForSequenceClassification") &&
+    } else if (pf__has_suffix(name, "ForSequenceClassification") &&
                pf__arch_tensor_for(c->arch, PF__SLOT_CLASSIFIER_WEIGHT)) { /* bart-large-mnli */
         c->head = PF_HEAD_SEQUENCE_CLASSIFICATION;
-    } else if (len >= 20 && !strcmp(name + len - 20, "ForQuestionAnswering") &&
-               pf__arch_tensor_for(c->arch, PF__SLOT_SPAN_WEIGHT)) {
+    } else if (pf__has_suffix(name, "ForQuestionAnswering") && pf__arch_tensor_for(c->arch, PF__SLOT_SPAN_WEIGHT)) {
         c->head = PF_HEAD_QUESTION_ANSWERING;
     } else { /* the families whose rows name these heads' tensors: BART's */
         return pf__format(message, size, PF_ERROR_UNSUPPORTED,
@@ -4364,11 +4370,6 @@ static pf_result pf__config_seq2seq_head(const pf__json *first, pf__config *c, c
                           c->decoder_layers);
     c->num_layers = c->encoder_layers + c->decoder_layers;
     return PF_OK;
-}
-
-static int pf__has_suffix(const char *s, const char *suffix) {
-    size_t len = strlen(s), n = strlen(suffix);
-    return len >= n && !strcmp(s + len - n, suffix);
 }
 
 static pf_result pf__config_head(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
@@ -18112,19 +18113,14 @@ PF__AVX2_TARGET static PF__INLINE __m256i pf__sub_block_avx2(pf__dtype t, const 
             *dw = pf__f16_at_f16c(b);
             return _mm256_shuffle_epi8(levels, pf__q4_load(b + 2));
         }
-        int high = (int)(((unsigned)b[2] | (unsigned)b[3] << 8) >> (2 * j)) & 3;
-        *dw = pf__f16_at_f16c(b) * (float)((((b[4 + j / 2] >> (4 * (j % 2))) & 15) | high << 4) - 32);
+        *dw = pf__f16_at_f16c(b) * (float)(pf__iq4_xs_scale(b, j) - 32);
         return _mm256_shuffle_epi8(levels, pf__q4_load(b + 8 + j * 16));
     }
     case PF__DTYPE_Q3_K: { /* as pf__sub_block_values: 2-bit lows by 2k, the high bit 4 half + k, less 4 */
         int half = j / 4, k = j % 4;
-        const unsigned char *sc = b + 96;
-        int s0 = 2 * j, s1 = 2 * j + 1;
-        int low0 = s0 < 8 ? sc[s0] & 15 : sc[s0 - 8] >> 4, low1 = s1 < 8 ? sc[s1] & 15 : sc[s1 - 8] >> 4;
-        int high0 = (sc[8 + s0 % 4] >> (2 * (s0 / 4))) & 3, high1 = (sc[8 + s1 % 4] >> (2 * (s1 / 4))) & 3;
         *dw = pf__f16_at_f16c(b + 108);
-        *scales = _mm256_set_m128i(_mm_set1_epi16((short)((low1 | high1 << 4) - 32)),
-                                   _mm_set1_epi16((short)((low0 | high0 << 4) - 32)));
+        *scales = _mm256_set_m128i(_mm_set1_epi16((short)pf__q3_k_scale(b + 96, 2 * j + 1)),
+                                   _mm_set1_epi16((short)pf__q3_k_scale(b + 96, 2 * j)));
         __m256i low = _mm256_and_si256(_mm256_srl_epi16(_mm256_loadu_si256((const __m256i *)(b + 32 + half * 32)),
                                                         _mm_cvtsi32_si128(2 * k)), _mm256_set1_epi8(3));
         __m256i high = _mm256_and_si256(_mm256_srl_epi16(_mm256_loadu_si256((const __m256i *)b), _mm_cvtsi32_si128(4 * half + k)),

@@ -45,7 +45,7 @@ static void pf__k_scale_min(const uint8_t *sc, int j, int *scale, int *min) {
 
 /* Q3_K's 16-weight scale s (of 16): 6 bits, the low 4 in the nibbles of bytes 0..7, the high 2 in
    bytes 8..11 (ggml's kmask unpacking), less 32. */
-static int pf__q3_k_scale(const uint8_t *sc, int s) {
+PF_PRIVATE int pf__q3_k_scale(const uint8_t *sc, int s) {
     int low = s < 8 ? sc[s] & 15 : sc[s - 8] >> 4;
     int high = (sc[8 + s % 4] >> (2 * (s / 4))) & 3;
     return (low | high << 4) - 32;
@@ -53,7 +53,7 @@ static int pf__q3_k_scale(const uint8_t *sc, int s) {
 
 /* IQ4_XS's sub-block j scale: 6 bits, the low 4 a nibble of bytes 4..7, the high 2 bits 2j of the
    16-bit word at byte 2 (ggml's scales_l and scales_h). */
-static int pf__iq4_xs_scale(const uint8_t *b, int j) {
+PF_PRIVATE int pf__iq4_xs_scale(const uint8_t *b, int j) {
     int high = (int)(((unsigned)b[2] | (unsigned)b[3] << 8) >> (2 * j)) & 3;
     return ((b[4 + j / 2] >> (4 * (j % 2))) & 15) | high << 4;
 }

@@ -961,19 +961,14 @@ PF__AVX2_TARGET static PF__INLINE __m256i pf__sub_block_avx2(pf__dtype t, const 
             *dw = pf__f16_at_f16c(b);
             return _mm256_shuffle_epi8(levels, pf__q4_load(b + 2));
         }
-        int high = (int)(((unsigned)b[2] | (unsigned)b[3] << 8) >> (2 * j)) & 3;
-        *dw = pf__f16_at_f16c(b) * (float)((((b[4 + j / 2] >> (4 * (j % 2))) & 15) | high << 4) - 32);
+        *dw = pf__f16_at_f16c(b) * (float)(pf__iq4_xs_scale(b, j) - 32);
         return _mm256_shuffle_epi8(levels, pf__q4_load(b + 8 + j * 16));
     }
     case PF__DTYPE_Q3_K: { /* as pf__sub_block_values: 2-bit lows by 2k, the high bit 4 half + k, less 4 */
         int half = j / 4, k = j % 4;
-        const unsigned char *sc = b + 96;
-        int s0 = 2 * j, s1 = 2 * j + 1;
-        int low0 = s0 < 8 ? sc[s0] & 15 : sc[s0 - 8] >> 4, low1 = s1 < 8 ? sc[s1] & 15 : sc[s1 - 8] >> 4;
-        int high0 = (sc[8 + s0 % 4] >> (2 * (s0 / 4))) & 3, high1 = (sc[8 + s1 % 4] >> (2 * (s1 / 4))) & 3;
         *dw = pf__f16_at_f16c(b + 108);
-        *scales = _mm256_set_m128i(_mm_set1_epi16((short)((low1 | high1 << 4) - 32)),
-                                   _mm_set1_epi16((short)((low0 | high0 << 4) - 32)));
+        *scales = _mm256_set_m128i(_mm_set1_epi16((short)pf__q3_k_scale(b + 96, 2 * j + 1)),
+                                   _mm_set1_epi16((short)pf__q3_k_scale(b + 96, 2 * j)));
         __m256i low = _mm256_and_si256(_mm256_srl_epi16(_mm256_loadu_si256((const __m256i *)(b + 32 + half * 32)),
                                                         _mm_cvtsi32_si128(2 * k)), _mm256_set1_epi8(3));
         __m256i high = _mm256_and_si256(_mm256_srl_epi16(_mm256_loadu_si256((const __m256i *)b), _mm_cvtsi32_si128(4 * half + k)),
