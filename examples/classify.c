@@ -13,11 +13,11 @@
    zero-shot-classification pipeline does: the labels' entailment logits through one softmax, or
    with --multi-label each label's entailment against contradiction alone. Errors go to stderr
    (exit 1; 2 for the command line). */
-#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "../parallelformers.h"
 
@@ -107,11 +107,7 @@ static pf_result classify_rows(pf_model *model, const char *text, char *const *p
 static int entailment_label(const pf_model *model, int num_labels) {
     for (int i = 0; i < num_labels; i++) {
         const char *name = pf_label_name(model, i);
-        if (!name || strlen(name) < 6) continue;
-        char lower[7];
-        for (int k = 0; k < 6; k++) lower[k] = (char)tolower((unsigned char)name[k]);
-        lower[6] = 0;
-        if (!strcmp(lower, "entail")) return i;
+        if (name && !strncasecmp(name, "entail", 6)) return i;
     }
     return -1;
 }

@@ -903,8 +903,8 @@ static MHD_Result embeddings(struct MHD_Connection *connection, const char *body
 /* The relevance of each (query, document) pair by a cross-encoder (a sequence classifier of one
    label: ms-marco MiniLM, bge-reranker): the pair tokenized as its tokenizer pairs texts (cut
    longest first to the model's positions), the logit through a sigmoid, as sentence-transformers'
-   CrossEncoder scores it; max_batch pairs a pass. */
-static pf_result rerank_scores(const rerank_request *request, float *scores) {
+   CrossEncoder scores it; max_batch pairs a pass. *tokens: the pairs' tokens in all. */
+static pf_result rerank_scores(const rerank_request *request, float *scores, int *tokens) {
     int max = the_server.info.max_positions, batch = the_server.max_batch;
     int32_t *ids[MAX_RERANK_DOCUMENTS] = {0}, *types[MAX_RERANK_DOCUMENTS] = {0};
     int lengths[MAX_RERANK_DOCUMENTS];
@@ -921,6 +921,7 @@ static pf_result rerank_scores(const rerank_request *request, float *scores) {
         if (!r && (!ids[i] || !types[i])) r = PF_ERROR_OUT_OF_MEMORY;
         if (!r) r = pf_tokenize_pair(the_server.tokenizer, q, strlen(q), doc, strlen(doc), &o, ids[i], types[i], n, &n);
         lengths[i] = (int)n;
+        *tokens += (int)n;
     }
     for (int first = 0; first < request->count && !r; first += batch) {
         int n = request->count - first < batch ? request->count - first : batch;
@@ -946,17 +947,13 @@ static MHD_Result rerank(struct MHD_Connection *connection, const char *body, si
     if (status) return send_error(connection, (unsigned)status, error);
     float *scores = (float *)malloc((size_t)request.count * sizeof(float));
     int *order = (int *)malloc((size_t)request.count * sizeof(int));
-    pf_result r = scores && order ? rerank_scores(&request, scores) : PF_ERROR_OUT_OF_MEMORY;
-    json_t *results = json_array();
     int tokens = 0;
+    pf_result r = scores && order ? rerank_scores(&request, scores, &tokens) : PF_ERROR_OUT_OF_MEMORY;
+    json_t *results = json_array();
     for (int i = 0; !r && i < request.count; i++) { /* best first; ties keep the documents' order */
         int j = i;
         for (; j > 0 && scores[order[j - 1]] < scores[i]; j--) order[j] = order[j - 1];
         order[j] = i;
-        size_t n = 0;
-        pf_tokenize_pair(the_server.tokenizer, request.query, strlen(request.query), request.documents[i],
-                         strlen(request.documents[i]), NULL, NULL, NULL, 0, &n);
-        tokens += (int)n;
     }
     for (int k = 0; !r && k < request.top_n; k++) {
         int i = order[k];

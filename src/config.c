@@ -1082,24 +1082,26 @@ PF_PRIVATE pf_result pf__config_check_token_ids(const pf__config *c, const char 
 /* The output head: a decoder's LM head, or for an encoder what the class named first in
    "architectures" computes (transformers' naming: BertModel, BertForMaskedLM, ...); and the
    classifiers' label count (id2label's size, else num_labels, else transformers' 2). */
+static int pf__has_suffix(const char *s, const char *suffix) {
+    size_t len = strlen(s), n = strlen(suffix);
+    return len >= n && !strcmp(s + len - n, suffix);
+}
+
 /* An encoder-decoder's towers by its class: ...ForConditionalGeneration (or no architectures) has
    both and the LM head; ...EncoderModel the encoder alone, as pf_encode's bare encoder. */
 static pf_result pf__config_seq2seq_head(const pf__json *first, pf__config *c, const char *path, char *message,
                                          size_t size) {
     const char *name = first && first->type == PF__JSON_STRING ? first->string : NULL;
-    size_t len = name ? strlen(name) : 0;
     if (c->decoder_layers == 0) c->decoder_layers = c->encoder_layers; /* T5: num_decoder_layers absent or null */
-    if (name && len >= 12 && !strcmp(name + len - 12, "EncoderModel")) {
+    if (name && pf__has_suffix(name, "EncoderModel")) {
         c->head = PF_HEAD_NONE;
         c->decoder_layers = 0;
-    } else if (!name || (len >= 24 && !strcmp(name + len - 24, "ForConditionalGeneration")) ||
-               (len >= 7 && !strcmp(name + len - 7, "MTModel"))) { /* MarianMTModel */
+    } else if (!name || pf__has_suffix(name, "ForConditionalGeneration") || pf__has_suffix(name, "MTModel")) { /* MarianMTModel */
         c->head = PF_HEAD_CAUSAL_LM;
-    } else if (len >= 25 && !strcmp(name + len - 25, "ForSequenceClassification") &&
+    } else if (pf__has_suffix(name, "ForSequenceClassification") &&
                pf__arch_tensor_for(c->arch, PF__SLOT_CLASSIFIER_WEIGHT)) { /* bart-large-mnli */
         c->head = PF_HEAD_SEQUENCE_CLASSIFICATION;
-    } else if (len >= 20 && !strcmp(name + len - 20, "ForQuestionAnswering") &&
-               pf__arch_tensor_for(c->arch, PF__SLOT_SPAN_WEIGHT)) {
+    } else if (pf__has_suffix(name, "ForQuestionAnswering") && pf__arch_tensor_for(c->arch, PF__SLOT_SPAN_WEIGHT)) {
         c->head = PF_HEAD_QUESTION_ANSWERING;
     } else { /* the families whose rows name these heads' tensors: BART's */
         return pf__format(message, size, PF_ERROR_UNSUPPORTED,
@@ -1118,11 +1120,6 @@ static pf_result pf__config_seq2seq_head(const pf__json *first, pf__config *c, c
                           c->decoder_layers);
     c->num_layers = c->encoder_layers + c->decoder_layers;
     return PF_OK;
-}
-
-static int pf__has_suffix(const char *s, const char *suffix) {
-    size_t len = strlen(s), n = strlen(suffix);
-    return len >= n && !strcmp(s + len - n, suffix);
 }
 
 static pf_result pf__config_head(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
