@@ -6,7 +6,7 @@
 
 DIR is a llama.cpp source tree with llama-bench and llama-quantize built in DIR/build/bin (`make
 llama-cpp` builds the one that the PyPI package llama-cpp-python ships). The checkpoint (a
-GPT-2, LLaMA or Qwen3 directory that build/bench writes: config.json and model.safetensors) is written
+GPT-2, LLaMA, Qwen3 or OLMoE directory that build/bench writes: config.json and model.safetensors) is written
 once as an F32 GGUF with llama.cpp's own gguf-py (tensor names from its name map; LLaMA's q and k
 rows permuted for its rotary layout, GPT-2's Conv1D weights transposed, as its converter does; a
 stand-in vocabulary of the model's size, since the timing never tokenizes text), then converted by
@@ -67,6 +67,26 @@ def rotary_rows(weight, heads):
     return weight.reshape(heads, 2, rows // heads // 2, *weight.shape[1:]).swapaxes(1, 2).reshape(weight.shape)
 
 
+def stack_experts(tensors, experts):
+    """A mixture of experts' per-expert matrices (model.layers.L.mlp.experts.E.gate_proj.weight, ...)
+    as one [experts, out, in] tensor per layer and projection, under the name llama.cpp's map knows
+    (model.layers.L.mlp.experts.gate_proj)."""
+    import numpy as np
+
+    stacked, groups = {}, {}
+    for name, data in tensors.items():
+        parts = name.split(".")
+        if len(parts) == 8 and parts[3] == "mlp" and parts[4] == "experts":
+            groups.setdefault((parts[2], parts[6]), {})[int(parts[5])] = data
+        else:
+            stacked[name] = data
+    for (layer, projection), by_expert in groups.items():
+        if sorted(by_expert) != list(range(experts)):
+            fail(f"layer {layer} {projection}: experts {sorted(by_expert)}, expected 0..{experts - 1}")
+        stacked[f"model.layers.{layer}.mlp.experts.{projection}.weight"] = np.stack([by_expert[e] for e in range(experts)])
+    return stacked
+
+
 def write_f32_gguf(gguf, model_dir, path):
     import numpy as np
     from safetensors.numpy import load_file
@@ -81,8 +101,11 @@ def write_f32_gguf(gguf, model_dir, path):
         arch, layers = gguf.MODEL_ARCH.LLAMA, config["num_hidden_layers"]
     elif model_type == "qwen3":  # NeoX rotary in llama.cpp too: q and k rows as they are
         arch, layers = gguf.MODEL_ARCH.QWEN3, config["num_hidden_layers"]
+    elif model_type == "olmoe":  # NeoX rotary too; the experts stacked as llama.cpp's converter does
+        arch, layers = gguf.MODEL_ARCH.OLMOE, config["num_hidden_layers"]
+        tensors = stack_experts(tensors, config["num_experts"])
     else:
-        fail(f"model_type {model_type}: only gpt2, llama and qwen3 are written as GGUF here")
+        fail(f"model_type {model_type}: only gpt2, llama, qwen3 and olmoe are written as GGUF here")
     names = gguf.get_tensor_name_map(arch, layers)
     writer = gguf.GGUFWriter(path, gguf.MODEL_ARCH_NAMES[arch])
     if model_type == "gpt2":
@@ -107,6 +130,9 @@ def write_f32_gguf(gguf, model_dir, path):
         if model_type == "qwen3":
             writer.add_key_length(head_dim)
             writer.add_value_length(head_dim)
+        if model_type == "olmoe":
+            writer.add_expert_count(config["num_experts"])
+            writer.add_expert_used_count(config["num_experts_per_tok"])
     writer.add_file_type(gguf.LlamaFileType.ALL_F32)
     stand_in_vocab(gguf, writer, model_type, config["vocab_size"])
     for hf_name, data in tensors.items():

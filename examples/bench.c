@@ -2,7 +2,7 @@
    engine (Hugging Face transformers + torch) run on the same machine in the same run.
 
    build/bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16|q8|q4]
-               [--models gpt2,gpt2-xl,llama-1b,llama-8b,bert-base,qwen3-0.6b] [--quick | --full] [--prompt N]
+               [--models gpt2,gpt2-xl,llama-1b,llama-8b,bert-base,qwen3-0.6b,olmoe] [--quick | --full] [--prompt N]
                [--new N] [--runs N] [--rounds N] [--batch16 | --no-batch16] [--default-cache]
                [--kv-cache f32|f16|bf16] [--bf16-products] [--dir DIR] [--seed N]
                [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]
@@ -17,7 +17,7 @@
                   AMX-BF16 on the CPU where present); the reference then runs torch in bf16 too, and
                   the tables call the format bf16p
      --models     which shapes (default: gpt2, qwen3-0.6b and bert-base with --quick, all but
-                  llama-8b with --full);
+                  llama-8b and olmoe with --full); olmoe, a mixture of experts, only when named;
                   bert-base is an encoder, measured in a table of its own (below)
      --quick      gpt2, qwen3-0.6b and bert-base, prompt 128, 32 new tokens, 5 runs (bert-base: 3), no batch 16:
                   the CPU default
@@ -60,7 +60,9 @@
      floor %         the batch-1 decode time per token that reading the weights once would take
                      at the measured copy bandwidth, as a fraction of the measured time: the
                      busiest rank's weight bytes read per token (its share of every layer and of
-                     the LM head) / per-rank bandwidth, times decode tok/s. The CPU bandwidth
+                     the LM head; of a mixture of experts, the chosen experts that the busiest
+                     rank holds on average under uniform routing) / per-rank bandwidth, times
+                     decode tok/s. The CPU bandwidth
                      is memcpy's (bytes read + written) with as many threads copying at once as
                      there are ranks, divided by the ranks (in brackets: a read-only pass); the
                      CUDA one is cudaMemcpy device to device on GPU 0, divided by the ranks
@@ -143,33 +145,40 @@ static double median(double *v, int n) {
 /* model shapes and their tensors                                                                  */
 /* =============================================================================================== */
 
-typedef enum { FAMILY_GPT2, FAMILY_LLAMA, FAMILY_BERT, FAMILY_QWEN3 } model_family;
+typedef enum { FAMILY_GPT2, FAMILY_LLAMA, FAMILY_BERT, FAMILY_QWEN3, FAMILY_OLMOE } model_family;
 
 typedef struct shape {
     const char *name;
     model_family family;
     int hidden, layers, heads, kv_heads, intermediate, vocab, positions, tied;
     int head_dim; /* 0: hidden / heads */
+    int experts, active_experts; /* mixtures of experts: experts a layer, chosen a token (intermediate: an expert's) */
 } shape;
 
 static const shape shapes[] = {
-    {"gpt2", FAMILY_GPT2, 768, 12, 12, 12, 3072, 50257, 1024, 1, 0},
-    {"gpt2-xl", FAMILY_GPT2, 1600, 48, 25, 25, 6400, 50257, 1024, 1, 0},
+    {"gpt2", FAMILY_GPT2, 768, 12, 12, 12, 3072, 50257, 1024, 1, 0, 0, 0},
+    {"gpt2-xl", FAMILY_GPT2, 1600, 48, 25, 25, 6400, 50257, 1024, 1, 0, 0, 0},
     /* Llama 3.2 1B's body (2048 wide, 16 layers, 32 heads, 8 key/value heads, MLP 8192, tied
        embeddings) with LLaMA 2's 32000-token vocabulary: 1.04 B parameters. */
-    {"llama-1b", FAMILY_LLAMA, 2048, 16, 32, 8, 8192, 32000, 2048, 1, 0},
+    {"llama-1b", FAMILY_LLAMA, 2048, 16, 32, 8, 8192, 32000, 2048, 1, 0, 0, 0},
     /* Llama 3.1 8B's shape (4096 wide, 32 layers, 32 heads, 8 key/value heads, MLP 14336, a
        128256-token vocabulary, untied, 131072 positions): 8.0 B parameters, 16 GB in F16. Only
        when asked for (--models llama-8b): with --default-cache it checks that a 7-8B model fits
        one GPU with pf_parallelize's defaults. */
-    {"llama-8b", FAMILY_LLAMA, 4096, 32, 32, 8, 14336, 128256, 131072, 0, 0},
+    {"llama-8b", FAMILY_LLAMA, 4096, 32, 32, 8, 14336, 128256, 131072, 0, 0, 0, 0},
     /* BERT-base (bert-base-uncased's shape) as transformers' BertModel saves it: an encoder,
        run through pf_encode rather than pf_generate. */
-    {"bert-base", FAMILY_BERT, 768, 12, 12, 12, 3072, 30522, 512, 0, 0},
+    {"bert-base", FAMILY_BERT, 768, 12, 12, 12, 3072, 30522, 512, 0, 0, 0, 0},
     /* Qwen3-0.6B's shape (1024 wide, 28 layers, 16 heads of 128 (a q of 2048, wider than the
        model), 8 key/value heads, MLP 3072, 151936 tokens, tied, q and k RMSNormed per head): a
        family after LLaMA, 0.6 B parameters (0.44 B without the embedding). */
-    {"qwen3-0.6b", FAMILY_QWEN3, 1024, 28, 16, 8, 3072, 151936, 40960, 1, 128},
+    {"qwen3-0.6b", FAMILY_QWEN3, 1024, 28, 16, 8, 3072, 151936, 40960, 1, 128, 0, 0},
+    /* OLMoE-1B-7B's layer (2048 wide, 16 heads, q and k RMSNormed over their full width, 64
+       experts of MLP 1024 of which 8 run a token, no renormalisation of their weights, 50304
+       tokens, untied), 4 of its 16 layers so that it fits this bench's machines: 1.9 B
+       parameters, 0.37 B of them active a token. A mixture of experts: decode reads only the
+       chosen experts. */
+    {"olmoe", FAMILY_OLMOE, 2048, 4, 16, 16, 1024, 50304, 4096, 0, 0, 64, 8},
 };
 #define NUM_SHAPES (sizeof shapes / sizeof shapes[0])
 #define BERT_TYPE_VOCAB 2 /* segment ids 0 and 1: sentence A and sentence B */
@@ -264,7 +273,24 @@ static size_t shape_tensors(const shape *s, tensor *out) {
                 add_tensor(out, &n, INIT_ONES, hd, 0, "model.layers.%d.self_attn.q_norm.weight", l);
                 add_tensor(out, &n, INIT_ONES, hd, 0, "model.layers.%d.self_attn.k_norm.weight", l);
             }
+            if (s->family == FAMILY_OLMOE) {
+                add_tensor(out, &n, INIT_ONES, q, 0, "model.layers.%d.self_attn.q_norm.weight", l);
+                add_tensor(out, &n, INIT_ONES, kv, 0, "model.layers.%d.self_attn.k_norm.weight", l);
+            }
             add_tensor(out, &n, INIT_ONES, d, 0, "model.layers.%d.post_attention_layernorm.weight", l);
+            if (s->experts) {
+                add_tensor(out, &n, INIT_NORMAL, (size_t)s->experts, d, "model.layers.%d.mlp.gate.weight", l);
+                for (int e = 0; e < s->experts; e++) {
+                    char name[3][80];
+                    snprintf(name[0], sizeof name[0], "model.layers.%%d.mlp.experts.%d.gate_proj.weight", e);
+                    snprintf(name[1], sizeof name[1], "model.layers.%%d.mlp.experts.%d.up_proj.weight", e);
+                    snprintf(name[2], sizeof name[2], "model.layers.%%d.mlp.experts.%d.down_proj.weight", e);
+                    add_tensor(out, &n, INIT_NORMAL, I, d, name[0], l);
+                    add_tensor(out, &n, INIT_NORMAL, I, d, name[1], l);
+                    add_tensor(out, &n, INIT_NORMAL, d, I, name[2], l);
+                }
+                continue;
+            }
             add_tensor(out, &n, INIT_NORMAL, I, d, "model.layers.%d.mlp.gate_proj.weight", l);
             add_tensor(out, &n, INIT_NORMAL, I, d, "model.layers.%d.mlp.up_proj.weight", l);
             add_tensor(out, &n, INIT_NORMAL, d, I, "model.layers.%d.mlp.down_proj.weight", l);
@@ -305,6 +331,9 @@ static size_t rank_decode_elements(const shape *s, int r, int n) {
     rank_share(s, r, n, &hr, &kvr, &mr);
     if (s->family == FAMILY_GPT2)
         layer = 2 * d + (d + 1) * 3 * hr * hd + hr * hd * d + d + 2 * d + (d + 1) * mr + mr * d + d;
+    else if (s->experts) /* attention's share, the q and k norms, and the whole router; the experts: below */
+        layer = d + d * hr * hd + 2 * d * kvr * hd + hr * hd * d + d + (size_t)s->heads * hd + (size_t)s->kv_heads * hd +
+                (size_t)s->experts * d;
     else
         layer = d + d * hr * hd + 2 * d * kvr * hd + hr * hd * d + d + 2 * d * mr + mr * d +
                 (s->family == FAMILY_QWEN3 ? 2 * hd : 0); /* the q and k norms' gains */
@@ -326,12 +355,44 @@ static size_t decode_cache_elements_per_rank(const shape *s, int n, size_t posit
     return (size_t)s->layers * 2 * most * hd * positions;
 }
 
+/* A mixture of experts' decode waits at each layer for the rank that holds the most of the
+   token's chosen experts (whole experts, contiguous: rank r holds r E / n up to (r + 1) E / n).
+   With routing uniform over the experts, the expected count on that rank, by sampling 20000
+   seeded choices of active_experts out of experts. */
+static uint64_t next_random(uint64_t *state);
+
+static double busiest_rank_experts(const shape *s, int n) {
+    enum { SAMPLES = 20000 };
+    uint64_t state = 42;
+    double sum = 0;
+    int owner[1024], held[64], chosen[1024];
+    if (s->experts > 1024 || n > 64) return s->active_experts;
+    for (int e = 0; e < s->experts; e++)
+        for (int r = 0; r < n; r++)
+            if (e >= (int)((long long)r * s->experts / n) && e < (int)((long long)(r + 1) * s->experts / n)) owner[e] = r;
+    for (int i = 0; i < SAMPLES; i++) {
+        memset(held, 0, sizeof held);
+        memset(chosen, 0, sizeof chosen);
+        for (int k = 0; k < s->active_experts;) {
+            int e = (int)(next_random(&state) % (uint64_t)s->experts);
+            if (chosen[e]) continue;
+            chosen[e] = 1, held[owner[e]]++, k++;
+        }
+        int most = 0;
+        for (int r = 0; r < n; r++) most = held[r] > most ? held[r] : most;
+        sum += most;
+    }
+    return sum / SAMPLES;
+}
+
 static size_t decode_elements_per_rank(const shape *s, int n) {
     size_t most = 0;
     for (int r = 0; r < n; r++) {
         size_t e = rank_decode_elements(s, r, n);
         if (e > most) most = e;
     }
+    if (s->experts) /* each chosen expert's gate, up and down */
+        most += (size_t)(busiest_rank_experts(s, n) * 3.0 * s->hidden * s->intermediate * s->layers);
     return most;
 }
 
@@ -339,7 +400,8 @@ static size_t decode_elements_per_rank(const shape *s, int n) {
    attention (q k^T and p v over T^2 / 2 pairs), and the LM head on the last position. */
 static double prefill_flops(const shape *s, int T) {
     double d = s->hidden, I = s->intermediate, hd = (double)head_dim(s), q = s->heads * hd, kv = s->kv_heads * hd;
-    double per_token = s->family == FAMILY_GPT2 ? d * 3 * d + d * d + 2 * d * I : d * (q + 2 * kv) + q * d + 3 * d * I;
+    double mlp = s->experts ? s->active_experts * 3 * d * I + s->experts * d : 3 * d * I; /* the chosen experts and the router */
+    double per_token = s->family == FAMILY_GPT2 ? d * 3 * d + d * d + 2 * d * I : d * (q + 2 * kv) + q * d + mlp;
     return 2.0 * T * s->layers * per_token + 2.0 * (double)T * T * q * s->layers + 2.0 * d * s->vocab;
 }
 
@@ -470,6 +532,18 @@ static int write_config(const shape *s, const char *dir, const char *torch_dtype
                 "  \"torch_dtype\": \"%s\"\n}\n",
                 s->vocab, s->hidden, s->intermediate, s->layers, s->heads, s->kv_heads, (int)head_dim(s), s->positions,
                 s->layers, s->tied ? "true" : "false", torch_dtype);
+    else if (s->family == FAMILY_OLMOE)
+        fprintf(f,
+                "{\n  \"architectures\": [\"OlmoeForCausalLM\"],\n  \"model_type\": \"olmoe\",\n  \"vocab_size\": %d,\n"
+                "  \"hidden_size\": %d,\n  \"intermediate_size\": %d,\n  \"num_hidden_layers\": %d,\n"
+                "  \"num_attention_heads\": %d,\n  \"num_key_value_heads\": %d,\n  \"num_experts\": %d,\n"
+                "  \"num_experts_per_tok\": %d,\n  \"norm_topk_prob\": false,\n  \"clip_qkv\": null,\n"
+                "  \"max_position_embeddings\": %d,\n  \"rms_norm_eps\": 1e-05,\n  \"rope_theta\": 10000.0,\n"
+                "  \"hidden_act\": \"silu\",\n  \"attention_bias\": false,\n  \"initializer_range\": 0.02,\n"
+                "  \"pad_token_id\": 1,\n  \"eos_token_id\": 50279,\n  \"tie_word_embeddings\": %s,\n"
+                "  \"torch_dtype\": \"%s\"\n}\n",
+                s->vocab, s->hidden, s->intermediate, s->layers, s->heads, s->kv_heads, s->experts, s->active_experts,
+                s->positions, s->tied ? "true" : "false", torch_dtype);
     else
         fprintf(f,
                 "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n  \"vocab_size\": %d,\n"
@@ -1386,7 +1460,7 @@ static const reference *ref_for(const reference *ref, int threads, int *index) {
 static void usage(void) {
     fprintf(stderr,
             "usage: bench [--device cpu|cuda] [--gpus N] [--dtype f32|f16|bf16|q8|q4]\n"
-            "             [--models gpt2,gpt2-xl,llama-1b,llama-8b,bert-base,qwen3-0.6b] [--quick | --full] [--prompt N]\n"
+            "             [--models gpt2,gpt2-xl,llama-1b,llama-8b,bert-base,qwen3-0.6b,olmoe] [--quick | --full] [--prompt N]\n"
             "             [--new N] [--runs N] [--rounds N] [--batch16 | --no-batch16] [--default-cache]\n"
             "             [--kv-cache f32|f16|bf16] [--bf16-products] [--dir DIR] [--seed N]\n"
             "             [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]\n"
@@ -1821,7 +1895,7 @@ int main(int argc, char **argv) {
         size_t k = 0;
         while (k < NUM_SHAPES && strcmp(shapes[k].name, name)) k++;
         if (k == NUM_SHAPES) {
-            fprintf(stderr, "bench: unknown model %s (gpt2, gpt2-xl, llama-1b, llama-8b, bert-base)\n", name);
+            fprintf(stderr, "bench: unknown model %s (gpt2, gpt2-xl, llama-1b, llama-8b, bert-base, qwen3-0.6b, olmoe)\n", name);
             return 2;
         }
         if (num_chosen < (int)NUM_SHAPES) chosen[num_chosen++] = &shapes[k];
