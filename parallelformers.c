@@ -543,6 +543,13 @@ extern PF_PRIVATE const pf__arch_alias pf__arch_aliases[];
 extern PF_PRIVATE const size_t pf__arch_aliases_count;
 #endif
 
+/* PF_ARCH_TEXT_TOWER rows (text 1: arch's tensors under prefix) and PF_ARCH_OTHER_TOWER rows (text 0),
+   ended by a row whose model_type is "" */
+typedef struct pf__text_tower { pf__arch_id arch; const char *model_type, *prefix; int text; } pf__text_tower;
+#ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
+extern PF_PRIVATE const pf__text_tower pf__text_towers[];
+#endif
+
 typedef struct pf__arch_activation { pf__arch_id arch; const char *name; pf__activation activation; } pf__arch_activation;
 
 typedef struct pf__arch_layer_types { pf__arch_id arch; const char *key; int needed; } pf__arch_layer_types;
@@ -570,6 +577,7 @@ typedef struct pf__arch_buffer { pf__arch_id arch; const char *pattern; } pf__ar
 typedef struct pf__config {
     pf__arch_id arch;
     char model_type[64];            /* config.json's: the row's, or one of its aliases */
+    char text_tower_of[32];         /* a multimodal checkpoint's model_type whose text model this is (PF_ARCH_TEXT_TOWER), or "" */
     char class_name[96];            /* the transformers class config.json's "architectures" names first; "" if none */
     int hidden_size, num_heads, num_kv_heads, num_layers, vocab_size, max_positions, intermediate_size;
     int encoder_layers;             /* encoder-decoders: blocks 0..encoder_layers-1 are the encoder
@@ -3280,6 +3288,13 @@ static const struct pf__arch_class { pf__arch_id arch; const char *name; } pf__a
 
 PF_PRIVATE const size_t pf__arch_aliases_count = sizeof pf__arch_aliases / sizeof pf__arch_aliases[0]; /* for the files that see no size */
 
+PF_PRIVATE const pf__text_tower pf__text_towers[] = {
+#define PF_ARCH_TEXT_TOWER(id, model_type, prefix) {PF__ARCH_##id, model_type, prefix, 1},
+#define PF_ARCH_OTHER_TOWER(model_type, prefix) {PF__ARCH_COUNT, model_type, prefix, 0},
+#include "policies.inc"
+    {PF__ARCH_COUNT, "", "", 0} /* the end, so that the table is never empty */
+};
+
 /* ---- the tables of rows, as policies.inc's blocks write them ---- */
 
 /* What a row of a family's block does: adds its own row, stands for its base's rows
@@ -4558,6 +4573,42 @@ static pf_result pf__config_subsampler(const pf__json *json, pf__config *c, cons
     return PF_OK;
 }
 
+/* The text-tower row of a multimodal model_type (PF_ARCH_TEXT_TOWER), or NULL. */
+static const pf__text_tower *pf__text_tower_of(const pf__json *type) {
+    for (size_t i = 0; type && type->type == PF__JSON_STRING && pf__text_towers[i].model_type[0]; i++)
+        if (pf__text_towers[i].text && !strcmp(pf__text_towers[i].model_type, type->string)) return &pf__text_towers[i];
+    return NULL;
+}
+
+/* A multimodal checkpoint's text model: text_config read as the text row's config. The LM head of
+   a ...ForConditionalGeneration is the text model's; other classes (its classifiers) are refused.
+   The top-level tie_word_embeddings, where text_config has none, is the one transformers ties by. */
+static pf_result pf__config_text_tower(const pf__json *json, const pf__text_tower *tower, const char *path, pf__config *cfg,
+                                       char *message, size_t size) {
+    const pf__json *text = pf__json_get(json, "text_config");
+    if (!text || text->type != PF__JSON_OBJECT)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: model_type \"%s\" without a \"text_config\" object", path,
+                          tower->model_type);
+    const pf__json *names = pf__json_get(json, "architectures");
+    const pf__json *first = names && names->type == PF__JSON_ARRAY ? names->first : NULL;
+    if (first && (first->type != PF__JSON_STRING || !pf__has_suffix(first->string, "ForConditionalGeneration")))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported (model_type \"%s\": "
+                          "the text model of a ...ForConditionalGeneration is)", path,
+                          first->type == PF__JSON_STRING ? first->string : "?", tower->model_type);
+    char where[PF__PATH_SIZE + 16];
+    snprintf(where, sizeof where, "%s: text_config", path);
+    pf_result r = pf__config_parse(text, where, (int)tower->arch, cfg, message, size);
+    const pf__json *tie = pf__json_get(json, "tie_word_embeddings");
+    double tied = 0;
+    if (!r && tie && !pf__json_get(text, "tie_word_embeddings")) {
+        if (pf__json_number(tie, &tied) < 0)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"tie_word_embeddings\" is not a boolean", path);
+        cfg->tie_word_embeddings = tied != 0;
+    }
+    if (!r) snprintf(cfg->text_tower_of, sizeof cfg->text_tower_of, "%s", tower->model_type);
+    return r;
+}
+
 /* Reads config.json into cfg, choosing the architecture row by model_type. */
 PF_PRIVATE pf_result pf__config_read(const char *dir, pf__config *cfg, char *message, size_t size) {
     char path[PF__PATH_SIZE];
@@ -4567,7 +4618,8 @@ PF_PRIVATE pf_result pf__config_read(const char *dir, pf__config *cfg, char *mes
         return pf__format(message, size, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", dir);
     pf_result r = pf__json_load(path, &json, message, size);
     if (r) return r;
-    r = pf__config_parse(json, path, -1, cfg, message, size);
+    const pf__text_tower *tower = pf__text_tower_of(pf__json_get(json, "model_type"));
+    r = tower ? pf__config_text_tower(json, tower, path, cfg, message, size) : pf__config_parse(json, path, -1, cfg, message, size);
     pf__json_free(json);
     return r;
 }
@@ -26495,6 +26547,19 @@ PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix) {
             if (!pf__st_take(&m->st, name)) pf__st_take(&m->st, bare);
         }
     }
+    size_t unread = 0; /* a multimodal checkpoint's other towers (PF_ARCH_OTHER_TOWER) */
+    for (size_t k = 0; c->text_tower_of[0] && pf__text_towers[k].model_type[0]; k++) {
+        const pf__text_tower *other = &pf__text_towers[k];
+        if (other->text || strcmp(other->model_type, c->text_tower_of)) continue;
+        for (size_t i = 0; i < m->st.num_tensors; i++)
+            if (!m->st.tensors[i].used && !strncmp(m->st.tensors[i].name, other->prefix, strlen(other->prefix))) {
+                m->st.tensors[i].used = 1;
+                unread++;
+            }
+    }
+    if (unread)
+        pf__log(m, PF_LOG_INFO, "%s: model_type \"%s\": its text model (\"%s\") loaded; %zu tensors of its other towers "
+                "(images) left unread", m->dir, c->text_tower_of, c->model_type, unread);
     for (size_t i = 0; i < m->st.num_tensors; i++)
         if (!m->st.tensors[i].used)
             return PF__FAIL(m, PF_ERROR_UNSUPPORTED,
@@ -30276,15 +30341,21 @@ static pf_result pf__find_prefix(pf_model *m, const char **out) {
     if (!embed) embed = pf__arch_tensor_for(c->arch, PF__SLOT_FEATURE_PROJECTION_WEIGHT); /* speech: the front end's */
     const char *anchor = embed ? embed->pattern : "(no anchor row)";
     const pf__policy_rows *rows = pf__rows(c->arch);
-    for (size_t i = 0; i < rows->num_prefixes; i++) {
-        if (rows->prefixes[i].arch != c->arch) continue;
+    /* the family's prefixes, or a multimodal checkpoint's for its text model */
+    size_t count = c->text_tower_of[0] ? 0 : rows->num_prefixes;
+    for (size_t i = 0; c->text_tower_of[0] && pf__text_towers[i].model_type[0]; i++) count++;
+    for (size_t i = 0; i < count; i++) {
+        const char *prefix = c->text_tower_of[0] ? pf__text_towers[i].prefix : rows->prefixes[i].prefix;
+        if (c->text_tower_of[0] ? !pf__text_towers[i].text || strcmp(pf__text_towers[i].model_type, c->text_tower_of)
+                                : rows->prefixes[i].arch != c->arch)
+            continue;
         for (size_t j = 0; j < rows->num_tensors; j++) { /* each spelling of the anchor (Marian's two) */
             const pf__arch_tensor *t = &rows->tensors[j];
             char name[256];
             if (embed && (t->arch != c->arch || t->slot != embed->slot || t->encoder != embed->encoder)) continue;
-            snprintf(name, sizeof name, "%s%s", rows->prefixes[i].prefix, embed ? t->pattern : anchor);
+            snprintf(name, sizeof name, "%s%s", prefix, embed ? t->pattern : anchor);
             if (pf__st_find(&m->st, name)) {
-                *out = rows->prefixes[i].prefix;
+                *out = prefix;
                 return PF_OK;
             }
         }

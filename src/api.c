@@ -184,6 +184,19 @@ PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix) {
             if (!pf__st_take(&m->st, name)) pf__st_take(&m->st, bare);
         }
     }
+    size_t unread = 0; /* a multimodal checkpoint's other towers (PF_ARCH_OTHER_TOWER) */
+    for (size_t k = 0; c->text_tower_of[0] && pf__text_towers[k].model_type[0]; k++) {
+        const pf__text_tower *other = &pf__text_towers[k];
+        if (other->text || strcmp(other->model_type, c->text_tower_of)) continue;
+        for (size_t i = 0; i < m->st.num_tensors; i++)
+            if (!m->st.tensors[i].used && !strncmp(m->st.tensors[i].name, other->prefix, strlen(other->prefix))) {
+                m->st.tensors[i].used = 1;
+                unread++;
+            }
+    }
+    if (unread)
+        pf__log(m, PF_LOG_INFO, "%s: model_type \"%s\": its text model (\"%s\") loaded; %zu tensors of its other towers "
+                "(images) left unread", m->dir, c->text_tower_of, c->model_type, unread);
     for (size_t i = 0; i < m->st.num_tensors; i++)
         if (!m->st.tensors[i].used)
             return PF__FAIL(m, PF_ERROR_UNSUPPORTED,

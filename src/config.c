@@ -30,6 +30,13 @@ static const struct pf__arch_class { pf__arch_id arch; const char *name; } pf__a
 
 PF_PRIVATE const size_t pf__arch_aliases_count = sizeof pf__arch_aliases / sizeof pf__arch_aliases[0]; /* for the files that see no size */
 
+PF_PRIVATE const pf__text_tower pf__text_towers[] = {
+#define PF_ARCH_TEXT_TOWER(id, model_type, prefix) {PF__ARCH_##id, model_type, prefix, 1},
+#define PF_ARCH_OTHER_TOWER(model_type, prefix) {PF__ARCH_COUNT, model_type, prefix, 0},
+#include "policies.inc"
+    {PF__ARCH_COUNT, "", "", 0} /* the end, so that the table is never empty */
+};
+
 /* ---- the tables of rows, as policies.inc's blocks write them ---- */
 
 /* What a row of a family's block does: adds its own row, stands for its base's rows
@@ -1308,6 +1315,42 @@ static pf_result pf__config_subsampler(const pf__json *json, pf__config *c, cons
     return PF_OK;
 }
 
+/* The text-tower row of a multimodal model_type (PF_ARCH_TEXT_TOWER), or NULL. */
+static const pf__text_tower *pf__text_tower_of(const pf__json *type) {
+    for (size_t i = 0; type && type->type == PF__JSON_STRING && pf__text_towers[i].model_type[0]; i++)
+        if (pf__text_towers[i].text && !strcmp(pf__text_towers[i].model_type, type->string)) return &pf__text_towers[i];
+    return NULL;
+}
+
+/* A multimodal checkpoint's text model: text_config read as the text row's config. The LM head of
+   a ...ForConditionalGeneration is the text model's; other classes (its classifiers) are refused.
+   The top-level tie_word_embeddings, where text_config has none, is the one transformers ties by. */
+static pf_result pf__config_text_tower(const pf__json *json, const pf__text_tower *tower, const char *path, pf__config *cfg,
+                                       char *message, size_t size) {
+    const pf__json *text = pf__json_get(json, "text_config");
+    if (!text || text->type != PF__JSON_OBJECT)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: model_type \"%s\" without a \"text_config\" object", path,
+                          tower->model_type);
+    const pf__json *names = pf__json_get(json, "architectures");
+    const pf__json *first = names && names->type == PF__JSON_ARRAY ? names->first : NULL;
+    if (first && (first->type != PF__JSON_STRING || !pf__has_suffix(first->string, "ForConditionalGeneration")))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported (model_type \"%s\": "
+                          "the text model of a ...ForConditionalGeneration is)", path,
+                          first->type == PF__JSON_STRING ? first->string : "?", tower->model_type);
+    char where[PF__PATH_SIZE + 16];
+    snprintf(where, sizeof where, "%s: text_config", path);
+    pf_result r = pf__config_parse(text, where, (int)tower->arch, cfg, message, size);
+    const pf__json *tie = pf__json_get(json, "tie_word_embeddings");
+    double tied = 0;
+    if (!r && tie && !pf__json_get(text, "tie_word_embeddings")) {
+        if (pf__json_number(tie, &tied) < 0)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"tie_word_embeddings\" is not a boolean", path);
+        cfg->tie_word_embeddings = tied != 0;
+    }
+    if (!r) snprintf(cfg->text_tower_of, sizeof cfg->text_tower_of, "%s", tower->model_type);
+    return r;
+}
+
 /* Reads config.json into cfg, choosing the architecture row by model_type. */
 PF_PRIVATE pf_result pf__config_read(const char *dir, pf__config *cfg, char *message, size_t size) {
     char path[PF__PATH_SIZE];
@@ -1317,7 +1360,8 @@ PF_PRIVATE pf_result pf__config_read(const char *dir, pf__config *cfg, char *mes
         return pf__format(message, size, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", dir);
     pf_result r = pf__json_load(path, &json, message, size);
     if (r) return r;
-    r = pf__config_parse(json, path, -1, cfg, message, size);
+    const pf__text_tower *tower = pf__text_tower_of(pf__json_get(json, "model_type"));
+    r = tower ? pf__config_text_tower(json, tower, path, cfg, message, size) : pf__config_parse(json, path, -1, cfg, message, size);
     pf__json_free(json);
     return r;
 }

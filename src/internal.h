@@ -503,6 +503,13 @@ extern PF_PRIVATE const pf__arch_alias pf__arch_aliases[];
 extern PF_PRIVATE const size_t pf__arch_aliases_count;
 #endif
 
+/* PF_ARCH_TEXT_TOWER rows (text 1: arch's tensors under prefix) and PF_ARCH_OTHER_TOWER rows (text 0),
+   ended by a row whose model_type is "" */
+typedef struct pf__text_tower { pf__arch_id arch; const char *model_type, *prefix; int text; } pf__text_tower;
+#ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
+extern PF_PRIVATE const pf__text_tower pf__text_towers[];
+#endif
+
 typedef struct pf__arch_activation { pf__arch_id arch; const char *name; pf__activation activation; } pf__arch_activation;
 
 typedef struct pf__arch_layer_types { pf__arch_id arch; const char *key; int needed; } pf__arch_layer_types;
@@ -530,6 +537,7 @@ typedef struct pf__arch_buffer { pf__arch_id arch; const char *pattern; } pf__ar
 typedef struct pf__config {
     pf__arch_id arch;
     char model_type[64];            /* config.json's: the row's, or one of its aliases */
+    char text_tower_of[32];         /* a multimodal checkpoint's model_type whose text model this is (PF_ARCH_TEXT_TOWER), or "" */
     char class_name[96];            /* the transformers class config.json's "architectures" names first; "" if none */
     int hidden_size, num_heads, num_kv_heads, num_layers, vocab_size, max_positions, intermediate_size;
     int encoder_layers;             /* encoder-decoders: blocks 0..encoder_layers-1 are the encoder

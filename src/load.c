@@ -8,15 +8,21 @@ static pf_result pf__find_prefix(pf_model *m, const char **out) {
     if (!embed) embed = pf__arch_tensor_for(c->arch, PF__SLOT_FEATURE_PROJECTION_WEIGHT); /* speech: the front end's */
     const char *anchor = embed ? embed->pattern : "(no anchor row)";
     const pf__policy_rows *rows = pf__rows(c->arch);
-    for (size_t i = 0; i < rows->num_prefixes; i++) {
-        if (rows->prefixes[i].arch != c->arch) continue;
+    /* the family's prefixes, or a multimodal checkpoint's for its text model */
+    size_t count = c->text_tower_of[0] ? 0 : rows->num_prefixes;
+    for (size_t i = 0; c->text_tower_of[0] && pf__text_towers[i].model_type[0]; i++) count++;
+    for (size_t i = 0; i < count; i++) {
+        const char *prefix = c->text_tower_of[0] ? pf__text_towers[i].prefix : rows->prefixes[i].prefix;
+        if (c->text_tower_of[0] ? !pf__text_towers[i].text || strcmp(pf__text_towers[i].model_type, c->text_tower_of)
+                                : rows->prefixes[i].arch != c->arch)
+            continue;
         for (size_t j = 0; j < rows->num_tensors; j++) { /* each spelling of the anchor (Marian's two) */
             const pf__arch_tensor *t = &rows->tensors[j];
             char name[256];
             if (embed && (t->arch != c->arch || t->slot != embed->slot || t->encoder != embed->encoder)) continue;
-            snprintf(name, sizeof name, "%s%s", rows->prefixes[i].prefix, embed ? t->pattern : anchor);
+            snprintf(name, sizeof name, "%s%s", prefix, embed ? t->pattern : anchor);
             if (pf__st_find(&m->st, name)) {
-                *out = rows->prefixes[i].prefix;
+                *out = prefix;
                 return PF_OK;
             }
         }

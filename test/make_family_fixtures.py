@@ -821,6 +821,19 @@ def cfg_gemma3(v, tok):
     )
 
 
+def cfg_gemma3_multimodal(v, tok):
+    """Gemma 3 4B+'s checkpoint: Gemma3ForConditionalGeneration, the text model above beside a tiny
+    SigLIP vision tower and its projector (whose tensors the text model never reads)."""
+    from transformers import Gemma3Config
+
+    bos, eos, pad = _ids(tok)
+    vision = dict(hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=2, image_size=28,
+                  patch_size=14)
+    return Gemma3Config(text_config=cfg_gemma3(v, tok).to_dict(), vision_config=vision, mm_tokens_per_image=4,
+                        image_token_index=v, boi_token_index=bos, eoi_token_index=eos, bos_token_id=bos,
+                        eos_token_id=eos, pad_token_id=pad)
+
+
 def gemma3_hub_style_config(cfg: dict) -> dict:
     """config.json as the Gemma 3 hub repos spell it: rope_theta, rope_local_base_freq, rope_scaling
     and sliding_window_pattern, no rope_parameters nor layer_types."""
@@ -1933,6 +1946,15 @@ FAMILIES = [
         legacy=gemma3_hub_style_config,
     ),
     dict(
+        name="gemma3-multimodal", config=cfg_gemma3_multimodal, seed=2500, vocab_pad=0, cases=False, beam=True,
+        tweak=scale_params({"embed_tokens.weight": 0.3}),
+        tokenizer=lambda out: save_tok(gemma_tokenizer(512), out), tok_style="as gemma",
+        traits="model_type gemma3 (Gemma3ForConditionalGeneration, as Gemma 3 4B and up ship): gemma3_text's "
+               "model in text_config, saved under language_model.model., beside a vision tower and projector "
+               "that text generation never reads",
+        ablations=[],
+    ),
+    dict(
         name="qwen2-window-layers", config=cfg_qwen2_window_layers, seed=2000, vocab_pad=0, cases=False,
         tokenizer=lambda out: save_tok(qwen2_tokenizer(384), out), tok_style="as qwen2",
         traits="3 layers, use_sliding_window true, sliding_window 8, max_window_layers 1, config.json without "
@@ -2107,7 +2129,7 @@ def make_family(fam) -> dict:
     if fam.get("cases_special"):
         write_cases(out, auto, special=True)
 
-    cfg = AutoConfig.from_pretrained(out)
+    cfg = AutoConfig.from_pretrained(out).get_text_config()  # a multimodal model's text model's shape
     info = dict(
         name=name, model_type=cfg.model_type, seed=seed, n_prompt=len(prompt_ids), n_new=len(gen_ids),
         stopped=eos is not None and gen_ids[-1] == eos, margin=margin, cache_diff=cache_diff, diverge=diverge,
@@ -2361,14 +2383,15 @@ def write_families_md() -> None:
         out = FIXTURES / fam["name"]
         if not (out / "config.json").exists():
             continue
-        cfg = AutoConfig.from_pretrained(out)
+        top = AutoConfig.from_pretrained(out)
+        cfg = top.get_text_config()  # a multimodal model's text model
         ref = dict(line.split("=", 1) for line in (out / "reference.txt").read_text().splitlines())
         size = sum(p.stat().st_size for p in out.iterdir())
         total += size
         kv = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
         tok_files = [n for n in ("cases.txt", "cases_special.txt") if (out / n).exists()]
         cells = [
-            f"`{fam['name']}`", cfg.model_type, fam["traits"], f"{cfg.num_attention_heads} / {kv}",
+            f"`{fam['name']}`", top.model_type, fam["traits"], f"{cfg.num_attention_heads} / {kv}",
             f"{cfg.hidden_size} / {cfg.num_hidden_layers}", describe_positions(cfg), str(cfg.vocab_size),
             f"{len(ref['prompt_ids'].split(','))} + {len(ref['greedy_ids'].split(','))}", fam["tok_style"],
             ", ".join(tok_files) or "-", str(size // 1024),

@@ -1079,6 +1079,26 @@ static void test_gemma_keys(void) {
     check_work_logits("Gemma 3 with rope_scaling's own rope_theta", "gemma3_text-hub", 0);
 }
 
+/* A multimodal checkpoint's text model (model_type gemma3): its other class refused, its vision
+   tensors left unread under their prefixes only, its config from text_config alone. */
+static void test_text_tower_keys(void) {
+    if (copy_fixture("gemma3-multimodal")) return;
+    edit_file("config.json", "\"Gemma3ForConditionalGeneration\"", "\"Gemma3ForSequenceClassification\"");
+    expect_load("Gemma 3 multimodal as a classifier", NULL, PF_ERROR_UNSUPPORTED, "ForConditionalGeneration");
+    if (copy_fixture("gemma3-multimodal")) return;
+    edit_file("config.json", "\"text_config\"", "\"text_cfg\"");
+    expect_load("Gemma 3 multimodal without text_config", NULL, PF_ERROR_FORMAT, "text_config");
+    if (copy_fixture("gemma3-multimodal")) return; /* a vision tensor outside the tower's prefixes */
+    rename_tensor("vision_tower.post_layernorm.bias", "vision_towxr.post_layernorm.bias");
+    expect_load("Gemma 3 multimodal with a tensor outside its towers", NULL, PF_ERROR_UNSUPPORTED, "vision_towxr");
+    if (copy_fixture("gemma3-multimodal")) return; /* the text model's own tensors are still all needed */
+    rename_tensor("language_model.model.layers.0.self_attn.q_norm.weight", "language_model.model.layers.0.self_attn.q_nxrm.weight");
+    expect_load("Gemma 3 multimodal with a renamed text tensor", NULL, PF_ERROR_FORMAT, "q_norm");
+    if (copy_fixture("gemma3-multimodal")) return; /* the text model's keys are text_config's */
+    edit_file("config.json", "\"query_pre_attn_scalar\": 16", "\"query_pre_attn_scalar\": 12");
+    check_work_logits("Gemma 3 multimodal with another query_pre_attn_scalar", "gemma3-multimodal", 0);
+}
+
 /* DeepSeek's latent attention: MoE layers are refused until that block joins, as are the keys
    whose other values we do not compute; the ones that change the math do change the logits. */
 static void test_deepseek_keys(void) {
@@ -1133,6 +1153,7 @@ void test_config(void) {
     test_smollm3_keys();
     test_olmo2_keys();
     test_gemma_keys();
+    test_text_tower_keys();
     test_deepseek_keys();
     empty_work_dir();
     rmdir(work_dir);
