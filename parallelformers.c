@@ -1979,6 +1979,7 @@ PF_PRIVATE pf_result pf__call_begin(pf_model *m, const char *call);
 PF_PRIVATE void pf__call_end(pf_model *m);
 PF_PRIVATE pf_result pf__check_closing(pf_model *m);
 PF_PRIVATE void pf__request_unlock(pf_model *m);
+PF_PRIVATE const pf__st_tensor *pf__take_prefixed(pf_model *m, const char *prefix, const char *bare);
 PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix);
 PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char **why);
 PF_PRIVATE const char *pf__head_name(pf_head head);
@@ -4595,6 +4596,11 @@ static pf_result pf__config_text_tower(const pf__json *json, const pf__text_towe
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported (model_type \"%s\": "
                           "the text model of a ...ForConditionalGeneration is)", path,
                           first->type == PF__JSON_STRING ? first->string : "?", tower->model_type);
+    const pf__json *type = pf__json_get(text, "model_type");
+    if (type && (type->type != PF__JSON_STRING || strcmp(type->string, pf__archs[tower->arch].model_type)))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: text_config's model_type \"%s\" is not supported "
+                          "(model_type \"%s\": \"%s\" is)", path, type->type == PF__JSON_STRING ? type->string : "?",
+                          tower->model_type, pf__archs[tower->arch].model_type);
     char where[PF__PATH_SIZE + 16];
     snprintf(where, sizeof where, "%s: text_config", path);
     pf_result r = pf__config_parse(text, where, (int)tower->arch, cfg, message, size);
@@ -26531,6 +26537,21 @@ PF_PRIVATE void pf__request_unlock(pf_model *m) {
     pf__call_end(m);
 }
 
+/* A tensor named prefix + bare, or bare alone (the LM head outside the prefix), marked consumed. A
+   multimodal checkpoint's text model (prefix "language_model.model.") keeps its LM head one level
+   up ("language_model.lm_head.weight"), which is tried in between. */
+PF_PRIVATE const pf__st_tensor *pf__take_prefixed(pf_model *m, const char *prefix, const char *bare) {
+    char name[300];
+    snprintf(name, sizeof name, "%s%s", prefix, bare);
+    const pf__st_tensor *st = pf__st_take(&m->st, name);
+    size_t len = strlen(prefix), model = strlen("model.");
+    if (!st && m->config.text_tower_of[0] && len > model && !strcmp(prefix + len - model, "model.")) {
+        snprintf(name, sizeof name, "%.*s%s", (int)(len - model), prefix, bare);
+        st = pf__st_take(&m->st, name);
+    }
+    return st ? st : pf__st_take(&m->st, bare);
+}
+
 /* Every tensor of the checkpoint must be consumed by a slot or be a known buffer (a causal mask,
    rotary frequencies): a tensor we do not compute with is a model we would compute wrongly. */
 PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix) {
@@ -26541,10 +26562,9 @@ PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix) {
         const char *pattern = rows->buffers[i].pattern;
         int layers = strstr(pattern, "%d") ? c->num_layers : 1;
         for (int l = 0; l < layers; l++) {
-            char bare[256], name[300];
+            char bare[256];
             snprintf(bare, sizeof bare, pattern, l);
-            snprintf(name, sizeof name, "%s%s", prefix, bare);
-            if (!pf__st_take(&m->st, name)) pf__st_take(&m->st, bare);
+            pf__take_prefixed(m, prefix, bare);
         }
     }
     size_t unread = 0; /* a multimodal checkpoint's other towers (PF_ARCH_OTHER_TOWER) */
@@ -26782,8 +26802,7 @@ PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, p
             continue; /* a spelling the config rules out that is also a copy of another: the buffers take it */
         pf__pattern_name(pattern, sizeof pattern, t, index, 0, 0);
         snprintf(full, sizeof full, "%s%s", prefix, pattern);
-        const pf__st_tensor *st = pf__st_take(&m->st, full);
-        if (!st) st = pf__st_take(&m->st, pattern);
+        const pf__st_tensor *st = pf__take_prefixed(m, prefix, pattern);
         if (!*row || (st && !found)) {
             *row = t;
             snprintf(name, name_size, "%s", full);
@@ -30444,8 +30463,7 @@ static pf_result pf__take_expert_pieces(pf_model *m, const char *prefix, const p
         char bare[256], name[300];
         pf__pattern_name(bare, sizeof bare, t, l, (int)(k / (size_t)parts), (int)(k % (size_t)parts));
         snprintf(name, sizeof name, "%s%s", prefix, bare);
-        const pf__st_tensor *st = pf__st_take(&m->st, name);
-        if (!st) st = pf__st_take(&m->st, bare);
+        const pf__st_tensor *st = pf__take_prefixed(m, prefix, bare);
         if (!st) return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s'", m->dir, name);
         if (st->dtype == PF__DTYPE_OTHER || (k && st->dtype != src->dtype))
             return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' has %s", st->file->path, st->name,

@@ -168,6 +168,21 @@ PF_PRIVATE void pf__request_unlock(pf_model *m) {
     pf__call_end(m);
 }
 
+/* A tensor named prefix + bare, or bare alone (the LM head outside the prefix), marked consumed. A
+   multimodal checkpoint's text model (prefix "language_model.model.") keeps its LM head one level
+   up ("language_model.lm_head.weight"), which is tried in between. */
+PF_PRIVATE const pf__st_tensor *pf__take_prefixed(pf_model *m, const char *prefix, const char *bare) {
+    char name[300];
+    snprintf(name, sizeof name, "%s%s", prefix, bare);
+    const pf__st_tensor *st = pf__st_take(&m->st, name);
+    size_t len = strlen(prefix), model = strlen("model.");
+    if (!st && m->config.text_tower_of[0] && len > model && !strcmp(prefix + len - model, "model.")) {
+        snprintf(name, sizeof name, "%.*s%s", (int)(len - model), prefix, bare);
+        st = pf__st_take(&m->st, name);
+    }
+    return st ? st : pf__st_take(&m->st, bare);
+}
+
 /* Every tensor of the checkpoint must be consumed by a slot or be a known buffer (a causal mask,
    rotary frequencies): a tensor we do not compute with is a model we would compute wrongly. */
 PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix) {
@@ -178,10 +193,9 @@ PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix) {
         const char *pattern = rows->buffers[i].pattern;
         int layers = strstr(pattern, "%d") ? c->num_layers : 1;
         for (int l = 0; l < layers; l++) {
-            char bare[256], name[300];
+            char bare[256];
             snprintf(bare, sizeof bare, pattern, l);
-            snprintf(name, sizeof name, "%s%s", prefix, bare);
-            if (!pf__st_take(&m->st, name)) pf__st_take(&m->st, bare);
+            pf__take_prefixed(m, prefix, bare);
         }
     }
     size_t unread = 0; /* a multimodal checkpoint's other towers (PF_ARCH_OTHER_TOWER) */
@@ -419,8 +433,7 @@ PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, p
             continue; /* a spelling the config rules out that is also a copy of another: the buffers take it */
         pf__pattern_name(pattern, sizeof pattern, t, index, 0, 0);
         snprintf(full, sizeof full, "%s%s", prefix, pattern);
-        const pf__st_tensor *st = pf__st_take(&m->st, full);
-        if (!st) st = pf__st_take(&m->st, pattern);
+        const pf__st_tensor *st = pf__take_prefixed(m, prefix, pattern);
         if (!*row || (st && !found)) {
             *row = t;
             snprintf(name, name_size, "%s", full);

@@ -1337,6 +1337,11 @@ static pf_result pf__config_text_tower(const pf__json *json, const pf__text_towe
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported (model_type \"%s\": "
                           "the text model of a ...ForConditionalGeneration is)", path,
                           first->type == PF__JSON_STRING ? first->string : "?", tower->model_type);
+    const pf__json *type = pf__json_get(text, "model_type");
+    if (type && (type->type != PF__JSON_STRING || strcmp(type->string, pf__archs[tower->arch].model_type)))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: text_config's model_type \"%s\" is not supported "
+                          "(model_type \"%s\": \"%s\" is)", path, type->type == PF__JSON_STRING ? type->string : "?",
+                          tower->model_type, pf__archs[tower->arch].model_type);
     char where[PF__PATH_SIZE + 16];
     snprintf(where, sizeof where, "%s: text_config", path);
     pf_result r = pf__config_parse(text, where, (int)tower->arch, cfg, message, size);

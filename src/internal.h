@@ -1939,6 +1939,7 @@ PF_PRIVATE pf_result pf__call_begin(pf_model *m, const char *call);
 PF_PRIVATE void pf__call_end(pf_model *m);
 PF_PRIVATE pf_result pf__check_closing(pf_model *m);
 PF_PRIVATE void pf__request_unlock(pf_model *m);
+PF_PRIVATE const pf__st_tensor *pf__take_prefixed(pf_model *m, const char *prefix, const char *bare);
 PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix);
 PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char **why);
 PF_PRIVATE const char *pf__head_name(pf_head head);

@@ -111,8 +111,7 @@ static pf_result pf__take_expert_pieces(pf_model *m, const char *prefix, const p
         char bare[256], name[300];
         pf__pattern_name(bare, sizeof bare, t, l, (int)(k / (size_t)parts), (int)(k % (size_t)parts));
         snprintf(name, sizeof name, "%s%s", prefix, bare);
-        const pf__st_tensor *st = pf__st_take(&m->st, name);
-        if (!st) st = pf__st_take(&m->st, bare);
+        const pf__st_tensor *st = pf__take_prefixed(m, prefix, bare);
         if (!st) return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s'", m->dir, name);
         if (st->dtype == PF__DTYPE_OTHER || (k && st->dtype != src->dtype))
             return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' has %s", st->file->path, st->name,

@@ -1088,6 +1088,9 @@ static void test_text_tower_keys(void) {
     if (copy_fixture("gemma3-multimodal")) return;
     edit_file("config.json", "\"text_config\"", "\"text_cfg\"");
     expect_load("Gemma 3 multimodal without text_config", NULL, PF_ERROR_FORMAT, "text_config");
+    if (copy_fixture("gemma3-multimodal")) return;
+    edit_file("config.json", "\"model_type\": \"gemma3_text\"", "\"model_type\": \"gemma2\"");
+    expect_load("Gemma 3 multimodal with a Gemma 2 text model", NULL, PF_ERROR_UNSUPPORTED, "\"gemma2\"");
     if (copy_fixture("gemma3-multimodal")) return; /* a vision tensor outside the tower's prefixes */
     rename_tensor("vision_tower.post_layernorm.bias", "vision_towxr.post_layernorm.bias");
     expect_load("Gemma 3 multimodal with a tensor outside its towers", NULL, PF_ERROR_UNSUPPORTED, "vision_towxr");
@@ -1097,6 +1100,10 @@ static void test_text_tower_keys(void) {
     if (copy_fixture("gemma3-multimodal")) return; /* the text model's keys are text_config's */
     edit_file("config.json", "\"query_pre_attn_scalar\": 16", "\"query_pre_attn_scalar\": 12");
     check_work_logits("Gemma 3 multimodal with another query_pre_attn_scalar", "gemma3-multimodal", 0);
+    if (copy_fixture("gemma3-multimodal")) return; /* untied: the head one level above the text model */
+    edit_file("config.json", "\"tie_word_embeddings\": true", "\"tie_word_embeddings\": false"); /* text_config's, first */
+    add_tensor("language_model.lm_head.weight");
+    expect_load("Gemma 3 multimodal untied, with a one-number head", NULL, PF_ERROR_FORMAT, "'language_model.lm_head.weight'");
 }
 
 /* DeepSeek's latent attention: MoE layers are refused until that block joins, as are the keys
