@@ -529,9 +529,21 @@ PF__AVX2_TARGET static PF__INLINE __m256 pf__block_scales_avx2(const unsigned ch
    the R rows; dot() gives a block's 8 int32 partial sums (maddubs and madd), which add up to its
    exact dot plus 2^shift sum x (Q4's to sum q x: shift 3; Q8's to the dot itself: shift 0). R is
    a constant where it is inlined. */
-#define PF__Q8_AHEAD (256 * PF__Q8_BYTES) /* bytes (8.5 KiB) ahead in each weight row: decode streams them
-   from memory. 8 blocks ahead left q8/q4 decode at 5-7 GB/s against f32's 10-13; 256 Q4 blocks
-   (4.5 KiB) read a Q4 product from memory 9 % slower than this distance (harness, 180 MB). */
+/* Prefetching a tile's weights. A tile reads its 8 or 16 rows side by side, as many short
+   streams (a row of 2048 inputs is 2 KiB of Q8), which the hardware prefetchers follow badly: each
+   row a few bytes ahead only (PF__Q8_NEAR, into L1), and the next tile's rows, which lie right
+   after this tile's, one linear stream into L2 at the pace this tile consumes its own
+   (pf__prefetch_next_tile). Decode's Q8 product read 21-24 GB/s of weights so, against 12-13
+   with each row 8.5 KiB ahead into L1 (more than L1 holds for 16 rows), and Q4's 16-20 against 9
+   (Zen 4, harness over 140 MB, rows of 1024 to 8192 inputs). */
+#define PF__Q8_NEAR 544 /* bytes ahead in each row: 16 Q8 blocks */
+
+/* The next tile's bytes (from next) that block b's step prefetches: as many as the step reads of
+   its own tile (step bytes: a block of each row), so that the next tile is in L2 when it starts. */
+static PF__INLINE void pf__prefetch_next_tile(const unsigned char *next, size_t step, size_t b) {
+    for (size_t c = (b * step + 63) & ~(size_t)63; c < (b + 1) * step; c += 64) _mm_prefetch((const char *)(next + c), _MM_HINT_T2);
+}
+
 #define PF__Q8_TILE(name, target, R, BYTES, load, dot, shift)                                                          \
     target static void name(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx, size_t rows,\
                             const unsigned char *w, size_t nb, size_t n_out) {                                       \
@@ -547,8 +559,9 @@ PF__AVX2_TARGET static PF__INLINE __m256 pf__block_scales_avx2(const unsigned ch
                 for (size_t b = 0; b < nb; b++) {                                                                   \
                     const unsigned char *blocks = w + b * BYTES;                                                    \
                     __m256i wv[8];                                                                                  \
+                    pf__prefetch_next_tile(w + (o + 8) * row_bytes, 8 * BYTES, b);                          \
                     PF__UNROLL for (int j = 0; j < 8; j++) {                                                        \
-                        _mm_prefetch((const char *)(blocks + at[j] + PF__Q8_AHEAD), _MM_HINT_T0);                  \
+                        _mm_prefetch((const char *)(blocks + at[j] + PF__Q8_NEAR), _MM_HINT_T0);                   \
                         wv[j] = load(blocks + at[j] + 2);                                                           \
                     }                                                                                               \
                     __m256 dw = pf__block_scales_avx2(blocks, offsets);                                             \
@@ -611,9 +624,10 @@ PF__AVX2_TARGET static void pf__q4_row_pairs_avx2(float *out, size_t ld, const i
                 __m256i x_low = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)xb));
                 __m256i x_high = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(xb + 16)));
                 __m256i pair[4];
+                pf__prefetch_next_tile(w + (o + 8) * row_bytes, 8 * PF__Q4_BYTES, b);
                 PF__UNROLL for (int p = 0; p < 4; p++) {
-                    _mm_prefetch((const char *)(blocks + at[2 * p] + PF__Q8_AHEAD), _MM_HINT_T0);
-                    _mm_prefetch((const char *)(blocks + at[2 * p + 1] + PF__Q8_AHEAD), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(blocks + at[2 * p] + PF__Q8_NEAR), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(blocks + at[2 * p + 1] + PF__Q8_NEAR), _MM_HINT_T0);
                     __m256i both = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(blocks + at[2 * p + 1] + 2)),
                                                     _mm_loadu_si128((const __m128i *)(blocks + at[2 * p] + 2)));
                     __m256i low = _mm256_and_si256(both, nibble);
@@ -1424,8 +1438,9 @@ PF__AVX512_VNNI_TARGET static PF__INLINE __m512 pf__block_scales_avx512(const un
                 for (size_t b = 0; b < nb; b++) {                                                                   \
                     const unsigned char *blocks = w + b * BYTES;                                                    \
                     __m512i wv[8];                                                                                  \
+                    pf__prefetch_next_tile(w + (o + 16) * row_bytes, 16 * BYTES, b);                        \
                     PF__UNROLL16 for (int j = 0; j < 16; j++)                                                      \
-                        _mm_prefetch((const char *)(blocks + at[j] + PF__Q8_AHEAD), _MM_HINT_T0);                  \
+                        _mm_prefetch((const char *)(blocks + at[j] + PF__Q8_NEAR), _MM_HINT_T0);                   \
                     load(wv, blocks, at);                                                                           \
                     __m512 dw = pf__block_scales_avx512(blocks, offsets);                                           \
                     PF__UNROLL for (int r = 0; r < R; r++) {                                                        \
