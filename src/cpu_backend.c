@@ -1024,6 +1024,7 @@ PF__AVX2_TARGET static PF__INLINE void pf__blocks_rows_avx2_as(float *out, size_
                 for (size_t j = 0; j < subs; j++) {
                     __m256i wv[8], scales[8];
                     float dw[8], mw[8] = {0};
+                    if (j == 0) pf__prefetch_next_tile(w + (o + 8) * row_bytes, 8 * bytes, b);
                     PF__UNROLL for (int i = 0; i < 8; i++) {
                         _mm_prefetch((const char *)(row[i] + b * bytes + 4 * bytes), _MM_HINT_T0);
                         wv[i] = pf__sub_block_avx2(t, row[i] + b * bytes, (int)j, &dw[i], &mw[i], &scales[i]);
