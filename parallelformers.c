@@ -363,6 +363,8 @@ typedef enum {
     PF__SLOT_SHARED_UP_BIAS,     /* [I_s] */
     PF__SLOT_SHARED_DOWN_WEIGHT, /* [hidden, I_s] */
     PF__SLOT_SHARED_EXPERT_GATE, /* [1, hidden]: the shared expert's output times sigmoid(x w), whole on every rank */
+    PF__SLOT_ROUTER_CHOICE_BIAS, /* [experts]: added to the scores to choose experts, not to weigh them (DeepSeek V3's
+                                    e_score_correction_bias); read on the host (pf_model.router_choice_bias) */
     /* Norms of a sublayer's output before its residual add ("sandwich" norms: Gemma 2; OLMo 2's,
        which has no pre-norms), each used where present, independent of the pre-norms: */
     PF__SLOT_ATTN_POST_NORM_WEIGHT, /* [hidden] */
@@ -737,8 +739,7 @@ typedef struct pf__config {
     int v_head_dim;                 /* the value heads' width; 0: head_dim */
     double latent_norm_eps;         /* the q_a and kv_a RMSNorms' epsilon (transformers' default, not rms_norm_eps) */
     double rope_mscale_all_dim;     /* YaRN's mscale_all_dim: latent attention's scores times mscale^2 (0: none) */
-    int first_dense_layers;         /* layers before the first mixture-of-experts one (first_k_dense_replace):
-                                       all of them, until the MoE block joins */
+    int first_dense_layers;         /* layers before the first mixture-of-experts one (first_k_dense_replace) */
     /* Mixtures of experts: num_experts > 0 gives the layers in layer_sparse a router over
        num_experts experts (gated MLPs of width moe_intermediate_size) instead of the dense MLP */
     int num_experts;                /* 0: a dense model */
@@ -746,6 +747,15 @@ typedef struct pf__config {
     int norm_topk_prob;             /* 1: the top-k routing weights renormalised to sum 1 */
     int router_sigmoid;             /* 1: scores are sigmoid(logits) (DeepSeek V3); 0: softmax over the experts */
     double routed_scaling;          /* the routed experts' sum times this; 0: 1 (DeepSeek's routed_scaling_factor) */
+    int router_groups;              /* > 1: the experts in this many equal groups, only the router_topk_groups best
+                                       groups' experts chosen (DeepSeek's n_group, topk_group) */
+    int router_topk_groups;
+    int router_group_top2;          /* 1: a group's score is the sum of its 2 best scores (DeepSeek V3); 0: its best */
+    int router_method_named;        /* 1: topk_method names the routing ("greedy": no groups; "group_limited_greedy") */
+    int shared_experts;             /* > 0: an ungated shared MLP of moe_intermediate_size times this (DeepSeek's
+                                       n_shared_experts) gives shared_intermediate_size */
+    int unread_layers;              /* layers past num_layers whose tensors the model never reads (DeepSeek V3's
+                                       multi-token prediction: num_nextn_predict_layers) */
     int moe_intermediate_size;      /* each expert's MLP width */
     int shared_intermediate_size;   /* the shared expert's width (Qwen2-MoE); 0: none */
     int decoder_sparse_step;        /* layer l has experts when (l + 1) % step == 0 (Qwen2-MoE); 0: every layer */
@@ -1814,6 +1824,7 @@ struct pf_model {
     pf__source *sources;  /* [pf__num_slots] */
     float *scaled[6];     /* sources scaled at load (pf__scale_source), owned */
     float *zero_bias;     /* [kv width] zeros: the key bias of models without one (k_bias_zero), owned */
+    float *router_choice_bias; /* [layers][experts]: PF__SLOT_ROUTER_CHOICE_BIAS as fp32 for the routing on the host, or NULL; owned */
     struct pf__speech *speech; /* a speech encoder's front end and CTC vocabulary, owned; else NULL */
     int num_scaled;
     char **label_names;   /* [config.num_labels]: config.json's id2label, owned; NULL without one */
@@ -1951,7 +1962,7 @@ PF_PRIVATE void *pf__rank_main(void *arg);
 PF_PRIVATE pf_result pf__group_run(pf__group *g, pf__job_kind kind, const pf__job *job);
 PF_PRIVATE pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job);
 PF_PRIVATE void pf__group_destroy(pf__group *g);
-PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, const float *h, float *part, size_t N);
+PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, int l, const float *h, float *part, size_t N);
 PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n, int slice_experts);
 
 /* ---- src/cuda_backend.c ---- */
@@ -3922,16 +3933,46 @@ static pf_result pf__config_layer_rope(const pf__json *json, pf__config *c, cons
     return PF_OK;
 }
 
-/* Which layers have experts, where the family has them (num_experts > 0): layer l unless
-   (l + 1) % decoder_sparse_step != 0 or l is in mlp_only_layers, as Qwen2-MoE's layers decide; and
-   the routing's sizes checked. */
+/* Group-limited routing (DeepSeek): topk_method where the family names its routing so (V2:
+   "greedy" takes no groups, "group_limited_greedy" groups scored by their best expert), n_group
+   equal groups of experts, topk_group of them kept; and the shared experts' width. */
+static pf_result pf__config_router_groups(const pf__json *json, pf__config *c, const char *path, char *message,
+                                          size_t size) {
+    if (c->router_method_named) {
+        const pf__json *method = pf__json_get(json, "topk_method");
+        const char *name = method && method->type == PF__JSON_STRING ? method->string : method && method->type != PF__JSON_NULL ? "?" : "greedy";
+        if (!strcmp(name, "greedy")) c->router_groups = 0;
+        else if (strcmp(name, "group_limited_greedy"))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"topk_method\" \"%s\" is not supported (\"greedy\" "
+                              "and \"group_limited_greedy\" are)", path, name);
+    }
+    if (c->router_groups > 256)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: n_group %d (up to 256 are supported)", path, c->router_groups);
+    if (c->router_groups > 1) {
+        int per_group = c->num_experts / c->router_groups;
+        if (c->num_experts % c->router_groups || c->router_topk_groups < 1 || c->router_topk_groups > c->router_groups ||
+            c->router_topk_groups * per_group < c->experts_per_token)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: n_group %d and topk_group %d do not fit %d experts, %d "
+                              "per token", path, c->router_groups, c->router_topk_groups, c->num_experts, c->experts_per_token);
+    }
+    if (c->shared_experts > 0) {
+        if (c->shared_experts > 1024)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: n_shared_experts %d", path, c->shared_experts);
+        c->shared_intermediate_size = c->moe_intermediate_size * c->shared_experts;
+    }
+    return PF_OK;
+}
+
+/* Which layers have experts, where the family has them (num_experts > 0): layer l unless it is
+   one of the first first_dense_layers (DeepSeek's first_k_dense_replace), (l + 1) %
+   decoder_sparse_step != 0 or l is in mlp_only_layers, as Qwen2-MoE's layers decide; and, where a
+   layer has experts, the routing's sizes checked. */
+static pf_result pf__config_router_groups(const pf__json *json, pf__config *c, const char *path, char *message,
+                                          size_t size);
+
 static pf_result pf__config_layer_sparse(const pf__json *json, pf__config *c, const char *path, char *message,
                                          size_t size) {
     if (c->num_experts <= 0) return PF_OK;
-    if (c->experts_per_token < 1 || c->experts_per_token > c->num_experts || c->moe_intermediate_size < 1 ||
-        c->num_experts > 65536)
-        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %d experts, %d per token, expert width %d do not fit",
-                          path, c->num_experts, c->experts_per_token, c->moe_intermediate_size);
     if (c->decoder_sparse_step < 0)
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"decoder_sparse_step\" %d is negative", path,
                           c->decoder_sparse_step);
@@ -3948,7 +3989,14 @@ static pf_result pf__config_layer_sparse(const pf__json *json, pf__config *c, co
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"mlp_only_layers\" holds something other than a layer index", path);
         if (x >= 0 && x < c->num_layers) c->layer_sparse[(int)x] = 0; /* others name no layer, as in transformers */
     }
-    return PF_OK;
+    int sparse = 0;
+    for (int l = 0; l < c->num_layers; l++) sparse |= c->layer_sparse[l] &= l >= c->first_dense_layers;
+    if (!sparse) return PF_OK; /* every layer dense: the routing's keys unread, as transformers builds no router */
+    if (c->experts_per_token < 1 || c->experts_per_token > c->num_experts || c->moe_intermediate_size < 1 ||
+        c->num_experts > 65536)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %d experts, %d per token, expert width %d do not fit",
+                          path, c->num_experts, c->experts_per_token, c->moe_intermediate_size);
+    return pf__config_router_groups(json, c, path, message, size);
 }
 
 static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, const char *path, char *message,
@@ -4850,10 +4898,6 @@ static pf_result pf__config_latent(const char *path, pf__config *cfg, char *mess
     if (cfg->num_kv_heads != cfg->num_heads) /* transformers repeats the expanded heads and fails */
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"num_key_value_heads\" %d must equal "
                           "\"num_attention_heads\" %d with latent attention", path, cfg->num_kv_heads, cfg->num_heads);
-    if (cfg->first_dense_layers < cfg->num_layers)
-        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"first_k_dense_replace\" %d leaves layers %d..%d "
-                          "mixture-of-experts ones, which are not supported yet (all %d dense is)",
-                          path, cfg->first_dense_layers, cfg->first_dense_layers, cfg->num_layers - 1, cfg->num_layers);
     cfg->head_dim = cfg->qk_nope_head_dim + cfg->qk_rope_head_dim;
     cfg->rotary_dim = cfg->qk_rope_head_dim;
     double scale = 1.0 / sqrt((double)cfg->head_dim), m = cfg->rope_mscale_all_dim, factor = cfg->rope_factor;
@@ -5083,7 +5127,7 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, MLP_GATE_UP_BIAS) PF__NAME(PF__SLOT_, ROUTER_WEIGHT) PF__NAME(PF__SLOT_, EXPERTS_GATE_UP)
         PF__NAME(PF__SLOT_, EXPERTS_DOWN) PF__NAME(PF__SLOT_, SHARED_GATE_WEIGHT) PF__NAME(PF__SLOT_, SHARED_GATE_BIAS)
         PF__NAME(PF__SLOT_, SHARED_UP_WEIGHT) PF__NAME(PF__SLOT_, SHARED_UP_BIAS) PF__NAME(PF__SLOT_, SHARED_DOWN_WEIGHT)
-        PF__NAME(PF__SLOT_, SHARED_EXPERT_GATE) PF__NAME(PF__SLOT_, ATTN_POST_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, SHARED_EXPERT_GATE) PF__NAME(PF__SLOT_, ROUTER_CHOICE_BIAS) PF__NAME(PF__SLOT_, ATTN_POST_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, ATTN_POST_NORM_BIAS) PF__NAME(PF__SLOT_, MLP_POST_NORM_WEIGHT) PF__NAME(PF__SLOT_, MLP_POST_NORM_BIAS)
         PF__NAME(PF__SLOT_, CROSS_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, CROSS_NORM_BIAS) PF__NAME(PF__SLOT_, CROSS_Q_WEIGHT) PF__NAME(PF__SLOT_, CROSS_Q_BIAS)
@@ -6166,6 +6210,7 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_SHARED_GATE_BIAS: case PF__SLOT_SHARED_UP_BIAS: *rows = (size_t)c->shared_intermediate_size; break;
     case PF__SLOT_SHARED_DOWN_WEIGHT: *rows = h; *cols = (size_t)c->shared_intermediate_size; break;
     case PF__SLOT_SHARED_EXPERT_GATE: *rows = 1; *cols = h; break;
+    case PF__SLOT_ROUTER_CHOICE_BIAS: *rows = (size_t)c->num_experts; *cols = 1; break;
     case PF__SLOT_TOKEN_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = c->embed_norm_before_project ? e : h; break;
     case PF__SLOT_HEAD_TRANSFORM_WEIGHT: *rows = c->embed_norm_before_project ? e : h; *cols = h; break;
     case PF__SLOT_HEAD_TRANSFORM_BIAS: case PF__SLOT_HEAD_NORM_WEIGHT: case PF__SLOT_HEAD_NORM_BIAS:
@@ -21303,7 +21348,7 @@ typedef struct pf__routing {
     int32_t *first;   /* [experts + 1]: expert e's tokens are rows[first[e] .. first[e + 1]) */
     int32_t *rows;    /* [max_tokens * top_k]: tokens grouped by expert, each group in token order */
     float *scales;    /* [max_tokens * top_k]: the routing weight of each of those */
-    float *scores;    /* [experts + 1]: one token's scores, then the experts' fill positions */
+    float *scores;    /* [2 experts + 1]: one token's scores and choice scores, then the experts' fill positions */
     int32_t *tokens;  /* [max_tokens]: 0, 1, 2, ... (the shared expert's rows) */
     float *gates;     /* [max_tokens]: the shared expert's sigmoid gate of each token */
 } pf__routing;
@@ -21316,7 +21361,8 @@ int pf_testing_moe_fault; /* test hooks (testing_hooks.h): 1 rank 1 routes its t
 static pf__routing *pf__routing_new(size_t max_tokens, int experts, int top_k) {
     size_t picks = max_tokens * (size_t)top_k;
     size_t bytes = sizeof(pf__routing) + max_tokens * (size_t)experts * sizeof(float) + picks * 2 * (sizeof(int32_t) + sizeof(float)) +
-                   ((size_t)experts + 1) * (sizeof(int32_t) + sizeof(float)) + max_tokens * (sizeof(int32_t) + sizeof(float));
+                   ((size_t)experts + 1) * sizeof(int32_t) + (2 * (size_t)experts + 1) * sizeof(float) +
+                   max_tokens * (sizeof(int32_t) + sizeof(float));
     pf__routing *rt = (pf__routing *)malloc(bytes);
     if (!rt) return NULL;
     rt->max_tokens = max_tokens;
@@ -21329,17 +21375,54 @@ static pf__routing *pf__routing_new(size_t max_tokens, int experts, int top_k) {
     rt->rows = rt->choice + picks;
     rt->first = rt->rows + picks;
     rt->scores = (float *)(rt->first + experts + 1);
-    rt->gates = rt->scores + experts + 1;
+    rt->gates = rt->scores + 2 * (size_t)experts + 1;
     rt->tokens = (int32_t *)(rt->gates + max_tokens);
     for (size_t t = 0; t < max_tokens; t++) rt->tokens[t] = (int32_t)t;
     return rt;
 }
 
+/* The index of the best of values[0..n) not yet in taken[0..count) (the lower index first on
+   equal values), or -1. */
+static int pf__best_untaken(const float *values, int n, const int32_t *taken, int count) {
+    int best = -1;
+    for (int e = 0; e < n; e++) {
+        int used = 0;
+        for (int i = 0; i < count && !used; i++) used = taken[i] == e;
+        if (!used && values[e] == values[e] && (best < 0 || values[e] > values[best])) best = e;
+    }
+    return best;
+}
+
+/* The experts of groups other than the c->router_topk_groups best lose any chance: their choice
+   scores become NaN (never the best). A group's score: its best choice score, or the sum of its
+   2 best (DeepSeek V3). */
+static void pf__mask_groups(const pf__config *c, float *choose) {
+    int G = c->router_groups, per = c->num_experts / G;
+    float group_score[256];
+    int32_t kept[256];
+    for (int g = 0; g < G; g++) {
+        const float *s = choose + g * per;
+        int32_t first = (int32_t)pf__best_untaken(s, per, NULL, 0);
+        group_score[g] = s[first];
+        if (c->router_group_top2 && per > 1) group_score[g] += s[pf__best_untaken(s, per, &first, 1)];
+    }
+    for (int j = 0; j < c->router_topk_groups; j++) kept[j] = (int32_t)pf__best_untaken(group_score, G, kept, j);
+    for (int g = 0; g < G; g++) {
+        int keep = 0;
+        for (int j = 0; j < c->router_topk_groups; j++) keep |= kept[j] == g;
+        for (int e = 0; !keep && e < per; e++) choose[g * per + e] = NAN;
+    }
+}
+
 /* Token t's experts and weights from its router logits: scores (softmax over the experts, or
-   sigmoid), the top_k best (the lower index first on equal scores), their scores renormalised to
-   sum 1 where the family does, times routed_scaling. */
-static void pf__route_token(const pf__config *c, const float *logits, int32_t *choice, float *weight, float *scores) {
+   sigmoid); the experts chosen by score plus choice_bias where the family has one, within the
+   best groups where it groups them; the top_k (the lower index first on equal scores) weighed
+   by their scores, renormalised to sum 1 where the family does, times routed_scaling. scores
+   holds 2 E floats. */
+static void pf__route_token(const pf__config *c, const float *logits, const float *choice_bias, int32_t *choice,
+                            float *weight, float *scores) {
     int E = c->num_experts, k = c->experts_per_token;
+    float *choose = scores + E;
     if (c->router_sigmoid) {
         for (int e = 0; e < E; e++) scores[e] = 1.0f / (1.0f + expf(-logits[e]));
     } else {
@@ -21348,13 +21431,10 @@ static void pf__route_token(const pf__config *c, const float *logits, int32_t *c
         for (int e = 0; e < E; e++) sum += scores[e] = expf(logits[e] - max);
         for (int e = 0; e < E; e++) scores[e] /= sum;
     }
+    for (int e = 0; e < E; e++) choose[e] = choice_bias ? scores[e] + choice_bias[e] : scores[e];
+    if (c->router_groups > 1) pf__mask_groups(c, choose);
     for (int j = 0; j < k; j++) {
-        int best = -1;
-        for (int e = 0; e < E; e++) {
-            int taken = 0;
-            for (int i = 0; i < j && !taken; i++) taken = choice[i] == e;
-            if (!taken && (best < 0 || scores[e] > scores[best])) best = e;
-        }
+        int best = pf__best_untaken(choose, E, choice, j);
         choice[j] = best;
         weight[j] = scores[best];
     }
@@ -21367,11 +21447,12 @@ static void pf__route_token(const pf__config *c, const float *logits, int32_t *c
 }
 
 /* The routing of n tokens from rt->logits: each token's choices, then the tokens grouped by expert. */
-static void pf__route(const pf__config *c, pf__routing *rt, size_t n, float *scores) {
+static void pf__route(const pf__config *c, pf__routing *rt, size_t n, const float *choice_bias, float *scores) {
     int E = rt->experts, k = rt->top_k;
     memset(rt->first, 0, ((size_t)E + 1) * sizeof(int32_t));
     for (size_t t = 0; t < n; t++) {
-        pf__route_token(c, rt->logits + t * (size_t)E, rt->choice + t * (size_t)k, rt->weight + t * (size_t)k, scores);
+        pf__route_token(c, rt->logits + t * (size_t)E, choice_bias, rt->choice + t * (size_t)k, rt->weight + t * (size_t)k,
+                        scores);
         for (int j = 0; j < k; j++) rt->first[rt->choice[t * (size_t)k + (size_t)j] + 1]++;
     }
     for (int e = 0; e < E; e++) rt->first[e + 1] += rt->first[e];
@@ -21393,16 +21474,21 @@ static pf__weight pf__expert_view(const pf__weight *w, int local, int held) {
     return v;
 }
 
-/* part[N][hidden] += sigmoid(h w_g) * shared(h) for the rank's columns of the shared expert
-   (Qwen2-MoE's shared_expert and shared_expert_gate): a dense gated MLP every token runs, split by
-   columns, its gate a scalar per token from a whole [1, hidden] weight (on the host, as the routing). */
+/* part[N][hidden] += g * shared(h) for the rank's columns of the shared expert: a dense gated MLP
+   every token runs, split by columns; g is sigmoid(h w_g) where the family gates it (Qwen2-MoE's
+   shared_expert_gate, a scalar per token from a whole [1, hidden] weight, on the host as the
+   routing), else 1 (DeepSeek's shared_experts). */
 static void pf__rank_shared_expert(pf__rank *r, const pf__weight *L, const float *h, float *part, size_t N) {
     const pf__backend *be = r->backend;
     pf__routing *rt = r->routing;
     size_t d = (size_t)r->group->model->config.hidden_size, width = (size_t)r->share.shared_width;
-    be->matmul(r, r->router, h, &L[PF__SLOT_SHARED_EXPERT_GATE], NULL, N);
-    be->download(r, rt->gates, r->router, N * sizeof(float));
-    for (size_t t = 0; t < N; t++) rt->gates[t] = 1.0f / (1.0f + expf(-rt->gates[t]));
+    if (L[PF__SLOT_SHARED_EXPERT_GATE].data) {
+        be->matmul(r, r->router, h, &L[PF__SLOT_SHARED_EXPERT_GATE], NULL, N);
+        be->download(r, rt->gates, r->router, N * sizeof(float));
+        for (size_t t = 0; t < N; t++) rt->gates[t] = 1.0f / (1.0f + expf(-rt->gates[t]));
+    } else {
+        for (size_t t = 0; t < N; t++) rt->gates[t] = 1.0f;
+    }
     if (!width) return; /* more ranks than the shared expert's columns */
     be->matmul(r, r->expert_mid, h, &L[PF__SLOT_SHARED_IN_WEIGHT], NULL, N);
     be->gated_activation(r, r->expert_act, r->expert_mid, N, width, r->group->model->config.activation);
@@ -21413,7 +21499,7 @@ static void pf__rank_shared_expert(pf__rank *r, const pf__weight *L, const float
 /* part[N][hidden] = sum over the rank's experts e of routing weight * expert_e(h) for the tokens
    routed to e (zeros for the others): the layer's share of this rank, summed over the ranks by the
    caller's all-reduce. h is the same on every rank, and so is the routing. */
-PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, const float *h, float *part, size_t N) {
+PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, int l, const float *h, float *part, size_t N) {
     const pf__config *c = &r->group->model->config;
     const pf__backend *be = r->backend;
     size_t d = (size_t)c->hidden_size, E = (size_t)c->num_experts, width = (size_t)r->share.expert_width;
@@ -21429,7 +21515,8 @@ PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, const float *
     /* router = h Wr^T, whole on every rank; each token's experts from it, on the host */
     be->matmul(r, r->router, h, &L[PF__SLOT_ROUTER_WEIGHT], NULL, N);
     be->download(r, rt->logits, r->router, N * E * sizeof(float));
-    pf__route(c, rt, N, rt->scores);
+    const float *choice_bias = r->group->model->router_choice_bias;
+    pf__route(c, rt, N, choice_bias ? choice_bias + (size_t)l * E : NULL, rt->scores);
     int faulty = 0;
 #ifdef PF_TESTING
     faulty = pf_testing_moe_fault;
@@ -21454,7 +21541,7 @@ PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, const float *
         if (faulty == 3 && r->index == 0 && local == 0)
             be->scatter_add_rows(r, part, r->expert_out, rt->rows + first, rt->scales + first, n, d);
     }
-    if (L[PF__SLOT_SHARED_EXPERT_GATE].data) pf__rank_shared_expert(r, L, h, part, N);
+    if (r->group->model->config.shared_intermediate_size) pf__rank_shared_expert(r, L, h, part, N);
 }
 /* ==== src/slicing.c ==== */
 /* =============================================================================================== */
@@ -22658,7 +22745,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     const float *act = r->mlp;
     int sparse = c->layer_sparse && c->layer_sparse[l];
     if (sparse) {
-        pf__rank_experts(r, L, mlp_in, r->part, N);
+        pf__rank_experts(r, L, l, mlp_in, r->part, N);
     } else if (c->gated_mlp) {
         be->matmul(r, r->mlp, mlp_in, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N);
         be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;
@@ -26568,6 +26655,25 @@ PF_PRIVATE const pf__st_tensor *pf__take_prefixed(pf_model *m, const char *prefi
     return st ? st : pf__st_take(&m->st, bare);
 }
 
+/* Marks as read the tensors of layers num_layers .. num_layers + unread_layers - 1 (named as the
+   family's first layer row names its layers: "layers.%d." under the prefix); returns how many. */
+static size_t pf__mark_unread_layers(pf_model *m, const char *prefix) {
+    const pf__config *c = &m->config;
+    const pf__arch_tensor *row = pf__arch_tensor_for(c->arch, PF__SLOT_ATTN_NORM_WEIGHT);
+    const char *at = row ? strstr(row->pattern, "%d.") : NULL;
+    size_t count = 0;
+    for (int l = c->num_layers; at && l < c->num_layers + c->unread_layers; l++) {
+        char layer[256];
+        snprintf(layer, sizeof layer, "%s%.*s%d.", prefix, (int)(at - row->pattern), row->pattern, l);
+        for (size_t i = 0; i < m->st.num_tensors; i++)
+            if (!m->st.tensors[i].used && !strncmp(m->st.tensors[i].name, layer, strlen(layer))) {
+                m->st.tensors[i].used = 1;
+                count++;
+            }
+    }
+    return count;
+}
+
 /* Every tensor of the checkpoint must be consumed by a slot or be a known buffer (a causal mask,
    rotary frequencies): a tensor we do not compute with is a model we would compute wrongly. */
 PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix) {
@@ -26596,6 +26702,9 @@ PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix) {
     if (unread)
         pf__log(m, PF_LOG_INFO, "%s: model_type \"%s\": its text model (\"%s\") loaded; %zu tensors of its other towers "
                 "(images) left unread", m->dir, c->text_tower_of, c->model_type, unread);
+    if (c->unread_layers > 0 && (unread = pf__mark_unread_layers(m, prefix)))
+        pf__log(m, PF_LOG_INFO, "%s: %zu tensors of %d layers past num_hidden_layers (multi-token prediction) left unread, "
+                "as transformers leaves them", m->dir, unread, c->unread_layers);
     for (size_t i = 0; i < m->st.num_tensors; i++)
         if (!m->st.tensors[i].used)
             return PF__FAIL(m, PF_ERROR_UNSUPPORTED,
@@ -30578,6 +30687,21 @@ static pf_result pf__add_zero_k_bias(pf_model *m) {
     return PF_OK;
 }
 
+/* The routers' choice biases (PF__SLOT_ROUTER_CHOICE_BIAS) as fp32 on the host, where the routing
+   reads them; zeros for layers without experts. */
+static pf_result pf__load_router_choice_bias(pf_model *m) {
+    const pf__config *c = &m->config;
+    size_t E = (size_t)c->num_experts;
+    for (int l = 0; l < c->num_layers; l++) {
+        const pf__source *src = &m->sources[pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER + PF__SLOT_ROUTER_CHOICE_BIAS];
+        if (!src->data) continue;
+        if (!m->router_choice_bias && !(m->router_choice_bias = (float *)calloc((size_t)c->num_layers * E, sizeof(float))))
+            return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        for (size_t e = 0; e < E; e++) m->router_choice_bias[(size_t)l * E + e] = pf__weight_value(src->data, e, src->dtype);
+    }
+    return PF_OK;
+}
+
 /* Each layer's stacked biases line up with its stacked weights, and it has an attention projection. */
 static pf_result pf__check_stacks(pf_model *m) {
     const pf__config *c = &m->config;
@@ -30622,7 +30746,7 @@ static pf_result pf__resolve_sources(pf_model *m) {
         (r = pf__resolve_lm_head(m)))
         return r;
     if (c->k_bias_zero && (r = pf__add_zero_k_bias(m))) return r;
-    if ((r = pf__check_stacks(m))) return r;
+    if ((r = pf__check_stacks(m)) || (r = pf__load_router_choice_bias(m))) return r;
     if (c->speech && (r = pf__speech_load(m, prefix))) return r;
     if (c->conv_subsampler && (r = pf__subsampler_load(m, prefix))) return r;
     if (c->mel_frontend && (r = pf__mel_load(m, prefix))) return r;
@@ -30941,6 +31065,7 @@ void pf_free(pf_model *m) {
     for (int i = 0; i < m->num_scaled; i++) free(m->scaled[i]);
     pf__speech_free(m->speech);
     free(m->zero_bias);
+    free(m->router_choice_bias);
     for (int i = 0; m->label_names && i < m->config.num_labels; i++) free(m->label_names[i]);
     free(m->label_names);
     free(m->logits);

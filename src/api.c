@@ -183,6 +183,25 @@ PF_PRIVATE const pf__st_tensor *pf__take_prefixed(pf_model *m, const char *prefi
     return st ? st : pf__st_take(&m->st, bare);
 }
 
+/* Marks as read the tensors of layers num_layers .. num_layers + unread_layers - 1 (named as the
+   family's first layer row names its layers: "layers.%d." under the prefix); returns how many. */
+static size_t pf__mark_unread_layers(pf_model *m, const char *prefix) {
+    const pf__config *c = &m->config;
+    const pf__arch_tensor *row = pf__arch_tensor_for(c->arch, PF__SLOT_ATTN_NORM_WEIGHT);
+    const char *at = row ? strstr(row->pattern, "%d.") : NULL;
+    size_t count = 0;
+    for (int l = c->num_layers; at && l < c->num_layers + c->unread_layers; l++) {
+        char layer[256];
+        snprintf(layer, sizeof layer, "%s%.*s%d.", prefix, (int)(at - row->pattern), row->pattern, l);
+        for (size_t i = 0; i < m->st.num_tensors; i++)
+            if (!m->st.tensors[i].used && !strncmp(m->st.tensors[i].name, layer, strlen(layer))) {
+                m->st.tensors[i].used = 1;
+                count++;
+            }
+    }
+    return count;
+}
+
 /* Every tensor of the checkpoint must be consumed by a slot or be a known buffer (a causal mask,
    rotary frequencies): a tensor we do not compute with is a model we would compute wrongly. */
 PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix) {
@@ -211,6 +230,9 @@ PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix) {
     if (unread)
         pf__log(m, PF_LOG_INFO, "%s: model_type \"%s\": its text model (\"%s\") loaded; %zu tensors of its other towers "
                 "(images) left unread", m->dir, c->text_tower_of, c->model_type, unread);
+    if (c->unread_layers > 0 && (unread = pf__mark_unread_layers(m, prefix)))
+        pf__log(m, PF_LOG_INFO, "%s: %zu tensors of %d layers past num_hidden_layers (multi-token prediction) left unread, "
+                "as transformers leaves them", m->dir, unread, c->unread_layers);
     for (size_t i = 0; i < m->st.num_tensors; i++)
         if (!m->st.tensors[i].used)
             return PF__FAIL(m, PF_ERROR_UNSUPPORTED,

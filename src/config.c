@@ -663,16 +663,46 @@ static pf_result pf__config_layer_rope(const pf__json *json, pf__config *c, cons
     return PF_OK;
 }
 
-/* Which layers have experts, where the family has them (num_experts > 0): layer l unless
-   (l + 1) % decoder_sparse_step != 0 or l is in mlp_only_layers, as Qwen2-MoE's layers decide; and
-   the routing's sizes checked. */
+/* Group-limited routing (DeepSeek): topk_method where the family names its routing so (V2:
+   "greedy" takes no groups, "group_limited_greedy" groups scored by their best expert), n_group
+   equal groups of experts, topk_group of them kept; and the shared experts' width. */
+static pf_result pf__config_router_groups(const pf__json *json, pf__config *c, const char *path, char *message,
+                                          size_t size) {
+    if (c->router_method_named) {
+        const pf__json *method = pf__json_get(json, "topk_method");
+        const char *name = method && method->type == PF__JSON_STRING ? method->string : method && method->type != PF__JSON_NULL ? "?" : "greedy";
+        if (!strcmp(name, "greedy")) c->router_groups = 0;
+        else if (strcmp(name, "group_limited_greedy"))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"topk_method\" \"%s\" is not supported (\"greedy\" "
+                              "and \"group_limited_greedy\" are)", path, name);
+    }
+    if (c->router_groups > 256)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: n_group %d (up to 256 are supported)", path, c->router_groups);
+    if (c->router_groups > 1) {
+        int per_group = c->num_experts / c->router_groups;
+        if (c->num_experts % c->router_groups || c->router_topk_groups < 1 || c->router_topk_groups > c->router_groups ||
+            c->router_topk_groups * per_group < c->experts_per_token)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: n_group %d and topk_group %d do not fit %d experts, %d "
+                              "per token", path, c->router_groups, c->router_topk_groups, c->num_experts, c->experts_per_token);
+    }
+    if (c->shared_experts > 0) {
+        if (c->shared_experts > 1024)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: n_shared_experts %d", path, c->shared_experts);
+        c->shared_intermediate_size = c->moe_intermediate_size * c->shared_experts;
+    }
+    return PF_OK;
+}
+
+/* Which layers have experts, where the family has them (num_experts > 0): layer l unless it is
+   one of the first first_dense_layers (DeepSeek's first_k_dense_replace), (l + 1) %
+   decoder_sparse_step != 0 or l is in mlp_only_layers, as Qwen2-MoE's layers decide; and, where a
+   layer has experts, the routing's sizes checked. */
+static pf_result pf__config_router_groups(const pf__json *json, pf__config *c, const char *path, char *message,
+                                          size_t size);
+
 static pf_result pf__config_layer_sparse(const pf__json *json, pf__config *c, const char *path, char *message,
                                          size_t size) {
     if (c->num_experts <= 0) return PF_OK;
-    if (c->experts_per_token < 1 || c->experts_per_token > c->num_experts || c->moe_intermediate_size < 1 ||
-        c->num_experts > 65536)
-        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %d experts, %d per token, expert width %d do not fit",
-                          path, c->num_experts, c->experts_per_token, c->moe_intermediate_size);
     if (c->decoder_sparse_step < 0)
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"decoder_sparse_step\" %d is negative", path,
                           c->decoder_sparse_step);
@@ -689,7 +719,14 @@ static pf_result pf__config_layer_sparse(const pf__json *json, pf__config *c, co
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"mlp_only_layers\" holds something other than a layer index", path);
         if (x >= 0 && x < c->num_layers) c->layer_sparse[(int)x] = 0; /* others name no layer, as in transformers */
     }
-    return PF_OK;
+    int sparse = 0;
+    for (int l = 0; l < c->num_layers; l++) sparse |= c->layer_sparse[l] &= l >= c->first_dense_layers;
+    if (!sparse) return PF_OK; /* every layer dense: the routing's keys unread, as transformers builds no router */
+    if (c->experts_per_token < 1 || c->experts_per_token > c->num_experts || c->moe_intermediate_size < 1 ||
+        c->num_experts > 65536)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %d experts, %d per token, expert width %d do not fit",
+                          path, c->num_experts, c->experts_per_token, c->moe_intermediate_size);
+    return pf__config_router_groups(json, c, path, message, size);
 }
 
 static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, const char *path, char *message,
@@ -1591,10 +1628,6 @@ static pf_result pf__config_latent(const char *path, pf__config *cfg, char *mess
     if (cfg->num_kv_heads != cfg->num_heads) /* transformers repeats the expanded heads and fails */
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"num_key_value_heads\" %d must equal "
                           "\"num_attention_heads\" %d with latent attention", path, cfg->num_kv_heads, cfg->num_heads);
-    if (cfg->first_dense_layers < cfg->num_layers)
-        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"first_k_dense_replace\" %d leaves layers %d..%d "
-                          "mixture-of-experts ones, which are not supported yet (all %d dense is)",
-                          path, cfg->first_dense_layers, cfg->first_dense_layers, cfg->num_layers - 1, cfg->num_layers);
     cfg->head_dim = cfg->qk_nope_head_dim + cfg->qk_rope_head_dim;
     cfg->rotary_dim = cfg->qk_rope_head_dim;
     double scale = 1.0 / sqrt((double)cfg->head_dim), m = cfg->rope_mscale_all_dim, factor = cfg->rope_factor;

@@ -481,7 +481,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     const float *act = r->mlp;
     int sparse = c->layer_sparse && c->layer_sparse[l];
     if (sparse) {
-        pf__rank_experts(r, L, mlp_in, r->part, N);
+        pf__rank_experts(r, L, l, mlp_in, r->part, N);
     } else if (c->gated_mlp) {
         be->matmul(r, r->mlp, mlp_in, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N);
         be->gated_activation(r, r->mlp_act, r->mlp, N, mlp_width, c->activation), act = r->mlp_act;

@@ -323,6 +323,8 @@ typedef enum {
     PF__SLOT_SHARED_UP_BIAS,     /* [I_s] */
     PF__SLOT_SHARED_DOWN_WEIGHT, /* [hidden, I_s] */
     PF__SLOT_SHARED_EXPERT_GATE, /* [1, hidden]: the shared expert's output times sigmoid(x w), whole on every rank */
+    PF__SLOT_ROUTER_CHOICE_BIAS, /* [experts]: added to the scores to choose experts, not to weigh them (DeepSeek V3's
+                                    e_score_correction_bias); read on the host (pf_model.router_choice_bias) */
     /* Norms of a sublayer's output before its residual add ("sandwich" norms: Gemma 2; OLMo 2's,
        which has no pre-norms), each used where present, independent of the pre-norms: */
     PF__SLOT_ATTN_POST_NORM_WEIGHT, /* [hidden] */
@@ -697,8 +699,7 @@ typedef struct pf__config {
     int v_head_dim;                 /* the value heads' width; 0: head_dim */
     double latent_norm_eps;         /* the q_a and kv_a RMSNorms' epsilon (transformers' default, not rms_norm_eps) */
     double rope_mscale_all_dim;     /* YaRN's mscale_all_dim: latent attention's scores times mscale^2 (0: none) */
-    int first_dense_layers;         /* layers before the first mixture-of-experts one (first_k_dense_replace):
-                                       all of them, until the MoE block joins */
+    int first_dense_layers;         /* layers before the first mixture-of-experts one (first_k_dense_replace) */
     /* Mixtures of experts: num_experts > 0 gives the layers in layer_sparse a router over
        num_experts experts (gated MLPs of width moe_intermediate_size) instead of the dense MLP */
     int num_experts;                /* 0: a dense model */
@@ -706,6 +707,15 @@ typedef struct pf__config {
     int norm_topk_prob;             /* 1: the top-k routing weights renormalised to sum 1 */
     int router_sigmoid;             /* 1: scores are sigmoid(logits) (DeepSeek V3); 0: softmax over the experts */
     double routed_scaling;          /* the routed experts' sum times this; 0: 1 (DeepSeek's routed_scaling_factor) */
+    int router_groups;              /* > 1: the experts in this many equal groups, only the router_topk_groups best
+                                       groups' experts chosen (DeepSeek's n_group, topk_group) */
+    int router_topk_groups;
+    int router_group_top2;          /* 1: a group's score is the sum of its 2 best scores (DeepSeek V3); 0: its best */
+    int router_method_named;        /* 1: topk_method names the routing ("greedy": no groups; "group_limited_greedy") */
+    int shared_experts;             /* > 0: an ungated shared MLP of moe_intermediate_size times this (DeepSeek's
+                                       n_shared_experts) gives shared_intermediate_size */
+    int unread_layers;              /* layers past num_layers whose tensors the model never reads (DeepSeek V3's
+                                       multi-token prediction: num_nextn_predict_layers) */
     int moe_intermediate_size;      /* each expert's MLP width */
     int shared_intermediate_size;   /* the shared expert's width (Qwen2-MoE); 0: none */
     int decoder_sparse_step;        /* layer l has experts when (l + 1) % step == 0 (Qwen2-MoE); 0: every layer */
@@ -1774,6 +1784,7 @@ struct pf_model {
     pf__source *sources;  /* [pf__num_slots] */
     float *scaled[6];     /* sources scaled at load (pf__scale_source), owned */
     float *zero_bias;     /* [kv width] zeros: the key bias of models without one (k_bias_zero), owned */
+    float *router_choice_bias; /* [layers][experts]: PF__SLOT_ROUTER_CHOICE_BIAS as fp32 for the routing on the host, or NULL; owned */
     struct pf__speech *speech; /* a speech encoder's front end and CTC vocabulary, owned; else NULL */
     int num_scaled;
     char **label_names;   /* [config.num_labels]: config.json's id2label, owned; NULL without one */
@@ -1911,7 +1922,7 @@ PF_PRIVATE void *pf__rank_main(void *arg);
 PF_PRIVATE pf_result pf__group_run(pf__group *g, pf__job_kind kind, const pf__job *job);
 PF_PRIVATE pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job);
 PF_PRIVATE void pf__group_destroy(pf__group *g);
-PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, const float *h, float *part, size_t N);
+PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, int l, const float *h, float *part, size_t N);
 PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n, int slice_experts);
 
 /* ---- src/cuda_backend.c ---- */

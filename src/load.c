@@ -210,6 +210,21 @@ static pf_result pf__add_zero_k_bias(pf_model *m) {
     return PF_OK;
 }
 
+/* The routers' choice biases (PF__SLOT_ROUTER_CHOICE_BIAS) as fp32 on the host, where the routing
+   reads them; zeros for layers without experts. */
+static pf_result pf__load_router_choice_bias(pf_model *m) {
+    const pf__config *c = &m->config;
+    size_t E = (size_t)c->num_experts;
+    for (int l = 0; l < c->num_layers; l++) {
+        const pf__source *src = &m->sources[pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER + PF__SLOT_ROUTER_CHOICE_BIAS];
+        if (!src->data) continue;
+        if (!m->router_choice_bias && !(m->router_choice_bias = (float *)calloc((size_t)c->num_layers * E, sizeof(float))))
+            return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        for (size_t e = 0; e < E; e++) m->router_choice_bias[(size_t)l * E + e] = pf__weight_value(src->data, e, src->dtype);
+    }
+    return PF_OK;
+}
+
 /* Each layer's stacked biases line up with its stacked weights, and it has an attention projection. */
 static pf_result pf__check_stacks(pf_model *m) {
     const pf__config *c = &m->config;
@@ -254,7 +269,7 @@ static pf_result pf__resolve_sources(pf_model *m) {
         (r = pf__resolve_lm_head(m)))
         return r;
     if (c->k_bias_zero && (r = pf__add_zero_k_bias(m))) return r;
-    if ((r = pf__check_stacks(m))) return r;
+    if ((r = pf__check_stacks(m)) || (r = pf__load_router_choice_bias(m))) return r;
     if (c->speech && (r = pf__speech_load(m, prefix))) return r;
     if (c->conv_subsampler && (r = pf__subsampler_load(m, prefix))) return r;
     if (c->mel_frontend && (r = pf__mel_load(m, prefix))) return r;
@@ -573,6 +588,7 @@ void pf_free(pf_model *m) {
     for (int i = 0; i < m->num_scaled; i++) free(m->scaled[i]);
     pf__speech_free(m->speech);
     free(m->zero_bias);
+    free(m->router_choice_bias);
     for (int i = 0; m->label_names && i < m->config.num_labels; i++) free(m->label_names[i]);
     free(m->label_names);
     free(m->logits);

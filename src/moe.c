@@ -19,7 +19,7 @@ typedef struct pf__routing {
     int32_t *first;   /* [experts + 1]: expert e's tokens are rows[first[e] .. first[e + 1]) */
     int32_t *rows;    /* [max_tokens * top_k]: tokens grouped by expert, each group in token order */
     float *scales;    /* [max_tokens * top_k]: the routing weight of each of those */
-    float *scores;    /* [experts + 1]: one token's scores, then the experts' fill positions */
+    float *scores;    /* [2 experts + 1]: one token's scores and choice scores, then the experts' fill positions */
     int32_t *tokens;  /* [max_tokens]: 0, 1, 2, ... (the shared expert's rows) */
     float *gates;     /* [max_tokens]: the shared expert's sigmoid gate of each token */
 } pf__routing;
@@ -32,7 +32,8 @@ int pf_testing_moe_fault; /* test hooks (testing_hooks.h): 1 rank 1 routes its t
 static pf__routing *pf__routing_new(size_t max_tokens, int experts, int top_k) {
     size_t picks = max_tokens * (size_t)top_k;
     size_t bytes = sizeof(pf__routing) + max_tokens * (size_t)experts * sizeof(float) + picks * 2 * (sizeof(int32_t) + sizeof(float)) +
-                   ((size_t)experts + 1) * (sizeof(int32_t) + sizeof(float)) + max_tokens * (sizeof(int32_t) + sizeof(float));
+                   ((size_t)experts + 1) * sizeof(int32_t) + (2 * (size_t)experts + 1) * sizeof(float) +
+                   max_tokens * (sizeof(int32_t) + sizeof(float));
     pf__routing *rt = (pf__routing *)malloc(bytes);
     if (!rt) return NULL;
     rt->max_tokens = max_tokens;
@@ -45,17 +46,54 @@ static pf__routing *pf__routing_new(size_t max_tokens, int experts, int top_k) {
     rt->rows = rt->choice + picks;
     rt->first = rt->rows + picks;
     rt->scores = (float *)(rt->first + experts + 1);
-    rt->gates = rt->scores + experts + 1;
+    rt->gates = rt->scores + 2 * (size_t)experts + 1;
     rt->tokens = (int32_t *)(rt->gates + max_tokens);
     for (size_t t = 0; t < max_tokens; t++) rt->tokens[t] = (int32_t)t;
     return rt;
 }
 
+/* The index of the best of values[0..n) not yet in taken[0..count) (the lower index first on
+   equal values), or -1. */
+static int pf__best_untaken(const float *values, int n, const int32_t *taken, int count) {
+    int best = -1;
+    for (int e = 0; e < n; e++) {
+        int used = 0;
+        for (int i = 0; i < count && !used; i++) used = taken[i] == e;
+        if (!used && values[e] == values[e] && (best < 0 || values[e] > values[best])) best = e;
+    }
+    return best;
+}
+
+/* The experts of groups other than the c->router_topk_groups best lose any chance: their choice
+   scores become NaN (never the best). A group's score: its best choice score, or the sum of its
+   2 best (DeepSeek V3). */
+static void pf__mask_groups(const pf__config *c, float *choose) {
+    int G = c->router_groups, per = c->num_experts / G;
+    float group_score[256];
+    int32_t kept[256];
+    for (int g = 0; g < G; g++) {
+        const float *s = choose + g * per;
+        int32_t first = (int32_t)pf__best_untaken(s, per, NULL, 0);
+        group_score[g] = s[first];
+        if (c->router_group_top2 && per > 1) group_score[g] += s[pf__best_untaken(s, per, &first, 1)];
+    }
+    for (int j = 0; j < c->router_topk_groups; j++) kept[j] = (int32_t)pf__best_untaken(group_score, G, kept, j);
+    for (int g = 0; g < G; g++) {
+        int keep = 0;
+        for (int j = 0; j < c->router_topk_groups; j++) keep |= kept[j] == g;
+        for (int e = 0; !keep && e < per; e++) choose[g * per + e] = NAN;
+    }
+}
+
 /* Token t's experts and weights from its router logits: scores (softmax over the experts, or
-   sigmoid), the top_k best (the lower index first on equal scores), their scores renormalised to
-   sum 1 where the family does, times routed_scaling. */
-static void pf__route_token(const pf__config *c, const float *logits, int32_t *choice, float *weight, float *scores) {
+   sigmoid); the experts chosen by score plus choice_bias where the family has one, within the
+   best groups where it groups them; the top_k (the lower index first on equal scores) weighed
+   by their scores, renormalised to sum 1 where the family does, times routed_scaling. scores
+   holds 2 E floats. */
+static void pf__route_token(const pf__config *c, const float *logits, const float *choice_bias, int32_t *choice,
+                            float *weight, float *scores) {
     int E = c->num_experts, k = c->experts_per_token;
+    float *choose = scores + E;
     if (c->router_sigmoid) {
         for (int e = 0; e < E; e++) scores[e] = 1.0f / (1.0f + expf(-logits[e]));
     } else {
@@ -64,13 +102,10 @@ static void pf__route_token(const pf__config *c, const float *logits, int32_t *c
         for (int e = 0; e < E; e++) sum += scores[e] = expf(logits[e] - max);
         for (int e = 0; e < E; e++) scores[e] /= sum;
     }
+    for (int e = 0; e < E; e++) choose[e] = choice_bias ? scores[e] + choice_bias[e] : scores[e];
+    if (c->router_groups > 1) pf__mask_groups(c, choose);
     for (int j = 0; j < k; j++) {
-        int best = -1;
-        for (int e = 0; e < E; e++) {
-            int taken = 0;
-            for (int i = 0; i < j && !taken; i++) taken = choice[i] == e;
-            if (!taken && (best < 0 || scores[e] > scores[best])) best = e;
-        }
+        int best = pf__best_untaken(choose, E, choice, j);
         choice[j] = best;
         weight[j] = scores[best];
     }
@@ -83,11 +118,12 @@ static void pf__route_token(const pf__config *c, const float *logits, int32_t *c
 }
 
 /* The routing of n tokens from rt->logits: each token's choices, then the tokens grouped by expert. */
-static void pf__route(const pf__config *c, pf__routing *rt, size_t n, float *scores) {
+static void pf__route(const pf__config *c, pf__routing *rt, size_t n, const float *choice_bias, float *scores) {
     int E = rt->experts, k = rt->top_k;
     memset(rt->first, 0, ((size_t)E + 1) * sizeof(int32_t));
     for (size_t t = 0; t < n; t++) {
-        pf__route_token(c, rt->logits + t * (size_t)E, rt->choice + t * (size_t)k, rt->weight + t * (size_t)k, scores);
+        pf__route_token(c, rt->logits + t * (size_t)E, choice_bias, rt->choice + t * (size_t)k, rt->weight + t * (size_t)k,
+                        scores);
         for (int j = 0; j < k; j++) rt->first[rt->choice[t * (size_t)k + (size_t)j] + 1]++;
     }
     for (int e = 0; e < E; e++) rt->first[e + 1] += rt->first[e];
@@ -109,16 +145,21 @@ static pf__weight pf__expert_view(const pf__weight *w, int local, int held) {
     return v;
 }
 
-/* part[N][hidden] += sigmoid(h w_g) * shared(h) for the rank's columns of the shared expert
-   (Qwen2-MoE's shared_expert and shared_expert_gate): a dense gated MLP every token runs, split by
-   columns, its gate a scalar per token from a whole [1, hidden] weight (on the host, as the routing). */
+/* part[N][hidden] += g * shared(h) for the rank's columns of the shared expert: a dense gated MLP
+   every token runs, split by columns; g is sigmoid(h w_g) where the family gates it (Qwen2-MoE's
+   shared_expert_gate, a scalar per token from a whole [1, hidden] weight, on the host as the
+   routing), else 1 (DeepSeek's shared_experts). */
 static void pf__rank_shared_expert(pf__rank *r, const pf__weight *L, const float *h, float *part, size_t N) {
     const pf__backend *be = r->backend;
     pf__routing *rt = r->routing;
     size_t d = (size_t)r->group->model->config.hidden_size, width = (size_t)r->share.shared_width;
-    be->matmul(r, r->router, h, &L[PF__SLOT_SHARED_EXPERT_GATE], NULL, N);
-    be->download(r, rt->gates, r->router, N * sizeof(float));
-    for (size_t t = 0; t < N; t++) rt->gates[t] = 1.0f / (1.0f + expf(-rt->gates[t]));
+    if (L[PF__SLOT_SHARED_EXPERT_GATE].data) {
+        be->matmul(r, r->router, h, &L[PF__SLOT_SHARED_EXPERT_GATE], NULL, N);
+        be->download(r, rt->gates, r->router, N * sizeof(float));
+        for (size_t t = 0; t < N; t++) rt->gates[t] = 1.0f / (1.0f + expf(-rt->gates[t]));
+    } else {
+        for (size_t t = 0; t < N; t++) rt->gates[t] = 1.0f;
+    }
     if (!width) return; /* more ranks than the shared expert's columns */
     be->matmul(r, r->expert_mid, h, &L[PF__SLOT_SHARED_IN_WEIGHT], NULL, N);
     be->gated_activation(r, r->expert_act, r->expert_mid, N, width, r->group->model->config.activation);
@@ -129,7 +170,7 @@ static void pf__rank_shared_expert(pf__rank *r, const pf__weight *L, const float
 /* part[N][hidden] = sum over the rank's experts e of routing weight * expert_e(h) for the tokens
    routed to e (zeros for the others): the layer's share of this rank, summed over the ranks by the
    caller's all-reduce. h is the same on every rank, and so is the routing. */
-PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, const float *h, float *part, size_t N) {
+PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, int l, const float *h, float *part, size_t N) {
     const pf__config *c = &r->group->model->config;
     const pf__backend *be = r->backend;
     size_t d = (size_t)c->hidden_size, E = (size_t)c->num_experts, width = (size_t)r->share.expert_width;
@@ -145,7 +186,8 @@ PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, const float *
     /* router = h Wr^T, whole on every rank; each token's experts from it, on the host */
     be->matmul(r, r->router, h, &L[PF__SLOT_ROUTER_WEIGHT], NULL, N);
     be->download(r, rt->logits, r->router, N * E * sizeof(float));
-    pf__route(c, rt, N, rt->scores);
+    const float *choice_bias = r->group->model->router_choice_bias;
+    pf__route(c, rt, N, choice_bias ? choice_bias + (size_t)l * E : NULL, rt->scores);
     int faulty = 0;
 #ifdef PF_TESTING
     faulty = pf_testing_moe_fault;
@@ -170,5 +212,5 @@ PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, const float *
         if (faulty == 3 && r->index == 0 && local == 0)
             be->scatter_add_rows(r, part, r->expert_out, rt->rows + first, rt->scales + first, n, d);
     }
-    if (L[PF__SLOT_SHARED_EXPERT_GATE].data) pf__rank_shared_expert(r, L, h, part, N);
+    if (r->group->model->config.shared_intermediate_size) pf__rank_shared_expert(r, L, h, part, N);
 }

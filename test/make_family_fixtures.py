@@ -980,6 +980,29 @@ def scale_routers(model, factor=ROUTER_SCALE):
             p.mul_(factor)
 
 
+def deepseek_choice_margin(router, logits) -> float:
+    """DeepSeek's routing margins from its router logits: between the topk_group-th and next group
+    score where groups limit the choice, and between the k-th and (k+1)-th choice score among the
+    kept groups' experts (the scores: V3's sigmoid plus its choice bias; V2's softmax, which orders
+    the experts as the logits do, so measured on those: tiny probabilities are not ties)."""
+    v3 = hasattr(router, "e_score_correction_bias")
+    scores = (logits.float().sigmoid() + router.e_score_correction_bias if v3 else logits.float()).detach()
+    margins = []
+    groups = router.num_group or 1
+    if groups > 1 and (v3 or router.topk_method == "group_limited_greedy"):
+        grouped = scores.view(-1, groups, scores.shape[-1] // groups)
+        group_scores = grouped.topk(2, dim=-1).values.sum(-1) if v3 else grouped.max(-1).values
+        if router.topk_group < groups:
+            top = group_scores.topk(router.topk_group + 1, dim=-1)
+            margins.append(float((top.values[:, -2] - top.values[:, -1]).min()))
+            kept = torch.zeros_like(group_scores, dtype=torch.bool).scatter_(1, top.indices[:, :-1], True)
+            scores = scores.masked_fill(~kept.repeat_interleave(grouped.shape[-1], dim=1), float("-inf"))
+    top = scores.topk(router.top_k + 1, dim=-1).values
+    gap = top[:, -2] - top[:, -1]
+    margins.append(float(gap[torch.isfinite(gap)].min()) if torch.isfinite(gap).any() else float("inf"))
+    return min(margins)
+
+
 def routing_margin(model, prompt_ids, eos, pad) -> float:
     """The smallest gap between the k-th and (k+1)-th router logit over every token and sparse
     layer of the prompt and the greedy run (a near tie would make the routing a matter of rounding)."""
@@ -990,7 +1013,11 @@ def routing_margin(model, prompt_ids, eos, pad) -> float:
         top = torch.topk(logits.float(), module.top_k + 1, dim=-1).values
         margins.append(float((top[:, -2] - top[:, -1]).min()))
 
+    def deepseek_hook(module, args, output):
+        margins.append(deepseek_choice_margin(module, output[0]))
+
     handles = [m.register_forward_hook(hook) for m in model.modules() if type(m).__name__.endswith("TopKRouter")]
+    handles += [m.register_forward_hook(deepseek_hook) for m in model.modules() if type(m).__name__.endswith("TopkRouter")]
     assert handles, "no router found"
     greedy_generate(model, prompt_ids, eos, pad)
     for h in handles:
@@ -1310,6 +1337,76 @@ def cfg_deepseek_v3(v, tok):
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False,
         bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
     )
+
+
+def cfg_deepseek_v2_moe(v, tok):
+    # V2's latent attention (as deepseek_v2) and 3 layers: layer 0 dense (first_k_dense_replace 1),
+    # layers 1-2 mixtures: 8 experts of width 16 (uneven on 3 ranks), 3 a token from softmax scores
+    # within the 2 best of 4 groups (group_limited_greedy: a group scored by its best), times
+    # routed_scaling_factor 1.5, and 2 shared experts (one ungated MLP of width 32)
+    from transformers import DeepseekV2Config
+
+    bos, eos, pad = _ids(tok)
+    return DeepseekV2Config(
+        vocab_size=v, hidden_size=40, intermediate_size=64, num_hidden_layers=3, num_attention_heads=5,
+        num_key_value_heads=5, max_position_embeddings=128, rms_norm_eps=1e-5, initializer_range=INIT_STD,
+        q_lora_rank=None, kv_lora_rank=12, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=6,
+        first_k_dense_replace=1, n_routed_experts=8, num_experts_per_tok=3, moe_intermediate_size=16,
+        n_shared_experts=2, routed_scaling_factor=1.5, topk_method="group_limited_greedy", n_group=4, topk_group=2,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False,
+        bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def cfg_deepseek_v3_moe(v, tok):
+    # V3's latent attention (as deepseek_v3) and 3 layers: layer 0 dense, layers 1-2 mixtures: 8
+    # experts of width 16, 2 a token chosen by sigmoid score + e_score_correction_bias within the 2
+    # best of 4 groups (a group scored by its 2 best), weighed by their scores renormalised, times
+    # routed_scaling_factor 2.5, and 1 shared expert
+    from transformers import DeepseekV3Config
+
+    bos, eos, pad = _ids(tok)
+    return DeepseekV3Config(
+        vocab_size=v, hidden_size=40, intermediate_size=64, num_hidden_layers=3, num_attention_heads=5,
+        num_key_value_heads=5, max_position_embeddings=128, rms_norm_eps=1e-5, initializer_range=INIT_STD,
+        q_lora_rank=16, kv_lora_rank=12, qk_nope_head_dim=6, qk_rope_head_dim=4, v_head_dim=12,
+        first_k_dense_replace=1, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=16,
+        n_shared_experts=1, routed_scaling_factor=2.5, n_group=4, topk_group=2, norm_topk_prob=True,
+        attention_bias=True, rope_interleave=True, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+        tie_word_embeddings=False, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def deepseek_router_tweak(model):
+    """Router weights x ROUTER_SCALE (clear margins) and, for V3, a choice bias that moves choices."""
+    scale_routers(model)
+    gen = torch.Generator().manual_seed(77)
+    for name, b in model.named_buffers():
+        if name.endswith("e_score_correction_bias"):
+            b.copy_(0.3 * torch.randn(b.shape, generator=gen))
+
+
+def without_choice_bias(cfg):
+    def patch(model):
+        with torch.no_grad():
+            for name, b in model.named_buffers():
+                if name.endswith("e_score_correction_bias"):
+                    b.zero_()
+    return patch
+
+
+def without_groups(cfg):
+    """Every group kept (topk_group = n_group): the group limit switched off."""
+    cfg.topk_group = cfg.n_group
+
+
+def without_deepseek_shared(cfg):
+    def patch(model):
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if "shared_experts.down_proj" in name:
+                    p.zero_()
+    return patch
 
 
 # --- ways to switch one trait off (applied to the config loaded from the dir) ---
@@ -1953,6 +2050,27 @@ FAMILIES = [
                "model in text_config, saved under language_model.model., beside a vision tower and projector "
                "that text generation never reads",
         ablations=[],
+    ),
+    dict(
+        name="deepseek_v2-moe", config=cfg_deepseek_v2_moe, seed=5700, vocab_pad=0, cases=False, beam=True, moe=True,
+        routing_margin=0.002, tweak=deepseek_router_tweak, tokenizer=lambda out: save_tok(llama2_tokenizer(512), out),
+        tok_style="as llama",
+        traits="deepseek_v2's latent attention; layer 0 dense (first_k_dense_replace 1), layers 1-2 mixtures: 8 "
+               "experts of width 16, 3 a token from softmax scores within the 2 best of 4 groups "
+               "(group_limited_greedy), times routed_scaling_factor 1.5; 2 shared experts (an ungated MLP of width "
+               "32); router weights x2",
+        ablations=[("no group limit", without_groups), ("no shared experts", without_deepseek_shared)],
+    ),
+    dict(
+        name="deepseek_v3-moe", config=cfg_deepseek_v3_moe, seed=5800, vocab_pad=0, cases=False, beam=True, moe=True,
+        routing_margin=0.002, tweak=deepseek_router_tweak, tokenizer=lambda out: save_tok(llama2_tokenizer(512), out),
+        tok_style="as llama",
+        traits="deepseek_v3's latent attention; layer 0 dense, layers 1-2 mixtures: 8 experts of width 16, 2 a "
+               "token by sigmoid score + e_score_correction_bias (0.3 N(0,1)) within the 2 best of 4 groups (a "
+               "group scored by its 2 best), weighed by their scores renormalised, x routed_scaling_factor 2.5; 1 "
+               "shared expert; router weights x2",
+        ablations=[("no choice bias", without_choice_bias), ("no group limit", without_groups),
+                   ("no shared expert", without_deepseek_shared)],
     ),
     dict(
         name="qwen2-window-layers", config=cfg_qwen2_window_layers, seed=2000, vocab_pad=0, cases=False,

@@ -1111,7 +1111,43 @@ static void test_text_tower_keys(void) {
 static void test_deepseek_keys(void) {
     if (copy_fixture("deepseek_v2")) return;
     edit_file("config.json", "\"first_k_dense_replace\": 2", "\"first_k_dense_replace\": 1");
-    expect_load("DeepSeek-V2 with a mixture-of-experts layer", NULL, PF_ERROR_UNSUPPORTED, "first_k_dense_replace");
+    expect_load("DeepSeek-V2 with a mixture-of-experts layer and no num_experts_per_tok", NULL, PF_ERROR_FORMAT, "0 per token");
+    /* the mixtures' routing: every key that changes it honoured or refused */
+    if (copy_fixture("deepseek_v2-moe")) return;
+    edit_file("config.json", "\"group_limited_greedy\"", "\"noaux_tc\"");
+    expect_load("DeepSeek-V2 with topk_method noaux_tc", NULL, PF_ERROR_UNSUPPORTED, "topk_method");
+    if (copy_fixture("deepseek_v2-moe")) return;
+    edit_file("config.json", "\"group_limited_greedy\"", "\"greedy\"");
+    check_work_logits("DeepSeek-V2 routing without the group limit (greedy)", "deepseek_v2-moe", 0);
+    if (copy_fixture("deepseek_v2-moe")) return;
+    edit_file("config.json", "\"norm_topk_prob\": false", "\"norm_topk_prob\": true");
+    expect_load("DeepSeek-V2 with norm_topk_prob", NULL, PF_ERROR_UNSUPPORTED, "norm_topk_prob");
+    if (copy_fixture("deepseek_v2-moe")) return;
+    edit_file("config.json", "\"n_group\": 4", "\"moe_layer_freq\": 2, \"n_group\": 4");
+    expect_load("DeepSeek-V2 with moe_layer_freq 2", NULL, PF_ERROR_UNSUPPORTED, "moe_layer_freq");
+    if (copy_fixture("deepseek_v2-moe")) return;
+    edit_file("config.json", "\"n_shared_experts\": 2", "\"n_shared_experts\": null");
+    expect_load("DeepSeek-V2 without shared experts but with their tensors", NULL, PF_ERROR_FORMAT, "shared_experts");
+    if (copy_fixture("deepseek_v3-moe")) return;
+    edit_file("config.json", "\"n_group\": 4", "\"n_group\": 3");
+    expect_load("DeepSeek-V3 with 8 experts in 3 groups", NULL, PF_ERROR_FORMAT, "n_group");
+    if (copy_fixture("deepseek_v3-moe")) return;
+    edit_file("config.json", "\"norm_topk_prob\": true", "\"norm_topk_prob\": false");
+    check_work_logits("DeepSeek-V3 without renormalised weights", "deepseek_v3-moe", 0);
+    if (copy_fixture("deepseek_v3-moe")) return;
+    edit_file("config.json", "\"topk_group\": 2", "\"topk_group\": 4");
+    check_work_logits("DeepSeek-V3 without the group limit", "deepseek_v3-moe", 0);
+    if (copy_fixture("deepseek_v3-moe")) return; /* a multi-token prediction layer past the model's: unread */
+    add_tensor("model.layers.3.eh_proj.weight");
+    check_work_logits("DeepSeek-V3 with a multi-token prediction layer", "deepseek_v3-moe", 1);
+    if (copy_fixture("deepseek_v3-moe")) return;
+    add_tensor("model.layers.3.eh_proj.weight");
+    edit_file("config.json", "\"num_nextn_predict_layers\": 1", "\"num_nextn_predict_layers\": 0");
+    expect_load("DeepSeek-V3 with a layer past the model's and no multi-token prediction", NULL, PF_ERROR_UNSUPPORTED,
+                "model.layers.3.eh_proj.weight");
+    if (copy_fixture("deepseek_v3-moe")) return;
+    rename_tensor("model.layers.1.mlp.gate.e_score_correction_bias", "model.layers.1.mlp.gate.e_score_correction_biax");
+    expect_load("DeepSeek-V3 without a choice bias", NULL, PF_ERROR_FORMAT, "e_score_correction_bias");
     if (copy_fixture("deepseek_v3")) return;
     edit_file("config.json", "\"first_k_dense_replace\": 2,", "");
     pf_free(expect_load("DeepSeek-V3 without first_k_dense_replace (its default 3 covers both layers)", NULL, PF_OK, NULL));
