@@ -233,7 +233,8 @@ int pf_cuda_latent_attend(pf_cuda_rank *st, float *out, float *q, const void *ca
                           int latent_rank, int cache_len, int window, float scale, int pairs, float rope_scale);
 int pf_cuda_disentangled_bias(pf_cuda_rank *st, float *out, const float *qkv, const float *rel_qkv, int batch, int T,
                               int heads, int kv_heads, int head_dim, int head_begin, int kv_begin, int kv_group, int c2p,
-                              int p2c, int position_buckets, int max_relative_positions, int span, float scale);
+                              int p2c, int position_buckets, int max_relative_positions, int span, int rel_width,
+                              float scale); /* rel_width: rel_qkv's row (q | k | v, or q | k) */
 int pf_cuda_reorder_rows(pf_cuda_rank *st, void *cache, void *scratch, const int *dst, const int *src, int count,
                          size_t row_bytes, size_t used_bytes);
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);
@@ -2834,14 +2835,14 @@ __device__ int pf_disentangled_row(int distance, int position_buckets, int max_r
 __global__ void pf_disentangled_bias_kernel(float *out, const float *qkv, const float *rel_qkv, int T, int heads,
                                             int kv_heads, int hd, int head_begin, int kv_begin, int kv_group, int c2p,
                                             int p2c, int position_buckets, int max_relative_positions, int span,
-                                            float scale) {
+                                            int rel_width, float scale) {
     size_t row = blockIdx.x, q_width = (size_t)heads * hd, row_width = q_width + 2 * (size_t)kv_heads * hd;
     int h = blockIdx.y, i = (int)(row % T);
     size_t kv = (size_t)((head_begin + h) / kv_group - kv_begin) * hd, first = row - i;
     const float *q = qkv + row * row_width + (size_t)h * hd;
     for (int j = threadIdx.x; j < T; j += blockDim.x) {
         const float *k = qkv + (first + j) * row_width + q_width + kv;
-        const float *rel = rel_qkv + (size_t)pf_disentangled_row(i - j, position_buckets, max_relative_positions, span) * row_width;
+        const float *rel = rel_qkv + (size_t)pf_disentangled_row(i - j, position_buckets, max_relative_positions, span) * rel_width;
         float c2p_sum = 0.0f, p2c_sum = 0.0f;
         for (int d = 0; d < hd; d++) {
             c2p_sum += q[d] * rel[q_width + kv + d];
@@ -2853,7 +2854,8 @@ __global__ void pf_disentangled_bias_kernel(float *out, const float *qkv, const 
 
 int pf_cuda_disentangled_bias(struct pf_cuda_rank *st, float *out, const float *qkv, const float *rel_qkv, int batch, int T,
                               int heads, int kv_heads, int head_dim, int head_begin, int kv_begin, int kv_group, int c2p,
-                              int p2c, int position_buckets, int max_relative_positions, int span, float scale) {
+                              int p2c, int position_buckets, int max_relative_positions, int span, int rel_width,
+                              float scale) {
     if (batch <= 0 || T <= 0 || heads <= 0) return PF_CUDA_OK;
     if ((size_t)batch * T > 2147483647u || heads > 65535 || span <= 0 || kv_group <= 0)
         return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_disentangled_bias",
@@ -2861,7 +2863,7 @@ int pf_cuda_disentangled_bias(struct pf_cuda_rank *st, float *out, const float *
     dim3 grid((unsigned)((size_t)batch * T), (unsigned)heads);
     pf_disentangled_bias_kernel<<<grid, 128, 0, st->stream>>>(out, qkv, rel_qkv, T, heads, kv_heads, head_dim, head_begin,
                                                              kv_begin, kv_group, c2p, p2c, position_buckets,
-                                                             max_relative_positions, span, scale);
+                                                             max_relative_positions, span, rel_width, scale);
     PF_CUDA_CHECK_LAUNCH(st, pf_disentangled_bias_kernel);
     return PF_CUDA_OK;
 }

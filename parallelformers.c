@@ -382,6 +382,11 @@ typedef enum {
     PF__SLOT_CROSS_V_BIAS,     /* [KV] */
     PF__SLOT_CROSS_OUT_WEIGHT, /* [hidden, Q] */
     PF__SLOT_CROSS_OUT_BIAS,   /* [hidden] */
+    /* DeBERTa's own projections of the relative embeddings (share_att_key false; v1's pos_q_proj, pos_proj): */
+    PF__SLOT_POS_Q_WEIGHT,     /* [Q, hidden]: for the p2c term, in place of the query weight */
+    PF__SLOT_POS_Q_BIAS,       /* [Q] */
+    PF__SLOT_POS_K_WEIGHT,     /* [KV, hidden]: for the c2p term, in place of the key weight */
+    PF__SLOT_POS_K_BIAS,       /* [KV] (zeros where the query's has one and it has none: v1) */
     /* Built on each rank by stacking the slices above (see pf__stacks), never read from files: */
     PF__SLOT_QKV_WEIGHT,       /* [q_r | k_r | v_r, hidden]: one matmul for the rank's heads */
     PF__SLOT_QKV_BIAS,
@@ -389,6 +394,8 @@ typedef enum {
     PF__SLOT_MLP_IN_BIAS,
     PF__SLOT_SHARED_IN_WEIGHT, /* [gate_r | up_r, hidden] of the shared expert */
     PF__SLOT_SHARED_IN_BIAS,
+    PF__SLOT_POS_QK_WEIGHT,    /* [q_r | k_r, hidden] of the position projections */
+    PF__SLOT_POS_QK_BIAS,
     PF__SLOT_COUNT
 } pf__slot;
 #define PF__LAYER_SLOTS (PF__SLOT_COUNT - PF__SLOT_FIRST_LAYER)
@@ -460,6 +467,8 @@ typedef enum {
     PF__IF_POSITION_BIASED, /* present exactly when the config field position_biased_input is 1 (DeBERTa's
                                absolute positions beside its relative ones) */
     PF__IF_REL_EMBED_NORM,  /* present exactly when the config field rel_embed_norm is 1 (DeBERTa's norm_rel_ebd) */
+    PF__IF_POS_PROJ,        /* present exactly when the disentangled terms project positions with their own weights
+                               (share_att_key 0) */
     PF__IF_SPARSE_LAYER, /* present exactly in the layers with experts (pf__config.layer_sparse) */
     PF__IF_DENSE_LAYER,  /* present exactly in the layers without (a dense MLP) */
     PF__IF_SEPARATE_VOCAB, /* present exactly when the config field shared_vocab is 0 (Marian's
@@ -534,7 +543,7 @@ typedef struct pf__arch {
    PF__ARCH_COUNT + 0 .. PF__MAX_REGISTERED - 1, whose traits are written into pf__archs under
    pf__policy_lock. A fixed array, so that a model reads its row without a lock while other
    threads register. */
-#define PF__MAX_REGISTERED 64
+#define PF__MAX_REGISTERED 128
 #ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
 extern PF_PRIVATE pf__arch pf__archs[PF__ARCH_COUNT + PF__MAX_REGISTERED];
 #endif
@@ -1824,6 +1833,8 @@ struct pf_model {
     pf__source *sources;  /* [pf__num_slots] */
     float *scaled[6];     /* sources scaled at load (pf__scale_source), owned */
     float *zero_bias;     /* [kv width] zeros: the key bias of models without one (k_bias_zero), owned */
+    float *fused_qkv_bias; /* [layers][q + 2 kv]: a fused QKV weight's bias built from separate q and v biases
+                              (DeBERTa v1's in_proj with q_bias, v_bias), in the weight's row order; owned */
     float *router_choice_bias; /* [layers][experts]: PF__SLOT_ROUTER_CHOICE_BIAS as fp32 for the routing on the host, or NULL; owned */
     struct pf__speech *speech; /* a speech encoder's front end and CTC vocabulary, owned; else NULL */
     int num_scaled;
@@ -3280,6 +3291,8 @@ PF_PRIVATE const struct pf__stack pf__stacks[] = {
     {PF__SLOT_MLP_IN_BIAS, {PF__SLOT_MLP_GATE_UP_BIAS, PF__SLOT_MLP_GATE_BIAS, PF__SLOT_MLP_UP_BIAS}, 3},
     {PF__SLOT_SHARED_IN_WEIGHT, {PF__SLOT_SHARED_GATE_WEIGHT, PF__SLOT_SHARED_UP_WEIGHT}, 2},
     {PF__SLOT_SHARED_IN_BIAS, {PF__SLOT_SHARED_GATE_BIAS, PF__SLOT_SHARED_UP_BIAS}, 2},
+    {PF__SLOT_POS_QK_WEIGHT, {PF__SLOT_POS_Q_WEIGHT, PF__SLOT_POS_K_WEIGHT}, 2},
+    {PF__SLOT_POS_QK_BIAS, {PF__SLOT_POS_Q_BIAS, PF__SLOT_POS_K_BIAS}, 2},
 };
 PF_PRIVATE const size_t pf__stacks_count = sizeof pf__stacks / sizeof pf__stacks[0]; /* for the files that see no size */
 
@@ -4820,9 +4833,9 @@ static pf_result pf__config_disentangled(const pf__json *json, pf__config *c, co
     c->rel_span = c->position_buckets > 0 ? c->position_buckets : c->max_relative_positions;
     c->disentangled = c->relative_attention && (c->rel_c2p || c->rel_p2c);
     if (!c->relative_attention) c->rel_embed_norm = 0; /* transformers builds the norm, the embeddings absent */
-    if (c->disentangled && !c->share_att_key)
-        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"share_att_key\" false (DeBERTa v2's own position "
-                          "projections pos_key_proj / pos_query_proj) is not supported yet", path);
+    if (c->disentangled && !c->share_att_key && !(c->rel_c2p && c->rel_p2c))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"pos_att_type\" with one of c2p and p2c and the "
+                          "positions' own projections (share_att_key false) is not supported: both terms are", path);
     if (c->disentangled && (c->rel_span > (1 << 16) || (c->position_buckets > 0 && c->max_relative_positions <= c->position_buckets / 2 + 1)))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: position_buckets %d and max_relative_positions %d do not fit",
                           path, c->position_buckets, c->max_relative_positions);
@@ -5079,7 +5092,7 @@ static const char *pf__need_name(int v) {
         PF__NAME(PF__, IF_FINAL_NORM) PF__NAME(PF__, IF_PROJECTION) PF__NAME(PF__, IF_GATED) PF__NAME(PF__, IF_DECODER)
         PF__NAME(PF__, IF_EMBED_NORM) PF__NAME(PF__, POSITION_TABLE) PF__NAME(PF__, IF_DISTILLATION) PF__NAME(PF__, IF_QK_NORM)
         PF__NAME(PF__, IF_WITH_PROJECTION) PF__NAME(PF__, IF_Q_LORA) PF__NAME(PF__, IF_NO_Q_LORA)
-        PF__NAME(PF__, IF_POSITION_BIASED) PF__NAME(PF__, IF_REL_EMBED_NORM)
+        PF__NAME(PF__, IF_POSITION_BIASED) PF__NAME(PF__, IF_REL_EMBED_NORM) PF__NAME(PF__, IF_POS_PROJ)
         PF__NAME(PF__, IF_SPARSE_LAYER) PF__NAME(PF__, IF_DENSE_LAYER) PF__NAME(PF__, IF_SEPARATE_VOCAB)
         PF__NAME(PF__, IF_TASK_ID)
     }
@@ -5133,9 +5146,10 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, CROSS_NORM_BIAS) PF__NAME(PF__SLOT_, CROSS_Q_WEIGHT) PF__NAME(PF__SLOT_, CROSS_Q_BIAS)
         PF__NAME(PF__SLOT_, CROSS_K_WEIGHT) PF__NAME(PF__SLOT_, CROSS_K_BIAS) PF__NAME(PF__SLOT_, CROSS_V_WEIGHT)
         PF__NAME(PF__SLOT_, CROSS_V_BIAS) PF__NAME(PF__SLOT_, CROSS_OUT_WEIGHT) PF__NAME(PF__SLOT_, CROSS_OUT_BIAS)
+        PF__NAME(PF__SLOT_, POS_Q_WEIGHT) PF__NAME(PF__SLOT_, POS_Q_BIAS) PF__NAME(PF__SLOT_, POS_K_WEIGHT) PF__NAME(PF__SLOT_, POS_K_BIAS)
     /* built on each rank from the slots above, never read from files */
     case PF__SLOT_QKV_WEIGHT: case PF__SLOT_QKV_BIAS: case PF__SLOT_MLP_IN_WEIGHT: case PF__SLOT_MLP_IN_BIAS:
-    case PF__SLOT_SHARED_IN_WEIGHT: case PF__SLOT_SHARED_IN_BIAS:
+    case PF__SLOT_SHARED_IN_WEIGHT: case PF__SLOT_SHARED_IN_BIAS: case PF__SLOT_POS_QK_WEIGHT: case PF__SLOT_POS_QK_BIAS:
     case PF__SLOT_COUNT: return NULL;
     }
     return NULL;
@@ -6176,13 +6190,13 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_PROJECT_OUT: *rows = e; *cols = h; break;
     case PF__SLOT_QKV_FUSED_WEIGHT: *rows = q + 2 * kv; *cols = h; break;
     case PF__SLOT_QKV_FUSED_BIAS: *rows = q + 2 * kv; break;
-    case PF__SLOT_Q_WEIGHT: case PF__SLOT_CROSS_Q_WEIGHT: *rows = q; *cols = h; break;
-    case PF__SLOT_Q_BIAS: case PF__SLOT_CROSS_Q_BIAS: *rows = q; break;
-    case PF__SLOT_K_WEIGHT: case PF__SLOT_V_WEIGHT: case PF__SLOT_CROSS_K_WEIGHT: case PF__SLOT_CROSS_V_WEIGHT:
+    case PF__SLOT_Q_WEIGHT: case PF__SLOT_CROSS_Q_WEIGHT: case PF__SLOT_POS_Q_WEIGHT: *rows = q; *cols = h; break;
+    case PF__SLOT_Q_BIAS: case PF__SLOT_CROSS_Q_BIAS: case PF__SLOT_POS_Q_BIAS: *rows = q; break;
+    case PF__SLOT_K_WEIGHT: case PF__SLOT_V_WEIGHT: case PF__SLOT_CROSS_K_WEIGHT: case PF__SLOT_CROSS_V_WEIGHT: case PF__SLOT_POS_K_WEIGHT:
         *rows = kv;
         *cols = h;
         break;
-    case PF__SLOT_K_BIAS: case PF__SLOT_V_BIAS: case PF__SLOT_CROSS_K_BIAS: case PF__SLOT_CROSS_V_BIAS: *rows = kv; break;
+    case PF__SLOT_K_BIAS: case PF__SLOT_V_BIAS: case PF__SLOT_CROSS_K_BIAS: case PF__SLOT_CROSS_V_BIAS: case PF__SLOT_POS_K_BIAS: *rows = kv; break;
     case PF__SLOT_ATTN_OUT_WEIGHT: *rows = h; *cols = (size_t)c->num_heads * pf__value_head_dim(c); break;
     case PF__SLOT_CROSS_OUT_WEIGHT: *rows = h; *cols = q; break;
     case PF__SLOT_Q_A_WEIGHT: *rows = (size_t)c->q_lora_rank; *cols = h; break;
@@ -20520,6 +20534,7 @@ static void pf__cpu_disentangled_bias(pf__rank *r, float *out, const float *qkv,
                                       const pf__attn_shape *a, const pf__config *c) {
     size_t hd = (size_t)a->head_dim, q_width = (size_t)a->heads * hd, kv_width = (size_t)a->kv_heads * hd;
     size_t row_width = q_width + 2 * kv_width, T = (size_t)s->seq_len, H = (size_t)a->heads;
+    size_t rel_width = c->share_att_key ? row_width : q_width + kv_width; /* pf__rank_disentangled's projections */
     (void)r;
     for (size_t b = 0; b < (size_t)s->batch; b++)
         for (size_t i = 0; i < T; i++)
@@ -20530,7 +20545,7 @@ static void pf__cpu_disentangled_bias(pf__rank *r, float *out, const float *qkv,
                 for (size_t j = 0; j < T; j++) {
                     const float *k = qkv + (b * T + j) * row_width + q_width + kv;
                     const float *rel = rel_qkv + (size_t)pf__disentangled_row((int)i - (int)j, c->position_buckets,
-                                                                             c->max_relative_positions, c->rel_span) * row_width;
+                                                                             c->max_relative_positions, c->rel_span) * rel_width;
                     float sum = 0.0f;
                     if (c->rel_c2p) sum += pf__dot(q, rel + q_width + kv, hd); /* c2p: q_i . pk(i - j) */
                     if (c->rel_p2c) sum += pf__dot(k, rel + h * hd, hd);       /* p2c: k_j . pq(i - j) */
@@ -22575,13 +22590,15 @@ static void pf__rank_rel_embeddings(pf__rank *r) {
 
 /* DeBERTa's c2p and p2c terms of block l as a dense score bias: the rank's heads of the layer's
    query and key projections of the relative embeddings (the same slice of heads as its q and k),
-   then each query's and key's dot products with them at their bucketed distance. */
+   then each query's and key's dot products with them at their bucketed distance. The projections
+   are the attention's own (share_att_key: rows of q | k | v) or the position ones (q | k). */
 static void pf__rank_disentangled(pf__rank *r, const pf__step *s, const pf__weight *L, pf__attn_shape *shape) {
     const pf__config *c = &r->group->model->config;
     shape->dense_bias = NULL;
     if (!shape->heads) return;
-    r->backend->matmul(r, r->rel_qkv, r->rel_normed, &L[PF__SLOT_QKV_WEIGHT], PF__OR_NULL(L[PF__SLOT_QKV_BIAS]),
-                       2 * (size_t)c->rel_span);
+    pf__slot weight = c->share_att_key ? PF__SLOT_QKV_WEIGHT : PF__SLOT_POS_QK_WEIGHT;
+    pf__slot bias = c->share_att_key ? PF__SLOT_QKV_BIAS : PF__SLOT_POS_QK_BIAS;
+    r->backend->matmul(r, r->rel_qkv, r->rel_normed, &L[weight], PF__OR_NULL(L[bias]), 2 * (size_t)c->rel_span);
     r->backend->disentangled_bias(r, r->dense_bias, r->qkv, r->rel_qkv, s, shape, c);
     shape->dense_bias = r->dense_bias;
 }
@@ -23530,7 +23547,8 @@ int pf_cuda_latent_attend(pf_cuda_rank *st, float *out, float *q, const void *ca
                           int latent_rank, int cache_len, int window, float scale, int pairs, float rope_scale);
 int pf_cuda_disentangled_bias(pf_cuda_rank *st, float *out, const float *qkv, const float *rel_qkv, int batch, int T,
                               int heads, int kv_heads, int head_dim, int head_begin, int kv_begin, int kv_group, int c2p,
-                              int p2c, int position_buckets, int max_relative_positions, int span, float scale);
+                              int p2c, int position_buckets, int max_relative_positions, int span, int rel_width,
+                              float scale); /* rel_width: rel_qkv's row (q | k | v, or q | k) */
 int pf_cuda_reorder_rows(pf_cuda_rank *st, void *cache, void *scratch, const int *dst, const int *src, int count,
                          size_t row_bytes, size_t used_bytes);
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);
@@ -24468,9 +24486,11 @@ static void pf__cuda_disentangled_bias(pf__rank *r, float *out, const float *qkv
                                        const pf__attn_shape *a, const pf__config *c) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 0);
     if (!rs) return;
+    int q_width = a->heads * a->head_dim, kv_width = a->kv_heads * a->head_dim; /* pf__rank_disentangled's projections */
     pf__cuda_ok(r, pf_cuda_disentangled_bias(rs->cu, out, qkv, rel_qkv, s->batch, s->seq_len, a->heads, a->kv_heads,
                                              a->head_dim, a->head_begin, a->kv_begin, a->kv_group, c->rel_c2p, c->rel_p2c,
-                                             c->position_buckets, c->max_relative_positions, c->rel_span, a->scale));
+                                             c->position_buckets, c->max_relative_positions, c->rel_span,
+                                             c->share_att_key ? q_width + 2 * kv_width : q_width + kv_width, a->scale));
 }
 
 /* Beam search, per layer for the K and V caches: row i of cache [rows][row_bytes] becomes old row
@@ -26757,6 +26777,10 @@ PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char
     case PF__IF_SEPARATE_VOCAB:
         *why = c->shared_vocab ? "share_encoder_decoder_embeddings is true" : "share_encoder_decoder_embeddings is false";
         return !c->shared_vocab;
+    case PF__IF_POS_PROJ:
+        *why = !c->disentangled ? "the attention has no disentangled terms"
+               : c->share_att_key ? "share_att_key is true" : "share_att_key is false";
+        return c->disentangled && !c->share_att_key;
     case PF__IF_REL_EMBED_NORM:
         *why = c->rel_embed_norm ? "norm_rel_ebd names layer_norm" : "norm_rel_ebd does not name layer_norm";
         return c->rel_embed_norm;
@@ -30668,22 +30692,26 @@ static pf_result pf__resolve_lm_head(pf_model *m) {
     return PF_OK;
 }
 
-/* A zero key bias where the layer's q and v have biases (Whisper), so that the stack lines up. */
+/* A zero key bias where the layer's query projection has a bias and its key one none, so that
+   the stack lines up: Whisper's k (with k_bias_zero), DeBERTa v1's pos_proj beside pos_q_proj. */
 static pf_result pf__add_zero_k_bias(pf_model *m) {
     const pf__config *c = &m->config;
+    static const struct { pf__slot q_bias, k_bias, k_weight; } pairs[] = {
+        {PF__SLOT_Q_BIAS, PF__SLOT_K_BIAS, PF__SLOT_K_WEIGHT}, {PF__SLOT_POS_Q_BIAS, PF__SLOT_POS_K_BIAS, PF__SLOT_POS_K_WEIGHT}};
     size_t width = (size_t)c->num_kv_heads * c->head_dim; /* pf__slot_shape's rows of a key bias */
-    for (int l = 0; l < c->num_layers; l++) {
-        size_t base = pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
-        pf__source *k = &m->sources[base + PF__SLOT_K_BIAS];
-        if (k->data || !m->sources[base + PF__SLOT_Q_BIAS].data || !m->sources[base + PF__SLOT_K_WEIGHT].data) continue;
-        if (!m->zero_bias && !(m->zero_bias = (float *)calloc(width, sizeof(float))))
-            return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-        k->data = (const uint8_t *)m->zero_bias;
-        k->dtype = PF__DTYPE_F32;
-        k->layout = PF__LAYOUT_VECTOR;
-        k->split = m->sources[base + PF__SLOT_V_BIAS].split;
-        pf__slot_shape(c, PF__SLOT_K_BIAS, &k->rows, &k->cols);
-    }
+    for (int l = 0; l < c->num_layers; l++)
+        for (size_t i = c->k_bias_zero ? 0 : 1; i < PF__COUNT(pairs); i++) {
+            size_t base = pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+            pf__source *k = &m->sources[base + pairs[i].k_bias];
+            if (k->data || !m->sources[base + pairs[i].q_bias].data || !m->sources[base + pairs[i].k_weight].data) continue;
+            if (!m->zero_bias && !(m->zero_bias = (float *)calloc(width, sizeof(float))))
+                return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+            k->data = (const uint8_t *)m->zero_bias;
+            k->dtype = PF__DTYPE_F32;
+            k->layout = PF__LAYOUT_VECTOR;
+            k->split = PF__SPLIT_KV_COLUMNS;
+            pf__slot_shape(c, pairs[i].k_bias, &k->rows, &k->cols);
+        }
     return PF_OK;
 }
 
@@ -30698,6 +30726,40 @@ static pf_result pf__load_router_choice_bias(pf_model *m) {
         if (!m->router_choice_bias && !(m->router_choice_bias = (float *)calloc((size_t)c->num_layers * E, sizeof(float))))
             return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
         for (size_t e = 0; e < E; e++) m->router_choice_bias[(size_t)l * E + e] = pf__weight_value(src->data, e, src->dtype);
+    }
+    return PF_OK;
+}
+
+/* A fused QKV weight with separate q and v biases (DeBERTa v1's in_proj, q_bias, v_bias): one fused
+   bias in the weight's row order (per head: q, k, v for PF__QKV_PER_HEAD; else all q, all k, all
+   v), its key part zero, in place of the two. */
+static pf_result pf__fuse_qv_bias(pf_model *m) {
+    const pf__config *c = &m->config;
+    size_t hd = (size_t)c->head_dim, H = (size_t)c->num_heads, width = 3 * H * hd;
+    int per_head = pf__archs[c->arch].qkv_layout == PF__QKV_PER_HEAD;
+    for (int l = 0; l < c->num_layers; l++) {
+        pf__source *layer = &m->sources[pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER];
+        pf__source *q = &layer[PF__SLOT_Q_BIAS], *v = &layer[PF__SLOT_V_BIAS], *fused = &layer[PF__SLOT_QKV_FUSED_BIAS];
+        if (!layer[PF__SLOT_QKV_FUSED_WEIGHT].data || (!q->data && !v->data)) continue;
+        if (c->num_kv_heads != c->num_heads || fused->data || layer[PF__SLOT_K_BIAS].data)
+            return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: layer %d: separate q and v biases beside a fused QKV weight need "
+                            "as many key/value heads as heads, and no other bias", m->dir, l);
+        if (!m->fused_qkv_bias && !(m->fused_qkv_bias = (float *)calloc((size_t)c->num_layers * width, sizeof(float))))
+            return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        float *out = m->fused_qkv_bias + (size_t)l * width;
+        for (size_t h = 0; h < H; h++)
+            for (size_t i = 0; i < hd; i++) {
+                size_t q_at = per_head ? h * 3 * hd + i : h * hd + i, v_at = per_head ? h * 3 * hd + 2 * hd + i : 2 * H * hd + h * hd + i;
+                out[q_at] = q->data ? pf__weight_value(q->data, h * hd + i, q->dtype) : 0.0f;
+                out[v_at] = v->data ? pf__weight_value(v->data, h * hd + i, v->dtype) : 0.0f;
+            }
+        *fused = q->data ? *q : *v;
+        fused->data = (const uint8_t *)out;
+        fused->dtype = PF__DTYPE_F32;
+        fused->split = PF__SPLIT_QKV_COLUMNS;
+        fused->pieces = NULL;
+        pf__slot_shape(c, PF__SLOT_QKV_FUSED_BIAS, &fused->rows, &fused->cols);
+        q->data = v->data = NULL;
     }
     return PF_OK;
 }
@@ -30745,7 +30807,7 @@ static pf_result pf__resolve_sources(pf_model *m) {
     if ((r = pf__find_prefix(m, &prefix)) || (r = pf__take_slots(m, prefix)) || (r = pf__check_head_slots(m)) ||
         (r = pf__resolve_lm_head(m)))
         return r;
-    if (c->k_bias_zero && (r = pf__add_zero_k_bias(m))) return r;
+    if ((r = pf__add_zero_k_bias(m)) || (r = pf__fuse_qv_bias(m))) return r;
     if ((r = pf__check_stacks(m)) || (r = pf__load_router_choice_bias(m))) return r;
     if (c->speech && (r = pf__speech_load(m, prefix))) return r;
     if (c->conv_subsampler && (r = pf__subsampler_load(m, prefix))) return r;
@@ -31066,6 +31128,7 @@ void pf_free(pf_model *m) {
     pf__speech_free(m->speech);
     free(m->zero_bias);
     free(m->router_choice_bias);
+    free(m->fused_qkv_bias);
     for (int i = 0; m->label_names && i < m->config.num_labels; i++) free(m->label_names[i]);
     free(m->label_names);
     free(m->logits);

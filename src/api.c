@@ -285,6 +285,10 @@ PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char
     case PF__IF_SEPARATE_VOCAB:
         *why = c->shared_vocab ? "share_encoder_decoder_embeddings is true" : "share_encoder_decoder_embeddings is false";
         return !c->shared_vocab;
+    case PF__IF_POS_PROJ:
+        *why = !c->disentangled ? "the attention has no disentangled terms"
+               : c->share_att_key ? "share_att_key is true" : "share_att_key is false";
+        return c->disentangled && !c->share_att_key;
     case PF__IF_REL_EMBED_NORM:
         *why = c->rel_embed_norm ? "norm_rel_ebd names layer_norm" : "norm_rel_ebd does not name layer_norm";
         return c->rel_embed_norm;

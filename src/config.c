@@ -10,6 +10,8 @@ PF_PRIVATE const struct pf__stack pf__stacks[] = {
     {PF__SLOT_MLP_IN_BIAS, {PF__SLOT_MLP_GATE_UP_BIAS, PF__SLOT_MLP_GATE_BIAS, PF__SLOT_MLP_UP_BIAS}, 3},
     {PF__SLOT_SHARED_IN_WEIGHT, {PF__SLOT_SHARED_GATE_WEIGHT, PF__SLOT_SHARED_UP_WEIGHT}, 2},
     {PF__SLOT_SHARED_IN_BIAS, {PF__SLOT_SHARED_GATE_BIAS, PF__SLOT_SHARED_UP_BIAS}, 2},
+    {PF__SLOT_POS_QK_WEIGHT, {PF__SLOT_POS_Q_WEIGHT, PF__SLOT_POS_K_WEIGHT}, 2},
+    {PF__SLOT_POS_QK_BIAS, {PF__SLOT_POS_Q_BIAS, PF__SLOT_POS_K_BIAS}, 2},
 };
 PF_PRIVATE const size_t pf__stacks_count = sizeof pf__stacks / sizeof pf__stacks[0]; /* for the files that see no size */
 
@@ -1550,9 +1552,9 @@ static pf_result pf__config_disentangled(const pf__json *json, pf__config *c, co
     c->rel_span = c->position_buckets > 0 ? c->position_buckets : c->max_relative_positions;
     c->disentangled = c->relative_attention && (c->rel_c2p || c->rel_p2c);
     if (!c->relative_attention) c->rel_embed_norm = 0; /* transformers builds the norm, the embeddings absent */
-    if (c->disentangled && !c->share_att_key)
-        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"share_att_key\" false (DeBERTa v2's own position "
-                          "projections pos_key_proj / pos_query_proj) is not supported yet", path);
+    if (c->disentangled && !c->share_att_key && !(c->rel_c2p && c->rel_p2c))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"pos_att_type\" with one of c2p and p2c and the "
+                          "positions' own projections (share_att_key false) is not supported: both terms are", path);
     if (c->disentangled && (c->rel_span > (1 << 16) || (c->position_buckets > 0 && c->max_relative_positions <= c->position_buckets / 2 + 1)))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: position_buckets %d and max_relative_positions %d do not fit",
                           path, c->position_buckets, c->max_relative_positions);

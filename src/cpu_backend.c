@@ -3265,6 +3265,7 @@ static void pf__cpu_disentangled_bias(pf__rank *r, float *out, const float *qkv,
                                       const pf__attn_shape *a, const pf__config *c) {
     size_t hd = (size_t)a->head_dim, q_width = (size_t)a->heads * hd, kv_width = (size_t)a->kv_heads * hd;
     size_t row_width = q_width + 2 * kv_width, T = (size_t)s->seq_len, H = (size_t)a->heads;
+    size_t rel_width = c->share_att_key ? row_width : q_width + kv_width; /* pf__rank_disentangled's projections */
     (void)r;
     for (size_t b = 0; b < (size_t)s->batch; b++)
         for (size_t i = 0; i < T; i++)
@@ -3275,7 +3276,7 @@ static void pf__cpu_disentangled_bias(pf__rank *r, float *out, const float *qkv,
                 for (size_t j = 0; j < T; j++) {
                     const float *k = qkv + (b * T + j) * row_width + q_width + kv;
                     const float *rel = rel_qkv + (size_t)pf__disentangled_row((int)i - (int)j, c->position_buckets,
-                                                                             c->max_relative_positions, c->rel_span) * row_width;
+                                                                             c->max_relative_positions, c->rel_span) * rel_width;
                     float sum = 0.0f;
                     if (c->rel_c2p) sum += pf__dot(q, rel + q_width + kv, hd); /* c2p: q_i . pk(i - j) */
                     if (c->rel_p2c) sum += pf__dot(k, rel + h * hd, hd);       /* p2c: k_j . pq(i - j) */

@@ -165,7 +165,8 @@ int pf_cuda_latent_attend(pf_cuda_rank *st, float *out, float *q, const void *ca
                           int latent_rank, int cache_len, int window, float scale, int pairs, float rope_scale);
 int pf_cuda_disentangled_bias(pf_cuda_rank *st, float *out, const float *qkv, const float *rel_qkv, int batch, int T,
                               int heads, int kv_heads, int head_dim, int head_begin, int kv_begin, int kv_group, int c2p,
-                              int p2c, int position_buckets, int max_relative_positions, int span, float scale);
+                              int p2c, int position_buckets, int max_relative_positions, int span, int rel_width,
+                              float scale); /* rel_width: rel_qkv's row (q | k | v, or q | k) */
 int pf_cuda_reorder_rows(pf_cuda_rank *st, void *cache, void *scratch, const int *dst, const int *src, int count,
                          size_t row_bytes, size_t used_bytes);
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);

@@ -970,9 +970,11 @@ static void pf__cuda_disentangled_bias(pf__rank *r, float *out, const float *qkv
                                        const pf__attn_shape *a, const pf__config *c) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 0);
     if (!rs) return;
+    int q_width = a->heads * a->head_dim, kv_width = a->kv_heads * a->head_dim; /* pf__rank_disentangled's projections */
     pf__cuda_ok(r, pf_cuda_disentangled_bias(rs->cu, out, qkv, rel_qkv, s->batch, s->seq_len, a->heads, a->kv_heads,
                                              a->head_dim, a->head_begin, a->kv_begin, a->kv_group, c->rel_c2p, c->rel_p2c,
-                                             c->position_buckets, c->max_relative_positions, c->rel_span, a->scale));
+                                             c->position_buckets, c->max_relative_positions, c->rel_span,
+                                             c->share_att_key ? q_width + 2 * kv_width : q_width + kv_width, a->scale));
 }
 
 /* Beam search, per layer for the K and V caches: row i of cache [rows][row_bytes] becomes old row

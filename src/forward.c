@@ -311,13 +311,15 @@ static void pf__rank_rel_embeddings(pf__rank *r) {
 
 /* DeBERTa's c2p and p2c terms of block l as a dense score bias: the rank's heads of the layer's
    query and key projections of the relative embeddings (the same slice of heads as its q and k),
-   then each query's and key's dot products with them at their bucketed distance. */
+   then each query's and key's dot products with them at their bucketed distance. The projections
+   are the attention's own (share_att_key: rows of q | k | v) or the position ones (q | k). */
 static void pf__rank_disentangled(pf__rank *r, const pf__step *s, const pf__weight *L, pf__attn_shape *shape) {
     const pf__config *c = &r->group->model->config;
     shape->dense_bias = NULL;
     if (!shape->heads) return;
-    r->backend->matmul(r, r->rel_qkv, r->rel_normed, &L[PF__SLOT_QKV_WEIGHT], PF__OR_NULL(L[PF__SLOT_QKV_BIAS]),
-                       2 * (size_t)c->rel_span);
+    pf__slot weight = c->share_att_key ? PF__SLOT_QKV_WEIGHT : PF__SLOT_POS_QK_WEIGHT;
+    pf__slot bias = c->share_att_key ? PF__SLOT_QKV_BIAS : PF__SLOT_POS_QK_BIAS;
+    r->backend->matmul(r, r->rel_qkv, r->rel_normed, &L[weight], PF__OR_NULL(L[bias]), 2 * (size_t)c->rel_span);
     r->backend->disentangled_bias(r, r->dense_bias, r->qkv, r->rel_qkv, s, shape, c);
     shape->dense_bias = r->dense_bias;
 }

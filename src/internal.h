@@ -342,6 +342,11 @@ typedef enum {
     PF__SLOT_CROSS_V_BIAS,     /* [KV] */
     PF__SLOT_CROSS_OUT_WEIGHT, /* [hidden, Q] */
     PF__SLOT_CROSS_OUT_BIAS,   /* [hidden] */
+    /* DeBERTa's own projections of the relative embeddings (share_att_key false; v1's pos_q_proj, pos_proj): */
+    PF__SLOT_POS_Q_WEIGHT,     /* [Q, hidden]: for the p2c term, in place of the query weight */
+    PF__SLOT_POS_Q_BIAS,       /* [Q] */
+    PF__SLOT_POS_K_WEIGHT,     /* [KV, hidden]: for the c2p term, in place of the key weight */
+    PF__SLOT_POS_K_BIAS,       /* [KV] (zeros where the query's has one and it has none: v1) */
     /* Built on each rank by stacking the slices above (see pf__stacks), never read from files: */
     PF__SLOT_QKV_WEIGHT,       /* [q_r | k_r | v_r, hidden]: one matmul for the rank's heads */
     PF__SLOT_QKV_BIAS,
@@ -349,6 +354,8 @@ typedef enum {
     PF__SLOT_MLP_IN_BIAS,
     PF__SLOT_SHARED_IN_WEIGHT, /* [gate_r | up_r, hidden] of the shared expert */
     PF__SLOT_SHARED_IN_BIAS,
+    PF__SLOT_POS_QK_WEIGHT,    /* [q_r | k_r, hidden] of the position projections */
+    PF__SLOT_POS_QK_BIAS,
     PF__SLOT_COUNT
 } pf__slot;
 #define PF__LAYER_SLOTS (PF__SLOT_COUNT - PF__SLOT_FIRST_LAYER)
@@ -420,6 +427,8 @@ typedef enum {
     PF__IF_POSITION_BIASED, /* present exactly when the config field position_biased_input is 1 (DeBERTa's
                                absolute positions beside its relative ones) */
     PF__IF_REL_EMBED_NORM,  /* present exactly when the config field rel_embed_norm is 1 (DeBERTa's norm_rel_ebd) */
+    PF__IF_POS_PROJ,        /* present exactly when the disentangled terms project positions with their own weights
+                               (share_att_key 0) */
     PF__IF_SPARSE_LAYER, /* present exactly in the layers with experts (pf__config.layer_sparse) */
     PF__IF_DENSE_LAYER,  /* present exactly in the layers without (a dense MLP) */
     PF__IF_SEPARATE_VOCAB, /* present exactly when the config field shared_vocab is 0 (Marian's
@@ -494,7 +503,7 @@ typedef struct pf__arch {
    PF__ARCH_COUNT + 0 .. PF__MAX_REGISTERED - 1, whose traits are written into pf__archs under
    pf__policy_lock. A fixed array, so that a model reads its row without a lock while other
    threads register. */
-#define PF__MAX_REGISTERED 64
+#define PF__MAX_REGISTERED 128
 #ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
 extern PF_PRIVATE pf__arch pf__archs[PF__ARCH_COUNT + PF__MAX_REGISTERED];
 #endif
@@ -1784,6 +1793,8 @@ struct pf_model {
     pf__source *sources;  /* [pf__num_slots] */
     float *scaled[6];     /* sources scaled at load (pf__scale_source), owned */
     float *zero_bias;     /* [kv width] zeros: the key bias of models without one (k_bias_zero), owned */
+    float *fused_qkv_bias; /* [layers][q + 2 kv]: a fused QKV weight's bias built from separate q and v biases
+                              (DeBERTa v1's in_proj with q_bias, v_bias), in the weight's row order; owned */
     float *router_choice_bias; /* [layers][experts]: PF__SLOT_ROUTER_CHOICE_BIAS as fp32 for the routing on the host, or NULL; owned */
     struct pf__speech *speech; /* a speech encoder's front end and CTC vocabulary, owned; else NULL */
     int num_scaled;

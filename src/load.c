@@ -191,22 +191,26 @@ static pf_result pf__resolve_lm_head(pf_model *m) {
     return PF_OK;
 }
 
-/* A zero key bias where the layer's q and v have biases (Whisper), so that the stack lines up. */
+/* A zero key bias where the layer's query projection has a bias and its key one none, so that
+   the stack lines up: Whisper's k (with k_bias_zero), DeBERTa v1's pos_proj beside pos_q_proj. */
 static pf_result pf__add_zero_k_bias(pf_model *m) {
     const pf__config *c = &m->config;
+    static const struct { pf__slot q_bias, k_bias, k_weight; } pairs[] = {
+        {PF__SLOT_Q_BIAS, PF__SLOT_K_BIAS, PF__SLOT_K_WEIGHT}, {PF__SLOT_POS_Q_BIAS, PF__SLOT_POS_K_BIAS, PF__SLOT_POS_K_WEIGHT}};
     size_t width = (size_t)c->num_kv_heads * c->head_dim; /* pf__slot_shape's rows of a key bias */
-    for (int l = 0; l < c->num_layers; l++) {
-        size_t base = pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
-        pf__source *k = &m->sources[base + PF__SLOT_K_BIAS];
-        if (k->data || !m->sources[base + PF__SLOT_Q_BIAS].data || !m->sources[base + PF__SLOT_K_WEIGHT].data) continue;
-        if (!m->zero_bias && !(m->zero_bias = (float *)calloc(width, sizeof(float))))
-            return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-        k->data = (const uint8_t *)m->zero_bias;
-        k->dtype = PF__DTYPE_F32;
-        k->layout = PF__LAYOUT_VECTOR;
-        k->split = m->sources[base + PF__SLOT_V_BIAS].split;
-        pf__slot_shape(c, PF__SLOT_K_BIAS, &k->rows, &k->cols);
-    }
+    for (int l = 0; l < c->num_layers; l++)
+        for (size_t i = c->k_bias_zero ? 0 : 1; i < PF__COUNT(pairs); i++) {
+            size_t base = pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+            pf__source *k = &m->sources[base + pairs[i].k_bias];
+            if (k->data || !m->sources[base + pairs[i].q_bias].data || !m->sources[base + pairs[i].k_weight].data) continue;
+            if (!m->zero_bias && !(m->zero_bias = (float *)calloc(width, sizeof(float))))
+                return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+            k->data = (const uint8_t *)m->zero_bias;
+            k->dtype = PF__DTYPE_F32;
+            k->layout = PF__LAYOUT_VECTOR;
+            k->split = PF__SPLIT_KV_COLUMNS;
+            pf__slot_shape(c, pairs[i].k_bias, &k->rows, &k->cols);
+        }
     return PF_OK;
 }
 
@@ -221,6 +225,40 @@ static pf_result pf__load_router_choice_bias(pf_model *m) {
         if (!m->router_choice_bias && !(m->router_choice_bias = (float *)calloc((size_t)c->num_layers * E, sizeof(float))))
             return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
         for (size_t e = 0; e < E; e++) m->router_choice_bias[(size_t)l * E + e] = pf__weight_value(src->data, e, src->dtype);
+    }
+    return PF_OK;
+}
+
+/* A fused QKV weight with separate q and v biases (DeBERTa v1's in_proj, q_bias, v_bias): one fused
+   bias in the weight's row order (per head: q, k, v for PF__QKV_PER_HEAD; else all q, all k, all
+   v), its key part zero, in place of the two. */
+static pf_result pf__fuse_qv_bias(pf_model *m) {
+    const pf__config *c = &m->config;
+    size_t hd = (size_t)c->head_dim, H = (size_t)c->num_heads, width = 3 * H * hd;
+    int per_head = pf__archs[c->arch].qkv_layout == PF__QKV_PER_HEAD;
+    for (int l = 0; l < c->num_layers; l++) {
+        pf__source *layer = &m->sources[pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER];
+        pf__source *q = &layer[PF__SLOT_Q_BIAS], *v = &layer[PF__SLOT_V_BIAS], *fused = &layer[PF__SLOT_QKV_FUSED_BIAS];
+        if (!layer[PF__SLOT_QKV_FUSED_WEIGHT].data || (!q->data && !v->data)) continue;
+        if (c->num_kv_heads != c->num_heads || fused->data || layer[PF__SLOT_K_BIAS].data)
+            return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: layer %d: separate q and v biases beside a fused QKV weight need "
+                            "as many key/value heads as heads, and no other bias", m->dir, l);
+        if (!m->fused_qkv_bias && !(m->fused_qkv_bias = (float *)calloc((size_t)c->num_layers * width, sizeof(float))))
+            return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        float *out = m->fused_qkv_bias + (size_t)l * width;
+        for (size_t h = 0; h < H; h++)
+            for (size_t i = 0; i < hd; i++) {
+                size_t q_at = per_head ? h * 3 * hd + i : h * hd + i, v_at = per_head ? h * 3 * hd + 2 * hd + i : 2 * H * hd + h * hd + i;
+                out[q_at] = q->data ? pf__weight_value(q->data, h * hd + i, q->dtype) : 0.0f;
+                out[v_at] = v->data ? pf__weight_value(v->data, h * hd + i, v->dtype) : 0.0f;
+            }
+        *fused = q->data ? *q : *v;
+        fused->data = (const uint8_t *)out;
+        fused->dtype = PF__DTYPE_F32;
+        fused->split = PF__SPLIT_QKV_COLUMNS;
+        fused->pieces = NULL;
+        pf__slot_shape(c, PF__SLOT_QKV_FUSED_BIAS, &fused->rows, &fused->cols);
+        q->data = v->data = NULL;
     }
     return PF_OK;
 }
@@ -268,7 +306,7 @@ static pf_result pf__resolve_sources(pf_model *m) {
     if ((r = pf__find_prefix(m, &prefix)) || (r = pf__take_slots(m, prefix)) || (r = pf__check_head_slots(m)) ||
         (r = pf__resolve_lm_head(m)))
         return r;
-    if (c->k_bias_zero && (r = pf__add_zero_k_bias(m))) return r;
+    if ((r = pf__add_zero_k_bias(m)) || (r = pf__fuse_qv_bias(m))) return r;
     if ((r = pf__check_stacks(m)) || (r = pf__load_router_choice_bias(m))) return r;
     if (c->speech && (r = pf__speech_load(m, prefix))) return r;
     if (c->conv_subsampler && (r = pf__subsampler_load(m, prefix))) return r;
@@ -589,6 +627,7 @@ void pf_free(pf_model *m) {
     pf__speech_free(m->speech);
     free(m->zero_bias);
     free(m->router_choice_bias);
+    free(m->fused_qkv_bias);
     for (int i = 0; m->label_names && i < m->config.num_labels; i++) free(m->label_names[i]);
     free(m->label_names);
     free(m->logits);

@@ -292,7 +292,8 @@ int pf_cuda_attend(pf_cuda_rank *st, const pf_cuda_attention_args *args) {
 }
 #define DISENTANGLED_BIAS_ARGS(X) X(float *, out) X(const float *, qkv) X(const float *, rel_qkv) X(int, batch) \
     X(int, T) X(int, heads) X(int, kv_heads) X(int, hd) X(int, head_begin) X(int, kv_begin) X(int, kv_group) \
-    X(int, c2p) X(int, p2c) X(int, position_buckets) X(int, max_relative_positions) X(int, span) X(float, scale)
+    X(int, c2p) X(int, p2c) X(int, position_buckets) X(int, max_relative_positions) X(int, span) X(int, rel_width) \
+    X(float, scale)
 TAPED(disentangled_bias, DISENTANGLED_BIAS_ARGS, 0)
 #define REORDER_ROWS_ARGS(X) X(void *, cache_) X(void *, scratch_) X(const int *, dst) X(const int *, src) \
     X(int, rows) X(size_t, row_bytes) X(size_t, used)
@@ -1209,7 +1210,8 @@ static int disentangled_row(int distance, int position_buckets, int max_relative
 /* kernels.cu's pf_disentangled_bias_kernel: one (query row, head) at a time, a key per thread. */
 static int disentangled_bias_live(pf_cuda_rank *st, float *out, const float *qkv, const float *rel_qkv, int batch, int T,
                                   int heads, int kv_heads, int hd, int head_begin, int kv_begin, int kv_group, int c2p,
-                                  int p2c, int position_buckets, int max_relative_positions, int span, float scale) {
+                                  int p2c, int position_buckets, int max_relative_positions, int span, int rel_width,
+                                  float scale) {
     if (batch <= 0 || T <= 0 || heads <= 0) return 0;
     if (span <= 0 || kv_group <= 0) {
         snprintf(st->message, sizeof st->message, "pf_cuda_disentangled_bias failed: bad shape (mock)");
@@ -1218,7 +1220,7 @@ static int disentangled_bias_live(pf_cuda_rank *st, float *out, const float *qkv
     size_t rows = (size_t)batch * T, q_width = (size_t)heads * hd, row_width = q_width + 2 * (size_t)kv_heads * hd;
     NEED(out, rows * heads * (size_t)T * 4);
     NEED(qkv, rows * row_width * 4);
-    NEED(rel_qkv, 2 * (size_t)span * row_width * 4);
+    NEED(rel_qkv, 2 * (size_t)span * (size_t)rel_width * 4);
     for (size_t row = 0; row < rows; row++)
         for (int h = 0; h < heads; h++) {
             int i = (int)(row % (size_t)T);
@@ -1226,7 +1228,7 @@ static int disentangled_bias_live(pf_cuda_rank *st, float *out, const float *qkv
             const float *q = qkv + row * row_width + (size_t)h * hd;
             for (int j = 0; j < T; j++) {
                 const float *k = qkv + (first + (size_t)j) * row_width + q_width + kv;
-                const float *rel = rel_qkv + (size_t)disentangled_row(i - j, position_buckets, max_relative_positions, span) * row_width;
+                const float *rel = rel_qkv + (size_t)disentangled_row(i - j, position_buckets, max_relative_positions, span) * (size_t)rel_width;
                 float c2p_sum = 0.0f, p2c_sum = 0.0f;
                 for (int d = 0; d < hd; d++) {
                     c2p_sum += q[d] * rel[q_width + kv + (size_t)d];

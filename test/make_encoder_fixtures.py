@@ -59,6 +59,14 @@ DEBERTA_V3_SHAPE = dict(vocab_size=120, hidden_size=48, num_hidden_layers=2, num
                         relative_attention=True, position_buckets=8, max_relative_positions=-1,
                         pos_att_type="p2c|c2p", share_att_key=True, norm_rel_ebd="layer_norm",
                         position_biased_input=False, layer_norm_eps=1e-7, pad_token_id=0)
+# DeBERTa (v1, deberta-base's config at this size): a fused in_proj with q_bias and v_bias,
+# c2p|p2c through pos_proj / pos_q_proj, absolute positions added, no log buckets (relative
+# distances clamped at max_position_embeddings), segments.
+DEBERTA_V1_SHAPE = dict(vocab_size=120, hidden_size=48, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=96, max_position_embeddings=32, type_vocab_size=2, initializer_range=0.2,
+                        hidden_act="gelu", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                        relative_attention=True, max_relative_positions=-1, pos_att_type="c2p|p2c",
+                        position_biased_input=True, layer_norm_eps=1e-7, pad_token_id=0)
 # Decoders run as encoders (pf_encode, pf_embed): 6 query heads over 2 key/value heads (3 ranks
 # replicate them), pad id 0, which the last row ends with: a sequence-classification head scores
 # the token before it, as transformers picks the last token that is not padding.
@@ -146,6 +154,9 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("llama-qa", "LlamaConfig", LLAMA_SHAPE, "LlamaForQuestionAnswering", None),
     ("gpt2-tok", "GPT2Config", GPT2_SHAPE, "GPT2ForTokenClassification", 5),
     ("gpt2-qa", "GPT2Config", GPT2_SHAPE, "GPT2ForQuestionAnswering", None),
+    ("deberta", "DebertaConfig", DEBERTA_V1_SHAPE, "DebertaModel", None),
+    ("deberta-cls", "DebertaConfig", DEBERTA_V1_SHAPE, "DebertaForSequenceClassification", 3),
+    ("deberta-v2-pos-proj", "DebertaV2Config", dict(DEBERTA_V3_SHAPE, share_att_key=False), "DebertaV2Model", None),
 ]
 # A trait the fixtures exist to test must move the outputs well past the tests' 1e-4: DeBERTa's
 # hidden states without the c2p or the p2c term differ by at least this much.
@@ -271,7 +282,7 @@ def pooled_features(model, base, hidden):
     ReLU)."""
     if model.config.model_type == "dpr":  # the [CLS] state itself (projection_dim 0)
         return hidden[:, 0]
-    if model.config.model_type == "deberta-v2":  # ContextPooler: dense and pooler_hidden_act on token 0
+    if model.config.model_type in ("deberta", "deberta-v2"):  # ContextPooler: dense and pooler_hidden_act on token 0
         pooler = getattr(model, "pooler", None)
         return pooler(hidden) if pooler is not None else None
     if getattr(base, "pooler_activation", None) is not None:  # ALBERT's pooler is a bare Linear

@@ -307,11 +307,17 @@ static void test_hub_spellings(void) {
    are checked against them. */
 static void test_deberta_refusals(void) {
     if (copy_fixture("deberta-v3")) return;
-    edit_file("config.json", "\"share_att_key\": true", "\"share_att_key\": false");
-    expect_load("DeBERTa with share_att_key false", NULL, PF_ERROR_UNSUPPORTED, "\"share_att_key\" false");
+    edit_file("config.json", "\"share_att_key\": true", "\"share_att_key\": false"); /* its position projections needed */
+    expect_load("DeBERTa with share_att_key false", NULL, PF_ERROR_FORMAT, "pos_query_proj");
     if (copy_fixture("deberta-v3")) return;
     edit_file("config.json", "\"share_att_key\": true,", "");
-    expect_load("DeBERTa without share_att_key (false)", NULL, PF_ERROR_UNSUPPORTED, "\"share_att_key\" false");
+    expect_load("DeBERTa without share_att_key (false)", NULL, PF_ERROR_FORMAT, "pos_query_proj");
+    if (copy_fixture("deberta-v2-pos-proj")) return;
+    edit_file("config.json", "\"p2c\",", "");
+    expect_load("DeBERTa with its own position projections and c2p alone", NULL, PF_ERROR_UNSUPPORTED, "pos_att_type");
+    if (copy_fixture("deberta")) return;
+    edit_file("config.json", "\"relative_attention\": true", "\"relative_attention\": true, \"talking_head\": true");
+    expect_load("DeBERTa with talking_head", NULL, PF_ERROR_UNSUPPORTED, "talking_head");
     if (copy_fixture("deberta-v3")) return;
     edit_file("config.json", "\"share_att_key\": true", "\"share_att_key\": true, \"conv_kernel_size\": 3");
     expect_load("DeBERTa with a ConvLayer", NULL, PF_ERROR_UNSUPPORTED, "conv_kernel_size");

@@ -997,6 +997,9 @@ void test_encoders(void) {
     test_encoder_fixture("distilbert-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
     test_encoder_fixture("distilbert-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
     test_encoder_fixture("deberta-v3", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("deberta", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("deberta-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
+    test_encoder_fixture("deberta-v2-pos-proj", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("deberta-v3-mlm", PF_HEAD_MASKED_LM, 120, 1);
     test_encoder_fixture("deberta-v3-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
     test_encoder_fixture("deberta-v3-tok", PF_HEAD_TOKEN_CLASSIFICATION, 5, 1);
