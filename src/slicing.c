@@ -103,6 +103,10 @@ static size_t pf__plan_row(const pf__plan *p, size_t i) { return p->row_map ? p-
 
 /* n consecutive values of a source in file order, from element index first, as fp32. */
 static void pf__source_run(float *dst, const pf__source *src, size_t first, size_t n) {
+    if (src->packed) { /* [out, in] (pf__take_source): a run lies in one row */
+        pf__packed_row_run(src->packed, first / src->cols, first % src->cols, n, dst);
+        return;
+    }
     const unsigned char *at = PF__BLOCKED(src->dtype) ? src->data : src->data + first * pf__dtype_size(src->dtype);
     if (src->pieces) { /* a run never crosses a row's end, so it lies in one piece */
         size_t piece = src->piece_rows * src->cols;

@@ -1157,3 +1157,123 @@ void test_moe(void) {
 #endif
     }
 }
+
+/* ---- quantized safetensors checkpoints (issue 38) ---- */
+
+#define QUANT_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Every e4m3 code decodes to what torch's float8_e4m3fn gives, bit for bit (the NaN codes NaN). */
+#ifdef PF_TESTING
+static void test_e4m3_codes(void) {
+    char path[1100];
+    size_t count = 0;
+    snprintf(path, sizeof path, "%s/blocks/F8_E4M3.values", test_fixtures);
+    float *want = test_read_floats(path, &count);
+    CHECK_MSG(want && count == 256, "%s: 256 values", path);
+    for (unsigned code = 0; want && count == 256 && code < 256; code++) {
+        float got = pf_testing_e4m3_to_f32(code);
+        int same = isnan(want[code]) ? isnan(got) : memcmp(&got, &want[code], sizeof got) == 0;
+        CHECK_MSG(same, "e4m3 code 0x%02x: %g, torch gives %g", code, got, want[code]);
+    }
+    free(want);
+}
+#endif
+
+/* A copy of fixture `name`'s weights and config.json, whose config.json has `from` replaced by `to`, loaded:
+   refused with `want`, and a message naming `key`. */
+static void check_quantized_refusal(const char *name, const char *from, const char *to, pf_result want, const char *key) {
+    char src[1024], dir[] = "/tmp/pf_quantized_XXXXXX", path[1200], target[1200];
+    snprintf(src, sizeof src, "%s/%s", test_fixtures, name);
+    if (!mkdtemp(dir)) {
+        CHECK_MSG(0, "mkdtemp");
+        return;
+    }
+    snprintf(path, sizeof path, "%s/config.json", src);
+    size_t size = 0;
+    char *config = test_read_file(path, &size);
+    char *at = config ? strstr(config, from) : NULL;
+    CHECK_MSG(at, "%s: config.json has no '%s'", name, from);
+    if (at) {
+        size_t head = (size_t)(at - config), tail = size - head - strlen(from);
+        char *edited = (char *)malloc(size + strlen(to) + 1);
+        memcpy(edited, config, head);
+        memcpy(edited + head, to, strlen(to));
+        memcpy(edited + head + strlen(to), at + strlen(from), tail);
+        snprintf(path, sizeof path, "%s/config.json", dir);
+        CHECK(test_write_file(path, edited, head + strlen(to) + tail) == 0);
+        free(edited);
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        snprintf(target, sizeof target, "%s/model.safetensors", src);
+        size_t bytes = 0;
+        char *weights = test_read_file(target, &bytes);
+        CHECK_MSG(weights && test_write_file(path, weights, bytes) == 0, "%s: copying %s", name, target);
+        free(weights);
+    }
+    free(config);
+    pf_load_options lo = pf_load_options_init();
+    lo.skip_tokenizer = 1;
+    pf_model *m = NULL;
+    pf_result r = pf_load(dir, &lo, &m);
+    CHECK_MSG(r == want && strstr(pf_error_message(m), key), "%s with '%s': %s (%s), want %s naming %s", name, to,
+              pf_result_string(r), pf_error_message(m), pf_result_string(want), key);
+    pf_free(m);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+static void test_quantized_refusals(void) {
+    static const struct { const char *name, *from, *to; pf_result want; const char *key; } cases[] = {
+        {"llama-fp8", "\"activation_scheme\": \"dynamic\"", "\"activation_scheme\": \"static\"", PF_ERROR_UNSUPPORTED,
+         "activation_scheme"},
+        {"llama-fp8", "\"quant_method\": \"fp8\"", "\"quant_method\": \"fp8\", \"weight_zoom\": 2", PF_ERROR_UNSUPPORTED,
+         "weight_zoom"},
+        {"llama-fp8", "\"quant_method\": \"fp8\"", "\"quant_method\": \"compressed-tensors\"", PF_ERROR_UNSUPPORTED,
+         "compressed-tensors"},
+        {"llama-fp8", "\"quant_method\": \"fp8\"", "\"quant_method\": \"fp8\", \"fmt\": \"e5m2\"", PF_ERROR_UNSUPPORTED,
+         "fmt"},
+        {"llama-fp8", "\"weight_block_size\": [\n      128,", "\"weight_block_size\": [\n      64,", PF_ERROR_FORMAT,
+         "weight_block_size"},
+        {"llama-fp8", "\"lm_head\"", "\"lm_head\", \"mlp\"", PF_ERROR_FORMAT, "modules_to_not_convert"},
+        {"llama-fp8", "\"quantization_config\"", "\"no_quantization_config\"", PF_ERROR_UNSUPPORTED, "F8_E4M3"},
+        {"llama-gptq", "\"bits\": 4", "\"bits\": 3", PF_ERROR_UNSUPPORTED, "bits"},
+        {"llama-gptq", "\"checkpoint_format\": \"gptq\"", "\"checkpoint_format\": \"marlin\"", PF_ERROR_UNSUPPORTED,
+         "checkpoint_format"},
+        {"llama-gptq", "\"group_size\": 32", "\"group_size\": 64", PF_ERROR_FORMAT, "groups of 64"},
+        {"llama-gptq", "\"quant_method\": \"gptq\"", "\"quant_method\": \"gptq\", \"dynamic\": {\"x\": 1}",
+         PF_ERROR_UNSUPPORTED, "dynamic"},
+        {"llama-gptq", "\"quant_method\": \"gptq\"", "\"quant_method\": \"hqq\"", PF_ERROR_UNSUPPORTED, "hqq"},
+        {"llama-awq", "\"version\": \"gemm\"", "\"version\": \"gemv\"", PF_ERROR_UNSUPPORTED, "version"},
+        {"llama-awq", "\"zero_point\": true", "\"zero_point\": false", PF_ERROR_UNSUPPORTED, "zero_point"},
+        {"llama-awq", "\"bits\": 4", "\"bits\": 8", PF_ERROR_UNSUPPORTED, "bits"},
+    };
+    for (size_t i = 0; i < QUANT_COUNT(cases); i++)
+        check_quantized_refusal(cases[i].name, cases[i].from, cases[i].to, cases[i].want, cases[i].key);
+}
+
+/* FP8 (block and tensor scales), GPTQ (4-bit act order in v1, 8-bit v2) and AWQ checkpoints: on 1 to
+   4 ranks, whose slices cut 128 x 128 blocks and groups, transformers' logits of the dequantized
+   weights within 1e-4 and its greedy tokens; gathered by pf_to_cpu too; bad configs refused. */
+void test_quantized(void) {
+    static const char *const names[] = {"llama-fp8", "llama-fp8-tensor", "llama-gptq", "llama-gptq8", "llama-awq"};
+    for (size_t i = 0; i < QUANT_COUNT(names); i++) test_fixture(names[i]);
+    for (size_t i = 0; i < QUANT_COUNT(names); i++) {
+        fixture f;
+        if (fixture_open(names[i], &f)) continue;
+        pf_parallel_options po = cpu_options();
+        pf_result r = pf_parallelize(f.model, 3, &po);
+        if (r == PF_OK) r = pf_to_cpu(f.model);
+        CHECK_MSG(r == PF_OK, "%s: %s", names[i], pf_error_message(f.model));
+        float *logits = r == PF_OK ? prompt_logits(&f) : NULL;
+        float diff = logits ? test_max_abs_diff(logits, f.ref_logits, (size_t)f.ref.num_prompt_ids * f.vocab) : INFINITY;
+        CHECK_MSG(diff <= TOLERANCE_HF, "%s after pf_to_cpu: logits differ from transformers by %g", names[i], diff);
+        free(logits);
+        fixture_close(&f);
+    }
+#ifdef PF_TESTING
+    test_e4m3_codes();
+#endif
+    test_quantized_refusals();
+}
