@@ -5406,7 +5406,7 @@ static pf_result pf__fp8_tensors(pf__st_index *index, const pf__qconfig *q, char
     }
     for (size_t i = 0; i < index->num_tensors; i++) {
         const pf__st_tensor *t = &index->tensors[i];
-        if (t->dtype != PF__DTYPE_PACKED && !strncmp(t->file_dtype, "F8_", 3))
+        if (t->dtype != PF__DTYPE_PACKED && !t->used && !strncmp(t->file_dtype, "F8_", 3))
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' is %s without a weight_scale_inv",
                               t->file->path, t->name, t->file_dtype);
     }
@@ -21100,6 +21100,11 @@ static long long pf__read_memory_value(const char *path, const char *key) {
 /* The host's memory in all, and in use: what the kernel could not hand out now (MemAvailable
    counts the page cache it can drop, such as a checkpoint just read), or the cgroup's use when
    its limit (a container's) leaves less. */
+#ifdef PF_TESTING
+/* Test hook: nonzero is the host memory available, in bytes, whatever the system says. */
+size_t pf_testing_host_available = 0;
+#endif
+
 static int pf__cpu_device_memory(int device, size_t *used, size_t *total) {
     (void)device;
     long long all = -1, available = -1;
@@ -21118,6 +21123,9 @@ static int pf__cpu_device_memory(int device, size_t *used, size_t *total) {
         long long left = limit > current ? limit - current : 0;
         if (left < available) available = left;
     }
+#endif
+#ifdef PF_TESTING
+    if (pf_testing_host_available && all > 0) available = (long long)pf_testing_host_available;
 #endif
     if (all <= 0 || available < 0) return -1;
     *total = (size_t)all;
@@ -22423,18 +22431,12 @@ static void pf__rank_load_stack(pf__rank *r, const struct pf__stack *stack, size
     }
 }
 
-/* The rank's slice of every weight, in its storage dtype; a tied head is the embedding. */
-static void pf__rank_load_weights(pf__rank *r) {
+/* The rank's slice of every weight, in its storage dtype (in r->counting mode: only counted). */
+static void pf__rank_slice_weights(pf__rank *r) {
     pf__group *g = r->group;
     const pf_model *m = g->model;
     const pf__config *c = &m->config;
     size_t num_slots = pf__num_slots(c);
-    r->weights = (pf__weight *)calloc(num_slots, sizeof *r->weights);
-    if (!r->weights) {
-        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
-        return;
-    }
-    r->allocating = PF__MEM_WEIGHTS;
     float *staging = NULL;
     size_t staging_size = 0;
     for (size_t i = 0; i < num_slots && !r->error; i++) {
@@ -22469,6 +22471,63 @@ static void pf__rank_load_weights(pf__rank *r) {
         free(p.row_map);
     }
     free(staging);
+}
+
+/* What the ranks sharing r's memory (every rank, for host memory) need of it, published in
+   g->room_needed after a barrier, against what it has available: 1 when more, with the sums. */
+static int pf__shared_room_short(pf__rank *r, size_t *need, size_t *available, int *sharing) {
+    pf__group *g = r->group;
+    size_t used = 0, total = 0;
+    *need = 0;
+    *sharing = 0;
+    for (int k = 0; k < g->num_ranks; k++)
+        if (r->backend->host_memory || g->ranks[k].device == r->device) *need += g->room_needed[k], (*sharing)++;
+    if (r->backend->device_memory(r->device, &used, &total) != 0 || used > total) return 0;
+    *available = total - used;
+    return *need > *available;
+}
+
+/* A quantized checkpoint's matrices expand as the ranks slice them (an FP8 byte to 4 in fp32, a
+   4-bit weight to 8 bytes' worth): before any weight is allocated, the ranks' weights against the
+   memory they share; more is refused unless skip_memory_check. Other checkpoints' weights take
+   what their files take (or less). */
+static void pf__rank_check_weights_room(pf__rank *r) {
+    pf__group *g = r->group;
+    const pf_model *m = g->model;
+    size_t num_slots = pf__num_slots(&m->config), need = 0, available = 0;
+    int packed = 0, sharing = 0;
+    for (size_t i = 0; i < num_slots && !packed; i++) packed = m->sources[i].packed != NULL;
+    if (!packed || g->options.skip_memory_check) return;
+    r->counting = 1;
+    r->counted = 0;
+    pf__rank_slice_weights(r);
+    r->counting = 0;
+    memset(r->weights, 0, num_slots * sizeof *r->weights); /* the counting pass's shapes, without data */
+    g->room_needed[r->index] = r->counted;
+    if (pf__barrier(g)) return;
+    if (pf__shared_room_short(r, &need, &available, &sharing)) {
+        const double gib = 1024.0 * 1024.0 * 1024.0;
+        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "the quantized checkpoint's weights, expanded to %s on %d rank%s, need "
+                      "%.2f GiB of %s memory, which has %.2f GiB available: store them smaller (dtype bf16, q8_0 or "
+                      "q4_0), or set skip_memory_check", pf__dtype_name(g->dtype), sharing, sharing == 1 ? "" : "s",
+                      (double)need / gib, r->backend->host_memory ? "host" : r->backend->name, (double)available / gib);
+    }
+    pf__barrier(g); /* every rank has read room_needed before pf__rank_check_room writes it again */
+}
+
+/* The rank's slice of every weight, in its storage dtype; a tied head is the embedding. */
+static void pf__rank_load_weights(pf__rank *r) {
+    pf__group *g = r->group;
+    const pf_model *m = g->model;
+    r->weights = (pf__weight *)calloc(pf__num_slots(&m->config), sizeof *r->weights);
+    if (!r->weights) {
+        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        return;
+    }
+    r->allocating = PF__MEM_WEIGHTS;
+    pf__rank_check_weights_room(r);
+    if (pf__rank_failed(r)) return;
+    pf__rank_slice_weights(r);
     if (r->error) return;
     if (pf__slot_tied(m, PF__SLOT_LM_HEAD)) r->weights[PF__SLOT_LM_HEAD] = r->weights[PF__SLOT_TOKEN_EMBED];
 }
@@ -22588,17 +22647,15 @@ static void pf__rank_check_room(pf__rank *r) {
     r->counting = 0;
     g->room_needed[r->index] = r->counted;
     if (pf__barrier(g) || g->options.skip_memory_check) return;
-    size_t need = 0, used = 0, total = 0;
+    size_t need = 0, available = 0;
     int sharing = 0;
-    for (int k = 0; k < g->num_ranks; k++)
-        if (r->backend->host_memory || g->ranks[k].device == r->device) need += g->room_needed[k], sharing++;
-    if (r->backend->device_memory(r->device, &used, &total) != 0 || used > total || need <= total - used) return;
+    if (!pf__shared_room_short(r, &need, &available, &sharing)) return;
     const double gib = 1024.0 * 1024.0 * 1024.0;
     pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY,
                   "the KV caches and scratch of %d rank%s need %.2f GiB of %s memory, which has %.2f GiB available "
                   "after the weights: lower max_sequence_length (%d) or max_batch (%d), or set skip_memory_check",
                   sharing, sharing == 1 ? "" : "s", (double)need / gib, r->backend->host_memory ? "host" : r->backend->name,
-                  (double)(total - used) / gib, g->cache_len, g->max_batch);
+                  (double)available / gib, g->cache_len, g->max_batch);
 }
 
 PF_PRIVATE void pf__rank_setup(pf__rank *r) {

@@ -427,7 +427,7 @@ static pf_result pf__fp8_tensors(pf__st_index *index, const pf__qconfig *q, char
     }
     for (size_t i = 0; i < index->num_tensors; i++) {
         const pf__st_tensor *t = &index->tensors[i];
-        if (t->dtype != PF__DTYPE_PACKED && !strncmp(t->file_dtype, "F8_", 3))
+        if (t->dtype != PF__DTYPE_PACKED && !t->used && !strncmp(t->file_dtype, "F8_", 3))
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' is %s without a weight_scale_inv",
                               t->file->path, t->name, t->file_dtype);
     }

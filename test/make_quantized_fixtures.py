@@ -15,6 +15,7 @@ Writes under test/fixtures/ (reference.txt and reference_logits.bin as the other
                      it dequantizes, dequantize=True), after checking its dequantized weights equal
                      the e4m3 values times their block's scale computed here
   llama-fp8-tensor   the same with one scale per tensor (weight_block_size null)
+  llama-fp8-ue8m0    scales as E8M0 exponents (scale_fmt "ue8m0", DeepSeek V4's), 32 x 32 blocks
   llama-gptq         GPTQ's v1 "gptq" format, 4 bits, groups of 32, desc_act (act order: g_idx a
                      permuted grouping), asymmetric zeros (zero 0 included: v1 stores it as 15)
   llama-gptq8        GPTQ's "gptq_v2" format, 8 bits, one group (group_size -1), no g_idx
@@ -81,9 +82,10 @@ def is_linear(name):
 
 # ---- FP8 ----
 
-def fp8_quantize(state, block):
-    """transformers' own quantizer op on every linear weight: {name: e4m3, name_scale_inv: f32}."""
-    quantizer = FineGrainedFP8HfQuantizer(FineGrainedFP8Config(weight_block_size=block, modules_to_not_convert=["lm_head"]))
+def fp8_quantize(state, block, scale_fmt):
+    """transformers' own quantizer op on every linear weight: {name: e4m3, name_scale_inv: scales}."""
+    quantizer = FineGrainedFP8HfQuantizer(FineGrainedFP8Config(weight_block_size=block, modules_to_not_convert=["lm_head"],
+                                                               scale_fmt=scale_fmt))
     op = Fp8Quantize(quantizer)
     out = {}
     for name, value in state.items():
@@ -94,7 +96,7 @@ def fp8_quantize(state, block):
 def fp8_dequantize(weight, scale):
     """The format: e4m3 value times its block's scale (blocks from the scale grid, ceil-sized)."""
     rows, cols = weight.shape
-    s = scale.float().reshape(-1, scale.shape[-1]) if scale.dim() else scale.float().reshape(1, 1)
+    s = scale.float().reshape(-1, scale.shape[-1]) if scale.dim() else scale.float().reshape(1, 1)  # e8m0: 2^(b-127)
     block_rows, block_cols = -(-rows // s.shape[0]), -(-cols // s.shape[1])
     grid = s.repeat_interleave(block_rows, 0)[:rows].repeat_interleave(block_cols, 1)[:, :cols]
     return weight.float() * grid
@@ -243,11 +245,14 @@ def first_seed(config, base, build):
     raise SystemExit("no seed with a clear greedy margin")
 
 
-def fp8_fixture(name, config, block, base_seed):
+def fp8_fixture(name, config, block, base_seed, scale_fmt="float"):
     def build(model, directory):
-        state = fp8_quantize(model.state_dict(), block)
-        save_checkpoint(directory, config, state, {"quant_method": "fp8", "activation_scheme": "dynamic",
-                                                   "weight_block_size": block, "modules_to_not_convert": ["lm_head"]})
+        state = fp8_quantize(model.state_dict(), block, scale_fmt)
+        qc = {"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": block,
+              "modules_to_not_convert": ["lm_head"]}
+        if scale_fmt != "float":
+            qc["scale_fmt"] = scale_fmt
+        save_checkpoint(directory, config, state, qc)
         loaded = AutoModelForCausalLM.from_pretrained(directory, dtype=torch.float32).eval()
         assert type(loaded.model.layers[0].self_attn.q_proj) is torch.nn.Linear, "transformers did not dequantize"
         loaded_state = loaded.state_dict()
@@ -307,6 +312,7 @@ def e4m3_table():
 FIXTURE_BUILDERS = {
     "llama-fp8": lambda: fp8_fixture("llama-fp8", llama_config(256, 384, 4), [128, 128], 100),
     "llama-fp8-tensor": lambda: fp8_fixture("llama-fp8-tensor", llama_config(64, 96, 4), None, 200),
+    "llama-fp8-ue8m0": lambda: fp8_fixture("llama-fp8-ue8m0", llama_config(64, 96, 4), [32, 32], 600, "ue8m0"),
     "llama-gptq": lambda: int_fixture("llama-gptq", llama_config(256, 384, 4), "gptq", 4, 32, 300, act_order=True),
     "llama-gptq8": lambda: int_fixture("llama-gptq8", llama_config(64, 96, 4), "gptq", 8, -1, 400, v1=False),
     "llama-awq": lambda: int_fixture("llama-awq", llama_config(256, 384, 4), "awq", 4, 32, 500),

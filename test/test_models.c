@@ -1179,6 +1179,31 @@ static void test_e4m3_codes(void) {
 }
 #endif
 
+#ifdef PF_TESTING
+/* The expanded weights are checked against the memory before they are allocated: llama-fp8's take
+   4.4 MB in fp32 and under 0.7 MB in q4_0; with 2 MB available, fp32 is refused (naming the
+   smaller dtypes), q4_0 fits, and skip_memory_check lets fp32 through. */
+static void test_quantized_memory(void) {
+    fixture f;
+    if (fixture_open("llama-fp8", &f)) return;
+    pf_parallel_options po = cpu_options();
+    pf_testing_host_available = 2u << 20;
+    pf_result r = pf_parallelize(f.model, 2, &po);
+    CHECK_MSG(r == PF_ERROR_OUT_OF_MEMORY && strstr(pf_error_message(f.model), "q4_0"), "fp32 in 2 MB: %s (%s)",
+              pf_result_string(r), pf_error_message(f.model));
+    CHECK(pf_memory_allocated(f.model, 0) == 0);
+    po.dtype = PF_DTYPE_Q4_0;
+    r = pf_parallelize(f.model, 2, &po);
+    CHECK_MSG(r == PF_OK, "q4_0 in 2 MB: %s", pf_error_message(f.model));
+    po.dtype = PF_DTYPE_F32;
+    po.skip_memory_check = 1;
+    r = pf_parallelize(f.model, 2, &po);
+    CHECK_MSG(r == PF_OK, "fp32 with skip_memory_check: %s", pf_error_message(f.model));
+    pf_testing_host_available = 0;
+    fixture_close(&f);
+}
+#endif
+
 /* A copy of fixture `name`'s weights and config.json, whose config.json has `from` replaced by `to`, loaded:
    refused with `want`, and a message naming `key`. */
 static void check_quantized_refusal(const char *name, const char *from, const char *to, pf_result want, const char *key) {
@@ -1257,7 +1282,8 @@ static void test_quantized_refusals(void) {
    4 ranks, whose slices cut 128 x 128 blocks and groups, transformers' logits of the dequantized
    weights within 1e-4 and its greedy tokens; gathered by pf_to_cpu too; bad configs refused. */
 void test_quantized(void) {
-    static const char *const names[] = {"llama-fp8", "llama-fp8-tensor", "llama-gptq", "llama-gptq8", "llama-awq"};
+    static const char *const names[] = {"llama-fp8", "llama-fp8-tensor", "llama-fp8-ue8m0", "llama-gptq", "llama-gptq8",
+                                        "llama-awq"};
     for (size_t i = 0; i < QUANT_COUNT(names); i++) test_fixture(names[i]);
     for (size_t i = 0; i < QUANT_COUNT(names); i++) {
         fixture f;
@@ -1274,6 +1300,7 @@ void test_quantized(void) {
     }
 #ifdef PF_TESTING
     test_e4m3_codes();
+    test_quantized_memory();
 #endif
     test_quantized_refusals();
 }
