@@ -3071,11 +3071,11 @@ PF_PRIVATE int pf__st_own(pf__st_index *index, void *p) {
     return 0;
 }
 
-/* Bytes per element of a safetensors dtype; 0 for one we do not know the size of. */
+/* Bytes per element of a safetensors dtype we read (plain, or in a quantized checkpoint: see
+   src/quantized.c); 0 for the others, whose tensors are refused where a slot needs them. */
 PF_PRIVATE size_t pf__st_file_dtype_size(const char *dtype) {
     static const struct { const char *name; size_t size; } sizes[] = {
-        {"F64", 8}, {"I64", 8}, {"U64", 8}, {"F32", 4}, {"I32", 4}, {"U32", 4}, {"F16", 2}, {"BF16", 2}, {"I16", 2},
-        {"U16", 2}, {"I8", 1}, {"U8", 1}, {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"F8_E8M0", 1},
+        {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I32", 4}, {"U8", 1}, {"F8_E4M3", 1}, {"F8_E8M0", 1},
     };
     for (size_t i = 0; i < PF__COUNT(sizes); i++)
         if (!strcmp(dtype, sizes[i].name)) return sizes[i].size;
@@ -5048,13 +5048,13 @@ static size_t pf__int_group(const pf__packed *p, size_t col) {
 }
 
 PF_PRIVATE void pf__packed_row_run(const pf__packed *p, size_t row, size_t col, size_t n, float *out) {
-    if (p->format == PF__PACKED_FP8) {
+    if (p->format == PF__PACKED_FP8) { /* block by block: one scale for each stretch of the run */
         const uint8_t *codes = p->values + row * p->cols;
         int one_scale = p->scale_cols == 0;
-        for (size_t k = 0; k < n; k++) {
-            size_t c = col + k;
-            float scale = pf__packed_scale(p, one_scale ? 0 : row / p->block_rows * p->scale_cols + c / p->block_cols);
-            out[k] = pf__e4m3_to_f32(codes[c]) * scale;
+        for (size_t c = col, end = col + n; c < end;) {
+            size_t block = one_scale ? 0 : c / p->block_cols, stop = one_scale ? end : (block + 1) * p->block_cols;
+            float scale = pf__packed_scale(p, one_scale ? 0 : row / p->block_rows * p->scale_cols + block);
+            for (stop = stop < end ? stop : end; c < stop; c++) *out++ = pf__e4m3_to_f32(codes[c]) * scale;
         }
         return;
     }

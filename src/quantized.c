@@ -69,13 +69,13 @@ static size_t pf__int_group(const pf__packed *p, size_t col) {
 }
 
 PF_PRIVATE void pf__packed_row_run(const pf__packed *p, size_t row, size_t col, size_t n, float *out) {
-    if (p->format == PF__PACKED_FP8) {
+    if (p->format == PF__PACKED_FP8) { /* block by block: one scale for each stretch of the run */
         const uint8_t *codes = p->values + row * p->cols;
         int one_scale = p->scale_cols == 0;
-        for (size_t k = 0; k < n; k++) {
-            size_t c = col + k;
-            float scale = pf__packed_scale(p, one_scale ? 0 : row / p->block_rows * p->scale_cols + c / p->block_cols);
-            out[k] = pf__e4m3_to_f32(codes[c]) * scale;
+        for (size_t c = col, end = col + n; c < end;) {
+            size_t block = one_scale ? 0 : c / p->block_cols, stop = one_scale ? end : (block + 1) * p->block_cols;
+            float scale = pf__packed_scale(p, one_scale ? 0 : row / p->block_rows * p->scale_cols + block);
+            for (stop = stop < end ? stop : end; c < stop; c++) *out++ = pf__e4m3_to_f32(codes[c]) * scale;
         }
         return;
     }
