@@ -27,6 +27,9 @@ algorithms: the layout is what a reader must get right), unpacked again by a sep
 dequantization written from the same spec (checked to give back the integers packed), and the
 reference is transformers' LlamaForCausalLM with those dequantized weights.
 
+llama-fp8-tensor and llama-gptq8 also hold dequantized/: the reference model's weights saved
+unquantized by transformers, which the C test stores in every dtype beside the packed checkpoint.
+
 The models are 256 wide (4 heads of 64, 2 key/value heads), MLP 384, 2 layers, vocabulary 512 with
 tied embeddings (the tensor form and 8-bit GPTQ: 64 wide, MLP 96), so that 2 and 3 ranks cut
 128 x 128 blocks and groups. The seed of each is the first whose greedy steps all have a margin
@@ -211,11 +214,14 @@ def greedy(model, ids):
     return logits, new, min(margins)
 
 
-def write_fixture(name, directory, model_for_reference, ids, text):
+def write_fixture(name, config, directory, model_for_reference, ids, text, with_dequantized):
     logits, new, margin = greedy(model_for_reference, ids)
     out = reset_dir(Path(FIXTURES) / name)
     for f in directory.iterdir():
         shutil.copy(f, out / f.name)
+    if with_dequantized:  # the reference's own weights in fp32 (save_pretrained would quantize them again)
+        (out / "dequantized").mkdir()
+        save_checkpoint(out / "dequantized", config, model_for_reference.state_dict(), None)
     for f in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(LLAMA / f, out / f)
     (out / "reference.txt").write_text(f"prompt_text={text}\nprompt_ids={ids_str(ids)}\n"
@@ -226,7 +232,8 @@ def write_fixture(name, directory, model_for_reference, ids, text):
 
 def save_checkpoint(directory, config, tensors, quantization_config):
     config_dict = config.to_dict()
-    config_dict["quantization_config"] = quantization_config
+    if quantization_config is not None:
+        config_dict["quantization_config"] = quantization_config
     config_dict["architectures"] = ["LlamaForCausalLM"]
     (directory / "config.json").write_text(json.dumps(config_dict, indent=2, sort_keys=True))
     save_file({k: v.contiguous() for k, v in tensors.items() if k != "lm_head.weight"}, directory / "model.safetensors")
@@ -245,7 +252,7 @@ def first_seed(config, base, build):
     raise SystemExit("no seed with a clear greedy margin")
 
 
-def fp8_fixture(name, config, block, base_seed, scale_fmt="float"):
+def fp8_fixture(name, config, block, base_seed, scale_fmt="float", with_dequantized=False):
     def build(model, directory):
         state = fp8_quantize(model.state_dict(), block, scale_fmt)
         qc = {"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": block,
@@ -263,11 +270,11 @@ def fp8_fixture(name, config, block, base_seed, scale_fmt="float"):
                 assert torch.equal(loaded_state[weight], fp8_dequantize(state[weight], value)), weight
         return loaded
     directory, reference, ids, text = first_seed(config, base_seed, build)
-    write_fixture(name, directory, reference, ids, text)
+    write_fixture(name, config, directory, reference, ids, text, with_dequantized)
     shutil.rmtree(directory)
 
 
-def int_fixture(name, config, kind, bits, group_size, base_seed, act_order=False, v1=True):
+def int_fixture(name, config, kind, bits, group_size, base_seed, act_order=False, v1=True, with_dequantized=False):
     def build(model, directory):
         generator = torch.Generator().manual_seed(base_seed)
         state, dequantized = {}, {}
@@ -297,7 +304,7 @@ def int_fixture(name, config, kind, bits, group_size, base_seed, act_order=False
         reference.tie_weights()
         return reference
     directory, reference, ids, text = first_seed(config, base_seed, build)
-    write_fixture(name, directory, reference, ids, text)
+    write_fixture(name, config, directory, reference, ids, text, with_dequantized)
     shutil.rmtree(directory)
 
 
@@ -311,10 +318,12 @@ def e4m3_table():
 
 FIXTURE_BUILDERS = {
     "llama-fp8": lambda: fp8_fixture("llama-fp8", llama_config(256, 384, 4), [128, 128], 100),
-    "llama-fp8-tensor": lambda: fp8_fixture("llama-fp8-tensor", llama_config(64, 96, 4), None, 200),
+    "llama-fp8-tensor": lambda: fp8_fixture("llama-fp8-tensor", llama_config(64, 96, 4), None, 200,
+                                            with_dequantized=True),
     "llama-fp8-ue8m0": lambda: fp8_fixture("llama-fp8-ue8m0", llama_config(64, 96, 4), [32, 32], 600, "ue8m0"),
     "llama-gptq": lambda: int_fixture("llama-gptq", llama_config(256, 384, 4), "gptq", 4, 32, 300, act_order=True),
-    "llama-gptq8": lambda: int_fixture("llama-gptq8", llama_config(64, 96, 4), "gptq", 8, -1, 400, v1=False),
+    "llama-gptq8": lambda: int_fixture("llama-gptq8", llama_config(64, 96, 4), "gptq", 8, -1, 400, v1=False,
+                                       with_dequantized=True),
     "llama-awq": lambda: int_fixture("llama-awq", llama_config(256, 384, 4), "awq", 4, 32, 500),
     "e4m3": e4m3_table,
 }

@@ -1278,6 +1278,36 @@ static void test_quantized_refusals(void) {
         check_quantized_refusal(cases[i].name, cases[i].from, cases[i].to, cases[i].want, cases[i].key);
 }
 
+/* A packed checkpoint stored in every dtype (fp32, fp16, bf16, q8_0, q4_0) on 1 and 2 ranks computes
+   bit for bit what the weights transformers dequantized from it (the fixture's dequantized/,
+   saved unquantized) compute stored the same way: the values are decoded exactly, then stored as
+   any checkpoint's are. */
+static void test_quantized_stored(void) {
+    static const char *const names[] = {"llama-fp8-tensor", "llama-gptq8"};
+    static const pf_dtype dtypes[] = {PF_DTYPE_F32, PF_DTYPE_F16, PF_DTYPE_BF16, PF_DTYPE_Q8_0, PF_DTYPE_Q4_0};
+    for (size_t i = 0; i < QUANT_COUNT(names); i++) {
+        char packed[1024], plain[1100];
+        test_reference ref;
+        snprintf(packed, sizeof packed, "%s/%s", test_fixtures, names[i]);
+        snprintf(plain, sizeof plain, "%s/dequantized", packed);
+        if (test_read_reference(packed, &ref)) {
+            CHECK_MSG(0, "%s: reference.txt", names[i]);
+            continue;
+        }
+        for (size_t d = 0; d < QUANT_COUNT(dtypes); d++)
+            for (int ranks = 1; ranks <= 2; ranks++) {
+                size_t n1 = 0, n2 = 0;
+                float *got = dir_logits(packed, ref.prompt_ids, ref.num_prompt_ids, dtypes[d], ranks, &n1);
+                float *want = dir_logits(plain, ref.prompt_ids, ref.num_prompt_ids, dtypes[d], ranks, &n2);
+                CHECK_MSG(got && want && n1 == n2 && !memcmp(got, want, n1 * sizeof(float)),
+                          "%s stored as dtype %d on %d ranks differs from its dequantized weights stored so by %g",
+                          names[i], (int)dtypes[d], ranks, got && want && n1 == n2 ? test_max_abs_diff(got, want, n1) : -1.0f);
+                free(got);
+                free(want);
+            }
+    }
+}
+
 /* FP8 (block and tensor scales), GPTQ (4-bit act order in v1, 8-bit v2) and AWQ checkpoints: on 1 to
    4 ranks, whose slices cut 128 x 128 blocks and groups, transformers' logits of the dequantized
    weights within 1e-4 and its greedy tokens; gathered by pf_to_cpu too; bad configs refused. */
@@ -1302,5 +1332,6 @@ void test_quantized(void) {
     test_e4m3_codes();
     test_quantized_memory();
 #endif
+    test_quantized_stored();
     test_quantized_refusals();
 }
