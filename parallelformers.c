@@ -1788,6 +1788,8 @@ typedef struct pf__source {
                                tensor; owned by the model */
     size_t piece_rows;
     const pf__packed *packed; /* PF__DTYPE_PACKED: its decoding (the index owns it) */
+    const pf__packed **packed_pieces; /* PER_EXPERT pieces that are PF__DTYPE_PACKED: each one's decoding
+                                         (the array owned by the model, like pieces) */
 } pf__source;
 
 struct pf__group {
@@ -22064,6 +22066,11 @@ static void pf__source_run(float *dst, const pf__source *src, size_t first, size
         pf__packed_row_run(src->packed, first / src->cols, first % src->cols, n, dst);
         return;
     }
+    if (src->packed_pieces) { /* a run lies in one row of one piece */
+        size_t piece = src->piece_rows * src->cols, local = first % piece;
+        pf__packed_row_run(src->packed_pieces[first / piece], local / src->cols, local % src->cols, n, dst);
+        return;
+    }
     const unsigned char *at = PF__BLOCKED(src->dtype) ? src->data : src->data + first * pf__dtype_size(src->dtype);
     if (src->pieces) { /* a run never crosses a row's end, so it lies in one piece */
         size_t piece = src->piece_rows * src->cols;
@@ -27499,6 +27506,7 @@ static pf_result pf__to_cpu_locked(pf_model *m) {
         gathered[i].dtype = PF__DTYPE_F32;
         gathered[i].pieces = NULL; /* gathered whole */
         gathered[i].packed = NULL;
+        gathered[i].packed_pieces = NULL;
         if (gathered[i].layout == PF__LAYOUT_IN_OUT) gathered[i].layout = PF__LAYOUT_OUT_IN; /* gathered as [rows][cols] */
         if ((i == PF__SLOT_REL_BIAS || i == PF__SLOT_ENC_REL_BIAS) && full[i]) /* no rank holds it as a weight (each has a table): from the source */
             for (size_t k = 0; k < m->sources[i].rows * m->sources[i].cols; k++)
@@ -30998,10 +31006,13 @@ static pf_result pf__take_expert_pieces(pf_model *m, const char *prefix, const p
         const pf__st_tensor *st = pf__st_take(&m->st, name);
         if (!st) st = pf__st_take(&m->st, bare);
         if (!st) return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s'", m->dir, name);
-        if (st->dtype == PF__DTYPE_OTHER || st->dtype == PF__DTYPE_PACKED || (k && st->dtype != src->dtype))
+        if (st->dtype == PF__DTYPE_OTHER || (k && st->dtype != src->dtype))
             return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' has %s", st->file->path, st->name,
-                            k ? "another dtype than its layer's other experts"
-                              : "an unsupported dtype (F32, F16 and BF16 are; quantized experts are not implemented)");
+                            k ? "another dtype than its layer's other experts" : "an unsupported dtype (F32, F16 and BF16 are)");
+        if (st->dtype == PF__DTYPE_PACKED && !src->packed_pieces &&
+            !(src->packed_pieces = (const pf__packed **)calloc(count, sizeof *src->packed_pieces)))
+            return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        if (src->packed_pieces) src->packed_pieces[k] = st->packed;
         if (st->ndim != 2 || st->shape[0] != piece_rows || st->shape[1] != src->cols)
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is not [%zu, %zu] as the config needs", st->file->path,
                             st->name, piece_rows, src->cols);
@@ -31457,7 +31468,10 @@ void pf_free(pf_model *m) {
     pf__group_destroy(m->group);
     pf_tokenizer_free(m->tokenizer);
     pf__st_close(&m->st);
-    for (size_t i = 0; m->sources && i < pf__num_slots(&m->config); i++) free((void *)m->sources[i].pieces);
+    for (size_t i = 0; m->sources && i < pf__num_slots(&m->config); i++) {
+        free((void *)m->sources[i].pieces);
+        free((void *)m->sources[i].packed_pieces);
+    }
     free(m->sources);
     for (int i = 0; i < m->num_scaled; i++) free(m->scaled[i]);
     pf__speech_free(m->speech);

@@ -1747,6 +1747,8 @@ typedef struct pf__source {
                                tensor; owned by the model */
     size_t piece_rows;
     const pf__packed *packed; /* PF__DTYPE_PACKED: its decoding (the index owns it) */
+    const pf__packed **packed_pieces; /* PER_EXPERT pieces that are PF__DTYPE_PACKED: each one's decoding
+                                         (the array owned by the model, like pieces) */
 } pf__source;
 
 struct pf__group {

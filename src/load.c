@@ -112,10 +112,13 @@ static pf_result pf__take_expert_pieces(pf_model *m, const char *prefix, const p
         const pf__st_tensor *st = pf__st_take(&m->st, name);
         if (!st) st = pf__st_take(&m->st, bare);
         if (!st) return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s'", m->dir, name);
-        if (st->dtype == PF__DTYPE_OTHER || st->dtype == PF__DTYPE_PACKED || (k && st->dtype != src->dtype))
+        if (st->dtype == PF__DTYPE_OTHER || (k && st->dtype != src->dtype))
             return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' has %s", st->file->path, st->name,
-                            k ? "another dtype than its layer's other experts"
-                              : "an unsupported dtype (F32, F16 and BF16 are; quantized experts are not implemented)");
+                            k ? "another dtype than its layer's other experts" : "an unsupported dtype (F32, F16 and BF16 are)");
+        if (st->dtype == PF__DTYPE_PACKED && !src->packed_pieces &&
+            !(src->packed_pieces = (const pf__packed **)calloc(count, sizeof *src->packed_pieces)))
+            return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        if (src->packed_pieces) src->packed_pieces[k] = st->packed;
         if (st->ndim != 2 || st->shape[0] != piece_rows || st->shape[1] != src->cols)
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is not [%zu, %zu] as the config needs", st->file->path,
                             st->name, piece_rows, src->cols);
@@ -571,7 +574,10 @@ void pf_free(pf_model *m) {
     pf__group_destroy(m->group);
     pf_tokenizer_free(m->tokenizer);
     pf__st_close(&m->st);
-    for (size_t i = 0; m->sources && i < pf__num_slots(&m->config); i++) free((void *)m->sources[i].pieces);
+    for (size_t i = 0; m->sources && i < pf__num_slots(&m->config); i++) {
+        free((void *)m->sources[i].pieces);
+        free((void *)m->sources[i].packed_pieces);
+    }
     free(m->sources);
     for (int i = 0; i < m->num_scaled; i++) free(m->scaled[i]);
     pf__speech_free(m->speech);

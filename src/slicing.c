@@ -107,6 +107,11 @@ static void pf__source_run(float *dst, const pf__source *src, size_t first, size
         pf__packed_row_run(src->packed, first / src->cols, first % src->cols, n, dst);
         return;
     }
+    if (src->packed_pieces) { /* a run lies in one row of one piece */
+        size_t piece = src->piece_rows * src->cols, local = first % piece;
+        pf__packed_row_run(src->packed_pieces[first / piece], local / src->cols, local % src->cols, n, dst);
+        return;
+    }
     const unsigned char *at = PF__BLOCKED(src->dtype) ? src->data : src->data + first * pf__dtype_size(src->dtype);
     if (src->pieces) { /* a run never crosses a row's end, so it lies in one piece */
         size_t piece = src->piece_rows * src->cols;

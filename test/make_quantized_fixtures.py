@@ -16,6 +16,7 @@ Writes under test/fixtures/ (reference.txt and reference_logits.bin as the other
                      the e4m3 values times their block's scale computed here
   llama-fp8-tensor   the same with one scale per tensor (weight_block_size null)
   llama-fp8-ue8m0    scales as E8M0 exponents (scale_fmt "ue8m0", DeepSeek V4's), 32 x 32 blocks
+  qwen3_moe-fp8      a Qwen3-MoE (7 experts, top 2) with every expert's matrices FP8 in 16 x 16 blocks
   llama-gptq         GPTQ's v1 "gptq" format, 4 bits, groups of 32, desc_act (act order: g_idx a
                      permuted grouping), asymmetric zeros (zero 0 included: v1 stores it as 15)
   llama-gptq8        GPTQ's "gptq_v2" format, 8 bits, one group (group_size -1), no g_idx
@@ -43,8 +44,8 @@ import tempfile
 from pathlib import Path
 
 import torch
-from safetensors.torch import save_file
-from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
+from safetensors.torch import load_file, save_file
+from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, Qwen3MoeConfig
 from transformers.integrations.finegrained_fp8 import Fp8Quantize
 from transformers.quantizers.quantizer_finegrained_fp8 import FineGrainedFP8HfQuantizer
 from transformers.utils.quantization_config import FineGrainedFP8Config
@@ -69,9 +70,18 @@ def llama_config(hidden, intermediate, heads):
                        eos_token_id=2, rms_norm_eps=1e-5)
 
 
+def qwen3_moe_config():
+    """7 experts of 48 (16 x 16 blocks: a column split cuts them), every layer sparse."""
+    return Qwen3MoeConfig(vocab_size=512, hidden_size=64, intermediate_size=64, moe_intermediate_size=48,
+                          num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_experts=7,
+                          num_experts_per_tok=2, decoder_sparse_step=1, mlp_only_layers=[], norm_topk_prob=False,
+                          max_position_embeddings=64, tie_word_embeddings=True, initializer_range=0.25, bos_token_id=1,
+                          eos_token_id=2, rms_norm_eps=1e-6)
+
+
 def random_model(config, seed):
     torch.manual_seed(seed)
-    model = LlamaForCausalLM(config).float().eval()
+    model = AutoModelForCausalLM.from_config(config).float().eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "norm" in name:
@@ -234,7 +244,7 @@ def save_checkpoint(directory, config, tensors, quantization_config):
     config_dict = config.to_dict()
     if quantization_config is not None:
         config_dict["quantization_config"] = quantization_config
-    config_dict["architectures"] = ["LlamaForCausalLM"]
+    config_dict["architectures"] = [type(AutoModelForCausalLM.from_config(config)).__name__]
     (directory / "config.json").write_text(json.dumps(config_dict, indent=2, sort_keys=True))
     save_file({k: v.contiguous() for k, v in tensors.items() if k != "lm_head.weight"}, directory / "model.safetensors")
 
@@ -252,9 +262,28 @@ def first_seed(config, base, build):
     raise SystemExit("no seed with a clear greedy margin")
 
 
+def checkpoint_state(model):
+    """The tensors as save_pretrained writes them (a mixture's experts one by one, as checkpoints hold them)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        model.save_pretrained(tmp)
+        return load_file(Path(tmp) / "model.safetensors")
+
+
+def loaded_weight(state, key):
+    """A checkpoint weight in the model transformers loaded (a mixture's experts fused: gate_up_proj [e][gate; up])."""
+    if ".experts." not in key:
+        return state[key]
+    stem, expert, proj = key.rsplit(".", 3)[0], int(key.split(".")[-3]), key.split(".")[-2]
+    if proj == "down_proj":
+        return state[f"{stem}.down_proj"][expert]
+    fused = state[f"{stem}.gate_up_proj"][expert]
+    half = fused.shape[0] // 2
+    return fused[:half] if proj == "gate_proj" else fused[half:]
+
+
 def fp8_fixture(name, config, block, base_seed, scale_fmt="float", with_dequantized=False):
     def build(model, directory):
-        state = fp8_quantize(model.state_dict(), block, scale_fmt)
+        state = fp8_quantize(checkpoint_state(model), block, scale_fmt)
         qc = {"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": block,
               "modules_to_not_convert": ["lm_head"]}
         if scale_fmt != "float":
@@ -267,7 +296,7 @@ def fp8_fixture(name, config, block, base_seed, scale_fmt="float", with_dequanti
             if key.endswith("_scale_inv"):
                 weight = key[: -len("_scale_inv")]
                 assert state[weight].dtype == torch.float8_e4m3fn
-                assert torch.equal(loaded_state[weight], fp8_dequantize(state[weight], value)), weight
+                assert torch.equal(loaded_weight(loaded_state, weight), fp8_dequantize(state[weight], value)), weight
         return loaded
     directory, reference, ids, text = first_seed(config, base_seed, build)
     write_fixture(name, config, directory, reference, ids, text, with_dequantized)
@@ -321,6 +350,7 @@ FIXTURE_BUILDERS = {
     "llama-fp8-tensor": lambda: fp8_fixture("llama-fp8-tensor", llama_config(64, 96, 4), None, 200,
                                             with_dequantized=True),
     "llama-fp8-ue8m0": lambda: fp8_fixture("llama-fp8-ue8m0", llama_config(64, 96, 4), [32, 32], 600, "ue8m0"),
+    "qwen3_moe-fp8": lambda: fp8_fixture("qwen3_moe-fp8", qwen3_moe_config(), [16, 16], 700),
     "llama-gptq": lambda: int_fixture("llama-gptq", llama_config(256, 384, 4), "gptq", 4, 32, 300, act_order=True),
     "llama-gptq8": lambda: int_fixture("llama-gptq8", llama_config(64, 96, 4), "gptq", 8, -1, 400, v1=False,
                                        with_dequantized=True),

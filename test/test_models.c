@@ -1312,9 +1312,24 @@ static void test_quantized_stored(void) {
    4 ranks, whose slices cut 128 x 128 blocks and groups, transformers' logits of the dequantized
    weights within 1e-4 and its greedy tokens; gathered by pf_to_cpu too; bad configs refused. */
 void test_quantized(void) {
-    static const char *const names[] = {"llama-fp8", "llama-fp8-tensor", "llama-fp8-ue8m0", "llama-gptq", "llama-gptq8",
-                                        "llama-awq"};
+    static const char *const names[] = {"llama-fp8", "llama-fp8-tensor", "llama-fp8-ue8m0", "qwen3_moe-fp8",
+                                        "llama-gptq", "llama-gptq8", "llama-awq"};
     for (size_t i = 0; i < QUANT_COUNT(names); i++) test_fixture(names[i]);
+    /* every expert on every rank, cut by its columns (16 x 16 blocks of a 48-wide expert on 2 and 3 ranks) */
+    fixture moe;
+    if (!fixture_open("qwen3_moe-fp8", &moe)) {
+        for (int ranks = 2; ranks <= 3; ranks++) {
+            pf_parallel_options po = cpu_options();
+            po.expert_split = PF_EXPERT_SPLIT_COLUMNS;
+            pf_result r = pf_parallelize(moe.model, ranks, &po);
+            CHECK_MSG(r == PF_OK, "qwen3_moe-fp8, experts by columns: %s", pf_error_message(moe.model));
+            float *logits = r == PF_OK ? prompt_logits(&moe) : NULL;
+            float diff = logits ? test_max_abs_diff(logits, moe.ref_logits, (size_t)moe.ref.num_prompt_ids * moe.vocab) : INFINITY;
+            CHECK_MSG(diff <= TOLERANCE_HF, "qwen3_moe-fp8, experts by columns on %d ranks: logits differ by %g", ranks, diff);
+            free(logits);
+        }
+        fixture_close(&moe);
+    }
     for (size_t i = 0; i < QUANT_COUNT(names); i++) {
         fixture f;
         if (fixture_open(names[i], &f)) continue;
