@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Quantized safetensors checkpoints (issue 38): tiny LlamaForCausalLM models whose linear layers
+"""Quantized safetensors checkpoints (issue 38): tiny LLaMA and Qwen3-MoE models whose linear layers
 are stored as FP8, GPTQ or AWQ store them, with the reference logits of transformers running the
 dequantized weights in fp32.
 
@@ -21,12 +21,13 @@ Writes under test/fixtures/ (reference.txt and reference_logits.bin as the other
                      permuted grouping), asymmetric zeros (zero 0 included: v1 stores it as 15)
   llama-gptq8        GPTQ's "gptq_v2" format, 8 bits, one group (group_size -1), no g_idx
   llama-awq          AWQ's GEMM format, 4 bits, groups of 32
+  qwen3_moe-gptq     the Qwen3-MoE with every expert's matrices in GPTQ v1, 4 bits, groups of 16, act order
 
 GPTQ and AWQ: optimum / gptqmodel / autoawq need CUDA builds (no CPU wheels), so the tensors are
 packed here from the formats' published layouts (round to nearest, not the GPTQ or AWQ
 algorithms: the layout is what a reader must get right), unpacked again by a separate
 dequantization written from the same spec (checked to give back the integers packed), and the
-reference is transformers' LlamaForCausalLM with those dequantized weights.
+reference is transformers loading those dequantized weights as a checkpoint.
 
 llama-fp8-tensor and llama-gptq8 also hold dequantized/: the reference model's weights saved
 unquantized by transformers, which the C test stores in every dtype beside the packed checkpoint.
@@ -45,7 +46,7 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
-from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, Qwen3MoeConfig
+from transformers import AutoModelForCausalLM, LlamaConfig, Qwen3MoeConfig
 from transformers.integrations.finegrained_fp8 import Fp8Quantize
 from transformers.quantizers.quantizer_finegrained_fp8 import FineGrainedFP8HfQuantizer
 from transformers.utils.quantization_config import FineGrainedFP8Config
@@ -307,7 +308,7 @@ def int_fixture(name, config, kind, bits, group_size, base_seed, act_order=False
     def build(model, directory):
         generator = torch.Generator().manual_seed(base_seed)
         state, dequantized = {}, {}
-        for key, value in model.state_dict().items():
+        for key, value in checkpoint_state(model).items():
             if not is_linear(key):
                 state[key] = dequantized[key] = value
                 continue
@@ -328,10 +329,9 @@ def int_fixture(name, config, kind, bits, group_size, base_seed, act_order=False
             qc = {"quant_method": "awq", "bits": bits, "group_size": group_size, "zero_point": True, "version": "gemm",
                   "modules_to_not_convert": None}
         save_checkpoint(directory, config, state, qc)
-        reference = LlamaForCausalLM(config).float().eval()
-        reference.load_state_dict(dequantized, strict=False)
-        reference.tie_weights()
-        return reference
+        with tempfile.TemporaryDirectory() as plain:  # transformers loads the dequantized weights as a checkpoint
+            save_checkpoint(Path(plain), config, dequantized, None)
+            return AutoModelForCausalLM.from_pretrained(plain, dtype=torch.float32).eval()
     directory, reference, ids, text = first_seed(config, base_seed, build)
     write_fixture(name, config, directory, reference, ids, text, with_dequantized)
     shutil.rmtree(directory)
@@ -354,6 +354,7 @@ FIXTURE_BUILDERS = {
     "llama-gptq": lambda: int_fixture("llama-gptq", llama_config(256, 384, 4), "gptq", 4, 32, 300, act_order=True),
     "llama-gptq8": lambda: int_fixture("llama-gptq8", llama_config(64, 96, 4), "gptq", 8, -1, 400, v1=False,
                                        with_dequantized=True),
+    "qwen3_moe-gptq": lambda: int_fixture("qwen3_moe-gptq", qwen3_moe_config(), "gptq", 4, 16, 800, act_order=True),
     "llama-awq": lambda: int_fixture("llama-awq", llama_config(256, 384, 4), "awq", 4, 32, 500),
     "e4m3": e4m3_table,
 }

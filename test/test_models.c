@@ -1313,19 +1313,23 @@ static void test_quantized_stored(void) {
    weights within 1e-4 and its greedy tokens; gathered by pf_to_cpu too; bad configs refused. */
 void test_quantized(void) {
     static const char *const names[] = {"llama-fp8", "llama-fp8-tensor", "llama-fp8-ue8m0", "qwen3_moe-fp8",
-                                        "llama-gptq", "llama-gptq8", "llama-awq"};
+                                        "llama-gptq", "llama-gptq8", "llama-awq", "qwen3_moe-gptq"};
     for (size_t i = 0; i < QUANT_COUNT(names); i++) test_fixture(names[i]);
-    /* every expert on every rank, cut by its columns (16 x 16 blocks of a 48-wide expert on 2 and 3 ranks) */
-    fixture moe;
-    if (!fixture_open("qwen3_moe-fp8", &moe)) {
+    /* every expert on every rank, cut by its columns (16 x 16 blocks or groups of 16 of a 48-wide
+       expert on 2 and 3 ranks) */
+    static const char *const mixtures[] = {"qwen3_moe-fp8", "qwen3_moe-gptq"};
+    for (size_t i = 0; i < QUANT_COUNT(mixtures); i++) {
+        fixture moe;
+        if (fixture_open(mixtures[i], &moe)) continue;
         for (int ranks = 2; ranks <= 3; ranks++) {
             pf_parallel_options po = cpu_options();
             po.expert_split = PF_EXPERT_SPLIT_COLUMNS;
             pf_result r = pf_parallelize(moe.model, ranks, &po);
-            CHECK_MSG(r == PF_OK, "qwen3_moe-fp8, experts by columns: %s", pf_error_message(moe.model));
+            CHECK_MSG(r == PF_OK, "%s, experts by columns: %s", mixtures[i], pf_error_message(moe.model));
             float *logits = r == PF_OK ? prompt_logits(&moe) : NULL;
             float diff = logits ? test_max_abs_diff(logits, moe.ref_logits, (size_t)moe.ref.num_prompt_ids * moe.vocab) : INFINITY;
-            CHECK_MSG(diff <= TOLERANCE_HF, "qwen3_moe-fp8, experts by columns on %d ranks: logits differ by %g", ranks, diff);
+            CHECK_MSG(diff <= TOLERANCE_HF, "%s, experts by columns on %d ranks: logits differ by %g", mixtures[i], ranks,
+                      diff);
             free(logits);
         }
         fixture_close(&moe);
