@@ -1204,49 +1204,73 @@ static void test_quantized_memory(void) {
 }
 #endif
 
-/* A copy of fixture `name`'s weights and config.json, whose config.json has `from` replaced by `to`, loaded:
-   refused with `want`, and a message naming `key`. */
-static void check_quantized_refusal(const char *name, const char *from, const char *to, pf_result want, const char *key) {
-    char src[1024], dir[] = "/tmp/pf_quantized_XXXXXX", path[1200], target[1200];
-    snprintf(src, sizeof src, "%s/%s", test_fixtures, name);
+/* The first `needle` in buf[0, size), or NULL (buf holds binary data: no strstr). */
+static char *find_bytes(char *buf, size_t size, const char *needle) {
+    size_t n = strlen(needle);
+    for (size_t at = 0; n <= size && at <= size - n; at++)
+        if (!memcmp(buf + at, needle, n)) return buf + at;
+    return NULL;
+}
+
+/* A copy of fixture `name`'s config.json and model.safetensors with the first `from` in `file`
+   (one of the two) replaced by `to` (the same length in the weights, whose header keeps its
+   offsets), or, with from NULL, the weights' first I32 value of tensor `to` set to 2^31 - 1;
+   loaded: refused with `want`, and a message naming `key`. */
+static void check_quantized_refusal_in(const char *name, const char *file, const char *from, const char *to,
+                                       pf_result want, const char *key) {
+    static const char *const files[] = {"config.json", "model.safetensors"};
+    char dir[] = "/tmp/pf_quantized_XXXXXX", path[1200];
     if (!mkdtemp(dir)) {
         CHECK_MSG(0, "mkdtemp");
         return;
     }
-    snprintf(path, sizeof path, "%s/config.json", src);
-    size_t size = 0;
-    char *config = test_read_file(path, &size);
-    char *at = config ? strstr(config, from) : NULL;
-    CHECK_MSG(at, "%s: config.json has no '%s'", name, from);
-    if (at) {
-        size_t head = (size_t)(at - config), tail = size - head - strlen(from);
-        char *edited = (char *)malloc(size + strlen(to) + 1);
-        memcpy(edited, config, head);
-        memcpy(edited + head, to, strlen(to));
-        memcpy(edited + head + strlen(to), at + strlen(from), tail);
-        snprintf(path, sizeof path, "%s/config.json", dir);
-        CHECK(test_write_file(path, edited, head + strlen(to) + tail) == 0);
-        free(edited);
-        snprintf(path, sizeof path, "%s/model.safetensors", dir);
-        snprintf(target, sizeof target, "%s/model.safetensors", src);
-        size_t bytes = 0;
-        char *weights = test_read_file(target, &bytes);
-        CHECK_MSG(weights && test_write_file(path, weights, bytes) == 0, "%s: copying %s", name, target);
-        free(weights);
+    for (int k = 0; k < 2; k++) {
+        size_t size = 0;
+        snprintf(path, sizeof path, "%s/%s/%s", test_fixtures, name, files[k]);
+        char *data = test_read_file(path, &size), *edit = NULL;
+        size_t from_len = from ? strlen(from) : 0, to_len = strlen(to), written = size;
+        char *out = data;
+        if (data && !strcmp(files[k], file) && from) {
+            char *at = find_bytes(data, size, from);
+            CHECK_MSG(at && (k == 0 || from_len == to_len), "%s: %s has no '%s'", name, files[k], from);
+            if (at && (out = edit = (char *)malloc(size + to_len + 1))) {
+                size_t head = (size_t)(at - data);
+                memcpy(edit, data, head);
+                memcpy(edit + head, to, to_len);
+                memcpy(edit + head + to_len, at + from_len, size - head - from_len);
+                written = size - from_len + to_len;
+            }
+        } else if (data && !strcmp(files[k], file)) { /* the tensor's data_offsets: its first value */
+            char needle[300];
+            unsigned long long begin = 0, header = 0;
+            snprintf(needle, sizeof needle, "\"%s\":{\"dtype\":\"I32\"", to);
+            char *at = find_bytes(data, size, needle), *offsets = at ? find_bytes(at, size - (size_t)(at - data), "data_offsets\":[") : NULL;
+            for (int i = 7; size >= 8 && i >= 0; i--) header = header << 8 | (unsigned char)data[i];
+            int found = offsets && sscanf(offsets + strlen("data_offsets\":["), "%llu", &begin) == 1 && 8 + header + begin + 4 <= size;
+            CHECK_MSG(found, "%s: no I32 tensor '%s'", name, to);
+            if (found) memcpy(data + 8 + header + begin, "\xff\xff\xff\x7f", 4);
+        }
+        snprintf(path, sizeof path, "%s/%s", dir, files[k]);
+        CHECK_MSG(out && test_write_file(path, out, written) == 0, "%s: writing %s", name, path);
+        free(edit);
+        free(data);
     }
-    free(config);
     pf_load_options lo = pf_load_options_init();
     lo.skip_tokenizer = 1;
     pf_model *m = NULL;
     pf_result r = pf_load(dir, &lo, &m);
-    CHECK_MSG(r == want && strstr(pf_error_message(m), key), "%s with '%s': %s (%s), want %s naming %s", name, to,
-              pf_result_string(r), pf_error_message(m), pf_result_string(want), key);
+    CHECK_MSG(r == want && strstr(pf_error_message(m), key), "%s with '%s' in %s: %s (%s), want %s naming %s", name, to,
+              file, pf_result_string(r), pf_error_message(m), pf_result_string(want), key);
     pf_free(m);
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    unlink(path);
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    unlink(path);
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[k]);
+        unlink(path);
+    }
     rmdir(dir);
+}
+
+static void check_quantized_refusal(const char *name, const char *from, const char *to, pf_result want, const char *key) {
+    check_quantized_refusal_in(name, "config.json", from, to, want, key);
 }
 
 static void test_quantized_refusals(void) {
@@ -1276,6 +1300,15 @@ static void test_quantized_refusals(void) {
     };
     for (size_t i = 0; i < QUANT_COUNT(cases); i++)
         check_quantized_refusal(cases[i].name, cases[i].from, cases[i].to, cases[i].want, cases[i].key);
+    /* the tensors: an FP8 weight without its scales; a group index past the groups; parts missing */
+    check_quantized_refusal_in("llama-fp8", "model.safetensors", "layers.1.mlp.up_proj.weight_scale_inv",
+                               "layers.1.mlp.up_proj.weight_scale_inx", PF_ERROR_FORMAT, "without a weight_scale_inv");
+    check_quantized_refusal_in("llama-gptq", "model.safetensors", NULL, "model.layers.0.self_attn.q_proj.g_idx",
+                               PF_ERROR_FORMAT, "names group 2147483647");
+    check_quantized_refusal_in("llama-gptq", "model.safetensors", "layers.1.mlp.up_proj.qzeros",
+                               "layers.1.mlp.up_proj.qzeroz", PF_ERROR_FORMAT, "lacks its qzeros");
+    check_quantized_refusal_in("llama-awq", "model.safetensors", "layers.0.mlp.down_proj.scales",
+                               "layers.0.mlp.down_proj.scalez", PF_ERROR_FORMAT, "lacks its scales");
 }
 
 /* A packed checkpoint stored in every dtype (fp32, fp16, bf16, q8_0, q4_0) on 1 and 2 ranks computes
