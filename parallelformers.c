@@ -5372,8 +5372,8 @@ static pf_result pf__int_take(pf__st_index *index, const pf__qconfig *q, pf__st_
         g_idx->used = 1;
     }
     pf__packed *p = pf__packed_new(index);
-    char *name = (char *)malloc(stem + sizeof ".weight");
-    if (!p || !name || pf__st_own(index, name)) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    char *name = p ? (char *)malloc(stem + sizeof ".weight") : NULL;
+    if (!name || pf__st_own(index, name)) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     memcpy(name, qweight->name, stem);
     strcpy(name + stem, ".weight");
     *p = (pf__packed){q->format, rows, cols, qweight->data, scales->data, zeros->data, g_idx ? g_idx->data : NULL,
