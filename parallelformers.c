@@ -5000,12 +5000,17 @@ PF_PRIVATE pf_result pf__config_parse(const pf__json *json, const char *path, in
 /* ---- decoding ---- */
 
 PF_PRIVATE float pf__e4m3_to_f32(uint8_t code) {
-    int exponent = (code >> 3) & 15, mantissa = code & 7;
-    float magnitude;
+    uint32_t exponent = (code >> 3) & 15, mantissa = code & 7;
     if (exponent == 15 && mantissa == 7) return NAN; /* e4m3fn has no infinities: S.1111.111 is NaN */
-    if (exponent == 0) magnitude = ldexpf((float)mantissa, -9); /* subnormal: mantissa/8 x 2^-6 */
-    else magnitude = ldexpf((float)(8 + mantissa), exponent - 10); /* (1 + mantissa/8) x 2^(exponent - 7) */
-    return code & 0x80 ? -magnitude : magnitude;
+    if (exponent == 0) { /* subnormal: mantissa/8 x 2^-6, exact in fp32 */
+        float magnitude = (float)mantissa * (1.0f / 512.0f);
+        return code & 0x80 ? -magnitude : magnitude;
+    }
+    /* (1 + mantissa/8) x 2^(exponent - 7): the same bits in fp32's wider fields (bias 127, not 7) */
+    uint32_t bits = (uint32_t)(code & 0x80) << 24 | (exponent + 120) << 23 | mantissa << 20;
+    float value;
+    memcpy(&value, &bits, sizeof value);
+    return value;
 }
 
 static uint32_t pf__le32(const uint8_t *p) {
