@@ -5065,9 +5065,11 @@ PF_PRIVATE void pf__packed_row_run(const pf__packed *p, size_t row, size_t col, 
         }
         return;
     }
-    for (size_t k = 0; k < n; k++) {
-        size_t c = col + k, g = pf__int_group(p, c);
-        out[k] = pf__packed_scale(p, g * p->rows + row) * (float)(pf__int_value(p, row, c) - pf__int_zero(p, row, g));
+    for (size_t c = col, end = col + n; c < end;) { /* group by group (input by input with g_idx) */
+        size_t g = pf__int_group(p, c), stop = p->group_of ? c + 1 : (g + 1) * p->group_size;
+        float scale = pf__packed_scale(p, g * p->rows + row);
+        int zero = pf__int_zero(p, row, g);
+        for (stop = stop < end ? stop : end; c < stop; c++) *out++ = scale * (float)(pf__int_value(p, row, c) - zero);
     }
 }
 
