@@ -341,7 +341,7 @@ test-server: server $(BUILD)/generate $(BUILD)/embed $(PYCLIENT)/openai/__init__
 FUZZ_SECONDS ?= 10
 FUZZ_CC      ?= clang
 FUZZ_TARGETS := safetensors config generation_config shard_index tokenizer_json tokenizer spm server_request chat_template policy gguf \
-                preprocessor media server_http
+                preprocessor media server_http quantized
 # Per input: what any target may take, and the tighter bounds of the targets whose work once grew
 # far faster than their input (issue 31: a GGUF vocabulary's merges, cubic; added tokens,
 # quadratic) or should stay small whatever the input (preprocessor configs, PPM and WAV files). A
@@ -453,7 +453,8 @@ test-tsan:
 # free, CPU build: any error or leak fails it. my-llama loads through its registered policy.json.
 VALGRIND_FIXTURES ?= test/fixtures/gpt2-tiny test/fixtures/llama test/fixtures/bert test/fixtures/mpnet-mlm test/fixtures/bart-s2s test/fixtures/t5-s2s test/fixtures/whisper test/fixtures/speech2text-s2s \
                      test/fixtures/my-llama test/fixtures/gguf/llama-quant.gguf test/fixtures/gguf/gpt2-q8.gguf \
-                     test/fixtures/qwen2_moe test/fixtures/deepseek_v3 test/fixtures/deberta-v3-cls
+                     test/fixtures/qwen2_moe test/fixtures/deepseek_v3 test/fixtures/deberta-v3-cls \
+                     test/fixtures/llama-fp8-tensor test/fixtures/qwen3_moe-gptq
 $(BUILD)/valgrind_cycles: test/valgrind_cycles.c $(LIB_SRC) | $(BUILD)
 	$(CC) $(BASE) -O1 -g -D_POSIX_C_SOURCE=200809L test/valgrind_cycles.c parallelformers.c -o $@ $(LDLIBS)
 

@@ -359,7 +359,9 @@ typedef enum pf_device {
    row-split slice not on the 32- or 256-column grid) is refused, saying to use fewer ranks or
    PF_DTYPE_F32; with PF_DTYPE_Q8_0 they stay in their blocks too where a slice keeps them whole,
    multiplied against int8 activations as llama.cpp does (faster, less exact); any other dtype
-   expands them (CUDA: to fp16 or bf16 at upload). */
+   expands them (CUDA: to fp16 or bf16 at upload). A quantized safetensors checkpoint's matrices
+   (quantization_config: FP8, GPTQ, AWQ) are decoded as the ranks slice them and stored in the
+   dtype (PF_DTYPE_AUTO: fp32 on CPU ranks); see the README. */
 typedef enum pf_dtype {
     PF_DTYPE_AUTO = 0, /* CPU: fp32, and a GGUF's quantized blocks as they are; CUDA: fp16 */
     PF_DTYPE_F32,

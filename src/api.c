@@ -479,10 +479,13 @@ PF_PRIVATE pf_result pf__scale_source(pf_model *m, pf__slot slot, float scale) {
     if (m->num_scaled == PF__COUNT(m->scaled)) return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "too many scaled tensors");
     float *copy = (float *)malloc(n * sizeof(float));
     if (!copy) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    for (size_t i = 0; i < n; i++) copy[i] = pf__weight_value(src->data, i, src->dtype) * scale;
+    for (size_t row = 0; src->packed && row < src->rows; row++) /* [out, in]: decoded row by row */
+        pf__packed_row_run(src->packed, row, 0, src->cols, copy + row * src->cols);
+    for (size_t i = 0; i < n; i++) copy[i] = (src->packed ? copy[i] : pf__weight_value(src->data, i, src->dtype)) * scale;
     m->scaled[m->num_scaled++] = copy;
     src->data = (const uint8_t *)copy;
     src->dtype = PF__DTYPE_F32; /* the layout stays: the copy keeps the file's order */
+    src->packed = NULL;
     return PF_OK;
 }
 

@@ -3400,6 +3400,11 @@ static long long pf__read_memory_value(const char *path, const char *key) {
 /* The host's memory in all, and in use: what the kernel could not hand out now (MemAvailable
    counts the page cache it can drop, such as a checkpoint just read), or the cgroup's use when
    its limit (a container's) leaves less. */
+#ifdef PF_TESTING
+/* Test hook: nonzero is the host memory available, in bytes, whatever the system says. */
+size_t pf_testing_host_available = 0;
+#endif
+
 static int pf__cpu_device_memory(int device, size_t *used, size_t *total) {
     (void)device;
     long long all = -1, available = -1;
@@ -3418,6 +3423,9 @@ static int pf__cpu_device_memory(int device, size_t *used, size_t *total) {
         long long left = limit > current ? limit - current : 0;
         if (left < available) available = left;
     }
+#endif
+#ifdef PF_TESTING
+    if (pf_testing_host_available && all > 0) available = (long long)pf_testing_host_available;
 #endif
     if (all <= 0 || available < 0) return -1;
     *total = (size_t)all;

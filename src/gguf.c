@@ -770,18 +770,6 @@ static void pf__gguf_dequantize_row(const pf__gguf_tensor *t, size_t row, float 
     }
 }
 
-/* Keeps p (malloc'd) until the index closes; -1 when out of memory (p is then freed). */
-static int pf__st_own(pf__st_index *index, void *p) {
-    void **grown = (void **)realloc(index->owned, (index->num_owned + 1) * sizeof *grown);
-    if (!grown) {
-        free(p);
-        return -1;
-    }
-    index->owned = grown;
-    index->owned[index->num_owned++] = p;
-    return 0;
-}
-
 /* The transformers row that GGUF row r of a q or k weight was (llama.cpp's permute put the two
    halves of each head's rotary dimensions side by side: row 2i + j of a head was row j * D/2 + i). */
 static size_t pf__gguf_unpermuted_source(size_t hf_row, size_t head_rows) {

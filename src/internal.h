@@ -103,7 +103,9 @@ PF_PRIVATE pf_result pf__json_load(const char *path, pf__json **out, char *messa
    holds them (src/blocks.c); PF__BLOCKED names them all. */
 typedef enum { PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8, PF__DTYPE_Q4, PF__DTYPE_Q4_1, PF__DTYPE_Q5_0,
                PF__DTYPE_Q5_1, PF__DTYPE_Q4_K, PF__DTYPE_Q5_K, PF__DTYPE_Q6_K, PF__DTYPE_Q3_K, PF__DTYPE_IQ4_NL,
-               PF__DTYPE_IQ4_XS, PF__DTYPE_OTHER } pf__dtype;
+               PF__DTYPE_IQ4_XS, PF__DTYPE_PACKED, PF__DTYPE_OTHER } pf__dtype;
+/* PF__DTYPE_PACKED: a quantized safetensors checkpoint's matrix (FP8, GPTQ, AWQ: src/quantized.c),
+   its values in the file's tensors and decoded as the ranks slice it (pf__st_tensor.packed). */
 #define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_IQ4_XS)
 #define PF__MAX_DIMS 8
 
@@ -125,6 +127,8 @@ typedef struct pf__st_tensor {
     size_t bytes;
     const pf__file_map *file;
     int used;                     /* consumed by a slot or a known buffer (see pf__account_tensors) */
+    const char *file_dtype;       /* the header's dtype ("F8_E4M3", "I32", ...), in the header JSON */
+    const struct pf__packed *packed; /* PF__DTYPE_PACKED: how to decode it (src/quantized.c) */
 } pf__st_tensor;
 
 /* All tensors of a checkpoint (one file or shards), sorted by name. */
@@ -134,7 +138,8 @@ typedef struct pf__st_index {
     pf__json **headers;           /* one parsed header per file, owning the names */
     pf__st_tensor *tensors;
     size_t num_tensors;
-    void **owned;                 /* a GGUF's converted tensors and their names (see pf__gguf_load) */
+    void **owned;                 /* a GGUF's converted tensors and their names (see pf__gguf_load),
+                                     a quantized checkpoint's packed matrices (src/quantized.c) */
     size_t num_owned;
 } pf__st_index;
 PF_PRIVATE size_t pf__dtype_size(pf__dtype t);
@@ -187,6 +192,39 @@ PF_PRIVATE pf_result pf__maps_unchanged(const pf__st_index *index, char *message
 PF_PRIVATE const pf__st_tensor *pf__st_find(const pf__st_index *index, const char *name);
 PF_PRIVATE const pf__st_tensor *pf__st_take(pf__st_index *index, const char *name);
 PF_PRIVATE pf_result pf__st_open(const char *dir, const char *class_name, pf__st_index *index, char *message, size_t size);
+PF_PRIVATE int pf__st_own(pf__st_index *index, void *p);
+PF_PRIVATE size_t pf__st_file_dtype_size(const char *dtype);
+
+/* ---- src/quantized.c ---- */
+
+/* A quantized checkpoint's [rows = out, cols = in] matrix, decoded value by value where a rank's
+   slice needs it (any run of a row: a rank's columns may start inside a block or group, whose
+   scale follows the element). */
+typedef enum { PF__PACKED_FP8, PF__PACKED_GPTQ, PF__PACKED_AWQ } pf__packed_format;
+typedef struct pf__packed {
+    pf__packed_format format;
+    size_t rows, cols;
+    const uint8_t *values;     /* FP8: e4m3 [rows][cols]; GPTQ: I32 [cols * bits / 32][rows] (packed along
+                                  the input); AWQ: I32 [cols][rows * bits / 32] (packed along the output) */
+    const uint8_t *scales;     /* FP8: [ceil(rows / block_rows)][scale_cols], or one for the tensor;
+                                  GPTQ, AWQ: [groups][rows]; in scale_dtype (F32, F16, BF16) */
+    const uint8_t *zeros;      /* GPTQ, AWQ: I32 [groups][rows * bits / 32], packed as the format packs */
+    const uint8_t *group_of;   /* GPTQ: I32 [cols], each input's group (g_idx); NULL: input / group_size */
+    size_t block_rows, block_cols, scale_cols; /* FP8's scale grid */
+    size_t group_size;         /* GPTQ, AWQ: inputs per group */
+    int bits;                  /* GPTQ, AWQ: 4 or 8 */
+    int zero_offset;           /* GPTQ's v1 format: stored zeros are one less than the zeros */
+    pf__dtype scale_dtype;
+    int scale_e8m0;            /* FP8 scales stored as E8M0 exponents instead: 2^(byte - 127) */
+} pf__packed;
+/* e4m3 (float8_e4m3fn) byte as fp32: every code exact; 0x7f and 0xff are NaN. */
+PF_PRIVATE float pf__e4m3_to_f32(uint8_t code);
+/* Values [col, col + n) of row `row` of p, as fp32. */
+PF_PRIVATE void pf__packed_row_run(const pf__packed *p, size_t row, size_t col, size_t n, float *out);
+/* config.json's quantization_config: its matrices become PF__DTYPE_PACKED tensors named as their
+   unquantized weights ("....weight"), their parts marked consumed; keys that change the math and
+   that we do not implement are refused by name. No quantization_config: nothing to do. */
+PF_PRIVATE pf_result pf__quantized_open(const char *dir, pf__st_index *index, char *message, size_t size);
 
 /* ---- src/config.c ---- */
 
@@ -1735,6 +1773,9 @@ typedef struct pf__source {
                                the source's rows in order (data is pieces[0]); NULL: data is the whole
                                tensor; owned by the model */
     size_t piece_rows;
+    const pf__packed *packed; /* PF__DTYPE_PACKED: its decoding (the index owns it) */
+    const pf__packed **packed_pieces; /* PER_EXPERT pieces that are PF__DTYPE_PACKED: each one's decoding
+                                         (the array owned by the model, like pieces) */
 } pf__source;
 
 struct pf__group {

@@ -77,8 +77,12 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
                         st->file->path, st->name, st->shape[0], st->ndim > 1 ? ", " : "",
                         st->ndim > 1 ? st->shape[1] : 0, want[0], want_dims > 1 ? ", " : "",
                         want_dims > 1 ? want[1] : 0);
+    if (st->dtype == PF__DTYPE_PACKED && t->layout != PF__LAYOUT_OUT_IN) /* decoded by [out, in] rows */
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' is quantized, which is implemented for linear layers' "
+                        "[out, in] weights only", st->file->path, st->name);
     src->data = st->data;
     src->dtype = st->dtype;
+    src->packed = st->packed;
     src->layout = t->layout == PF__LAYOUT_ROW                                       ? PF__LAYOUT_VECTOR
                   : t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV ? PF__LAYOUT_OUT_IN
                   : t->layout == PF__LAYOUT_HEADS                                   ? PF__LAYOUT_VECTOR
@@ -116,6 +120,10 @@ static pf_result pf__take_expert_pieces(pf_model *m, const char *prefix, const p
         if (st->dtype == PF__DTYPE_OTHER || (k && st->dtype != src->dtype))
             return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' has %s", st->file->path, st->name,
                             k ? "another dtype than its layer's other experts" : "an unsupported dtype (F32, F16 and BF16 are)");
+        if (st->dtype == PF__DTYPE_PACKED && !src->packed_pieces &&
+            !(src->packed_pieces = (const pf__packed **)calloc(count, sizeof *src->packed_pieces)))
+            return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        if (src->packed_pieces) src->packed_pieces[k] = st->packed;
         if (st->ndim != 2 || st->shape[0] != piece_rows || st->shape[1] != src->cols)
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is not [%zu, %zu] as the config needs", st->file->path,
                             st->name, piece_rows, src->cols);
@@ -156,8 +164,9 @@ static pf_result pf__take_slots(pf_model *m, const char *prefix) {
                 return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s'", m->dir, name);
             }
             if (st->dtype == PF__DTYPE_OTHER)
-                return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' has an unsupported dtype (F32, F16 and BF16 are)",
-                                st->file->path, st->name);
+                return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' has an unsupported dtype %s (F32, F16 and BF16 "
+                                "are; F8_E4M3 and I32 where config.json's quantization_config says how to read them)",
+                                st->file->path, st->name, st->file_dtype ? st->file_dtype : "");
             pf__source *src = &m->sources[pf__slot_index((pf__slot)slot, l)];
             pf__slot_shape(c, (pf__slot)slot, &src->rows, &src->cols);
             pf_result r = t->layout == PF__LAYOUT_PER_EXPERT ? pf__take_expert_pieces(m, prefix, t, l, src)
@@ -490,6 +499,7 @@ static pf_result pf__load_dual(pf_model *m) {
             r = PF__FAIL(t, PF_ERROR_UNSUPPORTED, "%s: the tower is not an encoder", where);
         if (!r) r = pf__config_check_token_ids(&t->config, where, pf__error_buffer(t), PF__MESSAGE_SIZE);
         if (!r) r = pf__st_open(m->dir, m->config.class_name, &t->st, pf__error_buffer(t), PF__MESSAGE_SIZE);
+        if (!r) r = pf__quantized_open(m->dir, &t->st, pf__error_buffer(t), PF__MESSAGE_SIZE);
         if (!r) pf__mark_foreign_tensors(&t->st, m->config.arch, (pf__arch_id)tower_arch[1 - k]);
         if (!r) r = pf__resolve_sources(t);
         if (r) {
@@ -589,6 +599,7 @@ pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_mode
         r = pf__generation_config_read(model_dir, &m->config, &m->generate_defaults, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r) r = pf__config_check_token_ids(&m->config, model_dir, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r && !gguf) r = pf__st_open(model_dir, m->config.class_name, &m->st, pf__error_buffer(m), PF__MESSAGE_SIZE);
+    if (!r && !gguf) r = pf__quantized_open(model_dir, &m->st, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r) r = pf__resolve_sources(m);
     if (!r && pf__archs[m->config.arch].kind != PF__KIND_SEQ2SEQ) /* encoders, and decoder-based embedders */
         r = pf__sentence_config_read(model_dir, &m->sentence, pf__error_buffer(m), PF__MESSAGE_SIZE);
@@ -621,7 +632,10 @@ void pf_free(pf_model *m) {
     pf__group_destroy(m->group);
     pf_tokenizer_free(m->tokenizer);
     pf__st_close(&m->st);
-    for (size_t i = 0; m->sources && i < pf__num_slots(&m->config); i++) free((void *)m->sources[i].pieces);
+    for (size_t i = 0; m->sources && i < pf__num_slots(&m->config); i++) {
+        free((void *)m->sources[i].pieces);
+        free((void *)m->sources[i].packed_pieces);
+    }
     free(m->sources);
     for (int i = 0; i < m->num_scaled; i++) free(m->scaled[i]);
     pf__speech_free(m->speech);

@@ -123,6 +123,8 @@ static pf_result pf__to_cpu_locked(pf_model *m) {
         gathered[i].data = (const uint8_t *)full[i];
         gathered[i].dtype = PF__DTYPE_F32;
         gathered[i].pieces = NULL; /* gathered whole */
+        gathered[i].packed = NULL;
+        gathered[i].packed_pieces = NULL;
         if (gathered[i].layout == PF__LAYOUT_IN_OUT) gathered[i].layout = PF__LAYOUT_OUT_IN; /* gathered as [rows][cols] */
         if ((i == PF__SLOT_REL_BIAS || i == PF__SLOT_ENC_REL_BIAS) && full[i]) /* no rank holds it as a weight (each has a table): from the source */
             for (size_t k = 0; k < m->sources[i].rows * m->sources[i].cols; k++)

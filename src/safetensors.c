@@ -100,6 +100,29 @@ PF_PRIVATE pf_result pf__maps_unchanged(const pf__st_index *index, char *message
     return PF_OK;
 }
 
+/* Keeps p (malloc'd) until the index closes; -1 when out of memory (p is then freed). */
+PF_PRIVATE int pf__st_own(pf__st_index *index, void *p) {
+    void **grown = (void **)realloc(index->owned, (index->num_owned + 1) * sizeof *grown);
+    if (!grown) {
+        free(p);
+        return -1;
+    }
+    index->owned = grown;
+    index->owned[index->num_owned++] = p;
+    return 0;
+}
+
+/* Bytes per element of a safetensors dtype we read (plain, or in a quantized checkpoint: see
+   src/quantized.c); 0 for the others, whose tensors are refused where a slot needs them. */
+PF_PRIVATE size_t pf__st_file_dtype_size(const char *dtype) {
+    static const struct { const char *name; size_t size; } sizes[] = {
+        {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I32", 4}, {"U8", 1}, {"F8_E4M3", 1}, {"F8_E8M0", 1},
+    };
+    for (size_t i = 0; i < PF__COUNT(sizes); i++)
+        if (!strcmp(dtype, sizes[i].name)) return sizes[i].size;
+    return 0;
+}
+
 PF_PRIVATE int pf__tensor_cmp(const void *a, const void *b) {
     return strcmp(((const pf__st_tensor *)a)->name, ((const pf__st_tensor *)b)->name);
 }
@@ -170,9 +193,11 @@ static pf_result pf__st_read_header(pf__st_index *index, int file_index, char *m
                               "%s: tensor '%s' has data_offsets outside the data section (%zu bytes)", path, name, data_size);
         t.data = data_start + (size_t)b->number;
         t.bytes = (size_t)en->number - (size_t)b->number;
-        if (t.dtype != PF__DTYPE_OTHER) {
+        t.file_dtype = dtype->string;
+        size_t element = pf__st_file_dtype_size(dtype->string);
+        if (element) {
             size_t expect = 0;
-            if (pf__mul_size(t.numel, pf__dtype_size(t.dtype), &expect) || expect != t.bytes)
+            if (pf__mul_size(t.numel, element, &expect) || expect != t.bytes)
                 return pf__format(message, size, PF_ERROR_FORMAT,
                                   "%s: tensor '%s' holds %zu bytes but %s x its shape needs %zu", path, name,
                                   t.bytes, dtype->string, expect);

@@ -103,6 +103,15 @@ static size_t pf__plan_row(const pf__plan *p, size_t i) { return p->row_map ? p-
 
 /* n consecutive values of a source in file order, from element index first, as fp32. */
 static void pf__source_run(float *dst, const pf__source *src, size_t first, size_t n) {
+    if (src->packed) { /* [out, in] (pf__take_source): a run lies in one row */
+        pf__packed_row_run(src->packed, first / src->cols, first % src->cols, n, dst);
+        return;
+    }
+    if (src->packed_pieces) { /* a run lies in one row of one piece */
+        size_t piece = src->piece_rows * src->cols, local = first % piece;
+        pf__packed_row_run(src->packed_pieces[first / piece], local / src->cols, local % src->cols, n, dst);
+        return;
+    }
     const unsigned char *at = PF__BLOCKED(src->dtype) ? src->data : src->data + first * pf__dtype_size(src->dtype);
     if (src->pieces) { /* a run never crosses a row's end, so it lies in one piece */
         size_t piece = src->piece_rows * src->cols;
@@ -470,18 +479,12 @@ static void pf__rank_load_stack(pf__rank *r, const struct pf__stack *stack, size
     }
 }
 
-/* The rank's slice of every weight, in its storage dtype; a tied head is the embedding. */
-static void pf__rank_load_weights(pf__rank *r) {
+/* The rank's slice of every weight, in its storage dtype (in r->counting mode: only counted). */
+static void pf__rank_slice_weights(pf__rank *r) {
     pf__group *g = r->group;
     const pf_model *m = g->model;
     const pf__config *c = &m->config;
     size_t num_slots = pf__num_slots(c);
-    r->weights = (pf__weight *)calloc(num_slots, sizeof *r->weights);
-    if (!r->weights) {
-        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
-        return;
-    }
-    r->allocating = PF__MEM_WEIGHTS;
     float *staging = NULL;
     size_t staging_size = 0;
     for (size_t i = 0; i < num_slots && !r->error; i++) {
@@ -516,6 +519,63 @@ static void pf__rank_load_weights(pf__rank *r) {
         free(p.row_map);
     }
     free(staging);
+}
+
+/* What the ranks sharing r's memory (every rank, for host memory) need of it, published in
+   g->room_needed after a barrier, against what it has available: 1 when more, with the sums. */
+static int pf__shared_room_short(pf__rank *r, size_t *need, size_t *available, int *sharing) {
+    pf__group *g = r->group;
+    size_t used = 0, total = 0;
+    *need = 0;
+    *sharing = 0;
+    for (int k = 0; k < g->num_ranks; k++)
+        if (r->backend->host_memory || g->ranks[k].device == r->device) *need += g->room_needed[k], (*sharing)++;
+    if (r->backend->device_memory(r->device, &used, &total) != 0 || used > total) return 0;
+    *available = total - used;
+    return *need > *available;
+}
+
+/* A quantized checkpoint's matrices expand as the ranks slice them (an FP8 byte to 4 in fp32, a
+   4-bit weight to 8 bytes' worth): before any weight is allocated, the ranks' weights against the
+   memory they share; more is refused unless skip_memory_check. Other checkpoints' weights take
+   what their files take (or less). */
+static void pf__rank_check_weights_room(pf__rank *r) {
+    pf__group *g = r->group;
+    const pf_model *m = g->model;
+    size_t num_slots = pf__num_slots(&m->config), need = 0, available = 0;
+    int packed = 0, sharing = 0;
+    for (size_t i = 0; i < num_slots && !packed; i++) packed = m->sources[i].packed != NULL;
+    if (!packed || g->options.skip_memory_check) return;
+    r->counting = 1;
+    r->counted = 0;
+    pf__rank_slice_weights(r);
+    r->counting = 0;
+    memset(r->weights, 0, num_slots * sizeof *r->weights); /* the counting pass's shapes, without data */
+    g->room_needed[r->index] = r->counted;
+    if (pf__barrier(g)) return;
+    if (pf__shared_room_short(r, &need, &available, &sharing)) {
+        const double gib = 1024.0 * 1024.0 * 1024.0;
+        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "the quantized checkpoint's weights, expanded to %s on %d rank%s, need "
+                      "%.2f GiB of %s memory, which has %.2f GiB available: store them smaller (dtype bf16, q8_0 or "
+                      "q4_0), or set skip_memory_check", pf__dtype_name(g->dtype), sharing, sharing == 1 ? "" : "s",
+                      (double)need / gib, r->backend->host_memory ? "host" : r->backend->name, (double)available / gib);
+    }
+    pf__barrier(g); /* every rank has read room_needed before pf__rank_check_room writes it again */
+}
+
+/* The rank's slice of every weight, in its storage dtype; a tied head is the embedding. */
+static void pf__rank_load_weights(pf__rank *r) {
+    pf__group *g = r->group;
+    const pf_model *m = g->model;
+    r->weights = (pf__weight *)calloc(pf__num_slots(&m->config), sizeof *r->weights);
+    if (!r->weights) {
+        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        return;
+    }
+    r->allocating = PF__MEM_WEIGHTS;
+    pf__rank_check_weights_room(r);
+    if (pf__rank_failed(r)) return;
+    pf__rank_slice_weights(r);
     if (r->error) return;
     if (pf__slot_tied(m, PF__SLOT_LM_HEAD)) r->weights[PF__SLOT_LM_HEAD] = r->weights[PF__SLOT_TOKEN_EMBED];
 }
@@ -635,17 +695,15 @@ static void pf__rank_check_room(pf__rank *r) {
     r->counting = 0;
     g->room_needed[r->index] = r->counted;
     if (pf__barrier(g) || g->options.skip_memory_check) return;
-    size_t need = 0, used = 0, total = 0;
+    size_t need = 0, available = 0;
     int sharing = 0;
-    for (int k = 0; k < g->num_ranks; k++)
-        if (r->backend->host_memory || g->ranks[k].device == r->device) need += g->room_needed[k], sharing++;
-    if (r->backend->device_memory(r->device, &used, &total) != 0 || used > total || need <= total - used) return;
+    if (!pf__shared_room_short(r, &need, &available, &sharing)) return;
     const double gib = 1024.0 * 1024.0 * 1024.0;
     pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY,
                   "the KV caches and scratch of %d rank%s need %.2f GiB of %s memory, which has %.2f GiB available "
                   "after the weights: lower max_sequence_length (%d) or max_batch (%d), or set skip_memory_check",
                   sharing, sharing == 1 ? "" : "s", (double)need / gib, r->backend->host_memory ? "host" : r->backend->name,
-                  (double)(total - used) / gib, g->cache_len, g->max_batch);
+                  (double)available / gib, g->cache_len, g->max_batch);
 }
 
 PF_PRIVATE void pf__rank_setup(pf__rank *r) {

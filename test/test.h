@@ -114,6 +114,7 @@ void test_generation(void);
 void test_fuzz(void);
 void test_policies(void);
 void test_gguf(void);
+void test_quantized(void);
 void test_preprocessing(void);
 void test_input_checks(void);
 

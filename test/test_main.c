@@ -39,6 +39,7 @@ int main(int argc, char **argv) {
         {"fuzz", test_fuzz},
         {"policies", test_policies},
         {"gguf", test_gguf},
+        {"quantized", test_quantized},
         {"input", test_input_checks},
     };
     const char *only = getenv("PF_TEST_GROUPS");

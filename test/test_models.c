@@ -1158,3 +1158,233 @@ void test_moe(void) {
 #endif
     }
 }
+
+/* ---- quantized safetensors checkpoints (issue 38) ---- */
+
+#define QUANT_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Every e4m3 code decodes to what torch's float8_e4m3fn gives, bit for bit (the NaN codes NaN). */
+#ifdef PF_TESTING
+static void test_e4m3_codes(void) {
+    char path[1100];
+    size_t count = 0;
+    snprintf(path, sizeof path, "%s/blocks/F8_E4M3.values", test_fixtures);
+    float *want = test_read_floats(path, &count);
+    CHECK_MSG(want && count == 256, "%s: 256 values", path);
+    for (unsigned code = 0; want && count == 256 && code < 256; code++) {
+        float got = pf_testing_e4m3_to_f32(code);
+        int same = isnan(want[code]) ? isnan(got) : memcmp(&got, &want[code], sizeof got) == 0;
+        CHECK_MSG(same, "e4m3 code 0x%02x: %g, torch gives %g", code, got, want[code]);
+    }
+    free(want);
+}
+#endif
+
+#ifdef PF_TESTING
+/* The expanded weights are checked against the memory before they are allocated: llama-fp8's take
+   4.4 MB in fp32 and under 0.7 MB in q4_0; with 2 MB available, fp32 is refused (naming the
+   smaller dtypes), q4_0 fits, and skip_memory_check lets fp32 through. */
+static void test_quantized_memory(void) {
+    fixture f;
+    if (fixture_open("llama-fp8", &f)) return;
+    pf_parallel_options po = cpu_options();
+    pf_testing_host_available = 2u << 20;
+    pf_result r = pf_parallelize(f.model, 2, &po);
+    CHECK_MSG(r == PF_ERROR_OUT_OF_MEMORY && strstr(pf_error_message(f.model), "q4_0"), "fp32 in 2 MB: %s (%s)",
+              pf_result_string(r), pf_error_message(f.model));
+    CHECK(pf_memory_allocated(f.model, 0) == 0);
+    po.dtype = PF_DTYPE_Q4_0;
+    r = pf_parallelize(f.model, 2, &po);
+    CHECK_MSG(r == PF_OK, "q4_0 in 2 MB: %s", pf_error_message(f.model));
+    po.dtype = PF_DTYPE_F32;
+    po.skip_memory_check = 1;
+    r = pf_parallelize(f.model, 2, &po);
+    CHECK_MSG(r == PF_OK, "fp32 with skip_memory_check: %s", pf_error_message(f.model));
+    pf_testing_host_available = 0;
+    fixture_close(&f);
+}
+#endif
+
+/* The first `needle` in buf[0, size), or NULL (buf holds binary data: no strstr). */
+static char *find_bytes(char *buf, size_t size, const char *needle) {
+    size_t n = strlen(needle);
+    for (size_t at = 0; n <= size && at <= size - n; at++)
+        if (!memcmp(buf + at, needle, n)) return buf + at;
+    return NULL;
+}
+
+/* A copy of fixture `name`'s config.json and model.safetensors with the first `from` in `file`
+   (one of the two) replaced by `to` (the same length in the weights, whose header keeps its
+   offsets), or, with from NULL, the weights' first I32 value of tensor `to` set to 2^31 - 1;
+   loaded: refused with `want`, and a message naming `key`. */
+static void check_quantized_refusal_in(const char *name, const char *file, const char *from, const char *to,
+                                       pf_result want, const char *key) {
+    static const char *const files[] = {"config.json", "model.safetensors"};
+    char dir[] = "/tmp/pf_quantized_XXXXXX", path[1200];
+    if (!mkdtemp(dir)) {
+        CHECK_MSG(0, "mkdtemp");
+        return;
+    }
+    for (int k = 0; k < 2; k++) {
+        size_t size = 0;
+        snprintf(path, sizeof path, "%s/%s/%s", test_fixtures, name, files[k]);
+        char *data = test_read_file(path, &size), *edit = NULL;
+        size_t from_len = from ? strlen(from) : 0, to_len = strlen(to), written = size;
+        char *out = data;
+        if (data && !strcmp(files[k], file) && from) {
+            char *at = find_bytes(data, size, from);
+            CHECK_MSG(at && (k == 0 || from_len == to_len), "%s: %s has no '%s'", name, files[k], from);
+            if (at && (out = edit = (char *)malloc(size + to_len + 1))) {
+                size_t head = (size_t)(at - data);
+                memcpy(edit, data, head);
+                memcpy(edit + head, to, to_len);
+                memcpy(edit + head + to_len, at + from_len, size - head - from_len);
+                written = size - from_len + to_len;
+            }
+        } else if (data && !strcmp(files[k], file)) { /* the tensor's data_offsets: its first value */
+            char needle[300];
+            unsigned long long begin = 0, header = 0;
+            snprintf(needle, sizeof needle, "\"%s\":{\"dtype\":\"I32\"", to);
+            char *at = find_bytes(data, size, needle), *offsets = at ? find_bytes(at, size - (size_t)(at - data), "data_offsets\":[") : NULL;
+            for (int i = 7; size >= 8 && i >= 0; i--) header = header << 8 | (unsigned char)data[i];
+            int found = offsets && sscanf(offsets + strlen("data_offsets\":["), "%llu", &begin) == 1 && 8 + header + begin + 4 <= size;
+            CHECK_MSG(found, "%s: no I32 tensor '%s'", name, to);
+            if (found) memcpy(data + 8 + header + begin, "\xff\xff\xff\x7f", 4);
+        }
+        snprintf(path, sizeof path, "%s/%s", dir, files[k]);
+        CHECK_MSG(out && test_write_file(path, out, written) == 0, "%s: writing %s", name, path);
+        free(edit);
+        free(data);
+    }
+    pf_load_options lo = pf_load_options_init();
+    lo.skip_tokenizer = 1;
+    pf_model *m = NULL;
+    pf_result r = pf_load(dir, &lo, &m);
+    CHECK_MSG(r == want && strstr(pf_error_message(m), key), "%s with '%s' in %s: %s (%s), want %s naming %s", name, to,
+              file, pf_result_string(r), pf_error_message(m), pf_result_string(want), key);
+    pf_free(m);
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[k]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+static void check_quantized_refusal(const char *name, const char *from, const char *to, pf_result want, const char *key) {
+    check_quantized_refusal_in(name, "config.json", from, to, want, key);
+}
+
+static void test_quantized_refusals(void) {
+    static const struct { const char *name, *from, *to; pf_result want; const char *key; } cases[] = {
+        {"llama-fp8", "\"activation_scheme\": \"dynamic\"", "\"activation_scheme\": \"static\"", PF_ERROR_UNSUPPORTED,
+         "activation_scheme"},
+        {"llama-fp8", "\"quant_method\": \"fp8\"", "\"quant_method\": \"fp8\", \"weight_zoom\": 2", PF_ERROR_UNSUPPORTED,
+         "weight_zoom"},
+        {"llama-fp8", "\"quant_method\": \"fp8\"", "\"quant_method\": \"compressed-tensors\"", PF_ERROR_UNSUPPORTED,
+         "compressed-tensors"},
+        {"llama-fp8", "\"quant_method\": \"fp8\"", "\"quant_method\": \"fp8\", \"fmt\": \"e5m2\"", PF_ERROR_UNSUPPORTED,
+         "fmt"},
+        {"llama-fp8", "\"weight_block_size\": [\n      128,", "\"weight_block_size\": [\n      64,", PF_ERROR_FORMAT,
+         "weight_block_size"},
+        {"llama-fp8", "\"lm_head\"", "\"lm_head\", \"mlp\"", PF_ERROR_FORMAT, "modules_to_not_convert"},
+        {"llama-fp8", "\"quantization_config\"", "\"no_quantization_config\"", PF_ERROR_UNSUPPORTED, "F8_E4M3"},
+        {"llama-gptq", "\"bits\": 4", "\"bits\": 3", PF_ERROR_UNSUPPORTED, "bits"},
+        {"llama-gptq", "\"checkpoint_format\": \"gptq\"", "\"checkpoint_format\": \"marlin\"", PF_ERROR_UNSUPPORTED,
+         "checkpoint_format"},
+        {"llama-gptq", "\"group_size\": 32", "\"group_size\": 64", PF_ERROR_FORMAT, "groups of 64"},
+        {"llama-gptq", "\"quant_method\": \"gptq\"", "\"quant_method\": \"gptq\", \"dynamic\": {\"x\": 1}",
+         PF_ERROR_UNSUPPORTED, "dynamic"},
+        {"llama-gptq", "\"quant_method\": \"gptq\"", "\"quant_method\": \"hqq\"", PF_ERROR_UNSUPPORTED, "hqq"},
+        {"llama-awq", "\"version\": \"gemm\"", "\"version\": \"gemv\"", PF_ERROR_UNSUPPORTED, "version"},
+        {"llama-awq", "\"zero_point\": true", "\"zero_point\": false", PF_ERROR_UNSUPPORTED, "zero_point"},
+        {"llama-awq", "\"bits\": 4", "\"bits\": 8", PF_ERROR_UNSUPPORTED, "bits"},
+    };
+    for (size_t i = 0; i < QUANT_COUNT(cases); i++)
+        check_quantized_refusal(cases[i].name, cases[i].from, cases[i].to, cases[i].want, cases[i].key);
+    /* the tensors: an FP8 weight without its scales; a group index past the groups; parts missing */
+    check_quantized_refusal_in("llama-fp8", "model.safetensors", "layers.1.mlp.up_proj.weight_scale_inv",
+                               "layers.1.mlp.up_proj.weight_scale_inx", PF_ERROR_FORMAT, "without a weight_scale_inv");
+    check_quantized_refusal_in("llama-gptq", "model.safetensors", NULL, "model.layers.0.self_attn.q_proj.g_idx",
+                               PF_ERROR_FORMAT, "names group 2147483647");
+    check_quantized_refusal_in("llama-gptq", "model.safetensors", "layers.1.mlp.up_proj.qzeros",
+                               "layers.1.mlp.up_proj.qzeroz", PF_ERROR_FORMAT, "lacks its qzeros");
+    check_quantized_refusal_in("llama-awq", "model.safetensors", "layers.0.mlp.down_proj.scales",
+                               "layers.0.mlp.down_proj.scalez", PF_ERROR_FORMAT, "lacks its scales");
+}
+
+/* A packed checkpoint stored in every dtype (fp32, fp16, bf16, q8_0, q4_0) on 1 and 2 ranks computes
+   bit for bit what the weights transformers dequantized from it (the fixture's dequantized/,
+   saved unquantized) compute stored the same way: the values are decoded exactly, then stored as
+   any checkpoint's are. */
+static void test_quantized_stored(void) {
+    static const char *const names[] = {"llama-fp8-tensor", "llama-gptq8"};
+    static const pf_dtype dtypes[] = {PF_DTYPE_F32, PF_DTYPE_F16, PF_DTYPE_BF16, PF_DTYPE_Q8_0, PF_DTYPE_Q4_0};
+    for (size_t i = 0; i < QUANT_COUNT(names); i++) {
+        char packed[1024], plain[1100];
+        test_reference ref;
+        snprintf(packed, sizeof packed, "%s/%s", test_fixtures, names[i]);
+        snprintf(plain, sizeof plain, "%s/dequantized", packed);
+        if (test_read_reference(packed, &ref)) {
+            CHECK_MSG(0, "%s: reference.txt", names[i]);
+            continue;
+        }
+        for (size_t d = 0; d < QUANT_COUNT(dtypes); d++)
+            for (int ranks = 1; ranks <= 2; ranks++) {
+                size_t n1 = 0, n2 = 0;
+                float *got = dir_logits(packed, ref.prompt_ids, ref.num_prompt_ids, dtypes[d], ranks, &n1);
+                float *want = dir_logits(plain, ref.prompt_ids, ref.num_prompt_ids, dtypes[d], ranks, &n2);
+                CHECK_MSG(got && want && n1 == n2 && !memcmp(got, want, n1 * sizeof(float)),
+                          "%s stored as dtype %d on %d ranks differs from its dequantized weights stored so by %g",
+                          names[i], (int)dtypes[d], ranks, got && want && n1 == n2 ? test_max_abs_diff(got, want, n1) : -1.0f);
+                free(got);
+                free(want);
+            }
+    }
+}
+
+/* FP8 (block and tensor scales), GPTQ (4-bit act order in v1, 8-bit v2) and AWQ checkpoints: on 1 to
+   4 ranks, whose slices cut 128 x 128 blocks and groups, transformers' logits of the dequantized
+   weights within 1e-4 and its greedy tokens; gathered by pf_to_cpu too; bad configs refused. */
+void test_quantized(void) {
+    static const char *const names[] = {"llama-fp8", "llama-fp8-tensor", "llama-fp8-ue8m0", "qwen3_moe-fp8",
+                                        "llama-gptq", "llama-gptq8", "llama-awq", "qwen3_moe-gptq"};
+    for (size_t i = 0; i < QUANT_COUNT(names); i++) test_fixture(names[i]);
+    /* every expert on every rank, cut by its columns (16 x 16 blocks or groups of 16 of a 48-wide
+       expert on 2 and 3 ranks) */
+    static const char *const mixtures[] = {"qwen3_moe-fp8", "qwen3_moe-gptq"};
+    for (size_t i = 0; i < QUANT_COUNT(mixtures); i++) {
+        fixture moe;
+        if (fixture_open(mixtures[i], &moe)) continue;
+        for (int ranks = 2; ranks <= 3; ranks++) {
+            pf_parallel_options po = cpu_options();
+            po.expert_split = PF_EXPERT_SPLIT_COLUMNS;
+            pf_result r = pf_parallelize(moe.model, ranks, &po);
+            CHECK_MSG(r == PF_OK, "%s, experts by columns: %s", mixtures[i], pf_error_message(moe.model));
+            float *logits = r == PF_OK ? prompt_logits(&moe) : NULL;
+            float diff = logits ? test_max_abs_diff(logits, moe.ref_logits, (size_t)moe.ref.num_prompt_ids * moe.vocab) : INFINITY;
+            CHECK_MSG(diff <= TOLERANCE_HF, "%s, experts by columns on %d ranks: logits differ by %g", mixtures[i], ranks,
+                      diff);
+            free(logits);
+        }
+        fixture_close(&moe);
+    }
+    for (size_t i = 0; i < QUANT_COUNT(names); i++) {
+        fixture f;
+        if (fixture_open(names[i], &f)) continue;
+        pf_parallel_options po = cpu_options();
+        pf_result r = pf_parallelize(f.model, 3, &po);
+        if (r == PF_OK) r = pf_to_cpu(f.model);
+        CHECK_MSG(r == PF_OK, "%s: %s", names[i], pf_error_message(f.model));
+        float *logits = r == PF_OK ? prompt_logits(&f) : NULL;
+        float diff = logits ? test_max_abs_diff(logits, f.ref_logits, (size_t)f.ref.num_prompt_ids * f.vocab) : INFINITY;
+        CHECK_MSG(diff <= TOLERANCE_HF, "%s after pf_to_cpu: logits differ from transformers by %g", names[i], diff);
+        free(logits);
+        fixture_close(&f);
+    }
+#ifdef PF_TESTING
+    test_e4m3_codes();
+    test_quantized_memory();
+#endif
+    test_quantized_stored();
+    test_quantized_refusals();
+}

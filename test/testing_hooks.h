@@ -55,6 +55,10 @@ void pf_testing_cpu_matmul_kept(float *out, const float *x, const void *w, int d
                                 size_t k);
 /* GGUF blocks of dtype (3..10 as pf_testing_cpu_matmul numbers them) as fp32: count values. */
 void pf_testing_block_dequantize(int dtype, const void *blocks, size_t count, float *out);
+/* Nonzero: the host memory CPU ranks see as available, in bytes. */
+extern size_t pf_testing_host_available;
+/* An FP8 e4m3 (float8_e4m3fn) code as fp32 (quantized safetensors checkpoints). */
+float pf_testing_e4m3_to_f32(unsigned code);
 /* The Q8_0 weight quantizer: rows x cols fp32 in place into blocks. */
 void pf_testing_q8_quantize(float *data, size_t rows, size_t cols);
 /* The Q4_0 weight quantizer: rows x cols fp32 in place into blocks. */

@@ -1,0 +1,506 @@
+#include "internal.h"
+/* =============================================================================================== */
+/* quantized safetensors checkpoints: FP8 (block or tensor scales), GPTQ and AWQ packed integers   */
+/* =============================================================================================== */
+
+/* config.json's quantization_config names the format; its matrices are read where the file
+   holds them and decoded value by value as the ranks slice them (src/slicing.c), into the
+   ranks' dtype (fp32 by default; bf16, fp16, q8_0 or q4_0 when asked): no second copy of the
+   model is made at load, and a rank's slice may start anywhere in a block or group, whose scale
+   (and zero) follows the element. The decoding is each format's dequantization in fp32:
+     FP8 (transformers' FineGrainedFP8, DeepSeek V3, Qwen3-FP8): e4m3 value x weight_scale_inv of
+       its [block_rows x block_cols] block (weight_block_size), or of the tensor;
+     GPTQ (AutoGPTQ / GPTQModel): scale[g][o] x (q - zero[g][o]), g = g_idx[i] (act order) or
+       i / group_size, q packed along the input (qweight [in * bits / 32][out]), zeros along the
+       output; the "gptq" (v1) format stores each zero less one;
+     AWQ (GEMM): the same with q packed along the output (qweight [in][out * bits / 32]) in AWQ's
+       order of the 8 nibbles of a word, groups of group_size inputs. */
+
+/* ---- decoding ---- */
+
+PF_PRIVATE float pf__e4m3_to_f32(uint8_t code) {
+    uint32_t exponent = (code >> 3) & 15, mantissa = code & 7;
+    if (exponent == 15 && mantissa == 7) return NAN; /* e4m3fn has no infinities: S.1111.111 is NaN */
+    if (exponent == 0) { /* subnormal: mantissa/8 x 2^-6, exact in fp32 */
+        float magnitude = (float)mantissa * (1.0f / 512.0f);
+        return code & 0x80 ? -magnitude : magnitude;
+    }
+    /* (1 + mantissa/8) x 2^(exponent - 7): the same bits in fp32's wider fields (bias 127, not 7) */
+    uint32_t bits = (uint32_t)(code & 0x80) << 24 | (exponent + 120) << 23 | mantissa << 20;
+    float value;
+    memcpy(&value, &bits, sizeof value);
+    return value;
+}
+
+static uint32_t pf__le32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Field `index` (bits wide, from the low bits up) of the little-endian 32-bit words at words. */
+static unsigned pf__packed_field(const uint8_t *words, size_t index, int bits) {
+    size_t per_word = 32 / (size_t)bits;
+    return (unsigned)(pf__le32(words + 4 * (index / per_word)) >> (index % per_word * (size_t)bits)) & ((1u << bits) - 1);
+}
+
+static float pf__packed_scale(const pf__packed *p, size_t index) {
+    if (p->scale_e8m0) return p->scales[index] == 255 ? NAN : ldexpf(1.0f, (int)p->scales[index] - 127);
+    return pf__weight_value(p->scales, index, p->scale_dtype);
+}
+
+/* AWQ packs the 8 outputs of a word in the order 0, 2, 4, 6, 1, 3, 5, 7: output j of the word is
+   its field pf__awq_field[j]. */
+static const unsigned char pf__awq_field[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+
+/* A GPTQ or AWQ zero (of output row, group g) and value (of row, input col). */
+static int pf__int_zero(const pf__packed *p, size_t row, size_t g) {
+    size_t per_word = 32 / (size_t)p->bits, words = p->rows / per_word;
+    size_t field = p->format == PF__PACKED_AWQ ? row / per_word * per_word + pf__awq_field[row % per_word] : row;
+    unsigned zero = pf__packed_field(p->zeros + 4 * g * words, field, p->bits);
+    return (int)((zero + (unsigned)p->zero_offset) & ((1u << p->bits) - 1)); /* v1: the +1 wraps as GPTQ's kernels do */
+}
+
+static int pf__int_value(const pf__packed *p, size_t row, size_t col) {
+    size_t per_word = 32 / (size_t)p->bits;
+    if (p->format == PF__PACKED_GPTQ) /* word [col / per_word][row], field col % per_word */
+        return (int)pf__packed_field(p->values + 4 * (col / per_word * p->rows + row), col % per_word, p->bits);
+    size_t words = p->rows / per_word; /* AWQ: word [col][row / per_word], fields in AWQ's order */
+    return (int)pf__packed_field(p->values + 4 * col * words, row / per_word * per_word + pf__awq_field[row % per_word],
+                                 p->bits);
+}
+
+static size_t pf__int_group(const pf__packed *p, size_t col) {
+    if (p->group_of) return pf__le32(p->group_of + 4 * col);
+    return p->group_size ? col / p->group_size : 0;
+}
+
+PF_PRIVATE void pf__packed_row_run(const pf__packed *p, size_t row, size_t col, size_t n, float *out) {
+    if (p->format == PF__PACKED_FP8) { /* block by block: one scale for each stretch of the run */
+        const uint8_t *codes = p->values + row * p->cols;
+        int one_scale = p->scale_cols == 0;
+        for (size_t c = col, end = col + n; c < end;) {
+            size_t block = one_scale ? 0 : c / p->block_cols, stop = one_scale ? end : (block + 1) * p->block_cols;
+            float scale = pf__packed_scale(p, one_scale ? 0 : row / p->block_rows * p->scale_cols + block);
+            for (stop = stop < end ? stop : end; c < stop; c++) *out++ = pf__e4m3_to_f32(codes[c]) * scale;
+        }
+        return;
+    }
+    for (size_t c = col, end = col + n; c < end;) { /* group by group (input by input with g_idx) */
+        size_t g = pf__int_group(p, c), stop = p->group_of ? c + 1 : (g + 1) * p->group_size;
+        float scale = pf__packed_scale(p, g * p->rows + row);
+        int zero = pf__int_zero(p, row, g);
+        for (stop = stop < end ? stop : end; c < stop; c++) *out++ = scale * (float)(pf__int_value(p, row, c) - zero);
+    }
+}
+
+/* ---- quantization_config ---- */
+
+/* How a quantization_config key is treated: read below (HONOURED), or one that does not change
+   the weights' values (how they were calibrated, which kernel a GPU library picks: IGNORABLE). */
+typedef enum { PF__QKEY_HONOURED, PF__QKEY_IGNORABLE } pf__qkey_kind;
+typedef struct pf__qkey {
+    const char *key;
+    pf__qkey_kind kind;
+} pf__qkey;
+
+static const pf__qkey pf__fp8_keys[] = {
+    {"quant_method", PF__QKEY_HONOURED}, {"weight_block_size", PF__QKEY_HONOURED}, {"activation_scheme", PF__QKEY_HONOURED},
+    {"fmt", PF__QKEY_HONOURED}, {"scale_fmt", PF__QKEY_HONOURED}, {"modules_to_not_convert", PF__QKEY_HONOURED},
+    {"ignored_layers", PF__QKEY_HONOURED}, {"modules_to_convert", PF__QKEY_HONOURED}, {"expert_dtype", PF__QKEY_HONOURED},
+    {"dequantize", PF__QKEY_IGNORABLE}, /* transformers' loading switch: we always compute on the decoded values */
+};
+
+/* GPTQConfig's keys (AwqConfig derives from it and writes them too). */
+static const pf__qkey pf__gptq_keys[] = {
+    {"quant_method", PF__QKEY_HONOURED}, {"bits", PF__QKEY_HONOURED}, {"group_size", PF__QKEY_HONOURED},
+    {"desc_act", PF__QKEY_HONOURED}, {"checkpoint_format", PF__QKEY_HONOURED}, {"format", PF__QKEY_HONOURED},
+    {"dynamic", PF__QKEY_HONOURED}, {"pack_dtype", PF__QKEY_HONOURED}, {"is_marlin_format", PF__QKEY_HONOURED},
+    {"zero_point", PF__QKEY_HONOURED}, {"version", PF__QKEY_HONOURED}, {"rotation", PF__QKEY_HONOURED},
+    {"adapter", PF__QKEY_HONOURED}, {"modules_to_not_convert", PF__QKEY_HONOURED},
+    /* the zeros are read from qzeros whatever sym says; which modules are quantized, from the file */
+    {"sym", PF__QKEY_IGNORABLE}, {"lm_head", PF__QKEY_IGNORABLE}, {"modules_in_block_to_quantize", PF__QKEY_IGNORABLE},
+    {"block_name_to_quantize", PF__QKEY_IGNORABLE}, {"module_name_preceding_first_block", PF__QKEY_IGNORABLE},
+    /* calibration */
+    {"tokenizer", PF__QKEY_IGNORABLE}, {"dataset", PF__QKEY_IGNORABLE}, {"damp_percent", PF__QKEY_IGNORABLE},
+    {"damp_auto_increment", PF__QKEY_IGNORABLE}, {"true_sequential", PF__QKEY_IGNORABLE},
+    {"act_group_aware", PF__QKEY_IGNORABLE}, {"static_groups", PF__QKEY_IGNORABLE}, {"mse", PF__QKEY_IGNORABLE},
+    {"model_seqlen", PF__QKEY_IGNORABLE}, {"batch_size", PF__QKEY_IGNORABLE}, {"pad_token_id", PF__QKEY_IGNORABLE},
+    {"max_input_length", PF__QKEY_IGNORABLE}, {"cache_block_outputs", PF__QKEY_IGNORABLE}, {"meta", PF__QKEY_IGNORABLE},
+    {"quantizer", PF__QKEY_IGNORABLE}, {"model_name_or_path", PF__QKEY_IGNORABLE},
+    {"model_file_base_name", PF__QKEY_IGNORABLE},
+    /* GPU kernels */
+    {"backend", PF__QKEY_IGNORABLE}, {"use_exllama", PF__QKEY_IGNORABLE}, {"exllama_config", PF__QKEY_IGNORABLE},
+    {"use_cuda_fp16", PF__QKEY_IGNORABLE}, {"do_fuse", PF__QKEY_IGNORABLE}, {"fuse_max_seq_len", PF__QKEY_IGNORABLE},
+    {"modules_to_fuse", PF__QKEY_IGNORABLE},
+};
+
+static const char *pf__json_string_of(const pf__json *o, const char *key) {
+    const pf__json *v = pf__json_get(o, key);
+    return v && v->type == PF__JSON_STRING ? v->string : NULL;
+}
+
+/* A key given a value other than its default's (null, false, an empty list or object) */
+static int pf__json_set(const pf__json *o, const char *key) {
+    const pf__json *v = pf__json_get(o, key);
+    if (!v || v->type == PF__JSON_NULL) return 0;
+    if (v->type == PF__JSON_BOOL) return v->boolean;
+    if (v->type == PF__JSON_ARRAY || v->type == PF__JSON_OBJECT) return v->count > 0;
+    return 1;
+}
+
+/* Every key of the config is in keys (or refused by name). */
+static pf_result pf__check_qkeys(const pf__json *qc, const char *method, const pf__qkey *keys, size_t count,
+                                 const char *path, char *message, size_t size) {
+    for (const pf__json *e = qc->first; e; e = e->next) {
+        size_t i = 0;
+        while (i < count && strcmp(keys[i].key, e->key)) i++;
+        if (i == count)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: quantization_config's \"%s\" (quant_method \"%s\") is "
+                              "not supported", path, e->key, method);
+    }
+    return PF_OK;
+}
+
+/* What the config says of the format, before the tensors are looked at. */
+typedef struct pf__qconfig {
+    pf__packed_format format;
+    const char *method;
+    size_t block_rows, block_cols; /* FP8; 0: scales per tensor */
+    int scale_e8m0;
+    int bits, zero_offset, desc_act;
+    long group_size;               /* -1: one group */
+    const pf__json *not_converted; /* modules_to_not_convert (or ignored_layers), or NULL */
+} pf__qconfig;
+
+static pf_result pf__fp8_config(const pf__json *qc, const char *path, pf__qconfig *q, char *message, size_t size) {
+    const char *scheme = pf__json_string_of(qc, "activation_scheme"), *fmt = pf__json_string_of(qc, "fmt");
+    const char *scale_fmt = pf__json_string_of(qc, "scale_fmt"), *expert = pf__json_string_of(qc, "expert_dtype");
+    if (pf__json_get(qc, "activation_scheme") && (!scheme || strcmp(scheme, "dynamic")))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: quantization_config's \"activation_scheme\" is not "
+                          "\"dynamic\" (static activation scales are not implemented)", path);
+    if (pf__json_get(qc, "fmt") && (!fmt || strcmp(fmt, "e4m3")))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: quantization_config's \"fmt\" is not \"e4m3\" (the "
+                          "one FP8 format implemented)", path);
+    if (pf__json_get(qc, "scale_fmt") && (!scale_fmt || (strcmp(scale_fmt, "float") && strcmp(scale_fmt, "ue8m0"))))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: quantization_config's \"scale_fmt\" is not \"float\" "
+                          "or \"ue8m0\"", path);
+    q->scale_e8m0 = scale_fmt && !strcmp(scale_fmt, "ue8m0");
+    if (pf__json_get(qc, "expert_dtype") && (!expert || strcmp(expert, "fp8")))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: quantization_config's \"expert_dtype\" is not "
+                          "\"fp8\" (FP4 experts are not implemented)", path);
+    if (pf__json_set(qc, "modules_to_convert"))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: quantization_config's \"modules_to_convert\" (FP8 "
+                          "embeddings) is not implemented", path);
+    const pf__json *block = pf__json_get(qc, "weight_block_size");
+    if (block && block->type != PF__JSON_NULL) {
+        double r = 0, c = 0;
+        if (block->type != PF__JSON_ARRAY || block->count != 2 || pf__json_number(block->first, &r) != 1 ||
+            pf__json_number(block->first->next, &c) != 1 || r < 1 || c < 1 || r > 1e9 || c > 1e9 || r != floor(r) ||
+            c != floor(c))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: quantization_config's \"weight_block_size\" is not two "
+                              "positive integers", path);
+        q->block_rows = (size_t)r;
+        q->block_cols = (size_t)c;
+    }
+    q->not_converted = pf__json_get(qc, "modules_to_not_convert");
+    if (!q->not_converted || q->not_converted->type == PF__JSON_NULL) q->not_converted = pf__json_get(qc, "ignored_layers");
+    return PF_OK;
+}
+
+static pf_result pf__int_config(const pf__json *qc, const char *path, pf__qconfig *q, char *message, size_t size) {
+    int awq = q->format == PF__PACKED_AWQ;
+    double bits = 0, group = 0;
+    if (pf__json_number(pf__json_get(qc, "bits"), &bits) != 1 || (bits != 4 && (bits != 8 || awq)))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: quantization_config's \"bits\" is not %s", path,
+                          awq ? "4 (AWQ's GEMM format packs 4 bits)" : "4 or 8 (the widths implemented)");
+    q->bits = (int)bits;
+    if (pf__json_number(pf__json_get(qc, "group_size"), &group) != 1 || (group < 1 && group != -1) || group > 1e9 ||
+        group != floor(group) || (awq && group == -1))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: quantization_config's \"group_size\" is not a positive "
+                          "integer%s", path, awq ? "" : " or -1");
+    q->group_size = (long)group;
+    const char *format = pf__json_string_of(qc, "checkpoint_format");
+    const char *format_key = format ? "checkpoint_format" : "format";
+    if (!format) format = pf__json_string_of(qc, "format");
+    if (awq) {
+        const char *version = pf__json_string_of(qc, "version");
+        if (version) format = version, format_key = "version";
+        if (format && strcmp(format, "gemm") && strcmp(format, "GEMM"))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: quantization_config's \"%s\" is \"%s\": AWQ's "
+                              "\"gemm\" layout is implemented, not the GEMV, exllama, marlin or ipex ones", path,
+                              format_key, format);
+        if (pf__json_get(qc, "zero_point") && !pf__json_set(qc, "zero_point"))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: quantization_config's \"zero_point\" is false "
+                              "(AWQ without zeros is not implemented)", path);
+        if (pf__json_set(qc, "desc_act"))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: quantization_config's \"desc_act\" is true for AWQ",
+                              path);
+    } else {
+        if (format && strcmp(format, "gptq") && strcmp(format, "gptq_v2"))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: quantization_config's \"%s\" is \"%s\": the gptq "
+                              "(v1) and gptq_v2 layouts are implemented, not marlin, bitblas or the others", path,
+                              format_key, format);
+        q->zero_offset = !format || !strcmp(format, "gptq");
+        q->desc_act = pf__json_set(qc, "desc_act");
+        if (pf__json_get(qc, "version"))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: quantization_config's \"version\" (an AWQ key) in "
+                              "a GPTQ config", path);
+        if (pf__json_get(qc, "zero_point"))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: quantization_config's \"zero_point\" (an AWQ "
+                              "key) in a GPTQ config", path);
+    }
+    static const char *const refused[] = {"dynamic", "is_marlin_format", "rotation", "adapter"};
+    for (size_t i = 0; i < PF__COUNT(refused); i++)
+        if (pf__json_set(qc, refused[i]))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: quantization_config's \"%s\" is set: not "
+                              "implemented", path, refused[i]);
+    const char *pack = pf__json_string_of(qc, "pack_dtype");
+    if (pf__json_get(qc, "pack_dtype") && (!pack || strcmp(pack, "int32")))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: quantization_config's \"pack_dtype\" is not \"int32\"",
+                          path);
+    q->not_converted = pf__json_get(qc, "modules_to_not_convert");
+    return PF_OK;
+}
+
+/* ---- the tensors ---- */
+
+static int pf__has_suffix_of(const char *name, const char *suffix, size_t *stem) {
+    size_t n = strlen(name), k = strlen(suffix);
+    if (n <= k || strcmp(name + n - k, suffix)) return 0;
+    *stem = n - k;
+    return 1;
+}
+
+/* Whether module (a tensor name less its last part) is one modules_to_not_convert names: the
+   name itself, or a whole dotted part of it ("lm_head", "model.layers.0.mlp"). */
+static int pf__module_listed(const pf__json *list, const char *module, size_t length) {
+    for (const pf__json *e = list && list->type == PF__JSON_ARRAY ? list->first : NULL; e; e = e->next) {
+        if (e->type != PF__JSON_STRING || !e->string[0]) continue;
+        size_t k = strlen(e->string);
+        for (size_t at = 0; at + k <= length; at++)
+            if ((at == 0 || module[at - 1] == '.') && (at + k == length || module[at + k] == '.') &&
+                !strncmp(module + at, e->string, k))
+                return 1;
+    }
+    return 0;
+}
+
+static const pf__st_tensor *pf__part(const pf__st_index *index, const char *stem, size_t length, const char *part) {
+    char name[512];
+    if (length + strlen(part) >= sizeof name) return NULL;
+    memcpy(name, stem, length);
+    strcpy(name + length, part);
+    return pf__st_find(index, name);
+}
+
+static int pf__file_dtype_is(const pf__st_tensor *t, const char *dtype) { return !strcmp(t->file_dtype, dtype); }
+
+static int pf__shape_is(const pf__st_tensor *t, size_t rows, size_t cols) {
+    return t->ndim == 2 && t->shape[0] == rows && t->shape[1] == cols;
+}
+
+static pf__packed *pf__packed_new(pf__st_index *index) {
+    pf__packed *p = (pf__packed *)calloc(1, sizeof *p);
+    if (p && pf__st_own(index, p)) return NULL;
+    return p;
+}
+
+/* An FP8 weight (.weight, F8_E4M3 [out, in]) and its .weight_scale_inv: the weight becomes packed. */
+static pf_result pf__fp8_take(pf__st_index *index, const pf__qconfig *q, pf__st_tensor *scale, size_t stem,
+                              char *message, size_t size) {
+    pf__st_tensor *w = (pf__st_tensor *)pf__part(index, scale->name, stem, ".weight");
+    if (!w)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' scales no '%.*s.weight'", scale->file->path,
+                          scale->name, (int)stem, scale->name);
+    if (!pf__file_dtype_is(w, "F8_E4M3") || w->ndim != 2)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' is %s [%d dims] beside its "
+                          "weight_scale_inv: an F8_E4M3 matrix is what quant_method \"fp8\" reads", w->file->path, w->name,
+                          w->file_dtype, w->ndim);
+    if (pf__module_listed(q->not_converted, w->name, stem))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' is FP8, but quantization_config's "
+                          "modules_to_not_convert lists its module", w->file->path, w->name);
+    size_t rows = w->shape[0], cols = w->shape[1];
+    pf__packed p = {PF__PACKED_FP8, rows, cols, w->data, scale->data, NULL, NULL, 0, 0, 0, 0, 0, 0, PF__DTYPE_F32, q->scale_e8m0};
+    int bytes_ok = q->scale_e8m0 ? pf__file_dtype_is(scale, "F8_E8M0") || pf__file_dtype_is(scale, "U8")
+                                 : scale->dtype == PF__DTYPE_F32 || scale->dtype == PF__DTYPE_BF16 || scale->dtype == PF__DTYPE_F16;
+    if (!bytes_ok)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' is %s, not %s (quantization_config's "
+                          "scale_fmt)", scale->file->path, scale->name, scale->file_dtype,
+                          q->scale_e8m0 ? "F8_E8M0 or U8" : "F32, BF16 or F16");
+    p.scale_dtype = scale->dtype;
+    if (scale->numel != 1) { /* else one scale for the tensor */
+        if (!q->block_rows)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' holds %zu scales, but quantization_config "
+                              "has no weight_block_size", scale->file->path, scale->name, scale->numel);
+        p.block_rows = q->block_rows;
+        p.block_cols = q->block_cols;
+        p.scale_cols = (cols + q->block_cols - 1) / q->block_cols;
+        if (!pf__shape_is(scale, (rows + q->block_rows - 1) / q->block_rows, p.scale_cols))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' is not the [%zu, %zu] scales of [%zu, %zu] "
+                              "in %zu x %zu blocks (weight_block_size)", scale->file->path, scale->name,
+                              (rows + q->block_rows - 1) / q->block_rows, p.scale_cols, rows, cols, q->block_rows,
+                              q->block_cols);
+    }
+    pf__packed *kept = pf__packed_new(index);
+    if (!kept) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    *kept = p;
+    w->dtype = PF__DTYPE_PACKED;
+    w->packed = kept;
+    scale->used = 1;
+    return PF_OK;
+}
+
+/* A GPTQ or AWQ module's qweight, qzeros, scales (and GPTQ's g_idx) as a packed [out, in] matrix;
+   its tensor, named as the unquantized weight, is written to *out. */
+static pf_result pf__int_take(pf__st_index *index, const pf__qconfig *q, pf__st_tensor *qweight, size_t stem,
+                              pf__st_tensor *out, char *message, size_t size) {
+    const char *path = qweight->file->path;
+    int awq = q->format == PF__PACKED_AWQ;
+    size_t per_word = 32 / (size_t)q->bits;
+    pf__st_tensor *zeros = (pf__st_tensor *)pf__part(index, qweight->name, stem, ".qzeros");
+    pf__st_tensor *scales = (pf__st_tensor *)pf__part(index, qweight->name, stem, ".scales");
+    pf__st_tensor *g_idx = awq ? NULL : (pf__st_tensor *)pf__part(index, qweight->name, stem, ".g_idx");
+    if (!zeros || !scales)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' lacks its %s", path, qweight->name,
+                          zeros ? "scales" : "qzeros");
+    if (pf__part(index, qweight->name, stem, ".weight"))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: module '%.*s' has both a qweight and a weight", path,
+                          (int)stem, qweight->name);
+    if (pf__module_listed(q->not_converted, qweight->name, stem))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: module '%.*s' is quantized, but quantization_config's "
+                          "modules_to_not_convert lists it", path, (int)stem, qweight->name);
+    if (!pf__file_dtype_is(qweight, "I32") || !pf__file_dtype_is(zeros, "I32") || qweight->ndim != 2 ||
+        (g_idx && !pf__file_dtype_is(g_idx, "I32")))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: module '%.*s': qweight, qzeros and g_idx are not I32 "
+                          "matrices (and vector)", path, (int)stem, qweight->name);
+    if (scales->dtype != PF__DTYPE_F16 && scales->dtype != PF__DTYPE_BF16 && scales->dtype != PF__DTYPE_F32)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' is %s, not F16, BF16 or F32", path,
+                          scales->name, scales->file_dtype);
+    size_t rows = awq ? qweight->shape[1] * per_word : qweight->shape[1];
+    size_t cols = awq ? qweight->shape[0] : qweight->shape[0] * per_word;
+    size_t group = q->group_size > 0 ? (size_t)q->group_size : cols, groups = cols ? (cols + group - 1) / group : 0;
+    if (!rows || !cols || rows % per_word || !pf__shape_is(scales, groups, rows) ||
+        !pf__shape_is(zeros, groups, rows / per_word))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: module '%.*s': qweight [%zu, %zu] (%d-bit), qzeros [%zu, "
+                          "%zu] and scales [%zu, %zu] are not one [%zu, %zu] matrix in groups of %zu inputs", path,
+                          (int)stem, qweight->name, qweight->shape[0], qweight->shape[1], q->bits, zeros->shape[0],
+                          zeros->ndim > 1 ? zeros->shape[1] : 0, scales->shape[0], scales->ndim > 1 ? scales->shape[1] : 0,
+                          rows, cols, group);
+    if (q->desc_act && !g_idx)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: module '%.*s' has no g_idx, which quantization_config's "
+                          "desc_act (act order) needs", path, (int)stem, qweight->name);
+    if (g_idx) {
+        if (g_idx->ndim != 1 || g_idx->shape[0] != cols)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' is not [%zu]", path, g_idx->name, cols);
+        for (size_t i = 0; i < cols; i++) /* a group past the scales would read outside them */
+            if (pf__le32(g_idx->data + 4 * i) >= groups)
+                return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' names group %u of %zu at input %zu",
+                                  path, g_idx->name, (unsigned)pf__le32(g_idx->data + 4 * i), groups, i);
+        g_idx->used = 1;
+    }
+    pf__packed *p = pf__packed_new(index);
+    char *name = p ? (char *)malloc(stem + sizeof ".weight") : NULL;
+    if (!name || pf__st_own(index, name)) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    memcpy(name, qweight->name, stem);
+    strcpy(name + stem, ".weight");
+    *p = (pf__packed){q->format, rows, cols, qweight->data, scales->data, zeros->data, g_idx ? g_idx->data : NULL,
+                      0, 0, 0, group, q->bits, q->zero_offset, scales->dtype, 0};
+    memset(out, 0, sizeof *out);
+    out->name = name;
+    out->dtype = PF__DTYPE_PACKED;
+    out->file_dtype = "I32";
+    out->ndim = 2;
+    out->shape[0] = rows;
+    out->shape[1] = cols;
+    out->numel = rows * cols;
+    out->data = qweight->data;
+    out->bytes = qweight->bytes;
+    out->file = qweight->file;
+    out->packed = p;
+    qweight->used = zeros->used = scales->used = 1;
+    return PF_OK;
+}
+
+/* FP8: every weight_scale_inv's weight packed; an F8 tensor left without one is refused. */
+static pf_result pf__fp8_tensors(pf__st_index *index, const pf__qconfig *q, char *message, size_t size) {
+    for (size_t i = 0; i < index->num_tensors; i++) {
+        pf__st_tensor *t = &index->tensors[i];
+        size_t stem = 0;
+        pf_result r;
+        if (pf__has_suffix_of(t->name, ".weight_scale_inv", &stem) && (r = pf__fp8_take(index, q, t, stem, message, size)))
+            return r;
+        if (pf__has_suffix_of(t->name, ".input_scale", &stem) || pf__has_suffix_of(t->name, ".activation_scale", &stem))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%s': static activation scales are not "
+                              "implemented", t->file->path, t->name);
+    }
+    for (size_t i = 0; i < index->num_tensors; i++) {
+        const pf__st_tensor *t = &index->tensors[i];
+        if (t->dtype != PF__DTYPE_PACKED && !t->used && !strncmp(t->file_dtype, "F8_", 3))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' is %s without a weight_scale_inv",
+                              t->file->path, t->name, t->file_dtype);
+    }
+    return PF_OK;
+}
+
+/* GPTQ, AWQ: every qweight's module becomes a packed ".weight" tensor, added to the index once all
+   are made (the index is searched meanwhile), which is then sorted again: nothing points into its
+   tensors yet. */
+static pf_result pf__int_tensors(pf__st_index *index, const pf__qconfig *q, char *message, size_t size) {
+    size_t count = 0, stem = 0, made = 0;
+    for (size_t i = 0; i < index->num_tensors; i++) count += pf__has_suffix_of(index->tensors[i].name, ".qweight", &stem);
+    if (!count) return PF_OK;
+    pf__st_tensor *added = (pf__st_tensor *)calloc(count, sizeof *added);
+    if (!added) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    pf_result r = PF_OK;
+    for (size_t i = 0; i < index->num_tensors && !r; i++)
+        if (pf__has_suffix_of(index->tensors[i].name, ".qweight", &stem))
+            r = pf__int_take(index, q, &index->tensors[i], stem, &added[made++], message, size);
+    pf__st_tensor *grown = r ? NULL : (pf__st_tensor *)realloc(index->tensors, (index->num_tensors + count) * sizeof *grown);
+    if (!r && !grown) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r) {
+        index->tensors = grown;
+        memcpy(index->tensors + index->num_tensors, added, count * sizeof *added);
+        index->num_tensors += count;
+        qsort(index->tensors, index->num_tensors, sizeof *index->tensors, pf__tensor_cmp);
+    }
+    free(added);
+    return r;
+}
+
+PF_PRIVATE pf_result pf__quantized_open(const char *dir, pf__st_index *index, char *message, size_t size) {
+    char path[PF__PATH_SIZE];
+    pf__json *json = NULL;
+    if (pf__path_join(path, sizeof path, dir, "config.json"))
+        return pf__format(message, size, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", dir);
+    pf_result r = pf__json_load(path, &json, message, size);
+    if (r) return r;
+    const pf__json *qc = pf__json_get(json, "quantization_config");
+    pf__qconfig q;
+    memset(&q, 0, sizeof q);
+    q.method = qc ? pf__json_string_of(qc, "quant_method") : NULL;
+    if (!qc || qc->type == PF__JSON_NULL) {
+        r = PF_OK;
+    } else if (qc->type != PF__JSON_OBJECT || !q.method) {
+        r = pf__format(message, size, PF_ERROR_FORMAT, "%s: quantization_config is not an object with a quant_method", path);
+    } else if (!strcmp(q.method, "fp8")) {
+        q.format = PF__PACKED_FP8;
+        if (!(r = pf__check_qkeys(qc, q.method, pf__fp8_keys, PF__COUNT(pf__fp8_keys), path, message, size)) &&
+            !(r = pf__fp8_config(qc, path, &q, message, size)))
+            r = pf__fp8_tensors(index, &q, message, size);
+    } else if (!strcmp(q.method, "gptq") || !strcmp(q.method, "awq")) {
+        q.format = !strcmp(q.method, "awq") ? PF__PACKED_AWQ : PF__PACKED_GPTQ;
+        if (!(r = pf__check_qkeys(qc, q.method, pf__gptq_keys, PF__COUNT(pf__gptq_keys), path, message, size)) &&
+            !(r = pf__int_config(qc, path, &q, message, size)))
+            r = pf__int_tensors(index, &q, message, size);
+    } else {
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: quantization_config's quant_method \"%s\" is not "
+                       "supported (fp8, gptq and awq are%s)", path, q.method,
+                       !strcmp(q.method, "compressed-tensors") ? "; compressed-tensors is not yet" : "");
+    }
+    pf__json_free(json);
+    return r;
+}
+
+#ifdef PF_TESTING
+/* Test hook: the e4m3 decoding, code by code. */
+float pf_testing_e4m3_to_f32(unsigned code) { return pf__e4m3_to_f32((uint8_t)code); }
+#endif

@@ -1,0 +1,23 @@
+/* config.json (its quantization_config) over llama-gptq8's packed weights; what loads is split
+   over 2 ranks, whose slicing decodes the packed values, and run on a few ids. */
+#include "fuzz.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    fuzz_link_fixture("llama-gptq8", "model.safetensors");
+    fuzz_write("config.json", data, size);
+    pf_load_options options = pf_load_options_init();
+    pf_model *model = NULL;
+    options.skip_tokenizer = 1;
+    options.skip_generation_config = 1;
+    if (pf_load(fuzz_dir(), &options, &model) == PF_OK) {
+        pf_parallel_options parallel = pf_parallel_options_init();
+        parallel.device = PF_DEVICE_CPU;
+        parallel.max_sequence_length = 8;
+        static float logits[3 * 4096];
+        int32_t ids[3] = {1, 2, 3};
+        if (pf_parallelize(model, 2, &parallel) == PF_OK && pf_get_info(model).vocab_size <= 4096)
+            (void)pf_forward(model, ids, 1, 3, logits);
+    }
+    pf_free(model);
+    return 0;
+}
