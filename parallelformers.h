@@ -302,7 +302,7 @@ typedef struct pf_policy {
    pattern with a '%' other than one "%d", a slot with a split no compiled-in row gives it, absurd numbers, ...
    are refused, the message naming the row and the value. Results: PF_ERROR_INVALID_ARGUMENT (a
    NULL policy, a model_type compiled in or registered already, a row it refuses),
-   PF_ERROR_UNSUPPORTED (more than 64 registered at once), PF_ERROR_OUT_OF_MEMORY. On failure,
+   PF_ERROR_UNSUPPORTED (more than 128 registered at once), PF_ERROR_OUT_OF_MEMORY. On failure,
    when error/error_size are given, the message is written there. Any thread, at any time; models
    loaded already are not affected. */
 pf_result pf_register_policy(const pf_policy *policy, char *error, size_t error_size);

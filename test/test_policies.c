@@ -341,19 +341,19 @@ static void test_policy_refusals(void) {
     pf_free(m);
     CHECK(pf_unregister_policy("my-llama", err, sizeof err) == PF_OK);
 
-    /* At most 64 at once. */
-    char names[65][32];
+    /* At most 128 at once. */
+    char names[129][32];
     int registered = 0;
-    for (int i = 0; i < 65; i++) {
+    for (int i = 0; i < 129; i++) {
         snprintf(names[i], sizeof names[i], "many-%d", i);
         p = my_llama_policy();
         p.model_type = names[i];
         pf_result ri = pf_register_policy(&p, err, sizeof err);
-        if (i < 64) registered += ri == PF_OK;
-        else CHECK_MSG(ri == PF_ERROR_UNSUPPORTED && strstr(err, "64 policies"), "65th: %s", err);
+        if (i < 128) registered += ri == PF_OK;
+        else CHECK_MSG(ri == PF_ERROR_UNSUPPORTED && strstr(err, "128 policies"), "129th: %s", err);
     }
-    CHECK(registered == 64);
-    for (int i = 0; i < 64; i++) CHECK(pf_unregister_policy(names[i], err, sizeof err) == PF_OK);
+    CHECK(registered == 128);
+    for (int i = 0; i < 128; i++) CHECK(pf_unregister_policy(names[i], err, sizeof err) == PF_OK);
 }
 
 /* JSON text refused with a message holding needle. */
