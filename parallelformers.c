@@ -687,6 +687,8 @@ typedef struct pf__config {
                                        base, unscaled; rope_theta and the scaling are the global layers'
                                        (Gemma 3's rope_local_base_freq, rope_parameters.sliding_attention) */
     int reads_rope_dict;            /* 1: rope_scaling / rope_parameters apply (else transformers ignores them) */
+    int rope_dict_needed;           /* 1: a config without them (or without their rope_type) is refused: the
+                                       family's code then defaults to a scaled rope (gpt-oss's YaRN) */
     int partial_rotary_ignored;     /* 1: a partial_rotary_factor does not change the rotation (LLaMA) */
     int alibi_rounded;              /* 1: positions by ALiBi in place of the rotary (Falcon's "alibi"): the
                                        bias slope * position rounded to bf16 and, like q.k, times the scale */
@@ -3856,6 +3858,10 @@ static pf_result pf__config_rope(const pf__json *json, pf__config *c, const char
     }
     const pf__json *type = pf__json_get(rope, "rope_type");
     if (!type) type = pf__json_get(rope, "type");
+    if (!type && c->rope_dict_needed)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: no \"rope_parameters\" (nor \"rope_scaling\") with a "
+                          "rope_type: model_type \"%s\" then defaults to a scaled rope, which is not assumed", path,
+                          c->model_type);
     if (pf__json_number(pf__json_get(rope, "rope_theta"), &v) == 1) c->rope_theta = v;
     int has_partial = pf__json_number(pf__json_get(rope, "partial_rotary_factor"), &partial) == 1;
     if (!has_partial && c->partial_rotary_ignored) /* transformers 5 moves a top-level one into the dict */
@@ -4757,8 +4763,19 @@ static pf_result pf__config_disentangled(const pf__json *json, pf__config *c, co
     return PF_OK;
 }
 
+/* A quantized checkpoint (config.json's quantization_config): none of its methods is read yet, so
+   each is refused by its quant_method rather than failing later on its packed tensors. */
+static pf_result pf__config_quantization(const pf__json *json, const char *path, char *message, size_t size) {
+    const pf__json *q = pf__json_get(json, "quantization_config");
+    if (!q || q->type == PF__JSON_NULL) return PF_OK;
+    const pf__json *method = pf__json_get(q, "quant_method");
+    return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: quantization_config with quant_method \"%s\" is not "
+                      "supported (the weights are stored packed, e.g. mxfp4's *_blocks and *_scales)", path,
+                      method && method->type == PF__JSON_STRING ? method->string : "(none)");
+}
+
 /* What the rows do not hold: activation, rope, token ids, head, speech front end, tied embeddings,
-   required values and attention windows. */
+   required values, attention windows and quantization. */
 static pf_result pf__config_read_extras(const pf__json *json, const char *path, pf__config *cfg, char *message,
                                         size_t size) {
     const pf__arch *a = &pf__archs[cfg->arch];
@@ -4767,7 +4784,8 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
     if (pf__activation_from_name(cfg->arch, act_name, &cfg->activation))
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: activation \"%s\" is not supported", path, act_name);
     cfg->gated_mlp = a->mlp == PF__MLP_GATED || (a->mlp == PF__MLP_GATED_IF_NAMED && !strncmp(act_name, "gated-", 6));
-    pf_result r = pf__config_rope(json, cfg, path, message, size);
+    pf_result r = pf__config_quantization(json, path, message, size);
+    if (!r) r = pf__config_rope(json, cfg, path, message, size);
     if (!r) r = pf__config_token_ids(cfg, json, path, message, size);
     if (!r) r = pf__config_head(json, cfg, path, message, size);
     if (!r && (cfg->speech || cfg->head == PF_HEAD_CTC)) r = pf__config_speech(json, cfg, path, message, size);

@@ -647,6 +647,8 @@ typedef struct pf__config {
                                        base, unscaled; rope_theta and the scaling are the global layers'
                                        (Gemma 3's rope_local_base_freq, rope_parameters.sliding_attention) */
     int reads_rope_dict;            /* 1: rope_scaling / rope_parameters apply (else transformers ignores them) */
+    int rope_dict_needed;           /* 1: a config without them (or without their rope_type) is refused: the
+                                       family's code then defaults to a scaled rope (gpt-oss's YaRN) */
     int partial_rotary_ignored;     /* 1: a partial_rotary_factor does not change the rotation (LLaMA) */
     int alibi_rounded;              /* 1: positions by ALiBi in place of the rotary (Falcon's "alibi"): the
                                        bias slope * position rounded to bf16 and, like q.k, times the scale */
