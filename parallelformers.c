@@ -23387,6 +23387,9 @@ typedef struct pf_cuda_attention_args {
     int rel_rows, rel_buckets, rel_max_distance;
     const float *dense_bias;            /* [batch * T][heads][T]: added to the scaled score of key j (past 0),
                                            DeBERTa's disentangled terms; NULL: none (then the plain kernel) */
+    const void *sinks;                  /* [heads] of sinks_dtype: a logit per head joining its softmax's
+                                           denominator with no value (gpt-oss); NULL: none (then the plain kernel) */
+    int sinks_dtype;
 } pf_cuda_attention_args;
 
 int pf_cuda_device_count(int *count, const char **reason);
@@ -23428,6 +23431,8 @@ int pf_cuda_activation(pf_cuda_rank *st, float *x, size_t count, int act, void *
 int pf_cuda_softcap(pf_cuda_rank *st, float *x, size_t count, float cap);
 int pf_cuda_gated_activation(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act,
                              void *out16, int out16_dtype);
+int pf_cuda_clamped_swiglu(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, float alpha,
+                           float limit);
 int pf_cuda_bias_activation(pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act,
                             void *x16, int x16_dtype);
 int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype, size_t rows,
@@ -24159,6 +24164,12 @@ static void pf__cuda_gated_activation(pf__rank *r, float *out, const float *in, 
         rs->x16_now = (pf__cuda_x16_holds){out, rows * width};
 }
 
+static void pf__cuda_clamped_swiglu(pf__rank *r, float *out, const float *in, size_t rows, size_t width, float alpha,
+                                    float limit) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (rs) pf__cuda_ok(r, pf_cuda_clamped_swiglu(rs->cu, out, in, rows, width, alpha, limit));
+}
+
 static void pf__cuda_add_residual(pf__rank *r, float *x, const float *y, const pf__weight *bias, size_t rows,
                                   size_t n) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
@@ -24358,6 +24369,7 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const voi
         .rel_bias = a->rel_bias, .rel_rows = a->rel_rows, .rel_buckets = a->rel_buckets,
         .rel_max_distance = a->rel_max_distance,
         .dense_bias = a->dense_bias,
+        .sinks = a->sinks ? a->sinks->data : NULL, .sinks_dtype = pf__cuda_dtype(a->sinks ? a->sinks->dtype : PF__DTYPE_F32),
     };
     pf__cuda_ok(r, pf_cuda_attend(rs->cu, &args));
 }
@@ -24635,6 +24647,8 @@ static const pf__backend pf__cuda_table = {
     .activation = pf__cuda_activation,
     .softcap = pf__cuda_softcap,
     .gated_activation = pf__cuda_gated_activation,
+    .clamped_swiglu = pf__cuda_clamped_swiglu,
+    .attention_sinks = 1,
     .add_residual = pf__cuda_add_residual,
     .scale = pf__cuda_scale,
     .gather_rows = pf__cuda_gather_rows,
