@@ -1530,6 +1530,10 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
     if (!r && clip && clip->type == PF__JSON_NUMBER && !(clip->number > 0)) /* torch's clamp(-c, c), c <= 0: all c */
         r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" %g is not supported (a limit above 0, or null)",
                        path, clip_key, clip->number);
+    const char *swiglu_key = pf__config_key(cfg->arch, offsetof(pf__config, swiglu_limit));
+    if (!r && strcmp(swiglu_key, "(derived)") && !(cfg->swiglu_limit > 0)) /* 0 would mean the plain SwiGLU here */
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" %g is not supported (a limit above 0)", path,
+                       swiglu_key, cfg->swiglu_limit);
     if (!r) r = pf__config_stray_windows(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_rope(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_windows(json, cfg, path, message, size);

@@ -1001,6 +1001,9 @@ static void test_gpt_oss_keys(void) {
     edit_file("config.json", "\"swiglu_limit\": 3.0", "\"swiglu_limit\": 7.0");
     check_work_logits("gpt-oss with swiglu_limit 7", "gpt_oss", 0);
     if (copy_fixture("gpt_oss")) return;
+    edit_file("config.json", "\"swiglu_limit\": 3.0", "\"swiglu_limit\": 0");
+    expect_load("gpt-oss with swiglu_limit 0", NULL, PF_ERROR_UNSUPPORTED, "swiglu_limit");
+    if (copy_fixture("gpt_oss")) return;
     edit_file("config.json", "\"swiglu_alpha\": 1.702", "\"swiglu_alpha\": 1.0");
     check_work_logits("gpt-oss with swiglu_alpha 1", "gpt_oss", 0);
     if (copy_fixture("gpt_oss")) return;
