@@ -151,6 +151,9 @@ typedef struct pf_cuda_attention_args {
     int rel_rows, rel_buckets, rel_max_distance;
     const float *dense_bias;            /* [batch * T][heads][T]: added to the scaled score of key j (past 0),
                                            DeBERTa's disentangled terms; NULL: none (then the plain kernel) */
+    const void *sinks;                  /* [heads] of sinks_dtype: a logit per head joining its softmax's
+                                           denominator with no value (gpt-oss); NULL: none (then the plain kernel) */
+    int sinks_dtype;
 } pf_cuda_attention_args;
 
 int pf_cuda_device_count(int *count, const char **reason);
@@ -192,6 +195,8 @@ int pf_cuda_activation(pf_cuda_rank *st, float *x, size_t count, int act, void *
 int pf_cuda_softcap(pf_cuda_rank *st, float *x, size_t count, float cap);
 int pf_cuda_gated_activation(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act,
                              void *out16, int out16_dtype);
+int pf_cuda_clamped_swiglu(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, float alpha,
+                           float limit);
 int pf_cuda_bias_activation(pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act,
                             void *x16, int x16_dtype);
 int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype, size_t rows,
@@ -649,6 +654,17 @@ __global__ void pf_gated_activation_kernel(float *out, const float *in, size_t r
     }
 }
 
+/* out[row][i] = (clamp(up, -limit, limit) + 1) * g * sigmoid(alpha g), g = min(gate, limit), gate =
+   in[row][i], up = in[row][width + i]: gpt-oss's experts. */
+__global__ void pf_clamped_swiglu_kernel(float *out, const float *in, size_t rows, size_t width, float alpha, float limit) {
+    PF_GRID_STRIDE(k, rows * width) {
+        size_t row = k / width, i = k % width;
+        const float *r = in + row * 2 * width;
+        float gate = fminf(r[i], limit), up = fminf(fmaxf(r[width + i], -limit), limit);
+        out[k] = (up + 1.0f) * (gate / (1.0f + expf(-gate * alpha)));
+    }
+}
+
 /* x[row][c] += y[row][c] + bias[c]; y or bias may be NULL (0). */
 __global__ void pf_add_residual_kernel(float *x, const float *y, const void *bias, int dtype, size_t rows, size_t n) {
     PF_GRID_STRIDE(i, rows * n) x[i] += (y ? y[i] : 0.0f) + pf_load(bias, dtype, i % n);
@@ -797,6 +813,8 @@ struct pf_attn_args {
     const float *rel_bias; /* [heads][rel_rows] or NULL: T5's bucketed relative bias */
     int rel_rows, rel_buckets, rel_max_distance;
     const float *dense_bias; /* [batch * T][heads][T] or NULL: DeBERTa's terms (plain kernel only) */
+    const void *sinks;  /* [heads] of sinks_dtype or NULL: gpt-oss's sink logits (plain kernel only) */
+    int sinks_dtype;
     const int *pad;     /* [batch] left pads, or NULL */
     const int *rows;    /* [batch] the cache row of each sequence, or NULL: row b */
 };
@@ -872,6 +890,10 @@ __global__ void pf_attention_kernel(float *out, float *partials, const float *qk
     }
     __syncthreads();
     float m = -INFINITY, l = 0.0f;
+    if (a.sinks && split == 0) { /* the sink: a first term exp(sink - m) without a value */
+        m = pf_load(a.sinks, a.sinks_dtype, (size_t)h);
+        l = 1.0f;
+    }
     for (int j0 = begin; j0 < end; j0 += PF_CHUNK) {
         int n = end - j0 < PF_CHUNK ? end - j0 : PF_CHUNK;
         for (int jj = warp; jj < n; jj += warps) {
@@ -2006,7 +2028,7 @@ __global__ void __launch_bounds__(32 * PF_GEMV_WARPS) pf_gemv16_kernel(float *ou
    test/cuda_standin.c's flash_takes states the same without the device's conditions. */
 static int pf_cuda__flash_possible(struct pf_cuda_rank *st, const pf_attn_args &a, int cache_dtype,
                                    const void *k_cache, const void *v_cache) {
-    if (a.T <= 1 || cache_dtype == PF_CUDA_F32 || a.mask == 2 || a.dense_bias) return 0;
+    if (a.T <= 1 || cache_dtype == PF_CUDA_F32 || a.mask == 2 || a.dense_bias || a.sinks) return 0;
     if (a.hd % 16 || a.hd > PF_FLASH_MAX_HEAD_DIM || (((uintptr_t)k_cache | (uintptr_t)v_cache) & 15u)) return 0;
     int major = 0, most_shared = 0;
     if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, st->device) != cudaSuccess ||
@@ -2466,6 +2488,16 @@ int pf_cuda_gated_activation(struct pf_cuda_rank *st, float *out, const float *i
     return PF_CUDA_OK;
 }
 
+/* out[rows][width] = gpt-oss's clamped SwiGLU of in [rows][2 * width] (pf_clamped_swiglu_kernel). */
+int pf_cuda_clamped_swiglu(struct pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, float alpha,
+                           float limit) {
+    if (!rows || !width) return PF_CUDA_OK;
+    pf_clamped_swiglu_kernel<<<pf_blocks(rows * width, PF_THREADS), PF_THREADS, 0, st->stream>>>(out, in, rows, width,
+                                                                                             alpha, limit);
+    PF_CUDA_CHECK_LAUNCH(st, pf_clamped_swiglu_kernel);
+    return PF_CUDA_OK;
+}
+
 /* x[rows][n] += y + bias; y ([rows][n]) or bias ([n] in dtype) may be NULL. */
 int pf_cuda_add_residual(struct pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype, size_t rows,
                          size_t n) {
@@ -2712,6 +2744,8 @@ int pf_cuda_attend(struct pf_cuda_rank *st, const pf_cuda_attention_args *args) 
     a.rel_buckets = args->rel_buckets;
     a.rel_max_distance = args->rel_max_distance;
     a.dense_bias = args->dense_bias;
+    a.sinks = args->sinks;
+    a.sinks_dtype = args->sinks_dtype;
     a.pad = args->pad;
     a.rows = args->rows;
 #ifdef PF_CUDA_NEXT_KERNELS
@@ -2721,7 +2755,7 @@ int pf_cuda_attend(struct pf_cuda_rank *st, const pf_cuda_attention_args *args) 
                    : pf_cuda__flash2_attention(st, batch, out, qkv, (const __nv_bfloat16 *)k_cache,
                                                (const __nv_bfloat16 *)v_cache, a);
     /* Decode in one launch where the rank's counters cover the (row, head) pairs. */
-    if (T == 1 && head_dim <= 32 * PF_DECODE_PER_LANE && st->counters && !a.dense_bias &&
+    if (T == 1 && head_dim <= 32 * PF_DECODE_PER_LANE && st->counters && !a.dense_bias && !a.sinks &&
         (splits == 1 || (size_t)batch * heads <= PF_DECODE_COUNTERS)) {
         dim3 decode_grid((unsigned)batch, (unsigned)heads, (unsigned)splits);
         return cache_dtype == PF_CUDA_F16

@@ -404,6 +404,10 @@ typedef enum {
     PF__SLOT_SHARED_EXPERT_GATE, /* [1, hidden]: the shared expert's output times sigmoid(x w), whole on every rank */
     PF__SLOT_ROUTER_CHOICE_BIAS, /* [experts]: added to the scores to choose experts, not to weigh them (DeepSeek V3's
                                     e_score_correction_bias); read on the host (pf_model.router_choice_bias) */
+    PF__SLOT_ROUTER_BIAS,        /* [experts]: the router's bias (gpt-oss), whole on every rank */
+    PF__SLOT_EXPERTS_GATE_UP_BIAS, /* [experts * 2 I_e]: expert e's gate bias, then its up bias */
+    PF__SLOT_EXPERTS_DOWN_BIAS,  /* [experts * hidden]: expert e's down bias, added by the rank holding its first columns */
+    PF__SLOT_ATTN_SINKS,         /* [heads]: a learned logit per head that joins its softmax's denominator (gpt-oss) */
     /* Norms of a sublayer's output before its residual add ("sandwich" norms: Gemma 2; OLMo 2's,
        which has no pre-norms), each used where present, independent of the pre-norms: */
     PF__SLOT_ATTN_POST_NORM_WEIGHT, /* [hidden] */
@@ -458,11 +462,15 @@ extern PF_PRIVATE const size_t pf__stacks_count;
    heads * head_dim values, head after head.
    PF__LAYOUT_EXPERTS: [experts, rows / experts, cols], every expert's [out, in] (transformers 5's fused
    experts.gate_up_proj, Granite-MoE's input_linear); read as OUT_IN [rows, cols].
+   PF__LAYOUT_EXPERTS_IN_OUT: [experts, in, out], every expert's [in, out] (gpt-oss's gate_up_proj and
+   down_proj); read as OUT_IN [experts * out, in], each expert transposed.
+   PF__LAYOUT_EXPERT_VECTORS: [experts, n] (gpt-oss's expert biases); read as the VECTOR of its
+   experts * n values, expert after expert.
    PF__LAYOUT_PER_EXPERT: one [out, in] tensor per expert and part, the pattern's second %d the
    expert, its parts separated by '|' (gate_proj|up_proj): expert 0's parts, then expert 1's ...;
    read as OUT_IN, the pieces joined without a copy (pf__source.pieces). */
 typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV, PF__LAYOUT_HEADS,
-               PF__LAYOUT_EXPERTS, PF__LAYOUT_PER_EXPERT } pf__layout;
+               PF__LAYOUT_EXPERTS, PF__LAYOUT_PER_EXPERT, PF__LAYOUT_EXPERTS_IN_OUT, PF__LAYOUT_EXPERT_VECTORS } pf__layout;
 
 typedef enum {
     PF__SPLIT_NONE,
@@ -481,7 +489,9 @@ typedef enum {
     PF__SPLIT_EXPERTS_GATE_UP, /* [experts * 2 I, hidden]: the columns of gate and of up */
     PF__SPLIT_EXPERTS_DOWN,    /* [experts * hidden, I]: the input columns */
     PF__SPLIT_SHARED_COLUMNS,  /* the shared expert's output features (pf__share.shared_begin, .shared_width) */
-    PF__SPLIT_SHARED_ROWS      /* its input features */
+    PF__SPLIT_SHARED_ROWS,     /* its input features */
+    PF__SPLIT_HEADS,           /* [heads]: one value per query head, the rank's heads' */
+    PF__SPLIT_EXPERTS_OUTPUT   /* [experts * hidden]: the rank's experts' whole rows (the down projection's bias) */
 } pf__split;
 
 /* Whether a tensor must be in the file: the PF__IF_ needs follow a config field (present exactly
@@ -735,6 +745,8 @@ typedef struct pf__config {
                                        base, unscaled; rope_theta and the scaling are the global layers'
                                        (Gemma 3's rope_local_base_freq, rope_parameters.sliding_attention) */
     int reads_rope_dict;            /* 1: rope_scaling / rope_parameters apply (else transformers ignores them) */
+    int rope_dict_needed;           /* 1: a config without them (or without their rope_type) is refused: the
+                                       family's code then defaults to a scaled rope (gpt-oss's YaRN) */
     int partial_rotary_ignored;     /* 1: a partial_rotary_factor does not change the rotation (LLaMA) */
     int alibi_rounded;              /* 1: positions by ALiBi in place of the rotary (Falcon's "alibi"): the
                                        bias slope * position rounded to bf16 and, like q.k, times the scale */
@@ -807,6 +819,13 @@ typedef struct pf__config {
     int moe_intermediate_size;      /* each expert's MLP width */
     int shared_intermediate_size;   /* the shared expert's width (Qwen2-MoE); 0: none */
     int decoder_sparse_step;        /* layer l has experts when (l + 1) % step == 0 (Qwen2-MoE); 0: every layer */
+    int router_topk_softmax;        /* 1: the top_k of the raw router logits, then a softmax over those k
+                                       (gpt-oss's router); 0: scores of all experts, then the top_k */
+    int experts_interleaved;        /* 1: a fused gate_up's outputs alternate gate, up (gpt-oss's [..., ::2],
+                                       [..., 1::2]); read into gate rows, then up rows */
+    double swiglu_limit;            /* > 0: the experts' clamped SwiGLU (gpt-oss): gate clamped above at
+                                       this, up to [-limit, limit], out = (up + 1) * gate * sigmoid(alpha gate) */
+    double swiglu_alpha;            /* that sigmoid's gain */
     int *layer_sparse;              /* [num_layers]: 1 where the layer has experts (decoder_sparse_step, minus
                                        mlp_only_layers); NULL for a dense model; owned */
     int type_vocab_size;            /* rows of the token type (segment) embedding */
@@ -1421,6 +1440,8 @@ typedef struct pf__attn_shape {
     int rel_rows, rel_buckets, rel_max_distance;
     int latent_rank, v_head_dim; /* latent attention: kv_lora_rank and the value heads' width (head_dim
                                is q's and k's: its last rotary_dim values rotated) */
+    const pf__weight *sinks; /* [heads]: the rank's heads' sink logits, one more term exp(sink) in each
+                               softmax's denominator with no value (gpt-oss); NULL: none */
     const pf__weight *qkv_bias; /* the QKV projection's bias, which its GEMM left out (a backend with
                                qkv_bias_in_attention): added to the whole qkv rows by rotary where
                                it runs, else by kv_append; NULL once added, or with none to add */
@@ -1441,6 +1462,7 @@ struct pf__job;
 typedef struct pf__backend {
     const char *name;
     int host_memory; /* allocations are host memory the loader may write directly */
+    int attention_sinks; /* 1: attend honours pf__attn_shape.sinks */
     /* Before the rank threads start / after they stopped, on the caller's thread (e.g. NCCL
        communicators for all ranks at once); NULL when there is nothing to do. */
     pf_result (*group_begin)(pf__group *g, char *message, size_t size);
@@ -1474,6 +1496,9 @@ typedef struct pf__backend {
     void (*softcap)(pf__rank *r, float *x, size_t count, float cap);
     /* out[row][i] = act(in[row][i]) * in[row][width + i]: gate and up side by side */
     void (*gated_activation)(pf__rank *r, float *out, const float *in, size_t rows, size_t width, pf__activation act);
+    /* out[row][i] = (clamp(up, -limit, limit) + 1) * g * sigmoid(alpha g), g = min(gate, limit), gate =
+       in[row][i], up = in[row][width + i] (gpt-oss's experts); NULL: the backend has none */
+    void (*clamped_swiglu)(pf__rank *r, float *out, const float *in, size_t rows, size_t width, float alpha, float limit);
     /* x[rows][n] += y (+ bias); y may be NULL (bias alone) */
     void (*add_residual)(pf__rank *r, float *x, const float *y, const pf__weight *bias, size_t rows, size_t n);
     /* x[count] *= factor (Granite's residual multiplier and logits scaling) */
@@ -3941,6 +3966,10 @@ static pf_result pf__config_rope(const pf__json *json, pf__config *c, const char
     }
     const pf__json *type = pf__json_get(rope, "rope_type");
     if (!type) type = pf__json_get(rope, "type");
+    if (!type && c->rope_dict_needed)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: no \"rope_parameters\" (nor \"rope_scaling\") with a "
+                          "rope_type: model_type \"%s\" then defaults to a scaled rope, which is not assumed", path,
+                          c->model_type);
     if (pf__json_number(pf__json_get(rope, "rope_theta"), &v) == 1) c->rope_theta = v;
     int has_partial = pf__json_number(pf__json_get(rope, "partial_rotary_factor"), &partial) == 1;
     if (!has_partial && c->partial_rotary_ignored) /* transformers 5 moves a top-level one into the dict */
@@ -4922,7 +4951,7 @@ static pf_result pf__config_disentangled(const pf__json *json, pf__config *c, co
 }
 
 /* What the rows do not hold: activation, rope, token ids, head, speech front end, tied embeddings,
-   required values and attention windows. */
+   required values and attention windows (quantization_config: quantized.c, with the tensors). */
 static pf_result pf__config_read_extras(const pf__json *json, const char *path, pf__config *cfg, char *message,
                                         size_t size) {
     const pf__arch *a = &pf__archs[cfg->arch];
@@ -4951,6 +4980,10 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
     if (!r && clip && clip->type == PF__JSON_NUMBER && !(clip->number > 0)) /* torch's clamp(-c, c), c <= 0: all c */
         r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" %g is not supported (a limit above 0, or null)",
                        path, clip_key, clip->number);
+    const char *swiglu_key = pf__config_key(cfg->arch, offsetof(pf__config, swiglu_limit));
+    if (!r && strcmp(swiglu_key, "(derived)") && !(cfg->swiglu_limit > 0)) /* 0 would mean the plain SwiGLU here */
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" %g is not supported (a limit above 0)", path,
+                       swiglu_key, cfg->swiglu_limit);
     if (!r) r = pf__config_stray_windows(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_rope(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_windows(json, cfg, path, message, size);
@@ -5646,7 +5679,8 @@ static const char *pf__layout_name(int v) {
     switch ((pf__layout)v) {
         PF__NAME(PF__LAYOUT_, OUT_IN) PF__NAME(PF__LAYOUT_, IN_OUT) PF__NAME(PF__LAYOUT_, VECTOR)
         PF__NAME(PF__LAYOUT_, ROW) PF__NAME(PF__LAYOUT_, SQUEEZED) PF__NAME(PF__LAYOUT_, CONV) PF__NAME(PF__LAYOUT_, HEADS)
-        PF__NAME(PF__LAYOUT_, EXPERTS) PF__NAME(PF__LAYOUT_, PER_EXPERT)
+        PF__NAME(PF__LAYOUT_, EXPERTS) PF__NAME(PF__LAYOUT_, PER_EXPERT) PF__NAME(PF__LAYOUT_, EXPERTS_IN_OUT)
+        PF__NAME(PF__LAYOUT_, EXPERT_VECTORS)
     }
     return NULL;
 }
@@ -5656,7 +5690,7 @@ static const char *pf__split_name(int v) {
         PF__NAME(PF__SPLIT_, KV_COLUMNS) PF__NAME(PF__SPLIT_, MLP_COLUMNS) PF__NAME(PF__SPLIT_, HEAD_ROWS)
         PF__NAME(PF__SPLIT_, MLP_ROWS) PF__NAME(PF__SPLIT_, VOCAB) PF__NAME(PF__SPLIT_, GATE_UP_COLUMNS) PF__NAME(PF__SPLIT_, LATENT_KV_COLUMNS)
         PF__NAME(PF__SPLIT_, EXPERTS_GATE_UP) PF__NAME(PF__SPLIT_, EXPERTS_DOWN) PF__NAME(PF__SPLIT_, SHARED_COLUMNS)
-        PF__NAME(PF__SPLIT_, SHARED_ROWS)
+        PF__NAME(PF__SPLIT_, SHARED_ROWS) PF__NAME(PF__SPLIT_, HEADS) PF__NAME(PF__SPLIT_, EXPERTS_OUTPUT)
     }
     return NULL;
 }
@@ -5714,7 +5748,9 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, MLP_GATE_UP_BIAS) PF__NAME(PF__SLOT_, ROUTER_WEIGHT) PF__NAME(PF__SLOT_, EXPERTS_GATE_UP)
         PF__NAME(PF__SLOT_, EXPERTS_DOWN) PF__NAME(PF__SLOT_, SHARED_GATE_WEIGHT) PF__NAME(PF__SLOT_, SHARED_GATE_BIAS)
         PF__NAME(PF__SLOT_, SHARED_UP_WEIGHT) PF__NAME(PF__SLOT_, SHARED_UP_BIAS) PF__NAME(PF__SLOT_, SHARED_DOWN_WEIGHT)
-        PF__NAME(PF__SLOT_, SHARED_EXPERT_GATE) PF__NAME(PF__SLOT_, ROUTER_CHOICE_BIAS) PF__NAME(PF__SLOT_, ATTN_POST_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, SHARED_EXPERT_GATE) PF__NAME(PF__SLOT_, ROUTER_CHOICE_BIAS)
+        PF__NAME(PF__SLOT_, ROUTER_BIAS) PF__NAME(PF__SLOT_, EXPERTS_GATE_UP_BIAS)
+        PF__NAME(PF__SLOT_, EXPERTS_DOWN_BIAS) PF__NAME(PF__SLOT_, ATTN_SINKS) PF__NAME(PF__SLOT_, ATTN_POST_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, ATTN_POST_NORM_BIAS) PF__NAME(PF__SLOT_, MLP_POST_NORM_WEIGHT) PF__NAME(PF__SLOT_, MLP_POST_NORM_BIAS)
         PF__NAME(PF__SLOT_, CROSS_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, CROSS_NORM_BIAS) PF__NAME(PF__SLOT_, CROSS_Q_WEIGHT) PF__NAME(PF__SLOT_, CROSS_Q_BIAS)
@@ -6799,6 +6835,10 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_SHARED_DOWN_WEIGHT: *rows = h; *cols = (size_t)c->shared_intermediate_size; break;
     case PF__SLOT_SHARED_EXPERT_GATE: *rows = 1; *cols = h; break;
     case PF__SLOT_ROUTER_CHOICE_BIAS: *rows = (size_t)c->num_experts; *cols = 1; break;
+    case PF__SLOT_ROUTER_BIAS: *rows = (size_t)c->num_experts; break;
+    case PF__SLOT_EXPERTS_GATE_UP_BIAS: *rows = (size_t)c->num_experts * 2 * (size_t)c->moe_intermediate_size; break;
+    case PF__SLOT_EXPERTS_DOWN_BIAS: *rows = (size_t)c->num_experts * h; break;
+    case PF__SLOT_ATTN_SINKS: *rows = (size_t)c->num_heads; break;
     case PF__SLOT_TOKEN_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = c->embed_norm_before_project ? e : h; break;
     case PF__SLOT_HEAD_TRANSFORM_WEIGHT: *rows = c->embed_norm_before_project ? e : h; *cols = h; break;
     case PF__SLOT_HEAD_TRANSFORM_BIAS: case PF__SLOT_HEAD_NORM_WEIGHT: case PF__SLOT_HEAD_NORM_BIAS:
@@ -20822,6 +20862,18 @@ static void pf__cpu_gated_activation(pf__rank *r, float *out, const float *in, s
         activate(out + row * width, in + row * 2 * width, in + row * 2 * width + width, width, act);
 }
 
+static void pf__cpu_clamped_swiglu(pf__rank *r, float *out, const float *in, size_t rows, size_t width, float alpha,
+                                   float limit) {
+    (void)r;
+    for (size_t row = 0; row < rows; row++)
+        for (size_t i = 0; i < width; i++) {
+            float gate = in[row * 2 * width + i], up = in[row * 2 * width + width + i];
+            gate = gate < limit ? gate : limit;
+            up = up < -limit ? -limit : up > limit ? limit : up;
+            out[row * width + i] = (up + 1.0f) * (gate / (1.0f + expf(-gate * alpha)));
+        }
+}
+
 static void pf__cpu_add_residual(pf__rank *r, float *x, const float *y, const pf__weight *bias, size_t rows,
                                  size_t n) {
     (void)r;
@@ -21038,10 +21090,12 @@ static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t 
     for (; j < count; j++) maxima[0] = p[j] > maxima[0] ? p[j] : maxima[0];
     float max = maxima[0];
     for (int l = 1; l < 8; l++) max = maxima[l] > max ? maxima[l] : max;
+    float sink = a->sinks ? ((const float *)a->sinks->data)[h] : -INFINITY; /* a term without a value */
+    if (sink > max) max = sink;
     kernels->exp_shifted(p, count, max);
     /* independent sums (sum_shifted's sixteen chains) and one division: a chain of dependent
        double adds and a double division per key were a quarter of a long prompt's attention */
-    double inverse = 1.0 / kernels->sum_shifted(p, count, 0.0, 0);
+    double inverse = 1.0 / (kernels->sum_shifted(p, count, 0.0, 0) + (a->sinks ? (double)expf(sink - max) : 0.0));
     for (j = 0; j < count; j++) p[j] = (float)(p[j] * inverse);
 }
 
@@ -21473,6 +21527,8 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .activation = pf__cpu_activation,
     .softcap = pf__cpu_softcap,
     .gated_activation = pf__cpu_gated_activation,
+    .clamped_swiglu = pf__cpu_clamped_swiglu,
+    .attention_sinks = 1,
     .add_residual = pf__cpu_add_residual,
     .scale = pf__cpu_scale,
     .head_norm = pf__cpu_head_norm,
@@ -22012,15 +22068,18 @@ static void pf__mask_groups(const pf__config *c, float *choose) {
 }
 
 /* Token t's experts and weights from its router logits: scores (softmax over the experts, or
-   sigmoid); the experts chosen by score plus choice_bias where the family has one, within the
-   best groups where it groups them; the top_k (the lower index first on equal scores) weighed
-   by their scores, renormalised to sum 1 where the family does, times routed_scaling. scores
-   holds 2 E floats. */
+   sigmoid, or the logits themselves where a softmax over the chosen follows); the experts chosen by
+   score plus choice_bias where the family has one, within the best groups where it groups them;
+   the top_k (the lower index first on equal scores) weighed by their scores (gpt-oss: a softmax
+   over the chosen logits), renormalised to sum 1 where the family does, times routed_scaling.
+   scores holds 2 E floats. */
 static void pf__route_token(const pf__config *c, const float *logits, const float *choice_bias, int32_t *choice,
                             float *weight, float *scores) {
     int E = c->num_experts, k = c->experts_per_token;
     float *choose = scores + E;
-    if (c->router_sigmoid) {
+    if (c->router_topk_softmax) {
+        memcpy(scores, logits, (size_t)E * sizeof(float));
+    } else if (c->router_sigmoid) {
         for (int e = 0; e < E; e++) scores[e] = 1.0f / (1.0f + expf(-logits[e]));
     } else {
         float max = logits[0], sum = 0;
@@ -22034,6 +22093,11 @@ static void pf__route_token(const pf__config *c, const float *logits, const floa
         int best = pf__best_untaken(choose, E, choice, j);
         choice[j] = best;
         weight[j] = scores[best];
+    }
+    if (c->router_topk_softmax) { /* a softmax over the chosen logits, the best first */
+        float sum = 0;
+        for (int j = 0; j < k; j++) sum += weight[j] = expf(weight[j] - scores[choice[0]]);
+        for (int j = 0; j < k; j++) weight[j] /= sum;
     }
     float total = 0;
     for (int j = 0; j < k; j++) total += weight[j];
@@ -22066,6 +22130,7 @@ static void pf__route(const pf__config *c, pf__routing *rt, size_t n, const floa
 /* Expert e's (local index) rows of a PF__SPLIT_EXPERTS_* weight, as a weight of their own. */
 static pf__weight pf__expert_view(const pf__weight *w, int local, int held) {
     pf__weight v = *w;
+    if (!w->data) return v; /* an absent bias */
     v.rows = w->rows / (size_t)held;
     v.data = (char *)w->data + pf__weight_bytes(w->dtype, (size_t)local * v.rows, w->cols);
     return v;
@@ -22110,7 +22175,7 @@ PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, int l, const 
     }
     pf__routing *rt = r->routing;
     /* router = h Wr^T, whole on every rank; each token's experts from it, on the host */
-    be->matmul(r, r->router, h, &L[PF__SLOT_ROUTER_WEIGHT], NULL, N);
+    be->matmul(r, r->router, h, &L[PF__SLOT_ROUTER_WEIGHT], L[PF__SLOT_ROUTER_BIAS].data ? &L[PF__SLOT_ROUTER_BIAS] : NULL, N);
     be->download(r, rt->logits, r->router, N * E * sizeof(float));
     const float *choice_bias = r->group->model->router_choice_bias;
     pf__route(c, rt, N, choice_bias ? choice_bias + (size_t)l * E : NULL, rt->scores);
@@ -22130,10 +22195,16 @@ PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, int l, const 
         if (faulty == 2 && r->index == 0 && local == 0) continue;
         /* mid = gather(h) Wgu_e^T; act = act(gate) * up; out = act Wd_e^T; part[token] += weight * out */
         pf__weight gu = pf__expert_view(gate_up, local, held), dn = pf__expert_view(down, local, held);
+        pf__weight gu_bias = pf__expert_view(&L[PF__SLOT_EXPERTS_GATE_UP_BIAS], local, held);
+        pf__weight dn_bias = pf__expert_view(&L[PF__SLOT_EXPERTS_DOWN_BIAS], local, held);
         be->gather_rows(r, r->expert_in, h, rt->rows + first, n, d);
-        be->matmul(r, r->expert_mid, r->expert_in, &gu, NULL, n);
-        be->gated_activation(r, r->expert_act, r->expert_mid, n, width, c->activation);
-        be->matmul(r, r->expert_out, r->expert_act, &dn, NULL, n);
+        be->matmul(r, r->expert_mid, r->expert_in, &gu, gu_bias.data ? &gu_bias : NULL, n);
+        if (c->swiglu_limit > 0)
+            be->clamped_swiglu(r, r->expert_act, r->expert_mid, n, width, (float)c->swiglu_alpha, (float)c->swiglu_limit);
+        else
+            be->gated_activation(r, r->expert_act, r->expert_mid, n, width, c->activation);
+        /* the down bias once per expert: on the rank holding its first columns */
+        be->matmul(r, r->expert_out, r->expert_act, &dn, r->share.expert_col_begin ? NULL : dn_bias.data ? &dn_bias : NULL, n);
         be->scatter_add_rows(r, part, r->expert_out, rt->rows + first, rt->scales + first, n, d);
         if (faulty == 3 && r->index == 0 && local == 0)
             be->scatter_add_rows(r, part, r->expert_out, rt->rows + first, rt->scales + first, n, d);
@@ -22225,10 +22296,19 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
         if (!p->row_map) return -1;
         for (size_t e = 0, k = 0; e < (size_t)s->experts; e++)
             for (size_t half = 0; half < 2; half++)
-                for (size_t i = 0; i < w; i++)
-                    p->row_map[k++] = ((size_t)s->expert_begin + e) * 2 * I + half * I + (size_t)s->expert_col_begin + i;
+                for (size_t i = 0, col; i < w; i++) {
+                    col = (size_t)s->expert_col_begin + i;
+                    /* interleaved: gate column i is output 2i, up's 2i + 1 (gpt-oss) */
+                    p->row_map[k++] = ((size_t)s->expert_begin + e) * 2 * I + (c->experts_interleaved ? 2 * col + half : half * I + col);
+                }
         break;
     }
+    case PF__SPLIT_EXPERTS_OUTPUT: { /* whole rows of the rank's experts */
+        size_t per_expert = src->rows / (size_t)c->num_experts;
+        p->row_begin = (size_t)s->expert_begin * per_expert, p->rows = (size_t)s->experts * per_expert;
+        break;
+    }
+    case PF__SPLIT_HEADS: p->row_begin = (size_t)s->head_begin, p->rows = (size_t)s->heads; break;
     case PF__SPLIT_SHARED_COLUMNS: p->row_begin = (size_t)s->shared_begin, p->rows = (size_t)s->shared_width; break;
     case PF__SPLIT_SHARED_ROWS: p->col_begin = (size_t)s->shared_begin, p->cols = (size_t)s->shared_width; break;
     case PF__SPLIT_EXPERTS_DOWN: { /* each expert's [hidden, I] after the other: the experts' rows, its columns */
@@ -22293,10 +22373,19 @@ static size_t pf__plan_run(const pf__plan *p, size_t i, size_t max) {
 
 #define PF__TRANSPOSE_BLOCK 64
 
+/* Element (row, col) of a transposed source's file order, and how many rows from row on (at most
+   max) follow it there: IN_OUT holds [cols][rows]; EXPERTS_IN_OUT each expert's [cols][its rows]. */
+static size_t pf__transposed_at(const pf__source *src, size_t row, size_t col, size_t *max, int experts) {
+    if (src->layout != PF__LAYOUT_EXPERTS_IN_OUT) return col * src->rows + row;
+    size_t per = src->rows / (size_t)experts, e = row / per, in_expert = row % per;
+    if (*max > per - in_expert) *max = per - in_expert;
+    return e * per * src->cols + col * per + in_expert;
+}
+
 /* Copies the rank's slice of src into dst ([plan rows, plan cols] fp32), converting dtype and
    layout on the way, in runs of consecutive file values. */
-static void pf__slice_copy(float *dst, const pf__source *src, const pf__plan *p) {
-    if (src->layout != PF__LAYOUT_IN_OUT) {
+static void pf__slice_copy(float *dst, const pf__source *src, const pf__plan *p, int experts) {
+    if (src->layout != PF__LAYOUT_IN_OUT && src->layout != PF__LAYOUT_EXPERTS_IN_OUT) {
         for (size_t i = 0; i < p->rows; i++)
             pf__source_run(dst + i * p->cols, src, pf__plan_row(p, i) * src->cols + p->col_begin, p->cols);
         return;
@@ -22311,7 +22400,8 @@ static void pf__slice_copy(float *dst, const pf__source *src, const pf__plan *p)
             for (size_t c = 0; c < nc; c++)
                 for (size_t i = 0, run; i < ni; i += run) {
                     run = pf__plan_run(p, i0 + i, ni - i);
-                    pf__source_run(&block[c][i], src, (p->col_begin + c0 + c) * src->rows + pf__plan_row(p, i0 + i), run);
+                    size_t at = pf__transposed_at(src, pf__plan_row(p, i0 + i), p->col_begin + c0 + c, &run, experts);
+                    pf__source_run(&block[c][i], src, at, run);
                 }
             for (size_t i = 0; i < ni; i++)
                 for (size_t c = 0; c < nc; c++) dst[(i0 + i) * p->cols + c0 + c] = block[c][i];
@@ -22345,7 +22435,8 @@ static const struct pf__stack *pf__stack_of(pf__slot slot) {
 /* Whether a rank's slice of a source can be stored as Q8: a matrix (or embedding) whose slice
    starts and ends at block boundaries of the whole tensor's columns. */
 static int pf__q8_fits(const pf__source *src, const pf__plan *p) {
-    return (src->layout == PF__LAYOUT_OUT_IN || src->layout == PF__LAYOUT_IN_OUT) && p->cols % PF__Q8_BLOCK == 0 &&
+    return (src->layout == PF__LAYOUT_OUT_IN || src->layout == PF__LAYOUT_IN_OUT || src->layout == PF__LAYOUT_EXPERTS_IN_OUT) &&
+           p->cols % PF__Q8_BLOCK == 0 &&
            p->col_begin % PF__Q8_BLOCK == 0;
 }
 
@@ -22413,7 +22504,7 @@ static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__sou
     if (!numel) return;
     if (r->backend->host_memory && dtype == PF__DTYPE_F32) {
         float *f = (float *)dst;
-        pf__slice_copy(f, src, p);
+        pf__slice_copy(f, src, p, r->group->model->config.num_experts);
         for (size_t k = 0; rounding != PF__DTYPE_F32 && k < numel; k++)
             f[k] = rounding == PF__DTYPE_F16 ? pf__f16_to_f32(pf__f32_to_f16(f[k])) : pf__bf16_to_f32(pf__f32_to_bf16(f[k]));
         pf__progress_add(r->group, pf__source_bytes(src, numel));
@@ -22439,7 +22530,7 @@ static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__sou
         pf__progress_add(r->group, slice_bytes * p->rows);
         return;
     }
-    pf__slice_copy(f, src, p);
+    pf__slice_copy(f, src, p, r->group->model->config.num_experts);
     if (dtype == PF__DTYPE_Q8) {
         pf__q8_quantize(f, p->rows, p->cols);
     } else if (dtype == PF__DTYPE_Q4) {
@@ -23118,6 +23209,7 @@ static void pf__rank_cross_attention(pf__rank *r, const pf__step *s, const pf__w
     shape.cache_dtype = PF__DTYPE_F32; /* written by a matmul, once per request */
     shape.cache_len = s->cross_len;
     shape.window = 0;
+    shape.sinks = NULL;
     shape.alibi = NULL;
     shape.rel_bias = NULL;
     pf__step keys = *s; /* the encoder's left pads are the keys to skip */
@@ -23335,6 +23427,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     shape->softcap = (float)c->attn_softcap;
     if (c->scale_attn_by_inverse_layer_idx) shape->scale /= (float)(l + 1);
     shape->window = c->layer_window[l];
+    shape->sinks = PF__OR_NULL(L[PF__SLOT_ATTN_SINKS]);
     shape->rope_table = c->rope_local_theta > 0 && c->layer_local[l];
     const pf__weight *attn_norm_b = PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]);
     const pf__weight *mlp_norm_b = PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]);
@@ -24105,6 +24198,9 @@ typedef struct pf_cuda_attention_args {
     int rel_rows, rel_buckets, rel_max_distance;
     const float *dense_bias;            /* [batch * T][heads][T]: added to the scaled score of key j (past 0),
                                            DeBERTa's disentangled terms; NULL: none (then the plain kernel) */
+    const void *sinks;                  /* [heads] of sinks_dtype: a logit per head joining its softmax's
+                                           denominator with no value (gpt-oss); NULL: none (then the plain kernel) */
+    int sinks_dtype;
 } pf_cuda_attention_args;
 
 int pf_cuda_device_count(int *count, const char **reason);
@@ -24146,6 +24242,8 @@ int pf_cuda_activation(pf_cuda_rank *st, float *x, size_t count, int act, void *
 int pf_cuda_softcap(pf_cuda_rank *st, float *x, size_t count, float cap);
 int pf_cuda_gated_activation(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act,
                              void *out16, int out16_dtype);
+int pf_cuda_clamped_swiglu(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, float alpha,
+                           float limit);
 int pf_cuda_bias_activation(pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act,
                             void *x16, int x16_dtype);
 int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype, size_t rows,
@@ -24878,6 +24976,12 @@ static void pf__cuda_gated_activation(pf__rank *r, float *out, const float *in, 
         rs->x16_now = (pf__cuda_x16_holds){out, rows * width};
 }
 
+static void pf__cuda_clamped_swiglu(pf__rank *r, float *out, const float *in, size_t rows, size_t width, float alpha,
+                                    float limit) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (rs) pf__cuda_ok(r, pf_cuda_clamped_swiglu(rs->cu, out, in, rows, width, alpha, limit));
+}
+
 static void pf__cuda_add_residual(pf__rank *r, float *x, const float *y, const pf__weight *bias, size_t rows,
                                   size_t n) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
@@ -25077,6 +25181,7 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const voi
         .rel_bias = a->rel_bias, .rel_rows = a->rel_rows, .rel_buckets = a->rel_buckets,
         .rel_max_distance = a->rel_max_distance,
         .dense_bias = a->dense_bias,
+        .sinks = a->sinks ? a->sinks->data : NULL, .sinks_dtype = pf__cuda_dtype(a->sinks ? a->sinks->dtype : PF__DTYPE_F32),
     };
     pf__cuda_ok(r, pf_cuda_attend(rs->cu, &args));
 }
@@ -25356,6 +25461,8 @@ static const pf__backend pf__cuda_table = {
     .activation = pf__cuda_activation,
     .softcap = pf__cuda_softcap,
     .gated_activation = pf__cuda_gated_activation,
+    .clamped_swiglu = pf__cuda_clamped_swiglu,
+    .attention_sinks = 1,
     .add_residual = pf__cuda_add_residual,
     .scale = pf__cuda_scale,
     .gather_rows = pf__cuda_gather_rows,
@@ -27692,6 +27799,12 @@ PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf
     if (m->config.kv_lora_rank && !backend->latent_attend)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\": the %s backend has no latent attention yet "
                         "(kv_lora_rank): run it on CPU ranks", m->config.model_type, backend->name);
+    if (m->config.swiglu_limit > 0 && !backend->clamped_swiglu)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\": the %s backend has no clamped SwiGLU yet "
+                        "(swiglu_limit): run it on CPU ranks", m->config.model_type, backend->name);
+    if (m->sources[pf__slot_index(PF__SLOT_ATTN_SINKS, 0)].data && !backend->attention_sinks)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\": the %s backend has no attention sinks yet "
+                        "(self_attn.sinks): run it on CPU ranks", m->config.model_type, backend->name);
     if (backend->cache_in_weight_dtype && o.kv_cache_dtype != PF_DTYPE_AUTO && dtypes[o.kv_cache_dtype] != dtype)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "kv_cache_dtype: the %s backend keeps keys and values in the weights' dtype",
                         backend->name);
@@ -27747,7 +27860,8 @@ static pf_result pf__to_cpu_locked(pf_model *m) {
         gathered[i].pieces = NULL; /* gathered whole */
         gathered[i].packed = NULL;
         gathered[i].packed_pieces = NULL;
-        if (gathered[i].layout == PF__LAYOUT_IN_OUT) gathered[i].layout = PF__LAYOUT_OUT_IN; /* gathered as [rows][cols] */
+        if (gathered[i].layout == PF__LAYOUT_IN_OUT || gathered[i].layout == PF__LAYOUT_EXPERTS_IN_OUT)
+            gathered[i].layout = PF__LAYOUT_OUT_IN; /* gathered as [rows][cols] */
         if ((i == PF__SLOT_REL_BIAS || i == PF__SLOT_ENC_REL_BIAS) && full[i]) /* no rank holds it as a weight (each has a table): from the source */
             for (size_t k = 0; k < m->sources[i].rows * m->sources[i].cols; k++)
                 full[i][k] = pf__weight_value(m->sources[i].data, k, m->sources[i].dtype);
@@ -31200,6 +31314,19 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
         flat.shape[0] = ok ? st->shape[0] * st->shape[1] : 0;
         flat.shape[1] = ok ? st->shape[2] : 0;
     }
+    if (t->layout == PF__LAYOUT_EXPERTS_IN_OUT) { /* [experts, in, out] checked as [experts * out, in] */
+        size_t experts = (size_t)m->config.num_experts;
+        int ok = st->ndim == 3 && st->shape[0] == experts;
+        flat.ndim = ok ? 2 : 0;
+        flat.shape[0] = ok ? st->shape[0] * st->shape[2] : 0;
+        flat.shape[1] = ok ? st->shape[1] : 0;
+    }
+    if (t->layout == PF__LAYOUT_EXPERT_VECTORS) { /* [experts, n] checked as the vector of its values */
+        int ok = st->ndim == 2 && st->shape[0] == (size_t)m->config.num_experts;
+        flat.ndim = ok ? 1 : 0;
+        flat.shape[0] = ok ? st->shape[0] * st->shape[1] : 0;
+        want_dims = 1;
+    }
     if (t->layout == PF__LAYOUT_HEADS) { /* [heads, head_dim] checked as the vector of its values */
         int ok = st->ndim == 2 && st->shape[1] == (size_t)m->config.head_dim;
         flat.ndim = ok ? 1 : 0;
@@ -31219,7 +31346,7 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
     src->packed = st->packed;
     src->layout = t->layout == PF__LAYOUT_ROW                                       ? PF__LAYOUT_VECTOR
                   : t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV ? PF__LAYOUT_OUT_IN
-                  : t->layout == PF__LAYOUT_HEADS                                   ? PF__LAYOUT_VECTOR
+                  : t->layout == PF__LAYOUT_HEADS || t->layout == PF__LAYOUT_EXPERT_VECTORS ? PF__LAYOUT_VECTOR
                   : t->layout == PF__LAYOUT_EXPERTS                                 ? PF__LAYOUT_OUT_IN
                                                                                     : t->layout;
     src->split = t->split;

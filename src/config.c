@@ -592,6 +592,10 @@ static pf_result pf__config_rope(const pf__json *json, pf__config *c, const char
     }
     const pf__json *type = pf__json_get(rope, "rope_type");
     if (!type) type = pf__json_get(rope, "type");
+    if (!type && c->rope_dict_needed)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: no \"rope_parameters\" (nor \"rope_scaling\") with a "
+                          "rope_type: model_type \"%s\" then defaults to a scaled rope, which is not assumed", path,
+                          c->model_type);
     if (pf__json_number(pf__json_get(rope, "rope_theta"), &v) == 1) c->rope_theta = v;
     int has_partial = pf__json_number(pf__json_get(rope, "partial_rotary_factor"), &partial) == 1;
     if (!has_partial && c->partial_rotary_ignored) /* transformers 5 moves a top-level one into the dict */
@@ -1573,7 +1577,7 @@ static pf_result pf__config_disentangled(const pf__json *json, pf__config *c, co
 }
 
 /* What the rows do not hold: activation, rope, token ids, head, speech front end, tied embeddings,
-   required values and attention windows. */
+   required values and attention windows (quantization_config: quantized.c, with the tensors). */
 static pf_result pf__config_read_extras(const pf__json *json, const char *path, pf__config *cfg, char *message,
                                         size_t size) {
     const pf__arch *a = &pf__archs[cfg->arch];
@@ -1602,6 +1606,10 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
     if (!r && clip && clip->type == PF__JSON_NUMBER && !(clip->number > 0)) /* torch's clamp(-c, c), c <= 0: all c */
         r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" %g is not supported (a limit above 0, or null)",
                        path, clip_key, clip->number);
+    const char *swiglu_key = pf__config_key(cfg->arch, offsetof(pf__config, swiglu_limit));
+    if (!r && strcmp(swiglu_key, "(derived)") && !(cfg->swiglu_limit > 0)) /* 0 would mean the plain SwiGLU here */
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" %g is not supported (a limit above 0)", path,
+                       swiglu_key, cfg->swiglu_limit);
     if (!r) r = pf__config_stray_windows(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_rope(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_windows(json, cfg, path, message, size);

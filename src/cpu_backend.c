@@ -2979,6 +2979,18 @@ static void pf__cpu_gated_activation(pf__rank *r, float *out, const float *in, s
         activate(out + row * width, in + row * 2 * width, in + row * 2 * width + width, width, act);
 }
 
+static void pf__cpu_clamped_swiglu(pf__rank *r, float *out, const float *in, size_t rows, size_t width, float alpha,
+                                   float limit) {
+    (void)r;
+    for (size_t row = 0; row < rows; row++)
+        for (size_t i = 0; i < width; i++) {
+            float gate = in[row * 2 * width + i], up = in[row * 2 * width + width + i];
+            gate = gate < limit ? gate : limit;
+            up = up < -limit ? -limit : up > limit ? limit : up;
+            out[row * width + i] = (up + 1.0f) * (gate / (1.0f + expf(-gate * alpha)));
+        }
+}
+
 static void pf__cpu_add_residual(pf__rank *r, float *x, const float *y, const pf__weight *bias, size_t rows,
                                  size_t n) {
     (void)r;
@@ -3195,10 +3207,12 @@ static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t 
     for (; j < count; j++) maxima[0] = p[j] > maxima[0] ? p[j] : maxima[0];
     float max = maxima[0];
     for (int l = 1; l < 8; l++) max = maxima[l] > max ? maxima[l] : max;
+    float sink = a->sinks ? ((const float *)a->sinks->data)[h] : -INFINITY; /* a term without a value */
+    if (sink > max) max = sink;
     kernels->exp_shifted(p, count, max);
     /* independent sums (sum_shifted's sixteen chains) and one division: a chain of dependent
        double adds and a double division per key were a quarter of a long prompt's attention */
-    double inverse = 1.0 / kernels->sum_shifted(p, count, 0.0, 0);
+    double inverse = 1.0 / (kernels->sum_shifted(p, count, 0.0, 0) + (a->sinks ? (double)expf(sink - max) : 0.0));
     for (j = 0; j < count; j++) p[j] = (float)(p[j] * inverse);
 }
 
@@ -3630,6 +3644,8 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .activation = pf__cpu_activation,
     .softcap = pf__cpu_softcap,
     .gated_activation = pf__cpu_gated_activation,
+    .clamped_swiglu = pf__cpu_clamped_swiglu,
+    .attention_sinks = 1,
     .add_residual = pf__cpu_add_residual,
     .scale = pf__cpu_scale,
     .head_norm = pf__cpu_head_norm,

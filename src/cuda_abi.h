@@ -83,6 +83,9 @@ typedef struct pf_cuda_attention_args {
     int rel_rows, rel_buckets, rel_max_distance;
     const float *dense_bias;            /* [batch * T][heads][T]: added to the scaled score of key j (past 0),
                                            DeBERTa's disentangled terms; NULL: none (then the plain kernel) */
+    const void *sinks;                  /* [heads] of sinks_dtype: a logit per head joining its softmax's
+                                           denominator with no value (gpt-oss); NULL: none (then the plain kernel) */
+    int sinks_dtype;
 } pf_cuda_attention_args;
 
 int pf_cuda_device_count(int *count, const char **reason);
@@ -124,6 +127,8 @@ int pf_cuda_activation(pf_cuda_rank *st, float *x, size_t count, int act, void *
 int pf_cuda_softcap(pf_cuda_rank *st, float *x, size_t count, float cap);
 int pf_cuda_gated_activation(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, int act,
                              void *out16, int out16_dtype);
+int pf_cuda_clamped_swiglu(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, float alpha,
+                           float limit);
 int pf_cuda_bias_activation(pf_cuda_rank *st, float *x, const void *bias, int dtype, size_t rows, size_t n, int act,
                             void *x16, int x16_dtype);
 int pf_cuda_add_residual(pf_cuda_rank *st, float *x, const float *y, const void *bias, int dtype, size_t rows,

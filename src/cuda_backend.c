@@ -722,6 +722,12 @@ static void pf__cuda_gated_activation(pf__rank *r, float *out, const float *in, 
         rs->x16_now = (pf__cuda_x16_holds){out, rows * width};
 }
 
+static void pf__cuda_clamped_swiglu(pf__rank *r, float *out, const float *in, size_t rows, size_t width, float alpha,
+                                    float limit) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (rs) pf__cuda_ok(r, pf_cuda_clamped_swiglu(rs->cu, out, in, rows, width, alpha, limit));
+}
+
 static void pf__cuda_add_residual(pf__rank *r, float *x, const float *y, const pf__weight *bias, size_t rows,
                                   size_t n) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
@@ -921,6 +927,7 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const voi
         .rel_bias = a->rel_bias, .rel_rows = a->rel_rows, .rel_buckets = a->rel_buckets,
         .rel_max_distance = a->rel_max_distance,
         .dense_bias = a->dense_bias,
+        .sinks = a->sinks ? a->sinks->data : NULL, .sinks_dtype = pf__cuda_dtype(a->sinks ? a->sinks->dtype : PF__DTYPE_F32),
     };
     pf__cuda_ok(r, pf_cuda_attend(rs->cu, &args));
 }
@@ -1200,6 +1207,8 @@ static const pf__backend pf__cuda_table = {
     .activation = pf__cuda_activation,
     .softcap = pf__cuda_softcap,
     .gated_activation = pf__cuda_gated_activation,
+    .clamped_swiglu = pf__cuda_clamped_swiglu,
+    .attention_sinks = 1,
     .add_residual = pf__cuda_add_residual,
     .scale = pf__cuda_scale,
     .gather_rows = pf__cuda_gather_rows,

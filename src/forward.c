@@ -199,6 +199,7 @@ static void pf__rank_cross_attention(pf__rank *r, const pf__step *s, const pf__w
     shape.cache_dtype = PF__DTYPE_F32; /* written by a matmul, once per request */
     shape.cache_len = s->cross_len;
     shape.window = 0;
+    shape.sinks = NULL;
     shape.alibi = NULL;
     shape.rel_bias = NULL;
     pf__step keys = *s; /* the encoder's left pads are the keys to skip */
@@ -416,6 +417,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     shape->softcap = (float)c->attn_softcap;
     if (c->scale_attn_by_inverse_layer_idx) shape->scale /= (float)(l + 1);
     shape->window = c->layer_window[l];
+    shape->sinks = PF__OR_NULL(L[PF__SLOT_ATTN_SINKS]);
     shape->rope_table = c->rope_local_theta > 0 && c->layer_local[l];
     const pf__weight *attn_norm_b = PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]);
     const pf__weight *mlp_norm_b = PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]);

@@ -363,6 +363,10 @@ typedef enum {
     PF__SLOT_SHARED_EXPERT_GATE, /* [1, hidden]: the shared expert's output times sigmoid(x w), whole on every rank */
     PF__SLOT_ROUTER_CHOICE_BIAS, /* [experts]: added to the scores to choose experts, not to weigh them (DeepSeek V3's
                                     e_score_correction_bias); read on the host (pf_model.router_choice_bias) */
+    PF__SLOT_ROUTER_BIAS,        /* [experts]: the router's bias (gpt-oss), whole on every rank */
+    PF__SLOT_EXPERTS_GATE_UP_BIAS, /* [experts * 2 I_e]: expert e's gate bias, then its up bias */
+    PF__SLOT_EXPERTS_DOWN_BIAS,  /* [experts * hidden]: expert e's down bias, added by the rank holding its first columns */
+    PF__SLOT_ATTN_SINKS,         /* [heads]: a learned logit per head that joins its softmax's denominator (gpt-oss) */
     /* Norms of a sublayer's output before its residual add ("sandwich" norms: Gemma 2; OLMo 2's,
        which has no pre-norms), each used where present, independent of the pre-norms: */
     PF__SLOT_ATTN_POST_NORM_WEIGHT, /* [hidden] */
@@ -417,11 +421,15 @@ extern PF_PRIVATE const size_t pf__stacks_count;
    heads * head_dim values, head after head.
    PF__LAYOUT_EXPERTS: [experts, rows / experts, cols], every expert's [out, in] (transformers 5's fused
    experts.gate_up_proj, Granite-MoE's input_linear); read as OUT_IN [rows, cols].
+   PF__LAYOUT_EXPERTS_IN_OUT: [experts, in, out], every expert's [in, out] (gpt-oss's gate_up_proj and
+   down_proj); read as OUT_IN [experts * out, in], each expert transposed.
+   PF__LAYOUT_EXPERT_VECTORS: [experts, n] (gpt-oss's expert biases); read as the VECTOR of its
+   experts * n values, expert after expert.
    PF__LAYOUT_PER_EXPERT: one [out, in] tensor per expert and part, the pattern's second %d the
    expert, its parts separated by '|' (gate_proj|up_proj): expert 0's parts, then expert 1's ...;
    read as OUT_IN, the pieces joined without a copy (pf__source.pieces). */
 typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV, PF__LAYOUT_HEADS,
-               PF__LAYOUT_EXPERTS, PF__LAYOUT_PER_EXPERT } pf__layout;
+               PF__LAYOUT_EXPERTS, PF__LAYOUT_PER_EXPERT, PF__LAYOUT_EXPERTS_IN_OUT, PF__LAYOUT_EXPERT_VECTORS } pf__layout;
 
 typedef enum {
     PF__SPLIT_NONE,
@@ -440,7 +448,9 @@ typedef enum {
     PF__SPLIT_EXPERTS_GATE_UP, /* [experts * 2 I, hidden]: the columns of gate and of up */
     PF__SPLIT_EXPERTS_DOWN,    /* [experts * hidden, I]: the input columns */
     PF__SPLIT_SHARED_COLUMNS,  /* the shared expert's output features (pf__share.shared_begin, .shared_width) */
-    PF__SPLIT_SHARED_ROWS      /* its input features */
+    PF__SPLIT_SHARED_ROWS,     /* its input features */
+    PF__SPLIT_HEADS,           /* [heads]: one value per query head, the rank's heads' */
+    PF__SPLIT_EXPERTS_OUTPUT   /* [experts * hidden]: the rank's experts' whole rows (the down projection's bias) */
 } pf__split;
 
 /* Whether a tensor must be in the file: the PF__IF_ needs follow a config field (present exactly
@@ -694,6 +704,8 @@ typedef struct pf__config {
                                        base, unscaled; rope_theta and the scaling are the global layers'
                                        (Gemma 3's rope_local_base_freq, rope_parameters.sliding_attention) */
     int reads_rope_dict;            /* 1: rope_scaling / rope_parameters apply (else transformers ignores them) */
+    int rope_dict_needed;           /* 1: a config without them (or without their rope_type) is refused: the
+                                       family's code then defaults to a scaled rope (gpt-oss's YaRN) */
     int partial_rotary_ignored;     /* 1: a partial_rotary_factor does not change the rotation (LLaMA) */
     int alibi_rounded;              /* 1: positions by ALiBi in place of the rotary (Falcon's "alibi"): the
                                        bias slope * position rounded to bf16 and, like q.k, times the scale */
@@ -766,6 +778,13 @@ typedef struct pf__config {
     int moe_intermediate_size;      /* each expert's MLP width */
     int shared_intermediate_size;   /* the shared expert's width (Qwen2-MoE); 0: none */
     int decoder_sparse_step;        /* layer l has experts when (l + 1) % step == 0 (Qwen2-MoE); 0: every layer */
+    int router_topk_softmax;        /* 1: the top_k of the raw router logits, then a softmax over those k
+                                       (gpt-oss's router); 0: scores of all experts, then the top_k */
+    int experts_interleaved;        /* 1: a fused gate_up's outputs alternate gate, up (gpt-oss's [..., ::2],
+                                       [..., 1::2]); read into gate rows, then up rows */
+    double swiglu_limit;            /* > 0: the experts' clamped SwiGLU (gpt-oss): gate clamped above at
+                                       this, up to [-limit, limit], out = (up + 1) * gate * sigmoid(alpha gate) */
+    double swiglu_alpha;            /* that sigmoid's gain */
     int *layer_sparse;              /* [num_layers]: 1 where the layer has experts (decoder_sparse_step, minus
                                        mlp_only_layers); NULL for a dense model; owned */
     int type_vocab_size;            /* rows of the token type (segment) embedding */
@@ -1380,6 +1399,8 @@ typedef struct pf__attn_shape {
     int rel_rows, rel_buckets, rel_max_distance;
     int latent_rank, v_head_dim; /* latent attention: kv_lora_rank and the value heads' width (head_dim
                                is q's and k's: its last rotary_dim values rotated) */
+    const pf__weight *sinks; /* [heads]: the rank's heads' sink logits, one more term exp(sink) in each
+                               softmax's denominator with no value (gpt-oss); NULL: none */
     const pf__weight *qkv_bias; /* the QKV projection's bias, which its GEMM left out (a backend with
                                qkv_bias_in_attention): added to the whole qkv rows by rotary where
                                it runs, else by kv_append; NULL once added, or with none to add */
@@ -1400,6 +1421,7 @@ struct pf__job;
 typedef struct pf__backend {
     const char *name;
     int host_memory; /* allocations are host memory the loader may write directly */
+    int attention_sinks; /* 1: attend honours pf__attn_shape.sinks */
     /* Before the rank threads start / after they stopped, on the caller's thread (e.g. NCCL
        communicators for all ranks at once); NULL when there is nothing to do. */
     pf_result (*group_begin)(pf__group *g, char *message, size_t size);
@@ -1433,6 +1455,9 @@ typedef struct pf__backend {
     void (*softcap)(pf__rank *r, float *x, size_t count, float cap);
     /* out[row][i] = act(in[row][i]) * in[row][width + i]: gate and up side by side */
     void (*gated_activation)(pf__rank *r, float *out, const float *in, size_t rows, size_t width, pf__activation act);
+    /* out[row][i] = (clamp(up, -limit, limit) + 1) * g * sigmoid(alpha g), g = min(gate, limit), gate =
+       in[row][i], up = in[row][width + i] (gpt-oss's experts); NULL: the backend has none */
+    void (*clamped_swiglu)(pf__rank *r, float *out, const float *in, size_t rows, size_t width, float alpha, float limit);
     /* x[rows][n] += y (+ bias); y may be NULL (bias alone) */
     void (*add_residual)(pf__rank *r, float *x, const float *y, const pf__weight *bias, size_t rows, size_t n);
     /* x[count] *= factor (Granite's residual multiplier and logits scaling) */

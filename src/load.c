@@ -66,6 +66,19 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
         flat.shape[0] = ok ? st->shape[0] * st->shape[1] : 0;
         flat.shape[1] = ok ? st->shape[2] : 0;
     }
+    if (t->layout == PF__LAYOUT_EXPERTS_IN_OUT) { /* [experts, in, out] checked as [experts * out, in] */
+        size_t experts = (size_t)m->config.num_experts;
+        int ok = st->ndim == 3 && st->shape[0] == experts;
+        flat.ndim = ok ? 2 : 0;
+        flat.shape[0] = ok ? st->shape[0] * st->shape[2] : 0;
+        flat.shape[1] = ok ? st->shape[1] : 0;
+    }
+    if (t->layout == PF__LAYOUT_EXPERT_VECTORS) { /* [experts, n] checked as the vector of its values */
+        int ok = st->ndim == 2 && st->shape[0] == (size_t)m->config.num_experts;
+        flat.ndim = ok ? 1 : 0;
+        flat.shape[0] = ok ? st->shape[0] * st->shape[1] : 0;
+        want_dims = 1;
+    }
     if (t->layout == PF__LAYOUT_HEADS) { /* [heads, head_dim] checked as the vector of its values */
         int ok = st->ndim == 2 && st->shape[1] == (size_t)m->config.head_dim;
         flat.ndim = ok ? 1 : 0;
@@ -85,7 +98,7 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
     src->packed = st->packed;
     src->layout = t->layout == PF__LAYOUT_ROW                                       ? PF__LAYOUT_VECTOR
                   : t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV ? PF__LAYOUT_OUT_IN
-                  : t->layout == PF__LAYOUT_HEADS                                   ? PF__LAYOUT_VECTOR
+                  : t->layout == PF__LAYOUT_HEADS || t->layout == PF__LAYOUT_EXPERT_VECTORS ? PF__LAYOUT_VECTOR
                   : t->layout == PF__LAYOUT_EXPERTS                                 ? PF__LAYOUT_OUT_IN
                                                                                     : t->layout;
     src->split = t->split;

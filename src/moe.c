@@ -86,15 +86,18 @@ static void pf__mask_groups(const pf__config *c, float *choose) {
 }
 
 /* Token t's experts and weights from its router logits: scores (softmax over the experts, or
-   sigmoid); the experts chosen by score plus choice_bias where the family has one, within the
-   best groups where it groups them; the top_k (the lower index first on equal scores) weighed
-   by their scores, renormalised to sum 1 where the family does, times routed_scaling. scores
-   holds 2 E floats. */
+   sigmoid, or the logits themselves where a softmax over the chosen follows); the experts chosen by
+   score plus choice_bias where the family has one, within the best groups where it groups them;
+   the top_k (the lower index first on equal scores) weighed by their scores (gpt-oss: a softmax
+   over the chosen logits), renormalised to sum 1 where the family does, times routed_scaling.
+   scores holds 2 E floats. */
 static void pf__route_token(const pf__config *c, const float *logits, const float *choice_bias, int32_t *choice,
                             float *weight, float *scores) {
     int E = c->num_experts, k = c->experts_per_token;
     float *choose = scores + E;
-    if (c->router_sigmoid) {
+    if (c->router_topk_softmax) {
+        memcpy(scores, logits, (size_t)E * sizeof(float));
+    } else if (c->router_sigmoid) {
         for (int e = 0; e < E; e++) scores[e] = 1.0f / (1.0f + expf(-logits[e]));
     } else {
         float max = logits[0], sum = 0;
@@ -108,6 +111,11 @@ static void pf__route_token(const pf__config *c, const float *logits, const floa
         int best = pf__best_untaken(choose, E, choice, j);
         choice[j] = best;
         weight[j] = scores[best];
+    }
+    if (c->router_topk_softmax) { /* a softmax over the chosen logits, the best first */
+        float sum = 0;
+        for (int j = 0; j < k; j++) sum += weight[j] = expf(weight[j] - scores[choice[0]]);
+        for (int j = 0; j < k; j++) weight[j] /= sum;
     }
     float total = 0;
     for (int j = 0; j < k; j++) total += weight[j];
@@ -140,6 +148,7 @@ static void pf__route(const pf__config *c, pf__routing *rt, size_t n, const floa
 /* Expert e's (local index) rows of a PF__SPLIT_EXPERTS_* weight, as a weight of their own. */
 static pf__weight pf__expert_view(const pf__weight *w, int local, int held) {
     pf__weight v = *w;
+    if (!w->data) return v; /* an absent bias */
     v.rows = w->rows / (size_t)held;
     v.data = (char *)w->data + pf__weight_bytes(w->dtype, (size_t)local * v.rows, w->cols);
     return v;
@@ -184,7 +193,7 @@ PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, int l, const 
     }
     pf__routing *rt = r->routing;
     /* router = h Wr^T, whole on every rank; each token's experts from it, on the host */
-    be->matmul(r, r->router, h, &L[PF__SLOT_ROUTER_WEIGHT], NULL, N);
+    be->matmul(r, r->router, h, &L[PF__SLOT_ROUTER_WEIGHT], L[PF__SLOT_ROUTER_BIAS].data ? &L[PF__SLOT_ROUTER_BIAS] : NULL, N);
     be->download(r, rt->logits, r->router, N * E * sizeof(float));
     const float *choice_bias = r->group->model->router_choice_bias;
     pf__route(c, rt, N, choice_bias ? choice_bias + (size_t)l * E : NULL, rt->scores);
@@ -204,10 +213,16 @@ PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, int l, const 
         if (faulty == 2 && r->index == 0 && local == 0) continue;
         /* mid = gather(h) Wgu_e^T; act = act(gate) * up; out = act Wd_e^T; part[token] += weight * out */
         pf__weight gu = pf__expert_view(gate_up, local, held), dn = pf__expert_view(down, local, held);
+        pf__weight gu_bias = pf__expert_view(&L[PF__SLOT_EXPERTS_GATE_UP_BIAS], local, held);
+        pf__weight dn_bias = pf__expert_view(&L[PF__SLOT_EXPERTS_DOWN_BIAS], local, held);
         be->gather_rows(r, r->expert_in, h, rt->rows + first, n, d);
-        be->matmul(r, r->expert_mid, r->expert_in, &gu, NULL, n);
-        be->gated_activation(r, r->expert_act, r->expert_mid, n, width, c->activation);
-        be->matmul(r, r->expert_out, r->expert_act, &dn, NULL, n);
+        be->matmul(r, r->expert_mid, r->expert_in, &gu, gu_bias.data ? &gu_bias : NULL, n);
+        if (c->swiglu_limit > 0)
+            be->clamped_swiglu(r, r->expert_act, r->expert_mid, n, width, (float)c->swiglu_alpha, (float)c->swiglu_limit);
+        else
+            be->gated_activation(r, r->expert_act, r->expert_mid, n, width, c->activation);
+        /* the down bias once per expert: on the rank holding its first columns */
+        be->matmul(r, r->expert_out, r->expert_act, &dn, r->share.expert_col_begin ? NULL : dn_bias.data ? &dn_bias : NULL, n);
         be->scatter_add_rows(r, part, r->expert_out, rt->rows + first, rt->scales + first, n, d);
         if (faulty == 3 && r->index == 0 && local == 0)
             be->scatter_add_rows(r, part, r->expert_out, rt->rows + first, rt->scales + first, n, d);

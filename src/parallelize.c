@@ -70,6 +70,12 @@ PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf
     if (m->config.kv_lora_rank && !backend->latent_attend)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\": the %s backend has no latent attention yet "
                         "(kv_lora_rank): run it on CPU ranks", m->config.model_type, backend->name);
+    if (m->config.swiglu_limit > 0 && !backend->clamped_swiglu)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\": the %s backend has no clamped SwiGLU yet "
+                        "(swiglu_limit): run it on CPU ranks", m->config.model_type, backend->name);
+    if (m->sources[pf__slot_index(PF__SLOT_ATTN_SINKS, 0)].data && !backend->attention_sinks)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\": the %s backend has no attention sinks yet "
+                        "(self_attn.sinks): run it on CPU ranks", m->config.model_type, backend->name);
     if (backend->cache_in_weight_dtype && o.kv_cache_dtype != PF_DTYPE_AUTO && dtypes[o.kv_cache_dtype] != dtype)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "kv_cache_dtype: the %s backend keeps keys and values in the weights' dtype",
                         backend->name);
@@ -125,7 +131,8 @@ static pf_result pf__to_cpu_locked(pf_model *m) {
         gathered[i].pieces = NULL; /* gathered whole */
         gathered[i].packed = NULL;
         gathered[i].packed_pieces = NULL;
-        if (gathered[i].layout == PF__LAYOUT_IN_OUT) gathered[i].layout = PF__LAYOUT_OUT_IN; /* gathered as [rows][cols] */
+        if (gathered[i].layout == PF__LAYOUT_IN_OUT || gathered[i].layout == PF__LAYOUT_EXPERTS_IN_OUT)
+            gathered[i].layout = PF__LAYOUT_OUT_IN; /* gathered as [rows][cols] */
         if ((i == PF__SLOT_REL_BIAS || i == PF__SLOT_ENC_REL_BIAS) && full[i]) /* no rank holds it as a weight (each has a table): from the source */
             for (size_t k = 0; k < m->sources[i].rows * m->sources[i].cols; k++)
                 full[i][k] = pf__weight_value(m->sources[i].data, k, m->sources[i].dtype);

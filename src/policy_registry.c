@@ -44,7 +44,8 @@ static const char *pf__layout_name(int v) {
     switch ((pf__layout)v) {
         PF__NAME(PF__LAYOUT_, OUT_IN) PF__NAME(PF__LAYOUT_, IN_OUT) PF__NAME(PF__LAYOUT_, VECTOR)
         PF__NAME(PF__LAYOUT_, ROW) PF__NAME(PF__LAYOUT_, SQUEEZED) PF__NAME(PF__LAYOUT_, CONV) PF__NAME(PF__LAYOUT_, HEADS)
-        PF__NAME(PF__LAYOUT_, EXPERTS) PF__NAME(PF__LAYOUT_, PER_EXPERT)
+        PF__NAME(PF__LAYOUT_, EXPERTS) PF__NAME(PF__LAYOUT_, PER_EXPERT) PF__NAME(PF__LAYOUT_, EXPERTS_IN_OUT)
+        PF__NAME(PF__LAYOUT_, EXPERT_VECTORS)
     }
     return NULL;
 }
@@ -54,7 +55,7 @@ static const char *pf__split_name(int v) {
         PF__NAME(PF__SPLIT_, KV_COLUMNS) PF__NAME(PF__SPLIT_, MLP_COLUMNS) PF__NAME(PF__SPLIT_, HEAD_ROWS)
         PF__NAME(PF__SPLIT_, MLP_ROWS) PF__NAME(PF__SPLIT_, VOCAB) PF__NAME(PF__SPLIT_, GATE_UP_COLUMNS) PF__NAME(PF__SPLIT_, LATENT_KV_COLUMNS)
         PF__NAME(PF__SPLIT_, EXPERTS_GATE_UP) PF__NAME(PF__SPLIT_, EXPERTS_DOWN) PF__NAME(PF__SPLIT_, SHARED_COLUMNS)
-        PF__NAME(PF__SPLIT_, SHARED_ROWS)
+        PF__NAME(PF__SPLIT_, SHARED_ROWS) PF__NAME(PF__SPLIT_, HEADS) PF__NAME(PF__SPLIT_, EXPERTS_OUTPUT)
     }
     return NULL;
 }
@@ -112,7 +113,9 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, MLP_GATE_UP_BIAS) PF__NAME(PF__SLOT_, ROUTER_WEIGHT) PF__NAME(PF__SLOT_, EXPERTS_GATE_UP)
         PF__NAME(PF__SLOT_, EXPERTS_DOWN) PF__NAME(PF__SLOT_, SHARED_GATE_WEIGHT) PF__NAME(PF__SLOT_, SHARED_GATE_BIAS)
         PF__NAME(PF__SLOT_, SHARED_UP_WEIGHT) PF__NAME(PF__SLOT_, SHARED_UP_BIAS) PF__NAME(PF__SLOT_, SHARED_DOWN_WEIGHT)
-        PF__NAME(PF__SLOT_, SHARED_EXPERT_GATE) PF__NAME(PF__SLOT_, ROUTER_CHOICE_BIAS) PF__NAME(PF__SLOT_, ATTN_POST_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, SHARED_EXPERT_GATE) PF__NAME(PF__SLOT_, ROUTER_CHOICE_BIAS)
+        PF__NAME(PF__SLOT_, ROUTER_BIAS) PF__NAME(PF__SLOT_, EXPERTS_GATE_UP_BIAS)
+        PF__NAME(PF__SLOT_, EXPERTS_DOWN_BIAS) PF__NAME(PF__SLOT_, ATTN_SINKS) PF__NAME(PF__SLOT_, ATTN_POST_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, ATTN_POST_NORM_BIAS) PF__NAME(PF__SLOT_, MLP_POST_NORM_WEIGHT) PF__NAME(PF__SLOT_, MLP_POST_NORM_BIAS)
         PF__NAME(PF__SLOT_, CROSS_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, CROSS_NORM_BIAS) PF__NAME(PF__SLOT_, CROSS_Q_WEIGHT) PF__NAME(PF__SLOT_, CROSS_Q_BIAS)
@@ -1197,6 +1200,10 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_SHARED_DOWN_WEIGHT: *rows = h; *cols = (size_t)c->shared_intermediate_size; break;
     case PF__SLOT_SHARED_EXPERT_GATE: *rows = 1; *cols = h; break;
     case PF__SLOT_ROUTER_CHOICE_BIAS: *rows = (size_t)c->num_experts; *cols = 1; break;
+    case PF__SLOT_ROUTER_BIAS: *rows = (size_t)c->num_experts; break;
+    case PF__SLOT_EXPERTS_GATE_UP_BIAS: *rows = (size_t)c->num_experts * 2 * (size_t)c->moe_intermediate_size; break;
+    case PF__SLOT_EXPERTS_DOWN_BIAS: *rows = (size_t)c->num_experts * h; break;
+    case PF__SLOT_ATTN_SINKS: *rows = (size_t)c->num_heads; break;
     case PF__SLOT_TOKEN_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = c->embed_norm_before_project ? e : h; break;
     case PF__SLOT_HEAD_TRANSFORM_WEIGHT: *rows = c->embed_norm_before_project ? e : h; *cols = h; break;
     case PF__SLOT_HEAD_TRANSFORM_BIAS: case PF__SLOT_HEAD_NORM_WEIGHT: case PF__SLOT_HEAD_NORM_BIAS:

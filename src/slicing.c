@@ -83,10 +83,19 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
         if (!p->row_map) return -1;
         for (size_t e = 0, k = 0; e < (size_t)s->experts; e++)
             for (size_t half = 0; half < 2; half++)
-                for (size_t i = 0; i < w; i++)
-                    p->row_map[k++] = ((size_t)s->expert_begin + e) * 2 * I + half * I + (size_t)s->expert_col_begin + i;
+                for (size_t i = 0, col; i < w; i++) {
+                    col = (size_t)s->expert_col_begin + i;
+                    /* interleaved: gate column i is output 2i, up's 2i + 1 (gpt-oss) */
+                    p->row_map[k++] = ((size_t)s->expert_begin + e) * 2 * I + (c->experts_interleaved ? 2 * col + half : half * I + col);
+                }
         break;
     }
+    case PF__SPLIT_EXPERTS_OUTPUT: { /* whole rows of the rank's experts */
+        size_t per_expert = src->rows / (size_t)c->num_experts;
+        p->row_begin = (size_t)s->expert_begin * per_expert, p->rows = (size_t)s->experts * per_expert;
+        break;
+    }
+    case PF__SPLIT_HEADS: p->row_begin = (size_t)s->head_begin, p->rows = (size_t)s->heads; break;
     case PF__SPLIT_SHARED_COLUMNS: p->row_begin = (size_t)s->shared_begin, p->rows = (size_t)s->shared_width; break;
     case PF__SPLIT_SHARED_ROWS: p->col_begin = (size_t)s->shared_begin, p->cols = (size_t)s->shared_width; break;
     case PF__SPLIT_EXPERTS_DOWN: { /* each expert's [hidden, I] after the other: the experts' rows, its columns */
@@ -151,10 +160,19 @@ static size_t pf__plan_run(const pf__plan *p, size_t i, size_t max) {
 
 #define PF__TRANSPOSE_BLOCK 64
 
+/* Element (row, col) of a transposed source's file order, and how many rows from row on (at most
+   max) follow it there: IN_OUT holds [cols][rows]; EXPERTS_IN_OUT each expert's [cols][its rows]. */
+static size_t pf__transposed_at(const pf__source *src, size_t row, size_t col, size_t *max, int experts) {
+    if (src->layout != PF__LAYOUT_EXPERTS_IN_OUT) return col * src->rows + row;
+    size_t per = src->rows / (size_t)experts, e = row / per, in_expert = row % per;
+    if (*max > per - in_expert) *max = per - in_expert;
+    return e * per * src->cols + col * per + in_expert;
+}
+
 /* Copies the rank's slice of src into dst ([plan rows, plan cols] fp32), converting dtype and
    layout on the way, in runs of consecutive file values. */
-static void pf__slice_copy(float *dst, const pf__source *src, const pf__plan *p) {
-    if (src->layout != PF__LAYOUT_IN_OUT) {
+static void pf__slice_copy(float *dst, const pf__source *src, const pf__plan *p, int experts) {
+    if (src->layout != PF__LAYOUT_IN_OUT && src->layout != PF__LAYOUT_EXPERTS_IN_OUT) {
         for (size_t i = 0; i < p->rows; i++)
             pf__source_run(dst + i * p->cols, src, pf__plan_row(p, i) * src->cols + p->col_begin, p->cols);
         return;
@@ -169,7 +187,8 @@ static void pf__slice_copy(float *dst, const pf__source *src, const pf__plan *p)
             for (size_t c = 0; c < nc; c++)
                 for (size_t i = 0, run; i < ni; i += run) {
                     run = pf__plan_run(p, i0 + i, ni - i);
-                    pf__source_run(&block[c][i], src, (p->col_begin + c0 + c) * src->rows + pf__plan_row(p, i0 + i), run);
+                    size_t at = pf__transposed_at(src, pf__plan_row(p, i0 + i), p->col_begin + c0 + c, &run, experts);
+                    pf__source_run(&block[c][i], src, at, run);
                 }
             for (size_t i = 0; i < ni; i++)
                 for (size_t c = 0; c < nc; c++) dst[(i0 + i) * p->cols + c0 + c] = block[c][i];
@@ -203,7 +222,8 @@ static const struct pf__stack *pf__stack_of(pf__slot slot) {
 /* Whether a rank's slice of a source can be stored as Q8: a matrix (or embedding) whose slice
    starts and ends at block boundaries of the whole tensor's columns. */
 static int pf__q8_fits(const pf__source *src, const pf__plan *p) {
-    return (src->layout == PF__LAYOUT_OUT_IN || src->layout == PF__LAYOUT_IN_OUT) && p->cols % PF__Q8_BLOCK == 0 &&
+    return (src->layout == PF__LAYOUT_OUT_IN || src->layout == PF__LAYOUT_IN_OUT || src->layout == PF__LAYOUT_EXPERTS_IN_OUT) &&
+           p->cols % PF__Q8_BLOCK == 0 &&
            p->col_begin % PF__Q8_BLOCK == 0;
 }
 
@@ -271,7 +291,7 @@ static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__sou
     if (!numel) return;
     if (r->backend->host_memory && dtype == PF__DTYPE_F32) {
         float *f = (float *)dst;
-        pf__slice_copy(f, src, p);
+        pf__slice_copy(f, src, p, r->group->model->config.num_experts);
         for (size_t k = 0; rounding != PF__DTYPE_F32 && k < numel; k++)
             f[k] = rounding == PF__DTYPE_F16 ? pf__f16_to_f32(pf__f32_to_f16(f[k])) : pf__bf16_to_f32(pf__f32_to_bf16(f[k]));
         pf__progress_add(r->group, pf__source_bytes(src, numel));
@@ -297,7 +317,7 @@ static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__sou
         pf__progress_add(r->group, slice_bytes * p->rows);
         return;
     }
-    pf__slice_copy(f, src, p);
+    pf__slice_copy(f, src, p, r->group->model->config.num_experts);
     if (dtype == PF__DTYPE_Q8) {
         pf__q8_quantize(f, p->rows, p->cols);
     } else if (dtype == PF__DTYPE_Q4) {

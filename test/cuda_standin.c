@@ -236,6 +236,9 @@ TAPED(bias_activation, BIAS_ACTIVATION_ARGS, 0)
 #define GATED_ACTIVATION_ARGS(X) X(float *, out) X(const float *, in) X(size_t, rows) X(size_t, width) X(int, act) \
     X(void *, out16) X(int, out16_dtype)
 TAPED(gated_activation, GATED_ACTIVATION_ARGS, 0)
+#define CLAMPED_SWIGLU_ARGS(X) X(float *, out) X(const float *, in) X(size_t, rows) X(size_t, width) X(float, alpha) \
+    X(float, limit)
+TAPED(clamped_swiglu, CLAMPED_SWIGLU_ARGS, 0)
 #define ADD_RESIDUAL_ARGS(X) X(float *, x) X(const float *, y) X(const void *, b) X(int, dtype) X(size_t, rows) \
     X(size_t, n)
 TAPED(add_residual, ADD_RESIDUAL_ARGS, 0)
@@ -738,6 +741,22 @@ static int gated_activation_live(pf_cuda_rank *st, float *out, const float *in, 
     return 0;
 }
 
+/* kernels.cu's pf_clamped_swiglu_kernel */
+static int clamped_swiglu_live(pf_cuda_rank *st, float *out, const float *in, size_t rows, size_t width, float alpha,
+                               float limit) {
+    (void)st;
+    if (!rows || !width) return 0;
+    NEED(out, rows * width * 4);
+    NEED(in, rows * 2 * width * 4);
+    for (size_t row = 0; row < rows; row++)
+        for (size_t i = 0; i < width; i++) {
+            float gate = fminf(in[row * 2 * width + i], limit);
+            float up = fminf(fmaxf(in[row * 2 * width + width + i], -limit), limit);
+            out[row * width + i] = (up + 1.0f) * (gate / (1.0f + expf(-gate * alpha)));
+        }
+    return 0;
+}
+
 static int add_residual_live(pf_cuda_rank *st, float *x, const float *y, const void *b, int dtype, size_t rows, size_t n) {
     (void)st;
     if (!rows || !n || (!y && !b)) return 0;
@@ -1119,8 +1138,8 @@ static int latent_attend_live(pf_cuda_rank *st, float *out, float *q, const void
    memory) and 16-byte aligned caches, which hold on every GPU the build targets. */
 #define FLASH_KEYS 32
 #define FLASH_MAX_HEAD_DIM 256
-static int flash_takes(int T, int cache_dtype, int mask, int hd, const float *dense_bias) {
-    return T > 1 && cache_dtype != 0 && mask != 2 && hd % 16 == 0 && hd <= FLASH_MAX_HEAD_DIM && !dense_bias;
+static int flash_takes(int T, int cache_dtype, int mask, int hd, const float *dense_bias, const void *sinks) {
+    return T > 1 && cache_dtype != 0 && mask != 2 && hd % 16 == 0 && hd <= FLASH_MAX_HEAD_DIM && !dense_bias && !sinks;
 }
 
 /* v rounded to the 16-bit cache dtype (1 fp16, 2 bf16), as a float. */
@@ -1279,7 +1298,8 @@ static int attend_live(pf_cuda_rank *st, const pf_cuda_attention_args *args) {
     past = *past_at; /* the kernels' past: from here on, as on the device */
     float *acc = malloc((size_t)hd * sizeof(float)), *q16 = malloc((size_t)hd * sizeof(float)), p[CHUNK], part[ATTN_THREADS];
     if (args->dense_bias) NEED(args->dense_bias, rows * heads * (size_t)T * 4);
-    int flash = flash_takes(T, cache_dtype, mask, hd, args->dense_bias);
+    int flash = flash_takes(T, cache_dtype, mask, hd, args->dense_bias, args->sinks);
+    if (args->sinks) NEED(args->sinks, (size_t)heads * dsize(args->sinks_dtype));
     for (size_t row = 0; row < rows; row++)
         for (int h = 0; h < heads; h++)
             for (int split = 0; split < splits; split++) {
@@ -1306,6 +1326,10 @@ static int attend_live(pf_cuda_rank *st, const pf_cuda_attention_args *args) {
                 size_t base = cache_row * cache_len * kv_width + (size_t)kv * hd; /* in elements */
                 for (int i = 0; i < hd; i++) acc[i] = 0;
                 float m = -INFINITY, l = 0;
+                if (args->sinks && split == 0) { /* kernels.cu: the sink, a first term without a value */
+                    m = ld(args->sinks, args->sinks_dtype, (size_t)h);
+                    l = 1.0f;
+                }
                 for (int j0 = begin; j0 < end; j0 += CHUNK) {
                     int n = end - j0 < CHUNK ? end - j0 : CHUNK;
                     for (int jj = 0; jj < n; jj++) { /* one warp: lane partials, butterfly */

@@ -974,6 +974,40 @@ def cfg_granitemoe(v, tok):
     )
 
 
+def cfg_gpt_oss(v, tok):
+    from transformers import GptOssConfig
+
+    bos, eos, pad = _ids(tok)
+    # 5 experts, 3 a token (softmax over the chosen router logits); heads 4 / kv heads 2; 4 layers
+    # sliding (window 5, under the prompt's length) and full in turn; YaRN factor 4 over 32
+    # positions; the SwiGLU clamped at 3 (7 by default: rarely reached by these activations)
+    return GptOssConfig(
+        vocab_size=v, hidden_size=48, intermediate_size=40, num_local_experts=5, num_experts_per_tok=3,
+        num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=12, sliding_window=5,
+        max_position_embeddings=128, rms_norm_eps=1e-5, initializer_range=INIT_STD, swiglu_limit=3.0,
+        rope_parameters={"rope_type": "yarn", "rope_theta": 150000.0, "factor": 4.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                         "truncate": False, "original_max_position_embeddings": 32},
+        tie_word_embeddings=False, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def gpt_oss_tweak(model):
+    """Routers x2 (routing far from ties) and q, k x0.6: softer attention over its 4 layers, so that
+    the order of a sum over ranks moves the logits by less than the ranks' tolerance."""
+    scale_routers(model)
+    scale_params({"q_proj.weight": 0.6, "k_proj.weight": 0.6})(model)
+
+
+def without_sinks(cfg):
+    """The attention sinks at -inf (no term of theirs in any softmax), as a model patch."""
+    def patch(model):
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if name.endswith("self_attn.sinks"):
+                    p.fill_(-float("inf"))
+    return patch
+
+
 def scale_routers(model, factor=ROUTER_SCALE):
     for name, p in model.named_parameters():
         if name.endswith(("mlp.gate.weight", "block_sparse_moe.gate.weight", "router.layer.weight", "router.weight")):
@@ -1715,7 +1749,7 @@ FAMILIES = [
         tokenizer=lambda out: save_tok(mistral_tokenizer(512)[0], out, "LlamaTokenizer"),
         tok_style=LLAMA2_HUB_STYLE,
         traits="sliding_window 8 (current token included) on every layer; GQA 6/2; RMSNorm; SwiGLU; rotary halves",
-        ablations=[("no sliding window", set_attr(sliding_window=None))],
+        ablations=[("no sliding window", set_attr(layer_types=["full_attention"] * 4))],
     ),
     dict(
         name="qwen2", config=cfg_qwen2, seed=1300, vocab_pad=0, cases=True,
@@ -1771,6 +1805,16 @@ FAMILIES = [
                "1 a token; experts fused as saved (input_linear [6, 80, 48], output_linear [6, 48, 40]); tied head; "
                "router weights x2",
         ablations=[("2 experts a token", set_attr(num_experts_per_tok=2))],
+    ),
+    dict(
+        name="gpt_oss", config=cfg_gpt_oss, seed=5500, vocab_pad=0, cases=False, beam=True, moe=True,
+        tweak=gpt_oss_tweak, tokenizer=lambda out: save_tok(qwen2_tokenizer(384), out), tok_style="as qwen2",
+        traits="q/k/v/o biases, a sink logit per head (self_attn.sinks), GQA 4/2; layers sliding (window 5) and "
+               "full in turn (layer_types); YaRN (factor 4, original 32, truncate false); router with a bias, top-3 "
+               "of 5 then a softmax over the 3; experts fused [5, 48, 80] / [5, 40, 48] with biases, gate and up "
+               "interleaved, SwiGLU clamped at 3 (swiglu_limit), alpha 1.702; router weights x2",
+        ablations=[("no attention sinks", without_sinks), ("SwiGLU clamped at 7", set_attr(swiglu_limit=7.0)),
+                   ("no sliding window", set_attr(layer_types=["full_attention"] * 4))],
     ),
     dict(
         name="qwen3-window-bias", config=cfg_qwen3_window_bias, seed=2400, vocab_pad=0, cases=False, beam=True,
@@ -1874,7 +1918,7 @@ FAMILIES = [
         tokenizer=lambda out: save_tok(llama2_tokenizer(512), out), tok_style="as llama",
         traits="fused qkv_proj [q of 6 heads | k of 2 | v of 2]; fused gate_up_proj [gate | up]; rotary halves on "
                "partial_rotary_factor 0.5 (4 of 8 dims); sliding_window 8; RMSNorm; untied lm_head",
-        ablations=[("no sliding window", set_attr(sliding_window=None)),
+        ablations=[("no sliding window", set_attr(layer_types=["full_attention"] * 4)),
                    ("rotary over the full head", set_rope(partial_rotary_factor=1.0))],
     ),
     dict(
@@ -1906,7 +1950,7 @@ FAMILIES = [
         tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
         traits="LayerNorms with biases; q/k/v/o and c_fc/c_proj biases (use_bias); GQA 6/2; rotary halves over the "
                "head; sliding_window 8; gelu_pytorch_tanh MLP; untied lm_head",
-        ablations=[("no sliding window", set_attr(sliding_window=None))],
+        ablations=[("no sliding window", set_attr(layer_types=["full_attention"] * 4))],
     ),
     dict(
         name="falcon", config=cfg_falcon, seed=2600, vocab_pad=0, cases=False, beam=True,

@@ -996,6 +996,36 @@ static void test_olmo_keys(void) {
     expect_load("OLMo biases in the file, attention_bias false", NULL, PF_ERROR_FORMAT, "attention_bias is false");
 }
 
+/* gpt-oss (issue 33): swiglu_limit and swiglu_alpha honoured; layer_types null is its default
+   (sliding, full, ...); no rope_parameters (transformers then assumes YaRN factor 32) and a
+   quantization_config (the hub's mxfp4) refused by name. */
+static void test_gpt_oss_keys(void) {
+    static const char layer_types[] = "\"layer_types\": [\n    \"sliding_attention\",\n    \"full_attention\",\n"
+                                      "    \"sliding_attention\",\n    \"full_attention\"\n  ]";
+    if (copy_fixture("gpt_oss")) return;
+    check_work_logits("gpt-oss as saved", "gpt_oss", 1);
+    edit_file("config.json", "\"swiglu_limit\": 3.0", "\"swiglu_limit\": 7.0");
+    check_work_logits("gpt-oss with swiglu_limit 7", "gpt_oss", 0);
+    if (copy_fixture("gpt_oss")) return;
+    edit_file("config.json", "\"swiglu_limit\": 3.0", "\"swiglu_limit\": 0");
+    expect_load("gpt-oss with swiglu_limit 0", NULL, PF_ERROR_UNSUPPORTED, "swiglu_limit");
+    if (copy_fixture("gpt_oss")) return;
+    edit_file("config.json", "\"swiglu_alpha\": 1.702", "\"swiglu_alpha\": 1.0");
+    check_work_logits("gpt-oss with swiglu_alpha 1", "gpt_oss", 0);
+    if (copy_fixture("gpt_oss")) return;
+    edit_file("config.json", layer_types, "\"layer_types\": null");
+    check_work_logits("gpt-oss with layer_types null", "gpt_oss", 1);
+    if (copy_fixture("gpt_oss")) return;
+    edit_file("config.json", layer_types, "\"layer_types\": [\"full_attention\", \"full_attention\", \"full_attention\", \"full_attention\"]");
+    check_work_logits("gpt-oss with full attention everywhere", "gpt_oss", 0);
+    if (copy_fixture("gpt_oss")) return;
+    edit_file("config.json", "\"rope_parameters\"", "\"other_parameters\"");
+    expect_load("gpt-oss without rope_parameters", NULL, PF_ERROR_UNSUPPORTED, "rope_parameters");
+    if (copy_fixture("gpt_oss")) return;
+    edit_file("config.json", "\"use_cache\": true", "\"use_cache\": true, \"quantization_config\": {\"quant_method\": \"mxfp4\"}");
+    expect_load("gpt-oss quantized as mxfp4", NULL, PF_ERROR_UNSUPPORTED, "quant_method \"mxfp4\"");
+}
+
 /* SmolLM3 (issue 32): no_rope_layers and no_rope_layer_interval honoured (the window on the NoPE
    layers without layer_types) or refused by name. */
 static void test_smollm3_keys(void) {
@@ -1199,6 +1229,7 @@ void test_config(void) {
     test_whisper_tensors();
     test_qwen3_keys();
     test_olmo_keys();
+    test_gpt_oss_keys();
     test_smollm3_keys();
     test_olmo2_keys();
     test_gemma_keys();
