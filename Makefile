@@ -332,7 +332,10 @@ endif
 PYCLIENT := $(BUILD)/pyclient
 $(PYCLIENT)/openai/__init__.py:
 	python3 -m pip install --quiet --target $(PYCLIENT) openai
-test-server: server $(BUILD)/generate $(BUILD)/embed $(PYCLIENT)/openai/__init__.py $(MINILM_DIR)/model.safetensors
+# jsonschema: structured output validated against its schema (after openai: one pip at a time)
+$(PYCLIENT)/jsonschema/__init__.py: | $(PYCLIENT)/openai/__init__.py
+	python3 -m pip install --quiet --upgrade --target $(PYCLIENT) jsonschema
+test-server: server $(BUILD)/generate $(BUILD)/embed $(PYCLIENT)/openai/__init__.py $(PYCLIENT)/jsonschema/__init__.py $(MINILM_DIR)/model.safetensors
 	BUILD="$(BUILD)" PYCLIENT="$(PYCLIENT)" MINILM="$(MINILM_DIR)" test/test_server.sh
 
 # libFuzzer targets (test/fuzz), built with clang, AddressSanitizer and UBSan: make fuzz runs each
