@@ -91,7 +91,7 @@ static int pf__js_new_node(pf__js_compiler *c, int kind) {
 static int pf__js_reserve(pf__js_compiler *c, void **items, int *num, int *cap, int count, size_t size) {
     if (pf__js_grow(items, cap, *num + count, size)) return pf__js_fail(c, "%s", "out of memory");
     int first = *num;
-    memset((char *)*items + (size_t)first * size, 0, (size_t)count * size);
+    if (count > 0) memset((char *)*items + (size_t)first * size, 0, (size_t)count * size);
     *num += count;
     return first;
 }
@@ -473,7 +473,13 @@ static void pf__js_pop(pf__js_path *p) {
 typedef struct pf__js_sink {
     pf__json_matcher *out; /* NULL: only whether some path survives */
     int found;
+    /* anyOf forks left to this feed, and forks open within forks: a schema whose anyOf refers to
+       itself (directly or through others) can neither recurse nor multiply without end */
+    int forks, nested;
 } pf__js_sink;
+
+#define PF__JS_MAX_FORKS 256 /* a feed's forks */
+#define PF__JS_MAX_NESTED 16 /* forks open within forks along one path of a feed */
 
 static void pf__js_run(const pf__json_schema *s, pf__js_path *p, const unsigned char *b, size_t n, pf__js_sink *sink);
 
@@ -496,11 +502,15 @@ static int pf__js_step(const pf__json_schema *s, pf__js_path *p, const unsigned 
             if (pf__js_space(f, ch)) return 1;
             switch (node->kind) {
             case PF__JS_ANYOF:
-                for (int i = 0; i < node->count && !(sink->found && !sink->out); i++) {
+                if (sink->nested == PF__JS_MAX_NESTED) return 0;
+                sink->nested++;
+                for (int i = 0; i < node->count && !(sink->found && !sink->out) && sink->forks > 0; i++) {
+                    sink->forks--;
                     pf__js_path fork = *p;
                     fork.frames[fork.depth - 1].node = s->alts[node->first + i];
                     pf__js_run(s, &fork, b, n, sink);
                 }
+                sink->nested--;
                 return 2;
             case PF__JS_ANY:
                 if (ch == '{' || ch == '[') {
@@ -706,7 +716,7 @@ PF_PRIVATE void pf__json_matcher_init(const pf__json_schema *s, pf__json_matcher
 /* Whether some path takes all the bytes; with advance, the matcher moves to the paths that do. */
 PF_PRIVATE int pf__json_matcher_feed(const pf__json_schema *s, pf__json_matcher *m, const char *bytes, size_t n, int advance,
                                      pf__json_matcher *scratch) {
-    pf__js_sink sink = {advance ? scratch : NULL, 0};
+    pf__js_sink sink = {advance ? scratch : NULL, 0, PF__JS_MAX_FORKS, 0};
     if (advance) scratch->num_paths = 0;
     for (int i = 0; i < m->num_paths && !(sink.found && !advance); i++) {
         pf__js_path p;

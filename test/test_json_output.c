@@ -94,6 +94,10 @@ static void test_prefixes(void) {
         /* $ref into $defs, recursive */
         {defs, "{\"next\": {\"next\": null}}", 1, 1},
         {defs, "{\"next\": {}}", 0, 0},
+        /* an anyOf that refers to itself: bounded, and its other alternative still read */
+        {"{\"$defs\":{\"A\":{\"anyOf\":[{\"$ref\":\"#/$defs/A\"},{\"$ref\":\"#/$defs/A\"},{\"type\":\"null\"}]}},\"$ref\":\"#/$defs/A\"}",
+         "null", 1, 1},
+        {"{\"$defs\":{\"A\":{\"anyOf\":[{\"$ref\":\"#/$defs/A\"}]}},\"$ref\":\"#/$defs/A\"}", "1", 0, 0},
         /* a map: additionalProperties as the values' schema */
         {"{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\"}}", "{\"p\": 1, \"q\": 2}", 1, 1},
         {"{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\"}}", "{\"p\": \"1\"}", 0, 0},
