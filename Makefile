@@ -42,7 +42,7 @@ BINDIR     ?= $(PREFIX)/bin
 TEST_DEFS := -D_POSIX_C_SOURCE=200809L -DPF_TESTING
 
 LIB_SRC  := parallelformers.c parallelformers.h policies.inc $(BUILD)/cuda-$(CUDA).stamp
-TESTS    := test/test_main.c test/test_util.c test/test_models.c test/test_cpu_kernels.c test/test_bad_input.c test/test_config.c test/test_encoders.c test/test_seq2seq.c test/test_whisper.c test/test_cli.c test/test_tokenizer.c test/test_chat.c test/test_generation.c test/test_fuzz.c test/test_preprocessing.c test/test_policies.c test/test_gguf.c test/test_input_checks.c
+TESTS    := test/test_main.c test/test_util.c test/test_models.c test/test_cpu_kernels.c test/test_bad_input.c test/test_config.c test/test_encoders.c test/test_seq2seq.c test/test_whisper.c test/test_cli.c test/test_tokenizer.c test/test_chat.c test/test_generation.c test/test_fuzz.c test/test_preprocessing.c test/test_policies.c test/test_gguf.c test/test_input_checks.c test/test_json_output.c
 
 ifeq ($(CUDA),1)
 CUDA_DEFS := -DPF_CUDA
@@ -332,7 +332,10 @@ endif
 PYCLIENT := $(BUILD)/pyclient
 $(PYCLIENT)/openai/__init__.py:
 	python3 -m pip install --quiet --target $(PYCLIENT) openai
-test-server: server $(BUILD)/generate $(BUILD)/embed $(PYCLIENT)/openai/__init__.py $(MINILM_DIR)/model.safetensors
+# jsonschema: structured output validated against its schema (after openai: one pip at a time)
+$(PYCLIENT)/jsonschema/__init__.py: | $(PYCLIENT)/openai/__init__.py
+	python3 -m pip install --quiet --upgrade --target $(PYCLIENT) jsonschema
+test-server: server $(BUILD)/generate $(BUILD)/embed $(PYCLIENT)/openai/__init__.py $(PYCLIENT)/jsonschema/__init__.py $(MINILM_DIR)/model.safetensors
 	BUILD="$(BUILD)" PYCLIENT="$(PYCLIENT)" MINILM="$(MINILM_DIR)" test/test_server.sh
 
 # libFuzzer targets (test/fuzz), built with clang, AddressSanitizer and UBSan: make fuzz runs each

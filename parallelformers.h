@@ -718,6 +718,23 @@ typedef struct pf_token_bias {
     float bias; /* added to the token's score; -INFINITY bans it */
 } pf_token_bias;
 
+/* Constrained JSON output (pf_generate_options.json_constraint; OpenAI's response_format): at each
+   step every token whose text cannot continue a valid prefix is banned, and eos is allowed only
+   once the value is complete (then nothing else is). schema: a JSON Schema text, or NULL for any
+   JSON object. The subset: type (object, array, string, number, integer, boolean, null, or a list
+   of them), properties, required, additionalProperties (false, true or a schema; an object that
+   declares properties is written with those only, which additionalProperties true allows too),
+   items, minItems, maxItems, enum, const, anyOf, $ref to #/$defs/... or #/definitions/...
+   (recursion allowed), and the annotations title, description, default, examples, $schema, $id,
+   $comment. Any other keyword (pattern, format, minimum, oneOf, ...) is refused,
+   PF_ERROR_INVALID_ARGUMENT with pf_error_message naming it: never ignored. Whitespace between
+   tokens is allowed in runs of at most 16 bytes and a number has at most 24 bytes, so that a model
+   cannot pad forever. Needs the model's tokenizer; greedy search or sampling. One constraint may
+   serve many requests at once (it is read only); free it after them. */
+typedef struct pf_json_constraint pf_json_constraint;
+pf_result pf_json_constraint_new(pf_model *model, const char *schema, pf_json_constraint **out);
+void pf_json_constraint_free(pf_json_constraint *constraint); /* NULL is fine */
+
 /* Defaults equal transformers' GenerationConfig defaults. Each count is checked against its
    limit before its array is read (a larger one is PF_ERROR_INVALID_ARGUMENT): each list
    (eos_token_ids, suppress_tokens, begin_suppress_tokens, bad_words, stop_sequences) at most
@@ -793,6 +810,8 @@ typedef struct pf_generate_options {
     int top_logprobs;          /* 0..PF_MAX_TOP_LOGPROBS: the most likely tokens given with each */
     pf_logprobs_callback logprobs_callback;
     void *logprobs_user;
+    const pf_json_constraint *json_constraint; /* NULL: none; see pf_json_constraint_new (the
+                                  same model's); the text of each row's new tokens is then JSON of it */
 } pf_generate_options;
 
 pf_generate_options pf_generate_options_init(void);

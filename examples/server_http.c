@@ -455,6 +455,7 @@ static void make_plan(const completion_request *request, generation_plan *plan) 
     o->num_logit_bias = request->num_logit_bias;
     o->stop_strings = (const char *const *)request->stop;
     o->num_stop_strings = request->num_stop;
+    o->json_constraint = request->json_constraint;
 }
 
 static json_t *usage_json(int prompt_tokens, int completion_tokens) {
@@ -820,6 +821,14 @@ static MHD_Result completions(struct MHD_Connection *connection, int chat, const
     int status = parse_completion_request(body, length, chat, &the_server.limits, &request, error, sizeof error);
     if (status) return send_error(connection, (unsigned)status, error);
     if (request.user) server_log("a request for user \"%s\"", request.user); /* OpenAI's end-user id: for the log */
+    if (request.json_output) { /* response_format: the schema checked (and refused by name) before any work */
+        pf_result r = pf_json_constraint_new(the_server.model, request.json_schema, &request.json_constraint);
+        if (r) {
+            snprintf(error, sizeof error, "'response_format': %s", pf_error_message(the_server.model));
+            completion_request_free(&request);
+            return send_error(connection, http_status(r), error);
+        }
+    }
     int templated = chat && pf_tokenizer_chat_template(the_server.tokenizer) != NULL;
     if (templated) { /* the model's chat template replaces the plain "role: content" prompt */
         char *text = NULL, *copy = NULL;

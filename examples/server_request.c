@@ -210,7 +210,7 @@ static const struct {
     {"top_k", BOTH, 0}, {"min_p", BOTH, 0}, {"repetition_penalty", BOTH, 0}, {"presence_penalty", BOTH, 0},
     {"frequency_penalty", BOTH, 0}, {"logit_bias", BOTH, 0}, {"seed", BOTH, 0}, {"stop", BOTH, 0},
     {"stream", BOTH, 0}, {"stream_options", BOTH, 0}, {"echo", COMPLETIONS, 0}, {"user", BOTH, 0},
-    {"logprobs", BOTH, 0}, {"top_logprobs", CHAT, 0}, {"response_format", CHAT, 1}, {"tools", CHAT, 1},
+    {"logprobs", BOTH, 0}, {"top_logprobs", CHAT, 0}, {"response_format", BOTH, 0}, {"tools", CHAT, 1},
     {"tool_choice", CHAT, 1}, {"parallel_tool_calls", CHAT, 1}, {"functions", CHAT, 1}, {"function_call", CHAT, 1},
     {"suffix", COMPLETIONS, 1}, {"best_of", COMPLETIONS, 1}, {"store", CHAT, 1}, {"metadata", CHAT, 1},
     {"service_tier", BOTH, 1}, {"modalities", CHAT, 1}, {"audio", CHAT, 1}, {"prediction", CHAT, 1},
@@ -218,7 +218,7 @@ static const struct {
 };
 
 /* A field this server does not implement, given a value that asks for nothing (null, false, 0, an
-   empty list, "none", {"type": "text"}, best_of equal to n, ...) is accepted; any other value
+   empty list, "none", best_of equal to n, ...) is accepted; any other value
    is refused, naming the field. */
 static int neutral_field(const char *name, json_t *v, long long n, char *error, size_t error_size) {
     if (json_is_null(v) || json_is_false(v)) return 0;
@@ -228,15 +228,45 @@ static int neutral_field(const char *name, json_t *v, long long n, char *error, 
     if ((!strcmp(name, "tool_choice") || !strcmp(name, "function_call")) && json_is_string(v) &&
         !strcmp(json_string_value(v), "none"))
         return 0;
-    if (!strcmp(name, "response_format") && json_is_object(v) && json_object_size(v) == 1 &&
-        json_is_string(json_object_get(v, "type")) && !strcmp(json_string_value(json_object_get(v, "type")), "text"))
-        return 0;
     if (!strcmp(name, "suffix") && json_is_string(v) && json_string_length(v) == 0) return 0;
     if (!strcmp(name, "best_of") && json_is_integer(v) && json_integer_value(v) == n) return 0;
     if (!strcmp(name, "service_tier") && json_is_string(v) && !strcmp(json_string_value(v), "auto")) return 0;
     if (!strcmp(name, "metadata") && json_is_object(v) && json_object_size(v) == 0) return 0;
     return fail(error, error_size, "'%s' is not supported by this server (only its neutral value: null, false, an empty "
-                "list, \"none\" or {\"type\": \"text\"})", name);
+                "list or \"none\")", name);
+}
+
+/* response_format: {"type": "text"}, {"type": "json_object"}, or {"type": "json_schema",
+   "json_schema": {"name", "schema", "strict", "description"}}; the schema is kept as text for the
+   library, which refuses what it does not support (pf_json_constraint_new). strict is accepted
+   either way: the output follows the schema in both. */
+static int parse_response_format(json_t *v, completion_request *out, char *error, size_t error_size) {
+    const char *key;
+    json_t *field;
+    if (!v || json_is_null(v)) return 0;
+    json_t *type = json_is_object(v) ? json_object_get(v, "type") : NULL;
+    if (!json_is_string(type)) return fail(error, error_size, "'response_format' must be an object with a \"type\"");
+    const char *kind = json_string_value(type);
+    json_object_foreach(v, key, field)
+        if (strcmp(key, "type") && !(strcmp(kind, "json_schema") == 0 && strcmp(key, "json_schema") == 0))
+            return fail(error, error_size, "'response_format': the field \"%.40s\" is not supported with type \"%.40s\"", key, kind);
+    if (!strcmp(kind, "text")) return 0;
+    out->json_output = 1;
+    if (!strcmp(kind, "json_object")) return 0;
+    if (strcmp(kind, "json_schema"))
+        return fail(error, error_size, "'response_format': type \"%.40s\" is not one of text, json_object, json_schema", kind);
+    json_t *spec = json_object_get(v, "json_schema"), *schema = json_object_get(spec, "schema");
+    if (!json_is_object(spec)) return fail(error, error_size, "'response_format': json_schema must be an object");
+    json_object_foreach(spec, key, field) {
+        if (!strcmp(key, "strict") && !json_is_boolean(field) && !json_is_null(field))
+            return fail(error, error_size, "'response_format': json_schema.strict must be true or false");
+        if (strcmp(key, "name") && strcmp(key, "schema") && strcmp(key, "strict") && strcmp(key, "description"))
+            return fail(error, error_size, "'response_format': json_schema.%.40s is not supported", key);
+    }
+    if (!json_is_object(schema) && !json_is_boolean(schema))
+        return fail(error, error_size, "'response_format': json_schema.schema must be a JSON Schema object");
+    if (!(out->json_schema = json_dumps(schema, JSON_COMPACT | JSON_ENCODE_ANY))) return fail(error, error_size, "out of memory");
+    return 0;
 }
 
 /* logit_bias: {"token id": bias in [-100, 100], ...}; -100 bans the token, as OpenAI's. */
@@ -402,6 +432,7 @@ int parse_completion_request(const char *body, size_t length, int chat, const re
     if (!status && model && !json_is_null(model) && !json_is_string(model))
         status = fail(error, error_size, "'model' must be a string");
     if (!status) status = parse_logprobs(root, chat, out, error, error_size);
+    if (!status) status = parse_response_format(json_object_get(root, "response_format"), out, error, error_size);
     if (!status) status = parse_stop(json_object_get(root, "stop"), out, error, error_size);
     out->max_tokens = (int)max_tokens;
     out->n = (int)n;
@@ -422,6 +453,8 @@ void completion_request_free(completion_request *request) {
     for (int i = 0; i < request->num_stop; i++) free(request->stop[i]);
     free(request->logit_bias);
     free(request->user);
+    free(request->json_schema);
+    pf_json_constraint_free(request->json_constraint);
     memset(request, 0, sizeof *request);
 }
 

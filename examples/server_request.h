@@ -49,6 +49,9 @@ typedef struct completion_request {
     pf_token_bias *logit_bias; /* owned */
     int num_logit_bias;
     char *user;         /* the end user's id, for the log; owned */
+    int json_output;    /* response_format json_object or json_schema: the output is JSON */
+    char *json_schema;  /* json_schema's schema as JSON text (NULL: any JSON object); owned */
+    pf_json_constraint *json_constraint; /* built by the server from the two above; owned */
 } completion_request;
 
 /* Parses and checks a request body. Returns 0, or an HTTP status (400) with the reason in error.

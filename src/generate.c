@@ -345,6 +345,9 @@ PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_o
     else if (o->logprobs && o->num_beams > 1) bad = "logprobs need greedy search or sampling, not beam search";
     else if (o->top_logprobs < 0 || o->top_logprobs > PF_MAX_TOP_LOGPROBS) bad = "top_logprobs must be in 0..PF_MAX_TOP_LOGPROBS";
     else if (o->top_logprobs > 0 && !o->logprobs) bad = "top_logprobs needs logprobs";
+    else if (o->json_constraint && o->num_beams > 1) bad = "json_constraint needs greedy search or sampling, not beam search";
+    else if (o->json_constraint && pf__json_constraint_vocab(o->json_constraint) != m->config.vocab_size)
+        bad = "json_constraint was made for a model of another vocabulary";
     else if (o->return_timestamps && (m->config.timestamp_begin <= 0 || m->config.timestamp_begin >= m->config.vocab_size))
         bad = "return_timestamps needs a Whisper model with timestamp tokens (the ids after its generation config's "
               "no_timestamps_token_id)";
@@ -547,6 +550,7 @@ static int pf__choice_is_top_k(const pf__generation_state *st, const pf__row *ro
 static int pf__processors_idle(const pf__generation_state *st, const pf__row *row) {
     const pf_generate_options *o = st->o;
     if (o->logprobs) return 0; /* not a processor, but it reads the whole row's logits */
+    if (o->json_constraint) return 0;
     if (o->repetition_penalty != 1.0f || o->presence_penalty != 0 || o->frequency_penalty != 0 || o->num_logit_bias > 0 ||
         o->no_repeat_ngram_size > 0 || o->num_bad_words > 0 ||
         o->num_suppress_tokens > 0 || o->return_timestamps || (o->encoder_no_repeat_ngram_size > 0 && st->sources))
@@ -691,6 +695,11 @@ PF_PRIVATE pf_result pf__generation_alloc(pf__generation_state *st, const int32_
         st->step_top_logprobs = (float *)malloc((rows * top + 1) * sizeof(float));
         if (!st->raw_scores || !st->step_logprobs || !st->step_top_tokens || !st->step_top_logprobs)
             return PF__FAIL(st->m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    if (st->o->json_constraint) {
+        st->json = (pf__json_matcher *)malloc((rows + 1) * sizeof *st->json);
+        if (!st->json) return PF__FAIL(st->m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        for (size_t i = 0; i < rows; i++) pf__json_matcher_init(pf__json_constraint_schema(st->o->json_constraint), &st->json[i]);
     }
     if (!st->rows || !st->pool[0] || (beams > 1 && !st->pool[1]) || !st->candidates || !st->ids || !st->pads ||
         !st->src || !st->seen || !st->hyps || !st->num_hyps || !st->open || !st->next_tokens || !st->next_scores ||
@@ -895,6 +904,8 @@ static pf_result pf__choose_token(pf__generation_state *st, int i, const int32_t
     pf__process_scores(o, row, s, st->vocab, st->eos, st->num_eos, st->min_length, st->seen);
     pf__ban_source_ngrams(st, i, s);
     if (o->return_timestamps) pf__timestamp_rules(&m->config, row, s, st->vocab, st->num_eos ? st->eos[0] : -1);
+    if (o->json_constraint)
+        pf__json_constraint_mask(o->json_constraint, &st->json[i], &st->json[st->num_rows], s, st->vocab, st->eos, st->num_eos);
     pf__force_tokens(o, row, s, st->vocab, st->max_length);
     *token = o->do_sample ? pf__sample(o, s, st->vocab, &st->rng, st->candidates) : pf__argmax(s, st->vocab);
     if (o->logprobs) pf__step_logprobs(st, i, *token);
@@ -940,6 +951,7 @@ PF_PRIVATE pf_result pf__generation_sample_step(pf__generation_state *st, int *f
         int live = !row->done, ends = 0;
         if (live && (r = pf__choose_token(st, i, chosen, &candidates, &t))) break;
         if (live) ends = last_step || pf__ends_here(o, st->eos, st->num_eos, row->tokens, row->length, t);
+        if (live && o->json_constraint) pf__json_constraint_advance(o->json_constraint, &st->json[i], &st->json[st->num_rows], t);
         row->tokens[row->length++] = t;
         if (live && !ends && o->num_stop_strings > 0) {
             int completes = pf__completes_stop_string(st, row);
@@ -1144,7 +1156,7 @@ PF_PRIVATE void pf__generation_free(pf__generation_state *st) {
     for (int i = 0; st->hyps && i < st->batch * st->beams; i++) free(st->hyps[i].tokens);
     free(st->rows), free(st->pool[0]), free(st->pool[1]), free(st->ids), free(st->pads), free(st->src), free(st->seen);
     free(st->candidates), free(st->hyps), free(st->num_hyps), free(st->open), free(st->next_tokens), free(st->next_scores);
-    free(st->streams), free(st->stream_text), free(st->stop_text);
+    free(st->streams), free(st->stream_text), free(st->stop_text), free(st->json);
     free(st->sources), free(st->source_pads), free(st->cross_pads), free(st->argmax_tokens), free(st->top_k_candidates);
     free(st->raw_scores), free(st->step_logprobs), free(st->step_top_tokens), free(st->step_top_logprobs);
 }

@@ -2067,6 +2067,39 @@ PF_PRIVATE pf_result pf__encode_audio_features_locked(pf_model *m, const float *
 PF_PRIVATE pf_result pf__audio_source_rows(pf_model *m, const char *call, const float *const *features,
                                           const int *num_frames, int batch, float **out, int *width, int **pads);
 
+/* ---- src/json_schema.c ---- */
+
+/* A JSON Schema subset compiled to an automaton; a matcher is where a text stands in it. */
+typedef struct pf__json_schema pf__json_schema;
+#define PF__JS_MAX_DEPTH 32 /* open containers and values */
+#define PF__JS_MAX_PATHS 16 /* anyOf's alternatives alive at once */
+typedef struct pf__js_frame {
+    int32_t node;
+    uint8_t phase, ws; /* ws: consecutive whitespace bytes */
+    uint16_t pos;      /* bytes of a key or literal typed; a \u escape's hex digits */
+    uint32_t count;    /* array items; a number's bytes; the key a declared-key object chose */
+    uint64_t seen, mask; /* an object's properties written; the keys or literals still matching */
+} pf__js_frame;
+typedef struct pf__js_path {
+    int depth;
+    pf__js_frame frames[PF__JS_MAX_DEPTH];
+} pf__js_path;
+typedef struct pf__json_matcher {
+    int num_paths;
+    pf__js_path paths[PF__JS_MAX_PATHS];
+} pf__json_matcher;
+PF_PRIVATE pf__json_schema *pf__json_schema_compile(const char *schema_text, char *err, size_t err_size);
+PF_PRIVATE void pf__json_schema_free(pf__json_schema *s);
+PF_PRIVATE void pf__json_matcher_init(const pf__json_schema *s, pf__json_matcher *m);
+PF_PRIVATE int pf__json_matcher_feed(const pf__json_schema *s, pf__json_matcher *m, const char *bytes, size_t n, int advance,
+                                     pf__json_matcher *scratch);
+PF_PRIVATE int pf__json_matcher_complete(const pf__json_schema *s, const pf__json_matcher *m);
+PF_PRIVATE int pf__json_constraint_vocab(const pf_json_constraint *c);
+PF_PRIVATE void pf__json_constraint_mask(const pf_json_constraint *c, const pf__json_matcher *m, pf__json_matcher *scratch,
+                                         float *scores, int vocab, const int32_t *eos, int num_eos);
+PF_PRIVATE void pf__json_constraint_advance(const pf_json_constraint *c, pf__json_matcher *m, pf__json_matcher *scratch, int32_t t);
+PF_PRIVATE const pf__json_schema *pf__json_constraint_schema(const pf_json_constraint *c);
+
 /* ---- src/generate.c ---- */
 
 /* One running sequence: left pads, prompt, then new tokens. */
@@ -2173,6 +2206,7 @@ typedef struct pf__generation_state {
     float *step_logprobs;         /* [num_rows]: the chosen token's */
     int32_t *step_top_tokens;     /* [num_rows][top_logprobs] */
     float *step_top_logprobs;     /* [num_rows][top_logprobs] */
+    pf__json_matcher *json;       /* json_constraint: [num_rows + 1], the last one scratch */
 } pf__generation_state;
 PF_PRIVATE int pf__generation_argmax_only(const pf__generation_state *st);
 PF_PRIVATE int pf__generation_top_k_only(const pf__generation_state *st);

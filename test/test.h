@@ -111,6 +111,7 @@ void test_whisper(void);
 void test_cli(void);
 void test_chat(void);
 void test_generation(void);
+void test_json_output(void);
 void test_fuzz(void);
 void test_policies(void);
 void test_gguf(void);

@@ -35,6 +35,7 @@ int main(int argc, char **argv) {
         {"seq2seq", test_seq2seq},
         {"whisper", test_whisper},
         {"generation", test_generation},
+        {"json", test_json_output},
         {"cli", test_cli},
         {"fuzz", test_fuzz},
         {"policies", test_policies},

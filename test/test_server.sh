@@ -196,6 +196,36 @@ expect_error "GET on a POST route" 405 GET /v1/completions
 expect_error "generate_text with a bad max_length" 400 GET '/generate_text/a?max_length=zero'
 check "the server is still healthy after the errors" equal "$(call GET /health)" 200
 
+# ---- response_format: JSON that parses and validates against the schema (jsonschema, installed
+#      into $PYCLIENT by make test-server), whole and streamed. gpt2-tiny (64 positions) pads JSON
+#      with whitespace wherever it may, so its whitespace-only tokens are banned by logit_bias ----
+no_spaces=$(jq -c '[.model.vocab | to_entries[] | select(.key | test("^[ĠĊĉč]+$")) | {key: (.value | tostring), value: -100}] | from_entries' "$FIXTURE/tokenizer.json")
+schema='{"type":"object","properties":{"ok":{"type":"boolean"},"color":{"enum":["red","blue"]},"size":{"anyOf":[{"enum":[1,2,3]},{"type":"null"}]},"tags":{"type":"array","items":{"type":"string","enum":["x","y"]},"maxItems":2}},"required":["ok","color","size"],"additionalProperties":false}'
+validates() { # validates SCHEMA TEXT: TEXT parses as JSON valid under SCHEMA
+    PYTHONPATH="${PYCLIENT:-}" python3 -c 'import json, sys, jsonschema; jsonschema.validate(json.loads(sys.argv[2]), json.loads(sys.argv[1]))' "$1" "$2" 2>&1 | tail -1
+}
+for route in chat/completions completions; do
+    input='"prompt": "a"'; [ $route = completions ] || input='"messages": [{"role": "user", "content": "hi"}]'
+    field=.text; [ $route = completions ] || field=.message.content
+    body="{$input, \"temperature\": 0, \"max_tokens\": 60, \"logit_bias\": $no_spaces, \"response_format\": {\"type\": \"json_schema\", \"json_schema\": {\"name\": \"t\", \"strict\": true, \"schema\": $schema}}}"
+    status=$(call POST /v1/$route "$body")
+    text=$(json ".choices[0]$field")
+    check "$route json_schema: 200, finished, $text" equal "$status $(json '.choices[0].finish_reason')" "200 stop"
+    check "$route json_schema output validates: $text" equal "$(validates "$schema" "$text")" ""
+    stream=$(curl -sN --max-time 30 -d "$(jq -c '. + {stream: true}' <<<"$body")" "$base/v1/$route")
+    delta=.text; [ $route = completions ] || delta='.delta.content // empty'
+    check "$route json_schema streamed equals the whole response" equal \
+        "$(printf '%s\n' "$stream" | sed -n 's/^data: {/{/p' | jq -j ".choices[0] | $delta")" "$text"
+    status=$(call POST /v1/$route "{$input, \"temperature\": 0, \"max_tokens\": 60, \"logit_bias\": $no_spaces, \"response_format\": {\"type\": \"json_object\"}}")
+    text=$(json ".choices[0]$field")
+    check "$route json_object: an object, $text" equal "$status $(json '.choices[0].finish_reason') $(jq -r type <<<"$text")" "200 stop object"
+done
+expect_error "response_format with an unsupported keyword" 400 POST /v1/chat/completions '{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema", "json_schema": {"name": "t", "schema": {"type": "string", "pattern": "^a"}}}}'
+check "the unsupported keyword is named" equal "$(json .error.message)" "'response_format': json schema: unsupported JSON Schema keyword \"pattern\""
+expect_error "response_format of an unknown type" 400 POST /v1/completions '{"prompt": "a", "response_format": {"type": "xml"}}'
+expect_error "response_format json_schema without a schema" 400 POST /v1/completions '{"prompt": "a", "response_format": {"type": "json_schema", "json_schema": {"name": "t"}}}'
+expect_error "response_format json_object with another field" 400 POST /v1/completions '{"prompt": "a", "response_format": {"type": "json_object", "schema": {}}}'
+
 # ---- a client that leaves mid-stream stops its generation ----
 curl -sN --max-time 0.3 -d '{"prompt":"a","max_tokens":50,"temperature":0,"stream":true}' "$base/v1/completions" >/dev/null
 for _ in $(seq 50); do grep -q 'went away' "$work/server.log" && break; sleep 0.1; done

@@ -14,6 +14,7 @@ import json
 import math
 import struct
 import sys
+import typing
 import urllib.request
 
 import openai
@@ -172,6 +173,52 @@ refused("several prompts", lambda: client.completions.create(model=model, prompt
 refused("a token id outside the vocabulary", lambda: client.completions.create(model=model, prompt=[1, 10 ** 6],
                                                                                 max_tokens=2), "vocabulary")
 
+# structured output: response_format json_schema as a dict and from a pydantic model (the client's
+# parse(), which sends a strict schema with titles and $defs and parses the answer back), the text
+# validated by jsonschema. gpt2-tiny (64 positions) pads JSON with whitespace wherever it may: its
+# whitespace-only tokens are banned through logit_bias.
+import jsonschema  # noqa: E402 - installed beside openai by make test-server
+import pydantic  # noqa: E402 - the openai package's own dependency
+
+with open("test/fixtures/gpt2-tiny/tokenizer.json", encoding="utf-8") as f:
+    no_spaces = {str(i): -100 for t, i in json.load(f)["model"]["vocab"].items() if t and set(t) <= set("ĠĊĉč")}
+answer_schema = {"type": "object", "properties": {"ok": {"type": "boolean"}, "color": {"enum": ["red", "blue"]},
+                                                  "size": {"type": ["integer", "null"]}},
+                 "required": ["ok", "color", "size"], "additionalProperties": False}
+for stream in (False, True):
+    kwargs = dict(model=model, messages=[{"role": "user", "content": "a"}], max_tokens=50, temperature=0,
+                  logit_bias=no_spaces,
+                  response_format={"type": "json_schema", "json_schema": {"name": "answer", "strict": True,
+                                                                          "schema": answer_schema}})
+    if stream:
+        text = "".join(c.choices[0].delta.content or "" for c in client.chat.completions.create(stream=True, **kwargs)
+                       if c.choices)
+    else:
+        text = client.chat.completions.create(**kwargs).choices[0].message.content
+    try:
+        jsonschema.validate(json.loads(text), answer_schema)
+        check(f"json_schema output (stream {stream}) validates", True)
+    except (ValueError, jsonschema.ValidationError) as e:
+        check(f"json_schema output (stream {stream}) validates", False, f"{text!r}: {e}")
+
+
+class Color(pydantic.BaseModel):
+    name: typing.Literal["red", "blue"]  # an enum: a free string might run past the tiny model's positions
+    bright: bool
+
+
+class Answer(pydantic.BaseModel):
+    ok: bool
+    color: Color
+
+
+short = [{"role": "user", "content": "a"}]  # the most of the 64 positions left to the answer
+parsed = client.chat.completions.parse(model=model, messages=short, max_tokens=60, temperature=0,
+                                       logit_bias=no_spaces, response_format=Answer)
+message = parsed.choices[0].message
+check("parse() with a pydantic model gives the model's instance", isinstance(message.parsed, Answer) and
+      parsed.choices[0].finish_reason == "stop", repr(message.content))
+
 # what the server does not do is refused by name, never ignored
 refused("an unknown field", lambda: client.completions.create(model=model, prompt="a", max_tokens=2,
                                                                extra_body={"frobnicate": 1}), "frobnicate")
@@ -181,8 +228,9 @@ refused("top_logprobs without logprobs", lambda: client.chat.completions.create(
     model=model, messages=messages, max_tokens=2, top_logprobs=2), "top_logprobs")
 refused("completions logprobs above 5", lambda: client.completions.create(model=model, prompt="a", max_tokens=2,
                                                                            logprobs=6), "logprobs")
-refused("response_format json_object", lambda: client.chat.completions.create(
-    model=model, messages=messages, max_tokens=2, response_format={"type": "json_object"}), "response_format")
+refused("response_format with an unsupported keyword", lambda: client.chat.completions.create(
+    model=model, messages=messages, max_tokens=2, response_format={"type": "json_schema", "json_schema": {
+        "name": "t", "schema": {"type": "string", "format": "email"}}}), "format")
 refused("tools", lambda: client.chat.completions.create(model=model, messages=messages, max_tokens=2, tools=[
     {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]), "tools")
 refused("presence_penalty 3", lambda: client.completions.create(model=model, prompt="a", max_tokens=2,

@@ -115,4 +115,14 @@ int pf_testing_closing(pf_model *m);
 extern int pf_testing_cuda_graph_captures __attribute__((weak));
 extern int pf_testing_cuda_graph_launches __attribute__((weak));
 
+/* ---- constrained JSON output (src/json_schema.c) ---- */
+
+/* Whether text is a prefix of a JSON value of the schema (1) or not (0); -1 when the schema is
+   refused (err says why). *complete: whether it is a whole value. */
+int pf_testing_json_prefix(const char *schema, const char *text, size_t len, int *complete, char *err, size_t err_size);
+/* The mask after prefix over a tokenizer's vocabulary, run `repeat` times: the tokens it allows
+   (-1 on failure); *seconds: the time of one mask. */
+int pf_testing_json_mask(const pf_tokenizer *tok, const char *schema, const char *prefix, int repeat, float *scores,
+                         int32_t eos, double *seconds);
+
 #endif
