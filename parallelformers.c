@@ -363,6 +363,8 @@ typedef enum {
     PF__SLOT_SHARED_UP_BIAS,     /* [I_s] */
     PF__SLOT_SHARED_DOWN_WEIGHT, /* [hidden, I_s] */
     PF__SLOT_SHARED_EXPERT_GATE, /* [1, hidden]: the shared expert's output times sigmoid(x w), whole on every rank */
+    PF__SLOT_SHARED_GATE_UP_WEIGHT, /* [2 I_s, hidden]: the shared expert's gate rows, then its up rows (GraniteMoeShared's input_linear) */
+    PF__SLOT_SHARED_GATE_UP_BIAS,   /* [2 I_s] (no family has it: the stack's bias pair) */
     /* Norms of a sublayer's output before its residual add ("sandwich" norms: Gemma 2; OLMo 2's,
        which has no pre-norms), each used where present, independent of the pre-norms: */
     PF__SLOT_ATTN_POST_NORM_WEIGHT, /* [hidden] */
@@ -433,7 +435,8 @@ typedef enum {
     PF__SPLIT_EXPERTS_GATE_UP, /* [experts * 2 I, hidden]: the columns of gate and of up */
     PF__SPLIT_EXPERTS_DOWN,    /* [experts * hidden, I]: the input columns */
     PF__SPLIT_SHARED_COLUMNS,  /* the shared expert's output features (pf__share.shared_begin, .shared_width) */
-    PF__SPLIT_SHARED_ROWS      /* its input features */
+    PF__SPLIT_SHARED_ROWS,     /* its input features */
+    PF__SPLIT_SHARED_GATE_UP_COLUMNS /* its fused [gate | up]: the rank's columns of each half */
 } pf__split;
 
 /* Whether a tensor must be in the file: the PF__IF_ needs follow a config field (present exactly
@@ -462,8 +465,13 @@ typedef enum {
     PF__IF_DENSE_LAYER,  /* present exactly in the layers without (a dense MLP) */
     PF__IF_SEPARATE_VOCAB, /* present exactly when the config field shared_vocab is 0 (Marian's
                               share_encoder_decoder_embeddings false: each tower its vocabulary) */
-    PF__IF_TASK_ID         /* present exactly when the config field use_task_id is 1 (ERNIE's) */
+    PF__IF_TASK_ID,        /* present exactly when the config field use_task_id is 1 (ERNIE's) */
+    PF__IF_SHARED_EXPERT   /* present exactly in the layers with experts when shared_intermediate_size is above 0 */
 } pf__need;
+/* The needs that follow the layer (whether it has experts) rather than the config alone. */
+static inline int pf__need_follows_layer(pf__need need) {
+    return need == PF__IF_SPARSE_LAYER || need == PF__IF_DENSE_LAYER || need == PF__IF_SHARED_EXPERT;
+}
 
 typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ, PF__KIND_DUAL } pf__kind;
 
@@ -3258,8 +3266,8 @@ PF_PRIVATE const struct pf__stack pf__stacks[] = {
     {PF__SLOT_QKV_BIAS, {PF__SLOT_QKV_FUSED_BIAS, PF__SLOT_Q_BIAS, PF__SLOT_K_BIAS, PF__SLOT_V_BIAS}, 4},
     {PF__SLOT_MLP_IN_WEIGHT, {PF__SLOT_MLP_GATE_UP_WEIGHT, PF__SLOT_MLP_GATE_WEIGHT, PF__SLOT_MLP_UP_WEIGHT}, 3},
     {PF__SLOT_MLP_IN_BIAS, {PF__SLOT_MLP_GATE_UP_BIAS, PF__SLOT_MLP_GATE_BIAS, PF__SLOT_MLP_UP_BIAS}, 3},
-    {PF__SLOT_SHARED_IN_WEIGHT, {PF__SLOT_SHARED_GATE_WEIGHT, PF__SLOT_SHARED_UP_WEIGHT}, 2},
-    {PF__SLOT_SHARED_IN_BIAS, {PF__SLOT_SHARED_GATE_BIAS, PF__SLOT_SHARED_UP_BIAS}, 2},
+    {PF__SLOT_SHARED_IN_WEIGHT, {PF__SLOT_SHARED_GATE_UP_WEIGHT, PF__SLOT_SHARED_GATE_WEIGHT, PF__SLOT_SHARED_UP_WEIGHT}, 3},
+    {PF__SLOT_SHARED_IN_BIAS, {PF__SLOT_SHARED_GATE_UP_BIAS, PF__SLOT_SHARED_GATE_BIAS, PF__SLOT_SHARED_UP_BIAS}, 3},
 };
 PF_PRIVATE const size_t pf__stacks_count = sizeof pf__stacks / sizeof pf__stacks[0]; /* for the files that see no size */
 
@@ -4967,7 +4975,7 @@ static const char *pf__split_name(int v) {
         PF__NAME(PF__SPLIT_, KV_COLUMNS) PF__NAME(PF__SPLIT_, MLP_COLUMNS) PF__NAME(PF__SPLIT_, HEAD_ROWS)
         PF__NAME(PF__SPLIT_, MLP_ROWS) PF__NAME(PF__SPLIT_, VOCAB) PF__NAME(PF__SPLIT_, GATE_UP_COLUMNS) PF__NAME(PF__SPLIT_, LATENT_KV_COLUMNS)
         PF__NAME(PF__SPLIT_, EXPERTS_GATE_UP) PF__NAME(PF__SPLIT_, EXPERTS_DOWN) PF__NAME(PF__SPLIT_, SHARED_COLUMNS)
-        PF__NAME(PF__SPLIT_, SHARED_ROWS)
+        PF__NAME(PF__SPLIT_, SHARED_ROWS) PF__NAME(PF__SPLIT_, SHARED_GATE_UP_COLUMNS)
     }
     return NULL;
 }
@@ -4979,7 +4987,7 @@ static const char *pf__need_name(int v) {
         PF__NAME(PF__, IF_WITH_PROJECTION) PF__NAME(PF__, IF_Q_LORA) PF__NAME(PF__, IF_NO_Q_LORA)
         PF__NAME(PF__, IF_POSITION_BIASED) PF__NAME(PF__, IF_REL_EMBED_NORM)
         PF__NAME(PF__, IF_SPARSE_LAYER) PF__NAME(PF__, IF_DENSE_LAYER) PF__NAME(PF__, IF_SEPARATE_VOCAB)
-        PF__NAME(PF__, IF_TASK_ID)
+        PF__NAME(PF__, IF_TASK_ID) PF__NAME(PF__, IF_SHARED_EXPERT)
     }
     return NULL;
 }
@@ -5025,7 +5033,8 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, MLP_GATE_UP_BIAS) PF__NAME(PF__SLOT_, ROUTER_WEIGHT) PF__NAME(PF__SLOT_, EXPERTS_GATE_UP)
         PF__NAME(PF__SLOT_, EXPERTS_DOWN) PF__NAME(PF__SLOT_, SHARED_GATE_WEIGHT) PF__NAME(PF__SLOT_, SHARED_GATE_BIAS)
         PF__NAME(PF__SLOT_, SHARED_UP_WEIGHT) PF__NAME(PF__SLOT_, SHARED_UP_BIAS) PF__NAME(PF__SLOT_, SHARED_DOWN_WEIGHT)
-        PF__NAME(PF__SLOT_, SHARED_EXPERT_GATE) PF__NAME(PF__SLOT_, ATTN_POST_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, SHARED_EXPERT_GATE) PF__NAME(PF__SLOT_, SHARED_GATE_UP_WEIGHT) PF__NAME(PF__SLOT_, SHARED_GATE_UP_BIAS)
+        PF__NAME(PF__SLOT_, ATTN_POST_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, ATTN_POST_NORM_BIAS) PF__NAME(PF__SLOT_, MLP_POST_NORM_WEIGHT) PF__NAME(PF__SLOT_, MLP_POST_NORM_BIAS)
         PF__NAME(PF__SLOT_, CROSS_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, CROSS_NORM_BIAS) PF__NAME(PF__SLOT_, CROSS_Q_WEIGHT) PF__NAME(PF__SLOT_, CROSS_Q_BIAS)
@@ -6108,6 +6117,8 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_SHARED_GATE_BIAS: case PF__SLOT_SHARED_UP_BIAS: *rows = (size_t)c->shared_intermediate_size; break;
     case PF__SLOT_SHARED_DOWN_WEIGHT: *rows = h; *cols = (size_t)c->shared_intermediate_size; break;
     case PF__SLOT_SHARED_EXPERT_GATE: *rows = 1; *cols = h; break;
+    case PF__SLOT_SHARED_GATE_UP_WEIGHT: *rows = 2 * (size_t)c->shared_intermediate_size; *cols = h; break;
+    case PF__SLOT_SHARED_GATE_UP_BIAS: *rows = 2 * (size_t)c->shared_intermediate_size; break;
     case PF__SLOT_TOKEN_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = c->embed_norm_before_project ? e : h; break;
     case PF__SLOT_HEAD_TRANSFORM_WEIGHT: *rows = c->embed_norm_before_project ? e : h; *cols = h; break;
     case PF__SLOT_HEAD_TRANSFORM_BIAS: case PF__SLOT_HEAD_NORM_WEIGHT: case PF__SLOT_HEAD_NORM_BIAS:
@@ -21319,16 +21330,21 @@ static pf__weight pf__expert_view(const pf__weight *w, int local, int held) {
     return v;
 }
 
-/* part[N][hidden] += sigmoid(h w_g) * shared(h) for the rank's columns of the shared expert
-   (Qwen2-MoE's shared_expert and shared_expert_gate): a dense gated MLP every token runs, split by
-   columns, its gate a scalar per token from a whole [1, hidden] weight (on the host, as the routing). */
+/* part[N][hidden] += gate * shared(h) for the rank's columns of the shared expert: a dense gated
+   MLP every token runs, split by columns. Its gate is sigmoid(h w_g) where the family has one
+   (Qwen2-MoE's shared_expert_gate: a scalar per token from a whole [1, hidden] weight, on the host
+   as the routing is), else 1 (GraniteMoeShared's shared_mlp). */
 static void pf__rank_shared_expert(pf__rank *r, const pf__weight *L, const float *h, float *part, size_t N) {
     const pf__backend *be = r->backend;
     pf__routing *rt = r->routing;
     size_t d = (size_t)r->group->model->config.hidden_size, width = (size_t)r->share.shared_width;
-    be->matmul(r, r->router, h, &L[PF__SLOT_SHARED_EXPERT_GATE], NULL, N);
-    be->download(r, rt->gates, r->router, N * sizeof(float));
-    for (size_t t = 0; t < N; t++) rt->gates[t] = 1.0f / (1.0f + expf(-rt->gates[t]));
+    if (L[PF__SLOT_SHARED_EXPERT_GATE].data) {
+        be->matmul(r, r->router, h, &L[PF__SLOT_SHARED_EXPERT_GATE], NULL, N);
+        be->download(r, rt->gates, r->router, N * sizeof(float));
+        for (size_t t = 0; t < N; t++) rt->gates[t] = 1.0f / (1.0f + expf(-rt->gates[t]));
+    } else {
+        for (size_t t = 0; t < N; t++) rt->gates[t] = 1.0f;
+    }
     if (!width) return; /* more ranks than the shared expert's columns */
     be->matmul(r, r->expert_mid, h, &L[PF__SLOT_SHARED_IN_WEIGHT], NULL, N);
     be->gated_activation(r, r->expert_act, r->expert_mid, N, width, r->group->model->config.activation);
@@ -21380,7 +21396,7 @@ PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, const float *
         if (faulty == 3 && r->index == 0 && local == 0)
             be->scatter_add_rows(r, part, r->expert_out, rt->rows + first, rt->scales + first, n, d);
     }
-    if (L[PF__SLOT_SHARED_EXPERT_GATE].data) pf__rank_shared_expert(r, L, h, part, N);
+    if (c->shared_intermediate_size > 0) pf__rank_shared_expert(r, L, h, part, N);
 }
 /* ==== src/slicing.c ==== */
 /* =============================================================================================== */
@@ -21473,6 +21489,15 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
     }
     case PF__SPLIT_SHARED_COLUMNS: p->row_begin = (size_t)s->shared_begin, p->rows = (size_t)s->shared_width; break;
     case PF__SPLIT_SHARED_ROWS: p->col_begin = (size_t)s->shared_begin, p->cols = (size_t)s->shared_width; break;
+    case PF__SPLIT_SHARED_GATE_UP_COLUMNS: { /* [gate | up] of shared_intermediate_size each: the same columns of both */
+        size_t w = (size_t)s->shared_width, half = src->rows / 2;
+        p->rows = 2 * w;
+        if (!p->rows) break;
+        p->row_map = (size_t *)malloc(p->rows * sizeof *p->row_map);
+        if (!p->row_map) return -1;
+        for (size_t i = 0; i < w; i++) p->row_map[i] = (size_t)s->shared_begin + i, p->row_map[w + i] = half + (size_t)s->shared_begin + i;
+        break;
+    }
     case PF__SPLIT_EXPERTS_DOWN: { /* each expert's [hidden, I] after the other: the experts' rows, its columns */
         size_t per_expert = src->rows / (size_t)c->num_experts;
         p->row_begin = (size_t)s->expert_begin * per_expert, p->rows = (size_t)s->experts * per_expert;
@@ -26712,7 +26737,7 @@ PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, p
         char pattern[256], full[300];
         if (t->arch != m->config.arch || t->slot != slot || t->encoder != encoder) continue;
         const char *why = NULL;
-        if (t->need != PF__IF_SPARSE_LAYER && t->need != PF__IF_DENSE_LAYER && pf__need_by_config(&m->config, t->need, &why) == 0 &&
+        if (!pf__need_follows_layer(t->need) && pf__need_by_config(&m->config, t->need, &why) == 0 &&
             pf__is_buffer(rows, m->config.arch, t->pattern))
             continue; /* a spelling the config rules out that is also a copy of another: the buffers take it */
         pf__pattern_name(pattern, sizeof pattern, t, index, 0, 0);
@@ -30353,8 +30378,14 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
 /* pf__need_by_config, and the needs that follow the layer: a mixture of experts' layers have a
    router and experts (layer_sparse), the others a dense MLP. */
 static int pf__need_by_layer(const pf__config *c, pf__need need, int layer, const char **why) {
-    if (need != PF__IF_SPARSE_LAYER && need != PF__IF_DENSE_LAYER) return pf__need_by_config(c, need, why);
+    if (!pf__need_follows_layer(need)) return pf__need_by_config(c, need, why);
     int sparse = c->layer_sparse && c->layer_sparse[layer];
+    if (need == PF__IF_SHARED_EXPERT) {
+        *why = !sparse ? "the layer has a dense MLP (num_experts, decoder_sparse_step, mlp_only_layers)"
+               : c->shared_intermediate_size ? "the layer has experts and shared_intermediate_size is above 0"
+                                             : "shared_intermediate_size is 0";
+        return sparse && c->shared_intermediate_size > 0;
+    }
     *why = sparse ? "the layer has experts (num_experts, decoder_sparse_step, mlp_only_layers)"
                   : "the layer has a dense MLP (num_experts, decoder_sparse_step, mlp_only_layers)";
     return need == PF__IF_SPARSE_LAYER ? sparse : !sparse;

@@ -109,16 +109,21 @@ static pf__weight pf__expert_view(const pf__weight *w, int local, int held) {
     return v;
 }
 
-/* part[N][hidden] += sigmoid(h w_g) * shared(h) for the rank's columns of the shared expert
-   (Qwen2-MoE's shared_expert and shared_expert_gate): a dense gated MLP every token runs, split by
-   columns, its gate a scalar per token from a whole [1, hidden] weight (on the host, as the routing). */
+/* part[N][hidden] += gate * shared(h) for the rank's columns of the shared expert: a dense gated
+   MLP every token runs, split by columns. Its gate is sigmoid(h w_g) where the family has one
+   (Qwen2-MoE's shared_expert_gate: a scalar per token from a whole [1, hidden] weight, on the host
+   as the routing is), else 1 (GraniteMoeShared's shared_mlp). */
 static void pf__rank_shared_expert(pf__rank *r, const pf__weight *L, const float *h, float *part, size_t N) {
     const pf__backend *be = r->backend;
     pf__routing *rt = r->routing;
     size_t d = (size_t)r->group->model->config.hidden_size, width = (size_t)r->share.shared_width;
-    be->matmul(r, r->router, h, &L[PF__SLOT_SHARED_EXPERT_GATE], NULL, N);
-    be->download(r, rt->gates, r->router, N * sizeof(float));
-    for (size_t t = 0; t < N; t++) rt->gates[t] = 1.0f / (1.0f + expf(-rt->gates[t]));
+    if (L[PF__SLOT_SHARED_EXPERT_GATE].data) {
+        be->matmul(r, r->router, h, &L[PF__SLOT_SHARED_EXPERT_GATE], NULL, N);
+        be->download(r, rt->gates, r->router, N * sizeof(float));
+        for (size_t t = 0; t < N; t++) rt->gates[t] = 1.0f / (1.0f + expf(-rt->gates[t]));
+    } else {
+        for (size_t t = 0; t < N; t++) rt->gates[t] = 1.0f;
+    }
     if (!width) return; /* more ranks than the shared expert's columns */
     be->matmul(r, r->expert_mid, h, &L[PF__SLOT_SHARED_IN_WEIGHT], NULL, N);
     be->gated_activation(r, r->expert_act, r->expert_mid, N, width, r->group->model->config.activation);
@@ -170,5 +175,5 @@ PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, const float *
         if (faulty == 3 && r->index == 0 && local == 0)
             be->scatter_add_rows(r, part, r->expert_out, rt->rows + first, rt->scales + first, n, d);
     }
-    if (L[PF__SLOT_SHARED_EXPERT_GATE].data) pf__rank_shared_expert(r, L, h, part, N);
+    if (c->shared_intermediate_size > 0) pf__rank_shared_expert(r, L, h, part, N);
 }
