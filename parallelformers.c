@@ -409,6 +409,8 @@ typedef enum {
     PF__SLOT_EXPERTS_GATE_UP_BIAS, /* [experts * 2 I_e]: expert e's gate bias, then its up bias */
     PF__SLOT_EXPERTS_DOWN_BIAS,  /* [experts * hidden]: expert e's down bias, added by the rank holding its first columns */
     PF__SLOT_ATTN_SINKS,         /* [heads]: a learned logit per head that joins its softmax's denominator (gpt-oss) */
+    PF__SLOT_SHARED_GATE_UP_WEIGHT, /* [2 I_s, hidden]: the shared expert's gate rows, then its up rows (GraniteMoeShared's input_linear) */
+    PF__SLOT_SHARED_GATE_UP_BIAS,   /* [2 I_s] (no family has it: the stack's bias pair) */
     /* Norms of a sublayer's output before its residual add ("sandwich" norms: Gemma 2; OLMo 2's,
        which has no pre-norms), each used where present, independent of the pre-norms: */
     PF__SLOT_ATTN_POST_NORM_WEIGHT, /* [hidden] */
@@ -492,7 +494,8 @@ typedef enum {
     PF__SPLIT_SHARED_COLUMNS,  /* the shared expert's output features (pf__share.shared_begin, .shared_width) */
     PF__SPLIT_SHARED_ROWS,     /* its input features */
     PF__SPLIT_HEADS,           /* [heads]: one value per query head, the rank's heads' */
-    PF__SPLIT_EXPERTS_OUTPUT   /* [experts * hidden]: the rank's experts' whole rows (the down projection's bias) */
+    PF__SPLIT_EXPERTS_OUTPUT,  /* [experts * hidden]: the rank's experts' whole rows (the down projection's bias) */
+    PF__SPLIT_SHARED_GATE_UP_COLUMNS /* its fused [gate | up]: the rank's columns of each half */
 } pf__split;
 
 /* Whether a tensor must be in the file: the PF__IF_ needs follow a config field (present exactly
@@ -523,8 +526,13 @@ typedef enum {
     PF__IF_DENSE_LAYER,  /* present exactly in the layers without (a dense MLP) */
     PF__IF_SEPARATE_VOCAB, /* present exactly when the config field shared_vocab is 0 (Marian's
                               share_encoder_decoder_embeddings false: each tower its vocabulary) */
-    PF__IF_TASK_ID         /* present exactly when the config field use_task_id is 1 (ERNIE's) */
+    PF__IF_TASK_ID,        /* present exactly when the config field use_task_id is 1 (ERNIE's) */
+    PF__IF_SHARED_EXPERT   /* present exactly in the layers with experts when shared_intermediate_size is above 0 */
 } pf__need;
+/* The needs that follow the layer (whether it has experts) rather than the config alone. */
+static inline int pf__need_follows_layer(pf__need need) {
+    return need == PF__IF_SPARSE_LAYER || need == PF__IF_DENSE_LAYER || need == PF__IF_SHARED_EXPERT;
+}
 
 typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ, PF__KIND_DUAL } pf__kind;
 
@@ -3417,8 +3425,8 @@ PF_PRIVATE const struct pf__stack pf__stacks[] = {
     {PF__SLOT_QKV_BIAS, {PF__SLOT_QKV_FUSED_BIAS, PF__SLOT_Q_BIAS, PF__SLOT_K_BIAS, PF__SLOT_V_BIAS}, 4},
     {PF__SLOT_MLP_IN_WEIGHT, {PF__SLOT_MLP_GATE_UP_WEIGHT, PF__SLOT_MLP_GATE_WEIGHT, PF__SLOT_MLP_UP_WEIGHT}, 3},
     {PF__SLOT_MLP_IN_BIAS, {PF__SLOT_MLP_GATE_UP_BIAS, PF__SLOT_MLP_GATE_BIAS, PF__SLOT_MLP_UP_BIAS}, 3},
-    {PF__SLOT_SHARED_IN_WEIGHT, {PF__SLOT_SHARED_GATE_WEIGHT, PF__SLOT_SHARED_UP_WEIGHT}, 2},
-    {PF__SLOT_SHARED_IN_BIAS, {PF__SLOT_SHARED_GATE_BIAS, PF__SLOT_SHARED_UP_BIAS}, 2},
+    {PF__SLOT_SHARED_IN_WEIGHT, {PF__SLOT_SHARED_GATE_UP_WEIGHT, PF__SLOT_SHARED_GATE_WEIGHT, PF__SLOT_SHARED_UP_WEIGHT}, 3},
+    {PF__SLOT_SHARED_IN_BIAS, {PF__SLOT_SHARED_GATE_UP_BIAS, PF__SLOT_SHARED_GATE_BIAS, PF__SLOT_SHARED_UP_BIAS}, 3},
     {PF__SLOT_POS_QK_WEIGHT, {PF__SLOT_POS_Q_WEIGHT, PF__SLOT_POS_K_WEIGHT}, 2},
     {PF__SLOT_POS_QK_BIAS, {PF__SLOT_POS_Q_BIAS, PF__SLOT_POS_K_BIAS}, 2},
 };
@@ -5725,7 +5733,7 @@ static const char *pf__split_name(int v) {
         PF__NAME(PF__SPLIT_, KV_COLUMNS) PF__NAME(PF__SPLIT_, MLP_COLUMNS) PF__NAME(PF__SPLIT_, HEAD_ROWS)
         PF__NAME(PF__SPLIT_, MLP_ROWS) PF__NAME(PF__SPLIT_, VOCAB) PF__NAME(PF__SPLIT_, GATE_UP_COLUMNS) PF__NAME(PF__SPLIT_, LATENT_KV_COLUMNS)
         PF__NAME(PF__SPLIT_, EXPERTS_GATE_UP) PF__NAME(PF__SPLIT_, EXPERTS_DOWN) PF__NAME(PF__SPLIT_, SHARED_COLUMNS)
-        PF__NAME(PF__SPLIT_, SHARED_ROWS) PF__NAME(PF__SPLIT_, HEADS) PF__NAME(PF__SPLIT_, EXPERTS_OUTPUT)
+        PF__NAME(PF__SPLIT_, SHARED_ROWS) PF__NAME(PF__SPLIT_, HEADS) PF__NAME(PF__SPLIT_, EXPERTS_OUTPUT) PF__NAME(PF__SPLIT_, SHARED_GATE_UP_COLUMNS)
     }
     return NULL;
 }
@@ -5737,7 +5745,7 @@ static const char *pf__need_name(int v) {
         PF__NAME(PF__, IF_WITH_PROJECTION) PF__NAME(PF__, IF_Q_LORA) PF__NAME(PF__, IF_NO_Q_LORA)
         PF__NAME(PF__, IF_POSITION_BIASED) PF__NAME(PF__, IF_REL_EMBED_NORM) PF__NAME(PF__, IF_POS_PROJ)
         PF__NAME(PF__, IF_SPARSE_LAYER) PF__NAME(PF__, IF_DENSE_LAYER) PF__NAME(PF__, IF_SEPARATE_VOCAB)
-        PF__NAME(PF__, IF_TASK_ID)
+        PF__NAME(PF__, IF_TASK_ID) PF__NAME(PF__, IF_SHARED_EXPERT)
     }
     return NULL;
 }
@@ -5785,7 +5793,8 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, SHARED_UP_WEIGHT) PF__NAME(PF__SLOT_, SHARED_UP_BIAS) PF__NAME(PF__SLOT_, SHARED_DOWN_WEIGHT)
         PF__NAME(PF__SLOT_, SHARED_EXPERT_GATE) PF__NAME(PF__SLOT_, ROUTER_CHOICE_BIAS)
         PF__NAME(PF__SLOT_, ROUTER_BIAS) PF__NAME(PF__SLOT_, EXPERTS_GATE_UP_BIAS)
-        PF__NAME(PF__SLOT_, EXPERTS_DOWN_BIAS) PF__NAME(PF__SLOT_, ATTN_SINKS) PF__NAME(PF__SLOT_, ATTN_POST_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, EXPERTS_DOWN_BIAS) PF__NAME(PF__SLOT_, ATTN_SINKS)
+        PF__NAME(PF__SLOT_, SHARED_GATE_UP_WEIGHT) PF__NAME(PF__SLOT_, SHARED_GATE_UP_BIAS) PF__NAME(PF__SLOT_, ATTN_POST_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, ATTN_POST_NORM_BIAS) PF__NAME(PF__SLOT_, MLP_POST_NORM_WEIGHT) PF__NAME(PF__SLOT_, MLP_POST_NORM_BIAS)
         PF__NAME(PF__SLOT_, CROSS_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, CROSS_NORM_BIAS) PF__NAME(PF__SLOT_, CROSS_Q_WEIGHT) PF__NAME(PF__SLOT_, CROSS_Q_BIAS)
@@ -6874,6 +6883,8 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_EXPERTS_GATE_UP_BIAS: *rows = (size_t)c->num_experts * 2 * (size_t)c->moe_intermediate_size; break;
     case PF__SLOT_EXPERTS_DOWN_BIAS: *rows = (size_t)c->num_experts * h; break;
     case PF__SLOT_ATTN_SINKS: *rows = (size_t)c->num_heads; break;
+    case PF__SLOT_SHARED_GATE_UP_WEIGHT: *rows = 2 * (size_t)c->shared_intermediate_size; *cols = h; break;
+    case PF__SLOT_SHARED_GATE_UP_BIAS: *rows = 2 * (size_t)c->shared_intermediate_size; break;
     case PF__SLOT_TOKEN_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = c->embed_norm_before_project ? e : h; break;
     case PF__SLOT_HEAD_TRANSFORM_WEIGHT: *rows = c->embed_norm_before_project ? e : h; *cols = h; break;
     case PF__SLOT_HEAD_TRANSFORM_BIAS: case PF__SLOT_HEAD_NORM_WEIGHT: case PF__SLOT_HEAD_NORM_BIAS:
@@ -22171,10 +22182,10 @@ static pf__weight pf__expert_view(const pf__weight *w, int local, int held) {
     return v;
 }
 
-/* part[N][hidden] += g * shared(h) for the rank's columns of the shared expert: a dense gated MLP
-   every token runs, split by columns; g is sigmoid(h w_g) where the family gates it (Qwen2-MoE's
-   shared_expert_gate, a scalar per token from a whole [1, hidden] weight, on the host as the
-   routing), else 1 (DeepSeek's shared_experts). */
+/* part[N][hidden] += gate * shared(h) for the rank's columns of the shared expert: a dense gated
+   MLP every token runs, split by columns. Its gate is sigmoid(h w_g) where the family has one
+   (Qwen2-MoE's shared_expert_gate: a scalar per token from a whole [1, hidden] weight, on the host
+   as the routing is), else 1 (GraniteMoeShared's shared_mlp). */
 static void pf__rank_shared_expert(pf__rank *r, const pf__weight *L, const float *h, float *part, size_t N) {
     const pf__backend *be = r->backend;
     pf__routing *rt = r->routing;
@@ -22244,7 +22255,7 @@ PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, int l, const 
         if (faulty == 3 && r->index == 0 && local == 0)
             be->scatter_add_rows(r, part, r->expert_out, rt->rows + first, rt->scales + first, n, d);
     }
-    if (r->group->model->config.shared_intermediate_size) pf__rank_shared_expert(r, L, h, part, N);
+    if (c->shared_intermediate_size > 0) pf__rank_shared_expert(r, L, h, part, N);
 }
 /* ==== src/slicing.c ==== */
 /* =============================================================================================== */
@@ -22346,6 +22357,15 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
     case PF__SPLIT_HEADS: p->row_begin = (size_t)s->head_begin, p->rows = (size_t)s->heads; break;
     case PF__SPLIT_SHARED_COLUMNS: p->row_begin = (size_t)s->shared_begin, p->rows = (size_t)s->shared_width; break;
     case PF__SPLIT_SHARED_ROWS: p->col_begin = (size_t)s->shared_begin, p->cols = (size_t)s->shared_width; break;
+    case PF__SPLIT_SHARED_GATE_UP_COLUMNS: { /* [gate | up] of shared_intermediate_size each: the same columns of both */
+        size_t w = (size_t)s->shared_width, half = src->rows / 2;
+        p->rows = 2 * w;
+        if (!p->rows) break;
+        p->row_map = (size_t *)malloc(p->rows * sizeof *p->row_map);
+        if (!p->row_map) return -1;
+        for (size_t i = 0; i < w; i++) p->row_map[i] = (size_t)s->shared_begin + i, p->row_map[w + i] = half + (size_t)s->shared_begin + i;
+        break;
+    }
     case PF__SPLIT_EXPERTS_DOWN: { /* each expert's [hidden, I] after the other: the experts' rows, its columns */
         size_t per_expert = src->rows / (size_t)c->num_experts;
         p->row_begin = (size_t)s->expert_begin * per_expert, p->rows = (size_t)s->experts * per_expert;
@@ -27716,7 +27736,7 @@ PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, p
         char pattern[256], full[300];
         if (t->arch != m->config.arch || t->slot != slot || t->encoder != encoder) continue;
         const char *why = NULL;
-        if (t->need != PF__IF_SPARSE_LAYER && t->need != PF__IF_DENSE_LAYER && pf__need_by_config(&m->config, t->need, &why) == 0 &&
+        if (!pf__need_follows_layer(t->need) && pf__need_by_config(&m->config, t->need, &why) == 0 &&
             pf__is_buffer(rows, m->config.arch, t->pattern))
             continue; /* a spelling the config rules out that is also a copy of another: the buffers take it */
         pf__pattern_name(pattern, sizeof pattern, t, index, 0, 0);
@@ -32303,8 +32323,14 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
 /* pf__need_by_config, and the needs that follow the layer: a mixture of experts' layers have a
    router and experts (layer_sparse), the others a dense MLP. */
 static int pf__need_by_layer(const pf__config *c, pf__need need, int layer, const char **why) {
-    if (need != PF__IF_SPARSE_LAYER && need != PF__IF_DENSE_LAYER) return pf__need_by_config(c, need, why);
+    if (!pf__need_follows_layer(need)) return pf__need_by_config(c, need, why);
     int sparse = c->layer_sparse && c->layer_sparse[layer];
+    if (need == PF__IF_SHARED_EXPERT) {
+        *why = !sparse ? "the layer has a dense MLP (num_experts, decoder_sparse_step, mlp_only_layers)"
+               : c->shared_intermediate_size ? "the layer has experts and shared_intermediate_size is above 0"
+                                             : "shared_intermediate_size is 0";
+        return sparse && c->shared_intermediate_size > 0;
+    }
     *why = sparse ? "the layer has experts (num_experts, decoder_sparse_step, mlp_only_layers)"
                   : "the layer has a dense MLP (num_experts, decoder_sparse_step, mlp_only_layers)";
     return need == PF__IF_SPARSE_LAYER ? sparse : !sparse;

@@ -454,7 +454,7 @@ PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, p
         char pattern[256], full[300];
         if (t->arch != m->config.arch || t->slot != slot || t->encoder != encoder) continue;
         const char *why = NULL;
-        if (t->need != PF__IF_SPARSE_LAYER && t->need != PF__IF_DENSE_LAYER && pf__need_by_config(&m->config, t->need, &why) == 0 &&
+        if (!pf__need_follows_layer(t->need) && pf__need_by_config(&m->config, t->need, &why) == 0 &&
             pf__is_buffer(rows, m->config.arch, t->pattern))
             continue; /* a spelling the config rules out that is also a copy of another: the buffers take it */
         pf__pattern_name(pattern, sizeof pattern, t, index, 0, 0);

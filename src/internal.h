@@ -367,6 +367,8 @@ typedef enum {
     PF__SLOT_EXPERTS_GATE_UP_BIAS, /* [experts * 2 I_e]: expert e's gate bias, then its up bias */
     PF__SLOT_EXPERTS_DOWN_BIAS,  /* [experts * hidden]: expert e's down bias, added by the rank holding its first columns */
     PF__SLOT_ATTN_SINKS,         /* [heads]: a learned logit per head that joins its softmax's denominator (gpt-oss) */
+    PF__SLOT_SHARED_GATE_UP_WEIGHT, /* [2 I_s, hidden]: the shared expert's gate rows, then its up rows (GraniteMoeShared's input_linear) */
+    PF__SLOT_SHARED_GATE_UP_BIAS,   /* [2 I_s] (no family has it: the stack's bias pair) */
     /* Norms of a sublayer's output before its residual add ("sandwich" norms: Gemma 2; OLMo 2's,
        which has no pre-norms), each used where present, independent of the pre-norms: */
     PF__SLOT_ATTN_POST_NORM_WEIGHT, /* [hidden] */
@@ -450,7 +452,8 @@ typedef enum {
     PF__SPLIT_SHARED_COLUMNS,  /* the shared expert's output features (pf__share.shared_begin, .shared_width) */
     PF__SPLIT_SHARED_ROWS,     /* its input features */
     PF__SPLIT_HEADS,           /* [heads]: one value per query head, the rank's heads' */
-    PF__SPLIT_EXPERTS_OUTPUT   /* [experts * hidden]: the rank's experts' whole rows (the down projection's bias) */
+    PF__SPLIT_EXPERTS_OUTPUT,  /* [experts * hidden]: the rank's experts' whole rows (the down projection's bias) */
+    PF__SPLIT_SHARED_GATE_UP_COLUMNS /* its fused [gate | up]: the rank's columns of each half */
 } pf__split;
 
 /* Whether a tensor must be in the file: the PF__IF_ needs follow a config field (present exactly
@@ -481,8 +484,13 @@ typedef enum {
     PF__IF_DENSE_LAYER,  /* present exactly in the layers without (a dense MLP) */
     PF__IF_SEPARATE_VOCAB, /* present exactly when the config field shared_vocab is 0 (Marian's
                               share_encoder_decoder_embeddings false: each tower its vocabulary) */
-    PF__IF_TASK_ID         /* present exactly when the config field use_task_id is 1 (ERNIE's) */
+    PF__IF_TASK_ID,        /* present exactly when the config field use_task_id is 1 (ERNIE's) */
+    PF__IF_SHARED_EXPERT   /* present exactly in the layers with experts when shared_intermediate_size is above 0 */
 } pf__need;
+/* The needs that follow the layer (whether it has experts) rather than the config alone. */
+static inline int pf__need_follows_layer(pf__need need) {
+    return need == PF__IF_SPARSE_LAYER || need == PF__IF_DENSE_LAYER || need == PF__IF_SHARED_EXPERT;
+}
 
 typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ, PF__KIND_DUAL } pf__kind;
 

@@ -108,8 +108,14 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
 /* pf__need_by_config, and the needs that follow the layer: a mixture of experts' layers have a
    router and experts (layer_sparse), the others a dense MLP. */
 static int pf__need_by_layer(const pf__config *c, pf__need need, int layer, const char **why) {
-    if (need != PF__IF_SPARSE_LAYER && need != PF__IF_DENSE_LAYER) return pf__need_by_config(c, need, why);
+    if (!pf__need_follows_layer(need)) return pf__need_by_config(c, need, why);
     int sparse = c->layer_sparse && c->layer_sparse[layer];
+    if (need == PF__IF_SHARED_EXPERT) {
+        *why = !sparse ? "the layer has a dense MLP (num_experts, decoder_sparse_step, mlp_only_layers)"
+               : c->shared_intermediate_size ? "the layer has experts and shared_intermediate_size is above 0"
+                                             : "shared_intermediate_size is 0";
+        return sparse && c->shared_intermediate_size > 0;
+    }
     *why = sparse ? "the layer has experts (num_experts, decoder_sparse_step, mlp_only_layers)"
                   : "the layer has a dense MLP (num_experts, decoder_sparse_step, mlp_only_layers)";
     return need == PF__IF_SPARSE_LAYER ? sparse : !sparse;

@@ -154,10 +154,10 @@ static pf__weight pf__expert_view(const pf__weight *w, int local, int held) {
     return v;
 }
 
-/* part[N][hidden] += g * shared(h) for the rank's columns of the shared expert: a dense gated MLP
-   every token runs, split by columns; g is sigmoid(h w_g) where the family gates it (Qwen2-MoE's
-   shared_expert_gate, a scalar per token from a whole [1, hidden] weight, on the host as the
-   routing), else 1 (DeepSeek's shared_experts). */
+/* part[N][hidden] += gate * shared(h) for the rank's columns of the shared expert: a dense gated
+   MLP every token runs, split by columns. Its gate is sigmoid(h w_g) where the family has one
+   (Qwen2-MoE's shared_expert_gate: a scalar per token from a whole [1, hidden] weight, on the host
+   as the routing is), else 1 (GraniteMoeShared's shared_mlp). */
 static void pf__rank_shared_expert(pf__rank *r, const pf__weight *L, const float *h, float *part, size_t N) {
     const pf__backend *be = r->backend;
     pf__routing *rt = r->routing;
@@ -227,5 +227,5 @@ PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, int l, const 
         if (faulty == 3 && r->index == 0 && local == 0)
             be->scatter_add_rows(r, part, r->expert_out, rt->rows + first, rt->scales + first, n, d);
     }
-    if (r->group->model->config.shared_intermediate_size) pf__rank_shared_expert(r, L, h, part, N);
+    if (c->shared_intermediate_size > 0) pf__rank_shared_expert(r, L, h, part, N);
 }

@@ -55,7 +55,7 @@ static const char *pf__split_name(int v) {
         PF__NAME(PF__SPLIT_, KV_COLUMNS) PF__NAME(PF__SPLIT_, MLP_COLUMNS) PF__NAME(PF__SPLIT_, HEAD_ROWS)
         PF__NAME(PF__SPLIT_, MLP_ROWS) PF__NAME(PF__SPLIT_, VOCAB) PF__NAME(PF__SPLIT_, GATE_UP_COLUMNS) PF__NAME(PF__SPLIT_, LATENT_KV_COLUMNS)
         PF__NAME(PF__SPLIT_, EXPERTS_GATE_UP) PF__NAME(PF__SPLIT_, EXPERTS_DOWN) PF__NAME(PF__SPLIT_, SHARED_COLUMNS)
-        PF__NAME(PF__SPLIT_, SHARED_ROWS) PF__NAME(PF__SPLIT_, HEADS) PF__NAME(PF__SPLIT_, EXPERTS_OUTPUT)
+        PF__NAME(PF__SPLIT_, SHARED_ROWS) PF__NAME(PF__SPLIT_, HEADS) PF__NAME(PF__SPLIT_, EXPERTS_OUTPUT) PF__NAME(PF__SPLIT_, SHARED_GATE_UP_COLUMNS)
     }
     return NULL;
 }
@@ -67,7 +67,7 @@ static const char *pf__need_name(int v) {
         PF__NAME(PF__, IF_WITH_PROJECTION) PF__NAME(PF__, IF_Q_LORA) PF__NAME(PF__, IF_NO_Q_LORA)
         PF__NAME(PF__, IF_POSITION_BIASED) PF__NAME(PF__, IF_REL_EMBED_NORM) PF__NAME(PF__, IF_POS_PROJ)
         PF__NAME(PF__, IF_SPARSE_LAYER) PF__NAME(PF__, IF_DENSE_LAYER) PF__NAME(PF__, IF_SEPARATE_VOCAB)
-        PF__NAME(PF__, IF_TASK_ID)
+        PF__NAME(PF__, IF_TASK_ID) PF__NAME(PF__, IF_SHARED_EXPERT)
     }
     return NULL;
 }
@@ -115,7 +115,8 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, SHARED_UP_WEIGHT) PF__NAME(PF__SLOT_, SHARED_UP_BIAS) PF__NAME(PF__SLOT_, SHARED_DOWN_WEIGHT)
         PF__NAME(PF__SLOT_, SHARED_EXPERT_GATE) PF__NAME(PF__SLOT_, ROUTER_CHOICE_BIAS)
         PF__NAME(PF__SLOT_, ROUTER_BIAS) PF__NAME(PF__SLOT_, EXPERTS_GATE_UP_BIAS)
-        PF__NAME(PF__SLOT_, EXPERTS_DOWN_BIAS) PF__NAME(PF__SLOT_, ATTN_SINKS) PF__NAME(PF__SLOT_, ATTN_POST_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, EXPERTS_DOWN_BIAS) PF__NAME(PF__SLOT_, ATTN_SINKS)
+        PF__NAME(PF__SLOT_, SHARED_GATE_UP_WEIGHT) PF__NAME(PF__SLOT_, SHARED_GATE_UP_BIAS) PF__NAME(PF__SLOT_, ATTN_POST_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, ATTN_POST_NORM_BIAS) PF__NAME(PF__SLOT_, MLP_POST_NORM_WEIGHT) PF__NAME(PF__SLOT_, MLP_POST_NORM_BIAS)
         PF__NAME(PF__SLOT_, CROSS_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, CROSS_NORM_BIAS) PF__NAME(PF__SLOT_, CROSS_Q_WEIGHT) PF__NAME(PF__SLOT_, CROSS_Q_BIAS)
@@ -1204,6 +1205,8 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_EXPERTS_GATE_UP_BIAS: *rows = (size_t)c->num_experts * 2 * (size_t)c->moe_intermediate_size; break;
     case PF__SLOT_EXPERTS_DOWN_BIAS: *rows = (size_t)c->num_experts * h; break;
     case PF__SLOT_ATTN_SINKS: *rows = (size_t)c->num_heads; break;
+    case PF__SLOT_SHARED_GATE_UP_WEIGHT: *rows = 2 * (size_t)c->shared_intermediate_size; *cols = h; break;
+    case PF__SLOT_SHARED_GATE_UP_BIAS: *rows = 2 * (size_t)c->shared_intermediate_size; break;
     case PF__SLOT_TOKEN_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = c->embed_norm_before_project ? e : h; break;
     case PF__SLOT_HEAD_TRANSFORM_WEIGHT: *rows = c->embed_norm_before_project ? e : h; *cols = h; break;
     case PF__SLOT_HEAD_TRANSFORM_BIAS: case PF__SLOT_HEAD_NORM_WEIGHT: case PF__SLOT_HEAD_NORM_BIAS:

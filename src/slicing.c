@@ -98,6 +98,15 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
     case PF__SPLIT_HEADS: p->row_begin = (size_t)s->head_begin, p->rows = (size_t)s->heads; break;
     case PF__SPLIT_SHARED_COLUMNS: p->row_begin = (size_t)s->shared_begin, p->rows = (size_t)s->shared_width; break;
     case PF__SPLIT_SHARED_ROWS: p->col_begin = (size_t)s->shared_begin, p->cols = (size_t)s->shared_width; break;
+    case PF__SPLIT_SHARED_GATE_UP_COLUMNS: { /* [gate | up] of shared_intermediate_size each: the same columns of both */
+        size_t w = (size_t)s->shared_width, half = src->rows / 2;
+        p->rows = 2 * w;
+        if (!p->rows) break;
+        p->row_map = (size_t *)malloc(p->rows * sizeof *p->row_map);
+        if (!p->row_map) return -1;
+        for (size_t i = 0; i < w; i++) p->row_map[i] = (size_t)s->shared_begin + i, p->row_map[w + i] = half + (size_t)s->shared_begin + i;
+        break;
+    }
     case PF__SPLIT_EXPERTS_DOWN: { /* each expert's [hidden, I] after the other: the experts' rows, its columns */
         size_t per_expert = src->rows / (size_t)c->num_experts;
         p->row_begin = (size_t)s->expert_begin * per_expert, p->rows = (size_t)s->experts * per_expert;

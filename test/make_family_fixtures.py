@@ -1008,6 +1008,32 @@ def without_sinks(cfg):
     return patch
 
 
+def cfg_granitemoeshared(v, tok):
+    from transformers import GraniteMoeSharedConfig
+
+    bos, eos, pad = _ids(tok)
+    # granitemoe's multipliers; 7 experts (uneven on 2 and 3 ranks), 2 a token, and a shared MLP of
+    # width 56 (uneven on 3 ranks); 6 heads / 2 KV heads; untied head
+    return GraniteMoeSharedConfig(
+        vocab_size=v, hidden_size=48, intermediate_size=40, num_local_experts=7, num_experts_per_tok=2,
+        shared_intermediate_size=56, num_hidden_layers=2, num_attention_heads=6, num_key_value_heads=2,
+        max_position_embeddings=64, rms_norm_eps=1e-5, initializer_range=INIT_STD,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False,
+        embedding_multiplier=3.0, residual_multiplier=0.6, attention_multiplier=0.2, logits_scaling=2.5,
+        bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def without_shared_mlp(cfg):
+    """The shared MLP's output zeroed (its output_linear), as a model patch."""
+    def patch(model):
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if "shared_mlp.output_linear" in name:
+                    p.zero_()
+    return patch
+
+
 def scale_routers(model, factor=ROUTER_SCALE):
     for name, p in model.named_parameters():
         if name.endswith(("mlp.gate.weight", "block_sparse_moe.gate.weight", "router.layer.weight", "router.weight")):
@@ -1815,6 +1841,14 @@ FAMILIES = [
                "interleaved, SwiGLU clamped at 3 (swiglu_limit), alpha 1.702; router weights x2",
         ablations=[("no attention sinks", without_sinks), ("SwiGLU clamped at 7", set_attr(swiglu_limit=7.0)),
                    ("no sliding window", set_attr(layer_types=["full_attention"] * 4))],
+    ),
+    dict(
+        name="granitemoeshared", config=cfg_granitemoeshared, seed=5500, vocab_pad=0, cases=False, beam=True, moe=True,
+        tweak=scale_routers, tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
+        traits="granitemoe's multipliers and fused experts; 7 experts of width 40, 2 a token; a shared MLP of width "
+               "56 (shared_mlp.input_linear [112, 48] fused gate|up, output_linear [48, 56]) added to the experts' "
+               "sum, no gate; untied head; router weights x2",
+        ablations=[("no shared MLP", without_shared_mlp)],
     ),
     dict(
         name="qwen3-window-bias", config=cfg_qwen3_window_bias, seed=2400, vocab_pad=0, cases=False, beam=True,
