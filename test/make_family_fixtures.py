@@ -1365,7 +1365,7 @@ def cfg_cohere2(v, tok):
     )
 
 
-def cfg_deepseek_v2(v, tok):
+def cfg_deepseek_v2(v, tok, **changes):
     # Multi-head latent attention with q straight from q_proj (q_lora_rank null); 5 heads (not a
     # multiple of 2 or 3 ranks); qk head 8 + 4 rotary dims, v head 6; YaRN with mscale_all_dim (the
     # softmax scale times mscale^2); all layers dense (first_k_dense_replace = num_hidden_layers).
@@ -1374,22 +1374,23 @@ def cfg_deepseek_v2(v, tok):
     bos, eos, pad = _ids(tok)
     rope = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32, "rope_theta": 10000.0,
             "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 0.707, "mscale_all_dim": 0.707}
-    return DeepseekV2Config(
+    settings = dict(
         vocab_size=v, hidden_size=40, intermediate_size=64, num_hidden_layers=2, num_attention_heads=5,
         num_key_value_heads=5, max_position_embeddings=128, rms_norm_eps=1e-5, initializer_range=INIT_STD,
         q_lora_rank=None, kv_lora_rank=12, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=6,
         first_k_dense_replace=2, rope_parameters=rope, tie_word_embeddings=False,
         bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
     )
+    return DeepseekV2Config(**dict(settings, **changes))
 
 
-def cfg_deepseek_v3(v, tok):
+def cfg_deepseek_v3(v, tok, **changes):
     # Latent attention with low-rank q (q_a_proj, q_a_layernorm, q_b_proj), attention biases,
     # interleaved rotary pairs (rope_interleave), 5 heads, plain rope; all layers dense.
     from transformers import DeepseekV3Config
 
     bos, eos, pad = _ids(tok)
-    return DeepseekV3Config(
+    settings = dict(
         vocab_size=v, hidden_size=40, intermediate_size=64, num_hidden_layers=2, num_attention_heads=5,
         num_key_value_heads=5, max_position_embeddings=128, rms_norm_eps=1e-5, initializer_range=INIT_STD,
         q_lora_rank=16, kv_lora_rank=12, qk_nope_head_dim=6, qk_rope_head_dim=4, v_head_dim=12,
@@ -1397,6 +1398,7 @@ def cfg_deepseek_v3(v, tok):
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False,
         bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
     )
+    return DeepseekV3Config(**dict(settings, **changes))
 
 
 def cfg_deepseek_v2_moe(v, tok):
@@ -1404,18 +1406,10 @@ def cfg_deepseek_v2_moe(v, tok):
     # layers 1-2 mixtures: 8 experts of width 16 (uneven on 3 ranks), 3 a token from softmax scores
     # within the 2 best of 4 groups (group_limited_greedy: a group scored by its best), times
     # routed_scaling_factor 1.5, and 2 shared experts (one ungated MLP of width 32)
-    from transformers import DeepseekV2Config
-
-    bos, eos, pad = _ids(tok)
-    return DeepseekV2Config(
-        vocab_size=v, hidden_size=40, intermediate_size=64, num_hidden_layers=3, num_attention_heads=5,
-        num_key_value_heads=5, max_position_embeddings=128, rms_norm_eps=1e-5, initializer_range=INIT_STD,
-        q_lora_rank=None, kv_lora_rank=12, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=6,
-        first_k_dense_replace=1, n_routed_experts=8, num_experts_per_tok=3, moe_intermediate_size=16,
-        n_shared_experts=2, routed_scaling_factor=1.5, topk_method="group_limited_greedy", n_group=4, topk_group=2,
-        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False,
-        bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
-    )
+    return cfg_deepseek_v2(v, tok, num_hidden_layers=3, first_k_dense_replace=1, n_routed_experts=8,
+                           num_experts_per_tok=3, moe_intermediate_size=16, n_shared_experts=2,
+                           routed_scaling_factor=1.5, topk_method="group_limited_greedy", n_group=4, topk_group=2,
+                           rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
 
 
 def cfg_deepseek_v3_moe(v, tok):
@@ -1423,18 +1417,9 @@ def cfg_deepseek_v3_moe(v, tok):
     # experts of width 16, 2 a token chosen by sigmoid score + e_score_correction_bias within the 2
     # best of 4 groups (a group scored by its 2 best), weighed by their scores renormalised, times
     # routed_scaling_factor 2.5, and 1 shared expert
-    from transformers import DeepseekV3Config
-
-    bos, eos, pad = _ids(tok)
-    return DeepseekV3Config(
-        vocab_size=v, hidden_size=40, intermediate_size=64, num_hidden_layers=3, num_attention_heads=5,
-        num_key_value_heads=5, max_position_embeddings=128, rms_norm_eps=1e-5, initializer_range=INIT_STD,
-        q_lora_rank=16, kv_lora_rank=12, qk_nope_head_dim=6, qk_rope_head_dim=4, v_head_dim=12,
-        first_k_dense_replace=1, n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=16,
-        n_shared_experts=1, routed_scaling_factor=2.5, n_group=4, topk_group=2, norm_topk_prob=True,
-        attention_bias=True, rope_interleave=True, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-        tie_word_embeddings=False, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
-    )
+    return cfg_deepseek_v3(v, tok, num_hidden_layers=3, first_k_dense_replace=1, n_routed_experts=8,
+                           num_experts_per_tok=2, moe_intermediate_size=16, n_shared_experts=1,
+                           routed_scaling_factor=2.5, n_group=4, topk_group=2, norm_topk_prob=True)
 
 
 def deepseek_router_tweak(model):
