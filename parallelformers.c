@@ -1724,9 +1724,15 @@ static PF__INLINE float pf__weight_value(const void *w, size_t i, const int wt) 
         return pf__q8_scale(block) * (float)(q - 8);
     }
     if (PF__BLOCKED(wt)) return pf__block_value((pf__dtype)wt, w, i);
-    if (wt == PF__DTYPE_F16) return pf__f16_to_f32(((const uint16_t *)w)[i]);
-    if (wt == PF__DTYPE_BF16) return pf__bf16_to_f32(((const uint16_t *)w)[i]);
-    return ((const float *)w)[i];
+    /* memcpy: a tensor of a file whose header length is not a multiple of 4 lies unaligned */
+    if (wt == PF__DTYPE_F16 || wt == PF__DTYPE_BF16) {
+        uint16_t h;
+        memcpy(&h, (const char *)w + 2 * i, sizeof h);
+        return wt == PF__DTYPE_F16 ? pf__f16_to_f32(h) : pf__bf16_to_f32(h);
+    }
+    float f;
+    memcpy(&f, (const char *)w + 4 * i, sizeof f);
+    return f;
 }
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && !defined(PF_NO_AVX2)
 #define PF__AVX2 1
