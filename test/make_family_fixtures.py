@@ -937,14 +937,17 @@ def cfg_qwen2_moe(v, tok):
     )
 
 
-def without_shared_expert(cfg):
-    """The shared expert's output zeroed (its down projection), as a model patch."""
-    def patch(model):
-        with torch.no_grad():
-            for name, p in model.named_parameters():
-                if "shared_expert.down_proj" in name:
-                    p.zero_()
-    return patch
+def zeroed(part):
+    """An ablation: the parameters whose name contains `part` zeroed (a shared expert's output
+    projection switches it off), as a model patch."""
+    def switch_off(cfg):
+        def patch(model):
+            with torch.no_grad():
+                for name, p in model.named_parameters():
+                    if part in name:
+                        p.zero_()
+        return patch
+    return switch_off
 
 
 def cfg_olmoe(v, tok):
@@ -1022,16 +1025,6 @@ def cfg_granitemoeshared(v, tok):
         embedding_multiplier=3.0, residual_multiplier=0.6, attention_multiplier=0.2, logits_scaling=2.5,
         bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
     )
-
-
-def without_shared_mlp(cfg):
-    """The shared MLP's output zeroed (its output_linear), as a model patch."""
-    def patch(model):
-        with torch.no_grad():
-            for name, p in model.named_parameters():
-                if "shared_mlp.output_linear" in name:
-                    p.zero_()
-    return patch
 
 
 def scale_routers(model, factor=ROUTER_SCALE):
@@ -1455,15 +1448,6 @@ def without_groups(cfg):
     cfg.topk_group = cfg.n_group
 
 
-def without_deepseek_shared(cfg):
-    def patch(model):
-        with torch.no_grad():
-            for name, p in model.named_parameters():
-                if "shared_experts.down_proj" in name:
-                    p.zero_()
-    return patch
-
-
 # --- ways to switch one trait off (applied to the config loaded from the dir) ---
 
 
@@ -1791,7 +1775,7 @@ FAMILIES = [
         traits="Qwen2's attention (q/k/v biases, GQA 6/2); layer 1 sparse (decoder_sparse_step 2): 8 experts of "
                "width 40, 2 a token, not renormalised, and a shared expert of width 56 scaled by "
                "sigmoid(shared_expert_gate); layers 0 and 2 dense; router weights x2",
-        ablations=[("no shared expert", without_shared_expert)],
+        ablations=[("no shared expert", zeroed("shared_expert.down_proj"))],
     ),
     dict(
         name="mixtral", config=cfg_mixtral, seed=5100, vocab_pad=0, cases=False, beam=True, moe=True,
@@ -1833,7 +1817,7 @@ FAMILIES = [
         traits="granitemoe's multipliers and fused experts; 7 experts of width 40, 2 a token; a shared MLP of width "
                "56 (shared_mlp.input_linear [112, 48] fused gate|up, output_linear [48, 56]) added to the experts' "
                "sum, no gate; untied head; router weights x2",
-        ablations=[("no shared MLP", without_shared_mlp)],
+        ablations=[("no shared MLP", zeroed("shared_mlp.output_linear"))],
     ),
     dict(
         name="qwen3-window-bias", config=cfg_qwen3_window_bias, seed=2400, vocab_pad=0, cases=False, beam=True,
@@ -2132,7 +2116,7 @@ FAMILIES = [
                "experts of width 16, 3 a token from softmax scores within the 2 best of 4 groups "
                "(group_limited_greedy), times routed_scaling_factor 1.5; 2 shared experts (an ungated MLP of width "
                "32); router weights x2",
-        ablations=[("no group limit", without_groups), ("no shared experts", without_deepseek_shared)],
+        ablations=[("no group limit", without_groups), ("no shared experts", zeroed("shared_experts.down_proj"))],
     ),
     dict(
         name="deepseek_v3-moe", config=cfg_deepseek_v3_moe, seed=5800, vocab_pad=0, cases=False, beam=True, moe=True,
@@ -2144,7 +2128,7 @@ FAMILIES = [
                "group scored by its 2 best), weighed by their scores renormalised, x routed_scaling_factor 2.5; 1 "
                "shared expert; router weights x1/8 (unsaturated scores)",
         ablations=[("no choice bias", without_choice_bias), ("no group limit", without_groups),
-                   ("no shared expert", without_deepseek_shared)],
+                   ("no shared expert", zeroed("shared_experts.down_proj"))],
     ),
     dict(
         name="qwen2-window-layers", config=cfg_qwen2_window_layers, seed=2000, vocab_pad=0, cases=False,
