@@ -144,6 +144,7 @@ typedef struct pf_cuda_attention_args {
     int head_begin, kv_begin, kv_group; /* q head h reads kv head (head_begin + h) / kv_group - kv_begin */
     int cache_len;
     int window;                         /* keys within this distance of the query (sliding window); 0: all */
+    int chunk;                          /* > 0: keys j of the query's chunk, (j - pad) / chunk == (pos - pad) / chunk */
     int mask;                           /* 0: bidirectional (encoders), 1: causal, 2: cross-attention */
     float scale;
     float softcap;                      /* > 0: scaled scores become tanh(s / softcap) * softcap first (Gemma 2) */
@@ -211,6 +212,8 @@ int pf_cuda_gather_rows(pf_cuda_rank *st, float *dst, const float *src, const in
 int pf_cuda_scatter_add_rows(pf_cuda_rank *st, float *dst, const float *src, const int32_t *rows, const float *scales,
                              size_t count, size_t width);
 int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
+int pf_cuda_scale_queries(pf_cuda_rank *st, float *qkv, const int *pad, int batch, int T, const int *past_at, int heads,
+                          int kv_heads, int head_dim, float floor_scale, float scale);
 int pf_cuda_qk_sum_squares(pf_cuda_rank *st, float *sums, const float *qkv, size_t rows, int heads, int kv_heads,
                            int head_dim, int k_first, int k_count);
 int pf_cuda_qk_scale(pf_cuda_rank *st, float *qkv, const float *sums, const void *q_weight, int q_dtype,
@@ -804,6 +807,7 @@ struct pf_attn_args {
     int heads, kv_heads, hd;
     int head_begin, kv_begin, kv_group;
     int cache_len, window;
+    int chunk;  /* > 0: keys of the query's chunk of positions (counted from the sequence's first) */
     int mask;   /* 0: every key of the sequence (encoders); 1: keys up to the query (decoders); 2: all
                    cache_len keys, q rows packed (cross-attention over an encoder's output) */
     float scale;
@@ -828,6 +832,17 @@ struct pf_attn_args {
    max m and sum l (online softmax); acc holds sum_j exp(s_j - m) v_j. With one split it writes
    out = acc / l (zeros for a query with no key: a pad's own); otherwise the partial (m, l, acc)
    for pf_attention_combine_kernel. Dynamic shared memory: q[hd] acc[hd] p[PF_CHUNK] red[32]. */
+/* The first key the query at cache index pos sees: its sequence's first (pads are never keys),
+   or a later one where a window or its chunk starts later. */
+__device__ __forceinline__ int pf_first_key(const pf_attn_args &a, int pos, int pad) {
+    int first = pf_first_key(a, pos, pad);
+    if (a.chunk > 0 && pos >= pad) {
+        int chunk_first = pad + (pos - pad) / a.chunk * a.chunk;
+        if (chunk_first > first) first = chunk_first;
+    }
+    return first;
+}
+
 /* A score q.k times the scale, soft-capped where the model caps it: tanh(s / cap) * cap (Gemma 2),
    before ALiBi, the relative bias and the mask, as transformers applies it. */
 __device__ __forceinline__ float pf_scaled_score(float s, const pf_attn_args &a) {
@@ -874,7 +889,7 @@ __global__ void pf_attention_kernel(float *out, float *partials, const float *qk
     size_t row_width = a.mask == 2 ? q_width : q_width + 2 * kv_width;
     int pos = a.past + t, pad = a.pad ? a.pad[b] : 0;
     int last = a.mask == 1 ? pos : a.mask == 2 ? a.cache_len - 1 : a.past + a.T - 1;
-    int first = a.window > 0 && pos + 1 - a.window > pad ? pos + 1 - a.window : pad;
+    int first = pf_first_key(a, pos, pad);
     int len = first <= last ? last + 1 - first : 0;
     int per = (len + splits - 1) / splits;
     int begin = first + split * per, end = begin + per < last + 1 ? begin + per : last + 1;
@@ -1007,7 +1022,7 @@ __host__ __device__ inline pf_flash_layout pf_flash_layout_of(int warps, int hd)
 __device__ __forceinline__ void pf_flash_query_keys(const pf_attn_args &a, int pad, int t, int *first, int *last) {
     int pos = a.past + t;
     *last = a.mask == 1 ? pos : a.past + a.T - 1;
-    *first = a.window > 0 && pos + 1 - a.window > pad ? pos + 1 - a.window : pad;
+    *first = pf_first_key(a, pos, pad);
 }
 
 /* The keys any query t0..t1-1 (t1 <= T) sees: first grows with t, and last too, so the range is
@@ -1829,7 +1844,7 @@ __global__ void __launch_bounds__(32 * PF_DECODE_WARPS) pf_decode_attention_kern
     size_t row_width = a.mask == 2 ? q_width : q_width + 2 * kv_width;
     int pos = a.past + t, pad = a.pad ? a.pad[b] : 0;
     int last = a.mask == 1 ? pos : a.mask == 2 ? a.cache_len - 1 : a.past + a.T - 1;
-    int first = a.window > 0 && pos + 1 - a.window > pad ? pos + 1 - a.window : pad;
+    int first = pf_first_key(a, pos, pad);
     int len = first <= last ? last + 1 - first : 0;
     int per = (len + splits - 1) / splits;
     int begin = first + split * per, end = begin + per < last + 1 ? begin + per : last + 1;
@@ -2559,6 +2574,32 @@ int pf_cuda_clamp(struct pf_cuda_rank *st, float *x, size_t count, float limit) 
     return PF_CUDA_OK;
 }
 
+/* Llama 4's attention temperature: q of row b * T + t times 1 + scale * log1p(floor((p + 1) /
+   floor_scale)), p = past + t - pad[b] (0 at least), in fp32 as transformers computes it. */
+__global__ void pf_scale_queries_kernel(float *qkv, const int *pad, size_t rows, int T, const int *past_at,
+                                        size_t q_width, size_t row_width, float floor_scale, float scale) {
+    const int past = *past_at;
+    PF_GRID_STRIDE(k, rows * q_width) {
+        size_t row = k / q_width;
+        int b = (int)(row / (size_t)T), t = (int)(row % (size_t)T);
+        float p = (float)pf_position(pad, b, past, t);
+        float factor = __fadd_rn(__fmul_rn(log1pf(floorf(__fdiv_rn(__fadd_rn(p, 1.0f), floor_scale))), scale), 1.0f);
+        float *x = qkv + row * row_width + k % q_width;
+        *x = __fmul_rn(*x, factor);
+    }
+}
+
+int pf_cuda_scale_queries(struct pf_cuda_rank *st, float *qkv, const int *pad, int batch, int T, const int *past_at,
+                          int heads, int kv_heads, int head_dim, float floor_scale, float scale) {
+    size_t rows = (size_t)batch * (size_t)T, q_width = (size_t)heads * (size_t)head_dim;
+    if (!rows || T <= 0 || !q_width) return PF_CUDA_OK;
+    size_t row_width = (size_t)(heads + 2 * kv_heads) * (size_t)head_dim;
+    pf_scale_queries_kernel<<<pf_blocks(rows * q_width, PF_THREADS), PF_THREADS, 0, st->stream>>>(
+        qkv, pad, rows, T, past_at, q_width, row_width, floor_scale, scale);
+    PF_CUDA_CHECK_LAUNCH(st, pf_scale_queries_kernel);
+    return PF_CUDA_OK;
+}
+
 /* OLMo 2's qk-norm statistics: sums[row] = {the sum of squares of the heads q heads of a qkv row,
    of its k heads k_first..k_first + k_count - 1}, zeros without heads (pf_qk_sum_squares_kernel). */
 int pf_cuda_qk_sum_squares(struct pf_cuda_rank *st, float *sums, const float *qkv, size_t rows, int heads, int kv_heads,
@@ -2734,6 +2775,7 @@ int pf_cuda_attend(struct pf_cuda_rank *st, const pf_cuda_attention_args *args) 
     a.kv_group = kv_group;
     a.cache_len = cache_len;
     a.window = window;
+    a.chunk = args->chunk;
     a.mask = mask;
     a.scale = args->scale;
     a.softcap = args->softcap;

@@ -739,6 +739,9 @@ typedef struct pf__config {
     int attention_bias, mlp_bias;   /* 1: the projections of attention (of the MLP) have biases */
     int qk_norm;                    /* a pf__qk_norm: q and k normed before the rotary */
     int qk_norm_per_head;           /* with PF__QK_NORM_HEAD: a gain per head, [heads][head_dim] */
+    int qk_norm_l2;                 /* with PF__QK_NORM_HEAD: Llama 4's L2 norm, an RMSNorm without gain tensors
+                                       (the gain 1), on the rotated layers only; transformers norms after the
+                                       rotation, which keeps each head's sum of squares: the same norm */
     int norm_weightless;            /* 1: the blocks' and the final norms have no weight or bias tensors
                                        (OLMo's non-parametric LayerNorm): normed with the gain 1 */
     double clip_qkv;                /* > 0: q, k and v clamped to [-clip_qkv, clip_qkv] after their
@@ -799,6 +802,14 @@ typedef struct pf__config {
     int nope_windowed;              /* 1: without a per-layer list of kinds, the sliding window is on the
                                        NoPE layers (SmolLM3) */
     int *layer_rope;                /* [num_layers]: 1 where the layer rotates q and k; NULL: every layer; owned */
+    int attention_chunk;            /* the "chunked_attention" layers' chunk (Llama 4's attention_chunk_size) */
+    int *layer_chunk;               /* [num_layers]: each layer's chunk, 0 for none: a query sees the keys of its
+                                       chunk of attention_chunk positions (counted from the sequence's first
+                                       token); points into layer_window's block */
+    int temperature_tuning;         /* 1: on the layers that rotate nothing, q times 1 + temperature_scale *
+                                       log1p(floor((p + 1) / temperature_floor)) at position p (Llama 4's
+                                       attn_temperature_tuning, floor_scale, attn_scale) */
+    double temperature_floor, temperature_scale;
     /* Multi-head latent attention (DeepSeek V2/V3), on when kv_lora_rank > 0: head_dim is then
        qk_nope_head_dim + qk_rope_head_dim (q's and k's heads), rotary_dim qk_rope_head_dim (the
        end of each head, and of the latent row); the cache holds each token's normed latent and its
@@ -830,6 +841,12 @@ typedef struct pf__config {
     int decoder_sparse_step;        /* layer l has experts when (l + 1) % step == 0 (Qwen2-MoE); 0: every layer */
     int router_topk_softmax;        /* 1: the top_k of the raw router logits, then a softmax over those k
                                        (gpt-oss's router); 0: scores of all experts, then the top_k */
+    int router_topk_sigmoid;        /* 1: the top_k of the raw router logits, each weighed by the sigmoid of its
+                                       logit, not renormalised (Llama 4's router) */
+    int experts_scale_input;        /* 1: an expert runs on the token times its routing weight, its output
+                                       added as it is (Llama 4); 0: the output times the weight */
+    int moe_layers_listed;          /* 1: config.json's moe_layers, when present, lists the layers with experts
+                                       (Llama 4's; else interleave_moe_layer_step as decoder_sparse_step) */
     int experts_interleaved;        /* 1: a fused gate_up's outputs alternate gate, up (gpt-oss's [..., ::2],
                                        [..., 1::2]); read into gate rows, then up rows */
     double swiglu_limit;            /* > 0: the experts' clamped SwiGLU (gpt-oss): gate clamped above at
@@ -1431,6 +1448,8 @@ typedef struct pf__attn_shape {
     int head_begin, kv_begin, kv_group;
     int cache_len;
     int window;             /* keys j with pos - j < window; 0: all earlier keys */
+    int chunk;              /* > 0: keys j of the query's chunk, (j - pad) / chunk == (pos - pad) / chunk
+                               (Llama 4's chunked attention); 0: none */
     int mask;               /* PF__MASK_*: the keys a query sees, left pads always excepted */
     int rotary_dim;         /* for the rotary op */
     float rope_scale;       /* the rotary op's cos and sin times this (YaRN's and LongRoPE's attention
@@ -1531,6 +1550,10 @@ typedef struct pf__backend {
        that side left as it is). */
     void (*qk_scale)(pf__rank *r, float *qkv, const float *sums, const pf__weight *q_weight, const pf__weight *k_weight,
                      size_t rows, const pf__attn_shape *a, float q_width, float k_width, float eps);
+    /* Each q head of the qkv rows times 1 + scale * log1p(floor((p + 1) / floor)) at its position
+       p = past + t - pad[b] (Llama 4's attention temperature on its NoPE layers), in fp32 as
+       transformers computes it. */
+    void (*scale_queries)(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, float floor, float scale);
     /* x[i] = min(max(x[i], -limit), limit) for count values (OLMo's clip_qkv over the qkv rows) */
     void (*clamp)(pf__rank *r, float *x, size_t count, float limit);
     /* Rotates (cos and sin times a->rope_scale when set) the first a->rotary_dim dims of every q and k head in the qkv rows by position
@@ -1661,6 +1684,7 @@ struct pf__rank {
     pf__share share;
     pf__weight *weights;      /* [pf__num_slots(config)] */
     float *alibi;             /* [heads]: the rank's ALiBi slopes, or NULL */
+    pf__weight unit_gain;     /* [head_dim] of 1: the gain of a qk-norm without tensors (qk_norm_l2); data NULL otherwise */
     float *rel_bias;          /* [heads][rel rows]: the rank's heads of the relative bias table, or NULL */
     float *enc_rel_bias;      /* the same of an encoder-decoder's encoder tower */
     void *k_cache, *v_cache;  /* [pf__cache_layers][max_batch][cache_len][kv_heads * head_dim] in cache_dtype;
@@ -4148,6 +4172,17 @@ static pf_result pf__config_layer_sparse(const pf__json *json, pf__config *c, co
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"mlp_only_layers\" holds something other than a layer index", path);
         if (x >= 0 && x < c->num_layers) c->layer_sparse[(int)x] = 0; /* others name no layer, as in transformers */
     }
+    const pf__json *listed = c->moe_layers_listed ? pf__json_get(json, "moe_layers") : NULL;
+    if (listed && listed->type == PF__JSON_NULL) listed = NULL;
+    if (listed && listed->type != PF__JSON_ARRAY)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"moe_layers\" is not a list", path);
+    if (listed) memset(c->layer_sparse, 0, (size_t)c->num_layers * sizeof(int)); /* the list overrides the interleave */
+    for (const pf__json *v = listed ? listed->first : NULL; v; v = v->next) {
+        double x = -1;
+        if (pf__json_number(v, &x) != 1 || x != floor(x))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"moe_layers\" holds something other than a layer index", path);
+        if (x >= 0 && x < c->num_layers) c->layer_sparse[(int)x] = 1; /* others name no layer, as in transformers */
+    }
     int sparse = 0;
     for (int l = 0; l < c->num_layers; l++) sparse |= c->layer_sparse[l] &= l >= c->first_dense_layers;
     if (!sparse) return PF_OK; /* every layer dense: the routing's keys unread, as transformers builds no router */
@@ -4161,9 +4196,10 @@ static pf_result pf__config_layer_sparse(const pf__json *json, pf__config *c, co
 static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, const char *path, char *message,
                                           size_t size) {
     if (!c->use_sliding_window) c->sliding_window = 0;
-    c->layer_window = (int *)calloc(2 * (size_t)c->num_layers, sizeof(int));
+    c->layer_window = (int *)calloc(3 * (size_t)c->num_layers, sizeof(int));
     if (!c->layer_window) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     c->layer_local = c->layer_window + c->num_layers;
+    c->layer_chunk = c->layer_local + c->num_layers;
     const pf__json *types = NULL;
     const char *key = NULL;
     int needed = 0;
@@ -4184,6 +4220,8 @@ static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, c
                                 : c->window_pattern > 0 ? (l + 1) % c->window_pattern != 0
                                 : l >= c->first_window_layer;
             c->layer_window[l] = c->layer_local[l] ? c->sliding_window : 0;
+            /* a family with chunks (Llama 4) chunks its rotated layers, as its config's default kinds say */
+            c->layer_chunk[l] = c->layer_rope && c->layer_rope[l] ? c->attention_chunk : 0;
         }
         return PF_OK;
     }
@@ -4209,6 +4247,7 @@ static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, c
                 if (l >= c->num_layers) continue; /* too many: counted, refused below */
                 if (!strcmp(kind->string, "local")) c->layer_window[l] = c->local_window, c->layer_local[l] = 1;
                 else if (!strcmp(kind->string, "sliding_attention")) c->layer_window[l] = c->sliding_window, c->layer_local[l] = 1;
+                else if (!strcmp(kind->string, "chunked_attention") && c->attention_chunk > 0) c->layer_chunk[l] = c->attention_chunk;
                 else if (strcmp(kind->string, "global") && strcmp(kind->string, "full_attention") &&
                          strcmp(kind->string, "attention")) /* Qwen2's older name of full_attention */
                     return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: attention kind \"%s\" is not supported", path,
@@ -5033,6 +5072,12 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
     if (!r && strcmp(swiglu_key, "(derived)") && !(cfg->swiglu_limit > 0)) /* 0 would mean the plain SwiGLU here */
         r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" %g is not supported (a limit above 0)", path,
                        swiglu_key, cfg->swiglu_limit);
+    if (!r && cfg->temperature_tuning && !(cfg->temperature_floor >= 1)) /* transformers divides positions by it */
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" %g is not supported (1 or more)", path,
+                       pf__config_key(cfg->arch, offsetof(pf__config, temperature_floor)), cfg->temperature_floor);
+    if (!r && cfg->attention_chunk < 0)
+        r = pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" %d is negative", path,
+                       pf__config_key(cfg->arch, offsetof(pf__config, attention_chunk)), cfg->attention_chunk);
     if (!r) r = pf__config_stray_windows(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_rope(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_windows(json, cfg, path, message, size);
@@ -21038,6 +21083,24 @@ static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf_
         }
 }
 
+/* Llama 4's attention temperature at position p, in fp32 as transformers computes it. */
+static float pf__query_temperature(int p, float floor_scale, float scale) {
+    return log1pf(floorf(((float)p + 1.0f) / floor_scale)) * scale + 1.0f;
+}
+
+static void pf__cpu_scale_queries(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, float floor_scale,
+                                  float scale) {
+    (void)r;
+    size_t width = (size_t)(a->heads + 2 * a->kv_heads) * (size_t)a->head_dim, q_width = (size_t)a->heads * a->head_dim;
+    for (int b = 0; b < s->batch; b++)
+        for (int t = 0; t < s->seq_len; t++) {
+            float *row = qkv + ((size_t)b * s->seq_len + t) * width;
+            int position = s->past + t - (s->pad ? s->pad[b] : 0);
+            float factor = pf__query_temperature(position > 0 ? position : 0, floor_scale, scale);
+            for (size_t i = 0; i < q_width; i++) row[i] *= factor;
+        }
+}
+
 /* T5's bidirectional bucket of a relative distance (key position - query position): half the
    buckets for keys after the query; exact below a quarter of them, then logarithmic up to
    max_distance, computed in fp32 as transformers does. */
@@ -21096,6 +21159,10 @@ static void pf__attend_range(const pf__step *s, const pf__attn_shape *a, size_t 
     *first = pad; /* left pads are never keys */
     if (a->window && pos + 1 > (size_t)a->window && pos + 1 - (size_t)a->window > *first)
         *first = pos + 1 - (size_t)a->window;
+    if (a->chunk > 0 && pos >= pad) { /* the query's chunk, counted from the sequence's first token */
+        size_t chunk_first = pad + (pos - pad) / (size_t)a->chunk * (size_t)a->chunk;
+        if (chunk_first > *first) *first = chunk_first;
+    }
 }
 
 /* ALiBi's bias for a head's slope and a key `position` tokens after its row's first: Falcon's
@@ -21584,6 +21651,7 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .add_residual = pf__cpu_add_residual,
     .scale = pf__cpu_scale,
     .head_norm = pf__cpu_head_norm,
+    .scale_queries = pf__cpu_scale_queries,
     .clamp = pf__cpu_clamp,
     .qk_sum_squares = pf__cpu_qk_sum_squares,
     .qk_scale = pf__cpu_qk_scale,
@@ -22056,6 +22124,7 @@ typedef struct pf__routing {
     float *scores;    /* [2 experts + 1]: one token's scores and choice scores, then the experts' fill positions */
     int32_t *tokens;  /* [max_tokens]: 0, 1, 2, ... (the shared expert's rows) */
     float *gates;     /* [max_tokens]: the shared expert's sigmoid gate of each token */
+    float *ones;      /* [max_tokens]: 1, the scale of outputs whose weight went into the input */
 } pf__routing;
 
 #ifdef PF_TESTING
@@ -22067,7 +22136,7 @@ static pf__routing *pf__routing_new(size_t max_tokens, int experts, int top_k) {
     size_t picks = max_tokens * (size_t)top_k;
     size_t bytes = sizeof(pf__routing) + max_tokens * (size_t)experts * sizeof(float) + picks * 2 * (sizeof(int32_t) + sizeof(float)) +
                    ((size_t)experts + 1) * sizeof(int32_t) + (2 * (size_t)experts + 1) * sizeof(float) +
-                   max_tokens * (sizeof(int32_t) + sizeof(float));
+                   max_tokens * (sizeof(int32_t) + 2 * sizeof(float));
     pf__routing *rt = (pf__routing *)malloc(bytes);
     if (!rt) return NULL;
     rt->max_tokens = max_tokens;
@@ -22081,8 +22150,9 @@ static pf__routing *pf__routing_new(size_t max_tokens, int experts, int top_k) {
     rt->first = rt->rows + picks;
     rt->scores = (float *)(rt->first + experts + 1);
     rt->gates = rt->scores + 2 * (size_t)experts + 1;
-    rt->tokens = (int32_t *)(rt->gates + max_tokens);
-    for (size_t t = 0; t < max_tokens; t++) rt->tokens[t] = (int32_t)t;
+    rt->ones = rt->gates + max_tokens;
+    rt->tokens = (int32_t *)(rt->ones + max_tokens);
+    for (size_t t = 0; t < max_tokens; t++) rt->tokens[t] = (int32_t)t, rt->ones[t] = 1.0f;
     return rt;
 }
 
@@ -22123,13 +22193,13 @@ static void pf__mask_groups(const pf__config *c, float *choose) {
    sigmoid, or the logits themselves where a softmax over the chosen follows); the experts chosen by
    score plus choice_bias where the family has one, within the best groups where it groups them;
    the top_k (the lower index first on equal scores) weighed by their scores (gpt-oss: a softmax
-   over the chosen logits), renormalised to sum 1 where the family does, times routed_scaling.
+   over the chosen logits; Llama 4: each chosen logit's sigmoid), renormalised to sum 1 where the family does, times routed_scaling.
    scores holds 2 E floats. */
 static void pf__route_token(const pf__config *c, const float *logits, const float *choice_bias, int32_t *choice,
                             float *weight, float *scores) {
     int E = c->num_experts, k = c->experts_per_token;
     float *choose = scores + E;
-    if (c->router_topk_softmax) {
+    if (c->router_topk_softmax || c->router_topk_sigmoid) {
         memcpy(scores, logits, (size_t)E * sizeof(float));
     } else if (c->router_sigmoid) {
         for (int e = 0; e < E; e++) scores[e] = 1.0f / (1.0f + expf(-logits[e]));
@@ -22150,6 +22220,8 @@ static void pf__route_token(const pf__config *c, const float *logits, const floa
         float sum = 0;
         for (int j = 0; j < k; j++) sum += weight[j] = expf(weight[j] - scores[choice[0]]);
         for (int j = 0; j < k; j++) weight[j] /= sum;
+    } else if (c->router_topk_sigmoid) { /* each chosen logit's sigmoid (Llama 4) */
+        for (int j = 0; j < k; j++) weight[j] = 1.0f / (1.0f + expf(-weight[j]));
     }
     float total = 0;
     for (int j = 0; j < k; j++) total += weight[j];
@@ -22249,7 +22321,15 @@ PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, int l, const 
         pf__weight gu = pf__expert_view(gate_up, local, held), dn = pf__expert_view(down, local, held);
         pf__weight gu_bias = pf__expert_view(&L[PF__SLOT_EXPERTS_GATE_UP_BIAS], local, held);
         pf__weight dn_bias = pf__expert_view(&L[PF__SLOT_EXPERTS_DOWN_BIAS], local, held);
-        be->gather_rows(r, r->expert_in, h, rt->rows + first, n, d);
+        const float *scales = rt->scales + first;
+        if (c->experts_scale_input) { /* in = weight * h[token] (Llama 4), the output added as it is */
+            be->gather_rows(r, r->expert_out, h, rt->rows + first, n, d);
+            be->scale(r, r->expert_in, n * d, 0.0f);
+            be->scatter_add_rows(r, r->expert_in, r->expert_out, rt->tokens, scales, n, d);
+            scales = rt->ones;
+        } else {
+            be->gather_rows(r, r->expert_in, h, rt->rows + first, n, d);
+        }
         be->matmul(r, r->expert_mid, r->expert_in, &gu, gu_bias.data ? &gu_bias : NULL, n);
         if (c->swiglu_limit > 0)
             be->clamped_swiglu(r, r->expert_act, r->expert_mid, n, width, (float)c->swiglu_alpha, (float)c->swiglu_limit);
@@ -22257,9 +22337,9 @@ PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, int l, const 
             be->gated_activation(r, r->expert_act, r->expert_mid, n, width, c->activation);
         /* the down bias once per expert: on the rank holding its first columns */
         be->matmul(r, r->expert_out, r->expert_act, &dn, r->share.expert_col_begin ? NULL : dn_bias.data ? &dn_bias : NULL, n);
-        be->scatter_add_rows(r, part, r->expert_out, rt->rows + first, rt->scales + first, n, d);
+        be->scatter_add_rows(r, part, r->expert_out, rt->rows + first, scales, n, d);
         if (faulty == 3 && r->index == 0 && local == 0)
-            be->scatter_add_rows(r, part, r->expert_out, rt->rows + first, rt->scales + first, n, d);
+            be->scatter_add_rows(r, part, r->expert_out, rt->rows + first, scales, n, d);
     }
     if (c->shared_intermediate_size > 0) pf__rank_shared_expert(r, L, h, part, N);
 }
@@ -22874,6 +22954,21 @@ static void pf__rank_load_weights(pf__rank *r) {
     if (pf__slot_tied(m, PF__SLOT_LM_HEAD)) r->weights[PF__SLOT_LM_HEAD] = r->weights[PF__SLOT_TOKEN_EMBED];
 }
 
+/* r->unit_gain: n fp32 ones on the rank's device (the gain of a norm that has no tensor). */
+static void pf__rank_unit_gain(pf__rank *r, size_t n) {
+    float *ones = (float *)malloc(n * sizeof(float));
+    if (!ones) {
+        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) ones[i] = 1.0f;
+    r->unit_gain.dtype = PF__DTYPE_F32;
+    r->unit_gain.rows = n;
+    r->unit_gain.cols = 1;
+    r->unit_gain.data = pf__rank_upload_table(r, ones, n);
+    free(ones);
+}
+
 /* Tables computed here rather than read: the sinusoid (where the file has no copy of it; one per
    tower), the ALiBi slopes, in fp32; T5's relative position biases. */
 static void pf__rank_make_tables(pf__rank *r) {
@@ -22906,6 +23001,7 @@ static void pf__rank_make_tables(pf__rank *r) {
         r->alibi = (float *)pf__rank_upload_table(r, table, table_size);
     }
     free(table);
+    if (c->qk_norm_l2) pf__rank_unit_gain(r, (size_t)c->head_dim);
     r->rel_bias = pf__rank_rel_table(r, &m->sources[PF__SLOT_REL_BIAS]);
     r->enc_rel_bias = pf__rank_rel_table(r, &m->sources[PF__SLOT_ENC_REL_BIAS]);
 }
@@ -23270,6 +23366,7 @@ static void pf__rank_cross_attention(pf__rank *r, const pf__step *s, const pf__w
     shape.cache_dtype = PF__DTYPE_F32; /* written by a matmul, once per request */
     shape.cache_len = s->cross_len;
     shape.window = 0;
+    shape.chunk = 0;
     shape.sinks = NULL;
     shape.alibi = NULL;
     shape.rel_bias = NULL;
@@ -23413,10 +23510,13 @@ static void pf__rank_attention(pf__rank *r, const pf__step *s, const pf__weight 
     const pf__weight *qkv_bias = PF__OR_NULL(L[PF__SLOT_QKV_BIAS]);
     const pf__weight *q_norm = PF__OR_NULL(L[PF__SLOT_Q_NORM_WEIGHT]), *k_norm = PF__OR_NULL(L[PF__SLOT_K_NORM_WEIGHT]);
     const pf__weight *q_norm_b = PF__OR_NULL(L[PF__SLOT_Q_NORM_BIAS]), *k_norm_b = PF__OR_NULL(L[PF__SLOT_K_NORM_BIAS]);
+    if (c->qk_norm_l2) /* Llama 4's L2 norm: the gain 1, on the rotated layers only */
+        q_norm = k_norm = rotary ? &r->unit_gain : NULL;
     int qk_norm = c->qk_norm == PF__QK_NORM_HEAD && (q_norm || k_norm);
-    /* the qk-norms and the clip need the bias added first */
-    shape->qkv_bias = be->qkv_bias_in_attention && c->qk_norm == PF__QK_NORM_NONE && !(c->clip_qkv > 0) && !c->disentangled
-                      ? qkv_bias : NULL; /* DeBERTa's terms read q and k with their biases */
+    int temperature = c->temperature_tuning && c->layer_rope && !c->layer_rope[l]; /* Llama 4's NoPE layers */
+    /* the qk-norms, the clip and the temperature need the bias added first */
+    shape->qkv_bias = be->qkv_bias_in_attention && c->qk_norm == PF__QK_NORM_NONE && !(c->clip_qkv > 0) && !c->disentangled &&
+                      !temperature ? qkv_bias : NULL; /* DeBERTa's terms read q and k with their biases */
     be->matmul(r, r->qkv, in, &L[PF__SLOT_QKV_WEIGHT], shape->qkv_bias ? NULL : qkv_bias, N);
     /* q, k, v = clamp(q, k, v, -clip, clip) (OLMo's clip_qkv) */
     if (c->clip_qkv > 0)
@@ -23435,6 +23535,8 @@ static void pf__rank_attention(pf__rank *r, const pf__step *s, const pf__weight 
         be->rotary(r, r->qkv, s, shape, a->positions == PF__POS_ROTARY_PAIRS);
         shape->qkv_bias = NULL; /* added */
     }
+    /* q = q * (1 + attn_scale * log1p(floor((p + 1) / floor_scale))) by position p (Llama 4's NoPE layers) */
+    if (temperature) be->scale_queries(r, r->qkv, s, shape, (float)c->temperature_floor, (float)c->temperature_scale);
     /* DeBERTa: bias = (c2p q.pk + p2c k.pq) * scale at each query's and key's bucketed distance */
     if (c->disentangled) pf__rank_disentangled(r, s, L, shape);
     /* attn = softmax(q k^T * scale + alibi + relative bias (+ bias)) v over the cache, k and v appended to it */
@@ -23488,6 +23590,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     shape->softcap = (float)c->attn_softcap;
     if (c->scale_attn_by_inverse_layer_idx) shape->scale /= (float)(l + 1);
     shape->window = c->layer_window[l];
+    shape->chunk = c->layer_chunk[l];
     shape->sinks = PF__OR_NULL(L[PF__SLOT_ATTN_SINKS]);
     shape->rope_table = c->rope_local_theta > 0 && c->layer_local[l];
     const pf__weight *attn_norm_b = PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]);
@@ -24252,6 +24355,7 @@ typedef struct pf_cuda_attention_args {
     int head_begin, kv_begin, kv_group; /* q head h reads kv head (head_begin + h) / kv_group - kv_begin */
     int cache_len;
     int window;                         /* keys within this distance of the query (sliding window); 0: all */
+    int chunk;                          /* > 0: keys j of the query's chunk, (j - pad) / chunk == (pos - pad) / chunk */
     int mask;                           /* 0: bidirectional (encoders), 1: causal, 2: cross-attention */
     float scale;
     float softcap;                      /* > 0: scaled scores become tanh(s / softcap) * softcap first (Gemma 2) */
@@ -24319,6 +24423,8 @@ int pf_cuda_gather_rows(pf_cuda_rank *st, float *dst, const float *src, const in
 int pf_cuda_scatter_add_rows(pf_cuda_rank *st, float *dst, const float *src, const int32_t *rows, const float *scales,
                              size_t count, size_t width);
 int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
+int pf_cuda_scale_queries(pf_cuda_rank *st, float *qkv, const int *pad, int batch, int T, const int *past_at, int heads,
+                          int kv_heads, int head_dim, float floor_scale, float scale);
 int pf_cuda_qk_sum_squares(pf_cuda_rank *st, float *sums, const float *qkv, size_t rows, int heads, int kv_heads,
                            int head_dim, int k_first, int k_count);
 int pf_cuda_qk_scale(pf_cuda_rank *st, float *qkv, const float *sums, const void *q_weight, int q_dtype,
@@ -25147,6 +25253,16 @@ static void pf__cuda_clamp(pf__rank *r, float *x, size_t count, float limit) {
     pf__cuda_ok(r, pf_cuda_clamp(rs->cu, x, count, limit));
 }
 
+static void pf__cuda_scale_queries(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, float floor_scale,
+                                   float scale) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs || !a->heads) return;
+    const int *pad = pf__cuda_pads(r, rs, s);
+    if (r->error) return;
+    pf__cuda_ok(r, pf_cuda_scale_queries(rs->cu, qkv, pad, s->batch, s->seq_len, rs->step_ints, a->heads, a->kv_heads,
+                                         a->head_dim, floor_scale, scale));
+}
+
 static void pf__cuda_qk_sum_squares(pf__rank *r, float *sums, const float *qkv, size_t rows, const pf__attn_shape *a,
                                     int k_first, int k_count) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
@@ -25235,7 +25351,7 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const voi
         .past = s->past, .past_at = rs->step_ints, /* the same past, staged in device memory */
         .heads = a->heads, .kv_heads = a->kv_heads, .head_dim = a->head_dim,
         .head_begin = a->head_begin, .kv_begin = a->kv_begin, .kv_group = a->kv_group,
-        .cache_len = a->cache_len, .window = a->window,
+        .cache_len = a->cache_len, .window = a->window, .chunk = a->chunk,
         .mask = a->mask, /* PF__MASK_BIDIRECTIONAL, _CAUSAL, _CROSS: the ABI's 0, 1, 2 */
         .scale = a->scale,
         .softcap = a->softcap,
@@ -25529,6 +25645,7 @@ static const pf__backend pf__cuda_table = {
     .gather_rows = pf__cuda_gather_rows,
     .scatter_add_rows = pf__cuda_scatter_add_rows,
     .head_norm = pf__cuda_head_norm,
+    .scale_queries = pf__cuda_scale_queries,
     .clamp = pf__cuda_clamp,
     .qk_sum_squares = pf__cuda_qk_sum_squares,
     .qk_scale = pf__cuda_qk_scale,

@@ -725,6 +725,17 @@ static pf_result pf__config_layer_sparse(const pf__json *json, pf__config *c, co
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"mlp_only_layers\" holds something other than a layer index", path);
         if (x >= 0 && x < c->num_layers) c->layer_sparse[(int)x] = 0; /* others name no layer, as in transformers */
     }
+    const pf__json *listed = c->moe_layers_listed ? pf__json_get(json, "moe_layers") : NULL;
+    if (listed && listed->type == PF__JSON_NULL) listed = NULL;
+    if (listed && listed->type != PF__JSON_ARRAY)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"moe_layers\" is not a list", path);
+    if (listed) memset(c->layer_sparse, 0, (size_t)c->num_layers * sizeof(int)); /* the list overrides the interleave */
+    for (const pf__json *v = listed ? listed->first : NULL; v; v = v->next) {
+        double x = -1;
+        if (pf__json_number(v, &x) != 1 || x != floor(x))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"moe_layers\" holds something other than a layer index", path);
+        if (x >= 0 && x < c->num_layers) c->layer_sparse[(int)x] = 1; /* others name no layer, as in transformers */
+    }
     int sparse = 0;
     for (int l = 0; l < c->num_layers; l++) sparse |= c->layer_sparse[l] &= l >= c->first_dense_layers;
     if (!sparse) return PF_OK; /* every layer dense: the routing's keys unread, as transformers builds no router */
@@ -738,9 +749,10 @@ static pf_result pf__config_layer_sparse(const pf__json *json, pf__config *c, co
 static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, const char *path, char *message,
                                           size_t size) {
     if (!c->use_sliding_window) c->sliding_window = 0;
-    c->layer_window = (int *)calloc(2 * (size_t)c->num_layers, sizeof(int));
+    c->layer_window = (int *)calloc(3 * (size_t)c->num_layers, sizeof(int));
     if (!c->layer_window) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     c->layer_local = c->layer_window + c->num_layers;
+    c->layer_chunk = c->layer_local + c->num_layers;
     const pf__json *types = NULL;
     const char *key = NULL;
     int needed = 0;
@@ -761,6 +773,8 @@ static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, c
                                 : c->window_pattern > 0 ? (l + 1) % c->window_pattern != 0
                                 : l >= c->first_window_layer;
             c->layer_window[l] = c->layer_local[l] ? c->sliding_window : 0;
+            /* a family with chunks (Llama 4) chunks its rotated layers, as its config's default kinds say */
+            c->layer_chunk[l] = c->layer_rope && c->layer_rope[l] ? c->attention_chunk : 0;
         }
         return PF_OK;
     }
@@ -786,6 +800,7 @@ static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, c
                 if (l >= c->num_layers) continue; /* too many: counted, refused below */
                 if (!strcmp(kind->string, "local")) c->layer_window[l] = c->local_window, c->layer_local[l] = 1;
                 else if (!strcmp(kind->string, "sliding_attention")) c->layer_window[l] = c->sliding_window, c->layer_local[l] = 1;
+                else if (!strcmp(kind->string, "chunked_attention") && c->attention_chunk > 0) c->layer_chunk[l] = c->attention_chunk;
                 else if (strcmp(kind->string, "global") && strcmp(kind->string, "full_attention") &&
                          strcmp(kind->string, "attention")) /* Qwen2's older name of full_attention */
                     return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: attention kind \"%s\" is not supported", path,
@@ -1610,6 +1625,12 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
     if (!r && strcmp(swiglu_key, "(derived)") && !(cfg->swiglu_limit > 0)) /* 0 would mean the plain SwiGLU here */
         r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" %g is not supported (a limit above 0)", path,
                        swiglu_key, cfg->swiglu_limit);
+    if (!r && cfg->temperature_tuning && !(cfg->temperature_floor >= 1)) /* transformers divides positions by it */
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" %g is not supported (1 or more)", path,
+                       pf__config_key(cfg->arch, offsetof(pf__config, temperature_floor)), cfg->temperature_floor);
+    if (!r && cfg->attention_chunk < 0)
+        r = pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" %d is negative", path,
+                       pf__config_key(cfg->arch, offsetof(pf__config, attention_chunk)), cfg->attention_chunk);
     if (!r) r = pf__config_stray_windows(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_rope(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_windows(json, cfg, path, message, size);

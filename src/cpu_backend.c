@@ -3103,6 +3103,24 @@ static void pf__cpu_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf_
         }
 }
 
+/* Llama 4's attention temperature at position p, in fp32 as transformers computes it. */
+static float pf__query_temperature(int p, float floor_scale, float scale) {
+    return log1pf(floorf(((float)p + 1.0f) / floor_scale)) * scale + 1.0f;
+}
+
+static void pf__cpu_scale_queries(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, float floor_scale,
+                                  float scale) {
+    (void)r;
+    size_t width = (size_t)(a->heads + 2 * a->kv_heads) * (size_t)a->head_dim, q_width = (size_t)a->heads * a->head_dim;
+    for (int b = 0; b < s->batch; b++)
+        for (int t = 0; t < s->seq_len; t++) {
+            float *row = qkv + ((size_t)b * s->seq_len + t) * width;
+            int position = s->past + t - (s->pad ? s->pad[b] : 0);
+            float factor = pf__query_temperature(position > 0 ? position : 0, floor_scale, scale);
+            for (size_t i = 0; i < q_width; i++) row[i] *= factor;
+        }
+}
+
 /* T5's bidirectional bucket of a relative distance (key position - query position): half the
    buckets for keys after the query; exact below a quarter of them, then logarithmic up to
    max_distance, computed in fp32 as transformers does. */
@@ -3161,6 +3179,10 @@ static void pf__attend_range(const pf__step *s, const pf__attn_shape *a, size_t 
     *first = pad; /* left pads are never keys */
     if (a->window && pos + 1 > (size_t)a->window && pos + 1 - (size_t)a->window > *first)
         *first = pos + 1 - (size_t)a->window;
+    if (a->chunk > 0 && pos >= pad) { /* the query's chunk, counted from the sequence's first token */
+        size_t chunk_first = pad + (pos - pad) / (size_t)a->chunk * (size_t)a->chunk;
+        if (chunk_first > *first) *first = chunk_first;
+    }
 }
 
 /* ALiBi's bias for a head's slope and a key `position` tokens after its row's first: Falcon's
@@ -3649,6 +3671,7 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .add_residual = pf__cpu_add_residual,
     .scale = pf__cpu_scale,
     .head_norm = pf__cpu_head_norm,
+    .scale_queries = pf__cpu_scale_queries,
     .clamp = pf__cpu_clamp,
     .qk_sum_squares = pf__cpu_qk_sum_squares,
     .qk_scale = pf__cpu_qk_scale,

@@ -76,6 +76,7 @@ typedef struct pf_cuda_attention_args {
     int head_begin, kv_begin, kv_group; /* q head h reads kv head (head_begin + h) / kv_group - kv_begin */
     int cache_len;
     int window;                         /* keys within this distance of the query (sliding window); 0: all */
+    int chunk;                          /* > 0: keys j of the query's chunk, (j - pad) / chunk == (pos - pad) / chunk */
     int mask;                           /* 0: bidirectional (encoders), 1: causal, 2: cross-attention */
     float scale;
     float softcap;                      /* > 0: scaled scores become tanh(s / softcap) * softcap first (Gemma 2) */
@@ -143,6 +144,8 @@ int pf_cuda_gather_rows(pf_cuda_rank *st, float *dst, const float *src, const in
 int pf_cuda_scatter_add_rows(pf_cuda_rank *st, float *dst, const float *src, const int32_t *rows, const float *scales,
                              size_t count, size_t width);
 int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
+int pf_cuda_scale_queries(pf_cuda_rank *st, float *qkv, const int *pad, int batch, int T, const int *past_at, int heads,
+                          int kv_heads, int head_dim, float floor_scale, float scale);
 int pf_cuda_qk_sum_squares(pf_cuda_rank *st, float *sums, const float *qkv, size_t rows, int heads, int kv_heads,
                            int head_dim, int k_first, int k_count);
 int pf_cuda_qk_scale(pf_cuda_rank *st, float *qkv, const float *sums, const void *q_weight, int q_dtype,

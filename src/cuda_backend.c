@@ -832,6 +832,16 @@ static void pf__cuda_clamp(pf__rank *r, float *x, size_t count, float limit) {
     pf__cuda_ok(r, pf_cuda_clamp(rs->cu, x, count, limit));
 }
 
+static void pf__cuda_scale_queries(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, float floor_scale,
+                                   float scale) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs || !a->heads) return;
+    const int *pad = pf__cuda_pads(r, rs, s);
+    if (r->error) return;
+    pf__cuda_ok(r, pf_cuda_scale_queries(rs->cu, qkv, pad, s->batch, s->seq_len, rs->step_ints, a->heads, a->kv_heads,
+                                         a->head_dim, floor_scale, scale));
+}
+
 static void pf__cuda_qk_sum_squares(pf__rank *r, float *sums, const float *qkv, size_t rows, const pf__attn_shape *a,
                                     int k_first, int k_count) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
@@ -920,7 +930,7 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const voi
         .past = s->past, .past_at = rs->step_ints, /* the same past, staged in device memory */
         .heads = a->heads, .kv_heads = a->kv_heads, .head_dim = a->head_dim,
         .head_begin = a->head_begin, .kv_begin = a->kv_begin, .kv_group = a->kv_group,
-        .cache_len = a->cache_len, .window = a->window,
+        .cache_len = a->cache_len, .window = a->window, .chunk = a->chunk,
         .mask = a->mask, /* PF__MASK_BIDIRECTIONAL, _CAUSAL, _CROSS: the ABI's 0, 1, 2 */
         .scale = a->scale,
         .softcap = a->softcap,
@@ -1214,6 +1224,7 @@ static const pf__backend pf__cuda_table = {
     .gather_rows = pf__cuda_gather_rows,
     .scatter_add_rows = pf__cuda_scatter_add_rows,
     .head_norm = pf__cuda_head_norm,
+    .scale_queries = pf__cuda_scale_queries,
     .clamp = pf__cuda_clamp,
     .qk_sum_squares = pf__cuda_qk_sum_squares,
     .qk_scale = pf__cuda_qk_scale,

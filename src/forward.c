@@ -199,6 +199,7 @@ static void pf__rank_cross_attention(pf__rank *r, const pf__step *s, const pf__w
     shape.cache_dtype = PF__DTYPE_F32; /* written by a matmul, once per request */
     shape.cache_len = s->cross_len;
     shape.window = 0;
+    shape.chunk = 0;
     shape.sinks = NULL;
     shape.alibi = NULL;
     shape.rel_bias = NULL;
@@ -342,10 +343,13 @@ static void pf__rank_attention(pf__rank *r, const pf__step *s, const pf__weight 
     const pf__weight *qkv_bias = PF__OR_NULL(L[PF__SLOT_QKV_BIAS]);
     const pf__weight *q_norm = PF__OR_NULL(L[PF__SLOT_Q_NORM_WEIGHT]), *k_norm = PF__OR_NULL(L[PF__SLOT_K_NORM_WEIGHT]);
     const pf__weight *q_norm_b = PF__OR_NULL(L[PF__SLOT_Q_NORM_BIAS]), *k_norm_b = PF__OR_NULL(L[PF__SLOT_K_NORM_BIAS]);
+    if (c->qk_norm_l2) /* Llama 4's L2 norm: the gain 1, on the rotated layers only */
+        q_norm = k_norm = rotary ? &r->unit_gain : NULL;
     int qk_norm = c->qk_norm == PF__QK_NORM_HEAD && (q_norm || k_norm);
-    /* the qk-norms and the clip need the bias added first */
-    shape->qkv_bias = be->qkv_bias_in_attention && c->qk_norm == PF__QK_NORM_NONE && !(c->clip_qkv > 0) && !c->disentangled
-                      ? qkv_bias : NULL; /* DeBERTa's terms read q and k with their biases */
+    int temperature = c->temperature_tuning && c->layer_rope && !c->layer_rope[l]; /* Llama 4's NoPE layers */
+    /* the qk-norms, the clip and the temperature need the bias added first */
+    shape->qkv_bias = be->qkv_bias_in_attention && c->qk_norm == PF__QK_NORM_NONE && !(c->clip_qkv > 0) && !c->disentangled &&
+                      !temperature ? qkv_bias : NULL; /* DeBERTa's terms read q and k with their biases */
     be->matmul(r, r->qkv, in, &L[PF__SLOT_QKV_WEIGHT], shape->qkv_bias ? NULL : qkv_bias, N);
     /* q, k, v = clamp(q, k, v, -clip, clip) (OLMo's clip_qkv) */
     if (c->clip_qkv > 0)
@@ -364,6 +368,8 @@ static void pf__rank_attention(pf__rank *r, const pf__step *s, const pf__weight 
         be->rotary(r, r->qkv, s, shape, a->positions == PF__POS_ROTARY_PAIRS);
         shape->qkv_bias = NULL; /* added */
     }
+    /* q = q * (1 + attn_scale * log1p(floor((p + 1) / floor_scale))) by position p (Llama 4's NoPE layers) */
+    if (temperature) be->scale_queries(r, r->qkv, s, shape, (float)c->temperature_floor, (float)c->temperature_scale);
     /* DeBERTa: bias = (c2p q.pk + p2c k.pq) * scale at each query's and key's bucketed distance */
     if (c->disentangled) pf__rank_disentangled(r, s, L, shape);
     /* attn = softmax(q k^T * scale + alibi + relative bias (+ bias)) v over the cache, k and v appended to it */
@@ -417,6 +423,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     shape->softcap = (float)c->attn_softcap;
     if (c->scale_attn_by_inverse_layer_idx) shape->scale /= (float)(l + 1);
     shape->window = c->layer_window[l];
+    shape->chunk = c->layer_chunk[l];
     shape->sinks = PF__OR_NULL(L[PF__SLOT_ATTN_SINKS]);
     shape->rope_table = c->rope_local_theta > 0 && c->layer_local[l];
     const pf__weight *attn_norm_b = PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]);

@@ -697,6 +697,9 @@ typedef struct pf__config {
     int attention_bias, mlp_bias;   /* 1: the projections of attention (of the MLP) have biases */
     int qk_norm;                    /* a pf__qk_norm: q and k normed before the rotary */
     int qk_norm_per_head;           /* with PF__QK_NORM_HEAD: a gain per head, [heads][head_dim] */
+    int qk_norm_l2;                 /* with PF__QK_NORM_HEAD: Llama 4's L2 norm, an RMSNorm without gain tensors
+                                       (the gain 1), on the rotated layers only; transformers norms after the
+                                       rotation, which keeps each head's sum of squares: the same norm */
     int norm_weightless;            /* 1: the blocks' and the final norms have no weight or bias tensors
                                        (OLMo's non-parametric LayerNorm): normed with the gain 1 */
     double clip_qkv;                /* > 0: q, k and v clamped to [-clip_qkv, clip_qkv] after their
@@ -757,6 +760,14 @@ typedef struct pf__config {
     int nope_windowed;              /* 1: without a per-layer list of kinds, the sliding window is on the
                                        NoPE layers (SmolLM3) */
     int *layer_rope;                /* [num_layers]: 1 where the layer rotates q and k; NULL: every layer; owned */
+    int attention_chunk;            /* the "chunked_attention" layers' chunk (Llama 4's attention_chunk_size) */
+    int *layer_chunk;               /* [num_layers]: each layer's chunk, 0 for none: a query sees the keys of its
+                                       chunk of attention_chunk positions (counted from the sequence's first
+                                       token); points into layer_window's block */
+    int temperature_tuning;         /* 1: on the layers that rotate nothing, q times 1 + temperature_scale *
+                                       log1p(floor((p + 1) / temperature_floor)) at position p (Llama 4's
+                                       attn_temperature_tuning, floor_scale, attn_scale) */
+    double temperature_floor, temperature_scale;
     /* Multi-head latent attention (DeepSeek V2/V3), on when kv_lora_rank > 0: head_dim is then
        qk_nope_head_dim + qk_rope_head_dim (q's and k's heads), rotary_dim qk_rope_head_dim (the
        end of each head, and of the latent row); the cache holds each token's normed latent and its
@@ -788,6 +799,12 @@ typedef struct pf__config {
     int decoder_sparse_step;        /* layer l has experts when (l + 1) % step == 0 (Qwen2-MoE); 0: every layer */
     int router_topk_softmax;        /* 1: the top_k of the raw router logits, then a softmax over those k
                                        (gpt-oss's router); 0: scores of all experts, then the top_k */
+    int router_topk_sigmoid;        /* 1: the top_k of the raw router logits, each weighed by the sigmoid of its
+                                       logit, not renormalised (Llama 4's router) */
+    int experts_scale_input;        /* 1: an expert runs on the token times its routing weight, its output
+                                       added as it is (Llama 4); 0: the output times the weight */
+    int moe_layers_listed;          /* 1: config.json's moe_layers, when present, lists the layers with experts
+                                       (Llama 4's; else interleave_moe_layer_step as decoder_sparse_step) */
     int experts_interleaved;        /* 1: a fused gate_up's outputs alternate gate, up (gpt-oss's [..., ::2],
                                        [..., 1::2]); read into gate rows, then up rows */
     double swiglu_limit;            /* > 0: the experts' clamped SwiGLU (gpt-oss): gate clamped above at
@@ -1389,6 +1406,8 @@ typedef struct pf__attn_shape {
     int head_begin, kv_begin, kv_group;
     int cache_len;
     int window;             /* keys j with pos - j < window; 0: all earlier keys */
+    int chunk;              /* > 0: keys j of the query's chunk, (j - pad) / chunk == (pos - pad) / chunk
+                               (Llama 4's chunked attention); 0: none */
     int mask;               /* PF__MASK_*: the keys a query sees, left pads always excepted */
     int rotary_dim;         /* for the rotary op */
     float rope_scale;       /* the rotary op's cos and sin times this (YaRN's and LongRoPE's attention
@@ -1489,6 +1508,10 @@ typedef struct pf__backend {
        that side left as it is). */
     void (*qk_scale)(pf__rank *r, float *qkv, const float *sums, const pf__weight *q_weight, const pf__weight *k_weight,
                      size_t rows, const pf__attn_shape *a, float q_width, float k_width, float eps);
+    /* Each q head of the qkv rows times 1 + scale * log1p(floor((p + 1) / floor)) at its position
+       p = past + t - pad[b] (Llama 4's attention temperature on its NoPE layers), in fp32 as
+       transformers computes it. */
+    void (*scale_queries)(pf__rank *r, float *qkv, const pf__step *s, const pf__attn_shape *a, float floor, float scale);
     /* x[i] = min(max(x[i], -limit), limit) for count values (OLMo's clip_qkv over the qkv rows) */
     void (*clamp)(pf__rank *r, float *x, size_t count, float limit);
     /* Rotates (cos and sin times a->rope_scale when set) the first a->rotary_dim dims of every q and k head in the qkv rows by position
@@ -1619,6 +1642,7 @@ struct pf__rank {
     pf__share share;
     pf__weight *weights;      /* [pf__num_slots(config)] */
     float *alibi;             /* [heads]: the rank's ALiBi slopes, or NULL */
+    pf__weight unit_gain;     /* [head_dim] of 1: the gain of a qk-norm without tensors (qk_norm_l2); data NULL otherwise */
     float *rel_bias;          /* [heads][rel rows]: the rank's heads of the relative bias table, or NULL */
     float *enc_rel_bias;      /* the same of an encoder-decoder's encoder tower */
     void *k_cache, *v_cache;  /* [pf__cache_layers][max_batch][cache_len][kv_heads * head_dim] in cache_dtype;

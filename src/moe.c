@@ -22,6 +22,7 @@ typedef struct pf__routing {
     float *scores;    /* [2 experts + 1]: one token's scores and choice scores, then the experts' fill positions */
     int32_t *tokens;  /* [max_tokens]: 0, 1, 2, ... (the shared expert's rows) */
     float *gates;     /* [max_tokens]: the shared expert's sigmoid gate of each token */
+    float *ones;      /* [max_tokens]: 1, the scale of outputs whose weight went into the input */
 } pf__routing;
 
 #ifdef PF_TESTING
@@ -33,7 +34,7 @@ static pf__routing *pf__routing_new(size_t max_tokens, int experts, int top_k) {
     size_t picks = max_tokens * (size_t)top_k;
     size_t bytes = sizeof(pf__routing) + max_tokens * (size_t)experts * sizeof(float) + picks * 2 * (sizeof(int32_t) + sizeof(float)) +
                    ((size_t)experts + 1) * sizeof(int32_t) + (2 * (size_t)experts + 1) * sizeof(float) +
-                   max_tokens * (sizeof(int32_t) + sizeof(float));
+                   max_tokens * (sizeof(int32_t) + 2 * sizeof(float));
     pf__routing *rt = (pf__routing *)malloc(bytes);
     if (!rt) return NULL;
     rt->max_tokens = max_tokens;
@@ -47,8 +48,9 @@ static pf__routing *pf__routing_new(size_t max_tokens, int experts, int top_k) {
     rt->first = rt->rows + picks;
     rt->scores = (float *)(rt->first + experts + 1);
     rt->gates = rt->scores + 2 * (size_t)experts + 1;
-    rt->tokens = (int32_t *)(rt->gates + max_tokens);
-    for (size_t t = 0; t < max_tokens; t++) rt->tokens[t] = (int32_t)t;
+    rt->ones = rt->gates + max_tokens;
+    rt->tokens = (int32_t *)(rt->ones + max_tokens);
+    for (size_t t = 0; t < max_tokens; t++) rt->tokens[t] = (int32_t)t, rt->ones[t] = 1.0f;
     return rt;
 }
 
@@ -89,13 +91,13 @@ static void pf__mask_groups(const pf__config *c, float *choose) {
    sigmoid, or the logits themselves where a softmax over the chosen follows); the experts chosen by
    score plus choice_bias where the family has one, within the best groups where it groups them;
    the top_k (the lower index first on equal scores) weighed by their scores (gpt-oss: a softmax
-   over the chosen logits), renormalised to sum 1 where the family does, times routed_scaling.
+   over the chosen logits; Llama 4: each chosen logit's sigmoid), renormalised to sum 1 where the family does, times routed_scaling.
    scores holds 2 E floats. */
 static void pf__route_token(const pf__config *c, const float *logits, const float *choice_bias, int32_t *choice,
                             float *weight, float *scores) {
     int E = c->num_experts, k = c->experts_per_token;
     float *choose = scores + E;
-    if (c->router_topk_softmax) {
+    if (c->router_topk_softmax || c->router_topk_sigmoid) {
         memcpy(scores, logits, (size_t)E * sizeof(float));
     } else if (c->router_sigmoid) {
         for (int e = 0; e < E; e++) scores[e] = 1.0f / (1.0f + expf(-logits[e]));
@@ -116,6 +118,8 @@ static void pf__route_token(const pf__config *c, const float *logits, const floa
         float sum = 0;
         for (int j = 0; j < k; j++) sum += weight[j] = expf(weight[j] - scores[choice[0]]);
         for (int j = 0; j < k; j++) weight[j] /= sum;
+    } else if (c->router_topk_sigmoid) { /* each chosen logit's sigmoid (Llama 4) */
+        for (int j = 0; j < k; j++) weight[j] = 1.0f / (1.0f + expf(-weight[j]));
     }
     float total = 0;
     for (int j = 0; j < k; j++) total += weight[j];
@@ -215,7 +219,15 @@ PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, int l, const 
         pf__weight gu = pf__expert_view(gate_up, local, held), dn = pf__expert_view(down, local, held);
         pf__weight gu_bias = pf__expert_view(&L[PF__SLOT_EXPERTS_GATE_UP_BIAS], local, held);
         pf__weight dn_bias = pf__expert_view(&L[PF__SLOT_EXPERTS_DOWN_BIAS], local, held);
-        be->gather_rows(r, r->expert_in, h, rt->rows + first, n, d);
+        const float *scales = rt->scales + first;
+        if (c->experts_scale_input) { /* in = weight * h[token] (Llama 4), the output added as it is */
+            be->gather_rows(r, r->expert_out, h, rt->rows + first, n, d);
+            be->scale(r, r->expert_in, n * d, 0.0f);
+            be->scatter_add_rows(r, r->expert_in, r->expert_out, rt->tokens, scales, n, d);
+            scales = rt->ones;
+        } else {
+            be->gather_rows(r, r->expert_in, h, rt->rows + first, n, d);
+        }
         be->matmul(r, r->expert_mid, r->expert_in, &gu, gu_bias.data ? &gu_bias : NULL, n);
         if (c->swiglu_limit > 0)
             be->clamped_swiglu(r, r->expert_act, r->expert_mid, n, width, (float)c->swiglu_alpha, (float)c->swiglu_limit);
@@ -223,9 +235,9 @@ PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, int l, const 
             be->gated_activation(r, r->expert_act, r->expert_mid, n, width, c->activation);
         /* the down bias once per expert: on the rank holding its first columns */
         be->matmul(r, r->expert_out, r->expert_act, &dn, r->share.expert_col_begin ? NULL : dn_bias.data ? &dn_bias : NULL, n);
-        be->scatter_add_rows(r, part, r->expert_out, rt->rows + first, rt->scales + first, n, d);
+        be->scatter_add_rows(r, part, r->expert_out, rt->rows + first, scales, n, d);
         if (faulty == 3 && r->index == 0 && local == 0)
-            be->scatter_add_rows(r, part, r->expert_out, rt->rows + first, rt->scales + first, n, d);
+            be->scatter_add_rows(r, part, r->expert_out, rt->rows + first, scales, n, d);
     }
     if (c->shared_intermediate_size > 0) pf__rank_shared_expert(r, L, h, part, N);
 }

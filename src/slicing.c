@@ -609,6 +609,21 @@ static void pf__rank_load_weights(pf__rank *r) {
     if (pf__slot_tied(m, PF__SLOT_LM_HEAD)) r->weights[PF__SLOT_LM_HEAD] = r->weights[PF__SLOT_TOKEN_EMBED];
 }
 
+/* r->unit_gain: n fp32 ones on the rank's device (the gain of a norm that has no tensor). */
+static void pf__rank_unit_gain(pf__rank *r, size_t n) {
+    float *ones = (float *)malloc(n * sizeof(float));
+    if (!ones) {
+        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) ones[i] = 1.0f;
+    r->unit_gain.dtype = PF__DTYPE_F32;
+    r->unit_gain.rows = n;
+    r->unit_gain.cols = 1;
+    r->unit_gain.data = pf__rank_upload_table(r, ones, n);
+    free(ones);
+}
+
 /* Tables computed here rather than read: the sinusoid (where the file has no copy of it; one per
    tower), the ALiBi slopes, in fp32; T5's relative position biases. */
 static void pf__rank_make_tables(pf__rank *r) {
@@ -641,6 +656,7 @@ static void pf__rank_make_tables(pf__rank *r) {
         r->alibi = (float *)pf__rank_upload_table(r, table, table_size);
     }
     free(table);
+    if (c->qk_norm_l2) pf__rank_unit_gain(r, (size_t)c->head_dim);
     r->rel_bias = pf__rank_rel_table(r, &m->sources[PF__SLOT_REL_BIAS]);
     r->enc_rel_bias = pf__rank_rel_table(r, &m->sources[PF__SLOT_ENC_REL_BIAS]);
 }

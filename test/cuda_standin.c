@@ -260,6 +260,9 @@ TAPED(add_residual_biases, ADD_RESIDUAL_BIASES_ARGS, 0)
 TAPED(rotary, ROTARY_ARGS, 0)
 #define CLAMP_ARGS(X) X(float *, x) X(size_t, count) X(float, limit)
 TAPED(clamp, CLAMP_ARGS, 0)
+#define SCALE_QUERIES_ARGS(X) X(float *, qkv) X(const int *, pad) X(int, batch) X(int, T) X(const int *, past_at) \
+    X(int, heads) X(int, kv_heads) X(int, hd) X(float, floor_scale) X(float, scale)
+TAPED(scale_queries, SCALE_QUERIES_ARGS, 0)
 #define QK_SUM_SQUARES_ARGS(X) X(float *, sums) X(const float *, qkv) X(size_t, rows) X(int, heads) X(int, kv_heads) \
     X(int, hd) X(int, k_first) X(int, k_count)
 TAPED(qk_sum_squares, QK_SUM_SQUARES_ARGS, 0)
@@ -911,6 +914,23 @@ static int head_norm_live(pf_cuda_rank *st, float *qkv, const void *q_w, int q_d
     return 0;
 }
 
+/* kernels.cu's pf_scale_queries_kernel: q times 1 + scale * log1p(floor((p + 1) / floor_scale)). */
+static int scale_queries_live(pf_cuda_rank *st, float *qkv, const int *pad, int batch, int T, const int *past_at,
+                              int heads, int kv_heads, int hd, float floor_scale, float scale) {
+    size_t rows = (size_t)batch * T, q_width = (size_t)heads * hd, row_width = (size_t)(heads + 2 * kv_heads) * hd;
+    if (!rows || T <= 0 || !q_width) return 0;
+    NEED(qkv, rows * row_width * 4);
+    if (pad) NEED(pad, (size_t)batch * 4);
+    NEED(past_at, 4);
+    int past = *past_at;
+    for (size_t row = 0; row < rows; row++) {
+        float p = (float)position(pad, (int)(row / (size_t)T), past, (int)(row % (size_t)T));
+        float factor = log1pf(floorf((p + 1.0f) / floor_scale)) * scale + 1.0f;
+        for (size_t i = 0; i < q_width; i++) qkv[row * row_width + i] *= factor;
+    }
+    return 0;
+}
+
 static int rotary_live(pf_cuda_rank *st, float *qkv, const void *bias, int bias_dtype, const float *inv_freq,
                        const int *pad, int batch, int T, const int *past_at, int heads, int kv_heads, int hd,
                        int rotary_dim, int pairs, float scale) {
@@ -1306,6 +1326,8 @@ static int attend_live(pf_cuda_rank *st, const pf_cuda_attention_args *args) {
                 int b = (int)(row / T), t = (int)(row % T), pos = past + t, pd = pad ? pad[b] : 0;
                 int last = mask == 1 ? pos : mask == 2 ? cache_len - 1 : past + T - 1;
                 int first = window > 0 && pos + 1 - window > pd ? pos + 1 - window : pd;
+                if (args->chunk > 0 && pos >= pd && pd + (pos - pd) / args->chunk * args->chunk > first)
+                    first = pd + (pos - pd) / args->chunk * args->chunk; /* kernels.cu's pf_first_key */
                 if (flash) {
                     size_t cache_row = cache_rows ? (size_t)cache_rows[b] : (size_t)b;
                     size_t base = cache_row * cache_len * kv_width + (size_t)((head_begin + h) / kv_group - kv_begin) * hd;

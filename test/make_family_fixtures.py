@@ -479,9 +479,20 @@ def experts_eager(config) -> dict:
     return {"experts_implementation": "eager"} if is_moe else {}
 
 
+def causal_lm_class(config):
+    """The class a family's checkpoints ship as: AutoModelForCausalLM's, but for Llama 4's multimodal
+    config, which it maps to the text model alone (Llama4ForCausalLM) where the hub has the whole
+    Llama4ForConditionalGeneration."""
+    if config.model_type == "llama4":
+        from transformers import Llama4ForConditionalGeneration
+        return Llama4ForConditionalGeneration
+    return AutoModelForCausalLM
+
+
 def build_model(config, seed: int, tweak=None):
     torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32, attn_implementation=ATTENTION["implementation"],
+    cls = causal_lm_class(config)
+    model = (cls.from_config if cls is AutoModelForCausalLM else cls._from_config)(config, dtype=torch.float32, attn_implementation=ATTENTION["implementation"],
                                              **experts_eager(config)).eval()
     randomize(model, seed)
     if tweak is not None:
@@ -505,8 +516,9 @@ def scale_params(factors: dict[str, float]):
 
 def load_model(path: Path, config=None):
     kwargs = {} if config is None else {"config": config}
-    kwargs.update(experts_eager(config or AutoConfig.from_pretrained(path)))
-    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation=ATTENTION["implementation"],
+    config = config or AutoConfig.from_pretrained(path)
+    kwargs.update(experts_eager(config))
+    return causal_lm_class(config).from_pretrained(path, dtype=torch.float32, attn_implementation=ATTENTION["implementation"],
                                                 **kwargs).eval()
 
 
@@ -994,6 +1006,37 @@ def cfg_gpt_oss(v, tok):
     )
 
 
+def cfg_llama4(v, tok):
+    from transformers import Llama4TextConfig
+
+    bos, eos, pad = _ids(tok)
+    # 4 layers: layer 2 rotates nothing (no_rope_layer_interval 3) and its q takes the attention
+    # temperature (floor_scale 3: it grows past position 2); the others rotate pairs (llama3 scaling)
+    # with the L2 qk-norm and attend within chunks of 4; layers 1 and 3 mixtures (interleave 2) of
+    # 5 experts, 1 a token, beside the shared expert (width 40); the dense MLP 64 wide
+    return Llama4TextConfig(
+        vocab_size=v, hidden_size=48, intermediate_size=40, intermediate_size_mlp=64, num_hidden_layers=4,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=12, max_position_embeddings=128, rms_norm_eps=1e-5,
+        initializer_range=INIT_STD, num_local_experts=5, num_experts_per_tok=1, interleave_moe_layer_step=2,
+        no_rope_layer_interval=3, attention_chunk_size=4, floor_scale=3, attn_scale=0.5,
+        rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 4.0, "original_max_position_embeddings": 16},
+        tie_word_embeddings=False, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
+def cfg_llama4_multimodal(v, tok):
+    """Llama 4 Scout's and Maverick's checkpoint: Llama4ForConditionalGeneration, the text model above
+    beside a tiny vision model and its projector (whose tensors the text model never reads)."""
+    from transformers import Llama4Config
+
+    bos, eos, pad = _ids(tok)
+    vision = dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32, vision_output_dim=16,
+                  projector_input_dim=16, projector_output_dim=48, image_size=28, patch_size=14)
+    return Llama4Config(text_config=cfg_llama4(v, tok).to_dict(), vision_config=vision, image_token_index=v,
+                        boi_token_index=v + 1, eoi_token_index=v + 2)  # image tokens past the text vocabulary
+
+
 def gpt_oss_tweak(model):
     """Routers x2 (routing far from ties) and q, k x0.6: softer attention over its 4 layers, so that
     the order of a sum over ranks moves the logits by less than the ranks' tolerance."""
@@ -1069,7 +1112,12 @@ def routing_margin(model, prompt_ids, eos, pad) -> float:
     def deepseek_hook(module, args, output):
         margins.append(deepseek_choice_margin(module, output[0]))
 
+    def llama4_hook(module, args, output):  # (scores, logits): the choice is made on the logits
+        top = torch.topk(output[1].float(), module.top_k + 1, dim=-1).values
+        margins.append(float((top[:, -2] - top[:, -1]).min()))
+
     handles = [m.register_forward_hook(hook) for m in model.modules() if type(m).__name__.endswith("TopKRouter")]
+    handles += [m.register_forward_hook(llama4_hook) for m in model.modules() if type(m).__name__ == "Llama4Router"]
     handles += [m.register_forward_hook(deepseek_hook) for m in model.modules() if type(m).__name__.endswith("TopkRouter")]
     assert handles, "no router found"
     greedy_generate(model, prompt_ids, eos, pad)
@@ -1812,6 +1860,27 @@ FAMILIES = [
                    ("no sliding window", set_attr(layer_types=["full_attention"] * 4))],
     ),
     dict(
+        name="llama4", config=cfg_llama4, seed=5900, vocab_pad=0, cases=False, beam=True, moe=True,
+        tweak=scale_routers, tokenizer=lambda out: save_tok(qwen2_tokenizer(384), out), tok_style="as qwen2",
+        traits="llama4_text: pairs rotated (its complex rotary) with llama3 scaling on layers 0, 1, 3, which attend "
+               "within chunks of 4 (layer_types chunked_attention) and L2-norm q and k; layer 2 NoPE with the "
+               "attention temperature (floor_scale 3, attn_scale 0.5); layers 1, 3 mixtures (interleave_moe_layer_step "
+               "2): router top-1 of 5 on the logits, its sigmoid scaling the expert's input, experts fused "
+               "[5, 48, 80] / [5, 40, 48], plus an ungated shared expert of width 40; dense MLP 64; router weights x2",
+        ablations=[("no attention temperature", set_attr(attn_temperature_tuning=False)),
+                   ("no qk-norm", set_attr(use_qk_norm=False)),
+                   ("no chunks", set_attr(layer_types=["full_attention"] * 4)),
+                   ("no shared expert", zeroed("shared_expert.down_proj"))],
+    ),
+    dict(
+        name="llama4-multimodal", config=cfg_llama4_multimodal, seed=5900, vocab_pad=0, cases=False, beam=True, moe=True,
+        tweak=scale_routers, tokenizer=lambda out: save_tok(qwen2_tokenizer(384), out), tok_style="as qwen2",
+        traits="model_type llama4 (Llama4ForConditionalGeneration, as Llama 4 Scout and Maverick ship): llama4's "
+               "text model in text_config, saved under language_model.model., beside a vision model and projector "
+               "that text generation never reads",
+        ablations=[],
+    ),
+    dict(
         name="granitemoeshared", config=cfg_granitemoeshared, seed=5500, vocab_pad=0, cases=False, beam=True, moe=True,
         tweak=scale_routers, tokenizer=lambda out: save_tok(gpt2_style_tokenizer(384), out), tok_style="as gpt_neo",
         traits="granitemoe's multipliers and fused experts; 7 experts of width 40, 2 a token; a shared MLP of width "
@@ -2361,6 +2430,8 @@ def describe_positions(cfg) -> str:
     if mt in ("deepseek_v2", "deepseek_v3"):  # latent attention: only the rope part of each head rotates
         head = (f"rotary pairs on the last {cfg.qk_rope_head_dim} of {cfg.qk_nope_head_dim + cfg.qk_rope_head_dim} "
                 f"(and on the shared key),")
+    elif mt in ("llama4_text", "llama4"):  # its complex rotary: pairs
+        head = f"rotary pairs on {head_dim} (not on NoPE layers),"
     elif "full_attention" in rope:  # Gemma 3: one rope per kind of layer
         local = rope["sliding_attention"]
         rope = rope["full_attention"]

@@ -996,6 +996,41 @@ static void test_olmo_keys(void) {
     expect_load("OLMo biases in the file, attention_bias false", NULL, PF_ERROR_FORMAT, "attention_bias is false");
 }
 
+/* Llama 4 (issue 33): layer_types, no_rope_layers and moe_layers absent are their defaults (from
+   no_rope_layer_interval and interleave_moe_layer_step); the chunk, the temperature and the qk-norm
+   change the logits; a null chunk, a floor_scale below 1 and a moe_layers list that disagrees with
+   the tensors are refused. */
+static void test_llama4_keys(void) {
+    static const char layer_types[] = "\"layer_types\": [\n    \"chunked_attention\",\n    \"chunked_attention\",\n"
+                                      "    \"full_attention\",\n    \"chunked_attention\"\n  ]";
+    static const char moe_layers[] = "\"moe_layers\": [\n    1,\n    3\n  ]";
+    static const char no_rope_layers[] = "\"no_rope_layers\": [\n    1,\n    1,\n    0,\n    1\n  ]";
+    if (copy_fixture("llama4")) return;
+    check_work_logits("Llama 4 as saved", "llama4", 1);
+    edit_file("config.json", layer_types, "\"layer_types\": null");
+    edit_file("config.json", no_rope_layers, "\"no_rope_layers\": null");
+    edit_file("config.json", moe_layers, "\"moe_layers\": null");
+    check_work_logits("Llama 4 without layer_types, no_rope_layers and moe_layers", "llama4", 1);
+    if (copy_fixture("llama4")) return;
+    edit_file("config.json", "\"attention_chunk_size\": 4", "\"attention_chunk_size\": 64");
+    check_work_logits("Llama 4 with chunks of 64", "llama4", 0);
+    if (copy_fixture("llama4")) return;
+    edit_file("config.json", "\"attn_temperature_tuning\": true", "\"attn_temperature_tuning\": false");
+    check_work_logits("Llama 4 without the attention temperature", "llama4", 0);
+    if (copy_fixture("llama4")) return;
+    edit_file("config.json", "\"use_qk_norm\": true", "\"use_qk_norm\": false");
+    check_work_logits("Llama 4 without the qk-norm", "llama4", 0);
+    if (copy_fixture("llama4")) return;
+    edit_file("config.json", "\"attention_chunk_size\": 4", "\"attention_chunk_size\": null");
+    expect_load("Llama 4 with attention_chunk_size null", NULL, PF_ERROR_FORMAT, "attention_chunk_size");
+    if (copy_fixture("llama4")) return;
+    edit_file("config.json", "\"floor_scale\": 3", "\"floor_scale\": 0");
+    expect_load("Llama 4 with floor_scale 0", NULL, PF_ERROR_UNSUPPORTED, "floor_scale");
+    if (copy_fixture("llama4")) return;
+    edit_file("config.json", moe_layers, "\"moe_layers\": [1]");
+    expect_load("Llama 4 with moe_layers [1] over experts in layer 3", NULL, PF_ERROR_FORMAT, "layers.3.feed_forward");
+}
+
 /* gpt-oss (issue 33): swiglu_limit and swiglu_alpha honoured; layer_types null is its default
    (sliding, full, ...); no rope_parameters (transformers then assumes YaRN factor 32) and a
    quantization_config (the hub's mxfp4) refused by name. */
@@ -1230,6 +1265,7 @@ void test_config(void) {
     test_qwen3_keys();
     test_olmo_keys();
     test_gpt_oss_keys();
+    test_llama4_keys();
     test_smollm3_keys();
     test_olmo2_keys();
     test_gemma_keys();

@@ -1021,14 +1021,14 @@ void test_models(void) {
                               "qwen3", "qwen3-window-bias", "gemma", "gemma2", "gemma3_text", "gemma3_text-hub", "gemma3-multimodal",
                               "olmo", "olmo-clip-qkv", "smollm3", "smollm3-window", "olmo2", "olmo2-bias",
                               "deepseek_v2", "deepseek_v3",
-                              "qwen3_moe", "qwen2_moe", "mixtral", "olmoe", "granitemoe", "deepseek_v2-moe", "deepseek_v3-moe", "gpt_oss", "granitemoeshared"}; /* test_moe: their beams, batches, memory and faults */
+                              "qwen3_moe", "qwen2_moe", "mixtral", "olmoe", "granitemoe", "deepseek_v2-moe", "deepseek_v3-moe", "gpt_oss", "granitemoeshared", "llama4", "llama4-multimodal"}; /* test_moe: their beams, batches, memory and faults */
     /* issue 32's families: beam search, a left-padded batch and pf_to_cpu against transformers too */
     const char *families[] = {"gpt_bigcode", "gpt_bigcode-mha", "phi3", "phi", "phi-qk-layernorm", "starcoder2", "falcon", "falcon-new-arch",
                               "falcon-new-arch-one-norm", "falcon-sequential", "falcon-alibi", "stablelm", "stablelm-parallel",
                               "cohere", "cohere-qk-norm", "cohere2",
                               "qwen3", "qwen3-window-bias", "gemma", "gemma2", "gemma3_text", "gemma3_text-hub", "gemma3-multimodal",
                               "olmo", "olmo-clip-qkv", "smollm3", "smollm3-window", "olmo2", "olmo2-bias",
-                              "deepseek_v2", "deepseek_v3"};
+                              "deepseek_v2", "deepseek_v3", "llama4", "llama4-multimodal"};
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_fixture(fixtures[i]);
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) test_family_generation(families[i]);
 #ifdef PF_TESTING
@@ -1062,7 +1062,7 @@ void test_models(void) {
    rank near 1/N of them; and the checks that catch a rank that routes otherwise or an expert's
    contribution dropped or added twice (test hooks: the logits then differ from transformers). */
 static const char *const moe_fixtures[] = {"qwen3_moe", "qwen2_moe", "mixtral", "olmoe", "granitemoe", "deepseek_v2-moe",
-                                           "deepseek_v3-moe", "gpt_oss", "granitemoeshared"};
+                                           "deepseek_v3-moe", "gpt_oss", "granitemoeshared", "llama4"};
 
 #ifdef PF_TESTING
 static void test_moe_faults(const char *name) {
