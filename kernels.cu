@@ -206,9 +206,10 @@ int pf_cuda_add_residual_biases(pf_cuda_rank *st, float *x, const float *y, cons
                                 const void *bias2, int dtype2, size_t rows, size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
 int pf_cuda_scale(pf_cuda_rank *st, float *x, size_t count, float factor);
-/* Mixtures of experts: dst[i] = src[rows[i]] (rows of width floats); dst[rows[i]] += scales[i] * src[i],
+/* Mixtures of experts: dst[i] = scales[i] * src[rows[i]] (scales NULL: 1; rows of width floats); dst[rows[i]] += scales[i] * src[i],
    the rows distinct within a call (one expert's tokens); rows and scales on the device. */
-int pf_cuda_gather_rows(pf_cuda_rank *st, float *dst, const float *src, const int32_t *rows, size_t count, size_t width);
+int pf_cuda_gather_rows(pf_cuda_rank *st, float *dst, const float *src, const int32_t *rows, const float *scales,
+                        size_t count, size_t width);
 int pf_cuda_scatter_add_rows(pf_cuda_rank *st, float *dst, const float *src, const int32_t *rows, const float *scales,
                              size_t count, size_t width);
 int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
@@ -688,8 +689,12 @@ __global__ void pf_scale_kernel(float *x, size_t n, float factor) {
     PF_GRID_STRIDE(i, n) x[i] = __fmul_rn(x[i], factor);
 }
 
-__global__ void pf_gather_rows_kernel(float *dst, const float *src, const int32_t *rows, size_t count, size_t width) {
-    PF_GRID_STRIDE(i, count * width) dst[i] = src[(size_t)rows[i / width] * width + i % width];
+__global__ void pf_gather_rows_kernel(float *dst, const float *src, const int32_t *rows, const float *scales, size_t count,
+                                      size_t width) {
+    PF_GRID_STRIDE(i, count * width) {
+        float x = src[(size_t)rows[i / width] * width + i % width];
+        dst[i] = scales ? __fmul_rn(scales[i / width], x) : x;
+    }
 }
 
 /* one thread per element: the rows are distinct within a call, so no two threads add to one value */
@@ -2542,10 +2547,11 @@ int pf_cuda_scale(struct pf_cuda_rank *st, float *x, size_t count, float factor)
     return PF_CUDA_OK;
 }
 
-int pf_cuda_gather_rows(struct pf_cuda_rank *st, float *dst, const float *src, const int32_t *rows, size_t count,
-                        size_t width) {
+int pf_cuda_gather_rows(struct pf_cuda_rank *st, float *dst, const float *src, const int32_t *rows, const float *scales,
+                        size_t count, size_t width) {
     if (!count || !width) return PF_CUDA_OK;
-    pf_gather_rows_kernel<<<pf_blocks(count * width, PF_THREADS), PF_THREADS, 0, st->stream>>>(dst, src, rows, count, width);
+    pf_gather_rows_kernel<<<pf_blocks(count * width, PF_THREADS), PF_THREADS, 0, st->stream>>>(dst, src, rows, scales, count,
+                                                                                              width);
     PF_CUDA_CHECK_LAUNCH(st, pf_gather_rows_kernel);
     return PF_CUDA_OK;
 }

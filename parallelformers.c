@@ -1647,9 +1647,10 @@ typedef struct pf__backend {
     void (*alloc_scratch)(pf__rank *r);
     /* Mixtures of experts (NULL: a backend that runs none; such models are refused on it). rows
        and scales are host arrays of count entries (the rows distinct: one expert's tokens), kept
-       until the next routing. gather_rows: dst[i] = src[rows[i]]; scatter_add_rows:
-       dst[rows[i]] += scales[i] * src[i]. Rows of width values. */
-    void (*gather_rows)(pf__rank *r, float *dst, const float *src, const int32_t *rows, size_t count, size_t width);
+       until the next routing. gather_rows: dst[i] = scales[i] * src[rows[i]] (scales NULL: src[rows[i]]);
+       scatter_add_rows: dst[rows[i]] += scales[i] * src[i]. Rows of width values. */
+    void (*gather_rows)(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales, size_t count,
+                        size_t width);
     void (*scatter_add_rows)(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales,
                              size_t count, size_t width);
 } pf__backend;
@@ -21612,10 +21613,14 @@ static void pf__cpu_alloc_scratch(pf__rank *r) {
     if (g->max_batch > 1) cpu->reorder_tmp = (float *)pf__rank_alloc(r, (size_t)g->max_batch * PF__REORDER_SLICE);
 }
 
-static void pf__cpu_gather_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows, size_t count,
-                                size_t width) {
+static void pf__cpu_gather_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales,
+                                size_t count, size_t width) {
     (void)r;
-    for (size_t i = 0; i < count; i++) memcpy(dst + i * width, src + (size_t)rows[i] * width, width * sizeof(float));
+    for (size_t i = 0; i < count; i++) {
+        const float *in = src + (size_t)rows[i] * width;
+        if (!scales) memcpy(dst + i * width, in, width * sizeof(float));
+        else for (size_t k = 0; k < width; k++) dst[i * width + k] = scales[i] * in[k];
+    }
 }
 
 static void pf__cpu_scatter_add_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales,
@@ -22322,14 +22327,9 @@ PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, int l, const 
         pf__weight gu_bias = pf__expert_view(&L[PF__SLOT_EXPERTS_GATE_UP_BIAS], local, held);
         pf__weight dn_bias = pf__expert_view(&L[PF__SLOT_EXPERTS_DOWN_BIAS], local, held);
         const float *scales = rt->scales + first;
-        if (c->experts_scale_input) { /* in = weight * h[token] (Llama 4), the output added as it is */
-            be->gather_rows(r, r->expert_out, h, rt->rows + first, n, d);
-            be->scale(r, r->expert_in, n * d, 0.0f);
-            be->scatter_add_rows(r, r->expert_in, r->expert_out, rt->tokens, scales, n, d);
-            scales = rt->ones;
-        } else {
-            be->gather_rows(r, r->expert_in, h, rt->rows + first, n, d);
-        }
+        /* in = h[token], or weight * h[token] with the output added as it is (Llama 4) */
+        be->gather_rows(r, r->expert_in, h, rt->rows + first, c->experts_scale_input ? scales : NULL, n, d);
+        if (c->experts_scale_input) scales = rt->ones;
         be->matmul(r, r->expert_mid, r->expert_in, &gu, gu_bias.data ? &gu_bias : NULL, n);
         if (c->swiglu_limit > 0)
             be->clamped_swiglu(r, r->expert_act, r->expert_mid, n, width, (float)c->swiglu_alpha, (float)c->swiglu_limit);
@@ -24417,9 +24417,10 @@ int pf_cuda_add_residual_biases(pf_cuda_rank *st, float *x, const float *y, cons
                                 const void *bias2, int dtype2, size_t rows, size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
 int pf_cuda_scale(pf_cuda_rank *st, float *x, size_t count, float factor);
-/* Mixtures of experts: dst[i] = src[rows[i]] (rows of width floats); dst[rows[i]] += scales[i] * src[i],
+/* Mixtures of experts: dst[i] = scales[i] * src[rows[i]] (scales NULL: 1; rows of width floats); dst[rows[i]] += scales[i] * src[i],
    the rows distinct within a call (one expert's tokens); rows and scales on the device. */
-int pf_cuda_gather_rows(pf_cuda_rank *st, float *dst, const float *src, const int32_t *rows, size_t count, size_t width);
+int pf_cuda_gather_rows(pf_cuda_rank *st, float *dst, const float *src, const int32_t *rows, const float *scales,
+                        size_t count, size_t width);
 int pf_cuda_scatter_add_rows(pf_cuda_rank *st, float *dst, const float *src, const int32_t *rows, const float *scales,
                              size_t count, size_t width);
 int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
@@ -25159,12 +25160,14 @@ static void pf__cuda_add_residual(pf__rank *r, float *x, const float *y, const p
 
 /* Mixtures of experts: the host's rows (and weights) of one expert's tokens, queued to the device
    in the stream's order (the host arrays stay until the layer's next routing, after a download). */
-static void pf__cuda_gather_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows, size_t count,
-                                 size_t width) {
+static void pf__cuda_gather_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales,
+                                 size_t count, size_t width) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs || !count) return;
-    if (!pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->expert_rows, rows, count * sizeof(int32_t)))) return;
-    pf__cuda_ok(r, pf_cuda_gather_rows(rs->cu, dst, src, rs->expert_rows, count, width));
+    if (!pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->expert_rows, rows, count * sizeof(int32_t))) ||
+        (scales && !pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->expert_scales, scales, count * sizeof(float)))))
+        return;
+    pf__cuda_ok(r, pf_cuda_gather_rows(rs->cu, dst, src, rs->expert_rows, scales ? rs->expert_scales : NULL, count, width));
 }
 
 static void pf__cuda_scatter_add_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows,

@@ -3632,10 +3632,14 @@ static void pf__cpu_alloc_scratch(pf__rank *r) {
     if (g->max_batch > 1) cpu->reorder_tmp = (float *)pf__rank_alloc(r, (size_t)g->max_batch * PF__REORDER_SLICE);
 }
 
-static void pf__cpu_gather_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows, size_t count,
-                                size_t width) {
+static void pf__cpu_gather_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales,
+                                size_t count, size_t width) {
     (void)r;
-    for (size_t i = 0; i < count; i++) memcpy(dst + i * width, src + (size_t)rows[i] * width, width * sizeof(float));
+    for (size_t i = 0; i < count; i++) {
+        const float *in = src + (size_t)rows[i] * width;
+        if (!scales) memcpy(dst + i * width, in, width * sizeof(float));
+        else for (size_t k = 0; k < width; k++) dst[i * width + k] = scales[i] * in[k];
+    }
 }
 
 static void pf__cpu_scatter_add_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales,

@@ -738,12 +738,14 @@ static void pf__cuda_add_residual(pf__rank *r, float *x, const float *y, const p
 
 /* Mixtures of experts: the host's rows (and weights) of one expert's tokens, queued to the device
    in the stream's order (the host arrays stay until the layer's next routing, after a download). */
-static void pf__cuda_gather_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows, size_t count,
-                                 size_t width) {
+static void pf__cuda_gather_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales,
+                                 size_t count, size_t width) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs || !count) return;
-    if (!pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->expert_rows, rows, count * sizeof(int32_t)))) return;
-    pf__cuda_ok(r, pf_cuda_gather_rows(rs->cu, dst, src, rs->expert_rows, count, width));
+    if (!pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->expert_rows, rows, count * sizeof(int32_t))) ||
+        (scales && !pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->expert_scales, scales, count * sizeof(float)))))
+        return;
+    pf__cuda_ok(r, pf_cuda_gather_rows(rs->cu, dst, src, rs->expert_rows, scales ? rs->expert_scales : NULL, count, width));
 }
 
 static void pf__cuda_scatter_add_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows,

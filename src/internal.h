@@ -1605,9 +1605,10 @@ typedef struct pf__backend {
     void (*alloc_scratch)(pf__rank *r);
     /* Mixtures of experts (NULL: a backend that runs none; such models are refused on it). rows
        and scales are host arrays of count entries (the rows distinct: one expert's tokens), kept
-       until the next routing. gather_rows: dst[i] = src[rows[i]]; scatter_add_rows:
-       dst[rows[i]] += scales[i] * src[i]. Rows of width values. */
-    void (*gather_rows)(pf__rank *r, float *dst, const float *src, const int32_t *rows, size_t count, size_t width);
+       until the next routing. gather_rows: dst[i] = scales[i] * src[rows[i]] (scales NULL: src[rows[i]]);
+       scatter_add_rows: dst[rows[i]] += scales[i] * src[i]. Rows of width values. */
+    void (*gather_rows)(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales, size_t count,
+                        size_t width);
     void (*scatter_add_rows)(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales,
                              size_t count, size_t width);
 } pf__backend;

@@ -220,14 +220,9 @@ PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, int l, const 
         pf__weight gu_bias = pf__expert_view(&L[PF__SLOT_EXPERTS_GATE_UP_BIAS], local, held);
         pf__weight dn_bias = pf__expert_view(&L[PF__SLOT_EXPERTS_DOWN_BIAS], local, held);
         const float *scales = rt->scales + first;
-        if (c->experts_scale_input) { /* in = weight * h[token] (Llama 4), the output added as it is */
-            be->gather_rows(r, r->expert_out, h, rt->rows + first, n, d);
-            be->scale(r, r->expert_in, n * d, 0.0f);
-            be->scatter_add_rows(r, r->expert_in, r->expert_out, rt->tokens, scales, n, d);
-            scales = rt->ones;
-        } else {
-            be->gather_rows(r, r->expert_in, h, rt->rows + first, n, d);
-        }
+        /* in = h[token], or weight * h[token] with the output added as it is (Llama 4) */
+        be->gather_rows(r, r->expert_in, h, rt->rows + first, c->experts_scale_input ? scales : NULL, n, d);
+        if (c->experts_scale_input) scales = rt->ones;
         be->matmul(r, r->expert_mid, r->expert_in, &gu, gu_bias.data ? &gu_bias : NULL, n);
         if (c->swiglu_limit > 0)
             be->clamped_swiglu(r, r->expert_act, r->expert_mid, n, width, (float)c->swiglu_alpha, (float)c->swiglu_limit);

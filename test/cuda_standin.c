@@ -246,7 +246,8 @@ TAPED(add_residual, ADD_RESIDUAL_ARGS, 0)
 TAPED(sum, SUM_ARGS, 0)
 #define SCALE_ARGS(X) X(float *, x) X(size_t, count) X(float, factor)
 TAPED(scale, SCALE_ARGS, 0)
-#define GATHER_ROWS_ARGS(X) X(float *, dst) X(const float *, src) X(const int32_t *, rows) X(size_t, count) X(size_t, width)
+#define GATHER_ROWS_ARGS(X) X(float *, dst) X(const float *, src) X(const int32_t *, rows) X(const float *, scales) \
+    X(size_t, count) X(size_t, width)
 TAPED(gather_rows, GATHER_ROWS_ARGS, 0)
 #define SCATTER_ADD_ROWS_ARGS(X) X(float *, dst) X(const float *, src) X(const int32_t *, rows) \
     X(const float *, scales) X(size_t, count) X(size_t, width)
@@ -794,12 +795,16 @@ static int scale_live(pf_cuda_rank *st, float *x, size_t count, float factor) {
     return 0;
 }
 
-static int gather_rows_live(pf_cuda_rank *st, float *dst, const float *src, const int32_t *rows, size_t count,
-                            size_t width) {
+static int gather_rows_live(pf_cuda_rank *st, float *dst, const float *src, const int32_t *rows, const float *scales,
+                            size_t count, size_t width) {
     (void)st;
     NEED(dst, count * width * 4);
     NEED(rows, count * 4);
-    for (size_t i = 0; i < count * width; i++) dst[i] = src[(size_t)rows[i / width] * width + i % width];
+    if (scales) NEED(scales, count * 4);
+    for (size_t i = 0; i < count * width; i++) {
+        float x = src[(size_t)rows[i / width] * width + i % width];
+        dst[i] = scales ? scales[i / width] * x : x;
+    }
     return 0;
 }
 
@@ -917,6 +922,7 @@ static int head_norm_live(pf_cuda_rank *st, float *qkv, const void *q_w, int q_d
 /* kernels.cu's pf_scale_queries_kernel: q times 1 + scale * log1p(floor((p + 1) / floor_scale)). */
 static int scale_queries_live(pf_cuda_rank *st, float *qkv, const int *pad, int batch, int T, const int *past_at,
                               int heads, int kv_heads, int hd, float floor_scale, float scale) {
+    (void)st;
     size_t rows = (size_t)batch * T, q_width = (size_t)heads * hd, row_width = (size_t)(heads + 2 * kv_heads) * hd;
     if (!rows || T <= 0 || !q_width) return 0;
     NEED(qkv, rows * row_width * 4);
