@@ -22464,6 +22464,14 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
 
 static size_t pf__plan_row(const pf__plan *p, size_t i) { return p->row_map ? p->row_map[i] : p->row_begin + i; }
 
+/* Where row `row` of a block-format source starts: in its piece where the source is joined from
+   per-expert tensors (pf__source.pieces), else in its one tensor. */
+static const uint8_t *pf__blocked_row(const pf__source *src, size_t row) {
+    size_t row_bytes = pf__weight_bytes(src->dtype, 1, src->cols);
+    if (src->pieces) return src->pieces[row / src->piece_rows] + row % src->piece_rows * row_bytes;
+    return src->data + row * row_bytes;
+}
+
 /* n consecutive values of a source in file order, from element index first, as fp32. */
 static void pf__source_run(float *dst, const pf__source *src, size_t first, size_t n) {
     if (src->packed) { /* [out, in] (pf__take_source): a run lies in one row */
@@ -22491,11 +22499,14 @@ static void pf__source_run(float *dst, const pf__source *src, size_t first, size
     default:
         if (PF__BLOCKED(src->dtype)) { /* through whole blocks: runs start and end anywhere in them */
             size_t values = pf__block_values(src->dtype), bytes = pf__block_bytes(src->dtype);
+            /* joined pieces: a run lies in one row of one piece; else the tensor is one run of blocks */
+            const uint8_t *base = src->pieces ? pf__blocked_row(src, first / src->cols) : src->data;
+            size_t start = src->pieces ? first % src->cols : first;
             float block[256];
             for (size_t done = 0; done < n;) {
-                size_t i = first + done, in_block = i % values, take = values - in_block;
+                size_t i = start + done, in_block = i % values, take = values - in_block;
                 if (take > n - done) take = n - done;
-                pf__block_dequantize(src->dtype, src->data + i / values * bytes, block);
+                pf__block_dequantize(src->dtype, base + i / values * bytes, block);
                 memcpy(dst + done, block + in_block, take * sizeof(float));
                 done += take;
             }
@@ -22663,10 +22674,10 @@ static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__sou
     }
     float *f = *staging;
     if (PF__BLOCKED(dtype) && dtype == src->dtype && src->layout == PF__LAYOUT_OUT_IN) { /* the file's blocks, row by row (whole blocks: pf__blocks_fit) */
-        size_t values = pf__block_values(dtype), row_bytes = pf__weight_bytes(dtype, 1, src->cols);
+        size_t values = pf__block_values(dtype);
         size_t slice_bytes = pf__weight_bytes(dtype, 1, p->cols), skip = p->col_begin / values * pf__block_bytes(dtype);
         for (size_t i = 0; i < p->rows; i++)
-            memcpy((uint8_t *)f + i * slice_bytes, src->data + pf__plan_row(p, i) * row_bytes + skip, slice_bytes);
+            memcpy((uint8_t *)f + i * slice_bytes, pf__blocked_row(src, pf__plan_row(p, i)) + skip, slice_bytes);
         r->backend->upload(r, dst, f, slice_bytes * p->rows);
         pf__progress_add(r->group, slice_bytes * p->rows);
         return;
@@ -25916,6 +25927,7 @@ static const struct { const char *name; unsigned block, bytes; pf__dtype dtype; 
     [39] = {"MXFP4", 0, 0},
 };
 #define PF__GGUF_MAX_DIMS 4 /* ggml's GGML_MAX_DIMS */
+#define PF__GGUF_MAX_EXPERTS 65536 /* as config.json's num_experts */
 
 typedef struct pf__gguf_kv {
     const char *key;      /* into the map, not NUL-terminated */
@@ -26588,9 +26600,11 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
 /* How a GGUF tensor becomes the checkpoint's: llama.cpp's converter reorders the rows of LLaMA's
    q and k (its rotary pairs adjacent dimensions, transformers' rotates halves) and stores GPT-2's
    Conv1D weights as [out][in], and Gemma's norm weights with the 1 its norm adds already added;
-   we undo each. */
+   we undo each. A mixture's experts are one [experts][rows][cols] tensor, split into the
+   checkpoint's tensor per expert (views of the map, blocks and all). */
 typedef enum {
-    PF__GGUF_AS_IS, PF__GGUF_UNPERMUTE_Q, PF__GGUF_UNPERMUTE_K, PF__GGUF_TRANSPOSE, PF__GGUF_INTERLEAVE_QKV, PF__GGUF_MINUS_ONE
+    PF__GGUF_AS_IS, PF__GGUF_UNPERMUTE_Q, PF__GGUF_UNPERMUTE_K, PF__GGUF_TRANSPOSE, PF__GGUF_INTERLEAVE_QKV, PF__GGUF_MINUS_ONE,
+    PF__GGUF_SPLIT_EXPERTS
 } pf__gguf_transform;
 
 typedef struct pf__gguf_name {
@@ -26765,6 +26779,27 @@ static pf_result pf__gguf_add_tensor(pf__st_index *index, const pf__gguf *g, con
     st->data = (const uint8_t *)out;
     st->bytes = st->numel * sizeof(float);
     index->num_tensors++;
+    return PF_OK;
+}
+
+/* A tensor of experts [experts][rows][cols] as the checkpoint's tensor of each expert, pattern
+   (transformers' name, %d the layer then the expert): views of its rows, blocks and all. */
+static pf_result pf__gguf_add_experts(pf__st_index *index, const pf__gguf *g, const pf__gguf_tensor *t, const char *pattern,
+                                      int layer, char *message, size_t size) {
+    if (t->ndim != 3 || !t->ne[2] || t->ne[2] > PF__GGUF_MAX_EXPERTS || t->rows % t->ne[2])
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' is not [experts, rows, columns]", g->path,
+                          pf__gguf_shown(t->name_len), t->name);
+    pf__gguf_tensor expert = *t;
+    expert.ndim = 2;
+    expert.rows = t->rows / t->ne[2];
+    expert.bytes = t->bytes / t->ne[2];
+    for (uint64_t x = 0; x < t->ne[2]; x++) {
+        char name[160];
+        snprintf(name, sizeof name, pattern, layer, (int)x);
+        expert.data = t->data + x * expert.bytes;
+        pf_result r = pf__gguf_add_tensor(index, g, &expert, name, PF__GGUF_AS_IS, 0, message, size);
+        if (r) return r;
+    }
     return PF_OK;
 }
 
@@ -27364,7 +27399,15 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
     }
     if ((r = pf__config_parse(json, g.path, -1, &m->config, message, size))) goto done;
 
-    index->tensors = (pf__st_tensor *)malloc((g.num_tensors ? g.num_tensors : 1) * sizeof *index->tensors);
+    size_t num_views = g.num_tensors; /* a tensor of experts gives one view an expert */
+    for (size_t i = 0; i < g.num_tensors; i++) {
+        int layer;
+        const pf__gguf_name *e = pf__gguf_name_for(arch_name, &g.tensors[i], &layer);
+        if (e && e->transform == PF__GGUF_SPLIT_EXPERTS && g.tensors[i].ndim == 3 && g.tensors[i].ne[2] >= 1 &&
+            g.tensors[i].ne[2] <= PF__GGUF_MAX_EXPERTS)
+            num_views += g.tensors[i].ne[2] - 1;
+    }
+    index->tensors = (pf__st_tensor *)malloc(num_views * sizeof *index->tensors);
     if (!index->tensors) {
         r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
         goto done;
@@ -27381,6 +27424,10 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
                            "parallelformers reads%s", g.path, pf__gguf_shown(t->name_len), t->name,
                            arch_name, "");
             break;
+        }
+        if (e->transform == PF__GGUF_SPLIT_EXPERTS) {
+            r = pf__gguf_add_experts(index, &g, t, e->hf, layer, message, size);
+            continue;
         }
         snprintf(name, sizeof name, e->hf, layer);
         size_t heads = e->transform == PF__GGUF_UNPERMUTE_Q || e->transform == PF__GGUF_INTERLEAVE_QKV

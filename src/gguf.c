@@ -35,6 +35,7 @@ static const struct { const char *name; unsigned block, bytes; pf__dtype dtype; 
     [39] = {"MXFP4", 0, 0},
 };
 #define PF__GGUF_MAX_DIMS 4 /* ggml's GGML_MAX_DIMS */
+#define PF__GGUF_MAX_EXPERTS 65536 /* as config.json's num_experts */
 
 typedef struct pf__gguf_kv {
     const char *key;      /* into the map, not NUL-terminated */
@@ -707,9 +708,11 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
 /* How a GGUF tensor becomes the checkpoint's: llama.cpp's converter reorders the rows of LLaMA's
    q and k (its rotary pairs adjacent dimensions, transformers' rotates halves) and stores GPT-2's
    Conv1D weights as [out][in], and Gemma's norm weights with the 1 its norm adds already added;
-   we undo each. */
+   we undo each. A mixture's experts are one [experts][rows][cols] tensor, split into the
+   checkpoint's tensor per expert (views of the map, blocks and all). */
 typedef enum {
-    PF__GGUF_AS_IS, PF__GGUF_UNPERMUTE_Q, PF__GGUF_UNPERMUTE_K, PF__GGUF_TRANSPOSE, PF__GGUF_INTERLEAVE_QKV, PF__GGUF_MINUS_ONE
+    PF__GGUF_AS_IS, PF__GGUF_UNPERMUTE_Q, PF__GGUF_UNPERMUTE_K, PF__GGUF_TRANSPOSE, PF__GGUF_INTERLEAVE_QKV, PF__GGUF_MINUS_ONE,
+    PF__GGUF_SPLIT_EXPERTS
 } pf__gguf_transform;
 
 typedef struct pf__gguf_name {
@@ -884,6 +887,27 @@ static pf_result pf__gguf_add_tensor(pf__st_index *index, const pf__gguf *g, con
     st->data = (const uint8_t *)out;
     st->bytes = st->numel * sizeof(float);
     index->num_tensors++;
+    return PF_OK;
+}
+
+/* A tensor of experts [experts][rows][cols] as the checkpoint's tensor of each expert, pattern
+   (transformers' name, %d the layer then the expert): views of its rows, blocks and all. */
+static pf_result pf__gguf_add_experts(pf__st_index *index, const pf__gguf *g, const pf__gguf_tensor *t, const char *pattern,
+                                      int layer, char *message, size_t size) {
+    if (t->ndim != 3 || !t->ne[2] || t->ne[2] > PF__GGUF_MAX_EXPERTS || t->rows % t->ne[2])
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' is not [experts, rows, columns]", g->path,
+                          pf__gguf_shown(t->name_len), t->name);
+    pf__gguf_tensor expert = *t;
+    expert.ndim = 2;
+    expert.rows = t->rows / t->ne[2];
+    expert.bytes = t->bytes / t->ne[2];
+    for (uint64_t x = 0; x < t->ne[2]; x++) {
+        char name[160];
+        snprintf(name, sizeof name, pattern, layer, (int)x);
+        expert.data = t->data + x * expert.bytes;
+        pf_result r = pf__gguf_add_tensor(index, g, &expert, name, PF__GGUF_AS_IS, 0, message, size);
+        if (r) return r;
+    }
     return PF_OK;
 }
 
@@ -1483,7 +1507,15 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
     }
     if ((r = pf__config_parse(json, g.path, -1, &m->config, message, size))) goto done;
 
-    index->tensors = (pf__st_tensor *)malloc((g.num_tensors ? g.num_tensors : 1) * sizeof *index->tensors);
+    size_t num_views = g.num_tensors; /* a tensor of experts gives one view an expert */
+    for (size_t i = 0; i < g.num_tensors; i++) {
+        int layer;
+        const pf__gguf_name *e = pf__gguf_name_for(arch_name, &g.tensors[i], &layer);
+        if (e && e->transform == PF__GGUF_SPLIT_EXPERTS && g.tensors[i].ndim == 3 && g.tensors[i].ne[2] >= 1 &&
+            g.tensors[i].ne[2] <= PF__GGUF_MAX_EXPERTS)
+            num_views += g.tensors[i].ne[2] - 1;
+    }
+    index->tensors = (pf__st_tensor *)malloc(num_views * sizeof *index->tensors);
     if (!index->tensors) {
         r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
         goto done;
@@ -1500,6 +1532,10 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
                            "parallelformers reads%s", g.path, pf__gguf_shown(t->name_len), t->name,
                            arch_name, "");
             break;
+        }
+        if (e->transform == PF__GGUF_SPLIT_EXPERTS) {
+            r = pf__gguf_add_experts(index, &g, t, e->hf, layer, message, size);
+            continue;
         }
         snprintf(name, sizeof name, e->hf, layer);
         size_t heads = e->transform == PF__GGUF_UNPERMUTE_Q || e->transform == PF__GGUF_INTERLEAVE_QKV

@@ -119,6 +119,14 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
 
 static size_t pf__plan_row(const pf__plan *p, size_t i) { return p->row_map ? p->row_map[i] : p->row_begin + i; }
 
+/* Where row `row` of a block-format source starts: in its piece where the source is joined from
+   per-expert tensors (pf__source.pieces), else in its one tensor. */
+static const uint8_t *pf__blocked_row(const pf__source *src, size_t row) {
+    size_t row_bytes = pf__weight_bytes(src->dtype, 1, src->cols);
+    if (src->pieces) return src->pieces[row / src->piece_rows] + row % src->piece_rows * row_bytes;
+    return src->data + row * row_bytes;
+}
+
 /* n consecutive values of a source in file order, from element index first, as fp32. */
 static void pf__source_run(float *dst, const pf__source *src, size_t first, size_t n) {
     if (src->packed) { /* [out, in] (pf__take_source): a run lies in one row */
@@ -146,11 +154,14 @@ static void pf__source_run(float *dst, const pf__source *src, size_t first, size
     default:
         if (PF__BLOCKED(src->dtype)) { /* through whole blocks: runs start and end anywhere in them */
             size_t values = pf__block_values(src->dtype), bytes = pf__block_bytes(src->dtype);
+            /* joined pieces: a run lies in one row of one piece; else the tensor is one run of blocks */
+            const uint8_t *base = src->pieces ? pf__blocked_row(src, first / src->cols) : src->data;
+            size_t start = src->pieces ? first % src->cols : first;
             float block[256];
             for (size_t done = 0; done < n;) {
-                size_t i = first + done, in_block = i % values, take = values - in_block;
+                size_t i = start + done, in_block = i % values, take = values - in_block;
                 if (take > n - done) take = n - done;
-                pf__block_dequantize(src->dtype, src->data + i / values * bytes, block);
+                pf__block_dequantize(src->dtype, base + i / values * bytes, block);
                 memcpy(dst + done, block + in_block, take * sizeof(float));
                 done += take;
             }
@@ -318,10 +329,10 @@ static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__sou
     }
     float *f = *staging;
     if (PF__BLOCKED(dtype) && dtype == src->dtype && src->layout == PF__LAYOUT_OUT_IN) { /* the file's blocks, row by row (whole blocks: pf__blocks_fit) */
-        size_t values = pf__block_values(dtype), row_bytes = pf__weight_bytes(dtype, 1, src->cols);
+        size_t values = pf__block_values(dtype);
         size_t slice_bytes = pf__weight_bytes(dtype, 1, p->cols), skip = p->col_begin / values * pf__block_bytes(dtype);
         for (size_t i = 0; i < p->rows; i++)
-            memcpy((uint8_t *)f + i * slice_bytes, src->data + pf__plan_row(p, i) * row_bytes + skip, slice_bytes);
+            memcpy((uint8_t *)f + i * slice_bytes, pf__blocked_row(src, pf__plan_row(p, i)) + skip, slice_bytes);
         r->backend->upload(r, dst, f, slice_bytes * p->rows);
         pf__progress_add(r->group, slice_bytes * p->rows);
         return;

@@ -34,6 +34,8 @@ writes test/fixtures/gguf/:
   bloom-f32.gguf    the bloom fixture (fused qkv regrouped; the tied head written as output.weight)
   granite-f32.gguf  the granite fixture: LLaMA's layout under arch "granite", the multipliers as
                     granite.embedding_scale / residual_scale / attention.scale / logit_scale
+  qwen3moe-quant.gguf  a random Qwen3-MoE whose rows are 256 wide as the converter writes one (experts
+                    stacked [experts, rows, cols], gate and up Q4_K, down Q6_K / Q8_0, the router F32)
   The fixtures' logits are transformers' on the fixture directories themselves: F32 files hold
   exactly their weights.
   gguf_reference.txt  a line per file: name, prompt ids, transformers' greedy new ids (8),
@@ -756,6 +758,126 @@ def plus_one_norms(tensors):
     return tensors
 
 
+MOE_BLOCK = {**QK_NORM_BLOCK, "mlp.gate": "ffn_gate_inp"}
+
+
+def qwen3moe_state_to_gguf(state, experts_inner):
+    """transformers 5's Qwen3-MoE (fused experts: gate_up_proj [E, 2 I, H] gate then up, down_proj
+    [E, H, I]) as llama.cpp's converter writes it: ffn_gate_exps / ffn_up_exps [E, I, H],
+    ffn_down_exps [E, H, I], the router as ffn_gate_inp."""
+    out, rest = {}, {}
+    for name, w in state.items():
+        if name.endswith("mlp.experts.gate_up_proj"):
+            layer = name.split(".")[2]
+            out[f"blk.{layer}.ffn_gate_exps.weight"] = w[:, :experts_inner]
+            out[f"blk.{layer}.ffn_up_exps.weight"] = w[:, experts_inner:]
+        elif name.endswith("mlp.experts.down_proj"):
+            out[f"blk.{name.split('.')[2]}.ffn_down_exps.weight"] = w
+        else:
+            rest[name] = w
+    out.update(hf_block_names(rest, LLAMA_FIXED, MOE_BLOCK, "model.layers."))
+    return out
+
+
+def qwen3moe_from_gguf(path, config):
+    """The file read back by the gguf package, as transformers' Qwen3-MoE (its fused experts)."""
+    from transformers import Qwen3MoeForCausalLM
+    inverse = {v: k for k, v in MOE_BLOCK.items()}
+    fixed = {v: k for k, v in LLAMA_FIXED.items()}
+    back, hf = read_back(path), {}
+    for name, t in back.items():
+        if name in fixed:
+            hf[fixed[name]] = t
+            continue
+        _, layer, module, kind = name.split(".")
+        E, H, I = config.num_experts, config.hidden_size, config.moe_intermediate_size
+        if module == "ffn_gate_exps":
+            hf[f"model.layers.{layer}.mlp.experts.gate_up_proj"] = np.concatenate(
+                [t.reshape(E, I, H), back[f"blk.{layer}.ffn_up_exps.weight"].reshape(E, I, H)], axis=1)
+        elif module == "ffn_down_exps":
+            hf[f"model.layers.{layer}.mlp.experts.down_proj"] = t.reshape(E, H, I)
+        elif module != "ffn_up_exps":
+            hf[f"model.layers.{layer}.{inverse[module]}.{kind}"] = t
+    model = Qwen3MoeForCausalLM._from_config(config, experts_implementation="eager").eval()
+    missing, unexpected = model.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in hf.items()},
+                                                strict=False)
+    assert not missing and not unexpected, (missing, unexpected)
+    return model
+
+
+def routing_margin(model, ids):
+    """The smallest gap between the k-th and (k+1)-th router logit over the prompt and its greedy
+    run: far from ties, quantized products route as transformers does."""
+    margins = []
+
+    def hook(module, args, output):
+        top = torch.topk(output[0].float(), module.top_k + 1, dim=-1).values
+        margins.append(float((top[:, -2] - top[:, -1]).min()))
+    handles = [m.register_forward_hook(hook) for m in model.modules() if type(m).__name__.endswith("TopKRouter")]
+    assert handles
+    with torch.no_grad():
+        model.generate(torch.tensor([ids]), max_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=2, eos_token_id=2)
+    for h in handles:
+        h.remove()
+    return min(margins)
+
+
+def write_moe_families(lines):
+    """Mixtures of experts as llama.cpp's converter writes them: a random Qwen3-MoE whose rows are
+    256 wide, attention in Q8_0, the experts' gate and up in Q4_K and down in Q6_K, Q8_0 (as Q4_K_M files), the
+    router in F32 (as the converter keeps it)."""
+    from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
+    torch.manual_seed(31)
+    config = Qwen3MoeConfig(vocab_size=96, hidden_size=256, intermediate_size=256, moe_intermediate_size=256,
+                            num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+                            num_experts=4, num_experts_per_tok=2, norm_topk_prob=True, max_position_embeddings=64,
+                            rms_norm_eps=1e-6, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+                            tie_word_embeddings=False, bos_token_id=1, eos_token_id=2, initializer_range=0.1)
+    model = Qwen3MoeForCausalLM._from_config(config, experts_implementation="eager")
+    with torch.no_grad():  # norms away from 1; routers x4, routing far from ties
+        for n, p in model.named_parameters():
+            if p.ndim == 1:
+                p.copy_(1 + 0.3 * torch.randn_like(p))
+            elif n.endswith("mlp.gate.weight"):
+                p.mul_(4)
+    state = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+    tensors = qwen3moe_state_to_gguf(state, config.moe_intermediate_size)
+    # gate and up of one type (as Q4_K_M files have them), down in Q6_K then Q8_0
+    experts = {"ffn_gate_exps": [Q.Q4_K, Q.Q4_K], "ffn_up_exps": [Q.Q4_K, Q.Q4_K], "ffn_down_exps": [Q.Q6_K, Q.Q8_0]}
+
+    def qtype(name, t):
+        if t.ndim == 1 or name.endswith("ffn_gate_inp.weight"):
+            return Q.F32
+        if name == "output.weight":
+            return Q.Q6_K
+        if not name.startswith("blk."):
+            return Q.Q8_0
+        return experts.get(name.split(".")[2], [Q.Q8_0] * 2)[int(name.split(".")[1])]
+    path = OUT / "qwen3moe-quant.gguf"
+    w = GGUFWriter(str(path), "qwen3moe")
+    text_model_metadata(w, config)
+    w.add_expert_count(config.num_experts)
+    w.add_expert_used_count(config.num_experts_per_tok)
+    w.add_expert_feed_forward_length(config.moe_intermediate_size)
+    special_ids(w, config)
+    for name, t in tensors.items():
+        q = qtype(name, t)
+        if t.ndim == 3:  # the quantizers take rows: each expert's rows, stacked back as [experts, rows, bytes]
+            data = encode(np.ascontiguousarray(t.reshape(-1, t.shape[-1])), q)
+            w.add_tensor(name, data.reshape(t.shape[0], t.shape[1], -1), raw_dtype=q)
+        else:
+            add(w, name, np.ascontiguousarray(t), q)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    ids = [1, 17, 42, 5, 88, 23, 61, 9]
+    back = qwen3moe_from_gguf(path, config)
+    margin = routing_margin(back, ids)
+    assert margin > 0.05, f"qwen3moe-quant: router logits only {margin} apart"
+    lines.append(reference_line("qwen3moe-quant", back, ids, 2))
+
+
 def write_issue32_families(lines):
     """The dense families of issue 32 as llama.cpp's converter writes them."""
     from transformers import Qwen3Config
@@ -1081,6 +1203,7 @@ def main():
         lines.append(reference_line(name, gpt2_from_gguf(path, config), ids, config.eos_token_id))
     write_dense_families(lines)
     write_issue32_families(lines)
+    write_moe_families(lines)
     # not reference.txt: a directory holding one is a model fixture to the test programs
     (OUT / "gguf_reference.txt").write_text("\n".join(lines) + "\n")
     write_fuzz_seed()

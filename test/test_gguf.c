@@ -132,10 +132,11 @@ static void gguf_check_same_as_safetensors(void) {
 
 /* A quantized file's weights held by default in its own blocks: the rank's weight bytes within 5 %
    of the file's size (the file's BF16 norms are fp32 on CPU ranks; the metadata is not copied),
-   and a quarter of what dtype f32 expands them to at most. */
-static void gguf_check_blocks_memory(void) {
+   and a quarter of what dtype f32 expands them to at most. qwen3moe-quant: its experts, stacked
+   in the file, held as views of each expert's rows (its router is F32 in the file too). */
+static void gguf_check_blocks_memory(const char *file) {
     char path[1024];
-    snprintf(path, sizeof path, "%s/gguf/llama-quant.gguf", test_fixtures);
+    snprintf(path, sizeof path, "%s/gguf/%s", test_fixtures, file);
     size_t file_size = 0;
     free(test_read_file(path, &file_size));
     pf_model *m = NULL;
@@ -149,9 +150,9 @@ static void gguf_check_blocks_memory(void) {
     if (!r) r = pf_parallelize(m, 1, &po);
     if (!r) r = pf_get_memory_info(m, 0, &expanded);
     CHECK_MSG(r == PF_OK && file_size && blocks.weights <= file_size + file_size / 20 && 4 * blocks.weights <= expanded.weights,
-              "llama-quant.gguf (%zu bytes): weights take %zu bytes in blocks, %zu in fp32 (%s)", file_size,
+              "%s (%zu bytes): weights take %zu bytes in blocks, %zu in fp32 (%s)", file, file_size,
               blocks.weights, expanded.weights, pf_error_message(m));
-    printf("  llama-quant.gguf (%zu bytes): weights in %zu bytes in their blocks, %zu expanded to fp32\n", file_size,
+    printf("  %s (%zu bytes): weights in %zu bytes in their blocks, %zu expanded to fp32\n", file, file_size,
            blocks.weights, expanded.weights);
     pf_free(m);
 }
@@ -632,10 +633,11 @@ void test_gguf(void) {
         if (!next) break;
         line = next;
     }
-    CHECK_MSG(lines == 27, "%s: %d fixtures", path, lines);
+    CHECK_MSG(lines == 28, "%s: %d fixtures", path, lines);
     free(data);
     gguf_check_same_as_safetensors();
-    gguf_check_blocks_memory();
+    gguf_check_blocks_memory("llama-quant.gguf");
+    gguf_check_blocks_memory("qwen3moe-quant.gguf");
     gguf_check_blocks_to_cpu();
     gguf_check_split();
     gguf_check_tokenizer("gpt2-tiny", "gpt2-f32.gguf");
