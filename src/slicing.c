@@ -554,6 +554,9 @@ static void pf__rank_slice_weights(pf__rank *r) {
         w->cols = p.cols;
         w->col_begin = p.col_begin;
         w->dtype = pf__storage_dtype(g, src, &p);
+        /* a router stays unquantized: its logits choose the experts (llama.cpp's quantizer leaves
+           ffn_gate_inp alone too), and it is a sliver of the weights */
+        if (slot == PF__SLOT_ROUTER_WEIGHT && PF__QUANTIZED(w->dtype)) w->dtype = PF__DTYPE_F32;
         w->data = pf__rank_alloc(r, pf__weight_bytes(w->dtype, p.rows, p.cols));
         if (w->data) pf__rank_fill(r, w->data, w->dtype, src, &p, &staging, &staging_size);
         free(p.row_map);

@@ -34,8 +34,9 @@ writes test/fixtures/gguf/:
   bloom-f32.gguf    the bloom fixture (fused qkv regrouped; the tied head written as output.weight)
   granite-f32.gguf  the granite fixture: LLaMA's layout under arch "granite", the multipliers as
                     granite.embedding_scale / residual_scale / attention.scale / logit_scale
-  qwen3moe-quant.gguf  a random Qwen3-MoE whose rows are 256 wide as the converter writes one (experts
-                    stacked [experts, rows, cols], gate and up Q4_K, down Q6_K / Q8_0, the router F32)
+  qwen3moe-quant.gguf, olmoe-quant.gguf  a random Qwen3-MoE and OLMoE whose rows are 256 wide as the
+                    converter writes them (experts stacked [experts, rows, cols], gate and up Q4_K,
+                    down Q6_K / Q8_0, the router F32)
   The fixtures' logits are transformers' on the fixture directories themselves: F32 files hold
   exactly their weights.
   gguf_reference.txt  a line per file: name, prompt ids, transformers' greedy new ids (8),
@@ -761,8 +762,8 @@ def plus_one_norms(tensors):
 MOE_BLOCK = {**QK_NORM_BLOCK, "mlp.gate": "ffn_gate_inp"}
 
 
-def qwen3moe_state_to_gguf(state, experts_inner):
-    """transformers 5's Qwen3-MoE (fused experts: gate_up_proj [E, 2 I, H] gate then up, down_proj
+def moe_state_to_gguf(state, experts_inner):
+    """transformers 5's Qwen3-MoE and OLMoE (fused experts: gate_up_proj [E, 2 I, H] gate then up, down_proj
     [E, H, I]) as llama.cpp's converter writes it: ffn_gate_exps / ffn_up_exps [E, I, H],
     ffn_down_exps [E, H, I], the router as ffn_gate_inp."""
     out, rest = {}, {}
@@ -779,9 +780,9 @@ def qwen3moe_state_to_gguf(state, experts_inner):
     return out
 
 
-def qwen3moe_from_gguf(path, config):
-    """The file read back by the gguf package, as transformers' Qwen3-MoE (its fused experts)."""
-    from transformers import Qwen3MoeForCausalLM
+def moe_from_gguf(path, config, model_class):
+    """The file read back by the gguf package, as transformers' model_class (Qwen3-MoE's or OLMoE's
+    fused experts)."""
     inverse = {v: k for k, v in MOE_BLOCK.items()}
     fixed = {v: k for k, v in LLAMA_FIXED.items()}
     back, hf = read_back(path), {}
@@ -790,7 +791,8 @@ def qwen3moe_from_gguf(path, config):
             hf[fixed[name]] = t
             continue
         _, layer, module, kind = name.split(".")
-        E, H, I = config.num_experts, config.hidden_size, config.moe_intermediate_size
+        E, H = config.num_experts, config.hidden_size
+        I = getattr(config, "moe_intermediate_size", config.intermediate_size)
         if module == "ffn_gate_exps":
             hf[f"model.layers.{layer}.mlp.experts.gate_up_proj"] = np.concatenate(
                 [t.reshape(E, I, H), back[f"blk.{layer}.ffn_up_exps.weight"].reshape(E, I, H)], axis=1)
@@ -798,7 +800,7 @@ def qwen3moe_from_gguf(path, config):
             hf[f"model.layers.{layer}.mlp.experts.down_proj"] = t.reshape(E, H, I)
         elif module != "ffn_up_exps":
             hf[f"model.layers.{layer}.{inverse[module]}.{kind}"] = t
-    model = Qwen3MoeForCausalLM._from_config(config, experts_implementation="eager").eval()
+    model = model_class._from_config(config, experts_implementation="eager").eval()
     missing, unexpected = model.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in hf.items()},
                                                 strict=False)
     assert not missing and not unexpected, (missing, unexpected)
@@ -822,27 +824,22 @@ def routing_margin(model, ids):
     return min(margins)
 
 
-def write_moe_families(lines):
-    """Mixtures of experts as llama.cpp's converter writes them: a random Qwen3-MoE whose rows are
-    256 wide, attention in Q8_0, the experts' gate and up in Q4_K and down in Q6_K, Q8_0 (as Q4_K_M files), the
-    router in F32 (as the converter keeps it)."""
-    from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
-    torch.manual_seed(31)
-    config = Qwen3MoeConfig(vocab_size=96, hidden_size=256, intermediate_size=256, moe_intermediate_size=256,
-                            num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
-                            num_experts=4, num_experts_per_tok=2, norm_topk_prob=True, max_position_embeddings=64,
-                            rms_norm_eps=1e-6, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
-                            tie_word_embeddings=False, bos_token_id=1, eos_token_id=2, initializer_range=0.1)
-    model = Qwen3MoeForCausalLM._from_config(config, experts_implementation="eager")
-    with torch.no_grad():  # norms away from 1; routers x4, routing far from ties
+def random_moe(model_class, config):
+    """A random mixture of experts: norms away from 1, routers 4x the other weights (routing far from ties)."""
+    model = model_class._from_config(config, experts_implementation="eager")
+    with torch.no_grad():
         for n, p in model.named_parameters():
             if p.ndim == 1:
                 p.copy_(1 + 0.3 * torch.randn_like(p))
-            elif n.endswith("mlp.gate.weight"):
-                p.mul_(4)
-    state = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
-    tensors = qwen3moe_state_to_gguf(state, config.moe_intermediate_size)
-    # gate and up of one type (as Q4_K_M files have them), down in Q6_K then Q8_0
+            elif n.endswith("mlp.gate.weight"):  # OLMoE's router starts at zeros: drawn here for both
+                p.copy_(0.4 * torch.randn_like(p))
+    return {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+
+
+def write_moe_file(path, arch, config, state, metadata):
+    """state as llama.cpp's converter writes a mixture (experts stacked [experts, rows, cols]) in a
+    Q4_K_M file's types: attention Q8_0, the experts' gate and up Q4_K, down Q6_K then Q8_0, the
+    router F32 (as the converter keeps it), output Q6_K."""
     experts = {"ffn_gate_exps": [Q.Q4_K, Q.Q4_K], "ffn_up_exps": [Q.Q4_K, Q.Q4_K], "ffn_down_exps": [Q.Q6_K, Q.Q8_0]}
 
     def qtype(name, t):
@@ -853,14 +850,13 @@ def write_moe_families(lines):
         if not name.startswith("blk."):
             return Q.Q8_0
         return experts.get(name.split(".")[2], [Q.Q8_0] * 2)[int(name.split(".")[1])]
-    path = OUT / "qwen3moe-quant.gguf"
-    w = GGUFWriter(str(path), "qwen3moe")
-    text_model_metadata(w, config)
+    w = GGUFWriter(str(path), arch)
+    metadata(w)
     w.add_expert_count(config.num_experts)
     w.add_expert_used_count(config.num_experts_per_tok)
-    w.add_expert_feed_forward_length(config.moe_intermediate_size)
     special_ids(w, config)
-    for name, t in tensors.items():
+    for name, t in moe_state_to_gguf(state, config.moe_intermediate_size if arch == "qwen3moe"
+                                     else config.intermediate_size).items():
         q = qtype(name, t)
         if t.ndim == 3:  # the quantizers take rows: each expert's rows, stacked back as [experts, rows, bytes]
             data = encode(np.ascontiguousarray(t.reshape(-1, t.shape[-1])), q)
@@ -871,11 +867,42 @@ def write_moe_families(lines):
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+
+def write_moe_families(lines):
+    """Mixtures of experts as llama.cpp's converter writes them: a random Qwen3-MoE and a random OLMoE
+    whose rows are 256 wide."""
+    from transformers import OlmoeConfig, OlmoeForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM
     ids = [1, 17, 42, 5, 88, 23, 61, 9]
-    back = qwen3moe_from_gguf(path, config)
-    margin = routing_margin(back, ids)
-    assert margin > 0.05, f"qwen3moe-quant: router logits only {margin} apart"
-    lines.append(reference_line("qwen3moe-quant", back, ids, 2))
+    common = dict(vocab_size=96, hidden_size=256, num_hidden_layers=2, num_attention_heads=4, num_experts=4,
+                  num_experts_per_tok=2, max_position_embeddings=64, tie_word_embeddings=False, bos_token_id=1,
+                  eos_token_id=2, initializer_range=0.1)
+    # Qwen3-MoE: llama.cpp renormalises the chosen weights (norm_topk_prob true); per-head q/k norms
+    torch.manual_seed(31)
+    config = Qwen3MoeConfig(intermediate_size=256, moe_intermediate_size=256, num_key_value_heads=2, head_dim=64,
+                            norm_topk_prob=True, rms_norm_eps=1e-6,
+                            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}, **common)
+    path = OUT / "qwen3moe-quant.gguf"
+
+    def qwen3moe_metadata(w):
+        text_model_metadata(w, config)
+        w.add_expert_feed_forward_length(config.moe_intermediate_size)
+    write_moe_file(path, "qwen3moe", config, random_moe(Qwen3MoeForCausalLM, config), qwen3moe_metadata)
+    moe_reference(lines, "qwen3moe-quant", moe_from_gguf(path, config, Qwen3MoeForCausalLM), ids)
+    # OLMoE: not renormalised; q/k norms over the whole projections; intermediate_size the experts'
+    torch.manual_seed(36)
+    config = OlmoeConfig(intermediate_size=256, num_key_value_heads=4, norm_topk_prob=False, rms_norm_eps=1e-5,
+                         pad_token_id=95,  # its default, 1, is the prompt's first token: a zero embedding row
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, **common)
+    path = OUT / "olmoe-quant.gguf"
+    write_moe_file(path, "olmoe", config, random_moe(OlmoeForCausalLM, config), lambda w: text_model_metadata(w, config))
+    moe_reference(lines, "olmoe-quant", moe_from_gguf(path, config, OlmoeForCausalLM), ids)
+
+
+def moe_reference(lines, name, model, ids):
+    margin = routing_margin(model, ids)
+    assert margin > 0.05, f"{name}: router logits only {margin} apart"
+    lines.append(reference_line(name, model, ids, 2))
 
 
 def write_issue32_families(lines):
