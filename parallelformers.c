@@ -471,9 +471,13 @@ extern PF_PRIVATE const size_t pf__stacks_count;
    experts * n values, expert after expert.
    PF__LAYOUT_PER_EXPERT: one [out, in] tensor per expert and part, the pattern's second %d the
    expert, its parts separated by '|' (gate_proj|up_proj): expert 0's parts, then expert 1's ...;
-   read as OUT_IN, the pieces joined without a copy (pf__source.pieces). */
+   read as OUT_IN, the pieces joined without a copy (pf__source.pieces).
+   PF__LAYOUT_PER_HEAD: one [head_dim] vector per head, the pattern's second %d the head (StableLM 2's
+   q_layernorm.norms.N.weight); read as the VECTOR of heads * head_dim values, the pieces joined
+   without a copy. */
 typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV, PF__LAYOUT_HEADS,
-               PF__LAYOUT_EXPERTS, PF__LAYOUT_PER_EXPERT, PF__LAYOUT_EXPERTS_IN_OUT, PF__LAYOUT_EXPERT_VECTORS } pf__layout;
+               PF__LAYOUT_EXPERTS, PF__LAYOUT_PER_EXPERT, PF__LAYOUT_EXPERTS_IN_OUT, PF__LAYOUT_EXPERT_VECTORS,
+               PF__LAYOUT_PER_HEAD } pf__layout;
 
 typedef enum {
     PF__SPLIT_NONE,
@@ -1875,7 +1879,7 @@ typedef struct pf__source {
     pf__layout layout;
     pf__split split;
     size_t rows, cols;   /* logical [out, in] */
-    const uint8_t **pieces; /* PF__LAYOUT_PER_EXPERT: [rows / piece_rows] tensors of piece_rows rows each,
+    const uint8_t **pieces; /* PF__LAYOUT_PER_EXPERT, _PER_HEAD: [rows / piece_rows] tensors of piece_rows rows each,
                                the source's rows in order (data is pieces[0]); NULL: data is the whole
                                tensor; owned by the model */
     size_t piece_rows;
@@ -5775,7 +5779,7 @@ static const char *pf__layout_name(int v) {
         PF__NAME(PF__LAYOUT_, OUT_IN) PF__NAME(PF__LAYOUT_, IN_OUT) PF__NAME(PF__LAYOUT_, VECTOR)
         PF__NAME(PF__LAYOUT_, ROW) PF__NAME(PF__LAYOUT_, SQUEEZED) PF__NAME(PF__LAYOUT_, CONV) PF__NAME(PF__LAYOUT_, HEADS)
         PF__NAME(PF__LAYOUT_, EXPERTS) PF__NAME(PF__LAYOUT_, PER_EXPERT) PF__NAME(PF__LAYOUT_, EXPERTS_IN_OUT)
-        PF__NAME(PF__LAYOUT_, EXPERT_VECTORS)
+        PF__NAME(PF__LAYOUT_, EXPERT_VECTORS) PF__NAME(PF__LAYOUT_, PER_HEAD)
     }
     return NULL;
 }
@@ -6075,7 +6079,7 @@ static pf_result pf__draft_tensors(pf__policy_draft *d, const pf_policy *p) {
                                   "Whisper, Speech2Text) is compiled in, not a policy's", i, in->slot);
         /* a per-layer pattern without "%d" is one tensor all layers share (ALBERT) */
         int per_layer = slot >= PF__SLOT_FIRST_LAYER, layers = pf__pattern_layers(t->pattern);
-        if (layout == PF__LAYOUT_PER_EXPERT && per_layer) /* each '|' part: the layer's %d, then the expert's */
+        if ((layout == PF__LAYOUT_PER_EXPERT || layout == PF__LAYOUT_PER_HEAD) && per_layer) /* each '|' part: the layer's %d, then the expert's (head's) */
             layers = layers == 2 * pf__pattern_parts(t->pattern) ? 1 : -1;
         if (layers < 0 || layers > per_layer)
             return pf__draft_fail(d, PF_ERROR_INVALID_ARGUMENT, "%s \"%s\": %s", what, t->pattern,
@@ -27872,10 +27876,10 @@ PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
    table order) present under the prefix, or bare (lm_head.weight sits outside it). *row is the
    row that matched (the first row when none did) and name its full name; a second spelling
    present too is *other. */
-/* Row t's tensor name for layer `layer`: its pattern, or with PF__LAYOUT_PER_EXPERT the part-th of
-   its '|'-separated parts for expert `expert` (the pattern's second %d). */
+/* Row t's tensor name for layer `layer`: its pattern, or with PF__LAYOUT_PER_EXPERT (PER_HEAD) the
+   part-th of its '|'-separated parts for expert (head) `expert` (the pattern's second %d). */
 PF_PRIVATE void pf__pattern_name(char *out, size_t size, const pf__arch_tensor *t, int layer, int expert, int part) {
-    if (t->layout != PF__LAYOUT_PER_EXPERT) {
+    if (t->layout != PF__LAYOUT_PER_EXPERT && t->layout != PF__LAYOUT_PER_HEAD) {
         snprintf(out, size, t->pattern, layer);
         return;
     }
@@ -32513,11 +32517,13 @@ static int pf__need_by_layer(const pf__config *c, pf__need need, int layer, cons
 }
 
 /* A PF__LAYOUT_PER_EXPERT slot of layer l: every expert's tensor of every part of row t's
-   pattern, each [rows / (experts * parts), cols] of one dtype, joined as src's pieces (no copy). */
+   pattern, each [rows / (experts * parts), cols] of one dtype, joined as src's pieces (no copy);
+   a PF__LAYOUT_PER_HEAD one: every head's [head_dim] vector, joined likewise. */
 static pf_result pf__take_expert_pieces(pf_model *m, const char *prefix, const pf__arch_tensor *t, int l, pf__source *src) {
     const pf__config *c = &m->config;
-    int parts = pf__pattern_parts(t->pattern);
-    size_t count = (size_t)c->num_experts * (size_t)parts, piece_rows = src->rows / count;
+    int parts = pf__pattern_parts(t->pattern), per_head = t->layout == PF__LAYOUT_PER_HEAD;
+    size_t count = per_head ? src->rows / (size_t)c->head_dim : (size_t)c->num_experts * (size_t)parts;
+    size_t piece_rows = src->rows / count;
     src->pieces = (const uint8_t **)calloc(count, sizeof *src->pieces);
     if (!src->pieces) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     src->piece_rows = piece_rows;
@@ -32534,14 +32540,16 @@ static pf_result pf__take_expert_pieces(pf_model *m, const char *prefix, const p
             !(src->packed_pieces = (const pf__packed **)calloc(count, sizeof *src->packed_pieces)))
             return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
         if (src->packed_pieces) src->packed_pieces[k] = st->packed;
-        if (st->ndim != 2 || st->shape[0] != piece_rows || st->shape[1] != src->cols)
-            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is not [%zu, %zu] as the config needs", st->file->path,
-                            st->name, piece_rows, src->cols);
+        if (per_head ? st->ndim != 1 || st->shape[0] != piece_rows
+                     : st->ndim != 2 || st->shape[0] != piece_rows || st->shape[1] != src->cols)
+            return PF__FAIL(m, PF_ERROR_FORMAT, per_head ? "%s: tensor '%s' is not [%zu] as the config needs"
+                                                         : "%s: tensor '%s' is not [%zu, %zu] as the config needs",
+                            st->file->path, st->name, piece_rows, src->cols);
         src->pieces[k] = st->data;
         src->dtype = st->dtype;
     }
     src->data = src->pieces[0];
-    src->layout = PF__LAYOUT_OUT_IN;
+    src->layout = per_head ? PF__LAYOUT_VECTOR : PF__LAYOUT_OUT_IN;
     src->split = t->split;
     return PF_OK;
 }
@@ -32579,7 +32587,8 @@ static pf_result pf__take_slots(pf_model *m, const char *prefix) {
                                 st->file->path, st->name, st->file_dtype ? st->file_dtype : "");
             pf__source *src = &m->sources[pf__slot_index((pf__slot)slot, l)];
             pf__slot_shape(c, (pf__slot)slot, &src->rows, &src->cols);
-            pf_result r = t->layout == PF__LAYOUT_PER_EXPERT ? pf__take_expert_pieces(m, prefix, t, l, src)
+            pf_result r = t->layout == PF__LAYOUT_PER_EXPERT || t->layout == PF__LAYOUT_PER_HEAD
+                              ? pf__take_expert_pieces(m, prefix, t, l, src)
                                                              : pf__take_source(m, t, st, src);
             if (r) return r;
         }

@@ -414,10 +414,10 @@ PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
    table order) present under the prefix, or bare (lm_head.weight sits outside it). *row is the
    row that matched (the first row when none did) and name its full name; a second spelling
    present too is *other. */
-/* Row t's tensor name for layer `layer`: its pattern, or with PF__LAYOUT_PER_EXPERT the part-th of
-   its '|'-separated parts for expert `expert` (the pattern's second %d). */
+/* Row t's tensor name for layer `layer`: its pattern, or with PF__LAYOUT_PER_EXPERT (PER_HEAD) the
+   part-th of its '|'-separated parts for expert (head) `expert` (the pattern's second %d). */
 PF_PRIVATE void pf__pattern_name(char *out, size_t size, const pf__arch_tensor *t, int layer, int expert, int part) {
-    if (t->layout != PF__LAYOUT_PER_EXPERT) {
+    if (t->layout != PF__LAYOUT_PER_EXPERT && t->layout != PF__LAYOUT_PER_HEAD) {
         snprintf(out, size, t->pattern, layer);
         return;
     }

@@ -429,9 +429,13 @@ extern PF_PRIVATE const size_t pf__stacks_count;
    experts * n values, expert after expert.
    PF__LAYOUT_PER_EXPERT: one [out, in] tensor per expert and part, the pattern's second %d the
    expert, its parts separated by '|' (gate_proj|up_proj): expert 0's parts, then expert 1's ...;
-   read as OUT_IN, the pieces joined without a copy (pf__source.pieces). */
+   read as OUT_IN, the pieces joined without a copy (pf__source.pieces).
+   PF__LAYOUT_PER_HEAD: one [head_dim] vector per head, the pattern's second %d the head (StableLM 2's
+   q_layernorm.norms.N.weight); read as the VECTOR of heads * head_dim values, the pieces joined
+   without a copy. */
 typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV, PF__LAYOUT_HEADS,
-               PF__LAYOUT_EXPERTS, PF__LAYOUT_PER_EXPERT, PF__LAYOUT_EXPERTS_IN_OUT, PF__LAYOUT_EXPERT_VECTORS } pf__layout;
+               PF__LAYOUT_EXPERTS, PF__LAYOUT_PER_EXPERT, PF__LAYOUT_EXPERTS_IN_OUT, PF__LAYOUT_EXPERT_VECTORS,
+               PF__LAYOUT_PER_HEAD } pf__layout;
 
 typedef enum {
     PF__SPLIT_NONE,
@@ -1833,7 +1837,7 @@ typedef struct pf__source {
     pf__layout layout;
     pf__split split;
     size_t rows, cols;   /* logical [out, in] */
-    const uint8_t **pieces; /* PF__LAYOUT_PER_EXPERT: [rows / piece_rows] tensors of piece_rows rows each,
+    const uint8_t **pieces; /* PF__LAYOUT_PER_EXPERT, _PER_HEAD: [rows / piece_rows] tensors of piece_rows rows each,
                                the source's rows in order (data is pieces[0]); NULL: data is the whole
                                tensor; owned by the model */
     size_t piece_rows;

@@ -122,11 +122,13 @@ static int pf__need_by_layer(const pf__config *c, pf__need need, int layer, cons
 }
 
 /* A PF__LAYOUT_PER_EXPERT slot of layer l: every expert's tensor of every part of row t's
-   pattern, each [rows / (experts * parts), cols] of one dtype, joined as src's pieces (no copy). */
+   pattern, each [rows / (experts * parts), cols] of one dtype, joined as src's pieces (no copy);
+   a PF__LAYOUT_PER_HEAD one: every head's [head_dim] vector, joined likewise. */
 static pf_result pf__take_expert_pieces(pf_model *m, const char *prefix, const pf__arch_tensor *t, int l, pf__source *src) {
     const pf__config *c = &m->config;
-    int parts = pf__pattern_parts(t->pattern);
-    size_t count = (size_t)c->num_experts * (size_t)parts, piece_rows = src->rows / count;
+    int parts = pf__pattern_parts(t->pattern), per_head = t->layout == PF__LAYOUT_PER_HEAD;
+    size_t count = per_head ? src->rows / (size_t)c->head_dim : (size_t)c->num_experts * (size_t)parts;
+    size_t piece_rows = src->rows / count;
     src->pieces = (const uint8_t **)calloc(count, sizeof *src->pieces);
     if (!src->pieces) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     src->piece_rows = piece_rows;
@@ -143,14 +145,16 @@ static pf_result pf__take_expert_pieces(pf_model *m, const char *prefix, const p
             !(src->packed_pieces = (const pf__packed **)calloc(count, sizeof *src->packed_pieces)))
             return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
         if (src->packed_pieces) src->packed_pieces[k] = st->packed;
-        if (st->ndim != 2 || st->shape[0] != piece_rows || st->shape[1] != src->cols)
-            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is not [%zu, %zu] as the config needs", st->file->path,
-                            st->name, piece_rows, src->cols);
+        if (per_head ? st->ndim != 1 || st->shape[0] != piece_rows
+                     : st->ndim != 2 || st->shape[0] != piece_rows || st->shape[1] != src->cols)
+            return PF__FAIL(m, PF_ERROR_FORMAT, per_head ? "%s: tensor '%s' is not [%zu] as the config needs"
+                                                         : "%s: tensor '%s' is not [%zu, %zu] as the config needs",
+                            st->file->path, st->name, piece_rows, src->cols);
         src->pieces[k] = st->data;
         src->dtype = st->dtype;
     }
     src->data = src->pieces[0];
-    src->layout = PF__LAYOUT_OUT_IN;
+    src->layout = per_head ? PF__LAYOUT_VECTOR : PF__LAYOUT_OUT_IN;
     src->split = t->split;
     return PF_OK;
 }
@@ -188,7 +192,8 @@ static pf_result pf__take_slots(pf_model *m, const char *prefix) {
                                 st->file->path, st->name, st->file_dtype ? st->file_dtype : "");
             pf__source *src = &m->sources[pf__slot_index((pf__slot)slot, l)];
             pf__slot_shape(c, (pf__slot)slot, &src->rows, &src->cols);
-            pf_result r = t->layout == PF__LAYOUT_PER_EXPERT ? pf__take_expert_pieces(m, prefix, t, l, src)
+            pf_result r = t->layout == PF__LAYOUT_PER_EXPERT || t->layout == PF__LAYOUT_PER_HEAD
+                              ? pf__take_expert_pieces(m, prefix, t, l, src)
                                                              : pf__take_source(m, t, st, src);
             if (r) return r;
         }

@@ -45,7 +45,7 @@ static const char *pf__layout_name(int v) {
         PF__NAME(PF__LAYOUT_, OUT_IN) PF__NAME(PF__LAYOUT_, IN_OUT) PF__NAME(PF__LAYOUT_, VECTOR)
         PF__NAME(PF__LAYOUT_, ROW) PF__NAME(PF__LAYOUT_, SQUEEZED) PF__NAME(PF__LAYOUT_, CONV) PF__NAME(PF__LAYOUT_, HEADS)
         PF__NAME(PF__LAYOUT_, EXPERTS) PF__NAME(PF__LAYOUT_, PER_EXPERT) PF__NAME(PF__LAYOUT_, EXPERTS_IN_OUT)
-        PF__NAME(PF__LAYOUT_, EXPERT_VECTORS)
+        PF__NAME(PF__LAYOUT_, EXPERT_VECTORS) PF__NAME(PF__LAYOUT_, PER_HEAD)
     }
     return NULL;
 }
@@ -345,7 +345,7 @@ static pf_result pf__draft_tensors(pf__policy_draft *d, const pf_policy *p) {
                                   "Whisper, Speech2Text) is compiled in, not a policy's", i, in->slot);
         /* a per-layer pattern without "%d" is one tensor all layers share (ALBERT) */
         int per_layer = slot >= PF__SLOT_FIRST_LAYER, layers = pf__pattern_layers(t->pattern);
-        if (layout == PF__LAYOUT_PER_EXPERT && per_layer) /* each '|' part: the layer's %d, then the expert's */
+        if ((layout == PF__LAYOUT_PER_EXPERT || layout == PF__LAYOUT_PER_HEAD) && per_layer) /* each '|' part: the layer's %d, then the expert's (head's) */
             layers = layers == 2 * pf__pattern_parts(t->pattern) ? 1 : -1;
         if (layers < 0 || layers > per_layer)
             return pf__draft_fail(d, PF_ERROR_INVALID_ARGUMENT, "%s \"%s\": %s", what, t->pattern,

@@ -1358,14 +1358,14 @@ def cfg_falcon_alibi(v, tok):
                       num_attention_heads=12)
 
 
-def cfg_stablelm(v, tok, parallel=False, qkv_bias=True):
+def cfg_stablelm(v, tok, parallel=False, qkv_bias=True, qk_layernorm=False):
     from transformers import StableLmConfig
 
     bos, eos, pad = _ids(tok)
     return StableLmConfig(
         vocab_size=v, hidden_size=48, intermediate_size=64, num_hidden_layers=2, num_attention_heads=6,
         num_key_value_heads=2, max_position_embeddings=128, layer_norm_eps=1e-5, hidden_act="silu",
-        initializer_range=INIT_STD, use_qkv_bias=qkv_bias, qk_layernorm=False, use_parallel_residual=parallel,
+        initializer_range=INIT_STD, use_qkv_bias=qkv_bias, qk_layernorm=qk_layernorm, use_parallel_residual=parallel,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25},
         tie_word_embeddings=False, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
     )
@@ -1373,6 +1373,11 @@ def cfg_stablelm(v, tok, parallel=False, qkv_bias=True):
 
 def cfg_stablelm_parallel(v, tok):
     return cfg_stablelm(v, tok, parallel=True, qkv_bias=False)
+
+
+def cfg_stablelm_qk_layernorm(v, tok):
+    """StableLM 2 12B's block: parallel, no q/k/v biases, a LayerNorm without bias for each q and k head."""
+    return cfg_stablelm(v, tok, parallel=True, qkv_bias=False, qk_layernorm=True)
 
 
 def cfg_cohere(v, tok, qk_norm=False):
@@ -2073,6 +2078,13 @@ FAMILIES = [
         traits="stablelm with use_parallel_residual true (input_layernorm feeds attention and MLP, no "
                "post_attention_layernorm) and use_qkv_bias false",
         ablations=[],
+    ),
+    dict(
+        name="stablelm-qk-layernorm", config=cfg_stablelm_qk_layernorm, seed=3150, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(neox_tokenizer(320), out), tok_style="as gpt_neox",
+        traits="stablelm-parallel with qk_layernorm true (StableLM 2 12B): q_layernorm.norms.N / k_layernorm.norms.N, "
+               "a LayerNorm [head_dim] without bias for each of the 6 q and 2 k heads, before the partial rotary",
+        ablations=[("no qk-norm", set_attr(qk_layernorm=False))],
     ),
     dict(
         name="cohere", config=cfg_cohere, seed=3200, vocab_pad=0, cases=False, beam=True,

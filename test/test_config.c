@@ -445,9 +445,13 @@ static void test_fused_families(void) {
     edit_file("config.json", "\"rope_parameters\": {\n    \"partial_rotary_factor\": 0.25,\n    \"rope_theta\": 10000.0,\n"
               "    \"rope_type\": \"default\"\n  },", "\"rope_scaling\": null, \"rope_theta\": 10000.0,");
     check_work_logits("StableLM without partial_rotary_factor (0.25)", "stablelm", 1);
+    /* StableLM 2 12B's qk_layernorm says whether its per-head q/k LayerNorms are there */
     if (copy_fixture("stablelm")) return;
     edit_file("config.json", "\"qk_layernorm\": false", "\"qk_layernorm\": true");
-    expect_load("StableLM with qk_layernorm", NULL, PF_ERROR_UNSUPPORTED, "qk_layernorm");
+    expect_load("StableLM with qk_layernorm and no q/k LayerNorms", NULL, PF_ERROR_FORMAT, "q_layernorm.norms.0.weight");
+    if (copy_fixture("stablelm-qk-layernorm")) return;
+    edit_file("config.json", "\"qk_layernorm\": true", "\"qk_layernorm\": false");
+    expect_load("StableLM without qk_layernorm and with q/k LayerNorms", NULL, PF_ERROR_FORMAT, "q_layernorm.norms.0.weight");
     /* Cohere: use_qk_norm says whether the per-head q/k norms (Command R+) are there: true without
        them, or false with them, is refused; logit_scale null fails in transformers */
     if (copy_fixture("cohere")) return;

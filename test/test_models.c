@@ -1016,7 +1016,7 @@ void test_models(void) {
                               "codegen", "openai-gpt", "ctrl", "gpt_neo-attention-types", "bloom-post-ln-residual",
                               "llama-biases", "qwen2-window-layers", "llama-eos-list", "llama-generation-config",
                               "gpt_bigcode", "gpt_bigcode-mha", "phi3", "phi3-longrope", "phi", "phi-qk-layernorm", "starcoder2", "falcon", "falcon-new-arch",
-                              "falcon-new-arch-one-norm", "falcon-sequential", "falcon-alibi", "stablelm", "stablelm-parallel",
+                              "falcon-new-arch-one-norm", "falcon-sequential", "falcon-alibi", "stablelm", "stablelm-parallel", "stablelm-qk-layernorm",
                               "cohere", "cohere-qk-norm", "cohere2",
                               "qwen3", "qwen3-window-bias", "gemma", "gemma2", "gemma3_text", "gemma3_text-hub", "gemma3-multimodal",
                               "olmo", "olmo-clip-qkv", "smollm3", "smollm3-window", "olmo2", "olmo2-bias",
@@ -1024,7 +1024,7 @@ void test_models(void) {
                               "qwen3_moe", "qwen2_moe", "mixtral", "olmoe", "granitemoe", "deepseek_v2-moe", "deepseek_v3-moe", "gpt_oss", "granitemoeshared", "llama4", "llama4-multimodal"}; /* test_moe: their beams, batches, memory and faults */
     /* issue 32's families: beam search, a left-padded batch and pf_to_cpu against transformers too */
     const char *families[] = {"gpt_bigcode", "gpt_bigcode-mha", "phi3", "phi", "phi-qk-layernorm", "starcoder2", "falcon", "falcon-new-arch",
-                              "falcon-new-arch-one-norm", "falcon-sequential", "falcon-alibi", "stablelm", "stablelm-parallel",
+                              "falcon-new-arch-one-norm", "falcon-sequential", "falcon-alibi", "stablelm", "stablelm-parallel", "stablelm-qk-layernorm",
                               "cohere", "cohere-qk-norm", "cohere2",
                               "qwen3", "qwen3-window-bias", "gemma", "gemma2", "gemma3_text", "gemma3_text-hub", "gemma3-multimodal",
                               "olmo", "olmo-clip-qkv", "smollm3", "smollm3-window", "olmo2", "olmo2-bias",
