@@ -471,9 +471,14 @@ extern PF_PRIVATE const size_t pf__stacks_count;
    experts * n values, expert after expert.
    PF__LAYOUT_PER_EXPERT: one [out, in] tensor per expert and part, the pattern's second %d the
    expert, its parts separated by '|' (gate_proj|up_proj): expert 0's parts, then expert 1's ...;
-   read as OUT_IN, the pieces joined without a copy (pf__source.pieces). */
+   read as OUT_IN, the pieces joined without a copy (pf__source.pieces).
+   PF__LAYOUT_GROUPED: [out, in / groups, 1], a 1-D convolution of kernel 1 in `groups` groups
+   (SqueezeBERT's conv1d; groups from the slot's config field, pf__slot_groups): output o reads
+   only the inputs of its group o / (out / groups). Read as OUT_IN, the block-diagonal [out, in]
+   with zeros outside the groups, so that the ranks split it as the dense layer it stands for. */
 typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV, PF__LAYOUT_HEADS,
-               PF__LAYOUT_EXPERTS, PF__LAYOUT_PER_EXPERT, PF__LAYOUT_EXPERTS_IN_OUT, PF__LAYOUT_EXPERT_VECTORS } pf__layout;
+               PF__LAYOUT_EXPERTS, PF__LAYOUT_PER_EXPERT, PF__LAYOUT_EXPERTS_IN_OUT, PF__LAYOUT_EXPERT_VECTORS,
+               PF__LAYOUT_GROUPED } pf__layout;
 
 typedef enum {
     PF__SPLIT_NONE,
@@ -863,6 +868,9 @@ typedef struct pf__config {
     int share_att_key;              /* 1: positions projected by the layer's query and key weights */
     int relative_attention;         /* DeBERTa: 1 adds the disentangled terms */
     int head_activation;            /* the masked-LM head's pf__activation; -1: the model's */
+    /* Grouped linear layers (PF__LAYOUT_GROUPED, SqueezeBERT's q_groups ... output_groups): each
+       slot's group count; 0 or 1: dense */
+    int q_groups, k_groups, v_groups, attn_out_groups, mlp_up_groups, mlp_down_groups;
     pf_head head;                   /* what the output stage computes */
     int num_labels;                 /* classification heads' outputs */
 } pf__config;
@@ -931,6 +939,7 @@ PF_PRIVATE pf_result pf__config_parse(const pf__json *json, const char *path, in
 
 /* ---- src/policy_registry.c ---- */
 PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, size_t *cols);
+PF_PRIVATE int pf__slot_groups(const pf__config *c, pf__slot slot);
 
 /* ---- src/tokenizer_utf8.c ---- */
 #define PF__UTF8_INVALID 0xFFFFFFFFu /* the "code point" of a byte that is not valid UTF-8 */
@@ -1854,6 +1863,7 @@ typedef struct pf__source {
                                the source's rows in order (data is pieces[0]); NULL: data is the whole
                                tensor; owned by the model */
     size_t piece_rows;
+    size_t groups;       /* PF__LAYOUT_GROUPED: the file holds [rows, cols / groups] */
     const pf__packed *packed; /* PF__DTYPE_PACKED: its decoding (the index owns it) */
     const pf__packed **packed_pieces; /* PER_EXPERT pieces that are PF__DTYPE_PACKED: each one's decoding
                                          (the array owned by the model, like pieces) */
@@ -5110,6 +5120,10 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
     if (cfg->head_dim == 0 && cfg->num_heads > 0 && cfg->hidden_size % cfg->num_heads == 0)
         cfg->head_dim = cfg->hidden_size / cfg->num_heads; /* else inconsistent, below */
     if (cfg->embed_dim == 0) cfg->embed_dim = cfg->hidden_size;
+    if (cfg->embed_dim != cfg->hidden_size && !pf__arch_tensor_for(cfg->arch, PF__SLOT_PROJECT_IN)) /* SqueezeBERT asserts them equal */
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" %d differs from hidden_size %d, and the family has "
+                          "no projection between them", path, pf__config_key(cfg->arch, offsetof(pf__config, embed_dim)),
+                          cfg->embed_dim, cfg->hidden_size);
     if (strcmp(pf__config_key(cfg->arch, offsetof(pf__config, relative_attention)), "(derived)"))
         /* DeBERTa scales by 1 / sqrt(head_dim * (1 + its terms)), whether it adds them or not */
         cfg->query_pre_attn_scalar = (double)cfg->head_dim * (1 + cfg->rel_c2p + cfg->rel_p2c);
@@ -5729,7 +5743,7 @@ static const char *pf__layout_name(int v) {
         PF__NAME(PF__LAYOUT_, OUT_IN) PF__NAME(PF__LAYOUT_, IN_OUT) PF__NAME(PF__LAYOUT_, VECTOR)
         PF__NAME(PF__LAYOUT_, ROW) PF__NAME(PF__LAYOUT_, SQUEEZED) PF__NAME(PF__LAYOUT_, CONV) PF__NAME(PF__LAYOUT_, HEADS)
         PF__NAME(PF__LAYOUT_, EXPERTS) PF__NAME(PF__LAYOUT_, PER_EXPERT) PF__NAME(PF__LAYOUT_, EXPERTS_IN_OUT)
-        PF__NAME(PF__LAYOUT_, EXPERT_VECTORS)
+        PF__NAME(PF__LAYOUT_, EXPERT_VECTORS) PF__NAME(PF__LAYOUT_, GROUPED)
     }
     return NULL;
 }
@@ -6913,6 +6927,21 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_REL_EMBED: *rows = 2 * (size_t)c->rel_span; *cols = h; break;
     default: *rows = h; break; /* norms and the remaining biases */
     }
+}
+
+/* The groups of a slot stored PF__LAYOUT_GROUPED (its config field); 1 for the other slots. */
+PF_PRIVATE int pf__slot_groups(const pf__config *c, pf__slot slot) {
+    int groups = 1;
+    switch (slot) {
+    case PF__SLOT_Q_WEIGHT: groups = c->q_groups; break;
+    case PF__SLOT_K_WEIGHT: groups = c->k_groups; break;
+    case PF__SLOT_V_WEIGHT: groups = c->v_groups; break;
+    case PF__SLOT_ATTN_OUT_WEIGHT: groups = c->attn_out_groups; break;
+    case PF__SLOT_MLP_UP_WEIGHT: groups = c->mlp_up_groups; break;
+    case PF__SLOT_MLP_DOWN_WEIGHT: groups = c->mlp_down_groups; break;
+    default: break;
+    }
+    return groups > 1 ? groups : 1;
 }
 
 /* ==== src/tokenizer_utf8.c ==== */
@@ -22443,9 +22472,27 @@ static size_t pf__transposed_at(const pf__source *src, size_t row, size_t col, s
     return e * per * src->cols + col * per + in_expert;
 }
 
+/* The rank's slice of a PF__LAYOUT_GROUPED source as its dense block-diagonal rows: of each row,
+   the columns of its output's group from the file, zeros elsewhere. */
+static void pf__slice_copy_grouped(float *dst, const pf__source *src, const pf__plan *p) {
+    size_t group_rows = src->rows / src->groups, group_cols = src->cols / src->groups;
+    for (size_t i = 0; i < p->rows; i++) {
+        size_t row = pf__plan_row(p, i), first = row / group_rows * group_cols, last = first + group_cols;
+        size_t lo = first > p->col_begin ? first : p->col_begin;
+        size_t hi = last < p->col_begin + p->cols ? last : p->col_begin + p->cols;
+        float *out = dst + i * p->cols;
+        memset(out, 0, p->cols * sizeof(float));
+        if (lo < hi) pf__source_run(out + (lo - p->col_begin), src, row * group_cols + (lo - first), hi - lo);
+    }
+}
+
 /* Copies the rank's slice of src into dst ([plan rows, plan cols] fp32), converting dtype and
    layout on the way, in runs of consecutive file values. */
 static void pf__slice_copy(float *dst, const pf__source *src, const pf__plan *p, int experts) {
+    if (src->layout == PF__LAYOUT_GROUPED) {
+        pf__slice_copy_grouped(dst, src, p);
+        return;
+    }
     if (src->layout != PF__LAYOUT_IN_OUT && src->layout != PF__LAYOUT_EXPERTS_IN_OUT) {
         for (size_t i = 0; i < p->rows; i++)
             pf__source_run(dst + i * p->cols, src, pf__plan_row(p, i) * src->cols + p->col_begin, p->cols);
@@ -22496,7 +22543,8 @@ static const struct pf__stack *pf__stack_of(pf__slot slot) {
 /* Whether a rank's slice of a source can be stored as Q8: a matrix (or embedding) whose slice
    starts and ends at block boundaries of the whole tensor's columns. */
 static int pf__q8_fits(const pf__source *src, const pf__plan *p) {
-    return (src->layout == PF__LAYOUT_OUT_IN || src->layout == PF__LAYOUT_IN_OUT || src->layout == PF__LAYOUT_EXPERTS_IN_OUT) &&
+    return (src->layout == PF__LAYOUT_OUT_IN || src->layout == PF__LAYOUT_IN_OUT || src->layout == PF__LAYOUT_EXPERTS_IN_OUT ||
+            src->layout == PF__LAYOUT_GROUPED) &&
            p->cols % PF__Q8_BLOCK == 0 &&
            p->col_begin % PF__Q8_BLOCK == 0;
 }
@@ -27762,7 +27810,7 @@ PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, p
    scale of what a linear op reads, folded in rather than computed on every backend. */
 PF_PRIVATE pf_result pf__scale_source(pf_model *m, pf__slot slot, float scale) {
     pf__source *src = &m->sources[slot];
-    size_t n = src->rows * src->cols;
+    size_t n = src->rows * src->cols / (src->groups > 1 ? src->groups : 1); /* the file's values */
     if (!src->data) return PF_OK;
     if (m->num_scaled == PF__COUNT(m->scaled)) return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "too many scaled tensors");
     float *copy = (float *)malloc(n * sizeof(float));
@@ -27921,8 +27969,9 @@ static pf_result pf__to_cpu_locked(pf_model *m) {
         gathered[i].pieces = NULL; /* gathered whole */
         gathered[i].packed = NULL;
         gathered[i].packed_pieces = NULL;
-        if (gathered[i].layout == PF__LAYOUT_IN_OUT || gathered[i].layout == PF__LAYOUT_EXPERTS_IN_OUT)
-            gathered[i].layout = PF__LAYOUT_OUT_IN; /* gathered as [rows][cols] */
+        if (gathered[i].layout == PF__LAYOUT_IN_OUT || gathered[i].layout == PF__LAYOUT_EXPERTS_IN_OUT ||
+            gathered[i].layout == PF__LAYOUT_GROUPED)
+            gathered[i].layout = PF__LAYOUT_OUT_IN; /* gathered as [rows][cols] (a grouped one dense) */
         if ((i == PF__SLOT_REL_BIAS || i == PF__SLOT_ENC_REL_BIAS) && full[i]) /* no rank holds it as a weight (each has a table): from the source */
             for (size_t k = 0; k < m->sources[i].rows * m->sources[i].cols; k++)
                 full[i][k] = pf__weight_value(m->sources[i].data, k, m->sources[i].dtype);
@@ -32300,6 +32349,17 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
         flat.shape[0] = ok ? st->shape[0] * st->shape[1] : 0;
         want_dims = 1;
     }
+    size_t groups = t->layout == PF__LAYOUT_GROUPED ? (size_t)pf__slot_groups(&m->config, t->slot) : 1;
+    if (t->layout == PF__LAYOUT_GROUPED) { /* [out, in / groups, 1] checked as [out, in] */
+        if (src->cols % groups || src->rows % groups)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s': config.json's %zu groups do not divide its %zu inputs "
+                            "and %zu outputs", st->file->path, st->name, groups, src->cols, src->rows);
+        if (st->ndim != 3 || st->shape[0] != src->rows || st->shape[1] != src->cols / groups || st->shape[2] != 1)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is not [%zu, %zu, 1] as the config needs (%zu inputs in "
+                            "%zu groups)", st->file->path, st->name, src->rows, src->cols / groups, src->cols, groups);
+        flat.ndim = 2;
+        flat.shape[1] = src->cols;
+    }
     if (t->layout == PF__LAYOUT_HEADS) { /* [heads, head_dim] checked as the vector of its values */
         int ok = st->ndim == 2 && st->shape[1] == (size_t)m->config.head_dim;
         flat.ndim = ok ? 1 : 0;
@@ -32323,6 +32383,7 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
                   : t->layout == PF__LAYOUT_EXPERTS                                 ? PF__LAYOUT_OUT_IN
                                                                                     : t->layout;
     src->split = t->split;
+    src->groups = groups;
     return PF_OK;
 }
 

@@ -1687,6 +1687,10 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
     if (cfg->head_dim == 0 && cfg->num_heads > 0 && cfg->hidden_size % cfg->num_heads == 0)
         cfg->head_dim = cfg->hidden_size / cfg->num_heads; /* else inconsistent, below */
     if (cfg->embed_dim == 0) cfg->embed_dim = cfg->hidden_size;
+    if (cfg->embed_dim != cfg->hidden_size && !pf__arch_tensor_for(cfg->arch, PF__SLOT_PROJECT_IN)) /* SqueezeBERT asserts them equal */
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" %d differs from hidden_size %d, and the family has "
+                          "no projection between them", path, pf__config_key(cfg->arch, offsetof(pf__config, embed_dim)),
+                          cfg->embed_dim, cfg->hidden_size);
     if (strcmp(pf__config_key(cfg->arch, offsetof(pf__config, relative_attention)), "(derived)"))
         /* DeBERTa scales by 1 / sqrt(head_dim * (1 + its terms)), whether it adds them or not */
         cfg->query_pre_attn_scalar = (double)cfg->head_dim * (1 + cfg->rel_c2p + cfg->rel_p2c);

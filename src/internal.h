@@ -429,9 +429,14 @@ extern PF_PRIVATE const size_t pf__stacks_count;
    experts * n values, expert after expert.
    PF__LAYOUT_PER_EXPERT: one [out, in] tensor per expert and part, the pattern's second %d the
    expert, its parts separated by '|' (gate_proj|up_proj): expert 0's parts, then expert 1's ...;
-   read as OUT_IN, the pieces joined without a copy (pf__source.pieces). */
+   read as OUT_IN, the pieces joined without a copy (pf__source.pieces).
+   PF__LAYOUT_GROUPED: [out, in / groups, 1], a 1-D convolution of kernel 1 in `groups` groups
+   (SqueezeBERT's conv1d; groups from the slot's config field, pf__slot_groups): output o reads
+   only the inputs of its group o / (out / groups). Read as OUT_IN, the block-diagonal [out, in]
+   with zeros outside the groups, so that the ranks split it as the dense layer it stands for. */
 typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV, PF__LAYOUT_HEADS,
-               PF__LAYOUT_EXPERTS, PF__LAYOUT_PER_EXPERT, PF__LAYOUT_EXPERTS_IN_OUT, PF__LAYOUT_EXPERT_VECTORS } pf__layout;
+               PF__LAYOUT_EXPERTS, PF__LAYOUT_PER_EXPERT, PF__LAYOUT_EXPERTS_IN_OUT, PF__LAYOUT_EXPERT_VECTORS,
+               PF__LAYOUT_GROUPED } pf__layout;
 
 typedef enum {
     PF__SPLIT_NONE,
@@ -821,6 +826,9 @@ typedef struct pf__config {
     int share_att_key;              /* 1: positions projected by the layer's query and key weights */
     int relative_attention;         /* DeBERTa: 1 adds the disentangled terms */
     int head_activation;            /* the masked-LM head's pf__activation; -1: the model's */
+    /* Grouped linear layers (PF__LAYOUT_GROUPED, SqueezeBERT's q_groups ... output_groups): each
+       slot's group count; 0 or 1: dense */
+    int q_groups, k_groups, v_groups, attn_out_groups, mlp_up_groups, mlp_down_groups;
     pf_head head;                   /* what the output stage computes */
     int num_labels;                 /* classification heads' outputs */
 } pf__config;
@@ -889,6 +897,7 @@ PF_PRIVATE pf_result pf__config_parse(const pf__json *json, const char *path, in
 
 /* ---- src/policy_registry.c ---- */
 PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, size_t *cols);
+PF_PRIVATE int pf__slot_groups(const pf__config *c, pf__slot slot);
 
 /* ---- src/tokenizer_utf8.c ---- */
 #define PF__UTF8_INVALID 0xFFFFFFFFu /* the "code point" of a byte that is not valid UTF-8 */
@@ -1812,6 +1821,7 @@ typedef struct pf__source {
                                the source's rows in order (data is pieces[0]); NULL: data is the whole
                                tensor; owned by the model */
     size_t piece_rows;
+    size_t groups;       /* PF__LAYOUT_GROUPED: the file holds [rows, cols / groups] */
     const pf__packed *packed; /* PF__DTYPE_PACKED: its decoding (the index owns it) */
     const pf__packed **packed_pieces; /* PER_EXPERT pieces that are PF__DTYPE_PACKED: each one's decoding
                                          (the array owned by the model, like pieces) */

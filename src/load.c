@@ -79,6 +79,17 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
         flat.shape[0] = ok ? st->shape[0] * st->shape[1] : 0;
         want_dims = 1;
     }
+    size_t groups = t->layout == PF__LAYOUT_GROUPED ? (size_t)pf__slot_groups(&m->config, t->slot) : 1;
+    if (t->layout == PF__LAYOUT_GROUPED) { /* [out, in / groups, 1] checked as [out, in] */
+        if (src->cols % groups || src->rows % groups)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s': config.json's %zu groups do not divide its %zu inputs "
+                            "and %zu outputs", st->file->path, st->name, groups, src->cols, src->rows);
+        if (st->ndim != 3 || st->shape[0] != src->rows || st->shape[1] != src->cols / groups || st->shape[2] != 1)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is not [%zu, %zu, 1] as the config needs (%zu inputs in "
+                            "%zu groups)", st->file->path, st->name, src->rows, src->cols / groups, src->cols, groups);
+        flat.ndim = 2;
+        flat.shape[1] = src->cols;
+    }
     if (t->layout == PF__LAYOUT_HEADS) { /* [heads, head_dim] checked as the vector of its values */
         int ok = st->ndim == 2 && st->shape[1] == (size_t)m->config.head_dim;
         flat.ndim = ok ? 1 : 0;
@@ -102,6 +113,7 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
                   : t->layout == PF__LAYOUT_EXPERTS                                 ? PF__LAYOUT_OUT_IN
                                                                                     : t->layout;
     src->split = t->split;
+    src->groups = groups;
     return PF_OK;
 }
 

@@ -45,7 +45,7 @@ static const char *pf__layout_name(int v) {
         PF__NAME(PF__LAYOUT_, OUT_IN) PF__NAME(PF__LAYOUT_, IN_OUT) PF__NAME(PF__LAYOUT_, VECTOR)
         PF__NAME(PF__LAYOUT_, ROW) PF__NAME(PF__LAYOUT_, SQUEEZED) PF__NAME(PF__LAYOUT_, CONV) PF__NAME(PF__LAYOUT_, HEADS)
         PF__NAME(PF__LAYOUT_, EXPERTS) PF__NAME(PF__LAYOUT_, PER_EXPERT) PF__NAME(PF__LAYOUT_, EXPERTS_IN_OUT)
-        PF__NAME(PF__LAYOUT_, EXPERT_VECTORS)
+        PF__NAME(PF__LAYOUT_, EXPERT_VECTORS) PF__NAME(PF__LAYOUT_, GROUPED)
     }
     return NULL;
 }
@@ -1229,5 +1229,20 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_REL_EMBED: *rows = 2 * (size_t)c->rel_span; *cols = h; break;
     default: *rows = h; break; /* norms and the remaining biases */
     }
+}
+
+/* The groups of a slot stored PF__LAYOUT_GROUPED (its config field); 1 for the other slots. */
+PF_PRIVATE int pf__slot_groups(const pf__config *c, pf__slot slot) {
+    int groups = 1;
+    switch (slot) {
+    case PF__SLOT_Q_WEIGHT: groups = c->q_groups; break;
+    case PF__SLOT_K_WEIGHT: groups = c->k_groups; break;
+    case PF__SLOT_V_WEIGHT: groups = c->v_groups; break;
+    case PF__SLOT_ATTN_OUT_WEIGHT: groups = c->attn_out_groups; break;
+    case PF__SLOT_MLP_UP_WEIGHT: groups = c->mlp_up_groups; break;
+    case PF__SLOT_MLP_DOWN_WEIGHT: groups = c->mlp_down_groups; break;
+    default: break;
+    }
+    return groups > 1 ? groups : 1;
 }
 

@@ -91,6 +91,11 @@ SEQ2SEQ_ROWS = [
     ([0, 5, 77, 31, 101, 2, 54, 12, 96, 40, 8, 2], [0] * 12),
     ([0, 119, 2, 64, 2], [0] * 5),
 ]
+# SqueezeBERT: BERT's shape with grouped 1-D convolutions, each layer its own group count (so that
+# a slot read with another's groups fails), 4 heads so that 3 ranks split them unevenly and cut
+# through the groups of q, k, v and the MLP.
+SQUEEZEBERT_SHAPE = dict(BERT_SHAPE, num_attention_heads=4, embedding_size=48, q_groups=4, k_groups=2, v_groups=3,
+                         post_attention_groups=2, intermediate_groups=4, output_groups=6)
 FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("bert", "BertConfig", BERT_SHAPE, "BertModel", None),
     ("bert-mlm", "BertConfig", BERT_SHAPE, "BertForMaskedLM", None),
@@ -157,6 +162,12 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("deberta", "DebertaConfig", DEBERTA_V1_SHAPE, "DebertaModel", None),
     ("deberta-cls", "DebertaConfig", DEBERTA_V1_SHAPE, "DebertaForSequenceClassification", 3),
     ("deberta-v2-pos-proj", "DebertaV2Config", dict(DEBERTA_V3_SHAPE, share_att_key=False), "DebertaV2Model", None),
+    ("squeezebert", "SqueezeBertConfig", SQUEEZEBERT_SHAPE, "SqueezeBertModel", None),
+    ("squeezebert-mlm", "SqueezeBertConfig", SQUEEZEBERT_SHAPE, "SqueezeBertForMaskedLM", None),
+    ("squeezebert-cls", "SqueezeBertConfig", SQUEEZEBERT_SHAPE, "SqueezeBertForSequenceClassification", 3),
+    ("squeezebert-tok", "SqueezeBertConfig", SQUEEZEBERT_SHAPE, "SqueezeBertForTokenClassification", 5),
+    ("squeezebert-qa", "SqueezeBertConfig", SQUEEZEBERT_SHAPE, "SqueezeBertForQuestionAnswering", None),
+    ("squeezebert-mc", "SqueezeBertConfig", SQUEEZEBERT_SHAPE, "SqueezeBertForMultipleChoice", None),
 ]
 # A trait the fixtures exist to test must move the outputs well past the tests' 1e-4: DeBERTa's
 # hidden states without the c2p or the p2c term differ by at least this much.

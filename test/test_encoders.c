@@ -1026,6 +1026,12 @@ void test_encoders(void) {
     test_encoder_fixture("xlm-roberta-xl-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
     test_encoder_fixture("ernie", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("ernie-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
+    test_encoder_fixture("squeezebert", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("squeezebert-mlm", PF_HEAD_MASKED_LM, 120, 1);
+    test_encoder_fixture("squeezebert-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
+    test_encoder_fixture("squeezebert-tok", PF_HEAD_TOKEN_CLASSIFICATION, 5, 1);
+    test_encoder_fixture("squeezebert-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
+    test_encoder_fixture("squeezebert-mc", PF_HEAD_MULTIPLE_CHOICE, 1, 0);
     test_decoder_embeddings();
     test_embed_poolings();
     test_embed_cli();
