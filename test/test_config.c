@@ -351,6 +351,29 @@ static void test_squeezebert_refusals(void) {
     expect_load("SqueezeBERT with embedding_size 32", NULL, PF_ERROR_UNSUPPORTED, "\"embedding_size\" 32 differs from hidden_size 48");
 }
 
+/* MobileBERT's configurations other than the released checkpoints' are refused by name; the
+   stacked MLPs' count is checked against the tensors. */
+static void test_mobilebert_refusals(void) {
+    static const struct { const char *from, *to, *needle; pf_result want; } cases[] = {
+        {"\"normalization_type\": \"no_norm\"", "\"normalization_type\": \"layer_norm\"", "\"normalization_type\" \"layer_norm\"",
+         PF_ERROR_UNSUPPORTED},
+        {"\"num_feedforward_networks\": 4", "\"num_feedforward_networks\": 5", "\"num_feedforward_networks\" 5", PF_ERROR_UNSUPPORTED},
+        {"\"num_feedforward_networks\": 4", "\"num_feedforward_networks\": 3", "has stacked MLP 2, but config.json's num_feedforward_networks is 3", PF_ERROR_FORMAT},
+        {"\"use_bottleneck_attention\": false", "\"use_bottleneck_attention\": true", "\"use_bottleneck_attention\"",
+         PF_ERROR_UNSUPPORTED},
+        {"\"key_query_shared_bottleneck\": true", "\"key_query_shared_bottleneck\": false", "\"key_query_shared_bottleneck\"",
+         PF_ERROR_UNSUPPORTED},
+        {"\"trigram_input\": true", "\"trigram_input\": false", "\"trigram_input\"", PF_ERROR_UNSUPPORTED},
+        {"\"classifier_activation\": true", "\"classifier_activation\": false", "\"classifier_activation\"", PF_ERROR_UNSUPPORTED},
+        {"\"intra_bottleneck_size\": 24", "\"intra_bottleneck_size\": 26", "\"intra_bottleneck_size\" 26", PF_ERROR_FORMAT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (copy_fixture("mobilebert")) return;
+        edit_file("config.json", cases[i].from, cases[i].to);
+        expect_load(cases[i].to, NULL, cases[i].want, cases[i].needle);
+    }
+}
+
 /* Values transformers computes differently from what we implement, or cannot compute, are
    refused by name. */
 static void test_refused_values(void) {
@@ -1234,6 +1257,7 @@ void test_config(void) {
     test_refused_values();
     test_deberta_refusals();
     test_squeezebert_refusals();
+    test_mobilebert_refusals();
     test_fused_families();
     test_other_formats();
     test_bare_encoder_under_head_name();

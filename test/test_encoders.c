@@ -1032,6 +1032,15 @@ void test_encoders(void) {
     test_encoder_fixture("squeezebert-tok", PF_HEAD_TOKEN_CLASSIFICATION, 5, 1);
     test_encoder_fixture("squeezebert-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
     test_encoder_fixture("squeezebert-mc", PF_HEAD_MULTIPLE_CHOICE, 1, 0);
+    test_encoder_fixture("mobilebert", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("mobilebert-mlm", PF_HEAD_MASKED_LM, 120, 1);
+    test_encoder_fixture("mobilebert-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
+    test_encoder_fixture("mobilebert-tok", PF_HEAD_TOKEN_CLASSIFICATION, 5, 1);
+    test_encoder_fixture("mobilebert-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
+    test_encoder_fixture("mobilebert-mc", PF_HEAD_MULTIPLE_CHOICE, 1, 0);
+    test_encoder_fixture("mobilebert-nsp", PF_HEAD_NEXT_SENTENCE, 2, 0);
+    test_encoder_fixture("mobilebert-ffn1", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("mobilebert-pretraining", PF_HEAD_MASKED_LM, 120, 1);
     test_decoder_embeddings();
     test_embed_poolings();
     test_embed_cli();
