@@ -23089,7 +23089,8 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
     r->part = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
     if (m->sources[PF__SLOT_PROJECT_IN].data) /* trigrams: the rows, a zero row, then the 3 T rows gathered */
         r->embed = (float *)pf__rank_alloc(r, (c->trigram_input ? 4 * T + 1 : T) * c->embed_dim * sizeof(float));
-    if (c->trigram_input && !(r->trigram_rows = (int32_t *)malloc(3 * T * sizeof(int32_t))))
+    if (c->trigram_input && !r->counting && !r->trigram_rows && /* host memory: once, not in the counting pass */
+        !(r->trigram_rows = (int32_t *)malloc(3 * T * sizeof(int32_t))))
         pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
     r->qkv = (float *)pf__rank_alloc(r, T * (q_width + 2 * kv_width) * sizeof(float));
     size_t v_width = (size_t)r->share.heads * pf__value_head_dim(c); /* latent attention's value heads may be wider */
