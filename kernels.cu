@@ -470,6 +470,24 @@ __device__ void pf_norm_row(float *o, const float *xr, const void *w, int w_dtyp
     }
 }
 
+/* MobileBERT's NoNorm (rms 3), elementwise over rows * n values: x += y + bias where add (y, bias
+   may be NULL), then out = x * w + b (absent weight 1, absent bias 0), out16 as pf_norm_row's. */
+__global__ void pf_elementwise_norm_kernel(float *x, const float *y, const void *bias, int bias_dtype, int add, float *out,
+                                           const void *w, int w_dtype, const void *b, int b_dtype, size_t rows, size_t n,
+                                           void *out16, int out16_dtype) {
+    PF_GRID_STRIDE(i, rows * n) {
+        size_t col = i % n;
+        float v = x[i];
+        if (add) {
+            v += (y ? y[i] : 0.0f) + pf_load(bias, bias_dtype, col);
+            x[i] = v;
+        }
+        float o = v * (w ? pf_load(w, w_dtype, col) : 1.0f) + pf_load(b, b_dtype, col);
+        out[i] = o;
+        pf_store16(out16, out16_dtype, i, o);
+    }
+}
+
 /* One block per row: out = norm(x) (pf_norm_row); out16 [rows][n] 2-byte values, or NULL. */
 __global__ void pf_norm_kernel(float *out, const float *x, const void *w, int w_dtype, const void *b, int b_dtype,
                                size_t n, float eps, int rms, void *out16, int out16_dtype) {
@@ -2320,7 +2338,7 @@ int pf_cuda_add_positions(struct pf_cuda_rank *st, float *x, const void *table, 
     return PF_CUDA_OK;
 }
 
-/* out[rows][n] = LayerNorm (rms 0) or RMSNorm (rms 1; rms 2: times 1 + weight) of x[rows][n] times weight plus bias, each
+/* out[rows][n] = LayerNorm (rms 0) or RMSNorm (rms 1; rms 2: times 1 + weight; rms 3: no norm, x alone) of x[rows][n] times weight plus bias, each
    in its own dtype; weight NULL: 1, bias NULL: 0. out may equal x. out16: NULL, or room for
    rows * n values of out16_dtype (PF_CUDA_F16/BF16) that receive out rounded to nearest, for a
    pf_cuda_matmul over out that is then told its input is converted already. */
@@ -2331,6 +2349,12 @@ int pf_cuda_norm(struct pf_cuda_rank *st, float *out, const float *x, const void
     if (out16 && out16_dtype != PF_CUDA_F16 && out16_dtype != PF_CUDA_BF16)
         return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_norm",
                              "the 16-bit copy's dtype is neither fp16 nor bf16", __LINE__);
+    if (rms == 3) { /* NoNorm: no statistics, elementwise */
+        pf_elementwise_norm_kernel<<<pf_blocks(rows * n, PF_THREADS), PF_THREADS, 0, st->stream>>>(
+            (float *)x, NULL, NULL, 0, 0, out, weight, weight_dtype, bias, bias_dtype, rows, n, out16, out16_dtype);
+        PF_CUDA_CHECK_LAUNCH(st, pf_elementwise_norm_kernel);
+        return PF_CUDA_OK;
+    }
     unsigned threads = n >= PF_THREADS ? PF_THREADS : (unsigned)((n + 31) / 32 * 32); /* a multiple of 32 */
     const size_t most = (size_t)1 << 30; /* rows per launch, well within gridDim.x */
     for (size_t first = 0; first < rows; first += most) {
@@ -2355,6 +2379,12 @@ int pf_cuda_add_residual_norm(struct pf_cuda_rank *st, float *x, const float *y,
     if (out16 && out16_dtype != PF_CUDA_F16 && out16_dtype != PF_CUDA_BF16)
         return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_add_residual_norm",
                              "the 16-bit copy's dtype is neither fp16 nor bf16", __LINE__);
+    if (rms == 3) { /* NoNorm */
+        pf_elementwise_norm_kernel<<<pf_blocks(rows * n, PF_THREADS), PF_THREADS, 0, st->stream>>>(
+            x, y, bias, bias_dtype, 1, out, weight, weight_dtype, norm_bias, norm_bias_dtype, rows, n, out16, out16_dtype);
+        PF_CUDA_CHECK_LAUNCH(st, pf_elementwise_norm_kernel);
+        return PF_CUDA_OK;
+    }
     unsigned threads = n >= PF_THREADS ? PF_THREADS : (unsigned)((n + 31) / 32 * 32); /* as pf_cuda_norm's */
     const size_t most = (size_t)1 << 30;
     for (size_t first = 0; first < rows; first += most) {

@@ -330,6 +330,8 @@ typedef enum {
     PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */
     PF__SLOT_PROJECTION,            /* [projection_dim, hidden]: the pooled output into the shared space, no bias */
     PF__SLOT_LOGIT_SCALE,           /* [1]: the dual model's log temperature (read at load, never on a rank) */
+    PF__SLOT_LM_HEAD_EXTRA,         /* [hidden - E, vocab]: MobileBERT's decoder columns beyond the embedding's:
+                                       the LM head is [E | extra^T] per vocabulary row, joined at load */
     /* Speech front ends, run on the host (speech_frontend.c reads these rows; never on a rank). In
        their patterns %d counts the front end's convolutions, not the blocks. Which of them a
        checkpoint must hold follows config.json (conv_bias, feat_extract_norm, ...): the front end
@@ -433,6 +435,30 @@ typedef enum {
     PF__SLOT_POS_Q_BIAS,       /* [Q] */
     PF__SLOT_POS_K_WEIGHT,     /* [KV, hidden]: for the c2p term, in place of the key weight */
     PF__SLOT_POS_K_BIAS,       /* [KV] (zeros where the query's has one and it has none: v1) */
+    /* MobileBERT's bottleneck blocks (bottleneck_width B > 0): the block works at width B between
+       a projection in and one out; its attention output, MLPs and their norms are [B] wide */
+    PF__SLOT_BOTTLENECK_IN_WEIGHT,      /* [B, hidden]: the block's input into its residual stream, */
+    PF__SLOT_BOTTLENECK_IN_BIAS,        /* [B] */
+    PF__SLOT_BOTTLENECK_IN_NORM_WEIGHT, /* [B]: then normed */
+    PF__SLOT_BOTTLENECK_IN_NORM_BIAS,   /* [B] */
+    PF__SLOT_BOTTLENECK_QK_WEIGHT,      /* [B, hidden]: the query's and key's shared input (key_query_shared_bottleneck), */
+    PF__SLOT_BOTTLENECK_QK_BIAS,        /* [B]  normed by the two below: folded into the q and k weights at load */
+    PF__SLOT_BOTTLENECK_QK_NORM_WEIGHT, /* [B] */
+    PF__SLOT_BOTTLENECK_QK_NORM_BIAS,   /* [B] */
+    PF__SLOT_BOTTLENECK_OUT_WEIGHT,     /* [hidden, B]: the block's stream back out, added to its input, */
+    PF__SLOT_BOTTLENECK_OUT_BIAS,       /* [hidden] */
+    PF__SLOT_BOTTLENECK_OUT_NORM_WEIGHT,/* [hidden]: and normed */
+    PF__SLOT_BOTTLENECK_OUT_NORM_BIAS,  /* [hidden] */
+    PF__SLOT_FFN1_UP_WEIGHT,   /* [I, B]: the first of the MLPs stacked before the block's own */
+    PF__SLOT_FFN1_UP_BIAS,     /* [I]     (num_feedforward_networks - 1 of them), each post-norm: */
+    PF__SLOT_FFN1_DOWN_WEIGHT, /* [B, I]  x = norm(x + down(act(up(x)))) */
+    PF__SLOT_FFN1_DOWN_BIAS,   /* [B] */
+    PF__SLOT_FFN1_NORM_WEIGHT, /* [B] */
+    PF__SLOT_FFN1_NORM_BIAS,   /* [B] */
+    PF__SLOT_FFN2_UP_WEIGHT, PF__SLOT_FFN2_UP_BIAS, PF__SLOT_FFN2_DOWN_WEIGHT, PF__SLOT_FFN2_DOWN_BIAS,
+    PF__SLOT_FFN2_NORM_WEIGHT, PF__SLOT_FFN2_NORM_BIAS, /* the second, as the first */
+    PF__SLOT_FFN3_UP_WEIGHT, PF__SLOT_FFN3_UP_BIAS, PF__SLOT_FFN3_DOWN_WEIGHT, PF__SLOT_FFN3_DOWN_BIAS,
+    PF__SLOT_FFN3_NORM_WEIGHT, PF__SLOT_FFN3_NORM_BIAS, /* the third */
     /* Built on each rank by stacking the slices above (see pf__stacks), never read from files: */
     PF__SLOT_QKV_WEIGHT,       /* [q_r | k_r | v_r, hidden]: one matmul for the rank's heads */
     PF__SLOT_QKV_BIAS,
@@ -474,10 +500,14 @@ extern PF_PRIVATE const size_t pf__stacks_count;
    read as OUT_IN, the pieces joined without a copy (pf__source.pieces).
    PF__LAYOUT_PER_HEAD: one [head_dim] vector per head, the pattern's second %d the head (StableLM 2's
    q_layernorm.norms.N.weight); read as the VECTOR of heads * head_dim values, the pieces joined
-   without a copy. */
+   without a copy.
+   PF__LAYOUT_GROUPED: [out, in / groups, 1], a 1-D convolution of kernel 1 in `groups` groups
+   (SqueezeBERT's conv1d; groups from the slot's config field, pf__slot_groups): output o reads
+   only the inputs of its group o / (out / groups). Read as OUT_IN, the block-diagonal [out, in]
+   with zeros outside the groups, so that the ranks split it as the dense layer it stands for. */
 typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV, PF__LAYOUT_HEADS,
                PF__LAYOUT_EXPERTS, PF__LAYOUT_PER_EXPERT, PF__LAYOUT_EXPERTS_IN_OUT, PF__LAYOUT_EXPERT_VECTORS,
-               PF__LAYOUT_PER_HEAD } pf__layout;
+               PF__LAYOUT_PER_HEAD, PF__LAYOUT_GROUPED } pf__layout;
 
 typedef enum {
     PF__SPLIT_NONE,
@@ -542,7 +572,8 @@ typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ, PF__KIND_DU
 
 typedef enum {
     PF__NORM_LAYER, PF__NORM_RMS,
-    PF__NORM_RMS_PLUS_ONE /* RMSNorm whose gain is 1 + w, added in fp32 (Gemma) */
+    PF__NORM_RMS_PLUS_ONE, /* RMSNorm whose gain is 1 + w, added in fp32 (Gemma) */
+    PF__NORM_ELEMENTWISE   /* x * w + b, no statistics (MobileBERT's NoNorm); eps unused */
 } pf__norm;
 
 typedef enum { PF__SINUSOID_F32, PF__SINUSOID_F64, PF__SINUSOID_T2T } pf__sinusoid_kind; /* pf__sinusoid_table */
@@ -884,6 +915,16 @@ typedef struct pf__config {
     int share_att_key;              /* 1: positions projected by the layer's query and key weights */
     int relative_attention;         /* DeBERTa: 1 adds the disentangled terms */
     int head_activation;            /* the masked-LM head's pf__activation; -1: the model's */
+    /* Grouped linear layers (PF__LAYOUT_GROUPED, SqueezeBERT's q_groups ... output_groups): each
+       slot's group count; 0 or 1: dense */
+    int q_groups, k_groups, v_groups, attn_out_groups, mlp_up_groups, mlp_down_groups;
+    /* MobileBERT: bottleneck blocks (PF__SLOT_BOTTLENECK_*) of width bottleneck_width (0: none),
+       attention heads of bottleneck_width / heads; stacked_ffns MLPs a block (the last its own
+       MLP slots, the others PF__SLOT_FFN1_* ...); the embedding's and blocks' norms x * w + b
+       (elementwise_norm: normalization_type "no_norm"); the token embeddings of each token's
+       next, itself and previous (zeros beyond the row) joined before project_in (trigram_input);
+       the LM head joined from the embedding and PF__SLOT_LM_HEAD_EXTRA (lm_head_extra) */
+    int bottleneck_width, stacked_ffns, elementwise_norm, trigram_input, lm_head_extra;
     pf_head head;                   /* what the output stage computes */
     int num_labels;                 /* classification heads' outputs */
 } pf__config;
@@ -952,6 +993,7 @@ PF_PRIVATE pf_result pf__config_parse(const pf__json *json, const char *path, in
 
 /* ---- src/policy_registry.c ---- */
 PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, size_t *cols);
+PF_PRIVATE int pf__slot_groups(const pf__config *c, pf__slot slot);
 
 /* ---- src/tokenizer_utf8.c ---- */
 #define PF__UTF8_INVALID 0xFFFFFFFFu /* the "code point" of a byte that is not valid UTF-8 */
@@ -1712,6 +1754,7 @@ struct pf__rank {
        [max_tokens] of width hidden (in, then out) and of its gate | up and activation (2 I_e, I_e) */
     float *router, *expert_in, *expert_out, *expert_mid, *expert_act;
     struct pf__routing *routing; /* host: the step's routing (src/moe.c), or NULL; owned */
+    int32_t *trigram_rows; /* host [3 max_tokens]: MobileBERT's trigram gather (pf__rank_trigrams), or NULL; owned */
     float *logits;            /* rank 0 only: [logit_rows][vocab] */
     float *head_out;          /* rank 0, classification heads: [max_tokens][num_labels or 2] */
     float *projected;         /* rank 0, with a projection: [max_batch][projection_dim] */
@@ -1883,6 +1926,7 @@ typedef struct pf__source {
                                the source's rows in order (data is pieces[0]); NULL: data is the whole
                                tensor; owned by the model */
     size_t piece_rows;
+    size_t groups;       /* PF__LAYOUT_GROUPED: the file holds [rows, cols / groups] */
     const pf__packed *packed; /* PF__DTYPE_PACKED: its decoding (the index owns it) */
     const pf__packed **packed_pieces; /* PER_EXPERT pieces that are PF__DTYPE_PACKED: each one's decoding
                                          (the array owned by the model, like pieces) */
@@ -1947,6 +1991,9 @@ struct pf_model {
     float *fused_qkv_bias; /* [layers][q + 2 kv]: a fused QKV weight's bias built from separate q and v biases
                               (DeBERTa v1's in_proj with q_bias, v_bias), in the weight's row order; owned */
     float *router_choice_bias; /* [layers][experts]: PF__SLOT_ROUTER_CHOICE_BIAS as fp32 for the routing on the host, or NULL; owned */
+    float *folded_qk;     /* [layers][q, k][Q (hidden + 1)]: MobileBERT's q and k weights and biases with their
+                             shared bottleneck folded in (pf__fold_bottleneck_qk), or NULL; owned */
+    float *joined_lm_head; /* [vocab, hidden]: MobileBERT's LM head joined from two tensors, or NULL; owned */
     struct pf__speech *speech; /* a speech encoder's front end and CTC vocabulary, owned; else NULL */
     int num_scaled;
     char **label_names;   /* [config.num_labels]: config.json's id2label, owned; NULL without one */
@@ -5043,6 +5090,27 @@ static pf_result pf__config_disentangled(const pf__json *json, pf__config *c, co
     return PF_OK;
 }
 
+/* MobileBERT's bottleneck blocks (a family whose rows read bottleneck_width): heads of
+   bottleneck_width / heads values, 1 to 4 stacked MLPs, normalization_type's NoNorm. */
+static pf_result pf__config_bottleneck(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
+    const pf__json *norm = pf__json_get(json, "normalization_type");
+    const char *norm_name = norm && norm->type == PF__JSON_STRING ? norm->string : "no_norm";
+    if (norm && norm->type != PF__JSON_STRING && norm->type != PF__JSON_NULL)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"normalization_type\" is not a string", path);
+    if (strcmp(norm_name, "no_norm")) /* "layer_norm": the q and k inputs' norm could not be folded into their weights */
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"normalization_type\" \"%s\" is not supported "
+                          "(\"no_norm\", the released checkpoints', is)", path, norm_name);
+    c->elementwise_norm = 1;
+    if (c->stacked_ffns < 1 || c->stacked_ffns > 4)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"num_feedforward_networks\" %d is not supported "
+                          "(1 to 4 are)", path, c->stacked_ffns);
+    if (c->bottleneck_width < 1 || c->num_heads < 1 || c->bottleneck_width % c->num_heads)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"intra_bottleneck_size\" %d is not a multiple of the "
+                          "%d heads", path, c->bottleneck_width, c->num_heads);
+    c->head_dim = c->bottleneck_width / c->num_heads;
+    return PF_OK;
+}
+
 /* What the rows do not hold: activation, rope, token ids, head, speech front end, tied embeddings,
    required values and attention windows (quantization_config: quantized.c, with the tensors). */
 static pf_result pf__config_read_extras(const pf__json *json, const char *path, pf__config *cfg, char *message,
@@ -5068,6 +5136,8 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
     if (!r && strcmp(pf__config_key(cfg->arch, offsetof(pf__config, relative_attention)), "(derived)"))
         r = pf__config_disentangled(json, cfg, path, message, size);
+    if (!r && strcmp(pf__config_key(cfg->arch, offsetof(pf__config, bottleneck_width)), "(derived)"))
+        r = pf__config_bottleneck(json, cfg, path, message, size);
     const char *clip_key = pf__config_key(cfg->arch, offsetof(pf__config, clip_qkv));
     const pf__json *clip = strcmp(clip_key, "(derived)") ? pf__json_get(json, clip_key) : NULL;
     if (!r && clip && clip->type == PF__JSON_NUMBER && !(clip->number > 0)) /* torch's clamp(-c, c), c <= 0: all c */
@@ -5160,6 +5230,10 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
     if (cfg->head_dim == 0 && cfg->num_heads > 0 && cfg->hidden_size % cfg->num_heads == 0)
         cfg->head_dim = cfg->hidden_size / cfg->num_heads; /* else inconsistent, below */
     if (cfg->embed_dim == 0) cfg->embed_dim = cfg->hidden_size;
+    if (cfg->embed_dim != cfg->hidden_size && !pf__arch_tensor_for(cfg->arch, PF__SLOT_PROJECT_IN)) /* SqueezeBERT asserts them equal */
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" %d differs from hidden_size %d, and the family has "
+                          "no projection between them", path, pf__config_key(cfg->arch, offsetof(pf__config, embed_dim)),
+                          cfg->embed_dim, cfg->hidden_size);
     if (strcmp(pf__config_key(cfg->arch, offsetof(pf__config, relative_attention)), "(derived)"))
         /* DeBERTa scales by 1 / sqrt(head_dim * (1 + its terms)), whether it adds them or not */
         cfg->query_pre_attn_scalar = (double)cfg->head_dim * (1 + cfg->rel_c2p + cfg->rel_p2c);
@@ -5747,7 +5821,10 @@ static const char *pf__kind_name(int v) {
     return NULL;
 }
 static const char *pf__norm_name(int v) {
-    switch ((pf__norm)v) { PF__NAME(PF__NORM_, LAYER) PF__NAME(PF__NORM_, RMS) PF__NAME(PF__NORM_, RMS_PLUS_ONE) }
+    switch ((pf__norm)v) {
+        PF__NAME(PF__NORM_, LAYER) PF__NAME(PF__NORM_, RMS) PF__NAME(PF__NORM_, RMS_PLUS_ONE)
+    case PF__NORM_ELEMENTWISE: return NULL; /* a config field's (elementwise_norm), not a row's norm */
+    }
     return NULL;
 }
 static const char *pf__positions_name(int v) {
@@ -5779,7 +5856,7 @@ static const char *pf__layout_name(int v) {
         PF__NAME(PF__LAYOUT_, OUT_IN) PF__NAME(PF__LAYOUT_, IN_OUT) PF__NAME(PF__LAYOUT_, VECTOR)
         PF__NAME(PF__LAYOUT_, ROW) PF__NAME(PF__LAYOUT_, SQUEEZED) PF__NAME(PF__LAYOUT_, CONV) PF__NAME(PF__LAYOUT_, HEADS)
         PF__NAME(PF__LAYOUT_, EXPERTS) PF__NAME(PF__LAYOUT_, PER_EXPERT) PF__NAME(PF__LAYOUT_, EXPERTS_IN_OUT)
-        PF__NAME(PF__LAYOUT_, EXPERT_VECTORS) PF__NAME(PF__LAYOUT_, PER_HEAD)
+        PF__NAME(PF__LAYOUT_, EXPERT_VECTORS) PF__NAME(PF__LAYOUT_, PER_HEAD) PF__NAME(PF__LAYOUT_, GROUPED)
     }
     return NULL;
 }
@@ -5812,7 +5889,7 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, PROJECT_OUT) PF__NAME(PF__SLOT_, FINAL_NORM_WEIGHT) PF__NAME(PF__SLOT_, FINAL_NORM_BIAS)
         PF__NAME(PF__SLOT_, LM_HEAD) PF__NAME(PF__SLOT_, LM_HEAD_BIAS) PF__NAME(PF__SLOT_, TOKEN_TYPE_EMBED)
         PF__NAME(PF__SLOT_, POOLER_WEIGHT) PF__NAME(PF__SLOT_, POOLER_BIAS) PF__NAME(PF__SLOT_, POOLER_NORM_WEIGHT)
-        PF__NAME(PF__SLOT_, POOLER_NORM_BIAS) PF__NAME(PF__SLOT_, PROJECTION) PF__NAME(PF__SLOT_, LOGIT_SCALE)
+        PF__NAME(PF__SLOT_, POOLER_NORM_BIAS) PF__NAME(PF__SLOT_, PROJECTION) PF__NAME(PF__SLOT_, LOGIT_SCALE) PF__NAME(PF__SLOT_, LM_HEAD_EXTRA)
         PF__NAME(PF__SLOT_, HEAD_TRANSFORM_WEIGHT)
         PF__NAME(PF__SLOT_, HEAD_TRANSFORM_BIAS) PF__NAME(PF__SLOT_, HEAD_NORM_WEIGHT) PF__NAME(PF__SLOT_, HEAD_NORM_BIAS)
         PF__NAME(PF__SLOT_, CLASSIFIER_WEIGHT) PF__NAME(PF__SLOT_, CLASSIFIER_BIAS) PF__NAME(PF__SLOT_, SPAN_WEIGHT)
@@ -5857,6 +5934,17 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, CROSS_K_WEIGHT) PF__NAME(PF__SLOT_, CROSS_K_BIAS) PF__NAME(PF__SLOT_, CROSS_V_WEIGHT)
         PF__NAME(PF__SLOT_, CROSS_V_BIAS) PF__NAME(PF__SLOT_, CROSS_OUT_WEIGHT) PF__NAME(PF__SLOT_, CROSS_OUT_BIAS)
         PF__NAME(PF__SLOT_, POS_Q_WEIGHT) PF__NAME(PF__SLOT_, POS_Q_BIAS) PF__NAME(PF__SLOT_, POS_K_WEIGHT) PF__NAME(PF__SLOT_, POS_K_BIAS)
+        PF__NAME(PF__SLOT_, BOTTLENECK_IN_WEIGHT) PF__NAME(PF__SLOT_, BOTTLENECK_IN_BIAS) PF__NAME(PF__SLOT_, BOTTLENECK_IN_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, BOTTLENECK_IN_NORM_BIAS) PF__NAME(PF__SLOT_, BOTTLENECK_QK_WEIGHT) PF__NAME(PF__SLOT_, BOTTLENECK_QK_BIAS)
+        PF__NAME(PF__SLOT_, BOTTLENECK_QK_NORM_WEIGHT) PF__NAME(PF__SLOT_, BOTTLENECK_QK_NORM_BIAS)
+        PF__NAME(PF__SLOT_, BOTTLENECK_OUT_WEIGHT) PF__NAME(PF__SLOT_, BOTTLENECK_OUT_BIAS)
+        PF__NAME(PF__SLOT_, BOTTLENECK_OUT_NORM_WEIGHT) PF__NAME(PF__SLOT_, BOTTLENECK_OUT_NORM_BIAS)
+        PF__NAME(PF__SLOT_, FFN1_UP_WEIGHT) PF__NAME(PF__SLOT_, FFN1_UP_BIAS) PF__NAME(PF__SLOT_, FFN1_DOWN_WEIGHT)
+        PF__NAME(PF__SLOT_, FFN1_DOWN_BIAS) PF__NAME(PF__SLOT_, FFN1_NORM_WEIGHT) PF__NAME(PF__SLOT_, FFN1_NORM_BIAS)
+        PF__NAME(PF__SLOT_, FFN2_UP_WEIGHT) PF__NAME(PF__SLOT_, FFN2_UP_BIAS) PF__NAME(PF__SLOT_, FFN2_DOWN_WEIGHT)
+        PF__NAME(PF__SLOT_, FFN2_DOWN_BIAS) PF__NAME(PF__SLOT_, FFN2_NORM_WEIGHT) PF__NAME(PF__SLOT_, FFN2_NORM_BIAS)
+        PF__NAME(PF__SLOT_, FFN3_UP_WEIGHT) PF__NAME(PF__SLOT_, FFN3_UP_BIAS) PF__NAME(PF__SLOT_, FFN3_DOWN_WEIGHT)
+        PF__NAME(PF__SLOT_, FFN3_DOWN_BIAS) PF__NAME(PF__SLOT_, FFN3_NORM_WEIGHT) PF__NAME(PF__SLOT_, FFN3_NORM_BIAS)
     /* built on each rank from the slots above, never read from files */
     case PF__SLOT_QKV_WEIGHT: case PF__SLOT_QKV_BIAS: case PF__SLOT_MLP_IN_WEIGHT: case PF__SLOT_MLP_IN_BIAS:
     case PF__SLOT_SHARED_IN_WEIGHT: case PF__SLOT_SHARED_IN_BIAS: case PF__SLOT_POS_QK_WEIGHT: case PF__SLOT_POS_QK_BIAS:
@@ -6880,8 +6968,23 @@ pf_result pf_testing_policy_json(const char *model_type, char *json, size_t capa
 PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, size_t *cols) {
     size_t h = (size_t)c->hidden_size, in = (size_t)c->intermediate_size, e = (size_t)c->embed_dim;
     size_t q = (size_t)c->num_heads * c->head_dim, kv = (size_t)c->num_kv_heads * c->head_dim;
+    size_t inner = c->bottleneck_width ? (size_t)c->bottleneck_width : h; /* the blocks' own width */
     *cols = 1;
     switch (slot) {
+    case PF__SLOT_ATTN_OUT_BIAS: case PF__SLOT_ATTN_NORM_WEIGHT: case PF__SLOT_ATTN_NORM_BIAS: case PF__SLOT_MLP_DOWN_BIAS:
+    case PF__SLOT_MLP_NORM_WEIGHT: case PF__SLOT_MLP_NORM_BIAS: case PF__SLOT_BOTTLENECK_IN_BIAS:
+    case PF__SLOT_BOTTLENECK_IN_NORM_WEIGHT: case PF__SLOT_BOTTLENECK_IN_NORM_BIAS: case PF__SLOT_BOTTLENECK_QK_BIAS:
+    case PF__SLOT_BOTTLENECK_QK_NORM_WEIGHT: case PF__SLOT_BOTTLENECK_QK_NORM_BIAS: case PF__SLOT_FFN1_DOWN_BIAS:
+    case PF__SLOT_FFN1_NORM_WEIGHT: case PF__SLOT_FFN1_NORM_BIAS: case PF__SLOT_FFN2_DOWN_BIAS: case PF__SLOT_FFN2_NORM_WEIGHT:
+    case PF__SLOT_FFN2_NORM_BIAS: case PF__SLOT_FFN3_DOWN_BIAS: case PF__SLOT_FFN3_NORM_WEIGHT: case PF__SLOT_FFN3_NORM_BIAS:
+        *rows = inner;
+        break;
+    case PF__SLOT_BOTTLENECK_IN_WEIGHT: case PF__SLOT_BOTTLENECK_QK_WEIGHT: *rows = inner; *cols = h; break;
+    case PF__SLOT_BOTTLENECK_OUT_WEIGHT: *rows = h; *cols = inner; break;
+    case PF__SLOT_FFN1_UP_WEIGHT: case PF__SLOT_FFN2_UP_WEIGHT: case PF__SLOT_FFN3_UP_WEIGHT: *rows = in; *cols = inner; break;
+    case PF__SLOT_FFN1_UP_BIAS: case PF__SLOT_FFN2_UP_BIAS: case PF__SLOT_FFN3_UP_BIAS: *rows = in; break;
+    case PF__SLOT_FFN1_DOWN_WEIGHT: case PF__SLOT_FFN2_DOWN_WEIGHT: case PF__SLOT_FFN3_DOWN_WEIGHT: *rows = inner; *cols = in; break;
+    case PF__SLOT_LM_HEAD_EXTRA: *rows = h > e ? h - e : 0; *cols = (size_t)c->vocab_size; break;
     case PF__SLOT_TOKEN_EMBED: case PF__SLOT_LM_HEAD: *rows = (size_t)c->vocab_size; *cols = e; break;
     case PF__SLOT_ENC_TOKEN_EMBED: *rows = (size_t)(c->src_vocab_size ? c->src_vocab_size : c->vocab_size); *cols = e; break;
     case PF__SLOT_PATCH_WEIGHT: *rows = h; *cols = (size_t)c->num_channels * c->patch_size * c->patch_size; break;
@@ -6896,18 +6999,21 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
         *cols = c->embed_norm_before_project ? e : h;
         break;
     case PF__SLOT_EMBED_NORM_WEIGHT: case PF__SLOT_EMBED_NORM_BIAS: *rows = c->embed_norm_before_project ? e : h; break;
-    case PF__SLOT_PROJECT_IN: *rows = h; *cols = e; break;
+    case PF__SLOT_PROJECT_IN: *rows = h; *cols = c->trigram_input ? 3 * e : e; break; /* trigrams: next, self, previous */
     case PF__SLOT_PROJECT_OUT: *rows = e; *cols = h; break;
     case PF__SLOT_QKV_FUSED_WEIGHT: *rows = q + 2 * kv; *cols = h; break;
     case PF__SLOT_QKV_FUSED_BIAS: *rows = q + 2 * kv; break;
-    case PF__SLOT_Q_WEIGHT: case PF__SLOT_CROSS_Q_WEIGHT: case PF__SLOT_POS_Q_WEIGHT: *rows = q; *cols = h; break;
+    case PF__SLOT_Q_WEIGHT: case PF__SLOT_CROSS_Q_WEIGHT: case PF__SLOT_POS_Q_WEIGHT:
+        *rows = q;
+        *cols = slot == PF__SLOT_Q_WEIGHT ? inner : h; /* a bottleneck's q reads its shared input (then folded into q) */
+        break;
     case PF__SLOT_Q_BIAS: case PF__SLOT_CROSS_Q_BIAS: case PF__SLOT_POS_Q_BIAS: *rows = q; break;
     case PF__SLOT_K_WEIGHT: case PF__SLOT_V_WEIGHT: case PF__SLOT_CROSS_K_WEIGHT: case PF__SLOT_CROSS_V_WEIGHT: case PF__SLOT_POS_K_WEIGHT:
         *rows = kv;
-        *cols = h;
+        *cols = slot == PF__SLOT_K_WEIGHT ? inner : h; /* as q's */
         break;
     case PF__SLOT_K_BIAS: case PF__SLOT_V_BIAS: case PF__SLOT_CROSS_K_BIAS: case PF__SLOT_CROSS_V_BIAS: case PF__SLOT_POS_K_BIAS: *rows = kv; break;
-    case PF__SLOT_ATTN_OUT_WEIGHT: *rows = h; *cols = (size_t)c->num_heads * pf__value_head_dim(c); break;
+    case PF__SLOT_ATTN_OUT_WEIGHT: *rows = inner; *cols = (size_t)c->num_heads * pf__value_head_dim(c); break;
     case PF__SLOT_CROSS_OUT_WEIGHT: *rows = h; *cols = q; break;
     case PF__SLOT_Q_A_WEIGHT: *rows = (size_t)c->q_lora_rank; *cols = h; break;
     case PF__SLOT_Q_A_BIAS: case PF__SLOT_Q_A_NORM_WEIGHT: *rows = (size_t)c->q_lora_rank; break;
@@ -6922,11 +7028,11 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_Q_NORM_WEIGHT: *rows = c->qk_norm == PF__QK_NORM_PROJECTION || c->qk_norm_per_head ? q : (size_t)c->head_dim; break;
     case PF__SLOT_K_NORM_WEIGHT: *rows = c->qk_norm == PF__QK_NORM_PROJECTION || c->qk_norm_per_head ? kv : (size_t)c->head_dim; break;
     case PF__SLOT_Q_NORM_BIAS: case PF__SLOT_K_NORM_BIAS: *rows = (size_t)c->head_dim; break;
-    case PF__SLOT_MLP_GATE_WEIGHT: case PF__SLOT_MLP_UP_WEIGHT: *rows = in; *cols = h; break;
+    case PF__SLOT_MLP_GATE_WEIGHT: case PF__SLOT_MLP_UP_WEIGHT: *rows = in; *cols = inner; break;
     case PF__SLOT_MLP_GATE_BIAS: case PF__SLOT_MLP_UP_BIAS: *rows = in; break;
     case PF__SLOT_MLP_GATE_UP_WEIGHT: *rows = 2 * in; *cols = h; break;
     case PF__SLOT_MLP_GATE_UP_BIAS: *rows = 2 * in; break;
-    case PF__SLOT_MLP_DOWN_WEIGHT: *rows = h; *cols = in; break;
+    case PF__SLOT_MLP_DOWN_WEIGHT: *rows = inner; *cols = in; break;
     case PF__SLOT_ROUTER_WEIGHT: *rows = (size_t)c->num_experts; *cols = h; break;
     case PF__SLOT_EXPERTS_GATE_UP: *rows = (size_t)c->num_experts * 2 * (size_t)c->moe_intermediate_size; *cols = h; break;
     case PF__SLOT_EXPERTS_DOWN: *rows = (size_t)c->num_experts * h; *cols = (size_t)c->moe_intermediate_size; break;
@@ -6963,6 +7069,21 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_REL_EMBED: *rows = 2 * (size_t)c->rel_span; *cols = h; break;
     default: *rows = h; break; /* norms and the remaining biases */
     }
+}
+
+/* The groups of a slot stored PF__LAYOUT_GROUPED (its config field); 1 for the other slots. */
+PF_PRIVATE int pf__slot_groups(const pf__config *c, pf__slot slot) {
+    int groups = 1;
+    switch (slot) {
+    case PF__SLOT_Q_WEIGHT: groups = c->q_groups; break;
+    case PF__SLOT_K_WEIGHT: groups = c->k_groups; break;
+    case PF__SLOT_V_WEIGHT: groups = c->v_groups; break;
+    case PF__SLOT_ATTN_OUT_WEIGHT: groups = c->attn_out_groups; break;
+    case PF__SLOT_MLP_UP_WEIGHT: groups = c->mlp_up_groups; break;
+    case PF__SLOT_MLP_DOWN_WEIGHT: groups = c->mlp_down_groups; break;
+    default: break;
+    }
+    return groups > 1 ? groups : 1;
 }
 
 /* ==== src/tokenizer_utf8.c ==== */
@@ -17646,7 +17767,9 @@ PF_PRIVATE void pf__rank_free_all(pf__rank *r) {
     free(r->allocations);
     free(r->weights);
     free(r->routing);
+    free(r->trigram_rows);
     r->routing = NULL;
+    r->trigram_rows = NULL;
     r->allocations = NULL;
     r->weights = NULL;
     r->num_allocations = r->allocations_cap = 0;
@@ -20534,6 +20657,10 @@ static void pf__cpu_norm(pf__rank *r, float *out, const float *x, const pf__weig
     for (size_t row = 0; row < rows; row++) {
         const float *xr = x + row * n;
         float *o = out + row * n;
+        if (kind == PF__NORM_ELEMENTWISE) { /* NoNorm: x * w + b */
+            for (size_t i = 0; i < n; i++) o[i] = xr[i] * (g ? g[i] : 1.0f) + (b ? b[i] : 0.0f);
+            continue;
+        }
         double mean = kind == PF__NORM_LAYER ? kernels->sum_shifted(xr, n, 0.0, 0) / (double)n : 0.0;
         double var = kernels->sum_shifted(xr, n, mean, 1) / (double)n;
         float inv = (float)(1.0 / sqrt(var + eps));
@@ -22538,9 +22665,27 @@ static size_t pf__transposed_at(const pf__source *src, size_t row, size_t col, s
     return e * per * src->cols + col * per + in_expert;
 }
 
+/* The rank's slice of a PF__LAYOUT_GROUPED source as its dense block-diagonal rows: of each row,
+   the columns of its output's group from the file, zeros elsewhere. */
+static void pf__slice_copy_grouped(float *dst, const pf__source *src, const pf__plan *p) {
+    size_t group_rows = src->rows / src->groups, group_cols = src->cols / src->groups;
+    for (size_t i = 0; i < p->rows; i++) {
+        size_t row = pf__plan_row(p, i), first = row / group_rows * group_cols, last = first + group_cols;
+        size_t lo = first > p->col_begin ? first : p->col_begin;
+        size_t hi = last < p->col_begin + p->cols ? last : p->col_begin + p->cols;
+        float *out = dst + i * p->cols;
+        memset(out, 0, p->cols * sizeof(float));
+        if (lo < hi) pf__source_run(out + (lo - p->col_begin), src, row * group_cols + (lo - first), hi - lo);
+    }
+}
+
 /* Copies the rank's slice of src into dst ([plan rows, plan cols] fp32), converting dtype and
    layout on the way, in runs of consecutive file values. */
 static void pf__slice_copy(float *dst, const pf__source *src, const pf__plan *p, int experts) {
+    if (src->layout == PF__LAYOUT_GROUPED) {
+        pf__slice_copy_grouped(dst, src, p);
+        return;
+    }
     if (src->layout != PF__LAYOUT_IN_OUT && src->layout != PF__LAYOUT_EXPERTS_IN_OUT) {
         for (size_t i = 0; i < p->rows; i++)
             pf__source_run(dst + i * p->cols, src, pf__plan_row(p, i) * src->cols + p->col_begin, p->cols);
@@ -22591,7 +22736,8 @@ static const struct pf__stack *pf__stack_of(pf__slot slot) {
 /* Whether a rank's slice of a source can be stored as Q8: a matrix (or embedding) whose slice
    starts and ends at block boundaries of the whole tensor's columns. */
 static int pf__q8_fits(const pf__source *src, const pf__plan *p) {
-    return (src->layout == PF__LAYOUT_OUT_IN || src->layout == PF__LAYOUT_IN_OUT || src->layout == PF__LAYOUT_EXPERTS_IN_OUT) &&
+    return (src->layout == PF__LAYOUT_OUT_IN || src->layout == PF__LAYOUT_IN_OUT || src->layout == PF__LAYOUT_EXPERTS_IN_OUT ||
+            src->layout == PF__LAYOUT_GROUPED) &&
            p->cols % PF__Q8_BLOCK == 0 &&
            p->col_begin % PF__Q8_BLOCK == 0;
 }
@@ -23054,7 +23200,11 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
     r->x = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
     r->h = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
     r->part = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
-    if (m->sources[PF__SLOT_PROJECT_IN].data) r->embed = (float *)pf__rank_alloc(r, T * c->embed_dim * sizeof(float));
+    if (m->sources[PF__SLOT_PROJECT_IN].data) /* trigrams: the rows, a zero row, then the 3 T rows gathered */
+        r->embed = (float *)pf__rank_alloc(r, (c->trigram_input ? 4 * T + 1 : T) * c->embed_dim * sizeof(float));
+    if (c->trigram_input && !r->counting && !r->trigram_rows && /* host memory: once, not in the counting pass */
+        !(r->trigram_rows = (int32_t *)malloc(3 * T * sizeof(int32_t))))
+        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
     r->qkv = (float *)pf__rank_alloc(r, T * (q_width + 2 * kv_width) * sizeof(float));
     size_t v_width = (size_t)r->share.heads * pf__value_head_dim(c); /* latent attention's value heads may be wider */
     r->attn = (float *)pf__rank_alloc(r, T * (v_width > q_width ? v_width : q_width) * sizeof(float));
@@ -23222,6 +23372,11 @@ static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *
 #define PF__HAS(w) ((w).data != NULL)
 #define PF__OR_NULL(w) (PF__HAS(w) ? &(w) : NULL)
 
+/* The norm of the embedding stage and the blocks: the family's, or MobileBERT's NoNorm. */
+static pf__norm pf__body_norm(const pf__config *c) {
+    return c->elementwise_norm ? PF__NORM_ELEMENTWISE : pf__archs[c->arch].norm;
+}
+
 /* x (rows of `width`) += position table row + token type row, then the embedding norm: what
    follows the token embedding, each where the model has it. */
 static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__tower *t, float *x, size_t width) {
@@ -23232,7 +23387,7 @@ static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__towe
     int norm_first = c->decoder_norm_before_positions && t->mask == PF__MASK_CAUSAL;
     if (norm_first && PF__HAS(W[t->embed_norm]))
         be->norm(r, x, x, &W[t->embed_norm], PF__OR_NULL(W[t->embed_norm + 1]), N, width, (float)c->norm_eps,
-                 pf__archs[c->arch].norm);
+                 pf__body_norm(c));
     if (PF__HAS(W[t->positions])) be->add_positions(r, x, &W[t->positions], s, c->position_offset);
     if (PF__HAS(W[PF__SLOT_TOKEN_TYPE_EMBED])) { /* the segment table is whole on every rank */
         pf__step types = *s;
@@ -23248,7 +23403,7 @@ static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__towe
     }
     if (!norm_first && PF__HAS(W[t->embed_norm]))
         be->norm(r, x, x, &W[t->embed_norm], PF__OR_NULL(W[t->embed_norm + 1]), N, width, (float)c->norm_eps,
-                 pf__archs[c->arch].norm);
+                 pf__body_norm(c));
 }
 
 /* x = token embedding (* sqrt(hidden)) (projected in) (+ position table) (normed); each rank
@@ -23280,6 +23435,26 @@ static void pf__rank_embed_patches(pf__rank *r, const pf__step *s, const pf__tow
     pf__rank_embed_extras(r, s, t, r->x, d);
 }
 
+/* MobileBERT's trigram input: each token's embedding row e[N] becomes [e[t+1], e[t], e[t-1]], zeros
+   beyond its row's real tokens (the left pads before them, the row's end after), gathered as 3N
+   rows of E into the [N, 3E] that project_in reads; row N of embedded is made zero for the gaps. */
+static const float *pf__rank_trigrams(pf__rank *r, const pf__step *s, float *embedded) {
+    size_t E = (size_t)r->group->model->config.embed_dim, T = (size_t)s->seq_len, N = (size_t)s->batch * T;
+    float *zero = embedded + N * E, *joined = zero + E;
+    r->backend->copy(r, zero, embedded, E * sizeof(float));
+    r->backend->scale(r, zero, E, 0.0f); /* finite embedding values times 0 */
+    int32_t *rows = r->trigram_rows;
+    for (size_t b = 0; b < (size_t)s->batch; b++)
+        for (size_t t = 0; t < T; t++) {
+            size_t i = b * T + t, pad = s->pad ? (size_t)s->pad[b] : 0;
+            rows[3 * i] = (int32_t)(t + 1 < T ? i + 1 : N);
+            rows[3 * i + 1] = (int32_t)i;
+            rows[3 * i + 2] = (int32_t)(t > pad ? i - 1 : N);
+        }
+    r->backend->gather_rows(r, joined, embedded, rows, NULL, 3 * N, E);
+    return joined;
+}
+
 static void pf__rank_embed(pf__rank *r, const pf__step *s, const pf__tower *t) {
     const pf__group *g = r->group;
     if (s->patches) {
@@ -23305,6 +23480,10 @@ static void pf__rank_embed(pf__rank *r, const pf__step *s, const pf__tower *t) {
     if (c->embed_norm_before_project && PF__HAS(W[PF__SLOT_PROJECT_IN])) { /* ELECTRA, ALBERT: the embedding stage at its own width */
         pf__rank_embed_extras(r, s, t, embedded, (size_t)c->embed_dim);
         be->matmul(r, r->x, embedded, &W[PF__SLOT_PROJECT_IN], PF__OR_NULL(W[PF__SLOT_PROJECT_IN_BIAS]), N);
+    } else if (c->trigram_input) { /* MobileBERT: project_in (with its bias) of each token's trigram */
+        be->matmul(r, r->x, pf__rank_trigrams(r, s, r->embed), &W[PF__SLOT_PROJECT_IN],
+                   PF__OR_NULL(W[PF__SLOT_PROJECT_IN_BIAS]), N);
+        pf__rank_embed_extras(r, s, t, r->x, d);
     } else {
         if (PF__HAS(W[PF__SLOT_PROJECT_IN])) be->matmul(r, r->x, r->embed, &W[PF__SLOT_PROJECT_IN], NULL, N);
         pf__rank_embed_extras(r, s, t, r->x, d);
@@ -23701,6 +23880,63 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
                                 &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
 }
 
+/* x = norm(x + act(x Wup_r^T + bup_r) Wdown_r^T summed over ranks + bdown): a post-norm MLP of
+   MobileBERT's blocks on their stream x [N][width], its slots from `up` on in PF__SLOT_FFN1_*'s
+   order (up weight, up bias, down weight, down bias, norm weight, norm bias). */
+static void pf__rank_stream_mlp(pf__rank *r, float *x, const pf__weight *L, const pf__slot slots[6], size_t N,
+                                size_t width) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    pf__rank_mlp_in(r, r->mlp, x, &L[slots[0]], PF__OR_NULL(L[slots[1]]), N, c->activation);
+    be->matmul(r, r->part, r->mlp, &L[slots[2]], NULL, N);
+    pf__all_reduce(r, r->part, N * width, "a stacked MLP's all-reduce");
+    pf__rank_residual_norm(r, x, r->part, PF__OR_NULL(L[slots[3]]), x, &L[slots[4]], PF__OR_NULL(L[slots[5]]), N, width,
+                           (float)c->norm_eps, pf__body_norm(c));
+}
+
+/* MobileBERT's block l on x [N][hidden]: its stream h = norm(x Win^T + bin) [N][B]; attention of
+   x (q and k folded with their shared bottleneck at load, v of x itself), heads split over the
+   ranks; h = norm(h + attn Wo^T + bo); the stacked MLPs and the block's own, each
+   h = norm(h + mlp(h)); then x = norm(x + h Wout^T + bout). The projections in and out are
+   whole on every rank (small); the attention and MLPs end in an all-reduce each. */
+static void pf__rank_bottleneck_block(pf__rank *r, const pf__step *s, int l, pf__attn_shape *shape) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size, B = (size_t)c->bottleneck_width;
+    float eps = (float)c->norm_eps;
+    pf__norm kind = pf__body_norm(c);
+    const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+    size_t cache_stride = pf__rank_cache_layer(r) * pf__dtype_size(r->cache_dtype), cache_layer = (size_t)pf__cache_layer(c, l);
+    void *k_cache = r->k_cache ? (char *)r->k_cache + cache_layer * cache_stride : NULL; /* NULL: a rank without heads */
+    void *v_cache = r->v_cache ? (char *)r->v_cache + cache_layer * cache_stride : NULL;
+    shape->scale = 1.0f / sqrtf((float)c->head_dim);
+    shape->window = c->layer_window[l];
+    /* h = norm(x Win^T + bin) */
+    be->matmul(r, r->h, r->x, &L[PF__SLOT_BOTTLENECK_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_BOTTLENECK_IN_BIAS]), N);
+    be->norm(r, r->h, r->h, &L[PF__SLOT_BOTTLENECK_IN_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_BOTTLENECK_IN_NORM_BIAS]), N,
+             B, eps, kind);
+    /* h = norm(h + sum over ranks of attn Wo_r^T + bo) */
+    pf__rank_attention(r, s, L, l, r->x, k_cache, v_cache, shape);
+    be->matmul(r, r->part, r->attn, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, N);
+    pf__all_reduce(r, r->part, N * B, "the attention output's all-reduce");
+    pf__rank_residual_norm(r, r->h, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), r->h, &L[PF__SLOT_ATTN_NORM_WEIGHT],
+                           PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]), N, B, eps, kind);
+    /* the stacked MLPs, then the block's own */
+    static const pf__slot stacked[3][6] = {
+        {PF__SLOT_FFN1_UP_WEIGHT, PF__SLOT_FFN1_UP_BIAS, PF__SLOT_FFN1_DOWN_WEIGHT, PF__SLOT_FFN1_DOWN_BIAS, PF__SLOT_FFN1_NORM_WEIGHT, PF__SLOT_FFN1_NORM_BIAS},
+        {PF__SLOT_FFN2_UP_WEIGHT, PF__SLOT_FFN2_UP_BIAS, PF__SLOT_FFN2_DOWN_WEIGHT, PF__SLOT_FFN2_DOWN_BIAS, PF__SLOT_FFN2_NORM_WEIGHT, PF__SLOT_FFN2_NORM_BIAS},
+        {PF__SLOT_FFN3_UP_WEIGHT, PF__SLOT_FFN3_UP_BIAS, PF__SLOT_FFN3_DOWN_WEIGHT, PF__SLOT_FFN3_DOWN_BIAS, PF__SLOT_FFN3_NORM_WEIGHT, PF__SLOT_FFN3_NORM_BIAS}};
+    static const pf__slot own[6] = {PF__SLOT_MLP_IN_WEIGHT, PF__SLOT_MLP_IN_BIAS, PF__SLOT_MLP_DOWN_WEIGHT,
+                                    PF__SLOT_MLP_DOWN_BIAS, PF__SLOT_MLP_NORM_WEIGHT, PF__SLOT_MLP_NORM_BIAS};
+    for (int k = 0; k + 1 < c->stacked_ffns; k++) pf__rank_stream_mlp(r, r->h, L, stacked[k], N, B);
+    pf__rank_stream_mlp(r, r->h, L, own, N, B);
+    /* x = norm(x + h Wout^T + bout) */
+    be->matmul(r, r->part, r->h, &L[PF__SLOT_BOTTLENECK_OUT_WEIGHT], NULL, N);
+    pf__rank_residual_norm(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_BOTTLENECK_OUT_BIAS]), r->x,
+                           &L[PF__SLOT_BOTTLENECK_OUT_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_BOTTLENECK_OUT_NORM_BIAS]), N, d,
+                           eps, kind);
+}
+
 /* A tower's stages on the step's tokens: the embedding, then its blocks; x holds the result. */
 static void pf__rank_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)r->group->model->config.hidden_size;
@@ -23708,8 +23944,10 @@ static void pf__rank_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
     if (r->group->model->config.disentangled) pf__rank_rel_embeddings(r);
     pf__attn_shape shape = pf__rank_attn_shape(r, t);
     pf__residual residual = {0, NULL};
-    for (int l = t->first_block; l < t->end_block && !pf__rank_failed(r); l++)
-        pf__rank_block(r, s, t, l, &shape, &residual);
+    for (int l = t->first_block; l < t->end_block && !pf__rank_failed(r); l++) {
+        if (r->group->model->config.bottleneck_width) pf__rank_bottleneck_block(r, s, l, &shape);
+        else pf__rank_block(r, s, t, l, &shape, &residual);
+    }
     if (residual.pending) r->backend->add_residual(r, r->x, r->part, residual.bias, N, d); /* the last block's */
 }
 
@@ -24696,8 +24934,8 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
         rs->reduce_sum = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
         if (gs->mixed) rs->reduce_tmp = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
     }
-    if (c->num_experts > 0) {
-        rs->expert_rows = (int32_t *)pf__rank_alloc(r, T * sizeof(int32_t));
+    if (c->num_experts > 0 || c->trigram_input) { /* MobileBERT's trigrams gather 3 rows a token */
+        rs->expert_rows = (int32_t *)pf__rank_alloc(r, (c->trigram_input ? 3 : 1) * T * sizeof(int32_t));
         rs->expert_scales = (float *)pf__rank_alloc(r, T * sizeof(float));
     }
     rs->pad = (int *)pf__rank_alloc(r, batch * sizeof(int));
@@ -25057,9 +25295,9 @@ static void *pf__cuda_out16(const pf__cuda_rank_state *rs, size_t elements) {
     return rs->x16 && elements <= rs->x16_elements ? rs->x16 : NULL;
 }
 
-/* pf_cuda_norm's rms argument: 0 LayerNorm, 1 RMSNorm, 2 RMSNorm with the gain 1 + w. */
+/* pf_cuda_norm's rms argument: 0 LayerNorm, 1 RMSNorm, 2 RMSNorm with the gain 1 + w, 3 x * w + b. */
 static int pf__cuda_norm_mode(pf__norm kind) {
-    return kind == PF__NORM_RMS ? 1 : kind == PF__NORM_RMS_PLUS_ONE ? 2 : 0;
+    return kind == PF__NORM_RMS ? 1 : kind == PF__NORM_RMS_PLUS_ONE ? 2 : kind == PF__NORM_ELEMENTWISE ? 3 : 0;
 }
 
 static void pf__cuda_norm(pf__rank *r, float *out, const float *x, const pf__weight *weight, const pf__weight *bias,
@@ -27936,7 +28174,7 @@ PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, p
    scale of what a linear op reads, folded in rather than computed on every backend. */
 PF_PRIVATE pf_result pf__scale_source(pf_model *m, pf__slot slot, float scale) {
     pf__source *src = &m->sources[slot];
-    size_t n = src->rows * src->cols;
+    size_t n = src->rows * src->cols / (src->groups > 1 ? src->groups : 1); /* the file's values */
     if (!src->data) return PF_OK;
     if (m->num_scaled == PF__COUNT(m->scaled)) return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "too many scaled tensors");
     float *copy = (float *)malloc(n * sizeof(float));
@@ -28095,8 +28333,10 @@ static pf_result pf__to_cpu_locked(pf_model *m) {
         gathered[i].pieces = NULL; /* gathered whole */
         gathered[i].packed = NULL;
         gathered[i].packed_pieces = NULL;
-        if (gathered[i].layout == PF__LAYOUT_IN_OUT || gathered[i].layout == PF__LAYOUT_EXPERTS_IN_OUT)
-            gathered[i].layout = PF__LAYOUT_OUT_IN; /* gathered as [rows][cols] */
+        if (gathered[i].layout == PF__LAYOUT_IN_OUT || gathered[i].layout == PF__LAYOUT_EXPERTS_IN_OUT ||
+            gathered[i].layout == PF__LAYOUT_GROUPED)
+            gathered[i].layout = PF__LAYOUT_OUT_IN; /* gathered as [rows][cols] (a grouped one dense) */
+        gathered[i].groups = 1;
         if ((i == PF__SLOT_REL_BIAS || i == PF__SLOT_ENC_REL_BIAS) && full[i]) /* no rank holds it as a weight (each has a table): from the source */
             for (size_t k = 0; k < m->sources[i].rows * m->sources[i].cols; k++)
                 full[i][k] = pf__weight_value(m->sources[i].data, k, m->sources[i].dtype);
@@ -32474,6 +32714,17 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
         flat.shape[0] = ok ? st->shape[0] * st->shape[1] : 0;
         want_dims = 1;
     }
+    size_t groups = t->layout == PF__LAYOUT_GROUPED ? (size_t)pf__slot_groups(&m->config, t->slot) : 1;
+    if (t->layout == PF__LAYOUT_GROUPED) { /* [out, in / groups, 1] checked as [out, in] */
+        if (src->cols % groups || src->rows % groups)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s': config.json's %zu groups do not divide its %zu inputs "
+                            "and %zu outputs", st->file->path, st->name, groups, src->cols, src->rows);
+        if (st->ndim != 3 || st->shape[0] != src->rows || st->shape[1] != src->cols / groups || st->shape[2] != 1)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is not [%zu, %zu, 1] as the config needs (%zu inputs in "
+                            "%zu groups)", st->file->path, st->name, src->rows, src->cols / groups, src->cols, groups);
+        flat.ndim = 2;
+        flat.shape[1] = src->cols;
+    }
     if (t->layout == PF__LAYOUT_HEADS) { /* [heads, head_dim] checked as the vector of its values */
         int ok = st->ndim == 2 && st->shape[1] == (size_t)m->config.head_dim;
         flat.ndim = ok ? 1 : 0;
@@ -32497,6 +32748,7 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
                   : t->layout == PF__LAYOUT_EXPERTS                                 ? PF__LAYOUT_OUT_IN
                                                                                     : t->layout;
     src->split = t->split;
+    src->groups = groups;
     return PF_OK;
 }
 
@@ -32691,6 +32943,114 @@ static pf_result pf__fuse_qv_bias(pf_model *m) {
     return PF_OK;
 }
 
+/* A source replaced by fp32 host values [rows, cols] in [out, in] order (owned elsewhere). */
+static void pf__source_to_host(pf__source *src, const float *values, size_t rows, size_t cols) {
+    src->data = (const uint8_t *)values;
+    src->dtype = PF__DTYPE_F32;
+    src->layout = PF__LAYOUT_OUT_IN;
+    src->rows = rows;
+    src->cols = cols;
+    src->groups = 1;
+    src->pieces = NULL;
+    src->packed = NULL;
+    src->packed_pieces = NULL;
+}
+
+/* MobileBERT's shared bottleneck (key_query_shared_bottleneck): q = (s(h) * nw + nb) Wq^T + bq with
+   s(h) = h Ws^T + bs is affine in h, so q's weight becomes Wq diag(nw) Ws [Q, hidden] and its bias
+   Wq (nw * bs + nb) + bq (k's the same): then q, k and v all read the block's input, as one fused
+   projection, and the shared input's tensors leave the ranks. Sums in double. */
+static pf_result pf__fold_bottleneck_qk(pf_model *m) {
+    const pf__config *c = &m->config;
+    size_t B = (size_t)c->bottleneck_width, h = (size_t)c->hidden_size, q = (size_t)c->num_heads * c->head_dim;
+    size_t per_layer = 2 * q * (h + 1);
+    for (int l = 0; l < c->num_layers; l++) {
+        pf__source *layer = &m->sources[pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER];
+        pf__source *shared = &layer[PF__SLOT_BOTTLENECK_QK_WEIGHT], *sb = &layer[PF__SLOT_BOTTLENECK_QK_BIAS];
+        pf__source *nw = &layer[PF__SLOT_BOTTLENECK_QK_NORM_WEIGHT], *nb = &layer[PF__SLOT_BOTTLENECK_QK_NORM_BIAS];
+        if (!shared->data) continue;
+        if (!m->folded_qk && !(m->folded_qk = (float *)malloc((size_t)c->num_layers * per_layer * sizeof(float))))
+            return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        float *out = m->folded_qk + (size_t)l * per_layer;
+        double *row = (double *)malloc(B * sizeof(double));
+        if (!row) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        static const pf__slot sides[2][2] = {{PF__SLOT_Q_WEIGHT, PF__SLOT_Q_BIAS}, {PF__SLOT_K_WEIGHT, PF__SLOT_K_BIAS}};
+        for (int side = 0; side < 2; side++) {
+            pf__source *w = &layer[sides[side][0]], *b = &layer[sides[side][1]];
+            float *fw = out + (size_t)side * q * (h + 1), *fb = fw + q * h;
+            for (size_t o = 0; o < q; o++) {
+                double bias = b->data ? pf__weight_value(b->data, o, b->dtype) : 0.0;
+                for (size_t i = 0; i < B; i++) { /* Wq[o][i] * nw[i], and the bias's terms */
+                    double wi = pf__weight_value(w->data, o * B + i, w->dtype);
+                    double gain = nw->data ? pf__weight_value(nw->data, i, nw->dtype) : 1.0;
+                    row[i] = wi * gain;
+                    bias += wi * (gain * (sb->data ? pf__weight_value(sb->data, i, sb->dtype) : 0.0) +
+                                  (nb->data ? pf__weight_value(nb->data, i, nb->dtype) : 0.0));
+                }
+                for (size_t j = 0; j < h; j++) {
+                    double sum = 0;
+                    for (size_t i = 0; i < B; i++) sum += row[i] * pf__weight_value(shared->data, i * h + j, shared->dtype);
+                    fw[o * h + j] = (float)sum;
+                }
+                fb[o] = (float)bias;
+            }
+            pf__source_to_host(w, fw, q, h);
+            pf__source *bias_src = b;
+            if (!bias_src->data) bias_src->split = side ? PF__SPLIT_KV_COLUMNS : PF__SPLIT_HEAD_COLUMNS;
+            pf__source_to_host(bias_src, fb, q, 1);
+            bias_src->layout = PF__LAYOUT_VECTOR;
+        }
+        free(row);
+        shared->data = sb->data = nw->data = nb->data = NULL;
+    }
+    return PF_OK;
+}
+
+/* MobileBERT's LM head: each vocabulary row is its decoder row (the token embedding's, tied) then
+   that id's column of cls.predictions.dense [hidden - E, vocab], as transformers multiplies by
+   cat([decoder.weight^T, dense.weight]); joined once into a [vocab, hidden] source. */
+static pf_result pf__join_lm_head_extra(pf_model *m) {
+    const pf__config *c = &m->config;
+    pf__source *extra = &m->sources[PF__SLOT_LM_HEAD_EXTRA], *head = &m->sources[PF__SLOT_LM_HEAD];
+    if (!c->lm_head_extra || c->head != PF_HEAD_MASKED_LM) {
+        if (extra->data)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: the checkpoint has an LM head that config.json's architectures (%s) "
+                            "does not use", m->dir, pf__head_name(c->head));
+        return PF_OK;
+    }
+    size_t V = (size_t)c->vocab_size, E = (size_t)c->embed_dim, H = (size_t)c->hidden_size;
+    if (!extra->data && H > E)
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s' (the LM head's rows beyond the embedding's %zu "
+                        "values)", m->dir, pf__arch_tensor_for(c->arch, PF__SLOT_LM_HEAD_EXTRA)->pattern, E);
+    const pf__source *first = head->data ? head : &m->sources[PF__SLOT_TOKEN_EMBED];
+    if (!(m->joined_lm_head = (float *)malloc(V * H * sizeof(float))))
+        return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (size_t v = 0; v < V; v++) {
+        float *row = m->joined_lm_head + v * H;
+        for (size_t i = 0; i < E; i++) row[i] = pf__weight_value(first->data, v * E + i, first->dtype);
+        for (size_t k = 0; k + E < H; k++) row[E + k] = pf__weight_value(extra->data, k * V + v, extra->dtype);
+    }
+    pf__split split = m->sources[PF__SLOT_TOKEN_EMBED].split;
+    pf__source_to_host(head, m->joined_lm_head, V, H);
+    head->split = split;
+    extra->data = NULL;
+    return PF_OK;
+}
+
+/* MobileBERT's stacked MLPs: the layer has num_feedforward_networks - 1 besides its own. */
+static pf_result pf__check_stacked_ffns(pf_model *m) {
+    const pf__config *c = &m->config;
+    static const pf__slot ups[] = {PF__SLOT_FFN1_UP_WEIGHT, PF__SLOT_FFN2_UP_WEIGHT, PF__SLOT_FFN3_UP_WEIGHT};
+    for (int l = 0; c->bottleneck_width && l < c->num_layers; l++)
+        for (int k = 0; k < (int)PF__COUNT(ups); k++) {
+            int present = m->sources[pf__slot_index(ups[k], l)].data != NULL, wanted = k + 1 < c->stacked_ffns;
+            if (present != wanted)
+                return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d %s stacked MLP %d, but config.json's "
+                                "num_feedforward_networks is %d", m->dir, l, present ? "has" : "lacks", k, c->stacked_ffns);
+        }
+    return PF_OK;
+}
+
 /* Each layer's stacked biases line up with its stacked weights, and it has an attention projection. */
 static pf_result pf__check_stacks(pf_model *m) {
     const pf__config *c = &m->config;
@@ -32735,6 +33095,7 @@ static pf_result pf__resolve_sources(pf_model *m) {
         (r = pf__resolve_lm_head(m)))
         return r;
     if ((r = pf__add_zero_k_bias(m)) || (r = pf__fuse_qv_bias(m))) return r;
+    if ((r = pf__fold_bottleneck_qk(m)) || (r = pf__join_lm_head_extra(m)) || (r = pf__check_stacked_ffns(m))) return r;
     if ((r = pf__check_stacks(m)) || (r = pf__load_router_choice_bias(m))) return r;
     if (c->speech && (r = pf__speech_load(m, prefix))) return r;
     if (c->conv_subsampler && (r = pf__subsampler_load(m, prefix))) return r;
@@ -33061,6 +33422,8 @@ void pf_free(pf_model *m) {
     free(m->zero_bias);
     free(m->router_choice_bias);
     free(m->fused_qkv_bias);
+    free(m->folded_qk);
+    free(m->joined_lm_head);
     for (int i = 0; m->label_names && i < m->config.num_labels; i++) free(m->label_names[i]);
     free(m->label_names);
     free(m->logits);

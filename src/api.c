@@ -474,7 +474,7 @@ PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, p
    scale of what a linear op reads, folded in rather than computed on every backend. */
 PF_PRIVATE pf_result pf__scale_source(pf_model *m, pf__slot slot, float scale) {
     pf__source *src = &m->sources[slot];
-    size_t n = src->rows * src->cols;
+    size_t n = src->rows * src->cols / (src->groups > 1 ? src->groups : 1); /* the file's values */
     if (!src->data) return PF_OK;
     if (m->num_scaled == PF__COUNT(m->scaled)) return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "too many scaled tensors");
     float *copy = (float *)malloc(n * sizeof(float));

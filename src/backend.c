@@ -137,7 +137,9 @@ PF_PRIVATE void pf__rank_free_all(pf__rank *r) {
     free(r->allocations);
     free(r->weights);
     free(r->routing);
+    free(r->trigram_rows);
     r->routing = NULL;
+    r->trigram_rows = NULL;
     r->allocations = NULL;
     r->weights = NULL;
     r->num_allocations = r->allocations_cap = 0;

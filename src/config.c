@@ -1591,6 +1591,27 @@ static pf_result pf__config_disentangled(const pf__json *json, pf__config *c, co
     return PF_OK;
 }
 
+/* MobileBERT's bottleneck blocks (a family whose rows read bottleneck_width): heads of
+   bottleneck_width / heads values, 1 to 4 stacked MLPs, normalization_type's NoNorm. */
+static pf_result pf__config_bottleneck(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
+    const pf__json *norm = pf__json_get(json, "normalization_type");
+    const char *norm_name = norm && norm->type == PF__JSON_STRING ? norm->string : "no_norm";
+    if (norm && norm->type != PF__JSON_STRING && norm->type != PF__JSON_NULL)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"normalization_type\" is not a string", path);
+    if (strcmp(norm_name, "no_norm")) /* "layer_norm": the q and k inputs' norm could not be folded into their weights */
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"normalization_type\" \"%s\" is not supported "
+                          "(\"no_norm\", the released checkpoints', is)", path, norm_name);
+    c->elementwise_norm = 1;
+    if (c->stacked_ffns < 1 || c->stacked_ffns > 4)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"num_feedforward_networks\" %d is not supported "
+                          "(1 to 4 are)", path, c->stacked_ffns);
+    if (c->bottleneck_width < 1 || c->num_heads < 1 || c->bottleneck_width % c->num_heads)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"intra_bottleneck_size\" %d is not a multiple of the "
+                          "%d heads", path, c->bottleneck_width, c->num_heads);
+    c->head_dim = c->bottleneck_width / c->num_heads;
+    return PF_OK;
+}
+
 /* What the rows do not hold: activation, rope, token ids, head, speech front end, tied embeddings,
    required values and attention windows (quantization_config: quantized.c, with the tensors). */
 static pf_result pf__config_read_extras(const pf__json *json, const char *path, pf__config *cfg, char *message,
@@ -1616,6 +1637,8 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
     if (!r && strcmp(pf__config_key(cfg->arch, offsetof(pf__config, relative_attention)), "(derived)"))
         r = pf__config_disentangled(json, cfg, path, message, size);
+    if (!r && strcmp(pf__config_key(cfg->arch, offsetof(pf__config, bottleneck_width)), "(derived)"))
+        r = pf__config_bottleneck(json, cfg, path, message, size);
     const char *clip_key = pf__config_key(cfg->arch, offsetof(pf__config, clip_qkv));
     const pf__json *clip = strcmp(clip_key, "(derived)") ? pf__json_get(json, clip_key) : NULL;
     if (!r && clip && clip->type == PF__JSON_NUMBER && !(clip->number > 0)) /* torch's clamp(-c, c), c <= 0: all c */
@@ -1708,6 +1731,10 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
     if (cfg->head_dim == 0 && cfg->num_heads > 0 && cfg->hidden_size % cfg->num_heads == 0)
         cfg->head_dim = cfg->hidden_size / cfg->num_heads; /* else inconsistent, below */
     if (cfg->embed_dim == 0) cfg->embed_dim = cfg->hidden_size;
+    if (cfg->embed_dim != cfg->hidden_size && !pf__arch_tensor_for(cfg->arch, PF__SLOT_PROJECT_IN)) /* SqueezeBERT asserts them equal */
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" %d differs from hidden_size %d, and the family has "
+                          "no projection between them", path, pf__config_key(cfg->arch, offsetof(pf__config, embed_dim)),
+                          cfg->embed_dim, cfg->hidden_size);
     if (strcmp(pf__config_key(cfg->arch, offsetof(pf__config, relative_attention)), "(derived)"))
         /* DeBERTa scales by 1 / sqrt(head_dim * (1 + its terms)), whether it adds them or not */
         cfg->query_pre_attn_scalar = (double)cfg->head_dim * (1 + cfg->rel_c2p + cfg->rel_p2c);

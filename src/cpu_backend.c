@@ -2549,6 +2549,10 @@ static void pf__cpu_norm(pf__rank *r, float *out, const float *x, const pf__weig
     for (size_t row = 0; row < rows; row++) {
         const float *xr = x + row * n;
         float *o = out + row * n;
+        if (kind == PF__NORM_ELEMENTWISE) { /* NoNorm: x * w + b */
+            for (size_t i = 0; i < n; i++) o[i] = xr[i] * (g ? g[i] : 1.0f) + (b ? b[i] : 0.0f);
+            continue;
+        }
         double mean = kind == PF__NORM_LAYER ? kernels->sum_shifted(xr, n, 0.0, 0) / (double)n : 0.0;
         double var = kernels->sum_shifted(xr, n, mean, 1) / (double)n;
         float inv = (float)(1.0 / sqrt(var + eps));

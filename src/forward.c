@@ -37,6 +37,11 @@ static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *
 #define PF__HAS(w) ((w).data != NULL)
 #define PF__OR_NULL(w) (PF__HAS(w) ? &(w) : NULL)
 
+/* The norm of the embedding stage and the blocks: the family's, or MobileBERT's NoNorm. */
+static pf__norm pf__body_norm(const pf__config *c) {
+    return c->elementwise_norm ? PF__NORM_ELEMENTWISE : pf__archs[c->arch].norm;
+}
+
 /* x (rows of `width`) += position table row + token type row, then the embedding norm: what
    follows the token embedding, each where the model has it. */
 static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__tower *t, float *x, size_t width) {
@@ -47,7 +52,7 @@ static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__towe
     int norm_first = c->decoder_norm_before_positions && t->mask == PF__MASK_CAUSAL;
     if (norm_first && PF__HAS(W[t->embed_norm]))
         be->norm(r, x, x, &W[t->embed_norm], PF__OR_NULL(W[t->embed_norm + 1]), N, width, (float)c->norm_eps,
-                 pf__archs[c->arch].norm);
+                 pf__body_norm(c));
     if (PF__HAS(W[t->positions])) be->add_positions(r, x, &W[t->positions], s, c->position_offset);
     if (PF__HAS(W[PF__SLOT_TOKEN_TYPE_EMBED])) { /* the segment table is whole on every rank */
         pf__step types = *s;
@@ -63,7 +68,7 @@ static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__towe
     }
     if (!norm_first && PF__HAS(W[t->embed_norm]))
         be->norm(r, x, x, &W[t->embed_norm], PF__OR_NULL(W[t->embed_norm + 1]), N, width, (float)c->norm_eps,
-                 pf__archs[c->arch].norm);
+                 pf__body_norm(c));
 }
 
 /* x = token embedding (* sqrt(hidden)) (projected in) (+ position table) (normed); each rank
@@ -95,6 +100,26 @@ static void pf__rank_embed_patches(pf__rank *r, const pf__step *s, const pf__tow
     pf__rank_embed_extras(r, s, t, r->x, d);
 }
 
+/* MobileBERT's trigram input: each token's embedding row e[N] becomes [e[t+1], e[t], e[t-1]], zeros
+   beyond its row's real tokens (the left pads before them, the row's end after), gathered as 3N
+   rows of E into the [N, 3E] that project_in reads; row N of embedded is made zero for the gaps. */
+static const float *pf__rank_trigrams(pf__rank *r, const pf__step *s, float *embedded) {
+    size_t E = (size_t)r->group->model->config.embed_dim, T = (size_t)s->seq_len, N = (size_t)s->batch * T;
+    float *zero = embedded + N * E, *joined = zero + E;
+    r->backend->copy(r, zero, embedded, E * sizeof(float));
+    r->backend->scale(r, zero, E, 0.0f); /* finite embedding values times 0 */
+    int32_t *rows = r->trigram_rows;
+    for (size_t b = 0; b < (size_t)s->batch; b++)
+        for (size_t t = 0; t < T; t++) {
+            size_t i = b * T + t, pad = s->pad ? (size_t)s->pad[b] : 0;
+            rows[3 * i] = (int32_t)(t + 1 < T ? i + 1 : N);
+            rows[3 * i + 1] = (int32_t)i;
+            rows[3 * i + 2] = (int32_t)(t > pad ? i - 1 : N);
+        }
+    r->backend->gather_rows(r, joined, embedded, rows, NULL, 3 * N, E);
+    return joined;
+}
+
 static void pf__rank_embed(pf__rank *r, const pf__step *s, const pf__tower *t) {
     const pf__group *g = r->group;
     if (s->patches) {
@@ -120,6 +145,10 @@ static void pf__rank_embed(pf__rank *r, const pf__step *s, const pf__tower *t) {
     if (c->embed_norm_before_project && PF__HAS(W[PF__SLOT_PROJECT_IN])) { /* ELECTRA, ALBERT: the embedding stage at its own width */
         pf__rank_embed_extras(r, s, t, embedded, (size_t)c->embed_dim);
         be->matmul(r, r->x, embedded, &W[PF__SLOT_PROJECT_IN], PF__OR_NULL(W[PF__SLOT_PROJECT_IN_BIAS]), N);
+    } else if (c->trigram_input) { /* MobileBERT: project_in (with its bias) of each token's trigram */
+        be->matmul(r, r->x, pf__rank_trigrams(r, s, r->embed), &W[PF__SLOT_PROJECT_IN],
+                   PF__OR_NULL(W[PF__SLOT_PROJECT_IN_BIAS]), N);
+        pf__rank_embed_extras(r, s, t, r->x, d);
     } else {
         if (PF__HAS(W[PF__SLOT_PROJECT_IN])) be->matmul(r, r->x, r->embed, &W[PF__SLOT_PROJECT_IN], NULL, N);
         pf__rank_embed_extras(r, s, t, r->x, d);
@@ -516,6 +545,63 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
                                 &L[PF__SLOT_MLP_NORM_WEIGHT], mlp_norm_b, N, d, eps, a->norm);
 }
 
+/* x = norm(x + act(x Wup_r^T + bup_r) Wdown_r^T summed over ranks + bdown): a post-norm MLP of
+   MobileBERT's blocks on their stream x [N][width], its slots from `up` on in PF__SLOT_FFN1_*'s
+   order (up weight, up bias, down weight, down bias, norm weight, norm bias). */
+static void pf__rank_stream_mlp(pf__rank *r, float *x, const pf__weight *L, const pf__slot slots[6], size_t N,
+                                size_t width) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    pf__rank_mlp_in(r, r->mlp, x, &L[slots[0]], PF__OR_NULL(L[slots[1]]), N, c->activation);
+    be->matmul(r, r->part, r->mlp, &L[slots[2]], NULL, N);
+    pf__all_reduce(r, r->part, N * width, "a stacked MLP's all-reduce");
+    pf__rank_residual_norm(r, x, r->part, PF__OR_NULL(L[slots[3]]), x, &L[slots[4]], PF__OR_NULL(L[slots[5]]), N, width,
+                           (float)c->norm_eps, pf__body_norm(c));
+}
+
+/* MobileBERT's block l on x [N][hidden]: its stream h = norm(x Win^T + bin) [N][B]; attention of
+   x (q and k folded with their shared bottleneck at load, v of x itself), heads split over the
+   ranks; h = norm(h + attn Wo^T + bo); the stacked MLPs and the block's own, each
+   h = norm(h + mlp(h)); then x = norm(x + h Wout^T + bout). The projections in and out are
+   whole on every rank (small); the attention and MLPs end in an all-reduce each. */
+static void pf__rank_bottleneck_block(pf__rank *r, const pf__step *s, int l, pf__attn_shape *shape) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size, B = (size_t)c->bottleneck_width;
+    float eps = (float)c->norm_eps;
+    pf__norm kind = pf__body_norm(c);
+    const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+    size_t cache_stride = pf__rank_cache_layer(r) * pf__dtype_size(r->cache_dtype), cache_layer = (size_t)pf__cache_layer(c, l);
+    void *k_cache = r->k_cache ? (char *)r->k_cache + cache_layer * cache_stride : NULL; /* NULL: a rank without heads */
+    void *v_cache = r->v_cache ? (char *)r->v_cache + cache_layer * cache_stride : NULL;
+    shape->scale = 1.0f / sqrtf((float)c->head_dim);
+    shape->window = c->layer_window[l];
+    /* h = norm(x Win^T + bin) */
+    be->matmul(r, r->h, r->x, &L[PF__SLOT_BOTTLENECK_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_BOTTLENECK_IN_BIAS]), N);
+    be->norm(r, r->h, r->h, &L[PF__SLOT_BOTTLENECK_IN_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_BOTTLENECK_IN_NORM_BIAS]), N,
+             B, eps, kind);
+    /* h = norm(h + sum over ranks of attn Wo_r^T + bo) */
+    pf__rank_attention(r, s, L, l, r->x, k_cache, v_cache, shape);
+    be->matmul(r, r->part, r->attn, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, N);
+    pf__all_reduce(r, r->part, N * B, "the attention output's all-reduce");
+    pf__rank_residual_norm(r, r->h, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), r->h, &L[PF__SLOT_ATTN_NORM_WEIGHT],
+                           PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]), N, B, eps, kind);
+    /* the stacked MLPs, then the block's own */
+    static const pf__slot stacked[3][6] = {
+        {PF__SLOT_FFN1_UP_WEIGHT, PF__SLOT_FFN1_UP_BIAS, PF__SLOT_FFN1_DOWN_WEIGHT, PF__SLOT_FFN1_DOWN_BIAS, PF__SLOT_FFN1_NORM_WEIGHT, PF__SLOT_FFN1_NORM_BIAS},
+        {PF__SLOT_FFN2_UP_WEIGHT, PF__SLOT_FFN2_UP_BIAS, PF__SLOT_FFN2_DOWN_WEIGHT, PF__SLOT_FFN2_DOWN_BIAS, PF__SLOT_FFN2_NORM_WEIGHT, PF__SLOT_FFN2_NORM_BIAS},
+        {PF__SLOT_FFN3_UP_WEIGHT, PF__SLOT_FFN3_UP_BIAS, PF__SLOT_FFN3_DOWN_WEIGHT, PF__SLOT_FFN3_DOWN_BIAS, PF__SLOT_FFN3_NORM_WEIGHT, PF__SLOT_FFN3_NORM_BIAS}};
+    static const pf__slot own[6] = {PF__SLOT_MLP_IN_WEIGHT, PF__SLOT_MLP_IN_BIAS, PF__SLOT_MLP_DOWN_WEIGHT,
+                                    PF__SLOT_MLP_DOWN_BIAS, PF__SLOT_MLP_NORM_WEIGHT, PF__SLOT_MLP_NORM_BIAS};
+    for (int k = 0; k + 1 < c->stacked_ffns; k++) pf__rank_stream_mlp(r, r->h, L, stacked[k], N, B);
+    pf__rank_stream_mlp(r, r->h, L, own, N, B);
+    /* x = norm(x + h Wout^T + bout) */
+    be->matmul(r, r->part, r->h, &L[PF__SLOT_BOTTLENECK_OUT_WEIGHT], NULL, N);
+    pf__rank_residual_norm(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_BOTTLENECK_OUT_BIAS]), r->x,
+                           &L[PF__SLOT_BOTTLENECK_OUT_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_BOTTLENECK_OUT_NORM_BIAS]), N, d,
+                           eps, kind);
+}
+
 /* A tower's stages on the step's tokens: the embedding, then its blocks; x holds the result. */
 static void pf__rank_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)r->group->model->config.hidden_size;
@@ -523,8 +609,10 @@ static void pf__rank_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
     if (r->group->model->config.disentangled) pf__rank_rel_embeddings(r);
     pf__attn_shape shape = pf__rank_attn_shape(r, t);
     pf__residual residual = {0, NULL};
-    for (int l = t->first_block; l < t->end_block && !pf__rank_failed(r); l++)
-        pf__rank_block(r, s, t, l, &shape, &residual);
+    for (int l = t->first_block; l < t->end_block && !pf__rank_failed(r); l++) {
+        if (r->group->model->config.bottleneck_width) pf__rank_bottleneck_block(r, s, l, &shape);
+        else pf__rank_block(r, s, t, l, &shape, &residual);
+    }
     if (residual.pending) r->backend->add_residual(r, r->x, r->part, residual.bias, N, d); /* the last block's */
 }
 

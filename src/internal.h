@@ -288,6 +288,8 @@ typedef enum {
     PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */
     PF__SLOT_PROJECTION,            /* [projection_dim, hidden]: the pooled output into the shared space, no bias */
     PF__SLOT_LOGIT_SCALE,           /* [1]: the dual model's log temperature (read at load, never on a rank) */
+    PF__SLOT_LM_HEAD_EXTRA,         /* [hidden - E, vocab]: MobileBERT's decoder columns beyond the embedding's:
+                                       the LM head is [E | extra^T] per vocabulary row, joined at load */
     /* Speech front ends, run on the host (speech_frontend.c reads these rows; never on a rank). In
        their patterns %d counts the front end's convolutions, not the blocks. Which of them a
        checkpoint must hold follows config.json (conv_bias, feat_extract_norm, ...): the front end
@@ -391,6 +393,30 @@ typedef enum {
     PF__SLOT_POS_Q_BIAS,       /* [Q] */
     PF__SLOT_POS_K_WEIGHT,     /* [KV, hidden]: for the c2p term, in place of the key weight */
     PF__SLOT_POS_K_BIAS,       /* [KV] (zeros where the query's has one and it has none: v1) */
+    /* MobileBERT's bottleneck blocks (bottleneck_width B > 0): the block works at width B between
+       a projection in and one out; its attention output, MLPs and their norms are [B] wide */
+    PF__SLOT_BOTTLENECK_IN_WEIGHT,      /* [B, hidden]: the block's input into its residual stream, */
+    PF__SLOT_BOTTLENECK_IN_BIAS,        /* [B] */
+    PF__SLOT_BOTTLENECK_IN_NORM_WEIGHT, /* [B]: then normed */
+    PF__SLOT_BOTTLENECK_IN_NORM_BIAS,   /* [B] */
+    PF__SLOT_BOTTLENECK_QK_WEIGHT,      /* [B, hidden]: the query's and key's shared input (key_query_shared_bottleneck), */
+    PF__SLOT_BOTTLENECK_QK_BIAS,        /* [B]  normed by the two below: folded into the q and k weights at load */
+    PF__SLOT_BOTTLENECK_QK_NORM_WEIGHT, /* [B] */
+    PF__SLOT_BOTTLENECK_QK_NORM_BIAS,   /* [B] */
+    PF__SLOT_BOTTLENECK_OUT_WEIGHT,     /* [hidden, B]: the block's stream back out, added to its input, */
+    PF__SLOT_BOTTLENECK_OUT_BIAS,       /* [hidden] */
+    PF__SLOT_BOTTLENECK_OUT_NORM_WEIGHT,/* [hidden]: and normed */
+    PF__SLOT_BOTTLENECK_OUT_NORM_BIAS,  /* [hidden] */
+    PF__SLOT_FFN1_UP_WEIGHT,   /* [I, B]: the first of the MLPs stacked before the block's own */
+    PF__SLOT_FFN1_UP_BIAS,     /* [I]     (num_feedforward_networks - 1 of them), each post-norm: */
+    PF__SLOT_FFN1_DOWN_WEIGHT, /* [B, I]  x = norm(x + down(act(up(x)))) */
+    PF__SLOT_FFN1_DOWN_BIAS,   /* [B] */
+    PF__SLOT_FFN1_NORM_WEIGHT, /* [B] */
+    PF__SLOT_FFN1_NORM_BIAS,   /* [B] */
+    PF__SLOT_FFN2_UP_WEIGHT, PF__SLOT_FFN2_UP_BIAS, PF__SLOT_FFN2_DOWN_WEIGHT, PF__SLOT_FFN2_DOWN_BIAS,
+    PF__SLOT_FFN2_NORM_WEIGHT, PF__SLOT_FFN2_NORM_BIAS, /* the second, as the first */
+    PF__SLOT_FFN3_UP_WEIGHT, PF__SLOT_FFN3_UP_BIAS, PF__SLOT_FFN3_DOWN_WEIGHT, PF__SLOT_FFN3_DOWN_BIAS,
+    PF__SLOT_FFN3_NORM_WEIGHT, PF__SLOT_FFN3_NORM_BIAS, /* the third */
     /* Built on each rank by stacking the slices above (see pf__stacks), never read from files: */
     PF__SLOT_QKV_WEIGHT,       /* [q_r | k_r | v_r, hidden]: one matmul for the rank's heads */
     PF__SLOT_QKV_BIAS,
@@ -432,10 +458,14 @@ extern PF_PRIVATE const size_t pf__stacks_count;
    read as OUT_IN, the pieces joined without a copy (pf__source.pieces).
    PF__LAYOUT_PER_HEAD: one [head_dim] vector per head, the pattern's second %d the head (StableLM 2's
    q_layernorm.norms.N.weight); read as the VECTOR of heads * head_dim values, the pieces joined
-   without a copy. */
+   without a copy.
+   PF__LAYOUT_GROUPED: [out, in / groups, 1], a 1-D convolution of kernel 1 in `groups` groups
+   (SqueezeBERT's conv1d; groups from the slot's config field, pf__slot_groups): output o reads
+   only the inputs of its group o / (out / groups). Read as OUT_IN, the block-diagonal [out, in]
+   with zeros outside the groups, so that the ranks split it as the dense layer it stands for. */
 typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV, PF__LAYOUT_HEADS,
                PF__LAYOUT_EXPERTS, PF__LAYOUT_PER_EXPERT, PF__LAYOUT_EXPERTS_IN_OUT, PF__LAYOUT_EXPERT_VECTORS,
-               PF__LAYOUT_PER_HEAD } pf__layout;
+               PF__LAYOUT_PER_HEAD, PF__LAYOUT_GROUPED } pf__layout;
 
 typedef enum {
     PF__SPLIT_NONE,
@@ -500,7 +530,8 @@ typedef enum { PF__KIND_DECODER, PF__KIND_ENCODER, PF__KIND_SEQ2SEQ, PF__KIND_DU
 
 typedef enum {
     PF__NORM_LAYER, PF__NORM_RMS,
-    PF__NORM_RMS_PLUS_ONE /* RMSNorm whose gain is 1 + w, added in fp32 (Gemma) */
+    PF__NORM_RMS_PLUS_ONE, /* RMSNorm whose gain is 1 + w, added in fp32 (Gemma) */
+    PF__NORM_ELEMENTWISE   /* x * w + b, no statistics (MobileBERT's NoNorm); eps unused */
 } pf__norm;
 
 typedef enum { PF__SINUSOID_F32, PF__SINUSOID_F64, PF__SINUSOID_T2T } pf__sinusoid_kind; /* pf__sinusoid_table */
@@ -842,6 +873,16 @@ typedef struct pf__config {
     int share_att_key;              /* 1: positions projected by the layer's query and key weights */
     int relative_attention;         /* DeBERTa: 1 adds the disentangled terms */
     int head_activation;            /* the masked-LM head's pf__activation; -1: the model's */
+    /* Grouped linear layers (PF__LAYOUT_GROUPED, SqueezeBERT's q_groups ... output_groups): each
+       slot's group count; 0 or 1: dense */
+    int q_groups, k_groups, v_groups, attn_out_groups, mlp_up_groups, mlp_down_groups;
+    /* MobileBERT: bottleneck blocks (PF__SLOT_BOTTLENECK_*) of width bottleneck_width (0: none),
+       attention heads of bottleneck_width / heads; stacked_ffns MLPs a block (the last its own
+       MLP slots, the others PF__SLOT_FFN1_* ...); the embedding's and blocks' norms x * w + b
+       (elementwise_norm: normalization_type "no_norm"); the token embeddings of each token's
+       next, itself and previous (zeros beyond the row) joined before project_in (trigram_input);
+       the LM head joined from the embedding and PF__SLOT_LM_HEAD_EXTRA (lm_head_extra) */
+    int bottleneck_width, stacked_ffns, elementwise_norm, trigram_input, lm_head_extra;
     pf_head head;                   /* what the output stage computes */
     int num_labels;                 /* classification heads' outputs */
 } pf__config;
@@ -910,6 +951,7 @@ PF_PRIVATE pf_result pf__config_parse(const pf__json *json, const char *path, in
 
 /* ---- src/policy_registry.c ---- */
 PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, size_t *cols);
+PF_PRIVATE int pf__slot_groups(const pf__config *c, pf__slot slot);
 
 /* ---- src/tokenizer_utf8.c ---- */
 #define PF__UTF8_INVALID 0xFFFFFFFFu /* the "code point" of a byte that is not valid UTF-8 */
@@ -1670,6 +1712,7 @@ struct pf__rank {
        [max_tokens] of width hidden (in, then out) and of its gate | up and activation (2 I_e, I_e) */
     float *router, *expert_in, *expert_out, *expert_mid, *expert_act;
     struct pf__routing *routing; /* host: the step's routing (src/moe.c), or NULL; owned */
+    int32_t *trigram_rows; /* host [3 max_tokens]: MobileBERT's trigram gather (pf__rank_trigrams), or NULL; owned */
     float *logits;            /* rank 0 only: [logit_rows][vocab] */
     float *head_out;          /* rank 0, classification heads: [max_tokens][num_labels or 2] */
     float *projected;         /* rank 0, with a projection: [max_batch][projection_dim] */
@@ -1841,6 +1884,7 @@ typedef struct pf__source {
                                the source's rows in order (data is pieces[0]); NULL: data is the whole
                                tensor; owned by the model */
     size_t piece_rows;
+    size_t groups;       /* PF__LAYOUT_GROUPED: the file holds [rows, cols / groups] */
     const pf__packed *packed; /* PF__DTYPE_PACKED: its decoding (the index owns it) */
     const pf__packed **packed_pieces; /* PER_EXPERT pieces that are PF__DTYPE_PACKED: each one's decoding
                                          (the array owned by the model, like pieces) */
@@ -1905,6 +1949,9 @@ struct pf_model {
     float *fused_qkv_bias; /* [layers][q + 2 kv]: a fused QKV weight's bias built from separate q and v biases
                               (DeBERTa v1's in_proj with q_bias, v_bias), in the weight's row order; owned */
     float *router_choice_bias; /* [layers][experts]: PF__SLOT_ROUTER_CHOICE_BIAS as fp32 for the routing on the host, or NULL; owned */
+    float *folded_qk;     /* [layers][q, k][Q (hidden + 1)]: MobileBERT's q and k weights and biases with their
+                             shared bottleneck folded in (pf__fold_bottleneck_qk), or NULL; owned */
+    float *joined_lm_head; /* [vocab, hidden]: MobileBERT's LM head joined from two tensors, or NULL; owned */
     struct pf__speech *speech; /* a speech encoder's front end and CTC vocabulary, owned; else NULL */
     int num_scaled;
     char **label_names;   /* [config.num_labels]: config.json's id2label, owned; NULL without one */

@@ -79,6 +79,17 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
         flat.shape[0] = ok ? st->shape[0] * st->shape[1] : 0;
         want_dims = 1;
     }
+    size_t groups = t->layout == PF__LAYOUT_GROUPED ? (size_t)pf__slot_groups(&m->config, t->slot) : 1;
+    if (t->layout == PF__LAYOUT_GROUPED) { /* [out, in / groups, 1] checked as [out, in] */
+        if (src->cols % groups || src->rows % groups)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s': config.json's %zu groups do not divide its %zu inputs "
+                            "and %zu outputs", st->file->path, st->name, groups, src->cols, src->rows);
+        if (st->ndim != 3 || st->shape[0] != src->rows || st->shape[1] != src->cols / groups || st->shape[2] != 1)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is not [%zu, %zu, 1] as the config needs (%zu inputs in "
+                            "%zu groups)", st->file->path, st->name, src->rows, src->cols / groups, src->cols, groups);
+        flat.ndim = 2;
+        flat.shape[1] = src->cols;
+    }
     if (t->layout == PF__LAYOUT_HEADS) { /* [heads, head_dim] checked as the vector of its values */
         int ok = st->ndim == 2 && st->shape[1] == (size_t)m->config.head_dim;
         flat.ndim = ok ? 1 : 0;
@@ -102,6 +113,7 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
                   : t->layout == PF__LAYOUT_EXPERTS                                 ? PF__LAYOUT_OUT_IN
                                                                                     : t->layout;
     src->split = t->split;
+    src->groups = groups;
     return PF_OK;
 }
 
@@ -296,6 +308,114 @@ static pf_result pf__fuse_qv_bias(pf_model *m) {
     return PF_OK;
 }
 
+/* A source replaced by fp32 host values [rows, cols] in [out, in] order (owned elsewhere). */
+static void pf__source_to_host(pf__source *src, const float *values, size_t rows, size_t cols) {
+    src->data = (const uint8_t *)values;
+    src->dtype = PF__DTYPE_F32;
+    src->layout = PF__LAYOUT_OUT_IN;
+    src->rows = rows;
+    src->cols = cols;
+    src->groups = 1;
+    src->pieces = NULL;
+    src->packed = NULL;
+    src->packed_pieces = NULL;
+}
+
+/* MobileBERT's shared bottleneck (key_query_shared_bottleneck): q = (s(h) * nw + nb) Wq^T + bq with
+   s(h) = h Ws^T + bs is affine in h, so q's weight becomes Wq diag(nw) Ws [Q, hidden] and its bias
+   Wq (nw * bs + nb) + bq (k's the same): then q, k and v all read the block's input, as one fused
+   projection, and the shared input's tensors leave the ranks. Sums in double. */
+static pf_result pf__fold_bottleneck_qk(pf_model *m) {
+    const pf__config *c = &m->config;
+    size_t B = (size_t)c->bottleneck_width, h = (size_t)c->hidden_size, q = (size_t)c->num_heads * c->head_dim;
+    size_t per_layer = 2 * q * (h + 1);
+    for (int l = 0; l < c->num_layers; l++) {
+        pf__source *layer = &m->sources[pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER];
+        pf__source *shared = &layer[PF__SLOT_BOTTLENECK_QK_WEIGHT], *sb = &layer[PF__SLOT_BOTTLENECK_QK_BIAS];
+        pf__source *nw = &layer[PF__SLOT_BOTTLENECK_QK_NORM_WEIGHT], *nb = &layer[PF__SLOT_BOTTLENECK_QK_NORM_BIAS];
+        if (!shared->data) continue;
+        if (!m->folded_qk && !(m->folded_qk = (float *)malloc((size_t)c->num_layers * per_layer * sizeof(float))))
+            return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        float *out = m->folded_qk + (size_t)l * per_layer;
+        double *row = (double *)malloc(B * sizeof(double));
+        if (!row) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        static const pf__slot sides[2][2] = {{PF__SLOT_Q_WEIGHT, PF__SLOT_Q_BIAS}, {PF__SLOT_K_WEIGHT, PF__SLOT_K_BIAS}};
+        for (int side = 0; side < 2; side++) {
+            pf__source *w = &layer[sides[side][0]], *b = &layer[sides[side][1]];
+            float *fw = out + (size_t)side * q * (h + 1), *fb = fw + q * h;
+            for (size_t o = 0; o < q; o++) {
+                double bias = b->data ? pf__weight_value(b->data, o, b->dtype) : 0.0;
+                for (size_t i = 0; i < B; i++) { /* Wq[o][i] * nw[i], and the bias's terms */
+                    double wi = pf__weight_value(w->data, o * B + i, w->dtype);
+                    double gain = nw->data ? pf__weight_value(nw->data, i, nw->dtype) : 1.0;
+                    row[i] = wi * gain;
+                    bias += wi * (gain * (sb->data ? pf__weight_value(sb->data, i, sb->dtype) : 0.0) +
+                                  (nb->data ? pf__weight_value(nb->data, i, nb->dtype) : 0.0));
+                }
+                for (size_t j = 0; j < h; j++) {
+                    double sum = 0;
+                    for (size_t i = 0; i < B; i++) sum += row[i] * pf__weight_value(shared->data, i * h + j, shared->dtype);
+                    fw[o * h + j] = (float)sum;
+                }
+                fb[o] = (float)bias;
+            }
+            pf__source_to_host(w, fw, q, h);
+            pf__source *bias_src = b;
+            if (!bias_src->data) bias_src->split = side ? PF__SPLIT_KV_COLUMNS : PF__SPLIT_HEAD_COLUMNS;
+            pf__source_to_host(bias_src, fb, q, 1);
+            bias_src->layout = PF__LAYOUT_VECTOR;
+        }
+        free(row);
+        shared->data = sb->data = nw->data = nb->data = NULL;
+    }
+    return PF_OK;
+}
+
+/* MobileBERT's LM head: each vocabulary row is its decoder row (the token embedding's, tied) then
+   that id's column of cls.predictions.dense [hidden - E, vocab], as transformers multiplies by
+   cat([decoder.weight^T, dense.weight]); joined once into a [vocab, hidden] source. */
+static pf_result pf__join_lm_head_extra(pf_model *m) {
+    const pf__config *c = &m->config;
+    pf__source *extra = &m->sources[PF__SLOT_LM_HEAD_EXTRA], *head = &m->sources[PF__SLOT_LM_HEAD];
+    if (!c->lm_head_extra || c->head != PF_HEAD_MASKED_LM) {
+        if (extra->data)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: the checkpoint has an LM head that config.json's architectures (%s) "
+                            "does not use", m->dir, pf__head_name(c->head));
+        return PF_OK;
+    }
+    size_t V = (size_t)c->vocab_size, E = (size_t)c->embed_dim, H = (size_t)c->hidden_size;
+    if (!extra->data && H > E)
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s' (the LM head's rows beyond the embedding's %zu "
+                        "values)", m->dir, pf__arch_tensor_for(c->arch, PF__SLOT_LM_HEAD_EXTRA)->pattern, E);
+    const pf__source *first = head->data ? head : &m->sources[PF__SLOT_TOKEN_EMBED];
+    if (!(m->joined_lm_head = (float *)malloc(V * H * sizeof(float))))
+        return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (size_t v = 0; v < V; v++) {
+        float *row = m->joined_lm_head + v * H;
+        for (size_t i = 0; i < E; i++) row[i] = pf__weight_value(first->data, v * E + i, first->dtype);
+        for (size_t k = 0; k + E < H; k++) row[E + k] = pf__weight_value(extra->data, k * V + v, extra->dtype);
+    }
+    pf__split split = m->sources[PF__SLOT_TOKEN_EMBED].split;
+    pf__source_to_host(head, m->joined_lm_head, V, H);
+    head->split = split;
+    extra->data = NULL;
+    return PF_OK;
+}
+
+/* MobileBERT's stacked MLPs: the layer has num_feedforward_networks - 1 besides its own. */
+static pf_result pf__check_stacked_ffns(pf_model *m) {
+    const pf__config *c = &m->config;
+    static const pf__slot ups[] = {PF__SLOT_FFN1_UP_WEIGHT, PF__SLOT_FFN2_UP_WEIGHT, PF__SLOT_FFN3_UP_WEIGHT};
+    for (int l = 0; c->bottleneck_width && l < c->num_layers; l++)
+        for (int k = 0; k < (int)PF__COUNT(ups); k++) {
+            int present = m->sources[pf__slot_index(ups[k], l)].data != NULL, wanted = k + 1 < c->stacked_ffns;
+            if (present != wanted)
+                return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d %s stacked MLP %d, but config.json's "
+                                "num_feedforward_networks is %d", m->dir, l, present ? "has" : "lacks", k, c->stacked_ffns);
+        }
+    return PF_OK;
+}
+
 /* Each layer's stacked biases line up with its stacked weights, and it has an attention projection. */
 static pf_result pf__check_stacks(pf_model *m) {
     const pf__config *c = &m->config;
@@ -340,6 +460,7 @@ static pf_result pf__resolve_sources(pf_model *m) {
         (r = pf__resolve_lm_head(m)))
         return r;
     if ((r = pf__add_zero_k_bias(m)) || (r = pf__fuse_qv_bias(m))) return r;
+    if ((r = pf__fold_bottleneck_qk(m)) || (r = pf__join_lm_head_extra(m)) || (r = pf__check_stacked_ffns(m))) return r;
     if ((r = pf__check_stacks(m)) || (r = pf__load_router_choice_bias(m))) return r;
     if (c->speech && (r = pf__speech_load(m, prefix))) return r;
     if (c->conv_subsampler && (r = pf__subsampler_load(m, prefix))) return r;
@@ -666,6 +787,8 @@ void pf_free(pf_model *m) {
     free(m->zero_bias);
     free(m->router_choice_bias);
     free(m->fused_qkv_bias);
+    free(m->folded_qk);
+    free(m->joined_lm_head);
     for (int i = 0; m->label_names && i < m->config.num_labels; i++) free(m->label_names[i]);
     free(m->label_names);
     free(m->logits);

@@ -131,8 +131,10 @@ static pf_result pf__to_cpu_locked(pf_model *m) {
         gathered[i].pieces = NULL; /* gathered whole */
         gathered[i].packed = NULL;
         gathered[i].packed_pieces = NULL;
-        if (gathered[i].layout == PF__LAYOUT_IN_OUT || gathered[i].layout == PF__LAYOUT_EXPERTS_IN_OUT)
-            gathered[i].layout = PF__LAYOUT_OUT_IN; /* gathered as [rows][cols] */
+        if (gathered[i].layout == PF__LAYOUT_IN_OUT || gathered[i].layout == PF__LAYOUT_EXPERTS_IN_OUT ||
+            gathered[i].layout == PF__LAYOUT_GROUPED)
+            gathered[i].layout = PF__LAYOUT_OUT_IN; /* gathered as [rows][cols] (a grouped one dense) */
+        gathered[i].groups = 1;
         if ((i == PF__SLOT_REL_BIAS || i == PF__SLOT_ENC_REL_BIAS) && full[i]) /* no rank holds it as a weight (each has a table): from the source */
             for (size_t k = 0; k < m->sources[i].rows * m->sources[i].cols; k++)
                 full[i][k] = pf__weight_value(m->sources[i].data, k, m->sources[i].dtype);

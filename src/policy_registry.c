@@ -13,7 +13,10 @@ static const char *pf__kind_name(int v) {
     return NULL;
 }
 static const char *pf__norm_name(int v) {
-    switch ((pf__norm)v) { PF__NAME(PF__NORM_, LAYER) PF__NAME(PF__NORM_, RMS) PF__NAME(PF__NORM_, RMS_PLUS_ONE) }
+    switch ((pf__norm)v) {
+        PF__NAME(PF__NORM_, LAYER) PF__NAME(PF__NORM_, RMS) PF__NAME(PF__NORM_, RMS_PLUS_ONE)
+    case PF__NORM_ELEMENTWISE: return NULL; /* a config field's (elementwise_norm), not a row's norm */
+    }
     return NULL;
 }
 static const char *pf__positions_name(int v) {
@@ -45,7 +48,7 @@ static const char *pf__layout_name(int v) {
         PF__NAME(PF__LAYOUT_, OUT_IN) PF__NAME(PF__LAYOUT_, IN_OUT) PF__NAME(PF__LAYOUT_, VECTOR)
         PF__NAME(PF__LAYOUT_, ROW) PF__NAME(PF__LAYOUT_, SQUEEZED) PF__NAME(PF__LAYOUT_, CONV) PF__NAME(PF__LAYOUT_, HEADS)
         PF__NAME(PF__LAYOUT_, EXPERTS) PF__NAME(PF__LAYOUT_, PER_EXPERT) PF__NAME(PF__LAYOUT_, EXPERTS_IN_OUT)
-        PF__NAME(PF__LAYOUT_, EXPERT_VECTORS) PF__NAME(PF__LAYOUT_, PER_HEAD)
+        PF__NAME(PF__LAYOUT_, EXPERT_VECTORS) PF__NAME(PF__LAYOUT_, PER_HEAD) PF__NAME(PF__LAYOUT_, GROUPED)
     }
     return NULL;
 }
@@ -78,7 +81,7 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, PROJECT_OUT) PF__NAME(PF__SLOT_, FINAL_NORM_WEIGHT) PF__NAME(PF__SLOT_, FINAL_NORM_BIAS)
         PF__NAME(PF__SLOT_, LM_HEAD) PF__NAME(PF__SLOT_, LM_HEAD_BIAS) PF__NAME(PF__SLOT_, TOKEN_TYPE_EMBED)
         PF__NAME(PF__SLOT_, POOLER_WEIGHT) PF__NAME(PF__SLOT_, POOLER_BIAS) PF__NAME(PF__SLOT_, POOLER_NORM_WEIGHT)
-        PF__NAME(PF__SLOT_, POOLER_NORM_BIAS) PF__NAME(PF__SLOT_, PROJECTION) PF__NAME(PF__SLOT_, LOGIT_SCALE)
+        PF__NAME(PF__SLOT_, POOLER_NORM_BIAS) PF__NAME(PF__SLOT_, PROJECTION) PF__NAME(PF__SLOT_, LOGIT_SCALE) PF__NAME(PF__SLOT_, LM_HEAD_EXTRA)
         PF__NAME(PF__SLOT_, HEAD_TRANSFORM_WEIGHT)
         PF__NAME(PF__SLOT_, HEAD_TRANSFORM_BIAS) PF__NAME(PF__SLOT_, HEAD_NORM_WEIGHT) PF__NAME(PF__SLOT_, HEAD_NORM_BIAS)
         PF__NAME(PF__SLOT_, CLASSIFIER_WEIGHT) PF__NAME(PF__SLOT_, CLASSIFIER_BIAS) PF__NAME(PF__SLOT_, SPAN_WEIGHT)
@@ -123,6 +126,17 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, CROSS_K_WEIGHT) PF__NAME(PF__SLOT_, CROSS_K_BIAS) PF__NAME(PF__SLOT_, CROSS_V_WEIGHT)
         PF__NAME(PF__SLOT_, CROSS_V_BIAS) PF__NAME(PF__SLOT_, CROSS_OUT_WEIGHT) PF__NAME(PF__SLOT_, CROSS_OUT_BIAS)
         PF__NAME(PF__SLOT_, POS_Q_WEIGHT) PF__NAME(PF__SLOT_, POS_Q_BIAS) PF__NAME(PF__SLOT_, POS_K_WEIGHT) PF__NAME(PF__SLOT_, POS_K_BIAS)
+        PF__NAME(PF__SLOT_, BOTTLENECK_IN_WEIGHT) PF__NAME(PF__SLOT_, BOTTLENECK_IN_BIAS) PF__NAME(PF__SLOT_, BOTTLENECK_IN_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, BOTTLENECK_IN_NORM_BIAS) PF__NAME(PF__SLOT_, BOTTLENECK_QK_WEIGHT) PF__NAME(PF__SLOT_, BOTTLENECK_QK_BIAS)
+        PF__NAME(PF__SLOT_, BOTTLENECK_QK_NORM_WEIGHT) PF__NAME(PF__SLOT_, BOTTLENECK_QK_NORM_BIAS)
+        PF__NAME(PF__SLOT_, BOTTLENECK_OUT_WEIGHT) PF__NAME(PF__SLOT_, BOTTLENECK_OUT_BIAS)
+        PF__NAME(PF__SLOT_, BOTTLENECK_OUT_NORM_WEIGHT) PF__NAME(PF__SLOT_, BOTTLENECK_OUT_NORM_BIAS)
+        PF__NAME(PF__SLOT_, FFN1_UP_WEIGHT) PF__NAME(PF__SLOT_, FFN1_UP_BIAS) PF__NAME(PF__SLOT_, FFN1_DOWN_WEIGHT)
+        PF__NAME(PF__SLOT_, FFN1_DOWN_BIAS) PF__NAME(PF__SLOT_, FFN1_NORM_WEIGHT) PF__NAME(PF__SLOT_, FFN1_NORM_BIAS)
+        PF__NAME(PF__SLOT_, FFN2_UP_WEIGHT) PF__NAME(PF__SLOT_, FFN2_UP_BIAS) PF__NAME(PF__SLOT_, FFN2_DOWN_WEIGHT)
+        PF__NAME(PF__SLOT_, FFN2_DOWN_BIAS) PF__NAME(PF__SLOT_, FFN2_NORM_WEIGHT) PF__NAME(PF__SLOT_, FFN2_NORM_BIAS)
+        PF__NAME(PF__SLOT_, FFN3_UP_WEIGHT) PF__NAME(PF__SLOT_, FFN3_UP_BIAS) PF__NAME(PF__SLOT_, FFN3_DOWN_WEIGHT)
+        PF__NAME(PF__SLOT_, FFN3_DOWN_BIAS) PF__NAME(PF__SLOT_, FFN3_NORM_WEIGHT) PF__NAME(PF__SLOT_, FFN3_NORM_BIAS)
     /* built on each rank from the slots above, never read from files */
     case PF__SLOT_QKV_WEIGHT: case PF__SLOT_QKV_BIAS: case PF__SLOT_MLP_IN_WEIGHT: case PF__SLOT_MLP_IN_BIAS:
     case PF__SLOT_SHARED_IN_WEIGHT: case PF__SLOT_SHARED_IN_BIAS: case PF__SLOT_POS_QK_WEIGHT: case PF__SLOT_POS_QK_BIAS:
@@ -1146,8 +1160,23 @@ pf_result pf_testing_policy_json(const char *model_type, char *json, size_t capa
 PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, size_t *cols) {
     size_t h = (size_t)c->hidden_size, in = (size_t)c->intermediate_size, e = (size_t)c->embed_dim;
     size_t q = (size_t)c->num_heads * c->head_dim, kv = (size_t)c->num_kv_heads * c->head_dim;
+    size_t inner = c->bottleneck_width ? (size_t)c->bottleneck_width : h; /* the blocks' own width */
     *cols = 1;
     switch (slot) {
+    case PF__SLOT_ATTN_OUT_BIAS: case PF__SLOT_ATTN_NORM_WEIGHT: case PF__SLOT_ATTN_NORM_BIAS: case PF__SLOT_MLP_DOWN_BIAS:
+    case PF__SLOT_MLP_NORM_WEIGHT: case PF__SLOT_MLP_NORM_BIAS: case PF__SLOT_BOTTLENECK_IN_BIAS:
+    case PF__SLOT_BOTTLENECK_IN_NORM_WEIGHT: case PF__SLOT_BOTTLENECK_IN_NORM_BIAS: case PF__SLOT_BOTTLENECK_QK_BIAS:
+    case PF__SLOT_BOTTLENECK_QK_NORM_WEIGHT: case PF__SLOT_BOTTLENECK_QK_NORM_BIAS: case PF__SLOT_FFN1_DOWN_BIAS:
+    case PF__SLOT_FFN1_NORM_WEIGHT: case PF__SLOT_FFN1_NORM_BIAS: case PF__SLOT_FFN2_DOWN_BIAS: case PF__SLOT_FFN2_NORM_WEIGHT:
+    case PF__SLOT_FFN2_NORM_BIAS: case PF__SLOT_FFN3_DOWN_BIAS: case PF__SLOT_FFN3_NORM_WEIGHT: case PF__SLOT_FFN3_NORM_BIAS:
+        *rows = inner;
+        break;
+    case PF__SLOT_BOTTLENECK_IN_WEIGHT: case PF__SLOT_BOTTLENECK_QK_WEIGHT: *rows = inner; *cols = h; break;
+    case PF__SLOT_BOTTLENECK_OUT_WEIGHT: *rows = h; *cols = inner; break;
+    case PF__SLOT_FFN1_UP_WEIGHT: case PF__SLOT_FFN2_UP_WEIGHT: case PF__SLOT_FFN3_UP_WEIGHT: *rows = in; *cols = inner; break;
+    case PF__SLOT_FFN1_UP_BIAS: case PF__SLOT_FFN2_UP_BIAS: case PF__SLOT_FFN3_UP_BIAS: *rows = in; break;
+    case PF__SLOT_FFN1_DOWN_WEIGHT: case PF__SLOT_FFN2_DOWN_WEIGHT: case PF__SLOT_FFN3_DOWN_WEIGHT: *rows = inner; *cols = in; break;
+    case PF__SLOT_LM_HEAD_EXTRA: *rows = h > e ? h - e : 0; *cols = (size_t)c->vocab_size; break;
     case PF__SLOT_TOKEN_EMBED: case PF__SLOT_LM_HEAD: *rows = (size_t)c->vocab_size; *cols = e; break;
     case PF__SLOT_ENC_TOKEN_EMBED: *rows = (size_t)(c->src_vocab_size ? c->src_vocab_size : c->vocab_size); *cols = e; break;
     case PF__SLOT_PATCH_WEIGHT: *rows = h; *cols = (size_t)c->num_channels * c->patch_size * c->patch_size; break;
@@ -1162,18 +1191,21 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
         *cols = c->embed_norm_before_project ? e : h;
         break;
     case PF__SLOT_EMBED_NORM_WEIGHT: case PF__SLOT_EMBED_NORM_BIAS: *rows = c->embed_norm_before_project ? e : h; break;
-    case PF__SLOT_PROJECT_IN: *rows = h; *cols = e; break;
+    case PF__SLOT_PROJECT_IN: *rows = h; *cols = c->trigram_input ? 3 * e : e; break; /* trigrams: next, self, previous */
     case PF__SLOT_PROJECT_OUT: *rows = e; *cols = h; break;
     case PF__SLOT_QKV_FUSED_WEIGHT: *rows = q + 2 * kv; *cols = h; break;
     case PF__SLOT_QKV_FUSED_BIAS: *rows = q + 2 * kv; break;
-    case PF__SLOT_Q_WEIGHT: case PF__SLOT_CROSS_Q_WEIGHT: case PF__SLOT_POS_Q_WEIGHT: *rows = q; *cols = h; break;
+    case PF__SLOT_Q_WEIGHT: case PF__SLOT_CROSS_Q_WEIGHT: case PF__SLOT_POS_Q_WEIGHT:
+        *rows = q;
+        *cols = slot == PF__SLOT_Q_WEIGHT ? inner : h; /* a bottleneck's q reads its shared input (then folded into q) */
+        break;
     case PF__SLOT_Q_BIAS: case PF__SLOT_CROSS_Q_BIAS: case PF__SLOT_POS_Q_BIAS: *rows = q; break;
     case PF__SLOT_K_WEIGHT: case PF__SLOT_V_WEIGHT: case PF__SLOT_CROSS_K_WEIGHT: case PF__SLOT_CROSS_V_WEIGHT: case PF__SLOT_POS_K_WEIGHT:
         *rows = kv;
-        *cols = h;
+        *cols = slot == PF__SLOT_K_WEIGHT ? inner : h; /* as q's */
         break;
     case PF__SLOT_K_BIAS: case PF__SLOT_V_BIAS: case PF__SLOT_CROSS_K_BIAS: case PF__SLOT_CROSS_V_BIAS: case PF__SLOT_POS_K_BIAS: *rows = kv; break;
-    case PF__SLOT_ATTN_OUT_WEIGHT: *rows = h; *cols = (size_t)c->num_heads * pf__value_head_dim(c); break;
+    case PF__SLOT_ATTN_OUT_WEIGHT: *rows = inner; *cols = (size_t)c->num_heads * pf__value_head_dim(c); break;
     case PF__SLOT_CROSS_OUT_WEIGHT: *rows = h; *cols = q; break;
     case PF__SLOT_Q_A_WEIGHT: *rows = (size_t)c->q_lora_rank; *cols = h; break;
     case PF__SLOT_Q_A_BIAS: case PF__SLOT_Q_A_NORM_WEIGHT: *rows = (size_t)c->q_lora_rank; break;
@@ -1188,11 +1220,11 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_Q_NORM_WEIGHT: *rows = c->qk_norm == PF__QK_NORM_PROJECTION || c->qk_norm_per_head ? q : (size_t)c->head_dim; break;
     case PF__SLOT_K_NORM_WEIGHT: *rows = c->qk_norm == PF__QK_NORM_PROJECTION || c->qk_norm_per_head ? kv : (size_t)c->head_dim; break;
     case PF__SLOT_Q_NORM_BIAS: case PF__SLOT_K_NORM_BIAS: *rows = (size_t)c->head_dim; break;
-    case PF__SLOT_MLP_GATE_WEIGHT: case PF__SLOT_MLP_UP_WEIGHT: *rows = in; *cols = h; break;
+    case PF__SLOT_MLP_GATE_WEIGHT: case PF__SLOT_MLP_UP_WEIGHT: *rows = in; *cols = inner; break;
     case PF__SLOT_MLP_GATE_BIAS: case PF__SLOT_MLP_UP_BIAS: *rows = in; break;
     case PF__SLOT_MLP_GATE_UP_WEIGHT: *rows = 2 * in; *cols = h; break;
     case PF__SLOT_MLP_GATE_UP_BIAS: *rows = 2 * in; break;
-    case PF__SLOT_MLP_DOWN_WEIGHT: *rows = h; *cols = in; break;
+    case PF__SLOT_MLP_DOWN_WEIGHT: *rows = inner; *cols = in; break;
     case PF__SLOT_ROUTER_WEIGHT: *rows = (size_t)c->num_experts; *cols = h; break;
     case PF__SLOT_EXPERTS_GATE_UP: *rows = (size_t)c->num_experts * 2 * (size_t)c->moe_intermediate_size; *cols = h; break;
     case PF__SLOT_EXPERTS_DOWN: *rows = (size_t)c->num_experts * h; *cols = (size_t)c->moe_intermediate_size; break;
@@ -1229,5 +1261,20 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_REL_EMBED: *rows = 2 * (size_t)c->rel_span; *cols = h; break;
     default: *rows = h; break; /* norms and the remaining biases */
     }
+}
+
+/* The groups of a slot stored PF__LAYOUT_GROUPED (its config field); 1 for the other slots. */
+PF_PRIVATE int pf__slot_groups(const pf__config *c, pf__slot slot) {
+    int groups = 1;
+    switch (slot) {
+    case PF__SLOT_Q_WEIGHT: groups = c->q_groups; break;
+    case PF__SLOT_K_WEIGHT: groups = c->k_groups; break;
+    case PF__SLOT_V_WEIGHT: groups = c->v_groups; break;
+    case PF__SLOT_ATTN_OUT_WEIGHT: groups = c->attn_out_groups; break;
+    case PF__SLOT_MLP_UP_WEIGHT: groups = c->mlp_up_groups; break;
+    case PF__SLOT_MLP_DOWN_WEIGHT: groups = c->mlp_down_groups; break;
+    default: break;
+    }
+    return groups > 1 ? groups : 1;
 }
 

@@ -189,9 +189,27 @@ static size_t pf__transposed_at(const pf__source *src, size_t row, size_t col, s
     return e * per * src->cols + col * per + in_expert;
 }
 
+/* The rank's slice of a PF__LAYOUT_GROUPED source as its dense block-diagonal rows: of each row,
+   the columns of its output's group from the file, zeros elsewhere. */
+static void pf__slice_copy_grouped(float *dst, const pf__source *src, const pf__plan *p) {
+    size_t group_rows = src->rows / src->groups, group_cols = src->cols / src->groups;
+    for (size_t i = 0; i < p->rows; i++) {
+        size_t row = pf__plan_row(p, i), first = row / group_rows * group_cols, last = first + group_cols;
+        size_t lo = first > p->col_begin ? first : p->col_begin;
+        size_t hi = last < p->col_begin + p->cols ? last : p->col_begin + p->cols;
+        float *out = dst + i * p->cols;
+        memset(out, 0, p->cols * sizeof(float));
+        if (lo < hi) pf__source_run(out + (lo - p->col_begin), src, row * group_cols + (lo - first), hi - lo);
+    }
+}
+
 /* Copies the rank's slice of src into dst ([plan rows, plan cols] fp32), converting dtype and
    layout on the way, in runs of consecutive file values. */
 static void pf__slice_copy(float *dst, const pf__source *src, const pf__plan *p, int experts) {
+    if (src->layout == PF__LAYOUT_GROUPED) {
+        pf__slice_copy_grouped(dst, src, p);
+        return;
+    }
     if (src->layout != PF__LAYOUT_IN_OUT && src->layout != PF__LAYOUT_EXPERTS_IN_OUT) {
         for (size_t i = 0; i < p->rows; i++)
             pf__source_run(dst + i * p->cols, src, pf__plan_row(p, i) * src->cols + p->col_begin, p->cols);
@@ -242,7 +260,8 @@ static const struct pf__stack *pf__stack_of(pf__slot slot) {
 /* Whether a rank's slice of a source can be stored as Q8: a matrix (or embedding) whose slice
    starts and ends at block boundaries of the whole tensor's columns. */
 static int pf__q8_fits(const pf__source *src, const pf__plan *p) {
-    return (src->layout == PF__LAYOUT_OUT_IN || src->layout == PF__LAYOUT_IN_OUT || src->layout == PF__LAYOUT_EXPERTS_IN_OUT) &&
+    return (src->layout == PF__LAYOUT_OUT_IN || src->layout == PF__LAYOUT_IN_OUT || src->layout == PF__LAYOUT_EXPERTS_IN_OUT ||
+            src->layout == PF__LAYOUT_GROUPED) &&
            p->cols % PF__Q8_BLOCK == 0 &&
            p->col_begin % PF__Q8_BLOCK == 0;
 }
@@ -705,7 +724,11 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
     r->x = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
     r->h = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
     r->part = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
-    if (m->sources[PF__SLOT_PROJECT_IN].data) r->embed = (float *)pf__rank_alloc(r, T * c->embed_dim * sizeof(float));
+    if (m->sources[PF__SLOT_PROJECT_IN].data) /* trigrams: the rows, a zero row, then the 3 T rows gathered */
+        r->embed = (float *)pf__rank_alloc(r, (c->trigram_input ? 4 * T + 1 : T) * c->embed_dim * sizeof(float));
+    if (c->trigram_input && !r->counting && !r->trigram_rows && /* host memory: once, not in the counting pass */
+        !(r->trigram_rows = (int32_t *)malloc(3 * T * sizeof(int32_t))))
+        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
     r->qkv = (float *)pf__rank_alloc(r, T * (q_width + 2 * kv_width) * sizeof(float));
     size_t v_width = (size_t)r->share.heads * pf__value_head_dim(c); /* latent attention's value heads may be wider */
     r->attn = (float *)pf__rank_alloc(r, T * (v_width > q_width ? v_width : q_width) * sizeof(float));

@@ -507,6 +507,13 @@ static int norm_live(pf_cuda_rank *st, float *out, const float *x, const void *w
     if (out16) NEED(out16, rows * n * 2);
     if (w) NEED(w, n * dsize(w_dtype));
     if (b) NEED(b, n * dsize(b_dtype));
+    if (rms == 3) { /* pf_elementwise_norm_kernel: x * w + b */
+        for (size_t i = 0; i < rows * n; i++) {
+            out[i] = x[i] * (w ? ld(w, w_dtype, i % n) : 1.0f) + ld(b, b_dtype, i % n);
+            if (out16) store16(out16, out16_dtype, i, out[i]);
+        }
+        return 0;
+    }
     int threads = n >= 256 ? 256 : (int)((n + 31) / 32 * 32);
     float part[256];
     for (size_t r = 0; r < rows; r++) {

@@ -91,6 +91,20 @@ SEQ2SEQ_ROWS = [
     ([0, 5, 77, 31, 101, 2, 54, 12, 96, 40, 8, 2], [0] * 12),
     ([0, 119, 2, 64, 2], [0] * 5),
 ]
+# SqueezeBERT: BERT's shape with grouped 1-D convolutions, each layer its own group count (so that
+# a slot read with another's groups fails), 4 heads so that 3 ranks split them unevenly and cut
+# through the groups of q, k, v and the MLP.
+SQUEEZEBERT_SHAPE = dict(BERT_SHAPE, num_attention_heads=4, embedding_size=48, q_groups=4, k_groups=2, v_groups=3,
+                         post_attention_groups=2, intermediate_groups=4, output_groups=6)
+# MobileBERT (google/mobilebert-uncased's traits: trigram input, shared q/k bottleneck, 4 stacked
+# MLPs, NoNorm, relu) at hidden 48, embeddings of 16 (the LM head's extra rows 32), blocks of 24
+# in 4 heads (3 ranks split them unevenly); its NoNorm gains and biases are drawn at random
+# (transformers makes them 1 and 0) so that a missing one moves the outputs; weights of 0.1 keep
+# the un-normalised stream near 1 (0.2 grows it past 100, where fp32's own noise nears 1e-4).
+MOBILEBERT_SHAPE = dict(vocab_size=120, hidden_size=48, embedding_size=16, intra_bottleneck_size=24,
+                        num_hidden_layers=2, num_attention_heads=4, intermediate_size=40, max_position_embeddings=32,
+                        type_vocab_size=2, initializer_range=0.1, hidden_dropout_prob=0.0,
+                        attention_probs_dropout_prob=0.0, num_feedforward_networks=4)
 FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("bert", "BertConfig", BERT_SHAPE, "BertModel", None),
     ("bert-mlm", "BertConfig", BERT_SHAPE, "BertForMaskedLM", None),
@@ -157,6 +171,21 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("deberta", "DebertaConfig", DEBERTA_V1_SHAPE, "DebertaModel", None),
     ("deberta-cls", "DebertaConfig", DEBERTA_V1_SHAPE, "DebertaForSequenceClassification", 3),
     ("deberta-v2-pos-proj", "DebertaV2Config", dict(DEBERTA_V3_SHAPE, share_att_key=False), "DebertaV2Model", None),
+    ("squeezebert", "SqueezeBertConfig", SQUEEZEBERT_SHAPE, "SqueezeBertModel", None),
+    ("squeezebert-mlm", "SqueezeBertConfig", SQUEEZEBERT_SHAPE, "SqueezeBertForMaskedLM", None),
+    ("squeezebert-cls", "SqueezeBertConfig", SQUEEZEBERT_SHAPE, "SqueezeBertForSequenceClassification", 3),
+    ("squeezebert-tok", "SqueezeBertConfig", SQUEEZEBERT_SHAPE, "SqueezeBertForTokenClassification", 5),
+    ("squeezebert-qa", "SqueezeBertConfig", SQUEEZEBERT_SHAPE, "SqueezeBertForQuestionAnswering", None),
+    ("squeezebert-mc", "SqueezeBertConfig", SQUEEZEBERT_SHAPE, "SqueezeBertForMultipleChoice", None),
+    ("mobilebert", "MobileBertConfig", MOBILEBERT_SHAPE, "MobileBertModel", None),
+    ("mobilebert-mlm", "MobileBertConfig", MOBILEBERT_SHAPE, "MobileBertForMaskedLM", None),
+    ("mobilebert-cls", "MobileBertConfig", MOBILEBERT_SHAPE, "MobileBertForSequenceClassification", 3),
+    ("mobilebert-tok", "MobileBertConfig", MOBILEBERT_SHAPE, "MobileBertForTokenClassification", 5),
+    ("mobilebert-qa", "MobileBertConfig", MOBILEBERT_SHAPE, "MobileBertForQuestionAnswering", None),
+    ("mobilebert-mc", "MobileBertConfig", MOBILEBERT_SHAPE, "MobileBertForMultipleChoice", None),
+    ("mobilebert-nsp", "MobileBertConfig", MOBILEBERT_SHAPE, "MobileBertForNextSentencePrediction", None),
+    ("mobilebert-ffn1", "MobileBertConfig", dict(MOBILEBERT_SHAPE, num_feedforward_networks=1), "MobileBertModel", None),
+    ("mobilebert-pretraining", "MobileBertConfig", MOBILEBERT_SHAPE, "MobileBertForPreTraining", None),  # its masked LM
 ]
 # A trait the fixtures exist to test must move the outputs well past the tests' 1e-4: DeBERTa's
 # hidden states without the c2p or the p2c term differ by at least this much.
@@ -306,6 +335,8 @@ def make(name, config_class, shape, class_name, labels, seed):
         kwargs["num_labels"] = labels
     config = getattr(transformers, config_class)(**kwargs)
     model = getattr(transformers, class_name)(config).eval()
+    if config.model_type == "mobilebert":
+        randomize_norms(model)
     out = FIXTURES / name
     out.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(out)
@@ -336,6 +367,17 @@ def make(name, config_class, shape, class_name, labels, seed):
     arch = json.loads((out / "config.json").read_text())["architectures"]
     print(f"  {name}: {arch[0]}, hidden std {float(hidden.std()):.2f}"
           + (f", logits {tuple(logits.shape)} std {float(logits.std()):.2f}" if logits is not None else ""))
+
+
+def randomize_norms(model):
+    """Norm gains and biases away from transformers' 1 and 0 (MobileBERT's NoNorm, whose absence
+    would otherwise go unseen), and the MLM head's bias away from 0."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "LayerNorm.weight" in name:
+                p.uniform_(0.5, 1.5)
+            elif "LayerNorm.bias" in name or name.endswith("predictions.bias"):
+                p.normal_(0.0, 0.2)
 
 
 def check_disentangled_terms_matter(out, hidden, rows):

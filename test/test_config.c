@@ -335,6 +335,45 @@ static void test_deberta_refusals(void) {
     expect_load("DeBERTa with norm_rel_ebd none and the norm's tensors", NULL, PF_ERROR_FORMAT, "encoder.LayerNorm");
 }
 
+/* SqueezeBERT's group counts say how its convolutions' weights are stored: one that disagrees
+   with a weight, or divides no channels, is refused naming the tensor and the groups; an
+   embedding_size apart from hidden_size (which transformers asserts against) by name. */
+static void test_squeezebert_refusals(void) {
+    if (copy_fixture("squeezebert")) return;
+    edit_file("config.json", "\"v_groups\": 3", "\"v_groups\": 2");
+    expect_load("SqueezeBERT with v_groups 2 over a weight of 3 groups", NULL, PF_ERROR_FORMAT,
+                "attention.value.weight' is not [48, 24, 1] as the config needs (48 inputs in 2 groups)");
+    if (copy_fixture("squeezebert")) return;
+    edit_file("config.json", "\"output_groups\": 6", "\"output_groups\": 5");
+    expect_load("SqueezeBERT with output_groups 5", NULL, PF_ERROR_FORMAT, "5 groups do not divide its 96 inputs");
+    if (copy_fixture("squeezebert")) return;
+    edit_file("config.json", "\"embedding_size\": 48", "\"embedding_size\": 32");
+    expect_load("SqueezeBERT with embedding_size 32", NULL, PF_ERROR_UNSUPPORTED, "\"embedding_size\" 32 differs from hidden_size 48");
+}
+
+/* MobileBERT's configurations other than the released checkpoints' are refused by name; the
+   stacked MLPs' count is checked against the tensors. */
+static void test_mobilebert_refusals(void) {
+    static const struct { const char *from, *to, *needle; pf_result want; } cases[] = {
+        {"\"normalization_type\": \"no_norm\"", "\"normalization_type\": \"layer_norm\"", "\"normalization_type\" \"layer_norm\"",
+         PF_ERROR_UNSUPPORTED},
+        {"\"num_feedforward_networks\": 4", "\"num_feedforward_networks\": 5", "\"num_feedforward_networks\" 5", PF_ERROR_UNSUPPORTED},
+        {"\"num_feedforward_networks\": 4", "\"num_feedforward_networks\": 3", "has stacked MLP 2, but config.json's num_feedforward_networks is 3", PF_ERROR_FORMAT},
+        {"\"use_bottleneck_attention\": false", "\"use_bottleneck_attention\": true", "\"use_bottleneck_attention\"",
+         PF_ERROR_UNSUPPORTED},
+        {"\"key_query_shared_bottleneck\": true", "\"key_query_shared_bottleneck\": false", "\"key_query_shared_bottleneck\"",
+         PF_ERROR_UNSUPPORTED},
+        {"\"trigram_input\": true", "\"trigram_input\": false", "\"trigram_input\"", PF_ERROR_UNSUPPORTED},
+        {"\"classifier_activation\": true", "\"classifier_activation\": false", "\"classifier_activation\"", PF_ERROR_UNSUPPORTED},
+        {"\"intra_bottleneck_size\": 24", "\"intra_bottleneck_size\": 26", "\"intra_bottleneck_size\" 26", PF_ERROR_FORMAT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (copy_fixture("mobilebert")) return;
+        edit_file("config.json", cases[i].from, cases[i].to);
+        expect_load(cases[i].to, NULL, cases[i].want, cases[i].needle);
+    }
+}
+
 /* Values transformers computes differently from what we implement, or cannot compute, are
    refused by name. */
 static void test_refused_values(void) {
@@ -1256,6 +1295,8 @@ void test_config(void) {
     test_hub_spellings();
     test_refused_values();
     test_deberta_refusals();
+    test_squeezebert_refusals();
+    test_mobilebert_refusals();
     test_fused_families();
     test_other_formats();
     test_bare_encoder_under_head_name();
