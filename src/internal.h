@@ -83,6 +83,8 @@ typedef struct pf__json {
     pf__json_type type;
     int boolean;                           /* BOOL */
     double number;                         /* NUMBER */
+    int integral;                          /* NUMBER written without '.' or exponent, within int64: integer */
+    long long integer;
     const char *string;                    /* STRING: decoded UTF-8, NUL-terminated */
     size_t string_len;
     const char *key;                       /* member of an OBJECT: decoded key, NUL-terminated */

@@ -697,6 +697,50 @@ CONVERSATIONS = [
 ]
 
 
+# Conversations with tools, for the templates that read them (tool_cases.txt): OpenAI's message and
+# tool shapes, tool calls' arguments as objects (as a server gives them to the template).
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "The weather now in a city, \"quoted\" \u2014 and \u00e9",
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string", "description": "the city"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}},
+    {"type": "function", "function": {
+        "name": "add", "description": "Adds two numbers.",
+        "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "number", "minimum": 0.5}},
+                       "required": ["a", "b"]}}},
+]
+TOOL_TEMPLATES = ("llama3.1", "llama3.2", "mistral-v0.3", "qwen2.5", "qwen3", "qwen3-8b")
+CALL_WEATHER = {"id": "abcDEF123", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+CALL_ADD = {"id": "xyz789ABC", "type": "function", "function": {"name": "add", "arguments": {"a": 2, "b": 3.5}}}
+TOOL_CONVERSATIONS = [
+    ("ask", TOOLS, [{"role": "user", "content": "Weather in Paris?"}]),
+    ("system-ask", TOOLS, [{"role": "system", "content": "Use tools."}, {"role": "user", "content": "2 + 3.5?"}]),
+    ("called", TOOLS, [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": None, "tool_calls": [CALL_WEATHER]},
+        {"role": "tool", "tool_call_id": "abcDEF123", "name": "get_weather", "content": "{\"temp\": 21}"}]),
+    ("parallel", TOOLS, [
+        {"role": "system", "content": "Be exact."},
+        {"role": "user", "content": "Weather, and 2 + 3.5?"},
+        {"role": "assistant", "content": "", "tool_calls": [CALL_WEATHER, CALL_ADD]},
+        {"role": "tool", "tool_call_id": "abcDEF123", "name": "get_weather", "content": "sunny"},
+        {"role": "tool", "tool_call_id": "xyz789ABC", "name": "add", "content": "5.5"},
+        {"role": "assistant", "content": "Sunny; 5.5."},
+        {"role": "user", "content": "Thanks"}]),
+    ("history-no-tools", None, [
+        {"role": "user", "content": "Add 2 and 3.5"},
+        {"role": "assistant", "content": "Calling.", "tool_calls": [CALL_ADD]},
+        {"role": "tool", "tool_call_id": "xyz789ABC", "content": "5.5"}]),
+    ("reasoning", TOOLS, [
+        {"role": "user", "content": "Add 2 and 3.5"},
+        {"role": "assistant", "reasoning_content": "Use add.", "content": "", "tool_calls": [CALL_ADD]},
+        {"role": "tool", "tool_call_id": "xyz789ABC", "content": "5.5"},
+        {"role": "user", "content": "And now?"}]),
+    ("parts", TOOLS, [{"role": "user", "content": [{"type": "text", "text": "Weather"}, {"type": "text", "text": "now?"}]}]),
+]
+
+
 def render(tokenizer, template, bos, eos, messages, gen, thinking=None):
     msgs = [{"role": r, "content": c} for r, c in messages]
     extra = {} if thinking is None else {"enable_thinking": bool(thinking)}
@@ -741,6 +785,29 @@ def main():
                         blob(out, "error", f"{type(e).__name__}: {e}".replace("\n", " "))
                         counts["error"] += 1
 
+    # tool_cases.txt: the templates that read tools, on conversations given as JSON
+    tool_count = 0
+    with open(os.path.join(fixtures, "tool_cases.txt"), "wb") as out:
+        out.write(f"# written by test/make_chat_template_cases.py with transformers {transformers.__version__}\n".encode())
+        for name, template, bos, eos in TEMPLATES:
+            if name not in TOOL_TEMPLATES:
+                continue
+            parts = [x.encode("utf-8") for x in (bos, eos, template)]
+            out.write(f"template {name} {len(parts[0])} {len(parts[1])} {len(parts[2])}\n".encode())
+            out.write(b"".join(parts) + b"\n")
+            for conv_name, tools, messages in TOOL_CONVERSATIONS:
+                for gen in (1, 0):
+                    out.write(f"case {conv_name} {gen} {DATE.replace(' ', 'T')}\n".encode())
+                    blob(out, "messages", json.dumps(messages, ensure_ascii=False))
+                    blob(out, "tools", json.dumps(tools, ensure_ascii=False))
+                    try:
+                        text = tokenizer.apply_chat_template(messages, tools=tools, chat_template=template, tokenize=False,
+                                                             add_generation_prompt=bool(gen), bos_token=bos, eos_token=eos)
+                        blob(out, "expected", text)
+                    except Exception as e:  # noqa: BLE001 - jinja2's errors are recorded as cases
+                        blob(out, "error", f"{type(e).__name__}: {e}".replace("\n", " "))
+                    tool_count += 1
+
     # fuzz seeds: the templates themselves
     seeds = os.path.join(here, "fuzz_seeds", "chat_template")
     os.makedirs(seeds, exist_ok=True)
@@ -763,7 +830,7 @@ def main():
     config["chat_template"] = SHORT
     with open(os.path.join(dst, "tokenizer_config.json"), "w") as f:
         json.dump(config, f, indent=2)
-    print(f"{len(TEMPLATES)} templates, {counts['expected']} renderings, {counts['error']} errors")
+    print(f"{len(TEMPLATES)} templates, {counts['expected']} renderings, {counts['error']} errors, {tool_count} tool cases")
 
 
 if __name__ == "__main__":
