@@ -349,7 +349,7 @@ test-server: server $(BUILD)/test_server_tools $(BUILD)/generate $(BUILD)/embed 
 FUZZ_SECONDS ?= 10
 FUZZ_CC      ?= clang
 FUZZ_TARGETS := safetensors config generation_config shard_index tokenizer_json tokenizer spm server_request chat_template policy gguf \
-                preprocessor media server_http quantized
+                preprocessor media server_http quantized json_schema
 # Per input: what any target may take, and the tighter bounds of the targets whose work once grew
 # far faster than their input (issue 31: a GGUF vocabulary's merges, cubic; added tokens,
 # quadratic) or should stay small whatever the input (preprocessor configs, PPM and WAV files). A

@@ -945,6 +945,39 @@ static int check_tools(completion_request *request, char *error, size_t error_si
     return 0;
 }
 
+/* A chat request's prompt: its tools checked, then the model's chat template (when it has one)
+   replaces the plain "role: content" prompt. 0 or an HTTP status. */
+static int chat_prompt(completion_request *request, char *error, size_t error_size) {
+    int status = check_tools(request, error, error_size);
+    if (status || !pf_tokenizer_chat_template(the_server.tokenizer)) return status;
+    char *text = NULL, *copy = NULL;
+    pf_chat_options options = pf_chat_options_init();
+    options.tools = request->tools.tools_json;
+    pf_result r = pf_apply_chat_template_json(the_server.tokenizer, request->messages_json, &options, &text, error, error_size);
+    if (r == PF_OK && !(copy = strdup(text))) r = PF_ERROR_OUT_OF_MEMORY, snprintf(error, error_size, "out of memory");
+    pf_string_free(text);
+    if (r) return (int)http_status(r);
+    free(request->prompt);
+    request->prompt = copy;
+    return 0;
+}
+
+/* POST /apply-template (llama.cpp's route): a chat body's prompt, {"prompt": text}, as the chat
+   route would give it to the model. */
+static MHD_Result apply_template(struct MHD_Connection *connection, const char *body, size_t length) {
+    completion_request request;
+    char error[512];
+    int status = parse_completion_request(body, length, 1, &the_server.limits, &request, error, sizeof error);
+    if (!status) status = chat_prompt(&request, error, sizeof error);
+    if (status) {
+        completion_request_free(&request); /* a failed parse left it empty */
+        return send_error(connection, (unsigned)status, error);
+    }
+    json_t *answer = json_pack("{s:o}", "prompt", json_text(request.prompt, strlen(request.prompt)));
+    completion_request_free(&request);
+    return send_json(connection, 200, answer);
+}
+
 static MHD_Result completions(struct MHD_Connection *connection, int chat, const char *body, size_t length) {
     completion_request request;
     char error[512];
@@ -963,23 +996,9 @@ static MHD_Result completions(struct MHD_Connection *connection, int chat, const
         }
     }
     int templated = chat && pf_tokenizer_chat_template(the_server.tokenizer) != NULL;
-    if (chat && (status = check_tools(&request, error, sizeof error))) {
+    if (chat && (status = chat_prompt(&request, error, sizeof error))) {
         completion_request_free(&request);
         return send_error(connection, (unsigned)status, error);
-    }
-    if (templated) { /* the model's chat template replaces the plain "role: content" prompt */
-        char *text = NULL, *copy = NULL;
-        pf_chat_options options = pf_chat_options_init();
-        options.tools = request.tools.tools_json;
-        pf_result r = pf_apply_chat_template_json(the_server.tokenizer, request.messages_json, &options, &text, error, sizeof error);
-        if (r == PF_OK && !(copy = strdup(text))) r = PF_ERROR_OUT_OF_MEMORY, snprintf(error, sizeof error, "out of memory");
-        pf_string_free(text);
-        if (r) {
-            completion_request_free(&request);
-            return send_error(connection, http_status(r), error);
-        }
-        free(request.prompt);
-        request.prompt = copy;
     }
     int prompt_length = 0;
     int32_t *prompt = request.prompt_ids ? prompt_from_ids(&request, &prompt_length, error, sizeof error)
@@ -1283,6 +1302,11 @@ static MHD_Result handle(void *user, struct MHD_Connection *connection, const ch
         if (!post) return send_error(connection, 405, "use POST");
         if (u->too_large) return send_error(connection, 413, "the body is larger than --max-body-bytes");
         return completions(connection, chat, body, body_length);
+    }
+    if (!strcmp(url, "/apply-template")) {
+        if (!post) return send_error(connection, 405, "use POST");
+        if (u->too_large) return send_error(connection, 413, "the body is larger than --max-body-bytes");
+        return apply_template(connection, body, body_length);
     }
     if (!strcmp(url, "/v1/embeddings")) {
         if (!post) return send_error(connection, 405, "use POST");

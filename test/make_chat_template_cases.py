@@ -830,7 +830,67 @@ def main():
     config["chat_template"] = SHORT
     with open(os.path.join(dst, "tokenizer_config.json"), "w") as f:
         json.dump(config, f, indent=2)
+    write_tools_fixture(here)
     print(f"{len(TEMPLATES)} templates, {counts['expected']} renderings, {counts['error']} errors, {tool_count} tool cases")
+
+
+# The server's tools: what the JSON constraint supports (a forced call follows the parameters)
+SERVER_TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "The weather now in a city",
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+            "required": ["city", "unit"], "additionalProperties": False}}},
+    {"type": "function", "function": {
+        "name": "add", "description": "Adds two integers.",
+        "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                       "required": ["a", "b"], "additionalProperties": False}}},
+]
+
+
+def openai_messages(messages):
+    """The messages as an OpenAI client sends them: tool calls' arguments as JSON strings."""
+    out = []
+    for m in messages:
+        m = dict(m)
+        if m.get("tool_calls"):
+            m["tool_calls"] = [{**c, "function": {**c["function"], "arguments": json.dumps(c["function"]["arguments"])}}
+                               for c in m["tool_calls"]]
+        out.append(m)
+    return out
+
+
+def write_tools_fixture(here):
+    """qwen2-tools: the qwen2 fixture's weights and tokenizer with Qwen2.5's chat template (tools and
+    tool calls in its <tool_call> format) and room for its long tool prompt (RoPE: positions are
+    no weights), for the server's tool round trip; tool_round_trip.json holds conversations with
+    transformers' renderings of them, byte for byte."""
+    src, dst = os.path.join(here, "fixtures", "qwen2"), os.path.join(here, "fixtures", "qwen2-tools")
+    os.makedirs(dst, exist_ok=True)
+    for f in ("tokenizer.json", "generation_config.json"):
+        shutil.copy(os.path.join(src, f), os.path.join(dst, f))
+    link = os.path.join(dst, "model.safetensors")
+    if not os.path.lexists(link):
+        os.symlink("../qwen2/model.safetensors", link)
+    config = json.load(open(os.path.join(src, "config.json")))
+    config["max_position_embeddings"] = 4096
+    with open(os.path.join(dst, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    tok_config = json.load(open(os.path.join(src, "tokenizer_config.json")))
+    tok_config["chat_template"] = QWEN25
+    with open(os.path.join(dst, "tokenizer_config.json"), "w") as f:
+        json.dump(tok_config, f, indent=2)
+    tokenizer = AutoTokenizer.from_pretrained(dst)
+    cases = []
+    for name, _, messages in TOOL_CONVERSATIONS:
+        if name in ("parts", "reasoning"):  # the server joins parts itself; Qwen2.5 reads no reasoning
+            continue
+        for tools in (SERVER_TOOLS, None):
+            prompt = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
+            cases.append({"name": name, "messages": openai_messages(messages), "tools": tools, "prompt": prompt,
+                          "prompt_tokens": len(tokenizer(prompt, add_special_tokens=False)["input_ids"])})
+    with open(os.path.join(dst, "tool_round_trip.json"), "w", encoding="utf-8") as f:
+        json.dump({"tools": SERVER_TOOLS, "cases": cases}, f, indent=1, ensure_ascii=False)
 
 
 if __name__ == "__main__":

@@ -276,6 +276,33 @@ else
 fi
 kill "$chat_pid" 2>/dev/null; wait "$chat_pid" 2>/dev/null
 
+# ---- tools: the formats of tool calls read back on known texts (build/test_server_tools), then the
+#      openai package against a model whose chat template reads tools (test/make_chat_template_cases.py's
+#      qwen2-tools: Qwen2.5's template): its prompts are transformers', forced calls round trip ----
+# add_counts NAME FILE: a test program's "N passed, N failed" (its last line) added to ours.
+add_counts() {
+    grep -v 'passed, .* failed$' "$2"
+    local counts; counts=$(tail -1 "$2")
+    if [[ "$counts" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        passed=$((passed + BASH_REMATCH[1])) failed=$((failed + BASH_REMATCH[2]))
+    else
+        check "$1 ran to its end" false
+    fi
+}
+"$BUILD/test_server_tools" > "$work/tools_c.out" 2>&1
+add_counts test_server_tools "$work/tools_c.out"
+tools_fixture=test/fixtures/qwen2-tools
+start_server tools 300 "$tools_fixture"
+if [ -z "$tools_port" ]; then
+    check "the tools server starts" false
+elif [ -n "${PYCLIENT:-}" ]; then
+    PYTHONPATH="$PYCLIENT" python3 test/test_server_tools.py "http://127.0.0.1:$tools_port" "$tools_fixture" > "$work/tools.out" 2>&1
+    add_counts test_server_tools.py "$work/tools.out"
+else
+    check "PYCLIENT (the openai package) is given: make test-server sets it" false
+fi
+kill "$tools_pid" 2>/dev/null; wait "$tools_pid" 2>/dev/null
+
 # ---- /v1/rerank with a cross-encoder (test/make_encoder_fixtures.py's bert-rerank): the scores of
 #      sentence-transformers' CrossEncoder, best first, top_n, documents given as objects, refusals ----
 rerank_fixture=test/fixtures/bert-rerank
