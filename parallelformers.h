@@ -730,7 +730,9 @@ typedef struct pf_token_bias {
    PF_ERROR_INVALID_ARGUMENT with pf_error_message naming it: never ignored. Whitespace between
    tokens is allowed in runs of at most 16 bytes and a number has at most 24 bytes, so that a model
    cannot pad forever. Needs the model's tokenizer; greedy search or sampling. One constraint may
-   serve many requests at once (it is read only); free it after them. */
+   serve many requests at once (it is read only); free it after them. It reads the vocabulary's
+   texts that the model keeps (decoded by the first constraint made on it, once): use it with
+   that model while the model is loaded (freeing it, before or after pf_free, is always fine). */
 typedef struct pf_json_constraint pf_json_constraint;
 pf_result pf_json_constraint_new(pf_model *model, const char *schema, pf_json_constraint **out);
 void pf_json_constraint_free(pf_json_constraint *constraint); /* NULL is fine */
