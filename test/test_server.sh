@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # make test-server: starts build/server on a free 127.0.0.1 port with the gpt2-tiny fixture, calls
 # every route with curl, checks greedy outputs against build/generate's, the error cases, streaming
-# (and a client leaving mid-stream), and 16 concurrent clients; then the openai package from PyPI
-# (test/test_server_openai.py) against it and a server of all-MiniLM-L6-v2. Ends with "N passed,
-# N failed".
+# (and a client leaving mid-stream), and 16 concurrent clients; tools (build/test_server_tools on
+# known texts, test/test_server_tools.py against a server of qwen2-tools); then the openai package
+# from PyPI (test/test_server_openai.py) against it and a server of all-MiniLM-L6-v2. Ends with
+# "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
