@@ -496,7 +496,7 @@ static json_t *reply_tool_calls(const completion_request *request, const char *t
 /* A reply's content beside its tool calls: null when only whitespace comes before them. */
 static json_t *content_beside_calls(const char *text, size_t length) {
     size_t i = 0;
-    while (i < length && strchr(" \t\r\n", text[i])) i++;
+    while (i < length && text[i] && strchr(" \t\r\n", text[i])) i++;
     return i == length ? json_null() : json_text(text, length);
 }
 

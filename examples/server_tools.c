@@ -93,9 +93,9 @@ static int parse_choice(json_t *choice, json_t *tools, tool_request *out, char *
     if (!choice || json_is_null(choice)) return 0;
     if (json_is_string(choice)) {
         const char *s = json_string_value(choice);
-        out->choice = !strcmp(s, "none") ? TOOL_CHOICE_NONE : !strcmp(s, "auto") ? TOOL_CHOICE_AUTO
-                      : !strcmp(s, "required") ? TOOL_CHOICE_REQUIRED : -1;
-        if ((int)out->choice < 0) return fail(error, error_size, "'tool_choice' must be \"none\", \"auto\", \"required\" or a function");
+        if (strcmp(s, "none") && strcmp(s, "auto") && strcmp(s, "required"))
+            return fail(error, error_size, "'tool_choice' must be \"none\", \"auto\", \"required\" or a function");
+        out->choice = !strcmp(s, "none") ? TOOL_CHOICE_NONE : !strcmp(s, "auto") ? TOOL_CHOICE_AUTO : TOOL_CHOICE_REQUIRED;
     } else {
         json_t *type = json_object_get(choice, "type"), *function = json_object_get(choice, "function");
         json_t *name = json_object_get(function, "name");
@@ -177,7 +177,7 @@ static size_t marker_prefix_at_end(const char *text, size_t length, const char *
 }
 
 static size_t skip_space(const char *text, size_t length, size_t i) {
-    while (i < length && strchr(" \t\r\n", text[i])) i++;
+    while (i < length && text[i] && strchr(" \t\r\n", text[i])) i++;
     return i;
 }
 
