@@ -315,12 +315,17 @@ $(LLAMA_CPP_BIN)/llama-bench:
 # pkg-config finds both; skipped with a message otherwise (the library itself needs neither).
 SERVER_PKGS := libmicrohttpd jansson
 SERVER_FOUND := $(shell pkg-config --exists $(SERVER_PKGS) 2>/dev/null && echo 1)
-SERVER_SRC := examples/server.c examples/server_http.c examples/server_http.h examples/server_request.c examples/server_request.h
+SERVER_SRC := examples/server.c examples/server_http.c examples/server_http.h examples/server_request.c examples/server_request.h \
+              examples/server_tools.c examples/server_tools.h
 ifeq ($(SERVER_FOUND),1)
 server: $(BUILD)/server
 $(BUILD)/server: $(SERVER_SRC) $(BUILD)/libparallelformers.a
 	$(CC) $(BASE) $(CFLAGS) $(shell pkg-config --cflags $(SERVER_PKGS)) examples/server.c examples/server_http.c examples/server_request.c \
-	    $(BUILD)/libparallelformers.a -o $@ $(shell pkg-config --libs $(SERVER_PKGS)) $(CUDA_LIBS) $(LDLIBS)
+	    examples/server_tools.c $(BUILD)/libparallelformers.a -o $@ $(shell pkg-config --libs $(SERVER_PKGS)) $(CUDA_LIBS) $(LDLIBS)
+# The tool-call formats read back on known texts (test/test_server_tools.c), run by make test-server.
+$(BUILD)/test_server_tools: test/test_server_tools.c examples/server_tools.c examples/server_tools.h
+	$(CC) $(BASE) $(CFLAGS) $(shell pkg-config --cflags jansson) test/test_server_tools.c examples/server_tools.c -o $@ \
+	    $(shell pkg-config --libs jansson)
 else
 server:
 	@echo "make: skipping build/server: pkg-config finds no $(SERVER_PKGS) (apt-get install libmicrohttpd-dev libjansson-dev pkg-config)"
@@ -335,7 +340,7 @@ $(PYCLIENT)/openai/__init__.py:
 # jsonschema: structured output validated against its schema (after openai: one pip at a time)
 $(PYCLIENT)/jsonschema/__init__.py: | $(PYCLIENT)/openai/__init__.py
 	python3 -m pip install --quiet --upgrade --target $(PYCLIENT) jsonschema
-test-server: server $(BUILD)/generate $(BUILD)/embed $(PYCLIENT)/openai/__init__.py $(PYCLIENT)/jsonschema/__init__.py $(MINILM_DIR)/model.safetensors
+test-server: server $(BUILD)/test_server_tools $(BUILD)/generate $(BUILD)/embed $(PYCLIENT)/openai/__init__.py $(PYCLIENT)/jsonschema/__init__.py $(MINILM_DIR)/model.safetensors
 	BUILD="$(BUILD)" PYCLIENT="$(PYCLIENT)" MINILM="$(MINILM_DIR)" test/test_server.sh
 
 # libFuzzer targets (test/fuzz), built with clang, AddressSanitizer and UBSan: make fuzz runs each
@@ -344,7 +349,7 @@ test-server: server $(BUILD)/generate $(BUILD)/embed $(PYCLIENT)/openai/__init__
 FUZZ_SECONDS ?= 10
 FUZZ_CC      ?= clang
 FUZZ_TARGETS := safetensors config generation_config shard_index tokenizer_json tokenizer spm server_request chat_template policy gguf \
-                preprocessor media server_http quantized
+                preprocessor media server_http quantized json_schema
 # Per input: what any target may take, and the tighter bounds of the targets whose work once grew
 # far faster than their input (issue 31: a GGUF vocabulary's merges, cubic; added tokens,
 # quadratic) or should stay small whatever the input (preprocessor configs, PPM and WAV files). A
@@ -367,8 +372,8 @@ $(FUZZ_DIR)/parallelformers.o: $(LIB_SRC)
 $(FUZZ_DIR)/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz.h $(FUZZ_DIR)/parallelformers.o $(SERVER_SRC) \
                    examples/media.c examples/media.h
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -DFUZZ_FIXTURES='"$(CURDIR)/test/fixtures"' $< \
-	    $(if $(filter fuzz_server_request,$(notdir $@)),examples/server_request.c $(FUZZ_SERVER_FLAGS)) \
-	    $(if $(filter fuzz_server_http,$(notdir $@)),examples/server_http.c examples/server_request.c $(FUZZ_HTTP_FLAGS)) \
+	    $(if $(filter fuzz_server_request,$(notdir $@)),examples/server_request.c examples/server_tools.c $(FUZZ_SERVER_FLAGS)) \
+	    $(if $(filter fuzz_server_http,$(notdir $@)),examples/server_http.c examples/server_request.c examples/server_tools.c $(FUZZ_HTTP_FLAGS)) \
 	    $(if $(filter fuzz_media,$(notdir $@)),examples/media.c) \
 	    $(FUZZ_DIR)/parallelformers.o -o $@ $(LDLIBS)
 

@@ -730,7 +730,9 @@ typedef struct pf_token_bias {
    PF_ERROR_INVALID_ARGUMENT with pf_error_message naming it: never ignored. Whitespace between
    tokens is allowed in runs of at most 16 bytes and a number has at most 24 bytes, so that a model
    cannot pad forever. Needs the model's tokenizer; greedy search or sampling. One constraint may
-   serve many requests at once (it is read only); free it after them. */
+   serve many requests at once (it is read only); free it after them. It reads the vocabulary's
+   texts that the model keeps (decoded by the first constraint made on it, once): use it with
+   that model while the model is loaded (freeing it, before or after pf_free, is always fine). */
 typedef struct pf_json_constraint pf_json_constraint;
 pf_result pf_json_constraint_new(pf_model *model, const char *schema, pf_json_constraint **out);
 void pf_json_constraint_free(pf_json_constraint *constraint); /* NULL is fine */
@@ -1028,6 +1030,11 @@ typedef struct pf_chat_options {
                                   / True); other values are refused. Templates that do not read it
                                   ignore it. Start from pf_chat_options_init: a zeroed struct passes
                                   false */
+    const char *tools;         /* the template variable tools, as JSON text: an array of tool definitions
+                                  as transformers' apply_chat_template(tools=...) takes them as dicts
+                                  (OpenAI's {"type": "function", "function": {"name", "description",
+                                  "parameters"}}, or what the template reads); key order kept, as
+                                  Python's json.loads keeps it. NULL (the default): None */
 } pf_chat_options;
 
 pf_chat_options pf_chat_options_init(void);
@@ -1041,7 +1048,7 @@ const char *pf_tokenizer_chat_template(const pf_tokenizer *tokenizer);
    tokenizer's) into *text, as transformers' tokenizer.apply_chat_template(messages,
    tokenize=False, add_generation_prompt=...) does, byte for byte: a Jinja subset interpreter with
    jinja2's trim_blocks and lstrip_blocks, the variables messages, add_generation_prompt,
-   bos_token, eos_token, tools and documents (None), enable_thinking (options->enable_thinking:
+   bos_token, eos_token, tools (options->tools, else None), documents (None), enable_thinking (options->enable_thinking:
    undefined at -1, else False or True), and the globals raise_exception,
    strftime_now, namespace, dict and range. The text holds the special tokens as text: tokenize it
    with pf_tokenize (not pf_tokenize_special, which would add a second bos).
@@ -1059,6 +1066,18 @@ const char *pf_tokenizer_chat_template(const pf_tokenizer *tokenizer);
    Any thread, at any time (the tokenizer is only read). */
 pf_result pf_apply_chat_template(const pf_tokenizer *tokenizer, const pf_chat_message *messages, int count,
                                  const pf_chat_options *options, char **text, char *error, size_t error_size);
+
+/* pf_apply_chat_template with the conversation as JSON text: an array of message objects, each
+   with a string "role", every field given to the template as transformers gives a list of dicts
+   (json.loads' values: content as a string or a list of parts, an assistant's "tool_calls", a
+   tool's "tool_call_id" and "name", ...), with transformers' reasoning aliases (a message with
+   "reasoning_content", "thinking" or "reasoning" gets the first not null of them as both
+   "thinking" and "reasoning_content"). Tool calls' arguments are passed as given: templates
+   such as Qwen2.5's print `arguments | tojson`, so give them as objects, not JSON strings (as
+   vLLM converts OpenAI's strings). Errors as pf_apply_chat_template's, and
+   PF_ERROR_INVALID_ARGUMENT for text that is not a JSON array of objects with roles. */
+pf_result pf_apply_chat_template_json(const pf_tokenizer *tokenizer, const char *messages_json,
+                                      const pf_chat_options *options, char **text, char *error, size_t error_size);
 
 /* ---- preprocessing: images and audio -------------------------------------------------------- */
 

@@ -179,14 +179,18 @@ static int32_t *tokenize_prompt(const char *text, int templated, int *count, cha
     return ids;
 }
 
-/* The text of ids without special tokens, as decode(..., skip_special_tokens=True); NULL on failure. */
-static char *ids_text(const int32_t *ids, int count, size_t *length) {
+static int is_eos(int32_t token);
+
+/* The text of ids without special tokens, as decode(..., skip_special_tokens=True), or with them
+   but for the end-of-sequence ones (with_markers: tool calls' markers are special tokens in some
+   families, [TOOL_CALLS], <|python_tag|>); NULL on failure. */
+static char *decoded_text(const int32_t *ids, int count, int with_markers, size_t *length) {
     int32_t *kept = (int32_t *)malloc((size_t)(count ? count : 1) * sizeof *kept);
     size_t num_kept = 0, len = 0;
     char *text = NULL;
     if (!kept) return NULL;
     for (int i = 0; i < count; i++)
-        if (!pf_tokenizer_is_special(the_server.tokenizer, ids[i])) kept[num_kept++] = ids[i];
+        if (with_markers ? !is_eos(ids[i]) : !pf_tokenizer_is_special(the_server.tokenizer, ids[i])) kept[num_kept++] = ids[i];
     pf_result sized = pf_detokenize(the_server.tokenizer, kept, num_kept, NULL, 0, &len);
     if ((sized == PF_OK || sized == PF_ERROR_BUFFER_TOO_SMALL) && (text = (char *)malloc(len + 1)) &&
         pf_detokenize(the_server.tokenizer, kept, num_kept, text, len + 1, &len) == PF_OK) {
@@ -199,6 +203,8 @@ static char *ids_text(const int32_t *ids, int count, size_t *length) {
     free(kept);
     return text;
 }
+
+static char *ids_text(const int32_t *ids, int count, size_t *length) { return decoded_text(ids, count, 0, length); }
 
 static int is_eos(int32_t token) {
     for (int i = 0; i < the_server.info.num_eos_token_ids; i++)
@@ -463,11 +469,46 @@ static json_t *usage_json(int prompt_tokens, int completion_tokens) {
                      "total_tokens", prompt_tokens + completion_tokens);
 }
 
-/* One choice of a finished response. */
+/* Whether replies are read for tool calls: forced ones, or "auto" in the template's format. */
+static int reads_tool_calls(const completion_request *request) {
+    return request->tools.forced_schema ||
+           (request->tools.choice == TOOL_CHOICE_AUTO &&
+            tool_format_of(pf_tokenizer_chat_template(the_server.tokenizer)) != TOOL_FORMAT_NONE);
+}
+
+/* The tool calls of a finished reply (text: with its markers, cut at a stop string), NULL when it
+   makes none; *content_length: the content before them. parallel_tool_calls false keeps the
+   first call of a reply that made several ("auto" cannot stop a model writing them). */
+static json_t *reply_tool_calls(const completion_request *request, const char *text, size_t length, size_t *content_length,
+                                uint64_t id_seed) {
+    json_t *calls = NULL;
+    *content_length = length;
+    if (request->tools.forced_schema) {
+        if ((calls = forced_tool_calls(&request->tools, text, length, id_seed))) *content_length = 0;
+    } else if (reads_tool_calls(request)) {
+        calls = tool_calls_in_text(tool_format_of(pf_tokenizer_chat_template(the_server.tokenizer)), text, length,
+                                   content_length, id_seed);
+    }
+    while (calls && !request->tools.parallel && json_array_size(calls) > 1) json_array_remove(calls, 1);
+    return calls;
+}
+
+/* A reply's content beside its tool calls: null when only whitespace comes before them. */
+static json_t *content_beside_calls(const char *text, size_t length) {
+    size_t i = 0;
+    while (i < length && text[i] && strchr(" \t\r\n", text[i])) i++;
+    return i == length ? json_null() : json_text(text, length);
+}
+
+/* One choice of a finished response; tool_calls (chat: taken over) when the reply made calls. */
 static json_t *choice_json(const completion_request *request, int index, const char *text, size_t length,
-                           const char *finish_reason, json_t *logprobs) {
-    json_t *content = json_text(text, length);
+                           const char *finish_reason, json_t *logprobs, json_t *tool_calls) {
     if (!logprobs) logprobs = json_null();
+    if (tool_calls)
+        return json_pack("{s:i,s:{s:s,s:o,s:o},s:o,s:s}", "index", index, "message", "role", "assistant", "content",
+                         content_beside_calls(text, length), "tool_calls", tool_calls, "logprobs", logprobs, "finish_reason",
+                         "tool_calls");
+    json_t *content = json_text(text, length);
     if (request->chat)
         return json_pack("{s:i,s:{s:s,s:o},s:o,s:s}", "index", index, "message", "role", "assistant", "content", content,
                          "logprobs", logprobs, "finish_reason", finish_reason);
@@ -509,11 +550,12 @@ static MHD_Result complete(struct MHD_Connection *connection, const completion_r
         return send_error(connection, http_status(r), message);
     }
     json_t *choices = json_array();
-    int completion_tokens = 0;
+    int completion_tokens = 0, tool_reply = reads_tool_calls(request);
+    uint64_t id_seed = mix(the_server.seed_base ^ request_number());
     for (int i = 0; i < result.num_sequences; i++) {
         size_t length = 0, echoed = request->echo ? strlen(request->prompt) : 0;
         int n = result.lengths[i];
-        char *text = ids_text(result.tokens[i], n, &length);
+        char *text = decoded_text(result.tokens[i], n, tool_reply, &length);
         char *with_prompt = text && echoed ? (char *)malloc(echoed + length + 1) : NULL;
         if (with_prompt) { /* echo: the prompt's text, then the completion's */
             memcpy(with_prompt, request->prompt, echoed);
@@ -532,9 +574,12 @@ static MHD_Result complete(struct MHD_Connection *connection, const completion_r
         long stop_at = find_stop(request, text + echoed, length);
         const char *finish_reason = stop_at >= 0 || (n > 0 && is_eos(result.tokens[i][n - 1])) ? "stop" : "length";
         length = echoed + (stop_at >= 0 ? (size_t)stop_at : length);
+        size_t content_length = length;
+        json_t *calls = tool_reply ? reply_tool_calls(request, text, length, &content_length, id_seed + (uint64_t)i) : NULL;
         for (int c = 0; c < plan.copies; c++)
-            json_array_append_new(choices, choice_json(request, i * plan.copies + c, text, length, finish_reason,
-                                                       row_logprobs_json(request, &plan, i, echoed)));
+            json_array_append_new(choices, choice_json(request, i * plan.copies + c, text, content_length, finish_reason,
+                                                       row_logprobs_json(request, &plan, i, echoed), json_incref(calls)));
+        json_decref(calls);
         completion_tokens += n * plan.copies;
         free(text);
     }
@@ -555,6 +600,11 @@ typedef struct stream_row {
     char *held; /* text not sent yet: it might begin a stop string */
     size_t held_length;
     int stopped; /* a stop string ended it */
+    /* replies read for tool calls: the whole text (markers kept), how much of it went out as
+       content, and whether a call has begun (what follows is sent as calls at the end) */
+    char *reply;
+    size_t reply_length, sent;
+    int in_call;
 } stream_row;
 
 typedef struct stream_job {
@@ -572,6 +622,7 @@ typedef struct stream_job {
     int prompt_length;
     stream_row *rows;
     int num_rows;
+    int tool_reply; /* reads_tool_calls */
     char id[48];
     time_t created;
 } stream_job;
@@ -633,6 +684,64 @@ static void send_piece(stream_job *job, int row, const char *text, size_t length
     }
 }
 
+static int all_rows_stopped(const stream_job *job) {
+    int all = 1;
+    for (int i = 0; i < job->num_rows; i++) all &= job->rows[i].stopped;
+    return all;
+}
+
+/* A token of a reply read for tool calls: the content before a call goes out as it comes (held
+   back where it might begin a call or a stop string); a call is sent whole at the end. */
+static int on_tool_reply_token(stream_job *job, stream_row *row, int row_index, int32_t token, const char *text, size_t length) {
+    if (row->stopped || is_eos(token)) return 0;
+    char *grown = (char *)realloc(row->reply, row->reply_length + length + 1);
+    if (!grown) return 1;
+    row->reply = grown;
+    memcpy(row->reply + row->reply_length, text, length);
+    row->reply_length += length;
+    long stop_at = find_stop(&job->request, row->reply, row->reply_length);
+    if (stop_at >= 0) row->reply_length = (size_t)stop_at, row->stopped = 1;
+    if (row->in_call) return row->stopped && all_rows_stopped(job);
+    int begun = job->request.tools.forced_schema != NULL; /* a forced reply is a call from its first byte */
+    size_t ready = begun ? 0 : tool_text_ready(tool_format_of(pf_tokenizer_chat_template(the_server.tokenizer)), row->reply,
+                                               row->reply_length, &begun);
+    if (!begun && !row->stopped && ready == row->reply_length)
+        ready -= stop_prefix_at_end(&job->request, row->reply + row->sent, ready - row->sent);
+    if (ready > row->sent) send_piece(job, row_index, row->reply + row->sent, ready - row->sent, 0);
+    row->sent = ready > row->sent ? ready : row->sent;
+    row->in_call = begun;
+    return row->stopped && all_rows_stopped(job);
+}
+
+/* The end of a reply read for tool calls: its calls as one chunk each, or the rest as content
+   when it made none. The finish_reason. */
+static const char *end_tool_reply(stream_job *job, int row_index, const char *finish, uint64_t id_seed) {
+    stream_row *row = &job->rows[row_index];
+    size_t content_length = 0;
+    json_t *calls = row->in_call ? reply_tool_calls(&job->request, row->reply ? row->reply : "", row->reply_length,
+                                                    &content_length, id_seed)
+                                 : NULL;
+    if (!calls) {
+        send_piece(job, row_index, row->reply ? row->reply + row->sent : "", row->reply_length - row->sent, 1);
+        return finish;
+    }
+    send_piece(job, row_index, "", 0, 1); /* the logprobs not sent yet */
+    size_t k;
+    json_t *call;
+    json_array_foreach(calls, k, call)
+        for (int c = 0; c < job->plan.copies; c++) {
+            json_t *delta = json_pack("{s:[{s:i,s:O,s:O,s:O}]}", "tool_calls", "index", (int)k, "id", json_object_get(call, "id"),
+                                      "type", json_object_get(call, "type"), "function", json_object_get(call, "function"));
+            json_t *choice = json_pack("{s:i,s:o,s:n,s:n}", "index", row_index * job->plan.copies + c, "delta", delta, "logprobs",
+                                       "finish_reason");
+            queue_event(job, json_pack("{s:s,s:s,s:I,s:s,s:[o]}", "id", job->id, "object", "chat.completion.chunk", "created",
+                                       (json_int_t)job->created, "model", the_server.model_name, "choices", choice),
+                        NULL);
+        }
+    json_decref(calls);
+    return "tool_calls";
+}
+
 static int on_token(void *user, int row_index, int32_t token, const char *text, size_t length) {
     stream_job *job = (stream_job *)user;
     pthread_mutex_lock(&job->lock);
@@ -641,6 +750,8 @@ static int on_token(void *user, int row_index, int32_t token, const char *text, 
     pthread_mutex_unlock(&job->lock);
     if (cancelled) return 1; /* the client went away: stop the generation */
     if (the_server.token_delay_ms) nanosleep(&(struct timespec){0, the_server.token_delay_ms * 1000000L}, NULL);
+    if (row_index < job->num_rows && text && job->tool_reply)
+        return on_tool_reply_token(job, &job->rows[row_index], row_index, token, text, length);
     if (row_index >= job->num_rows || !text || pf_tokenizer_is_special(the_server.tokenizer, token)) return 0;
     stream_row *row = &job->rows[row_index];
     if (row->stopped) return 0;
@@ -656,9 +767,7 @@ static int on_token(void *user, int row_index, int32_t token, const char *text, 
     row->held_length -= ready;
     if (stop_at >= 0) {
         row->stopped = 1;
-        int all = 1;
-        for (int i = 0; i < job->num_rows; i++) all &= job->rows[i].stopped;
-        return all;
+        return all_rows_stopped(job);
     }
     return 0;
 }
@@ -688,12 +797,14 @@ static void *stream_generation(void *user) {
         free(body);
     }
     int completion_tokens = 0;
+    uint64_t id_seed = mix(the_server.seed_base ^ request_number());
     for (int i = 0; !r && i < result.num_sequences && i < job->num_rows; i++) {
         stream_row *row = &job->rows[i];
         int n = result.lengths[i];
         completion_tokens += n * job->plan.copies;
-        if (!row->stopped) send_piece(job, i, row->held, row->held_length, 1);
         const char *finish = row->stopped || (n > 0 && is_eos(result.tokens[i][n - 1])) ? "stop" : "length";
+        if (job->tool_reply) finish = end_tool_reply(job, i, finish, id_seed + (uint64_t)i);
+        else if (!row->stopped) send_piece(job, i, row->held, row->held_length, 1);
         for (int c = 0; c < job->plan.copies; c++) queue_chunk(job, i * job->plan.copies + c, NULL, 0, NULL, finish, NULL);
     }
     pf_generation_free(&result);
@@ -735,7 +846,7 @@ static void end_stream(void *user) {
     pthread_mutex_unlock(&job->lock);
     pthread_join(job->thread, NULL);
     if (early) server_log("%s: the client went away; generation stopped after %d tokens", job->id, job->tokens);
-    for (int i = 0; i < job->num_rows; i++) free(job->rows[i].held);
+    for (int i = 0; i < job->num_rows; i++) free(job->rows[i].held), free(job->rows[i].reply);
     free(job->rows);
     logprob_rows_free(&job->plan.logprobs);
     free(job->events);
@@ -759,6 +870,7 @@ static MHD_Result start_stream(struct MHD_Connection *connection, completion_req
     pthread_mutex_init(&job->lock, NULL);
     pthread_cond_init(&job->ready, NULL);
     make_plan(&job->request, &job->plan);
+    job->tool_reply = request->chat && reads_tool_calls(&job->request);
     job->num_rows = job->plan.options.num_return_sequences;
     job->rows = (stream_row *)calloc((size_t)job->num_rows, sizeof *job->rows);
     if (job->rows && plan_logprobs(&job->request, &job->plan)) free(job->rows), job->rows = NULL;
@@ -771,7 +883,7 @@ static MHD_Result start_stream(struct MHD_Connection *connection, completion_req
         job->finished = 1, job->thread = pthread_self();
     if (!response) {
         if (job->finished) { /* no thread to join */
-            for (int i = 0; i < job->num_rows; i++) free(job->rows[i].held);
+            for (int i = 0; i < job->num_rows; i++) free(job->rows[i].held), free(job->rows[i].reply);
             free(job->rows), free(job->prompt), completion_request_free(&job->request);
             logprob_rows_free(&job->plan.logprobs), free(job);
             return send_error(connection, 500, "cannot start the generation");
@@ -812,6 +924,60 @@ static int generates_text(void) {
     return !info->is_encoder && !info->num_mel_bins && (info->is_encoder_decoder || info->head == PF_HEAD_CAUSAL_LM);
 }
 
+/* tools on this model: its chat template must read them, and define a format of calls for
+   tool_choice "auto"; "required" and a named function are forced through the JSON constraint
+   (their schemas refused by name when the constraint does not support them). 0 or an HTTP status. */
+static int check_tools(completion_request *request, char *error, size_t error_size) {
+    const char *chat_template = pf_tokenizer_chat_template(the_server.tokenizer);
+    const tool_request *tools = &request->tools;
+    if (!tools->tools_json && !request->has_tool_calls) return 0;
+    if (!chat_template || !strstr(chat_template, "tool"))
+        return snprintf(error, error_size, "'tools': this model's chat template does not read tools or tool calls"), 400;
+    if (tools->choice == TOOL_CHOICE_AUTO && tool_format_of(chat_template) == TOOL_FORMAT_NONE)
+        return snprintf(error, error_size, "'tools' with tool_choice \"auto\": this model's chat template defines no format of "
+                        "tool calls this server reads (Hermes/Qwen <tool_call>, Llama 3.1 JSON, Mistral [TOOL_CALLS]); "
+                        "tool_choice \"required\" or a named function work with any template that reads tools"), 400;
+    if (tools->forced_schema) {
+        pf_result r = pf_json_constraint_new(the_server.model, tools->forced_schema, &request->json_constraint);
+        if (r) return snprintf(error, error_size, "'tool_choice': the function's parameters: %s", pf_error_message(the_server.model)),
+                      (int)http_status(r);
+    }
+    return 0;
+}
+
+/* A chat request's prompt: its tools checked, then the model's chat template (when it has one)
+   replaces the plain "role: content" prompt. 0 or an HTTP status. */
+static int chat_prompt(completion_request *request, char *error, size_t error_size) {
+    int status = check_tools(request, error, error_size);
+    if (status || !pf_tokenizer_chat_template(the_server.tokenizer)) return status;
+    char *text = NULL, *copy = NULL;
+    pf_chat_options options = pf_chat_options_init();
+    options.tools = request->tools.tools_json;
+    pf_result r = pf_apply_chat_template_json(the_server.tokenizer, request->messages_json, &options, &text, error, error_size);
+    if (r == PF_OK && !(copy = strdup(text))) r = PF_ERROR_OUT_OF_MEMORY, snprintf(error, error_size, "out of memory");
+    pf_string_free(text);
+    if (r) return (int)http_status(r);
+    free(request->prompt);
+    request->prompt = copy;
+    return 0;
+}
+
+/* POST /apply-template (llama.cpp's route): a chat body's prompt, {"prompt": text}, as the chat
+   route would give it to the model. */
+static MHD_Result apply_template(struct MHD_Connection *connection, const char *body, size_t length) {
+    completion_request request;
+    char error[512];
+    int status = parse_completion_request(body, length, 1, &the_server.limits, &request, error, sizeof error);
+    if (!status) status = chat_prompt(&request, error, sizeof error);
+    if (status) {
+        completion_request_free(&request); /* a failed parse left it empty */
+        return send_error(connection, (unsigned)status, error);
+    }
+    json_t *answer = json_pack("{s:o}", "prompt", json_text(request.prompt, strlen(request.prompt)));
+    completion_request_free(&request);
+    return send_json(connection, 200, answer);
+}
+
 static MHD_Result completions(struct MHD_Connection *connection, int chat, const char *body, size_t length) {
     completion_request request;
     char error[512];
@@ -830,18 +996,9 @@ static MHD_Result completions(struct MHD_Connection *connection, int chat, const
         }
     }
     int templated = chat && pf_tokenizer_chat_template(the_server.tokenizer) != NULL;
-    if (templated) { /* the model's chat template replaces the plain "role: content" prompt */
-        char *text = NULL, *copy = NULL;
-        pf_result r = pf_apply_chat_template(the_server.tokenizer, request.messages, request.num_messages, NULL, &text, error,
-                                             sizeof error);
-        if (r == PF_OK && !(copy = strdup(text))) r = PF_ERROR_OUT_OF_MEMORY, snprintf(error, sizeof error, "out of memory");
-        pf_string_free(text);
-        if (r) {
-            completion_request_free(&request);
-            return send_error(connection, http_status(r), error);
-        }
-        free(request.prompt);
-        request.prompt = copy;
+    if (chat && (status = chat_prompt(&request, error, sizeof error))) {
+        completion_request_free(&request);
+        return send_error(connection, (unsigned)status, error);
     }
     int prompt_length = 0;
     int32_t *prompt = request.prompt_ids ? prompt_from_ids(&request, &prompt_length, error, sizeof error)
@@ -1145,6 +1302,11 @@ static MHD_Result handle(void *user, struct MHD_Connection *connection, const ch
         if (!post) return send_error(connection, 405, "use POST");
         if (u->too_large) return send_error(connection, 413, "the body is larger than --max-body-bytes");
         return completions(connection, chat, body, body_length);
+    }
+    if (!strcmp(url, "/apply-template")) {
+        if (!post) return send_error(connection, 405, "use POST");
+        if (u->too_large) return send_error(connection, 413, "the body is larger than --max-body-bytes");
+        return apply_template(connection, body, body_length);
     }
     if (!strcmp(url, "/v1/embeddings")) {
         if (!post) return send_error(connection, 405, "use POST");

@@ -102,45 +102,104 @@ static int message_text(json_t *content, size_t index, char **text, char *error,
     return 0;
 }
 
-/* Chat messages kept for the model's chat template, and as one plain prompt for a model without
-   one: "role: content" lines, then "assistant:" for the model to continue. */
+/* An assistant's tool_calls as its template reads them: OpenAI's [{"id", "type": "function",
+   "function": {"name", "arguments"}}] with each arguments string parsed into its object (as vLLM
+   gives them: templates print `arguments | tojson`). A new array, or NULL (reason in error). */
+static json_t *template_tool_calls(json_t *calls, size_t index, char *error, size_t error_size) {
+    size_t k;
+    json_t *call, *out = json_array();
+    if (!json_is_array(calls)) return fail(error, error_size, "messages[%zu].tool_calls must be an array", index), json_decref(out), NULL;
+    json_array_foreach(calls, k, call) {
+        json_t *id = json_object_get(call, "id"), *type = json_object_get(call, "type"), *function = json_object_get(call, "function");
+        json_t *name = json_object_get(function, "name"), *arguments = json_object_get(function, "arguments");
+        json_t *parsed = json_is_string(arguments) ? json_loads(json_string_value(arguments), 0, NULL) : NULL;
+        if (!json_is_object(call) || json_object_size(call) != 3 || !json_is_string(id) || !json_is_string(type) ||
+            strcmp(json_string_value(type), "function") || !json_is_object(function) || json_object_size(function) != 2 ||
+            !json_is_string(name) || !json_is_object(parsed)) {
+            json_decref(parsed);
+            json_decref(out);
+            return fail(error, error_size, "messages[%zu].tool_calls[%zu] must be {\"id\", \"type\": \"function\", \"function\": "
+                        "{\"name\", \"arguments\": a JSON object as a string}}", index, k), NULL;
+        }
+        json_array_append_new(out, json_pack("{s:O,s:O,s:{s:O,s:o}}", "id", id, "type", type, "function", "name", name,
+                                             "arguments", parsed));
+    }
+    return out;
+}
+
+/* One message for the template: its fields in the client's order, the content as one string (as
+   the plain prompt has it; null with tool_calls), tool_calls' arguments as objects. Fields other
+   than role, content, name, tool_calls and tool_call_id are refused. */
+static json_t *template_message(json_t *message, const char *content, size_t index, char *error, size_t error_size) {
+    const char *key;
+    json_t *value, *out = json_object();
+    json_object_foreach(message, key, value) {
+        json_t *field = NULL;
+        if (!strcmp(key, "content")) field = content ? json_string(content) : json_null();
+        else if (!strcmp(key, "tool_calls") && !json_is_null(value)) field = template_tool_calls(value, index, error, error_size);
+        else if (!strcmp(key, "role") || json_is_null(value)) field = json_incref(value);
+        else if ((!strcmp(key, "name") || !strcmp(key, "tool_call_id")) && json_is_string(value)) field = json_incref(value);
+        else if (!strcmp(key, "name") || !strcmp(key, "tool_call_id"))
+            fail(error, error_size, "messages[%zu].%s must be a string", index, key);
+        else
+            fail(error, error_size, "messages[%zu].%s is not supported by this server", index, key);
+        if (!field) return json_decref(out), NULL;
+        json_object_set_new(out, key, field);
+    }
+    return out;
+}
+
+/* Chat messages kept for the model's chat template (as JSON), and as one plain prompt for a model
+   without one: "role: content" lines, then "assistant:" for the model to continue. */
 static int format_messages(json_t *messages, completion_request *out, char *error, size_t error_size) {
     size_t length = 0, index;
-    json_t *message;
+    json_t *message, *for_template = json_array();
     char **prompt = &out->prompt;
+    int status = 0;
     if (!json_is_array(messages) || json_array_size(messages) == 0)
-        return fail(error, error_size, "'messages' must be a non-empty array");
+        return json_decref(for_template), fail(error, error_size, "'messages' must be a non-empty array");
     *prompt = NULL;
     out->messages = (pf_chat_message *)calloc(json_array_size(messages), sizeof *out->messages);
-    if (!out->messages) return fail(error, error_size, "out of memory");
+    if (!out->messages) return json_decref(for_template), fail(error, error_size, "out of memory");
     json_array_foreach(messages, index, message) {
         json_t *role = json_object_get(message, "role"), *content = json_object_get(message, "content");
-        if (!json_is_object(message)) return fail(error, error_size, "messages[%zu] must be an object", index);
-        if (!json_is_string(role) || json_string_length(role) == 0)
-            return fail(error, error_size, "messages[%zu].role must be a non-empty string", index);
-        const char *key;
-        json_t *value;
-        json_object_foreach(message, key, value) /* a message's other fields are tools' or audio's */
-            if (strcmp(key, "role") && strcmp(key, "content") && !json_is_null(value))
-                return fail(error, error_size, "messages[%zu].%s is not supported by this server", index, key);
-        if (!json_is_string(role) || json_string_length(role) == 0)
-            return fail(error, error_size, "messages[%zu].role must be a non-empty string", index);
-        if (strlen(json_string_value(role)) != json_string_length(role))
-            return fail(error, error_size, "messages[%zu] holds a NUL character", index);
-        pf_chat_message *m = &out->messages[out->num_messages];
-        int status = message_text(content, index, (char **)&m->content, error, error_size);
-        if (status) return status;
-        if (!(m->role = strdup(json_string_value(role)))) {
-            free((char *)m->content);
-            return fail(error, error_size, "out of memory");
+        json_t *calls = json_object_get(message, "tool_calls");
+        if (!json_is_object(message)) { status = fail(error, error_size, "messages[%zu] must be an object", index); break; }
+        if (!json_is_string(role) || json_string_length(role) == 0) {
+            status = fail(error, error_size, "messages[%zu].role must be a non-empty string", index);
+            break;
         }
+        if (strlen(json_string_value(role)) != json_string_length(role)) {
+            status = fail(error, error_size, "messages[%zu] holds a NUL character", index);
+            break;
+        }
+        if (calls && !json_is_null(calls) && strcmp(json_string_value(role), "assistant")) {
+            status = fail(error, error_size, "messages[%zu].tool_calls is for an assistant's message", index);
+            break;
+        }
+        pf_chat_message *m = &out->messages[out->num_messages];
+        int without_content = (!content || json_is_null(content)) && json_array_size(calls) > 0; /* a reply of calls only */
+        if (!without_content && (status = message_text(content, index, (char **)&m->content, error, error_size))) break;
+        json_t *kept = template_message(message, m->content, index, error, error_size);
+        if (!kept || !(m->role = strdup(json_string_value(role)))) {
+            free((char *)m->content);
+            json_decref(kept);
+            status = kept ? fail(error, error_size, "out of memory") : 400;
+            break;
+        }
+        json_array_append_new(for_template, kept);
+        out->has_tool_calls |= json_array_size(calls) > 0;
         out->num_messages++;
-        if (append(prompt, &length, m->role) || append(prompt, &length, ": ") || append(prompt, &length, m->content) ||
-            append(prompt, &length, "\n"))
-            return fail(error, error_size, "out of memory");
+        if (append(prompt, &length, m->role) || append(prompt, &length, ": ") ||
+            append(prompt, &length, m->content ? m->content : "") || append(prompt, &length, "\n")) {
+            status = fail(error, error_size, "out of memory");
+            break;
+        }
     }
-    if (append(prompt, &length, "assistant:")) return fail(error, error_size, "out of memory");
-    return 0;
+    if (!status && append(prompt, &length, "assistant:")) status = fail(error, error_size, "out of memory");
+    if (!status && !(out->messages_json = json_dumps(for_template, JSON_COMPACT))) status = fail(error, error_size, "out of memory");
+    json_decref(for_template);
+    return status;
 }
 
 /* An optional integer field within [lo, hi]: 0 when absent or null (value untouched). */
@@ -210,8 +269,8 @@ static const struct {
     {"top_k", BOTH, 0}, {"min_p", BOTH, 0}, {"repetition_penalty", BOTH, 0}, {"presence_penalty", BOTH, 0},
     {"frequency_penalty", BOTH, 0}, {"logit_bias", BOTH, 0}, {"seed", BOTH, 0}, {"stop", BOTH, 0},
     {"stream", BOTH, 0}, {"stream_options", BOTH, 0}, {"echo", COMPLETIONS, 0}, {"user", BOTH, 0},
-    {"logprobs", BOTH, 0}, {"top_logprobs", CHAT, 0}, {"response_format", BOTH, 0}, {"tools", CHAT, 1},
-    {"tool_choice", CHAT, 1}, {"parallel_tool_calls", CHAT, 1}, {"functions", CHAT, 1}, {"function_call", CHAT, 1},
+    {"logprobs", BOTH, 0}, {"top_logprobs", CHAT, 0}, {"response_format", BOTH, 0}, {"tools", CHAT, 0},
+    {"tool_choice", CHAT, 0}, {"parallel_tool_calls", CHAT, 0}, {"functions", CHAT, 1}, {"function_call", CHAT, 1},
     {"suffix", COMPLETIONS, 1}, {"best_of", COMPLETIONS, 1}, {"store", CHAT, 1}, {"metadata", CHAT, 1},
     {"service_tier", BOTH, 1}, {"modalities", CHAT, 1}, {"audio", CHAT, 1}, {"prediction", CHAT, 1},
     {"reasoning_effort", CHAT, 1}, {"web_search_options", CHAT, 1},
@@ -222,10 +281,10 @@ static const struct {
    is refused, naming the field. */
 static int neutral_field(const char *name, json_t *v, long long n, char *error, size_t error_size) {
     if (json_is_null(v) || json_is_false(v)) return 0;
-    if ((!strcmp(name, "tools") || !strcmp(name, "functions") || !strcmp(name, "modalities")) && json_is_array(v) &&
+    if ((!strcmp(name, "functions") || !strcmp(name, "modalities")) && json_is_array(v) &&
         json_array_size(v) == 0)
         return 0;
-    if ((!strcmp(name, "tool_choice") || !strcmp(name, "function_call")) && json_is_string(v) &&
+    if (!strcmp(name, "function_call") && json_is_string(v) &&
         !strcmp(json_string_value(v), "none"))
         return 0;
     if (!strcmp(name, "suffix") && json_is_string(v) && json_string_length(v) == 0) return 0;
@@ -433,6 +492,10 @@ int parse_completion_request(const char *body, size_t length, int chat, const re
         status = fail(error, error_size, "'model' must be a string");
     if (!status) status = parse_logprobs(root, chat, out, error, error_size);
     if (!status) status = parse_response_format(json_object_get(root, "response_format"), out, error, error_size);
+    if (!status && chat) status = parse_tool_request(root, &out->tools, error, error_size);
+    if (!status && out->tools.forced_schema && out->json_output)
+        status = fail(error, error_size, "'response_format' and 'tool_choice' \"%s\" both set the reply's form: give one",
+                      out->tools.choice == TOOL_CHOICE_NAMED ? "function" : "required");
     if (!status) status = parse_stop(json_object_get(root, "stop"), out, error, error_size);
     out->max_tokens = (int)max_tokens;
     out->n = (int)n;
@@ -450,6 +513,8 @@ void completion_request_free(completion_request *request) {
         free((char *)request->messages[i].content);
     }
     free(request->messages);
+    free(request->messages_json);
+    tool_request_free(&request->tools);
     for (int i = 0; i < request->num_stop; i++) free(request->stop[i]);
     free(request->logit_bias);
     free(request->user);

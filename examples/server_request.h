@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "../parallelformers.h"
+#include "server_tools.h"
 
 #define MAX_STOP_STRINGS 4     /* as OpenAI's API */
 #define MAX_STOP_STRING_BYTES 256
@@ -31,6 +32,10 @@ typedef struct completion_request {
     int num_prompt_ids;
     pf_chat_message *messages; /* chat: role and content strings, owned */
     int num_messages;
+    char *messages_json; /* chat: the messages for the chat template, JSON text (contents as strings,
+                            tool calls' arguments as objects); owned */
+    int has_tool_calls;  /* chat: an assistant's message holds tool_calls */
+    tool_request tools;  /* chat: tools, tool_choice, parallel_tool_calls */
     int max_tokens;
     double temperature; /* 0: greedy */
     double top_p;

@@ -5,7 +5,7 @@
 
 /* tokenizer_config.json's chat_template is a Jinja template that transformers renders with
    jinja2's ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, loopcontrols), the
-   variables messages, add_generation_prompt, tools / documents (None), enable_thinking when
+   variables messages, add_generation_prompt, tools (the caller's, else None) / documents (None), enable_thinking when
    the caller gives it, the tokenizer's special tokens, and the globals raise_exception,
    strftime_now and namespace. This section lexes and parses such a template into a tree, refusing what it does not know by name, then renders it.
    Every allocation of a render lives in one arena freed at the end, and failures longjmp back to
@@ -2533,6 +2533,69 @@ static int pf__chat_exec(pf__chat *c, pf__jnode *node) {
     pf__chat_fail(c, PF_ERROR_UNSUPPORTED, "chat template: line %d: a statement we cannot run", node->line);
 }
 
+/* ---- values from JSON: messages and tools given as JSON text ---- */
+
+/* A parsed JSON value as the template sees Python's json.loads of it: objects keep their key
+   order (the last of repeated keys wins, in the first one's place), integers stay integers.
+   Building a dict costs a step per key already in it (keys are found by a scan). */
+static pf__jv pf__chat_from_json(pf__chat *c, const pf__json *j) {
+    switch (j->type) {
+    case PF__JSON_NULL: return pf__jv_none();
+    case PF__JSON_BOOL: return pf__jv_bool(j->boolean);
+    case PF__JSON_NUMBER: return j->integral ? pf__jv_int(j->integer) : pf__jv_float(j->number);
+    case PF__JSON_STRING: return pf__jv_str(j->string, j->string_len);
+    case PF__JSON_ARRAY: {
+        pf__jv list = pf__jv_new_list(c, j->count, 0);
+        size_t i = 0;
+        for (const pf__json *item = j->first; item; item = item->next) list.u.list->items[i++] = pf__chat_from_json(c, item);
+        return list;
+    }
+    case PF__JSON_OBJECT: {
+        pf__jv dict = pf__jv_new_dict(c, 0);
+        for (const pf__json *member = j->first; member; member = member->next) {
+            c->steps += (long)dict.u.dict->n;
+            pf__chat_step(c, 0);
+            pf__jdict_set(c, dict.u.dict, pf__jv_str(member->key, member->key_len), pf__chat_from_json(c, member));
+        }
+        return dict;
+    }
+    }
+    return pf__jv_none();
+}
+
+/* transformers' _alias_reasoning_fields: a message with reasoning under any of its names gets it
+   as "thinking" (first) and "reasoning_content" (last) too, as {"thinking": r, **m,
+   "reasoning_content": r} builds it. */
+static pf__jv pf__chat_alias_reasoning(pf__chat *c, pf__jv message) {
+    static const char *const names[] = {"reasoning_content", "thinking", "reasoning"};
+    pf__jv *reasoning = NULL;
+    for (int k = 0; k < 3 && !reasoning; k++) {
+        pf__jv *v = pf__jdict_find(c, message.u.dict, pf__jv_cstr(names[k]));
+        if (v && v->type != PF__JV_NONE) reasoning = v;
+    }
+    if (!reasoning) return message;
+    pf__jv value = *reasoning, aliased = pf__jv_new_dict(c, 0);
+    pf__jdict_set_cstr(c, aliased.u.dict, "thinking", value);
+    for (size_t i = 0; i < message.u.dict->n; i++) pf__jdict_set(c, aliased.u.dict, message.u.dict->keys[i], message.u.dict->values[i]);
+    pf__jdict_set_cstr(c, aliased.u.dict, "reasoning_content", value);
+    return aliased;
+}
+
+/* The messages variable from a JSON array of message objects, each with a string "role". */
+static pf__jv pf__chat_messages_from_json(pf__chat *c, const pf__json *messages) {
+    pf__jv list = pf__jv_new_list(c, messages->count, 0);
+    size_t i = 0;
+    for (const pf__json *m = messages->first; m; m = m->next, i++) {
+        const pf__json *role = pf__json_get(m, "role");
+        if (m->type != PF__JSON_OBJECT)
+            pf__chat_fail(c, PF_ERROR_INVALID_ARGUMENT, "pf_apply_chat_template_json: message %zu is not an object", i);
+        if (!role || role->type != PF__JSON_STRING)
+            pf__chat_fail(c, PF_ERROR_INVALID_ARGUMENT, "pf_apply_chat_template_json: message %zu has no \"role\" string", i);
+        list.u.list->items[i] = pf__chat_alias_reasoning(c, pf__chat_from_json(c, m));
+    }
+    return list;
+}
+
 /* ---- the public entry points ---- */
 
 pf_chat_options pf_chat_options_init(void) {
@@ -2550,7 +2613,8 @@ const char *pf_tokenizer_chat_template(const pf_tokenizer *tokenizer) {
 /* Lexes, parses and renders; every failure longjmps here. Kept apart from the entry point so
    that nothing it changes after setjmp lives in its own locals. */
 static void pf__chat_run(pf__chat *c, const char *template_text, const pf_chat_message *messages, int count,
-                         const pf_chat_options *options, const char *bos, const char *eos) {
+                         const pf__json *json_messages, const pf__json *tools, const pf_chat_options *options,
+                         const char *bos, const char *eos) {
     /* jinja2 reads \r\n and \r as \n, and drops one newline that ends the template */
     size_t n = strlen(template_text), k = 0;
     char *src = (char *)pf__chat_alloc(c, n + 1);
@@ -2569,8 +2633,8 @@ static void pf__chat_run(pf__chat *c, const char *template_text, const pf_chat_m
     pf__chat_lex(c);
     pf__jnode *body = pf__chat_parse_body(c, NULL);
 
-    pf__jv list = pf__jv_new_list(c, (size_t)count, 0);
-    for (int i = 0; i < count; i++) {
+    pf__jv list = json_messages ? pf__chat_messages_from_json(c, json_messages) : pf__jv_new_list(c, (size_t)count, 0);
+    for (int i = 0; !json_messages && i < count; i++) {
         pf__jv m = pf__jv_new_dict(c, 0);
         if (!messages[i].role) pf__chat_fail(c, PF_ERROR_INVALID_ARGUMENT, "pf_apply_chat_template: message %d has no role", i);
         pf__jdict_set_cstr(c, m.u.dict, "role", pf__jv_cstr(messages[i].role));
@@ -2579,7 +2643,7 @@ static void pf__chat_run(pf__chat *c, const char *template_text, const pf_chat_m
     }
     pf__chat_bind(c, "messages", 8, list);
     pf__chat_bind(c, "add_generation_prompt", 21, pf__jv_bool(options->add_generation_prompt));
-    pf__chat_bind(c, "tools", 5, pf__jv_none());
+    pf__chat_bind(c, "tools", 5, tools ? pf__chat_from_json(c, tools) : pf__jv_none());
     pf__chat_bind(c, "documents", 9, pf__jv_none());
     if (options->enable_thinking == 0 || options->enable_thinking == 1)
         pf__chat_bind(c, "enable_thinking", 15, pf__jv_bool(options->enable_thinking));
@@ -2595,17 +2659,42 @@ static void pf__chat_run(pf__chat *c, const char *template_text, const pf_chat_m
 
 /* Runs pf__chat_run under the failure jump; nothing here changes after setjmp. */
 static pf_result pf__chat_render(pf__chat *c, const char *template_text, const pf_chat_message *messages, int count,
-                                 const pf_chat_options *options, const char *bos, const char *eos) {
+                                 const pf__json *json_messages, const pf__json *tools, const pf_chat_options *options,
+                                 const char *bos, const char *eos) {
     if (setjmp(c->fail)) return c->code;
-    pf__chat_run(c, template_text, messages, count, options, bos, eos);
+    pf__chat_run(c, template_text, messages, count, json_messages, tools, options, bos, eos);
     return PF_OK;
 }
 
-pf_result pf_apply_chat_template(const pf_tokenizer *tokenizer, const pf_chat_message *messages, int count,
-                                 const pf_chat_options *options, char **text, char *error, size_t error_size) {
+/* Parses optional JSON text that must be an array; *out NULL when text is NULL. */
+static pf_result pf__chat_parse_json_list(const char *text, const char *what, pf__json **out, char *error, size_t error_size) {
+    char message[256];
+    *out = NULL;
+    if (!text) return PF_OK;
+    message[0] = 0;
+    if (!(*out = pf__json_parse(text, strlen(text), message, sizeof message))) {
+        snprintf(error, error_size, "%s is not JSON: %s", what, message);
+        return PF_ERROR_INVALID_ARGUMENT;
+    }
+    if ((*out)->type != PF__JSON_ARRAY) {
+        pf__json_free(*out);
+        *out = NULL;
+        snprintf(error, error_size, "%s must be a JSON array", what);
+        return PF_ERROR_INVALID_ARGUMENT;
+    }
+    return PF_OK;
+}
+
+/* pf_apply_chat_template and pf_apply_chat_template_json: the conversation as role/content pairs
+   (messages, count) or as JSON text (messages_json). */
+static pf_result pf__chat_apply(const pf_tokenizer *tokenizer, const pf_chat_message *messages, int count,
+                                const char *messages_json, const pf_chat_options *options, char **text, char *error,
+                                size_t error_size) {
     pf__chat c;
     pf_chat_options defaults = pf_chat_options_init();
     const char *template_text;
+    const char *call = messages_json ? "pf_apply_chat_template_json" : "pf_apply_chat_template";
+    pf__json *json_messages = NULL, *tools = NULL;
     char local_error[8];
     pf_result r;
     if (!error || !error_size) {
@@ -2616,16 +2705,15 @@ pf_result pf_apply_chat_template(const pf_tokenizer *tokenizer, const pf_chat_me
     if (text) *text = NULL;
     if (!options) options = &defaults;
     if (!text || count < 0 || (count > 0 && !messages)) {
-        snprintf(error, error_size, "pf_apply_chat_template: NULL or negative argument");
+        snprintf(error, error_size, "%s: NULL or negative argument", call);
         return PF_ERROR_INVALID_ARGUMENT;
     }
-    if (count == 0) { /* as transformers */
-        snprintf(error, error_size, "pf_apply_chat_template: an empty conversation: give at least one message");
+    if (!messages_json && count == 0) { /* as transformers */
+        snprintf(error, error_size, "%s: an empty conversation: give at least one message", call);
         return PF_ERROR_INVALID_ARGUMENT;
     }
     if (options->enable_thinking < -1 || options->enable_thinking > 1) {
-        snprintf(error, error_size, "pf_apply_chat_template: enable_thinking is %d: give -1 (undefined), 0 or 1",
-                 options->enable_thinking);
+        snprintf(error, error_size, "%s: enable_thinking is %d: give -1 (undefined), 0 or 1", call, options->enable_thinking);
         return PF_ERROR_INVALID_ARGUMENT;
     }
     template_text = options->chat_template ? options->chat_template : tokenizer ? tokenizer->chat_template : NULL;
@@ -2635,11 +2723,23 @@ pf_result pf_apply_chat_template(const pf_tokenizer *tokenizer, const pf_chat_me
                                             "chat_template, or chat_template.jinja) and none was given");
         return PF_ERROR_INVALID_ARGUMENT;
     }
+    if ((r = pf__chat_parse_json_list(messages_json, "pf_apply_chat_template_json: the messages", &json_messages, error,
+                                      error_size)) ||
+        (r = pf__chat_parse_json_list(options->tools, "pf_chat_options.tools", &tools, error, error_size))) {
+        pf__json_free(json_messages);
+        return r;
+    }
+    if (json_messages && json_messages->count == 0) {
+        snprintf(error, error_size, "%s: an empty conversation: give at least one message", call);
+        pf__json_free(json_messages);
+        pf__json_free(tools);
+        return PF_ERROR_INVALID_ARGUMENT;
+    }
     memset(&c, 0, sizeof c);
     c.error = error;
     c.error_size = error_size;
     c.date = options->date;
-    r = pf__chat_render(&c, template_text, messages, count, options,
+    r = pf__chat_render(&c, template_text, messages, count, json_messages, tools, options,
                         options->bos_token ? options->bos_token : tokenizer ? tokenizer->bos_token : NULL,
                         options->eos_token ? options->eos_token : tokenizer ? tokenizer->eos_token : NULL);
     while (c.arena) {
@@ -2647,6 +2747,8 @@ pf_result pf_apply_chat_template(const pf_tokenizer *tokenizer, const pf_chat_me
         free(c.arena);
         c.arena = next;
     }
+    pf__json_free(json_messages);
+    pf__json_free(tools);
     if (r != PF_OK) {
         free(c.out);
         return r;
@@ -2655,3 +2757,17 @@ pf_result pf_apply_chat_template(const pf_tokenizer *tokenizer, const pf_chat_me
     return PF_OK;
 }
 
+pf_result pf_apply_chat_template(const pf_tokenizer *tokenizer, const pf_chat_message *messages, int count,
+                                 const pf_chat_options *options, char **text, char *error, size_t error_size) {
+    return pf__chat_apply(tokenizer, messages, count, NULL, options, text, error, error_size);
+}
+
+pf_result pf_apply_chat_template_json(const pf_tokenizer *tokenizer, const char *messages_json,
+                                      const pf_chat_options *options, char **text, char *error, size_t error_size) {
+    if (!messages_json) {
+        if (error && error_size) snprintf(error, error_size, "pf_apply_chat_template_json: NULL messages");
+        if (text) *text = NULL;
+        return PF_ERROR_INVALID_ARGUMENT;
+    }
+    return pf__chat_apply(tokenizer, NULL, 0, messages_json, options, text, error, error_size);
+}

@@ -83,6 +83,8 @@ typedef struct pf__json {
     pf__json_type type;
     int boolean;                           /* BOOL */
     double number;                         /* NUMBER */
+    int integral;                          /* NUMBER written without '.' or exponent, within int64: integer */
+    long long integer;
     const char *string;                    /* STRING: decoded UTF-8, NUL-terminated */
     size_t string_len;
     const char *key;                       /* member of an OBJECT: decoded key, NUL-terminated */
@@ -1985,6 +1987,8 @@ struct pf_model {
                                      its own (own widths, own rank group), reached only through this
                                      one and under its request lock; NULL otherwise */
     float logit_scale;            /* a dual model's exp(logit_scale): the similarity's temperature */
+    struct pf__token_texts *json_token_texts; /* the vocabulary's texts for JSON constraints: made by
+                                     the first pf_json_constraint_new (atomic pointer); owned */
 };
 
 /* ---- src/backend.c (rank primitives) ---- */
@@ -2184,6 +2188,8 @@ PF_PRIVATE void pf__json_matcher_init(const pf__json_schema *s, pf__json_matcher
 PF_PRIVATE int pf__json_matcher_feed(const pf__json_schema *s, pf__json_matcher *m, const char *bytes, size_t n, int advance,
                                      pf__json_matcher *scratch);
 PF_PRIVATE int pf__json_matcher_complete(const pf__json_schema *s, const pf__json_matcher *m);
+typedef struct pf__token_texts pf__token_texts; /* the vocabulary's texts, once per model */
+PF_PRIVATE void pf__token_texts_free(pf__token_texts *t);
 PF_PRIVATE int pf__json_constraint_vocab(const pf_json_constraint *c);
 PF_PRIVATE void pf__json_constraint_mask(const pf_json_constraint *c, const pf__json_matcher *m, pf__json_matcher *scratch,
                                          float *scores, int vocab, const int32_t *eos, int num_eos);

@@ -258,6 +258,11 @@ static int pf__json_value(pf__json_parser *p, pf__json *v) {
     char *endp;
     v->number = strtod(buf, &endp);
     if (endp != buf + n) return pf__json_fail(p, "malformed number");
+    if (!strpbrk(buf, ".eE")) { /* Python's json.loads gives an int: kept exact where int64 holds it */
+        errno = 0;
+        v->integer = strtoll(buf, &endp, 10);
+        v->integral = errno == 0;
+    }
     v->type = PF__JSON_NUMBER;
     p->at = q;
     return 0;

@@ -742,25 +742,42 @@ PF_PRIVATE int pf__json_matcher_complete(const pf__json_schema *s, const pf__jso
 
 /* ---- the vocabulary ---- */
 
-struct pf_json_constraint {
-    pf__json_schema *schema;
+/* The vocabulary's texts as constraints read them: decoded once per model (the first constraint
+   made on it), shared by every constraint after. */
+struct pf__token_texts {
     int vocab;
     uint32_t *offsets; /* [vocab + 1]: token t's text is texts[offsets[t], offsets[t + 1]); empty: never allowed */
     char *texts;
 };
 
+struct pf_json_constraint {
+    pf__json_schema *schema;
+    int vocab;
+    const uint32_t *offsets; /* the model's pf__token_texts */
+    const char *texts;
+};
+
+PF_PRIVATE void pf__token_texts_free(pf__token_texts *t) {
+    if (!t) return;
+    free(t->offsets), free(t->texts), free(t);
+}
+
 /* A token's text as it continues other text: the decoding of [t, t] past that of [t] (a
-   SentencePiece word-start token's space shows only after another token). */
-static int pf__json_token_texts(const pf_tokenizer *tok, pf_json_constraint *c) {
-    int vocab = pf_tokenizer_vocab_size(tok);
-    size_t cap = (size_t)vocab * 8 + 64, used = 0;
+   SentencePiece word-start token's space shows only after another token), for ids below vocab
+   (the model's, which may pass the tokenizer's). NULL without memory. */
+static pf__token_texts *pf__json_token_texts(const pf_tokenizer *tok, int vocab) {
+    int tokenizer_vocab = pf_tokenizer_vocab_size(tok);
+    size_t cap = (size_t)tokenizer_vocab * 8 + 64, used = 0;
     char one[256], two[512];
-    c->offsets = (uint32_t *)malloc(((size_t)c->vocab + 1) * sizeof *c->offsets);
+    pf__token_texts *c = (pf__token_texts *)calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->vocab = vocab;
+    c->offsets = (uint32_t *)malloc(((size_t)vocab + 1) * sizeof *c->offsets);
     c->texts = (char *)malloc(cap);
-    if (!c->offsets || !c->texts) return -1;
-    for (int t = 0; t < c->vocab; t++) {
+    if (!c->offsets || !c->texts) return pf__token_texts_free(c), NULL;
+    for (int t = 0; t < vocab; t++) {
         c->offsets[t] = (uint32_t)used;
-        if (t >= vocab || pf_tokenizer_is_special(tok, t)) continue;
+        if (t >= tokenizer_vocab || pf_tokenizer_is_special(tok, t)) continue;
         int32_t ids[2] = {t, t};
         size_t len1 = 0, len2 = 0;
         if (pf_detokenize(tok, ids, 1, one, sizeof one, &len1) || pf_detokenize(tok, ids, 2, two, sizeof two, &len2) ||
@@ -771,14 +788,25 @@ static int pf__json_token_texts(const pf_tokenizer *tok, pf_json_constraint *c) 
         if (len2 < len1 || memcmp(two, one, len1)) text = one, len = len1;
         if (used + len > cap) {
             char *grown = (char *)realloc(c->texts, cap * 2 + len);
-            if (!grown) return -1;
+            if (!grown) return pf__token_texts_free(c), NULL;
             c->texts = grown, cap = cap * 2 + len;
         }
         memcpy(c->texts + used, text, len);
         used += len;
     }
-    c->offsets[c->vocab] = (uint32_t)used;
-    return 0;
+    c->offsets[vocab] = (uint32_t)used;
+    return c;
+}
+
+/* The model's token texts, made by the first caller; threads that race each make them, and all
+   but the one that installs its copy free theirs. NULL without memory. */
+static const pf__token_texts *pf__model_token_texts(pf_model *model) {
+    pf__token_texts *texts = __atomic_load_n(&model->json_token_texts, __ATOMIC_ACQUIRE), *none = NULL;
+    if (texts) return texts;
+    if (!(texts = pf__json_token_texts(model->tokenizer, model->config.vocab_size))) return NULL;
+    if (__atomic_compare_exchange_n(&model->json_token_texts, &none, texts, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return texts;
+    pf__token_texts_free(texts);
+    return none;
 }
 
 pf_result pf_json_constraint_new(pf_model *model, const char *schema, pf_json_constraint **out) {
@@ -794,11 +822,14 @@ pf_result pf_json_constraint_new(pf_model *model, const char *schema, pf_json_co
         free(c);
         return PF__FAIL(model, strstr(err, "out of memory") ? PF_ERROR_OUT_OF_MEMORY : PF_ERROR_INVALID_ARGUMENT, "json schema: %s", err);
     }
-    c->vocab = model->config.vocab_size;
-    if (pf__json_token_texts(model->tokenizer, c)) {
+    const pf__token_texts *texts = pf__model_token_texts(model);
+    if (!texts) {
         pf_json_constraint_free(c);
         return PF__FAIL(model, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }
+    c->vocab = texts->vocab;
+    c->offsets = texts->offsets;
+    c->texts = texts->texts;
     *out = c;
     return PF_OK;
 }
@@ -806,7 +837,7 @@ pf_result pf_json_constraint_new(pf_model *model, const char *schema, pf_json_co
 void pf_json_constraint_free(pf_json_constraint *c) {
     if (!c) return;
     pf__json_schema_free(c->schema);
-    free(c->offsets), free(c->texts), free(c);
+    free(c);
 }
 
 PF_PRIVATE int pf__json_constraint_vocab(const pf_json_constraint *c) { return c->vocab; }
@@ -879,8 +910,11 @@ int pf_testing_json_mask(const pf_tokenizer *tok, const char *schema, const char
     char err[256];
     c.schema = pf__json_schema_compile(schema, err, sizeof err);
     pf__json_matcher *m = (pf__json_matcher *)malloc(2 * sizeof *m);
+    pf__token_texts *texts = pf__json_token_texts(tok, c.vocab);
     int allowed = -1;
-    if (c.schema && m && !pf__json_token_texts(tok, &c)) {
+    if (c.schema && m && texts) {
+        c.offsets = texts->offsets;
+        c.texts = texts->texts;
         pf__json_matcher_init(c.schema, m);
         if (pf__json_matcher_feed(c.schema, m, prefix, strlen(prefix), 1, m + 1)) {
             double start = pf__json_seconds();
@@ -893,7 +927,8 @@ int pf_testing_json_mask(const pf_tokenizer *tok, const char *schema, const char
             for (int t = 0; t < c.vocab; t++) allowed += scores[t] == 0;
         }
     }
-    free(m), free(c.offsets), free(c.texts);
+    free(m);
+    pf__token_texts_free(texts);
     pf__json_schema_free(c.schema);
     return allowed;
 }

@@ -776,6 +776,7 @@ void pf_free(pf_model *m) {
     pf__batcher_stop(m);
     pf__group_destroy(m->group);
     pf_tokenizer_free(m->tokenizer);
+    pf__token_texts_free(m->json_token_texts);
     pf__st_close(&m->st);
     for (size_t i = 0; m->sources && i < pf__num_slots(&m->config); i++) {
         free((void *)m->sources[i].pieces);

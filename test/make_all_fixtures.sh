@@ -75,7 +75,7 @@ STEPS=(
 "audio|make_audio_fixtures.py|torch transformers numpy safetensors|5.24|wav2vec2-ctc, xlsr-ctc, hubert-ctc"
 "whisper|make_whisper_fixtures.py|torch transformers tokenizers numpy|5.24|whisper, whisper-ts"
 "speech2text|make_speech2text_fixtures.py|torch transformers numpy safetensors sentencepiece|5.24|speech2text-s2s"
-"chat|make_chat_template_cases.py|transformers jinja2|5.23|chat_templates/, gpt2-tiny-chat and the chat_template fuzz seeds"
+"chat|make_chat_template_cases.py|transformers jinja2|5.23|chat_templates/ (chat_cases.txt, tool_cases.txt), gpt2-tiny-chat, qwen2-tools (after family: the qwen2 fixture's weights and tokenizer) and the chat_template fuzz seeds"
 "tokenizer-cases|make_tokenizer_cases.py|transformers tokenizers|5.23|test/tokenizer_decode_cases.txt and test/tokenizer_style_cases.txt, from every fixture's cases (after every step that writes a tokenizer)"
 "special-ids|make_special_ids.py|transformers sentencepiece|5.23|special_ids.txt and skipped_special_ids.txt, from every fixture with a tokenizer (last)"
 )

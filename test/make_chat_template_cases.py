@@ -697,6 +697,50 @@ CONVERSATIONS = [
 ]
 
 
+# Conversations with tools, for the templates that read them (tool_cases.txt): OpenAI's message and
+# tool shapes, tool calls' arguments as objects (as a server gives them to the template).
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "The weather now in a city, \"quoted\" \u2014 and \u00e9",
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string", "description": "the city"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}},
+    {"type": "function", "function": {
+        "name": "add", "description": "Adds two numbers.",
+        "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "number", "minimum": 0.5}},
+                       "required": ["a", "b"]}}},
+]
+TOOL_TEMPLATES = ("llama3.1", "llama3.2", "mistral-v0.3", "qwen2.5", "qwen3", "qwen3-8b")
+CALL_WEATHER = {"id": "abcDEF123", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+CALL_ADD = {"id": "xyz789ABC", "type": "function", "function": {"name": "add", "arguments": {"a": 2, "b": 3.5}}}
+TOOL_CONVERSATIONS = [
+    ("ask", TOOLS, [{"role": "user", "content": "Weather in Paris?"}]),
+    ("system-ask", TOOLS, [{"role": "system", "content": "Use tools."}, {"role": "user", "content": "2 + 3.5?"}]),
+    ("called", TOOLS, [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": None, "tool_calls": [CALL_WEATHER]},
+        {"role": "tool", "tool_call_id": "abcDEF123", "name": "get_weather", "content": "{\"temp\": 21}"}]),
+    ("parallel", TOOLS, [
+        {"role": "system", "content": "Be exact."},
+        {"role": "user", "content": "Weather, and 2 + 3.5?"},
+        {"role": "assistant", "content": "", "tool_calls": [CALL_WEATHER, CALL_ADD]},
+        {"role": "tool", "tool_call_id": "abcDEF123", "name": "get_weather", "content": "sunny"},
+        {"role": "tool", "tool_call_id": "xyz789ABC", "name": "add", "content": "5.5"},
+        {"role": "assistant", "content": "Sunny; 5.5."},
+        {"role": "user", "content": "Thanks"}]),
+    ("history-no-tools", None, [
+        {"role": "user", "content": "Add 2 and 3.5"},
+        {"role": "assistant", "content": "Calling.", "tool_calls": [CALL_ADD]},
+        {"role": "tool", "tool_call_id": "xyz789ABC", "content": "5.5"}]),
+    ("reasoning", TOOLS, [
+        {"role": "user", "content": "Add 2 and 3.5"},
+        {"role": "assistant", "reasoning_content": "Use add.", "content": "", "tool_calls": [CALL_ADD]},
+        {"role": "tool", "tool_call_id": "xyz789ABC", "content": "5.5"},
+        {"role": "user", "content": "And now?"}]),
+    ("parts", TOOLS, [{"role": "user", "content": [{"type": "text", "text": "Weather"}, {"type": "text", "text": "now?"}]}]),
+]
+
+
 def render(tokenizer, template, bos, eos, messages, gen, thinking=None):
     msgs = [{"role": r, "content": c} for r, c in messages]
     extra = {} if thinking is None else {"enable_thinking": bool(thinking)}
@@ -741,6 +785,29 @@ def main():
                         blob(out, "error", f"{type(e).__name__}: {e}".replace("\n", " "))
                         counts["error"] += 1
 
+    # tool_cases.txt: the templates that read tools, on conversations given as JSON
+    tool_count = 0
+    with open(os.path.join(fixtures, "tool_cases.txt"), "wb") as out:
+        out.write(f"# written by test/make_chat_template_cases.py with transformers {transformers.__version__}\n".encode())
+        for name, template, bos, eos in TEMPLATES:
+            if name not in TOOL_TEMPLATES:
+                continue
+            parts = [x.encode("utf-8") for x in (bos, eos, template)]
+            out.write(f"template {name} {len(parts[0])} {len(parts[1])} {len(parts[2])}\n".encode())
+            out.write(b"".join(parts) + b"\n")
+            for conv_name, tools, messages in TOOL_CONVERSATIONS:
+                for gen in (1, 0):
+                    out.write(f"case {conv_name} {gen} {DATE.replace(' ', 'T')}\n".encode())
+                    blob(out, "messages", json.dumps(messages, ensure_ascii=False))
+                    blob(out, "tools", json.dumps(tools, ensure_ascii=False))
+                    try:
+                        text = tokenizer.apply_chat_template(messages, tools=tools, chat_template=template, tokenize=False,
+                                                             add_generation_prompt=bool(gen), bos_token=bos, eos_token=eos)
+                        blob(out, "expected", text)
+                    except Exception as e:  # noqa: BLE001 - jinja2's errors are recorded as cases
+                        blob(out, "error", f"{type(e).__name__}: {e}".replace("\n", " "))
+                    tool_count += 1
+
     # fuzz seeds: the templates themselves
     seeds = os.path.join(here, "fuzz_seeds", "chat_template")
     os.makedirs(seeds, exist_ok=True)
@@ -763,7 +830,67 @@ def main():
     config["chat_template"] = SHORT
     with open(os.path.join(dst, "tokenizer_config.json"), "w") as f:
         json.dump(config, f, indent=2)
-    print(f"{len(TEMPLATES)} templates, {counts['expected']} renderings, {counts['error']} errors")
+    write_tools_fixture(here)
+    print(f"{len(TEMPLATES)} templates, {counts['expected']} renderings, {counts['error']} errors, {tool_count} tool cases")
+
+
+# The server's tools: what the JSON constraint supports (a forced call follows the parameters)
+SERVER_TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "The weather now in a city",
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+            "required": ["city", "unit"], "additionalProperties": False}}},
+    {"type": "function", "function": {
+        "name": "add", "description": "Adds two integers.",
+        "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                       "required": ["a", "b"], "additionalProperties": False}}},
+]
+
+
+def openai_messages(messages):
+    """The messages as an OpenAI client sends them: tool calls' arguments as JSON strings."""
+    out = []
+    for m in messages:
+        m = dict(m)
+        if m.get("tool_calls"):
+            m["tool_calls"] = [{**c, "function": {**c["function"], "arguments": json.dumps(c["function"]["arguments"])}}
+                               for c in m["tool_calls"]]
+        out.append(m)
+    return out
+
+
+def write_tools_fixture(here):
+    """qwen2-tools: the qwen2 fixture's weights and tokenizer with Qwen2.5's chat template (tools and
+    tool calls in its <tool_call> format) and room for its long tool prompt (RoPE: positions are
+    no weights), for the server's tool round trip; tool_round_trip.json holds conversations with
+    transformers' renderings of them, byte for byte."""
+    src, dst = os.path.join(here, "fixtures", "qwen2"), os.path.join(here, "fixtures", "qwen2-tools")
+    os.makedirs(dst, exist_ok=True)
+    for f in ("tokenizer.json", "generation_config.json"):
+        shutil.copy(os.path.join(src, f), os.path.join(dst, f))
+    link = os.path.join(dst, "model.safetensors")
+    if not os.path.lexists(link):
+        os.symlink("../qwen2/model.safetensors", link)
+    config = json.load(open(os.path.join(src, "config.json")))
+    config["max_position_embeddings"] = 4096
+    with open(os.path.join(dst, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    tok_config = json.load(open(os.path.join(src, "tokenizer_config.json")))
+    tok_config["chat_template"] = QWEN25
+    with open(os.path.join(dst, "tokenizer_config.json"), "w") as f:
+        json.dump(tok_config, f, indent=2)
+    tokenizer = AutoTokenizer.from_pretrained(dst)
+    cases = []
+    for name, _, messages in TOOL_CONVERSATIONS:
+        if name in ("parts", "reasoning"):  # the server joins parts itself; Qwen2.5 reads no reasoning
+            continue
+        for tools in (SERVER_TOOLS, None):
+            prompt = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
+            cases.append({"name": name, "messages": openai_messages(messages), "tools": tools, "prompt": prompt,
+                          "prompt_tokens": len(tokenizer(prompt, add_special_tokens=False)["input_ids"])})
+    with open(os.path.join(dst, "tool_round_trip.json"), "w", encoding="utf-8") as f:
+        json.dump({"tools": SERVER_TOOLS, "cases": cases}, f, indent=1, ensure_ascii=False)
 
 
 if __name__ == "__main__":

@@ -143,6 +143,114 @@ static void check_recorded_cases(void) {
     free(data);
 }
 
+/* tool_cases.txt: pf_apply_chat_template_json with tools, against transformers'
+   apply_chat_template(messages, tools=...) on the templates that read tools. */
+static void check_recorded_tool_cases(void) {
+    char path[1024];
+    size_t size;
+    snprintf(path, sizeof path, "%s/chat_templates/tool_cases.txt", test_fixtures);
+    char *data = test_read_file(path, &size);
+    CHECK_MSG(data != NULL, "cannot read %s", path);
+    if (!data) return;
+    char *p = data, *end = data + size;
+    char name[64] = "", *bos = NULL, *eos = NULL, *tmpl = NULL;
+    int rendered = 0, refused = 0, with_tools = 0;
+    if (*p == '#') p = strchr(p, '\n') + 1;
+    while (p < end) {
+        long bl, el, tl, len;
+        if (sscanf(p, "template %63s %ld %ld %ld", name, &bl, &el, &tl) == 4) {
+            p = strchr(p, '\n') + 1;
+            if (end - p < bl + el + tl + 1) break;
+            free(bos), free(eos), free(tmpl);
+            bos = strndup(p, (size_t)bl);
+            eos = strndup(p + bl, (size_t)el);
+            tmpl = strndup(p + bl + el, (size_t)tl);
+            p += bl + el + tl + 1;
+            continue;
+        }
+        char case_name[64], date[32];
+        int gen;
+        if (sscanf(p, "case %63s %d %31s", case_name, &gen, date) != 3 || !tmpl) {
+            CHECK_MSG(0, "%s: malformed near byte %ld", path, (long)(p - data));
+            break;
+        }
+        for (char *t = date; *t; t++)
+            if (*t == 'T') *t = ' ';
+        p = strchr(p, '\n') + 1;
+        char *messages = read_blob(&p, end, "messages", &len), *tools = messages ? read_blob(&p, end, "tools", &len) : NULL;
+        char *expected = tools ? read_blob(&p, end, "expected", &len) : NULL, *raised = NULL;
+        size_t expected_len = expected ? (size_t)len : 0;
+        if (tools && !expected) raised = read_blob(&p, end, "error", &len);
+        if (!expected && !raised) {
+            CHECK_MSG(0, "%s: malformed case %s of %s", path, case_name, name);
+            break;
+        }
+        pf_chat_options options = pf_chat_options_init();
+        options.add_generation_prompt = gen;
+        options.date = date;
+        options.chat_template = tmpl;
+        options.bos_token = bos;
+        options.eos_token = eos;
+        options.tools = strcmp(tools, "null") ? tools : NULL;
+        with_tools += options.tools != NULL;
+        char *text = NULL, error[512];
+        pf_result r = pf_apply_chat_template_json(NULL, messages, &options, &text, error, sizeof error);
+        if (expected) {
+            CHECK_MSG(r == PF_OK && strlen(text) == expected_len && !memcmp(text, expected, expected_len),
+                      "%s, %s, generation prompt %d: %s\n--- got ---\n%s\n--- transformers ---\n%s\n---", name, case_name, gen,
+                      r == PF_OK ? "differs" : error, text ? text : "", expected);
+            rendered++;
+        } else {
+            CHECK_MSG(r != PF_OK && !text && error[0], "%s, %s: transformers raised (%s) but we rendered:\n%s", name, case_name,
+                      raised, text ? text : "");
+            if (strstr(raised, "TemplateError: ") == raised)
+                CHECK_MSG(strstr(error, raised + strlen("TemplateError: ")) != NULL, "%s, %s: message \"%s\", transformers \"%s\"",
+                          name, case_name, error, raised);
+            refused++;
+        }
+        pf_string_free(text);
+    }
+    CHECK_MSG(rendered >= 64 && refused >= 14 && with_tools >= 70, "%d tool renderings, %d refusals, %d with tools", rendered,
+              refused, with_tools);
+    free(bos), free(eos), free(tmpl);
+    free(data);
+}
+
+/* pf_apply_chat_template_json's own checks: JSON values as Python's (ints, floats, key order),
+   bad JSON and bad messages refused by name. */
+static void check_json_api(void) {
+    char error[512], *text = (char *)1;
+    pf_chat_options options = pf_chat_options_init();
+    options.chat_template = "{% for m in messages %}{{ m.role }}={{ m.content | tojson }};{{ m | tojson }}|{% endfor %}"
+                            "{{ tools | tojson }}";
+    options.tools = "[{\"b\": 1, \"a\": 1.0, \"c\": [1e2, -0, null, true]}]";
+    CHECK(pf_apply_chat_template_json(NULL, "[{\"role\": \"user\", \"content\": \"x\\u00e9\", \"n\": 12345678901234}]",
+                                      &options, &text, error, sizeof error) == PF_OK &&
+          !strcmp(text, "user=\"x\u00e9\";{\"role\": \"user\", \"content\": \"x\u00e9\", \"n\": 12345678901234}|"
+                        "[{\"b\": 1, \"a\": 1.0, \"c\": [100.0, 0, null, true]}]"));
+    pf_string_free(text);
+    /* reasoning aliases: "thinking" first, "reasoning_content" last */
+    options.tools = NULL;
+    CHECK(pf_apply_chat_template_json(NULL, "[{\"role\": \"assistant\", \"reasoning\": \"r\", \"content\": \"c\"}]",
+                                      &options, &text, error, sizeof error) == PF_OK &&
+          !strcmp(text, "assistant=\"c\";{\"thinking\": \"r\", \"role\": \"assistant\", \"reasoning\": \"r\", \"content\": \"c\", "
+                        "\"reasoning_content\": \"r\"}|null"));
+    pf_string_free(text);
+    static const struct { const char *messages, *tools, *says; } bad[] = {
+        {"[]", NULL, "empty"}, {"{}", NULL, "array"}, {"[1]", NULL, "not an object"}, {"[{\"content\": \"x\"}]", NULL, "role"},
+        {"[{\"role\": 1}]", NULL, "role"}, {"[{\"role\": \"user\"", NULL, "not JSON"},
+        {"[{\"role\": \"user\"}]", "{}", "tools must be a JSON array"}, {"[{\"role\": \"user\"}]", "[", "tools is not JSON"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        options.tools = bad[i].tools;
+        text = (char *)1;
+        CHECK_MSG(pf_apply_chat_template_json(NULL, bad[i].messages, &options, &text, error, sizeof error) ==
+                          PF_ERROR_INVALID_ARGUMENT && !text && strstr(error, bad[i].says),
+                  "%s / %s: %s", bad[i].messages, bad[i].tools ? bad[i].tools : "-", error);
+    }
+    CHECK(pf_apply_chat_template_json(NULL, NULL, &options, &text, error, sizeof error) == PF_ERROR_INVALID_ARGUMENT);
+}
+
 /* Renders tmpl on one user message "hi"; returns the result, the text in out (freed here). */
 static pf_result render_one(const char *tmpl, char *out, size_t cap, char *error, size_t error_size) {
     pf_chat_message m = {"user", "hi"};
@@ -334,6 +442,8 @@ static void check_model_templates(void) {
 
 void test_chat(void) {
     check_recorded_cases();
+    check_recorded_tool_cases();
+    check_json_api();
     check_refusals();
     check_hostile();
     check_api();

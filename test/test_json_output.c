@@ -229,6 +229,18 @@ static void test_generation_under_schema(void) {
         int n = 0;
         r = pf_generate(m, prompt, 1, &o, out, 400, &n);
         CHECK_MSG(r == PF_OK && n > 1 && out[n - 1] == 499, "%s: %d tokens, the last %d", pf_error_message(m), n, n ? out[n - 1] : -1);
+        /* the model's token texts are shared: a constraint made after another was freed leads the
+           same generation */
+        pf_json_constraint *again = NULL;
+        int32_t again_out[400];
+        int again_n = 0;
+        pf_json_constraint_free(c);
+        c = NULL;
+        CHECK(pf_json_constraint_new(m, schema, &again) == PF_OK);
+        o.json_constraint = again;
+        CHECK(pf_generate(m, prompt, 1, &o, again_out, 400, &again_n) == PF_OK && again_n == n &&
+              !memcmp(again_out, out, (size_t)n * sizeof *out));
+        c = again;
         char *text = NULL;
         size_t len = 0;
         pf_generate_options beams = o;

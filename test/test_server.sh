@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # make test-server: starts build/server on a free 127.0.0.1 port with the gpt2-tiny fixture, calls
 # every route with curl, checks greedy outputs against build/generate's, the error cases, streaming
-# (and a client leaving mid-stream), and 16 concurrent clients; then the openai package from PyPI
-# (test/test_server_openai.py) against it and a server of all-MiniLM-L6-v2. Ends with "N passed,
-# N failed".
+# (and a client leaving mid-stream), and 16 concurrent clients; tools (build/test_server_tools on
+# known texts, test/test_server_tools.py against a server of qwen2-tools); then the openai package
+# from PyPI (test/test_server_openai.py) against it and a server of all-MiniLM-L6-v2. Ends with
+# "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -275,6 +276,33 @@ else
     check "the chat-template server starts" false
 fi
 kill "$chat_pid" 2>/dev/null; wait "$chat_pid" 2>/dev/null
+
+# ---- tools: the formats of tool calls read back on known texts (build/test_server_tools), then the
+#      openai package against a model whose chat template reads tools (test/make_chat_template_cases.py's
+#      qwen2-tools: Qwen2.5's template): its prompts are transformers', forced calls round trip ----
+# add_counts NAME FILE: a test program's "N passed, N failed" (its last line) added to ours.
+add_counts() {
+    grep -v 'passed, .* failed$' "$2"
+    local counts; counts=$(tail -1 "$2")
+    if [[ "$counts" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        passed=$((passed + BASH_REMATCH[1])) failed=$((failed + BASH_REMATCH[2]))
+    else
+        check "$1 ran to its end" false
+    fi
+}
+"$BUILD/test_server_tools" > "$work/tools_c.out" 2>&1
+add_counts test_server_tools "$work/tools_c.out"
+tools_fixture=test/fixtures/qwen2-tools
+start_server tools 300 "$tools_fixture"
+if [ -z "$tools_port" ]; then
+    check "the tools server starts" false
+elif [ -n "${PYCLIENT:-}" ]; then
+    PYTHONPATH="$PYCLIENT" python3 test/test_server_tools.py "http://127.0.0.1:$tools_port" "$tools_fixture" > "$work/tools.out" 2>&1
+    add_counts test_server_tools.py "$work/tools.out"
+else
+    check "PYCLIENT (the openai package) is given: make test-server sets it" false
+fi
+kill "$tools_pid" 2>/dev/null; wait "$tools_pid" 2>/dev/null
 
 # ---- /v1/rerank with a cross-encoder (test/make_encoder_fixtures.py's bert-rerank): the scores of
 #      sentence-transformers' CrossEncoder, best first, top_n, documents given as objects, refusals ----
