@@ -836,6 +836,8 @@ typedef struct pf__config {
                                        kind, whatever its window; points into layer_window's block */
     int no_rope_interval;           /* > 0: some layers rotate nothing (NoPE): config.json's no_rope_layers
                                        list (1: rotary), or every no_rope_interval-th layer (SmolLM3) */
+    int no_rope_empty_default;      /* 1: an empty no_rope_layers list is the default one, as absent (Llama 4's
+                                       config tests the list's truth; SmolLM3's only None) */
     int nope_windowed;              /* 1: without a per-layer list of kinds, the sliding window is on the
                                        NoPE layers (SmolLM3) */
     int *layer_rope;                /* [num_layers]: 1 where the layer rotates q and k; NULL: every layer; owned */
@@ -4159,7 +4161,8 @@ static pf_result pf__config_layer_rope(const pf__json *json, pf__config *c, cons
     const char *interval_key = pf__config_key(c->arch, offsetof(pf__config, no_rope_interval));
     if (!strcmp(interval_key, "(derived)")) return PF_OK; /* every layer rotates */
     const pf__json *list = pf__json_get(json, "no_rope_layers");
-    if (list && list->type == PF__JSON_NULL) list = NULL;
+    if (list && (list->type == PF__JSON_NULL || (c->no_rope_empty_default && list->type == PF__JSON_ARRAY && !list->count)))
+        list = NULL;
     if (list && (list->type != PF__JSON_ARRAY || list->count != (size_t)c->num_layers))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"no_rope_layers\" is not a list of %d layers", path,
                           c->num_layers);

@@ -649,7 +649,8 @@ static pf_result pf__config_layer_rope(const pf__json *json, pf__config *c, cons
     const char *interval_key = pf__config_key(c->arch, offsetof(pf__config, no_rope_interval));
     if (!strcmp(interval_key, "(derived)")) return PF_OK; /* every layer rotates */
     const pf__json *list = pf__json_get(json, "no_rope_layers");
-    if (list && list->type == PF__JSON_NULL) list = NULL;
+    if (list && (list->type == PF__JSON_NULL || (c->no_rope_empty_default && list->type == PF__JSON_ARRAY && !list->count)))
+        list = NULL;
     if (list && (list->type != PF__JSON_ARRAY || list->count != (size_t)c->num_layers))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"no_rope_layers\" is not a list of %d layers", path,
                           c->num_layers);

@@ -794,6 +794,8 @@ typedef struct pf__config {
                                        kind, whatever its window; points into layer_window's block */
     int no_rope_interval;           /* > 0: some layers rotate nothing (NoPE): config.json's no_rope_layers
                                        list (1: rotary), or every no_rope_interval-th layer (SmolLM3) */
+    int no_rope_empty_default;      /* 1: an empty no_rope_layers list is the default one, as absent (Llama 4's
+                                       config tests the list's truth; SmolLM3's only None) */
     int nope_windowed;              /* 1: without a per-layer list of kinds, the sliding window is on the
                                        NoPE layers (SmolLM3) */
     int *layer_rope;                /* [num_layers]: 1 where the layer rotates q and k; NULL: every layer; owned */

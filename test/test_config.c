@@ -1055,6 +1055,13 @@ static void test_llama4_keys(void) {
     edit_file("config.json", moe_layers, "\"moe_layers\": null");
     check_work_logits("Llama 4 without layer_types, no_rope_layers and moe_layers", "llama4", 1);
     if (copy_fixture("llama4")) return;
+    edit_file("config.json", layer_types, "\"layer_types\": null");
+    edit_file("config.json", no_rope_layers, "\"no_rope_layers\": []"); /* Llama4TextConfig: an empty list is the default */
+    check_work_logits("Llama 4 with no_rope_layers []", "llama4", 1);
+    if (copy_fixture("llama4")) return;
+    edit_file("config.json", moe_layers, "\"moe_layers\": []"); /* a list, even empty, names the layers with experts */
+    expect_load("Llama 4 with moe_layers [] over experts", NULL, PF_ERROR_FORMAT, "layers.1.feed_forward");
+    if (copy_fixture("llama4")) return;
     edit_file("config.json", "\"attention_chunk_size\": 4", "\"attention_chunk_size\": 64");
     check_work_logits("Llama 4 with chunks of 64", "llama4", 0);
     if (copy_fixture("llama4")) return;
