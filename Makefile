@@ -131,9 +131,12 @@ $(BUILD)/parallelformers_testing.o: $(TESTING_OBJS)
 
 # ARM64: the suite cross-compiled with Debian's gcc-aarch64-linux-gnu (libc6-dev-arm64-cross) and
 # run under qemu-user (qemu-aarch64, the cross libc as its -L root), the programs the tests start
-# included. All of it with -cpu max (NEON and FEAT_DotProd: the sdot Q8/Q4 products), then the
-# kernels and models groups again on a Cortex-A72 (NEON alone: the NEON products), the groups
-# that run every CPU kernel; the rest of the suite does not depend on the kernel set. Measured:
+# included. All of it with -cpu max (NEON, FEAT_DotProd and FEAT_I8MM: the sdot and smmla Q8/Q4
+# products; the kernels group forces each ARM64 kernel set in turn, pf_testing_neon_cpu and
+# pf_testing_no_i8mm_cpu, and compares their bits), then the kernels and models groups again on a
+# Cortex-A72 (NEON alone: the NEON products), the groups that run every CPU kernel, and the kernels
+# group on a Neoverse-N1 (sdot without smmla: the probe's middle answer); the rest of the suite
+# does not depend on the kernel set. Measured:
 # 4.3 CPU-minutes for the cross build and both runs (13 minutes' wall time on two cores that other
 # jobs kept busy).
 ARM64_CC    ?= aarch64-linux-gnu-gcc
@@ -146,6 +149,7 @@ test-arm64:
 	$(QEMU_ARM64) -cpu max $(ARM64_BUILD)/test_parallelformers test/fixtures "$(QEMU_ARM64) -cpu max $(ARM64_BUILD)/generate"
 	PF_TEST_GROUPS=kernels,models $(QEMU_ARM64) -cpu cortex-a72 $(ARM64_BUILD)/test_parallelformers test/fixtures \
 	    "$(QEMU_ARM64) -cpu cortex-a72 $(ARM64_BUILD)/generate"
+	PF_TEST_GROUPS=kernels $(QEMU_ARM64) -cpu neoverse-n1 $(ARM64_BUILD)/test_parallelformers test/fixtures true
 
 # The suite against the shipped one-file parallelformers.c, as users build it (CI runs it once).
 $(BUILD)/amalgamation/test_parallelformers: $(TESTS) test/test.h test/testing_hooks.h $(LIB_SRC)

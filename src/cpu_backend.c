@@ -863,6 +863,95 @@ PF__Q8_ROWS_NEON(pf__q4_rows_neon, , PF__Q4_BYTES, 1, pf__block_dot_neon)
 PF__Q8_ROWS_NEON(pf__q8_rows_sdot, PF__DOTPROD_TARGET, PF__Q8_BYTES, 0, pf__block_dot_sdot)
 PF__Q8_ROWS_NEON(pf__q4_rows_sdot, PF__DOTPROD_TARGET, PF__Q4_BYTES, 1, pf__block_dot_sdot)
 #endif
+
+/* Prompts' Q8/Q4 products with FEAT_I8MM's smmla (vmmlaq_s32): a 2x8 by 8x2 int8 product into a
+   2x2 int32 tile, the lanes (row 0, weight row 0), (0, 1), (1, 0), (1, 1). A tile of 4 rows of x by
+   4 weight rows takes 16 smmla a block (4 sub-tiles of 2x2, 4 steps of 8 inputs) for its 16 exact
+   dots, against 16 sdot and 16 horizontal sums in the rows above. The dots are the same
+   integers, and each output's chain of block products (fmaf, block order, from 0) runs in its own
+   lane, so the bits are the portable ones. Rows and weight rows past the ends repeat a real one
+   and are not stored. */
+#if !defined(__clang__) && __GNUC__ >= 10 && defined(__linux__)
+#define PF__I8MM 1
+#define PF__I8MM_TARGET __attribute__((target("arch=armv8.2-a+dotprod+i8mm")))
+
+/* Two rows' 16 int8 values a and b as smmla's operands: (a 0..7, b 0..7) and (a 8..15, b 8..15). */
+static PF__INLINE void pf__pair_rows_neon(int8x16_t *low, int8x16_t *high, int8x16_t a, int8x16_t b) {
+    int64x2_t a64 = vreinterpretq_s64_s8(a), b64 = vreinterpretq_s64_s8(b);
+    *low = vreinterpretq_s8_s64(vzip1q_s64(a64, b64));
+    *high = vreinterpretq_s8_s64(vzip2q_s64(a64, b64));
+}
+
+/* A weight block's 32 values as two int8 vectors: Q8's bytes, or Q4's nibbles 0..15 (inputs 0..15
+   then 16..31). */
+static PF__INLINE void pf__block_values_neon(int8x16_t *v0, int8x16_t *v1, const unsigned char *block, int q4) {
+    if (q4) {
+        uint8x16_t packed = vld1q_u8(block + 2);
+        *v0 = vreinterpretq_s8_u8(vandq_u8(packed, vdupq_n_u8(15)));
+        *v1 = vreinterpretq_s8_u8(vshrq_n_u8(packed, 4));
+    } else {
+        *v0 = vld1q_s8((const int8_t *)block + 2), *v1 = vld1q_s8((const int8_t *)block + 18);
+    }
+}
+
+#define PF__MMLA_ROWS 4 /* rows of x a tile takes */
+#define PF__MMLA_OUTS 4 /* weight rows */
+
+#define PF__Q8_ROWS_MMLA(name, BYTES, q4)                                                                             \
+    PF__I8MM_TARGET static void name(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx,   \
+                                     size_t rows, const unsigned char *w, size_t nb, size_t n_out) {                 \
+        size_t row_bytes = nb * BYTES, k = nb * PF__Q8_BLOCK;                                                        \
+        for (size_t o = 0; o < n_out; o += PF__MMLA_OUTS) {                                                          \
+            size_t no = n_out - o < PF__MMLA_OUTS ? n_out - o : PF__MMLA_OUTS;                                       \
+            const unsigned char *wrow[PF__MMLA_OUTS];                                                                \
+            for (size_t j = 0; j < PF__MMLA_OUTS; j++) wrow[j] = w + (o + (j < no ? j : 0)) * row_bytes;              \
+            for (size_t r0 = 0; r0 < rows; r0 += PF__MMLA_ROWS) {                                                    \
+                size_t nr = rows - r0 < PF__MMLA_ROWS ? rows - r0 : PF__MMLA_ROWS, row[PF__MMLA_ROWS];               \
+                for (size_t i = 0; i < PF__MMLA_ROWS; i++) row[i] = r0 + (i < nr ? i : 0);                           \
+                /* sums[2 p + q]: rows 2p, 2p + 1 by weight rows 2q, 2q + 1, in smmla's lane order */                \
+                float32x4_t sums[4] = {vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0)};             \
+                for (size_t b = 0; b < nb; b++) {                                                                    \
+                    int8x16_t xs[2][4], ws[2][4]; /* [pair][step of 8 inputs] */                                    \
+                    PF__UNROLL for (int p = 0; p < 2; p++) {                                                         \
+                        const int8_t *a = qx + row[2 * p] * k + b * PF__Q8_BLOCK;                                    \
+                        const int8_t *c = qx + row[2 * p + 1] * k + b * PF__Q8_BLOCK;                                \
+                        pf__pair_rows_neon(&xs[p][0], &xs[p][1], vld1q_s8(a), vld1q_s8(c));                          \
+                        pf__pair_rows_neon(&xs[p][2], &xs[p][3], vld1q_s8(a + 16), vld1q_s8(c + 16));                \
+                        int8x16_t a0, a1, c0, c1;                                                                    \
+                        pf__block_values_neon(&a0, &a1, wrow[2 * p] + b * BYTES, q4);                                \
+                        pf__block_values_neon(&c0, &c1, wrow[2 * p + 1] + b * BYTES, q4);                            \
+                        pf__pair_rows_neon(&ws[p][0], &ws[p][1], a0, c0);                                            \
+                        pf__pair_rows_neon(&ws[p][2], &ws[p][3], a1, c1);                                            \
+                    }                                                                                                \
+                    float d[PF__MMLA_OUTS];                                                                          \
+                    PF__UNROLL for (int j = 0; j < PF__MMLA_OUTS; j++) d[j] = pf__block_scale_neon(wrow[j] + b * BYTES); \
+                    PF__UNROLL for (int p = 0; p < 2; p++) {                                                         \
+                        size_t x0 = row[2 * p] * nb + b, x1 = row[2 * p + 1] * nb + b;                               \
+                        float32x4_t dxs = {dx[x0], dx[x0], dx[x1], dx[x1]};                                          \
+                        int32x4_t beyond = {8 * sx[x0], 8 * sx[x0], 8 * sx[x1], 8 * sx[x1]};                         \
+                        PF__UNROLL for (int q = 0; q < 2; q++) {                                                     \
+                            int32x4_t dot = vdupq_n_s32(0);                                                          \
+                            PF__UNROLL for (int s = 0; s < 4; s++) dot = vmmlaq_s32(dot, xs[p][s], ws[q][s]);        \
+                            if (q4) dot = vsubq_s32(dot, beyond);                                                    \
+                            float32x4_t dws = {d[2 * q], d[2 * q + 1], d[2 * q], d[2 * q + 1]};                      \
+                            sums[2 * p + q] = vfmaq_f32(sums[2 * p + q], vcvtq_f32_s32(dot), vmulq_f32(dxs, dws));   \
+                        }                                                                                            \
+                    }                                                                                                \
+                }                                                                                                    \
+                float tile[4][4]; /* [row][weight row] */                                                            \
+                PF__UNROLL for (int p = 0; p < 2; p++) PF__UNROLL for (int q = 0; q < 2; q++) {                      \
+                    float lanes[4];                                                                                  \
+                    vst1q_f32(lanes, sums[2 * p + q]);                                                               \
+                    tile[2 * p][2 * q] = lanes[0], tile[2 * p][2 * q + 1] = lanes[1];                                \
+                    tile[2 * p + 1][2 * q] = lanes[2], tile[2 * p + 1][2 * q + 1] = lanes[3];                        \
+                }                                                                                                    \
+                for (size_t i = 0; i < nr; i++) memcpy(out + (r0 + i) * ld + o, tile[i], no * sizeof(float));       \
+            }                                                                                                        \
+        }                                                                                                            \
+    }
+PF__Q8_ROWS_MMLA(pf__q8_rows_mmla, PF__Q8_BYTES, 0)
+PF__Q8_ROWS_MMLA(pf__q4_rows_mmla, PF__Q4_BYTES, 1)
+#endif
 #endif
 
 /* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS), multiplied in their blocks.
@@ -2421,9 +2510,17 @@ int pf_testing_avx2_cpu = 0;
 /* Test hook: nonzero keeps the Q8/Q4 products off AMX where the processor has it. */
 int pf_testing_no_amx_cpu = 0;
 #define PF__NO_AMX_ASKED pf_testing_no_amx_cpu
+/* Test hook (ARM64): nonzero makes it use NEON's kernels alone, without sdot or smmla. */
+int pf_testing_neon_cpu = 0;
+#define PF__NEON_ASKED pf_testing_neon_cpu
+/* Test hook (ARM64): nonzero keeps the prompts' Q8/Q4 products off smmla (FEAT_I8MM). */
+int pf_testing_no_i8mm_cpu = 0;
+#define PF__NO_I8MM_ASKED pf_testing_no_i8mm_cpu
 #else
 #define PF__AVX2_ASKED 0
 #define PF__NO_AMX_ASKED 0
+#define PF__NEON_ASKED 0
+#define PF__NO_I8MM_ASKED 0
 #endif
 
 #ifdef PF__AVX2
@@ -2511,11 +2608,23 @@ static pf__cpu_kernels pf__cpu_neon_dotprod;
 static int pf__cpu_dotprod_usable;
 static pthread_once_t pf__cpu_neon_probe_once = PTHREAD_ONCE_INIT;
 
+#ifdef PF__I8MM
+/* The sdot set with smmla's products for prompts, where the processor has FEAT_I8MM too (every
+   core with it has FEAT_DotProd: both are Armv8.6's). */
+static pf__cpu_kernels pf__cpu_neon_i8mm;
+static int pf__cpu_i8mm_usable;
+#endif
+
 static void pf__cpu_neon_probe(void) {
     pf__cpu_dotprod_usable = (getauxval(AT_HWCAP) & (1ul << 20)) != 0; /* HWCAP_ASIMDDP */
     pf__cpu_neon_dotprod = pf__cpu_neon;
     pf__cpu_neon_dotprod.q8_rows = pf__cpu_neon_dotprod.q8_row = pf__q8_rows_sdot;
     pf__cpu_neon_dotprod.q4_rows = pf__cpu_neon_dotprod.q4_row = pf__q4_rows_sdot;
+#ifdef PF__I8MM
+    pf__cpu_i8mm_usable = pf__cpu_dotprod_usable && (getauxval(AT_HWCAP2) & (1ul << 13)) != 0; /* HWCAP2_I8MM */
+    pf__cpu_neon_i8mm = pf__cpu_neon_dotprod;
+    pf__cpu_neon_i8mm.q8_rows = pf__q8_rows_mmla, pf__cpu_neon_i8mm.q4_rows = pf__q4_rows_mmla;
+#endif
 }
 #endif
 #endif
@@ -2534,7 +2643,10 @@ static const pf__cpu_kernels *pf__cpu_kernels_here(void) {
 #ifdef PF__NEON
 #ifdef PF__DOTPROD
     pthread_once(&pf__cpu_neon_probe_once, pf__cpu_neon_probe);
-    if (pf__cpu_dotprod_usable) return &pf__cpu_neon_dotprod;
+#ifdef PF__I8MM
+    if (pf__cpu_i8mm_usable && !PF__NEON_ASKED && !PF__NO_I8MM_ASKED) return &pf__cpu_neon_i8mm;
+#endif
+    if (pf__cpu_dotprod_usable && !PF__NEON_ASKED) return &pf__cpu_neon_dotprod;
 #endif
     return &pf__cpu_neon;
 #endif
