@@ -813,7 +813,27 @@ static PF__INLINE int32x4_t pf__block_dot_neon(int8x16_t w0, int8x16_t w1, const
    Asked of Linux (getauxval); other systems take them alone too, unchecked here. */
 #if !defined(__clang__) && __GNUC__ >= 10 && defined(__linux__)
 #define PF__DOTPROD 1
-#define PF__DOTPROD_TARGET __attribute__((target("arch=armv8.2-a+dotprod")))
+/* A function's target must hold what the build's own flags give (the helpers it inlines are
+   compiled for those) and Armv8.2 (arm_neon.h's sdot and smmla are declared for it): the build's
+   flags plus the features where they are Armv8.2 or later already (FEAT_DotProd says so), else
+   Armv8.2 itself with the optional features the flags name (-march=armv8-a+crypto failed). */
+#if defined(__ARM_FEATURE_DOTPROD)
+#define PF__DOTPROD_TARGET
+#define PF__I8MM_TARGET __attribute__((target("+i8mm")))
+#else
+#ifdef __ARM_FEATURE_FP16_VECTOR_ARITHMETIC
+#define PF__ARCH_FP16 "+fp16"
+#else
+#define PF__ARCH_FP16 ""
+#endif
+#ifdef __ARM_FEATURE_CRYPTO
+#define PF__ARCH_CRYPTO "+crypto"
+#else
+#define PF__ARCH_CRYPTO ""
+#endif
+#define PF__DOTPROD_TARGET __attribute__((target("arch=armv8.2-a+dotprod" PF__ARCH_FP16 PF__ARCH_CRYPTO)))
+#define PF__I8MM_TARGET __attribute__((target("arch=armv8.2-a+dotprod+i8mm" PF__ARCH_FP16 PF__ARCH_CRYPTO)))
+#endif
 PF__DOTPROD_TARGET static PF__INLINE int32x4_t pf__block_dot_sdot(int8x16_t w0, int8x16_t w1, const int8_t *x) {
     return vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, vld1q_s8(x)), w1, vld1q_s8(x + 16));
 }
@@ -873,7 +893,6 @@ PF__Q8_ROWS_NEON(pf__q4_rows_sdot, PF__DOTPROD_TARGET, PF__Q4_BYTES, 1, pf__bloc
    and are not stored. */
 #if !defined(__clang__) && __GNUC__ >= 10 && defined(__linux__)
 #define PF__I8MM 1
-#define PF__I8MM_TARGET __attribute__((target("arch=armv8.2-a+dotprod+i8mm")))
 
 /* Two rows' 16 int8 values a and b as smmla's operands: (a 0..7, b 0..7) and (a 8..15, b 8..15). */
 static PF__INLINE void pf__pair_rows_neon(int8x16_t *low, int8x16_t *high, int8x16_t a, int8x16_t b) {
