@@ -54,6 +54,8 @@
    library's users in the development build of several objects. */
 #ifdef PF_AMALGAMATION
 #define PF_PRIVATE static
+#elif defined(_WIN32)
+#define PF_PRIVATE /* a DLL exports only what is marked for it: nothing to hide */
 #else
 #define PF_PRIVATE __attribute__((visibility("hidden")))
 #endif
@@ -61,6 +63,9 @@
 /* ---- src/util.c ---- */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
+#endif
+#if defined(__MINGW32__) && !defined(__USE_MINGW_ANSI_STDIO)
+#define __USE_MINGW_ANSI_STDIO 1 /* C99's printf (%zu, %lld), not msvcrt's */
 #endif
 #include "parallelformers.h"
 #include <ctype.h>
@@ -75,7 +80,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _WIN32 /* Windows (mingw-w64): file mappings, memory and processor counts from the Win32 API */
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#include <io.h>
+#include <windows.h>
+#else
 #include <sys/mman.h>
+#endif
 #include <sys/stat.h>
 #include <unistd.h>
 #define PF__MESSAGE_SIZE 512
@@ -2391,7 +2404,11 @@ PF_PRIVATE int pf__file_exists(const char *path) {
 PF_PRIVATE pf_result pf__open_regular(const char *path, int *fd, size_t *file_size, char *message, size_t size) {
     *fd = -1;
     *file_size = 0;
+#ifdef _WIN32 /* no FIFOs to wait on; bytes as they are (no text mode), not inherited */
+    int f = open(path, O_RDONLY | O_BINARY | O_NOINHERIT);
+#else
     int f = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+#endif
     if (f < 0) return pf__format(message, size, PF_ERROR_IO, "%s: %s", path, strerror(errno));
     struct stat st;
     if (fstat(f, &st) != 0) {
@@ -2408,12 +2425,14 @@ PF_PRIVATE pf_result pf__open_regular(const char *path, int *fd, size_t *file_si
         close(f);
         return pf__format(message, size, PF_ERROR_IO, "%s: not a regular file (%s)", path, kind);
     }
+#ifndef _WIN32
     int flags = fcntl(f, F_GETFL);
     if (flags < 0 || fcntl(f, F_SETFL, flags & ~O_NONBLOCK) != 0) {
         pf_result r = pf__format(message, size, PF_ERROR_IO, "%s: %s", path, strerror(errno));
         close(f);
         return r;
     }
+#endif
     *fd = f;
     *file_size = (size_t)st.st_size;
     return PF_OK;
@@ -3099,6 +3118,30 @@ static void pf__file_mtime(const struct stat *st, long long *seconds, long long 
 #endif
 }
 
+/* A read-only private view of a file's first `bytes` (NULL with errno set on failure), and its end:
+   mmap, or on Windows a file mapping's view (the view keeps the mapping object alive). */
+static const void *pf__map_view(int fd, size_t bytes) {
+#ifdef _WIN32
+    HANDLE mapping = CreateFileMappingA((HANDLE)_get_osfhandle(fd), NULL, PAGE_READONLY, 0, 0, NULL);
+    void *p = mapping ? MapViewOfFile(mapping, FILE_MAP_READ, 0, 0, bytes) : NULL;
+    if (!p) errno = GetLastError() == ERROR_NOT_ENOUGH_MEMORY ? ENOMEM : EIO;
+    if (mapping) CloseHandle(mapping);
+    return p;
+#else
+    void *p = mmap(NULL, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+    return p == MAP_FAILED ? NULL : p;
+#endif
+}
+
+static void pf__unmap_view(const void *p, size_t bytes) {
+#ifdef _WIN32
+    (void)bytes;
+    UnmapViewOfFile(p);
+#else
+    munmap((void *)p, bytes);
+#endif
+}
+
 /* Maps path read-only and keeps its descriptor, so that a later split can tell whether the file
    was truncated (reading the map past its end raises SIGBUS) or rewritten in place (the map would
    show the new bytes) since: pf__maps_unchanged. */
@@ -3116,8 +3159,8 @@ PF_PRIVATE pf_result pf__map_file(const char *path, pf__file_map *map, char *mes
     }
     pf__file_mtime(&st, &map->mtime_s, &map->mtime_ns);
     if (map->size > 0) {
-        void *p = mmap(NULL, map->size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p == MAP_FAILED) {
+        const void *p = pf__map_view(fd, map->size);
+        if (!p) {
             close(fd);
             return pf__format(message, size, PF_ERROR_IO, "%s: mmap: %s", path, strerror(errno));
         }
@@ -3126,7 +3169,7 @@ PF_PRIVATE pf_result pf__map_file(const char *path, pf__file_map *map, char *mes
     map->fd = fd;
     map->path = strdup(path);
     if (!map->path) {
-        if (map->data) munmap((void *)map->data, map->size);
+        if (map->data) pf__unmap_view(map->data, map->size);
         close(fd);
         map->data = NULL;
         map->fd = -1;
@@ -3136,7 +3179,7 @@ PF_PRIVATE pf_result pf__map_file(const char *path, pf__file_map *map, char *mes
 }
 
 static void pf__unmap_file(pf__file_map *map) {
-    if (map->data) munmap((void *)map->data, map->size);
+    if (map->data) pf__unmap_view(map->data, map->size);
     if (map->fd >= 0) close(map->fd);
     free(map->path);
     memset(map, 0, sizeof *map);
@@ -13933,7 +13976,9 @@ typedef struct pf__chat {
     const char *date; /* strftime_now's "YYYY-MM-DD[ HH:MM[:SS]]"; NULL: now */
 } pf__chat;
 
-#if defined(__GNUC__)
+#if defined(__MINGW32__) /* its printf is C99's (__USE_MINGW_ANSI_STDIO), which GCC calls gnu_printf there */
+__attribute__((noreturn, format(gnu_printf, 3, 4)))
+#elif defined(__GNUC__)
 __attribute__((noreturn, format(printf, 3, 4)))
 #endif
 static void pf__chat_fail(pf__chat *c, pf_result code, const char *fmt, ...) {
@@ -17951,10 +17996,21 @@ static void pf__cpu_rank_end(pf__rank *r) {
 #define PF__CPU_ALIGN 64
 static void *pf__cpu_alloc(pf__rank *r, size_t bytes) {
     (void)r;
+#ifdef _WIN32 /* no posix_memalign; its blocks go back through _aligned_free */
+    return _aligned_malloc(bytes ? bytes : 1, PF__CPU_ALIGN);
+#else
     void *ptr = NULL;
     return posix_memalign(&ptr, PF__CPU_ALIGN, bytes) == 0 ? ptr : NULL;
+#endif
 }
-static void pf__cpu_free(pf__rank *r, void *ptr) { (void)r; free(ptr); }
+static void pf__cpu_free(pf__rank *r, void *ptr) {
+    (void)r;
+#ifdef _WIN32
+    _aligned_free(ptr);
+#else
+    free(ptr);
+#endif
+}
 static void pf__cpu_copy(pf__rank *r, void *dst, const void *src, size_t bytes) {
     (void)r;
     if (bytes) memcpy(dst, src, bytes);
@@ -21458,6 +21514,7 @@ static void pf__cpu_reorder_rows(pf__rank *r, void *cache, const int *dst, const
     }
 }
 
+#ifdef __linux__
 /* A number of kB after `key` in /proc/meminfo, or of bytes in a cgroup file ("max": none); -1 when
    there is no such file or line. */
 static long long pf__read_memory_value(const char *path, const char *key) {
@@ -21476,6 +21533,7 @@ static long long pf__read_memory_value(const char *path, const char *key) {
     fclose(f);
     return value;
 }
+#endif
 
 /* The host's memory in all, and in use: what the kernel could not hand out now (MemAvailable
    counts the page cache it can drop, such as a checkpoint just read), or the cgroup's use when
@@ -21492,6 +21550,11 @@ static int pf__cpu_device_memory(int device, size_t *used, size_t *total) {
     long pages = sysconf(_SC_PHYS_PAGES), free_pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages > 0 && free_pages >= 0 && free_pages <= pages && page > 0)
         all = (long long)pages * page, available = (long long)free_pages * page;
+#endif
+#ifdef _WIN32
+    MEMORYSTATUSEX status;
+    status.dwLength = sizeof status;
+    if (GlobalMemoryStatusEx(&status)) all = (long long)status.ullTotalPhys, available = (long long)status.ullAvailPhys;
 #endif
 #ifdef __linux__
     long long meminfo = pf__read_memory_value("/proc/meminfo", "MemAvailable:");
@@ -27928,8 +27991,19 @@ pf_tokenizer *pf_model_tokenizer(pf_model *m) { return m ? m->tokenizer : NULL; 
 
 /* Ranks for num_ranks 0: a rank per online core on the CPU (a CPU rank is one thread), one per
    visible GPU on CUDA; never more than PF__MAX_RANKS. */
+static int pf__online_cpus(void) {
+#ifdef _WIN32
+    SYSTEM_INFO info;
+    GetSystemInfo(&info);
+    return (int)info.dwNumberOfProcessors;
+#else
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > INT_MAX ? INT_MAX : (int)n;
+#endif
+}
+
 static int pf__every_device(const pf__backend *backend) {
-    long n = backend == &pf__cpu_backend ? sysconf(_SC_NPROCESSORS_ONLN) : (long)pf__cuda_devices();
+    long n = backend == &pf__cpu_backend ? pf__online_cpus() : (long)pf__cuda_devices();
     return n < 1 ? 1 : n > PF__MAX_RANKS ? PF__MAX_RANKS : (int)n;
 }
 

@@ -16,10 +16,21 @@ static void pf__cpu_rank_end(pf__rank *r) {
 #define PF__CPU_ALIGN 64
 static void *pf__cpu_alloc(pf__rank *r, size_t bytes) {
     (void)r;
+#ifdef _WIN32 /* no posix_memalign; its blocks go back through _aligned_free */
+    return _aligned_malloc(bytes ? bytes : 1, PF__CPU_ALIGN);
+#else
     void *ptr = NULL;
     return posix_memalign(&ptr, PF__CPU_ALIGN, bytes) == 0 ? ptr : NULL;
+#endif
 }
-static void pf__cpu_free(pf__rank *r, void *ptr) { (void)r; free(ptr); }
+static void pf__cpu_free(pf__rank *r, void *ptr) {
+    (void)r;
+#ifdef _WIN32
+    _aligned_free(ptr);
+#else
+    free(ptr);
+#endif
+}
 static void pf__cpu_copy(pf__rank *r, void *dst, const void *src, size_t bytes) {
     (void)r;
     if (bytes) memcpy(dst, src, bytes);
@@ -3523,6 +3534,7 @@ static void pf__cpu_reorder_rows(pf__rank *r, void *cache, const int *dst, const
     }
 }
 
+#ifdef __linux__
 /* A number of kB after `key` in /proc/meminfo, or of bytes in a cgroup file ("max": none); -1 when
    there is no such file or line. */
 static long long pf__read_memory_value(const char *path, const char *key) {
@@ -3541,6 +3553,7 @@ static long long pf__read_memory_value(const char *path, const char *key) {
     fclose(f);
     return value;
 }
+#endif
 
 /* The host's memory in all, and in use: what the kernel could not hand out now (MemAvailable
    counts the page cache it can drop, such as a checkpoint just read), or the cgroup's use when
@@ -3557,6 +3570,11 @@ static int pf__cpu_device_memory(int device, size_t *used, size_t *total) {
     long pages = sysconf(_SC_PHYS_PAGES), free_pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages > 0 && free_pages >= 0 && free_pages <= pages && page > 0)
         all = (long long)pages * page, available = (long long)free_pages * page;
+#endif
+#ifdef _WIN32
+    MEMORYSTATUSEX status;
+    status.dwLength = sizeof status;
+    if (GlobalMemoryStatusEx(&status)) all = (long long)status.ullTotalPhys, available = (long long)status.ullAvailPhys;
 #endif
 #ifdef __linux__
     long long meminfo = pf__read_memory_value("/proc/meminfo", "MemAvailable:");
