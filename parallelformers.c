@@ -18303,7 +18303,11 @@ PF__TILE_SHAPES(avx2, PF__AVX2_TARGET, PF__TILE_ROWS, PF__TILE_OUTS, PF__ROW_OUT
    portable product-then-add does, the product being exact), added up as ((0 + 1) + (2 + 3)),
    then the last few inputs in order: the portable kernels' bits. The AVX2 tile's fp32 chunks,
    lane for lane on NEON beside the portable attention and activations, put Gemma 2's fixture
-   1.2e-5 apart between rank counts, past the 1e-5 bound. */
+   1.2e-5 apart between rank counts, past the 1e-5 bound.
+   16-bit weights are widened to fp32 (exact) and take these tiles. FEAT_FP16's fmla would round
+   each product and sum to fp16, and FEAT_BF16's bfdot / bfmmla sum pairs of products with their
+   own rounding (round-to-odd, denormals flushed, without FEAT_EBF16) and round x to bf16: neither
+   gives these sums' bits, so neither is used. */
 
 /* Weights i..i+3 of w, stored as wt, as fp32 lanes. */
 static PF__INLINE float32x4_t pf__load4_weights_neon(const void *w, size_t i, const int wt) {
