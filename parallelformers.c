@@ -18841,6 +18841,20 @@ static PF__INLINE float pf__block_scale_neon(const unsigned char *block) {
     return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(bits))), 0);
 }
 
+/* A weight block's 32 values as two int8 vectors: Q8's bytes, or Q4's nibbles 0..15 (inputs 0..15
+   then 16..31). */
+static PF__INLINE void pf__block_values_neon(int8x16_t *v0, int8x16_t *v1, const unsigned char *block, int q4) {
+    if (q4) {
+        uint8x16_t packed = vld1q_u8(block + 2);
+        *v0 = vreinterpretq_s8_u8(vandq_u8(packed, vdupq_n_u8(15)));
+        *v1 = vreinterpretq_s8_u8(vshrq_n_u8(packed, 4));
+    } else {
+        *v0 = vld1q_s8((const int8_t *)block + 2), *v1 = vld1q_s8((const int8_t *)block + 18);
+    }
+}
+
+/* The 4 weight rows' lanes of block dots folded to one exact dot a row (pairwise adds, integers),
+   so the 4 chains of block products run in one vector's lanes: lane j's fma is fmaf's. */
 #define PF__Q8_ROWS_NEON(name, target, BYTES, q4, dot)                                                                \
     target static void name(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx, size_t rows,\
                             const unsigned char *w, size_t nb, size_t n_out) {                                       \
@@ -18849,27 +18863,27 @@ static PF__INLINE float pf__block_scale_neon(const unsigned char *block) {
             for (size_t o = 0; o < n_out; o += 4) {                                                                 \
                 size_t no = n_out - o < 4 ? n_out - o : 4;                                                          \
                 const unsigned char *row[4];                                                                        \
-                float sum[4] = {0, 0, 0, 0};                                                                        \
+                float32x4_t sum = vdupq_n_f32(0);                                                                   \
                 for (size_t j = 0; j < 4; j++) row[j] = w + (o + (j < no ? j : 0)) * row_bytes;                      \
                 for (size_t b = 0; b < nb; b++) {                                                                   \
                     const int8_t *xb = qx + r * k + b * PF__Q8_BLOCK;                                               \
-                    int32_t beyond = q4 ? 8 * sx[r * nb + b] : 0;                                                   \
-                    float d = dx[r * nb + b];                                                                       \
+                    int32x4_t lanes[4];                                                                             \
+                    float scales[4];                                                                                \
                     PF__UNROLL for (size_t j = 0; j < 4; j++) {                                                     \
                         const unsigned char *block = row[j] + b * BYTES;                                            \
                         int8x16_t w0, w1;                                                                           \
-                        if (q4) {                                                                                   \
-                            uint8x16_t packed = vld1q_u8(block + 2);                                                \
-                            w0 = vreinterpretq_s8_u8(vandq_u8(packed, vdupq_n_u8(15)));                             \
-                            w1 = vreinterpretq_s8_u8(vshrq_n_u8(packed, 4));                                        \
-                        } else {                                                                                    \
-                            w0 = vld1q_s8((const int8_t *)block + 2), w1 = vld1q_s8((const int8_t *)block + 18);    \
-                        }                                                                                           \
-                        int32_t exact = vaddvq_s32(dot(w0, w1, xb)) - beyond;                                       \
-                        sum[j] = fmaf((float)exact, d * pf__block_scale_neon(block), sum[j]);                       \
+                        pf__block_values_neon(&w0, &w1, block, q4);                                                 \
+                        lanes[j] = dot(w0, w1, xb);                                                                 \
+                        scales[j] = pf__block_scale_neon(block);                                                    \
                     }                                                                                               \
+                    int32x4_t exact = vpaddq_s32(vpaddq_s32(lanes[0], lanes[1]), vpaddq_s32(lanes[2], lanes[3]));   \
+                    if (q4) exact = vsubq_s32(exact, vdupq_n_s32(8 * sx[r * nb + b]));                              \
+                    float32x4_t scale = vmulq_n_f32(vld1q_f32(scales), dx[r * nb + b]);                             \
+                    sum = vfmaq_f32(sum, vcvtq_f32_s32(exact), scale);                                              \
                 }                                                                                                   \
-                memcpy(out + r * ld + o, sum, no * sizeof(float));                                                  \
+                float lanes_out[4];                                                                                 \
+                vst1q_f32(lanes_out, sum);                                                                          \
+                memcpy(out + r * ld + o, lanes_out, no * sizeof(float));                                            \
             }                                                                                                       \
     }
 PF__Q8_ROWS_NEON(pf__q8_rows_neon, , PF__Q8_BYTES, 0, pf__block_dot_neon)
@@ -18894,18 +18908,6 @@ static PF__INLINE void pf__pair_rows_neon(int8x16_t *low, int8x16_t *high, int8x
     int64x2_t a64 = vreinterpretq_s64_s8(a), b64 = vreinterpretq_s64_s8(b);
     *low = vreinterpretq_s8_s64(vzip1q_s64(a64, b64));
     *high = vreinterpretq_s8_s64(vzip2q_s64(a64, b64));
-}
-
-/* A weight block's 32 values as two int8 vectors: Q8's bytes, or Q4's nibbles 0..15 (inputs 0..15
-   then 16..31). */
-static PF__INLINE void pf__block_values_neon(int8x16_t *v0, int8x16_t *v1, const unsigned char *block, int q4) {
-    if (q4) {
-        uint8x16_t packed = vld1q_u8(block + 2);
-        *v0 = vreinterpretq_s8_u8(vandq_u8(packed, vdupq_n_u8(15)));
-        *v1 = vreinterpretq_s8_u8(vshrq_n_u8(packed, 4));
-    } else {
-        *v0 = vld1q_s8((const int8_t *)block + 2), *v1 = vld1q_s8((const int8_t *)block + 18);
-    }
 }
 
 #define PF__MMLA_ROWS 4 /* rows of x a tile takes */
