@@ -72,7 +72,7 @@ PRIVATE_LIBS := $(CUDA_LIBS) $(LDLIBS)
 # The development sources: the shipped parallelformers.c is made from them (tool/amalgamate.sh).
 DEV_SRC  := src/ORDER $(wildcard src/*.c src/*.h) tool/amalgamate.sh
 
-.PHONY: test-mpi amalgamation check-amalgamation test-amalgamation test-arm64 all llama-cpp server test-server fuzz test test-asan test-native test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm test-smollm2 valgrind test-install install uninstall clean bench fixtures
+.PHONY: check-cross test-mpi amalgamation check-amalgamation test-amalgamation test-arm64 all llama-cpp server test-server fuzz test test-asan test-native test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm test-smollm2 valgrind test-install install uninstall clean bench fixtures
 
 all: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate $(BUILD)/tokenize $(BUILD)/embed $(BUILD)/classify $(BUILD)/classify_image $(BUILD)/transcribe \
      $(BUILD)/test_parallelformers $(BUILD)/test_cuda \
@@ -131,9 +131,12 @@ $(BUILD)/parallelformers_testing.o: $(TESTING_OBJS)
 
 # ARM64: the suite cross-compiled with Debian's gcc-aarch64-linux-gnu (libc6-dev-arm64-cross) and
 # run under qemu-user (qemu-aarch64, the cross libc as its -L root), the programs the tests start
-# included. All of it with -cpu max (NEON and FEAT_DotProd: the sdot Q8/Q4 products), then the
-# kernels and models groups again on a Cortex-A72 (NEON alone: the NEON products), the groups
-# that run every CPU kernel; the rest of the suite does not depend on the kernel set. Measured:
+# included. All of it with -cpu max (NEON, FEAT_DotProd and FEAT_I8MM: the sdot and smmla Q8/Q4
+# products; the kernels group forces each ARM64 kernel set in turn, pf_testing_neon_cpu and
+# pf_testing_no_i8mm_cpu, and compares their bits), then the kernels and models groups again on a
+# Cortex-A72 (NEON alone: the NEON products), the groups that run every CPU kernel, and the kernels
+# group on a Neoverse-N1 (sdot without smmla: the probe's middle answer); the rest of the suite
+# does not depend on the kernel set. Measured:
 # 4.3 CPU-minutes for the cross build and both runs (13 minutes' wall time on two cores that other
 # jobs kept busy).
 ARM64_CC    ?= aarch64-linux-gnu-gcc
@@ -146,6 +149,29 @@ test-arm64:
 	$(QEMU_ARM64) -cpu max $(ARM64_BUILD)/test_parallelformers test/fixtures "$(QEMU_ARM64) -cpu max $(ARM64_BUILD)/generate"
 	PF_TEST_GROUPS=kernels,models $(QEMU_ARM64) -cpu cortex-a72 $(ARM64_BUILD)/test_parallelformers test/fixtures \
 	    "$(QEMU_ARM64) -cpu cortex-a72 $(ARM64_BUILD)/generate"
+	PF_TEST_GROUPS=kernels $(QEMU_ARM64) -cpu neoverse-n1 $(ARM64_BUILD)/test_parallelformers test/fixtures true
+
+# Compile checks for systems we cannot run here (issue 39, item 4), warnings as errors. Windows
+# x86-64 with mingw-w64 (Debian's gcc-mingw-w64-x86-64; threads from its winpthreads): the shipped
+# file, each src/ file, and a program linked against the library (test/cross_link.c, not run).
+# Apple's arm64: clang on the aarch64 target, the path Apple's compiler takes (NEON alone), against
+# the cross glibc's headers; Darwin's own headers only where a macOS SDK is given (SDKROOT=...),
+# which Debian does not package.
+MINGW_CC    ?= x86_64-w64-mingw32-gcc
+CROSS_CLANG ?= clang
+CROSS_FLAGS := -std=c99 -O2 -Wall -Wextra -Werror -I.
+check-cross: parallelformers.c
+	@mkdir -p $(BUILD)/cross
+	$(MINGW_CC) $(CROSS_FLAGS) -c parallelformers.c -o $(BUILD)/cross/parallelformers-win64.o
+	for f in $(addprefix src/,$(DEV_C)); do $(MINGW_CC) $(CROSS_FLAGS) -fsyntax-only $$f || exit 1; done
+	$(MINGW_CC) $(CROSS_FLAGS) test/cross_link.c $(BUILD)/cross/parallelformers-win64.o -o $(BUILD)/cross/cross_link.exe -lpthread
+	$(CROSS_CLANG) --target=aarch64-linux-gnu --sysroot=/usr/aarch64-linux-gnu $(CROSS_FLAGS) \
+	    -Wno-missing-field-initializers -fsyntax-only parallelformers.c
+	for f in $(addprefix src/,$(DEV_C)); do $(CROSS_CLANG) --target=aarch64-linux-gnu --sysroot=/usr/aarch64-linux-gnu $(CROSS_FLAGS) \
+	    -Wno-missing-field-initializers -fsyntax-only $$f || exit 1; done
+	if [ -n "$(SDKROOT)" ]; then $(CROSS_CLANG) --target=arm64-apple-darwin -isysroot "$(SDKROOT)" $(CROSS_FLAGS) \
+	    -Wno-missing-field-initializers -fsyntax-only parallelformers.c; \
+	else echo "check-cross: no macOS SDK (SDKROOT): Darwin's headers not checked"; fi
 
 # The suite against the shipped one-file parallelformers.c, as users build it (CI runs it once).
 $(BUILD)/amalgamation/test_parallelformers: $(TESTS) test/test.h test/testing_hooks.h $(LIB_SRC)

@@ -54,6 +54,8 @@
    library's users in the development build of several objects. */
 #ifdef PF_AMALGAMATION
 #define PF_PRIVATE static
+#elif defined(_WIN32)
+#define PF_PRIVATE /* a DLL exports only what is marked for it: nothing to hide */
 #else
 #define PF_PRIVATE __attribute__((visibility("hidden")))
 #endif
@@ -61,6 +63,9 @@
 /* ---- src/util.c ---- */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
+#endif
+#if defined(__MINGW32__) && !defined(__USE_MINGW_ANSI_STDIO)
+#define __USE_MINGW_ANSI_STDIO 1 /* C99's printf (%zu, %lld), not msvcrt's */
 #endif
 #include "parallelformers.h"
 #include <ctype.h>
@@ -75,7 +80,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _WIN32 /* Windows (mingw-w64): file mappings, memory and processor counts from the Win32 API */
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#include <io.h>
+#include <windows.h>
+#else
 #include <sys/mman.h>
+#endif
 #include <sys/stat.h>
 #include <unistd.h>
 #define PF__MESSAGE_SIZE 512
@@ -2475,7 +2488,11 @@ PF_PRIVATE int pf__file_exists(const char *path) {
 PF_PRIVATE pf_result pf__open_regular(const char *path, int *fd, size_t *file_size, char *message, size_t size) {
     *fd = -1;
     *file_size = 0;
+#ifdef _WIN32 /* no FIFOs to wait on; bytes as they are (no text mode), not inherited */
+    int f = open(path, O_RDONLY | O_BINARY | O_NOINHERIT);
+#else
     int f = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+#endif
     if (f < 0) return pf__format(message, size, PF_ERROR_IO, "%s: %s", path, strerror(errno));
     struct stat st;
     if (fstat(f, &st) != 0) {
@@ -2492,12 +2509,14 @@ PF_PRIVATE pf_result pf__open_regular(const char *path, int *fd, size_t *file_si
         close(f);
         return pf__format(message, size, PF_ERROR_IO, "%s: not a regular file (%s)", path, kind);
     }
+#ifndef _WIN32
     int flags = fcntl(f, F_GETFL);
     if (flags < 0 || fcntl(f, F_SETFL, flags & ~O_NONBLOCK) != 0) {
         pf_result r = pf__format(message, size, PF_ERROR_IO, "%s: %s", path, strerror(errno));
         close(f);
         return r;
     }
+#endif
     *fd = f;
     *file_size = (size_t)st.st_size;
     return PF_OK;
@@ -3188,6 +3207,30 @@ static void pf__file_mtime(const struct stat *st, long long *seconds, long long 
 #endif
 }
 
+/* A read-only private view of a file's first `bytes` (NULL with errno set on failure), and its end:
+   mmap, or on Windows a file mapping's view (the view keeps the mapping object alive). */
+static const void *pf__map_view(int fd, size_t bytes) {
+#ifdef _WIN32
+    HANDLE mapping = CreateFileMappingA((HANDLE)_get_osfhandle(fd), NULL, PAGE_READONLY, 0, 0, NULL);
+    void *p = mapping ? MapViewOfFile(mapping, FILE_MAP_READ, 0, 0, bytes) : NULL;
+    if (!p) errno = GetLastError() == ERROR_NOT_ENOUGH_MEMORY ? ENOMEM : EIO;
+    if (mapping) CloseHandle(mapping);
+    return p;
+#else
+    void *p = mmap(NULL, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+    return p == MAP_FAILED ? NULL : p;
+#endif
+}
+
+static void pf__unmap_view(const void *p, size_t bytes) {
+#ifdef _WIN32
+    (void)bytes;
+    UnmapViewOfFile(p);
+#else
+    munmap((void *)p, bytes);
+#endif
+}
+
 /* Maps path read-only and keeps its descriptor, so that a later split can tell whether the file
    was truncated (reading the map past its end raises SIGBUS) or rewritten in place (the map would
    show the new bytes) since: pf__maps_unchanged. */
@@ -3205,8 +3248,8 @@ PF_PRIVATE pf_result pf__map_file(const char *path, pf__file_map *map, char *mes
     }
     pf__file_mtime(&st, &map->mtime_s, &map->mtime_ns);
     if (map->size > 0) {
-        void *p = mmap(NULL, map->size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p == MAP_FAILED) {
+        const void *p = pf__map_view(fd, map->size);
+        if (!p) {
             close(fd);
             return pf__format(message, size, PF_ERROR_IO, "%s: mmap: %s", path, strerror(errno));
         }
@@ -3215,7 +3258,7 @@ PF_PRIVATE pf_result pf__map_file(const char *path, pf__file_map *map, char *mes
     map->fd = fd;
     map->path = strdup(path);
     if (!map->path) {
-        if (map->data) munmap((void *)map->data, map->size);
+        if (map->data) pf__unmap_view(map->data, map->size);
         close(fd);
         map->data = NULL;
         map->fd = -1;
@@ -3225,7 +3268,7 @@ PF_PRIVATE pf_result pf__map_file(const char *path, pf__file_map *map, char *mes
 }
 
 static void pf__unmap_file(pf__file_map *map) {
-    if (map->data) munmap((void *)map->data, map->size);
+    if (map->data) pf__unmap_view(map->data, map->size);
     if (map->fd >= 0) close(map->fd);
     free(map->path);
     memset(map, 0, sizeof *map);
@@ -14118,7 +14161,9 @@ typedef struct pf__chat {
     const char *date; /* strftime_now's "YYYY-MM-DD[ HH:MM[:SS]]"; NULL: now */
 } pf__chat;
 
-#if defined(__GNUC__)
+#if defined(__MINGW32__) /* its printf is C99's (__USE_MINGW_ANSI_STDIO), which GCC calls gnu_printf there */
+__attribute__((noreturn, format(gnu_printf, 3, 4)))
+#elif defined(__GNUC__)
 __attribute__((noreturn, format(printf, 3, 4)))
 #endif
 static void pf__chat_fail(pf__chat *c, pf_result code, const char *fmt, ...) {
@@ -18254,10 +18299,21 @@ static void pf__cpu_rank_end(pf__rank *r) {
 #define PF__CPU_ALIGN 64
 static void *pf__cpu_alloc(pf__rank *r, size_t bytes) {
     (void)r;
+#ifdef _WIN32 /* no posix_memalign; its blocks go back through _aligned_free */
+    return _aligned_malloc(bytes ? bytes : 1, PF__CPU_ALIGN);
+#else
     void *ptr = NULL;
     return posix_memalign(&ptr, PF__CPU_ALIGN, bytes) == 0 ? ptr : NULL;
+#endif
 }
-static void pf__cpu_free(pf__rank *r, void *ptr) { (void)r; free(ptr); }
+static void pf__cpu_free(pf__rank *r, void *ptr) {
+    (void)r;
+#ifdef _WIN32
+    _aligned_free(ptr);
+#else
+    free(ptr);
+#endif
+}
 static void pf__cpu_copy(pf__rank *r, void *dst, const void *src, size_t bytes) {
     (void)r;
     if (bytes) memcpy(dst, src, bytes);
@@ -18550,7 +18606,11 @@ PF__TILE_SHAPES(avx2, PF__AVX2_TARGET, PF__TILE_ROWS, PF__TILE_OUTS, PF__ROW_OUT
    portable product-then-add does, the product being exact), added up as ((0 + 1) + (2 + 3)),
    then the last few inputs in order: the portable kernels' bits. The AVX2 tile's fp32 chunks,
    lane for lane on NEON beside the portable attention and activations, put Gemma 2's fixture
-   1.2e-5 apart between rank counts, past the 1e-5 bound. */
+   1.2e-5 apart between rank counts, past the 1e-5 bound.
+   16-bit weights are widened to fp32 (exact) and take these tiles. FEAT_FP16's fmla would round
+   each product and sum to fp16, and FEAT_BF16's bfdot / bfmmla sum pairs of products with their
+   own rounding (round-to-odd, denormals flushed, without FEAT_EBF16) and round x to bf16: neither
+   gives these sums' bits, so neither is used. */
 
 /* Weights i..i+3 of w, stored as wt, as fp32 lanes. */
 static PF__INLINE float32x4_t pf__load4_weights_neon(const void *w, size_t i, const int wt) {
@@ -19051,7 +19111,27 @@ static PF__INLINE int32x4_t pf__block_dot_neon(int8x16_t w0, int8x16_t w1, const
    Asked of Linux (getauxval); other systems take them alone too, unchecked here. */
 #if !defined(__clang__) && __GNUC__ >= 10 && defined(__linux__)
 #define PF__DOTPROD 1
-#define PF__DOTPROD_TARGET __attribute__((target("arch=armv8.2-a+dotprod")))
+/* A function's target must hold what the build's own flags give (the helpers it inlines are
+   compiled for those) and Armv8.2 (arm_neon.h's sdot and smmla are declared for it): the build's
+   flags plus the features where they are Armv8.2 or later already (FEAT_DotProd says so), else
+   Armv8.2 itself with the optional features the flags name (-march=armv8-a+crypto failed). */
+#if defined(__ARM_FEATURE_DOTPROD)
+#define PF__DOTPROD_TARGET
+#define PF__I8MM_TARGET __attribute__((target("+i8mm")))
+#else
+#ifdef __ARM_FEATURE_FP16_VECTOR_ARITHMETIC
+#define PF__ARCH_FP16 "+fp16"
+#else
+#define PF__ARCH_FP16 ""
+#endif
+#ifdef __ARM_FEATURE_CRYPTO
+#define PF__ARCH_CRYPTO "+crypto"
+#else
+#define PF__ARCH_CRYPTO ""
+#endif
+#define PF__DOTPROD_TARGET __attribute__((target("arch=armv8.2-a+dotprod" PF__ARCH_FP16 PF__ARCH_CRYPTO)))
+#define PF__I8MM_TARGET __attribute__((target("arch=armv8.2-a+dotprod+i8mm" PF__ARCH_FP16 PF__ARCH_CRYPTO)))
+#endif
 PF__DOTPROD_TARGET static PF__INLINE int32x4_t pf__block_dot_sdot(int8x16_t w0, int8x16_t w1, const int8_t *x) {
     return vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, vld1q_s8(x)), w1, vld1q_s8(x + 16));
 }
@@ -19064,6 +19144,20 @@ static PF__INLINE float pf__block_scale_neon(const unsigned char *block) {
     return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(bits))), 0);
 }
 
+/* A weight block's 32 values as two int8 vectors: Q8's bytes, or Q4's nibbles 0..15 (inputs 0..15
+   then 16..31). */
+static PF__INLINE void pf__block_values_neon(int8x16_t *v0, int8x16_t *v1, const unsigned char *block, int q4) {
+    if (q4) {
+        uint8x16_t packed = vld1q_u8(block + 2);
+        *v0 = vreinterpretq_s8_u8(vandq_u8(packed, vdupq_n_u8(15)));
+        *v1 = vreinterpretq_s8_u8(vshrq_n_u8(packed, 4));
+    } else {
+        *v0 = vld1q_s8((const int8_t *)block + 2), *v1 = vld1q_s8((const int8_t *)block + 18);
+    }
+}
+
+/* The 4 weight rows' lanes of block dots folded to one exact dot a row (pairwise adds, integers),
+   so the 4 chains of block products run in one vector's lanes: lane j's fma is fmaf's. */
 #define PF__Q8_ROWS_NEON(name, target, BYTES, q4, dot)                                                                \
     target static void name(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx, size_t rows,\
                             const unsigned char *w, size_t nb, size_t n_out) {                                       \
@@ -19072,27 +19166,27 @@ static PF__INLINE float pf__block_scale_neon(const unsigned char *block) {
             for (size_t o = 0; o < n_out; o += 4) {                                                                 \
                 size_t no = n_out - o < 4 ? n_out - o : 4;                                                          \
                 const unsigned char *row[4];                                                                        \
-                float sum[4] = {0, 0, 0, 0};                                                                        \
+                float32x4_t sum = vdupq_n_f32(0);                                                                   \
                 for (size_t j = 0; j < 4; j++) row[j] = w + (o + (j < no ? j : 0)) * row_bytes;                      \
                 for (size_t b = 0; b < nb; b++) {                                                                   \
                     const int8_t *xb = qx + r * k + b * PF__Q8_BLOCK;                                               \
-                    int32_t beyond = q4 ? 8 * sx[r * nb + b] : 0;                                                   \
-                    float d = dx[r * nb + b];                                                                       \
+                    int32x4_t lanes[4];                                                                             \
+                    float scales[4];                                                                                \
                     PF__UNROLL for (size_t j = 0; j < 4; j++) {                                                     \
                         const unsigned char *block = row[j] + b * BYTES;                                            \
                         int8x16_t w0, w1;                                                                           \
-                        if (q4) {                                                                                   \
-                            uint8x16_t packed = vld1q_u8(block + 2);                                                \
-                            w0 = vreinterpretq_s8_u8(vandq_u8(packed, vdupq_n_u8(15)));                             \
-                            w1 = vreinterpretq_s8_u8(vshrq_n_u8(packed, 4));                                        \
-                        } else {                                                                                    \
-                            w0 = vld1q_s8((const int8_t *)block + 2), w1 = vld1q_s8((const int8_t *)block + 18);    \
-                        }                                                                                           \
-                        int32_t exact = vaddvq_s32(dot(w0, w1, xb)) - beyond;                                       \
-                        sum[j] = fmaf((float)exact, d * pf__block_scale_neon(block), sum[j]);                       \
+                        pf__block_values_neon(&w0, &w1, block, q4);                                                 \
+                        lanes[j] = dot(w0, w1, xb);                                                                 \
+                        scales[j] = pf__block_scale_neon(block);                                                    \
                     }                                                                                               \
+                    int32x4_t exact = vpaddq_s32(vpaddq_s32(lanes[0], lanes[1]), vpaddq_s32(lanes[2], lanes[3]));   \
+                    if (q4) exact = vsubq_s32(exact, vdupq_n_s32(8 * sx[r * nb + b]));                              \
+                    float32x4_t scale = vmulq_n_f32(vld1q_f32(scales), dx[r * nb + b]);                             \
+                    sum = vfmaq_f32(sum, vcvtq_f32_s32(exact), scale);                                              \
                 }                                                                                                   \
-                memcpy(out + r * ld + o, sum, no * sizeof(float));                                                  \
+                float lanes_out[4];                                                                                 \
+                vst1q_f32(lanes_out, sum);                                                                          \
+                memcpy(out + r * ld + o, lanes_out, no * sizeof(float));                                            \
             }                                                                                                       \
     }
 PF__Q8_ROWS_NEON(pf__q8_rows_neon, , PF__Q8_BYTES, 0, pf__block_dot_neon)
@@ -19100,6 +19194,82 @@ PF__Q8_ROWS_NEON(pf__q4_rows_neon, , PF__Q4_BYTES, 1, pf__block_dot_neon)
 #ifdef PF__DOTPROD
 PF__Q8_ROWS_NEON(pf__q8_rows_sdot, PF__DOTPROD_TARGET, PF__Q8_BYTES, 0, pf__block_dot_sdot)
 PF__Q8_ROWS_NEON(pf__q4_rows_sdot, PF__DOTPROD_TARGET, PF__Q4_BYTES, 1, pf__block_dot_sdot)
+#endif
+
+/* Prompts' Q8/Q4 products with FEAT_I8MM's smmla (vmmlaq_s32): a 2x8 by 8x2 int8 product into a
+   2x2 int32 tile, the lanes (row 0, weight row 0), (0, 1), (1, 0), (1, 1). A tile of 4 rows of x by
+   4 weight rows takes 16 smmla a block (4 sub-tiles of 2x2, 4 steps of 8 inputs) for its 16 exact
+   dots, against 16 sdot and 16 horizontal sums in the rows above. The dots are the same
+   integers, and each output's chain of block products (fmaf, block order, from 0) runs in its own
+   lane, so the bits are the portable ones. Rows and weight rows past the ends repeat a real one
+   and are not stored. */
+#if !defined(__clang__) && __GNUC__ >= 10 && defined(__linux__)
+#define PF__I8MM 1
+
+/* Two rows' 16 int8 values a and b as smmla's operands: (a 0..7, b 0..7) and (a 8..15, b 8..15). */
+static PF__INLINE void pf__pair_rows_neon(int8x16_t *low, int8x16_t *high, int8x16_t a, int8x16_t b) {
+    int64x2_t a64 = vreinterpretq_s64_s8(a), b64 = vreinterpretq_s64_s8(b);
+    *low = vreinterpretq_s8_s64(vzip1q_s64(a64, b64));
+    *high = vreinterpretq_s8_s64(vzip2q_s64(a64, b64));
+}
+
+#define PF__MMLA_ROWS 4 /* rows of x a tile takes */
+#define PF__MMLA_OUTS 4 /* weight rows */
+
+#define PF__Q8_ROWS_MMLA(name, BYTES, q4)                                                                             \
+    PF__I8MM_TARGET static void name(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx,   \
+                                     size_t rows, const unsigned char *w, size_t nb, size_t n_out) {                 \
+        size_t row_bytes = nb * BYTES, k = nb * PF__Q8_BLOCK;                                                        \
+        for (size_t o = 0; o < n_out; o += PF__MMLA_OUTS) {                                                          \
+            size_t no = n_out - o < PF__MMLA_OUTS ? n_out - o : PF__MMLA_OUTS;                                       \
+            const unsigned char *wrow[PF__MMLA_OUTS];                                                                \
+            for (size_t j = 0; j < PF__MMLA_OUTS; j++) wrow[j] = w + (o + (j < no ? j : 0)) * row_bytes;              \
+            for (size_t r0 = 0; r0 < rows; r0 += PF__MMLA_ROWS) {                                                    \
+                size_t nr = rows - r0 < PF__MMLA_ROWS ? rows - r0 : PF__MMLA_ROWS, row[PF__MMLA_ROWS];               \
+                for (size_t i = 0; i < PF__MMLA_ROWS; i++) row[i] = r0 + (i < nr ? i : 0);                           \
+                /* sums[2 p + q]: rows 2p, 2p + 1 by weight rows 2q, 2q + 1, in smmla's lane order */                \
+                float32x4_t sums[4] = {vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0)};             \
+                for (size_t b = 0; b < nb; b++) {                                                                    \
+                    int8x16_t xs[2][4], ws[2][4]; /* [pair][step of 8 inputs] */                                    \
+                    PF__UNROLL for (int p = 0; p < 2; p++) {                                                         \
+                        const int8_t *a = qx + row[2 * p] * k + b * PF__Q8_BLOCK;                                    \
+                        const int8_t *c = qx + row[2 * p + 1] * k + b * PF__Q8_BLOCK;                                \
+                        pf__pair_rows_neon(&xs[p][0], &xs[p][1], vld1q_s8(a), vld1q_s8(c));                          \
+                        pf__pair_rows_neon(&xs[p][2], &xs[p][3], vld1q_s8(a + 16), vld1q_s8(c + 16));                \
+                        int8x16_t a0, a1, c0, c1;                                                                    \
+                        pf__block_values_neon(&a0, &a1, wrow[2 * p] + b * BYTES, q4);                                \
+                        pf__block_values_neon(&c0, &c1, wrow[2 * p + 1] + b * BYTES, q4);                            \
+                        pf__pair_rows_neon(&ws[p][0], &ws[p][1], a0, c0);                                            \
+                        pf__pair_rows_neon(&ws[p][2], &ws[p][3], a1, c1);                                            \
+                    }                                                                                                \
+                    float d[PF__MMLA_OUTS];                                                                          \
+                    PF__UNROLL for (int j = 0; j < PF__MMLA_OUTS; j++) d[j] = pf__block_scale_neon(wrow[j] + b * BYTES); \
+                    PF__UNROLL for (int p = 0; p < 2; p++) {                                                         \
+                        size_t x0 = row[2 * p] * nb + b, x1 = row[2 * p + 1] * nb + b;                               \
+                        float32x4_t dxs = {dx[x0], dx[x0], dx[x1], dx[x1]};                                          \
+                        int32x4_t beyond = {8 * sx[x0], 8 * sx[x0], 8 * sx[x1], 8 * sx[x1]};                         \
+                        PF__UNROLL for (int q = 0; q < 2; q++) {                                                     \
+                            int32x4_t dot = vdupq_n_s32(0);                                                          \
+                            PF__UNROLL for (int s = 0; s < 4; s++) dot = vmmlaq_s32(dot, xs[p][s], ws[q][s]);        \
+                            if (q4) dot = vsubq_s32(dot, beyond);                                                    \
+                            float32x4_t dws = {d[2 * q], d[2 * q + 1], d[2 * q], d[2 * q + 1]};                      \
+                            sums[2 * p + q] = vfmaq_f32(sums[2 * p + q], vcvtq_f32_s32(dot), vmulq_f32(dxs, dws));   \
+                        }                                                                                            \
+                    }                                                                                                \
+                }                                                                                                    \
+                float tile[4][4]; /* [row][weight row] */                                                            \
+                PF__UNROLL for (int p = 0; p < 2; p++) PF__UNROLL for (int q = 0; q < 2; q++) {                      \
+                    float lanes[4];                                                                                  \
+                    vst1q_f32(lanes, sums[2 * p + q]);                                                               \
+                    tile[2 * p][2 * q] = lanes[0], tile[2 * p][2 * q + 1] = lanes[1];                                \
+                    tile[2 * p + 1][2 * q] = lanes[2], tile[2 * p + 1][2 * q + 1] = lanes[3];                        \
+                }                                                                                                    \
+                for (size_t i = 0; i < nr; i++) memcpy(out + (r0 + i) * ld + o, tile[i], no * sizeof(float));       \
+            }                                                                                                        \
+        }                                                                                                            \
+    }
+PF__Q8_ROWS_MMLA(pf__q8_rows_mmla, PF__Q8_BYTES, 0)
+PF__Q8_ROWS_MMLA(pf__q4_rows_mmla, PF__Q4_BYTES, 1)
 #endif
 #endif
 
@@ -20659,9 +20829,17 @@ int pf_testing_avx2_cpu = 0;
 /* Test hook: nonzero keeps the Q8/Q4 products off AMX where the processor has it. */
 int pf_testing_no_amx_cpu = 0;
 #define PF__NO_AMX_ASKED pf_testing_no_amx_cpu
+/* Test hook (ARM64): nonzero makes it use NEON's kernels alone, without sdot or smmla. */
+int pf_testing_neon_cpu = 0;
+#define PF__NEON_ASKED pf_testing_neon_cpu
+/* Test hook (ARM64): nonzero keeps the prompts' Q8/Q4 products off smmla (FEAT_I8MM). */
+int pf_testing_no_i8mm_cpu = 0;
+#define PF__NO_I8MM_ASKED pf_testing_no_i8mm_cpu
 #else
 #define PF__AVX2_ASKED 0
 #define PF__NO_AMX_ASKED 0
+#define PF__NEON_ASKED 0
+#define PF__NO_I8MM_ASKED 0
 #endif
 
 #ifdef PF__AVX2
@@ -20749,11 +20927,23 @@ static pf__cpu_kernels pf__cpu_neon_dotprod;
 static int pf__cpu_dotprod_usable;
 static pthread_once_t pf__cpu_neon_probe_once = PTHREAD_ONCE_INIT;
 
+#ifdef PF__I8MM
+/* The sdot set with smmla's products for prompts, where the processor has FEAT_I8MM too (every
+   core with it has FEAT_DotProd: both are Armv8.6's). */
+static pf__cpu_kernels pf__cpu_neon_i8mm;
+static int pf__cpu_i8mm_usable;
+#endif
+
 static void pf__cpu_neon_probe(void) {
     pf__cpu_dotprod_usable = (getauxval(AT_HWCAP) & (1ul << 20)) != 0; /* HWCAP_ASIMDDP */
     pf__cpu_neon_dotprod = pf__cpu_neon;
     pf__cpu_neon_dotprod.q8_rows = pf__cpu_neon_dotprod.q8_row = pf__q8_rows_sdot;
     pf__cpu_neon_dotprod.q4_rows = pf__cpu_neon_dotprod.q4_row = pf__q4_rows_sdot;
+#ifdef PF__I8MM
+    pf__cpu_i8mm_usable = pf__cpu_dotprod_usable && (getauxval(AT_HWCAP2) & (1ul << 13)) != 0; /* HWCAP2_I8MM */
+    pf__cpu_neon_i8mm = pf__cpu_neon_dotprod;
+    pf__cpu_neon_i8mm.q8_rows = pf__q8_rows_mmla, pf__cpu_neon_i8mm.q4_rows = pf__q4_rows_mmla;
+#endif
 }
 #endif
 #endif
@@ -20772,7 +20962,10 @@ static const pf__cpu_kernels *pf__cpu_kernels_here(void) {
 #ifdef PF__NEON
 #ifdef PF__DOTPROD
     pthread_once(&pf__cpu_neon_probe_once, pf__cpu_neon_probe);
-    if (pf__cpu_dotprod_usable) return &pf__cpu_neon_dotprod;
+#ifdef PF__I8MM
+    if (pf__cpu_i8mm_usable && !PF__NEON_ASKED && !PF__NO_I8MM_ASKED) return &pf__cpu_neon_i8mm;
+#endif
+    if (pf__cpu_dotprod_usable && !PF__NEON_ASKED) return &pf__cpu_neon_dotprod;
 #endif
     return &pf__cpu_neon;
 #endif
@@ -21656,6 +21849,7 @@ static void pf__cpu_reorder_rows(pf__rank *r, void *cache, const int *dst, const
     }
 }
 
+#ifdef __linux__
 /* A number of kB after `key` in /proc/meminfo, or of bytes in a cgroup file ("max": none); -1 when
    there is no such file or line. */
 static long long pf__read_memory_value(const char *path, const char *key) {
@@ -21674,6 +21868,7 @@ static long long pf__read_memory_value(const char *path, const char *key) {
     fclose(f);
     return value;
 }
+#endif
 
 /* The host's memory in all, and in use: what the kernel could not hand out now (MemAvailable
    counts the page cache it can drop, such as a checkpoint just read), or the cgroup's use when
@@ -21690,6 +21885,11 @@ static int pf__cpu_device_memory(int device, size_t *used, size_t *total) {
     long pages = sysconf(_SC_PHYS_PAGES), free_pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages > 0 && free_pages >= 0 && free_pages <= pages && page > 0)
         all = (long long)pages * page, available = (long long)free_pages * page;
+#endif
+#ifdef _WIN32
+    MEMORYSTATUSEX status;
+    status.dwLength = sizeof status;
+    if (GlobalMemoryStatusEx(&status)) all = (long long)status.ullTotalPhys, available = (long long)status.ullAvailPhys;
 #endif
 #ifdef __linux__
     long long meminfo = pf__read_memory_value("/proc/meminfo", "MemAvailable:");
@@ -28339,8 +28539,19 @@ pf_tokenizer *pf_model_tokenizer(pf_model *m) { return m ? m->tokenizer : NULL; 
 
 /* Ranks for num_ranks 0: a rank per online core on the CPU (a CPU rank is one thread), one per
    visible GPU on CUDA; never more than PF__MAX_RANKS. */
+static int pf__online_cpus(void) {
+#ifdef _WIN32
+    SYSTEM_INFO info;
+    GetSystemInfo(&info);
+    return (int)info.dwNumberOfProcessors;
+#else
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > INT_MAX ? INT_MAX : (int)n;
+#endif
+}
+
 static int pf__every_device(const pf__backend *backend) {
-    long n = backend == &pf__cpu_backend ? sysconf(_SC_NPROCESSORS_ONLN) : (long)pf__cuda_devices();
+    long n = backend == &pf__cpu_backend ? pf__online_cpus() : (long)pf__cuda_devices();
     return n < 1 ? 1 : n > PF__MAX_RANKS ? PF__MAX_RANKS : (int)n;
 }
 

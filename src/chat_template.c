@@ -133,7 +133,9 @@ typedef struct pf__chat {
     const char *date; /* strftime_now's "YYYY-MM-DD[ HH:MM[:SS]]"; NULL: now */
 } pf__chat;
 
-#if defined(__GNUC__)
+#if defined(__MINGW32__) /* its printf is C99's (__USE_MINGW_ANSI_STDIO), which GCC calls gnu_printf there */
+__attribute__((noreturn, format(gnu_printf, 3, 4)))
+#elif defined(__GNUC__)
 __attribute__((noreturn, format(printf, 3, 4)))
 #endif
 static void pf__chat_fail(pf__chat *c, pf_result code, const char *fmt, ...) {

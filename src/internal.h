@@ -12,6 +12,8 @@
    library's users in the development build of several objects. */
 #ifdef PF_AMALGAMATION
 #define PF_PRIVATE static
+#elif defined(_WIN32)
+#define PF_PRIVATE /* a DLL exports only what is marked for it: nothing to hide */
 #else
 #define PF_PRIVATE __attribute__((visibility("hidden")))
 #endif
@@ -19,6 +21,9 @@
 /* ---- src/util.c ---- */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
+#endif
+#if defined(__MINGW32__) && !defined(__USE_MINGW_ANSI_STDIO)
+#define __USE_MINGW_ANSI_STDIO 1 /* C99's printf (%zu, %lld), not msvcrt's */
 #endif
 #include "parallelformers.h"
 #include <ctype.h>
@@ -33,7 +38,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _WIN32 /* Windows (mingw-w64): file mappings, memory and processor counts from the Win32 API */
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#include <io.h>
+#include <windows.h>
+#else
 #include <sys/mman.h>
+#endif
 #include <sys/stat.h>
 #include <unistd.h>
 #define PF__MESSAGE_SIZE 512

@@ -33,6 +33,30 @@ static void pf__file_mtime(const struct stat *st, long long *seconds, long long 
 #endif
 }
 
+/* A read-only private view of a file's first `bytes` (NULL with errno set on failure), and its end:
+   mmap, or on Windows a file mapping's view (the view keeps the mapping object alive). */
+static const void *pf__map_view(int fd, size_t bytes) {
+#ifdef _WIN32
+    HANDLE mapping = CreateFileMappingA((HANDLE)_get_osfhandle(fd), NULL, PAGE_READONLY, 0, 0, NULL);
+    void *p = mapping ? MapViewOfFile(mapping, FILE_MAP_READ, 0, 0, bytes) : NULL;
+    if (!p) errno = GetLastError() == ERROR_NOT_ENOUGH_MEMORY ? ENOMEM : EIO;
+    if (mapping) CloseHandle(mapping);
+    return p;
+#else
+    void *p = mmap(NULL, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+    return p == MAP_FAILED ? NULL : p;
+#endif
+}
+
+static void pf__unmap_view(const void *p, size_t bytes) {
+#ifdef _WIN32
+    (void)bytes;
+    UnmapViewOfFile(p);
+#else
+    munmap((void *)p, bytes);
+#endif
+}
+
 /* Maps path read-only and keeps its descriptor, so that a later split can tell whether the file
    was truncated (reading the map past its end raises SIGBUS) or rewritten in place (the map would
    show the new bytes) since: pf__maps_unchanged. */
@@ -50,8 +74,8 @@ PF_PRIVATE pf_result pf__map_file(const char *path, pf__file_map *map, char *mes
     }
     pf__file_mtime(&st, &map->mtime_s, &map->mtime_ns);
     if (map->size > 0) {
-        void *p = mmap(NULL, map->size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p == MAP_FAILED) {
+        const void *p = pf__map_view(fd, map->size);
+        if (!p) {
             close(fd);
             return pf__format(message, size, PF_ERROR_IO, "%s: mmap: %s", path, strerror(errno));
         }
@@ -60,7 +84,7 @@ PF_PRIVATE pf_result pf__map_file(const char *path, pf__file_map *map, char *mes
     map->fd = fd;
     map->path = strdup(path);
     if (!map->path) {
-        if (map->data) munmap((void *)map->data, map->size);
+        if (map->data) pf__unmap_view(map->data, map->size);
         close(fd);
         map->data = NULL;
         map->fd = -1;
@@ -70,7 +94,7 @@ PF_PRIVATE pf_result pf__map_file(const char *path, pf__file_map *map, char *mes
 }
 
 static void pf__unmap_file(pf__file_map *map) {
-    if (map->data) munmap((void *)map->data, map->size);
+    if (map->data) pf__unmap_view(map->data, map->size);
     if (map->fd >= 0) close(map->fd);
     free(map->path);
     memset(map, 0, sizeof *map);

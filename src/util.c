@@ -60,7 +60,11 @@ PF_PRIVATE int pf__file_exists(const char *path) {
 PF_PRIVATE pf_result pf__open_regular(const char *path, int *fd, size_t *file_size, char *message, size_t size) {
     *fd = -1;
     *file_size = 0;
+#ifdef _WIN32 /* no FIFOs to wait on; bytes as they are (no text mode), not inherited */
+    int f = open(path, O_RDONLY | O_BINARY | O_NOINHERIT);
+#else
     int f = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+#endif
     if (f < 0) return pf__format(message, size, PF_ERROR_IO, "%s: %s", path, strerror(errno));
     struct stat st;
     if (fstat(f, &st) != 0) {
@@ -77,12 +81,14 @@ PF_PRIVATE pf_result pf__open_regular(const char *path, int *fd, size_t *file_si
         close(f);
         return pf__format(message, size, PF_ERROR_IO, "%s: not a regular file (%s)", path, kind);
     }
+#ifndef _WIN32
     int flags = fcntl(f, F_GETFL);
     if (flags < 0 || fcntl(f, F_SETFL, flags & ~O_NONBLOCK) != 0) {
         pf_result r = pf__format(message, size, PF_ERROR_IO, "%s: %s", path, strerror(errno));
         close(f);
         return r;
     }
+#endif
     *fd = f;
     *file_size = (size_t)st.st_size;
     return PF_OK;

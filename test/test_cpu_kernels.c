@@ -16,6 +16,10 @@
 #include "testing_hooks.h"
 
 #ifdef PF_TESTING
+#ifdef __aarch64__ /* ARM64's kernel sets in the x86 hooks' places (kernel_names) */
+#define pf_testing_avx2_cpu pf_testing_neon_cpu
+#define pf_testing_no_amx_cpu pf_testing_no_i8mm_cpu
+#endif
 /* x[rows][k] w[n][k]: uniform in [-1, 1) and [-0.05, 0.05), from a fixed LCG. */
 static void random_fill(float *v, size_t n, float scale, uint64_t *state) {
     for (size_t i = 0; i < n; i++) {
@@ -121,8 +125,14 @@ static void test_cpu_matmul(void) {
 
 /* The CPU kernel sets the matmul tests run (pf_testing_*_cpu): 0 the default (AVX-512 tiles,
    VNNI, and AMX for Q8/Q4 from 16 rows of x, where present), 1 AVX2, 2 portable, 3 the default
-   less AMX. */
+   less AMX. On ARM64 the same places hold its sets: 1 NEON alone, 3 the default less smmla (NEON
+   with sdot where the processor has FEAT_DotProd), so every test below runs each of them; the
+   hooks are renamed at the top of this file rather than at each of the tests' thirty uses. */
+#ifdef __aarch64__
+static const char *const kernel_names[] = {"default", "NEON", "portable", "no-i8mm"};
+#else
 static const char *const kernel_names[] = {"default", "AVX2", "portable", "no-AMX"};
+#endif
 
 /* Small odd shapes (rows, weight rows and inputs off every tile and chunk size, slices off the
    8-input grid) in each weight dtype, on each kernel set (the default one: AVX-512's 16-lane tiles

@@ -40,6 +40,10 @@ extern int pf_testing_portable_cpu;
 extern int pf_testing_avx2_cpu;
 /* Nonzero: the Q8/Q4 products stay off AMX where the processor has it. */
 extern int pf_testing_no_amx_cpu;
+/* Nonzero (ARM64): NEON's kernels alone, without sdot or smmla. */
+extern int pf_testing_neon_cpu;
+/* Nonzero (ARM64): the prompts' Q8/Q4 products stay off smmla (FEAT_I8MM). */
+extern int pf_testing_no_i8mm_cpu;
 
 /* ---- the CPU kernels on plain arrays, as the CPU backend picks them ---- */
 
