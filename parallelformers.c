@@ -141,14 +141,14 @@ PF_PRIVATE pf_result pf__json_load(const char *path, pf__json **out, char *messa
 /* ---- src/safetensors.c ---- */
 
 /* PF__DTYPE_Q8 and _Q4 are llama.cpp's Q8_0 and Q4_0 blocks: our quantizers' formats (see
-   PF__Q8_BLOCK), and a GGUF's. Q4_1 to IQ4_XS are GGUF's other block formats, kept as the file
+   PF__Q8_BLOCK), and a GGUF's. Q4_1 to Q2_K are GGUF's other block formats, kept as the file
    holds them (src/blocks.c); PF__BLOCKED names them all. */
 typedef enum { PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8, PF__DTYPE_Q4, PF__DTYPE_Q4_1, PF__DTYPE_Q5_0,
                PF__DTYPE_Q5_1, PF__DTYPE_Q4_K, PF__DTYPE_Q5_K, PF__DTYPE_Q6_K, PF__DTYPE_Q3_K, PF__DTYPE_IQ4_NL,
-               PF__DTYPE_IQ4_XS, PF__DTYPE_PACKED, PF__DTYPE_OTHER } pf__dtype;
+               PF__DTYPE_IQ4_XS, PF__DTYPE_Q2_K, PF__DTYPE_PACKED, PF__DTYPE_OTHER } pf__dtype;
 /* PF__DTYPE_PACKED: a quantized safetensors checkpoint's matrix (FP8, GPTQ, AWQ: src/quantized.c),
    its values in the file's tensors and decoded as the ranks slice it (pf__st_tensor.packed). */
-#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_IQ4_XS)
+#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_Q2_K)
 #define PF__MAX_DIMS 8
 
 typedef struct pf__file_map {
@@ -216,13 +216,14 @@ extern PF_PRIVATE const int8_t pf__iq4_levels[16]; /* the IQ4 formats' levels (g
 #endif
 PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *block, float *out);
 PF_PRIVATE float pf__block_value(pf__dtype t, const void *w, size_t i);
-/* Sub-block j (32 weights) of a block in integers: weight i is dw * s_i * v[i] + mw, s_i being
-   scales16[i / 16] (Q6_K's and Q3_K's 16-weight scales; 1 for the others) and mw 0 for the
-   formats without a minimum (Q8_0, Q4_0, Q5_0, Q6_K, Q3_K). What the integer matrix products
+/* Sub-block j (32 weights) of a block in integers: weight i is dw * s_i * v[i] + mw * m_i, s_i
+   being scales16[i / 16] (Q6_K's, Q3_K's and Q2_K's 16-weight scales; 1 for the others), m_i
+   mins16[i / 16] (Q2_K's 16-weight minimums; 1 for the others) and mw 0 for the formats without
+   a minimum (Q8_0, Q4_0, Q5_0, Q6_K, Q3_K, IQ4_NL, IQ4_XS). What the integer matrix products
    multiply. */
 typedef struct pf__sub_block {
     int8_t v[32];
-    int16_t scales16[2];
+    int16_t scales16[2], mins16[2];
     float dw, mw;
 } pf__sub_block;
 PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *block, int j, pf__sub_block *out);
@@ -2540,7 +2541,8 @@ PF_PRIVATE uint16_t pf__f32_to_bf16(float f) {
 /* =============================================================================================== */
 
 /* Each format stores a row of weights in blocks: 32 weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
-   IQ4_NL) or 256 in 8 sub-blocks of 32 (Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS), little-endian, as ggml's block_* structs lay them out.
+   IQ4_NL) or 256 in 8 sub-blocks of 32 (Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS, Q2_K), little-endian, as
+   ggml's block_* structs lay them out.
    Dequantization is ggml's dequantize_row_* arithmetic in fp32 (what the gguf package's
    gguf.quants computes); the sub-block form is the same numbers as integers and two fp32 factors,
    for the integer products of the CPU backend. */
@@ -2550,7 +2552,7 @@ static const struct { const char *name; unsigned char values_log2, bytes; } pf__
     [PF__DTYPE_Q8] = {"Q8_0", 5, 34},  [PF__DTYPE_Q4] = {"Q4_0", 5, 18},    [PF__DTYPE_Q4_1] = {"Q4_1", 5, 20},
     [PF__DTYPE_Q5_0] = {"Q5_0", 5, 22}, [PF__DTYPE_Q5_1] = {"Q5_1", 5, 24}, [PF__DTYPE_Q4_K] = {"Q4_K", 8, 144},
     [PF__DTYPE_Q5_K] = {"Q5_K", 8, 176}, [PF__DTYPE_Q6_K] = {"Q6_K", 8, 210}, [PF__DTYPE_Q3_K] = {"Q3_K", 8, 110},
-    [PF__DTYPE_IQ4_NL] = {"IQ4_NL", 5, 18}, [PF__DTYPE_IQ4_XS] = {"IQ4_XS", 8, 136},
+    [PF__DTYPE_IQ4_NL] = {"IQ4_NL", 5, 18}, [PF__DTYPE_IQ4_XS] = {"IQ4_XS", 8, 136}, [PF__DTYPE_Q2_K] = {"Q2_K", 8, 84},
     [PF__DTYPE_PACKED] = {"packed (FP8, GPTQ, AWQ)", 0, 0}, [PF__DTYPE_OTHER] = {"other", 0, 0},
 };
 
@@ -2564,7 +2566,7 @@ PF_PRIVATE const char *pf__dtype_name(pf__dtype t) { return pf__block_table[t].n
 static float pf__block_f16(const uint8_t *p) { return pf__f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
 
 PF_PRIVATE int pf__block_has_min(pf__dtype t) {
-    return t == PF__DTYPE_Q4_1 || t == PF__DTYPE_Q5_1 || t == PF__DTYPE_Q4_K || t == PF__DTYPE_Q5_K;
+    return t == PF__DTYPE_Q4_1 || t == PF__DTYPE_Q5_1 || t == PF__DTYPE_Q4_K || t == PF__DTYPE_Q5_K || t == PF__DTYPE_Q2_K;
 }
 
 /* The K formats' sub-block j scale and minimum: 6 bits each, j < 4 in the low bits of bytes j and
@@ -2646,6 +2648,11 @@ static void pf__sub_block_values(pf__dtype t, const uint8_t *b, int j, int *q) {
         for (int i = 0; i < 32; i++) q[i] = ((qs[i] >> (2 * k)) & 3) | ((hmask[i] >> (4 * half + k)) & 1) << 2;
         break;
     }
+    case PF__DTYPE_Q2_K: { /* 16 bytes of scales, then 64 of 2-bit values (halves of 32, by 2k) */
+        const uint8_t *qs = b + 16 + j / 4 * 32;
+        for (int i = 0; i < 32; i++) q[i] = (qs[i] >> (2 * (j % 4))) & 3;
+        break;
+    }
     default:
         for (int i = 0; i < 32; i++) q[i] = 0;
     }
@@ -2656,7 +2663,7 @@ PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__s
     pf__sub_block_values(t, b, j, q);
     int iq4 = t == PF__DTYPE_IQ4_NL || t == PF__DTYPE_IQ4_XS;
     for (int i = 0; i < 32; i++) out->v[i] = iq4 ? pf__iq4_levels[q[i]] : (int8_t)(q[i] - offset);
-    out->scales16[0] = out->scales16[1] = 1;
+    out->scales16[0] = out->scales16[1] = out->mins16[0] = out->mins16[1] = 1;
     out->mw = 0.0f;
     switch (t) {
     case PF__DTYPE_Q8: case PF__DTYPE_Q4: case PF__DTYPE_Q5_0: case PF__DTYPE_IQ4_NL: out->dw = pf__block_f16(b); break;
@@ -2679,12 +2686,19 @@ PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__s
         out->scales16[0] = (int16_t)pf__q3_k_scale(b + 96, 2 * j), out->scales16[1] = (int16_t)pf__q3_k_scale(b + 96, 2 * j + 1);
         out->dw = pf__block_f16(b + 108);
         break;
+    case PF__DTYPE_Q2_K: /* a byte per 16 weights: the scale in the low nibble, the minimum high; then d, dmin */
+        out->scales16[0] = b[2 * j] & 15, out->scales16[1] = b[2 * j + 1] & 15;
+        out->mins16[0] = b[2 * j] >> 4, out->mins16[1] = b[2 * j + 1] >> 4;
+        out->dw = pf__block_f16(b + 80);
+        out->mw = -pf__block_f16(b + 82);
+        break;
     default: out->dw = 0.0f;
     }
 }
 
 /* One block as fp32, in ggml's order of operations: d * q (Q8_0, Q4_0, Q5_0), d * q + m (Q4_1,
-   Q5_1), (d * sc) * q - (dmin * m) (Q4_K, Q5_K), (d * sc) * q (Q6_K, Q3_K), q offset as stored. */
+   Q5_1), (d * sc) * q - (dmin * m) (Q4_K, Q5_K, Q2_K: -(dmin * m) is (-dmin) * m exactly),
+   (d * sc) * q (Q6_K, Q3_K), q offset as stored. */
 PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *b, float *out) {
     int subs = (int)(pf__block_values(t) / 32);
     for (int j = 0; j < subs; j++) {
@@ -2700,6 +2714,9 @@ PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *b, float *out) 
             break;
         case PF__DTYPE_Q6_K: case PF__DTYPE_Q3_K:
             for (int i = 0; i < 32; i++) y[i] = s.dw * (float)s.scales16[i / 16] * (float)s.v[i];
+            break;
+        case PF__DTYPE_Q2_K:
+            for (int i = 0; i < 32; i++) y[i] = s.dw * (float)s.scales16[i / 16] * (float)s.v[i] + s.mw * (float)s.mins16[i / 16];
             break;
         default:
             for (int i = 0; i < 32; i++) y[i] = (float)s.v[i] * s.dw;
@@ -2718,6 +2735,7 @@ PF_PRIVATE float pf__block_value(pf__dtype t, const void *w, size_t i) {
     case PF__DTYPE_Q4_1: case PF__DTYPE_Q5_1: return (float)s.v[j] * s.dw + s.mw;
     case PF__DTYPE_Q4_K: case PF__DTYPE_Q5_K: return s.dw * (float)s.v[j] + s.mw;
     case PF__DTYPE_Q6_K: case PF__DTYPE_Q3_K: return s.dw * (float)s.scales16[j / 16] * (float)s.v[j];
+    case PF__DTYPE_Q2_K: return s.dw * (float)s.scales16[j / 16] * (float)s.v[j] + s.mw * (float)s.mins16[j / 16];
     default: return (float)s.v[j] * s.dw;
     }
 }
@@ -18800,12 +18818,13 @@ PF__Q8_ROWS_NEON(pf__q4_rows_sdot, PF__DOTPROD_TARGET, PF__Q4_BYTES, 1, pf__bloc
 #endif
 #endif
 
-/* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS), multiplied in their blocks.
-   Each 32-weight sub-block is integers v with factors (pf__sub_block: weight = dw s v + mw) and
-   meets x's block of the same 32 inputs (int8 qx, scale dx, sum sx: pf__quantize_x_fn), so its
-   product is dx (dw dot + mw sx), dot = sum s v qx exact. out[r][o] is one fp32 chain over the
+/* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K), multiplied in
+   their blocks. Each 32-weight sub-block is integers v with factors (pf__sub_block: weight =
+   dw s v + mw m) and meets x's block of the same 32 inputs (int8 qx, scale dx, sum sx:
+   pf__quantize_x_fn), so its product is dx (dw dot + mw mdot), dot = sum s v qx and mdot =
+   sum m qx exact (mdot is sx where m is 1: all but Q2_K). out[r][o] is one fp32 chain over the
    sub-blocks in order, sum = fmaf((float)dot, dx * dw, sum), then, for the formats with a
-   minimum, sum = fmaf((float)sx, dx * mw, sum), from 0: every kernel set gives those bits. The
+   minimum, sum = fmaf((float)mdot, dx * mw, sum), from 0: every kernel set gives those bits. The
    only rounding beyond fp32's is x's to int8 (llama.cpp's vec_dot rounds x the same way, to
    q8_0 or q8_K blocks): within max|x of a block| / 254 an input. */
 typedef void pf__blocks_rows_fn(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx,
@@ -18826,10 +18845,12 @@ static void pf__blocks_rows_portable(float *out, size_t ld, const int8_t *qx, co
                 for (size_t j = 0; j < subs; j++) {
                     size_t xb = r * nx + b * subs + j;
                     const int8_t *x = qx + xb * 32;
-                    int64_t dot = 0; /* 64 bits: see pf__block_dot_portable */
+                    int64_t dot = 0, mdot = sx[xb]; /* 64 bits: see pf__block_dot_portable */
                     for (int i = 0; i < 32; i++) dot += (int64_t)sb[j].scales16[i / 16] * sb[j].v[i] * x[i];
+                    if (t == PF__DTYPE_Q2_K)
+                        for (int i = mdot = 0; i < 32; i++) mdot += (int64_t)sb[j].mins16[i / 16] * x[i];
                     sum = fmaf((float)dot, dx[xb] * sb[j].dw, sum);
-                    if (has_min) sum = fmaf((float)sx[xb], dx[xb] * sb[j].mw, sum);
+                    if (has_min) sum = fmaf((float)mdot, dx[xb] * sb[j].mw, sum);
                 }
                 out[r * ld + o] = sum;
             }
@@ -18840,17 +18861,21 @@ static void pf__blocks_rows_portable(float *out, size_t ld, const int8_t *qx, co
 #ifdef PF__AVX2
 /* src/blocks.c's sizes and minimum flag again, as constants where t is one (the kernels unroll). */
 static PF__INLINE size_t pf__values_of(const pf__dtype t) {
-    return (t >= PF__DTYPE_Q4_K && t <= PF__DTYPE_Q3_K) || t == PF__DTYPE_IQ4_XS ? 256 : 32;
+    return (t >= PF__DTYPE_Q4_K && t <= PF__DTYPE_Q3_K) || t == PF__DTYPE_IQ4_XS || t == PF__DTYPE_Q2_K ? 256 : 32;
 }
 static PF__INLINE size_t pf__bytes_of(const pf__dtype t) {
     return t == PF__DTYPE_Q8 ? 34 : t == PF__DTYPE_Q4 || t == PF__DTYPE_IQ4_NL ? 18 : t == PF__DTYPE_Q4_1 ? 20
            : t == PF__DTYPE_Q5_0 ? 22 : t == PF__DTYPE_Q5_1 ? 24 : t == PF__DTYPE_Q4_K ? 144 : t == PF__DTYPE_Q5_K ? 176
-           : t == PF__DTYPE_Q3_K ? 110 : t == PF__DTYPE_IQ4_XS ? 136 : 210;
+           : t == PF__DTYPE_Q3_K ? 110 : t == PF__DTYPE_IQ4_XS ? 136 : t == PF__DTYPE_Q2_K ? 84 : 210;
 }
-/* The formats whose sub-blocks have a scale per 16 weights (pf__sub_block's scales16). */
-static PF__INLINE int pf__scales16_of(const pf__dtype t) { return t == PF__DTYPE_Q6_K || t == PF__DTYPE_Q3_K; }
+/* The formats whose sub-blocks have a scale per 16 weights (pf__sub_block's scales16), and a
+   minimum per 16 (mins16). */
+static PF__INLINE int pf__scales16_of(const pf__dtype t) {
+    return t == PF__DTYPE_Q6_K || t == PF__DTYPE_Q3_K || t == PF__DTYPE_Q2_K;
+}
+static PF__INLINE int pf__mins16_of(const pf__dtype t) { return t == PF__DTYPE_Q2_K; }
 static PF__INLINE int pf__has_min_of(const pf__dtype t) {
-    return t == PF__DTYPE_Q4_1 || t == PF__DTYPE_Q5_1 || t == PF__DTYPE_Q4_K || t == PF__DTYPE_Q5_K;
+    return t == PF__DTYPE_Q4_1 || t == PF__DTYPE_Q5_1 || t == PF__DTYPE_Q4_K || t == PF__DTYPE_Q5_K || t == PF__DTYPE_Q2_K;
 }
 
 /* 32 bytes: 0xff where bit i of the 4 bytes at p is set (Q5's fifth bits). */
@@ -18870,10 +18895,10 @@ PF__AVX2_TARGET static PF__INLINE float pf__f16_at_f16c(const unsigned char *p) 
     return _cvtsh_ss(h);
 }
 
-/* Sub-block j of block b as 32 int8 values v, its factors dw and mw, and (Q6_K, Q3_K) the int16
-   scales of its two halves; t a constant where it is inlined. */
+/* Sub-block j of block b as 32 int8 values v, its factors dw and mw, (Q6_K, Q3_K, Q2_K) the int16
+   scales of its two halves and (Q2_K) their int16 minimums; t a constant where it is inlined. */
 PF__AVX2_TARGET static PF__INLINE __m256i pf__sub_block_avx2(pf__dtype t, const unsigned char *b, int j, float *dw,
-                                                            float *mw, __m256i *scales) {
+                                                            float *mw, __m256i *scales, __m256i *mins) {
     const __m256i low4 = _mm256_set1_epi8(15);
     __m128i shift4 = _mm_cvtsi32_si128(j % 2 * 4);
     switch (t) {
@@ -18924,6 +18949,13 @@ PF__AVX2_TARGET static PF__INLINE __m256i pf__sub_block_avx2(pf__dtype t, const 
                                         _mm256_set1_epi8(1));
         return _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi16(high, 2)), _mm256_set1_epi8(4));
     }
+    case PF__DTYPE_Q2_K: { /* as pf__sub_block_values: 2-bit values by 2k; a scale and minimum byte per 16 */
+        *dw = pf__f16_at_f16c(b + 80), *mw = -pf__f16_at_f16c(b + 82);
+        *scales = _mm256_set_m128i(_mm_set1_epi16(b[2 * j + 1] & 15), _mm_set1_epi16(b[2 * j] & 15));
+        *mins = _mm256_set_m128i(_mm_set1_epi16(b[2 * j + 1] >> 4), _mm_set1_epi16(b[2 * j] >> 4));
+        return _mm256_and_si256(_mm256_srl_epi16(_mm256_loadu_si256((const __m256i *)(b + 16 + j / 4 * 32)),
+                                                 _mm_cvtsi32_si128(2 * (j % 4))), _mm256_set1_epi8(3));
+    }
     default: { /* Q6_K */
         int half = j / 4, k = j % 4;
         const int8_t *sc = (const int8_t *)(b + 192) + half * 8 + k * 2;
@@ -18957,12 +18989,12 @@ PF__AVX2_TARGET static PF__INLINE void pf__blocks_rows_avx2_as(float *out, size_
             for (int r = 0; r < PF__BLOCKS_R; r++) acc[r] = _mm256_setzero_ps();
             for (size_t b = 0; b < k / values; b++)
                 for (size_t j = 0; j < subs; j++) {
-                    __m256i wv[8], scales[8];
+                    __m256i wv[8], scales[8], mins[8];
                     float dw[8], mw[8] = {0};
                     if (j == 0) pf__prefetch_next_tile(w + (o + 8) * row_bytes, 8 * bytes, b);
                     PF__UNROLL for (int i = 0; i < 8; i++) {
                         _mm_prefetch((const char *)(row[i] + b * bytes + 4 * bytes), _MM_HINT_T0);
-                        wv[i] = pf__sub_block_avx2(t, row[i] + b * bytes, (int)j, &dw[i], &mw[i], &scales[i]);
+                        wv[i] = pf__sub_block_avx2(t, row[i] + b * bytes, (int)j, &dw[i], &mw[i], &scales[i], &mins[i]);
                     }
                     __m256 dwv = _mm256_loadu_ps(dw), mwv = _mm256_loadu_ps(mw);
                     for (size_t r = 0; r < nr; r++) {
@@ -18972,10 +19004,14 @@ PF__AVX2_TARGET static PF__INLINE void pf__blocks_rows_avx2_as(float *out, size_
                             __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(wv[i]), _mm256_sign_epi8(xv, wv[i]));
                             d[i] = _mm256_madd_epi16(pairs, pf__scales16_of(t) ? scales[i] : _mm256_set1_epi16(1));
                         }
-                        __m256 scale = _mm256_set1_ps(dx[xb]);
+                        __m256 scale = _mm256_set1_ps(dx[xb]), mdot = _mm256_set1_ps((float)sx[xb]);
                         acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pf__sum_lanes8_avx2(d)), _mm256_mul_ps(scale, dwv), acc[r]);
-                        if (has_min)
-                            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps((float)sx[xb]), _mm256_mul_ps(scale, mwv), acc[r]);
+                        if (pf__mins16_of(t)) { /* each row's sum m qx: x's pairs weighed by its minimums */
+                            __m256i x_pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(1), xv);
+                            PF__UNROLL for (int i = 0; i < 8; i++) d[i] = _mm256_madd_epi16(x_pairs, mins[i]);
+                            mdot = _mm256_cvtepi32_ps(pf__sum_lanes8_avx2(d));
+                        }
+                        if (has_min) acc[r] = _mm256_fmadd_ps(mdot, _mm256_mul_ps(scale, mwv), acc[r]);
                     }
                 }
             for (size_t r = 0; r < nr; r++) {
@@ -18999,6 +19035,7 @@ PF__AVX2_TARGET static void pf__blocks_rows_avx2(float *out, size_t ld, const in
     case PF__DTYPE_Q3_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q3_K); break;
     case PF__DTYPE_IQ4_NL: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_IQ4_NL); break;
     case PF__DTYPE_IQ4_XS: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_IQ4_XS); break;
+    case PF__DTYPE_Q2_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q2_K); break;
     default: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q6_K);
     }
 }
@@ -19009,7 +19046,9 @@ PF__AVX2_TARGET static void pf__blocks_rows_avx2(float *out, size_t ld, const in
    Q6_K's and Q3_K's 16-weight scales, as fp32 (exact: below 2^12), times x in 8 lanes (lane l: inputs l,
    l + 8, l + 16, l + 24, fused in that order from 0), the lanes then scaled into the row's 8
    accumulators, acc_l = fmaf(dw, p_l, acc_l), and the minimum's share into lane 0,
-   acc_0 = fmaf(mw, sum of the 32 inputs, acc_0); the output is the accumulators added as
+   acc_0 = fmaf(mw, sum of the 32 inputs, acc_0), or where the minimum is per 16 weights (Q2_K)
+   into every lane as the values' share, acc_l = fmaf(mw, pm_l, acc_l), pm_l being x's inputs
+   times their minimums fused as p_l is; the output is the accumulators added as
    pf__hsum_avx2 adds them ((l + l4), then pairs). Every kernel set gives those bits; a weight's
    value is the gguf package's dequantization, and the sum is fp32's, so a product is within
    fp32's rounding of the exact product of the file's weights. x_sums: each 32-input block's sum
@@ -19048,8 +19087,13 @@ static void pf__blocks_f32_portable(float *out, size_t ld, const float *x, const
                         for (int q = 0; q < 4; q++)
                             p = fmaf((float)(sb.scales16[q / 2] * sb.v[q * 8 + l]), xr[q * 8 + l], p);
                         acc[l] = fmaf(sb.dw, p, acc[l]);
+                        if (t == PF__DTYPE_Q2_K) {
+                            float pm = 0.0f;
+                            for (int q = 0; q < 4; q++) pm = fmaf((float)sb.mins16[q / 2], xr[q * 8 + l], pm);
+                            acc[l] = fmaf(sb.mw, pm, acc[l]);
+                        }
                     }
-                    if (has_min) acc[0] = fmaf(sb.mw, x_sums[xb], acc[0]);
+                    if (has_min && t != PF__DTYPE_Q2_K) acc[0] = fmaf(sb.mw, x_sums[xb], acc[0]);
                 }
             float a[4];
             for (int l = 0; l < 4; l++) a[l] = acc[l] + acc[l + 4];
@@ -19073,10 +19117,10 @@ PF__AVX2_TARGET static PF__INLINE void pf__blocks_f32_tile_avx2(float *out, size
         const unsigned char *block = row + b * bytes;
         for (size_t j = 0; j < subs; j++) {
             float dw, mw = 0.0f;
-            __m256i scales = _mm256_set1_epi16(1), v;
+            __m256i scales = _mm256_set1_epi16(1), mins = scales, v;
             if (t == PF__DTYPE_Q8) v = _mm256_loadu_si256((const __m256i *)(block + 2)), dw = pf__f16_at_f16c(block);
             else if (t == PF__DTYPE_Q4) v = _mm256_sub_epi8(pf__q4_load(block + 2), _mm256_set1_epi8(8)), dw = pf__f16_at_f16c(block);
-            else v = pf__sub_block_avx2(t, block, (int)j, &dw, &mw, &scales);
+            else v = pf__sub_block_avx2(t, block, (int)j, &dw, &mw, &scales, &mins);
             __m256 wq[4];
             __m128i low = _mm256_castsi256_si128(v), high = _mm256_extracti128_si256(v, 1);
             wq[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(low));
@@ -19089,7 +19133,12 @@ PF__AVX2_TARGET static PF__INLINE void pf__blocks_f32_tile_avx2(float *out, size
                 wq[0] = _mm256_mul_ps(wq[0], s0), wq[1] = _mm256_mul_ps(wq[1], s0);
                 wq[2] = _mm256_mul_ps(wq[2], s1), wq[3] = _mm256_mul_ps(wq[3], s1);
             }
-            __m256 dwv = _mm256_set1_ps(dw), mwv = _mm256_setr_ps(mw, 0, 0, 0, 0, 0, 0, 0);
+            __m256 dwv = _mm256_set1_ps(dw), mwv = _mm256_setr_ps(mw, 0, 0, 0, 0, 0, 0, 0), m0 = dwv, m1 = dwv;
+            if (pf__mins16_of(t)) {
+                m0 = _mm256_set1_ps((float)(int16_t)_mm256_extract_epi16(mins, 0));
+                m1 = _mm256_set1_ps((float)(int16_t)_mm256_extract_epi16(mins, 8));
+                mwv = _mm256_set1_ps(mw);
+            }
             PF__UNROLL for (int r = 0; r < R; r++) {
                 size_t xb = (r0 + (size_t)r) * nx + b * subs + j;
                 const float *xr = x + xb * 32;
@@ -19098,7 +19147,13 @@ PF__AVX2_TARGET static PF__INLINE void pf__blocks_f32_tile_avx2(float *out, size
                 p = _mm256_fmadd_ps(wq[2], _mm256_loadu_ps(xr + 16), p);
                 p = _mm256_fmadd_ps(wq[3], _mm256_loadu_ps(xr + 24), p);
                 acc[r] = _mm256_fmadd_ps(dwv, p, acc[r]);
-                if (has_min) acc[r] = _mm256_fmadd_ps(mwv, _mm256_set1_ps(x_sums[xb]), acc[r]);
+                if (pf__mins16_of(t)) {
+                    __m256 pm = _mm256_fmadd_ps(m0, _mm256_loadu_ps(xr), _mm256_setzero_ps());
+                    pm = _mm256_fmadd_ps(m0, _mm256_loadu_ps(xr + 8), pm);
+                    pm = _mm256_fmadd_ps(m1, _mm256_loadu_ps(xr + 16), pm);
+                    pm = _mm256_fmadd_ps(m1, _mm256_loadu_ps(xr + 24), pm);
+                    acc[r] = _mm256_fmadd_ps(mwv, pm, acc[r]);
+                } else if (has_min) acc[r] = _mm256_fmadd_ps(mwv, _mm256_set1_ps(x_sums[xb]), acc[r]);
             }
         }
     }
@@ -19130,6 +19185,7 @@ PF__AVX2_TARGET static void pf__blocks_f32_avx2(float *out, size_t ld, const flo
     case PF__DTYPE_Q3_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q3_K); break;
     case PF__DTYPE_IQ4_NL: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_IQ4_NL); break;
     case PF__DTYPE_IQ4_XS: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_IQ4_XS); break;
+    case PF__DTYPE_Q2_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q2_K); break;
     default: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q6_K);
     }
 }
@@ -20718,7 +20774,7 @@ PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols) {
 
 #ifdef PF_TESTING
 /* Test hook: the CPU matmul on plain arrays (w is [n_out][k] of dtype 0 f32, 1 f16, 2 bf16, 3 Q8
-   blocks, 4 Q4 blocks, 5..13 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS blocks,
+   blocks, 4 Q4 blocks, 5..14 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K blocks,
    columns col_begin..
    of a whole). */
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
@@ -25779,14 +25835,14 @@ static const unsigned char pf__gguf_value_size[PF__GGUF_VALUE_TYPES] = {1, 1, 2,
 /* ggml's tensor types by id: the name for messages, and for the types we read the block (weights)
    and its bytes. Others are refused by name. */
 enum { PF__GGML_F32 = 0, PF__GGML_F16 = 1, PF__GGML_Q4_0 = 2, PF__GGML_Q4_1 = 3, PF__GGML_Q5_0 = 6, PF__GGML_Q5_1 = 7,
-       PF__GGML_Q8_0 = 8, PF__GGML_Q3_K = 11, PF__GGML_Q4_K = 12, PF__GGML_IQ4_NL = 20, PF__GGML_IQ4_XS = 23, PF__GGML_Q5_K = 13, PF__GGML_Q6_K = 14, PF__GGML_BF16 = 30 };
+       PF__GGML_Q8_0 = 8, PF__GGML_Q2_K = 10, PF__GGML_Q3_K = 11, PF__GGML_Q4_K = 12, PF__GGML_IQ4_NL = 20, PF__GGML_IQ4_XS = 23, PF__GGML_Q5_K = 13, PF__GGML_Q6_K = 14, PF__GGML_BF16 = 30 };
 /* The block formats we read: each one's dtype (src/blocks.c), which sizes its blocks. */
 static const struct { const char *name; unsigned block, bytes; pf__dtype dtype; } pf__ggml_types[] = {
     [PF__GGML_F32] = {"F32", 1, 4, PF__DTYPE_F32}, [PF__GGML_F16] = {"F16", 1, 2, PF__DTYPE_F16},
     [PF__GGML_Q4_0] = {"Q4_0", 32, 18, PF__DTYPE_Q4}, [PF__GGML_Q4_1] = {"Q4_1", 32, 20, PF__DTYPE_Q4_1},
     [PF__GGML_Q5_0] = {"Q5_0", 32, 22, PF__DTYPE_Q5_0}, [PF__GGML_Q5_1] = {"Q5_1", 32, 24, PF__DTYPE_Q5_1},
     [PF__GGML_Q8_0] = {"Q8_0", 32, 34, PF__DTYPE_Q8}, [9] = {"Q8_1", 0, 0, PF__DTYPE_OTHER},
-    [10] = {"Q2_K", 0, 0, PF__DTYPE_OTHER}, [PF__GGML_Q3_K] = {"Q3_K", 256, 110, PF__DTYPE_Q3_K},
+    [PF__GGML_Q2_K] = {"Q2_K", 256, 84, PF__DTYPE_Q2_K}, [PF__GGML_Q3_K] = {"Q3_K", 256, 110, PF__DTYPE_Q3_K},
     [PF__GGML_Q4_K] = {"Q4_K", 256, 144, PF__DTYPE_Q4_K}, [PF__GGML_Q5_K] = {"Q5_K", 256, 176, PF__DTYPE_Q5_K},
     [PF__GGML_Q6_K] = {"Q6_K", 256, 210, PF__DTYPE_Q6_K}, [15] = {"Q8_K", 0, 0, PF__DTYPE_OTHER},
     [16] = {"IQ2_XXS", 0, 0}, [17] = {"IQ2_XS", 0, 0}, [18] = {"IQ3_XXS", 0, 0}, [19] = {"IQ1_S", 0, 0},
@@ -26001,7 +26057,7 @@ static pf_result pf__gguf_read_tensor_infos(pf__gguf *g, pf__gguf_cursor *c, uin
         unsigned block = pf__ggml_types[type].block;
         if (!block)
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%.*s' has type %s, which parallelformers "
-                              "does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS)", path, name_len,
+                              "does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS)", path, name_len,
                               t->name, pf__ggml_types[type].name);
         if (t->cols % block || pf__mul_size(rows, t->cols / block * pf__ggml_types[type].bytes, &t->bytes) ||
             t->cols / block * pf__ggml_types[type].bytes / pf__ggml_types[type].bytes != t->cols / block)

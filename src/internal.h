@@ -99,14 +99,14 @@ PF_PRIVATE pf_result pf__json_load(const char *path, pf__json **out, char *messa
 /* ---- src/safetensors.c ---- */
 
 /* PF__DTYPE_Q8 and _Q4 are llama.cpp's Q8_0 and Q4_0 blocks: our quantizers' formats (see
-   PF__Q8_BLOCK), and a GGUF's. Q4_1 to IQ4_XS are GGUF's other block formats, kept as the file
+   PF__Q8_BLOCK), and a GGUF's. Q4_1 to Q2_K are GGUF's other block formats, kept as the file
    holds them (src/blocks.c); PF__BLOCKED names them all. */
 typedef enum { PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8, PF__DTYPE_Q4, PF__DTYPE_Q4_1, PF__DTYPE_Q5_0,
                PF__DTYPE_Q5_1, PF__DTYPE_Q4_K, PF__DTYPE_Q5_K, PF__DTYPE_Q6_K, PF__DTYPE_Q3_K, PF__DTYPE_IQ4_NL,
-               PF__DTYPE_IQ4_XS, PF__DTYPE_PACKED, PF__DTYPE_OTHER } pf__dtype;
+               PF__DTYPE_IQ4_XS, PF__DTYPE_Q2_K, PF__DTYPE_PACKED, PF__DTYPE_OTHER } pf__dtype;
 /* PF__DTYPE_PACKED: a quantized safetensors checkpoint's matrix (FP8, GPTQ, AWQ: src/quantized.c),
    its values in the file's tensors and decoded as the ranks slice it (pf__st_tensor.packed). */
-#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_IQ4_XS)
+#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_Q2_K)
 #define PF__MAX_DIMS 8
 
 typedef struct pf__file_map {
@@ -174,13 +174,14 @@ extern PF_PRIVATE const int8_t pf__iq4_levels[16]; /* the IQ4 formats' levels (g
 #endif
 PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *block, float *out);
 PF_PRIVATE float pf__block_value(pf__dtype t, const void *w, size_t i);
-/* Sub-block j (32 weights) of a block in integers: weight i is dw * s_i * v[i] + mw, s_i being
-   scales16[i / 16] (Q6_K's and Q3_K's 16-weight scales; 1 for the others) and mw 0 for the
-   formats without a minimum (Q8_0, Q4_0, Q5_0, Q6_K, Q3_K). What the integer matrix products
+/* Sub-block j (32 weights) of a block in integers: weight i is dw * s_i * v[i] + mw * m_i, s_i
+   being scales16[i / 16] (Q6_K's, Q3_K's and Q2_K's 16-weight scales; 1 for the others), m_i
+   mins16[i / 16] (Q2_K's 16-weight minimums; 1 for the others) and mw 0 for the formats without
+   a minimum (Q8_0, Q4_0, Q5_0, Q6_K, Q3_K, IQ4_NL, IQ4_XS). What the integer matrix products
    multiply. */
 typedef struct pf__sub_block {
     int8_t v[32];
-    int16_t scales16[2];
+    int16_t scales16[2], mins16[2];
     float dw, mw;
 } pf__sub_block;
 PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *block, int j, pf__sub_block *out);

@@ -562,7 +562,7 @@ static void gguf_check_bad_files(void) {
     gguf_case_patch("misaligned offset", GGUF_FIELD(at_offset1), 516, 8, PF_ERROR_FORMAT, "alignment");
     gguf_case_patch("overlapping tensors", GGUF_FIELD(at_offset1), 256, 8, PF_ERROR_FORMAT, "overlap");
     gguf_case_patch("unknown tensor type", GGUF_FIELD(at_type), 99, 4, PF_ERROR_FORMAT, "unknown type 99");
-    gguf_case_patch("a type we do not read", GGUF_FIELD(at_type), 10, 4, PF_ERROR_UNSUPPORTED, "Q2_K");
+    gguf_case_patch("a type we do not read", GGUF_FIELD(at_type), 16, 4, PF_ERROR_UNSUPPORTED, "IQ2_XXS");
     gguf_case_patch("rows off the block grid", GGUF_FIELD(at_type), 12, 4, PF_ERROR_FORMAT, "256-weight blocks");
     { /* dimensions whose product overflows */
         gguf_build(&f, "llama", 0, "output_norm.weight", NULL, NULL);
@@ -632,7 +632,7 @@ void test_gguf(void) {
         if (!next) break;
         line = next;
     }
-    CHECK_MSG(lines == 27, "%s: %d fixtures", path, lines);
+    CHECK_MSG(lines == 28, "%s: %d fixtures", path, lines);
     free(data);
     gguf_check_same_as_safetensors();
     gguf_check_blocks_memory();
