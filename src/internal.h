@@ -201,7 +201,7 @@ PF_PRIVATE size_t pf__st_file_dtype_size(const char *dtype);
 /* A quantized checkpoint's [rows = out, cols = in] matrix, decoded value by value where a rank's
    slice needs it (any run of a row: a rank's columns may start inside a block or group, whose
    scale follows the element). */
-typedef enum { PF__PACKED_FP8, PF__PACKED_GPTQ, PF__PACKED_AWQ } pf__packed_format;
+typedef enum { PF__PACKED_FP8, PF__PACKED_GPTQ, PF__PACKED_AWQ, PF__PACKED_CT_INT } pf__packed_format;
 typedef struct pf__packed {
     pf__packed_format format;
     size_t rows, cols;
@@ -217,7 +217,16 @@ typedef struct pf__packed {
     int zero_offset;           /* GPTQ's v1 format: stored zeros are one less than the zeros */
     pf__dtype scale_dtype;
     int scale_e8m0;            /* FP8 scales stored as E8M0 exponents instead: 2^(byte - 127) */
+    /* compressed-tensors (CT_INT: int weights; FP8 with the scale grid above for its float ones) */
+    int values_i8;             /* CT_INT: I8 [rows][cols] (naive-quantized); else I32 words [rows][ceil(cols *
+                                  bits / 32)], value c at bit c * bits, stored plus 2^(bits - 1) (pack-quantized) */
+    size_t scale_rows;         /* CT_INT: scales (and I8 zeros) [scale_rows: 1 or rows][scale_cols], groups of
+                                  group_size inputs */
+    int zero_layout;           /* CT_INT: PF__CT_ZERO_* */
 } pf__packed;
+/* compressed-tensors' zero points: none (symmetric), I8 laid out as the scales, or I32 words packed
+   along the outputs ([ceil(rows * bits / 32)][scale_cols], stored plus 2^(bits - 1)). */
+enum { PF__CT_ZERO_NONE, PF__CT_ZERO_I8, PF__CT_ZERO_PACKED };
 /* e4m3 (float8_e4m3fn) byte as fp32: every code exact; 0x7f and 0xff are NaN. */
 PF_PRIVATE float pf__e4m3_to_f32(uint8_t code);
 /* Values [col, col + n) of row `row` of p, as fp32. */
