@@ -48,7 +48,7 @@ algorithms: the layout is what a reader must get right), unpacked again by a sep
 dequantization written from the same spec (checked to give back the integers packed), and the
 reference is transformers loading those dequantized weights as a checkpoint.
 
-llama-fp8-tensor and llama-gptq8 also hold dequantized/: the reference model's weights saved
+llama-fp8-tensor, llama-gptq8 and llama-ct-int4 also hold dequantized/: the reference model's weights saved
 unquantized by transformers, which the C test stores in every dtype beside the packed checkpoint.
 
 The models are 256 wide (4 heads of 64, 2 key/value heads), MLP 384, 2 layers, vocabulary 512 with
@@ -356,7 +356,8 @@ def int_fixture(name, config, kind, bits, group_size, base_seed, act_order=False
     shutil.rmtree(directory)
 
 
-def ct_fixture(name, config, fmt, weights, base_seed, dtype=torch.float32, transformers_loads=True):
+def ct_fixture(name, config, fmt, weights, base_seed, dtype=torch.float32, transformers_loads=True,
+               with_dequantized=False):
     """compressed-tensors: `weights` the QuantizationArgs of every Linear but lm_head, compressed as fmt
     from the model in dtype (the scales' dtype, as the package makes them)."""
     from compressed_tensors.compressors import ModelCompressor
@@ -405,7 +406,7 @@ def ct_fixture(name, config, fmt, weights, base_seed, dtype=torch.float32, trans
             assert torch.equal(state[key], value), key
         return loaded
     directory, reference, ids, text = first_seed(config, base_seed, build)
-    write_fixture(name, config, directory, reference, ids, text, False)
+    write_fixture(name, config, directory, reference, ids, text, with_dequantized)
     shutil.rmtree(directory)
 
 
@@ -430,7 +431,7 @@ FIXTURE_BUILDERS = {
     "llama-awq": lambda: int_fixture("llama-awq", llama_config(256, 384, 4), "awq", 4, 32, 500),
     "llama-ct-int4": lambda: ct_fixture("llama-ct-int4", llama_config(64, 96, 4), "pack-quantized",
                                         {"num_bits": 4, "symmetric": False, "strategy": "group", "group_size": 32},
-                                        900, torch.bfloat16, transformers_loads=False),
+                                        900, torch.bfloat16, transformers_loads=False, with_dequantized=True),
     "llama-ct-int8": lambda: ct_fixture("llama-ct-int8", llama_config(64, 96, 4), "pack-quantized",
                                         {"num_bits": 8, "strategy": "channel"}, 1000, torch.float16),
     "llama-ct-naive": lambda: ct_fixture("llama-ct-naive", llama_config(64, 96, 4), "naive-quantized",

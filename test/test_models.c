@@ -1349,7 +1349,7 @@ static void test_quantized_refusals(void) {
    saved unquantized) compute stored the same way: the values are decoded exactly, then stored as
    any checkpoint's are. */
 static void test_quantized_stored(void) {
-    static const char *const names[] = {"llama-fp8-tensor", "llama-gptq8"};
+    static const char *const names[] = {"llama-fp8-tensor", "llama-gptq8", "llama-ct-int4"};
     static const pf_dtype dtypes[] = {PF_DTYPE_F32, PF_DTYPE_F16, PF_DTYPE_BF16, PF_DTYPE_Q8_0, PF_DTYPE_Q4_0};
     for (size_t i = 0; i < QUANT_COUNT(names); i++) {
         char packed[1024], plain[1100];
