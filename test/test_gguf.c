@@ -133,9 +133,9 @@ static void gguf_check_same_as_safetensors(void) {
 /* A quantized file's weights held by default in its own blocks: the rank's weight bytes within 5 %
    of the file's size (the file's BF16 norms are fp32 on CPU ranks; the metadata is not copied),
    and a quarter of what dtype f32 expands them to at most. */
-static void gguf_check_blocks_memory(void) {
+static void gguf_check_blocks_memory(const char *file) {
     char path[1024];
-    snprintf(path, sizeof path, "%s/gguf/llama-quant.gguf", test_fixtures);
+    snprintf(path, sizeof path, "%s/gguf/%s", test_fixtures, file);
     size_t file_size = 0;
     free(test_read_file(path, &file_size));
     pf_model *m = NULL;
@@ -149,20 +149,20 @@ static void gguf_check_blocks_memory(void) {
     if (!r) r = pf_parallelize(m, 1, &po);
     if (!r) r = pf_get_memory_info(m, 0, &expanded);
     CHECK_MSG(r == PF_OK && file_size && blocks.weights <= file_size + file_size / 20 && 4 * blocks.weights <= expanded.weights,
-              "llama-quant.gguf (%zu bytes): weights take %zu bytes in blocks, %zu in fp32 (%s)", file_size,
+              "%s (%zu bytes): weights take %zu bytes in blocks, %zu in fp32 (%s)", file, file_size,
               blocks.weights, expanded.weights, pf_error_message(m));
-    printf("  llama-quant.gguf (%zu bytes): weights in %zu bytes in their blocks, %zu expanded to fp32\n", file_size,
+    printf("  %s (%zu bytes): weights in %zu bytes in their blocks, %zu expanded to fp32\n", file, file_size,
            blocks.weights, expanded.weights);
     pf_free(m);
 }
 
 /* pf_to_cpu gathers 2 ranks' blocks as their fp32 values: the same logits within fp32's rounding
    of the sums. gpt2-q8 keeps its Q8_0 embedding and head in blocks (its Conv1D matrices are
-   transposed at load, hence expanded); the other formats' gathering is not reached by a fixture
-   that splits over 2 ranks (llama-quant's K blocks do not). */
-static void gguf_check_blocks_to_cpu(void) {
+   transposed at load, hence expanded); llama-q2k every matrix in Q2_K blocks, 512 wide, so that
+   the row-split halves are whole blocks (llama-quant's 256-wide K blocks do not split). */
+static void gguf_check_blocks_to_cpu(const char *file) {
     char path[1024];
-    snprintf(path, sizeof path, "%s/gguf/gpt2-q8.gguf", test_fixtures);
+    snprintf(path, sizeof path, "%s/gguf/%s", test_fixtures, file);
     pf_model *m = NULL;
     pf_result r = pf_load(path, NULL, &m);
     int32_t ids[5] = {1, 17, 42, 5, 88};
@@ -175,7 +175,7 @@ static void gguf_check_blocks_to_cpu(void) {
     if (!r) r = pf_to_cpu(m);
     if (!r) r = pf_forward(m, ids, 1, 5, gathered);
     float diff = r ? 1.0f : test_max_abs_diff(kept, gathered, 5 * vocab);
-    CHECK_MSG(r == PF_OK && diff <= GGUF_LOGIT_TOLERANCE, "gpt2-q8.gguf: pf_to_cpu of 2 ranks' blocks: %s, logits %g apart",
+    CHECK_MSG(r == PF_OK && diff <= GGUF_LOGIT_TOLERANCE, "%s: pf_to_cpu of 2 ranks' blocks: %s, logits %g apart", file,
               pf_error_message(m), diff);
     free(kept);
     free(gathered);
@@ -635,8 +635,10 @@ void test_gguf(void) {
     CHECK_MSG(lines == 28, "%s: %d fixtures", path, lines);
     free(data);
     gguf_check_same_as_safetensors();
-    gguf_check_blocks_memory();
-    gguf_check_blocks_to_cpu();
+    gguf_check_blocks_memory("llama-quant.gguf");
+    gguf_check_blocks_memory("llama-q2k.gguf");
+    gguf_check_blocks_to_cpu("gpt2-q8.gguf");
+    gguf_check_blocks_to_cpu("llama-q2k.gguf");
     gguf_check_split();
     gguf_check_tokenizer("gpt2-tiny", "gpt2-f32.gguf");
     gguf_check_tokenizer("llama", "llama-f32.gguf");
