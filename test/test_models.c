@@ -1342,6 +1342,9 @@ static void test_quantized_refusals(void) {
                                "layers.1.mlp.up_projX.input_zero_point", PF_ERROR_UNSUPPORTED, "input_zero_point");
     check_quantized_refusal_in("llama-ct-int8", "model.safetensors", "layers.0.mlp.down_proj.weight_shape",
                                "layers.0.mlp.down_proj.weight_shapx", PF_ERROR_FORMAT, "weight_shape");
+    /* an I8 weight whose bytes are not its shape's (the header's I8 and I64 sizes are checked) */
+    check_quantized_refusal_in("llama-ct-naive", "model.safetensors", "\"I8\",\"shape\":[64,96]",
+                               "\"I8\",\"shape\":[64,97]", PF_ERROR_FORMAT, "I8 x its shape");
 }
 
 /* A packed checkpoint stored in every dtype (fp32, fp16, bf16, q8_0, q4_0) on 1 and 2 ranks computes
