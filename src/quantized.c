@@ -386,6 +386,8 @@ static pf_result pf__ct_config(const pf__json *qc, const char *path, pf__qconfig
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: quantization_config's weights \"group_size\" is not an "
                           "integer", path);
     if (!strategy) strategy = group > 0 ? "group" : group == -1 ? "channel" : "tensor"; /* as the package infers it */
+    if (group > 0 && strcmp(strategy, "group"))
+        PF__CT_REFUSE("%s: quantization_config's weights have a \"group_size\" and strategy \"%s\"", path, strategy);
     if (!strcmp(strategy, "tensor")) q->ct_strategy = PF__CT_TENSOR;
     else if (!strcmp(strategy, "channel")) q->ct_strategy = PF__CT_CHANNEL;
     else if (!strcmp(strategy, "group") && group >= 1) q->ct_strategy = PF__CT_GROUP, q->group_size = (long)group;

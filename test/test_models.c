@@ -1321,6 +1321,7 @@ static void test_quantized_refusals(void) {
         {"llama-ct-int8", "\"dynamic\": false", "\"dynamic\": false, \"actorder\": \"group\"", PF_ERROR_UNSUPPORTED,
          "actorder"},
         {"llama-ct-int8", "\"strategy\": \"channel\"", "\"strategy\": \"tensor\"", PF_ERROR_FORMAT, "scheme's grid"},
+        {"llama-ct-int4", "\"strategy\": \"group\"", "\"strategy\": \"channel\"", PF_ERROR_UNSUPPORTED, "group_size"},
         {"llama-ct-naive", "\"symmetric\": false", "\"symmetric\": true", PF_ERROR_FORMAT, "symmetric"},
         {"llama-ct-fp8", "\"type\": \"float\"", "\"type\": \"int\"", PF_ERROR_FORMAT, "I8"},
         {"llama-ct-fp8", "\"symmetric\": true", "\"symmetric\": false", PF_ERROR_UNSUPPORTED, "symmetric"},
