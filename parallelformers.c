@@ -156,14 +156,14 @@ PF_PRIVATE pf_result pf__json_load(const char *path, pf__json **out, char *messa
 /* ---- src/safetensors.c ---- */
 
 /* PF__DTYPE_Q8 and _Q4 are llama.cpp's Q8_0 and Q4_0 blocks: our quantizers' formats (see
-   PF__Q8_BLOCK), and a GGUF's. Q4_1 to IQ4_XS are GGUF's other block formats, kept as the file
+   PF__Q8_BLOCK), and a GGUF's. Q4_1 to Q2_K are GGUF's other block formats, kept as the file
    holds them (src/blocks.c); PF__BLOCKED names them all. */
 typedef enum { PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8, PF__DTYPE_Q4, PF__DTYPE_Q4_1, PF__DTYPE_Q5_0,
                PF__DTYPE_Q5_1, PF__DTYPE_Q4_K, PF__DTYPE_Q5_K, PF__DTYPE_Q6_K, PF__DTYPE_Q3_K, PF__DTYPE_IQ4_NL,
-               PF__DTYPE_IQ4_XS, PF__DTYPE_PACKED, PF__DTYPE_OTHER } pf__dtype;
+               PF__DTYPE_IQ4_XS, PF__DTYPE_Q2_K, PF__DTYPE_PACKED, PF__DTYPE_OTHER } pf__dtype;
 /* PF__DTYPE_PACKED: a quantized safetensors checkpoint's matrix (FP8, GPTQ, AWQ: src/quantized.c),
    its values in the file's tensors and decoded as the ranks slice it (pf__st_tensor.packed). */
-#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_IQ4_XS)
+#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_Q2_K)
 #define PF__MAX_DIMS 8
 
 typedef struct pf__file_map {
@@ -231,13 +231,14 @@ extern PF_PRIVATE const int8_t pf__iq4_levels[16]; /* the IQ4 formats' levels (g
 #endif
 PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *block, float *out);
 PF_PRIVATE float pf__block_value(pf__dtype t, const void *w, size_t i);
-/* Sub-block j (32 weights) of a block in integers: weight i is dw * s_i * v[i] + mw, s_i being
-   scales16[i / 16] (Q6_K's and Q3_K's 16-weight scales; 1 for the others) and mw 0 for the
-   formats without a minimum (Q8_0, Q4_0, Q5_0, Q6_K, Q3_K). What the integer matrix products
+/* Sub-block j (32 weights) of a block in integers: weight i is dw * s_i * v[i] + mw * m_i, s_i
+   being scales16[i / 16] (Q6_K's, Q3_K's and Q2_K's 16-weight scales; 1 for the others), m_i
+   mins16[i / 16] (Q2_K's 16-weight minimums; 1 for the others) and mw 0 for the formats without
+   a minimum (Q8_0, Q4_0, Q5_0, Q6_K, Q3_K, IQ4_NL, IQ4_XS). What the integer matrix products
    multiply. */
 typedef struct pf__sub_block {
     int8_t v[32];
-    int16_t scales16[2];
+    int16_t scales16[2], mins16[2];
     float dw, mw;
 } pf__sub_block;
 PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *block, int j, pf__sub_block *out);
@@ -257,7 +258,7 @@ PF_PRIVATE size_t pf__st_file_dtype_size(const char *dtype);
 /* A quantized checkpoint's [rows = out, cols = in] matrix, decoded value by value where a rank's
    slice needs it (any run of a row: a rank's columns may start inside a block or group, whose
    scale follows the element). */
-typedef enum { PF__PACKED_FP8, PF__PACKED_GPTQ, PF__PACKED_AWQ } pf__packed_format;
+typedef enum { PF__PACKED_FP8, PF__PACKED_GPTQ, PF__PACKED_AWQ, PF__PACKED_CT_INT } pf__packed_format;
 typedef struct pf__packed {
     pf__packed_format format;
     size_t rows, cols;
@@ -273,7 +274,16 @@ typedef struct pf__packed {
     int zero_offset;           /* GPTQ's v1 format: stored zeros are one less than the zeros */
     pf__dtype scale_dtype;
     int scale_e8m0;            /* FP8 scales stored as E8M0 exponents instead: 2^(byte - 127) */
+    /* compressed-tensors (CT_INT: int weights; FP8 with the scale grid above for its float ones) */
+    int values_i8;             /* CT_INT: I8 [rows][cols] (naive-quantized); else I32 words [rows][ceil(cols *
+                                  bits / 32)], value c at bit c * bits, stored plus 2^(bits - 1) (pack-quantized) */
+    size_t scale_rows;         /* CT_INT: scales (and I8 zeros) [scale_rows: 1 or rows][scale_cols], groups of
+                                  group_size inputs */
+    int zero_layout;           /* CT_INT: PF__CT_ZERO_* */
 } pf__packed;
+/* compressed-tensors' zero points: none (symmetric), I8 laid out as the scales, or I32 words packed
+   along the outputs ([ceil(rows * bits / 32)][scale_cols], stored plus 2^(bits - 1)). */
+enum { PF__CT_ZERO_NONE, PF__CT_ZERO_I8, PF__CT_ZERO_PACKED };
 /* e4m3 (float8_e4m3fn) byte as fp32: every code exact; 0x7f and 0xff are NaN. */
 PF_PRIVATE float pf__e4m3_to_f32(uint8_t code);
 /* Values [col, col + n) of row `row` of p, as fp32. */
@@ -2643,7 +2653,8 @@ PF_PRIVATE uint16_t pf__f32_to_bf16(float f) {
 /* =============================================================================================== */
 
 /* Each format stores a row of weights in blocks: 32 weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
-   IQ4_NL) or 256 in 8 sub-blocks of 32 (Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS), little-endian, as ggml's block_* structs lay them out.
+   IQ4_NL) or 256 in 8 sub-blocks of 32 (Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS, Q2_K), little-endian, as
+   ggml's block_* structs lay them out.
    Dequantization is ggml's dequantize_row_* arithmetic in fp32 (what the gguf package's
    gguf.quants computes); the sub-block form is the same numbers as integers and two fp32 factors,
    for the integer products of the CPU backend. */
@@ -2653,7 +2664,7 @@ static const struct { const char *name; unsigned char values_log2, bytes; } pf__
     [PF__DTYPE_Q8] = {"Q8_0", 5, 34},  [PF__DTYPE_Q4] = {"Q4_0", 5, 18},    [PF__DTYPE_Q4_1] = {"Q4_1", 5, 20},
     [PF__DTYPE_Q5_0] = {"Q5_0", 5, 22}, [PF__DTYPE_Q5_1] = {"Q5_1", 5, 24}, [PF__DTYPE_Q4_K] = {"Q4_K", 8, 144},
     [PF__DTYPE_Q5_K] = {"Q5_K", 8, 176}, [PF__DTYPE_Q6_K] = {"Q6_K", 8, 210}, [PF__DTYPE_Q3_K] = {"Q3_K", 8, 110},
-    [PF__DTYPE_IQ4_NL] = {"IQ4_NL", 5, 18}, [PF__DTYPE_IQ4_XS] = {"IQ4_XS", 8, 136},
+    [PF__DTYPE_IQ4_NL] = {"IQ4_NL", 5, 18}, [PF__DTYPE_IQ4_XS] = {"IQ4_XS", 8, 136}, [PF__DTYPE_Q2_K] = {"Q2_K", 8, 84},
     [PF__DTYPE_PACKED] = {"packed (FP8, GPTQ, AWQ)", 0, 0}, [PF__DTYPE_OTHER] = {"other", 0, 0},
 };
 
@@ -2667,7 +2678,7 @@ PF_PRIVATE const char *pf__dtype_name(pf__dtype t) { return pf__block_table[t].n
 static float pf__block_f16(const uint8_t *p) { return pf__f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
 
 PF_PRIVATE int pf__block_has_min(pf__dtype t) {
-    return t == PF__DTYPE_Q4_1 || t == PF__DTYPE_Q5_1 || t == PF__DTYPE_Q4_K || t == PF__DTYPE_Q5_K;
+    return t == PF__DTYPE_Q4_1 || t == PF__DTYPE_Q5_1 || t == PF__DTYPE_Q4_K || t == PF__DTYPE_Q5_K || t == PF__DTYPE_Q2_K;
 }
 
 /* The K formats' sub-block j scale and minimum: 6 bits each, j < 4 in the low bits of bytes j and
@@ -2749,6 +2760,11 @@ static void pf__sub_block_values(pf__dtype t, const uint8_t *b, int j, int *q) {
         for (int i = 0; i < 32; i++) q[i] = ((qs[i] >> (2 * k)) & 3) | ((hmask[i] >> (4 * half + k)) & 1) << 2;
         break;
     }
+    case PF__DTYPE_Q2_K: { /* 16 bytes of scales, then 64 of 2-bit values (halves of 32, by 2k) */
+        const uint8_t *qs = b + 16 + j / 4 * 32;
+        for (int i = 0; i < 32; i++) q[i] = (qs[i] >> (2 * (j % 4))) & 3;
+        break;
+    }
     default:
         for (int i = 0; i < 32; i++) q[i] = 0;
     }
@@ -2759,7 +2775,7 @@ PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__s
     pf__sub_block_values(t, b, j, q);
     int iq4 = t == PF__DTYPE_IQ4_NL || t == PF__DTYPE_IQ4_XS;
     for (int i = 0; i < 32; i++) out->v[i] = iq4 ? pf__iq4_levels[q[i]] : (int8_t)(q[i] - offset);
-    out->scales16[0] = out->scales16[1] = 1;
+    out->scales16[0] = out->scales16[1] = out->mins16[0] = out->mins16[1] = 1;
     out->mw = 0.0f;
     switch (t) {
     case PF__DTYPE_Q8: case PF__DTYPE_Q4: case PF__DTYPE_Q5_0: case PF__DTYPE_IQ4_NL: out->dw = pf__block_f16(b); break;
@@ -2782,12 +2798,19 @@ PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__s
         out->scales16[0] = (int16_t)pf__q3_k_scale(b + 96, 2 * j), out->scales16[1] = (int16_t)pf__q3_k_scale(b + 96, 2 * j + 1);
         out->dw = pf__block_f16(b + 108);
         break;
+    case PF__DTYPE_Q2_K: /* a byte per 16 weights: the scale in the low nibble, the minimum high; then d, dmin */
+        out->scales16[0] = b[2 * j] & 15, out->scales16[1] = b[2 * j + 1] & 15;
+        out->mins16[0] = b[2 * j] >> 4, out->mins16[1] = b[2 * j + 1] >> 4;
+        out->dw = pf__block_f16(b + 80);
+        out->mw = -pf__block_f16(b + 82);
+        break;
     default: out->dw = 0.0f;
     }
 }
 
 /* One block as fp32, in ggml's order of operations: d * q (Q8_0, Q4_0, Q5_0), d * q + m (Q4_1,
-   Q5_1), (d * sc) * q - (dmin * m) (Q4_K, Q5_K), (d * sc) * q (Q6_K, Q3_K), q offset as stored. */
+   Q5_1), (d * sc) * q - (dmin * m) (Q4_K, Q5_K, Q2_K: -(dmin * m) is (-dmin) * m exactly),
+   (d * sc) * q (Q6_K, Q3_K), q offset as stored. */
 PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *b, float *out) {
     int subs = (int)(pf__block_values(t) / 32);
     for (int j = 0; j < subs; j++) {
@@ -2803,6 +2826,9 @@ PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *b, float *out) 
             break;
         case PF__DTYPE_Q6_K: case PF__DTYPE_Q3_K:
             for (int i = 0; i < 32; i++) y[i] = s.dw * (float)s.scales16[i / 16] * (float)s.v[i];
+            break;
+        case PF__DTYPE_Q2_K:
+            for (int i = 0; i < 32; i++) y[i] = s.dw * (float)s.scales16[i / 16] * (float)s.v[i] + s.mw * (float)s.mins16[i / 16];
             break;
         default:
             for (int i = 0; i < 32; i++) y[i] = (float)s.v[i] * s.dw;
@@ -2821,6 +2847,7 @@ PF_PRIVATE float pf__block_value(pf__dtype t, const void *w, size_t i) {
     case PF__DTYPE_Q4_1: case PF__DTYPE_Q5_1: return (float)s.v[j] * s.dw + s.mw;
     case PF__DTYPE_Q4_K: case PF__DTYPE_Q5_K: return s.dw * (float)s.v[j] + s.mw;
     case PF__DTYPE_Q6_K: case PF__DTYPE_Q3_K: return s.dw * (float)s.scales16[j / 16] * (float)s.v[j];
+    case PF__DTYPE_Q2_K: return s.dw * (float)s.scales16[j / 16] * (float)s.v[j] + s.mw * (float)s.mins16[j / 16];
     default: return (float)s.v[j] * s.dw;
     }
 }
@@ -3315,6 +3342,7 @@ PF_PRIVATE int pf__st_own(pf__st_index *index, void *p) {
 PF_PRIVATE size_t pf__st_file_dtype_size(const char *dtype) {
     static const struct { const char *name; size_t size; } sizes[] = {
         {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I32", 4}, {"U8", 1}, {"F8_E4M3", 1}, {"F8_E8M0", 1},
+        {"I8", 1}, {"I64", 8}, /* compressed-tensors' naive int8 weights and weight_shape */
     };
     for (size_t i = 0; i < PF__COUNT(sizes); i++)
         if (!strcmp(dtype, sizes[i].name)) return sizes[i].size;
@@ -5359,7 +5387,7 @@ PF_PRIVATE pf_result pf__config_parse(const pf__json *json, const char *path, in
 
 /* ==== src/quantized.c ==== */
 /* =============================================================================================== */
-/* quantized safetensors checkpoints: FP8 (block or tensor scales), GPTQ and AWQ packed integers   */
+/* quantized safetensors checkpoints: FP8 (block or tensor scales), GPTQ, AWQ, compressed-tensors  */
 /* =============================================================================================== */
 
 /* config.json's quantization_config names the format; its matrices are read where the file
@@ -5373,7 +5401,12 @@ PF_PRIVATE pf_result pf__config_parse(const pf__json *json, const char *path, in
        i / group_size, q packed along the input (qweight [in * bits / 32][out]), zeros along the
        output; the "gptq" (v1) format stores each zero less one;
      AWQ (GEMM): the same with q packed along the output (qweight [in][out * bits / 32]) in AWQ's
-       order of the 8 nibbles of a word, groups of group_size inputs. */
+       order of the 8 nibbles of a word, groups of group_size inputs;
+     compressed-tensors (llm-compressor's checkpoints): (q - zero) x scale of the input's group (a
+       tensor's, an output's or group_size inputs'), q int4 / int8 packed along the input
+       (pack-quantized) or int8 (naive-quantized), zeros (asymmetric) packed along the output,
+       or e4m3 x scale (float-quantized), in fp32 as transformers decompresses them into an fp32
+       model (the package computes in the scales' dtype: with BF16 scales, in a BF16 model). */
 
 /* ---- decoding ---- */
 
@@ -5432,6 +5465,22 @@ static size_t pf__int_group(const pf__packed *p, size_t col) {
     return p->group_size ? col / p->group_size : 0;
 }
 
+/* compressed-tensors' value (row, col): the package's (q - zero) * scale. bits is 4 or 8, so no
+   field crosses a word. */
+static float pf__ct_value(const pf__packed *p, size_t row, size_t col) {
+    size_t g = col / p->group_size, at = (p->scale_rows > 1 ? row : 0) * p->scale_cols + g;
+    int offset = 1 << (p->bits - 1), q, zero = 0;
+    if (p->values_i8) q = (int8_t)p->values[row * p->cols + col];
+    else q = (int)pf__packed_field(p->values + 4 * row * ((p->cols * (size_t)p->bits + 31) / 32), col, p->bits) - offset;
+    if (p->zero_layout == PF__CT_ZERO_I8) {
+        zero = (int8_t)p->zeros[at];
+    } else if (p->zero_layout == PF__CT_ZERO_PACKED) { /* column g's outputs packed in words down the rows */
+        size_t bit = row * (size_t)p->bits;
+        zero = (int)((pf__le32(p->zeros + 4 * (bit / 32 * p->scale_cols + g)) >> (bit % 32)) & ((1u << p->bits) - 1)) - offset;
+    }
+    return (float)(q - zero) * pf__packed_scale(p, at);
+}
+
 PF_PRIVATE void pf__packed_row_run(const pf__packed *p, size_t row, size_t col, size_t n, float *out) {
     if (p->format == PF__PACKED_FP8) { /* block by block: one scale for each stretch of the run */
         const uint8_t *codes = p->values + row * p->cols;
@@ -5441,6 +5490,10 @@ PF_PRIVATE void pf__packed_row_run(const pf__packed *p, size_t row, size_t col, 
             float scale = pf__packed_scale(p, one_scale ? 0 : row / p->block_rows * p->scale_cols + block);
             for (stop = stop < end ? stop : end; c < stop; c++) *out++ = pf__e4m3_to_f32(codes[c]) * scale;
         }
+        return;
+    }
+    if (p->format == PF__PACKED_CT_INT) {
+        for (size_t c = col, end = col + n; c < end; c++) *out++ = pf__ct_value(p, row, c);
         return;
     }
     for (size_t c = col, end = col + n; c < end;) { /* group by group (input by input with g_idx) */
@@ -5492,6 +5545,31 @@ static const pf__qkey pf__gptq_keys[] = {
     {"modules_to_fuse", PF__QKEY_IGNORABLE},
 };
 
+/* compressed-tensors' QuantizationConfig, its one scheme (config_groups' group) and the scheme's
+   weights (QuantizationArgs). */
+static const pf__qkey pf__ct_keys[] = {
+    {"quant_method", PF__QKEY_HONOURED}, {"format", PF__QKEY_HONOURED}, {"config_groups", PF__QKEY_HONOURED},
+    {"ignore", PF__QKEY_HONOURED}, {"kv_cache_scheme", PF__QKEY_HONOURED}, {"quantization_status", PF__QKEY_HONOURED},
+    {"sparsity_config", PF__QKEY_HONOURED}, {"transform_config", PF__QKEY_HONOURED},
+    {"moe_sparsity_config", PF__QKEY_HONOURED},
+    /* bookkeeping: the ratio achieved, the package's version, the tool; transformers' loading switch */
+    {"global_compression_ratio", PF__QKEY_IGNORABLE}, {"version", PF__QKEY_IGNORABLE}, {"provider", PF__QKEY_IGNORABLE},
+    {"run_compressed", PF__QKEY_IGNORABLE},
+};
+static const pf__qkey pf__ct_scheme_keys[] = {
+    {"targets", PF__QKEY_HONOURED}, {"weights", PF__QKEY_HONOURED}, {"input_activations", PF__QKEY_HONOURED},
+    {"output_activations", PF__QKEY_HONOURED}, {"format", PF__QKEY_HONOURED},
+};
+static const pf__qkey pf__ct_weight_keys[] = {
+    {"num_bits", PF__QKEY_HONOURED}, {"type", PF__QKEY_HONOURED}, {"symmetric", PF__QKEY_HONOURED},
+    {"group_size", PF__QKEY_HONOURED}, {"strategy", PF__QKEY_HONOURED}, {"block_structure", PF__QKEY_HONOURED},
+    {"dynamic", PF__QKEY_HONOURED}, {"actorder", PF__QKEY_HONOURED},
+    /* the scales' and zeros' dtypes are the tensors' own (scale_dtype shapes only the MX and NVFP4
+       formats); how the scales were found */
+    {"scale_dtype", PF__QKEY_IGNORABLE}, {"zp_dtype", PF__QKEY_IGNORABLE}, {"observer", PF__QKEY_IGNORABLE},
+    {"observer_kwargs", PF__QKEY_IGNORABLE},
+};
+
 static const char *pf__json_string_of(const pf__json *o, const char *key) {
     const pf__json *v = pf__json_get(o, key);
     return v && v->type == PF__JSON_STRING ? v->string : NULL;
@@ -5527,7 +5605,10 @@ typedef struct pf__qconfig {
     int scale_e8m0;
     int bits, zero_offset, desc_act;
     long group_size;               /* -1: one group */
-    const pf__json *not_converted; /* modules_to_not_convert (or ignored_layers), or NULL */
+    const pf__json *not_converted; /* modules_to_not_convert (or ignored_layers; compressed-tensors' ignore), or NULL */
+    /* compressed-tensors */
+    int ct_packed, ct_float, ct_symmetric; /* pack-quantized; float (e4m3) weights; no zero points */
+    enum { PF__CT_TENSOR, PF__CT_CHANNEL, PF__CT_GROUP, PF__CT_BLOCK } ct_strategy;
 } pf__qconfig;
 
 static pf_result pf__fp8_config(const pf__json *qc, const char *path, pf__qconfig *q, char *message, size_t size) {
@@ -5620,6 +5701,105 @@ static pf_result pf__int_config(const pf__json *qc, const char *path, pf__qconfi
     return PF_OK;
 }
 
+/* compressed-tensors: one scheme for every quantized module (targets ["Linear"]), its weights'
+   arguments; anything that quantizes activations, the KV cache or sparsifies is refused. Which
+   modules are quantized is read from the tensors (weight_scale beside them); ignore's names are
+   checked against them (its "re:" patterns are not matched: the tensors decide). */
+static pf_result pf__ct_config(const pf__json *qc, const char *path, pf__qconfig *q, char *message, size_t size) {
+#define PF__CT_REFUSE(...) return pf__format(message, size, PF_ERROR_UNSUPPORTED, __VA_ARGS__)
+    const char *status = pf__json_string_of(qc, "quantization_status");
+    if (pf__json_get(qc, "quantization_status") && (!status || strcmp(status, "compressed")))
+        PF__CT_REFUSE("%s: quantization_config's \"quantization_status\" is not \"compressed\" (the weights as the "
+                      "package compresses them are what is implemented)", path);
+    static const char *const refused[] = {"kv_cache_scheme", "sparsity_config", "transform_config", "moe_sparsity_config"};
+    for (size_t i = 0; i < PF__COUNT(refused); i++)
+        if (pf__json_set(qc, refused[i]))
+            PF__CT_REFUSE("%s: quantization_config's \"%s\" is set: not implemented", path, refused[i]);
+    const pf__json *groups = pf__json_get(qc, "config_groups");
+    if (!groups || groups->type != PF__JSON_OBJECT || groups->count != 1 || groups->first->type != PF__JSON_OBJECT)
+        PF__CT_REFUSE("%s: quantization_config's \"config_groups\" does not hold one scheme (one scheme for every "
+                      "quantized module is implemented)", path);
+    const pf__json *scheme = groups->first, *targets = pf__json_get(scheme, "targets"), *w = pf__json_get(scheme, "weights");
+    pf_result r = pf__check_qkeys(scheme, "compressed-tensors", pf__ct_scheme_keys, PF__COUNT(pf__ct_scheme_keys), path,
+                                  message, size);
+    if (r) return r;
+    if (!targets || targets->type != PF__JSON_ARRAY || targets->count != 1 || targets->first->type != PF__JSON_STRING ||
+        strcmp(targets->first->string, "Linear"))
+        PF__CT_REFUSE("%s: quantization_config's scheme \"targets\" is not [\"Linear\"] (quantized embeddings or "
+                      "attention are not implemented)", path);
+    if (pf__json_set(scheme, "input_activations") || pf__json_set(scheme, "output_activations"))
+        PF__CT_REFUSE("%s: quantization_config's scheme has \"%s\": quantized activations are not implemented", path,
+                      pf__json_set(scheme, "input_activations") ? "input_activations" : "output_activations");
+    const char *format = pf__json_string_of(qc, "format"), *scheme_format = pf__json_string_of(scheme, "format");
+    if (!format || !strcmp(format, "mixed-precision")) format = scheme_format;
+    else if (scheme_format && strcmp(scheme_format, format))
+        PF__CT_REFUSE("%s: quantization_config's \"format\" \"%s\" and its scheme's \"%s\" differ", path, format,
+                      scheme_format);
+    if (!format || (strcmp(format, "pack-quantized") && strcmp(format, "naive-quantized") &&
+                    strcmp(format, "int-quantized") && strcmp(format, "float-quantized")))
+        PF__CT_REFUSE("%s: quantization_config's \"format\" is \"%s\": pack-quantized, naive-quantized, int-quantized "
+                      "and float-quantized are implemented", path, format ? format : "(none)");
+    q->ct_packed = !strcmp(format, "pack-quantized");
+    if (!w || w->type != PF__JSON_OBJECT)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: quantization_config's scheme has no \"weights\"", path);
+    if ((r = pf__check_qkeys(w, "compressed-tensors", pf__ct_weight_keys, PF__COUNT(pf__ct_weight_keys), path, message,
+                             size)))
+        return r;
+    const char *type = pf__json_string_of(w, "type"), *strategy = pf__json_string_of(w, "strategy");
+    const char *actorder = pf__json_string_of(w, "actorder");
+    q->ct_float = type && !strcmp(type, "float");
+    if (type && !q->ct_float && strcmp(type, "int"))
+        PF__CT_REFUSE("%s: quantization_config's weights \"type\" is \"%s\", not int or float", path, type);
+    double bits = 8, group = 0;
+    if (pf__json_get(w, "num_bits") && pf__json_number(pf__json_get(w, "num_bits"), &bits) != 1) bits = 0;
+    int bits_ok = q->ct_float ? bits == 8 && !q->ct_packed : q->ct_packed ? bits == 4 || bits == 8 : bits == 8;
+    if (!bits_ok || (q->ct_float && !strcmp(format, "int-quantized")))
+        PF__CT_REFUSE("%s: quantization_config's weights \"num_bits\" %g of type %s in format %s: int4 and int8 "
+                      "pack-quantized, int8 naive-quantized and e4m3 float-quantized are implemented", path, bits,
+                      q->ct_float ? "float" : "int", format);
+    q->bits = (int)bits;
+    const pf__json *symmetric = pf__json_get(w, "symmetric");
+    q->ct_symmetric = !symmetric || symmetric->type == PF__JSON_NULL || pf__json_set(w, "symmetric");
+    if (q->ct_float && !q->ct_symmetric)
+        PF__CT_REFUSE("%s: quantization_config's weights are float and not \"symmetric\": not implemented", path);
+    if (pf__json_set(w, "dynamic"))
+        PF__CT_REFUSE("%s: quantization_config's weights are \"dynamic\": not implemented", path);
+    if (pf__json_set(w, "actorder") && (!actorder || (strcmp(actorder, "weight") && strcmp(actorder, "static"))))
+        PF__CT_REFUSE("%s: quantization_config's weights \"actorder\" is not \"weight\" (group act order, a "
+                      "weight_g_idx, is not implemented)", path);
+    const pf__json *group_json = pf__json_get(w, "group_size");
+    if (group_json && group_json->type != PF__JSON_NULL &&
+        (pf__json_number(group_json, &group) != 1 || group != floor(group) || group < -1 || group > 1e9))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: quantization_config's weights \"group_size\" is not an "
+                          "integer", path);
+    if (!strategy) strategy = group > 0 ? "group" : group == -1 ? "channel" : "tensor"; /* as the package infers it */
+    if (group > 0 && strcmp(strategy, "group"))
+        PF__CT_REFUSE("%s: quantization_config's weights have a \"group_size\" and strategy \"%s\"", path, strategy);
+    if (!strcmp(strategy, "tensor")) q->ct_strategy = PF__CT_TENSOR;
+    else if (!strcmp(strategy, "channel")) q->ct_strategy = PF__CT_CHANNEL;
+    else if (!strcmp(strategy, "group") && group >= 1) q->ct_strategy = PF__CT_GROUP, q->group_size = (long)group;
+    else if (!strcmp(strategy, "block") && q->ct_float) q->ct_strategy = PF__CT_BLOCK;
+    else
+        PF__CT_REFUSE("%s: quantization_config's weights \"strategy\" \"%s\"%s: tensor, channel, group (with a "
+                      "group_size) and, for float weights, block are implemented", path, strategy,
+                      !strcmp(strategy, "group") ? " without a positive group_size" : "");
+    const pf__json *block = pf__json_get(w, "block_structure");
+    double br = 0, bc = 0;
+    if (q->ct_strategy == PF__CT_BLOCK &&
+        (!block || block->type != PF__JSON_ARRAY || block->count != 2 || pf__json_number(block->first, &br) != 1 ||
+         pf__json_number(block->first->next, &bc) != 1 || br < 1 || bc < 1 || br > 1e9 || bc > 1e9 || br != floor(br) ||
+         bc != floor(bc)))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: quantization_config's weights \"block_structure\" is not "
+                          "two positive integers", path);
+    if (q->ct_strategy != PF__CT_BLOCK && pf__json_set(w, "block_structure"))
+        PF__CT_REFUSE("%s: quantization_config's weights have a \"block_structure\" and strategy \"%s\"", path, strategy);
+    q->block_rows = (size_t)br;
+    q->block_cols = (size_t)bc;
+    q->not_converted = pf__json_get(qc, "ignore");
+    return PF_OK;
+#undef PF__CT_REFUSE
+}
+
 /* ---- the tensors ---- */
 
 static int pf__has_suffix_of(const char *name, const char *suffix, size_t *stem) {
@@ -5678,7 +5858,8 @@ static pf_result pf__fp8_take(pf__st_index *index, const pf__qconfig *q, pf__st_
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' is FP8, but quantization_config's "
                           "modules_to_not_convert lists its module", w->file->path, w->name);
     size_t rows = w->shape[0], cols = w->shape[1];
-    pf__packed p = {PF__PACKED_FP8, rows, cols, w->data, scale->data, NULL, NULL, 0, 0, 0, 0, 0, 0, PF__DTYPE_F32, q->scale_e8m0};
+    pf__packed p = {PF__PACKED_FP8, rows, cols, w->data, scale->data, NULL, NULL, 0, 0, 0, 0, 0, 0, PF__DTYPE_F32, q->scale_e8m0,
+                    0, 0, PF__CT_ZERO_NONE};
     int bytes_ok = q->scale_e8m0 ? pf__file_dtype_is(scale, "F8_E8M0") || pf__file_dtype_is(scale, "U8")
                                  : scale->dtype == PF__DTYPE_F32 || scale->dtype == PF__DTYPE_BF16 || scale->dtype == PF__DTYPE_F16;
     if (!bytes_ok)
@@ -5762,7 +5943,7 @@ static pf_result pf__int_take(pf__st_index *index, const pf__qconfig *q, pf__st_
     memcpy(name, qweight->name, stem);
     strcpy(name + stem, ".weight");
     *p = (pf__packed){q->format, rows, cols, qweight->data, scales->data, zeros->data, g_idx ? g_idx->data : NULL,
-                      0, 0, 0, group, q->bits, q->zero_offset, scales->dtype, 0};
+                      0, 0, 0, group, q->bits, q->zero_offset, scales->dtype, 0, 0, 0, PF__CT_ZERO_NONE};
     memset(out, 0, sizeof *out);
     out->name = name;
     out->dtype = PF__DTYPE_PACKED;
@@ -5777,6 +5958,157 @@ static pf_result pf__int_take(pf__st_index *index, const pf__qconfig *q, pf__st_
     out->packed = p;
     qweight->used = zeros->used = scales->used = 1;
     return PF_OK;
+}
+
+/* A compressed-tensors module's weight_scale, with its weight (naive- and float-quantized: I8 or
+   F8_E4M3 [out, in], made packed in place) or weight_packed and weight_shape (pack-quantized: a
+   packed ".weight" tensor written to *out, *added set), and weight_zero_point (asymmetric). */
+static pf_result pf__ct_take(pf__st_index *index, const pf__qconfig *q, pf__st_tensor *scale, size_t stem,
+                             pf__st_tensor *out, int *added, char *message, size_t size) {
+    const char *path = scale->file->path;
+    pf__st_tensor *weight = (pf__st_tensor *)pf__part(index, scale->name, stem, ".weight");
+    pf__st_tensor *packed = (pf__st_tensor *)pf__part(index, scale->name, stem, ".weight_packed");
+    pf__st_tensor *shape = (pf__st_tensor *)pf__part(index, scale->name, stem, ".weight_shape");
+    pf__st_tensor *zero = (pf__st_tensor *)pf__part(index, scale->name, stem, ".weight_zero_point");
+    int stem_len = (int)stem;
+    *added = 0;
+    if (pf__module_listed(q->not_converted, scale->name, stem))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: module '%.*s' is quantized, but quantization_config's "
+                          "ignore lists it", path, stem_len, scale->name);
+    if (scale->dtype != PF__DTYPE_F32 && scale->dtype != PF__DTYPE_BF16 && scale->dtype != PF__DTYPE_F16)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' is %s, not F32, BF16 or F16", path,
+                          scale->name, scale->file_dtype);
+    size_t rows = 0, cols = 0;
+    if (q->ct_packed) {
+        uint64_t dims[2] = {0, 0};
+        if (!packed || !shape || weight || !pf__file_dtype_is(packed, "I32") || packed->ndim != 2 ||
+            !pf__file_dtype_is(shape, "I64") || shape->numel != 2)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: module '%.*s' is not an I32 weight_packed matrix and "
+                              "its I64 weight_shape (format pack-quantized), without a weight", path, stem_len, scale->name);
+        for (int d = 0; d < 2; d++)
+            for (int b = 7; b >= 0; b--) dims[d] = dims[d] << 8 | shape->data[8 * d + b];
+        rows = (size_t)dims[0], cols = (size_t)dims[1];
+        if (dims[0] > ((uint64_t)1 << 40) || dims[1] > ((uint64_t)1 << 40) || !rows || !cols ||
+            !pf__shape_is(packed, rows, (cols * (size_t)q->bits + 31) / 32))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: module '%.*s': weight_packed [%zu, %zu] does not hold "
+                              "the weight_shape [%llu, %llu] in %d-bit fields", path, stem_len, scale->name, packed->shape[0],
+                              packed->shape[1], (unsigned long long)dims[0], (unsigned long long)dims[1], q->bits);
+    } else {
+        const char *want = q->ct_float ? "F8_E4M3" : "I8";
+        if (!weight || packed || !pf__file_dtype_is(weight, want) || weight->ndim != 2 || !weight->numel)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: module '%.*s' has no %s weight matrix beside its "
+                              "weight_scale", path, stem_len, scale->name, want);
+        rows = weight->shape[0], cols = weight->shape[1];
+    }
+    /* the scales' grid: a tensor's, an output's, groups of an output's inputs, or blocks */
+    size_t group = cols, scale_rows = 1, scale_cols = 1;
+    if (q->ct_strategy == PF__CT_CHANNEL) scale_rows = rows;
+    else if (q->ct_strategy == PF__CT_GROUP) scale_rows = rows, group = (size_t)q->group_size, scale_cols = cols / group;
+    else if (q->ct_strategy == PF__CT_BLOCK)
+        scale_rows = (rows + q->block_rows - 1) / q->block_rows, scale_cols = (cols + q->block_cols - 1) / q->block_cols;
+    int grid_ok = q->ct_strategy == PF__CT_TENSOR ? scale->numel == 1 : pf__shape_is(scale, scale_rows, scale_cols);
+    if (!grid_ok || cols % group)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' is not the scales of a [%zu, %zu] weight in the "
+                          "scheme's grid (%zu x %zu scales%s)", path, scale->name, rows, cols, scale_rows, scale_cols,
+                          cols % group ? ", inputs not a whole number of groups" : "");
+    int zero_layout = PF__CT_ZERO_NONE;
+    if (q->ct_symmetric && zero)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s': the scheme is symmetric, without zero points",
+                          path, zero->name);
+    if (!q->ct_symmetric) {
+        int packs = q->ct_packed && (q->ct_strategy == PF__CT_GROUP || q->ct_strategy == PF__CT_CHANNEL);
+        int ok = zero && (packs ? pf__file_dtype_is(zero, "I32") &&
+                                      pf__shape_is(zero, (rows * (size_t)q->bits + 31) / 32, scale_cols)
+                                : pf__file_dtype_is(zero, "I8") && zero->numel == scale->numel);
+        if (!ok)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: module '%.*s' has no %s weight_zero_point of its "
+                              "scales' %s (the scheme is asymmetric)", path, stem_len, scale->name, packs ? "I32" : "I8",
+                              packs ? "groups, packed along the outputs," : "shape");
+        zero_layout = packs ? PF__CT_ZERO_PACKED : PF__CT_ZERO_I8;
+        zero->used = 1;
+    }
+    pf__packed *p = pf__packed_new(index);
+    if (!p) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    memset(p, 0, sizeof *p);
+    p->rows = rows, p->cols = cols, p->scales = scale->data, p->scale_dtype = scale->dtype;
+    if (q->ct_float) { /* e4m3 x scale, through FP8's grid: an output's row of blocks as wide as the input */
+        p->format = PF__PACKED_FP8;
+        p->values = weight->data;
+        if (q->ct_strategy != PF__CT_TENSOR) {
+            p->block_rows = q->ct_strategy == PF__CT_BLOCK ? q->block_rows : 1;
+            p->block_cols = q->ct_strategy == PF__CT_BLOCK ? q->block_cols : group;
+            p->scale_cols = scale_cols;
+        }
+    } else {
+        p->format = PF__PACKED_CT_INT;
+        p->values = q->ct_packed ? packed->data : weight->data;
+        p->values_i8 = !q->ct_packed;
+        p->zeros = zero_layout != PF__CT_ZERO_NONE ? zero->data : NULL;
+        p->zero_layout = zero_layout;
+        p->scale_rows = scale_rows, p->scale_cols = scale_cols, p->group_size = group, p->bits = q->bits;
+    }
+    scale->used = 1;
+    if (!q->ct_packed) {
+        weight->dtype = PF__DTYPE_PACKED;
+        weight->packed = p;
+        return PF_OK;
+    }
+    char *name = (char *)malloc(stem + sizeof ".weight");
+    if (!name || pf__st_own(index, name)) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    memcpy(name, scale->name, stem);
+    strcpy(name + stem, ".weight");
+    memset(out, 0, sizeof *out);
+    out->name = name;
+    out->dtype = PF__DTYPE_PACKED;
+    out->file_dtype = "I32";
+    out->ndim = 2;
+    out->shape[0] = rows;
+    out->shape[1] = cols;
+    out->numel = rows * cols;
+    out->data = packed->data;
+    out->bytes = packed->bytes;
+    out->file = packed->file;
+    out->packed = p;
+    packed->used = shape->used = 1;
+    *added = 1;
+    return PF_OK;
+}
+
+/* compressed-tensors: every weight_scale's module decoded; pack-quantized modules become packed
+   ".weight" tensors added to the index (as GPTQ's); activation scales are refused. */
+static pf_result pf__ct_tensors(pf__st_index *index, const pf__qconfig *q, char *message, size_t size) {
+    static const char *const activation_parts[] = {".input_scale", ".input_zero_point", ".output_scale",
+                                                   ".output_zero_point", ".weight_g_idx", ".input_global_scale",
+                                                   ".weight_global_scale"};
+    size_t count = 0, stem = 0, made = 0;
+    for (size_t i = 0; i < index->num_tensors; i++) {
+        const pf__st_tensor *t = &index->tensors[i];
+        count += pf__has_suffix_of(t->name, ".weight_scale", &stem);
+        for (size_t k = 0; k < PF__COUNT(activation_parts); k++)
+            if (pf__has_suffix_of(t->name, activation_parts[k], &stem))
+                return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' (%s) is not implemented",
+                                  t->file->path, t->name, activation_parts[k] + 1);
+    }
+    if (!count) return PF_OK;
+    pf__st_tensor *added = (pf__st_tensor *)calloc(count, sizeof *added);
+    if (!added) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    pf_result r = PF_OK;
+    for (size_t i = 0, n = index->num_tensors; i < n && !r; i++) {
+        int one = 0;
+        if (pf__has_suffix_of(index->tensors[i].name, ".weight_scale", &stem))
+            r = pf__ct_take(index, q, &index->tensors[i], stem, &added[made], &one, message, size);
+        made += (size_t)one;
+    }
+    pf__st_tensor *grown = r || !made ? NULL : (pf__st_tensor *)realloc(index->tensors, (index->num_tensors + made) * sizeof *grown);
+    if (!r && made && !grown) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r && made) {
+        index->tensors = grown;
+        memcpy(index->tensors + index->num_tensors, added, made * sizeof *added);
+        index->num_tensors += made;
+        qsort(index->tensors, index->num_tensors, sizeof *index->tensors, pf__tensor_cmp);
+    }
+    free(added);
+    return r;
 }
 
 /* FP8: every weight_scale_inv's weight packed; an F8 tensor left without one is refused. */
@@ -5850,10 +6182,13 @@ PF_PRIVATE pf_result pf__quantized_open(const char *dir, pf__st_index *index, ch
         if (!(r = pf__check_qkeys(qc, q.method, pf__gptq_keys, PF__COUNT(pf__gptq_keys), path, message, size)) &&
             !(r = pf__int_config(qc, path, &q, message, size)))
             r = pf__int_tensors(index, &q, message, size);
+    } else if (!strcmp(q.method, "compressed-tensors")) {
+        if (!(r = pf__check_qkeys(qc, q.method, pf__ct_keys, PF__COUNT(pf__ct_keys), path, message, size)) &&
+            !(r = pf__ct_config(qc, path, &q, message, size)))
+            r = pf__ct_tensors(index, &q, message, size);
     } else {
         r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: quantization_config's quant_method \"%s\" is not "
-                       "supported (fp8, gptq and awq are%s)", path, q.method,
-                       !strcmp(q.method, "compressed-tensors") ? "; compressed-tensors is not yet" : "");
+                       "supported (fp8, gptq, awq and compressed-tensors are)", path, q.method);
     }
     pf__json_free(json);
     return r;
@@ -19273,12 +19608,13 @@ PF__Q8_ROWS_MMLA(pf__q4_rows_mmla, PF__Q4_BYTES, 1)
 #endif
 #endif
 
-/* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS), multiplied in their blocks.
-   Each 32-weight sub-block is integers v with factors (pf__sub_block: weight = dw s v + mw) and
-   meets x's block of the same 32 inputs (int8 qx, scale dx, sum sx: pf__quantize_x_fn), so its
-   product is dx (dw dot + mw sx), dot = sum s v qx exact. out[r][o] is one fp32 chain over the
+/* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K), multiplied in
+   their blocks. Each 32-weight sub-block is integers v with factors (pf__sub_block: weight =
+   dw s v + mw m) and meets x's block of the same 32 inputs (int8 qx, scale dx, sum sx:
+   pf__quantize_x_fn), so its product is dx (dw dot + mw mdot), dot = sum s v qx and mdot =
+   sum m qx exact (mdot is sx where m is 1: all but Q2_K). out[r][o] is one fp32 chain over the
    sub-blocks in order, sum = fmaf((float)dot, dx * dw, sum), then, for the formats with a
-   minimum, sum = fmaf((float)sx, dx * mw, sum), from 0: every kernel set gives those bits. The
+   minimum, sum = fmaf((float)mdot, dx * mw, sum), from 0: every kernel set gives those bits. The
    only rounding beyond fp32's is x's to int8 (llama.cpp's vec_dot rounds x the same way, to
    q8_0 or q8_K blocks): within max|x of a block| / 254 an input. */
 typedef void pf__blocks_rows_fn(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx,
@@ -19299,10 +19635,12 @@ static void pf__blocks_rows_portable(float *out, size_t ld, const int8_t *qx, co
                 for (size_t j = 0; j < subs; j++) {
                     size_t xb = r * nx + b * subs + j;
                     const int8_t *x = qx + xb * 32;
-                    int64_t dot = 0; /* 64 bits: see pf__block_dot_portable */
+                    int64_t dot = 0, mdot = sx[xb]; /* 64 bits: see pf__block_dot_portable */
                     for (int i = 0; i < 32; i++) dot += (int64_t)sb[j].scales16[i / 16] * sb[j].v[i] * x[i];
+                    if (t == PF__DTYPE_Q2_K)
+                        for (int i = mdot = 0; i < 32; i++) mdot += (int64_t)sb[j].mins16[i / 16] * x[i];
                     sum = fmaf((float)dot, dx[xb] * sb[j].dw, sum);
-                    if (has_min) sum = fmaf((float)sx[xb], dx[xb] * sb[j].mw, sum);
+                    if (has_min) sum = fmaf((float)mdot, dx[xb] * sb[j].mw, sum);
                 }
                 out[r * ld + o] = sum;
             }
@@ -19313,17 +19651,21 @@ static void pf__blocks_rows_portable(float *out, size_t ld, const int8_t *qx, co
 #ifdef PF__AVX2
 /* src/blocks.c's sizes and minimum flag again, as constants where t is one (the kernels unroll). */
 static PF__INLINE size_t pf__values_of(const pf__dtype t) {
-    return (t >= PF__DTYPE_Q4_K && t <= PF__DTYPE_Q3_K) || t == PF__DTYPE_IQ4_XS ? 256 : 32;
+    return (t >= PF__DTYPE_Q4_K && t <= PF__DTYPE_Q3_K) || t == PF__DTYPE_IQ4_XS || t == PF__DTYPE_Q2_K ? 256 : 32;
 }
 static PF__INLINE size_t pf__bytes_of(const pf__dtype t) {
     return t == PF__DTYPE_Q8 ? 34 : t == PF__DTYPE_Q4 || t == PF__DTYPE_IQ4_NL ? 18 : t == PF__DTYPE_Q4_1 ? 20
            : t == PF__DTYPE_Q5_0 ? 22 : t == PF__DTYPE_Q5_1 ? 24 : t == PF__DTYPE_Q4_K ? 144 : t == PF__DTYPE_Q5_K ? 176
-           : t == PF__DTYPE_Q3_K ? 110 : t == PF__DTYPE_IQ4_XS ? 136 : 210;
+           : t == PF__DTYPE_Q3_K ? 110 : t == PF__DTYPE_IQ4_XS ? 136 : t == PF__DTYPE_Q2_K ? 84 : 210;
 }
-/* The formats whose sub-blocks have a scale per 16 weights (pf__sub_block's scales16). */
-static PF__INLINE int pf__scales16_of(const pf__dtype t) { return t == PF__DTYPE_Q6_K || t == PF__DTYPE_Q3_K; }
+/* The formats whose sub-blocks have a scale per 16 weights (pf__sub_block's scales16), and a
+   minimum per 16 (mins16). */
+static PF__INLINE int pf__scales16_of(const pf__dtype t) {
+    return t == PF__DTYPE_Q6_K || t == PF__DTYPE_Q3_K || t == PF__DTYPE_Q2_K;
+}
+static PF__INLINE int pf__mins16_of(const pf__dtype t) { return t == PF__DTYPE_Q2_K; }
 static PF__INLINE int pf__has_min_of(const pf__dtype t) {
-    return t == PF__DTYPE_Q4_1 || t == PF__DTYPE_Q5_1 || t == PF__DTYPE_Q4_K || t == PF__DTYPE_Q5_K;
+    return t == PF__DTYPE_Q4_1 || t == PF__DTYPE_Q5_1 || t == PF__DTYPE_Q4_K || t == PF__DTYPE_Q5_K || t == PF__DTYPE_Q2_K;
 }
 
 /* 32 bytes: 0xff where bit i of the 4 bytes at p is set (Q5's fifth bits). */
@@ -19343,10 +19685,10 @@ PF__AVX2_TARGET static PF__INLINE float pf__f16_at_f16c(const unsigned char *p) 
     return _cvtsh_ss(h);
 }
 
-/* Sub-block j of block b as 32 int8 values v, its factors dw and mw, and (Q6_K, Q3_K) the int16
-   scales of its two halves; t a constant where it is inlined. */
+/* Sub-block j of block b as 32 int8 values v, its factors dw and mw, (Q6_K, Q3_K, Q2_K) the int16
+   scales of its two halves and (Q2_K) their int16 minimums; t a constant where it is inlined. */
 PF__AVX2_TARGET static PF__INLINE __m256i pf__sub_block_avx2(pf__dtype t, const unsigned char *b, int j, float *dw,
-                                                            float *mw, __m256i *scales) {
+                                                            float *mw, __m256i *scales, __m256i *mins) {
     const __m256i low4 = _mm256_set1_epi8(15);
     __m128i shift4 = _mm_cvtsi32_si128(j % 2 * 4);
     switch (t) {
@@ -19397,6 +19739,13 @@ PF__AVX2_TARGET static PF__INLINE __m256i pf__sub_block_avx2(pf__dtype t, const 
                                         _mm256_set1_epi8(1));
         return _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi16(high, 2)), _mm256_set1_epi8(4));
     }
+    case PF__DTYPE_Q2_K: { /* as pf__sub_block_values: 2-bit values by 2k; a scale and minimum byte per 16 */
+        *dw = pf__f16_at_f16c(b + 80), *mw = -pf__f16_at_f16c(b + 82);
+        *scales = _mm256_set_m128i(_mm_set1_epi16(b[2 * j + 1] & 15), _mm_set1_epi16(b[2 * j] & 15));
+        *mins = _mm256_set_m128i(_mm_set1_epi16(b[2 * j + 1] >> 4), _mm_set1_epi16(b[2 * j] >> 4));
+        return _mm256_and_si256(_mm256_srl_epi16(_mm256_loadu_si256((const __m256i *)(b + 16 + j / 4 * 32)),
+                                                 _mm_cvtsi32_si128(2 * (j % 4))), _mm256_set1_epi8(3));
+    }
     default: { /* Q6_K */
         int half = j / 4, k = j % 4;
         const int8_t *sc = (const int8_t *)(b + 192) + half * 8 + k * 2;
@@ -19430,12 +19779,12 @@ PF__AVX2_TARGET static PF__INLINE void pf__blocks_rows_avx2_as(float *out, size_
             for (int r = 0; r < PF__BLOCKS_R; r++) acc[r] = _mm256_setzero_ps();
             for (size_t b = 0; b < k / values; b++)
                 for (size_t j = 0; j < subs; j++) {
-                    __m256i wv[8], scales[8];
+                    __m256i wv[8], scales[8], mins[8];
                     float dw[8], mw[8] = {0};
                     if (j == 0) pf__prefetch_next_tile(w + (o + 8) * row_bytes, 8 * bytes, b);
                     PF__UNROLL for (int i = 0; i < 8; i++) {
                         _mm_prefetch((const char *)(row[i] + b * bytes + 4 * bytes), _MM_HINT_T0);
-                        wv[i] = pf__sub_block_avx2(t, row[i] + b * bytes, (int)j, &dw[i], &mw[i], &scales[i]);
+                        wv[i] = pf__sub_block_avx2(t, row[i] + b * bytes, (int)j, &dw[i], &mw[i], &scales[i], &mins[i]);
                     }
                     __m256 dwv = _mm256_loadu_ps(dw), mwv = _mm256_loadu_ps(mw);
                     for (size_t r = 0; r < nr; r++) {
@@ -19445,10 +19794,14 @@ PF__AVX2_TARGET static PF__INLINE void pf__blocks_rows_avx2_as(float *out, size_
                             __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(wv[i]), _mm256_sign_epi8(xv, wv[i]));
                             d[i] = _mm256_madd_epi16(pairs, pf__scales16_of(t) ? scales[i] : _mm256_set1_epi16(1));
                         }
-                        __m256 scale = _mm256_set1_ps(dx[xb]);
+                        __m256 scale = _mm256_set1_ps(dx[xb]), mdot = _mm256_set1_ps((float)sx[xb]);
                         acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pf__sum_lanes8_avx2(d)), _mm256_mul_ps(scale, dwv), acc[r]);
-                        if (has_min)
-                            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps((float)sx[xb]), _mm256_mul_ps(scale, mwv), acc[r]);
+                        if (pf__mins16_of(t)) { /* each row's sum m qx: x's pairs weighed by its minimums */
+                            __m256i x_pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(1), xv);
+                            PF__UNROLL for (int i = 0; i < 8; i++) d[i] = _mm256_madd_epi16(x_pairs, mins[i]);
+                            mdot = _mm256_cvtepi32_ps(pf__sum_lanes8_avx2(d));
+                        }
+                        if (has_min) acc[r] = _mm256_fmadd_ps(mdot, _mm256_mul_ps(scale, mwv), acc[r]);
                     }
                 }
             for (size_t r = 0; r < nr; r++) {
@@ -19472,6 +19825,7 @@ PF__AVX2_TARGET static void pf__blocks_rows_avx2(float *out, size_t ld, const in
     case PF__DTYPE_Q3_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q3_K); break;
     case PF__DTYPE_IQ4_NL: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_IQ4_NL); break;
     case PF__DTYPE_IQ4_XS: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_IQ4_XS); break;
+    case PF__DTYPE_Q2_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q2_K); break;
     default: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q6_K);
     }
 }
@@ -19482,7 +19836,9 @@ PF__AVX2_TARGET static void pf__blocks_rows_avx2(float *out, size_t ld, const in
    Q6_K's and Q3_K's 16-weight scales, as fp32 (exact: below 2^12), times x in 8 lanes (lane l: inputs l,
    l + 8, l + 16, l + 24, fused in that order from 0), the lanes then scaled into the row's 8
    accumulators, acc_l = fmaf(dw, p_l, acc_l), and the minimum's share into lane 0,
-   acc_0 = fmaf(mw, sum of the 32 inputs, acc_0); the output is the accumulators added as
+   acc_0 = fmaf(mw, sum of the 32 inputs, acc_0), or where the minimum is per 16 weights (Q2_K)
+   into every lane as the values' share, acc_l = fmaf(mw, pm_l, acc_l), pm_l being x's inputs
+   times their minimums fused as p_l is; the output is the accumulators added as
    pf__hsum_avx2 adds them ((l + l4), then pairs). Every kernel set gives those bits; a weight's
    value is the gguf package's dequantization, and the sum is fp32's, so a product is within
    fp32's rounding of the exact product of the file's weights. x_sums: each 32-input block's sum
@@ -19521,8 +19877,13 @@ static void pf__blocks_f32_portable(float *out, size_t ld, const float *x, const
                         for (int q = 0; q < 4; q++)
                             p = fmaf((float)(sb.scales16[q / 2] * sb.v[q * 8 + l]), xr[q * 8 + l], p);
                         acc[l] = fmaf(sb.dw, p, acc[l]);
+                        if (t == PF__DTYPE_Q2_K) {
+                            float pm = 0.0f;
+                            for (int q = 0; q < 4; q++) pm = fmaf((float)sb.mins16[q / 2], xr[q * 8 + l], pm);
+                            acc[l] = fmaf(sb.mw, pm, acc[l]);
+                        }
                     }
-                    if (has_min) acc[0] = fmaf(sb.mw, x_sums[xb], acc[0]);
+                    if (has_min && t != PF__DTYPE_Q2_K) acc[0] = fmaf(sb.mw, x_sums[xb], acc[0]);
                 }
             float a[4];
             for (int l = 0; l < 4; l++) a[l] = acc[l] + acc[l + 4];
@@ -19546,10 +19907,10 @@ PF__AVX2_TARGET static PF__INLINE void pf__blocks_f32_tile_avx2(float *out, size
         const unsigned char *block = row + b * bytes;
         for (size_t j = 0; j < subs; j++) {
             float dw, mw = 0.0f;
-            __m256i scales = _mm256_set1_epi16(1), v;
+            __m256i scales = _mm256_set1_epi16(1), mins = scales, v;
             if (t == PF__DTYPE_Q8) v = _mm256_loadu_si256((const __m256i *)(block + 2)), dw = pf__f16_at_f16c(block);
             else if (t == PF__DTYPE_Q4) v = _mm256_sub_epi8(pf__q4_load(block + 2), _mm256_set1_epi8(8)), dw = pf__f16_at_f16c(block);
-            else v = pf__sub_block_avx2(t, block, (int)j, &dw, &mw, &scales);
+            else v = pf__sub_block_avx2(t, block, (int)j, &dw, &mw, &scales, &mins);
             __m256 wq[4];
             __m128i low = _mm256_castsi256_si128(v), high = _mm256_extracti128_si256(v, 1);
             wq[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(low));
@@ -19562,7 +19923,12 @@ PF__AVX2_TARGET static PF__INLINE void pf__blocks_f32_tile_avx2(float *out, size
                 wq[0] = _mm256_mul_ps(wq[0], s0), wq[1] = _mm256_mul_ps(wq[1], s0);
                 wq[2] = _mm256_mul_ps(wq[2], s1), wq[3] = _mm256_mul_ps(wq[3], s1);
             }
-            __m256 dwv = _mm256_set1_ps(dw), mwv = _mm256_setr_ps(mw, 0, 0, 0, 0, 0, 0, 0);
+            __m256 dwv = _mm256_set1_ps(dw), mwv = _mm256_setr_ps(mw, 0, 0, 0, 0, 0, 0, 0), m0 = dwv, m1 = dwv;
+            if (pf__mins16_of(t)) {
+                m0 = _mm256_set1_ps((float)(int16_t)_mm256_extract_epi16(mins, 0));
+                m1 = _mm256_set1_ps((float)(int16_t)_mm256_extract_epi16(mins, 8));
+                mwv = _mm256_set1_ps(mw);
+            }
             PF__UNROLL for (int r = 0; r < R; r++) {
                 size_t xb = (r0 + (size_t)r) * nx + b * subs + j;
                 const float *xr = x + xb * 32;
@@ -19571,7 +19937,13 @@ PF__AVX2_TARGET static PF__INLINE void pf__blocks_f32_tile_avx2(float *out, size
                 p = _mm256_fmadd_ps(wq[2], _mm256_loadu_ps(xr + 16), p);
                 p = _mm256_fmadd_ps(wq[3], _mm256_loadu_ps(xr + 24), p);
                 acc[r] = _mm256_fmadd_ps(dwv, p, acc[r]);
-                if (has_min) acc[r] = _mm256_fmadd_ps(mwv, _mm256_set1_ps(x_sums[xb]), acc[r]);
+                if (pf__mins16_of(t)) {
+                    __m256 pm = _mm256_fmadd_ps(m0, _mm256_loadu_ps(xr), _mm256_setzero_ps());
+                    pm = _mm256_fmadd_ps(m0, _mm256_loadu_ps(xr + 8), pm);
+                    pm = _mm256_fmadd_ps(m1, _mm256_loadu_ps(xr + 16), pm);
+                    pm = _mm256_fmadd_ps(m1, _mm256_loadu_ps(xr + 24), pm);
+                    acc[r] = _mm256_fmadd_ps(mwv, pm, acc[r]);
+                } else if (has_min) acc[r] = _mm256_fmadd_ps(mwv, _mm256_set1_ps(x_sums[xb]), acc[r]);
             }
         }
     }
@@ -19603,6 +19975,7 @@ PF__AVX2_TARGET static void pf__blocks_f32_avx2(float *out, size_t ld, const flo
     case PF__DTYPE_Q3_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q3_K); break;
     case PF__DTYPE_IQ4_NL: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_IQ4_NL); break;
     case PF__DTYPE_IQ4_XS: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_IQ4_XS); break;
+    case PF__DTYPE_Q2_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q2_K); break;
     default: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q6_K);
     }
 }
@@ -21218,7 +21591,7 @@ PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols) {
 
 #ifdef PF_TESTING
 /* Test hook: the CPU matmul on plain arrays (w is [n_out][k] of dtype 0 f32, 1 f16, 2 bf16, 3 Q8
-   blocks, 4 Q4 blocks, 5..13 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS blocks,
+   blocks, 4 Q4 blocks, 5..14 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K blocks,
    columns col_begin..
    of a whole). */
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
@@ -26485,14 +26858,14 @@ static const unsigned char pf__gguf_value_size[PF__GGUF_VALUE_TYPES] = {1, 1, 2,
 /* ggml's tensor types by id: the name for messages, and for the types we read the block (weights)
    and its bytes. Others are refused by name. */
 enum { PF__GGML_F32 = 0, PF__GGML_F16 = 1, PF__GGML_Q4_0 = 2, PF__GGML_Q4_1 = 3, PF__GGML_Q5_0 = 6, PF__GGML_Q5_1 = 7,
-       PF__GGML_Q8_0 = 8, PF__GGML_Q3_K = 11, PF__GGML_Q4_K = 12, PF__GGML_IQ4_NL = 20, PF__GGML_IQ4_XS = 23, PF__GGML_Q5_K = 13, PF__GGML_Q6_K = 14, PF__GGML_BF16 = 30 };
+       PF__GGML_Q8_0 = 8, PF__GGML_Q2_K = 10, PF__GGML_Q3_K = 11, PF__GGML_Q4_K = 12, PF__GGML_IQ4_NL = 20, PF__GGML_IQ4_XS = 23, PF__GGML_Q5_K = 13, PF__GGML_Q6_K = 14, PF__GGML_BF16 = 30 };
 /* The block formats we read: each one's dtype (src/blocks.c), which sizes its blocks. */
 static const struct { const char *name; unsigned block, bytes; pf__dtype dtype; } pf__ggml_types[] = {
     [PF__GGML_F32] = {"F32", 1, 4, PF__DTYPE_F32}, [PF__GGML_F16] = {"F16", 1, 2, PF__DTYPE_F16},
     [PF__GGML_Q4_0] = {"Q4_0", 32, 18, PF__DTYPE_Q4}, [PF__GGML_Q4_1] = {"Q4_1", 32, 20, PF__DTYPE_Q4_1},
     [PF__GGML_Q5_0] = {"Q5_0", 32, 22, PF__DTYPE_Q5_0}, [PF__GGML_Q5_1] = {"Q5_1", 32, 24, PF__DTYPE_Q5_1},
     [PF__GGML_Q8_0] = {"Q8_0", 32, 34, PF__DTYPE_Q8}, [9] = {"Q8_1", 0, 0, PF__DTYPE_OTHER},
-    [10] = {"Q2_K", 0, 0, PF__DTYPE_OTHER}, [PF__GGML_Q3_K] = {"Q3_K", 256, 110, PF__DTYPE_Q3_K},
+    [PF__GGML_Q2_K] = {"Q2_K", 256, 84, PF__DTYPE_Q2_K}, [PF__GGML_Q3_K] = {"Q3_K", 256, 110, PF__DTYPE_Q3_K},
     [PF__GGML_Q4_K] = {"Q4_K", 256, 144, PF__DTYPE_Q4_K}, [PF__GGML_Q5_K] = {"Q5_K", 256, 176, PF__DTYPE_Q5_K},
     [PF__GGML_Q6_K] = {"Q6_K", 256, 210, PF__DTYPE_Q6_K}, [15] = {"Q8_K", 0, 0, PF__DTYPE_OTHER},
     [16] = {"IQ2_XXS", 0, 0}, [17] = {"IQ2_XS", 0, 0}, [18] = {"IQ3_XXS", 0, 0}, [19] = {"IQ1_S", 0, 0},
@@ -26708,7 +27081,7 @@ static pf_result pf__gguf_read_tensor_infos(pf__gguf *g, pf__gguf_cursor *c, uin
         unsigned block = pf__ggml_types[type].block;
         if (!block)
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%.*s' has type %s, which parallelformers "
-                              "does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS)", path, name_len,
+                              "does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS)", path, name_len,
                               t->name, pf__ggml_types[type].name);
         if (t->cols % block || pf__mul_size(rows, t->cols / block * pf__ggml_types[type].bytes, &t->bytes) ||
             t->cols / block * pf__ggml_types[type].bytes / pf__ggml_types[type].bytes != t->cols / block)

@@ -4,7 +4,8 @@
 /* =============================================================================================== */
 
 /* Each format stores a row of weights in blocks: 32 weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
-   IQ4_NL) or 256 in 8 sub-blocks of 32 (Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS), little-endian, as ggml's block_* structs lay them out.
+   IQ4_NL) or 256 in 8 sub-blocks of 32 (Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS, Q2_K), little-endian, as
+   ggml's block_* structs lay them out.
    Dequantization is ggml's dequantize_row_* arithmetic in fp32 (what the gguf package's
    gguf.quants computes); the sub-block form is the same numbers as integers and two fp32 factors,
    for the integer products of the CPU backend. */
@@ -14,7 +15,7 @@ static const struct { const char *name; unsigned char values_log2, bytes; } pf__
     [PF__DTYPE_Q8] = {"Q8_0", 5, 34},  [PF__DTYPE_Q4] = {"Q4_0", 5, 18},    [PF__DTYPE_Q4_1] = {"Q4_1", 5, 20},
     [PF__DTYPE_Q5_0] = {"Q5_0", 5, 22}, [PF__DTYPE_Q5_1] = {"Q5_1", 5, 24}, [PF__DTYPE_Q4_K] = {"Q4_K", 8, 144},
     [PF__DTYPE_Q5_K] = {"Q5_K", 8, 176}, [PF__DTYPE_Q6_K] = {"Q6_K", 8, 210}, [PF__DTYPE_Q3_K] = {"Q3_K", 8, 110},
-    [PF__DTYPE_IQ4_NL] = {"IQ4_NL", 5, 18}, [PF__DTYPE_IQ4_XS] = {"IQ4_XS", 8, 136},
+    [PF__DTYPE_IQ4_NL] = {"IQ4_NL", 5, 18}, [PF__DTYPE_IQ4_XS] = {"IQ4_XS", 8, 136}, [PF__DTYPE_Q2_K] = {"Q2_K", 8, 84},
     [PF__DTYPE_PACKED] = {"packed (FP8, GPTQ, AWQ)", 0, 0}, [PF__DTYPE_OTHER] = {"other", 0, 0},
 };
 
@@ -28,7 +29,7 @@ PF_PRIVATE const char *pf__dtype_name(pf__dtype t) { return pf__block_table[t].n
 static float pf__block_f16(const uint8_t *p) { return pf__f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
 
 PF_PRIVATE int pf__block_has_min(pf__dtype t) {
-    return t == PF__DTYPE_Q4_1 || t == PF__DTYPE_Q5_1 || t == PF__DTYPE_Q4_K || t == PF__DTYPE_Q5_K;
+    return t == PF__DTYPE_Q4_1 || t == PF__DTYPE_Q5_1 || t == PF__DTYPE_Q4_K || t == PF__DTYPE_Q5_K || t == PF__DTYPE_Q2_K;
 }
 
 /* The K formats' sub-block j scale and minimum: 6 bits each, j < 4 in the low bits of bytes j and
@@ -110,6 +111,11 @@ static void pf__sub_block_values(pf__dtype t, const uint8_t *b, int j, int *q) {
         for (int i = 0; i < 32; i++) q[i] = ((qs[i] >> (2 * k)) & 3) | ((hmask[i] >> (4 * half + k)) & 1) << 2;
         break;
     }
+    case PF__DTYPE_Q2_K: { /* 16 bytes of scales, then 64 of 2-bit values (halves of 32, by 2k) */
+        const uint8_t *qs = b + 16 + j / 4 * 32;
+        for (int i = 0; i < 32; i++) q[i] = (qs[i] >> (2 * (j % 4))) & 3;
+        break;
+    }
     default:
         for (int i = 0; i < 32; i++) q[i] = 0;
     }
@@ -120,7 +126,7 @@ PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__s
     pf__sub_block_values(t, b, j, q);
     int iq4 = t == PF__DTYPE_IQ4_NL || t == PF__DTYPE_IQ4_XS;
     for (int i = 0; i < 32; i++) out->v[i] = iq4 ? pf__iq4_levels[q[i]] : (int8_t)(q[i] - offset);
-    out->scales16[0] = out->scales16[1] = 1;
+    out->scales16[0] = out->scales16[1] = out->mins16[0] = out->mins16[1] = 1;
     out->mw = 0.0f;
     switch (t) {
     case PF__DTYPE_Q8: case PF__DTYPE_Q4: case PF__DTYPE_Q5_0: case PF__DTYPE_IQ4_NL: out->dw = pf__block_f16(b); break;
@@ -143,12 +149,19 @@ PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__s
         out->scales16[0] = (int16_t)pf__q3_k_scale(b + 96, 2 * j), out->scales16[1] = (int16_t)pf__q3_k_scale(b + 96, 2 * j + 1);
         out->dw = pf__block_f16(b + 108);
         break;
+    case PF__DTYPE_Q2_K: /* a byte per 16 weights: the scale in the low nibble, the minimum high; then d, dmin */
+        out->scales16[0] = b[2 * j] & 15, out->scales16[1] = b[2 * j + 1] & 15;
+        out->mins16[0] = b[2 * j] >> 4, out->mins16[1] = b[2 * j + 1] >> 4;
+        out->dw = pf__block_f16(b + 80);
+        out->mw = -pf__block_f16(b + 82);
+        break;
     default: out->dw = 0.0f;
     }
 }
 
 /* One block as fp32, in ggml's order of operations: d * q (Q8_0, Q4_0, Q5_0), d * q + m (Q4_1,
-   Q5_1), (d * sc) * q - (dmin * m) (Q4_K, Q5_K), (d * sc) * q (Q6_K, Q3_K), q offset as stored. */
+   Q5_1), (d * sc) * q - (dmin * m) (Q4_K, Q5_K, Q2_K: -(dmin * m) is (-dmin) * m exactly),
+   (d * sc) * q (Q6_K, Q3_K), q offset as stored. */
 PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *b, float *out) {
     int subs = (int)(pf__block_values(t) / 32);
     for (int j = 0; j < subs; j++) {
@@ -164,6 +177,9 @@ PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *b, float *out) 
             break;
         case PF__DTYPE_Q6_K: case PF__DTYPE_Q3_K:
             for (int i = 0; i < 32; i++) y[i] = s.dw * (float)s.scales16[i / 16] * (float)s.v[i];
+            break;
+        case PF__DTYPE_Q2_K:
+            for (int i = 0; i < 32; i++) y[i] = s.dw * (float)s.scales16[i / 16] * (float)s.v[i] + s.mw * (float)s.mins16[i / 16];
             break;
         default:
             for (int i = 0; i < 32; i++) y[i] = (float)s.v[i] * s.dw;
@@ -182,6 +198,7 @@ PF_PRIVATE float pf__block_value(pf__dtype t, const void *w, size_t i) {
     case PF__DTYPE_Q4_1: case PF__DTYPE_Q5_1: return (float)s.v[j] * s.dw + s.mw;
     case PF__DTYPE_Q4_K: case PF__DTYPE_Q5_K: return s.dw * (float)s.v[j] + s.mw;
     case PF__DTYPE_Q6_K: case PF__DTYPE_Q3_K: return s.dw * (float)s.scales16[j / 16] * (float)s.v[j];
+    case PF__DTYPE_Q2_K: return s.dw * (float)s.scales16[j / 16] * (float)s.v[j] + s.mw * (float)s.mins16[j / 16];
     default: return (float)s.v[j] * s.dw;
     }
 }

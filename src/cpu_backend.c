@@ -990,12 +990,13 @@ PF__Q8_ROWS_MMLA(pf__q4_rows_mmla, PF__Q4_BYTES, 1)
 #endif
 #endif
 
-/* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS), multiplied in their blocks.
-   Each 32-weight sub-block is integers v with factors (pf__sub_block: weight = dw s v + mw) and
-   meets x's block of the same 32 inputs (int8 qx, scale dx, sum sx: pf__quantize_x_fn), so its
-   product is dx (dw dot + mw sx), dot = sum s v qx exact. out[r][o] is one fp32 chain over the
+/* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K), multiplied in
+   their blocks. Each 32-weight sub-block is integers v with factors (pf__sub_block: weight =
+   dw s v + mw m) and meets x's block of the same 32 inputs (int8 qx, scale dx, sum sx:
+   pf__quantize_x_fn), so its product is dx (dw dot + mw mdot), dot = sum s v qx and mdot =
+   sum m qx exact (mdot is sx where m is 1: all but Q2_K). out[r][o] is one fp32 chain over the
    sub-blocks in order, sum = fmaf((float)dot, dx * dw, sum), then, for the formats with a
-   minimum, sum = fmaf((float)sx, dx * mw, sum), from 0: every kernel set gives those bits. The
+   minimum, sum = fmaf((float)mdot, dx * mw, sum), from 0: every kernel set gives those bits. The
    only rounding beyond fp32's is x's to int8 (llama.cpp's vec_dot rounds x the same way, to
    q8_0 or q8_K blocks): within max|x of a block| / 254 an input. */
 typedef void pf__blocks_rows_fn(float *out, size_t ld, const int8_t *qx, const float *dx, const int32_t *sx,
@@ -1016,10 +1017,12 @@ static void pf__blocks_rows_portable(float *out, size_t ld, const int8_t *qx, co
                 for (size_t j = 0; j < subs; j++) {
                     size_t xb = r * nx + b * subs + j;
                     const int8_t *x = qx + xb * 32;
-                    int64_t dot = 0; /* 64 bits: see pf__block_dot_portable */
+                    int64_t dot = 0, mdot = sx[xb]; /* 64 bits: see pf__block_dot_portable */
                     for (int i = 0; i < 32; i++) dot += (int64_t)sb[j].scales16[i / 16] * sb[j].v[i] * x[i];
+                    if (t == PF__DTYPE_Q2_K)
+                        for (int i = mdot = 0; i < 32; i++) mdot += (int64_t)sb[j].mins16[i / 16] * x[i];
                     sum = fmaf((float)dot, dx[xb] * sb[j].dw, sum);
-                    if (has_min) sum = fmaf((float)sx[xb], dx[xb] * sb[j].mw, sum);
+                    if (has_min) sum = fmaf((float)mdot, dx[xb] * sb[j].mw, sum);
                 }
                 out[r * ld + o] = sum;
             }
@@ -1030,17 +1033,21 @@ static void pf__blocks_rows_portable(float *out, size_t ld, const int8_t *qx, co
 #ifdef PF__AVX2
 /* src/blocks.c's sizes and minimum flag again, as constants where t is one (the kernels unroll). */
 static PF__INLINE size_t pf__values_of(const pf__dtype t) {
-    return (t >= PF__DTYPE_Q4_K && t <= PF__DTYPE_Q3_K) || t == PF__DTYPE_IQ4_XS ? 256 : 32;
+    return (t >= PF__DTYPE_Q4_K && t <= PF__DTYPE_Q3_K) || t == PF__DTYPE_IQ4_XS || t == PF__DTYPE_Q2_K ? 256 : 32;
 }
 static PF__INLINE size_t pf__bytes_of(const pf__dtype t) {
     return t == PF__DTYPE_Q8 ? 34 : t == PF__DTYPE_Q4 || t == PF__DTYPE_IQ4_NL ? 18 : t == PF__DTYPE_Q4_1 ? 20
            : t == PF__DTYPE_Q5_0 ? 22 : t == PF__DTYPE_Q5_1 ? 24 : t == PF__DTYPE_Q4_K ? 144 : t == PF__DTYPE_Q5_K ? 176
-           : t == PF__DTYPE_Q3_K ? 110 : t == PF__DTYPE_IQ4_XS ? 136 : 210;
+           : t == PF__DTYPE_Q3_K ? 110 : t == PF__DTYPE_IQ4_XS ? 136 : t == PF__DTYPE_Q2_K ? 84 : 210;
 }
-/* The formats whose sub-blocks have a scale per 16 weights (pf__sub_block's scales16). */
-static PF__INLINE int pf__scales16_of(const pf__dtype t) { return t == PF__DTYPE_Q6_K || t == PF__DTYPE_Q3_K; }
+/* The formats whose sub-blocks have a scale per 16 weights (pf__sub_block's scales16), and a
+   minimum per 16 (mins16). */
+static PF__INLINE int pf__scales16_of(const pf__dtype t) {
+    return t == PF__DTYPE_Q6_K || t == PF__DTYPE_Q3_K || t == PF__DTYPE_Q2_K;
+}
+static PF__INLINE int pf__mins16_of(const pf__dtype t) { return t == PF__DTYPE_Q2_K; }
 static PF__INLINE int pf__has_min_of(const pf__dtype t) {
-    return t == PF__DTYPE_Q4_1 || t == PF__DTYPE_Q5_1 || t == PF__DTYPE_Q4_K || t == PF__DTYPE_Q5_K;
+    return t == PF__DTYPE_Q4_1 || t == PF__DTYPE_Q5_1 || t == PF__DTYPE_Q4_K || t == PF__DTYPE_Q5_K || t == PF__DTYPE_Q2_K;
 }
 
 /* 32 bytes: 0xff where bit i of the 4 bytes at p is set (Q5's fifth bits). */
@@ -1060,10 +1067,10 @@ PF__AVX2_TARGET static PF__INLINE float pf__f16_at_f16c(const unsigned char *p) 
     return _cvtsh_ss(h);
 }
 
-/* Sub-block j of block b as 32 int8 values v, its factors dw and mw, and (Q6_K, Q3_K) the int16
-   scales of its two halves; t a constant where it is inlined. */
+/* Sub-block j of block b as 32 int8 values v, its factors dw and mw, (Q6_K, Q3_K, Q2_K) the int16
+   scales of its two halves and (Q2_K) their int16 minimums; t a constant where it is inlined. */
 PF__AVX2_TARGET static PF__INLINE __m256i pf__sub_block_avx2(pf__dtype t, const unsigned char *b, int j, float *dw,
-                                                            float *mw, __m256i *scales) {
+                                                            float *mw, __m256i *scales, __m256i *mins) {
     const __m256i low4 = _mm256_set1_epi8(15);
     __m128i shift4 = _mm_cvtsi32_si128(j % 2 * 4);
     switch (t) {
@@ -1114,6 +1121,13 @@ PF__AVX2_TARGET static PF__INLINE __m256i pf__sub_block_avx2(pf__dtype t, const 
                                         _mm256_set1_epi8(1));
         return _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi16(high, 2)), _mm256_set1_epi8(4));
     }
+    case PF__DTYPE_Q2_K: { /* as pf__sub_block_values: 2-bit values by 2k; a scale and minimum byte per 16 */
+        *dw = pf__f16_at_f16c(b + 80), *mw = -pf__f16_at_f16c(b + 82);
+        *scales = _mm256_set_m128i(_mm_set1_epi16(b[2 * j + 1] & 15), _mm_set1_epi16(b[2 * j] & 15));
+        *mins = _mm256_set_m128i(_mm_set1_epi16(b[2 * j + 1] >> 4), _mm_set1_epi16(b[2 * j] >> 4));
+        return _mm256_and_si256(_mm256_srl_epi16(_mm256_loadu_si256((const __m256i *)(b + 16 + j / 4 * 32)),
+                                                 _mm_cvtsi32_si128(2 * (j % 4))), _mm256_set1_epi8(3));
+    }
     default: { /* Q6_K */
         int half = j / 4, k = j % 4;
         const int8_t *sc = (const int8_t *)(b + 192) + half * 8 + k * 2;
@@ -1147,12 +1161,12 @@ PF__AVX2_TARGET static PF__INLINE void pf__blocks_rows_avx2_as(float *out, size_
             for (int r = 0; r < PF__BLOCKS_R; r++) acc[r] = _mm256_setzero_ps();
             for (size_t b = 0; b < k / values; b++)
                 for (size_t j = 0; j < subs; j++) {
-                    __m256i wv[8], scales[8];
+                    __m256i wv[8], scales[8], mins[8];
                     float dw[8], mw[8] = {0};
                     if (j == 0) pf__prefetch_next_tile(w + (o + 8) * row_bytes, 8 * bytes, b);
                     PF__UNROLL for (int i = 0; i < 8; i++) {
                         _mm_prefetch((const char *)(row[i] + b * bytes + 4 * bytes), _MM_HINT_T0);
-                        wv[i] = pf__sub_block_avx2(t, row[i] + b * bytes, (int)j, &dw[i], &mw[i], &scales[i]);
+                        wv[i] = pf__sub_block_avx2(t, row[i] + b * bytes, (int)j, &dw[i], &mw[i], &scales[i], &mins[i]);
                     }
                     __m256 dwv = _mm256_loadu_ps(dw), mwv = _mm256_loadu_ps(mw);
                     for (size_t r = 0; r < nr; r++) {
@@ -1162,10 +1176,14 @@ PF__AVX2_TARGET static PF__INLINE void pf__blocks_rows_avx2_as(float *out, size_
                             __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(wv[i]), _mm256_sign_epi8(xv, wv[i]));
                             d[i] = _mm256_madd_epi16(pairs, pf__scales16_of(t) ? scales[i] : _mm256_set1_epi16(1));
                         }
-                        __m256 scale = _mm256_set1_ps(dx[xb]);
+                        __m256 scale = _mm256_set1_ps(dx[xb]), mdot = _mm256_set1_ps((float)sx[xb]);
                         acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pf__sum_lanes8_avx2(d)), _mm256_mul_ps(scale, dwv), acc[r]);
-                        if (has_min)
-                            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps((float)sx[xb]), _mm256_mul_ps(scale, mwv), acc[r]);
+                        if (pf__mins16_of(t)) { /* each row's sum m qx: x's pairs weighed by its minimums */
+                            __m256i x_pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(1), xv);
+                            PF__UNROLL for (int i = 0; i < 8; i++) d[i] = _mm256_madd_epi16(x_pairs, mins[i]);
+                            mdot = _mm256_cvtepi32_ps(pf__sum_lanes8_avx2(d));
+                        }
+                        if (has_min) acc[r] = _mm256_fmadd_ps(mdot, _mm256_mul_ps(scale, mwv), acc[r]);
                     }
                 }
             for (size_t r = 0; r < nr; r++) {
@@ -1189,6 +1207,7 @@ PF__AVX2_TARGET static void pf__blocks_rows_avx2(float *out, size_t ld, const in
     case PF__DTYPE_Q3_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q3_K); break;
     case PF__DTYPE_IQ4_NL: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_IQ4_NL); break;
     case PF__DTYPE_IQ4_XS: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_IQ4_XS); break;
+    case PF__DTYPE_Q2_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q2_K); break;
     default: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q6_K);
     }
 }
@@ -1199,7 +1218,9 @@ PF__AVX2_TARGET static void pf__blocks_rows_avx2(float *out, size_t ld, const in
    Q6_K's and Q3_K's 16-weight scales, as fp32 (exact: below 2^12), times x in 8 lanes (lane l: inputs l,
    l + 8, l + 16, l + 24, fused in that order from 0), the lanes then scaled into the row's 8
    accumulators, acc_l = fmaf(dw, p_l, acc_l), and the minimum's share into lane 0,
-   acc_0 = fmaf(mw, sum of the 32 inputs, acc_0); the output is the accumulators added as
+   acc_0 = fmaf(mw, sum of the 32 inputs, acc_0), or where the minimum is per 16 weights (Q2_K)
+   into every lane as the values' share, acc_l = fmaf(mw, pm_l, acc_l), pm_l being x's inputs
+   times their minimums fused as p_l is; the output is the accumulators added as
    pf__hsum_avx2 adds them ((l + l4), then pairs). Every kernel set gives those bits; a weight's
    value is the gguf package's dequantization, and the sum is fp32's, so a product is within
    fp32's rounding of the exact product of the file's weights. x_sums: each 32-input block's sum
@@ -1238,8 +1259,13 @@ static void pf__blocks_f32_portable(float *out, size_t ld, const float *x, const
                         for (int q = 0; q < 4; q++)
                             p = fmaf((float)(sb.scales16[q / 2] * sb.v[q * 8 + l]), xr[q * 8 + l], p);
                         acc[l] = fmaf(sb.dw, p, acc[l]);
+                        if (t == PF__DTYPE_Q2_K) {
+                            float pm = 0.0f;
+                            for (int q = 0; q < 4; q++) pm = fmaf((float)sb.mins16[q / 2], xr[q * 8 + l], pm);
+                            acc[l] = fmaf(sb.mw, pm, acc[l]);
+                        }
                     }
-                    if (has_min) acc[0] = fmaf(sb.mw, x_sums[xb], acc[0]);
+                    if (has_min && t != PF__DTYPE_Q2_K) acc[0] = fmaf(sb.mw, x_sums[xb], acc[0]);
                 }
             float a[4];
             for (int l = 0; l < 4; l++) a[l] = acc[l] + acc[l + 4];
@@ -1263,10 +1289,10 @@ PF__AVX2_TARGET static PF__INLINE void pf__blocks_f32_tile_avx2(float *out, size
         const unsigned char *block = row + b * bytes;
         for (size_t j = 0; j < subs; j++) {
             float dw, mw = 0.0f;
-            __m256i scales = _mm256_set1_epi16(1), v;
+            __m256i scales = _mm256_set1_epi16(1), mins = scales, v;
             if (t == PF__DTYPE_Q8) v = _mm256_loadu_si256((const __m256i *)(block + 2)), dw = pf__f16_at_f16c(block);
             else if (t == PF__DTYPE_Q4) v = _mm256_sub_epi8(pf__q4_load(block + 2), _mm256_set1_epi8(8)), dw = pf__f16_at_f16c(block);
-            else v = pf__sub_block_avx2(t, block, (int)j, &dw, &mw, &scales);
+            else v = pf__sub_block_avx2(t, block, (int)j, &dw, &mw, &scales, &mins);
             __m256 wq[4];
             __m128i low = _mm256_castsi256_si128(v), high = _mm256_extracti128_si256(v, 1);
             wq[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(low));
@@ -1279,7 +1305,12 @@ PF__AVX2_TARGET static PF__INLINE void pf__blocks_f32_tile_avx2(float *out, size
                 wq[0] = _mm256_mul_ps(wq[0], s0), wq[1] = _mm256_mul_ps(wq[1], s0);
                 wq[2] = _mm256_mul_ps(wq[2], s1), wq[3] = _mm256_mul_ps(wq[3], s1);
             }
-            __m256 dwv = _mm256_set1_ps(dw), mwv = _mm256_setr_ps(mw, 0, 0, 0, 0, 0, 0, 0);
+            __m256 dwv = _mm256_set1_ps(dw), mwv = _mm256_setr_ps(mw, 0, 0, 0, 0, 0, 0, 0), m0 = dwv, m1 = dwv;
+            if (pf__mins16_of(t)) {
+                m0 = _mm256_set1_ps((float)(int16_t)_mm256_extract_epi16(mins, 0));
+                m1 = _mm256_set1_ps((float)(int16_t)_mm256_extract_epi16(mins, 8));
+                mwv = _mm256_set1_ps(mw);
+            }
             PF__UNROLL for (int r = 0; r < R; r++) {
                 size_t xb = (r0 + (size_t)r) * nx + b * subs + j;
                 const float *xr = x + xb * 32;
@@ -1288,7 +1319,13 @@ PF__AVX2_TARGET static PF__INLINE void pf__blocks_f32_tile_avx2(float *out, size
                 p = _mm256_fmadd_ps(wq[2], _mm256_loadu_ps(xr + 16), p);
                 p = _mm256_fmadd_ps(wq[3], _mm256_loadu_ps(xr + 24), p);
                 acc[r] = _mm256_fmadd_ps(dwv, p, acc[r]);
-                if (has_min) acc[r] = _mm256_fmadd_ps(mwv, _mm256_set1_ps(x_sums[xb]), acc[r]);
+                if (pf__mins16_of(t)) {
+                    __m256 pm = _mm256_fmadd_ps(m0, _mm256_loadu_ps(xr), _mm256_setzero_ps());
+                    pm = _mm256_fmadd_ps(m0, _mm256_loadu_ps(xr + 8), pm);
+                    pm = _mm256_fmadd_ps(m1, _mm256_loadu_ps(xr + 16), pm);
+                    pm = _mm256_fmadd_ps(m1, _mm256_loadu_ps(xr + 24), pm);
+                    acc[r] = _mm256_fmadd_ps(mwv, pm, acc[r]);
+                } else if (has_min) acc[r] = _mm256_fmadd_ps(mwv, _mm256_set1_ps(x_sums[xb]), acc[r]);
             }
         }
     }
@@ -1320,6 +1357,7 @@ PF__AVX2_TARGET static void pf__blocks_f32_avx2(float *out, size_t ld, const flo
     case PF__DTYPE_Q3_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q3_K); break;
     case PF__DTYPE_IQ4_NL: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_IQ4_NL); break;
     case PF__DTYPE_IQ4_XS: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_IQ4_XS); break;
+    case PF__DTYPE_Q2_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q2_K); break;
     default: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q6_K);
     }
 }
@@ -2935,7 +2973,7 @@ PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols) {
 
 #ifdef PF_TESTING
 /* Test hook: the CPU matmul on plain arrays (w is [n_out][k] of dtype 0 f32, 1 f16, 2 bf16, 3 Q8
-   blocks, 4 Q4 blocks, 5..13 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS blocks,
+   blocks, 4 Q4 blocks, 5..14 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K blocks,
    columns col_begin..
    of a whole). */
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,

@@ -114,14 +114,14 @@ PF_PRIVATE pf_result pf__json_load(const char *path, pf__json **out, char *messa
 /* ---- src/safetensors.c ---- */
 
 /* PF__DTYPE_Q8 and _Q4 are llama.cpp's Q8_0 and Q4_0 blocks: our quantizers' formats (see
-   PF__Q8_BLOCK), and a GGUF's. Q4_1 to IQ4_XS are GGUF's other block formats, kept as the file
+   PF__Q8_BLOCK), and a GGUF's. Q4_1 to Q2_K are GGUF's other block formats, kept as the file
    holds them (src/blocks.c); PF__BLOCKED names them all. */
 typedef enum { PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8, PF__DTYPE_Q4, PF__DTYPE_Q4_1, PF__DTYPE_Q5_0,
                PF__DTYPE_Q5_1, PF__DTYPE_Q4_K, PF__DTYPE_Q5_K, PF__DTYPE_Q6_K, PF__DTYPE_Q3_K, PF__DTYPE_IQ4_NL,
-               PF__DTYPE_IQ4_XS, PF__DTYPE_PACKED, PF__DTYPE_OTHER } pf__dtype;
+               PF__DTYPE_IQ4_XS, PF__DTYPE_Q2_K, PF__DTYPE_PACKED, PF__DTYPE_OTHER } pf__dtype;
 /* PF__DTYPE_PACKED: a quantized safetensors checkpoint's matrix (FP8, GPTQ, AWQ: src/quantized.c),
    its values in the file's tensors and decoded as the ranks slice it (pf__st_tensor.packed). */
-#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_IQ4_XS)
+#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_Q2_K)
 #define PF__MAX_DIMS 8
 
 typedef struct pf__file_map {
@@ -189,13 +189,14 @@ extern PF_PRIVATE const int8_t pf__iq4_levels[16]; /* the IQ4 formats' levels (g
 #endif
 PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *block, float *out);
 PF_PRIVATE float pf__block_value(pf__dtype t, const void *w, size_t i);
-/* Sub-block j (32 weights) of a block in integers: weight i is dw * s_i * v[i] + mw, s_i being
-   scales16[i / 16] (Q6_K's and Q3_K's 16-weight scales; 1 for the others) and mw 0 for the
-   formats without a minimum (Q8_0, Q4_0, Q5_0, Q6_K, Q3_K). What the integer matrix products
+/* Sub-block j (32 weights) of a block in integers: weight i is dw * s_i * v[i] + mw * m_i, s_i
+   being scales16[i / 16] (Q6_K's, Q3_K's and Q2_K's 16-weight scales; 1 for the others), m_i
+   mins16[i / 16] (Q2_K's 16-weight minimums; 1 for the others) and mw 0 for the formats without
+   a minimum (Q8_0, Q4_0, Q5_0, Q6_K, Q3_K, IQ4_NL, IQ4_XS). What the integer matrix products
    multiply. */
 typedef struct pf__sub_block {
     int8_t v[32];
-    int16_t scales16[2];
+    int16_t scales16[2], mins16[2];
     float dw, mw;
 } pf__sub_block;
 PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *block, int j, pf__sub_block *out);
@@ -215,7 +216,7 @@ PF_PRIVATE size_t pf__st_file_dtype_size(const char *dtype);
 /* A quantized checkpoint's [rows = out, cols = in] matrix, decoded value by value where a rank's
    slice needs it (any run of a row: a rank's columns may start inside a block or group, whose
    scale follows the element). */
-typedef enum { PF__PACKED_FP8, PF__PACKED_GPTQ, PF__PACKED_AWQ } pf__packed_format;
+typedef enum { PF__PACKED_FP8, PF__PACKED_GPTQ, PF__PACKED_AWQ, PF__PACKED_CT_INT } pf__packed_format;
 typedef struct pf__packed {
     pf__packed_format format;
     size_t rows, cols;
@@ -231,7 +232,16 @@ typedef struct pf__packed {
     int zero_offset;           /* GPTQ's v1 format: stored zeros are one less than the zeros */
     pf__dtype scale_dtype;
     int scale_e8m0;            /* FP8 scales stored as E8M0 exponents instead: 2^(byte - 127) */
+    /* compressed-tensors (CT_INT: int weights; FP8 with the scale grid above for its float ones) */
+    int values_i8;             /* CT_INT: I8 [rows][cols] (naive-quantized); else I32 words [rows][ceil(cols *
+                                  bits / 32)], value c at bit c * bits, stored plus 2^(bits - 1) (pack-quantized) */
+    size_t scale_rows;         /* CT_INT: scales (and I8 zeros) [scale_rows: 1 or rows][scale_cols], groups of
+                                  group_size inputs */
+    int zero_layout;           /* CT_INT: PF__CT_ZERO_* */
 } pf__packed;
+/* compressed-tensors' zero points: none (symmetric), I8 laid out as the scales, or I32 words packed
+   along the outputs ([ceil(rows * bits / 32)][scale_cols], stored plus 2^(bits - 1)). */
+enum { PF__CT_ZERO_NONE, PF__CT_ZERO_I8, PF__CT_ZERO_PACKED };
 /* e4m3 (float8_e4m3fn) byte as fp32: every code exact; 0x7f and 0xff are NaN. */
 PF_PRIVATE float pf__e4m3_to_f32(uint8_t code);
 /* Values [col, col + n) of row `row` of p, as fp32. */

@@ -1,6 +1,6 @@
 #include "internal.h"
 /* =============================================================================================== */
-/* quantized safetensors checkpoints: FP8 (block or tensor scales), GPTQ and AWQ packed integers   */
+/* quantized safetensors checkpoints: FP8 (block or tensor scales), GPTQ, AWQ, compressed-tensors  */
 /* =============================================================================================== */
 
 /* config.json's quantization_config names the format; its matrices are read where the file
@@ -14,7 +14,12 @@
        i / group_size, q packed along the input (qweight [in * bits / 32][out]), zeros along the
        output; the "gptq" (v1) format stores each zero less one;
      AWQ (GEMM): the same with q packed along the output (qweight [in][out * bits / 32]) in AWQ's
-       order of the 8 nibbles of a word, groups of group_size inputs. */
+       order of the 8 nibbles of a word, groups of group_size inputs;
+     compressed-tensors (llm-compressor's checkpoints): (q - zero) x scale of the input's group (a
+       tensor's, an output's or group_size inputs'), q int4 / int8 packed along the input
+       (pack-quantized) or int8 (naive-quantized), zeros (asymmetric) packed along the output,
+       or e4m3 x scale (float-quantized), in fp32 as transformers decompresses them into an fp32
+       model (the package computes in the scales' dtype: with BF16 scales, in a BF16 model). */
 
 /* ---- decoding ---- */
 
@@ -73,6 +78,22 @@ static size_t pf__int_group(const pf__packed *p, size_t col) {
     return p->group_size ? col / p->group_size : 0;
 }
 
+/* compressed-tensors' value (row, col): the package's (q - zero) * scale. bits is 4 or 8, so no
+   field crosses a word. */
+static float pf__ct_value(const pf__packed *p, size_t row, size_t col) {
+    size_t g = col / p->group_size, at = (p->scale_rows > 1 ? row : 0) * p->scale_cols + g;
+    int offset = 1 << (p->bits - 1), q, zero = 0;
+    if (p->values_i8) q = (int8_t)p->values[row * p->cols + col];
+    else q = (int)pf__packed_field(p->values + 4 * row * ((p->cols * (size_t)p->bits + 31) / 32), col, p->bits) - offset;
+    if (p->zero_layout == PF__CT_ZERO_I8) {
+        zero = (int8_t)p->zeros[at];
+    } else if (p->zero_layout == PF__CT_ZERO_PACKED) { /* column g's outputs packed in words down the rows */
+        size_t bit = row * (size_t)p->bits;
+        zero = (int)((pf__le32(p->zeros + 4 * (bit / 32 * p->scale_cols + g)) >> (bit % 32)) & ((1u << p->bits) - 1)) - offset;
+    }
+    return (float)(q - zero) * pf__packed_scale(p, at);
+}
+
 PF_PRIVATE void pf__packed_row_run(const pf__packed *p, size_t row, size_t col, size_t n, float *out) {
     if (p->format == PF__PACKED_FP8) { /* block by block: one scale for each stretch of the run */
         const uint8_t *codes = p->values + row * p->cols;
@@ -82,6 +103,10 @@ PF_PRIVATE void pf__packed_row_run(const pf__packed *p, size_t row, size_t col, 
             float scale = pf__packed_scale(p, one_scale ? 0 : row / p->block_rows * p->scale_cols + block);
             for (stop = stop < end ? stop : end; c < stop; c++) *out++ = pf__e4m3_to_f32(codes[c]) * scale;
         }
+        return;
+    }
+    if (p->format == PF__PACKED_CT_INT) {
+        for (size_t c = col, end = col + n; c < end; c++) *out++ = pf__ct_value(p, row, c);
         return;
     }
     for (size_t c = col, end = col + n; c < end;) { /* group by group (input by input with g_idx) */
@@ -133,6 +158,31 @@ static const pf__qkey pf__gptq_keys[] = {
     {"modules_to_fuse", PF__QKEY_IGNORABLE},
 };
 
+/* compressed-tensors' QuantizationConfig, its one scheme (config_groups' group) and the scheme's
+   weights (QuantizationArgs). */
+static const pf__qkey pf__ct_keys[] = {
+    {"quant_method", PF__QKEY_HONOURED}, {"format", PF__QKEY_HONOURED}, {"config_groups", PF__QKEY_HONOURED},
+    {"ignore", PF__QKEY_HONOURED}, {"kv_cache_scheme", PF__QKEY_HONOURED}, {"quantization_status", PF__QKEY_HONOURED},
+    {"sparsity_config", PF__QKEY_HONOURED}, {"transform_config", PF__QKEY_HONOURED},
+    {"moe_sparsity_config", PF__QKEY_HONOURED},
+    /* bookkeeping: the ratio achieved, the package's version, the tool; transformers' loading switch */
+    {"global_compression_ratio", PF__QKEY_IGNORABLE}, {"version", PF__QKEY_IGNORABLE}, {"provider", PF__QKEY_IGNORABLE},
+    {"run_compressed", PF__QKEY_IGNORABLE},
+};
+static const pf__qkey pf__ct_scheme_keys[] = {
+    {"targets", PF__QKEY_HONOURED}, {"weights", PF__QKEY_HONOURED}, {"input_activations", PF__QKEY_HONOURED},
+    {"output_activations", PF__QKEY_HONOURED}, {"format", PF__QKEY_HONOURED},
+};
+static const pf__qkey pf__ct_weight_keys[] = {
+    {"num_bits", PF__QKEY_HONOURED}, {"type", PF__QKEY_HONOURED}, {"symmetric", PF__QKEY_HONOURED},
+    {"group_size", PF__QKEY_HONOURED}, {"strategy", PF__QKEY_HONOURED}, {"block_structure", PF__QKEY_HONOURED},
+    {"dynamic", PF__QKEY_HONOURED}, {"actorder", PF__QKEY_HONOURED},
+    /* the scales' and zeros' dtypes are the tensors' own (scale_dtype shapes only the MX and NVFP4
+       formats); how the scales were found */
+    {"scale_dtype", PF__QKEY_IGNORABLE}, {"zp_dtype", PF__QKEY_IGNORABLE}, {"observer", PF__QKEY_IGNORABLE},
+    {"observer_kwargs", PF__QKEY_IGNORABLE},
+};
+
 static const char *pf__json_string_of(const pf__json *o, const char *key) {
     const pf__json *v = pf__json_get(o, key);
     return v && v->type == PF__JSON_STRING ? v->string : NULL;
@@ -168,7 +218,10 @@ typedef struct pf__qconfig {
     int scale_e8m0;
     int bits, zero_offset, desc_act;
     long group_size;               /* -1: one group */
-    const pf__json *not_converted; /* modules_to_not_convert (or ignored_layers), or NULL */
+    const pf__json *not_converted; /* modules_to_not_convert (or ignored_layers; compressed-tensors' ignore), or NULL */
+    /* compressed-tensors */
+    int ct_packed, ct_float, ct_symmetric; /* pack-quantized; float (e4m3) weights; no zero points */
+    enum { PF__CT_TENSOR, PF__CT_CHANNEL, PF__CT_GROUP, PF__CT_BLOCK } ct_strategy;
 } pf__qconfig;
 
 static pf_result pf__fp8_config(const pf__json *qc, const char *path, pf__qconfig *q, char *message, size_t size) {
@@ -261,6 +314,105 @@ static pf_result pf__int_config(const pf__json *qc, const char *path, pf__qconfi
     return PF_OK;
 }
 
+/* compressed-tensors: one scheme for every quantized module (targets ["Linear"]), its weights'
+   arguments; anything that quantizes activations, the KV cache or sparsifies is refused. Which
+   modules are quantized is read from the tensors (weight_scale beside them); ignore's names are
+   checked against them (its "re:" patterns are not matched: the tensors decide). */
+static pf_result pf__ct_config(const pf__json *qc, const char *path, pf__qconfig *q, char *message, size_t size) {
+#define PF__CT_REFUSE(...) return pf__format(message, size, PF_ERROR_UNSUPPORTED, __VA_ARGS__)
+    const char *status = pf__json_string_of(qc, "quantization_status");
+    if (pf__json_get(qc, "quantization_status") && (!status || strcmp(status, "compressed")))
+        PF__CT_REFUSE("%s: quantization_config's \"quantization_status\" is not \"compressed\" (the weights as the "
+                      "package compresses them are what is implemented)", path);
+    static const char *const refused[] = {"kv_cache_scheme", "sparsity_config", "transform_config", "moe_sparsity_config"};
+    for (size_t i = 0; i < PF__COUNT(refused); i++)
+        if (pf__json_set(qc, refused[i]))
+            PF__CT_REFUSE("%s: quantization_config's \"%s\" is set: not implemented", path, refused[i]);
+    const pf__json *groups = pf__json_get(qc, "config_groups");
+    if (!groups || groups->type != PF__JSON_OBJECT || groups->count != 1 || groups->first->type != PF__JSON_OBJECT)
+        PF__CT_REFUSE("%s: quantization_config's \"config_groups\" does not hold one scheme (one scheme for every "
+                      "quantized module is implemented)", path);
+    const pf__json *scheme = groups->first, *targets = pf__json_get(scheme, "targets"), *w = pf__json_get(scheme, "weights");
+    pf_result r = pf__check_qkeys(scheme, "compressed-tensors", pf__ct_scheme_keys, PF__COUNT(pf__ct_scheme_keys), path,
+                                  message, size);
+    if (r) return r;
+    if (!targets || targets->type != PF__JSON_ARRAY || targets->count != 1 || targets->first->type != PF__JSON_STRING ||
+        strcmp(targets->first->string, "Linear"))
+        PF__CT_REFUSE("%s: quantization_config's scheme \"targets\" is not [\"Linear\"] (quantized embeddings or "
+                      "attention are not implemented)", path);
+    if (pf__json_set(scheme, "input_activations") || pf__json_set(scheme, "output_activations"))
+        PF__CT_REFUSE("%s: quantization_config's scheme has \"%s\": quantized activations are not implemented", path,
+                      pf__json_set(scheme, "input_activations") ? "input_activations" : "output_activations");
+    const char *format = pf__json_string_of(qc, "format"), *scheme_format = pf__json_string_of(scheme, "format");
+    if (!format || !strcmp(format, "mixed-precision")) format = scheme_format;
+    else if (scheme_format && strcmp(scheme_format, format))
+        PF__CT_REFUSE("%s: quantization_config's \"format\" \"%s\" and its scheme's \"%s\" differ", path, format,
+                      scheme_format);
+    if (!format || (strcmp(format, "pack-quantized") && strcmp(format, "naive-quantized") &&
+                    strcmp(format, "int-quantized") && strcmp(format, "float-quantized")))
+        PF__CT_REFUSE("%s: quantization_config's \"format\" is \"%s\": pack-quantized, naive-quantized, int-quantized "
+                      "and float-quantized are implemented", path, format ? format : "(none)");
+    q->ct_packed = !strcmp(format, "pack-quantized");
+    if (!w || w->type != PF__JSON_OBJECT)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: quantization_config's scheme has no \"weights\"", path);
+    if ((r = pf__check_qkeys(w, "compressed-tensors", pf__ct_weight_keys, PF__COUNT(pf__ct_weight_keys), path, message,
+                             size)))
+        return r;
+    const char *type = pf__json_string_of(w, "type"), *strategy = pf__json_string_of(w, "strategy");
+    const char *actorder = pf__json_string_of(w, "actorder");
+    q->ct_float = type && !strcmp(type, "float");
+    if (type && !q->ct_float && strcmp(type, "int"))
+        PF__CT_REFUSE("%s: quantization_config's weights \"type\" is \"%s\", not int or float", path, type);
+    double bits = 8, group = 0;
+    if (pf__json_get(w, "num_bits") && pf__json_number(pf__json_get(w, "num_bits"), &bits) != 1) bits = 0;
+    int bits_ok = q->ct_float ? bits == 8 && !q->ct_packed : q->ct_packed ? bits == 4 || bits == 8 : bits == 8;
+    if (!bits_ok || (q->ct_float && !strcmp(format, "int-quantized")))
+        PF__CT_REFUSE("%s: quantization_config's weights \"num_bits\" %g of type %s in format %s: int4 and int8 "
+                      "pack-quantized, int8 naive-quantized and e4m3 float-quantized are implemented", path, bits,
+                      q->ct_float ? "float" : "int", format);
+    q->bits = (int)bits;
+    const pf__json *symmetric = pf__json_get(w, "symmetric");
+    q->ct_symmetric = !symmetric || symmetric->type == PF__JSON_NULL || pf__json_set(w, "symmetric");
+    if (q->ct_float && !q->ct_symmetric)
+        PF__CT_REFUSE("%s: quantization_config's weights are float and not \"symmetric\": not implemented", path);
+    if (pf__json_set(w, "dynamic"))
+        PF__CT_REFUSE("%s: quantization_config's weights are \"dynamic\": not implemented", path);
+    if (pf__json_set(w, "actorder") && (!actorder || (strcmp(actorder, "weight") && strcmp(actorder, "static"))))
+        PF__CT_REFUSE("%s: quantization_config's weights \"actorder\" is not \"weight\" (group act order, a "
+                      "weight_g_idx, is not implemented)", path);
+    const pf__json *group_json = pf__json_get(w, "group_size");
+    if (group_json && group_json->type != PF__JSON_NULL &&
+        (pf__json_number(group_json, &group) != 1 || group != floor(group) || group < -1 || group > 1e9))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: quantization_config's weights \"group_size\" is not an "
+                          "integer", path);
+    if (!strategy) strategy = group > 0 ? "group" : group == -1 ? "channel" : "tensor"; /* as the package infers it */
+    if (group > 0 && strcmp(strategy, "group"))
+        PF__CT_REFUSE("%s: quantization_config's weights have a \"group_size\" and strategy \"%s\"", path, strategy);
+    if (!strcmp(strategy, "tensor")) q->ct_strategy = PF__CT_TENSOR;
+    else if (!strcmp(strategy, "channel")) q->ct_strategy = PF__CT_CHANNEL;
+    else if (!strcmp(strategy, "group") && group >= 1) q->ct_strategy = PF__CT_GROUP, q->group_size = (long)group;
+    else if (!strcmp(strategy, "block") && q->ct_float) q->ct_strategy = PF__CT_BLOCK;
+    else
+        PF__CT_REFUSE("%s: quantization_config's weights \"strategy\" \"%s\"%s: tensor, channel, group (with a "
+                      "group_size) and, for float weights, block are implemented", path, strategy,
+                      !strcmp(strategy, "group") ? " without a positive group_size" : "");
+    const pf__json *block = pf__json_get(w, "block_structure");
+    double br = 0, bc = 0;
+    if (q->ct_strategy == PF__CT_BLOCK &&
+        (!block || block->type != PF__JSON_ARRAY || block->count != 2 || pf__json_number(block->first, &br) != 1 ||
+         pf__json_number(block->first->next, &bc) != 1 || br < 1 || bc < 1 || br > 1e9 || bc > 1e9 || br != floor(br) ||
+         bc != floor(bc)))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: quantization_config's weights \"block_structure\" is not "
+                          "two positive integers", path);
+    if (q->ct_strategy != PF__CT_BLOCK && pf__json_set(w, "block_structure"))
+        PF__CT_REFUSE("%s: quantization_config's weights have a \"block_structure\" and strategy \"%s\"", path, strategy);
+    q->block_rows = (size_t)br;
+    q->block_cols = (size_t)bc;
+    q->not_converted = pf__json_get(qc, "ignore");
+    return PF_OK;
+#undef PF__CT_REFUSE
+}
+
 /* ---- the tensors ---- */
 
 static int pf__has_suffix_of(const char *name, const char *suffix, size_t *stem) {
@@ -319,7 +471,8 @@ static pf_result pf__fp8_take(pf__st_index *index, const pf__qconfig *q, pf__st_
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' is FP8, but quantization_config's "
                           "modules_to_not_convert lists its module", w->file->path, w->name);
     size_t rows = w->shape[0], cols = w->shape[1];
-    pf__packed p = {PF__PACKED_FP8, rows, cols, w->data, scale->data, NULL, NULL, 0, 0, 0, 0, 0, 0, PF__DTYPE_F32, q->scale_e8m0};
+    pf__packed p = {PF__PACKED_FP8, rows, cols, w->data, scale->data, NULL, NULL, 0, 0, 0, 0, 0, 0, PF__DTYPE_F32, q->scale_e8m0,
+                    0, 0, PF__CT_ZERO_NONE};
     int bytes_ok = q->scale_e8m0 ? pf__file_dtype_is(scale, "F8_E8M0") || pf__file_dtype_is(scale, "U8")
                                  : scale->dtype == PF__DTYPE_F32 || scale->dtype == PF__DTYPE_BF16 || scale->dtype == PF__DTYPE_F16;
     if (!bytes_ok)
@@ -403,7 +556,7 @@ static pf_result pf__int_take(pf__st_index *index, const pf__qconfig *q, pf__st_
     memcpy(name, qweight->name, stem);
     strcpy(name + stem, ".weight");
     *p = (pf__packed){q->format, rows, cols, qweight->data, scales->data, zeros->data, g_idx ? g_idx->data : NULL,
-                      0, 0, 0, group, q->bits, q->zero_offset, scales->dtype, 0};
+                      0, 0, 0, group, q->bits, q->zero_offset, scales->dtype, 0, 0, 0, PF__CT_ZERO_NONE};
     memset(out, 0, sizeof *out);
     out->name = name;
     out->dtype = PF__DTYPE_PACKED;
@@ -418,6 +571,157 @@ static pf_result pf__int_take(pf__st_index *index, const pf__qconfig *q, pf__st_
     out->packed = p;
     qweight->used = zeros->used = scales->used = 1;
     return PF_OK;
+}
+
+/* A compressed-tensors module's weight_scale, with its weight (naive- and float-quantized: I8 or
+   F8_E4M3 [out, in], made packed in place) or weight_packed and weight_shape (pack-quantized: a
+   packed ".weight" tensor written to *out, *added set), and weight_zero_point (asymmetric). */
+static pf_result pf__ct_take(pf__st_index *index, const pf__qconfig *q, pf__st_tensor *scale, size_t stem,
+                             pf__st_tensor *out, int *added, char *message, size_t size) {
+    const char *path = scale->file->path;
+    pf__st_tensor *weight = (pf__st_tensor *)pf__part(index, scale->name, stem, ".weight");
+    pf__st_tensor *packed = (pf__st_tensor *)pf__part(index, scale->name, stem, ".weight_packed");
+    pf__st_tensor *shape = (pf__st_tensor *)pf__part(index, scale->name, stem, ".weight_shape");
+    pf__st_tensor *zero = (pf__st_tensor *)pf__part(index, scale->name, stem, ".weight_zero_point");
+    int stem_len = (int)stem;
+    *added = 0;
+    if (pf__module_listed(q->not_converted, scale->name, stem))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: module '%.*s' is quantized, but quantization_config's "
+                          "ignore lists it", path, stem_len, scale->name);
+    if (scale->dtype != PF__DTYPE_F32 && scale->dtype != PF__DTYPE_BF16 && scale->dtype != PF__DTYPE_F16)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' is %s, not F32, BF16 or F16", path,
+                          scale->name, scale->file_dtype);
+    size_t rows = 0, cols = 0;
+    if (q->ct_packed) {
+        uint64_t dims[2] = {0, 0};
+        if (!packed || !shape || weight || !pf__file_dtype_is(packed, "I32") || packed->ndim != 2 ||
+            !pf__file_dtype_is(shape, "I64") || shape->numel != 2)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: module '%.*s' is not an I32 weight_packed matrix and "
+                              "its I64 weight_shape (format pack-quantized), without a weight", path, stem_len, scale->name);
+        for (int d = 0; d < 2; d++)
+            for (int b = 7; b >= 0; b--) dims[d] = dims[d] << 8 | shape->data[8 * d + b];
+        rows = (size_t)dims[0], cols = (size_t)dims[1];
+        if (dims[0] > ((uint64_t)1 << 40) || dims[1] > ((uint64_t)1 << 40) || !rows || !cols ||
+            !pf__shape_is(packed, rows, (cols * (size_t)q->bits + 31) / 32))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: module '%.*s': weight_packed [%zu, %zu] does not hold "
+                              "the weight_shape [%llu, %llu] in %d-bit fields", path, stem_len, scale->name, packed->shape[0],
+                              packed->shape[1], (unsigned long long)dims[0], (unsigned long long)dims[1], q->bits);
+    } else {
+        const char *want = q->ct_float ? "F8_E4M3" : "I8";
+        if (!weight || packed || !pf__file_dtype_is(weight, want) || weight->ndim != 2 || !weight->numel)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: module '%.*s' has no %s weight matrix beside its "
+                              "weight_scale", path, stem_len, scale->name, want);
+        rows = weight->shape[0], cols = weight->shape[1];
+    }
+    /* the scales' grid: a tensor's, an output's, groups of an output's inputs, or blocks */
+    size_t group = cols, scale_rows = 1, scale_cols = 1;
+    if (q->ct_strategy == PF__CT_CHANNEL) scale_rows = rows;
+    else if (q->ct_strategy == PF__CT_GROUP) scale_rows = rows, group = (size_t)q->group_size, scale_cols = cols / group;
+    else if (q->ct_strategy == PF__CT_BLOCK)
+        scale_rows = (rows + q->block_rows - 1) / q->block_rows, scale_cols = (cols + q->block_cols - 1) / q->block_cols;
+    int grid_ok = q->ct_strategy == PF__CT_TENSOR ? scale->numel == 1 : pf__shape_is(scale, scale_rows, scale_cols);
+    if (!grid_ok || cols % group)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' is not the scales of a [%zu, %zu] weight in the "
+                          "scheme's grid (%zu x %zu scales%s)", path, scale->name, rows, cols, scale_rows, scale_cols,
+                          cols % group ? ", inputs not a whole number of groups" : "");
+    int zero_layout = PF__CT_ZERO_NONE;
+    if (q->ct_symmetric && zero)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s': the scheme is symmetric, without zero points",
+                          path, zero->name);
+    if (!q->ct_symmetric) {
+        int packs = q->ct_packed && (q->ct_strategy == PF__CT_GROUP || q->ct_strategy == PF__CT_CHANNEL);
+        int ok = zero && (packs ? pf__file_dtype_is(zero, "I32") &&
+                                      pf__shape_is(zero, (rows * (size_t)q->bits + 31) / 32, scale_cols)
+                                : pf__file_dtype_is(zero, "I8") && zero->numel == scale->numel);
+        if (!ok)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: module '%.*s' has no %s weight_zero_point of its "
+                              "scales' %s (the scheme is asymmetric)", path, stem_len, scale->name, packs ? "I32" : "I8",
+                              packs ? "groups, packed along the outputs," : "shape");
+        zero_layout = packs ? PF__CT_ZERO_PACKED : PF__CT_ZERO_I8;
+        zero->used = 1;
+    }
+    pf__packed *p = pf__packed_new(index);
+    if (!p) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    memset(p, 0, sizeof *p);
+    p->rows = rows, p->cols = cols, p->scales = scale->data, p->scale_dtype = scale->dtype;
+    if (q->ct_float) { /* e4m3 x scale, through FP8's grid: an output's row of blocks as wide as the input */
+        p->format = PF__PACKED_FP8;
+        p->values = weight->data;
+        if (q->ct_strategy != PF__CT_TENSOR) {
+            p->block_rows = q->ct_strategy == PF__CT_BLOCK ? q->block_rows : 1;
+            p->block_cols = q->ct_strategy == PF__CT_BLOCK ? q->block_cols : group;
+            p->scale_cols = scale_cols;
+        }
+    } else {
+        p->format = PF__PACKED_CT_INT;
+        p->values = q->ct_packed ? packed->data : weight->data;
+        p->values_i8 = !q->ct_packed;
+        p->zeros = zero_layout != PF__CT_ZERO_NONE ? zero->data : NULL;
+        p->zero_layout = zero_layout;
+        p->scale_rows = scale_rows, p->scale_cols = scale_cols, p->group_size = group, p->bits = q->bits;
+    }
+    scale->used = 1;
+    if (!q->ct_packed) {
+        weight->dtype = PF__DTYPE_PACKED;
+        weight->packed = p;
+        return PF_OK;
+    }
+    char *name = (char *)malloc(stem + sizeof ".weight");
+    if (!name || pf__st_own(index, name)) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    memcpy(name, scale->name, stem);
+    strcpy(name + stem, ".weight");
+    memset(out, 0, sizeof *out);
+    out->name = name;
+    out->dtype = PF__DTYPE_PACKED;
+    out->file_dtype = "I32";
+    out->ndim = 2;
+    out->shape[0] = rows;
+    out->shape[1] = cols;
+    out->numel = rows * cols;
+    out->data = packed->data;
+    out->bytes = packed->bytes;
+    out->file = packed->file;
+    out->packed = p;
+    packed->used = shape->used = 1;
+    *added = 1;
+    return PF_OK;
+}
+
+/* compressed-tensors: every weight_scale's module decoded; pack-quantized modules become packed
+   ".weight" tensors added to the index (as GPTQ's); activation scales are refused. */
+static pf_result pf__ct_tensors(pf__st_index *index, const pf__qconfig *q, char *message, size_t size) {
+    static const char *const activation_parts[] = {".input_scale", ".input_zero_point", ".output_scale",
+                                                   ".output_zero_point", ".weight_g_idx", ".input_global_scale",
+                                                   ".weight_global_scale"};
+    size_t count = 0, stem = 0, made = 0;
+    for (size_t i = 0; i < index->num_tensors; i++) {
+        const pf__st_tensor *t = &index->tensors[i];
+        count += pf__has_suffix_of(t->name, ".weight_scale", &stem);
+        for (size_t k = 0; k < PF__COUNT(activation_parts); k++)
+            if (pf__has_suffix_of(t->name, activation_parts[k], &stem))
+                return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' (%s) is not implemented",
+                                  t->file->path, t->name, activation_parts[k] + 1);
+    }
+    if (!count) return PF_OK;
+    pf__st_tensor *added = (pf__st_tensor *)calloc(count, sizeof *added);
+    if (!added) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    pf_result r = PF_OK;
+    for (size_t i = 0, n = index->num_tensors; i < n && !r; i++) {
+        int one = 0;
+        if (pf__has_suffix_of(index->tensors[i].name, ".weight_scale", &stem))
+            r = pf__ct_take(index, q, &index->tensors[i], stem, &added[made], &one, message, size);
+        made += (size_t)one;
+    }
+    pf__st_tensor *grown = r || !made ? NULL : (pf__st_tensor *)realloc(index->tensors, (index->num_tensors + made) * sizeof *grown);
+    if (!r && made && !grown) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r && made) {
+        index->tensors = grown;
+        memcpy(index->tensors + index->num_tensors, added, made * sizeof *added);
+        index->num_tensors += made;
+        qsort(index->tensors, index->num_tensors, sizeof *index->tensors, pf__tensor_cmp);
+    }
+    free(added);
+    return r;
 }
 
 /* FP8: every weight_scale_inv's weight packed; an F8 tensor left without one is refused. */
@@ -491,10 +795,13 @@ PF_PRIVATE pf_result pf__quantized_open(const char *dir, pf__st_index *index, ch
         if (!(r = pf__check_qkeys(qc, q.method, pf__gptq_keys, PF__COUNT(pf__gptq_keys), path, message, size)) &&
             !(r = pf__int_config(qc, path, &q, message, size)))
             r = pf__int_tensors(index, &q, message, size);
+    } else if (!strcmp(q.method, "compressed-tensors")) {
+        if (!(r = pf__check_qkeys(qc, q.method, pf__ct_keys, PF__COUNT(pf__ct_keys), path, message, size)) &&
+            !(r = pf__ct_config(qc, path, &q, message, size)))
+            r = pf__ct_tensors(index, &q, message, size);
     } else {
         r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: quantization_config's quant_method \"%s\" is not "
-                       "supported (fp8, gptq and awq are%s)", path, q.method,
-                       !strcmp(q.method, "compressed-tensors") ? "; compressed-tensors is not yet" : "");
+                       "supported (fp8, gptq, awq and compressed-tensors are)", path, q.method);
     }
     pf__json_free(json);
     return r;

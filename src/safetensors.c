@@ -141,6 +141,7 @@ PF_PRIVATE int pf__st_own(pf__st_index *index, void *p) {
 PF_PRIVATE size_t pf__st_file_dtype_size(const char *dtype) {
     static const struct { const char *name; size_t size; } sizes[] = {
         {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I32", 4}, {"U8", 1}, {"F8_E4M3", 1}, {"F8_E8M0", 1},
+        {"I8", 1}, {"I64", 8}, /* compressed-tensors' naive int8 weights and weight_shape */
     };
     for (size_t i = 0; i < PF__COUNT(sizes); i++)
         if (!strcmp(dtype, sizes[i].name)) return sizes[i].size;

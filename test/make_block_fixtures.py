@@ -26,8 +26,8 @@ ROWS, COLS = 11, 512
 # bytes of each format's block, and where its fp16 factors sit (offsets in the block)
 LAYOUT = {Q.Q8_0: (34, [0]), Q.Q4_0: (18, [0]), Q.Q4_1: (20, [0, 2]), Q.Q5_0: (22, [0]), Q.Q5_1: (24, [0, 2]),
           Q.Q4_K: (144, [0, 2]), Q.Q5_K: (176, [0, 2]), Q.Q6_K: (210, [208]), Q.Q3_K: (110, [108]),
-          Q.IQ4_NL: (18, [0]), Q.IQ4_XS: (136, [0])}
-SUPER_BLOCKS = (Q.Q4_K, Q.Q5_K, Q.Q6_K, Q.Q3_K, Q.IQ4_XS)  # 256 weights a block
+          Q.IQ4_NL: (18, [0]), Q.IQ4_XS: (136, [0]), Q.Q2_K: (84, [80, 82])}
+SUPER_BLOCKS = (Q.Q4_K, Q.Q5_K, Q.Q6_K, Q.Q3_K, Q.IQ4_XS, Q.Q2_K)  # 256 weights a block
 
 
 def quantize_q5_k(w):
@@ -81,7 +81,8 @@ def main():
             values = dequantize(blocks, qtype).astype("<f4")
             assert values.shape == (ROWS, COLS) and np.isfinite(values).all(), name
             if not name.endswith("-random"):  # the quantizers are sane: within a block's step of w
-                assert np.abs(values - w).max() < 0.1, (name, np.abs(values - w).max())
+                step = 0.2 if qtype == Q.Q2_K else 0.1  # Q2_K: 4 levels over a group of 16's range (~0.5)
+                assert np.abs(values - w).max() < step, (name, np.abs(values - w).max())
             (OUT / f"{name}.blocks").write_bytes(blocks.tobytes())
             (OUT / f"{name}.values").write_bytes(values.tobytes())
 

@@ -14,6 +14,7 @@ writes test/fixtures/gguf/:
   llama-quant.gguf  a random LLaMA whose rows are 256 wide, each matrix in one of Q8_0, Q4_0, Q4_1,
                     Q4_K, Q6_K (every type in each layer's slots, rotated per layer), norms BF16
   llama-q3k.gguf    the same random LLaMA, every matrix Q3_K
+  llama-q2k.gguf    a random LLaMA whose rows are 512 wide (whole K blocks on 2 ranks), every matrix Q2_K
   llama-iq4.gguf    the same, matrices IQ4_XS, the embedding and output IQ4_NL
   llama-bias.gguf   a random LLaMA with attention and MLP biases and a tied head, F32
   gpt2-f32.gguf     the gpt2-tiny fixture, F32, with its byte-level BPE tokenizer ("gpt2", "gpt-2")
@@ -42,7 +43,7 @@ writes test/fixtures/gguf/:
   gguf_reference.txt  a line per file: name, prompt ids, transformers' greedy new ids (8),
                     transformers' logits at every prompt position (comma floats)
 and test/fuzz_seeds/gguf/tiny-gpt2.gguf and tiny-llama-spm.gguf, the fuzz target's seeds.
-Q3_K, Q4_K, Q6_K, IQ4_NL and IQ4_XS blocks are packed by the small quantizers below (gguf-py has dequantizers for
+Q2_K, Q3_K, Q4_K, Q6_K, IQ4_NL and IQ4_XS blocks are packed by the small quantizers below (gguf-py has dequantizers for
 them, no quantizers); the gguf package's dequantizer reads them back for the reference.
 """
 import json
@@ -133,6 +134,27 @@ def quantize_q3_k(w):
     return out.reshape(w.shape[0], -1)
 
 
+def quantize_q2_k(w):
+    """[rows][cols] (cols % 256 == 0) into Q2_K blocks: 16 bytes of 4-bit scales (low nibble) and
+    minimums (high nibble), one per 16 weights, 64 bytes of 2-bit values (half h's 32 bytes, bits
+    2k: sub-block 4 h + k), d, dmin; x ~ d * sc * q - dmin * m, q in 0..3."""
+    groups = w.reshape(-1, 16, 16).astype(np.float32)
+    lo = np.minimum(groups.min(axis=2), 0)
+    step = (groups.max(axis=2) - lo) / 3
+    d = (np.maximum(step.max(axis=1), 1e-8) / 15).astype(np.float16).astype(np.float32)
+    dmin = (np.maximum((-lo).max(axis=1), 1e-8) / 15).astype(np.float16).astype(np.float32)
+    sc = np.clip(np.round(step / d[:, None]), 1, 15).astype(np.int32)
+    m = np.clip(np.round(-lo / dmin[:, None]), 0, 15).astype(np.int32)
+    q = np.clip(np.round((groups + (dmin[:, None] * m)[:, :, None]) / (d[:, None] * sc)[:, :, None]), 0, 3)
+    q = q.astype(np.uint8).reshape(-1, 2, 4, 32)  # [block][half][k][weight]
+    qs = np.zeros((q.shape[0], 2, 32), dtype=np.uint8)
+    for k in range(4):
+        qs |= q[:, :, k] << (2 * k)
+    scales = (sc | m << 4).astype(np.uint8)
+    out = np.concatenate([scales, qs.reshape(-1, 64), f16_bytes(d), f16_bytes(dmin)], axis=1)
+    return out.reshape(w.shape[0], -1)
+
+
 IQ4_LEVELS = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], dtype=np.float32)
 
 
@@ -169,7 +191,7 @@ def quantize_iq4_xs(w):
 
 
 # the formats gguf-py dequantizes but cannot quantize: our small quantizers above
-QUANTIZERS = {Q.Q3_K: quantize_q3_k, Q.Q4_K: quantize_q4_k, Q.Q6_K: quantize_q6_k, Q.IQ4_NL: quantize_iq4_nl,
+QUANTIZERS = {Q.Q2_K: quantize_q2_k, Q.Q3_K: quantize_q3_k, Q.Q4_K: quantize_q4_k, Q.Q6_K: quantize_q6_k, Q.IQ4_NL: quantize_iq4_nl,
               Q.IQ4_XS: quantize_iq4_xs}
 
 
@@ -1197,6 +1219,22 @@ def main():
     write_llama(path, config, state, lambda name, t: Q.BF16 if t.ndim == 1 else
                 Q.IQ4_NL if name in ("token_embd.weight", "output.weight") else Q.IQ4_XS)
     lines.append(reference_line("llama-iq4", llama_from_gguf(path, config), [1, 17, 42, 5, 88, 23, 61, 9], 2))
+    # a LLaMA whose rows are 512 wide with every matrix in Q2_K (2-bit weights, a 4-bit scale and
+    # minimum per 16: Q2_K files): on 2 ranks the row-split halves are whole 256-weight blocks
+    torch.manual_seed(38)
+    config = LlamaConfig(vocab_size=96, hidden_size=512, intermediate_size=512, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-5,
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0}, tie_word_embeddings=False,
+                         bos_token_id=1, eos_token_id=2, initializer_range=0.1)
+    wide = LlamaForCausalLM(config)
+    with torch.no_grad():
+        for n, p in wide.named_parameters():
+            if p.ndim == 1:
+                p.copy_(1 + 0.3 * torch.randn_like(p))
+    path = OUT / "llama-q2k.gguf"
+    write_llama(path, config, {k: v.detach().numpy().copy() for k, v in wide.state_dict().items()},
+                lambda name, t: Q.BF16 if t.ndim == 1 else Q.Q2_K)
+    lines.append(reference_line("llama-q2k", llama_from_gguf(path, config), [1, 17, 42, 5, 88, 23, 61, 9], 2))
 
     # a LLaMA with attention and MLP biases (q and k biases permuted like their rows), F32
     torch.manual_seed(7)

@@ -22,6 +22,25 @@ Writes under test/fixtures/ (reference.txt and reference_logits.bin as the other
   llama-gptq8        GPTQ's "gptq_v2" format, 8 bits, one group (group_size -1), no g_idx
   llama-awq          AWQ's GEMM format, 4 bits, groups of 32
   qwen3_moe-gptq     the Qwen3-MoE with every expert's matrices in GPTQ v1, 4 bits, groups of 16, act order
+  llama-ct-int4      compressed-tensors "pack-quantized": 4 bits, asymmetric (packed zero points), groups of
+                     32, BF16 scales
+  llama-ct-int8      compressed-tensors "pack-quantized": 8 bits, symmetric, a scale per output (channel), F16
+                     scales
+  llama-ct-naive     compressed-tensors "naive-quantized": int8 weights as I8, asymmetric, one scale and zero
+                     for the tensor
+  llama-ct-fp8       compressed-tensors "float-quantized": e4m3 weights, a BF16 scale per output (channel)
+
+compressed-tensors: the `compressed-tensors` package (pip install compressed-tensors loguru) quantizes
+and packs them itself: its QuantizationConfig applied to the model, each weight's scales and zero
+points from its own min-max (compute_dynamic_scales_and_zp), compressed by its ModelCompressor in
+the format named, and the config written by its update_config. The reference is transformers
+loading the checkpoint in fp32 (it decompresses it with the package on the first forward, the
+scales cast to fp32) after checking its weights equal the package's own decompression into an fp32
+model. transformers 5.23 cannot load packed zero points (it expects them unpacked: a size
+mismatch), and leaves naive- and float-quantized weights as stored (int8 / e4m3 in a Linear) on
+CPU, so llama-ct-int4's, -naive's and -fp8's reference is the package's decompression (fp32)
+loaded by transformers as a plain checkpoint. The models are made in the scales' dtype (BF16, F16),
+so their other tensors are stored so too.
 
 GPTQ and AWQ: optimum / gptqmodel / autoawq need CUDA builds (no CPU wheels), so the tensors are
 packed here from the formats' published layouts (round to nearest, not the GPTQ or AWQ
@@ -29,7 +48,7 @@ algorithms: the layout is what a reader must get right), unpacked again by a sep
 dequantization written from the same spec (checked to give back the integers packed), and the
 reference is transformers loading those dequantized weights as a checkpoint.
 
-llama-fp8-tensor and llama-gptq8 also hold dequantized/: the reference model's weights saved
+llama-fp8-tensor, llama-gptq8 and llama-ct-int4 also hold dequantized/: the reference model's weights saved
 unquantized by transformers, which the C test stores in every dtype beside the packed checkpoint.
 
 The models are 256 wide (4 heads of 64, 2 key/value heads), MLP 384, 2 layers, vocabulary 512 with
@@ -337,6 +356,60 @@ def int_fixture(name, config, kind, bits, group_size, base_seed, act_order=False
     shutil.rmtree(directory)
 
 
+def ct_fixture(name, config, fmt, weights, base_seed, dtype=torch.float32, transformers_loads=True,
+               with_dequantized=False):
+    """compressed-tensors: `weights` the QuantizationArgs of every Linear but lm_head, compressed as fmt
+    from the model in dtype (the scales' dtype, as the package makes them)."""
+    from compressed_tensors.compressors import ModelCompressor
+    from compressed_tensors.quantization import (QuantizationArgs, QuantizationConfig, QuantizationScheme,
+                                                 apply_quantization_config)
+    from compressed_tensors.quantization.utils import calculate_qparams, compute_dynamic_scales_and_zp
+
+    def build(model, directory):
+        model.to(dtype)
+        names = set(model.state_dict())
+        qc = QuantizationConfig(config_groups={"group_0": QuantizationScheme(targets=["Linear"],
+                                                                             weights=QuantizationArgs(**weights))},
+                                ignore=["lm_head"])
+        apply_quantization_config(model, qc, show_progress=False)
+        for _, module in model.named_modules():
+            scheme = getattr(module, "quantization_scheme", None)
+            if scheme is None:
+                continue
+            if scheme.weights.strategy == "channel":  # (the package's dynamic helper has no channel strategy)
+                w = module.weight
+                scale, zero = calculate_qparams(w.amin(1, keepdim=True), w.amax(1, keepdim=True), scheme.weights)
+            else:
+                scale, zero = compute_dynamic_scales_and_zp(value=module.weight, args=scheme.weights, module=module)
+            module.weight_scale.data.copy_(scale)
+            if hasattr(module, "weight_zero_point"):
+                module.weight_zero_point.data.copy_(zero)
+        compressor = ModelCompressor.from_pretrained_model(model, fmt)
+        compressor.compress_model(model)
+        with tempfile.TemporaryDirectory() as tmp:
+            model.save_pretrained(tmp)
+            state = load_file(Path(tmp) / "model.safetensors")
+        save_checkpoint(directory, config, state, None)
+        compressor.update_config(directory)
+        model.float()  # the package's own decompression of those tensors, into an fp32 model (as transformers')
+        compressor.decompress_model(model)
+        unpacked = {k: v.float() for k, v in model.state_dict().items() if k in names}
+        if not transformers_loads:
+            with tempfile.TemporaryDirectory() as plain:
+                save_checkpoint(Path(plain), config, unpacked, None)
+                return AutoModelForCausalLM.from_pretrained(plain, dtype=torch.float32).eval()
+        loaded = AutoModelForCausalLM.from_pretrained(directory, dtype=torch.float32).eval()
+        with torch.no_grad():
+            loaded(torch.tensor([[1]]))  # transformers decompresses on the first forward
+        state = loaded.state_dict()
+        for key, value in unpacked.items():
+            assert torch.equal(state[key], value), key
+        return loaded
+    directory, reference, ids, text = first_seed(config, base_seed, build)
+    write_fixture(name, config, directory, reference, ids, text, with_dequantized)
+    shutil.rmtree(directory)
+
+
 def e4m3_table():
     """Every e4m3 code as torch decodes it (float32 LE, NaN codes included), for the C decoder's test."""
     codes = torch.arange(256, dtype=torch.int64).to(torch.uint8).view(torch.float8_e4m3fn)
@@ -356,6 +429,17 @@ FIXTURE_BUILDERS = {
                                        with_dequantized=True),
     "qwen3_moe-gptq": lambda: int_fixture("qwen3_moe-gptq", qwen3_moe_config(), "gptq", 4, 16, 800, act_order=True),
     "llama-awq": lambda: int_fixture("llama-awq", llama_config(256, 384, 4), "awq", 4, 32, 500),
+    "llama-ct-int4": lambda: ct_fixture("llama-ct-int4", llama_config(64, 96, 4), "pack-quantized",
+                                        {"num_bits": 4, "symmetric": False, "strategy": "group", "group_size": 32},
+                                        900, torch.bfloat16, transformers_loads=False, with_dequantized=True),
+    "llama-ct-int8": lambda: ct_fixture("llama-ct-int8", llama_config(64, 96, 4), "pack-quantized",
+                                        {"num_bits": 8, "strategy": "channel"}, 1000, torch.float16),
+    "llama-ct-naive": lambda: ct_fixture("llama-ct-naive", llama_config(64, 96, 4), "naive-quantized",
+                                         {"num_bits": 8, "symmetric": False, "strategy": "tensor"}, 1100,
+                                         transformers_loads=False),
+    "llama-ct-fp8": lambda: ct_fixture("llama-ct-fp8", llama_config(64, 96, 4), "float-quantized",
+                                       {"num_bits": 8, "type": "float", "strategy": "channel"}, 1200, torch.bfloat16,
+                                       transformers_loads=False),
     "e4m3": e4m3_table,
 }
 

@@ -21,7 +21,7 @@ typedef enum {
     MUT_OFFSETS_OUT,        /* a tensor's end offset beyond the data */
     MUT_OFFSETS_BACKWARDS,  /* end before begin */
     MUT_WRONG_DTYPE_SIZE,   /* F16 declared for F32 bytes */
-    MUT_UNKNOWN_DTYPE,      /* I8 for a weight the model needs */
+    MUT_UNKNOWN_DTYPE,      /* F64 (a dtype we do not read) for a weight the model needs */
     MUT_MISSING_TENSOR,     /* ln_f.bias left out */
     MUT_WRONG_SHAPE,        /* c_attn.weight transposed */
     MUT_OVERLAP,            /* two tensors share bytes */
@@ -70,7 +70,7 @@ static void write_safetensors(const char *dir, const char *name, mutation mut, s
         size_t numel = (size_t)t->rows * (t->cols ? t->cols : 1), bytes = numel * 4;
         const char *dtype = "F32";
         if (mut == MUT_WRONG_DTYPE_SIZE && i == first + 2) dtype = "F16";
-        if (mut == MUT_UNKNOWN_DTYPE && i == first) dtype = "I8";
+        if (mut == MUT_UNKNOWN_DTYPE && i == first) dtype = "F64";
         char shape[64];
         if (mut == MUT_WRONG_SHAPE && strstr(t->name, "c_attn.weight"))
             snprintf(shape, sizeof shape, "[%d, %d]", t->cols, t->rows);

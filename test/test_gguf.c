@@ -159,11 +159,11 @@ static void gguf_check_blocks_memory(const char *file) {
 
 /* pf_to_cpu gathers 2 ranks' blocks as their fp32 values: the same logits within fp32's rounding
    of the sums. gpt2-q8 keeps its Q8_0 embedding and head in blocks (its Conv1D matrices are
-   transposed at load, hence expanded); the other formats' gathering is not reached by a fixture
-   that splits over 2 ranks (llama-quant's K blocks do not). */
-static void gguf_check_blocks_to_cpu(void) {
+   transposed at load, hence expanded); llama-q2k every matrix in Q2_K blocks, 512 wide, so that
+   the row-split halves are whole blocks (llama-quant's 256-wide K blocks do not split). */
+static void gguf_check_blocks_to_cpu(const char *file) {
     char path[1024];
-    snprintf(path, sizeof path, "%s/gguf/gpt2-q8.gguf", test_fixtures);
+    snprintf(path, sizeof path, "%s/gguf/%s", test_fixtures, file);
     pf_model *m = NULL;
     pf_result r = pf_load(path, NULL, &m);
     int32_t ids[5] = {1, 17, 42, 5, 88};
@@ -176,7 +176,7 @@ static void gguf_check_blocks_to_cpu(void) {
     if (!r) r = pf_to_cpu(m);
     if (!r) r = pf_forward(m, ids, 1, 5, gathered);
     float diff = r ? 1.0f : test_max_abs_diff(kept, gathered, 5 * vocab);
-    CHECK_MSG(r == PF_OK && diff <= GGUF_LOGIT_TOLERANCE, "gpt2-q8.gguf: pf_to_cpu of 2 ranks' blocks: %s, logits %g apart",
+    CHECK_MSG(r == PF_OK && diff <= GGUF_LOGIT_TOLERANCE, "%s: pf_to_cpu of 2 ranks' blocks: %s, logits %g apart", file,
               pf_error_message(m), diff);
     free(kept);
     free(gathered);
@@ -563,7 +563,7 @@ static void gguf_check_bad_files(void) {
     gguf_case_patch("misaligned offset", GGUF_FIELD(at_offset1), 516, 8, PF_ERROR_FORMAT, "alignment");
     gguf_case_patch("overlapping tensors", GGUF_FIELD(at_offset1), 256, 8, PF_ERROR_FORMAT, "overlap");
     gguf_case_patch("unknown tensor type", GGUF_FIELD(at_type), 99, 4, PF_ERROR_FORMAT, "unknown type 99");
-    gguf_case_patch("a type we do not read", GGUF_FIELD(at_type), 10, 4, PF_ERROR_UNSUPPORTED, "Q2_K");
+    gguf_case_patch("a type we do not read", GGUF_FIELD(at_type), 16, 4, PF_ERROR_UNSUPPORTED, "IQ2_XXS");
     gguf_case_patch("rows off the block grid", GGUF_FIELD(at_type), 12, 4, PF_ERROR_FORMAT, "256-weight blocks");
     { /* dimensions whose product overflows */
         gguf_build(&f, "llama", 0, "output_norm.weight", NULL, NULL);
@@ -633,12 +633,14 @@ void test_gguf(void) {
         if (!next) break;
         line = next;
     }
-    CHECK_MSG(lines == 29, "%s: %d fixtures", path, lines);
+    CHECK_MSG(lines == 30, "%s: %d fixtures", path, lines);
     free(data);
     gguf_check_same_as_safetensors();
     gguf_check_blocks_memory("llama-quant.gguf");
     gguf_check_blocks_memory("qwen3moe-quant.gguf");
-    gguf_check_blocks_to_cpu();
+    gguf_check_blocks_memory("llama-q2k.gguf");
+    gguf_check_blocks_to_cpu("gpt2-q8.gguf");
+    gguf_check_blocks_to_cpu("llama-q2k.gguf");
     gguf_check_split();
     gguf_check_tokenizer("gpt2-tiny", "gpt2-f32.gguf");
     gguf_check_tokenizer("llama", "llama-f32.gguf");

@@ -1298,6 +1298,33 @@ static void test_quantized_refusals(void) {
         {"llama-awq", "\"version\": \"gemm\"", "\"version\": \"gemv\"", PF_ERROR_UNSUPPORTED, "version"},
         {"llama-awq", "\"zero_point\": true", "\"zero_point\": false", PF_ERROR_UNSUPPORTED, "zero_point"},
         {"llama-awq", "\"bits\": 4", "\"bits\": 8", PF_ERROR_UNSUPPORTED, "bits"},
+        /* compressed-tensors: every key that changes the math, at a value not implemented */
+        {"llama-ct-int4", "\"quant_method\": \"compressed-tensors\"",
+         "\"quant_method\": \"compressed-tensors\", \"weight_zoom\": 1", PF_ERROR_UNSUPPORTED, "weight_zoom"},
+        {"llama-ct-int4", "\"symmetric\": false", "\"symmetric\": true", PF_ERROR_FORMAT, "symmetric"},
+        {"llama-ct-int4", "\"group_size\": 32", "\"group_size\": 16", PF_ERROR_FORMAT, "scheme's grid"},
+        {"llama-ct-int4", "\"num_bits\": 4", "\"num_bits\": 3", PF_ERROR_UNSUPPORTED, "num_bits"},
+        {"llama-ct-int4", "\"strategy\": \"group\"", "\"strategy\": \"token\"", PF_ERROR_UNSUPPORTED, "strategy"},
+        {"llama-ct-int4", "\"input_activations\": null", "\"input_activations\": {\"num_bits\": 8}",
+         PF_ERROR_UNSUPPORTED, "input_activations"},
+        {"llama-ct-int4", "\"kv_cache_scheme\": null", "\"kv_cache_scheme\": {\"num_bits\": 8}", PF_ERROR_UNSUPPORTED,
+         "kv_cache_scheme"},
+        {"llama-ct-int4", "\"sparsity_config\": {}", "\"sparsity_config\": {\"format\": \"sparse-24-bitmask\"}",
+         PF_ERROR_UNSUPPORTED, "sparsity_config"},
+        {"llama-ct-int4", "\"quantization_status\": \"compressed\"", "\"quantization_status\": \"frozen\"",
+         PF_ERROR_UNSUPPORTED, "quantization_status"},
+        {"llama-ct-int4", "\"Linear\"", "\"Embedding\"", PF_ERROR_UNSUPPORTED, "targets"},
+        {"llama-ct-int4", "\"format\": \"pack-quantized\"", "\"format\": \"marlin-24\"", PF_ERROR_UNSUPPORTED,
+         "format"},
+        {"llama-ct-int4", "\"lm_head\"", "\"mlp\"", PF_ERROR_FORMAT, "ignore"},
+        {"llama-ct-int4", "\"dynamic\": false", "\"dynamic\": true", PF_ERROR_UNSUPPORTED, "dynamic"},
+        {"llama-ct-int8", "\"dynamic\": false", "\"dynamic\": false, \"actorder\": \"group\"", PF_ERROR_UNSUPPORTED,
+         "actorder"},
+        {"llama-ct-int8", "\"strategy\": \"channel\"", "\"strategy\": \"tensor\"", PF_ERROR_FORMAT, "scheme's grid"},
+        {"llama-ct-int4", "\"strategy\": \"group\"", "\"strategy\": \"channel\"", PF_ERROR_UNSUPPORTED, "group_size"},
+        {"llama-ct-naive", "\"symmetric\": false", "\"symmetric\": true", PF_ERROR_FORMAT, "symmetric"},
+        {"llama-ct-fp8", "\"type\": \"float\"", "\"type\": \"int\"", PF_ERROR_FORMAT, "I8"},
+        {"llama-ct-fp8", "\"symmetric\": true", "\"symmetric\": false", PF_ERROR_UNSUPPORTED, "symmetric"},
     };
     for (size_t i = 0; i < QUANT_COUNT(cases); i++)
         check_quantized_refusal(cases[i].name, cases[i].from, cases[i].to, cases[i].want, cases[i].key);
@@ -1310,6 +1337,15 @@ static void test_quantized_refusals(void) {
                                "layers.1.mlp.up_proj.qzeroz", PF_ERROR_FORMAT, "lacks its qzeros");
     check_quantized_refusal_in("llama-awq", "model.safetensors", "layers.0.mlp.down_proj.scales",
                                "layers.0.mlp.down_proj.scalez", PF_ERROR_FORMAT, "lacks its scales");
+    check_quantized_refusal_in("llama-ct-int4", "model.safetensors", "layers.1.mlp.up_proj.weight_zero_point",
+                               "layers.1.mlp.up_proj.weight_zero_poinx", PF_ERROR_FORMAT, "weight_zero_point");
+    check_quantized_refusal_in("llama-ct-int4", "model.safetensors", "layers.1.mlp.up_proj.weight_zero_point",
+                               "layers.1.mlp.up_projX.input_zero_point", PF_ERROR_UNSUPPORTED, "input_zero_point");
+    check_quantized_refusal_in("llama-ct-int8", "model.safetensors", "layers.0.mlp.down_proj.weight_shape",
+                               "layers.0.mlp.down_proj.weight_shapx", PF_ERROR_FORMAT, "weight_shape");
+    /* an I8 weight whose bytes are not its shape's (the header's I8 and I64 sizes are checked) */
+    check_quantized_refusal_in("llama-ct-naive", "model.safetensors", "\"I8\",\"shape\":[64,96]",
+                               "\"I8\",\"shape\":[64,97]", PF_ERROR_FORMAT, "I8 x its shape");
 }
 
 /* A packed checkpoint stored in every dtype (fp32, fp16, bf16, q8_0, q4_0) on 1 and 2 ranks computes
@@ -1317,7 +1353,7 @@ static void test_quantized_refusals(void) {
    saved unquantized) compute stored the same way: the values are decoded exactly, then stored as
    any checkpoint's are. */
 static void test_quantized_stored(void) {
-    static const char *const names[] = {"llama-fp8-tensor", "llama-gptq8"};
+    static const char *const names[] = {"llama-fp8-tensor", "llama-gptq8", "llama-ct-int4"};
     static const pf_dtype dtypes[] = {PF_DTYPE_F32, PF_DTYPE_F16, PF_DTYPE_BF16, PF_DTYPE_Q8_0, PF_DTYPE_Q4_0};
     for (size_t i = 0; i < QUANT_COUNT(names); i++) {
         char packed[1024], plain[1100];
@@ -1342,12 +1378,15 @@ static void test_quantized_stored(void) {
     }
 }
 
-/* FP8 (block and tensor scales), GPTQ (4-bit act order in v1, 8-bit v2) and AWQ checkpoints: on 1 to
+/* FP8 (block and tensor scales), GPTQ (4-bit act order in v1, 8-bit v2), AWQ and compressed-tensors
+   (int4 groups with packed zeros and BF16 scales, int8 channels with F16 scales, naive int8,
+   e4m3 channels) checkpoints: on 1 to
    4 ranks, whose slices cut 128 x 128 blocks and groups, transformers' logits of the dequantized
    weights within 1e-4 and its greedy tokens; gathered by pf_to_cpu too; bad configs refused. */
 void test_quantized(void) {
     static const char *const names[] = {"llama-fp8", "llama-fp8-tensor", "llama-fp8-ue8m0", "qwen3_moe-fp8",
-                                        "llama-gptq", "llama-gptq8", "llama-awq", "qwen3_moe-gptq"};
+                                        "llama-gptq", "llama-gptq8", "llama-awq", "qwen3_moe-gptq",
+                                        "llama-ct-int4", "llama-ct-int8", "llama-ct-naive", "llama-ct-fp8"};
     for (size_t i = 0; i < QUANT_COUNT(names); i++) test_fixture(names[i]);
     /* every expert on every rank, cut by its columns (16 x 16 blocks or groups of 16 of a 48-wide
        expert on 2 and 3 ranks) */

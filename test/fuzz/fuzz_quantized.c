@@ -1,9 +1,18 @@
-/* config.json (its quantization_config) over llama-gptq8's packed weights; what loads is split
-   over 2 ranks, whose slicing decodes the packed values, and run on a few ids. */
+/* config.json (its quantization_config) over llama-gptq8's packed weights, or llama-ct-int4's where
+   it names compressed-tensors; what loads is split over 2 ranks, whose slicing decodes the packed
+   values, and run on a few ids. */
 #include "fuzz.h"
 
+/* Whether the input holds `needle` anywhere. */
+static int fuzz_holds(const uint8_t *data, size_t size, const char *needle) {
+    size_t n = strlen(needle);
+    for (size_t at = 0; n <= size && at <= size - n; at++)
+        if (!memcmp(data + at, needle, n)) return 1;
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    fuzz_link_fixture("llama-gptq8", "model.safetensors");
+    fuzz_link_fixture(fuzz_holds(data, size, "compressed-tensors") ? "llama-ct-int4" : "llama-gptq8", "model.safetensors");
     fuzz_write("config.json", data, size);
     pf_load_options options = pf_load_options_init();
     pf_model *model = NULL;
