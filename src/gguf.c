@@ -709,10 +709,11 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
    q and k (its rotary pairs adjacent dimensions, transformers' rotates halves) and stores GPT-2's
    Conv1D weights as [out][in], and Gemma's norm weights with the 1 its norm adds already added;
    we undo each. A mixture's experts are one [experts][rows][cols] tensor, split into the
-   checkpoint's tensor per expert (views of the map, blocks and all). */
+   checkpoint's tensor per expert (views of the map, blocks and all); a vector that transformers
+   keeps as a [1, n] row (Qwen2-MoE's shared expert gate) is read as that row. */
 typedef enum {
     PF__GGUF_AS_IS, PF__GGUF_UNPERMUTE_Q, PF__GGUF_UNPERMUTE_K, PF__GGUF_TRANSPOSE, PF__GGUF_INTERLEAVE_QKV, PF__GGUF_MINUS_ONE,
-    PF__GGUF_SPLIT_EXPERTS
+    PF__GGUF_SPLIT_EXPERTS, PF__GGUF_AS_ROW
 } pf__gguf_transform;
 
 typedef struct pf__gguf_name {
@@ -829,6 +830,13 @@ static pf_result pf__gguf_add_tensor(pf__st_index *index, const pf__gguf *g, con
     /* numpy's order: the outermost dim first */
     st->ndim = t->ndim;
     for (int d = 0; d < t->ndim; d++) st->shape[d] = (size_t)t->ne[t->ndim - 1 - d];
+    if (transform == PF__GGUF_AS_ROW) {
+        if (t->ndim != 1)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' is not a vector", g->path,
+                              pf__gguf_shown(t->name_len), t->name);
+        st->ndim = 2, st->shape[0] = 1, st->shape[1] = (size_t)t->ne[0];
+        transform = PF__GGUF_AS_IS;
+    }
     st->numel = t->rows * t->cols;
     int plain = t->type == PF__GGML_F32 || t->type == PF__GGML_F16 || t->type == PF__GGML_BF16;
     if (plain && transform == PF__GGUF_AS_IS) {

@@ -35,7 +35,8 @@ writes test/fixtures/gguf/:
   bloom-f32.gguf    the bloom fixture (fused qkv regrouped; the tied head written as output.weight)
   granite-f32.gguf  the granite fixture: LLaMA's layout under arch "granite", the multipliers as
                     granite.embedding_scale / residual_scale / attention.scale / logit_scale
-  qwen3moe-quant.gguf, olmoe-quant.gguf  a random Qwen3-MoE and OLMoE whose rows are 256 wide as the
+  qwen3moe-quant.gguf, olmoe-quant.gguf, qwen2moe-quant.gguf  a random Qwen3-MoE, OLMoE and Qwen2-MoE
+                    (its shared expert and gate) whose rows are 256 wide as the
                     converter writes them (experts stacked [experts, rows, cols], gate and up Q4_K,
                     down Q6_K / Q8_0, the router F32)
   The fixtures' logits are transformers' on the fixture directories themselves: F32 files hold
@@ -781,7 +782,9 @@ def plus_one_norms(tensors):
     return tensors
 
 
-MOE_BLOCK = {**QK_NORM_BLOCK, "mlp.gate": "ffn_gate_inp"}
+MOE_BLOCK = {**QK_NORM_BLOCK, "mlp.gate": "ffn_gate_inp", "mlp.shared_expert.gate_proj": "ffn_gate_shexp",
+             "mlp.shared_expert.up_proj": "ffn_up_shexp", "mlp.shared_expert.down_proj": "ffn_down_shexp",
+             "mlp.shared_expert_gate": "ffn_gate_inp_shexp"}
 
 
 def moe_state_to_gguf(state, experts_inner):
@@ -796,6 +799,8 @@ def moe_state_to_gguf(state, experts_inner):
             out[f"blk.{layer}.ffn_up_exps.weight"] = w[:, experts_inner:]
         elif name.endswith("mlp.experts.down_proj"):
             out[f"blk.{name.split('.')[2]}.ffn_down_exps.weight"] = w
+        elif name.endswith("mlp.shared_expert_gate.weight"):  # [1, hidden] kept as the vector [hidden]
+            out[f"blk.{name.split('.')[2]}.ffn_gate_inp_shexp.weight"] = w.reshape(-1)
         else:
             rest[name] = w
     out.update(hf_block_names(rest, LLAMA_FIXED, MOE_BLOCK, "model.layers."))
@@ -820,6 +825,8 @@ def moe_from_gguf(path, config, model_class):
                 [t.reshape(E, I, H), back[f"blk.{layer}.ffn_up_exps.weight"].reshape(E, I, H)], axis=1)
         elif module == "ffn_down_exps":
             hf[f"model.layers.{layer}.mlp.experts.down_proj"] = t.reshape(E, H, I)
+        elif module == "ffn_gate_inp_shexp":
+            hf[f"model.layers.{layer}.mlp.shared_expert_gate.weight"] = t.reshape(1, -1)
         elif module != "ffn_up_exps":
             hf[f"model.layers.{layer}.{inverse[module]}.{kind}"] = t
     model = model_class._from_config(config, experts_implementation="eager").eval()
@@ -865,7 +872,7 @@ def write_moe_file(path, arch, config, state, metadata):
     experts = {"ffn_gate_exps": [Q.Q4_K, Q.Q4_K], "ffn_up_exps": [Q.Q4_K, Q.Q4_K], "ffn_down_exps": [Q.Q6_K, Q.Q8_0]}
 
     def qtype(name, t):
-        if t.ndim == 1 or name.endswith("ffn_gate_inp.weight"):
+        if t.ndim == 1 or name.endswith(("ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight")):
             return Q.F32
         if name == "output.weight":
             return Q.Q6_K
@@ -877,8 +884,8 @@ def write_moe_file(path, arch, config, state, metadata):
     w.add_expert_count(config.num_experts)
     w.add_expert_used_count(config.num_experts_per_tok)
     special_ids(w, config)
-    for name, t in moe_state_to_gguf(state, config.moe_intermediate_size if arch == "qwen3moe"
-                                     else config.intermediate_size).items():
+    for name, t in moe_state_to_gguf(state, config.intermediate_size if arch == "olmoe"
+                                     else config.moe_intermediate_size).items():
         q = qtype(name, t)
         if t.ndim == 3:  # the quantizers take rows: each expert's rows, stacked back as [experts, rows, bytes]
             data = encode(np.ascontiguousarray(t.reshape(-1, t.shape[-1])), q)
@@ -919,6 +926,21 @@ def write_moe_families(lines):
     path = OUT / "olmoe-quant.gguf"
     write_moe_file(path, "olmoe", config, random_moe(OlmoeForCausalLM, config), lambda w: text_model_metadata(w, config))
     moe_reference(lines, "olmoe-quant", moe_from_gguf(path, config, OlmoeForCausalLM), ids)
+    # Qwen2-MoE: not renormalised; q/k/v biases; a shared expert behind a sigmoid gate, which the
+    # converter writes as the vector ffn_gate_inp_shexp (transformers' [1, hidden] row)
+    from transformers import Qwen2MoeConfig, Qwen2MoeForCausalLM
+    torch.manual_seed(43)
+    config = Qwen2MoeConfig(intermediate_size=256, moe_intermediate_size=256, shared_expert_intermediate_size=256,
+                            num_key_value_heads=2, norm_topk_prob=False, rms_norm_eps=1e-6,
+                            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}, **common)
+    path = OUT / "qwen2moe-quant.gguf"
+
+    def qwen2moe_metadata(w):
+        text_model_metadata(w, config)
+        w.add_expert_feed_forward_length(config.moe_intermediate_size)
+        w.add_expert_shared_feed_forward_length(config.shared_expert_intermediate_size)
+    write_moe_file(path, "qwen2moe", config, random_moe(Qwen2MoeForCausalLM, config), qwen2moe_metadata)
+    moe_reference(lines, "qwen2moe-quant", moe_from_gguf(path, config, Qwen2MoeForCausalLM), ids)
 
 
 def moe_reference(lines, name, model, ids):
