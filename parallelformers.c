@@ -27526,11 +27526,14 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
             bad |= pf__gguf_put_number(b, a->rotary == 2 ? "rotary_pct" : "partial_rotary_factor", dims / (hidden / heads));
         }
     }
-    if (!a->rotary) { /* the architectures without grouped heads repeat the head count */
+    if (!a->rotary) { /* the architectures without grouped heads repeat the head count; multi-query ones
+                         (StarCoder's, multi_query in their config) have one */
+        int multi_query = strstr(a->extra_config, "\"multi_query\": true") != NULL;
+        double want = multi_query ? 1 : heads;
         snprintf(key, sizeof key, "%s.attention.head_count_kv", a->name);
-        if (pf__gguf_get_number(g, key, &v) == 1 && v != heads)
-            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s %g differs from the %g heads: not supported",
-                              g->path, key, v, heads);
+        if (pf__gguf_get_number(g, key, &v) == 1 && v != want)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s %g: not supported (%g: %s)", g->path, key, v,
+                              want, multi_query ? "one key/value head, multi-query" : "as many as the heads");
     }
     if (pf__gguf_has_tensor(g, "blk.0.attn_qkv.weight"))
         bad |= pf__gguf_put(b, pf__gguf_has_tensor(g, "blk.0.attn_qkv.bias") ? ", \"attention_bias\": true"

@@ -39,6 +39,7 @@ writes test/fixtures/gguf/:
                     (its shared expert and gate) whose rows are 256 wide as the
                     converter writes them (experts stacked [experts, rows, cols], gate and up Q4_K,
                     down Q6_K / Q8_0, the router F32)
+  starcoder-f32.gguf  the gpt_bigcode fixture as the converter writes StarCoder (multi-query c_attn as it is)
   The fixtures' logits are transformers' on the fixture directories themselves: F32 files hold
   exactly their weights.
   gguf_reference.txt  a line per file: name, prompt ids, transformers' greedy new ids (8),
@@ -1082,6 +1083,27 @@ def write_issue32_families(lines):
     special_ids(w, config)
     finish(w, converter_names(state, gguf.MODEL_ARCH.STARCODER2))
     lines.append(fixture_reference("starcoder2", directory, path.stem, sliding_window=None))
+
+    # StarCoder (gpt_bigcode): multi-query c_attn and nn.Linear weights as they are, learned positions;
+    # the converter writes 4 x n_embd as the MLP width (StarCoder's n_inner), this fixture's n_inner
+    # (2 x) is what its tensors hold
+    from transformers import GPTBigCodeConfig
+    directory = FIXTURES / "gpt_bigcode"
+    config = GPTBigCodeConfig.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    assert config.multi_query and config.activation_function == "gelu_pytorch_tanh"
+    path = OUT / "starcoder-f32.gguf"
+    w = GGUFWriter(str(path), "starcoder")
+    w.add_context_length(config.n_positions)
+    w.add_embedding_length(config.n_embd)
+    w.add_feed_forward_length(config.n_inner)
+    w.add_block_count(config.n_layer)
+    w.add_head_count(config.n_head)
+    w.add_head_count_kv(1)
+    w.add_layer_norm_eps(config.layer_norm_epsilon)
+    special_ids(w, config)
+    finish(w, converter_names(state, gguf.MODEL_ARCH.STARCODER))
+    lines.append(fixture_reference("gpt_bigcode", directory, path.stem))
 
     # OLMo 2: the generic keys, its post-sublayer norms and whole-projection q/k norms, not permuted
     from transformers import Olmo2Config

@@ -613,6 +613,9 @@ static void gguf_check_bad_files(void) {
                              "'gemma2.block_count' 46: llama.cpp takes 46 blocks for Gemma 2 27B");
     gguf_expect_uint32_patch("gemma3_text-f32.gguf", "gemma3.block_count", 62, PF_ERROR_UNSUPPORTED,
                              "'gemma3.block_count' 62: llama.cpp takes 62 blocks for Gemma 3 27B");
+    /* StarCoder is multi-query: one key/value head; a file with as many as heads is not its layout */
+    gguf_expect_uint32_patch("starcoder-f32.gguf", "starcoder.attention.head_count_kv", 6, PF_ERROR_UNSUPPORTED,
+                             "one key/value head, multi-query");
     gguf_expect_tokenizer_kind("tokenizer.ggml.model", "bert!", PF_OK, "tokenizer.ggml.model \"bert!\" is not supported");
     gguf_expect_tokenizer_kind("general.architecture", "mpt!!", PF_ERROR_UNSUPPORTED, "\"mpt!!\"");
     unlink(gguf_path);
@@ -633,7 +636,7 @@ void test_gguf(void) {
         if (!next) break;
         line = next;
     }
-    CHECK_MSG(lines == 31, "%s: %d fixtures", path, lines);
+    CHECK_MSG(lines == 32, "%s: %d fixtures", path, lines);
     free(data);
     gguf_check_same_as_safetensors();
     gguf_check_blocks_memory("llama-quant.gguf");
