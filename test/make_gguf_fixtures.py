@@ -39,6 +39,7 @@ writes test/fixtures/gguf/:
                     (its shared expert and gate) whose rows are 256 wide as the
                     converter writes them (experts stacked [experts, rows, cols], gate and up Q4_K,
                     down Q6_K / Q8_0, the router F32)
+  cohere2-f32.gguf  the cohere2 fixture (its window and window pattern as keys)
   starcoder-f32.gguf  the gpt_bigcode fixture as the converter writes StarCoder (multi-query c_attn as it is)
   The fixtures' logits are transformers' on the fixture directories themselves: F32 files hold
   exactly their weights.
@@ -1194,6 +1195,32 @@ def write_issue32_families(lines):
     assert "output.weight" not in tensors
     finish(w, tensors)
     lines.append(fixture_reference("cohere", directory, path.stem))
+
+    # Command R7B (cohere2): Command-R's layout, its window and window pattern as keys, tied head
+    from transformers import Cohere2Config
+    directory = FIXTURES / "cohere2"
+    config = Cohere2Config.from_pretrained(directory)
+    state = load_file(str(directory / "model.safetensors"))
+    pattern = json.loads((directory / "config.json").read_text())["sliding_window_pattern"]  # 5.x: layer_types
+    assert pattern != 4  # the key must be read: llama.cpp's default is 4
+    path = OUT / "cohere2-f32.gguf"
+    w = GGUFWriter(str(path), "cohere2")
+    w.add_block_count(config.num_hidden_layers)
+    w.add_context_length(config.max_position_embeddings)
+    w.add_embedding_length(config.hidden_size)
+    w.add_feed_forward_length(config.intermediate_size)
+    w.add_head_count(config.num_attention_heads)
+    w.add_head_count_kv(config.num_key_value_heads)
+    w.add_rope_freq_base(config.rope_parameters["rope_theta"])
+    w.add_layer_norm_eps(config.layer_norm_eps)
+    w.add_logit_scale(config.logit_scale)
+    w.add_sliding_window(config.sliding_window)
+    w.add_sliding_window_pattern(pattern)
+    special_ids(w, config)
+    tensors = converter_names(state, gguf.MODEL_ARCH.COHERE2)
+    assert "output.weight" not in tensors
+    finish(w, tensors)
+    lines.append(fixture_reference("cohere2", directory, path.stem))
 
 
 def llama_metadata(w, config):
