@@ -502,6 +502,30 @@ static pf_result pf__fp8_take(pf__st_index *index, const pf__qconfig *q, pf__st_
     return PF_OK;
 }
 
+/* out: the module's "<stem>.weight" (stem: the first `stem` bytes of named's name), a [rows, cols]
+   PF__DTYPE_PACKED tensor decoded by p from the bytes of `bytes`, whose file it names. */
+static pf_result pf__packed_weight(pf__st_index *index, pf__st_tensor *out, const char *named, size_t stem, size_t rows,
+                                   size_t cols, const pf__st_tensor *bytes, const pf__packed *p, char *message,
+                                   size_t size) {
+    char *name = (char *)malloc(stem + sizeof ".weight");
+    if (!name || pf__st_own(index, name)) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    memcpy(name, named, stem);
+    strcpy(name + stem, ".weight");
+    memset(out, 0, sizeof *out);
+    out->name = name;
+    out->dtype = PF__DTYPE_PACKED;
+    out->file_dtype = "I32";
+    out->ndim = 2;
+    out->shape[0] = rows;
+    out->shape[1] = cols;
+    out->numel = rows * cols;
+    out->data = bytes->data;
+    out->bytes = bytes->bytes;
+    out->file = bytes->file;
+    out->packed = p;
+    return PF_OK;
+}
+
 /* A GPTQ or AWQ module's qweight, qzeros, scales (and GPTQ's g_idx) as a packed [out, in] matrix;
    its tensor, named as the unquantized weight, is written to *out. */
 static pf_result pf__int_take(pf__st_index *index, const pf__qconfig *q, pf__st_tensor *qweight, size_t stem,
@@ -551,26 +575,12 @@ static pf_result pf__int_take(pf__st_index *index, const pf__qconfig *q, pf__st_
         g_idx->used = 1;
     }
     pf__packed *p = pf__packed_new(index);
-    char *name = p ? (char *)malloc(stem + sizeof ".weight") : NULL;
-    if (!name || pf__st_own(index, name)) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    memcpy(name, qweight->name, stem);
-    strcpy(name + stem, ".weight");
+    if (!p) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     *p = (pf__packed){q->format, rows, cols, qweight->data, scales->data, zeros->data, g_idx ? g_idx->data : NULL,
                       0, 0, 0, group, q->bits, q->zero_offset, scales->dtype, 0, 0, 0, PF__CT_ZERO_NONE};
-    memset(out, 0, sizeof *out);
-    out->name = name;
-    out->dtype = PF__DTYPE_PACKED;
-    out->file_dtype = "I32";
-    out->ndim = 2;
-    out->shape[0] = rows;
-    out->shape[1] = cols;
-    out->numel = rows * cols;
-    out->data = qweight->data;
-    out->bytes = qweight->bytes;
-    out->file = qweight->file;
-    out->packed = p;
-    qweight->used = zeros->used = scales->used = 1;
-    return PF_OK;
+    pf_result r = pf__packed_weight(index, out, qweight->name, stem, rows, cols, qweight, p, message, size);
+    if (!r) qweight->used = zeros->used = scales->used = 1;
+    return r;
 }
 
 /* A compressed-tensors module's weight_scale, with its weight (naive- and float-quantized: I8 or
@@ -666,22 +676,8 @@ static pf_result pf__ct_take(pf__st_index *index, const pf__qconfig *q, pf__st_t
         weight->packed = p;
         return PF_OK;
     }
-    char *name = (char *)malloc(stem + sizeof ".weight");
-    if (!name || pf__st_own(index, name)) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    memcpy(name, scale->name, stem);
-    strcpy(name + stem, ".weight");
-    memset(out, 0, sizeof *out);
-    out->name = name;
-    out->dtype = PF__DTYPE_PACKED;
-    out->file_dtype = "I32";
-    out->ndim = 2;
-    out->shape[0] = rows;
-    out->shape[1] = cols;
-    out->numel = rows * cols;
-    out->data = packed->data;
-    out->bytes = packed->bytes;
-    out->file = packed->file;
-    out->packed = p;
+    pf_result r = pf__packed_weight(index, out, scale->name, stem, rows, cols, packed, p, message, size);
+    if (r) return r;
     packed->used = shape->used = 1;
     *added = 1;
     return PF_OK;
