@@ -3845,7 +3845,8 @@ static void pf__cpu_scatter_add_rows(pf__rank *r, float *dst, const float *src, 
     for (size_t i = 0; i < count; i++) {
         float *out = dst + (size_t)rows[i] * width;
         const float *in = src + i * width;
-        for (size_t k = 0; k < width; k++) out[k] += scales[i] * in[k];
+        if (!scales) for (size_t k = 0; k < width; k++) out[k] += in[k];
+        else for (size_t k = 0; k < width; k++) out[k] += scales[i] * in[k];
     }
 }
 

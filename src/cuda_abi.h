@@ -138,7 +138,7 @@ int pf_cuda_add_residual_biases(pf_cuda_rank *st, float *x, const float *y, cons
                                 const void *bias2, int dtype2, size_t rows, size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
 int pf_cuda_scale(pf_cuda_rank *st, float *x, size_t count, float factor);
-/* Mixtures of experts: dst[i] = scales[i] * src[rows[i]] (scales NULL: 1; rows of width floats); dst[rows[i]] += scales[i] * src[i],
+/* Mixtures of experts: dst[i] = scales[i] * src[rows[i]] (rows of width floats); dst[rows[i]] += scales[i] * src[i] (scales NULL: 1),
    the rows distinct within a call (one expert's tokens); rows and scales on the device. */
 int pf_cuda_gather_rows(pf_cuda_rank *st, float *dst, const float *src, const int32_t *rows, const float *scales,
                         size_t count, size_t width);

@@ -753,9 +753,10 @@ static void pf__cuda_scatter_add_rows(pf__rank *r, float *dst, const float *src,
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs || !count) return;
     if (!pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->expert_rows, rows, count * sizeof(int32_t))) ||
-        !pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->expert_scales, scales, count * sizeof(float))))
+        (scales && !pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->expert_scales, scales, count * sizeof(float)))))
         return;
-    pf__cuda_ok(r, pf_cuda_scatter_add_rows(rs->cu, dst, src, rs->expert_rows, rs->expert_scales, count, width));
+    pf__cuda_ok(r, pf_cuda_scatter_add_rows(rs->cu, dst, src, rs->expert_rows, scales ? rs->expert_scales : NULL, count,
+                                            width));
 }
 
 static void pf__cuda_scale(pf__rank *r, float *x, size_t count, float factor) {

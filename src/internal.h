@@ -23,7 +23,7 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 #if defined(__MINGW32__) && !defined(__USE_MINGW_ANSI_STDIO)
-#define __USE_MINGW_ANSI_STDIO 1 /* C99's printf (%zu, %lld), not msvcrt's */
+#define __USE_MINGW_ANSI_STDIO 1 /* C99 formatting (%zu, %lld) in snprintf, not msvcrt's */
 #endif
 #include "parallelformers.h"
 #include <ctype.h>
@@ -1678,8 +1678,8 @@ typedef struct pf__backend {
     void (*alloc_scratch)(pf__rank *r);
     /* Mixtures of experts (NULL: a backend that runs none; such models are refused on it). rows
        and scales are host arrays of count entries (the rows distinct: one expert's tokens), kept
-       until the next routing. gather_rows: dst[i] = scales[i] * src[rows[i]] (scales NULL: src[rows[i]]);
-       scatter_add_rows: dst[rows[i]] += scales[i] * src[i]. Rows of width values. */
+       until the next routing. gather_rows: dst[i] = scales[i] * src[rows[i]]; scatter_add_rows:
+       dst[rows[i]] += scales[i] * src[i]; scales NULL: 1 (the same bits). Rows of width values. */
     void (*gather_rows)(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales, size_t count,
                         size_t width);
     void (*scatter_add_rows)(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales,

@@ -22,7 +22,6 @@ typedef struct pf__routing {
     float *scores;    /* [2 experts + 1]: one token's scores and choice scores, then the experts' fill positions */
     int32_t *tokens;  /* [max_tokens]: 0, 1, 2, ... (the shared expert's rows) */
     float *gates;     /* [max_tokens]: the shared expert's sigmoid gate of each token */
-    float *ones;      /* [max_tokens]: 1, the scale of outputs whose weight went into the input */
 } pf__routing;
 
 #ifdef PF_TESTING
@@ -34,7 +33,7 @@ static pf__routing *pf__routing_new(size_t max_tokens, int experts, int top_k) {
     size_t picks = max_tokens * (size_t)top_k;
     size_t bytes = sizeof(pf__routing) + max_tokens * (size_t)experts * sizeof(float) + picks * 2 * (sizeof(int32_t) + sizeof(float)) +
                    ((size_t)experts + 1) * sizeof(int32_t) + (2 * (size_t)experts + 1) * sizeof(float) +
-                   max_tokens * (sizeof(int32_t) + 2 * sizeof(float));
+                   max_tokens * (sizeof(int32_t) + sizeof(float));
     pf__routing *rt = (pf__routing *)malloc(bytes);
     if (!rt) return NULL;
     rt->max_tokens = max_tokens;
@@ -48,9 +47,8 @@ static pf__routing *pf__routing_new(size_t max_tokens, int experts, int top_k) {
     rt->first = rt->rows + picks;
     rt->scores = (float *)(rt->first + experts + 1);
     rt->gates = rt->scores + 2 * (size_t)experts + 1;
-    rt->ones = rt->gates + max_tokens;
-    rt->tokens = (int32_t *)(rt->ones + max_tokens);
-    for (size_t t = 0; t < max_tokens; t++) rt->tokens[t] = (int32_t)t, rt->ones[t] = 1.0f;
+    rt->tokens = (int32_t *)(rt->gates + max_tokens);
+    for (size_t t = 0; t < max_tokens; t++) rt->tokens[t] = (int32_t)t;
     return rt;
 }
 
@@ -166,18 +164,18 @@ static void pf__rank_shared_expert(pf__rank *r, const pf__weight *L, const float
     const pf__backend *be = r->backend;
     pf__routing *rt = r->routing;
     size_t d = (size_t)r->group->model->config.hidden_size, width = (size_t)r->share.shared_width;
+    const float *gates = NULL; /* none: the output added as it is */
     if (L[PF__SLOT_SHARED_EXPERT_GATE].data) {
         be->matmul(r, r->router, h, &L[PF__SLOT_SHARED_EXPERT_GATE], NULL, N);
         be->download(r, rt->gates, r->router, N * sizeof(float));
         for (size_t t = 0; t < N; t++) rt->gates[t] = 1.0f / (1.0f + expf(-rt->gates[t]));
-    } else {
-        for (size_t t = 0; t < N; t++) rt->gates[t] = 1.0f;
+        gates = rt->gates;
     }
     if (!width) return; /* more ranks than the shared expert's columns */
     be->matmul(r, r->expert_mid, h, &L[PF__SLOT_SHARED_IN_WEIGHT], NULL, N);
     be->gated_activation(r, r->expert_act, r->expert_mid, N, width, r->group->model->config.activation);
     be->matmul(r, r->expert_out, r->expert_act, &L[PF__SLOT_SHARED_DOWN_WEIGHT], NULL, N);
-    be->scatter_add_rows(r, part, r->expert_out, rt->tokens, rt->gates, N, d);
+    be->scatter_add_rows(r, part, r->expert_out, rt->tokens, gates, N, d);
 }
 
 /* part[N][hidden] = sum over the rank's experts e of routing weight * expert_e(h) for the tokens
@@ -222,7 +220,7 @@ PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, int l, const 
         const float *scales = rt->scales + first;
         /* in = h[token], or weight * h[token] with the output added as it is (Llama 4) */
         be->gather_rows(r, r->expert_in, h, rt->rows + first, c->experts_scale_input ? scales : NULL, n, d);
-        if (c->experts_scale_input) scales = rt->ones;
+        if (c->experts_scale_input) scales = NULL; /* the weight went into the input */
         be->matmul(r, r->expert_mid, r->expert_in, &gu, gu_bias.data ? &gu_bias : NULL, n);
         if (c->swiglu_limit > 0)
             be->clamped_swiglu(r, r->expert_act, r->expert_mid, n, width, (float)c->swiglu_alpha, (float)c->swiglu_limit);

@@ -820,8 +820,9 @@ static int scatter_add_rows_live(pf_cuda_rank *st, float *dst, const float *src,
     (void)st;
     NEED(src, count * width * 4);
     NEED(rows, count * 4);
-    NEED(scales, count * 4);
-    for (size_t i = 0; i < count * width; i++) dst[(size_t)rows[i / width] * width + i % width] += scales[i / width] * src[i];
+    if (scales) NEED(scales, count * 4);
+    for (size_t i = 0; i < count * width; i++)
+        dst[(size_t)rows[i / width] * width + i % width] += scales ? scales[i / width] * src[i] : src[i];
     return 0;
 }
 
