@@ -65,7 +65,7 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 #if defined(__MINGW32__) && !defined(__USE_MINGW_ANSI_STDIO)
-#define __USE_MINGW_ANSI_STDIO 1 /* C99's printf (%zu, %lld), not msvcrt's */
+#define __USE_MINGW_ANSI_STDIO 1 /* C99 formatting (%zu, %lld) in snprintf, not msvcrt's */
 #endif
 #include "parallelformers.h"
 #include <ctype.h>
@@ -1720,8 +1720,8 @@ typedef struct pf__backend {
     void (*alloc_scratch)(pf__rank *r);
     /* Mixtures of experts (NULL: a backend that runs none; such models are refused on it). rows
        and scales are host arrays of count entries (the rows distinct: one expert's tokens), kept
-       until the next routing. gather_rows: dst[i] = scales[i] * src[rows[i]] (scales NULL: src[rows[i]]);
-       scatter_add_rows: dst[rows[i]] += scales[i] * src[i]. Rows of width values. */
+       until the next routing. gather_rows: dst[i] = scales[i] * src[rows[i]]; scatter_add_rows:
+       dst[rows[i]] += scales[i] * src[i]; scales NULL: 1 (the same bits). Rows of width values. */
     void (*gather_rows)(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales, size_t count,
                         size_t width);
     void (*scatter_add_rows)(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales,
@@ -22459,7 +22459,8 @@ static void pf__cpu_scatter_add_rows(pf__rank *r, float *dst, const float *src, 
     for (size_t i = 0; i < count; i++) {
         float *out = dst + (size_t)rows[i] * width;
         const float *in = src + i * width;
-        for (size_t k = 0; k < width; k++) out[k] += scales[i] * in[k];
+        if (!scales) for (size_t k = 0; k < width; k++) out[k] += in[k];
+        else for (size_t k = 0; k < width; k++) out[k] += scales[i] * in[k];
     }
 }
 
@@ -22959,7 +22960,6 @@ typedef struct pf__routing {
     float *scores;    /* [2 experts + 1]: one token's scores and choice scores, then the experts' fill positions */
     int32_t *tokens;  /* [max_tokens]: 0, 1, 2, ... (the shared expert's rows) */
     float *gates;     /* [max_tokens]: the shared expert's sigmoid gate of each token */
-    float *ones;      /* [max_tokens]: 1, the scale of outputs whose weight went into the input */
 } pf__routing;
 
 #ifdef PF_TESTING
@@ -22971,7 +22971,7 @@ static pf__routing *pf__routing_new(size_t max_tokens, int experts, int top_k) {
     size_t picks = max_tokens * (size_t)top_k;
     size_t bytes = sizeof(pf__routing) + max_tokens * (size_t)experts * sizeof(float) + picks * 2 * (sizeof(int32_t) + sizeof(float)) +
                    ((size_t)experts + 1) * sizeof(int32_t) + (2 * (size_t)experts + 1) * sizeof(float) +
-                   max_tokens * (sizeof(int32_t) + 2 * sizeof(float));
+                   max_tokens * (sizeof(int32_t) + sizeof(float));
     pf__routing *rt = (pf__routing *)malloc(bytes);
     if (!rt) return NULL;
     rt->max_tokens = max_tokens;
@@ -22985,9 +22985,8 @@ static pf__routing *pf__routing_new(size_t max_tokens, int experts, int top_k) {
     rt->first = rt->rows + picks;
     rt->scores = (float *)(rt->first + experts + 1);
     rt->gates = rt->scores + 2 * (size_t)experts + 1;
-    rt->ones = rt->gates + max_tokens;
-    rt->tokens = (int32_t *)(rt->ones + max_tokens);
-    for (size_t t = 0; t < max_tokens; t++) rt->tokens[t] = (int32_t)t, rt->ones[t] = 1.0f;
+    rt->tokens = (int32_t *)(rt->gates + max_tokens);
+    for (size_t t = 0; t < max_tokens; t++) rt->tokens[t] = (int32_t)t;
     return rt;
 }
 
@@ -23103,18 +23102,18 @@ static void pf__rank_shared_expert(pf__rank *r, const pf__weight *L, const float
     const pf__backend *be = r->backend;
     pf__routing *rt = r->routing;
     size_t d = (size_t)r->group->model->config.hidden_size, width = (size_t)r->share.shared_width;
+    const float *gates = NULL; /* none: the output added as it is */
     if (L[PF__SLOT_SHARED_EXPERT_GATE].data) {
         be->matmul(r, r->router, h, &L[PF__SLOT_SHARED_EXPERT_GATE], NULL, N);
         be->download(r, rt->gates, r->router, N * sizeof(float));
         for (size_t t = 0; t < N; t++) rt->gates[t] = 1.0f / (1.0f + expf(-rt->gates[t]));
-    } else {
-        for (size_t t = 0; t < N; t++) rt->gates[t] = 1.0f;
+        gates = rt->gates;
     }
     if (!width) return; /* more ranks than the shared expert's columns */
     be->matmul(r, r->expert_mid, h, &L[PF__SLOT_SHARED_IN_WEIGHT], NULL, N);
     be->gated_activation(r, r->expert_act, r->expert_mid, N, width, r->group->model->config.activation);
     be->matmul(r, r->expert_out, r->expert_act, &L[PF__SLOT_SHARED_DOWN_WEIGHT], NULL, N);
-    be->scatter_add_rows(r, part, r->expert_out, rt->tokens, rt->gates, N, d);
+    be->scatter_add_rows(r, part, r->expert_out, rt->tokens, gates, N, d);
 }
 
 /* part[N][hidden] = sum over the rank's experts e of routing weight * expert_e(h) for the tokens
@@ -23159,7 +23158,7 @@ PF_PRIVATE void pf__rank_experts(pf__rank *r, const pf__weight *L, int l, const 
         const float *scales = rt->scales + first;
         /* in = h[token], or weight * h[token] with the output added as it is (Llama 4) */
         be->gather_rows(r, r->expert_in, h, rt->rows + first, c->experts_scale_input ? scales : NULL, n, d);
-        if (c->experts_scale_input) scales = rt->ones;
+        if (c->experts_scale_input) scales = NULL; /* the weight went into the input */
         be->matmul(r, r->expert_mid, r->expert_in, &gu, gu_bias.data ? &gu_bias : NULL, n);
         if (c->swiglu_limit > 0)
             be->clamped_swiglu(r, r->expert_act, r->expert_mid, n, width, (float)c->swiglu_alpha, (float)c->swiglu_limit);
@@ -25372,7 +25371,7 @@ int pf_cuda_add_residual_biases(pf_cuda_rank *st, float *x, const float *y, cons
                                 const void *bias2, int dtype2, size_t rows, size_t n);
 int pf_cuda_sum(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first);
 int pf_cuda_scale(pf_cuda_rank *st, float *x, size_t count, float factor);
-/* Mixtures of experts: dst[i] = scales[i] * src[rows[i]] (scales NULL: 1; rows of width floats); dst[rows[i]] += scales[i] * src[i],
+/* Mixtures of experts: dst[i] = scales[i] * src[rows[i]] (rows of width floats); dst[rows[i]] += scales[i] * src[i] (scales NULL: 1),
    the rows distinct within a call (one expert's tokens); rows and scales on the device. */
 int pf_cuda_gather_rows(pf_cuda_rank *st, float *dst, const float *src, const int32_t *rows, const float *scales,
                         size_t count, size_t width);
@@ -26130,9 +26129,10 @@ static void pf__cuda_scatter_add_rows(pf__rank *r, float *dst, const float *src,
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs || !count) return;
     if (!pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->expert_rows, rows, count * sizeof(int32_t))) ||
-        !pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->expert_scales, scales, count * sizeof(float))))
+        (scales && !pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->expert_scales, scales, count * sizeof(float)))))
         return;
-    pf__cuda_ok(r, pf_cuda_scatter_add_rows(rs->cu, dst, src, rs->expert_rows, rs->expert_scales, count, width));
+    pf__cuda_ok(r, pf_cuda_scatter_add_rows(rs->cu, dst, src, rs->expert_rows, scales ? rs->expert_scales : NULL, count,
+                                            width));
 }
 
 static void pf__cuda_scale(pf__rank *r, float *x, size_t count, float factor) {
@@ -27522,15 +27522,6 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
             bad |= pf__gguf_put_number(b, a->rotary == 2 ? "rotary_pct" : "partial_rotary_factor", dims / (hidden / heads));
         }
     }
-    if (!a->rotary) { /* the architectures without grouped heads repeat the head count; multi-query ones
-                         (StarCoder's, multi_query in their config) have one */
-        int multi_query = strstr(a->extra_config, "\"multi_query\": true") != NULL;
-        double want = multi_query ? 1 : heads;
-        snprintf(key, sizeof key, "%s.attention.head_count_kv", a->name);
-        if (pf__gguf_get_number(g, key, &v) == 1 && v != want)
-            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s %g: not supported (%g: %s)", g->path, key, v,
-                              want, multi_query ? "one key/value head, multi-query" : "as many as the heads");
-    }
     if (pf__gguf_has_tensor(g, "blk.0.attn_qkv.weight"))
         bad |= pf__gguf_put(b, pf__gguf_has_tensor(g, "blk.0.attn_qkv.bias") ? ", \"attention_bias\": true"
                                                                             : ", \"attention_bias\": false");
@@ -27540,6 +27531,19 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
     if ((r = pf__gguf_special_ids(g, vocab, b, &bad, message, size))) return r;
     bad |= pf__gguf_put(b, "}");
     return bad ? pf__gguf_json_failure(g, b, "the config's metadata", message, size) : PF_OK;
+}
+
+/* The architectures without a head_count_kv key read (no rotary metadata) write one anyway: the
+   key/value heads their config makes (as many as the heads, or StarCoder's one, multi-query),
+   which the file's count must be. */
+static pf_result pf__gguf_check_kv_heads(const pf__gguf *g, const pf__gguf_arch *a, const pf__config *c, char *message,
+                                         size_t size) {
+    char key[96];
+    double v = 0;
+    snprintf(key, sizeof key, "%s.attention.head_count_kv", a->name);
+    if (a->rotary || pf__gguf_get_number(g, key, &v) != 1 || v == c->num_kv_heads) return PF_OK;
+    return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s %g: not supported (the config's model has %d key/value "
+                      "heads)", g->path, key, v, c->num_kv_heads);
 }
 
 /* ---- tensors ---- */
@@ -28353,6 +28357,7 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
         goto done;
     }
     if ((r = pf__config_parse(json, g.path, -1, &m->config, message, size))) goto done;
+    if ((r = pf__gguf_check_kv_heads(&g, known_arch, &m->config, message, size))) goto done;
 
     size_t num_views = g.num_tensors; /* a tensor of experts gives one view an expert */
     for (size_t i = 0; i < g.num_tensors; i++) {

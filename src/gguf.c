@@ -686,15 +686,6 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
             bad |= pf__gguf_put_number(b, a->rotary == 2 ? "rotary_pct" : "partial_rotary_factor", dims / (hidden / heads));
         }
     }
-    if (!a->rotary) { /* the architectures without grouped heads repeat the head count; multi-query ones
-                         (StarCoder's, multi_query in their config) have one */
-        int multi_query = strstr(a->extra_config, "\"multi_query\": true") != NULL;
-        double want = multi_query ? 1 : heads;
-        snprintf(key, sizeof key, "%s.attention.head_count_kv", a->name);
-        if (pf__gguf_get_number(g, key, &v) == 1 && v != want)
-            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s %g: not supported (%g: %s)", g->path, key, v,
-                              want, multi_query ? "one key/value head, multi-query" : "as many as the heads");
-    }
     if (pf__gguf_has_tensor(g, "blk.0.attn_qkv.weight"))
         bad |= pf__gguf_put(b, pf__gguf_has_tensor(g, "blk.0.attn_qkv.bias") ? ", \"attention_bias\": true"
                                                                             : ", \"attention_bias\": false");
@@ -704,6 +695,19 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
     if ((r = pf__gguf_special_ids(g, vocab, b, &bad, message, size))) return r;
     bad |= pf__gguf_put(b, "}");
     return bad ? pf__gguf_json_failure(g, b, "the config's metadata", message, size) : PF_OK;
+}
+
+/* The architectures without a head_count_kv key read (no rotary metadata) write one anyway: the
+   key/value heads their config makes (as many as the heads, or StarCoder's one, multi-query),
+   which the file's count must be. */
+static pf_result pf__gguf_check_kv_heads(const pf__gguf *g, const pf__gguf_arch *a, const pf__config *c, char *message,
+                                         size_t size) {
+    char key[96];
+    double v = 0;
+    snprintf(key, sizeof key, "%s.attention.head_count_kv", a->name);
+    if (a->rotary || pf__gguf_get_number(g, key, &v) != 1 || v == c->num_kv_heads) return PF_OK;
+    return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s %g: not supported (the config's model has %d key/value "
+                      "heads)", g->path, key, v, c->num_kv_heads);
 }
 
 /* ---- tensors ---- */
@@ -1517,6 +1521,7 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
         goto done;
     }
     if ((r = pf__config_parse(json, g.path, -1, &m->config, message, size))) goto done;
+    if ((r = pf__gguf_check_kv_heads(&g, known_arch, &m->config, message, size))) goto done;
 
     size_t num_views = g.num_tensors; /* a tensor of experts gives one view an expert */
     for (size_t i = 0; i < g.num_tensors; i++) {
