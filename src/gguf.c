@@ -487,6 +487,27 @@ static const pf__gguf_arch pf__gguf_archs[] = {
 #include "policies.inc"
 };
 
+/* The architectures that read another's rows (PF_GGUF_LIKE). */
+static const struct { const char *arch, *base; } pf__gguf_likes[] = {
+#define PF_GGUF_LIKE(arch, base) {arch, base},
+#include "policies.inc"
+    {"", ""} /* none may be listed */
+};
+
+/* The variants whose tensor rows a file with a tensor reads first (PF_GGUF_VARIANT). */
+static const struct { const char *arch, *tensor, *variant; } pf__gguf_variants[] = {
+#define PF_GGUF_VARIANT(arch, tensor, variant) {arch, tensor, variant},
+#include "policies.inc"
+    {"", "", ""} /* none may be listed */
+};
+
+/* The architecture whose config, tensor and refusal rows arch reads: its base, or itself. */
+static const char *pf__gguf_rows_of(const char *arch) {
+    for (size_t i = 0; i < PF__COUNT(pf__gguf_likes); i++)
+        if (!strcmp(pf__gguf_likes[i].arch, arch)) return pf__gguf_likes[i].base;
+    return arch;
+}
+
 static const pf__gguf_arch *pf__gguf_find_arch(const char *name, size_t len) {
     for (size_t i = 0; i < PF__COUNT(pf__gguf_archs); i++)
         if (strlen(pf__gguf_archs[i].name) == len && !memcmp(pf__gguf_archs[i].name, name, len)) return &pf__gguf_archs[i];
@@ -497,13 +518,14 @@ static const pf__gguf_arch *pf__gguf_find_arch(const char *name, size_t len) {
 static pf_result pf__gguf_known_keys(const pf__gguf *g, const char *arch, pf__tok_buf *b, int *bad, char *message,
                                      size_t size) {
     size_t prefix = strlen(arch) + 1;
+    const char *rows = pf__gguf_rows_of(arch);
     for (size_t i = 0; i < g->num_kvs; i++) {
         const pf__gguf_kv *kv = &g->kvs[i];
         if (kv->key_len <= prefix || memcmp(kv->key, arch, prefix - 1) || kv->key[prefix - 1] != '.') continue;
         int known = 0; /* a key may feed several config keys (a row each) */
         for (size_t k = 0; k < PF__COUNT(pf__gguf_config_keys); k++) {
             const pf__gguf_config_key *row = &pf__gguf_config_keys[k];
-            if (strcmp(row->arch, arch) || kv->key_len - prefix != strlen(row->suffix) ||
+            if (strcmp(row->arch, rows) || kv->key_len - prefix != strlen(row->suffix) ||
                 memcmp(kv->key + prefix, row->suffix, kv->key_len - prefix))
                 continue;
             if (!known++ && kv->type == PF__GGUF_ARRAY) /* llama.cpp's per-layer values (head counts of hybrid models) */
@@ -525,7 +547,7 @@ static pf_result pf__gguf_known_keys(const pf__gguf *g, const char *arch, pf__to
         const pf__gguf_refused_value *row = &pf__gguf_refused_values[k];
         char full[96];
         double v;
-        if (strcmp(row->arch, arch)) continue;
+        if (strcmp(row->arch, rows)) continue;
         snprintf(full, sizeof full, "%s.%s", arch, row->suffix);
         if (pf__gguf_get_number(g, full, &v) == 1 && v == row->value)
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: metadata '%s' %g: %s", g->path, full, v, row->why);
@@ -665,6 +687,13 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
     bad |= pf__gguf_put(b, pf__gguf_has_tensor(g, "output.weight") ? ", \"tie_word_embeddings\": false"
                                                                     : ", \"tie_word_embeddings\": true");
     if ((r = pf__gguf_known_keys(g, a->name, b, &bad, message, size))) return r;
+    const char *layout = NULL; /* how the converter rearranged the tensors: Falcon's qkv, which GROUP_QKV undoes */
+    size_t layout_len = 0;
+    snprintf(key, sizeof key, "%s.tensor_data_layout", a->name);
+    int has_layout = pf__gguf_get_string(g, key, &layout, &layout_len);
+    if (has_layout < 0 || (has_layout && !(layout_len == 7 && !memcmp(layout, "jploski", 7))))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: metadata '%s' \"%.*s\" is not supported (\"jploski\", "
+                          "llama.cpp converter's, is)", g->path, key, pf__gguf_shown(layout_len), layout ? layout : "");
     snprintf(key, sizeof key, "%s.attention.head_count", a->name);
     if (pf__gguf_get_number(g, key, &heads) != 1 || !(heads >= 1))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' is missing or not a count", g->path, key);
@@ -690,7 +719,8 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
         bad |= pf__gguf_put(b, pf__gguf_has_tensor(g, "blk.0.attn_qkv.bias") ? ", \"attention_bias\": true"
                                                                             : ", \"attention_bias\": false");
     for (size_t i = 0; i < PF__COUNT(pf__gguf_if_tensor); i++)
-        if (!strcmp(pf__gguf_if_tensor[i].arch, a->name) && pf__gguf_has_tensor(g, pf__gguf_if_tensor[i].tensor))
+        if (!strcmp(pf__gguf_if_tensor[i].arch, pf__gguf_rows_of(a->name)) &&
+            pf__gguf_has_tensor(g, pf__gguf_if_tensor[i].tensor))
             bad |= pf__gguf_put(b, pf__gguf_if_tensor[i].config);
     if ((r = pf__gguf_special_ids(g, vocab, b, &bad, message, size))) return r;
     bad |= pf__gguf_put(b, "}");
@@ -720,7 +750,7 @@ static pf_result pf__gguf_check_kv_heads(const pf__gguf *g, const pf__gguf_arch 
    keeps as a [1, n] row (Qwen2-MoE's shared expert gate) is read as that row. */
 typedef enum {
     PF__GGUF_AS_IS, PF__GGUF_UNPERMUTE_Q, PF__GGUF_UNPERMUTE_K, PF__GGUF_TRANSPOSE, PF__GGUF_INTERLEAVE_QKV, PF__GGUF_MINUS_ONE,
-    PF__GGUF_SPLIT_EXPERTS, PF__GGUF_AS_ROW
+    PF__GGUF_SPLIT_EXPERTS, PF__GGUF_AS_ROW, PF__GGUF_GROUP_QKV
 } pf__gguf_transform;
 
 typedef struct pf__gguf_name {
@@ -736,7 +766,8 @@ static const pf__gguf_name pf__gguf_names[] = {
 };
 
 /* The row of t's name for arch, its layer in *layer; NULL when there is none. */
-static const pf__gguf_name *pf__gguf_name_for(const char *arch, const pf__gguf_tensor *t, int *layer) {
+/* The tensor row of t under arch's rows, variant's first (variant NULL: none). */
+static const pf__gguf_name *pf__gguf_name_for(const char *arch, const char *variant, const pf__gguf_tensor *t, int *layer) {
     char name[128];
     const char *rest = name;
     *layer = -1;
@@ -752,12 +783,13 @@ static const pf__gguf_name *pf__gguf_name_for(const char *arch, const pf__gguf_t
         *layer = (int)n;
         rest = p + 1;
     }
-    for (size_t i = 0; i < PF__COUNT(pf__gguf_names); i++) {
-        const pf__gguf_name *e = &pf__gguf_names[i];
-        int per_layer = !strncmp(e->gguf, "blk.%d.", 7);
-        if (strcmp(e->arch, arch) || per_layer != (*layer >= 0)) continue;
-        if (!strcmp(per_layer ? e->gguf + 7 : e->gguf, rest)) return e;
-    }
+    for (int pass = variant ? 0 : 1; pass < 2; pass++)
+        for (size_t i = 0; i < PF__COUNT(pf__gguf_names); i++) {
+            const pf__gguf_name *e = &pf__gguf_names[i];
+            int per_layer = !strncmp(e->gguf, "blk.%d.", 7);
+            if (strcmp(e->arch, pass ? arch : variant) || per_layer != (*layer >= 0)) continue;
+            if (!strcmp(per_layer ? e->gguf + 7 : e->gguf, rest)) return e;
+        }
     return NULL;
 }
 
@@ -795,11 +827,32 @@ static size_t pf__gguf_interleaved_source(size_t hf_row, size_t heads, size_t he
     return part * heads * head_rows + head * head_rows + i;
 }
 
+/* The GGUF row that transformers' row of Falcon's fused qkv was: transformers groups each key/value
+   head's queries, its key and its value ([kv_heads][heads / kv_heads + 2][head_rows]); llama.cpp's
+   converter stores all queries, then all keys, then all values. */
+static size_t pf__gguf_grouped_source(size_t hf_row, size_t heads, size_t kv_heads, size_t head_rows) {
+    size_t queries = heads / kv_heads, group = hf_row / ((queries + 2) * head_rows),
+           slot = hf_row / head_rows % (queries + 2), i = hf_row % head_rows;
+    if (slot < queries) return (group * queries + slot) * head_rows + i;
+    return (heads + (slot - queries) * kv_heads + group) * head_rows + i;
+}
+
+/* The GGUF row that transformers' row r was under transform (itself where rows stay). */
+static size_t pf__gguf_source_row(pf__gguf_transform transform, size_t r, size_t heads, size_t kv_heads, size_t head_rows) {
+    switch (transform) {
+    case PF__GGUF_UNPERMUTE_Q:
+    case PF__GGUF_UNPERMUTE_K: return pf__gguf_unpermuted_source(r, head_rows);
+    case PF__GGUF_INTERLEAVE_QKV: return pf__gguf_interleaved_source(r, heads, head_rows);
+    case PF__GGUF_GROUP_QKV: return pf__gguf_grouped_source(r, heads, kv_heads, head_rows);
+    default: return r;
+    }
+}
+
 /* A quantized matrix kept in its blocks: pointing into the map, or its rows copied whole in the
    order transform gives them (the rows a head's rotary halves, or a fused qkv, were rearranged in). */
 static pf_result pf__gguf_keep_blocks(pf__st_index *index, pf__st_tensor *st, const pf__gguf_tensor *t,
-                                      pf__gguf_transform transform, size_t heads, size_t head_rows, char *message,
-                                      size_t size) {
+                                      pf__gguf_transform transform, size_t heads, size_t kv_heads, size_t head_rows,
+                                      char *message, size_t size) {
     st->dtype = pf__ggml_types[t->type].dtype;
     st->bytes = t->bytes;
     st->data = t->data;
@@ -808,8 +861,7 @@ static pf_result pf__gguf_keep_blocks(pf__st_index *index, pf__st_tensor *st, co
         uint8_t *out = (uint8_t *)malloc(t->bytes);
         if (!out || pf__st_own(index, out)) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
         for (size_t r = 0; r < t->rows; r++) {
-            size_t from = transform == PF__GGUF_INTERLEAVE_QKV ? pf__gguf_interleaved_source(r, heads, head_rows)
-                                                               : pf__gguf_unpermuted_source(r, head_rows);
+            size_t from = pf__gguf_source_row(transform, r, heads, kv_heads, head_rows);
             memcpy(out + r * row_bytes, t->data + from * row_bytes, row_bytes);
         }
         st->data = out;
@@ -823,9 +875,10 @@ static pf_result pf__gguf_keep_blocks(pf__st_index *index, pf__st_tensor *st, co
    pf_parallel_options.dtype asks: src/slicing.c); a matrix whose rows are reordered (LLaMA's q and
    k, a fused qkv) becomes a copy of its rows in the new order, blocks and all, owned by the index;
    the others become fp32 copies (quantized types dequantized as ggml does). heads: the q or k
-   weight's head count. */
+   weight's head count (a fused qkv's query heads), kv_heads a grouped qkv's key/value heads. */
 static pf_result pf__gguf_add_tensor(pf__st_index *index, const pf__gguf *g, const pf__gguf_tensor *t, const char *name,
-                                     pf__gguf_transform transform, size_t heads, char *message, size_t size) {
+                                     pf__gguf_transform transform, size_t heads, size_t kv_heads, char *message,
+                                     size_t size) {
     pf__st_tensor *st = &index->tensors[index->num_tensors];
     memset(st, 0, sizeof *st);
     char *owned_name = strdup(name);
@@ -858,6 +911,12 @@ static pf_result pf__gguf_add_tensor(pf__st_index *index, const pf__gguf *g, con
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has %zu rows, not q, k and v for %zu heads",
                           g->path, pf__gguf_shown(t->name_len), t->name, rows, heads);
     if (transform == PF__GGUF_INTERLEAVE_QKV) head_rows = rows / (3 * heads);
+    if (transform == PF__GGUF_GROUP_QKV) {
+        if (!heads || !kv_heads || heads % kv_heads || rows % (heads + 2 * kv_heads))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has %zu rows, not q, k and v for %zu heads "
+                              "in %zu groups", g->path, pf__gguf_shown(t->name_len), t->name, rows, heads, kv_heads);
+        head_rows = rows / (heads + 2 * kv_heads);
+    }
     if (transform == PF__GGUF_UNPERMUTE_Q || transform == PF__GGUF_UNPERMUTE_K) {
         if (!heads || rows % heads || head_rows % 2)
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has %zu rows, not an even number per "
@@ -866,31 +925,28 @@ static pf_result pf__gguf_add_tensor(pf__st_index *index, const pf__gguf *g, con
     if (transform == PF__GGUF_TRANSPOSE && t->ndim != 2)
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' is not a matrix", g->path, pf__gguf_shown(t->name_len), t->name);
     int rows_moved_whole = transform == PF__GGUF_AS_IS || transform == PF__GGUF_UNPERMUTE_Q ||
-                           transform == PF__GGUF_UNPERMUTE_K || transform == PF__GGUF_INTERLEAVE_QKV;
+                           transform == PF__GGUF_UNPERMUTE_K || transform == PF__GGUF_INTERLEAVE_QKV ||
+                           transform == PF__GGUF_GROUP_QKV;
     if (!plain && t->ndim >= 2 && rows_moved_whole)
-        return pf__gguf_keep_blocks(index, st, t, transform, heads, head_rows, message, size);
+        return pf__gguf_keep_blocks(index, st, t, transform, heads, kv_heads, head_rows, message, size);
     float *out = (float *)malloc(st->numel * sizeof(float)), *row = (float *)malloc(t->cols * sizeof(float));
     if (!out || !row || pf__st_own(index, out)) { /* pf__st_own frees out when it fails */
         if (!row) free(out);
         free(row);
         return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }
-    int permuted = transform == PF__GGUF_UNPERMUTE_Q || transform == PF__GGUF_UNPERMUTE_K;
-    int interleaved = transform == PF__GGUF_INTERLEAVE_QKV;
-#define PF__GGUF_SOURCE(r) (permuted ? pf__gguf_unpermuted_source(r, head_rows) \
-                            : interleaved ? pf__gguf_interleaved_source(r, heads, head_rows) : (r))
-    if (t->ndim == 1 && (permuted || interleaved)) { /* a bias: its elements are the rows */
+    int reordered = rows_moved_whole && transform != PF__GGUF_AS_IS;
+    if (t->ndim == 1 && reordered) { /* a bias: its elements are the rows */
         pf__gguf_dequantize_row(t, 0, row);
-        for (size_t r = 0; r < rows; r++) out[r] = row[PF__GGUF_SOURCE(r)];
+        for (size_t r = 0; r < rows; r++) out[r] = row[pf__gguf_source_row(transform, r, heads, kv_heads, head_rows)];
     } else {
         for (size_t r = 0; r < t->rows; r++) {
-            pf__gguf_dequantize_row(t, PF__GGUF_SOURCE(r), row);
+            pf__gguf_dequantize_row(t, pf__gguf_source_row(transform, r, heads, kv_heads, head_rows), row);
             if (transform == PF__GGUF_TRANSPOSE) /* GGUF [out][in] rows into the checkpoint's [in][out] */
                 for (size_t k = 0; k < t->cols; k++) out[k * t->rows + r] = row[k];
             else memcpy(out + r * t->cols, row, t->cols * sizeof(float));
         }
     }
-#undef PF__GGUF_SOURCE
     free(row);
     if (transform == PF__GGUF_MINUS_ONE) /* the checkpoint's weight w of a norm scaling by 1 + w */
         for (size_t i = 0; i < st->numel; i++) out[i] -= 1.0f;
@@ -920,7 +976,7 @@ static pf_result pf__gguf_add_experts(pf__st_index *index, const pf__gguf *g, co
         char name[160];
         snprintf(name, sizeof name, pattern, layer, (int)x);
         expert.data = t->data + x * expert.bytes;
-        pf_result r = pf__gguf_add_tensor(index, g, &expert, name, PF__GGUF_AS_IS, 0, message, size);
+        pf_result r = pf__gguf_add_tensor(index, g, &expert, name, PF__GGUF_AS_IS, 0, 0, message, size);
         if (r) return r;
     }
     return PF_OK;
@@ -1498,7 +1554,10 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
                        "gpt2 are)", g.path, pf__gguf_shown(arch_len), arch);
         goto done;
     }
-    const char *arch_name = known_arch->name;
+    const char *arch_name = known_arch->name, *rows_arch = pf__gguf_rows_of(arch_name), *variant = NULL;
+    for (size_t i = 0; i < PF__COUNT(pf__gguf_variants); i++)
+        if (!strcmp(pf__gguf_variants[i].arch, rows_arch) && pf__gguf_has_tensor(&g, pf__gguf_variants[i].tensor))
+            variant = pf__gguf_variants[i].variant;
     if (pf__gguf_get_uint(&g, "split.count", &splits) < 0 || splits > 9999) {
         r = pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata 'split.count' is not a count of files", g.path);
         goto done;
@@ -1526,7 +1585,7 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
     size_t num_views = g.num_tensors; /* a tensor of experts gives one view an expert */
     for (size_t i = 0; i < g.num_tensors; i++) {
         int layer;
-        const pf__gguf_name *e = pf__gguf_name_for(arch_name, &g.tensors[i], &layer);
+        const pf__gguf_name *e = pf__gguf_name_for(rows_arch, variant, &g.tensors[i], &layer);
         if (e && e->transform == PF__GGUF_SPLIT_EXPERTS && g.tensors[i].ndim == 3 && g.tensors[i].ne[2] >= 1 &&
             g.tensors[i].ne[2] <= PF__GGUF_MAX_EXPERTS)
             num_views += g.tensors[i].ne[2] - 1;
@@ -1539,7 +1598,7 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
     for (size_t i = 0; i < g.num_tensors && !r; i++) {
         const pf__gguf_tensor *t = &g.tensors[i];
         int layer;
-        const pf__gguf_name *e = pf__gguf_name_for(arch_name, t, &layer);
+        const pf__gguf_name *e = pf__gguf_name_for(rows_arch, variant, t, &layer);
         char name[160];
         if (known_arch->rotary == 1 && t->name_len == 17 && !memcmp(t->name, "rope_freqs.weight", 17))
             continue; /* read into the config's rope scaling */
@@ -1554,11 +1613,12 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
             continue;
         }
         snprintf(name, sizeof name, e->hf, layer);
-        size_t heads = e->transform == PF__GGUF_UNPERMUTE_Q || e->transform == PF__GGUF_INTERLEAVE_QKV
+        size_t heads = e->transform == PF__GGUF_UNPERMUTE_Q || e->transform == PF__GGUF_INTERLEAVE_QKV ||
+                               e->transform == PF__GGUF_GROUP_QKV
                            ? (size_t)m->config.num_heads
                        : e->transform == PF__GGUF_UNPERMUTE_K ? (size_t)m->config.num_kv_heads
                                                                : 0;
-        r = pf__gguf_add_tensor(index, &g, t, name, e->transform, heads, message, size);
+        r = pf__gguf_add_tensor(index, &g, t, name, e->transform, heads, (size_t)m->config.num_kv_heads, message, size);
     }
     if (r) goto done;
     qsort(index->tensors, index->num_tensors, sizeof *index->tensors, pf__tensor_cmp);

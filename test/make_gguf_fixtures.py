@@ -1223,6 +1223,73 @@ def write_issue32_families(lines):
     lines.append(fixture_reference("cohere2", directory, path.stem))
 
 
+def falcon_to_gguf(state, n_head, n_head_kv):
+    """convert_hf_to_gguf.py's FalconModel: the fused qkv's groups (a key/value head's queries, its key,
+    its value) stored as all queries, all keys, all values; the gguf package's names."""
+    out = {}
+    for name, t in state.items():
+        if "query_key_value" in name:
+            head_rows = t.shape[0] // (n_head + 2 * n_head_kv)
+            groups = t.reshape(n_head_kv, n_head // n_head_kv + 2, head_rows, *t.shape[1:])
+            t = np.concatenate([groups[:, :-2].reshape(n_head * head_rows, *t.shape[1:]),
+                                groups[:, -2].reshape(n_head_kv * head_rows, *t.shape[1:]),
+                                groups[:, -1].reshape(n_head_kv * head_rows, *t.shape[1:])])
+        out[name] = t
+    return converter_names(out, gguf.MODEL_ARCH.FALCON)
+
+
+def write_falcon_smollm3(lines):
+    """Falcon as the converter writes each variant, and SmolLM3 as llama.cpp reads it."""
+    from transformers import FalconConfig
+    # 40B's layout (grouped qkv, ln_attn and ln_mlp), Falcon 2's (grouped qkv, one norm, here with
+    # biases) and 7B's (multi-query: the hub's config has no num_kv_heads, so the converter writes 1)
+    for fixture, n_head_kv in [("falcon-new-arch", None), ("falcon-new-arch-one-norm", None), ("falcon", 1)]:
+        directory = FIXTURES / fixture
+        config = FalconConfig.from_pretrained(directory)
+        state = load_file(str(directory / "model.safetensors"))
+        assert config.new_decoder_architecture == (n_head_kv is None) and not config.alibi
+        n_head_kv = n_head_kv or config.num_kv_heads
+        path = OUT / f"{fixture}-f32.gguf"
+        w = GGUFWriter(str(path), "falcon")
+        w.add_context_length(2048)
+        w.add_tensor_data_layout("jploski")
+        w.add_embedding_length(config.hidden_size)
+        w.add_feed_forward_length(config.ffn_hidden_size)  # the converter's 4 x hidden is Falcon's width; this fixture's is 2 x
+        w.add_block_count(config.num_hidden_layers)
+        w.add_head_count(config.num_attention_heads)
+        w.add_head_count_kv(n_head_kv)
+        w.add_layer_norm_eps(config.layer_norm_epsilon)
+        special_ids(w, config)
+        finish(w, falcon_to_gguf(state, config.num_attention_heads, n_head_kv))
+        lines.append(fixture_reference(fixture, directory, path.stem))
+
+    # SmolLM3: LLaMA's keys and permuted q/k; llama.cpp leaves layers 4, 8, ... unrotated (no key
+    # says so), which transformers' default no_rope_layers also does: a random 5-layer model
+    from transformers import SmolLM3Config, SmolLM3ForCausalLM
+    base = SmolLM3Config.from_pretrained(FIXTURES / "smollm3")
+    torch.manual_seed(39)
+    settings = {k: v for k, v in base.to_dict().items() if k not in ("no_rope_layers", "layer_types")}
+    config = SmolLM3Config(**{**settings, "num_hidden_layers": 5}, attn_implementation="eager")
+    assert config.no_rope_layers == [1, 1, 1, 0, 1] and not config.use_sliding_window and config.tie_word_embeddings
+    model = SmolLM3ForCausalLM(config)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if p.ndim == 1:
+                p.copy_(1 + 0.3 * torch.randn_like(p))
+    model.eval()
+    state = {k: v.detach().numpy().copy() for k, v in model.state_dict().items() if k != "lm_head.weight"}
+    for name in list(state):
+        heads = config.num_attention_heads if "q_proj" in name else config.num_key_value_heads
+        if "q_proj" in name or "k_proj" in name:
+            state[name] = permute(state[name], heads)
+    path = OUT / "smollm3-f32.gguf"
+    w = GGUFWriter(str(path), "smollm3")
+    llama_metadata(w, config)
+    special_ids(w, config)
+    finish(w, llama_state_to_gguf(state))
+    lines.append(reference_line(path.stem, model, [383, 17, 42, 5, 88, 23, 61, 9, 30, 12], config.eos_token_id))
+
+
 def llama_metadata(w, config):
     w.add_context_length(config.max_position_embeddings)
     w.add_embedding_length(config.hidden_size)
@@ -1339,6 +1406,7 @@ def main():
         lines.append(reference_line(name, gpt2_from_gguf(path, config), ids, config.eos_token_id))
     write_dense_families(lines)
     write_issue32_families(lines)
+    write_falcon_smollm3(lines)
     write_moe_families(lines)
     # not reference.txt: a directory holding one is a model fixture to the test programs
     (OUT / "gguf_reference.txt").write_text("\n".join(lines) + "\n")

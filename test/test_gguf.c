@@ -468,17 +468,19 @@ static void gguf_case_patch(const char *what, size_t field, uint64_t v, int byte
 
 #define GGUF_FIELD(name) offsetof(gguf_file, name)
 
-/* The llama-f32 fixture with the value of metadata string `key` replaced by `value` (same length). */
-static void gguf_expect_tokenizer_kind(const char *key, const char *value, pf_result want, const char *needle) {
+/* Fixture `name` with the value of metadata string `key` replaced by `value` (same length); want PF_OK: it
+   loads without a tokenizer, whose text calls fail naming needle. */
+static void gguf_expect_string_patch(const char *name, const char *key, const char *value, pf_result want,
+                                     const char *needle) {
     char path[1024];
     size_t size = 0, key_len = strlen(key);
-    snprintf(path, sizeof path, "%s/gguf/llama-f32.gguf", test_fixtures);
+    snprintf(path, sizeof path, "%s/gguf/%s", test_fixtures, name);
     unsigned char *data = (unsigned char *)test_read_file(path, &size);
     size_t at = 0;
     while (data && at + key_len + 20 <= size && memcmp(data + at, key, key_len)) at++;
     int found = data && at + key_len + 20 <= size;
     if (found) memcpy(data + at + key_len + 12, value, strlen(value)); /* after the type and the value's length */
-    CHECK_MSG(found, "llama-f32.gguf lacks %s", key);
+    CHECK_MSG(found, "%s lacks %s", name, key);
     pf_model *m = NULL;
     pf_result r = found ? gguf_load_bytes(data, size, &m) : PF_ERROR_IO;
     if (want == PF_OK) { /* the model loads without a tokenizer, and the text calls say why */
@@ -616,8 +618,11 @@ static void gguf_check_bad_files(void) {
     /* StarCoder is multi-query: one key/value head; a file with as many as heads is not its layout */
     gguf_expect_uint32_patch("starcoder-f32.gguf", "starcoder.attention.head_count_kv", 6, PF_ERROR_UNSUPPORTED,
                              "model has 1 key/value heads");
-    gguf_expect_tokenizer_kind("tokenizer.ggml.model", "bert!", PF_OK, "tokenizer.ggml.model \"bert!\" is not supported");
-    gguf_expect_tokenizer_kind("general.architecture", "mpt!!", PF_ERROR_UNSUPPORTED, "\"mpt!!\"");
+    gguf_expect_string_patch("llama-f32.gguf", "tokenizer.ggml.model", "bert!", PF_OK, "tokenizer.ggml.model \"bert!\" is not supported");
+    gguf_expect_string_patch("llama-f32.gguf", "general.architecture", "mpt!!", PF_ERROR_UNSUPPORTED, "\"mpt!!\"");
+    /* Falcon's qkv is read in the order the converter's "jploski" layout gives it, and no other */
+    gguf_expect_string_patch("falcon-f32.gguf", "falcon.tensor_data_layout", "jploskx", PF_ERROR_UNSUPPORTED,
+                             "'falcon.tensor_data_layout' \"jploskx\" is not supported");
     unlink(gguf_path);
     rmdir(dir);
 }
@@ -636,7 +641,7 @@ void test_gguf(void) {
         if (!next) break;
         line = next;
     }
-    CHECK_MSG(lines == 33, "%s: %d fixtures", path, lines);
+    CHECK_MSG(lines == 37, "%s: %d fixtures", path, lines);
     free(data);
     gguf_check_same_as_safetensors();
     gguf_check_blocks_memory("llama-quant.gguf");
