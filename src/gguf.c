@@ -466,6 +466,13 @@ static const struct { const char *arch, *tensor, *config; } pf__gguf_if_tensor[]
     {"", "", ""} /* none may be listed */
 };
 
+/* Config text added where a key has a value (PF_GGUF_IF_VALUE rows). */
+static const struct { const char *arch, *suffix; double value; const char *config; } pf__gguf_if_value[] = {
+#define PF_GGUF_IF_VALUE(arch, suffix, value, config) {arch, suffix, value, config},
+#include "policies.inc"
+    {"", "", 0, ""} /* none may be listed */
+};
+
 /* A tensor of that name is in the file. */
 static int pf__gguf_has_tensor(const pf__gguf *g, const char *name) {
     pf__gguf_tensor probe;
@@ -722,6 +729,12 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
         if (!strcmp(pf__gguf_if_tensor[i].arch, pf__gguf_rows_of(a->name)) &&
             pf__gguf_has_tensor(g, pf__gguf_if_tensor[i].tensor))
             bad |= pf__gguf_put(b, pf__gguf_if_tensor[i].config);
+    for (size_t i = 0; i < PF__COUNT(pf__gguf_if_value); i++) {
+        if (strcmp(pf__gguf_if_value[i].arch, pf__gguf_rows_of(a->name))) continue;
+        snprintf(key, sizeof key, "%s.%s", a->name, pf__gguf_if_value[i].suffix);
+        if (pf__gguf_get_number(g, key, &v) == 1 && v == pf__gguf_if_value[i].value)
+            bad |= pf__gguf_put(b, pf__gguf_if_value[i].config);
+    }
     if ((r = pf__gguf_special_ids(g, vocab, b, &bad, message, size))) return r;
     bad |= pf__gguf_put(b, "}");
     return bad ? pf__gguf_json_failure(g, b, "the config's metadata", message, size) : PF_OK;

@@ -533,16 +533,8 @@ def special_ids(w, config):
         w.add_eos_token_id(eos if isinstance(eos, int) else eos[0])
 
 
-def write_dense_families(lines):
-    """Families llama.cpp writes under their own architectures (and Mistral under llama's)."""
-    from transformers import BloomConfig, GPTNeoXConfig, MistralConfig, Qwen2Config
-
-    # LLaMA 3.1's rope scaling as a rope_freqs tensor (convert_hf_to_gguf.py's LlamaModel
-    # generate_extra_tensors), its factors from the fixture's own rope parameters
-    directory = FIXTURES / "llama3-rope"
-    config = LlamaConfig.from_pretrained(directory)
-    rope = config.rope_parameters
-    dim = config.hidden_size // config.num_attention_heads
+def llama3_rope_factors(rope, dim):
+    """convert_hf_to_gguf.py's rope_freqs for a llama3 rope scaling: a factor per rotary frequency."""
     freqs = 1.0 / (rope["rope_theta"] ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
     old, low, high, factor = (rope["original_max_position_embeddings"], rope["low_freq_factor"],
                               rope["high_freq_factor"], rope["factor"])
@@ -557,6 +549,18 @@ def write_dense_families(lines):
             smooth = (old / wavelen - low) / (high - low)
             factors.append(1 / ((1 - smooth) / factor + smooth))
     assert len(set(factors)) == 3, factors  # kept, divided and smoothed frequencies
+    return factors
+
+
+def write_dense_families(lines):
+    """Families llama.cpp writes under their own architectures (and Mistral under llama's)."""
+    from transformers import BloomConfig, GPTNeoXConfig, MistralConfig, Qwen2Config
+
+    # LLaMA 3.1's rope scaling as a rope_freqs tensor (convert_hf_to_gguf.py's LlamaModel
+    # generate_extra_tensors), its factors from the fixture's own rope parameters
+    directory = FIXTURES / "llama3-rope"
+    config = LlamaConfig.from_pretrained(directory)
+    factors = llama3_rope_factors(config.rope_parameters, config.hidden_size // config.num_attention_heads)
     state = load_file(str(directory / "model.safetensors"))
     path = OUT / "llama3-rope-rope-freqs.gguf"
     w = GGUFWriter(str(path), "llama")
@@ -943,6 +947,89 @@ def write_moe_families(lines):
         w.add_expert_shared_feed_forward_length(config.shared_expert_intermediate_size)
     write_moe_file(path, "qwen2moe", config, random_moe(Qwen2MoeForCausalLM, config), qwen2moe_metadata)
     moe_reference(lines, "qwen2moe-quant", moe_from_gguf(path, config, Qwen2MoeForCausalLM), ids)
+
+
+def llama4_routing_margin(model, ids):
+    """routing_margin for Llama 4's router, whose forward returns (scores, logits)."""
+    margins = []
+
+    def hook(module, args, output):
+        top = torch.topk(output[1].float(), module.top_k + 1, dim=-1).values
+        margins.append(float((top[:, -2] - top[:, -1]).min()))
+    handles = [m.register_forward_hook(hook) for m in model.modules() if type(m).__name__ == "Llama4Router"]
+    assert handles
+    with torch.no_grad():
+        model.generate(torch.tensor([ids]), max_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=2, eos_token_id=2)
+    for h in handles:
+        h.remove()
+    return min(margins)
+
+
+def llama4_to_gguf(state):
+    """convert_hf_to_gguf.py's Llama4Model: q and k as they are; each layer's experts [E, in, out]
+    (gate | up fused) as stacked [E, out, in] gate, up and down; the rest by the gguf package's names."""
+    out, rest = {}, {}
+    for name, t in state.items():
+        layer = name.split(".")[2] if name.startswith("model.layers.") else None
+        if name.endswith("experts.gate_up_proj"):
+            both = t.swapaxes(-1, -2)
+            half = both.shape[1] // 2
+            out[f"blk.{layer}.ffn_gate_exps.weight"], out[f"blk.{layer}.ffn_up_exps.weight"] = both[:, :half], both[:, half:]
+        elif name.endswith("experts.down_proj"):
+            out[f"blk.{layer}.ffn_down_exps.weight"] = t.swapaxes(-1, -2)
+        else:
+            rest[name] = t
+    return {**converter_names(rest, gguf.MODEL_ARCH.LLAMA4), **out}
+
+
+def write_llama4(lines):
+    """Llama 4 as llama.cpp reads it: transformers' defaults for what llama.cpp fixes (chunks of 8192,
+    every 4th layer unrotated, the temperature's floor 8192 and scale 0.1), llama3 rope scaling as a
+    rope_freqs tensor. A Scout-like model (5 experts in layers 1 and 3, qk-norm) and a Maverick-like
+    one (128 experts in layer 3, which llama.cpp takes to mean no qk-norm), in F32: on these random
+    models int8 activations move the logits 5-8 % (and flip 128-way routing), past the bound the
+    GGUF test holds files in blocks to; experts kept in blocks are the qwen3moe fixture's."""
+    from transformers import Llama4ForCausalLM, Llama4TextConfig
+    ids = [1, 17, 42, 5, 88, 23, 61, 9, 30, 12]
+    for name, experts, step, width, seed in [("llama4-f32", 5, 2, 32, 40), ("llama4-128e-f32", 128, 4, 16, 41)]:
+        torch.manual_seed(seed)
+        config = Llama4TextConfig(
+            vocab_size=96, hidden_size=32, intermediate_size=width, intermediate_size_mlp=64, num_hidden_layers=4,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=256, rms_norm_eps=1e-5,
+            num_local_experts=experts, num_experts_per_tok=1, interleave_moe_layer_step=step, use_qk_norm=experts != 128,
+            rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+                             "high_freq_factor": 4.0, "original_max_position_embeddings": 200},
+            tie_word_embeddings=False, bos_token_id=1, eos_token_id=2, initializer_range=0.2,
+            attn_implementation="eager")
+        assert (config.attention_chunk_size, config.floor_scale, config.attn_scale, config.no_rope_layers) == \
+            (8192, 8192, 0.1, [1, 1, 1, 0])
+        model = Llama4ForCausalLM._from_config(config, experts_implementation="eager")
+        with torch.no_grad():
+            for n, p in model.named_parameters():
+                if p.ndim == 1:
+                    p.copy_(1 + 0.3 * torch.randn_like(p))
+                elif n.endswith("router.weight"):  # routing far from ties, as random_moe's
+                    p.mul_(4)
+        model.eval()
+        margin = llama4_routing_margin(model, ids)
+        assert margin > 0.05, f"{name}: router logits only {margin} apart"
+        state = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+        path = OUT / f"{name}.gguf"
+        w = GGUFWriter(str(path), "llama4")
+        llama_metadata(w, Llama4TextConfig(**{**config.to_dict(), "intermediate_size": config.intermediate_size_mlp}))
+        w.add_key_length(config.head_dim)
+        w.add_value_length(config.head_dim)
+        w.add_interleave_moe_layer_step(config.interleave_moe_layer_step)
+        w.add_expert_feed_forward_length(config.intermediate_size)
+        w.add_expert_count(experts)
+        w.add_expert_used_count(config.num_experts_per_tok)
+        if experts == 5:  # llama.cpp reads chunks of 8192 whatever a nonzero window says (0: none, refused)
+            w.add_sliding_window(config.attention_chunk_size)
+        special_ids(w, config)
+        tensors = llama4_to_gguf(state)
+        tensors["rope_freqs.weight"] = np.array(llama3_rope_factors(config.rope_parameters, config.head_dim), np.float32)
+        finish(w, tensors)
+        lines.append(reference_line(name, model, ids, 2))
 
 
 def moe_reference(lines, name, model, ids):
@@ -1407,6 +1494,7 @@ def main():
     write_dense_families(lines)
     write_issue32_families(lines)
     write_falcon_smollm3(lines)
+    write_llama4(lines)
     write_moe_families(lines)
     # not reference.txt: a directory holding one is a model fixture to the test programs
     (OUT / "gguf_reference.txt").write_text("\n".join(lines) + "\n")

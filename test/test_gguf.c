@@ -618,6 +618,9 @@ static void gguf_check_bad_files(void) {
     /* StarCoder is multi-query: one key/value head; a file with as many as heads is not its layout */
     gguf_expect_uint32_patch("starcoder-f32.gguf", "starcoder.attention.head_count_kv", 6, PF_ERROR_UNSUPPORTED,
                              "model has 1 key/value heads");
+    /* llama.cpp rotates every Llama 4 layer without chunks or temperature when the window is 0 */
+    gguf_expect_uint32_patch("llama4-f32.gguf", "llama4.attention.sliding_window", 0, PF_ERROR_UNSUPPORTED,
+                             "'llama4.attention.sliding_window' 0: llama.cpp then rotates every layer");
     gguf_expect_string_patch("llama-f32.gguf", "tokenizer.ggml.model", "bert!", PF_OK, "tokenizer.ggml.model \"bert!\" is not supported");
     gguf_expect_string_patch("llama-f32.gguf", "general.architecture", "mpt!!", PF_ERROR_UNSUPPORTED, "\"mpt!!\"");
     /* Falcon's qkv is read in the order the converter's "jploski" layout gives it, and no other */
@@ -641,7 +644,7 @@ void test_gguf(void) {
         if (!next) break;
         line = next;
     }
-    CHECK_MSG(lines == 37, "%s: %d fixtures", path, lines);
+    CHECK_MSG(lines == 39, "%s: %d fixtures", path, lines);
     free(data);
     gguf_check_same_as_safetensors();
     gguf_check_blocks_memory("llama-quant.gguf");
