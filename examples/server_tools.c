@@ -16,7 +16,7 @@ static int fail(char *error, size_t error_size, const char *format, ...) {
 }
 
 static const char hermes_open[] = "<tool_call>", hermes_close[] = "</tool_call>", mistral_marker[] = "[TOOL_CALLS]",
-                  python_tag[] = "<|python_tag|>";
+                  mistral_args[] = "[ARGS]", mistral_call_id[] = "[CALL_ID]", python_tag[] = "<|python_tag|>";
 
 /* OpenAI's rule for a function's name: 1 to 64 of a-z, A-Z, 0-9, '_' and '-'. */
 static int valid_name(const char *name) {
@@ -198,7 +198,8 @@ size_t tool_text_ready(tool_format format, const char *text, size_t length, int 
     return length;
 }
 
-/* A call id of 9 letters and digits (Mistral's templates refuse others). */
+/* A call id of 9 letters and digits (Mistral's templates refuse others): the model's own where it
+   wrote one (Mistral's [CALL_ID]), else one drawn from seed. */
 static void call_id(uint64_t seed, size_t index, char id[10]) {
     static const char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     uint64_t x = seed + 0x9e3779b97f4a7c15ULL * (index + 1);
@@ -210,8 +211,8 @@ static void call_id(uint64_t seed, size_t index, char id[10]) {
 }
 
 /* Appends one OpenAI tool call to calls: arguments (an object, or a string holding one) as JSON
-   text. -1 when they are neither. */
-static int append_call(json_t *calls, const char *name, json_t *arguments, uint64_t seed) {
+   text, model_id the model's call id (or NULL). -1 when the arguments are neither. */
+static int append_call(json_t *calls, const char *name, json_t *arguments, const char *model_id, uint64_t seed) {
     char id[10], *text = NULL;
     json_t *parsed = NULL;
     if (json_is_string(arguments)) /* some models write the arguments as a string of JSON */
@@ -220,6 +221,7 @@ static int append_call(json_t *calls, const char *name, json_t *arguments, uint6
     json_decref(parsed);
     if (!text) return -1;
     call_id(seed, json_array_size(calls), id);
+    if (model_id) snprintf(id, sizeof id, "%s", model_id);
     json_array_append_new(calls, json_pack("{s:s,s:s,s:{s:s,s:s}}", "id", id, "type", "function", "function", "name", name,
                                            "arguments", text));
     free(text);
@@ -231,7 +233,7 @@ static int append_call_object(json_t *calls, json_t *call, uint64_t seed) {
     json_t *name = json_object_get(call, "name"), *arguments = json_object_get(call, "arguments");
     if (!arguments) arguments = json_object_get(call, "parameters");
     if (!json_is_object(call) || !json_is_string(name) || !arguments) return -1;
-    return append_call(calls, json_string_value(name), arguments, seed);
+    return append_call(calls, json_string_value(name), arguments, NULL, seed);
 }
 
 /* One JSON value at text[*at, length), *at moved past it; NULL when there is none. */
@@ -259,10 +261,49 @@ static int hermes_calls(json_t *calls, const char *text, size_t length, uint64_t
     return 0;
 }
 
-/* [TOOL_CALLS] then a list of calls (or one). */
+/* text[from, to) without its surrounding space, into out (size bytes); 0 when it does not fit. */
+static int trimmed(const char *text, size_t from, size_t to, char *out, size_t size) {
+    from = skip_space(text, to, from);
+    while (to > from && strchr(" \t\r\n", text[to - 1])) to--;
+    if (to - from >= size) return 0;
+    memcpy(out, text + from, to - from);
+    out[to - from] = 0;
+    return 1;
+}
+
+/* The newer Mistral templates' calls (Mistral Small 3.2, Magistral, Devstral), each after its own
+   marker: [TOOL_CALLS]name[ARGS]{...}, or name[CALL_ID]id[ARGS]{...}; at: the first marker. */
+static int mistral_named_calls(json_t *calls, const char *text, size_t length, size_t at, uint64_t seed) {
+    while (at < length) {
+        size_t start = at + strlen(mistral_marker);
+        const char *args = find(text + start, length - start, mistral_args);
+        if (!args) return -1;
+        size_t name_end = (size_t)(args - text), i = name_end + strlen(mistral_args);
+        const char *id_marker = find(text + start, name_end - start, mistral_call_id);
+        char name[65], id[10];
+        int has_id = id_marker != NULL;
+        if (has_id && !trimmed(text, (size_t)(id_marker - text) + strlen(mistral_call_id), name_end, id, sizeof id))
+            return -1;
+        if (has_id) name_end = (size_t)(id_marker - text);
+        if (!trimmed(text, start, name_end, name, sizeof name) || !valid_name(name) || (has_id && strlen(id) != 9))
+            return -1;
+        i = skip_space(text, length, i);
+        json_t *arguments = json_at(text, length, &i);
+        int bad = !json_is_object(arguments) || append_call(calls, name, arguments, has_id ? id : NULL, seed);
+        json_decref(arguments);
+        if (bad) return -1;
+        at = skip_space(text, length, i);
+        if (at < length && (length - at < strlen(mistral_marker) || memcmp(text + at, mistral_marker, strlen(mistral_marker))))
+            return -1;
+    }
+    return 0;
+}
+
+/* [TOOL_CALLS] then a list of calls (or one), or the newer templates' calls by name. */
 static int mistral_calls(json_t *calls, const char *text, size_t length, uint64_t seed) {
-    size_t i = (size_t)(find(text, length, mistral_marker) - text) + strlen(mistral_marker);
+    size_t at = (size_t)(find(text, length, mistral_marker) - text), i = at + strlen(mistral_marker);
     i = skip_space(text, length, i);
+    if (i < length && text[i] != '[' && text[i] != '{') return mistral_named_calls(calls, text, length, at, seed);
     json_t *value = json_at(text, length, &i), *item;
     size_t index;
     int bad = !value || skip_space(text, length, i) != length || (json_is_array(value) && json_array_size(value) == 0);
@@ -311,7 +352,7 @@ json_t *forced_tool_calls(const tool_request *request, const char *text, size_t 
     int bad = !value || skip_space(text, length, i) != length;
     if (bad) {
     } else if (request->choice == TOOL_CHOICE_NAMED) {
-        bad = append_call(calls, request->name, value, id_seed);
+        bad = append_call(calls, request->name, value, NULL, id_seed);
     } else if (json_is_array(value)) {
         json_array_foreach(value, index, item) bad = bad || append_call_object(calls, item, id_seed);
         bad = bad || json_array_size(calls) == 0;

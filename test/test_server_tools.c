@@ -182,6 +182,21 @@ int main(void) {
                 "Sure. [TOOL_CALLS] [{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}, {\"name\": \"now\", \"arguments\": {}}]",
                 "add({\"a\":1,\"b\":2}) | now({})", 6);
     check_parse("Mistral: an empty list is content", TOOL_FORMAT_MISTRAL, "[TOOL_CALLS] []", "none", ALL);
+    check_parse("Mistral (Small 3.2): calls by name", TOOL_FORMAT_MISTRAL,
+                "Sure.[TOOL_CALLS]add[ARGS]{\"a\": 1, \"b\": 2}[TOOL_CALLS]now[ARGS]{}", "add({\"a\":1,\"b\":2}) | now({})", 5);
+    check_parse("Mistral (Magistral): a call id", TOOL_FORMAT_MISTRAL, "[TOOL_CALLS]now[CALL_ID]a1B2c3D4e[ARGS]{\"tz\": \"UTC\"}",
+                "now({\"tz\":\"UTC\"})", 0);
+    {
+        const char *text = "[TOOL_CALLS]now[CALL_ID]a1B2c3D4e[ARGS]{}";
+        size_t content = 0;
+        json_t *calls = tool_calls_in_text(TOOL_FORMAT_MISTRAL, text, strlen(text), &content, 42);
+        const char *id = json_string_value(json_object_get(json_array_get(calls, 0), "id"));
+        check("Mistral: the model's call id is the call's", id && !strcmp(id, "a1B2c3D4e"), id);
+        json_decref(calls);
+    }
+    check_parse("Mistral: a call by name cut short is content", TOOL_FORMAT_MISTRAL, "[TOOL_CALLS]add[ARGS]{\"a\": 1", "none", ALL);
+    check_parse("Mistral: a name that is no function name is content", TOOL_FORMAT_MISTRAL, "[TOOL_CALLS]a b[ARGS]{}", "none", ALL);
+    check_parse("Mistral: text after a call is content", TOOL_FORMAT_MISTRAL, "[TOOL_CALLS]now[ARGS]{} and more", "none", ALL);
     check_parse("no format: no calls", TOOL_FORMAT_NONE, "<tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call>", "none", ALL);
 
     check_ready("Hermes: content goes out", TOOL_FORMAT_HERMES, "Hello", 5, 0);
