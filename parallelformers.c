@@ -4966,7 +4966,9 @@ static const pf__text_tower *pf__text_tower_of(const pf__json *type) {
 
 /* A multimodal checkpoint's text model: text_config read as the text row's config. The LM head of
    a ...ForConditionalGeneration is the text model's; other classes (its classifiers) are refused.
-   The top-level tie_word_embeddings, where text_config has none, is the one transformers ties by. */
+   transformers 5 ties by the top-level tie_word_embeddings (Mistral3Config's defaults to true over a
+   text_config of false, and its checkpoints then hold no LM head); where config.json has none, as
+   the hub's checkpoints written by transformers 4 (which tied by text_config's), text_config's. */
 static pf_result pf__config_text_tower(const pf__json *json, const pf__text_tower *tower, const char *path, pf__config *cfg,
                                        char *message, size_t size) {
     const pf__json *text = pf__json_get(json, "text_config");
@@ -4989,7 +4991,7 @@ static pf_result pf__config_text_tower(const pf__json *json, const pf__text_towe
     pf_result r = pf__config_parse(text, where, (int)tower->arch, cfg, message, size);
     const pf__json *tie = pf__json_get(json, "tie_word_embeddings");
     double tied = 0;
-    if (!r && tie && !pf__json_get(text, "tie_word_embeddings")) {
+    if (!r && tie) {
         if (pf__json_number(tie, &tied) < 0)
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"tie_word_embeddings\" is not a boolean", path);
         cfg->tie_word_embeddings = tied != 0;

@@ -486,6 +486,9 @@ def causal_lm_class(config):
     if config.model_type == "llama4":
         from transformers import Llama4ForConditionalGeneration
         return Llama4ForConditionalGeneration
+    if config.model_type == "mistral3":
+        from transformers import Mistral3ForConditionalGeneration
+        return Mistral3ForConditionalGeneration
     return AutoModelForCausalLM
 
 
@@ -771,6 +774,18 @@ def cfg_mistral(v, tok):
         initializer_range=INIT_STD, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
         tie_word_embeddings=False, bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
     )
+
+
+def cfg_mistral3(v, tok):
+    """Mistral Small 3.1's checkpoint: Mistral3ForConditionalGeneration, the mistral text model above
+    (its head untied, said at the top level too, as transformers 5 ties by that key) beside a tiny Pixtral
+    tower and projector that the text model never reads."""
+    from transformers import Mistral3Config
+
+    vision = dict(hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=2, image_size=28,
+                  patch_size=14, head_dim=16)
+    return Mistral3Config(text_config=cfg_mistral(v, tok).to_dict(), vision_config=vision, image_token_index=v,
+                          spatial_merge_size=2, tie_word_embeddings=False)
 
 
 def cfg_qwen2(v, tok):
@@ -1798,6 +1813,15 @@ FAMILIES = [
         tok_style=LLAMA2_HUB_STYLE,
         traits="sliding_window 8 (current token included) on every layer; GQA 6/2; RMSNorm; SwiGLU; rotary halves",
         ablations=[("no sliding window", set_attr(layer_types=["full_attention"] * 4))],
+    ),
+    dict(
+        name="mistral3", config=cfg_mistral3, seed=1210, vocab_pad=0, cases=False, beam=True,
+        tokenizer=lambda out: save_tok(mistral_tokenizer(512)[0], out, "LlamaTokenizer"),
+        tok_style=LLAMA2_HUB_STYLE,
+        traits="model_type mistral3 (Mistral3ForConditionalGeneration, as Mistral Small 3.1 / 3.2 ship): mistral's "
+               "text model in text_config, saved under language_model.model. with language_model.lm_head, beside a "
+               "Pixtral tower and projector that text generation never reads",
+        ablations=[],
     ),
     dict(
         name="qwen2", config=cfg_qwen2, seed=1300, vocab_pad=0, cases=True,

@@ -1043,6 +1043,22 @@ static void test_olmo_keys(void) {
    no_rope_layer_interval and interleave_moe_layer_step); the chunk, the temperature and the qk-norm
    change the logits; a null chunk, a floor_scale below 1 and a moe_layers list that disagrees with
    the tensors are refused. */
+/* Mistral3: transformers 5 ties the LM head by the top-level tie_word_embeddings (true by default over
+   text_config's false, and its checkpoints then hold no head); the hub's, written by transformers 4,
+   have no top-level key and are untied, as their text_config says. A tied config over a head of the
+   checkpoint's own is refused (transformers 5 would drop the head). */
+static void test_mistral3_tie(void) {
+    static const char top[] = "  \"tie_word_embeddings\": false,\n  \"transformers_version\"";
+    if (copy_fixture("mistral3")) return;
+    check_work_logits("Mistral3 as saved", "mistral3", 1);
+    edit_file("config.json", top, "  \"transformers_version\"");
+    check_work_logits("Mistral3 without the top-level tie_word_embeddings (the hub's)", "mistral3", 1);
+    if (copy_fixture("mistral3")) return;
+    edit_file("config.json", top, "  \"tie_word_embeddings\": true,\n  \"transformers_version\"");
+    expect_load("Mistral3 tied at the top level over a head of its own", NULL, PF_ERROR_FORMAT,
+                "tie_word_embeddings is true, but the checkpoint's LM head differs");
+}
+
 static void test_llama4_keys(void) {
     static const char layer_types[] = "\"layer_types\": [\n    \"chunked_attention\",\n    \"chunked_attention\",\n"
                                       "    \"full_attention\",\n    \"chunked_attention\"\n  ]";
@@ -1318,6 +1334,7 @@ void test_config(void) {
     test_olmo_keys();
     test_gpt_oss_keys();
     test_llama4_keys();
+    test_mistral3_tie();
     test_smollm3_keys();
     test_olmo2_keys();
     test_gemma_keys();

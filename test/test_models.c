@@ -1018,7 +1018,7 @@ void test_models(void) {
                               "gpt_bigcode", "gpt_bigcode-mha", "phi3", "phi3-longrope", "phi", "phi-qk-layernorm", "starcoder2", "falcon", "falcon-new-arch",
                               "falcon-new-arch-one-norm", "falcon-sequential", "falcon-alibi", "stablelm", "stablelm-parallel", "stablelm-qk-layernorm",
                               "cohere", "cohere-qk-norm", "cohere2",
-                              "qwen3", "qwen3-window-bias", "gemma", "gemma2", "gemma3_text", "gemma3_text-hub", "gemma3-multimodal",
+                              "qwen3", "qwen3-window-bias", "gemma", "gemma2", "gemma3_text", "gemma3_text-hub", "gemma3-multimodal", "mistral3",
                               "olmo", "olmo-clip-qkv", "smollm3", "smollm3-window", "olmo2", "olmo2-bias",
                               "deepseek_v2", "deepseek_v3",
                               "qwen3_moe", "qwen2_moe", "mixtral", "olmoe", "granitemoe", "deepseek_v2-moe", "deepseek_v3-moe", "gpt_oss", "granitemoeshared", "llama4", "llama4-multimodal"}; /* test_moe: their beams, batches, memory and faults */
@@ -1026,7 +1026,7 @@ void test_models(void) {
     const char *families[] = {"gpt_bigcode", "gpt_bigcode-mha", "phi3", "phi", "phi-qk-layernorm", "starcoder2", "falcon", "falcon-new-arch",
                               "falcon-new-arch-one-norm", "falcon-sequential", "falcon-alibi", "stablelm", "stablelm-parallel", "stablelm-qk-layernorm",
                               "cohere", "cohere-qk-norm", "cohere2",
-                              "qwen3", "qwen3-window-bias", "gemma", "gemma2", "gemma3_text", "gemma3_text-hub", "gemma3-multimodal",
+                              "qwen3", "qwen3-window-bias", "gemma", "gemma2", "gemma3_text", "gemma3_text-hub", "gemma3-multimodal", "mistral3",
                               "olmo", "olmo-clip-qkv", "smollm3", "smollm3-window", "olmo2", "olmo2-bias",
                               "deepseek_v2", "deepseek_v3", "llama4", "llama4-multimodal"};
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_fixture(fixtures[i]);
