@@ -844,13 +844,16 @@ def moe_from_gguf(path, config, model_class):
 
 def routing_margin(model, ids):
     """The smallest gap between the k-th and (k+1)-th router logit over the prompt and its greedy
-    run: far from ties, quantized products route as transformers does."""
+    run: far from ties, quantized products route as transformers does. Llama 4's router returns
+    (scores, logits), the others their logits first."""
     margins = []
 
     def hook(module, args, output):
-        top = torch.topk(output[0].float(), module.top_k + 1, dim=-1).values
+        logits = output[1] if type(module).__name__ == "Llama4Router" else output[0]
+        top = torch.topk(logits.float(), module.top_k + 1, dim=-1).values
         margins.append(float((top[:, -2] - top[:, -1]).min()))
-    handles = [m.register_forward_hook(hook) for m in model.modules() if type(m).__name__.endswith("TopKRouter")]
+    handles = [m.register_forward_hook(hook) for m in model.modules()
+               if type(m).__name__.endswith("TopKRouter") or type(m).__name__ == "Llama4Router"]
     assert handles
     with torch.no_grad():
         model.generate(torch.tensor([ids]), max_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=2, eos_token_id=2)
@@ -949,22 +952,6 @@ def write_moe_families(lines):
     moe_reference(lines, "qwen2moe-quant", moe_from_gguf(path, config, Qwen2MoeForCausalLM), ids)
 
 
-def llama4_routing_margin(model, ids):
-    """routing_margin for Llama 4's router, whose forward returns (scores, logits)."""
-    margins = []
-
-    def hook(module, args, output):
-        top = torch.topk(output[1].float(), module.top_k + 1, dim=-1).values
-        margins.append(float((top[:, -2] - top[:, -1]).min()))
-    handles = [m.register_forward_hook(hook) for m in model.modules() if type(m).__name__ == "Llama4Router"]
-    assert handles
-    with torch.no_grad():
-        model.generate(torch.tensor([ids]), max_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=2, eos_token_id=2)
-    for h in handles:
-        h.remove()
-    return min(margins)
-
-
 def llama4_to_gguf(state):
     """convert_hf_to_gguf.py's Llama4Model: q and k as they are; each layer's experts [E, in, out]
     (gate | up fused) as stacked [E, out, in] gate, up and down; the rest by the gguf package's names."""
@@ -1011,7 +998,7 @@ def write_llama4(lines):
                 elif n.endswith("router.weight"):  # routing far from ties, as random_moe's
                     p.mul_(4)
         model.eval()
-        margin = llama4_routing_margin(model, ids)
+        margin = routing_margin(model, ids)
         assert margin > 0.05, f"{name}: router logits only {margin} apart"
         state = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
         path = OUT / f"{name}.gguf"
