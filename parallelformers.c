@@ -586,7 +586,8 @@ typedef enum {
     PF__IF_SEPARATE_VOCAB, /* present exactly when the config field shared_vocab is 0 (Marian's
                               share_encoder_decoder_embeddings false: each tower its vocabulary) */
     PF__IF_TASK_ID,        /* present exactly when the config field use_task_id is 1 (ERNIE's) */
-    PF__IF_SHARED_EXPERT   /* present exactly in the layers with experts when shared_intermediate_size is above 0 */
+    PF__IF_SHARED_EXPERT,  /* present exactly in the layers with experts when shared_intermediate_size is above 0 */
+    PF__IF_LM_HEAD_BIAS    /* present exactly when the config field lm_head_bias is 1 (PhiMoE's) */
 } pf__need;
 /* The needs that follow the layer (whether it has experts) rather than the config alone. */
 static inline int pf__need_follows_layer(pf__need need) {
@@ -849,6 +850,7 @@ typedef struct pf__config {
                                        original_max_position_embeddings recomputes the whole cache with the
                                        long factors instead of appending to it (Phi-3's generate()) */
     double rope_attention_factor;   /* YaRN / LongRoPE: cos and sin times this (transformers' attention_scaling); 1 otherwise */
+    int rope_mscales;               /* 1: LongRoPE's attention factor is the dict's short_mscale / long_mscale (PhiMoE) */
     double rope_beta_fast, rope_beta_slow; /* YaRN's ramp bounds, in rotations */
     int rope_truncate;              /* YaRN: the ramp's bounds rounded outwards to whole dims */
     int rope_num_factors;           /* LongRoPE: entries in each of the lists below (rotary_dim / 2) */
@@ -903,6 +905,11 @@ typedef struct pf__config {
     int decoder_sparse_step;        /* layer l has experts when (l + 1) % step == 0 (Qwen2-MoE); 0: every layer */
     int router_topk_softmax;        /* 1: the top_k of the raw router logits, then a softmax over those k
                                        (gpt-oss's router); 0: scores of all experts, then the top_k */
+    int lm_head_bias;               /* 1: the LM head has a bias (PhiMoE's lm_head_bias) */
+    int router_sparsemixer;         /* 1: PhiMoE's sparsemixer: the best logit, then the best of the rest, each
+                                       weighed by a softmax over the logits within router_jitter of it (relative
+                                       gap over max(|logit|, that logit) at most 2 jitter), the others masked */
+    double router_jitter;           /* its router_jitter_noise */
     int router_topk_sigmoid;        /* 1: the top_k of the raw router logits, each weighed by the sigmoid of its
                                        logit, not renormalised (Llama 4's router) */
     int experts_scale_input;        /* 1: an expert runs on the token times its routing weight, its output
@@ -4132,6 +4139,17 @@ static pf_result pf__config_rope_extended(const pf__json *json, const pf__json *
     }
     if (has_attention) c->rope_attention_factor = v;
     else c->rope_attention_factor = factor <= 1 ? 1.0 : sqrt(1 + log(factor) / log((double)c->rope_original_max_positions));
+    if (c->rope_mscales) { /* PhiMoE: cos and sin times short_mscale, or long_mscale past pretraining */
+        double short_mscale = 0, long_mscale = 0;
+        if (pf__json_number(pf__json_get(rope, "short_mscale"), &short_mscale) != 1 ||
+            pf__json_number(pf__json_get(rope, "long_mscale"), &long_mscale) != 1 || !(short_mscale > 0 && short_mscale < 1e6))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: longrope rope needs \"short_mscale\" and \"long_mscale\": "
+                              "positive numbers (model_type \"%s\")", path, c->model_type);
+        if (long_mscale != short_mscale) /* Phi-3.5-MoE's are equal: one factor for every length */
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: longrope's short_mscale %g and long_mscale %g differ: "
+                              "not supported", path, short_mscale, long_mscale);
+        c->rope_attention_factor = short_mscale;
+    }
     int n_short = pf__config_rope_list(pf__json_get(rope, "short_factor"), c->rope_short_factor);
     int n_long = pf__config_rope_list(pf__json_get(rope, "long_factor"), c->rope_long_factor);
     if (n_short < 1 || n_short != n_long)
@@ -6268,7 +6286,7 @@ static const char *pf__need_name(int v) {
         PF__NAME(PF__, IF_WITH_PROJECTION) PF__NAME(PF__, IF_Q_LORA) PF__NAME(PF__, IF_NO_Q_LORA)
         PF__NAME(PF__, IF_POSITION_BIASED) PF__NAME(PF__, IF_REL_EMBED_NORM) PF__NAME(PF__, IF_POS_PROJ)
         PF__NAME(PF__, IF_SPARSE_LAYER) PF__NAME(PF__, IF_DENSE_LAYER) PF__NAME(PF__, IF_SEPARATE_VOCAB)
-        PF__NAME(PF__, IF_TASK_ID) PF__NAME(PF__, IF_SHARED_EXPERT)
+        PF__NAME(PF__, IF_TASK_ID) PF__NAME(PF__, IF_SHARED_EXPERT) PF__NAME(PF__, IF_LM_HEAD_BIAS)
     }
     return NULL;
 }
@@ -23025,6 +23043,24 @@ static void pf__mask_groups(const pf__config *c, float *choose) {
     }
 }
 
+/* PhiMoE's sparsemixer (transformers' sparsemixer, not training): the best logit, then the best of
+   the others, each weighed by a softmax over the logits close to it, (best - s) / max(|s|, best) at
+   most 2 jitter (a NaN of 0 / 0 counts as close), the first choice masked out of the second's. */
+static void pf__route_sparsemixer(const pf__config *c, const float *logits, int32_t *choice, float *weight) {
+    int E = c->num_experts;
+    float two_jitter = (float)(2 * c->router_jitter);
+    for (int j = 0; j < 2; j++) {
+        int best = pf__best_untaken(logits, E, choice, j);
+        float top = logits[best], sum = 0;
+        for (int e = 0; e < E; e++) {
+            float s = logits[e], scale = fabsf(s) > top ? fabsf(s) : top;
+            if (!((top - s) / scale > two_jitter) && !(j == 1 && e == choice[0])) sum += expf(s - top);
+        }
+        choice[j] = best;
+        weight[j] = 1.0f / sum;
+    }
+}
+
 /* Token t's experts and weights from its router logits: scores (softmax over the experts, or
    sigmoid, or the logits themselves where a softmax over the chosen follows); the experts chosen by
    score plus choice_bias where the family has one, within the best groups where it groups them;
@@ -23035,6 +23071,10 @@ static void pf__route_token(const pf__config *c, const float *logits, const floa
                             float *weight, float *scores) {
     int E = c->num_experts, k = c->experts_per_token;
     float *choose = scores + E;
+    if (c->router_sparsemixer) {
+        pf__route_sparsemixer(c, logits, choice, weight);
+        return;
+    }
     if (c->router_topk_softmax || c->router_topk_sigmoid) {
         memcpy(scores, logits, (size_t)E * sizeof(float));
     } else if (c->router_sigmoid) {
@@ -28742,6 +28782,9 @@ PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char
     case PF__IF_MLP_BIAS:
         *why = c->mlp_bias ? "mlp_bias is true" : "mlp_bias is false";
         return c->mlp_bias != 0;
+    case PF__IF_LM_HEAD_BIAS:
+        *why = c->lm_head_bias ? "lm_head_bias is true" : "lm_head_bias is false";
+        return c->lm_head_bias != 0;
     case PF__IF_FINAL_NORM:
         *why = !c->pre_norm ? "the blocks are post-norm (do_layer_norm_before false), without a final norm"
                : c->remove_final_norm ? "_remove_final_layer_norm is true" : "the blocks are pre-norm, with a final norm";

@@ -252,6 +252,9 @@ PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char
     case PF__IF_MLP_BIAS:
         *why = c->mlp_bias ? "mlp_bias is true" : "mlp_bias is false";
         return c->mlp_bias != 0;
+    case PF__IF_LM_HEAD_BIAS:
+        *why = c->lm_head_bias ? "lm_head_bias is true" : "lm_head_bias is false";
+        return c->lm_head_bias != 0;
     case PF__IF_FINAL_NORM:
         *why = !c->pre_norm ? "the blocks are post-norm (do_layer_norm_before false), without a final norm"
                : c->remove_final_norm ? "_remove_final_layer_norm is true" : "the blocks are pre-norm, with a final norm";

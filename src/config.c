@@ -549,6 +549,17 @@ static pf_result pf__config_rope_extended(const pf__json *json, const pf__json *
     }
     if (has_attention) c->rope_attention_factor = v;
     else c->rope_attention_factor = factor <= 1 ? 1.0 : sqrt(1 + log(factor) / log((double)c->rope_original_max_positions));
+    if (c->rope_mscales) { /* PhiMoE: cos and sin times short_mscale, or long_mscale past pretraining */
+        double short_mscale = 0, long_mscale = 0;
+        if (pf__json_number(pf__json_get(rope, "short_mscale"), &short_mscale) != 1 ||
+            pf__json_number(pf__json_get(rope, "long_mscale"), &long_mscale) != 1 || !(short_mscale > 0 && short_mscale < 1e6))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: longrope rope needs \"short_mscale\" and \"long_mscale\": "
+                              "positive numbers (model_type \"%s\")", path, c->model_type);
+        if (long_mscale != short_mscale) /* Phi-3.5-MoE's are equal: one factor for every length */
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: longrope's short_mscale %g and long_mscale %g differ: "
+                              "not supported", path, short_mscale, long_mscale);
+        c->rope_attention_factor = short_mscale;
+    }
     int n_short = pf__config_rope_list(pf__json_get(rope, "short_factor"), c->rope_short_factor);
     int n_long = pf__config_rope_list(pf__json_get(rope, "long_factor"), c->rope_long_factor);
     if (n_short < 1 || n_short != n_long)

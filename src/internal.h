@@ -544,7 +544,8 @@ typedef enum {
     PF__IF_SEPARATE_VOCAB, /* present exactly when the config field shared_vocab is 0 (Marian's
                               share_encoder_decoder_embeddings false: each tower its vocabulary) */
     PF__IF_TASK_ID,        /* present exactly when the config field use_task_id is 1 (ERNIE's) */
-    PF__IF_SHARED_EXPERT   /* present exactly in the layers with experts when shared_intermediate_size is above 0 */
+    PF__IF_SHARED_EXPERT,  /* present exactly in the layers with experts when shared_intermediate_size is above 0 */
+    PF__IF_LM_HEAD_BIAS    /* present exactly when the config field lm_head_bias is 1 (PhiMoE's) */
 } pf__need;
 /* The needs that follow the layer (whether it has experts) rather than the config alone. */
 static inline int pf__need_follows_layer(pf__need need) {
@@ -807,6 +808,7 @@ typedef struct pf__config {
                                        original_max_position_embeddings recomputes the whole cache with the
                                        long factors instead of appending to it (Phi-3's generate()) */
     double rope_attention_factor;   /* YaRN / LongRoPE: cos and sin times this (transformers' attention_scaling); 1 otherwise */
+    int rope_mscales;               /* 1: LongRoPE's attention factor is the dict's short_mscale / long_mscale (PhiMoE) */
     double rope_beta_fast, rope_beta_slow; /* YaRN's ramp bounds, in rotations */
     int rope_truncate;              /* YaRN: the ramp's bounds rounded outwards to whole dims */
     int rope_num_factors;           /* LongRoPE: entries in each of the lists below (rotary_dim / 2) */
@@ -861,6 +863,11 @@ typedef struct pf__config {
     int decoder_sparse_step;        /* layer l has experts when (l + 1) % step == 0 (Qwen2-MoE); 0: every layer */
     int router_topk_softmax;        /* 1: the top_k of the raw router logits, then a softmax over those k
                                        (gpt-oss's router); 0: scores of all experts, then the top_k */
+    int lm_head_bias;               /* 1: the LM head has a bias (PhiMoE's lm_head_bias) */
+    int router_sparsemixer;         /* 1: PhiMoE's sparsemixer: the best logit, then the best of the rest, each
+                                       weighed by a softmax over the logits within router_jitter of it (relative
+                                       gap over max(|logit|, that logit) at most 2 jitter), the others masked */
+    double router_jitter;           /* its router_jitter_noise */
     int router_topk_sigmoid;        /* 1: the top_k of the raw router logits, each weighed by the sigmoid of its
                                        logit, not renormalised (Llama 4's router) */
     int experts_scale_input;        /* 1: an expert runs on the token times its routing weight, its output

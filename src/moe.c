@@ -85,6 +85,24 @@ static void pf__mask_groups(const pf__config *c, float *choose) {
     }
 }
 
+/* PhiMoE's sparsemixer (transformers' sparsemixer, not training): the best logit, then the best of
+   the others, each weighed by a softmax over the logits close to it, (best - s) / max(|s|, best) at
+   most 2 jitter (a NaN of 0 / 0 counts as close), the first choice masked out of the second's. */
+static void pf__route_sparsemixer(const pf__config *c, const float *logits, int32_t *choice, float *weight) {
+    int E = c->num_experts;
+    float two_jitter = (float)(2 * c->router_jitter);
+    for (int j = 0; j < 2; j++) {
+        int best = pf__best_untaken(logits, E, choice, j);
+        float top = logits[best], sum = 0;
+        for (int e = 0; e < E; e++) {
+            float s = logits[e], scale = fabsf(s) > top ? fabsf(s) : top;
+            if (!((top - s) / scale > two_jitter) && !(j == 1 && e == choice[0])) sum += expf(s - top);
+        }
+        choice[j] = best;
+        weight[j] = 1.0f / sum;
+    }
+}
+
 /* Token t's experts and weights from its router logits: scores (softmax over the experts, or
    sigmoid, or the logits themselves where a softmax over the chosen follows); the experts chosen by
    score plus choice_bias where the family has one, within the best groups where it groups them;
@@ -95,6 +113,10 @@ static void pf__route_token(const pf__config *c, const float *logits, const floa
                             float *weight, float *scores) {
     int E = c->num_experts, k = c->experts_per_token;
     float *choose = scores + E;
+    if (c->router_sparsemixer) {
+        pf__route_sparsemixer(c, logits, choice, weight);
+        return;
+    }
     if (c->router_topk_softmax || c->router_topk_sigmoid) {
         memcpy(scores, logits, (size_t)E * sizeof(float));
     } else if (c->router_sigmoid) {

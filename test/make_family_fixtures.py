@@ -949,6 +949,25 @@ def cfg_mixtral(v, tok):
     )
 
 
+def cfg_phimoe(v, tok):
+    from transformers import PhimoeConfig
+
+    bos, eos, pad = _ids(tok)
+    # Phi-3.5-MoE's block: LayerNorms, q/k/v/o and LM head biases, 5 experts (sparsemixer picks 2, each
+    # weighed by a softmax over the logits within 2 x router_jitter_noise of it: 0.2 here, so that
+    # neighbours join it often), LongRoPE with short/long factors and one mscale for cos and sin
+    return PhimoeConfig(
+        vocab_size=v, hidden_size=48, intermediate_size=40, num_local_experts=5, num_experts_per_tok=2,
+        num_hidden_layers=2, num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=128,
+        rms_norm_eps=1e-5, initializer_range=INIT_STD, sliding_window=None, tie_word_embeddings=False,
+        attention_bias=True, lm_head_bias=True, router_jitter_noise=0.2,
+        rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0, "short_factor": [1.0, 1.3, 2.1, 3.7],
+                         "long_factor": [1.2, 2.5, 4.0, 6.5], "short_mscale": 1.25, "long_mscale": 1.25,
+                         "original_max_position_embeddings": 64},
+        bos_token_id=bos, eos_token_id=eos, pad_token_id=pad,
+    )
+
+
 def cfg_qwen2_moe(v, tok):
     from transformers import Qwen2MoeConfig
 
@@ -1861,6 +1880,15 @@ FAMILIES = [
         traits="Mistral's attention (GQA 6/2, no window); 5 experts (w1, w3, w2) of width 40, 3 a token, "
                "renormalised; router weights x2",
         ablations=[("2 experts a token", set_attr(num_experts_per_tok=2))],
+    ),
+    dict(
+        name="phimoe", config=cfg_phimoe, seed=5160, vocab_pad=0, cases=False, beam=True, moe=True,
+        tweak=scale_routers, tokenizer=lambda out: save_tok(mistral_tokenizer(512)[0], out, "LlamaTokenizer"),
+        tok_style="as mistral",
+        traits="Phi-3.5-MoE's block: LayerNorms with biases, q/k/v/o and LM head biases, GQA 6/2; 5 experts "
+               "(w1, w3, w2) of width 40, sparsemixer's 2 a token (router_jitter_noise 0.2); LongRoPE (short "
+               "factors within 64 positions) with mscale 1.25; router weights x2",
+        ablations=[("no jitter", set_attr(router_jitter_noise=0.0)), ("no LM head bias", zeroed("lm_head.bias"))],
     ),
     dict(
         name="olmoe", config=cfg_olmoe, seed=5200, vocab_pad=0, cases=False, beam=True, moe=True,

@@ -1047,6 +1047,24 @@ static void test_olmo_keys(void) {
    text_config's false, and its checkpoints then hold no head); the hub's, written by transformers 4,
    have no top-level key and are untied, as their text_config says. A tied config over a head of the
    checkpoint's own is refused (transformers 5 would drop the head). */
+/* PhiMoE: sparsemixer routes two experts whatever num_experts_per_tok says (another value refused);
+   one mscale for every length (Phi-3.5-MoE's two are equal; different ones refused); lm_head_bias
+   false over a checkpoint with the bias refused, as any tensor no slot takes. */
+static void test_phimoe_keys(void) {
+    if (copy_fixture("phimoe")) return;
+    edit_file("config.json", "\"num_experts_per_tok\": 2", "\"num_experts_per_tok\": 1");
+    expect_load("PhiMoE with num_experts_per_tok 1", NULL, PF_ERROR_UNSUPPORTED, "num_experts_per_tok");
+    if (copy_fixture("phimoe")) return;
+    edit_file("config.json", "\"long_mscale\": 1.25", "\"long_mscale\": 1.5");
+    expect_load("PhiMoE with a long_mscale of its own", NULL, PF_ERROR_UNSUPPORTED, "short_mscale 1.25 and long_mscale 1.5 differ");
+    if (copy_fixture("phimoe")) return;
+    edit_file("config.json", "\"long_mscale\": 1.25,", "");
+    expect_load("PhiMoE without long_mscale", NULL, PF_ERROR_FORMAT, "\"short_mscale\" and \"long_mscale\"");
+    if (copy_fixture("phimoe")) return;
+    edit_file("config.json", "\"lm_head_bias\": true", "\"lm_head_bias\": false");
+    expect_load("PhiMoE with lm_head_bias false over its bias", NULL, PF_ERROR_FORMAT, "config.json says lm_head_bias is false");
+}
+
 static void test_mistral3_tie(void) {
     static const char top[] = "  \"tie_word_embeddings\": false,\n  \"transformers_version\"";
     if (copy_fixture("mistral3")) return;
@@ -1335,6 +1353,7 @@ void test_config(void) {
     test_gpt_oss_keys();
     test_llama4_keys();
     test_mistral3_tie();
+    test_phimoe_keys();
     test_smollm3_keys();
     test_olmo2_keys();
     test_gemma_keys();

@@ -504,7 +504,7 @@ static void test_fixture(const char *name) {
     int rank_counts[3] = {1, 2, 0}, num_counts = 2;
     if (!strcmp(name, "llama") || !strncmp(name, "gemma", 5) || !strncmp(name, "qwen3", 5) || !strncmp(name, "olmo2", 5) ||
         !strcmp(name, "cohere-qk-norm") || !strcmp(name, "phi-qk-layernorm") || !strcmp(name, "stablelm-qk-layernorm") || !strncmp(name, "deepseek", 8) ||
-        !strcmp(name, "qwen2_moe") || !strcmp(name, "mixtral") || !strcmp(name, "olmoe") || !strcmp(name, "granitemoe") ||
+        !strcmp(name, "qwen2_moe") || !strcmp(name, "mixtral") || !strcmp(name, "phimoe") || !strcmp(name, "olmoe") || !strcmp(name, "granitemoe") ||
         !strcmp(name, "gpt_oss") || !strcmp(name, "granitemoeshared") || !strcmp(name, "llama4"))
         rank_counts[num_counts++] = 3; /* DeepSeek's 5 heads: 2, 2 and 1, each rank the whole latent; MoE: 3 ranks of 5-9 experts */
     if (!strcmp(name, "gpt2-hub")) rank_counts[num_counts++] = 4;

@@ -1021,14 +1021,14 @@ void test_models(void) {
                               "qwen3", "qwen3-window-bias", "gemma", "gemma2", "gemma3_text", "gemma3_text-hub", "gemma3-multimodal", "mistral3",
                               "olmo", "olmo-clip-qkv", "smollm3", "smollm3-window", "olmo2", "olmo2-bias",
                               "deepseek_v2", "deepseek_v3",
-                              "qwen3_moe", "qwen2_moe", "mixtral", "olmoe", "granitemoe", "deepseek_v2-moe", "deepseek_v3-moe", "gpt_oss", "granitemoeshared", "llama4", "llama4-multimodal"}; /* test_moe: their beams, batches, memory and faults */
+                              "qwen3_moe", "qwen2_moe", "mixtral", "phimoe", "olmoe", "granitemoe", "deepseek_v2-moe", "deepseek_v3-moe", "gpt_oss", "granitemoeshared", "llama4", "llama4-multimodal"}; /* test_moe: their beams, batches, memory and faults */
     /* issue 32's families: beam search, a left-padded batch and pf_to_cpu against transformers too */
     const char *families[] = {"gpt_bigcode", "gpt_bigcode-mha", "phi3", "phi", "phi-qk-layernorm", "starcoder2", "falcon", "falcon-new-arch",
                               "falcon-new-arch-one-norm", "falcon-sequential", "falcon-alibi", "stablelm", "stablelm-parallel", "stablelm-qk-layernorm",
                               "cohere", "cohere-qk-norm", "cohere2",
                               "qwen3", "qwen3-window-bias", "gemma", "gemma2", "gemma3_text", "gemma3_text-hub", "gemma3-multimodal", "mistral3",
                               "olmo", "olmo-clip-qkv", "smollm3", "smollm3-window", "olmo2", "olmo2-bias",
-                              "deepseek_v2", "deepseek_v3", "llama4", "llama4-multimodal"};
+                              "deepseek_v2", "deepseek_v3", "llama4", "llama4-multimodal", "phimoe"};
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_fixture(fixtures[i]);
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) test_family_generation(families[i]);
 #ifdef PF_TESTING
@@ -1061,7 +1061,7 @@ void test_models(void) {
    hold uneven shares, 4 ranks of 5 experts leave none to one); the expert weights' bytes on each
    rank near 1/N of them; and the checks that catch a rank that routes otherwise or an expert's
    contribution dropped or added twice (test hooks: the logits then differ from transformers). */
-static const char *const moe_fixtures[] = {"qwen3_moe", "qwen2_moe", "mixtral", "olmoe", "granitemoe", "deepseek_v2-moe",
+static const char *const moe_fixtures[] = {"qwen3_moe", "qwen2_moe", "mixtral", "phimoe", "olmoe", "granitemoe", "deepseek_v2-moe",
                                            "deepseek_v3-moe", "gpt_oss", "granitemoeshared", "llama4"};
 
 #ifdef PF_TESTING
