@@ -965,6 +965,19 @@ static void test_text_classify_cli(void) {
     CHECK_MSG(status == 1 && strstr(out, "no sequence-classification head"), "classify on a causal LM: exit %d: %s", status, out);
 }
 
+/* The floats of FILE in a fixture against `got` (count of them, from element `first` of the file). */
+static void check_floats_at(const char *what, const char *dir, const char *file, size_t first, const float *got,
+                            size_t count) {
+    char path[1100];
+    size_t n = 0;
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    float *want = test_read_floats(path, &n);
+    CHECK_MSG(want && got && n >= first + count, "%s: %s holds %zu floats, want %zu from %zu", what, file, n, count, first);
+    if (want && got && n >= first + count)
+        CHECK_MSG(test_max_abs_diff(got, want + first, count) <= TOLERANCE, "%s: differs from %s", what, file);
+    free(want);
+}
+
 /* LayoutLM's boxes: one whose corners are swapped, or a value outside the 2-D tables' rows, is
    refused naming the row and token before any work; pf_encode runs the model with zero boxes, as
    pf_encode_layout without boxes does; a model without 2-D tables refuses boxes. */
@@ -976,6 +989,7 @@ static void test_layout_refusals(void) {
     CHECK_MSG(r == PF_OK, "loading layoutlm: %s", pf_error_message(m));
     pf_parallel_options po = pf_parallel_options_init();
     po.device = PF_DEVICE_CPU;
+    po.max_batch = 2;
     if (r == PF_OK) r = pf_parallelize(m, 2, &po);
     if (r) {
         pf_free(m);
@@ -1003,6 +1017,21 @@ static void test_layout_refusals(void) {
     CHECK(pf_encode_layout(m, rows, NULL, NULL, &length, 1, &unboxed) == PF_OK);
     if (plain && unboxed)
         CHECK(test_max_abs_diff(plain->last_hidden_state, unboxed->last_hidden_state, 3 * (size_t)plain->hidden_size) == 0);
+    /* a batch of a boxed row (the fixture's row 0) and a row without boxes: each as alone */
+    test_encoder_reference ref;
+    pf_encoding *mixed = NULL;
+    if (test_read_encoder_reference(dir, &ref) == 0) {
+        const int32_t *both[2] = {ref.ids[0], ids}, *both_boxes[2] = {ref.boxes[0], NULL};
+        int lengths[2] = {ref.lengths[0], length};
+        CHECK(pf_encode_layout(m, both, NULL, both_boxes, lengths, 2, &mixed) == PF_OK);
+    }
+    if (mixed && unboxed) {
+        size_t d = (size_t)mixed->hidden_size, first = (size_t)ref.lengths[0] * d;
+        check_floats_at("layoutlm's boxed row beside one without boxes", dir, "hidden.bin", 0, mixed->last_hidden_state, first);
+        CHECK_MSG(test_max_abs_diff(mixed->last_hidden_state + first, unboxed->last_hidden_state, 3 * d) <= TOLERANCE,
+                  "layoutlm's row without boxes beside a boxed one differs from it alone");
+    }
+    pf_encoding_free(mixed);
     pf_encoding_free(plain);
     pf_encoding_free(unboxed);
     pf_free(m);
@@ -1016,19 +1045,6 @@ static void test_layout_refusals(void) {
         CHECK(strstr(pf_error_message(m), "model_type \"bert\" has no 2-D position embeddings") != NULL);
     }
     pf_free(m);
-}
-
-/* The floats of FILE in a fixture against `got` (count of them, from element `first` of the file). */
-static void check_floats_at(const char *what, const char *dir, const char *file, size_t first, const float *got,
-                            size_t count) {
-    char path[1100];
-    size_t n = 0;
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    float *want = test_read_floats(path, &n);
-    CHECK_MSG(want && got && n >= first + count, "%s: %s holds %zu floats, want %zu from %zu", what, file, n, count, first);
-    if (want && got && n >= first + count)
-        CHECK_MSG(test_max_abs_diff(got, want + first, count) <= TOLERANCE, "%s: differs from %s", what, file);
-    free(want);
 }
 
 /* build/layout end to end: a document's words and boxes through the model's tokenizer and
