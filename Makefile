@@ -144,7 +144,7 @@ ARM64_CC    ?= aarch64-linux-gnu-gcc
 ARM64_LD    ?= aarch64-linux-gnu-ld
 ARM64_BUILD := $(BUILD)/arm64
 QEMU_ARM64  ?= qemu-aarch64 -L /usr/aarch64-linux-gnu
-ARM64_TOOLS := test_parallelformers generate tokenize embed classify classify_image transcribe
+ARM64_TOOLS := test_parallelformers generate tokenize embed classify classify_image transcribe layout
 test-arm64:
 	$(MAKE) CUDA=0 CC=$(ARM64_CC) LD=$(ARM64_LD) BUILD=$(ARM64_BUILD) $(addprefix $(ARM64_BUILD)/,$(ARM64_TOOLS))
 	$(QEMU_ARM64) -cpu max $(ARM64_BUILD)/test_parallelformers test/fixtures "$(QEMU_ARM64) -cpu max $(ARM64_BUILD)/generate"
