@@ -350,6 +350,12 @@ typedef enum {
     PF__SLOT_NEXT_SENTENCE_WEIGHT,  /* [2, hidden]: BERT's next-sentence head on the pooled output */
     PF__SLOT_NEXT_SENTENCE_BIAS,    /* [2] */
     PF__SLOT_TASK_TYPE_EMBED,       /* [task_type_vocab, hidden]: ERNIE's task embedding (row 0 added to every token) */
+    /* LayoutLM's 2-D positions: each token's box (x0, y0, x1, y1) adds rows x0 and x1 of the x table,
+       y0 and y1 of the y table, y1 - y0 of the height table and x1 - x0 of the width table */
+    PF__SLOT_X_POSITION_EMBED,      /* [max_2d_positions, hidden] */
+    PF__SLOT_Y_POSITION_EMBED,      /* [max_2d_positions, hidden] */
+    PF__SLOT_H_POSITION_EMBED,      /* [max_2d_positions, hidden] */
+    PF__SLOT_W_POSITION_EMBED,      /* [max_2d_positions, hidden] */
     /* Dual encoders (CLIP): */
     PF__SLOT_POOLER_NORM_WEIGHT,    /* [hidden]: a norm of the pooled token (CLIP vision's post_layernorm) */
     PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */
@@ -719,6 +725,7 @@ typedef struct pf__config {
                                        decoder_vocab_size, the encoder's src_vocab_size */
     int decoder_vocab_size;         /* Marian's target vocabulary, read as it is; 0: none named */
     int use_task_id, task_type_vocab_size; /* ERNIE's task embedding, added with task 0 (transformers' default) */
+    int max_2d_positions;           /* LayoutLM's box coordinates (and widths, heights) are 0 .. this - 1 */
     int image_size, patch_size, num_channels; /* image encoders: max_positions follows from them */
     int distillation;               /* 1: a distillation token after the class token (DeiT) */
     int causal_encoder;             /* 1: an encoder whose tokens attend to earlier ones only (CLIP's text) */
@@ -1491,6 +1498,10 @@ typedef struct pf__weight {
     const struct pf__weight *parts, *next;
 } pf__weight;
 
+/* The rows of LayoutLM's 2-D position tables a token reads, in transformers' order of summation:
+   x0, y0, x1, y1 (the x and y tables), y1 - y0 (the height table), x1 - x0 (the width table). */
+#define PF__BOX_LOOKUPS 6
+
 /* What one forward call computes, the same on every rank. */
 typedef struct pf__step {
     const int32_t *ids;     /* host, [batch][seq_len] */
@@ -1502,6 +1513,8 @@ typedef struct pf__step {
                                count from the first real token), or NULL */
     const int32_t *type_ids;/* host, [batch][seq_len]: token type (segment) ids; set whenever the
                                model has a token type table */
+    const int32_t *box_rows;/* host, [PF__BOX_LOOKUPS][batch][seq_len]: the rows of LayoutLM's 2-D
+                               position tables each token reads; set whenever the model has them */
     int cross_len;          /* an encoder-decoder's decoder step: the encoder's positions per row
                                (its output's keys and values are in the ranks' cross caches) */
     const int *cross_pad;   /* host, [batch]: the encoder input's left pads, or NULL */
@@ -5239,6 +5252,14 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
         if (cfg->scale_decoder_outputs < 0) cfg->scale_decoder_outputs = cfg->tie_word_embeddings;
     }
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
+    const pf__json *positions = pf__json_get(json, "position_embedding_type"); /* transformers 4's BERT-likes */
+    if (!r && a->kind == PF__KIND_ENCODER && positions &&
+        (positions->type != PF__JSON_STRING || strcmp(positions->string, "absolute")))
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"position_embedding_type\" %s%s%s is not supported "
+                       "(\"absolute\" is: relative_key's distance embeddings are not)", path,
+                       positions->type == PF__JSON_STRING ? "\"" : "",
+                       positions->type == PF__JSON_STRING ? positions->string : "other than a name",
+                       positions->type == PF__JSON_STRING ? "\"" : "");
     if (!r && strcmp(pf__config_key(cfg->arch, offsetof(pf__config, relative_attention)), "(derived)"))
         r = pf__config_disentangled(json, cfg, path, message, size);
     if (!r && strcmp(pf__config_key(cfg->arch, offsetof(pf__config, bottleneck_width)), "(derived)"))
@@ -6310,7 +6331,9 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, DIST_CLASSIFIER_BIAS) PF__NAME(PF__SLOT_, DISCRIMINATOR_WEIGHT)
         PF__NAME(PF__SLOT_, DISCRIMINATOR_BIAS) PF__NAME(PF__SLOT_, DISCRIMINATOR_OUT_WEIGHT)
         PF__NAME(PF__SLOT_, DISCRIMINATOR_OUT_BIAS) PF__NAME(PF__SLOT_, NEXT_SENTENCE_WEIGHT)
-        PF__NAME(PF__SLOT_, NEXT_SENTENCE_BIAS) PF__NAME(PF__SLOT_, TASK_TYPE_EMBED) PF__NAME(PF__SLOT_, FRONT_CONV_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_BIAS)
+        PF__NAME(PF__SLOT_, NEXT_SENTENCE_BIAS) PF__NAME(PF__SLOT_, TASK_TYPE_EMBED)
+        PF__NAME(PF__SLOT_, X_POSITION_EMBED) PF__NAME(PF__SLOT_, Y_POSITION_EMBED) PF__NAME(PF__SLOT_, H_POSITION_EMBED)
+        PF__NAME(PF__SLOT_, W_POSITION_EMBED) PF__NAME(PF__SLOT_, FRONT_CONV_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_BIAS)
         PF__NAME(PF__SLOT_, FRONT_CONV_NORM_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_NORM_BIAS)
         PF__NAME(PF__SLOT_, FEATURE_NORM_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_NORM_BIAS)
         PF__NAME(PF__SLOT_, FEATURE_PROJECTION_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_PROJECTION_BIAS)
@@ -7473,6 +7496,8 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_NEXT_SENTENCE_WEIGHT: *rows = 2; *cols = h; break;
     case PF__SLOT_NEXT_SENTENCE_BIAS: *rows = 2; break;
     case PF__SLOT_TASK_TYPE_EMBED: *rows = (size_t)c->task_type_vocab_size; *cols = h; break;
+    case PF__SLOT_X_POSITION_EMBED: case PF__SLOT_Y_POSITION_EMBED: case PF__SLOT_H_POSITION_EMBED:
+    case PF__SLOT_W_POSITION_EMBED: *rows = (size_t)c->max_2d_positions; *cols = h; break;
     case PF__SLOT_REL_BIAS: case PF__SLOT_ENC_REL_BIAS: *rows = (size_t)c->rel_table_rows; *cols = (size_t)c->num_heads; break;
     case PF__SLOT_REL_EMBED: *rows = 2 * (size_t)c->rel_span; *cols = h; break;
     default: *rows = h; break; /* norms and the remaining biases */
@@ -24129,6 +24154,17 @@ static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__towe
         be->norm(r, x, x, &W[t->embed_norm], PF__OR_NULL(W[t->embed_norm + 1]), N, width, (float)c->norm_eps,
                  pf__body_norm(c));
     if (PF__HAS(W[t->positions])) be->add_positions(r, x, &W[t->positions], s, c->position_offset);
+    if (PF__HAS(W[PF__SLOT_X_POSITION_EMBED])) { /* LayoutLM: each box's rows, the tables whole on every rank */
+        static const pf__slot tables[PF__BOX_LOOKUPS] = {PF__SLOT_X_POSITION_EMBED, PF__SLOT_Y_POSITION_EMBED,
+                                                        PF__SLOT_X_POSITION_EMBED, PF__SLOT_Y_POSITION_EMBED,
+                                                        PF__SLOT_H_POSITION_EMBED, PF__SLOT_W_POSITION_EMBED};
+        for (int k = 0; k < PF__BOX_LOOKUPS; k++) {
+            pf__step rows = *s;
+            rows.ids = s->box_rows + (size_t)k * N;
+            be->embed(r, r->part, &W[tables[k]], &rows, 1.0f, 0);
+            be->add_residual(r, x, r->part, NULL, N, width);
+        }
+    }
     if (PF__HAS(W[PF__SLOT_TOKEN_TYPE_EMBED])) { /* the segment table is whole on every rank */
         pf__step types = *s;
         types.ids = s->type_ids; /* the callers give zeros when the user gives none */
@@ -29376,7 +29412,7 @@ PF_PRIVATE const float *pf__rope_frequencies(pf_model *m, int length) {
 PF_PRIVATE void pf__rope_reset(pf_model *m) { m->rope_cached_len = m->config.max_positions; }
 
 static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const int32_t *const *types,
-                                   const int *lengths, int batch, pf_encoding **out);
+                                   const int32_t *const *boxes, const int *lengths, int batch, pf_encoding **out);
 
 static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, int seq_len, float *logits) {
     if (!ids || !logits || batch < 1 || seq_len < 1)
@@ -29404,7 +29440,7 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
             rows[b] = ids + (size_t)b * seq_len;
             lengths[b] = seq_len;
         }
-        if (!r) r = pf__encode_locked(m, rows, NULL, lengths, batch, &e);
+        if (!r) r = pf__encode_locked(m, rows, NULL, NULL, lengths, batch, &e);
         if (!r) memcpy(logits, e->logits, (size_t)batch * seq_len * m->config.vocab_size * sizeof(float));
         pf_encoding_free(e);
         free(rows), free(lengths);
@@ -29550,11 +29586,36 @@ static pf_result pf__encode_decoder_in_chunks(pf_model *m, const pf__job *job) {
     return r;
 }
 
+/* Row b's boxes (x0, y0, x1, y1 per token) against the 2-D position tables' rows: each coordinate,
+   width and height within 0 .. max_2d_positions - 1 (transformers' lookups fail on any other). */
+static pf_result pf__check_boxes(pf_model *m, const int32_t *boxes, int b, int length) {
+    int most = m->config.max_2d_positions - 1;
+    for (int t = 0; t < length; t++) {
+        const int32_t *box = boxes + 4 * (size_t)t;
+        int inside = 1;
+        for (int k = 0; k < 4; k++) inside &= box[k] >= 0 && box[k] <= most;
+        if (!inside || box[2] < box[0] || box[3] < box[1])
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d, token %d: box (%d, %d, %d, %d) is not x0 <= x1 and "
+                            "y0 <= y1 within 0..%d (max_2d_position_embeddings - 1)", b, t, (int)box[0], (int)box[1],
+                            (int)box[2], (int)box[3], most);
+    }
+    return PF_OK;
+}
+
+/* Row b's rows of the 2-D position tables at its padded place (PF__BOX_LOOKUPS arrays of N). */
+static void pf__box_rows(int32_t *rows, size_t N, size_t first, const int32_t *boxes, int length) {
+    for (int t = 0; t < length; t++) {
+        const int32_t *box = boxes + 4 * (size_t)t;
+        int32_t values[PF__BOX_LOOKUPS] = {box[0], box[1], box[2], box[3], box[3] - box[1], box[2] - box[0]};
+        for (int k = 0; k < PF__BOX_LOOKUPS; k++) rows[(size_t)k * N + first + (size_t)t] = values[k];
+    }
+}
+
 /* Fills the host arrays of one encoder request: rows left-padded to the longest (pads are
    masked and take positions from the first real token, so every row computes what it would
-   alone), and its outputs compacted into e. */
+   alone), and its outputs compacted into e; boxes: pf_encode_layout's (NULL: all zero). */
 static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const int32_t *const *types,
-                                   const int *lengths, int batch, pf_encoding **out) {
+                                   const int32_t *const *boxes, const int *lengths, int batch, pf_encoding **out) {
     const pf__config *c = &m->config;
     *out = NULL;
     pf_result r = pf__ensure_group(m);
@@ -29572,6 +29633,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" with \"word_embed_proj_dim\" below the hidden size: "
                         "pf_encode does not give its projected hidden states", c->model_type);
     if (!ids || !lengths || batch < 1) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode needs ids, lengths and batch >= 1");
+    int has_boxes = m->sources[PF__SLOT_X_POSITION_EMBED].data != NULL; /* boxes: only pf_encode_layout's */
     const pf__group *g = m->group;
     if (batch > g->max_batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, g->max_batch);
     int T = 0;
@@ -29587,6 +29649,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
             if (types[b][t] < 0 || types[b][t] >= (c->type_vocab_size > 0 ? c->type_vocab_size : 1))
                 return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: token type %d is outside 0..%d", b, (int)types[b][t],
                                 (c->type_vocab_size > 0 ? c->type_vocab_size : 1) - 1);
+        if (boxes && boxes[b] && (r = pf__check_boxes(m, boxes[b], b, lengths[b]))) return r;
         if (lengths[b] > T) T = lengths[b];
     }
     size_t N = (size_t)batch * T, d = (size_t)c->hidden_size;
@@ -29598,6 +29661,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                      : c->head == PF_HEAD_NONE || c->head == PF_HEAD_CAUSAL_LM ? 0 : c->num_labels;
     int32_t *padded = (int32_t *)calloc(N, sizeof(int32_t)), *padded_types = (int32_t *)calloc(N, sizeof(int32_t));
     int *pads = (int *)calloc((size_t)batch, sizeof(int));
+    int32_t *box_rows = has_boxes ? (int32_t *)calloc(PF__BOX_LOOKUPS * N, sizeof(int32_t)) : NULL; /* none given: rows 0 */
     float *hidden = (float *)malloc(N * d * sizeof(float));
     float *logits = num_logits ? (float *)malloc((per_token ? N : (size_t)batch) * (size_t)num_logits * sizeof(float)) : NULL;
     pf_encoding *e = (pf_encoding *)calloc(1, sizeof *e);
@@ -29607,8 +29671,8 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     }
     int pools = c->pool_eos_id >= 0 || c->pool_first_token || ((decoder || seq2seq) && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION);
     int *pool_at = pools ? (int *)calloc((size_t)batch, sizeof(int)) : NULL;
-    if (!r && (!padded || !padded_types || !pads || !hidden || (num_logits && !logits) || !e || !e->offsets ||
-               (pools && !pool_at)))
+    if (!r && (!padded || !padded_types || !pads || (has_boxes && !box_rows) || !hidden || (num_logits && !logits) || !e ||
+               !e->offsets || (pools && !pool_at)))
         r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (int b = 0; !r && pool_at && b < batch; b++) {
         pool_at[b] = decoder                ? T - lengths[b] + pf__score_position(c, ids[b], lengths[b])
@@ -29623,11 +29687,13 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         pads[b] = T - lengths[b];
         memcpy(padded + (size_t)b * T + pads[b], ids[b], (size_t)lengths[b] * sizeof(int32_t));
         if (types && types[b]) memcpy(padded_types + (size_t)b * T + pads[b], types[b], (size_t)lengths[b] * sizeof(int32_t));
+        if (boxes && boxes[b]) pf__box_rows(box_rows, N, (size_t)b * T + pads[b], boxes[b], lengths[b]);
     }
     if (!r) {
         pf__rope_reset(m);
         pf__job job = {.step = {.ids = padded,
                                 .type_ids = padded_types,
+                                .box_rows = box_rows,
                                 .batch = batch,
                                 .seq_len = T,
                                 .pad = pads,
@@ -29665,7 +29731,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         e = NULL;
     }
     pf_encoding_free(e);
-    free(padded), free(padded_types), free(pads), free(hidden), free(logits), free(pool_at);
+    free(padded), free(padded_types), free(pads), free(box_rows), free(hidden), free(logits), free(pool_at);
     return r;
 }
 
@@ -30148,8 +30214,22 @@ pf_result pf_encode(pf_model *m, const int32_t *const *ids, const int32_t *const
     pf_result r = pf__request_lock(m, "pf_encode");
     if (r) return r;
     pf_model *tower = m->loaded && m->towers[0] ? m->towers[0] : m; /* a dual model's text tower */
-    r = pf__encode_locked(tower, ids, token_type_ids, lengths, batch, out);
+    r = pf__encode_locked(tower, ids, token_type_ids, NULL, lengths, batch, out);
     if (r && tower != m) r = pf__fail_from(m, r, tower);
+    pf__request_unlock(m);
+    return r;
+}
+
+pf_result pf_encode_layout(pf_model *m, const int32_t *const *ids, const int32_t *const *token_type_ids,
+                           const int32_t *const *boxes, const int *lengths, int batch, pf_encoding **out) {
+    if (!m || !out) return PF_ERROR_INVALID_ARGUMENT;
+    pf_result r = pf__request_lock(m, "pf_encode_layout");
+    if (r) return r;
+    if (!m->sources || !m->sources[PF__SLOT_X_POSITION_EMBED].data)
+        r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" has no 2-D position embeddings: pf_encode runs it",
+                     m->config.model_type);
+    else
+        r = pf__encode_locked(m, ids, token_type_ids, boxes, lengths, batch, out);
     pf__request_unlock(m);
     return r;
 }
@@ -30165,7 +30245,7 @@ static pf_result pf__unit_embeds(pf_model *tower, const int32_t *const *ids, con
         int n = count - first < tower->group->max_batch ? count - first : tower->group->max_batch;
         pf_encoding *e = NULL;
         r = pixels ? pf__encode_images_locked(tower, pixels + (size_t)first * image, (size_t)n * image, n, &e)
-                   : pf__encode_locked(tower, ids + first, NULL, lengths + first, n, &e);
+                   : pf__encode_locked(tower, ids + first, NULL, NULL, lengths + first, n, &e);
         for (int b = 0; !r && b < n; b++) { /* x / |x|, as transformers normalises (no epsilon) */
             const float *x = e->embeds + (size_t)b * dim;
             float sum = 0, *row = out + (size_t)(first + b) * dim;
@@ -30267,7 +30347,7 @@ static pf_result pf__embed_locked(pf_model *m, const int32_t *const *ids, const 
     for (int first = 0; first < batch && !r; first += m->group->max_batch) {
         int n = batch - first < m->group->max_batch ? batch - first : m->group->max_batch;
         pf_encoding *e = NULL;
-        r = pf__encode_locked(m, ids + first, NULL, lengths + first, n, &e);
+        r = pf__encode_locked(m, ids + first, NULL, NULL, lengths + first, n, &e);
         for (int b = 0; !r && b < n; b++) {
             float *row = out + (size_t)(first + b) * d;
             pf__pool(e->last_hidden_state + (size_t)e->offsets[b] * d, (size_t)lengths[first + b], d, pooling, row);

@@ -561,6 +561,17 @@ pf_result pf_encode(pf_model *model, const int32_t *const *ids, const int32_t *c
                     const int *lengths, int batch, pf_encoding **out);
 void pf_encoding_free(pf_encoding *encoding); /* NULL is fine; any thread */
 
+/* A layout model (LayoutLM, model_type "layoutlm"): pf_encode with each token's bounding box.
+   boxes[b] holds 4 x lengths[b] values, token after token: x0, y0, x1, y1 on the scale the model
+   was trained on (LayoutLM's processors normalise page coordinates to 0..1000; [CLS] takes
+   0,0,0,0 and [SEP] 1000,1000,1000,1000 in transformers' examples); boxes NULL, or boxes[b] NULL,
+   for all zero, as transformers without bbox (and as pf_encode runs such a model). Results: as
+   pf_encode's; PF_ERROR_INVALID_ARGUMENT also for a box with x1 < x0, y1 < y0 or a value outside
+   0..max_2d_position_embeddings - 1 (the row and token named), PF_ERROR_UNSUPPORTED for a model
+   without 2-D position embeddings. Threads: as pf_encode. */
+pf_result pf_encode_layout(pf_model *model, const int32_t *const *ids, const int32_t *const *token_type_ids,
+                           const int32_t *const *boxes, const int *lengths, int batch, pf_encoding **out);
+
 /* An image encoder (ViT, DeiT): images already preprocessed as the model's image processor does
    (resized, rescaled, normalised), pixels [batch][num_channels][image_size][image_size] floats
    (pf_model_info's image fields give the sizes), num_pixel_values of them: exactly batch x

@@ -1649,6 +1649,14 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
         if (cfg->scale_decoder_outputs < 0) cfg->scale_decoder_outputs = cfg->tie_word_embeddings;
     }
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
+    const pf__json *positions = pf__json_get(json, "position_embedding_type"); /* transformers 4's BERT-likes */
+    if (!r && a->kind == PF__KIND_ENCODER && positions &&
+        (positions->type != PF__JSON_STRING || strcmp(positions->string, "absolute")))
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"position_embedding_type\" %s%s%s is not supported "
+                       "(\"absolute\" is: relative_key's distance embeddings are not)", path,
+                       positions->type == PF__JSON_STRING ? "\"" : "",
+                       positions->type == PF__JSON_STRING ? positions->string : "other than a name",
+                       positions->type == PF__JSON_STRING ? "\"" : "");
     if (!r && strcmp(pf__config_key(cfg->arch, offsetof(pf__config, relative_attention)), "(derived)"))
         r = pf__config_disentangled(json, cfg, path, message, size);
     if (!r && strcmp(pf__config_key(cfg->arch, offsetof(pf__config, bottleneck_width)), "(derived)"))

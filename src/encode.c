@@ -96,7 +96,7 @@ PF_PRIVATE const float *pf__rope_frequencies(pf_model *m, int length) {
 PF_PRIVATE void pf__rope_reset(pf_model *m) { m->rope_cached_len = m->config.max_positions; }
 
 static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const int32_t *const *types,
-                                   const int *lengths, int batch, pf_encoding **out);
+                                   const int32_t *const *boxes, const int *lengths, int batch, pf_encoding **out);
 
 static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, int seq_len, float *logits) {
     if (!ids || !logits || batch < 1 || seq_len < 1)
@@ -124,7 +124,7 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
             rows[b] = ids + (size_t)b * seq_len;
             lengths[b] = seq_len;
         }
-        if (!r) r = pf__encode_locked(m, rows, NULL, lengths, batch, &e);
+        if (!r) r = pf__encode_locked(m, rows, NULL, NULL, lengths, batch, &e);
         if (!r) memcpy(logits, e->logits, (size_t)batch * seq_len * m->config.vocab_size * sizeof(float));
         pf_encoding_free(e);
         free(rows), free(lengths);
@@ -270,11 +270,36 @@ static pf_result pf__encode_decoder_in_chunks(pf_model *m, const pf__job *job) {
     return r;
 }
 
+/* Row b's boxes (x0, y0, x1, y1 per token) against the 2-D position tables' rows: each coordinate,
+   width and height within 0 .. max_2d_positions - 1 (transformers' lookups fail on any other). */
+static pf_result pf__check_boxes(pf_model *m, const int32_t *boxes, int b, int length) {
+    int most = m->config.max_2d_positions - 1;
+    for (int t = 0; t < length; t++) {
+        const int32_t *box = boxes + 4 * (size_t)t;
+        int inside = 1;
+        for (int k = 0; k < 4; k++) inside &= box[k] >= 0 && box[k] <= most;
+        if (!inside || box[2] < box[0] || box[3] < box[1])
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d, token %d: box (%d, %d, %d, %d) is not x0 <= x1 and "
+                            "y0 <= y1 within 0..%d (max_2d_position_embeddings - 1)", b, t, (int)box[0], (int)box[1],
+                            (int)box[2], (int)box[3], most);
+    }
+    return PF_OK;
+}
+
+/* Row b's rows of the 2-D position tables at its padded place (PF__BOX_LOOKUPS arrays of N). */
+static void pf__box_rows(int32_t *rows, size_t N, size_t first, const int32_t *boxes, int length) {
+    for (int t = 0; t < length; t++) {
+        const int32_t *box = boxes + 4 * (size_t)t;
+        int32_t values[PF__BOX_LOOKUPS] = {box[0], box[1], box[2], box[3], box[3] - box[1], box[2] - box[0]};
+        for (int k = 0; k < PF__BOX_LOOKUPS; k++) rows[(size_t)k * N + first + (size_t)t] = values[k];
+    }
+}
+
 /* Fills the host arrays of one encoder request: rows left-padded to the longest (pads are
    masked and take positions from the first real token, so every row computes what it would
-   alone), and its outputs compacted into e. */
+   alone), and its outputs compacted into e; boxes: pf_encode_layout's (NULL: all zero). */
 static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const int32_t *const *types,
-                                   const int *lengths, int batch, pf_encoding **out) {
+                                   const int32_t *const *boxes, const int *lengths, int batch, pf_encoding **out) {
     const pf__config *c = &m->config;
     *out = NULL;
     pf_result r = pf__ensure_group(m);
@@ -292,6 +317,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" with \"word_embed_proj_dim\" below the hidden size: "
                         "pf_encode does not give its projected hidden states", c->model_type);
     if (!ids || !lengths || batch < 1) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode needs ids, lengths and batch >= 1");
+    int has_boxes = m->sources[PF__SLOT_X_POSITION_EMBED].data != NULL; /* boxes: only pf_encode_layout's */
     const pf__group *g = m->group;
     if (batch > g->max_batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, g->max_batch);
     int T = 0;
@@ -307,6 +333,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
             if (types[b][t] < 0 || types[b][t] >= (c->type_vocab_size > 0 ? c->type_vocab_size : 1))
                 return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: token type %d is outside 0..%d", b, (int)types[b][t],
                                 (c->type_vocab_size > 0 ? c->type_vocab_size : 1) - 1);
+        if (boxes && boxes[b] && (r = pf__check_boxes(m, boxes[b], b, lengths[b]))) return r;
         if (lengths[b] > T) T = lengths[b];
     }
     size_t N = (size_t)batch * T, d = (size_t)c->hidden_size;
@@ -318,6 +345,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                      : c->head == PF_HEAD_NONE || c->head == PF_HEAD_CAUSAL_LM ? 0 : c->num_labels;
     int32_t *padded = (int32_t *)calloc(N, sizeof(int32_t)), *padded_types = (int32_t *)calloc(N, sizeof(int32_t));
     int *pads = (int *)calloc((size_t)batch, sizeof(int));
+    int32_t *box_rows = has_boxes ? (int32_t *)calloc(PF__BOX_LOOKUPS * N, sizeof(int32_t)) : NULL; /* none given: rows 0 */
     float *hidden = (float *)malloc(N * d * sizeof(float));
     float *logits = num_logits ? (float *)malloc((per_token ? N : (size_t)batch) * (size_t)num_logits * sizeof(float)) : NULL;
     pf_encoding *e = (pf_encoding *)calloc(1, sizeof *e);
@@ -327,8 +355,8 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     }
     int pools = c->pool_eos_id >= 0 || c->pool_first_token || ((decoder || seq2seq) && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION);
     int *pool_at = pools ? (int *)calloc((size_t)batch, sizeof(int)) : NULL;
-    if (!r && (!padded || !padded_types || !pads || !hidden || (num_logits && !logits) || !e || !e->offsets ||
-               (pools && !pool_at)))
+    if (!r && (!padded || !padded_types || !pads || (has_boxes && !box_rows) || !hidden || (num_logits && !logits) || !e ||
+               !e->offsets || (pools && !pool_at)))
         r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (int b = 0; !r && pool_at && b < batch; b++) {
         pool_at[b] = decoder                ? T - lengths[b] + pf__score_position(c, ids[b], lengths[b])
@@ -343,11 +371,13 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         pads[b] = T - lengths[b];
         memcpy(padded + (size_t)b * T + pads[b], ids[b], (size_t)lengths[b] * sizeof(int32_t));
         if (types && types[b]) memcpy(padded_types + (size_t)b * T + pads[b], types[b], (size_t)lengths[b] * sizeof(int32_t));
+        if (boxes && boxes[b]) pf__box_rows(box_rows, N, (size_t)b * T + pads[b], boxes[b], lengths[b]);
     }
     if (!r) {
         pf__rope_reset(m);
         pf__job job = {.step = {.ids = padded,
                                 .type_ids = padded_types,
+                                .box_rows = box_rows,
                                 .batch = batch,
                                 .seq_len = T,
                                 .pad = pads,
@@ -385,7 +415,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         e = NULL;
     }
     pf_encoding_free(e);
-    free(padded), free(padded_types), free(pads), free(hidden), free(logits), free(pool_at);
+    free(padded), free(padded_types), free(pads), free(box_rows), free(hidden), free(logits), free(pool_at);
     return r;
 }
 
@@ -868,8 +898,22 @@ pf_result pf_encode(pf_model *m, const int32_t *const *ids, const int32_t *const
     pf_result r = pf__request_lock(m, "pf_encode");
     if (r) return r;
     pf_model *tower = m->loaded && m->towers[0] ? m->towers[0] : m; /* a dual model's text tower */
-    r = pf__encode_locked(tower, ids, token_type_ids, lengths, batch, out);
+    r = pf__encode_locked(tower, ids, token_type_ids, NULL, lengths, batch, out);
     if (r && tower != m) r = pf__fail_from(m, r, tower);
+    pf__request_unlock(m);
+    return r;
+}
+
+pf_result pf_encode_layout(pf_model *m, const int32_t *const *ids, const int32_t *const *token_type_ids,
+                           const int32_t *const *boxes, const int *lengths, int batch, pf_encoding **out) {
+    if (!m || !out) return PF_ERROR_INVALID_ARGUMENT;
+    pf_result r = pf__request_lock(m, "pf_encode_layout");
+    if (r) return r;
+    if (!m->sources || !m->sources[PF__SLOT_X_POSITION_EMBED].data)
+        r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" has no 2-D position embeddings: pf_encode runs it",
+                     m->config.model_type);
+    else
+        r = pf__encode_locked(m, ids, token_type_ids, boxes, lengths, batch, out);
     pf__request_unlock(m);
     return r;
 }
@@ -885,7 +929,7 @@ static pf_result pf__unit_embeds(pf_model *tower, const int32_t *const *ids, con
         int n = count - first < tower->group->max_batch ? count - first : tower->group->max_batch;
         pf_encoding *e = NULL;
         r = pixels ? pf__encode_images_locked(tower, pixels + (size_t)first * image, (size_t)n * image, n, &e)
-                   : pf__encode_locked(tower, ids + first, NULL, lengths + first, n, &e);
+                   : pf__encode_locked(tower, ids + first, NULL, NULL, lengths + first, n, &e);
         for (int b = 0; !r && b < n; b++) { /* x / |x|, as transformers normalises (no epsilon) */
             const float *x = e->embeds + (size_t)b * dim;
             float sum = 0, *row = out + (size_t)(first + b) * dim;
@@ -987,7 +1031,7 @@ static pf_result pf__embed_locked(pf_model *m, const int32_t *const *ids, const 
     for (int first = 0; first < batch && !r; first += m->group->max_batch) {
         int n = batch - first < m->group->max_batch ? batch - first : m->group->max_batch;
         pf_encoding *e = NULL;
-        r = pf__encode_locked(m, ids + first, NULL, lengths + first, n, &e);
+        r = pf__encode_locked(m, ids + first, NULL, NULL, lengths + first, n, &e);
         for (int b = 0; !r && b < n; b++) {
             float *row = out + (size_t)(first + b) * d;
             pf__pool(e->last_hidden_state + (size_t)e->offsets[b] * d, (size_t)lengths[first + b], d, pooling, row);

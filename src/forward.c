@@ -54,6 +54,17 @@ static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__towe
         be->norm(r, x, x, &W[t->embed_norm], PF__OR_NULL(W[t->embed_norm + 1]), N, width, (float)c->norm_eps,
                  pf__body_norm(c));
     if (PF__HAS(W[t->positions])) be->add_positions(r, x, &W[t->positions], s, c->position_offset);
+    if (PF__HAS(W[PF__SLOT_X_POSITION_EMBED])) { /* LayoutLM: each box's rows, the tables whole on every rank */
+        static const pf__slot tables[PF__BOX_LOOKUPS] = {PF__SLOT_X_POSITION_EMBED, PF__SLOT_Y_POSITION_EMBED,
+                                                        PF__SLOT_X_POSITION_EMBED, PF__SLOT_Y_POSITION_EMBED,
+                                                        PF__SLOT_H_POSITION_EMBED, PF__SLOT_W_POSITION_EMBED};
+        for (int k = 0; k < PF__BOX_LOOKUPS; k++) {
+            pf__step rows = *s;
+            rows.ids = s->box_rows + (size_t)k * N;
+            be->embed(r, r->part, &W[tables[k]], &rows, 1.0f, 0);
+            be->add_residual(r, x, r->part, NULL, N, width);
+        }
+    }
     if (PF__HAS(W[PF__SLOT_TOKEN_TYPE_EMBED])) { /* the segment table is whole on every rank */
         pf__step types = *s;
         types.ids = s->type_ids; /* the callers give zeros when the user gives none */

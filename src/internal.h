@@ -308,6 +308,12 @@ typedef enum {
     PF__SLOT_NEXT_SENTENCE_WEIGHT,  /* [2, hidden]: BERT's next-sentence head on the pooled output */
     PF__SLOT_NEXT_SENTENCE_BIAS,    /* [2] */
     PF__SLOT_TASK_TYPE_EMBED,       /* [task_type_vocab, hidden]: ERNIE's task embedding (row 0 added to every token) */
+    /* LayoutLM's 2-D positions: each token's box (x0, y0, x1, y1) adds rows x0 and x1 of the x table,
+       y0 and y1 of the y table, y1 - y0 of the height table and x1 - x0 of the width table */
+    PF__SLOT_X_POSITION_EMBED,      /* [max_2d_positions, hidden] */
+    PF__SLOT_Y_POSITION_EMBED,      /* [max_2d_positions, hidden] */
+    PF__SLOT_H_POSITION_EMBED,      /* [max_2d_positions, hidden] */
+    PF__SLOT_W_POSITION_EMBED,      /* [max_2d_positions, hidden] */
     /* Dual encoders (CLIP): */
     PF__SLOT_POOLER_NORM_WEIGHT,    /* [hidden]: a norm of the pooled token (CLIP vision's post_layernorm) */
     PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */
@@ -677,6 +683,7 @@ typedef struct pf__config {
                                        decoder_vocab_size, the encoder's src_vocab_size */
     int decoder_vocab_size;         /* Marian's target vocabulary, read as it is; 0: none named */
     int use_task_id, task_type_vocab_size; /* ERNIE's task embedding, added with task 0 (transformers' default) */
+    int max_2d_positions;           /* LayoutLM's box coordinates (and widths, heights) are 0 .. this - 1 */
     int image_size, patch_size, num_channels; /* image encoders: max_positions follows from them */
     int distillation;               /* 1: a distillation token after the class token (DeiT) */
     int causal_encoder;             /* 1: an encoder whose tokens attend to earlier ones only (CLIP's text) */
@@ -1449,6 +1456,10 @@ typedef struct pf__weight {
     const struct pf__weight *parts, *next;
 } pf__weight;
 
+/* The rows of LayoutLM's 2-D position tables a token reads, in transformers' order of summation:
+   x0, y0, x1, y1 (the x and y tables), y1 - y0 (the height table), x1 - x0 (the width table). */
+#define PF__BOX_LOOKUPS 6
+
 /* What one forward call computes, the same on every rank. */
 typedef struct pf__step {
     const int32_t *ids;     /* host, [batch][seq_len] */
@@ -1460,6 +1471,8 @@ typedef struct pf__step {
                                count from the first real token), or NULL */
     const int32_t *type_ids;/* host, [batch][seq_len]: token type (segment) ids; set whenever the
                                model has a token type table */
+    const int32_t *box_rows;/* host, [PF__BOX_LOOKUPS][batch][seq_len]: the rows of LayoutLM's 2-D
+                               position tables each token reads; set whenever the model has them */
     int cross_len;          /* an encoder-decoder's decoder step: the encoder's positions per row
                                (its output's keys and values are in the ranks' cross caches) */
     const int *cross_pad;   /* host, [batch]: the encoder input's left pads, or NULL */

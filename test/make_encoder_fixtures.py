@@ -9,6 +9,7 @@ Run from the repository root (transformers 5, torch 2, sentence-transformers 6):
 
 Each dir test/fixtures/<name>/ holds config.json, model.safetensors and
     reference.txt       rows=<n>, then per row ids<i>=<comma ids> and types<i>=<comma type ids>
+                        (LayoutLM's: and boxes<i>=<x0,y0,x1,y1 of each token>)
     hidden.bin          float32 LE [sum of lengths][hidden]: last_hidden_state of the real tokens
     pooled.bin          float32 LE [rows][hidden]: the pooler's output (dirs whose model has one)
     logits.bin          float32 LE: the head's logits, per real token [sum of lengths][n] or per
@@ -105,6 +106,23 @@ MOBILEBERT_SHAPE = dict(vocab_size=120, hidden_size=48, embedding_size=16, intra
                         num_hidden_layers=2, num_attention_heads=4, intermediate_size=40, max_position_embeddings=32,
                         type_vocab_size=2, initializer_range=0.1, hidden_dropout_prob=0.0,
                         attention_probs_dropout_prob=0.0, num_feedforward_networks=4)
+# LayoutLM: BERT's shape in 4 heads (3 ranks split them unevenly), 2-D tables of 64 rows; each
+# token a box (x0, y0, x1, y1): [CLS] 0,0,0,0 and the last [SEP] 63,63,63,63 as transformers'
+# examples give them (0 and the scale's top), the words between at varied places and sizes (the
+# widest and tallest reach row 63 of the width and height tables).
+LAYOUTLM_SHAPE = dict(BERT_SHAPE, num_attention_heads=4, max_2d_position_embeddings=64)
+
+
+def layout_boxes(row, length):
+    boxes = [[0, 0, 0, 0]]
+    for t in range(1, length - 1):
+        x0, y0 = (13 * t + 7 * row) % 40, (5 * t + 17 * row) % 50
+        boxes.append([x0, y0, min(63, x0 + (9 * t + row) % 30), min(63, y0 + 1 + (3 * t) % 14)])
+    if row == 1:
+        boxes[3] = [0, 0, 63, 63]
+    return boxes + [[63, 63, 63, 63]]
+
+
 FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("bert", "BertConfig", BERT_SHAPE, "BertModel", None),
     ("bert-mlm", "BertConfig", BERT_SHAPE, "BertForMaskedLM", None),
@@ -171,6 +189,11 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("deberta", "DebertaConfig", DEBERTA_V1_SHAPE, "DebertaModel", None),
     ("deberta-cls", "DebertaConfig", DEBERTA_V1_SHAPE, "DebertaForSequenceClassification", 3),
     ("deberta-v2-pos-proj", "DebertaV2Config", dict(DEBERTA_V3_SHAPE, share_att_key=False), "DebertaV2Model", None),
+    ("layoutlm", "LayoutLMConfig", LAYOUTLM_SHAPE, "LayoutLMModel", None),
+    ("layoutlm-mlm", "LayoutLMConfig", LAYOUTLM_SHAPE, "LayoutLMForMaskedLM", None),
+    ("layoutlm-cls", "LayoutLMConfig", LAYOUTLM_SHAPE, "LayoutLMForSequenceClassification", 3),
+    ("layoutlm-tok", "LayoutLMConfig", LAYOUTLM_SHAPE, "LayoutLMForTokenClassification", 5),
+    ("layoutlm-qa", "LayoutLMConfig", LAYOUTLM_SHAPE, "LayoutLMForQuestionAnswering", None),
     ("squeezebert", "SqueezeBertConfig", SQUEEZEBERT_SHAPE, "SqueezeBertModel", None),
     ("squeezebert-mlm", "SqueezeBertConfig", SQUEEZEBERT_SHAPE, "SqueezeBertForMaskedLM", None),
     ("squeezebert-cls", "SqueezeBertConfig", SQUEEZEBERT_SHAPE, "SqueezeBertForSequenceClassification", 3),
@@ -200,8 +223,9 @@ def is_decoder(model) -> bool:
     return model.config.model_type in ("llama", "gpt2", "qwen3")
 
 
-def run_rows(model, rows):
-    """transformers' outputs for the right-padded batch, as float32 arrays of the real tokens."""
+def run_rows(model, rows, boxes=None):
+    """transformers' outputs for the right-padded batch, as float32 arrays of the real tokens;
+    boxes: each row's token boxes (LayoutLM's bbox, the pads' all 0)."""
     width = max(len(ids) for ids, _ in rows)
     pad = model.config.pad_token_id or 0
     ids = torch.tensor([r + [pad] * (width - len(r)) for r, _ in rows])
@@ -210,6 +234,8 @@ def run_rows(model, rows):
     kwargs = dict(input_ids=ids, attention_mask=mask, output_hidden_states=True)
     if segments(model):
         kwargs["token_type_ids"] = types
+    if boxes is not None:
+        kwargs["bbox"] = torch.tensor([b + [[0, 0, 0, 0]] * (width - len(b)) for b in boxes])
     base = getattr(model, model.base_model_prefix, model)  # a classifier's pooled features are not among its outputs
     if model.config.is_encoder_decoder:
         return run_seq2seq_rows(model, ids, mask)
@@ -345,12 +371,15 @@ def make(name, config_class, shape, class_name, labels, seed):
     reloaded = getattr(transformers, class_name).from_pretrained(out, attn_implementation="eager").eval()
     rows = (DECODER_ROWS if is_decoder(reloaded) else SEQ2SEQ_ROWS if reloaded.config.is_encoder_decoder
             else ROWS if segments(reloaded) else [(ids, [0] * len(ids)) for ids, _ in ROWS])
-    hidden, pooled, logits = run_rows(reloaded, rows)
-    alone = [run_rows(reloaded, [row])[0] for row in rows]  # each row by itself: padding changes nothing
+    boxes = [layout_boxes(i, len(ids)) for i, (ids, _) in enumerate(rows)] if config.model_type == "layoutlm" else None
+    hidden, pooled, logits = run_rows(reloaded, rows, boxes)
+    alone = [run_rows(reloaded, [row], boxes and [boxes[i]])[0] for i, row in enumerate(rows)]  # padding changes nothing
     assert torch.allclose(torch.cat(alone), hidden, atol=1e-5), f"{name}: padding changed the outputs"
     lines = [f"rows={len(ROWS)}"]
     for i, (ids, types) in enumerate(rows):
         lines += [f"ids{i}=" + ",".join(map(str, ids)), f"types{i}=" + ",".join(map(str, types))]
+        if boxes:  # x0,y0,x1,y1 of each token, token after token
+            lines.append(f"boxes{i}=" + ",".join(str(v) for box in boxes[i] for v in box))
     # types are what the model was given: all 0 without segment embeddings
     (out / "reference.txt").write_text("\n".join(lines) + "\n", encoding="ascii")
     hidden.numpy().astype("<f4").tofile(out / "hidden.bin")
@@ -364,6 +393,8 @@ def make(name, config_class, shape, class_name, labels, seed):
         write_last_token_pooling(out, reloaded, rows)
     if name == "deberta-v3":
         check_disentangled_terms_matter(out, hidden, rows)
+    if name == "layoutlm":
+        check_boxes_matter(reloaded, hidden, rows, boxes)
     arch = json.loads((out / "config.json").read_text())["architectures"]
     print(f"  {name}: {arch[0]}, hidden std {float(hidden.std()):.2f}"
           + (f", logits {tuple(logits.shape)} std {float(logits.std()):.2f}" if logits is not None else ""))
@@ -387,6 +418,16 @@ def check_disentangled_terms_matter(out, hidden, rows):
         effect = float((run_rows(ablated, rows)[0] - hidden).abs().max())
         assert effect > TRAIT_MIN_EFFECT, f"deberta-v3: only {kept} moves the hidden states by {effect}"
         print(f"  deberta-v3 with {kept} alone: hidden states move by {effect:.3f}")
+
+
+def check_boxes_matter(model, hidden, rows, boxes):
+    """The fixture fails to test the boxes, or the height and width tables, if all zero boxes, or
+    boxes of one point each, leave the outputs within reach."""
+    points = [[[x0, y0, x0, y0] for x0, y0, _, _ in row] for row in boxes]
+    for what, other in (("all zero boxes", None), ("boxes of no width or height", points)):
+        effect = float((run_rows(model, rows, other)[0] - hidden).abs().max())
+        assert effect > TRAIT_MIN_EFFECT, f"layoutlm: {what} move the hidden states by only {effect}"
+        print(f"  layoutlm with {what}: hidden states move by {effect:.3f}")
 
 
 ZERO_SHOT_TEXT = "The new phone has a great camera and a battery that lasts two days."
@@ -447,6 +488,52 @@ def make_reranker(name="bert-rerank", seed=2200):
     print(f"  {name}: CrossEncoder scores {[round(float(x), 4) for x in scores]}")
 
 
+# build/layout's words: a receipt's words and their boxes on LayoutLM's 0..1000 scale (each
+# tokenized alone, every token taking its word's box), one word split into several tokens.
+LAYOUT_WORDS = [("Total", [60, 700, 180, 730]), ("amount", [190, 700, 330, 730]), ("due:", [340, 700, 420, 730]),
+                ("twelve", [600, 700, 720, 731]), ("dollars", [730, 702, 870, 731]), ("unbelievably", [60, 760, 400, 795])]
+
+
+def make_layout_words(name="layoutlm-words", seed=2300):
+    """A LayoutLM token classifier with BERT's tokenizer (tokenizer-bert) and a document of words
+    with boxes (words.txt, build/layout's input): labels.txt holds each word's label (its first
+    token's), logits.bin the logits of the tokens as transformers' LayoutLM examples build them
+    ([CLS] boxed 0,0,0,0, each word's tokens its box, [SEP] 1000,1000,1000,1000): the reference
+    of build/layout's words mode."""
+    torch.manual_seed(seed)
+    out = FIXTURES / name
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    shape = dict(LAYOUTLM_SHAPE, vocab_size=420, hidden_size=16, intermediate_size=32, max_position_embeddings=64,
+                 max_2d_position_embeddings=1024)  # the page's 0..1000 scale; narrow, so that the tables stay small
+    config = transformers.LayoutLMConfig(**shape,
+                                         num_labels=4, id2label={0: "O", 1: "B-KEY", 2: "B-VALUE", 3: "I-VALUE"},
+                                         label2id={"O": 0, "B-KEY": 1, "B-VALUE": 2, "I-VALUE": 3})
+    transformers.LayoutLMForTokenClassification(config).eval().save_pretrained(out)
+    for file in ("tokenizer.json", "tokenizer_config.json", "vocab.txt"):
+        shutil.copy(FIXTURES / "tokenizer-bert" / file, out / file)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(out)
+    model = transformers.LayoutLMForTokenClassification.from_pretrained(out, attn_implementation="eager").eval()
+    ids, boxes, first = [tokenizer.cls_token_id], [[0, 0, 0, 0]], []
+    for word, box in LAYOUT_WORDS:
+        pieces = tokenizer(word, add_special_tokens=False)["input_ids"]
+        first.append(len(ids))
+        ids += pieces
+        boxes += [box] * len(pieces)
+    ids.append(tokenizer.sep_token_id)
+    boxes.append([1000] * 4)
+    assert ids == tokenizer(" ".join(w for w, _ in LAYOUT_WORDS))["input_ids"], "words tokenized alone differ"
+    assert max(len(tokenizer(w, add_special_tokens=False)["input_ids"]) for w, _ in LAYOUT_WORDS) > 1
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([ids]), bbox=torch.tensor([boxes])).logits[0]
+    logits.numpy().astype("<f4").tofile(out / "logits.bin")
+    (out / "words.txt").write_text("".join(f"{w} {' '.join(map(str, b))}\n" for w, b in LAYOUT_WORDS), encoding="utf-8")
+    labels = [config.id2label[int(logits[i].argmax())] for i in first]
+    (out / "labels.txt").write_text("".join(f"{w} {label}\n" for (w, _), label in zip(LAYOUT_WORDS, labels)),
+                                    encoding="utf-8")
+    print(f"  {name}: {len(ids)} tokens, labels {labels}")
+
+
 def main() -> None:
     torch.set_num_threads(1)
     only = set(sys.argv[1:])
@@ -457,6 +544,8 @@ def main() -> None:
         make_zero_shot()
     if not only or "bert-rerank" in only:
         make_reranker()
+    if not only or "layoutlm-words" in only:
+        make_layout_words()
 
 
 if __name__ == "__main__":

@@ -335,6 +335,27 @@ static void test_deberta_refusals(void) {
     expect_load("DeBERTa with norm_rel_ebd none and the norm's tensors", NULL, PF_ERROR_FORMAT, "encoder.LayerNorm");
 }
 
+/* LayoutLM's 2-D tables must be max_2d_position_embeddings rows long (a config that disagrees is
+   refused naming the table); transformers 4's position_embedding_type, on any encoder, is taken
+   when "absolute" and refused by name otherwise (relative_key adds distance embeddings we lack). */
+static void test_layoutlm_refusals(void) {
+    if (copy_fixture("layoutlm")) return;
+    edit_file("config.json", "\"max_2d_position_embeddings\": 64", "\"max_2d_position_embeddings\": 32");
+    expect_load("LayoutLM with max_2d_position_embeddings 32 over tables of 64", NULL, PF_ERROR_FORMAT,
+                "x_position_embeddings.weight");
+    if (copy_fixture("layoutlm")) return;
+    edit_file("config.json", "\"use_cache\": true", "\"use_cache\": true, \"position_embedding_type\": \"absolute\"");
+    pf_free(expect_load("LayoutLM with position_embedding_type absolute", NULL, PF_OK, NULL));
+    if (copy_fixture("layoutlm")) return;
+    edit_file("config.json", "\"use_cache\": true", "\"use_cache\": true, \"position_embedding_type\": \"relative_key\"");
+    expect_load("LayoutLM with position_embedding_type relative_key", NULL, PF_ERROR_UNSUPPORTED,
+                "\"position_embedding_type\" \"relative_key\" is not supported");
+    if (copy_fixture("bert")) return;
+    edit_file("config.json", "\"model_type\": \"bert\"", "\"model_type\": \"bert\", \"position_embedding_type\": null");
+    expect_load("BERT with position_embedding_type null", NULL, PF_ERROR_UNSUPPORTED,
+                "\"position_embedding_type\" other than a name is not supported");
+}
+
 /* SqueezeBERT's group counts say how its convolutions' weights are stored: one that disagrees
    with a weight, or divides no channels, is refused naming the tensor and the groups; an
    embedding_size apart from hidden_size (which transformers asserts against) by name. */
@@ -1337,6 +1358,7 @@ void test_config(void) {
     test_refused_values();
     test_deberta_refusals();
     test_squeezebert_refusals();
+    test_layoutlm_refusals();
     test_mobilebert_refusals();
     test_fused_families();
     test_other_formats();

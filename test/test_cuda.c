@@ -1469,6 +1469,13 @@ static int cuda_available(char *reason, size_t size) {
 
 static int compare_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* The reference's rows through pf_encode, or pf_encode_layout with a layout model's boxes. */
+static pf_result encode_reference_rows(pf_model *m, const test_encoder_reference *ref, const int32_t *const *ids,
+                                       const int32_t *const *types, const int32_t *const *boxes, pf_encoding **e) {
+    return ref->has_boxes ? pf_encode_layout(m, ids, types, boxes, ref->lengths, ref->rows, e)
+                          : pf_encode(m, ids, types, ref->lengths, ref->rows, e);
+}
+
 /* An encoder fixture (make_encoder_fixtures.py) on the GPU in fp32, 1 and 2 ranks, against the
    CPU backend's encoding of the same rows: hidden states, pooled output and head logits. */
 static void test_encoder(const char *name) {
@@ -1479,8 +1486,8 @@ static void test_encoder(const char *name) {
         CHECK_MSG(0, "%s: reference.txt unreadable", name);
         return;
     }
-    const int32_t *ids[TEST_ENCODER_ROWS], *types[TEST_ENCODER_ROWS];
-    for (int b = 0; b < ref.rows; b++) ids[b] = ref.ids[b], types[b] = ref.types[b];
+    const int32_t *ids[TEST_ENCODER_ROWS], *types[TEST_ENCODER_ROWS], *boxes[TEST_ENCODER_ROWS];
+    for (int b = 0; b < ref.rows; b++) ids[b] = ref.ids[b], types[b] = ref.types[b], boxes[b] = ref.boxes[b];
     pf_encoding *want = NULL;
     pf_model *m = NULL;
     pf_result r = pf_load(dir, NULL, &m);
@@ -1488,7 +1495,7 @@ static void test_encoder(const char *name) {
     po.device = PF_DEVICE_CPU;
     po.max_batch = ref.rows;
     if (r == PF_OK) r = pf_parallelize(m, 1, &po);
-    if (r == PF_OK) r = pf_encode(m, ids, types, ref.lengths, ref.rows, &want);
+    if (r == PF_OK) r = encode_reference_rows(m, &ref, ids, types, boxes, &want);
     CHECK_MSG(r == PF_OK, "%s on the CPU: %s", name, pf_error_message(m));
     for (int ranks = 1; r == PF_OK && ranks <= 2; ranks++) {
         pf_encoding *got = NULL;
@@ -1497,7 +1504,7 @@ static void test_encoder(const char *name) {
         po.dtype = PF_DTYPE_F32;
         po.max_batch = ref.rows;
         pf_result rr = pf_parallelize(m, ranks, &po);
-        if (rr == PF_OK) rr = pf_encode(m, ids, types, ref.lengths, ref.rows, &got);
+        if (rr == PF_OK) rr = encode_reference_rows(m, &ref, ids, types, boxes, &got);
         CHECK_MSG(rr == PF_OK, "%s on %d GPU ranks: %s", name, ranks, pf_error_message(m));
         if (rr) continue;
         size_t tokens = (size_t)want->offsets[want->batch], d = (size_t)want->hidden_size;
@@ -2334,7 +2341,15 @@ int main(int argc, char **argv) {
                     continue;
                 }
                 printf("%s\n", argv[i]);
-                test_fixture(argv[i]);
+                char path[1200];
+                snprintf(path, sizeof path, "%s/%s/reference_logits.bin", test_fixtures, argv[i]);
+                FILE *decoder = fopen(path, "r");
+                snprintf(path, sizeof path, "%s/%s/hidden.bin", test_fixtures, argv[i]);
+                FILE *encoder = decoder ? NULL : fopen(path, "r");
+                if (decoder) fclose(decoder);
+                if (encoder) fclose(encoder);
+                if (encoder) test_encoder(argv[i]); /* an encoder fixture, named: as the full run tests it */
+                else test_fixture(argv[i]);
             }
         } else {
             run_fixtures("reference_logits.bin", "decoder", test_fixture);

@@ -37,6 +37,13 @@ static void check_array(const char *what, const char *dir, const char *file, con
    head reads its decoder's states (the encoding's hidden states are its encoder's). */
 typedef enum { ENCODER, DECODER, ENCODER_DECODER } fixture_kind;
 
+/* The reference's rows through pf_encode, or pf_encode_layout with a layout model's boxes. */
+static pf_result test_encode(pf_model *m, const test_encoder_reference *ref, const int32_t *const *ids,
+                             const int32_t *const *types, const int32_t *const *boxes, pf_encoding **e) {
+    return ref->has_boxes ? pf_encode_layout(m, ids, types, boxes, ref->lengths, ref->rows, e)
+                          : pf_encode(m, ids, types, ref->lengths, ref->rows, e);
+}
+
 static void test_encoder_fixture_of(const char *name, pf_head head, int num_logits, int per_token, fixture_kind kind) {
     int decoder = kind == DECODER;
     char dir[1024];
@@ -55,11 +62,12 @@ static void test_encoder_fixture_of(const char *name, pf_head head, int num_logi
     }
     pf_model_info info = pf_get_info(m);
     CHECK_MSG(info.is_encoder == (kind == ENCODER) && info.is_encoder_decoder == (kind == ENCODER_DECODER) && info.head == head, "%s: encoder %d, head %d", name, info.is_encoder, (int)info.head);
-    const int32_t *ids[TEST_ENCODER_ROWS], *types[TEST_ENCODER_ROWS];
+    const int32_t *ids[TEST_ENCODER_ROWS], *types[TEST_ENCODER_ROWS], *boxes[TEST_ENCODER_ROWS];
     size_t tokens = 0;
     for (int b = 0; b < ref.rows; b++) {
         ids[b] = ref.ids[b];
         types[b] = ref.types[b];
+        boxes[b] = ref.boxes[b];
         tokens += (size_t)ref.lengths[b];
     }
     for (int run = 0; run < (decoder ? 4 : 3); run++) {
@@ -72,7 +80,7 @@ static void test_encoder_fixture_of(const char *name, pf_head head, int num_logi
         if (chunked) po.prefill_chunk = 2 * ref.rows;
         pf_encoding *e = NULL;
         r = pf_parallelize(m, ranks, &po);
-        if (r == PF_OK) r = pf_encode(m, ids, types, ref.lengths, ref.rows, &e);
+        if (r == PF_OK) r = test_encode(m, &ref, ids, types, boxes, &e);
         CHECK_MSG(r == PF_OK, "%s: %s", what, pf_error_message(m));
         if (r) continue;
         CHECK(e->batch == ref.rows && e->hidden_size == info.hidden_size && e->offsets[ref.rows] == (int)tokens);
@@ -85,7 +93,7 @@ static void test_encoder_fixture_of(const char *name, pf_head head, int num_logi
     /* gathered back onto one CPU rank, the same outputs */
     pf_encoding *e = NULL;
     r = pf_to_cpu(m);
-    if (r == PF_OK) r = pf_encode(m, ids, types, ref.lengths, ref.rows, &e);
+    if (r == PF_OK) r = test_encode(m, &ref, ids, types, boxes, &e);
     CHECK_MSG(r == PF_OK, "%s after pf_to_cpu: %s", name, pf_error_message(m));
     if (r == PF_OK) {
         char what[160];
@@ -94,13 +102,24 @@ static void test_encoder_fixture_of(const char *name, pf_head head, int num_logi
         check_array(what, dir, "logits.bin", e->logits, (per_token ? tokens : (size_t)ref.rows) * (size_t)num_logits);
     }
     pf_encoding_free(e);
-    /* A masked LM gives pf_forward's logits too (one row: its segments all 0, as row 0's are). */
+    /* A masked LM gives pf_forward's logits too (one row: its segments all 0, as row 0's are; a
+       layout model's boxes all 0, as pf_encode_layout without boxes gives them). */
     if (head == PF_HEAD_MASKED_LM) {
         size_t count = (size_t)ref.lengths[0] * (size_t)info.vocab_size, n = 0;
-        float *logits = (float *)malloc(count * sizeof(float));
+        float *logits = (float *)malloc(count * sizeof(float)), *want = NULL;
         char path[1100];
         snprintf(path, sizeof path, "%s/logits.bin", dir);
-        float *want = test_read_floats(path, &n);
+        if (ref.has_boxes) {
+            pf_encoding *unboxed = NULL;
+            CHECK(pf_encode_layout(m, ids, types, NULL, ref.lengths, 1, &unboxed) == PF_OK);
+            if (unboxed && (want = (float *)malloc(count * sizeof(float)))) {
+                memcpy(want, unboxed->logits, count * sizeof(float));
+                n = count;
+            }
+            pf_encoding_free(unboxed);
+        } else {
+            want = test_read_floats(path, &n);
+        }
         r = pf_forward(m, ref.ids[0], 1, ref.lengths[0], logits);
         CHECK_MSG(r == PF_OK, "%s: pf_forward: %s", name, pf_error_message(m));
         if (r == PF_OK && want && n >= count)
@@ -946,6 +965,153 @@ static void test_text_classify_cli(void) {
     CHECK_MSG(status == 1 && strstr(out, "no sequence-classification head"), "classify on a causal LM: exit %d: %s", status, out);
 }
 
+/* The floats of FILE in a fixture against `got` (count of them, from element `first` of the file). */
+static void check_floats_at(const char *what, const char *dir, const char *file, size_t first, const float *got,
+                            size_t count) {
+    char path[1100];
+    size_t n = 0;
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    float *want = test_read_floats(path, &n);
+    CHECK_MSG(want && got && n >= first + count, "%s: %s holds %zu floats, want %zu from %zu", what, file, n, count, first);
+    if (want && got && n >= first + count)
+        CHECK_MSG(test_max_abs_diff(got, want + first, count) <= TOLERANCE, "%s: differs from %s", what, file);
+    free(want);
+}
+
+/* LayoutLM's boxes: one whose corners are swapped, or a value outside the 2-D tables' rows, is
+   refused naming the row and token before any work; pf_encode runs the model with zero boxes, as
+   pf_encode_layout without boxes does; a model without 2-D tables refuses boxes. */
+static void test_layout_refusals(void) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/layoutlm", test_fixtures);
+    pf_model *m = NULL;
+    pf_result r = pf_load(dir, NULL, &m);
+    CHECK_MSG(r == PF_OK, "loading layoutlm: %s", pf_error_message(m));
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.max_batch = 2;
+    if (r == PF_OK) r = pf_parallelize(m, 2, &po);
+    if (r) {
+        pf_free(m);
+        return;
+    }
+    static const int32_t ids[3] = {2, 17, 3};
+    static const struct { int32_t box[4]; const char *message; } bad[] = {
+        {{10, 5, 9, 6}, "row 0, token 1: box (10, 5, 9, 6) is not x0 <= x1 and y0 <= y1 within 0..63"},
+        {{10, 5, 12, 4}, "row 0, token 1: box (10, 5, 12, 4)"},
+        {{10, 5, 64, 6}, "row 0, token 1: box (10, 5, 64, 6)"},
+        {{-1, 5, 12, 6}, "row 0, token 1: box (-1, 5, 12, 6)"},
+    };
+    const int32_t *rows[1] = {ids};
+    int length = 3;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int32_t boxes[12] = {0, 0, 0, 0, 0, 0, 0, 0, 63, 63, 63, 63};
+        memcpy(boxes + 4, bad[i].box, sizeof bad[i].box);
+        const int32_t *row_boxes[1] = {boxes};
+        pf_encoding *e = NULL;
+        CHECK(pf_encode_layout(m, rows, NULL, row_boxes, &length, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+        CHECK_MSG(strstr(pf_error_message(m), bad[i].message) != NULL, "bad box %zu: %s", i, pf_error_message(m));
+    }
+    pf_encoding *plain = NULL, *unboxed = NULL;
+    CHECK(pf_encode(m, rows, NULL, &length, 1, &plain) == PF_OK);
+    CHECK(pf_encode_layout(m, rows, NULL, NULL, &length, 1, &unboxed) == PF_OK);
+    if (plain && unboxed)
+        CHECK(test_max_abs_diff(plain->last_hidden_state, unboxed->last_hidden_state, 3 * (size_t)plain->hidden_size) == 0);
+    /* a batch of a boxed row (the fixture's row 0) and a row without boxes: each as alone */
+    test_encoder_reference ref;
+    pf_encoding *mixed = NULL;
+    if (test_read_encoder_reference(dir, &ref) == 0) {
+        const int32_t *both[2] = {ref.ids[0], ids}, *both_boxes[2] = {ref.boxes[0], NULL};
+        int lengths[2] = {ref.lengths[0], length};
+        CHECK(pf_encode_layout(m, both, NULL, both_boxes, lengths, 2, &mixed) == PF_OK);
+    }
+    if (mixed && unboxed) {
+        size_t d = (size_t)mixed->hidden_size, first = (size_t)ref.lengths[0] * d;
+        check_floats_at("layoutlm's boxed row beside one without boxes", dir, "hidden.bin", 0, mixed->last_hidden_state, first);
+        CHECK_MSG(test_max_abs_diff(mixed->last_hidden_state + first, unboxed->last_hidden_state, 3 * d) <= TOLERANCE,
+                  "layoutlm's row without boxes beside a boxed one differs from it alone");
+    }
+    pf_encoding_free(mixed);
+    pf_encoding_free(plain);
+    pf_encoding_free(unboxed);
+    pf_free(m);
+    snprintf(dir, sizeof dir, "%s/bert", test_fixtures);
+    m = NULL;
+    r = pf_load(dir, NULL, &m);
+    CHECK_MSG(r == PF_OK, "loading bert: %s", pf_error_message(m));
+    if (r == PF_OK && pf_parallelize(m, 1, &po) == PF_OK) {
+        pf_encoding *e = NULL;
+        CHECK(pf_encode_layout(m, rows, NULL, NULL, &length, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
+        CHECK(strstr(pf_error_message(m), "model_type \"bert\" has no 2-D position embeddings") != NULL);
+    }
+    pf_free(m);
+}
+
+/* build/layout end to end: a document's words and boxes through the model's tokenizer and
+   LayoutLM on 3 ranks give transformers' logits and each word's label (layoutlm-words, boxed as
+   transformers' examples box [CLS] and [SEP]); token ids and boxes (--ids) give the fixture's
+   logits, two documents a batch; a bad box and a malformed line are clear errors. */
+static void test_layout_cli(void) {
+    char layout[1024], dir[1024], input[] = "/tmp/pf_layout_XXXXXX", logits_path[64], command[4096], out[2048];
+    test_example_path("layout", layout, sizeof layout);
+    snprintf(logits_path, sizeof logits_path, "%s.logits", input);
+    int fd = mkstemp(input);
+    if (fd < 0) {
+        CHECK_MSG(0, "layout CLI: setting up");
+        return;
+    }
+    close(fd);
+    snprintf(dir, sizeof dir, "%s/layoutlm-words", test_fixtures);
+    snprintf(command, sizeof command, "%s %s %s/words.txt --device cpu --gpus 3 --logits %s 2>&1", layout, dir, dir, logits_path);
+    int status = test_run_output(command, out, sizeof out);
+    char path[1100];
+    snprintf(path, sizeof path, "%s/labels.txt", dir);
+    size_t size = 0, n = 0;
+    char *labels = test_read_file(path, &size);
+    CHECK_MSG(status == 0 && labels && !strcmp(out, labels), "layout CLI printed \"%s\", want \"%s\"", out, labels ? labels : "?");
+    free(labels);
+    float *got = test_read_floats(logits_path, &n);
+    check_floats_at("layout CLI's words", dir, "logits.bin", 0, got, n);
+    free(got);
+    /* rows 0 and 2 of layoutlm-tok (their segments all 0) as token ids and boxes */
+    test_encoder_reference ref;
+    snprintf(dir, sizeof dir, "%s/layoutlm-tok", test_fixtures);
+    FILE *f = test_read_encoder_reference(dir, &ref) ? NULL : fopen(input, "w");
+    CHECK_MSG(f != NULL, "layout CLI: reading %s", dir);
+    if (!f) return;
+    for (int b = 0; b < 3; b += 2) {
+        for (int t = 0; t < ref.lengths[b]; t++)
+            fprintf(f, "%d %d %d %d %d\n", (int)ref.ids[b][t], (int)ref.boxes[b][4 * t], (int)ref.boxes[b][4 * t + 1],
+                    (int)ref.boxes[b][4 * t + 2], (int)ref.boxes[b][4 * t + 3]);
+        fprintf(f, "\n");
+    }
+    fclose(f);
+    snprintf(command, sizeof command, "%s %s %s --ids --device cpu --gpus 2 --logits %s >/dev/null 2>&1", layout, dir, input,
+             logits_path);
+    CHECK_MSG(system(command) == 0, "%s", command);
+    got = test_read_floats(logits_path, &n);
+    size_t first = (size_t)ref.lengths[0] * 5, second = (size_t)ref.lengths[2] * 5;
+    CHECK_MSG(got && n == first + second, "layout CLI --ids: %zu logits, want %zu", n, first + second);
+    if (got && n == first + second) {
+        check_floats_at("layout CLI --ids, document 0", dir, "logits.bin", 0, got, first);
+        check_floats_at("layout CLI --ids, document 1", dir, "logits.bin", (size_t)(ref.lengths[0] + ref.lengths[1]) * 5,
+                        got + first, second);
+    }
+    free(got);
+    static const struct { const char *text, *message; } bad[] = {
+        {"Total 500 10 400 20\n", "row 0, token 1: box (500, 10, 400, 20)"},
+        {"Total 5 10 40\n", "not lines of \"WORD x0 y0 x1 y1\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        test_write_file(input, bad[i].text, strlen(bad[i].text));
+        snprintf(command, sizeof command, "%s %s/layoutlm-words %s --device cpu --gpus 1 2>&1", layout, test_fixtures, input);
+        status = test_run_output(command, out, sizeof out);
+        CHECK_MSG(status == 1 && strstr(out, bad[i].message), "layout CLI on \"%s\": status %d, \"%s\"", bad[i].text, status, out);
+    }
+    unlink(input);
+    unlink(logits_path);
+}
+
 void test_encoders(void) {
     test_audio_fixture("wav2vec2-ctc");
     test_audio_fixture("xlsr-ctc");
@@ -1026,6 +1192,13 @@ void test_encoders(void) {
     test_encoder_fixture("xlm-roberta-xl-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
     test_encoder_fixture("ernie", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("ernie-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
+    test_encoder_fixture("layoutlm", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("layoutlm-mlm", PF_HEAD_MASKED_LM, 120, 1);
+    test_encoder_fixture("layoutlm-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
+    test_encoder_fixture("layoutlm-tok", PF_HEAD_TOKEN_CLASSIFICATION, 5, 1);
+    test_encoder_fixture("layoutlm-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
+    test_layout_refusals();
+    test_layout_cli();
     test_encoder_fixture("squeezebert", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("squeezebert-mlm", PF_HEAD_MASKED_LM, 120, 1);
     test_encoder_fixture("squeezebert-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);

@@ -318,7 +318,7 @@ int test_read_encoder_reference(const char *dir, test_encoder_reference *ref) {
     if (!f) return -1;
     memset(ref, 0, sizeof *ref);
     while (fgets(line, sizeof line, f)) {
-        int row, values[TEST_MAX_IDS], n;
+        int row, values[4 * TEST_MAX_IDS], n;
         char *eq = strchr(line, '=');
         if (!eq) continue;
         if (!strncmp(line, "rows=", 5)) ref->rows = atoi(line + 5);
@@ -329,6 +329,10 @@ int test_read_encoder_reference(const char *dir, test_encoder_reference *ref) {
         } else if (sscanf(line, "types%d=", &row) == 1 && row >= 0 && row < TEST_ENCODER_ROWS &&
                    (n = test_parse_ids(eq + 1, values, TEST_MAX_IDS)) > 0) {
             for (int i = 0; i < n; i++) ref->types[row][i] = values[i];
+        } else if (sscanf(line, "boxes%d=", &row) == 1 && row >= 0 && row < TEST_ENCODER_ROWS &&
+                   (n = test_parse_ids(eq + 1, values, 4 * TEST_MAX_IDS)) > 0) {
+            ref->has_boxes = 1;
+            for (int i = 0; i < n; i++) ref->boxes[row][i] = values[i];
         }
     }
     fclose(f);
