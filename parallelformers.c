@@ -5009,6 +5009,8 @@ static pf_result pf__config_text_tower(const pf__json *json, const pf__text_towe
    towers share are checked equal here. */
 static const struct { const char *family; pf__arch_id arch; } pf__encoder_decoder_pairs[] = {
     {"bert", PF__ARCH_ENCODER_DECODER}, {"bert-generation", PF__ARCH_BERT_GENERATION},
+    {"roberta", PF__ARCH_ROBERTA_ENCODER_DECODER}, {"xlm-roberta", PF__ARCH_ROBERTA_ENCODER_DECODER},
+    {"camembert", PF__ARCH_ROBERTA_ENCODER_DECODER},
 };
 
 static pf_result pf__config_encoder_decoder(const pf__json *json, const char *path, pf__config *cfg, char *message,
@@ -5022,16 +5024,17 @@ static pf_result pf__config_encoder_decoder(const pf__json *json, const char *pa
     for (int k = 0; k < 2; k++) names[k] = types[k] && types[k]->type == PF__JSON_STRING ? types[k]->string : "?";
     int arch = -1;
     for (size_t i = 0; i < PF__COUNT(pf__encoder_decoder_pairs); i++)
-        if (!strcmp(names[0], pf__encoder_decoder_pairs[i].family) && !strcmp(names[1], names[0]))
+        if (!strcmp(names[0], pf__encoder_decoder_pairs[i].family) && !strcmp(names[1], names[0])) /* one family */
             arch = (int)pf__encoder_decoder_pairs[i].arch;
     if (arch < 0)
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: an encoder-decoder of a \"%s\" encoder and a \"%s\" "
-                          "decoder is not supported (bert -> bert and bert-generation -> bert-generation are: one forward "
-                          "runs both towers, so their blocks must share norm placement and positions)", path, names[0],
+                          "decoder is not supported (two towers of bert, bert-generation or roberta / xlm-roberta / camembert "
+                          "are: one forward runs both, so their blocks must share norm placement and positions)", path, names[0],
                           names[1]);
     /* values the two towers must share: one field holds each */
     static const char *const shared[] = {"hidden_size", "hidden_act", "layer_norm_eps", "max_position_embeddings",
-                                         "type_vocab_size", "position_embedding_type"};
+                                         "type_vocab_size", "position_embedding_type",
+                                         "pad_token_id"}; /* RoBERTa's positions start after it */
     for (size_t i = 0; i < PF__COUNT(shared); i++) {
         const pf__json *a = pf__json_get(encoder, shared[i]), *b = pf__json_get(decoder, shared[i]);
         double x = 0, y = 0;
@@ -5071,7 +5074,7 @@ PF_PRIVATE pf_result pf__config_read(const char *dir, pf__config *cfg, char *mes
     int is_type_string = type && type->type == PF__JSON_STRING;
     if (is_type_string && !strcmp(type->string, "encoder-decoder"))
         r = pf__config_encoder_decoder(json, path, cfg, message, size);
-    else if (is_type_string && !strcmp(type->string, pf__archs[PF__ARCH_BERT_GENERATION].model_type))
+    else if (is_type_string && !strcmp(type->string, "bert-generation"))
         r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: a BertGeneration tower alone (BertGenerationEncoder, "
                        "BertGenerationDecoder) is not supported; an EncoderDecoderModel of two is", path);
     else

@@ -226,8 +226,9 @@ cases('marian-separate-s2s', 'MarianMTModel')
 
 # EncoderDecoderModel (model_type "encoder-decoder"): two towers of one family, the decoder with
 # cross-attention, each its own vocabulary (the encoder's 110 ids, the decoder's 90); 5 heads, so
-# that 2 and 3 ranks split them unevenly. BERT -> BERT (its LM head's transform, segment tables)
-# and BertGeneration -> BertGeneration (neither), each seeded on its own.
+# that 2 and 3 ranks split them unevenly. BERT -> BERT (its LM head's transform, segment tables),
+# BertGeneration -> BertGeneration (neither) and RoBERTa -> RoBERTa (positions after the pad id,
+# RoBERTa's LM head), each seeded on its own.
 def encoder_decoder(family):
     def config(**kw):
         shape = dict(hidden_size=40, num_attention_heads=5, intermediate_size=80, max_position_embeddings=64,
@@ -238,8 +239,10 @@ def encoder_decoder(family):
     return config
 
 
-for name, family, seed in (('bert2bert-s2s', transformers.BertConfig, 21),
-                           ('bert-generation-s2s', transformers.BertGenerationConfig, 22)):
+for name, family, seed, ids in (('bert2bert-s2s', transformers.BertConfig, 21, (1, 0, 2)),
+                                ('bert-generation-s2s', transformers.BertGenerationConfig, 22, (1, 0, 2)),
+                                ('roberta2roberta-s2s', transformers.RobertaConfig, 23, (0, 1, 2))):  # RoBERTa: <s> 0, <pad> 1
     torch.manual_seed(seed)
-    make(name, encoder_decoder(family), 'EncoderDecoderModel', dict(decoder_start_token_id=1, pad_token_id=0, eos_token_id=2))
+    start, pad, eos = ids
+    make(name, encoder_decoder(family), 'EncoderDecoderModel', dict(decoder_start_token_id=start, pad_token_id=pad, eos_token_id=eos))
     cases(name, 'EncoderDecoderModel')

@@ -755,6 +755,9 @@ static void test_seq2seq_refusals(void) {
     if (copy_fixture("bert2bert-s2s")) return;
     add_tensor("decoder.bert.encoder.layer.1.crossattention.self.rotary.weight");
     expect_load("an unknown cross-attention tensor of a BERT decoder", NULL, PF_ERROR_UNSUPPORTED, "crossattention.self.rotary");
+    if (copy_fixture("roberta2roberta-s2s")) return; /* RoBERTa's positions start after each tower's pad id */
+    edit_file("config.json", "\"pad_token_id\": 1", "\"pad_token_id\": 3");
+    expect_load("RoBERTa towers of different pad ids", NULL, PF_ERROR_UNSUPPORTED, "\"pad_token_id\" differ");
     if (copy_fixture("bert-generation-s2s")) return;
     edit_file("config.json", "\"model_type\": \"encoder-decoder\"", "\"model_type\": \"bert-generation\"");
     expect_load("a BertGeneration tower alone", NULL, PF_ERROR_UNSUPPORTED, "tower alone");
