@@ -336,6 +336,8 @@ typedef enum {
     PF__SLOT_ENC_REL_BIAS,          /* as PF__SLOT_REL_BIAS, bucketed both ways */
     PF__SLOT_ENC_TOKEN_EMBED,       /* [src_vocab, E]: an encoder vocabulary of its own (FSMT), whole on
                                        every rank; absent: the towers share PF__SLOT_TOKEN_EMBED */
+    PF__SLOT_ENC_TOKEN_TYPE_EMBED,  /* [type_vocab, hidden]: the encoder's segment embeddings (BERT's towers in
+                                       an EncoderDecoderModel); PF__SLOT_TOKEN_TYPE_EMBED is then the decoder's */
     /* Image encoders (ViT): patches instead of token ids */
     PF__SLOT_PATCH_WEIGHT,          /* [hidden, channels * patch^2]: the patch embedding (a strided conv) */
     PF__SLOT_PATCH_BIAS,            /* [hidden] */
@@ -4776,7 +4778,8 @@ static pf_result pf__config_seq2seq_head(const pf__json *first, pf__config *c, c
     if (name && pf__has_suffix(name, "EncoderModel")) {
         c->head = PF_HEAD_NONE;
         c->decoder_layers = 0;
-    } else if (!name || pf__has_suffix(name, "ForConditionalGeneration") || pf__has_suffix(name, "MTModel")) { /* MarianMTModel */
+    } else if (!name || pf__has_suffix(name, "ForConditionalGeneration") || pf__has_suffix(name, "MTModel") || /* MarianMTModel */
+               !strcmp(name, "EncoderDecoderModel")) {
         c->head = PF_HEAD_CAUSAL_LM;
     } else if (pf__has_suffix(name, "ForSequenceClassification") &&
                pf__arch_tensor_for(c->arch, PF__SLOT_CLASSIFIER_WEIGHT)) { /* bart-large-mnli */
@@ -4786,7 +4789,7 @@ static pf_result pf__config_seq2seq_head(const pf__json *first, pf__config *c, c
     } else { /* the families whose rows name these heads' tensors: BART's */
         return pf__format(message, size, PF_ERROR_UNSUPPORTED,
                           "%s: architecture \"%s\" is not supported (its head; ...ForConditionalGeneration, "
-                          "MarianMTModel and ...EncoderModel are; BART's ...ForSequenceClassification and "
+                          "MarianMTModel, EncoderDecoderModel and ...EncoderModel are; BART's ...ForSequenceClassification and "
                           "...ForQuestionAnswering)",
                           path, name);
     }
@@ -5031,6 +5034,65 @@ static pf_result pf__config_text_tower(const pf__json *json, const pf__text_towe
     return r;
 }
 
+/* transformers' EncoderDecoderModel (model_type "encoder-decoder"): two towers whose configs are
+   config.json's "encoder" and "decoder" objects, read by the row of the encoder's family (its
+   PF_ARCH_CONFIG keys name them as "encoder.x" and "decoder.x"). One forward serves both towers,
+   so the pairs whose blocks share their traits are the ones run: BERT -> BERT and BertGeneration
+   -> BertGeneration (post-norm blocks, the decoder's with BERT's cross-attention); the values the
+   towers share are checked equal here. */
+static const struct { const char *family; pf__arch_id arch; } pf__encoder_decoder_pairs[] = {
+    {"bert", PF__ARCH_ENCODER_DECODER}, {"bert-generation", PF__ARCH_BERT_GENERATION},
+    {"roberta", PF__ARCH_ROBERTA_ENCODER_DECODER}, {"xlm-roberta", PF__ARCH_ROBERTA_ENCODER_DECODER},
+    {"camembert", PF__ARCH_ROBERTA_ENCODER_DECODER},
+};
+
+static pf_result pf__config_encoder_decoder(const pf__json *json, const char *path, pf__config *cfg, char *message,
+                                            size_t size) {
+    const pf__json *encoder = pf__json_get(json, "encoder"), *decoder = pf__json_get(json, "decoder");
+    if (!encoder || encoder->type != PF__JSON_OBJECT || !decoder || decoder->type != PF__JSON_OBJECT)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: model_type \"encoder-decoder\" without \"encoder\" and "
+                          "\"decoder\" objects", path);
+    const pf__json *types[2] = {pf__json_get(encoder, "model_type"), pf__json_get(decoder, "model_type")};
+    const char *names[2];
+    for (int k = 0; k < 2; k++) names[k] = types[k] && types[k]->type == PF__JSON_STRING ? types[k]->string : "?";
+    int arch = -1;
+    for (size_t i = 0; i < PF__COUNT(pf__encoder_decoder_pairs); i++)
+        if (!strcmp(names[0], pf__encoder_decoder_pairs[i].family) && !strcmp(names[1], names[0])) /* one family */
+            arch = (int)pf__encoder_decoder_pairs[i].arch;
+    if (arch < 0)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: an encoder-decoder of a \"%s\" encoder and a \"%s\" "
+                          "decoder is not supported (two towers of bert, bert-generation or roberta / xlm-roberta / camembert "
+                          "are: one forward runs both, so their blocks must share norm placement and positions)", path, names[0],
+                          names[1]);
+    /* values the two towers must share: one field holds each */
+    static const char *const shared[] = {"hidden_size", "hidden_act", "layer_norm_eps", "max_position_embeddings",
+                                         "type_vocab_size", "position_embedding_type",
+                                         "pad_token_id"}; /* RoBERTa's positions start after it */
+    for (size_t i = 0; i < PF__COUNT(shared); i++) {
+        const pf__json *a = pf__json_get(encoder, shared[i]), *b = pf__json_get(decoder, shared[i]);
+        double x = 0, y = 0;
+        int same = (!a || a->type == PF__JSON_NULL) && (!b || b->type == PF__JSON_NULL);
+        if (a && b && a->type == PF__JSON_STRING && b->type == PF__JSON_STRING) same = !strcmp(a->string, b->string);
+        else if (a && b && pf__json_number(a, &x) == 1 && pf__json_number(b, &y) == 1) same = x == y;
+        if (!same)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: the encoder's and the decoder's \"%s\" differ (or "
+                              "one lacks it): not supported (one forward runs both towers)", path, shared[i]);
+        if (b && b->type == PF__JSON_STRING && !strcmp(shared[i], "position_embedding_type") && strcmp(b->string, "absolute"))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"position_embedding_type\" \"%s\" is not "
+                              "supported (absolute is)", path, b->string);
+    }
+    pf_result r = pf__config_parse(json, path, arch, cfg, message, size);
+    if (r) return r;
+    /* the decoder's LM head is tied (or not) by the decoder's config, as its own model ties it */
+    const pf__json *tie = pf__json_get(decoder, "tie_word_embeddings");
+    double tied = 1;
+    if (tie && pf__json_number(tie, &tied) < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: decoder's \"tie_word_embeddings\" is not a boolean", path);
+    cfg->tie_word_embeddings = tied != 0;
+    snprintf(cfg->model_type, sizeof cfg->model_type, "encoder-decoder");
+    return PF_OK;
+}
+
 /* Reads config.json into cfg, choosing the architecture row by model_type. */
 PF_PRIVATE pf_result pf__config_read(const char *dir, pf__config *cfg, char *message, size_t size) {
     char path[PF__PATH_SIZE];
@@ -5040,8 +5102,16 @@ PF_PRIVATE pf_result pf__config_read(const char *dir, pf__config *cfg, char *mes
         return pf__format(message, size, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", dir);
     pf_result r = pf__json_load(path, &json, message, size);
     if (r) return r;
-    const pf__text_tower *tower = pf__text_tower_of(pf__json_get(json, "model_type"));
-    r = tower ? pf__config_text_tower(json, tower, path, cfg, message, size) : pf__config_parse(json, path, -1, cfg, message, size);
+    const pf__json *type = pf__json_get(json, "model_type");
+    const pf__text_tower *tower = pf__text_tower_of(type);
+    int is_type_string = type && type->type == PF__JSON_STRING;
+    if (is_type_string && !strcmp(type->string, "encoder-decoder"))
+        r = pf__config_encoder_decoder(json, path, cfg, message, size);
+    else if (is_type_string && !strcmp(type->string, "bert-generation"))
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: a BertGeneration tower alone (BertGenerationEncoder, "
+                       "BertGenerationDecoder) is not supported; an EncoderDecoderModel of two is", path);
+    else
+        r = tower ? pf__config_text_tower(json, tower, path, cfg, message, size) : pf__config_parse(json, path, -1, cfg, message, size);
     pf__json_free(json);
     return r;
 }
@@ -5110,7 +5180,7 @@ static pf_result pf__config_read_rows(const pf__json *json, const char *path, pf
         for (size_t j = i + 1; j < rows->num_configs; j++)
             if (rows->configs[j].arch == cfg->arch && rows->configs[j].offset == c->offset) last_alias = 0;
         double value = c->fallback;
-        const pf__json *v = c->key ? pf__json_get(json, c->key) : NULL;
+        const pf__json *v = c->key ? pf__json_get_path(json, c->key) : NULL; /* "decoder.x": an encoder-decoder's */
         int found = pf__json_number(v, &value);
         for (size_t j = 0; v && v->type == PF__JSON_NULL && j < rows->num_nulls; j++)
             if (rows->nulls[j].arch == cfg->arch && !strcmp(rows->nulls[j].key, c->key)) {
@@ -5234,7 +5304,7 @@ static pf_result pf__config_bottleneck(const pf__json *json, pf__config *c, cons
 static pf_result pf__config_read_extras(const pf__json *json, const char *path, pf__config *cfg, char *message,
                                         size_t size) {
     const pf__arch *a = &pf__archs[cfg->arch];
-    const pf__json *act = a->activation_key ? pf__json_get(json, a->activation_key) : NULL;
+    const pf__json *act = a->activation_key ? pf__json_get_path(json, a->activation_key) : NULL;
     const char *act_name = act && act->type == PF__JSON_STRING ? act->string : a->activation_default;
     if (pf__activation_from_name(cfg->arch, act_name, &cfg->activation))
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: activation \"%s\" is not supported", path, act_name);
@@ -6326,7 +6396,7 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, REL_EMBED_NORM_WEIGHT) PF__NAME(PF__SLOT_, REL_EMBED_NORM_BIAS) PF__NAME(PF__SLOT_, ENC_POSITION_EMBED)
         PF__NAME(PF__SLOT_, ENC_EMBED_NORM_WEIGHT) PF__NAME(PF__SLOT_, ENC_EMBED_NORM_BIAS)
         PF__NAME(PF__SLOT_, ENC_FINAL_NORM_WEIGHT) PF__NAME(PF__SLOT_, ENC_FINAL_NORM_BIAS) PF__NAME(PF__SLOT_, ENC_REL_BIAS)
-        PF__NAME(PF__SLOT_, ENC_TOKEN_EMBED) PF__NAME(PF__SLOT_, PATCH_WEIGHT) PF__NAME(PF__SLOT_, PATCH_BIAS)
+        PF__NAME(PF__SLOT_, ENC_TOKEN_EMBED) PF__NAME(PF__SLOT_, ENC_TOKEN_TYPE_EMBED) PF__NAME(PF__SLOT_, PATCH_WEIGHT) PF__NAME(PF__SLOT_, PATCH_BIAS)
         PF__NAME(PF__SLOT_, CLS_TOKEN) PF__NAME(PF__SLOT_, DIST_TOKEN) PF__NAME(PF__SLOT_, DIST_CLASSIFIER_WEIGHT)
         PF__NAME(PF__SLOT_, DIST_CLASSIFIER_BIAS) PF__NAME(PF__SLOT_, DISCRIMINATOR_WEIGHT)
         PF__NAME(PF__SLOT_, DISCRIMINATOR_BIAS) PF__NAME(PF__SLOT_, DISCRIMINATOR_OUT_WEIGHT)
@@ -7478,7 +7548,7 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_ATTN_SINKS: *rows = (size_t)c->num_heads; break;
     case PF__SLOT_SHARED_GATE_UP_WEIGHT: *rows = 2 * (size_t)c->shared_intermediate_size; *cols = h; break;
     case PF__SLOT_SHARED_GATE_UP_BIAS: *rows = 2 * (size_t)c->shared_intermediate_size; break;
-    case PF__SLOT_TOKEN_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = c->embed_norm_before_project ? e : h; break;
+    case PF__SLOT_TOKEN_TYPE_EMBED: case PF__SLOT_ENC_TOKEN_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = c->embed_norm_before_project ? e : h; break;
     case PF__SLOT_HEAD_TRANSFORM_WEIGHT: *rows = c->embed_norm_before_project ? e : h; *cols = h; break;
     case PF__SLOT_HEAD_TRANSFORM_BIAS: case PF__SLOT_HEAD_NORM_WEIGHT: case PF__SLOT_HEAD_NORM_BIAS:
         *rows = c->embed_norm_before_project ? e : h;
@@ -24111,7 +24181,7 @@ typedef struct pf__tower {
     int first_block, end_block;
     int mask;                /* its self-attention's PF__MASK_CAUSAL or PF__MASK_BIDIRECTIONAL */
     int cross;               /* 1: its blocks attend to the encoder's output after their own attention */
-    pf__slot token_embed, positions, embed_norm, final_norm; /* norms: the weight, its bias the slot after */
+    pf__slot token_embed, positions, token_types, embed_norm, final_norm; /* norms: the weight, its bias the slot after */
     const float *rel_bias;   /* the rank's table, or NULL */
 } pf__tower;
 
@@ -24126,6 +24196,7 @@ static pf__tower pf__tower_of(const pf__rank *r, int encoder) {
     t.cross = split && !encoder;
     t.token_embed = split && encoder && r->weights[PF__SLOT_ENC_TOKEN_EMBED].data ? PF__SLOT_ENC_TOKEN_EMBED : PF__SLOT_TOKEN_EMBED;
     t.positions = split && encoder ? PF__SLOT_ENC_POSITION_EMBED : PF__SLOT_POSITION_EMBED;
+    t.token_types = split && encoder ? PF__SLOT_ENC_TOKEN_TYPE_EMBED : PF__SLOT_TOKEN_TYPE_EMBED;
     t.embed_norm = split && encoder ? PF__SLOT_ENC_EMBED_NORM_WEIGHT : PF__SLOT_EMBED_NORM_WEIGHT;
     t.final_norm = split && encoder ? PF__SLOT_ENC_FINAL_NORM_WEIGHT : PF__SLOT_FINAL_NORM_WEIGHT;
     t.rel_bias = split && encoder ? r->enc_rel_bias : r->rel_bias;
@@ -24165,10 +24236,12 @@ static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__towe
             be->add_residual(r, x, r->part, NULL, N, width);
         }
     }
-    if (PF__HAS(W[PF__SLOT_TOKEN_TYPE_EMBED])) { /* the segment table is whole on every rank */
+    if (PF__HAS(W[t->token_types])) { /* the segment table is whole on every rank */
         pf__step types = *s;
-        types.ids = s->type_ids; /* the callers give zeros when the user gives none */
-        be->embed(r, r->part, &W[PF__SLOT_TOKEN_TYPE_EMBED], &types, 1.0f, 0);
+        /* an encoder's callers give zeros when the user gives none; an encoder-decoder's steps
+           have none: segment 0, as transformers' BERT towers take it */
+        types.ids = s->type_ids ? s->type_ids : r->group->zero_ids;
+        be->embed(r, r->part, &W[t->token_types], &types, 1.0f, 0);
         be->add_residual(r, x, r->part, NULL, N, width);
     }
     if (PF__HAS(W[PF__SLOT_TASK_TYPE_EMBED])) { /* ERNIE: task 0's row on every token, as transformers' default */
@@ -24766,7 +24839,10 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
 static const float *pf__rank_decoder_rows(const pf__rank *r, const pf__job *job) {
     const pf__tower t = pf__tower_of(r, 0);
     int picked = !job->all_positions && job->step.seq_len > 1;
-    return picked || PF__HAS(r->weights[t.final_norm]) || r->group->model->config.norm_weightless ? r->h : r->x;
+    return picked || PF__HAS(r->weights[t.final_norm]) || r->group->model->config.norm_weightless ||
+                   PF__HAS(r->weights[PF__SLOT_HEAD_TRANSFORM_WEIGHT])
+               ? r->h
+               : r->x;
 }
 
 /* A decoder's device work up to the logits, with no wait and no host copy (a backend may capture
@@ -24787,6 +24863,16 @@ static void pf__rank_decoder_hidden(pf__rank *r, const pf__job *job) {
     }
     if (PF__HAS(r->weights[t.final_norm]) || r->group->model->config.norm_weightless)
         pf__rank_final_norm(r, &t, r->h, wanted, rows);
+    const pf__weight *W = r->weights;
+    if (PF__HAS(W[PF__SLOT_HEAD_TRANSFORM_WEIGHT])) { /* h = norm(act(h W^T + b)): BERT's LM head as a decoder's */
+        const pf__config *c = &r->group->model->config;
+        if (PF__HAS(W[t.final_norm]) || c->norm_weightless) wanted = r->h;
+        r->backend->matmul(r, r->part, wanted, &W[PF__SLOT_HEAD_TRANSFORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_HEAD_TRANSFORM_BIAS]),
+                           rows);
+        r->backend->activation(r, r->part, rows * d, c->head_activation < 0 ? c->activation : (pf__activation)c->head_activation);
+        r->backend->norm(r, r->h, r->part, &W[PF__SLOT_HEAD_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_HEAD_NORM_BIAS]), rows, d,
+                         (float)c->norm_eps, pf__archs[c->arch].norm);
+    }
 }
 
 /* A decoder run as an encoder (pf_encode, pf_embed), one chunk of positions: rank 0 downloads the
@@ -25717,7 +25803,7 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     rs->pad = (int *)pf__rank_alloc(r, batch * sizeof(int));
     rs->pad_host = (int *)malloc(batch * sizeof(int));
     rs->cache_rows = (int *)pf__rank_alloc(r, batch * sizeof(int));
-    if (g->model->sources[PF__SLOT_TOKEN_TYPE_EMBED].data)
+    if (g->model->sources[PF__SLOT_TOKEN_TYPE_EMBED].data || g->model->sources[PF__SLOT_ENC_TOKEN_TYPE_EMBED].data)
         rs->type_ids = (int32_t *)pf__rank_alloc(r, T * sizeof(int32_t));
     rs->cache_rows_host = (int *)malloc(batch * sizeof(int));
     if (!rs->cache_rows_host) pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
@@ -26268,9 +26354,12 @@ static void pf__cuda_prepare(pf__rank *r, const pf__step *s) {
     if (!rs || pf__cuda_stage_step_ints(r, rs, s)) return;
     rs->type_ids_from = NULL; /* segment ids: every rank embeds them, heads or not */
     size_t tokens = (size_t)s->batch * s->seq_len;
-    if (s->type_ids && rs->type_ids && tokens <= r->group->max_tokens &&
-        pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->type_ids, s->type_ids, tokens * sizeof(int32_t))))
-        rs->type_ids_from = s->type_ids;
+    /* no ids given (an encoder-decoder's steps): the zeros the forward then embeds, staged here so
+       that a captured decode step copies nothing */
+    const int32_t *types = s->type_ids ? s->type_ids : r->group->zero_ids;
+    if (s->ids && rs->type_ids && tokens <= r->group->max_tokens &&
+        pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->type_ids, types, tokens * sizeof(int32_t))))
+        rs->type_ids_from = types;
     /* every rank: add_positions and rotary read pads and frequencies on a rank without heads too */
     size_t tables = pf__rope_floats(&r->group->model->config);
     if (tables && s->inv_freq && rs->inv_freq) pf__cuda_stage_inv_freq(r, rs, s, tables);
@@ -28972,6 +29061,9 @@ PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
         for (int j = 0; mine && j < mine->num_needs; j++)
             used |= mine->needs[j] == slot || mine->needs[j] + 1 == slot; /* a weight's bias follows it */
         if (slot == PF__SLOT_DIST_CLASSIFIER_WEIGHT || slot == PF__SLOT_DIST_CLASSIFIER_BIAS) used = c->teacher_head;
+        if (slot >= PF__SLOT_HEAD_TRANSFORM_WEIGHT && slot <= PF__SLOT_HEAD_NORM_BIAS && c->head == PF_HEAD_CAUSAL_LM &&
+            pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ)
+            used = 1; /* a BERT decoder's LM head transforms its states first (its row requires the tensors) */
         if (m->sources[slot].data && !used)
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' belongs to a head that config.json's architectures (%s) "
                             "does not use", m->dir, pf__arch_tensor_for(c->arch, slot)->pattern, pf__head_name(c->head));

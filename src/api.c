@@ -406,6 +406,9 @@ PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
         for (int j = 0; mine && j < mine->num_needs; j++)
             used |= mine->needs[j] == slot || mine->needs[j] + 1 == slot; /* a weight's bias follows it */
         if (slot == PF__SLOT_DIST_CLASSIFIER_WEIGHT || slot == PF__SLOT_DIST_CLASSIFIER_BIAS) used = c->teacher_head;
+        if (slot >= PF__SLOT_HEAD_TRANSFORM_WEIGHT && slot <= PF__SLOT_HEAD_NORM_BIAS && c->head == PF_HEAD_CAUSAL_LM &&
+            pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ)
+            used = 1; /* a BERT decoder's LM head transforms its states first (its row requires the tensors) */
         if (m->sources[slot].data && !used)
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' belongs to a head that config.json's architectures (%s) "
                             "does not use", m->dir, pf__arch_tensor_for(c->arch, slot)->pattern, pf__head_name(c->head));

@@ -1173,7 +1173,8 @@ static pf_result pf__config_seq2seq_head(const pf__json *first, pf__config *c, c
     if (name && pf__has_suffix(name, "EncoderModel")) {
         c->head = PF_HEAD_NONE;
         c->decoder_layers = 0;
-    } else if (!name || pf__has_suffix(name, "ForConditionalGeneration") || pf__has_suffix(name, "MTModel")) { /* MarianMTModel */
+    } else if (!name || pf__has_suffix(name, "ForConditionalGeneration") || pf__has_suffix(name, "MTModel") || /* MarianMTModel */
+               !strcmp(name, "EncoderDecoderModel")) {
         c->head = PF_HEAD_CAUSAL_LM;
     } else if (pf__has_suffix(name, "ForSequenceClassification") &&
                pf__arch_tensor_for(c->arch, PF__SLOT_CLASSIFIER_WEIGHT)) { /* bart-large-mnli */
@@ -1183,7 +1184,7 @@ static pf_result pf__config_seq2seq_head(const pf__json *first, pf__config *c, c
     } else { /* the families whose rows name these heads' tensors: BART's */
         return pf__format(message, size, PF_ERROR_UNSUPPORTED,
                           "%s: architecture \"%s\" is not supported (its head; ...ForConditionalGeneration, "
-                          "MarianMTModel and ...EncoderModel are; BART's ...ForSequenceClassification and "
+                          "MarianMTModel, EncoderDecoderModel and ...EncoderModel are; BART's ...ForSequenceClassification and "
                           "...ForQuestionAnswering)",
                           path, name);
     }
@@ -1428,6 +1429,65 @@ static pf_result pf__config_text_tower(const pf__json *json, const pf__text_towe
     return r;
 }
 
+/* transformers' EncoderDecoderModel (model_type "encoder-decoder"): two towers whose configs are
+   config.json's "encoder" and "decoder" objects, read by the row of the encoder's family (its
+   PF_ARCH_CONFIG keys name them as "encoder.x" and "decoder.x"). One forward serves both towers,
+   so the pairs whose blocks share their traits are the ones run: BERT -> BERT and BertGeneration
+   -> BertGeneration (post-norm blocks, the decoder's with BERT's cross-attention); the values the
+   towers share are checked equal here. */
+static const struct { const char *family; pf__arch_id arch; } pf__encoder_decoder_pairs[] = {
+    {"bert", PF__ARCH_ENCODER_DECODER}, {"bert-generation", PF__ARCH_BERT_GENERATION},
+    {"roberta", PF__ARCH_ROBERTA_ENCODER_DECODER}, {"xlm-roberta", PF__ARCH_ROBERTA_ENCODER_DECODER},
+    {"camembert", PF__ARCH_ROBERTA_ENCODER_DECODER},
+};
+
+static pf_result pf__config_encoder_decoder(const pf__json *json, const char *path, pf__config *cfg, char *message,
+                                            size_t size) {
+    const pf__json *encoder = pf__json_get(json, "encoder"), *decoder = pf__json_get(json, "decoder");
+    if (!encoder || encoder->type != PF__JSON_OBJECT || !decoder || decoder->type != PF__JSON_OBJECT)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: model_type \"encoder-decoder\" without \"encoder\" and "
+                          "\"decoder\" objects", path);
+    const pf__json *types[2] = {pf__json_get(encoder, "model_type"), pf__json_get(decoder, "model_type")};
+    const char *names[2];
+    for (int k = 0; k < 2; k++) names[k] = types[k] && types[k]->type == PF__JSON_STRING ? types[k]->string : "?";
+    int arch = -1;
+    for (size_t i = 0; i < PF__COUNT(pf__encoder_decoder_pairs); i++)
+        if (!strcmp(names[0], pf__encoder_decoder_pairs[i].family) && !strcmp(names[1], names[0])) /* one family */
+            arch = (int)pf__encoder_decoder_pairs[i].arch;
+    if (arch < 0)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: an encoder-decoder of a \"%s\" encoder and a \"%s\" "
+                          "decoder is not supported (two towers of bert, bert-generation or roberta / xlm-roberta / camembert "
+                          "are: one forward runs both, so their blocks must share norm placement and positions)", path, names[0],
+                          names[1]);
+    /* values the two towers must share: one field holds each */
+    static const char *const shared[] = {"hidden_size", "hidden_act", "layer_norm_eps", "max_position_embeddings",
+                                         "type_vocab_size", "position_embedding_type",
+                                         "pad_token_id"}; /* RoBERTa's positions start after it */
+    for (size_t i = 0; i < PF__COUNT(shared); i++) {
+        const pf__json *a = pf__json_get(encoder, shared[i]), *b = pf__json_get(decoder, shared[i]);
+        double x = 0, y = 0;
+        int same = (!a || a->type == PF__JSON_NULL) && (!b || b->type == PF__JSON_NULL);
+        if (a && b && a->type == PF__JSON_STRING && b->type == PF__JSON_STRING) same = !strcmp(a->string, b->string);
+        else if (a && b && pf__json_number(a, &x) == 1 && pf__json_number(b, &y) == 1) same = x == y;
+        if (!same)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: the encoder's and the decoder's \"%s\" differ (or "
+                              "one lacks it): not supported (one forward runs both towers)", path, shared[i]);
+        if (b && b->type == PF__JSON_STRING && !strcmp(shared[i], "position_embedding_type") && strcmp(b->string, "absolute"))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"position_embedding_type\" \"%s\" is not "
+                              "supported (absolute is)", path, b->string);
+    }
+    pf_result r = pf__config_parse(json, path, arch, cfg, message, size);
+    if (r) return r;
+    /* the decoder's LM head is tied (or not) by the decoder's config, as its own model ties it */
+    const pf__json *tie = pf__json_get(decoder, "tie_word_embeddings");
+    double tied = 1;
+    if (tie && pf__json_number(tie, &tied) < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: decoder's \"tie_word_embeddings\" is not a boolean", path);
+    cfg->tie_word_embeddings = tied != 0;
+    snprintf(cfg->model_type, sizeof cfg->model_type, "encoder-decoder");
+    return PF_OK;
+}
+
 /* Reads config.json into cfg, choosing the architecture row by model_type. */
 PF_PRIVATE pf_result pf__config_read(const char *dir, pf__config *cfg, char *message, size_t size) {
     char path[PF__PATH_SIZE];
@@ -1437,8 +1497,16 @@ PF_PRIVATE pf_result pf__config_read(const char *dir, pf__config *cfg, char *mes
         return pf__format(message, size, PF_ERROR_INVALID_ARGUMENT, "path too long: %s", dir);
     pf_result r = pf__json_load(path, &json, message, size);
     if (r) return r;
-    const pf__text_tower *tower = pf__text_tower_of(pf__json_get(json, "model_type"));
-    r = tower ? pf__config_text_tower(json, tower, path, cfg, message, size) : pf__config_parse(json, path, -1, cfg, message, size);
+    const pf__json *type = pf__json_get(json, "model_type");
+    const pf__text_tower *tower = pf__text_tower_of(type);
+    int is_type_string = type && type->type == PF__JSON_STRING;
+    if (is_type_string && !strcmp(type->string, "encoder-decoder"))
+        r = pf__config_encoder_decoder(json, path, cfg, message, size);
+    else if (is_type_string && !strcmp(type->string, "bert-generation"))
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: a BertGeneration tower alone (BertGenerationEncoder, "
+                       "BertGenerationDecoder) is not supported; an EncoderDecoderModel of two is", path);
+    else
+        r = tower ? pf__config_text_tower(json, tower, path, cfg, message, size) : pf__config_parse(json, path, -1, cfg, message, size);
     pf__json_free(json);
     return r;
 }
@@ -1507,7 +1575,7 @@ static pf_result pf__config_read_rows(const pf__json *json, const char *path, pf
         for (size_t j = i + 1; j < rows->num_configs; j++)
             if (rows->configs[j].arch == cfg->arch && rows->configs[j].offset == c->offset) last_alias = 0;
         double value = c->fallback;
-        const pf__json *v = c->key ? pf__json_get(json, c->key) : NULL;
+        const pf__json *v = c->key ? pf__json_get_path(json, c->key) : NULL; /* "decoder.x": an encoder-decoder's */
         int found = pf__json_number(v, &value);
         for (size_t j = 0; v && v->type == PF__JSON_NULL && j < rows->num_nulls; j++)
             if (rows->nulls[j].arch == cfg->arch && !strcmp(rows->nulls[j].key, c->key)) {
@@ -1631,7 +1699,7 @@ static pf_result pf__config_bottleneck(const pf__json *json, pf__config *c, cons
 static pf_result pf__config_read_extras(const pf__json *json, const char *path, pf__config *cfg, char *message,
                                         size_t size) {
     const pf__arch *a = &pf__archs[cfg->arch];
-    const pf__json *act = a->activation_key ? pf__json_get(json, a->activation_key) : NULL;
+    const pf__json *act = a->activation_key ? pf__json_get_path(json, a->activation_key) : NULL;
     const char *act_name = act && act->type == PF__JSON_STRING ? act->string : a->activation_default;
     if (pf__activation_from_name(cfg->arch, act_name, &cfg->activation))
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: activation \"%s\" is not supported", path, act_name);

@@ -263,7 +263,7 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     rs->pad = (int *)pf__rank_alloc(r, batch * sizeof(int));
     rs->pad_host = (int *)malloc(batch * sizeof(int));
     rs->cache_rows = (int *)pf__rank_alloc(r, batch * sizeof(int));
-    if (g->model->sources[PF__SLOT_TOKEN_TYPE_EMBED].data)
+    if (g->model->sources[PF__SLOT_TOKEN_TYPE_EMBED].data || g->model->sources[PF__SLOT_ENC_TOKEN_TYPE_EMBED].data)
         rs->type_ids = (int32_t *)pf__rank_alloc(r, T * sizeof(int32_t));
     rs->cache_rows_host = (int *)malloc(batch * sizeof(int));
     if (!rs->cache_rows_host) pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
@@ -814,9 +814,12 @@ static void pf__cuda_prepare(pf__rank *r, const pf__step *s) {
     if (!rs || pf__cuda_stage_step_ints(r, rs, s)) return;
     rs->type_ids_from = NULL; /* segment ids: every rank embeds them, heads or not */
     size_t tokens = (size_t)s->batch * s->seq_len;
-    if (s->type_ids && rs->type_ids && tokens <= r->group->max_tokens &&
-        pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->type_ids, s->type_ids, tokens * sizeof(int32_t))))
-        rs->type_ids_from = s->type_ids;
+    /* no ids given (an encoder-decoder's steps): the zeros the forward then embeds, staged here so
+       that a captured decode step copies nothing */
+    const int32_t *types = s->type_ids ? s->type_ids : r->group->zero_ids;
+    if (s->ids && rs->type_ids && tokens <= r->group->max_tokens &&
+        pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->type_ids, types, tokens * sizeof(int32_t))))
+        rs->type_ids_from = types;
     /* every rank: add_positions and rotary read pads and frequencies on a rank without heads too */
     size_t tables = pf__rope_floats(&r->group->model->config);
     if (tables && s->inv_freq && rs->inv_freq) pf__cuda_stage_inv_freq(r, rs, s, tables);

@@ -11,7 +11,7 @@ typedef struct pf__tower {
     int first_block, end_block;
     int mask;                /* its self-attention's PF__MASK_CAUSAL or PF__MASK_BIDIRECTIONAL */
     int cross;               /* 1: its blocks attend to the encoder's output after their own attention */
-    pf__slot token_embed, positions, embed_norm, final_norm; /* norms: the weight, its bias the slot after */
+    pf__slot token_embed, positions, token_types, embed_norm, final_norm; /* norms: the weight, its bias the slot after */
     const float *rel_bias;   /* the rank's table, or NULL */
 } pf__tower;
 
@@ -26,6 +26,7 @@ static pf__tower pf__tower_of(const pf__rank *r, int encoder) {
     t.cross = split && !encoder;
     t.token_embed = split && encoder && r->weights[PF__SLOT_ENC_TOKEN_EMBED].data ? PF__SLOT_ENC_TOKEN_EMBED : PF__SLOT_TOKEN_EMBED;
     t.positions = split && encoder ? PF__SLOT_ENC_POSITION_EMBED : PF__SLOT_POSITION_EMBED;
+    t.token_types = split && encoder ? PF__SLOT_ENC_TOKEN_TYPE_EMBED : PF__SLOT_TOKEN_TYPE_EMBED;
     t.embed_norm = split && encoder ? PF__SLOT_ENC_EMBED_NORM_WEIGHT : PF__SLOT_EMBED_NORM_WEIGHT;
     t.final_norm = split && encoder ? PF__SLOT_ENC_FINAL_NORM_WEIGHT : PF__SLOT_FINAL_NORM_WEIGHT;
     t.rel_bias = split && encoder ? r->enc_rel_bias : r->rel_bias;
@@ -65,10 +66,12 @@ static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__towe
             be->add_residual(r, x, r->part, NULL, N, width);
         }
     }
-    if (PF__HAS(W[PF__SLOT_TOKEN_TYPE_EMBED])) { /* the segment table is whole on every rank */
+    if (PF__HAS(W[t->token_types])) { /* the segment table is whole on every rank */
         pf__step types = *s;
-        types.ids = s->type_ids; /* the callers give zeros when the user gives none */
-        be->embed(r, r->part, &W[PF__SLOT_TOKEN_TYPE_EMBED], &types, 1.0f, 0);
+        /* an encoder's callers give zeros when the user gives none; an encoder-decoder's steps
+           have none: segment 0, as transformers' BERT towers take it */
+        types.ids = s->type_ids ? s->type_ids : r->group->zero_ids;
+        be->embed(r, r->part, &W[t->token_types], &types, 1.0f, 0);
         be->add_residual(r, x, r->part, NULL, N, width);
     }
     if (PF__HAS(W[PF__SLOT_TASK_TYPE_EMBED])) { /* ERNIE: task 0's row on every token, as transformers' default */
@@ -666,7 +669,10 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
 static const float *pf__rank_decoder_rows(const pf__rank *r, const pf__job *job) {
     const pf__tower t = pf__tower_of(r, 0);
     int picked = !job->all_positions && job->step.seq_len > 1;
-    return picked || PF__HAS(r->weights[t.final_norm]) || r->group->model->config.norm_weightless ? r->h : r->x;
+    return picked || PF__HAS(r->weights[t.final_norm]) || r->group->model->config.norm_weightless ||
+                   PF__HAS(r->weights[PF__SLOT_HEAD_TRANSFORM_WEIGHT])
+               ? r->h
+               : r->x;
 }
 
 /* A decoder's device work up to the logits, with no wait and no host copy (a backend may capture
@@ -687,6 +693,16 @@ static void pf__rank_decoder_hidden(pf__rank *r, const pf__job *job) {
     }
     if (PF__HAS(r->weights[t.final_norm]) || r->group->model->config.norm_weightless)
         pf__rank_final_norm(r, &t, r->h, wanted, rows);
+    const pf__weight *W = r->weights;
+    if (PF__HAS(W[PF__SLOT_HEAD_TRANSFORM_WEIGHT])) { /* h = norm(act(h W^T + b)): BERT's LM head as a decoder's */
+        const pf__config *c = &r->group->model->config;
+        if (PF__HAS(W[t.final_norm]) || c->norm_weightless) wanted = r->h;
+        r->backend->matmul(r, r->part, wanted, &W[PF__SLOT_HEAD_TRANSFORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_HEAD_TRANSFORM_BIAS]),
+                           rows);
+        r->backend->activation(r, r->part, rows * d, c->head_activation < 0 ? c->activation : (pf__activation)c->head_activation);
+        r->backend->norm(r, r->h, r->part, &W[PF__SLOT_HEAD_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_HEAD_NORM_BIAS]), rows, d,
+                         (float)c->norm_eps, pf__archs[c->arch].norm);
+    }
 }
 
 /* A decoder run as an encoder (pf_encode, pf_embed), one chunk of positions: rank 0 downloads the

@@ -294,6 +294,8 @@ typedef enum {
     PF__SLOT_ENC_REL_BIAS,          /* as PF__SLOT_REL_BIAS, bucketed both ways */
     PF__SLOT_ENC_TOKEN_EMBED,       /* [src_vocab, E]: an encoder vocabulary of its own (FSMT), whole on
                                        every rank; absent: the towers share PF__SLOT_TOKEN_EMBED */
+    PF__SLOT_ENC_TOKEN_TYPE_EMBED,  /* [type_vocab, hidden]: the encoder's segment embeddings (BERT's towers in
+                                       an EncoderDecoderModel); PF__SLOT_TOKEN_TYPE_EMBED is then the decoder's */
     /* Image encoders (ViT): patches instead of token ids */
     PF__SLOT_PATCH_WEIGHT,          /* [hidden, channels * patch^2]: the patch embedding (a strided conv) */
     PF__SLOT_PATCH_BIAS,            /* [hidden] */

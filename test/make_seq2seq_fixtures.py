@@ -29,7 +29,7 @@ torch.manual_seed(0)
 def make(name, cfg_cls, model_cls, kw, scale=0.2):
     if ONLY and name not in ONLY:
         return
-    cfg = getattr(transformers, cfg_cls)(**kw)
+    cfg = cfg_cls(**kw) if callable(cfg_cls) else getattr(transformers, cfg_cls)(**kw)
     m = getattr(transformers, model_cls)(cfg).eval()
     with torch.no_grad():
         for n, p in m.named_parameters():
@@ -38,12 +38,11 @@ def make(name, cfg_cls, model_cls, kw, scale=0.2):
             if p.dim() > 1:
                 p.normal_(0, scale)
             else:
-                p.normal_(1.0 if 'norm' in n else 0.0, 0.1)
+                p.normal_(1.0 if 'norm' in n.lower() else 0.0, 0.1)  # BERT's LayerNorm too
         if hasattr(m, 'final_logits_bias'):
             m.final_logits_bias.normal_(0, 0.5)
     d = FIXTURES / name
     m.save_pretrained(d)
-    V = cfg.vocab_size
     src = [[5, 17, 45, 88, 9, 63, 2], [5, 77, 31, 101, 3, 54, 12, 96, 40, 8, 33, 2], [19, 64, 3, 2]]
     start = cfg.decoder_start_token_id
     dec = [[start, 7, 9, 11, 13], [start, 21, 22], [start, 30, 31, 32, 33, 34]]
@@ -213,7 +212,8 @@ def make_untied_t5():
     np.concatenate(logits).astype('<f4').tofile(dst / 'decoder_logits.bin')
 
 
-make_untied_t5()
+if not ONLY or "t5v11-untied-s2s" in ONLY:
+    make_untied_t5()
 
 # Marian with a vocabulary per tower (share_encoder_decoder_embeddings false, decoder_vocab_size
 # below vocab_size: several opus-mt checkpoints), seeded on its own so that it can be written alone
@@ -222,3 +222,27 @@ make('marian-separate-s2s', 'MarianConfig', 'MarianMTModel',
      dict(KIN, scale_embedding=True, pad_token_id=1, decoder_start_token_id=1, activation_function='swish',
           share_encoder_decoder_embeddings=False, decoder_vocab_size=90))
 cases('marian-separate-s2s', 'MarianMTModel')
+
+
+# EncoderDecoderModel (model_type "encoder-decoder"): two towers of one family, the decoder with
+# cross-attention, each its own vocabulary (the encoder's 110 ids, the decoder's 90); 5 heads, so
+# that 2 and 3 ranks split them unevenly. BERT -> BERT (its LM head's transform, segment tables),
+# BertGeneration -> BertGeneration (neither) and RoBERTa -> RoBERTa (positions after the pad id,
+# RoBERTa's LM head), each seeded on its own.
+def encoder_decoder(family):
+    def config(**kw):
+        shape = dict(hidden_size=40, num_attention_heads=5, intermediate_size=80, max_position_embeddings=64,
+                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+        encoder = family(vocab_size=110, num_hidden_layers=2, **shape)
+        decoder = family(vocab_size=90, num_hidden_layers=3, is_decoder=True, add_cross_attention=True, **shape)
+        return transformers.EncoderDecoderConfig.from_encoder_decoder_configs(encoder, decoder, **kw)
+    return config
+
+
+for name, family, seed, ids in (('bert2bert-s2s', transformers.BertConfig, 21, (1, 0, 2)),
+                                ('bert-generation-s2s', transformers.BertGenerationConfig, 22, (1, 0, 2)),
+                                ('roberta2roberta-s2s', transformers.RobertaConfig, 23, (0, 1, 2))):  # RoBERTa: <s> 0, <pad> 1
+    torch.manual_seed(seed)
+    start, pad, eos = ids
+    make(name, encoder_decoder(family), 'EncoderDecoderModel', dict(decoder_start_token_id=start, pad_token_id=pad, eos_token_id=eos))
+    cases(name, 'EncoderDecoderModel')

@@ -17,6 +17,7 @@ vit-cls also holds preprocessor_config.json (a ViT image processor for 32 x 32 i
 needs Pillow and torchvision: pip install --target DIR pillow torchvision --no-deps, then
 PYTHONPATH=DIR python3 test/make_vision_fixtures.py.
 """
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -34,13 +35,22 @@ FIXTURE_CLASSES = [  # dir, config class, model class, changes to SHAPE
     # a patch size that does not divide the image: the strided convolution drops the last 2 pixels
     # of each row and column (5 x 5 patches)
     ("vit-uneven", "ViTConfig", "ViTModel", {"patch_size": 6}),
+    # the same remainder in DeiT (with its teacher head) and in CLIP's vision tower, each seeded on
+    # its own so that it can be written alone
+    ("deit-uneven", "DeiTConfig", "DeiTForImageClassificationWithTeacher", {"patch_size": 6}, 361),
+    ("clip-vision-uneven", "CLIPVisionConfig", "CLIPVisionModel", {"patch_size": 6}, 362),
 ]
+ONLY = set(sys.argv[1:])  # names given: write only those fixtures (the seeded ones come out the same)
 
 
 def main():
     torch.manual_seed(0)
     pixels = torch.randn(3, 3, 32, 32)
-    for name, config_class, model_class, changes in FIXTURE_CLASSES:
+    for name, config_class, model_class, changes, *seed in FIXTURE_CLASSES:
+        if seed:
+            torch.manual_seed(seed[0])
+        if ONLY and name not in ONLY:
+            continue
         config = getattr(transformers, config_class)(**dict(SHAPE, **changes))
         model = getattr(transformers, model_class)(config).eval()
         with torch.no_grad():  # weights larger than the default init, so a wrong trait shows far above 1e-4
@@ -48,7 +58,7 @@ def main():
                 if p.dim() > 1 or "token" in key or "position" in key:
                     p.normal_(0, 0.2)
                 else:
-                    p.normal_(1.0 if "layernorm" in key else 0.0, 0.1)
+                    p.normal_(1.0 if "norm" in key else 0.0, 0.1)  # ViT's layernorm*, CLIP's layer_norm1 / pre_layrnorm
         out_dir = FIXTURES / name
         model.save_pretrained(out_dir)
         with torch.no_grad():

@@ -753,6 +753,38 @@ static void test_seq2seq_refusals(void) {
     if (copy_fixture("t5-s2s")) return;
     edit_file("config.json", "\"T5ForConditionalGeneration\"", "\"T5EncoderModel\"");
     expect_load("the decoder's tensors under T5EncoderModel", NULL, PF_ERROR_FORMAT, "decoder.");
+    /* EncoderDecoderModel: the pairs one forward runs, towers that agree (config.json lists the
+       decoder's keys first, so each edit is the decoder's) */
+    if (copy_fixture("bert2bert-s2s")) return;
+    edit_file("config.json", "\"model_type\": \"bert\"", "\"model_type\": \"gpt2\"");
+    expect_load("a BERT encoder with a GPT-2 decoder", NULL, PF_ERROR_UNSUPPORTED, "a \"bert\" encoder and a \"gpt2\" decoder");
+    if (copy_fixture("bert2bert-s2s")) return;
+    edit_file("config.json", "\"hidden_act\": \"gelu\"", "\"hidden_act\": \"relu\"");
+    expect_load("towers of different activations", NULL, PF_ERROR_UNSUPPORTED, "\"hidden_act\" differ");
+    if (copy_fixture("bert2bert-s2s")) return;
+    edit_file("config.json", "\"hidden_size\": 40", "\"hidden_size\": 48");
+    expect_load("towers of different widths", NULL, PF_ERROR_UNSUPPORTED, "\"hidden_size\" differ");
+    if (copy_fixture("bert2bert-s2s")) return;
+    edit_file("config.json", "\"add_cross_attention\": true", "\"add_cross_attention\": false");
+    expect_load("a decoder without cross-attention", NULL, PF_ERROR_UNSUPPORTED, "decoder.add_cross_attention");
+    if (copy_fixture("bert2bert-s2s")) return;
+    edit_file("config.json", "\"is_encoder_decoder\": true", "\"is_encoder_decoder\": true, \"tie_encoder_decoder\": true");
+    expect_load("the encoder tied to the decoder", NULL, PF_ERROR_UNSUPPORTED, "tie_encoder_decoder");
+    if (copy_fixture("bert2bert-s2s")) return;
+    edit_file("config.json", "\"EncoderDecoderModel\"", "\"BertForSequenceClassification\"");
+    expect_load("an encoder-decoder under another class", NULL, PF_ERROR_UNSUPPORTED, "BertForSequenceClassification");
+    if (copy_fixture("bert2bert-s2s")) return;
+    add_tensor("decoder.bert.encoder.layer.1.crossattention.self.rotary.weight");
+    expect_load("an unknown cross-attention tensor of a BERT decoder", NULL, PF_ERROR_UNSUPPORTED, "crossattention.self.rotary");
+    if (copy_fixture("roberta2roberta-s2s")) return; /* RoBERTa's positions start after each tower's pad id */
+    edit_file("config.json", "\"pad_token_id\": 1", "\"pad_token_id\": 3");
+    expect_load("RoBERTa towers of different pad ids", NULL, PF_ERROR_UNSUPPORTED, "\"pad_token_id\" differ");
+    if (copy_fixture("bert-generation-s2s")) return;
+    edit_file("config.json", "\"model_type\": \"encoder-decoder\"", "\"model_type\": \"bert-generation\"");
+    expect_load("a BertGeneration tower alone", NULL, PF_ERROR_UNSUPPORTED, "tower alone");
+    if (copy_fixture("bert-generation-s2s")) return;
+    edit_file("config.json", "\"model_type\": \"bert-generation\"", "\"model_type\": \"bert\"");
+    expect_load("a BERT decoder after a BertGeneration encoder", NULL, PF_ERROR_UNSUPPORTED, "is not supported");
 }
 
 /* Renames a tensor in work_dir/model.safetensors to a name of the same length (its header's

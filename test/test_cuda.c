@@ -2314,7 +2314,9 @@ int main(int argc, char **argv) {
     CHECK_MSG(available == 1, "the CUDA backend does not start (see above)");
     if (available == 1) {
         test_register_fixture_policies(); /* my-llama loads through its policy.json */
-        /* Fixture names after the directory run those alone (compute-sanitizer is slow), and
+        /* Fixture names after the directory run those alone (compute-sanitizer is slow; each by the
+           reference it holds: an encoder-decoder's, an image encoder's, an encoder's, else a
+           decoder's), and
            "random-shapes" the random checkpoints of real attention shapes; with none, every
            fixture, the random shapes and then the generation, device and failure tests; "sampling"
            the top-k kernel and sampling from its candidates alone. */
@@ -2341,14 +2343,17 @@ int main(int argc, char **argv) {
                     continue;
                 }
                 printf("%s\n", argv[i]);
+                /* by the reference it holds, as the full run picks its fixtures */
                 char path[1200];
-                snprintf(path, sizeof path, "%s/%s/reference_logits.bin", test_fixtures, argv[i]);
-                FILE *decoder = fopen(path, "r");
+                snprintf(path, sizeof path, "%s/%s/decoder_logits.bin", test_fixtures, argv[i]);
+                int seq2seq = access(path, R_OK) == 0;
+                snprintf(path, sizeof path, "%s/%s/pixels.bin", test_fixtures, argv[i]);
+                int image = access(path, R_OK) == 0;
                 snprintf(path, sizeof path, "%s/%s/hidden.bin", test_fixtures, argv[i]);
-                FILE *encoder = decoder ? NULL : fopen(path, "r");
-                if (decoder) fclose(decoder);
-                if (encoder) fclose(encoder);
-                if (encoder) test_encoder(argv[i]); /* an encoder fixture, named: as the full run tests it */
+                int encoder = access(path, R_OK) == 0;
+                if (seq2seq) test_seq2seq_fixture(argv[i]);
+                else if (image) test_image_encoder(argv[i]);
+                else if (encoder) test_encoder(argv[i]);
                 else test_fixture(argv[i]);
             }
         } else {

@@ -1127,6 +1127,8 @@ void test_encoders(void) {
     test_image_fixture("deit-cls", PF_HEAD_IMAGE_CLASSIFICATION, 5, 18, 8);
     test_image_fixture("deit-teacher", PF_HEAD_IMAGE_CLASSIFICATION, 5, 18, 8);
     test_image_fixture("vit-uneven", PF_HEAD_NONE, 0, 26, 6); /* 32 pixels in patches of 6: 5 x 5 of them */
+    test_image_fixture("deit-uneven", PF_HEAD_IMAGE_CLASSIFICATION, 5, 27, 6);
+    test_image_fixture("clip-vision-uneven", PF_HEAD_NONE, 0, 26, 6);
     test_encoder_fixture("bert", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("bert-mlm", PF_HEAD_MASKED_LM, 120, 1);
     test_encoder_fixture("bert-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
