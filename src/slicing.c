@@ -127,6 +127,13 @@ static const uint8_t *pf__blocked_row(const pf__source *src, size_t row) {
     return src->data + row * row_bytes;
 }
 
+/* Blocks [first, first + count) of row `row` of a block-format source into out: the file's bytes,
+   or an MXFP4 checkpoint's assembled from its two tensors (pf__mxfp4_row_blocks). */
+static void pf__copy_row_blocks(uint8_t *out, const pf__source *src, size_t row, size_t first, size_t count) {
+    if (src->packed) pf__mxfp4_row_blocks(src->packed, row, first, count, out);
+    else memcpy(out, pf__blocked_row(src, row) + first * pf__block_bytes(src->dtype), count * pf__block_bytes(src->dtype));
+}
+
 /* n consecutive values of a source in file order, from element index first, as fp32. */
 static void pf__source_run(float *dst, const pf__source *src, size_t first, size_t n) {
     if (src->packed) { /* [out, in] (pf__take_source): a run lies in one row */
@@ -348,10 +355,9 @@ static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__sou
     }
     float *f = *staging;
     if (PF__BLOCKED(dtype) && dtype == src->dtype && src->layout == PF__LAYOUT_OUT_IN) { /* the file's blocks, row by row (whole blocks: pf__blocks_fit) */
-        size_t values = pf__block_values(dtype);
-        size_t slice_bytes = pf__weight_bytes(dtype, 1, p->cols), skip = p->col_begin / values * pf__block_bytes(dtype);
+        size_t values = pf__block_values(dtype), slice_bytes = pf__weight_bytes(dtype, 1, p->cols);
         for (size_t i = 0; i < p->rows; i++)
-            memcpy((uint8_t *)f + i * slice_bytes, pf__blocked_row(src, pf__plan_row(p, i)) + skip, slice_bytes);
+            pf__copy_row_blocks((uint8_t *)f + i * slice_bytes, src, pf__plan_row(p, i), p->col_begin / values, p->cols / values);
         r->backend->upload(r, dst, f, slice_bytes * p->rows);
         pf__progress_add(r->group, slice_bytes * p->rows);
         return;
