@@ -18,7 +18,8 @@ static const unsigned char pf__gguf_value_size[PF__GGUF_VALUE_TYPES] = {1, 1, 2,
 /* ggml's tensor types by id: the name for messages, and for the types we read the block (weights)
    and its bytes. Others are refused by name. */
 enum { PF__GGML_F32 = 0, PF__GGML_F16 = 1, PF__GGML_Q4_0 = 2, PF__GGML_Q4_1 = 3, PF__GGML_Q5_0 = 6, PF__GGML_Q5_1 = 7,
-       PF__GGML_Q8_0 = 8, PF__GGML_Q2_K = 10, PF__GGML_Q3_K = 11, PF__GGML_Q4_K = 12, PF__GGML_IQ4_NL = 20, PF__GGML_IQ4_XS = 23, PF__GGML_Q5_K = 13, PF__GGML_Q6_K = 14, PF__GGML_BF16 = 30 };
+       PF__GGML_Q8_0 = 8, PF__GGML_Q2_K = 10, PF__GGML_Q3_K = 11, PF__GGML_Q4_K = 12, PF__GGML_IQ4_NL = 20, PF__GGML_IQ4_XS = 23, PF__GGML_Q5_K = 13, PF__GGML_Q6_K = 14, PF__GGML_BF16 = 30,
+       PF__GGML_MXFP4 = 39 };
 /* The block formats we read: each one's dtype (src/blocks.c), which sizes its blocks. */
 static const struct { const char *name; unsigned block, bytes; pf__dtype dtype; } pf__ggml_types[] = {
     [PF__GGML_F32] = {"F32", 1, 4, PF__DTYPE_F32}, [PF__GGML_F16] = {"F16", 1, 2, PF__DTYPE_F16},
@@ -32,7 +33,7 @@ static const struct { const char *name; unsigned block, bytes; pf__dtype dtype; 
     [PF__GGML_IQ4_NL] = {"IQ4_NL", 32, 18, PF__DTYPE_IQ4_NL}, [21] = {"IQ3_S", 0, 0}, [22] = {"IQ2_S", 0, 0}, [PF__GGML_IQ4_XS] = {"IQ4_XS", 256, 136, PF__DTYPE_IQ4_XS},
     [24] = {"I8", 0, 0}, [25] = {"I16", 0, 0}, [26] = {"I32", 0, 0}, [27] = {"I64", 0, 0}, [28] = {"F64", 0, 0},
     [29] = {"IQ1_M", 0, 0}, [PF__GGML_BF16] = {"BF16", 1, 2, PF__DTYPE_BF16}, [34] = {"TQ1_0", 0, 0}, [35] = {"TQ2_0", 0, 0},
-    [39] = {"MXFP4", 0, 0},
+    [PF__GGML_MXFP4] = {"MXFP4", 32, 17, PF__DTYPE_MXFP4},
 };
 #define PF__GGUF_MAX_DIMS 4 /* ggml's GGML_MAX_DIMS */
 #define PF__GGUF_MAX_EXPERTS 65536 /* as config.json's num_experts */
@@ -241,7 +242,8 @@ static pf_result pf__gguf_read_tensor_infos(pf__gguf *g, pf__gguf_cursor *c, uin
         unsigned block = pf__ggml_types[type].block;
         if (!block)
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%.*s' has type %s, which parallelformers "
-                              "does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS)", path, name_len,
+                              "does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS "
+                              "and MXFP4)", path, name_len,
                               t->name, pf__ggml_types[type].name);
         if (t->cols % block || pf__mul_size(rows, t->cols / block * pf__ggml_types[type].bytes, &t->bytes) ||
             t->cols / block * pf__ggml_types[type].bytes / pf__ggml_types[type].bytes != t->cols / block)
@@ -720,7 +722,7 @@ static pf_result pf__gguf_check_kv_heads(const pf__gguf *g, const pf__gguf_arch 
    keeps as a [1, n] row (Qwen2-MoE's shared expert gate) is read as that row. */
 typedef enum {
     PF__GGUF_AS_IS, PF__GGUF_UNPERMUTE_Q, PF__GGUF_UNPERMUTE_K, PF__GGUF_TRANSPOSE, PF__GGUF_INTERLEAVE_QKV, PF__GGUF_MINUS_ONE,
-    PF__GGUF_SPLIT_EXPERTS, PF__GGUF_AS_ROW
+    PF__GGUF_SPLIT_EXPERTS, PF__GGUF_AS_ROW, PF__GGUF_GATE_UP_BIASES, PF__GGUF_UP_BIASES
 } pf__gguf_transform;
 
 typedef struct pf__gguf_name {
@@ -923,6 +925,52 @@ static pf_result pf__gguf_add_experts(pf__st_index *index, const pf__gguf *g, co
         pf_result r = pf__gguf_add_tensor(index, g, &expert, name, PF__GGUF_AS_IS, 0, message, size);
         if (r) return r;
     }
+    return PF_OK;
+}
+
+/* gpt-oss's expert biases, which the converter splits into ffn_gate_exps.bias and ffn_up_exps.bias
+   ([experts][I] each; t the gate's, of layer `layer`): interleaved again as transformers'
+   gate_up_proj_bias [experts][2 I] (gate i at 2i, up i at 2i + 1), fp32, named by pattern. */
+static pf_result pf__gguf_add_gate_up_biases(pf__st_index *index, const pf__gguf *g, const pf__gguf_tensor *t,
+                                             const char *pattern, int layer, char *message, size_t size) {
+    char up_name[64], name[160];
+    snprintf(up_name, sizeof up_name, "blk.%d.ffn_up_exps.bias", layer);
+    pf__gguf_tensor probe;
+    probe.name = up_name;
+    probe.name_len = strlen(up_name);
+    const pf__gguf_tensor *up = (const pf__gguf_tensor *)bsearch(&probe, g->tensors, g->num_tensors, sizeof probe,
+                                                                 pf__gguf_tensor_name_cmp);
+    if (!up || t->ndim != 2 || up->ndim != 2 || up->ne[0] != t->ne[0] || up->ne[1] != t->ne[1])
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has no %s of its [experts, I] shape beside it",
+                          g->path, pf__gguf_shown(t->name_len), t->name, up_name);
+    size_t experts = t->rows, width = t->cols;
+    float *out = (float *)malloc(experts * 2 * width * sizeof(float)), *gate_row = (float *)malloc(2 * width * sizeof(float));
+    if (!out || !gate_row || pf__st_own(index, out)) { /* pf__st_own frees out when it fails */
+        if (!gate_row) free(out);
+        free(gate_row);
+        return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    float *up_row = gate_row + width;
+    for (size_t e = 0; e < experts; e++) {
+        pf__gguf_dequantize_row(t, e, gate_row);
+        pf__gguf_dequantize_row(up, e, up_row);
+        for (size_t i = 0; i < width; i++) out[(e * width + i) * 2] = gate_row[i], out[(e * width + i) * 2 + 1] = up_row[i];
+    }
+    free(gate_row);
+    snprintf(name, sizeof name, pattern, layer);
+    char *owned_name = strdup(name);
+    if (!owned_name || pf__st_own(index, owned_name)) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    pf__st_tensor *st = &index->tensors[index->num_tensors++];
+    memset(st, 0, sizeof *st);
+    st->name = owned_name;
+    st->file = &index->files[0];
+    st->dtype = PF__DTYPE_F32;
+    st->ndim = 2;
+    st->shape[0] = experts;
+    st->shape[1] = 2 * width;
+    st->numel = experts * 2 * width;
+    st->data = (const uint8_t *)out;
+    st->bytes = st->numel * sizeof(float);
     return PF_OK;
 }
 
@@ -1551,6 +1599,18 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
         }
         if (e->transform == PF__GGUF_SPLIT_EXPERTS) {
             r = pf__gguf_add_experts(index, &g, t, e->hf, layer, message, size);
+            continue;
+        }
+        if (e->transform == PF__GGUF_GATE_UP_BIASES) {
+            r = pf__gguf_add_gate_up_biases(index, &g, t, e->hf, layer, message, size);
+            continue;
+        }
+        if (e->transform == PF__GGUF_UP_BIASES) { /* read with the gate's: there must be one */
+            char gate[64];
+            snprintf(gate, sizeof gate, "blk.%d.ffn_gate_exps.bias", layer);
+            if (!pf__gguf_has_tensor(&g, gate))
+                r = pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has no %s beside it", g.path,
+                               pf__gguf_shown(t->name_len), t->name, gate);
             continue;
         }
         snprintf(name, sizeof name, e->hf, layer);

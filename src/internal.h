@@ -881,7 +881,8 @@ typedef struct pf__config {
     int moe_layers_listed;          /* 1: config.json's moe_layers, when present, lists the layers with experts
                                        (Llama 4's; else interleave_moe_layer_step as decoder_sparse_step) */
     int experts_interleaved;        /* 1: a fused gate_up's outputs alternate gate, up (gpt-oss's [..., ::2],
-                                       [..., 1::2]); read into gate rows, then up rows */
+                                       [..., 1::2]); read into gate rows, then up rows (per-expert
+                                       pieces, a GGUF's, are gate then up whatever this says) */
     double swiglu_limit;            /* > 0: the experts' clamped SwiGLU (gpt-oss): gate clamped above at
                                        this, up to [-limit, limit], out = (up + 1) * gate * sigmoid(alpha gate) */
     double swiglu_alpha;            /* that sigmoid's gain */

@@ -77,6 +77,9 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
     case PF__SPLIT_VOCAB: p->row_begin = (size_t)s->vocab_begin, p->rows = (size_t)s->vocab_rows; break;
     case PF__SPLIT_EXPERTS_GATE_UP: { /* of each of its experts, its columns of gate, then of up */
         size_t I = (size_t)c->moe_intermediate_size, w = (size_t)s->expert_width;
+        /* a fused tensor's outputs alternate where the family's do; per-expert pieces (a GGUF's
+           gate and up tensors) are gate, then up */
+        int interleaved = c->experts_interleaved && !src->pieces;
         p->rows = (size_t)s->experts * 2 * w;
         if (!p->rows) break;
         p->row_map = (size_t *)malloc(p->rows * sizeof *p->row_map);
@@ -86,7 +89,7 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
                 for (size_t i = 0, col; i < w; i++) {
                     col = (size_t)s->expert_col_begin + i;
                     /* interleaved: gate column i is output 2i, up's 2i + 1 (gpt-oss) */
-                    p->row_map[k++] = ((size_t)s->expert_begin + e) * 2 * I + (c->experts_interleaved ? 2 * col + half : half * I + col);
+                    p->row_map[k++] = ((size_t)s->expert_begin + e) * 2 * I + (interleaved ? 2 * col + half : half * I + col);
                 }
         break;
     }

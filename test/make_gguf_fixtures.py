@@ -39,6 +39,9 @@ writes test/fixtures/gguf/:
                     (its shared expert and gate) whose rows are 256 wide as the
                     converter writes them (experts stacked [experts, rows, cols], gate and up Q4_K,
                     down Q6_K / Q8_0, the router F32)
+  gpt-oss-mxfp4.gguf  a random gpt-oss whose experts are MXFP4 (gate and up apart, their biases split),
+                    attention Q8_0, as llama.cpp's converter writes the released checkpoints
+                    (write_gpt_oss; `make_gguf_fixtures.py gpt-oss` writes it alone)
   cohere2-f32.gguf  the cohere2 fixture (its window and window pattern as keys)
   starcoder-f32.gguf  the gpt_bigcode fixture as the converter writes StarCoder (multi-query c_attn as it is)
   The fixtures' logits are transformers' on the fixture directories themselves: F32 files hold
@@ -945,6 +948,123 @@ def write_moe_families(lines):
     moe_reference(lines, "qwen2moe-quant", moe_from_gguf(path, config, Qwen2MoeForCausalLM), ids)
 
 
+GPT_OSS_BLOCK = {"input_layernorm": "attn_norm", "post_attention_layernorm": "post_attention_norm",
+                 "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+                 "self_attn.o_proj": "attn_output", "mlp.router": "ffn_gate_inp"}
+
+
+def gpt_oss_state_to_gguf(state):
+    """transformers' gpt-oss as llama.cpp's converter writes it: gate_up_proj [E, H, 2 I] (gate and up
+    interleaved) as ffn_gate_exps / ffn_up_exps [E, I, H], down_proj [E, I, H] as ffn_down_exps
+    [E, H, I], their biases split likewise (ffn_gate_exps.bias ...), the sinks as attn_sinks.weight."""
+    out, rest = {}, {}
+    for name, w in state.items():
+        parts = name.split(".")
+        if name.endswith("mlp.experts.gate_up_proj"):
+            out[f"blk.{parts[2]}.ffn_gate_exps.weight"] = w[:, :, 0::2].transpose(0, 2, 1)
+            out[f"blk.{parts[2]}.ffn_up_exps.weight"] = w[:, :, 1::2].transpose(0, 2, 1)
+        elif name.endswith("mlp.experts.gate_up_proj_bias"):
+            out[f"blk.{parts[2]}.ffn_gate_exps.bias"] = w[:, 0::2]
+            out[f"blk.{parts[2]}.ffn_up_exps.bias"] = w[:, 1::2]
+        elif name.endswith("mlp.experts.down_proj"):
+            out[f"blk.{parts[2]}.ffn_down_exps.weight"] = w.transpose(0, 2, 1)
+        elif name.endswith("mlp.experts.down_proj_bias"):
+            out[f"blk.{parts[2]}.ffn_down_exps.bias"] = w
+        elif name.endswith("self_attn.sinks"):
+            out[f"blk.{parts[2]}.attn_sinks.weight"] = w
+        else:
+            rest[name] = w
+    out.update(hf_block_names(rest, LLAMA_FIXED, GPT_OSS_BLOCK, "model.layers."))
+    return {k: np.ascontiguousarray(v) for k, v in out.items()}
+
+
+def gpt_oss_from_gguf(path, config):
+    """The file read back by the gguf package (MXFP4 dequantized by its own code), as transformers' gpt-oss."""
+    from transformers import GptOssForCausalLM
+    inverse = {v: k for k, v in GPT_OSS_BLOCK.items()}
+    fixed = {v: k for k, v in LLAMA_FIXED.items()}
+    back, hf = read_back(path), {}
+    E, H, I = config.num_local_experts, config.hidden_size, config.intermediate_size
+    for name, t in back.items():
+        if name in fixed:
+            hf[fixed[name]] = t
+            continue
+        _, layer, module, kind = name.split(".")
+        stem = f"model.layers.{layer}"
+        if module == "ffn_gate_exps" and kind == "weight":
+            gate_up = np.empty((E, H, 2 * I), dtype=np.float32)
+            gate_up[:, :, 0::2] = t.reshape(E, I, H).transpose(0, 2, 1)
+            gate_up[:, :, 1::2] = back[f"blk.{layer}.ffn_up_exps.weight"].reshape(E, I, H).transpose(0, 2, 1)
+            hf[f"{stem}.mlp.experts.gate_up_proj"] = gate_up
+        elif module == "ffn_gate_exps":
+            bias = np.empty((E, 2 * I), dtype=np.float32)
+            bias[:, 0::2], bias[:, 1::2] = t.reshape(E, I), back[f"blk.{layer}.ffn_up_exps.bias"].reshape(E, I)
+            hf[f"{stem}.mlp.experts.gate_up_proj_bias"] = bias
+        elif module == "ffn_down_exps" and kind == "weight":
+            hf[f"{stem}.mlp.experts.down_proj"] = t.reshape(E, H, I).transpose(0, 2, 1)
+        elif module == "ffn_down_exps":
+            hf[f"{stem}.mlp.experts.down_proj_bias"] = t.reshape(E, H)
+        elif module == "attn_sinks":
+            hf[f"{stem}.self_attn.sinks"] = t
+        elif module != "ffn_up_exps":
+            hf[f"{stem}.{inverse[module]}.{kind}"] = t
+    model = GptOssForCausalLM._from_config(config, experts_implementation="eager").eval()
+    missing, unexpected = model.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in hf.items()},
+                                                strict=False)
+    assert not missing and not unexpected, (missing, unexpected)
+    return model
+
+
+def write_gpt_oss(lines):
+    """gpt-oss as llama.cpp's converter writes the released checkpoints: the experts MXFP4 (stacked
+    [experts, rows, cols], gate and up apart), their biases F32; here the attention and the
+    embedding and head Q8_0, the router, sinks and norms F32. A random model 64 wide (2 MXFP4 blocks
+    a row), 4 experts of 64 (2 a token), YaRN as the file's rope scaling keys (truncated corrections:
+    ggml's), sliding and full layers in turn (window 4), the SwiGLU clamped at llama.cpp's fixed 7."""
+    from transformers import GptOssConfig, GptOssForCausalLM
+    torch.manual_seed(40)  # 39 gave a router margin of 0.04, under the fixtures' 0.05
+    config = GptOssConfig(vocab_size=96, hidden_size=64, intermediate_size=64, num_local_experts=4, num_experts_per_tok=2,
+                          num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                          sliding_window=4, max_position_embeddings=64, rms_norm_eps=1e-5, tie_word_embeddings=False,
+                          rope_parameters={"rope_type": "yarn", "rope_theta": 150000.0, "factor": 4.0, "beta_fast": 32.0,
+                                           "beta_slow": 1.0, "truncate": True, "original_max_position_embeddings": 16},
+                          bos_token_id=1, eos_token_id=2, pad_token_id=0, initializer_range=0.1)
+    model = GptOssForCausalLM._from_config(config, experts_implementation="eager")
+    with torch.no_grad():  # norms away from 1, biases and sinks away from 0, routers 4x (routing far from ties)
+        for n, p in model.named_parameters():
+            if n.endswith("norm.weight"):
+                p.copy_(1 + 0.3 * torch.randn_like(p))
+            elif n.endswith(("bias", "sinks")):
+                p.copy_(0.3 * torch.randn_like(p))
+            elif n.endswith("mlp.router.weight"):
+                p.copy_(0.4 * torch.randn_like(p))
+    state = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+    path = OUT / "gpt-oss-mxfp4.gguf"
+    w = GGUFWriter(str(path), "gpt-oss")
+    text_model_metadata(w, config)
+    w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+    w.add_rope_scaling_factor(4.0)
+    w.add_rope_scaling_orig_ctx_len(16)
+    w.add_sliding_window(config.sliding_window)
+    w.add_expert_feed_forward_length(config.intermediate_size)
+    w.add_expert_count(config.num_local_experts)
+    w.add_expert_used_count(config.num_experts_per_tok)
+    special_ids(w, config)
+    for name, t in gpt_oss_state_to_gguf(state).items():
+        if name.endswith("_exps.weight"):  # the quantizer takes rows: each expert's, stacked back
+            data = encode(np.ascontiguousarray(t.reshape(-1, t.shape[-1])), Q.MXFP4)
+            w.add_tensor(name, data.reshape(t.shape[0], t.shape[1], -1), raw_dtype=Q.MXFP4)
+        elif t.ndim == 2 and "_exps" not in name and "ffn_gate_inp" not in name:
+            add(w, name, t, Q.Q8_0)
+        else:
+            add(w, name, t.astype(np.float32), Q.F32)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    moe_reference(lines, "gpt-oss-mxfp4", gpt_oss_from_gguf(path, config), [1, 17, 42, 5, 88, 23, 61, 9])
+
+
 def moe_reference(lines, name, model, ids):
     margin = routing_margin(model, ids)
     assert margin > 0.05, f"{name}: router logits only {margin} apart"
@@ -1340,6 +1460,7 @@ def main():
     write_dense_families(lines)
     write_issue32_families(lines)
     write_moe_families(lines)
+    write_gpt_oss(lines)
     # not reference.txt: a directory holding one is a model fixture to the test programs
     (OUT / "gguf_reference.txt").write_text("\n".join(lines) + "\n")
     write_fuzz_seed()
@@ -1347,5 +1468,21 @@ def main():
         print(p.name, p.stat().st_size)
 
 
+def update_one(write):
+    """Only write's files, its lines replacing those of the same names in gguf_reference.txt (or
+    added), the other fixtures untouched."""
+    lines = []
+    write(lines)
+    path = OUT / "gguf_reference.txt"
+    old = path.read_text().splitlines()
+    names = {line.split("\t", 1)[0]: line for line in lines}
+    kept = [names.pop(line.split("\t", 1)[0], line) for line in old]
+    path.write_text("\n".join(kept + list(names.values())) + "\n")
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+    if sys.argv[1:] == ["gpt-oss"]:  # this one alone
+        update_one(write_gpt_oss)
+    else:
+        main()

@@ -514,6 +514,24 @@ static void gguf_expect_uint32_patch(const char *name, const char *key, uint32_t
     free(data);
 }
 
+/* Fixture `name` with its first `from` (a tensor name) renamed `to` (as long): refused with needle. */
+static void gguf_expect_renamed(const char *name, const char *from, const char *to, pf_result want, const char *needle) {
+    char path[1024];
+    size_t size = 0, n = strlen(from);
+    snprintf(path, sizeof path, "%s/gguf/%s", test_fixtures, name);
+    unsigned char *data = (unsigned char *)test_read_file(path, &size);
+    size_t at = 0;
+    while (data && at + n <= size && memcmp(data + at, from, n)) at++;
+    int found = data && at + n <= size && strlen(to) == n;
+    if (found) memcpy(data + at, to, n);
+    CHECK_MSG(found, "%s lacks %s", name, from);
+    pf_model *m = NULL;
+    pf_result r = found ? gguf_load_bytes(data, size, &m) : PF_ERROR_IO;
+    CHECK_MSG(r == want && strstr(pf_error_message(m), needle), "%s with %s as %s: %s", name, from, to, pf_error_message(m));
+    pf_free(m);
+    free(data);
+}
+
 static void gguf_check_bad_files(void) {
     char dir[] = "/tmp/pf_gguf_XXXXXX";
     if (!mkdtemp(dir)) {
@@ -616,6 +634,11 @@ static void gguf_check_bad_files(void) {
     /* StarCoder is multi-query: one key/value head; a file with as many as heads is not its layout */
     gguf_expect_uint32_patch("starcoder-f32.gguf", "starcoder.attention.head_count_kv", 6, PF_ERROR_UNSUPPORTED,
                              "model has 1 key/value heads");
+    /* gpt-oss's expert biases are read in pairs (gate and up, interleaved again): one alone is refused */
+    gguf_expect_renamed("gpt-oss-mxfp4.gguf", "blk.1.ffn_up_exps.bias", "blk.1.ffn_up_exps.biaz", PF_ERROR_FORMAT,
+                        "has no blk.1.ffn_up_exps.bias of its [experts, I] shape beside it");
+    gguf_expect_renamed("gpt-oss-mxfp4.gguf", "blk.1.ffn_gate_exps.bias", "blk.1.ffn_gate_exps.biaz", PF_ERROR_UNSUPPORTED,
+                        "'blk.1.ffn_gate_exps.biaz' is not one of a gpt-oss model");
     gguf_expect_tokenizer_kind("tokenizer.ggml.model", "bert!", PF_OK, "tokenizer.ggml.model \"bert!\" is not supported");
     gguf_expect_tokenizer_kind("general.architecture", "mpt!!", PF_ERROR_UNSUPPORTED, "\"mpt!!\"");
     unlink(gguf_path);
@@ -636,12 +659,13 @@ void test_gguf(void) {
         if (!next) break;
         line = next;
     }
-    CHECK_MSG(lines == 33, "%s: %d fixtures", path, lines);
+    CHECK_MSG(lines == 34, "%s: %d fixtures", path, lines);
     free(data);
     gguf_check_same_as_safetensors();
     gguf_check_blocks_memory("llama-quant.gguf");
     gguf_check_blocks_memory("qwen3moe-quant.gguf");
     gguf_check_blocks_memory("llama-q2k.gguf");
+    gguf_check_blocks_memory("gpt-oss-mxfp4.gguf");
     gguf_check_blocks_to_cpu("gpt2-q8.gguf");
     gguf_check_blocks_to_cpu("llama-q2k.gguf");
     gguf_check_split();
