@@ -489,6 +489,25 @@ static const pf__gguf_arch pf__gguf_archs[] = {
 #include "policies.inc"
 };
 
+/* Architectures llama.cpp writes that we know and do not read yet: what is missing, so that the
+   refusal says more than the name. */
+static const struct { const char *name, *missing; } pf__gguf_refused_archs[] = {
+    {"deepseek2", "its multi-head latent attention as llama.cpp stores it (attn_kv_a_mqa, attn_k_b / attn_v_b, "
+                  "key_length kv_lora_rank + rope width, yarn_log_multiplier) is not read from GGUF yet: load the "
+                  "safetensors checkpoint (deepseek_v2 / deepseek_v3)"},
+};
+
+/* The supported architectures' names, comma separated, into out. */
+static void pf__gguf_arch_names(char *out, size_t size) {
+    size_t at = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < PF__COUNT(pf__gguf_archs) && at < size; i++) {
+        int n = snprintf(out + at, size - at, "%s%s", i ? ", " : "", pf__gguf_archs[i].name);
+        if (n < 0) break;
+        at += (size_t)n;
+    }
+}
+
 static const pf__gguf_arch *pf__gguf_find_arch(const char *name, size_t len) {
     for (size_t i = 0; i < PF__COUNT(pf__gguf_archs); i++)
         if (strlen(pf__gguf_archs[i].name) == len && !memcmp(pf__gguf_archs[i].name, name, len)) return &pf__gguf_archs[i];
@@ -1542,8 +1561,18 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
     }
     const pf__gguf_arch *known_arch = pf__gguf_find_arch(arch, arch_len);
     if (!known_arch) {
-        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: general.architecture \"%.*s\" is not supported (llama and "
-                       "gpt2 are)", g.path, pf__gguf_shown(arch_len), arch);
+        const char *missing = NULL;
+        for (size_t i = 0; i < PF__COUNT(pf__gguf_refused_archs); i++)
+            if (strlen(pf__gguf_refused_archs[i].name) == arch_len && !memcmp(pf__gguf_refused_archs[i].name, arch, arch_len))
+                missing = pf__gguf_refused_archs[i].missing;
+        char names[1024];
+        pf__gguf_arch_names(names, sizeof names);
+        if (missing)
+            r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: general.architecture \"%.*s\" is not supported: %s",
+                           g.path, pf__gguf_shown(arch_len), arch, missing);
+        else
+            r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: general.architecture \"%.*s\" is not supported (these "
+                           "are: %s)", g.path, pf__gguf_shown(arch_len), arch, names);
         goto done;
     }
     const char *arch_name = known_arch->name;

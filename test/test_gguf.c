@@ -641,6 +641,9 @@ static void gguf_check_bad_files(void) {
                         "'blk.1.ffn_gate_exps.biaz' is not one of a gpt-oss model");
     gguf_expect_tokenizer_kind("tokenizer.ggml.model", "bert!", PF_OK, "tokenizer.ggml.model \"bert!\" is not supported");
     gguf_expect_tokenizer_kind("general.architecture", "mpt!!", PF_ERROR_UNSUPPORTED, "\"mpt!!\"");
+    /* an architecture we know and do not read says what is missing */
+    gguf_expect_renamed("starcoder-f32.gguf", "starcoder", "deepseek2", PF_ERROR_UNSUPPORTED,
+                        "\"deepseek2\" is not supported: its multi-head latent attention as llama.cpp stores it");
     unlink(gguf_path);
     rmdir(dir);
 }
