@@ -5524,9 +5524,12 @@ static unsigned pf__mxfp4_nibble(const pf__packed *p, size_t row, size_t c) {
 
 PF_PRIVATE void pf__mxfp4_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out) {
     for (size_t b = first; b < first + count; b++, out += 17) {
+        const uint8_t *in = p->values + (row * p->cols + b * 32) / 2; /* the block's 16 bytes: inputs 2k, 2k + 1 in byte k */
         out[0] = p->scales[row * (p->cols / 32) + b];
-        for (size_t i = 0; i < 16; i++)
-            out[1 + i] = (uint8_t)(pf__mxfp4_nibble(p, row, b * 32 + i) | pf__mxfp4_nibble(p, row, b * 32 + i + 16) << 4);
+        for (int i = 0; i < 16; i++) { /* input i (low nibble) and i + 16 (high): byte i / 2 and 8 + i / 2 */
+            int shift = i % 2 * 4;
+            out[1 + i] = (uint8_t)((in[i / 2] >> shift & 15) | (in[8 + i / 2] >> shift & 15) << 4);
+        }
     }
 }
 
