@@ -27,13 +27,6 @@ PF_PRIVATE const int8_t pf__iq4_levels[16] = {-127, -104, -83, -65, -49, -35, -2
    doubled into integers, the block's scale halved to match (ggml's kvalues_mxfp4). */
 PF_PRIVATE const int8_t pf__mxfp4_levels[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
-PF_PRIVATE float pf__e8m0_half(uint8_t e) {
-    uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
 PF_PRIVATE size_t pf__block_values(pf__dtype t) { return (size_t)1 << pf__block_table[t].values_log2; }
 PF_PRIVATE size_t pf__block_bytes(pf__dtype t) { return pf__block_table[t].bytes; }
 PF_PRIVATE const char *pf__dtype_name(pf__dtype t) { return pf__block_table[t].name; }

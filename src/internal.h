@@ -189,8 +189,14 @@ PF_PRIVATE const char *pf__dtype_name(pf__dtype t);
 PF_PRIVATE int pf__q3_k_scale(const uint8_t *sc, int s);
 PF_PRIVATE int pf__iq4_xs_scale(const uint8_t *b, int j);
 /* MXFP4's E8M0 scale byte as the factor of its doubled levels: 2^(e - 128) (ggml's
-   GGML_E8M0_TO_FP32_HALF; 0 and 1 give fp32 subnormals), exact. */
-PF_PRIVATE float pf__e8m0_half(uint8_t e);
+   GGML_E8M0_TO_FP32_HALF; 0 and 1 give fp32 subnormals), exact. Inline: the block kernels take
+   one a sub-block. */
+static inline float pf__e8m0_half(uint8_t e) {
+    uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
 #ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
 extern PF_PRIVATE const int8_t pf__iq4_levels[16]; /* the IQ4 formats' levels (ggml's kvalues_iq4nl) */
 extern PF_PRIVATE const int8_t pf__mxfp4_levels[16]; /* e2m1's values doubled (ggml's kvalues_mxfp4) */
